@@ -1,0 +1,3 @@
+from commbench.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The typer CLI: one module per command, each thin (parse, call, print)."""

@@ -1,0 +1,11 @@
+"""Entry point: importing a command module registers its command on the app."""
+
+from commbench.cli.base import app
+
+# One line per command module; each registers itself with @command.
+from commbench.cli import bench as _bench  # noqa: F401,E402
+from commbench.cli import env as _env  # noqa: F401,E402
+
+
+def main() -> None:
+    app()

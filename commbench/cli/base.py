@@ -1,0 +1,54 @@
+"""The typer app and the one place where domain errors become exit codes."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Callable
+
+import typer
+from rich.console import Console
+
+from commbench.errors import CommbenchError
+
+app = typer.Typer(
+    help="commbench: measure MoE/TP/DP collectives (nccl-tests semantics), fit fabric cost models, "
+    "and autotune parallel layouts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str, exit_code: int = 2) -> typer.Exit:
+    """Print one error line on stderr and return the Exit to raise."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(exit_code)
+
+
+def command(name: str | None = None, **kwargs) -> Callable:
+    """Register a CLI command whose CommbenchError becomes one line on stderr and exit code 2."""
+
+    def decorate(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def wrapper(*args, **kw):
+            try:
+                return func(*args, **kw)
+            except CommbenchError as exc:
+                raise fail(str(exc), exc.exit_code) from None
+            except KeyboardInterrupt:
+                err_console.print("interrupted: results written so far are kept")
+                raise typer.Exit(130) from None
+
+        app.command(name, **kwargs)(wrapper)
+        return func
+
+    return decorate
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()

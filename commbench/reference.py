@@ -1,0 +1,90 @@
+"""Reference facts shipped with the package: GPU datasheets, model architectures, published runs.
+
+Copies of ../shared/reference (hardware.toml, models.toml, calibration-runs.json, FLOPS.md), so an
+installed commbench can plan without the source tree.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from commbench.errors import invalid
+
+
+def _data_text(name: str) -> str:
+    return resources.files("commbench.data").joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def hardware_toml() -> dict[str, Any]:
+    return tomllib.loads(_data_text("hardware.toml"))
+
+
+@functools.cache
+def models_toml() -> dict[str, Any]:
+    return tomllib.loads(_data_text("models.toml"))
+
+
+@functools.cache
+def calibration_runs() -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(_data_text("calibration-runs.json")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuSpec:
+    """Datasheet figures of one GPU (dense TFLOP/s; GB/s with GB = 1e9 B)."""
+
+    name: str
+    bf16_tflops: float
+    fp8_tflops: float
+    fp4_tflops: float | None
+    hbm_gb: float
+    hbm_tbps: float
+    nvlink_gbps_per_dir: float
+    scale_up_domain: int
+    scale_out_gbit_per_gpu: float
+    source: str
+
+    @property
+    def scale_out_gbps(self) -> float:
+        """NIC bandwidth per GPU in GB/s (800 Gb/s -> 100 GB/s)."""
+        return self.scale_out_gbit_per_gpu / 8.0
+
+
+def gpu_names() -> list[str]:
+    return sorted(hardware_toml()["gpu"])
+
+
+def gpu_spec(name: str) -> GpuSpec:
+    """The datasheet of GPU `name` (gb300, gb200, b200, b300, h100, h200, h800)."""
+    table = hardware_toml()["gpu"]
+    key = name.lower()
+    if key not in table:
+        raise invalid("gpu", name, f"known GPUs: {', '.join(gpu_names())}")
+    row = table[key]
+    return GpuSpec(
+        name=key,
+        bf16_tflops=float(row["bf16_tflops"]),
+        fp8_tflops=float(row["fp8_tflops"]),
+        fp4_tflops=float(row["fp4_tflops"]) if "fp4_tflops" in row else None,
+        hbm_gb=float(row["hbm_gb"]),
+        hbm_tbps=float(row["hbm_tbps"]),
+        nvlink_gbps_per_dir=float(row["nvlink_gbps_per_dir"]),
+        scale_up_domain=int(row["scale_up_domain"]),
+        scale_out_gbit_per_gpu=float(row["scale_out_gbit_per_gpu"]),
+        source=str(row.get("source", "")),
+    )
+
+
+def published_measurements() -> list[dict[str, Any]]:
+    """The [[measured]] rows of hardware.toml: published collective bandwidths with sources."""
+    return list(hardware_toml().get("measured", []))

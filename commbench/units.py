@@ -1,0 +1,68 @@
+"""Sizes with K/M/G suffixes (powers of 1024, as nccl-tests' -b/-e) and rates (GB = 1e9 B)."""
+
+from __future__ import annotations
+
+import re
+
+from commbench.errors import invalid
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size_bytes(text: str | int, field: str = "size") -> int:
+    """Parse '8', '64K', '16M', '2G', '1.5MiB' into bytes (K = 1024, as nccl-tests)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        match = _SIZE_RE.match(str(text))
+        if not match:
+            raise invalid(field, text, "a positive byte count such as 8, 64K, 16M or 2G")
+        value = int(float(match.group(1)) * _SIZE_MULT[match.group(2).lower()])
+    if value <= 0:
+        raise invalid(field, text, "sizes must be positive")
+    return value
+
+
+def format_size(size_bytes: float) -> str:
+    """Human size with binary suffixes: 8 B, 64 KiB, 16 MiB."""
+    for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size_bytes >= mult and size_bytes % mult == 0:
+            return f"{int(size_bytes // mult)} {suffix}"
+    for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size_bytes >= mult:
+            return f"{size_bytes / mult:.1f} {suffix}"
+    return f"{int(size_bytes)} B"
+
+
+def size_range(min_bytes: int, max_bytes: int, step_factor: float | None = None,
+               step_bytes: int | None = None) -> list[int]:
+    """The sizes nccl-tests visits: geometric with -f, or arithmetic with -i (which wins if given)."""
+    if min_bytes > max_bytes:
+        raise invalid("--min-bytes", min_bytes, f"must be <= --max-bytes ({max_bytes})")
+    if step_bytes is not None:
+        if step_bytes <= 0:
+            raise invalid("--step-bytes", step_bytes, "must be > 0")
+        return list(range(min_bytes, max_bytes + 1, step_bytes))
+    factor = 2.0 if step_factor is None else step_factor
+    if factor <= 1:
+        raise invalid("--step-factor", step_factor, "must be > 1")
+    sizes, size = [], float(min_bytes)
+    while size <= max_bytes:
+        sizes.append(int(size))
+        size *= factor
+    return sizes
+
+
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(bit|bps|b)?\s*$", re.IGNORECASE)
+
+
+def parse_rate_bits_per_s(text: str, field: str = "rate") -> float:
+    """Parse a link rate like '1gbit', '800mbit', '100m' (bits per second, SI prefixes as tc)."""
+    match = _RATE_RE.match(str(text))
+    if not match:
+        raise invalid(field, text, "a rate such as 1gbit, 800mbit or 10gbit")
+    value = float(match.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[match.group(2).lower()]
+    if value <= 0:
+        raise invalid(field, text, "rates must be positive")
+    return value
