@@ -1,0 +1,256 @@
+"""A parallel layout (Megatron-Core names), its validation, and a columnar array of many layouts.
+
+MoE parallel folding (Megatron-Core, "MoE Parallel Folding", arXiv 2504.14960): attention and
+dense layers use TP x CP x DP; experts use ETP x EP x EDP over the same GPUs, so ETP x EP must
+divide TP x CP x DP and EDP = TP x CP x DP / (ETP x EP). PP is shared. Ranks are ordered
+tp-cp-dp-pp (attention) and etp-ep-edp-pp (experts), TP innermost, as Megatron does.
+
+The rules live once, vectorised, in `layout_violations`; `check_layout` turns the first
+violated rule of one layout into a one-line CommbenchError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from commbench.errors import CommbenchError, invalid
+from commbench.planner.models import ModelSpec
+
+RECOMPUTE = ("none", "selective", "full")
+DISPATCHERS = ("alltoall", "flex")  # flex = deduplicated per destination rank (DeepEP / HybridEP)
+PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
+
+INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs")
+BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap")
+CODE_FIELDS = {"recompute": RECOMPUTE, "dispatcher": DISPATCHERS, "precision": PRECISIONS}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    """One parallel layout. `etp=None` means "same as tp" (Megatron's default)."""
+
+    tp: int = 1
+    pp: int = 1
+    vp: int = 1
+    ep: int = 1
+    etp: int | None = None
+    cp: int = 1
+    dp: int = 1
+    mbs: int = 1
+    gbs: int = 1
+    sequence_parallel: bool = True
+    recompute: str = "none"
+    dispatcher: str = "alltoall"
+    precision: str = "bf16"
+    distributed_optimizer: bool = True
+    tp_comm_overlap: bool = False
+    moe_a2a_overlap: bool = False
+    dp_overlap: bool = True
+
+    def __post_init__(self) -> None:
+        if self.etp is None:
+            object.__setattr__(self, "etp", self.tp)
+        for name in INT_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise invalid(name, value, "a positive integer")
+        for name, allowed in CODE_FIELDS.items():
+            if getattr(self, name) not in allowed:
+                raise invalid(name, getattr(self, name), f"one of {', '.join(allowed)}")
+
+    @property
+    def world(self) -> int:
+        return self.tp * self.cp * self.dp * self.pp
+
+    @property
+    def edp(self) -> int:
+        return self.tp * self.cp * self.dp // (self.etp * self.ep)
+
+    @property
+    def num_microbatches(self) -> int:
+        return self.gbs // (self.mbs * self.dp)
+
+    @classmethod
+    def for_world(cls, num_gpus: int, **kwargs) -> "Layout":
+        """Layout with dp derived from the GPU count: dp = num_gpus / (tp cp pp)."""
+        model_parallel = kwargs.get("tp", 1) * kwargs.get("cp", 1) * kwargs.get("pp", 1)
+        if num_gpus % model_parallel:
+            raise invalid("gpus", num_gpus, f"a multiple of tp*cp*pp = {model_parallel}")
+        return cls(dp=num_gpus // model_parallel, **kwargs)
+
+
+def parse_layout(text: str, num_gpus: int, **defaults) -> Layout:
+    """Parse 'tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096,recompute=selective' (dp derived when absent)."""
+    known = {f.name for f in fields(Layout)}
+    values: dict[str, object] = dict(defaults)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in known:
+            raise invalid("--layout", part, f"key=value pairs with keys {', '.join(sorted(known))}")
+        raw = raw.strip()
+        if key in INT_FIELDS:
+            try:
+                values[key] = int(raw)
+            except ValueError:
+                raise invalid(key, raw, "a positive integer") from None
+        elif key in BOOL_FIELDS:
+            if raw.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
+                raise invalid(key, raw, "true/false (or on/off, 1/0)")
+            values[key] = raw.lower() in ("1", "true", "on", "yes")
+        else:
+            values[key] = raw.lower()
+    if "dp" in values:
+        return Layout(**values)  # type: ignore[arg-type]
+    return Layout.for_world(num_gpus, **values)
+
+
+# ---------------------------------------------------------------- columnar layouts
+
+@dataclass(frozen=True, kw_only=True)
+class LayoutArrays:
+    """Many layouts as equal-length numpy columns (ints; bools; enum codes indexing RECOMPUTE etc.)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    vp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    cp: np.ndarray
+    dp: np.ndarray
+    mbs: np.ndarray
+    gbs: np.ndarray
+    sequence_parallel: np.ndarray
+    distributed_optimizer: np.ndarray
+    tp_comm_overlap: np.ndarray
+    moe_a2a_overlap: np.ndarray
+    dp_overlap: np.ndarray
+    recompute: np.ndarray
+    dispatcher: np.ndarray
+    precision: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+    @classmethod
+    def from_columns(cls, **columns) -> "LayoutArrays":
+        """Broadcast scalars/arrays to one length; enum columns accept names or codes; etp defaults to tp."""
+        columns = dict(columns)
+        for name, allowed in CODE_FIELDS.items():
+            value = columns.get(name, Layout.__dataclass_fields__[name].default)
+            arr = np.asarray(value)
+            if arr.dtype.kind in "USO":
+                lookup = {v: i for i, v in enumerate(allowed)}
+                bad = [v for v in np.unique(arr) if v not in lookup]
+                if bad:
+                    raise invalid(name, bad[0], f"one of {', '.join(allowed)}")
+                arr = np.vectorize(lookup.__getitem__, otypes=[np.int8])(arr)
+            columns[name] = arr
+        if columns.get("etp") is None:
+            columns["etp"] = columns.get("tp", 1)
+        defaults = {f.name: f.default for f in fields(Layout)}
+        names = INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS)
+        unknown = set(columns) - set(names)
+        if unknown:
+            raise invalid("layout column", sorted(unknown)[0], f"one of {', '.join(names)}")
+        arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(columns.get(n, defaults[n]))) for n in names))
+        out = {}
+        for name, arr in zip(names, arrays):
+            dtype = np.int64 if name in INT_FIELDS else (bool if name in BOOL_FIELDS else np.int8)
+            out[name] = np.ascontiguousarray(arr, dtype=dtype)
+        return cls(**out)
+
+    @classmethod
+    def from_layouts(cls, layouts: Iterable[Layout]) -> "LayoutArrays":
+        rows = list(layouts)
+        cols: dict[str, object] = {}
+        for name in INT_FIELDS + BOOL_FIELDS:
+            cols[name] = np.array([getattr(r, name) for r in rows])
+        for name in CODE_FIELDS:
+            cols[name] = np.array([getattr(r, name) for r in rows])
+        return cls.from_columns(**cols)
+
+    def layout(self, index: int) -> Layout:
+        kw: dict[str, object] = {n: int(getattr(self, n)[index]) for n in INT_FIELDS}
+        kw.update({n: bool(getattr(self, n)[index]) for n in BOOL_FIELDS})
+        kw.update({n: allowed[int(getattr(self, n)[index])] for n, allowed in CODE_FIELDS.items()})
+        return Layout(**kw)  # type: ignore[arg-type]
+
+    def take(self, index: np.ndarray) -> "LayoutArrays":
+        return LayoutArrays(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
+# ---------------------------------------------------------------- rules
+
+# One bit per rule, in the order check_layout reports them.
+RULES: tuple[tuple[str, str], ...] = (
+    ("world", "tp*cp*dp*pp must equal the number of GPUs"),
+    ("expert_fold", "etp*ep must divide tp*cp*dp (MoE parallel folding)"),
+    ("heads", "tp must divide the attention heads (and the KV heads for GQA)"),
+    ("experts", "ep must divide the routed experts (ep=1 for a dense model)"),
+    ("pipeline", "pp*vp must divide the layers (+ MTP), optionally counting the embedding and loss as a layer each; vp>1 needs pp>1"),
+    ("batch", "gbs must be a multiple of mbs*dp"),
+    ("context", "seq_len must be divisible by 2*cp (load-balanced causal CP)"),
+)
+RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
+
+
+def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.ndarray,
+                      seq_len: int | None = None) -> np.ndarray:
+    """Bitmask per layout of the RULES it breaks (0 = valid)."""
+    s = seq_len or model.seq_len
+    bits = np.zeros(len(arr), dtype=np.int64)
+    attn_group = arr.tp * arr.cp * arr.dp
+    bits |= np.where(attn_group * arr.pp != num_gpus, RULE_BITS["world"], 0)
+    bits |= np.where(attn_group % (arr.etp * arr.ep) != 0, RULE_BITS["expert_fold"], 0)
+    heads_bad = model.num_heads % arr.tp != 0
+    if model.attention == "gqa":
+        heads_bad |= model.num_kv_heads % arr.tp != 0
+    bits |= np.where(heads_bad, RULE_BITS["heads"], 0)
+    experts_bad = (model.num_routed_experts % arr.ep != 0) if model.is_moe else (arr.ep != 1)
+    bits |= np.where(experts_bad, RULE_BITS["experts"], 0)
+    stages = arr.pp * arr.vp
+    slots = model.num_layers + model.num_mtp_layers
+    split_ok = (slots % stages == 0) | ((slots + 1) % stages == 0) | ((slots + 2) % stages == 0)
+    split_ok &= (arr.vp == 1) | (arr.pp > 1)
+    bits |= np.where(~split_ok, RULE_BITS["pipeline"], 0)
+    bits |= np.where(arr.gbs % (arr.mbs * arr.dp) != 0, RULE_BITS["batch"], 0)
+    bits |= np.where(s % (2 * arr.cp) != 0, RULE_BITS["context"], 0)
+    return bits
+
+
+def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None) -> None:
+    """Raise CommbenchError naming the first rule `layout` breaks for `model` on `num_gpus` GPUs."""
+    bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
+    if not bits:
+        return
+    name, rule = next((n, r) for n, r in RULES if bits & RULE_BITS[n])
+    detail = {
+        "world": f"tp*cp*dp*pp = {layout.world}, gpus = {num_gpus}",
+        "expert_fold": f"etp*ep = {layout.etp * layout.ep}, tp*cp*dp = {layout.tp * layout.cp * layout.dp}",
+        "heads": f"tp = {layout.tp}, heads = {model.num_heads}, kv_heads = {model.num_kv_heads}",
+        "experts": f"ep = {layout.ep}, routed experts = {model.num_routed_experts}",
+        "pipeline": f"pp*vp = {layout.pp * layout.vp}, layers + MTP = {model.num_layers + model.num_mtp_layers}",
+        "batch": f"gbs = {layout.gbs}, mbs*dp = {layout.mbs * layout.dp}",
+        "context": f"cp = {layout.cp}, seq_len = {seq_len or model.seq_len}",
+    }[name]
+    raise CommbenchError(f"layout {name} rule broken for {model.name}: {rule} ({detail})")
+
+
+def with_fields(layout: Layout, **changes) -> Layout:
+    return replace(layout, **changes)
+
+
+def code_of(name: str, value: str) -> int:
+    return CODE_FIELDS[name].index(value)
+
+
+def names_of(name: str, codes: np.ndarray) -> np.ndarray:
+    return np.asarray(CODE_FIELDS[name])[codes]
+
+
+def as_mapping(layout: Layout) -> Mapping[str, object]:
+    return {f.name: getattr(layout, f.name) for f in fields(layout)}

@@ -1,0 +1,334 @@
+"""Model zoo: architecture facts, Megatron model-FLOPs per token and parameter counts per layer kind.
+
+FLOPs follow Megatron-LM `training.py::num_floating_point_operations` as transcribed in
+commbench/data/FLOPS.md (forward + backward = 3 x forward, 2 FLOPs per multiply-add, causal
+attention, top-k routed + shared experts, logits per output head, MTP). Parameter counts are
+the weight matrices plus norms and router, per layer kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from commbench.errors import CommbenchError, invalid
+from commbench.reference import models_toml
+
+ATTENTION_KINDS = ("gqa", "mla")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """One transformer (dense or MoE). Dims in elements; `num_moe_layers` excludes MTP layers."""
+
+    name: str
+    num_layers: int
+    num_dense_layers: int
+    hidden: int
+    num_heads: int
+    attention: str = "gqa"
+    num_kv_heads: int = 0
+    head_dim: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    dense_ffn: int = 0
+    num_routed_experts: int = 0
+    num_shared_experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    vocab: int
+    num_mtp_layers: int = 0
+    tied_embeddings: bool = False
+    glu: bool = True
+    sliding_window: int = 0  # on every other layer when > 0
+    seq_len: int
+    published_params_total_b: float | None = None
+    published_params_active_b: float | None = None
+    published_flops_per_token_gflop: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.attention not in ATTENTION_KINDS:
+            raise invalid(f"{self.name}.attention", self.attention, f"one of {', '.join(ATTENTION_KINDS)}")
+        for name in ("num_layers", "hidden", "num_heads", "vocab", "seq_len"):
+            if getattr(self, name) <= 0:
+                raise invalid(f"{self.name}.{name}", getattr(self, name), "must be > 0")
+        if not 0 <= self.num_dense_layers <= self.num_layers:
+            raise invalid(f"{self.name}.dense_layers", self.num_dense_layers, f"0..{self.num_layers}")
+        if self.is_moe and (self.top_k <= 0 or self.expert_ffn <= 0 or self.top_k > self.num_routed_experts):
+            raise invalid(f"{self.name}.top_k", self.top_k, "MoE models need 0 < top_k <= routed_experts and expert_ffn > 0")
+        if self.num_dense_layers and self.dense_ffn <= 0:
+            raise invalid(f"{self.name}.dense_ffn", self.dense_ffn, "dense layers need dense_ffn > 0")
+        if self.attention == "gqa" and (self.num_kv_heads <= 0 or self.head_dim <= 0):
+            raise invalid(f"{self.name}.kv_heads", self.num_kv_heads, "GQA needs kv_heads > 0 and head_dim > 0")
+        if self.attention == "mla" and min(self.q_lora_rank, self.kv_lora_rank, self.qk_nope_head_dim,
+                                           self.qk_rope_head_dim, self.v_head_dim) <= 0:
+            raise invalid(f"{self.name}.attention", "mla", "MLA needs q/kv lora ranks and nope/rope/v head dims > 0")
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_routed_experts > 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers
+
+    @property
+    def glu_factor(self) -> int:
+        return 3 if self.glu else 2
+
+    @property
+    def q_dim(self) -> int:
+        """Query width (all heads); for MLA, nope + rope per head."""
+        if self.attention == "mla":
+            return self.num_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of K plus V per token as the attention core sees it (what CP rings exchange)."""
+        if self.attention == "mla":
+            return self.num_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
+        return 2 * self.num_kv_heads * self.head_dim
+
+    @property
+    def attn_out_dim(self) -> int:
+        return self.num_heads * (self.v_head_dim if self.attention == "mla" else self.head_dim)
+
+
+# ---------------------------------------------------------------- FLOPs (FLOPS.md)
+
+def _attention_macs_per_layer(m: ModelSpec, seq_len: int) -> tuple[float, float]:
+    """(projection MACs, core MACs) per token per layer, averaged over layers for sliding windows."""
+    h, s = m.hidden, seq_len
+    if m.attention == "mla":
+        nope, rope, dv, H = m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim, m.num_heads
+        proj = (m.q_lora_rank * (h + H * (nope + rope) + 1) + m.kv_lora_rank * (h + H * (nope + dv) + 1)
+                + h * rope + H * dv * h)
+        core = s * H * (nope + rope) / 2 + s * H * dv / 2
+        return proj, core
+    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    proj = h * (q + 2 * kv) + q * h
+    core = q * s  # 2 * q * (s/2): causal half of QK^T plus AV
+    if m.sliding_window:
+        w = m.sliding_window
+        window_core = 2 * q * (w - w * (w - 1) / (2 * s))
+        core = (core + window_core) / 2  # every other layer is windowed
+    return proj, core
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlopsPerToken:
+    """Model FLOPs per token (fwd + bwd) by kind; `total` is Megatron's figure."""
+
+    attention_proj: float
+    attention_core: float
+    dense_mlp: float
+    routed_experts: float
+    shared_experts: float
+    mtp_proj: float
+    logits: float
+
+    @property
+    def total(self) -> float:
+        return (self.attention_proj + self.attention_core + self.dense_mlp + self.routed_experts
+                + self.shared_experts + self.mtp_proj + self.logits)
+
+    @property
+    def gemm(self) -> float:
+        """Everything that runs as a (dense or grouped) GEMM in the training precision."""
+        return self.total - self.attention_core
+
+
+def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> FlopsPerToken:
+    """FLOPs per token by kind, exactly FLOPS.md's formula (MTP layers count as extra MoE layers)."""
+    s = seq_len or m.seq_len
+    n_mtp = m.num_mtp_layers if include_mtp else 0
+    n_layers = m.num_layers + n_mtp
+    n_moe = m.num_moe_layers + n_mtp
+    h, g = m.hidden, m.glu_factor
+    proj, core = _attention_macs_per_layer(m, s)
+    return FlopsPerToken(
+        attention_proj=6.0 * n_layers * proj,
+        attention_core=6.0 * n_layers * core,
+        dense_mlp=6.0 * h * m.dense_ffn * g * m.num_dense_layers,
+        routed_experts=6.0 * h * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
+        shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
+        mtp_proj=6.0 * n_mtp * (3 * h + 2 * h * h),
+        logits=6.0 * h * m.vocab * (n_mtp + 1),
+    )
+
+
+def flops_per_token(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> float:
+    """Megatron model FLOPs per token (forward + backward) at `seq_len` (default: the model's)."""
+    return flops_breakdown(m, seq_len, include_mtp).total
+
+
+# ---------------------------------------------------------------- parameters
+
+@dataclass(frozen=True, kw_only=True)
+class ParamCounts:
+    """Parameters by kind. `routed_experts` is all experts; MTP counts its own layer + projection."""
+
+    attention: float
+    dense_mlp: float
+    routed_experts: float
+    shared_experts: float
+    router: float
+    norms: float
+    embeddings: float  # input embedding + output layer (once if tied)
+    mtp: float
+    mtp_routed_experts: float = 0.0
+
+    @property
+    def total(self) -> float:
+        """Total without MTP (how model cards count, e.g. DeepSeek-V3 671B)."""
+        return (self.attention + self.dense_mlp + self.routed_experts + self.shared_experts + self.router
+                + self.norms + self.embeddings)
+
+    @property
+    def expert(self) -> float:
+        """Parameters sharded over EP x ETP (routed experts, including the MTP layer's)."""
+        return self.routed_experts + self.mtp_routed_experts
+
+    @property
+    def non_expert(self) -> float:
+        """Parameters sharded over TP (replicated over DP x CP), MTP included."""
+        return self.total + self.mtp - self.mtp_routed_experts - self.routed_experts
+
+
+def _attention_params(m: ModelSpec) -> float:
+    h = m.hidden
+    if m.attention == "mla":
+        H = m.num_heads
+        return (h * m.q_lora_rank + m.q_lora_rank * H * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+                + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim)
+                + H * m.v_head_dim * h + m.q_lora_rank + m.kv_lora_rank)
+    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    return h * (q + 2 * kv) + q * h
+
+
+def param_counts(m: ModelSpec) -> ParamCounts:
+    h, g = m.hidden, m.glu_factor
+    per_expert = g * h * m.expert_ffn
+    moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * per_expert
+                 + h * m.num_routed_experts + 2 * h + _attention_params(m))
+    mtp = m.num_mtp_layers * (moe_layer + 2 * h * h + 3 * h)
+    return ParamCounts(
+        attention=m.num_layers * _attention_params(m),
+        dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
+        routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
+        shared_experts=m.num_moe_layers * m.num_shared_experts * per_expert,
+        router=m.num_moe_layers * h * m.num_routed_experts,
+        norms=2 * h * m.num_layers + h,
+        embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
+        mtp=mtp,
+        mtp_routed_experts=m.num_mtp_layers * m.num_routed_experts * per_expert,
+    )
+
+
+def active_params(m: ModelSpec) -> float:
+    """Parameters one token touches (top-k of the routed experts), MTP excluded."""
+    p = param_counts(m)
+    if not m.is_moe:
+        return p.total
+    return p.total - p.routed_experts * (1 - m.top_k / m.num_routed_experts)
+
+
+# ---------------------------------------------------------------- zoo
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any]]:
+    """models.toml's `[model.llama3.1-70b]` parses as model -> llama3 -> 1-70b; join the keys back."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in table.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict) and "layers" in value:
+            out[name] = value
+        elif isinstance(value, dict):
+            out.update(_flatten(value, name))
+    return out
+
+
+def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
+    try:
+        num_layers = int(row["layers"])
+        return ModelSpec(
+            name=name,
+            num_layers=num_layers,
+            num_dense_layers=int(row.get("dense_layers", 0 if row.get("routed_experts") else num_layers)),
+            hidden=int(row["hidden"]),
+            num_heads=int(row["heads"]),
+            attention=str(row.get("attention", "gqa")),
+            num_kv_heads=int(row.get("kv_heads", 0)),
+            head_dim=int(row.get("head_dim", 0)),
+            q_lora_rank=int(row.get("q_lora_rank", 0)),
+            kv_lora_rank=int(row.get("kv_lora_rank", 0)),
+            qk_nope_head_dim=int(row.get("qk_nope_head_dim", 0)),
+            qk_rope_head_dim=int(row.get("qk_rope_head_dim", 0)),
+            v_head_dim=int(row.get("v_head_dim", 0)),
+            dense_ffn=int(row.get("dense_ffn", 0)),
+            num_routed_experts=int(row.get("routed_experts", 0)),
+            num_shared_experts=int(row.get("shared_experts", 0)),
+            top_k=int(row.get("top_k", 0)),
+            expert_ffn=int(row.get("expert_ffn", 0)),
+            vocab=int(row["vocab"]),
+            num_mtp_layers=int(row.get("mtp_layers", 0)),
+            tied_embeddings=bool(row.get("tied_embeddings", False)),
+            glu=bool(row.get("glu", True)),
+            sliding_window=int(row.get("sliding_window", 0)),
+            seq_len=int(row.get("seq_len", 4096)),
+            published_params_total_b=row.get("params_total_b"),
+            published_params_active_b=row.get("params_active_b"),
+            published_flops_per_token_gflop=row.get("flops_per_token_gflop"),
+            extra={k: v for k, v in row.items() if k in ("n_group", "topk_group")},
+        )
+    except KeyError as exc:
+        raise CommbenchError(f"model {name!r} lacks required key {exc.args[0]!r} "
+                             "(needs layers, hidden, heads, vocab; see commbench/data/models.toml)") from None
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, CommbenchError):
+            raise
+        raise CommbenchError(f"model {name!r}: {exc}") from None
+
+
+def _zoo_rows(model_file: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    rows = _flatten(models_toml().get("model", {}))
+    if model_file is not None:
+        path = Path(model_file)
+        try:
+            user = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise invalid("--model-file", str(path), "an existing TOML file shaped like models.toml") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise invalid("--model-file", str(path), f"valid TOML ({exc})") from None
+        if "model" not in user:
+            raise invalid("--model-file", str(path), "a TOML file with [model.NAME] tables")
+        rows.update(_flatten(user["model"]))
+    return rows
+
+
+def model_names(model_file: str | Path | None = None) -> list[str]:
+    return sorted(_zoo_rows(model_file))
+
+
+def load_model(name: str, model_file: str | Path | None = None) -> ModelSpec:
+    """The zoo model `name` (case-insensitive), or one from a user TOML shaped like models.toml."""
+    rows = _zoo_rows(model_file)
+    by_lower = {k.lower(): k for k in rows}
+    key = by_lower.get(name.lower())
+    if key is None:
+        raise invalid("--model", name, f"known models: {', '.join(sorted(rows))}")
+    return _spec_from_row(key, rows[key])
+
+
+def spec_fields() -> list[str]:
+    return [f.name for f in fields(ModelSpec)]
