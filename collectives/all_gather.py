@@ -1,0 +1,40 @@
+"""all_gather: every rank ends with all ranks' chunks, chunk r from rank r.
+
+busbw = algbw * (n-1)/n (nccl-tests docs/PERFORMANCE.md). size = the full output buffer (n chunks);
+count = elements each rank sends. In-place: the input is chunk r of the output buffer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+
+
+class AllGather(Collective):
+    name = "all_gather"
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return (num_ranks - 1) / num_ranks
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // (itemsize * num_ranks))
+        return count, count * num_ranks * itemsize
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        n, rank = comm.size, comm.rank
+        count = self.count_for(spec.size_bytes, spec.dtype.itemsize, n)[0]
+        modulus = pattern_modulus(spec.dtype, n, reduces=False)
+        expected = np.concatenate([pattern(r, r * count, count, modulus) for r in range(n)])
+        out = backend.empty(count * n, spec.dtype)
+        inp = out[rank * count:(rank + 1) * count] if spec.in_place else backend.empty(count, spec.dtype)
+
+        def fill() -> None:
+            backend.write(out, np.zeros(count * n))
+            backend.write(inp, pattern(rank, rank * count, count, modulus))
+
+        return PreparedPoint(
+            size_bytes=count * n * spec.dtype.itemsize, count=count, busbw_factor=self.busbw_factor(n),
+            stages=[("all_gather", lambda: comm.all_gather(out, inp))],
+            fill=fill, check=lambda: count_wrong(backend.download(out), expected, spec.dtype),
+        )

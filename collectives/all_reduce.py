@@ -1,0 +1,33 @@
+"""all_reduce: every rank ends with the reduction of all ranks' buffers.
+
+busbw = algbw * 2(n-1)/n (nccl-tests docs/PERFORMANCE.md: a ring moves 2(n-1)/n of the data per
+rank). size = the buffer; the torch API is in-place only.
+"""
+
+from __future__ import annotations
+
+from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, reduction_data
+
+
+class AllReduce(Collective):
+    name = "all_reduce"
+    reduces = True
+    in_place_mode = "always"
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return 2 * (num_ranks - 1) / num_ranks
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // itemsize)
+        return count, count * itemsize
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)
+        inputs, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, comm.size, 0, count)
+        buf = backend.empty(count, spec.dtype)
+
+        return PreparedPoint(
+            size_bytes=size_bytes, count=count, busbw_factor=self.busbw_factor(comm.size),
+            stages=[("all_reduce", lambda: comm.all_reduce(buf, spec.op))],
+            fill=lambda: backend.write(buf, inputs), check=lambda: count_wrong(backend.download(buf), expected, spec.dtype, rel_tol),
+        )

@@ -1,0 +1,38 @@
+"""all_to_all (even splits): rank r sends its chunk p to rank p and receives chunk r of every rank.
+
+busbw = algbw * (n-1)/n (nccl-tests docs/PERFORMANCE.md). size = the send buffer per rank (n
+chunks); count = elements per peer chunk. No in-place form.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+
+
+class AllToAll(Collective):
+    name = "all_to_all"
+    in_place_mode = "never"
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return (num_ranks - 1) / num_ranks
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // (itemsize * num_ranks))
+        return count, count * num_ranks * itemsize
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        n, rank = comm.size, comm.rank
+        count = self.count_for(spec.size_bytes, spec.dtype.itemsize, n)[0]
+        modulus = pattern_modulus(spec.dtype, n, reduces=False)
+        # Chunk p of rank s's send buffer holds pattern(s, p*count ...): what rank p must receive from s.
+        inputs = pattern(rank, 0, count * n, modulus)
+        expected = np.concatenate([pattern(s, rank * count, count, modulus) for s in range(n)])
+        inp, out = backend.empty(count * n, spec.dtype), backend.empty(count * n, spec.dtype)
+        return PreparedPoint(
+            size_bytes=count * n * spec.dtype.itemsize, count=count, busbw_factor=self.busbw_factor(n),
+            stages=[("all_to_all", lambda: comm.all_to_all(out, inp))],
+            fill=lambda: backend.write(inp, inputs),
+            check=lambda: count_wrong(backend.download(out), expected, spec.dtype),
+        )

@@ -1,0 +1,36 @@
+"""broadcast: every rank ends with the root's buffer.
+
+busbw = algbw (factor 1, nccl-tests docs/PERFORMANCE.md). size = the buffer; the torch API is
+in-place only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+
+
+class Broadcast(Collective):
+    name = "broadcast"
+    in_place_mode = "always"
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return 1.0
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // itemsize)
+        return count, count * itemsize
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)
+        root = spec.root % comm.size
+        expected = pattern(root, 0, count, pattern_modulus(spec.dtype, comm.size, reduces=False))
+        buf = backend.empty(count, spec.dtype)
+        return PreparedPoint(
+            size_bytes=size_bytes, count=count, busbw_factor=1.0,
+            stages=[("broadcast", lambda: comm.broadcast(buf, root))],
+            fill=lambda: backend.write(buf, expected if comm.rank == root else np.zeros(count)),
+            check=lambda: count_wrong(backend.download(buf), expected, spec.dtype),
+            params={"root": root},
+        )

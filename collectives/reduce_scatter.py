@@ -1,0 +1,35 @@
+"""reduce_scatter: rank r ends with chunk r of the reduction of all ranks' buffers.
+
+busbw = algbw * (n-1)/n (nccl-tests docs/PERFORMANCE.md). size = the full input buffer per rank
+(n chunks); count = elements of one chunk (what each rank receives). In-place: the output is chunk r
+of the input buffer.
+"""
+
+from __future__ import annotations
+
+from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, reduction_data
+
+
+class ReduceScatter(Collective):
+    name = "reduce_scatter"
+    reduces = True
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return (num_ranks - 1) / num_ranks
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // (itemsize * num_ranks))
+        return count, count * num_ranks * itemsize
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        n, count = comm.size, self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)[0]
+        inputs, _, _ = reduction_data(spec.op, spec.dtype, comm.rank, n, 0, count * n)
+        _, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, n, comm.rank * count, count)
+        inp = backend.empty(count * n, spec.dtype)
+        out = inp[comm.rank * count:(comm.rank + 1) * count] if spec.in_place else backend.empty(count, spec.dtype)
+        return PreparedPoint(
+            size_bytes=count * n * spec.dtype.itemsize, count=count, busbw_factor=self.busbw_factor(n),
+            stages=[("reduce_scatter", lambda: comm.reduce_scatter(out, inp, spec.op))],
+            fill=lambda: backend.write(inp, inputs),
+            check=lambda: count_wrong(backend.download(out), expected, spec.dtype, rel_tol),
+        )

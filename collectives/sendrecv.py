@@ -1,0 +1,38 @@
+"""sendrecv: each rank sends its buffer to rank+1 and receives from rank-1 (a ring shift, as
+nccl-tests' sendrecv_perf).
+
+busbw = algbw (factor 1, nccl-tests docs/PERFORMANCE.md). size = bytes each rank sends.
+"""
+
+from __future__ import annotations
+
+from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+
+
+class SendRecv(Collective):
+    name = "sendrecv"
+    in_place_mode = "never"
+
+    def min_ranks(self, backend_name: str) -> int:
+        return 2 if backend_name == "gloo" else 1  # gloo cannot send to itself; NCCL can
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return 1.0
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // itemsize)
+        return count, count * itemsize
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        n, rank = comm.size, comm.rank
+        count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, n)
+        modulus = pattern_modulus(spec.dtype, n, reduces=False)
+        send, recv = backend.empty(count, spec.dtype), backend.empty(count, spec.dtype)
+        dst, src = (rank + 1) % n, (rank - 1) % n
+        expected = pattern(src, 0, count, modulus)
+        return PreparedPoint(
+            size_bytes=size_bytes, count=count, busbw_factor=1.0,
+            stages=[("sendrecv", lambda: comm.send_recv(send, dst, recv, src))],
+            fill=lambda: backend.write(send, pattern(rank, 0, count, modulus)),
+            check=lambda: count_wrong(backend.download(recv), expected, spec.dtype),
+        )

@@ -1,0 +1,141 @@
+"""One `commbench bench` job on one rank: join, describe the run, measure every size, write records.
+
+Rank 0 writes the JSONL file (header first, then one Measurement per size, flushed as each size
+finishes) and shows the table; every rank measures. A point that raises (a timed-out or broken
+process group) is recorded as failed and ends the run: the communicator cannot be trusted after it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectives import get_collective
+from collectives.base import Collective, PointSpec
+from commbench.dist.launch import RankEnv
+from commbench.dtypes import get_dtype
+from commbench.errors import CommbenchError
+from commbench.harness import LoopOptions, failed_measurement, measure_point
+from commbench.results import JsonlWriter, Measurement, new_run_id
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchConfig:
+    """Everything a rank needs to run a bench job (picklable: it travels to spawned ranks)."""
+
+    collective: str
+    sizes_bytes: tuple[int, ...]
+    dtype: str = "float32"
+    op: str = "sum"
+    in_place: bool = False
+    root: int = 0
+    loop: LoopOptions = LoopOptions()
+    backend: str = "gloo"
+    timeout_s: float = 300.0
+    output_path: str = "results/bench.jsonl"
+    output_format: str = "table"
+    argv: tuple[str, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchOutcome:
+    num_points: int
+    num_wrong: int
+    error: str | None
+
+
+def default_output_path(collective: str) -> str:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return str(Path("results") / f"{collective}-{stamp}.jsonl")
+
+
+def validate(config: BenchConfig, world_size: int) -> Collective:
+    """Check what can be checked before any rank starts; raise CommbenchError naming the option."""
+    collective = get_collective(config.collective)
+    dtype = get_dtype(config.dtype)
+    if collective.reduces:
+        from commbench.dist.backend import REDUCE_OPS
+
+        if config.op not in REDUCE_OPS:
+            raise CommbenchError(f"--op={config.op!r} is invalid: allowed {', '.join(REDUCE_OPS)}")
+        if config.op == "avg" and not dtype.is_float:
+            raise CommbenchError(f"--op=avg needs a floating-point --dtype, got {dtype.name}")
+    if config.in_place and collective.in_place_mode == "never":
+        raise CommbenchError(f"--in-place is not possible for {collective.name}: it has no in-place form")
+    needed = collective.min_ranks(config.backend)
+    if world_size < needed:
+        raise CommbenchError(f"{collective.name} on {config.backend} needs at least {needed} ranks, got {world_size} "
+                             f"(use --nproc {needed} or more)")
+    if not 0 <= config.root < world_size:
+        raise CommbenchError(f"--root={config.root} is invalid: allowed 0..{world_size - 1}")
+    if config.loop.iters < 1:
+        raise CommbenchError(f"--iters={config.loop.iters} is invalid: must be >= 1")
+    if config.loop.warmup_iters < 0:
+        raise CommbenchError(f"--warmup-iters={config.loop.warmup_iters} is invalid: must be >= 0")
+    if config.timeout_s <= 0:
+        raise CommbenchError(f"--timeout={config.timeout_s} is invalid: must be > 0 seconds")
+    return collective
+
+
+def aligned_sizes(collective: Collective, sizes_bytes: tuple[int, ...], itemsize: int, num_ranks: int) -> list[int]:
+    """The distinct sizes actually measured after nccl-tests' alignment, in sweep order."""
+    seen: dict[int, None] = {}
+    for size in sizes_bytes:
+        seen.setdefault(collective.count_for(size, itemsize, num_ranks)[1], None)
+    return list(seen)
+
+
+def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
+    """Run the job on this rank (every rank of the launch calls this)."""
+    from commbench.dist.backends import create_backend
+    from commbench.provenance import collect_header
+    from commbench.view import BenchView
+
+    collective = validate(config, rank_env.world_size)
+    dtype = get_dtype(config.dtype)
+    backend = create_backend(config.backend, rank_env, config.timeout_s)
+    is_writer = backend.rank == 0
+    records: list[Measurement] = []
+    error = None
+    try:
+        run_id = new_run_id()
+        header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
+                                notes=backend.notes(collective.name))
+        sizes = aligned_sizes(collective, config.sizes_bytes, dtype.itemsize, backend.world_size)
+        writer = JsonlWriter(config.output_path) if is_writer else None
+        view = BenchView(config, header, len(sizes)) if is_writer else None
+        try:
+            if writer:
+                writer.write(header)
+            for size in sizes:
+                spec = PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=config.in_place,
+                                 root=config.root, params=dict(config.params))
+                if view:
+                    view.starting(size)
+                try:
+                    record = measure_point(backend, backend.world, collective, spec, config.loop, run_id=run_id)
+                except (RuntimeError, ValueError) as exc:
+                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    error = f"failed while measuring size {size} B: {reason}"
+                    record = failed_measurement(collective, spec, backend, backend.world_size, config.loop,
+                                                run_id=run_id, error=error)
+                records.append(record)
+                if writer:
+                    writer.write(record)
+                if view:
+                    view.add(record)
+                if error:
+                    break
+        finally:
+            if view:
+                view.close()
+            if writer:
+                writer.close()
+    finally:
+        if error is None:
+            backend.shutdown()
+    num_wrong = sum(r.num_wrong or 0 for r in records)
+    return BenchOutcome(num_points=len(records), num_wrong=num_wrong, error=error)

@@ -1,0 +1,1 @@
+"""Launching ranks and the communication backends (torch.distributed NCCL/gloo; CuPy raw NCCL)."""

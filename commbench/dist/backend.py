@@ -1,0 +1,67 @@
+"""The backend interface: what collectives and the harness may call. Collectives never touch
+torch.distributed or CuPy directly; they call a Communicator (one group of ranks) and the Backend
+(buffers, clocks, groups). Buffers are opaque to collectives: they fill and check through
+`upload`/`download` with numpy arrays."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from commbench.dtypes import DType
+
+Buffer = Any  # a torch.Tensor for torch backends, a cupy.ndarray for cupy-nccl
+
+REDUCE_OPS = ("sum", "prod", "max", "min", "avg")
+
+
+class Communicator(Protocol):
+    """One group of ranks. `rank`/`size` are within the group; `global_ranks[i]` is group rank i's world rank."""
+
+    rank: int
+    size: int
+    global_ranks: tuple[int, ...]
+
+    def all_reduce(self, buf: Buffer, op: str) -> None: ...
+    def reduce_scatter(self, out: Buffer, inp: Buffer, op: str) -> None: ...
+    def all_gather(self, out: Buffer, inp: Buffer) -> None: ...
+    def all_to_all(self, out: Buffer, inp: Buffer, out_splits: Sequence[int] | None = None,
+                   in_splits: Sequence[int] | None = None) -> None: ...
+    def broadcast(self, buf: Buffer, root: int) -> None: ...
+    def send_recv(self, send_buf: Buffer, dst: int, recv_buf: Buffer, src: int) -> None: ...
+    def barrier(self) -> None: ...
+
+
+class Stopwatch(Protocol):
+    """Preallocated time marks: `mark(i)` stamps mark i (a device event on GPU, a host clock after a
+    device sync on CPU); after `finish()`, `elapsed_us(i, j)` is the time from mark i to mark j."""
+
+    def mark(self, index: int) -> None: ...
+    def finish(self) -> None: ...
+    def elapsed_us(self, start: int, end: int) -> float: ...
+
+
+class Backend(Protocol):
+    name: str  # "nccl", "gloo", "cupy-nccl"
+    rank: int
+    world_size: int
+    local_rank: int
+    device: str
+    world: Communicator
+
+    def split(self, groups: Sequence[Sequence[int]]) -> Communicator:
+        """Collective over the world: create every group at once; return the caller's (nccl-tests' split)."""
+    def empty(self, count: int, dtype: DType) -> Buffer: ...
+    def upload(self, values: np.ndarray, dtype: DType) -> Buffer: ...
+    def write(self, buf: Buffer, values: np.ndarray) -> None:
+        """Copy host values into an existing buffer (converting to its dtype)."""
+    def download(self, buf: Buffer) -> np.ndarray:
+        """Copy to host as float64 (floats) or int64 (integers)."""
+    def stopwatch(self, num_marks: int) -> Stopwatch: ...
+    def synchronize(self) -> None: ...
+    def check_op(self, op: str, dtype: DType) -> None:
+        """Raise CommbenchError if this backend cannot reduce `dtype` with `op`."""
+    def notes(self, collective: str) -> list[str]:
+        """Caveats to record with a measurement (e.g. how the backend implements the collective)."""
+    def shutdown(self) -> None: ...

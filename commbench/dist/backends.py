@@ -1,0 +1,61 @@
+"""Choosing and creating a backend: NCCL when CUDA is available, gloo otherwise."""
+
+from __future__ import annotations
+
+from commbench.dist.launch import RankEnv
+from commbench.errors import CommbenchError
+
+BACKEND_NAMES = ("nccl", "gloo")
+
+
+def cuda_device_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def backend_status(name: str) -> tuple[bool, str]:
+    """(available, why) for a backend on this machine."""
+    import torch.distributed as dist
+
+    if name == "gloo":
+        return (True, "gloo is built into torch") if dist.is_gloo_available() else (False, "this torch build has no gloo")
+    if name == "nccl":
+        if not dist.is_nccl_available():
+            return False, "this torch build has no NCCL (a CPU build)"
+        if cuda_device_count() == 0:
+            return False, "no CUDA GPU is visible"
+        return True, f"{cuda_device_count()} CUDA GPU(s) visible"
+    return False, f"unknown backend (allowed: {', '.join(BACKEND_NAMES)})"
+
+
+def resolve_backend(requested: str | None) -> str:
+    """The backend a run uses: the requested one if available (else a clear error), else nccl or gloo."""
+    if requested is None or requested == "auto":
+        return "nccl" if backend_status("nccl")[0] else "gloo"
+    if requested not in BACKEND_NAMES:
+        raise CommbenchError(f"--backend={requested!r} is invalid: allowed auto, {', '.join(BACKEND_NAMES)}")
+    available, why = backend_status(requested)
+    if not available:
+        raise CommbenchError(f"--backend={requested} is not available here: {why}")
+    return requested
+
+
+def max_local_ranks(backend: str) -> tuple[int, str]:
+    """How many ranks this machine can run for a backend, and why."""
+    import os
+
+    if backend == "nccl":
+        return cuda_device_count(), "one rank per visible GPU"
+    cores = os.cpu_count() or 1
+    return max(8, 4 * cores), f"gloo ranks are processes sharing {cores} CPU core(s)"
+
+
+def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
+    """Join the job as `rank_env` on backend `name` (collective: every rank calls it)."""
+    from commbench.dist.launch import export_rendezvous
+    from commbench.dist.torch_backend import TorchBackend
+
+    export_rendezvous(rank_env)
+    return TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size,
+                        local_rank=rank_env.local_rank, timeout_s=timeout_s)

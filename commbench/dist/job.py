@@ -1,0 +1,52 @@
+"""Run a per-rank function as one rank of an existing launch, or on N local ranks."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Callable
+
+from commbench.dist.backends import max_local_ranks
+from commbench.dist.launch import RankEnv, detect_rank_env, launch_local
+from commbench.errors import CommbenchError
+
+DEFAULT_NPROC = 2
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int | None, backend: str,
+            validate_world: Callable[[int], None], output_path: str) -> dict[int, Any]:
+    """`rank_fn(rank_env, config)` on every rank; returns {rank: result} for the ranks of this process.
+
+    Under torchrun/srun/mpirun this process is one rank and `nproc` must be omitted (or match);
+    otherwise `nproc` local ranks (default 2) start through torch's elastic launcher.
+    `validate_world(world_size)` raises CommbenchError before anything starts.
+    """
+    rank_env = detect_rank_env()
+    if rank_env is not None and rank_env.launcher != "local":
+        if nproc is not None and nproc != rank_env.world_size:
+            raise CommbenchError(f"--nproc={nproc} conflicts with the {rank_env.launcher} launch of "
+                                 f"{rank_env.world_size} ranks: omit --nproc under a launcher")
+        validate_world(rank_env.world_size)
+        return {rank_env.rank: rank_fn(rank_env, config)}
+    nproc = DEFAULT_NPROC if nproc is None else nproc
+    limit, why = max_local_ranks(backend)
+    if not 1 <= nproc <= limit:
+        raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on {backend} ({why})")
+    validate_world(nproc)
+    if nproc == 1:
+        single = RankEnv(rank=0, world_size=1, local_rank=0, launcher="single", master_addr="127.0.0.1",
+                         master_port=free_port())
+        return {0: rank_fn(single, config)}
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    try:
+        return launch_local(nproc, rank_fn, config)
+    except ChildFailedError as exc:
+        rank, failure = next(iter(exc.failures.items()))
+        raise CommbenchError(f"rank {rank} failed (exit code {failure.exitcode}); "
+                             f"results measured so far are in {output_path}") from None

@@ -1,0 +1,163 @@
+"""torch.distributed backends: NCCL on GPUs, gloo on CPU."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from commbench.dist.backend import REDUCE_OPS
+from commbench.dtypes import DType
+from commbench.errors import CommbenchError
+
+_TORCH_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX,
+              "min": dist.ReduceOp.MIN, "avg": dist.ReduceOp.AVG}
+
+# torch 2.13 renamed the tensor collectives; older releases only have the old names.
+_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+
+def torch_dtype(dtype: DType) -> torch.dtype:
+    return getattr(torch, dtype.torch_name)
+
+
+class TorchCommunicator:
+    """A torch.distributed process group seen through the Communicator interface."""
+
+    def __init__(self, group: dist.ProcessGroup | None, global_ranks: Sequence[int], rank: int) -> None:
+        self.group = group
+        self.global_ranks = tuple(global_ranks)
+        self.size = len(self.global_ranks)
+        self.rank = rank
+
+    def all_reduce(self, buf: torch.Tensor, op: str) -> None:
+        dist.all_reduce(buf, op=_TORCH_OPS[op], group=self.group)
+
+    def reduce_scatter(self, out: torch.Tensor, inp: torch.Tensor, op: str) -> None:
+        _reduce_scatter(out, inp, op=_TORCH_OPS[op], group=self.group)
+
+    def all_gather(self, out: torch.Tensor, inp: torch.Tensor) -> None:
+        _all_gather(out, inp, group=self.group)
+
+    def all_to_all(self, out: torch.Tensor, inp: torch.Tensor, out_splits=None, in_splits=None) -> None:
+        dist.all_to_all_single(out, inp, output_split_sizes=None if out_splits is None else list(out_splits),
+                               input_split_sizes=None if in_splits is None else list(in_splits), group=self.group)
+
+    def broadcast(self, buf: torch.Tensor, root: int) -> None:
+        dist.broadcast(buf, src=self.global_ranks[root], group=self.group)
+
+    def send_recv(self, send_buf: torch.Tensor, dst: int, recv_buf: torch.Tensor, src: int) -> None:
+        ops = [dist.P2POp(dist.isend, send_buf, self.global_ranks[dst], self.group),
+               dist.P2POp(dist.irecv, recv_buf, self.global_ranks[src], self.group)]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+
+    def barrier(self) -> None:
+        dist.barrier(group=self.group)
+
+
+class HostStopwatch:
+    """Host clock after a device sync (the only clock gloo on CPU offers)."""
+
+    def __init__(self, num_marks: int, sync) -> None:
+        self._stamps = [0.0] * num_marks
+        self._sync = sync
+
+    def mark(self, index: int) -> None:
+        self._sync()
+        self._stamps[index] = time.perf_counter()
+
+    def finish(self) -> None:
+        pass
+
+    def elapsed_us(self, start: int, end: int) -> float:
+        return (self._stamps[end] - self._stamps[start]) * 1e6
+
+
+class CudaEventStopwatch:
+    """CUDA events recorded on the current stream; read after one synchronize (as nccl-tests)."""
+
+    def __init__(self, num_marks: int) -> None:
+        self._events = [torch.cuda.Event(enable_timing=True) for _ in range(num_marks)]
+
+    def mark(self, index: int) -> None:
+        self._events[index].record()
+
+    def finish(self) -> None:
+        torch.cuda.synchronize()
+
+    def elapsed_us(self, start: int, end: int) -> float:
+        return self._events[start].elapsed_time(self._events[end]) * 1e3
+
+
+class TorchBackend:
+    """Process-group backend. `init` joins the job described by the environment (env:// rendezvous)."""
+
+    def __init__(self, name: str, *, rank: int, world_size: int, local_rank: int, timeout_s: float) -> None:
+        if name not in ("nccl", "gloo"):
+            raise CommbenchError(f"backend={name!r} is not a torch.distributed backend: allowed nccl, gloo")
+        self.name = name
+        self.rank, self.world_size, self.local_rank = rank, world_size, local_rank
+        if name == "nccl":
+            torch.cuda.set_device(local_rank)
+            self.device = f"cuda:{local_rank}"
+            self._torch_device = torch.device(self.device)
+        else:
+            self.device = "cpu"
+            self._torch_device = torch.device("cpu")
+        kwargs = {"device_id": self._torch_device} if name == "nccl" else {}
+        dist.init_process_group(name, rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+        self.world = TorchCommunicator(None, range(world_size), rank)
+
+    def split(self, groups: Sequence[Sequence[int]]) -> TorchCommunicator:
+        mine = [list(g) for g in groups if self.rank in g]
+        if len(mine) != 1:
+            raise ValueError(f"rank {self.rank} must be in exactly one group, is in {len(mine)}")
+        if len(groups) == 1 and len(mine[0]) == self.world_size and mine[0] == sorted(mine[0]):
+            return self.world
+        group, _ = dist.new_subgroups_by_enumeration([list(g) for g in groups])
+        return TorchCommunicator(group, mine[0], mine[0].index(self.rank))
+
+    def empty(self, count: int, dtype: DType) -> torch.Tensor:
+        return torch.empty(count, dtype=torch_dtype(dtype), device=self._torch_device)
+
+    def upload(self, values: np.ndarray, dtype: DType) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(values)).to(device=self._torch_device, dtype=torch_dtype(dtype))
+
+    def write(self, buf: torch.Tensor, values: np.ndarray) -> None:
+        buf.copy_(torch.from_numpy(np.ascontiguousarray(values)))
+
+    def download(self, buf: torch.Tensor) -> np.ndarray:
+        host = buf.detach().to("cpu")
+        wide = torch.float64 if (host.is_floating_point() or host.dtype == torch.bfloat16) else torch.int64
+        return host.to(wide).numpy()
+
+    def stopwatch(self, num_marks: int):
+        if self.name == "nccl":
+            return CudaEventStopwatch(num_marks)
+        return HostStopwatch(num_marks, self.synchronize)
+
+    def synchronize(self) -> None:
+        if self.name == "nccl":
+            torch.cuda.synchronize()
+
+    def check_op(self, op: str, dtype: DType) -> None:
+        if op not in REDUCE_OPS:
+            raise CommbenchError(f"--op={op!r} is invalid: allowed {', '.join(REDUCE_OPS)}")
+        if op == "avg" and not dtype.is_float:
+            raise CommbenchError(f"--op=avg needs a floating-point --dtype, got {dtype.name}")
+
+    def notes(self, collective: str) -> list[str]:
+        if self.name == "gloo" and collective == "reduce_scatter":
+            return ["gloo (torch 2.13) implements reduce_scatter as a full all-reduce; its time is not a true reduce-scatter's"]
+        return []
+
+    def shutdown(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,83 @@
+"""RunHeader contents: versions, hosts, devices and NCCL_* environment, gathered from every rank."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import socket
+import sys
+
+import numpy as np
+
+from commbench import __version__
+from commbench.dist.backend import Backend
+from commbench.dtypes import get_dtype
+from commbench.results import RunHeader
+
+_NAME_BYTES = 128
+_UINT8 = get_dtype("uint8")
+
+
+def package_version(*names: str) -> str | None:
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def torch_versions() -> dict[str, str | None]:
+    """torch, CUDA and NCCL versions as torch reports them (None when absent)."""
+    try:
+        import torch
+    except ImportError:
+        return {"torch": None, "cuda": None, "nccl": None}
+    nccl = None
+    try:
+        if torch.cuda.is_available():
+            nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+    except (RuntimeError, AttributeError):
+        nccl = None
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl}
+
+
+def device_name(backend: Backend) -> str:
+    if backend.device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.get_device_name(backend.local_rank)
+    return f"cpu ({platform.processor() or platform.machine()})"
+
+
+def gather_strings(backend: Backend, value: str) -> list[str]:
+    """Every rank's `value` (truncated to 128 bytes), in world-rank order, via the backend's all_gather."""
+    raw = value.encode()[:_NAME_BYTES].ljust(_NAME_BYTES, b"\0")
+    mine = backend.upload(np.frombuffer(raw, dtype=np.uint8).astype(np.float64), _UINT8)
+    every = backend.empty(_NAME_BYTES * backend.world_size, _UINT8)
+    backend.world.all_gather(every, mine)
+    flat = backend.download(every).astype(np.uint8).tobytes()
+    return [flat[i:i + _NAME_BYTES].rstrip(b"\0").decode(errors="replace") for i in range(0, len(flat), _NAME_BYTES)]
+
+
+def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: str,
+                   topology: dict | None = None, notes: list[str] | None = None) -> RunHeader:
+    """Build the RunHeader (collective over the world: every rank calls it)."""
+    versions = torch_versions()
+    emulated = os.environ.get("COMMBENCH_EMULATED")
+    return RunHeader(
+        run_id=run_id,
+        started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        argv=list(argv), commbench_version=__version__, python_version=sys.version.split()[0],
+        torch_version=versions["torch"], nccl_version=versions["nccl"], cuda_version=versions["cuda"],
+        cupy_version=package_version("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x"),
+        backend=backend.name, world_size=backend.world_size,
+        hostnames=gather_strings(backend, socket.gethostname()),
+        devices=gather_strings(backend, device_name(backend)),
+        nccl_env={k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
+        launcher=launcher, topology=topology,
+        emulated={"description": emulated} if emulated else None,
+        notes=list(notes or []),
+    )

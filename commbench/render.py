@@ -1,0 +1,64 @@
+"""Rendering Measurements for people: a rich table, and nccl-tests' classic fixed-width text.
+
+Everything here reads records; nothing parses our own output.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from rich.table import Table
+
+from commbench.results import Measurement
+from commbench.units import format_size
+
+_NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat16": "bfloat16",
+              "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}
+
+
+def measurement_table(title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in ("size", "count", "type", "redop", "time (µs)", "p99 (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"):
+        table.add_column(name, justify="left" if name in ("type", "redop") else "right", no_wrap=True)
+    return table
+
+
+def add_measurement_row(table: Table, m: Measurement) -> None:
+    if m.status != "ok":
+        table.add_row(format_size(m.size_bytes), "-", m.dtype, m.op or "-", "[red]failed[/]", "", "", "",
+                      f"[red]{(m.error or '')[:60]}[/]")
+        return
+    wrong = "-" if m.num_wrong is None else (f"[bold red]{m.num_wrong}[/]" if m.num_wrong else "0")
+    table.add_row(format_size(m.size_bytes), str(m.count), m.dtype, m.op or "-", f"{m.time_us_median:.2f}",
+                  f"{m.time_us_p99:.2f}", f"{m.algbw_gbps:.3f}", f"{m.busbw_gbps:.3f}", wrong)
+
+
+def nccl_tests_header(in_place: bool) -> list[str]:
+    """Column header of nccl-tests' *_perf output (out-of-place group, then in-place group)."""
+    del in_place
+    return [
+        "#                                                              out-of-place                       in-place          ",
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       ",
+    ]
+
+
+def nccl_tests_row(m: Measurement) -> str:
+    """One row in nccl-tests' layout. We measure one placement per run: the other group reads N/A."""
+    root = m.params.get("root", -1)
+    head = f"{m.size_bytes:>12} {m.count:>13} {_NCCL_TYPE.get(m.dtype, m.dtype):>9} {m.op or 'none':>7} {root:>7}"
+    if m.status != "ok":
+        measured = f"{'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>6}"
+    else:
+        wrong = "N/A" if m.num_wrong is None else str(m.num_wrong)
+        measured = f"{m.time_us_median:>8.2f} {m.algbw_gbps:>7.2f} {m.busbw_gbps:>7.2f} {wrong:>6}"
+    absent = f"{'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>6}"
+    return f"{head}  {absent}  {measured}" if m.in_place else f"{head}  {measured}  {absent}"
+
+
+def nccl_tests_footer(rows: Iterable[Measurement]) -> list[str]:
+    ok = [m for m in rows if m.status == "ok"]
+    wrong = sum(m.num_wrong or 0 for m in ok)
+    avg = sum(m.busbw_gbps for m in ok) / len(ok) if ok else 0.0
+    return [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
+            f"# Avg bus bandwidth    : {avg:g} ", "#"]

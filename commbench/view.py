@@ -1,0 +1,76 @@
+"""What rank 0 shows while a bench job runs: a live rich table with a progress bar, or nccl-tests text."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from commbench.render import (add_measurement_row, measurement_table, nccl_tests_footer, nccl_tests_header,
+                              nccl_tests_row)
+from commbench.results import Measurement, RunHeader
+from commbench.units import format_size
+
+
+class BenchView:
+    def __init__(self, config, header: RunHeader, num_points: int) -> None:
+        self.format = config.output_format
+        self.rows: list[Measurement] = []
+        self.console = Console() if sys.stdout.isatty() else Console(width=120)
+        hosts = sorted(set(header.hostnames))
+        intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
+                 f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
+                 f"{'...' if len(hosts) > 4 else ''}), devices: {header.devices[0]}")
+        if self.format == "nccl-tests":
+            self._print(f"# {intro}")
+            self._print(f"# nThread 1 nGpus 1 minBytes {min(config.sizes_bytes)} maxBytes {max(config.sizes_bytes)} "
+                        f"iters: {config.loop.iters} warmup iters: {config.loop.warmup_iters} "
+                        f"validation: {int(config.loop.check)}")
+            for note in header.notes:
+                self._print(f"# note: {note}")
+            for line in nccl_tests_header(config.in_place):
+                self._print(line)
+            self.live = None
+            return
+        self.console.print(intro, highlight=False)
+        for note in header.notes:
+            self.console.print(f"[yellow]note:[/] {note}", highlight=False)
+        self.console.print(f"results → {config.output_path}", highlight=False)
+        self.table = measurement_table(f"{config.collective} (measured, {header.world_size} ranks)")
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeRemainingColumn(), console=self.console, transient=True)
+        self.task = self.progress.add_task("measuring", total=num_points)
+        self.live = Live(Group(self.table, self.progress), console=self.console, refresh_per_second=4,
+                         transient=False)
+        self.live.start()
+
+    def _print(self, line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def starting(self, size_bytes: int) -> None:
+        if self.live:
+            self.progress.update(self.task, description=f"measuring {format_size(size_bytes)}")
+
+    def add(self, record: Measurement) -> None:
+        self.rows.append(record)
+        if self.format == "nccl-tests":
+            self._print(nccl_tests_row(record))
+            return
+        add_measurement_row(self.table, record)
+        self.progress.advance(self.task)
+
+    def close(self) -> None:
+        if self.format == "nccl-tests":
+            for line in nccl_tests_footer(self.rows):
+                self._print(line)
+            return
+        self.progress.update(self.task, visible=False)
+        self.live.stop()
+        if not self.console.is_terminal:
+            self.console.print()
+        wrong = sum(r.num_wrong or 0 for r in self.rows)
+        if wrong:
+            self.console.print(f"[bold red]{wrong} wrong element(s)[/]: the collective returned incorrect data")
