@@ -1,0 +1,184 @@
+"""A fabric profile: two tiers (scale-up domain, scale-out network) and alpha-beta curves on each.
+
+One `AlgorithmCurve` is one (collective, tier, algorithm) line of the classic latency-bandwidth
+("alpha-beta", Hockney 1994) model in nccl-tests' bus-bandwidth form:
+
+    time_s = latency_us * 1e-6 + latency_per_step_us * 1e-6 * steps(algorithm, n)
+             + bus_factor(collective, n) * size_bytes / (busbw_gbps * 1e9)
+
+as NCCL's own tuner models each (algorithm, protocol) pair (src/graph/tuning.cc: a base latency, a
+per-hop latency and a bandwidth, choosing the fastest). Presets give curves valid for any group
+size (`group_size=None`); fitted curves remember the group size they were measured at, and the
+prediction scales them to other sizes by the step count of their algorithm.
+
+The profile is saved as versioned JSON (`Fabric.to_json` / `Fabric.from_json`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commbench.errors import CommbenchError, invalid
+from commbench.reference import GpuSpec, gpu_spec
+
+PROFILE_FORMAT = "commbench-fabric"
+PROFILE_VERSION = 1
+TIERS = ("scale_up", "scale_out")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tier:
+    """One level of the network: its name, per-GPU link bandwidth (GB/s, one direction)."""
+
+    name: str
+    link_gbps_per_gpu: float
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.link_gbps_per_gpu > 0:
+            raise invalid("link_gbps_per_gpu", self.link_gbps_per_gpu, "a positive GB/s figure")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlgorithmCurve:
+    """Latency and effective bus bandwidth of one collective algorithm on one tier."""
+
+    collective: str
+    tier: str
+    algorithm: str
+    latency_us: float
+    latency_per_step_us: float
+    busbw_gbps: float
+    group_size: int | None = None  # None: valid at any size; else the group size it was fitted at
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.tier not in TIERS:
+            raise invalid("tier", self.tier, f"one of {', '.join(TIERS)}")
+        if self.latency_us < 0 or self.latency_per_step_us < 0:
+            raise invalid("latency_us", (self.latency_us, self.latency_per_step_us), "latencies must be >= 0")
+        if not self.busbw_gbps > 0:
+            raise invalid("busbw_gbps", self.busbw_gbps, "a positive GB/s figure")
+        if self.group_size is not None and self.group_size < 2:
+            raise invalid("group_size", self.group_size, "fitted curves need a group of >= 2 ranks")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fabric:
+    """A system's network as the cost model sees it: tiers, domain size, scale, and curves."""
+
+    name: str
+    gpu: GpuSpec | None
+    domain_size: int
+    num_gpus: int
+    tiers: dict[str, Tier]
+    curves: tuple[AlgorithmCurve, ...]
+    source: str = "preset"
+    notes: tuple[str, ...] = ()
+    fit_report: tuple[dict[str, Any], ...] = ()  # per-curve fit quality, when fitted
+    warnings: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.domain_size < 1:
+            raise invalid("domain_size", self.domain_size, "GPUs per scale-up domain must be >= 1")
+        if self.num_gpus < 1:
+            raise invalid("num_gpus", self.num_gpus, "must be >= 1")
+        missing = [tier for tier in {c.tier for c in self.curves} if tier not in self.tiers]
+        if missing:
+            raise invalid("tiers", sorted(self.tiers), f"curves use tiers {missing} not described")
+
+    @property
+    def num_domains(self) -> int:
+        """Scale-up domains (racks or nodes) in the system; the last may be partly filled."""
+        return -(-self.num_gpus // self.domain_size)
+
+    @functools.cached_property
+    def collectives(self) -> tuple[str, ...]:
+        return tuple(sorted({curve.collective for curve in self.curves}))
+
+    def curves_for(self, collective: str, tier: str) -> tuple[AlgorithmCurve, ...]:
+        return self._curve_index.get((collective, tier), ())
+
+    @functools.cached_property
+    def _curve_index(self) -> dict[tuple[str, str], tuple[AlgorithmCurve, ...]]:
+        index: dict[tuple[str, str], list[AlgorithmCurve]] = {}
+        for curve in self.curves:
+            index.setdefault((curve.collective, curve.tier), []).append(curve)
+        return {key: tuple(value) for key, value in index.items()}
+
+    def scaled(self, *, num_gpus: int) -> "Fabric":
+        """The same fabric with a different number of GPUs (racks/nodes are added or removed)."""
+        return dataclasses.replace(self, num_gpus=num_gpus)
+
+    def with_curves(self, curves: list[AlgorithmCurve], **changes: Any) -> "Fabric":
+        """This fabric with `curves` replacing those of the same (collective, tier)."""
+        replaced = {(c.collective, c.tier) for c in curves}
+        kept = [c for c in self.curves if (c.collective, c.tier) not in replaced]
+        return dataclasses.replace(self, curves=tuple(kept + list(curves)), **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": PROFILE_FORMAT,
+            "version": PROFILE_VERSION,
+            "name": self.name,
+            "gpu": self.gpu.name if self.gpu is not None else None,
+            "domain_size": self.domain_size,
+            "num_gpus": self.num_gpus,
+            "source": self.source,
+            "tiers": {key: dataclasses.asdict(tier) for key, tier in self.tiers.items()},
+            "curves": [dataclasses.asdict(curve) for curve in self.curves],
+            "notes": list(self.notes),
+            "warnings": list(self.warnings),
+            "fit_report": list(self.fit_report),
+        }
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=1)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Fabric":
+        if data.get("format") != PROFILE_FORMAT:
+            raise invalid("format", data.get("format"), f"a fabric profile has format {PROFILE_FORMAT!r}")
+        version = data.get("version")
+        if version != PROFILE_VERSION:
+            raise invalid("version", version, f"this commbench reads fabric profile version {PROFILE_VERSION}")
+        try:
+            return cls(
+                name=str(data["name"]),
+                gpu=gpu_spec(data["gpu"]) if data.get("gpu") else None,
+                domain_size=int(data["domain_size"]),
+                num_gpus=int(data["num_gpus"]),
+                source=str(data.get("source", "")),
+                tiers={key: Tier(**value) for key, value in data["tiers"].items()},
+                curves=tuple(AlgorithmCurve(**curve) for curve in data["curves"]),
+                notes=tuple(data.get("notes", ())),
+                warnings=tuple(data.get("warnings", ())),
+                fit_report=tuple(data.get("fit_report", ())),
+            )
+        except (KeyError, TypeError) as exc:
+            raise CommbenchError(f"fabric profile is malformed: {exc}") from None
+
+    @classmethod
+    def from_json(cls, path_or_text: str | Path) -> "Fabric":
+        """Load a profile from a path, or from JSON text (anything starting with '{')."""
+        text = str(path_or_text)
+        if not text.lstrip().startswith("{"):
+            try:
+                text = Path(path_or_text).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CommbenchError(f"fabric profile {str(path_or_text)!r} cannot be read: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CommbenchError(f"fabric profile is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise invalid("fabric profile", type(data).__name__, "a JSON object")
+        return cls.from_dict(data)

@@ -1,0 +1,230 @@
+"""Predicted time of a collective on a tiered fabric: pure, numpy-vectorised functions.
+
+Per tier, each algorithm is one alpha-beta line (Hockney, "The communication challenge for MPP",
+Parallel Computing 1994; Thakur, Rabenseifner & Gropp, "Optimization of collective communication
+operations in MPICH", IJHPCA 2005), written in nccl-tests' bus-bandwidth form
+(nccl-tests doc/PERFORMANCE.md): time = latency + bus_factor(n) * size / busbw, with
+bus_factor = 2(n-1)/n for all_reduce, (n-1)/n for reduce_scatter, all_gather and all_to_all, 1 for
+sendrecv and broadcast. As NCCL's tuner does (src/graph/tuning.cc), the prediction is the fastest
+algorithm available; the minimum of non-decreasing lines is non-decreasing in size.
+
+Groups spanning several scale-up domains (num_domains > 1) are composed from the tiers:
+- rings and trees run in lock-step, so each step waits for the slowest link and the pipeline's
+  bandwidth is that of its slowest edge: min(scale-up, scale-out) busbw (scale-out alone when
+  every rank is in its own domain);
+- all-to-all sends concurrently on both tiers; the time is the longer of the bytes leaving the
+  domain over the NIC and the bytes staying inside over NVLink. With m ranks per domain in a group
+  of n, busbw tends to NIC * (n-1)/(n-m), i.e. N/(N-1) x the NIC rate on N domains, as the NCCL
+  maintainers describe for inter-node alltoall (NVIDIA/nccl-tests issue 272);
+- in-switch reduction (NVLS) exists only inside an NVLink domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from commbench.costmodel.fabric import AlgorithmCurve, Fabric
+from commbench.errors import CommbenchError, invalid
+
+ArrayLike = float | int | np.ndarray
+
+
+@dataclass(frozen=True)
+class CollectiveShape:
+    """How a collective's traffic scales with group size n."""
+
+    bus_factor: Callable[[np.ndarray], np.ndarray]
+    step_multiplier: int  # all_reduce = reduce-scatter + all-gather: twice the steps
+    spread: bool  # every rank sends to every other at once (all-to-all), not along a ring/tree
+
+
+def _ring_factor(n: np.ndarray) -> np.ndarray:
+    return (n - 1) / n
+
+
+COLLECTIVES: dict[str, CollectiveShape] = {
+    "all_reduce": CollectiveShape(lambda n: 2 * (n - 1) / n, 2, False),
+    "reduce_scatter": CollectiveShape(_ring_factor, 1, False),
+    "all_gather": CollectiveShape(_ring_factor, 1, False),
+    "all_to_all": CollectiveShape(_ring_factor, 1, True),
+    "moe_all_to_all": CollectiveShape(_ring_factor, 1, True),
+    "sendrecv": CollectiveShape(lambda n: np.ones_like(n), 1, False),
+    "broadcast": CollectiveShape(lambda n: np.ones_like(n), 1, False),
+}
+
+# Sequential steps of one pass of each algorithm over n ranks; ring and tree passes are repeated
+# `step_multiplier` times (all_reduce = reduce-scatter + all-gather). NVLS: NCCL's in-switch
+# reduction, one pass; its measured effective latency grows ~linearly with the group (8x H200 and
+# 72x GB200 figures in hardware.toml), so it is counted per rank. MoE dispatch/combine are one
+# fused kernel each (DeepEP), so one step.
+ALGORITHM_STEPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "ring": lambda n: n - 1,
+    "ring_ll": lambda n: n - 1,
+    "tree": lambda n: np.ceil(np.log2(np.maximum(n, 1))),
+    "nvls": lambda n: n,
+    "pairwise": lambda n: n - 1,
+    "p2p": lambda n: np.ones_like(n),
+    "dispatch": lambda n: np.ones_like(n),
+    "combine": lambda n: np.ones_like(n),
+    "fitted": lambda n: n - 1,
+}
+MULTIPASS = frozenset({"ring", "ring_ll", "tree", "fitted"})
+SCALE_UP_ONLY = frozenset({"nvls"})
+
+
+def bus_factor(collective: str, group_size: ArrayLike) -> np.ndarray:
+    return _shape(collective).bus_factor(np.asarray(group_size, dtype=np.float64))
+
+
+def steps(collective: str, algorithm: str, group_size: ArrayLike) -> np.ndarray:
+    n = np.asarray(group_size, dtype=np.float64)
+    step_fn = ALGORITHM_STEPS.get(algorithm, ALGORITHM_STEPS["ring"])
+    passes = _shape(collective).step_multiplier if algorithm in MULTIPASS or algorithm not in ALGORITHM_STEPS else 1
+    return np.maximum(step_fn(n), 1.0) * passes
+
+
+def _shape(collective: str) -> CollectiveShape:
+    shape = COLLECTIVES.get(collective)
+    if shape is None:
+        raise invalid("collective", collective, f"one of {', '.join(COLLECTIVES)}")
+    return shape
+
+
+def _curve_arrays(curves: tuple[AlgorithmCurve, ...], collective: str, algorithm: str,
+                  n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(latency_s, per-step latency_s, busbw bytes/s) per query: the curve of the nearest fitted size."""
+    if len(curves) == 1:
+        c = curves[0]
+        return (np.float64(c.latency_us * 1e-6), np.float64(c.latency_per_step_us * 1e-6),
+                np.float64(c.busbw_gbps * 1e9))
+    ordered = sorted(curves, key=lambda c: c.group_size or 0)
+    log_sizes = np.log([c.group_size or 1 for c in ordered])
+    nearest = np.abs(np.log(n)[..., None] - log_sizes).argmin(axis=-1)
+    table = np.array([[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9] for c in ordered])
+    picked = table[nearest]
+    return picked[..., 0], picked[..., 1], picked[..., 2]
+
+
+def _by_algorithm(curves: tuple[AlgorithmCurve, ...]) -> dict[str, tuple[AlgorithmCurve, ...]]:
+    grouped: dict[str, list[AlgorithmCurve]] = {}
+    for curve in curves:
+        grouped.setdefault(curve.algorithm, []).append(curve)
+    return {key: tuple(value) for key, value in grouped.items()}
+
+
+def _check_group(fabric: Fabric, n: np.ndarray, d: np.ndarray) -> None:
+    if np.any(n < 1):
+        raise invalid("group_size", int(n.min()), "groups need >= 1 rank")
+    if np.any(n > fabric.num_gpus):
+        raise invalid("group_size", int(n.max()), f"at most the {fabric.num_gpus} GPUs of {fabric.name}")
+    if np.any(d < 1) or np.any(d > n):
+        raise invalid("num_domains", int(d.min() if np.any(d < 1) else d.max()),
+                      "between 1 and the group size")
+    if np.any(d > fabric.num_domains):
+        raise invalid("num_domains", int(d.max()), f"at most the {fabric.num_domains} domains of {fabric.name}")
+    if np.any(np.ceil(n / d) > fabric.domain_size):
+        raise invalid("group_size", int(n.max()),
+                      f"a group on one domain holds at most {fabric.domain_size} ranks; pass num_domains")
+
+
+def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
+                      num_domains: ArrayLike = 1, *, algorithm: str | None = None,
+                      imbalance: ArrayLike = 1.0) -> np.ndarray:
+    """Predicted seconds for `collective` of `size_bytes` (nccl-tests' size) over `group_size` ranks
+    spread over `num_domains` scale-up domains. Arguments broadcast; the fastest algorithm wins
+    unless `algorithm` names one. `imbalance` (>= 1) scales the busiest rank's bytes (all-to-all)."""
+    shape = _shape(collective)
+    size, n, d, skew = np.broadcast_arrays(np.asarray(size_bytes, dtype=np.float64),
+                                           np.asarray(group_size, dtype=np.float64),
+                                           np.asarray(num_domains, dtype=np.float64),
+                                           np.asarray(imbalance, dtype=np.float64))
+    _check_group(fabric, n, d)
+    if np.any(size < 0):
+        raise invalid("size_bytes", float(size.min()), "sizes must be >= 0")
+    up = _by_algorithm(fabric.curves_for(collective, "scale_up"))
+    out = _by_algorithm(fabric.curves_for(collective, "scale_out"))
+    if not up and not out:
+        raise CommbenchError(f"collective={collective!r} is not covered by fabric {fabric.name!r}; "
+                             f"it covers: {', '.join(fabric.collectives) or 'nothing'}")
+    names = sorted(set(up) | set(out)) if algorithm is None else [algorithm]
+    if algorithm is not None and algorithm not in up and algorithm not in out:
+        raise invalid("algorithm", algorithm, f"{collective} on {fabric.name} has {', '.join(sorted(set(up) | set(out)))}")
+    ranks_per_domain = np.ceil(n / d)
+    crosses = d > 1
+    factor = shape.bus_factor(n)
+    best = np.full(n.shape, np.inf)
+    for name in names:
+        time_up = time_out = np.inf
+        per_step = busbw = 0.0
+        if name in up:
+            lat, per_step, busbw = _curve_arrays(up[name], collective, name, n)
+            time_up = lat + per_step * steps(collective, name, n) + skew * factor * size / busbw
+        if name in out and name not in SCALE_UP_ONLY:
+            lat_o, per_step_o, busbw_o = _curve_arrays(out[name], collective, name, n)
+            # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up
+            inter_steps = steps(collective, name, d)
+            latency_o = lat_o + per_step_o * inter_steps \
+                + per_step * np.maximum(steps(collective, name, n) - inter_steps, 0)
+            busbw_in = busbw if name in up else np.inf
+            if shape.spread:
+                bytes_out = skew * size * (n - ranks_per_domain) / n
+                bytes_in = skew * size * (ranks_per_domain - 1) / n
+                time_out = latency_o + np.maximum(bytes_out / busbw_o, bytes_in / busbw_in)
+            else:
+                slowest = np.where(ranks_per_domain > 1, np.minimum(busbw_o, busbw_in), busbw_o)
+                time_out = latency_o + skew * factor * size / slowest
+        best = np.minimum(best, np.where(crosses, time_out, time_up))
+    if np.any(np.isinf(best)):
+        tier = "scale_out" if np.any(crosses & np.isinf(best)) else "scale_up"
+        raise CommbenchError(f"collective={collective!r} has no {tier} curve in fabric {fabric.name!r}"
+                             + (f" for algorithm={algorithm!r}" if algorithm else ""))
+    return np.where(n <= 1, 0.0, best)
+
+
+MOE_PHASES = ("dispatch", "combine")
+
+
+def moe_all_to_all_time_s(fabric: Fabric, bytes_per_rank: ArrayLike, ep_size: ArrayLike,
+                          num_domains: ArrayLike = 1, imbalance: ArrayLike = 1.0, *,
+                          phase: str | None = None) -> np.ndarray:
+    """One MoE dispatch (or combine): each rank sends `bytes_per_rank` (its tokens x top-k x hidden
+    x bytes per element, the local share included) spread over the `ep_size` ranks; the busiest
+    receiver gets `imbalance` x the mean, and sets the time (DeepEP's "bottleneck bandwidth",
+    deepseek-ai/DeepEP README). `phase` picks the dispatch or combine curve where the fabric has
+    both; by default their mean, so twice it is one dispatch plus one combine. Falls back to the
+    plain all_to_all curves when the fabric has no MoE-specific ones."""
+    if np.any(np.asarray(imbalance, dtype=np.float64) < 1.0):
+        raise invalid("imbalance", float(np.min(imbalance)), "max/mean bytes per rank, so >= 1")
+    if phase is not None and phase not in MOE_PHASES:
+        raise invalid("phase", phase, f"one of {', '.join(MOE_PHASES)} (or none for their mean)")
+    collective = "moe_all_to_all" if "moe_all_to_all" in fabric.collectives else "all_to_all"
+    algorithms = {c.algorithm for c in fabric.curves if c.collective == collective}
+    args = (fabric, collective, bytes_per_rank, ep_size, num_domains)
+    if phase is not None and phase in algorithms:
+        return collective_time_s(*args, algorithm=phase, imbalance=imbalance)
+    if phase is None and set(MOE_PHASES) <= algorithms:
+        return 0.5 * sum(collective_time_s(*args, algorithm=p, imbalance=imbalance) for p in MOE_PHASES)
+    return collective_time_s(*args, imbalance=imbalance)
+
+
+def hierarchical_reduce_scatter_time_s(fabric: Fabric, size_bytes: ArrayLike, group_size: ArrayLike,
+                                       ranks_per_domain: ArrayLike) -> np.ndarray:
+    """Two-stage reduce-scatter of a `size_bytes` buffer over `group_size` ranks, `ranks_per_domain`
+    of them in each scale-up domain: reduce-scatter inside each domain over the full buffer, then
+    reduce-scatter of the 1/m shard across domains among the ranks with the same local index (one
+    per domain). The time is the sum of the stages (the 2D/hierarchical scheme of Jia et al.,
+    "Highly scalable deep learning training system with mixed-precision", arXiv 1807.11205; also
+    PyTorch HSDP and Megatron's distributed optimizer over DP groups that span nodes)."""
+    size, n, m = np.broadcast_arrays(np.asarray(size_bytes, dtype=np.float64),
+                                     np.asarray(group_size, dtype=np.float64),
+                                     np.asarray(ranks_per_domain, dtype=np.float64))
+    if np.any(m < 1) or np.any(n % m != 0):
+        raise invalid("ranks_per_domain", float(m.flat[0]), "a divisor of the group size, >= 1")
+    d = n / m
+    intra = collective_time_s(fabric, "reduce_scatter", size, m, 1)
+    inter = np.where(d > 1, collective_time_s(fabric, "reduce_scatter", size / m, np.maximum(d, 1),
+                                              np.maximum(d, 1)), 0.0)
+    return intra + inter
