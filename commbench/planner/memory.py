@@ -1,0 +1,131 @@
+"""Memory per GPU (weights, gradients, optimizer state, activations, reserve) and the HBM traffic
+of the memory-bound kernels, vectorised over layouts.
+
+Static memory follows ZeRO/Megatron mixed precision (Rajbhandari et al., arXiv 1910.02054): bf16
+weights (2 B), fp32 main gradients (4 B), fp32 master weights + Adam m, v (12 B), the last
+sharded over DP x CP (dense) / EDP (experts) by the distributed optimizer.
+Activations: the tensors each layer keeps for backward (Korthikanti et al., arXiv 2205.05198,
+with flash attention so no s^2 term), per token, in bf16, sharded by TP (all of them with
+sequence parallel, only the head/FFN-sized ones without) and CP; experts hold top-k x tokens
+per rank. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
+(PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
+keeps only each layer's input; selective drops norm outputs, activation-function outputs and
+MLA's up-projections (they are recomputed). The last stage also holds fp32 logits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from commbench.planner.models import ModelSpec, param_counts
+
+BF16 = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryBytes:
+    weights: np.ndarray
+    grads: np.ndarray
+    optimizer: np.ndarray
+    activations: np.ndarray
+    reserve: np.ndarray
+    capacity: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.weights + self.grads + self.optimizer + self.activations + self.reserve
+
+
+def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision):
+    """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
+
+    GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
+    Transformer Engine keeps them; expert probabilities are fused into the activation function,
+    so the expert output is not kept. Selective recompute drops norm outputs and activation-
+    function outputs (and MLA's up-projected q, k, v)."""
+    h, g = model.hidden, model.glu_factor
+    seq_shard = np.where(sp, tp, 1) * cp       # h-sized tensors
+    head_shard = tp * cp                         # head / FFN-sized tensors
+    keep = np.where(recompute == 1, 0.0, 1.0)
+    gemm_in = np.where(precision > 0, 0.5, 1.0)
+    if model.attention == "mla":
+        qkv = keep * (model.q_dim + model.kv_dim) + model.q_lora_rank + model.kv_lora_rank
+    else:
+        qkv = model.q_dim + model.kv_dim
+    attn = (h + keep * h * gemm_in) / seq_shard + (qkv + model.attn_out_dim * gemm_in) / head_shard
+    dense_mlp = (h + keep * h * gemm_in) / seq_shard \
+        + (model.dense_ffn * (g - 1) + keep * model.dense_ffn * gemm_in) / head_shard
+    if model.is_moe:
+        k, ffn = model.top_k, model.expert_ffn
+        routed = k * (h * gemm_in + (ffn * (g - 1) + keep * ffn * gemm_in) / etp) / (tp * cp)
+        shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
+        moe_mlp = (h + keep * h * gemm_in + k) / seq_shard + routed + shared
+    else:
+        moe_mlp = np.zeros_like(attn)
+    full = recompute == 2
+    layer_input = h / seq_shard
+    return np.where(full, layer_input, attn), np.where(full, 0.0, dense_mlp), np.where(full, 0.0, moe_mlp)
+
+
+def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp) -> np.ndarray:
+    attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, arr.recompute, arr.precision)
+    n_layers = model.num_layers + model.num_mtp_layers
+    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
+    per_layer = attn + (dense_mlp * (n_layers - n_moe) + moe_mlp * n_moe) / n_layers
+    per_mb_stage = tokens_mb * per_layer * BF16 * n_layers / pp      # one micro-batch, all chunks of a stage
+    chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
+    mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
+    first_stage = per_mb_stage * mb_equiv
+    logits = tokens_mb / (tp * cp) * model.vocab * 4.0 * (1 + model.num_mtp_layers)
+    last_stage = per_mb_stage + logits
+    return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
+
+
+def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, dense_group, expert_group,
+                   n_mb, tokens_mb, sp) -> MemoryBytes:
+    pc = param_counts(model)
+    dense_local = pc.non_expert / (tp * pp)
+    expert_local = pc.expert / (etp * ep * pp)
+    local = dense_local + expert_local
+    dist = arr.distributed_optimizer
+    owned = np.where(dist, dense_local / dense_group + expert_local / expert_group, local)
+    capacity = np.full(len(tp), gpu.hbm_gb * 1e9)
+    return MemoryBytes(
+        weights=local * 2.0,
+        grads=local * 4.0,
+        optimizer=owned * 12.0,
+        activations=activation_bytes(model, arr, tp=tp, cp=cp, pp=pp, vp=vp, etp=etp, n_mb=n_mb,
+                                     tokens_mb=tokens_mb, sp=sp),
+        reserve=np.full(len(tp), cal.reserve_fixed_bytes) + cal.reserve_fraction * capacity,
+        capacity=capacity,
+    )
+
+
+def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb) -> np.ndarray:
+    """HBM bytes the memory-bound kernels move for one micro-batch on one GPU, forward + backward
+    (backward counted as twice the forward). Per token per layer, bf16, counted as reads + writes:
+    norm (2h), residual add (3h), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
+    write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
+    every GEMM input) when the precision is 8- or 4-bit."""
+    h = model.hidden
+    seq_shard = np.where(sp, tp, 1) * cp
+    head_shard = tp * cp
+    low_precision = arr.precision > 0
+    cast = np.where(low_precision, 1.5, 0.0)   # (2 + 1) B per element / 2 B per counted element
+    attn = 2 * (2 * h + 3 * h) / seq_shard + 2 * model.q_dim / head_shard \
+        + cast * (h / seq_shard + model.attn_out_dim / head_shard)
+    dense = 2 * (2 * h + 3 * h) / seq_shard + (model.glu_factor * model.dense_ffn) / head_shard \
+        + cast * (h / seq_shard + model.dense_ffn / head_shard)
+    if model.is_moe:
+        k, ffn = model.top_k, model.expert_ffn
+        routed = k * (4 * h + model.glu_factor * ffn + cast * (h + ffn)) / (tp * cp)
+        shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
+        moe = 2 * (2 * h + 3 * h) / seq_shard + routed + shared
+    else:
+        moe = np.zeros_like(attn)
+    n_layers = model.num_layers + model.num_mtp_layers
+    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
+    per_token_stage = (attn * n_layers + dense * (n_layers - n_moe) + moe * n_moe) / pp
+    return 3.0 * tokens_mb * per_token_stage * BF16

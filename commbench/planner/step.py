@@ -1,0 +1,287 @@
+"""Step-time model of one training step for many layouts at once (numpy, one row per layout).
+
+Per micro-batch on the busiest pipeline stage (layers split evenly over PP, as Megatron's
+embedding/loss stage accounting arranges), forward + backward:
+- GEMMs: model FLOPs (FLOPS.md) / (TP CP PP) at the precision's peak x the fitted GEMM
+  efficiency; expert GEMMs additionally x the grouped-GEMM ratio. Attention core in bf16.
+- memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth.
+- fixed per-layer (and per-MoE-layer) host/launch overhead; recompute's extra forward.
+- TP: per layer 2 all-reduces fwd + 2 bwd, or with sequence parallel 2 all-gathers + 2
+  reduce-scatters each way (Korthikanti et al., arXiv 2205.05198); MoE layers use ETP for the MLP.
+- EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer; bytes = tokens per
+  rank x top-k (or distinct destination ranks with the deduplicating dispatcher) x hidden x 2 B.
+- CP: ring attention passes K,V (cp-1) times forward and K,V + dK,dV backward; hidden behind the
+  attention core (Liu et al., Ring Attention, arXiv 2310.01889).
+- PP: send/recv of one activation per virtual stage, forward and backward.
+Step = micro-batches x per-micro-batch time + bubble (PP-1)/VP x per-micro-batch time
+(interleaved 1F1B, Narayanan et al., arXiv 2104.04473) + exposed DP traffic + optimizer step.
+DP: gradient reduce-scatter (all-reduce without the distributed optimizer) and parameter
+all-gather, dense (over DP x CP) and expert (over EDP) groups apart; with overlap, the RS hides
+behind the last micro-batch's backward and the AG behind the first forward; exposed = what
+does not fit in the window + the last bucket. Every overlapped term reports total and exposed.
+Communication times come from the fabric cost model (commbench.costmodel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from commbench.planner import memory
+from commbench.planner.calibration import CALIBRATED, Calibration
+from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations
+from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
+
+ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
+GRAD_BYTES = 4     # fp32 gradient reduction (Megatron main grads)
+PARAM_BYTES = 2    # bf16 parameter all-gather
+OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)
+
+
+def _costmodel():
+    from commbench.costmodel import collective_time_s, moe_all_to_all_time_s
+    return collective_time_s, moe_all_to_all_time_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepBreakdown:
+    """Predicted per-step figures, one array entry per layout (seconds, bytes, rates)."""
+
+    valid: np.ndarray
+    violations: np.ndarray
+    num_microbatches: np.ndarray
+    compute_s: np.ndarray
+    gemm_s: np.ndarray
+    attention_s: np.ndarray
+    memory_bound_s: np.ndarray
+    overhead_s: np.ndarray
+    recompute_s: np.ndarray
+    tp_total_s: np.ndarray
+    tp_exposed_s: np.ndarray
+    ep_total_s: np.ndarray
+    ep_exposed_s: np.ndarray
+    cp_total_s: np.ndarray
+    cp_exposed_s: np.ndarray
+    pp_total_s: np.ndarray
+    pp_exposed_s: np.ndarray
+    dp_dense_rs_total_s: np.ndarray
+    dp_dense_rs_exposed_s: np.ndarray
+    dp_dense_ag_total_s: np.ndarray
+    dp_dense_ag_exposed_s: np.ndarray
+    dp_expert_rs_total_s: np.ndarray
+    dp_expert_rs_exposed_s: np.ndarray
+    dp_expert_ag_total_s: np.ndarray
+    dp_expert_ag_exposed_s: np.ndarray
+    optimizer_s: np.ndarray
+    bubble_s: np.ndarray
+    step_s: np.ndarray
+    tokens_per_s_per_gpu: np.ndarray
+    model_tflops_per_gpu: np.ndarray
+    peak_tflops: np.ndarray
+    mfu: np.ndarray
+    mem_weights_bytes: np.ndarray
+    mem_grads_bytes: np.ndarray
+    mem_optimizer_bytes: np.ndarray
+    mem_activations_bytes: np.ndarray
+    mem_reserve_bytes: np.ndarray
+    mem_total_bytes: np.ndarray
+    mem_capacity_bytes: np.ndarray
+    fits: np.ndarray
+
+    def row(self, index: int) -> dict[str, float | bool | int]:
+        """One layout's figures as plain Python values (for tables and JSON)."""
+        out: dict[str, float | bool | int] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)[index]
+            out[f.name] = value.item() if hasattr(value, "item") else value
+        return out
+
+    def exposed_comm_s(self) -> np.ndarray:
+        return (self.tp_exposed_s + self.ep_exposed_s + self.cp_exposed_s + self.pp_exposed_s
+                + self.dp_dense_rs_exposed_s + self.dp_dense_ag_exposed_s
+                + self.dp_expert_rs_exposed_s + self.dp_expert_ag_exposed_s)
+
+
+def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
+    """Dense datasheet peak per precision code (nan where the GPU lacks the format)."""
+    fp4 = gpu.fp4_tflops if gpu.fp4_tflops else np.nan
+    table = {"bf16": gpu.bf16_tflops, "fp8": gpu.fp8_tflops, "mxfp8": gpu.fp8_tflops, "nvfp4": fp4}
+    return np.array([table[p] for p in CODE_FIELDS["precision"]], dtype=np.float64)[precision_codes]
+
+
+def _domains(span: np.ndarray, group: np.ndarray, domain_size: int) -> np.ndarray:
+    """Scale-up domains a group of `group` ranks spread over `span` consecutive ranks touches."""
+    return np.clip(np.ceil(span / domain_size), 1, group)
+
+
+def _hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarray:
+    """Exposed part of `total` overlapped with a compute `window` that hides `efficiency` of itself."""
+    return np.maximum(total - efficiency * np.minimum(total, window), 0.0)
+
+
+def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
+                     calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0) -> StepBreakdown:
+    """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
+    Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
+    step_s=inf and fits=False; their other figures are meaningless."""
+    collective_time_s, moe_all_to_all_time_s = _costmodel()
+    cal = calibration
+    gpu, dom = system.gpu, int(system.domain_size)
+    s = seq_len or model.seq_len
+    a = layouts
+    violations = layout_violations(model, a, system.num_gpus, s)
+    peak = peak_tflops(gpu, a.precision)
+    valid = (violations == 0) & np.isfinite(peak)
+    one = np.ones(len(a), dtype=np.int64)
+    # Invalid rows are computed on a harmless stand-in layout so no cost-model call can fail.
+    tp, cp, pp, vp = (np.where(valid, x, one) for x in (a.tp, a.cp, a.pp, a.vp))
+    ep, etp, mbs = (np.where(valid, x, one) for x in (a.ep, a.etp, a.mbs))
+    dp = np.where(valid, a.dp, system.num_gpus)
+    gbs = np.where(valid, a.gbs, dp)
+    peak = np.where(valid, peak, gpu.bf16_tflops)
+    world = tp * cp * dp * pp
+    edp = tp * cp * dp // (etp * ep)
+    n_mb = gbs // (mbs * dp)
+    sp = a.sequence_parallel | (tp == 1)
+
+    fl = flops_breakdown(model, s)
+    tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
+    tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced)
+    eff = cal.gemm_efficiency(gpu.name) * np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"),
+                                                   cal.fp4_gemm_ratio, 1.0)
+    gemm_rate = peak * 1e12 * eff
+    other_gemm = fl.gemm - fl.routed_experts
+    gemm_s = tokens_gpu * (other_gemm / gemm_rate + fl.routed_experts / (gemm_rate * cal.grouped_gemm_ratio))
+    attention_s = tokens_gpu * fl.attention_core / (gpu.bf16_tflops * 1e12 * cal.attention_efficiency)
+    n_layers = model.num_layers + model.num_mtp_layers
+    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
+    layers_stage = n_layers / pp
+    moe_stage = n_moe / pp
+    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb)
+    memory_bound_s = mem_bytes / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
+    overhead_s = layers_stage * cal.layer_overhead_s + moe_stage * cal.moe_layer_overhead_s
+    recompute = a.recompute
+    full, selective = recompute == 2, recompute == 1
+    recompute_s = np.where(full, (gemm_s + attention_s + memory_bound_s) / 3.0,
+                           np.where(selective, attention_s / 3.0 + memory_bound_s / 6.0, 0.0))
+    compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
+
+    # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
+    act_buf = tokens_mb / cp * model.hidden * ACT_BYTES
+    tp_dom = _domains(tp, tp, dom)
+    if np.any(tp > 1):
+        per_pair = np.where(sp, collective_time_s(system, "reduce_scatter", act_buf, tp, tp_dom)
+                            + collective_time_s(system, "all_gather", act_buf, tp, tp_dom),
+                            collective_time_s(system, "all_reduce", act_buf, tp, tp_dom))
+    else:
+        per_pair = np.zeros(len(a))
+    etp_dom = _domains(etp, etp, dom)
+    if np.any(etp > 1):
+        per_pair_e = collective_time_s(system, "reduce_scatter", act_buf, etp, etp_dom) \
+            + collective_time_s(system, "all_gather", act_buf, etp, etp_dom)
+    else:
+        per_pair_e = np.zeros(len(a))
+    per_pair = np.where(tp > 1, per_pair, 0.0)
+    per_pair_e = np.where(etp > 1, per_pair_e, 0.0)
+    # attention block + dense MLP: one pair fwd and one bwd each; MoE MLP uses the ETP group.
+    tp_total_mb = 2 * per_pair * (layers_stage + (layers_stage - moe_stage)) + 2 * per_pair_e * moe_stage
+    tp_exposed_mb = np.where(a.tp_comm_overlap, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
+
+    # Expert parallel all-to-all: 4 per MoE layer per micro-batch.
+    if model.is_moe:
+        tokens_rank = tokens_mb / (tp * cp)
+        k = float(model.top_k)
+        distinct = ep * (1.0 - (1.0 - 1.0 / ep) ** k)
+        fanout = np.where(a.dispatcher == CODE_FIELDS["dispatcher"].index("flex"), np.minimum(distinct, k), k)
+        bytes_rank = tokens_rank * fanout * model.hidden * ACT_BYTES
+        ep_dom = _domains(etp * ep, ep, dom)
+        one_a2a = moe_all_to_all_time_s(system, bytes_rank, ep, ep_dom, moe_imbalance) / cal.all_to_all_efficiency
+        ep_total_mb = np.where(ep > 1, 4.0 * moe_stage * one_a2a, 0.0)
+    else:
+        ep_total_mb = np.zeros(len(a))
+    ep_window = compute_mb - overhead_s
+    ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.overlap_efficiency), ep_total_mb)
+
+    # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer.
+    if np.any(cp > 1):
+        kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
+        cp_dom = _domains(tp * cp, cp, dom)
+        one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
+        cp_total_mb = np.where(cp > 1, layers_stage * 3.0 * (cp - 1) * one_pass, 0.0)
+    else:
+        cp_total_mb = np.zeros(len(a))
+    cp_exposed_mb = _hidden(cp_total_mb, attention_s, cal.overlap_efficiency)
+
+    # Pipeline send/recv: one activation per virtual stage each way (scattered over TP with SP).
+    if np.any(pp > 1):
+        pp_bytes = tokens_mb / (cp * np.where(sp, tp, 1)) * model.hidden * ACT_BYTES
+        pp_dom = np.where((pp > 1) & (tp * cp * dp >= dom), 2, 1)
+        one_p2p = collective_time_s(system, "sendrecv", pp_bytes, np.full(len(a), 2), pp_dom)
+        pp_total_mb = np.where(pp > 1, 2.0 * vp * one_p2p, 0.0)
+    else:
+        pp_total_mb = np.zeros(len(a))
+    # Interleaved schedules overlap p2p with compute (Megatron overlap_p2p_comm); 1F1B blocks on it.
+    pp_exposed_mb = np.where(vp > 1, pp_total_mb * (1.0 - cal.overlap_efficiency), pp_total_mb)
+
+    t_mb = compute_mb + tp_exposed_mb + ep_exposed_mb + cp_exposed_mb + pp_exposed_mb
+    bubble_s = (pp - 1) / vp * t_mb
+
+    # Data parallel: dense params over DP x CP, expert params over EDP.
+    pc = param_counts(model)
+    dense_local = pc.non_expert / (tp * pp)
+    expert_local = pc.expert / (etp * ep * pp)
+    dense_group, expert_group = dp * cp, edp
+    dense_dom = _domains(world / pp, dense_group, dom)
+    expert_dom = _domains(world / pp, expert_group, dom)
+    dist = a.distributed_optimizer
+    rs_window = compute_mb * 2.0 / 3.0
+    ag_window = compute_mb / 3.0
+
+    def dp_terms(local, group, domains):
+        active = group > 1
+        g = np.maximum(group, 1)
+        rs = np.where(dist, collective_time_s(system, "reduce_scatter", local * GRAD_BYTES, g, domains),
+                      collective_time_s(system, "all_reduce", local * GRAD_BYTES, g, domains))
+        ag = np.where(dist, collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains), 0.0)
+        rs, ag = np.where(active, rs, 0.0), np.where(active, ag, 0.0)
+        last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
+        rs_exp = np.where(a.dp_overlap, _hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
+        ag_exp = np.where(a.dp_overlap, _hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)
+        return rs, np.minimum(rs_exp, rs), ag, np.minimum(ag_exp, ag)
+
+    d_rs, d_rs_x, d_ag, d_ag_x = dp_terms(dense_local, dense_group, dense_dom)
+    if model.is_moe:
+        e_rs, e_rs_x, e_ag, e_ag_x = dp_terms(expert_local, expert_group, expert_dom)
+    else:
+        e_rs = e_rs_x = e_ag = e_ag_x = np.zeros(len(a))
+
+    owned = np.where(dist, dense_local / dense_group + expert_local / expert_group, dense_local + expert_local)
+    optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
+
+    step_s = n_mb * t_mb + bubble_s + d_rs_x + d_ag_x + e_rs_x + e_ag_x + optimizer_s
+    step_s = np.where(valid, step_s, np.inf)
+    tokens_per_s_per_gpu = np.where(valid, gbs * s / (step_s * world), 0.0)
+    model_tflops = tokens_per_s_per_gpu * fl.total / 1e12
+
+    mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,
+                                dense_group=dense_group, expert_group=expert_group, n_mb=n_mb,
+                                tokens_mb=tokens_mb, sp=sp)
+    return StepBreakdown(
+        valid=valid, violations=violations, num_microbatches=n_mb,
+        compute_s=n_mb * compute_mb, gemm_s=n_mb * gemm_s, attention_s=n_mb * attention_s,
+        memory_bound_s=n_mb * memory_bound_s, overhead_s=n_mb * overhead_s, recompute_s=n_mb * recompute_s,
+        tp_total_s=n_mb * tp_total_mb, tp_exposed_s=n_mb * tp_exposed_mb,
+        ep_total_s=n_mb * ep_total_mb, ep_exposed_s=n_mb * ep_exposed_mb,
+        cp_total_s=n_mb * cp_total_mb, cp_exposed_s=n_mb * cp_exposed_mb,
+        pp_total_s=n_mb * pp_total_mb, pp_exposed_s=n_mb * pp_exposed_mb,
+        dp_dense_rs_total_s=d_rs, dp_dense_rs_exposed_s=d_rs_x, dp_dense_ag_total_s=d_ag, dp_dense_ag_exposed_s=d_ag_x,
+        dp_expert_rs_total_s=e_rs, dp_expert_rs_exposed_s=e_rs_x,
+        dp_expert_ag_total_s=e_ag, dp_expert_ag_exposed_s=e_ag_x,
+        optimizer_s=optimizer_s, bubble_s=bubble_s, step_s=step_s,
+        tokens_per_s_per_gpu=tokens_per_s_per_gpu, model_tflops_per_gpu=model_tflops, peak_tflops=peak,
+        mfu=model_tflops / peak,
+        mem_weights_bytes=mem.weights, mem_grads_bytes=mem.grads, mem_optimizer_bytes=mem.optimizer,
+        mem_activations_bytes=mem.activations, mem_reserve_bytes=mem.reserve, mem_total_bytes=mem.total,
+        mem_capacity_bytes=mem.capacity, fits=valid & (mem.total <= mem.capacity),
+    )
