@@ -17,8 +17,9 @@ from collectives.base import Collective, PointSpec
 from commbench.dist.launch import RankEnv
 from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError
-from commbench.harness import LoopOptions, failed_measurement, measure_point
+from commbench.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
 from commbench.results import JsonlWriter, Measurement, new_run_id
+from commbench.units import format_size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,12 +81,45 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     return collective
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlannedPoint:
+    """One point of a job: what to measure and on which groups (None = the whole world)."""
+
+    spec: PointSpec
+    groups: tuple[tuple[int, ...], ...] | None = None
+    group: GroupInfo = GroupInfo()
+    label: str = ""
+
+
 def aligned_sizes(collective: Collective, sizes_bytes: tuple[int, ...], itemsize: int, num_ranks: int) -> list[int]:
     """The distinct sizes actually measured after nccl-tests' alignment, in sweep order."""
     seen: dict[int, None] = {}
     for size in sizes_bytes:
         seen.setdefault(collective.count_for(size, itemsize, num_ranks)[1], None)
     return list(seen)
+
+
+def plan_points(config: BenchConfig, collective: Collective, world_size: int) -> list[PlannedPoint]:
+    """The points of a bench job, in order: every (aligned) size on the whole world."""
+    dtype = get_dtype(config.dtype)
+    return [PlannedPoint(spec=PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=config.in_place,
+                                        root=config.root, params=dict(config.params)), label=format_size(size))
+            for size in aligned_sizes(collective, config.sizes_bytes, dtype.itemsize, world_size)]
+
+
+class GroupCache:
+    """Communicators for the group layouts a job uses, created once each (collective over the world)."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self._made: dict = {}
+
+    def get(self, groups):
+        if groups is None:
+            return self.backend.world
+        if groups not in self._made:
+            self._made[groups] = self.backend.split([list(g) for g in groups])
+        return self._made[groups]
 
 
 def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
@@ -95,7 +129,6 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     from commbench.view import BenchView
 
     collective = validate(config, rank_env.world_size)
-    dtype = get_dtype(config.dtype)
     backend = create_backend(config.backend, rank_env, config.timeout_s)
     is_writer = backend.rank == 0
     records: list[Measurement] = []
@@ -104,24 +137,25 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
         run_id = new_run_id()
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
                                 notes=backend.notes(collective.name))
-        sizes = aligned_sizes(collective, config.sizes_bytes, dtype.itemsize, backend.world_size)
+        points = plan_points(config, collective, backend.world_size)
+        comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
-        view = BenchView(config, header, len(sizes)) if is_writer else None
+        view = BenchView(config, header, len(points)) if is_writer else None
         try:
             if writer:
                 writer.write(header)
-            for size in sizes:
-                spec = PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=config.in_place,
-                                 root=config.root, params=dict(config.params))
+            for point in points:
                 if view:
-                    view.starting(size)
+                    view.starting(point.label)
+                comm = comms.get(point.groups)
                 try:
-                    record = measure_point(backend, backend.world, collective, spec, config.loop, run_id=run_id)
+                    record = measure_point(backend, comm, collective, point.spec, config.loop, run_id=run_id,
+                                           group=point.group)
                 except (RuntimeError, ValueError) as exc:
                     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    error = f"failed while measuring size {size} B: {reason}"
-                    record = failed_measurement(collective, spec, backend, backend.world_size, config.loop,
-                                                run_id=run_id, error=error)
+                    error = f"failed while measuring {point.label}: {reason}"
+                    record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
+                                                run_id=run_id, error=error, group=point.group)
                 records.append(record)
                 if writer:
                     writer.write(record)

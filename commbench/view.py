@@ -11,7 +11,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from commbench.render import (add_measurement_row, measurement_table, nccl_tests_footer, nccl_tests_header,
                               nccl_tests_row)
 from commbench.results import Measurement, RunHeader
-from commbench.units import format_size
 
 
 class BenchView:
@@ -50,9 +49,9 @@ class BenchView:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    def starting(self, size_bytes: int) -> None:
+    def starting(self, label: str) -> None:
         if self.live:
-            self.progress.update(self.task, description=f"measuring {format_size(size_bytes)}")
+            self.progress.update(self.task, description=f"measuring {label}")
 
     def add(self, record: Measurement) -> None:
         self.rows.append(record)

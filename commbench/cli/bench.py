@@ -45,6 +45,8 @@ def bench(
     timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-J", "--output", help="JSONL results file (default results/<collective>-<time>.jsonl).")] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (rich) or nccl-tests (classic text for existing parsers).")] = "table",
+    # --- MoE all-to-all options (issue 3) go below this line ---
+    # --- topology / sub-group options (issue 4) go below this line ---
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     if output_format not in ("table", "nccl-tests"):
