@@ -2,7 +2,7 @@
 of the memory-bound kernels, vectorised over layouts.
 
 Static memory follows ZeRO/Megatron mixed precision (Rajbhandari et al., arXiv 1910.02054): bf16
-weights (2 B), fp32 main gradients (4 B), fp32 master weights + Adam m, v (12 B), the last
+weights (2 B), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights + Adam m, v (12 B), the last
 sharded over DP x CP (dense) / EDP (experts) by the distributed optimizer.
 Activations: the tensors each layer keeps for backward (Korthikanti et al., arXiv 2205.05198,
 with flash attention so no s^2 term), per token, in bf16, sharded by TP (all of them with
@@ -94,7 +94,7 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     capacity = np.full(len(tp), gpu.hbm_gb * 1e9)
     return MemoryBytes(
         weights=local * 2.0,
-        grads=local * 4.0,
+        grads=local * 2.0,
         optimizer=owned * 12.0,
         activations=activation_bytes(model, arr, tp=tp, cp=cp, pp=pp, vp=vp, etp=etp, n_mb=n_mb,
                                      tokens_mb=tokens_mb, sp=sp),

@@ -30,11 +30,11 @@ import numpy as np
 
 from commbench.planner import memory
 from commbench.planner.calibration import CALIBRATED, Calibration
-from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations
+from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations, stage_imbalance
 from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
 
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
-GRAD_BYTES = 4     # fp32 gradient reduction (Megatron main grads)
+GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
 PARAM_BYTES = 2    # bf16 parameter all-gather
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)
 
@@ -147,18 +147,20 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     fl = flops_breakdown(model, s)
     tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
-    tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced)
+    tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced stages)
     eff = cal.gemm_efficiency(gpu.name) * np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"),
                                                    cal.fp4_gemm_ratio, 1.0)
     gemm_rate = peak * 1e12 * eff
     other_gemm = fl.gemm - fl.routed_experts
+    tokens_gpu = tokens_gpu * stage_imbalance(model, pp, vp)
     gemm_s = tokens_gpu * (other_gemm / gemm_rate + fl.routed_experts / (gemm_rate * cal.grouped_gemm_ratio))
     attention_s = tokens_gpu * fl.attention_core / (gpu.bf16_tflops * 1e12 * cal.attention_efficiency)
     n_layers = model.num_layers + model.num_mtp_layers
     n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
-    layers_stage = n_layers / pp
-    moe_stage = n_moe / pp
-    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb)
+    imbalance = stage_imbalance(model, pp, vp)
+    layers_stage = n_layers / pp * imbalance
+    moe_stage = n_moe / pp * imbalance
+    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb) * imbalance
     memory_bound_s = mem_bytes / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
     overhead_s = layers_stage * cal.layer_overhead_s + moe_stage * cal.moe_layer_overhead_s
     recompute = a.recompute

@@ -1,0 +1,176 @@
+"""Published training runs (commbench/data/calibration-runs.json) mapped onto planner inputs, the
+model's prediction for each, and the fit of the calibration terms.
+
+Mapping assumptions, the same for every row (the tables do not state them):
+- precision: FP8 / FP8-CS / FP8-blockwise -> fp8; MXFP8 / FP8-MX -> mxfp8; NVFP4; BF16; a row
+  with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
+  release, whose throughput matches the FP8-CS rows of 25.11;
+- expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
+- sequence parallel on, selective recompute, distributed optimizer, TP comm overlap and DP
+  overlap on, EP all-to-all overlap off, the all-to-all dispatcher, force-balanced routing;
+- DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
+- rows with Megatron-FSDP (FSDP > 0) and models outside the zoo are listed but not modelled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, Calibration
+from commbench.planner.layout import Layout, LayoutArrays
+from commbench.planner.models import ModelSpec, load_model
+
+MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b-a22b",
+               "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
+               "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b"}
+PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
+           "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
+DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
+                     distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True)
+
+
+def precision_of(label: str | None) -> str:
+    text = (label or "fp8").lower()
+    if "nvfp4" in text:
+        return "nvfp4"
+    if "mx" in text:
+        return "mxfp8"
+    if "fp8" in text:
+        return "fp8"
+    if "bf16" in text:
+        return "bf16"
+    raise ValueError(f"unknown precision label {label!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedRun:
+    index: int
+    row: dict[str, Any]
+    model: ModelSpec | None
+    preset: str | None
+    layout: Layout | None
+    skip_reason: str = ""
+
+    @property
+    def label(self) -> str:
+        r = self.row
+        return f"{r['model']} {r['gpu']}x{r['num_gpus']} {r['precision'] or '?'} {r['release']}"
+
+
+def _fsdp(notes: str) -> int:
+    match = re.search(r"FSDP=(\d+)", notes or "")
+    return int(match.group(1)) if match else 0
+
+
+def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[PublishedRun]:
+    from commbench.reference import calibration_runs
+    out = []
+    for i, r in enumerate(rows if rows is not None else calibration_runs()):
+        name = MODEL_NAMES.get(str(r["model"]).lower())
+        preset = PRESETS.get(str(r["gpu"]).lower())
+        reason = ""
+        if name is None:
+            reason = "model not in the zoo"
+        elif preset is None:
+            reason = "GPU has no preset"
+        elif _fsdp(r.get("notes", "")):
+            reason = "Megatron-FSDP run (not modelled)"
+        elif not r.get("tokens_per_s_per_gpu"):
+            reason = "no tokens/s published"
+        if reason:
+            out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None, skip_reason=reason))
+            continue
+        model = load_model(name)
+        if "w/o mtp" in (r.get("notes") or "").lower():
+            model = dataclasses.replace(model, num_mtp_layers=0)
+        tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r["cp"] or 1)
+        layout = Layout(tp=tp, pp=pp, vp=int(r["vp"] or 1), ep=int(r["ep"] or 1),
+                        etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
+                        dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
+                        precision=precision_of(r.get("precision")), **DEFAULT_FLAGS)
+        out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Predictions:
+    runs: list[PublishedRun]           # the modelled ones, in order
+    predicted_tokens: np.ndarray
+    published_tokens: np.ndarray
+    fits: np.ndarray
+    valid: np.ndarray
+    mem_total_bytes: np.ndarray
+    mem_capacity_bytes: np.ndarray
+
+    @property
+    def abs_pct_error(self) -> np.ndarray:
+        return np.abs(self.predicted_tokens / self.published_tokens - 1.0) * 100.0
+
+
+def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED) -> Predictions:
+    """Predicted tokens/s/GPU for each modelled run (grouped into one vectorised call per system)."""
+    from commbench.costmodel import load_preset
+    from commbench.planner.step import evaluate_layouts
+    modelled = [r for r in runs if r.layout is not None]
+    n = len(modelled)
+    pred, fits, valid = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)
+    mem, cap = np.zeros(n), np.zeros(n)
+    groups: dict[tuple, list[int]] = {}
+    for j, r in enumerate(modelled):
+        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]))
+        groups.setdefault(key, []).append(j)
+    for (model, preset, num_gpus, seq_len), idx in groups.items():
+        fabric = _preset(preset, num_gpus)
+        bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([modelled[j].layout for j in idx]),
+                              seq_len=seq_len, calibration=calibration)
+        pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
+        mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
+    published = np.array([float(r.row["tokens_per_s_per_gpu"]) for r in modelled])
+    return Predictions(runs=modelled, predicted_tokens=pred, published_tokens=published, fits=fits, valid=valid,
+                       mem_total_bytes=mem, mem_capacity_bytes=cap)
+
+
+_PRESET_CACHE: dict[tuple[str, int], Any] = {}
+
+
+def _preset(name: str, num_gpus: int):
+    from commbench.costmodel import load_preset
+    key = (name, num_gpus)
+    if key not in _PRESET_CACHE:
+        _PRESET_CACHE[key] = load_preset(name, num_gpus=num_gpus)
+    return _PRESET_CACHE[key]
+
+
+BOUNDS = {"gemm_efficiency_hopper": (0.3, 0.95), "gemm_efficiency_blackwell": (0.3, 0.95),
+          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_ratio": (0.2, 1.0), "attention_efficiency": (0.15, 0.9),
+          "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 5e-3), "moe_layer_overhead_s": (0.0, 2e-2),
+          "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0)}
+
+
+def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, rounds: int = 6,
+                    terms: tuple[str, ...] = FITTED_TERMS) -> Calibration:
+    """Coordinate search over the fitted terms minimising the median |log(pred/published)|
+    (mean as a tie-breaker). Deterministic; a few hundred vectorised evaluations."""
+    def loss(cal: Calibration) -> float:
+        p = predict_runs(runs, cal)
+        err = np.abs(np.log(np.maximum(p.predicted_tokens, 1e-9) / p.published_tokens))
+        return float(np.median(err) + 0.25 * np.mean(err))
+
+    best, best_loss = start, loss(start)
+    for round_index in range(rounds):
+        step = 0.5 / (1 + round_index)
+        for name in terms:
+            lo, hi = BOUNDS[name]
+            value = getattr(best, name)
+            for factor in (1 + step, 1 / (1 + step), 1 + step / 3, 1 / (1 + step / 3)):
+                trial_value = float(np.clip(value * factor if value > 0 else hi * step / 10, lo, hi))
+                trial = best.with_values(**{name: trial_value})
+                trial_loss = loss(trial)
+                if trial_loss < best_loss:
+                    best, best_loss, value = trial, trial_loss, trial_value
+    return best
