@@ -55,13 +55,15 @@ class AlgorithmCurve:
     latency_per_step_us: float
     busbw_gbps: float
     group_size: int | None = None  # None: valid at any size; else the group size it was fitted at
+    min_bus_bytes: float = 0.0  # fitted size segments: applies from these bus bytes up
     source: str = ""
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
             raise invalid("tier", self.tier, f"one of {', '.join(TIERS)}")
-        if self.latency_us < 0 or self.latency_per_step_us < 0:
-            raise invalid("latency_us", (self.latency_us, self.latency_per_step_us), "latencies must be >= 0")
+        if self.latency_per_step_us < 0 or (self.latency_us < 0 and self.min_bus_bytes <= 0):
+            raise invalid("latency_us", (self.latency_us, self.latency_per_step_us),
+                          "latencies must be >= 0 (only a later size segment may have a negative offset)")
         if not self.busbw_gbps > 0:
             raise invalid("busbw_gbps", self.busbw_gbps, "a positive GB/s figure")
         if self.group_size is not None and self.group_size < 2:

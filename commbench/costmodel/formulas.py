@@ -93,18 +93,22 @@ def _shape(collective: str) -> CollectiveShape:
     return shape
 
 
-def _curve_arrays(curves: tuple[AlgorithmCurve, ...], collective: str, algorithm: str,
-                  n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(latency_s, per-step latency_s, busbw bytes/s) per query: the curve of the nearest fitted size."""
+def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
+                  bus_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(latency_s, per-step latency_s, busbw bytes/s) per query. Fitted curves: those of the
+    nearest measured group size (in log), and of the size segment the query's bus bytes fall in."""
     if len(curves) == 1:
         c = curves[0]
         return (np.float64(c.latency_us * 1e-6), np.float64(c.latency_per_step_us * 1e-6),
                 np.float64(c.busbw_gbps * 1e9))
-    ordered = sorted(curves, key=lambda c: c.group_size or 0)
-    log_sizes = np.log([c.group_size or 1 for c in ordered])
-    nearest = np.abs(np.log(n)[..., None] - log_sizes).argmin(axis=-1)
-    table = np.array([[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9] for c in ordered])
-    picked = table[nearest]
+    group_sizes = np.array([c.group_size or 1 for c in curves], dtype=np.float64)
+    starts = np.array([c.min_bus_bytes for c in curves])
+    table = np.array([[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9] for c in curves])
+    distinct = np.unique(group_sizes)
+    nearest = distinct[np.abs(np.log(n)[..., None] - np.log(distinct)).argmin(axis=-1)]
+    usable = (group_sizes == nearest[..., None]) & (starts <= bus_bytes[..., None])
+    # the usable segment that starts last; the first segment starts at 0 so one is always usable
+    picked = table[np.where(usable, starts, -1.0).argmax(axis=-1)]
     return picked[..., 0], picked[..., 1], picked[..., 2]
 
 
@@ -160,10 +164,10 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
         time_up = time_out = np.inf
         per_step = busbw = 0.0
         if name in up:
-            lat, per_step, busbw = _curve_arrays(up[name], collective, name, n)
+            lat, per_step, busbw = _curve_arrays(up[name], n, factor * size)
             time_up = lat + per_step * steps(collective, name, n) + skew * factor * size / busbw
         if name in out and name not in SCALE_UP_ONLY:
-            lat_o, per_step_o, busbw_o = _curve_arrays(out[name], collective, name, n)
+            lat_o, per_step_o, busbw_o = _curve_arrays(out[name], n, factor * size)
             # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up
             inter_steps = steps(collective, name, d)
             latency_o = lat_o + per_step_o * inter_steps \

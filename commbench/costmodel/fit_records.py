@@ -1,0 +1,187 @@
+"""From measured records (commbench JSONL) to fitted curves, their quality, and a fabric profile.
+
+A curve is every ok point of one (collective, backend, group size, layout, domains spanned). Each
+is fitted with `fit.fit_piecewise` against bus bytes, and judged by leave-one-out error on the
+sizes >= `min_heldout_bytes`. Which tier a curve measures comes from `num_domains_of`: the
+record's params ("num_domains"), else the run header's topology or emulation ("domain_size" /
+"ranks_per_node"), else one domain. That is the hook for two-tier fabrics (real or emulated):
+curves spanning domains become scale-out curves, with the scale-out rate recovered from the
+composition rules of `formulas`.
+
+MoE all-to-all records ("moe_all_to_all") are fitted against the busiest rank's bytes
+(metrics bytes_sent_max / bytes_recv_max when present, else size); staged records (e.g.
+"grad_reduce_scatter", with stages_us_median) get one fit per stage, reported, not used for
+prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+from commbench.costmodel.fit import PiecewiseFit, fit_piecewise, leave_one_out_errors
+from commbench.costmodel.formulas import COLLECTIVES, bus_factor
+from commbench.results import Measurement, RunHeader
+
+MIN_HELDOUT_BYTES = 64 * 1024
+POOR_FIT = 0.10  # median held-out relative error above which a fit is called poor
+_DOMAIN_KEYS = ("domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node", "local_world_size")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurveKey:
+    collective: str
+    backend: str
+    group_size: int
+    layout: str
+    num_domains: int
+    stage: str | None = None
+
+    @property
+    def label(self) -> str:
+        where = "1 domain" if self.num_domains == 1 else f"{self.num_domains} domains"
+        stage = f" stage {self.stage}" if self.stage else ""
+        return f"{self.collective}{stage} {self.backend} n={self.group_size} {self.layout} ({where})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurveFit:
+    key: CurveKey
+    fit: PiecewiseFit
+    num_points: int
+    min_size_bytes: int
+    max_size_bytes: int
+    heldout_median_rel_error: float | None
+    heldout_num_points: int
+    warnings: tuple[str, ...]
+
+    @property
+    def tier(self) -> str:
+        return "scale_out" if self.key.num_domains > 1 else "scale_up"
+
+    def to_report(self) -> dict[str, Any]:
+        return {
+            "curve": self.key.label, "collective": self.key.collective, "stage": self.key.stage,
+            "backend": self.key.backend, "group_size": self.key.group_size, "layout": self.key.layout,
+            "num_domains": self.key.num_domains, "tier": self.tier, "num_points": self.num_points,
+            "min_size_bytes": self.min_size_bytes, "max_size_bytes": self.max_size_bytes,
+            "latency_us": self.fit.latency_s * 1e6,
+            "busbw_gbps": [bw / 1e9 for bw in self.fit.busbw_bytes_per_s],
+            "knots_bus_bytes": list(self.fit.knots_bytes),
+            "heldout_median_rel_error": self.heldout_median_rel_error,
+            "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),
+        }
+
+
+def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
+    """Scale-up domains the record's group spans (1 when nothing says otherwise)."""
+    if "num_domains" in record.params:
+        return max(int(record.params["num_domains"]), 1)
+    info: dict[str, Any] = {}
+    if header is not None:
+        info = {**(header.topology or {}), **(header.emulated or {})}
+    domain_size = next((int(info[k]) for k in _DOMAIN_KEYS if info.get(k)), None)
+    if not domain_size or domain_size >= record.world_size:
+        return 1
+    n = record.group_size
+    if record.group_layout == "strided":
+        return min(n, math.ceil(record.world_size / domain_size))
+    return math.ceil(n / domain_size)
+
+
+def _payload_bytes(record: Measurement) -> float:
+    busiest = [float(record.metrics[k]) for k in ("bytes_sent_max", "bytes_recv_max")
+               if isinstance(record.metrics.get(k), (int, float))]
+    return max(busiest) if busiest else float(record.size_bytes)
+
+
+def _bus_bytes(record: Measurement) -> float | None:
+    n = record.group_size
+    if record.collective == "moe_all_to_all":
+        return _payload_bytes(record) * (n - 1) / n
+    if record.collective in COLLECTIVES:
+        return float(bus_factor(record.collective, n)) * record.size_bytes
+    return float(record.size_bytes) * (n - 1) / n if n > 1 else None  # staged / unknown: RS-like
+
+
+def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
+                   ) -> tuple[dict[CurveKey, list[tuple[float, float, int]]], list[str]]:
+    """(curve -> [(bus bytes, seconds, size_bytes)], reasons points were skipped)."""
+    curves: dict[CurveKey, list[tuple[float, float, int]]] = {}
+    skipped: dict[str, int] = {}
+
+    def skip(reason: str) -> None:
+        skipped[reason] = skipped.get(reason, 0) + 1
+
+    for record in records:
+        if record.status != "ok" or not record.time_us_median or record.time_us_median <= 0:
+            skip("failed or without a time")
+            continue
+        if record.group_size < 2:
+            skip("group of one rank")
+            continue
+        x = _bus_bytes(record)
+        if x is None or x <= 0:
+            skip("no bytes moved")
+            continue
+        base = dict(collective=record.collective, backend=record.backend, group_size=record.group_size,
+                    layout=record.group_layout, num_domains=num_domains_of(record, headers.get(record.run_id)))
+        curves.setdefault(CurveKey(**base), []).append((x, record.time_us_median * 1e-6, record.size_bytes))
+        for stage, stage_us in (record.stages_us_median or {}).items():
+            if stage_us and stage_us > 0:
+                curves.setdefault(CurveKey(**base, stage=stage), []).append((x, stage_us * 1e-6, record.size_bytes))
+    return curves, [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
+
+
+def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Repeated sizes (several runs) become their median time."""
+    by_size: dict[int, list[tuple[float, float]]] = {}
+    for x, t, size in points:
+        by_size.setdefault(size, []).append((x, t))
+    sizes = np.array(sorted(by_size), dtype=np.float64)
+    x = np.array([np.median([p[0] for p in by_size[s]]) for s in sorted(by_size)])
+    t = np.array([np.median([p[1] for p in by_size[s]]) for s in sorted(by_size)])
+    return x, t, sizes
+
+
+def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
+              min_heldout_bytes: int = MIN_HELDOUT_BYTES) -> CurveFit | None:
+    x, t, sizes = _median_by_size(points)
+    if len(x) < 2:
+        return None
+    fit = fit_piecewise(x, t)
+    errors = leave_one_out_errors(x, t)
+    big = (sizes >= min_heldout_bytes) & np.isfinite(errors)
+    warnings = []
+    if not np.any(big):
+        big = np.isfinite(errors)
+        if np.any(big):
+            warnings.append(f"no sizes >= {min_heldout_bytes} B: held-out error is over all sizes")
+    heldout = float(np.median(errors[big])) if np.any(big) else None
+    if heldout is None:
+        warnings.append(f"only {len(x)} sizes: no held-out error (need >= 4)")
+    elif heldout > POOR_FIT:
+        warnings.append(f"poor fit: median held-out error {heldout:.0%} (> {POOR_FIT:.0%}); "
+                        "predictions from this curve are unreliable")
+    bandwidth_s = float(x[-1]) / fit.busbw_bytes_per_s[-1]
+    if bandwidth_s < fit.latency_s:
+        warnings.append("largest size is latency-bound: bandwidth is poorly determined (measure larger sizes)")
+    if float(x[0]) / fit.busbw_bytes_per_s[0] > fit.latency_s:
+        warnings.append("smallest size is bandwidth-bound: latency is poorly determined (measure smaller sizes)")
+    return CurveFit(key=key, fit=fit, num_points=len(x), min_size_bytes=int(sizes[0]),
+                    max_size_bytes=int(sizes[-1]), heldout_median_rel_error=heldout,
+                    heldout_num_points=int(np.sum(big)), warnings=tuple(warnings))
+
+
+def fit_all(records: Iterable[Measurement], headers: dict[str, RunHeader], *,
+            min_heldout_bytes: int = MIN_HELDOUT_BYTES) -> tuple[list[CurveFit], list[str]]:
+    points, notes = collect_points(records, headers)
+    fits = [fit for key, pts in sorted(points.items(), key=lambda kv: kv[0].label)
+            if (fit := fit_curve(key, pts, min_heldout_bytes=min_heldout_bytes)) is not None]
+    dropped = len(points) - len(fits)
+    if dropped:
+        notes.append(f"{dropped} curve(s) with a single size were not fitted")
+    return fits, notes

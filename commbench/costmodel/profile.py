@@ -1,0 +1,140 @@
+"""Turn fitted curves into a fabric profile: one "fitted" algorithm per (collective, tier).
+
+Scale-up fits (the group inside one domain) become curves as measured. Fits of groups that span
+domains become scale-out curves by inverting the composition rules of `formulas`:
+- rings/trees: the measured busbw is the slowest edge's, taken as the scale-out rate (a warning
+  says so when it is within 10% of the scale-up rate, i.e. the NIC may not be the bottleneck);
+- all-to-all: the NIC carries (n - m)/(n - 1) of the bus bytes, so scale-out = busbw * (n-m)/(n-1);
+- latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model).
+Each size segment of a piecewise fit is kept as its own curve (`min_bus_bytes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from commbench.costmodel.fabric import AlgorithmCurve, Fabric, Tier
+from commbench.costmodel.fit_records import CurveFit
+from commbench.costmodel.formulas import COLLECTIVES, steps
+from commbench.reference import GpuSpec
+
+FITTED = "fitted"
+
+
+def _segments(fit: CurveFit) -> list[tuple[float, float, float]]:
+    """(start bus bytes, latency offset s, busbw bytes/s) per segment of the fit. A later segment's
+    offset is its intercept minus the first's (often negative): added to the first segment's
+    latency, at whatever group size, it keeps the curve continuous at the knot."""
+    starts = (0.0, *fit.fit.knots_bytes)
+    intercepts = fit.fit.segment_latencies_s()
+    offsets = [0.0] + [lat - intercepts[0] for lat in intercepts[1:]]
+    return list(zip(starts, offsets, fit.fit.busbw_bytes_per_s))
+
+
+def scale_up_curves(fit: CurveFit) -> list[AlgorithmCurve]:
+    n = fit.key.group_size
+    per_step_us = max(fit.fit.latency_s, 0.0) * 1e6 / float(steps(fit.key.collective, FITTED, n))
+    return [AlgorithmCurve(collective=fit.key.collective, tier="scale_up", algorithm=FITTED,
+                           latency_us=offset_s * 1e6, latency_per_step_us=per_step_us,
+                           busbw_gbps=busbw / 1e9, group_size=n, min_bus_bytes=start,
+                           source=f"fitted: {fit.key.label}")
+            for start, offset_s, busbw in _segments(fit)]
+
+
+def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[list[AlgorithmCurve], list[str]]:
+    key = fit.key
+    n, d = key.group_size, key.num_domains
+    m = math.ceil(n / d)
+    inter_steps = float(steps(key.collective, FITTED, d))
+    intra_steps = max(float(steps(key.collective, FITTED, n)) - inter_steps, 0.0)
+    same = [c for c in up_curves if c.collective == key.collective and c.min_bus_bytes == 0.0]
+    nearest_up = min(same, key=lambda c: abs(math.log((c.group_size or 1) / m)), default=None)
+    up_step_s = nearest_up.latency_per_step_us * 1e-6 if (nearest_up and m > 1) else 0.0
+    up_busbw = nearest_up.busbw_gbps * 1e9 if (nearest_up and m > 1) else math.inf
+    spread = COLLECTIVES[key.collective].spread
+    curves, warnings = [], []
+    per_step_s = max(fit.fit.latency_s - up_step_s * intra_steps, 0.0) / inter_steps
+    for start, offset_s, busbw in _segments(fit):
+        out_busbw = busbw * (n - m) / (n - 1) if spread else busbw
+        if not spread and busbw > 0.9 * up_busbw:
+            warnings.append(f"{key.label}: busbw {busbw / 1e9:.3g} GB/s is close to the scale-up rate; "
+                            "the scale-out rate may be higher than fitted")
+        curves.append(AlgorithmCurve(collective=key.collective, tier="scale_out", algorithm=FITTED,
+                                     latency_us=offset_s * 1e6, latency_per_step_us=per_step_s * 1e6,
+                                     busbw_gbps=out_busbw / 1e9, group_size=n, min_bus_bytes=start,
+                                     source=f"fitted: {key.label}"))
+    return curves, warnings
+
+
+def fabric_from_fits(fits: list[CurveFit], *, base: Fabric | None, name: str, source: str,
+                     gpu: GpuSpec | None = None, domain_size: int | None = None,
+                     num_gpus: int | None = None, notes: list[str] = ()) -> Fabric:
+    """A profile whose fitted collectives replace `base`'s (if any) on the tiers they cover."""
+    usable = [f for f in fits if f.key.stage is None and f.key.collective in COLLECTIVES]
+    up = [c for f in usable if f.key.num_domains == 1 for c in scale_up_curves(f)]
+    out, warnings = [], []
+    for fit in (f for f in usable if f.key.num_domains > 1):
+        curves, more = scale_out_curves(fit, up)
+        out += curves
+        warnings += more
+    warnings += [f"{f.key.label}: {w}" for f in fits for w in f.warnings]
+    group_sizes = sorted({f.key.group_size for f in usable if f.key.num_domains == 1})
+    by_collective: dict[str, set[int]] = {}
+    for fit in usable:
+        by_collective.setdefault(fit.key.collective, set()).add(fit.key.group_size)
+    warnings += [f"{c}: measured at one group size ({next(iter(sizes))}); other sizes scale by the "
+                 "algorithm's step count (formula, not measured)" for c, sizes in by_collective.items()
+                 if len(sizes) == 1]
+    if base is None:
+        largest = max((f.key.group_size for f in usable), default=1)
+        domain = domain_size or (max(group_sizes) if group_sizes else largest)
+        tiers = {"scale_up": Tier(name="measured scale-up", link_gbps_per_gpu=_peak(up) or 1.0)}
+        if out:
+            tiers["scale_out"] = Tier(name="measured scale-out", link_gbps_per_gpu=_peak(out) or 1.0)
+        return Fabric(name=name, gpu=gpu, domain_size=domain, num_gpus=max(num_gpus or 0, largest),
+                      tiers=tiers, curves=tuple(up + out), source=source, notes=tuple(notes),
+                      fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings))
+    fabric = base.with_curves(up + out, name=name, source=source)
+    return dataclasses.replace(fabric, gpu=gpu or base.gpu, domain_size=domain_size or base.domain_size,
+                               num_gpus=max(num_gpus or base.num_gpus, base.num_gpus),
+                               notes=tuple(base.notes) + tuple(notes),
+                               fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings))
+
+
+def _peak(curves: list[AlgorithmCurve]) -> float | None:
+    return max((c.busbw_gbps for c in curves), default=None)
+
+
+def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: str | None = None,
+                     name: str | None = None, min_heldout_bytes: int | None = None
+                     ) -> tuple[Fabric, list[CurveFit], list[str]]:
+    """Read commbench JSONL results, fit every curve, build the profile: (fabric, fits, notes).
+
+    Raises CommbenchError when nothing usable is found or several backends are mixed without
+    `backend` choosing one."""
+    from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, fit_all
+    from commbench.errors import CommbenchError, invalid
+    from commbench.results import headers as header_records, measurements, read_records
+
+    bad_lines: list[str] = []
+    records = read_records(paths, on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"))
+    points = measurements(records)
+    backends = sorted({m.backend for m in points})
+    if backend is not None:
+        if backend not in backends:
+            raise invalid("--backend", backend, f"the results hold {', '.join(backends) or 'no measurements'}")
+        points = [m for m in points if m.backend == backend]
+    elif len(backends) > 1:
+        raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
+    runs = {h.run_id: h for h in header_records(records)}
+    fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
+    notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes
+    if not fits:
+        raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
+                             f">= 2 ranks at >= 2 sizes" + (f" ({'; '.join(notes)})" if notes else ""))
+    world = max((m.world_size for m in points), default=None)
+    label = name or (f"{base.name}+fitted" if base else "fitted")
+    fabric = fabric_from_fits(fits, base=base, name=label, source="fitted:" + ",".join(paths),
+                              num_gpus=world, notes=notes)
+    return fabric, fits, notes
