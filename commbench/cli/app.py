@@ -5,6 +5,9 @@ from commbench.cli.base import app
 # One line per command module; each registers itself with @command.
 from commbench.cli import bench as _bench  # noqa: F401,E402
 from commbench.cli import env as _env  # noqa: F401,E402
+from commbench.cli import fit as _fit  # noqa: F401,E402
+from commbench.cli import predict as _predict  # noqa: F401,E402
+from commbench.cli import systems as _systems  # noqa: F401,E402
 
 
 def main() -> None:
