@@ -1,0 +1,198 @@
+"""Planner: FLOPs and parameter counts, layout rules, hand-computed step and memory terms."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from commbench.errors import CommbenchError
+from commbench.planner import (Calibration, Layout, LayoutArrays, active_params, check_layout, evaluate_layouts,
+                               flops_breakdown, flops_per_token, layout_violations, load_model, param_counts,
+                               parse_layout)
+from commbench.planner import step as step_module
+from commbench.planner.layout import RULE_BITS
+from commbench.reference import gpu_spec
+
+
+@pytest.mark.parametrize("name, seq_len, gflop, mtp", [
+    ("deepseek-v3", 4096, 260.0, True), ("deepseek-v3", 4096, 249.8, False), ("qwen3-235b-a22b", 4096, 148.0, True),
+    ("qwen3-30b-a3b", 4096, 23.0, True), ("llama3.1-405b", 8192, 2524.0, True), ("llama3-8b", 8192, 51.47, True),
+])
+def test_flops_per_token_matches_check_values(name, seq_len, gflop, mtp):
+    got = flops_per_token(load_model(name), seq_len, include_mtp=mtp) / 1e9
+    assert got == pytest.approx(gflop, rel=0.005)
+
+
+def test_every_zoo_model_reproduces_its_published_flops():
+    from commbench.planner import model_names
+    for name in model_names():
+        m = load_model(name)
+        assert flops_per_token(m) / 1e9 == pytest.approx(m.published_flops_per_token_gflop, rel=0.005), name
+
+
+@pytest.mark.parametrize("name, total_b, active_b", [
+    ("deepseek-v3", 671.0, 37.4), ("qwen3-235b-a22b", 235.1, 22.1), ("llama3.1-405b", 405.8, 405.8),
+])
+def test_param_counts_match_published_totals(name, total_b, active_b):
+    m = load_model(name)
+    assert param_counts(m).total / 1e9 == pytest.approx(total_b, rel=0.01)
+    assert active_params(m) / 1e9 == pytest.approx(active_b, rel=0.01)
+
+
+def test_user_model_file_and_unknown_model(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text('[model.tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\nhead_dim = 16\n'
+                    'dense_ffn = 128\nvocab = 1000\nseq_len = 128\n')
+    m = load_model("tiny", model_file=path)
+    assert m.num_dense_layers == 2 and not m.is_moe
+    with pytest.raises(CommbenchError, match="known models"):
+        load_model("nope")
+
+
+def _bits(model, num_gpus, **kw):
+    return int(layout_violations(model, LayoutArrays.from_columns(**kw), num_gpus)[0])
+
+
+@pytest.mark.parametrize("rule, kw", [
+    ("world", dict(tp=2, pp=2, dp=2, gbs=8)),
+    ("expert_fold", dict(tp=1, pp=4, dp=4, ep=8, gbs=16)),
+    ("heads", dict(tp=16, pp=1, dp=1, ep=1, etp=1, gbs=16)),
+    ("experts", dict(tp=1, pp=1, dp=16, ep=16, etp=1, gbs=16)),  # with 120 experts (set below)
+    ("pipeline", dict(tp=1, pp=1, vp=2, dp=16, gbs=16)),
+    ("batch", dict(tp=1, pp=1, dp=16, mbs=3, gbs=16)),
+    ("context", dict(tp=1, cp=16, pp=1, dp=1, mbs=1, gbs=16)),
+])
+def test_each_layout_rule(rule, kw):
+    model = load_model("qwen3-30b-a3b")  # 32 heads, 4 KV heads, 128 experts, 48 layers
+    if rule == "experts":
+        model = dataclasses.replace(model, num_routed_experts=120)
+    if rule == "context":
+        model = dataclasses.replace(model, seq_len=4104)
+    bits = _bits(model, 16, **kw)
+    assert bits == RULE_BITS[rule], (rule, bits)  # exactly this rule broken
+    layout = LayoutArrays.from_columns(**kw).layout(0)
+    with pytest.raises(CommbenchError, match=rule):
+        check_layout(model, layout, 16)
+
+
+def test_valid_layout_passes_and_pipeline_accounts_embedding_and_loss():
+    m = load_model("llama3.1-405b")  # 126 layers: pp16 x vp8 = 128 slots with embedding + loss
+    check_layout(m, Layout(tp=4, pp=16, vp=8, dp=4, gbs=1536), 256)
+    assert _bits(m, 256, tp=4, pp=16, vp=8, dp=4, gbs=1536) == 0
+    assert _bits(m, 512, tp=4, pp=32, vp=8, dp=4, gbs=1536) & RULE_BITS["pipeline"]
+
+
+def test_parse_layout_derives_dp_and_rejects_bad_keys():
+    lay = parse_layout("tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096,recompute=selective", 256)
+    assert (lay.dp, lay.etp, lay.edp, lay.num_microbatches) == (128, 1, 4, 32)
+    with pytest.raises(CommbenchError, match="--layout"):
+        parse_layout("tp=1,bogus=2", 8)
+    with pytest.raises(CommbenchError, match="recompute"):
+        parse_layout("recompute=sometimes", 8)
+
+
+# ------------------------------------------------------------------ hand-computed step terms
+
+def _fabric(num_gpus=8, gpu="b200", domain_size=8):
+    return SimpleNamespace(gpu=gpu_spec(gpu), domain_size=domain_size, num_gpus=num_gpus)
+
+
+def _stand_in(monkeypatch, seconds_per_byte=0.0, rs_seconds=None):
+    """Cost model stand-in: time = bytes x seconds_per_byte (reduce_scatter optionally fixed)."""
+    def collective(fabric, collective, size_bytes, group_size, num_domains=1):
+        size, n = np.broadcast_arrays(np.asarray(size_bytes, float), np.asarray(group_size, float))
+        if rs_seconds is not None and collective == "reduce_scatter":
+            return np.where(n > 1, rs_seconds, 0.0)
+        return np.where(n > 1, size * seconds_per_byte, 0.0)
+
+    def a2a(fabric, bytes_per_rank, ep_size, num_domains=1, imbalance=1.0):
+        return collective(fabric, "all_to_all", bytes_per_rank, ep_size) * imbalance
+
+    monkeypatch.setattr(step_module, "_costmodel", lambda: (collective, a2a))
+
+
+BARE = Calibration(layer_overhead_s=0.0, moe_layer_overhead_s=0.0, hbm_efficiency=1.0)
+
+
+def test_compute_and_bubble_hand_computed(monkeypatch):
+    _stand_in(monkeypatch)
+    m = load_model("llama3-8b")
+    lay = Layout(tp=1, pp=4, vp=2, dp=2, mbs=1, gbs=16, precision="bf16", recompute="none")  # 32 layers: even
+    bd = evaluate_layouts(m, _fabric(), LayoutArrays.from_layouts([lay]), calibration=BARE)
+    fl = flops_breakdown(m)
+    tokens = 8192 / 4  # per micro-batch per GPU (pp = 4)
+    gemm = tokens * fl.gemm / (2250e12 * BARE.gemm_efficiency_blackwell)
+    attn = tokens * fl.attention_core / (2250e12 * BARE.attention_efficiency)
+    n_mb = 16 // 2
+    assert bd.gemm_s[0] == pytest.approx(n_mb * gemm, rel=1e-9)
+    assert bd.attention_s[0] == pytest.approx(n_mb * attn, rel=1e-9)
+    t_mb = bd.compute_s[0] / n_mb
+    assert bd.bubble_s[0] == pytest.approx((4 - 1) / 2 * t_mb, rel=1e-9)
+    assert bd.step_s[0] == pytest.approx(n_mb * t_mb + bd.bubble_s[0] + bd.optimizer_s[0], rel=1e-9)
+
+
+def test_dp_overlap_window_hand_computed(monkeypatch):
+    rs_s = 0.05
+    _stand_in(monkeypatch, rs_seconds=rs_s)
+    m = load_model("llama3-8b")
+    base = Layout(tp=1, pp=1, dp=8, mbs=1, gbs=8, precision="bf16", recompute="none")
+    both = LayoutArrays.from_layouts([base, dataclasses.replace(base, dp_overlap=False)])
+    bd = evaluate_layouts(m, _fabric(), both, calibration=BARE)
+    window = bd.compute_s[0] * 2 / 3  # one micro-batch: the last backward is 2/3 of it
+    local = param_counts(m).non_expert
+    last_bucket = rs_s * BARE.dp_bucket_params / local
+    expected = max(rs_s - BARE.overlap_efficiency * min(rs_s, window), 0.0) + last_bucket
+    assert bd.dp_dense_rs_total_s[0] == pytest.approx(rs_s)
+    assert bd.dp_dense_rs_exposed_s[0] == pytest.approx(min(expected, rs_s), rel=1e-9)
+    assert bd.dp_dense_rs_exposed_s[1] == pytest.approx(rs_s)  # no overlap: all exposed
+
+
+def test_memory_terms_hand_computed(monkeypatch):
+    _stand_in(monkeypatch)
+    m = load_model("llama3-8b")
+    lays = [Layout(tp=1, pp=1, dp=8, mbs=1, gbs=8, distributed_optimizer=True),
+            Layout(tp=1, pp=1, dp=8, mbs=1, gbs=8, distributed_optimizer=False),
+            Layout(tp=1, pp=1, dp=8, mbs=1, gbs=8, recompute="full")]
+    bd = evaluate_layouts(m, _fabric(), LayoutArrays.from_layouts(lays), calibration=BARE)
+    p = param_counts(m).total
+    assert bd.mem_weights_bytes[0] == pytest.approx(2 * p)
+    assert bd.mem_grads_bytes[0] == pytest.approx(2 * p)
+    assert bd.mem_optimizer_bytes[0] == pytest.approx(12 * p / 8)
+    assert bd.mem_optimizer_bytes[1] == pytest.approx(12 * p)
+    # full recompute keeps each layer's input (h bf16 per token) plus the fp32 logits
+    assert bd.mem_activations_bytes[2] == pytest.approx(8192 * 4096 * 2 * 32 + 8192 * 128256 * 4)
+    assert bd.mem_reserve_bytes[0] == pytest.approx(BARE.reserve_fixed_bytes + BARE.reserve_fraction * 180e9)
+    assert bd.mem_total_bytes[0] == pytest.approx(
+        bd.mem_weights_bytes[0] + bd.mem_grads_bytes[0] + bd.mem_optimizer_bytes[0]
+        + bd.mem_activations_bytes[0] + bd.mem_reserve_bytes[0])
+
+
+def test_step_time_falls_with_bandwidth_and_never_below_compute(monkeypatch):
+    m = load_model("qwen3-30b-a3b")
+    rng = np.random.default_rng(1)
+    n = 400
+    tp, pp = rng.choice([1, 2, 4], n), rng.choice([1, 2, 4], n)
+    arr = LayoutArrays.from_columns(tp=tp, pp=pp, dp=64 // (tp * pp), ep=rng.choice([1, 8, 16], n), etp=1,
+                                    vp=rng.choice([1, 2], n), mbs=1, gbs=1024, moe_a2a_overlap=rng.random(n) < .5,
+                                    tp_comm_overlap=rng.random(n) < .5, dp_overlap=rng.random(n) < .5)
+    steps = []
+    for seconds_per_byte in (1e-9, 1e-10, 1e-11):
+        _stand_in(monkeypatch, seconds_per_byte)
+        bd = evaluate_layouts(m, _fabric(64), arr)
+        ok = bd.valid
+        assert ok.sum() > 50
+        assert np.all(bd.step_s[ok] >= bd.compute_s[ok])
+        steps.append(bd.step_s[ok])
+    assert np.all(steps[1] <= steps[0]) and np.all(steps[2] <= steps[1])
+    assert np.any(steps[1] < steps[0])
+
+
+def test_invalid_layouts_are_marked_not_raised(monkeypatch):
+    _stand_in(monkeypatch)
+    arr = LayoutArrays.from_columns(tp=[1, 3], pp=1, dp=[8, 8], gbs=8)
+    bd = evaluate_layouts(load_model("llama3-8b"), _fabric(), arr)
+    assert bd.valid.tolist() == [True, False]
+    assert np.isinf(bd.step_s[1]) and not bd.fits[1]
