@@ -1,0 +1,87 @@
+"""`commbench plan`: predict one training step of one parallel layout (all figures predicted)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from commbench.cli.base import command, console
+from commbench.errors import invalid
+from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load_model, parse_layout
+
+COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("CP ring", "cp"), ("PP send/recv", "pp"),
+             ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
+             ("DP expert grad RS", "dp_expert_rs"), ("DP expert param AG", "dp_expert_ag"))
+MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
+
+
+def _system(name: str, num_gpus: int):
+    from commbench.costmodel import load_fabric, load_preset, preset_names
+    if name.endswith(".json"):
+        return load_fabric(name).scaled(num_gpus=num_gpus)
+    if name not in preset_names():
+        raise invalid("--system", name, f"a preset ({', '.join(preset_names())}) or a fabric .json from `commbench fit`")
+    return load_preset(name, num_gpus=num_gpus)
+
+
+@command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
+                      "memory per GPU (predicted, from the fabric cost model and calibrated efficiencies).")
+def plan(
+    model: Annotated[str, typer.Option(help="zoo model name (e.g. deepseek-v3) or one from --model-file")],
+    system: Annotated[str, typer.Option(help="system preset (e.g. gb300-nvl72) or a fabric .json")],
+    gpus: Annotated[int, typer.Option(help="number of GPUs")],
+    layout: Annotated[str, typer.Option(help="key=value pairs: tp,pp,vp,ep,etp,cp,dp,mbs,gbs,recompute,"
+                                              "dispatcher,sequence_parallel,tp_comm_overlap,moe_a2a_overlap,...")],
+    precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "bf16",
+    seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
+    model_file: Annotated[Optional[str], typer.Option(help="TOML file of [model.NAME] tables like models.toml")] = None,
+    moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+) -> None:
+    if gpus < 1:
+        raise invalid("--gpus", gpus, "a positive GPU count")
+    if moe_imbalance < 1:
+        raise invalid("--moe-imbalance", moe_imbalance, ">= 1")
+    spec = load_model(model, model_file)
+    lay = parse_layout(layout, gpus, precision=precision.lower())
+    check_layout(spec, lay, gpus, seq_len)
+    fabric = _system(system, gpus)
+    bd = evaluate_layouts(spec, fabric, LayoutArrays.from_layouts([lay]), seq_len=seq_len, moe_imbalance=moe_imbalance)
+    row = bd.row(0)
+    if as_json:
+        out = {"kind": "predicted", "model": spec.name, "system": system, "gpus": gpus,
+               "seq_len": seq_len or spec.seq_len, "layout": {k: getattr(lay, k) for k in lay.__dataclass_fields__},
+               "breakdown": row}
+        console.print_json(json.dumps(out, default=float))
+        return
+    step = row["step_s"]
+    t = Table(title=f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}")
+    t.add_column("term")
+    t.add_column("total s", justify="right")
+    t.add_column("exposed s", justify="right")
+    t.add_column("% of step", justify="right")
+    t.add_row("compute (GEMM + attention + memory-bound + overhead + recompute)", f"{row['compute_s']:.3f}",
+              f"{row['compute_s']:.3f}", f"{100 * row['compute_s'] / step:.1f}")
+    for label, key in COMM_ROWS:
+        total, exposed = row[f"{key}_total_s"], row[f"{key}_exposed_s"]
+        if total > 0:
+            t.add_row(label, f"{total:.3f}", f"{exposed:.3f}", f"{100 * exposed / step:.1f}")
+    t.add_row("pipeline bubble", "", f"{row['bubble_s']:.3f}", f"{100 * row['bubble_s'] / step:.1f}")
+    t.add_row("optimizer step", "", f"{row['optimizer_s']:.3f}", f"{100 * row['optimizer_s'] / step:.1f}")
+    t.add_row("[bold]step[/]", "", f"[bold]{step:.3f}[/]", "100.0")
+    console.print(t)
+    console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
+                  f"{row['model_tflops_per_gpu']:,.0f}   MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
+                  f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
+    m = Table(title="memory per GPU (predicted, GB = 1e9 B)")
+    m.add_column("kind")
+    m.add_column("GB", justify="right")
+    for kind in MEM_ROWS:
+        m.add_row(kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}")
+    verdict = "fits" if row["fits"] else "[red]does not fit[/]"
+    m.add_row("[bold]total[/]", f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/] of {row['mem_capacity_bytes'] / 1e9:.0f}"
+              f" ({verdict})")
+    console.print(m)
