@@ -1,0 +1,96 @@
+"""`commbench predict`: a predicted sweep from a preset or a fitted fabric, printed like a measured one."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from commbench.cli.base import command, console
+from commbench.costmodel import COLLECTIVES, Fabric, bus_factor, collective_time_s, load_preset, moe_all_to_all_time_s
+from commbench.errors import invalid
+from commbench.units import format_size, parse_size_bytes, size_range
+
+LAYOUTS = ("contiguous", "strided")
+
+
+def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | None, gpus: int | None) -> Fabric:
+    """The fabric named by --fabric FILE or --system PRESET [--racks K | --gpus N]."""
+    if (fabric_path is None) == (system is None):
+        raise invalid("--fabric/--system", fabric_path or system, "give exactly one of --fabric FILE or --system PRESET")
+    if fabric_path is not None:
+        fabric = Fabric.from_json(fabric_path)
+        if racks is not None or gpus is not None:
+            total = gpus if gpus is not None else racks * fabric.domain_size
+            fabric = fabric.scaled(num_gpus=total)
+        return fabric
+    if racks is not None and gpus is not None:
+        raise invalid("--racks/--gpus", (racks, gpus), "give one of --racks or --gpus")
+    return load_preset(system, num_gpus=gpus, num_racks=racks)
+
+
+def num_domains_for(fabric: Fabric, group_size: int, layout: str) -> int:
+    """Domains a group of `group_size` ranks spans when placed contiguously or one per domain."""
+    if layout not in LAYOUTS:
+        raise invalid("--layout", layout, f"one of {', '.join(LAYOUTS)}")
+    if group_size > fabric.num_gpus:
+        raise invalid("--group", group_size, f"at most the {fabric.num_gpus} GPUs of {fabric.name} "
+                      "(add --racks or --gpus)")
+    if layout == "contiguous":
+        return math.ceil(group_size / fabric.domain_size)
+    return min(group_size, fabric.num_domains)
+
+
+@command("predict", help="Predicted sweep of one collective on a preset system or a fitted fabric (no GPU needed).")
+def predict(
+    collective: Annotated[str, typer.Option("--collective", "-c", help=f"One of {', '.join(COLLECTIVES)}.")],
+    group: Annotated[int, typer.Option("--group", "-g", help="Ranks in the group.")],
+    fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="Fabric profile JSON (from commbench fit).")] = None,
+    system: Annotated[Optional[str], typer.Option("--system", help="Preset name (see commbench systems).")] = None,
+    racks: Annotated[Optional[int], typer.Option("--racks", "--nodes", help="Scale-up domains (racks or nodes) in the system.")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs in the system (instead of --racks).")] = None,
+    layout: Annotated[str, typer.Option("--layout", help="contiguous (fill a domain first) or strided (one rank per domain).")] = "contiguous",
+    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
+    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size.")] = "8G",
+    step_factor: Annotated[float, typer.Option("-f", "--step-factor", help="Multiply the size by this each step.")] = 2.0,
+    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm (default: the fastest).")] = None,
+    imbalance: Annotated[float, typer.Option("--imbalance", help="moe_all_to_all: max/mean bytes received per rank.")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows instead of a table.")] = False,
+) -> None:
+    """Sizes from -b to -e; time, algbw and busbw as nccl-tests would print them, all predicted."""
+    fabric = resolve_fabric(fabric_path, system, racks, gpus)
+    if collective not in COLLECTIVES:
+        raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
+    if group < 1:
+        raise invalid("--group", group, "at least 1 rank")
+    num_domains = num_domains_for(fabric, group, layout)
+    sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
+                                step_factor), dtype=np.float64)
+    if collective == "moe_all_to_all":
+        time_s = moe_all_to_all_time_s(fabric, sizes, group, num_domains, imbalance,
+                                       phase=algorithm if algorithm in ("dispatch", "combine") else None)
+    else:
+        time_s = collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=algorithm)
+    algbw = np.divide(sizes, time_s, out=np.zeros_like(sizes), where=time_s > 0) / 1e9
+    busbw = algbw * bus_factor(collective, group)
+    where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
+    if as_json:
+        rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
+                 "predicted": True} for s, t, a, b in zip(sizes, time_s, algbw, busbw)]
+        console.print_json(json.dumps({"fabric": fabric.name, "source": fabric.source, "collective": collective,
+                                       "group_size": group, "num_domains": num_domains, "rows": rows}))
+        return
+    table = Table(title=f"{collective} (predicted, {group} ranks, {where}, {fabric.name}: {fabric.source})",
+                  title_justify="left")
+    for name in ("size", "time (µs)", "algbw (GB/s)", "busbw (GB/s)"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for s, t, a, b in zip(sizes, time_s, algbw, busbw):
+        table.add_row(format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}")
+    console.print(table)
+    console.print("[yellow]predicted[/] by the cost model, not measured", highlight=False)
+    for warning in fabric.warnings[:5]:
+        console.print(f"[yellow]fit warning:[/] {warning}", highlight=False)

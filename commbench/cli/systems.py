@@ -1,0 +1,78 @@
+"""`commbench systems`: the preset fabrics, their link rates, predicted headline figures and sources."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from commbench.cli.base import command, console
+from commbench.costmodel import bus_factor, collective_time_s, load_preset, preset_names
+
+_BIG_BYTES = 8 << 30
+
+
+def _busbw_gbps(fabric, collective: str, group: int, num_domains: int) -> float:
+    time_s = float(collective_time_s(fabric, collective, _BIG_BYTES, group, num_domains))
+    return float(bus_factor(collective, group)) * _BIG_BYTES / time_s / 1e9
+
+
+def preset_rows() -> list[dict]:
+    rows = []
+    for name in preset_names():
+        fabric = load_preset(name, num_racks=2)
+        n = fabric.domain_size
+        rows.append({
+            "preset": name, "gpu": fabric.gpu.name, "gpus_per_domain": n,
+            "nvlink_gbps": fabric.tiers["scale_up"].link_gbps_per_gpu,
+            "nic_gbps": fabric.tiers["scale_out"].link_gbps_per_gpu,
+            "all_reduce_domain_busbw_gbps": _busbw_gbps(fabric, "all_reduce", n, 1),
+            "all_to_all_domain_busbw_gbps": _busbw_gbps(fabric, "all_to_all", n, 1),
+            "all_reduce_2_domains_busbw_gbps": _busbw_gbps(fabric, "all_reduce", 2 * n, 2),
+            "description": fabric.notes[0], "gpu_source": fabric.gpu.source,
+        })
+    return rows
+
+
+@command("systems", help="List the preset systems with their link rates, predicted figures and sources.")
+def systems(
+    checks: Annotated[bool, typer.Option("--checks", help="Also compare each preset with the published figures it reproduces.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Predicted figures are at 8 GiB; the 2-domain all-reduce spans two racks/nodes."""
+    rows = preset_rows()
+    check_rows = []
+    if checks:
+        from commbench.costmodel.checks import check_presets
+
+        check_rows = [{"preset": r.figure.preset, "collective": r.figure.collective, "group_size": r.figure.group_size,
+                       "num_domains": r.figure.num_domains, "what": r.figure.what,
+                       "published_busbw_gbps": r.figure.busbw_gbps, "predicted_busbw_gbps": r.predicted_busbw_gbps,
+                       "relative_error": r.relative_error, "source": r.source} for r in check_presets()]
+    if as_json:
+        console.print_json(json.dumps({"presets": rows, "checks": check_rows}))
+        return
+    table = Table(title="preset systems (busbw predicted at 8 GiB, GB/s)", title_justify="left")
+    for column in ("preset", "GPU", "GPUs/domain", "NVLink GB/s", "NIC GB/s", "AR in domain",
+                   "A2A in domain", "AR 2 domains"):
+        table.add_column(column, justify="left" if column in ("preset", "GPU") else "right", no_wrap=column == "preset")
+    for r in rows:
+        table.add_row(r["preset"], r["gpu"], str(r["gpus_per_domain"]), f"{r['nvlink_gbps']:g}", f"{r['nic_gbps']:g}",
+                      f"{r['all_reduce_domain_busbw_gbps']:.0f}", f"{r['all_to_all_domain_busbw_gbps']:.0f}",
+                      f"{r['all_reduce_2_domains_busbw_gbps']:.0f}")
+    console.print(table)
+    for r in rows:
+        console.print(f"{r['preset']}: {r['description']} (GPU: {r['gpu_source']})", highlight=False)
+    console.print("sources: link rates from commbench/data/hardware.toml (GPU datasheets); efficiencies from its "
+                  "[[measured]] figures (commbench systems --checks)", highlight=False, markup=False)
+    if checks:
+        table = Table(title="published (measured) vs preset (predicted) busbw, GB/s", title_justify="left")
+        for column in ("preset", "collective", "ranks", "domains", "what", "published", "predicted", "error", "source"):
+            table.add_column(column, justify="right" if column in ("ranks", "domains", "published", "predicted", "error") else "left")
+        for r in check_rows:
+            table.add_row(r["preset"], r["collective"], str(r["group_size"]), str(r["num_domains"]), r["what"],
+                          f"{r['published_busbw_gbps']:.0f}", f"{r['predicted_busbw_gbps']:.0f}",
+                          f"{r['relative_error']:+.1%}", r["source"])
+        console.print(table)
