@@ -53,9 +53,7 @@ def max_local_ranks(backend: str) -> tuple[int, str]:
 
 def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
     """Join the job as `rank_env` on backend `name` (collective: every rank calls it)."""
-    from commbench.dist.launch import export_rendezvous
     from commbench.dist.torch_backend import TorchBackend
 
-    export_rendezvous(rank_env)
-    return TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size,
-                        local_rank=rank_env.local_rank, timeout_s=timeout_s)
+    return TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size, local_rank=rank_env.local_rank,
+                        timeout_s=timeout_s, init_method=f"tcp://{rank_env.master_addr}:{rank_env.master_port}")

@@ -72,15 +72,6 @@ def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     return None
 
 
-def export_rendezvous(rank_env: RankEnv) -> None:
-    """Set what torch's env:// rendezvous reads, for launchers that don't (Slurm, MPI)."""
-    os.environ.setdefault("MASTER_ADDR", rank_env.master_addr)
-    os.environ.setdefault("MASTER_PORT", str(rank_env.master_port))
-    os.environ.setdefault("RANK", str(rank_env.rank))
-    os.environ.setdefault("WORLD_SIZE", str(rank_env.world_size))
-    os.environ.setdefault("LOCAL_RANK", str(rank_env.local_rank))
-
-
 def _local_entry(fn: Callable[..., Any], *args: Any) -> Any:
     os.environ[LOCAL_LAUNCH_ENV] = "1"
     rank_env = detect_rank_env()

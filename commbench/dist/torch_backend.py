@@ -98,7 +98,8 @@ class CudaEventStopwatch:
 class TorchBackend:
     """Process-group backend. `init` joins the job described by the environment (env:// rendezvous)."""
 
-    def __init__(self, name: str, *, rank: int, world_size: int, local_rank: int, timeout_s: float) -> None:
+    def __init__(self, name: str, *, rank: int, world_size: int, local_rank: int, timeout_s: float,
+                 init_method: str | None = None) -> None:
         if name not in ("nccl", "gloo"):
             raise CommbenchError(f"backend={name!r} is not a torch.distributed backend: allowed nccl, gloo")
         self.name = name
@@ -111,7 +112,7 @@ class TorchBackend:
             self.device = "cpu"
             self._torch_device = torch.device("cpu")
         kwargs = {"device_id": self._torch_device} if name == "nccl" else {}
-        dist.init_process_group(name, rank=rank, world_size=world_size,
+        dist.init_process_group(name, init_method=init_method or "env://", rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
         self.world = TorchCommunicator(None, range(world_size), rank)
 

@@ -1,0 +1,143 @@
+"""`commbench bench` and `commbench env` through typer's CliRunner, and a hung rank's timeout."""
+
+import json
+import multiprocessing as mp
+import os
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+import collectives
+from collectives.all_reduce import AllReduce
+from commbench.bench import BenchConfig, run_bench_rank
+from commbench.cli.app import app
+from commbench.dist.launch import RankEnv
+from commbench.harness import LoopOptions
+from tests.distributed import free_port
+
+runner = CliRunner()
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_bench_two_local_ranks_writes_header_and_one_record_per_size(tmp_path):
+    out = tmp_path / "ar.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64K", "-f", "8",
+                                 "-n", "5", "-w", "1", "-J", str(out)])
+    assert result.exit_code == 0, result.output
+    records = _lines(out)
+    assert records[0]["record_type"] == "header"
+    assert records[0]["world_size"] == 2 and records[0]["backend"] == "gloo"
+    assert records[0]["launcher"] == "local" and len(records[0]["hostnames"]) == 2
+    sizes = [r["size_bytes"] for r in records[1:]]
+    assert sizes == [8, 64, 512, 4096, 32768]
+    for rec in records[1:]:
+        assert rec["num_wrong"] == 0 and rec["status"] == "ok"
+        assert rec["time_us_min"] <= rec["time_us_median"] <= rec["time_us_p99"]
+        assert rec["algbw_gbps"] == pytest.approx(rec["size_bytes"] / rec["time_us_median"] / 1e3)
+        assert rec["busbw_gbps"] == pytest.approx(rec["algbw_gbps"] * 2 * 1 / 2)
+
+
+def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
+    out = tmp_path / "bc.jsonl"
+    result = runner.invoke(app, ["bench", "broadcast", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "3",
+                                 "--format", "nccl-tests", "-J", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "#       size         count      type   redop    root" in result.output
+    assert "# Avg bus bandwidth" in result.output
+    assert len(_lines(out)) == 1 + 3
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["bench", "nope"], "collective='nope'"),
+    (["bench", "all_reduce", "-b", "0"], "--min-bytes"),
+    (["bench", "all_reduce", "-b", "-8"], "--min-bytes"),
+    (["bench", "all_reduce", "-b", "1M", "-e", "1K"], "--min-bytes"),
+    (["bench", "all_reduce", "-f", "1"], "--step-factor"),
+    (["bench", "all_reduce", "-d", "float7"], "--dtype"),
+    (["bench", "all_reduce", "-o", "xor"], "--op"),
+    (["bench", "all_reduce", "-o", "avg", "-d", "int32"], "--op=avg"),
+    (["bench", "all_reduce", "--nproc", "0"], "--nproc=0"),
+    (["bench", "all_reduce", "--nproc", "10000"], "--nproc=10000"),
+    (["bench", "sendrecv", "--nproc", "1"], "at least 2 ranks"),
+    (["bench", "all_to_all", "--in-place"], "--in-place"),
+    (["bench", "all_reduce", "--backend", "mpi"], "--backend"),
+    (["bench", "all_reduce", "--format", "csv"], "--format"),
+    (["bench", "all_reduce", "-c", "2"], "--check"),
+    (["bench", "broadcast", "--nproc", "2", "-r", "5"], "--root"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_nccl_unavailable_is_a_clear_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    result = runner.invoke(app, ["bench", "all_reduce", "--backend", "nccl"])
+    assert result.exit_code == 2 and "not available" in result.output
+
+
+def test_env_reports_the_backend_choice():
+    result = runner.invoke(app, ["env"])
+    assert result.exit_code == 0
+    assert "a run would use" in result.output and "backend gloo" in result.output
+
+
+class _HangsOnRank1(AllReduce):
+    """all_reduce whose rank 1 stalls past the timeout at sizes >= 1 KiB (a hung rank)."""
+
+    name = "all_reduce_hang"
+
+    def prepare(self, comm, backend, spec):
+        prepared = super().prepare(comm, backend, spec)
+        name, stage = prepared.stages[0]
+
+        def stalled():
+            if comm.rank == 1 and spec.size_bytes >= 1024:
+                time.sleep(4)
+            stage()
+
+        prepared.stages = [(name, stalled)]
+        return prepared
+
+
+def _rank(rank, port, config, queue):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    collectives.REGISTRY[_HangsOnRank1.name] = _HangsOnRank1()
+    env = RankEnv(rank=rank, world_size=2, local_rank=rank, launcher="single", master_addr="127.0.0.1", master_port=port)
+    try:
+        queue.put((rank, run_bench_rank(env, config).error))
+    except Exception as exc:  # noqa: BLE001
+        queue.put((rank, f"raised {exc!r}"))
+
+
+def test_hung_rank_times_out_names_the_size_and_keeps_results(tmp_path):
+    out = tmp_path / "hang.jsonl"
+    config = BenchConfig(collective=_HangsOnRank1.name, sizes_bytes=(64, 256, 1024, 4096), backend="gloo",
+                         timeout_s=2.0, output_path=str(out), output_format="nccl-tests",
+                         loop=LoopOptions(iters=2, warmup_iters=0, check=False))
+    collectives.REGISTRY[_HangsOnRank1.name] = _HangsOnRank1()
+    try:
+        ctx = mp.get_context("fork")
+        queue = ctx.Queue()
+        port = free_port()
+        procs = [ctx.Process(target=_rank, args=(r, port, config, queue), daemon=True) for r in range(2)]
+        for proc in procs:
+            proc.start()
+        errors = dict(queue.get(timeout=60) for _ in range(2))
+        for proc in procs:
+            proc.join(timeout=10)
+    finally:
+        del collectives.REGISTRY[_HangsOnRank1.name]
+    assert "1024 B" in errors[0] or "1 KiB" in errors[0]
+    records = _lines(out)
+    assert [r["status"] for r in records[1:]] == ["ok", "ok", "failed"]
+    assert records[-1]["size_bytes"] == 1024 and records[-1]["error"]
