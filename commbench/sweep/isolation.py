@@ -1,0 +1,124 @@
+"""Failure isolation for sweeps: per-point timeouts, agreement on failures, fresh groups after one.
+
+How a failed point is contained (torch.distributed backends):
+- Points are measured on a *measurement world*: a process group over all ranks created with
+  `dist.new_group(timeout=<the entry's timeout_s>)`, not on the default group. A collective that
+  exceeds the timeout raises on the ranks waiting for it (gloo raises; NCCL's watchdog aborts).
+- After every point each rank reports "ok" or its error through the launch's key-value store
+  (TCPStore), which does not depend on any process group, and waits for every rank's report. If any
+  rank failed, every rank records the point as failed (rank 0 writes the first error).
+- gloo: a process group that saw a timeout is abandoned and a fresh measurement world (and fresh
+  sub-groups) is created from the store, then the sweep continues with the next point.
+- NCCL: a communicator that timed out cannot be trusted (and the watchdog may tear the process
+  down), so the sweep stops after recording the failure and prints the --resume command.
+- A rank that never reports back (hung inside a non-collective call, or dead) makes the wait time
+  out: the sweep stops cleanly with what it has written.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Sequence
+
+RECOVERABLE_BACKENDS = ("gloo",)
+
+
+class IsolatedBackend:
+    """A backend whose `world` is a replaceable group with its own timeout; everything else delegates."""
+
+    def __init__(self, base, timeout_s: float) -> None:
+        self._base = base
+        self.timeout_s = timeout_s
+        self._made: dict = {}
+        self.world = self._new_world()
+
+    def __getattr__(self, name: str):
+        return getattr(self._base, name)
+
+    def _timeout(self) -> datetime.timedelta:
+        return datetime.timedelta(seconds=self.timeout_s)
+
+    def _new_world(self):
+        import torch.distributed as dist
+
+        from commbench.dist.torch_backend import TorchCommunicator
+
+        ranks = list(range(self._base.world_size))
+        group = dist.new_group(ranks, timeout=self._timeout(), backend=self._base.name)
+        return TorchCommunicator(group, ranks, self._base.rank)
+
+    def set_timeout(self, timeout_s: float) -> None:
+        """Use groups with this timeout from now on (collective: every rank calls it with the same value)."""
+        if timeout_s != self.timeout_s:
+            self.timeout_s = timeout_s
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        """Abandon the current groups (after a failure) and make a fresh measurement world."""
+        self._made = {}
+        self.world = self._new_world()
+
+    def split(self, groups: Sequence[Sequence[int]]):
+        import torch.distributed as dist
+
+        from commbench.dist.torch_backend import TorchCommunicator
+
+        key = tuple(tuple(g) for g in groups)
+        if key not in self._made:
+            mine = [list(g) for g in groups if self._base.rank in g]
+            if len(mine) != 1:
+                raise ValueError(f"rank {self._base.rank} must be in exactly one group, is in {len(mine)}")
+            if len(groups) == 1 and mine[0] == list(range(self._base.world_size)):
+                self._made[key] = self.world
+            else:
+                group, _ = dist.new_subgroups_by_enumeration([list(g) for g in groups], timeout=self._timeout(),
+                                                             backend=self._base.name)
+                self._made[key] = TorchCommunicator(group, mine[0], mine[0].index(self._base.rank))
+        return self._made[key]
+
+    def comm_for(self, groups):
+        return self.world if groups is None else self.split(groups)
+
+
+class Coordinator:
+    """Agreement between ranks through the launch's store (works when process groups are broken)."""
+
+    def __init__(self, store, rank: int, world_size: int, prefix: str = "commbench/sweep") -> None:
+        self.store, self.rank, self.world_size, self.prefix = store, rank, world_size, prefix
+
+    @classmethod
+    def from_default_group(cls, backend) -> "Coordinator":
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        return cls(_get_default_store(), backend.rank, backend.world_size)
+
+    def share(self, name: str, value: str | None, timeout_s: float) -> str:
+        """Rank 0 publishes `value`; every rank returns it."""
+        key = f"{self.prefix}/share/{name}"
+        if self.rank == 0:
+            self.store.set(key, value or "")
+        self.store.wait([key], datetime.timedelta(seconds=timeout_s))
+        return self.store.get(key).decode()
+
+    def agree(self, step: str, error: str | None, timeout_s: float) -> list[tuple[int, str]]:
+        """Report this rank's outcome for `step`; return every failed rank's (rank, error).
+
+        Raises TimeoutError when some rank does not report within `timeout_s`."""
+        base = f"{self.prefix}/{step}"
+        if error is not None:
+            self.store.set(f"{base}/err/{self.rank}", error)
+            self.store.add(f"{base}/num_failed", 1)
+        self.store.set(f"{base}/done/{self.rank}", "1")
+        keys = [f"{base}/done/{r}" for r in range(self.world_size)]
+        try:
+            self.store.wait(keys, datetime.timedelta(seconds=timeout_s))
+        except Exception as exc:  # torch raises DistStoreError (a RuntimeError) on timeout
+            missing = [r for r in range(self.world_size) if not self.store.check([keys[r]])]
+            raise TimeoutError(f"rank(s) {missing} did not report within {timeout_s:g} s ({type(exc).__name__})") from None
+        if self.store.add(f"{base}/num_failed", 0) == 0:
+            return []
+        failed = []
+        for r in range(self.world_size):
+            if self.store.check([f"{base}/err/{r}"]):
+                failed.append((r, self.store.get(f"{base}/err/{r}").decode()))
+        return failed

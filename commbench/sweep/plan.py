@@ -1,0 +1,104 @@
+"""From a Sweep to the ordered list of points one launch measures, each with a stable key.
+
+A sweep entry is a BenchConfig per dtype; its points come from `commbench.bench.plan_points`, the
+same planner `commbench bench` uses, so sub-group and MoE workloads plan their points in one place.
+The point key names what was measured (collective, dtype, op, placement, size, groups, params,
+world size), not where it sits in the file, so `--resume` survives reordering entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from commbench.bench import BenchConfig, PlannedPoint, plan_points, validate
+from commbench.errors import CommbenchError
+from commbench.harness import LoopOptions
+from commbench.sweep.schema import Sweep, SweepEntry
+from commbench.units import format_size
+
+# Rough alpha-beta used only for --dry-run's run-time estimate (labelled as an estimate, never a result):
+# per-collective latency (s) and bus bandwidth (B/s) per backend, and a fixed cost per point (s).
+ESTIMATE_LATENCY_S = {"gloo": 150e-6, "nccl": 25e-6}
+ESTIMATE_BUSBW_BPS = {"gloo": 0.5e9, "nccl": 100e9}
+ESTIMATE_POINT_OVERHEAD_S = {"gloo": 0.02, "nccl": 0.05}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepPoint:
+    entry: SweepEntry
+    config: BenchConfig
+    point: PlannedPoint
+    key: str
+
+    @property
+    def label(self) -> str:
+        spec = self.point.spec
+        group = "" if self.point.groups is None else f" {self.point.group.layout}"
+        return f"{self.entry.name} {spec.dtype.name} {self.point.label}{group}"
+
+
+def entry_configs(entry: SweepEntry, *, backend: str, output_path: str = "", argv: tuple[str, ...] = ()) -> list[BenchConfig]:
+    """One BenchConfig per dtype of the entry."""
+    loop = LoopOptions(iters=entry.iters, warmup_iters=entry.warmup_iters, check=entry.check)
+    return [BenchConfig(collective=entry.collective, sizes_bytes=entry.sizes_bytes, dtype=dtype, op=entry.op,
+                        in_place=entry.in_place, root=entry.root, loop=loop, backend=backend,
+                        timeout_s=entry.timeout_s, output_path=output_path, argv=argv, params=dict(entry.params))
+            for dtype in entry.dtypes]
+
+
+def point_key(config: BenchConfig, point: PlannedPoint, world_size: int) -> str:
+    spec = point.spec
+    groups = "world" if point.groups is None else f"{point.group.layout}:{'|'.join(','.join(map(str, g)) for g in point.groups)}"
+    key = (f"{config.collective}/{spec.dtype.name}/{spec.op}/{'ip' if spec.in_place else 'oop'}/root{spec.root}/"
+           f"{spec.size_bytes}B/{groups}/w{world_size}/n{config.loop.iters}")
+    if spec.params:
+        digest = hashlib.sha1(json.dumps(spec.params, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        key += f"/p{digest}"
+    return key
+
+
+def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str = "",
+               argv: tuple[str, ...] = ()) -> list[SweepPoint]:
+    """Every point of the sweep, in file order; an entry the world cannot run fails with its index.
+    Identical points planned twice (same key) are measured once."""
+    points: list[SweepPoint] = []
+    seen: set[str] = set()
+    for entry in sweep.entries:
+        for config in entry_configs(entry, backend=backend, output_path=output_path, argv=argv):
+            try:
+                collective = validate(config, world_size)
+                planned = plan_points(config, collective, world_size)
+            except (CommbenchError, ValueError) as exc:
+                raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) "
+                                     f"on {world_size} ranks: {exc}") from None
+            if not planned:
+                raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) plans no points "
+                                     f"on {world_size} ranks: check its sizes or parameters")
+            for point in planned:
+                key = point_key(config, point, world_size)
+                if key not in seen:
+                    seen.add(key)
+                    points.append(SweepPoint(entry=entry, config=config, point=point, key=key))
+    return points
+
+
+def estimate_point_s(point: SweepPoint, world_size: int, backend: str) -> float:
+    """A rough run time for one point (dry run only): (check + warm-up + timed iterations) x alpha-beta."""
+    from collectives import get_collective
+
+    collective = get_collective(point.config.collective)
+    group_size = world_size if point.point.groups is None else len(point.point.groups[0])
+    factor = collective.busbw_factor(group_size) if group_size > 1 else 1.0
+    one_s = ESTIMATE_LATENCY_S[backend] + point.point.spec.size_bytes * max(factor, 1.0) / ESTIMATE_BUSBW_BPS[backend]
+    loop = point.config.loop
+    return ESTIMATE_POINT_OVERHEAD_S[backend] + (loop.iters + loop.warmup_iters + int(loop.check)) * one_s
+
+
+def describe(point: SweepPoint) -> dict[str, str]:
+    spec = point.point.spec
+    params = ", ".join(f"{k}={v}" for k, v in sorted(spec.params.items()))
+    return {"entry": point.entry.name, "collective": point.config.collective, "dtype": spec.dtype.name,
+            "size": format_size(spec.size_bytes), "groups": point.point.group.layout if point.point.groups else "world",
+            "params": params}

@@ -1,0 +1,164 @@
+"""The sweep runner: every point of a sweep file in one launch, resumable, one failure at a time.
+
+Every rank plans the same points (plan.py); rank 0 reads what the output file already holds
+(--resume) and publishes the points still to measure through the launch's store. Rank 0 writes one
+RunHeader, then one Measurement per point, appended and fsynced as each finishes, so a kill or
+Ctrl-C keeps everything already measured. Failures are contained as isolation.py describes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from collectives import get_collective
+from commbench.dist.launch import RankEnv
+from commbench.harness import failed_measurement, measure_point
+from commbench.results import JsonlWriter, Measurement, new_run_id
+from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend
+from commbench.sweep.plan import SweepPoint, plan_sweep
+from commbench.sweep.resume import recorded_keys, repair_torn_tail
+from commbench.sweep.schema import Sweep
+
+SHARE_TIMEOUT_S = 300.0
+AGREE_MARGIN_S = 30.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepJob:
+    """Everything a rank needs (picklable: it travels to spawned ranks)."""
+
+    sweep: Sweep
+    backend: str  # resolved: nccl or gloo
+    output_path: str
+    resume: bool = False
+    argv: tuple[str, ...] = ()
+    show_progress: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepOutcome:
+    num_planned: int
+    num_skipped: int
+    num_ok: int
+    num_failed: int
+    num_wrong: int
+    stopped: str | None  # why the sweep stopped before its last point, or None
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def agree_timeout_s(point: SweepPoint) -> float:
+    """How long ranks wait for each other's report: a failing point may run into its timeout a few
+    times (data check, timed loop, reduction) before every rank gets out."""
+    return 3 * point.config.timeout_s + AGREE_MARGIN_S
+
+
+def _pending(job: SweepJob, points: list[SweepPoint], rank: int) -> str | None:
+    if rank != 0:
+        return None
+    done: set[str] = set()
+    if job.resume:
+        repair_torn_tail(job.output_path)
+        done = recorded_keys(job.output_path)
+    pending = [i for i, p in enumerate(points) if p.key not in done]
+    return json.dumps({"run_id": new_run_id(), "pending": pending})
+
+
+def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> SweepOutcome:
+    """The sweep on an already joined backend (every rank calls this)."""
+    from commbench.provenance import collect_header
+    from commbench.sweep.view import SweepView
+
+    points = plan_sweep(job.sweep, backend.world_size, backend=backend.name, output_path=job.output_path,
+                        argv=job.argv)
+    coord = Coordinator.from_default_group(backend)
+    shared = json.loads(coord.share("plan", _pending(job, points, backend.rank), SHARE_TIMEOUT_S))
+    run_id, pending = shared["run_id"], [points[i] for i in shared["pending"]]
+    is_writer = backend.rank == 0
+    iso = IsolatedBackend(backend, pending[0].config.timeout_s if pending else points[0].config.timeout_s)
+    counts = {"ok": 0, "failed": 0, "wrong": 0}
+    stopped = None
+    if not pending:
+        return SweepOutcome(num_planned=len(points), num_skipped=len(points), num_ok=0, num_failed=0,
+                            num_wrong=0, stopped=None)
+    notes = list(dict.fromkeys(n for p in points for n in backend.notes(p.config.collective)))
+    header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher,
+                            notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
+    writer = JsonlWriter(job.output_path) if is_writer else None
+    view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
+                      num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path)
+            if is_writer and job.show_progress else None)
+    try:
+        if writer:
+            writer.write(header)
+        for step, point in enumerate(pending):
+            if view:
+                view.starting(point.label)
+            record, stopped = _measure_isolated(iso, coord, point, step, run_id)
+            counts["ok" if record.status == "ok" else "failed"] += 1
+            counts["wrong"] += record.num_wrong or 0
+            if writer:
+                writer.write(record)
+            if view:
+                view.finished(point.label, record)
+            if stopped:
+                break
+    finally:
+        if view:
+            view.close()
+        if writer:
+            writer.close()
+    return SweepOutcome(num_planned=len(points), num_skipped=len(points) - len(pending), num_ok=counts["ok"],
+                        num_failed=counts["failed"], num_wrong=counts["wrong"], stopped=stopped)
+
+
+def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoint, step: int,
+                      run_id: str) -> tuple[Measurement, str | None]:
+    """Measure one point; on any rank's failure, record it and recover (gloo) or say why we stop."""
+    collective = get_collective(point.config.collective)
+    spec, loop = point.point.spec, point.config.loop
+    record, error, stopped = None, None, None
+    group_size = iso.world_size if point.point.groups is None else len(point.point.groups[0])
+    try:
+        iso.set_timeout(point.config.timeout_s)
+        comm = iso.comm_for(point.point.groups)
+        record = measure_point(iso, comm, collective, spec, loop, run_id=run_id, group=point.point.group,
+                               point_key=point.key)
+    except Exception as exc:  # noqa: BLE001 - a point that raises or times out is a failed record
+        error = first_line(exc)
+    try:
+        failed = coord.agree(f"point{step}", error, agree_timeout_s(point))
+    except TimeoutError as exc:
+        failed = [(iso.rank, error or f"no report from every rank: {exc}")]
+        stopped = f"ranks stopped answering while measuring {point.label} ({exc})"
+    if not failed:
+        assert record is not None
+        return record, None
+    reason = "; ".join(f"rank {r}: {e}" for r, e in failed[:3]) + (" ..." if len(failed) > 3 else "")
+    record = failed_measurement(collective, spec, iso, group_size, loop, run_id=run_id,
+                                error=f"failed while measuring {point.label} (timeout {point.config.timeout_s:g} s): {reason}",
+                                group=point.point.group, point_key=point.key)
+    if stopped is None and iso.name not in RECOVERABLE_BACKENDS:
+        stopped = f"a {iso.name} communicator cannot be trusted after a failed point ({point.label})"
+    elif stopped is None:
+        try:
+            iso.rebuild()
+        except Exception as exc:  # noqa: BLE001
+            stopped = f"could not make fresh process groups after {point.label}: {first_line(exc)}"
+    return record, stopped
+
+
+def run_sweep_rank(rank_env: RankEnv, job: SweepJob) -> SweepOutcome:
+    """Join the launch and run the sweep (every rank of the launch calls this)."""
+    from commbench.dist.backends import create_backend
+
+    timeout_s = max(entry.timeout_s for entry in job.sweep.entries)
+    backend = create_backend(job.backend, rank_env, max(timeout_s, SHARE_TIMEOUT_S))
+    outcome = run_sweep_on_backend(backend, job, launcher=rank_env.launcher)
+    if outcome.stopped is None:
+        backend.shutdown()
+    return outcome

@@ -1,0 +1,281 @@
+"""Sweep files (TOML): what one launch measures.
+
+    [sweep]                      # optional: about the whole launch
+    name = "ci-small"
+    backend = "auto"             # auto | nccl | gloo (one launch = one backend)
+    nproc = 4                    # local ranks when not started by torchrun/srun/mpirun
+    world_size = 4               # the world the file is written for (--dry-run plans for it)
+
+    [defaults]                   # any entry key; entries override
+    iters = 10
+    timeout_s = 60               # per point: a collective that takes longer fails that point
+
+    [[run]]
+    collective = "all_reduce"
+    sizes = { min = "8", max = "16M", factor = 4 }   # or { min, max, step = "1M" }, or ["1K", "64K"]
+    dtypes = ["float32", "bfloat16"]
+
+Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, root, iters, warmup_iters,
+check, timeout_s. Any other key of an entry (MoE routing, group sizes and layouts, racks, ...)
+becomes a BenchConfig param that the collective validates; a collective that declares no
+parameters refuses them. Every error names the entry index, the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commbench.errors import CommbenchError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ENTRY_KEYS = ("collective", "name", "sizes", "dtypes", "dtype", "op", "in_place", "root", "iters",
+              "warmup_iters", "check", "timeout_s")
+SWEEP_KEYS = ("name", "description", "backend", "nproc", "world_size")
+TOP_KEYS = ("sweep", "defaults", "run")
+SIZE_TABLE_KEYS = ("min", "max", "factor", "step")
+DEFAULT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepEntry:
+    """One [[run]] entry after defaults are applied and values checked (sizes in bytes, sorted as given)."""
+
+    index: int
+    collective: str
+    name: str
+    sizes_bytes: tuple[int, ...]
+    dtypes: tuple[str, ...]
+    op: str = "sum"
+    in_place: bool = False
+    root: int = 0
+    iters: int = 20
+    warmup_iters: int = 5
+    check: bool = True
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        assert self.dtypes, "validated by parse_entry"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sweep:
+    path: str
+    name: str
+    description: str
+    backend: str
+    nproc: int | None
+    world_size: int | None
+    entries: tuple[SweepEntry, ...]
+
+    def __post_init__(self) -> None:
+        if not self.entries:
+            raise CommbenchError(f"sweep {self.path}: no [[run]] entries: add at least one")
+
+
+class EntryError(CommbenchError):
+    pass
+
+
+def _where(path: str, index: int | None, collective: str | None = None) -> str:
+    if index is None:
+        return f"sweep {path}"
+    return f"sweep {path}: run[{index}]" + (f" ({collective})" if collective else "")
+
+
+def _bad(where: str, key: str, value: Any, allowed: str) -> EntryError:
+    return EntryError(f"{where}: {key}={value!r} is invalid: {allowed}")
+
+
+def _int(where: str, key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _bad(where, key, value, f"an integer >= {minimum}")
+    return value
+
+
+def _bool(where: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(where, key, value, "true or false")
+    return value
+
+
+def _size(where: str, key: str, value: Any) -> int:
+    from commbench.units import parse_size_bytes
+
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _bad(where, key, value, "a byte count such as 8, \"64K\", \"16M\" or \"2G\"")
+    try:
+        return parse_size_bytes(value, key)
+    except CommbenchError:
+        raise _bad(where, key, value, "a positive byte count such as 8, \"64K\", \"16M\" or \"2G\" (K = 1024)") from None
+
+
+def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
+    """A list of sizes, or a {min, max, factor | step} range (nccl-tests' -b/-e/-f/-i)."""
+    from commbench.units import size_range
+
+    if isinstance(value, list):
+        if not value:
+            raise _bad(where, "sizes", value, "at least one size")
+        return tuple(_size(where, f"sizes[{i}]", v) for i, v in enumerate(value))
+    if not isinstance(value, dict):
+        raise _bad(where, "sizes", value, "a list such as [\"1K\", \"1M\"] or a table {min = \"8\", max = \"16M\", factor = 2}")
+    unknown = sorted(set(value) - set(SIZE_TABLE_KEYS))
+    if unknown:
+        raise _bad(where, f"sizes.{unknown[0]}", value[unknown[0]], f"allowed keys: {', '.join(SIZE_TABLE_KEYS)}")
+    for key in ("min", "max"):
+        if key not in value:
+            raise _bad(where, f"sizes.{key}", None, "a range needs both min and max")
+    low, high = _size(where, "sizes.min", value["min"]), _size(where, "sizes.max", value["max"])
+    if low > high:
+        raise _bad(where, "sizes.min", value["min"], f"must be <= sizes.max ({value['max']!r})")
+    if "factor" in value and "step" in value:
+        raise _bad(where, "sizes.step", value["step"], "give factor or step, not both")
+    factor = value.get("factor")
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 1):
+        raise _bad(where, "sizes.factor", factor, "a number > 1")
+    step = _size(where, "sizes.step", value["step"]) if "step" in value else None
+    return tuple(size_range(low, high, factor, step))
+
+
+def _dtypes(where: str, raw: dict[str, Any]) -> tuple[str, ...]:
+    from commbench.dtypes import get_dtype
+
+    if "dtype" in raw and "dtypes" in raw:
+        raise _bad(where, "dtype", raw["dtype"], "give dtype or dtypes, not both")
+    value = raw.get("dtypes", raw.get("dtype", "float32"))
+    names = [value] if isinstance(value, str) else value
+    key = "dtypes" if "dtypes" in raw else "dtype"
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise _bad(where, key, value, "a dtype name or a non-empty list of them")
+    out = []
+    for name in names:
+        try:
+            out.append(get_dtype(name).name)
+        except CommbenchError as exc:
+            raise EntryError(f"{where}: {key}: {exc}") from None
+    return tuple(dict.fromkeys(out))
+
+
+def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, Any]:
+    """Extra entry keys are the collective's parameters: it plans points from them (`plan_specs`,
+    checked at planning), validates them (`validate_params`) or lists them (`param_names`); a
+    collective with none of these takes no parameters."""
+    if callable(getattr(collective, "plan_specs", None)):
+        return dict(params)  # it plans its own points from them: checked when the sweep is planned
+    hook = getattr(collective, "validate_params", None)
+    if callable(hook):
+        try:
+            checked = hook(dict(params))
+        except (CommbenchError, ValueError) as exc:
+            raise EntryError(f"{where}: {exc}") from None
+        return dict(params if checked is None else checked)
+    allowed = tuple(getattr(collective, "param_names", ()) or ())
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        what = f"allowed keys: {', '.join(ENTRY_KEYS)}" + (f", {', '.join(allowed)}" if allowed else "")
+        raise _bad(where, unknown[0], params[unknown[0]], f"unknown key; {what}")
+    return dict(params)
+
+
+def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> SweepEntry:
+    from collectives import REGISTRY
+
+    where = _where(path, index)
+    if not isinstance(raw, dict):
+        raise EntryError(f"{where}: must be a table ([[run]]), got {type(raw).__name__}")
+    merged = {**defaults, **raw}
+    if "dtype" in raw and "dtypes" in defaults:
+        merged.pop("dtypes")
+    if "dtypes" in raw and "dtype" in defaults:
+        merged.pop("dtype")
+    name = merged.get("collective")
+    if name is None:
+        raise _bad(where, "collective", None, f"required; allowed: {', '.join(REGISTRY)}")
+    if name not in REGISTRY:
+        raise _bad(where, "collective", name, f"allowed: {', '.join(REGISTRY)}")
+    collective = REGISTRY[name]
+    where = _where(path, index, name)
+    if not collective.takes_size:  # swept by its own parameters (e.g. MoE tokens_per_rank)
+        if "sizes" in raw:
+            raise _bad(where, "sizes", raw["sizes"], f"{name} is swept by its own parameters, not by sizes: remove it")
+        sizes: tuple[int, ...] = ()
+    elif "sizes" not in merged:
+        raise _bad(where, "sizes", None, "required: a list or a {min, max, factor} table")
+    else:
+        sizes = parse_sizes(where, merged["sizes"])
+    op = merged.get("op", "sum")
+    if collective.reduces:
+        from commbench.dist.backend import REDUCE_OPS
+
+        if op not in REDUCE_OPS:
+            raise _bad(where, "op", op, f"allowed: {', '.join(REDUCE_OPS)}")
+    elif "op" in raw:
+        raise _bad(where, "op", op, f"{name} does not reduce: remove op")
+    timeout = merged.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise _bad(where, "timeout_s", timeout, "a number of seconds > 0")
+    label = merged.get("name", f"{index}:{name}")
+    if not isinstance(label, str) or not label:
+        raise _bad(where, "name", label, "a non-empty string")
+    params = {k: v for k, v in merged.items() if k not in ENTRY_KEYS}
+    return SweepEntry(
+        index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
+        in_place=_bool(where, "in_place", merged.get("in_place", False)),
+        root=_int(where, "root", merged.get("root", 0), 0),
+        iters=_int(where, "iters", merged.get("iters", 20), 1),
+        warmup_iters=_int(where, "warmup_iters", merged.get("warmup_iters", 5), 0),
+        check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),
+        params=check_params(where, collective, params),
+    )
+
+
+def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
+    """Check a parsed TOML document and build the Sweep (nothing launches here)."""
+    where = _where(path, None)
+    unknown = sorted(set(data) - set(TOP_KEYS))
+    if unknown:
+        raise _bad(where, unknown[0], data[unknown[0]], f"unknown top-level key; allowed: [sweep], [defaults], [[run]]")
+    head = data.get("sweep", {})
+    defaults = data.get("defaults", {})
+    runs = data.get("run", [])
+    if not isinstance(head, dict):
+        raise _bad(where, "sweep", head, "a table [sweep]")
+    if not isinstance(defaults, dict):
+        raise _bad(where, "defaults", defaults, "a table [defaults]")
+    if not isinstance(runs, list):
+        raise _bad(where, "run", runs, "a list of tables [[run]]")
+    bad = sorted(set(head) - set(SWEEP_KEYS))
+    if bad:
+        raise _bad(f"{where}: [sweep]", bad[0], head[bad[0]], f"unknown key; allowed: {', '.join(SWEEP_KEYS)}")
+    bad = sorted(set(defaults) & {"collective", "name"})
+    if bad:
+        raise _bad(f"{where}: [defaults]", bad[0], defaults[bad[0]], "set per [[run]] entry, not in [defaults]")
+    backend = head.get("backend", "auto")
+    if backend not in ("auto", "nccl", "gloo"):
+        raise _bad(f"{where}: [sweep]", "backend", backend, "allowed: auto, nccl, gloo")
+    nproc = _int(f"{where}: [sweep]", "nproc", head["nproc"], 1) if "nproc" in head else None
+    world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1) if "world_size" in head else None
+    entries = tuple(parse_entry(path, i, raw, defaults) for i, raw in enumerate(runs))
+    return Sweep(path=path, name=str(head.get("name", Path(path).stem)), description=str(head.get("description", "")),
+                 backend=backend, nproc=nproc, world_size=world, entries=entries)
+
+
+def load_sweep(path: str) -> Sweep:
+    """Read and check a sweep file; a TOML syntax error names the line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CommbenchError(f"sweep file {path!r} cannot be read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CommbenchError(f"sweep {path}: not valid TOML: {exc}") from None
+    return parse_sweep(data, path)

@@ -1,0 +1,54 @@
+"""What rank 0 shows during a sweep: a rich progress bar (done/total, current point, ETA) on a
+terminal; one line per finished point otherwise (CI logs)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from commbench.results import Measurement
+
+
+def point_summary(record: Measurement) -> str:
+    if record.status != "ok":
+        return f"[red]failed[/]: {record.error}"
+    wrong = f", [bold red]{record.num_wrong} wrong[/]" if record.num_wrong else ""
+    return (f"{record.time_us_median:.1f} µs (median, measured), busbw {record.busbw_gbps:.3f} GB/s{wrong}")
+
+
+class SweepView:
+    def __init__(self, *, title: str, num_points: int, num_skipped: int, output_path: str,
+                 console: Console | None = None) -> None:
+        self.console = console or (Console() if sys.stdout.isatty() else Console(width=160))
+        self.num_points = num_points
+        self.done = 0
+        self.console.print(f"{title}: {num_points} point(s) to measure"
+                           + (f", {num_skipped} already in {output_path} (skipped)" if num_skipped else "")
+                           + f"; records → {output_path}", highlight=False)
+        self.progress = None
+        if self.console.is_terminal:
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                     console=self.console, transient=True)
+            self.task = self.progress.add_task("starting", total=num_points)
+            self.progress.start()
+
+    def starting(self, label: str) -> None:
+        if self.progress:
+            self.progress.update(self.task, description=label)
+
+    def finished(self, label: str, record: Measurement) -> None:
+        self.done += 1
+        line = f"[{self.done}/{self.num_points}] {label}: {point_summary(record)}"
+        if self.progress:
+            self.progress.advance(self.task)
+            if record.status != "ok":
+                self.progress.console.print(line, highlight=False)
+        else:
+            self.console.print(line, highlight=False, soft_wrap=True)
+
+    def close(self) -> None:
+        if self.progress:
+            self.progress.stop()
