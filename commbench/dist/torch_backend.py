@@ -159,6 +159,10 @@ class TorchBackend:
             return ["gloo (torch 2.13) implements reduce_scatter as a full all-reduce; its time is not a true reduce-scatter's"]
         return []
 
+    def accumulate(self, dst: torch.Tensor, src: torch.Tensor) -> None:
+        """dst += src on the device (local sum of received chunks, e.g. a pairwise reduce-scatter)."""
+        dst.add_(src)
+
     def shutdown(self) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -1,0 +1,244 @@
+"""grad_reduce_scatter: the data-parallel gradient reduce-scatter, flat or rack-aware.
+
+A bucket of S bytes per rank (N*c elements) is summed over the group's N ranks; each rank ends with
+one shard of c elements. Racks come from the topology (params `ranks_per_rack` or `racks`): K racks
+of R ranks each inside the measured group.
+
+Algorithms (params `algorithm`):
+- `flat`: one reduce-scatter over all N ranks. Group rank g owns shard g.
+- `hierarchical`: reduce-scatter inside each rack (R ranks, S bytes; local index l keeps block l of
+  S/R), then reduce-scatter across racks among the ranks with the same local index (K ranks, on the
+  S/R block; rack position k keeps piece k). The rank at rack position k, local index l owns shard
+  l*K + k: a different mapping from flat's (with contiguous racks, rank k*R + l owns shard l*K + k).
+  Two-level reduce-scatter as in ZeRO++ hpZ/qgZ (Wang et al. 2023) and NCCL's tree/NVLS split.
+- `hierarchical-allreduce` (for comparison): rack reduce-scatter -> cross-rack all-reduce of the
+  S/R block -> rack all-gather: every rank ends with the whole sum (the 2D all-reduce).
+
+Reduce-scatter implementation (params `rs_impl`): `native` calls the backend's reduce_scatter (ring
+on NCCL; gloo in torch 2.13 runs a full all-reduce, twice a reduce-scatter's bytes); `pairwise`
+sends every peer its chunk with one all_to_all and sums the received chunks locally: exactly the
+(n-1)/n*X bytes a reduce-scatter must send. `auto` = pairwise on gloo, native elsewhere.
+
+Bytes per tier are this algorithm's accounting (what each rank sends per iteration), not counters:
+for a stage on X input bytes over n ranks, m of them in the sender's rack, pairwise sends
+(m-1)/n*X over scale-up and (n-m)/n*X over scale-out; native is modelled as a ring in group-rank
+order (each rank sends (n-1)/n*X to the next; 2x for gloo's all-reduce). busbw per stage follows
+nccl-tests (RS, AG: (n-1)/n; AR: 2(n-1)/n).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, reduction_data
+from commbench.errors import CommbenchError, invalid
+from commbench.topology import Topology
+
+ALGORITHMS = ("flat", "hierarchical", "hierarchical-allreduce")
+RS_IMPLS = ("auto", "native", "pairwise")
+_INT64_NAME = "int64"
+
+
+def resolve_impl(rs_impl: str, backend_name: str) -> str:
+    if rs_impl not in RS_IMPLS:
+        raise invalid("rs_impl", rs_impl, f"allowed: {', '.join(RS_IMPLS)}")
+    if rs_impl == "auto":
+        return "pairwise" if backend_name == "gloo" else "native"
+    return rs_impl
+
+
+def group_racks(members: tuple[int, ...], topology: Topology) -> list[list[int]]:
+    """The group's members split by rack (racks in topology order, members in group order)."""
+    by_rack: dict[int, list[int]] = {}
+    for rank in members:
+        by_rack.setdefault(topology.rack_of(rank), []).append(rank)
+    racks = [by_rack[k] for k in sorted(by_rack)]
+    if len({len(r) for r in racks}) != 1:
+        raise CommbenchError(f"group {list(members)} spans racks unevenly ({[len(r) for r in racks]} ranks per rack): "
+                             "hierarchical reduce-scatter needs the same number of ranks in every rack")
+    return racks
+
+
+def stage_groups(partition: list[tuple[int, ...]], topology: Topology) -> tuple[list[list[int]], list[list[int]]]:
+    """(rack groups, cross-rack groups) for every group of the partition: world ranks, all at once."""
+    rack_groups, cross_groups = [], []
+    for members in partition:
+        racks = group_racks(members, topology)
+        rack_groups.extend(racks)
+        cross_groups.extend([rack[l] for rack in racks] for l in range(len(racks[0])))
+    return rack_groups, cross_groups
+
+
+def owned_shard(algorithm: str, rack_pos: int, local_index: int, num_racks: int, group_rank: int) -> int | None:
+    """Which shard (of N) a rank ends with; None for hierarchical-allreduce (it holds them all)."""
+    if algorithm == "flat":
+        return group_rank
+    if algorithm == "hierarchical":
+        return local_index * num_racks + rack_pos
+    return None
+
+
+def stage_tier_bytes(kind: str, impl: str, backend_name: str, input_bytes: int, n: int, same_rack: int,
+                     crossing_edges: int) -> tuple[float, float]:
+    """(scale-up, scale-out) bytes one rank sends in a stage (mean over the group's ranks).
+
+    kind: rs (input X), ar (buffer X), ag (output X). same_rack: group ranks sharing a rack with the
+    sender (incl. itself); crossing_edges: ring edges (in group-rank order) that leave a rack.
+    """
+    if n == 1:
+        return 0.0, 0.0
+    if kind == "rs" and impl == "pairwise":
+        return (same_rack - 1) / n * input_bytes, (n - same_rack) / n * input_bytes
+    per_rank = {"rs": (n - 1) / n, "ag": (n - 1) / n, "ar": 2 * (n - 1) / n}[kind] * input_bytes
+    if kind == "rs" and backend_name == "gloo":
+        per_rank *= 2  # gloo's reduce_scatter is a full all-reduce
+    out_fraction = crossing_edges / n
+    return per_rank * (1 - out_fraction), per_rank * out_fraction
+
+
+class GradReduceScatter(Collective):
+    name = "grad_reduce_scatter"
+    reduces = True
+    in_place_mode = "never"
+    uses_topology = True  # bench passes the topology in PointSpec.params
+
+    def __init__(self) -> None:
+        self._comms: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return (num_ranks - 1) / num_ranks
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // (itemsize * num_ranks))
+        return count, count * num_ranks * itemsize
+
+    # --- groups -------------------------------------------------------------------------------
+    def _partition(self, comm, backend) -> list[tuple[int, ...]]:
+        """Every rank's group (a world all-gather unless the group is the world)."""
+        if comm.size == backend.world_size:
+            return [tuple(comm.global_ranks)]
+        from commbench.dtypes import get_dtype
+
+        int64, n = get_dtype(_INT64_NAME), backend.world_size
+        mine = np.full(n, -1, dtype=np.int64)
+        mine[:comm.size] = comm.global_ranks
+        every = backend.empty(n * n, int64)
+        backend.world.all_gather(every, backend.upload(mine, int64))
+        rows = backend.download(every).astype(np.int64).reshape(n, n)
+        return list(dict.fromkeys(tuple(int(x) for x in row if x >= 0) for row in rows))
+
+    def _stage_comms(self, comm, backend, topology: Topology):
+        partition = self._partition(comm, backend)
+        key = (tuple(partition), topology.racks)
+        cache = self._comms.setdefault(backend, {})
+        if key not in cache:
+            rack_groups, cross_groups = stage_groups(partition, topology)
+            cache[key] = (backend.split(rack_groups), backend.split(cross_groups))
+        return cache[key]
+
+    # --- one point ----------------------------------------------------------------------------
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        return self.build(comm, backend, spec)[0]
+
+    def build(self, comm, backend, spec: PointSpec):
+        """(prepared point, output buffer, owned shard or None for all): tests read shards back."""
+        algorithm = spec.params.get("algorithm", "hierarchical")
+        if algorithm not in ALGORITHMS:
+            raise invalid("--algorithm", algorithm, f"allowed: {', '.join(ALGORITHMS)}")
+        if spec.op != "sum":
+            raise invalid("--op", spec.op, "grad_reduce_scatter sums gradients: allowed sum")
+        impl = resolve_impl(spec.params.get("rs_impl", "auto"), backend.name)
+        topology = Topology.from_params(spec.params, backend.world_size)
+        racks = group_racks(tuple(comm.global_ranks), topology)
+        num_racks, per_rack = len(racks), len(racks[0])
+        me = comm.global_ranks[comm.rank]
+        rack_pos = next(k for k, rack in enumerate(racks) if me in rack)
+        local_index = racks[rack_pos].index(me)
+        n, dtype = comm.size, spec.dtype
+        c = self.count_for(spec.size_bytes, dtype.itemsize, n)[0]
+        size_bytes, itemsize = n * c * dtype.itemsize, dtype.itemsize
+
+        inp = backend.empty(n * c, dtype)
+        inputs, _, _ = reduction_data("sum", dtype, comm.rank, n, 0, n * c)
+
+        def reduce_scatter(group, src, num_out):
+            """(stage callable, output buffer) for a reduce-scatter of src over group."""
+            if group.size == 1:
+                return None, src
+            if impl == "native":
+                out = backend.empty(num_out, dtype)
+                return (lambda: group.reduce_scatter(out, src, "sum")), out
+            recv = backend.empty(num_out * group.size, dtype)
+            parts = [recv[j * num_out:(j + 1) * num_out] for j in range(group.size)]
+            acc = parts[0]
+            accumulate = getattr(backend, "accumulate", None) or _host_accumulate(backend)
+
+            def run():
+                group.all_to_all(recv, src)
+                for part in parts[1:]:
+                    accumulate(acc, part)
+            return run, acc
+
+        # stage: (name, callable, kind, input bytes, group size, same-rack ranks in group, crossing ring edges)
+        stages: list[tuple] = []
+        if algorithm == "flat":
+            fn, out = reduce_scatter(comm, inp, c)
+            members = comm.global_ranks
+            edges = sum(topology.rack_of(members[g]) != topology.rack_of(members[(g + 1) % n]) for g in range(n))
+            stages.append(("reduce_scatter", fn, "rs", size_bytes, n, per_rack, edges))
+        else:
+            rack_comm, cross_comm = self._stage_comms(comm, backend, topology)
+            fn, mid = reduce_scatter(rack_comm, inp, num_racks * c)
+            stages.append(("rack_rs", fn, "rs", size_bytes, per_rack, per_rack, 0))
+            block_bytes = num_racks * c * itemsize
+            if algorithm == "hierarchical":
+                fn, out = reduce_scatter(cross_comm, mid, c)
+                stages.append(("cross_rack_rs", fn, "rs", block_bytes, num_racks, 1, num_racks))
+            else:
+                stages.append(("cross_rack_allreduce", (lambda: cross_comm.all_reduce(mid, "sum"))
+                               if num_racks > 1 else None, "ar", block_bytes, num_racks, 1, num_racks))
+                out = backend.empty(n * c, dtype) if per_rack > 1 else mid
+                stages.append(("rack_allgather", (lambda: rack_comm.all_gather(out, mid)) if per_rack > 1 else None,
+                               "ag", size_bytes, per_rack, per_rack, 0))
+
+        shard = owned_shard(algorithm, rack_pos, local_index, num_racks, comm.rank)
+        start, num = (0, n * c) if shard is None else (shard * c, c)
+        _, expected, rel_tol = reduction_data("sum", dtype, comm.rank, n, start, num)
+        run_stages = [(name, fn) for name, fn, *_ in stages if fn is not None]
+        if not run_stages:  # a group of one rank: nothing to send
+            run_stages = [("local", backend.synchronize)]
+        tier = {name: stage_tier_bytes(kind, impl, backend.name, x, m, same, edges)
+                for name, _, kind, x, m, same, edges in stages}
+        up = sum(b[0] for b in tier.values())
+        out_bytes = sum(b[1] for b in tier.values())
+        busbw_factors = {name: {"rs": (m - 1) / m, "ag": (m - 1) / m, "ar": 2 * (m - 1) / m}[kind]
+                         for name, _, kind, _, m, *_ in stages}
+        stage_sizes = {name: x for name, _, _, x, *_ in stages}
+
+        def stage_metrics(stage_us: dict[str, float]) -> dict:
+            algbw = {s: stage_sizes[s] / (t * 1e-6) / 1e9 for s, t in stage_us.items() if s in stage_sizes and t > 0}
+            return {"stage_algbw_gbps": algbw, "stage_busbw_gbps": {s: bw * busbw_factors[s] for s, bw in algbw.items()}}
+
+        prepared = PreparedPoint(
+            size_bytes=size_bytes, count=num, busbw_factor=2 * (n - 1) / n if shard is None else (n - 1) / n,
+            stages=run_stages, fill=lambda: backend.write(inp, inputs),
+            check=lambda: count_wrong(backend.download(out), expected, dtype, rel_tol),
+            params={"algorithm": algorithm, "rs_impl": impl},
+            metrics={"num_racks_in_group": num_racks, "ranks_per_rack_in_group": per_rack,
+                     "scale_up_bytes_per_rank": up, "scale_out_bytes_per_rank": out_bytes,
+                     "scale_out_bytes_per_rack": out_bytes * per_rack,
+                     "stage_tier_bytes_per_rank": {s: {"scale_up": b[0], "scale_out": b[1]} for s, b in tier.items()},
+                     "byte_model": "pairwise" if impl == "pairwise" else f"ring in group-rank order ({backend.name})"},
+            stage_metrics=stage_metrics,
+        )
+        return prepared, out, shard
+
+
+
+def _host_accumulate(backend):
+    """dst += src through host memory, for backends without an `accumulate` hook."""
+    def accumulate(dst, src):
+        backend.write(dst, backend.download(dst) + backend.download(src))
+    return accumulate

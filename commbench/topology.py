@@ -1,0 +1,224 @@
+"""Which ranks share a scale-up domain ("rack"): two tiers, scale-up inside a rack, scale-out across.
+
+A GB300 NVL72 rack joins 72 GPUs over NVLink (one scale-up domain); an HGX node joins 8. Racks
+join over the scale-out network. A Topology lists the world ranks of each rack; it comes from
+`--ranks-per-rack R` (ranks r*R .. r*R+R-1 share rack r), a preset (`nvl72`, `hgx8`), an explicit
+rank list (`0-3;4-7`), or the launch itself (ranks grouped by hostname = node, nodes grouped into
+racks by a size or a list of host names). `commbench emulate` tells the ranks it starts their
+rack size through COMMBENCH_RANKS_PER_RACK.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from commbench.errors import CommbenchError, invalid
+
+TIERS = ("scale-up", "scale-out")
+PRESETS = {"nvl72": 72, "hgx8": 8}  # ranks per scale-up domain
+RANKS_PER_RACK_ENV = "COMMBENCH_RANKS_PER_RACK"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Topology:
+    """`racks[k]` holds the world ranks of rack k (each rank in exactly one rack)."""
+
+    racks: tuple[tuple[int, ...], ...]
+    source: str = "given"
+
+    def __post_init__(self) -> None:
+        ranks = sorted(r for rack in self.racks for r in rack)
+        if not self.racks or any(len(rack) == 0 for rack in self.racks):
+            raise invalid("racks", format_racks(self.racks), "every rack needs at least one rank")
+        if ranks != list(range(len(ranks))):
+            raise invalid("racks", format_racks(self.racks),
+                          f"must list every rank 0..{len(ranks) - 1} exactly once")
+
+    @property
+    def world_size(self) -> int:
+        return sum(len(rack) for rack in self.racks)
+
+    @property
+    def num_racks(self) -> int:
+        return len(self.racks)
+
+    @property
+    def ranks_per_rack(self) -> int | None:
+        """R when every rack has the same number of ranks, else None."""
+        sizes = {len(rack) for rack in self.racks}
+        return sizes.pop() if len(sizes) == 1 else None
+
+    @property
+    def is_contiguous(self) -> bool:
+        """True when rack k holds ranks k*R .. k*R+R-1 (what --ranks-per-rack gives)."""
+        r = self.ranks_per_rack
+        return r is not None and all(rack == tuple(range(k * r, k * r + r)) for k, rack in enumerate(self.racks))
+
+    def rack_of(self, rank: int) -> int:
+        return self._rack_index()[rank]
+
+    def _rack_index(self) -> dict[int, int]:
+        return {rank: k for k, rack in enumerate(self.racks) for rank in rack}
+
+    def describe(self) -> str:
+        r = self.ranks_per_rack
+        shape = f"{self.num_racks} rack(s) x {r} rank(s)" if r else f"{self.num_racks} rack(s) of {'/'.join(str(len(x)) for x in self.racks)} rank(s)"
+        return f"topology: {shape} per scale-up domain (from {self.source}): {format_racks(self.racks, limit=4)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tiers": list(TIERS), "num_racks": self.num_racks, "ranks_per_rack": self.ranks_per_rack,
+                "racks": [list(rack) for rack in self.racks], "source": self.source}
+
+    def to_params(self) -> dict[str, Any]:
+        """The compact form workloads receive in PointSpec.params."""
+        if self.is_contiguous:
+            return {"ranks_per_rack": self.ranks_per_rack}
+        return {"racks": format_racks(self.racks)}
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any], world_size: int) -> "Topology":
+        if "racks" in params:
+            return parse_rack_list(str(params["racks"]), world_size)
+        return from_ranks_per_rack(world_size, int(params.get("ranks_per_rack", world_size)))
+
+
+def from_ranks_per_rack(world_size: int, ranks_per_rack: int, source: str = "--ranks-per-rack") -> Topology:
+    if ranks_per_rack < 1 or world_size % ranks_per_rack:
+        raise invalid("--ranks-per-rack", ranks_per_rack, f"must be >= 1 and divide the {world_size} ranks")
+    return Topology(racks=tuple(tuple(range(k, k + ranks_per_rack)) for k in range(0, world_size, ranks_per_rack)),
+                    source=source)
+
+
+def from_preset(name: str, world_size: int) -> Topology:
+    """A preset's domain size; a job smaller than one domain is one (partial) rack."""
+    if name not in PRESETS:
+        raise invalid("--topology", name, f"allowed presets: {', '.join(PRESETS)}")
+    size = PRESETS[name]
+    if world_size <= size:
+        return from_ranks_per_rack(world_size, world_size, source=f"preset {name}, one partial domain")
+    if world_size % size:
+        raise invalid("--topology", name, f"{size} ranks per domain must divide the {world_size} ranks")
+    return from_ranks_per_rack(world_size, size, source=f"preset {name}")
+
+
+def _parse_ranks(text: str) -> list[int]:
+    ranks: list[int] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not match:
+            raise ValueError(part)
+        lo, hi = int(match.group(1)), int(match.group(2) or match.group(1))
+        if hi < lo:
+            raise ValueError(part)
+        ranks.extend(range(lo, hi + 1))
+    return ranks
+
+
+def parse_rack_list(text: str, world_size: int) -> Topology:
+    """'0-3;4-7' or '0,2/1,3': racks separated by ';' or '/', ranks by ',' with a-b ranges."""
+    try:
+        racks = tuple(tuple(_parse_ranks(part)) for part in re.split(r"[;/]", text) if part.strip())
+    except ValueError:
+        raise invalid("--racks", text, "racks separated by ';' of ranks like 0-3 or 0,2,5") from None
+    flat = sorted(r for rack in racks for r in rack)
+    if flat != list(range(world_size)):
+        raise invalid("--racks", text, f"must list every rank 0..{world_size - 1} exactly once")
+    return Topology(racks=racks, source="--racks")
+
+
+def format_racks(racks: Sequence[Sequence[int]], limit: int | None = None) -> str:
+    def span(rack: Sequence[int]) -> str:
+        if len(rack) > 1 and list(rack) == list(range(rack[0], rack[0] + len(rack))):
+            return f"{rack[0]}-{rack[-1]}"
+        return ",".join(str(r) for r in rack)
+
+    shown = [span(rack) for rack in (racks if limit is None else racks[:limit])]
+    more = f";...(+{len(racks) - limit})" if limit is not None and len(racks) > limit else ""
+    return ";".join(shown) + more
+
+
+def from_hostnames(hostnames: Sequence[str], nodes_per_rack: int = 1,
+                   rack_nodes: str | None = None) -> Topology:
+    """Ranks grouped by host (in order of first appearance), hosts grouped into racks by size or list."""
+    nodes = list(dict.fromkeys(hostnames))
+    if rack_nodes is not None:
+        groups = [[h.strip() for h in part.split(",") if h.strip()] for part in re.split(r"[;/]", rack_nodes)]
+        listed = [h for g in groups for h in g]
+        if sorted(listed) != sorted(nodes):
+            raise invalid("--rack-nodes", rack_nodes, f"must list every host exactly once: {', '.join(nodes)}")
+        rack_of_node = {h: k for k, g in enumerate(groups) for h in g}
+        source = "hostnames grouped by --rack-nodes"
+    else:
+        if nodes_per_rack < 1 or len(nodes) % nodes_per_rack:
+            raise invalid("--nodes-per-rack", nodes_per_rack, f"must be >= 1 and divide the {len(nodes)} host(s)")
+        rack_of_node = {h: i // nodes_per_rack for i, h in enumerate(nodes)}
+        source = "hostnames" if nodes_per_rack == 1 else f"hostnames, {nodes_per_rack} node(s) per rack"
+    num_racks = max(rack_of_node.values()) + 1
+    racks = [[r for r, h in enumerate(hostnames) if rack_of_node[h] == k] for k in range(num_racks)]
+    return Topology(racks=tuple(tuple(rack) for rack in racks if rack), source=source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopologySpec:
+    """How the user described racks; resolved into a Topology once the world (and hosts) are known."""
+
+    ranks_per_rack: int | None = None
+    preset: str | None = None
+    racks: str | None = None
+    nodes_per_rack: int | None = None
+    rack_nodes: str | None = None
+
+    def __post_init__(self) -> None:
+        given = [name for name, value in (("--ranks-per-rack", self.ranks_per_rack), ("--topology", self.preset),
+                                          ("--racks", self.racks), ("--nodes-per-rack", self.nodes_per_rack),
+                                          ("--rack-nodes", self.rack_nodes)) if value is not None]
+        if len(given) > 1:
+            raise CommbenchError(f"{' and '.join(given)} conflict: give one way to describe racks")
+        if self.preset is not None and self.preset not in PRESETS:
+            raise invalid("--topology", self.preset, f"allowed presets: {', '.join(PRESETS)}")
+        if self.ranks_per_rack is not None and self.ranks_per_rack < 1:
+            raise invalid("--ranks-per-rack", self.ranks_per_rack, "must be >= 1")
+        if self.nodes_per_rack is not None and self.nodes_per_rack < 1:
+            raise invalid("--nodes-per-rack", self.nodes_per_rack, "must be >= 1")
+
+    @property
+    def needs_hostnames(self) -> bool:
+        return self.ranks_per_rack is None and self.preset is None and self.racks is None and \
+            os.environ.get(RANKS_PER_RACK_ENV) is None
+
+    def check_world(self, world_size: int) -> None:
+        """The checks possible before ranks start (everything but hostname grouping)."""
+        if not self.needs_hostnames:
+            self.resolve(world_size, [])
+
+    def resolve(self, world_size: int, hostnames: Sequence[str]) -> Topology:
+        if self.ranks_per_rack is not None:
+            return from_ranks_per_rack(world_size, self.ranks_per_rack)
+        if self.preset is not None:
+            return from_preset(self.preset, world_size)
+        if self.racks is not None:
+            return parse_rack_list(self.racks, world_size)
+        from_env = os.environ.get(RANKS_PER_RACK_ENV)
+        if from_env is not None and self.nodes_per_rack is None and self.rack_nodes is None:
+            try:
+                size = int(from_env)
+            except ValueError:
+                raise invalid(RANKS_PER_RACK_ENV, from_env, "an integer") from None
+            return from_ranks_per_rack(world_size, size, source=f"{RANKS_PER_RACK_ENV} (commbench emulate)")
+        return from_hostnames(hostnames, self.nodes_per_rack or 1, self.rack_nodes)
+
+
+def resolve_on_ranks(spec: TopologySpec | None, backend) -> Topology:
+    """Every rank calls this together (it may gather host names over the world)."""
+    spec = spec or TopologySpec()
+    hostnames: list[str] = []
+    if spec.needs_hostnames:
+        import socket
+
+        from commbench.provenance import gather_strings
+
+        hostnames = gather_strings(backend, socket.gethostname())
+    return spec.resolve(backend.world_size, hostnames)
