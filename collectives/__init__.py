@@ -7,6 +7,7 @@ from collectives.all_reduce import AllReduce
 from collectives.all_to_all import AllToAll
 from collectives.base import Collective, PointSpec, PreparedPoint
 from collectives.broadcast import Broadcast
+from collectives.grad_reduce_scatter import GradReduceScatter
 from collectives.reduce_scatter import ReduceScatter
 from collectives.sendrecv import SendRecv
 from commbench.errors import invalid
@@ -15,6 +16,7 @@ REGISTRY: dict[str, Collective] = {
     c.name: c
     for c in (AllReduce(), ReduceScatter(), AllGather(), AllToAll(), SendRecv(), Broadcast())
 }
+REGISTRY[GradReduceScatter.name] = GradReduceScatter()
 
 
 def get_collective(name: str) -> Collective:
