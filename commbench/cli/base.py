@@ -8,6 +8,7 @@ from typing import Callable
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from commbench.errors import CommbenchError
 
@@ -26,7 +27,7 @@ err_console = Console(stderr=True)
 
 def fail(message: str, exit_code: int = 2) -> typer.Exit:
     """Print one error line on stderr and return the Exit to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(exit_code)
 
 

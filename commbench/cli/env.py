@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 
+from rich.markup import escape
 from rich.table import Table
 
 from commbench.cli.base import command, console
@@ -42,5 +43,5 @@ def env() -> None:
     table.add_column("what")
     table.add_column("value")
     for key, value in environment_rows():
-        table.add_row(key, value)
+        table.add_row(key, escape(value))
     console.print(table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from commbench.dist.launch import RankEnv
 from commbench.errors import CommbenchError
 
-BACKEND_NAMES = ("nccl", "gloo")
+BACKEND_NAMES = ("nccl", "gloo", "cupy-nccl")
 
 
 def cuda_device_count() -> int:
@@ -26,6 +26,10 @@ def backend_status(name: str) -> tuple[bool, str]:
         if cuda_device_count() == 0:
             return False, "no CUDA GPU is visible"
         return True, f"{cuda_device_count()} CUDA GPU(s) visible"
+    if name == "cupy-nccl":
+        from commbench.dist.cupy_backend import cupy_status
+
+        return cupy_status()
     return False, f"unknown backend (allowed: {', '.join(BACKEND_NAMES)})"
 
 
@@ -47,12 +51,20 @@ def max_local_ranks(backend: str) -> tuple[int, str]:
 
     if backend == "nccl":
         return cuda_device_count(), "one rank per visible GPU"
+    if backend == "cupy-nccl":
+        from commbench.dist.cupy_backend import cupy_device_count
+
+        return cupy_device_count(), "one rank per GPU visible to CuPy"
     cores = os.cpu_count() or 1
     return max(8, 4 * cores), f"gloo ranks are processes sharing {cores} CPU core(s)"
 
 
 def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
     """Join the job as `rank_env` on backend `name` (collective: every rank calls it)."""
+    if name == "cupy-nccl":
+        from commbench.dist.cupy_backend import CupyNcclBackend
+
+        return CupyNcclBackend(rank_env, timeout_s=timeout_s)
     from commbench.dist.torch_backend import TorchBackend
 
     return TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size, local_rank=rank_env.local_rank,
