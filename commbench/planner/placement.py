@@ -1,0 +1,98 @@
+"""Rank placement of a layout: which ranks form each TP/CP/DP/PP and ETP/EP/EDP group, and which racks they use.
+
+Rank order is Megatron-Core's (megatron/core/parallel_state.py, `RankGenerator`): attention and
+dense layers order ranks tp-cp-dp-pp and experts etp-ep-edp-pp, the first name innermost (fastest
+varying), with MoE parallel folding (arXiv 2504.14960) sharing PP between the two. A scale-up
+domain (an NVL72 rack, an HGX node) holds `gpus_per_rack` consecutive ranks.
+
+Placement rules the search enforces (vectorised, `placement_violations`):
+- a TP group never spans scale-up domains (tp must divide the GPUs per domain), nor does ETP;
+- an EP group may span racks, but the plan says where (`racks_spanned`), because its all-to-all
+  then runs over the scale-out network.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from commbench.planner.layout import Layout
+
+PLACEMENT_RULES: tuple[tuple[str, str], ...] = (
+    ("tp_in_rack", "a TP group must stay inside one NVLink domain (tp must divide the GPUs per domain)"),
+    ("etp_in_rack", "an expert-TP group must stay inside one NVLink domain (etp must divide the GPUs per domain)"),
+)
+PLACEMENT_BITS = {name: 1 << (16 + i) for i, (name, _) in enumerate(PLACEMENT_RULES)}
+
+
+def gpus_per_rack(num_gpus: int, domain_size: int) -> int:
+    """GPUs used per scale-up domain: all of them when the count is a multiple of the domain (or
+    fits in one), else the largest divisor of the count that fits a domain (256 GPUs on NVL72 racks
+    -> 4 racks x 64, the usual deployment: every power-of-two group stays aligned to a rack)."""
+    if num_gpus <= domain_size:
+        return num_gpus
+    if num_gpus % domain_size == 0:
+        return domain_size
+    return max(d for d in range(1, domain_size + 1) if num_gpus % d == 0)
+
+
+def racks_spanned(span: np.ndarray | int, per_rack: int) -> np.ndarray:
+    """Racks touched by a block of `span` consecutive ranks aligned at a multiple of `span`
+    (at most; exact when one divides the other)."""
+    span = np.asarray(span, dtype=np.int64)
+    exact = np.where(span % per_rack == 0, span // per_rack, 1)
+    aligned = (per_rack % span == 0) | (span % per_rack == 0)
+    return np.where(aligned, exact, np.ceil(span / per_rack).astype(np.int64) + 1)
+
+
+def placement_violations(tp: np.ndarray, etp: np.ndarray, per_rack: int) -> np.ndarray:
+    """Bitmask of PLACEMENT_RULES broken (bits above layout.RULES, so both masks can be OR-ed)."""
+    bits = np.where(per_rack % tp != 0, PLACEMENT_BITS["tp_in_rack"], 0)
+    bits |= np.where(per_rack % etp != 0, PLACEMENT_BITS["etp_in_rack"], 0)
+    return bits.astype(np.int64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
+    """Groups of global ranks for one layout, and the rack of each rank."""
+
+    num_gpus: int
+    gpus_per_rack: int
+    groups: dict[str, list[list[int]]]
+
+    @property
+    def num_racks(self) -> int:
+        return math.ceil(self.num_gpus / self.gpus_per_rack)
+
+    def rack_of(self, rank: int) -> int:
+        return rank // self.gpus_per_rack
+
+    def racks_of_groups(self, kind: str) -> list[list[int]]:
+        return [sorted({self.rack_of(r) for r in g}) for g in self.groups[kind]]
+
+    def max_racks(self, kind: str) -> int:
+        return max((len(r) for r in self.racks_of_groups(kind)), default=0)
+
+    def summary(self) -> dict[str, object]:
+        """Per kind: group size, number of groups, racks the widest group spans, the first group."""
+        return {kind: {"size": len(g[0]), "num_groups": len(g), "max_racks_per_group": self.max_racks(kind),
+                       "first_group": g[0]} for kind, g in self.groups.items()}
+
+
+def _groups(ranks: np.ndarray, axis: int) -> list[list[int]]:
+    moved = np.moveaxis(ranks, axis, -1)
+    return moved.reshape(-1, moved.shape[-1]).tolist()
+
+
+def place(layout: Layout, num_gpus: int, domain_size: int) -> Placement:
+    """Megatron-Core rank groups of `layout` (tp-cp-dp-pp; etp-ep-edp-pp, innermost first)."""
+    assert layout.world == num_gpus, (layout.world, num_gpus)
+    # C order: the last axis varies fastest, so the innermost name goes last.
+    dense = np.arange(num_gpus).reshape(layout.pp, layout.dp, layout.cp, layout.tp)
+    expert = np.arange(num_gpus).reshape(layout.pp, layout.edp, layout.ep, layout.etp)
+    groups = {"tp": _groups(dense, 3), "cp": _groups(dense, 2), "dp": _groups(dense, 1),
+              "dp_cp": dense.transpose(0, 3, 1, 2).reshape(-1, layout.dp * layout.cp).tolist(),
+              "pp": _groups(dense, 0), "etp": _groups(expert, 3), "ep": _groups(expert, 2), "edp": _groups(expert, 1)}
+    return Placement(num_gpus=num_gpus, gpus_per_rack=gpus_per_rack(num_gpus, domain_size), groups=groups)
