@@ -69,6 +69,11 @@ class Collective(ABC):
     @abstractmethod
     def prepare(self, comm: Communicator, backend: Backend, spec: PointSpec) -> PreparedPoint: ...
 
+    def plan_specs(self, params: dict[str, Any], num_ranks: int) -> list[tuple[PointSpec, str]]:
+        """Workloads swept by their own parameters (takes_size False): (spec, label) per point, from
+        the job's params; raises CommbenchError for bad parameters."""
+        raise NotImplementedError(f"{self.name} is swept by size")
+
 
 # --- checkable data -------------------------------------------------------------------------
 

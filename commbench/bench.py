@@ -19,6 +19,8 @@ from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError
 from commbench.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
 from commbench.results import JsonlWriter, Measurement, new_run_id
+from commbench.subgroups import SubgroupSpec, check_bench_options, expand_points
+from commbench.topology import TopologySpec, resolve_on_ranks
 from commbench.units import format_size
 
 
@@ -39,6 +41,8 @@ class BenchConfig:
     output_format: str = "table"
     argv: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
+    topology: TopologySpec | None = None  # racks (issue 4); None = from hostnames / commbench emulate
+    subgroups: SubgroupSpec | None = None  # sub-group sweep (issue 4); None = the whole world
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +82,9 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
         raise CommbenchError(f"--warmup-iters={config.loop.warmup_iters} is invalid: must be >= 0")
     if config.timeout_s <= 0:
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: must be > 0 seconds")
+    if not collective.takes_size:
+        collective.plan_specs(dict(config.params), world_size)  # raises on bad workload parameters
+    check_bench_options(config, collective, world_size)
     return collective
 
 
@@ -100,7 +107,10 @@ def aligned_sizes(collective: Collective, sizes_bytes: tuple[int, ...], itemsize
 
 
 def plan_points(config: BenchConfig, collective: Collective, world_size: int) -> list[PlannedPoint]:
-    """The points of a bench job, in order: every (aligned) size on the whole world."""
+    """The points of a bench job, in order: every (aligned) size on the whole world, or the
+    workload's own points when it is swept by its parameters (takes_size False)."""
+    if not collective.takes_size:
+        return [PlannedPoint(spec=spec, label=label) for spec, label in collective.plan_specs(dict(config.params), world_size)]
     dtype = get_dtype(config.dtype)
     return [PlannedPoint(spec=PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=config.in_place,
                                         root=config.root, params=dict(config.params)), label=format_size(size))
@@ -135,9 +145,14 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     error = None
     try:
         run_id = new_run_id()
+        topology = resolve_on_ranks(config.topology, backend)
+        if is_writer:
+            print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True)
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
+                                topology=topology.to_dict(),
                                 notes=backend.notes(collective.name))
-        points = plan_points(config, collective, backend.world_size)
+        points = expand_points(plan_points(config, collective, backend.world_size), config, collective,
+                               backend.world_size, topology)
         comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
         view = BenchView(config, header, len(points)) if is_writer else None

@@ -1,0 +1,149 @@
+"""moe_all_to_all: one MoE layer's token exchange on an expert-parallel group, driven by routing.
+
+Swept over tokens per rank (not bytes). Outside timing (in `prepare`/`fill`): the global routing
+(every rank derives it from the seed), the split sizes, the permuted send rows and the combine rows
+the experts would return. Each timed iteration runs three stages, as a real layer does:
+1. `count_exchange`: all_to_all of the count vector (per destination rank: rows, then tokens per
+   each of its experts), int64; the split sizes themselves are known on the host ahead, so no
+   device-to-host copy of the counts is timed (a real layer syncs there);
+2. `dispatch`: all_to_all_single of the token rows with uneven split sizes;
+3. `combine`: the reverse trip, each row back to its source in the original order.
+The harness's total is all three; `round_trip_us` = dispatch + combine medians.
+
+Wire formats: bf16 rows are bfloat16 tensors; fp8 rows are uint8 tensors of hidden + 4*ceil(hidden/128)
+bytes (fp8 payload + fp32 scales, as DeepEP; all_to_all moves bytes, so uint8 is byte-for-byte the same).
+
+Byte figures (commbench.moe.accounting): `size_bytes` = the busiest rank's dispatch bytes, max over
+ranks of max(sent, received), its own chunk included (as nccl-tests' alltoall size includes it).
+Per stage in metrics: algbw = busiest rank's bytes / stage time, busbw = algbw * (n-1)/n
+(nccl-tests' alltoall factor); `*_remote_gbps` = the bytes that actually leave or enter the busiest
+rank / time; `dispatch_logical_gbps` = per-(token, expert) bytes the busiest rank receives, local
+ones included and before per-rank dedup, / dispatch time (LOGICAL: not bytes on the wire).
+Measurement.algbw_gbps/busbw_gbps cover the round trip: busiest dispatch + busiest combine bytes
+over the whole iteration's time (count exchange included).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from collectives.base import Collective, PointSpec, PreparedPoint
+from commbench.dtypes import get_dtype
+from commbench.moe.accounting import moe_traffic
+from commbench.moe.params import MoeParams, sweep_params
+from commbench.moe.payload import dispatch_rows, encode, foreign_rows
+from commbench.moe.routing import parse_routing, route
+
+_INT64 = get_dtype("int64")
+_MOE_KEYS = tuple(f.name for f in dataclasses.fields(MoeParams))
+
+
+def wire_format(dtype: str, hidden: int) -> tuple[Any, int]:
+    """(element DType, elements per row) of a row in `dtype` on the wire."""
+    if dtype == "fp8":
+        from commbench.moe.accounting import bytes_per_token
+
+        return get_dtype("uint8"), bytes_per_token(hidden, "fp8")
+    return get_dtype({"bf16": "bfloat16", "fp32": "float32"}[dtype]), hidden
+
+
+def _gbps(num_bytes: float, time_us: float) -> float:
+    return num_bytes / time_us / 1e3 if time_us > 0 else 0.0
+
+
+class MoeAllToAll(Collective):
+    name = "moe_all_to_all"
+    in_place_mode = "never"
+    takes_size = False
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return (num_ranks - 1) / num_ranks
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // itemsize)
+        return count, count * itemsize
+
+    def plan_specs(self, params: dict[str, Any], num_ranks: int) -> list[tuple[PointSpec, str]]:
+        """One point per tokens-per-rank value; spec.size_bytes is the nominal tokens * top_k rows
+        per rank (the measured size is the busiest rank's)."""
+        specs = []
+        for point in sweep_params(params, num_ranks):
+            dtype, width = wire_format(point.dispatch_dtype, point.hidden)
+            nominal = point.tokens_per_rank * point.top_k * width * dtype.itemsize
+            specs.append((PointSpec(size_bytes=nominal, dtype=dtype, params=point.as_params()),
+                          f"{point.tokens_per_rank} tok/rank"))
+        return specs
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        n, rank = comm.size, comm.rank
+        p = MoeParams(**{k: spec.params[k] for k in _MOE_KEYS if k in spec.params})
+        p.check_ep_size(n)
+        experts_per_rank = p.num_experts // n
+        ids = route(parse_routing(p.routing), num_ranks=n, tokens_per_rank=p.tokens_per_rank,
+                    num_experts=p.num_experts, top_k=p.top_k, seed=p.seed)
+        traffic = moe_traffic(ids, num_experts=p.num_experts, hidden=p.hidden, mode=p.dispatch_mode,
+                              dispatch_dtype=p.dispatch_dtype, combine_dtype=p.combine_dtype)
+        table = dispatch_rows(ids, p.num_experts, p.dispatch_mode)
+        sent, received = table.where(table.src == rank), table.where(table.dst == rank)
+        rows = traffic.rows
+        assert len(sent) == rows[rank].sum() and len(received) == rows[:, rank].sum()
+
+        d_dtype, d_width = wire_format(p.dispatch_dtype, p.hidden)
+        c_dtype, c_width = wire_format(p.combine_dtype, p.hidden)
+        d_in, d_out = backend.empty(len(sent) * d_width, d_dtype), backend.empty(len(received) * d_width, d_dtype)
+        c_in, c_out = backend.empty(len(received) * c_width, c_dtype), backend.empty(len(sent) * c_width, c_dtype)
+        d_in_splits = [int(v) * d_width for v in rows[rank]]
+        d_out_splits = [int(v) * d_width for v in rows[:, rank]]
+        c_in_splits = [int(v) * c_width for v in rows[:, rank]]
+        c_out_splits = [int(v) * c_width for v in rows[rank]]
+
+        per_expert = np.stack([np.bincount(ids[s].ravel(), minlength=p.num_experts) for s in range(n)])
+        # counts[s, d] = [rows s sends d, then s's tokens for each of d's experts]
+        counts = np.concatenate([rows[:, :, None], per_expert.reshape(n, n, experts_per_rank)], axis=2)
+        count_in, count_out = backend.upload(counts[rank].ravel(), _INT64), backend.empty(counts[:, rank].size, _INT64)
+
+        def fill() -> None:
+            backend.write(d_in, encode(sent, d_width).ravel())
+            backend.write(c_in, encode(received, c_width).ravel())  # what the experts return
+            for buf, size in ((d_out, len(received) * d_width), (c_out, len(sent) * c_width),
+                              (count_out, counts[:, rank].size)):
+                backend.write(buf, np.zeros(size, dtype=np.uint8))  # no stale rows can pass the check
+
+        def check() -> int:
+            got_dispatch = backend.download(d_out)
+            wrong = int(np.count_nonzero(backend.download(count_out) != counts[:, rank].ravel()))
+            wrong += int(np.count_nonzero(got_dispatch != encode(received, d_width).ravel()))
+            wrong += foreign_rows(got_dispatch, d_width, ids, rank, p.num_experts, p.dispatch_mode)
+            wrong += int(np.count_nonzero(backend.download(c_out) != encode(sent, c_width).ravel()))
+            return wrong
+
+        size_bytes = traffic.busiest_dispatch_bytes()
+        combine_bytes = traffic.busiest_combine_bytes()
+        factor = self.busbw_factor(n)
+
+        def stage_metrics(median_us: dict[str, float]) -> dict[str, Any]:
+            dispatch_us, combine_us = median_us.get("dispatch", 0.0), median_us.get("combine", 0.0)
+            dispatch_algbw, combine_algbw = _gbps(size_bytes, dispatch_us), _gbps(combine_bytes, combine_us)
+            return {
+                "count_exchange_us": median_us.get("count_exchange", 0.0), "dispatch_us": dispatch_us,
+                "combine_us": combine_us, "round_trip_us": dispatch_us + combine_us,
+                "dispatch_algbw_gbps": dispatch_algbw, "dispatch_busbw_gbps": dispatch_algbw * factor,
+                "dispatch_remote_gbps": _gbps(traffic.busiest_remote_bytes(traffic.dispatch_row_bytes), dispatch_us),
+                "dispatch_logical_gbps": _gbps(traffic.busiest_logical_bytes(traffic.dispatch_row_bytes), dispatch_us),
+                "combine_algbw_gbps": combine_algbw, "combine_busbw_gbps": combine_algbw * factor,
+                "combine_remote_gbps": _gbps(traffic.busiest_remote_bytes(traffic.combine_row_bytes), combine_us),
+            }
+
+        return PreparedPoint(
+            size_bytes=size_bytes, count=size_bytes // d_dtype.itemsize, busbw_factor=factor,
+            stages=[("count_exchange", lambda: comm.all_to_all(count_out, count_in)),
+                    ("dispatch", lambda: comm.all_to_all(d_out, d_in, d_out_splits, d_in_splits)),
+                    ("combine", lambda: comm.all_to_all(c_out, c_in, c_out_splits, c_in_splits))],
+            fill=fill, check=check, algbw_bytes=size_bytes + combine_bytes,
+            params={"ep_size": n, "experts_per_rank": experts_per_rank},
+            metrics={**traffic.metrics(), "round_trip_bytes_max": size_bytes + combine_bytes},
+            stage_metrics=stage_metrics,
+        )

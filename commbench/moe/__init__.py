@@ -1,0 +1,1 @@
+"""MoE expert-parallel traffic: router models, byte accounting, payload layout, presets (pure numpy)."""

@@ -1,0 +1,99 @@
+"""The parameters of one MoE all-to-all point, validated, and the sweep a bench job expands to.
+
+Precedence: built-in defaults < `--preset` < explicit options. The keys are those recorded in
+Measurement.params (the cost model fits time against them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from commbench.errors import CommbenchError, invalid
+from commbench.moe.accounting import COMBINE_DTYPES, DISPATCH_DTYPES, DISPATCH_MODES
+from commbench.moe.presets import preset_params
+from commbench.moe.routing import check_routing, load_trace, parse_routing
+
+DEFAULT_TOKENS_PER_RANK = (128, 512, 2048)
+DEFAULTS: dict[str, Any] = {"hidden": 4096, "num_experts": 64, "top_k": 8, "routing": "uniform",
+                            "dispatch_mode": "per-expert", "dispatch_dtype": "bf16", "combine_dtype": "bf16",
+                            "seed": 0, "preset": None}
+MAX_TOKENS_PER_RANK = 1 << 24  # the payload encodes token indices in three base-256 digits
+MIN_HIDDEN = 16  # the payload's 8 header channels plus filler channels
+MAX_EXPERTS = 1 << 24  # expert ids and per-rank slot masks travel as three base-256 digits
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoeParams:
+    tokens_per_rank: int
+    hidden: int
+    top_k: int
+    num_experts: int
+    routing: str
+    dispatch_mode: str
+    dispatch_dtype: str
+    combine_dtype: str
+    seed: int
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.tokens_per_rank <= MAX_TOKENS_PER_RANK:
+            raise invalid("--tokens", self.tokens_per_rank, f"allowed: 1..{MAX_TOKENS_PER_RANK} tokens per rank")
+        if self.hidden < MIN_HIDDEN:
+            raise invalid("--hidden", self.hidden, f"allowed: >= {MIN_HIDDEN} channels")
+        if not 1 <= self.num_experts <= MAX_EXPERTS:
+            raise invalid("--experts", self.num_experts, f"allowed: 1..{MAX_EXPERTS}")
+        if not 1 <= self.top_k <= self.num_experts:
+            raise invalid("--top-k", self.top_k, f"allowed: 1..--experts ({self.num_experts})")
+        for field, value, allowed in (("--dispatch-mode", self.dispatch_mode, DISPATCH_MODES),
+                                      ("--dispatch-dtype", self.dispatch_dtype, DISPATCH_DTYPES),
+                                      ("--combine-dtype", self.combine_dtype, COMBINE_DTYPES)):
+            if value not in allowed:
+                raise invalid(field, value, f"allowed: {', '.join(allowed)}")
+        if self.dispatch_mode == "per-rank" and self.top_k > 24:
+            raise invalid("--top-k", self.top_k, "allowed: <= 24 with --dispatch-mode per-rank")
+        if self.seed < 0:
+            raise invalid("--seed", self.seed, "allowed: >= 0")
+        check_routing(parse_routing(self.routing), num_experts=self.num_experts, top_k=self.top_k)
+
+    def check_ep_size(self, ep_size: int) -> None:
+        if self.num_experts % ep_size:
+            raise CommbenchError(f"--experts={self.num_experts} is invalid on {ep_size} ranks: the number of "
+                                 f"experts must be divisible by the expert-parallel size ({ep_size})")
+
+    def as_params(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
+    """One MoeParams per tokens-per-rank value; `options` holds `tokens_per_rank` (a list) and any
+    explicitly given keys of DEFAULTS (None = not given)."""
+    merged = dict(DEFAULTS)
+    if options.get("preset"):
+        merged.update(preset_params(options["preset"]))
+    merged.update({k: v for k, v in options.items() if v is not None and k != "tokens_per_rank"})
+    unknown = set(merged) - set(DEFAULTS)
+    if unknown:
+        raise CommbenchError(f"unknown MoE parameter(s) {sorted(unknown)}: allowed {', '.join(DEFAULTS)}")
+    tokens = options.get("tokens_per_rank") or DEFAULT_TOKENS_PER_RANK
+    points = [MoeParams(tokens_per_rank=int(t), **merged) for t in tokens]
+    points[0].check_ep_size(ep_size)
+    spec = parse_routing(points[0].routing)
+    if spec.kind == "trace":
+        load_trace(spec.trace_path, num_experts=points[0].num_experts, top_k=points[0].top_k)
+    return points
+
+
+def parse_tokens(text: str) -> list[int]:
+    """`--tokens 128,1024,4096` -> [128, 1024, 4096]."""
+    try:
+        values = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        values = []
+    if not values:
+        raise invalid("--tokens", text, "allowed: a comma-separated list of tokens per rank, e.g. 128,1024,4096")
+    for value in values:
+        if value < 1:
+            raise invalid("--tokens", value, "allowed: >= 1 token per rank")
+    return values
