@@ -31,6 +31,7 @@ class LoopOptions:
     iters: int = 20
     warmup_iters: int = 5
     check: bool = True
+    cuda_graph: bool = False  # time replays of each stage captured once by backend.capture (nccl-tests -G)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,11 +57,17 @@ def check_point(backend: Backend, prepared: PreparedPoint) -> int:
     return int(backend.download(wrong)[0])
 
 
-def time_iterations(backend: Backend, prepared: PreparedPoint, iters: int, warmup_iters: int) -> np.ndarray:
+def time_iterations(backend: Backend, prepared: PreparedPoint, iters: int, warmup_iters: int,
+                    cuda_graph: bool = False) -> np.ndarray:
     """Per-iteration times in µs, shape (iters, stages + 1): each stage, then the whole iteration;
-    each entry is the slowest rank's."""
+    each entry is the slowest rank's. With `cuda_graph`, each stage is captured once after warm-up
+    and the timed loop replays the captures (backends that can: `capture(stage) -> replay`)."""
     stages = [stage for _, stage in prepared.stages]
     for _ in range(warmup_iters):
+        for stage in stages:
+            stage()
+    if cuda_graph:
+        stages = [backend.capture(stage) for stage in stages]
         for stage in stages:
             stage()
     backend.synchronize()
@@ -100,7 +107,7 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
     """Measure one point on `comm` (every rank of the world calls this together)."""
     prepared = collective.prepare(comm, backend, spec)
     num_wrong = check_point(backend, prepared) if loop.check else None
-    times_us = time_iterations(backend, prepared, loop.iters, loop.warmup_iters)
+    times_us = time_iterations(backend, prepared, loop.iters, loop.warmup_iters, loop.cuda_graph)
     total_us = times_us[:, -1]
     median_us = float(np.median(total_us))
     algbw_gbps = (prepared.algbw_bytes or prepared.size_bytes) / (median_us * 1e-6) / 1e9 if median_us > 0 else 0.0
@@ -120,7 +127,8 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
         time_us_median=median_us, time_us_mean=float(np.mean(total_us)), time_us_min=float(np.min(total_us)),
         time_us_p99=float(np.percentile(total_us, 99)), algbw_gbps=algbw_gbps,
         busbw_gbps=algbw_gbps * prepared.busbw_factor, num_wrong=num_wrong,
-        stages_us_median=stage_medians, params={**spec.params, **prepared.params}, metrics=metrics,
+        stages_us_median=stage_medians, metrics=metrics,
+        params={**spec.params, **prepared.params, **({"cuda_graph": True} if loop.cuda_graph else {})},
         notes=backend.notes(collective.name), point_key=point_key,
     )
 

@@ -9,11 +9,14 @@ import typer
 
 from commbench.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail
+from commbench.compare import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.dist.backends import resolve_backend
 from commbench.dist.job import run_job
 from commbench.dist.launch import detect_rank_env
 from commbench.errors import CommbenchError
 from commbench.harness import LoopOptions
+from commbench.moe.params import cli_params as moe_cli_params
+from commbench.subgroups import with_rack_options
 from commbench.units import parse_size_bytes, size_range
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:
@@ -41,12 +44,34 @@ def bench(
     op: Annotated[str, typer.Option("-o", "--op", help="Reduction: sum, prod, max, min, avg.")] = "sum",
     root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast).")] = 0,
     in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather).")] = False,
-    backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl or gloo.")] = "auto",
+    backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
     timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-J", "--output", help="JSONL results file (default results/<collective>-<time>.jsonl).")] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (rich) or nccl-tests (classic text for existing parsers).")] = "table",
     # --- MoE all-to-all options (issue 3) go below this line ---
+    moe_tokens: Annotated[Optional[str], typer.Option("--tokens", help="moe_all_to_all: tokens per rank, a comma list (default 128,512,2048); replaces -b/-e.")] = None,
+    moe_hidden: Annotated[Optional[int], typer.Option("--hidden", help="moe_all_to_all: hidden size (channels per token; default 4096).")] = None,
+    moe_top_k: Annotated[Optional[int], typer.Option("--top-k", help="moe_all_to_all: experts per token (default 8).")] = None,
+    moe_experts: Annotated[Optional[int], typer.Option("--experts", help="moe_all_to_all: routed experts, divisible by the EP size (default 64).")] = None,
+    moe_routing: Annotated[Optional[str], typer.Option("--routing", help="moe_all_to_all: balanced, uniform (default), zipf:<alpha>, group-limited:<groups>:<topk_groups>, trace:<file.npy>.")] = None,
+    moe_dispatch_mode: Annotated[Optional[str], typer.Option("--dispatch-mode", help="moe_all_to_all: per-expert (Megatron, default) or per-rank (DeepEP dedup).")] = None,
+    moe_dispatch_dtype: Annotated[Optional[str], typer.Option("--dispatch-dtype", help="moe_all_to_all: bf16 (default) or fp8 (1 B/channel + fp32 scale per 128).")] = None,
+    moe_combine_dtype: Annotated[Optional[str], typer.Option("--combine-dtype", help="moe_all_to_all: bf16 (default) or fp32.")] = None,
+    moe_seed: Annotated[Optional[int], typer.Option("--seed", help="moe_all_to_all: routing seed (default 0; every rank derives the same routing).")] = None,
+    moe_preset: Annotated[Optional[str], typer.Option("--preset", help="moe_all_to_all: deepseek-v3, qwen3-235b, mixtral-8x22b (explicit options override).")] = None,
     # --- topology / sub-group options (issue 4) go below this line ---
+    ranks_per_rack: Annotated[Optional[int], typer.Option("--ranks-per-rack", help="Ranks per rack (scale-up domain): ranks r*R..r*R+R-1 share rack r.")] = None,
+    topology: Annotated[Optional[str], typer.Option("--topology", help="Rack preset: nvl72 (72 per rack) or hgx8 (8 per node).")] = None,
+    racks: Annotated[Optional[str], typer.Option("--racks", help="Explicit racks, e.g. '0-3;4-7' (';' between racks).")] = None,
+    nodes_per_rack: Annotated[Optional[int], typer.Option("--nodes-per-rack", help="Group hosts (ranks by hostname) into racks of this many nodes.")] = None,
+    rack_nodes: Annotated[Optional[str], typer.Option("--rack-nodes", help="Hosts per rack, e.g. 'n1,n2;n3,n4'.")] = None,
+    group_sizes: Annotated[Optional[str], typer.Option("--group-sizes", help="Sub-group sweep: pow2 (2,4,8..N) or a list like 2,4,8.")] = None,
+    group_layout: Annotated[Optional[str], typer.Option("--group-layout", help="Sub-group layout: contiguous, strided, or both (comma-separated).")] = None,
+    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="grad_reduce_scatter: flat, hierarchical, hierarchical-allreduce (comma list; default flat,hierarchical).")] = None,
+    rs_impl: Annotated[Optional[str], typer.Option("--rs-impl", help="grad_reduce_scatter: auto, native (backend RS) or pairwise (all_to_all + local sum).")] = None,
+    # --- raw NCCL options (issue 6) ---
+    cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help="cupy-nccl: capture each stage in a CUDA graph once and time its replays (as nccl-tests -G); recorded with params.cuda_graph.")] = False,
+    compare_backends: Annotated[Optional[str], typer.Option("--compare-backends", help="Measure the same points on several backends in one launch, e.g. torch-nccl,cupy-nccl; reports each one's time ratio to the last.")] = None,
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     if output_format not in ("table", "nccl-tests"):
@@ -55,15 +80,30 @@ def bench(
         raise CommbenchError(f"--check={check} is invalid: allowed 0 or 1")
     sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                        step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None)
+    backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
+    if cuda_graph and any(name != "cupy-nccl" for name in backends):
+        raise CommbenchError("--cuda-graph needs --backend cupy-nccl (and only cupy-nccl in --compare-backends)")
     config = BenchConfig(
         collective=collective, sizes_bytes=tuple(sizes), dtype=dtype, op=op, in_place=in_place, root=root,
-        loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check)),
-        backend=resolve_backend(backend), timeout_s=timeout_s,
+        loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph),
+        backend=backends[0], timeout_s=timeout_s,
         output_path=output or default_output_path(collective), output_format=output_format,
         argv=tuple(sys.argv),
+        params=moe_cli_params(collective, tokens=moe_tokens, hidden=moe_hidden, top_k=moe_top_k, num_experts=moe_experts,
+                              routing=moe_routing, dispatch_mode=moe_dispatch_mode, dispatch_dtype=moe_dispatch_dtype,
+                              combine_dtype=moe_combine_dtype, seed=moe_seed, preset=moe_preset),
     )
-    outcomes = run_job(run_bench_rank, config, nproc=nproc, backend=config.backend,
-                       validate_world=lambda world: validate(config, world), output_path=config.output_path)
+    config = with_rack_options(config, size_defaults_used=(min_bytes, max_bytes, step_factor, step_bytes) == ("8", "16M", None, None),
+                               ranks_per_rack=ranks_per_rack, preset=topology, racks=racks, nodes_per_rack=nodes_per_rack,
+                               rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,
+                               algorithm=algorithm, rs_impl=rs_impl)
+    if len(backends) > 1:
+        outcomes = run_job(run_compare_rank, CompareConfig(bench=config, backends=backends), nproc=nproc,
+                           backend=backends[-1], validate_world=lambda world: validate(config, world),
+                           output_path=config.output_path)
+    else:
+        outcomes = run_job(run_bench_rank, config, nproc=nproc, backend=config.backend,
+                           validate_world=lambda world: validate(config, world), output_path=config.output_path)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and detect_rank_env() is None:
         console.print(f"[green]done[/]: {len(sizes)} size(s) requested; records in {config.output_path}", highlight=False)
