@@ -89,11 +89,13 @@ def sweep(
                              f"or choose another -o")
     job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
     again = resume_command(file, output, local_nproc)
+    from torch.distributed.elastic.multiprocessing.api import SignalException  # Ctrl-C reaching the local launcher
+
     try:
         outcomes = run_job(run_sweep_rank, job, nproc=local_nproc, backend=resolved,
                            validate_world=lambda world: plan_sweep(spec, world, backend=resolved) and None,
                            output_path=output)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SignalException):
         err_console.print(f"interrupted: every finished point is in {output}; continue with:\n  {again}", highlight=False)
         raise typer.Exit(130) from None
     except CommbenchError as exc:

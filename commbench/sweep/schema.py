@@ -160,15 +160,15 @@ def _dtypes(where: str, raw: dict[str, Any]) -> tuple[str, ...]:
         try:
             out.append(get_dtype(name).name)
         except CommbenchError as exc:
-            raise EntryError(f"{where}: {key}: {exc}") from None
+            raise _bad(where, key, name, str(exc).split("is invalid: ", 1)[-1]) from None
     return tuple(dict.fromkeys(out))
 
 
 def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, Any]:
-    """Extra entry keys are the collective's parameters: it plans points from them (`plan_specs`,
-    checked at planning), validates them (`validate_params`) or lists them (`param_names`); a
+    """Extra entry keys are the collective's parameters: when it is swept by them (takes_size
+    False) it plans its points from them (`plan_specs`, checked at planning), validates them (`validate_params`) or lists them (`param_names`); a
     collective with none of these takes no parameters."""
-    if callable(getattr(collective, "plan_specs", None)):
+    if not collective.takes_size:
         return dict(params)  # it plans its own points from them: checked when the sweep is planned
     hook = getattr(collective, "validate_params", None)
     if callable(hook):

@@ -1,0 +1,164 @@
+"""The sweep runner on gloo ranks: a hung point is timed out, recorded, and the sweep goes on;
+a killed sweep resumes with every point exactly once; Ctrl-C leaves a valid file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from collectives import REGISTRY
+from collectives.base import Collective, PointSpec, PreparedPoint
+from commbench.results import Measurement, read_records
+from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep, run_sweep_on_backend
+from tests.distributed import run_ranks
+
+HANG_SIZE = 2048
+REPO = Path(__file__).resolve().parents[1]
+
+
+class HangOnce(Collective):
+    """all_reduce, except that rank 1 sleeps past the timeout before the HANG_SIZE point's collective."""
+
+    name = "test_hang"
+    reduces = True
+    in_place_mode = "always"
+    sleep_s = 2.5
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return 1.0
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        return size_bytes // itemsize, size_bytes
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        count = spec.size_bytes // spec.dtype.itemsize
+        buf = backend.empty(count, spec.dtype)
+
+        def stage() -> None:
+            if spec.size_bytes == HANG_SIZE and comm.rank == 1:
+                time.sleep(self.sleep_s)
+            comm.all_reduce(buf, "sum")
+
+        return PreparedPoint(size_bytes=spec.size_bytes, count=count, busbw_factor=1.0, stages=[("all_reduce", stage)],
+                             fill=lambda: None, check=lambda: 0)
+
+
+@pytest.fixture
+def hang_collective():
+    REGISTRY[HangOnce.name] = HangOnce()
+    yield
+    del REGISTRY[HangOnce.name]
+
+
+def small_sweep(*runs, timeout_s=20.0):
+    return parse_sweep({"defaults": {"iters": 3, "warmup_iters": 1, "timeout_s": timeout_s}, "run": list(runs)}, "t.toml")
+
+
+def measurements_of(path):
+    return [r for r in read_records([path]) if isinstance(r, Measurement)]
+
+
+def test_every_standard_collective_once(tmp_path):
+    out = tmp_path / "out.jsonl"
+    spec = small_sweep(*({"collective": c, "sizes": ["1K", "16K"]} for c in
+                         ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast")))
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(out), show_progress=False)
+    outcomes = run_ranks(run_sweep_on_backend, 2, args=(job,))
+    assert all(o.num_ok == 12 and o.num_failed == 0 and o.stopped is None for o in outcomes)
+    records = measurements_of(out)
+    assert [r.point_key for r in records] == [p.key for p in plan_sweep(spec, 2, backend="gloo")]
+    assert all(r.status == "ok" and r.num_wrong == 0 and r.time_us_median > 0 for r in records)
+
+
+def test_hung_point_is_timed_out_recorded_and_the_sweep_goes_on(tmp_path, hang_collective):
+    out = tmp_path / "out.jsonl"
+    spec = small_sweep({"collective": "all_reduce", "sizes": ["1K"]},
+                       {"collective": "test_hang", "sizes": ["1K", HANG_SIZE, "4K"], "timeout_s": 1.0},
+                       {"collective": "all_gather", "sizes": ["4K"]})
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(out), show_progress=False)
+    started = time.perf_counter()
+    outcomes = run_ranks(run_sweep_on_backend, 2, args=(job,), timeout_s=60)
+    elapsed_s = time.perf_counter() - started
+    assert outcomes[0].num_ok == 4 and outcomes[0].num_failed == 1 and outcomes[0].stopped is None
+    by_size = {(r.collective, r.size_bytes): r for r in measurements_of(out)}
+    hung = by_size[("test_hang", HANG_SIZE)]
+    assert hung.status == "failed" and "timeout 1 s" in hung.error and hung.point_key
+    assert by_size[("test_hang", 4096)].status == "ok" and by_size[("all_gather", 4096)].status == "ok"
+    assert elapsed_s < 30
+
+
+def test_resume_after_everything_is_done_measures_nothing(tmp_path):
+    out = tmp_path / "out.jsonl"
+    spec = small_sweep({"collective": "all_reduce", "sizes": ["1K", "2K"]})
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(out), show_progress=False)
+    run_ranks(run_sweep_on_backend, 2, args=(job,))
+    with out.open("a") as handle:
+        handle.write('{"record_type": "measurement", "run_id": "torn')  # a write cut by a kill
+    again = SweepJob(sweep=spec, backend="gloo", output_path=str(out), resume=True, show_progress=False)
+    outcomes = run_ranks(run_sweep_on_backend, 2, args=(again,))
+    assert outcomes[0].num_skipped == 2 and outcomes[0].num_ok == 0
+    assert out.read_text().endswith("\n") and len(measurements_of(out)) == 2
+
+
+def cli(*args):
+    return [sys.executable, "-m", "commbench", "sweep", *args]
+
+
+def wait_for_measurements(path: Path, count: int, proc, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count('"record_type":"measurement"') >= count:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never reached {count} measurements")
+
+
+def test_ci_small_killed_midway_then_resumed_has_every_point_exactly_once(tmp_path):
+    """End to end through the CLI with the shipped CI sweep: SIGKILL the launch mid-way, resume."""
+    out = tmp_path / "ci.jsonl"
+    proc = subprocess.Popen(cli("sweeps/ci-small.toml", "-o", str(out)),
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    wait_for_measurements(out, 5, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    done_before = measurements_of(out)
+    spec = load_sweep(str(REPO / "sweeps/ci-small.toml"))
+    planned = [p.key for p in plan_sweep(spec, spec.nproc, backend="gloo")]
+    assert 5 <= len(done_before) < len(planned)
+    resumed = subprocess.run(cli("sweeps/ci-small.toml", "-o", str(out), "--resume"), cwd=REPO, capture_output=True,
+                             text=True, timeout=240)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    counts = Counter(r.point_key for r in measurements_of(out))
+    assert sorted(counts) == sorted(planned) and set(counts.values()) == {1}
+    assert all(r.status == "ok" and r.num_wrong == 0 for r in measurements_of(out))
+    kept = {r.point_key: r.time_us_median for r in done_before}
+    assert all(r.time_us_median == kept[r.point_key] for r in measurements_of(out) if r.point_key in kept)
+    refused = subprocess.run(cli("sweeps/ci-small.toml", "-o", str(out)), cwd=REPO, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+
+
+def test_ctrl_c_leaves_a_valid_file_and_prints_the_resume_command(tmp_path):
+    sweep_file = tmp_path / "slow.toml"
+    sweep_file.write_text('[sweep]\nnproc = 2\n[defaults]\niters = 200\nwarmup_iters = 0\n'
+                          '[[run]]\ncollective = "all_reduce"\nsizes = { min = "1K", max = "1G", factor = 2 }\n')
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(cli(str(sweep_file), "-o", str(out)), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for_measurements(out, 2, proc)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's process group
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "--resume" in stderr, stderr
+    for line in out.read_text().splitlines():
+        json.loads(line)  # every line is a whole record
+    assert len(measurements_of(out)) >= 2

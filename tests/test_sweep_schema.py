@@ -1,0 +1,101 @@
+"""Sweep files: every kind of mistake is refused before launch with entry index, field, value, allowed."""
+
+from __future__ import annotations
+
+import glob
+
+import pytest
+
+from commbench.errors import CommbenchError
+from commbench.sweep import load_sweep, parse_sweep, plan_sweep
+
+
+def entry(**overrides):
+    base = {"collective": "all_reduce", "sizes": ["1K", "64K"]}
+    base.update(overrides)
+    return base
+
+
+def parse(*runs, defaults=None, sweep=None):
+    data = {"run": list(runs)}
+    if defaults is not None:
+        data["defaults"] = defaults
+    if sweep is not None:
+        data["sweep"] = sweep
+    return parse_sweep(data, "test.toml")
+
+
+def test_good_file_applies_defaults_and_ranges():
+    spec = parse(entry(), entry(collective="all_gather", sizes={"min": "8", "max": "64", "factor": 2}, dtypes=["float32", "bf16"]),
+                 defaults={"iters": 7, "timeout_s": 9})
+    first, second = spec.entries
+    assert first.sizes_bytes == (1024, 65536) and first.iters == 7 and first.timeout_s == 9.0
+    assert second.sizes_bytes == (8, 16, 32, 64) and second.dtypes == ("float32", "bfloat16")
+
+
+@pytest.mark.parametrize("run, field, fragment", [
+    (entry(collective="all_reduse"), "collective", "allowed: all_reduce"),
+    ({"sizes": ["1K"]}, "collective", "required"),
+    (entry(sizes=None) | {"sizes": "lots"}, "sizes", "a list"),
+    (entry(sizes=["1K", "12Q"]), "sizes[1]", "byte count"),
+    (entry(sizes=[]), "sizes", "at least one"),
+    (entry(sizes={"min": "1M", "max": "1K"}), "sizes.min", "<= sizes.max"),
+    (entry(sizes={"min": "1K", "max": "1M", "factor": 1}), "sizes.factor", "> 1"),
+    (entry(sizes={"min": "1K", "max": "1M", "ratio": 2}), "sizes.ratio", "allowed keys"),
+    (entry(dtypes=["float33"]), "dtypes", "float32"),
+    (entry(op="mean"), "op", "allowed: sum"),
+    (entry(collective="all_gather", op="sum"), "op", "does not reduce"),
+    (entry(iters=0), "iters", ">= 1"),
+    (entry(warmup_iters=-1), "warmup_iters", ">= 0"),
+    (entry(check="yes"), "check", "true or false"),
+    (entry(timeout_s=0), "timeout_s", "> 0"),
+    (entry(routing="zipf:1.2"), "routing", "unknown key"),
+])
+def test_each_mistake_names_entry_field_and_value(run, field, fragment):
+    with pytest.raises(CommbenchError) as info:
+        parse(entry(), run)
+    message = str(info.value)
+    assert "run[1]" in message and f"{field}=" in message and fragment in message, message
+
+
+def test_top_level_and_sweep_table_mistakes():
+    with pytest.raises(CommbenchError, match=r"runs=.*unknown top-level key"):
+        parse_sweep({"runs": [entry()]}, "x.toml")
+    with pytest.raises(CommbenchError, match=r"backend='mpi'.*auto, nccl, gloo"):
+        parse(entry(), sweep={"backend": "mpi"})
+    with pytest.raises(CommbenchError, match=r"nproc=0"):
+        parse(entry(), sweep={"nproc": 0})
+    with pytest.raises(CommbenchError, match=r"\[defaults\]: collective="):
+        parse(entry(), defaults={"collective": "all_reduce"})
+    with pytest.raises(CommbenchError, match="no \\[\\[run\\]\\] entries"):
+        parse()
+
+
+def test_toml_syntax_error_names_the_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[run]]\ncollective = \n")
+    with pytest.raises(CommbenchError, match="not valid TOML"):
+        load_sweep(str(bad))
+
+
+def test_entry_the_world_cannot_run_is_refused_at_planning():
+    spec = parse(entry(), entry(collective="broadcast", root=5))
+    with pytest.raises(CommbenchError, match=r"run\[1\] \(broadcast\) on 4 ranks: --root=5"):
+        plan_sweep(spec, 4, backend="gloo")
+
+
+def test_point_keys_are_unique_and_stable():
+    spec = parse(entry(), entry(sizes=["64K", "1M"]))
+    points = plan_sweep(spec, 2, backend="gloo")
+    keys = [p.key for p in points]
+    assert len(keys) == len(set(keys)) == 3  # 64K planned twice is measured once
+    again = plan_sweep(parse(entry(sizes=["64K", "1M"]), entry()), 2, backend="gloo")
+    assert {p.key for p in again} == set(keys)
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob("sweeps/*.toml")))
+def test_shipped_files_plan_for_their_world(path):
+    spec = load_sweep(path)
+    assert spec.world_size and spec.description
+    points = plan_sweep(spec, spec.world_size, backend=spec.backend if spec.backend != "auto" else "gloo")
+    assert points
