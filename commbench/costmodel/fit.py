@@ -8,9 +8,9 @@ falls) or a cache cliff (CPU/gloo: the slope rises), which one line cannot.
 Weights are relative (each point's residual is divided by its time, so 8 B and 8 GiB count the
 same; equivalent to least squares in log space for small errors) and robust: iteratively
 reweighted least squares with Huber weights on the relative residual (Holland & Welsch, "Robust
-regression using iteratively reweighted least-squares", 1977). The knot is chosen by AIC on the
-training points only; the reported error is honest leave-one-out: every held-out point is
-predicted by the whole procedure (knot choice included) run without it.
+regression using iteratively reweighted least-squares", 1977). The knot is chosen by BIC (Schwarz 1978) on
+all points; the reported error is leave-one-out with that knot count: every held-out point is
+predicted by a fit (knot position and all parameters) made without it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 HUBER_DELTA = 0.05  # relative residual beyond which a point's weight shrinks
-MIN_POINTS_PER_SEGMENT = 3
+MIN_POINTS_PER_SEGMENT = 4
+MIN_BANDWIDTH_RATIO = 1.5  # a knot must change busbw this much (protocol switch, cache cliff), not fit noise
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,31 +71,36 @@ def _solve(x: np.ndarray, t: np.ndarray, knots: tuple[float, ...], iters: int = 
     slopes = np.cumsum(coef[1:])
     if np.any(slopes <= 0):
         return None
-    resid = design @ coef - target
-    loss = float(np.sum(robust * resid**2) / max(np.sum(robust), 1e-12))
+    abs_resid = np.abs(design @ coef - target)
+    huber = np.where(abs_resid <= HUBER_DELTA, 0.5 * abs_resid**2, HUBER_DELTA * (abs_resid - 0.5 * HUBER_DELTA))
+    loss = float(np.mean(huber))  # comparable across knot choices, unlike the reweighted squares
     fit = PiecewiseFit(latency_s=float(coef[0]), knots_bytes=tuple(float(k) for k in knots),
                        busbw_bytes_per_s=tuple(float(1.0 / s) for s in slopes))
     return fit, loss
 
 
-def fit_piecewise(x_bytes: np.ndarray, time_s: np.ndarray, *, max_knots: int = 1) -> PiecewiseFit:
-    """Best of the zero- and one-knot fits by AIC (knots at measured sizes, >= 3 points a side)."""
+def fit_piecewise(x_bytes: np.ndarray, time_s: np.ndarray, *, num_knots: int | None = None) -> PiecewiseFit:
+    """The best fit with `num_knots` (0 or 1) knots at measured sizes, >= 4 points a side (the knot
+    included); by default the number is chosen by BIC (Schwarz 1978), a knot only counting if it
+    changes busbw by >= 1.5x (protocol switch, cache cliff), not to chase noise."""
     order = np.argsort(x_bytes)
     x = np.asarray(x_bytes, dtype=np.float64)[order]
     t = np.asarray(time_s, dtype=np.float64)[order]
     if len(x) < 2 or np.all(x == x[0]):
         raise ValueError("need >= 2 distinct sizes to fit latency and bandwidth")
-    candidates = [()]
-    if max_knots >= 1:
-        candidates += [(float(k),) for k in x[MIN_POINTS_PER_SEGMENT - 1:len(x) - MIN_POINTS_PER_SEGMENT]]
+    knot_sets = [(float(k),) for k in x[MIN_POINTS_PER_SEGMENT - 1:len(x) - MIN_POINTS_PER_SEGMENT + 1]]
+    candidates = {None: [()] + knot_sets, 0: [()], 1: knot_sets or [()]}[num_knots]
     best, best_score = None, np.inf
     for knots in candidates:
         solved = _solve(x, t, knots)
         if solved is None:
             continue
         fit, loss = solved
+        bandwidths = fit.busbw_bytes_per_s
+        if num_knots is None and len(bandwidths) > 1 and max(bandwidths) / min(bandwidths) < MIN_BANDWIDTH_RATIO:
+            continue
         num_params = 2 + 2 * len(knots)  # a knot's position is a parameter too
-        score = len(x) * np.log(max(loss, 1e-12)) + 2 * num_params
+        score = len(x) * np.log(max(loss, 1e-12)) + np.log(len(x)) * num_params
         if score < best_score:
             best, best_score = fit, score
     if best is None:  # every fit had a non-positive slope: time does not grow with size
@@ -104,9 +110,10 @@ def fit_piecewise(x_bytes: np.ndarray, time_s: np.ndarray, *, max_knots: int = 1
     return best
 
 
-def leave_one_out_errors(x_bytes: np.ndarray, time_s: np.ndarray, *, max_knots: int = 1) -> np.ndarray:
+def leave_one_out_errors(x_bytes: np.ndarray, time_s: np.ndarray, *, num_knots: int | None = None) -> np.ndarray:
     """|predicted / measured - 1| for each point, predicted by a fit made without it (NaN where
-    fewer than 3 points remain)."""
+    fewer than 3 points remain). Pass the knot count chosen on all points to hold the model's
+    structure fixed (the knot's position and every parameter are still refitted per fold)."""
     x = np.asarray(x_bytes, dtype=np.float64)
     t = np.asarray(time_s, dtype=np.float64)
     errors = np.full(len(x), np.nan)
@@ -115,7 +122,7 @@ def leave_one_out_errors(x_bytes: np.ndarray, time_s: np.ndarray, *, max_knots: 
     for i in range(len(x)):
         keep = np.arange(len(x)) != i
         try:
-            fit = fit_piecewise(x[keep], t[keep], max_knots=max_knots)
+            fit = fit_piecewise(x[keep], t[keep], num_knots=num_knots)
         except ValueError:
             continue
         errors[i] = abs(float(fit.predict_s(x[i])) / t[i] - 1.0)

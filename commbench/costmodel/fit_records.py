@@ -153,7 +153,7 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
     if len(x) < 2:
         return None
     fit = fit_piecewise(x, t)
-    errors = leave_one_out_errors(x, t)
+    errors = leave_one_out_errors(x, t, num_knots=len(fit.knots_bytes))
     big = (sizes >= min_heldout_bytes) & np.isfinite(errors)
     warnings = []
     if not np.any(big):
