@@ -103,6 +103,7 @@ class GradReduceScatter(Collective):
     reduces = True
     in_place_mode = "never"
     uses_topology = True  # bench passes the topology in PointSpec.params
+    algorithms = ALGORITHMS
 
     def __init__(self) -> None:
         self._comms: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -1,0 +1,160 @@
+"""GPU-count sweeps inside one launch: run a collective on sub-groups of size 2, 4, 8, ... N.
+
+All groups of one size run at once, as nccl-tests' NCCL_TESTS_SPLIT does (the harness times the
+slowest rank of the whole world, so concurrent groups are timed together):
+- `contiguous`: group i = ranks i*g .. i*g+g-1 (NCCL_TESTS_SPLIT="DIV g"): inside one rack when
+  g <= ranks per rack;
+- `strided`: group i = ranks i, i+N/g, i+2N/g, ... (NCCL_TESTS_SPLIT="MOD N/g"): one rank per rack
+  when g <= the number of racks.
+Each Measurement records group_size, group_layout and num_groups. This module also expands a
+bench job's points by `--algorithm` lists and passes the rack topology to workloads that use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from commbench.errors import invalid
+from commbench.harness import GroupInfo
+
+LAYOUTS = ("contiguous", "strided")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubgroupSpec:
+    """`sizes` None = powers of two from 2 up to N (and N itself)."""
+
+    sizes: tuple[int, ...] | None = None
+    layouts: tuple[str, ...] = ("contiguous",)
+
+    def __post_init__(self) -> None:
+        for layout in self.layouts:
+            if layout not in LAYOUTS:
+                raise invalid("--group-layout", layout, f"allowed: {', '.join(LAYOUTS)} (comma-separated)")
+        if not self.layouts:
+            raise invalid("--group-layout", "", f"allowed: {', '.join(LAYOUTS)}")
+        for size in self.sizes or ():
+            if size < 1:
+                raise invalid("--group-sizes", size, "sizes must be >= 1")
+
+    def sizes_for(self, world_size: int) -> list[int]:
+        if self.sizes is None:
+            sizes, g = [], 2
+            while g <= world_size:
+                if world_size % g == 0:
+                    sizes.append(g)
+                g *= 2
+            return sizes + ([world_size] if world_size not in sizes else [])
+        for size in self.sizes:
+            if size > world_size:
+                raise invalid("--group-sizes", size, f"must be <= the {world_size} ranks")
+            if world_size % size:
+                raise invalid("--group-sizes", size, f"must divide the {world_size} ranks (all groups of a size "
+                                                     "run at once, so they must tile the world)")
+        return list(dict.fromkeys(self.sizes))
+
+
+def parse_group_sizes(text: str | None) -> tuple[int, ...] | None:
+    """'pow2' (or None) = 2, 4, 8, ... N; else a comma list like '2,4,8'."""
+    if text is None or text.strip().lower() in ("pow2", ""):
+        return None
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise invalid("--group-sizes", text, "a comma list of integers such as 2,4,8, or pow2") from None
+
+
+def parse_layouts(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def make_groups(world_size: int, size: int, layout: str) -> tuple[tuple[int, ...], ...]:
+    """Every group of `size` ranks in `layout`; together they cover the world once."""
+    if world_size % size:
+        raise invalid("--group-sizes", size, f"must divide the {world_size} ranks")
+    if layout == "contiguous":
+        return tuple(tuple(range(start, start + size)) for start in range(0, world_size, size))
+    if layout == "strided":
+        stride = world_size // size
+        return tuple(tuple(range(first, world_size, stride)) for first in range(stride))
+    raise invalid("--group-layout", layout, f"allowed: {', '.join(LAYOUTS)}")
+
+
+def split_algorithms(text: str) -> list[str]:
+    return [a.strip() for a in str(text).split(",") if a.strip()]
+
+
+def check_bench_options(config, collective, world_size: int) -> None:
+    """Checks before ranks start: racks, sub-group sizes, algorithm names."""
+    if config.topology is not None:
+        config.topology.check_world(world_size)
+    if config.subgroups is not None:
+        for size in config.subgroups.sizes_for(world_size):
+            for layout in config.subgroups.layouts:
+                make_groups(world_size, size, layout)
+    if "algorithm" in config.params:
+        allowed = getattr(collective, "algorithms", None)
+        for name in split_algorithms(config.params["algorithm"]):
+            if allowed is not None and name not in allowed:
+                raise invalid("--algorithm", name, f"allowed: {', '.join(allowed)} (comma-separated)")
+        if not split_algorithms(config.params["algorithm"]):
+            raise invalid("--algorithm", config.params["algorithm"], "name at least one algorithm")
+
+
+def expand_points(points: list, config, collective, world_size: int, topology=None) -> list:
+    """Planned points with the topology in their params, one per algorithm, per sub-group layout."""
+    if topology is not None and getattr(collective, "uses_topology", False):
+        points = [_with_params(p, topology.to_params()) for p in points]
+    expanded = []
+    for point in points:
+        names = split_algorithms(point.spec.params.get("algorithm", ""))
+        if len(names) <= 1:
+            expanded.append(point)
+            continue
+        expanded.extend(dataclasses.replace(_with_params(point, {"algorithm": a}), label=f"{point.label} {a}")
+                        for a in names)
+    if config.subgroups is None:
+        return expanded
+    grouped, seen = [], set()
+    for size in config.subgroups.sizes_for(world_size):
+        for layout in config.subgroups.layouts:
+            groups = make_groups(world_size, size, layout)
+            if groups in seen:  # strided == contiguous when g = N
+                continue
+            seen.add(groups)
+            info = GroupInfo(layout=layout, num_groups=len(groups))
+            grouped.extend(dataclasses.replace(p, groups=groups, group=info,
+                                               label=f"{p.label} g={size} {layout}") for p in expanded)
+    return grouped
+
+
+def _with_params(point, extra: dict):
+    spec = dataclasses.replace(point.spec, params={**point.spec.params, **extra})
+    return dataclasses.replace(point, spec=spec)
+
+
+
+GRAD_BUCKET_SIZES_BYTES = tuple(1 << p for p in range(24, 32))  # 16 MiB .. 2 GiB, typical DP buckets
+
+
+def with_rack_options(config, *, size_defaults_used: bool, ranks_per_rack: int | None, preset: str | None,
+                      racks: str | None, nodes_per_rack: int | None, rack_nodes: str | None,
+                      group_sizes: str | None, group_layout: str | None, algorithm: str | None,
+                      rs_impl: str | None):
+    """The bench config with the topology / sub-group / gradient reduce-scatter options applied."""
+    from commbench.topology import TopologySpec
+
+    topology = TopologySpec(ranks_per_rack=ranks_per_rack, preset=preset, racks=racks,
+                            nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes)
+    subgroups = None
+    if group_sizes is not None or group_layout is not None:
+        subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(group_layout or "contiguous"))
+    params = dict(config.params)
+    is_grad_rs = config.collective == "grad_reduce_scatter"
+    if algorithm is not None or is_grad_rs:
+        params["algorithm"] = algorithm or "flat,hierarchical"
+    if rs_impl is not None or is_grad_rs:
+        params["rs_impl"] = rs_impl or "auto"
+    sizes = GRAD_BUCKET_SIZES_BYTES if is_grad_rs and size_defaults_used else config.sizes_bytes
+    return dataclasses.replace(config, topology=topology, subgroups=subgroups, params=params, sizes_bytes=sizes)
