@@ -68,14 +68,11 @@ class MoeParams:
 
 def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     """One MoeParams per tokens-per-rank value; `options` holds `tokens_per_rank` (a list) and any
-    explicitly given keys of DEFAULTS (None = not given)."""
+    explicitly given keys of DEFAULTS (None = not given); other keys belong to other workloads."""
     merged = dict(DEFAULTS)
     if options.get("preset"):
         merged.update(preset_params(options["preset"]))
-    merged.update({k: v for k, v in options.items() if v is not None and k != "tokens_per_rank"})
-    unknown = set(merged) - set(DEFAULTS)
-    if unknown:
-        raise CommbenchError(f"unknown MoE parameter(s) {sorted(unknown)}: allowed {', '.join(DEFAULTS)}")
+    merged.update({k: v for k, v in options.items() if v is not None and k in DEFAULTS})  # others: not MoE's
     tokens = options.get("tokens_per_rank") or DEFAULT_TOKENS_PER_RANK
     points = [MoeParams(tokens_per_rank=int(t), **merged) for t in tokens]
     points[0].check_ep_size(ep_size)
@@ -97,3 +94,18 @@ def parse_tokens(text: str) -> list[int]:
         if value < 1:
             raise invalid("--tokens", value, "allowed: >= 1 token per rank")
     return values
+
+
+def cli_params(collective: str, *, tokens: str | None, **options: Any) -> dict[str, Any]:
+    """BenchConfig.params from `commbench bench` MoE options (None = not given); refuses them for
+    other collectives so a typo'd collective does not silently ignore them."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if collective != "moe_all_to_all":
+        if tokens is not None or given:
+            names = (["tokens"] if tokens is not None else []) + list(given)
+            flags = ", ".join("--experts" if n == "num_experts" else "--" + n.replace("_", "-") for n in names)
+            raise CommbenchError(f"{flags}: MoE option(s) apply to moe_all_to_all only, not {collective}")
+        return {}
+    unknown = set(given) - set(DEFAULTS)
+    assert not unknown, unknown
+    return {"tokens_per_rank": parse_tokens(tokens) if tokens is not None else None, **given}
