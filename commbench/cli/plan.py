@@ -33,19 +33,37 @@ def plan(
     model: Annotated[str, typer.Option(help="zoo model name (e.g. deepseek-v3) or one from --model-file")],
     system: Annotated[str, typer.Option(help="system preset (e.g. gb300-nvl72) or a fabric .json")],
     gpus: Annotated[int, typer.Option(help="number of GPUs")],
-    layout: Annotated[str, typer.Option(help="key=value pairs: tp,pp,vp,ep,etp,cp,dp,mbs,gbs,recompute,"
-                                              "dispatcher,sequence_parallel,tp_comm_overlap,moe_a2a_overlap,...")],
+    layout: Annotated[Optional[str], typer.Option(help="key=value pairs: tp,pp,vp,ep,etp,cp,dp,mbs,gbs,recompute,"
+                                              "dispatcher,sequence_parallel,tp_comm_overlap,moe_a2a_overlap,... "
+                                              "Naming tp, pp, vp, ep and mbs evaluates that one layout; a subset "
+                                              "(or none) pins those and searches the rest.")] = None,
     precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "bf16",
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
     model_file: Annotated[Optional[str], typer.Option(help="TOML file of [model.NAME] tables like models.toml")] = None,
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    # --- layout search options (issue 9) ---
+    gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
+    top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
+    emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
+    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, torchtitan.toml (search)")] = None,
+    mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
 ) -> None:
     if gpus < 1:
         raise invalid("--gpus", gpus, "a positive GPU count")
     if moe_imbalance < 1:
         raise invalid("--moe-imbalance", moe_imbalance, ">= 1")
     spec = load_model(model, model_file)
+    from commbench.planner.search import is_complete, parse_pins
+    if layout is None or not is_complete(parse_pins(layout)) or gbs is not None:
+        from commbench.cli.search_view import run_plan_search
+        from commbench.planner.search import SearchRequest
+        pins = parse_pins(layout)
+        req = SearchRequest(model=spec, fabric=_system(system, gpus), num_gpus=gpus,
+                            gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
+                            seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance, pins=pins)
+        run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json)
+        return
     lay = parse_layout(layout, gpus, precision=precision.lower())
     check_layout(spec, lay, gpus, seq_len)
     fabric = _system(system, gpus)

@@ -79,6 +79,7 @@ class SearchResult:
     num_fit: int
     elapsed_s: float
     gpus_per_rack: int
+    fitting_tokens_desc: np.ndarray  # predicted tokens/s/GPU of every fitting layout, best first (for ranks)
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -217,7 +218,7 @@ def search(req: SearchRequest) -> SearchResult:
     if len(valid_idx) == 0:
         raise CommbenchError(f"no valid layout for {req.model.name} on {req.num_gpus} GPUs: "
                              + _why_none(bits, req, per_rack))
-    kept_idx, kept_tok, kept_room = [], [], []
+    kept_idx, kept_tok, kept_room, all_tok = [], [], [], []
     num_fit = 0
     for lo in range(0, len(valid_idx), CHUNK):
         idx = valid_idx[lo:lo + CHUNK]
@@ -226,6 +227,7 @@ def search(req: SearchRequest) -> SearchResult:
         room = bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) - bd.mem_total_bytes
         ok = bd.fits & bd.valid & (room >= 0)
         num_fit += int(ok.sum())
+        all_tok.append(bd.tokens_per_s_per_gpu[ok])
         tok, rm, sel = bd.tokens_per_s_per_gpu[ok], (bd.mem_capacity_bytes - bd.mem_total_bytes)[ok], idx[ok]
         order = np.argsort(-tok)
         pick = np.union1d(order[:req.keep], pareto_front(tok, rm, order))
@@ -245,7 +247,12 @@ def search(req: SearchRequest) -> SearchResult:
     return SearchResult(request=req, layouts=final, breakdown=bd, headroom_bytes=headroom, ep_racks=ep_racks,
                         pareto=pareto_front(bd.tokens_per_s_per_gpu, headroom), num_enumerated=len(arr) + int(np.count_nonzero(bits)),
                         num_valid=len(valid_idx), num_fit=num_fit, elapsed_s=time.perf_counter() - start,
-                        gpus_per_rack=per_rack)
+                        gpus_per_rack=per_rack, fitting_tokens_desc=-np.sort(-np.concatenate(all_tok)))
+
+
+def rank_of(result: SearchResult, tokens_per_s_per_gpu: float) -> int:
+    """1-based rank a layout with this predicted throughput would take among the fitting layouts."""
+    return int(np.searchsorted(-result.fitting_tokens_desc, -tokens_per_s_per_gpu, side="left")) + 1
 
 
 def no_fit_message(req: SearchRequest) -> str:
@@ -299,13 +306,14 @@ def parse_pins(text: str | None) -> dict[str, object]:
     return out
 
 
-FULL_KEYS = ("tp", "pp", "vp", "ep", "cp", "mbs")
+FULL_KEYS = ("tp", "pp", "vp", "ep", "mbs")
 
 
 def is_complete(pins: dict[str, object]) -> bool:
-    """True when --layout names every structural dimension the search would otherwise choose."""
+    """True when --layout names tp, pp, vp, ep and mbs: `commbench plan` then evaluates that one
+    layout as given (cp and flags at their defaults) instead of searching the rest."""
     return all(k in pins for k in FULL_KEYS)
 
 
 __all__ = ["SearchRequest", "SearchResult", "search", "candidates", "pareto_front", "parse_pins",
-           "structure_key", "is_complete", "no_fit_message"]
+           "structure_key", "is_complete", "no_fit_message", "rank_of"]

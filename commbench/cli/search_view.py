@@ -1,0 +1,100 @@
+"""Rendering of a layout search for `commbench plan` (partial --layout) and `commbench tune`: the top-K
+table with the breakdown, the throughput-vs-memory-headroom Pareto front, the explanation, and the
+emitted forms (plan.json, Megatron-LM arguments, TorchTitan TOML). Every figure is predicted."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from rich.table import Table
+
+from commbench.cli.base import console
+from commbench.errors import invalid
+from commbench.planner.emit import EMIT_KINDS, megatron_args, plan_document, torchtitan_toml, write_plan
+from commbench.planner.explain import explain, short
+from commbench.planner.search import SearchRequest, SearchResult, search
+
+
+def flex_backend_for(fabric) -> str:
+    """HybridEP on NVL72 racks (Megatron's --moe-flex-dispatcher-backend hybridep), DeepEP elsewhere."""
+    return "hybridep" if int(fabric.domain_size) > 8 else "deepep"
+
+
+def top_table(result: SearchResult, top: int, title: str) -> Table:
+    bd = result.breakdown
+    t = Table(title=title, title_justify="left")
+    for col in ("#", "layout", "tokens/s/GPU", "MFU %", "step s", "compute s", "TP exp s", "EP exp s",
+                "DP exp s", "PP exp s", "bubble s", "mem GB", "free GB", "EP racks"):
+        t.add_column(col, justify="left" if col == "layout" else "right")
+    pareto = set(int(i) for i in result.pareto)
+    for i in range(min(top, len(result))):
+        dp = sum(float(getattr(bd, f"dp_{k}_exposed_s")[i]) for k in ("dense_rs", "dense_ag", "expert_rs", "expert_ag"))
+        t.add_row(str(i + 1) + ("*" if i in pareto else ""), short(result.layouts.layout(i)),
+                  f"{bd.tokens_per_s_per_gpu[i]:,.0f}", f"{100 * bd.mfu[i]:.1f}", f"{bd.step_s[i]:.3f}",
+                  f"{bd.compute_s[i]:.3f}", f"{bd.tp_exposed_s[i]:.3f}", f"{bd.ep_exposed_s[i]:.3f}", f"{dp:.3f}",
+                  f"{bd.pp_exposed_s[i]:.3f}", f"{bd.bubble_s[i]:.3f}", f"{bd.mem_total_bytes[i] / 1e9:.0f}",
+                  f"{result.headroom_bytes[i] / 1e9:.0f}", str(int(result.ep_racks[i])))
+    return t
+
+
+def pareto_table(result: SearchResult, limit: int = 12) -> Table:
+    bd = result.breakdown
+    t = Table(title="Pareto front: predicted throughput vs memory headroom (no layout beats one of these in both)",
+              title_justify="left")
+    for col in ("layout", "tokens/s/GPU", "free GB"):
+        t.add_column(col, justify="left" if col == "layout" else "right")
+    front = list(result.pareto)
+    step = max(1, len(front) // limit)
+    for i in front[::step][:limit]:
+        t.add_row(short(result.layouts.layout(int(i))), f"{bd.tokens_per_s_per_gpu[i]:,.0f}",
+                  f"{result.headroom_bytes[i] / 1e9:.0f}")
+    return t
+
+
+def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
+                    as_json: bool, extra_assumptions: list[str] = ()) -> dict:
+    """Search, explain, print (or emit one form), and write the plan files; returns the plan document."""
+    if emit is not None and emit not in EMIT_KINDS:
+        raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
+    if top < 1:
+        raise invalid("--top", top, "a positive number of layouts")
+    result = search(req)
+    lines, rows = explain(result)
+    backend = flex_backend_for(req.fabric)
+    doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
+                        extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend)
+    lay = result.layouts.layout(0)
+    args = megatron_args(lay, req.model, seq_len=req.seq_len, flex_backend=backend)
+    toml = torchtitan_toml(doc["torchtitan"], lay.precision)
+    if out:
+        folder = Path(out)
+        write_plan(doc, folder / "plan.json")
+        (folder / "megatron_args.txt").write_text(shlex.join(args) + "\n", encoding="utf-8")
+        (folder / "torchtitan.toml").write_text(toml, encoding="utf-8")
+    if as_json or emit == "json":
+        console.print_json(json.dumps({k: v for k, v in doc.items() if k != "placement"} |
+                                      {"placement": {k: v for k, v in doc["placement"].items()
+                                                     if k in ("gpus_per_rack", "num_racks", "summary")}},
+                                      default=float))
+    elif emit == "megatron":
+        console.print(shlex.join(args), highlight=False, soft_wrap=True)
+    elif emit == "torchtitan":
+        console.print(toml, highlight=False, markup=False)
+    else:
+        title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
+                 f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}; "
+                 f"* = on the Pareto front")
+        console.print(top_table(result, top, title))
+        console.print(pareto_table(result))
+        for line in lines:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print("Megatron-LM: " + shlex.join(args), highlight=False, markup=False, soft_wrap=True)
+        console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
+                      f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
+                      f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
+        if out:
+            console.print(f"[green]plan[/] → {Path(out) / 'plan.json'}, megatron_args.txt, torchtitan.toml",
+                          highlight=False)
+    return doc

@@ -1,0 +1,182 @@
+"""Why the search chose its layout, in the lines a performance engineer would write (all predicted).
+
+Every sentence is computed from the step model's breakdown: the exposed communication of the
+winner and why it is exposed (group size, racks spanned), what the best structurally different
+runner-up gives up, and sensitivity: the kept candidates re-evaluated with the scale-out or
+scale-up bandwidth halved or doubled and with uneven routing (busiest EP rank 1.5x the mean),
+reporting whether and by how much the decision changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from commbench.planner.layout import Layout
+from commbench.planner.placement import racks_spanned
+from commbench.planner.search import STRUCTURE, SearchResult, structure_key
+from commbench.planner.step import evaluate_layouts
+
+COMM_TERMS = (("TP collectives", "tp"), ("EP all-to-all", "ep"), ("CP ring", "cp"), ("PP send/recv", "pp"),
+              ("DP dense grad reduce-scatter", "dp_dense_rs"), ("DP dense param all-gather", "dp_dense_ag"),
+              ("DP expert grad reduce-scatter", "dp_expert_rs"), ("DP expert param all-gather", "dp_expert_ag"))
+
+
+def scale_tier_bandwidth(fabric, tier: str, factor: float):
+    """`fabric` with every curve on `tier` (and the tier's link rate) scaled by `factor`."""
+    curves = [dataclasses.replace(c, busbw_gbps=c.busbw_gbps * factor) for c in fabric.curves if c.tier == tier]
+    tiers = dict(fabric.tiers)
+    if tier in tiers:
+        tiers[tier] = dataclasses.replace(tiers[tier], link_gbps_per_gpu=tiers[tier].link_gbps_per_gpu * factor)
+    return dataclasses.replace(fabric.with_curves(curves), tiers=tiers)
+
+
+def short(layout: Layout) -> str:
+    """'TP1 PP2 VP8 EP32 ETP1 CP1 DP128 mbs1 recompute=selective flex' (the searched dimensions)."""
+    text = (f"TP{layout.tp} PP{layout.pp} VP{layout.vp} EP{layout.ep} ETP{layout.etp} CP{layout.cp} "
+            f"DP{layout.dp} mbs{layout.mbs} recompute={layout.recompute}")
+    if layout.ep > 1:
+        text += f" {layout.dispatcher}"
+    return text + ("" if layout.distributed_optimizer else " no-dist-opt")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    label: str
+    tier: str | None = None
+    factor: float = 1.0
+    moe_imbalance: float | None = None
+
+
+SCENARIOS = (Scenario(label="half the scale-out bandwidth", tier="scale_out", factor=0.5),
+             Scenario(label="twice the scale-out bandwidth", tier="scale_out", factor=2.0),
+             Scenario(label="half the scale-up (NVLink) bandwidth", tier="scale_up", factor=0.5),
+             Scenario(label="uneven routing (busiest EP rank 1.5x the mean)", moe_imbalance=1.5))
+
+
+def runner_up(result: SearchResult) -> int | None:
+    """Index of the best kept layout whose structure (tp cp pp vp ep etp mbs dp) differs from the winner's."""
+    first = structure_key(result.layouts, 0)
+    return next((i for i in range(1, len(result)) if structure_key(result.layouts, i) != first), None)
+
+
+def _pct(a: float, b: float) -> float:
+    return 100.0 * (a / b - 1.0)
+
+
+def exposed_lines(result: SearchResult, i: int = 0) -> list[str]:
+    bd, lay, req = result.breakdown, result.layouts.layout(i), result.request
+    step = float(bd.step_s[i])
+    per_rack = result.gpus_per_rack
+    lines = []
+    terms = [(label, float(getattr(bd, f"{key}_exposed_s")[i]), float(getattr(bd, f"{key}_total_s")[i]), key)
+             for label, key in COMM_TERMS]
+    terms = [t for t in terms if t[2] > 0]
+    exposed = sum(t[1] for t in terms)
+    lines.append(f"Exposed communication is {exposed:.3f} s of the {step:.3f} s step ({100 * exposed / step:.1f}%); "
+                 f"pipeline bubble {float(bd.bubble_s[i]):.3f} s ({100 * float(bd.bubble_s[i]) / step:.1f}%), "
+                 f"compute {float(bd.compute_s[i]):.3f} s.")
+    for label, exp, total, key in sorted(terms, key=lambda t: -t[1])[:3]:
+        why = _why(key, lay, per_rack, req.model)
+        hidden = 100 * (1 - exp / total) if total else 0
+        lines.append(f"- {label}: {total:.3f} s in total, {exp:.3f} s exposed ({hidden:.0f}% hidden){why}.")
+    return lines
+
+
+def _why(key: str, lay: Layout, per_rack: int, model) -> str:
+    if key == "ep":
+        racks = int(racks_spanned(lay.etp * lay.ep, per_rack))
+        where = "inside one rack (NVLink)" if racks == 1 else f"across {racks} racks (scale-out network)"
+        over = "overlapped with the other micro-batch's compute" if lay.moe_a2a_overlap else "not overlapped"
+        return f"; EP{lay.ep} groups run {where}, {over}"
+    if key.startswith("dp"):
+        group = lay.dp * lay.cp if "dense" in key else lay.edp
+        racks = int(racks_spanned(lay.world // lay.pp, per_rack)) if group > 1 else 1
+        return f"; a group of {group} ranks over {racks} rack(s), hidden only behind one micro-batch's compute"
+    if key == "tp":
+        return f"; TP{lay.tp} inside a rack, " + ("overlapped with GEMMs" if lay.tp_comm_overlap else "not overlapped")
+    if key == "pp":
+        return f"; {2 * lay.vp} sends per micro-batch (VP{lay.vp})"
+    return ""
+
+
+def _diff_lines(result: SearchResult, j: int) -> list[str]:
+    bd, a, b = result.breakdown, result.layouts.layout(0), result.layouts.layout(j)
+    tok0, tok1 = float(bd.tokens_per_s_per_gpu[0]), float(bd.tokens_per_s_per_gpu[j])
+    rows = [("compute", "compute_s"), ("bubble", "bubble_s"), ("optimizer", "optimizer_s")] + \
+        [(label, f"{key}_exposed_s") for label, key in COMM_TERMS]
+    deltas = sorted(((label, float(getattr(bd, k)[j]) - float(getattr(bd, k)[0])) for label, k in rows),
+                    key=lambda t: -abs(t[1]))
+    parts = [f"{label} {d:+.3f} s" for label, d in deltas[:3] if abs(d) > 1e-4]
+    room0, room1 = float(result.headroom_bytes[0]) / 1e9, float(result.headroom_bytes[j]) / 1e9
+    return [f"Runner-up {short(b)}: {tok1:,.0f} tokens/s/GPU ({_pct(tok1, tok0):+.1f}%), memory headroom "
+            f"{room1:.0f} GB vs {room0:.0f} GB; per step it changes {', '.join(parts) or 'nothing measurable'} "
+            f"(step {float(bd.step_s[j]):.3f} s vs {float(bd.step_s[0]):.3f} s)."]
+
+
+def sensitivity(result: SearchResult, scenarios=SCENARIOS) -> list[dict]:
+    """Re-evaluate the kept layouts under each scenario: the new best, and the old winner's change."""
+    req, out = result.request, []
+    base_tok = float(result.breakdown.tokens_per_s_per_gpu[0])
+    for sc in scenarios:
+        fabric = scale_tier_bandwidth(req.fabric, sc.tier, sc.factor) if sc.tier else req.fabric
+        imbalance = sc.moe_imbalance if sc.moe_imbalance is not None else req.moe_imbalance
+        bd = evaluate_layouts(req.model, fabric, result.layouts, seq_len=req.seq_len, calibration=req.calibration,
+                              moe_imbalance=imbalance)
+        tok = np.where(bd.fits, bd.tokens_per_s_per_gpu, 0.0)
+        best = int(np.argmax(tok))
+        out.append({"scenario": sc.label, "winner_tokens_per_s_per_gpu": float(tok[0]),
+                    "winner_change_pct": _pct(float(tok[0]), base_tok), "best_index": best,
+                    "best_layout": short(result.layouts.layout(best)), "best_tokens_per_s_per_gpu": float(tok[best]),
+                    "best_margin_pct": _pct(float(tok[best]), float(tok[0])),
+                    "decision_changes": structure_key(result.layouts, best) != structure_key(result.layouts, 0)})
+    return out
+
+
+def sensitivity_lines(rows: list[dict], winner: str) -> list[str]:
+    lines = []
+    for r in rows:
+        if r["decision_changes"]:
+            lines.append(f"- With {r['scenario']}, {r['best_layout']} overtakes the plan by {r['best_margin_pct']:.1f}% "
+                         f"(the plan changes {r['winner_change_pct']:+.1f}% to {r['winner_tokens_per_s_per_gpu']:,.0f}).")
+        else:
+            lines.append(f"- With {r['scenario']}, the plan stays best at {r['winner_tokens_per_s_per_gpu']:,.0f} "
+                         f"tokens/s/GPU ({r['winner_change_pct']:+.1f}%).")
+    return lines
+
+
+def caveats(result: SearchResult) -> list[str]:
+    lay, model = result.layouts.layout(0), result.request.model
+    out = []
+    if model.is_moe and lay.etp > 1:
+        out.append(f"Caveat: ETP{lay.etp} splits each expert's FFN into {model.expert_ffn // lay.etp} columns per GPU; "
+                   "the step model does not charge narrow grouped GEMMs for that, so layouts with large ETP may be optimistic.")
+    if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
+        out.append("The flex dispatcher (DeepEP/HybridEP) is assumed available; pin dispatcher=alltoall otherwise.")
+    return out
+
+
+def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[list[str], list[dict]]:
+    """(lines of text, sensitivity rows) for the winner of `result`. Everything is predicted."""
+    bd, lay = result.breakdown, result.layouts.layout(0)
+    tok = float(bd.tokens_per_s_per_gpu[0])
+    lines = [f"Plan (predicted): {short(lay)} at {tok:,.0f} tokens/s/GPU, {float(bd.model_tflops_per_gpu[0]):,.0f} "
+             f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}%), {float(result.headroom_bytes[0]) / 1e9:.0f} GB "
+             f"of {float(bd.mem_capacity_bytes[0]) / 1e9:.0f} GB HBM free; best of {result.num_fit:,} fitting layouts "
+             f"({result.num_enumerated:,} enumerated)."]
+    lines += exposed_lines(result)
+    j = runner_up(result)
+    if j is not None:
+        lines += _diff_lines(result, j)
+    rows: list[dict] = []
+    if with_sensitivity:
+        rows = sensitivity(result)
+        lines.append(f"Sensitivity (the {len(result)} kept layouts re-evaluated):")
+        lines += sensitivity_lines(rows, short(lay))
+    lines += caveats(result)
+    return lines, rows
+
+
+__all__ = ["SCENARIOS", "STRUCTURE", "explain", "runner_up", "scale_tier_bandwidth", "sensitivity", "short"]
