@@ -101,14 +101,23 @@ def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
         c = curves[0]
         return (np.float64(c.latency_us * 1e-6), np.float64(c.latency_per_step_us * 1e-6),
                 np.float64(c.busbw_gbps * 1e9))
-    group_sizes = np.array([c.group_size or 1 for c in curves], dtype=np.float64)
-    starts = np.array([c.min_bus_bytes for c in curves])
-    table = np.array([[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9] for c in curves])
-    distinct = np.unique(group_sizes)
-    nearest = distinct[np.abs(np.log(n)[..., None] - np.log(distinct)).argmin(axis=-1)]
-    usable = (group_sizes == nearest[..., None]) & (starts <= bus_bytes[..., None])
-    # the usable segment that starts last; the first segment starts at 0 so one is always usable
-    picked = table[np.where(usable, starts, -1.0).argmax(axis=-1)]
+    by_group: dict[float, list[AlgorithmCurve]] = {}
+    for c in sorted(curves, key=lambda c: c.min_bus_bytes):
+        by_group.setdefault(float(c.group_size or 1), []).append(c)
+    groups = sorted(by_group)
+    num_segments = max(len(v) for v in by_group.values())
+    # table[g, k]: segment k of group g (the last segment repeated to fill), starts[g, k] likewise
+    rows = [by_group[g] + [by_group[g][-1]] * (num_segments - len(by_group[g])) for g in groups]
+    table = np.array([[[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9] for c in row]
+                      for row in rows])
+    starts = np.array([[c.min_bus_bytes for c in row] for row in rows])
+    log_groups = np.log(groups)
+    group_index = np.searchsorted((log_groups[1:] + log_groups[:-1]) / 2, np.log(n)) if len(groups) > 1 \
+        else np.zeros(np.shape(n), dtype=np.intp)
+    segment = np.zeros(np.shape(n), dtype=np.intp)
+    for k in range(1, num_segments):
+        segment += starts[group_index, k] <= bus_bytes
+    picked = table[group_index, segment]
     return picked[..., 0], picked[..., 1], picked[..., 2]
 
 
@@ -119,18 +128,18 @@ def _by_algorithm(curves: tuple[AlgorithmCurve, ...]) -> dict[str, tuple[Algorit
     return {key: tuple(value) for key, value in grouped.items()}
 
 
-def _check_group(fabric: Fabric, n: np.ndarray, d: np.ndarray) -> None:
-    if np.any(n < 1):
-        raise invalid("group_size", int(n.min()), "groups need >= 1 rank")
-    if np.any(n > fabric.num_gpus):
-        raise invalid("group_size", int(n.max()), f"at most the {fabric.num_gpus} GPUs of {fabric.name}")
-    if np.any(d < 1) or np.any(d > n):
-        raise invalid("num_domains", int(d.min() if np.any(d < 1) else d.max()),
-                      "between 1 and the group size")
-    if np.any(d > fabric.num_domains):
-        raise invalid("num_domains", int(d.max()), f"at most the {fabric.num_domains} domains of {fabric.name}")
-    if np.any(np.ceil(n / d) > fabric.domain_size):
-        raise invalid("group_size", int(n.max()),
+def _check_group(fabric: Fabric, n: np.ndarray, d: np.ndarray, ranks_per_domain: np.ndarray) -> None:
+    n_min, n_max, d_min, d_max = n.min(), n.max(), d.min(), d.max()
+    if n_min < 1:
+        raise invalid("group_size", int(n_min), "groups need >= 1 rank")
+    if n_max > fabric.num_gpus:
+        raise invalid("group_size", int(n_max), f"at most the {fabric.num_gpus} GPUs of {fabric.name}")
+    if d_min < 1 or (d_max > 1 and np.any(d > n)):
+        raise invalid("num_domains", int(d_min if d_min < 1 else d_max), "between 1 and the group size")
+    if d_max > fabric.num_domains:
+        raise invalid("num_domains", int(d_max), f"at most the {fabric.num_domains} domains of {fabric.name}")
+    if ranks_per_domain.max() > fabric.domain_size:
+        raise invalid("group_size", int(n_max),
                       f"a group on one domain holds at most {fabric.domain_size} ranks; pass num_domains")
 
 
@@ -145,8 +154,11 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
                                            np.asarray(group_size, dtype=np.float64),
                                            np.asarray(num_domains, dtype=np.float64),
                                            np.asarray(imbalance, dtype=np.float64))
-    _check_group(fabric, n, d)
-    if np.any(size < 0):
+    if n.size == 0:
+        return np.zeros(n.shape)
+    ranks_per_domain = np.ceil(n / d)
+    _check_group(fabric, n, d, ranks_per_domain)
+    if size.min() < 0:
         raise invalid("size_bytes", float(size.min()), "sizes must be >= 0")
     up = _by_algorithm(fabric.curves_for(collective, "scale_up"))
     out = _by_algorithm(fabric.curves_for(collective, "scale_out"))
@@ -156,32 +168,34 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
     names = sorted(set(up) | set(out)) if algorithm is None else [algorithm]
     if algorithm is not None and algorithm not in up and algorithm not in out:
         raise invalid("algorithm", algorithm, f"{collective} on {fabric.name} has {', '.join(sorted(set(up) | set(out)))}")
-    ranks_per_domain = np.ceil(n / d)
     crosses = d > 1
-    factor = shape.bus_factor(n)
+    any_cross, all_cross = bool(crosses.any()), bool(crosses.all())
+    bus_bytes = shape.bus_factor(n) * size
+    skewed_bus_bytes = bus_bytes * skew if skew.max() != 1.0 or skew.min() != 1.0 else bus_bytes
+    if any_cross and shape.spread:
+        sent = skew * size / n
+        bytes_out, bytes_in = sent * (n - ranks_per_domain), sent * (ranks_per_domain - 1)
     best = np.full(n.shape, np.inf)
     for name in names:
-        time_up = time_out = np.inf
-        per_step = busbw = 0.0
+        per_step, busbw = 0.0, np.inf
         if name in up:
-            lat, per_step, busbw = _curve_arrays(up[name], n, factor * size)
-            time_up = lat + per_step * steps(collective, name, n) + skew * factor * size / busbw
-        if name in out and name not in SCALE_UP_ONLY:
-            lat_o, per_step_o, busbw_o = _curve_arrays(out[name], n, factor * size)
+            lat, per_step, busbw = _curve_arrays(up[name], n, bus_bytes)
+            if not all_cross:
+                time_up = lat + per_step * steps(collective, name, n) + skewed_bus_bytes / busbw
+                best = np.minimum(best, time_up if not any_cross else np.where(crosses, np.inf, time_up))
+        if any_cross and name in out and name not in SCALE_UP_ONLY:
+            lat_o, per_step_o, busbw_o = _curve_arrays(out[name], n, bus_bytes)
             # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up
             inter_steps = steps(collective, name, d)
             latency_o = lat_o + per_step_o * inter_steps \
                 + per_step * np.maximum(steps(collective, name, n) - inter_steps, 0)
-            busbw_in = busbw if name in up else np.inf
             if shape.spread:
-                bytes_out = skew * size * (n - ranks_per_domain) / n
-                bytes_in = skew * size * (ranks_per_domain - 1) / n
-                time_out = latency_o + np.maximum(bytes_out / busbw_o, bytes_in / busbw_in)
+                time_out = latency_o + np.maximum(bytes_out / busbw_o, bytes_in / busbw)
             else:
-                slowest = np.where(ranks_per_domain > 1, np.minimum(busbw_o, busbw_in), busbw_o)
-                time_out = latency_o + skew * factor * size / slowest
-        best = np.minimum(best, np.where(crosses, time_out, time_up))
-    if np.any(np.isinf(best)):
+                slowest = np.where(ranks_per_domain > 1, np.minimum(busbw_o, busbw), busbw_o)
+                time_out = latency_o + skewed_bus_bytes / slowest
+            best = np.minimum(best, time_out if all_cross else np.where(crosses, time_out, np.inf))
+    if np.isinf(best.max()):
         tier = "scale_out" if np.any(crosses & np.isinf(best)) else "scale_up"
         raise CommbenchError(f"collective={collective!r} has no {tier} curve in fabric {fabric.name!r}"
                              + (f" for algorithm={algorithm!r}" if algorithm else ""))

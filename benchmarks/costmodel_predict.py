@@ -1,0 +1,73 @@
+"""Predictions per second of one vectorised `collective_time_s` call (goal: 1,000,000 in < 100 ms).
+
+    python benchmarks/costmodel_predict.py [num_predictions]
+
+Random sizes (8 B .. 16 GiB), group sizes and domain counts on a 256-GPU GB300 NVL72 preset; the
+best of five calls is reported, per collective, plus the MoE all-to-all and a fitted fabric
+(piecewise curves at several group sizes, the slower lookup path).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from commbench.costmodel import AlgorithmCurve, collective_time_s, load_preset, moe_all_to_all_time_s
+
+GOAL_S = 0.100
+
+
+def random_queries(num: int, domain_size: int, num_gpus: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    sizes = 2.0 ** rng.uniform(3, 34, num)
+    domains = rng.integers(1, -(-num_gpus // domain_size) + 1, num)
+    per_domain = rng.integers(1, np.minimum(domain_size, num_gpus // domains) + 1)
+    groups = np.maximum(domains * per_domain, 2)
+    domains = np.minimum(domains, groups)
+    return sizes, groups, domains
+
+
+def best_of(fn, repeats: int = 5) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def fitted_like(fabric):
+    """The preset with all_reduce replaced by two-segment curves at three group sizes."""
+    curves = [AlgorithmCurve(collective="all_reduce", tier=tier, algorithm="fitted", latency_us=offset,
+                             latency_per_step_us=1.0, busbw_gbps=bw, group_size=g, min_bus_bytes=start)
+              for tier in ("scale_up", "scale_out") for g in (8, 64, 256)
+              for start, offset, bw in ((0.0, 0.0, 400.0), (1e6, -1.0, 300.0))]
+    return fabric.with_curves(curves)
+
+
+def main(argv: list[str]) -> int:
+    num = int(argv[1]) if len(argv) > 1 else 1_000_000
+    fabric = load_preset("gb300-nvl72", num_gpus=256)
+    sizes, groups, domains = random_queries(num, fabric.domain_size, fabric.num_gpus)
+    cases = [(c, lambda c=c: collective_time_s(fabric, c, sizes, groups, domains))
+             for c in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast")]
+    cases.append(("moe_all_to_all", lambda: moe_all_to_all_time_s(fabric, sizes, groups, domains, 1.3)))
+    fitted = fitted_like(fabric)
+    cases.append(("all_reduce (fitted)", lambda: collective_time_s(fitted, "all_reduce", sizes, groups, domains)))
+    print(f"{num:,} predictions per call, gb300-nvl72 x {fabric.num_gpus} GPUs; best of 5 calls")
+    worst = 0.0
+    for name, fn in cases:
+        seconds = best_of(fn)
+        worst = max(worst, seconds) if name != "all_reduce (fitted)" else worst
+        print(f"  {name:22s} {seconds * 1e3:7.1f} ms   {num / seconds / 1e6:6.1f} M predictions/s   "
+              f"{seconds / GOAL_S:5.2f} x the 100 ms goal")
+    print(f"slowest preset collective: {worst * 1e3:.1f} ms for {num:,} ({'meets' if worst < GOAL_S else 'misses'} "
+          f"the < 100 ms goal)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

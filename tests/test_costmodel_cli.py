@@ -1,0 +1,109 @@
+"""`commbench systems`, `commbench predict`, `commbench fit`: output, JSON, and one-line user errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.costmodel import Fabric, collective_time_s, load_preset
+from commbench.results import JsonlWriter, Measurement, RunHeader
+
+WIDE = {"COLUMNS": "200"}
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, list(args), env=WIDE)
+
+
+def test_systems_lists_every_preset_with_checks():
+    result = _invoke("systems", "--checks")
+    assert result.exit_code == 0, result.output
+    for name in ("gb300-nvl72", "gb200-nvl72", "b200-hgx", "b300-hgx", "h100-hgx", "h200-hgx", "h800-hgx"):
+        assert name in result.output
+    assert "nccl-tests" in result.output and "published" in result.output
+    out = json.loads(_invoke("systems", "--checks", "--json").output)
+    assert len(out["presets"]) == 7
+    assert all(abs(row["relative_error"]) <= 0.10 for row in out["checks"])
+    h100 = next(r for r in out["presets"] if r["preset"] == "h100-hgx")
+    assert h100["all_reduce_2_domains_busbw_gbps"] == pytest.approx(47, rel=0.02)
+
+
+def test_predict_table_is_labelled_predicted_and_json_matches_the_api():
+    result = _invoke("predict", "--system", "gb300-nvl72", "--racks", "2", "-c", "all_reduce", "-g", "144",
+                     "-b", "1M", "-e", "1G", "-f", "4")
+    assert result.exit_code == 0, result.output
+    assert "predicted" in result.output and "2 domains of 72" in result.output and "256 MiB" in result.output
+    out = json.loads(_invoke("predict", "--system", "h100-hgx", "--nodes", "4", "-c", "all_to_all", "-g", "4",
+                             "--layout", "strided", "-b", "1K", "-e", "1M", "--json").output)
+    assert out["num_domains"] == 4 and all(row["predicted"] for row in out["rows"])
+    fabric = load_preset("h100-hgx", num_nodes=4)
+    sizes = np.array([row["size_bytes"] for row in out["rows"]])
+    expected = collective_time_s(fabric, "all_to_all", sizes, 4, 4) * 1e6
+    np.testing.assert_allclose([row["time_us"] for row in out["rows"]], expected)
+    times = [row["time_us"] for row in out["rows"]]
+    assert times == sorted(times)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--system", "dgx-9000", "-c", "all_reduce", "-g", "8"], "known presets"),
+    (["--system", "h100-hgx", "-c", "all_reduce", "-g", "64"], "at most the 8 GPUs"),
+    (["--system", "h100-hgx", "-c", "gather", "-g", "8"], "--collective='gather'"),
+    (["--system", "h100-hgx", "-c", "all_reduce", "-g", "8", "--layout", "diagonal"], "--layout"),
+    (["-c", "all_reduce", "-g", "8"], "--fabric/--system"),
+    (["--fabric", "missing.json", "-c", "all_reduce", "-g", "8"], "cannot be read"),
+])
+def test_predict_user_errors_are_one_line_exit_2(args, message):
+    result = _invoke("predict", *args)
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def _write_sweep(path, collective: str, group: int, latency_s: float, busbw: float) -> None:
+    rng = np.random.default_rng(0)
+    with JsonlWriter(path) as writer:
+        writer.write(RunHeader(run_id="cli", started_at="t", argv=[], commbench_version="0", python_version="3",
+                               torch_version=None, nccl_version=None, cuda_version=None, cupy_version=None,
+                               backend="gloo", world_size=group, hostnames=["h"], devices=["cpu"], nccl_env={},
+                               launcher="local"))
+        for p in range(10, 25):
+            size = 1 << p
+            time_s = (latency_s + 2 * (group - 1) / group * size / busbw) * float(np.exp(rng.normal(0, 0.02)))
+            writer.write(Measurement(run_id="cli", collective=collective, backend="gloo", size_bytes=size,
+                                     count=size // 4, dtype="float32", op="sum", in_place=False, world_size=group,
+                                     group_size=group, iters=10, warmup_iters=2, time_us_median=time_s * 1e6))
+
+
+def test_fit_writes_a_profile_that_predict_reads(tmp_path):
+    results = tmp_path / "ar.jsonl"
+    _write_sweep(results, "all_reduce", 4, 200e-6, 2e9)
+    profile = tmp_path / "fabric.json"
+    result = _invoke("fit", str(results), "-o", str(profile))
+    assert result.exit_code == 0, result.output
+    assert "held-out" in result.output and "all_reduce gloo n=4" in result.output
+    fabric = Fabric.from_json(profile)
+    assert fabric.source.startswith("fitted:") and fabric.fit_report[0]["heldout_median_rel_error"] < 0.05
+    assert any("one group size" in w for w in fabric.warnings)
+    predicted = _invoke("predict", "--fabric", str(profile), "-c", "all_reduce", "-g", "4", "-b", "1M", "-e", "1M")
+    assert predicted.exit_code == 0 and "predicted" in predicted.output
+    uncovered = _invoke("predict", "--fabric", str(profile), "-c", "all_gather", "-g", "4")
+    assert uncovered.exit_code == 2 and "not covered" in uncovered.output
+
+
+def test_fit_on_a_preset_keeps_unmeasured_curves_and_bad_input_is_one_line(tmp_path):
+    results = tmp_path / "ar.jsonl"
+    _write_sweep(results, "all_reduce", 8, 30e-6, 300e9)
+    profile = tmp_path / "h100.json"
+    assert _invoke("fit", str(results), "--system", "h100-hgx", "--nodes", "2", "-o", str(profile)).exit_code == 0
+    fabric = Fabric.from_json(profile)
+    assert fabric.gpu.name == "h100" and fabric.num_gpus == 16 and "all_to_all" in fabric.collectives
+    assert {c.algorithm for c in fabric.curves_for("all_reduce", "scale_up")} == {"fitted"}
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = _invoke("fit", str(empty))
+    assert result.exit_code == 2 and "no usable points" in result.output
+    result = _invoke("fit", str(results), "--backend", "nccl")
+    assert result.exit_code == 2 and "--backend" in result.output
