@@ -1,0 +1,96 @@
+"""`commbench tune`: sweep + fit + plan with one progress display (plan figures are predicted)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from commbench.cli.base import command, console
+from commbench.errors import CommbenchError, invalid
+
+
+@command("tune", help="Sweep the fabric, fit cost curves, and plan the best parallel layout in one command. "
+                      "With no options: a small built-in gloo sweep on 2 local ranks, then a plan for DeepSeek-V3 "
+                      "on 256 GB300 NVL72 GPUs (mxfp8, gbs 4096).")
+def tune(
+    sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
+    results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
+    model: Annotated[str, typer.Option(help="zoo model name")] = "deepseek-v3",
+    system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
+    gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
+    gbs: Annotated[int, typer.Option(help="global batch size (sequences)")] = 4096,
+    precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "mxfp8",
+    layout: Annotated[Optional[str], typer.Option(help="pins, key=value pairs as for `commbench plan`")] = None,
+    nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
+    out: Annotated[str, typer.Option(help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
+    top: Annotated[int, typer.Option(help="layouts to show")] = 10,
+    mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total")] = 0.05,
+) -> None:
+    from commbench.cli.search_view import run_plan_search
+    from commbench.costmodel import preset_names
+    from commbench.planner import load_model
+    from commbench.planner.search import SearchRequest, parse_pins
+    from commbench.tune import planning_fabric
+
+    if system not in preset_names():
+        raise invalid("--system", system, f"a preset: {', '.join(preset_names())}")
+    if gpus < 1:
+        raise invalid("--gpus", gpus, "a positive GPU count")
+    spec = load_model(model)
+    pins = parse_pins(layout)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=False) as progress:
+        if results is None:
+            task = progress.add_task("1/3 sweep: starting ranks", total=1)
+            results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task)
+            progress.update(task, completed=1, description=f"1/3 sweep: {num_points} point(s) → {results_path}")
+        else:
+            results_path = results
+            progress.add_task(f"1/3 sweep: skipped, using {results}", total=1, completed=1)
+        task = progress.add_task("2/3 fit", total=1)
+        fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
+        if fitted is not None:
+            fitted.to_json(folder / "fabric.json")
+        progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
+                                                         f"curve(s) → {folder / 'fabric.json'}")
+        task = progress.add_task("3/3 plan: searching layouts", total=1)
+        req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
+                            headroom_fraction=mem_headroom, pins=pins)
+        progress.update(task, completed=1, description="3/3 plan: done")
+    for line in assumptions:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=False,
+                    extra_assumptions=assumptions)
+
+
+def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:
+    from commbench.dist.backends import resolve_backend
+    from commbench.dist.job import run_job
+    from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep
+    from commbench.tune import BUILTIN_SWEEP
+
+    spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
+    backend = resolve_backend(spec.backend)
+    output = str(folder / "tune-sweep.jsonl")
+    Path(output).unlink(missing_ok=True)
+    ranks = nproc or spec.nproc or 2
+    progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)")
+    job = SweepJob(sweep=spec, backend=backend, output_path=output, argv=tuple(sys.argv), show_progress=False)
+    outcomes = run_job(_sweep_rank, job, nproc=ranks, backend=backend,
+                       validate_world=lambda world: plan_sweep(spec, world, backend=backend) and None,
+                       output_path=output)
+    outcome = outcomes.get(0)
+    if outcome is not None and outcome.num_ok == 0:
+        raise CommbenchError(f"the sweep measured nothing ({outcome.stopped or 'every point failed'}); see {output}")
+    return output, (outcome.num_ok if outcome is not None else 0)
+
+
+def _sweep_rank(rank_env, job):
+    from commbench.sweep import run_sweep_rank
+    return run_sweep_rank(rank_env, job)

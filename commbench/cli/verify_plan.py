@@ -1,0 +1,1 @@
+"""`commbench verify-plan plan.json` (placeholder until verify lands)."""

@@ -1,0 +1,92 @@
+"""`commbench tune`: sweep + fit + plan in one go.
+
+1. sweep: the given sweep file (or the small built-in `BUILTIN_SWEEP`) through the sweep runner;
+2. fit: `commbench.costmodel.profile.fit_result_files` on the results (measured alpha-beta curves);
+3. plan: the layout search on the target system, where the measured fabric replaces the preset's
+   numbers only on the tiers the measurement covers: the backend must be NCCL on the target GPU
+   (gloo on CPUs measures TCP and memory copies, never NVLink or the NIC); scale-up curves need a
+   group inside one domain, scale-out curves a group across domains. Otherwise the preset's numbers
+   are used and the plan says so, tier by tier, in its assumptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from commbench.costmodel import Fabric, load_preset
+from commbench.results import headers, measurements, read_records
+
+# Small enough for 2 gloo ranks on 2 CPU cores in a few seconds: the collectives the plan's step
+# model uses (TP all-reduce / RS / AG, EP all-to-all, DP RS), 4 sizes each.
+BUILTIN_SWEEP = {
+    "sweep": {"name": "tune-builtin", "description": "built-in tune sweep: step-model collectives, small sizes",
+              "backend": "auto", "nproc": 2, "world_size": 2},
+    "defaults": {"dtypes": ["float32"], "iters": 5, "warmup_iters": 1, "check": True, "timeout_s": 60},
+    "run": [{"collective": c, "sizes": {"min": "16K", "max": "2M", "factor": 8}}
+            for c in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")],
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Coverage:
+    """Which tiers the measured fabric may replace, and why not the others."""
+
+    backend: str
+    devices: tuple[str, ...]
+    scale_up: bool
+    scale_out: bool
+    reasons: tuple[str, ...]
+
+
+def coverage(results_paths: list[str], target: Fabric) -> Coverage:
+    """Decide, from the results' headers and group spans, which of the target's tiers were measured."""
+    records = read_records(results_paths)
+    hdrs, points = headers(records), measurements(records)
+    backends = sorted({h.backend for h in hdrs} | {m.backend for m in points})
+    devices = tuple(sorted({d for h in hdrs for d in h.devices}))
+    gpu = target.gpu.name if target.gpu is not None else ""
+    on_target = backends == ["nccl"] and bool(devices) and all(gpu.lower() in d.lower() for d in devices)
+    reasons = []
+    if not on_target:
+        reasons.append(f"measured with backend {', '.join(backends) or 'none'} on {', '.join(devices) or 'unknown devices'}, "
+                       f"not NCCL on {gpu.upper() or 'the target GPU'}: those numbers say nothing about "
+                       f"{target.tiers['scale_up'].name} or {target.tiers.get('scale_out').name if 'scale_out' in target.tiers else 'the scale-out network'}")
+    world = max((m.world_size for m in points), default=0)
+    spans_domains = world > target.domain_size
+    if on_target and not spans_domains:
+        reasons.append(f"the sweep ran on {world} GPUs, inside one {target.domain_size}-GPU domain: "
+                       "no scale-out measurement")
+    return Coverage(backend=", ".join(backends), devices=devices, scale_up=on_target, scale_out=on_target and spans_domains,
+                    reasons=tuple(reasons))
+
+
+def planning_fabric(results_paths: list[str], system: str, num_gpus: int) -> tuple[Fabric, list[str], Fabric | None]:
+    """(fabric to plan with, assumption lines naming the numbers used, the fitted fabric or None)."""
+    from commbench.costmodel.profile import fit_result_files
+    preset = load_preset(system, num_gpus=num_gpus)
+    cov = coverage(results_paths, preset)
+    fitted, _, _ = fit_result_files(results_paths)
+    lines = []
+    if cov.scale_up or cov.scale_out:
+        fabric, _, _ = fit_result_files(results_paths, base=preset)
+        fabric = fabric.scaled(num_gpus=num_gpus)
+        used = [t for t, ok in (("scale_up", cov.scale_up), ("scale_out", cov.scale_out)) if ok]
+        lines.append(f"network: measured curves ({', '.join(results_paths)}) replace preset {system} on {', '.join(used)}")
+    else:
+        fabric = preset
+    for tier, ok in (("scale_up", cov.scale_up), ("scale_out", cov.scale_out)):
+        if not ok and tier in preset.tiers:
+            t = preset.tiers[tier]
+            sources = sorted({c.source for c in preset.curves if c.tier == tier})
+            lines.append(f"network: preset {system} numbers used for {tier} ({t.name}, {t.link_gbps_per_gpu:g} GB/s per "
+                         f"GPU; from {'; '.join(sources[:2])}{' ...' if len(sources) > 2 else ''}) because "
+                         + ("; ".join(cov.reasons) or "the sweep did not measure it"))
+    return fabric, lines, fitted
+
+
+def default_results_path(out: str | None) -> str:
+    folder = Path(out or "results")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "tune-sweep.jsonl"
+    return str(path)
