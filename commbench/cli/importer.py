@@ -1,0 +1,45 @@
+"""`commbench import nccl-tests FILE... -o out.jsonl`: nccl-tests logs (text or -J JSON) -> records."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from commbench.cli.base import app, console, err_console, fail
+from commbench.errors import CommbenchError
+
+import_app = typer.Typer(help="Import other tools' results as commbench records.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("nccl-tests", help="Read nccl-tests output (text tables in every layout, or -J JSON) into a JSONL file.")
+def import_nccl_tests(
+    files: Annotated[list[str], typer.Argument(help="nccl-tests logs or -J JSON files.")],
+    output: Annotated[str, typer.Option("-o", "--output", help="JSONL file to append the records to.")],
+    collective: Annotated[Optional[str], typer.Option("--collective", help="Collective of logs that name no *_perf binary, e.g. all_reduce.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any line could not be parsed.")] = False,
+) -> None:
+    from commbench.importers.nccl_tests import import_file
+    from commbench.results import JsonlWriter, Measurement
+
+    try:
+        results = [import_file(path, collective) for path in files]
+    except CommbenchError as exc:
+        raise fail(str(exc), exc.exit_code) from None
+    problems = [p for r in results for p in r.problems]
+    for source, line, text, reason in problems:
+        err_console.print(f"[yellow]unparsed[/] {source}:{line}: {reason}: {text.strip()[:100]}", highlight=False,
+                          soft_wrap=True)
+    records = [rec for r in results for rec in r.records]
+    num_points = sum(isinstance(rec, Measurement) for rec in records)
+    if num_points == 0:
+        raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
+    with JsonlWriter(output) as writer:
+        for rec in records:
+            writer.write(rec)
+    collectives = sorted({rec.collective for rec in records if isinstance(rec, Measurement)})
+    console.print(f"[green]imported[/] {num_points} measured point(s) ({', '.join(collectives)}) from {len(files)} "
+                  f"file(s) into {output}; {len(problems)} line(s) not parsed", highlight=False)
+    if strict and problems:
+        raise typer.Exit(1)

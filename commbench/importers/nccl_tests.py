@@ -1,0 +1,273 @@
+"""Read nccl-tests output into commbench records, so models can be fitted from existing logs.
+
+Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every layout seen in logs:
+- with and without the `root` column (it arrived with the rooted tests in nccl-tests 2.x);
+- `error` (older: max abs error, a float such as 0e+00) or `#wrong` (newer: wrong elements);
+- `time` or `cputime`, per-iteration columns (i_min i_max i_p99 i_cv%), a trailing timestamp;
+- `N/A` cells (#wrong without -c, in-place of tests that have none) and rows with only one placement;
+- the banner (`# nThread ... iters: ...`, `# nccl-tests version ...`), `# Using devices` + `#  Rank`
+  lines, `NCCL INFO`/`NCCL WARN` lines interleaved, launcher command lines, footers;
+- several collectives in one log: a run starts at `# Collective test starting: X_perf` (newer) or at
+  a command line naming `X_perf` (older), or takes the file name / the --collective given.
+And the `-J` JSON file (JSON_FILE_VERSION 2: config, devices, results[].out_of_place / in_place).
+
+nccl-tests' `time` is the mean over the timed iterations: it is stored as time_us_mean and, so that
+fits and reports can use these records, as time_us_median, with a note saying so. Lines that are none
+of the above are returned as problems with their line number, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from commbench import __version__
+from commbench.results import Measurement, Record, RunHeader, new_run_id
+
+COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
+                    "alltoall": "all_to_all", "sendrecv": "sendrecv", "broadcast": "broadcast", "reduce": "reduce",
+                    "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "all_to_all_v"}
+DTYPE_NAMES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "int8": "int8",
+               "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
+               "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2"}
+TIME_NOTE = "imported from nccl-tests: time is nccl-tests' mean over iterations (stored as median and mean)"
+_PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
+_BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
+_VERSION_RE = re.compile(r"nccl-tests version (\S+).*?nccl-library=(\d+)")
+_RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
+
+
+@dataclass
+class ImportResult:
+    records: list[Record] = field(default_factory=list)
+    problems: list[tuple[str, int, str, str]] = field(default_factory=list)  # (source, line, text, reason)
+
+
+def collective_name(perf_name: str) -> str:
+    return COLLECTIVE_NAMES.get(perf_name, perf_name)
+
+
+def nccl_version(code: int | str | None) -> str | None:
+    if code is None:
+        return None
+    value = int(code)
+    if value >= 10000:
+        return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
+    return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
+
+
+def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: list[str], argv: list[str],
+            version: str | None, started: str = "", nccl_env: dict | None = None, notes: list[str] = ()) -> RunHeader:
+    return RunHeader(run_id=run_id, started_at=started, argv=argv, commbench_version=__version__,
+                     python_version=sys.version.split()[0], torch_version=None, nccl_version=version,
+                     cuda_version=None, cupy_version=None, backend="nccl", world_size=world, hostnames=hosts,
+                     devices=devices, nccl_env=dict(nccl_env or {}), launcher="nccl-tests",
+                     notes=[f"imported from nccl-tests output {source}", *notes])
+
+
+def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
+                 in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
+                 num_wrong: int | None, metrics: dict) -> Measurement:
+    return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
+                       dtype=DTYPE_NAMES.get(dtype, dtype), op=None if redop in ("none", "") else redop,
+                       in_place=in_place, world_size=world, group_size=world, iters=iters, warmup_iters=warmup,
+                       time_us_median=time_us, time_us_mean=time_us, algbw_gbps=algbw, busbw_gbps=busbw,
+                       num_wrong=num_wrong, params={} if root is None or root < 0 else {"root": root},
+                       metrics=metrics, notes=[TIME_NOTE])
+
+
+class _TextRun:
+    """State while reading one text log."""
+
+    def __init__(self, source: str, collective: str | None) -> None:
+        self.source, self.default = source, collective
+        self.collective = collective
+        self.columns: list[str] | None = None
+        self.iters = self.warmup = 0
+        self.threads_gpus = 1
+        self.hosts: list[str] = []
+        self.devices: list[str] = []
+        self.version: str | None = None
+        self.argv: list[str] = []
+        self.run_id: str | None = None
+
+    def new_run(self, *, forget_devices: bool = True) -> None:
+        self.run_id = None
+        if forget_devices:
+            self.hosts, self.devices = [], []
+
+
+def _group_layout(columns: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Split header columns into the leading ones and the per-placement groups (each starts at time)."""
+    starts = [i for i, c in enumerate(columns) if c in ("time", "cputime")]
+    if not starts:
+        raise ValueError("no time column")
+    ends = starts[1:] + [len(columns)]
+    groups = [[c for c in columns[s:e] if c != "timestamp"] for s, e in zip(starts, ends)]
+    return columns[:starts[0]], groups
+
+
+def _cell(text: str, kind=float):
+    return None if text == "N/A" else kind(text)
+
+
+def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult) -> None:
+    lead, groups = _group_layout(state.columns)
+    widths = [len(g) for g in groups]
+    body = tokens[len(lead):]
+    if len(body) >= sum(widths):
+        chunks = [(False, body[:widths[0]]), (True, body[widths[0]:widths[0] + widths[1]])] if len(groups) > 1 \
+            else [(False, body[:widths[0]])]
+    elif len(groups) > 1 and len(body) >= widths[1]:  # out-of-place body left blank (trace replay)
+        chunks = [(True, body[:widths[1]])]
+    else:
+        raise ValueError(f"{len(tokens)} cells, the header has {len(lead) + sum(widths)}")
+    row = dict(zip(lead, tokens[:len(lead)]))
+    if state.collective is None:
+        raise ValueError("which collective is this? the log names no *_perf binary: pass --collective")
+    world = len(state.devices) or state.threads_gpus
+    if state.run_id is None:
+        state.run_id = new_run_id()
+        notes = [] if state.devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
+        result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
+                                      devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
+                                      notes=notes))
+    root = int(row["root"]) if "root" in row else None
+    for in_place, cells in chunks:
+        values = dict(zip(groups[1] if in_place and len(groups) > 1 else groups[0], cells))
+        time_us = _cell(values.get("time", values.get("cputime", "N/A")))
+        if time_us is None:
+            continue
+        metrics = {}
+        wrong = None
+        if "#wrong" in values:
+            wrong = _cell(values["#wrong"], lambda t: int(float(t)))
+        elif "error" in values:
+            error = _cell(values["error"])
+            metrics["max_abs_error"] = error
+            wrong = 0 if error == 0 else None
+        for key in ("i_min", "i_max", "i_p99", "i_cv%"):
+            if key in values and values[key] != "N/A":
+                metrics[f"nccl_tests_{key.replace('%', '_pct')}"] = float(values[key])
+        if "cputime" in values:
+            metrics["nccl_tests_cputime"] = True
+        result.records.append(_measurement(
+            state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
+            redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
+            warmup=state.warmup, time_us=time_us, algbw=float(values["algbw"]), busbw=float(values["busbw"]),
+            num_wrong=wrong, metrics=metrics))
+
+
+def _comment(state: _TextRun, line: str) -> None:
+    body = line.lstrip("#").strip()
+    if body.startswith("Collective test starting:"):
+        match = _PERF_RE.search(body)
+        state.collective = collective_name(match.group(1)) if match else state.default
+        state.new_run()
+    elif (match := _VERSION_RE.search(body)):
+        state.version = nccl_version(match.group(2))
+    elif (match := _BANNER_RE.search(body)):
+        state.threads_gpus = int(match.group(1)) * int(match.group(2))
+        state.warmup, state.iters = int(match.group(3)), int(match.group(4))
+    elif body.startswith("Using devices"):
+        state.hosts, state.devices = [], []
+    elif (match := _RANK_RE.match(line.strip())):
+        state.hosts.append(match.group(2))
+        state.devices.append(match.group(3).strip())
+    elif body.split()[:2] == ["size", "count"]:
+        state.new_run(forget_devices=False)  # a second table without a banner: same devices
+        state.columns = body.split()
+
+
+def parse_text(text: str, source: str, collective: str | None = None) -> ImportResult:
+    result = ImportResult()
+    state = _TextRun(source, collective or _guess_from_name(source))
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            _comment(state, line)
+            continue
+        if "NCCL INFO" in line or "NCCL WARN" in line:
+            continue
+        tokens = line.split()
+        if tokens[0].isdigit() and state.columns:
+            try:
+                _parse_row(state, tokens, result)
+            except (ValueError, KeyError) as exc:
+                result.problems.append((source, number, raw, f"unparsable result row: {exc}"))
+            continue
+        if (match := _PERF_RE.search(line)) and not tokens[0].isdigit():
+            state.collective = collective_name(match.group(1))  # a launcher command line names the test
+            state.argv = line.lstrip("+$ ").split()
+            state.new_run()
+            continue
+        result.problems.append((source, number, raw, "not an nccl-tests line"))
+    return result
+
+
+def _guess_from_name(source: str) -> str | None:
+    match = _PERF_RE.search(Path(source).name)
+    return collective_name(match.group(1)) if match else None
+
+
+def parse_json(data: dict, source: str, collective: str | None = None) -> ImportResult:
+    """nccl-tests' -J file (util.cu, JSON_FILE_VERSION 2)."""
+    result = ImportResult()
+    if not isinstance(data, dict) or "results" not in data:
+        result.problems.append((source, 1, "", "not an nccl-tests JSON file (no 'results')"))
+        return result
+    args = [str(a) for a in data.get("args", [])]
+    name = collective or (_guess_from_name(args[0]) if args else None) or _guess_from_name(source)
+    if name is None:
+        result.problems.append((source, 1, "", "which collective is this? args[0] names no *_perf binary: pass --collective"))
+        return result
+    config = data.get("config", {})
+    devices = config.get("devices", [])
+    world = max(1, len(devices)) * int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
+    env = {k: v for k, _, v in (e.partition("=") for e in data.get("env", [])) if k.startswith("NCCL_")}
+    run_id = new_run_id()
+    result.records.append(_header(run_id, source=source, world=world,
+                                  hosts=[d.get("hostname", "unknown") for d in devices] or ["unknown"],
+                                  devices=[d.get("device_info", "unknown") for d in devices] or ["unknown"],
+                                  argv=args, version=nccl_version(data.get("nccl_version")),
+                                  started=str(data.get("start_time", "")), nccl_env=env))
+    for index, row in enumerate(data["results"]):
+        try:
+            root = int(str(row.get("root", "-1")).strip())
+            for in_place, key in ((False, "out_of_place"), (True, "in_place")):
+                cell = row.get(key)
+                if not cell:
+                    continue
+                time_us = cell.get("time", cell.get("cpu_time"))
+                if time_us in (None, "nan"):
+                    continue
+                wrong = cell.get("nwrong")
+                result.records.append(_measurement(
+                    run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
+                    redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
+                    iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
+                    time_us=float(time_us), algbw=float(cell["alg_bw"]), busbw=float(cell["bus_bw"]),
+                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}))
+        except (KeyError, TypeError, ValueError) as exc:
+            result.problems.append((source, index + 1, json.dumps(row)[:200], f"results[{index}] unparsable: {exc}"))
+    return result
+
+
+def import_file(path: str, collective: str | None = None) -> ImportResult:
+    from commbench.errors import CommbenchError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise CommbenchError(f"nccl-tests output {path!r} cannot be read: {exc.strerror}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            return parse_json(json.loads(text), path, collective)
+        except json.JSONDecodeError as exc:
+            return ImportResult(problems=[(path, exc.lineno, "", f"invalid JSON: {exc.msg}")])
+    return parse_text(text, path, collective)

@@ -1,0 +1,98 @@
+"""nccl-tests importer: every layout in tests/data/nccl-tests (written from nccl-tests' src/util.cu
+formats and public logs), JSON, and unparsable lines reported with their line number."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.importers.nccl_tests import import_file, parse_text
+from commbench.results import Measurement, RunHeader, read_records
+
+DATA = Path(__file__).parent / "data" / "nccl-tests"
+
+
+def split(result):
+    return ([r for r in result.records if isinstance(r, RunHeader)],
+            [r for r in result.records if isinstance(r, Measurement)])
+
+
+def test_old_layout_without_root_and_with_error_column():
+    result = import_file(str(DATA / "all_reduce_perf-2018.log"))  # collective from the file name
+    headers, points = split(result)
+    assert result.problems == [] and len(headers) == 1 and headers[0].world_size == 8
+    assert len(points) == 8 and {p.in_place for p in points} == {False, True}
+    big = next(p for p in points if p.size_bytes == 134217728 and not p.in_place)
+    assert (big.collective, big.dtype, big.op, big.count) == ("all_reduce", "float32", "sum", 33554432)
+    assert big.time_us_median == 1431.4 and big.busbw_gbps == 164.09 and big.params == {}
+    assert big.metrics["max_abs_error"] == 2e-07 and big.num_wrong is None
+    assert "mean over iterations" in big.notes[0]
+
+
+def test_root_column_error_column_command_line_and_nccl_info_noise():
+    result = import_file(str(DATA / "reduce_scatter-root-error.log"))
+    headers, points = split(result)
+    assert result.problems == []  # NCCL INFO lines and the mpirun line are recognised, not dropped
+    assert headers[0].hostnames == ["node1", "node1", "node2", "node2"] and "A100" in headers[0].devices[0]
+    assert {p.collective for p in points} == {"reduce_scatter"} and len(points) == 6
+    assert all(p.world_size == 4 and p.num_wrong == 0 for p in points)
+    assert "reduce_scatter_perf" in " ".join(headers[0].argv)
+
+
+def test_several_collectives_new_layout_with_na_cells():
+    result = import_file(str(DATA / "multi-collective-2.14.log"))
+    headers, points = split(result)
+    assert result.problems == [] and len(headers) == 2
+    assert headers[0].nccl_version == "2.25.3" and headers[0].world_size == 8
+    gathers = [p for p in points if p.collective == "all_gather"]
+    alltoalls = [p for p in points if p.collective == "all_to_all"]
+    assert len(gathers) == 6 and all(p.num_wrong is None and p.op is None for p in gathers)  # #wrong N/A
+    assert len(alltoalls) == 3 and not any(p.in_place for p in alltoalls)  # in-place N/A: no record
+    assert {p.run_id for p in gathers} == {headers[0].run_id} and {p.run_id for p in alltoalls} == {headers[1].run_id}
+
+
+def test_per_iteration_columns_and_root():
+    headers, points = split(import_file(str(DATA / "broadcast-per-iter.log")))
+    assert len(points) == 6 and all(p.params == {"root": 0} and p.dtype == "int8" for p in points)
+    assert points[0].metrics["nccl_tests_i_p99"] == 12.40 and points[1].in_place
+
+
+def test_json_output():
+    result = import_file(str(DATA / "sendrecv.json"))
+    headers, points = split(result)
+    assert result.problems == [] and headers[0].nccl_version == "2.27.3" and headers[0].world_size == 2
+    assert headers[0].nccl_env == {"NCCL_DEBUG": "WARN", "NCCL_ALGO": "Ring"}
+    assert len(points) == 4 and points[2].time_us_median == 1103.5 and points[3].num_wrong is None
+
+
+def test_unparsable_lines_are_reported_with_their_line_number():
+    text = (DATA / "multi-collective-2.14.log").read_text().splitlines()
+    text.insert(20, "        4096   oops   float")  # a torn row
+    text.insert(5, "[node7:12345] mca_btl_tcp: warning from the launcher")
+    result = parse_text("\n".join(text), "broken.log")
+    assert [(line, reason.split(":")[0]) for _, line, _, reason in result.problems] == \
+        [(6, "not an nccl-tests line"), (22, "unparsable result row")]
+    assert len(split(result)[1]) == 9  # every good row still imported
+
+
+def test_log_naming_no_collective_needs_the_option(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text((DATA / "all_reduce_perf-2018.log").read_text())
+    assert split(import_file(str(log)))[1] == []
+    assert len(split(import_file(str(log), "all_reduce"))[1]) == 8
+
+
+def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):
+    out = tmp_path / "imported.jsonl"
+    runner = CliRunner()
+    result = runner.invoke(app, ["import", "nccl-tests", *map(str, sorted(DATA.iterdir())), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    records = read_records([out])
+    assert sum(isinstance(r, Measurement) for r in records) == 33
+    empty = tmp_path / "empty.log"
+    empty.write_text("hello\n")
+    result = runner.invoke(app, ["import", "nccl-tests", str(empty), "-o", str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 2
