@@ -1,1 +1,83 @@
-"""`commbench verify-plan plan.json` (placeholder until verify lands)."""
+"""`commbench verify-plan plan.json`: run the plan's collectives here, measured beside predicted."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from commbench.cli.base import command, console
+from commbench.errors import CommbenchError, invalid
+
+
+@command("verify-plan", help="Run a plan's own communication (EP all-to-all, TP collectives, DP bucket "
+                             "reduce-scatter) on this machine or cluster; print measured vs predicted per collective "
+                             "and flag every assumption the cluster does not meet.")
+def verify_plan(
+    plan_file: Annotated[str, typer.Argument(help="plan.json written by `commbench plan --out` or `commbench tune`")],
+    nproc: Annotated[Optional[int], typer.Option(help="local ranks (default: the plan's GPU count, at most 4 on gloo)")] = None,
+    backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl or gloo")] = "auto",
+    max_bytes: Annotated[str, typer.Option(help="largest buffer to measure (K/M/G); the plan's larger sizes are cut and flagged")] = "4M",
+    iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
+) -> None:
+    from commbench.costmodel import load_preset, preset_names
+    from commbench.dist.backends import max_local_ranks, resolve_backend
+    from commbench.dist.job import run_job
+    from commbench.dist.launch import detect_rank_env
+    from commbench.planner.emit import load_plan
+    from commbench.units import parse_size_bytes
+    from commbench.verify import VerifyJob, plan_items, predicted_s
+
+    doc = load_plan(plan_file)
+    resolved = resolve_backend(backend)
+    gpus = int(doc["inputs"]["gpus"])
+    launched = detect_rank_env()
+    under_launcher = launched is not None and launched.launcher != "local"
+    limit = launched.world_size if under_launcher else min(max_local_ranks(resolved)[0], 4)
+    ranks = launched.world_size if under_launcher else (nproc or min(gpus, limit))
+    if ranks < 2:
+        raise invalid("--nproc", ranks, "at least 2 ranks to run any collective")
+    if iters < 1:
+        raise invalid("--iters", iters, ">= 1")
+    items, flags = plan_items(doc, ranks, parse_size_bytes(max_bytes, "--max-bytes"))
+    if not items:
+        raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
+    if resolved != "nccl":
+        flags.insert(0, f"backend {resolved} on CPU: the plan's fabric is {doc['inputs']['system']} (NCCL over NVLink and "
+                        "the NIC); measured times here check the plan's sizes and groups, not its bandwidth")
+    if resolved == "gloo" and any(i.collective == "reduce_scatter" for i in items):
+        flags.append("gloo implements reduce_scatter as a full all-reduce: its measured time is an upper bound")
+    job = VerifyJob(items=tuple(items), backend=resolved, iters=iters)
+    outcomes = run_job(_rank, job, nproc=None if under_launcher else ranks, backend=resolved,
+                       validate_world=lambda world: None, output_path="(verify-plan writes no file)")
+    rows = outcomes.get(0)
+    if rows is None:
+        return
+    system = doc["inputs"]["system"]
+    fabric = load_preset(system, num_gpus=gpus) if system in preset_names() else None
+    per_rack = int(doc["placement"]["gpus_per_rack"])
+    imbalance = float(doc["inputs"].get("moe_imbalance", 1.0))
+    t = Table(title=f"verify-plan {plan_file}: {ranks} {resolved} rank(s); measured here vs predicted for {system}",
+              title_justify="left")
+    for col in ("collective", "group (plan)", "size (plan)", "measured µs", "predicted µs", "measured/predicted", "wrong"):
+        t.add_column(col, justify="left" if col == "collective" else "right")
+    for item, row in zip(items, rows):
+        pred_us = predicted_s(fabric, item, per_rack, imbalance) * 1e6 if fabric is not None else float("nan")
+        meas = row["time_us_median"] or float("nan")
+        imb = row["metrics"].get("imbalance") or row["metrics"].get("max_over_mean")
+        if imb:
+            flags.append(f"{item.label}: measured routing imbalance {float(imb):.2f}x vs the plan's {imbalance:g}x")
+        t.add_row(item.label, f"{row['group_size']} ({item.plan_group_size})",
+                  f"{item.size_bytes:,} ({item.plan_size_bytes:,})", f"{meas:,.1f}", f"{pred_us:,.1f}",
+                  f"{meas / pred_us:,.1f}x", str(row["num_wrong"]))
+    console.print(t)
+    for flag in flags:
+        console.print(f"[yellow]unmet assumption:[/] {flag}", highlight=False, soft_wrap=True)
+    if any(row["num_wrong"] for row in rows):
+        raise CommbenchError("a collective returned wrong data (see the wrong column)")
+
+
+def _rank(rank_env, job):
+    from commbench.verify import verify_rank
+    return verify_rank(rank_env, job)
