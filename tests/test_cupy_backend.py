@@ -159,3 +159,16 @@ def test_cli_refuses_cupy_nccl_with_one_line_and_exit_2():
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: --backend=cupy-nccl is not available here: ")
+
+
+def test_cached_schedules_are_keyed_by_splits():
+    comm, nccl = _communicator(rank=0, size=2)
+    inp, out = FakeBuffer(0, 4), FakeBuffer(100, 4)
+    comm.all_to_all(out, inp, out_splits=[1, 3], in_splits=[2, 2])
+    first = list(nccl.calls)
+    nccl.calls.clear()
+    comm.all_to_all(out, inp, out_splits=[3, 1], in_splits=[2, 2])
+    assert ("recv", 100 + 3 * 4, 1, 7, 1, 99) in nccl.calls and nccl.calls != first
+    nccl.calls.clear()
+    comm.all_to_all(out, inp, out_splits=[1, 3], in_splits=[2, 2])
+    assert nccl.calls == first
