@@ -119,10 +119,48 @@ def test_moe_and_staged_records_are_fitted_generically(tmp_path):
     moe = next(f for f in fits if f.key.collective == "moe_all_to_all")
     assert moe.fit.busbw_bytes_per_s[-1] / 1e9 == pytest.approx(150, rel=0.05)
     stages = {f.key.stage: f for f in fits if f.key.collective == "grad_reduce_scatter" and f.key.stage}
-    assert set(stages) == {"intra", "inter"}
+    assert set(stages) == {"intra", "inter", "total"}  # unknown stage names: reported, not predicted
     assert stages["intra"].heldout_median_rel_error < 0.01
+    assert not any(f.key.for_prediction for f in stages.values())
     assert "moe_all_to_all" in fabric.collectives and "grad_reduce_scatter" not in fabric.collectives
     assert fabric.source.startswith("fitted:")
+
+
+def test_workload_stages_become_tier_curves_that_predict_the_workload():
+    """grad_reduce_scatter's rack/cross-rack stages and MoE dispatch/combine, shaped as the workloads
+    in collectives/ record them, generated from a known two-tier fabric."""
+    from commbench.costmodel import hierarchical_reduce_scatter_time_s, moe_all_to_all_time_s
+
+    truth = load_preset("h800-hgx", num_nodes=4)
+    rng = np.random.default_rng(11)
+    sizes = np.array(SIZES[10:])
+    rack = _noisy(collective_time_s(truth, "reduce_scatter", sizes, 8, 1), rng, 0.02)
+    cross = _noisy(collective_time_s(truth, "reduce_scatter", sizes / 8, 4, 4), rng, 0.02)
+    dispatch = _noisy(moe_all_to_all_time_s(truth, sizes, 8, phase="dispatch"), rng, 0.02)
+    combine = _noisy(moe_all_to_all_time_s(truth, 2 * sizes, 8, phase="combine"), rng, 0.02)
+    records = []
+    for i, size in enumerate(sizes):
+        records.append(_record("grad_reduce_scatter", int(size), (rack[i] + cross[i]) * 1e6, 32, world=32,
+                               params={"algorithm": "hierarchical", "ranks_per_rack": 8},
+                               metrics={"ranks_per_rack_in_group": 8, "num_racks_in_group": 4},
+                               stages_us_median={"rack_rs": rack[i] * 1e6, "cross_rack_rs": cross[i] * 1e6}))
+        records.append(_record("moe_all_to_all", int(size), (5e-6 + dispatch[i] + combine[i]) * 1e6, 8, world=32,
+                               layout="contiguous", metrics={"combine_bytes_max": int(2 * size)},
+                               stages_us_median={"count_exchange": 5.0, "dispatch": dispatch[i] * 1e6,
+                                                 "combine": combine[i] * 1e6}))
+    fits, _ = fit_all(records, {})
+    fabric = fabric_from_fits(fits, base=None, name="staged", source="fitted:test", num_gpus=32)
+    assert fabric.domain_size == 8
+    out_rs = max((c for c in fabric.curves if c.tier == "scale_out" and c.collective == "reduce_scatter"),
+                 key=lambda c: c.min_bus_bytes)  # the large-size segment
+    assert out_rs.busbw_gbps == pytest.approx(47, rel=0.15)
+    predicted = hierarchical_reduce_scatter_time_s(fabric, sizes, 32, 8)
+    assert np.median(np.abs(predicted / (rack + cross) - 1)) < 0.05
+    assert {c.algorithm for c in fabric.curves_for("moe_all_to_all", "scale_up")} == {"dispatch", "combine"}
+    got = moe_all_to_all_time_s(fabric, 2 * sizes, 8, phase="combine")
+    assert np.median(np.abs(got / combine - 1)) < 0.05
+    reported = {f.key.stage for f in fits if not f.key.for_prediction}
+    assert {"count_exchange", "total"} <= reported
 
 
 def test_uncovered_regimes_and_poor_fits_are_flagged():

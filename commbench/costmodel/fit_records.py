@@ -8,10 +8,11 @@ record's params ("num_domains"), else the run header's topology or emulation ("d
 curves spanning domains become scale-out curves, with the scale-out rate recovered from the
 composition rules of `formulas`.
 
-MoE all-to-all records ("moe_all_to_all") are fitted against the busiest rank's bytes
-(metrics bytes_sent_max / bytes_recv_max when present, else size); staged records (e.g.
-"grad_reduce_scatter", with stages_us_median) get one fit per stage, reported, not used for
-prediction.
+Stages of composite records that are plain collectives (MoE dispatch/combine, the reduce-scatters
+of a hierarchical gradient reduce-scatter: see `stages`) become points of those collectives;
+other stages, and the totals of staged records, are fitted and reported but not used to predict.
+MoE records without stages are fitted against the busiest rank's bytes (metrics bytes_sent_max /
+bytes_recv_max when present, else size).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import numpy as np
 
 from commbench.costmodel.fit import PiecewiseFit, fit_piecewise, leave_one_out_errors
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
+from commbench.costmodel.stages import stage_points
 from commbench.results import Measurement, RunHeader
 
 MIN_HELDOUT_BYTES = 64 * 1024
 POOR_FIT = 0.10  # median held-out relative error above which a fit is called poor
-_DOMAIN_KEYS = ("domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node", "local_world_size")
+_DOMAIN_KEYS = ("ranks_per_rack", "domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,13 +40,17 @@ class CurveKey:
     group_size: int
     layout: str
     num_domains: int
-    stage: str | None = None
+    algorithm: str | None = None  # e.g. MoE "dispatch" / "combine"; None: one fitted algorithm
+    stage: str | None = None  # the stage of a composite record this curve comes from
+    source: str | None = None  # that record's collective, when it differs
+    for_prediction: bool = True  # False: fitted and reported only (unknown stages, staged totals)
 
     @property
     def label(self) -> str:
         where = "1 domain" if self.num_domains == 1 else f"{self.num_domains} domains"
-        stage = f" stage {self.stage}" if self.stage else ""
-        return f"{self.collective}{stage} {self.backend} n={self.group_size} {self.layout} ({where})"
+        name = self.collective + (f"[{self.algorithm}]" if self.algorithm else "")
+        origin = f" ({self.source} stage {self.stage})" if self.source else (f" stage {self.stage}" if self.stage else "")
+        return f"{name}{origin} {self.backend} n={self.group_size} {self.layout} ({where})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +70,8 @@ class CurveFit:
 
     def to_report(self) -> dict[str, Any]:
         return {
-            "curve": self.key.label, "collective": self.key.collective, "stage": self.key.stage,
+            "curve": self.key.label, "collective": self.key.collective, "algorithm": self.key.algorithm,
+            "stage": self.key.stage, "source": self.key.source, "for_prediction": self.key.for_prediction,
             "backend": self.key.backend, "group_size": self.key.group_size, "layout": self.key.layout,
             "num_domains": self.key.num_domains, "tier": self.tier, "num_points": self.num_points,
             "min_size_bytes": self.min_size_bytes, "max_size_bytes": self.max_size_bytes,
@@ -83,6 +90,7 @@ def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
     info: dict[str, Any] = {}
     if header is not None:
         info = {**(header.topology or {}), **(header.emulated or {})}
+    info.update({k: v for k, v in record.params.items() if k in _DOMAIN_KEYS})
     domain_size = next((int(info[k]) for k in _DOMAIN_KEYS if info.get(k)), None)
     if not domain_size or domain_size >= record.world_size:
         return 1
@@ -123,16 +131,29 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         if record.group_size < 2:
             skip("group of one rank")
             continue
+        num_domains = num_domains_of(record, headers.get(record.run_id))
+        mapped = stage_points(record, num_domains)
+        common = dict(backend=record.backend, layout=record.group_layout)
+        for stage, (point, time_s) in mapped.items():
+            key = CurveKey(collective=point.collective, algorithm=point.algorithm, group_size=point.group_size,
+                           num_domains=point.num_domains, stage=stage, source=record.collective, **common)
+            x = float(bus_factor(point.collective, point.group_size)) * point.size_bytes
+            curves.setdefault(key, []).append((x, time_s, int(point.size_bytes)))
         x = _bus_bytes(record)
         if x is None or x <= 0:
             skip("no bytes moved")
             continue
-        base = dict(collective=record.collective, backend=record.backend, group_size=record.group_size,
-                    layout=record.group_layout, num_domains=num_domains_of(record, headers.get(record.run_id)))
-        curves.setdefault(CurveKey(**base), []).append((x, record.time_us_median * 1e-6, record.size_bytes))
+        staged = bool(record.stages_us_median)
+        if "total" not in mapped:
+            key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
+                           stage="total" if staged else None,
+                           for_prediction=record.collective in COLLECTIVES and not mapped, **common)
+            curves.setdefault(key, []).append((x, record.time_us_median * 1e-6, record.size_bytes))
         for stage, stage_us in (record.stages_us_median or {}).items():
-            if stage_us and stage_us > 0:
-                curves.setdefault(CurveKey(**base, stage=stage), []).append((x, stage_us * 1e-6, record.size_bytes))
+            if stage not in mapped and stage_us and stage_us > 0:
+                key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
+                               stage=stage, for_prediction=False, **common)
+                curves.setdefault(key, []).append((x, stage_us * 1e-6, record.size_bytes))
     return curves, [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
 
 

@@ -33,9 +33,9 @@ def _segments(fit: CurveFit) -> list[tuple[float, float, float]]:
 
 
 def scale_up_curves(fit: CurveFit) -> list[AlgorithmCurve]:
-    n = fit.key.group_size
-    per_step_us = max(fit.fit.latency_s, 0.0) * 1e6 / float(steps(fit.key.collective, FITTED, n))
-    return [AlgorithmCurve(collective=fit.key.collective, tier="scale_up", algorithm=FITTED,
+    n, algorithm = fit.key.group_size, fit.key.algorithm or FITTED
+    per_step_us = max(fit.fit.latency_s, 0.0) * 1e6 / float(steps(fit.key.collective, algorithm, n))
+    return [AlgorithmCurve(collective=fit.key.collective, tier="scale_up", algorithm=algorithm,
                            latency_us=offset_s * 1e6, latency_per_step_us=per_step_us,
                            busbw_gbps=busbw / 1e9, group_size=n, min_bus_bytes=start,
                            source=f"fitted: {fit.key.label}")
@@ -46,9 +46,11 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
     key = fit.key
     n, d = key.group_size, key.num_domains
     m = math.ceil(n / d)
-    inter_steps = float(steps(key.collective, FITTED, d))
-    intra_steps = max(float(steps(key.collective, FITTED, n)) - inter_steps, 0.0)
-    same = [c for c in up_curves if c.collective == key.collective and c.min_bus_bytes == 0.0]
+    algorithm = key.algorithm or FITTED
+    inter_steps = float(steps(key.collective, algorithm, d))
+    intra_steps = max(float(steps(key.collective, algorithm, n)) - inter_steps, 0.0)
+    same = [c for c in up_curves
+            if c.collective == key.collective and c.algorithm == algorithm and c.min_bus_bytes == 0.0]
     nearest_up = min(same, key=lambda c: abs(math.log((c.group_size or 1) / m)), default=None)
     up_step_s = nearest_up.latency_per_step_us * 1e-6 if (nearest_up and m > 1) else 0.0
     up_busbw = nearest_up.busbw_gbps * 1e9 if (nearest_up and m > 1) else math.inf
@@ -60,7 +62,7 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
         if not spread and busbw > 0.9 * up_busbw:
             warnings.append(f"{key.label}: busbw {busbw / 1e9:.3g} GB/s is close to the scale-up rate; "
                             "the scale-out rate may be higher than fitted")
-        curves.append(AlgorithmCurve(collective=key.collective, tier="scale_out", algorithm=FITTED,
+        curves.append(AlgorithmCurve(collective=key.collective, tier="scale_out", algorithm=algorithm,
                                      latency_us=offset_s * 1e6, latency_per_step_us=per_step_s * 1e6,
                                      busbw_gbps=out_busbw / 1e9, group_size=n, min_bus_bytes=start,
                                      source=f"fitted: {key.label}"))
@@ -71,7 +73,7 @@ def fabric_from_fits(fits: list[CurveFit], *, base: Fabric | None, name: str, so
                      gpu: GpuSpec | None = None, domain_size: int | None = None,
                      num_gpus: int | None = None, notes: list[str] = ()) -> Fabric:
     """A profile whose fitted collectives replace `base`'s (if any) on the tiers they cover."""
-    usable = [f for f in fits if f.key.stage is None and f.key.collective in COLLECTIVES]
+    usable = _one_fit_per_curve([f for f in fits if f.key.for_prediction and f.key.collective in COLLECTIVES])
     up = [c for f in usable if f.key.num_domains == 1 for c in scale_up_curves(f)]
     out, warnings = [], []
     for fit in (f for f in usable if f.key.num_domains > 1):
@@ -100,6 +102,18 @@ def fabric_from_fits(fits: list[CurveFit], *, base: Fabric | None, name: str, so
                                num_gpus=max(num_gpus or base.num_gpus, base.num_gpus),
                                notes=tuple(base.notes) + tuple(notes),
                                fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings))
+
+
+def _one_fit_per_curve(fits: list[CurveFit]) -> list[CurveFit]:
+    """Where several fits describe the same curve (a plain sweep and a workload's stage), keep the
+    one with the most points."""
+    best: dict[tuple, CurveFit] = {}
+    for fit in fits:
+        k = fit.key
+        ident = (k.collective, k.algorithm, k.group_size, k.num_domains, k.layout)
+        if ident not in best or fit.num_points > best[ident].num_points:
+            best[ident] = fit
+    return list(best.values())
 
 
 def _peak(curves: list[AlgorithmCurve]) -> float | None:
