@@ -1,0 +1,65 @@
+"""`commbench emulate --racks K --ranks-per-rack R --scale-out-rate 1gbit -- <commbench command>`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from commbench.cli.base import command, console
+from commbench.emulate.fabric import Fabric, FabricSpec
+from commbench.emulate.ranks import emulated_description, run_ranks
+from commbench.errors import CommbenchError
+from commbench.units import parse_rate_bits_per_s
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+@command("emulate", help="Run a commbench command on an emulated multi-rack fabric (network namespaces; needs root).",
+         context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def emulate(
+    args: Annotated[Optional[List[str]], typer.Argument(help="The commbench command after '--', e.g. -- bench grad_reduce_scatter -b 64M -e 64M")] = None,
+    racks: Annotated[int, typer.Option("--racks", help="Racks (one network namespace each).")] = 2,
+    ranks_per_rack: Annotated[int, typer.Option("--ranks-per-rack", help="Ranks per rack (talking over the rack's loopback).")] = 2,
+    scale_out_rate: Annotated[str, typer.Option("--scale-out-rate", help="Rate limit of each rack uplink, each direction (tc syntax: 1gbit, 800mbit).")] = "1gbit",
+    counters_out: Annotated[Optional[str], typer.Option("--counters-out", help="Write the uplink byte counters as JSON here.")] = None,
+    netns_prefix: Annotated[Optional[str], typer.Option("--netns-prefix", help="Namespace name prefix (default cb<pid>).")] = None,
+) -> None:
+    """Create the fabric, run the command as every rank, print the uplink counters, tear everything down."""
+    command_args = list(args or [])
+    if command_args[:1] == ["commbench"]:
+        command_args = command_args[1:]
+    if not command_args:
+        raise CommbenchError("no command given: put the commbench command after '--', e.g. "
+                             "commbench emulate --racks 2 -- bench grad_reduce_scatter -b 64M -e 64M")
+    spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
+                      scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
+                      prefix=netns_prefix or f"cb{os.getpid()}")
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with Fabric(spec) as fabric:
+            console.print(f"emulated fabric: {racks} rack(s) x {ranks_per_rack} rank(s); scale-up = loopback per "
+                          f"namespace, scale-out = {scale_out_rate} tbf per rack uplink (EMULATED, bandwidth only)",
+                          highlight=False)
+            started = time.monotonic()
+            exit_code = run_ranks(spec, command_args)
+            wall_s = time.monotonic() - started
+            counters = fabric.uplink_counters()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    for row in counters:
+        console.print(f"rack {row['rack']} uplink (measured veth counters): sent {row['tx_bytes']:,} B, "
+                      f"received {row['rx_bytes']:,} B", highlight=False)
+    if counters_out:
+        Path(counters_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(counters_out).write_text(json.dumps({"fabric": emulated_description(spec), "command": command_args,
+                                                  "exit_code": exit_code, "wall_s": wall_s, "uplinks": counters}, indent=1))
+    if exit_code:
+        raise typer.Exit(exit_code)

@@ -1,0 +1,72 @@
+"""Start the ranks of a commbench command inside the emulated racks and wait for them.
+
+Each rank is a plain process (`ip netns exec <rack ns> python -m commbench ...`) with RANK,
+WORLD_SIZE, LOCAL_RANK, MASTER_ADDR (rack 0's uplink address) and MASTER_PORT set, so the normal
+torchrun-style detection runs; GLOO_SOCKET_IFNAME=uplink points gloo at the rack uplink (peers in
+the same rack still reach that address over loopback). COMMBENCH_RANKS_PER_RACK gives the command
+its racks and COMMBENCH_EMULATED marks every RunHeader as emulated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from commbench.emulate.fabric import UPLINK, FabricSpec
+from commbench.topology import RANKS_PER_RACK_ENV
+
+MASTER_PORT = 29500  # the namespaces are fresh: nothing else listens there
+FAILURE_GRACE_S = 5.0
+
+
+def emulated_description(spec: FabricSpec) -> dict:
+    return {"emulated": True, "tool": "commbench emulate", "num_racks": spec.num_racks,
+            "ranks_per_rack": spec.ranks_per_rack, "scale_out_rate_bits_per_s": spec.scale_out_rate_bits_per_s,
+            "scale_up": "loopback inside one network namespace per rack (no rate limit)",
+            "scale_out": "veth per rack with a tbf rate limit (bandwidth only, no added latency)"}
+
+
+def rank_env(spec: FabricSpec, rank: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(RANK=str(rank), WORLD_SIZE=str(spec.num_racks * spec.ranks_per_rack),
+               LOCAL_RANK=str(rank % spec.ranks_per_rack), LOCAL_WORLD_SIZE=str(spec.ranks_per_rack),
+               MASTER_ADDR=spec.rack_addr(0) if spec.num_racks > 1 else "127.0.0.1", MASTER_PORT=str(MASTER_PORT),
+               OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
+    env[RANKS_PER_RACK_ENV] = str(spec.ranks_per_rack)
+    env["COMMBENCH_EMULATED"] = json.dumps(emulated_description(spec))
+    if spec.num_racks > 1:
+        env["GLOO_SOCKET_IFNAME"] = UPLINK
+    return env
+
+
+def run_ranks(spec: FabricSpec, command: list[str]) -> int:
+    """Run `commbench <command>` as every rank; return the first non-zero exit code (or 0)."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for rank in range(spec.num_racks * spec.ranks_per_rack):
+            ns = spec.rack_ns(rank // spec.ranks_per_rack)
+            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "commbench", *command],
+                                          env=rank_env(spec, rank), start_new_session=True))
+        failed_at = None
+        while True:
+            codes = [p.poll() for p in procs]
+            if all(c is not None for c in codes):
+                break
+            if failed_at is None and any(c not in (None, 0) for c in codes):
+                failed_at = time.monotonic()
+            if failed_at is not None and time.monotonic() - failed_at > FAILURE_GRACE_S:
+                break  # a rank failed and the others hang waiting for it
+            time.sleep(0.05)
+        return next((c for c in (p.poll() for p in procs) if c not in (None, 0)), 0)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
