@@ -1,0 +1,70 @@
+"""Emitters: Megatron arguments parse back to the same layout; plan.json schema; TorchTitan fields."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.errors import CommbenchError
+from commbench.planner import Layout, check_layout, load_model
+from commbench.planner.emit import (PLAN_VERSION, load_plan, megatron_args, parse_megatron_args, plan_document,
+                                    torchtitan_config, write_plan)
+from commbench.planner.placement import place
+from commbench.planner.search import SearchRequest, search
+
+LAYOUTS = [
+    Layout(tp=1, pp=2, vp=8, ep=32, etp=1, dp=128, mbs=1, gbs=4096, precision="mxfp8", recompute="selective",
+           dispatcher="flex", moe_a2a_overlap=True),
+    Layout(tp=4, pp=4, vp=1, ep=8, etp=2, cp=2, dp=8, mbs=2, gbs=512, tp_comm_overlap=True, recompute="full",
+           distributed_optimizer=False, dp_overlap=False, precision="nvfp4"),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_megatron_args_round_trip(layout):
+    model = load_model("deepseek-v3")
+    args = megatron_args(layout, model)
+    back = parse_megatron_args(args, layout.world)
+    assert back == layout
+    assert ("--tp-comm-overlap" in args) == (layout.tp_comm_overlap and layout.sequence_parallel and layout.tp > 1)
+    assert ("--delay-wgrad-compute" in args) == layout.moe_a2a_overlap
+
+
+def test_search_winners_emit_valid_round_tripping_plans(tmp_path):
+    model = load_model("qwen3-30b-a3b")
+    fabric = load_preset("b200-hgx", num_gpus=16)
+    res = search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=128, precision="fp8", keep=20))
+    for i in range(len(res)):
+        lay = res.layouts.layout(i)
+        check_layout(model, lay, 16)
+        assert parse_megatron_args(megatron_args(lay, model), 16) == lay
+    doc = plan_document(res, system="b200-hgx", explanation=["x"], sensitivity=[])
+    write_plan(doc, tmp_path / "plan.json")
+    loaded = load_plan(tmp_path / "plan.json")
+    assert loaded["version"] == PLAN_VERSION and loaded["kind"] == "predicted"
+    assert Layout(**loaded["layout"]) == res.layouts.layout(0)
+    assert sorted(sum(loaded["placement"]["groups"]["tp"], [])) == list(range(16))
+    tt = torchtitan_config(res.layouts.layout(0), model)
+    p = tt["parallelism"]
+    assert p["tensor_parallel_degree"] * p["pipeline_parallel_degree"] * p["context_parallel_degree"] * \
+        p["data_parallel_shard_degree"] * p["data_parallel_replicate_degree"] == 16
+
+
+def test_placement_groups_follow_megatron_order():
+    lay = Layout(tp=2, pp=2, cp=1, dp=4, ep=4, etp=1, gbs=8)
+    pl = place(lay, 16, 8)
+    assert pl.groups["tp"][0] == [0, 1] and pl.groups["dp"][0] == [0, 2, 4, 6]
+    assert pl.groups["pp"][0] == [0, 8] and pl.groups["ep"][0] == [0, 1, 2, 3]
+    assert pl.max_racks("pp") == 2 and pl.max_racks("tp") == 1
+
+
+def test_plan_of_another_version_is_refused(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"format": "commbench-plan", "version": 99}))
+    with pytest.raises(CommbenchError, match="version"):
+        load_plan(path)
+    path.write_text(json.dumps({"format": "commbench-fabric", "version": 1}))
+    with pytest.raises(CommbenchError, match="format"):
+        load_plan(path)

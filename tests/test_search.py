@@ -1,0 +1,69 @@
+"""Layout search: every returned layout is valid, fits, respects placement and pins; Pareto; bad input."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.errors import CommbenchError
+from commbench.planner import check_layout, evaluate_layouts, load_model
+from commbench.planner.search import SearchRequest, pareto_front, parse_pins, rank_of, search
+
+
+@functools.cache
+def deepseek_256():
+    model = load_model("deepseek-v3")
+    fabric = load_preset("gb300-nvl72", num_gpus=256)
+    return search(SearchRequest(model=model, fabric=fabric, num_gpus=256, gbs=4096, precision="mxfp8"))
+
+
+def test_every_kept_layout_is_valid_fits_and_ranked():
+    res = deepseek_256()
+    bd = res.breakdown
+    assert len(res) > 10 and res.num_fit <= res.num_valid <= res.num_enumerated
+    for i in range(len(res)):
+        check_layout(res.request.model, res.layouts.layout(i), 256)  # raises if a rule is broken
+    assert bd.valid.all() and bd.fits.all()
+    assert (bd.mem_total_bytes <= 0.95 * bd.mem_capacity_bytes).all()      # the stated 5% headroom
+    assert (64 % res.layouts.tp == 0).all() and (64 % res.layouts.etp == 0).all()  # TP inside a rack
+    tok = bd.tokens_per_s_per_gpu
+    assert tok[0] == tok.max() and tok[0] == res.fitting_tokens_desc[0]
+    assert rank_of(res, tok[0]) == 1 and rank_of(res, 0.0) == res.num_fit + 1
+
+
+def test_search_agrees_with_a_direct_evaluation():
+    res = deepseek_256()
+    again = evaluate_layouts(res.request.model, res.request.fabric, res.layouts.take(np.arange(3)))
+    assert np.allclose(again.tokens_per_s_per_gpu, res.breakdown.tokens_per_s_per_gpu[:3])
+
+
+def test_pareto_front_by_hand():
+    tokens = np.array([10.0, 9.0, 8.0, 7.0, 9.5])
+    room = np.array([1.0, 3.0, 2.0, 5.0, 0.5])
+    assert pareto_front(tokens, room).tolist() == [0, 1, 3]
+
+
+def test_pins_are_respected():
+    model = load_model("deepseek-v3")
+    fabric = load_preset("gb300-nvl72", num_gpus=256)
+    res = search(SearchRequest(model=model, fabric=fabric, num_gpus=256, gbs=4096, precision="mxfp8",
+                               pins=parse_pins("tp=1,ep=32,etp=1,recompute=selective")))
+    assert (res.layouts.tp == 1).all() and (res.layouts.ep == 32).all() and (res.layouts.etp == 1).all()
+    assert (res.layouts.recompute == 1).all()
+
+
+def test_bad_input_is_one_clear_error():
+    model = load_model("deepseek-v3")
+    fabric = load_preset("gb300-nvl72", num_gpus=256)
+    with pytest.raises(CommbenchError, match="ep=24 breaks rule"):
+        search(SearchRequest(model=model, fabric=fabric, num_gpus=256, gbs=4096, pins=parse_pins("ep=24")))
+    with pytest.raises(CommbenchError, match="tp_in_rack"):
+        search(SearchRequest(model=model, fabric=fabric, num_gpus=256, gbs=4096, pins=parse_pins("tp=128")))
+    small = load_preset("gb300-nvl72", num_gpus=8)
+    with pytest.raises(CommbenchError, match="smallest GPU count where one fits is"):
+        search(SearchRequest(model=model, fabric=small, num_gpus=8, gbs=4096, precision="mxfp8"))
+    with pytest.raises(CommbenchError, match="--layout"):
+        parse_pins("tp=1,nonsense=3")

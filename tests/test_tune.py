@@ -1,0 +1,48 @@
+"""`commbench tune` end to end on CPU (built-in gloo sweep + fit + plan) and `plan` search via the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.planner import Layout, check_layout, load_model
+from commbench.planner.emit import load_plan, parse_megatron_args
+
+
+@pytest.mark.timeout(180)
+def test_tune_defaults_run_end_to_end(tmp_path):
+    result = CliRunner().invoke(app, ["tune", "--out", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "1/3 sweep" in result.output and "2/3 fit" in result.output and "Plan (predicted)" in result.output
+    doc = load_plan(tmp_path / "plan.json")
+    assert (tmp_path / "tune-sweep.jsonl").stat().st_size > 0 and (tmp_path / "fabric.json").exists()
+    # gloo on CPU covers no tier of an NVL72 rack: the plan says which preset numbers it used and why
+    used = [a for a in doc["assumptions"] if a.startswith("network: preset gb300-nvl72")]
+    assert len(used) == 2 and all("gloo" in a for a in used)
+    lay = Layout(**doc["layout"])
+    check_layout(load_model("deepseek-v3"), lay, 256)
+    args = (tmp_path / "megatron_args.txt").read_text().split()
+    assert parse_megatron_args(args, 256) == lay
+
+
+def test_plan_searches_when_layout_is_partial():
+    result = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
+                                      "--precision", "mxfp8", "--gbs", "4096", "--layout", "ep=32,etp=1",
+                                      "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["layout"]["ep"] == 32 and doc["kind"] == "predicted" and doc["search"]["fit"] > 0
+    assert doc["predicted"]["fits"] and len(doc["top"]) == 10
+
+
+def test_plan_search_bad_input_exit_2():
+    none_fit = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "8"])
+    assert none_fit.exit_code == 2 and "smallest GPU count" in none_fit.output
+    bad_emit = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
+                                        "--emit", "yaml"])
+    assert bad_emit.exit_code == 2 and "--emit" in bad_emit.output
+    bad_system = CliRunner().invoke(app, ["tune", "--system", "nosuch"])
+    assert bad_system.exit_code == 2 and "gb300-nvl72" in bad_system.output
