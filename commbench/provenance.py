@@ -78,6 +78,19 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
         devices=gather_strings(backend, device_name(backend)),
         nccl_env={k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
         launcher=launcher, topology=topology,
-        emulated={"description": emulated} if emulated else None,
+        emulated=_emulated_record(emulated),
         notes=list(notes or []),
     )
+
+
+def _emulated_record(value: str | None) -> dict | None:
+    """COMMBENCH_EMULATED: a JSON object from `commbench emulate`, or free text."""
+    if not value:
+        return None
+    import json
+
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"description": value}
