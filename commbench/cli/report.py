@@ -1,0 +1,43 @@
+"""`commbench report FILE... [--out DIR]`: rich tables, busbw-vs-size PNGs and a Markdown summary."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from commbench.cli.base import command, console
+from commbench.errors import CommbenchError
+
+
+def fabric_predictor(path: str):
+    from commbench.costmodel import collective_time_s, load_fabric
+
+    fabric = load_fabric(path)
+    return lambda collective, sizes, group_size: collective_time_s(fabric, collective, sizes, group_size)
+
+
+@command("report", help="Tables, busbw-vs-size plots (PNG) and a Markdown summary from results files.")
+def report(
+    files: Annotated[list[str], typer.Argument(help="Results files (JSONL).")],
+    out: Annotated[str, typer.Option("--out", help="Directory for the PNGs and README.md.")] = "report",
+    fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw as dashed lines.")] = None,
+) -> None:
+    from commbench.render import add_measurement_row, measurement_table
+    from dataclasses import replace
+    from commbench.report import by_collective, series_label, write_report
+    from commbench.results import measurements, read_records
+
+    records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(f"[yellow]skipped line {n}[/]: {why}")))
+    if not records:
+        raise CommbenchError(f"no measurements in {', '.join(files)}")
+    for collective, series in sorted(by_collective(records).items()):
+        for key, rows in sorted(series.items()):
+            table = measurement_table(f"{collective} — {series_label(key)} (measured)")
+            for m in rows:
+                # imported nccl-tests rows have no p99: shown as nan (not recorded)
+                add_measurement_row(table, m if m.time_us_p99 is not None else replace(m, time_us_p99=float("nan")))
+            console.print(table)
+    predict = fabric_predictor(fabric) if fabric else None
+    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "")
+    console.print(f"[green]report[/]: {result.markdown} and {len(result.plots)} plot(s) in {out}", highlight=False)

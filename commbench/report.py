@@ -1,0 +1,106 @@
+"""Reports from results files: rich tables, PNG plots (matplotlib, headless) and a Markdown summary.
+
+Plots: busbw vs size (log-x) per collective, one line per (backend, dtype, group size, layout).
+Every figure is measured unless a line says "predicted": pass `predict(collective, sizes_bytes,
+group_size) -> seconds` (e.g. from a fitted fabric) to overlay predictions as dashed lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from commbench.results import Measurement
+from commbench.units import format_size
+
+Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportFiles:
+    markdown: Path
+    plots: list[Path]
+
+
+def series_key(m: Measurement) -> tuple:
+    return (m.backend, m.dtype, m.group_size, m.group_layout, m.in_place)
+
+
+def series_label(key: tuple) -> str:
+    backend, dtype, group_size, layout, in_place = key
+    return f"{backend} {dtype} n={group_size}" + (f" {layout}" if layout != "world" else "") + (" in-place" if in_place else "")
+
+
+def by_collective(records: Iterable[Measurement]) -> dict[str, dict[tuple, list[Measurement]]]:
+    out: dict[str, dict[tuple, list[Measurement]]] = {}
+    for m in records:
+        if m.status == "ok" and m.busbw_gbps is not None:
+            out.setdefault(m.collective, {}).setdefault(series_key(m), []).append(m)
+    for series in out.values():
+        for rows in series.values():
+            rows.sort(key=lambda m: m.size_bytes)
+    return out
+
+
+def plot_collective(collective: str, series: dict[tuple, list[Measurement]], path: Path,
+                    predict: Predictor | None = None, source: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, rows in sorted(series.items()):
+        sizes = np.array([m.size_bytes for m in rows], dtype=float)
+        line, = ax.plot(sizes, [m.busbw_gbps for m in rows], marker="o", label=f"measured: {series_label(key)}")
+        if predict is not None:
+            seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
+            factor = np.array([m.busbw_gbps / m.algbw_gbps if m.algbw_gbps else 1.0 for m in rows])
+            ax.plot(sizes, sizes / seconds / 1e9 * factor, linestyle="--", color=line.get_color(),
+                    label=f"predicted: {series_label(key)}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("size (bytes, nccl-tests' size)")
+    ax.set_ylabel("busbw (GB/s, GB = 1e9 B)")
+    ax.set_title(f"{collective}: bus bandwidth vs size" + (f" ({source})" if source else ""))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def markdown_table(rows: list[Measurement]) -> list[str]:
+    lines = ["| size | time median (µs, measured) | p99 (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for m in rows:
+        lines.append(f"| {format_size(m.size_bytes)} | {m.time_us_median:.2f} | "
+                     f"{'-' if m.time_us_p99 is None else f'{m.time_us_p99:.2f}'} | {m.algbw_gbps:.3f} | "
+                     f"{m.busbw_gbps:.3f} | {'-' if m.num_wrong is None else m.num_wrong} |")
+    return lines
+
+
+def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
+                 predict: Predictor | None = None, predicted_from: str = "") -> ReportFiles:
+    """PNG per collective and README.md linking them, under out_dir."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    grouped = by_collective(records)
+    failed = [m for m in records if m.status != "ok"]
+    md = ["# commbench report", "", f"Sources: {', '.join(sources)}. All numbers are measured"
+          + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
+    plots = []
+    for collective, series in sorted(grouped.items()):
+        png = plot_collective(collective, series, out / f"{collective}-busbw.png", predict)
+        plots.append(png)
+        md += [f"## {collective}", "", f"![{collective} busbw vs size]({png.name})", ""]
+        for key, rows in sorted(series.items()):
+            md += [f"### {series_label(key)}", "", *markdown_table(rows), ""]
+    if failed:
+        md += ["## Failed points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
+    path = out / "README.md"
+    path.write_text("\n".join(md), encoding="utf-8")
+    return ReportFiles(markdown=path, plots=plots)

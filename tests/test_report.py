@@ -1,0 +1,49 @@
+"""report: PNG per collective (non-trivial), Markdown linking them, predicted overlay labelled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.importers.nccl_tests import import_file
+from commbench.report import write_report
+from commbench.results import JsonlWriter, Measurement
+
+DATA = Path(__file__).parent / "data" / "nccl-tests"
+
+
+def imported(tmp_path):
+    out = tmp_path / "imported.jsonl"
+    with JsonlWriter(out) as writer:
+        for name in ("all_reduce_perf-2018.log", "multi-collective-2.14.log"):
+            for rec in import_file(str(DATA / name)).records:
+                writer.write(rec)
+    return out
+
+
+def test_cli_writes_pngs_and_markdown(tmp_path):
+    results = imported(tmp_path)
+    result = CliRunner().invoke(app, ["report", str(results), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    pngs = sorted((tmp_path / "rep").glob("*.png"))
+    assert [p.name for p in pngs] == ["all_gather-busbw.png", "all_reduce-busbw.png", "all_to_all-busbw.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000 for p in pngs)
+    md = (tmp_path / "rep" / "README.md").read_text()
+    assert "![all_reduce busbw vs size](all_reduce-busbw.png)" in md and "164.090" in md
+    assert "predicted" not in md
+
+
+def test_predicted_overlay_is_labelled(tmp_path):
+    records = [m for m in import_file(str(DATA / "all_reduce_perf-2018.log")).records if isinstance(m, Measurement)]
+    calls = []
+
+    def predict(collective, sizes, group_size):
+        calls.append((collective, group_size))
+        return 20e-6 + np.asarray(sizes) / 100e9
+
+    files = write_report(records, tmp_path, sources=["x"], predict=predict, predicted_from="fabric.json")
+    assert calls == [("all_reduce", 8), ("all_reduce", 8)] and files.plots[0].stat().st_size > 10_000
+    assert "dashed lines are predicted from fabric.json" in files.markdown.read_text()
