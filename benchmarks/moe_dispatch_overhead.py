@@ -1,0 +1,153 @@
+"""MoE dispatch through commbench vs a bare all_to_all_single with the identical split sizes, same run.
+
+For each point, rounds alternate between (a) `measure_point` on the moe_all_to_all workload (count
+exchange, dispatch, combine; we read the dispatch stage's median) and (b) a bare loop of
+`dist.all_to_all_single(out, inp, out_splits, in_splits)` on tensors of the same dtype and split sizes
+(recomputed here from the same routing), each call timed by the host clock; the bare loop also runs the
+untimed count exchange before and the combine after each dispatch, so both dispatches start from the
+same state (ranks lined up by the count exchange) and only the timing machinery differs. Both sides take, per
+iteration, the slowest rank's time (MAX over ranks) and then the median over iterations, as the harness
+does. The printed ratio is the median over rounds of commbench / bare. Goal: within 5% (0.95..1.05).
+
+    python benchmarks/moe_dispatch_overhead.py [--ranks 2] [--rounds 5] [--iters 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import time
+
+# (label, MoE params, tokens per rank); hidden 1024 keeps a gloo-on-CPU run to a minute or two
+POINTS = [
+    ("uniform per-expert bf16", {"routing": "uniform", "dispatch_mode": "per-expert", "dispatch_dtype": "bf16"}, 512),
+    ("uniform per-expert bf16", {"routing": "uniform", "dispatch_mode": "per-expert", "dispatch_dtype": "bf16"}, 2048),
+    ("zipf:1.2 per-rank fp8", {"routing": "zipf:1.2", "dispatch_mode": "per-rank", "dispatch_dtype": "fp8"}, 2048),
+    ("group-limited per-rank fp8", {"routing": "group-limited:8:4", "dispatch_mode": "per-rank", "dispatch_dtype": "fp8"}, 2048),
+]
+SHAPE = {"hidden": 1024, "num_experts": 64, "top_k": 8, "combine_dtype": "bf16", "seed": 0}
+
+
+def bare_layer(backend, spec):
+    """(count exchange, dispatch, combine) closures calling torch.distributed directly, on fresh tensors
+    with the point's split sizes; only the dispatch is timed, but its neighbours run as in the layer
+    (the count exchange lines the ranks up before the dispatch, in both loops)."""
+    import torch
+    import torch.distributed as dist
+
+    from collectives.moe_all_to_all import wire_format
+    from commbench.moe.accounting import split_rows
+    from commbench.moe.params import MoeParams
+    from commbench.moe.routing import parse_routing, route
+
+    p = MoeParams(**{k: v for k, v in spec.params.items() if k in MoeParams.__dataclass_fields__})
+    n, rank = backend.world_size, backend.rank
+    ids = route(parse_routing(p.routing), num_ranks=n, tokens_per_rank=p.tokens_per_rank,
+                num_experts=p.num_experts, top_k=p.top_k, seed=p.seed)
+    rows = split_rows(ids, p.num_experts, p.dispatch_mode)
+    d_dtype, d_width = wire_format(p.dispatch_dtype, p.hidden)
+    c_dtype, c_width = wire_format(p.combine_dtype, p.hidden)
+    d_in_splits, d_out_splits = [int(v) * d_width for v in rows[rank]], [int(v) * d_width for v in rows[:, rank]]
+    c_in_splits, c_out_splits = [int(v) * c_width for v in rows[:, rank]], [int(v) * c_width for v in rows[rank]]
+    d_in, d_out = backend.empty(sum(d_in_splits), d_dtype), backend.empty(sum(d_out_splits), d_dtype)
+    c_in, c_out = backend.empty(sum(c_in_splits), c_dtype), backend.empty(sum(c_out_splits), c_dtype)
+    counts_in = torch.zeros(n * (1 + p.num_experts // n), dtype=torch.int64)
+    counts_out = torch.empty_like(counts_in)
+    for buf in (d_in, c_in):
+        buf.fill_(1)
+    return (lambda: dist.all_to_all_single(counts_out, counts_in),
+            lambda: dist.all_to_all_single(d_out, d_in, d_out_splits, d_in_splits),
+            lambda: dist.all_to_all_single(c_out, c_in, c_out_splits, c_in_splits))
+
+
+def bare_median_us(layer, iters: int, warmup_iters: int) -> float:
+    """Median over iterations of the slowest rank's dispatch time, timed by the host clock."""
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+
+    count_exchange, dispatch, combine = layer
+    for _ in range(warmup_iters):
+        count_exchange(), dispatch(), combine()
+    dist.barrier()
+    local = np.empty(iters)
+    for it in range(iters):
+        count_exchange()
+        start = time.perf_counter()
+        dispatch()
+        local[it] = (time.perf_counter() - start) * 1e6
+        combine()
+    slowest = torch.from_numpy(local)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return float(np.median(slowest.numpy()))
+
+
+def rank_main(rank: int, world: int, port: int, args, queue) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    from collectives import REGISTRY
+    from commbench.dist.torch_backend import TorchBackend
+    from commbench.harness import LoopOptions, measure_point
+
+    backend = TorchBackend("gloo", rank=rank, world_size=world, local_rank=rank, timeout_s=300)
+    moe = REGISTRY["moe_all_to_all"]
+    loop = LoopOptions(iters=args.iters, warmup_iters=3, check=True)  # fill: untouched pages would read as the zero page
+    rows = []
+    for label, params, tokens in POINTS:
+        spec, _ = moe.plan_specs({**SHAPE, **params, "tokens_per_rank": [tokens]}, world)[0]
+        layer = bare_layer(backend, spec)
+        ratios, measured, plain, record = [], [], [], None
+        for index in range(args.rounds):
+            def ours() -> float:
+                nonlocal record
+                record = measure_point(backend, backend.world, moe, spec, loop, run_id="bench")
+                return record.stages_us_median["dispatch"]
+
+            def theirs() -> float:
+                return bare_median_us(layer, args.iters, 3)
+
+            if index % 2:
+                bare_us, ours_us = theirs(), ours()
+            else:
+                ours_us, bare_us = ours(), theirs()
+            ratios.append(ours_us / bare_us)
+            measured.append(ours_us)
+            plain.append(bare_us)
+        rows.append((label, tokens, record.size_bytes, record.metrics["imbalance_rank"], statistics.median(measured),
+                     statistics.median(plain), statistics.median(ratios)))
+    backend.shutdown()
+    if rank == 0:
+        queue.put(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--iters", type=int, default=20)
+    args = parser.parse_args()
+    from commbench.dist.job import free_port
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=rank_main, args=(r, args.ranks, port, args, queue)) for r in range(args.ranks)]
+    for proc in procs:
+        proc.start()
+    rows = queue.get(timeout=1800)
+    for proc in procs:
+        proc.join()
+    print(f"moe_all_to_all dispatch vs bare all_to_all_single (same splits, same run), gloo, {args.ranks} ranks, "
+          f"hidden {SHAPE['hidden']}, {SHAPE['num_experts']} experts, top-{SHAPE['top_k']}; "
+          f"median of {args.rounds} alternating rounds x {args.iters} iters (measured)")
+    print(f"{'point':<28} {'tok/rank':>8} {'size (B)':>10} {'imb.rank':>8} {'commbench µs':>12} {'bare µs':>10} "
+          f"{'ratio':>7}  goal 0.95..1.05")
+    for label, tokens, size, imb, ours_us, bare_us, ratio in rows:
+        verdict = "ok" if 0.95 <= ratio <= 1.05 else "MISSED"
+        print(f"{label:<28} {tokens:>8} {size:>10} {imb:>8.3f} {ours_us:>12.1f} {bare_us:>10.1f} {ratio:>7.4f}  {verdict}")
+    print(f"median ratio over points: {statistics.median(r[-1] for r in rows):.4f}")
+
+
+if __name__ == "__main__":
+    main()
