@@ -147,8 +147,28 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     if not fits:
         raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
                              f">= 2 ranks at >= 2 sizes" + (f" ({'; '.join(notes)})" if notes else ""))
+    notes += emulated_rate_checks(fits, list(runs.values()))
     world = max((m.world_size for m in points), default=None)
     label = name or (f"{base.name}+fitted" if base else "fitted")
     fabric = fabric_from_fits(fits, base=base, name=label, source="fitted:" + ",".join(paths),
                               num_gpus=world, notes=notes)
     return fabric, fits, notes
+
+
+def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:
+    """For runs on `commbench emulate`'s fabric, the fitted scale-out busbw of ring-type curves next
+    to the uplink rate the emulator set (one uplink per rack, shared by the rack's ranks)."""
+    rates = {h.emulated.get("scale_out_rate_bits_per_s") for h in run_headers if h.emulated}
+    rates.discard(None)
+    if len(rates) != 1:
+        return []
+    rate_gbps = float(rates.pop()) / 8 / 1e9
+    lines = []
+    for fit in fits:
+        key = fit.key
+        if key.num_domains > 1 and key.for_prediction and key.collective in COLLECTIVES \
+                and not COLLECTIVES[key.collective].spread:
+            fitted = fit.fit.busbw_bytes_per_s[-1] / 1e9
+            lines.append(f"emulated scale-out rate {rate_gbps:.4g} GB/s per rack uplink; {key.label} fitted "
+                         f"busbw {fitted:.4g} GB/s ({fitted / rate_gbps - 1:+.1%})")
+    return lines
