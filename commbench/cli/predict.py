@@ -84,7 +84,7 @@ def predict(
         console.print_json(json.dumps({"fabric": fabric.name, "source": fabric.source, "collective": collective,
                                        "group_size": group, "num_domains": num_domains, "rows": rows}))
         return
-    table = Table(title=f"{collective} (predicted, {group} ranks, {where}, {fabric.name}: {fabric.source})",
+    table = Table(title=f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source})",
                   title_justify="left")
     for name in ("size", "time (µs)", "algbw (GB/s)", "busbw (GB/s)"):
         table.add_column(name, justify="right", no_wrap=True)
