@@ -147,7 +147,7 @@ def test_presets_and_explicit_options_override():
     (point,) = sweep_params({"preset": "deepseek-v3", "top_k": 4, "tokens_per_rank": [128]}, 8)
     assert (point.hidden, point.num_experts, point.top_k, point.routing) == (7168, 256, 4, "group-limited:8:4")
     assert (point.dispatch_mode, point.dispatch_dtype, point.combine_dtype) == ("per-rank", "fp8", "bf16")
-    points = sweep_params({"preset": "mixtral-8x22b", "tokens_per_rank": [128, 4096], "algorithm": "flat"}, 2)
+    points = sweep_params({"preset": "mixtral-8x22b", "tokens_per_rank": [128, 4096]}, 2)
     assert [(p.tokens_per_rank, p.hidden, p.num_experts, p.top_k) for p in points] == [(128, 6144, 8, 2), (4096, 6144, 8, 2)]
     (qwen,) = sweep_params({"preset": "qwen3-235b", "tokens_per_rank": [1]}, 4)
     assert (qwen.hidden, qwen.num_experts, qwen.top_k) == (4096, 128, 8)
@@ -165,6 +165,12 @@ def test_params_validation():
     with pytest.raises(CommbenchError, match="--experts"):
         MoeParams(**base).check_ep_size(3)
     assert parse_tokens("128, 1024,4096") == [128, 1024, 4096]
+    # sweep-file entries: same keys as Measurement.params; typos and wrong types are refused
+    assert [p.tokens_per_rank for p in sweep_params({"tokens_per_rank": 64, "num_experts": 8}, 2)] == [64]
+    with pytest.raises(CommbenchError, match="experts"):
+        sweep_params({"experts": 8}, 2)
+    with pytest.raises(CommbenchError, match="hidden"):
+        sweep_params({"hidden": "big", "num_experts": 8}, 2)
 
 
 @pytest.mark.parametrize("args,field", [

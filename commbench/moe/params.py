@@ -38,6 +38,13 @@ class MoeParams:
     preset: str | None = None
 
     def __post_init__(self) -> None:
+        for field in ("tokens_per_rank", "hidden", "top_k", "num_experts", "seed"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise invalid(field, value, "allowed: an integer")
+        for field in ("routing", "dispatch_mode", "dispatch_dtype", "combine_dtype"):
+            if not isinstance(getattr(self, field), str):
+                raise invalid(field, getattr(self, field), "allowed: a string")
         if not 1 <= self.tokens_per_rank <= MAX_TOKENS_PER_RANK:
             raise invalid("--tokens", self.tokens_per_rank, f"allowed: 1..{MAX_TOKENS_PER_RANK} tokens per rank")
         if self.hidden < MIN_HIDDEN:
@@ -68,13 +75,18 @@ class MoeParams:
 
 def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     """One MoeParams per tokens-per-rank value; `options` holds `tokens_per_rank` (a list) and any
-    explicitly given keys of DEFAULTS (None = not given); other keys belong to other workloads."""
+    explicitly given keys of DEFAULTS (None = not given); any other key is refused (a typo in a sweep file)."""
     merged = dict(DEFAULTS)
     if options.get("preset"):
         merged.update(preset_params(options["preset"]))
-    merged.update({k: v for k, v in options.items() if v is not None and k in DEFAULTS})  # others: not MoE's
+    unknown = sorted(set(options) - set(DEFAULTS) - {"tokens_per_rank"})
+    if unknown:
+        raise invalid(unknown[0], options[unknown[0]], f"not a moe_all_to_all parameter; allowed: tokens_per_rank, "
+                                                       f"{', '.join(DEFAULTS)}")
+    merged.update({k: v for k, v in options.items() if v is not None and k in DEFAULTS})
     tokens = options.get("tokens_per_rank") or DEFAULT_TOKENS_PER_RANK
-    points = [MoeParams(tokens_per_rank=int(t), **merged) for t in tokens]
+    tokens = [tokens] if isinstance(tokens, int) else tokens
+    points = [MoeParams(tokens_per_rank=t, **merged) for t in tokens]
     points[0].check_ep_size(ep_size)
     spec = parse_routing(points[0].routing)
     if spec.kind == "trace":

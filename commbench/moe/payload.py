@@ -37,23 +37,32 @@ class Rows:
         return int(self.src.size)
 
 
+def _stable_order(key: np.ndarray) -> np.ndarray:
+    """Stable argsort (a radix sort when the key fits 16 bits)."""
+    if key.size and key.max() < (1 << 16):
+        key = key.astype(np.uint16)
+    return np.argsort(key, kind="stable")
+
+
 def dispatch_rows(expert_ids: np.ndarray, num_experts: int, mode: str) -> Rows:
     """Every dispatch row of the layer, sorted by (source, destination, tag order, token)."""
     num_ranks, num_tokens, top_k = expert_ids.shape
     experts_per_rank = num_experts // num_ranks
+    src = np.repeat(np.arange(num_ranks, dtype=np.int64), num_tokens * top_k)
+    token = np.tile(np.repeat(np.arange(num_tokens, dtype=np.int64), top_k), num_ranks)
     if mode == "per-expert":
-        src = np.repeat(np.arange(num_ranks), num_tokens * top_k)
-        token = np.tile(np.repeat(np.arange(num_tokens), top_k), num_ranks)
         tag = expert_ids.ravel().astype(np.int64)
-        order = np.lexsort((token, tag, src))
+        order = _stable_order(src * num_experts + tag)  # rows are in (src, token) order already
         return Rows(src=src[order], dst=tag[order] // experts_per_rank, token=token[order], tag=tag[order])
-    dest = expert_ids // experts_per_rank
-    keys = (np.arange(num_ranks)[:, None, None] * num_tokens + np.arange(num_tokens)[None, :, None]) * num_ranks + dest
-    unique_keys, inverse = np.unique(keys.ravel(), return_inverse=True)
-    slot_bits = np.broadcast_to(1 << np.arange(top_k), keys.shape).ravel().astype(np.float64)
-    mask = np.bincount(inverse.ravel(), weights=slot_bits, minlength=unique_keys.size).astype(np.int64)
-    src, token, dst = unique_keys // (num_tokens * num_ranks), (unique_keys // num_ranks) % num_tokens, unique_keys % num_ranks
-    order = np.lexsort((token, dst, src))
+    slot_order = np.argsort(expert_ids // experts_per_rank, axis=2, kind="stable")
+    dest = np.take_along_axis(expert_ids // experts_per_rank, slot_order, axis=2).reshape(-1, top_k)
+    first = np.ones(dest.shape, dtype=bool)
+    first[:, 1:] = dest[:, 1:] != dest[:, :-1]  # the first slot of each (token, destination) run
+    group = np.cumsum(first.ravel()) - 1
+    mask = np.bincount(group, weights=(1 << slot_order.ravel()).astype(np.float64)).astype(np.int64)
+    keep = first.ravel()
+    src, token, dst = src[keep], token[keep], dest.ravel()[keep].astype(np.int64)
+    order = _stable_order(src * num_ranks + dst)
     return Rows(src=src[order], dst=dst[order], token=token[order], tag=mask[order])
 
 

@@ -129,9 +129,9 @@ def _group_limited(rng: np.random.Generator, num_tokens: int, num_experts: int, 
     step = max(1, _CHUNK_ELEMENTS // num_experts)
     for start in range(0, num_tokens, step):
         rows = min(step, num_tokens - start)
-        affinity = rng.random((rows, num_groups, per_group))
-        group_score = np.sort(affinity, axis=2)[:, :, -best_in_group:].sum(axis=2)
-        dropped = np.argsort(-group_score, axis=1)[:, topk_groups:]
+        affinity = rng.random((rows, num_groups, per_group), dtype=np.float32)
+        group_score = np.partition(affinity, per_group - best_in_group, axis=2)[:, :, -best_in_group:].sum(axis=2)
+        dropped = np.argpartition(-group_score, topk_groups - 1, axis=1)[:, topk_groups:]
         np.put_along_axis(affinity, dropped[:, :, None], -1.0, axis=1)  # affinities lie in [0, 1)
         out[start:start + rows] = np.argpartition(-affinity.reshape(rows, num_experts), top_k - 1, axis=1)[:, :top_k]
     return out
