@@ -32,8 +32,9 @@ import numpy as np
 
 from collectives.base import Collective, PointSpec, PreparedPoint
 from commbench.dtypes import get_dtype
+from commbench.errors import CommbenchError
 from commbench.moe.accounting import moe_traffic
-from commbench.moe.params import MoeParams, sweep_params
+from commbench.moe.params import DEFAULTS, MoeParams, sweep_params
 from commbench.moe.payload import dispatch_rows, encode, foreign_rows
 from commbench.moe.routing import parse_routing, route
 
@@ -58,6 +59,7 @@ class MoeAllToAll(Collective):
     name = "moe_all_to_all"
     in_place_mode = "never"
     takes_size = False
+    param_names = ("tokens_per_rank", *DEFAULTS)
 
     def busbw_factor(self, num_ranks: int) -> float:
         return (num_ranks - 1) / num_ranks
@@ -80,7 +82,10 @@ class MoeAllToAll(Collective):
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank
         p = MoeParams(**{k: spec.params[k] for k in _MOE_KEYS if k in spec.params})
-        p.check_ep_size(n)
+        try:
+            p.check_ep_size(n)  # plan_specs checked the world; a sub-group may be smaller
+        except CommbenchError as exc:
+            raise ValueError(str(exc)) from None  # the bench runner records a failed point
         experts_per_rank = p.num_experts // n
         ids = route(parse_routing(p.routing), num_ranks=n, tokens_per_rank=p.tokens_per_rank,
                     num_experts=p.num_experts, top_k=p.top_k, seed=p.seed)
