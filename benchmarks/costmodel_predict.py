@@ -3,7 +3,7 @@
     python benchmarks/costmodel_predict.py [num_predictions]
 
 Random sizes (8 B .. 16 GiB), group sizes and domain counts on a 256-GPU GB300 NVL72 preset; the
-best of five calls is reported, per collective, plus the MoE all-to-all and a fitted fabric
+best of ten calls is reported (wall and CPU time), per collective, plus the MoE all-to-all and a fitted fabric
 (piecewise curves at several group sizes, the slower lookup path).
 """
 
@@ -29,14 +29,17 @@ def random_queries(num: int, domain_size: int, num_gpus: int, seed: int = 0):
     return sizes, groups, domains
 
 
-def best_of(fn, repeats: int = 5) -> float:
+def best_of(fn, repeats: int = 10) -> tuple[float, float]:
+    """(best wall seconds, best CPU seconds of this process) over `repeats` calls. On a shared machine
+    the wall time includes waiting for a core; the CPU time is the work itself."""
     fn()  # warm-up
-    times = []
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return min(walls), min(cpus)
 
 
 def fitted_like(fabric):
@@ -57,15 +60,17 @@ def main(argv: list[str]) -> int:
     cases.append(("moe_all_to_all", lambda: moe_all_to_all_time_s(fabric, sizes, groups, domains, 1.3)))
     fitted = fitted_like(fabric)
     cases.append(("all_reduce (fitted)", lambda: collective_time_s(fitted, "all_reduce", sizes, groups, domains)))
-    print(f"{num:,} predictions per call, gb300-nvl72 x {fabric.num_gpus} GPUs; best of 5 calls")
-    worst = 0.0
+    print(f"{num:,} predictions per call, gb300-nvl72 x {fabric.num_gpus} GPUs; best of 10 calls")
+    worst_wall = worst_cpu = 0.0
     for name, fn in cases:
-        seconds = best_of(fn)
-        worst = max(worst, seconds) if name != "all_reduce (fitted)" else worst
-        print(f"  {name:22s} {seconds * 1e3:7.1f} ms   {num / seconds / 1e6:6.1f} M predictions/s   "
-              f"{seconds / GOAL_S:5.2f} x the 100 ms goal")
-    print(f"slowest preset collective: {worst * 1e3:.1f} ms for {num:,} ({'meets' if worst < GOAL_S else 'misses'} "
-          f"the < 100 ms goal)")
+        wall, cpu = best_of(fn)
+        if name != "all_reduce (fitted)":
+            worst_wall, worst_cpu = max(worst_wall, wall), max(worst_cpu, cpu)
+        print(f"  {name:22s} wall {wall * 1e3:7.1f} ms  cpu {cpu * 1e3:7.1f} ms   {num / wall / 1e6:6.1f} M predictions/s"
+              f"   {wall / GOAL_S:5.2f} x the 100 ms goal")
+    verdict = "meets" if worst_wall < GOAL_S else "misses"
+    print(f"slowest preset collective: {worst_wall * 1e3:.1f} ms wall ({worst_cpu * 1e3:.1f} ms CPU) for {num:,} "
+          f"predictions: {verdict} the < 100 ms goal")
     return 0
 
 

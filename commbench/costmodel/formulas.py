@@ -143,19 +143,35 @@ def _check_group(fabric: Fabric, n: np.ndarray, d: np.ndarray, ranks_per_domain:
                       f"a group on one domain holds at most {fabric.domain_size} ranks; pass num_domains")
 
 
+def _min_into(best: np.ndarray | float, new: np.ndarray | float) -> np.ndarray | float:
+    """min(best, new), in place when `best` is a full array (a fresh one owned by the caller)."""
+    if isinstance(best, np.ndarray) and best.ndim > 0 and best.shape == np.shape(new):
+        return np.minimum(best, new, out=best)
+    return np.minimum(best, new)
+
+
 def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
                       num_domains: ArrayLike = 1, *, algorithm: str | None = None,
                       imbalance: ArrayLike = 1.0) -> np.ndarray:
     """Predicted seconds for `collective` of `size_bytes` (nccl-tests' size) over `group_size` ranks
     spread over `num_domains` scale-up domains. Arguments broadcast; the fastest algorithm wins
     unless `algorithm` names one. `imbalance` (>= 1) scales the busiest rank's bytes (all-to-all)."""
+    (time_s,) = _algorithm_times(fabric, collective, size_bytes, group_size, num_domains, imbalance,
+                                 [algorithm] if algorithm else None)
+    return time_s
+
+
+def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
+                     num_domains: ArrayLike, imbalance: ArrayLike, groups: list[str] | None) -> list[np.ndarray]:
+    """One time array per entry of `groups` (an algorithm name, or None: the fastest of all)."""
     shape = _shape(collective)
     size, n, d, skew = np.broadcast_arrays(np.asarray(size_bytes, dtype=np.float64),
                                            np.asarray(group_size, dtype=np.float64),
                                            np.asarray(num_domains, dtype=np.float64),
                                            np.asarray(imbalance, dtype=np.float64))
+    groups = groups or [None]
     if n.size == 0:
-        return np.zeros(n.shape)
+        return [np.zeros(n.shape) for _ in groups]
     ranks_per_domain = np.ceil(n / d)
     _check_group(fabric, n, d, ranks_per_domain)
     if size.min() < 0:
@@ -165,9 +181,9 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
     if not up and not out:
         raise CommbenchError(f"collective={collective!r} is not covered by fabric {fabric.name!r}; "
                              f"it covers: {', '.join(fabric.collectives) or 'nothing'}")
-    names = sorted(set(up) | set(out)) if algorithm is None else [algorithm]
-    if algorithm is not None and algorithm not in up and algorithm not in out:
-        raise invalid("algorithm", algorithm, f"{collective} on {fabric.name} has {', '.join(sorted(set(up) | set(out)))}")
+    for name in groups:
+        if name is not None and name not in up and name not in out:
+            raise invalid("algorithm", name, f"{collective} on {fabric.name} has {', '.join(sorted(set(up) | set(out)))}")
     crosses = d > 1
     any_cross, all_cross = bool(crosses.any()), bool(crosses.all())
     bus_bytes = shape.bus_factor(n) * size
@@ -175,31 +191,56 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
     if any_cross and shape.spread:
         sent = skew * size / n
         bytes_out, bytes_in = sent * (n - ranks_per_domain), sent * (ranks_per_domain - 1)
-    best = np.full(n.shape, np.inf)
-    for name in names:
+    shares_domain = ranks_per_domain > 1 if any_cross and not shape.spread else None
+    step_cache: dict[tuple[str, str], np.ndarray] = {}
+
+    def cached_steps(name: str, which: str) -> np.ndarray:
+        if (name, which) not in step_cache:
+            if which == "intra":  # steps inside domains: all but the inter-domain ones
+                step_cache[name, which] = np.maximum(cached_steps(name, "n") - cached_steps(name, "d"), 0)
+            else:
+                step_cache[name, which] = steps(collective, name, n if which == "n" else d)
+        return step_cache[name, which]
+
+    # Written with in-place updates: at a million queries, fresh temporaries cost more than the math.
+    def one_algorithm(name: str) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """(time inside one domain, time across domains) of algorithm `name` (inf where it has no curve)."""
+        time_up = time_out = np.inf
         per_step, busbw = 0.0, np.inf
         if name in up:
             lat, per_step, busbw = _curve_arrays(up[name], n, bus_bytes)
             if not all_cross:
-                time_up = lat + per_step * steps(collective, name, n) + skewed_bus_bytes / busbw
-                best = np.minimum(best, time_up if not any_cross else np.where(crosses, np.inf, time_up))
+                time_up = np.multiply(cached_steps(name, "n"), per_step)
+                time_up += lat
+                time_up += skewed_bus_bytes / busbw
         if any_cross and name in out and name not in SCALE_UP_ONLY:
             lat_o, per_step_o, busbw_o = _curve_arrays(out[name], n, bus_bytes)
             # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up
-            inter_steps = steps(collective, name, d)
-            latency_o = lat_o + per_step_o * inter_steps \
-                + per_step * np.maximum(steps(collective, name, n) - inter_steps, 0)
+            time_out = np.multiply(cached_steps(name, "d"), per_step_o)
+            time_out += lat_o
+            if np.any(per_step):
+                time_out += cached_steps(name, "intra") * per_step
             if shape.spread:
-                time_out = latency_o + np.maximum(bytes_out / busbw_o, bytes_in / busbw)
+                wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw)
             else:
-                slowest = np.where(ranks_per_domain > 1, np.minimum(busbw_o, busbw), busbw_o)
-                time_out = latency_o + skewed_bus_bytes / slowest
-            best = np.minimum(best, time_out if all_cross else np.where(crosses, time_out, np.inf))
-    if np.isinf(best.max()):
-        tier = "scale_out" if np.any(crosses & np.isinf(best)) else "scale_up"
-        raise CommbenchError(f"collective={collective!r} has no {tier} curve in fabric {fabric.name!r}"
-                             + (f" for algorithm={algorithm!r}" if algorithm else ""))
-    return np.where(n <= 1, 0.0, best)
+                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(busbw_o, busbw), busbw_o)
+            time_out += wire
+        return time_up, time_out
+
+    results = []
+    for group in groups:
+        best_up = best_out = np.inf
+        for name in (sorted(set(up) | set(out)) if group is None else [group]):
+            time_up, time_out = one_algorithm(name)
+            best_up, best_out = _min_into(best_up, time_up), _min_into(best_out, time_out)
+        best = best_out if all_cross else (np.where(crosses, best_out, best_up) if any_cross else best_up)
+        best = np.broadcast_to(best, n.shape)
+        if np.isinf(best.max()):
+            tier = "scale_out" if np.any(crosses & np.isinf(best)) else "scale_up"
+            raise CommbenchError(f"collective={collective!r} has no {tier} curve in fabric {fabric.name!r}"
+                                 + (f" for algorithm={group!r}" if group else ""))
+        results.append(np.where(n <= 1, 0.0, best))
+    return results
 
 
 MOE_PHASES = ("dispatch", "combine")
@@ -220,12 +261,13 @@ def moe_all_to_all_time_s(fabric: Fabric, bytes_per_rank: ArrayLike, ep_size: Ar
         raise invalid("phase", phase, f"one of {', '.join(MOE_PHASES)} (or none for their mean)")
     collective = "moe_all_to_all" if "moe_all_to_all" in fabric.collectives else "all_to_all"
     algorithms = {c.algorithm for c in fabric.curves if c.collective == collective}
-    args = (fabric, collective, bytes_per_rank, ep_size, num_domains)
+    args = (fabric, collective, bytes_per_rank, ep_size, num_domains, imbalance)
     if phase is not None and phase in algorithms:
-        return collective_time_s(*args, algorithm=phase, imbalance=imbalance)
+        return _algorithm_times(*args, [phase])[0]
     if phase is None and set(MOE_PHASES) <= algorithms:
-        return 0.5 * sum(collective_time_s(*args, algorithm=p, imbalance=imbalance) for p in MOE_PHASES)
-    return collective_time_s(*args, imbalance=imbalance)
+        dispatch, combine = _algorithm_times(*args, list(MOE_PHASES))
+        return 0.5 * (dispatch + combine)
+    return _algorithm_times(*args, None)[0]
 
 
 def hierarchical_reduce_scatter_time_s(fabric: Fabric, size_bytes: ArrayLike, group_size: ArrayLike,
