@@ -15,8 +15,10 @@ Groups spanning several scale-up domains (num_domains > 1) are composed from the
 - all-to-all sends concurrently on both tiers; the time is the longer of the bytes leaving the
   domain over the NIC and the bytes staying inside over NVLink. With m ranks per domain in a group
   of n, busbw tends to NIC * (n-1)/(n-m), i.e. N/(N-1) x the NIC rate on N domains, as the NCCL
-  maintainers describe for inter-node alltoall (NVIDIA/nccl-tests issue 272);
+  maintainers describe for inter-node alltoall (NVIDIA/nccl-tests issue 130);
 - in-switch reduction (NVLS) exists only inside an NVLink domain.
+Not modelled (conservative): NCCL's tree / NVLS-tree all-reduce on few nodes can beat the NIC
+rate by reducing inside the node first (NVIDIA/nccl-tests issue 196).
 """
 
 from __future__ import annotations
