@@ -114,7 +114,7 @@ def _stand_in(monkeypatch, seconds_per_byte=0.0, rs_seconds=None):
     monkeypatch.setattr(step_module, "_costmodel", lambda: (collective, a2a))
 
 
-BARE = Calibration(layer_overhead_s=0.0, moe_layer_overhead_s=0.0, hbm_efficiency=1.0)
+BARE = Calibration(layer_overhead_s=0.0, moe_layer_overhead_s=0.0, hbm_efficiency=1.0, gemm_traffic_factor=0.0)
 
 
 def test_compute_and_bubble_hand_computed(monkeypatch):

@@ -12,7 +12,7 @@ from commbench.cli.base import command, console
 from commbench.errors import invalid
 from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load_model, parse_layout
 
-COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("CP ring", "cp"), ("PP send/recv", "pp"),
+COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
              ("DP expert grad RS", "dp_expert_rs"), ("DP expert param AG", "dp_expert_ag"))
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")

@@ -25,7 +25,7 @@ def flex_backend_for(fabric) -> str:
 def top_table(result: SearchResult, top: int, title: str) -> Table:
     bd = result.breakdown
     t = Table(title=title, title_justify="left")
-    for col in ("#", "layout", "tokens/s/GPU", "MFU %", "step s", "compute s", "TP exp s", "EP exp s",
+    for col in ("#", "layout", "tokens/s/GPU", "MFU %", "step s", "compute s", "TP exp s", "EP exp s", "ETP exp s",
                 "DP exp s", "PP exp s", "bubble s", "mem GB", "free GB", "EP racks"):
         t.add_column(col, justify="left" if col == "layout" else "right")
     pareto = set(int(i) for i in result.pareto)
@@ -33,7 +33,7 @@ def top_table(result: SearchResult, top: int, title: str) -> Table:
         dp = sum(float(getattr(bd, f"dp_{k}_exposed_s")[i]) for k in ("dense_rs", "dense_ag", "expert_rs", "expert_ag"))
         t.add_row(str(i + 1) + ("*" if i in pareto else ""), short(result.layouts.layout(i)),
                   f"{bd.tokens_per_s_per_gpu[i]:,.0f}", f"{100 * bd.mfu[i]:.1f}", f"{bd.step_s[i]:.3f}",
-                  f"{bd.compute_s[i]:.3f}", f"{bd.tp_exposed_s[i]:.3f}", f"{bd.ep_exposed_s[i]:.3f}", f"{dp:.3f}",
+                  f"{bd.compute_s[i]:.3f}", f"{bd.tp_exposed_s[i]:.3f}", f"{bd.ep_exposed_s[i]:.3f}", f"{bd.etp_exposed_s[i]:.3f}", f"{dp:.3f}",
                   f"{bd.pp_exposed_s[i]:.3f}", f"{bd.bubble_s[i]:.3f}", f"{bd.mem_total_bytes[i] / 1e9:.0f}",
                   f"{result.headroom_bytes[i] / 1e9:.0f}", str(int(result.ep_racks[i])))
     return t

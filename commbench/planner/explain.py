@@ -19,7 +19,7 @@ from commbench.planner.placement import racks_spanned
 from commbench.planner.search import STRUCTURE, SearchResult, structure_key
 from commbench.planner.step import evaluate_layouts
 
-COMM_TERMS = (("TP collectives", "tp"), ("EP all-to-all", "ep"), ("CP ring", "cp"), ("PP send/recv", "pp"),
+COMM_TERMS = (("TP collectives", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
               ("DP dense grad reduce-scatter", "dp_dense_rs"), ("DP dense param all-gather", "dp_dense_ag"),
               ("DP expert grad reduce-scatter", "dp_expert_rs"), ("DP expert param all-gather", "dp_expert_ag"))
 
@@ -95,6 +95,10 @@ def _why(key: str, lay: Layout, per_rack: int, model) -> str:
         group = lay.dp * lay.cp if "dense" in key else lay.edp
         racks = int(racks_spanned(lay.world // lay.pp, per_rack)) if group > 1 else 1
         return f"; a group of {group} ranks over {racks} rack(s), hidden only behind one micro-batch's compute"
+    if key == "etp":
+        return (f"; each MoE layer gathers ETP{lay.etp} ranks' dispatched tokens (x top-{model.top_k}) before the "
+                "expert GEMMs and reduce-scatters the outputs after, " +
+                ("overlapped with the other micro-batch" if lay.moe_a2a_overlap else "not overlapped"))
     if key == "tp":
         return f"; TP{lay.tp} inside a rack, " + ("overlapped with GEMMs" if lay.tp_comm_overlap else "not overlapped")
     if key == "pp":
@@ -151,8 +155,9 @@ def caveats(result: SearchResult) -> list[str]:
     lay, model = result.layouts.layout(0), result.request.model
     out = []
     if model.is_moe and lay.etp > 1:
-        out.append(f"Caveat: ETP{lay.etp} splits each expert's FFN into {model.expert_ffn // lay.etp} columns per GPU; "
-                   "the step model does not charge narrow grouped GEMMs for that, so layouts with large ETP may be optimistic.")
+        out.append(f"ETP{lay.etp} splits each expert's FFN into {model.expert_ffn // lay.etp} columns per GPU; the step "
+                   "model charges the narrower grouped GEMMs their operand traffic (gemm_shape.py) and the ETP "
+                   "all-gather/reduce-scatter, but kernel choices for very narrow GEMMs are not modelled.")
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
         out.append("The flex dispatcher (DeepEP/HybridEP) is assumed available; pin dispatcher=alltoall otherwise.")
     return out

@@ -7,7 +7,7 @@ sharded over DP x CP (dense) / EDP (experts) by the distributed optimizer.
 Activations: the tensors each layer keeps for backward (Korthikanti et al., arXiv 2205.05198,
 with flash attention so no s^2 term), per token, in bf16, sharded by TP (all of them with
 sequence parallel, only the head/FFN-sized ones without) and CP; experts hold top-k x tokens
-per rank. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
+per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
 (PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
 keeps only each layer's input; selective drops norm outputs, activation-function outputs and
 MLA's up-projections (they are recomputed). The last stage also holds fp32 logits.
@@ -59,7 +59,9 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         + (model.dense_ffn * (g - 1) + keep * model.dense_ffn * gemm_in) / head_shard
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
-        routed = k * (h * gemm_in + (ffn * (g - 1) + keep * ffn * gemm_in) / etp) / (tp * cp)
+        # Per rank the experts hold etp x (tokens per rank x top-k) gathered rows: the FC1 input is
+        # full-width (h) for each of them, the FFN-wide tensors are sliced by ETP.
+        routed = k * (etp * h * gemm_in + ffn * (g - 1) + keep * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
         moe_mlp = (h + keep * h * gemm_in + k) / seq_shard + routed + shared
     else:

@@ -149,7 +149,8 @@ def _preset(name: str, num_gpus: int):
 BOUNDS = {"gemm_efficiency_hopper": (0.3, 0.95), "gemm_efficiency_blackwell": (0.3, 0.95),
           "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_ratio": (0.2, 1.0), "attention_efficiency": (0.15, 0.9),
           "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 5e-3), "moe_layer_overhead_s": (0.0, 2e-2),
-          "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0)}
+          "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
+          "gemm_traffic_factor": (0.0, 10.0)}
 
 
 def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, rounds: int = 6,

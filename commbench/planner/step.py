@@ -3,11 +3,17 @@
 Per micro-batch on the busiest pipeline stage (layers split evenly over PP, as Megatron's
 embedding/loss stage accounting arranges), forward + backward:
 - GEMMs: model FLOPs (FLOPS.md) / (TP CP PP) at the precision's peak x the fitted GEMM
-  efficiency; expert GEMMs additionally x the grouped-GEMM ratio. Attention core in bf16.
+  efficiency; expert GEMMs additionally x the grouped-GEMM ratio; plus each GEMM's compulsory
+  operand traffic at HBM bandwidth for its shape (gemm_shape.py: narrow TP/ETP shards and few
+  tokens per expert run below peak). Attention core in bf16.
 - memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth.
 - fixed per-layer (and per-MoE-layer) host/launch overhead; recompute's extra forward.
 - TP: per layer 2 all-reduces fwd + 2 bwd, or with sequence parallel 2 all-gathers + 2
-  reduce-scatters each way (Korthikanti et al., arXiv 2205.05198); MoE layers use ETP for the MLP.
+  reduce-scatters each way (Korthikanti et al., arXiv 2205.05198); in MoE layers only the shared
+  experts use TP; routed experts use ETP.
+- ETP: per MoE layer an all-gather of the dispatched tokens over the ETP group before the expert
+  GEMMs and a reduce-scatter after, forward and mirrored backward (Megatron-Core alltoall
+  dispatcher with expert TP; MoE parallel folding, arXiv 2504.14960).
 - EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer; bytes = tokens per
   rank x top-k (or distinct destination ranks with the deduplicating dispatcher) x hidden x 2 B.
 - CP: ring attention passes K,V (cp-1) times forward and K,V + dK,dV backward; hidden behind the
@@ -28,7 +34,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner import memory
+from commbench.planner import gemm_shape, memory
 from commbench.planner.calibration import CALIBRATED, Calibration
 from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations, stage_imbalance
 from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
@@ -61,6 +67,8 @@ class StepBreakdown:
     tp_exposed_s: np.ndarray
     ep_total_s: np.ndarray
     ep_exposed_s: np.ndarray
+    etp_total_s: np.ndarray
+    etp_exposed_s: np.ndarray
     cp_total_s: np.ndarray
     cp_exposed_s: np.ndarray
     pp_total_s: np.ndarray
@@ -98,7 +106,7 @@ class StepBreakdown:
         return out
 
     def exposed_comm_s(self) -> np.ndarray:
-        return (self.tp_exposed_s + self.ep_exposed_s + self.cp_exposed_s + self.pp_exposed_s
+        return (self.tp_exposed_s + self.ep_exposed_s + self.etp_exposed_s + self.cp_exposed_s + self.pp_exposed_s
                 + self.dp_dense_rs_exposed_s + self.dp_dense_ag_exposed_s
                 + self.dp_expert_rs_exposed_s + self.dp_expert_ag_exposed_s)
 
@@ -153,7 +161,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     gemm_rate = peak * 1e12 * eff
     other_gemm = fl.gemm - fl.routed_experts
     tokens_gpu = tokens_gpu * stage_imbalance(model, pp, vp)
-    gemm_s = tokens_gpu * (other_gemm / gemm_rate + fl.routed_experts / (gemm_rate * cal.grouped_gemm_ratio))
+    # Shape term (gemm_shape.py): compulsory operand traffic of narrow / short GEMMs at HBM bandwidth.
+    dense_traffic, routed_traffic = gemm_shape.traffic_bytes_per_token(
+        model, fl, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, precision=a.precision)
+    shape_s = tokens_gpu * cal.gemm_traffic_factor * (dense_traffic + routed_traffic) / (gpu.hbm_tbps * 1e12)
+    gemm_s = tokens_gpu * (other_gemm / gemm_rate + fl.routed_experts / (gemm_rate * cal.grouped_gemm_ratio)) + shape_s
     attention_s = tokens_gpu * fl.attention_core / (gpu.bf16_tflops * 1e12 * cal.attention_efficiency)
     n_layers = model.num_layers + model.num_mtp_layers
     n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
@@ -178,16 +190,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                             collective_time_s(system, "all_reduce", act_buf, tp, tp_dom))
     else:
         per_pair = np.zeros(len(a))
-    etp_dom = _domains(etp, etp, dom)
-    if np.any(etp > 1):
-        per_pair_e = collective_time_s(system, "reduce_scatter", act_buf, etp, etp_dom) \
-            + collective_time_s(system, "all_gather", act_buf, etp, etp_dom)
-    else:
-        per_pair_e = np.zeros(len(a))
     per_pair = np.where(tp > 1, per_pair, 0.0)
-    per_pair_e = np.where(etp > 1, per_pair_e, 0.0)
-    # attention block + dense MLP: one pair fwd and one bwd each; MoE MLP uses the ETP group.
-    tp_total_mb = 2 * per_pair * (layers_stage + (layers_stage - moe_stage)) + 2 * per_pair_e * moe_stage
+    # attention block + dense MLP (+ the shared experts' MLP of MoE layers, TP-sharded like a dense
+    # MLP): one pair fwd and one bwd each. Routed experts use the ETP group (below), not TP.
+    shared_pairs = moe_stage if (model.is_moe and model.num_shared_experts > 0) else 0.0
+    tp_total_mb = 2 * per_pair * (layers_stage + (layers_stage - moe_stage) + shared_pairs)
     tp_exposed_mb = np.where(a.tp_comm_overlap, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 
     # Expert parallel all-to-all: 4 per MoE layer per micro-batch.
@@ -200,10 +207,28 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         ep_dom = _domains(etp * ep, ep, dom)
         one_a2a = moe_all_to_all_time_s(system, bytes_rank, ep, ep_dom, moe_imbalance) / cal.all_to_all_efficiency
         ep_total_mb = np.where(ep > 1, 4.0 * moe_stage * one_a2a, 0.0)
+        # Expert tensor parallel (MoE parallel folding, alltoall/flex dispatcher): after dispatch each
+        # rank all-gathers the ETP group's received tokens before the expert GEMMs and reduce-scatters
+        # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
+        # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
+        etp_buf = etp * tokens_rank * fanout * model.hidden * ACT_BYTES
+        etp_dom = _domains(etp, etp, dom)
+        if np.any(etp > 1):
+            etp_pair = collective_time_s(system, "all_gather", etp_buf, etp, etp_dom) \
+                + collective_time_s(system, "reduce_scatter", etp_buf, etp, etp_dom)
+        else:
+            etp_pair = np.zeros(len(a))
+        etp_total_mb = np.where(etp > 1, 2.0 * moe_stage * etp_pair, 0.0)
     else:
         ep_total_mb = np.zeros(len(a))
+        etp_total_mb = np.zeros(len(a))
     ep_window = compute_mb - overhead_s
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.overlap_efficiency), ep_total_mb)
+    # The ETP gather/scatter sits in the dispatcher beside the all-to-all: hidden only when the
+    # EP communication is overlapped with the other micro-batch (what is left of the window).
+    etp_window = np.maximum(ep_window - ep_total_mb, 0.0)
+    etp_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(etp_total_mb, etp_window, cal.overlap_efficiency),
+                              etp_total_mb)
 
     # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer.
     if np.any(cp > 1):
@@ -226,7 +251,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Interleaved schedules overlap p2p with compute (Megatron overlap_p2p_comm); 1F1B blocks on it.
     pp_exposed_mb = np.where(vp > 1, pp_total_mb * (1.0 - cal.overlap_efficiency), pp_total_mb)
 
-    t_mb = compute_mb + tp_exposed_mb + ep_exposed_mb + cp_exposed_mb + pp_exposed_mb
+    t_mb = compute_mb + tp_exposed_mb + ep_exposed_mb + etp_exposed_mb + cp_exposed_mb + pp_exposed_mb
     bubble_s = (pp - 1) / vp * t_mb
 
     # Data parallel: dense params over DP x CP, expert params over EDP.
@@ -275,6 +300,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         memory_bound_s=n_mb * memory_bound_s, overhead_s=n_mb * overhead_s, recompute_s=n_mb * recompute_s,
         tp_total_s=n_mb * tp_total_mb, tp_exposed_s=n_mb * tp_exposed_mb,
         ep_total_s=n_mb * ep_total_mb, ep_exposed_s=n_mb * ep_exposed_mb,
+        etp_total_s=n_mb * etp_total_mb, etp_exposed_s=n_mb * etp_exposed_mb,
         cp_total_s=n_mb * cp_total_mb, cp_exposed_s=n_mb * cp_exposed_mb,
         pp_total_s=n_mb * pp_total_mb, pp_exposed_s=n_mb * pp_exposed_mb,
         dp_dense_rs_total_s=d_rs, dp_dense_rs_exposed_s=d_rs_x, dp_dense_ag_total_s=d_ag, dp_dense_ag_exposed_s=d_ag_x,

@@ -1,0 +1,93 @@
+"""Planner: GEMM shape term, expert-tensor-parallel communication and ETP activation memory, by hand."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, flops_breakdown, load_model
+from commbench.planner import gemm_shape
+from commbench.planner import step as step_module
+from commbench.reference import gpu_spec
+
+SECONDS_PER_BYTE = 1e-12
+
+
+def _fabric(num_gpus=64, gpu="gb200", domain_size=72):
+    return SimpleNamespace(gpu=gpu_spec(gpu), domain_size=domain_size, num_gpus=num_gpus)
+
+
+def _stand_in(monkeypatch):
+    """Cost model stand-in: every collective takes size x SECONDS_PER_BYTE (0 for a group of one)."""
+    def collective(fabric, collective, size_bytes, group_size, num_domains=1):
+        size, n = np.broadcast_arrays(np.asarray(size_bytes, float), np.asarray(group_size, float))
+        return np.where(n > 1, size * SECONDS_PER_BYTE, 0.0)
+
+    def a2a(fabric, bytes_per_rank, ep_size, num_domains=1, imbalance=1.0):
+        return collective(fabric, "all_to_all", bytes_per_rank, ep_size)
+
+    monkeypatch.setattr(step_module, "_costmodel", lambda: (collective, a2a))
+
+
+def test_gemm_shape_term_by_hand(monkeypatch):
+    _stand_in(monkeypatch)
+    m = load_model("llama3-8b")
+    lay = Layout(tp=1, pp=1, dp=8, mbs=1, gbs=8, precision="bf16", recompute="none")
+    off = Calibration(gemm_traffic_factor=0.0)
+    on = Calibration(gemm_traffic_factor=1.0)
+    arr = LayoutArrays.from_layouts([lay])
+    f = _fabric(8, "b200", 8)
+    extra = evaluate_layouts(m, f, arr, calibration=on).gemm_s[0] - evaluate_layouts(m, f, arr, calibration=off).gemm_s[0]
+    fl, s, h = flops_breakdown(m), float(m.seq_len), float(m.hidden)
+    inv = lambda n: 1 / s + 1 / n + 1 / h  # noqa: E731
+    bytes_per_token = (fl.attention_proj * inv(m.attn_out_dim) + fl.dense_mlp * inv(m.dense_ffn)
+                       + fl.logits * inv(m.vocab)) * 2 / 2          # bf16 operands: b / 2 = 1
+    assert extra == pytest.approx(s * bytes_per_token / (gpu_spec("b200").hbm_tbps * 1e12), rel=1e-9)
+
+
+def test_expert_gemm_shape_penalises_etp_and_many_experts_per_rank():
+    m = load_model("deepseek-v3")
+    fl = flops_breakdown(m)
+    tokens = np.array([4096.0, 4096.0, 4096.0])
+    tp, ep, etp = np.array([1, 2, 1]), np.array([32, 1, 1]), np.array([1, 8, 1])
+    assert gemm_shape.expert_tokens_per_gemm(m, tokens, tp, 1, ep, etp).tolist() == [4096.0, 512.0, 128.0]
+    _, routed = gemm_shape.traffic_bytes_per_token(m, fl, tokens_mb=tokens, tp=tp, cp=1, ep=ep, etp=etp,
+                                                   precision=np.array([2, 2, 2]))
+    # EP32 ETP1 (m=4096, n=2048) runs closest to peak; EP1 ETP8 (m=512, n=256) and EP1 ETP1 (m=128) far below
+    assert routed[0] < 0.5 * routed[1] < 0.5 * routed[2]
+
+
+def test_etp_communication_by_hand(monkeypatch):
+    _stand_in(monkeypatch)
+    m = load_model("deepseek-v3")
+    base = dict(tp=2, pp=16, vp=1, ep=1, cp=1, dp=4, mbs=1, gbs=64, precision="mxfp8", recompute="full",
+                sequence_parallel=True, tp_comm_overlap=False, moe_a2a_overlap=False)
+    lays = [Layout(etp=1, **base), Layout(etp=8, **base)]
+    bd = evaluate_layouts(m, _fabric(128), LayoutArrays.from_layouts(lays), calibration=Calibration())
+    assert bd.valid.all()
+    assert bd.etp_total_s[0] == 0.0
+    tokens_rank = m.seq_len / 2                           # SP shard of one micro-batch
+    buf = 8 * tokens_rank * m.top_k * m.hidden * 2        # ETP all-gather output, bf16
+    moe_stage = (m.num_moe_layers + m.num_mtp_layers) / 16 * step_module.stage_imbalance(m, np.array([16]),
+                                                                                          np.array([1]))[0]
+    n_mb = 64 // 4
+    # per MoE layer: (AG + RS) forward and the mirror backward
+    assert bd.etp_total_s[1] == pytest.approx(n_mb * moe_stage * 4 * buf * SECONDS_PER_BYTE, rel=1e-9)
+    assert bd.etp_exposed_s[1] == bd.etp_total_s[1]       # not overlapped without EP comm overlap
+    assert bd.tp_total_s[0] == pytest.approx(bd.tp_total_s[1])   # routed experts are not on the TP group
+
+
+def test_etp_gathered_tokens_count_in_activation_memory(monkeypatch):
+    _stand_in(monkeypatch)
+    m = load_model("deepseek-v3")
+    base = dict(tp=2, pp=16, vp=1, ep=1, cp=1, dp=4, mbs=1, gbs=64, precision="mxfp8", recompute="none")
+    lays = LayoutArrays.from_layouts([Layout(etp=1, **base), Layout(etp=2, **base)])
+    bd = evaluate_layouts(m, _fabric(128), lays)
+    per_token_layer = m.top_k * m.hidden * 0.5 / 2        # one more full-width fp8 FC1 input copy per routed row
+    n_moe = m.num_moe_layers + m.num_mtp_layers
+    # first stage of 1F1B holds pp micro-batches of its layers (same for both layouts)
+    delta = bd.mem_activations_bytes[1] - bd.mem_activations_bytes[0]
+    expected = m.seq_len * per_token_layer * n_moe / 16 * 2 * 16
+    assert delta == pytest.approx(expected, rel=1e-9)
