@@ -11,9 +11,9 @@ from commbench.cli import systems as _systems  # noqa: F401,E402
 from commbench.cli import plan as _plan  # noqa: F401,E402
 from commbench.cli import sweep as _sweep  # noqa: F401,E402
 from commbench.cli import compare as _compare  # noqa: F401,E402
-from commbench.cli import emulate as _emulate  # noqa: F401,E402
 from commbench.cli import importer as _importer  # noqa: F401,E402
 from commbench.cli import report as _report  # noqa: F401,E402
+from commbench.cli import emulate as _emulate  # noqa: F401,E402
 from commbench.cli import tune as _tune  # noqa: F401,E402
 from commbench.cli import verify_plan as _verify_plan  # noqa: F401,E402
 

@@ -21,7 +21,8 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-console = Console()
+# Wide enough for the plan tables when output is piped or captured (rich would assume 80 columns).
+console = Console() if sys.stdout.isatty() else Console(width=160)
 err_console = Console(stderr=True)
 
 
