@@ -54,6 +54,9 @@ class Collective(ABC):
     # only (all_reduce, broadcast); "never": no in-place form (all_to_all, sendrecv).
     in_place_mode: ClassVar[str] = "optional"
     takes_size: ClassVar[bool] = True  # False for workloads swept by their own parameters
+    # Workload parameters a job may set (sweep entry keys, PointSpec.params); values are checked
+    # where they are used (`plan_specs`, `prepare`). Empty: the collective takes none.
+    param_names: ClassVar[tuple[str, ...]] = ()
 
     def min_ranks(self, backend_name: str) -> int:
         return 1

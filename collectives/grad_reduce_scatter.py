@@ -102,8 +102,9 @@ class GradReduceScatter(Collective):
     name = "grad_reduce_scatter"
     reduces = True
     in_place_mode = "never"
-    uses_topology = True  # bench passes the topology in PointSpec.params
+    uses_topology = True  # bench and sweep pass the topology in PointSpec.params (ranks_per_rack / racks)
     algorithms = ALGORITHMS
+    param_names = ("algorithm", "rs_impl")
 
     def __init__(self) -> None:
         self._comms: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

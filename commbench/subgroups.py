@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Sequence
 
 from commbench.errors import invalid
 from commbench.harness import GroupInfo
+from commbench.topology import TopologySpec
 
 LAYOUTS = ("contiguous", "strided")
 
@@ -55,8 +57,14 @@ class SubgroupSpec:
         return list(dict.fromkeys(self.sizes))
 
 
-def parse_group_sizes(text: str | None) -> tuple[int, ...] | None:
-    """'pow2' (or None) = 2, 4, 8, ... N; else a comma list like '2,4,8'."""
+def parse_group_sizes(text: str | Sequence[int] | None) -> tuple[int, ...] | None:
+    """'pow2' (or None) = 2, 4, 8, ... N; else a comma list like '2,4,8' (or, from a sweep file, a list)."""
+    if not isinstance(text, str) and text is not None:
+        values = [text] if isinstance(text, int) else text
+        if isinstance(text, bool) or not isinstance(values, (list, tuple)) or not values or \
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise invalid("--group-sizes", text, "a list of integers such as [2, 4, 8], or \"pow2\"")
+        return tuple(values)
     if text is None or text.strip().lower() in ("pow2", ""):
         return None
     try:
@@ -65,8 +73,25 @@ def parse_group_sizes(text: str | None) -> tuple[int, ...] | None:
         raise invalid("--group-sizes", text, "a comma list of integers such as 2,4,8, or pow2") from None
 
 
-def parse_layouts(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+def parse_layouts(text: str | Sequence[str]) -> tuple[str, ...]:
+    """'contiguous,strided' (or, from a sweep file, a list of names)."""
+    parts = text.split(",") if isinstance(text, str) else text
+    if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts):
+        raise invalid("--group-layout", text, f"allowed: {', '.join(LAYOUTS)} (comma-separated or a list)")
+    return tuple(part.strip() for part in parts if part.strip())
+
+
+def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, racks: str | None = None,
+               nodes_per_rack: int | None = None, rack_nodes: str | None = None,
+               group_sizes: str | Sequence[int] | None = None,
+               group_layout: str | Sequence[str] | None = None) -> tuple[TopologySpec, SubgroupSpec | None]:
+    """The rack topology and sub-group sweep a job asks for (bench options and sweep entry keys alike)."""
+    topology = TopologySpec(ranks_per_rack=ranks_per_rack, preset=preset, racks=racks,
+                            nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes)
+    subgroups = None
+    if group_sizes is not None or group_layout is not None:
+        subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(group_layout or "contiguous"))
+    return topology, subgroups
 
 
 def make_groups(world_size: int, size: int, layout: str) -> tuple[tuple[int, ...], ...]:
@@ -143,13 +168,9 @@ def with_rack_options(config, *, size_defaults_used: bool, ranks_per_rack: int |
                       group_sizes: str | None, group_layout: str | None, algorithm: str | None,
                       rs_impl: str | None):
     """The bench config with the topology / sub-group / gradient reduce-scatter options applied."""
-    from commbench.topology import TopologySpec
-
-    topology = TopologySpec(ranks_per_rack=ranks_per_rack, preset=preset, racks=racks,
-                            nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes)
-    subgroups = None
-    if group_sizes is not None or group_layout is not None:
-        subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(group_layout or "contiguous"))
+    topology, subgroups = rack_specs(ranks_per_rack=ranks_per_rack, preset=preset, racks=racks,
+                                     nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes,
+                                     group_sizes=group_sizes, group_layout=group_layout)
     params = dict(config.params)
     is_grad_rs = config.collective == "grad_reduce_scatter"
     if algorithm is not None or is_grad_rs:

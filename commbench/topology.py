@@ -222,3 +222,12 @@ def resolve_on_ranks(spec: TopologySpec | None, backend) -> Topology:
 
         hostnames = gather_strings(backend, socket.gethostname())
     return spec.resolve(backend.world_size, hostnames)
+
+
+def resolve_before_launch(spec: TopologySpec | None, world_size: int) -> Topology:
+    """The topology to plan with before ranks start (--dry-run, checks): racks described by host
+    names are unknown until launch, so they plan as one rack (the launch resolves them on the ranks)."""
+    spec = spec or TopologySpec()
+    if spec.needs_hostnames:
+        return Topology(racks=(tuple(range(world_size)),), source="host names, known at launch: planned as one rack")
+    return spec.resolve(world_size, [])

@@ -1,9 +1,11 @@
 """From a Sweep to the ordered list of points one launch measures, each with a stable key.
 
-A sweep entry is a BenchConfig per dtype; its points come from `commbench.bench.plan_points`, the
-same planner `commbench bench` uses, so sub-group and MoE workloads plan their points in one place.
-The point key names what was measured (collective, dtype, op, placement, size, groups, params,
-world size), not where it sits in the file, so `--resume` survives reordering entries.
+A sweep entry is a BenchConfig per dtype; its points come from `commbench.bench.plan_points` and
+`commbench.subgroups.expand_points` with the launch's rack topology, the same planner `commbench
+bench` uses, so sub-group, rack-aware and MoE workloads plan their points in one place.
+The point key names what was measured (collective, dtype, op, placement, size, group size and
+layout, params incl. racks for rack-aware workloads, world size), not where it sits in the file,
+so `--resume` survives reordering entries.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from dataclasses import dataclass
 from commbench.bench import BenchConfig, PlannedPoint, plan_points, validate
 from commbench.errors import CommbenchError
 from commbench.harness import LoopOptions
+from commbench.subgroups import expand_points
 from commbench.sweep.schema import Sweep, SweepEntry
+from commbench.topology import Topology, TopologySpec, resolve_before_launch
 from commbench.units import format_size
 
 # Rough alpha-beta used only for --dry-run's run-time estimate (labelled as an estimate, never a result):
@@ -34,23 +38,24 @@ class SweepPoint:
 
     @property
     def label(self) -> str:
-        spec = self.point.spec
-        group = "" if self.point.groups is None else f" {self.point.group.layout}"
-        return f"{self.entry.name} {spec.dtype.name} {self.point.label}{group}"
+        return f"{self.entry.name} {self.point.spec.dtype.name} {self.point.label}"
 
 
-def entry_configs(entry: SweepEntry, *, backend: str, output_path: str = "", argv: tuple[str, ...] = ()) -> list[BenchConfig]:
-    """One BenchConfig per dtype of the entry."""
+def entry_configs(entry: SweepEntry, *, backend: str, topology: TopologySpec | None = None, output_path: str = "",
+                  argv: tuple[str, ...] = ()) -> list[BenchConfig]:
+    """One BenchConfig per dtype of the entry; `topology`: the launch's racks (Sweep.topology)."""
     loop = LoopOptions(iters=entry.iters, warmup_iters=entry.warmup_iters, check=entry.check)
     return [BenchConfig(collective=entry.collective, sizes_bytes=entry.sizes_bytes, dtype=dtype, op=entry.op,
                         in_place=entry.in_place, root=entry.root, loop=loop, backend=backend,
-                        timeout_s=entry.timeout_s, output_path=output_path, argv=argv, params=dict(entry.params))
+                        timeout_s=entry.timeout_s, output_path=output_path, argv=argv, params=dict(entry.params),
+                        topology=topology, subgroups=entry.subgroups)
             for dtype in entry.dtypes]
 
 
 def point_key(config: BenchConfig, point: PlannedPoint, world_size: int) -> str:
     spec = point.spec
-    groups = "world" if point.groups is None else f"{point.group.layout}:{'|'.join(','.join(map(str, g)) for g in point.groups)}"
+    # make_groups is a function of (world size, group size, layout): those three name the groups
+    groups = "world" if point.groups is None else f"{point.group.layout}:g{len(point.groups[0])}"
     key = (f"{config.collective}/{spec.dtype.name}/{spec.op}/{'ip' if spec.in_place else 'oop'}/root{spec.root}/"
            f"{spec.size_bytes}B/{groups}/w{world_size}/n{config.loop.iters}")
     if spec.params:
@@ -60,16 +65,20 @@ def point_key(config: BenchConfig, point: PlannedPoint, world_size: int) -> str:
 
 
 def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str = "",
-               argv: tuple[str, ...] = ()) -> list[SweepPoint]:
+               argv: tuple[str, ...] = (), topology: Topology | None = None) -> list[SweepPoint]:
     """Every point of the sweep, in file order; an entry the world cannot run fails with its index.
-    Identical points planned twice (same key) are measured once."""
+    Identical points planned twice (same key) are measured once. `topology`: the launch's racks as
+    resolved on the ranks (`resolve_on_ranks`); None before launch (--dry-run, checks)."""
     points: list[SweepPoint] = []
     seen: set[str] = set()
     for entry in sweep.entries:
-        for config in entry_configs(entry, backend=backend, output_path=output_path, argv=argv):
+        for config in entry_configs(entry, backend=backend, output_path=output_path, argv=argv,
+                                    topology=sweep.topology):
             try:
                 collective = validate(config, world_size)
-                planned = plan_points(config, collective, world_size)
+                racks = topology or resolve_before_launch(config.topology, world_size)
+                planned = expand_points(plan_points(config, collective, world_size), config, collective,
+                                        world_size, racks)
             except (CommbenchError, ValueError) as exc:
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) "
                                      f"on {world_size} ranks: {exc}") from None
@@ -99,6 +108,7 @@ def estimate_point_s(point: SweepPoint, world_size: int, backend: str) -> float:
 def describe(point: SweepPoint) -> dict[str, str]:
     spec = point.point.spec
     params = ", ".join(f"{k}={v}" for k, v in sorted(spec.params.items()))
+    groups = point.point.groups
+    where = f"{point.point.group.num_groups} x {len(groups[0])} {point.point.group.layout}" if groups else "world"
     return {"entry": point.entry.name, "collective": point.config.collective, "dtype": spec.dtype.name,
-            "size": format_size(spec.size_bytes), "groups": point.point.group.layout if point.point.groups else "world",
-            "params": params}
+            "size": format_size(spec.size_bytes), "groups": where, "params": params}

@@ -19,6 +19,7 @@ from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, Isolate
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.sweep.resume import recorded_keys, repair_torn_tail
 from commbench.sweep.schema import Sweep
+from commbench.topology import resolve_on_ranks
 
 SHARE_TIMEOUT_S = 300.0
 AGREE_MARGIN_S = 30.0
@@ -73,8 +74,9 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> 
     from commbench.provenance import collect_header
     from commbench.sweep.view import SweepView
 
+    topology = resolve_on_ranks(job.sweep.topology, backend)  # every rank: may gather host names
     points = plan_sweep(job.sweep, backend.world_size, backend=backend.name, output_path=job.output_path,
-                        argv=job.argv)
+                        argv=job.argv, topology=topology)
     coord = Coordinator.from_default_group(backend)
     shared = json.loads(coord.share("plan", _pending(job, points, backend.rank), SHARE_TIMEOUT_S))
     run_id, pending = shared["run_id"], [points[i] for i in shared["pending"]]
@@ -86,12 +88,14 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> 
         return SweepOutcome(num_planned=len(points), num_skipped=len(points), num_ok=0, num_failed=0,
                             num_wrong=0, stopped=None)
     notes = list(dict.fromkeys(n for p in points for n in backend.notes(p.config.collective)))
-    header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher,
+    header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher, topology=topology.to_dict(),
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
     writer = JsonlWriter(job.output_path) if is_writer else None
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
                       num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path)
             if is_writer and job.show_progress else None)
+    if view:
+        view.console.print(topology.describe(), highlight=False)
     try:
         if writer:
             writer.write(header)

@@ -15,20 +15,32 @@
     sizes = { min = "8", max = "16M", factor = 4 }   # or { min, max, step = "1M" }, or ["1K", "64K"]
     dtypes = ["float32", "bfloat16"]
 
+    [[run]]                      # TP all-reduce on every pair and quad of ranks, as `bench --group-sizes`
+    collective = "all_reduce"
+    sizes = ["64K", "1M"]
+    group_sizes = [2, 4]         # or "pow2" (2, 4, 8 .. N) or "2,4"
+    group_layout = "contiguous"  # or "strided", or ["contiguous", "strided"]
+
 Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, root, iters, warmup_iters,
-check, timeout_s. Any other key of an entry (MoE routing, group sizes and layouts, racks, ...)
-becomes a BenchConfig param that the collective validates; a collective that declares no
-parameters refuses them. Every error names the entry index, the field, the value and what is allowed.
+check, timeout_s; racks and sub-groups with `commbench bench`'s option names and meanings:
+ranks_per_rack, topology (preset nvl72 | hgx8), racks, nodes_per_rack, rack_nodes, group_sizes,
+group_layout. One launch has one rack topology: entries that describe racks must agree (put it in
+[defaults]); the rest use it too. Any other key is a parameter the collective declares in
+`param_names` (MoE routing, grad_reduce_scatter's algorithm, ...); others are refused. Every error
+names the entry index, the field, the value and what is allowed.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError
+from commbench.subgroups import SubgroupSpec, rack_specs
+from commbench.topology import TopologySpec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -37,12 +49,12 @@ else:  # pragma: no cover
 
 ENTRY_KEYS = ("collective", "name", "sizes", "dtypes", "dtype", "op", "in_place", "root", "iters",
               "warmup_iters", "check", "timeout_s")
+RACK_KEYS = ("ranks_per_rack", "topology", "racks", "nodes_per_rack", "rack_nodes")  # TopologySpec, as bench
+GROUP_KEYS = ("group_sizes", "group_layout")  # SubgroupSpec, as bench
 SWEEP_KEYS = ("name", "description", "backend", "nproc", "world_size")
 TOP_KEYS = ("sweep", "defaults", "run")
 SIZE_TABLE_KEYS = ("min", "max", "factor", "step")
 DEFAULT_TIMEOUT_S = 300.0
-# Parameters of collectives that do not declare `param_names` / `validate_params` yet (stopgap).
-DECLARED_ELSEWHERE = {"grad_reduce_scatter": ("algorithm", "rs_impl", "ranks_per_rack", "racks")}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +74,8 @@ class SweepEntry:
     check: bool = True
     timeout_s: float = DEFAULT_TIMEOUT_S
     params: dict[str, Any] = field(default_factory=dict)
+    topology: TopologySpec | None = None  # None: the entry does not describe racks
+    subgroups: SubgroupSpec | None = None  # None: the whole world
 
     def __post_init__(self) -> None:
         assert self.dtypes, "validated by parse_entry"
@@ -76,6 +90,7 @@ class Sweep:
     nproc: int | None
     world_size: int | None
     entries: tuple[SweepEntry, ...]
+    topology: TopologySpec | None = None  # the launch's racks (None: from host names / commbench emulate)
 
     def __post_init__(self) -> None:
         if not self.entries:
@@ -167,24 +182,51 @@ def _dtypes(where: str, raw: dict[str, Any]) -> tuple[str, ...]:
 
 
 def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, Any]:
-    """Extra entry keys are the collective's parameters: when it is swept by them (takes_size
-    False) it plans its points from them (`plan_specs`, checked at planning), validates them (`validate_params`) or lists them (`param_names`); a
-    collective with none of these takes no parameters."""
-    if not collective.takes_size:
-        return dict(params)  # it plans its own points from them: checked when the sweep is planned
-    hook = getattr(collective, "validate_params", None)
-    if callable(hook):
-        try:
-            checked = hook(dict(params))
-        except (CommbenchError, ValueError) as exc:
-            raise EntryError(f"{where}: {exc}") from None
-        return dict(params if checked is None else checked)
-    allowed = tuple(getattr(collective, "param_names", ()) or DECLARED_ELSEWHERE.get(collective.name, ()))
-    unknown = sorted(set(params) - set(allowed))
+    """Extra entry keys must be parameters the collective declares (`param_names`); their values
+    are checked when the sweep is planned (`plan_specs`) or measured."""
+    unknown = sorted(set(params) - set(collective.param_names))
     if unknown:
-        what = f"allowed keys: {', '.join(ENTRY_KEYS)}" + (f", {', '.join(allowed)}" if allowed else "")
-        raise _bad(where, unknown[0], params[unknown[0]], f"unknown key; {what}")
+        allowed = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS, *collective.param_names)
+        raise _bad(where, unknown[0], params[unknown[0]], f"unknown key; allowed keys: {', '.join(allowed)}")
     return dict(params)
+
+
+def _option_error(where: str, exc: CommbenchError) -> EntryError:
+    """A bench option's error (`--group-sizes=...`) under the sweep key that set it (`group_sizes=...`)."""
+    return EntryError(f"{where}: " + re.sub(r"--([a-z-]+)", lambda m: m.group(1).replace("-", "_"), str(exc)))
+
+
+def rack_options(where: str, merged: dict[str, Any]) -> tuple[TopologySpec | None, SubgroupSpec | None]:
+    """The entry's racks and sub-groups, built as `commbench bench` builds them from its options."""
+    options = {k: merged[k] for k in (*RACK_KEYS, *GROUP_KEYS) if k in merged}
+    for key in ("ranks_per_rack", "nodes_per_rack"):
+        if key in options:
+            _int(where, key, options[key], 1)
+    for key in ("topology", "racks", "rack_nodes"):
+        if key in options and not isinstance(options[key], str):
+            raise _bad(where, key, options[key], "a string")
+    try:
+        topology, subgroups = rack_specs(preset=options.pop("topology", None), **options)
+    except CommbenchError as exc:
+        raise _option_error(where, exc) from None
+    return (topology if any(k in merged for k in RACK_KEYS) else None), subgroups
+
+
+def _racks(spec: TopologySpec) -> str:
+    keys = {"preset": "topology"}
+    return ", ".join(f"{keys.get(k, k)}={getattr(spec, k)!r}" for k in spec.__dataclass_fields__
+                     if getattr(spec, k) is not None) or "none"
+
+
+def launch_topology(path: str, entries: tuple[SweepEntry, ...]) -> TopologySpec | None:
+    """The one rack topology of the launch: what the entries that describe racks agree on."""
+    given = [e for e in entries if e.topology is not None]
+    for entry in given[1:]:
+        if entry.topology != given[0].topology:
+            raise EntryError(f"{_where(path, entry.index, entry.collective)}: racks ({_racks(entry.topology)}) differ "
+                             f"from run[{given[0].index}]'s ({_racks(given[0].topology)}): one launch has one rack topology "
+                             f"(set ranks_per_rack / topology / racks once, in [defaults])")
+    return given[0].topology if given else None
 
 
 def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> SweepEntry:
@@ -227,7 +269,8 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     label = merged.get("name", f"{index}:{name}")
     if not isinstance(label, str) or not label:
         raise _bad(where, "name", label, "a non-empty string")
-    params = {k: v for k, v in merged.items() if k not in ENTRY_KEYS}
+    params = {k: v for k, v in merged.items() if k not in (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)}
+    topology, subgroups = rack_options(where, merged)
     return SweepEntry(
         index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
         in_place=_bool(where, "in_place", merged.get("in_place", False)),
@@ -235,7 +278,7 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         iters=_int(where, "iters", merged.get("iters", 20), 1),
         warmup_iters=_int(where, "warmup_iters", merged.get("warmup_iters", 5), 0),
         check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),
-        params=check_params(where, collective, params),
+        params=check_params(where, collective, params), topology=topology, subgroups=subgroups,
     )
 
 
@@ -267,7 +310,8 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
     world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1) if "world_size" in head else None
     entries = tuple(parse_entry(path, i, raw, defaults) for i, raw in enumerate(runs))
     return Sweep(path=path, name=str(head.get("name", Path(path).stem)), description=str(head.get("description", "")),
-                 backend=backend, nproc=nproc, world_size=world, entries=entries)
+                 backend=backend, nproc=nproc, world_size=world, entries=entries,
+                 topology=launch_topology(path, entries))
 
 
 def load_sweep(path: str) -> Sweep:

@@ -1,0 +1,104 @@
+"""Sub-group and rack entries in sweep files: parsed with bench's option names, expanded through the
+same functions bench uses, recorded per point, resumable (gloo, 4 forked ranks)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from commbench.errors import CommbenchError
+from commbench.results import Measurement, RunHeader, read_records
+from commbench.subgroups import SubgroupSpec
+from commbench.sweep import SweepJob, parse_sweep, plan_sweep, run_sweep_on_backend
+from commbench.topology import TopologySpec
+from tests.distributed import run_ranks
+
+PAIRS = {"collective": "all_reduce", "sizes": ["1K", "16K"], "group_sizes": [2], "group_layout": "contiguous,strided"}
+GRAD_RS = {"collective": "grad_reduce_scatter", "sizes": ["64K"], "algorithm": "flat,hierarchical"}
+
+
+def sweep_of(*runs, **defaults):
+    return parse_sweep({"defaults": {"iters": 3, "warmup_iters": 1, "timeout_s": 20, **defaults}, "run": list(runs)},
+                       "t.toml")
+
+
+def test_entry_keys_build_the_bench_specs():
+    spec = sweep_of(PAIRS, {**GRAD_RS, "ranks_per_rack": 2}, {"collective": "all_gather", "sizes": ["1K"],
+                                                              "group_sizes": "pow2"})
+    pairs, grad_rs, gather = spec.entries
+    assert pairs.subgroups == SubgroupSpec(sizes=(2,), layouts=("contiguous", "strided")) and pairs.params == {}
+    assert gather.subgroups == SubgroupSpec(sizes=None) and grad_rs.subgroups is None
+    assert spec.topology == TopologySpec(ranks_per_rack=2) and pairs.topology is None
+    assert grad_rs.params == {"algorithm": "flat,hierarchical"}  # declared by grad_reduce_scatter.param_names
+    assert sweep_of(PAIRS, topology="nvl72").topology == TopologySpec(preset="nvl72")
+
+
+@pytest.mark.parametrize("run, fragment", [
+    ({**PAIRS, "group_sizes": ["two"]}, "group_sizes=['two'] is invalid"),
+    ({**PAIRS, "group_sizes": [0]}, "group_sizes=0 is invalid"),
+    ({**PAIRS, "group_layout": "diagonal"}, "group_layout='diagonal' is invalid: allowed: contiguous, strided"),
+    ({**PAIRS, "ranks_per_rack": 0}, "ranks_per_rack=0 is invalid"),
+    ({**PAIRS, "topology": "dgx1"}, "topology='dgx1' is invalid: allowed presets: nvl72, hgx8"),
+    ({**PAIRS, "ranks_per_rack": 2, "racks": "0-1;2-3"}, "ranks_per_rack and racks conflict"),
+    ({**GRAD_RS, "algorithim": "flat"}, "algorithim='flat' is invalid: unknown key"),
+    ({"collective": "moe_all_to_all", "tokens_per_rank": [8], "top_kk": 2}, "top_kk=2 is invalid: unknown key"),
+])
+def test_bad_rack_and_group_keys_name_the_entry_and_field(run, fragment):
+    with pytest.raises(CommbenchError) as info:
+        sweep_of(PAIRS, run)
+    assert "run[1]" in str(info.value) and fragment in str(info.value), str(info.value)
+
+
+def test_entries_must_agree_on_one_rack_topology():
+    with pytest.raises(CommbenchError, match=r"run\[1\].*ranks_per_rack=4.*differ from run\[0\]'s.*ranks_per_rack=2"):
+        sweep_of({**GRAD_RS, "ranks_per_rack": 2}, {**GRAD_RS, "ranks_per_rack": 4})
+
+
+def test_planning_checks_groups_against_the_world():
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\) on 4 ranks: --group-sizes=3 .*divide"):
+        plan_sweep(sweep_of({**PAIRS, "group_sizes": [3]}), 4, backend="gloo")
+    moe = {"collective": "moe_all_to_all", "tokens_per_rank": [8], "hidden": 64, "num_experts": 4, "top_k": 2,
+           "group_sizes": [2, 4]}
+    assert [p.point.group.num_groups for p in plan_sweep(sweep_of(moe), 4, backend="gloo")] == [2, 1]
+
+
+def test_points_expand_per_layout_and_algorithm_with_unique_keys():
+    points = plan_sweep(sweep_of(PAIRS, GRAD_RS, ranks_per_rack=2), 4, backend="gloo")
+    assert [p.label for p in points] == ["0:all_reduce float32 1 KiB g=2 contiguous",
+                                         "0:all_reduce float32 16 KiB g=2 contiguous",
+                                         "0:all_reduce float32 1 KiB g=2 strided",
+                                         "0:all_reduce float32 16 KiB g=2 strided",
+                                         "1:grad_reduce_scatter float32 64 KiB flat",
+                                         "1:grad_reduce_scatter float32 64 KiB hierarchical"]
+    assert len({p.key for p in points}) == len(points)
+    assert [p.point.groups for p in points[:3:2]] == [((0, 1), (2, 3)), ((0, 2), (1, 3))]
+    assert all(p.point.spec.params["ranks_per_rack"] == 2 for p in points[4:])  # the launch's racks
+
+
+def measurements(path):
+    return [r for r in read_records([path]) if isinstance(r, Measurement)]
+
+
+def test_sub_group_sweep_on_4_ranks_records_groups_and_racks_and_resumes(tmp_path):
+    out = tmp_path / "out.jsonl"
+    first = sweep_of({**PAIRS, "sizes": ["1K"]}, ranks_per_rack=2)
+    job = SweepJob(sweep=first, backend="gloo", output_path=str(out), show_progress=False)
+    assert run_ranks(run_sweep_on_backend, 4, args=(job,), timeout_s=90)[0].num_ok == 2
+
+    full = sweep_of(PAIRS, GRAD_RS, ranks_per_rack=2)
+    job = SweepJob(sweep=full, backend="gloo", output_path=str(out), resume=True, show_progress=False)
+    outcome = run_ranks(run_sweep_on_backend, 4, args=(job,), timeout_s=90)[0]
+    assert (outcome.num_skipped, outcome.num_ok, outcome.num_failed, outcome.stopped) == (2, 4, 0, None)
+
+    records = measurements(out)
+    planned = [p.key for p in plan_sweep(full, 4, backend="gloo")]
+    assert Counter(r.point_key for r in records) == Counter(planned)  # every point exactly once
+    assert all(r.status == "ok" and r.num_wrong == 0 for r in records)
+    groups = [(r.collective, r.group_size, r.group_layout, r.num_groups) for r in records]
+    assert groups == [("all_reduce", 2, "contiguous", 2), ("all_reduce", 2, "strided", 2),
+                      ("all_reduce", 2, "contiguous", 2), ("all_reduce", 2, "strided", 2),
+                      ("grad_reduce_scatter", 4, "world", 1), ("grad_reduce_scatter", 4, "world", 1)]
+    assert sorted(r.params["algorithm"] for r in records[4:]) == ["flat", "hierarchical"]
+    headers = [r for r in read_records([out]) if isinstance(r, RunHeader)]
+    assert len(headers) == 2 and all(h.topology["racks"] == [[0, 1], [2, 3]] for h in headers)
