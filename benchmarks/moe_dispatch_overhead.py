@@ -10,7 +10,8 @@ untimed count exchange before and the combine after each dispatch, so both dispa
 same state (ranks lined up by the count exchange) and only the timing machinery differs. Both sides take, per
 iteration, the slowest rank's time (MAX over ranks) and then the median over iterations, as the harness
 does. "ratio" = median harness / median bare; "paired" = median of the per-pair ratios. Goal: within 5%
-(0.95..1.05) for "ratio". Adjacent pairs cancel most of a shared machine's drift.
+(0.95..1.05) for "ratio". Adjacent pairs cancel most of a shared machine's drift; "A/A" is the same
+comparison between two bare loops (ratio of medians), the noise floor of this machine.
 
     python benchmarks/moe_dispatch_overhead.py [--ranks 2] [--samples 200]
 """
@@ -116,8 +117,19 @@ def rank_main(rank: int, world: int, port: int, args, queue) -> None:
                 ours.append(harness_once())
                 theirs.append(bare_once_us(layer))
         paired = statistics.median(a / b for a, b in zip(ours, theirs))
+        # control (A/A): a second bare layer on its own tensors against the first, paired the same way;
+        # how far its ratio strays from 1 is this machine's noise floor for the comparison above
+        other = bare_layer(backend, spec)
+        control_a, control_b = [], []
+        for index in range(args.samples if args.control else 0):
+            first, second = (layer, other) if index % 2 else (other, layer)
+            a, b = bare_once_us(first), bare_once_us(second)
+            control_a.append(a if first is other else b)
+            control_b.append(b if first is other else a)
+        control = statistics.median(control_a) / statistics.median(control_b) if control_a else float("nan")
         rows.append((label, tokens, record.size_bytes, record.metrics["imbalance_rank"],
-                     record.stages_us_median["dispatch"], statistics.median(ours), statistics.median(theirs), paired))
+                     record.stages_us_median["dispatch"], statistics.median(ours), statistics.median(theirs), paired,
+                     control))
     backend.shutdown()
     if rank == 0:
         queue.put(rows)
@@ -127,6 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--samples", type=int, default=200, help="paired iterations per point")
+    parser.add_argument("--no-control", dest="control", action="store_false", help="skip the bare-vs-bare control")
     args = parser.parse_args()
     from commbench.dist.job import free_port
 
@@ -143,12 +156,12 @@ def main() -> None:
           f"hidden {SHAPE['hidden']}, {SHAPE['num_experts']} experts, top-{SHAPE['top_k']}; {args.samples} paired "
           f"iterations per point (measured; slowest rank per iteration, medians)")
     print(f"{'point':<27} {'tok/rank':>8} {'size (B)':>9} {'imb.rank':>8} {'record µs':>9} {'harness µs':>10} "
-          f"{'bare µs':>9} {'ratio':>6} {'paired':>6}  goal 0.95..1.05")
-    for label, tokens, size, imb, record_us, ours_us, bare_us, paired in rows:
+          f"{'bare µs':>9} {'ratio':>6} {'paired':>6} {'A/A':>6}  goal 0.95..1.05")
+    for label, tokens, size, imb, record_us, ours_us, bare_us, paired, control in rows:
         ratio = ours_us / bare_us
         verdict = "ok" if 0.95 <= ratio <= 1.05 else "MISSED"
         print(f"{label:<27} {tokens:>8} {size:>9} {imb:>8.3f} {record_us:>9.1f} {ours_us:>10.1f} {bare_us:>9.1f} "
-              f"{ratio:>6.3f} {paired:>6.3f}  {verdict}")
+              f"{ratio:>6.3f} {paired:>6.3f} {control:>6.3f}  {verdict}")
     print(f"median over points of harness/bare (ratio of medians): {statistics.median(r[5] / r[6] for r in rows):.4f}")
 
 
