@@ -137,7 +137,7 @@ class MoeAllToAll(Collective):
                 "combine_us": combine_us, "round_trip_us": dispatch_us + combine_us,
                 "dispatch_algbw_gbps": dispatch_algbw, "dispatch_busbw_gbps": dispatch_algbw * factor,
                 "dispatch_remote_gbps": _gbps(traffic.busiest_remote_bytes(traffic.dispatch_row_bytes), dispatch_us),
-                "dispatch_logical_gbps": _gbps(traffic.busiest_logical_bytes(traffic.dispatch_row_bytes), dispatch_us),
+                "dispatch_logical_gbps": _gbps(traffic.busiest_logical_bytes(), dispatch_us),
                 "combine_algbw_gbps": combine_algbw, "combine_busbw_gbps": combine_algbw * factor,
                 "combine_remote_gbps": _gbps(traffic.busiest_remote_bytes(traffic.combine_row_bytes), combine_us),
             }

@@ -112,10 +112,14 @@ def test_byte_metrics_by_hand_fp8():
     assert m["imbalance_rank"] == 5 / 4
     assert m["imbalance_expert"] == 3 / 2  # loads 2, 3, 2, 1
     assert m["combine_bytes_max"] == 5 * 7168 * 2
-    r = moe_traffic(HAND_IDS, num_experts=4, hidden=7168, mode="per-rank", dispatch_dtype="fp8",
-                    combine_dtype="bf16").metrics()
+    traffic = moe_traffic(HAND_IDS, num_experts=4, hidden=7168, mode="per-rank", dispatch_dtype="fp8",
+                          combine_dtype="bf16")
+    r = traffic.metrics()
     assert r["bytes_sent_max"] == 3 * row and r["bytes_received_max"] == 3 * row and r["bytes_sent_mean"] == 2.5 * row
     assert r["imbalance_rank"] == 3 / 2.5
+    assert traffic.busiest_dispatch_bytes() == 3 * row  # the size_bytes of the point
+    assert traffic.busiest_remote_bytes(row) == 1 * row
+    assert traffic.busiest_logical_bytes() == 5 * row  # rank 0's experts hold 2 + 3 token copies
 
 
 @pytest.mark.parametrize("kind", ROUTINGS + ["zipf:2.5"])

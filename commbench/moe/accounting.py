@@ -82,7 +82,6 @@ class MoeTraffic:
     dispatch_row_bytes: int
     combine_row_bytes: int
     expert_load: np.ndarray  # (num_experts,) token copies per expert
-    top_k: int
 
     def __post_init__(self) -> None:
         assert self.rows.ndim == 2 and self.rows.shape[0] == self.rows.shape[1]
@@ -109,11 +108,11 @@ class MoeTraffic:
     def busiest_combine_bytes(self) -> int:
         return int(max(self.rows.sum(axis=1).max(), self.rows.sum(axis=0).max())) * self.combine_row_bytes
 
-    def busiest_logical_bytes(self, dispatch_row_bytes: int) -> int:
+    def busiest_logical_bytes(self) -> int:
         """Per-(token, expert) bytes the busiest rank receives, own chunk included, before per-rank dedup."""
         num_experts = self.expert_load.size
         per_rank = self.expert_load.reshape(self.num_ranks, num_experts // self.num_ranks).sum(axis=1)
-        return int(per_rank.max()) * dispatch_row_bytes
+        return int(per_rank.max()) * self.dispatch_row_bytes
 
     def metrics(self) -> dict[str, float | int | list[int]]:
         """Per-point traffic figures recorded in Measurement.metrics (tokens are rows of the mode)."""
@@ -144,4 +143,4 @@ def moe_traffic(expert_ids: np.ndarray, *, num_experts: int, hidden: int, mode: 
     return MoeTraffic(rows=split_rows(expert_ids, num_experts, mode),
                       dispatch_row_bytes=bytes_per_token(hidden, dispatch_dtype),
                       combine_row_bytes=bytes_per_token(hidden, combine_dtype),
-                      expert_load=expert_load(expert_ids, num_experts), top_k=expert_ids.shape[2])
+                      expert_load=expert_load(expert_ids, num_experts))
