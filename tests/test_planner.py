@@ -108,7 +108,7 @@ def _stand_in(monkeypatch, seconds_per_byte=0.0, rs_seconds=None):
             return np.where(n > 1, rs_seconds, 0.0)
         return np.where(n > 1, size * seconds_per_byte, 0.0)
 
-    def a2a(fabric, bytes_per_rank, ep_size, num_domains=1, imbalance=1.0):
+    def a2a(fabric, bytes_per_rank, ep_size, num_domains=1, imbalance=1.0, *, phase=None):
         return collective(fabric, "all_to_all", bytes_per_rank, ep_size) * imbalance
 
     monkeypatch.setattr(step_module, "_costmodel", lambda: (collective, a2a))

@@ -25,7 +25,7 @@ def _stand_in(monkeypatch):
         size, n = np.broadcast_arrays(np.asarray(size_bytes, float), np.asarray(group_size, float))
         return np.where(n > 1, size * SECONDS_PER_BYTE, 0.0)
 
-    def a2a(fabric, bytes_per_rank, ep_size, num_domains=1, imbalance=1.0):
+    def a2a(fabric, bytes_per_rank, ep_size, num_domains=1, imbalance=1.0, *, phase=None):
         return collective(fabric, "all_to_all", bytes_per_rank, ep_size)
 
     monkeypatch.setattr(step_module, "_costmodel", lambda: (collective, a2a))

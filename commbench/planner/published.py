@@ -7,7 +7,12 @@ Mapping assumptions, the same for every row (the tables do not state them):
   release, whose throughput matches the FP8-CS rows of 25.11;
 - expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
 - sequence parallel on, selective recompute, distributed optimizer, TP comm overlap and DP
-  overlap on, EP all-to-all overlap off, the all-to-all dispatcher, force-balanced routing;
+  overlap on, EP all-to-all overlap off, force-balanced routing;
+- MoE dispatcher by system: on NVL72 racks (GB200, GB300) the flex dispatcher (HybridEP), which
+  Megatron-Bridge's performance recipes set for every DeepSeek-V3 and Qwen3 config on GB200/GB300
+  (scripts/performance/configs/*/..._workload_base_configs.py: moe_flex_dispatcher_backend=
+  "hybridep") and its MoE dispatcher guide names first choice there; elsewhere the alltoall
+  dispatcher (NCCL), the recipes' choice for several HGX configs and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
 - rows with Megatron-FSDP (FSDP > 0) and models outside the zoo are listed but not modelled.
 """
@@ -32,6 +37,14 @@ PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
                      distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True)
+
+
+NVL72_PRESETS = frozenset({"gb200-nvl72", "gb300-nvl72"})
+
+
+def dispatcher_of(preset: str) -> str:
+    """The recipes' MoE dispatcher on a system (see the module docstring): flex/HybridEP on NVL72."""
+    return "flex" if preset in NVL72_PRESETS else "alltoall"
 
 
 def precision_of(label: str | None) -> str:
@@ -89,10 +102,11 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         if "w/o mtp" in (r.get("notes") or "").lower():
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r["cp"] or 1)
+        flags = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset))
         layout = Layout(tp=tp, pp=pp, vp=int(r["vp"] or 1), ep=int(r["ep"] or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
-                        precision=precision_of(r.get("precision")), **DEFAULT_FLAGS)
+                        precision=precision_of(r.get("precision")), **flags)
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout))
     return out
 

@@ -14,8 +14,10 @@ embedding/loss stage accounting arranges), forward + backward:
 - ETP: per MoE layer an all-gather of the dispatched tokens over the ETP group before the expert
   GEMMs and a reduce-scatter after, forward and mirrored backward (Megatron-Core alltoall
   dispatcher with expert TP; MoE parallel folding, arXiv 2504.14960).
-- EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer; bytes = tokens per
-  rank x top-k (or distinct destination ranks with the deduplicating dispatcher) x hidden x 2 B.
+- EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer, each on its own
+  measured curve (DeepEP dispatch vs combine); bytes = tokens per rank x top-k (or distinct
+  destination ranks with the deduplicating flex dispatcher) x hidden x 2 B, except the forward
+  dispatch of the flex dispatcher in an 8/4-bit recipe: 1 B + block scales per element.
 - CP: ring attention passes K,V (cp-1) times forward and K,V + dK,dV backward; hidden behind the
   attention core (Liu et al., Ring Attention, arXiv 2310.01889).
 - PP: send/recv of one activation per virtual stage, forward and backward.
@@ -42,6 +44,7 @@ from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
 GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
 PARAM_BYTES = 2    # bf16 parameter all-gather
+FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)
 
 
@@ -202,11 +205,41 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         tokens_rank = tokens_mb / (tp * cp)
         k = float(model.top_k)
         distinct = ep * (1.0 - (1.0 - 1.0 / ep) ** k)
-        fanout = np.where(a.dispatcher == CODE_FIELDS["dispatcher"].index("flex"), np.minimum(distinct, k), k)
-        bytes_rank = tokens_rank * fanout * model.hidden * ACT_BYTES
+        flex = a.dispatcher == CODE_FIELDS["dispatcher"].index("flex")
+        fanout = np.where(flex, np.minimum(distinct, k), k)
+        # Dispatch element size: the flex backends (DeepEP / HybridEP) quantise the tokens before
+        # sending them when the expert GEMMs run in an 8-bit (or 4-bit) recipe — 1 B per element plus
+        # one scale per block (fp32 per 128 or E8M0 per 32: ~1/32 B) — the "FP8 dispatch / BF16
+        # combine" of DeepEP's published figures (hardware.toml). The alltoall dispatcher sends bf16.
+        # Combine always returns bf16 expert outputs (they are summed in higher precision).
+        low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
+        elems_rank = tokens_rank * fanout * model.hidden
         ep_dom = _domains(etp * ep, ep, dom)
-        one_a2a = moe_all_to_all_time_s(system, bytes_rank, ep, ep_dom, moe_imbalance) / cal.all_to_all_efficiency
-        ep_total_mb = np.where(ep > 1, 4.0 * moe_stage * one_a2a, 0.0)
+        # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
+        # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
+        # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
+        # curves (moe_all_to_all, hardware.toml). HybridEP on NVL72 moves tokens with TMA over the same
+        # NVLink at a fraction of the SMs and is documented as the fastest choice there (Megatron-Bridge
+        # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
+        # same (deduplicated) bytes.
+        bf16_bytes = elems_rank * ACT_BYTES
+        nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, ep, ep_dom)
+        dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
+                                                                          phase="dispatch"), nccl_bf16_s), nccl_bf16_s)
+        combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
+                                                                    phase="combine"), nccl_bf16_s), nccl_bf16_s)
+        quantised = flex & low_bits
+        if np.any(quantised):
+            q_bytes = elems_rank * np.where(quantised, FP8_DISPATCH_BYTES, ACT_BYTES)
+            q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, ep, ep_dom, moe_imbalance, phase="dispatch"),
+                             collective_time_s(system, "all_to_all", q_bytes, ep, ep_dom))
+            dispatch_s = np.where(quantised, q_s, dispatch_bf16_s)
+        else:
+            dispatch_s = dispatch_bf16_s
+        # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
+        # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
+        ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
+        ep_total_mb = np.where(ep > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
         # Expert tensor parallel (MoE parallel folding, alltoall/flex dispatcher): after dispatch each
         # rank all-gathers the ETP group's received tokens before the expert GEMMs and reduce-scatters
         # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
