@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from collectives import REGISTRY
 from commbench.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail
 from commbench.compare import CompareConfig, parse_compare_backends, run_compare_rank
@@ -18,6 +19,7 @@ from commbench.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.subgroups import with_rack_options
 from commbench.units import parse_size_bytes, size_range
+
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:
     """Exit non-zero, with one line, when a point failed or returned wrong data."""
@@ -31,7 +33,7 @@ def report_outcomes(outcomes: dict, output_path: str) -> None:
 
 @command("bench", help="Measure one collective over a range of message sizes, nccl-tests style.")
 def bench(
-    collective: Annotated[str, typer.Argument(help="all_reduce, reduce_scatter, all_gather, all_to_all, sendrecv, broadcast")],
+    collective: Annotated[str, typer.Argument(help=", ".join(REGISTRY))],
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (K/M/G suffixes, 1K = 1024).")] = "8",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size.")] = "16M",
@@ -106,4 +108,5 @@ def bench(
                            validate_world=lambda world: validate(config, world), output_path=config.output_path)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and detect_rank_env() is None:
-        console.print(f"[green]done[/]: {len(sizes)} size(s) requested; records in {config.output_path}", highlight=False)
+        num_points = max(outcome.num_points for outcome in outcomes.values())
+        console.print(f"[green]done[/]: {num_points} point(s) measured; records in {config.output_path}", highlight=False)
