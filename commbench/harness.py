@@ -2,7 +2,8 @@
 
 Per point (as nccl-tests, with per-iteration statistics):
 1. check (optional, outside timing): fill buffers with a known pattern, run one iteration, count
-   wrong elements on every rank and sum them over the world;
+   wrong elements on every rank and sum them over the world (without the check, buffers are still
+   filled, so no run times uninitialised memory);
 2. warm-up: `warmup_iters` untimed iterations, then a device sync and a world barrier;
 3. timed loop: each iteration's stages are bracketed by stopwatch marks (CUDA events on GPU; the
    host clock after a device sync on CPU); nothing else runs between marks;
@@ -106,7 +107,12 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
                   point_key: str | None = None) -> Measurement:
     """Measure one point on `comm` (every rank of the world calls this together)."""
     prepared = collective.prepare(comm, backend, spec)
-    num_wrong = check_point(backend, prepared) if loop.check else None
+    if loop.check:
+        num_wrong = check_point(backend, prepared)
+    else:
+        # Never time uninitialised memory: stray NaNs or denormals change how fast a CPU reduces.
+        prepared.fill()
+        num_wrong = None
     times_us = time_iterations(backend, prepared, loop.iters, loop.warmup_iters, loop.cuda_graph)
     total_us = times_us[:, -1]
     median_us = float(np.median(total_us))
