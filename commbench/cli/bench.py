@@ -10,7 +10,7 @@ import typer
 from collectives import REGISTRY
 from commbench.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail
-from commbench.compare import CompareConfig, parse_compare_backends, run_compare_rank
+from commbench.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.dist.backends import resolve_backend
 from commbench.dist.job import run_job
 from commbench.dist.launch import detect_rank_env
