@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
 
 
-class AllGather(Collective):
+class AllGather(ChunkedCollective):
     name = "all_gather"
-
-    def busbw_factor(self, num_ranks: int) -> float:
-        return (num_ranks - 1) / num_ranks
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // (itemsize * num_ranks))
-        return count, count * num_ranks * itemsize
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank

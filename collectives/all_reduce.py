@@ -6,20 +6,16 @@ rank). size = the buffer; the torch API is in-place only.
 
 from __future__ import annotations
 
-from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, reduction_data
+from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, reduction_data
 
 
-class AllReduce(Collective):
+class AllReduce(WholeBufferCollective):
     name = "all_reduce"
     reduces = True
     in_place_mode = "always"
 
     def busbw_factor(self, num_ranks: int) -> float:
         return 2 * (num_ranks - 1) / num_ranks
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // itemsize)
-        return count, count * itemsize
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)

@@ -8,19 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
 
 
-class AllToAll(Collective):
+class AllToAll(ChunkedCollective):
     name = "all_to_all"
     in_place_mode = "never"
-
-    def busbw_factor(self, num_ranks: int) -> float:
-        return (num_ranks - 1) / num_ranks
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // (itemsize * num_ranks))
-        return count, count * num_ranks * itemsize
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank

@@ -78,6 +78,27 @@ class Collective(ABC):
         raise NotImplementedError(f"{self.name} is swept by size")
 
 
+class WholeBufferCollective(Collective):
+    """"size" is one buffer of `count` elements (all_reduce, broadcast, sendrecv)."""
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // itemsize)
+        return count, count * itemsize
+
+
+class ChunkedCollective(Collective):
+    """"size" is n per-rank chunks and `count` one chunk, as nccl-tests aligns them (reduce_scatter:
+    the input; all_gather: the output; all_to_all: the send buffer). busbw = algbw * (n-1)/n
+    (nccl-tests docs/PERFORMANCE.md): each rank moves all chunks but its own."""
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return (num_ranks - 1) / num_ranks
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        count = max(1, size_bytes // (itemsize * num_ranks))
+        return count, count * num_ranks * itemsize
+
+
 # --- checkable data -------------------------------------------------------------------------
 
 def pattern_modulus(dtype: DType, num_ranks: int, reduces: bool) -> int:

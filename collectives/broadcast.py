@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, pattern_modulus
 
 
-class Broadcast(Collective):
+class Broadcast(WholeBufferCollective):
     name = "broadcast"
     in_place_mode = "always"
 
     def busbw_factor(self, num_ranks: int) -> float:
         return 1.0
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // itemsize)
-        return count, count * itemsize
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)

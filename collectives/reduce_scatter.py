@@ -7,19 +7,12 @@ of the input buffer.
 
 from __future__ import annotations
 
-from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, reduction_data
+from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
 
 
-class ReduceScatter(Collective):
+class ReduceScatter(ChunkedCollective):
     name = "reduce_scatter"
     reduces = True
-
-    def busbw_factor(self, num_ranks: int) -> float:
-        return (num_ranks - 1) / num_ranks
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // (itemsize * num_ranks))
-        return count, count * num_ranks * itemsize
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, count = comm.size, self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)[0]

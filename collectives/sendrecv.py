@@ -6,10 +6,10 @@ busbw = algbw (factor 1, nccl-tests docs/PERFORMANCE.md). size = bytes each rank
 
 from __future__ import annotations
 
-from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, pattern_modulus
 
 
-class SendRecv(Collective):
+class SendRecv(WholeBufferCollective):
     name = "sendrecv"
     in_place_mode = "never"
 
@@ -18,10 +18,6 @@ class SendRecv(Collective):
 
     def busbw_factor(self, num_ranks: int) -> float:
         return 1.0
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // itemsize)
-        return count, count * itemsize
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank
