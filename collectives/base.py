@@ -57,6 +57,7 @@ class Collective(ABC):
     # Workload parameters a job may set (sweep entry keys, PointSpec.params); values are checked
     # where they are used (`plan_specs`, `prepare`). Empty: the collective takes none.
     param_names: ClassVar[tuple[str, ...]] = ()
+    multi_stage: ClassVar[bool] = False  # an iteration has several timed stages (shown per stage)
 
     def min_ranks(self, backend_name: str) -> int:
         return 1

@@ -100,6 +100,7 @@ def stage_tier_bytes(kind: str, impl: str, backend_name: str, input_bytes: int, 
 
 class GradReduceScatter(Collective):
     name = "grad_reduce_scatter"
+    multi_stage = True
     reduces = True
     in_place_mode = "never"
     uses_topology = True  # bench and sweep pass the topology in PointSpec.params (ranks_per_rack / racks)

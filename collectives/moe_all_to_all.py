@@ -57,6 +57,7 @@ def _gbps(num_bytes: float, time_us: float) -> float:
 
 class MoeAllToAll(Collective):
     name = "moe_all_to_all"
+    multi_stage = True
     in_place_mode = "never"
     takes_size = False
     param_names = ("tokens_per_rank", *DEFAULTS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from rich.markup import escape
 from rich.table import Table
 
 from commbench.results import Measurement
@@ -16,21 +17,32 @@ _NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloa
               "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}
 
 
-def measurement_table(title: str) -> Table:
+_LEFT = ("point", "type", "redop", "stages (median µs)")
+
+
+def measurement_table(title: str, *, staged: bool = False) -> Table:
+    """Columns of a measured sweep; `staged` adds the per-stage medians (MoE, hierarchical RS)."""
     table = Table(title=title, title_justify="left")
-    for name in ("size", "count", "type", "redop", "time (µs)", "p99 (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"):
-        table.add_column(name, justify="left" if name in ("type", "redop") else "right", no_wrap=True)
+    names = ["point", "size", "count", "type", "redop", "time (µs)", "p99 (µs)", "algbw (GB/s)", "busbw (GB/s)"]
+    names += ["stages (median µs)"] if staged else []
+    for name in names + ["#wrong"]:
+        table.add_column(name, justify="left" if name in _LEFT else "right", no_wrap=True)
     return table
 
 
-def add_measurement_row(table: Table, m: Measurement) -> None:
+def stages_text(m: Measurement) -> str:
+    return " · ".join(f"{name} {us:.0f}" if us >= 100 else f"{name} {us:.1f}" for name, us in m.stages_us_median.items())
+
+
+def add_measurement_row(table: Table, m: Measurement, label: str, *, staged: bool = False) -> None:
+    extra = [stages_text(m)] if staged else []
     if m.status != "ok":
-        table.add_row(format_size(m.size_bytes), "-", m.dtype, m.op or "-", "[red]failed[/]", "", "", "",
-                      f"[red]{(m.error or '')[:60]}[/]")
+        table.add_row(label, format_size(m.size_bytes), "-", m.dtype, m.op or "-", "[red]failed[/]", "", "", "",
+                      *([""] if staged else []), f"[red]{escape((m.error or '')[:60])}[/]")
         return
     wrong = "-" if m.num_wrong is None else (f"[bold red]{m.num_wrong}[/]" if m.num_wrong else "0")
-    table.add_row(format_size(m.size_bytes), str(m.count), m.dtype, m.op or "-", f"{m.time_us_median:.2f}",
-                  f"{m.time_us_p99:.2f}", f"{m.algbw_gbps:.3f}", f"{m.busbw_gbps:.3f}", wrong)
+    table.add_row(label, format_size(m.size_bytes), str(m.count), m.dtype, m.op or "-", f"{m.time_us_median:.2f}",
+                  f"{m.time_us_p99:.2f}", f"{m.algbw_gbps:.3f}", f"{m.busbw_gbps:.3f}", *extra, wrong)
 
 
 def nccl_tests_header(in_place: bool) -> list[str]:

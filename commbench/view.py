@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from collectives import get_collective
 from commbench.render import (add_measurement_row, measurement_table, nccl_tests_footer, nccl_tests_header,
                               nccl_tests_row)
 from commbench.results import Measurement, RunHeader
@@ -17,7 +18,7 @@ class BenchView:
     def __init__(self, config, header: RunHeader, num_points: int) -> None:
         self.format = config.output_format
         self.rows: list[Measurement] = []
-        self.console = Console() if sys.stdout.isatty() else Console(width=120)
+        self.console = Console() if sys.stdout.isatty() else Console(width=160)
         hosts = sorted(set(header.hostnames))
         intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
                  f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
@@ -37,7 +38,9 @@ class BenchView:
         for note in header.notes:
             self.console.print(f"[yellow]note:[/] {note}", highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
-        self.table = measurement_table(f"{config.collective} (measured, {header.world_size} ranks)")
+        self.staged = get_collective(config.collective).multi_stage
+        self.table = measurement_table(f"{config.collective} (measured, {header.world_size} ranks)", staged=self.staged)
+        self.label = ""
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
@@ -50,6 +53,7 @@ class BenchView:
         sys.stdout.flush()
 
     def starting(self, label: str) -> None:
+        self.label = label
         if self.live:
             self.progress.update(self.task, description=f"measuring {label}")
 
@@ -58,7 +62,7 @@ class BenchView:
         if self.format == "nccl-tests":
             self._print(nccl_tests_row(record))
             return
-        add_measurement_row(self.table, record)
+        add_measurement_row(self.table, record, self.label, staged=self.staged)
         self.progress.advance(self.task)
 
     def close(self) -> None:
