@@ -34,15 +34,27 @@ def stages_text(m: Measurement) -> str:
     return " · ".join(f"{name} {us:.0f}" if us >= 100 else f"{name} {us:.1f}" for name, us in m.stages_us_median.items())
 
 
-def add_measurement_row(table: Table, m: Measurement, label: str, *, staged: bool = False) -> None:
+def record_label(m: Measurement) -> str:
+    """What identifies a point to a person: its size (or MoE tokens), algorithm and sub-group layout."""
+    tokens = m.params.get("tokens_per_rank")
+    parts = [f"{tokens} tok/rank" if tokens is not None else format_size(m.size_bytes)]
+    if m.params.get("algorithm"):
+        parts.append(str(m.params["algorithm"]))
+    if m.group_layout != "world":
+        parts.append(f"g={m.group_size} {m.group_layout}")
+    return " ".join(parts)
+
+
+def add_measurement_row(table: Table, m: Measurement, *, staged: bool = False) -> None:
     extra = [stages_text(m)] if staged else []
+    label = record_label(m)
     if m.status != "ok":
         table.add_row(label, format_size(m.size_bytes), "-", m.dtype, m.op or "-", "[red]failed[/]", "", "", "",
                       *([""] if staged else []), f"[red]{escape((m.error or '')[:60])}[/]")
         return
     wrong = "-" if m.num_wrong is None else (f"[bold red]{m.num_wrong}[/]" if m.num_wrong else "0")
     table.add_row(label, format_size(m.size_bytes), str(m.count), m.dtype, m.op or "-", f"{m.time_us_median:.2f}",
-                  f"{m.time_us_p99:.2f}", f"{m.algbw_gbps:.3f}", f"{m.busbw_gbps:.3f}", *extra, wrong)
+                  "-" if m.time_us_p99 is None else f"{m.time_us_p99:.2f}", f"{m.algbw_gbps:.3f}", f"{m.busbw_gbps:.3f}", *extra, wrong)
 
 
 def nccl_tests_header(in_place: bool) -> list[str]:

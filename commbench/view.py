@@ -40,7 +40,6 @@ class BenchView:
         self.console.print(f"results → {config.output_path}", highlight=False)
         self.staged = get_collective(config.collective).multi_stage
         self.table = measurement_table(f"{config.collective} (measured, {header.world_size} ranks)", staged=self.staged)
-        self.label = ""
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
@@ -53,7 +52,6 @@ class BenchView:
         sys.stdout.flush()
 
     def starting(self, label: str) -> None:
-        self.label = label
         if self.live:
             self.progress.update(self.task, description=f"measuring {label}")
 
@@ -62,7 +60,7 @@ class BenchView:
         if self.format == "nccl-tests":
             self._print(nccl_tests_row(record))
             return
-        add_measurement_row(self.table, record, self.label, staged=self.staged)
+        add_measurement_row(self.table, record, staged=self.staged)
         self.progress.advance(self.task)
 
     def close(self) -> None:

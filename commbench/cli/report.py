@@ -24,7 +24,6 @@ def report(
     fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw as dashed lines.")] = None,
 ) -> None:
     from commbench.render import add_measurement_row, measurement_table
-    from dataclasses import replace
     from commbench.report import by_collective, series_label, write_report
     from commbench.results import measurements, read_records
 
@@ -35,8 +34,7 @@ def report(
         for key, rows in sorted(series.items()):
             table = measurement_table(f"{collective} — {series_label(key)} (measured)")
             for m in rows:
-                # imported nccl-tests rows have no p99: shown as nan (not recorded)
-                add_measurement_row(table, m if m.time_us_p99 is not None else replace(m, time_us_p99=float("nan")))
+                add_measurement_row(table, m)  # imported nccl-tests rows have no p99: shown as "-"
             console.print(table)
     predict = fabric_predictor(fabric) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "")
