@@ -25,13 +25,22 @@ class ReportFiles:
     plots: list[Path]
 
 
+_SWEPT_PARAMS = ("tokens_per_rank",)  # varies along a curve, like size
+_LABELLED_PARAMS = ("algorithm", "routing", "dispatch_mode", "dispatch_dtype", "preset")
+
+
 def series_key(m: Measurement) -> tuple:
-    return (m.backend, m.dtype, m.group_size, m.group_layout, m.in_place)
+    """Points of one curve share everything but their size: backend, dtype, group, and workload params."""
+    params = tuple(sorted((k, str(v)) for k, v in m.params.items() if k not in _SWEPT_PARAMS))
+    return (m.backend, m.dtype, m.group_size, m.group_layout, m.in_place, params)
 
 
 def series_label(key: tuple) -> str:
-    backend, dtype, group_size, layout, in_place = key
-    return f"{backend} {dtype} n={group_size}" + (f" {layout}" if layout != "world" else "") + (" in-place" if in_place else "")
+    backend, dtype, group_size, layout, in_place, params = key
+    named = dict(params)
+    extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if k in named)
+    return (f"{backend} {dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
+            + (" in-place" if in_place else "") + extra)
 
 
 def by_collective(records: Iterable[Measurement]) -> dict[str, dict[tuple, list[Measurement]]]:
