@@ -82,10 +82,16 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
         raise CommbenchError(f"--warmup-iters={config.loop.warmup_iters} is invalid: must be >= 0")
     if config.timeout_s <= 0:
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: must be > 0 seconds")
-    if not collective.takes_size:
-        collective.plan_specs(dict(config.params), world_size)  # raises on bad workload parameters
     check_bench_options(config, collective, world_size)
+    if not collective.takes_size:
+        for group_size in measured_group_sizes(config, world_size):
+            collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
     return collective
+
+
+def measured_group_sizes(config: BenchConfig, world_size: int) -> list[int]:
+    """The sizes of the groups a job measures on: its sub-group sizes, else the whole world."""
+    return list(config.subgroups.sizes_for(world_size)) if config.subgroups else [world_size]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +116,8 @@ def plan_points(config: BenchConfig, collective: Collective, world_size: int) ->
     """The points of a bench job, in order: every (aligned) size on the whole world, or the
     workload's own points when it is swept by its parameters (takes_size False)."""
     if not collective.takes_size:
-        return [PlannedPoint(spec=spec, label=label) for spec, label in collective.plan_specs(dict(config.params), world_size)]
+        group_size = measured_group_sizes(config, world_size)[0]
+        return [PlannedPoint(spec=spec, label=label) for spec, label in collective.plan_specs(dict(config.params), group_size)]
     dtype = get_dtype(config.dtype)
     return [PlannedPoint(spec=PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=config.in_place,
                                         root=config.root, params=dict(config.params)), label=format_size(size))
