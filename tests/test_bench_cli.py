@@ -141,3 +141,16 @@ def test_hung_rank_times_out_names_the_size_and_keeps_results(tmp_path):
     records = _lines(out)
     assert [r["status"] for r in records[1:]] == ["ok", "ok", "failed"]
     assert records[-1]["size_bytes"] == 1024 and records[-1]["error"]
+
+
+def test_moe_experts_are_checked_against_the_measured_group_sizes(tmp_path):
+    out = tmp_path / "moe.jsonl"
+    common = ["bench", "moe_all_to_all", "--nproc", "4", "--experts", "6", "--top-k", "2", "--tokens", "16",
+              "-n", "2", "-w", "0", "-J", str(out)]
+    refused = runner.invoke(app, common + ["--group-sizes", "2,4"])
+    assert refused.exit_code == 2 and "expert-parallel size (4)" in refused.output
+    # 6 experts do not divide the 4-rank world, but they divide the EP groups of 2 that are measured
+    result = runner.invoke(app, common + ["--group-sizes", "2"])
+    assert result.exit_code == 0, result.output
+    (record,) = [r for r in _lines(out) if r["record_type"] == "measurement"]
+    assert record["group_size"] == 2 and record["params"]["ep_size"] == 2 and record["num_wrong"] == 0
