@@ -23,6 +23,10 @@ class BenchView:
         intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
                  f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
                  f"{'...' if len(hosts) > 4 else ''}), devices: {header.devices[0]}")
+        if header.emulated:
+            rate = header.emulated.get("scale_out_rate_bits_per_s")
+            intro += (f"; EMULATED fabric: {header.emulated.get('num_racks')} racks joined at "
+                      f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
         if self.format == "nccl-tests":
             self._print(f"# {intro}")
             self._print(f"# nThread 1 nGpus 1 minBytes {min(config.sizes_bytes)} maxBytes {max(config.sizes_bytes)} "

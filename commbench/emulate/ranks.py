@@ -38,6 +38,7 @@ def rank_env(spec: FabricSpec, rank: int) -> dict[str, str]:
                OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
     env[RANKS_PER_RACK_ENV] = str(spec.ranks_per_rack)
     env["COMMBENCH_EMULATED"] = json.dumps(emulated_description(spec))
+    env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # c10d cannot resolve hostnames inside the namespaces
     if spec.num_racks > 1:
         env["GLOO_SOCKET_IFNAME"] = UPLINK
     return env
