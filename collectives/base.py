@@ -58,6 +58,10 @@ class Collective(ABC):
     # where they are used (`plan_specs`, `prepare`). Empty: the collective takes none.
     param_names: ClassVar[tuple[str, ...]] = ()
     multi_stage: ClassVar[bool] = False  # an iteration has several timed stages (shown per stage)
+    uses_topology: ClassVar[bool] = False  # bench/sweep pass the rack topology in PointSpec.params
+    algorithms: ClassVar[tuple[str, ...]] = ()  # names --algorithm accepts; empty: the option doesn't apply
+    default_params: ClassVar[dict[str, Any]] = {}  # params a job gets unless the user sets them
+    default_sizes_bytes: ClassVar[tuple[int, ...] | None] = None  # sizes when -b/-e are not given
 
     def min_ranks(self, backend_name: str) -> int:
         return 1

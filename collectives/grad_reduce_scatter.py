@@ -105,6 +105,8 @@ class GradReduceScatter(Collective):
     in_place_mode = "never"
     uses_topology = True  # bench and sweep pass the topology in PointSpec.params (ranks_per_rack / racks)
     algorithms = ALGORITHMS
+    default_params = {"algorithm": "flat,hierarchical", "rs_impl": "auto"}
+    default_sizes_bytes = tuple(1 << p for p in range(24, 32))  # 16 MiB .. 2 GiB, typical DP buckets
     param_names = ("algorithm", "rs_impl")
 
     def __init__(self) -> None:

@@ -119,9 +119,12 @@ def check_bench_options(config, collective, world_size: int) -> None:
             for layout in config.subgroups.layouts:
                 make_groups(world_size, size, layout)
     if "algorithm" in config.params:
-        allowed = getattr(collective, "algorithms", None)
+        allowed = collective.algorithms
+        if not allowed:
+            raise invalid("--algorithm", config.params["algorithm"],
+                          f"{collective.name} has no named algorithms (grad_reduce_scatter has)")
         for name in split_algorithms(config.params["algorithm"]):
-            if allowed is not None and name not in allowed:
+            if name not in allowed:
                 raise invalid("--algorithm", name, f"allowed: {', '.join(allowed)} (comma-separated)")
         if not split_algorithms(config.params["algorithm"]):
             raise invalid("--algorithm", config.params["algorithm"], "name at least one algorithm")
@@ -129,7 +132,7 @@ def check_bench_options(config, collective, world_size: int) -> None:
 
 def expand_points(points: list, config, collective, world_size: int, topology=None) -> list:
     """Planned points with the topology in their params, one per algorithm, per sub-group layout."""
-    if topology is not None and getattr(collective, "uses_topology", False):
+    if topology is not None and collective.uses_topology:
         points = [_with_params(p, topology.to_params()) for p in points]
     expanded = []
     for point in points:
@@ -160,22 +163,16 @@ def _with_params(point, extra: dict):
 
 
 
-GRAD_BUCKET_SIZES_BYTES = tuple(1 << p for p in range(24, 32))  # 16 MiB .. 2 GiB, typical DP buckets
-
-
-def with_rack_options(config, *, size_defaults_used: bool, ranks_per_rack: int | None, preset: str | None,
-                      racks: str | None, nodes_per_rack: int | None, rack_nodes: str | None,
-                      group_sizes: str | None, group_layout: str | None, algorithm: str | None,
-                      rs_impl: str | None):
-    """The bench config with the topology / sub-group / gradient reduce-scatter options applied."""
+def with_rack_options(config, *, ranks_per_rack: int | None, preset: str | None, racks: str | None,
+                      nodes_per_rack: int | None, rack_nodes: str | None, group_sizes: str | None,
+                      group_layout: str | None, algorithm: str | None, rs_impl: str | None):
+    """The bench config with the topology / sub-group / algorithm options applied."""
     topology, subgroups = rack_specs(ranks_per_rack=ranks_per_rack, preset=preset, racks=racks,
                                      nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes,
                                      group_sizes=group_sizes, group_layout=group_layout)
     params = dict(config.params)
-    is_grad_rs = config.collective == "grad_reduce_scatter"
-    if algorithm is not None or is_grad_rs:
-        params["algorithm"] = algorithm or "flat,hierarchical"
-    if rs_impl is not None or is_grad_rs:
-        params["rs_impl"] = rs_impl or "auto"
-    sizes = GRAD_BUCKET_SIZES_BYTES if is_grad_rs and size_defaults_used else config.sizes_bytes
-    return dataclasses.replace(config, topology=topology, subgroups=subgroups, params=params, sizes_bytes=sizes)
+    if algorithm is not None:
+        params["algorithm"] = algorithm
+    if rs_impl is not None:
+        params["rs_impl"] = rs_impl
+    return dataclasses.replace(config, topology=topology, subgroups=subgroups, params=params)

@@ -68,6 +68,8 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "--format", "csv"], "--format"),
     (["bench", "all_reduce", "-c", "2"], "--check"),
     (["bench", "broadcast", "--nproc", "2", "-r", "5"], "--root"),
+    (["bench", "all_reduce", "--algorithm", "flat"], "no named algorithms"),
+    (["bench", "grad_reduce_scatter", "--algorithm", "tree"], "--algorithm"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     result = runner.invoke(app, args)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from collectives import REGISTRY
+from collectives import REGISTRY, get_collective
 from commbench.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail
 from commbench.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
@@ -35,8 +35,8 @@ def report_outcomes(outcomes: dict, output_path: str) -> None:
 def bench(
     collective: Annotated[str, typer.Argument(help=", ".join(REGISTRY))],
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,
-    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (K/M/G suffixes, 1K = 1024).")] = "8",
-    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size.")] = "16M",
+    min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Smallest size (K/M/G suffixes, 1K = 1024; default 8).")] = None,
+    max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f).")] = None,
     iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size.")] = 20,
@@ -80,8 +80,12 @@ def bench(
         raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests")
     if check not in (0, 1):
         raise CommbenchError(f"--check={check} is invalid: allowed 0 or 1")
-    sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
-                       step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None)
+    workload = get_collective(collective)
+    if workload.default_sizes_bytes and (min_bytes, max_bytes, step_factor, step_bytes) == (None, None, None, None):
+        sizes = list(workload.default_sizes_bytes)
+    else:
+        sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes"),
+                           step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None)
     backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
         raise CommbenchError("--cuda-graph needs --backend cupy-nccl (and only cupy-nccl in --compare-backends)")
@@ -91,12 +95,11 @@ def bench(
         backend=backends[0], timeout_s=timeout_s,
         output_path=output or default_output_path(collective), output_format=output_format,
         argv=tuple(sys.argv),
-        params=moe_cli_params(collective, tokens=moe_tokens, hidden=moe_hidden, top_k=moe_top_k, num_experts=moe_experts,
+        params={**workload.default_params, **moe_cli_params(collective, tokens=moe_tokens, hidden=moe_hidden, top_k=moe_top_k, num_experts=moe_experts,
                               routing=moe_routing, dispatch_mode=moe_dispatch_mode, dispatch_dtype=moe_dispatch_dtype,
-                              combine_dtype=moe_combine_dtype, seed=moe_seed, preset=moe_preset),
+                              combine_dtype=moe_combine_dtype, seed=moe_seed, preset=moe_preset)},
     )
-    config = with_rack_options(config, size_defaults_used=(min_bytes, max_bytes, step_factor, step_bytes) == ("8", "16M", None, None),
-                               ranks_per_rack=ranks_per_rack, preset=topology, racks=racks, nodes_per_rack=nodes_per_rack,
+    config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks, nodes_per_rack=nodes_per_rack,
                                rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,
                                algorithm=algorithm, rs_impl=rs_impl)
     if len(backends) > 1:

@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from collectives import get_collective
 from commbench.bench import BenchConfig, PlannedPoint, plan_points, validate
 from commbench.errors import CommbenchError
 from commbench.harness import LoopOptions
@@ -45,9 +46,10 @@ def entry_configs(entry: SweepEntry, *, backend: str, topology: TopologySpec | N
                   argv: tuple[str, ...] = ()) -> list[BenchConfig]:
     """One BenchConfig per dtype of the entry; `topology`: the launch's racks (Sweep.topology)."""
     loop = LoopOptions(iters=entry.iters, warmup_iters=entry.warmup_iters, check=entry.check)
+    params = {**get_collective(entry.collective).default_params, **entry.params}  # as `commbench bench` does
     return [BenchConfig(collective=entry.collective, sizes_bytes=entry.sizes_bytes, dtype=dtype, op=entry.op,
                         in_place=entry.in_place, root=entry.root, loop=loop, backend=backend,
-                        timeout_s=entry.timeout_s, output_path=output_path, argv=argv, params=dict(entry.params),
+                        timeout_s=entry.timeout_s, output_path=output_path, argv=argv, params=params,
                         topology=topology, subgroups=entry.subgroups)
             for dtype in entry.dtypes]
 
