@@ -102,7 +102,7 @@ def _fabric(num_gpus=8, gpu="b200", domain_size=8):
 
 def _stand_in(monkeypatch, seconds_per_byte=0.0, rs_seconds=None):
     """Cost model stand-in: time = bytes x seconds_per_byte (reduce_scatter optionally fixed)."""
-    def collective(fabric, collective, size_bytes, group_size, num_domains=1):
+    def collective(fabric, collective, size_bytes, group_size, num_domains=1, imbalance=1.0):
         size, n = np.broadcast_arrays(np.asarray(size_bytes, float), np.asarray(group_size, float))
         if rs_seconds is not None and collective == "reduce_scatter":
             return np.where(n > 1, rs_seconds, 0.0)

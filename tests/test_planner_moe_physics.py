@@ -21,7 +21,7 @@ def _fabric(num_gpus=64, gpu="gb200", domain_size=72):
 
 def _stand_in(monkeypatch):
     """Cost model stand-in: every collective takes size x SECONDS_PER_BYTE (0 for a group of one)."""
-    def collective(fabric, collective, size_bytes, group_size, num_domains=1):
+    def collective(fabric, collective, size_bytes, group_size, num_domains=1, imbalance=1.0):
         size, n = np.broadcast_arrays(np.asarray(size_bytes, float), np.asarray(group_size, float))
         return np.where(n > 1, size * SECONDS_PER_BYTE, 0.0)
 
@@ -91,3 +91,16 @@ def test_etp_gathered_tokens_count_in_activation_memory(monkeypatch):
     delta = bd.mem_activations_bytes[1] - bd.mem_activations_bytes[0]
     expected = m.seq_len * per_token_layer * n_moe / 16 * 2 * 16
     assert delta == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("dispatcher", ["alltoall", "flex"])
+def test_uneven_routing_slows_the_ep_all_to_all_on_either_dispatcher(dispatcher):
+    from commbench.costmodel import load_preset
+    from commbench.planner import parse_layout
+
+    model, fabric = load_model("deepseek-v3"), load_preset("gb300-nvl72", num_gpus=256)
+    layout = parse_layout(f"tp=1,pp=4,vp=4,ep=32,mbs=1,gbs=4096,precision=mxfp8,dispatcher={dispatcher}", num_gpus=256)
+    arrays = LayoutArrays.from_layouts([layout])
+    balanced = evaluate_layouts(model, fabric, arrays)
+    skewed = evaluate_layouts(model, fabric, arrays, moe_imbalance=1.5)
+    assert skewed.ep_total_s[0] > 1.3 * balanced.ep_total_s[0]

@@ -223,7 +223,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
         # same (deduplicated) bytes.
         bf16_bytes = elems_rank * ACT_BYTES
-        nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, ep, ep_dom)
+        nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, ep, ep_dom, imbalance=moe_imbalance)
         dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
                                                                           phase="dispatch"), nccl_bf16_s), nccl_bf16_s)
         combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
@@ -232,7 +232,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         if np.any(quantised):
             q_bytes = elems_rank * np.where(quantised, FP8_DISPATCH_BYTES, ACT_BYTES)
             q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, ep, ep_dom, moe_imbalance, phase="dispatch"),
-                             collective_time_s(system, "all_to_all", q_bytes, ep, ep_dom))
+                             collective_time_s(system, "all_to_all", q_bytes, ep, ep_dom, imbalance=moe_imbalance))
             dispatch_s = np.where(quantised, q_s, dispatch_bf16_s)
         else:
             dispatch_s = dispatch_bf16_s
