@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 # Wide enough for the plan tables when output is piped or captured (rich would assume 80 columns).
-console = Console() if sys.stdout.isatty() else Console(width=160)
+console = Console() if sys.stdout.isatty() else Console(width=200)
 err_console = Console(stderr=True)
 
 

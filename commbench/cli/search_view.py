@@ -25,9 +25,9 @@ def flex_backend_for(fabric) -> str:
 def top_table(result: SearchResult, top: int, title: str) -> Table:
     bd = result.breakdown
     t = Table(title=title, title_justify="left")
-    for col in ("#", "layout", "tokens/s/GPU", "MFU %", "step s", "compute s", "TP exp s", "EP exp s", "ETP exp s",
+    for col in ("#", "layout", "tok/s/GPU", "MFU %", "step s", "compute s", "TP exp s", "EP exp s", "ETP exp s",
                 "DP exp s", "PP exp s", "bubble s", "mem GB", "free GB", "EP racks"):
-        t.add_column(col, justify="left" if col == "layout" else "right")
+        t.add_column(col, justify="left" if col == "layout" else "right", no_wrap=col == "layout")
     pareto = set(int(i) for i in result.pareto)
     for i in range(min(top, len(result))):
         dp = sum(float(getattr(bd, f"dp_{k}_exposed_s")[i]) for k in ("dense_rs", "dense_ag", "expert_rs", "expert_ag"))
@@ -44,7 +44,7 @@ def pareto_table(result: SearchResult, limit: int = 12) -> Table:
     t = Table(title="Pareto front: predicted throughput vs memory headroom (no layout beats one of these in both)",
               title_justify="left")
     for col in ("layout", "tokens/s/GPU", "free GB"):
-        t.add_column(col, justify="left" if col == "layout" else "right")
+        t.add_column(col, justify="left" if col == "layout" else "right", no_wrap=col == "layout")
     front = list(result.pareto)
     step = max(1, len(front) // limit)
     for i in front[::step][:limit]:
