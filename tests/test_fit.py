@@ -11,7 +11,6 @@ import pytest
 from commbench.costmodel import collective_time_s, load_preset
 from commbench.costmodel.fit import fit_piecewise, leave_one_out_errors
 from commbench.costmodel.fit_records import fit_all
-from commbench.costmodel.formulas import bus_factor
 from commbench.costmodel.profile import fabric_from_fits, fit_result_files
 from commbench.errors import CommbenchError
 from commbench.results import JsonlWriter, Measurement, RunHeader

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from commbench.errors import CommbenchError, invalid
+from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.reference import GpuSpec, gpu_spec
 
 PROFILE_FORMAT = "commbench-fabric"
@@ -173,10 +173,7 @@ class Fabric:
         """Load a profile from a path, or from JSON text (anything starting with '{')."""
         text = str(path_or_text)
         if not text.lstrip().startswith("{"):
-            try:
-                text = Path(path_or_text).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise CommbenchError(f"fabric profile {str(path_or_text)!r} cannot be read: {exc.strerror}") from None
+            text = read_user_file(path_or_text, "fabric profile")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -259,12 +259,9 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
 
 
 def import_file(path: str, collective: str | None = None) -> ImportResult:
-    from commbench.errors import CommbenchError
+    from commbench.errors import read_user_file
 
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise CommbenchError(f"nccl-tests output {path!r} cannot be read: {exc.strerror}") from None
+    text = read_user_file(path, "nccl-tests output", errors="replace")
     if text.lstrip().startswith("{"):
         try:
             return parse_json(json.loads(text), path, collective)

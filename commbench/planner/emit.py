@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from commbench.errors import CommbenchError, invalid
+from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.planner.layout import Layout
 from commbench.planner.models import ModelSpec
 
@@ -179,10 +179,9 @@ def write_plan(doc: dict[str, Any], path: str | Path) -> None:
 
 def load_plan(path: str | Path) -> dict[str, Any]:
     """Read a plan.json, refusing other formats and schema versions with one line."""
+    text = read_user_file(path, "plan file")
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CommbenchError(f"plan file {str(path)!r} cannot be read: {exc.strerror}") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CommbenchError(f"plan file {str(path)!r} is not valid JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != PLAN_FORMAT:

@@ -107,7 +107,7 @@ def _why(key: str, lay: Layout, per_rack: int, model) -> str:
 
 
 def _diff_lines(result: SearchResult, j: int) -> list[str]:
-    bd, a, b = result.breakdown, result.layouts.layout(0), result.layouts.layout(j)
+    bd, b = result.breakdown, result.layouts.layout(j)
     tok0, tok1 = float(bd.tokens_per_s_per_gpu[0]), float(bd.tokens_per_s_per_gpu[j])
     rows = [("compute", "compute_s"), ("bubble", "bubble_s"), ("optimizer", "optimizer_s")] + \
         [(label, f"{key}_exposed_s") for label, key in COMM_TERMS]

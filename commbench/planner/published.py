@@ -128,7 +128,6 @@ class Predictions:
 
 def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED) -> Predictions:
     """Predicted tokens/s/GPU for each modelled run (grouped into one vectorised call per system)."""
-    from commbench.costmodel import load_preset
     from commbench.planner.step import evaluate_layouts
     modelled = [r for r in runs if r.layout is not None]
     n = len(modelled)

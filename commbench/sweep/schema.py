@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, read_user_file
 from commbench.subgroups import SubgroupSpec, rack_specs
 from commbench.topology import TopologySpec
 
@@ -287,7 +287,7 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
     where = _where(path, None)
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
-        raise _bad(where, unknown[0], data[unknown[0]], f"unknown top-level key; allowed: [sweep], [defaults], [[run]]")
+        raise _bad(where, unknown[0], data[unknown[0]], "unknown top-level key; allowed: [sweep], [defaults], [[run]]")
     head = data.get("sweep", {})
     defaults = data.get("defaults", {})
     runs = data.get("run", [])
@@ -316,10 +316,7 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
 
 def load_sweep(path: str) -> Sweep:
     """Read and check a sweep file; a TOML syntax error names the line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CommbenchError(f"sweep file {path!r} cannot be read: {exc.strerror}") from None
+    text = read_user_file(path, "sweep file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
