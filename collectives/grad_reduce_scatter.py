@@ -17,7 +17,10 @@ Algorithms (params `algorithm`):
 Reduce-scatter implementation (params `rs_impl`): `native` calls the backend's reduce_scatter (ring
 on NCCL; gloo in torch 2.13 runs a full all-reduce, twice a reduce-scatter's bytes); `pairwise`
 sends every peer its chunk with one all_to_all and sums the received chunks locally: exactly the
-(n-1)/n*X bytes a reduce-scatter must send. `auto` = pairwise on gloo, native elsewhere.
+(n-1)/n*X bytes a reduce-scatter must send; `duplex` sends the same chunks point-to-point, each
+direction of a rank pair on its own communicator (gloo moves one direction at a time on a pair's
+connection, so a 2-rank exchange over one link would take twice the link-rate time; NCCL channels
+are full duplex). `auto` = duplex on gloo, native elsewhere.
 
 Bytes per tier are this algorithm's accounting (what each rank sends per iteration), not counters:
 for a stage on X input bytes over n ranks, m of them in the sender's rack, pairwise sends
@@ -32,12 +35,12 @@ import weakref
 
 import numpy as np
 
-from collectives.base import Collective, PointSpec, PreparedPoint, count_wrong, reduction_data
+from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
 from commbench.errors import CommbenchError, invalid
 from commbench.topology import Topology
 
 ALGORITHMS = ("flat", "hierarchical", "hierarchical-allreduce")
-RS_IMPLS = ("auto", "native", "pairwise")
+RS_IMPLS = ("auto", "native", "pairwise", "duplex")
 _INT64_NAME = "int64"
 
 
@@ -45,7 +48,7 @@ def resolve_impl(rs_impl: str, backend_name: str) -> str:
     if rs_impl not in RS_IMPLS:
         raise invalid("rs_impl", rs_impl, f"allowed: {', '.join(RS_IMPLS)}")
     if rs_impl == "auto":
-        return "pairwise" if backend_name == "gloo" else "native"
+        return "duplex" if backend_name == "gloo" else "native"
     return rs_impl
 
 
@@ -89,7 +92,7 @@ def stage_tier_bytes(kind: str, impl: str, backend_name: str, input_bytes: int, 
     """
     if n == 1:
         return 0.0, 0.0
-    if kind == "rs" and impl == "pairwise":
+    if kind == "rs" and impl in ("pairwise", "duplex"):
         return (same_rack - 1) / n * input_bytes, (n - same_rack) / n * input_bytes
     per_rank = {"rs": (n - 1) / n, "ag": (n - 1) / n, "ar": 2 * (n - 1) / n}[kind] * input_bytes
     if kind == "rs" and backend_name == "gloo":
@@ -98,7 +101,7 @@ def stage_tier_bytes(kind: str, impl: str, backend_name: str, input_bytes: int, 
     return per_rank * (1 - out_fraction), per_rank * out_fraction
 
 
-class GradReduceScatter(Collective):
+class GradReduceScatter(ChunkedCollective):
     name = "grad_reduce_scatter"
     multi_stage = True
     reduces = True
@@ -111,13 +114,6 @@ class GradReduceScatter(Collective):
 
     def __init__(self) -> None:
         self._comms: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-    def busbw_factor(self, num_ranks: int) -> float:
-        return (num_ranks - 1) / num_ranks
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // (itemsize * num_ranks))
-        return count, count * num_ranks * itemsize
 
     # --- groups -------------------------------------------------------------------------------
     def _partition(self, comm, backend) -> list[tuple[int, ...]]:
@@ -142,6 +138,15 @@ class GradReduceScatter(Collective):
             rack_groups, cross_groups = stage_groups(partition, topology)
             cache[key] = (backend.split(rack_groups), backend.split(cross_groups))
         return cache[key]
+
+    def _reverse_comm(self, group, backend):
+        """A second communicator over the same groups as `group` (own connections): duplex's
+        high-to-low direction. Made once per group layout (collective: every rank of the world)."""
+        cache = self._comms.setdefault(backend, {})
+        if ("reverse", id(group)) not in cache:
+            partition = self._partition(group, backend)
+            cache["reverse", id(group)] = (group, backend.split(partition, fresh=True))
+        return cache["reverse", id(group)][1]
 
     # --- one point ----------------------------------------------------------------------------
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
@@ -177,8 +182,10 @@ class GradReduceScatter(Collective):
                 return (lambda: group.reduce_scatter(out, src, "sum")), out
             recv = backend.empty(num_out * group.size, dtype)
             parts = [recv[j * num_out:(j + 1) * num_out] for j in range(group.size)]
-            acc = parts[0]
             accumulate = getattr(backend, "accumulate", None) or _host_accumulate(backend)
+            if impl == "duplex":
+                return _duplex_reduce_scatter(group, self._reverse_comm(group, backend), src, parts, accumulate)
+            acc = parts[0]
 
             def run():
                 group.all_to_all(recv, src)
@@ -247,3 +254,29 @@ def _host_accumulate(backend):
     def accumulate(dst, src):
         backend.write(dst, backend.download(dst) + backend.download(src))
     return accumulate
+
+
+def _duplex_reduce_scatter(low_to_high, high_to_low, src, parts, accumulate):
+    """(stage callable, output) of a reduce-scatter by point-to-point exchange: chunk j of `src` goes
+    to group rank j, each rank pair's two directions on two communicators (`low_to_high` carries
+    messages to a higher group rank), all in flight at once; then the received chunks and the rank's
+    own chunk are summed into the first peer's receive buffer."""
+    n, me = low_to_high.size, low_to_high.rank
+    num = len(parts[0])
+    chunks = [src[j * num:(j + 1) * num] for j in range(n)]
+    peers = [(me + step) % n for step in range(1, n)]
+    acc = parts[peers[0]]
+
+    def run():
+        pending = []
+        for step in range(1, n):
+            dst, origin = (me + step) % n, (me - step) % n
+            pending.append((low_to_high if dst > me else high_to_low).start_send(chunks[dst], dst))
+            pending.append((low_to_high if origin < me else high_to_low).start_recv(parts[origin], origin))
+        for handle in pending:
+            handle.wait()
+        for peer in peers[1:]:
+            accumulate(acc, parts[peer])
+        accumulate(acc, chunks[me])
+    return run, acc
+

@@ -92,7 +92,7 @@ def test_hierarchical_beats_flat_on_an_emulated_two_rack_fabric(tmp_path):
     # the veth counters agree with the accounting (TCP/IP headers and control traffic on top)
     assert 1.0 <= flat_sent / (iterations * flat["metrics"]["scale_out_bytes_per_rack"]) < 1.05
     assert 1.0 <= hier_sent / (iterations * hier["metrics"]["scale_out_bytes_per_rack"]) < 1.05
-    # pairwise flat sends exactly R x hierarchical's data across; the rest is rendezvous/control (< 0.1%)
+    # flat sends exactly R x hierarchical's data across; the rest is rendezvous/control (< 0.1%)
     assert hier_sent <= flat_sent / 2 * 1.001, (hier_sent, flat_sent)
     assert hier["time_us_median"] < flat["time_us_median"]
     predicted_flat_us = flat["metrics"]["scale_out_bytes_per_rack"] * 8 / 1e9 * 1e6
@@ -101,11 +101,11 @@ def test_hierarchical_beats_flat_on_an_emulated_two_rack_fabric(tmp_path):
           f"{predicted_flat_us / 1e3:.0f}), hierarchical {hier['time_us_median'] / 1e3:.0f} ms, stages "
           f"{hier['stages_us_median']}, uplink bytes hier/flat = {hier_sent / flat_sent:.5f}, "
           f"cross stage predicted {predicted_cross_us / 1e3:.0f} ms, test {time.monotonic() - started:.1f} s")
-    # The bar: measured scale-out time within 25% of the link rate. Not met with gloo: it moves one
-    # direction at a time on a rank pair's TCP connection (sendrecv of 16 MiB each way over this
-    # 1 Gbit/s fabric: 267 ms vs 134 ms at link rate; raw full-duplex TCP: ~150 ms), and the shared
-    # 2-core CI machine adds noise; reported as xfail with the numbers rather than hidden.
+    # The bar: measured scale-out time within 25% of what the link rate predicts. gloo moves one
+    # direction at a time on a rank pair's connection (sendrecv of 16 MiB each way over this fabric:
+    # 267 ms vs 134 ms at link rate), so on gloo the reduce-scatter runs `duplex` (each direction on
+    # its own communicator), which reaches the link rate (seen here: flat +5%, cross-rack stage +8%).
+    assert flat["params"]["rs_impl"] == hier["params"]["rs_impl"] == "duplex"
     ratios = {"flat": flat["time_us_median"] / predicted_flat_us,
               "cross_rack_rs": hier["stages_us_median"]["cross_rack_rs"] / predicted_cross_us}
-    if any(abs(r - 1) > 0.25 for r in ratios.values()):
-        pytest.xfail(f"measured/predicted scale-out time {ratios} outside +-25%")
+    assert all(abs(r - 1) <= 0.25 for r in ratios.values()), f"measured/predicted scale-out time {ratios}"

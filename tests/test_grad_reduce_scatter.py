@@ -36,7 +36,7 @@ def _assemble(results, num_shards):
 
 @pytest.mark.parametrize("racks,ranks_per_rack", [(2, 2), (2, 3)])
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-@pytest.mark.parametrize("rs_impl", ["pairwise", "native"])
+@pytest.mark.parametrize("rs_impl", ["pairwise", "duplex", "native"])
 def test_flat_and_hierarchical_sum_every_shard_identically(racks, ranks_per_rack, dtype_name, rs_impl):
     n = racks * ranks_per_rack
     size_bytes = n * 1000 * get_dtype(dtype_name).itemsize
@@ -115,7 +115,7 @@ def test_measurement_records_stages_bytes_and_busbw():
     assert flat.num_wrong == 0 and hier.num_wrong == 0
     assert set(hier.stages_us_median) == {"rack_rs", "cross_rack_rs"}
     assert set(hier.metrics["stage_busbw_gbps"]) == {"rack_rs", "cross_rack_rs"}
-    assert hier.params["algorithm"] == "hierarchical" and hier.params["rs_impl"] == "pairwise"
+    assert hier.params["algorithm"] == "hierarchical" and hier.params["rs_impl"] == "duplex"  # auto on gloo
     # 4 MiB over 2x2: flat sends 2 of its 4 chunks (1 MiB each) across; hierarchical sends half of its
     # 2 MiB block across: 1 MiB per rank, so each rack's uplink carries 1/R of flat's bytes
     assert flat.metrics["scale_out_bytes_per_rank"] == 2 * MIB

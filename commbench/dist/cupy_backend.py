@@ -201,11 +201,11 @@ class CupyNcclBackend:
                                                group_rank)
         return CupyCommunicator(comm, members, group_rank, self.stream, self._nccl)
 
-    def split(self, groups: Sequence[Sequence[int]]) -> CupyCommunicator:
+    def split(self, groups: Sequence[Sequence[int]], *, fresh: bool = False) -> CupyCommunicator:
         mine = [list(g) for g in groups if self.rank in g]
         if len(mine) != 1:
             raise ValueError(f"rank {self.rank} must be in exactly one group, is in {len(mine)}")
-        if len(groups) == 1 and mine[0] == list(range(self.world_size)):
+        if not fresh and len(groups) == 1 and mine[0] == list(range(self.world_size)):
             return self.world
         index = [list(g) for g in groups].index(mine[0])
         self._num_splits += 1

@@ -57,6 +57,12 @@ class TorchCommunicator:
         for work in dist.batch_isend_irecv(ops):
             work.wait()
 
+    def start_send(self, buf: torch.Tensor, dst: int):
+        return dist.isend(buf, self.global_ranks[dst], group=self.group)
+
+    def start_recv(self, buf: torch.Tensor, src: int):
+        return dist.irecv(buf, self.global_ranks[src], group=self.group)
+
     def barrier(self) -> None:
         dist.barrier(group=self.group)
 
@@ -116,11 +122,11 @@ class TorchBackend:
                                 timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
         self.world = TorchCommunicator(None, range(world_size), rank)
 
-    def split(self, groups: Sequence[Sequence[int]]) -> TorchCommunicator:
+    def split(self, groups: Sequence[Sequence[int]], *, fresh: bool = False) -> TorchCommunicator:
         mine = [list(g) for g in groups if self.rank in g]
         if len(mine) != 1:
             raise ValueError(f"rank {self.rank} must be in exactly one group, is in {len(mine)}")
-        if len(groups) == 1 and len(mine[0]) == self.world_size and mine[0] == sorted(mine[0]):
+        if not fresh and len(groups) == 1 and len(mine[0]) == self.world_size and mine[0] == sorted(mine[0]):
             return self.world
         group, _ = dist.new_subgroups_by_enumeration([list(g) for g in groups])
         return TorchCommunicator(group, mine[0], mine[0].index(self.rank))

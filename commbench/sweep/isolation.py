@@ -58,17 +58,17 @@ class IsolatedBackend:
         self._made = {}
         self.world = self._new_world()
 
-    def split(self, groups: Sequence[Sequence[int]]):
+    def split(self, groups: Sequence[Sequence[int]], *, fresh: bool = False):
         import torch.distributed as dist
 
         from commbench.dist.torch_backend import TorchCommunicator
 
-        key = tuple(tuple(g) for g in groups)
+        key = (tuple(tuple(g) for g in groups), fresh)
         if key not in self._made:
             mine = [list(g) for g in groups if self._base.rank in g]
             if len(mine) != 1:
                 raise ValueError(f"rank {self._base.rank} must be in exactly one group, is in {len(mine)}")
-            if len(groups) == 1 and mine[0] == list(range(self._base.world_size)):
+            if not fresh and len(groups) == 1 and mine[0] == list(range(self._base.world_size)):
                 self._made[key] = self.world
             else:
                 group, _ = dist.new_subgroups_by_enumeration([list(g) for g in groups], timeout=self._timeout(),
