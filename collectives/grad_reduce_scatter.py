@@ -49,6 +49,8 @@ def resolve_impl(rs_impl: str, backend_name: str) -> str:
         raise invalid("rs_impl", rs_impl, f"allowed: {', '.join(RS_IMPLS)}")
     if rs_impl == "auto":
         return "duplex" if backend_name == "gloo" else "native"
+    if rs_impl == "duplex" and backend_name not in ("gloo", "nccl"):
+        raise invalid("rs_impl", rs_impl, "duplex needs torch.distributed point-to-point (gloo or nccl)")
     return rs_impl
 
 
