@@ -16,7 +16,7 @@ from collectives import get_collective
 from collectives.base import Collective, PointSpec
 from commbench.dist.launch import RankEnv
 from commbench.dtypes import get_dtype
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 from commbench.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
 from commbench.results import JsonlWriter, Measurement, new_run_id
 from commbench.subgroups import SubgroupSpec, check_bench_options, expand_points
@@ -174,7 +174,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                     record = measure_point(backend, comm, collective, point.spec, config.loop, run_id=run_id,
                                            group=point.group)
                 except (RuntimeError, ValueError) as exc:
-                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    reason = first_line(exc)
                     error = f"failed while measuring {point.label}: {reason}"
                     record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
                                                 run_id=run_id, error=error, group=point.group)

@@ -18,7 +18,7 @@ from typing import Iterator, Sequence
 
 from commbench.bench import BenchConfig, BenchOutcome, GroupCache, PlannedPoint, plan_points, validate
 from commbench.dist.launch import RankEnv
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 from commbench.harness import failed_measurement, measure_point
 from commbench.results import JsonlWriter, Measurement, new_run_id
 
@@ -80,7 +80,7 @@ def compare_points(backends: Sequence, collective, points: Sequence[PlannedPoint
                 records.append(measure_point(backend, comm, collective, point.spec, config.loop, run_id=run_id,
                                              group=point.group))
             except (RuntimeError, ValueError) as exc:
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                reason = first_line(exc)
                 records.append(failed_measurement(collective, point.spec, backend, comm.size, config.loop,
                                                   run_id=run_id, group=point.group,
                                                   error=f"failed on {backend.name} while measuring {point.label}: {reason}"))

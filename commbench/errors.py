@@ -14,6 +14,12 @@ def invalid(field: str, value: object, allowed: str) -> CommbenchError:
     return CommbenchError(f"{field}={value!r} is invalid: {allowed}")
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none), for one-line errors."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def read_user_file(path: str | Path, what: str, *, errors: str = "strict") -> str:
     """The text of a file the user named, or one line saying `<what> '<path>' cannot be read: <why>`."""
     try:

@@ -50,7 +50,3 @@ def command(name: str | None = None, **kwargs) -> Callable:
         return func
 
     return decorate
-
-
-def is_tty() -> bool:
-    return sys.stdout.isatty()

@@ -28,14 +28,9 @@ from commbench.dist.nccl_types import (
     NCCL_OPS, check_nccl_op, format_nccl_version, from_storage, nccl_dtype_of, storage_dtype, to_storage,
 )
 from commbench.dtypes import DType
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 
 INSTALL_HINT = "pip install 'commbench[cuda]'"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def cupy_status(import_module: Callable = importlib.import_module) -> tuple[bool, str]:
@@ -44,21 +39,21 @@ def cupy_status(import_module: Callable = importlib.import_module) -> tuple[bool
         cupy = import_module("cupy")
     except ModuleNotFoundError as exc:
         if exc.name not in (None, "cupy"):
-            return False, f"CuPy failed to import ({_first_line(exc)})"
+            return False, f"CuPy failed to import ({first_line(exc)})"
         return False, f"CuPy is not installed ({INSTALL_HINT})"
     except Exception as exc:  # noqa: BLE001 - CuPy raises many kinds when CUDA libraries are missing
-        return False, f"CuPy failed to import ({_first_line(exc)})"
+        return False, f"CuPy failed to import ({first_line(exc)})"
     try:
         nccl = import_module("cupy.cuda.nccl")
         if not getattr(nccl, "available", False):
             raise ImportError("NCCL library not loaded")
         version = format_nccl_version(nccl.get_version())
     except Exception as exc:  # noqa: BLE001
-        return False, f"CuPy {cupy.__version__} cannot load NCCL ({_first_line(exc)}; pip install nvidia-nccl-cu12)"
+        return False, f"CuPy {cupy.__version__} cannot load NCCL ({first_line(exc)}; pip install nvidia-nccl-cu12)"
     try:
         num_gpus = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # noqa: BLE001 - CUDARuntimeError without a driver or device
-        return False, f"no CUDA GPU is visible to CuPy ({_first_line(exc)})"
+        return False, f"no CUDA GPU is visible to CuPy ({first_line(exc)})"
     if num_gpus == 0:
         return False, "no CUDA GPU is visible to CuPy"
     return True, f"CuPy {cupy.__version__}, NCCL {version}, {num_gpus} GPU(s) visible"

@@ -19,7 +19,7 @@ import os
 import platform
 from typing import Callable, Sequence
 
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 
 UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES in nccl.h
 KEY_PREFIX = "commbench/cupy-nccl"
@@ -61,9 +61,9 @@ def share_unique_id(store, key: str, *, is_creator: bool, make_id: Callable[[], 
     try:
         store.wait([key], datetime.timedelta(seconds=timeout_s))
     except RuntimeError as exc:  # torch raises DistStoreError (a RuntimeError) on timeout
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise CommbenchError(f"no NCCL unique id under {key!r} after {timeout_s:g} s "
-                             f"(did every rank start with --backend cupy-nccl?): {first_line}") from None
+                             f"(did every rank start with --backend cupy-nccl?): {reason}") from None
     return bytes(store.get(key))
 
 
@@ -82,7 +82,7 @@ def open_store(*, master_addr: str, master_port: int, rank: int, world_size: int
         store = dist.TCPStore(master_addr, master_port, world_size, is_server,
                               datetime.timedelta(seconds=timeout_s), wait_for_workers=False, multi_tenant=True)
     except (RuntimeError, ValueError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise CommbenchError(f"cannot reach the rendezvous store at {master_addr}:{master_port} "
-                             f"(MASTER_ADDR/MASTER_PORT): {first_line}") from None
+                             f"(MASTER_ADDR/MASTER_PORT): {reason}") from None
     return dist.PrefixStore(f"{KEY_PREFIX}/{next(_instances)}", store)

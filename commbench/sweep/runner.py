@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from collectives import get_collective
+from commbench.errors import first_line
 from commbench.dist.launch import RankEnv
 from commbench.harness import failed_measurement, measure_point
 from commbench.results import JsonlWriter, Measurement, new_run_id
@@ -47,9 +48,10 @@ class SweepOutcome:
     stopped: str | None  # why the sweep stopped before its last point, or None
 
 
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+def typed_first_line(exc: BaseException) -> str:
+    """The exception's type and first line (a sweep records errors of many kinds side by side)."""
+    line = first_line(exc)
+    return line if line == type(exc).__name__ else f"{type(exc).__name__}: {line}"
 
 
 def agree_timeout_s(point: SweepPoint) -> float:
@@ -133,7 +135,7 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
         record = measure_point(iso, comm, collective, spec, loop, run_id=run_id, group=point.point.group,
                                point_key=point.key)
     except Exception as exc:  # noqa: BLE001 - a point that raises or times out is a failed record
-        error = first_line(exc)
+        error = typed_first_line(exc)
     try:
         failed = coord.agree(f"point{step}", error, agree_timeout_s(point))
     except TimeoutError as exc:
@@ -152,7 +154,7 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
         try:
             iso.rebuild()
         except Exception as exc:  # noqa: BLE001
-            stopped = f"could not make fresh process groups after {point.label}: {first_line(exc)}"
+            stopped = f"could not make fresh process groups after {point.label}: {typed_first_line(exc)}"
     return record, stopped
 
 
