@@ -63,7 +63,7 @@ python - "$OUT_DIR" <<'PY' > "$OUT_DIR/summary.md" 2>&1 || failures=$((failures 
 import pathlib
 import sys
 
-from commbench.results import measurements, read_records
+from commbench.results.records import measurements, read_records
 
 out = pathlib.Path(sys.argv[1])
 print("| file | collective | backend | graph | size B | median us | busbw GB/s | wrong | ratio to baseline |")

@@ -29,9 +29,9 @@ def rank_main(rank: int, world: int, port: int, rounds: int, queue) -> None:
     import torch.distributed as dist
 
     from collectives import PreparedPoint
-    from commbench.dist.torch_backend import TorchBackend
+    from commbench.comm.torch_backend import TorchBackend
     from commbench.dtypes import get_dtype
-    from commbench.harness import time_iterations
+    from commbench.measure.harness import time_iterations
 
     backend = TorchBackend("gloo", rank=rank, world_size=world, local_rank=rank, timeout_s=120)
     ratios = {}
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    from commbench.dist.job import free_port
+    from commbench.comm.job import free_port
 
     ctx = mp.get_context("fork")
     queue = ctx.Queue()

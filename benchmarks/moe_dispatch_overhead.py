@@ -85,8 +85,8 @@ def bare_once_us(layer) -> float:
 def rank_main(rank: int, world: int, port: int, args, queue) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     from collectives import REGISTRY
-    from commbench.dist.torch_backend import TorchBackend
-    from commbench.harness import LoopOptions, check_point, measure_point, time_iterations, run_once
+    from commbench.comm.torch_backend import TorchBackend
+    from commbench.measure.harness import LoopOptions, check_point, measure_point, time_iterations, run_once
 
     backend = TorchBackend("gloo", rank=rank, world_size=world, local_rank=rank, timeout_s=300)
     moe = REGISTRY["moe_all_to_all"]
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200, help="paired iterations per point")
     parser.add_argument("--no-control", dest="control", action="store_false", help="skip the bare-vs-bare control")
     args = parser.parse_args()
-    from commbench.dist.job import free_port
+    from commbench.comm.job import free_port
 
     ctx = mp.get_context("fork")
     queue = ctx.Queue()

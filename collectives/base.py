@@ -14,7 +14,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from commbench.dist.backend import Backend, Communicator
+from commbench.comm.backend import Backend, Communicator
 from commbench.dtypes import DType
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
 from commbench.errors import CommbenchError, invalid
-from commbench.topology import Topology
+from commbench.comm.topology import Topology
 
 ALGORITHMS = ("flat", "hierarchical", "hierarchical-allreduce")
 RS_IMPLS = ("auto", "native", "pairwise", "duplex")

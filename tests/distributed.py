@@ -22,7 +22,7 @@ def free_port() -> int:
 
 def _rank_main(rank: int, world_size: int, port: int, fn: Callable, args: tuple, queue, timeout_s: float) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    from commbench.dist.torch_backend import TorchBackend
+    from commbench.comm.torch_backend import TorchBackend
 
     try:
         backend = TorchBackend("gloo", rank=rank, world_size=world_size, local_rank=rank, timeout_s=timeout_s)

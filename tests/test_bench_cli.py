@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 import collectives
 from collectives.all_reduce import AllReduce
-from commbench.bench import BenchConfig, run_bench_rank
+from commbench.measure.bench import BenchConfig, run_bench_rank
 from commbench.cli.app import app
-from commbench.dist.launch import RankEnv
-from commbench.harness import LoopOptions
+from commbench.comm.launch import RankEnv
+from commbench.measure.harness import LoopOptions
 from tests.distributed import free_port
 
 runner = CliRunner()

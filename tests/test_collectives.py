@@ -4,7 +4,7 @@ import pytest
 
 from collectives import REGISTRY, PointSpec
 from commbench.dtypes import get_dtype
-from commbench.harness import check_point
+from commbench.measure.harness import check_point
 from tests.distributed import run_ranks
 
 STANDARD = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast")

@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.compare_runs import compare, parse_threshold
-from commbench.results import JsonlWriter, Measurement
+from commbench.results.compare import compare, parse_threshold
+from commbench.results.records import JsonlWriter, Measurement
 
 SIZES = [1 << k for k in range(10, 24, 2)]
 

@@ -8,12 +8,12 @@ import pytest
 from typer.testing import CliRunner
 
 from collectives import get_collective
-from commbench.bench import BenchConfig, plan_points
+from commbench.measure.bench import BenchConfig, plan_points
 from commbench.cli.app import app
-from commbench.compare_backends import compare_points, parse_compare_backends, with_baseline
+from commbench.measure.compare_backends import compare_points, parse_compare_backends, with_baseline
 from commbench.errors import CommbenchError
-from commbench.harness import LoopOptions, measure_point
-from commbench.results import Measurement
+from commbench.measure.harness import LoopOptions, measure_point
+from commbench.results.records import Measurement
 from tests.distributed import run_ranks
 
 

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from collectives import REGISTRY
-from commbench.dist.launch import detect_rank_env, first_slurm_host
+from commbench.comm.launch import detect_rank_env, first_slurm_host
 from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError
-from commbench.results import JsonlWriter, Measurement, RunHeader, headers, iter_records, measurements
+from commbench.results.records import JsonlWriter, Measurement, RunHeader, headers, iter_records, measurements
 from commbench.units import parse_rate_bits_per_s, parse_size_bytes, size_range
 
 

@@ -17,7 +17,7 @@ from commbench.costmodel import (
 )
 from commbench.costmodel.checks import PUBLISHED_FIGURES, check_presets, unchecked_rows
 from commbench.errors import CommbenchError
-from commbench.reference import published_measurements
+from commbench.data.reference import published_measurements
 
 GiB = 1 << 30
 SIZES = np.logspace(0, 34, 69, base=2)  # 1 B .. 16 GiB, half-octave steps

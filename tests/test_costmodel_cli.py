@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.costmodel import Fabric, collective_time_s, load_preset
-from commbench.results import JsonlWriter, Measurement, RunHeader
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
 
 WIDE = {"COLUMNS": "200"}
 

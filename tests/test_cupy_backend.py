@@ -11,8 +11,8 @@ import torch
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.dist.cupy_backend import CupyCommunicator, cupy_status
-from commbench.dist.nccl_types import (
+from commbench.comm.cupy_backend import CupyCommunicator, cupy_status
+from commbench.comm.nccl_types import (
     NCCL_DTYPES, bfloat16_bits, bfloat16_values, check_nccl_op, format_nccl_version, from_storage,
     nccl_dtype_of, storage_dtype, to_storage,
 )

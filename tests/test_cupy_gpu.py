@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commbench.dist.cupy_backend import cupy_status
-from commbench.dist.launch import RankEnv
+from commbench.comm.cupy_backend import cupy_status
+from commbench.comm.launch import RankEnv
 from commbench.dtypes import dtype_names, get_dtype
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_status()[0], reason=cupy_status()[1])]
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_status()[0], reason=c
 
 @pytest.fixture(scope="module")
 def backend():
-    from commbench.dist.cupy_backend import CupyNcclBackend
+    from commbench.comm.cupy_backend import CupyNcclBackend
     from tests.distributed import free_port
 
     single = RankEnv(rank=0, world_size=1, local_rank=0, launcher="single", master_addr="127.0.0.1",
@@ -46,8 +46,8 @@ def test_uneven_all_to_all_and_graph_replay(backend):
 
 def test_every_workload_checks_clean_with_and_without_graphs(backend):
     from collectives import REGISTRY
-    from commbench.bench import BenchConfig, plan_points
-    from commbench.harness import LoopOptions, measure_point
+    from commbench.measure.bench import BenchConfig, plan_points
+    from commbench.measure.harness import LoopOptions, measure_point
 
     failures = []
     for name, collective in REGISTRY.items():

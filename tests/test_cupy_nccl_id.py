@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from commbench.dist.nccl_id import (
+from commbench.comm.nccl_id import (
     UNIQUE_ID_BYTES, char_is_signed, decode_unique_id, encode_unique_id, open_store, share_unique_id,
 )
 from commbench.errors import CommbenchError

@@ -13,7 +13,7 @@ from commbench.costmodel.fit import fit_piecewise, leave_one_out_errors
 from commbench.costmodel.fit_records import fit_all
 from commbench.costmodel.profile import fabric_from_fits, fit_result_files
 from commbench.errors import CommbenchError
-from commbench.results import JsonlWriter, Measurement, RunHeader
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
 
 SIZES = [int(2 ** p) for p in np.arange(10, 27, 0.5)]  # 1 KiB .. 64 MiB, half octaves
 
@@ -192,7 +192,7 @@ def _gloo_sweep(path) -> None:
 def _sweep_noise(paths: list[str], min_size: int = 65536) -> float:
     """Typical deviation of one sweep's time from the per-size median of all sweeps (sizes >= 64 KiB):
     the measurement's own repeatability, a floor for any model's held-out error on one sweep."""
-    from commbench.results import measurements, read_records
+    from commbench.results.records import measurements, read_records
 
     by_size: dict[int, list[float]] = {}
     for path in paths:
@@ -206,7 +206,7 @@ def _sweep_noise(paths: list[str], min_size: int = 65536) -> float:
 def _stall_ratio(paths: list[str], min_size: int = 65536) -> float:
     """Median over sizes >= 64 KiB of median/min iteration time: ~1 on a quiet host; >> 1 when
     scheduling stalls (a shared or virtualised 2-core machine: vCPU wake-ups of several ms) dominate."""
-    from commbench.results import measurements, read_records
+    from commbench.results.records import measurements, read_records
 
     ratios = [m.time_us_median / m.time_us_min for path in paths for m in measurements(read_records([path]))
               if m.size_bytes >= min_size and m.time_us_min]

@@ -9,8 +9,8 @@ from collectives import get_collective
 from collectives.base import PointSpec, reduced_pattern, pattern_modulus
 from collectives.grad_reduce_scatter import owned_shard, stage_groups, stage_tier_bytes
 from commbench.dtypes import get_dtype
-from commbench.harness import LoopOptions, measure_point
-from commbench.topology import from_ranks_per_rack, parse_rack_list
+from commbench.measure.harness import LoopOptions, measure_point
+from commbench.comm.topology import from_ranks_per_rack, parse_rack_list
 from tests.distributed import run_ranks
 
 MIB = 1 << 20

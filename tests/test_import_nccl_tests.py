@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.importers.nccl_tests import import_file, parse_text
-from commbench.results import Measurement, RunHeader, read_records
+from commbench.results.importers.nccl_tests import import_file, parse_text
+from commbench.results.records import Measurement, RunHeader, read_records
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
 

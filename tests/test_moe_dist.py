@@ -10,7 +10,7 @@ import pytest
 
 from collectives import REGISTRY, PointSpec
 from commbench.dtypes import get_dtype
-from commbench.harness import LoopOptions, check_point, measure_point
+from commbench.measure.harness import LoopOptions, check_point, measure_point
 from tests.distributed import run_ranks
 
 PARAMS_KEYS = {"tokens_per_rank", "hidden", "top_k", "num_experts", "routing", "dispatch_mode", "dispatch_dtype",

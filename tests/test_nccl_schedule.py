@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commbench.dist.nccl_schedule import (
+from commbench.comm.nccl_schedule import (
     Transfer, all_to_all_schedule, check_split_matrix, even_splits, offsets_of, transpose_splits,
 )
 from commbench.errors import CommbenchError

@@ -14,7 +14,7 @@ from commbench.planner import (Calibration, Layout, LayoutArrays, active_params,
                                parse_layout)
 from commbench.planner import step as step_module
 from commbench.planner.layout import RULE_BITS
-from commbench.reference import gpu_spec
+from commbench.data.reference import gpu_spec
 
 
 @pytest.mark.parametrize("name, seq_len, gflop, mtp", [

@@ -8,9 +8,9 @@ import numpy as np
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.importers.nccl_tests import import_file
-from commbench.report import write_report
-from commbench.results import JsonlWriter, Measurement
+from commbench.results.importers.nccl_tests import import_file
+from commbench.results.report import write_report
+from commbench.results.records import JsonlWriter, Measurement
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
 

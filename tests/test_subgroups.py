@@ -7,14 +7,14 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from commbench.bench import BenchConfig, PlannedPoint
+from commbench.measure.bench import BenchConfig, PlannedPoint
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
-from commbench.subgroups import SubgroupSpec, expand_points, make_groups, parse_group_sizes
+from commbench.measure.subgroups import SubgroupSpec, expand_points, make_groups, parse_group_sizes
 from collectives import get_collective
 from collectives.base import PointSpec
 from commbench.dtypes import get_dtype
-from commbench.topology import from_ranks_per_rack
+from commbench.comm.topology import from_ranks_per_rack
 
 
 def test_contiguous_and_strided_groups():

@@ -16,7 +16,7 @@ import pytest
 
 from collectives import REGISTRY
 from collectives.base import Collective, PointSpec, PreparedPoint
-from commbench.results import Measurement, read_records
+from commbench.results.records import Measurement, read_records
 from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep, run_sweep_on_backend
 from tests.distributed import run_ranks
 

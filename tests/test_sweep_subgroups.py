@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 from commbench.errors import CommbenchError
-from commbench.results import Measurement, RunHeader, read_records
-from commbench.subgroups import SubgroupSpec
+from commbench.results.records import Measurement, RunHeader, read_records
+from commbench.measure.subgroups import SubgroupSpec
 from commbench.sweep import SweepJob, parse_sweep, plan_sweep, run_sweep_on_backend
-from commbench.topology import TopologySpec
+from commbench.comm.topology import TopologySpec
 from tests.distributed import run_ranks
 
 PAIRS = {"collective": "all_reduce", "sizes": ["1K", "16K"], "group_sizes": [2], "group_layout": "contiguous,strided"}

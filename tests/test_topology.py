@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from commbench.errors import CommbenchError
-from commbench.topology import (Topology, TopologySpec, from_hostnames, from_preset, from_ranks_per_rack,
+from commbench.comm.topology import (Topology, TopologySpec, from_hostnames, from_preset, from_ranks_per_rack,
                                 parse_rack_list)
 
 

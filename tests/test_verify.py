@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.planner.emit import load_plan
-from commbench.verify import plan_items
+from commbench.workflows.verify import plan_items
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 from typing import Callable
 
 import typer
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from commbench.errors import CommbenchError
+from commbench.results.render import stdout_console
 
 app = typer.Typer(
     help="commbench: measure MoE/TP/DP collectives (nccl-tests semantics), fit fabric cost models, "
@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 # Wide enough for the plan tables when output is piped or captured (rich would assume 80 columns).
-console = Console() if sys.stdout.isatty() else Console(width=200)
+console = stdout_console(piped_width=200)
 err_console = Console(stderr=True)
 
 

@@ -8,16 +8,16 @@ from typing import Annotated, Optional
 import typer
 
 from collectives import REGISTRY, get_collective
-from commbench.bench import BenchConfig, default_output_path, run_bench_rank, validate
+from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail
-from commbench.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
-from commbench.dist.backends import resolve_backend
-from commbench.dist.job import run_job
-from commbench.dist.launch import detect_rank_env
+from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
+from commbench.comm.backends import resolve_backend
+from commbench.comm.job import run_job
+from commbench.comm.launch import detect_rank_env
 from commbench.errors import CommbenchError
-from commbench.harness import LoopOptions
+from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
-from commbench.subgroups import with_rack_options
+from commbench.measure.subgroups import with_rack_options
 from commbench.units import parse_size_bytes, size_range
 
 

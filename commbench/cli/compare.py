@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console, fail
-from commbench.compare_runs import compare, parse_threshold
-from commbench.results import measurements, read_records
+from commbench.results.compare import compare, parse_threshold
+from commbench.results.records import measurements, read_records
 
 
 def read_measurements(path: str):

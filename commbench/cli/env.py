@@ -9,9 +9,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from commbench.cli.base import command, console
-from commbench.dist.backends import BACKEND_NAMES, backend_status, resolve_backend
-from commbench.dist.launch import detect_rank_env
-from commbench.provenance import package_version, torch_versions
+from commbench.comm.backends import BACKEND_NAMES, backend_status, resolve_backend
+from commbench.comm.launch import detect_rank_env
+from commbench.results.provenance import package_version, torch_versions
 
 
 def environment_rows() -> list[tuple[str, str]]:

@@ -20,8 +20,8 @@ def import_nccl_tests(
     collective: Annotated[Optional[str], typer.Option("--collective", help="Collective of logs that name no *_perf binary, e.g. all_reduce.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any line could not be parsed.")] = False,
 ) -> None:
-    from commbench.importers.nccl_tests import import_file
-    from commbench.results import JsonlWriter, Measurement
+    from commbench.results.importers.nccl_tests import import_file
+    from commbench.results.records import JsonlWriter, Measurement
 
     try:
         results = [import_file(path, collective) for path in files]

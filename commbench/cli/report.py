@@ -23,9 +23,9 @@ def report(
     out: Annotated[str, typer.Option("--out", help="Directory for the PNGs and README.md.")] = "report",
     fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw as dashed lines.")] = None,
 ) -> None:
-    from commbench.render import add_measurement_row, measurement_table
-    from commbench.report import by_collective, series_label, write_report
-    from commbench.results import measurements, read_records
+    from commbench.results.render import add_measurement_row, measurement_table
+    from commbench.results.report import by_collective, series_label, write_report
+    from commbench.results.records import measurements, read_records
 
     records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(f"[yellow]skipped line {n}[/]: {why}")))
     if not records:

@@ -31,7 +31,7 @@ def resume_command(file: str, output: str, nproc: Optional[int]) -> str:
 def dry_run_backend(declared: str) -> str:
     if declared != "auto":
         return declared
-    from commbench.dist.backends import backend_status
+    from commbench.comm.backends import backend_status
 
     return "nccl" if backend_status("nccl")[0] else "gloo"
 
@@ -68,9 +68,9 @@ def sweep(
     world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: the file's world_size, else nproc).")] = None,
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
-    from commbench.dist.backends import resolve_backend
-    from commbench.dist.job import run_job
-    from commbench.dist.launch import detect_rank_env
+    from commbench.comm.backends import resolve_backend
+    from commbench.comm.job import run_job
+    from commbench.comm.launch import detect_rank_env
 
     spec = load_sweep(file)
     requested = backend or spec.backend

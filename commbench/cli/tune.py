@@ -34,7 +34,7 @@ def tune(
     from commbench.costmodel import preset_names
     from commbench.planner import load_model
     from commbench.planner.search import SearchRequest, parse_pins
-    from commbench.tune import planning_fabric
+    from commbench.workflows.tune import planning_fabric
 
     if system not in preset_names():
         raise invalid("--system", system, f"a preset: {', '.join(preset_names())}")
@@ -70,10 +70,10 @@ def tune(
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:
-    from commbench.dist.backends import resolve_backend
-    from commbench.dist.job import run_job
+    from commbench.comm.backends import resolve_backend
+    from commbench.comm.job import run_job
     from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep
-    from commbench.tune import BUILTIN_SWEEP
+    from commbench.workflows.tune import BUILTIN_SWEEP
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
     backend = resolve_backend(spec.backend)

@@ -22,12 +22,12 @@ def verify_plan(
     iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
 ) -> None:
     from commbench.costmodel import load_preset, preset_names
-    from commbench.dist.backends import max_local_ranks, resolve_backend
-    from commbench.dist.job import run_job
-    from commbench.dist.launch import detect_rank_env
+    from commbench.comm.backends import max_local_ranks, resolve_backend
+    from commbench.comm.job import run_job
+    from commbench.comm.launch import detect_rank_env
     from commbench.planner.emit import load_plan
     from commbench.units import parse_size_bytes
-    from commbench.verify import VerifyJob, plan_items, predicted_s
+    from commbench.workflows.verify import VerifyJob, plan_items, predicted_s
 
     doc = load_plan(plan_file)
     resolved = resolve_backend(backend)
@@ -79,5 +79,5 @@ def verify_plan(
 
 
 def _rank(rank_env, job):
-    from commbench.verify import verify_rank
+    from commbench.workflows.verify import verify_rank
     return verify_rank(rank_env, job)

@@ -14,7 +14,7 @@ import numpy as np
 
 from commbench.costmodel.formulas import bus_factor, collective_time_s, moe_all_to_all_time_s
 from commbench.costmodel.presets import load_preset
-from commbench.reference import published_measurements
+from commbench.data.reference import published_measurements
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError, invalid, read_user_file
-from commbench.reference import GpuSpec, gpu_spec
+from commbench.data.reference import GpuSpec, gpu_spec
 
 PROFILE_FORMAT = "commbench-fabric"
 PROFILE_VERSION = 1

@@ -26,7 +26,7 @@ import numpy as np
 from commbench.costmodel.fit import PiecewiseFit, fit_piecewise, leave_one_out_errors
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
 from commbench.costmodel.stages import stage_points
-from commbench.results import Measurement, RunHeader
+from commbench.results.records import Measurement, RunHeader
 
 MIN_HELDOUT_BYTES = 64 * 1024
 POOR_FIT = 0.10  # median held-out relative error above which a fit is called poor

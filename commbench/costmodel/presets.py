@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric, Tier
 from commbench.errors import invalid
-from commbench.reference import gpu_spec
+from commbench.data.reference import gpu_spec
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ import math
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric, Tier
 from commbench.costmodel.fit_records import CurveFit
 from commbench.costmodel.formulas import COLLECTIVES, steps
-from commbench.reference import GpuSpec
+from commbench.data.reference import GpuSpec
 
 FITTED = "fitted"
 
@@ -129,7 +129,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     `backend` choosing one."""
     from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, fit_all
     from commbench.errors import CommbenchError, invalid
-    from commbench.results import headers as header_records, measurements, read_records
+    from commbench.results.records import headers as header_records, measurements, read_records
 
     bad_lines: list[str] = []
     records = read_records(paths, on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"))

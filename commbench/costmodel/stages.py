@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from commbench.results import Measurement
+from commbench.results.records import Measurement
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ import sys
 import time
 
 from commbench.emulate.fabric import UPLINK, FabricSpec
-from commbench.topology import RANKS_PER_RACK_ENV
+from commbench.comm.topology import RANKS_PER_RACK_ENV
 
 MASTER_PORT = 29500  # the namespaces are fresh: nothing else listens there
 FAILURE_GRACE_S = 5.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from commbench.errors import invalid
-from commbench.reference import models_toml
+from commbench.data.reference import models_toml
 
 # preset name -> (models.toml key, how the published training run dispatches)
 _PRESETS: dict[str, tuple[str, dict[str, str]]] = {

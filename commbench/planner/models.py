@@ -18,7 +18,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from commbench.errors import CommbenchError, invalid
-from commbench.reference import models_toml
+from commbench.data.reference import models_toml
 
 ATTENTION_KINDS = ("gqa", "mla")
 

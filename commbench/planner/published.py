@@ -81,7 +81,7 @@ def _fsdp(notes: str) -> int:
 
 
 def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[PublishedRun]:
-    from commbench.reference import calibration_runs
+    from commbench.data.reference import calibration_runs
     out = []
     for i, r in enumerate(rows if rows is not None else calibration_runs()):
         name = MODEL_NAMES.get(str(r["model"]).lower())

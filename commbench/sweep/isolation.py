@@ -41,7 +41,7 @@ class IsolatedBackend:
     def _new_world(self):
         import torch.distributed as dist
 
-        from commbench.dist.torch_backend import TorchCommunicator
+        from commbench.comm.torch_backend import TorchCommunicator
 
         ranks = list(range(self._base.world_size))
         group = dist.new_group(ranks, timeout=self._timeout(), backend=self._base.name)
@@ -61,7 +61,7 @@ class IsolatedBackend:
     def split(self, groups: Sequence[Sequence[int]], *, fresh: bool = False):
         import torch.distributed as dist
 
-        from commbench.dist.torch_backend import TorchCommunicator
+        from commbench.comm.torch_backend import TorchCommunicator
 
         key = (tuple(tuple(g) for g in groups), fresh)
         if key not in self._made:

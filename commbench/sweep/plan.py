@@ -1,7 +1,7 @@
 """From a Sweep to the ordered list of points one launch measures, each with a stable key.
 
-A sweep entry is a BenchConfig per dtype; its points come from `commbench.bench.plan_points` and
-`commbench.subgroups.expand_points` with the launch's rack topology, the same planner `commbench
+A sweep entry is a BenchConfig per dtype; its points come from `commbench.measure.bench.plan_points` and
+`commbench.measure.subgroups.expand_points` with the launch's rack topology, the same planner `commbench
 bench` uses, so sub-group, rack-aware and MoE workloads plan their points in one place.
 The point key names what was measured (collective, dtype, op, placement, size, group size and
 layout, params incl. racks for rack-aware workloads, world size), not where it sits in the file,
@@ -15,12 +15,12 @@ import json
 from dataclasses import dataclass
 
 from collectives import get_collective
-from commbench.bench import BenchConfig, PlannedPoint, plan_points, validate
+from commbench.measure.bench import BenchConfig, PlannedPoint, plan_points, validate
 from commbench.errors import CommbenchError
-from commbench.harness import LoopOptions
-from commbench.subgroups import expand_points
+from commbench.measure.harness import LoopOptions
+from commbench.measure.subgroups import expand_points
 from commbench.sweep.schema import Sweep, SweepEntry
-from commbench.topology import Topology, TopologySpec, resolve_before_launch
+from commbench.comm.topology import Topology, TopologySpec, resolve_before_launch
 from commbench.units import format_size
 
 # Rough alpha-beta used only for --dry-run's run-time estimate (labelled as an estimate, never a result):

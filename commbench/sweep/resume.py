@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from commbench.results import Measurement, iter_records
+from commbench.results.records import Measurement, iter_records
 
 
 def repair_torn_tail(path: str | os.PathLike[str]) -> int:

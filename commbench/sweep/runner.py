@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 from collectives import get_collective
 from commbench.errors import first_line
-from commbench.dist.launch import RankEnv
-from commbench.harness import failed_measurement, measure_point
-from commbench.results import JsonlWriter, Measurement, new_run_id
+from commbench.comm.launch import RankEnv
+from commbench.measure.harness import failed_measurement, measure_point
+from commbench.results.records import JsonlWriter, Measurement, new_run_id
 from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.sweep.resume import recorded_keys, repair_torn_tail
 from commbench.sweep.schema import Sweep
-from commbench.topology import resolve_on_ranks
+from commbench.comm.topology import resolve_on_ranks
 
 SHARE_TIMEOUT_S = 300.0
 AGREE_MARGIN_S = 30.0
@@ -73,7 +73,7 @@ def _pending(job: SweepJob, points: list[SweepPoint], rank: int) -> str | None:
 
 def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> SweepOutcome:
     """The sweep on an already joined backend (every rank calls this)."""
-    from commbench.provenance import collect_header
+    from commbench.results.provenance import collect_header
     from commbench.sweep.view import SweepView
 
     topology = resolve_on_ranks(job.sweep.topology, backend)  # every rank: may gather host names
@@ -160,7 +160,7 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
 
 def run_sweep_rank(rank_env: RankEnv, job: SweepJob) -> SweepOutcome:
     """Join the launch and run the sweep (every rank of the launch calls this)."""
-    from commbench.dist.backends import create_backend
+    from commbench.comm.backends import create_backend
 
     timeout_s = max(entry.timeout_s for entry in job.sweep.entries)
     backend = create_backend(job.backend, rank_env, max(timeout_s, SHARE_TIMEOUT_S))

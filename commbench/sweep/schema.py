@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError, read_user_file
-from commbench.subgroups import SubgroupSpec, rack_specs
-from commbench.topology import TopologySpec
+from commbench.measure.subgroups import SubgroupSpec, rack_specs
+from commbench.comm.topology import TopologySpec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -257,7 +257,7 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         sizes = parse_sizes(where, merged["sizes"])
     op = merged.get("op", "sum")
     if collective.reduces:
-        from commbench.dist.backend import REDUCE_OPS
+        from commbench.comm.backend import REDUCE_OPS
 
         if op not in REDUCE_OPS:
             raise _bad(where, "op", op, f"allowed: {', '.join(REDUCE_OPS)}")

@@ -3,12 +3,11 @@ terminal; one line per finished point otherwise (CI logs)."""
 
 from __future__ import annotations
 
-import sys
-
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from commbench.results import Measurement
+from commbench.results.records import Measurement
+from commbench.results.render import stdout_console
 
 
 def point_summary(record: Measurement) -> str:
@@ -21,7 +20,7 @@ def point_summary(record: Measurement) -> str:
 class SweepView:
     def __init__(self, *, title: str, num_points: int, num_skipped: int, output_path: str,
                  console: Console | None = None) -> None:
-        self.console = console or (Console() if sys.stdout.isatty() else Console(width=160))
+        self.console = console or stdout_console()
         self.num_points = num_points
         self.done = 0
         self.console.print(f"{title}: {num_points} point(s) to measure"

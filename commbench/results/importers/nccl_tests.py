@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from commbench import __version__
-from commbench.results import Measurement, Record, RunHeader, new_run_id
+from commbench.results.records import Measurement, Record, RunHeader, new_run_id
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
                     "alltoall": "all_to_all", "sendrecv": "sendrecv", "broadcast": "broadcast", "reduce": "reduce",

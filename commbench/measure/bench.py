@@ -14,13 +14,13 @@ from typing import Any
 
 from collectives import get_collective
 from collectives.base import Collective, PointSpec
-from commbench.dist.launch import RankEnv
+from commbench.comm.launch import RankEnv
 from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError, first_line
-from commbench.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
-from commbench.results import JsonlWriter, Measurement, new_run_id
-from commbench.subgroups import SubgroupSpec, check_bench_options, expand_points
-from commbench.topology import TopologySpec, resolve_on_ranks
+from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
+from commbench.results.records import JsonlWriter, Measurement, new_run_id
+from commbench.measure.subgroups import SubgroupSpec, check_bench_options, expand_points
+from commbench.comm.topology import TopologySpec, resolve_on_ranks
 from commbench.units import format_size
 
 
@@ -62,7 +62,7 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     collective = get_collective(config.collective)
     dtype = get_dtype(config.dtype)
     if collective.reduces:
-        from commbench.dist.backend import REDUCE_OPS
+        from commbench.comm.backend import REDUCE_OPS
 
         if config.op not in REDUCE_OPS:
             raise CommbenchError(f"--op={config.op!r} is invalid: allowed {', '.join(REDUCE_OPS)}")
@@ -141,9 +141,9 @@ class GroupCache:
 
 def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     """Run the job on this rank (every rank of the launch calls this)."""
-    from commbench.dist.backends import create_backend
-    from commbench.provenance import collect_header
-    from commbench.view import BenchView
+    from commbench.comm.backends import create_backend
+    from commbench.results.provenance import collect_header
+    from commbench.measure.view import BenchView
 
     collective = validate(config, rank_env.world_size)
     backend = create_backend(config.backend, rank_env, config.timeout_s)

@@ -218,7 +218,7 @@ def resolve_on_ranks(spec: TopologySpec | None, backend) -> Topology:
     if spec.needs_hostnames:
         import socket
 
-        from commbench.provenance import gather_strings
+        from commbench.comm.backend import gather_strings
 
         hostnames = gather_strings(backend, socket.gethostname())
     return spec.resolve(backend.world_size, hostnames)

@@ -9,7 +9,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from commbench.dtypes import DType
+from commbench.dtypes import DType, get_dtype
 
 Buffer = Any  # a torch.Tensor for torch backends, a cupy.ndarray for cupy-nccl
 
@@ -70,3 +70,16 @@ class Backend(Protocol):
     def notes(self, collective: str) -> list[str]:
         """Caveats to record with a measurement (e.g. how the backend implements the collective)."""
     def shutdown(self) -> None: ...
+
+
+_NAME_BYTES = 128
+
+
+def gather_strings(backend: Backend, value: str) -> list[str]:
+    """Every rank's `value` (truncated to 128 bytes), in world-rank order, via the backend's all_gather."""
+    raw = value.encode()[:_NAME_BYTES].ljust(_NAME_BYTES, b"\0")
+    mine = backend.upload(np.frombuffer(raw, dtype=np.uint8).astype(np.float64), get_dtype("uint8"))
+    every = backend.empty(_NAME_BYTES * backend.world_size, get_dtype("uint8"))
+    backend.world.all_gather(every, mine)
+    flat = backend.download(every).astype(np.uint8).tobytes()
+    return [flat[i:i + _NAME_BYTES].rstrip(b"\0").decode(errors="replace") for i in range(0, len(flat), _NAME_BYTES)]

@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from commbench.results import Measurement
+from commbench.results.records import Measurement
 from commbench.units import format_size
 
 Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds

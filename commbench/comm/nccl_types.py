@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commbench.dist.backend import REDUCE_OPS
+from commbench.comm.backend import REDUCE_OPS
 from commbench.dtypes import DType
 from commbench.errors import CommbenchError
 

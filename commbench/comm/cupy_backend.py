@@ -2,15 +2,15 @@
 
 What NCCL itself delivers, to set beside what a torch job sees (`--compare-backends`).
 - Communicators: ncclCommInitRank through CuPy's NcclCommunicator; the unique id travels
-  through the launcher's TCPStore (commbench.dist.nccl_id); `split` makes one communicator per
+  through the launcher's TCPStore (commbench.comm.nccl_id); `split` makes one communicator per
   group (as ncclCommSplit would, but with one id per group).
 - Every NCCL call and every copy runs on one dedicated non-blocking stream; the stopwatch
   records CUDA events on it (as nccl-tests).
-- all-to-all(v) = grouped ncclSend/ncclRecv in the pairwise order of commbench.dist.nccl_schedule
+- all-to-all(v) = grouped ncclSend/ncclRecv in the pairwise order of commbench.comm.nccl_schedule
   (CuPy exposes no ncclAllToAll; nccl-tests' alltoall is built the same way).
 - `capture(stage)` records a stage into a CUDA graph on the stream and returns its replay
   (`--cuda-graph`; nccl-tests -G captures the timed loop the same way).
-- bfloat16 is held as uint16 storage (commbench.dist.nccl_types).
+- bfloat16 is held as uint16 storage (commbench.comm.nccl_types).
 CuPy is imported only when this backend is created or its status is asked for.
 """
 
@@ -21,10 +21,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from commbench.dist.launch import RankEnv
-from commbench.dist.nccl_id import decode_unique_id, open_store, share_unique_id
-from commbench.dist.nccl_schedule import all_to_all_schedule, even_splits
-from commbench.dist.nccl_types import (
+from commbench.comm.launch import RankEnv
+from commbench.comm.nccl_id import decode_unique_id, open_store, share_unique_id
+from commbench.comm.nccl_schedule import all_to_all_schedule, even_splits
+from commbench.comm.nccl_types import (
     NCCL_OPS, check_nccl_op, format_nccl_version, from_storage, nccl_dtype_of, storage_dtype, to_storage,
 )
 from commbench.dtypes import DType

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from commbench.errors import invalid
-from commbench.harness import GroupInfo
-from commbench.topology import TopologySpec
+from commbench.measure.harness import GroupInfo
+from commbench.comm.topology import TopologySpec
 
 LAYOUTS = ("contiguous", "strided")
 

@@ -21,7 +21,7 @@ from typing import Iterable
 import numpy as np
 
 from commbench.errors import CommbenchError
-from commbench.results import Measurement
+from commbench.results.records import Measurement
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from commbench.dist.launch import RankEnv
+from commbench.comm.launch import RankEnv
 from commbench.errors import CommbenchError
 
 BACKEND_NAMES = ("nccl", "gloo", "cupy-nccl")
@@ -27,7 +27,7 @@ def backend_status(name: str) -> tuple[bool, str]:
             return False, "no CUDA GPU is visible"
         return True, f"{cuda_device_count()} CUDA GPU(s) visible"
     if name == "cupy-nccl":
-        from commbench.dist.cupy_backend import cupy_status
+        from commbench.comm.cupy_backend import cupy_status
 
         return cupy_status()
     return False, f"unknown backend (allowed: {', '.join(BACKEND_NAMES)})"
@@ -52,7 +52,7 @@ def max_local_ranks(backend: str) -> tuple[int, str]:
     if backend == "nccl":
         return cuda_device_count(), "one rank per visible GPU"
     if backend == "cupy-nccl":
-        from commbench.dist.cupy_backend import cupy_device_count
+        from commbench.comm.cupy_backend import cupy_device_count
 
         return cupy_device_count(), "one rank per GPU visible to CuPy"
     cores = os.cpu_count() or 1
@@ -62,10 +62,10 @@ def max_local_ranks(backend: str) -> tuple[int, str]:
 def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
     """Join the job as `rank_env` on backend `name` (collective: every rank calls it)."""
     if name == "cupy-nccl":
-        from commbench.dist.cupy_backend import CupyNcclBackend
+        from commbench.comm.cupy_backend import CupyNcclBackend
 
         return CupyNcclBackend(rank_env, timeout_s=timeout_s)
-    from commbench.dist.torch_backend import TorchBackend
+    from commbench.comm.torch_backend import TorchBackend
 
     return TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size, local_rank=rank_env.local_rank,
                         timeout_s=timeout_s, init_method=f"tcp://{rank_env.master_addr}:{rank_env.master_port}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commbench.costmodel import Fabric, load_preset
-from commbench.results import headers, measurements, read_records
+from commbench.results.records import headers, measurements, read_records
 
 # Small enough for 2 gloo ranks on 2 CPU cores in a few seconds: the collectives the plan's step
 # model uses (TP all-reduce / RS / AG, EP all-to-all, DP RS), 4 sizes each.

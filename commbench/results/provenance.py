@@ -9,15 +9,9 @@ import platform
 import socket
 import sys
 
-import numpy as np
-
 from commbench import __version__
-from commbench.dist.backend import Backend
-from commbench.dtypes import get_dtype
-from commbench.results import RunHeader
-
-_NAME_BYTES = 128
-_UINT8 = get_dtype("uint8")
+from commbench.comm.backend import Backend, gather_strings
+from commbench.results.records import RunHeader
 
 
 def package_version(*names: str) -> str | None:
@@ -50,16 +44,6 @@ def device_name(backend: Backend) -> str:
 
         return torch.cuda.get_device_name(backend.local_rank)
     return f"cpu ({platform.processor() or platform.machine()})"
-
-
-def gather_strings(backend: Backend, value: str) -> list[str]:
-    """Every rank's `value` (truncated to 128 bytes), in world-rank order, via the backend's all_gather."""
-    raw = value.encode()[:_NAME_BYTES].ljust(_NAME_BYTES, b"\0")
-    mine = backend.upload(np.frombuffer(raw, dtype=np.uint8).astype(np.float64), _UINT8)
-    every = backend.empty(_NAME_BYTES * backend.world_size, _UINT8)
-    backend.world.all_gather(every, mine)
-    flat = backend.download(every).astype(np.uint8).tobytes()
-    return [flat[i:i + _NAME_BYTES].rstrip(b"\0").decode(errors="replace") for i in range(0, len(flat), _NAME_BYTES)]
 
 
 def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: str,

@@ -3,7 +3,7 @@ in one launch, and how much slower each is than the last one listed (the baselin
 
 With torch-nccl against cupy-nccl the ratio is the framework overhead a torch user pays over NCCL
 itself. Every backend is created once, up front (torch.distributed and the cupy-nccl unique-id
-exchange share one TCPStore server, see commbench.dist.nccl_id); points are interleaved (size by
+exchange share one TCPStore server, see commbench.comm.nccl_id); points are interleaved (size by
 size, every backend in turn) so slow drift (clocks, thermals) hits all backends alike. Each
 backend's records follow its own RunHeader; a non-baseline record carries in `metrics`:
 `baseline_backend`, `baseline_time_us_median`, `time_ratio_to_baseline` (this median / baseline
@@ -16,11 +16,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from commbench.bench import BenchConfig, BenchOutcome, GroupCache, PlannedPoint, plan_points, validate
-from commbench.dist.launch import RankEnv
+from commbench.measure.bench import BenchConfig, BenchOutcome, GroupCache, PlannedPoint, plan_points, validate
+from commbench.comm.launch import RankEnv
 from commbench.errors import CommbenchError, first_line
-from commbench.harness import failed_measurement, measure_point
-from commbench.results import JsonlWriter, Measurement, new_run_id
+from commbench.measure.harness import failed_measurement, measure_point
+from commbench.results.records import JsonlWriter, Measurement, new_run_id
 
 BACKEND_ALIASES = {"torch-nccl": "nccl", "torch-gloo": "gloo"}
 TORCH_BACKENDS = ("nccl", "gloo")
@@ -36,7 +36,7 @@ class CompareConfig:
 
 def parse_compare_backends(text: str) -> tuple[str, ...]:
     """'torch-nccl,cupy-nccl' -> ('nccl', 'cupy-nccl'), refusing what one launch cannot hold."""
-    from commbench.dist.backends import BACKEND_NAMES, backend_status
+    from commbench.comm.backends import BACKEND_NAMES, backend_status
 
     names = tuple(BACKEND_ALIASES.get(n.strip(), n.strip()) for n in text.split(",") if n.strip())
     if len(names) < 2 or len(set(names)) != len(names):
@@ -94,8 +94,8 @@ def compare_points(backends: Sequence, collective, points: Sequence[PlannedPoint
 
 def run_compare_rank(rank_env: RankEnv, config: CompareConfig) -> BenchOutcome:
     """Run the comparison on this rank (every rank of the launch calls this)."""
-    from commbench.dist.backends import create_backend
-    from commbench.provenance import collect_header
+    from commbench.comm.backends import create_backend
+    from commbench.results.provenance import collect_header
 
     bench = config.bench
     collective = validate(bench, rank_env.world_size)
@@ -133,8 +133,10 @@ def run_compare_rank(rank_env: RankEnv, config: CompareConfig) -> BenchOutcome:
 def print_comparison(rows: list[list[Measurement]], names: list[str]) -> None:
     from rich.table import Table
 
-    from commbench.cli.base import console
+    from commbench.results.render import stdout_console
     from commbench.units import format_size
+
+    console = stdout_console(piped_width=200)
 
     baseline = names[-1]
     table = Table(title=f"measured median time per backend; ratio = backend / {baseline}")

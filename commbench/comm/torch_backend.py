@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from commbench.dist.backend import REDUCE_OPS
+from commbench.comm.backend import REDUCE_OPS
 from commbench.dtypes import DType
 from commbench.errors import CommbenchError
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from collectives.base import Collective, PointSpec, PreparedPoint
-from commbench.dist.backend import Backend, Communicator
+from commbench.comm.backend import Backend, Communicator
 from commbench.dtypes import get_dtype
-from commbench.results import Measurement
+from commbench.results.records import Measurement
 
 _FLOAT64 = get_dtype("float64")
 _INT64 = get_dtype("int64")

@@ -127,11 +127,11 @@ def verify_rank(rank_env, job: VerifyJob) -> list[dict]:
     """Every rank: measure each item on its groups; returns rows (rank 0's are reported)."""
     from collectives import get_collective
     from collectives.base import PointSpec
-    from commbench.bench import GroupCache
-    from commbench.dist.backends import create_backend
+    from commbench.measure.bench import GroupCache
+    from commbench.comm.backends import create_backend
     from commbench.dtypes import get_dtype
-    from commbench.harness import GroupInfo, LoopOptions, measure_point
-    from commbench.results import new_run_id
+    from commbench.measure.harness import GroupInfo, LoopOptions, measure_point
+    from commbench.results.records import new_run_id
 
     backend = create_backend(job.backend, rank_env, job.timeout_s)
     comms, rows, run_id = GroupCache(backend), [], new_run_id()

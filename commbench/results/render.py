@@ -5,13 +5,21 @@ Everything here reads records; nothing parses our own output.
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from commbench.results import Measurement
+from commbench.results.records import Measurement
 from commbench.units import format_size
+
+def stdout_console(piped_width: int = 160) -> Console:
+    """The console for tables on stdout: the terminal's width, or `piped_width` when output is piped
+    or captured (rich would otherwise assume 80 columns and cut numbers)."""
+    return Console() if sys.stdout.isatty() else Console(width=piped_width)
+
 
 _NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat16": "bfloat16",
               "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}

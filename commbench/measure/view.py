@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from collectives import get_collective
-from commbench.render import (add_measurement_row, measurement_table, nccl_tests_footer, nccl_tests_header,
-                              nccl_tests_row)
-from commbench.results import Measurement, RunHeader
+from commbench.results.render import (add_measurement_row, measurement_table, nccl_tests_footer, nccl_tests_header,
+                                      nccl_tests_row, stdout_console)
+from commbench.results.records import Measurement, RunHeader
 
 
 class BenchView:
     def __init__(self, config, header: RunHeader, num_points: int) -> None:
         self.format = config.output_format
         self.rows: list[Measurement] = []
-        self.console = Console() if sys.stdout.isatty() else Console(width=160)
+        self.console = stdout_console()
         hosts = sorted(set(header.hostnames))
         intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
                  f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 from typing import Any, Callable
 
-from commbench.dist.backends import max_local_ranks
-from commbench.dist.launch import RankEnv, detect_rank_env, launch_local
+from commbench.comm.backends import max_local_ranks
+from commbench.comm.launch import RankEnv, detect_rank_env, launch_local
 from commbench.errors import CommbenchError
 
 DEFAULT_NPROC = 2

@@ -1,1 +1,0 @@
-"""Launching ranks and the communication backends (torch.distributed NCCL/gloo; CuPy raw NCCL)."""
