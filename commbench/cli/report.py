@@ -23,7 +23,7 @@ def report(
     out: Annotated[str, typer.Option("--out", help="Directory for the PNGs and README.md.")] = "report",
     fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw as dashed lines.")] = None,
 ) -> None:
-    from commbench.results.render import add_measurement_row, measurement_table
+    from commbench.results.render import measurement_table
     from commbench.results.report import by_collective, series_label, write_report
     from commbench.results.records import measurements, read_records
 
@@ -32,10 +32,8 @@ def report(
         raise CommbenchError(f"no measurements in {', '.join(files)}")
     for collective, series in sorted(by_collective(records).items()):
         for key, rows in sorted(series.items()):
-            table = measurement_table(f"{collective} — {series_label(key)} (measured)")
-            for m in rows:
-                add_measurement_row(table, m)  # imported nccl-tests rows have no p99: shown as "-"
-            console.print(table)
+            # imported nccl-tests rows have no p99: shown as "-"
+            console.print(measurement_table(f"{collective} — {series_label(key)} (measured)", rows, console.width))
     predict = fabric_predictor(fabric) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "")
     console.print(f"[green]report[/]: {result.markdown} and {len(result.plots)} plot(s) in {out}", highlight=False)

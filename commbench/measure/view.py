@@ -8,9 +8,8 @@ from rich.console import Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from collectives import get_collective
-from commbench.results.render import (add_measurement_row, measurement_table, nccl_tests_footer, nccl_tests_header,
-                                      nccl_tests_row, stdout_console)
+from commbench.results.render import (avg_busbw_line, measurement_table, nccl_tests_footer, nccl_tests_header,
+                                      nccl_tests_row, run_title, stdout_console)
 from commbench.results.records import Measurement, RunHeader
 
 
@@ -42,12 +41,11 @@ class BenchView:
         for note in header.notes:
             self.console.print(f"[yellow]note:[/] {note}", highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
-        self.staged = get_collective(config.collective).multi_stage
-        self.table = measurement_table(f"{config.collective} (measured, {header.world_size} ranks)", staged=self.staged)
+        self.title = run_title(config.collective, header.world_size, config.params)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
-        self.live = Live(Group(self.table, self.progress), console=self.console, refresh_per_second=4,
+        self.live = Live(self._renderable(), get_renderable=self._renderable, console=self.console, refresh_per_second=4,
                          transient=False)
         self.live.start()
 
@@ -64,8 +62,11 @@ class BenchView:
         if self.format == "nccl-tests":
             self._print(nccl_tests_row(record))
             return
-        add_measurement_row(self.table, record, staged=self.staged)
         self.progress.advance(self.task)
+
+    def _renderable(self) -> Group:
+        """Rebuilt at each refresh, so the table fits the terminal as rows arrive and as it is resized."""
+        return Group(measurement_table(self.title, self.rows, self.console.width), self.progress)
 
     def close(self) -> None:
         if self.format == "nccl-tests":
@@ -76,6 +77,7 @@ class BenchView:
         self.live.stop()
         if not self.console.is_terminal:
             self.console.print()
+        self.console.print(avg_busbw_line(self.rows) + "(GB/s, measured)", highlight=False)
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(f"[bold red]{wrong} wrong element(s)[/]: the collective returned incorrect data")

@@ -5,64 +5,137 @@ Everything here reads records; nothing parses our own output.
 
 from __future__ import annotations
 
-import sys
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
-from rich.console import Console
+from rich.console import Group
 from rich.markup import escape
-from rich.table import Table
 
 from commbench.results.records import Measurement
+from commbench.results.tables import Col, StdoutConsole, fitted_table
 from commbench.units import format_size
 
-def stdout_console(piped_width: int = 160) -> Console:
-    """The console for tables on stdout: the terminal's width, or `piped_width` when output is piped
-    or captured (rich would otherwise assume 80 columns and cut numbers)."""
-    return Console() if sys.stdout.isatty() else Console(width=piped_width)
+def stdout_console(piped_width: int = 160) -> StdoutConsole:
+    """The console for tables on stdout, as wide as COLUMNS, else the terminal, else `piped_width` when no
+    terminal is attached (CI logs); tables are fitted to that width when printed (commbench.results.tables)."""
+    return StdoutConsole(piped_width=piped_width)
 
 
 _NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat16": "bfloat16",
               "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}
 
 
-_LEFT = ("point", "type", "redop", "stages (median µs)")
-
-
-def measurement_table(title: str, *, staged: bool = False) -> Table:
-    """Columns of a measured sweep; `staged` adds the per-stage medians (MoE, hierarchical RS)."""
-    table = Table(title=title, title_justify="left")
-    names = ["point", "size", "count", "type", "redop", "time (µs)", "p99 (µs)", "algbw (GB/s)", "busbw (GB/s)"]
-    names += ["stages (median µs)"] if staged else []
-    for name in names + ["#wrong"]:
-        table.add_column(name, justify="left" if name in _LEFT else "right", no_wrap=True)
-    return table
-
-
 def stages_text(m: Measurement) -> str:
     return " · ".join(f"{name} {us:.0f}" if us >= 100 else f"{name} {us:.1f}" for name, us in m.stages_us_median.items())
 
 
-def record_label(m: Measurement) -> str:
-    """What identifies a point to a person: its size (or MoE tokens), algorithm and sub-group layout."""
-    tokens = m.params.get("tokens_per_rank")
-    parts = [f"{tokens} tok/rank" if tokens is not None else format_size(m.size_bytes)]
-    if m.params.get("algorithm"):
-        parts.append(str(m.params["algorithm"]))
+def point_extra(m: Measurement) -> str:
+    """What tells points of the same size apart: algorithm and sub-group layout ("" for a plain point)."""
+    parts = [str(m.params["algorithm"])] if m.params.get("algorithm") else []
     if m.group_layout != "world":
         parts.append(f"g={m.group_size} {m.group_layout}")
     return " ".join(parts)
 
 
-def add_measurement_row(table: Table, m: Measurement, *, staged: bool = False) -> None:
-    extra = [stages_text(m)] if staged else []
-    label = record_label(m)
+def record_label(m: Measurement) -> str:
+    """What identifies a point to a person: its size (or MoE tokens), algorithm and sub-group layout."""
+    tokens = m.params.get("tokens_per_rank")
+    size = f"{tokens} tok/rank" if tokens is not None else format_size(m.size_bytes)
+    return " ".join(part for part in (size, point_extra(m)) if part)
+
+
+def is_moe(m: Measurement) -> bool:
+    return m.params.get("tokens_per_rank") is not None
+
+
+def moe_setup(params: dict) -> str:
+    """The MoE layer a run measured, as a title fragment: what a preset switched on is spelled out."""
+    if not params or params.get("hidden") is None:
+        return ""
+    text = (f"hidden {params['hidden']}, {params.get('num_experts')} experts, top-{params.get('top_k')}, "
+            f"{params.get('routing')} routing, {params.get('dispatch_mode')} dispatch in {params.get('dispatch_dtype')}, "
+            f"combine in {params.get('combine_dtype')}")
+    return f"preset {params['preset']}: {text}" if params.get("preset") else text
+
+
+def run_title(collective: str, world_size: int, params: dict, what: str = "measured") -> str:
+    setup = moe_setup(params)
+    return f"{collective} ({what}, {world_size} ranks)" + (f"; {setup}" if setup else "")
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _wrong(m: Measurement) -> str:
     if m.status != "ok":
-        table.add_row(label, format_size(m.size_bytes), "-", m.dtype, m.op or "-", "[red]failed[/]", "", "", "",
-                      *([""] if staged else []), f"[red]{escape((m.error or '')[:60])}[/]")
-        return
-    wrong = "-" if m.num_wrong is None else (f"[bold red]{m.num_wrong}[/]" if m.num_wrong else "0")
-    table.add_row(label, format_size(m.size_bytes), str(m.count), m.dtype, m.op or "-", f"{m.time_us_median:.2f}",
-                  "-" if m.time_us_p99 is None else f"{m.time_us_p99:.2f}", f"{m.algbw_gbps:.3f}", f"{m.busbw_gbps:.3f}", *extra, wrong)
+        return "[red]failed[/]"
+    return "-" if m.num_wrong is None else (f"[bold red]{m.num_wrong}[/]" if m.num_wrong else "0")
+
+
+def _plain_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[Measurement], str]]]:
+    columns: list[tuple[Col, Callable[[Measurement], str]]] = []
+    if any(point_extra(m) for m in records):
+        columns.append((Col(name="point", numeric=False), point_extra))
+    columns += [(Col(name="size"), lambda m: format_size(m.size_bytes)),
+                (Col(name="count", keep=1), lambda m: str(m.count)),
+                (Col(name="type", numeric=False, keep=2), lambda m: m.dtype)]
+    if any(m.op for m in records):
+        columns.append((Col(name="redop", numeric=False, keep=3), lambda m: m.op or "-"))
+    columns += [(Col(name="time (µs)"), lambda m: _num(m.time_us_median, ".2f")),
+                (Col(name="p99 (µs)", keep=5), lambda m: _num(m.time_us_p99, ".2f")),
+                (Col(name="algbw (GB/s)", keep=6), lambda m: _num(m.algbw_gbps, ".3f")),
+                (Col(name="busbw (GB/s)"), lambda m: _num(m.busbw_gbps, ".3f"))]
+    if any(m.stages_us_median for m in records):
+        columns.append((Col(name="stages (median µs)", numeric=False, keep=4), stages_text))
+    return columns
+
+
+def _metric(m: Measurement, key: str, fmt: str) -> str:
+    value = m.metrics.get(key)
+    return "-" if value is None else format(float(value), fmt)
+
+
+def _received(m: Measurement) -> str:
+    top, mean = m.metrics.get("tokens_received_max"), m.metrics.get("tokens_received_mean")
+    return "-" if top is None or mean is None else f"{int(top)}/{float(mean):.0f}"
+
+
+def _moe_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[Measurement], str]]]:
+    """MoE all-to-all: what MoE users read (imbalance, tokens received, dispatch and combine apart)."""
+    columns: list[tuple[Col, Callable[[Measurement], str]]] = []
+    if any(point_extra(m) for m in records):
+        columns.append((Col(name="point", numeric=False), point_extra))
+    return columns + [
+        (Col(name="tok/rank"), lambda m: str(m.params["tokens_per_rank"])),
+        (Col(name="size", keep=3), lambda m: format_size(m.size_bytes)),
+        (Col(name="imbalance"), lambda m: _metric(m, "imbalance_rank", ".2f")),
+        (Col(name="recv tok max/mean", keep=4), _received),
+        (Col(name="time (µs)"), lambda m: _num(m.time_us_median, ".1f")),
+        (Col(name="p99 (µs)", keep=2), lambda m: _num(m.time_us_p99, ".1f")),
+        (Col(name="dispatch busbw (GB/s)"), lambda m: _metric(m, "dispatch_busbw_gbps", ".3f")),
+        (Col(name="combine busbw (GB/s)"), lambda m: _metric(m, "combine_busbw_gbps", ".3f")),
+        (Col(name="round-trip busbw (GB/s)", keep=1), lambda m: _num(m.busbw_gbps, ".3f")),
+    ]
+
+
+def measurement_table(title: str | None, records: Sequence[Measurement], width: int) -> Group:
+    """The measured points of one collective, fitted to `width`: plain collectives as nccl-tests' columns
+    (without the ones that say nothing: point when it repeats size, redop where there is none); MoE
+    all-to-all by tokens per rank with imbalance and dispatch/combine bandwidth apart. Errors of failed
+    points print under the table."""
+    columns = _moe_columns(records) if records and all(is_moe(m) for m in records) else _plain_columns(records)
+    columns.append((Col(name="#wrong"), _wrong))
+    rows = [[cell(m) if (m.status == "ok" or col.name in ("point", "size", "tok/rank", "#wrong")) else ""
+             for col, cell in columns] for m in records]
+    failed = [f"[red]failed[/] {escape(record_label(m))}: {escape(m.error or 'no error recorded')}"
+              for m in records if m.status != "ok"]
+    return fitted_table(title, [col for col, _ in columns], rows, width, caption="\n".join(failed) or None)
+
+
+def avg_busbw_line(records: Iterable[Measurement]) -> str:
+    """nccl-tests' closing summary line: the mean busbw over the measured points (GB/s, measured)."""
+    ok = [m.busbw_gbps for m in records if m.status == "ok" and m.busbw_gbps is not None]
+    return f"# Avg bus bandwidth    : {sum(ok) / len(ok) if ok else 0.0:g} "
 
 
 def nccl_tests_header(in_place: bool) -> list[str]:

@@ -1,0 +1,141 @@
+"""Tables that fit the terminal: every rich table of commbench is built here.
+
+A table is declared as columns (`Col`) and rows of strings (rich markup allowed). At print time
+`fitted_table` sizes it for the console's width in this order, stopping as soon as it fits:
+1. every column, headers on one line;
+2. units move under the header name ("busbw (GB/s)" -> "busbw" over "(GB/s)");
+3. low-value columns are dropped, lowest `keep` first (a column with keep=None is never dropped);
+4. label columns wrap (folding words longer than their width); numeric cells never wrap or shrink.
+A number is therefore never cut: when even that is too wide, the table is wider than the console.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from rich.console import Console, ConsoleDimensions, Group
+from rich.table import Table
+from rich.text import Text
+
+_MIN_LABEL = 8  # narrowest a wrapping label column gets (characters)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Col:
+    """One column: `numeric` cells are never wrapped or cut; `keep` ranks how much a column is worth when
+    space is short (dropped lowest first; None: never dropped)."""
+
+    name: str
+    numeric: bool = True
+    keep: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("Col.name must be a non-empty header")
+
+
+def stdout_width(fallback: int) -> int:
+    """COLUMNS when set, else the width of the terminal on stdout/stderr/stdin, else `fallback` (no terminal)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    for fd in (1, 2, 0):
+        try:
+            width = os.get_terminal_size(fd).columns
+        except (OSError, ValueError):
+            continue
+        if width > 0:
+            return width
+    return fallback
+
+
+class StdoutConsole(Console):
+    """A console whose width is read when it prints (so COLUMNS and terminal resizes are honoured)."""
+
+    def __init__(self, *, piped_width: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.piped_width = piped_width
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        return ConsoleDimensions(stdout_width(self.piped_width), super().size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)
+
+
+def _cell_len(cell: str) -> int:
+    return max((Text.from_markup(line).cell_len for line in cell.split("\n")), default=0)
+
+
+def _header(name: str, split_units: bool) -> str:
+    if split_units and " (" in name:
+        head, _, unit = name.partition(" (")
+        return f"{head}\n({unit}"
+    return name
+
+
+def _layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], kept: list[int], split_units: bool,
+            width: int) -> dict[int, int] | None:
+    """Content widths of the kept columns if they fit in `width` (labels shrunk as needed), else None."""
+    full = {i: max([_cell_len(_header(cols[i].name, split_units))] + [_cell_len(r[i]) for r in rows]) for i in kept}
+    room = width - (3 * len(kept) + 1)  # padding 1 each side, one border between and at both edges
+    labels = [i for i in kept if not cols[i].numeric]
+    fixed = sum(full[i] for i in kept if cols[i].numeric)
+    need = fixed + sum(full[i] for i in labels)
+    if need <= room:
+        return full
+    floor = {i: min(full[i], max(_MIN_LABEL, _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
+    if fixed + sum(floor.values()) > room:
+        return None
+    widths = dict(full)
+    budget = room - fixed
+    while sum(widths[i] for i in labels) > budget:  # shave the widest label column one character at a time
+        widest = max((i for i in labels if widths[i] > floor[i]), key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
+
+
+def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int, *,
+                 caption: str | None = None) -> Group:
+    """`rows` laid out for `width` columns (see the module docstring); the title prints above, wrapped to `width`."""
+    for row in rows:
+        if len(row) != len(cols):
+            raise ValueError(f"row has {len(row)} cells for {len(cols)} columns: {list(row)!r}")
+    order = sorted({c.keep for c in cols if c.keep is not None})
+    attempts = [(split, level) for level in [None, *order] for split in (False, True)]
+    chosen = None
+    for split, level in attempts:
+        kept = [i for i, c in enumerate(cols) if c.keep is None or level is None or c.keep > level]
+        widths = _layout(cols, rows, kept, split, width)
+        if widths is not None:
+            chosen = (split, kept, widths)
+            break
+    if chosen is None:  # too narrow even for the numbers alone: keep them whole, let the line run long
+        kept = [i for i, c in enumerate(cols) if c.keep is None]
+        chosen = (True, kept, {i: max([_cell_len(_header(cols[i].name, True))] + [_cell_len(r[i]) for r in rows])
+                               for i in kept})
+    split, kept, widths = chosen
+    table = Table(title_justify="left", expand=False)
+    for i in kept:
+        col = cols[i]
+        table.add_column(_header(col.name, split), justify="right" if col.numeric else "left", width=widths[i],
+                         no_wrap=col.numeric, overflow="fold")
+    for row in rows:
+        table.add_row(*(row[i] for i in kept))
+    parts = [Text(title, overflow="fold")] if title else []
+    parts.append(table)
+    dropped = [cols[i].name for i in range(len(cols)) if i not in kept]
+    if dropped:
+        parts.append(Text(f"(narrow terminal: {', '.join(dropped)} not shown; widen it or set COLUMNS)", style="dim"))
+    if caption:
+        parts.append(Text.from_markup(caption))
+    return Group(*parts)
+
+
+def print_table(console: Console, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[str]], *,
+                caption: str | None = None) -> None:
+    console.print(fitted_table(title, cols, rows, console.width, caption=caption))
