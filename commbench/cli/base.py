@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 # Wide enough for the plan tables when output is piped or captured (rich would assume 80 columns).
-console = stdout_console(piped_width=200)
+console = stdout_console(piped_width=200)  # COLUMNS or the terminal's width when there is one
 err_console = Console(stderr=True)
 
 
@@ -30,6 +30,16 @@ def fail(message: str, exit_code: int = 2) -> typer.Exit:
     """Print one error line on stderr and return the Exit to raise."""
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(exit_code)
+
+
+def renamed(new_value, old_value, *, old: str, new: str):
+    """The value of an option given under its old, hidden spelling (kept working with a notice on stderr)."""
+    if old_value is None:
+        return new_value
+    if new_value is not None and new_value != old_value:
+        raise fail(f"{old}={old_value!r} and {new}={new_value!r} disagree: {old} is the old spelling of {new}, give {new} only")
+    err_console.print(f"[yellow]note:[/] {old} is now {new} (the old spelling still works)", highlight=False)
+    return old_value
 
 
 def command(name: str | None = None, **kwargs) -> Callable:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 
+from typing import Annotated
+
+import typer
 from rich.markup import escape
-from rich.table import Table
 
 from commbench.cli.base import command, console
 from commbench.comm.backends import BACKEND_NAMES, backend_status, resolve_backend
 from commbench.comm.launch import detect_rank_env
 from commbench.results.provenance import package_version, torch_versions
+from commbench.results.tables import Col, print_table
 
 
 def environment_rows() -> list[tuple[str, str]]:
@@ -38,10 +42,11 @@ def environment_rows() -> list[tuple[str, str]]:
 
 
 @command("env", help="Show torch/CUDA/NCCL/CuPy/GPUs and which backend a run would use and why.")
-def env() -> None:
-    table = Table(title="commbench environment", show_header=False)
-    table.add_column("what")
-    table.add_column("value")
-    for key, value in environment_rows():
-        table.add_row(key, escape(value))
-    console.print(table)
+def env(as_json: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON object (schema: docs/json-output.md).")] = False) -> None:
+    rows = environment_rows()
+    if as_json:
+        console.print_json(json.dumps({"format": "commbench-env", "version": 1, "environment": dict(rows),
+                                       "backend": resolve_backend("auto")}))
+        return
+    print_table(console, "commbench environment", [Col(name="what", numeric=False), Col(name="value", numeric=False)],
+                [[escape(key), escape(value)] for key, value in rows])

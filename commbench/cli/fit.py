@@ -1,50 +1,62 @@
-"""`commbench fit RESULTS.jsonl... -o fabric.json`: fit a fabric profile and report fit quality per curve."""
+"""`commbench fit RESULTS.jsonl... -O fabric.json`: fit a fabric profile and report fit quality per curve."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, renamed
 from commbench.costmodel import load_preset
 from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.profile import fit_result_files
+from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes
 
 
 @command("fit", help="Fit latency and bandwidth per collective, group and tier from measured JSONL results.")
 def fit(
     results: Annotated[list[str], typer.Argument(help="commbench JSONL results files (bench, sweep or import).")],
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Write the fabric profile JSON here.")] = None,
+    out: Annotated[Optional[str], typer.Option("-O", "--out", help="Write the fabric profile JSON here.")] = None,
+    old_out: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     system: Annotated[Optional[str], typer.Option("--system", help="Preset to start from: its GPU, domain size and the curves not measured.")] = None,
     racks: Annotated[Optional[int], typer.Option("--racks", "--nodes", help="With --system: domains in the system.")] = None,
     backend: Annotated[Optional[str], typer.Option("--backend", help="Fit only this backend's records (needed when files mix backends).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Name of the fitted fabric.")] = None,
     heldout_min: Annotated[str, typer.Option("--heldout-min", help="Report held-out error over sizes >= this.")] = "64K",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the fitted curves as JSON (schema: docs/json-output.md).")] = False,
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""
+    out = renamed(out, old_out, old="-o/--output", new="-O/--out")
     base = load_preset(system, num_racks=racks) if system else None
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min") if heldout_min else MIN_HELDOUT_BYTES
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
                                            min_heldout_bytes=min_heldout)
-    table = Table(title=f"fitted curves ({len(fits)}); held-out error on sizes >= {format_size(min_heldout)}",
-                  title_justify="left")
-    for column in ("curve", "points", "sizes", "latency (µs)", "busbw (GB/s)", "held-out err", "warnings"):
-        table.add_column(column, justify="left" if column in ("curve", "warnings", "sizes") else "right")
+    if as_json:
+        if out:
+            fabric.to_json(out)
+        console.print_json(json.dumps({"format": "commbench-fit", "version": 1, "fabric": fabric.name, "out": out,
+                                       "heldout_min_bytes": min_heldout, "curves": [f.to_report() for f in fits],
+                                       "notes": list(notes), "warnings": list(fabric.warnings)}))
+        return
+    rows = []
     for f in fits:
         err = f.heldout_median_rel_error
         err_text = "-" if err is None else (f"[red]{err:.1%}[/]" if err > POOR_FIT else f"{err:.1%}")
-        busbw = " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s)
-        table.add_row(f.key.label, str(f.num_points), f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
-                      f"{f.fit.latency_s * 1e6:.2f}", busbw, err_text, "; ".join(f.warnings) or "-")
-    console.print(table)
+        rows.append([escape(f.key.label), str(f.num_points), f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
+                     f"{f.fit.latency_s * 1e6:.2f}", " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
+                     err_text, escape("; ".join(f.warnings)) or "-"])
+    print_table(console, f"fitted curves ({len(fits)}); held-out error on sizes >= {format_size(min_heldout)}",
+                [Col(name="curve", numeric=False), Col(name="points", keep=2), Col(name="sizes", numeric=False, keep=1),
+                 Col(name="latency (µs)"), Col(name="busbw (GB/s)", numeric=False), Col(name="held-out err"),
+                 Col(name="warnings", numeric=False, keep=3)], rows)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     for warning in fabric.warnings:
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
             console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    if output:
-        fabric.to_json(output)
-        console.print(f"[green]fabric profile[/] {fabric.name} → {output}", highlight=False)
+    if out:
+        fabric.to_json(out)
+        console.print(f"[green]fabric profile[/] {fabric.name} → {out}", highlight=False)

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from commbench.results.render import (avg_busbw_line, measurement_table, nccl_tests_footer, nccl_tests_header,
                                       nccl_tests_row, run_title, stdout_console)
+from commbench.moe.params import sweep_params
 from commbench.results.records import Measurement, RunHeader
 
 
@@ -41,7 +42,10 @@ class BenchView:
         for note in header.notes:
             self.console.print(f"[yellow]note:[/] {note}", highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
-        self.title = run_title(config.collective, header.world_size, config.params)
+        params = config.params
+        if "tokens_per_rank" in params:  # MoE: spell out what the preset and defaults resolve to
+            params = sweep_params(params, header.world_size)[0].as_params()
+        self.title = run_title(config.collective, header.world_size, params)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)

@@ -3,7 +3,7 @@
 A table is declared as columns (`Col`) and rows of strings (rich markup allowed). At print time
 `fitted_table` sizes it for the console's width in this order, stopping as soon as it fits:
 1. every column, headers on one line;
-2. units move under the header name ("busbw (GB/s)" -> "busbw" over "(GB/s)");
+2. units move under the header name ("busbw (GB/s)" -> "busbw" over "(GB/s)"), then a word a line;
 3. low-value columns are dropped, lowest `keep` first (a column with keep=None is never dropped);
 4. label columns wrap (folding words longer than their width); numeric cells never wrap or shrink.
 A number is therefore never cut: when even that is too wide, the table is wider than the console.
@@ -71,17 +71,20 @@ def _cell_len(cell: str) -> int:
     return max((Text.from_markup(line).cell_len for line in cell.split("\n")), default=0)
 
 
-def _header(name: str, split_units: bool) -> str:
-    if split_units and " (" in name:
+def _header(name: str, split: int) -> str:
+    """0: on one line; 1: the unit under the name; 2: a word a line."""
+    if split == 2:
+        return name.replace(" ", "\n")
+    if split == 1 and " (" in name:
         head, _, unit = name.partition(" (")
         return f"{head}\n({unit}"
     return name
 
 
-def _layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], kept: list[int], split_units: bool,
+def _layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], kept: list[int], split: int,
             width: int) -> dict[int, int] | None:
     """Content widths of the kept columns if they fit in `width` (labels shrunk as needed), else None."""
-    full = {i: max([_cell_len(_header(cols[i].name, split_units))] + [_cell_len(r[i]) for r in rows]) for i in kept}
+    full = {i: max([_cell_len(_header(cols[i].name, split))] + [_cell_len(r[i]) for r in rows]) for i in kept}
     room = width - (3 * len(kept) + 1)  # padding 1 each side, one border between and at both edges
     labels = [i for i in kept if not cols[i].numeric]
     fixed = sum(full[i] for i in kept if cols[i].numeric)
@@ -106,7 +109,7 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
         if len(row) != len(cols):
             raise ValueError(f"row has {len(row)} cells for {len(cols)} columns: {list(row)!r}")
     order = sorted({c.keep for c in cols if c.keep is not None})
-    attempts = [(split, level) for level in [None, *order] for split in (False, True)]
+    attempts = [(split, level) for level in [None, *order] for split in (0, 1, 2)]
     chosen = None
     for split, level in attempts:
         kept = [i for i, c in enumerate(cols) if c.keep is None or level is None or c.keep > level]
@@ -116,7 +119,7 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
             break
     if chosen is None:  # too narrow even for the numbers alone: keep them whole, let the line run long
         kept = [i for i, c in enumerate(cols) if c.keep is None]
-        chosen = (True, kept, {i: max([_cell_len(_header(cols[i].name, True))] + [_cell_len(r[i]) for r in rows])
+        chosen = (2, kept, {i: max([_cell_len(_header(cols[i].name, 2))] + [_cell_len(r[i]) for r in rows])
                                for i in kept})
     split, kept, widths = chosen
     table = Table(title_justify="left", expand=False)
