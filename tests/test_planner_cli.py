@@ -16,8 +16,8 @@ def test_plan_json_breakdown_is_consistent():
     result = CliRunner().invoke(app, ARGS + ["--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    bd = out["breakdown"]
-    assert out["kind"] == "predicted" and out["layout"]["dp"] == 128
+    bd = out["predicted"]
+    assert out["kind"] == "predicted" and out["mode"] == "pinned" and out["layout"]["dp"] == 128
     assert bd["valid"] and bd["step_s"] >= bd["compute_s"] > 0
     assert bd["tokens_per_s_per_gpu"] == __import__("pytest").approx(4096 * 4096 / (bd["step_s"] * 256))
 

@@ -6,10 +6,10 @@ import json
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from commbench.cli.base import command, console
 from commbench.errors import invalid
+from commbench.results.tables import Col, print_table
 from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load_model, parse_layout
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
@@ -39,14 +39,14 @@ def plan(
                                               "(or none) pins those and searches the rest.")] = None,
     precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "bf16",
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
-    model_file: Annotated[Optional[str], typer.Option(help="TOML file of [model.NAME] tables like models.toml")] = None,
+    model_file: Annotated[Optional[str], typer.Option(help="TOML file of [model.NAME] tables laid out like the shipped models.toml")] = None,
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     # --- layout search options (issue 9) ---
     gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
     emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
-    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, torchtitan.toml (search)")] = None,
+    out: Annotated[Optional[str], typer.Option("-O", "--out", help="folder for plan.json, megatron_args.txt, torchtitan.toml")] = None,
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
 ) -> None:
     if gpus < 1:
@@ -69,37 +69,36 @@ def plan(
     fabric = _system(system, gpus)
     bd = evaluate_layouts(spec, fabric, LayoutArrays.from_layouts([lay]), seq_len=seq_len, moe_imbalance=moe_imbalance)
     row = bd.row(0)
-    if as_json:
-        out = {"kind": "predicted", "model": spec.name, "system": system, "gpus": gpus,
-               "seq_len": seq_len or spec.seq_len, "layout": {k: getattr(lay, k) for k in lay.__dataclass_fields__},
-               "breakdown": row}
-        console.print_json(json.dumps(out, default=float))
-        return
+    if as_json or out:
+        from commbench.cli.search_view import flex_backend_for, write_plan_files
+        from commbench.planner.pinned import pinned_plan_document
+        doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
+                                   moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric))
+        if out:
+            write_plan_files(doc, lay, out)
+        if as_json:
+            console.print_json(json.dumps(doc, default=float))
+            return
     step = row["step_s"]
-    t = Table(title=f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}")
-    t.add_column("term")
-    t.add_column("total s", justify="right")
-    t.add_column("exposed s", justify="right")
-    t.add_column("% of step", justify="right")
-    t.add_row("compute (GEMM + attention + memory-bound + overhead + recompute)", f"{row['compute_s']:.3f}",
-              f"{row['compute_s']:.3f}", f"{100 * row['compute_s'] / step:.1f}")
+    rows = [["compute (GEMM + attention + memory-bound + overhead + recompute)", f"{row['compute_s']:.3f}",
+             f"{row['compute_s']:.3f}", f"{100 * row['compute_s'] / step:.1f}"]]
     for label, key in COMM_ROWS:
         total, exposed = row[f"{key}_total_s"], row[f"{key}_exposed_s"]
         if total > 0:
-            t.add_row(label, f"{total:.3f}", f"{exposed:.3f}", f"{100 * exposed / step:.1f}")
-    t.add_row("pipeline bubble", "", f"{row['bubble_s']:.3f}", f"{100 * row['bubble_s'] / step:.1f}")
-    t.add_row("optimizer step", "", f"{row['optimizer_s']:.3f}", f"{100 * row['optimizer_s'] / step:.1f}")
-    t.add_row("[bold]step[/]", "", f"[bold]{step:.3f}[/]", "100.0")
-    console.print(t)
+            rows.append([label, f"{total:.3f}", f"{exposed:.3f}", f"{100 * exposed / step:.1f}"])
+    rows += [["pipeline bubble", "", f"{row['bubble_s']:.3f}", f"{100 * row['bubble_s'] / step:.1f}"],
+             ["optimizer step", "", f"{row['optimizer_s']:.3f}", f"{100 * row['optimizer_s'] / step:.1f}"],
+             ["[bold]step[/]", "", f"[bold]{step:.3f}[/]", "100.0"]]
+    print_table(console, f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}",
+                [Col(name="term", numeric=False), Col(name="total (s)"), Col(name="exposed (s)"), Col(name="% of step")], rows)
     console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
                   f"{row['model_tflops_per_gpu']:,.0f}   MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
                   f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
-    m = Table(title="memory per GPU (predicted, GB = 1e9 B)")
-    m.add_column("kind")
-    m.add_column("GB", justify="right")
-    for kind in MEM_ROWS:
-        m.add_row(kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}")
     verdict = "fits" if row["fits"] else "[red]does not fit[/]"
-    m.add_row("[bold]total[/]", f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/] of {row['mem_capacity_bytes'] / 1e9:.0f}"
-              f" ({verdict})")
-    console.print(m)
+    mem_rows = [[kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}"] for kind in MEM_ROWS]
+    mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.0f} ({verdict})",
+                     f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/]"])
+    print_table(console, "memory per GPU (predicted, GB = 1e9 B)", [Col(name="kind", numeric=False), Col(name="GB")],
+                mem_rows)
+    if out:
+        console.print(f"[green]plan[/] → {out}/plan.json, megatron_args.txt, torchtitan.toml", highlight=False)

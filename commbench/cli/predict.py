@@ -8,11 +8,11 @@ from typing import Annotated, Optional
 
 import numpy as np
 import typer
-from rich.table import Table
 
 from commbench.cli.base import command, console
 from commbench.costmodel import COLLECTIVES, Fabric, bus_factor, collective_time_s, load_preset, moe_all_to_all_time_s
-from commbench.errors import invalid
+from commbench.errors import CommbenchError, invalid
+from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes, size_range
 
 LAYOUTS = ("contiguous", "strided")
@@ -43,6 +43,21 @@ def num_domains_for(fabric: Fabric, group_size: int, layout: str) -> int:
     if layout == "contiguous":
         return math.ceil(group_size / fabric.domain_size)
     return min(group_size, fabric.num_domains)
+
+
+def picked_algorithms(fabric: Fabric, collective: str, sizes: np.ndarray, group: int, num_domains: int) -> list[str | None]:
+    """The algorithm the model picks at each size (the fastest; None where the fabric offers one or none)."""
+    names = sorted({c.algorithm for c in fabric.curves if c.collective == collective})
+    if collective == "moe_all_to_all" or len(names) < 2:
+        return [None] * len(sizes)
+    times = []
+    for name in names:
+        try:
+            times.append(collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=name))
+        except CommbenchError:  # no curve for this algorithm on a tier the group spans
+            times.append(np.full(len(sizes), np.inf))
+    best = np.argmin(np.vstack(times), axis=0)
+    return [names[int(i)] for i in best]
 
 
 @command("predict", help="Predicted sweep of one collective on a preset system or a fitted fabric (no GPU needed).")
@@ -78,19 +93,22 @@ def predict(
     algbw = np.divide(sizes, time_s, out=np.zeros_like(sizes), where=time_s > 0) / 1e9
     busbw = algbw * bus_factor(collective, group)
     where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
+    picked = [algorithm] * len(sizes) if algorithm else picked_algorithms(fabric, collective, sizes, group, num_domains)
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
-                 "predicted": True} for s, t, a, b in zip(sizes, time_s, algbw, busbw)]
-        console.print_json(json.dumps({"fabric": fabric.name, "source": fabric.source, "collective": collective,
-                                       "group_size": group, "num_domains": num_domains, "rows": rows}))
+                 "algorithm": name, "predicted": True} for s, t, a, b, name in zip(sizes, time_s, algbw, busbw, picked)]
+        console.print_json(json.dumps({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
+                                       "source": fabric.source, "collective": collective, "group_size": group,
+                                       "num_domains": num_domains, "rows": rows}))
         return
-    table = Table(title=f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source})",
-                  title_justify="left")
-    for name in ("size", "time (µs)", "algbw (GB/s)", "busbw (GB/s)"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for s, t, a, b in zip(sizes, time_s, algbw, busbw):
-        table.add_row(format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}")
-    console.print(table)
+    cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
+    rows = [[format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}"] for s, t, a, b in zip(sizes, time_s, algbw, busbw)]
+    if any(picked):
+        cols.append(Col(name="algorithm", numeric=False, keep=2))
+        rows = [row + [name or "-"] for row, name in zip(rows, picked)]
+    how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
+    print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}; {how})",
+                cols, rows)
     console.print("[yellow]predicted[/] by the cost model, not measured", highlight=False)
     for warning in fabric.warnings[:5]:
         console.print(f"[yellow]fit warning:[/] {warning}", highlight=False)

@@ -8,13 +8,13 @@ import json
 import shlex
 from pathlib import Path
 
-from rich.table import Table
 
 from commbench.cli.base import console
 from commbench.errors import invalid
 from commbench.planner.emit import EMIT_KINDS, megatron_args, plan_document, torchtitan_toml, write_plan
 from commbench.planner.explain import explain, short
 from commbench.planner.search import SearchRequest, SearchResult, search
+from commbench.results.tables import Col, print_table
 
 
 def flex_backend_for(fabric) -> str:
@@ -22,35 +22,45 @@ def flex_backend_for(fabric) -> str:
     return "hybridep" if int(fabric.domain_size) > 8 else "deepep"
 
 
-def top_table(result: SearchResult, top: int, title: str) -> Table:
+TOP_COLUMNS = (Col(name="#"), Col(name="layout", numeric=False), Col(name="tok/s/GPU"), Col(name="MFU (%)", keep=7),
+               Col(name="step (s)"), Col(name="compute (s)", keep=6), Col(name="TP exp (s)", keep=4),
+               Col(name="EP exp (s)", keep=5), Col(name="ETP exp (s)", keep=1), Col(name="DP exp (s)", keep=3),
+               Col(name="PP exp (s)", keep=2), Col(name="bubble (s)", keep=3), Col(name="mem (GB)", keep=8),
+               Col(name="free (GB)", keep=9), Col(name="EP racks", keep=4))
+
+
+def top_rows(result: SearchResult, top: int) -> list[list[str]]:
     bd = result.breakdown
-    t = Table(title=title, title_justify="left")
-    for col in ("#", "layout", "tok/s/GPU", "MFU %", "step s", "compute s", "TP exp s", "EP exp s", "ETP exp s",
-                "DP exp s", "PP exp s", "bubble s", "mem GB", "free GB", "EP racks"):
-        t.add_column(col, justify="left" if col == "layout" else "right", no_wrap=col == "layout")
     pareto = set(int(i) for i in result.pareto)
+    rows = []
     for i in range(min(top, len(result))):
         dp = sum(float(getattr(bd, f"dp_{k}_exposed_s")[i]) for k in ("dense_rs", "dense_ag", "expert_rs", "expert_ag"))
-        t.add_row(str(i + 1) + ("*" if i in pareto else ""), short(result.layouts.layout(i)),
-                  f"{bd.tokens_per_s_per_gpu[i]:,.0f}", f"{100 * bd.mfu[i]:.1f}", f"{bd.step_s[i]:.3f}",
-                  f"{bd.compute_s[i]:.3f}", f"{bd.tp_exposed_s[i]:.3f}", f"{bd.ep_exposed_s[i]:.3f}", f"{bd.etp_exposed_s[i]:.3f}", f"{dp:.3f}",
-                  f"{bd.pp_exposed_s[i]:.3f}", f"{bd.bubble_s[i]:.3f}", f"{bd.mem_total_bytes[i] / 1e9:.0f}",
-                  f"{result.headroom_bytes[i] / 1e9:.0f}", str(int(result.ep_racks[i])))
-    return t
+        rows.append([str(i + 1) + ("*" if i in pareto else ""), short(result.layouts.layout(i)),
+                     f"{bd.tokens_per_s_per_gpu[i]:,.0f}", f"{100 * bd.mfu[i]:.1f}", f"{bd.step_s[i]:.3f}",
+                     f"{bd.compute_s[i]:.3f}", f"{bd.tp_exposed_s[i]:.3f}", f"{bd.ep_exposed_s[i]:.3f}",
+                     f"{bd.etp_exposed_s[i]:.3f}", f"{dp:.3f}", f"{bd.pp_exposed_s[i]:.3f}", f"{bd.bubble_s[i]:.3f}",
+                     f"{bd.mem_total_bytes[i] / 1e9:.0f}", f"{result.headroom_bytes[i] / 1e9:.0f}",
+                     str(int(result.ep_racks[i]))])
+    return rows
 
 
-def pareto_table(result: SearchResult, limit: int = 12) -> Table:
+def pareto_rows(result: SearchResult, limit: int = 12) -> list[list[str]]:
     bd = result.breakdown
-    t = Table(title="Pareto front: predicted throughput vs memory headroom (no layout beats one of these in both)",
-              title_justify="left")
-    for col in ("layout", "tokens/s/GPU", "free GB"):
-        t.add_column(col, justify="left" if col == "layout" else "right", no_wrap=col == "layout")
     front = list(result.pareto)
     step = max(1, len(front) // limit)
-    for i in front[::step][:limit]:
-        t.add_row(short(result.layouts.layout(int(i))), f"{bd.tokens_per_s_per_gpu[i]:,.0f}",
-                  f"{result.headroom_bytes[i] / 1e9:.0f}")
-    return t
+    return [[short(result.layouts.layout(int(i))), f"{bd.tokens_per_s_per_gpu[i]:,.0f}",
+             f"{result.headroom_bytes[i] / 1e9:.0f}"] for i in front[::step][:limit]]
+
+
+PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), Col(name="free (GB)"))
+
+
+def write_plan_files(doc: dict, layout, out: str) -> None:
+    """plan.json, megatron_args.txt and torchtitan.toml in folder `out` (pinned and searched plans alike)."""
+    folder = Path(out)
+    write_plan(doc, folder / "plan.json")
+    (folder / "megatron_args.txt").write_text(shlex.join(doc["megatron_args"]) + "\n", encoding="utf-8")
+    (folder / "torchtitan.toml").write_text(torchtitan_toml(doc["torchtitan"], layout.precision), encoding="utf-8")
 
 
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
@@ -69,10 +79,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     args = megatron_args(lay, req.model, seq_len=req.seq_len, flex_backend=backend)
     toml = torchtitan_toml(doc["torchtitan"], lay.precision)
     if out:
-        folder = Path(out)
-        write_plan(doc, folder / "plan.json")
-        (folder / "megatron_args.txt").write_text(shlex.join(args) + "\n", encoding="utf-8")
-        (folder / "torchtitan.toml").write_text(toml, encoding="utf-8")
+        write_plan_files(doc, lay, out)
     if as_json or emit == "json":
         console.print_json(json.dumps({k: v for k, v in doc.items() if k != "placement"} |
                                       {"placement": {k: v for k, v in doc["placement"].items()
@@ -86,8 +93,9 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
                  f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}; "
                  f"* = on the Pareto front")
-        console.print(top_table(result, top, title))
-        console.print(pareto_table(result))
+        print_table(console, title, TOP_COLUMNS, top_rows(result, top))
+        print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
+                    "both)", PARETO_COLUMNS, pareto_rows(result))
         for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         console.print("Megatron-LM: " + shlex.join(args), highlight=False, markup=False, soft_wrap=True)

@@ -243,7 +243,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]),
                "mem_headroom_bytes": float(result.headroom_bytes[i])} for i in result.pareto]
     return {
-        "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted",
+        "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "search",
         "inputs": {"model": req.model.name, "model_spec": model_dict(req.model), "system": system,
                    "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, "seq_len": seq_len,
                    "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,

@@ -4,8 +4,9 @@ A table is declared as columns (`Col`) and rows of strings (rich markup allowed)
 `fitted_table` sizes it for the console's width in this order, stopping as soon as it fits:
 1. every column, headers on one line;
 2. units move under the header name ("busbw (GB/s)" -> "busbw" over "(GB/s)"), then a word a line;
-3. low-value columns are dropped, lowest `keep` first (a column with keep=None is never dropped);
-4. label columns wrap (folding words longer than their width); numeric cells never wrap or shrink.
+3. label columns wrap to no fewer than 30 characters, dropping low-value columns (lowest `keep` first;
+   keep=None: never dropped) until the rest fits;
+4. label columns wrap further (folding words longer than their width); numeric cells never wrap or shrink.
 A number is therefore never cut: when even that is too wide, the table is wider than the console.
 """
 
@@ -82,7 +83,7 @@ def _header(name: str, split: int) -> str:
 
 
 def _layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], kept: list[int], split: int,
-            width: int) -> dict[int, int] | None:
+            width: int, label_floor: int) -> dict[int, int] | None:
     """Content widths of the kept columns if they fit in `width` (labels shrunk as needed), else None."""
     full = {i: max([_cell_len(_header(cols[i].name, split))] + [_cell_len(r[i]) for r in rows]) for i in kept}
     room = width - (3 * len(kept) + 1)  # padding 1 each side, one border between and at both edges
@@ -91,7 +92,7 @@ def _layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], kept: list[int],
     need = fixed + sum(full[i] for i in labels)
     if need <= room:
         return full
-    floor = {i: min(full[i], max(_MIN_LABEL, _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
+    floor = {i: min(full[i], max(label_floor, _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
     if fixed + sum(floor.values()) > room:
         return None
     widths = dict(full)
@@ -109,11 +110,13 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
         if len(row) != len(cols):
             raise ValueError(f"row has {len(row)} cells for {len(cols)} columns: {list(row)!r}")
     order = sorted({c.keep for c in cols if c.keep is not None})
-    attempts = [(split, level) for level in [None, *order] for split in (0, 1, 2)]
+    # labels whole with every column, then labels of >= 30 characters, then labels down to _MIN_LABEL
+    attempts = [(split, None, 1 << 30) for split in (0, 1, 2)]
+    attempts += [(split, level, floor) for floor in (30, _MIN_LABEL) for level in [None, *order] for split in (0, 1, 2)]
     chosen = None
-    for split, level in attempts:
+    for split, level, floor in attempts:
         kept = [i for i, c in enumerate(cols) if c.keep is None or level is None or c.keep > level]
-        widths = _layout(cols, rows, kept, split, width)
+        widths = _layout(cols, rows, kept, split, width, floor)
         if widths is not None:
             chosen = (split, kept, widths)
             break
