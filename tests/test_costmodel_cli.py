@@ -81,7 +81,7 @@ def test_fit_writes_a_profile_that_predict_reads(tmp_path):
     results = tmp_path / "ar.jsonl"
     _write_sweep(results, "all_reduce", 4, 200e-6, 2e9)
     profile = tmp_path / "fabric.json"
-    result = _invoke("fit", str(results), "-o", str(profile))
+    result = _invoke("fit", str(results), "-O", str(profile))
     assert result.exit_code == 0, result.output
     assert "held-out" in result.output and "all_reduce gloo n=4" in result.output
     fabric = Fabric.from_json(profile)
@@ -97,7 +97,7 @@ def test_fit_on_a_preset_keeps_unmeasured_curves_and_bad_input_is_one_line(tmp_p
     results = tmp_path / "ar.jsonl"
     _write_sweep(results, "all_reduce", 8, 30e-6, 300e9)
     profile = tmp_path / "h100.json"
-    assert _invoke("fit", str(results), "--system", "h100-hgx", "--nodes", "2", "-o", str(profile)).exit_code == 0
+    assert _invoke("fit", str(results), "--system", "h100-hgx", "--nodes", "2", "-O", str(profile)).exit_code == 0
     fabric = Fabric.from_json(profile)
     assert fabric.gpu.name == "h100" and fabric.num_gpus == 16 and "all_to_all" in fabric.collectives
     assert {c.algorithm for c in fabric.curves_for("all_reduce", "scale_up")} == {"fitted"}

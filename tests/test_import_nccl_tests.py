@@ -87,7 +87,7 @@ def test_log_naming_no_collective_needs_the_option(tmp_path):
 def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):
     out = tmp_path / "imported.jsonl"
     runner = CliRunner()
-    result = runner.invoke(app, ["import", "nccl-tests", *map(str, sorted(DATA.iterdir())), "-o", str(out)])
+    result = runner.invoke(app, ["import", "nccl-tests", *map(str, sorted(DATA.iterdir())), "-O", str(out)])
     assert result.exit_code == 0, result.output
     records = read_records([out])
     assert sum(isinstance(r, Measurement) for r in records) == 33

@@ -125,7 +125,7 @@ def wait_for_measurements(path: Path, count: int, proc, timeout_s: float = 90) -
 def test_ci_small_killed_midway_then_resumed_has_every_point_exactly_once(tmp_path):
     """End to end through the CLI with the shipped CI sweep: SIGKILL the launch mid-way, resume."""
     out = tmp_path / "ci.jsonl"
-    proc = subprocess.Popen(cli("sweeps/ci-small.toml", "-o", str(out)),
+    proc = subprocess.Popen(cli("ci-small", "-O", str(out)),
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     wait_for_measurements(out, 5, proc)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -134,7 +134,7 @@ def test_ci_small_killed_midway_then_resumed_has_every_point_exactly_once(tmp_pa
     spec = load_sweep(str(REPO / "sweeps/ci-small.toml"))
     planned = [p.key for p in plan_sweep(spec, spec.nproc, backend="gloo")]
     assert 5 <= len(done_before) < len(planned)
-    resumed = subprocess.run(cli("sweeps/ci-small.toml", "-o", str(out), "--resume"), cwd=REPO, capture_output=True,
+    resumed = subprocess.run(cli("ci-small", "-O", str(out), "--resume"), cwd=REPO, capture_output=True,
                              text=True, timeout=240)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     counts = Counter(r.point_key for r in measurements_of(out))
@@ -142,7 +142,7 @@ def test_ci_small_killed_midway_then_resumed_has_every_point_exactly_once(tmp_pa
     assert all(r.status == "ok" and r.num_wrong == 0 for r in measurements_of(out))
     kept = {r.point_key: r.time_us_median for r in done_before}
     assert all(r.time_us_median == kept[r.point_key] for r in measurements_of(out) if r.point_key in kept)
-    refused = subprocess.run(cli("sweeps/ci-small.toml", "-o", str(out)), cwd=REPO, capture_output=True, text=True,
+    refused = subprocess.run(cli("ci-small", "-O", str(out)), cwd=REPO, capture_output=True, text=True,
                              timeout=120)
     assert refused.returncode == 2 and "--resume" in refused.stderr
 

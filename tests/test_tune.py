@@ -21,7 +21,9 @@ def test_tune_defaults_run_end_to_end(tmp_path):
     assert (tmp_path / "tune-sweep.jsonl").stat().st_size > 0 and (tmp_path / "fabric.json").exists()
     # gloo on CPU covers no tier of an NVL72 rack: the plan says which preset numbers it used and why
     used = [a for a in doc["assumptions"] if a.startswith("network: preset gb300-nvl72")]
-    assert len(used) == 2 and all("gloo" in a for a in used)
+    assert len(used) == 1 and "gloo" in used[0] and "scale_up" in used[0] and "scale_out" in used[0]
+    sources = next(a for a in doc["assumptions"] if a.startswith("network sources: ")).removeprefix("network sources: ")
+    assert len(sources.split("; ")) == len(set(sources.split("; "))) > 1  # each source named once
     lay = Layout(**doc["layout"])
     check_layout(load_model("deepseek-v3"), lay, 256)
     args = (tmp_path / "megatron_args.txt").read_text().split()

@@ -9,7 +9,7 @@ import typer
 
 from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
-from commbench.cli.base import command, console, fail
+from commbench.cli.base import command, console, fail, renamed
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backends import resolve_backend
 from commbench.comm.job import run_job
@@ -48,7 +48,8 @@ def bench(
     in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather).")] = False,
     backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
     timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
-    output: Annotated[Optional[str], typer.Option("-J", "--output", help="JSONL results file (default results/<collective>-<time>.jsonl).")] = None,
+    output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
+    old_output: Annotated[Optional[str], typer.Option("--output", hidden=True)] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (rich) or nccl-tests (classic text for existing parsers).")] = "table",
     # --- MoE all-to-all options (issue 3) go below this line ---
     moe_tokens: Annotated[Optional[str], typer.Option("--tokens", help="moe_all_to_all: tokens per rank, a comma list (default 128,512,2048); replaces -b/-e.")] = None,
@@ -76,6 +77,7 @@ def bench(
     compare_backends: Annotated[Optional[str], typer.Option("--compare-backends", help="Measure the same points on several backends in one launch, e.g. torch-nccl,cupy-nccl; reports each one's time ratio to the last.")] = None,
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
+    output = renamed(output, old_output, old="--output", new="-O/--out")
     if output_format not in ("table", "nccl-tests"):
         raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests")
     if check not in (0, 1):

@@ -1,4 +1,4 @@
-"""`commbench import nccl-tests FILE... -o out.jsonl`: nccl-tests logs (text or -J JSON) -> records."""
+"""`commbench import nccl-tests FILE... -O out.jsonl`: nccl-tests logs (text or -J JSON) -> records."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from commbench.cli.base import app, console, err_console, fail
+from commbench.cli.base import app, console, err_console, fail, renamed
 from commbench.errors import CommbenchError
 
 import_app = typer.Typer(help="Import other tools' results as commbench records.", no_args_is_help=True)
@@ -16,10 +16,14 @@ app.add_typer(import_app, name="import")
 @import_app.command("nccl-tests", help="Read nccl-tests output (text tables in every layout, or -J JSON) into a JSONL file.")
 def import_nccl_tests(
     files: Annotated[list[str], typer.Argument(help="nccl-tests logs or -J JSON files.")],
-    output: Annotated[str, typer.Option("-o", "--output", help="JSONL file to append the records to.")],
+    output: Annotated[Optional[str], typer.Option("-O", "--out", help="JSONL file to append the records to (required).")] = None,
+    old_output: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     collective: Annotated[Optional[str], typer.Option("--collective", help="Collective of logs that name no *_perf binary, e.g. all_reduce.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any line could not be parsed.")] = False,
 ) -> None:
+    output = renamed(output, old_output, old="-o/--output", new="-O/--out")
+    if output is None:
+        raise fail("-O/--out is required: the JSONL file to append the imported records to")
     from commbench.results.importers.nccl_tests import import_file
     from commbench.results.records import JsonlWriter, Measurement
 

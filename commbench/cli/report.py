@@ -20,7 +20,7 @@ def fabric_predictor(path: str):
 @command("report", help="Tables, busbw-vs-size plots (PNG) and a Markdown summary from results files.")
 def report(
     files: Annotated[list[str], typer.Argument(help="Results files (JSONL).")],
-    out: Annotated[str, typer.Option("--out", help="Directory for the PNGs and README.md.")] = "report",
+    out: Annotated[str, typer.Option("-O", "--out", help="Directory for the PNGs and README.md.")] = "report",
     fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw as dashed lines.")] = None,
 ) -> None:
     from commbench.results.render import measurement_table

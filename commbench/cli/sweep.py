@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import datetime
+import json
 import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from commbench.cli.base import command, console, err_console, fail
+from commbench.cli.base import command, console, err_console, fail, renamed
 from commbench.errors import CommbenchError
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
 from commbench.sweep.resume import has_records
+from commbench.results.tables import Col, print_table
+from commbench.units import format_size
 
 
 def default_output(sweep_name: str) -> str:
@@ -24,7 +27,7 @@ def default_output(sweep_name: str) -> str:
 
 
 def resume_command(file: str, output: str, nproc: Optional[int]) -> str:
-    parts = ["commbench", "sweep", file, "-o", output, "--resume"] + (["--nproc", str(nproc)] if nproc else [])
+    parts = ["commbench", "sweep", file, "-O", output, "--resume"] + (["--nproc", str(nproc)] if nproc else [])
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -36,38 +39,50 @@ def dry_run_backend(declared: str) -> str:
     return "nccl" if backend_status("nccl")[0] else "gloo"
 
 
-def print_dry_run(sweep, world_size: int, backend: str) -> None:
-    points = plan_sweep(sweep, world_size, backend=backend)
-    table = Table(title=f"sweep {sweep.name}: {len(points)} point(s) on {world_size} rank(s), {backend} (dry run)",
-                  title_justify="left")
-    for name in ("#", "entry", "collective", "dtype", "size", "groups", "params", "est. time (s)"):
-        table.add_column(name, justify="right" if name in ("#", "size", "est. time (s)") else "left")
-    total_s = 0.0
-    for number, point in enumerate(points, start=1):
-        est_s = estimate_point_s(point, world_size, backend)
-        total_s += est_s
+def dry_run_document(sweep, world_size: int, backend: str) -> dict:
+    """`sweep --dry-run --json`: the points a launch would measure, with a rough (predicted) time each."""
+    points = []
+    for number, point in enumerate(plan_sweep(sweep, world_size, backend=backend), start=1):
         row = describe(point)
-        table.add_row(str(number), row["entry"], row["collective"], row["dtype"], row["size"], row["groups"],
-                      row["params"][:60], f"{est_s:.2f}")
-    console.print(table)
-    if sweep.description:
-        console.print(sweep.description, highlight=False)
-    console.print(f"valid: {len(sweep.entries)} entr(y/ies), {len(points)} point(s); estimated run time "
-                  f"{total_s:.0f} s (a rough alpha-beta estimate for {backend}, not a measurement); nothing launched",
-                  highlight=False)
+        points.append({"number": number, "entry": row["entry"], "collective": row["collective"], "dtype": row["dtype"],
+                       "size_bytes": point.point.spec.size_bytes, "groups": row["groups"],
+                       "params": {k: v for k, v in sorted(point.point.spec.params.items())},
+                       "estimated_s": estimate_point_s(point, world_size, backend)})
+    return {"format": "commbench-sweep-plan", "version": 1, "sweep": sweep.name, "description": sweep.description,
+            "world_size": world_size, "backend": backend, "num_entries": len(sweep.entries), "points": points,
+            "estimated_total_s": sum(p["estimated_s"] for p in points)}
+
+
+def print_dry_run(doc: dict) -> None:
+    cols = [Col(name="#"), Col(name="entry", numeric=False, keep=2), Col(name="collective", numeric=False),
+            Col(name="dtype", numeric=False, keep=1), Col(name="size"), Col(name="groups", numeric=False, keep=3),
+            Col(name="params", numeric=False, keep=4), Col(name="est. time (s)")]
+    rows = [[str(p["number"]), escape(p["entry"]), p["collective"], p["dtype"], format_size(p["size_bytes"]),
+             p["groups"], escape(", ".join(f"{k}={v}" for k, v in p["params"].items())), f"{p['estimated_s']:.2f}"]
+            for p in doc["points"]]
+    print_table(console, f"sweep {doc['sweep']}: {len(rows)} point(s) on {doc['world_size']} rank(s), {doc['backend']} "
+                "(dry run)", cols, rows)
+    if doc["description"]:
+        console.print(doc["description"], highlight=False, markup=False)
+    console.print(f"valid: {doc['num_entries']} entr(y/ies), {len(rows)} point(s); estimated run time "
+                  f"{doc['estimated_total_s']:.0f} s (a rough alpha-beta estimate for {doc['backend']}, not a measurement); "
+                  "nothing launched", highlight=False)
 
 
 @command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.")
 def sweep(
-    file: Annotated[str, typer.Argument(help="Sweep file, e.g. sweeps/ci-small.toml.")],
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="JSONL results file (default results/sweep-<name>-<time>.jsonl).")] = None,
+    file: Annotated[str, typer.Argument(help="Sweep file (TOML), or the name of a shipped one: ci-small, h100-node, nvl72-rack, nvl72-multirack.")],
+    out: Annotated[Optional[str], typer.Option("-O", "--out", help="JSONL results file (default results/sweep-<name>-<time>.jsonl).")] = None,
+    old_out: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default: the file's [sweep] nproc, else 2). Omit under torchrun/srun/mpirun.")] = None,
     backend: Annotated[Optional[str], typer.Option("--backend", help="auto, nccl or gloo (default: the file's [sweep] backend).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing.")] = False,
     world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: the file's world_size, else nproc).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the points as JSON (schema: docs/json-output.md).")] = False,
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
+    output = renamed(out, old_out, old="-o/--output", new="-O/--out")
     from commbench.comm.backends import resolve_backend
     from commbench.comm.job import run_job
     from commbench.comm.launch import detect_rank_env
@@ -76,8 +91,14 @@ def sweep(
     requested = backend or spec.backend
     if dry_run:
         world = world_size or spec.world_size or nproc or spec.nproc or 2
-        print_dry_run(spec, world, dry_run_backend(requested))
+        doc = dry_run_document(spec, world, dry_run_backend(requested))
+        if as_json:
+            console.print_json(json.dumps(doc, default=str))
+        else:
+            print_dry_run(doc)
         return
+    if as_json:
+        raise CommbenchError("--json applies to --dry-run (a launch writes its records as JSONL to -O/--out)")
     if world_size is not None:
         raise CommbenchError("--world-size only applies to --dry-run: a launch's world size is its number of ranks")
     resolved = resolve_backend(requested)
@@ -85,8 +106,8 @@ def sweep(
     launched = detect_rank_env()
     local_nproc = None if launched is not None and launched.launcher != "local" else (nproc or spec.nproc)
     if has_records(output) and not resume and (launched is None or launched.rank == 0):
-        raise CommbenchError(f"--output={output!r} already holds records: pass --resume to continue it, "
-                             f"or choose another -o")
+        raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
+                             f"or choose another -O/--out")
     job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
     again = resume_command(file, output, local_nproc)
     from torch.distributed.elastic.multiprocessing.api import SignalException  # Ctrl-C reaching the local launcher

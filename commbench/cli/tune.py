@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, err_console
 from commbench.errors import CommbenchError, invalid
 
 
@@ -26,9 +26,10 @@ def tune(
     precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "mxfp8",
     layout: Annotated[Optional[str], typer.Option(help="pins, key=value pairs as for `commbench plan`")] = None,
     nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
-    out: Annotated[str, typer.Option(help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
+    out: Annotated[str, typer.Option("-O", "--out", help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
     top: Annotated[int, typer.Option(help="layouts to show")] = 10,
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total")] = 0.05,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
 ) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
@@ -44,7 +45,8 @@ def tune(
     pins = parse_pins(layout)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err_console if as_json else console,
                   transient=False) as progress:
         if results is None:
             task = progress.add_task("1/3 sweep: starting ranks", total=1)
@@ -63,10 +65,11 @@ def tune(
         req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                             headroom_fraction=mem_headroom, pins=pins)
         progress.update(task, completed=1, description="3/3 plan: done")
-    for line in assumptions:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=False,
-                    extra_assumptions=assumptions)
+    if not as_json:
+        for line in dict.fromkeys(assumptions):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+    run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
+                    extra_assumptions=list(dict.fromkeys(assumptions)))
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from commbench.cli.base import command, console
 from commbench.errors import CommbenchError, invalid
+from commbench.results.tables import Col, print_table
+from commbench.units import format_size
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:,.1f}"
 
 
 @command("verify-plan", help="Run a plan's own communication (EP all-to-all, TP collectives, DP bucket "
@@ -20,6 +27,7 @@ def verify_plan(
     backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl or gloo")] = "auto",
     max_bytes: Annotated[str, typer.Option(help="largest buffer to measure (K/M/G); the plan's larger sizes are cut and flagged")] = "4M",
     iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="print measured vs predicted per collective as JSON (schema: docs/json-output.md)")] = False,
 ) -> None:
     from commbench.costmodel import load_preset, preset_names
     from commbench.comm.backends import max_local_ranks, resolve_backend
@@ -58,22 +66,33 @@ def verify_plan(
     fabric = load_preset(system, num_gpus=gpus) if system in preset_names() else None
     per_rack = int(doc["placement"]["gpus_per_rack"])
     imbalance = float(doc["inputs"].get("moe_imbalance", 1.0))
-    t = Table(title=f"verify-plan {plan_file}: {ranks} {resolved} rank(s); measured here vs predicted for {system}",
-              title_justify="left")
-    for col in ("collective", "group (plan)", "size (plan)", "measured µs", "predicted µs", "measured/predicted", "wrong"):
-        t.add_column(col, justify="left" if col == "collective" else "right")
+    points = []
     for item, row in zip(items, rows):
-        pred_us = predicted_s(fabric, item, per_rack, imbalance) * 1e6 if fabric is not None else float("nan")
-        meas = row["time_us_median"] or float("nan")
+        pred_us = predicted_s(fabric, item, per_rack, imbalance) * 1e6 if fabric is not None else None
+        meas = row["time_us_median"]
         imb = row["metrics"].get("imbalance") or row["metrics"].get("max_over_mean")
         if imb:
             flags.append(f"{item.label}: measured routing imbalance {float(imb):.2f}x vs the plan's {imbalance:g}x")
-        t.add_row(item.label, f"{row['group_size']} ({item.plan_group_size})",
-                  f"{item.size_bytes:,} ({item.plan_size_bytes:,})", f"{meas:,.1f}", f"{pred_us:,.1f}",
-                  f"{meas / pred_us:,.1f}x", str(row["num_wrong"]))
-    console.print(t)
-    for flag in flags:
-        console.print(f"[yellow]unmet assumption:[/] {flag}", highlight=False, soft_wrap=True)
+        points.append({"collective": item.label, "group_size": row["group_size"], "plan_group_size": item.plan_group_size,
+                       "size_bytes": item.size_bytes, "plan_size_bytes": item.plan_size_bytes,
+                       "measured_time_us": meas, "predicted_time_us": pred_us,
+                       "measured_over_predicted": meas / pred_us if meas and pred_us else None,
+                       "num_wrong": row["num_wrong"]})
+    if as_json:
+        console.print_json(json.dumps({"format": "commbench-verify-plan", "version": 1, "plan": plan_file,
+                                       "system": system, "backend": resolved, "ranks": ranks, "points": points,
+                                       "unmet_assumptions": flags}))
+    else:
+        print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s); measured here vs predicted for {system}",
+                    [Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size"),
+                     Col(name="plan size", keep=3), Col(name="measured (µs)"), Col(name="predicted (µs)"),
+                     Col(name="measured/predicted", keep=1), Col(name="#wrong")],
+                    [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["size_bytes"]),
+                      format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
+                      "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
+                      str(p["num_wrong"])] for p in points])
+        for flag in flags:
+            console.print(f"[yellow]unmet assumption:[/] {escape(flag)}", highlight=False, soft_wrap=True)
     if any(row["num_wrong"] for row in rows):
         raise CommbenchError("a collective returned wrong data (see the wrong column)")
 

@@ -32,7 +32,8 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
         "layout": layout_dict(layout),
         "predicted": dict(row),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,
-                      "summary": placement.summary()},
+                      "summary": placement.summary(), "groups": placement.groups,
+                      "rack_of_rank": [placement.rack_of(r) for r in range(num_gpus)]},
         "megatron_args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend),
         "torchtitan": torchtitan_config(layout, model, seq_len=seq_len),
     }

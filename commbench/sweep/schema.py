@@ -315,7 +315,10 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
 
 
 def load_sweep(path: str) -> Sweep:
-    """Read and check a sweep file; a TOML syntax error names the line."""
+    """Read and check a sweep file (or a shipped one by name); a TOML syntax error names the line."""
+    from commbench.sweep.shipped import sweep_path
+
+    path = sweep_path(path)
     text = read_user_file(path, "sweep file")
     try:
         data = tomllib.loads(text)

@@ -75,13 +75,16 @@ def planning_fabric(results_paths: list[str], system: str, num_gpus: int) -> tup
         lines.append(f"network: measured curves ({', '.join(results_paths)}) replace preset {system} on {', '.join(used)}")
     else:
         fabric = preset
-    for tier, ok in (("scale_up", cov.scale_up), ("scale_out", cov.scale_out)):
-        if not ok and tier in preset.tiers:
-            t = preset.tiers[tier]
-            sources = sorted({c.source for c in preset.curves if c.tier == tier})
-            lines.append(f"network: preset {system} numbers used for {tier} ({t.name}, {t.link_gbps_per_gpu:g} GB/s per "
-                         f"GPU; from {'; '.join(sources[:2])}{' ...' if len(sources) > 2 else ''}) because "
-                         + ("; ".join(cov.reasons) or "the sweep did not measure it"))
+    presets = [(tier, preset.tiers[tier]) for tier, ok in (("scale_up", cov.scale_up), ("scale_out", cov.scale_out))
+               if not ok and tier in preset.tiers]
+    if presets:
+        # a curve's source may name several facts ("a; b"); each fact is listed once across tiers
+        sources = dict.fromkeys(part.strip() for tier, _ in presets for c in preset.curves if c.tier == tier
+                                for part in c.source.split(";") if part.strip())
+        tiers = " and ".join(f"{tier} ({t.name}, {t.link_gbps_per_gpu:g} GB/s per GPU)" for tier, t in presets)
+        lines.append(f"network: preset {system} numbers used for {tiers} because "
+                     + ("; ".join(dict.fromkeys(cov.reasons)) or "the sweep did not measure them"))
+        lines.append("network sources: " + "; ".join(sources))
     return fabric, lines, fitted
 
 
