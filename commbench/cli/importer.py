@@ -24,7 +24,7 @@ def import_nccl_tests(
     output = renamed(output, old_output, old="-o/--output", new="-O/--out")
     if output is None:
         raise fail("-O/--out is required: the JSONL file to append the imported records to")
-    from commbench.results.importers.nccl_tests import import_file
+    from commbench.results.importers.nccl_tests import import_file, world_size_warnings
     from commbench.results.records import JsonlWriter, Measurement
 
     try:
@@ -39,6 +39,8 @@ def import_nccl_tests(
     num_points = sum(isinstance(rec, Measurement) for rec in records)
     if num_points == 0:
         raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
+    for warning in world_size_warnings(records):
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     with JsonlWriter(output) as writer:
         for rec in records:
             writer.write(rec)

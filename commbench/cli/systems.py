@@ -6,9 +6,10 @@ import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from commbench.cli.base import command, console
+from commbench.results.tables import Col, print_table
 from commbench.costmodel import bus_factor, collective_time_s, load_preset, preset_names
 
 _BIG_BYTES = 8 << 30
@@ -54,25 +55,22 @@ def systems(
     if as_json:
         console.print_json(json.dumps({"presets": rows, "checks": check_rows}))
         return
-    table = Table(title="preset systems (busbw predicted at 8 GiB, GB/s)", title_justify="left")
-    for column in ("preset", "GPU", "GPUs/domain", "NVLink GB/s", "NIC GB/s", "AR in domain",
-                   "A2A in domain", "AR 2 domains"):
-        table.add_column(column, justify="left" if column in ("preset", "GPU") else "right", no_wrap=column == "preset")
+    print_table(console, "preset systems (busbw predicted at 8 GiB, GB/s)",
+                [Col(name="preset", numeric=False), Col(name="GPU", numeric=False, keep=2), Col(name="GPUs/domain", keep=1),
+                 Col(name="NVLink (GB/s)"), Col(name="NIC (GB/s)"), Col(name="AR in domain"), Col(name="A2A in domain"),
+                 Col(name="AR 2 domains")],
+                [[r["preset"], r["gpu"], str(r["gpus_per_domain"]), f"{r['nvlink_gbps']:g}", f"{r['nic_gbps']:g}",
+                  f"{r['all_reduce_domain_busbw_gbps']:.0f}", f"{r['all_to_all_domain_busbw_gbps']:.0f}",
+                  f"{r['all_reduce_2_domains_busbw_gbps']:.0f}"] for r in rows])
     for r in rows:
-        table.add_row(r["preset"], r["gpu"], str(r["gpus_per_domain"]), f"{r['nvlink_gbps']:g}", f"{r['nic_gbps']:g}",
-                      f"{r['all_reduce_domain_busbw_gbps']:.0f}", f"{r['all_to_all_domain_busbw_gbps']:.0f}",
-                      f"{r['all_reduce_2_domains_busbw_gbps']:.0f}")
-    console.print(table)
-    for r in rows:
-        console.print(f"{r['preset']}: {r['description']} (GPU: {r['gpu_source']})", highlight=False)
+        console.print(f"{r['preset']}: {r['description']} (GPU: {r['gpu_source']})", highlight=False, markup=False)
     console.print("sources: link rates from commbench/data/hardware.toml (GPU datasheets); efficiencies from its "
                   "[[measured]] figures (commbench systems --checks)", highlight=False, markup=False)
     if checks:
-        table = Table(title="published (measured) vs preset (predicted) busbw, GB/s", title_justify="left")
-        for column in ("preset", "collective", "ranks", "domains", "what", "published", "predicted", "error", "source"):
-            table.add_column(column, justify="right" if column in ("ranks", "domains", "published", "predicted", "error") else "left")
-        for r in check_rows:
-            table.add_row(r["preset"], r["collective"], str(r["group_size"]), str(r["num_domains"]), r["what"],
-                          f"{r['published_busbw_gbps']:.0f}", f"{r['predicted_busbw_gbps']:.0f}",
-                          f"{r['relative_error']:+.1%}", r["source"])
-        console.print(table)
+        print_table(console, "published (measured) vs preset (predicted) busbw, GB/s",
+                    [Col(name="preset", numeric=False), Col(name="collective", numeric=False), Col(name="ranks"),
+                     Col(name="domains", keep=1), Col(name="what", numeric=False, keep=2), Col(name="published"),
+                     Col(name="predicted"), Col(name="error"), Col(name="source", numeric=False, keep=3)],
+                    [[r["preset"], r["collective"], str(r["group_size"]), str(r["num_domains"]), escape(r["what"]),
+                      f"{r['published_busbw_gbps']:.0f}", f"{r['predicted_busbw_gbps']:.0f}", f"{r['relative_error']:+.1%}",
+                      escape(r["source"])] for r in check_rows])

@@ -131,25 +131,20 @@ def run_compare_rank(rank_env: RankEnv, config: CompareConfig) -> BenchOutcome:
 
 
 def print_comparison(rows: list[list[Measurement]], names: list[str]) -> None:
-    from rich.table import Table
-
     from commbench.results.render import stdout_console
+    from commbench.results.tables import Col, print_table
     from commbench.units import format_size
 
-    console = stdout_console(piped_width=200)
-
     baseline = names[-1]
-    table = Table(title=f"measured median time per backend; ratio = backend / {baseline}")
-    table.add_column("size", justify="right")
-    for name in names:
-        table.add_column(f"{name} µs", justify="right")
-    for name in names[:-1]:
-        table.add_column(f"{name} / {baseline}", justify="right")
+    cols = [Col(name="size")] + [Col(name=f"{name} (µs)") for name in names]
+    cols += [Col(name=f"{name} / {baseline}") for name in names[:-1]]
+    cells = []
     for row in rows:
         times = [f"{r.time_us_median:.2f}" if r.status == "ok" else "failed" for r in row]
         times += [""] * (len(names) - len(times))
         ratios = [f"{r.metrics['time_ratio_to_baseline']:.3f}" if "time_ratio_to_baseline" in r.metrics else "-"
                   for r in row[:len(names) - 1]]
         ratios += ["-"] * (len(names) - 1 - len(ratios))
-        table.add_row(format_size(row[0].size_bytes), *times, *ratios)
-    console.print(table)
+        cells.append([format_size(row[0].size_bytes), *times, *ratios])
+    print_table(stdout_console(piped_width=200), f"measured median time per backend; ratio = backend / {baseline}",
+                cols, cells)

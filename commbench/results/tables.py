@@ -83,24 +83,38 @@ def _header(name: str, split: int) -> str:
 
 
 def _layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], kept: list[int], split: int,
-            width: int, label_floor: int) -> dict[int, int] | None:
-    """Content widths of the kept columns if they fit in `width` (labels shrunk as needed), else None."""
-    full = {i: max([_cell_len(_header(cols[i].name, split))] + [_cell_len(r[i]) for r in rows]) for i in kept}
+            width: int, label_floor: int) -> tuple[dict[int, str], dict[int, int]] | None:
+    """(headers, content widths) of the kept columns if they fit in `width` (labels shrunk as needed), else None.
+    With split=2 headers go a word a line one column at a time, the one whose header overhangs its cells most first."""
+    cells = {i: max((_cell_len(r[i]) for r in rows), default=0) for i in kept}
+    headers = {i: _header(cols[i].name, min(split, 1)) for i in kept}
     room = width - (3 * len(kept) + 1)  # padding 1 each side, one border between and at both edges
     labels = [i for i in kept if not cols[i].numeric]
-    fixed = sum(full[i] for i in kept if cols[i].numeric)
-    need = fixed + sum(full[i] for i in labels)
-    if need <= room:
-        return full
-    floor = {i: min(full[i], max(label_floor, _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
-    if fixed + sum(floor.values()) > room:
-        return None
-    widths = dict(full)
-    budget = room - fixed
-    while sum(widths[i] for i in labels) > budget:  # shave the widest label column one character at a time
-        widest = max((i for i in labels if widths[i] > floor[i]), key=lambda i: widths[i])
-        widths[widest] -= 1
-    return widths
+
+    def fits() -> dict[int, int] | None:
+        full = {i: max(_cell_len(headers[i]), cells[i]) for i in kept}
+        fixed = sum(full[i] for i in kept if cols[i].numeric)
+        if fixed + sum(full[i] for i in labels) <= room:
+            return full
+        floor = {i: min(full[i], max(label_floor, _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
+        if fixed + sum(floor.values()) > room:
+            return None
+        widths = dict(full)
+        while sum(widths[i] for i in labels) > room - fixed:  # shave the widest label column a character at a time
+            widest = max((i for i in labels if widths[i] > floor[i]), key=lambda i: widths[i])
+            widths[widest] -= 1
+        return widths
+
+    widths = fits()
+    if split == 2:
+        overhang = sorted((i for i in kept if _cell_len(headers[i]) > cells[i]),
+                          key=lambda i: cells[i] - _cell_len(headers[i]))
+        for i in overhang:
+            if widths is not None:
+                break
+            headers[i] = _header(cols[i].name, 2)
+            widths = fits()
+    return None if widths is None else (headers, widths)
 
 
 def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int, *,
@@ -116,19 +130,19 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
     chosen = None
     for split, level, floor in attempts:
         kept = [i for i, c in enumerate(cols) if c.keep is None or level is None or c.keep > level]
-        widths = _layout(cols, rows, kept, split, width, floor)
-        if widths is not None:
-            chosen = (split, kept, widths)
+        laid = _layout(cols, rows, kept, split, width, floor)
+        if laid is not None:
+            chosen = (kept, *laid)
             break
     if chosen is None:  # too narrow even for the numbers alone: keep them whole, let the line run long
         kept = [i for i, c in enumerate(cols) if c.keep is None]
-        chosen = (2, kept, {i: max([_cell_len(_header(cols[i].name, 2))] + [_cell_len(r[i]) for r in rows])
-                               for i in kept})
-    split, kept, widths = chosen
+        headers = {i: _header(cols[i].name, 2) for i in kept}
+        chosen = (kept, headers, {i: max([_cell_len(headers[i])] + [_cell_len(r[i]) for r in rows]) for i in kept})
+    kept, headers, widths = chosen
     table = Table(title_justify="left", expand=False)
     for i in kept:
         col = cols[i]
-        table.add_column(_header(col.name, split), justify="right" if col.numeric else "left", width=widths[i],
+        table.add_column(headers[i], justify="right" if col.numeric else "left", width=widths[i],
                          no_wrap=col.numeric, overflow="fold")
     for row in rows:
         table.add_row(*(row[i] for i in kept))

@@ -268,3 +268,34 @@ def import_file(path: str, collective: str | None = None) -> ImportResult:
         except json.JSONDecodeError as exc:
             return ImportResult(problems=[(path, exc.lineno, "", f"invalid JSON: {exc.msg}")])
     return parse_text(text, path, collective)
+
+
+def implied_world_size(collective: str, algbw_gbps: float, busbw_gbps: float) -> int | None:
+    """The rank count nccl-tests' bus factor implies (busbw/algbw = 2(n-1)/n for all_reduce, (n-1)/n for
+    reduce_scatter, all_gather and alltoall); None where the factor says nothing (1, or no bandwidth)."""
+    if algbw_gbps <= 0 or busbw_gbps <= 0:
+        return None
+    ratio = busbw_gbps / algbw_gbps
+    free = 2.0 - ratio if collective == "all_reduce" else 1.0 - ratio
+    scale = 2.0 if collective == "all_reduce" else 1.0
+    if collective not in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all") or free <= 1e-3:
+        return None
+    return round(scale / free)
+
+
+def world_size_warnings(records: list[Record]) -> list[str]:
+    """One line per imported run whose world size (read from the log) disagrees with busbw/algbw at its
+    largest-bandwidth point (the least rounded: nccl-tests prints two decimals)."""
+    worlds = {r.run_id: r.world_size for r in records if isinstance(r, RunHeader)}
+    best: dict[str, Measurement] = {}
+    for m in records:
+        if isinstance(m, Measurement) and m.algbw_gbps and m.busbw_gbps and \
+                (m.run_id not in best or m.algbw_gbps > best[m.run_id].algbw_gbps):
+            best[m.run_id] = m
+    out = []
+    for run_id, m in best.items():
+        implied = implied_world_size(m.collective, m.algbw_gbps, m.busbw_gbps)
+        if implied is not None and implied != worlds.get(run_id) and m.algbw_gbps >= 1.0:
+            out.append(f"{m.collective}: world size read as {worlds.get(run_id)} (the log has no '# Rank' lines or "
+                       f"they disagree) but busbw/algbw implies {implied} ranks; the records keep {worlds.get(run_id)}")
+    return out
