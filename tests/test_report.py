@@ -29,10 +29,12 @@ def test_cli_writes_pngs_and_markdown(tmp_path):
     result = CliRunner().invoke(app, ["report", str(results), "--out", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
     pngs = sorted((tmp_path / "rep").glob("*.png"))
-    assert [p.name for p in pngs] == ["all_gather-busbw.png", "all_reduce-busbw.png", "all_to_all-busbw.png"]
+    assert [p.name for p in pngs] == [f"{c}-{kind}.png" for c in ("all_gather", "all_reduce", "all_to_all")
+                                      for kind in ("busbw", "latency")]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000 for p in pngs)
     md = (tmp_path / "rep" / "README.md").read_text()
-    assert "![all_reduce busbw vs size](all_reduce-busbw.png)" in md and "164.090" in md
+    assert "![all_reduce busbw](all_reduce-busbw.png)" in md and "![all_reduce latency](all_reduce-latency.png)" in md
+    assert "164.090" in md
     assert "predicted" not in md
 
 
@@ -46,4 +48,5 @@ def test_predicted_overlay_is_labelled(tmp_path):
 
     files = write_report(records, tmp_path, sources=["x"], predict=predict, predicted_from="fabric.json")
     assert calls == [("all_reduce", 8), ("all_reduce", 8)] and files.plots[0].stat().st_size > 10_000
+    assert [p.name for p in files.plots] == ["all_reduce-busbw.png", "all_reduce-latency.png"]
     assert "dashed lines are predicted from fabric.json" in files.markdown.read_text()

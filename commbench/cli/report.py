@@ -1,4 +1,4 @@
-"""`commbench report FILE... [--out DIR]`: rich tables, busbw-vs-size PNGs and a Markdown summary."""
+"""`commbench report FILE... [-O DIR]`: rich tables, busbw/latency-vs-size figures and a Markdown summary."""
 
 from __future__ import annotations
 
@@ -17,17 +17,19 @@ def fabric_predictor(path: str):
     return lambda collective, sizes, group_size: collective_time_s(fabric, collective, sizes, group_size)
 
 
-@command("report", help="Tables, busbw-vs-size plots (PNG) and a Markdown summary from results files.")
+@command("report", help="Tables, busbw and latency vs size plots (PNG, --svg) and a Markdown summary from results files.")
 def report(
     files: Annotated[list[str], typer.Argument(help="Results files (JSONL).")],
     out: Annotated[str, typer.Option("-O", "--out", help="Directory for the PNGs and README.md.")] = "report",
-    fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw as dashed lines.")] = None,
+    fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw and latency as dashed lines.")] = None,
+    svg: Annotated[bool, typer.Option("--svg", help="Also write each figure as SVG (PNGs are 150 dpi).")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
     from commbench.results.report import by_collective, series_label, write_report
-    from commbench.results.records import measurements, read_records
+    from commbench.results.records import headers, measurements, read_records
 
-    records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(f"[yellow]skipped line {n}[/]: {why}")))
+    everything = read_records(files, on_bad_line=lambda n, why: console.print(f"[yellow]skipped line {n}[/]: {why}"))
+    records = measurements(everything)
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")
     for collective, series in sorted(by_collective(records).items()):
@@ -35,5 +37,6 @@ def report(
             # imported nccl-tests rows have no p99: shown as "-"
             console.print(measurement_table(f"{collective} — {series_label(key)} (measured)", rows, console.width))
     predict = fabric_predictor(fabric) if fabric else None
-    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "")
+    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
+                          headers=headers(everything), formats=("png", "svg") if svg else ("png",))
     console.print(f"[green]report[/]: {result.markdown} and {len(result.plots)} plot(s) in {out}", highlight=False)

@@ -1,8 +1,9 @@
 """Reports from results files: rich tables, PNG plots (matplotlib, headless) and a Markdown summary.
 
-Plots: busbw vs size (log-x) per collective, one line per (backend, dtype, group size, layout).
-Every figure is measured unless a line says "predicted": pass `predict(collective, sizes_bytes,
-group_size) -> seconds` (e.g. from a fitted fabric) to overlay predictions as dashed lines.
+Plots (commbench.results.plots): busbw and latency vs size per collective, one line per (backend,
+dtype, group size, layout); MoE all-to-all against tokens per rank. Every figure is measured unless
+a line says "predicted": pass `predict(collective, sizes_bytes, group_size) -> seconds` (e.g. from a
+fitted fabric) to overlay predictions as dashed lines with cross markers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from commbench.results.records import Measurement
+from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
+from commbench.results.records import Measurement, RunHeader
+from commbench.results.render import is_moe
 from commbench.units import format_size
 
 Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
@@ -39,7 +42,8 @@ def series_label(key: tuple) -> str:
     backend, dtype, group_size, layout, in_place, params = key
     named = dict(params)
     extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if k in named)
-    return (f"{backend} {dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
+    dtype = "" if "hidden" in named else f" {dtype}"  # MoE: the dtype is the byte payload, not a data type
+    return (f"{backend}{dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
             + (" in-place" if in_place else "") + extra)
 
 
@@ -54,32 +58,21 @@ def by_collective(records: Iterable[Measurement]) -> dict[str, dict[tuple, list[
     return out
 
 
-def plot_collective(collective: str, series: dict[tuple, list[Measurement]], path: Path,
-                    predict: Predictor | None = None, source: str = "") -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+def plot_collective(collective: str, series: dict[tuple, list[Measurement]], stem: Path,
+                    predict: Predictor | None = None, note: str = "", formats: tuple[str, ...] = ("png",)) -> list[Path]:
+    """The figures of one collective: busbw and latency vs size, or for MoE all-to-all dispatch and combine
+    busbw vs tokens per rank (commbench.results.plots); returns the written files."""
+    curves = []
     for key, rows in sorted(series.items()):
-        sizes = np.array([m.size_bytes for m in rows], dtype=float)
-        line, = ax.plot(sizes, [m.busbw_gbps for m in rows], marker="o", label=f"measured: {series_label(key)}")
-        if predict is not None:
+        seconds = None
+        if predict is not None and not is_moe(rows[0]):
+            sizes = np.array([m.size_bytes for m in rows], dtype=float)
             seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
-            factor = np.array([m.busbw_gbps / m.algbw_gbps if m.algbw_gbps else 1.0 for m in rows])
-            ax.plot(sizes, sizes / seconds / 1e9 * factor, linestyle="--", color=line.get_color(),
-                    label=f"predicted: {series_label(key)}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("size (bytes, nccl-tests' size)")
-    ax.set_ylabel("busbw (GB/s, GB = 1e9 B)")
-    ax.set_title(f"{collective}: bus bandwidth vs size" + (f" ({source})" if source else ""))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        curves.append(Series(label=series_label(key), rows=rows, predicted_s=seconds))
+    if all(is_moe(rows[0]) for rows in series.values()):
+        return save(moe_figure(curves, note), f"{stem}-moe", formats)
+    return (save(busbw_figure(collective, curves, note), f"{stem}-busbw", formats)
+            + save(latency_figure(collective, curves, note), f"{stem}-latency", formats))
 
 
 def markdown_table(rows: list[Measurement]) -> list[str]:
@@ -93,8 +86,9 @@ def markdown_table(rows: list[Measurement]) -> list[str]:
 
 
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
-                 predict: Predictor | None = None, predicted_from: str = "") -> ReportFiles:
-    """PNG per collective and README.md linking them, under out_dir."""
+                 predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
+                 formats: tuple[str, ...] = ("png",)) -> ReportFiles:
+    """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
@@ -103,9 +97,13 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
     for collective, series in sorted(grouped.items()):
-        png = plot_collective(collective, series, out / f"{collective}-busbw.png", predict)
-        plots.append(png)
-        md += [f"## {collective}", "", f"![{collective} busbw vs size]({png.name})", ""]
+        run_ids = {m.run_id for rows in series.values() for m in rows}
+        note = caption([h for h in headers if h.run_id in run_ids]) + (
+            f"; dashed: predicted from {predicted_from}" if predict and predicted_from else "")
+        figures = plot_collective(collective, series, out / collective, predict, note, formats)
+        plots += figures
+        md += [f"## {collective}", ""] + [f"![{collective} {f.stem.rsplit('-', 1)[-1]}]({f.name})" for f in figures
+                                          if f.suffix == f".{formats[0]}"] + [""]
         for key, rows in sorted(series.items()):
             md += [f"### {series_label(key)}", "", *markdown_table(rows), ""]
     if failed:

@@ -1,0 +1,149 @@
+"""Slide-ready figures of measured (and predicted) results, drawn with matplotlib (headless).
+
+- busbw vs size: log-x with sizes as B/KiB/MiB/GiB, log-y so small sizes stay visible;
+- latency vs size: log-log, the median time per iteration;
+- MoE all-to-all: dispatch and combine busbw apart (nccl-tests' alltoall factor, see
+  collectives/moe_all_to_all.py) against tokens per rank, on a linear y axis from 0.
+Measured series are solid lines with round markers; predicted ones dashed with cross markers, named
+"predicted" in the legend. The caption names host, date, backend and world size of the runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from commbench.results.records import Measurement, RunHeader
+from commbench.units import format_size
+
+MEASURED_STYLE = {"linestyle": "-", "marker": "o", "markersize": 4}
+PREDICTED_STYLE = {"linestyle": "--", "marker": "x", "markersize": 5, "alpha": 0.85}
+DPI = 150
+FORMATS = ("png", "svg")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Series:
+    """One curve: its legend label, the measured rows (sorted by x) and, when given, predicted seconds per row."""
+
+    label: str
+    rows: list[Measurement]
+    predicted_s: np.ndarray | None = None
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def human_size_axis(axis) -> None:
+    """Power-of-two size ticks labelled 8 B, 64 KiB, 16 MiB, 2 GiB (not 2^18)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    axis.set_major_locator(LogLocator(base=4))
+    axis.set_minor_locator(LogLocator(base=2, subs=(1.0,)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: format_size(value) if value >= 1 else ""))
+    axis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+
+
+def caption(headers: list[RunHeader]) -> str:
+    """Where and when the runs measured: hosts, date, backend and world size (one clause per distinct run setup)."""
+    parts = []
+    for h in headers:
+        hosts = sorted(set(h.hostnames))
+        where = ", ".join(hosts[:3]) + (f" +{len(hosts) - 3}" if len(hosts) > 3 else "")
+        text = (f"measured on {where}, {h.started_at[:10] if h.started_at else 'date unknown'}, {h.backend}, {h.world_size} ranks"
+                + (", EMULATED fabric" if h.emulated else ""))
+        if text not in parts:
+            parts.append(text)
+    return "; ".join(parts[:3]) + (" ..." if len(parts) > 3 else "")
+
+
+def _finish(fig, ax, title: str, note: str) -> None:
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    if note:
+        fig.text(0.01, 0.01, note, fontsize=7, color="0.35", ha="left", va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
+
+
+def busbw_figure(collective: str, series: list[Series], note: str = ""):
+    """busbw (GB/s) vs size on log-log axes; predicted busbw uses each row's own bus factor."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for s in series:
+        sizes = np.array([m.size_bytes for m in s.rows], dtype=float)
+        line, = ax.plot(sizes, [m.busbw_gbps for m in s.rows], label=f"measured: {s.label}", **MEASURED_STYLE)
+        if s.predicted_s is not None:
+            factor = np.array([m.busbw_gbps / m.algbw_gbps if m.algbw_gbps else 1.0 for m in s.rows])
+            ax.plot(sizes, sizes / s.predicted_s / 1e9 * factor, color=line.get_color(),
+                    label=f"predicted: {s.label}", **PREDICTED_STYLE)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", nonpositive="mask")  # busbw printed as 0.00 (tiny sizes) has no place on a log axis
+    human_size_axis(ax.xaxis)
+    ax.set_xlabel("size (nccl-tests' size)")
+    ax.set_ylabel("busbw (GB/s, GB = 1e9 B; log scale)")
+    _finish(fig, ax, f"{collective}: bus bandwidth vs size", note)
+    return fig
+
+
+def latency_figure(collective: str, series: list[Series], note: str = ""):
+    """Median time per iteration (µs) vs size on log-log axes."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for s in series:
+        sizes = np.array([m.size_bytes for m in s.rows], dtype=float)
+        line, = ax.plot(sizes, [m.time_us_median for m in s.rows], label=f"measured: {s.label}", **MEASURED_STYLE)
+        if s.predicted_s is not None:
+            ax.plot(sizes, s.predicted_s * 1e6, color=line.get_color(), label=f"predicted: {s.label}",
+                    **PREDICTED_STYLE)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", nonpositive="mask")
+    human_size_axis(ax.xaxis)
+    ax.set_xlabel("size (nccl-tests' size)")
+    ax.set_ylabel("time per iteration (µs, median; log scale)")
+    _finish(fig, ax, f"{collective}: latency vs size", note)
+    return fig
+
+
+def moe_figure(series: list[Series], note: str = ""):
+    """Dispatch and combine busbw (GB/s, measured) against tokens per rank, each MoE setup one colour."""
+    from matplotlib.ticker import FuncFormatter
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for s in series:
+        tokens = [m.params["tokens_per_rank"] for m in s.rows]
+        line, = ax.plot(tokens, [m.metrics.get("dispatch_busbw_gbps", np.nan) for m in s.rows],
+                        label=f"dispatch: {s.label}", **MEASURED_STYLE)
+        ax.plot(tokens, [m.metrics.get("combine_busbw_gbps", np.nan) for m in s.rows], color=line.get_color(),
+                label=f"combine: {s.label}", linestyle=":", marker="s", markersize=4)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("tokens per rank")
+    ax.set_ylabel("busbw (GB/s, measured; (n-1)/n factor)")
+    _finish(fig, ax, "moe_all_to_all: dispatch and combine bandwidth vs tokens per rank", note)
+    return fig
+
+
+def save(fig, stem, formats: tuple[str, ...] = ("png",)) -> list:
+    """Write `fig` as stem.png (150 dpi) and/or stem.svg; returns the paths."""
+    from pathlib import Path
+
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise ValueError(f"format={fmt!r}: allowed {', '.join(FORMATS)}")
+    paths = []
+    for fmt in formats:
+        path = Path(f"{stem}.{fmt}")
+        fig.savefig(path, dpi=DPI)
+        paths.append(path)
+    _pyplot().close(fig)
+    return paths
