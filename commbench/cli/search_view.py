@@ -97,7 +97,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
                     "both)", PARETO_COLUMNS, pareto_rows(result))
         for line in lines:
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+            console.print(line, highlight=False, markup=False)
         console.print("Megatron-LM: " + shlex.join(args), highlight=False, markup=False, soft_wrap=True)
         console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
                       f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "

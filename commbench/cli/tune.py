@@ -67,7 +67,7 @@ def tune(
         progress.update(task, completed=1, description="3/3 plan: done")
     if not as_json:
         for line in dict.fromkeys(assumptions):
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+            console.print(line, highlight=False, markup=False)
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
                     extra_assumptions=list(dict.fromkeys(assumptions)))
 

@@ -14,8 +14,21 @@ from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
 
+VERIFY_COLUMNS = (Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size"),
+                  Col(name="plan size", keep=3), Col(name="measured (µs)"), Col(name="predicted (µs)"),
+                  Col(name="measured/predicted", keep=1), Col(name="#wrong"))
+
+
 def _us(value: float | None) -> str:
     return "-" if value is None or value != value else f"{value:,.1f}"
+
+
+def verify_rows(points: list[dict]) -> list[list[str]]:
+    """Table cells of `verify-plan --json`'s points (sizes in KiB/MiB as bench prints them)."""
+    return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["size_bytes"]),
+             format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
+             "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
+             str(p["num_wrong"])] for p in points]
 
 
 @command("verify-plan", help="Run a plan's own communication (EP all-to-all, TP collectives, DP bucket "
@@ -84,17 +97,11 @@ def verify_plan(
                                        "unmet_assumptions": flags}))
     else:
         print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s); measured here vs predicted for {system}",
-                    [Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size"),
-                     Col(name="plan size", keep=3), Col(name="measured (µs)"), Col(name="predicted (µs)"),
-                     Col(name="measured/predicted", keep=1), Col(name="#wrong")],
-                    [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["size_bytes"]),
-                      format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
-                      "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
-                      str(p["num_wrong"])] for p in points])
+                    VERIFY_COLUMNS, verify_rows(points))
         for flag in flags:
-            console.print(f"[yellow]unmet assumption:[/] {escape(flag)}", highlight=False, soft_wrap=True)
+            console.print(f"[yellow]unmet assumption:[/] {escape(flag)}", highlight=False)
     if any(row["num_wrong"] for row in rows):
-        raise CommbenchError("a collective returned wrong data (see the wrong column)")
+        raise CommbenchError("a collective returned wrong data (see the #wrong column)")
 
 
 def _rank(rank_env, job):
