@@ -47,3 +47,18 @@ def test_verify_plan_refuses_other_schema(tmp_path):
     path.write_text(json.dumps({"format": "commbench-plan", "version": 0}))
     result = CliRunner().invoke(app, ["verify-plan", str(path)])
     assert result.exit_code == 2 and "version" in result.output
+
+
+@pytest.mark.timeout(120)
+def test_verify_plan_json_validates_against_its_schema(small_plan):
+    import jsonschema
+
+    from tests.test_json_output import schema
+
+    result = CliRunner().invoke(app, ["verify-plan", str(small_plan), "--max-bytes", "64K", "--iters", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, schema("verify-plan"), cls=jsonschema.Draft202012Validator)
+    assert {p["collective"].split()[0] for p in doc["points"]} >= {"EP", "DP"}
+    assert all(p["size_bytes"] <= 64 << 10 and p["measured_time_us"] > 0 for p in doc["points"])
+    assert any("gloo" in flag for flag in doc["unmet_assumptions"])

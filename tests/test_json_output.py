@@ -1,0 +1,115 @@
+"""Every `--json` output validates against its documented schema (commbench/data/schemas, docs/json-output.md);
+a pinned and a searched plan share one schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.results.records import JsonlWriter, Measurement
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "commbench" / "data" / "schemas"
+PLAN = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8"]
+
+
+def schema(name: str) -> dict:
+    doc = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(doc)
+    return doc
+
+
+def run_json(args: list[str], exit_code: int = 0) -> dict:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == exit_code, result.output
+    return json.loads(result.stdout)
+
+
+def validate(doc: dict, name: str) -> None:
+    jsonschema.validate(doc, schema(name), cls=jsonschema.Draft202012Validator)
+
+
+@pytest.fixture(scope="module")
+def results_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("json") / "ar.jsonl"
+    with JsonlWriter(path) as writer:
+        for size in (1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26):
+            time_us = 20.0 + size / 5e3
+            writer.write(Measurement(run_id="r", collective="all_reduce", backend="gloo", size_bytes=size, count=size // 4,
+                                     dtype="float32", op="sum", in_place=True, world_size=2, group_size=2, iters=10,
+                                     warmup_iters=2, time_us_median=time_us, time_us_p99=time_us * 1.02,
+                                     algbw_gbps=size / time_us / 1e3, busbw_gbps=size / time_us / 1e3, num_wrong=0))
+    return path
+
+
+def test_pinned_and_searched_plans_share_one_schema(tmp_path):
+    pinned = run_json(PLAN + ["--layout", "tp=1,pp=4,vp=16,ep=32,mbs=2,gbs=4096,dispatcher=flex,moe_a2a_overlap=true", "--json", "--out", str(tmp_path / "p")])
+    searched = run_json(PLAN + ["--json", "--top", "3", "--out", str(tmp_path / "s")])
+    for doc in (pinned, searched, json.loads((tmp_path / "p" / "plan.json").read_text()),
+                json.loads((tmp_path / "s" / "plan.json").read_text())):
+        validate(doc, "plan")
+    assert pinned["mode"] == "pinned" and searched["mode"] == "search"
+    assert pinned["layout"] == searched["layout"]  # the search's winner, pinned, predicts the same step
+    assert pinned["predicted"]["step_s"] == pytest.approx(searched["predicted"]["step_s"])
+    assert (tmp_path / "p" / "megatron_args.txt").read_text().split() == pinned["megatron_args"]
+
+
+def test_plan_schema_refuses_a_document_missing_its_layout():
+    doc = run_json(PLAN + ["--layout", "tp=1,pp=4,vp=16,ep=32,mbs=2,gbs=4096", "--json"])
+    del doc["layout"]
+    with pytest.raises(jsonschema.ValidationError):
+        validate(doc, "plan")
+    doc = run_json(PLAN + ["--json", "--top", "2"]) | {"unknown_top_level": 1}
+    with pytest.raises(jsonschema.ValidationError):
+        validate(doc, "plan")
+
+
+def test_compare_json(results_file):
+    doc = run_json(["compare", str(results_file), str(results_file), "--json"])
+    validate(doc, "compare")
+    assert doc["passed"] and len(doc["points"]) == 7 and {p["verdict"] for p in doc["points"]} == {"ok"}
+
+
+def test_fit_json(results_file, tmp_path):
+    doc = run_json(["fit", str(results_file), "--json", "-O", str(tmp_path / "fabric.json")])
+    validate(doc, "fit")
+    assert doc["curves"][0]["collective"] == "all_reduce" and (tmp_path / "fabric.json").exists()
+
+
+def test_env_json():
+    doc = run_json(["env", "--json"])
+    validate(doc, "env")
+    assert doc["backend"] in ("gloo", "nccl")
+
+
+def test_predict_json_names_the_algorithm_per_size():
+    doc = run_json(["predict", "-c", "all_reduce", "-g", "144", "--system", "gb300-nvl72", "--racks", "2", "-b", "1K",
+                    "-e", "1G", "-f", "32", "--json"])
+    validate(doc, "predict")
+    assert all(row["algorithm"] for row in doc["rows"]) and all(row["predicted"] for row in doc["rows"])
+
+
+def test_sweep_dry_run_json_from_a_shipped_name():
+    doc = run_json(["sweep", "ci-small", "--dry-run", "--json"])
+    validate(doc, "sweep-plan")
+    assert doc["sweep"] == "ci-small" and len(doc["points"]) > 10
+
+
+def test_tune_json_from_results(results_file, tmp_path):
+    doc = run_json(["tune", "--results", str(results_file), "--out", str(tmp_path), "--top", "2", "--json"])
+    validate(doc, "plan")
+    sources = next(a for a in doc["assumptions"] if a.startswith("network sources: "))
+    assert len(sources.split("; ")) == len(set(sources.split("; ")))
+
+
+def test_old_output_spellings_still_work_with_a_notice(results_file, tmp_path):
+    result = CliRunner().invoke(app, ["fit", str(results_file), "-o", str(tmp_path / "f.json")])
+    assert result.exit_code == 0 and (tmp_path / "f.json").exists()
+    assert "-o/--output is now -O/--out" in result.stderr
+    clash = CliRunner().invoke(app, ["fit", str(results_file), "-o", "a.json", "-O", "b.json"])
+    assert clash.exit_code == 2 and "disagree" in clash.stderr
+    assert "--output" not in CliRunner().invoke(app, ["fit", "--help"], env={"COLUMNS": "200"}).stdout
