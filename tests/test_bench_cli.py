@@ -48,7 +48,13 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     assert result.exit_code == 0, result.output
     assert "#       size         count      type   redop    root" in result.output
     assert "# Avg bus bandwidth" in result.output
-    assert len(_lines(out)) == 1 + 3
+    table = runner.invoke(app, ["bench", "broadcast", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "3",
+                                "-O", str(tmp_path / "table.jsonl")], env={"COLUMNS": "100"})
+    assert table.exit_code == 0, table.output
+    rows = [r for r in _lines(tmp_path / "table.jsonl") if r["record_type"] == "measurement"]
+    mean_busbw = sum(r["busbw_gbps"] for r in rows) / len(rows)
+    assert f"# Avg bus bandwidth    : {mean_busbw:g} (GB/s, measured)" in table.output  # as nccl-tests closes
+    assert "redop" not in table.output and "┃ point" not in table.output  # broadcast has no reduction    assert len(_lines(out)) == 1 + 3
 
 
 @pytest.mark.parametrize("args,needle", [

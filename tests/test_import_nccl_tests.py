@@ -95,3 +95,17 @@ def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):
     empty.write_text("hello\n")
     result = runner.invoke(app, ["import", "nccl-tests", str(empty), "-o", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 2
+
+
+def test_world_size_that_disagrees_with_busbw_is_warned(tmp_path):
+    """A log without '# Rank' lines whose banner says 1 GPU, while busbw/algbw = 2(n-1)/n says 8 ranks."""
+    text = (DATA / "all_reduce_perf-2018.log").read_text().replace("nGpus 8", "nGpus 1")
+    log = tmp_path / "norank.log"
+    log.write_text("\n".join(line for line in text.splitlines() if "Rank" not in line))
+    result = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "--collective", "all_reduce",
+                                      "-O", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "world size read as 1" in result.stderr and "implies 8 ranks" in result.stderr
+    quiet = CliRunner().invoke(app, ["import", "nccl-tests", str(DATA / "all_reduce_perf-2018.log"), "--collective",
+                                     "all_reduce", "-O", str(tmp_path / "ok.jsonl")])
+    assert quiet.exit_code == 0 and "world size read" not in quiet.stderr

@@ -10,7 +10,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from commbench.results.render import (avg_busbw_line, measurement_table, nccl_tests_footer, nccl_tests_header,
                                       nccl_tests_row, run_title, stdout_console)
-from commbench.moe.params import sweep_params
+from commbench.moe.params import DEFAULTS as MOE_DEFAULTS
+from commbench.moe.presets import preset_params
 from commbench.results.records import Measurement, RunHeader
 
 
@@ -43,8 +44,9 @@ class BenchView:
             self.console.print(f"[yellow]note:[/] {note}", highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
         params = config.params
-        if "tokens_per_rank" in params:  # MoE: spell out what the preset and defaults resolve to
-            params = sweep_params(params, header.world_size)[0].as_params()
+        if "tokens_per_rank" in params:  # MoE: spell out what the defaults and the preset resolve to
+            params = {**MOE_DEFAULTS, **(preset_params(params["preset"]) if params.get("preset") else {}),
+                      **{k: v for k, v in params.items() if v is not None}}
         self.title = run_title(config.collective, header.world_size, params)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
