@@ -186,7 +186,7 @@ def test_piped_output_without_columns_uses_the_piped_width(monkeypatch):
 
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setattr("os.get_terminal_size", lambda fd=0: (_ for _ in ()).throw(OSError()))
-    assert stdout_console(piped_width=160).width == 160
+    assert stdout_console(piped_width=160).width == 160 and stdout_console().width == 200
     monkeypatch.setenv("COLUMNS", "93")
     assert stdout_console(piped_width=160).width == 93
 

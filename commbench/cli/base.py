@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 # Wide enough for the plan tables when output is piped or captured (rich would assume 80 columns).
-console = stdout_console(piped_width=200)  # COLUMNS or the terminal's width when there is one
+console = stdout_console()  # COLUMNS, else the terminal, else 200 columns (tables fit it when printed)
 err_console = Console(stderr=True)
 
 

@@ -146,5 +146,5 @@ def print_comparison(rows: list[list[Measurement]], names: list[str]) -> None:
                   for r in row[:len(names) - 1]]
         ratios += ["-"] * (len(names) - 1 - len(ratios))
         cells.append([format_size(row[0].size_bytes), *times, *ratios])
-    print_table(stdout_console(piped_width=200), f"measured median time per backend; ratio = backend / {baseline}",
+    print_table(stdout_console(), f"measured median time per backend; ratio = backend / {baseline}",
                 cols, cells)

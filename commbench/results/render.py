@@ -14,7 +14,7 @@ from commbench.results.records import Measurement
 from commbench.results.tables import Col, StdoutConsole, fitted_table
 from commbench.units import format_size
 
-def stdout_console(piped_width: int = 160) -> StdoutConsole:
+def stdout_console(piped_width: int = 200) -> StdoutConsole:
     """The console for tables on stdout, as wide as COLUMNS, else the terminal, else `piped_width` when no
     terminal is attached (CI logs); tables are fitted to that width when printed (commbench.results.tables)."""
     return StdoutConsole(piped_width=piped_width)
