@@ -173,9 +173,9 @@ def test_cli_tables_fit(name):
         check_fits(cli(CLI_TABLES[name], width), wide, width)
 
 
-def test_compare_and_report_tables_fit(results_pair, tmp_path):
+def test_compare_report_fit_env_tables_fit(results_pair, tmp_path):
     base, new = results_pair
-    for args in (["compare", base, new], ["report", new, "-O", str(tmp_path / "rep")]):
+    for args in (["compare", base, new], ["report", new, "-O", str(tmp_path / "rep")], ["fit", base], ["env"]):
         wide = cli(args, 400)
         for width in WIDTHS:
             check_fits(cli(args, width), wide, width)
@@ -196,3 +196,9 @@ def test_compare_json_has_a_verdict_per_point(results_pair):
     assert result.exit_code == 1  # 30% slower everywhere: a regression, as without --json
     doc = json.loads(result.stdout)  # the regression's one-line error goes to stderr
     assert doc["passed"] is False and {p["verdict"] for p in doc["points"]} == {"regressed"}
+
+
+def test_help_keeps_bracketed_names():
+    """rich markup ate "[model.NAME]" from plan --help ("TOML file of  tables"): brackets are escaped."""
+    assert "TOML file of [model.NAME] tables" in cli(["plan", "--help"], 200)
+    assert "the file's [sweep] nproc" in cli(["sweep", "--help"], 200)

@@ -39,7 +39,7 @@ def plan(
                                               "(or none) pins those and searches the rest.")] = None,
     precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "bf16",
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
-    model_file: Annotated[Optional[str], typer.Option(help="TOML file of [model.NAME] tables laid out like the shipped models.toml")] = None,
+    model_file: Annotated[Optional[str], typer.Option(help="TOML file of \\[model.NAME] tables, laid out like the shipped models.toml")] = None,
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     # --- layout search options (issue 9) ---
