@@ -173,7 +173,12 @@ def test_cli_tables_fit(name):
         check_fits(cli(CLI_TABLES[name], width), wide, width)
 
 
-def test_compare_report_fit_env_tables_fit(results_pair, tmp_path):
+def test_compare_report_fit_env_tables_fit(results_pair, tmp_path, monkeypatch):
+    from commbench.results.report import ReportFiles
+
+    # the report's tables are what is checked here; its figures are tests/test_plots.py's
+    monkeypatch.setattr("commbench.results.report.write_report",
+                        lambda *args, **kwargs: ReportFiles(markdown=tmp_path / "README.md", plots=[]))
     base, new = results_pair
     for args in (["compare", base, new], ["report", new, "-O", str(tmp_path / "rep")], ["fit", base], ["env"]):
         wide = cli(args, 400)
