@@ -51,6 +51,8 @@ class BenchView:
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
+        self._table_key: tuple[int, int] | None = None
+        self._table = None
         self.live = Live(self._renderable(), get_renderable=self._renderable, console=self.console, refresh_per_second=4,
                          transient=False)
         self.live.start()
@@ -71,8 +73,12 @@ class BenchView:
         self.progress.advance(self.task)
 
     def _renderable(self) -> Group:
-        """Rebuilt at each refresh, so the table fits the terminal as rows arrive and as it is resized."""
-        return Group(measurement_table(self.title, self.rows, self.console.width), self.progress)
+        """The table fitted to the terminal, rebuilt only when a row arrives or the width changes (the live
+        display refreshes 4 times a second on rank 0 while it measures)."""
+        key = (len(self.rows), self.console.width)
+        if self._table_key != key:
+            self._table_key, self._table = key, measurement_table(self.title, self.rows, key[1])
+        return Group(self._table, self.progress)
 
     def close(self) -> None:
         if self.format == "nccl-tests":

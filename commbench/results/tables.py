@@ -82,11 +82,11 @@ def _header(name: str, split: int) -> str:
     return name
 
 
-def _layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], kept: list[int], split: int,
+def _layout(cols: Sequence[Col], cell_widths: Sequence[int], kept: list[int], split: int,
             width: int, label_floor: int) -> tuple[dict[int, str], dict[int, int]] | None:
     """(headers, content widths) of the kept columns if they fit in `width` (labels shrunk as needed), else None.
     With split=2 headers go a word a line one column at a time, the one whose header overhangs its cells most first."""
-    cells = {i: max((_cell_len(r[i]) for r in rows), default=0) for i in kept}
+    cells = {i: cell_widths[i] for i in kept}
     headers = {i: _header(cols[i].name, min(split, 1)) for i in kept}
     room = width - (3 * len(kept) + 1)  # padding 1 each side, one border between and at both edges
     labels = [i for i in kept if not cols[i].numeric]
@@ -123,6 +123,7 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
     for row in rows:
         if len(row) != len(cols):
             raise ValueError(f"row has {len(row)} cells for {len(cols)} columns: {list(row)!r}")
+    cell_widths = [max((_cell_len(row[i]) for row in rows), default=0) for i in range(len(cols))]  # measured once
     order = sorted({c.keep for c in cols if c.keep is not None})
     # labels whole with every column, then labels of >= 30 characters, then labels down to _MIN_LABEL
     attempts = [(split, None, 1 << 30) for split in (0, 1, 2)]
@@ -130,14 +131,14 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
     chosen = None
     for split, level, floor in attempts:
         kept = [i for i, c in enumerate(cols) if c.keep is None or level is None or c.keep > level]
-        laid = _layout(cols, rows, kept, split, width, floor)
+        laid = _layout(cols, cell_widths, kept, split, width, floor)
         if laid is not None:
             chosen = (kept, *laid)
             break
     if chosen is None:  # too narrow even for the numbers alone: keep them whole, let the line run long
         kept = [i for i, c in enumerate(cols) if c.keep is None]
         headers = {i: _header(cols[i].name, 2) for i in kept}
-        chosen = (kept, headers, {i: max([_cell_len(headers[i])] + [_cell_len(r[i]) for r in rows]) for i in kept})
+        chosen = (kept, headers, {i: max(_cell_len(headers[i]), cell_widths[i]) for i in kept})
     kept, headers, widths = chosen
     table = Table(title_justify="left", expand=False)
     for i in kept:
