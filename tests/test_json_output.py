@@ -86,6 +86,12 @@ def test_env_json():
     assert doc["backend"] in ("gloo", "nccl")
 
 
+def test_systems_json():
+    doc = run_json(["systems", "--checks", "--json"])
+    validate(doc, "systems")
+    assert {p["preset"] for p in doc["presets"]} >= {"gb300-nvl72", "h100-hgx"} and doc["checks"]
+
+
 def test_predict_json_names_the_algorithm_per_size():
     doc = run_json(["predict", "-c", "all_reduce", "-g", "144", "--system", "gb300-nvl72", "--racks", "2", "-b", "1K",
                     "-e", "1G", "-f", "32", "--json"])

@@ -40,7 +40,7 @@ def preset_rows() -> list[dict]:
 @command("systems", help="List the preset systems with their link rates, predicted figures and sources.")
 def systems(
     checks: Annotated[bool, typer.Option("--checks", help="Also compare each preset with the published figures it reproduces.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables (schema: docs/json-output.md).")] = False,
 ) -> None:
     """Predicted figures are at 8 GiB; the 2-domain all-reduce spans two racks/nodes."""
     rows = preset_rows()
@@ -53,7 +53,7 @@ def systems(
                        "published_busbw_gbps": r.figure.busbw_gbps, "predicted_busbw_gbps": r.predicted_busbw_gbps,
                        "relative_error": r.relative_error, "source": r.source} for r in check_presets()]
     if as_json:
-        console.print_json(json.dumps({"presets": rows, "checks": check_rows}))
+        console.print_json(json.dumps({"format": "commbench-systems", "version": 1, "presets": rows, "checks": check_rows}))
         return
     print_table(console, "preset systems (busbw predicted at 8 GiB, GB/s)",
                 [Col(name="preset", numeric=False), Col(name="GPU", numeric=False, keep=2), Col(name="GPUs/domain", keep=1),
