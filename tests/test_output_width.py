@@ -16,7 +16,7 @@ from commbench.cli.app import app
 from commbench.cli.verify_plan import VERIFY_COLUMNS, verify_rows
 from commbench.results.records import JsonlWriter, Measurement
 from commbench.results.render import measurement_table, run_title
-from commbench.results.tables import Col, fitted_table
+from commbench.results.tables import Col, fitted_table, print_table
 
 WIDTHS = (80, 100, 120, 200)
 NUMBER = re.compile(r"(?<![\w.])[-+±]?\d[\d,]*(?:\.\d+)?(?:x|%)?(?![\w.])")
@@ -113,6 +113,13 @@ def test_fitted_table_drops_low_value_columns_first_and_says_so():
     rows = [["a long label that wraps " * 3, "123456789.123", "987654321.987"]]
     out = render(fitted_table("t", cols, rows, 36), 36)
     assert "123456789.123" in out and "987654321.987" not in out and "narrow terminal: low value not" in out
+
+
+def test_too_narrow_for_the_numbers_keeps_them_whole():
+    console = Console(width=20, file=io.StringIO(), color_system=None)
+    print_table(console, "t", [Col(name="size"), Col(name="busbw (GB/s)"), Col(name="x", keep=1)],
+                [["128 MiB", "123456.789", "1"]])
+    assert "123456.789" in console.file.getvalue()
 
 
 VERIFY_POINTS = [{"collective": "EP all-to-all (dispatch)", "group_size": 4, "plan_group_size": 32,

@@ -7,7 +7,8 @@ A table is declared as columns (`Col`) and rows of strings (rich markup allowed)
 3. label columns wrap to no fewer than 30 characters, dropping low-value columns (lowest `keep` first;
    keep=None: never dropped) until the rest fits;
 4. label columns wrap further (folding words longer than their width); numeric cells never wrap or shrink.
-A number is therefore never cut: when even that is too wide, the table is wider than the console.
+A number is therefore never cut: when even that is too wide, the table's lines run past the console's
+width (print_table does not crop them; the terminal wraps them).
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
         headers = {i: _header(cols[i].name, 2) for i in kept}
         chosen = (kept, headers, {i: max(_cell_len(headers[i]), cell_widths[i]) for i in kept})
     kept, headers, widths = chosen
-    table = Table(title_justify="left", expand=False)
+    # an explicit table width: rich would otherwise shrink every column, numbers too, to the console
+    table = Table(expand=False, width=sum(widths.values()) + 3 * len(kept) + 1)
     for i in kept:
         col = cols[i]
         table.add_column(headers[i], justify="right" if col.numeric else "left", width=widths[i],
@@ -159,4 +161,4 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
 
 def print_table(console: Console, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[str]], *,
                 caption: str | None = None) -> None:
-    console.print(fitted_table(title, cols, rows, console.width, caption=caption))
+    console.print(fitted_table(title, cols, rows, console.width, caption=caption), crop=False)
