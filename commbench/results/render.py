@@ -82,11 +82,11 @@ def _plain_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[
     if any(m.op for m in records):
         columns.append((Col(name="redop", numeric=False, keep=3), lambda m: m.op or "-"))
     columns += [(Col(name="time (µs)"), lambda m: _num(m.time_us_median, ".2f")),
-                (Col(name="p99 (µs)", keep=5), lambda m: _num(m.time_us_p99, ".2f")),
-                (Col(name="algbw (GB/s)", keep=6), lambda m: _num(m.algbw_gbps, ".3f")),
+                (Col(name="p99 (µs)", keep=4), lambda m: _num(m.time_us_p99, ".2f")),
+                (Col(name="algbw (GB/s)", keep=5), lambda m: _num(m.algbw_gbps, ".3f")),
                 (Col(name="busbw (GB/s)"), lambda m: _num(m.busbw_gbps, ".3f"))]
     if any(m.stages_us_median for m in records):
-        columns.append((Col(name="stages (median µs)", numeric=False, keep=4), stages_text))
+        columns.append((Col(name="stages (median µs)", numeric=False, keep=6), stages_text))  # intra vs inter: kept longest
     return columns
 
 

@@ -4,8 +4,8 @@ A table is declared as columns (`Col`) and rows of strings (rich markup allowed)
 `fitted_table` sizes it for the console's width in this order, stopping as soon as it fits:
 1. every column, headers on one line;
 2. units move under the header name ("busbw (GB/s)" -> "busbw" over "(GB/s)"), then a word a line;
-3. label columns wrap to no fewer than 30 characters, dropping low-value columns (lowest `keep` first;
-   keep=None: never dropped) until the rest fits;
+3. label columns wrap to no fewer than 30 characters (the first; 16 for later ones), dropping low-value
+   columns (lowest `keep` first; keep=None: never dropped) until the rest fits;
 4. label columns wrap further (folding words longer than their width); numeric cells never wrap or shrink.
 A number is therefore never cut: when even that is too wide, the table's lines run past the console's
 width (print_table does not crop them; the terminal wraps them).
@@ -97,7 +97,9 @@ def _layout(cols: Sequence[Col], cell_widths: Sequence[int], kept: list[int], sp
         fixed = sum(full[i] for i in kept if cols[i].numeric)
         if fixed + sum(full[i] for i in labels) <= room:
             return full
-        floor = {i: min(full[i], max(label_floor, _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
+        # the first label column names the row and keeps `label_floor`; later ones (stages, notes) may go to 16
+        floor = {i: min(full[i], max(label_floor if i == labels[0] else min(label_floor, 16),
+                                     _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
         if fixed + sum(floor.values()) > room:
             return None
         widths = dict(full)
