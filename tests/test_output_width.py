@@ -19,7 +19,7 @@ from commbench.results.render import measurement_table, run_title
 from commbench.results.tables import Col, fitted_table, print_table
 
 WIDTHS = (80, 100, 120, 200)
-NUMBER = re.compile(r"(?<![\w.])[-+±]?\d[\d,]*(?:\.\d+)?(?:x|%)?(?![\w.])")
+NUMBER = re.compile(r"(?<![\w.])[-+±]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:x|%)?(?![\w.])")
 # a command to copy and the one-line error on stderr: soft-wrapped by the terminal, never folded
 TOO_LONG_ON_PURPOSE = ("Megatron-LM: ", "error: ")
 

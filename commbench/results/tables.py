@@ -83,7 +83,7 @@ def _header(name: str, split: int) -> str:
     return name
 
 
-def _layout(cols: Sequence[Col], cell_widths: Sequence[int], kept: list[int], split: int,
+def _layout(cols: Sequence[Col], cell_widths: Sequence[int], word_widths: Sequence[int], kept: list[int], split: int,
             width: int, label_floor: int) -> tuple[dict[int, str], dict[int, int]] | None:
     """(headers, content widths) of the kept columns if they fit in `width` (labels shrunk as needed), else None.
     With split=2 headers go a word a line one column at a time, the one whose header overhangs its cells most first."""
@@ -98,7 +98,8 @@ def _layout(cols: Sequence[Col], cell_widths: Sequence[int], kept: list[int], sp
         if fixed + sum(full[i] for i in labels) <= room:
             return full
         # the first label column names the row and keeps `label_floor`; later ones (stages, notes) may go to 16
-        floor = {i: min(full[i], max(label_floor if i == labels[0] else min(label_floor, 16),
+        # and no label column gets narrower than its longest word (up to 30), so "tokens=1024" is not folded
+        floor = {i: min(full[i], max(label_floor if i == labels[0] else min(label_floor, 16), min(word_widths[i], 30),
                                      _cell_len(max(cols[i].name.split(), key=len)))) for i in labels}
         if fixed + sum(floor.values()) > room:
             return None
@@ -127,6 +128,8 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
         if len(row) != len(cols):
             raise ValueError(f"row has {len(row)} cells for {len(cols)} columns: {list(row)!r}")
     cell_widths = [max((_cell_len(row[i]) for row in rows), default=0) for i in range(len(cols))]  # measured once
+    word_widths = [0 if col.numeric else max((len(word) for row in rows for word in Text.from_markup(row[i]).plain.split()),
+                                             default=0) for i, col in enumerate(cols)]
     order = sorted({c.keep for c in cols if c.keep is not None})
     # labels whole with every column, then labels of >= 30 characters, then labels down to _MIN_LABEL
     attempts = [(split, None, 1 << 30) for split in (0, 1, 2)]
@@ -134,7 +137,7 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
     chosen = None
     for split, level, floor in attempts:
         kept = [i for i, c in enumerate(cols) if c.keep is None or level is None or c.keep > level]
-        laid = _layout(cols, cell_widths, kept, split, width, floor)
+        laid = _layout(cols, cell_widths, word_widths, kept, split, width, floor)
         if laid is not None:
             chosen = (kept, *laid)
             break
