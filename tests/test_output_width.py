@@ -214,3 +214,18 @@ def test_help_keeps_bracketed_names():
     """rich markup ate "[model.NAME]" from plan --help ("TOML file of  tables"): brackets are escaped."""
     assert "TOML file of [model.NAME] tables" in cli(["plan", "--help"], 200)
     assert "the file's [sweep] nproc" in cli(["sweep", "--help"], 200)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_backends_table_fits(width, monkeypatch, capsys):
+    from commbench.measure.compare_backends import print_comparison
+
+    rows = [[measurement("all_reduce", s, backend="torch-nccl", metrics={"time_ratio_to_baseline": 1.0625}),
+             measurement("all_reduce", s, backend="cupy-nccl")] for s in (8, 1 << 20, 8 << 30)]
+    texts = []
+    for columns in (width, 400):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        print_comparison(rows, ["torch-nccl", "cupy-nccl"])
+        texts.append(capsys.readouterr().out)
+    check_fits(texts[0], texts[1], width)
+    assert "1.062" in texts[0] or "1.063" in texts[0]
