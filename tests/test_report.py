@@ -50,3 +50,20 @@ def test_predicted_overlay_is_labelled(tmp_path):
     assert calls == [("all_reduce", 8), ("all_reduce", 8)] and files.plots[0].stat().st_size > 10_000
     assert [p.name for p in files.plots] == ["all_reduce-busbw.png", "all_reduce-latency.png"]
     assert "dashed lines are predicted from fabric.json" in files.markdown.read_text()
+
+
+def test_repeated_runs_of_one_setup_are_separate_lines(tmp_path, monkeypatch):
+    import dataclasses
+
+    import commbench.results.report as report
+
+    rows = [m for m in import_file(str(DATA / "all_reduce_perf-2018.log")).records
+            if isinstance(m, Measurement) and not m.in_place]
+    again = [dataclasses.replace(m, run_id="second") for m in rows]
+    drawn = {}
+    monkeypatch.setattr(report, "busbw_figure", lambda collective, curves, note: drawn.setdefault("curves", curves))
+    monkeypatch.setattr(report, "latency_figure", lambda *args: None)
+    monkeypatch.setattr(report, "save", lambda fig, stem, formats: [])
+    report.plot_collective("all_reduce", report.by_collective(rows + again)["all_reduce"], tmp_path / "x")
+    labels = [c.label for c in drawn["curves"]]
+    assert len(labels) == 2 and labels[1].endswith("(run second)") and len(drawn["curves"][0].rows) == len(rows)

@@ -64,11 +64,16 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], ste
     busbw vs tokens per rank (commbench.results.plots); returns the written files."""
     curves = []
     for key, rows in sorted(series.items()):
-        seconds = None
-        if predict is not None and not is_moe(rows[0]):
-            sizes = np.array([m.size_bytes for m in rows], dtype=float)
-            seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
-        curves.append(Series(label=series_label(key), rows=rows, predicted_s=seconds))
+        runs: dict[str, list[Measurement]] = {}
+        for m in rows:  # repeated runs of the same setup: one line each, not one zig-zag line
+            runs.setdefault(m.run_id, []).append(m)
+        for run_id, run_rows in runs.items():
+            seconds = None
+            if predict is not None and not is_moe(run_rows[0]):
+                sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
+                seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
+            label = series_label(key) + (f" (run {run_id})" if len(runs) > 1 else "")
+            curves.append(Series(label=label, rows=run_rows, predicted_s=seconds))
     if all(is_moe(rows[0]) for rows in series.values()):
         return save(moe_figure(curves, note), f"{stem}-moe", formats)
     return (save(busbw_figure(collective, curves, note), f"{stem}-busbw", formats)
