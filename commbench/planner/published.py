@@ -6,8 +6,12 @@ Mapping assumptions, the same for every row (the tables do not state them):
   with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
   release, whose throughput matches the FP8-CS rows of 25.11;
 - expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
-- sequence parallel on, selective recompute, distributed optimizer, TP comm overlap and DP
-  overlap on, EP all-to-all overlap off, force-balanced routing;
+- recipe features (RECIPE_FIELDS: recompute, dispatcher, moe_a2a_overlap, cuda_graph,
+  fp8_attention, fused_moe) from the row's "recipe" object (or top-level keys of a user's row)
+  where present: the shipped rows carry the Megatron-Bridge recipe file and commit they come from;
+- otherwise: sequence parallel on, selective recompute, distributed optimizer, TP comm overlap and
+  DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
+  force-balanced routing;
 - MoE dispatcher by system: on NVL72 racks (GB200, GB300) the flex dispatcher (HybridEP), which
   Megatron-Bridge's performance recipes set for every DeepSeek-V3 and Qwen3 config on GB200/GB300
   (scripts/performance/configs/*/..._workload_base_configs.py: moe_flex_dispatcher_backend=
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, Calibration
+from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, MOE_TERMS, Calibration
 from commbench.planner.layout import Layout, LayoutArrays
 from commbench.planner.models import ModelSpec, load_model
 
@@ -37,6 +41,22 @@ PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
                      distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True)
+
+
+RECIPE_FIELDS = ("recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp8_attention", "fused_moe",
+                 "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
+
+
+def recipe_flags(row: dict[str, Any], preset: str) -> dict[str, Any]:
+    """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system) overridden by the row's recipe."""
+    flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset))
+    recipe = row.get("recipe") or {}
+    for name in RECIPE_FIELDS:
+        if name in recipe:
+            flags[name] = recipe[name]
+        elif name in row:
+            flags[name] = row[name]
+    return flags
 
 
 NVL72_PRESETS = frozenset({"gb200-nvl72", "gb300-nvl72"})
@@ -102,7 +122,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         if "w/o mtp" in (r.get("notes") or "").lower():
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r["cp"] or 1)
-        flags = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset))
+        flags = recipe_flags(r, preset)
         layout = Layout(tp=tp, pp=pp, vp=int(r["vp"] or 1), ep=int(r["ep"] or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
@@ -160,22 +180,48 @@ def _preset(name: str, num_gpus: int):
 
 
 BOUNDS = {"gemm_efficiency_hopper": (0.3, 0.95), "gemm_efficiency_blackwell": (0.3, 0.95),
-          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_ratio": (0.2, 1.0), "attention_efficiency": (0.15, 0.9),
-          "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 5e-3), "moe_layer_overhead_s": (0.0, 2e-2),
-          "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
+          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.65), "attention_efficiency": (0.15, 0.9),
+          "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 5e-3), "graph_layer_residual": (0.05, 1.0),
+          "moe_sync_s": (0.0, 2e-2), "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
           "gemm_traffic_factor": (0.0, 10.0)}
+HUBER_DELTA = 0.1  # |log error| beyond which the loss grows linearly (~10%): outlier rows pull less
 
 
-def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, rounds: int = 6,
-                    terms: tuple[str, ...] = FITTED_TERMS) -> Calibration:
-    """Coordinate search over the fitted terms minimising the median |log(pred/published)|
-    (mean as a tie-breaker). Deterministic; a few hundred vectorised evaluations."""
-    def loss(cal: Calibration) -> float:
-        p = predict_runs(runs, cal)
-        err = np.abs(np.log(np.maximum(p.predicted_tokens, 1e-9) / p.published_tokens))
-        return float(np.median(err) + 0.25 * np.mean(err))
+def family_of(model_name: str) -> str:
+    """Model family for weighting: 'deepseek', 'qwen3', 'gpt-oss', 'llama' (the name's first word)."""
+    return re.split(r"[-.\d]", model_name.lower(), maxsplit=1)[0] or model_name.lower()
 
-    best, best_loss = start, loss(start)
+
+def fit_weights(runs: list[PublishedRun]) -> np.ndarray:
+    """Weight per modelled run: duplicates (same model, system, GPUs, precision, layout across
+    releases) share one unit, then every (model family x system) group gets the same total."""
+    modelled = [r for r in runs if r.layout is not None]
+    config = [(r.model.name, r.preset, int(r.row["num_gpus"]), r.layout) for r in modelled]
+    dup = {c: config.count(c) for c in set(config)}
+    w = np.array([1.0 / dup[c] for c in config])
+    groups = [(family_of(r.model.name), r.preset) for r in modelled]
+    totals: dict[tuple, float] = {}
+    for g, wi in zip(groups, w):
+        totals[g] = totals.get(g, 0.0) + wi
+    return np.array([wi / totals[g] for g, wi in zip(groups, w)]) if modelled else w
+
+
+def huber(x: np.ndarray, delta: float = HUBER_DELTA) -> np.ndarray:
+    ax = np.abs(x)
+    return np.where(ax <= delta, 0.5 * x * x, delta * (ax - 0.5 * delta))
+
+
+def fit_loss(runs: list[PublishedRun], cal: Calibration, weights: np.ndarray | None = None) -> float:
+    """Weighted Huber loss of log(predicted / measured) tokens/s/GPU over the modelled runs."""
+    p = predict_runs(runs, cal)
+    w = fit_weights(runs) if weights is None else weights
+    err = np.log(np.maximum(p.predicted_tokens, 1e-9) / p.published_tokens)
+    return float(np.sum(w * huber(err)) / max(np.sum(w), 1e-12))
+
+
+def _coordinate_search(runs, start: Calibration, terms, rounds: int) -> Calibration:
+    weights = fit_weights(runs)
+    best, best_loss = start, fit_loss(runs, start, weights)
     for round_index in range(rounds):
         step = 0.5 / (1 + round_index)
         for name in terms:
@@ -184,7 +230,32 @@ def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, r
             for factor in (1 + step, 1 / (1 + step), 1 + step / 3, 1 / (1 + step / 3)):
                 trial_value = float(np.clip(value * factor if value > 0 else hi * step / 10, lo, hi))
                 trial = best.with_values(**{name: trial_value})
-                trial_loss = loss(trial)
+                trial_loss = fit_loss(runs, trial, weights)
                 if trial_loss < best_loss:
                     best, best_loss, value = trial, trial_loss, trial_value
     return best
+
+
+def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, rounds: int = 5,
+                    terms: tuple[str, ...] = FITTED_TERMS) -> Calibration:
+    """Coordinate search minimising the weighted Huber log loss (fit_loss): every term on every
+    row, then the MoE-only terms (MOE_TERMS) again on the MoE rows alone. Terms the rows cannot
+    constrain (no row of that kind, e.g. no Hopper run) keep their start value. Deterministic."""
+    modelled = [r for r in runs if r.layout is not None]
+    if not modelled:
+        raise ValueError("no modelled runs to fit")
+    gpus = {r.preset for r in modelled}
+    usable = [t for t in terms if not (t == "gemm_efficiency_hopper" and not gpus & HOPPER_PRESETS)
+              and not (t == "gemm_efficiency_blackwell" and not gpus - HOPPER_PRESETS)
+              and not (t == "fp4_gemm_ratio" and not any(r.layout.precision == "nvfp4" for r in modelled))]
+    moe = [r for r in modelled if r.model.is_moe]
+    if not moe:
+        usable = [t for t in usable if t not in MOE_TERMS]
+    best = _coordinate_search(modelled, start, tuple(usable), rounds)
+    moe_terms = tuple(t for t in usable if t in MOE_TERMS)
+    if moe and moe_terms:
+        best = _coordinate_search(moe, best, moe_terms, max(2, rounds - 2))
+    return best
+
+
+HOPPER_PRESETS = frozenset({"h100-hgx", "h200-hgx", "h800-hgx"})

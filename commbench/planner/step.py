@@ -36,10 +36,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner import gemm_shape, memory
+from commbench.planner import gemm_shape, kernels, memory
 from commbench.planner.calibration import CALIBRATED, Calibration
 from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations, stage_imbalance
 from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
+from commbench.planner.placement import gpus_per_rack
 
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
 GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
@@ -51,6 +52,11 @@ OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write ma
 def _costmodel():
     from commbench.costmodel import collective_time_s, moe_all_to_all_time_s
     return collective_time_s, moe_all_to_all_time_s
+
+
+def _hierarchical():
+    from commbench.costmodel import hierarchical_reduce_scatter_time_s
+    return hierarchical_reduce_scatter_time_s
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,8 +143,12 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
     step_s=inf and fits=False; their other figures are meaningless."""
     collective_time_s, moe_all_to_all_time_s = _costmodel()
+    hierarchical_reduce_scatter_time_s = _hierarchical()
     cal = calibration
-    gpu, dom = system.gpu, int(system.domain_size)
+    gpu = system.gpu
+    # Ranks per rack as placement.py lays the job out (e.g. 256 GPUs of NVL72 racks as 4 x 64), so
+    # every "does this group cross a rack" test agrees with the placement the plan prints.
+    dom = gpus_per_rack(int(system.num_gpus), int(system.domain_size))
     s = seq_len or model.seq_len
     a = layouts
     violations = layout_violations(model, a, system.num_gpus, s)
@@ -159,29 +169,47 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     fl = flops_breakdown(model, s)
     tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
     tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced stages)
-    eff = cal.gemm_efficiency(gpu.name) * np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"),
-                                                   cal.fp4_gemm_ratio, 1.0)
-    gemm_rate = peak * 1e12 * eff
+    fp4_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"), cal.fp4_gemm_ratio, 1.0)
+    dense_rate = peak * 1e12 * cal.gemm_efficiency(gpu.name) * fp4_ratio
+    grouped_rate = peak * 1e12 * cal.grouped_gemm_efficiency * fp4_ratio
     other_gemm = fl.gemm - fl.routed_experts
-    tokens_gpu = tokens_gpu * stage_imbalance(model, pp, vp)
-    # Shape term (gemm_shape.py): compulsory operand traffic of narrow / short GEMMs at HBM bandwidth.
+    imbalance = stage_imbalance(model, pp, vp)
+    tokens_gpu = tokens_gpu * imbalance
+    # Roofline per GEMM kind (kernels.smooth_max): compute at the fitted efficiency vs the compulsory
+    # operand traffic of its shape (gemm_shape.py) at HBM bandwidth.
     dense_traffic, routed_traffic = gemm_shape.traffic_bytes_per_token(
         model, fl, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, precision=a.precision)
-    shape_s = tokens_gpu * cal.gemm_traffic_factor * (dense_traffic + routed_traffic) / (gpu.hbm_tbps * 1e12)
-    gemm_s = tokens_gpu * (other_gemm / gemm_rate + fl.routed_experts / (gemm_rate * cal.grouped_gemm_ratio)) + shape_s
-    attention_s = tokens_gpu * fl.attention_core / (gpu.bf16_tflops * 1e12 * cal.attention_efficiency)
-    n_layers = model.num_layers + model.num_mtp_layers
-    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
-    imbalance = stage_imbalance(model, pp, vp)
-    layers_stage = n_layers / pp * imbalance
-    moe_stage = n_moe / pp * imbalance
+    hbm = gpu.hbm_tbps * 1e12
+    dense_gemm_s = kernels.smooth_max(tokens_gpu * other_gemm / dense_rate,
+                                      tokens_gpu * cal.gemm_traffic_factor * dense_traffic / hbm)
+    routed_gemm_s = kernels.smooth_max(tokens_gpu * fl.routed_experts / grouped_rate,
+                                       tokens_gpu * cal.gemm_traffic_factor * routed_traffic / hbm)
+    gemm_s = dense_gemm_s + routed_gemm_s
+    # Attention core: tensor cores (bf16, or fp8 with fp8_attention in an 8/4-bit recipe) vs exp units.
+    fp8_attn = a.fp8_attention & (a.precision != CODE_FIELDS["precision"].index("bf16"))
+    attn_peak = np.where(fp8_attn, gpu.fp8_tflops, gpu.bf16_tflops) * 1e12
+    attention_s = kernels.attention_time_s(tokens_gpu * fl.attention_core,
+                                           tokens_gpu * kernels.attention_exps_per_token(model, s),
+                                           tc_rate_flops=attn_peak * cal.attention_efficiency,
+                                           sfu_rate_exps=(gpu.sfu_texp_per_s or 3.9) * 1e12)
+    # Layers of the busiest pipeline stage: the one place the layer split enters the step model.
+    layers_per_stage_max = (model.num_layers + model.num_mtp_layers) / pp * imbalance
+    moe_layers_per_stage_max = ((model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0) / pp * imbalance
+    layers_stage, moe_stage = layers_per_stage_max, moe_layers_per_stage_max
     mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb) * imbalance
-    memory_bound_s = mem_bytes / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
-    overhead_s = layers_stage * cal.layer_overhead_s + moe_stage * cal.moe_layer_overhead_s
+    memory_bound_s = mem_bytes / (hbm * cal.hbm_efficiency)
+    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal)
     recompute = a.recompute
-    full, selective = recompute == 2, recompute == 1
-    recompute_s = np.where(full, (gemm_s + attention_s + memory_bound_s) / 3.0,
-                           np.where(selective, attention_s / 3.0 + memory_bound_s / 6.0, 0.0))
+    # Recompute repeats forward work: full = a third of everything; selective (core attention) =
+    # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
+    # MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the
+    # experts' activation function (memory-bound).
+    up_proj_s = tokens_gpu * fl.attention_proj * 0.5 / dense_rate / 3.0 if model.attention == "mla" else 0.0
+    recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
+                            [(gemm_s + attention_s + memory_bound_s) / 3.0,
+                             attention_s / 3.0 + memory_bound_s / 6.0,
+                             up_proj_s + 0.0 * gemm_s,
+                             memory_bound_s / 12.0], 0.0)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
 
     # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
@@ -257,6 +285,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         etp_total_mb = np.zeros(len(a))
     ep_window = compute_mb - overhead_s
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.overlap_efficiency), ep_total_mb)
+    # Overlapped dispatch/combine kernels hold SMs while compute runs beside them (kernels.py).
+    ep_exposed_mb = ep_exposed_mb + np.where(a.moe_a2a_overlap, kernels.dispatcher_sm_fraction(gpu)
+                                             * np.minimum(ep_total_mb, ep_window), 0.0)
     # The ETP gather/scatter sits in the dispatcher beside the all-to-all: hidden only when the
     # EP communication is overlapped with the other micro-batch (what is left of the window).
     etp_window = np.maximum(ep_window - ep_total_mb, 0.0)
@@ -295,15 +326,32 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     dense_dom = _domains(world / pp, dense_group, dom)
     expert_dom = _domains(world / pp, expert_group, dom)
     dist = a.distributed_optimizer
-    rs_window = compute_mb * 2.0 / 3.0
-    ag_window = compute_mb / 3.0
+    # Overlap windows: the gradients of a model chunk are final after its last micro-batch's
+    # backward; with VP chunks the earlier chunks finish during the cool-down, so their reduce-
+    # scatter also hides behind the later chunks' backwards: (vp-1)/vp of the up to pp-1 cool-down
+    # micro-batches (Megatron interleaved 1F1B, arXiv 2104.04473); the parameter all-gather mirrors
+    # it in the warm-up forwards. vp=1: one micro-batch's backward / forward.
+    extra = (vp - 1) / vp * np.minimum(n_mb, pp - 1)
+    rs_window = compute_mb * 2.0 / 3.0 * (1.0 + extra)
+    ag_window = compute_mb / 3.0 * (1.0 + extra)
 
     def dp_terms(local, group, domains):
         active = group > 1
         g = np.maximum(group, 1)
-        rs = np.where(dist, collective_time_s(system, "reduce_scatter", local * GRAD_BYTES, g, domains),
-                      collective_time_s(system, "all_reduce", local * GRAD_BYTES, g, domains))
-        ag = np.where(dist, collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains), 0.0)
+        flat_rs = collective_time_s(system, "reduce_scatter", local * GRAD_BYTES, g, domains)
+        # Across racks a two-stage (hierarchical) reduce-scatter where faster; the all-gather mirrors it.
+        per_dom = g // np.maximum(domains, 1)
+        two_stage = (domains > 1) & (g % np.maximum(domains, 1) == 0)
+        if np.any(two_stage):
+            hier = hierarchical_reduce_scatter_time_s(system, local * GRAD_BYTES, g, np.where(two_stage, per_dom, g))
+            rs_best = np.where(two_stage, np.minimum(flat_rs, hier), flat_rs)
+            ag_flat = collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains)
+            ag_best = np.where(two_stage, np.minimum(ag_flat, hier * PARAM_BYTES / GRAD_BYTES), ag_flat)
+        else:
+            rs_best = flat_rs
+            ag_best = collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains)
+        rs = np.where(dist, rs_best, collective_time_s(system, "all_reduce", local * GRAD_BYTES, g, domains))
+        ag = np.where(dist, ag_best, 0.0)
         rs, ag = np.where(active, rs, 0.0), np.where(active, ag, 0.0)
         last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
         rs_exp = np.where(a.dp_overlap, _hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
