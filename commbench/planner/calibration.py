@@ -39,19 +39,21 @@ HOPPER = ("h100", "h200", "h800")
 
 @dataclass(frozen=True, kw_only=True)
 class Calibration:
-    # Defaults = the values fitted by `python benchmarks/planner_calibration.py --fit` (see there).
-    gemm_efficiency_hopper: float = 0.6409
-    gemm_efficiency_blackwell: float = 0.6
-    fp4_gemm_ratio: float = 0.6896
-    grouped_gemm_efficiency: float = 0.534
-    attention_efficiency: float = 0.4307
-    hbm_efficiency: float = 0.7539
-    layer_overhead_s: float = 1.262e-4
-    graph_layer_residual: float = 0.5
-    moe_sync_s: float = 1.524e-4
+    # Defaults = the values fitted by `python benchmarks/planner_calibration.py --fit` (89 published rows,
+    # Huber log loss, family x system weights). grouped_gemm_efficiency fits to its anchor's half: the
+    # rows still charge the expert GEMMs for MoE costs the model does not separate (see issue 13 notes).
+    gemm_efficiency_hopper: float = 0.7164
+    gemm_efficiency_blackwell: float = 0.583
+    fp4_gemm_ratio: float = 0.7596
+    grouped_gemm_efficiency: float = 0.2691
+    attention_efficiency: float = 0.4495
+    hbm_efficiency: float = 0.4764
+    layer_overhead_s: float = 0.0004906
+    graph_layer_residual: float = 0.3939
+    moe_sync_s: float = 0.0003475
     all_to_all_efficiency: float = 1.0
-    overlap_efficiency: float = 0.5829
-    gemm_traffic_factor: float = 2.0
+    overlap_efficiency: float = 0.4452
+    gemm_traffic_factor: float = 7.223
 
     # Not fitted: stated assumptions.
     reserve_fixed_bytes: float = 4e9       # CUDA context, NCCL buffers, cuBLAS/TE workspaces
@@ -89,3 +91,34 @@ MOE_TERMS = ("grouped_gemm_efficiency", "moe_sync_s", "all_to_all_efficiency")
 
 # The values in use; replaced by the fitted ones (see the module docstring).
 CALIBRATED = Calibration()
+
+CALIBRATION_KIND = "commbench-calibration"
+
+
+def calibration_json(cal: Calibration, *, fitted_on: list[str]) -> dict:
+    """The file `commbench calibrate -o` writes: the fitted terms and the runs they came from."""
+    return {"kind": CALIBRATION_KIND, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
+
+
+def load_calibration(path: str) -> Calibration:
+    """Read a `commbench calibrate -o` file; missing terms keep the shipped values. One-line errors."""
+    import json
+
+    from commbench.errors import invalid, read_user_file
+    try:
+        data = json.loads(read_user_file(path, "calibration file"))
+    except json.JSONDecodeError as exc:
+        raise invalid("--calibration", path, f"a JSON file written by `commbench calibrate -o` ({exc.msg})") from None
+    if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND or not isinstance(data.get("terms"), dict):
+        raise invalid("--calibration", path, f'a JSON object with "kind": "{CALIBRATION_KIND}" and "terms"')
+    terms = data["terms"]
+    unknown = sorted(set(terms) - set(FITTED_TERMS))
+    if unknown:
+        raise invalid("calibration term", unknown[0], f"one of {', '.join(FITTED_TERMS)}")
+    bad = [k for k, v in terms.items() if not isinstance(v, (int, float)) or isinstance(v, bool)]
+    if bad:
+        raise invalid(bad[0], terms[bad[0]], "a number")
+    try:
+        return CALIBRATED.with_values(**{k: float(v) for k, v in terms.items()})
+    except ValueError as exc:
+        raise invalid("--calibration", path, str(exc)) from None

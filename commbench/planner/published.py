@@ -95,6 +95,49 @@ class PublishedRun:
         return f"{r['model']} {r['gpu']}x{r['num_gpus']} {r['precision'] or '?'} {r['release']}"
 
 
+def _zoo_name(model: str) -> str | None:
+    """A published model name (MODEL_NAMES) or a zoo name as is."""
+    from commbench.planner.models import model_names
+    key = model.lower()
+    return MODEL_NAMES.get(key) or (key if key in model_names() else None)
+
+
+def _preset_name(gpu: str) -> str | None:
+    """A published GPU name (PRESETS) or a system preset name as is."""
+    from commbench.costmodel import preset_names
+    key = gpu.lower()
+    return PRESETS.get(key) or (key if key in preset_names() else None)
+
+
+REQUIRED_FIELDS = ("model", "gpu", "num_gpus", "seq_len", "gbs", "mbs", "tp", "pp", "tokens_per_s_per_gpu")
+
+
+def check_row(row: dict[str, Any], where: str) -> None:
+    """One line naming the first field a user's run lacks or holds badly (CommbenchError)."""
+    from commbench.errors import CommbenchError
+    for name in REQUIRED_FIELDS:
+        if row.get(name) in (None, ""):
+            raise CommbenchError(f"{where}: field {name!r} is missing (required: {', '.join(REQUIRED_FIELDS)})")
+    for name in ("num_gpus", "seq_len", "gbs", "mbs", "tp", "pp", "cp", "vp", "ep", "etp"):
+        value = row.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: a positive integer")
+    if not isinstance(row["tokens_per_s_per_gpu"], (int, float)) or row["tokens_per_s_per_gpu"] <= 0:
+        raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "
+                             "allowed: a positive number")
+    if _zoo_name(str(row["model"])) is None:
+        raise CommbenchError(f"{where}: field 'model' = {row['model']!r}; allowed: a zoo model "
+                             "(`commbench plan --help`) or a published name like DeepSeek-V3-671B")
+    if _preset_name(str(row["gpu"])) is None:
+        raise CommbenchError(f"{where}: field 'gpu' = {row['gpu']!r}; allowed: {', '.join(sorted(PRESETS))} "
+                             "or a system preset name")
+    try:
+        precision_of(row.get("precision"))
+    except ValueError:
+        raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; allowed: "
+                             "BF16, FP8, MXFP8, NVFP4") from None
+
+
 def _fsdp(notes: str) -> int:
     match = re.search(r"FSDP=(\d+)", notes or "")
     return int(match.group(1)) if match else 0
@@ -104,8 +147,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
     from commbench.data.reference import calibration_runs
     out = []
     for i, r in enumerate(rows if rows is not None else calibration_runs()):
-        name = MODEL_NAMES.get(str(r["model"]).lower())
-        preset = PRESETS.get(str(r["gpu"]).lower())
+        name = _zoo_name(str(r["model"]))
+        preset = _preset_name(str(r["gpu"]))
         reason = ""
         if name is None:
             reason = "model not in the zoo"

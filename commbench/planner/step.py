@@ -127,9 +127,12 @@ def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
     return np.array([table[p] for p in CODE_FIELDS["precision"]], dtype=np.float64)[precision_codes]
 
 
-def _domains(span: np.ndarray, group: np.ndarray, domain_size: int) -> np.ndarray:
-    """Scale-up domains a group of `group` ranks spread over `span` consecutive ranks touches."""
-    return np.clip(np.ceil(span / domain_size), 1, group)
+def _domains(span: np.ndarray, group: np.ndarray, domain_size: int, max_domains: int | None = None) -> np.ndarray:
+    """Scale-up domains a group of `group` ranks spread over `span` consecutive ranks touches (at most
+    the fabric's domain count: racks filled below their size, e.g. 64 of 72, are still one domain each
+    to the cost model, which sizes domains by the full rack)."""
+    out = np.clip(np.ceil(span / domain_size), 1, group)
+    return np.minimum(out, max_domains) if max_domains else out
 
 
 def _hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarray:
@@ -149,6 +152,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Ranks per rack as placement.py lays the job out (e.g. 256 GPUs of NVL72 racks as 4 x 64), so
     # every "does this group cross a rack" test agrees with the placement the plan prints.
     dom = gpus_per_rack(int(system.num_gpus), int(system.domain_size))
+    max_dom = int(getattr(system, "num_domains", 0) or 0) or None
     s = seq_len or model.seq_len
     a = layouts
     violations = layout_violations(model, a, system.num_gpus, s)
@@ -214,7 +218,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
     act_buf = tokens_mb / cp * model.hidden * ACT_BYTES
-    tp_dom = _domains(tp, tp, dom)
+    tp_dom = _domains(tp, tp, dom, max_dom)
     if np.any(tp > 1):
         per_pair = np.where(sp, collective_time_s(system, "reduce_scatter", act_buf, tp, tp_dom)
                             + collective_time_s(system, "all_gather", act_buf, tp, tp_dom),
@@ -242,7 +246,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         # Combine always returns bf16 expert outputs (they are summed in higher precision).
         low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
         elems_rank = tokens_rank * fanout * model.hidden
-        ep_dom = _domains(etp * ep, ep, dom)
+        ep_dom = _domains(etp * ep, ep, dom, max_dom)
         # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
         # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
         # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
@@ -273,7 +277,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
         # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
         etp_buf = etp * tokens_rank * fanout * model.hidden * ACT_BYTES
-        etp_dom = _domains(etp, etp, dom)
+        etp_dom = _domains(etp, etp, dom, max_dom)
         if np.any(etp > 1):
             etp_pair = collective_time_s(system, "all_gather", etp_buf, etp, etp_dom) \
                 + collective_time_s(system, "reduce_scatter", etp_buf, etp, etp_dom)
@@ -297,7 +301,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer.
     if np.any(cp > 1):
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
-        cp_dom = _domains(tp * cp, cp, dom)
+        cp_dom = _domains(tp * cp, cp, dom, max_dom)
         one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
         cp_total_mb = np.where(cp > 1, layers_stage * 3.0 * (cp - 1) * one_pass, 0.0)
     else:
@@ -323,8 +327,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
     dense_group, expert_group = dp * cp, edp
-    dense_dom = _domains(world / pp, dense_group, dom)
-    expert_dom = _domains(world / pp, expert_group, dom)
+    dense_dom = _domains(world / pp, dense_group, dom, max_dom)
+    expert_dom = _domains(world / pp, expert_group, dom, max_dom)
     dist = a.distributed_optimizer
     # Overlap windows: the gradients of a model chunk are final after its last micro-batch's
     # backward; with VP chunks the earlier chunks finish during the cool-down, so their reduce-
@@ -343,7 +347,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         per_dom = g // np.maximum(domains, 1)
         two_stage = (domains > 1) & (g % np.maximum(domains, 1) == 0)
         if np.any(two_stage):
-            hier = hierarchical_reduce_scatter_time_s(system, local * GRAD_BYTES, g, np.where(two_stage, per_dom, g))
+            hier = np.full(len(g), np.inf)
+            sel = np.flatnonzero(two_stage)
+            size = np.broadcast_to(local * GRAD_BYTES, g.shape)
+            hier[sel] = hierarchical_reduce_scatter_time_s(system, size[sel], g[sel], per_dom[sel])
             rs_best = np.where(two_stage, np.minimum(flat_rs, hier), flat_rs)
             ag_flat = collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains)
             ag_best = np.where(two_stage, np.minimum(ag_flat, hier * PARAM_BYTES / GRAD_BYTES), ag_flat)
