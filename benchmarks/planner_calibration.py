@@ -2,7 +2,7 @@
 leave-one-GPU-out table (fit without that GPU's rows, predict them).
 
     python benchmarks/planner_calibration.py            # calibrated terms in use + leave-one-GPU-out
-    python benchmarks/planner_calibration.py --fit      # refit the terms first and print them
+    python benchmarks/planner_calibration.py --fit      # refit from FIT_START first and print the terms
     python benchmarks/planner_calibration.py --no-logo  # skip the leave-one-GPU-out refits (~1 min)
 
 Bar (issue 13): in-sample median |error| MoE <= 8%, dense <= 6%; leave-one-GPU-out MoE <= 12%.
@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from commbench.planner.calibration import CALIBRATED, FITTED_TERMS
+from commbench.planner.calibration import CALIBRATED, FIT_START, FITTED_TERMS
 from commbench.planner.published import fit_calibration, predict_runs, published_runs
 
 
@@ -25,7 +25,7 @@ def _medians(p) -> tuple[float, float, int, int]:
     return med(err[moe]), med(err[~moe]), int(moe.sum()), int((~moe).sum())
 
 
-def leave_one_gpu_out(runs, start, rounds: int = 3) -> list[tuple[str, int, float, float]]:
+def leave_one_gpu_out(runs, start=FIT_START, rounds: int = 5) -> list[tuple[str, int, float, float]]:
     """(gpu, rows, MoE median |err| %, dense median |err| %) predicting each GPU with a fit on the others."""
     out = []
     for gpu in sorted({str(r.row["gpu"]) for r in runs if r.layout is not None}):
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     runs = published_runs()
     cal = CALIBRATED
     if "--fit" in argv:
-        cal = fit_calibration(runs)
+        cal = fit_calibration(runs, start=FIT_START)
         print("fitted terms:")
         for name in FITTED_TERMS:
             print(f"  {name} = {getattr(cal, name):.4g}")
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     if "--no-logo" not in argv:
         print("\nleave-one-GPU-out (fit on the other GPUs' rows, predict this GPU's):")
         print(f"{'GPU':8} {'rows':>5} {'MoE med|err|%':>14} {'dense med|err|%':>16}")
-        table = leave_one_gpu_out(runs, cal)
+        table = leave_one_gpu_out(runs)
         for gpu, n, m, d in table:
             print(f"{gpu:8} {n:5d} {m:14.1f} {d:16.1f}")
         moe_all = [m for _, _, m, _ in table if np.isfinite(m)]

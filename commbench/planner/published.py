@@ -170,8 +170,20 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
                         precision=precision_of(r.get("precision")), **flags)
+        broken = _broken_rule(model, layout, int(r["num_gpus"]), int(r["seq_len"]))
+        if broken:
+            out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None,
+                                    skip_reason=f"published layout breaks rule {broken}"))
+            continue
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout))
     return out
+
+
+def _broken_rule(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int) -> str:
+    """The first layout rule a published layout breaks ('' when none), e.g. EP larger than DP."""
+    from commbench.planner.layout import RULE_BITS, RULES, layout_violations
+    bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
+    return next((name for name, _ in RULES if bits & RULE_BITS[name]), "")
 
 
 @dataclass(frozen=True, kw_only=True)
