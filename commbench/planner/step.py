@@ -339,27 +339,36 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     rs_window = compute_mb * 2.0 / 3.0 * (1.0 + extra)
     ag_window = compute_mb / 3.0 * (1.0 + extra)
 
-    def dp_terms(local, group, domains):
-        active = group > 1
-        g = np.maximum(group, 1)
+    def dp_totals(local, g, domains, dist_on):
+        """(gradient RS or AR, parameter AG) seconds; one row per distinct (size, group, domains, dist)."""
         flat_rs = collective_time_s(system, "reduce_scatter", local * GRAD_BYTES, g, domains)
+        ag_flat = collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains)
         # Across racks a two-stage (hierarchical) reduce-scatter where faster; the all-gather mirrors it.
         per_dom = g // np.maximum(domains, 1)
         two_stage = (domains > 1) & (g % np.maximum(domains, 1) == 0)
+        hier = np.full(len(g), np.inf)
         if np.any(two_stage):
-            hier = np.full(len(g), np.inf)
             sel = np.flatnonzero(two_stage)
-            size = np.broadcast_to(local * GRAD_BYTES, g.shape)
-            hier[sel] = hierarchical_reduce_scatter_time_s(system, size[sel], g[sel], per_dom[sel])
-            rs_best = np.where(two_stage, np.minimum(flat_rs, hier), flat_rs)
-            ag_flat = collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains)
-            ag_best = np.where(two_stage, np.minimum(ag_flat, hier * PARAM_BYTES / GRAD_BYTES), ag_flat)
-        else:
-            rs_best = flat_rs
-            ag_best = collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains)
-        rs = np.where(dist, rs_best, collective_time_s(system, "all_reduce", local * GRAD_BYTES, g, domains))
-        ag = np.where(dist, ag_best, 0.0)
-        rs, ag = np.where(active, rs, 0.0), np.where(active, ag, 0.0)
+            hier[sel] = hierarchical_reduce_scatter_time_s(system, (local * GRAD_BYTES)[sel], g[sel], per_dom[sel])
+        rs = np.minimum(flat_rs, hier)
+        ag = np.minimum(ag_flat, hier * PARAM_BYTES / GRAD_BYTES)
+        if np.any(~dist_on):
+            rs = np.where(dist_on, rs, collective_time_s(system, "all_reduce", local * GRAD_BYTES, g, domains))
+        return rs, np.where(dist_on, ag, 0.0)
+
+    def dp_terms(local, group, domains):
+        active = group > 1
+        g = np.maximum(group, 1)
+        # Few distinct (size, group, domains, dist) among many layouts: price each once. One int64 key
+        # (1-D unique sorts fast; a row-wise unique over floats does not).
+        loc, g_, dom_, dist_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist)
+        loc_values, loc_code = np.unique(loc, return_inverse=True)
+        key = ((loc_code.ravel().astype(np.int64) * 65536 + g_.astype(np.int64)) * 4096
+               + dom_.astype(np.int64)) * 2 + dist_.astype(np.int64)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        u_rs, u_ag = dp_totals(loc[first], g_[first].astype(float), dom_[first].astype(float), dist_[first])
+        rs, ag = np.where(active, u_rs[inverse], 0.0), np.where(active, u_ag[inverse], 0.0)
         last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
         rs_exp = np.where(a.dp_overlap, _hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
         ag_exp = np.where(a.dp_overlap, _hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)
