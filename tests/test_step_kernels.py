@@ -140,3 +140,22 @@ class _Proxy:
     def __getattr__(self, name):
         return getattr(self._fabric, name)
 
+
+
+def test_expert_load_imbalance_and_capacity_padding_by_hand():
+    m = load_model("deepseek-v3")
+    fabric = load_preset("gb200-nvl72", num_gpus=256)
+    base = dict(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, precision="mxfp8")
+    arr = LayoutArrays.from_layouts([Layout(cuda_graph="layer", **base), Layout(cuda_graph="full", **base)])
+    cal = Calibration(gemm_traffic_factor=0.0)      # compute only: expert GEMM time is linear in its tokens
+    even = evaluate_layouts(m, fabric, arr, calibration=cal)
+    skew = evaluate_layouts(m, fabric, arr, calibration=cal, moe_imbalance=1.2)
+    padded = evaluate_layouts(m, fabric, arr, calibration=cal, moe_imbalance=1.2, moe_capacity_factor=1.5)
+    from commbench.planner import flops_breakdown
+    fl = flops_breakdown(m)
+    routed_share = fl.routed_experts / cal.grouped_gemm_efficiency / (
+        fl.routed_experts / cal.grouped_gemm_efficiency + (fl.gemm - fl.routed_experts) / cal.gemm_efficiency_blackwell)
+    # busiest rank: 1.2x the expert GEMMs (dropless); with full graphs padded to capacity 1.5x
+    assert skew.gemm_s[0] / even.gemm_s[0] == pytest.approx(1 + 0.2 * routed_share, rel=1e-9)
+    assert padded.gemm_s[1] / even.gemm_s[1] == pytest.approx(1 + 0.5 * routed_share, rel=1e-9)
+    assert padded.gemm_s[0] == pytest.approx(skew.gemm_s[0])   # no padding without full-iteration graphs

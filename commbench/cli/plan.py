@@ -41,6 +41,8 @@ def plan(
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
     model_file: Annotated[Optional[str], typer.Option(help="TOML file of [model.NAME] tables like models.toml")] = None,
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
+    moe_capacity_factor: Annotated[Optional[float], typer.Option(
+        help="expert capacity / mean tokens, the padding full-iteration CUDA graphs need (default: --moe-imbalance)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     # --- layout search options (issue 9) ---
     gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
@@ -64,6 +66,7 @@ def plan(
     req = SearchRequest(model=spec, fabric=_system(system, gpus), num_gpus=gpus,
                         gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
+                        moe_capacity_factor=moe_capacity_factor,
                         pins=pins, calibration=cal)
     if not complete:
         from commbench.cli.search_view import run_plan_search

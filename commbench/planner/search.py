@@ -51,6 +51,7 @@ class SearchRequest:
     seq_len: int | None = None
     headroom_fraction: float = DEFAULT_HEADROOM
     moe_imbalance: float = 1.0
+    moe_capacity_factor: float | None = None  # expert padding with full-iteration graphs (None: moe_imbalance)
     pins: dict[str, object] = field(default_factory=dict)
     calibration: Calibration = CALIBRATED
     keep: int = 200
@@ -62,6 +63,8 @@ class SearchRequest:
             raise invalid("--gpus", self.num_gpus, "a positive GPU count")
         if self.gbs < 1:
             raise invalid("--gbs", self.gbs, "a positive global batch size (sequences)")
+        if self.moe_capacity_factor is not None and self.moe_capacity_factor < 1:
+            raise invalid("--moe-capacity-factor", self.moe_capacity_factor, ">= 1 (expert capacity / mean tokens)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,7 +237,8 @@ def search(req: SearchRequest) -> SearchResult:
     for lo in range(0, len(valid_idx), CHUNK):
         idx = valid_idx[lo:lo + CHUNK]
         bd = evaluate_layouts(req.model, req.fabric, arr.take(idx), seq_len=req.seq_len,
-                              calibration=req.calibration, moe_imbalance=req.moe_imbalance)
+                              calibration=req.calibration, moe_imbalance=req.moe_imbalance,
+                              moe_capacity_factor=req.moe_capacity_factor)
         room = bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) - bd.mem_total_bytes
         ok = bd.fits & bd.valid & (room >= 0)
         num_fit += int(ok.sum())
@@ -330,7 +334,8 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         room = bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) - bd.mem_total_bytes
         return np.where(bd.fits & bd.valid & (room >= 0), bd.tokens_per_s_per_gpu, -1.0)
 
-    kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance)
+    kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
+                              moe_capacity_factor=req.moe_capacity_factor)
     bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
     if "cuda_graph" not in req.pins:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
@@ -355,7 +360,7 @@ def best_for_pins(req: SearchRequest) -> tuple[LayoutArrays, StepBreakdown]:
     arr, bd = with_full_graphs(req, arr)   # sorted: fitting layouts first, fastest first
     one = arr.take(np.array([0]))
     return one, evaluate_layouts(req.model, req.fabric, one, seq_len=req.seq_len, calibration=req.calibration,
-                                 moe_imbalance=req.moe_imbalance)
+                                 moe_imbalance=req.moe_imbalance, moe_capacity_factor=req.moe_capacity_factor)
 
 
 def is_complete(pins: dict[str, object]) -> bool:

@@ -141,7 +141,8 @@ def _hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndar
 
 
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
-                     calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0) -> StepBreakdown:
+                     calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0,
+                     moe_capacity_factor: float | None = None) -> StepBreakdown:
     """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
     step_s=inf and fits=False; their other figures are meaningless."""
@@ -186,8 +187,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     hbm = gpu.hbm_tbps * 1e12
     dense_gemm_s = kernels.smooth_max(tokens_gpu * other_gemm / dense_rate,
                                       tokens_gpu * cal.gemm_traffic_factor * dense_traffic / hbm)
-    routed_gemm_s = kernels.smooth_max(tokens_gpu * fl.routed_experts / grouped_rate,
-                                       tokens_gpu * cal.gemm_traffic_factor * routed_traffic / hbm)
+    # Expert GEMMs on the busiest EP rank: dropless routing computes the tokens it receives
+    # (moe_imbalance x the mean); a full-iteration CUDA graph needs static shapes, so every expert's
+    # input is padded to its capacity (moe_capacity_factor x the mean, at least the busiest rank's:
+    # Megatron --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity).
+    capacity = max(moe_capacity_factor if moe_capacity_factor is not None else moe_imbalance, 1.0)
+    expert_load = np.where(a.cuda_graph == CODE_FIELDS["cuda_graph"].index("full"),
+                           np.maximum(capacity, np.where(ep > 1, moe_imbalance, 1.0)),
+                           np.where(ep > 1, moe_imbalance, 1.0))
+    routed_gemm_s = kernels.smooth_max(tokens_gpu * expert_load * fl.routed_experts / grouped_rate,
+                                       tokens_gpu * expert_load * cal.gemm_traffic_factor * routed_traffic / hbm)
     gemm_s = dense_gemm_s + routed_gemm_s
     # Attention core: tensor cores (bf16, or fp8 with fp8_attention in an 8/4-bit recipe) vs exp units.
     fp8_attn = a.fp8_attention & (a.precision != CODE_FIELDS["precision"].index("bf16"))
