@@ -15,8 +15,9 @@ Mapping assumptions, the same for every row (the tables do not state them):
 - MoE dispatcher by system: on NVL72 racks (GB200, GB300) the flex dispatcher (HybridEP), which
   Megatron-Bridge's performance recipes set for every DeepSeek-V3 and Qwen3 config on GB200/GB300
   (scripts/performance/configs/*/..._workload_base_configs.py: moe_flex_dispatcher_backend=
-  "hybridep") and its MoE dispatcher guide names first choice there; elsewhere the alltoall
-  dispatcher (NCCL), the recipes' choice for several HGX configs and the safe default;
+  "hybridep") and its MoE dispatcher guide names first choice there; flex also on HGX for
+  DeepSeek-V3 and Qwen3-30B-A3B, whose recipes set it on every GPU (FLEX_EVERYWHERE); elsewhere the
+  alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
 - rows with Megatron-FSDP (FSDP > 0) and models outside the zoo are listed but not modelled.
 """
@@ -47,9 +48,9 @@ RECIPE_FIELDS = ("recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp
                  "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
 
 
-def recipe_flags(row: dict[str, Any], preset: str) -> dict[str, Any]:
-    """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system) overridden by the row's recipe."""
-    flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset))
+def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict[str, Any]:
+    """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system and model) overridden by the row's recipe."""
+    flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
         if name in recipe:
@@ -62,9 +63,18 @@ def recipe_flags(row: dict[str, Any], preset: str) -> dict[str, Any]:
 NVL72_PRESETS = frozenset({"gb200-nvl72", "gb300-nvl72"})
 
 
-def dispatcher_of(preset: str) -> str:
-    """The recipes' MoE dispatcher on a system (see the module docstring): flex/HybridEP on NVL72."""
-    return "flex" if preset in NVL72_PRESETS else "alltoall"
+# Models whose Megatron-Bridge performance recipes set a flex backend (HybridEP / DeepEP) on every
+# system, not only NVL72: deepseek_workload_base_configs.py (NVIDIA-NeMo/Megatron-Bridge@0426418:
+# moe_flex_dispatcher_backend="hybridep" for GB300, GB200, B300, B200 and H100) and
+# qwen3_workload_base_configs.py (@01b2977: Qwen3-30B-A3B hybridep on every GPU). Qwen3-235B-A22B's
+# recipes use alltoall on B200/B300/H100, flex on GB200/GB300: the system default.
+FLEX_EVERYWHERE = frozenset({"deepseek-v3", "qwen3-30b-a3b"})
+
+
+def dispatcher_of(preset: str, model_name: str = "") -> str:
+    """The recipes' MoE dispatcher (see the module docstring): flex/HybridEP on NVL72 and for the
+    models in FLEX_EVERYWHERE; alltoall (NCCL) otherwise."""
+    return "flex" if preset in NVL72_PRESETS or model_name in FLEX_EVERYWHERE else "alltoall"
 
 
 def precision_of(label: str | None) -> str:
@@ -165,7 +175,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         if "w/o mtp" in (r.get("notes") or "").lower():
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r["cp"] or 1)
-        flags = recipe_flags(r, preset)
+        flags = recipe_flags(r, preset, name)
         layout = Layout(tp=tp, pp=pp, vp=int(r["vp"] or 1), ep=int(r["ep"] or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),

@@ -37,14 +37,13 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from commbench.planner import gemm_shape, kernels, memory
+from commbench.planner.dp_sync import dp_sync_s, hidden as _hidden
 from commbench.planner.calibration import CALIBRATED, Calibration
 from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations, stage_imbalance
 from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
 from commbench.planner.placement import gpus_per_rack
 
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
-GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
-PARAM_BYTES = 2    # bf16 parameter all-gather
 FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)
 
@@ -133,11 +132,6 @@ def _domains(span: np.ndarray, group: np.ndarray, domain_size: int, max_domains:
     to the cost model, which sizes domains by the full rack)."""
     out = np.clip(np.ceil(span / domain_size), 1, group)
     return np.minimum(out, max_domains) if max_domains else out
-
-
-def _hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarray:
-    """Exposed part of `total` overlapped with a compute `window` that hides `efficiency` of itself."""
-    return np.maximum(total - efficiency * np.minimum(total, window), 0.0)
 
 
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
@@ -348,40 +342,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     rs_window = compute_mb * 2.0 / 3.0 * (1.0 + extra)
     ag_window = compute_mb / 3.0 * (1.0 + extra)
 
-    def dp_totals(local, g, domains, dist_on):
-        """(gradient RS or AR, parameter AG) seconds; one row per distinct (size, group, domains, dist)."""
-        flat_rs = collective_time_s(system, "reduce_scatter", local * GRAD_BYTES, g, domains)
-        ag_flat = collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains)
-        # Across racks a two-stage (hierarchical) reduce-scatter where faster; the all-gather mirrors it.
-        per_dom = g // np.maximum(domains, 1)
-        two_stage = (domains > 1) & (g % np.maximum(domains, 1) == 0)
-        hier = np.full(len(g), np.inf)
-        if np.any(two_stage):
-            sel = np.flatnonzero(two_stage)
-            hier[sel] = hierarchical_reduce_scatter_time_s(system, (local * GRAD_BYTES)[sel], g[sel], per_dom[sel])
-        rs = np.minimum(flat_rs, hier)
-        ag = np.minimum(ag_flat, hier * PARAM_BYTES / GRAD_BYTES)
-        if np.any(~dist_on):
-            rs = np.where(dist_on, rs, collective_time_s(system, "all_reduce", local * GRAD_BYTES, g, domains))
-        return rs, np.where(dist_on, ag, 0.0)
-
     def dp_terms(local, group, domains):
-        active = group > 1
-        g = np.maximum(group, 1)
-        # Few distinct (size, group, domains, dist) among many layouts: price each once. One int64 key
-        # (1-D unique sorts fast; a row-wise unique over floats does not).
-        loc, g_, dom_, dist_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist)
-        loc_values, loc_code = np.unique(loc, return_inverse=True)
-        key = ((loc_code.ravel().astype(np.int64) * 65536 + g_.astype(np.int64)) * 4096
-               + dom_.astype(np.int64)) * 2 + dist_.astype(np.int64)
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-        u_rs, u_ag = dp_totals(loc[first], g_[first].astype(float), dom_[first].astype(float), dist_[first])
-        rs, ag = np.where(active, u_rs[inverse], 0.0), np.where(active, u_ag[inverse], 0.0)
-        last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
-        rs_exp = np.where(a.dp_overlap, _hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
-        ag_exp = np.where(a.dp_overlap, _hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)
-        return rs, np.minimum(rs_exp, rs), ag, np.minimum(ag_exp, ag)
+        return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
+                         group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
+                         rs_window=rs_window, ag_window=ag_window)
 
     d_rs, d_rs_x, d_ag, d_ag_x = dp_terms(dense_local, dense_group, dense_dom)
     if model.is_moe:
