@@ -75,7 +75,8 @@ def calibrate(
     model: Annotated[Optional[str], typer.Option(help="zoo model of the runs in training logs")] = None,
     system: Annotated[Optional[str], typer.Option(help="system preset of the runs in training logs (e.g. gb300-nvl72)")] = None,
     gpus: Annotated[Optional[int], typer.Option(help="GPU count, where a TorchTitan log leaves it to auto")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON: {rows: [input row + predicted_tokens_per_s_per_gpu]}")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON: a rows list, each the input row plus "
+                                          "predicted_tokens_per_s_per_gpu and error_pct")] = False,
 ) -> None:
     from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
     if not evaluate and out is None:
