@@ -56,6 +56,19 @@ def host_time_s(layers, moe_layers, cuda_graph, cal) -> np.ndarray:
     return layers * cal.layer_overhead_s * launch + moe_layers * cal.moe_sync_s * sync
 
 
+def _fact(gpu, name: str) -> float:
+    value = getattr(gpu, name, None)
+    if not value:
+        from commbench.errors import CommbenchError
+        raise CommbenchError(f"GPU {gpu.name!r} has no {name} in hardware.toml; the step model needs it")
+    return float(value)
+
+
+def sfu_rate_exps(gpu) -> float:
+    """Exponentials per second of the GPU's special-function units (hardware.toml sfu_texp_per_s)."""
+    return _fact(gpu, "sfu_texp_per_s") * 1e12
+
+
 def dispatcher_sm_fraction(gpu) -> float:
     """Fraction of the GPU's SMs an overlapped DeepEP/HybridEP kernel holds."""
-    return DISPATCHER_SMS / float(gpu.sms or 132)
+    return DISPATCHER_SMS / _fact(gpu, "sms")

@@ -198,7 +198,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     attention_s = kernels.attention_time_s(tokens_gpu * fl.attention_core,
                                            tokens_gpu * kernels.attention_exps_per_token(model, s),
                                            tc_rate_flops=attn_peak * cal.attention_efficiency,
-                                           sfu_rate_exps=(gpu.sfu_texp_per_s or 3.9) * 1e12)
+                                           sfu_rate_exps=kernels.sfu_rate_exps(gpu))
     # Layers of the busiest pipeline stage: the one place the layer split enters the step model.
     layers_per_stage_max = (model.num_layers + model.num_mtp_layers) / pp * imbalance
     moe_layers_per_stage_max = ((model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0) / pp * imbalance
@@ -211,11 +211,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
     # MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the
     # experts' activation function (memory-bound).
-    up_proj_s = tokens_gpu * fl.attention_proj * 0.5 / dense_rate / 3.0 if model.attention == "mla" else 0.0
+    up_proj_s = tokens_gpu * fl.attention_proj * (0.5 if model.attention == "mla" else 0.0) / dense_rate / 3.0
     recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
                             [(gemm_s + attention_s + memory_bound_s) / 3.0,
                              attention_s / 3.0 + memory_bound_s / 6.0,
-                             up_proj_s + 0.0 * gemm_s,
+                             np.broadcast_to(up_proj_s, gemm_s.shape),
                              memory_bound_s / 12.0], 0.0)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
 
