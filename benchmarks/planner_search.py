@@ -15,7 +15,7 @@ import time
 from commbench.costmodel import load_preset
 from commbench.planner import load_model
 from commbench.planner import Layout, LayoutArrays, evaluate_layouts
-from commbench.planner.search import SearchRequest, rank_of, search
+from commbench.planner.search import SearchRequest, best_for_pins, parse_pins, rank_of, search
 
 CASES = ((256, 4096, None), (1024, 4096, 2.0), (16384, 16384, 10.0))
 
@@ -59,6 +59,12 @@ def record_ranking(model, fabric, res) -> None:
           f"({best:,.0f}: "
           f"TP{res.layouts.tp[0]} PP{res.layouts.pp[0]} VP{res.layouts.vp[0]} EP{res.layouts.ep[0]} "
           f"mbs{res.layouts.mbs[0]})")
+    pinned = SearchRequest(model=model, fabric=fabric, num_gpus=256, gbs=4096, precision="mxfp8",
+                           pins=parse_pins("tp=1,pp=2,vp=8,ep=32,etp=1,cp=1,mbs=1"))
+    _, bd = best_for_pins(pinned)
+    tok = float(bd.tokens_per_s_per_gpu[0])
+    print(f"  same structure, flags as the search chooses them (no FP8 attention unless pinned): {tok:,.0f} "
+          f"tokens/s/GPU, rank {rank_of(res, tok)}, {100 * (tok / best - 1):+.1f}% vs the best")
 
 
 if __name__ == "__main__":
