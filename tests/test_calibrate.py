@@ -117,3 +117,17 @@ def test_fit_weights_collapse_duplicates_and_balance_groups():
     # Llama3-70B on H100x64 FP8 TP4 PP8 VP5 gbs256 appears in 26.02.01 and 26.02: the two share one unit
     dup = [wi for r, wi in zip(runs, w) if r.row["model"] == "Llama3-70B" and r.row["gpu"] == "H100" and r.layout.gbs == 256]
     assert len(dup) == 2 and dup[0] == pytest.approx(dup[1])
+
+
+def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(tmp_path):
+    row = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "precision": "MXFP8", "seq_len": 4096,
+           "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "ep": 8, "tokens_per_s_per_gpu": 26695}
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row]))
+    ok = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs), "--json"])
+    assert ok.exit_code == 0, ok.output
+    out = json.loads(ok.output)["rows"][0]
+    assert out["predicted_tokens_per_s_per_gpu"] > 0 and out["tokens_per_s_per_gpu"] == 26695
+    runs.write_text(json.dumps([dict(row, cuda_graph="sometimes")]))
+    bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
+    assert bad.exit_code == 2 and "cuda_graph" in bad.output and "none, layer, full" in bad.output

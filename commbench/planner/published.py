@@ -174,9 +174,9 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         model = load_model(name)
         if "w/o mtp" in (r.get("notes") or "").lower():
             model = dataclasses.replace(model, num_mtp_layers=0)
-        tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r["cp"] or 1)
+        tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
         flags = recipe_flags(r, preset, name)
-        layout = Layout(tp=tp, pp=pp, vp=int(r["vp"] or 1), ep=int(r["ep"] or 1),
+        layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
                         precision=precision_of(r.get("precision")), **flags)
