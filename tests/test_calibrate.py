@@ -69,7 +69,7 @@ def test_one_scoring_path_plan_search_and_evaluate(tmp_path):
     common = ["--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8"]
     plan = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--json"])
     assert plan.exit_code == 0, plan.output
-    planned = json.loads(plan.output)["breakdown"]["tokens_per_s_per_gpu"]
+    planned = json.loads(plan.output)["predicted"]["tokens_per_s_per_gpu"]  # one plan schema, pinned or searched
     listing = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--gbs", "4096", "--json", "--top", "1"])
     assert listing.exit_code == 0, listing.output
     listed = json.loads(listing.output)

@@ -47,8 +47,9 @@ def results_file(tmp_path_factory) -> Path:
 
 
 def test_pinned_and_searched_plans_share_one_schema(tmp_path):
-    pinned = run_json(PLAN + ["--layout", "tp=1,pp=4,vp=16,ep=32,mbs=2,gbs=4096,dispatcher=flex,moe_a2a_overlap=true", "--json", "--out", str(tmp_path / "p")])
     searched = run_json(PLAN + ["--json", "--top", "3", "--out", str(tmp_path / "s")])
+    winner = ",".join(f"{k}={str(v).lower()}" for k, v in searched["layout"].items() if k not in ("dp", "precision"))
+    pinned = run_json(PLAN + ["--layout", winner, "--json", "--out", str(tmp_path / "p")])
     for doc in (pinned, searched, json.loads((tmp_path / "p" / "plan.json").read_text()),
                 json.loads((tmp_path / "s" / "plan.json").read_text())):
         validate(doc, "plan")
