@@ -51,9 +51,7 @@ class BenchView:
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
-        self._table_key: tuple[int, int] | None = None
-        self._table = None
-        self.live = Live(self._renderable(), get_renderable=self._renderable, console=self.console, refresh_per_second=4,
+        self.live = Live(self._renderable(), console=self.console, refresh_per_second=4,
                          transient=False)
         self.live.start()
 
@@ -71,14 +69,11 @@ class BenchView:
             self._print(nccl_tests_row(record))
             return
         self.progress.advance(self.task)
+        self.live.update(self._renderable())  # fitted here, between points: never in the refresh thread while timing
 
     def _renderable(self) -> Group:
-        """The table fitted to the terminal, rebuilt only when a row arrives or the width changes (the live
-        display refreshes 4 times a second on rank 0 while it measures)."""
-        key = (len(self.rows), self.console.width)
-        if self._table_key != key:
-            self._table_key, self._table = key, measurement_table(self.title, self.rows, key[1])
-        return Group(self._table, self.progress)
+        """The table fitted to the terminal's width now, above the progress bar."""
+        return Group(measurement_table(self.title, self.rows, self.console.width), self.progress)
 
     def close(self) -> None:
         if self.format == "nccl-tests":
