@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.costmodel.nccl_model import ArrayLike, Combo, combos, pair_times_s
+from commbench.costmodel.nccl_eval import fastest_time_s, pair_times_s
+from commbench.costmodel.nccl_model import ArrayLike, Combo, combos
 from commbench.errors import CommbenchError
 
 NCCL_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast")
@@ -86,12 +87,9 @@ def best_algorithm_protocol(fabric, collective: str, size_bytes: ArrayLike, grou
 def nccl_time_s(fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike, num_domains: ArrayLike,
                 *, algorithm: str | None = None, protocol: str | None = None) -> np.ndarray:
     """The least time over the offered pairs (what collective_time_s returns on NCCL fabrics)."""
-    times, n = pair_times_s(fabric, collective, size_bytes, group_size, num_domains,
-                            combos(collective, algorithm, protocol))
-    best: np.ndarray | None = None
-    for time_s in times.values():
-        best = time_s if best is None else np.minimum(best, time_s, out=best)
-    if best is None or np.isinf(best).any():
+    best, n = fastest_time_s(fabric, collective, size_bytes, group_size, num_domains,
+                             combos(collective, algorithm, protocol))
+    if np.isinf(best).any():
         raise CommbenchError(f"NCCL offers no {algorithm or 'algorithm'}/{protocol or 'protocol'} for "
                              f"{collective} on {fabric.name} for some of these groups")
     return np.where(n <= 1, 0.0, best)

@@ -216,33 +216,3 @@ def combos(collective: str, algorithm: str | None = None, protocol: str | None =
         raise invalid("protocol", protocol, f"one of {', '.join(T.PROTOCOLS)}")
     return [(a, p) for a in algorithms if algorithm in (None, a) for p in T.PROTOCOLS
             if protocol in (None, p) and (p == "Simple" or a not in T.SIMPLE_ONLY)]
-
-
-def pair_times_s(fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike, num_domains: ArrayLike,
-                 pairs: list[Combo]) -> tuple[dict[Combo, np.ndarray], np.ndarray]:
-    """({pair: seconds, inf where NCCL does not offer it}, group sizes) for the broadcast queries."""
-    system: NcclSystem = fabric.nccl
-    size, n, d = np.broadcast_arrays(np.asarray(size_bytes, dtype=np.float64),
-                                     np.asarray(group_size, dtype=np.float64),
-                                     np.asarray(num_domains, dtype=np.float64))
-    if n.size == 0:
-        return {pair: np.zeros(n.shape) for pair in pairs}, n
-    check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, n, d)
-    if size.min() < 0:
-        raise invalid("size_bytes", float(size.min()), "sizes must be >= 0")
-    group = _Group(fabric, system, collective, n, d)
-    ramp = size / (size + system.fill_half_bytes) * n if system.fill_us_per_rank else None
-    out: dict[Combo, np.ndarray] = {}
-    for algorithm, protocol in pairs:
-        allowed = group.allowed(algorithm)
-        if allowed is False or (isinstance(allowed, np.ndarray) and not allowed.any()):
-            continue
-        latency_s, per_byte_s, fill_s = group.fixed_and_rate(algorithm, protocol)
-        time_s = np.asarray(np.multiply(size, per_byte_s), dtype=np.float64)
-        time_s += latency_s
-        if fill_s and ramp is not None:
-            time_s += fill_s * ramp
-        if isinstance(allowed, np.ndarray) and not allowed.all():
-            time_s[~np.broadcast_to(allowed, time_s.shape)] = np.inf
-        out[algorithm, protocol] = time_s
-    return out, n
