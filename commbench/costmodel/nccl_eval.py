@@ -87,8 +87,7 @@ def pair_times_s(fabric, collective: str, size_bytes: ArrayLike, group_size: Arr
         terms = {name: terms[name] for name in _undominated(terms)}
     ramp = None
     if system.fill_us_per_rank:
-        ramp = size + system.fill_half_bytes
-        np.divide(size, ramp, out=ramp)
+        ramp = size / (size + system.fill_half_bytes)
     out: dict[Combo, np.ndarray] = {}
     for name, (lat, rate, fill) in terms.items():
         if key is None:
