@@ -29,8 +29,8 @@ def test_systems_lists_every_preset_with_checks():
     assert len(out["presets"]) == 7
     assert all(abs(row["relative_error"]) <= 0.10 for row in out["checks"])
     h100 = next(r for r in out["presets"] if r["preset"] == "h100-hgx")
-    # NCCL's NVLS-tree across 2 nodes: algbw 5/6 x the 47 GB/s NIC busbw, busbw x 2(n-1)/n
-    assert h100["all_reduce_2_domains_busbw_gbps"] == pytest.approx(47 * 5 / 6 * 2 * 15 / 16, rel=0.02)
+    # NCCL's NVLS-tree across 2 nodes: algbw 5/6 x min(NVLS 0.7314 x 450, the node's 8 NICs x 47 GB/s)
+    assert h100["all_reduce_2_domains_busbw_gbps"] == pytest.approx(0.7314 * 450 * 5 / 6 * 2 * 15 / 16, rel=0.02)
 
 
 def test_predict_table_is_labelled_predicted_and_json_matches_the_api():

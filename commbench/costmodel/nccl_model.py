@@ -153,8 +153,9 @@ class _Group:
             return tree
         if algorithm == "nvls":
             return np.where(self.cross, min(self.nvls, self.net), self.nvls) if self.any_cross else self.nvls
-        if algorithm == "nvls_tree":
-            return np.minimum(self.nvls, np.where(self.d <= 2, self.net, self.net / 2))
+        if algorithm == "nvls_tree":  # the domain's NICs together carry the reduced data between domains
+            node_net = self.m * self.net
+            return np.minimum(self.nvls, np.where(self.d <= 2, node_net, node_net / 2))
         if algorithm.startswith("collnet"):  # SHARP: each GPU's bytes cross its NIC once
             return np.minimum(self.up_ring, 2 * self.net) * (0.85 if algorithm == "collnet_direct" else 1.0)
         if algorithm == "pat":
