@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from commbench.costmodel.fit_records import CurveFit
-from commbench.costmodel.nccl_model import NcclSystem, _Group
+from commbench.costmodel.nccl_model import NcclSystem, GroupTerms
 from commbench.costmodel.nccl_tables import NVLS_ALGBW_RATIO
 
 _NCCL = ("all_reduce", "reduce_scatter", "all_gather")
@@ -53,7 +53,7 @@ def learn_nccl_parameters(fits: list[CurveFit], fabric) -> tuple[NcclSystem, lis
             learned["nvls_efficiency"] = (algbw / NVLS_ALGBW_RATIO / up_gbps, fit.key.label)
         else:
             continue
-        group = _Group(fabric, system, fit.key.collective, np.array([float(n)]), np.array([float(d)]))
+        group = GroupTerms(fabric, system, fit.key.collective, np.array([float(n)]), np.array([float(d)]))
         launches.append(fit.fit.latency_s * 1e6 - float(group.latency_us(algorithm, protocol)[0]))
     changes = {name: value for name, (value, _) in learned.items()}
     notes = [f"NCCL {name} = {value:.3g} learned from {label}" for name, (value, label) in learned.items()]

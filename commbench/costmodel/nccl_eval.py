@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commbench.costmodel.nccl_model import ArrayLike, Combo, NcclSystem, _Group, check_group
+from commbench.costmodel.nccl_model import ArrayLike, Combo, NcclSystem, GroupTerms, check_group
 from commbench.errors import invalid
 
 _MAX_TABLE = 1 << 20
@@ -36,7 +36,7 @@ def _terms(fabric, system: NcclSystem, collective: str, table_n: np.ndarray, tab
            pairs: list[Combo]) -> dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """{pair: (latency s, s per byte, ramp s per unit of size/(size+half)) per table row}; latency
     is inf where NCCL does not offer the pair."""
-    group = _Group(fabric, system, collective, table_n, table_d)
+    group = GroupTerms(fabric, system, collective, table_n, table_d)
     out = {}
     for algorithm, protocol in pairs:
         allowed = np.broadcast_to(group.allowed(algorithm), table_n.shape)

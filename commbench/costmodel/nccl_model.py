@@ -95,7 +95,7 @@ def _log2i(x: np.ndarray) -> np.ndarray:
     return np.floor(np.log2(np.maximum(x, 1)))
 
 
-class _Group:
+class GroupTerms:
     """Size-independent terms of one batch of queries: group, domains, link rates."""
 
     def __init__(self, fabric, system: NcclSystem, collective: str, n: np.ndarray, d: np.ndarray):
