@@ -23,8 +23,9 @@ def _group_table(n: np.ndarray, d: np.ndarray, group_size: ArrayLike, num_domain
     n_max, d_max = int(n.max()), int(d.max())
     if (n_max + 1) * (d_max + 1) <= max(4096, min(n.size, _MAX_TABLE)):
         rows = np.arange((n_max + 1) * (d_max + 1))
-        table_n, table_d = np.maximum(rows // (d_max + 1), 1).astype(np.float64), np.maximum(rows % (d_max + 1), 1).astype(np.float64)
-        table_d = np.minimum(table_d, table_n)  # rows no query uses, kept valid
+        # rows no query uses may be invalid groups (d > n); only used rows are checked and computed
+        table_n = np.maximum(rows // (d_max + 1), 1).astype(np.float64)
+        table_d = np.maximum(rows % (d_max + 1), 1).astype(np.float64)
         key = n.astype(np.intp) * (d_max + 1)
         key += d.astype(np.intp)
         return key, table_n, table_d
@@ -117,7 +118,8 @@ def fastest_time_s(fabric, collective: str, size_bytes: ArrayLike, group_size: A
     if n.size < 4096:
         times, n = pair_times_s(fabric, collective, size_bytes, group_size, num_domains, pairs, fastest_only=True)
         return _least(times, n), n
-    check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, n, d)
+    if n.min() < 1 or d.min() < 1:
+        check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, n, d)  # raises
     if size.min() < 0:
         raise invalid("size_bytes", float(size.min()), "sizes must be >= 0")
     key, table_n, table_d = _group_table(n, d, group_size, num_domains)
@@ -128,6 +130,8 @@ def fastest_time_s(fabric, collective: str, size_bytes: ArrayLike, group_size: A
         compact = np.zeros(len(table_n), dtype=np.intp)
         compact[used] = np.arange(len(used))
         key, table_n, table_d = compact.take(key), table_n[used], table_d[used]
+    # every distinct group once: the same one-line errors as checking each query
+    check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, table_n, table_d)
     terms = _terms(fabric, system, collective, table_n, table_d, pairs)
     terms = {name: terms[name] for name in _undominated(terms)} if len(terms) > 1 else terms
     if not terms:
@@ -150,16 +154,28 @@ def fastest_time_s(fabric, collective: str, size_bytes: ArrayLike, group_size: A
     flat = key * (hi - lo + 1)
     flat += bins
     ramp = size / (size + half) if fill.any() else None
-    best = None
-    for winner in (first, second):
+    lat, rate, fill = lat.ravel(), rate.ravel(), fill.ravel()
+
+    def times_of(winner: np.ndarray, flat: np.ndarray, key: np.ndarray, size: np.ndarray, ramp) -> np.ndarray:
         index = winner.ravel().take(flat)
         index *= num_rows
         index += key
-        time_s = np.multiply(size, rate.ravel().take(index))
-        time_s += lat.ravel().take(index)
+        time_s = np.multiply(size, rate.take(index))
+        time_s += lat.take(index)
         if ramp is not None:
-            time_s += ramp * fill.ravel().take(index)
-        best = time_s if best is None else np.minimum(best, time_s, out=best)
+            time_s += ramp * fill.take(index)
+        return time_s
+
+    best = times_of(first, flat, key, size, ramp)
+    # the bins whose two edges have different winners: evaluate the second there only
+    differs = (first != second).ravel().take(flat)
+    if differs.any():
+        where = np.flatnonzero(differs)
+        flat_key_size = (flat.ravel()[where], key.ravel()[where], size.ravel()[where])
+        other = times_of(second, *flat_key_size, None if ramp is None else ramp.ravel()[where])
+        best = best.reshape(-1)
+        best[where] = np.minimum(best[where], other)
+        best = best.reshape(n.shape)
     return best, n
 
 
