@@ -108,3 +108,16 @@ def test_fit_on_a_preset_keeps_unmeasured_curves_and_bad_input_is_one_line(tmp_p
     assert result.exit_code == 2 and "no usable points" in result.output
     result = _invoke("fit", str(results), "--backend", "nccl")
     assert result.exit_code == 2 and "--backend" in result.output
+
+
+def test_predict_names_nccls_algorithm_and_protocol_per_size_and_can_force_them():
+    result = _invoke("predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "-b", "1K", "-e", "8G", "-f", "64")
+    assert result.exit_code == 0, result.output
+    assert "NCCL algo/proto" in result.output and "ring/LL" in result.output and "nvls/Simple" in result.output
+    out = json.loads(_invoke("predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "-b", "1K", "-e", "1G",
+                             "-f", "32", "--algorithm", "ring", "--protocol", "LL128", "--json").output)
+    assert {(r["algorithm"], r["protocol"]) for r in out["rows"]} == {("ring", "LL128")}
+    bad = _invoke("predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "--protocol", "LL64")
+    assert bad.exit_code == 2 and "protocol='LL64'" in bad.output
+    checks = json.loads(_invoke("systems", "--checks", "--json").output)["checks"]
+    assert any(r["regime"] == "latency" and r["nccl_choice"] == "nvls/Simple" for r in checks)
