@@ -17,8 +17,10 @@ Groups spanning several scale-up domains (num_domains > 1) are composed from the
   of n, busbw tends to NIC * (n-1)/(n-m), i.e. N/(N-1) x the NIC rate on N domains, as the NCCL
   maintainers describe for inter-node alltoall (NVIDIA/nccl-tests issue 130);
 - in-switch reduction (NVLS) exists only inside an NVLink domain.
-Not modelled (conservative): NCCL's tree / NVLS-tree all-reduce on few nodes can beat the NIC
-rate by reducing inside the node first (NVIDIA/nccl-tests issue 196).
+On fabrics with NCCL parameters (the presets) the NCCL collectives (all-reduce, reduce-scatter,
+all-gather, broadcast) are predicted by NCCL's algorithm x protocol structure instead (choice.py,
+nccl_model.py), which includes NCCL's tree and NVLS-tree (on few nodes they beat the NIC rate by
+reducing inside the node first, NVIDIA/nccl-tests issue 196); these curves then predict the rest.
 """
 
 from __future__ import annotations

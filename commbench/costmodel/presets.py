@@ -6,6 +6,8 @@ figure that set it (see `reference_checks` and tests/test_costmodel_presets.py, 
 each figure within 10%). Where no figure exists for a system, the nearest measured sibling's
 efficiency is borrowed and the curve's `source` says "borrowed"; latencies with no measured
 anchor follow NCCL's own tuning model (src/graph/tuning.cc, baseLat/hwLat) and say "assumed".
+Each preset also carries its [nccl_model.<name>] parameters (nccl_system), with which the NCCL
+collectives are predicted by NCCL's algorithm x protocol structure (nccl_model.py).
 """
 
 from __future__ import annotations
