@@ -45,6 +45,9 @@ def fit(
     console.print(table)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
+    for note in fabric.notes:
+        if note.startswith("NCCL ") and "learned from" in note:  # fit_nccl: forced NCCL_ALGO sweeps
+            console.print(f"learned: {note}", highlight=False)
     for warning in fabric.warnings:
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
             console.print(f"[yellow]warning:[/] {warning}", highlight=False)
