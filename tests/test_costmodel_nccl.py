@@ -48,7 +48,7 @@ HAND = [
     ("all_reduce", 8, 2, "tree", "LL", 6.8 + 2 * (3 * 0.6 + 5.0), 9 * 0.92 / 3.8 / 2),
     ("all_reduce", 8, 2, "tree", "LL128", 14 + 2 * (3 * 1.25 + 8.5), 9 * 0.92 * 120 / 128 / 2),
     ("all_reduce", 8, 2, "tree", "Simple", 2 * (3 * 4.0 + 14.0), 9 * 0.92 / 2),
-    ("all_reduce", 8, 2, "nvls", "Simple", 23.0 + 18.0, min(60, 9) * 5 / 6),  # NVLS across domains: SHARP
+    ("all_reduce", 8, 2, "nvls", "Simple", 23.0 + 18.0, min(60, 4 * 9) * 5 / 6),  # NVLS across domains: SHARP
     ("all_reduce", 8, 2, "nvls_tree", "Simple", 23.0 + 2 * 14.0, min(60, 4 * 9) * 5 / 6),
     ("all_reduce", 8, 2, "collnet_direct", "Simple", 2 * (3.7 + 3 * 0.4) + 31.0, min(80, 2 * 9) * 0.85 / 2),
     ("all_reduce", 8, 2, "collnet_chain", "Simple", 2 * 3 * 2.8 + 30.0, min(80, 2 * 9) / 2),

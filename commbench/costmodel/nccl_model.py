@@ -151,8 +151,8 @@ class GroupTerms:
                 share = np.where(self.cross, T.TREE_LL128_SHARE[1], T.TREE_LL128_SHARE[0])
                 return np.minimum(tree * share, s.channels * self.cap(T.TREE_LL128_MAX_PER_CHANNEL_GBPS))
             return tree
-        if algorithm == "nvls":
-            return np.where(self.cross, min(self.nvls, self.net), self.nvls) if self.any_cross else self.nvls
+        if algorithm == "nvls":  # across domains (with SHARP) over the domain's NICs together, as NVLS-tree
+            return np.where(self.cross, np.minimum(self.nvls, self.m * self.net), self.nvls) if self.any_cross else self.nvls
         if algorithm == "nvls_tree":  # the domain's NICs together carry the reduced data between domains
             node_net = self.m * self.net
             return np.minimum(self.nvls, np.where(self.d <= 2, node_net, node_net / 2))
