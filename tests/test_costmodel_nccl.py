@@ -55,6 +55,7 @@ HAND = [
     # reduce-scatter with one rank per domain: PAT; n - 1 ring steps
     ("reduce_scatter", 2, 2, "pat", "Simple", 8.0 + 1 * 14.0 / 3.5 + 2 * 2.8, 9 * 0.75 * 2 / 1),
     ("reduce_scatter", 4, 1, "ring", "LL", 6.6 + 3 * 0.6, min(141, 80 / 3) * 4 / 3),
+    ("all_gather", 4, 1, "nvls", "Simple", 23.0, 0.6 * 100 * 5 / 6),  # NCCL: NVLS algbw 5/6 of busBw, any collective
     # broadcast: n hops, Simple at tree's per-hop latency
     ("broadcast", 4, 1, "ring", "Simple", 8.4 + 4 * 4.0, 80.0),
     ("broadcast", 4, 1, "ring", "LL", 6.6 + 4 * 0.6, 80 / 3),

@@ -167,7 +167,7 @@ class GroupTerms:
         if algorithm in ("ring", "pat"):
             return bus * self.n / np.maximum(self.nsteps, 1)
         if algorithm in ("nvls", "nvls_tree"):
-            return bus * T.NVLS_ALGBW_RATIO if self.collective == "all_reduce" else bus * self.n / np.maximum(self.nsteps, 1)
+            return bus * T.NVLS_ALGBW_RATIO
         return bus * T.TREE_ALGBW_RATIO
 
     def latency_us(self, algorithm: str, protocol: str) -> np.ndarray:
