@@ -83,6 +83,7 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if config.timeout_s <= 0:
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: must be > 0 seconds")
     check_bench_options(config, collective, world_size)
+    collective.check_params(dict(config.params), config.backend)
     if not collective.takes_size:
         for group_size in measured_group_sizes(config, world_size):
             collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
