@@ -39,6 +39,7 @@ class BenchConfig:
     timeout_s: float = 300.0
     output_path: str = "results/bench.jsonl"
     output_format: str = "table"
+    average: int = 1  # nccl-tests -a: which loop time --format nccl-tests prints (0 rank 0, 1 avg, 2 min, 3 max)
     argv: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     topology: TopologySpec | None = None  # racks (issue 4); None = from hostnames / commbench emulate

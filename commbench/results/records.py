@@ -149,7 +149,15 @@ def from_dict(data: dict[str, Any]) -> Record:
     if cls is None:
         raise ValueError(f"record_type={kind!r}: expected 'header' or 'measurement'")
     known = _FIELDS[cls.__name__]
-    return cls(**{k: v for k, v in data.items() if k in known})
+    fields = {k: v for k, v in data.items() if k in known}
+    if cls is Measurement and not fields.get("loop_time_us") and any(
+            str(note).startswith(_OLD_IMPORT_NOTE) for note in fields.get("notes", [])):
+        # written by an importer that stored nccl-tests' time as the median: put it where it belongs
+        fields.update(loop_time_us={"avg": fields.get("time_us_median")}, time_us_median=None, time_us_mean=None)
+    return cls(**fields)
+
+
+_OLD_IMPORT_NOTE = "imported from nccl-tests: time is nccl-tests' mean over iterations"
 
 
 class JsonlWriter:

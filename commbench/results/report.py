@@ -13,7 +13,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from commbench.results.records import Measurement
+from commbench.results.records import Measurement, headline_time
+from commbench.results.render import tail_text
 from commbench.units import format_size
 
 Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
@@ -83,11 +84,11 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], pat
 
 
 def markdown_table(rows: list[Measurement]) -> list[str]:
-    lines = ["| size | time median (µs, measured) | p99 (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| size | time (µs, measured) | statistic | tail (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
+             "|---:|---:|---|---:|---:|---:|---:|"]
     for m in rows:
-        lines.append(f"| {format_size(m.size_bytes)} | {m.time_us_median:.2f} | "
-                     f"{'-' if m.time_us_p99 is None else f'{m.time_us_p99:.2f}'} | {m.algbw_gbps:.3f} | "
+        statistic, time_us = headline_time(m)
+        lines.append(f"| {format_size(m.size_bytes)} | {time_us:.2f} | {statistic} | {tail_text(m)} | {m.algbw_gbps:.3f} | "
                      f"{m.busbw_gbps:.3f} | {'-' if m.num_wrong is None else m.num_wrong} |")
     return lines
 
