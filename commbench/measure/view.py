@@ -31,7 +31,7 @@ class BenchView:
                       f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
         if self.format == "nccl-tests":
             self._print(f"# {intro}")
-            for line in nccl_tests_banner(header, sizes_bytes=config.sizes_bytes, iters=config.loop.iters,
+            for line in nccl_tests_banner(header, config.collective, sizes_bytes=config.sizes_bytes, iters=config.loop.iters,
                                           warmup_iters=config.loop.warmup_iters, check=config.loop.check,
                                           cuda_graph=config.loop.cuda_graph, average=config.average):
                 self._print(line)

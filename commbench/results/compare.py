@@ -158,7 +158,7 @@ def side_stats(runs: list[Measurement], statistic: str) -> SideStats | None:
 def choose_statistic(base: list[Measurement], new: list[Measurement], requested: str) -> str | None:
     if requested != AUTO:
         return requested
-    for statistic in ("median", "nccl-avg"):
+    for statistic in TIME_STATISTICS:  # median first, then nccl-tests' time (avg, rank0, min, max)
         if any(time_us(m, statistic) for m in base) and any(time_us(m, statistic) for m in new):
             return statistic
     return None

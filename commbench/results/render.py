@@ -25,6 +25,7 @@ _NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloa
               "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}
 
 
+_NCCL_TEST_NAME = {"all_to_all": "alltoall"}  # nccl-tests' binary names where they differ from ours
 _LEFT = ("point", "type", "redop", "stages (median µs)")
 
 
@@ -77,7 +78,7 @@ def tail_text(m: Measurement) -> str:
     return "-" if m.time_us_max is None else f"max {m.time_us_max:.2f}"
 
 
-def nccl_tests_banner(header: RunHeader, *, sizes_bytes: tuple[int, ...], iters: int, warmup_iters: int,
+def nccl_tests_banner(header: RunHeader, collective: str, *, sizes_bytes: tuple[int, ...], iters: int, warmup_iters: int,
                       check: bool, cuda_graph: bool, average: int) -> list[str]:
     """nccl-tests' banner (src/common.cu run()): one process per rank, so nThread 1 nGpus 1 and one
     `#  Rank` line per rank (what a reader counts for the world size); warmup iters before iters."""
@@ -87,7 +88,8 @@ def nccl_tests_banner(header: RunHeader, *, sizes_bytes: tuple[int, ...], iters:
         ratio = sizes[1] / sizes[0]
         step = f"{ratio:g}(factor)" if ratio == int(ratio) and ratio > 1 else f"{sizes[1] - sizes[0]}(bytes)"
     mode = NCCL_TESTS_AVERAGE_MODES[average]
-    lines = [f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: {step} warmup iters: {warmup_iters} "
+    lines = [f"# Collective test starting: {_NCCL_TEST_NAME.get(collective, collective)}_perf",
+             f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: {step} warmup iters: {warmup_iters} "
              f"iters: {iters} agg iters: 1 validation: {int(check)} graph: {int(cuda_graph)}",
              "#", "# Using devices"]
     for rank, (host, device) in enumerate(zip(header.hostnames, header.devices)):

@@ -34,7 +34,9 @@ from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Rec
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
                     "alltoall": "all_to_all", "sendrecv": "sendrecv", "broadcast": "broadcast", "reduce": "reduce",
-                    "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "all_to_all_v"}
+                    "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "all_to_all_v",
+                    # commbench's own workloads, as its --format nccl-tests output names them
+                    "moe_all_to_all": "moe_all_to_all", "grad_reduce_scatter": "grad_reduce_scatter"}
 DTYPE_NAMES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "int8": "int8",
                "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
                "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2"}
