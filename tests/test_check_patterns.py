@@ -75,3 +75,15 @@ def test_non_reducing_pattern_names_its_rank_offset_and_seed():
     nan = mine.copy()
     nan[5] = np.nan
     assert count_wrong(nan, mine, dtype) == 1
+
+
+def test_pairwise_on_a_backend_without_device_sum_is_refused_in_one_line():
+    from collectives import get_collective
+    from collectives.grad_reduce_scatter import resolve_impl
+    from commbench.errors import CommbenchError
+
+    for impl in ("pairwise", "duplex"):
+        with pytest.raises(CommbenchError) as caught:
+            get_collective("grad_reduce_scatter").check_params({"rs_impl": impl}, "cupy-nccl")
+        assert "\n" not in str(caught.value) and impl in str(caught.value)
+    assert resolve_impl("auto", "cupy-nccl") == "native" and resolve_impl("pairwise", "gloo") == "pairwise"

@@ -95,3 +95,15 @@ def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):
     empty.write_text("hello\n")
     result = runner.invoke(app, ["import", "nccl-tests", str(empty), "-o", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 2
+
+
+def test_collective_name_strips_unknown_prefixes_or_refuses():
+    from commbench.results.importers.nccl_tests import collective_name, parse_text
+
+    assert collective_name("all_reduce") == "all_reduce" and collective_name("alltoall") == "all_to_all"
+    assert collective_name("old_all_reduce") == "all_reduce"  # old_all_reduce_perf.log
+    assert collective_name("nightly_reduce_scatter") == "reduce_scatter"
+    assert collective_name("frobnicate") is None
+    refused = parse_text("#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+                         "8 2 float sum -1 10.0 0.00 0.00 0\n", "frobnicate_perf.log")
+    assert refused.records == [] and "pass --collective" in refused.problems[0][3]
