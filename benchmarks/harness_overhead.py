@@ -10,7 +10,7 @@ Printed per size: the median over rounds of harness / bare with its 95% distribu
 end is under the goal, `missed` when its lower end is above it, else `unresolvable on this host`
 (the interval straddles the goal: the A/A interval shows how wide noise alone makes it).
 
-    python benchmarks/harness_overhead.py [--ranks 2] [--rounds 41] [--round-ms 20]
+    python benchmarks/harness_overhead.py [--ranks 2] [--rounds 41] [--round-ms 50]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def rank_main(rank: int, world: int, port: int, rounds: int, round_ms: float, qu
         per_iter = np.array([(time.perf_counter() - start) / 5])
         estimate = backend.upload(per_iter, get_dtype("float64"))
         dist.broadcast(estimate, 0)
-        iters = int(max(5, min(5000, round_ms * 1e-3 / max(float(estimate[0]), 1e-7))))
+        iters = int(max(10, min(5000, round_ms * 1e-3 / max(float(estimate[0]), 1e-7))))
 
         def harness() -> float:
             dist.barrier()
@@ -93,7 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=41)
-    parser.add_argument("--round-ms", type=float, default=20.0, help="bare-loop time per round (ms)")
+    parser.add_argument("--round-ms", type=float, default=50.0, help="bare-loop time per round (ms)")
     args = parser.parse_args()
     from commbench.comm.job import free_port
     from commbench.results.compare import median_interval

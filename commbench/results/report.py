@@ -65,7 +65,7 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], pat
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for key, rows in sorted(series.items()):
         sizes = np.array([m.size_bytes for m in rows], dtype=float)
-        line, = ax.plot(sizes, [m.busbw_gbps for m in rows], marker="o", label=f"measured: {series_label(key)}")
+        line, = ax.plot(sizes, [m.busbw_gbps for m in rows], marker="o", label=f"measured ({headline_time(rows[0])[0]} time): {series_label(key)}")
         if predict is not None:
             seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
             factor = np.array([m.busbw_gbps / m.algbw_gbps if m.algbw_gbps else 1.0 for m in rows])
