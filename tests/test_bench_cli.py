@@ -52,6 +52,8 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     assert result.exit_code == 0, result.output
     assert "#       size         count      type   redop    root" in result.output
     assert "# Avg bus bandwidth" in result.output
+    assert "# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096" in result.output and "warmup iters: 5 iters: 3" in result.output
+    assert "#  Rank  0 Group  0" in result.output and "(-a 1)" in result.output
     assert len(_lines(out)) == 1 + 3
 
 
