@@ -39,7 +39,7 @@ def bench(
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f).")] = None,
-    iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size.")] = 20,
+    iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size (all kept in the record; p99 recorded from 100 on).")] = 20,
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
     check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element once per size, outside timing; 0: skip.")] = 1,
     dtype: Annotated[str, typer.Option("-d", "--dtype", help="float32, bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = "float32",
