@@ -129,9 +129,11 @@ def time_us(m: "Measurement", statistic: str) -> float | None:
 def headline_time(m: "Measurement") -> tuple[str, float | None]:
     """(statistic name, µs) a record is known by: its median when measured here, else nccl-tests' time
     (records imported from nccl-tests have only that)."""
-    if m.time_us_median is not None:
-        return "median", m.time_us_median
-    return "nccl-avg", m.loop_time_us.get("avg")
+    for statistic in TIME_STATISTICS:  # median, then nccl-tests' time by -a mode (avg first)
+        value = time_us(m, statistic)
+        if value is not None:
+            return statistic, value
+    return "median", None
 
 
 Record = RunHeader | Measurement
