@@ -216,9 +216,10 @@ def compare_point(key: tuple, base_runs: list[Measurement], new_runs: list[Measu
         up = math.hypot(math.log(b.center_us / b.low_us), math.log(n.high_us / n.center_us))
         low, high = ratio * math.exp(-down), ratio * math.exp(up)
     significant_slower = low is None or low > 1
-    if ratio - 1 > max_regression and significant_slower:
+    beyond = ratio - 1 > max_regression + 1e-9  # a slowdown of exactly the threshold is allowed
+    if beyond and significant_slower:
         verdict = "REGRESSED"
-    elif ratio > 1 + max_regression:
+    elif beyond:
         verdict = "slower (within noise)"
     elif ratio < 1 and (high is not None and high < 1):
         verdict = "faster"
