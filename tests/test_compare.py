@@ -131,3 +131,17 @@ def test_user_errors_exit_2(tmp_path):
     assert run(base, base, "--max-regression", "lots").exit_code == 2
     assert run(base, base, "--statistic", "p50").exit_code == 2
     assert parse_threshold("10%") == pytest.approx(0.1) and parse_threshold("0.25") == 0.25
+
+
+def test_a_slowdown_at_every_size_fails_as_a_collective_even_when_each_point_is_noisy(tmp_path):
+    rng = np.random.default_rng(7)
+    base = [record(size, 100 * np.exp(rng.normal(0, 0.8, 20))) for size in (1 << k for k in range(10, 22))]
+    slow = [dataclasses.replace(m, time_us_median=m.time_us_median * 1.3,
+                                iter_times_us=[t * 1.3 for t in m.iter_times_us]) for m in base]
+    result = compare(base, slow, max_regression=0.1)
+    assert result.regressions == [] and result.regressed_collectives == ["all_reduce"]
+    assert result.geomean_interval_by_collective["all_reduce"][0] > 1.0
+    cli = run(write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", slow))
+    assert cli.exit_code == 1 and "slower as a whole" in cli.output
+    same = compare(base, base, max_regression=0.1)
+    assert same.regressed_collectives == [] and same.geomean_by_collective["all_reduce"] == 1.0

@@ -55,16 +55,22 @@ def compare_cmd(
     summary.add_column("collective")
     summary.add_column("points", justify="right")
     summary.add_column("geomean ratio", justify="right")
+    summary.add_column("95% interval", justify="right")
+    summary.add_column("verdict")
     for name, value in sorted(result.geomean_by_collective.items()):
-        summary.add_row(name, str(sum(p.collective == name and p.ratio is not None for p in result.points)), f"{value:.3f}")
+        low, high = result.geomean_interval_by_collective[name]
+        verdict = "[bold red]REGRESSED[/]" if name in result.regressed_collectives else "ok"
+        summary.add_row(name, str(sum(p.collective == name and p.ratio is not None for p in result.points)),
+                        f"{value:.3f}", f"{low:.3f}..{high:.3f}", verdict)
     console.print(summary)
     if result.only_in_base or result.only_in_new:
         console.print(f"unmatched points: {result.only_in_base} only in {escape(base)}, {result.only_in_new} only in "
                       f"{escape(new)}", highlight=False)
-    if result.regressions:
+    if result.regressions or result.regressed_collectives:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
-        parts = []
+        parts = [f"{name} slower as a whole: geomean x{result.geomean_by_collective[name]:.2f} beyond "
+                 f"{threshold:.0%} and the noise" for name in result.regressed_collectives]
         if slow:
             worst = max(slow, key=lambda p: p.ratio)
             parts.append(f"{len(slow)} point(s) regressed beyond {threshold:.0%} and the noise; worst: {worst.label} "

@@ -14,13 +14,16 @@ Wolfe, Nonparametric Statistical Methods, ch. 3); for nccl-tests' time, which is
 two sides combine in log space (half-widths added in quadrature) into a 95% interval of the ratio.
 
 A point REGRESSES when its slowdown exceeds the threshold AND the ratio's interval lies above 1
-(the slowdown is larger than the recorded noise can explain). Without samples (old files, imported
+(the slowdown is larger than the recorded noise can explain). A collective regresses as a whole when
+the geometric mean of its ratios does the same (its interval from the points' noise taken as
+independent): a slowdown at every size that each noisy point alone cannot resolve. Without samples (old files, imported
 nccl-tests rows) the noise is unknown and printed so: the threshold alone decides. A point that was
 ok in the base and failed or returned wrong data (#wrong > 0) in the new file always fails the gate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -81,10 +84,19 @@ class Comparison:
     only_in_base: int
     only_in_new: int
     max_regression: float
+    # 95% interval of each collective's geometric mean ratio (points' noise taken as independent)
+    geomean_interval_by_collective: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     @property
     def regressions(self) -> list[PointComparison]:
         return [p for p in self.points if p.regressed]
+
+    @property
+    def regressed_collectives(self) -> list[str]:
+        """Collectives slower as a whole: geomean beyond the threshold and its interval above 1 (a
+        slowdown at every size that no single noisy point resolves)."""
+        return sorted(c for c, g in self.geomean_by_collective.items()
+                      if g - 1 > self.max_regression + 1e-9 and self.geomean_interval_by_collective.get(c, (g, g))[0] > 1)
 
 
 def match_key(m: Measurement) -> tuple:
@@ -238,10 +250,15 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                              "group size/layout and params): nothing to compare")
     points = [compare_point(k, base_runs[k], new_runs[k], max_regression=max_regression, statistic=statistic)
               for k in common]
-    logs: dict[str, list[float]] = {}
+    logs: dict[str, list[tuple[float, float, float]]] = {}
     for p in points:
         if p.ratio is not None:
-            logs.setdefault(p.collective, []).append(math.log(p.ratio))
-    return Comparison(points=points, geomean_by_collective={c: math.exp(sum(v) / len(v)) for c, v in logs.items()},
+            down = math.log(p.ratio / p.ratio_low) if p.ratio_low else 0.0
+            up = math.log(p.ratio_high / p.ratio) if p.ratio_high else 0.0
+            logs.setdefault(p.collective, []).append((math.log(p.ratio), down, up))
+    geomeans = {c: math.exp(sum(x for x, _, _ in v) / len(v)) for c, v in logs.items()}
+    intervals = {c: (geomeans[c] * math.exp(-math.sqrt(sum(d * d for _, d, _ in v)) / len(v)),
+                     geomeans[c] * math.exp(math.sqrt(sum(u * u for _, _, u in v)) / len(v))) for c, v in logs.items()}
+    return Comparison(points=points, geomean_by_collective=geomeans, geomean_interval_by_collective=intervals,
                       only_in_base=len(set(base_runs) - set(new_runs)), only_in_new=len(set(new_runs) - set(base_runs)),
                       max_regression=max_regression)
