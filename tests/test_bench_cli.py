@@ -12,6 +12,8 @@ import collectives
 from collectives.all_reduce import AllReduce
 from commbench.measure.bench import BenchConfig, run_bench_rank
 from commbench.cli.app import app
+from commbench.results.records import from_dict
+from commbench.results.render import nccl_tests_footer
 from commbench.comm.launch import RankEnv
 from commbench.measure.harness import LoopOptions
 from tests.distributed import free_port
@@ -36,7 +38,11 @@ def test_bench_two_local_ranks_writes_header_and_one_record_per_size(tmp_path):
     assert sizes == [8, 64, 512, 4096, 32768]
     for rec in records[1:]:
         assert rec["num_wrong"] == 0 and rec["status"] == "ok"
-        assert rec["time_us_min"] <= rec["time_us_median"] <= rec["time_us_p99"]
+        assert rec["time_us_min"] <= rec["time_us_median"] <= rec["time_us_max"]
+        assert rec["time_us_p99"] is None  # 5 iterations: a p99 would be the max
+        assert len(rec["iter_times_us"]) == 5 and max(rec["iter_times_us"]) == pytest.approx(rec["time_us_max"], abs=1e-3)
+        loop = rec["loop_time_us"]
+        assert set(loop) == {"avg", "rank0", "min", "max"} and loop["min"] <= loop["avg"] <= loop["max"]
         assert rec["algbw_gbps"] == pytest.approx(rec["size_bytes"] / rec["time_us_median"] / 1e3)
         assert rec["busbw_gbps"] == pytest.approx(rec["algbw_gbps"] * 2 * 1 / 2)
 
@@ -48,13 +54,15 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     assert result.exit_code == 0, result.output
     assert "#       size         count      type   redop    root" in result.output
     assert "# Avg bus bandwidth" in result.output
+    assert "# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096" in result.output and "warmup iters: 5 iters: 3" in result.output
+    assert "#  Rank  0 Group  0" in result.output and "(-a 1)" in result.output
+    assert len(_lines(out)) == 1 + 3
     table = runner.invoke(app, ["bench", "broadcast", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "3",
                                 "-O", str(tmp_path / "table.jsonl")], env={"COLUMNS": "100"})
     assert table.exit_code == 0, table.output
-    rows = [r for r in _lines(tmp_path / "table.jsonl") if r["record_type"] == "measurement"]
-    mean_busbw = sum(r["busbw_gbps"] for r in rows) / len(rows)
-    assert f"# Avg bus bandwidth    : {mean_busbw:g} (GB/s, measured)" in table.output  # as nccl-tests closes
-    assert "redop" not in table.output and "┃ point" not in table.output  # broadcast has no reduction    assert len(_lines(out)) == 1 + 3
+    rows = [from_dict(r) for r in _lines(tmp_path / "table.jsonl") if r["record_type"] == "measurement"]
+    assert nccl_tests_footer(rows)[1] + "(GB/s, measured)" in table.output  # nccl-tests' closing line
+    assert "redop" not in table.output and "┃ point" not in table.output  # broadcast has no reduction
 
 
 @pytest.mark.parametrize("args,needle", [

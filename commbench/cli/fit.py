@@ -45,15 +45,21 @@ def fit(
     for f in fits:
         err = f.heldout_median_rel_error
         err_text = "-" if err is None else (f"[red]{err:.1%}[/]" if err > POOR_FIT else f"{err:.1%}")
+        regimes = dict(f.heldout_by_regime)
+        per_regime = " / ".join(f"{regimes[r]:.1%}" if r in regimes else "-" for r in ("latency", "middle", "bandwidth"))
         rows.append([escape(f.key.label), str(f.num_points), f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
                      f"{f.fit.latency_s * 1e6:.2f}", " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
-                     err_text, escape("; ".join(f.warnings)) or "-"])
-    print_table(console, f"fitted curves ({len(fits)}); held-out error on sizes >= {format_size(min_heldout)}",
+                     err_text, per_regime, escape("; ".join(f.warnings)) or "-"])
+    print_table(console, f"fitted curves ({len(fits)}); held-out error on sizes >= {format_size(min_heldout)}, and per "
+                "size regime (latency < 512 KiB <= middle < 64 MiB <= bandwidth)",
                 [Col(name="curve", numeric=False), Col(name="points", keep=2), Col(name="sizes", numeric=False, keep=1),
                  Col(name="latency (µs)"), Col(name="busbw (GB/s)", numeric=False), Col(name="held-out err"),
-                 Col(name="warnings", numeric=False, keep=3)], rows)
+                 Col(name="lat / mid / bw", numeric=False, keep=4), Col(name="warnings", numeric=False, keep=3)], rows)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
+    for note in fabric.notes:
+        if note.startswith("NCCL ") and "learned from" in note:  # fit_nccl: forced NCCL_ALGO sweeps
+            console.print(f"learned: {note}", highlight=False)
     for warning in fabric.warnings:
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
             console.print(f"[yellow]warning:[/] {warning}", highlight=False)

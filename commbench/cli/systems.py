@@ -11,6 +11,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console
 from commbench.results.tables import Col, print_table
 from commbench.costmodel import bus_factor, collective_time_s, load_preset, preset_names
+from commbench.costmodel.accuracy import by_regime, format_summary
 
 _BIG_BYTES = 8 << 30
 
@@ -49,9 +50,11 @@ def systems(
         from commbench.costmodel.checks import check_presets
 
         check_rows = [{"preset": r.figure.preset, "collective": r.figure.collective, "group_size": r.figure.group_size,
+                       "size_bytes": r.figure.size_bytes,
                        "num_domains": r.figure.num_domains, "what": r.figure.what,
                        "published_busbw_gbps": r.figure.busbw_gbps, "predicted_busbw_gbps": r.predicted_busbw_gbps,
-                       "relative_error": r.relative_error, "source": r.source} for r in check_presets()]
+                       "relative_error": r.relative_error, "regime": r.regime, "nccl_choice": r.chosen,
+                       "source": r.source} for r in check_presets()]
     if as_json:
         console.print_json(json.dumps({"format": "commbench-systems", "version": 1, "presets": rows, "checks": check_rows}))
         return
@@ -69,8 +72,16 @@ def systems(
     if checks:
         print_table(console, "published (measured) vs preset (predicted) busbw, GB/s",
                     [Col(name="preset", numeric=False), Col(name="collective", numeric=False), Col(name="ranks"),
-                     Col(name="domains", keep=1), Col(name="what", numeric=False, keep=2), Col(name="published"),
-                     Col(name="predicted"), Col(name="error"), Col(name="source", numeric=False, keep=3)],
+                     Col(name="domains", keep=1), Col(name="what", numeric=False, keep=2),
+                     Col(name="regime", numeric=False, keep=4), Col(name="published"), Col(name="predicted"),
+                     Col(name="error"), Col(name="NCCL pick", numeric=False, keep=5),
+                     Col(name="source", numeric=False, keep=3)],
                     [[r["preset"], r["collective"], str(r["group_size"]), str(r["num_domains"]), escape(r["what"]),
-                      f"{r['published_busbw_gbps']:.0f}", f"{r['predicted_busbw_gbps']:.0f}", f"{r['relative_error']:+.1%}",
-                      escape(r["source"])] for r in check_rows])
+                      r["regime"], f"{r['published_busbw_gbps']:.3g}", f"{r['predicted_busbw_gbps']:.3g}",
+                      f"{r['relative_error']:+.1%}", escape(r["nccl_choice"] or "(curves)"), escape(r["source"])]
+                     for r in check_rows])
+        console.print("error per size regime (latency < 512 KiB <= middle < 64 MiB <= bandwidth):", highlight=False)
+        for name, summary in by_regime([(r["size_bytes"], r["relative_error"]) for r in check_rows]).items():
+            console.print("  " + format_summary(name, summary), highlight=False, markup=False)
+        console.print("held-out curves (never used to set a parameter): python benchmarks/costmodel_accuracy.py",
+                      highlight=False, markup=False)

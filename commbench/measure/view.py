@@ -8,16 +8,17 @@ from rich.console import Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from commbench.results.render import (avg_busbw_line, measurement_table, nccl_tests_footer, nccl_tests_header,
-                                      nccl_tests_row, run_title, stdout_console)
 from commbench.moe.params import DEFAULTS as MOE_DEFAULTS
 from commbench.moe.presets import preset_params
+from commbench.results.render import (measurement_table, nccl_tests_banner, nccl_tests_footer, nccl_tests_header,
+                                      nccl_tests_row, run_title, stdout_console)
 from commbench.results.records import Measurement, RunHeader
 
 
 class BenchView:
     def __init__(self, config, header: RunHeader, num_points: int) -> None:
         self.format = config.output_format
+        self.average = config.average
         self.rows: list[Measurement] = []
         self.console = stdout_console()
         hosts = sorted(set(header.hostnames))
@@ -30,9 +31,10 @@ class BenchView:
                       f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
         if self.format == "nccl-tests":
             self._print(f"# {intro}")
-            self._print(f"# nThread 1 nGpus 1 minBytes {min(config.sizes_bytes)} maxBytes {max(config.sizes_bytes)} "
-                        f"iters: {config.loop.iters} warmup iters: {config.loop.warmup_iters} "
-                        f"validation: {int(config.loop.check)}")
+            for line in nccl_tests_banner(header, config.collective, sizes_bytes=config.sizes_bytes, iters=config.loop.iters,
+                                          warmup_iters=config.loop.warmup_iters, check=config.loop.check,
+                                          cuda_graph=config.loop.cuda_graph, average=config.average):
+                self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
             for line in nccl_tests_header(config.in_place):
@@ -66,7 +68,7 @@ class BenchView:
     def add(self, record: Measurement) -> None:
         self.rows.append(record)
         if self.format == "nccl-tests":
-            self._print(nccl_tests_row(record))
+            self._print(nccl_tests_row(record, self.average))
             return
         self.progress.advance(self.task)
         self.live.update(self._renderable())  # fitted here, between points: never in the refresh thread while timing
@@ -77,14 +79,15 @@ class BenchView:
 
     def close(self) -> None:
         if self.format == "nccl-tests":
-            for line in nccl_tests_footer(self.rows):
+            for line in nccl_tests_footer(self.rows, self.average):
                 self._print(line)
             return
         self.progress.update(self.task, visible=False)
         self.live.stop()
         if not self.console.is_terminal:
             self.console.print()
-        self.console.print(avg_busbw_line(self.rows) + "(GB/s, measured)", highlight=False)
+        # nccl-tests' closing line, as its text mode prints it (busbw at nccl-tests' time, -a mode)
+        self.console.print(nccl_tests_footer(self.rows, self.average)[1] + "(GB/s, measured)", highlight=False)
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(f"[bold red]{wrong} wrong element(s)[/]: the collective returned incorrect data")

@@ -1,7 +1,8 @@
 """Slide-ready figures of measured (and predicted) results, drawn with matplotlib (headless).
 
 - busbw vs size: log-x with sizes as B/KiB/MiB/GiB, log-y so small sizes stay visible;
-- latency vs size: log-log, the median time per iteration;
+- latency vs size: log-log, the time per iteration a record is known by (its median; nccl-tests' time
+  for imported runs; the legend names it);
 - MoE all-to-all: dispatch and combine busbw apart (nccl-tests' alltoall factor, see
   collectives/moe_all_to_all.py) against tokens per rank, on a linear y axis from 0.
 Measured series are solid lines with round markers; predicted ones dashed with cross markers, named
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.results.records import Measurement, RunHeader
+from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.units import format_size
 
 MEASURED_STYLE = {"linestyle": "-", "marker": "o", "markersize": 4}
@@ -30,6 +31,7 @@ class Series:
     label: str
     rows: list[Measurement]
     predicted_s: np.ndarray | None = None
+    time_name: str = "median"  # the statistic the measured times are (records.headline_time): median, nccl-avg, ...
 
 
 def _pyplot():
@@ -79,7 +81,8 @@ def busbw_figure(collective: str, series: list[Series], note: str = ""):
     fig, ax = plt.subplots(figsize=(8, 4.8))
     for s in series:
         sizes = np.array([m.size_bytes for m in s.rows], dtype=float)
-        line, = ax.plot(sizes, [m.busbw_gbps for m in s.rows], label=f"measured: {s.label}", **MEASURED_STYLE)
+        line, = ax.plot(sizes, [m.busbw_gbps for m in s.rows], label=f"measured ({s.time_name} time): {s.label}",
+                        **MEASURED_STYLE)
         if s.predicted_s is not None:
             factor = np.array([m.busbw_gbps / m.algbw_gbps if m.algbw_gbps else 1.0 for m in s.rows])
             ax.plot(sizes, sizes / s.predicted_s / 1e9 * factor, color=line.get_color(),
@@ -99,7 +102,8 @@ def latency_figure(collective: str, series: list[Series], note: str = ""):
     fig, ax = plt.subplots(figsize=(8, 4.8))
     for s in series:
         sizes = np.array([m.size_bytes for m in s.rows], dtype=float)
-        line, = ax.plot(sizes, [m.time_us_median for m in s.rows], label=f"measured: {s.label}", **MEASURED_STYLE)
+        line, = ax.plot(sizes, [headline_time(m)[1] for m in s.rows], label=f"measured ({s.time_name} time): {s.label}",
+                        **MEASURED_STYLE)
         if s.predicted_s is not None:
             ax.plot(sizes, s.predicted_s * 1e6, color=line.get_color(), label=f"predicted: {s.label}",
                     **PREDICTED_STYLE)
@@ -107,7 +111,7 @@ def latency_figure(collective: str, series: list[Series], note: str = ""):
     ax.set_yscale("log", nonpositive="mask")
     human_size_axis(ax.xaxis)
     ax.set_xlabel("size (nccl-tests' size)")
-    ax.set_ylabel("time per iteration (µs, median; log scale)")
+    ax.set_ylabel("time per iteration (µs; log scale)")
     _finish(fig, ax, f"{collective}: latency vs size", note)
     return fig
 

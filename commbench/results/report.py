@@ -15,8 +15,8 @@ from typing import Callable, Iterable
 import numpy as np
 
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
-from commbench.results.records import Measurement, RunHeader
-from commbench.results.render import is_moe
+from commbench.results.records import Measurement, RunHeader, headline_time
+from commbench.results.render import is_moe, tail_text
 from commbench.units import format_size
 
 Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
@@ -73,7 +73,8 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], ste
                 sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
                 seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
             label = series_label(key) + (f" (run {run_id})" if len(runs) > 1 else "")
-            curves.append(Series(label=label, rows=run_rows, predicted_s=seconds))
+            curves.append(Series(label=label, rows=run_rows, predicted_s=seconds,
+                                 time_name=headline_time(run_rows[0])[0]))
     if all(is_moe(rows[0]) for rows in series.values()):
         return save(moe_figure(curves, note), f"{stem}-moe", formats)
     return (save(busbw_figure(collective, curves, note), f"{stem}-busbw", formats)
@@ -81,11 +82,11 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], ste
 
 
 def markdown_table(rows: list[Measurement]) -> list[str]:
-    lines = ["| size | time median (µs, measured) | p99 (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| size | time (µs, measured) | statistic | tail (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
+             "|---:|---:|---|---:|---:|---:|---:|"]
     for m in rows:
-        lines.append(f"| {format_size(m.size_bytes)} | {m.time_us_median:.2f} | "
-                     f"{'-' if m.time_us_p99 is None else f'{m.time_us_p99:.2f}'} | {m.algbw_gbps:.3f} | "
+        statistic, time_us = headline_time(m)
+        lines.append(f"| {format_size(m.size_bytes)} | {time_us:.2f} | {statistic} | {tail_text(m)} | {m.algbw_gbps:.3f} | "
                      f"{m.busbw_gbps:.3f} | {'-' if m.num_wrong is None else m.num_wrong} |")
     return lines
 
