@@ -9,6 +9,12 @@ class CommbenchError(Exception):
     exit_code = 2
 
 
+class Interrupted(CommbenchError):
+    """Stopped by SIGINT/SIGTERM/SIGHUP; the message says what was kept. Exit code 130."""
+
+    exit_code = 130
+
+
 def invalid(field: str, value: object, allowed: str) -> CommbenchError:
     """Build the standard one-line error: `--field VALUE: allowed ...`."""
     return CommbenchError(f"{field}={value!r} is invalid: {allowed}")

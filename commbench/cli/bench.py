@@ -105,10 +105,11 @@ def bench(
     if len(backends) > 1:
         outcomes = run_job(run_compare_rank, CompareConfig(bench=config, backends=backends), nproc=nproc,
                            backend=backends[-1], validate_world=lambda world: validate(config, world),
-                           output_path=config.output_path)
+                           output_path=config.output_path, timeout_s=timeout_s)
     else:
         outcomes = run_job(run_bench_rank, config, nproc=nproc, backend=config.backend,
-                           validate_world=lambda world: validate(config, world), output_path=config.output_path)
+                           validate_world=lambda world: validate(config, world), output_path=config.output_path,
+                           timeout_s=timeout_s)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and detect_rank_env() is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())

@@ -15,10 +15,11 @@ from typing import Any
 from collectives import get_collective
 from collectives.base import Collective, PointSpec
 from commbench.comm.launch import RankEnv
+from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError, first_line
 from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
-from commbench.results.records import JsonlWriter, Measurement, new_run_id
+from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
 from commbench.measure.subgroups import SubgroupSpec, check_bench_options, expand_points
 from commbench.comm.topology import TopologySpec, resolve_on_ranks
 from commbench.units import format_size
@@ -146,6 +147,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     from commbench.measure.view import BenchView
 
     collective = validate(config, rank_env.world_size)
+    progress = rank_env.progress or NO_PROGRESS
     backend = create_backend(config.backend, rank_env, config.timeout_s)
     is_writer = backend.rank == 0
     records: list[Measurement] = []
@@ -166,21 +168,26 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
         try:
             if writer:
                 writer.write(header)
-            for point in points:
+            for step, point in enumerate(points):
                 if view:
                     view.starting(point.label)
                 comm = comms.get(point.groups)
+                progress.at(step, point.label, to_dict(failed_measurement(
+                    collective, point.spec, backend, comm.size, config.loop, run_id=run_id, error="",
+                    group=point.group)) if is_writer else None)
                 try:
                     record = measure_point(backend, comm, collective, point.spec, config.loop, run_id=run_id,
                                            group=point.group)
-                except (RuntimeError, ValueError) as exc:
+                except (RuntimeError, ValueError, MemoryError) as exc:
                     reason = first_line(exc)
                     error = f"failed while measuring {point.label}: {reason}"
+                    progress.failed(step, reason)
                     record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
                                                 run_id=run_id, error=error, group=point.group)
                 records.append(record)
                 if writer:
                     writer.write(record)
+                    progress.recorded(step)
                 if view:
                     view.add(record)
                 if error:

@@ -1,0 +1,40 @@
+"""What a rank tells the local launcher while it runs: which point it is at, whether the point failed,
+and (rank 0) that the point's record is written. The launcher's watchdog (local_ranks.py) uses it to
+name the point and the ranks that hang, and to write the failed record when rank 0 cannot.
+
+Messages are small tuples sent over a one-way pipe; under torchrun/srun/mpirun there is no pipe and
+every call is a no-op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RankProgress:
+    """The sending end, handed to a rank's function through RankEnv.progress."""
+
+    def __init__(self, conn: Any = None) -> None:
+        self._conn = conn
+
+    def _send(self, message: tuple) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.send(message)
+        except (OSError, ValueError):
+            self._conn = None  # the launcher is gone; the rank dies with it (PR_SET_PDEATHSIG)
+
+    def at(self, step: int, label: str, pending_record: dict | None = None) -> None:
+        """Starting point `step`; rank 0 passes the record to write should the point never finish."""
+        self._send(("at", step, label, pending_record))
+
+    def failed(self, step: int, reason: str) -> None:
+        self._send(("failed", step, reason))
+
+    def recorded(self, step: int) -> None:
+        """Rank 0 has written point `step`'s record (ok or failed)."""
+        self._send(("recorded", step))
+
+
+NO_PROGRESS = RankProgress()
