@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, Interrupted
 from commbench.results.render import stdout_console
 
 app = typer.Typer(
@@ -33,13 +33,17 @@ def fail(message: str, exit_code: int = 2) -> typer.Exit:
 
 
 def command(name: str | None = None, **kwargs) -> Callable:
-    """Register a CLI command whose CommbenchError becomes one line on stderr and exit code 2."""
+    """Register a CLI command; errors become one line on stderr and an exit code, here only:
+    a user error (CommbenchError) 2, a failed run (RunFailed) 1, an interrupted one 130."""
 
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
         def wrapper(*args, **kw):
             try:
                 return func(*args, **kw)
+            except Interrupted as exc:
+                err_console.print(escape(str(exc)), highlight=False, soft_wrap=True)
+                raise typer.Exit(exc.exit_code) from None
             except CommbenchError as exc:
                 raise fail(str(exc), exc.exit_code) from None
             except KeyboardInterrupt:

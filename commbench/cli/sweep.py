@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import shlex
 import sys
@@ -57,6 +58,33 @@ def print_dry_run(sweep, world_size: int, backend: str) -> None:
                   highlight=False)
 
 
+def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str, again: str) -> tuple[dict, int]:
+    """Run the sweep; when ranks hang on a point (recorded failed, ranks killed), start fresh ranks
+    for the remaining points. Returns rank 0's outcomes and how many points hung."""
+    from commbench.comm.job import run_job
+    from commbench.comm.local_ranks import RanksHung, RunFailed
+    from commbench.errors import Interrupted
+
+    timeout_s = max(entry.timeout_s for entry in spec.entries)
+    num_hung = 0
+    while True:
+        try:
+            return run_job(run_sweep_rank, job, nproc=nproc, backend=backend, timeout_s=timeout_s,
+                           validate_world=lambda world: plan_sweep(spec, world, backend=backend) and None,
+                           output_path=job.output_path), num_hung
+        except RanksHung as exc:
+            if not exc.recorded:
+                raise RunFailed(f"{exc}; continue with: {again}") from None
+            num_hung += 1
+            err_console.print(f"{exc}; starting fresh ranks for the remaining points", highlight=False,
+                              soft_wrap=True)
+            job = dataclasses.replace(job, resume=True)
+        except Interrupted as exc:
+            raise Interrupted(f"{exc}; continue with: {again}") from None
+        except RunFailed as exc:
+            raise RunFailed(f"{exc}; continue with: {again}") from None
+
+
 @command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.")
 def sweep(
     file: Annotated[str, typer.Argument(help="Sweep file, e.g. sweeps/ci-small.toml.")],
@@ -69,7 +97,6 @@ def sweep(
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     from commbench.comm.backends import resolve_backend
-    from commbench.comm.job import run_job
     from commbench.comm.launch import detect_rank_env
 
     spec = load_sweep(file)
@@ -89,28 +116,19 @@ def sweep(
                              f"or choose another -o")
     job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
     again = resume_command(file, output, local_nproc)
-    from torch.distributed.elastic.multiprocessing.api import SignalException  # Ctrl-C reaching the local launcher
-
-    try:
-        outcomes = run_job(run_sweep_rank, job, nproc=local_nproc, backend=resolved,
-                           validate_world=lambda world: plan_sweep(spec, world, backend=resolved) and None,
-                           output_path=output)
-    except (KeyboardInterrupt, SignalException):
-        err_console.print(f"interrupted: every finished point is in {output}; continue with:\n  {again}", highlight=False)
-        raise typer.Exit(130) from None
-    except CommbenchError as exc:
-        raise CommbenchError(f"{exc}; continue with: {again}") from None
+    outcomes, num_hung = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return
-    if outcome.num_ok + outcome.num_failed == 0 and outcome.num_skipped:
+    if outcome.num_ok + outcome.num_failed == 0 and outcome.num_skipped and not num_hung:
         console.print(f"[green]nothing to do[/]: all {outcome.num_planned} point(s) are already in {output}", highlight=False)
         return
-    summary = (f"{outcome.num_ok} point(s) measured, {outcome.num_failed} failed, {outcome.num_skipped} skipped "
+    num_failed = outcome.num_failed + num_hung
+    summary = (f"{outcome.num_ok} point(s) measured, {num_failed} failed, {outcome.num_skipped - num_hung} skipped "
                f"(already in the file); records in {output}")
     if outcome.stopped:
         raise fail(f"sweep stopped: {outcome.stopped}. {summary}. Continue with: {again}", exit_code=1)
-    if outcome.num_failed:
+    if num_failed:
         raise fail(f"{summary} (failed points are recorded with their error)", exit_code=1)
     if outcome.num_wrong:
         raise fail(f"{outcome.num_wrong} wrong element(s) in the data checks; {summary}", exit_code=1)

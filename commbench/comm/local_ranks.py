@@ -169,8 +169,8 @@ def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_
     """One line naming the point and the hung ranks; writes rank 0's pending record if it could not."""
     writer = ranks[0]
     stopped = [r for r in ranks if r not in hung]
-    point = next((r.label for r in stopped if r.phase == "failed"), "") or writer.label or "start-up"
-    reasons = "; ".join(f"rank {r.rank}: {r.reason}" for r in stopped if r.phase == "failed" and r.reason)
+    point = next((r.label for r in stopped if r.reason), "") or writer.label or "start-up"
+    reasons = "; ".join(f"rank {r.rank}: {r.reason}" for r in stopped if r.reason)
     names = ", ".join(str(r.rank) for r in hung)
     line = (f"point {point} failed: rank(s) {names} hung (no progress {grace_s:g} s after rank(s) "
             f"{', '.join(str(r.rank) for r in stopped)} stopped) and were killed")
@@ -237,6 +237,7 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
 
 def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
     lagging_since = None
+    failed: list[_Rank] = []
     while True:
         wait([r.conn for r in ranks if r.conn is not None] + [r.process.sentinel for r in ranks if r.alive],
              timeout=0.1)
@@ -262,7 +263,7 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
     _kill(ranks)
     for r in ranks:
         r.drain()
-    for r in ranks:
+    for r in failed + ranks:  # the ranks that failed first, not the ones killed after them
         if r.error is not None and r.error[1] != 1:
             raise CommbenchError(r.error[0])
         if r.phase != "result":
