@@ -10,6 +10,7 @@ import typer
 from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail
+from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backends import resolve_backend
 from commbench.comm.job import run_job
@@ -113,4 +114,4 @@ def bench(
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and detect_rank_env() is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())
-        console.print(f"[green]done[/]: {num_points} point(s) measured; records in {config.output_path}", highlight=False)
+        console.print(styled("[green]done[/]: {} point(s) measured; records in {}", num_points, config.output_path), highlight=False)

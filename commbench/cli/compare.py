@@ -9,13 +9,14 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console, fail
+from commbench.results.render import styled
 from commbench.results.compare import compare, parse_threshold
 from commbench.results.records import measurements, read_records
 
 
 def read_measurements(path: str):
     def bad_line(number: int, reason: str) -> None:
-        console.print(f"[yellow]warning:[/] {path}:{number}: skipped unreadable line ({reason})", highlight=False)
+        console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason), highlight=False)
 
     return measurements(read_records([path], on_bad_line=bad_line))
 
@@ -33,7 +34,7 @@ def compare_cmd(
     for name in ("point", "base (µs)", "new (µs)", "ratio", "spread", "verdict"):
         table.add_column(name, justify="left" if name in ("point", "verdict") else "right")
     for p in sorted(result.points, key=lambda p: p.key):
-        verdict = "[bold red]REGRESSED[/]" if p.regressed else ("faster" if p.ratio < 1 else "ok")
+        verdict = styled("[bold red]REGRESSED[/]") if p.regressed else ("faster" if p.ratio < 1 else "ok")
         table.add_row(p.label, f"{p.base_us:.2f}", f"{p.new_us:.2f}", f"{p.ratio:.3f}", f"±{p.spread:.1%}", verdict)
     console.print(table)
     summary = Table(title="geometric mean of time ratios per collective", title_justify="left")
@@ -50,5 +51,5 @@ def compare_cmd(
         worst = max(result.regressions, key=lambda p: p.ratio)
         raise fail(f"{len(result.regressions)} point(s) regressed beyond {threshold:.0%} and the run-to-run spread; "
                    f"worst: {worst.label} x{worst.ratio:.2f} (spread ±{worst.spread:.1%})", exit_code=1)
-    console.print(f"[green]pass[/]: {len(result.points)} point(s) compared, none slower than {threshold:.0%} "
-                  "beyond the recorded spread", highlight=False)
+    console.print(styled("[green]pass[/]: {} point(s) compared, none slower than {} beyond the recorded spread",
+                         len(result.points), f"{threshold:.0%}"), highlight=False)

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.costmodel import load_preset
 from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.profile import fit_result_files
@@ -35,7 +36,7 @@ def fit(
         table.add_column(column, justify="left" if column in ("curve", "warnings", "sizes") else "right")
     for f in fits:
         err = f.heldout_median_rel_error
-        err_text = "-" if err is None else (f"[red]{err:.1%}[/]" if err > POOR_FIT else f"{err:.1%}")
+        err_text = "-" if err is None else (styled("[red]{}[/]", f"{err:.1%}") if err > POOR_FIT else f"{err:.1%}")
         busbw = " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s)
         table.add_row(f.key.label, str(f.num_points), f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
                       f"{f.fit.latency_s * 1e6:.2f}", busbw, err_text, "; ".join(f.warnings) or "-")
@@ -44,7 +45,7 @@ def fit(
         console.print(f"note: {note}", highlight=False)
     for warning in fabric.warnings:
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
-            console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+            console.print(styled("[yellow]warning:[/] {}", warning), highlight=False)
     if output:
         fabric.to_json(output)
-        console.print(f"[green]fabric profile[/] {fabric.name} → {output}", highlight=False)
+        console.print(styled("[green]fabric profile[/] {} → {}", fabric.name, output), highlight=False)

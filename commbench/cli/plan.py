@@ -7,8 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load_model, parse_layout
 
@@ -89,7 +91,7 @@ def plan(
             t.add_row(label, f"{total:.3f}", f"{exposed:.3f}", f"{100 * exposed / step:.1f}")
     t.add_row("pipeline bubble", "", f"{row['bubble_s']:.3f}", f"{100 * row['bubble_s'] / step:.1f}")
     t.add_row("optimizer step", "", f"{row['optimizer_s']:.3f}", f"{100 * row['optimizer_s'] / step:.1f}")
-    t.add_row("[bold]step[/]", "", f"[bold]{step:.3f}[/]", "100.0")
+    t.add_row(styled("[bold]step[/]"), "", styled("[bold]{}[/]", f"{step:.3f}"), "100.0")
     console.print(t)
     console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
                   f"{row['model_tflops_per_gpu']:,.0f}   MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
@@ -99,7 +101,7 @@ def plan(
     m.add_column("GB", justify="right")
     for kind in MEM_ROWS:
         m.add_row(kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}")
-    verdict = "fits" if row["fits"] else "[red]does not fit[/]"
-    m.add_row("[bold]total[/]", f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/] of {row['mem_capacity_bytes'] / 1e9:.0f}"
-              f" ({verdict})")
+    verdict = "fits" if row["fits"] else styled("[red]does not fit[/]")
+    m.add_row(styled("[bold]total[/]"), Text.assemble((f"{row['mem_total_bytes'] / 1e9:.1f}", "bold"),
+                                                      f" of {row['mem_capacity_bytes'] / 1e9:.0f} (", verdict, ")"))
     console.print(m)

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.costmodel import COLLECTIVES, Fabric, bus_factor, collective_time_s, load_preset, moe_all_to_all_time_s
 from commbench.errors import invalid
 from commbench.units import format_size, parse_size_bytes, size_range
@@ -91,6 +92,6 @@ def predict(
     for s, t, a, b in zip(sizes, time_s, algbw, busbw):
         table.add_row(format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}")
     console.print(table)
-    console.print("[yellow]predicted[/] by the cost model, not measured", highlight=False)
+    console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
     for warning in fabric.warnings[:5]:
-        console.print(f"[yellow]fit warning:[/] {warning}", highlight=False)
+        console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)

@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console, err_console, fail
+from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
@@ -121,7 +122,7 @@ def sweep(
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return
     if outcome.num_ok + outcome.num_failed == 0 and outcome.num_skipped and not num_hung:
-        console.print(f"[green]nothing to do[/]: all {outcome.num_planned} point(s) are already in {output}", highlight=False)
+        console.print(styled("[green]nothing to do[/]: all {} point(s) are already in {}", outcome.num_planned, output), highlight=False)
         return
     num_failed = outcome.num_failed + num_hung
     summary = (f"{outcome.num_ok} point(s) measured, {num_failed} failed, {outcome.num_skipped - num_hung} skipped "
@@ -132,4 +133,4 @@ def sweep(
         raise fail(f"{summary} (failed points are recorded with their error)", exit_code=1)
     if outcome.num_wrong:
         raise fail(f"{outcome.num_wrong} wrong element(s) in the data checks; {summary}", exit_code=1)
-    console.print(f"[green]done[/]: {summary}", highlight=False)
+    console.print(styled("[green]done[/]: {}", summary), highlight=False)

@@ -44,7 +44,7 @@ def tune(
     pins = parse_pins(layout)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+    with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(), console=console,
                   transient=False) as progress:
         if results is None:
             task = progress.add_task("1/3 sweep: starting ranks", total=1)

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 
 
@@ -73,7 +74,7 @@ def verify_plan(
                   f"{meas / pred_us:,.1f}x", str(row["num_wrong"]))
     console.print(t)
     for flag in flags:
-        console.print(f"[yellow]unmet assumption:[/] {flag}", highlight=False, soft_wrap=True)
+        console.print(styled("[yellow]unmet assumption:[/] {}", flag), highlight=False, soft_wrap=True)
     if any(row["num_wrong"] for row in rows):
         raise CommbenchError("a collective returned wrong data (see the wrong column)")
 
