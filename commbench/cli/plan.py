@@ -11,7 +11,7 @@ from rich.text import Text
 
 from commbench.cli.base import command, console
 from commbench.results.render import styled
-from commbench.errors import invalid
+from commbench.errors import CommbenchError, invalid
 from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load_model, parse_layout
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
@@ -20,13 +20,33 @@ COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-sc
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
 
 
-def _system(name: str, num_gpus: int):
+def _system(name: str, num_gpus: int, gpu: str | None = None):
+    """The fabric to plan on; a fabric measured without a GPU (fit without --system, tune on CPU)
+    needs `--gpu` to say whose compute and memory to plan with."""
+    import dataclasses
+
     from commbench.costmodel import load_fabric, load_preset, preset_names
+    from commbench.data.reference import gpu_names, gpu_spec
     if name.endswith(".json"):
-        return load_fabric(name).scaled(num_gpus=num_gpus)
+        fabric = load_fabric(name).scaled(num_gpus=num_gpus)
+        if fabric.gpu is None and gpu is None:
+            raise CommbenchError(f"--system={name!r} names no GPU (a fabric fitted without --system, e.g. by "
+                                 f"`commbench tune` or `fit` on CPU ranks): pass --gpu NAME ({', '.join(gpu_names())}) "
+                                 f"or fit with --system PRESET")
+        if gpu is not None and fabric.gpu is not None and fabric.gpu.name != gpu.lower():
+            raise invalid("--gpu", gpu, f"only for a fabric without a GPU; {name} already names {fabric.gpu.name}")
+        return fabric if gpu is None else dataclasses.replace(fabric, gpu=_gpu_option(gpu, gpu_spec, gpu_names))
     if name not in preset_names():
         raise invalid("--system", name, f"a preset ({', '.join(preset_names())}) or a fabric .json from `commbench fit`")
+    if gpu is not None:
+        raise invalid("--gpu", gpu, f"only for a fabric .json without a GPU; preset {name} names its GPU")
     return load_preset(name, num_gpus=num_gpus)
+
+
+def _gpu_option(gpu: str, gpu_spec, gpu_names):
+    if gpu.lower() not in gpu_names():
+        raise invalid("--gpu", gpu, f"one of {', '.join(gpu_names())}")
+    return gpu_spec(gpu)
 
 
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
@@ -50,6 +70,8 @@ def plan(
     emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
     out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, torchtitan.toml (search)")] = None,
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
+    gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
+                                           "(fitted without --system, or by `commbench tune`)")] = None,
 ) -> None:
     if gpus < 1:
         raise invalid("--gpus", gpus, "a positive GPU count")
@@ -61,14 +83,14 @@ def plan(
         from commbench.cli.search_view import run_plan_search
         from commbench.planner.search import SearchRequest
         pins = parse_pins(layout)
-        req = SearchRequest(model=spec, fabric=_system(system, gpus), num_gpus=gpus,
+        req = SearchRequest(model=spec, fabric=_system(system, gpus, gpu), num_gpus=gpus,
                             gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
                             seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance, pins=pins)
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json)
         return
     lay = parse_layout(layout, gpus, precision=precision.lower())
     check_layout(spec, lay, gpus, seq_len)
-    fabric = _system(system, gpus)
+    fabric = _system(system, gpus, gpu)
     bd = evaluate_layouts(spec, fabric, LayoutArrays.from_layouts([lay]), seq_len=seq_len, moe_imbalance=moe_imbalance)
     row = bd.row(0)
     if as_json:

@@ -29,6 +29,7 @@ from typing import Any, Callable
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
 from commbench.comm.progress import RankProgress
 from commbench.errors import CommbenchError, Interrupted, first_line
+from commbench.files import repair_torn_tail
 
 LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
@@ -158,8 +159,6 @@ def _kill(ranks: list[_Rank], sig: int = signal.SIGKILL) -> None:
 
 
 def _append_record(output_path: str, record: dict) -> None:
-    from commbench.sweep.resume import repair_torn_tail
-
     repair_torn_tail(output_path)
     with open(output_path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record, separators=(",", ":")) + "\n")

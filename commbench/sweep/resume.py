@@ -13,27 +13,6 @@ from pathlib import Path
 from commbench.results.records import Measurement, iter_records
 
 
-def repair_torn_tail(path: str | os.PathLike[str]) -> int:
-    """Cut an unterminated last line (a write interrupted by a kill); return the bytes removed."""
-    target = Path(path)
-    if not target.exists():
-        return 0
-    with target.open("rb+") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return 0
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return 0
-        chunk = min(size, 1 << 20)
-        handle.seek(size - chunk)
-        tail = handle.read(chunk)
-        cut = tail.rfind(b"\n")
-        keep = size - chunk + cut + 1 if cut >= 0 else 0
-        handle.truncate(keep)
-        return size - keep
-
-
 def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
     """Point keys of every measurement in the file (missing file: none)."""
     if not Path(path).exists():

@@ -19,7 +19,8 @@ from commbench.measure.harness import failed_measurement, measure_point
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
 from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend
 from commbench.sweep.plan import SweepPoint, plan_sweep
-from commbench.sweep.resume import recorded_keys, repair_torn_tail
+from commbench.files import repair_torn_tail
+from commbench.sweep.resume import recorded_keys
 from commbench.sweep.schema import Sweep
 from commbench.comm.topology import resolve_on_ranks
 
