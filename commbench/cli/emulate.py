@@ -39,6 +39,10 @@ def emulate(
     if not command_args:
         raise CommbenchError("no command given: put the commbench command after '--', e.g. "
                              "commbench emulate --racks 2 -- bench grad_reduce_scatter -b 64M -e 64M")
+    if counters_out:
+        from commbench.files import check_output_file
+
+        check_output_file(counters_out, "--counters-out")
     spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
                       scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
                       prefix=netns_prefix or f"cb{os.getpid()}")

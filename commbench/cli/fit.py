@@ -26,6 +26,10 @@ def fit(
     heldout_min: Annotated[str, typer.Option("--heldout-min", help="Report held-out error over sizes >= this.")] = "64K",
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""
+    if output:
+        from commbench.files import check_output_file
+
+        check_output_file(output, "--output")
     base = load_preset(system, num_racks=racks) if system else None
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min") if heldout_min else MIN_HELDOUT_BYTES
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,

@@ -24,6 +24,9 @@ def import_nccl_tests(
     from commbench.results.importers.nccl_tests import import_file
     from commbench.results.records import JsonlWriter, Measurement
 
+    from commbench.files import check_output_file
+
+    check_output_file(output, "--output")
     try:
         results = [import_file(path, collective) for path in files]
     except CommbenchError as exc:

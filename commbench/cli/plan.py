@@ -77,6 +77,10 @@ def plan(
         raise invalid("--gpus", gpus, "a positive GPU count")
     if moe_imbalance < 1:
         raise invalid("--moe-imbalance", moe_imbalance, ">= 1")
+    if out is not None:
+        from commbench.files import check_output_dir
+
+        check_output_dir(out, "--out")
     spec = load_model(model, model_file)
     from commbench.planner.search import is_complete, parse_pins
     if layout is None or not is_complete(parse_pins(layout)) or gbs is not None:

@@ -28,6 +28,9 @@ def report(
     from commbench.results.report import by_collective, series_label, write_report
     from commbench.results.records import measurements, read_records
 
+    from commbench.files import check_output_dir
+
+    check_output_dir(out, "--out")
     records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(styled("[yellow]skipped line {}[/]: {}", n, why))))
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")

@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import shlex
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -15,6 +16,7 @@ from rich.table import Table
 from commbench.cli.base import command, console, err_console, fail
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
+from commbench.files import OutputLock
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
 from commbench.sweep.resume import has_records
@@ -112,12 +114,14 @@ def sweep(
     output = output or default_output(spec.name)
     launched = detect_rank_env()
     local_nproc = None if launched is not None and launched.launcher != "local" else (nproc or spec.nproc)
-    if has_records(output) and not resume and (launched is None or launched.rank == 0):
-        raise CommbenchError(f"--output={output!r} already holds records: pass --resume to continue it, "
-                             f"or choose another -o")
-    job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
-    again = resume_command(file, output, local_nproc)
-    outcomes, num_hung = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
+    writer = launched is None or launched.rank == 0
+    with OutputLock(output, "--output") if writer else nullcontext():
+        if has_records(output) and not resume and writer:
+            raise CommbenchError(f"--output={output!r} already holds records: pass --resume to continue it, "
+                                 f"or choose another -o")
+        job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
+        again = resume_command(file, output, local_nproc)
+        outcomes, num_hung = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return

@@ -42,8 +42,9 @@ def tune(
         raise invalid("--gpus", gpus, "a positive GPU count")
     spec = load_model(model)
     pins = parse_pins(layout)
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    from commbench.files import check_output_dir
+
+    folder = check_output_dir(out, "--out")
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(), console=console,
                   transient=False) as progress:
         if results is None:
