@@ -19,7 +19,7 @@ from commbench.errors import CommbenchError
 from commbench.files import OutputLock
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
-from commbench.sweep.resume import has_records
+from commbench.sweep.resume import check_resume_identity, has_records, sweep_identity
 
 
 def default_output(sweep_name: str) -> str:
@@ -119,6 +119,12 @@ def sweep(
         if has_records(output) and not resume and writer:
             raise CommbenchError(f"--output={output!r} already holds records: pass --resume to continue it, "
                                  f"or choose another -o")
+        if resume and writer:
+            from commbench.comm.job import DEFAULT_NPROC
+
+            world = launched.world_size if launched is not None else (local_nproc or DEFAULT_NPROC)
+            check_resume_identity(output, sweep_identity(spec, world, resolved),
+                                  f"this sweep ({file} on {world} rank(s), {resolved})")
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
         again = resume_command(file, output, local_nproc)
         outcomes, num_hung = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)

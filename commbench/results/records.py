@@ -49,6 +49,7 @@ class RunHeader:
     topology: dict[str, Any] | None = None
     emulated: dict[str, Any] | None = None  # set when the fabric was emulated (commbench emulate)
     notes: list[str] = field(default_factory=list)
+    sweep_identity: str | None = None  # a sweep's entries + world size + backend, hashed (--resume checks it)
 
 
 @dataclass(frozen=True, kw_only=True)

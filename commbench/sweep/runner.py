@@ -8,6 +8,7 @@ Ctrl-C keeps everything already measured. Failures are contained as isolation.py
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_d
 from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.files import repair_torn_tail
-from commbench.sweep.resume import recorded_keys
+from commbench.sweep.resume import recorded_keys, sweep_identity
 from commbench.sweep.schema import Sweep
 from commbench.comm.topology import resolve_on_ranks
 
@@ -95,6 +96,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     notes = list(dict.fromkeys(n for p in points for n in backend.notes(p.config.collective)))
     header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher, topology=topology.to_dict(),
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
+    header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name))
     writer = JsonlWriter(job.output_path) if is_writer else None
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
                       num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path)
