@@ -26,8 +26,8 @@ def import_nccl_tests(
 
     from commbench.files import check_output_file
 
-    check_output_file(output, "--output")
     try:
+        check_output_file(output, "--output")
         results = [import_file(path, collective) for path in files]
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None

@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import shlex
 import sys
+import uuid
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
@@ -24,7 +25,7 @@ from commbench.sweep.resume import check_resume_identity, has_records, sweep_ide
 
 def default_output(sweep_name: str) -> str:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return str(Path("results") / f"sweep-{sweep_name}-{stamp}.jsonl")
+    return str(Path("results") / f"sweep-{sweep_name}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
 
 
 def resume_command(file: str, output: str, nproc: Optional[int]) -> str:

@@ -8,6 +8,7 @@ process group) is recorded as failed and ends the run: the communicator cannot b
 from __future__ import annotations
 
 import datetime
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,9 @@ class BenchOutcome:
 
 
 def default_output_path(collective: str) -> str:
+    """results/<collective>-<time>-<random>.jsonl: two runs started in the same second get two files."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return str(Path("results") / f"{collective}-{stamp}.jsonl")
+    return str(Path("results") / f"{collective}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
 
 
 def validate(config: BenchConfig, world_size: int) -> Collective:
