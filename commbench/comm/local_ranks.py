@@ -147,13 +147,19 @@ def _laggards(ranks: list[_Rank]) -> list[_Rank]:
     return [r for r in ranks if r.alive and (r.step < step or (r.step == step and r.phase == "at"))]
 
 
-def _kill(ranks: list[_Rank], sig: int = signal.SIGKILL) -> None:
-    for r in ranks:
-        if r.alive:
+def kill_groups(pids: list[int]) -> None:
+    """SIGKILL the process groups led by `pids`, all stopped first so none sees the others die and
+    reports a spurious peer error on the way out."""
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
             try:
-                os.killpg(r.process.pid, sig)
+                os.killpg(pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def _kill(ranks: list[_Rank]) -> None:
+    kill_groups([r.process.pid for r in ranks if r.alive])
     for r in ranks:
         r.process.join(timeout=2.0)
 
@@ -224,7 +230,6 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                 ranks.append(_Rank(rank=rank, process=process, conn=receive))
             return _watch(ranks, grace_s, output_path)
         except KeyboardInterrupt as exc:
-            _kill(ranks, signal.SIGTERM)
             _kill(ranks)
             kept = ranks[0].num_recorded if ranks else 0
             raise Interrupted(f"interrupted ({exc or 'SIGINT'}): {kept} point(s) kept in {output_path}") from None
