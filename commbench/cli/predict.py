@@ -68,6 +68,8 @@ def predict(
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if group < 1:
         raise invalid("--group", group, "at least 1 rank")
+    if not 1 <= imbalance < float("inf"):
+        raise invalid("--imbalance", imbalance, "a finite number >= 1 (max/mean bytes received per rank)")
     num_domains = num_domains_for(fabric, group, layout)
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor), dtype=np.float64)

@@ -23,7 +23,7 @@ from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
 from commbench.measure.subgroups import SubgroupSpec, check_bench_options, expand_points
 from commbench.comm.topology import TopologySpec, resolve_on_ranks
-from commbench.units import format_size
+from commbench.units import format_size, timeout_problem
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,13 +83,45 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
         raise CommbenchError(f"--iters={config.loop.iters} is invalid: must be >= 1")
     if config.loop.warmup_iters < 0:
         raise CommbenchError(f"--warmup-iters={config.loop.warmup_iters} is invalid: must be >= 0")
-    if config.timeout_s <= 0:
-        raise CommbenchError(f"--timeout={config.timeout_s} is invalid: must be > 0 seconds")
+    if timeout_problem(config.timeout_s):
+        raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
+    if config.sizes_bytes and config.backend != "cupy-nccl":
+        check_memory(max(config.sizes_bytes), world_size, config.backend)
     if not collective.takes_size:
         for group_size in measured_group_sizes(config, world_size):
             collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
     return collective
+
+
+BUFFERS_PER_RANK = 3  # input, output and the check's reference copy, each of the largest size
+
+
+def memory_limit_bytes(backend: str) -> tuple[int | None, str]:
+    """What one machine can hold for all its ranks' buffers, and what that figure is (None: no GPU
+    here to ask, e.g. planning an NCCL sweep on a laptop)."""
+    import os
+
+    if backend == "gloo":
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this machine's physical memory"
+    import torch
+
+    if not torch.cuda.is_available():
+        return None, "no GPU visible"
+    return torch.cuda.get_device_properties(0).total_memory, "one GPU's memory (per rank)"
+
+
+def check_memory(max_size_bytes: int, world_size: int, backend: str) -> None:
+    """Refuse, before launch, a largest size whose buffers cannot fit (they would crash the ranks)."""
+    limit, what = memory_limit_bytes(backend)
+    if limit is None:
+        return
+    ranks_sharing = world_size if backend == "gloo" else 1
+    needed = BUFFERS_PER_RANK * max_size_bytes * ranks_sharing
+    if needed > limit:
+        raise CommbenchError(f"the largest size, {format_size(max_size_bytes)}, is too large here: {ranks_sharing} "
+                             f"rank(s) x {BUFFERS_PER_RANK} buffers need {needed / 1e9:.1f} GB, more than {what} "
+                             f"({limit / 1e9:.1f} GB); use a smaller size or fewer ranks per machine")
 
 
 def measured_group_sizes(config: BenchConfig, world_size: int) -> list[int]:
