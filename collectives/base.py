@@ -77,6 +77,10 @@ class Collective(ABC):
     @abstractmethod
     def prepare(self, comm: Communicator, backend: Backend, spec: PointSpec) -> PreparedPoint: ...
 
+    def check_params(self, params: dict[str, Any], backend_name: str) -> None:
+        """Check, before any rank starts, the parameters that `prepare` would refuse on `backend_name`
+        (raises CommbenchError naming the parameter). Default: nothing to check."""
+
     def plan_specs(self, params: dict[str, Any], num_ranks: int) -> list[tuple[PointSpec, str]]:
         """Workloads swept by their own parameters (takes_size False): (spec, label) per point, from
         the job's params; raises CommbenchError for bad parameters."""

@@ -32,6 +32,7 @@ nccl-tests (RS, AG: (n-1)/n; AR: 2(n-1)/n).
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,9 @@ class GradReduceScatter(ChunkedCollective):
     default_params = {"algorithm": "flat,hierarchical", "rs_impl": "auto"}
     default_sizes_bytes = tuple(1 << p for p in range(24, 32))  # 16 MiB .. 2 GiB, typical DP buckets
     param_names = ("algorithm", "rs_impl")
+
+    def check_params(self, params: dict[str, Any], backend_name: str) -> None:
+        resolve_impl(params.get("rs_impl", "auto"), backend_name)
 
     def __init__(self) -> None:
         self._comms: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
