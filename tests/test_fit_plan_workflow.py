@@ -22,7 +22,7 @@ def test_bench_fit_plan_without_a_gpu_names_it_or_refuses(tmp_path):
     assert json.loads(fabric.read_text())["gpu"] is None
     # one machine measured: plan inside one scale-up domain (2 GPUs, TP=2)
     plan = ["plan", "--model", "mixtral-8x22b", "--system", str(fabric), "--gpus", "2",
-            "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1"]
+            "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1,gbs=64"]
     refused = runner.invoke(app, plan)
     assert refused.exit_code == 2
     assert len(refused.output.strip().splitlines()) == 1 and "names no GPU" in refused.output

@@ -10,6 +10,7 @@ from rich.table import Table
 from commbench.cli.base import command, console
 from commbench.results.render import styled
 from commbench.costmodel import load_preset
+from commbench.errors import CommbenchError
 from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.profile import fit_result_files
 from commbench.units import format_size, parse_size_bytes
@@ -30,6 +31,8 @@ def fit(
         from commbench.files import check_output_file
 
         check_output_file(output, "--output")
+    if racks is not None and not system:
+        raise CommbenchError(f"--racks={racks} needs --system: it scales the preset the fit starts from")
     base = load_preset(system, num_racks=racks) if system else None
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min") if heldout_min else MIN_HELDOUT_BYTES
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,

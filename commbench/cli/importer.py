@@ -26,7 +26,11 @@ def import_nccl_tests(
 
     from commbench.files import check_output_file
 
+    from collectives import REGISTRY
+
     try:
+        if collective is not None and collective not in REGISTRY:
+            raise CommbenchError(f"--collective={collective!r} is invalid: allowed {', '.join(REGISTRY)}")
         check_output_file(output, "--output")
         results = [import_file(path, collective) for path in files]
     except CommbenchError as exc:

@@ -75,8 +75,11 @@ def plan(
 ) -> None:
     if gpus < 1:
         raise invalid("--gpus", gpus, "a positive GPU count")
-    if moe_imbalance < 1:
-        raise invalid("--moe-imbalance", moe_imbalance, ">= 1")
+    if not 1 <= moe_imbalance < float("inf"):
+        raise invalid("--moe-imbalance", moe_imbalance, "a finite number >= 1")
+    for option, value in (("--gbs", gbs), ("--seq-len", seq_len)):
+        if value is not None and value < 1:
+            raise invalid(option, value, "a positive number")
     if out is not None:
         from commbench.files import check_output_dir
 
@@ -92,6 +95,9 @@ def plan(
                             seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance, pins=pins)
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json)
         return
+    if "gbs" not in parse_pins(layout):
+        raise invalid("--layout", layout, "a full layout also needs gbs=N (global batch in sequences), e.g. "
+                      f"--layout {layout},gbs=4096")
     lay = parse_layout(layout, gpus, precision=precision.lower())
     check_layout(spec, lay, gpus, seq_len)
     fabric = _system(system, gpus, gpu)

@@ -106,7 +106,9 @@ def sweep(
     spec = load_sweep(file)
     requested = backend or spec.backend
     if dry_run:
-        world = world_size or spec.world_size or nproc or spec.nproc or 2
+        world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
+        if world < 1:
+            raise CommbenchError(f"--world-size={world} is invalid: at least 1 rank")
         print_dry_run(spec, world, dry_run_backend(requested))
         return
     if world_size is not None:
@@ -114,7 +116,7 @@ def sweep(
     resolved = resolve_backend(requested)
     output = output or default_output(spec.name)
     launched = detect_rank_env()
-    local_nproc = None if launched is not None and launched.launcher != "local" else (nproc or spec.nproc)
+    local_nproc = None if launched is not None and launched.launcher != "local" else (nproc if nproc is not None else spec.nproc)
     writer = launched is None or launched.rank == 0
     with OutputLock(output, "--output") if writer else nullcontext():
         if has_records(output) and not resume and writer:
@@ -123,7 +125,7 @@ def sweep(
         if resume and writer:
             from commbench.comm.job import DEFAULT_NPROC
 
-            world = launched.world_size if launched is not None else (local_nproc or DEFAULT_NPROC)
+            world = launched.world_size if launched is not None else (DEFAULT_NPROC if local_nproc is None else local_nproc)
             check_resume_identity(output, sweep_identity(spec, world, resolved),
                                   f"this sweep ({file} on {world} rank(s), {resolved})")
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))

@@ -36,7 +36,7 @@ def verify_plan(
     launched = detect_rank_env()
     under_launcher = launched is not None and launched.launcher != "local"
     limit = launched.world_size if under_launcher else min(max_local_ranks(resolved)[0], 4)
-    ranks = launched.world_size if under_launcher else (nproc or min(gpus, limit))
+    ranks = launched.world_size if under_launcher else (min(gpus, limit) if nproc is None else nproc)
     if ranks < 2:
         raise invalid("--nproc", ranks, "at least 2 ranks to run any collective")
     if iters < 1:
