@@ -178,3 +178,28 @@ def test_local_launch_listens_on_loopback_only(tmp_path):
     for rank, addresses in results.items():
         assert addresses, f"rank {rank}: gloo should listen somewhere"
         assert set(addresses) <= loopback, f"rank {rank} listens on {addresses}"
+
+
+def test_spawned_ranks_work_as_gpu_backends_start_them(tmp_path):
+    """NCCL/CuPy ranks are spawned (CUDA does not survive a fork): the same path, on gloo."""
+    from commbench.comm.local_ranks import launch_local
+
+    results = launch_local(2, _listening, None, backend="gloo", output_path=str(tmp_path / "none.jsonl"),
+                           timeout_s=10, start_method="spawn")
+    assert sorted(results) == [0, 1] and all(results.values())
+
+
+def test_bench_leaves_no_process_in_its_group(tmp_path):
+    output = tmp_path / "done.jsonl"
+    proc = start_cli("bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-n", "2", "-J", str(output))
+    code, _, err = finish(proc)
+    assert code == 0, err
+    left = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == proc.pid and fields[0] != "Z":
+            left.append(stat.parent.name)
+    assert left == []

@@ -205,14 +205,14 @@ def _raise_interrupt(signum, frame) -> None:
 
 
 def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, output_path: str,
-                 timeout_s: float | None = None) -> dict[int, Any]:
+                 timeout_s: float | None = None, start_method: str | None = None) -> dict[int, Any]:
     """Run `fn(rank_env, arg)` on `nproc` local ranks and watch them; return {rank: result}.
 
     Raises RanksHung (some ranks hung: killed), RunFailed (a rank crashed), CommbenchError (a rank
     refused its input) or Interrupted (SIGINT/SIGTERM/SIGHUP: the ranks are stopped first).
     """
     grace_s = hang_grace_s(timeout_s)
-    context = multiprocessing.get_context("fork" if backend == "gloo" else "spawn")
+    context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets
     old_handlers = {signum: signal.signal(signum, _raise_interrupt) for signum in _STOP_SIGNALS}
     ranks: list[_Rank] = []
