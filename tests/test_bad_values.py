@@ -83,3 +83,10 @@ def test_rank_outside_world_is_refused(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     result = runner.invoke(app, ["bench", "all_reduce"])
     assert result.exit_code == 2 and "RANK=5 with WORLD_SIZE=2 is invalid" in result.output
+
+
+def test_moe_tokens_text_is_shown_whole(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text('[sweep]\nname = "m"\n[[run]]\ncollective = "moe_all_to_all"\ntokens_per_rank = "lots"\n')
+    result = runner.invoke(app, ["sweep", str(path), "--dry-run"])
+    assert result.exit_code == 2 and "tokens_per_rank='lots' is invalid" in result.output

@@ -77,6 +77,9 @@ def plan(
         raise invalid("--gpus", gpus, "a positive GPU count")
     if not 1 <= moe_imbalance < float("inf"):
         raise invalid("--moe-imbalance", moe_imbalance, "a finite number >= 1")
+    from commbench.planner import PRECISIONS
+    if precision.lower() not in PRECISIONS:
+        raise invalid("--precision", precision, f"one of {', '.join(PRECISIONS)}")
     for option, value in (("--gbs", gbs), ("--seq-len", seq_len)):
         if value is not None and value < 1:
             raise invalid(option, value, "a positive number")

@@ -82,7 +82,8 @@ class Layout:
         """Layout with dp derived from the GPU count: dp = num_gpus / (tp cp pp)."""
         model_parallel = kwargs.get("tp", 1) * kwargs.get("cp", 1) * kwargs.get("pp", 1)
         if num_gpus % model_parallel:
-            raise invalid("gpus", num_gpus, f"a multiple of tp*cp*pp = {model_parallel}")
+            raise invalid("--gpus", num_gpus, f"a multiple of tp*cp*pp = {model_parallel} (tp={kwargs.get('tp', 1)}, "
+                          f"cp={kwargs.get('cp', 1)}, pp={kwargs.get('pp', 1)} in --layout)")
         return cls(dp=num_gpus // model_parallel, **kwargs)
 
 
