@@ -192,8 +192,11 @@ def test_spawned_ranks_work_as_gpu_backends_start_them(tmp_path):
 def test_bench_leaves_no_process_in_its_group(tmp_path):
     output = tmp_path / "done.jsonl"
     proc = start_cli("bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-n", "2", "-J", str(output))
-    code, _, err = finish(proc)
+    code, out, err = finish(proc)
     assert code == 0, err
+    header = lines(output)[0]
+    assert any("nothing listens beyond loopback" in note for note in header["notes"])  # says which address
+    assert "gloo binds 127.0.0.1" in out
     left = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

@@ -78,6 +78,9 @@ def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., A
     except CommbenchError as exc:
         conn.send(("error", str(exc), exc.exit_code))
         code = exc.exit_code
+    except SystemExit as exc:  # rich exits this way when stdout is closed (`| head`)
+        conn.send(("error", f"exited with code {exc.code} (its output was closed?)", 1))
+        code = 1
     except BaseException as exc:  # noqa: BLE001 - a crash: keep its traceback for the bug report
         traceback.print_exc()
         conn.send(("error", f"{type(exc).__name__}: {first_line(exc)}", 1))
