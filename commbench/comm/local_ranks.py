@@ -44,8 +44,8 @@ class RunFailed(CommbenchError):
 
 def hang_grace_s(timeout_s: float | None) -> float:
     """How long the others may take to catch up once one rank has stopped: the collective timeout
-    (they may be waiting in the same collective), at least 5 s and at most 30 s."""
-    return 30.0 if timeout_s is None else min(max(timeout_s, 5.0), 30.0)
+    (they may be waiting in the same collective, up to 30 s of it) plus 5 s."""
+    return 35.0 if timeout_s is None else min(timeout_s, 30.0) + 5.0
 
 
 def die_with_parent() -> None:
@@ -217,7 +217,10 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
     grace_s = hang_grace_s(timeout_s)
     context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets
-    old_handlers = {signum: signal.signal(signum, _raise_interrupt) for signum in _STOP_SIGNALS}
+    import threading
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old_handlers = {signum: signal.signal(signum, _raise_interrupt) for signum in _STOP_SIGNALS} if in_main else {}
     ranks: list[_Rank] = []
     with tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
         rendezvous = f"file://{os.path.join(folder, 'store')}"
