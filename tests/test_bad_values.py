@@ -40,6 +40,13 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
       "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1"], "a full layout also needs gbs=N"),
     (["fit", "x.jsonl", "--racks", "2"], "--racks=2 needs --system"),
+    (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
+      "--layout", "tp=99999999999999999999"], "up to 16,777,216"),
+    (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
+      "--layout", "tp=1,pp=2,vp=8,ep=99999999999999999999,mbs=1,gbs=4096"], "up to 16,777,216"),
+    (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "99999999999999999999"], "--gpus="),
+    (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "fp4",
+      "--layout", "ep=32"], "--precision='fp4' is invalid"),
     (["import", "nccl-tests", "x.log", "-o", "o.jsonl", "--collective", "foo"], "--collective='foo' is invalid"),
 ])
 def test_bad_option_values_are_one_line(args, must):

@@ -17,6 +17,7 @@ from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
              ("DP expert grad RS", "dp_expert_rs"), ("DP expert param AG", "dp_expert_ag"))
+MAX_GPUS = 131_072  # beyond any published training run; the layout search grows with the GPU count
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
 
 
@@ -73,8 +74,8 @@ def plan(
     gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
                                            "(fitted without --system, or by `commbench tune`)")] = None,
 ) -> None:
-    if gpus < 1:
-        raise invalid("--gpus", gpus, "a positive GPU count")
+    if not 1 <= gpus <= MAX_GPUS:
+        raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     if not 1 <= moe_imbalance < float("inf"):
         raise invalid("--moe-imbalance", moe_imbalance, "a finite number >= 1")
     from commbench.planner import PRECISIONS

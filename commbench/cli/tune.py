@@ -38,8 +38,10 @@ def tune(
 
     if system not in preset_names():
         raise invalid("--system", system, f"a preset: {', '.join(preset_names())}")
-    if gpus < 1:
-        raise invalid("--gpus", gpus, "a positive GPU count")
+    from commbench.cli.plan import MAX_GPUS
+
+    if not 1 <= gpus <= MAX_GPUS:
+        raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     spec = load_model(model)
     pins = parse_pins(layout)
     from commbench.files import check_output_dir

@@ -102,6 +102,8 @@ def parse_layout(text: str, num_gpus: int, **defaults) -> Layout:
                 values[key] = int(raw)
             except ValueError:
                 raise invalid(key, raw, "a positive integer") from None
+            if not 1 <= values[key] <= 1 << 24:
+                raise invalid(key, raw, f"a positive integer up to {1 << 24:,}")
         elif key in BOOL_FIELDS:
             if raw.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
                 raise invalid(key, raw, "true/false (or on/off, 1/0)")
