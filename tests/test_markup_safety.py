@@ -57,3 +57,13 @@ def test_error_lines_print_markup_like_values_literally(tmp_path):
     result = CliRunner().invoke(app, ["bench", "all_reduce", "--dtype", "[/red]"])
     assert result.exit_code == 2
     assert "[/red]" in result.output and "Traceback" not in result.output
+
+
+def test_bench_table_shows_a_failed_point_with_a_markup_like_error():
+    from commbench.results.render import add_measurement_row, measurement_table
+
+    buffer = io.StringIO()
+    table = measurement_table("all_reduce (measured, 2 ranks)", staged=False)
+    add_measurement_row(table, failed_record(GLOO_ERROR))
+    terminal_console(buffer).print(table)
+    assert "[/__w/pytorch" in buffer.getvalue()

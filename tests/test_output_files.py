@@ -120,3 +120,22 @@ def test_default_bench_outputs_are_unique(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert len({default_output_path("all_reduce") for _ in range(50)}) == 50
     assert os.path.basename(default_output_path("all_reduce")).startswith("all_reduce-")
+
+
+def test_two_sweeps_on_one_file_the_second_is_refused(tmp_path):
+    slow = tmp_path / "slow.toml"
+    slow.write_text(QUICK.format(last=16).replace("iters = 2", "iters = 1000000"))
+    output = tmp_path / "two.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = subprocess.Popen([sys.executable, "-m", "commbench", "sweep", str(slow), "-o", str(output)], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (output.exists() and output.stat().st_size) and time.monotonic() < deadline:
+            assert first.poll() is None
+            time.sleep(0.05)
+        second = runner.invoke(app, ["sweep", str(slow), "-o", str(output), "--resume"])
+        assert second.exit_code == 2 and f"is in use by PID {first.pid}" in second.output, second.output
+    finally:
+        first.kill()
+        first.wait()
