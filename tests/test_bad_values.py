@@ -37,8 +37,6 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["emulate", "--racks", "3", "--ranks-per-rack", "100", "--", "bench", "all_reduce"], "is too many"),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "0"], "--gbs=0"),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--seq-len", "0"], "--seq-len=0"),
-    (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
-      "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1"], "a full layout also needs gbs=N"),
     (["fit", "x.jsonl", "--racks", "2"], "--racks=2 needs --system"),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
       "--layout", "tp=99999999999999999999"], "up to 16,777,216"),

@@ -29,6 +29,8 @@ def tune(
     out: Annotated[str, typer.Option(help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
     top: Annotated[int, typer.Option(help="layouts to show")] = 10,
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total")] = 0.05,
+    calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -o` "
+                                                       "(default: the shipped calibration)")] = None,
 ) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
@@ -45,7 +47,8 @@ def tune(
     spec = load_model(model)
     pins = parse_pins(layout)
     from commbench.files import check_output_dir
-
+    from commbench.planner.calibration import CALIBRATED, load_calibration
+    cal = load_calibration(calibration) if calibration else CALIBRATED
     folder = check_output_dir(out, "--out")
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(), console=console,
                   transient=False) as progress:
@@ -64,7 +67,7 @@ def tune(
                                                          f"curve(s) → {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
         req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
-                            headroom_fraction=mem_headroom, pins=pins)
+                            headroom_fraction=mem_headroom, pins=pins, calibration=cal)
         progress.update(task, completed=1, description="3/3 plan: done")
     for line in assumptions:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
