@@ -50,6 +50,7 @@ def main() -> None:
         where = getattr(getattr(exc, "ctx", None), "command_path", "commbench")
         given = _given_value(getattr(getattr(exc, "param", None), "opts", ()), sys.argv[1:])
         got = f" (got {given!r})" if given is not None and repr(given) not in exc.format_message() else ""
-        err_console.print(f"error: {exc.format_message()}{got}; see {where} --help", highlight=False, soft_wrap=True)
+        err_console.print(f"error: {exc.format_message().rstrip('.')}{got}; see {where} --help", highlight=False,
+                          soft_wrap=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
