@@ -62,24 +62,26 @@ def print_dry_run(sweep, world_size: int, backend: str) -> None:
                   highlight=False)
 
 
-def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str, again: str) -> tuple[dict, int]:
+def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
+                          again: str) -> tuple[dict, tuple[int, int]]:
     """Run the sweep; when ranks hang on a point (recorded failed, ranks killed), start fresh ranks
-    for the remaining points. Returns rank 0's outcomes and how many points hung."""
+    for the remaining points. Returns rank 0's outcomes and (ok, failed) points of the launches
+    whose ranks hung (the last launch sees those as already in the file)."""
     from commbench.comm.job import run_job
     from commbench.comm.local_ranks import RanksHung, RunFailed
     from commbench.errors import Interrupted
 
     timeout_s = max(entry.timeout_s for entry in spec.entries)
-    num_hung = 0
+    earlier = (0, 0)
     while True:
         try:
             return run_job(run_sweep_rank, job, nproc=nproc, backend=backend, timeout_s=timeout_s,
                            validate_world=lambda world: plan_sweep(spec, world, backend=backend) and None,
-                           output_path=job.output_path), num_hung
+                           output_path=job.output_path), earlier
         except RanksHung as exc:
             if not exc.recorded:
                 raise RunFailed(f"{exc}; continue with: {again}") from None
-            num_hung += 1
+            earlier = (earlier[0] + exc.num_ok, earlier[1] + exc.num_failed)
             err_console.print(f"{exc}; starting fresh ranks for the remaining points", highlight=False,
                               soft_wrap=True)
             job = dataclasses.replace(job, resume=True)
@@ -130,15 +132,16 @@ def sweep(
                                   f"this sweep ({file} on {world} rank(s), {resolved})")
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
         again = resume_command(file, output, local_nproc)
-        outcomes, num_hung = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
+        outcomes, (ok_before, failed_before) = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return
-    if outcome.num_ok + outcome.num_failed == 0 and outcome.num_skipped and not num_hung:
+    if outcome.num_ok + outcome.num_failed + ok_before + failed_before == 0 and outcome.num_skipped:
         console.print(styled("[green]nothing to do[/]: all {} point(s) are already in {}", outcome.num_planned, output), highlight=False)
         return
-    num_failed = outcome.num_failed + num_hung
-    summary = (f"{outcome.num_ok} point(s) measured, {num_failed} failed, {outcome.num_skipped - num_hung} skipped "
+    num_failed = outcome.num_failed + failed_before
+    summary = (f"{outcome.num_ok + ok_before} point(s) measured, {num_failed} failed, "
+               f"{outcome.num_skipped - ok_before - failed_before} skipped "
                f"(already in the file); records in {output}")
     if outcome.stopped:
         raise fail(f"sweep stopped: {outcome.stopped}. {summary}. Continue with: {again}", exit_code=1)

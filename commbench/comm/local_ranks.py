@@ -104,6 +104,7 @@ class _Rank:
     result: Any = None
     error: tuple[str, int] | None = None
     num_recorded: int = 0
+    num_recorded_ok: int = 0
     recorded_steps: set = field(default_factory=set)
 
     def drain(self) -> None:
@@ -123,6 +124,7 @@ class _Rank:
                 self.phase, self.reason = "failed", message[2]
             elif kind == "recorded":
                 self.num_recorded += 1
+                self.num_recorded_ok += bool(message[2])
                 self.recorded_steps.add(message[1])
             elif kind == "result":
                 self.phase, self.result = "result", message[1]
@@ -196,11 +198,12 @@ def _record_for_writer(writer: _Rank, error: str, output_path: str) -> bool:
 
 
 class RanksHung(RunFailed):
-    """Some ranks hung and were killed; `recorded` says whether the point's failed record is in the file."""
+    """Some ranks hung and were killed; `recorded` says whether the point's failed record is in the file;
+    `num_ok`/`num_failed`: the points this launch recorded (the hung one among the failed)."""
 
-    def __init__(self, message: str, *, recorded: bool) -> None:
+    def __init__(self, message: str, *, recorded: bool, num_ok: int = 0, num_failed: int = 0) -> None:
         super().__init__(message)
-        self.recorded = recorded
+        self.recorded, self.num_ok, self.num_failed = recorded, num_ok, num_failed
 
 
 def _raise_interrupt(signum, frame) -> None:
@@ -269,7 +272,11 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             for r in ranks:
                 r.drain()
             line, recorded = _hung_message(ranks, laggards, grace_s, output_path)
-            raise RanksHung(f"{line}; results measured so far are in {output_path}", recorded=recorded)
+            writer = ranks[0]
+            raise RanksHung(f"{line}; results measured so far are in {output_path}", recorded=recorded,
+                            num_ok=writer.num_recorded_ok,
+                            num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
+                                                                                      writer.recorded_steps))
     _kill(ranks)
     for r in ranks:
         r.drain()

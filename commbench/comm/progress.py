@@ -32,9 +32,9 @@ class RankProgress:
     def failed(self, step: int, reason: str) -> None:
         self._send(("failed", step, reason))
 
-    def recorded(self, step: int) -> None:
-        """Rank 0 has written point `step`'s record (ok or failed)."""
-        self._send(("recorded", step))
+    def recorded(self, step: int, ok: bool = True) -> None:
+        """Rank 0 has written point `step`'s record (`ok`: measured; else recorded failed)."""
+        self._send(("recorded", step, ok))
 
 
 NO_PROGRESS = RankProgress()

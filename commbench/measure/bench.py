@@ -221,7 +221,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                 records.append(record)
                 if writer:
                     writer.write(record)
-                    progress.recorded(step)
+                    progress.recorded(step, record.status == "ok")
                 if view:
                     view.add(record)
                 if error:

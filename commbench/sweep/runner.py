@@ -114,7 +114,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
             counts["wrong"] += record.num_wrong or 0
             if writer:
                 writer.write(record)
-                progress.recorded(step)
+                progress.recorded(step, record.status == "ok")
             if view:
                 view.finished(point.label, record)
             if stopped:
