@@ -41,6 +41,7 @@ class BenchConfig:
     timeout_s: float = 300.0
     output_path: str = "results/bench.jsonl"
     output_format: str = "table"
+    average: int = 1  # nccl-tests -a: which loop time --format nccl-tests prints (0 rank 0, 1 avg, 2 min, 3 max)
     argv: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     topology: TopologySpec | None = None  # racks (issue 4); None = from hostnames / commbench emulate
@@ -86,6 +87,7 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if timeout_problem(config.timeout_s):
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
+    collective.check_params(dict(config.params), config.backend)
     if config.sizes_bytes and config.backend != "cupy-nccl":
         check_memory(max(config.sizes_bytes), world_size, config.backend)
     if not collective.takes_size:
