@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import signal
@@ -27,13 +26,13 @@ from multiprocessing.connection import wait
 from typing import Any, Callable
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
-from commbench.comm.progress import RankProgress
+from commbench.comm.progress import RankProgress, append_record, last_record_is
 from commbench.errors import CommbenchError, Interrupted, first_line
-from commbench.files import repair_torn_tail
 
 LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+CRASH_GRACE_S = 3.0  # after a rank crashed: time for the others to see it and record the point
 
 
 class RunFailed(CommbenchError):
@@ -169,12 +168,6 @@ def _kill(ranks: list[_Rank]) -> None:
         r.process.join(timeout=2.0)
 
 
-def _append_record(output_path: str, record: dict) -> None:
-    repair_torn_tail(output_path)
-    with open(output_path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-
-
 def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_path: str) -> tuple[str, bool]:
     """One line naming the point and the hung ranks; writes rank 0's pending record if it could not."""
     writer = ranks[0]
@@ -189,11 +182,11 @@ def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_
 
 def _record_for_writer(writer: _Rank, error: str, output_path: str) -> bool:
     """Append rank 0's failed record of its current point unless it wrote one; whether one is there."""
-    if writer.step in writer.recorded_steps:
+    if writer.step in writer.recorded_steps or last_record_is(output_path, writer.pending):
         return True
     if writer.pending is None:
         return False
-    _append_record(output_path, {**writer.pending, "error": error})
+    append_record(output_path, {**writer.pending, "error": error})
     return True
 
 
@@ -249,7 +242,7 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
 
 
 def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
-    lagging_since = None
+    lagging_since = failed_since = None
     failed: list[_Rank] = []
     while True:
         wait([r.conn for r in ranks if r.conn is not None] + [r.process.sentinel for r in ranks if r.alive],
@@ -259,8 +252,11 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
         if not any(r.alive for r in ranks):
             break
         failed = [r for r in ranks if not r.alive and (r.error or r.process.exitcode != 0)]
-        if failed:
-            break  # a crashed or refusing rank: the others cannot finish
+        if failed:  # a crashed or refusing rank: the others cannot finish; let them record what they saw
+            failed_since = failed_since or time.monotonic()
+            if time.monotonic() - failed_since > CRASH_GRACE_S:
+                break
+            continue
         laggards = _laggards(ranks)
         if not laggards:
             lagging_since = None

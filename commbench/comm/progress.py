@@ -8,7 +8,11 @@ every call is a no-op.
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
+
+from commbench.files import repair_torn_tail
 
 
 class RankProgress:
@@ -38,3 +42,25 @@ class RankProgress:
 
 
 NO_PROGRESS = RankProgress()
+
+
+def append_record(output_path: str, record: dict) -> None:
+    """Append one record line for rank 0 (after cutting a torn last line)."""
+    repair_torn_tail(output_path)
+    with open(output_path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def last_record_is(output_path: str, pending: dict | None) -> bool:
+    """Whether rank 0 wrote the pending point's record and died before saying so."""
+    if pending is None or not os.path.exists(output_path):
+        return False
+    with open(output_path, "rb") as handle:
+        handle.seek(max(0, os.path.getsize(output_path) - (1 << 16)))
+        lines = handle.read().splitlines()
+    try:
+        last = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        return False
+    keys = ("record_type", "run_id", "collective", "size_bytes", "dtype", "group_layout", "point_key", "params")
+    return isinstance(last, dict) and all(last.get(k) == pending.get(k) for k in keys)
