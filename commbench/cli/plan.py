@@ -11,6 +11,7 @@ from rich.table import Table
 from commbench.cli.base import command, console
 from commbench.errors import invalid
 from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load_model, parse_layout
+from commbench.planner.emit_torchtitan import TORCHTITAN_VERSIONS
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
@@ -46,13 +47,18 @@ def plan(
     gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
     emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
-    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, torchtitan.toml (search)")] = None,
+    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, launch.env and the "
+                                              "TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2) (search)")] = None,
+    torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
+                                                    "(--module/--config + --section.option overrides) or 0.2 (TOML)")] = "0.3",
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
 ) -> None:
     if gpus < 1:
         raise invalid("--gpus", gpus, "a positive GPU count")
     if moe_imbalance < 1:
         raise invalid("--moe-imbalance", moe_imbalance, ">= 1")
+    if torchtitan_version not in TORCHTITAN_VERSIONS:
+        raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     spec = load_model(model, model_file)
     from commbench.planner.search import is_complete, parse_pins
     if layout is None or not is_complete(parse_pins(layout)) or gbs is not None:
@@ -62,7 +68,8 @@ def plan(
         req = SearchRequest(model=spec, fabric=_system(system, gpus), num_gpus=gpus,
                             gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
                             seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance, pins=pins)
-        run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json)
+        run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
+                        torchtitan_version=torchtitan_version)
         return
     lay = parse_layout(layout, gpus, precision=precision.lower())
     check_layout(spec, lay, gpus, seq_len)

@@ -234,6 +234,50 @@ def _custom_layouts(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
     return out
 
 
+_GROUP = re.compile(r"\(([^()]+)\)\*(\d+)")
+_REPEAT = re.compile(r"(.)\*(\d+)")
+
+
+def parse_layout_text(text: str) -> tuple[str, ...]:
+    """Stages of a Megatron --pipeline-model-parallel-layout string: commas are cosmetic, `(...)*n`
+    and `x*n` repeat, `|` separates stages ("Et|(tt|)*2L" -> ("Et", "tt", "tt", "L"))."""
+    flat = text.replace(",", "").replace(" ", "")
+    flat = _GROUP.sub(lambda m: m.group(1) * int(m.group(2)), flat)
+    flat = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), flat)
+    bad = sorted(set(flat) - set(STAGE_CHARS) - {"|"})
+    if bad:
+        raise CommbenchError(f"pipeline layout {text!r}: unknown layer character {bad[0]!r} "
+                             f"(E embedding, t decoder, m MTP, L loss, | between stages)")
+    return tuple(flat.split("|"))
+
+
+def split_from_layout(model: ModelSpec, pp: int, text: str) -> PipelineSplit:
+    """A user's --pipeline-model-parallel-layout, checked as Megatron's PipelineParallelLayerLayout
+    validates it (one-line CommbenchError naming what is wrong)."""
+    stages = parse_layout_text(text)
+    flat = "".join(stages)
+
+    def refuse(why: str) -> CommbenchError:
+        return CommbenchError(f"pipeline layout {text!r} for {model.name} "
+                              f"({model.num_layers} layers, {model.num_mtp_layers} MTP, pp={pp}): {why}")
+
+    if len(stages) % pp:
+        raise refuse(f"{len(stages)} stages are not a multiple of pp")
+    vp = len(stages) // pp
+    if not flat.startswith("E") or flat.count("E") != 1:
+        raise refuse("the embedding E must come first, once")
+    if not flat.endswith("L") or flat.count("L") != 1:
+        raise refuse("the loss L must come last, once")
+    if flat.count("t") != model.num_layers or flat.count("m") != model.num_mtp_layers:
+        raise refuse(f"it holds {flat.count('t')} decoder and {flat.count('m')} MTP layers")
+    if "m" in flat and "t" in flat[flat.index("m"):]:
+        raise refuse("decoder layers must come before the MTP layers")
+    mtp_stages = [i for i, s in enumerate(stages) if "m" in s]
+    if len(mtp_stages) > 1 or (mtp_stages and mtp_stages[0] // pp != vp - 1):
+        raise refuse("all MTP layers must sit in one stage, the last virtual stage of its rank")
+    return PipelineSplit(pp=pp, vp=vp, method="layout", stages=stages)
+
+
 def split_options(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
     """Every split of `model` over pp x vp that Megatron builds (each virtual stage non-empty)."""
     if pp < 1 or vp < 1 or (pp == 1 and vp > 1):
