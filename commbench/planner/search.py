@@ -169,6 +169,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     tp, sp_on = cols["tp"], cols["sequence_parallel"]
     cols["tp_comm_overlap"] = np.asarray(pins.get("tp_comm_overlap", True)) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
+    # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
+    a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
     cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True)) & a2a_ok
     cols["dp_overlap"] = np.full(len(tp), bool(pins.get("dp_overlap", True)))
     return cols
