@@ -53,6 +53,8 @@ PINNED = [
     ("llama3-8b", "h100-hgx", 8, dict(tp=2, pp=1, mbs=1, gbs=64)),
     ("qwen3-30b-a3b", "b200-hgx", 16, dict(tp=1, pp=2, vp=4, ep=8, etp=1, mbs=1, gbs=256, precision="fp8")),
     ("mixtral-8x7b", "h100-hgx", 64, dict(tp=2, pp=4, vp=2, ep=8, etp=1, mbs=1, gbs=512, cp=2)),
+    ("llama3.1-405b", "h100-hgx", 512, dict(tp=8, pp=8, vp=2, mbs=1, gbs=1024, precision="fp8")),
+    ("llama3-8b", "gb200-nvl72", 72, dict(tp=1, pp=2, vp=4, mbs=1, gbs=576, precision="mxfp8")),
 ]
 
 

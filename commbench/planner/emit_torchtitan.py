@@ -8,11 +8,13 @@ converters match the precision (`deepseek_v3_671b_float8`, `llama3_8b_mxfp8`, ..
 precision no shipped config trains in. TorchTitan 0.2 (torchtitan 0.2.2) reads a TOML job config:
 [model] name/flavor/converters (quantize.linear.float8, quantize.grouped_mm.mx, ...).
 
-Layer split (both versions, torchtitan/distributed/pipeline_parallel.py): with
-`pipeline_parallel_layers_per_stage` the number of virtual stages is ceil((layers + first_less +
-last_less) / layers_per_stage) and must be pp x stages-per-rank (1 for 1F1B, >= 2 for
-Interleaved1F1B); the layers then spread evenly with the embedding counted as `first_less` layers
-and the output as `last_less`. The emitter picks first_less/last_less for the lightest busiest rank.
+Layer split (both versions, torchtitan/distributed/pipeline_parallel.py): the emitter names every
+stage's modules in `module_fqns_per_model_part` (tok_embeddings, layers.N, norm, lm_head/output),
+the same split Megatron builds (split.py) for the model without MTP, instead of
+`pipeline_parallel_layers_per_stage`, whose ceil((layers + first_less + last_less) / per_stage)
+stages cannot reach pp x vp for many models (DeepSeek-V3's 61 layers over 4 x 16). Schedules:
+1F1B for vp = 1, Interleaved1F1B otherwise; micro-batches = local_batch_size /
+pipeline_parallel_microbatch_size.
 EP in 0.3 borrows ranks from FSDP and TP with experts unsharded by TP (etp = 1); 0.2 has
 expert_tensor_parallel_degree (1 or tp). The distributed optimizer maps to FSDP
 (data_parallel_shard_degree): TorchTitan's FSDP also shards parameters (ZeRO-3).
@@ -20,6 +22,7 @@ expert_tensor_parallel_degree (1 or tp). The distributed optimizer maps to FSDP
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +30,7 @@ from typing import Any
 from commbench.errors import invalid
 from commbench.planner.layout import Layout
 from commbench.planner.models import ModelSpec
-from commbench.planner.split import stage_weights
+from commbench.planner.split import best_split
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 DEFAULT_TORCHTITAN = "0.3"
@@ -63,36 +66,20 @@ TITAN_MODELS = {
 }
 
 
-def titan_stage_split(model: ModelSpec, pp: int, vp: int) -> dict[str, Any] | None:
-    """pipeline_parallel_layers_per_stage and first/last_stage_less_layers giving pp*vp stages, with
-    the decoder layers per stage TorchTitan then builds; None if no such setting exists."""
-    L, S = model.num_layers, pp * vp
-    w = stage_weights(model)
-    best = None
-    for first in range(0, 4):
-        for last in range(0, 4):
-            eff = L + first + last
-            per, extra = divmod(eff, S)
-            if per == 0 or first > per or last > per:
-                continue
-            lps = -(-eff // S)
-            if -(-eff // lps) != S:
-                continue
-            counts = [per + (i < extra) for i in range(S)]
-            counts[0] -= first
-            counts[-1] -= last
-            if sum(counts) != L or min(counts) < 0:
-                continue
-            ranks = [sum(counts[v * pp + r] for v in range(vp)) + (w.loss if r == (S - 1) % pp else 0.0)
-                     for r in range(pp)]
-            key = (max(ranks), max(counts))
-            if best is None or key < best[0]:
-                best = (key, {"pipeline_parallel_layers_per_stage": lps,
-                              "pipeline_parallel_first_stage_less_layers": first,
-                              "pipeline_parallel_last_stage_less_layers": last}, counts)
-    if best is None:
+def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[str]] | None:
+    """module_fqns_per_model_part for pp x vp stages: the layer split Megatron builds (split.py) for the
+    model without MTP (TorchTitan's configs train none), in TorchTitan's module names."""
+    split = best_split(dataclasses.replace(model, num_mtp_layers=0), pp, vp)
+    if split is None:
         return None
-    return {"settings": best[1], "decoder_layers_per_stage": best[2]}
+    output = "lm_head" if version == "0.3" else "output"
+    stages, layer = [], 0
+    for stage in split.stages:
+        names = ["tok_embeddings"] if "E" in stage else []
+        names += [f"layers.{i}" for i in range(layer, layer + stage.count("t"))]
+        layer += stage.count("t")
+        stages.append(names + (["norm", output] if "L" in stage else []))
+    return stages
 
 
 def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
@@ -113,8 +100,8 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
             f", the layout has etp = {layout.etp}"
     if model.is_moe and (layout.dp * layout.cp * layout.tp) % (layout.ep * (layout.etp if version == "0.2" else 1)):
         return titan, f"TorchTitan {full} needs ep to divide dp_shard*cp*tp = {layout.dp * layout.cp * layout.tp}"
-    if layout.pp > 1 and titan_stage_split(model, layout.pp, layout.vp) is None:
-        return titan, (f"TorchTitan {full} cannot split {model.num_layers} layers into pp={layout.pp} x "
+    if layout.pp > 1 and titan_stages(model, layout.pp, layout.vp, version) is None:
+        return titan, (f"TorchTitan {full} cannot split {model.num_layers} layers (its configs train no MTP) into non-empty pp={layout.pp} x "
                        f"vp={layout.vp} stages")
     return titan, None
 
@@ -129,14 +116,16 @@ def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, An
         out["expert_tensor_parallel_degree"] = a.etp if model.is_moe else 1
     if a.pp > 1:
         out["pipeline_parallel_schedule"] = "Interleaved1F1B" if a.vp > 1 else "1F1B"
-        out.update(titan_stage_split(model, a.pp, a.vp)["settings"])
+        out["module_fqns_per_model_part"] = titan_stages(model, a.pp, a.vp, version)
         out["pipeline_parallel_microbatch_size"] = a.mbs
     return out
 
 
 def _training(layout: Layout, model: ModelSpec, seq_len: int | None) -> dict[str, Any]:
-    return {"local_batch_size": layout.gbs // layout.dp, "global_batch_size": layout.gbs,
-            "seq_len": seq_len or model.seq_len}
+    """With PP the pipeline cuts the local batch into micro-batches of pipeline_parallel_microbatch_size;
+    without PP TorchTitan accumulates gradients over global / (local x dp) steps of local_batch_size."""
+    local = layout.gbs // layout.dp if layout.pp > 1 else layout.mbs
+    return {"local_batch_size": local, "global_batch_size": layout.gbs, "seq_len": seq_len or model.seq_len}
 
 
 def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,
@@ -165,8 +154,6 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         sections["activation_checkpoint"] = {"mode": layout.recompute}
         sections |= quantize_02(layout.precision, model)
         doc |= {"sections": sections}
-    if layout.pp > 1:
-        doc["decoder_layers_per_stage"] = titan_stage_split(model, layout.pp, layout.vp)["decoder_layers_per_stage"]
     return doc | {"notes": notes}
 
 
@@ -191,7 +178,9 @@ def torchtitan_args(doc: dict[str, Any]) -> list[str]:
     for section, values in doc["sections"].items():
         for key, value in values.items():
             if isinstance(value, bool):
-                out.append(f"--{section}.{key}" if value else f"--{section}.no-{key}")
+                out.append(f"--{section}.{key}" if value else f"--{section}.no_{key}")
+            elif isinstance(value, list):  # list[list[str]]: one comma-joined token per stage
+                out += [f"--{section}.{key}", *(",".join(v) for v in value)]
             else:
                 out += [f"--{section}.{key}", str(value)]
     return out
