@@ -109,10 +109,11 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
 def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, Any]:
     a = layout
     out: dict[str, Any] = {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": a.dp,
-                           "tensor_parallel_degree": a.tp, "enable_sequence_parallel": bool(a.sequence_parallel),
-                           "pipeline_parallel_degree": a.pp, "context_parallel_degree": a.cp,
-                           "expert_parallel_degree": a.ep if model.is_moe else 1}
-    if version == "0.2":
+                           "tensor_parallel_degree": a.tp, "pipeline_parallel_degree": a.pp,
+                           "context_parallel_degree": a.cp, "expert_parallel_degree": a.ep if model.is_moe else 1}
+    if version == "0.3":  # 0.2 always applies sequence parallel with TP
+        out["enable_sequence_parallel"] = bool(a.sequence_parallel)
+    else:
         out["expert_tensor_parallel_degree"] = a.etp if model.is_moe else 1
     if a.pp > 1:
         out["pipeline_parallel_schedule"] = "Interleaved1F1B" if a.vp > 1 else "1F1B"
