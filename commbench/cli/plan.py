@@ -110,3 +110,8 @@ def plan(
     m.add_row("[bold]total[/]", f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/] of {row['mem_capacity_bytes'] / 1e9:.0f}"
               f" ({verdict})")
     console.print(m)
+    from commbench.planner.split import choose_split, stage_weights
+    split = choose_split(spec, lay.pp, lay.vp).summary(stage_weights(spec))
+    flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
+    console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
+                  f"x{split['imbalance']} the mean (charged)", highlight=False, soft_wrap=True)
