@@ -315,21 +315,26 @@ def choose_split(model: ModelSpec, pp: int, vp: int) -> PipelineSplit:
 
 def buildable(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
     """Per layout: True where `best_split` finds a split (computed once per distinct (pp, vp))."""
-    pp, vp = np.broadcast_arrays(np.asarray(pp), np.asarray(vp))
-    pairs, inverse = np.unique(np.stack([pp.ravel(), vp.ravel()], axis=1), axis=0, return_inverse=True)
-    ok = np.array([best_split(model, int(p), int(v)) is not None for p, v in pairs], dtype=bool)
-    return ok[np.ravel(inverse)].reshape(pp.shape)
+    pairs, inverse, shape = _distinct_pairs(pp, vp)
+    ok = np.array([best_split(model, p, v) is not None for p, v in pairs], dtype=bool)
+    return ok[inverse].reshape(shape)
 
 
 def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
     """Busiest pipeline rank's cost / the mean rank's under `best_split` (1.0 without PP or without a
     buildable split, which layout_violations marks invalid)."""
-    pp, vp = np.broadcast_arrays(np.asarray(pp), np.asarray(vp))
-    pairs, inverse = np.unique(np.stack([pp.ravel(), vp.ravel()], axis=1), axis=0, return_inverse=True)
+    pairs, inverse, shape = _distinct_pairs(pp, vp)
     w = stage_weights(model)
     values = []
     for p, v in pairs:
-        split = best_split(model, int(p), int(v))
+        split = best_split(model, p, v)
         costs = split.rank_costs(w) if split is not None else [1.0]
         values.append(max(costs) * len(costs) / sum(costs))
-    return np.array(values, dtype=np.float64)[np.ravel(inverse)].reshape(pp.shape)
+    return np.array(values, dtype=np.float64)[inverse].reshape(shape)
+
+
+def _distinct_pairs(pp, vp) -> tuple[list[tuple[int, int]], np.ndarray, tuple[int, ...]]:
+    """Distinct (pp, vp) pairs of many layouts and each layout's index into them (one int key each: fast)."""
+    pp, vp = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64))
+    keys, inverse = np.unique(pp.ravel() * (1 << 20) + vp.ravel(), return_inverse=True)
+    return [(int(k >> 20), int(k & ((1 << 20) - 1))) for k in keys], np.ravel(inverse), pp.shape
