@@ -31,7 +31,7 @@ from commbench.planner.layout import Layout
 from commbench.planner.models import ModelSpec
 from commbench.planner.split import choose_split, parse_layout_text
 
-MEGATRON_TARGET = "Megatron-LM main (megatron-core 0.16 TransformerConfig); arguments.py validate_args"
+MEGATRON_TARGET = "Megatron-LM with megatron-core 0.16 (pretrain_gpt.py flags; validate_args and TransformerConfig checks)"
 HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
 
 PRECISION_ARGS = {
