@@ -86,6 +86,9 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         console.print("Megatron-LM: " + shlex.join(args), highlight=False, markup=False, soft_wrap=True)
+        env = doc["megatron"]["launch_env"]
+        console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
+                      highlight=False, markup=False)
         console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
                       f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
