@@ -22,7 +22,7 @@ import numpy as np
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.models import ModelSpec
-from commbench.planner.split import buildable
+from commbench.planner.split import buildable, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
 
 RECOMPUTE = ("none", "selective", "full")
 DISPATCHERS = ("alltoall", "flex")  # flex = deduplicated per destination rank (DeepEP / HybridEP)
