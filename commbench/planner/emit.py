@@ -34,7 +34,7 @@ READABLE_PLAN_VERSIONS = (1, 2)  # the layout and model spec read the same in bo
 EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
-def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str,
+def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep") -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env."""
     split = choose_split(model, layout.pp, layout.vp)
@@ -43,7 +43,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend),
             "layer_split": split.summary(stage_weights(model)),
             "launch_env": env, "launch_env_file": "launch.env",
-            "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name),
+            "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
+                                               domain_size=domain_size),
             "notes": precision_notes(layout)}
 
 
@@ -140,7 +141,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     seq_len = req.seq_len or req.model.seq_len
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
-                                seq_len=req.seq_len, flex_backend=flex_backend)
+                                domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
+                                flex_backend=flex_backend)
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version)
     assumptions = [
         f"routing: busiest EP rank receives {req.moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",

@@ -149,13 +149,19 @@ def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
     return env
 
 
-def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str) -> str:
+MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"
+
+
+def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8) -> str:
     lines = ["# commbench plan: environment for the Megatron-LM launch (source it: set -a; . ./launch.env)"]
     if "CUDA_DEVICE_MAX_CONNECTIONS" in env:
         lines.append(f"# {gpu_name} is Hopper or older and the layout uses TP/CP: Megatron's validate_args "
                      "requires CUDA_DEVICE_MAX_CONNECTIONS=1")
     lines.append(f"# NCCL: the prediction used the {fabric_name} fabric curves with NCCL's defaults; "
                  "no NCCL_* variable is assumed")
+    if domain_size > 8:
+        lines.append(f"# the placement puts groups across the {domain_size}-GPU NVLink domain (multi-node NVLink): "
+                     f"NCCL >= 2.25.2 on GB200-class racks ({MNNVL_SOURCE})")
     lines += [f"{k}={v}" for k, v in env.items()]
     return "\n".join(lines) + "\n"
 
