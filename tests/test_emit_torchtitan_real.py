@@ -62,9 +62,11 @@ def config_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
 def converters_used(fn: ast.FunctionDef, tree: ast.Module) -> set[str]:
     """Converter classes a config function applies, following calls to other config functions."""
     names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id.endswith("Converter")}
+    if names:  # a config that sets its own converters replaces the model spec of the one it starts from
+        return names
     for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
         inner = config_function(tree, call.func.id)
-        if inner is not None and inner is not fn and "Converter" not in str(names):
+        if inner is not None and inner is not fn:
             names |= converters_used(inner, tree)
     return names
 
