@@ -6,8 +6,9 @@ DistributedDataParallelConfig, ConstantNumMicroBatchesCalculator, parallel_state
 on torch's fake process-group backend (world size = the plan's GPUs), and the layer-split functions the
 model build calls per (pp rank, virtual stage): get_num_layers_to_build, get_transformer_layer_offset,
 get_mtp_num_layers_to_build.
-Transformer Engine (GPU-only, not installable here) is taken to be 2.8 where megatron-core asks its
-version (e.g. fp8 with moe_act/layernorm recompute needs >= 2.6).
+Transformer Engine (GPU-only, not installable here) is taken to be 2.10 where megatron-core asks its
+version (fp8 with moe_act/layernorm recompute needs >= 2.6; per-layer graphs with delayed wgrad >= 2.10,
+which the plan's notes then state).
 Reproduced (Megatron-LM's megatron/training/arguments.py is not on PyPI; NVIDIA/Megatron-LM
 @000c4ac24f61): the flag names parse_args defines, and the validate_args checks listed in
 `reproduced_validate_args`.
@@ -62,6 +63,7 @@ ARGUMENTS_PY_FLAGS = {
     "--moe-token-dispatcher-type", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
     "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim",
     "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format", "--fp4-recipe",
+    "--attention-dropout", "--hidden-dropout", "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
 }
 RENAMED = {"fp8_format": "fp8", "fp4_format": "fp4", "num_experts": "num_moe_experts",
            "decoder_first_pipeline_num_layers": "num_layers_in_first_pipeline_stage",
@@ -90,7 +92,8 @@ def tokens(args: list[str]) -> dict[str, object]:
         while i < len(args) and not args[i].startswith("--"):
             values.append(args[i])
             i += 1
-        conv = [int(v) if re.fullmatch(r"\d+", v) else v for v in values]
+        conv = [int(v) if re.fullmatch(r"\d+", v) else float(v) if re.fullmatch(r"\d+\.\d*", v) else v
+                for v in values]
         out[flag[2:].replace("-", "_")] = True if not conv else conv[0] if len(conv) == 1 else conv
     return out
 
@@ -131,6 +134,8 @@ def reproduced_validate_args(ns: dict, world: int, env: dict[str, str], gpu: str
         assert ns["position_embedding_type"] in ("rope", "none")
     if ns.get("moe_grouped_gemm"):
         assert ns.get("bf16")
+    if ns.get("cuda_graph_impl") == "local" and "full_iteration" in str(ns.get("cuda_graph_scope")):
+        assert ns.get("no_check_for_nan_in_loss_and_grad"), "full_iteration graphs need no NaN check"
     if (tp > 1 or cp > 1) and gpu in HOPPER and not ns.get("overlap_moe_expert_parallel_comm"):
         assert env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1", "TP/CP on Hopper need CUDA_DEVICE_MAX_CONNECTIONS=1"
 
@@ -140,7 +145,7 @@ def transformer_config(ns: dict):
     cls = MLATransformerConfig if ns.get("multi_latent_attention") else TransformerConfig
     names = {f.name for f in dataclasses.fields(cls)}
     kw = {RENAMED.get(k, k): v for k, v in ns.items() if RENAMED.get(k, k) in names}
-    for key in ("recompute_modules",):
+    for key in ("recompute_modules", "cuda_graph_scope"):
         if key in kw and not isinstance(kw[key], list):
             kw[key] = [kw[key]]
     if "moe_layer_freq" in kw:
@@ -175,7 +180,7 @@ def fake_world():
 def test_megatron_builds_the_emitted_plan(index, fake_world, monkeypatch):
     import megatron.core.utils as mcore_utils
     from packaging.version import Version
-    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.8.0"))
+    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))
     case = plan_cases()[index]
     lay, model = case.layout, case.model
     gpu = load_preset(case.system, num_gpus=case.gpus).gpu.name

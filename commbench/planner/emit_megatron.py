@@ -55,7 +55,10 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
            "--max-position-embeddings", str(s), "--position-embedding-type", "rope",
-           "--normalization", "RMSNorm", "--disable-bias-linear"]
+           "--normalization", "RMSNorm", "--disable-bias-linear",
+           # LLM pre-training recipes train without dropout; megatron-core also refuses attention
+           # dropout with graphed core_attn recompute (TransformerConfig).
+           "--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
     if model.glu:
         out.append("--swiglu")
     if not model.tied_embeddings:
@@ -84,6 +87,12 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
 def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     """One-line refusal of flag combinations Megatron's validation rejects (see the module docstring)."""
     a = layout
+    if a.cuda_graph == "layer" and a.recompute == "full":
+        raise invalid("recompute", "full", "selective recompute with per-layer CUDA graphs (megatron-core: full "
+                      "recompute only with the full-iteration graph)")
+    if a.moe_a2a_overlap and a.cuda_graph == "full":
+        raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
+                      "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")
     if a.moe_a2a_overlap:
         problem = ("EP > 1" if a.ep == 1 else "no full recompute" if a.recompute == "full" else
                    "vp > 1 when pp > 1" if a.pp > 1 and a.vp == 1 else
@@ -127,6 +136,9 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(model)]
     elif a.recompute == "full":
         out += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+    elif a.recompute in ("mla_up_proj", "moe_act"):
+        out += ["--recompute-granularity", "selective", "--recompute-modules", a.recompute]
+    out += recipe_args(a, model)
     out.append("--bf16")
     out += PRECISION_ARGS[a.precision]
     if a.precision == "mxfp8" and a.distributed_optimizer:
@@ -134,11 +146,33 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     return out
 
 
+def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
+    """CUDA graphs (per-layer TE graphs or the full iteration), FP8 attention, fused MoE permutes. The
+    full-iteration graph needs --no-check-for-nan-in-loss-and-grad (validate_args)."""
+    out: list[str] = []
+    if a.cuda_graph == "layer":
+        out += ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"] + \
+            (["moe_router", "moe_preprocess"] if model.is_moe else [])
+    elif a.cuda_graph == "full":
+        out += ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration",
+                "--no-check-for-nan-in-loss-and-grad"]
+    if a.fp8_attention:
+        out.append("--fp8-dot-product-attention")
+    if a.fused_moe and model.is_moe:
+        out.append("--moe-permute-fusion")
+    return out
+
+
 def precision_notes(layout: Layout) -> list[str]:
+    """What the launch must provide or will warn about (plan.json megatron.notes, assumptions)."""
+    notes = []
     if layout.precision == "mxfp8" and not layout.distributed_optimizer:
-        return ["mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
-                "(--fp8-param-gather needs it) and warns mxfp8 will use significant additional GPU memory"]
-    return []
+        notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
+                     "(--fp8-param-gather needs it) and warns mxfp8 will use significant additional GPU memory")
+    if layout.cuda_graph == "layer" and layout.moe_a2a_overlap:
+        notes.append("per-layer CUDA graphs with --delay-wgrad-compute need Transformer Engine >= 2.10 "
+                     "(megatron-core TransformerConfig)")
+    return notes
 
 
 def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
@@ -173,14 +207,30 @@ def _parser() -> argparse.ArgumentParser:
                  "micro-batch-size", "global-batch-size", "seq-length", "recompute-num-layers"):
         p.add_argument(f"--{name}", type=int)
     for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
-                 "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16"):
+                 "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
+                 "fp8-dot-product-attention", "moe-permute-fusion"):
         p.add_argument(f"--{name}", action="store_true")
     for name in ("moe-token-dispatcher-type", "moe-flex-dispatcher-backend", "recompute-granularity",
                  "recompute-method", "fp8-format", "fp8-recipe", "fp4-format", "fp4-recipe",
                  "pipeline-model-parallel-layout"):
         p.add_argument(f"--{name}")
     p.add_argument("--recompute-modules", nargs="+")
+    p.add_argument("--cuda-graph-impl")
+    p.add_argument("--cuda-graph-scope", nargs="+")
     return p
+
+
+def _recompute_of(ns) -> str:
+    modules = ns.recompute_modules or []
+    if ns.recompute_granularity == "selective" and len(modules) == 1 and modules[0] in ("mla_up_proj", "moe_act"):
+        return modules[0]
+    return ns.recompute_granularity or "none"
+
+
+def _graph_of(ns) -> str:
+    if "full_iteration" in (ns.cuda_graph_scope or []):
+        return "full"
+    return "layer" if ns.cuda_graph_impl in ("transformer_engine", "local") else "none"
 
 
 def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
@@ -210,7 +260,8 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
     return Layout(tp=tp, pp=pp, vp=vp,
                   ep=ns.expert_model_parallel_size or 1, etp=ns.expert_tensor_parallel_size or tp, cp=cp,
                   dp=num_gpus // (tp * pp * cp), mbs=ns.micro_batch_size or 1, gbs=ns.global_batch_size or 1,
-                  sequence_parallel=ns.sequence_parallel or tp == 1, recompute=ns.recompute_granularity or "none",
+                  sequence_parallel=ns.sequence_parallel or tp == 1, recompute=_recompute_of(ns),
+                  cuda_graph=_graph_of(ns), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
                   dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,
                   distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,
                   moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce)
