@@ -55,6 +55,11 @@ PINNED = [
     ("mixtral-8x7b", "h100-hgx", 64, dict(tp=2, pp=4, vp=2, ep=8, etp=1, mbs=1, gbs=512, cp=2)),
     ("llama3.1-405b", "h100-hgx", 512, dict(tp=8, pp=8, vp=2, mbs=1, gbs=1024, precision="fp8")),
     ("llama3-8b", "gb200-nvl72", 72, dict(tp=1, pp=2, vp=4, mbs=1, gbs=576, precision="mxfp8")),
+    # recipe flags: per-layer CUDA graphs + fused permutes with the EP overlap; a full-iteration graph
+    ("deepseek-v3", "gb200-nvl72", 256, dict(tp=1, pp=4, vp=4, ep=64, etp=1, mbs=1, gbs=4096, precision="mxfp8",
+                                            recompute="mla_up_proj", dispatcher="flex", moe_a2a_overlap=True,
+                                            cuda_graph="layer", fused_moe=True)),
+    ("llama3-8b", "b200-hgx", 16, dict(tp=2, pp=1, mbs=1, gbs=128, recompute="full", cuda_graph="full")),
 ]
 
 

@@ -8,7 +8,8 @@ model build calls per (pp rank, virtual stage): get_num_layers_to_build, get_tra
 get_mtp_num_layers_to_build.
 Transformer Engine (GPU-only, not installable here) is taken to be 2.10 where megatron-core asks its
 version (fp8 with moe_act/layernorm recompute needs >= 2.6; per-layer graphs with delayed wgrad >= 2.10,
-which the plan's notes then state).
+which the plan's notes then state), and its fused MoE permute kernels (--moe-permute-fusion, TE >= 2.1)
+are answered present.
 Reproduced (Megatron-LM's megatron/training/arguments.py is not on PyPI; NVIDIA/Megatron-LM
 @000c4ac24f61): the flag names parse_args defines, and the validate_args checks listed in
 `reproduced_validate_args`.
@@ -181,6 +182,11 @@ def test_megatron_builds_the_emitted_plan(index, fake_world, monkeypatch):
     import megatron.core.utils as mcore_utils
     from packaging.version import Version
     monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))
+    import megatron.core.transformer.moe.moe_utils as moe_utils
+    for name in ("fused_permute", "fused_permute_with_probs", "fused_sort_chunks_by_index",
+                 "fused_sort_chunks_by_index_with_probs", "fused_unpermute"):
+        if getattr(moe_utils, name, None) is None:
+            monkeypatch.setattr(moe_utils, name, object(), raising=False)
     case = plan_cases()[index]
     lay, model = case.layout, case.model
     gpu = load_preset(case.system, num_gpus=case.gpus).gpu.name

@@ -169,6 +169,8 @@ def precision_notes(layout: Layout) -> list[str]:
     if layout.precision == "mxfp8" and not layout.distributed_optimizer:
         notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
                      "(--fp8-param-gather needs it) and warns mxfp8 will use significant additional GPU memory")
+    if layout.fused_moe:
+        notes.append("--moe-permute-fusion needs Transformer Engine's fused permute kernels (TE >= 2.1)")
     if layout.cuda_graph == "layer" and layout.moe_a2a_overlap:
         notes.append("per-layer CUDA graphs with --delay-wgrad-compute need Transformer Engine >= 2.10 "
                      "(megatron-core TransformerConfig)")
