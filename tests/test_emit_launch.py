@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
 from commbench.planner import Layout, load_model
-from commbench.planner.emit import torchtitan_text
+from commbench.planner.emit import megatron_section, megatron_text, torchtitan_text
 from commbench.planner.emit_megatron import launch_env, launch_env_text, megatron_args, precision_notes
 from commbench.planner.emit_torchtitan import torchtitan_plan, torchtitan_toml
 
@@ -67,6 +67,11 @@ def test_ep_overlap_megatron_refuses_is_refused_in_one_line():
     lay = Layout(tp=1, pp=4, vp=1, ep=32, etp=1, dp=64, gbs=4096, moe_a2a_overlap=True)
     with pytest.raises(CommbenchError, match="vp > 1 when pp > 1"):
         megatron_args(lay, DSV3)
+    graphs = Layout(tp=1, pp=4, vp=4, ep=32, etp=1, dp=64, gbs=4096, moe_a2a_overlap=True, cuda_graph="full")
+    section = megatron_section(graphs, DSV3, gpu_name="gb300", fabric_name="gb300-nvl72", domain_size=72)
+    assert "full-iteration graph" in section["refused"] and "args" not in section   # the plan says why
+    with pytest.raises(CommbenchError, match="full-iteration"):
+        megatron_text(section)
 
 
 def test_torchtitan_02_toml_uses_only_job_config_fields_and_the_quantization_converters():

@@ -5,14 +5,13 @@ emitted forms (plan.json, Megatron-LM arguments, TorchTitan TOML). Every figure 
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 from rich.table import Table
 
 from commbench.cli.base import console
 from commbench.errors import invalid
-from commbench.planner.emit import EMIT_KINDS, plan_document, torchtitan_text, write_plan_files
+from commbench.planner.emit import EMIT_KINDS, megatron_text, plan_document, torchtitan_text, write_plan_files
 from commbench.planner.explain import explain, short
 from commbench.planner.search import SearchRequest, SearchResult, search
 
@@ -66,7 +65,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
                         torchtitan_version=torchtitan_version)
-    args = doc["megatron"]["args"]
+    meg = doc["megatron"]
     written = write_plan_files(doc, out) if out else []
     if as_json or emit == "json":
         console.print_json(json.dumps({k: v for k, v in doc.items() if k != "placement"} |
@@ -74,7 +73,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                                                      if k in ("gpus_per_rack", "num_racks", "summary")}},
                                       default=float))
     elif emit == "megatron":
-        console.print(shlex.join(args), highlight=False, soft_wrap=True)
+        console.print(megatron_text(meg), highlight=False, soft_wrap=True)
     elif emit == "torchtitan":
         console.print(torchtitan_text(doc["torchtitan"]), highlight=False, markup=False, soft_wrap=True)
     else:
@@ -85,7 +84,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         console.print(pareto_table(result))
         for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
-        console.print("Megatron-LM: " + shlex.join(args), highlight=False, markup=False, soft_wrap=True)
+        console.print("Megatron-LM: " + (meg["refused"] if "refused" in meg else megatron_text(meg)), highlight=False,
+                      markup=False, soft_wrap=True)
         env = doc["megatron"]["launch_env"]
         console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
                       highlight=False, markup=False)

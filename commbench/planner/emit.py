@@ -24,7 +24,7 @@ from commbench.planner.layout import Layout
 from commbench.planner.models import ModelSpec
 from commbench.planner.split import choose_split, stage_weights
 
-__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section",
+__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
            "torchtitan_toml", "write_plan", "write_plan_files"]
 
@@ -39,13 +39,23 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env."""
     split = choose_split(model, layout.pp, layout.vp)
     env = launch_env(layout, gpu_name)
-    return {"target": MEGATRON_TARGET,
-            "args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend),
+    try:
+        args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend)}
+    except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
+        args = {"refused": str(exc)}
+    return {"target": MEGATRON_TARGET, **args,
             "layer_split": split.summary(stage_weights(model)),
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size),
             "notes": precision_notes(layout)}
+
+
+def megatron_text(section: dict[str, Any]) -> str:
+    """The Megatron-LM argument line; a refused plan raises its one-line reason."""
+    if "refused" in section:
+        raise CommbenchError(section["refused"])
+    return shlex.join(section["args"])
 
 
 def torchtitan_text(section: dict[str, Any]) -> str:
@@ -63,9 +73,11 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path) -> list[str]:
     folder = Path(folder)
     write_plan(doc, folder / "plan.json")
     meg = doc["megatron"]
-    (folder / "megatron_args.txt").write_text(shlex.join(meg["args"]) + "\n", encoding="utf-8")
-    (folder / meg["launch_env_file"]).write_text(meg["launch_env_text"], encoding="utf-8")
-    names = ["plan.json", "megatron_args.txt", meg["launch_env_file"]]
+    names = ["plan.json"]
+    if "refused" not in meg:
+        (folder / "megatron_args.txt").write_text(shlex.join(meg["args"]) + "\n", encoding="utf-8")
+        (folder / meg["launch_env_file"]).write_text(meg["launch_env_text"], encoding="utf-8")
+        names += ["megatron_args.txt", meg["launch_env_file"]]
     tt = doc["torchtitan"]
     if "refused" not in tt:
         name = "torchtitan_args.txt" if "config" in tt else "torchtitan.toml"
@@ -178,7 +190,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(req.num_gpus)]},
         "emitters": {"megatron": MEGATRON_TARGET, "torchtitan": torchtitan["version"]},
-        "megatron_args": megatron["args"],
+        "megatron_args": megatron.get("args", []),
         "megatron": megatron,
         "torchtitan": torchtitan,
         "explanation": list(explanation), "sensitivity": list(sensitivity),
