@@ -28,7 +28,7 @@ from commbench.costmodel.accuracy import REGIMES
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
 from commbench.costmodel.nccl_tables import NCCL_ALGO_NAMES
 from commbench.costmodel.stages import stage_points
-from commbench.results.records import Measurement, RunHeader
+from commbench.results.records import Measurement, RunHeader, headline_time
 
 MIN_HELDOUT_BYTES = 64 * 1024
 # NCCL_ALGO / NCCL_PROTO spellings -> nccl_model's names
@@ -156,7 +156,8 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         skipped[reason] = skipped.get(reason, 0) + 1
 
     for record in records:
-        if record.status != "ok" or not record.time_us_median or record.time_us_median <= 0:
+        time_us = headline_time(record)[1]  # nccl-tests' time for records imported from nccl-tests
+        if record.status != "ok" or not time_us or time_us <= 0:
             skip("failed or without a time")
             continue
         if record.group_size < 2:
@@ -180,7 +181,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                            stage="total" if staged else None, algorithm=forced,
                            for_prediction=record.collective in COLLECTIVES and not mapped, **common)
-            curves.setdefault(key, []).append((x, record.time_us_median * 1e-6, record.size_bytes))
+            curves.setdefault(key, []).append((x, time_us * 1e-6, record.size_bytes))
         for stage, stage_us in (record.stages_us_median or {}).items():
             if stage not in mapped and stage_us and stage_us > 0:
                 key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
