@@ -82,6 +82,10 @@ def calibrate(
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
+    if out is not None and not evaluate:
+        from commbench.files import check_output_file
+
+        check_output_file(out, "--out")
     start = load_calibration(calibration) if calibration else CALIBRATED
     loaded = load_runs(runs, model=model, system=system, gpus=gpus)
     if evaluate:

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from commbench.cli.base import command, console, err_console, fail
+from commbench.results.render import styled
 from commbench.results.compare import AUTO, check_statistic, compare, parse_threshold
 from commbench.results.records import TIME_STATISTICS, measurements, read_records
 from commbench.results.tables import Col, print_table
@@ -20,7 +21,7 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
 
 def read_measurements(path: str):
     def bad_line(number: int, reason: str) -> None:
-        err_console.print(f"[yellow]warning:[/] {escape(path)}:{number}: skipped unreadable line ({escape(reason)})",
+        err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
 
     return measurements(read_records([path], on_bad_line=bad_line))
@@ -80,8 +81,8 @@ def compare_cmd(
                       "[bold red]REGRESSED[/]" if name in result.regressed_collectives else "ok"]
                      for name, value in sorted(result.geomean_by_collective.items())])
     if (result.only_in_base or result.only_in_new) and not as_json:
-        console.print(f"unmatched points: {result.only_in_base} only in {escape(base)}, {result.only_in_new} only in "
-                      f"{escape(new)}", highlight=False)
+        console.print(f"unmatched points: {result.only_in_base} only in {base}, {result.only_in_new} only in {new}",
+                      highlight=False)
     if result.regressions or result.regressed_collectives:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
@@ -95,5 +96,5 @@ def compare_cmd(
             parts.append(f"{len(bad)} point(s) ok in the base {bad[0].verdict} in the new file (first: {bad[0].label})")
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
-        console.print(f"[green]pass[/]: {len(result.points)} point(s) compared, none slower than {threshold:.0%} "
-                      "beyond the noise, none newly failed or wrong", highlight=False)
+        console.print(styled("[green]pass[/]: {} point(s) compared, none slower than {} beyond the noise, none newly "
+                             "failed or wrong", len(result.points), f"{threshold:.0%}"), highlight=False)

@@ -9,7 +9,9 @@ import typer
 from rich.markup import escape
 
 from commbench.cli.base import command, console, renamed
+from commbench.results.render import styled
 from commbench.costmodel import load_preset
+from commbench.errors import CommbenchError
 from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.profile import fit_result_files
 from commbench.results.tables import Col, print_table
@@ -30,6 +32,12 @@ def fit(
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""
     out = renamed(out, old_out, old="-o/--output", new="-O/--out")
+    if out:
+        from commbench.files import check_output_file
+
+        check_output_file(out, "--out")
+    if racks is not None and not system:
+        raise CommbenchError(f"--racks={racks} needs --system: it scales the preset the fit starts from")
     base = load_preset(system, num_racks=racks) if system else None
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min") if heldout_min else MIN_HELDOUT_BYTES
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
@@ -62,7 +70,7 @@ def fit(
             console.print(f"learned: {note}", highlight=False)
     for warning in fabric.warnings:
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
-            console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+            console.print(styled("[yellow]warning:[/] {}", warning), highlight=False)
     if out:
         fabric.to_json(out)
-        console.print(f"[green]fabric profile[/] {fabric.name} → {out}", highlight=False)
+        console.print(styled("[green]fabric profile[/] {} → {}", fabric.name, out), highlight=False)

@@ -10,6 +10,7 @@ import numpy as np
 import typer
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
                                  moe_all_to_all_time_s)
 from commbench.costmodel.choice import uses_nccl_model
@@ -85,6 +86,8 @@ def predict(
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if group < 1:
         raise invalid("--group", group, "at least 1 rank")
+    if not 1 <= imbalance < float("inf"):
+        raise invalid("--imbalance", imbalance, "a finite number >= 1 (max/mean bytes received per rank)")
     num_domains = num_domains_for(fabric, group, layout)
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor), dtype=np.float64)
@@ -123,6 +126,6 @@ def predict(
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
     print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}; {how})",
                 cols, rows)
-    console.print("[yellow]predicted[/] by the cost model, not measured", highlight=False)
+    console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
     for warning in fabric.warnings[:5]:
-        console.print(f"[yellow]fit warning:[/] {warning}", highlight=False)
+        console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)

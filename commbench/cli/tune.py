@@ -41,15 +41,17 @@ def tune(
 
     if system not in preset_names():
         raise invalid("--system", system, f"a preset: {', '.join(preset_names())}")
-    if gpus < 1:
-        raise invalid("--gpus", gpus, "a positive GPU count")
+    from commbench.cli.plan import MAX_GPUS
+
+    if not 1 <= gpus <= MAX_GPUS:
+        raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     spec = load_model(model)
     pins = parse_pins(layout)
+    from commbench.files import check_output_dir
     from commbench.planner.calibration import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+    folder = check_output_dir(out, "--out")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                   console=err_console if as_json else console,
                   transient=False) as progress:
         if results is None:

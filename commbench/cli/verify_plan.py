@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size
@@ -56,7 +57,7 @@ def verify_plan(
     launched = detect_rank_env()
     under_launcher = launched is not None and launched.launcher != "local"
     limit = launched.world_size if under_launcher else min(max_local_ranks(resolved)[0], 4)
-    ranks = launched.world_size if under_launcher else (nproc or min(gpus, limit))
+    ranks = launched.world_size if under_launcher else (min(gpus, limit) if nproc is None else nproc)
     if ranks < 2:
         raise invalid("--nproc", ranks, "at least 2 ranks to run any collective")
     if iters < 1:
@@ -99,7 +100,7 @@ def verify_plan(
         print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s); measured here vs predicted for {system}",
                     VERIFY_COLUMNS, verify_rows(points))
         for flag in flags:
-            console.print(f"[yellow]unmet assumption:[/] {escape(flag)}", highlight=False)
+            console.print(styled("[yellow]unmet assumption:[/] {}", flag), highlight=False)
     if any(row["num_wrong"] for row in rows):
         raise CommbenchError("a collective returned wrong data (see the #wrong column)")
 

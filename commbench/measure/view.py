@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from commbench.moe.params import DEFAULTS as MOE_DEFAULTS
 from commbench.moe.presets import preset_params
 from commbench.results.render import (measurement_table, nccl_tests_banner, nccl_tests_footer, nccl_tests_header,
-                                      nccl_tests_row, run_title, stdout_console)
+                                      nccl_tests_row, run_title, stdout_console, styled)
 from commbench.results.records import Measurement, RunHeader
 
 
@@ -43,14 +43,14 @@ class BenchView:
             return
         self.console.print(intro, highlight=False)
         for note in header.notes:
-            self.console.print(f"[yellow]note:[/] {note}", highlight=False)
+            self.console.print(styled("[yellow]note:[/] {}", note), highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
         params = config.params
         if "tokens_per_rank" in params:  # MoE: spell out what the defaults and the preset resolve to
             params = {**MOE_DEFAULTS, **(preset_params(params["preset"]) if params.get("preset") else {}),
                       **{k: v for k, v in params.items() if v is not None}}
         self.title = run_title(config.collective, header.world_size, params)
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
         self.live = Live(self._renderable(), console=self.console, refresh_per_second=4,
@@ -90,4 +90,4 @@ class BenchView:
         self.console.print(nccl_tests_footer(self.rows, self.average)[1] + "(GB/s, measured)", highlight=False)
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
-            self.console.print(f"[bold red]{wrong} wrong element(s)[/]: the collective returned incorrect data")
+            self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))

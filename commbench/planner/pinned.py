@@ -1,25 +1,31 @@
 """plan.json for one pinned layout (`commbench plan --layout tp=..,pp=..,vp=..,ep=..,mbs=..`).
 
-Same schema as a searched plan (commbench/data/schemas/plan.schema.json, `mode` says which); the
-search-only parts (top, pareto, sensitivity, search statistics) are absent. Every figure is predicted.
+Same schema as a searched plan (commbench/data/schemas/plan.schema.json, `mode` says which) and the
+same emitter sections (planner.emit); the search-only parts (top, pareto, explanation, sensitivity,
+search statistics) are absent. Every figure is predicted.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, layout_dict, megatron_args,
-                                    model_dict, torchtitan_config)
+from commbench.planner.emit import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, layout_dict, megatron_section,
+                                    model_dict)
+from commbench.planner.emit_megatron import MEGATRON_TARGET
+from commbench.planner.emit_torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout import Layout
 from commbench.planner.models import ModelSpec
 from commbench.planner.placement import gpus_per_rack, place
 
 
 def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str, Any], *, system: str,
-                         num_gpus: int, seq_len: int | None, moe_imbalance: float,
-                         flex_backend: str = "deepep") -> dict[str, Any]:
+                         num_gpus: int, seq_len: int | None, moe_imbalance: float, flex_backend: str = "deepep",
+                         torchtitan_version: str = DEFAULT_TORCHTITAN) -> dict[str, Any]:
     per_rack = gpus_per_rack(num_gpus, int(fabric.domain_size))
     placement = place(layout, num_gpus, per_rack)
+    megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
+                                domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend)
+    torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version)
     return {
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "pinned",
         "inputs": {"model": model.name, "model_spec": model_dict(model), "system": system, "gpus": num_gpus,
@@ -28,12 +34,15 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
         "assumptions": [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-                        "efficiency terms: commbench.planner.calibration (fitted to published runs)"],
+                        "efficiency terms: commbench.planner.calibration (fitted to published runs)"]
+                       + list(megatron["notes"]),
         "layout": layout_dict(layout),
         "predicted": dict(row),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(num_gpus)]},
-        "megatron_args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend),
-        "torchtitan": torchtitan_config(layout, model, seq_len=seq_len),
+        "emitters": {"megatron": MEGATRON_TARGET, "torchtitan": torchtitan["version"]},
+        "megatron_args": megatron.get("args", []),
+        "megatron": megatron,
+        "torchtitan": torchtitan,
     }

@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Sequence
 
 from rich.console import Group
 from rich.markup import escape
+from rich.text import Text
 
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
 from commbench.results.tables import Col, StdoutConsole, fitted_table
@@ -16,8 +17,18 @@ from commbench.units import format_size
 
 def stdout_console(piped_width: int = 200) -> StdoutConsole:
     """The console for tables on stdout, as wide as COLUMNS, else the terminal, else `piped_width` when no
-    terminal is attached (CI logs); tables are fitted to that width when printed (commbench.results.tables)."""
-    return StdoutConsole(piped_width=piped_width)
+    terminal is attached (CI logs); tables are fitted to that width when printed (commbench.results.tables).
+
+    Markup is off: strings print as they are (sweep names, gloo's "[/__w/pytorch/...]" errors);
+    our own colours go through `styled` (and table cells, which commbench.results.tables reads as markup
+    with every value escaped)."""
+    return StdoutConsole(piped_width=piped_width, markup=False)
+
+
+def styled(template: str, *values: object) -> Text:
+    """Rich markup in our own `template` only; each `{}` gets a value inserted literally (escaped),
+    e.g. styled("[green]done[/]: {}", summary)."""
+    return Text.from_markup(template.format(*(escape(str(value)) for value in values)))
 
 
 _NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat16": "bfloat16",
@@ -78,19 +89,19 @@ def _wrong(m: Measurement) -> str:
 def _plain_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[Measurement], str]]]:
     columns: list[tuple[Col, Callable[[Measurement], str]]] = []
     if any(point_extra(m) for m in records):
-        columns.append((Col(name="point", numeric=False), point_extra))
+        columns.append((Col(name="point", numeric=False), lambda m: escape(point_extra(m))))
     columns += [(Col(name="size"), lambda m: format_size(m.size_bytes)),
                 (Col(name="count", keep=1), lambda m: str(m.count)),
-                (Col(name="type", numeric=False, keep=2), lambda m: m.dtype)]
+                (Col(name="type", numeric=False, keep=2), lambda m: escape(m.dtype))]
     if any(m.op for m in records):
-        columns.append((Col(name="redop", numeric=False, keep=3), lambda m: m.op or "-"))
+        columns.append((Col(name="redop", numeric=False, keep=3), lambda m: escape(m.op or "-")))
     columns += [(Col(name="median (µs)"), lambda m: _num(m.time_us_median, ".2f")),
                 (Col(name="p99|max (µs)", keep=4), tail_text),
                 (Col(name="nccl-avg (µs)", keep=3), lambda m: _us(m.loop_time_us.get("avg"))),
                 (Col(name="algbw (GB/s)", keep=5), lambda m: _num(m.algbw_gbps, ".3f")),
                 (Col(name="busbw (GB/s)"), lambda m: _num(m.busbw_gbps, ".3f"))]
     if any(m.stages_us_median for m in records):
-        columns.append((Col(name="stages (median µs)", numeric=False, keep=6), stages_text))  # intra vs inter: kept longest
+        columns.append((Col(name="stages (median µs)", numeric=False, keep=6), lambda m: escape(stages_text(m))))  # intra vs inter: kept longest
     return columns
 
 
@@ -108,7 +119,7 @@ def _moe_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[Me
     """MoE all-to-all: what MoE users read (imbalance, tokens received, dispatch and combine apart)."""
     columns: list[tuple[Col, Callable[[Measurement], str]]] = []
     if any(point_extra(m) for m in records):
-        columns.append((Col(name="point", numeric=False), point_extra))
+        columns.append((Col(name="point", numeric=False), lambda m: escape(point_extra(m))))
     return columns + [
         (Col(name="tok/rank"), lambda m: str(m.params["tokens_per_rank"])),
         (Col(name="size", keep=3), lambda m: format_size(m.size_bytes)),

@@ -1,6 +1,7 @@
 """Tables that fit the terminal: every rich table of commbench is built here.
 
-A table is declared as columns (`Col`) and rows of strings (rich markup allowed). At print time
+A table is declared as columns (`Col`) and rows of strings in rich markup (escape values with
+rich.markup.escape; cells are read as markup even on the markup-free stdout console). At print time
 `fitted_table` sizes it for the console's width in this order, stopping as soon as it fits:
 1. every column, headers on one line;
 2. units move under the header name ("busbw (GB/s)" -> "busbw" over "(GB/s)"), then a word a line;
@@ -150,10 +151,10 @@ def fitted_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence
     table = Table(expand=False, width=sum(widths.values()) + 3 * len(kept) + 1)
     for i in kept:
         col = cols[i]
-        table.add_column(headers[i], justify="right" if col.numeric else "left", width=widths[i],
+        table.add_column(Text(headers[i]), justify="right" if col.numeric else "left", width=widths[i],
                          no_wrap=col.numeric, overflow="fold")
-    for row in rows:
-        table.add_row(*(row[i] for i in kept))
+    for row in rows:  # cells are markup (our styles, values escaped): read as such on any console
+        table.add_row(*(Text.from_markup(row[i]) for i in kept))
     parts = [Text(title, overflow="fold")] if title else []
     parts.append(table)
     dropped = [cols[i].name for i in range(len(cols)) if i not in kept]
