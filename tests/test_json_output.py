@@ -4,6 +4,7 @@ a pinned and a searched plan share one schema."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import jsonschema
@@ -56,7 +57,7 @@ def test_pinned_and_searched_plans_share_one_schema(tmp_path):
     assert pinned["mode"] == "pinned" and searched["mode"] == "search"
     assert pinned["layout"] == searched["layout"]  # the search's winner, pinned, predicts the same step
     assert pinned["predicted"]["step_s"] == pytest.approx(searched["predicted"]["step_s"])
-    assert (tmp_path / "p" / "megatron_args.txt").read_text().split() == pinned["megatron_args"]
+    assert shlex.split((tmp_path / "p" / "megatron_args.txt").read_text()) == pinned["megatron_args"]
 
 
 def test_plan_schema_refuses_a_document_missing_its_layout():

@@ -97,7 +97,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                       f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
         if "refused" in doc["torchtitan"]:
-            console.print("TorchTitan: " + doc["torchtitan"]["refused"], highlight=False, markup=False, soft_wrap=True)
+            console.print("TorchTitan: " + doc["torchtitan"]["refused"], highlight=False, markup=False)
         if out:
             console.print(styled("[green]plan[/] → {}: {}", Path(out), ", ".join(written)), highlight=False)
     return doc
