@@ -45,7 +45,7 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "99999999999999999999"], "--gpus="),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "fp4",
       "--layout", "ep=32"], "--precision='fp4' is invalid"),
-    (["import", "nccl-tests", "x.log", "-o", "o.jsonl", "--collective", "foo"], "--collective='foo' is invalid"),
+    (["import", "nccl-tests", "x.log", "-O", "o.jsonl", "--collective", "foo"], "--collective='foo' is invalid"),
 ])
 def test_bad_option_values_are_one_line(args, must):
     started = time.monotonic()
@@ -69,7 +69,7 @@ def test_bad_sweep_values_name_the_file_field(tmp_path, run_lines, must):
 
 def test_nproc_and_world_size_zero_are_refused(tmp_path):
     sweep = sweep_with(tmp_path, "sizes = [8]")
-    for args in (["sweep", sweep, "--nproc", "0", "-o", str(tmp_path / "o.jsonl")], ["sweep", sweep, "--dry-run", "--world-size", "0"]):
+    for args in (["sweep", sweep, "--nproc", "0", "-O", str(tmp_path / "o.jsonl")], ["sweep", sweep, "--dry-run", "--world-size", "0"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and "=0 is invalid" in result.output, result.output
     assert not (tmp_path / "o.jsonl").exists()

@@ -60,10 +60,8 @@ def test_error_lines_print_markup_like_values_literally(tmp_path):
 
 
 def test_bench_table_shows_a_failed_point_with_a_markup_like_error():
-    from commbench.results.render import add_measurement_row, measurement_table
+    from commbench.results.render import measurement_table
 
     buffer = io.StringIO()
-    table = measurement_table("all_reduce (measured, 2 ranks)", staged=False)
-    add_measurement_row(table, failed_record(GLOO_ERROR))
-    terminal_console(buffer).print(table)
+    terminal_console(buffer).print(measurement_table("all_reduce (measured, 2 ranks)", [failed_record(GLOO_ERROR)], 200))
     assert "[/__w/pytorch" in buffer.getvalue()

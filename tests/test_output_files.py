@@ -52,8 +52,8 @@ def test_output_file_checks_name_the_option(tmp_path):
 
 
 @pytest.mark.parametrize("args", [
-    ["bench", "all_reduce", "-J", "{dir}"], ["sweep", "{sweep}", "-o", "{under}"], ["fit", "{results}", "-o", "{dir}"],
-    ["report", "{results}", "--out", "{file}"], ["import", "nccl-tests", "{file}", "-o", "{under}"],
+    ["bench", "all_reduce", "-J", "{dir}"], ["sweep", "{sweep}", "-O", "{under}"], ["fit", "{results}", "-O", "{dir}"],
+    ["report", "{results}", "--out", "{file}"], ["import", "nccl-tests", "{file}", "-O", "{under}"],
     ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--layout", "ep=32",
      "--out", "{file}"],
     ["tune", "--out", "{file}"],
@@ -80,7 +80,7 @@ def test_a_second_writer_is_told_which_pid_holds_the_file(tmp_path):
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        result = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "q.toml")), "-o", str(output), "--resume"])
+        result = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "q.toml")), "-O", str(output), "--resume"])
         assert result.exit_code == 2
         assert f"is in use by PID {holder.pid}" in result.output
         bench = runner.invoke(app, ["bench", "all_reduce", "-J", str(output)])
@@ -94,14 +94,14 @@ def test_a_second_writer_is_told_which_pid_holds_the_file(tmp_path):
 
 def test_resume_refuses_another_sweep_but_continues_the_same(tmp_path):
     output = tmp_path / "s.jsonl"
-    first = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-o", str(output)])
+    first = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-O", str(output)])
     assert first.exit_code == 0, first.output
-    other = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "b.toml", last=32)), "-o", str(output), "--resume"])
+    other = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "b.toml", last=32)), "-O", str(output), "--resume"])
     assert other.exit_code == 2 and "--resume into" in other.output and "is refused" in other.output
-    wider = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-o", str(output), "--resume",
+    wider = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-O", str(output), "--resume",
                                 "--nproc", "3"])
     assert wider.exit_code == 2 and "3 rank(s)" in wider.output
-    renamed = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "c.toml")), "-o", str(output), "--resume"])
+    renamed = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "c.toml")), "-O", str(output), "--resume"])
     assert renamed.exit_code == 0 and "nothing to do" in renamed.output
 
 
@@ -127,14 +127,14 @@ def test_two_sweeps_on_one_file_the_second_is_refused(tmp_path):
     slow.write_text(QUICK.format(last=16).replace("iters = 2", "iters = 1000000"))
     output = tmp_path / "two.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    first = subprocess.Popen([sys.executable, "-m", "commbench", "sweep", str(slow), "-o", str(output)], env=env,
+    first = subprocess.Popen([sys.executable, "-m", "commbench", "sweep", str(slow), "-O", str(output)], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while not (output.exists() and output.stat().st_size) and time.monotonic() < deadline:
             assert first.poll() is None
             time.sleep(0.05)
-        second = runner.invoke(app, ["sweep", str(slow), "-o", str(output), "--resume"])
+        second = runner.invoke(app, ["sweep", str(slow), "-O", str(output), "--resume"])
         assert second.exit_code == 2 and f"is in use by PID {first.pid}" in second.output, second.output
     finally:
         first.kill()
