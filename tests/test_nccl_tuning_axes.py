@@ -1,0 +1,128 @@
+"""NCCL tuning axes: parsing, the process-per-combination launcher (with a fake rank that records the
+environment each process saw), skipped combinations, and the refusal on gloo."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.comm.nccl_tuning import TuningCombo, combo_from_params, parse_axes
+from commbench.errors import CommbenchError
+from commbench.measure.bench import BenchConfig, BenchOutcome
+from commbench.measure.harness import LoopOptions
+from commbench.results.records import JsonlWriter, Measurement, headers, measurements, read_records
+from commbench.sweep.combos import combo_environ, skipped_header
+from commbench.sweep.tuned_bench import run_tuned_bench, summary_lines
+
+ENV_LOG = "COMMBENCH_TEST_ENV_LOG"
+
+
+def fake_rank(rank_env, config: BenchConfig) -> BenchOutcome:
+    """Stands in for run_bench_rank: logs what this process saw, refuses NVLS like NCCL would."""
+    seen = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
+    with open(os.environ[ENV_LOG], "a") as log:
+        log.write(json.dumps({"pid": os.getpid(), "rank": rank_env.rank, "env": seen, "params": config.params}) + "\n")
+    if seen.get("NCCL_ALGO") == "NVLS":
+        raise RuntimeError("NCCL error: invalid usage: no algorithm/protocol available\nmore detail")
+    if rank_env.rank == 0:
+        combo = combo_from_params(config.params)
+        header = skipped_header(backend="nccl", world_size=rank_env.world_size, combo=combo, env=dict(os.environ),
+                                argv=[], launcher="fake", reason="")
+        with JsonlWriter(config.output_path) as writer:
+            writer.write(header)
+            for size in config.sizes_bytes:
+                writer.write(Measurement(run_id=header.run_id, collective=config.collective, backend="nccl",
+                                         size_bytes=size, count=size // 4, dtype="float32", op="sum", in_place=False,
+                                         world_size=rank_env.world_size, group_size=rank_env.world_size, iters=1,
+                                         warmup_iters=0, time_us_median=10.0, params=dict(config.params)))
+    return BenchOutcome(num_points=len(config.sizes_bytes), num_wrong=0, error=None)
+
+
+def test_parse_axes_grid_with_baseline_first():
+    combos = parse_axes("ring,tree", "ll,simple", None)
+    assert combos[0] == TuningCombo()
+    assert len(combos) == 5 and TuningCombo(algo="tree", proto="ll") in combos
+    assert parse_axes(None, None, None) == []
+    assert parse_axes("default,ring", None, "4,default") == [TuningCombo(), TuningCombo(channels=4),
+                                                              TuningCombo(algo="ring", channels=4),
+                                                              TuningCombo(algo="ring")]
+
+
+@pytest.mark.parametrize("algo, proto, channels, message", [
+    ("Ring2", None, None, "--nccl-algo='ring2' is invalid"),
+    (None, "ll64", None, "--nccl-proto='ll64' is invalid"),
+    (None, None, "0", "--nccl-channels='0' is invalid"),
+])
+def test_parse_axes_names_the_option(algo, proto, channels, message):
+    with pytest.raises(CommbenchError, match=message):
+        parse_axes(algo, proto, channels)
+
+
+def test_combo_env_and_params():
+    combo = TuningCombo(algo="nvls_tree", proto="ll128", channels=8)
+    assert combo.env() == {"NCCL_ALGO": "NVLSTree", "NCCL_PROTO": "LL128", "NCCL_MIN_NCHANNELS": "8",
+                           "NCCL_MAX_NCHANNELS": "8"}
+    assert combo_from_params(combo.params()) == combo
+    assert combo_from_params({}) == TuningCombo()
+
+
+def test_combo_environ_drops_inherited_settings_and_moves_the_port_under_a_launcher():
+    base = {"NCCL_ALGO": "Tree", "NCCL_DEBUG": "INFO", "RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "29500",
+            "TORCHELASTIC_USE_AGENT_STORE": "True"}
+    env = combo_environ(TuningCombo(), 2, base)
+    assert "NCCL_ALGO" not in env and env["NCCL_DEBUG"] == "INFO"
+    assert env["MASTER_PORT"] == "29503" and "TORCHELASTIC_USE_AGENT_STORE" not in env
+    assert combo_environ(TuningCombo(proto="ll"), 0, {"MASTER_PORT": "1"})["MASTER_PORT"] == "1"  # local: untouched
+
+
+def _config(tmp_path, sizes=(1024, 4096)) -> BenchConfig:
+    return BenchConfig(collective="all_reduce", sizes_bytes=sizes, backend="gloo", loop=LoopOptions(iters=1),
+                       output_path=str(tmp_path / "tuned.jsonl"), timeout_s=30)
+
+
+def _log(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "env.log").read_text().splitlines()]
+
+
+def test_each_combination_runs_in_its_own_process_with_its_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
+    monkeypatch.setenv("NCCL_PROTO", "LL")  # a user's setting must not leak into the baseline
+    combos = parse_axes("ring,nvls", None, "4")
+    results = run_tuned_bench(_config(tmp_path), combos, nproc=1, start_method="fork", rank_fn=fake_rank)
+    seen = _log(tmp_path)
+    assert [s["env"].get("NCCL_ALGO") for s in seen] == [None, "Ring", "NVLS"]
+    assert seen[0]["env"] == {} and seen[1]["env"]["NCCL_MAX_NCHANNELS"] == "4" == seen[1]["env"]["NCCL_MIN_NCHANNELS"]
+    assert len({s["pid"] for s in seen} | {os.getpid()}) == 4  # a fresh process per combination
+    assert [s["params"]["nccl_algo"] for s in seen] == ["default", "ring", "nvls"]
+    assert [r.skipped_reason for r in results][:2] == [None, None]
+    assert results[2].skipped_reason == "NCCL error: invalid usage: no algorithm/protocol available"
+    records = read_records([tmp_path / "tuned.jsonl"])
+    assert len(headers(records)) == 3  # one file, one header per combination
+    skipped = [m for m in measurements(records) if m.status == "skipped"]
+    assert [m.size_bytes for m in skipped] == [1024, 4096]
+    assert all("NCCL refused nvls/*/4: NCCL error: invalid usage" in m.error for m in skipped)
+    assert skipped[0].params["nccl_channels"] == 4
+    assert headers(records)[-1].nccl_env["NCCL_ALGO"] == "NVLS"
+    assert summary_lines(results)[2].startswith("skipped nvls/*/4: NCCL error")
+
+
+def test_two_local_ranks_per_combination_see_the_same_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
+    run_tuned_bench(_config(tmp_path, sizes=(64,)), parse_axes(None, "simple", None), nproc=2, start_method="fork",
+                    rank_fn=fake_rank)
+    seen = _log(tmp_path)
+    assert sorted((s["env"].get("NCCL_PROTO", "-"), s["rank"]) for s in seen) == [("-", 0), ("-", 1), ("Simple", 0),
+                                                                                 ("Simple", 1)]
+    assert len({s["pid"] for s in seen}) == 4
+
+
+def test_axes_are_refused_on_gloo_in_one_line(tmp_path):
+    result = CliRunner().invoke(app, ["bench", "all_reduce", "--backend", "gloo", "--nccl-algo", "ring",
+                                      "-J", str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 2
+    assert "need an NCCL backend, got --backend=gloo" in result.output
+    assert not (tmp_path / "x.jsonl").exists()
