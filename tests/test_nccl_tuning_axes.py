@@ -126,3 +126,36 @@ def test_axes_are_refused_on_gloo_in_one_line(tmp_path):
     assert result.exit_code == 2
     assert "need an NCCL backend, got --backend=gloo" in result.output
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_sweep_runs_once_per_combination_into_one_resumable_file(tmp_path):
+    """The real sweep runner on gloo (the CLI refuses the axes there; the launcher itself does not care)."""
+    from commbench.sweep import SweepJob, parse_sweep
+    from commbench.sweep.tuned_sweep import run_tuned_sweep
+
+    spec = parse_sweep({"sweep": {"nccl_proto": ["ll"]},
+                        "run": [{"collective": "all_reduce", "sizes": ["1K", "4K"], "iters": 2, "warmup_iters": 0,
+                                 "timeout_s": 30}]})
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(tmp_path / "s.jsonl"), show_progress=False)
+    results = run_tuned_sweep(job, nproc=1, start_method="fork")
+    assert [r.skipped_reason for r in results] == [None, None] and [r.num_recorded for r in results] == [2, 2]
+    records = read_records([tmp_path / "s.jsonl"])
+    assert [h.nccl_env.get("NCCL_PROTO") for h in headers(records)] == [None, "LL"]
+    points = measurements(records)
+    assert [m.params["nccl_proto"] for m in points] == ["default", "default", "ll", "ll"]
+    assert len({m.point_key for m in points}) == 4
+    again = run_tuned_sweep(SweepJob(sweep=spec, backend="gloo", output_path=job.output_path, resume=True,
+                                     show_progress=False), nproc=1, start_method="fork")
+    assert [r.num_recorded for r in again] == [0, 0]
+    assert len(measurements(read_records([tmp_path / "s.jsonl"]))) == 4
+
+
+def test_sweep_file_axes_are_checked_and_refused_on_gloo(tmp_path):
+    from commbench.sweep import parse_sweep
+
+    with pytest.raises(CommbenchError, match=r"\[sweep\] nccl_algo='rings' is invalid"):
+        parse_sweep({"sweep": {"nccl_algo": ["rings"]}, "run": [{"collective": "all_reduce", "sizes": ["1K"]}]})
+    sweep_file = tmp_path / "t.toml"
+    sweep_file.write_text('[sweep]\nnccl_channels = [4, 8]\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K"]\n')
+    result = CliRunner().invoke(app, ["sweep", str(sweep_file), "--backend", "gloo", "-o", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 2 and "need an NCCL backend, got --backend=gloo" in result.output

@@ -57,6 +57,28 @@ def print_dry_run(sweep, world_size: int, backend: str) -> None:
                   highlight=False)
 
 
+def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
+    """The sweep once per NCCL tuning combination, each in fresh processes, into one file."""
+    from commbench.comm.launch import detect_rank_env
+    from commbench.comm.nccl_tuning import refuse_on_backend
+    from commbench.sweep.tuned_bench import baseline_failed, summary_lines
+    from commbench.sweep.tuned_sweep import run_tuned_sweep
+
+    refuse_on_backend(job.backend, list(job.sweep.tuning))
+    results = run_tuned_sweep(job, nproc=nproc)
+    rank_env = detect_rank_env()
+    if rank_env is not None and rank_env.rank != 0:
+        return
+    for line in summary_lines(results):
+        console.print(line, highlight=False, soft_wrap=True)
+    failed = baseline_failed(results)
+    if failed:
+        raise fail(f"the NCCL default (baseline) failed: {failed}; records in {job.output_path}; continue with: {again}",
+                   exit_code=1)
+    console.print(f"[green]done[/]: {len(results)} combination(s); records in {job.output_path} "
+                  f"(commbench nccl-tuner {job.output_path} -o nccl_tuner.conf)", highlight=False)
+
+
 @command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.")
 def sweep(
     file: Annotated[str, typer.Argument(help="Sweep file, e.g. sweeps/ci-small.toml.")],
@@ -66,6 +88,9 @@ def sweep(
     resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing.")] = False,
     world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: the file's world_size, else nproc).")] = None,
+    nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's [sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
+    nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force: ll, ll128, simple, default (replaces [sweep] nccl_proto).")] = None,
+    nccl_channels: Annotated[Optional[str], typer.Option("--nccl-channels", help="Channel counts to force, e.g. 4,8,16 (replaces [sweep] nccl_channels).")] = None,
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     from commbench.comm.backends import resolve_backend
@@ -73,10 +98,19 @@ def sweep(
     from commbench.comm.launch import detect_rank_env
 
     spec = load_sweep(file)
+    if (nccl_algo, nccl_proto, nccl_channels) != (None, None, None):
+        import dataclasses
+
+        from commbench.comm.nccl_tuning import parse_axes
+
+        spec = dataclasses.replace(spec, tuning=tuple(parse_axes(nccl_algo, nccl_proto, nccl_channels)))
     requested = backend or spec.backend
     if dry_run:
         world = world_size or spec.world_size or nproc or spec.nproc or 2
         print_dry_run(spec, world, dry_run_backend(requested))
+        if spec.tuning:
+            console.print(f"x {len(spec.tuning)} NCCL tuning combination(s), each in fresh processes: "
+                          + ", ".join(c.label for c in spec.tuning), highlight=False)
         return
     if world_size is not None:
         raise CommbenchError("--world-size only applies to --dry-run: a launch's world size is its number of ranks")
@@ -89,6 +123,9 @@ def sweep(
                              f"or choose another -o")
     job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
     again = resume_command(file, output, local_nproc)
+    if spec.tuning:
+        run_sweep_axes(job, local_nproc, again)
+        return
     from torch.distributed.elastic.multiprocessing.api import SignalException  # Ctrl-C reaching the local launcher
 
     try:

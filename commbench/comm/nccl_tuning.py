@@ -124,5 +124,6 @@ def parse_axes(algos: str | list | None, protos: str | list | None, channels: st
 def refuse_on_backend(backend: str, combos: list[TuningCombo]) -> None:
     """The axes only mean something to NCCL; say so in one line elsewhere."""
     if combos and backend not in ("nccl", "cupy-nccl"):
-        raise CommbenchError(f"--nccl-algo/--nccl-proto/--nccl-channels need an NCCL backend, got --backend={backend}: "
+        raise CommbenchError(f"the NCCL tuning axes (--nccl-algo/--nccl-proto/--nccl-channels, [sweep] nccl_*) need an "
+                             f"NCCL backend, got --backend={backend}: "
                              f"{backend} has no algorithms or protocols to tune")

@@ -16,7 +16,8 @@ from commbench.measure.bench import BenchConfig, plan_points, validate
 from commbench.measure.subgroups import expand_points
 from commbench.comm.topology import resolve_before_launch
 from commbench.results.records import Measurement
-from commbench.sweep.combos import ComboResult, RankFailure, guarded_rank, run_combinations, skipped_header
+from commbench.sweep.combos import (ComboResult, RankFailure, guarded_rank, run_combinations, skipped_header,
+                                    skipped_record)
 
 
 def combo_config(config: BenchConfig, combo: TuningCombo) -> BenchConfig:
@@ -56,17 +57,9 @@ def skipped_bench_records(combo: TuningCombo, reason: str, run_id: str, num_reco
     """A `skipped` record for every point the refused combination did not measure."""
     collective = get_collective(config.collective)
     tuned = combo_config(config, combo)
-    out = []
-    for point in planned_specs(tuned, world_size)[num_recorded:]:
-        spec = point.spec
-        out.append(Measurement(
-            run_id=run_id, collective=collective.name, backend=config.backend, size_bytes=spec.size_bytes, count=0,
-            dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=spec.in_place,
-            world_size=world_size, group_size=world_size if point.groups is None else len(point.groups[0]),
-            group_layout=point.group.layout, num_groups=point.group.num_groups, iters=config.loop.iters,
-            warmup_iters=config.loop.warmup_iters, status="skipped", error=f"NCCL refused {combo.label}: {reason}",
-            params=dict(spec.params)))
-    return out
+    return [skipped_record(point, run_id=run_id, collective=collective, backend=config.backend, world_size=world_size,
+                           loop=config.loop, combo=combo, reason=reason)
+            for point in planned_specs(tuned, world_size)[num_recorded:]]
 
 
 def run_tuned_bench(config: BenchConfig, combos: list[TuningCombo], *, nproc: int | None,
