@@ -231,3 +231,16 @@ def test_file_text_without_rules_says_so():
     text = plugin_config_text([], [], intro=["x"], statistic="median")
     assert reproduced_plugin_load(text) == ([], []) and "no rule" in text
     assert optimize_config_csv([], "median").strip() == ",".join(OPTIMIZE_CONFIG_FIELDS)
+
+
+def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
+    path, _ = _results_file(tmp_path)
+    result = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "rep" / "README.md").read_text()
+    section = text[text.index("## NCCL tuning: per-size winners (measured)"):]
+    assert "### allreduce, 2 node(s), 4 rank(s)" in section
+    assert "| 1 KiB | 20.00 | ring/ll/* | 10.00 | 2.00x | 1.0% | ring/ll/* |" in section
+    assert "| 64 KiB | 100.00 | ring/ll/* | 99.50 | 1.01x | 1.0% | NCCL default kept |" in section
+    heat = tmp_path / "rep" / "nccl-tuning-allreduce-2n-4r.png"
+    assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text

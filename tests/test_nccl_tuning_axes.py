@@ -25,7 +25,8 @@ def fake_rank(rank_env, config: BenchConfig) -> BenchOutcome:
     """Stands in for run_bench_rank: logs what this process saw, refuses NVLS like NCCL would."""
     seen = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
     with open(os.environ[ENV_LOG], "a") as log:
-        log.write(json.dumps({"pid": os.getpid(), "rank": rank_env.rank, "env": seen, "params": config.params}) + "\n")
+        log.write(json.dumps({"pid": os.getpid(), "rank": rank_env.rank, "port": rank_env.master_port, "env": seen,
+                              "params": config.params}) + "\n")
     if seen.get("NCCL_ALGO") == "NVLS":
         raise RuntimeError("NCCL error: invalid usage: no algorithm/protocol available\nmore detail")
     if rank_env.rank == 0:
@@ -110,14 +111,27 @@ def test_each_combination_runs_in_its_own_process_with_its_environment(tmp_path,
     assert summary_lines(results)[2].startswith("skipped nvls/*/4: NCCL error")
 
 
-def test_two_local_ranks_per_combination_see_the_same_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
-    run_tuned_bench(_config(tmp_path, sizes=(64,)), parse_axes(None, "simple", None), nproc=2, start_method="fork",
+def _outside_rank(rank: int, port: int, config: BenchConfig, log: str) -> None:
+    os.environ.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), TORCHELASTIC_USE_AGENT_STORE="True", **{ENV_LOG: log})
+    run_tuned_bench(config, [TuningCombo(), TuningCombo(proto="simple")], nproc=None, start_method="fork",
                     rank_fn=fake_rank)
-    seen = _log(tmp_path)
-    assert sorted((s["env"].get("NCCL_PROTO", "-"), s["rank"]) for s in seen) == [("-", 0), ("-", 1), ("Simple", 0),
-                                                                                 ("Simple", 1)]
-    assert len({s["pid"] for s in seen}) == 4
+
+
+def test_under_an_outside_launcher_every_rank_runs_each_combination_on_its_own_port(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    ranks = [context.Process(target=_outside_rank, args=(r, 29400, _config(tmp_path, sizes=(64,)),
+                                                         str(tmp_path / "env.log"))) for r in (0, 1)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(60)
+    assert [p.exitcode for p in ranks] == [0, 0]
+    seen = sorted((s["env"].get("NCCL_PROTO", "-"), s["rank"], s["port"]) for s in _log(tmp_path))
+    assert seen == [("-", 0, 29401), ("-", 1, 29401), ("Simple", 0, 29402), ("Simple", 1, 29402)]
+    assert len(headers(read_records([tmp_path / "tuned.jsonl"]))) == 2  # rank 0 writes, once per combination
 
 
 def test_axes_are_refused_on_gloo_in_one_line(tmp_path):

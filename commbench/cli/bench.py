@@ -129,6 +129,8 @@ def bench(
         if len(backends) > 1:
             raise CommbenchError("--nccl-algo/--nccl-proto/--nccl-channels cannot be combined with --compare-backends")
         refuse_on_backend(config.backend, combos)
+        if not workload.takes_size:
+            raise CommbenchError(f"the NCCL tuning axes apply to collectives swept by size, not {collective}")
         run_bench_axes(config, combos, nproc)
         return
     if len(backends) > 1:

@@ -27,7 +27,8 @@ def report(
     from commbench.results.report import by_collective, series_label, write_report
     from commbench.results.records import measurements, read_records
 
-    records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(f"[yellow]skipped line {n}[/]: {why}")))
+    everything = read_records(files, on_bad_line=lambda n, why: console.print(f"[yellow]skipped line {n}[/]: {why}"))
+    records = measurements(everything)
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")
     for collective, series in sorted(by_collective(records).items()):
@@ -37,5 +38,6 @@ def report(
                 add_measurement_row(table, m)  # imported nccl-tests rows have no p99: shown as "-"
             console.print(table)
     predict = fabric_predictor(fabric) if fabric else None
-    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "")
+    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
+                          run_records=everything)
     console.print(f"[green]report[/]: {result.markdown} and {len(result.plots)} plot(s) in {out}", highlight=False)
