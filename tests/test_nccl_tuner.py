@@ -16,7 +16,7 @@ from commbench.results.nccl_tuner_file import OPTIMIZE_CONFIG_FIELDS, optimize_c
 from commbench.results.records import JsonlWriter, Measurement, RunHeader
 
 DEFAULT = TuningCombo()
-RING_LL = TuningCombo(algo="ring", proto="ll")
+RING_LL = TuningCombo(algo="ring", proto="ll", channels=16)
 TREE_SIMPLE_8 = TuningCombo(algo="tree", proto="simple", channels=8)
 
 
@@ -110,17 +110,19 @@ def test_only_beats_beyond_noise_and_min_gain_count():
 
 
 def test_a_combination_without_algorithm_and_protocol_cannot_win():
-    algo_only = TuningCombo(algo="tree")
-    points = [point(1024, DEFAULT, 100.0), point(1024, algo_only, 10.0), point(1024, RING_LL, 80.0)]
+    algo_only, any_channels = TuningCombo(algo="tree"), TuningCombo(algo="tree", proto="ll")
+    points = [point(1024, DEFAULT, 100.0), point(1024, algo_only, 10.0), point(1024, any_channels, 10.0),
+              point(1024, RING_LL, 80.0)]
     (cell,) = choose_cells(points)
     assert cell.choice == RING_LL and cell.best == RING_LL
+    assert choose_cells(points, any_channels=True)[0].choice == any_channels
 
 
 def test_scales_are_kept_apart():
     points = [point(1024, DEFAULT, 100.0, ranks=8), point(1024, RING_LL, 50.0, ranks=8),
               point(1024, DEFAULT, 100.0, ranks=16, nodes=2), point(1024, TREE_SIMPLE_8, 50.0, ranks=16, nodes=2)]
     rules = merge_rules(choose_cells(points))
-    assert [(r.nodes, r.ranks, r.algo, r.channels) for r in rules] == [(1, 8, "ring", -1), (2, 16, "tree", 8)]
+    assert [(r.nodes, r.ranks, r.algo, r.channels) for r in rules] == [(1, 8, "ring", 16), (2, 16, "tree", 8)]
 
 
 def _header(run_id, hosts):
@@ -180,14 +182,14 @@ def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_si
     assert all(c["min"] <= c["max"] for c in configs)
     spans = sorted((c["min"], c["max"]) for c in configs)
     assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))  # one collective, one scale: no overlap
-    expected = {1024: ("ring", "ll", -1), 4096: ("ring", "ll", -1), 65536: None, 1 << 20: None,
+    expected = {1024: ("ring", "ll", 16), 4096: ("ring", "ll", 16), 65536: None, 1 << 20: None,
                 16 << 20: ("tree", "simple", 8)}
     for size in sizes:
         chosen = reproduced_plugin_select(configs, "allreduce", size, nodes=2, ranks=4)
         assert (None if chosen is None else (chosen["algo"], chosen["proto"], chosen["channels"])) == expected[size]
     assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=1, ranks=4) is None  # another scale
     assert "run0" in text and "2.00x faster than NCCL default (median)" in text
-    assert "NCCL default kept at 64 KiB" in text
+    assert "NCCL default kept at 64 KiB" in text and "run on ONE channel" in text
     rows = list(csv.DictReader(io.StringIO(table.read_text())))
     assert tuple(rows[0]) == OPTIMIZE_CONFIG_FIELDS
     assert {r["algorithm"] for r in rows} == {"ring", "tree"} and len(rows) == 10  # no "default" rows
@@ -213,9 +215,12 @@ def test_predicted_rules_are_marked_and_parse(tmp_path):
     text = conf.read_text()
     configs, problems = reproduced_plugin_load(text)
     assert problems == [] and configs and all(c["nodes"] == 2 and c["ranks"] == 16 for c in configs)
+    assert all(c["channels"] == -1 for c in configs) and "run on ONE channel" in text
     rule_comments = [line for line in text.splitlines() if line.startswith("# allreduce nodes=")]
     assert rule_comments and all("PREDICTED" in line for line in rule_comments)
     assert "PREDICTED" in text.splitlines()[0]
+    CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-o", str(conf), "--channels", "8"])
+    assert {c["channels"] for c in reproduced_plugin_load(conf.read_text())[0]} == {8}
 
 
 def test_user_errors_are_one_line(tmp_path):
@@ -240,7 +245,7 @@ def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
     text = (tmp_path / "rep" / "README.md").read_text()
     section = text[text.index("## NCCL tuning: per-size winners (measured)"):]
     assert "### allreduce, 2 node(s), 4 rank(s)" in section
-    assert "| 1 KiB | 20.00 | ring/ll/* | 10.00 | 2.00x | 1.0% | ring/ll/* |" in section
-    assert "| 64 KiB | 100.00 | ring/ll/* | 99.50 | 1.01x | 1.0% | NCCL default kept |" in section
+    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.0% | ring/ll/16 |" in section
+    assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.0% | NCCL default kept |" in section
     heat = tmp_path / "rep" / "nccl-tuning-allreduce-2n-4r.png"
     assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text

@@ -32,6 +32,7 @@ def nccl_tuner(
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
+    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default -1; NCCL's example plugin then runs ONE channel).")] = None,
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Predicted: smallest size.")] = "1K",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size.")] = "4G",
 ) -> None:
@@ -56,7 +57,9 @@ def nccl_tuner(
         fabric = resolve_fabric(fabric_path, system, None, gpus)
         sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"), 2.0, None)
         num_nodes = nodes if nodes is not None else -(-gpus // fabric.domain_size)
-        result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes)
+        if channels is not None and channels < 1:
+            raise invalid("--channels", channels, "a channel count >= 1")
+        result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes, channels=channels)
         intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}", *result.notes]
     else:
         if not files:

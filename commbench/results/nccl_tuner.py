@@ -6,8 +6,9 @@ scale:
   * a combination wins a size if it is the fastest by the chosen statistic AND beats NCCL's default
     at that size by more than the noise (the larger relative noise of the two points) and by more
     than `min_gain`; otherwise NCCL's default is kept there (no rule: NCCL decides);
-  * only combinations that name both an algorithm and a protocol can win: the plugin's rule has no
-    "any" for those fields (plugin.c parseAlgorithm/parseProtocol fall back to ring/simple);
+  * only combinations that name an algorithm, a protocol and a channel count can win: the plugin's
+    rule has no "any" for the first two (plugin.c parseAlgorithm/parseProtocol fall back to
+    ring/simple), and its -1 channels runs on one channel (see `expressible`);
   * sizes between measured points go to the nearer one: measured sizes s_0 < ... < s_n own the cells
     [0, m_0], [m_0+1, m_1], ..., [m_{n-1}+1, s_n] with m_i = floor((s_i + s_{i+1}) / 2) -- the
     midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover 0..s_n without gaps
@@ -99,9 +100,12 @@ class Rule:
                 str(self.nodes), str(self.ranks), str(self.pipe_ops), str(self.reg_buff)]
 
 
-def expressible(combo: TuningCombo) -> bool:
-    """Whether the plugin can force this combination (it needs an algorithm and a protocol)."""
-    return combo.algo is not None and combo.proto is not None
+def expressible(combo: TuningCombo, *, any_channels: bool = False) -> bool:
+    """Whether the plugin forces exactly this combination: it needs an algorithm and a protocol, and a
+    channel count -- plugin.c sets *nChannels = 1 before matching and keeps it for channels -1, and NCCL
+    (src/enqueue.cc: `nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`) then runs on one channel.
+    `any_channels` admits NCCL's own count (-1) anyway."""
+    return combo.algo is not None and combo.proto is not None and (any_channels or combo.channels is not None)
 
 
 def cell_bounds(sizes_bytes: list[int]) -> list[tuple[int, int]]:
@@ -114,7 +118,8 @@ def cell_bounds(sizes_bytes: list[int]) -> list[tuple[int, int]]:
     return bounds
 
 
-def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True) -> list[Cell]:
+def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
+                 any_channels: bool = False) -> list[Cell]:
     """One Cell per (collective, nodes, ranks, measured size); a later point replaces an earlier one
     for the same combination and size (file order: the latest measurement counts).
     `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins."""
@@ -127,7 +132,8 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
         for (lo, hi), size in zip(cell_bounds(sizes), sizes):
             options = by_size[size]
             baseline = options.get(TuningCombo())
-            candidates = sorted((p for c, p in options.items() if expressible(c)), key=lambda p: p.time_us)
+            candidates = sorted((p for c, p in options.items() if expressible(c, any_channels=any_channels)),
+                                key=lambda p: p.time_us)
             best = candidates[0] if candidates else None
             choice, speedup, noise = None, None, 0.0
             if best is not None and baseline is not None:

@@ -19,6 +19,10 @@ from commbench.units import format_size
 
 MAX_LINE_CHARS = 200  # the plugin reads 255 characters a line; a longer comment would spill into a rule
 PLUGIN_FIELDS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
+ONE_CHANNEL_WARNING = (
+    "WARNING: the example plugin sets nChannels=1 before matching (plugin.c) and NCCL keeps it (enqueue.cc):",
+    "sizes without a rule, and rules with channels -1, run on ONE channel; re-measure with the tuner on "
+    "(docs/nccl-tuner.md)")
 OPTIMIZE_CONFIG_FIELDS = ("collective", "size_bytes", "algorithm", "protocol", "channels", "nodes", "ranks", "pipeOps",
                           "regBuff", "cost_metric", "bandwidth_gbps", "latency_us")
 
@@ -54,7 +58,7 @@ def rule_comment(rule: Rule, statistic: str) -> str:
 def kept_comment(cell: Cell, statistic: str) -> str:
     scale = f"{cell.collective} nodes={cell.nodes} ranks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}]"
     if cell.best is None:
-        why = "no combination with both an algorithm and a protocol was measured"
+        why = "no combination naming an algorithm, a protocol and a channel count was measured"
     elif cell.speedup is None:
         why = "NCCL default was not measured at this size"
     else:
@@ -68,6 +72,8 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     lines = [comment(text) for text in intro]
     lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any / NCCL's own channel count)"))
     lines.append(comment("sizes between measured points go to the nearer one (midpoint); above the largest: NCCL"))
+    if any(cell.choice is None for cell in cells) or any(rule.channels == -1 for rule in rules):
+        lines += [comment(ONE_CHANNEL_WARNING[0]), comment(ONE_CHANNEL_WARNING[1])]
     for cell in cells:
         if cell.choice is None:
             lines.append(kept_comment(cell, statistic))

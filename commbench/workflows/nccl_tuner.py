@@ -3,6 +3,7 @@ NCCL tuning axes, written as NCCL's example tuner-plugin config (and optionally 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from commbench.comm.nccl_tuning import TuningCombo
@@ -52,7 +53,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float) -> TunerR
                        sources=[h.run_id for h in headers(records)])
 
 
-def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int]) -> list[TunedPoint]:
+def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
+                     channels: int | None = None) -> list[TunedPoint]:
     """Predicted per-combination times from the cost model's per-algorithm curves (the one function
     to swap when the cost model predicts per algorithm x protocol)."""
     import math
@@ -65,7 +67,7 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int]) 
         if name not in fabric.collectives:
             continue
         for algorithm in COST_MODEL_COMBOS:
-            combo = cost_model_combo(algorithm, num_domains > 1)
+            combo = dataclasses.replace(cost_model_combo(algorithm, num_domains > 1), channels=channels)
             try:
                 times_s = collective_time_s(fabric, name, sizes_bytes, ranks, num_domains, algorithm=algorithm)
             except (CommbenchError, ValueError):
@@ -76,14 +78,16 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int]) 
     return points
 
 
-def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int]) -> TunerResult:
+def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None) -> TunerResult:
     if ranks < 2:
         raise CommbenchError(f"--gpus={ranks} is invalid: a collective needs >= 2 ranks")
-    points = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes)
+    points = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes, channels=channels)
     if not points:
         raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
                              f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
-    cells = choose_cells(points, need_baseline=False)
+    cells = choose_cells(points, need_baseline=False, any_channels=True)
     notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)",
              PAIRING_NOTE]
+    if channels is None:
+        notes.append("the cost model has no channel count: rules say -1 (set one with --channels)")
     return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, sources=[fabric.name])
