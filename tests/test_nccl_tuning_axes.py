@@ -173,3 +173,17 @@ def test_sweep_file_axes_are_checked_and_refused_on_gloo(tmp_path):
     sweep_file.write_text('[sweep]\nnccl_channels = [4, 8]\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K"]\n')
     result = CliRunner().invoke(app, ["sweep", str(sweep_file), "--backend", "gloo", "-o", str(tmp_path / "o.jsonl")])
     assert result.exit_code == 2 and "need an NCCL backend, got --backend=gloo" in result.output
+
+
+def test_fit_leaves_out_forced_combinations():
+    from commbench.costmodel.fit_records import collect_points
+
+    def record(combo):
+        return Measurement(run_id="r", collective="all_reduce", backend="nccl", size_bytes=1 << 20, count=1 << 18,
+                           dtype="float32", op="sum", in_place=False, world_size=4, group_size=4, iters=5,
+                           warmup_iters=1, time_us_median=100.0, params=combo.params())
+
+    _, skipped = collect_points([record(TuningCombo()), record(TuningCombo(algo="ring", proto="ll"))], {})
+    assert any("forced NCCL algorithm" in s for s in skipped)
+    _, skipped = collect_points([record(TuningCombo())], {})
+    assert not any("forced NCCL algorithm" in s for s in skipped)

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from commbench.comm.nccl_tuning import combo_from_params
 from commbench.costmodel.fit import PiecewiseFit, fit_piecewise, leave_one_out_errors
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
 from commbench.costmodel.stages import stage_points
@@ -130,6 +131,9 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             continue
         if record.group_size < 2:
             skip("group of one rank")
+            continue
+        if not combo_from_params(record.params).is_default:
+            skip("forced NCCL algorithm/protocol/channels (the fit models NCCL's own choice)")
             continue
         num_domains = num_domains_of(record, headers.get(record.run_id))
         mapped = stage_points(record, num_domains)
