@@ -70,7 +70,7 @@ def kept_comment(cell: Cell, statistic: str) -> str:
 def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str], statistic: str) -> str:
     """The plugin's CSV: comments first (where each rule came from), then one rule a line."""
     lines = [comment(text) for text in intro]
-    lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any / NCCL's own channel count)"))
+    lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
     lines.append(comment("sizes between measured points go to the nearer one (midpoint); above the largest: NCCL"))
     if any(cell.choice is None for cell in cells) or any(rule.channels == -1 for rule in rules):
         lines += [comment(ONE_CHANNEL_WARNING[0]), comment(ONE_CHANNEL_WARNING[1])]
@@ -82,7 +82,7 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
         body.append(rule_comment(rule, statistic))
         body.append(",".join(rule.csv_fields()))
     if not rules:
-        lines.append(comment("no rule: NCCL's default was never beaten by more than the noise"))
+        lines.append(comment("no rule: NCCL keeps its own choice at every size (the lines above say why)"))
     text = "\n".join([*lines, *body]) + "\n"
     assert all(len(line) < 255 for line in text.splitlines())
     return text

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from commbench.comm.nccl_tuning import TuningCombo
 from commbench.errors import CommbenchError
-from commbench.results.nccl_tuner import PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, merge_rules, \
-    points_from_records
+from commbench.results.nccl_tuner import (PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, expressible,
+                                          merge_rules, points_from_records)
 
 # Today's cost model names algorithms, not protocols (commbench/costmodel/presets.py): the pairing with a
 # protocol is ASSUMED here -- "ring" and "nvls" are its bandwidth (Simple) curves, "ring_ll" is LL, and
@@ -47,6 +47,9 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float) -> TunerR
                              f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)")
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
+    if not any(expressible(p.combo) for p in points):
+        notes.append("no combination names an algorithm, a protocol and a channel count, so none can become a rule: "
+                     "measure with --nccl-algo, --nccl-proto and --nccl-channels (docs/nccl-tuner.md)")
     cells = choose_cells(points, min_gain=min_gain)
     notes += [f"skipped {len(bad)} unreadable line(s)"] if bad else []
     return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes,
