@@ -21,7 +21,7 @@ and scale and always name nNodes/nRanks, so order does not matter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 from commbench.comm.nccl_tuning import TuningCombo, combo_from_params

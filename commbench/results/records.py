@@ -57,7 +57,8 @@ class Measurement:
 
     Times are per iteration, taking the slowest rank of each iteration; algbw = size_bytes / time,
     busbw = algbw * the collective's bus factor (GB = 1e9 B), both from the median time.
-    `status` is "ok" or "failed" (then `error` says why and the numbers are absent).
+    `status` is "ok", "failed" or "skipped" (an NCCL tuning combination NCCL refused); for the last
+    two `error` says why and the numbers are absent.
     """
 
     record_type: str = "measurement"

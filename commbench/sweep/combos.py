@@ -17,7 +17,6 @@ import multiprocessing
 import os
 import socket
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
