@@ -187,3 +187,23 @@ def test_fit_leaves_out_forced_combinations():
     assert any("forced NCCL algorithm" in s for s in skipped)
     _, skipped = collect_points([record(TuningCombo())], {})
     assert not any("forced NCCL algorithm" in s for s in skipped)
+
+
+def _hang(combo):
+    import time
+
+    time.sleep(60)
+
+
+def test_a_combination_that_stops_writing_is_ended_and_recorded_as_skipped(tmp_path):
+    from commbench.sweep.combos import run_combinations
+
+    output = tmp_path / "h.jsonl"
+    header = lambda combo, env, reason: skipped_header(backend="nccl", world_size=2, combo=combo, env=env, argv=[],
+                                                       launcher="local", reason=reason)
+    results = run_combinations([TuningCombo(algo="nvls", proto="simple", channels=4)], _hang, output_path=str(output),
+                               total_points=1, skipped_records=lambda *a: [], make_header=header,
+                               show_progress=False, start_method="fork", stall_timeout_s=0.5)
+    assert "no new record for 0.5 s" in results[0].skipped_reason
+    (written,) = headers(read_records([output]))
+    assert "refused before any point" in written.notes[0] and written.nccl_env["NCCL_ALGO"] == "NVLS"

@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import socket
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -133,7 +134,8 @@ def skipped_record(planned, *, run_id: str, collective, backend: str, world_size
 def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo], str | None], *, output_path: str,
                      total_points: int, skipped_records: Callable[[TuningCombo, str, str, int], list[Measurement]],
                      make_header: Callable[[TuningCombo, dict[str, str], str], RunHeader], is_writer: bool = True,
-                     show_progress: bool = True, start_method: str = "spawn") -> list[ComboResult]:
+                     show_progress: bool = True, start_method: str = "spawn",
+                     stall_timeout_s: float | None = None) -> list[ComboResult]:
     """Run `run_one(combo)` for every combination, each in a fresh child process with its NCCL_*
     environment; `run_one` returns None or the reason the combination failed (picklable callable).
 
@@ -141,6 +143,8 @@ def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo],
     `skipped_records(combo, reason, run_id, num_recorded)`: the skipped records of the points a
     refused combination did not record; `make_header(combo, env, reason)`: a header for them when
     the ranks wrote none. Only the writer (rank 0 / the local parent) writes or shows anything.
+    `stall_timeout_s`: a combination whose results file does not grow for this long (a hung NCCL
+    init, say) is terminated and recorded as skipped.
     """
     context = multiprocessing.get_context(start_method)
     results: list[ComboResult] = []
@@ -155,12 +159,13 @@ def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo],
             child = context.Process(target=_child, args=(send, run_one, combo, env), daemon=False)
             child.start()
             send.close()
-            while child.is_alive():
-                child.join(POLL_S)
-                if progress:
-                    progress.set(sum(r.num_recorded for r in results) + _new_records(output_path, offset)[1]
-                                 + sum(total_points - r.num_recorded for r in results if r.skipped_reason))
-            reason = receive.recv() if receive.poll() else f"the combination's process exited with code {child.exitcode}"
+            stalled = _wait(child, output_path, stall_timeout_s, progress, lambda: (
+                sum(r.num_recorded for r in results) + _new_records(output_path, offset)[1]
+                + sum(total_points - r.num_recorded for r in results if r.skipped_reason)))
+            if stalled:
+                reason = stalled
+            else:
+                reason = receive.recv() if receive.poll() else f"the combination's process exited with code {child.exitcode}"
             run_id, recorded = _new_records(output_path, offset)
             if reason is not None and is_writer:
                 with JsonlWriter(output_path) as writer:
@@ -177,6 +182,26 @@ def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo],
         if progress:
             progress.close()
     return results
+
+
+def _wait(child, output_path: str, stall_timeout_s: float | None, progress, done) -> str | None:
+    """Wait for the child, feeding the progress bar; end it when the results file stops growing."""
+    last_size, last_change = _size(output_path), time.monotonic()
+    while child.is_alive():
+        child.join(POLL_S)
+        if progress:
+            progress.set(done())
+        size = _size(output_path)
+        if size != last_size:
+            last_size, last_change = size, time.monotonic()
+        elif stall_timeout_s is not None and time.monotonic() - last_change > stall_timeout_s:
+            child.terminate()
+            child.join(10)
+            if child.is_alive():
+                child.kill()
+                child.join()
+            return f"no new record for {stall_timeout_s:g} s: the combination was stopped (a hang?)"
+    return None
 
 
 class _progress:

@@ -62,6 +62,12 @@ def skipped_bench_records(combo: TuningCombo, reason: str, run_id: str, num_reco
             for point in planned_specs(tuned, world_size)[num_recorded:]]
 
 
+def stall_timeout_s(point_timeout_s: float) -> float:
+    """How long a combination may go without a new record: start-up and NCCL init, plus a point
+    running into its timeout a few times (check, timed loop, reduction)."""
+    return 120.0 + 3 * point_timeout_s
+
+
 def run_tuned_bench(config: BenchConfig, combos: list[TuningCombo], *, nproc: int | None,
                     start_method: str = "spawn", rank_fn=None) -> list[ComboResult]:
     """Every combination of a bench job; NCCL's default first."""
@@ -78,7 +84,8 @@ def run_tuned_bench(config: BenchConfig, combos: list[TuningCombo], *, nproc: in
         make_header=lambda combo, env, reason: skipped_header(backend=config.backend, world_size=world, combo=combo,
                                                              env=env, argv=list(config.argv), launcher=launcher,
                                                              reason=reason),
-        is_writer=is_writer, show_progress=config.output_format == "table" and is_writer, start_method=start_method)
+        is_writer=is_writer, show_progress=config.output_format == "table" and is_writer, start_method=start_method,
+        stall_timeout_s=stall_timeout_s(config.timeout_s))
 
 
 def summary_lines(results: list[ComboResult]) -> list[str]:

@@ -16,6 +16,7 @@ from commbench.sweep.combos import (ComboResult, RankFailure, guarded_rank, run_
                                     skipped_record)
 from commbench.sweep.plan import plan_sweep
 from commbench.sweep.runner import SweepJob, run_sweep_rank
+from commbench.sweep.tuned_bench import stall_timeout_s
 from commbench.sweep.schema import Sweep
 
 
@@ -68,4 +69,5 @@ def run_tuned_sweep(job: SweepJob, *, nproc: int | None, start_method: str = "sp
         make_header=lambda combo, env, reason: skipped_header(
             backend=job.backend, world_size=world, combo=combo, env=env, argv=list(job.argv),
             launcher=rank_env.launcher if rank_env else "local", reason=reason),
-        is_writer=is_writer, show_progress=is_writer and job.show_progress, start_method=start_method)
+        is_writer=is_writer, show_progress=is_writer and job.show_progress, start_method=start_method,
+        stall_timeout_s=stall_timeout_s(max(e.timeout_s for e in job.sweep.entries)))
