@@ -242,6 +242,7 @@ def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
     path, _ = _results_file(tmp_path)
     result = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
+    assert "NCCL tuning winners (measured): allreduce, 2 node(s), 4 rank(s)" in result.output
     text = (tmp_path / "rep" / "README.md").read_text()
     section = text[text.index("## NCCL tuning: per-size winners (measured)"):]
     assert "### allreduce, 2 node(s), 4 rank(s)" in section

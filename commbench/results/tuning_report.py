@@ -20,28 +20,36 @@ def scale_title(collective: str, nodes: int, ranks: int) -> str:
     return f"{collective}, {nodes} node(s), {ranks} rank(s)"
 
 
-def winners_markdown(cells: list[Cell], points: list[TunedPoint]) -> list[str]:
+WINNER_COLUMNS = ("size", "NCCL default (µs)", "best combination", "best (µs)", "speed-up", "noise", "rule")
+
+
+def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple, list[str]]]:
+    """((collective, nodes, ranks), row) per cell, columns as WINNER_COLUMNS (all measured)."""
     default_us = {(p.collective, p.nodes, p.ranks, p.size_bytes): p.time_us for p in points if p.combo.is_default}
-    best_us = {}
-    for p in points:
-        key = (p.collective, p.nodes, p.ranks, p.size_bytes, p.combo)
-        best_us[key] = p.time_us
+    time_us = {(p.collective, p.nodes, p.ranks, p.size_bytes, p.combo): p.time_us for p in points}
+    rows = []
+    for cell in cells:
+        scale = (cell.collective, cell.nodes, cell.ranks)
+        base = default_us.get((*scale, cell.size_bytes))
+        best = time_us.get((*scale, cell.size_bytes, cell.best)) if cell.best else None
+        rows.append((scale, [format_size(cell.size_bytes), "-" if base is None else f"{base:.2f}",
+                             cell.best.label if cell.best else "-", "-" if best is None else f"{best:.2f}",
+                             "-" if cell.speedup is None else f"{cell.speedup:.2f}x", f"{100 * cell.noise_rel:.1f}%",
+                             cell.choice.label if cell.choice else "NCCL default kept"]))
+    return rows
+
+
+def winners_markdown(cells: list[Cell], points: list[TunedPoint]) -> list[str]:
     md = ["## NCCL tuning: per-size winners (measured)", "",
           "Speed-up = NCCL default time / best time (median). A winner is kept only beyond the measured noise "
           "(`commbench nccl-tuner` writes these as plugin rules).", ""]
-    scale = None
-    for cell in cells:
-        if (cell.collective, cell.nodes, cell.ranks) != scale:
-            scale = (cell.collective, cell.nodes, cell.ranks)
-            md += ["", f"### {scale_title(*scale)}", "",
-                   "| size | NCCL default (µs) | best combination | best (µs) | speed-up | noise | rule |",
+    current = None
+    for scale, row in winner_rows(cells, points):
+        if scale != current:
+            current = scale
+            md += ["", f"### {scale_title(*scale)}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",
                    "|---:|---:|---|---:|---:|---:|---|"]
-        base = default_us.get((*scale, cell.size_bytes))
-        best = best_us.get((*scale, cell.size_bytes, cell.best)) if cell.best else None
-        md.append(f"| {format_size(cell.size_bytes)} | {'-' if base is None else f'{base:.2f}'} | "
-                  f"{cell.best.label if cell.best else '-'} | {'-' if best is None else f'{best:.2f}'} | "
-                  f"{'-' if cell.speedup is None else f'{cell.speedup:.2f}x'} | {100 * cell.noise_rel:.1f}% | "
-                  f"{cell.choice.label if cell.choice else 'NCCL default kept'} |")
+        md.append("| " + " | ".join(row) + " |")
     return md + [""]
 
 
