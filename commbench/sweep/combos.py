@@ -159,7 +159,8 @@ def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo],
             child = context.Process(target=_child, args=(send, run_one, combo, env), daemon=False)
             child.start()
             send.close()
-            stalled = _wait(child, output_path, stall_timeout_s, progress, lambda: (
+            # only the writer watches the file: other ranks' hosts may not see it
+            stalled = _wait(child, output_path, stall_timeout_s if is_writer else None, progress, lambda: (
                 sum(r.num_recorded for r in results) + _new_records(output_path, offset)[1]
                 + sum(total_points - r.num_recorded for r in results if r.skipped_reason)))
             if stalled:
