@@ -1,0 +1,83 @@
+"""commbench installs into the user's environment without replacing its torch (NGC containers,
+cluster venvs), while the dev/CI install pins the CPU build of torch on this machine's disk."""
+
+from __future__ import annotations
+
+import email.parser
+import pathlib
+import subprocess
+import sys
+import venv
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def requirements(tmp_path_factory) -> list[Requirement]:
+    """Requires-Dist of the project's built metadata (setuptools' PEP 517 metadata hook)."""
+    out = tmp_path_factory.mktemp("meta")
+    code = ("import sys; from setuptools import build_meta; "
+            "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))")
+    name = subprocess.run([sys.executable, "-c", code, str(out)], cwd=ROOT, check=True, capture_output=True,
+                          text=True, timeout=120).stdout.strip().splitlines()[-1]
+    metadata = email.parser.Parser().parsestr((out / name / "METADATA").read_text(encoding="utf-8"))
+    return [Requirement(line) for line in metadata.get_all("Requires-Dist")]
+
+
+def _torch(requirements, extra: str | None) -> list[Requirement]:
+    found = []
+    for req in requirements:
+        if req.name != "torch":
+            continue
+        in_extra = req.marker is not None and "extra" in str(req.marker)
+        if extra is None and not in_extra:
+            found.append(req)
+        elif extra is not None and in_extra and req.marker.evaluate({"extra": extra}):
+            found.append(req)
+    return found
+
+
+def test_core_torch_requirement_is_a_lower_bound_only(requirements):
+    core = _torch(requirements, None)
+    assert len(core) == 1, core
+    operators = {spec.operator for spec in core[0].specifier}
+    assert operators and operators <= {">=", ">"}, f"core torch requirement must not cap or pin: {core[0]}"
+    # NGC's and nightly torch versions satisfy it (pip accepts an installed pre-release)
+    for version in ("2.8.0a0+5228986c39.nv25.05", "2.13.0+cpu", "2.14.1", "3.0.0"):
+        assert core[0].specifier.contains(version, prereleases=True), version
+
+
+def test_no_core_requirement_is_pinned_or_capped(requirements):
+    for req in requirements:
+        if req.marker is not None and "extra" in str(req.marker):
+            continue
+        assert all(spec.operator in (">=", ">") for spec in req.specifier), f"core requirement capped: {req}"
+
+
+def test_dev_install_resolves_to_the_local_cpu_torch(requirements):
+    dev = _torch(requirements, "dev")
+    assert [str(req.specifier) for req in dev] == ["==2.13.0"]
+
+
+@pytest.mark.timeout(300)
+def test_editable_install_keeps_the_torch_already_installed(tmp_path):
+    """A venv that sees the machine's torch (as an NGC container's system site-packages do):
+    `pip install -e .` with no index must succeed and leave torch where and what it was."""
+    import torch
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = str(env_dir / "bin" / "python")
+    probe = "import torch; print(torch.__version__); print(torch.__file__)"
+    before = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    assert before == [torch.__version__, torch.__file__]
+    # --no-index: pip can take nothing from any index, so any attempt to replace torch fails
+    resolve = subprocess.run([python, "-m", "pip", "install", "--no-index", "--no-build-isolation", "-e", str(ROOT)],
+                             capture_output=True, text=True, timeout=240)
+    assert resolve.returncode == 0, resolve.stderr[-2000:]
+    assert "torch" not in resolve.stdout.split("Successfully installed")[-1].split("\n")[0]
+    after = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    assert after == before
