@@ -207,3 +207,18 @@ def test_a_combination_that_stops_writing_is_ended_and_recorded_as_skipped(tmp_p
     assert "no new record for 0.5 s" in results[0].skipped_reason
     (written,) = headers(read_records([output]))
     assert "refused before any point" in written.notes[0] and written.nccl_env["NCCL_ALGO"] == "NVLS"
+
+
+def test_summary_exits_1_only_when_the_baseline_failed(capsys):
+    import typer
+
+    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.sweep.combos import ComboResult
+
+    refused = ComboResult(combo=TuningCombo(algo="nvls", proto="simple"), num_recorded=0, skipped_reason="no NVLS")
+    print_combinations([ComboResult(combo=TuningCombo(), num_recorded=3, skipped_reason=None), refused], "r.jsonl")
+    out = capsys.readouterr().out
+    assert "skipped nvls/simple/*: no NVLS" in out and "done: 2 combination(s)" in out
+    with pytest.raises(typer.Exit) as stop:
+        print_combinations([ComboResult(combo=TuningCombo(), num_recorded=0, skipped_reason="boom")], "r.jsonl")
+    assert stop.value.exit_code == 1

@@ -24,19 +24,10 @@ from commbench.units import parse_size_bytes, size_range
 
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
     """Every NCCL tuning combination of the job in its own processes, into one results file."""
-    from commbench.sweep.tuned_bench import baseline_failed, run_tuned_bench, summary_lines
+    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.sweep.tuned_bench import run_tuned_bench
 
-    results = run_tuned_bench(config, combos, nproc=nproc)
-    rank_env = detect_rank_env()
-    if rank_env is not None and rank_env.rank != 0:
-        return
-    for line in summary_lines(results):
-        console.print(line, highlight=False, soft_wrap=True)
-    failed = baseline_failed(results)
-    if failed:
-        raise fail(f"the NCCL default (baseline) failed: {failed}; records in {config.output_path}", exit_code=1)
-    console.print(f"[green]done[/]: {len(results)} combination(s); records in {config.output_path} "
-                  f"(commbench nccl-tuner {config.output_path} -o nccl_tuner.conf)", highlight=False)
+    print_combinations(run_tuned_bench(config, combos, nproc=nproc), config.output_path)
 
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:

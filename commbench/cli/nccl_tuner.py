@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, fail
 from commbench.errors import CommbenchError, invalid
 
 
@@ -18,6 +18,25 @@ def _write(path: str, text: str, what: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise CommbenchError(f"{what} {path!r} cannot be written: {exc.strerror}") from None
+
+
+def print_combinations(results: list, output_path: str, again: str = "") -> None:
+    """After a run over the NCCL tuning axes (rank 0 only): one line per combination, then done, or
+    exit 1 when NCCL's default itself failed (refused combinations are data, not failures)."""
+    from commbench.comm.launch import detect_rank_env
+    from commbench.sweep.tuned_bench import baseline_failed, summary_lines
+
+    rank_env = detect_rank_env()
+    if rank_env is not None and rank_env.rank != 0:
+        return
+    for line in summary_lines(results):
+        console.print(line, highlight=False, soft_wrap=True)
+    failed = baseline_failed(results)
+    if failed:
+        raise fail(f"the NCCL default (baseline) failed: {failed}; records in {output_path}"
+                   + (f"; continue with: {again}" if again else ""), exit_code=1)
+    console.print(f"[green]done[/]: {len(results)} combination(s); records in {output_path} "
+                  f"(next: commbench nccl-tuner {output_path} -o nccl_tuner.conf)", highlight=False)
 
 
 @command("nccl-tuner", help="Write an NCCL example tuner-plugin config (NCCL_TUNER_CONFIG_FILE) from results measured "

@@ -59,24 +59,12 @@ def print_dry_run(sweep, world_size: int, backend: str) -> None:
 
 def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
     """The sweep once per NCCL tuning combination, each in fresh processes, into one file."""
-    from commbench.comm.launch import detect_rank_env
+    from commbench.cli.nccl_tuner import print_combinations
     from commbench.comm.nccl_tuning import refuse_on_backend
-    from commbench.sweep.tuned_bench import baseline_failed, summary_lines
     from commbench.sweep.tuned_sweep import run_tuned_sweep
 
     refuse_on_backend(job.backend, list(job.sweep.tuning))
-    results = run_tuned_sweep(job, nproc=nproc)
-    rank_env = detect_rank_env()
-    if rank_env is not None and rank_env.rank != 0:
-        return
-    for line in summary_lines(results):
-        console.print(line, highlight=False, soft_wrap=True)
-    failed = baseline_failed(results)
-    if failed:
-        raise fail(f"the NCCL default (baseline) failed: {failed}; records in {job.output_path}; continue with: {again}",
-                   exit_code=1)
-    console.print(f"[green]done[/]: {len(results)} combination(s); records in {job.output_path} "
-                  f"(commbench nccl-tuner {job.output_path} -o nccl_tuner.conf)", highlight=False)
+    print_combinations(run_tuned_sweep(job, nproc=nproc), job.output_path, again)
 
 
 @command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.")

@@ -226,4 +226,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
                                  noise_rel=record_noise_rel(r), run_id=r.run_id))
-    return points, [f"left out {n} {why}" for why, n in left_out.items()]
+    notes = [f"left out {n} {why}" for why, n in left_out.items()]
+    dtypes = sorted({r.dtype for r in records if isinstance(r, Measurement) and r.status == "ok"
+                     and r.collective in PLUGIN_COLLECTIVES})
+    if len(dtypes) > 1:
+        notes.append(f"several dtypes ({', '.join(dtypes)}): the plugin matches bytes only, so the latest "
+                     "record per size and combination counts")
+    return points, notes
