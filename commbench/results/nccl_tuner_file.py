@@ -74,6 +74,10 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     lines.append(comment("sizes between measured points go to the nearer one (midpoint); above the largest: NCCL"))
     if any(cell.choice is None for cell in cells) or any(rule.channels == -1 for rule in rules):
         lines += [comment(ONE_CHANNEL_WARNING[0]), comment(ONE_CHANNEL_WARNING[1])]
+    most = max((rule.channels for rule in rules), default=-1)
+    if most > 0:
+        lines.append(comment(f"channels: measured with NCCL_MIN/MAX_NCHANNELS; a rule can only cap the communicator's "
+                             f"count, so if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set NCCL_MIN_NCHANNELS={most}"))
     for cell in cells:
         if cell.choice is None:
             lines.append(kept_comment(cell, statistic))
