@@ -190,6 +190,7 @@ def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_si
     assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=1, ranks=4) is None  # another scale
     assert "run0" in text and "2.00x faster than NCCL default (median)" in text
     assert "NCCL default kept at 64 KiB" in text and "run on ONE channel" in text
+    assert "set NCCL_MIN_NCHANNELS=16" in text
     rows = list(csv.DictReader(io.StringIO(table.read_text())))
     assert tuple(rows[0]) == OPTIMIZE_CONFIG_FIELDS
     assert {r["algorithm"] for r in rows} == {"ring", "tree"} and len(rows) == 10  # no "default" rows
