@@ -222,3 +222,11 @@ def test_summary_exits_1_only_when_the_baseline_failed(capsys):
     with pytest.raises(typer.Exit) as stop:
         print_combinations([ComboResult(combo=TuningCombo(), num_recorded=0, skipped_reason="boom")], "r.jsonl")
     assert stop.value.exit_code == 1
+
+
+def test_too_many_local_ranks_fail_before_any_combination_starts(tmp_path):
+    from commbench.sweep.tuned_bench import world_size_of
+
+    with pytest.raises(CommbenchError, match=r"--nproc=999 is invalid: allowed 1\.\.\d+ on nccl"):
+        world_size_of(999, "nccl")  # one NCCL rank per visible GPU
+    assert world_size_of(None, "gloo") == 2

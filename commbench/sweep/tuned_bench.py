@@ -9,7 +9,9 @@ import dataclasses
 import functools
 
 from collectives import get_collective
-from commbench.comm.job import run_job
+from commbench.comm.backends import max_local_ranks
+from commbench.comm.job import DEFAULT_NPROC, run_job
+from commbench.errors import CommbenchError
 from commbench.comm.launch import detect_rank_env
 from commbench.comm.nccl_tuning import TuningCombo
 from commbench.measure.bench import BenchConfig, plan_points, validate
@@ -24,11 +26,16 @@ def combo_config(config: BenchConfig, combo: TuningCombo) -> BenchConfig:
     return dataclasses.replace(config, params={**config.params, **combo.params()}, show_view=False)
 
 
-def world_size_of(nproc: int | None) -> int:
+def world_size_of(nproc: int | None, backend: str) -> int:
+    """The world each combination will have; local rank counts are checked here, before any launch."""
     rank_env = detect_rank_env()
     if rank_env is not None and rank_env.launcher != "local":
         return rank_env.world_size
-    return 2 if nproc is None else nproc
+    nproc = DEFAULT_NPROC if nproc is None else nproc
+    limit, why = max_local_ranks(backend)
+    if not 1 <= nproc <= limit:
+        raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on {backend} ({why})")
+    return nproc
 
 
 def bench_combo(combo: TuningCombo, *, config: BenchConfig, nproc: int | None, rank_fn=None) -> str | None:
@@ -71,7 +78,7 @@ def stall_timeout_s(point_timeout_s: float) -> float:
 def run_tuned_bench(config: BenchConfig, combos: list[TuningCombo], *, nproc: int | None,
                     start_method: str = "spawn", rank_fn=None) -> list[ComboResult]:
     """Every combination of a bench job; NCCL's default first."""
-    world = world_size_of(nproc)
+    world = world_size_of(nproc, config.backend)
     validate(config, world)
     rank_env = detect_rank_env()
     is_writer = rank_env is None or rank_env.launcher == "local" or rank_env.rank == 0

@@ -16,7 +16,7 @@ from commbench.sweep.combos import (ComboResult, RankFailure, guarded_rank, run_
                                     skipped_record)
 from commbench.sweep.plan import plan_sweep
 from commbench.sweep.runner import SweepJob, run_sweep_rank
-from commbench.sweep.tuned_bench import stall_timeout_s
+from commbench.sweep.tuned_bench import stall_timeout_s, world_size_of
 from commbench.sweep.schema import Sweep
 
 
@@ -59,7 +59,7 @@ def skipped_sweep_records(combo: TuningCombo, reason: str, run_id: str, num_reco
 def run_tuned_sweep(job: SweepJob, *, nproc: int | None, start_method: str = "spawn") -> list[ComboResult]:
     rank_env = detect_rank_env()
     outside = rank_env is not None and rank_env.launcher != "local"
-    world = rank_env.world_size if outside else (nproc or 2)
+    world = world_size_of(nproc, job.backend)
     is_writer = not outside or rank_env.rank == 0
     pending = [p for combo in job.sweep.tuning for p in plan_sweep(combo_sweep(job.sweep, combo), world, backend=job.backend)]
     return run_combinations(
