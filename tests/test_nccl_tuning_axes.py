@@ -78,6 +78,7 @@ def test_combo_environ_drops_inherited_settings_and_moves_the_port_under_a_launc
     assert "NCCL_ALGO" not in env and env["NCCL_DEBUG"] == "INFO"
     assert env["MASTER_PORT"] == "29503" and "TORCHELASTIC_USE_AGENT_STORE" not in env
     assert combo_environ(TuningCombo(proto="ll"), 0, {"MASTER_PORT": "1"})["MASTER_PORT"] == "1"  # local: untouched
+    assert combo_environ(TuningCombo(), 0, {"SLURM_PROCID": "3", "SLURM_NTASKS": "8"})["MASTER_PORT"] == "29501"
 
 
 def _config(tmp_path, sizes=(1024, 4096)) -> BenchConfig:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from commbench import __version__
+from commbench.comm.launch import DEFAULT_MASTER_PORT
 from commbench.comm.nccl_tuning import TUNED_ENV_KEYS, TuningCombo
 from commbench.errors import first_line
 from commbench.results.records import JsonlWriter, Measurement, RunHeader, new_run_id
@@ -62,8 +63,8 @@ def combo_environ(combo: TuningCombo, index: int, base: dict[str, str]) -> dict[
     env = {k: v for k, v in base.items() if k not in TUNED_ENV_KEYS}
     env.update(combo.env())
     env[COMBO_ENV] = combo.label
-    if "MASTER_PORT" in base and ("RANK" in base or "SLURM_PROCID" in base or "OMPI_COMM_WORLD_RANK" in base):
-        env["MASTER_PORT"] = str(int(base["MASTER_PORT"]) + 1 + index)
+    if "RANK" in base or "SLURM_PROCID" in base or "OMPI_COMM_WORLD_RANK" in base:
+        env["MASTER_PORT"] = str(int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT)) + 1 + index)
         env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
     return env
 
