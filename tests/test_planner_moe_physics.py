@@ -30,6 +30,13 @@ def _stand_in(monkeypatch):
 
     monkeypatch.setattr(step_module, "_costmodel", lambda: (collective, a2a))
 
+    def hierarchical(fabric, size_bytes, group_size, ranks_per_domain):  # two stages, as the cost model does
+        m = np.asarray(ranks_per_domain, float)
+        return collective(fabric, "reduce_scatter", size_bytes, m) + \
+            collective(fabric, "reduce_scatter", np.asarray(size_bytes, float) / m, np.asarray(group_size, float) / m)
+
+    monkeypatch.setattr(step_module, "_hierarchical", lambda: hierarchical)
+
 
 def test_gemm_shape_term_by_hand(monkeypatch):
     _stand_in(monkeypatch)
@@ -39,12 +46,16 @@ def test_gemm_shape_term_by_hand(monkeypatch):
     on = Calibration(gemm_traffic_factor=1.0)
     arr = LayoutArrays.from_layouts([lay])
     f = _fabric(8, "b200", 8)
-    extra = evaluate_layouts(m, f, arr, calibration=on).gemm_s[0] - evaluate_layouts(m, f, arr, calibration=off).gemm_s[0]
+    compute = evaluate_layouts(m, f, arr, calibration=off).gemm_s[0]
+    with_traffic = evaluate_layouts(m, f, arr, calibration=on).gemm_s[0]
     fl, s, h = flops_breakdown(m), float(m.seq_len), float(m.hidden)
     inv = lambda n: 1 / s + 1 / n + 1 / h  # noqa: E731
     bytes_per_token = (fl.attention_proj * inv(m.attn_out_dim) + fl.dense_mlp * inv(m.dense_ffn)
                        + fl.logits * inv(m.vocab)) * 2 / 2          # bf16 operands: b / 2 = 1
-    assert extra == pytest.approx(s * bytes_per_token / (gpu_spec("b200").hbm_tbps * 1e12), rel=1e-9)
+    traffic = s * bytes_per_token / (gpu_spec("b200").hbm_tbps * 1e12)
+    # roofline: compute and traffic combine as a smooth max (p = 4), not a sum (dense model: one kind)
+    assert with_traffic == pytest.approx((compute ** 4 + traffic ** 4) ** 0.25, rel=1e-9)
+    assert max(compute, traffic) <= with_traffic < compute + traffic
 
 
 def test_expert_gemm_shape_penalises_etp_and_many_experts_per_rank():

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from commbench.cli.base import command, console
 from commbench.errors import invalid
-from commbench.planner import LayoutArrays, check_layout, evaluate_layouts, load_model, parse_layout
+from commbench.planner import check_layout, load_model, parse_layout
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
@@ -41,6 +41,8 @@ def plan(
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
     model_file: Annotated[Optional[str], typer.Option(help="TOML file of [model.NAME] tables like models.toml")] = None,
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
+    moe_capacity_factor: Annotated[Optional[float], typer.Option(
+        help="expert capacity / mean tokens, the padding full-iteration CUDA graphs need (default: --moe-imbalance)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     # --- layout search options (issue 9) ---
     gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
@@ -48,26 +50,37 @@ def plan(
     emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
     out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, torchtitan.toml (search)")] = None,
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
+    calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -o` "
+                                                       "(default: the shipped calibration)")] = None,
 ) -> None:
     if gpus < 1:
         raise invalid("--gpus", gpus, "a positive GPU count")
     if moe_imbalance < 1:
         raise invalid("--moe-imbalance", moe_imbalance, ">= 1")
     spec = load_model(model, model_file)
-    from commbench.planner.search import is_complete, parse_pins
-    if layout is None or not is_complete(parse_pins(layout)) or gbs is not None:
+    from commbench.planner.calibration import CALIBRATED, load_calibration
+    cal = load_calibration(calibration) if calibration else CALIBRATED
+    from commbench.planner.search import SearchRequest, best_for_pins, is_complete, parse_pins
+    pins = parse_pins(layout)
+    complete = layout is not None and is_complete(pins) and gbs is None
+    req = SearchRequest(model=spec, fabric=_system(system, gpus), num_gpus=gpus,
+                        gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
+                        seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
+                        moe_capacity_factor=moe_capacity_factor,
+                        pins=pins, calibration=cal)
+    if not complete:
         from commbench.cli.search_view import run_plan_search
-        from commbench.planner.search import SearchRequest
-        pins = parse_pins(layout)
-        req = SearchRequest(model=spec, fabric=_system(system, gpus), num_gpus=gpus,
-                            gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
-                            seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance, pins=pins)
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json)
         return
-    lay = parse_layout(layout, gpus, precision=precision.lower())
+    # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
+    # chosen as the search chooses them), so plan --layout and the search listing agree.
+    pins.setdefault("cp", 1)
+    pins.setdefault("etp", pins["tp"])
+    lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
     check_layout(spec, lay, gpus, seq_len)
-    fabric = _system(system, gpus)
-    bd = evaluate_layouts(spec, fabric, LayoutArrays.from_layouts([lay]), seq_len=seq_len, moe_imbalance=moe_imbalance)
+    fabric = req.fabric
+    arr, bd = best_for_pins(req)
+    lay = arr.layout(0)
     row = bd.row(0)
     if as_json:
         out = {"kind": "predicted", "model": spec.name, "system": system, "gpus": gpus,

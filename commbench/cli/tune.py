@@ -29,6 +29,8 @@ def tune(
     out: Annotated[str, typer.Option(help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
     top: Annotated[int, typer.Option(help="layouts to show")] = 10,
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total")] = 0.05,
+    calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -o` "
+                                                       "(default: the shipped calibration)")] = None,
 ) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
@@ -42,6 +44,8 @@ def tune(
         raise invalid("--gpus", gpus, "a positive GPU count")
     spec = load_model(model)
     pins = parse_pins(layout)
+    from commbench.planner.calibration import CALIBRATED, load_calibration
+    cal = load_calibration(calibration) if calibration else CALIBRATED
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
@@ -61,7 +65,7 @@ def tune(
                                                          f"curve(s) → {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
         req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
-                            headroom_fraction=mem_headroom, pins=pins)
+                            headroom_fraction=mem_headroom, pins=pins, calibration=cal)
         progress.update(task, completed=1, description="3/3 plan: done")
     for line in assumptions:
         console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -53,6 +53,13 @@ class GpuSpec:
     scale_up_domain: int
     scale_out_gbit_per_gpu: float
     source: str
+    hbm_usable_gb: float | None = None   # what a training process can allocate (None: hbm_gb)
+    sms: int | None = None
+    sfu_texp_per_s: float | None = None  # exponentials (MUFU.EX2) per second, 1e12
+
+    @property
+    def usable_hbm_bytes(self) -> float:
+        return (self.hbm_usable_gb or self.hbm_gb) * 1e9
 
     @property
     def scale_out_gbps(self) -> float:
@@ -82,6 +89,9 @@ def gpu_spec(name: str) -> GpuSpec:
         scale_up_domain=int(row["scale_up_domain"]),
         scale_out_gbit_per_gpu=float(row["scale_out_gbit_per_gpu"]),
         source=str(row.get("source", "")),
+        hbm_usable_gb=float(row["hbm_usable_gb"]) if "hbm_usable_gb" in row else None,
+        sms=int(row["sms"]) if "sms" in row else None,
+        sfu_texp_per_s=float(row["sfu_texp_per_s"]) if "sfu_texp_per_s" in row else None,
     )
 
 

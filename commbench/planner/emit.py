@@ -78,8 +78,26 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(model)]
     elif a.recompute == "full":
         out += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+    elif a.recompute in ("mla_up_proj", "moe_act"):
+        out += ["--recompute-granularity", "selective", "--recompute-modules", a.recompute]
+    out += recipe_args(a, model)
     out.append("--bf16")
     return out + PRECISION_ARGS[a.precision]
+
+
+def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
+    """CUDA graphs (per-layer TE graphs or the full iteration), FP8 attention, fused MoE permutes."""
+    out: list[str] = []
+    if a.cuda_graph == "layer":
+        out += ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"] + \
+            (["moe_router", "moe_preprocess"] if model.is_moe else [])
+    elif a.cuda_graph == "full":
+        out += ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration"]
+    if a.fp8_attention:
+        out.append("--fp8-dot-product-attention")
+    if a.fused_moe and model.is_moe:
+        out.append("--moe-permute-fusion")
+    return out
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,13 +107,29 @@ def _parser() -> argparse.ArgumentParser:
                  "micro-batch-size", "global-batch-size", "seq-length", "recompute-num-layers"):
         p.add_argument(f"--{name}", type=int)
     for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
-                 "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16"):
+                 "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
+                 "fp8-dot-product-attention", "moe-permute-fusion"):
         p.add_argument(f"--{name}", action="store_true")
     for name in ("moe-token-dispatcher-type", "moe-flex-dispatcher-backend", "recompute-granularity",
                  "recompute-method", "fp8-format", "fp8-recipe", "fp4-format", "fp4-recipe"):
         p.add_argument(f"--{name}")
     p.add_argument("--recompute-modules", nargs="+")
+    p.add_argument("--cuda-graph-impl")
+    p.add_argument("--cuda-graph-scope", nargs="+")
     return p
+
+
+def _recompute_of(ns) -> str:
+    modules = ns.recompute_modules or []
+    if ns.recompute_granularity == "selective" and len(modules) == 1 and modules[0] in ("mla_up_proj", "moe_act"):
+        return modules[0]
+    return ns.recompute_granularity or "none"
+
+
+def _graph_of(ns) -> str:
+    if "full_iteration" in (ns.cuda_graph_scope or []):
+        return "full"
+    return "layer" if ns.cuda_graph_impl in ("transformer_engine", "local") else "none"
 
 
 def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
@@ -118,7 +152,8 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
     return Layout(tp=tp, pp=pp, vp=ns.num_virtual_stages_per_pipeline_rank or 1,
                   ep=ns.expert_model_parallel_size or 1, etp=ns.expert_tensor_parallel_size or tp, cp=cp,
                   dp=num_gpus // (tp * pp * cp), mbs=ns.micro_batch_size or 1, gbs=ns.global_batch_size or 1,
-                  sequence_parallel=ns.sequence_parallel or tp == 1, recompute=ns.recompute_granularity or "none",
+                  sequence_parallel=ns.sequence_parallel or tp == 1, recompute=_recompute_of(ns),
+                  cuda_graph=_graph_of(ns), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
                   dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,
                   distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,
                   moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce)

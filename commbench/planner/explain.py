@@ -94,7 +94,9 @@ def _why(key: str, lay: Layout, per_rack: int, model) -> str:
     if key.startswith("dp"):
         group = lay.dp * lay.cp if "dense" in key else lay.edp
         racks = int(racks_spanned(lay.world // lay.pp, per_rack)) if group > 1 else 1
-        return f"; a group of {group} ranks over {racks} rack(s), hidden only behind one micro-batch's compute"
+        window = ("one micro-batch's compute" if lay.vp == 1 else
+                  f"one micro-batch's compute plus the later model chunks' cool-down (VP{lay.vp})")
+        return f"; a group of {group} ranks over {racks} rack(s), hidden behind {window}"
     if key == "etp":
         return (f"; each MoE layer gathers ETP{lay.etp} ranks' dispatched tokens (x top-{model.top_k}) before the "
                 "expert GEMMs and reduce-scatters the outputs after, " +
@@ -163,6 +165,19 @@ def caveats(result: SearchResult) -> list[str]:
     return out
 
 
+def band_lines(result: SearchResult) -> list[str]:
+    """Layouts whose predictions differ from the best by less than the model's own error are a tie."""
+    from commbench.planner.calibration import MODEL_MEDIAN_ABS_ERROR
+    err = MODEL_MEDIAN_ABS_ERROR["moe" if result.request.model.is_moe else "dense"]
+    best = float(result.breakdown.tokens_per_s_per_gpu[0])
+    tied = int(np.count_nonzero(result.fitting_tokens_desc >= best * (1.0 - err)))
+    if tied <= 1:
+        return []
+    return [f"Band: {tied:,} fitting layouts predict within {100 * err:.0f}% of the best (the model's median "
+            f"error on published {'MoE' if result.request.model.is_moe else 'dense'} runs): ranks 1-{tied:,} are a "
+            "tie within the model's error; measure the top few (verify-plan) before choosing."]
+
+
 def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[list[str], list[dict]]:
     """(lines of text, sensitivity rows) for the winner of `result`. Everything is predicted."""
     bd, lay = result.breakdown, result.layouts.layout(0)
@@ -171,6 +186,7 @@ def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[lis
              f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}%), {float(result.headroom_bytes[0]) / 1e9:.0f} GB "
              f"of {float(bd.mem_capacity_bytes[0]) / 1e9:.0f} GB HBM free; best of {result.num_fit:,} fitting layouts "
              f"({result.num_enumerated:,} enumerated)."]
+    lines += band_lines(result)
     lines += exposed_lines(result)
     j = runner_up(result)
     if j is not None:

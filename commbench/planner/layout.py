@@ -23,13 +23,23 @@ import numpy as np
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.models import ModelSpec
 
-RECOMPUTE = ("none", "selective", "full")
+# recompute: none; selective = Megatron's default module (core_attn); full = every layer's input
+# only; then the light modules of the Megatron-Bridge MoE recipes (--recompute-modules):
+# mla_up_proj (MLA's q/kv up-projections), moe_act (the experts' activation function).
+RECOMPUTE = ("none", "selective", "full", "mla_up_proj", "moe_act")
 DISPATCHERS = ("alltoall", "flex")  # flex = deduplicated per destination rank (DeepEP / HybridEP)
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
+# CUDA graph scope: none (eager launches); layer = per-layer graphs of attention / router /
+# MoE preprocess (Transformer Engine cuda_graph_impl="transformer_engine"); full = the whole
+# iteration captured once (cuda_graph_impl="full_iteration": sync-free dropless MoE).
+CUDA_GRAPHS = ("none", "layer", "full")
 
 INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs")
-BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap")
-CODE_FIELDS = {"recompute": RECOMPUTE, "dispatcher": DISPATCHERS, "precision": PRECISIONS}
+# fp8_attention: the attention core in fp8 (--fp8-dot-product-attention); fused_moe: fused
+# permute + grouped MLP kernels (Megatron-Bridge cutedsl_fused_grouped_mlp, moe_permute_fusion).
+BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap",
+               "fp8_attention", "fused_moe")
+CODE_FIELDS = {"recompute": RECOMPUTE, "dispatcher": DISPATCHERS, "precision": PRECISIONS, "cuda_graph": CUDA_GRAPHS}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +63,9 @@ class Layout:
     tp_comm_overlap: bool = False
     moe_a2a_overlap: bool = False
     dp_overlap: bool = True
+    fp8_attention: bool = False
+    fused_moe: bool = False
+    cuda_graph: str = "none"
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -132,9 +145,12 @@ class LayoutArrays:
     tp_comm_overlap: np.ndarray
     moe_a2a_overlap: np.ndarray
     dp_overlap: np.ndarray
+    fp8_attention: np.ndarray
+    fused_moe: np.ndarray
     recompute: np.ndarray
     dispatcher: np.ndarray
     precision: np.ndarray
+    cuda_graph: np.ndarray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])

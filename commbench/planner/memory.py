@@ -48,10 +48,12 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     h, g = model.hidden, model.glu_factor
     seq_shard = np.where(sp, tp, 1) * cp       # h-sized tensors
     head_shard = tp * cp                         # head / FFN-sized tensors
-    keep = np.where(recompute == 1, 0.0, 1.0)
+    keep = np.where(recompute == 1, 0.0, 1.0)                     # norm / activation outputs
+    keep_up = np.where((recompute == 1) | (recompute == 3), 0.0, 1.0)  # MLA up-projections
+    keep_act = np.where((recompute == 1) | (recompute == 4), 0.0, 1.0)  # expert activation outputs
     gemm_in = np.where(precision > 0, 0.5, 1.0)
     if model.attention == "mla":
-        qkv = keep * (model.q_dim + model.kv_dim) + model.q_lora_rank + model.kv_lora_rank
+        qkv = keep_up * (model.q_dim + model.kv_dim) + model.q_lora_rank + model.kv_lora_rank
     else:
         qkv = model.q_dim + model.kv_dim
     attn = (h + keep * h * gemm_in) / seq_shard + (qkv + model.attn_out_dim * gemm_in) / head_shard
@@ -61,7 +63,7 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         k, ffn = model.top_k, model.expert_ffn
         # Per rank the experts hold etp x (tokens per rank x top-k) gathered rows: the FC1 input is
         # full-width (h) for each of them, the FFN-wide tensors are sliced by ETP.
-        routed = k * (etp * h * gemm_in + ffn * (g - 1) + keep * ffn * gemm_in) / (tp * cp)
+        routed = k * (etp * h * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
         moe_mlp = (h + keep * h * gemm_in + k) / seq_shard + routed + shared
     else:
@@ -93,14 +95,18 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     local = dense_local + expert_local
     dist = arr.distributed_optimizer
     owned = np.where(dist, dense_local / dense_group + expert_local / expert_group, local)
-    capacity = np.full(len(tp), gpu.hbm_gb * 1e9)
+    capacity = np.full(len(tp), gpu.usable_hbm_bytes)
+    activations = activation_bytes(model, arr, tp=tp, cp=cp, pp=pp, vp=vp, etp=etp, n_mb=n_mb, tokens_mb=tokens_mb, sp=sp)
+    # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
+    # for a full-iteration graph a share of the activations the pool cannot reuse.
+    graph_bytes = np.select([arr.cuda_graph == 1, arr.cuda_graph == 2],
+                            [np.full(len(tp), cal.graph_layer_bytes), cal.graph_full_fraction * activations], 0.0)
     return MemoryBytes(
         weights=local * 2.0,
         grads=local * 2.0,
         optimizer=owned * 12.0,
-        activations=activation_bytes(model, arr, tp=tp, cp=cp, pp=pp, vp=vp, etp=etp, n_mb=n_mb,
-                                     tokens_mb=tokens_mb, sp=sp),
-        reserve=np.full(len(tp), cal.reserve_fixed_bytes) + cal.reserve_fraction * capacity,
+        activations=activations,
+        reserve=np.full(len(tp), cal.reserve_fixed_bytes) + cal.reserve_fraction * capacity + graph_bytes,
         capacity=capacity,
     )
 
@@ -122,7 +128,9 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         + cast * (h / seq_shard + model.dense_ffn / head_shard)
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
-        routed = k * (4 * h + model.glu_factor * ffn + cast * (h + ffn)) / (tp * cp)
+        # fused_moe: permutes fused into the dispatcher and activation + cast into the grouped MLP
+        # kernel; only the cast of the expert input still touches HBM on its own.
+        routed = np.where(arr.fused_moe, k * cast * h, k * (4 * h + model.glu_factor * ffn + cast * (h + ffn))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
         moe = 2 * (2 * h + 3 * h) / seq_shard + routed + shared
     else:

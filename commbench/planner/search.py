@@ -51,6 +51,7 @@ class SearchRequest:
     seq_len: int | None = None
     headroom_fraction: float = DEFAULT_HEADROOM
     moe_imbalance: float = 1.0
+    moe_capacity_factor: float | None = None  # expert padding with full-iteration graphs (None: moe_imbalance)
     pins: dict[str, object] = field(default_factory=dict)
     calibration: Calibration = CALIBRATED
     keep: int = 200
@@ -62,6 +63,8 @@ class SearchRequest:
             raise invalid("--gpus", self.num_gpus, "a positive GPU count")
         if self.gbs < 1:
             raise invalid("--gbs", self.gbs, "a positive global batch size (sequences)")
+        if self.moe_capacity_factor is not None and self.moe_capacity_factor < 1:
+            raise invalid("--moe-capacity-factor", self.moe_capacity_factor, ">= 1 (expert capacity / mean tokens)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,15 +154,20 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     alltoall is dominated."""
     pins = req.pins
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
-    rec = _pinned([0, 1, 2], codes, "recompute")
+    light = [3] if req.model.attention == "mla" else []   # mla_up_proj: the DeepSeek-V3 recipes' choice
+    rec = _pinned([0, 1, 2] + light, codes, "recompute")
+    # CUDA graphs: per-layer graphs in the enumeration; the full-iteration variant of each kept layout
+    # is tried afterwards (with_full_graphs), which keeps the enumeration (and its time) unchanged.
+    graphs = _pinned([CODE_FIELDS["cuda_graph"].index("layer")], codes, "cuda_graph")
     disp = _pinned([CODE_FIELDS["dispatcher"].index("flex")], codes, "dispatcher")
     dist = _pinned([True, False], pins, "distributed_optimizer")
     sp = _pinned([True] if req.model.is_moe else [True, False], pins, "sequence_parallel")
     n = len(g["tp"])
-    idx, r, d, o, s = (x.ravel() for x in np.meshgrid(np.arange(n), rec, disp, dist, sp, indexing="ij"))
+    idx, r, d, o, s, cg = (x.ravel() for x in np.meshgrid(np.arange(n), rec, disp, dist, sp, graphs, indexing="ij"))
     cols = {k: v[idx] for k, v in g.items()}
     cols.update(recompute=np.asarray(r, dtype=np.int8), dispatcher=np.asarray(d, dtype=np.int8),
-                distributed_optimizer=o.astype(bool), sequence_parallel=s.astype(bool))
+                distributed_optimizer=o.astype(bool), sequence_parallel=s.astype(bool),
+                cuda_graph=np.asarray(cg, dtype=np.int8))
     # Drop choices that cannot differ: sequence parallel without TP.
     redundant = (cols["tp"] == 1) & (cols["sequence_parallel"] != sp[0])
     cols = {k: v[~redundant] for k, v in cols.items()}
@@ -171,6 +179,12 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
     cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True)) & a2a_ok
     cols["dp_overlap"] = np.full(len(tp), bool(pins.get("dp_overlap", True)))
+    # Fused permute + grouped MLP: on for MoE in MXFP8 on Blackwell (cutedsl_fused_grouped_mlp), where
+    # it exists; it only removes HBM traffic. FP8 attention changes numerics: only when pinned.
+    gpu = getattr(req.fabric, "gpu", None)
+    fusable = req.model.is_moe and req.precision == "mxfp8" and gpu is not None and not str(gpu.name).startswith("h")
+    cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
+    cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
     return cols
 
 
@@ -218,16 +232,18 @@ def search(req: SearchRequest) -> SearchResult:
     if len(valid_idx) == 0:
         raise CommbenchError(f"no valid layout for {req.model.name} on {req.num_gpus} GPUs: "
                              + _why_none(bits, req, per_rack))
-    kept_idx, kept_tok, kept_room, all_tok = [], [], [], []
+    kept_idx, kept_tok, kept_room, all_tok, all_idx = [], [], [], [], []
     num_fit = 0
     for lo in range(0, len(valid_idx), CHUNK):
         idx = valid_idx[lo:lo + CHUNK]
         bd = evaluate_layouts(req.model, req.fabric, arr.take(idx), seq_len=req.seq_len,
-                              calibration=req.calibration, moe_imbalance=req.moe_imbalance)
+                              calibration=req.calibration, moe_imbalance=req.moe_imbalance,
+                              moe_capacity_factor=req.moe_capacity_factor)
         room = bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) - bd.mem_total_bytes
         ok = bd.fits & bd.valid & (room >= 0)
         num_fit += int(ok.sum())
         all_tok.append(bd.tokens_per_s_per_gpu[ok])
+        all_idx.append(idx[ok])
         tok, rm, sel = bd.tokens_per_s_per_gpu[ok], (bd.mem_capacity_bytes - bd.mem_total_bytes)[ok], idx[ok]
         order = np.argsort(-tok)
         pick = np.union1d(order[:req.keep], pareto_front(tok, rm, order))
@@ -238,16 +254,18 @@ def search(req: SearchRequest) -> SearchResult:
     top = np.argsort(-tok, kind="stable")[:req.keep]
     pick = np.union1d(top, pareto_front(tok, room))
     pick = pick[np.argsort(-tok[pick], kind="stable")]
-    final = arr.take(sel[pick])
-    bd = evaluate_layouts(req.model, req.fabric, final, seq_len=req.seq_len, calibration=req.calibration,
-                          moe_imbalance=req.moe_imbalance)
+    final, bd = with_full_graphs(req, arr.take(sel[pick]))
+    # Ranks: every fitting layout once, the kept ones with their final (graph-scope chosen) figure.
+    others = ~np.isin(np.concatenate(all_idx), sel[pick])
+    final_fit = bd.fits & (bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) >= bd.mem_total_bytes)
+    ranked = np.concatenate([np.concatenate(all_tok)[others], bd.tokens_per_s_per_gpu[final_fit]])
     headroom = bd.mem_capacity_bytes - bd.mem_total_bytes
     from commbench.planner.placement import racks_spanned
     ep_racks = np.where(final.ep > 1, racks_spanned(final.etp * final.ep, per_rack), 1)
     return SearchResult(request=req, layouts=final, breakdown=bd, headroom_bytes=headroom, ep_racks=ep_racks,
                         pareto=pareto_front(bd.tokens_per_s_per_gpu, headroom), num_enumerated=len(arr) + int(np.count_nonzero(bits)),
                         num_valid=len(valid_idx), num_fit=num_fit, elapsed_s=time.perf_counter() - start,
-                        gpus_per_rack=per_rack, fitting_tokens_desc=-np.sort(-np.concatenate(all_tok)))
+                        gpus_per_rack=per_rack, fitting_tokens_desc=-np.sort(-ranked))
 
 
 def rank_of(result: SearchResult, tokens_per_s_per_gpu: float) -> int:
@@ -309,11 +327,47 @@ def parse_pins(text: str | None) -> dict[str, object]:
 FULL_KEYS = ("tp", "pp", "vp", "ep", "mbs")
 
 
+def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArrays, StepBreakdown]:
+    """Each layout with per-layer CUDA graphs or a full-iteration graph, whichever predicts faster
+    while fitting the headroom (unless cuda_graph is pinned); re-sorted by throughput."""
+    def score(bd):
+        room = bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) - bd.mem_total_bytes
+        return np.where(bd.fits & bd.valid & (room >= 0), bd.tokens_per_s_per_gpu, -1.0)
+
+    kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
+                              moe_capacity_factor=req.moe_capacity_factor)
+    bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
+    if "cuda_graph" not in req.pins:
+        full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
+                               "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
+        bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
+        better = score(bd_full) > score(bd)
+        arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
+        bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
+    order = np.argsort(-np.where(score(bd) > 0, bd.tokens_per_s_per_gpu, -1.0), kind="stable")
+    arr = arr.take(order)
+    return arr, evaluate_layouts(req.model, req.fabric, arr, **kw)
+
+
+def best_for_pins(req: SearchRequest) -> tuple[LayoutArrays, StepBreakdown]:
+    """The one layout `commbench plan --layout` shows: the search's own candidates for the pinned
+    structure (flags not pinned chosen as the search chooses them), scored by the same call, the
+    fastest that fits with the headroom (else the fastest). One scoring path for plan and search."""
+    arr, bits, per_rack = candidates(req)
+    if len(arr) == 0:
+        raise CommbenchError(f"no valid layout for {req.model.name} on {req.num_gpus} GPUs: "
+                             + _why_none(bits, req, per_rack))
+    arr, bd = with_full_graphs(req, arr)   # sorted: fitting layouts first, fastest first
+    one = arr.take(np.array([0]))
+    return one, evaluate_layouts(req.model, req.fabric, one, seq_len=req.seq_len, calibration=req.calibration,
+                                 moe_imbalance=req.moe_imbalance, moe_capacity_factor=req.moe_capacity_factor)
+
+
 def is_complete(pins: dict[str, object]) -> bool:
     """True when --layout names tp, pp, vp, ep and mbs: `commbench plan` then evaluates that one
     layout as given (cp and flags at their defaults) instead of searching the rest."""
     return all(k in pins for k in FULL_KEYS)
 
 
-__all__ = ["SearchRequest", "SearchResult", "search", "candidates", "pareto_front", "parse_pins",
+__all__ = ["SearchRequest", "SearchResult", "search", "candidates", "best_for_pins", "pareto_front", "parse_pins",
            "structure_key", "is_complete", "no_fit_message", "rank_of"]

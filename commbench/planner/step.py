@@ -36,14 +36,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner import gemm_shape, memory
+from commbench.planner import gemm_shape, kernels, memory
+from commbench.planner.dp_sync import dp_sync_s, hidden as _hidden
 from commbench.planner.calibration import CALIBRATED, Calibration
 from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations, stage_imbalance
 from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
+from commbench.planner.placement import gpus_per_rack
 
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
-GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
-PARAM_BYTES = 2    # bf16 parameter all-gather
 FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)
 
@@ -51,6 +51,11 @@ OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write ma
 def _costmodel():
     from commbench.costmodel import collective_time_s, moe_all_to_all_time_s
     return collective_time_s, moe_all_to_all_time_s
+
+
+def _hierarchical():
+    from commbench.costmodel import hierarchical_reduce_scatter_time_s
+    return hierarchical_reduce_scatter_time_s
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,24 +126,28 @@ def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
     return np.array([table[p] for p in CODE_FIELDS["precision"]], dtype=np.float64)[precision_codes]
 
 
-def _domains(span: np.ndarray, group: np.ndarray, domain_size: int) -> np.ndarray:
-    """Scale-up domains a group of `group` ranks spread over `span` consecutive ranks touches."""
-    return np.clip(np.ceil(span / domain_size), 1, group)
-
-
-def _hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarray:
-    """Exposed part of `total` overlapped with a compute `window` that hides `efficiency` of itself."""
-    return np.maximum(total - efficiency * np.minimum(total, window), 0.0)
+def _domains(span: np.ndarray, group: np.ndarray, domain_size: int, max_domains: int | None = None) -> np.ndarray:
+    """Scale-up domains a group of `group` ranks spread over `span` consecutive ranks touches (at most
+    the fabric's domain count: racks filled below their size, e.g. 64 of 72, are still one domain each
+    to the cost model, which sizes domains by the full rack)."""
+    out = np.clip(np.ceil(span / domain_size), 1, group)
+    return np.minimum(out, max_domains) if max_domains else out
 
 
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
-                     calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0) -> StepBreakdown:
+                     calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0,
+                     moe_capacity_factor: float | None = None) -> StepBreakdown:
     """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
     step_s=inf and fits=False; their other figures are meaningless."""
     collective_time_s, moe_all_to_all_time_s = _costmodel()
+    hierarchical_reduce_scatter_time_s = _hierarchical()
     cal = calibration
-    gpu, dom = system.gpu, int(system.domain_size)
+    gpu = system.gpu
+    # Ranks per rack as placement.py lays the job out (e.g. 256 GPUs of NVL72 racks as 4 x 64), so
+    # every "does this group cross a rack" test agrees with the placement the plan prints.
+    dom = gpus_per_rack(int(system.num_gpus), int(system.domain_size))
+    max_dom = int(getattr(system, "num_domains", 0) or 0) or None
     s = seq_len or model.seq_len
     a = layouts
     violations = layout_violations(model, a, system.num_gpus, s)
@@ -159,34 +168,60 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     fl = flops_breakdown(model, s)
     tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
     tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced stages)
-    eff = cal.gemm_efficiency(gpu.name) * np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"),
-                                                   cal.fp4_gemm_ratio, 1.0)
-    gemm_rate = peak * 1e12 * eff
+    fp4_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"), cal.fp4_gemm_ratio, 1.0)
+    dense_rate = peak * 1e12 * cal.gemm_efficiency(gpu.name) * fp4_ratio
+    grouped_rate = peak * 1e12 * cal.grouped_gemm_efficiency * fp4_ratio
     other_gemm = fl.gemm - fl.routed_experts
-    tokens_gpu = tokens_gpu * stage_imbalance(model, pp, vp)
-    # Shape term (gemm_shape.py): compulsory operand traffic of narrow / short GEMMs at HBM bandwidth.
+    imbalance = stage_imbalance(model, pp, vp)
+    tokens_gpu = tokens_gpu * imbalance
+    # Roofline per GEMM kind (kernels.smooth_max): compute at the fitted efficiency vs the compulsory
+    # operand traffic of its shape (gemm_shape.py) at HBM bandwidth.
     dense_traffic, routed_traffic = gemm_shape.traffic_bytes_per_token(
         model, fl, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, precision=a.precision)
-    shape_s = tokens_gpu * cal.gemm_traffic_factor * (dense_traffic + routed_traffic) / (gpu.hbm_tbps * 1e12)
-    gemm_s = tokens_gpu * (other_gemm / gemm_rate + fl.routed_experts / (gemm_rate * cal.grouped_gemm_ratio)) + shape_s
-    attention_s = tokens_gpu * fl.attention_core / (gpu.bf16_tflops * 1e12 * cal.attention_efficiency)
-    n_layers = model.num_layers + model.num_mtp_layers
-    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
-    imbalance = stage_imbalance(model, pp, vp)
-    layers_stage = n_layers / pp * imbalance
-    moe_stage = n_moe / pp * imbalance
+    hbm = gpu.hbm_tbps * 1e12
+    dense_gemm_s = kernels.smooth_max(tokens_gpu * other_gemm / dense_rate,
+                                      tokens_gpu * cal.gemm_traffic_factor * dense_traffic / hbm)
+    # Expert GEMMs on the busiest EP rank: dropless routing computes the tokens it receives
+    # (moe_imbalance x the mean); a full-iteration CUDA graph needs static shapes, so every expert's
+    # input is padded to its capacity (moe_capacity_factor x the mean, at least the busiest rank's:
+    # Megatron --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity).
+    capacity = max(moe_capacity_factor if moe_capacity_factor is not None else moe_imbalance, 1.0)
+    expert_load = np.where(a.cuda_graph == CODE_FIELDS["cuda_graph"].index("full"),
+                           np.maximum(capacity, np.where(ep > 1, moe_imbalance, 1.0)),
+                           np.where(ep > 1, moe_imbalance, 1.0))
+    routed_gemm_s = kernels.smooth_max(tokens_gpu * expert_load * fl.routed_experts / grouped_rate,
+                                       tokens_gpu * expert_load * cal.gemm_traffic_factor * routed_traffic / hbm)
+    gemm_s = dense_gemm_s + routed_gemm_s
+    # Attention core: tensor cores (bf16, or fp8 with fp8_attention in an 8/4-bit recipe) vs exp units.
+    fp8_attn = a.fp8_attention & (a.precision != CODE_FIELDS["precision"].index("bf16"))
+    attn_peak = np.where(fp8_attn, gpu.fp8_tflops, gpu.bf16_tflops) * 1e12
+    attention_s = kernels.attention_time_s(tokens_gpu * fl.attention_core,
+                                           tokens_gpu * kernels.attention_exps_per_token(model, s),
+                                           tc_rate_flops=attn_peak * cal.attention_efficiency,
+                                           sfu_rate_exps=kernels.sfu_rate_exps(gpu))
+    # Layers of the busiest pipeline stage: the one place the layer split enters the step model.
+    layers_per_stage_max = (model.num_layers + model.num_mtp_layers) / pp * imbalance
+    moe_layers_per_stage_max = ((model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0) / pp * imbalance
+    layers_stage, moe_stage = layers_per_stage_max, moe_layers_per_stage_max
     mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb) * imbalance
-    memory_bound_s = mem_bytes / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
-    overhead_s = layers_stage * cal.layer_overhead_s + moe_stage * cal.moe_layer_overhead_s
+    memory_bound_s = mem_bytes / (hbm * cal.hbm_efficiency)
+    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal)
     recompute = a.recompute
-    full, selective = recompute == 2, recompute == 1
-    recompute_s = np.where(full, (gemm_s + attention_s + memory_bound_s) / 3.0,
-                           np.where(selective, attention_s / 3.0 + memory_bound_s / 6.0, 0.0))
+    # Recompute repeats forward work: full = a third of everything; selective (core attention) =
+    # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
+    # MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the
+    # experts' activation function (memory-bound).
+    up_proj_s = tokens_gpu * fl.attention_proj * (0.5 if model.attention == "mla" else 0.0) / dense_rate / 3.0
+    recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
+                            [(gemm_s + attention_s + memory_bound_s) / 3.0,
+                             attention_s / 3.0 + memory_bound_s / 6.0,
+                             np.broadcast_to(up_proj_s, gemm_s.shape),
+                             memory_bound_s / 12.0], 0.0)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
 
     # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
     act_buf = tokens_mb / cp * model.hidden * ACT_BYTES
-    tp_dom = _domains(tp, tp, dom)
+    tp_dom = _domains(tp, tp, dom, max_dom)
     if np.any(tp > 1):
         per_pair = np.where(sp, collective_time_s(system, "reduce_scatter", act_buf, tp, tp_dom)
                             + collective_time_s(system, "all_gather", act_buf, tp, tp_dom),
@@ -214,7 +249,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         # Combine always returns bf16 expert outputs (they are summed in higher precision).
         low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
         elems_rank = tokens_rank * fanout * model.hidden
-        ep_dom = _domains(etp * ep, ep, dom)
+        ep_dom = _domains(etp * ep, ep, dom, max_dom)
         # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
         # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
         # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
@@ -245,7 +280,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
         # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
         etp_buf = etp * tokens_rank * fanout * model.hidden * ACT_BYTES
-        etp_dom = _domains(etp, etp, dom)
+        etp_dom = _domains(etp, etp, dom, max_dom)
         if np.any(etp > 1):
             etp_pair = collective_time_s(system, "all_gather", etp_buf, etp, etp_dom) \
                 + collective_time_s(system, "reduce_scatter", etp_buf, etp, etp_dom)
@@ -257,6 +292,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         etp_total_mb = np.zeros(len(a))
     ep_window = compute_mb - overhead_s
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.overlap_efficiency), ep_total_mb)
+    # Overlapped dispatch/combine kernels hold SMs while compute runs beside them (kernels.py).
+    ep_exposed_mb = ep_exposed_mb + np.where(a.moe_a2a_overlap, kernels.dispatcher_sm_fraction(gpu)
+                                             * np.minimum(ep_total_mb, ep_window), 0.0)
     # The ETP gather/scatter sits in the dispatcher beside the all-to-all: hidden only when the
     # EP communication is overlapped with the other micro-batch (what is left of the window).
     etp_window = np.maximum(ep_window - ep_total_mb, 0.0)
@@ -266,7 +304,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer.
     if np.any(cp > 1):
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
-        cp_dom = _domains(tp * cp, cp, dom)
+        cp_dom = _domains(tp * cp, cp, dom, max_dom)
         one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
         cp_total_mb = np.where(cp > 1, layers_stage * 3.0 * (cp - 1) * one_pass, 0.0)
     else:
@@ -292,23 +330,22 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
     dense_group, expert_group = dp * cp, edp
-    dense_dom = _domains(world / pp, dense_group, dom)
-    expert_dom = _domains(world / pp, expert_group, dom)
+    dense_dom = _domains(world / pp, dense_group, dom, max_dom)
+    expert_dom = _domains(world / pp, expert_group, dom, max_dom)
     dist = a.distributed_optimizer
-    rs_window = compute_mb * 2.0 / 3.0
-    ag_window = compute_mb / 3.0
+    # Overlap windows: the gradients of a model chunk are final after its last micro-batch's
+    # backward; with VP chunks the earlier chunks finish during the cool-down, so their reduce-
+    # scatter also hides behind the later chunks' backwards: (vp-1)/vp of the up to pp-1 cool-down
+    # micro-batches (Megatron interleaved 1F1B, arXiv 2104.04473); the parameter all-gather mirrors
+    # it in the warm-up forwards. vp=1: one micro-batch's backward / forward.
+    extra = (vp - 1) / vp * np.minimum(n_mb, pp - 1)
+    rs_window = compute_mb * 2.0 / 3.0 * (1.0 + extra)
+    ag_window = compute_mb / 3.0 * (1.0 + extra)
 
     def dp_terms(local, group, domains):
-        active = group > 1
-        g = np.maximum(group, 1)
-        rs = np.where(dist, collective_time_s(system, "reduce_scatter", local * GRAD_BYTES, g, domains),
-                      collective_time_s(system, "all_reduce", local * GRAD_BYTES, g, domains))
-        ag = np.where(dist, collective_time_s(system, "all_gather", local * PARAM_BYTES, g, domains), 0.0)
-        rs, ag = np.where(active, rs, 0.0), np.where(active, ag, 0.0)
-        last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
-        rs_exp = np.where(a.dp_overlap, _hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
-        ag_exp = np.where(a.dp_overlap, _hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)
-        return rs, np.minimum(rs_exp, rs), ag, np.minimum(ag_exp, ag)
+        return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
+                         group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
+                         rs_window=rs_window, ag_window=ag_window)
 
     d_rs, d_rs_x, d_ag, d_ag_x = dp_terms(dense_local, dense_group, dense_dom)
     if model.is_moe:

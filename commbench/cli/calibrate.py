@@ -1,0 +1,120 @@
+"""`commbench calibrate`: fit the step model's efficiency terms to a user's own runs, or evaluate
+the model (shipped or a fitted file) on them. Predictions are PREDICTED; the runs' figures are
+what the user measured."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from commbench.cli.base import command, console
+from commbench.errors import CommbenchError
+
+RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recipe fields optional: recompute, "
+             "dispatcher, moe_a2a_overlap, cuda_graph, fp8_attention, fused_moe, ...; missing ones default to "
+             "selective recompute, TP/DP overlap on, EP overlap off, no CUDA graphs, flex dispatcher on NVL72), "
+             "Megatron-LM training logs or TorchTitan training logs")
+
+
+def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: int | None):
+    """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors)."""
+    from commbench.planner.published import check_row, published_runs
+    from commbench.planner.runlogs import read_runs
+    rows = []
+    for path in paths:
+        for i, row in enumerate(read_runs(path, model=model, gpu=system, num_gpus=gpus)):
+            check_row(row, f"{path} row {i + 1}")
+            rows.append(row)
+    if not rows:
+        raise CommbenchError("no runs in " + ", ".join(paths))
+    runs = published_runs(tuple(rows))
+    skipped = [r for r in runs if r.layout is None]
+    if skipped:
+        r = skipped[0]
+        raise CommbenchError(f"run {r.label} cannot be modelled: {r.skip_reason}")
+    return runs
+
+
+def evaluation_rows(runs, calibration) -> list[dict]:
+    """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured)."""
+    from commbench.planner.published import predict_runs
+    p = predict_runs(runs, calibration)
+    out = []
+    for j, r in enumerate(p.runs):
+        pred = float(p.predicted_tokens[j])
+        out.append(dict(r.row, predicted_tokens_per_s_per_gpu=pred,
+                        error_pct=(pred / float(p.published_tokens[j]) - 1.0) * 100.0, fits=bool(p.fits[j])))
+    return out
+
+
+def _table(rows: list[dict], title: str) -> Table:
+    t = Table(title=title)
+    for name, justify in (("run", "left"), ("layout", "left"), ("measured tok/s/GPU", "right"),
+                          ("predicted tok/s/GPU", "right"), ("error", "right")):
+        t.add_column(name, justify=justify)
+    for r in rows:
+        lay = f"tp{r['tp']} pp{r['pp']} vp{r.get('vp') or 1} ep{r.get('ep') or 1} cp{r.get('cp') or 1} mbs{r['mbs']} gbs{r['gbs']}"
+        t.add_row(f"{r['model']} {r['gpu']}x{r['num_gpus']} {r.get('precision') or '?'}", lay,
+                  f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['predicted_tokens_per_s_per_gpu']:,.0f}",
+                  f"{r['error_pct']:+.1f}%")
+    return t
+
+
+@command("calibrate", help="Fit the step model's efficiency terms to your own training runs (-o FILE, then "
+                           "--calibration FILE on plan/tune), or --evaluate the model on them: predicted vs "
+                           "measured tokens/s/GPU per run.")
+def calibrate(
+    runs: Annotated[list[str], typer.Argument(help=RUNS_HELP)],
+    out: Annotated[Optional[str], typer.Option("-o", "--out", help="write the fitted terms here (JSON)")] = None,
+    evaluate: Annotated[bool, typer.Option("--evaluate", help="only predict the runs and print the errors")] = False,
+    calibration: Annotated[Optional[str], typer.Option(help="terms from `commbench calibrate -o` (default: shipped)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="zoo model of the runs in training logs")] = None,
+    system: Annotated[Optional[str], typer.Option(help="system preset of the runs in training logs (e.g. gb300-nvl72)")] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="GPU count, where a TorchTitan log leaves it to auto")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON: a rows list, each the input row plus "
+                                          "predicted_tokens_per_s_per_gpu and error_pct")] = False,
+) -> None:
+    from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
+    if not evaluate and out is None:
+        raise CommbenchError("give -o FILE to write fitted terms, or --evaluate to only compare predictions")
+    start = load_calibration(calibration) if calibration else CALIBRATED
+    loaded = load_runs(runs, model=model, system=system, gpus=gpus)
+    if evaluate:
+        rows = evaluation_rows(loaded, start)
+        errors = np.abs([r["error_pct"] for r in rows])
+        if as_json:
+            console.print_json(json.dumps({"kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
+                                           "median_abs_error_pct": float(np.median(errors))}, default=float))
+            return
+        console.print(_table(rows, f"predicted (calibration: {calibration or 'shipped'}) vs measured"))
+        console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted)")
+        return
+    from commbench.planner.published import fit_calibration
+    with console.status(f"fitting {len(FITTED_TERMS)} terms to {len(loaded)} runs"):
+        fitted = fit_calibration(loaded, start=start)
+    before = np.abs([r["error_pct"] for r in evaluation_rows(loaded, start)])
+    rows = evaluation_rows(loaded, fitted)
+    after = np.abs([r["error_pct"] for r in rows])
+    data = calibration_json(fitted, fitted_on=sorted(set(runs)))
+    from pathlib import Path
+    try:
+        Path(out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CommbenchError(f"calibration file {out!r} cannot be written: {exc.strerror}") from None
+    if as_json:
+        console.print_json(json.dumps(dict(data, rows=rows), default=float))
+        return
+    t = Table(title=f"fitted terms ({len(loaded)} runs) -> {out}")
+    t.add_column("term")
+    t.add_column("shipped", justify="right")
+    t.add_column("fitted", justify="right")
+    for name in FITTED_TERMS:
+        t.add_row(name, f"{getattr(start, name):.4g}", f"{getattr(fitted, name):.4g}")
+    console.print(t)
+    console.print(_table(rows, "fitted: predicted vs measured"))
+    console.print(f"median |error| {float(np.median(before)):.1f}% before, {float(np.median(after)):.1f}% after "
+                  f"(in-sample; use it with --calibration {out})")

@@ -1,0 +1,63 @@
+"""Data-parallel gradient reduce-scatter (all-reduce without the distributed optimizer) and parameter
+all-gather per step, vectorised over layouts: the totals from the fabric cost model and what a
+compute window leaves exposed.
+
+- Across racks the cheaper of a flat ring and the two-stage (hierarchical) reduce-scatter
+  (commbench.costmodel.hierarchical_reduce_scatter_time_s: inside each rack, then across racks on
+  the 1/m shard; Jia et al., arXiv 1807.11205); the all-gather mirrors the reduce-scatter.
+- Exposed: the part the overlap window does not hide (`overlap_efficiency` of the window hides
+  traffic) plus the last bucket (Megatron DDP buckets of `dp_bucket_params` parameters), which
+  can only start once the last gradients exist.
+Distinct (size, group, domains, distributed optimizer) combinations are few among many layouts:
+each is priced once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
+PARAM_BYTES = 2    # bf16 parameter all-gather
+
+
+def hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarray:
+    """Exposed part of `total` overlapped with a compute `window` that hides `efficiency` of itself."""
+    return np.maximum(total - efficiency * np.minimum(total, window), 0.0)
+
+
+def _totals(system, coll, hier_rs, local, g, domains, dist_on):
+    """(gradient RS or AR, parameter AG) seconds for distinct rows."""
+    flat_rs = coll(system, "reduce_scatter", local * GRAD_BYTES, g, domains)
+    ag_flat = coll(system, "all_gather", local * PARAM_BYTES, g, domains)
+    per_dom = g // np.maximum(domains, 1)
+    two_stage = (domains > 1) & (g % np.maximum(domains, 1) == 0)
+    hier = np.full(len(g), np.inf)
+    if np.any(two_stage):
+        sel = np.flatnonzero(two_stage)
+        hier[sel] = hier_rs(system, (local * GRAD_BYTES)[sel], g[sel], per_dom[sel])
+    rs = np.minimum(flat_rs, hier)
+    ag = np.minimum(ag_flat, hier * PARAM_BYTES / GRAD_BYTES)
+    if np.any(~dist_on):
+        rs = np.where(dist_on, rs, coll(system, "all_reduce", local * GRAD_BYTES, g, domains))
+    return rs, np.where(dist_on, ag, 0.0)
+
+
+def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_overlap, rs_window, ag_window):
+    """(RS total, RS exposed, AG total, AG exposed) seconds per layout. `coll` and `hier_rs` are the
+    cost model's collective_time_s and hierarchical_reduce_scatter_time_s (or test stand-ins)."""
+    active = group > 1
+    g = np.maximum(group, 1)
+    loc, g_, dom_, dist_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist)
+    _, loc_code = np.unique(loc, return_inverse=True)
+    # one int64 key per row (a 1-D unique sorts fast; a row-wise unique over floats does not)
+    key = ((loc_code.ravel().astype(np.int64) * 65536 + g_.astype(np.int64)) * 4096
+           + dom_.astype(np.int64)) * 2 + dist_.astype(np.int64)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    u_rs, u_ag = _totals(system, coll, hier_rs, loc[first], g_[first].astype(float), dom_[first].astype(float),
+                         dist_[first])
+    rs, ag = np.where(active, u_rs[inverse], 0.0), np.where(active, u_ag[inverse], 0.0)
+    last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
+    rs_exp = np.where(dp_overlap, hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
+    ag_exp = np.where(dp_overlap, hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)
+    return rs, np.minimum(rs_exp, rs), ag, np.minimum(ag_exp, ag)

@@ -1,0 +1,74 @@
+"""Per-kernel physics of the step model: roofline, attention (tensor cores vs exp units), host
+launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vectorised over layouts.
+
+- Roofline: a kernel's time is the larger of its compute time and its memory time (Williams,
+  Waterman, Patterson, "Roofline", CACM 2009), not their sum. Real kernels do not overlap the two
+  perfectly near the ridge point, so the step model takes a smooth maximum (the p-norm,
+  p = ROOFLINE_P): equal to the max when one side dominates, 2^(1/p) x it when they are equal.
+- Attention core (flash attention): the two GEMMs run on the tensor cores, the softmax's
+  exponentials on the special-function units (MUFU.EX2); FlashAttention-3 (arXiv 2407.08608)
+  overlaps them, so the core takes the slower of the two. Exponentials per token per layer:
+  heads x the keys it attends (s/2 on average under a causal mask) once forward and once again
+  in the backward pass, which recomputes the probabilities. Blackwell Ultra doubles the exp rate
+  (hardware.toml sfu_texp_per_s).
+- Host time: each layer's kernels are launched from Python (layer_overhead_s per layer per
+  micro-batch, forward + backward); per-layer CUDA graphs (attention, router, MoE preprocess)
+  replay most of those launches (graph_layer_residual of it remains); a full-iteration graph
+  replays the whole step (no launch time). Dropless MoE also syncs the per-expert token counts to
+  the host before the grouped GEMM (moe_sync_s per MoE layer per micro-batch); full-iteration
+  graphs need the sync-free path, so they remove it.
+- Overlapped dispatcher: DeepEP/HybridEP kernels occupy SMs while they run; overlapped with
+  compute they slow it by the fraction of SMs they hold (DeepEP README: normal kernels on 24 SMs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ROOFLINE_P = 4.0
+DISPATCHER_SMS = 24  # deepseek-ai/DeepEP README (normal kernels, 24 SMs); HybridEP documents fewer
+EXPS_PER_SCORE = 2.0  # forward softmax + the backward's recomputation of the probabilities
+
+
+def smooth_max(a: np.ndarray, b: np.ndarray, p: float = ROOFLINE_P) -> np.ndarray:
+    """(a^p + b^p)^(1/p): max(a, b) <= it <= 2^(1/p) max(a, b); monotone in both."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    top = np.maximum(np.maximum(a, b), 1e-300)
+    return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
+
+
+def attention_exps_per_token(model, seq_len: int) -> float:
+    """Exponentials of the attention core per token over all layers (incl. MTP), forward + backward."""
+    layers = model.num_layers + model.num_mtp_layers
+    return layers * model.num_heads * (seq_len / 2.0) * EXPS_PER_SCORE
+
+
+def attention_time_s(tc_flops, exps, *, tc_rate_flops, sfu_rate_exps) -> np.ndarray:
+    """Attention core: the slower of tensor-core time and exp (SFU) time, smoothly."""
+    return smooth_max(tc_flops / tc_rate_flops, exps / sfu_rate_exps)
+
+
+def host_time_s(layers, moe_layers, cuda_graph, cal) -> np.ndarray:
+    """Launch + host-sync time per micro-batch (forward + backward) by CUDA-graph scope code
+    (0 none, 1 per-layer, 2 full iteration)."""
+    launch = np.where(cuda_graph == 0, 1.0, np.where(cuda_graph == 1, cal.graph_layer_residual, 0.0))
+    sync = np.where(cuda_graph == 2, 0.0, 1.0)
+    return layers * cal.layer_overhead_s * launch + moe_layers * cal.moe_sync_s * sync
+
+
+def _fact(gpu, name: str) -> float:
+    value = getattr(gpu, name, None)
+    if not value:
+        from commbench.errors import CommbenchError
+        raise CommbenchError(f"GPU {gpu.name!r} has no {name} in hardware.toml; the step model needs it")
+    return float(value)
+
+
+def sfu_rate_exps(gpu) -> float:
+    """Exponentials per second of the GPU's special-function units (hardware.toml sfu_texp_per_s)."""
+    return _fact(gpu, "sfu_texp_per_s") * 1e12
+
+
+def dispatcher_sm_fraction(gpu) -> float:
+    """Fraction of the GPU's SMs an overlapped DeepEP/HybridEP kernel holds."""
+    return DISPATCHER_SMS / _fact(gpu, "sms")

@@ -1,0 +1,180 @@
+"""Training runs a user measured, as rows shaped like commbench/data/calibration-runs.json.
+
+Three inputs (`read_runs` picks by content):
+- JSON: a list of rows like calibration-runs.json (model, gpu, num_gpus, precision, seq_len, gbs,
+  mbs, tp, pp, cp, vp, ep, etp, tokens_per_s_per_gpu); recipe fields (published.RECIPE_FIELDS)
+  optional, at top level or under "recipe"; missing ones take published.DEFAULT_FLAGS.
+- Megatron-LM log: the arguments block `_print_args` prints (`---- arguments ----`, lines
+  `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
+  `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
+  tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
+  logged iterations after the first (warm-up).
+- TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
+  line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU.
+The model and system of a log come from the command line (logs do not name a zoo model).
+A log missing what a prediction needs raises one line naming what is missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from statistics import median
+from typing import Any
+
+from commbench.errors import CommbenchError, read_user_file
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
+MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([0-9.]+)")
+MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+)")
+TITAN_STEP = re.compile(r"step:\s*(\d+).*?tps:\s*([0-9,]+).*?tflops:\s*([0-9,.]+).*?mfu:\s*([0-9.]+)%")
+
+
+def _value(text: str) -> Any:
+    text = text.strip()
+    if text in ("None", "none", ""):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def megatron_precision(args: dict[str, Any]) -> str:
+    if args.get("fp4"):
+        return "NVFP4"
+    if args.get("fp8"):
+        return "MXFP8" if str(args.get("fp8_recipe", "")).lower() == "mxfp8" else "FP8"
+    return "BF16"
+
+
+def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[str, Any]:
+    """One row from a Megatron-LM training log (see the module docstring)."""
+    args: dict[str, Any] = {}
+    inside = False
+    for line in text.splitlines():
+        line = ANSI.sub("", line)
+        if re.search(r"-+ arguments -+", line):
+            inside = True
+            continue
+        if re.search(r"-+ end of arguments -+", line):
+            inside = False
+            continue
+        match = MEGATRON_ARG.match(line) if inside else None
+        if match:
+            args[match.group(1)] = _value(match.group(2))
+    iters = [float(m.group(1)) for m in MEGATRON_ITER.finditer(text)]
+    tflops = [float(m.group(1)) for m in MEGATRON_TFLOPS.finditer(text)]
+    if not args:
+        raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
+                             "'---- end of arguments ----'); run with the default argument printing on")
+    need = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "micro_batch_size",
+            "global_batch_size", "seq_length")
+    missing = [k for k in need if args.get(k) is None]
+    if missing:
+        raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
+    if not iters:
+        raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
+    steady = iters[1:] if len(iters) > 1 else iters
+    world, gbs, seq = int(args["world_size"]), int(args["global_batch_size"]), int(args["seq_length"])
+    recompute = args.get("recompute_granularity") or "none"
+    modules = args.get("recompute_modules") or []
+    if recompute == "selective" and modules and "core_attn" not in modules:
+        recompute = next((m for m in ("mla_up_proj", "moe_act") if m in modules), "selective")
+    scope = args.get("cuda_graph_scope") or []
+    impl = str(args.get("cuda_graph_impl") or ("local" if args.get("enable_cuda_graph") else "none"))
+    graph = "full" if "full_iteration" in (scope if isinstance(scope, list) else [scope]) else \
+        ("layer" if impl in ("local", "transformer_engine") else "none")
+    row = {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": megatron_precision(args),
+           "seq_len": seq, "gbs": gbs, "mbs": int(args["micro_batch_size"]),
+           "tp": int(args["tensor_model_parallel_size"]), "pp": int(args["pipeline_model_parallel_size"]),
+           "cp": int(args.get("context_parallel_size") or 1),
+           "vp": int(args.get("virtual_pipeline_model_parallel_size") or 1),
+           "ep": int(args.get("expert_model_parallel_size") or 1),
+           "etp": int(args["expert_tensor_parallel_size"]) if args.get("expert_tensor_parallel_size") else None,
+           "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
+           "tflops_per_gpu": median(tflops[1:] or tflops) if tflops else None,
+           "notes": f"Megatron-LM log; {len(iters)} iterations", "release": "user",
+           "recipe": {"recompute": recompute,
+                      "dispatcher": "flex" if args.get("moe_token_dispatcher_type") == "flex" else "alltoall",
+                      "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
+                      "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
+                      "dp_overlap": bool(args.get("overlap_grad_reduce")),
+                      "sequence_parallel": bool(args.get("sequence_parallel")) or int(args["tensor_model_parallel_size"]) == 1,
+                      "distributed_optimizer": bool(args.get("use_distributed_optimizer")),
+                      "cuda_graph": graph,
+                      "fp8_attention": bool(args.get("fp8_dot_product_attention")),
+                      "fused_moe": bool(args.get("moe_permute_fusion")) and bool(args.get("moe_grouped_gemm"))}}
+    return row
+
+
+def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None) -> dict[str, Any]:
+    """One row from a TorchTitan training log (see the module docstring)."""
+    clean = ANSI.sub("", text)
+    config: dict[str, Any] | None = None
+    match = re.search(r"Running with args:\s*(\{.*\})\s*$", clean, re.MULTILINE)
+    if match:
+        try:
+            config = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError):
+            config = None
+    if not isinstance(config, dict):
+        raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
+                             "run with --job.print_args (print_config) on")
+    steps = [(int(m.group(1)), float(m.group(2).replace(",", ""))) for m in TITAN_STEP.finditer(clean)]
+    if not steps:
+        raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
+    par, training = config.get("parallelism", {}), config.get("training", {})
+    missing = [k for k in ("seq_len", "local_batch_size") if training.get(k) is None]
+    if missing:
+        raise CommbenchError(f"TorchTitan log {source!r}: the config lacks training.{', training.'.join(missing)}")
+    tp, pp = int(par.get("tensor_parallel_degree", 1)), int(par.get("pipeline_parallel_degree", 1))
+    cp, ep = int(par.get("context_parallel_degree", 1)), int(par.get("expert_parallel_degree", 1))
+    shard, rep = int(par.get("data_parallel_shard_degree", -1)), int(par.get("data_parallel_replicate_degree", 1))
+    if shard < 1:
+        if not num_gpus:
+            raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto); "
+                                 "give the GPU count with --gpus")
+        shard = num_gpus // (tp * pp * cp * rep)
+    dp = shard * rep
+    world = num_gpus or dp * tp * pp * cp
+    mbs = int(training["local_batch_size"])
+    gbs = int(training.get("global_batch_size") or -1)
+    if gbs < 1:
+        gbs = mbs * dp
+    steady = [t for s, t in steps[1:]] or [t for _, t in steps]
+    converters = " ".join(config.get("model", {}).get("converters", []) or [])
+    precision = "MXFP8" if "mx" in converters else ("FP8" if "float8" in converters else "BF16")
+    mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
+    return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
+            "seq_len": int(training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
+            "ep": ep, "etp": None, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
+            "notes": f"TorchTitan log; {len(steps)} steps", "release": "user",
+            "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
+                       "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
+
+
+def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None = None) -> list[dict[str, Any]]:
+    """Rows from one RUNS file: a JSON list, a Megatron-LM log or a TorchTitan log."""
+    text = read_user_file(path, "runs file", errors="replace")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CommbenchError(f"runs file {path!r}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        if not all(isinstance(r, dict) for r in rows):
+            raise CommbenchError(f"runs file {path!r}: a JSON list of objects shaped like calibration-runs.json")
+        return rows
+    kind = ("megatron" if re.search(r"-+ arguments -+|elapsed time per iteration", text)
+            else "torchtitan" if re.search(r"tps:|Running with args", text) else None)
+    if kind is None:
+        raise CommbenchError(f"runs file {path!r}: neither a JSON list of runs, a Megatron-LM log "
+                             "(arguments block + 'elapsed time per iteration') nor a TorchTitan log ('tps:')")
+    if not model or not gpu:
+        raise CommbenchError(f"runs file {path!r} is a {kind} log: give --model and --system for it")
+    if kind == "megatron":
+        return [parse_megatron_log(text, source=path, model=model, gpu=gpu)]
+    return [parse_torchtitan_log(text, source=path, model=model, gpu=gpu, num_gpus=num_gpus)]

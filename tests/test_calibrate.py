@@ -1,0 +1,133 @@
+"""`commbench calibrate`: log parsers on real-format excerpts, fit / evaluate, one scoring path, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.errors import CommbenchError
+from commbench.planner.published import fit_weights, published_runs
+from commbench.planner.runlogs import parse_megatron_log, parse_torchtitan_log, read_runs
+
+DATA = Path(__file__).parent / "data"
+MEGATRON = DATA / "megatron_deepseek_v3_gb300.log"
+TITAN = DATA / "torchtitan_qwen3_30b_b200.log"
+RECORD = dict(tp=1, pp=2, vp=8, ep=32, etp=1, cp=1, mbs=1, gbs=4096)
+
+
+def test_megatron_log_parses_arguments_and_iterations():
+    row = parse_megatron_log(MEGATRON.read_text(), source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    assert {k: row[k] for k in RECORD} == RECORD and row["num_gpus"] == 256 and row["precision"] == "MXFP8"
+    # median of iterations 2..5 (the first is warm-up): 10407.2 ms -> 4096 x 4096 / (10.4072 s x 256 GPUs)
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.4072 * 256), rel=1e-9)
+    assert row["tflops_per_gpu"] == pytest.approx(np.median([1648.0 * 10402.9 / t for t in
+                                                             (10433.1, 10398.7, 10411.5, 10402.9)]), abs=0.1)
+    rec = row["recipe"]
+    assert rec["cuda_graph"] == "full" and rec["moe_a2a_overlap"] and rec["fp8_attention"] and rec["fused_moe"]
+    assert rec["dispatcher"] == "flex" and rec["recompute"] == "none"
+
+
+def test_torchtitan_log_parses_config_and_tps():
+    row = parse_torchtitan_log(TITAN.read_text(), source="t.log", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    assert row["ep"] == 8 and row["mbs"] == 4 and row["gbs"] == 512 and row["seq_len"] == 4096
+    assert row["precision"] == "MXFP8" and row["num_gpus"] == 8
+    assert row["tokens_per_s_per_gpu"] == 24420.0   # median of steps 2..4 (24,311 24,506 24,420)
+
+
+@pytest.mark.parametrize("name,needle", [("megatron_no_iterations.log", "no 'elapsed time per iteration (ms)' lines"),
+                                         ("torchtitan_no_config.log", "no config dict")])
+def test_partial_logs_name_what_is_missing(name, needle):
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(DATA / name), "--model", "deepseek-v3",
+                                      "--system", "gb300-nvl72", "--gpus", "8"])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_log_without_model_and_json_without_field_are_one_line(tmp_path):
+    with pytest.raises(CommbenchError, match="give --model and --system"):
+        read_runs(str(MEGATRON), model=None, gpu=None)
+    bad = tmp_path / "runs.json"
+    bad.write_text(json.dumps([{"model": "deepseek-v3", "gpu": "gb300-nvl72", "num_gpus": 256, "seq_len": 4096,
+                                "gbs": 4096, "mbs": 1, "tp": 1, "pp": 2}]))
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(bad)])
+    assert result.exit_code == 2 and "'tokens_per_s_per_gpu' is missing" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_one_scoring_path_plan_search_and_evaluate(tmp_path):
+    """The same layout and flags give the same number through plan --layout, the search listing
+    and calibrate --evaluate."""
+    flags = dict(recompute="mla_up_proj", dispatcher="flex", moe_a2a_overlap=True, cuda_graph="full",
+                 fp8_attention=True, fused_moe=True, tp_comm_overlap=False, dp_overlap=True,
+                 sequence_parallel=True, distributed_optimizer=True)
+    layout = ",".join(f"{k}={v}" for k, v in {**RECORD, **flags}.items())
+    common = ["--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8"]
+    plan = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--json"])
+    assert plan.exit_code == 0, plan.output
+    planned = json.loads(plan.output)["breakdown"]["tokens_per_s_per_gpu"]
+    listing = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--gbs", "4096", "--json", "--top", "1"])
+    assert listing.exit_code == 0, listing.output
+    listed = json.loads(listing.output)
+    searched = listed["top"][0]["tokens_per_s_per_gpu"]
+    assert listed["predicted"]["tokens_per_s_per_gpu"] == searched
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8",
+                                     seq_len=4096, tokens_per_s_per_gpu=6300.0, **RECORD, recipe=flags)]))
+    ev = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs), "--json"])
+    assert ev.exit_code == 0, ev.output
+    evaluated = json.loads(ev.output)["rows"][0]
+    assert evaluated["tokens_per_s_per_gpu"] == 6300.0           # the input row, as given
+    assert evaluated["predicted_tokens_per_s_per_gpu"] == pytest.approx(planned, rel=1e-9)
+    assert searched == pytest.approx(planned, rel=1e-9)
+
+
+def test_calibrate_fits_and_plan_takes_the_file(tmp_path):
+    out = tmp_path / "cal.json"
+    fit = CliRunner().invoke(app, ["calibrate", str(MEGATRON), "--model", "deepseek-v3", "--system", "gb300-nvl72",
+                                   "-o", str(out)])
+    assert fit.exit_code == 0, fit.output
+    data = json.loads(out.read_text())
+    assert data["kind"] == "commbench-calibration" and "grouped_gemm_efficiency" in data["terms"]
+    before = CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), "--model", "deepseek-v3",
+                                      "--system", "gb300-nvl72", "--json"])
+    after = CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), "--model", "deepseek-v3",
+                                     "--system", "gb300-nvl72", "--json", "--calibration", str(out)])
+    err_before = abs(json.loads(before.output)["rows"][0]["error_pct"])
+    err_after = abs(json.loads(after.output)["rows"][0]["error_pct"])
+    assert err_after <= err_before and err_after < 5.0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"warp_speed": 2}}))
+    plan = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
+                                    "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096", "--calibration", str(bad)])
+    assert plan.exit_code == 2 and "warp_speed" in plan.output
+
+
+def test_fit_weights_collapse_duplicates_and_balance_groups():
+    runs = [r for r in published_runs() if r.layout is not None]
+    w = fit_weights(runs)
+    groups: dict = {}
+    for r, wi in zip(runs, w):
+        groups.setdefault((r.model.name.split("-")[0].split(".")[0], r.preset), []).append(wi)
+    assert all(sum(v) == pytest.approx(1.0) for v in groups.values())
+    # Llama3-70B on H100x64 FP8 TP4 PP8 VP5 gbs256 appears in 26.02.01 and 26.02: the two share one unit
+    dup = [wi for r, wi in zip(runs, w) if r.row["model"] == "Llama3-70B" and r.row["gpu"] == "H100" and r.layout.gbs == 256]
+    assert len(dup) == 2 and dup[0] == pytest.approx(dup[1])
+
+
+def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(tmp_path):
+    row = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "precision": "MXFP8", "seq_len": 4096,
+           "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "ep": 8, "tokens_per_s_per_gpu": 26695}
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row]))
+    ok = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs), "--json"])
+    assert ok.exit_code == 0, ok.output
+    out = json.loads(ok.output)["rows"][0]
+    assert out["predicted_tokens_per_s_per_gpu"] > 0 and out["tokens_per_s_per_gpu"] == 26695
+    runs.write_text(json.dumps([dict(row, cuda_graph="sometimes")]))
+    bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
+    assert bad.exit_code == 2 and "cuda_graph" in bad.output and "none, layer, full" in bad.output

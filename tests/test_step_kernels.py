@@ -1,0 +1,161 @@
+"""Step model v2 terms by hand: roofline, attention vs exp units, host time by CUDA-graph scope,
+overlapped dispatcher SMs, recompute modules, fused MoE traffic, graph memory; monotonicity."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.data.reference import gpu_spec
+from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner import kernels, memory
+
+
+def test_smooth_max_is_a_soft_roofline():
+    a, b = np.array([1.0, 1.0, 0.0]), np.array([0.0, 1.0, 3.0])
+    out = kernels.smooth_max(a, b)
+    assert out.tolist() == pytest.approx([1.0, 2 ** 0.25, 3.0])
+    assert np.all(out >= np.maximum(a, b)) and np.all(out < a + b + 1e-12)
+
+
+def test_attention_exps_and_sfu_bound_by_hand():
+    m = load_model("deepseek-v3")
+    exps = kernels.attention_exps_per_token(m, 4096)
+    assert exps == (61 + 1) * 128 * 2048 * 2
+    # all on exp units: tensor-core time negligible -> time = exps / rate
+    t = kernels.attention_time_s(np.array([0.0]), np.array([exps]), tc_rate_flops=1e18, sfu_rate_exps=5e12)
+    assert t[0] == pytest.approx(exps / 5e12)
+    # Blackwell Ultra's doubled exp rate halves an exp-bound attention core
+    t2 = kernels.attention_time_s(np.array([0.0]), np.array([exps]), tc_rate_flops=1e18,
+                                  sfu_rate_exps=gpu_spec("gb300").sfu_texp_per_s * 1e12)
+    assert t2[0] == pytest.approx(t[0] * 5.0 / 10.7)
+
+
+def test_host_time_by_cuda_graph_scope_by_hand():
+    cal = Calibration(layer_overhead_s=1e-4, moe_sync_s=3e-4, graph_layer_residual=0.25)
+    graph = np.array([0, 1, 2])
+    t = kernels.host_time_s(10.0, 4.0, graph, cal)
+    assert t.tolist() == pytest.approx([10 * 1e-4 + 4 * 3e-4, 10 * 1e-4 * 0.25 + 4 * 3e-4, 0.0])
+
+
+def test_dispatcher_sm_fraction_and_overlap_cost():
+    assert kernels.dispatcher_sm_fraction(gpu_spec("gb300")) == pytest.approx(24 / 160)
+    m = load_model("deepseek-v3")
+    fabric = load_preset("gb200-nvl72", num_gpus=256)
+    base = Layout(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, precision="mxfp8", dispatcher="flex")
+    on = dataclasses.replace(base, moe_a2a_overlap=True)
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([base, on]))
+    assert bd.ep_total_s[0] == pytest.approx(bd.ep_total_s[1])
+    # overlap hides part of the all-to-all but charges the SMs it holds while compute runs beside it
+    window = bd.compute_s[1] - bd.overhead_s[1]
+    frac = kernels.dispatcher_sm_fraction(fabric.gpu)
+    cal = Calibration()
+    hidden = np.maximum(bd.ep_total_s[1] - cal.overlap_efficiency * np.minimum(bd.ep_total_s[1], window), 0.0)
+    assert bd.ep_exposed_s[1] == pytest.approx(hidden + frac * min(bd.ep_total_s[1], window), rel=1e-9)
+    assert bd.ep_exposed_s[1] < bd.ep_exposed_s[0] == bd.ep_total_s[0]
+
+
+def test_recompute_modules_cost_and_memory_ordering():
+    m = load_model("deepseek-v3")
+    fabric = load_preset("gb200-nvl72", num_gpus=256)
+    lays = [Layout(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, precision="mxfp8", recompute=r)
+            for r in ("none", "mla_up_proj", "moe_act", "selective", "full")]
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts(lays))
+    rec, act = bd.recompute_s, bd.mem_activations_bytes
+    assert rec[0] == 0 < rec[1] and 0 < rec[2] and rec[1] < rec[4] and rec[3] < rec[4]
+    assert act[0] > act[1] > act[3] > act[4] and act[0] > act[2]
+
+
+def test_fused_moe_removes_permute_and_activation_traffic_by_hand():
+    m = load_model("qwen3-30b-a3b")
+    arr = LayoutArrays.from_layouts([Layout(tp=1, dp=8, ep=8, mbs=1, gbs=8, precision="mxfp8"),
+                                     Layout(tp=1, dp=8, ep=8, mbs=1, gbs=8, precision="mxfp8", fused_moe=True)])
+    one, tp, cp, pp = np.ones(2, int), np.ones(2, int), np.ones(2, int), np.ones(2, int)
+    b = memory.elementwise_bytes_per_microbatch(m, arr, tp, cp, pp, one.astype(bool), np.full(2, 4096.0))
+    h, k, ffn = m.hidden, m.top_k, m.expert_ffn
+    saved_per_token = k * (4 * h + m.glu_factor * ffn + 1.5 * ffn)     # permutes, activation, FFN-side cast
+    n_moe = m.num_moe_layers + m.num_mtp_layers
+    assert b[0] - b[1] == pytest.approx(3.0 * 4096 * saved_per_token * n_moe * 2, rel=1e-9)
+
+
+def test_graph_memory_and_usable_hbm():
+    m = load_model("deepseek-v3")
+    fabric = load_preset("gb300-nvl72", num_gpus=256)
+    lays = [Layout(tp=1, pp=2, vp=8, ep=32, etp=1, dp=128, mbs=1, gbs=4096, precision="mxfp8", cuda_graph=g)
+            for g in ("none", "layer", "full")]
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts(lays))
+    cal = Calibration()
+    assert bd.mem_reserve_bytes[1] - bd.mem_reserve_bytes[0] == pytest.approx(cal.graph_layer_bytes)
+    assert bd.mem_reserve_bytes[2] - bd.mem_reserve_bytes[0] == pytest.approx(
+        cal.graph_full_fraction * bd.mem_activations_bytes[2])
+    assert bd.mem_capacity_bytes[0] == 279e9                      # GB300: usable, not the 288 GB installed
+    assert bd.overhead_s[2] == 0 < bd.overhead_s[1] < bd.overhead_s[0]
+
+
+def _scaled_gpu(gpu, factor):
+    return dataclasses.replace(gpu, bf16_tflops=gpu.bf16_tflops * factor, fp8_tflops=gpu.fp8_tflops * factor,
+                               fp4_tflops=(gpu.fp4_tflops or 0) * factor or None, hbm_tbps=gpu.hbm_tbps * factor,
+                               sfu_texp_per_s=gpu.sfu_texp_per_s * factor)
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "qwen3-30b-a3b", "llama3.1-70b"])
+def test_faster_gpu_or_more_bandwidth_is_never_slower(model, monkeypatch):
+    m = load_model(model)
+    rng = np.random.default_rng(3)
+    n = 300
+    tp, pp = rng.choice([1, 2], n), rng.choice([1, 2, 4], n)
+    moe = m.is_moe
+    arr = LayoutArrays.from_columns(tp=tp, pp=pp, dp=64 // (tp * pp), ep=rng.choice([8, 16], n) if moe else 1, etp=1,
+                                    vp=1, mbs=1, gbs=512, precision="mxfp8",
+                                    recompute=rng.choice(["none", "selective", "full"], n),
+                                    cuda_graph=rng.choice(["none", "layer", "full"], n),
+                                    moe_a2a_overlap=(rng.random(n) < .5) & moe, fused_moe=rng.random(n) < .5)
+    base = load_preset("gb200-nvl72", num_gpus=64)
+    slow = evaluate_layouts(m, base, arr)
+    ok = slow.valid
+    assert ok.sum() > 50
+    fast = evaluate_layouts(m, _Proxy(base, _scaled_gpu(base.gpu, 1.5)), arr)
+    assert np.all(fast.step_s[ok] <= slow.step_s[ok] * (1 + 1e-12))
+    # twice the bandwidth (and half the latency) everywhere: every collective takes half the time
+    from commbench.planner import step as step_module
+    coll, a2a = step_module._costmodel()
+    hier = step_module._hierarchical()
+    monkeypatch.setattr(step_module, "_costmodel", lambda: (lambda *a, **k: 0.5 * coll(*a, **k),
+                                                            lambda *a, **k: 0.5 * a2a(*a, **k)))
+    monkeypatch.setattr(step_module, "_hierarchical", lambda: (lambda *a, **k: 0.5 * hier(*a, **k)))
+    more_bw = evaluate_layouts(m, base, arr)
+    assert np.all(more_bw.step_s[ok] <= slow.step_s[ok] * (1 + 1e-12))
+    assert np.any(more_bw.step_s[ok] < slow.step_s[ok])
+
+
+class _Proxy:
+    """The same fabric with another GPU datasheet."""
+
+    def __init__(self, fabric, gpu):
+        self._fabric, self.gpu = fabric, gpu
+
+    def __getattr__(self, name):
+        return getattr(self._fabric, name)
+
+
+
+def test_expert_load_imbalance_and_capacity_padding_by_hand():
+    m = load_model("deepseek-v3")
+    fabric = load_preset("gb200-nvl72", num_gpus=256)
+    base = dict(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, precision="mxfp8")
+    arr = LayoutArrays.from_layouts([Layout(cuda_graph="layer", **base), Layout(cuda_graph="full", **base)])
+    cal = Calibration(gemm_traffic_factor=0.0)      # compute only: expert GEMM time is linear in its tokens
+    even = evaluate_layouts(m, fabric, arr, calibration=cal)
+    skew = evaluate_layouts(m, fabric, arr, calibration=cal, moe_imbalance=1.2)
+    padded = evaluate_layouts(m, fabric, arr, calibration=cal, moe_imbalance=1.2, moe_capacity_factor=1.5)
+    from commbench.planner import flops_breakdown
+    fl = flops_breakdown(m)
+    routed_share = fl.routed_experts / cal.grouped_gemm_efficiency / (
+        fl.routed_experts / cal.grouped_gemm_efficiency + (fl.gemm - fl.routed_experts) / cal.gemm_efficiency_blackwell)
+    # busiest rank: 1.2x the expert GEMMs (dropless); with full graphs padded to capacity 1.5x
+    assert skew.gemm_s[0] / even.gemm_s[0] == pytest.approx(1 + 0.2 * routed_share, rel=1e-9)
+    assert padded.gemm_s[1] / even.gemm_s[1] == pytest.approx(1 + 0.5 * routed_share, rel=1e-9)
+    assert padded.gemm_s[0] == pytest.approx(skew.gemm_s[0])   # no padding without full-iteration graphs
