@@ -4,7 +4,9 @@
 
 Random sizes (8 B .. 16 GiB), group sizes and domain counts on a 256-GPU GB300 NVL72 preset; the
 best of ten calls is reported (wall and CPU time), per collective, plus the MoE all-to-all and a fitted fabric
-(piecewise curves at several group sizes, the slower lookup path).
+(piecewise curves at several group sizes, the slower lookup path). All-reduce, reduce-scatter,
+all-gather and broadcast go through NCCL's algorithm x protocol structure (costmodel/nccl_eval.py:
+terms once per distinct group, only the pairs fastest at a size bin's edges evaluated per query).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 For each point, one `measure_point` makes the record (size, imbalance; data checked; "record µs" is its
 dispatch median), then paired samples alternate between (a) one iteration of the harness's timed loop
-(`time_iterations`) on the prepared, filled moe_all_to_all point (count exchange, dispatch, combine; we
-read the dispatch stage) and (b) one iteration of
+(`time_stages`: each stage behind a world barrier) on the prepared, filled moe_all_to_all point (count
+exchange, dispatch, combine; we read the dispatch stage) and (b) one iteration of
 `dist.all_to_all_single(out, inp, out_splits, in_splits)` on tensors of the same dtype and split sizes
 (recomputed here from the same routing), each call timed by the host clock; the bare loop also runs the
 untimed count exchange before and the combine after each dispatch, so both dispatches start from the
@@ -86,7 +86,7 @@ def rank_main(rank: int, world: int, port: int, args, queue) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     from collectives import REGISTRY
     from commbench.comm.torch_backend import TorchBackend
-    from commbench.measure.harness import LoopOptions, check_point, measure_point, time_iterations, run_once
+    from commbench.measure.harness import LoopOptions, check_point, measure_point, ready_stages, run_once, time_stages
 
     backend = TorchBackend("gloo", rank=rank, world_size=world, local_rank=rank, timeout_s=300)
     moe = REGISTRY["moe_all_to_all"]
@@ -103,12 +103,13 @@ def rank_main(rank: int, world: int, port: int, args, queue) -> None:
         assert check_point(backend, prepared) == 0
         dispatch_column = [name for name, _ in prepared.stages].index("dispatch")
         layer = bare_layer(backend, spec)
+        stages = ready_stages(backend, prepared, warmup_iters=0)
         for _ in range(3):
             run_once(prepared), bare_once_us(layer)
         ours, theirs = [], []
         for index in range(args.samples):
             def harness_once() -> float:
-                return float(time_iterations(backend, prepared, 1, warmup_iters=0)[0, dispatch_column])
+                return float(time_stages(backend, stages, 1)[0, dispatch_column])
 
             if index % 2:
                 theirs.append(bare_once_us(layer))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
 
 
 class AllGather(ChunkedCollective):
@@ -17,14 +17,14 @@ class AllGather(ChunkedCollective):
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank
         count = self.count_for(spec.size_bytes, spec.dtype.itemsize, n)[0]
-        modulus = pattern_modulus(spec.dtype, n, reduces=False)
-        expected = np.concatenate([pattern(r, r * count, count, modulus) for r in range(n)])
+        modulus, seed = pattern_modulus(spec.dtype), spec.seed
+        expected = np.concatenate([pattern(r, r * count, count, modulus, seed) for r in range(n)])
         out = backend.empty(count * n, spec.dtype)
         inp = out[rank * count:(rank + 1) * count] if spec.in_place else backend.empty(count, spec.dtype)
 
         def fill() -> None:
-            backend.write(out, np.zeros(count * n))
-            backend.write(inp, pattern(rank, rank * count, count, modulus))
+            backend.write(out, np.full(count * n, POISON))
+            backend.write(inp, pattern(rank, rank * count, count, modulus, seed))
 
         return PreparedPoint(
             size_bytes=count * n * spec.dtype.itemsize, count=count, busbw_factor=self.busbw_factor(n),

@@ -19,7 +19,7 @@ class AllReduce(WholeBufferCollective):
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)
-        inputs, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, comm.size, 0, count)
+        inputs, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, comm.size, 0, count, spec.seed)
         buf = backend.empty(count, spec.dtype)
 
         return PreparedPoint(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, pattern_modulus
+from collectives.base import POISON, PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, pattern_modulus
 
 
 class Broadcast(WholeBufferCollective):
@@ -21,12 +21,12 @@ class Broadcast(WholeBufferCollective):
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)
         root = spec.root % comm.size
-        expected = pattern(root, 0, count, pattern_modulus(spec.dtype, comm.size, reduces=False))
+        expected = pattern(root, 0, count, pattern_modulus(spec.dtype), spec.seed)
         buf = backend.empty(count, spec.dtype)
         return PreparedPoint(
             size_bytes=size_bytes, count=count, busbw_factor=1.0,
             stages=[("broadcast", lambda: comm.broadcast(buf, root))],
-            fill=lambda: backend.write(buf, expected if comm.rank == root else np.zeros(count)),
+            fill=lambda: backend.write(buf, expected if comm.rank == root else np.full(count, POISON)),
             check=lambda: count_wrong(backend.download(buf), expected, spec.dtype),
             params={"root": root},
         )

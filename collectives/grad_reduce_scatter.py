@@ -35,13 +35,18 @@ import weakref
 
 import numpy as np
 
-from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
+from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
 from commbench.errors import CommbenchError, invalid
 from commbench.comm.topology import Topology
 
 ALGORITHMS = ("flat", "hierarchical", "hierarchical-allreduce")
 RS_IMPLS = ("auto", "native", "pairwise", "duplex")
 _INT64_NAME = "int64"
+
+
+# Backends whose buffers the workload can sum on the device (Backend.accumulate); elsewhere pairwise
+# and duplex would sum on the host inside the timed stage, so they are refused.
+_DEVICE_ACCUMULATE = ("gloo", "nccl")
 
 
 def resolve_impl(rs_impl: str, backend_name: str) -> str:
@@ -51,6 +56,9 @@ def resolve_impl(rs_impl: str, backend_name: str) -> str:
         return "duplex" if backend_name == "gloo" else "native"
     if rs_impl == "duplex" and backend_name not in ("gloo", "nccl"):
         raise invalid("rs_impl", rs_impl, "duplex needs torch.distributed point-to-point (gloo or nccl)")
+    if rs_impl in ("pairwise", "duplex") and backend_name not in _DEVICE_ACCUMULATE:
+        raise invalid("--rs-impl", rs_impl, f"{backend_name} has no device-side sum of received chunks (it would "
+                      "run on the host inside the timed stage): use native or auto")
     return rs_impl
 
 
@@ -114,6 +122,9 @@ class GradReduceScatter(ChunkedCollective):
     default_sizes_bytes = tuple(1 << p for p in range(24, 32))  # 16 MiB .. 2 GiB, typical DP buckets
     param_names = ("algorithm", "rs_impl")
 
+    def check_params(self, params: dict, backend_name: str) -> None:
+        resolve_impl(params.get("rs_impl", "auto"), backend_name)
+
     def __init__(self) -> None:
         self._comms: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -173,18 +184,23 @@ class GradReduceScatter(ChunkedCollective):
         size_bytes, itemsize = n * c * dtype.itemsize, dtype.itemsize
 
         inp = backend.empty(n * c, dtype)
-        inputs, _, _ = reduction_data("sum", dtype, comm.rank, n, 0, n * c)
+        inputs, _, _ = reduction_data("sum", dtype, comm.rank, n, 0, n * c, spec.seed)
+        outputs = []  # every buffer a stage writes (never `inp`): poisoned before the checked run
+
+        def new_buffer(count):
+            outputs.append((backend.empty(count, dtype), count))
+            return outputs[-1][0]
 
         def reduce_scatter(group, src, num_out):
             """(stage callable, output buffer) for a reduce-scatter of src over group."""
             if group.size == 1:
                 return None, src
             if impl == "native":
-                out = backend.empty(num_out, dtype)
+                out = new_buffer(num_out)
                 return (lambda: group.reduce_scatter(out, src, "sum")), out
-            recv = backend.empty(num_out * group.size, dtype)
+            recv = new_buffer(num_out * group.size)
             parts = [recv[j * num_out:(j + 1) * num_out] for j in range(group.size)]
-            accumulate = getattr(backend, "accumulate", None) or _host_accumulate(backend)
+            accumulate = backend.accumulate  # resolve_impl refused backends without a device-side sum
             if impl == "duplex":
                 return _duplex_reduce_scatter(group, self._reverse_comm(group, backend), src, parts, accumulate)
             acc = parts[0]
@@ -213,13 +229,13 @@ class GradReduceScatter(ChunkedCollective):
             else:
                 stages.append(("cross_rack_allreduce", (lambda: cross_comm.all_reduce(mid, "sum"))
                                if num_racks > 1 else None, "ar", block_bytes, num_racks, 1, num_racks))
-                out = backend.empty(n * c, dtype) if per_rack > 1 else mid
+                out = new_buffer(n * c) if per_rack > 1 else mid
                 stages.append(("rack_allgather", (lambda: rack_comm.all_gather(out, mid)) if per_rack > 1 else None,
                                "ag", size_bytes, per_rack, per_rack, 0))
 
         shard = owned_shard(algorithm, rack_pos, local_index, num_racks, comm.rank)
         start, num = (0, n * c) if shard is None else (shard * c, c)
-        _, expected, rel_tol = reduction_data("sum", dtype, comm.rank, n, start, num)
+        _, expected, rel_tol = reduction_data("sum", dtype, comm.rank, n, start, num, spec.seed)
         run_stages = [(name, fn) for name, fn, *_ in stages if fn is not None]
         if not run_stages:  # a group of one rank: nothing to send
             run_stages = [("local", backend.synchronize)]
@@ -235,9 +251,14 @@ class GradReduceScatter(ChunkedCollective):
             algbw = {s: stage_sizes[s] / (t * 1e-6) / 1e9 for s, t in stage_us.items() if s in stage_sizes and t > 0}
             return {"stage_algbw_gbps": algbw, "stage_busbw_gbps": {s: bw * busbw_factors[s] for s, bw in algbw.items()}}
 
+        def fill() -> None:
+            for buf, count in outputs:
+                backend.write(buf, np.full(count, POISON))
+            backend.write(inp, inputs)
+
         prepared = PreparedPoint(
             size_bytes=size_bytes, count=num, busbw_factor=2 * (n - 1) / n if shard is None else (n - 1) / n,
-            stages=run_stages, fill=lambda: backend.write(inp, inputs),
+            stages=run_stages, fill=fill,
             check=lambda: count_wrong(backend.download(out), expected, dtype, rel_tol),
             params={"algorithm": algorithm, "rs_impl": impl},
             metrics={"num_racks_in_group": num_racks, "ranks_per_rack_in_group": per_rack,
@@ -249,13 +270,6 @@ class GradReduceScatter(ChunkedCollective):
         )
         return prepared, out, shard
 
-
-
-def _host_accumulate(backend):
-    """dst += src through host memory, for backends without an `accumulate` hook."""
-    def accumulate(dst, src):
-        backend.write(dst, backend.download(dst) + backend.download(src))
-    return accumulate
 
 
 def _duplex_reduce_scatter(low_to_high, high_to_low, src, parts, accumulate):

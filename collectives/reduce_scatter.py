@@ -7,7 +7,9 @@ of the input buffer.
 
 from __future__ import annotations
 
-from collectives.base import ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
+import numpy as np
+
+from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
 
 
 class ReduceScatter(ChunkedCollective):
@@ -16,13 +18,19 @@ class ReduceScatter(ChunkedCollective):
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, count = comm.size, self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)[0]
-        inputs, _, _ = reduction_data(spec.op, spec.dtype, comm.rank, n, 0, count * n)
-        _, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, n, comm.rank * count, count)
+        inputs, _, _ = reduction_data(spec.op, spec.dtype, comm.rank, n, 0, count * n, spec.seed)
+        _, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, n, comm.rank * count, count, spec.seed)
         inp = backend.empty(count * n, spec.dtype)
         out = inp[comm.rank * count:(comm.rank + 1) * count] if spec.in_place else backend.empty(count, spec.dtype)
+
+        def fill() -> None:
+            if not spec.in_place:
+                backend.write(out, np.full(count, POISON))  # the in-place output is the input's chunk
+            backend.write(inp, inputs)
+
         return PreparedPoint(
             size_bytes=count * n * spec.dtype.itemsize, count=count, busbw_factor=self.busbw_factor(n),
             stages=[("reduce_scatter", lambda: comm.reduce_scatter(out, inp, spec.op))],
-            fill=lambda: backend.write(inp, inputs),
+            fill=fill,
             check=lambda: count_wrong(backend.download(out), expected, spec.dtype, rel_tol),
         )

@@ -6,7 +6,9 @@ busbw = algbw (factor 1, nccl-tests docs/PERFORMANCE.md). size = bytes each rank
 
 from __future__ import annotations
 
-from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, pattern_modulus
+import numpy as np
+
+from collectives.base import POISON, PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, pattern_modulus
 
 
 class SendRecv(WholeBufferCollective):
@@ -22,13 +24,14 @@ class SendRecv(WholeBufferCollective):
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, n)
-        modulus = pattern_modulus(spec.dtype, n, reduces=False)
+        modulus = pattern_modulus(spec.dtype)
         send, recv = backend.empty(count, spec.dtype), backend.empty(count, spec.dtype)
         dst, src = (rank + 1) % n, (rank - 1) % n
-        expected = pattern(src, 0, count, modulus)
+        expected = pattern(src, 0, count, modulus, spec.seed)
         return PreparedPoint(
             size_bytes=size_bytes, count=count, busbw_factor=1.0,
             stages=[("sendrecv", lambda: comm.send_recv(send, dst, recv, src))],
-            fill=lambda: backend.write(send, pattern(rank, 0, count, modulus)),
+            fill=lambda: (backend.write(recv, np.full(count, POISON)),
+                          backend.write(send, pattern(rank, 0, count, modulus, spec.seed))),
             check=lambda: count_wrong(backend.download(recv), expected, spec.dtype),
         )

@@ -36,7 +36,11 @@ def test_bench_two_local_ranks_writes_header_and_one_record_per_size(tmp_path):
     assert sizes == [8, 64, 512, 4096, 32768]
     for rec in records[1:]:
         assert rec["num_wrong"] == 0 and rec["status"] == "ok"
-        assert rec["time_us_min"] <= rec["time_us_median"] <= rec["time_us_p99"]
+        assert rec["time_us_min"] <= rec["time_us_median"] <= rec["time_us_max"]
+        assert rec["time_us_p99"] is None  # 5 iterations: a p99 would be the max
+        assert len(rec["iter_times_us"]) == 5 and max(rec["iter_times_us"]) == pytest.approx(rec["time_us_max"], abs=1e-3)
+        loop = rec["loop_time_us"]
+        assert set(loop) == {"avg", "rank0", "min", "max"} and loop["min"] <= loop["avg"] <= loop["max"]
         assert rec["algbw_gbps"] == pytest.approx(rec["size_bytes"] / rec["time_us_median"] / 1e3)
         assert rec["busbw_gbps"] == pytest.approx(rec["algbw_gbps"] * 2 * 1 / 2)
 
@@ -48,6 +52,8 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     assert result.exit_code == 0, result.output
     assert "#       size         count      type   redop    root" in result.output
     assert "# Avg bus bandwidth" in result.output
+    assert "# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096" in result.output and "warmup iters: 5 iters: 3" in result.output
+    assert "#  Rank  0 Group  0" in result.output and "(-a 1)" in result.output
     assert len(_lines(out)) == 1 + 3
 
 

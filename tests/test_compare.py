@@ -1,24 +1,32 @@
-"""compare: exit 1 on a planted regression, 0 on pure noise, 2 on files with nothing in common."""
+"""compare: fails a 30% slowdown and a newly failed or wrong point, passes an A/A pair (recorded gloo
+sample sets, so deterministic), prints the noise per point, exit 2 on files with nothing in common."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.results.compare import compare, parse_threshold
-from commbench.results.records import JsonlWriter, Measurement
+from commbench.results.compare import compare, median_interval, parse_threshold
+from commbench.results.records import JsonlWriter, Measurement, measurements, read_records
 
-SIZES = [1 << k for k in range(10, 24, 2)]
+DATA = Path(__file__).parent / "data" / "compare"
+A, B = DATA / "gloo_all_reduce_a.jsonl", DATA / "gloo_all_reduce_b.jsonl"  # two real 2-rank gloo runs, 60 iters
 
 
-def record(collective, size, median_us, *, jitter=0.02, run_id="r"):
-    return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=size // 4,
-                       dtype="float32", op="sum", in_place=False, world_size=8, group_size=8, iters=20,
-                       warmup_iters=5, time_us_median=median_us, time_us_mean=median_us,
-                       time_us_min=median_us * (1 - jitter), time_us_p99=median_us * (1 + jitter),
-                       algbw_gbps=size / median_us / 1e3, busbw_gbps=size / median_us / 1e3)
+def record(size, samples_us, *, run_id="r", **kw):
+    samples = np.asarray(samples_us, dtype=float)
+    return Measurement(run_id=run_id, collective="all_reduce", backend="gloo", size_bytes=size, count=size // 4,
+                       dtype="float32", op="sum", in_place=True, world_size=2, group_size=2, iters=len(samples),
+                       warmup_iters=5, time_us_median=float(np.median(samples)), time_us_mean=float(samples.mean()),
+                       time_us_min=float(samples.min()), time_us_max=float(samples.max()),
+                       iter_times_us=[float(x) for x in samples], loop_time_us={"avg": float(samples.mean())},
+                       algbw_gbps=1.0, busbw_gbps=1.0, num_wrong=0, **kw)
 
 
 def write(path, records):
@@ -28,61 +36,112 @@ def write(path, records):
     return str(path)
 
 
-def curve(scale=1.0, noise=0.0, seed=0, slow=None):
-    rng = np.random.default_rng(seed)
-    out = []
-    for collective in ("all_reduce", "all_gather"):
-        for size in SIZES:
-            base_us = 10 + size / 50e3
-            factor = scale * (1 + rng.uniform(-noise, noise))
-            if slow and (collective, size) == slow:
-                factor *= 1.5
-            out.append(record(collective, size, base_us * factor))
-    return out
+def scaled(path, factor, out, *, samples=True):
+    """A copy of a results file with every time (and, with `samples`, every per-iteration sample) x factor."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        rec = json.loads(line)
+        if rec["record_type"] == "measurement":
+            for key in ("time_us_median", "time_us_mean", "time_us_min", "time_us_max"):
+                rec[key] = rec[key] * factor
+            rec["loop_time_us"] = {k: v * factor for k, v in rec["loop_time_us"].items()}
+            if samples:
+                rec["iter_times_us"] = [t * factor for t in rec["iter_times_us"]]
+        rows.append(json.dumps(rec))
+    Path(out).write_text("\n".join(rows) + "\n")
+    return str(out)
 
 
 def run(base, new, *args):
-    return CliRunner().invoke(app, ["compare", base, new, *args])
+    return CliRunner().invoke(app, ["compare", str(base), str(new), *args])
 
 
-def test_planted_regression_fails_the_gate(tmp_path):
-    base = write(tmp_path / "base.jsonl", curve())
-    new = write(tmp_path / "new.jsonl", curve(noise=0.01, seed=1, slow=("all_gather", SIZES[3])))
-    result = run(base, new, "--max-regression", "10%")
-    assert result.exit_code == 1, result.output
-    assert "1 point(s) regressed" in result.output and "all_gather float32" in result.output
-
-
-def test_pure_noise_passes(tmp_path):
-    base = write(tmp_path / "base.jsonl", curve(noise=0.03, seed=2))
-    new = write(tmp_path / "new.jsonl", curve(noise=0.03, seed=3))
-    result = run(base, new, "--max-regression", "10%")
+def test_a_real_a_a_pair_passes_and_prints_the_noise_per_point():
+    result = run(A, B, "--max-regression", "10%")
     assert result.exit_code == 0, result.output
-    assert "pass" in result.output
+    assert "pass" in result.output and result.output.count("median") >= 5
+    assert "-15.9%/+9.8%" in result.output  # the 64 B point's 95% noise, from both files' samples
 
 
-def test_slowdown_within_the_recorded_spread_is_not_a_regression():
-    base = [record("all_reduce", 1024, 100.0, jitter=0.2)]
-    new = [record("all_reduce", 1024, 125.0, jitter=0.2)]  # +25% but each run spreads by 40%
-    assert compare(base, new, max_regression=0.1).regressions == []
-    tight = compare([record("all_reduce", 1024, 100.0, jitter=0.01)], [record("all_reduce", 1024, 125.0, jitter=0.01)],
-                    max_regression=0.1)
-    assert len(tight.regressions) == 1
+@pytest.mark.parametrize("with_samples", [True, False])
+def test_a_30_percent_slowdown_fails(tmp_path, with_samples):
+    new = scaled(A, 1.3, tmp_path / "slow.jsonl", samples=with_samples)
+    result = run(A, new, "--max-regression", "10%")
+    assert result.exit_code == 1, result.output
+    points = compare(measurements(read_records([A])), measurements(read_records([new])), max_regression=0.1).points
+    assert all(p.verdict == "REGRESSED" and p.ratio == pytest.approx(1.3) for p in points)
+    assert all(p.ratio_low > 1.0 for p in points)
 
 
-def test_repeated_runs_give_the_spread_and_the_geomean():
-    base = [record("all_reduce", 1024, t, jitter=0.0, run_id=str(i)) for i, t in enumerate((100.0, 104.0, 98.0))]
-    new = [record("all_reduce", 1024, 200.0, jitter=0.0), record("all_reduce", 4096, 1.0)]
+def test_a_newly_failed_or_wrong_point_fails(tmp_path):
+    base = measurements(read_records([A]))
+    failed = [dataclasses.replace(m, status="failed", error="timed out", time_us_median=None) if i == 1 else m
+              for i, m in enumerate(base)]
+    wrong = [dataclasses.replace(m, num_wrong=3) if i == 2 else m for i, m in enumerate(base)]
+    for new, verdict in ((failed, "newly failed"), (wrong, "newly wrong")):
+        result = run(A, write(tmp_path / f"{verdict}.jsonl", new))
+        assert result.exit_code == 1 and verdict in result.output, result.output
+        assert [p.verdict for p in compare(base, new, max_regression=0.1).regressions] == [verdict]
+
+
+def test_noise_comes_from_the_samples_not_the_tail():
+    rng = np.random.default_rng(0)
+    quiet = 100 * np.exp(rng.normal(0, 0.01, 20))
+    spiky = quiet.copy()
+    spiky[3] = 50_000  # one huge outlier: the old (p99 - min) / median spread turned the gate off
+    result = compare([record(1024, quiet)], [record(1024, spiky * 1.3)], max_regression=0.1)
+    assert len(result.regressions) == 1 and result.points[0].ratio_high < 1.4
+    noisy = 100 * np.exp(rng.normal(0, 0.6, 20))  # +25% inside this much noise is not a regression
+    verdicts = [p.verdict for p in compare([record(1024, noisy)], [record(1024, noisy * 1.25)], max_regression=0.1).points]
+    assert verdicts == ["slower (within noise)"]
+
+
+def test_median_interval_uses_order_statistics():
+    samples = np.arange(1, 21, dtype=float)  # n = 20: the 6th and 15th smallest (P = 95.9%)
+    assert median_interval(samples) == (6.0, 15.0)
+    assert median_interval(np.arange(1, 6, dtype=float)) == (1.0, 5.0)  # n < 6: min..max
+    low, high = median_interval(np.arange(10_000, dtype=float))
+    assert 4890 < low < 4910 and 5090 < high < 5110
+
+
+def test_repeated_runs_widen_the_noise_and_give_the_geomean():
+    rng = np.random.default_rng(1)
+    base = [record(1024, t * np.exp(rng.normal(0, 0.01, 20)), run_id=str(i)) for i, t in enumerate((100.0, 130.0))]
+    new = [record(1024, 125 * np.exp(rng.normal(0, 0.01, 20))), record(4096, [1.0] * 20)]
     result = compare(base, new, max_regression=0.1)
     (point,) = result.points
-    assert point.base_us == pytest.approx(100.0) and point.spread == pytest.approx(0.06)
-    assert result.geomean_by_collective["all_reduce"] == pytest.approx(2.0)
+    assert point.verdict == "ok" and point.ratio_low < 1.0  # 125 lies inside the base runs' range
+    assert result.geomean_by_collective["all_reduce"] == pytest.approx(point.ratio)
     assert result.only_in_new == 1
 
 
+def test_imported_records_compare_on_nccl_tests_time():
+    samples = np.full(20, 10.0)
+    ours = record(1024, samples)
+    imported = dataclasses.replace(ours, time_us_median=None, time_us_mean=None, iter_times_us=[],
+                                   loop_time_us={"avg": 10.0})
+    (point,) = compare([imported], [ours], max_regression=0.1).points
+    assert point.statistic == "nccl-avg" and point.ratio == 1.0 and point.noise_text() == "unknown (no samples)"
+
+
 def test_user_errors_exit_2(tmp_path):
-    base = write(tmp_path / "base.jsonl", [record("all_reduce", 1024, 10.0)])
-    other = write(tmp_path / "other.jsonl", [record("broadcast", 1024, 10.0)])
+    base = write(tmp_path / "base.jsonl", [record(1024, [10.0] * 5)])
+    other = write(tmp_path / "other.jsonl", [dataclasses.replace(record(1024, [10.0] * 5), collective="broadcast")])
     assert run(base, other).exit_code == 2
     assert run(base, base, "--max-regression", "lots").exit_code == 2
+    assert run(base, base, "--statistic", "p50").exit_code == 2
     assert parse_threshold("10%") == pytest.approx(0.1) and parse_threshold("0.25") == 0.25
+
+
+def test_a_slowdown_at_every_size_fails_as_a_collective_even_when_each_point_is_noisy(tmp_path):
+    rng = np.random.default_rng(7)
+    base = [record(size, 100 * np.exp(rng.normal(0, 0.8, 20))) for size in (1 << k for k in range(10, 22))]
+    slow = [dataclasses.replace(m, time_us_median=m.time_us_median * 1.3,
+                                iter_times_us=[t * 1.3 for t in m.iter_times_us]) for m in base]
+    result = compare(base, slow, max_regression=0.1)
+    assert result.regressions == [] and result.regressed_collectives == ["all_reduce"]
+    assert result.geomean_interval_by_collective["all_reduce"][0] > 1.0
+    cli = run(write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", slow))
+    assert cli.exit_code == 1 and "slower as a whole" in cli.output
+    same = compare(base, base, max_regression=0.1)
+    assert same.regressed_collectives == [] and same.geomean_by_collective["all_reduce"] == 1.0

@@ -53,12 +53,12 @@ def test_busbw_factors_match_nccl_tests():
 
 
 def test_size_column_means_what_nccl_tests_means():
-    # all_gather: size = full output, count = elements each rank sends; aligned to n * itemsize
-    assert REGISTRY["all_gather"].count_for(1000, 4, 3) == (83, 996)
+    # all_gather: size = full output, count = elements each rank sends; chunks trimmed to 16 B as nccl-tests
+    assert REGISTRY["all_gather"].count_for(1000, 4, 3) == (80, 960)
     # reduce_scatter: size = full input, count = elements each rank receives
     assert REGISTRY["reduce_scatter"].count_for(4096, 4, 4) == (256, 4096)
     # all_to_all: count = elements per peer
-    assert REGISTRY["all_to_all"].count_for(1024, 2, 3) == (170, 1020)
+    assert REGISTRY["all_to_all"].count_for(1024, 2, 3) == (168, 1008)
     # all_reduce / broadcast / sendrecv: the buffer; at least one element
     assert REGISTRY["all_reduce"].count_for(2, 4, 2) == (1, 4)
     assert REGISTRY["sendrecv"].count_for(4096, 8, 2) == (512, 4096)

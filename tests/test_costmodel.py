@@ -65,8 +65,9 @@ def test_bad_preset_and_scale_are_one_line_errors():
 def test_ring_all_reduce_by_hand():
     fabric = load_preset("h100-hgx")
     size = 256 << 20
-    # ring: 8.4 us + 1.5 us x 2(n-1) steps + 2(n-1)/n x size / (370/450 x 450 GB/s)
-    expected = 8.4e-6 + 1.5e-6 * 14 + 2 * 7 / 8 * size / 370e9
+    # ring/Simple (NCCL tuning.cc): baseLat 8.4 us + 2(n-1) NVLink hops x 3.4 us, + launch 7 us;
+    # bandwidth 2(n-1)/n x size / (370/450 x 450 GB/s)
+    expected = (8.4 + 14 * 3.4 + 7.0) * 1e-6 + 2 * 7 / 8 * size / (0.8222 * 450e9)
     got = collective_time_s(fabric, "all_reduce", size, 8, algorithm="ring")
     assert got == pytest.approx(expected, rel=1e-9)
     # the default picks the fastest algorithm, never slower than the ring

@@ -29,7 +29,8 @@ def test_systems_lists_every_preset_with_checks():
     assert len(out["presets"]) == 7
     assert all(abs(row["relative_error"]) <= 0.10 for row in out["checks"])
     h100 = next(r for r in out["presets"] if r["preset"] == "h100-hgx")
-    assert h100["all_reduce_2_domains_busbw_gbps"] == pytest.approx(47, rel=0.02)
+    # NCCL's NVLS-tree across 2 nodes: algbw 5/6 x min(NVLS 0.7314 x 450, the node's 8 NICs x 47 GB/s)
+    assert h100["all_reduce_2_domains_busbw_gbps"] == pytest.approx(0.7314 * 450 * 5 / 6 * 2 * 15 / 16, rel=0.02)
 
 
 def test_predict_table_is_labelled_predicted_and_json_matches_the_api():
@@ -107,3 +108,16 @@ def test_fit_on_a_preset_keeps_unmeasured_curves_and_bad_input_is_one_line(tmp_p
     assert result.exit_code == 2 and "no usable points" in result.output
     result = _invoke("fit", str(results), "--backend", "nccl")
     assert result.exit_code == 2 and "--backend" in result.output
+
+
+def test_predict_names_nccls_algorithm_and_protocol_per_size_and_can_force_them():
+    result = _invoke("predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "-b", "1K", "-e", "8G", "-f", "64")
+    assert result.exit_code == 0, result.output
+    assert "NCCL algo/proto" in result.output and "ring/LL" in result.output and "nvls/Simple" in result.output
+    out = json.loads(_invoke("predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "-b", "1K", "-e", "1G",
+                             "-f", "32", "--algorithm", "ring", "--protocol", "LL128", "--json").output)
+    assert {(r["algorithm"], r["protocol"]) for r in out["rows"]} == {("ring", "LL128")}
+    bad = _invoke("predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "--protocol", "LL64")
+    assert bad.exit_code == 2 and "protocol='LL64'" in bad.output
+    checks = json.loads(_invoke("systems", "--checks", "--json").output)["checks"]
+    assert any(r["regime"] == "latency" and r["nccl_choice"] == "nvls/Simple" for r in checks)

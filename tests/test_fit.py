@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -83,7 +84,9 @@ def test_two_tier_fit_recovers_the_scale_out_rate():
     records = []
     for collective, n, domains in (("all_reduce", 8, 1), ("all_reduce", 16, 2), ("all_to_all", 8, 1),
                                    ("all_to_all", 16, 2), ("sendrecv", 2, 2)):
-        times = _noisy(collective_time_s(truth, collective, sizes, n, domains), rng, 0.02)
+        # all_reduce on the ring: the NIC-bound algorithm (NCCL's NVLS-tree reduces in the node first)
+        algorithm = "ring" if collective == "all_reduce" else None
+        times = _noisy(collective_time_s(truth, collective, sizes, n, domains, algorithm=algorithm), rng, 0.02)
         layout = "strided" if collective == "sendrecv" else "contiguous"  # the pair: one rank per node
         records += [_record(collective, int(s), t * 1e6, n, run_id=f"{collective}{n}", layout=layout)
                     for s, t in zip(sizes, times)]
@@ -96,7 +99,7 @@ def test_two_tier_fit_recovers_the_scale_out_rate():
         assert out[collective] == pytest.approx(nic_truth, rel=0.15), collective
     big = 64 << 20
     predicted = float(collective_time_s(fabric, "all_reduce", big, 16, 2))
-    assert predicted == pytest.approx(float(collective_time_s(truth, "all_reduce", big, 16, 2)), rel=0.1)
+    assert predicted == pytest.approx(float(collective_time_s(truth, "all_reduce", big, 16, 2, algorithm="ring")), rel=0.1)
 
 
 def test_moe_and_staged_records_are_fitted_generically(tmp_path):
@@ -237,3 +240,30 @@ def test_fit_of_a_gloo_sweep_predicts_held_out_sizes_within_10_percent(tmp_path)
     if fit.heldout_median_rel_error > 0.10 and (noise > 0.10 or stalls > 1.5):
         pytest.xfail(f"host too noisy to judge the 10% bar: {summary}")
     assert fit.heldout_median_rel_error <= 0.10, summary
+
+
+def test_forced_nccl_sweeps_teach_the_preset_its_nccl_parameters():
+    """Sweeps run with NCCL_ALGO/NCCL_PROTO set are fitted apart and set the NCCL parameters they
+    measure (ring and NVLS efficiency, launch overhead); the held-out error is reported per regime."""
+
+    base = load_preset("h100-hgx")
+    truth = dataclasses.replace(base, nccl=dataclasses.replace(base.nccl, ring_efficiency=0.7, nvls_efficiency=0.6,
+                                                               launch_us=4.0, fill_us_per_rank={}))
+    sizes = 2.0 ** np.arange(10, 34)
+    rng = np.random.default_rng(5)
+    ring = _noisy(collective_time_s(truth, "all_reduce", sizes, 8, algorithm="ring", protocol="Simple"), rng, 0.01)
+    nvls = _noisy(collective_time_s(truth, "all_reduce", sizes, 8, algorithm="nvls"), rng, 0.01)
+    records = [_record("all_reduce", int(s), t * 1e6, 8, run_id="ring", world=8) for s, t in zip(sizes, ring)]
+    records += [_record("all_reduce", int(s), t * 1e6, 8, run_id="nvls", world=8, params={"nccl": {"algo": "NVLS"}})
+                for s, t in zip(sizes, nvls)]
+    headers = {"ring": _header("ring", world_size=8), "nvls": _header("nvls", world_size=8)}
+    headers["ring"] = dataclasses.replace(headers["ring"], nccl_env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"})
+    fits, _ = fit_all(records, headers)
+    assert sorted(f.key.algorithm for f in fits) == ["nvls/*", "ring/Simple"]
+    assert all({"latency", "middle", "bandwidth"} <= dict(f.heldout_by_regime).keys() for f in fits)
+    fabric = fabric_from_fits(fits, base=base, name="learned", source="fitted:test")
+    assert fabric.nccl.ring_efficiency == pytest.approx(0.7, rel=0.05)
+    assert fabric.nccl.nvls_efficiency == pytest.approx(0.6, rel=0.05)
+    assert fabric.nccl.launch_us == pytest.approx(4.0, abs=3.0)
+    assert base.nccl.ring_efficiency != fabric.nccl.ring_efficiency
+    assert any("ring_efficiency" in note for note in fabric.notes)

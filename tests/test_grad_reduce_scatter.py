@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from collectives import get_collective
-from collectives.base import PointSpec, reduced_pattern, pattern_modulus
+from collectives.base import PointSpec, reduced_expected
 from collectives.grad_reduce_scatter import owned_shard, stage_groups, stage_tier_bytes
 from commbench.dtypes import get_dtype
 from commbench.measure.harness import LoopOptions, measure_point
@@ -45,8 +45,7 @@ def test_flat_and_hierarchical_sum_every_shard_identically(racks, ranks_per_rack
     hier = run_ranks(_shards, n, args=("hierarchical", dtype_name, params, size_bytes, rs_impl))
     assert all(wrong == 0 for _, _, wrong in flat + hier)
     flat_full, hier_full = _assemble(flat, n), _assemble(hier, n)
-    modulus = pattern_modulus(get_dtype(dtype_name), n, reduces=True)
-    expected = reduced_pattern("sum", n, 0, n * 1000, modulus)
+    expected = reduced_expected("sum", get_dtype(dtype_name), n, 0, n * 1000)
     np.testing.assert_array_equal(flat_full, expected)
     np.testing.assert_array_equal(hier_full, flat_full)
     # the mappings differ: rank k*R + l owns shard l*K + k under hierarchical
@@ -56,7 +55,7 @@ def test_flat_and_hierarchical_sum_every_shard_identically(racks, ranks_per_rack
 
 def test_hierarchical_allreduce_gives_every_rank_the_whole_sum():
     results = run_ranks(_shards, 4, args=("hierarchical-allreduce", "float32", {"ranks_per_rack": 2}, 4 * 4096, "pairwise"))
-    expected = reduced_pattern("sum", 4, 0, 4096, pattern_modulus(get_dtype("float32"), 4, reduces=True))
+    expected = reduced_expected("sum", get_dtype("float32"), 4, 0, 4096)
     for shard, values, wrong in results:
         assert shard is None and wrong == 0
         np.testing.assert_array_equal(values, expected)
@@ -68,7 +67,7 @@ def test_non_contiguous_racks_from_a_rack_list():
     assert all(wrong == 0 for _, _, wrong in hier)
     # racks {0,2} and {1,3}: rank 0 = rack 0 local 0 -> shard 0; rank 2 = rack 0 local 1 -> shard 2
     assert [s for s, _, _ in hier] == [0, 1, 2, 3]
-    np.testing.assert_array_equal(_assemble(hier, 4), reduced_pattern("sum", 4, 0, 4 * 256, 8))
+    np.testing.assert_array_equal(_assemble(hier, 4), reduced_expected("sum", get_dtype("float32"), 4, 0, 4 * 256))
 
 
 def test_owned_shard_mapping_by_hand():

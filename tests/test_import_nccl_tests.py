@@ -26,9 +26,9 @@ def test_old_layout_without_root_and_with_error_column():
     assert len(points) == 8 and {p.in_place for p in points} == {False, True}
     big = next(p for p in points if p.size_bytes == 134217728 and not p.in_place)
     assert (big.collective, big.dtype, big.op, big.count) == ("all_reduce", "float32", "sum", 33554432)
-    assert big.time_us_median == 1431.4 and big.busbw_gbps == 164.09 and big.params == {}
+    assert big.time_us_median is None and big.loop_time_us == {"avg": 1431.4} and big.busbw_gbps == 164.09 and big.params == {}
     assert big.metrics["max_abs_error"] == 2e-07 and big.num_wrong is None
-    assert "mean over iterations" in big.notes[0]
+    assert "loop time / iters" in big.notes[0]
 
 
 def test_root_column_error_column_command_line_and_nccl_info_noise():
@@ -64,7 +64,7 @@ def test_json_output():
     headers, points = split(result)
     assert result.problems == [] and headers[0].nccl_version == "2.27.3" and headers[0].world_size == 2
     assert headers[0].nccl_env == {"NCCL_DEBUG": "WARN", "NCCL_ALGO": "Ring"}
-    assert len(points) == 4 and points[2].time_us_median == 1103.5 and points[3].num_wrong is None
+    assert len(points) == 4 and points[2].loop_time_us["avg"] == 1103.5 and points[3].num_wrong is None
 
 
 def test_unparsable_lines_are_reported_with_their_line_number():
@@ -95,3 +95,15 @@ def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):
     empty.write_text("hello\n")
     result = runner.invoke(app, ["import", "nccl-tests", str(empty), "-o", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 2
+
+
+def test_collective_name_strips_unknown_prefixes_or_refuses():
+    from commbench.results.importers.nccl_tests import collective_name, parse_text
+
+    assert collective_name("all_reduce") == "all_reduce" and collective_name("alltoall") == "all_to_all"
+    assert collective_name("old_all_reduce") == "all_reduce"  # old_all_reduce_perf.log
+    assert collective_name("nightly_reduce_scatter") == "reduce_scatter"
+    assert collective_name("frobnicate") is None
+    refused = parse_text("#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+                         "8 2 float sum -1 10.0 0.00 0.00 0\n", "frobnicate_perf.log")
+    assert refused.records == [] and "pass --collective" in refused.problems[0][3]

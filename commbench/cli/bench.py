@@ -48,7 +48,7 @@ def bench(
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f).")] = None,
-    iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size.")] = 20,
+    iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size (all kept in the record; p99 recorded from 100 on).")] = 20,
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
     check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element once per size, outside timing; 0: skip.")] = 1,
     dtype: Annotated[str, typer.Option("-d", "--dtype", help="float32, bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = "float32",
@@ -59,6 +59,7 @@ def bench(
     timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-J", "--output", help="JSONL results file (default results/<collective>-<time>.jsonl).")] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (rich) or nccl-tests (classic text for existing parsers).")] = "table",
+    average: Annotated[int, typer.Option("-a", "--average", help="nccl-tests -a: the time --format nccl-tests prints, the loop time / iters over ranks: 0 rank 0, 1 average (default), 2 min, 3 max. All four are recorded.")] = 1,
     # --- MoE all-to-all options (issue 3) go below this line ---
     moe_tokens: Annotated[Optional[str], typer.Option("--tokens", help="moe_all_to_all: tokens per rank, a comma list (default 128,512,2048); replaces -b/-e.")] = None,
     moe_hidden: Annotated[Optional[int], typer.Option("--hidden", help="moe_all_to_all: hidden size (channels per token; default 4096).")] = None,
@@ -91,6 +92,8 @@ def bench(
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     if output_format not in ("table", "nccl-tests"):
         raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests")
+    if average not in (0, 1, 2, 3):
+        raise CommbenchError(f"--average={average} is invalid: allowed 0 (rank 0), 1 (average), 2 (min), 3 (max)")
     if check not in (0, 1):
         raise CommbenchError(f"--check={check} is invalid: allowed 0 or 1")
     workload = get_collective(collective)
@@ -106,7 +109,7 @@ def bench(
         collective=collective, sizes_bytes=tuple(sizes), dtype=dtype, op=op, in_place=in_place, root=root,
         loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph),
         backend=backends[0], timeout_s=timeout_s,
-        output_path=output or default_output_path(collective), output_format=output_format,
+        output_path=output or default_output_path(collective), output_format=output_format, average=average,
         argv=tuple(sys.argv),
         params={**workload.default_params, **moe_cli_params(collective, tokens=moe_tokens, hidden=moe_hidden, top_k=moe_top_k, num_experts=moe_experts,
                               routing=moe_routing, dispatch_mode=moe_dispatch_mode, dispatch_dtype=moe_dispatch_dtype,

@@ -29,19 +29,25 @@ def fit(
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min") if heldout_min else MIN_HELDOUT_BYTES
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
                                            min_heldout_bytes=min_heldout)
-    table = Table(title=f"fitted curves ({len(fits)}); held-out error on sizes >= {format_size(min_heldout)}",
+    table = Table(title=f"fitted curves ({len(fits)}); held-out error on sizes >= {format_size(min_heldout)}, and per "
+                  "size regime (latency < 512 KiB <= middle < 64 MiB <= bandwidth)",
                   title_justify="left")
-    for column in ("curve", "points", "sizes", "latency (µs)", "busbw (GB/s)", "held-out err", "warnings"):
+    for column in ("curve", "points", "sizes", "latency (µs)", "busbw (GB/s)", "held-out err", "lat / mid / bw", "warnings"):
         table.add_column(column, justify="left" if column in ("curve", "warnings", "sizes") else "right")
     for f in fits:
         err = f.heldout_median_rel_error
         err_text = "-" if err is None else (f"[red]{err:.1%}[/]" if err > POOR_FIT else f"{err:.1%}")
         busbw = " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s)
+        regimes = dict(f.heldout_by_regime)
+        per_regime = " / ".join(f"{regimes[r]:.1%}" if r in regimes else "-" for r in ("latency", "middle", "bandwidth"))
         table.add_row(f.key.label, str(f.num_points), f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
-                      f"{f.fit.latency_s * 1e6:.2f}", busbw, err_text, "; ".join(f.warnings) or "-")
+                      f"{f.fit.latency_s * 1e6:.2f}", busbw, err_text, per_regime, "; ".join(f.warnings) or "-")
     console.print(table)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
+    for note in fabric.notes:
+        if note.startswith("NCCL ") and "learned from" in note:  # fit_nccl: forced NCCL_ALGO sweeps
+            console.print(f"learned: {note}", highlight=False)
     for warning in fabric.warnings:
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
             console.print(f"[yellow]warning:[/] {warning}", highlight=False)

@@ -11,7 +11,9 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console
-from commbench.costmodel import COLLECTIVES, Fabric, bus_factor, collective_time_s, load_preset, moe_all_to_all_time_s
+from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
+                                 moe_all_to_all_time_s)
+from commbench.costmodel.choice import uses_nccl_model
 from commbench.errors import invalid
 from commbench.units import format_size, parse_size_bytes, size_range
 
@@ -57,7 +59,8 @@ def predict(
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size.")] = "8G",
     step_factor: Annotated[float, typer.Option("-f", "--step-factor", help="Multiply the size by this each step.")] = 2.0,
-    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm (default: the fastest).")] = None,
+    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets; default: NCCL's fastest).")] = None,
+    protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple (NCCL collectives on presets).")] = None,
     imbalance: Annotated[float, typer.Option("--imbalance", help="moe_all_to_all: max/mean bytes received per rank.")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows instead of a table.")] = False,
 ) -> None:
@@ -70,26 +73,35 @@ def predict(
     num_domains = num_domains_for(fabric, group, layout)
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor), dtype=np.float64)
+    chosen = None
     if collective == "moe_all_to_all":
+        if protocol is not None:
+            raise invalid("--protocol", protocol, "only for NCCL collectives (all_reduce, reduce_scatter, all_gather, broadcast)")
         time_s = moe_all_to_all_time_s(fabric, sizes, group, num_domains, imbalance,
                                        phase=algorithm if algorithm in ("dispatch", "combine") else None)
+    elif uses_nccl_model(fabric, collective):
+        chosen = best_algorithm_protocol(fabric, collective, sizes, group, num_domains, algorithm=algorithm, protocol=protocol)
+        time_s = chosen.time_s
     else:
-        time_s = collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=algorithm)
+        time_s = collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=algorithm, protocol=protocol)
+    picks = [f"{a}/{p}" for a, p in zip(chosen.algorithm, chosen.protocol)] if chosen is not None else [""] * len(sizes)
     algbw = np.divide(sizes, time_s, out=np.zeros_like(sizes), where=time_s > 0) / 1e9
     busbw = algbw * bus_factor(collective, group)
     where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
-                 "predicted": True} for s, t, a, b in zip(sizes, time_s, algbw, busbw)]
+                 "predicted": True, **({"algorithm": k.split("/")[0], "protocol": k.split("/")[1]} if k else {})}
+                for s, t, a, b, k in zip(sizes, time_s, algbw, busbw, picks)]
         console.print_json(json.dumps({"fabric": fabric.name, "source": fabric.source, "collective": collective,
                                        "group_size": group, "num_domains": num_domains, "rows": rows}))
         return
     table = Table(title=f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source})",
                   title_justify="left")
-    for name in ("size", "time (µs)", "algbw (GB/s)", "busbw (GB/s)"):
+    columns = ("size", "time (µs)", "algbw (GB/s)", "busbw (GB/s)") + (("NCCL algo/proto",) if chosen is not None else ())
+    for name in columns:
         table.add_column(name, justify="right", no_wrap=True)
-    for s, t, a, b in zip(sizes, time_s, algbw, busbw):
-        table.add_row(format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}")
+    for s, t, a, b, k in zip(sizes, time_s, algbw, busbw, picks):
+        table.add_row(format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}", *((k,) if chosen is not None else ()))
     console.print(table)
     console.print("[yellow]predicted[/] by the cost model, not measured", highlight=False)
     for warning in fabric.warnings[:5]:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from commbench.cli.base import command, console
 from commbench.costmodel import bus_factor, collective_time_s, load_preset, preset_names
+from commbench.costmodel.accuracy import by_regime, format_summary
 
 _BIG_BYTES = 8 << 30
 
@@ -48,9 +49,11 @@ def systems(
         from commbench.costmodel.checks import check_presets
 
         check_rows = [{"preset": r.figure.preset, "collective": r.figure.collective, "group_size": r.figure.group_size,
+                       "size_bytes": r.figure.size_bytes,
                        "num_domains": r.figure.num_domains, "what": r.figure.what,
                        "published_busbw_gbps": r.figure.busbw_gbps, "predicted_busbw_gbps": r.predicted_busbw_gbps,
-                       "relative_error": r.relative_error, "source": r.source} for r in check_presets()]
+                       "relative_error": r.relative_error, "regime": r.regime, "nccl_choice": r.chosen,
+                       "source": r.source} for r in check_presets()]
     if as_json:
         console.print_json(json.dumps({"presets": rows, "checks": check_rows}))
         return
@@ -69,10 +72,16 @@ def systems(
                   "[[measured]] figures (commbench systems --checks)", highlight=False, markup=False)
     if checks:
         table = Table(title="published (measured) vs preset (predicted) busbw, GB/s", title_justify="left")
-        for column in ("preset", "collective", "ranks", "domains", "what", "published", "predicted", "error", "source"):
+        for column in ("preset", "collective", "ranks", "domains", "what", "regime", "published", "predicted", "error",
+                       "NCCL pick", "source"):
             table.add_column(column, justify="right" if column in ("ranks", "domains", "published", "predicted", "error") else "left")
         for r in check_rows:
-            table.add_row(r["preset"], r["collective"], str(r["group_size"]), str(r["num_domains"]), r["what"],
-                          f"{r['published_busbw_gbps']:.0f}", f"{r['predicted_busbw_gbps']:.0f}",
-                          f"{r['relative_error']:+.1%}", r["source"])
+            table.add_row(r["preset"], r["collective"], str(r["group_size"]), str(r["num_domains"]), r["what"], r["regime"],
+                          f"{r['published_busbw_gbps']:.3g}", f"{r['predicted_busbw_gbps']:.3g}",
+                          f"{r['relative_error']:+.1%}", r["nccl_choice"] or "(curves)", r["source"])
         console.print(table)
+        console.print("error per size regime (latency < 512 KiB <= middle < 64 MiB <= bandwidth):", highlight=False)
+        for name, summary in by_regime([(r["size_bytes"], r["relative_error"]) for r in check_rows]).items():
+            console.print("  " + format_summary(name, summary), highlight=False, markup=False)
+        console.print("held-out curves (never used to set a parameter): python benchmarks/costmodel_accuracy.py",
+                      highlight=False, markup=False)

@@ -12,12 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from commbench.costmodel.accuracy import regime_of
+from commbench.costmodel.choice import best_algorithm_protocol, uses_nccl_model
 from commbench.costmodel.formulas import bus_factor, collective_time_s, moe_all_to_all_time_s
 from commbench.costmodel.presets import load_preset
 from commbench.data.reference import published_measurements
 
 GiB = 1 << 30
 MiB = 1 << 20
+KiB = 1 << 10
 _DEEPEP_TOKENS_BYTES = 4096 * 8 * 7168  # 4096 tokens x top-8 x hidden 7168, FP8 (1 B/element)
 
 
@@ -50,16 +53,20 @@ PUBLISHED_FIGURES: tuple[PublishedFigure, ...] = (
     _fig(_H100_RING, "h100-hgx", "all_gather", 8, 8 * GiB, 370, what="8 GiB"),
     _fig(_H100_RING, "h100-hgx", "reduce_scatter", 8, 8 * GiB, 370, what="8 GiB"),
     _fig(_H100_RING, "h100-hgx", "all_to_all", 8, 8 * GiB, 370, what="8 GiB"),
-    _fig(_H200, "h200-hgx", "all_reduce", 8, 8 * GiB, 480, what="8 GiB"),
-    _fig(_H200, "h200-hgx", "all_reduce", 8, 1 * MiB, 53, what="1 MiB"),
-    _fig(_H200, "h200-hgx", "all_reduce", 8, 64 * MiB, 368, what="64 MiB"),
-    _fig(_H200, "h200-hgx", "all_reduce", 8, 256 * MiB, 432, what="256 MiB"),
+    # published as NVLS runs (Azure ND H200 v5): NCCL's NVLS, whatever else would be faster
+    _fig(_H200, "h200-hgx", "all_reduce", 8, 8 * GiB, 480, algorithm="nvls", what="NVLS, 8 GiB"),
+    _fig(_H200, "h200-hgx", "all_reduce", 8, 1 * KiB, 0.06, algorithm="nvls", what="NVLS, 1 KiB (latency)"),
+    _fig(_H200, "h200-hgx", "all_reduce", 8, 1 * MiB, 53, algorithm="nvls", what="NVLS, 1 MiB"),
+    _fig(_H200, "h200-hgx", "all_reduce", 8, 64 * MiB, 368, algorithm="nvls", what="NVLS, 64 MiB"),
+    _fig(_H200, "h200-hgx", "all_reduce", 8, 256 * MiB, 432, algorithm="nvls", what="NVLS, 256 MiB"),
     _fig(_GB200, "gb200-nvl72", "all_reduce", 72, 4 * GiB, 840, what="4 GiB"),
     _fig(_GB200, "gb200-nvl72", "all_reduce", 72, 8 * GiB, 840, what="8 GiB"),
     _fig(_GB200, "gb200-nvl72", "all_reduce", 72, 512 * MiB, 586, what="512 MiB"),
     _fig(_GB200, "gb200-nvl72", "all_reduce", 72, 1 * GiB, (681 + 724) / 2, what="1 GiB (681-724)"),
+    # the per-NIC rate: a ring across nodes (NCCL's NVLS-tree reduces inside the node first and
+    # is predicted faster; the published figure does not say which algorithm ran)
     _fig("one ConnectX-7", "h100-hgx", "all_reduce", 16, 8 * GiB, 47, num_domains=2, num_gpus=16,
-         what="2 nodes x 8 GPUs, 8 GiB"),
+         algorithm="ring", what="2 nodes x 8 GPUs, ring, 8 GiB"),
     _fig("one ConnectX-7", "h100-hgx", "sendrecv", 2, 8 * GiB, 47, num_domains=2, num_gpus=16,
          what="sendrecv across 2 nodes, 8 GiB"),
     _fig("H800, intranode EP8", "h800-hgx", "moe_all_to_all", 8, _DEEPEP_TOKENS_BYTES, 153,
@@ -80,10 +87,25 @@ class CheckResult:
     figure: PublishedFigure
     predicted_busbw_gbps: float
     source: str
+    chosen: str = ""  # the (algorithm/protocol) NCCL's structure picks, where it predicts the figure
+
+    @property
+    def regime(self) -> str:
+        return regime_of(self.figure.size_bytes)
 
     @property
     def relative_error(self) -> float:
         return self.predicted_busbw_gbps / self.figure.busbw_gbps - 1.0
+
+
+def chosen_pair(figure: PublishedFigure) -> str:
+    """'algorithm/protocol' NCCL's structure runs for the figure ('' where the alpha-beta curves predict it)."""
+    fabric = load_preset(figure.preset, num_gpus=figure.num_gpus)
+    if not uses_nccl_model(fabric, figure.collective):
+        return ""
+    choice = best_algorithm_protocol(fabric, figure.collective, figure.size_bytes, figure.group_size,
+                                     figure.num_domains, algorithm=figure.algorithm)
+    return f"{choice.algorithm}/{choice.protocol}"
 
 
 def predicted_busbw_gbps(figure: PublishedFigure) -> float:
@@ -105,7 +127,7 @@ def check_presets() -> list[CheckResult]:
         matching = [row for row in rows if figure.row in row["system"]]
         source = matching[0].get("source", "") if matching else "(row missing from hardware.toml)"
         results.append(CheckResult(figure=figure, predicted_busbw_gbps=predicted_busbw_gbps(figure),
-                                   source=source))
+                                   source=source, chosen=chosen_pair(figure)))
     return results
 
 

@@ -1,6 +1,8 @@
 """A fabric profile: two tiers (scale-up domain, scale-out network) and alpha-beta curves on each.
 
-One `AlgorithmCurve` is one (collective, tier, algorithm) line of the classic latency-bandwidth
+Presets also carry `nccl` (nccl_model.NcclSystem): NCCL's own algorithm x protocol structure,
+which predicts the NCCL collectives (all-reduce, reduce-scatter, all-gather, broadcast) until
+measured curves replace them. One `AlgorithmCurve` is one (collective, tier, algorithm) line of the classic latency-bandwidth
 ("alpha-beta", Hockney 1994) model in nccl-tests' bus-bandwidth form:
 
     time_s = latency_us * 1e-6 + latency_per_step_us * 1e-6 * steps(algorithm, n)
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from commbench.costmodel.nccl_model import NcclSystem
 from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.data.reference import GpuSpec, gpu_spec
 
@@ -84,6 +87,8 @@ class Fabric:
     notes: tuple[str, ...] = ()
     fit_report: tuple[dict[str, Any], ...] = ()  # per-curve fit quality, when fitted
     warnings: tuple[str, ...] = field(default=())
+    # NCCL's algorithm x protocol structure (nccl_model.py); None: the alpha-beta curves alone
+    nccl: NcclSystem | None = None
 
     def __post_init__(self) -> None:
         if self.domain_size < 1:
@@ -137,6 +142,7 @@ class Fabric:
             "notes": list(self.notes),
             "warnings": list(self.warnings),
             "fit_report": list(self.fit_report),
+            "nccl": dataclasses.asdict(self.nccl) if self.nccl is not None else None,
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -164,6 +170,7 @@ class Fabric:
                 notes=tuple(data.get("notes", ())),
                 warnings=tuple(data.get("warnings", ())),
                 fit_report=tuple(data.get("fit_report", ())),
+                nccl=NcclSystem(**data["nccl"]) if data.get("nccl") else None,
             )
         except (KeyError, TypeError) as exc:
             raise CommbenchError(f"fabric profile is malformed: {exc}") from None

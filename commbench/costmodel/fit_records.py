@@ -25,11 +25,17 @@ import numpy as np
 
 from commbench.comm.nccl_tuning import combo_from_params
 from commbench.costmodel.fit import PiecewiseFit, fit_piecewise, leave_one_out_errors
+from commbench.costmodel.accuracy import REGIMES
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
+from commbench.costmodel.nccl_tables import NCCL_ALGO_NAMES
 from commbench.costmodel.stages import stage_points
-from commbench.results.records import Measurement, RunHeader
+from commbench.results.records import Measurement, RunHeader, headline_time
 
 MIN_HELDOUT_BYTES = 64 * 1024
+# NCCL_ALGO / NCCL_PROTO spellings -> nccl_model's names
+_NCCL_ALGORITHMS = {name.lower(): key for key, name in NCCL_ALGO_NAMES.items()} | {"collnet": "collnet_direct",
+                                                                                   "nvls_tree": "nvls_tree"}
+_NCCL_PROTOCOLS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 POOR_FIT = 0.10  # median held-out relative error above which a fit is called poor
 _DOMAIN_KEYS = ("ranks_per_rack", "domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node")
 
@@ -64,6 +70,7 @@ class CurveFit:
     heldout_median_rel_error: float | None
     heldout_num_points: int
     warnings: tuple[str, ...]
+    heldout_by_regime: tuple[tuple[str, float], ...] = ()  # (latency / middle / bandwidth, median |error|)
 
     @property
     def tier(self) -> str:
@@ -81,6 +88,7 @@ class CurveFit:
             "knots_bus_bytes": list(self.fit.knots_bytes),
             "heldout_median_rel_error": self.heldout_median_rel_error,
             "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),
+            "heldout_by_regime": dict(self.heldout_by_regime),
         }
 
 
@@ -99,6 +107,29 @@ def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
     if record.group_layout == "strided":
         return min(n, math.ceil(record.world_size / domain_size))
     return math.ceil(n / domain_size)
+
+
+def forced_nccl(record: Measurement, header: RunHeader | None) -> str | None:
+    """'algorithm/protocol' a sweep forced with NCCL_ALGO / NCCL_PROTO ('ring/Simple', 'nvls/*', '*/LL'),
+    from the record's `nccl` settings (a dict on the record or in its params) or the run's NCCL
+    environment; None when neither is forced to a single value."""
+    settings: dict[str, Any] = {}
+    if header is not None:
+        settings.update(header.nccl_env or {})
+    for source in (record.params.get("nccl"), getattr(record, "nccl", None)):
+        if isinstance(source, dict):
+            settings.update(source)
+    lowered = {str(k).lower(): str(v) for k, v in settings.items() if v is not None}
+
+    def one(keys: tuple[str, ...], names: dict[str, str]) -> str | None:
+        value = next((lowered[k] for k in keys if k in lowered), None)
+        return names.get(value.strip().lower()) if value and "," not in value and "^" not in value else None
+
+    algorithm = one(("nccl_algo", "algo", "algorithm"), _NCCL_ALGORITHMS)
+    protocol = one(("nccl_proto", "proto", "protocol"), _NCCL_PROTOCOLS)
+    if algorithm is None and protocol is None:
+        return None
+    return f"{algorithm or '*'}/{protocol or '*'}"
 
 
 def _payload_bytes(record: Measurement) -> float:
@@ -126,7 +157,8 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         skipped[reason] = skipped.get(reason, 0) + 1
 
     for record in records:
-        if record.status != "ok" or not record.time_us_median or record.time_us_median <= 0:
+        time_us = headline_time(record)[1]  # nccl-tests' time for records imported from nccl-tests
+        if record.status != "ok" or not time_us or time_us <= 0:
             skip("failed or without a time")
             continue
         if record.group_size < 2:
@@ -149,10 +181,11 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             continue
         staged = bool(record.stages_us_median)
         if "total" not in mapped:
+            forced = forced_nccl(record, headers.get(record.run_id)) if not staged else None
             key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
-                           stage="total" if staged else None,
+                           stage="total" if staged else None, algorithm=forced,
                            for_prediction=record.collective in COLLECTIVES and not mapped, **common)
-            curves.setdefault(key, []).append((x, record.time_us_median * 1e-6, record.size_bytes))
+            curves.setdefault(key, []).append((x, time_us * 1e-6, record.size_bytes))
         for stage, stage_us in (record.stages_us_median or {}).items():
             if stage not in mapped and stage_us and stage_us > 0:
                 key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
@@ -186,6 +219,8 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
         if np.any(big):
             warnings.append(f"no sizes >= {min_heldout_bytes} B: held-out error is over all sizes")
     heldout = float(np.median(errors[big])) if np.any(big) else None
+    by_regime = tuple((name, float(np.median(errors[in_regime]))) for name, lo, hi in REGIMES
+                      if np.any(in_regime := (sizes >= lo) & (sizes < hi) & np.isfinite(errors)))
     if heldout is None:
         warnings.append(f"only {len(x)} sizes: no held-out error (need >= 4)")
     elif heldout > POOR_FIT:
@@ -198,7 +233,7 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
         warnings.append("smallest size is bandwidth-bound: latency is poorly determined (measure smaller sizes)")
     return CurveFit(key=key, fit=fit, num_points=len(x), min_size_bytes=int(sizes[0]),
                     max_size_bytes=int(sizes[-1]), heldout_median_rel_error=heldout,
-                    heldout_num_points=int(np.sum(big)), warnings=tuple(warnings))
+                    heldout_num_points=int(np.sum(big)), warnings=tuple(warnings), heldout_by_regime=by_regime)
 
 
 def fit_all(records: Iterable[Measurement], headers: dict[str, RunHeader], *,

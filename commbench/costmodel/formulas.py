@@ -17,8 +17,10 @@ Groups spanning several scale-up domains (num_domains > 1) are composed from the
   of n, busbw tends to NIC * (n-1)/(n-m), i.e. N/(N-1) x the NIC rate on N domains, as the NCCL
   maintainers describe for inter-node alltoall (NVIDIA/nccl-tests issue 130);
 - in-switch reduction (NVLS) exists only inside an NVLink domain.
-Not modelled (conservative): NCCL's tree / NVLS-tree all-reduce on few nodes can beat the NIC
-rate by reducing inside the node first (NVIDIA/nccl-tests issue 196).
+On fabrics with NCCL parameters (the presets) the NCCL collectives (all-reduce, reduce-scatter,
+all-gather, broadcast) are predicted by NCCL's algorithm x protocol structure instead (choice.py,
+nccl_model.py), which includes NCCL's tree and NVLS-tree (on few nodes they beat the NIC rate by
+reducing inside the node first, NVIDIA/nccl-tests issue 196); these curves then predict the rest.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from typing import Callable
 
 import numpy as np
 
+from commbench.costmodel.choice import nccl_time_s, uses_nccl_model
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric
+from commbench.costmodel.nccl_model import check_group
 from commbench.errors import CommbenchError, invalid
 
 ArrayLike = float | int | np.ndarray
@@ -131,18 +135,7 @@ def _by_algorithm(curves: tuple[AlgorithmCurve, ...]) -> dict[str, tuple[Algorit
 
 
 def _check_group(fabric: Fabric, n: np.ndarray, d: np.ndarray, ranks_per_domain: np.ndarray) -> None:
-    n_min, n_max, d_min, d_max = n.min(), n.max(), d.min(), d.max()
-    if n_min < 1:
-        raise invalid("group_size", int(n_min), "groups need >= 1 rank")
-    if n_max > fabric.num_gpus:
-        raise invalid("group_size", int(n_max), f"at most the {fabric.num_gpus} GPUs of {fabric.name}")
-    if d_min < 1 or (d_max > 1 and np.any(d > n)):
-        raise invalid("num_domains", int(d_min if d_min < 1 else d_max), "between 1 and the group size")
-    if d_max > fabric.num_domains:
-        raise invalid("num_domains", int(d_max), f"at most the {fabric.num_domains} domains of {fabric.name}")
-    if ranks_per_domain.max() > fabric.domain_size:
-        raise invalid("group_size", int(n_max),
-                      f"a group on one domain holds at most {fabric.domain_size} ranks; pass num_domains")
+    check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, n, d)
 
 
 def _min_into(best: np.ndarray | float, new: np.ndarray | float) -> np.ndarray | float:
@@ -154,10 +147,21 @@ def _min_into(best: np.ndarray | float, new: np.ndarray | float) -> np.ndarray |
 
 def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
                       num_domains: ArrayLike = 1, *, algorithm: str | None = None,
-                      imbalance: ArrayLike = 1.0) -> np.ndarray:
+                      imbalance: ArrayLike = 1.0, protocol: str | None = None) -> np.ndarray:
     """Predicted seconds for `collective` of `size_bytes` (nccl-tests' size) over `group_size` ranks
     spread over `num_domains` scale-up domains. Arguments broadcast; the fastest algorithm wins
-    unless `algorithm` names one. `imbalance` (>= 1) scales the busiest rank's bytes (all-to-all)."""
+    unless `algorithm` names one. `imbalance` (>= 1) scales the busiest rank's bytes (all-to-all).
+    On fabrics with NCCL parameters the NCCL collectives use NCCL's algorithm x protocol structure
+    (choice.py; `protocol` forces one of LL, LL128, Simple); elsewhere the alpha-beta curves."""
+    if uses_nccl_model(fabric, collective):
+        if algorithm == "ring_ll":  # the v1 presets' name for ring with the LL protocol
+            algorithm, protocol = "ring", protocol or "LL"
+        skew = np.asarray(imbalance, dtype=np.float64)
+        sizes = size_bytes if skew.max() == 1.0 and skew.min() == 1.0 else np.multiply(size_bytes, skew)
+        return nccl_time_s(fabric, collective, sizes, group_size, num_domains, algorithm=algorithm, protocol=protocol)
+    if protocol is not None:
+        raise invalid("protocol", protocol, f"{collective} on {fabric.name} is predicted from alpha-beta curves, "
+                      "which have no protocols")
     (time_s,) = _algorithm_times(fabric, collective, size_bytes, group_size, num_domains, imbalance,
                                  [algorithm] if algorithm else None)
     return time_s

@@ -6,6 +6,8 @@ figure that set it (see `reference_checks` and tests/test_costmodel_presets.py, 
 each figure within 10%). Where no figure exists for a system, the nearest measured sibling's
 efficiency is borrowed and the curve's `source` says "borrowed"; latencies with no measured
 anchor follow NCCL's own tuning model (src/graph/tuning.cc, baseLat/hwLat) and say "assumed".
+Each preset also carries its [nccl_model.<name>] parameters (nccl_system), with which the NCCL
+collectives are predicted by NCCL's algorithm x protocol structure (nccl_model.py).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric, Tier
+from commbench.costmodel.nccl_model import NcclSystem
 from commbench.errors import invalid
-from commbench.data.reference import gpu_spec
+from commbench.data.reference import gpu_spec, hardware_toml
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +149,15 @@ def _curves(terms: list[CurveTerm], tier: str, link_gbps: float) -> list[Algorit
                            busbw_gbps=t.efficiency * link_gbps, source=t.source) for t in terms]
 
 
+def nccl_system(name: str) -> NcclSystem:
+    """The [nccl_model.<name>] parameters of hardware.toml (NCCL's structure, per system)."""
+    row = dict(hardware_toml().get("nccl_model", {}).get(name, {}))
+    if not row:
+        raise invalid("system", name, "a preset with an [nccl_model] table in hardware.toml")
+    row["fill_us_per_rank"] = dict(row.get("fill_us_per_rank", {}))
+    return NcclSystem(**row)
+
+
 def load_preset(name: str, *, num_gpus: int | None = None, num_racks: int | None = None,
                 num_nodes: int | None = None) -> Fabric:
     """The preset fabric `name`, scaled to `num_gpus` GPUs or `num_racks`/`num_nodes` domains
@@ -172,5 +184,5 @@ def load_preset(name: str, *, num_gpus: int | None = None, num_racks: int | None
     curves = _curves(spec.scale_up_terms, "scale_up", gpu.nvlink_gbps_per_dir) + \
         _curves(SCALE_OUT, "scale_out", gpu.scale_out_gbps)
     return Fabric(name=name.lower(), gpu=gpu, domain_size=domain_size, num_gpus=total,
-                  tiers=tiers, curves=tuple(curves), source="preset",
+                  tiers=tiers, curves=tuple(curves), source="preset", nccl=nccl_system(name.lower()),
                   notes=(spec.description, f"GPU datasheet: {gpu.source}"))

@@ -6,7 +6,8 @@ domains become scale-out curves by inverting the composition rules of `formulas`
   says so when it is within 10% of the scale-up rate, i.e. the NIC may not be the bottleneck);
 - all-to-all: the NIC carries (n - m)/(n - 1) of the bus bytes, so scale-out = busbw * (n-m)/(n-1);
 - latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model).
-Each size segment of a piecewise fit is kept as its own curve (`min_bus_bytes`).
+Each size segment of a piecewise fit is kept as its own curve (`min_bus_bytes`). On a preset base,
+sweeps that forced an NCCL algorithm also set the preset's NCCL parameters (fit_nccl.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import dataclasses
 import math
 
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric, Tier
+from commbench.costmodel.fit_nccl import learn_nccl_parameters
 from commbench.costmodel.fit_records import CurveFit
 from commbench.costmodel.formulas import COLLECTIVES, steps
 from commbench.data.reference import GpuSpec
@@ -98,9 +100,10 @@ def fabric_from_fits(fits: list[CurveFit], *, base: Fabric | None, name: str, so
                       tiers=tiers, curves=tuple(up + out), source=source, notes=tuple(notes),
                       fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings))
     fabric = base.with_curves(up + out, name=name, source=source)
+    nccl, learned = learn_nccl_parameters(fits, base) if base.nccl is not None else (None, [])
     return dataclasses.replace(fabric, gpu=gpu or base.gpu, domain_size=domain_size or base.domain_size,
-                               num_gpus=max(num_gpus or base.num_gpus, base.num_gpus),
-                               notes=tuple(base.notes) + tuple(notes),
+                               num_gpus=max(num_gpus or base.num_gpus, base.num_gpus), nccl=nccl,
+                               notes=tuple(base.notes) + tuple(notes) + tuple(learned),
                                fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings))
 
 

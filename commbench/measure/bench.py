@@ -39,6 +39,7 @@ class BenchConfig:
     timeout_s: float = 300.0
     output_path: str = "results/bench.jsonl"
     output_format: str = "table"
+    average: int = 1  # nccl-tests -a: which loop time --format nccl-tests prints (0 rank 0, 1 avg, 2 min, 3 max)
     argv: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     topology: TopologySpec | None = None  # racks (issue 4); None = from hostnames / commbench emulate
@@ -84,6 +85,7 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if config.timeout_s <= 0:
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: must be > 0 seconds")
     check_bench_options(config, collective, world_size)
+    collective.check_params(dict(config.params), config.backend)
     if not collective.takes_size:
         for group_size in measured_group_sizes(config, world_size):
             collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters

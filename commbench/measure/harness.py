@@ -1,19 +1,29 @@
 """The measurement harness: data check, warm-up, timed loop, reduction across ranks.
 
-Per point (as nccl-tests, with per-iteration statistics):
-1. check (optional, outside timing): fill buffers with a known pattern, run one iteration, count
-   wrong elements on every rank and sum them over the world (without the check, buffers are still
-   filled, so no run times uninitialised memory);
+Per point (as nccl-tests, with per-iteration statistics beside nccl-tests' own time):
+1. check (optional, outside timing): outputs poisoned and inputs filled with a pattern seeded by the
+   point (size and repetition, as nccl-tests seeds initData with the repetition), one iteration, then
+   every rank counts wrong elements and they are summed over the world; the buffers are refilled
+   afterwards (without the check they are still filled, so no run times uninitialised memory);
 2. warm-up: `warmup_iters` untimed iterations, then a device sync and a world barrier;
-3. timed loop: each iteration's stages are bracketed by stopwatch marks (CUDA events on GPU; the
-   host clock after a device sync on CPU); nothing else runs between marks;
-4. reduction: per iteration and per stage, the slowest rank's time counts (a MAX all-reduce over the
-   world after the loop); median, mean, min and p99 over iterations.
+3. timed loop: `iters` iterations back to back, a stopwatch mark between iterations (CUDA events on
+   GPU; the host clock after a device sync on CPU) and the host clock around the whole loop, read
+   after a device sync (nccl-tests' BenchTime: loop time / iters);
+4. reduction: per iteration the slowest rank's time (MAX over the world) -> median, mean, min, max
+   (p99 from 100 iterations on); the loop time / iters of every rank -> nccl-tests' -a modes (avg,
+   rank 0, min, max);
+5. stages (multi-stage workloads only): each stage again in its own loop, every stage of every
+   iteration started behind a world barrier, its time the slowest rank's. A stage's time then holds
+   no wait for a slow rank's previous stage (that wait is charged to the stage that was slow), and
+   the stage medians add up to the iteration's within the noise (barrier exit skew).
 algbw = bytes / median time (GB = 1e9 B); busbw = algbw * the collective's factor.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +31,7 @@ import numpy as np
 from collectives.base import Collective, PointSpec, PreparedPoint
 from commbench.comm.backend import Backend, Communicator
 from commbench.dtypes import get_dtype
-from commbench.results.records import Measurement
+from commbench.results.records import MIN_ITERS_FOR_P99, Measurement
 
 _FLOAT64 = get_dtype("float64")
 _INT64 = get_dtype("int64")
@@ -48,8 +58,16 @@ def run_once(prepared: PreparedPoint) -> None:
         stage()
 
 
+_REPETITION = itertools.count(1)  # every rank measures the same points in the same order
+
+
+def point_seed(spec: PointSpec, repetition: int) -> int:
+    """The data-pattern seed of a point: from its size and the process's repetition count."""
+    return (spec.size_bytes * 0x9E3779B1 + repetition * 0x85EBCA77) & 0x7FFFFFFF
+
+
 def check_point(backend: Backend, prepared: PreparedPoint) -> int:
-    """Fill, run one iteration, and return the number of wrong elements summed over all ranks."""
+    """Fill (outputs poisoned), run one iteration, and return the wrong elements summed over all ranks."""
     prepared.fill()
     run_once(prepared)
     backend.synchronize()
@@ -58,11 +76,17 @@ def check_point(backend: Backend, prepared: PreparedPoint) -> int:
     return int(backend.download(wrong)[0])
 
 
-def time_iterations(backend: Backend, prepared: PreparedPoint, iters: int, warmup_iters: int,
-                    cuda_graph: bool = False) -> np.ndarray:
-    """Per-iteration times in µs, shape (iters, stages + 1): each stage, then the whole iteration;
-    each entry is the slowest rank's. With `cuda_graph`, each stage is captured once after warm-up
-    and the timed loop replays the captures (backends that can: `capture(stage) -> replay`)."""
+@dataclass(frozen=True, kw_only=True)
+class LoopTimes:
+    """What the timed loop measured: per iteration the slowest rank's time, and every rank's loop
+    time / iters (world-rank order)."""
+
+    iter_us: np.ndarray
+    loop_us_by_rank: np.ndarray
+
+
+def ready_stages(backend: Backend, prepared: PreparedPoint, warmup_iters: int, cuda_graph: bool = False) -> list:
+    """Warm up, then the stage callables to time (with `cuda_graph`, replays of captures made once)."""
     stages = [stage for _, stage in prepared.stages]
     for _ in range(warmup_iters):
         for stage in stages:
@@ -71,55 +95,95 @@ def time_iterations(backend: Backend, prepared: PreparedPoint, iters: int, warmu
         stages = [backend.capture(stage) for stage in stages]
         for stage in stages:
             stage()
+    return stages
+
+
+def _world_max(backend: Backend, values: np.ndarray) -> np.ndarray:
+    buf = backend.upload(values.ravel(), _FLOAT64)
+    backend.world.all_reduce(buf, "max")
+    return backend.download(buf).reshape(values.shape)
+
+
+def time_loop(backend: Backend, stages: list, iters: int) -> LoopTimes:
+    """The timed loop: iterations back to back, marks between them, host clock around it all."""
     backend.synchronize()
     backend.world.barrier()
-    num_stages = len(stages)
-    marks_per_iter = num_stages + 1
-    watch = backend.stopwatch(iters * marks_per_iter)
+    watch = backend.stopwatch(iters + 1)
     mark = watch.mark
-    if num_stages == 1:
+    if len(stages) == 1:
         only = stages[0]
-        for it in range(iters):
-            mark(2 * it)
+        start_s = time.perf_counter()
+        mark(0)
+        for it in range(1, iters + 1):
             only()
-            mark(2 * it + 1)
+            mark(it)
     else:
-        for it in range(iters):
-            base = it * marks_per_iter
-            mark(base)
-            for index, stage in enumerate(stages, start=1):
+        start_s = time.perf_counter()
+        mark(0)
+        for it in range(1, iters + 1):
+            for stage in stages:
                 stage()
-                mark(base + index)
+            mark(it)
     watch.finish()
-    local = np.empty((iters, num_stages + 1))
+    backend.synchronize()
+    loop_us = (time.perf_counter() - start_s) * 1e6 / iters
+    local = np.array([watch.elapsed_us(it, it + 1) for it in range(iters)])
+    every = backend.empty(backend.world_size, _FLOAT64)
+    backend.world.all_gather(every, backend.upload(np.array([loop_us]), _FLOAT64))
+    return LoopTimes(iter_us=_world_max(backend, local), loop_us_by_rank=backend.download(every))
+
+
+def time_stages(backend: Backend, stages: list, iters: int) -> np.ndarray:
+    """Per-stage times in µs, shape (iters, stages): every stage of every iteration started behind a
+    world barrier, each entry the slowest rank's."""
+    num_stages = len(stages)
+    watch = backend.stopwatch(2 * iters * num_stages)
     for it in range(iters):
-        base = it * marks_per_iter
-        for s in range(num_stages):
-            local[it, s] = watch.elapsed_us(base + s, base + s + 1)
-        local[it, num_stages] = watch.elapsed_us(base, base + num_stages)
-    slowest = backend.upload(local.ravel(), _FLOAT64)
-    backend.world.all_reduce(slowest, "max")
-    return backend.download(slowest).reshape(iters, num_stages + 1)
+        for index, stage in enumerate(stages):
+            backend.synchronize()
+            backend.world.barrier()
+            base = 2 * (it * num_stages + index)
+            watch.mark(base)
+            stage()
+            watch.mark(base + 1)
+    watch.finish()
+    local = np.array([[watch.elapsed_us(2 * (it * num_stages + s), 2 * (it * num_stages + s) + 1)
+                       for s in range(num_stages)] for it in range(iters)])
+    return _world_max(backend, local)
+
+
+def time_statistics(iter_us: np.ndarray, loop_us_by_rank: np.ndarray) -> dict:
+    """The named statistics of a point (Measurement fields) from what the loop measured."""
+    iters = len(iter_us)
+    return dict(
+        time_us_median=float(np.median(iter_us)), time_us_mean=float(np.mean(iter_us)),
+        time_us_min=float(np.min(iter_us)), time_us_max=float(np.max(iter_us)),
+        time_us_p99=float(np.percentile(iter_us, 99)) if iters >= MIN_ITERS_FOR_P99 else None,
+        iter_times_us=[round(float(t), 3) for t in iter_us],
+        loop_time_us={"avg": float(np.mean(loop_us_by_rank)), "rank0": float(loop_us_by_rank[0]),
+                      "min": float(np.min(loop_us_by_rank)), "max": float(np.max(loop_us_by_rank))},
+    )
 
 
 def measure_point(backend: Backend, comm: Communicator, collective: Collective, spec: PointSpec,
                   loop: LoopOptions, *, run_id: str, group: GroupInfo = GroupInfo(),
                   point_key: str | None = None) -> Measurement:
     """Measure one point on `comm` (every rank of the world calls this together)."""
+    spec = dataclasses.replace(spec, seed=point_seed(spec, next(_REPETITION)))
     prepared = collective.prepare(comm, backend, spec)
-    if loop.check:
-        num_wrong = check_point(backend, prepared)
-    else:
-        # Never time uninitialised memory: stray NaNs or denormals change how fast a CPU reduces.
-        prepared.fill()
-        num_wrong = None
-    times_us = time_iterations(backend, prepared, loop.iters, loop.warmup_iters, loop.cuda_graph)
-    total_us = times_us[:, -1]
-    median_us = float(np.median(total_us))
+    num_wrong = check_point(backend, prepared) if loop.check else None
+    # Refill after the check (and fill without it): never time uninitialised or check-run memory:
+    # stray NaNs or denormals change how fast a CPU reduces.
+    prepared.fill()
+    stages = ready_stages(backend, prepared, loop.warmup_iters, loop.cuda_graph)
+    measured = time_loop(backend, stages, loop.iters)
+    stats = time_statistics(measured.iter_us, measured.loop_us_by_rank)
+    median_us = stats["time_us_median"]
     algbw_gbps = (prepared.algbw_bytes or prepared.size_bytes) / (median_us * 1e-6) / 1e9 if median_us > 0 else 0.0
     stage_medians = {}
     if len(prepared.stages) > 1:
-        stage_medians = {name: float(np.median(times_us[:, i])) for i, (name, _) in enumerate(prepared.stages)}
+        stage_us = time_stages(backend, stages, loop.iters)
+        stage_medians = {name: float(np.median(stage_us[:, i])) for i, (name, _) in enumerate(prepared.stages)}
     metrics = dict(prepared.metrics)
     if prepared.stage_metrics is not None:
         metrics.update(prepared.stage_metrics(stage_medians))
@@ -130,8 +194,7 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
         in_place=spec.in_place or collective.in_place_mode == "always",
         world_size=backend.world_size, group_size=comm.size, group_layout=group.layout,
         num_groups=group.num_groups, iters=loop.iters, warmup_iters=loop.warmup_iters,
-        time_us_median=median_us, time_us_mean=float(np.mean(total_us)), time_us_min=float(np.min(total_us)),
-        time_us_p99=float(np.percentile(total_us, 99)), algbw_gbps=algbw_gbps,
+        **stats, algbw_gbps=algbw_gbps,
         busbw_gbps=algbw_gbps * prepared.busbw_factor, num_wrong=num_wrong,
         stages_us_median=stage_medians, metrics=metrics,
         params={**spec.params, **prepared.params, **({"cuda_graph": True} if loop.cuda_graph else {})},

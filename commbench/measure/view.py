@@ -9,7 +9,8 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from collectives import get_collective
-from commbench.results.render import (add_measurement_row, measurement_table, nccl_tests_footer, nccl_tests_header,
+from commbench.results.render import (add_measurement_row, measurement_table, nccl_tests_banner, nccl_tests_footer,
+                                      nccl_tests_header,
                                       nccl_tests_row, stdout_console)
 from commbench.results.records import Measurement, RunHeader
 
@@ -17,6 +18,7 @@ from commbench.results.records import Measurement, RunHeader
 class BenchView:
     def __init__(self, config, header: RunHeader, num_points: int) -> None:
         self.format = config.output_format
+        self.average = config.average
         self.rows: list[Measurement] = []
         self.console = stdout_console()
         hosts = sorted(set(header.hostnames))
@@ -29,9 +31,10 @@ class BenchView:
                       f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
         if self.format == "nccl-tests":
             self._print(f"# {intro}")
-            self._print(f"# nThread 1 nGpus 1 minBytes {min(config.sizes_bytes)} maxBytes {max(config.sizes_bytes)} "
-                        f"iters: {config.loop.iters} warmup iters: {config.loop.warmup_iters} "
-                        f"validation: {int(config.loop.check)}")
+            for line in nccl_tests_banner(header, config.collective, sizes_bytes=config.sizes_bytes, iters=config.loop.iters,
+                                          warmup_iters=config.loop.warmup_iters, check=config.loop.check,
+                                          cuda_graph=config.loop.cuda_graph, average=config.average):
+                self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
             for line in nccl_tests_header(config.in_place):
@@ -62,14 +65,14 @@ class BenchView:
     def add(self, record: Measurement) -> None:
         self.rows.append(record)
         if self.format == "nccl-tests":
-            self._print(nccl_tests_row(record))
+            self._print(nccl_tests_row(record, self.average))
             return
         add_measurement_row(self.table, record, staged=self.staged)
         self.progress.advance(self.task)
 
     def close(self) -> None:
         if self.format == "nccl-tests":
-            for line in nccl_tests_footer(self.rows):
+            for line in nccl_tests_footer(self.rows, self.average):
                 self._print(line)
             return
         self.progress.update(self.task, visible=False)

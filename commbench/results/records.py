@@ -55,10 +55,18 @@ class RunHeader:
 class Measurement:
     """One measured point. `size_bytes` means what nccl-tests' "size" column means for the collective.
 
-    Times are per iteration, taking the slowest rank of each iteration; algbw = size_bytes / time,
-    busbw = algbw * the collective's bus factor (GB = 1e9 B), both from the median time.
-    `status` is "ok", "failed" or "skipped" (an NCCL tuning combination NCCL refused); for the last
-    two `error` says why and the numbers are absent.
+    Two time statistics, each named (see TIME_STATISTICS):
+    - `time_us_median` (and mean/min/max/p99): over the timed iterations, each iteration counting its
+      slowest rank; `iter_times_us` keeps those per-iteration times (rounded to 1 ns) so a gate can
+      compute the uncertainty of the median. `time_us_p99` only with >= 100 iterations (below that
+      the 99th percentile is the max: see `time_us_max`).
+    - `loop_time_us`: nccl-tests' time: the timed loop's host time (device-synced) / iterations on each
+      rank, reduced over ranks as nccl-tests' -a modes: "avg" (-a 1, its default), "rank0" (-a 0),
+      "min" (-a 2), "max" (-a 3). Records imported from nccl-tests hold only this one (mode "avg").
+    algbw = size_bytes / median time, busbw = algbw * the collective's bus factor (GB = 1e9 B).
+    `stages_us_median`: per stage, each stage timed in its own loop behind a barrier (no stage is
+    charged for the previous stage's skew). `status` is "ok", "failed" or "skipped" (an NCCL tuning
+    combination NCCL refused); for the last two `error` says why and the numbers are absent.
     """
 
     record_type: str = "measurement"
@@ -90,6 +98,42 @@ class Measurement:
     metrics: dict[str, Any] = field(default_factory=dict)  # workload metrics (e.g. bytes per tier)
     notes: list[str] = field(default_factory=list)
     point_key: str | None = None  # identifies the point within a sweep (for --resume)
+    time_us_max: float | None = None
+    iter_times_us: list[float] = field(default_factory=list)  # per iteration, slowest rank, in loop order
+    loop_time_us: dict[str, float] = field(default_factory=dict)  # nccl-tests' time by -a mode (see above)
+
+
+# -a value of nccl-tests (src/common.cu: "0=RANK0/1=AVG/2=MIN/3=MAX") -> key of Measurement.loop_time_us
+NCCL_TESTS_AVERAGE_MODES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
+MIN_ITERS_FOR_P99 = 100  # fewer samples: the 99th percentile is (nearly) the max
+
+# Named time statistics, as tables, JSONL consumers, plots and `compare` label them.
+TIME_STATISTICS = {
+    "median": "median over iterations of the slowest rank's iteration time",
+    "nccl-avg": "nccl-tests time: loop time / iterations, averaged over ranks (-a 1)",
+    "nccl-rank0": "nccl-tests time: loop time / iterations on rank 0 (-a 0)",
+    "nccl-min": "nccl-tests time: loop time / iterations, min over ranks (-a 2)",
+    "nccl-max": "nccl-tests time: loop time / iterations, max over ranks (-a 3)",
+}
+
+
+def time_us(m: "Measurement", statistic: str) -> float | None:
+    """The named statistic of a record (None when the record lacks it)."""
+    if statistic == "median":
+        return m.time_us_median
+    if statistic.startswith("nccl-") and statistic in TIME_STATISTICS:
+        return m.loop_time_us.get(statistic[len("nccl-"):])
+    raise CommbenchError(f"statistic={statistic!r} is invalid: allowed {', '.join(TIME_STATISTICS)}")
+
+
+def headline_time(m: "Measurement") -> tuple[str, float | None]:
+    """(statistic name, µs) a record is known by: its median when measured here, else nccl-tests' time
+    (records imported from nccl-tests have only that)."""
+    for statistic in TIME_STATISTICS:  # median, then nccl-tests' time by -a mode (avg first)
+        value = time_us(m, statistic)
+        if value is not None:
+            return statistic, value
+    return "median", None
 
 
 Record = RunHeader | Measurement
@@ -107,7 +151,15 @@ def from_dict(data: dict[str, Any]) -> Record:
     if cls is None:
         raise ValueError(f"record_type={kind!r}: expected 'header' or 'measurement'")
     known = _FIELDS[cls.__name__]
-    return cls(**{k: v for k, v in data.items() if k in known})
+    fields = {k: v for k, v in data.items() if k in known}
+    if cls is Measurement and not fields.get("loop_time_us") and any(
+            str(note).startswith(_OLD_IMPORT_NOTE) for note in fields.get("notes", [])):
+        # written by an importer that stored nccl-tests' time as the median: put it where it belongs
+        fields.update(loop_time_us={"avg": fields.get("time_us_median")}, time_us_median=None, time_us_mean=None)
+    return cls(**fields)
+
+
+_OLD_IMPORT_NOTE = "imported from nccl-tests: time is nccl-tests' mean over iterations"
 
 
 class JsonlWriter:

@@ -13,7 +13,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from commbench.results.records import Measurement
+from commbench.results.records import Measurement, headline_time
+from commbench.results.render import tail_text
 from commbench.units import format_size
 
 Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
@@ -64,7 +65,7 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], pat
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for key, rows in sorted(series.items()):
         sizes = np.array([m.size_bytes for m in rows], dtype=float)
-        line, = ax.plot(sizes, [m.busbw_gbps for m in rows], marker="o", label=f"measured: {series_label(key)}")
+        line, = ax.plot(sizes, [m.busbw_gbps for m in rows], marker="o", label=f"measured ({headline_time(rows[0])[0]} time): {series_label(key)}")
         if predict is not None:
             seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
             factor = np.array([m.busbw_gbps / m.algbw_gbps if m.algbw_gbps else 1.0 for m in rows])
@@ -83,11 +84,11 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], pat
 
 
 def markdown_table(rows: list[Measurement]) -> list[str]:
-    lines = ["| size | time median (µs, measured) | p99 (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| size | time (µs, measured) | statistic | tail (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
+             "|---:|---:|---|---:|---:|---:|---:|"]
     for m in rows:
-        lines.append(f"| {format_size(m.size_bytes)} | {m.time_us_median:.2f} | "
-                     f"{'-' if m.time_us_p99 is None else f'{m.time_us_p99:.2f}'} | {m.algbw_gbps:.3f} | "
+        statistic, time_us = headline_time(m)
+        lines.append(f"| {format_size(m.size_bytes)} | {time_us:.2f} | {statistic} | {tail_text(m)} | {m.algbw_gbps:.3f} | "
                      f"{m.busbw_gbps:.3f} | {'-' if m.num_wrong is None else m.num_wrong} |")
     return lines
 

@@ -11,9 +11,14 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
   a command line naming `X_perf` (older), or takes the file name / the --collective given.
 And the `-J` JSON file (JSON_FILE_VERSION 2: config, devices, results[].out_of_place / in_place).
 
-nccl-tests' `time` is the mean over the timed iterations: it is stored as time_us_mean and, so that
-fits and reports can use these records, as time_us_median, with a note saying so. Lines that are none
-of the above are returned as problems with their line number, never dropped silently.
+nccl-tests' `time` is the timed loop's time / iters, reduced over ranks by its -a mode (average by
+default; `-a N` on a command line in the log, or commbench's own `(-a N)` comment, says otherwise): it
+is stored as Measurement.loop_time_us[mode], never as the per-iteration median (which nccl-tests does
+not report), so compare and fits know which statistic they hold. Lines that are none of the above
+are returned as problems with their line number, never dropped silently.
+
+The collective comes from `X_perf` in the log or the file name; a name that is not a known nccl-tests
+test (`old_all_reduce_perf.log`) is refused: pass --collective.
 """
 
 from __future__ import annotations
@@ -25,16 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from commbench import __version__
-from commbench.results.records import Measurement, Record, RunHeader, new_run_id
+from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
                     "alltoall": "all_to_all", "sendrecv": "sendrecv", "broadcast": "broadcast", "reduce": "reduce",
-                    "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "all_to_all_v"}
+                    "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "all_to_all_v",
+                    # commbench's own workloads, as its --format nccl-tests output names them
+                    "moe_all_to_all": "moe_all_to_all", "grad_reduce_scatter": "grad_reduce_scatter"}
 DTYPE_NAMES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "int8": "int8",
                "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
                "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2"}
-TIME_NOTE = "imported from nccl-tests: time is nccl-tests' mean over iterations (stored as median and mean)"
+TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
+_AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
 _VERSION_RE = re.compile(r"nccl-tests version (\S+).*?nccl-library=(\d+)")
 _RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
@@ -46,8 +54,13 @@ class ImportResult:
     problems: list[tuple[str, int, str, str]] = field(default_factory=list)  # (source, line, text, reason)
 
 
-def collective_name(perf_name: str) -> str:
-    return COLLECTIVE_NAMES.get(perf_name, perf_name)
+def collective_name(perf_name: str) -> str | None:
+    """commbench's name for an nccl-tests test name (`all_reduce`, `alltoall`, ...); a prefix such as
+    `old_all_reduce` is stripped to the longest known name it ends with; None when nothing matches."""
+    if perf_name in COLLECTIVE_NAMES:
+        return COLLECTIVE_NAMES[perf_name]
+    known = [name for name in COLLECTIVE_NAMES if perf_name.endswith("_" + name)]
+    return COLLECTIVE_NAMES[max(known, key=len)] if known else None
 
 
 def nccl_version(code: int | str | None) -> str | None:
@@ -70,11 +83,11 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
-                 num_wrong: int | None, metrics: dict) -> Measurement:
+                 num_wrong: int | None, metrics: dict, average: str = "avg") -> Measurement:
     return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
                        dtype=DTYPE_NAMES.get(dtype, dtype), op=None if redop in ("none", "") else redop,
                        in_place=in_place, world_size=world, group_size=world, iters=iters, warmup_iters=warmup,
-                       time_us_median=time_us, time_us_mean=time_us, algbw_gbps=algbw, busbw_gbps=busbw,
+                       loop_time_us={average: time_us}, algbw_gbps=algbw, busbw_gbps=busbw,
                        num_wrong=num_wrong, params={} if root is None or root < 0 else {"root": root},
                        metrics=metrics, notes=[TIME_NOTE])
 
@@ -93,6 +106,7 @@ class _TextRun:
         self.version: str | None = None
         self.argv: list[str] = []
         self.run_id: str | None = None
+        self.average = "avg"
 
     def new_run(self, *, forget_devices: bool = True) -> None:
         self.run_id = None
@@ -158,14 +172,16 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult) -> None
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=float(values["algbw"]), busbw=float(values["busbw"]),
-            num_wrong=wrong, metrics=metrics))
+            num_wrong=wrong, metrics=metrics, average=state.average))
 
 
 def _comment(state: _TextRun, line: str) -> None:
     body = line.lstrip("#").strip()
+    if (match := _AVERAGE_RE.search(body)) and "-a" in body:
+        state.average = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))]
     if body.startswith("Collective test starting:"):
         match = _PERF_RE.search(body)
-        state.collective = collective_name(match.group(1)) if match else state.default
+        state.collective = (collective_name(match.group(1)) if match else None) or state.default
         state.new_run()
     elif (match := _VERSION_RE.search(body)):
         state.version = nccl_version(match.group(2))
@@ -202,8 +218,10 @@ def parse_text(text: str, source: str, collective: str | None = None) -> ImportR
                 result.problems.append((source, number, raw, f"unparsable result row: {exc}"))
             continue
         if (match := _PERF_RE.search(line)) and not tokens[0].isdigit():
-            state.collective = collective_name(match.group(1))  # a launcher command line names the test
+            state.collective = collective_name(match.group(1)) or state.default  # a command line names the test
             state.argv = line.lstrip("+$ ").split()
+            if (average := _AVERAGE_RE.search(line)):
+                state.average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))]
             state.new_run()
             continue
         result.problems.append((source, number, raw, "not an nccl-tests line"))

@@ -1,0 +1,219 @@
+"""NCCL's algorithm x protocol cost structure on a tiered fabric (predicted, vectorised).
+
+Per collective, algorithm (ring, tree, NVLS, NVLS-tree, CollNet, PAT) and protocol (LL, LL128,
+Simple), as NCCL's ncclTopoTuneModel (src/graph/tuning.cc) and ncclTopoGetAlgoTime (src/enqueue.cc)
+structure it:
+
+    latency_us  = baseLat[a][p] + hops inside the domain x hwLat[NVLink][a][p]
+                                + hops between domains x hwLat[NET][a][p]
+    busbw_gbps  = link rate x the system's efficiency (NCCL: channels x per-channel bandwidth),
+                  x the protocol's share (LL 1/4, LL128 0.92, tree 0.92...), capped per channel
+    time_s      = latency + size_bytes / algbw,  algbw = busbw x the algorithm's ratio
+                  (ring n/nsteps, NVLS 5/6, tree 1/2)
+
+and NCCL's choice is the minimum over the (algorithm, protocol) pairs it allows there: NVLS only
+with NVSwitch multicast inside one domain (NVLS-tree across domains), CollNet only with SHARP, PAT
+for reduce-scatter / all-gather with one rank per domain. Two per-system terms are ours and are
+calibrated on published figures (hardware.toml [nccl_model.*], each with its source):
+`launch_us`, what nccl-tests measures above NCCL's table at the smallest sizes (kernel launch and
+timing), and a pipeline ramp `fill_us_per_rank` x n x size / (size + fill_half_bytes): the
+measured extra time large messages pay to fill NCCL's chunk pipeline (NCCL itself corrects trees
+for the same effect with treeCorrectionFactor). Not modelled: the tree correction factors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from commbench.costmodel import nccl_tables as T
+from commbench.errors import invalid
+
+ArrayLike = float | int | np.ndarray
+Combo = tuple[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NcclSystem:
+    """Per-system NCCL parameters; bandwidths are fractions of the fabric's tier link rates, so a
+    what-if on the link rate (planner explain) moves them too."""
+
+    arch: str  # "hopper" or "blackwell": NCCL's per-architecture protocol caps
+    channels: int  # ring/tree channels: caps LL128 and tree per channel
+    ring_efficiency: float  # Simple ring busbw / scale-up link rate
+    nvls_efficiency: float = 0.0  # NVLS busBw (NCCL's, before the 5/6) / link rate; 0: no multicast
+    net_efficiency: float  # busbw across domains / NIC rate
+    sharp: bool = False  # in-network reduction (CollNet) on the scale-out network
+    launch_us: float = 0.0
+    fill_us_per_rank: dict[str, float] = field(default_factory=dict)
+    fill_half_bytes: float = 64 * 2**20
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.arch not in T.ARCHITECTURES:
+            raise invalid("arch", self.arch, f"one of {', '.join(T.ARCHITECTURES)}")
+        if self.channels < 1:
+            raise invalid("channels", self.channels, "at least 1 NCCL channel")
+        for name in ("ring_efficiency", "net_efficiency"):
+            if not 0 < getattr(self, name) <= 2:
+                raise invalid(name, getattr(self, name), "a fraction of the link rate in (0, 2]")
+        if not 0 <= self.nvls_efficiency <= 2:
+            raise invalid("nvls_efficiency", self.nvls_efficiency, "0 (no NVLS) or a fraction in (0, 2]")
+        if self.launch_us < 0 or self.fill_half_bytes <= 0:
+            raise invalid("launch_us/fill_half_bytes", (self.launch_us, self.fill_half_bytes), "launch >= 0, half > 0")
+        unknown = set(self.fill_us_per_rank) - set(T.ALGORITHMS)
+        if unknown or any(v < 0 for v in self.fill_us_per_rank.values()):
+            raise invalid("fill_us_per_rank", self.fill_us_per_rank, f">= 0 us per rank for algorithms {', '.join(T.ALGORITHMS)}")
+
+
+def check_group(num_gpus: int, num_domains_total: int, domain_size: int, name: str,
+                n: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Ranks per domain; raises a one-line error naming the bad group size or domain count."""
+    n_min, n_max, d_min, d_max = n.min(), n.max(), d.min(), d.max()
+    if n_min < 1:
+        raise invalid("group_size", int(n_min), "groups need >= 1 rank")
+    if n_max > num_gpus:
+        raise invalid("group_size", int(n_max), f"at most the {num_gpus} GPUs of {name}")
+    if d_min < 1 or (d_max > 1 and np.any(d > n)):
+        raise invalid("num_domains", int(d_min if d_min < 1 else d_max), "between 1 and the group size")
+    if d_max > num_domains_total:
+        raise invalid("num_domains", int(d_max), f"at most the {num_domains_total} domains of {name}")
+    ranks_per_domain = np.ceil(n / d)
+    if ranks_per_domain.max() > domain_size:
+        raise invalid("group_size", int(n_max),
+                      f"a group on one domain holds at most {domain_size} ranks; pass num_domains")
+    return ranks_per_domain
+
+
+def _node_index(d: np.ndarray) -> np.ndarray:
+    """NCCL's caps are tabulated for 1, 2 and 4+ nodes."""
+    return np.minimum(d, 3).astype(np.intp) - 1
+
+
+def _log2i(x: np.ndarray) -> np.ndarray:
+    return np.floor(np.log2(np.maximum(x, 1)))
+
+
+class GroupTerms:
+    """Size-independent terms of one batch of queries: group, domains, link rates."""
+
+    def __init__(self, fabric, system: NcclSystem, collective: str, n: np.ndarray, d: np.ndarray):
+        self.system, self.collective, self.n, self.d = system, collective, n, d
+        self.m = np.ceil(n / d)
+        self.cross = d > 1
+        self.any_cross, self.all_cross = bool(self.cross.any()), bool(self.cross.all())
+        self.node = _node_index(d)
+        up_gbps = fabric.tiers["scale_up"].link_gbps_per_gpu
+        net_gbps = fabric.tiers["scale_out"].link_gbps_per_gpu if "scale_out" in fabric.tiers else np.inf
+        self.up_ring = system.ring_efficiency * up_gbps
+        self.net = system.net_efficiency * net_gbps
+        self.base = np.where(self.cross, min(self.up_ring, self.net), self.up_ring) if self.any_cross else self.up_ring
+        self.nvls = system.nvls_efficiency * up_gbps
+        reduce_like = collective == "all_reduce"
+        self.nsteps = {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}.get(collective, n)
+        self.ninter = np.where(self.cross, 2 * d if reduce_like else d - 1, 0) if self.any_cross else 0.0
+        self.ll_share = np.where(self.cross, T.RING_LL_SHARE[0], T.RING_LL_SHARE[0] if reduce_like else T.RING_LL_SHARE[1]) \
+            if self.any_cross else (T.RING_LL_SHARE[0] if reduce_like else T.RING_LL_SHARE[1])
+
+    def allowed(self, algorithm: str) -> np.ndarray | bool:
+        """Where NCCL offers `algorithm` for these queries (a bool, or a bool per query)."""
+        s = self.system
+        if algorithm not in T.ALGORITHMS_FOR.get(self.collective, ()):
+            return False
+        if algorithm == "nvls":
+            return s.nvls_efficiency > 0 and (not self.any_cross or s.sharp or ~self.cross)
+        if algorithm == "nvls_tree":
+            return s.nvls_efficiency > 0 and self.cross
+        if algorithm.startswith("collnet"):
+            return s.sharp and self.cross
+        if algorithm == "pat":
+            return self.m == 1
+        return True
+
+    def cap(self, table: dict[str, tuple[float, float, float]]) -> np.ndarray:
+        return np.asarray(table[self.system.arch])[self.node]
+
+    def busbw_gbps(self, algorithm: str, protocol: str) -> np.ndarray:
+        """NCCL's busBw for (algorithm, protocol), before the conversion to algorithm bandwidth."""
+        s, base = self.system, self.base
+        if algorithm == "ring":
+            if protocol == "LL":
+                return np.minimum(self.cap(T.LL_MAX_BW_GBPS), base * self.ll_share)
+            if protocol == "LL128":
+                return np.minimum(base * T.RING_LL128_SHARE, s.channels * self.cap(T.RING_LL128_MAX_PER_CHANNEL_GBPS))
+            return base
+        if algorithm == "tree":
+            tree = np.minimum(base * T.TREE_SHARE, s.channels * self.cap(T.TREE_MAX_PER_CHANNEL_GBPS))
+            if protocol == "LL":
+                return np.minimum(tree * T.TREE_LL_SHARE, self.cap(T.LL_MAX_BW_GBPS))
+            if protocol == "LL128":
+                share = np.where(self.cross, T.TREE_LL128_SHARE[1], T.TREE_LL128_SHARE[0])
+                return np.minimum(tree * share, s.channels * self.cap(T.TREE_LL128_MAX_PER_CHANNEL_GBPS))
+            return tree
+        if algorithm == "nvls":  # across domains (with SHARP) over the domain's NICs together, as NVLS-tree
+            return np.where(self.cross, np.minimum(self.nvls, self.m * self.net), self.nvls) if self.any_cross else self.nvls
+        if algorithm == "nvls_tree":  # the domain's NICs together carry the reduced data between domains
+            node_net = self.m * self.net
+            return np.minimum(self.nvls, np.where(self.d <= 2, node_net, node_net / 2))
+        if algorithm.startswith("collnet"):  # SHARP: each GPU's bytes cross its NIC once
+            return np.minimum(self.up_ring, 2 * self.net) * (0.85 if algorithm == "collnet_direct" else 1.0)
+        if algorithm == "pat":
+            return base * T.PAT_SHARE
+        raise invalid("algorithm", algorithm, f"one of {', '.join(T.ALGORITHMS)}")
+
+    def algbw_gbps(self, algorithm: str, protocol: str) -> np.ndarray:
+        bus = self.busbw_gbps(algorithm, protocol)
+        if algorithm in ("ring", "pat"):
+            return bus * self.n / np.maximum(self.nsteps, 1)
+        if algorithm in ("nvls", "nvls_tree"):
+            return bus * T.NVLS_ALGBW_RATIO
+        return bus * T.TREE_ALGBW_RATIO
+
+    def latency_us(self, algorithm: str, protocol: str) -> np.ndarray:
+        """NCCL's latency for (algorithm, protocol): base + hops x per-hop latency per link type."""
+        base = T.BASE_LAT_US[algorithm][protocol]
+        intra = T.HW_LAT_US["nvlink"][algorithm][protocol]
+        inter = T.HW_LAT_US["net"][algorithm][protocol]
+        m, d, cross = self.m, self.d, self.cross
+        if algorithm == "ring":
+            if self.collective == "broadcast":
+                hop = T.HW_LAT_US["nvlink" if not self.any_cross else "net"]["tree" if protocol == "Simple" else "ring"][protocol]
+                if self.any_cross and not self.all_cross:
+                    hop = np.where(cross, hop, T.HW_LAT_US["nvlink"]["tree" if protocol == "Simple" else "ring"][protocol])
+                return base + self.nsteps * hop
+            if self.any_cross:
+                overhead = T.NET_OVERHEAD_US * (3 if protocol == "Simple" else 1)
+                intra = np.where(cross, max(intra, overhead), intra)
+            return base + (self.nsteps - self.ninter) * intra + self.ninter * inter
+        if algorithm == "tree":
+            return base + 2 * ((m - 1) * intra + _log2i(d) * inter)
+        if algorithm == "nvls":
+            return intra + np.where(cross, inter, 0.0) if self.any_cross else np.full_like(m, intra)
+        if algorithm == "nvls_tree":
+            return base + intra + 2 * _log2i(d) * inter
+        if algorithm == "collnet_direct":
+            return base + 2 * (np.minimum(1, m - 1) * intra + (m - 1) * 0.4) + inter
+        if algorithm == "collnet_chain":
+            return base + 2 * (m - 1) * intra + inter
+        # pat
+        return base + _log2i(self.n) * (inter / 3.5) + self.n * 2.8
+
+    def fixed_and_rate(self, algorithm: str, protocol: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """(seconds paid by every call, seconds per byte, ramp seconds per rank) of one pair."""
+        latency_s = (self.latency_us(algorithm, protocol) + self.system.launch_us) * 1e-6
+        per_byte_s = 1.0 / (self.algbw_gbps(algorithm, protocol) * 1e9)
+        return latency_s, per_byte_s, self.system.fill_us_per_rank.get(algorithm, 0.0) * 1e-6
+
+
+def combos(collective: str, algorithm: str | None = None, protocol: str | None = None) -> list[Combo]:
+    """(algorithm, protocol) pairs NCCL tunes for `collective`, optionally narrowed to one of each."""
+    algorithms = T.ALGORITHMS_FOR.get(collective)
+    if algorithms is None:
+        raise invalid("collective", collective, f"NCCL's algorithms cover {', '.join(T.ALGORITHMS_FOR)}")
+    if algorithm is not None and algorithm not in algorithms:
+        raise invalid("algorithm", algorithm, f"{collective} runs {', '.join(algorithms)}")
+    if protocol is not None and protocol not in T.PROTOCOLS:
+        raise invalid("protocol", protocol, f"one of {', '.join(T.PROTOCOLS)}")
+    return [(a, p) for a in algorithms if algorithm in (None, a) for p in T.PROTOCOLS
+            if protocol in (None, p) and (p == "Simple" or a not in T.SIMPLE_ONLY)]

@@ -1,0 +1,106 @@
+"""A communicator wrapper that breaks collectives on purpose, so tests can prove the data check
+catches them: `noop` (nothing happens), `half` (the second half of every output keeps what it held
+before the call), `wrong_peer` (group rank 0's input is replaced by rank 1's for the call: its peers
+receive data from the wrong rank, and reductions count rank 1 twice and miss rank 0), `nan` (one
+output element NaN, float dtypes) and `zeros` (the whole output zero after the call)."""
+
+from __future__ import annotations
+
+import torch
+
+MODES = ("noop", "half", "wrong_peer", "nan", "zeros")
+
+
+class _Done:
+    def __init__(self, after=None) -> None:
+        self.after = after
+
+    def wait(self) -> None:
+        if self.after:
+            self.after()
+
+
+class FaultyComm:
+    def __init__(self, comm, mode: str) -> None:
+        assert mode in MODES
+        self.comm, self.mode = comm, mode
+        self.rank, self.size, self.global_ranks = comm.rank, comm.size, comm.global_ranks
+
+    # --- faults ---------------------------------------------------------------------------------
+    def _peer_input(self, buf: torch.Tensor) -> torch.Tensor:
+        """The next group rank's `buf` (padded/truncated to this rank's length): via the real comm."""
+        length = torch.tensor([buf.numel()], dtype=torch.int64)
+        self.comm.all_reduce(length, "max")
+        padded = torch.zeros(int(length[0]), dtype=buf.dtype)
+        padded[:buf.numel()] = buf
+        every = torch.empty(int(length[0]) * self.size, dtype=buf.dtype)
+        self.comm.all_gather(every, padded)
+        peer = (self.rank + 1) % self.size
+        return every[peer * int(length[0]):peer * int(length[0]) + buf.numel()].clone()
+
+    def _run(self, call, out: torch.Tensor, inp: torch.Tensor | None):
+        if self.mode == "noop":
+            return None
+        if self.mode in ("nan", "zeros"):
+            result = call()
+            if self.mode == "zeros":
+                out.zero_()
+            elif out.is_floating_point() and out.numel():
+                out[out.numel() // 2] = float("nan")
+            return result
+        if self.mode == "half":
+            before = out.clone()
+            result = call()
+            half = out.numel() // 2
+            out[half:] = before[half:]
+            return result
+        saved, peer = inp.clone(), self._peer_input(inp)
+        if self.rank == 0:
+            inp.copy_(peer)
+        result = call()
+        if self.rank == 0 and inp.data_ptr() != out.data_ptr():
+            inp.copy_(saved)
+        return result
+
+    # --- the Communicator interface ---------------------------------------------------------------
+    def all_reduce(self, buf, op):
+        self._run(lambda: self.comm.all_reduce(buf, op), buf, buf)
+
+    def reduce_scatter(self, out, inp, op):
+        self._run(lambda: self.comm.reduce_scatter(out, inp, op), out, inp)
+
+    def all_gather(self, out, inp):
+        self._run(lambda: self.comm.all_gather(out, inp), out, inp)
+
+    def all_to_all(self, out, inp, out_splits=None, in_splits=None):
+        self._run(lambda: self.comm.all_to_all(out, inp, out_splits, in_splits), out, inp)
+
+    def broadcast(self, buf, root):
+        if self.mode == "wrong_peer":  # every rank takes the next rank as the root
+            self.comm.broadcast(buf, (root + 1) % self.size)
+        else:
+            self._run(lambda: self.comm.broadcast(buf, root), buf, buf)
+
+    def send_recv(self, send_buf, dst, recv_buf, src):
+        self._run(lambda: self.comm.send_recv(send_buf, dst, recv_buf, src), recv_buf, send_buf)
+
+    def start_send(self, buf, dst):
+        return _Done() if self.mode in ("noop", "zeros") else self.comm.start_send(buf, dst)
+
+    def start_recv(self, buf, src):
+        if self.mode in ("noop", "zeros"):
+            return _Done()
+        handle = self.comm.start_recv(buf, src)
+        if self.mode == "nan" and buf.is_floating_point():
+            return _Done(lambda: (handle.wait(), buf.__setitem__(0, float("nan"))))
+        if self.mode != "half":
+            return handle
+        before, half = buf.clone(), buf.numel() // 2
+
+        def restore():
+            handle.wait()
+            buf[half:] = before[half:]
+        return _Done(restore)
+
+    def barrier(self):
+        self.comm.barrier()

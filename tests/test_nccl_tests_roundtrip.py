@@ -1,0 +1,62 @@
+"""commbench's --format nccl-tests text (the bench view's banner, rows and footer) re-imports to the
+same points, world size and nccl-tests time as its own records: `compare imported ours` shows no
+difference, for every -a mode. Ranks are forked in-process (fast); the CLI path is in test_bench_cli."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectives import get_collective
+from collectives.base import PointSpec
+from commbench.dtypes import get_dtype
+from commbench.measure.bench import BenchConfig
+from commbench.measure.harness import LoopOptions, measure_point
+from commbench.measure.view import BenchView
+from commbench.results.compare import compare
+from commbench.results.importers.nccl_tests import parse_text
+from commbench.results.provenance import collect_header
+from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, headers, measurements
+from tests.distributed import run_ranks
+
+SIZES = (1024, 4096, 16384)
+
+
+def _measure(backend, collective):
+    header = collect_header(backend, run_id="ours", argv=["test"], launcher="local")
+    loop = LoopOptions(iters=5, warmup_iters=1)
+    records = [measure_point(backend, backend.world, get_collective(collective),
+                             PointSpec(size_bytes=size, dtype=get_dtype("float32")), loop, run_id="ours")
+               for size in SIZES]
+    return header, records
+
+
+@pytest.mark.parametrize("collective,average", [("all_gather", 1), ("all_reduce", 3), ("broadcast", 0)])
+def test_own_nccl_tests_text_round_trips(capsys, collective, average):
+    header, mine = run_ranks(_measure, 3, args=(collective,))[0]
+    config = BenchConfig(collective=collective, sizes_bytes=SIZES, output_format="nccl-tests", average=average,
+                         loop=LoopOptions(iters=5, warmup_iters=1))
+    capsys.readouterr()
+    view = BenchView(config, header, len(mine))
+    for record in mine:
+        view.add(record)
+    view.close()
+    imported = parse_text(capsys.readouterr().out, "log.txt")
+    assert imported.problems == []
+    (imported_header,) = headers(imported.records)
+    assert imported_header.world_size == 3  # from the `#  Rank` lines
+    theirs = measurements(imported.records)
+    mode = NCCL_TESTS_AVERAGE_MODES[average]
+    assert [m.size_bytes for m in theirs] == [m.size_bytes for m in mine]
+    assert all(set(m.loop_time_us) == {mode} and m.collective == collective for m in theirs)
+    comparison = compare(theirs, mine, max_regression=0.1)
+    assert len(comparison.points) == len(mine) and comparison.only_in_base == comparison.only_in_new == 0
+    for point in comparison.points:
+        assert point.statistic == f"nccl-{mode}" and point.verdict == "ok"
+        assert point.ratio == pytest.approx(1.0, abs=0.006 / point.base_us + 1e-9)  # the text's 0.01 µs rounding
+
+
+def test_all_gather_chunks_are_trimmed_to_16_bytes_as_nccl_tests():
+    all_gather = get_collective("all_gather")
+    assert all_gather.count_for(1024, 4, 3) == (84, 1008)  # nccl-tests: 1008 B, not 1020 B
+    assert all_gather.count_for(8, 4, 2) == (1, 8)  # below 16 B per rank: untrimmed (nccl-tests would run 0)
+    assert get_collective("reduce_scatter").count_for(1000, 2, 4) == (120, 960)
