@@ -219,7 +219,8 @@ def test_predicted_rules_are_marked_and_parse(tmp_path):
     assert all(c["channels"] == -1 for c in configs) and "run on ONE channel" in text
     rule_comments = [line for line in text.splitlines() if line.startswith("# allreduce nodes=")]
     assert rule_comments and all("PREDICTED" in line for line in rule_comments)
-    assert "PREDICTED" in text.splitlines()[0]
+    assert "PREDICTED" in text.splitlines()[0] and "cost model's NCCL structure" in text
+    assert {c["proto"] for c in configs} >= {"ll", "simple"}
     CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-o", str(conf), "--channels", "8"])
     assert {c["channels"] for c in reproduced_plugin_load(conf.read_text())[0]} == {8}
 
@@ -251,3 +252,14 @@ def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
     assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.0% | NCCL default kept |" in section
     heat = tmp_path / "rep" / "nccl-tuning-allreduce-2n-4r.png"
     assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text
+
+
+def test_noise_comes_from_the_per_iteration_samples_when_the_record_has_them():
+    import dataclasses
+
+    from commbench.results.nccl_tuner import record_noise_rel
+
+    tight = [10.0] * 8 + [10.1] * 8 + [50.0] * 4  # a few outliers: the median's interval stays narrow
+    record = dataclasses.replace(_record("a", 1024, RING_LL, 10.0, p99=50.0), iter_times_us=tight)
+    assert record_noise_rel(record) == pytest.approx(0.005)  # interval (10.0, 10.1) around 10.0
+    assert record_noise_rel(dataclasses.replace(record, iter_times_us=[])) == pytest.approx(4.0)  # p99 spread

@@ -44,7 +44,7 @@ def print_combinations(results: list, output_path: str, again: str = "") -> None
 def nccl_tuner(
     files: Annotated[Optional[list[str]], typer.Argument(help="Results files (JSONL) with NCCL-default and tuned points.")] = None,
     output: Annotated[str, typer.Option("-o", "--output", help="Config file to write (the plugin reads NCCL_TUNER_CONFIG_FILE, default nccl_tuner.conf).")] = "nccl_tuner.conf",
-    statistic: Annotated[str, typer.Option("--stat", help="Statistic that ranks combinations: median, mean, min or p99.")] = "median",
+    statistic: Annotated[str, typer.Option("--stat", help="Statistic that ranks combinations: median, mean, min, max or p99 (p99 needs >= 100 iterations).")] = "median",
     min_gain: Annotated[float, typer.Option("--min-gain", help="Also require the winner to beat NCCL's default by this fraction (0.05 = 5%), on top of the measured noise.")] = 0.0,
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the measurements as the input CSV of NCCL's scripts/optimize_config.py.")] = None,
     fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="PREDICTED rules from a fabric profile (commbench fit) instead of results.")] = None,

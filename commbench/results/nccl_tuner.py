@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+import numpy as np
+
 from commbench.comm.nccl_tuning import TuningCombo, combo_from_params
 
 # commbench collective -> the plugin's collective_type (plugin.c parseCollType)
 PLUGIN_COLLECTIVES = {"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
                       "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
-STATISTICS = ("median", "mean", "min", "p99")
+STATISTICS = ("median", "mean", "min", "max", "p99")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,24 +179,29 @@ def merge_rules(cells: list[Cell]) -> list[Rule]:
 
 
 def record_time_us(record, statistic: str) -> float | None:
-    """The chosen statistic of a Measurement (None when absent)."""
+    """The chosen statistic of a Measurement (None when absent; p99 needs >= 100 iterations)."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic={statistic!r} is invalid: allowed {', '.join(STATISTICS)}")
     return getattr(record, f"time_us_{statistic}", None)
 
 
-def record_noise_rel(record) -> float:
-    """Relative noise of a point: the half-width of its CI of the median when the record has one,
-    else the spread from median to p99 over the median (conservative)."""
-    low, high = getattr(record, "time_us_median_ci_low", None), getattr(record, "time_us_median_ci_high", None)
+def record_noise_rel(record, statistic: str = "median") -> float:
+    """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
+    per-iteration samples (order-statistic interval of the median, mean +- 1.96 standard errors:
+    commbench.results.compare, as the compare gate uses them), over the statistic; without samples
+    (older files) the spread from the median to the p99 (or max) over the median, conservatively."""
+    from commbench.results.compare import mean_interval, median_interval
+
+    value = record_time_us(record, statistic)
+    samples = getattr(record, "iter_times_us", None) or []
+    if value and len(samples) >= 2 and statistic in ("median", "mean"):
+        low, high = (median_interval if statistic == "median" else mean_interval)(np.asarray(samples, dtype=float))
+        return max(0.0, (high - low) / 2 / value)
     median = record.time_us_median
-    if not median:
+    tail = record.time_us_p99 if record.time_us_p99 is not None else getattr(record, "time_us_max", None)
+    if not median or tail is None:
         return 0.0
-    if low is not None and high is not None:
-        return max(0.0, (high - low) / 2 / median)
-    if record.time_us_p99 is None:
-        return 0.0
-    return max(0.0, (record.time_us_p99 - median) / median)
+    return max(0.0, (tail - median) / median)
 
 
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
@@ -225,7 +232,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         combo = combo_from_params(r.params)
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
-                                 noise_rel=record_noise_rel(r), run_id=r.run_id))
+                                 noise_rel=record_noise_rel(r, statistic), run_id=r.run_id))
     notes = [f"left out {n} {why}" for why, n in left_out.items()]
     dtypes = sorted({r.dtype for r in records if isinstance(r, Measurement) and r.status == "ok"
                      and r.collective in PLUGIN_COLLECTIVES})

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from commbench.comm.nccl_tuning import TuningCombo
 from commbench.errors import CommbenchError
 from commbench.results.nccl_tuner import (PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, expressible,
@@ -57,40 +59,60 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float) -> TunerR
 
 
 def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
-                     channels: int | None = None) -> list[TunedPoint]:
-    """Predicted per-combination times from the cost model's per-algorithm curves (the one function
-    to swap when the cost model predicts per algorithm x protocol)."""
+                     channels: int | None = None) -> tuple[list[TunedPoint], set[str]]:
+    """Predicted per-combination times (the one function to swap as the cost model grows), and which
+    source each collective used: "nccl" -- the cost model's per (algorithm, protocol) NCCL structure
+    (costmodel.algorithm_protocol_times_s) -- or "curves" -- the per-algorithm alpha-beta curves of
+    fabrics without it, protocols paired as COST_MODEL_COMBOS assumes."""
     import math
 
-    from commbench.costmodel import collective_time_s
+    from commbench.costmodel import algorithm_protocol_times_s, collective_time_s
+    from commbench.costmodel.choice import uses_nccl_model
 
     num_domains = math.ceil(ranks / fabric.domain_size)
+    sources: set[str] = set()
     points = []
+
+    def add(plugin_name: str, combo: TuningCombo, times_s) -> None:
+        points.extend(TunedPoint(collective=plugin_name, nodes=nodes, ranks=ranks, size_bytes=size, combo=combo,
+                                 time_us=float(t) * 1e6, predicted=True)
+                      for size, t in zip(sizes_bytes, times_s) if 0 < t < math.inf)
+
     for name, plugin_name in PLUGIN_COLLECTIVES.items():
+        if uses_nccl_model(fabric, name):
+            sources.add("nccl")
+            pairs = algorithm_protocol_times_s(fabric, name, np.asarray(sizes_bytes, dtype=float), ranks, num_domains)
+            for (algorithm, protocol), times_s in pairs.items():
+                add(plugin_name, TuningCombo(algo=algorithm, proto=protocol.lower(), channels=channels),
+                    np.broadcast_to(times_s, (len(sizes_bytes),)))
+            continue
         if name not in fabric.collectives:
             continue
         for algorithm in COST_MODEL_COMBOS:
-            combo = dataclasses.replace(cost_model_combo(algorithm, num_domains > 1), channels=channels)
             try:
                 times_s = collective_time_s(fabric, name, sizes_bytes, ranks, num_domains, algorithm=algorithm)
             except (CommbenchError, ValueError):
                 continue  # the fabric has no curve for this algorithm at this scale
-            points += [TunedPoint(collective=plugin_name, nodes=nodes, ranks=ranks, size_bytes=size, combo=combo,
-                                  time_us=float(t) * 1e6, predicted=True)
-                       for size, t in zip(sizes_bytes, times_s) if 0 < t < math.inf]
-    return points
+            sources.add("curves")
+            add(plugin_name, dataclasses.replace(cost_model_combo(algorithm, num_domains > 1), channels=channels),
+                times_s)
+    return points, sources
 
 
 def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None) -> TunerResult:
     if ranks < 2:
         raise CommbenchError(f"--gpus={ranks} is invalid: a collective needs >= 2 ranks")
-    points = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes, channels=channels)
+    points, sources = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes, channels=channels)
     if not points:
         raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
                              f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
     cells = choose_cells(points, need_baseline=False, any_channels=True)
-    notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)",
-             PAIRING_NOTE]
+    notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)"]
+    if "nccl" in sources:
+        notes.append("per (algorithm, protocol) times from the cost model's NCCL structure (costmodel/nccl_model.py, "
+                     "after NCCL's tuning.cc): the fastest pair, i.e. what NCCL's own model would pick")
+    if "curves" in sources:
+        notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say -1 (set one with --channels)")
     return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, sources=[fabric.name])
