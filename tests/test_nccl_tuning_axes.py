@@ -176,7 +176,7 @@ def test_sweep_file_axes_are_checked_and_refused_on_gloo(tmp_path):
     assert result.exit_code == 2 and "need an NCCL backend, got --backend=gloo" in result.output
 
 
-def test_fit_leaves_out_forced_combinations():
+def test_fit_keys_forced_algorithms_and_leaves_out_forced_channel_counts():
     from commbench.costmodel.fit_records import collect_points
 
     def record(combo):
@@ -184,30 +184,10 @@ def test_fit_leaves_out_forced_combinations():
                            dtype="float32", op="sum", in_place=False, world_size=4, group_size=4, iters=5,
                            warmup_iters=1, time_us_median=100.0, params=combo.params())
 
-    _, skipped = collect_points([record(TuningCombo()), record(TuningCombo(algo="ring", proto="ll"))], {})
-    assert any("forced NCCL algorithm" in s for s in skipped)
-    _, skipped = collect_points([record(TuningCombo())], {})
-    assert not any("forced NCCL algorithm" in s for s in skipped)
-
-
-def _hang(combo):
-    import time
-
-    time.sleep(60)
-
-
-def test_a_combination_that_stops_writing_is_ended_and_recorded_as_skipped(tmp_path):
-    from commbench.sweep.combos import run_combinations
-
-    output = tmp_path / "h.jsonl"
-    header = lambda combo, env, reason: skipped_header(backend="nccl", world_size=2, combo=combo, env=env, argv=[],
-                                                       launcher="local", reason=reason)
-    results = run_combinations([TuningCombo(algo="nvls", proto="simple", channels=4)], _hang, output_path=str(output),
-                               total_points=1, skipped_records=lambda *a: [], make_header=header,
-                               show_progress=False, start_method="fork", stall_timeout_s=0.5)
-    assert "no new record for 0.5 s" in results[0].skipped_reason
-    (written,) = headers(read_records([output]))
-    assert "refused before any point" in written.notes[0] and written.nccl_env["NCCL_ALGO"] == "NVLS"
+    _, skipped = collect_points([record(TuningCombo(algo="ring", proto="ll", channels=8))], {})
+    assert any("forced NCCL channel count" in s for s in skipped)
+    curves, skipped = collect_points([record(TuningCombo()), record(TuningCombo(algo="ring", proto="ll"))], {})
+    assert not any("forced NCCL" in s for s in skipped) and curves
 
 
 def test_summary_exits_1_only_when_the_baseline_failed(capsys):

@@ -164,8 +164,8 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         if record.group_size < 2:
             skip("group of one rank")
             continue
-        if not combo_from_params(record.params).is_default:
-            skip("forced NCCL algorithm/protocol/channels (the fit models NCCL's own choice)")
+        if combo_from_params(record.params).channels is not None:  # forced algorithms are keyed: forced_nccl
+            skip("forced NCCL channel count (curves model NCCL's own channel choice)")
             continue
         num_domains = num_domains_of(record, headers.get(record.run_id))
         mapped = stage_points(record, num_domains)
