@@ -10,6 +10,7 @@ import typer
 
 from commbench.cli.base import command, console, fail
 from commbench.errors import CommbenchError, invalid
+from commbench.results.render import styled
 
 
 def _write(path: str, text: str, what: str) -> None:
@@ -30,13 +31,13 @@ def print_combinations(results: list, output_path: str, again: str = "") -> None
     if rank_env is not None and rank_env.rank != 0:
         return
     for line in summary_lines(results):
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # NCCL's reasons hold brackets
     failed = baseline_failed(results)
     if failed:
         raise fail(f"the NCCL default (baseline) failed: {failed}; records in {output_path}"
                    + (f"; continue with: {again}" if again else ""), exit_code=1)
-    console.print(f"[green]done[/]: {len(results)} combination(s); records in {output_path} "
-                  f"(next: commbench nccl-tuner {output_path} -o nccl_tuner.conf)", highlight=False)
+    console.print(styled("[green]done[/]: {} combination(s); records in {} (next: commbench nccl-tuner {} -o "
+                         "nccl_tuner.conf)", len(results), output_path, output_path), highlight=False)
 
 
 @command("nccl-tuner", help="Write an NCCL example tuner-plugin config (NCCL_TUNER_CONFIG_FILE) from results measured "
@@ -91,13 +92,13 @@ def nccl_tuner(
     text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic)
     _write(output, text, "config file")
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     kept = sum(1 for cell in result.cells if cell.choice is None)
     label = "PREDICTED rule(s)" if predicted else "rule(s)"
-    console.print(f"[green]wrote[/] {output}: {len(result.rules)} {label}; NCCL default kept in {kept} of "
-                  f"{len(result.cells)} (collective, size) cell(s). Load it: NCCL_TUNER_PLUGIN=<libnccl-tuner-example.so> "
-                  f"NCCL_TUNER_CONFIG_FILE={output}", highlight=False)
+    console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
+                         "Load it: NCCL_TUNER_PLUGIN=<libnccl-tuner-example.so> NCCL_TUNER_CONFIG_FILE={}",
+                         output, len(result.rules), label, kept, len(result.cells), output), highlight=False)
     if csv_path:
         _write(csv_path, optimize_config_csv(result.points, statistic), "CSV file")
-        console.print(f"[green]wrote[/] {csv_path} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py)",
-                      highlight=False)
+        console.print(styled("[green]wrote[/] {} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py)",
+                             csv_path), highlight=False)

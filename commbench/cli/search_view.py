@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.table import Table
 
 from commbench.cli.base import console
+from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.emit import EMIT_KINDS, megatron_args, plan_document, torchtitan_toml, write_plan
 from commbench.planner.explain import explain, short
@@ -95,6 +96,6 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                       f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
         if out:
-            console.print(f"[green]plan[/] → {Path(out) / 'plan.json'}, megatron_args.txt, torchtitan.toml",
+            console.print(styled("[green]plan[/] → {}, megatron_args.txt, torchtitan.toml", Path(out) / "plan.json"),
                           highlight=False)
     return doc

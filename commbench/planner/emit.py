@@ -22,7 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from commbench.errors import CommbenchError, invalid, read_user_file
+from commbench.errors import CommbenchError, first_line, invalid, read_user_file
+from commbench.typed_json import check_fields
 from commbench.planner.layout import Layout
 from commbench.planner.models import ModelSpec
 
@@ -224,21 +225,40 @@ def load_plan(path: str | Path) -> dict[str, Any]:
                       f"a commbench plan has format {PLAN_FORMAT!r} (write one with `commbench plan --out`)")
     if doc.get("version") != PLAN_VERSION:
         raise invalid("version", doc.get("version"), f"this commbench reads plan schema version {PLAN_VERSION}")
+    try:
+        for key, kind in (("inputs", dict), ("placement", dict), ("layout", dict)):
+            if not isinstance(doc.get(key), kind):
+                raise ValueError(f"{key}: expected a JSON object, got {type(doc.get(key)).__name__}")
+        for section, key, kind in (("inputs", "gpus", int), ("inputs", "system", str), ("placement", "gpus_per_rack", int)):
+            value = doc[section].get(key)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise ValueError(f"field '{section}.{key}'={value!r} has the wrong type: expected {kind.__name__}")
+    except ValueError as exc:
+        raise CommbenchError(f"plan file {str(path)!r}: {exc}") from None
+    plan_layout(doc)
+    plan_model(doc)
     return doc
 
 
 def plan_layout(doc: dict[str, Any]) -> Layout:
     try:
-        return Layout(**doc["layout"])
-    except (KeyError, TypeError) as exc:
-        raise CommbenchError(f"plan file has no usable layout: {exc}") from None
+        return Layout(**check_fields(Layout, doc["layout"], "layout"))
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, CommbenchError):
+            raise
+        raise CommbenchError(f"plan file has no usable layout: {first_line(exc)}") from None
 
 
 def plan_model(doc: dict[str, Any]) -> ModelSpec:
     try:
-        return ModelSpec(**doc["inputs"]["model_spec"])
-    except (KeyError, TypeError) as exc:
-        raise CommbenchError(f"plan file has no usable model_spec: {exc}") from None
+        inputs = doc["inputs"]
+        if not isinstance(inputs, dict):
+            raise ValueError(f"inputs: expected a JSON object, got {type(inputs).__name__}")
+        return ModelSpec(**check_fields(ModelSpec, inputs["model_spec"], "inputs.model_spec"))
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, CommbenchError):
+            raise
+        raise CommbenchError(f"plan file has no usable model_spec: {first_line(exc)}") from None
 
 
 def fabric_summary(fabric) -> dict[str, Any]:

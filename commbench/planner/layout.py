@@ -95,7 +95,8 @@ class Layout:
         """Layout with dp derived from the GPU count: dp = num_gpus / (tp cp pp)."""
         model_parallel = kwargs.get("tp", 1) * kwargs.get("cp", 1) * kwargs.get("pp", 1)
         if num_gpus % model_parallel:
-            raise invalid("gpus", num_gpus, f"a multiple of tp*cp*pp = {model_parallel}")
+            raise invalid("--gpus", num_gpus, f"a multiple of tp*cp*pp = {model_parallel} (tp={kwargs.get('tp', 1)}, "
+                          f"cp={kwargs.get('cp', 1)}, pp={kwargs.get('pp', 1)} in --layout)")
         return cls(dp=num_gpus // model_parallel, **kwargs)
 
 
@@ -114,6 +115,8 @@ def parse_layout(text: str, num_gpus: int, **defaults) -> Layout:
                 values[key] = int(raw)
             except ValueError:
                 raise invalid(key, raw, "a positive integer") from None
+            if not 1 <= values[key] <= 1 << 24:
+                raise invalid(key, raw, f"a positive integer up to {1 << 24:,}")
         elif key in BOOL_FIELDS:
             if raw.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
                 raise invalid(key, raw, "true/false (or on/off, 1/0)")

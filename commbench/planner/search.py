@@ -300,6 +300,9 @@ def structure_key(arr: LayoutArrays, i: int) -> tuple:
     return tuple(int(getattr(arr, k)[i]) for k in STRUCTURE + ("dp",))
 
 
+MAX_LAYOUT_INT = 1 << 24  # larger tp/ep/gbs/... overflow the planner's int64 arrays: a typo, not a layout
+
+
 def parse_pins(text: str | None) -> dict[str, object]:
     """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them."""
     names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS)
@@ -310,8 +313,8 @@ def parse_pins(text: str | None) -> dict[str, object]:
         if not sep or key not in names:
             raise invalid("--layout", part, f"key=value pairs with keys {', '.join(sorted(names))}")
         if key in INT_FIELDS:
-            if not raw.isdigit() or int(raw) < 1:
-                raise invalid(key, raw, "a positive integer")
+            if not raw.isdigit() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
+                raise invalid(key, raw, f"a positive integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in BOOL_FIELDS:
             if raw not in ("1", "0", "true", "false", "on", "off", "yes", "no"):

@@ -215,7 +215,7 @@ class _progress:
         from commbench.results.render import stdout_console
 
         console = stdout_console()
-        console.print(f"results → {output_path}", highlight=False)
+        console.print(f"results → {output_path}", markup=False, highlight=False)
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                             console=console)
         self.task = self.bar.add_task("measuring", total=total)

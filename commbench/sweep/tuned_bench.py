@@ -44,7 +44,8 @@ def bench_combo(combo: TuningCombo, *, config: BenchConfig, nproc: int | None, r
 
     tuned = combo_config(config, combo)
     outcomes = run_job(guarded_rank, (rank_fn or run_bench_rank, tuned), nproc=nproc, backend=config.backend,
-                       validate_world=lambda world: validate(tuned, world), output_path=config.output_path)
+                       validate_world=lambda world: validate(tuned, world), output_path=config.output_path,
+                       timeout_s=config.timeout_s)
     for outcome in outcomes.values():
         if isinstance(outcome, RankFailure):
             return outcome.reason

@@ -30,7 +30,7 @@ def sweep_combo(combo: TuningCombo, *, job: SweepJob, nproc: int | None) -> str 
     tuned = dataclasses.replace(job, sweep=combo_sweep(job.sweep, combo), show_progress=False)
     outcomes = run_job(guarded_rank, (run_sweep_rank, tuned), nproc=nproc, backend=job.backend,
                        validate_world=lambda world: plan_sweep(tuned.sweep, world, backend=job.backend) and None,
-                       output_path=job.output_path)
+                       output_path=job.output_path, timeout_s=max(e.timeout_s for e in job.sweep.entries))
     for outcome in outcomes.values():
         if isinstance(outcome, RankFailure):
             return outcome.reason
