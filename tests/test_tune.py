@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 from typer.testing import CliRunner
@@ -24,7 +25,7 @@ def test_tune_defaults_run_end_to_end(tmp_path):
     assert len(used) == 2 and all("gloo" in a for a in used)
     lay = Layout(**doc["layout"])
     check_layout(load_model("deepseek-v3"), lay, 256)
-    args = (tmp_path / "megatron_args.txt").read_text().split()
+    args = shlex.split((tmp_path / "megatron_args.txt").read_text())
     assert parse_megatron_args(args, 256) == lay
     # tune -> plan: tune's fabric.json was measured on CPU ranks and names no GPU
     # (it measured one CPU machine: plan inside one scale-up domain)

@@ -13,6 +13,7 @@ from commbench.cli.base import command, console
 from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
+from commbench.planner.emit_torchtitan import TORCHTITAN_VERSIONS
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
@@ -71,7 +72,10 @@ def plan(
     gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
     emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
-    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, torchtitan.toml (search)")] = None,
+    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, launch.env and the "
+                                              "TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2) (search)")] = None,
+    torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
+                                                    "(--module/--config + --section.option overrides) or 0.2 (TOML)")] = "0.3",
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -o` "
                                                        "(default: the shipped calibration)")] = None,
@@ -92,6 +96,8 @@ def plan(
         from commbench.files import check_output_dir
 
         check_output_dir(out, "--out")
+    if torchtitan_version not in TORCHTITAN_VERSIONS:
+        raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     spec = load_model(model, model_file)
     from commbench.planner.calibration import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
@@ -105,7 +111,8 @@ def plan(
                         pins=pins, calibration=cal)
     if not complete:
         from commbench.cli.search_view import run_plan_search
-        run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json)
+        run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
+                        torchtitan_version=torchtitan_version)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -151,3 +158,8 @@ def plan(
     m.add_row(styled("[bold]total[/]"), Text.assemble((f"{row['mem_total_bytes'] / 1e9:.1f}", "bold"),
                                                       f" of {row['mem_capacity_bytes'] / 1e9:.0f} (", verdict, ")"))
     console.print(m)
+    from commbench.planner.split import choose_split, stage_weights
+    split = choose_split(spec, lay.pp, lay.vp).summary(stage_weights(spec))
+    flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
+    console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
+                  f"x{split['imbalance']} the mean (charged)", highlight=False, soft_wrap=True)
