@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from commbench.cli.base import command, console
 from commbench.results.render import styled
@@ -16,6 +17,21 @@ def fabric_predictor(path: str):
 
     fabric = load_fabric(path)
     return lambda collective, sizes, group_size: collective_time_s(fabric, collective, sizes, group_size)
+
+
+def print_tuning_winners(records: list) -> None:
+    """Per-size NCCL tuning winners, for runs measured with --nccl-algo/--nccl-proto/--nccl-channels."""
+    from commbench.results.nccl_tuner import choose_cells
+    from commbench.results.tables import Col, print_table
+    from commbench.results.tuning_report import WINNER_COLUMNS, scale_title, tuning_points, winner_rows
+
+    points = tuning_points(records)
+    tables: dict = {}
+    for scale, row in winner_rows(choose_cells(points), points) if points else []:
+        tables.setdefault(scale, []).append([escape(str(cell)) for cell in row])
+    for scale, rows in tables.items():
+        print_table(console, f"NCCL tuning winners (measured): {scale_title(*scale)}",
+                    [Col(name=name, numeric=name not in ("best combination", "rule")) for name in WINNER_COLUMNS], rows)
 
 
 @command("report", help="Tables, busbw and latency vs size plots (PNG, --svg) and a Markdown summary from results files.")
@@ -40,7 +56,9 @@ def report(
         for key, rows in sorted(series.items()):
             # imported nccl-tests rows have no p99: shown as "-"
             console.print(measurement_table(f"{collective} — {series_label(key)} (measured)", rows, console.width))
+    print_tuning_winners(everything)
     predict = fabric_predictor(fabric) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
-                          headers=headers(everything), formats=("png", "svg") if svg else ("png",))
+                          headers=headers(everything), formats=("png", "svg") if svg else ("png",),
+                          run_records=everything)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

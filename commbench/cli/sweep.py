@@ -74,6 +74,16 @@ def print_dry_run(doc: dict) -> None:
                   "nothing launched", highlight=False)
 
 
+def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
+    """The sweep once per NCCL tuning combination, each in fresh processes, into one file."""
+    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.comm.nccl_tuning import refuse_on_backend
+    from commbench.sweep.tuned_sweep import run_tuned_sweep
+
+    refuse_on_backend(job.backend, list(job.sweep.tuning))
+    print_combinations(run_tuned_sweep(job, nproc=nproc), job.output_path, again)
+
+
 def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
                           again: str) -> tuple[dict, tuple[int, int]]:
     """Run the sweep; when ranks hang on a point (recorded failed, ranks killed), start fresh ranks
@@ -105,7 +115,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
 
 @command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.")
 def sweep(
-    file: Annotated[str, typer.Argument(help="Sweep file (TOML), or the name of a shipped one: ci-small, h100-node, nvl72-rack, nvl72-multirack.")],
+    file: Annotated[str, typer.Argument(help="Sweep file (TOML), or the name of a shipped one: ci-small, h100-node, nvl72-rack, nvl72-multirack, nccl-tuning-node.")],
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="JSONL results file (default results/sweep-<name>-<time>.jsonl).")] = None,
     old_out: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default: the file's \\[sweep] nproc, else 2). Omit under torchrun/srun/mpirun.")] = None,
@@ -114,6 +124,9 @@ def sweep(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing.")] = False,
     world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: the file's world_size, else nproc).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the points as JSON (schema: docs/json-output.md).")] = False,
+    nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's \\[sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
+    nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force: ll, ll128, simple, default (replaces \\[sweep] nccl_proto).")] = None,
+    nccl_channels: Annotated[Optional[str], typer.Option("--nccl-channels", help="Channel counts to force, e.g. 4,8,16 (replaces \\[sweep] nccl_channels).")] = None,
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     output = renamed(out, old_out, old="-o/--output", new="-O/--out")
@@ -121,6 +134,10 @@ def sweep(
     from commbench.comm.launch import detect_rank_env
 
     spec = load_sweep(file)
+    if (nccl_algo, nccl_proto, nccl_channels) != (None, None, None):
+        from commbench.comm.nccl_tuning import parse_axes
+
+        spec = dataclasses.replace(spec, tuning=tuple(parse_axes(nccl_algo, nccl_proto, nccl_channels)))
     requested = backend or spec.backend
     if dry_run:
         world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
@@ -129,8 +146,11 @@ def sweep(
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         if as_json:
             console.print_json(json.dumps(doc, default=str))
-        else:
-            print_dry_run(doc)
+            return
+        print_dry_run(doc)
+        if spec.tuning:
+            console.print(f"x {len(spec.tuning)} NCCL tuning combination(s), each in fresh processes: "
+                          + ", ".join(c.label for c in spec.tuning), highlight=False)
         return
     if as_json:
         raise CommbenchError("--json applies to --dry-run (a launch writes its records as JSONL to -O/--out)")
@@ -153,6 +173,9 @@ def sweep(
                                   f"this sweep ({file} on {world} rank(s), {resolved})")
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
         again = resume_command(file, output, local_nproc)
+        if spec.tuning:
+            run_sweep_axes(job, local_nproc, again)
+            return
         outcomes, (ok_before, failed_before) = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
