@@ -114,7 +114,7 @@ def test_model_files(tmp_path, content, must):
 def test_import_of_a_binary_file_is_one_line(tmp_path):
     path = tmp_path / "log.txt"
     path.write_bytes(BINARY)
-    one_error_line(["import", "nccl-tests", str(path), "-o", str(tmp_path / "o.jsonl")], "is binary")
+    one_error_line(["import", "nccl-tests", str(path), "-O", str(tmp_path / "o.jsonl")], "is binary")
 
 
 def test_shipped_files_still_load(tmp_path):

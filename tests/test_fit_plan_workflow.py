@@ -17,7 +17,7 @@ def test_bench_fit_plan_without_a_gpu_names_it_or_refuses(tmp_path):
         bench = runner.invoke(app, ["bench", collective, "--nproc", "2", "-b", "1K", "-e", "1M", "-f", "8",
                                     "-n", "2", "-w", "0", "-J", str(results)])
         assert bench.exit_code == 0, bench.output
-    fit = runner.invoke(app, ["fit", str(results), "-o", str(fabric)])
+    fit = runner.invoke(app, ["fit", str(results), "-O", str(fabric)])
     assert fit.exit_code == 0, fit.output
     assert json.loads(fabric.read_text())["gpu"] is None
     # one machine measured: plan inside one scale-up domain (2 GPUs, TP=2)

@@ -98,7 +98,7 @@ sizes = [8, 16]
 iters = 3
 """)
     output = tmp_path / "sweep.jsonl"
-    proc = start_cli("sweep", str(sweep), "-o", str(output))
+    proc = start_cli("sweep", str(sweep), "-O", str(output))
     pids = rank_pids(proc, output)
     time.sleep(0.5)
     os.kill(pids[1], signal.SIGSTOP)

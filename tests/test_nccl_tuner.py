@@ -173,7 +173,7 @@ def test_points_from_records_take_nodes_from_the_header_and_leave_out_what_the_p
 def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_size(tmp_path):
     path, sizes = _results_file(tmp_path)
     conf, table = tmp_path / "nccl_tuner.conf", tmp_path / "perf.csv"
-    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-o", str(conf), "--csv", str(table)])
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--csv", str(table)])
     assert result.exit_code == 0, result.output
     text = conf.read_text()
     configs, problems = reproduced_plugin_load(text)
@@ -203,15 +203,15 @@ def test_statistic_option_changes_the_choice(tmp_path):
         writer.write(_record("a", 1024, DEFAULT, 10.0, p99=11.0, world=2))
         writer.write(_record("a", 1024, RING_LL, 9.0, p99=30.0, world=2))  # faster median, far worse tail
     conf = tmp_path / "c.conf"
-    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-o", str(conf)]).exit_code == 0
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
     assert reproduced_plugin_load(conf.read_text())[0] == []  # 11% < its own 233% spread: noise
-    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-o", str(conf), "--stat", "p99"]).exit_code == 0
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--stat", "p99"]).exit_code == 0
     assert reproduced_plugin_load(conf.read_text())[0] == []  # at p99 the default is faster
 
 
 def test_predicted_rules_are_marked_and_parse(tmp_path):
     conf = tmp_path / "p.conf"
-    result = CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-o", str(conf)])
+    result = CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-O", str(conf)])
     assert result.exit_code == 0, result.output
     text = conf.read_text()
     configs, problems = reproduced_plugin_load(text)
@@ -221,7 +221,7 @@ def test_predicted_rules_are_marked_and_parse(tmp_path):
     assert rule_comments and all("PREDICTED" in line for line in rule_comments)
     assert "PREDICTED" in text.splitlines()[0] and "cost model's NCCL structure" in text
     assert {c["proto"] for c in configs} >= {"ll", "simple"}
-    CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-o", str(conf), "--channels", "8"])
+    CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-O", str(conf), "--channels", "8"])
     assert {c["channels"] for c in reproduced_plugin_load(conf.read_text())[0]} == {8}
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from commbench.cli.base import command, console, fail
+from commbench.cli.base import command, console, fail, renamed
 from commbench.errors import CommbenchError, invalid
 from commbench.results.render import styled
 
@@ -44,7 +44,8 @@ def print_combinations(results: list, output_path: str, again: str = "") -> None
                             "with --nccl-algo/--nccl-proto/--nccl-channels, or predicted from a fabric (--fabric/--system).")
 def nccl_tuner(
     files: Annotated[Optional[list[str]], typer.Argument(help="Results files (JSONL) with NCCL-default and tuned points.")] = None,
-    output: Annotated[str, typer.Option("-o", "--output", help="Config file to write (the plugin reads NCCL_TUNER_CONFIG_FILE, default nccl_tuner.conf).")] = "nccl_tuner.conf",
+    output: Annotated[str, typer.Option("-O", "--out", help="Config file to write (the plugin reads NCCL_TUNER_CONFIG_FILE, default nccl_tuner.conf).")] = "nccl_tuner.conf",
+    old_output: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     statistic: Annotated[str, typer.Option("--stat", help="Statistic that ranks combinations: median, mean, min, max or p99 (p99 needs >= 100 iterations).")] = "median",
     min_gain: Annotated[float, typer.Option("--min-gain", help="Also require the winner to beat NCCL's default by this fraction (0.05 = 5%), on top of the measured noise.")] = 0.0,
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the measurements as the input CSV of NCCL's scripts/optimize_config.py.")] = None,
@@ -57,6 +58,8 @@ def nccl_tuner(
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size.")] = "4G",
 ) -> None:
     """Rules only where a combination beats NCCL's default by more than the noise; see docs/nccl-tuner.md."""
+    if old_output is not None:
+        output = renamed(None, old_output, old="-o/--output", new="-O/--out")
     from commbench.results.nccl_tuner import STATISTICS
     from commbench.results.nccl_tuner_file import optimize_config_csv, plugin_config_text
     from commbench.workflows import nccl_tuner as flow
