@@ -147,7 +147,7 @@ def test_expert_load_imbalance_and_capacity_padding_by_hand():
     fabric = load_preset("gb200-nvl72", num_gpus=256)
     base = dict(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, precision="mxfp8")
     arr = LayoutArrays.from_layouts([Layout(cuda_graph="layer", **base), Layout(cuda_graph="full", **base)])
-    cal = Calibration(gemm_traffic_factor=0.0)      # compute only: expert GEMM time is linear in its tokens
+    cal = Calibration(gemm_traffic_factor=0.0, expert_gemm_kernel_s=0.0)  # compute only: linear in its tokens
     even = evaluate_layouts(m, fabric, arr, calibration=cal)
     skew = evaluate_layouts(m, fabric, arr, calibration=cal, moe_imbalance=1.2)
     padded = evaluate_layouts(m, fabric, arr, calibration=cal, moe_imbalance=1.2, moe_capacity_factor=1.5)
