@@ -16,8 +16,10 @@ embedding/loss stage accounting arranges), forward + backward:
   dispatcher with expert TP; MoE parallel folding, arXiv 2504.14960).
 - EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer, each on its own
   measured curve (DeepEP dispatch vs combine); bytes = tokens per rank x top-k (or distinct
-  destination ranks with the deduplicating flex dispatcher) x hidden x 2 B, except the forward
-  dispatch of the flex dispatcher in an 8/4-bit recipe: 1 B + block scales per element.
+  destination ranks with the deduplicating flex dispatcher; across scale-up domains, distinct
+  destination domains: ep_traffic.py) x hidden x 2 B, except the forward dispatch of the flex
+  dispatcher in an 8/4-bit recipe: 1 B + block scales per element.
+- Expert GEMM kernels: a fixed time per local expert GEMM kernel unless fused (kernels.py).
 - CP: ring attention passes K,V (cp-1) times forward and K,V + dK,dV backward; hidden behind the
   attention core (Liu et al., Ring Attention, arXiv 2310.01889).
 - PP: send/recv of one activation per virtual stage, forward and backward.
