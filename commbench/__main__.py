@@ -1,3 +1,4 @@
 from commbench.cli.app import main
 
-main()
+if __name__ == "__main__":  # spawned ranks re-import this module as __mp_main__: they must not rerun the CLI
+    main()

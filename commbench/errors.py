@@ -9,6 +9,12 @@ class CommbenchError(Exception):
     exit_code = 2
 
 
+class Interrupted(CommbenchError):
+    """Stopped by SIGINT/SIGTERM/SIGHUP; the message says what was kept. Exit code 130."""
+
+    exit_code = 130
+
+
 def invalid(field: str, value: object, allowed: str) -> CommbenchError:
     """Build the standard one-line error: `--field VALUE: allowed ...`."""
     return CommbenchError(f"{field}={value!r} is invalid: {allowed}")
@@ -21,8 +27,24 @@ def first_line(exc: BaseException) -> str:
 
 
 def read_user_file(path: str | Path, what: str, *, errors: str = "strict") -> str:
-    """The text of a file the user named, or one line saying `<what> '<path>' cannot be read: <why>`."""
+    """The text of a file the user named, or one line saying `<what> '<path>' cannot be read: <why>`
+    (missing, a folder, binary, not UTF-8)."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors=errors)
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise CommbenchError(f"{what} {str(path)!r} cannot be read: {exc.strerror}") from None
+    return decode_user_text(raw, path, what, errors=errors)
+
+
+def decode_user_text(raw: bytes, path: str | Path, what: str, *, errors: str = "strict",
+                     first_line_number: int = 1) -> str:
+    """`raw` as UTF-8 text; a NUL byte (binary data) or a byte that is not UTF-8 is one line naming the line."""
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = first_line_number + raw.count(b"\n", 0, nul)
+        raise CommbenchError(f"{what} {str(path)!r} is binary, not text (a NUL byte on line {line})")
+    try:
+        return raw.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        line = first_line_number + raw.count(b"\n", 0, exc.start)
+        raise CommbenchError(f"{what} {str(path)!r} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})") from None

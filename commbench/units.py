@@ -35,18 +35,46 @@ def format_size(size_bytes: float) -> str:
     return f"{int(size_bytes)} B"
 
 
+MAX_TIMEOUT_S = 86_400.0  # a day: a collective timeout beyond this is a typo (and overflows torch's timedelta)
+
+
+def timeout_problem(value: object) -> str | None:
+    """Why `value` is not a usable timeout in seconds (finite, > 0, at most a day), or None."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "a number of seconds"
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        return f"a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:g}"
+    return None
+
+
+MAX_POINTS = 10_000  # sizes in one range: more is a typo (-i 1 up to 1T), not a measurement plan
+
+
 def size_range(min_bytes: int, max_bytes: int, step_factor: float | None = None,
-               step_bytes: int | None = None) -> list[int]:
-    """The sizes nccl-tests visits: geometric with -f, or arithmetic with -i (which wins if given)."""
+               step_bytes: int | None = None, *, names: tuple[str, str] = ("--step-bytes", "--step-factor")) -> list[int]:
+    """The sizes nccl-tests visits: geometric with -f, or arithmetic with -i (which wins if given);
+    at most MAX_POINTS of them (counted before any list is built)."""
+    import math
+
     if min_bytes > max_bytes:
         raise invalid("--min-bytes", min_bytes, f"must be <= --max-bytes ({max_bytes})")
     if step_bytes is not None:
         if step_bytes <= 0:
-            raise invalid("--step-bytes", step_bytes, "must be > 0")
+            raise invalid(names[0], step_bytes, "must be > 0")
+        count = (max_bytes - min_bytes) // step_bytes + 1
+        if count > MAX_POINTS:
+            raise invalid(names[0], step_bytes, f"{count:,} sizes from {min_bytes} to {max_bytes}; at most "
+                          f"{MAX_POINTS:,} per range: use a larger step, or split the range")
         return list(range(min_bytes, max_bytes + 1, step_bytes))
     factor = 2.0 if step_factor is None else step_factor
-    if factor <= 1:
-        raise invalid("--step-factor", step_factor, "must be > 1")
+    if not (math.isfinite(factor) and factor > 1):
+        raise invalid(names[1], step_factor, "a finite number > 1")
+    count = math.floor(math.log(max_bytes / max(min_bytes, 1)) / math.log(factor)) + 1 if min_bytes > 0 else MAX_POINTS + 1
+    if count > MAX_POINTS:
+        raise invalid(names[1], step_factor, f"about {count:,} sizes from {min_bytes} to {max_bytes}; at most "
+                      f"{MAX_POINTS:,} per range: use a larger factor, or split the range")
     sizes, size = [], float(min_bytes)
     while size <= max_bytes:
         sizes.append(int(size))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.planner import Layout, check_layout, load_model
 from commbench.planner.emit import (PLAN_VERSION, load_plan, megatron_args, parse_megatron_args, plan_document,
-                                    torchtitan_config, write_plan)
+                                    torchtitan_plan, write_plan)
 from commbench.planner.placement import place
 from commbench.planner.search import SearchRequest, search
 
@@ -46,8 +47,10 @@ def test_search_winners_emit_valid_round_tripping_plans(tmp_path):
     assert loaded["version"] == PLAN_VERSION and loaded["kind"] == "predicted"
     assert Layout(**loaded["layout"]) == res.layouts.layout(0)
     assert sorted(sum(loaded["placement"]["groups"]["tp"], [])) == list(range(16))
-    tt = torchtitan_config(res.layouts.layout(0), model)
-    p = tt["parallelism"]
+    assert "fp8" in loaded["torchtitan"]["refused"]  # TorchTitan 0.3.0 ships no fp8 Qwen3-30B-A3B config
+    tt = torchtitan_plan(dataclasses.replace(res.layouts.layout(0), precision="bf16"), model)
+    assert tt["version"] == "0.3.0" and loaded["emitters"]["torchtitan"] == "0.3.0"
+    p = tt["sections"]["parallelism"]
     assert p["tensor_parallel_degree"] * p["pipeline_parallel_degree"] * p["context_parallel_degree"] * \
         p["data_parallel_shard_degree"] * p["data_parallel_replicate_degree"] == 16
 

@@ -14,6 +14,7 @@ from commbench.planner import (Calibration, Layout, LayoutArrays, active_params,
                                parse_layout)
 from commbench.planner import step as step_module
 from commbench.planner.layout import RULE_BITS
+from commbench.planner.split import best_split, stage_weights
 from commbench.data.reference import gpu_spec
 
 
@@ -127,10 +128,16 @@ BARE = Calibration(layer_overhead_s=0.0, moe_sync_s=0.0, hbm_efficiency=1.0, gem
 def test_compute_and_bubble_hand_computed(monkeypatch):
     _stand_in(monkeypatch)
     m = load_model("llama3-8b")
-    lay = Layout(tp=1, pp=4, vp=2, dp=2, mbs=1, gbs=16, precision="bf16", recompute="none")  # 32 layers: even
+    lay = Layout(tp=1, pp=4, vp=2, dp=2, mbs=1, gbs=16, precision="bf16", recompute="none")
     bd = evaluate_layouts(m, _fabric(), LayoutArrays.from_layouts([lay]), calibration=BARE)
     fl = flops_breakdown(m)
-    tokens = 8192 / 4  # per micro-batch per GPU (pp = 4)
+    # The busiest rank of the chosen layer split sets the pace: the output layer (loss) is ~2 layers
+    # of FLOPs, so the split is uneven and the busiest rank carries more than 1/4 of the FLOPs.
+    split = best_split(m, 4, 2)
+    costs = split.rank_costs(stage_weights(m))
+    busiest = max(costs) / (sum(costs) / 4)
+    assert 1.0 < busiest < 1.1
+    tokens = 8192 / 4 * busiest  # per micro-batch per GPU on the busiest rank (pp = 4)
     gemm = tokens * fl.gemm / (2250e12 * BARE.gemm_efficiency_blackwell)
     attn_tc = tokens * fl.attention_core / (2250e12 * BARE.attention_efficiency)
     # exp units: 32 layers x 32 heads x 4096 keys on average (causal) x 2 (forward + backward recompute)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 from typer.testing import CliRunner
@@ -24,8 +25,17 @@ def test_tune_defaults_run_end_to_end(tmp_path):
     assert len(used) == 2 and all("gloo" in a for a in used)
     lay = Layout(**doc["layout"])
     check_layout(load_model("deepseek-v3"), lay, 256)
-    args = (tmp_path / "megatron_args.txt").read_text().split()
+    args = shlex.split((tmp_path / "megatron_args.txt").read_text())
     assert parse_megatron_args(args, 256) == lay
+    # tune -> plan: tune's fabric.json was measured on CPU ranks and names no GPU
+    # (it measured one CPU machine: plan inside one scale-up domain)
+    plan = ["plan", "--model", "mixtral-8x22b", "--system", str(tmp_path / "fabric.json"), "--gpus", "2",
+            "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1,gbs=64"]
+    refused = CliRunner().invoke(app, plan)
+    assert refused.exit_code == 2 and "names no GPU" in refused.output and "--gpu" in refused.output
+    planned = CliRunner().invoke(app, [*plan, "--gpu", "gb300"], env={"COLUMNS": "200"})
+    assert planned.exit_code == 0, planned.output
+    assert "GB300" in planned.output.upper()
 
 
 def test_plan_searches_when_layout_is_partial():

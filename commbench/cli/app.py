@@ -19,5 +19,38 @@ from commbench.cli import verify_plan as _verify_plan  # noqa: F401,E402
 from commbench.cli import calibrate as _calibrate  # noqa: F401,E402
 
 
+def _given_value(opts, argv: list[str]) -> str | None:
+    """What the user typed for an option (`--x v` or `--x=v`), to show it in the error."""
+    for i, token in enumerate(argv):
+        for opt in opts:
+            if token == opt and i + 1 < len(argv):
+                return argv[i + 1]
+            if token.startswith(opt + "="):
+                return token[len(opt) + 1:]
+    return None
+
+
 def main() -> None:
-    app()
+    """Run the CLI; a usage error (unknown option, a value of the wrong type) is one line, exit 2."""
+    import sys
+
+    import typer
+
+    from commbench.cli.base import err_console
+
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(prog_name="commbench", standalone_mode=False)
+    except KeyboardInterrupt:
+        err_console.print("interrupted", highlight=False)
+        sys.exit(130)
+    except Exception as exc:  # click's UsageError family (typer bundles click; duck-typed, not imported)
+        if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
+            raise
+        where = getattr(getattr(exc, "ctx", None), "command_path", "commbench")
+        given = _given_value(getattr(getattr(exc, "param", None), "opts", ()), sys.argv[1:])
+        got = f" (got {given!r})" if given is not None and repr(given) not in exc.format_message() else ""
+        err_console.print(f"error: {exc.format_message().rstrip('.')}{got}; see {where} --help", highlight=False,
+                          soft_wrap=True)
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -7,10 +7,9 @@ from typing import Callable
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from commbench.errors import CommbenchError
-from commbench.results.render import stdout_console
+from commbench.errors import CommbenchError, Interrupted
+from commbench.results.render import stdout_console, styled
 
 app = typer.Typer(
     help="commbench: measure MoE/TP/DP collectives (nccl-tests semantics), fit fabric cost models, "
@@ -23,23 +22,27 @@ app = typer.Typer(
 
 # Wide enough for the plan tables when output is piped or captured (rich would assume 80 columns).
 console = stdout_console(piped_width=200)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, markup=False)  # strings print as they are; colours via styled()
 
 
 def fail(message: str, exit_code: int = 2) -> typer.Exit:
     """Print one error line on stderr and return the Exit to raise."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(styled("[bold red]error:[/] {}", message), highlight=False, soft_wrap=True)
     return typer.Exit(exit_code)
 
 
 def command(name: str | None = None, **kwargs) -> Callable:
-    """Register a CLI command whose CommbenchError becomes one line on stderr and exit code 2."""
+    """Register a CLI command; errors become one line on stderr and an exit code, here only:
+    a user error (CommbenchError) 2, a failed run (RunFailed) 1, an interrupted one 130."""
 
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
         def wrapper(*args, **kw):
             try:
                 return func(*args, **kw)
+            except Interrupted as exc:
+                err_console.print(str(exc), highlight=False, soft_wrap=True)
+                raise typer.Exit(exc.exit_code) from None
             except CommbenchError as exc:
                 raise fail(str(exc), exc.exit_code) from None
             except KeyboardInterrupt:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from typing import Annotated, Optional
 
 import typer
@@ -10,11 +11,13 @@ import typer
 from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail
+from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backends import resolve_backend
 from commbench.comm.job import run_job
 from commbench.comm.launch import detect_rank_env
 from commbench.errors import CommbenchError
+from commbench.files import OutputLock, repair_torn_tail
 from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
@@ -105,14 +108,25 @@ def bench(
     config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks, nodes_per_rack=nodes_per_rack,
                                rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,
                                algorithm=algorithm, rs_impl=rs_impl)
+    launched = detect_rank_env()
+    lock = OutputLock(config.output_path, "--output") if launched is None or launched.rank == 0 else nullcontext()
+    with lock:
+        if launched is None or launched.rank == 0:
+            repair_torn_tail(config.output_path)  # a run cut off mid-line: the new header starts a line
+        outcomes = _run(config, backends, nproc, timeout_s)
+    report_outcomes(outcomes, config.output_path)
+    if output_format == "table" and launched is None:
+        num_points = max(outcome.num_points for outcome in outcomes.values())
+        console.print(styled("[green]done[/]: {} point(s) measured; records in {}", num_points, config.output_path), highlight=False)
+
+
+def _run(config: BenchConfig, backends: tuple[str, ...], nproc: int | None, timeout_s: float) -> dict:
     if len(backends) > 1:
         outcomes = run_job(run_compare_rank, CompareConfig(bench=config, backends=backends), nproc=nproc,
                            backend=backends[-1], validate_world=lambda world: validate(config, world),
-                           output_path=config.output_path)
+                           output_path=config.output_path, timeout_s=timeout_s)
     else:
         outcomes = run_job(run_bench_rank, config, nproc=nproc, backend=config.backend,
-                           validate_world=lambda world: validate(config, world), output_path=config.output_path)
-    report_outcomes(outcomes, config.output_path)
-    if output_format == "table" and detect_rank_env() is None:
-        num_points = max(outcome.num_points for outcome in outcomes.values())
-        console.print(f"[green]done[/]: {num_points} point(s) measured; records in {config.output_path}", highlight=False)
+                           validate_world=lambda world: validate(config, world), output_path=config.output_path,
+                           timeout_s=timeout_s)
+    return outcomes

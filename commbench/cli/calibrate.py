@@ -81,6 +81,10 @@ def calibrate(
     from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
     if not evaluate and out is None:
         raise CommbenchError("give -o FILE to write fitted terms, or --evaluate to only compare predictions")
+    if out is not None and not evaluate:
+        from commbench.files import check_output_file
+
+        check_output_file(out, "--out")
     start = load_calibration(calibration) if calibration else CALIBRATED
     loaded = load_runs(runs, model=model, system=system, gpus=gpus)
     if evaluate:

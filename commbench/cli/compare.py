@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 from rich.table import Table
 
 from commbench.cli.base import command, console, fail
+from commbench.results.render import styled
 from commbench.results.compare import AUTO, check_statistic, compare, parse_threshold
 from commbench.results.records import TIME_STATISTICS, measurements, read_records
 
@@ -19,7 +20,7 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
 
 def read_measurements(path: str):
     def bad_line(number: int, reason: str) -> None:
-        console.print(f"[yellow]warning:[/] {escape(path)}:{number}: skipped unreadable line ({escape(reason)})",
+        console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                       highlight=False)
 
     return measurements(read_records([path], on_bad_line=bad_line))
@@ -40,16 +41,16 @@ def compare_cmd(
     threshold = parse_threshold(max_regression)
     result = compare(read_measurements(base), read_measurements(new), max_regression=threshold,
                      statistic=check_statistic(statistic))
-    table = Table(title=f"measured {escape(new)} vs measured {escape(base)} (time ratio new/base; > 1 is slower)",
+    table = Table(title=f"measured {new} vs measured {base} (time ratio new/base; > 1 is slower)",
                   title_justify="left")
     for name in ("point", "statistic", "base (µs)", "new (µs)", "ratio", "95% interval", "noise", "verdict"):
         table.add_column(name, justify="left" if name in ("point", "statistic", "verdict", "noise") else "right")
     for p in sorted(result.points, key=lambda p: p.key):
         interval = "-" if p.ratio_low is None else f"{p.ratio_low:.3f}..{p.ratio_high:.3f}"
         style = _STYLE.get(p.verdict)
-        verdict = f"[{style}]{escape(p.verdict)}[/]" if style else escape(p.verdict)
-        table.add_row(escape(p.label), p.statistic, _us(p.base_us), _us(p.new_us),
-                      "-" if p.ratio is None else f"{p.ratio:.3f}", interval, escape(p.noise_text()), verdict)
+        verdict = Text(p.verdict, style=style) if style else p.verdict
+        table.add_row(p.label, p.statistic, _us(p.base_us), _us(p.new_us),
+                      "-" if p.ratio is None else f"{p.ratio:.3f}", interval, p.noise_text(), verdict)
     console.print(table)
     summary = Table(title="geometric mean of time ratios per collective", title_justify="left")
     summary.add_column("collective")
@@ -59,13 +60,13 @@ def compare_cmd(
     summary.add_column("verdict")
     for name, value in sorted(result.geomean_by_collective.items()):
         low, high = result.geomean_interval_by_collective[name]
-        verdict = "[bold red]REGRESSED[/]" if name in result.regressed_collectives else "ok"
+        verdict = styled("[bold red]REGRESSED[/]") if name in result.regressed_collectives else "ok"
         summary.add_row(name, str(sum(p.collective == name and p.ratio is not None for p in result.points)),
                         f"{value:.3f}", f"{low:.3f}..{high:.3f}", verdict)
     console.print(summary)
     if result.only_in_base or result.only_in_new:
-        console.print(f"unmatched points: {result.only_in_base} only in {escape(base)}, {result.only_in_new} only in "
-                      f"{escape(new)}", highlight=False)
+        console.print(f"unmatched points: {result.only_in_base} only in {base}, {result.only_in_new} only in "
+                      f"{new}", highlight=False)
     if result.regressions or result.regressed_collectives:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
@@ -78,5 +79,5 @@ def compare_cmd(
         if bad:
             parts.append(f"{len(bad)} point(s) ok in the base {bad[0].verdict} in the new file (first: {bad[0].label})")
         raise fail("; ".join(parts), exit_code=1)
-    console.print(f"[green]pass[/]: {len(result.points)} point(s) compared, none slower than {threshold:.0%} "
-                  "beyond the noise, none newly failed or wrong", highlight=False)
+    console.print(styled("[green]pass[/]: {} point(s) compared, none slower than {} beyond the noise, none newly "
+                         "failed or wrong", len(result.points), f"{threshold:.0%}"), highlight=False)

@@ -14,12 +14,12 @@ import typer
 from commbench.cli.base import command, console
 from commbench.emulate.fabric import Fabric, FabricSpec
 from commbench.emulate.ranks import emulated_description, run_ranks
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, Interrupted
 from commbench.units import parse_rate_bits_per_s
 
 
 def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 @command("emulate", help="Run a commbench command on an emulated multi-rack fabric (network namespaces; needs root).",
@@ -31,18 +31,35 @@ def emulate(
     scale_out_rate: Annotated[str, typer.Option("--scale-out-rate", help="Rate limit of each rack uplink, each direction (tc syntax: 1gbit, 800mbit).")] = "1gbit",
     counters_out: Annotated[Optional[str], typer.Option("--counters-out", help="Write the uplink byte counters as JSON here.")] = None,
     netns_prefix: Annotated[Optional[str], typer.Option("--netns-prefix", help="Namespace name prefix (default cb<pid>).")] = None,
+    cleanup: Annotated[bool, typer.Option("--cleanup", help="Remove namespaces (and their processes) left by a killed run: "
+                                          "those of --netns-prefix, else those of default-prefix runs no longer alive.")] = False,
 ) -> None:
     """Create the fabric, run the command as every rank, print the uplink counters, tear everything down."""
+    if cleanup:
+        from commbench.emulate.fabric import cleanup as remove_leftovers
+
+        if args:
+            raise CommbenchError("--cleanup takes no command: run it alone, e.g. commbench emulate --cleanup")
+        if netns_prefix is not None:
+            FabricSpec(num_racks=1, ranks_per_rack=1, scale_out_rate_bits_per_s=1e9, prefix=netns_prefix)  # validates
+        removed = remove_leftovers(netns_prefix)
+        console.print(f"removed {len(removed)} namespace(s)" + (f": {', '.join(removed)}" if removed else ""),
+                      highlight=False)
+        return
     command_args = list(args or [])
     if command_args[:1] == ["commbench"]:
         command_args = command_args[1:]
     if not command_args:
         raise CommbenchError("no command given: put the commbench command after '--', e.g. "
                              "commbench emulate --racks 2 -- bench grad_reduce_scatter -b 64M -e 64M")
+    if counters_out:
+        from commbench.files import check_output_file
+
+        check_output_file(counters_out, "--counters-out")
     spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
                       scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
-                      prefix=netns_prefix or f"cb{os.getpid()}")
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+                      prefix=f"cb{os.getpid()}" if netns_prefix is None else netns_prefix)
+    previous = {signum: signal.signal(signum, _raise_interrupt) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with Fabric(spec) as fabric:
             console.print(f"emulated fabric: {racks} rack(s) x {ranks_per_rack} rank(s); scale-up = loopback per "
@@ -52,8 +69,12 @@ def emulate(
             exit_code = run_ranks(spec, command_args)
             wall_s = time.monotonic() - started
             counters = fabric.uplink_counters()
+    except KeyboardInterrupt as exc:
+        raise Interrupted(f"interrupted ({exc or 'SIGINT'}): the emulated fabric and its ranks are removed; "
+                          f"records already written are kept") from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     for row in counters:
         console.print(f"rack {row['rack']} uplink (measured veth counters): sent {row['tx_bytes']:,} B, "
                       f"received {row['rx_bytes']:,} B", highlight=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 
-from rich.markup import escape
 from rich.table import Table
 
 from commbench.cli.base import command, console
@@ -51,5 +50,5 @@ def env() -> None:
     table.add_column("what")
     table.add_column("value")
     for key, value in environment_rows():
-        table.add_row(key, escape(value))
+        table.add_row(key, value)
     console.print(table)

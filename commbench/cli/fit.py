@@ -8,7 +8,9 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.costmodel import load_preset
+from commbench.errors import CommbenchError
 from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.profile import fit_result_files
 from commbench.units import format_size, parse_size_bytes
@@ -25,6 +27,12 @@ def fit(
     heldout_min: Annotated[str, typer.Option("--heldout-min", help="Report held-out error over sizes >= this.")] = "64K",
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""
+    if output:
+        from commbench.files import check_output_file
+
+        check_output_file(output, "--output")
+    if racks is not None and not system:
+        raise CommbenchError(f"--racks={racks} needs --system: it scales the preset the fit starts from")
     base = load_preset(system, num_racks=racks) if system else None
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min") if heldout_min else MIN_HELDOUT_BYTES
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
@@ -36,7 +44,7 @@ def fit(
         table.add_column(column, justify="left" if column in ("curve", "warnings", "sizes") else "right")
     for f in fits:
         err = f.heldout_median_rel_error
-        err_text = "-" if err is None else (f"[red]{err:.1%}[/]" if err > POOR_FIT else f"{err:.1%}")
+        err_text = "-" if err is None else (styled("[red]{}[/]", f"{err:.1%}") if err > POOR_FIT else f"{err:.1%}")
         busbw = " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s)
         regimes = dict(f.heldout_by_regime)
         per_regime = " / ".join(f"{regimes[r]:.1%}" if r in regimes else "-" for r in ("latency", "middle", "bandwidth"))
@@ -50,7 +58,7 @@ def fit(
             console.print(f"learned: {note}", highlight=False)
     for warning in fabric.warnings:
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
-            console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+            console.print(styled("[yellow]warning:[/] {}", warning), highlight=False)
     if output:
         fabric.to_json(output)
-        console.print(f"[green]fabric profile[/] {fabric.name} → {output}", highlight=False)
+        console.print(styled("[green]fabric profile[/] {} → {}", fabric.name, output), highlight=False)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from commbench.cli.base import app, console, err_console, fail
+from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
 import_app = typer.Typer(help="Import other tools' results as commbench records.", no_args_is_help=True)
@@ -23,13 +24,20 @@ def import_nccl_tests(
     from commbench.results.importers.nccl_tests import import_file
     from commbench.results.records import JsonlWriter, Measurement
 
+    from commbench.files import check_output_file
+
+    from collectives import REGISTRY
+
     try:
+        if collective is not None and collective not in REGISTRY:
+            raise CommbenchError(f"--collective={collective!r} is invalid: allowed {', '.join(REGISTRY)}")
+        check_output_file(output, "--output")
         results = [import_file(path, collective) for path in files]
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
     problems = [p for r in results for p in r.problems]
     for source, line, text, reason in problems:
-        err_console.print(f"[yellow]unparsed[/] {source}:{line}: {reason}: {text.strip()[:100]}", highlight=False,
+        err_console.print(styled("[yellow]unparsed[/] {}:{}: {}: {}", source, line, reason, text.strip()[:100]), highlight=False,
                           soft_wrap=True)
     records = [rec for r in results for rec in r.records]
     num_points = sum(isinstance(rec, Measurement) for rec in records)
@@ -39,7 +47,7 @@ def import_nccl_tests(
         for rec in records:
             writer.write(rec)
     collectives = sorted({rec.collective for rec in records if isinstance(rec, Measurement)})
-    console.print(f"[green]imported[/] {num_points} measured point(s) ({', '.join(collectives)}) from {len(files)} "
-                  f"file(s) into {output}; {len(problems)} line(s) not parsed", highlight=False)
+    console.print(styled("[green]imported[/] {} measured point(s) ({}) from {} file(s) into {}; {} line(s) not parsed",
+                         num_points, ", ".join(collectives), len(files), output, len(problems)), highlight=False)
     if strict and problems:
         raise typer.Exit(1)

@@ -7,24 +7,48 @@ from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from commbench.cli.base import command, console
-from commbench.errors import invalid
+from commbench.results.render import styled
+from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
+from commbench.planner.emit_torchtitan import TORCHTITAN_VERSIONS
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
              ("DP expert grad RS", "dp_expert_rs"), ("DP expert param AG", "dp_expert_ag"))
+MAX_GPUS = 131_072  # beyond any published training run; the layout search grows with the GPU count
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
 
 
-def _system(name: str, num_gpus: int):
+def _system(name: str, num_gpus: int, gpu: str | None = None):
+    """The fabric to plan on; a fabric measured without a GPU (fit without --system, tune on CPU)
+    needs `--gpu` to say whose compute and memory to plan with."""
+    import dataclasses
+
     from commbench.costmodel import load_fabric, load_preset, preset_names
+    from commbench.data.reference import gpu_names, gpu_spec
     if name.endswith(".json"):
-        return load_fabric(name).scaled(num_gpus=num_gpus)
+        fabric = load_fabric(name).scaled(num_gpus=num_gpus)
+        if fabric.gpu is None and gpu is None:
+            raise CommbenchError(f"--system={name!r} names no GPU (a fabric fitted without --system, e.g. by "
+                                 f"`commbench tune` or `fit` on CPU ranks): pass --gpu NAME ({', '.join(gpu_names())}) "
+                                 f"or fit with --system PRESET")
+        if gpu is not None and fabric.gpu is not None and fabric.gpu.name != gpu.lower():
+            raise invalid("--gpu", gpu, f"only for a fabric without a GPU; {name} already names {fabric.gpu.name}")
+        return fabric if gpu is None else dataclasses.replace(fabric, gpu=_gpu_option(gpu, gpu_spec, gpu_names))
     if name not in preset_names():
         raise invalid("--system", name, f"a preset ({', '.join(preset_names())}) or a fabric .json from `commbench fit`")
+    if gpu is not None:
+        raise invalid("--gpu", gpu, f"only for a fabric .json without a GPU; preset {name} names its GPU")
     return load_preset(name, num_gpus=num_gpus)
+
+
+def _gpu_option(gpu: str, gpu_spec, gpu_names):
+    if gpu.lower() not in gpu_names():
+        raise invalid("--gpu", gpu, f"one of {', '.join(gpu_names())}")
+    return gpu_spec(gpu)
 
 
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
@@ -48,29 +72,47 @@ def plan(
     gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
     emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
-    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, torchtitan.toml (search)")] = None,
+    out: Annotated[Optional[str], typer.Option(help="folder for plan.json, megatron_args.txt, launch.env and the "
+                                              "TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2) (search)")] = None,
+    torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
+                                                    "(--module/--config + --section.option overrides) or 0.2 (TOML)")] = "0.3",
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -o` "
                                                        "(default: the shipped calibration)")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
+                                           "(fitted without --system, or by `commbench tune`)")] = None,
 ) -> None:
-    if gpus < 1:
-        raise invalid("--gpus", gpus, "a positive GPU count")
-    if moe_imbalance < 1:
-        raise invalid("--moe-imbalance", moe_imbalance, ">= 1")
+    if not 1 <= gpus <= MAX_GPUS:
+        raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
+    if not 1 <= moe_imbalance < float("inf"):
+        raise invalid("--moe-imbalance", moe_imbalance, "a finite number >= 1")
+    from commbench.planner import PRECISIONS
+    if precision.lower() not in PRECISIONS:
+        raise invalid("--precision", precision, f"one of {', '.join(PRECISIONS)}")
+    for option, value in (("--gbs", gbs), ("--seq-len", seq_len)):
+        if value is not None and value < 1:
+            raise invalid(option, value, "a positive number")
+    if out is not None:
+        from commbench.files import check_output_dir
+
+        check_output_dir(out, "--out")
+    if torchtitan_version not in TORCHTITAN_VERSIONS:
+        raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     spec = load_model(model, model_file)
     from commbench.planner.calibration import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
     from commbench.planner.search import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     complete = layout is not None and is_complete(pins) and gbs is None
-    req = SearchRequest(model=spec, fabric=_system(system, gpus), num_gpus=gpus,
+    req = SearchRequest(model=spec, fabric=_system(system, gpus, gpu), num_gpus=gpus,
                         gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
                         pins=pins, calibration=cal)
     if not complete:
         from commbench.cli.search_view import run_plan_search
-        run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json)
+        run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
+                        torchtitan_version=torchtitan_version)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -102,7 +144,7 @@ def plan(
             t.add_row(label, f"{total:.3f}", f"{exposed:.3f}", f"{100 * exposed / step:.1f}")
     t.add_row("pipeline bubble", "", f"{row['bubble_s']:.3f}", f"{100 * row['bubble_s'] / step:.1f}")
     t.add_row("optimizer step", "", f"{row['optimizer_s']:.3f}", f"{100 * row['optimizer_s'] / step:.1f}")
-    t.add_row("[bold]step[/]", "", f"[bold]{step:.3f}[/]", "100.0")
+    t.add_row(styled("[bold]step[/]"), "", styled("[bold]{}[/]", f"{step:.3f}"), "100.0")
     console.print(t)
     console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
                   f"{row['model_tflops_per_gpu']:,.0f}   MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
@@ -112,7 +154,12 @@ def plan(
     m.add_column("GB", justify="right")
     for kind in MEM_ROWS:
         m.add_row(kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}")
-    verdict = "fits" if row["fits"] else "[red]does not fit[/]"
-    m.add_row("[bold]total[/]", f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/] of {row['mem_capacity_bytes'] / 1e9:.0f}"
-              f" ({verdict})")
+    verdict = "fits" if row["fits"] else styled("[red]does not fit[/]")
+    m.add_row(styled("[bold]total[/]"), Text.assemble((f"{row['mem_total_bytes'] / 1e9:.1f}", "bold"),
+                                                      f" of {row['mem_capacity_bytes'] / 1e9:.0f} (", verdict, ")"))
     console.print(m)
+    from commbench.planner.split import choose_split, stage_weights
+    split = choose_split(spec, lay.pp, lay.vp).summary(stage_weights(spec))
+    flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
+    console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
+                  f"x{split['imbalance']} the mean (charged)", highlight=False, soft_wrap=True)

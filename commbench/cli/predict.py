@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
                                  moe_all_to_all_time_s)
 from commbench.costmodel.choice import uses_nccl_model
@@ -70,6 +71,8 @@ def predict(
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if group < 1:
         raise invalid("--group", group, "at least 1 rank")
+    if not 1 <= imbalance < float("inf"):
+        raise invalid("--imbalance", imbalance, "a finite number >= 1 (max/mean bytes received per rank)")
     num_domains = num_domains_for(fabric, group, layout)
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor), dtype=np.float64)
@@ -103,6 +106,6 @@ def predict(
     for s, t, a, b, k in zip(sizes, time_s, algbw, busbw, picks):
         table.add_row(format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}", *((k,) if chosen is not None else ()))
     console.print(table)
-    console.print("[yellow]predicted[/] by the cost model, not measured", highlight=False)
+    console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
     for warning in fabric.warnings[:5]:
-        console.print(f"[yellow]fit warning:[/] {warning}", highlight=False)
+        console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)

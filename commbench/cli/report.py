@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
 
@@ -27,7 +28,10 @@ def report(
     from commbench.results.report import by_collective, series_label, write_report
     from commbench.results.records import measurements, read_records
 
-    records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(f"[yellow]skipped line {n}[/]: {why}")))
+    from commbench.files import check_output_dir
+
+    check_output_dir(out, "--out")
+    records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(styled("[yellow]skipped line {}[/]: {}", n, why))))
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")
     for collective, series in sorted(by_collective(records).items()):
@@ -38,4 +42,4 @@ def report(
             console.print(table)
     predict = fabric_predictor(fabric) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "")
-    console.print(f"[green]report[/]: {result.markdown} and {len(result.plots)} plot(s) in {out}", highlight=False)
+    console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

@@ -5,14 +5,14 @@ emitted forms (plan.json, Megatron-LM arguments, TorchTitan TOML). Every figure 
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 from rich.table import Table
 
 from commbench.cli.base import console
+from commbench.results.render import styled
 from commbench.errors import invalid
-from commbench.planner.emit import EMIT_KINDS, megatron_args, plan_document, torchtitan_toml, write_plan
+from commbench.planner.emit import EMIT_KINDS, megatron_text, plan_document, torchtitan_text, write_plan_files
 from commbench.planner.explain import explain, short
 from commbench.planner.search import SearchRequest, SearchResult, search
 
@@ -54,7 +54,7 @@ def pareto_table(result: SearchResult, limit: int = 12) -> Table:
 
 
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
-                    as_json: bool, extra_assumptions: list[str] = ()) -> dict:
+                    as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3") -> dict:
     """Search, explain, print (or emit one form), and write the plan files; returns the plan document."""
     if emit is not None and emit not in EMIT_KINDS:
         raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
@@ -64,24 +64,19 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     lines, rows = explain(result)
     backend = flex_backend_for(req.fabric)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
-                        extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend)
-    lay = result.layouts.layout(0)
-    args = megatron_args(lay, req.model, seq_len=req.seq_len, flex_backend=backend)
-    toml = torchtitan_toml(doc["torchtitan"], lay.precision)
-    if out:
-        folder = Path(out)
-        write_plan(doc, folder / "plan.json")
-        (folder / "megatron_args.txt").write_text(shlex.join(args) + "\n", encoding="utf-8")
-        (folder / "torchtitan.toml").write_text(toml, encoding="utf-8")
+                        extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
+                        torchtitan_version=torchtitan_version)
+    meg = doc["megatron"]
+    written = write_plan_files(doc, out) if out else []
     if as_json or emit == "json":
         console.print_json(json.dumps({k: v for k, v in doc.items() if k != "placement"} |
                                       {"placement": {k: v for k, v in doc["placement"].items()
                                                      if k in ("gpus_per_rack", "num_racks", "summary")}},
                                       default=float))
     elif emit == "megatron":
-        console.print(shlex.join(args), highlight=False, soft_wrap=True)
+        console.print(megatron_text(meg), highlight=False, soft_wrap=True)
     elif emit == "torchtitan":
-        console.print(toml, highlight=False, markup=False)
+        console.print(torchtitan_text(doc["torchtitan"]), highlight=False, markup=False, soft_wrap=True)
     else:
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
                  f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}; "
@@ -90,11 +85,16 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         console.print(pareto_table(result))
         for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
-        console.print("Megatron-LM: " + shlex.join(args), highlight=False, markup=False, soft_wrap=True)
+        console.print("Megatron-LM: " + (meg["refused"] if "refused" in meg else megatron_text(meg)), highlight=False,
+                      markup=False, soft_wrap=True)
+        env = doc["megatron"]["launch_env"]
+        console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
+                      highlight=False, markup=False)
         console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
                       f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
+        if "refused" in doc["torchtitan"]:
+            console.print("TorchTitan: " + doc["torchtitan"]["refused"], highlight=False, markup=False, soft_wrap=True)
         if out:
-            console.print(f"[green]plan[/] → {Path(out) / 'plan.json'}, megatron_args.txt, torchtitan.toml",
-                          highlight=False)
+            console.print(styled("[green]plan[/] → {}: {}", Path(out), ", ".join(written)), highlight=False)
     return doc

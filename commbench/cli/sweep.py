@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import shlex
 import sys
+import uuid
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,15 +15,17 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console, err_console, fail
+from commbench.results.render import styled
 from commbench.errors import CommbenchError
+from commbench.files import OutputLock
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
-from commbench.sweep.resume import has_records
+from commbench.sweep.resume import check_resume_identity, has_records, sweep_identity
 
 
 def default_output(sweep_name: str) -> str:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return str(Path("results") / f"sweep-{sweep_name}-{stamp}.jsonl")
+    return str(Path("results") / f"sweep-{sweep_name}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
 
 
 def resume_command(file: str, output: str, nproc: Optional[int]) -> str:
@@ -57,6 +62,35 @@ def print_dry_run(sweep, world_size: int, backend: str) -> None:
                   highlight=False)
 
 
+def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
+                          again: str) -> tuple[dict, tuple[int, int]]:
+    """Run the sweep; when ranks hang on a point (recorded failed, ranks killed), start fresh ranks
+    for the remaining points. Returns rank 0's outcomes and (ok, failed) points of the launches
+    whose ranks hung (the last launch sees those as already in the file)."""
+    from commbench.comm.job import run_job
+    from commbench.comm.local_ranks import RanksHung, RunFailed
+    from commbench.errors import Interrupted
+
+    timeout_s = max(entry.timeout_s for entry in spec.entries)
+    earlier = (0, 0)
+    while True:
+        try:
+            return run_job(run_sweep_rank, job, nproc=nproc, backend=backend, timeout_s=timeout_s,
+                           validate_world=lambda world: plan_sweep(spec, world, backend=backend) and None,
+                           output_path=job.output_path), earlier
+        except RanksHung as exc:
+            if not exc.recorded:
+                raise RunFailed(f"{exc}; continue with: {again}") from None
+            earlier = (earlier[0] + exc.num_ok, earlier[1] + exc.num_failed)
+            err_console.print(f"{exc}; starting fresh ranks for the remaining points", highlight=False,
+                              soft_wrap=True)
+            job = dataclasses.replace(job, resume=True)
+        except Interrupted as exc:
+            raise Interrupted(f"{exc}; continue with: {again}") from None
+        except RunFailed as exc:
+            raise RunFailed(f"{exc}; continue with: {again}") from None
+
+
 @command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.")
 def sweep(
     file: Annotated[str, typer.Argument(help="Sweep file, e.g. sweeps/ci-small.toml.")],
@@ -69,13 +103,14 @@ def sweep(
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     from commbench.comm.backends import resolve_backend
-    from commbench.comm.job import run_job
     from commbench.comm.launch import detect_rank_env
 
     spec = load_sweep(file)
     requested = backend or spec.backend
     if dry_run:
-        world = world_size or spec.world_size or nproc or spec.nproc or 2
+        world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
+        if world < 1:
+            raise CommbenchError(f"--world-size={world} is invalid: at least 1 rank")
         print_dry_run(spec, world, dry_run_backend(requested))
         return
     if world_size is not None:
@@ -83,35 +118,35 @@ def sweep(
     resolved = resolve_backend(requested)
     output = output or default_output(spec.name)
     launched = detect_rank_env()
-    local_nproc = None if launched is not None and launched.launcher != "local" else (nproc or spec.nproc)
-    if has_records(output) and not resume and (launched is None or launched.rank == 0):
-        raise CommbenchError(f"--output={output!r} already holds records: pass --resume to continue it, "
-                             f"or choose another -o")
-    job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
-    again = resume_command(file, output, local_nproc)
-    from torch.distributed.elastic.multiprocessing.api import SignalException  # Ctrl-C reaching the local launcher
+    local_nproc = None if launched is not None and launched.launcher != "local" else (nproc if nproc is not None else spec.nproc)
+    writer = launched is None or launched.rank == 0
+    with OutputLock(output, "--output") if writer else nullcontext():
+        if has_records(output) and not resume and writer:
+            raise CommbenchError(f"--output={output!r} already holds records: pass --resume to continue it, "
+                                 f"or choose another -o")
+        if resume and writer:
+            from commbench.comm.job import DEFAULT_NPROC
 
-    try:
-        outcomes = run_job(run_sweep_rank, job, nproc=local_nproc, backend=resolved,
-                           validate_world=lambda world: plan_sweep(spec, world, backend=resolved) and None,
-                           output_path=output)
-    except (KeyboardInterrupt, SignalException):
-        err_console.print(f"interrupted: every finished point is in {output}; continue with:\n  {again}", highlight=False)
-        raise typer.Exit(130) from None
-    except CommbenchError as exc:
-        raise CommbenchError(f"{exc}; continue with: {again}") from None
+            world = launched.world_size if launched is not None else (DEFAULT_NPROC if local_nproc is None else local_nproc)
+            check_resume_identity(output, sweep_identity(spec, world, resolved),
+                                  f"this sweep ({file} on {world} rank(s), {resolved})")
+        job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
+        again = resume_command(file, output, local_nproc)
+        outcomes, (ok_before, failed_before) = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return
-    if outcome.num_ok + outcome.num_failed == 0 and outcome.num_skipped:
-        console.print(f"[green]nothing to do[/]: all {outcome.num_planned} point(s) are already in {output}", highlight=False)
+    if outcome.num_ok + outcome.num_failed + ok_before + failed_before == 0 and outcome.num_skipped:
+        console.print(styled("[green]nothing to do[/]: all {} point(s) are already in {}", outcome.num_planned, output), highlight=False)
         return
-    summary = (f"{outcome.num_ok} point(s) measured, {outcome.num_failed} failed, {outcome.num_skipped} skipped "
+    num_failed = outcome.num_failed + failed_before
+    summary = (f"{outcome.num_ok + ok_before} point(s) measured, {num_failed} failed, "
+               f"{outcome.num_skipped - ok_before - failed_before} skipped "
                f"(already in the file); records in {output}")
     if outcome.stopped:
         raise fail(f"sweep stopped: {outcome.stopped}. {summary}. Continue with: {again}", exit_code=1)
-    if outcome.num_failed:
+    if num_failed:
         raise fail(f"{summary} (failed points are recorded with their error)", exit_code=1)
     if outcome.num_wrong:
         raise fail(f"{outcome.num_wrong} wrong element(s) in the data checks; {summary}", exit_code=1)
-    console.print(f"[green]done[/]: {summary}", highlight=False)
+    console.print(styled("[green]done[/]: {}", summary), highlight=False)

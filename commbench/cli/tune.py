@@ -40,15 +40,17 @@ def tune(
 
     if system not in preset_names():
         raise invalid("--system", system, f"a preset: {', '.join(preset_names())}")
-    if gpus < 1:
-        raise invalid("--gpus", gpus, "a positive GPU count")
+    from commbench.cli.plan import MAX_GPUS
+
+    if not 1 <= gpus <= MAX_GPUS:
+        raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     spec = load_model(model)
     pins = parse_pins(layout)
+    from commbench.files import check_output_dir
     from commbench.planner.calibration import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+    folder = check_output_dir(out, "--out")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(), console=console,
                   transient=False) as progress:
         if results is None:
             task = progress.add_task("1/3 sweep: starting ranks", total=1)

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from commbench.cli.base import command, console
+from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 
 
@@ -35,7 +36,7 @@ def verify_plan(
     launched = detect_rank_env()
     under_launcher = launched is not None and launched.launcher != "local"
     limit = launched.world_size if under_launcher else min(max_local_ranks(resolved)[0], 4)
-    ranks = launched.world_size if under_launcher else (nproc or min(gpus, limit))
+    ranks = launched.world_size if under_launcher else (min(gpus, limit) if nproc is None else nproc)
     if ranks < 2:
         raise invalid("--nproc", ranks, "at least 2 ranks to run any collective")
     if iters < 1:
@@ -73,7 +74,7 @@ def verify_plan(
                   f"{meas / pred_us:,.1f}x", str(row["num_wrong"]))
     console.print(t)
     for flag in flags:
-        console.print(f"[yellow]unmet assumption:[/] {flag}", highlight=False, soft_wrap=True)
+        console.print(styled("[yellow]unmet assumption:[/] {}", flag), highlight=False, soft_wrap=True)
     if any(row["num_wrong"] for row in rows):
         raise CommbenchError("a collective returned wrong data (see the wrong column)")
 

@@ -68,4 +68,4 @@ def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
     from commbench.comm.torch_backend import TorchBackend
 
     return TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size, local_rank=rank_env.local_rank,
-                        timeout_s=timeout_s, init_method=f"tcp://{rank_env.master_addr}:{rank_env.master_port}")
+                        timeout_s=timeout_s, init_method=rank_env.init_method)

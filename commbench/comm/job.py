@@ -2,29 +2,34 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any, Callable
 
 from commbench.comm.backends import max_local_ranks
-from commbench.comm.launch import RankEnv, detect_rank_env, launch_local
+from commbench.comm.launch import RankEnv, detect_rank_env
+from commbench.comm.local_ranks import launch_local
 from commbench.errors import CommbenchError
 
 DEFAULT_NPROC = 2
 
 
 def free_port() -> int:
+    """A free TCP port on loopback (for benchmarks that start their own ranks)."""
+    import socket
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
 def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int | None, backend: str,
-            validate_world: Callable[[int], None], output_path: str) -> dict[int, Any]:
+            validate_world: Callable[[int], None], output_path: str,
+            timeout_s: float | None = None) -> dict[int, Any]:
     """`rank_fn(rank_env, config)` on every rank; returns {rank: result} for the ranks of this process.
 
     Under torchrun/srun/mpirun this process is one rank and `nproc` must be omitted (or match);
-    otherwise `nproc` local ranks (default 2) start through torch's elastic launcher.
-    `validate_world(world_size)` raises CommbenchError before anything starts.
+    otherwise `nproc` local ranks (default 2) start under commbench's own launcher (local_ranks.py),
+    which kills ranks that hang longer than the collective `timeout_s` (plus a grace) after another
+    stopped. `validate_world(world_size)` raises CommbenchError before anything starts.
     """
     rank_env = detect_rank_env()
     if rank_env is not None and rank_env.launcher != "local":
@@ -39,14 +44,10 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
         raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on {backend} ({why})")
     validate_world(nproc)
     if nproc == 1:
-        single = RankEnv(rank=0, world_size=1, local_rank=0, launcher="single", master_addr="127.0.0.1",
-                         master_port=free_port())
-        return {0: rank_fn(single, config)}
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+        import tempfile
 
-    try:
-        return launch_local(nproc, rank_fn, config)
-    except ChildFailedError as exc:
-        rank, failure = next(iter(exc.failures.items()))
-        raise CommbenchError(f"rank {rank} failed (exit code {failure.exitcode}); "
-                             f"results measured so far are in {output_path}") from None
+        with tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
+            single = RankEnv(rank=0, world_size=1, local_rank=0, launcher="single", master_addr="127.0.0.1",
+                             master_port=0, rendezvous=f"file://{folder}/store")
+            return {0: rank_fn(single, config)}
+    return launch_local(nproc, rank_fn, config, backend=backend, output_path=output_path, timeout_s=timeout_s)

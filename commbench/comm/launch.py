@@ -1,19 +1,18 @@
-"""Which rank am I? Detect an existing launch (torchrun, Slurm, Open MPI) or start local ranks with
-torch's own elastic launcher (what `torchrun --standalone` does)."""
+"""Which rank am I? Detect an existing launch (torchrun, Slurm, Open MPI, or local ranks that
+commbench started itself: local_ranks.py)."""
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import uuid
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from commbench.errors import CommbenchError
 
 DEFAULT_MASTER_PORT = 29500
 LOCAL_LAUNCH_ENV = "COMMBENCH_LOCAL_LAUNCH"  # set in ranks that commbench itself started
+RENDEZVOUS_ENV = "COMMBENCH_RENDEZVOUS"  # their store: file://<private folder>/store (nothing listens)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +25,12 @@ class RankEnv:
     launcher: str  # "torchrun", "slurm", "mpi", "local" (started by commbench) or "single"
     master_addr: str
     master_port: int
+    rendezvous: str | None = None  # init_method for local launches (a file store); None: tcp://addr:port
+    progress: Any = field(default=None, compare=False)  # a RankProgress under commbench's own launcher
+
+    @property
+    def init_method(self) -> str:
+        return self.rendezvous or f"tcp://{self.master_addr}:{self.master_port}"
 
 
 def first_slurm_host(nodelist: str) -> str:
@@ -51,9 +56,14 @@ def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     env = os.environ if env is None else env
     port = _int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_MASTER_PORT
     if "RANK" in env and "WORLD_SIZE" in env:
-        return RankEnv(rank=_int(env, "RANK"), world_size=_int(env, "WORLD_SIZE"),
+        rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE")
+        if not 0 <= rank < world:
+            raise CommbenchError(f"RANK={rank} with WORLD_SIZE={world} is invalid: need 0 <= RANK < WORLD_SIZE")
+        local = bool(env.get(LOCAL_LAUNCH_ENV))
+        return RankEnv(rank=rank, world_size=world,
                        local_rank=_int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else 0,
-                       launcher="local" if env.get(LOCAL_LAUNCH_ENV) else "torchrun", master_addr=env.get("MASTER_ADDR", "127.0.0.1"), master_port=port)
+                       launcher="local" if local else "torchrun", master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
+                       master_port=port, rendezvous=env.get(RENDEZVOUS_ENV) if local else None)
     if "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
         world = _int(env, "SLURM_NTASKS")
         nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "127.0.0.1"
@@ -70,25 +80,3 @@ def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
                        local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK") if "OMPI_COMM_WORLD_LOCAL_RANK" in env else 0,
                        launcher="mpi", master_addr=env.get("MASTER_ADDR", "127.0.0.1"), master_port=port)
     return None
-
-
-def _local_entry(fn: Callable[..., Any], *args: Any) -> Any:
-    os.environ[LOCAL_LAUNCH_ENV] = "1"
-    rank_env = detect_rank_env()
-    assert rank_env is not None, "the elastic agent sets RANK/WORLD_SIZE"
-    return fn(rank_env, *args)
-
-
-def launch_local(nproc: int, fn: Callable[..., Any], *args: Any) -> dict[int, Any]:
-    """Run `fn(rank_env, *args)` on `nproc` local ranks via torch's elastic launcher; return per-rank results.
-
-    `fn` and `args` must be picklable (ranks are spawned). Ranks inherit stdout/stderr.
-    """
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.ERROR)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets; silences its warning
-    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=uuid.uuid4().hex[:8],
-                          rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0", max_restarts=0,
-                          monitor_interval=0.05, start_method="spawn")
-    return elastic_launch(config, _local_entry)(fn, *args)

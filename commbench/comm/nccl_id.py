@@ -72,10 +72,17 @@ def _torchelastic_agent_store() -> bool:
     return os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
 
 
-def open_store(*, master_addr: str, master_port: int, rank: int, world_size: int, timeout_s: float):
+def open_store(*, master_addr: str, master_port: int, rank: int, world_size: int, timeout_s: float,
+               rendezvous: str | None = None):
     """A TCPStore client (rank 0 also serves it, unless torchrun's agent does) under this
-    backend instance's key prefix."""
+    backend instance's key prefix; under commbench's local launcher, a FileStore beside the
+    launch's own (`rendezvous` = file://...), so nothing listens on the network."""
     import torch.distributed as dist
+
+    if rendezvous and rendezvous.startswith("file://"):
+        store = dist.FileStore(rendezvous[len("file://"):] + "-cupy", -1)
+        store.set_timeout(datetime.timedelta(seconds=timeout_s))
+        return dist.PrefixStore(f"{KEY_PREFIX}/{next(_instances)}", store)
 
     is_server = rank == 0 and not _torchelastic_agent_store()
     try:

@@ -27,6 +27,7 @@ from typing import Any
 
 from commbench.costmodel.nccl_model import NcclSystem
 from commbench.errors import CommbenchError, invalid, read_user_file
+from commbench.typed_json import check_fields
 from commbench.data.reference import GpuSpec, gpu_spec
 
 PROFILE_FORMAT = "commbench-fabric"
@@ -45,6 +46,22 @@ class Tier:
     def __post_init__(self) -> None:
         if not self.link_gbps_per_gpu > 0:
             raise invalid("link_gbps_per_gpu", self.link_gbps_per_gpu, "a positive GB/s figure")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _FabricFile:
+    """The top-level fields of a fabric profile file and their JSON types (checked before building)."""
+
+    name: str
+    gpu: str | None = None
+    domain_size: int
+    num_gpus: int
+    source: str = ""
+    tiers: dict
+    curves: list
+    notes: list = ()
+    warnings: list = ()
+    fit_report: list = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,20 +176,24 @@ class Fabric:
         if version != PROFILE_VERSION:
             raise invalid("version", version, f"this commbench reads fabric profile version {PROFILE_VERSION}")
         try:
+            check_fields(_FabricFile, data)
             return cls(
                 name=str(data["name"]),
                 gpu=gpu_spec(data["gpu"]) if data.get("gpu") else None,
                 domain_size=int(data["domain_size"]),
                 num_gpus=int(data["num_gpus"]),
                 source=str(data.get("source", "")),
-                tiers={key: Tier(**value) for key, value in data["tiers"].items()},
-                curves=tuple(AlgorithmCurve(**curve) for curve in data["curves"]),
+                tiers={key: Tier(**check_fields(Tier, value, f"tiers.{key}")) for key, value in data["tiers"].items()},
+                curves=tuple(AlgorithmCurve(**check_fields(AlgorithmCurve, curve, f"curves[{i}]"))
+                             for i, curve in enumerate(data["curves"])),
                 notes=tuple(data.get("notes", ())),
                 warnings=tuple(data.get("warnings", ())),
                 fit_report=tuple(data.get("fit_report", ())),
                 nccl=NcclSystem(**data["nccl"]) if data.get("nccl") else None,
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, CommbenchError):
+                raise
             raise CommbenchError(f"fabric profile is malformed: {exc}") from None
 
     @classmethod
@@ -187,4 +208,9 @@ class Fabric:
             raise CommbenchError(f"fabric profile is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise invalid("fabric profile", type(data).__name__, "a JSON object")
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except CommbenchError as exc:
+            if text is str(path_or_text):
+                raise
+            raise CommbenchError(f"{path_or_text}: {exc}") from None

@@ -164,14 +164,15 @@ def load_preset(name: str, *, num_gpus: int | None = None, num_racks: int | None
     (at most one; default: one domain)."""
     spec = PRESETS.get(name.lower())
     if spec is None:
-        raise invalid("system", name, f"known presets: {', '.join(PRESETS)}")
+        raise invalid("--system", name, f"known presets: {', '.join(PRESETS)}")
     given = {k: v for k, v in (("num_gpus", num_gpus), ("num_racks", num_racks), ("num_nodes", num_nodes))
              if v is not None}
     if len(given) > 1:
         raise invalid("scale", given, "give one of num_gpus, num_racks, num_nodes")
+    option = {"num_gpus": "--gpus", "num_racks": "--racks", "num_nodes": "--nodes"}
     for field, value in given.items():
         if int(value) < 1:
-            raise invalid(field, value, "must be >= 1")
+            raise invalid(option[field], value, "must be >= 1")
     gpu = gpu_spec(spec.gpu)
     domain_size = gpu.scale_up_domain
     total = int(num_gpus) if num_gpus is not None else domain_size * int(num_racks or num_nodes or 1)

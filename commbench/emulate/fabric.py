@@ -36,7 +36,13 @@ class FabricSpec:
             raise invalid("--racks", self.num_racks, f"allowed 1..{MAX_RACKS}")
         if self.ranks_per_rack < 1:
             raise invalid("--ranks-per-rack", self.ranks_per_rack, "must be >= 1")
-        if not self.prefix.replace("-", "").isalnum() or len(self.prefix) > 20:
+        from commbench.comm.backends import max_local_ranks
+
+        limit, why = max_local_ranks("gloo")
+        if self.num_racks * self.ranks_per_rack > limit:
+            raise CommbenchError(f"--racks={self.num_racks} x --ranks-per-rack={self.ranks_per_rack} = "
+                                 f"{self.num_racks * self.ranks_per_rack} ranks is too many: allowed up to {limit} ({why})")
+        if not self.prefix.replace("-", "").isalnum() or not self.prefix[0].isalnum() or len(self.prefix) > 20:
             raise invalid("--netns-prefix", self.prefix, "letters, digits and '-', at most 20 characters")
 
     def rack_ns(self, k: int) -> str:
@@ -103,7 +109,8 @@ class Fabric:
         check_host()
         clash = sorted(set(spec.namespaces()) & existing_namespaces())
         if clash:
-            raise invalid("--netns-prefix", spec.prefix, f"namespace(s) already in use: {', '.join(clash)}")
+            raise invalid("--netns-prefix", spec.prefix, f"namespace(s) already in use: {', '.join(clash)} (left by a "
+                          f"killed run? remove them with: commbench emulate --cleanup --netns-prefix {spec.prefix})")
         for ns in spec.namespaces():
             _run("ip", "netns", "add", ns)
             self.created.append(ns)
@@ -145,3 +152,37 @@ class Fabric:
             rows.append({"rack": k, "tx_bytes": stats["tx"]["bytes"], "rx_bytes": stats["rx"]["bytes"],
                          "tx_packets": stats["tx"]["packets"]})
         return rows
+
+
+def leftover_namespaces(prefix: str | None) -> list[str]:
+    """Namespaces an emulated fabric left behind: `<prefix>-r<k>` / `<prefix>-fab`; without a prefix,
+    those of the default prefix cb<pid> whose process is gone."""
+    found = []
+    for ns in sorted(existing_namespaces()):
+        head, _, tail = ns.rpartition("-")
+        if not (tail == "fab" or (tail.startswith("r") and tail[1:].isdigit())):
+            continue
+        if prefix is not None:
+            if head == prefix:
+                found.append(ns)
+        elif head.startswith("cb") and head[2:].isdigit() and not os.path.exists(f"/proc/{head[2:]}"):
+            found.append(ns)
+    return found
+
+
+def cleanup(prefix: str | None) -> list[str]:
+    """Kill what still runs inside leftover namespaces, delete them; return their names."""
+    import signal
+
+    check_host()
+    removed = []
+    for ns in leftover_namespaces(prefix):
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        _run("ip", "netns", "del", ns)
+        removed.append(ns)
+    return removed

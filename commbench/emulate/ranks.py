@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
+from commbench.comm.local_ranks import die_with_parent, kill_groups
 from commbench.emulate.fabric import UPLINK, FabricSpec
 from commbench.comm.topology import RANKS_PER_RACK_ENV
 
@@ -51,7 +51,7 @@ def run_ranks(spec: FabricSpec, command: list[str]) -> int:
         for rank in range(spec.num_racks * spec.ranks_per_rack):
             ns = spec.rack_ns(rank // spec.ranks_per_rack)
             procs.append(subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "commbench", *command],
-                                          env=rank_env(spec, rank), start_new_session=True))
+                                          env=rank_env(spec, rank), start_new_session=True, preexec_fn=die_with_parent))
         failed_at = None
         while True:
             codes = [p.poll() for p in procs]
@@ -64,10 +64,6 @@ def run_ranks(spec: FabricSpec, command: list[str]) -> int:
             time.sleep(0.05)
         return next((c for c in (p.poll() for p in procs) if c not in (None, 0)), 0)
     finally:
+        kill_groups([proc.pid for proc in procs if proc.poll() is None])
         for proc in procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+            proc.wait()

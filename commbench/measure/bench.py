@@ -8,6 +8,7 @@ process group) is recorded as failed and ends the run: the communicator cannot b
 from __future__ import annotations
 
 import datetime
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,14 @@ from typing import Any
 from collectives import get_collective
 from collectives.base import Collective, PointSpec
 from commbench.comm.launch import RankEnv
+from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError, first_line
 from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
-from commbench.results.records import JsonlWriter, Measurement, new_run_id
+from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
 from commbench.measure.subgroups import SubgroupSpec, check_bench_options, expand_points
 from commbench.comm.topology import TopologySpec, resolve_on_ranks
-from commbench.units import format_size
+from commbench.units import format_size, timeout_problem
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,8 +56,9 @@ class BenchOutcome:
 
 
 def default_output_path(collective: str) -> str:
+    """results/<collective>-<time>-<random>.jsonl: two runs started in the same second get two files."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return str(Path("results") / f"{collective}-{stamp}.jsonl")
+    return str(Path("results") / f"{collective}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
 
 
 def validate(config: BenchConfig, world_size: int) -> Collective:
@@ -81,14 +84,46 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
         raise CommbenchError(f"--iters={config.loop.iters} is invalid: must be >= 1")
     if config.loop.warmup_iters < 0:
         raise CommbenchError(f"--warmup-iters={config.loop.warmup_iters} is invalid: must be >= 0")
-    if config.timeout_s <= 0:
-        raise CommbenchError(f"--timeout={config.timeout_s} is invalid: must be > 0 seconds")
+    if timeout_problem(config.timeout_s):
+        raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
     collective.check_params(dict(config.params), config.backend)
+    if config.sizes_bytes and config.backend != "cupy-nccl":
+        check_memory(max(config.sizes_bytes), world_size, config.backend)
     if not collective.takes_size:
         for group_size in measured_group_sizes(config, world_size):
             collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
     return collective
+
+
+BUFFERS_PER_RANK = 3  # input, output and the check's reference copy, each of the largest size
+
+
+def memory_limit_bytes(backend: str) -> tuple[int | None, str]:
+    """What one machine can hold for all its ranks' buffers, and what that figure is (None: no GPU
+    here to ask, e.g. planning an NCCL sweep on a laptop)."""
+    import os
+
+    if backend == "gloo":
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this machine's physical memory"
+    import torch
+
+    if not torch.cuda.is_available():
+        return None, "no GPU visible"
+    return torch.cuda.get_device_properties(0).total_memory, "one GPU's memory (per rank)"
+
+
+def check_memory(max_size_bytes: int, world_size: int, backend: str) -> None:
+    """Refuse, before launch, a largest size whose buffers cannot fit (they would crash the ranks)."""
+    limit, what = memory_limit_bytes(backend)
+    if limit is None:
+        return
+    ranks_sharing = world_size if backend == "gloo" else 1
+    needed = BUFFERS_PER_RANK * max_size_bytes * ranks_sharing
+    if needed > limit:
+        raise CommbenchError(f"the largest size, {format_size(max_size_bytes)}, is too large here: {ranks_sharing} "
+                             f"rank(s) x {BUFFERS_PER_RANK} buffers need {needed / 1e9:.1f} GB, more than {what} "
+                             f"({limit / 1e9:.1f} GB); use a smaller size or fewer ranks per machine")
 
 
 def measured_group_sizes(config: BenchConfig, world_size: int) -> list[int]:
@@ -148,6 +183,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     from commbench.measure.view import BenchView
 
     collective = validate(config, rank_env.world_size)
+    progress = rank_env.progress or NO_PROGRESS
     backend = create_backend(config.backend, rank_env, config.timeout_s)
     is_writer = backend.rank == 0
     records: list[Measurement] = []
@@ -168,21 +204,26 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
         try:
             if writer:
                 writer.write(header)
-            for point in points:
+            for step, point in enumerate(points):
                 if view:
                     view.starting(point.label)
                 comm = comms.get(point.groups)
+                progress.at(step, point.label, to_dict(failed_measurement(
+                    collective, point.spec, backend, comm.size, config.loop, run_id=run_id, error="",
+                    group=point.group)) if is_writer else None)
                 try:
                     record = measure_point(backend, comm, collective, point.spec, config.loop, run_id=run_id,
                                            group=point.group)
-                except (RuntimeError, ValueError) as exc:
+                except (RuntimeError, ValueError, MemoryError) as exc:
                     reason = first_line(exc)
                     error = f"failed while measuring {point.label}: {reason}"
+                    progress.failed(step, reason)
                     record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
                                                 run_id=run_id, error=error, group=point.group)
                 records.append(record)
                 if writer:
                     writer.write(record)
+                    progress.recorded(step, record.status == "ok")
                 if view:
                     view.add(record)
                 if error:

@@ -118,6 +118,10 @@ def check_bench_options(config, collective, world_size: int) -> None:
         for size in config.subgroups.sizes_for(world_size):
             for layout in config.subgroups.layouts:
                 make_groups(world_size, size, layout)
+    if "rs_impl" in config.params and "rs_impl" not in collective.param_names:
+        raise invalid("--rs-impl", config.params["rs_impl"],
+                      f"{collective.name} has no reduce-scatter implementation to choose (grad_reduce_scatter has)")
+    collective.check_params(dict(config.params), config.backend)
     if "algorithm" in config.params:
         allowed = collective.algorithms
         if not allowed:

@@ -9,7 +9,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from collectives import get_collective
-from commbench.results.render import (add_measurement_row, measurement_table, nccl_tests_banner, nccl_tests_footer,
+from commbench.results.render import (styled, add_measurement_row, measurement_table, nccl_tests_banner, nccl_tests_footer,
                                       nccl_tests_header,
                                       nccl_tests_row, stdout_console)
 from commbench.results.records import Measurement, RunHeader
@@ -43,11 +43,11 @@ class BenchView:
             return
         self.console.print(intro, highlight=False)
         for note in header.notes:
-            self.console.print(f"[yellow]note:[/] {note}", highlight=False)
+            self.console.print(styled("[yellow]note:[/] {}", note), highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
         self.staged = get_collective(config.collective).multi_stage
         self.table = measurement_table(f"{config.collective} (measured, {header.world_size} ranks)", staged=self.staged)
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
         self.live = Live(Group(self.table, self.progress), console=self.console, refresh_per_second=4,
@@ -81,4 +81,4 @@ class BenchView:
             self.console.print()
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
-            self.console.print(f"[bold red]{wrong} wrong element(s)[/]: the collective returned incorrect data")
+            self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))

@@ -86,6 +86,8 @@ def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     merged.update({k: v for k, v in options.items() if v is not None and k in DEFAULTS})
     tokens = options.get("tokens_per_rank") or DEFAULT_TOKENS_PER_RANK
     tokens = [tokens] if isinstance(tokens, int) else tokens
+    if not isinstance(tokens, (list, tuple)):
+        raise invalid("tokens_per_rank", tokens, "an integer or a list of integers")
     points = [MoeParams(tokens_per_rank=t, **merged) for t in tokens]
     points[0].check_ep_size(ep_size)
     spec = parse_routing(points[0].routing)

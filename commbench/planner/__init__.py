@@ -24,6 +24,8 @@ Layout fields: tp pp vp ep etp(None = tp) cp dp mbs gbs sequence_parallel recomp
 dispatcher(alltoall|flex) precision(bf16|fp8|mxfp8|nvfp4) distributed_optimizer tp_comm_overlap
 moe_a2a_overlap dp_overlap. Validation rules: layout.RULES (one bit each in layout_violations).
 Efficiency terms: calibration.Calibration / CALIBRATED (fitted; see calibration.py).
+Layer split: split.choose_split(model, pp, vp) -> PipelineSplit (stages, Megatron flags), the split the
+step model charges; emit_megatron / emit_torchtitan turn a layout into launchable framework inputs.
 """
 
 from commbench.planner.calibration import CALIBRATED, Calibration

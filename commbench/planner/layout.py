@@ -5,9 +5,9 @@ dense layers use TP x CP x DP; experts use ETP x EP x EDP over the same GPUs, so
 divide TP x CP x DP and EDP = TP x CP x DP / (ETP x EP). PP is shared. Ranks are ordered
 tp-cp-dp-pp (attention) and etp-ep-edp-pp (experts), TP innermost, as Megatron does.
 
-Layer split: Megatron balances stages by counting the embedding and the loss as a layer each
-(--account-for-embedding/loss-in-pipeline-split) and allows uneven first/last stages or a
-custom pipeline layout; a split that is not even costs its busiest stage (`stage_imbalance`).
+Layer split: a layout is valid only where Megatron can build a split of the model's layers over
+its pp x vp stages (split.py chooses it: even, embedding/loss accounting, uneven first/last stage
+or an explicit pipeline layout); the step model charges that split's busiest rank.
 
 The rules live once, vectorised, in `layout_violations`; `check_layout` turns the first
 violated rule of one layout into a one-line CommbenchError.
@@ -22,6 +22,7 @@ import numpy as np
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.models import ModelSpec
+from commbench.planner.split import buildable, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
 
 # recompute: none; selective = Megatron's default module (core_attn); full = every layer's input
 # only; then the light modules of the Megatron-Bridge MoE recipes (--recompute-modules):
@@ -95,7 +96,8 @@ class Layout:
         """Layout with dp derived from the GPU count: dp = num_gpus / (tp cp pp)."""
         model_parallel = kwargs.get("tp", 1) * kwargs.get("cp", 1) * kwargs.get("pp", 1)
         if num_gpus % model_parallel:
-            raise invalid("gpus", num_gpus, f"a multiple of tp*cp*pp = {model_parallel}")
+            raise invalid("--gpus", num_gpus, f"a multiple of tp*cp*pp = {model_parallel} (tp={kwargs.get('tp', 1)}, "
+                          f"cp={kwargs.get('cp', 1)}, pp={kwargs.get('pp', 1)} in --layout)")
         return cls(dp=num_gpus // model_parallel, **kwargs)
 
 
@@ -114,6 +116,8 @@ def parse_layout(text: str, num_gpus: int, **defaults) -> Layout:
                 values[key] = int(raw)
             except ValueError:
                 raise invalid(key, raw, "a positive integer") from None
+            if not 1 <= values[key] <= 1 << 24:
+                raise invalid(key, raw, f"a positive integer up to {1 << 24:,}")
         elif key in BOOL_FIELDS:
             if raw.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
                 raise invalid(key, raw, "true/false (or on/off, 1/0)")
@@ -211,7 +215,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("expert_fold", "etp*ep must divide tp*cp*dp (MoE parallel folding)"),
     ("heads", "tp must divide the attention heads (and the KV heads for GQA)"),
     ("experts", "ep must divide the routed experts (ep=1 for a dense model)"),
-    ("pipeline", "pp*vp virtual stages need at most layers + MTP + 2 slots (embedding and loss may fill one each), and vp>1 needs pp>1"),
+    ("pipeline", "the layers must split over pp*vp virtual stages as Megatron builds them (each stage holds a "
+                 "layer, the embedding, the MTP or the loss), and vp>1 needs pp>1"),
     ("batch", "gbs must be a multiple of mbs*dp"),
     ("context", "seq_len must be divisible by 2*cp (load-balanced causal CP)"),
 )
@@ -232,23 +237,10 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     bits |= np.where(heads_bad, RULE_BITS["heads"], 0)
     experts_bad = (model.num_routed_experts % arr.ep != 0) if model.is_moe else (arr.ep != 1)
     bits |= np.where(experts_bad, RULE_BITS["experts"], 0)
-    split_ok = (arr.pp * arr.vp <= model.num_layers + model.num_mtp_layers + 2) & ((arr.vp == 1) | (arr.pp > 1))
-    bits |= np.where(~split_ok, RULE_BITS["pipeline"], 0)
+    bits |= np.where(~buildable(model, arr.pp, arr.vp), RULE_BITS["pipeline"], 0)
     bits |= np.where(arr.gbs % (arr.mbs * arr.dp) != 0, RULE_BITS["batch"], 0)
     bits |= np.where(s % (2 * arr.cp) != 0, RULE_BITS["context"], 0)
     return bits
-
-
-def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
-    """Busiest pipeline stage's layers / the mean, with the best of Megatron's embedding/loss
-    accounting (0, 1 or 2 extra layer slots); 1.0 when pp*vp divides the layers so accounted.
-    Uneven splits (Megatron's first/last-stage layer counts or pipeline layout) cost the ceiling."""
-    stages = pp * vp
-    slots = model.num_layers + model.num_mtp_layers
-    best = np.full(np.shape(stages), np.inf)
-    for extra in (0, 1, 2):
-        best = np.minimum(best, np.ceil((slots + extra) / stages) * stages / (slots + extra))
-    return np.where(pp > 1, best, 1.0)
 
 
 def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None) -> None:
@@ -262,7 +254,7 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
         "expert_fold": f"etp*ep = {layout.etp * layout.ep}, tp*cp*dp = {layout.tp * layout.cp * layout.dp}",
         "heads": f"tp = {layout.tp}, heads = {model.num_heads}, kv_heads = {model.num_kv_heads}",
         "experts": f"ep = {layout.ep}, routed experts = {model.num_routed_experts}",
-        "pipeline": f"pp*vp = {layout.pp * layout.vp}, layers + MTP = {model.num_layers + model.num_mtp_layers}",
+        "pipeline": f"{model.num_layers} layers + {model.num_mtp_layers} MTP over pp = {layout.pp} x vp = {layout.vp}",
         "batch": f"gbs = {layout.gbs}, mbs*dp = {layout.mbs * layout.dp}",
         "context": f"cp = {layout.cp}, seq_len = {seq_len or model.seq_len}",
     }[name]

@@ -17,7 +17,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from commbench.errors import CommbenchError, invalid
+from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.data.reference import models_toml
 
 ATTENTION_KINDS = ("gqa", "mla")
@@ -258,34 +258,49 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any
     return out
 
 
+MAX_MODEL_COUNT = 10_000_000  # any layer count, width or vocabulary beyond this is a typo, not a model
+
+
+def _count(name: str, row: dict[str, Any], key: str, default: int | None = None) -> int:
+    """A whole, non-negative number from a model row (8.7, "a", 1e12 and true are refused by name)."""
+    value = row[key] if default is None else row.get(key, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CommbenchError(f"model {name!r}: {key}={value!r} is invalid: a whole number")
+    if not 0 <= value <= MAX_MODEL_COUNT:
+        raise CommbenchError(f"model {name!r}: {key}={value!r} is invalid: allowed 0..{MAX_MODEL_COUNT:,}")
+    return value
+
+
 def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
     try:
-        num_layers = int(row["layers"])
+        num_layers = _count(name, row, "layers")
         return ModelSpec(
             name=name,
             num_layers=num_layers,
-            num_dense_layers=int(row.get("dense_layers", 0 if row.get("routed_experts") else num_layers)),
-            hidden=int(row["hidden"]),
-            num_heads=int(row["heads"]),
+            num_dense_layers=_count(name, row, "dense_layers", 0 if row.get("routed_experts") else num_layers),
+            hidden=_count(name, row, "hidden"),
+            num_heads=_count(name, row, "heads"),
             attention=str(row.get("attention", "gqa")),
-            num_kv_heads=int(row.get("kv_heads", 0)),
-            head_dim=int(row.get("head_dim", 0)),
-            q_lora_rank=int(row.get("q_lora_rank", 0)),
-            kv_lora_rank=int(row.get("kv_lora_rank", 0)),
-            qk_nope_head_dim=int(row.get("qk_nope_head_dim", 0)),
-            qk_rope_head_dim=int(row.get("qk_rope_head_dim", 0)),
-            v_head_dim=int(row.get("v_head_dim", 0)),
-            dense_ffn=int(row.get("dense_ffn", 0)),
-            num_routed_experts=int(row.get("routed_experts", 0)),
-            num_shared_experts=int(row.get("shared_experts", 0)),
-            top_k=int(row.get("top_k", 0)),
-            expert_ffn=int(row.get("expert_ffn", 0)),
-            vocab=int(row["vocab"]),
-            num_mtp_layers=int(row.get("mtp_layers", 0)),
+            num_kv_heads=_count(name, row, "kv_heads", 0),
+            head_dim=_count(name, row, "head_dim", 0),
+            q_lora_rank=_count(name, row, "q_lora_rank", 0),
+            kv_lora_rank=_count(name, row, "kv_lora_rank", 0),
+            qk_nope_head_dim=_count(name, row, "qk_nope_head_dim", 0),
+            qk_rope_head_dim=_count(name, row, "qk_rope_head_dim", 0),
+            v_head_dim=_count(name, row, "v_head_dim", 0),
+            dense_ffn=_count(name, row, "dense_ffn", 0),
+            num_routed_experts=_count(name, row, "routed_experts", 0),
+            num_shared_experts=_count(name, row, "shared_experts", 0),
+            top_k=_count(name, row, "top_k", 0),
+            expert_ffn=_count(name, row, "expert_ffn", 0),
+            vocab=_count(name, row, "vocab"),
+            num_mtp_layers=_count(name, row, "mtp_layers", 0),
             tied_embeddings=bool(row.get("tied_embeddings", False)),
             glu=bool(row.get("glu", True)),
-            sliding_window=int(row.get("sliding_window", 0)),
-            seq_len=int(row.get("seq_len", 4096)),
+            sliding_window=_count(name, row, "sliding_window", 0),
+            seq_len=_count(name, row, "seq_len", 4096),
             published_params_total_b=row.get("params_total_b"),
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),
@@ -305,12 +320,10 @@ def _zoo_rows(model_file: str | Path | None = None) -> dict[str, dict[str, Any]]
     if model_file is not None:
         path = Path(model_file)
         try:
-            user = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise invalid("--model-file", str(path), "an existing TOML file shaped like models.toml") from None
+            user = tomllib.loads(read_user_file(path, "--model-file"))
         except tomllib.TOMLDecodeError as exc:
             raise invalid("--model-file", str(path), f"valid TOML ({exc})") from None
-        if "model" not in user:
+        if not isinstance(user.get("model"), dict):
             raise invalid("--model-file", str(path), "a TOML file with [model.NAME] tables")
         rows.update(_flatten(user["model"]))
     return rows

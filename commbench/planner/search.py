@@ -177,7 +177,12 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     tp, sp_on = cols["tp"], cols["sequence_parallel"]
     cols["tp_comm_overlap"] = np.asarray(pins.get("tp_comm_overlap", True)) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
+    # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
+    a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
     cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True)) & a2a_ok
+    if "cuda_graph" not in pins:  # megatron-core: full recompute only with the full-iteration graph
+        cols["cuda_graph"] = np.where(cols["recompute"] == 2, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
+                                      cols["cuda_graph"]).astype(np.int8)
     cols["dp_overlap"] = np.full(len(tp), bool(pins.get("dp_overlap", True)))
     # Fused permute + grouped MLP: on for MoE in MXFP8 on Blackwell (cutedsl_fused_grouped_mlp), where
     # it exists; it only removes HBM traffic. FP8 attention changes numerics: only when pinned.
@@ -300,6 +305,9 @@ def structure_key(arr: LayoutArrays, i: int) -> tuple:
     return tuple(int(getattr(arr, k)[i]) for k in STRUCTURE + ("dp",))
 
 
+MAX_LAYOUT_INT = 1 << 24  # larger tp/ep/gbs/... overflow the planner's int64 arrays: a typo, not a layout
+
+
 def parse_pins(text: str | None) -> dict[str, object]:
     """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them."""
     names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS)
@@ -310,8 +318,8 @@ def parse_pins(text: str | None) -> dict[str, object]:
         if not sep or key not in names:
             raise invalid("--layout", part, f"key=value pairs with keys {', '.join(sorted(names))}")
         if key in INT_FIELDS:
-            if not raw.isdigit() or int(raw) < 1:
-                raise invalid(key, raw, "a positive integer")
+            if not raw.isdigit() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
+                raise invalid(key, raw, f"a positive integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in BOOL_FIELDS:
             if raw not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
@@ -341,7 +349,8 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
-        better = score(bd_full) > score(bd)
+        # megatron-core refuses the full-iteration (local) graph with the EP all-to-all overlap.
+        better = (score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
         bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
     order = np.argsort(-np.where(score(bd) > 0, bd.tokens_per_s_per_gpu, -1.0), kind="stable")

@@ -41,7 +41,9 @@ import numpy as np
 from commbench.planner import ep_traffic, gemm_shape, kernels, memory
 from commbench.planner.dp_sync import dp_sync_s, hidden as _hidden
 from commbench.planner.calibration import CALIBRATED, Calibration
-from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations, stage_imbalance
+from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations
+# Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
+from commbench.planner.split import stage_imbalance
 from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
 from commbench.planner.placement import gpus_per_rack
 

@@ -46,6 +46,10 @@ def device_name(backend: Backend) -> str:
     return f"cpu ({platform.processor() or platform.machine()})"
 
 
+LOCAL_LAUNCH_NOTE = ("local launch: ranks meet through a file store in a private temporary folder (nothing listens "
+                     "for it) and gloo binds 127.0.0.1 (GLOO_SOCKET_IFNAME=lo unless set): nothing listens beyond loopback")
+
+
 def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: str,
                    topology: dict | None = None, notes: list[str] | None = None) -> RunHeader:
     """Build the RunHeader (collective over the world: every rank calls it)."""
@@ -63,7 +67,7 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
         nccl_env={k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
         launcher=launcher, topology=topology,
         emulated=_emulated_record(emulated),
-        notes=list(notes or []),
+        notes=list(notes or []) + ([LOCAL_LAUNCH_NOTE] if launcher in ("local", "single") else []),
     )
 
 

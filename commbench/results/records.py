@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
+from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
 
@@ -49,6 +50,7 @@ class RunHeader:
     topology: dict[str, Any] | None = None
     emulated: dict[str, Any] | None = None  # set when the fabric was emulated (commbench emulate)
     notes: list[str] = field(default_factory=list)
+    sweep_identity: str | None = None  # a sweep's entries + world size + backend, hashed (--resume checks it)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,14 +146,16 @@ def to_dict(record: Record) -> dict[str, Any]:
     return dataclasses.asdict(record)
 
 
-def from_dict(data: dict[str, Any]) -> Record:
-    """Rebuild a record; unknown keys (from newer writers) are ignored, missing required ones fail."""
+def from_dict(data: Any) -> Record:
+    """Rebuild a record, checking each known field's JSON type; unknown keys (from newer writers) are
+    ignored, a missing required key or a wrong type is a ValueError naming the field."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     kind = data.get("record_type")
     cls = {"header": RunHeader, "measurement": Measurement}.get(kind)
     if cls is None:
         raise ValueError(f"record_type={kind!r}: expected 'header' or 'measurement'")
-    known = _FIELDS[cls.__name__]
-    fields = {k: v for k, v in data.items() if k in known}
+    fields = check_fields(cls, data)
     if cls is Measurement and not fields.get("loop_time_us") and any(
             str(note).startswith(_OLD_IMPORT_NOTE) for note in fields.get("notes", [])):
         # written by an importer that stored nccl-tests' time as the median: put it where it belongs
@@ -188,18 +192,23 @@ class JsonlWriter:
 def iter_records(path: str | os.PathLike[str], *, on_bad_line=None) -> Iterator[Record]:
     """Yield the records of a JSONL file. Bad lines go to `on_bad_line(line_number, reason)`."""
     try:
-        handle = Path(path).open(encoding="utf-8")
+        handle = Path(path).open("rb")
     except OSError as exc:
         raise CommbenchError(f"results file {str(path)!r} cannot be read: {exc.strerror}") from None
     with handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
+        for line_number, raw in enumerate(handle, start=1):
+            if b"\0" in raw:
+                raise CommbenchError(f"results file {str(path)!r} is binary, not JSONL (a NUL byte on line {line_number})")
+            if not raw.strip():
                 continue
             try:
-                yield from_dict(json.loads(line))
-            except (ValueError, TypeError) as exc:
+                yield from_dict(json.loads(raw.decode("utf-8")))
+            except UnicodeDecodeError as exc:
                 if on_bad_line is not None:
-                    on_bad_line(line_number, str(exc))
+                    on_bad_line(line_number, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
+            except (ValueError, TypeError, RecursionError) as exc:
+                if on_bad_line is not None:
+                    on_bad_line(line_number, first_line(exc))
 
 
 def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None) -> list[Record]:

@@ -11,14 +11,24 @@ from typing import Iterable
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
 from commbench.units import format_size
 
 def stdout_console(piped_width: int = 160) -> Console:
     """The console for tables on stdout: the terminal's width, or `piped_width` when output is piped
-    or captured (rich would otherwise assume 80 columns and cut numbers)."""
-    return Console() if sys.stdout.isatty() else Console(width=piped_width)
+    or captured (rich would otherwise assume 80 columns and cut numbers).
+
+    Markup is off: strings print as they are (sweep names, gloo's "[/__w/pytorch/...]" errors);
+    our own colours go through `styled`."""
+    return Console(markup=False) if sys.stdout.isatty() else Console(width=piped_width, markup=False)
+
+
+def styled(template: str, *values: object) -> Text:
+    """Rich markup in our own `template` only; each `{}` gets a value inserted literally (escaped),
+    e.g. styled("[green]done[/]: {}", summary)."""
+    return Text.from_markup(template.format(*(escape(str(value)) for value in values)))
 
 
 _NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat16": "bfloat16",
@@ -59,10 +69,10 @@ def add_measurement_row(table: Table, m: Measurement, *, staged: bool = False) -
     extra = [stages_text(m)] if staged else []
     label = record_label(m)
     if m.status != "ok":
-        table.add_row(label, format_size(m.size_bytes), "-", m.dtype, m.op or "-", "[red]failed[/]", "", "", "", "",
-                      *([""] if staged else []), f"[red]{escape((m.error or '')[:60])}[/]")
+        table.add_row(label, format_size(m.size_bytes), "-", m.dtype, m.op or "-", styled("[red]failed[/]"), "", "", "", "",
+                      *([""] if staged else []), Text((m.error or "")[:60], style="red"))
         return
-    wrong = "-" if m.num_wrong is None else (f"[bold red]{m.num_wrong}[/]" if m.num_wrong else "0")
+    wrong = "-" if m.num_wrong is None else (Text(str(m.num_wrong), style="bold red") if m.num_wrong else "0")
     table.add_row(label, format_size(m.size_bytes), str(m.count), m.dtype, m.op or "-", _us(m.time_us_median),
                   tail_text(m), _us(m.loop_time_us.get("avg")), f"{m.algbw_gbps:.3f}", f"{m.busbw_gbps:.3f}", *extra, wrong)
 

@@ -7,31 +7,14 @@ off before appending, so the next record does not merge with it.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import os
 from pathlib import Path
 
-from commbench.results.records import Measurement, iter_records
-
-
-def repair_torn_tail(path: str | os.PathLike[str]) -> int:
-    """Cut an unterminated last line (a write interrupted by a kill); return the bytes removed."""
-    target = Path(path)
-    if not target.exists():
-        return 0
-    with target.open("rb+") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return 0
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return 0
-        chunk = min(size, 1 << 20)
-        handle.seek(size - chunk)
-        tail = handle.read(chunk)
-        cut = tail.rfind(b"\n")
-        keep = size - chunk + cut + 1 if cut >= 0 else 0
-        handle.truncate(keep)
-        return size - keep
+from commbench.errors import CommbenchError
+from commbench.results.records import Measurement, RunHeader, iter_records
 
 
 def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
@@ -45,3 +28,23 @@ def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
 def has_records(path: str | os.PathLike[str]) -> bool:
     target = Path(path)
     return target.exists() and target.stat().st_size > 0
+
+
+def sweep_identity(sweep, world_size: int, backend: str) -> str:
+    """What makes two runs the same sweep: its normalised entries (after defaults), the world size and
+    the backend, hashed. The file's name, path and description do not count."""
+    entries = [{k: v for k, v in dataclasses.asdict(e).items() if k != "index"} for e in sweep.entries]
+    blob = json.dumps({"entries": entries, "world_size": world_size, "backend": backend}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def check_resume_identity(path: str | os.PathLike[str], identity: str, what: str) -> None:
+    """Refuse to --resume into a file whose runs were another sweep (or not a sweep at all)."""
+    if not has_records(path):
+        return
+    for record in iter_records(path):
+        if isinstance(record, RunHeader) and record.sweep_identity != identity:
+            theirs = (f"sweep identity {record.sweep_identity}" if record.sweep_identity
+                      else f"a run of `{' '.join(record.argv[1:3]) or 'another command'}`, not this sweep")
+            raise CommbenchError(f"--resume into {str(path)!r} is refused: it holds {theirs}; {what} is {identity} "
+                                 f"(entries, world size and backend must match): choose another -o")

@@ -8,17 +8,20 @@ Ctrl-C keeps everything already measured. Failures are contained as isolation.py
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
 from collectives import get_collective
 from commbench.errors import first_line
 from commbench.comm.launch import RankEnv
+from commbench.comm.progress import NO_PROGRESS, RankProgress
 from commbench.measure.harness import failed_measurement, measure_point
-from commbench.results.records import JsonlWriter, Measurement, new_run_id
+from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
 from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend
 from commbench.sweep.plan import SweepPoint, plan_sweep
-from commbench.sweep.resume import recorded_keys, repair_torn_tail
+from commbench.files import repair_torn_tail
+from commbench.sweep.resume import recorded_keys, sweep_identity
 from commbench.sweep.schema import Sweep
 from commbench.comm.topology import resolve_on_ranks
 
@@ -71,7 +74,8 @@ def _pending(job: SweepJob, points: list[SweepPoint], rank: int) -> str | None:
     return json.dumps({"run_id": new_run_id(), "pending": pending})
 
 
-def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> SweepOutcome:
+def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
+                         progress: RankProgress = NO_PROGRESS) -> SweepOutcome:
     """The sweep on an already joined backend (every rank calls this)."""
     from commbench.results.provenance import collect_header
     from commbench.sweep.view import SweepView
@@ -92,6 +96,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> 
     notes = list(dict.fromkeys(n for p in points for n in backend.notes(p.config.collective)))
     header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher, topology=topology.to_dict(),
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
+    header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name))
     writer = JsonlWriter(job.output_path) if is_writer else None
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
                       num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path)
@@ -104,11 +109,12 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> 
         for step, point in enumerate(pending):
             if view:
                 view.starting(point.label)
-            record, stopped = _measure_isolated(iso, coord, point, step, run_id)
+            record, stopped = _measure_isolated(iso, coord, point, step, run_id, progress)
             counts["ok" if record.status == "ok" else "failed"] += 1
             counts["wrong"] += record.num_wrong or 0
             if writer:
                 writer.write(record)
+                progress.recorded(step, record.status == "ok")
             if view:
                 view.finished(point.label, record)
             if stopped:
@@ -123,12 +129,15 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local") -> 
 
 
 def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoint, step: int,
-                      run_id: str) -> tuple[Measurement, str | None]:
+                      run_id: str, progress: RankProgress = NO_PROGRESS) -> tuple[Measurement, str | None]:
     """Measure one point; on any rank's failure, record it and recover (gloo) or say why we stop."""
     collective = get_collective(point.config.collective)
     spec, loop = point.point.spec, point.config.loop
     record, error, stopped = None, None, None
     group_size = iso.world_size if point.point.groups is None else len(point.point.groups[0])
+    progress.at(step, point.label, to_dict(failed_measurement(
+        collective, spec, iso, group_size, loop, run_id=run_id, error="", group=point.point.group,
+        point_key=point.key)) if iso.rank == 0 else None)
     try:
         iso.set_timeout(point.config.timeout_s)
         comm = iso.comm_for(point.point.groups)
@@ -136,6 +145,7 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
                                point_key=point.key)
     except Exception as exc:  # noqa: BLE001 - a point that raises or times out is a failed record
         error = typed_first_line(exc)
+        progress.failed(step, error)
     try:
         failed = coord.agree(f"point{step}", error, agree_timeout_s(point))
     except TimeoutError as exc:
@@ -164,7 +174,7 @@ def run_sweep_rank(rank_env: RankEnv, job: SweepJob) -> SweepOutcome:
 
     timeout_s = max(entry.timeout_s for entry in job.sweep.entries)
     backend = create_backend(job.backend, rank_env, max(timeout_s, SHARE_TIMEOUT_S))
-    outcome = run_sweep_on_backend(backend, job, launcher=rank_env.launcher)
+    outcome = run_sweep_on_backend(backend, job, launcher=rank_env.launcher, progress=rank_env.progress or NO_PROGRESS)
     if outcome.stopped is None:
         backend.shutdown()
     return outcome

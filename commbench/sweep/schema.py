@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError, read_user_file
+from commbench.units import timeout_problem
 from commbench.measure.subgroups import SubgroupSpec, rack_specs
 from commbench.comm.topology import TopologySpec
 
@@ -156,10 +157,10 @@ def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
     if "factor" in value and "step" in value:
         raise _bad(where, "sizes.step", value["step"], "give factor or step, not both")
     factor = value.get("factor")
-    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 1):
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1 < factor < float("inf")):
         raise _bad(where, "sizes.factor", factor, "a number > 1")
     step = _size(where, "sizes.step", value["step"]) if "step" in value else None
-    return tuple(size_range(low, high, factor, step))
+    return tuple(size_range(low, high, factor, step, names=(f"{where}: sizes.step", f"{where}: sizes.factor")))
 
 
 def _dtypes(where: str, raw: dict[str, Any]) -> tuple[str, ...]:
@@ -264,8 +265,8 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     elif "op" in raw:
         raise _bad(where, "op", op, f"{name} does not reduce: remove op")
     timeout = merged.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise _bad(where, "timeout_s", timeout, "a number of seconds > 0")
+    if timeout_problem(timeout):
+        raise _bad(where, "timeout_s", timeout, timeout_problem(timeout))
     label = merged.get("name", f"{index}:{name}")
     if not isinstance(label, str) or not label:
         raise _bad(where, "name", label, "a non-empty string")

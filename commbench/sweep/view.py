@@ -4,17 +4,18 @@ terminal; one line per finished point otherwise (CI logs)."""
 from __future__ import annotations
 
 from rich.console import Console
+from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from commbench.results.records import Measurement
-from commbench.results.render import stdout_console
+from commbench.results.render import stdout_console, styled
 
 
-def point_summary(record: Measurement) -> str:
+def point_summary(record: Measurement) -> Text:
     if record.status != "ok":
-        return f"[red]failed[/]: {record.error}"
-    wrong = f", [bold red]{record.num_wrong} wrong[/]" if record.num_wrong else ""
-    return (f"{record.time_us_median:.1f} µs (median, measured), busbw {record.busbw_gbps:.3f} GB/s{wrong}")
+        return styled("[red]failed[/]: {}", record.error)
+    wrong = styled(", [bold red]{} wrong[/]", record.num_wrong) if record.num_wrong else ""
+    return Text.assemble(f"{record.time_us_median:.1f} µs (median, measured), busbw {record.busbw_gbps:.3f} GB/s", wrong)
 
 
 class SweepView:
@@ -28,7 +29,7 @@ class SweepView:
                            + f"; records → {output_path}", highlight=False)
         self.progress = None
         if self.console.is_terminal:
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                      TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                      console=self.console, transient=True)
             self.task = self.progress.add_task("starting", total=num_points)
@@ -40,7 +41,7 @@ class SweepView:
 
     def finished(self, label: str, record: Measurement) -> None:
         self.done += 1
-        line = f"[{self.done}/{self.num_points}] {label}: {point_summary(record)}"
+        line = Text.assemble(f"[{self.done}/{self.num_points}] {label}: ", point_summary(record))
         if self.progress:
             self.progress.advance(self.task)
             if record.status != "ok":

@@ -1,0 +1,289 @@
+"""Local ranks started and watched by commbench itself (what `torchrun --standalone` does, plus a watchdog).
+
+- Nothing listens beyond loopback: the ranks meet through a FileStore in a private temporary folder
+  (torch's TCPStore server binds every interface, and elastic rendezvous unpickles what it reads),
+  and gloo's pairs bind 127.0.0.1 (GLOO_SOCKET_IFNAME=lo unless the user set it).
+- Each rank runs in its own process group, so Ctrl-C reaches only the launcher, which stops the
+  ranks and says what was kept; a rank gets SIGKILL when the launcher dies (PR_SET_PDEATHSIG).
+- gloo ranks are forked from the launcher (torch is already imported: no second start-up);
+  GPU backends are spawned (CUDA does not survive a fork).
+- Watchdog: ranks report progress (progress.py). Once one rank has stopped (exited, or failed a
+  point) and another has not caught up within `grace_s`, the launcher kills the laggards' process
+  groups, appends the point's failed record if rank 0 has not written it, and raises RanksHung.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any, Callable
+
+from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
+from commbench.comm.progress import RankProgress, append_record, last_record_is
+from commbench.errors import CommbenchError, Interrupted, first_line
+
+LOOPBACK = "127.0.0.1"
+_PR_SET_PDEATHSIG = 1
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+CRASH_GRACE_S = 3.0  # after a rank crashed: time for the others to see it and record the point
+
+
+class RunFailed(CommbenchError):
+    """A rank crashed, failed or hung: the run failed (exit 1), the input was fine."""
+
+    exit_code = 1
+
+
+def hang_grace_s(timeout_s: float | None) -> float:
+    """How long the others may take to catch up once one rank has stopped: the collective timeout
+    (they may be waiting in the same collective, up to 30 s of it) plus 5 s."""
+    return 35.0 if timeout_s is None else min(timeout_s, 30.0) + 5.0
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent exits (no-op elsewhere)."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., Any], arg: Any) -> None:
+    os.setpgid(0, 0)
+    die_with_parent()
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(nproc), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(nproc),
+                      MASTER_ADDR=LOOPBACK, MASTER_PORT="0", **{LOCAL_LAUNCH_ENV: "1", RENDEZVOUS_ENV: rendezvous})
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    code = 0
+    try:
+        rank_env = detect_rank_env()
+        from dataclasses import replace
+
+        conn.send(("result", fn(replace(rank_env, progress=RankProgress(conn)), arg)))
+    except CommbenchError as exc:
+        conn.send(("error", str(exc), exc.exit_code))
+        code = exc.exit_code
+    except SystemExit as exc:  # rich exits this way when stdout is closed (`| head`)
+        conn.send(("error", f"exited with code {exc.code} (its output was closed?)", 1))
+        code = 1
+    except BaseException as exc:  # noqa: BLE001 - a crash: keep its traceback for the bug report
+        traceback.print_exc()
+        conn.send(("error", f"{type(exc).__name__}: {first_line(exc)}", 1))
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown: a broken process group can block it
+
+
+@dataclass
+class _Rank:
+    rank: int
+    process: Any
+    conn: Any
+    step: int = -1
+    phase: str = "start"  # start, at, failed, recorded, result, error
+    label: str = ""
+    pending: dict | None = None
+    reason: str = ""
+    result: Any = None
+    error: tuple[str, int] | None = None
+    num_recorded: int = 0
+    num_recorded_ok: int = 0
+    recorded_steps: set = field(default_factory=set)
+
+    def drain(self) -> None:
+        while self.conn is not None:
+            try:
+                if not self.conn.poll():
+                    return
+                message = self.conn.recv()
+            except (EOFError, OSError):
+                self.conn = None
+                return
+            kind = message[0]
+            if kind == "at":
+                _, self.step, self.label, self.pending = message
+                self.phase = "at"
+            elif kind == "failed":
+                self.phase, self.reason = "failed", message[2]
+            elif kind == "recorded":
+                self.num_recorded += 1
+                self.num_recorded_ok += bool(message[2])
+                self.recorded_steps.add(message[1])
+            elif kind == "result":
+                self.phase, self.result = "result", message[1]
+            elif kind == "error":
+                self.phase, self.error = "error", (message[1], message[2])
+
+    @property
+    def alive(self) -> bool:
+        return self.process.exitcode is None
+
+    @property
+    def stopped(self) -> bool:
+        """Exited, or waiting on a point it failed."""
+        return not self.alive or self.phase in ("failed", "result", "error")
+
+
+def _laggards(ranks: list[_Rank]) -> list[_Rank]:
+    """Alive ranks that have not caught up with a rank that stopped."""
+    stops = [r for r in ranks if r.stopped]
+    if not stops:
+        return []
+    if any(not r.alive or r.phase in ("result", "error") for r in stops):
+        return [r for r in ranks if r.alive and r.phase not in ("result", "error")]
+    step = min(r.step for r in stops)
+    return [r for r in ranks if r.alive and (r.step < step or (r.step == step and r.phase == "at"))]
+
+
+def kill_groups(pids: list[int]) -> None:
+    """SIGKILL the process groups led by `pids`, all stopped first so none sees the others die and
+    reports a spurious peer error on the way out."""
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _kill(ranks: list[_Rank]) -> None:
+    kill_groups([r.process.pid for r in ranks if r.alive])
+    for r in ranks:
+        r.process.join(timeout=2.0)
+
+
+def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_path: str) -> tuple[str, bool]:
+    """One line naming the point and the hung ranks; writes rank 0's pending record if it could not."""
+    writer = ranks[0]
+    stopped = [r for r in ranks if r not in hung]
+    point = next((r.label for r in stopped if r.reason), "") or writer.label or "start-up"
+    reasons = "; ".join(f"rank {r.rank}: {r.reason}" for r in stopped if r.reason)
+    names = ", ".join(str(r.rank) for r in hung)
+    line = (f"point {point} failed: rank(s) {names} hung (no progress {grace_s:g} s after rank(s) "
+            f"{', '.join(str(r.rank) for r in stopped)} stopped) and were killed")
+    return line, _record_for_writer(writer, line + (f" ({reasons})" if reasons else ""), output_path)
+
+
+def _record_for_writer(writer: _Rank, error: str, output_path: str) -> bool:
+    """Append rank 0's failed record of its current point unless it wrote one; whether one is there."""
+    if writer.step in writer.recorded_steps or last_record_is(output_path, writer.pending):
+        return True
+    if writer.pending is None:
+        return False
+    append_record(output_path, {**writer.pending, "error": error})
+    return True
+
+
+class RanksHung(RunFailed):
+    """Some ranks hung and were killed; `recorded` says whether the point's failed record is in the file;
+    `num_ok`/`num_failed`: the points this launch recorded (the hung one among the failed)."""
+
+    def __init__(self, message: str, *, recorded: bool, num_ok: int = 0, num_failed: int = 0) -> None:
+        super().__init__(message)
+        self.recorded, self.num_ok, self.num_failed = recorded, num_ok, num_failed
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, output_path: str,
+                 timeout_s: float | None = None, start_method: str | None = None) -> dict[int, Any]:
+    """Run `fn(rank_env, arg)` on `nproc` local ranks and watch them; return {rank: result}.
+
+    Raises RanksHung (some ranks hung: killed), RunFailed (a rank crashed), CommbenchError (a rank
+    refused its input) or Interrupted (SIGINT/SIGTERM/SIGHUP: the ranks are stopped first).
+    """
+    grace_s = hang_grace_s(timeout_s)
+    context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets
+    import threading
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old_handlers = {signum: signal.signal(signum, _raise_interrupt) for signum in _STOP_SIGNALS} if in_main else {}
+    ranks: list[_Rank] = []
+    with tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
+        rendezvous = f"file://{os.path.join(folder, 'store')}"
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for rank in range(nproc):
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_rank_main, args=(rank, nproc, rendezvous, send, fn, arg),
+                                          name=f"commbench-rank{rank}", daemon=False)
+                process.start()
+                send.close()
+                ranks.append(_Rank(rank=rank, process=process, conn=receive))
+            return _watch(ranks, grace_s, output_path)
+        except KeyboardInterrupt as exc:
+            _kill(ranks)
+            kept = ranks[0].num_recorded if ranks else 0
+            raise Interrupted(f"interrupted ({exc or 'SIGINT'}): {kept} point(s) kept in {output_path}") from None
+        finally:
+            _kill(ranks)
+            for signum, handler in old_handlers.items():
+                signal.signal(signum, handler)
+
+
+def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
+    lagging_since = failed_since = None
+    failed: list[_Rank] = []
+    while True:
+        wait([r.conn for r in ranks if r.conn is not None] + [r.process.sentinel for r in ranks if r.alive],
+             timeout=0.1)
+        for r in ranks:
+            r.drain()
+        if not any(r.alive for r in ranks):
+            break
+        failed = [r for r in ranks if not r.alive and (r.error or r.process.exitcode != 0)]
+        if failed:  # a crashed or refusing rank: the others cannot finish; let them record what they saw
+            failed_since = failed_since or time.monotonic()
+            if time.monotonic() - failed_since > CRASH_GRACE_S:
+                break
+            continue
+        laggards = _laggards(ranks)
+        if not laggards:
+            lagging_since = None
+        elif lagging_since is None:
+            lagging_since = time.monotonic()
+        elif time.monotonic() - lagging_since > grace_s:
+            _kill(laggards)
+            _kill(ranks)
+            for r in ranks:
+                r.drain()
+            line, recorded = _hung_message(ranks, laggards, grace_s, output_path)
+            writer = ranks[0]
+            raise RanksHung(f"{line}; results measured so far are in {output_path}", recorded=recorded,
+                            num_ok=writer.num_recorded_ok,
+                            num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
+                                                                                      writer.recorded_steps))
+    _kill(ranks)
+    for r in ranks:
+        r.drain()
+    for r in failed + ranks:  # the ranks that failed first, not the ones killed after them
+        if r.error is not None and r.error[1] != 1:
+            raise CommbenchError(r.error[0])
+        if r.phase != "result":
+            code = r.process.exitcode
+            how = (f"failed: {r.error[0]}" if r.error else f"was killed by {signal.Signals(-code).name}"
+                   if code and code < 0 else f"exited with code {code}")
+            line = f"rank {r.rank} {how}" + (f" at {r.label}" if r.label else "")
+            _record_for_writer(ranks[0], line, output_path)
+            raise RunFailed(f"{line}; results measured so far are in {output_path}")
+    return {r.rank: r.result for r in ranks}

@@ -1,0 +1,66 @@
+"""What a rank tells the local launcher while it runs: which point it is at, whether the point failed,
+and (rank 0) that the point's record is written. The launcher's watchdog (local_ranks.py) uses it to
+name the point and the ranks that hang, and to write the failed record when rank 0 cannot.
+
+Messages are small tuples sent over a one-way pipe; under torchrun/srun/mpirun there is no pipe and
+every call is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from commbench.files import repair_torn_tail
+
+
+class RankProgress:
+    """The sending end, handed to a rank's function through RankEnv.progress."""
+
+    def __init__(self, conn: Any = None) -> None:
+        self._conn = conn
+
+    def _send(self, message: tuple) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.send(message)
+        except (OSError, ValueError):
+            self._conn = None  # the launcher is gone; the rank dies with it (PR_SET_PDEATHSIG)
+
+    def at(self, step: int, label: str, pending_record: dict | None = None) -> None:
+        """Starting point `step`; rank 0 passes the record to write should the point never finish."""
+        self._send(("at", step, label, pending_record))
+
+    def failed(self, step: int, reason: str) -> None:
+        self._send(("failed", step, reason))
+
+    def recorded(self, step: int, ok: bool = True) -> None:
+        """Rank 0 has written point `step`'s record (`ok`: measured; else recorded failed)."""
+        self._send(("recorded", step, ok))
+
+
+NO_PROGRESS = RankProgress()
+
+
+def append_record(output_path: str, record: dict) -> None:
+    """Append one record line for rank 0 (after cutting a torn last line)."""
+    repair_torn_tail(output_path)
+    with open(output_path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def last_record_is(output_path: str, pending: dict | None) -> bool:
+    """Whether rank 0 wrote the pending point's record and died before saying so."""
+    if pending is None or not os.path.exists(output_path):
+        return False
+    with open(output_path, "rb") as handle:
+        handle.seek(max(0, os.path.getsize(output_path) - (1 << 16)))
+        lines = handle.read().splitlines()
+    try:
+        last = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        return False
+    keys = ("record_type", "run_id", "collective", "size_bytes", "dtype", "group_layout", "point_key", "params")
+    return isinstance(last, dict) and all(last.get(k) == pending.get(k) for k in keys)

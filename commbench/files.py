@@ -1,0 +1,130 @@
+"""Files commbench writes: checking an output path before anything launches, cutting a torn last
+line before appending, and one writer at a time per output file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def repair_torn_tail(path: str | os.PathLike[str]) -> int:
+    """Cut an unterminated last line (a write interrupted by a kill); return the bytes removed."""
+    target = Path(path)
+    if not target.exists():
+        return 0
+    with target.open("rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        chunk = min(size, 1 << 20)
+        handle.seek(size - chunk)
+        tail = handle.read(chunk)
+        cut = tail.rfind(b"\n")
+        keep = size - chunk + cut + 1 if cut >= 0 else 0
+        handle.truncate(keep)
+        return size - keep
+
+
+def _file_in_the_way(target: Path) -> Path | None:
+    """The first existing ancestor of `target` that is not a folder, if any."""
+    for parent in reversed(target.absolute().parents):
+        if parent.exists() and not parent.is_dir():
+            return parent
+    return None
+
+
+def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
+    """Make sure `path` can be written (appended to) before any work starts; one line naming the
+    option otherwise. Creates missing parent folders; leaves no new file behind."""
+    from commbench.errors import CommbenchError
+
+    target = Path(path)
+    if target.is_dir():
+        raise CommbenchError(f"{option}={str(path)!r} is a directory: give a file path")
+    blocker = _file_in_the_way(target)
+    if blocker is not None:
+        raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(blocker)!r} is a file, not a folder")
+    existed = target.exists()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a"):
+            pass
+    except OSError as exc:
+        raise CommbenchError(f"{option}={str(path)!r} cannot be written: {exc.strerror or exc}") from None
+    if not existed:
+        target.unlink(missing_ok=True)
+    return target
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
+    """Make sure folder `path` exists (created if missing) and can be written; one line otherwise."""
+    import tempfile
+
+    from commbench.errors import CommbenchError
+
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise CommbenchError(f"{option}={str(path)!r} is a file: give a folder")
+    blocker = _file_in_the_way(target)
+    if blocker is not None:
+        raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(blocker)!r} is a file, not a folder")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=target):
+            pass
+    except OSError as exc:
+        raise CommbenchError(f"{option}={str(path)!r} cannot be written: {exc.strerror or exc}") from None
+    return target
+
+
+def _lock_holder(handle) -> int | None:
+    """The PID holding a flock on the open file `handle`'s inode, from /proc/locks (Linux), or None."""
+    stat = os.fstat(handle.fileno())
+    suffix = f":{stat.st_ino}"
+    try:
+        rows = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for row in rows:
+        fields = row.split()
+        if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].endswith(suffix) and fields[4] != str(os.getpid()):
+            return int(fields[4])
+    return None
+
+
+class OutputLock:
+    """An exclusive lock on an output file for the length of a run, so two runs never write one file
+    (a second run gets one line naming the PID that holds it). flock: released when the process ends."""
+
+    def __init__(self, path: str | os.PathLike[str], option: str) -> None:
+        import fcntl
+
+        from commbench.errors import CommbenchError
+
+        target = check_output_file(path, option)
+        self._created = None if target.exists() else target
+        self._handle = target.open("a")
+        try:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _lock_holder(self._handle)
+            self._handle.close()
+            self._created = None
+            who = f"PID {holder}" if holder else "another process"
+            raise CommbenchError(f"{option}={str(path)!r} is in use by {who} (another commbench run writing it): "
+                                 f"wait for it to finish or choose another file") from None
+
+    def release(self) -> None:
+        """Unlock; a file this lock created and nothing wrote (the run was refused) is removed."""
+        if self._created is not None and self._created.exists() and self._created.stat().st_size == 0:
+            self._created.unlink()
+        self._handle.close()
+
+    def __enter__(self) -> "OutputLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,269 @@
+"""A layout as Megatron-LM arguments (pretrain_gpt.py) and the environment its launch needs.
+
+Flag names are Megatron-LM's (megatron/training/arguments.py; in current Megatron-LM the
+TransformerConfig flags are generated from megatron-core's dataclass fields, e.g.
+`--moe-flex-dispatcher-backend` from `moe_flex_dispatcher_backend`). What the emitter guarantees,
+mirroring Megatron's own checks (arguments.py `validate_args`, transformer_config.py `__post_init__`,
+megatron-core 0.16):
+- the layer split is one Megatron builds (split.py): even, `--account-for-*-in-pipeline-split`,
+  `--decoder-first/last-pipeline-num-layers` or `--pipeline-model-parallel-layout`;
+- the architecture flags EP and MTP need are present (`--num-experts`, `--position-embedding-type rope`);
+- `--overlap-moe-expert-parallel-comm` only with EP > 1, no full recompute, VP when PP > 1, MTP <= 1
+  and PP > 1 with MTP; `--delay-wgrad-compute` only with it; `--tp-comm-overlap` only with sequence
+  parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
+- precision as Megatron-Bridge's recipes set it: fp8 = `--fp8-format hybrid --fp8-recipe tensorwise`
+  (current scaling); mxfp8 = `--fp8-format e4m3 --fp8-recipe mxfp8` plus `--fp8-param-gather
+  --reuse-grad-buf-for-mxfp8-param-ag` with the distributed optimizer (without them megatron-core's
+  OptimizerConfig warns that mxfp8 "will use significant amount additional GPU memory");
+  nvfp4 = `--fp4-format e2m1 --fp4-recipe nvfp4`; always `--bf16` params.
+Launch environment: on Hopper and earlier (compute capability < 10) with TP > 1 or CP > 1,
+validate_args requires CUDA_DEVICE_MAX_CONNECTIONS=1 (with `--overlap-moe-expert-parallel-comm`
+it only warns; 1 keeps TP/CP communication ordered, the layout's choice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from commbench.errors import CommbenchError, invalid
+from commbench.planner.layout import Layout
+from commbench.planner.models import ModelSpec
+from commbench.planner.split import choose_split, parse_layout_text
+
+MEGATRON_TARGET = "Megatron-LM with megatron-core 0.16 (pretrain_gpt.py flags; validate_args and TransformerConfig checks)"
+HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
+
+PRECISION_ARGS = {
+    "bf16": [],
+    "fp8": ["--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"],
+    "mxfp8": ["--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
+    "nvfp4": ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"],
+}
+
+
+def recompute_modules(model: ModelSpec) -> list[str]:
+    """Megatron --recompute-modules matching the step model's selective recompute: the attention
+    core, norms, activation functions, and MLA's up-projections."""
+    return ["core_attn", "layernorm"] + (["moe_act"] if model.is_moe else []) + \
+        (["mla_up_proj"] if model.attention == "mla" else [])
+
+
+def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
+    """Architecture flags (tokenizer and data flags stay the user's)."""
+    s = seq_len or model.seq_len
+    out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
+           "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
+           "--max-position-embeddings", str(s), "--position-embedding-type", "rope",
+           "--normalization", "RMSNorm", "--disable-bias-linear",
+           # LLM pre-training recipes train without dropout; megatron-core also refuses attention
+           # dropout with graphed core_attn recompute (TransformerConfig).
+           "--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
+    if model.glu:
+        out.append("--swiglu")
+    if not model.tied_embeddings:
+        out.append("--untie-embeddings-and-output-weights")
+    if model.attention == "mla":
+        out += ["--multi-latent-attention", "--q-lora-rank", str(model.q_lora_rank),
+                "--kv-lora-rank", str(model.kv_lora_rank), "--qk-head-dim", str(model.qk_nope_head_dim),
+                "--qk-pos-emb-head-dim", str(model.qk_rope_head_dim), "--v-head-dim", str(model.v_head_dim)]
+    else:
+        out += ["--group-query-attention", "--num-query-groups", str(model.num_kv_heads),
+                "--kv-channels", str(model.head_dim)]
+    if model.dense_ffn:
+        out += ["--ffn-hidden-size", str(model.dense_ffn)]
+    if model.is_moe:
+        out += ["--num-experts", str(model.num_routed_experts), "--moe-ffn-hidden-size", str(model.expert_ffn),
+                "--moe-router-topk", str(model.top_k), "--moe-grouped-gemm"]
+        if model.num_shared_experts:
+            out += ["--moe-shared-expert-intermediate-size", str(model.num_shared_experts * model.expert_ffn)]
+        if model.num_dense_layers:
+            out += ["--moe-layer-freq", f"[0]*{model.num_dense_layers}+[1]*{model.num_moe_layers}"]
+    if model.num_mtp_layers:
+        out += ["--mtp-num-layers", str(model.num_mtp_layers)]
+    return out
+
+
+def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
+    """One-line refusal of flag combinations Megatron's validation rejects (see the module docstring)."""
+    a = layout
+    if a.cuda_graph == "layer" and a.recompute == "full":
+        raise invalid("recompute", "full", "selective recompute with per-layer CUDA graphs (megatron-core: full "
+                      "recompute only with the full-iteration graph)")
+    if a.moe_a2a_overlap and a.cuda_graph == "full":
+        raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
+                      "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")
+    if a.moe_a2a_overlap:
+        problem = ("EP > 1" if a.ep == 1 else "no full recompute" if a.recompute == "full" else
+                   "vp > 1 when pp > 1" if a.pp > 1 and a.vp == 1 else
+                   "at most 1 MTP layer" if model.num_mtp_layers > 1 else
+                   "pp > 1 with an MTP layer" if model.num_mtp_layers and a.pp == 1 else "")
+        if problem:
+            raise invalid("moe_a2a_overlap", True, f"Megatron's --overlap-moe-expert-parallel-comm needs {problem}")
+
+
+def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,
+                  flex_backend: str = "deepep") -> list[str]:
+    """Megatron-LM arguments for `layout`: architecture, parallelism and layer split, batch, overlap,
+    recompute, precision."""
+    a = layout
+    check_megatron_layout(a, model)
+    split = choose_split(model, a.pp, a.vp)
+    out = model_args(model, seq_len)
+    out += ["--tensor-model-parallel-size", str(a.tp), "--pipeline-model-parallel-size", str(a.pp)]
+    out += split.megatron_args()
+    if model.is_moe:
+        out += ["--expert-model-parallel-size", str(a.ep), "--expert-tensor-parallel-size", str(a.etp)]
+    out += ["--context-parallel-size", str(a.cp)]
+    if a.sequence_parallel and a.tp > 1:
+        out.append("--sequence-parallel")
+    out += ["--micro-batch-size", str(a.mbs), "--global-batch-size", str(a.gbs)]
+    if a.distributed_optimizer:
+        out.append("--use-distributed-optimizer")
+    if a.dp_overlap:
+        out.append("--overlap-grad-reduce")
+        if a.distributed_optimizer:
+            out.append("--overlap-param-gather")
+    if model.is_moe and a.ep > 1:
+        out += ["--moe-token-dispatcher-type", a.dispatcher]
+        if a.dispatcher == "flex":
+            out += ["--moe-flex-dispatcher-backend", flex_backend]
+        if a.moe_a2a_overlap:
+            out += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
+    if a.tp_comm_overlap and a.sequence_parallel and a.tp > 1:
+        out.append("--tp-comm-overlap")
+    if a.recompute == "selective":
+        out += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(model)]
+    elif a.recompute == "full":
+        out += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+    elif a.recompute in ("mla_up_proj", "moe_act"):
+        out += ["--recompute-granularity", "selective", "--recompute-modules", a.recompute]
+    out += recipe_args(a, model)
+    out.append("--bf16")
+    out += PRECISION_ARGS[a.precision]
+    if a.precision == "mxfp8" and a.distributed_optimizer:
+        out += ["--fp8-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag"]
+    return out
+
+
+def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
+    """CUDA graphs (per-layer TE graphs or the full iteration), FP8 attention, fused MoE permutes. The
+    full-iteration graph needs --no-check-for-nan-in-loss-and-grad (validate_args)."""
+    out: list[str] = []
+    if a.cuda_graph == "layer":
+        out += ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"] + \
+            (["moe_router", "moe_preprocess"] if model.is_moe else [])
+    elif a.cuda_graph == "full":
+        out += ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration",
+                "--no-check-for-nan-in-loss-and-grad"]
+    if a.fp8_attention:
+        out.append("--fp8-dot-product-attention")
+    if a.fused_moe and model.is_moe:
+        out.append("--moe-permute-fusion")
+    return out
+
+
+def precision_notes(layout: Layout) -> list[str]:
+    """What the launch must provide or will warn about (plan.json megatron.notes, assumptions)."""
+    notes = []
+    if layout.precision == "mxfp8" and not layout.distributed_optimizer:
+        notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
+                     "(--fp8-param-gather needs it) and warns mxfp8 will use significant additional GPU memory")
+    if layout.fused_moe:
+        notes.append("--moe-permute-fusion needs Transformer Engine's fused permute kernels (TE >= 2.1)")
+    if layout.cuda_graph == "layer" and layout.moe_a2a_overlap:
+        notes.append("per-layer CUDA graphs with --delay-wgrad-compute need Transformer Engine >= 2.10 "
+                     "(megatron-core TransformerConfig)")
+    return notes
+
+
+def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
+    """Environment variables Megatron needs for this layout on `gpu_name` (launch.env)."""
+    env: dict[str, str] = {}
+    if gpu_name.lower() in HOPPER_OR_OLDER and (layout.tp > 1 or layout.cp > 1):
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+    return env
+
+
+MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"
+
+
+def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8) -> str:
+    lines = ["# commbench plan: environment for the Megatron-LM launch (source it: set -a; . ./launch.env)"]
+    if "CUDA_DEVICE_MAX_CONNECTIONS" in env:
+        lines.append(f"# {gpu_name} is Hopper or older and the layout uses TP/CP: Megatron's validate_args "
+                     "requires CUDA_DEVICE_MAX_CONNECTIONS=1")
+    lines.append(f"# NCCL: the prediction used the {fabric_name} fabric curves with NCCL's defaults; "
+                 "no NCCL_* variable is assumed")
+    if domain_size > 8:
+        lines.append(f"# the placement puts groups across the {domain_size}-GPU NVLink domain (multi-node NVLink): "
+                     f"NCCL >= 2.25.2 on GB200-class racks ({MNNVL_SOURCE})")
+    lines += [f"{k}={v}" for k, v in env.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="megatron", add_help=False, exit_on_error=False)
+    for name in ("tensor-model-parallel-size", "pipeline-model-parallel-size", "num-virtual-stages-per-pipeline-rank",
+                 "expert-model-parallel-size", "expert-tensor-parallel-size", "context-parallel-size",
+                 "micro-batch-size", "global-batch-size", "seq-length", "recompute-num-layers"):
+        p.add_argument(f"--{name}", type=int)
+    for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
+                 "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
+                 "fp8-dot-product-attention", "moe-permute-fusion"):
+        p.add_argument(f"--{name}", action="store_true")
+    for name in ("moe-token-dispatcher-type", "moe-flex-dispatcher-backend", "recompute-granularity",
+                 "recompute-method", "fp8-format", "fp8-recipe", "fp4-format", "fp4-recipe",
+                 "pipeline-model-parallel-layout"):
+        p.add_argument(f"--{name}")
+    p.add_argument("--recompute-modules", nargs="+")
+    p.add_argument("--cuda-graph-impl")
+    p.add_argument("--cuda-graph-scope", nargs="+")
+    return p
+
+
+def _recompute_of(ns) -> str:
+    modules = ns.recompute_modules or []
+    if ns.recompute_granularity == "selective" and len(modules) == 1 and modules[0] in ("mla_up_proj", "moe_act"):
+        return modules[0]
+    return ns.recompute_granularity or "none"
+
+
+def _graph_of(ns) -> str:
+    if "full_iteration" in (ns.cuda_graph_scope or []):
+        return "full"
+    return "layer" if ns.cuda_graph_impl in ("transformer_engine", "local") else "none"
+
+
+def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
+    """The layout a Megatron-LM argument list describes (the inverse of `megatron_args`)."""
+    argv = shlex.split(args) if isinstance(args, str) else list(args)
+    try:
+        ns, _ = _parser().parse_known_args(argv)
+    except argparse.ArgumentError as exc:
+        raise CommbenchError(f"Megatron arguments do not parse: {exc}") from None
+    tp, pp, cp = ns.tensor_model_parallel_size or 1, ns.pipeline_model_parallel_size or 1, ns.context_parallel_size or 1
+    if num_gpus % (tp * pp * cp):
+        raise invalid("gpus", num_gpus, f"a multiple of tp*pp*cp = {tp * pp * cp}")
+    vp = ns.num_virtual_stages_per_pipeline_rank or 1
+    if ns.pipeline_model_parallel_layout:
+        stages = parse_layout_text(ns.pipeline_model_parallel_layout)
+        if len(stages) % pp:
+            raise invalid("--pipeline-model-parallel-layout", ns.pipeline_model_parallel_layout,
+                          f"a number of stages divisible by pp = {pp}")
+        vp = len(stages) // pp
+    precision = "bf16"
+    if ns.fp8_recipe == "mxfp8":
+        precision = "mxfp8"
+    elif ns.fp8_format:
+        precision = "fp8"
+    elif ns.fp4_recipe == "nvfp4" and ns.fp4_format:
+        precision = "nvfp4"
+    return Layout(tp=tp, pp=pp, vp=vp,
+                  ep=ns.expert_model_parallel_size or 1, etp=ns.expert_tensor_parallel_size or tp, cp=cp,
+                  dp=num_gpus // (tp * pp * cp), mbs=ns.micro_batch_size or 1, gbs=ns.global_batch_size or 1,
+                  sequence_parallel=ns.sequence_parallel or tp == 1, recompute=_recompute_of(ns),
+                  cuda_graph=_graph_of(ns), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
+                  dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,
+                  distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,
+                  moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce)

@@ -1,0 +1,199 @@
+"""A layout as a TorchTitan launch: 0.3.x command-line overrides (default) or the 0.2.x TOML.
+
+TorchTitan 0.3 (PyPI torchtitan 0.3.0) configures a run with a Python config function
+(`--module llama3 --config llama3_8b`, torchtitan/models/*/config_registry.py) plus frozen
+`--section.option` overrides parsed by tyro (torchtitan/config/manager.py). Quantization converters
+live inside the config function's model spec, so the emitter picks the shipped config whose
+converters match the precision (`deepseek_v3_671b_float8`, `llama3_8b_mxfp8`, ...) and refuses a
+precision no shipped config trains in. TorchTitan 0.2 (torchtitan 0.2.2) reads a TOML job config:
+[model] name/flavor/converters (quantize.linear.float8, quantize.grouped_mm.mx, ...).
+
+Layer split (both versions, torchtitan/distributed/pipeline_parallel.py): the emitter names every
+stage's modules in `module_fqns_per_model_part` (tok_embeddings, layers.N, norm, lm_head/output),
+the same split Megatron builds (split.py) for the model without MTP, instead of
+`pipeline_parallel_layers_per_stage`, whose ceil((layers + first_less + last_less) / per_stage)
+stages cannot reach pp x vp for many models (DeepSeek-V3's 61 layers over 4 x 16). Schedules:
+1F1B for vp = 1, Interleaved1F1B otherwise; micro-batches = local_batch_size /
+pipeline_parallel_microbatch_size.
+EP in 0.3 borrows ranks from FSDP and TP with experts unsharded by TP (etp = 1); 0.2 has
+expert_tensor_parallel_degree (1 or tp). The distributed optimizer maps to FSDP
+(data_parallel_shard_degree): TorchTitan's FSDP also shards parameters (ZeRO-3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from commbench.errors import invalid
+from commbench.planner.layout import Layout
+from commbench.planner.models import ModelSpec
+from commbench.planner.split import best_split
+
+TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
+DEFAULT_TORCHTITAN = "0.3"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TitanModel:
+    """Where TorchTitan keeps a zoo model (module, flavor), its 0.3 config function per precision,
+    and whether that version's model spec has a pipelining function."""
+
+    module: str
+    flavor: str
+    configs_03: dict[str, str] = field(default_factory=dict)
+    pipeline_02: bool = True
+    pipeline_03: bool = True
+    trains_mtp: bool = False
+
+
+# Sources: torchtitan 0.3.0 wheel, torchtitan/models/{llama3,qwen3,deepseek_v3,gpt_oss}/config_registry.py
+# (function names; llama3_405b and deepseek_v3_671b_float8 apply Float8 converters, llama3_8b_mxfp8 MXFP8)
+# and __init__.py (pipelining_fn); torchtitan 0.2.2 wheel, torchtitan/models/*/__init__.py (flavors;
+# qwen3 and gpt_oss have pipelining_fn=None).
+TITAN_MODELS = {
+    "deepseek-v3": TitanModel(module="deepseek_v3", flavor="671B",
+                              configs_03={"bf16": "deepseek_v3_671b", "fp8": "deepseek_v3_671b_float8"}),
+    "qwen3-30b-a3b": TitanModel(module="qwen3", flavor="30B-A3B", configs_03={"bf16": "qwen3_30b_a3b"},
+                                pipeline_02=False),
+    "qwen3-235b-a22b": TitanModel(module="qwen3", flavor="235B-A22B", pipeline_02=False),
+    "llama3-8b": TitanModel(module="llama3", flavor="8B", configs_03={"bf16": "llama3_8b", "mxfp8": "llama3_8b_mxfp8"}),
+    "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}),
+    "llama3.1-405b": TitanModel(module="llama3", flavor="405B", configs_03={"fp8": "llama3_405b"}),
+    "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"}, pipeline_02=False),
+}
+
+
+def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[str]] | None:
+    """module_fqns_per_model_part for pp x vp stages: the layer split Megatron builds (split.py) for the
+    model without MTP (TorchTitan's configs train none), in TorchTitan's module names."""
+    split = best_split(dataclasses.replace(model, num_mtp_layers=0), pp, vp)
+    if split is None:
+        return None
+    output = "lm_head" if version == "0.3" else "output"
+    stages, layer = [], 0
+    for stage in split.stages:
+        names = ["tok_embeddings"] if "E" in stage else []
+        names += [f"layers.{i}" for i in range(layer, layer + stage.count("t"))]
+        layer += stage.count("t")
+        stages.append(names + (["norm", output] if "L" in stage else []))
+    return stages
+
+
+def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
+    full = TORCHTITAN_VERSIONS[version]
+    titan = TITAN_MODELS.get(model.name.lower())
+    if titan is None:
+        return None, f"TorchTitan {full} has no {model.name} model"
+    if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
+        return titan, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function): plan with pp=1"
+    if version == "0.3" and layout.precision not in titan.configs_03:
+        shipped = ", ".join(f"{p}: {c}" for p, c in titan.configs_03.items()) or "none"
+        return titan, (f"TorchTitan {full} ships no {model.name} config training in {layout.precision} "
+                       f"(its converters live in the config function; shipped: {shipped})")
+    if version == "0.2" and layout.precision == "nvfp4":
+        return titan, f"TorchTitan {full} has no nvfp4 converter"
+    if model.is_moe and layout.etp not in ((1,) if version == "0.3" else (1, layout.tp)):
+        return titan, f"TorchTitan {full} supports etp = 1" + ("" if version == "0.3" else " or etp = tp") + \
+            f", the layout has etp = {layout.etp}"
+    if model.is_moe and (layout.dp * layout.cp * layout.tp) % (layout.ep * (layout.etp if version == "0.2" else 1)):
+        return titan, f"TorchTitan {full} needs ep to divide dp_shard*cp*tp = {layout.dp * layout.cp * layout.tp}"
+    if layout.pp > 1 and titan_stages(model, layout.pp, layout.vp, version) is None:
+        return titan, (f"TorchTitan {full} cannot split {model.num_layers} layers (its configs train no MTP) into non-empty pp={layout.pp} x "
+                       f"vp={layout.vp} stages")
+    return titan, None
+
+
+def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, Any]:
+    a = layout
+    out: dict[str, Any] = {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": a.dp,
+                           "tensor_parallel_degree": a.tp, "pipeline_parallel_degree": a.pp,
+                           "context_parallel_degree": a.cp, "expert_parallel_degree": a.ep if model.is_moe else 1}
+    if version == "0.3":  # 0.2 always applies sequence parallel with TP
+        out["enable_sequence_parallel"] = bool(a.sequence_parallel)
+    else:
+        out["expert_tensor_parallel_degree"] = a.etp if model.is_moe else 1
+    if a.pp > 1:
+        out["pipeline_parallel_schedule"] = "Interleaved1F1B" if a.vp > 1 else "1F1B"
+        out["module_fqns_per_model_part"] = titan_stages(model, a.pp, a.vp, version)
+        out["pipeline_parallel_microbatch_size"] = a.mbs
+    return out
+
+
+def _training(layout: Layout, model: ModelSpec, seq_len: int | None) -> dict[str, Any]:
+    """With PP the pipeline cuts the local batch into micro-batches of pipeline_parallel_microbatch_size;
+    without PP TorchTitan accumulates gradients over global / (local x dp) steps of local_batch_size."""
+    local = layout.gbs // layout.dp if layout.pp > 1 else layout.mbs
+    return {"local_batch_size": local, "global_batch_size": layout.gbs, "seq_len": seq_len or model.seq_len}
+
+
+def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,
+                    version: str = DEFAULT_TORCHTITAN) -> dict[str, Any]:
+    """The plan.json "torchtitan" section: target version, and either the launch (0.3 overrides or
+    0.2 TOML sections, the stage split, notes) or a one-line refusal."""
+    if version not in TORCHTITAN_VERSIONS:
+        raise invalid("--torchtitan-version", version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
+    doc: dict[str, Any] = {"version": TORCHTITAN_VERSIONS[version]}
+    titan, refused = _refusal(layout, model, version)
+    if refused:
+        return doc | {"refused": refused}
+    notes = ["the distributed optimizer maps to FSDP (data_parallel_shard_degree); TorchTitan's FSDP also shards "
+             "parameters (ZeRO-3)"]
+    if model.num_mtp_layers and not titan.trains_mtp:
+        notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
+                     "the prediction includes")
+    sections = {"parallelism": _parallelism(layout, model, version), "training": _training(layout, model, seq_len)}
+    if version == "0.3":
+        notes.append("activation checkpointing and compile stay as the config function sets them; "
+                     f"the prediction assumed recompute={layout.recompute}")
+        doc |= {"module": titan.module, "config": titan.configs_03[layout.precision], "sections": sections}
+    else:
+        sections = {"model": {"name": titan.module, "flavor": titan.flavor,
+                              "converters": converters_02(layout.precision, model)}} | sections
+        sections["activation_checkpoint"] = {"mode": layout.recompute}
+        sections |= quantize_02(layout.precision, model)
+        doc |= {"sections": sections}
+    return doc | {"notes": notes}
+
+
+def converters_02(precision: str, model: ModelSpec) -> list[str]:
+    kind = {"fp8": "float8", "mxfp8": "mx"}.get(precision)
+    if kind is None:
+        return []
+    return [f"quantize.linear.{kind}"] + ([f"quantize.grouped_mm.{kind}"] if model.is_moe else [])
+
+
+def quantize_02(precision: str, model: ModelSpec) -> dict[str, Any]:
+    """[quantize.*] tables for TorchTitan 0.2: the grouped-GEMM converters act on the listed MoE modules."""
+    kind = {"fp8": "float8", "mxfp8": "mx"}.get(precision)
+    if kind is None or not model.is_moe:
+        return {}
+    return {f"quantize.grouped_mm.{kind}": {"fqns": ["experts"]}}
+
+
+def torchtitan_args(doc: dict[str, Any]) -> list[str]:
+    """TorchTitan 0.3 command line (after `torchrun ... -m torchtitan.train`) from a plan section."""
+    out = ["--module", doc["module"], "--config", doc["config"]]
+    for section, values in doc["sections"].items():
+        for key, value in values.items():
+            if isinstance(value, bool):
+                out.append(f"--{section}.{key}" if value else f"--{section}.no_{key}")
+            elif isinstance(value, list):  # list[list[str]]: one comma-joined token per stage
+                out += [f"--{section}.{key}", *(",".join(v) for v in value)]
+            else:
+                out += [f"--{section}.{key}", str(value)]
+    return out
+
+
+def torchtitan_toml(doc: dict[str, Any]) -> str:
+    """TorchTitan 0.2 job TOML from a plan section."""
+    lines = [f"# commbench plan (predicted) for TorchTitan {doc['version']}"]
+    for note in doc.get("notes", []):
+        lines.append(f"# {note}")
+    for section, values in doc["sections"].items():
+        lines.append(f"\n[{section}]")
+        for key, value in values.items():
+            lines.append(f"{key} = {str(value).lower() if isinstance(value, bool) else json.dumps(value)}")
+    return "\n".join(lines) + "\n"

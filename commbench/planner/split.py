@@ -1,0 +1,340 @@
+"""Pipeline layer split: what each of the PP x VP virtual stages holds, in a form Megatron-LM builds.
+
+Megatron-Core (megatron/core/transformer/transformer_block.py `get_num_layers_to_build`,
+transformer_layer.py `get_transformer_layer_offset`, transformer_config.py `__post_init__`,
+pipeline_parallel_layer_layout.py; megatron-core 0.16) builds a split in one of four ways:
+- even (no flag): num_layers % (pp*vp) == 0;
+- `--account-for-embedding-in-pipeline-split` / `--account-for-loss-in-pipeline-split`: the embedding
+  and/or the loss count as one layer each, (num_layers + e + l) % (pp*vp) == 0, and the first (last)
+  virtual stage builds one decoder layer fewer;
+- `--decoder-first-pipeline-num-layers F` / `--decoder-last-pipeline-num-layers La` (not with the
+  account flags): F and La multiples of vp, the remaining layers divisible over the middle ranks and
+  each middle rank's share by vp;
+- `--pipeline-model-parallel-layout`: every stage spelled out, `E` embedding, `t` decoder, `m` MTP,
+  `L` loss, stages split by `|` (e.g. "Et|(tt|)*30mL", Megatron-Bridge's DeepSeek-V3 recipes); all MTP
+  layers in one stage, after every decoder, in the last virtual stage of its rank.
+Without a layout the MTP layers run on the last stage (post-process of the last pipeline rank).
+Stages are in Megatron's order: virtual stage s is model chunk s // pp of pipeline rank s % pp.
+
+Cost, in mean-decoder-layer units (FLOPs per token, models.flops_breakdown): decoder 1; loss = the
+output layer's logits FLOPs; an MTP layer = its layer + projection + logits FLOPs; embedding 0 (a
+lookup, no GEMM). The busiest pipeline rank (the sum of its virtual stages) sets the pace of the
+schedule: `stage_imbalance` = its cost / the mean rank's, what the step model charges.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from commbench.errors import CommbenchError
+from commbench.planner.models import ModelSpec, flops_breakdown
+
+METHODS = ("single", "even", "account", "uneven", "layout")  # also the order of preference on ties
+STAGE_CHARS = "EtmL"
+_RUN = re.compile(r"(.)\1*")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineSplit:
+    """One buildable split: `stages[s]` is the content of virtual stage s, e.g. "Ett", "tt", "tmL"."""
+
+    pp: int
+    vp: int
+    method: str
+    stages: tuple[str, ...]
+    account_for_embedding: bool = False
+    account_for_loss: bool = False
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"split method {self.method!r}: one of {', '.join(METHODS)}")
+        if len(self.stages) != self.pp * self.vp:
+            raise ValueError(f"split has {len(self.stages)} stages, pp*vp = {self.pp * self.vp}")
+        if any(c not in STAGE_CHARS for s in self.stages for c in s):
+            raise ValueError(f"split stages use only {STAGE_CHARS}: {self.stages}")
+
+    def decoder_layers(self) -> list[int]:
+        """Decoder layers per virtual stage, in stage order."""
+        return [s.count("t") for s in self.stages]
+
+    def rank_stages(self, rank: int) -> list[str]:
+        return [self.stages[v * self.pp + rank] for v in range(self.vp)]
+
+    @property
+    def layout(self) -> str:
+        """Megatron's --pipeline-model-parallel-layout string for this split (runs compressed)."""
+        texts = [_stage_text(s) for s in self.stages]
+        parts, i = [], 0
+        while i < len(texts):
+            j = i
+            while j + 1 < len(texts) and texts[j + 1] == texts[i]:
+                j += 1
+            count = j - i + 1
+            last = j == len(texts) - 1
+            repeat = count - 1 if last else count
+            if repeat > 1:
+                parts.append(f"({texts[i]}|)*{repeat}")
+            elif repeat == 1:
+                parts.append(texts[i] + "|")
+            if last:
+                parts.append(texts[i])
+            i = j + 1
+        return "".join(parts)
+
+    def megatron_args(self) -> list[str]:
+        """The Megatron-LM flags that build exactly this split (with --pipeline-model-parallel-size)."""
+        if self.method == "layout":
+            return ["--pipeline-model-parallel-layout", self.layout]
+        out = ["--num-virtual-stages-per-pipeline-rank", str(self.vp)] if self.vp > 1 else []
+        if self.account_for_embedding:
+            out.append("--account-for-embedding-in-pipeline-split")
+        if self.account_for_loss:
+            out.append("--account-for-loss-in-pipeline-split")
+        if self.first_stage_layers is not None:
+            out += ["--decoder-first-pipeline-num-layers", str(self.first_stage_layers)]
+        if self.last_stage_layers is not None:
+            out += ["--decoder-last-pipeline-num-layers", str(self.last_stage_layers)]
+        return out
+
+    def rank_costs(self, weights: "StageWeights") -> list[float]:
+        return [sum(weights.of(s) for s in self.rank_stages(r)) for r in range(self.pp)]
+
+    def summary(self, weights: "StageWeights") -> dict:
+        costs = self.rank_costs(weights)
+        return {"method": self.method, "pp": self.pp, "vp": self.vp, "layout": self.layout,
+                "decoder_layers_per_stage": self.decoder_layers(), "megatron_args": self.megatron_args(),
+                "rank_cost_layers": [round(c, 3) for c in costs],
+                "imbalance": round(max(costs) * self.pp / sum(costs), 4)}
+
+
+def _stage_text(stage: str) -> str:
+    return "".join(m.group(1) + (f"*{len(m.group(0))}" if len(m.group(0)) > 2 else m.group(0)[1:])
+                   for m in _RUN.finditer(stage))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageWeights:
+    """Cost of each stage item in mean-decoder-layer units (FLOPs per token)."""
+
+    embedding: float
+    decoder: float
+    mtp: float
+    loss: float
+
+    def of(self, stage: str) -> float:
+        return (self.embedding * stage.count("E") + self.decoder * stage.count("t")
+                + self.mtp * stage.count("m") + self.loss * stage.count("L"))
+
+
+@lru_cache(maxsize=256)
+def stage_weights(model: ModelSpec) -> StageWeights:
+    main = flops_breakdown(model, include_mtp=False)
+    logits = 6.0 * model.hidden * model.vocab
+    per_layer = (main.total - logits) / model.num_layers
+    mtp_total = flops_breakdown(model).total - main.total
+    mtp = mtp_total / model.num_mtp_layers / per_layer if model.num_mtp_layers else 0.0
+    return StageWeights(embedding=0.0, decoder=1.0, mtp=mtp, loss=logits / per_layer)
+
+
+def _with_ends(counts: list[int], mtp: int, mtp_stage: int | None = None) -> tuple[str, ...]:
+    stages = ["t" * n for n in counts]
+    stages[0] = "E" + stages[0]
+    where = len(stages) - 1 if mtp_stage is None else mtp_stage
+    stages[where] += "m" * mtp
+    stages[-1] += "L"
+    return tuple(stages)
+
+
+def _even_like(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
+    L, S, M = model.num_layers, pp * vp, model.num_mtp_layers
+    out = []
+    for emb, loss in ((False, False), (True, False), (False, True), (True, True)):
+        slots = L + emb + loss
+        if slots % S:
+            continue
+        counts = [slots // S] * S
+        counts[0] -= emb
+        counts[-1] -= loss
+        out.append(PipelineSplit(pp=pp, vp=vp, method="account" if emb or loss else "even",
+                                 stages=_with_ends(counts, M), account_for_embedding=emb, account_for_loss=loss))
+    return out
+
+
+def _uneven(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
+    """First/last-stage layer counts near each middle-rank count (Megatron's uneven PP rules)."""
+    L, M, out = model.num_layers, model.num_mtp_layers, []
+    for per_mid in range(0, L + 1, vp):
+        for first in {per_mid - vp, per_mid, per_mid + vp, None}:
+            for last in {per_mid - 2 * vp, per_mid - vp, per_mid, None}:
+                if (first is None and last is None) or (first is not None and first <= 0) or \
+                        (last is not None and last <= 0):
+                    continue
+                middle_ranks = pp - (first is not None) - (last is not None)
+                rest = L - (first or 0) - (last or 0)
+                if rest < 0 or bool(rest) != bool(middle_ranks) or (middle_ranks and rest != per_mid * middle_ranks):
+                    continue
+                per_rank = [first if (r == 0 and first is not None) else last if (r == pp - 1 and last is not None)
+                            else per_mid for r in range(pp)]
+                counts = [per_rank[s % pp] // vp for s in range(pp * vp)]
+                out.append(PipelineSplit(pp=pp, vp=vp, method="uneven", stages=_with_ends(counts, M),
+                                         first_stage_layers=first, last_stage_layers=last))
+    return out
+
+
+def _water_fill(extras: list[float], allowed: list[bool], layers: int) -> list[int] | None:
+    """Decoder counts per stage minimising the busiest stage (cost extras[s] + count)."""
+    if not any(allowed):
+        return None if layers else [0] * len(extras)
+    candidates = sorted({k + e for e in set(x for x, ok in zip(extras, allowed) if ok) for k in range(layers + 1)})
+
+    def counts_at(t: float) -> list[int]:
+        return [max(0, int(np.floor(t - e + 1e-9))) if ok else 0 for e, ok in zip(extras, allowed)]
+
+    lo, hi = 0, len(candidates) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if sum(counts_at(candidates[mid])) >= layers else (mid + 1, hi)
+    counts = counts_at(candidates[lo])
+    surplus = sum(counts) - layers
+    for s in sorted(range(len(counts)), key=lambda s: -(extras[s] + counts[s])):
+        if surplus <= 0:
+            break
+        if counts[s] > 0:
+            counts[s] -= 1
+            surplus -= 1
+    return counts
+
+
+def _custom_layouts(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
+    L, M, S = model.num_layers, model.num_mtp_layers, pp * vp
+    w = stage_weights(model)
+    out = []
+    tail_options = [(S - 1, [True] * S)]
+    if M and S >= 2 and pp >= 2:  # MTP alone-ish on the last chunk of rank pp-2, loss alone on the last stage
+        tail_options.append((S - 2, [True] * (S - 1) + [False]))
+    for mtp_stage, allowed in tail_options:
+        extras = [0.0] * S
+        extras[0] += w.embedding
+        extras[mtp_stage] += M * w.mtp
+        extras[-1] += w.loss
+        if mtp_stage != S - 1:
+            allowed = [ok and s <= mtp_stage for s, ok in enumerate(allowed)]
+        counts = _water_fill(extras, allowed, L)
+        if counts is None:
+            continue
+        split = PipelineSplit(pp=pp, vp=vp, method="layout", stages=_with_ends(counts, M, mtp_stage))
+        if all(split.stages):
+            out.append(split)
+    return out
+
+
+_GROUP = re.compile(r"\(([^()]+)\)\*(\d+)")
+_REPEAT = re.compile(r"(.)\*(\d+)")
+
+
+def parse_layout_text(text: str) -> tuple[str, ...]:
+    """Stages of a Megatron --pipeline-model-parallel-layout string: commas are cosmetic, `(...)*n`
+    and `x*n` repeat, `|` separates stages ("Et|(tt|)*2L" -> ("Et", "tt", "tt", "L"))."""
+    flat = text.replace(",", "").replace(" ", "")
+    flat = _GROUP.sub(lambda m: m.group(1) * int(m.group(2)), flat)
+    flat = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), flat)
+    bad = sorted(set(flat) - set(STAGE_CHARS) - {"|"})
+    if bad:
+        raise CommbenchError(f"pipeline layout {text!r}: unknown layer character {bad[0]!r} "
+                             f"(E embedding, t decoder, m MTP, L loss, | between stages)")
+    return tuple(flat.split("|"))
+
+
+def split_from_layout(model: ModelSpec, pp: int, text: str) -> PipelineSplit:
+    """A user's --pipeline-model-parallel-layout, checked as Megatron's PipelineParallelLayerLayout
+    validates it (one-line CommbenchError naming what is wrong)."""
+    stages = parse_layout_text(text)
+    flat = "".join(stages)
+
+    def refuse(why: str) -> CommbenchError:
+        return CommbenchError(f"pipeline layout {text!r} for {model.name} "
+                              f"({model.num_layers} layers, {model.num_mtp_layers} MTP, pp={pp}): {why}")
+
+    if len(stages) % pp:
+        raise refuse(f"{len(stages)} stages are not a multiple of pp")
+    vp = len(stages) // pp
+    if not flat.startswith("E") or flat.count("E") != 1:
+        raise refuse("the embedding E must come first, once")
+    if not flat.endswith("L") or flat.count("L") != 1:
+        raise refuse("the loss L must come last, once")
+    if flat.count("t") != model.num_layers or flat.count("m") != model.num_mtp_layers:
+        raise refuse(f"it holds {flat.count('t')} decoder and {flat.count('m')} MTP layers")
+    if "m" in flat and "t" in flat[flat.index("m"):]:
+        raise refuse("decoder layers must come before the MTP layers")
+    mtp_stages = [i for i, s in enumerate(stages) if "m" in s]
+    if len(mtp_stages) > 1 or (mtp_stages and mtp_stages[0] // pp != vp - 1):
+        raise refuse("all MTP layers must sit in one stage, the last virtual stage of its rank")
+    return PipelineSplit(pp=pp, vp=vp, method="layout", stages=stages)
+
+
+def split_options(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
+    """Every split of `model` over pp x vp that Megatron builds (each virtual stage non-empty)."""
+    if pp < 1 or vp < 1 or (pp == 1 and vp > 1):
+        return []
+    if pp == 1:
+        return [PipelineSplit(pp=1, vp=1, method="single",
+                              stages=("E" + "t" * model.num_layers + "m" * model.num_mtp_layers + "L",))]
+    found = _even_like(model, pp, vp) + _uneven(model, pp, vp) + _custom_layouts(model, pp, vp)
+    return [s for s in found if all(s.stages)]
+
+
+@lru_cache(maxsize=4096)
+def best_split(model: ModelSpec, pp: int, vp: int) -> PipelineSplit | None:
+    """The buildable split whose busiest rank is lightest (then busiest stage; then simplest flags)."""
+    w = stage_weights(model)
+
+    def key(s: PipelineSplit):
+        return (round(max(s.rank_costs(w)), 6), round(max(w.of(x) for x in s.stages), 6), METHODS.index(s.method))
+
+    options = split_options(model, pp, vp)
+    return min(options, key=key) if options else None
+
+
+def choose_split(model: ModelSpec, pp: int, vp: int) -> PipelineSplit:
+    """`best_split`, or a one-line CommbenchError naming the layer count and PP when there is none."""
+    split = best_split(model, pp, vp)
+    if split is None:
+        mtp = f" + {model.num_mtp_layers} MTP" if model.num_mtp_layers else ""
+        why = "vp>1 needs pp>1" if pp == 1 and vp > 1 else \
+            f"{pp * vp} virtual stages cannot each hold a layer, the embedding, the MTP or the loss"
+        raise CommbenchError(f"{model.name}: no pipeline split of {model.num_layers} layers{mtp} over "
+                             f"pp={pp} x vp={vp} that Megatron builds ({why})")
+    return split
+
+
+def buildable(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    """Per layout: True where `best_split` finds a split (computed once per distinct (pp, vp))."""
+    pairs, inverse, shape = _distinct_pairs(pp, vp)
+    ok = np.array([best_split(model, p, v) is not None for p, v in pairs], dtype=bool)
+    return ok[inverse].reshape(shape)
+
+
+def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    """Busiest pipeline rank's cost / the mean rank's under `best_split` (1.0 without PP or without a
+    buildable split, which layout_violations marks invalid)."""
+    pairs, inverse, shape = _distinct_pairs(pp, vp)
+    w = stage_weights(model)
+    values = []
+    for p, v in pairs:
+        split = best_split(model, p, v)
+        costs = split.rank_costs(w) if split is not None else [1.0]
+        values.append(max(costs) * len(costs) / sum(costs))
+    return np.array(values, dtype=np.float64)[inverse].reshape(shape)
+
+
+def _distinct_pairs(pp, vp) -> tuple[list[tuple[int, int]], np.ndarray, tuple[int, ...]]:
+    """Distinct (pp, vp) pairs of many layouts and each layout's index into them (one int key each: fast)."""
+    pp, vp = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64))
+    keys, inverse = np.unique(pp.ravel() * (1 << 20) + vp.ravel(), return_inverse=True)
+    return [(int(k >> 20), int(k & ((1 << 20) - 1))) for k in keys], np.ravel(inverse), pp.shape

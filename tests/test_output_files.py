@@ -1,0 +1,141 @@
+"""Output files: checked before launch, one writer at a time, resume only the same sweep, torn tails repaired."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.errors import CommbenchError
+from commbench.files import OutputLock, check_output_dir, check_output_file
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+QUICK = """[sweep]
+name = "q"
+nproc = 2
+backend = "gloo"
+[[run]]
+name = "quick"
+collective = "all_reduce"
+sizes = [8, {last}]
+iters = 2
+warmup_iters = 0
+"""
+
+
+def sweep_file(tmp_path: Path, name: str, last: int = 16) -> Path:
+    path = tmp_path / name
+    path.write_text(QUICK.format(last=last))
+    return path
+
+
+def test_output_file_checks_name_the_option(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(CommbenchError, match=r"--output='.*' is a directory"):
+        check_output_file(tmp_path, "--output")
+    with pytest.raises(CommbenchError, match=r"cannot be written: '.*file' is a file, not a folder"):
+        check_output_file(blocker / "out.jsonl", "--output")
+    with pytest.raises(CommbenchError, match=r"--out='.*file' is a file: give a folder"):
+        check_output_dir(blocker, "--out")
+    fresh = tmp_path / "new" / "out.jsonl"
+    check_output_file(fresh, "-o")
+    assert fresh.parent.is_dir() and not fresh.exists()  # checked, nothing left behind
+
+
+@pytest.mark.parametrize("args", [
+    ["bench", "all_reduce", "-J", "{dir}"], ["sweep", "{sweep}", "-o", "{under}"], ["fit", "{results}", "-o", "{dir}"],
+    ["report", "{results}", "--out", "{file}"], ["import", "nccl-tests", "{file}", "-o", "{under}"],
+    ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--layout", "ep=32",
+     "--out", "{file}"],
+    ["tune", "--out", "{file}"],
+])
+def test_unwritable_outputs_are_refused_before_anything_runs(tmp_path, args):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    results = tmp_path / "r.jsonl"
+    results.write_text("")
+    values = {"dir": str(tmp_path), "file": str(blocker), "under": str(blocker / "x.jsonl"),
+              "sweep": str(sweep_file(tmp_path, "q.toml")), "results": str(results)}
+    started = time.monotonic()
+    result = runner.invoke(app, [a.format(**values) for a in args])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1, result.output
+    assert "Traceback" not in result.output and time.monotonic() - started < 10
+
+
+def test_a_second_writer_is_told_which_pid_holds_the_file(tmp_path):
+    output = tmp_path / "held.jsonl"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]);"
+                               "from commbench.files import OutputLock; lock = OutputLock(sys.argv[2], '-o');"
+                               "print('locked', flush=True); time.sleep(30)", str(REPO), str(output)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        result = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "q.toml")), "-o", str(output), "--resume"])
+        assert result.exit_code == 2
+        assert f"is in use by PID {holder.pid}" in result.output
+        bench = runner.invoke(app, ["bench", "all_reduce", "-J", str(output)])
+        assert bench.exit_code == 2 and f"in use by PID {holder.pid}" in bench.output
+    finally:
+        holder.kill()
+        holder.wait()
+    with OutputLock(output, "-o"):  # free again once the holder is gone
+        pass
+
+
+def test_resume_refuses_another_sweep_but_continues_the_same(tmp_path):
+    output = tmp_path / "s.jsonl"
+    first = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-o", str(output)])
+    assert first.exit_code == 0, first.output
+    other = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "b.toml", last=32)), "-o", str(output), "--resume"])
+    assert other.exit_code == 2 and "--resume into" in other.output and "is refused" in other.output
+    wider = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-o", str(output), "--resume",
+                                "--nproc", "3"])
+    assert wider.exit_code == 2 and "3 rank(s)" in wider.output
+    renamed = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "c.toml")), "-o", str(output), "--resume"])
+    assert renamed.exit_code == 0 and "nothing to do" in renamed.output
+
+
+def test_bench_appending_after_a_cut_off_line_keeps_its_header(tmp_path):
+    output = tmp_path / "b.jsonl"
+    output.write_text('{"record_type":"header","run_id":"cut')
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "8", "-n", "2", "-J", str(output)])
+    assert result.exit_code == 0, result.output
+    kinds = [json.loads(line)["record_type"] for line in output.read_text().splitlines()]
+    assert kinds == ["header", "measurement"]
+
+
+def test_default_bench_outputs_are_unique(tmp_path, monkeypatch):
+    from commbench.measure.bench import default_output_path
+
+    monkeypatch.chdir(tmp_path)
+    assert len({default_output_path("all_reduce") for _ in range(50)}) == 50
+    assert os.path.basename(default_output_path("all_reduce")).startswith("all_reduce-")
+
+
+def test_two_sweeps_on_one_file_the_second_is_refused(tmp_path):
+    slow = tmp_path / "slow.toml"
+    slow.write_text(QUICK.format(last=16).replace("iters = 2", "iters = 1000000"))
+    output = tmp_path / "two.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = subprocess.Popen([sys.executable, "-m", "commbench", "sweep", str(slow), "-o", str(output)], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (output.exists() and output.stat().st_size) and time.monotonic() < deadline:
+            assert first.poll() is None
+            time.sleep(0.05)
+        second = runner.invoke(app, ["sweep", str(slow), "-o", str(output), "--resume"])
+        assert second.exit_code == 2 and f"is in use by PID {first.pid}" in second.output, second.output
+    finally:
+        first.kill()
+        first.wait()
