@@ -47,8 +47,8 @@ class Calibration:
     # Defaults = `python benchmarks/planner_calibration.py --fit` from FIT_START (88 published rows,
     # Huber log loss, family x system weights, on the step model with issue 14's layer split). Three
     # terms sit at bounds (attention 0.75, overlap 0.3, graph_layer_residual 1: the rows give per-layer
-    # graphs no launch saving) and grouped_gemm_efficiency still fits to about half its published anchor (0.534): the MoE rows
-    # charge the expert GEMMs for costs the model does not yet separate (issue 13 reports).
+    # graphs no launch saving) and grouped_gemm_efficiency still fits to about half its published
+    # anchor (0.534): the MoE rows charge the expert GEMMs for costs the model does not yet separate.
     gemm_efficiency_hopper: float = 0.7077
     gemm_efficiency_blackwell: float = 0.5214
     fp4_gemm_ratio: float = 0.7528
