@@ -58,7 +58,8 @@ def test_expert_kernel_term_in_step_model():
     arr = LayoutArrays.from_layouts([Layout(**base), Layout(fused_moe=True, **base)])
     with_kernels = evaluate_layouts(m, fabric, arr, calibration=Calibration(expert_gemm_kernel_s=1e-5))
     without = evaluate_layouts(m, fabric, arr, calibration=Calibration(expert_gemm_kernel_s=0.0))
-    moe_layers_stage = (m.num_moe_layers + m.num_mtp_layers) / 16
+    from commbench.planner.split import stage_imbalance   # the busiest stage of Megatron's layer split
+    moe_layers_stage = (m.num_moe_layers + m.num_mtp_layers) / 16 * float(stage_imbalance(m, np.array([16]), np.array([1]))[0])
     n_mb = 2048 // 16
     expected = n_mb * moe_layers_stage * (256 / 8) * 6 * 1e-5
     assert (with_kernels.gemm_s[0] - without.gemm_s[0]) == pytest.approx(expected, rel=1e-6)
