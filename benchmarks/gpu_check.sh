@@ -7,7 +7,10 @@
 #      same points, interleaved; the torch-nccl records carry the ratio to cupy-nccl); if that fails,
 #      each backend alone, so one broken backend does not hide the other's numbers;
 #   3. every workload again on cupy-nccl with --cuda-graph;
-#   4. a summary table of every measured record (summary.md), read from the JSONL files.
+#   4. the NCCL tuning axes: a 2-combination bench (NCCL default + ring/simple, each in fresh processes;
+#      at world size 1 the axes are exercised, not meaningful) and the tuner-plugin config from it
+#      (nccl_tuner.conf, nccl_tuner.csv);
+#   5. a summary table of every measured record (summary.md), read from the JSONL files.
 # Writes everything under $OUT if set (the device runner collects it), else results/gpu_check.
 # A failing step is recorded and the script goes on; the exit code is the number of failed steps.
 #
@@ -58,6 +61,11 @@ for workload in "${SIZED[@]}" "${OWN[@]}"; do
     -J "$OUT_DIR/graph-$workload.jsonl"
 done
 
+step tuning-bench commbench bench all_reduce --nproc 1 --backend nccl -b 1K -e 1M -f 32 "${LOOP_ARGS[@]}" \
+  --nccl-algo ring --nccl-proto simple -J "$OUT_DIR/tuning-all_reduce.jsonl"
+step tuning-config commbench nccl-tuner "$OUT_DIR/tuning-all_reduce.jsonl" -o "$OUT_DIR/nccl_tuner.conf" \
+  --csv "$OUT_DIR/nccl_tuner.csv"
+
 python - "$OUT_DIR" <<'PY' > "$OUT_DIR/summary.md" 2>&1 || failures=$((failures + 1))
 """One row per measured record: what NCCL (cupy-nccl), torch-nccl and CUDA-graph replays took."""
 import pathlib
@@ -66,14 +74,16 @@ import sys
 from commbench.results.records import measurements, read_records
 
 out = pathlib.Path(sys.argv[1])
-print("| file | collective | backend | graph | size B | median us | busbw GB/s | wrong | ratio to baseline |")
-print("|---|---|---|---|---:|---:|---:|---:|---:|")
+print("| file | collective | backend | graph | nccl axes | status | size B | median us | busbw GB/s | wrong | ratio to baseline |")
+print("|---|---|---|---|---|---|---:|---:|---:|---:|---:|")
 for path in sorted(out.glob("*.jsonl")):
     for m in measurements(read_records([path])):
         ratio = m.metrics.get("time_ratio_to_baseline")
         median = f"{m.time_us_median:.2f}" if m.time_us_median is not None else m.status
         busbw = f"{m.busbw_gbps:.2f}" if m.busbw_gbps is not None else "-"
-        print(f"| {path.stem} | {m.collective} | {m.backend} | {bool(m.params.get('cuda_graph'))} | {m.size_bytes} "
+        axes = "/".join(str(m.params[k]) for k in ("nccl_algo", "nccl_proto", "nccl_channels") if k in m.params) or "-"
+        print(f"| {path.stem} | {m.collective} | {m.backend} | {bool(m.params.get('cuda_graph'))} | {axes} | {m.status} "
+              f"| {m.size_bytes} "
               f"| {median} | {busbw} | {m.num_wrong} | {'' if ratio is None else f'{ratio:.3f}'} |")
 PY
 echo "failed steps: $failures (details in $LOG; per-record numbers in $OUT_DIR/summary.md)" | tee -a "$LOG"

@@ -17,6 +17,7 @@ from commbench.cli import emulate as _emulate  # noqa: F401,E402
 from commbench.cli import tune as _tune  # noqa: F401,E402
 from commbench.cli import verify_plan as _verify_plan  # noqa: F401,E402
 from commbench.cli import calibrate as _calibrate  # noqa: F401,E402
+from commbench.cli import nccl_tuner as _nccl_tuner  # noqa: F401,E402
 
 
 def _given_value(opts, argv: list[str]) -> str | None:

@@ -21,7 +21,16 @@ from commbench.files import OutputLock, repair_torn_tail
 from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
+from commbench.comm.nccl_tuning import parse_axes, refuse_on_backend
 from commbench.units import parse_size_bytes, size_range
+
+
+def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
+    """Every NCCL tuning combination of the job in its own processes, into one results file."""
+    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.sweep.tuned_bench import run_tuned_bench
+
+    print_combinations(run_tuned_bench(config, combos, nproc=nproc), config.output_path)
 
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:
@@ -78,6 +87,10 @@ def bench(
     # --- raw NCCL options (issue 6) ---
     cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help="cupy-nccl: capture each stage in a CUDA graph once and time its replays (as nccl-tests -G); recorded with params.cuda_graph.")] = False,
     compare_backends: Annotated[Optional[str], typer.Option("--compare-backends", help="Measure the same points on several backends in one launch, e.g. torch-nccl,cupy-nccl; reports each one's time ratio to the last.")] = None,
+    # --- NCCL tuning axes (issue 16) ---
+    nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list: tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat (or default). Each combination runs in fresh processes; NCCL's default is measured first as the baseline.")] = None,
+    nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force, a comma list: ll, ll128, simple (or default).")] = None,
+    nccl_channels: Annotated[Optional[str], typer.Option("--nccl-channels", help="Channel counts to force (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS), a comma list, e.g. 4,8,16 (or default).")] = None,
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     if output_format not in ("table", "nccl-tests"):
@@ -108,11 +121,21 @@ def bench(
     config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks, nodes_per_rack=nodes_per_rack,
                                rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,
                                algorithm=algorithm, rs_impl=rs_impl)
+    combos = parse_axes(nccl_algo, nccl_proto, nccl_channels)
+    if combos:
+        if len(backends) > 1:
+            raise CommbenchError("--nccl-algo/--nccl-proto/--nccl-channels cannot be combined with --compare-backends")
+        refuse_on_backend(config.backend, combos)
+        if not workload.takes_size:
+            raise CommbenchError(f"the NCCL tuning axes apply to collectives swept by size, not {collective}")
     launched = detect_rank_env()
     lock = OutputLock(config.output_path, "--output") if launched is None or launched.rank == 0 else nullcontext()
     with lock:
         if launched is None or launched.rank == 0:
             repair_torn_tail(config.output_path)  # a run cut off mid-line: the new header starts a line
+        if combos:
+            run_bench_axes(config, combos, nproc)
+            return
         outcomes = _run(config, backends, nproc, timeout_s)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:

@@ -18,6 +18,25 @@ def fabric_predictor(path: str):
     return lambda collective, sizes, group_size: collective_time_s(fabric, collective, sizes, group_size)
 
 
+def print_tuning_winners(records: list) -> None:
+    """Per-size NCCL tuning winners, for runs measured with --nccl-algo/--nccl-proto/--nccl-channels."""
+    from rich.table import Table
+
+    from commbench.results.nccl_tuner import choose_cells
+    from commbench.results.tuning_report import WINNER_COLUMNS, scale_title, tuning_points, winner_rows
+
+    points = tuning_points(records)
+    tables: dict = {}
+    for scale, row in winner_rows(choose_cells(points), points) if points else []:
+        if scale not in tables:
+            tables[scale] = Table(title=f"NCCL tuning winners (measured): {scale_title(*scale)}", title_justify="left")
+            for name in WINNER_COLUMNS:
+                tables[scale].add_column(name, justify="left" if name in ("best combination", "rule") else "right")
+        tables[scale].add_row(*row)
+    for table in tables.values():
+        console.print(table)
+
+
 @command("report", help="Tables, busbw-vs-size plots (PNG) and a Markdown summary from results files.")
 def report(
     files: Annotated[list[str], typer.Argument(help="Results files (JSONL).")],
@@ -31,7 +50,8 @@ def report(
     from commbench.files import check_output_dir
 
     check_output_dir(out, "--out")
-    records = measurements(read_records(files, on_bad_line=lambda n, why: console.print(styled("[yellow]skipped line {}[/]: {}", n, why))))
+    everything = read_records(files, on_bad_line=lambda n, why: console.print(styled("[yellow]skipped line {}[/]: {}", n, why)))
+    records = measurements(everything)
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")
     for collective, series in sorted(by_collective(records).items()):
@@ -40,6 +60,8 @@ def report(
             for m in rows:
                 add_measurement_row(table, m)  # imported nccl-tests rows have no p99: shown as "-"
             console.print(table)
+    print_tuning_winners(everything)
     predict = fabric_predictor(fabric) if fabric else None
-    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "")
+    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
+                          run_records=everything)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

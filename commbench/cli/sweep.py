@@ -62,6 +62,16 @@ def print_dry_run(sweep, world_size: int, backend: str) -> None:
                   highlight=False)
 
 
+def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
+    """The sweep once per NCCL tuning combination, each in fresh processes, into one file."""
+    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.comm.nccl_tuning import refuse_on_backend
+    from commbench.sweep.tuned_sweep import run_tuned_sweep
+
+    refuse_on_backend(job.backend, list(job.sweep.tuning))
+    print_combinations(run_tuned_sweep(job, nproc=nproc), job.output_path, again)
+
+
 def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
                           again: str) -> tuple[dict, tuple[int, int]]:
     """Run the sweep; when ranks hang on a point (recorded failed, ranks killed), start fresh ranks
@@ -100,18 +110,28 @@ def sweep(
     resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing.")] = False,
     world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: the file's world_size, else nproc).")] = None,
+    nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's [sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
+    nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force: ll, ll128, simple, default (replaces [sweep] nccl_proto).")] = None,
+    nccl_channels: Annotated[Optional[str], typer.Option("--nccl-channels", help="Channel counts to force, e.g. 4,8,16 (replaces [sweep] nccl_channels).")] = None,
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     from commbench.comm.backends import resolve_backend
     from commbench.comm.launch import detect_rank_env
 
     spec = load_sweep(file)
+    if (nccl_algo, nccl_proto, nccl_channels) != (None, None, None):
+        from commbench.comm.nccl_tuning import parse_axes
+
+        spec = dataclasses.replace(spec, tuning=tuple(parse_axes(nccl_algo, nccl_proto, nccl_channels)))
     requested = backend or spec.backend
     if dry_run:
         world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
         if world < 1:
             raise CommbenchError(f"--world-size={world} is invalid: at least 1 rank")
         print_dry_run(spec, world, dry_run_backend(requested))
+        if spec.tuning:
+            console.print(f"x {len(spec.tuning)} NCCL tuning combination(s), each in fresh processes: "
+                          + ", ".join(c.label for c in spec.tuning), highlight=False)
         return
     if world_size is not None:
         raise CommbenchError("--world-size only applies to --dry-run: a launch's world size is its number of ranks")
@@ -132,6 +152,9 @@ def sweep(
                                   f"this sweep ({file} on {world} rank(s), {resolved})")
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
         again = resume_command(file, output, local_nproc)
+        if spec.tuning:
+            run_sweep_axes(job, local_nproc, again)
+            return
         outcomes, (ok_before, failed_before) = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from commbench.comm.nccl_tuning import combo_from_params
 from commbench.costmodel.fit import PiecewiseFit, fit_piecewise, leave_one_out_errors
 from commbench.costmodel.accuracy import REGIMES
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
@@ -162,6 +163,9 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             continue
         if record.group_size < 2:
             skip("group of one rank")
+            continue
+        if combo_from_params(record.params).channels is not None:  # forced algorithms are keyed: forced_nccl
+            skip("forced NCCL channel count (curves model NCCL's own channel choice)")
             continue
         num_domains = num_domains_of(record, headers.get(record.run_id))
         mapped = stage_points(record, num_domains)

@@ -46,6 +46,7 @@ class BenchConfig:
     params: dict[str, Any] = field(default_factory=dict)
     topology: TopologySpec | None = None  # racks (issue 4); None = from hostnames / commbench emulate
     subgroups: SubgroupSpec | None = None  # sub-group sweep (issue 4); None = the whole world
+    show_view: bool = True  # False when a parent process shows the progress (NCCL tuning axes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,7 +192,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     try:
         run_id = new_run_id()
         topology = resolve_on_ranks(config.topology, backend)
-        if is_writer:
+        if is_writer and config.show_view:
             print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True)
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
                                 topology=topology.to_dict(),
@@ -200,7 +201,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                backend.world_size, topology)
         comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
-        view = BenchView(config, header, len(points)) if is_writer else None
+        view = BenchView(config, header, len(points)) if is_writer and config.show_view else None
         try:
             if writer:
                 writer.write(header)

@@ -67,8 +67,8 @@ class Measurement:
       "min" (-a 2), "max" (-a 3). Records imported from nccl-tests hold only this one (mode "avg").
     algbw = size_bytes / median time, busbw = algbw * the collective's bus factor (GB = 1e9 B).
     `stages_us_median`: per stage, each stage timed in its own loop behind a barrier (no stage is
-    charged for the previous stage's skew). `status` is "ok" or "failed" (then `error` says why and
-    the numbers are absent).
+    charged for the previous stage's skew). `status` is "ok", "failed" or "skipped" (an NCCL tuning
+    combination NCCL refused); for the last two `error` says why and the numbers are absent.
     """
 
     record_type: str = "measurement"

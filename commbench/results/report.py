@@ -94,8 +94,9 @@ def markdown_table(rows: list[Measurement]) -> list[str]:
 
 
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
-                 predict: Predictor | None = None, predicted_from: str = "") -> ReportFiles:
-    """PNG per collective and README.md linking them, under out_dir."""
+                 predict: Predictor | None = None, predicted_from: str = "", run_records: list | None = None) -> ReportFiles:
+    """PNG per collective and README.md linking them, under out_dir. `run_records` (headers and
+    measurements): adds the NCCL tuning winners and heat maps for runs measured with --nccl-*."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
@@ -109,8 +110,14 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         md += [f"## {collective}", "", f"![{collective} busbw vs size]({png.name})", ""]
         for key, rows in sorted(series.items()):
             md += [f"### {series_label(key)}", "", *markdown_table(rows), ""]
+    if run_records:
+        from commbench.results.tuning_report import tuning_section
+
+        tuning_md, tuning_plots = tuning_section(run_records, out)
+        md += tuning_md
+        plots += tuning_plots
     if failed:
-        md += ["## Failed points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
+        md += ["## Failed or skipped points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
     path = out / "README.md"
     path.write_text("\n".join(md), encoding="utf-8")
     return ReportFiles(markdown=path, plots=plots)

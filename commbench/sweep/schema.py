@@ -5,6 +5,8 @@
     backend = "auto"             # auto | nccl | gloo (one launch = one backend)
     nproc = 4                    # local ranks when not started by torchrun/srun/mpirun
     world_size = 4               # the world the file is written for (--dry-run plans for it)
+    nccl_algo = ["ring", "tree"] # optional NCCL tuning axes (also nccl_proto, nccl_channels): every
+                                 # combination, NCCL's default first, in fresh processes (NCCL only)
 
     [defaults]                   # any entry key; entries override
     iters = 10
@@ -42,6 +44,7 @@ from commbench.errors import CommbenchError, read_user_file
 from commbench.units import timeout_problem
 from commbench.measure.subgroups import SubgroupSpec, rack_specs
 from commbench.comm.topology import TopologySpec
+from commbench.comm.nccl_tuning import TuningCombo, parse_axes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,7 +55,8 @@ ENTRY_KEYS = ("collective", "name", "sizes", "dtypes", "dtype", "op", "in_place"
               "warmup_iters", "check", "timeout_s")
 RACK_KEYS = ("ranks_per_rack", "topology", "racks", "nodes_per_rack", "rack_nodes")  # TopologySpec, as bench
 GROUP_KEYS = ("group_sizes", "group_layout")  # SubgroupSpec, as bench
-SWEEP_KEYS = ("name", "description", "backend", "nproc", "world_size")
+TUNING_KEYS = ("nccl_algo", "nccl_proto", "nccl_channels")  # NCCL tuning axes: one launch per combination
+SWEEP_KEYS = ("name", "description", "backend", "nproc", "world_size", *TUNING_KEYS)
 TOP_KEYS = ("sweep", "defaults", "run")
 SIZE_TABLE_KEYS = ("min", "max", "factor", "step")
 DEFAULT_TIMEOUT_S = 300.0
@@ -92,6 +96,7 @@ class Sweep:
     world_size: int | None
     entries: tuple[SweepEntry, ...]
     topology: TopologySpec | None = None  # the launch's racks (None: from host names / commbench emulate)
+    tuning: tuple[TuningCombo, ...] = ()  # NCCL tuning combinations ([sweep] nccl_algo/...), default first; () = none
 
     def __post_init__(self) -> None:
         if not self.entries:
@@ -310,9 +315,10 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
     nproc = _int(f"{where}: [sweep]", "nproc", head["nproc"], 1) if "nproc" in head else None
     world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1) if "world_size" in head else None
     entries = tuple(parse_entry(path, i, raw, defaults) for i, raw in enumerate(runs))
+    tuning = parse_axes(*(head.get(k) for k in TUNING_KEYS), names=tuple(f"{where}: [sweep] {k}" for k in TUNING_KEYS))
     return Sweep(path=path, name=str(head.get("name", Path(path).stem)), description=str(head.get("description", "")),
                  backend=backend, nproc=nproc, world_size=world, entries=entries,
-                 topology=launch_topology(path, entries))
+                 topology=launch_topology(path, entries), tuning=tuple(tuning))
 
 
 def load_sweep(path: str) -> Sweep:

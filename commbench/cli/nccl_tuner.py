@@ -1,0 +1,104 @@
+"""`commbench nccl-tuner RESULTS... -o nccl_tuner.conf`: NCCL example tuner-plugin rules from measured
+(or, with --fabric/--system, predicted) per-size winners of the NCCL tuning axes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from commbench.cli.base import command, console, fail
+from commbench.errors import CommbenchError, invalid
+from commbench.results.render import styled
+
+
+def _write(path: str, text: str, what: str) -> None:
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CommbenchError(f"{what} {path!r} cannot be written: {exc.strerror}") from None
+
+
+def print_combinations(results: list, output_path: str, again: str = "") -> None:
+    """After a run over the NCCL tuning axes (rank 0 only): one line per combination, then done, or
+    exit 1 when NCCL's default itself failed (refused combinations are data, not failures)."""
+    from commbench.comm.launch import detect_rank_env
+    from commbench.sweep.tuned_bench import baseline_failed, summary_lines
+
+    rank_env = detect_rank_env()
+    if rank_env is not None and rank_env.rank != 0:
+        return
+    for line in summary_lines(results):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # NCCL's reasons hold brackets
+    failed = baseline_failed(results)
+    if failed:
+        raise fail(f"the NCCL default (baseline) failed: {failed}; records in {output_path}"
+                   + (f"; continue with: {again}" if again else ""), exit_code=1)
+    console.print(styled("[green]done[/]: {} combination(s); records in {} (next: commbench nccl-tuner {} -o "
+                         "nccl_tuner.conf)", len(results), output_path, output_path), highlight=False)
+
+
+@command("nccl-tuner", help="Write an NCCL example tuner-plugin config (NCCL_TUNER_CONFIG_FILE) from results measured "
+                            "with --nccl-algo/--nccl-proto/--nccl-channels, or predicted from a fabric (--fabric/--system).")
+def nccl_tuner(
+    files: Annotated[Optional[list[str]], typer.Argument(help="Results files (JSONL) with NCCL-default and tuned points.")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="Config file to write (the plugin reads NCCL_TUNER_CONFIG_FILE, default nccl_tuner.conf).")] = "nccl_tuner.conf",
+    statistic: Annotated[str, typer.Option("--stat", help="Statistic that ranks combinations: median, mean, min, max or p99 (p99 needs >= 100 iterations).")] = "median",
+    min_gain: Annotated[float, typer.Option("--min-gain", help="Also require the winner to beat NCCL's default by this fraction (0.05 = 5%), on top of the measured noise.")] = 0.0,
+    csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the measurements as the input CSV of NCCL's scripts/optimize_config.py.")] = None,
+    fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="PREDICTED rules from a fabric profile (commbench fit) instead of results.")] = None,
+    system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
+    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
+    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default -1; NCCL's example plugin then runs ONE channel).")] = None,
+    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Predicted: smallest size.")] = "1K",
+    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size.")] = "4G",
+) -> None:
+    """Rules only where a combination beats NCCL's default by more than the noise; see docs/nccl-tuner.md."""
+    from commbench.results.nccl_tuner import STATISTICS
+    from commbench.results.nccl_tuner_file import optimize_config_csv, plugin_config_text
+    from commbench.workflows import nccl_tuner as flow
+
+    if statistic not in STATISTICS:
+        raise invalid("--stat", statistic, f"allowed {', '.join(STATISTICS)}")
+    if min_gain < 0:
+        raise invalid("--min-gain", min_gain, "a fraction >= 0")
+    predicted = fabric_path is not None or system is not None
+    if predicted and files:
+        raise invalid("RESULTS", files[0], "give results files or --fabric/--system, not both")
+    if predicted:
+        from commbench.cli.predict import resolve_fabric
+        from commbench.units import parse_size_bytes, size_range
+
+        if gpus is None:
+            raise invalid("--gpus", None, "required with --fabric/--system: the ranks of the communicator")
+        fabric = resolve_fabric(fabric_path, system, None, gpus)
+        sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"), 2.0, None)
+        num_nodes = nodes if nodes is not None else -(-gpus // fabric.domain_size)
+        if channels is not None and channels < 1:
+            raise invalid("--channels", channels, "a channel count >= 1")
+        result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes, channels=channels)
+        intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}", *result.notes]
+    else:
+        if not files:
+            raise invalid("RESULTS", None, "give results files (commbench bench --nccl-algo ...) or --fabric/--system")
+        result = flow.from_results(list(files), statistic=statistic, min_gain=min_gain)
+        runs = ",".join(result.sources[:6]) + ("..." if len(result.sources) > 6 else "")
+        intro = [f"commbench nccl-tuner: measured rules from {', '.join(files)}", f"runs {runs}",
+                 f"a rule only where the {statistic} beats NCCL's default by more than the noise"
+                 + (f" and {100 * min_gain:g}%" if min_gain else ""), *result.notes]
+    text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic)
+    _write(output, text, "config file")
+    for note in result.notes:
+        console.print(styled("[yellow]note:[/] {}", note), highlight=False)
+    kept = sum(1 for cell in result.cells if cell.choice is None)
+    label = "PREDICTED rule(s)" if predicted else "rule(s)"
+    console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
+                         "Load it: NCCL_TUNER_PLUGIN=<libnccl-tuner-example.so> NCCL_TUNER_CONFIG_FILE={}",
+                         output, len(result.rules), label, kept, len(result.cells), output), highlight=False)
+    if csv_path:
+        _write(csv_path, optimize_config_csv(result.points, statistic), "CSV file")
+        console.print(styled("[green]wrote[/] {} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py)",
+                             csv_path), highlight=False)

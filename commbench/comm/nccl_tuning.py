@@ -1,0 +1,129 @@
+"""NCCL tuning axes: algorithm, protocol and channel count forced through NCCL's environment.
+
+NCCL reads NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS when a communicator is
+created (and caches some of it per process), so every combination is measured on fresh
+communicators in fresh processes (commbench.sweep.combos). Names here are those of NCCL's example
+tuner plugin (NVIDIA/nccl plugins/tuner/example/plugin.c: parseAlgorithm, parseProtocol), which is
+also what `commbench nccl-tuner` writes; the environment spellings are NCCL's
+(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-algo, #nccl-proto).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterable
+
+from commbench.errors import CommbenchError
+
+# plugin name -> NCCL_ALGO / NCCL_PROTO value
+ALGORITHMS = {"tree": "Tree", "ring": "Ring", "collnet_direct": "CollnetDirect", "collnet_chain": "CollnetChain",
+              "nvls": "NVLS", "nvls_tree": "NVLSTree", "pat": "PAT"}
+PROTOCOLS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+TUNED_ENV_KEYS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
+DEFAULT = "default"  # no override on that axis: NCCL's own choice
+PARAM_KEYS = ("nccl_algo", "nccl_proto", "nccl_channels")  # where records carry the settings (params)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuningCombo:
+    """One combination of overrides; None on an axis leaves NCCL's own choice."""
+
+    algo: str | None = None
+    proto: str | None = None
+    channels: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.algo is not None and self.algo not in ALGORITHMS:
+            raise ValueError(f"algo={self.algo!r} is invalid: allowed {', '.join(ALGORITHMS)}")
+        if self.proto is not None and self.proto not in PROTOCOLS:
+            raise ValueError(f"proto={self.proto!r} is invalid: allowed {', '.join(PROTOCOLS)}")
+        if self.channels is not None and (isinstance(self.channels, bool) or self.channels < 1):
+            raise ValueError(f"channels={self.channels!r} is invalid: an integer >= 1")
+
+    @property
+    def is_default(self) -> bool:
+        return self.algo is None and self.proto is None and self.channels is None
+
+    def env(self) -> dict[str, str]:
+        """The NCCL_* variables this combination sets (the other tuned keys are removed)."""
+        env = {}
+        if self.algo is not None:
+            env["NCCL_ALGO"] = ALGORITHMS[self.algo]
+        if self.proto is not None:
+            env["NCCL_PROTO"] = PROTOCOLS[self.proto]
+        if self.channels is not None:
+            env["NCCL_MIN_NCHANNELS"] = env["NCCL_MAX_NCHANNELS"] = str(self.channels)
+        return env
+
+    def params(self) -> dict[str, str | int]:
+        """How a record names the settings in force ("default" where NCCL chose)."""
+        return {"nccl_algo": self.algo or DEFAULT, "nccl_proto": self.proto or DEFAULT,
+                "nccl_channels": DEFAULT if self.channels is None else self.channels}
+
+    @property
+    def label(self) -> str:
+        if self.is_default:
+            return "NCCL default"
+        return "/".join(str(v) if v is not None else "*" for v in (self.algo, self.proto, self.channels))
+
+
+def combo_from_params(params: dict) -> TuningCombo:
+    """The combination a record was measured under (records without the keys: NCCL's default)."""
+    def get(key):
+        value = params.get(key, DEFAULT)
+        return None if value == DEFAULT else value
+
+    return TuningCombo(algo=get("nccl_algo"), proto=get("nccl_proto"), channels=get("nccl_channels"))
+
+
+def _items(option: str, value: str | list | None) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else str(value).split(",")
+    out = [str(v).strip().lower() for v in items if str(v).strip()]
+    if not out:
+        raise CommbenchError(f"{option}={value!r} is invalid: give a comma list")
+    return out
+
+
+def parse_axes(algos: str | list | None, protos: str | list | None, channels: str | list | None, *,
+               names: tuple[str, str, str] = ("--nccl-algo", "--nccl-proto", "--nccl-channels")) -> list[TuningCombo]:
+    """Every combination of the given axes, NCCL's default first; [] when no axis is given.
+
+    `default` in a list keeps NCCL's choice on that axis (e.g. `--nccl-proto default,ll`)."""
+    algo_items, proto_items, channel_items = (_items(n, v) for n, v in zip(names, (algos, protos, channels)))
+    if not (algo_items or proto_items or channel_items):
+        return []
+
+    def check(option: str, items: list[str], allowed: Iterable[str]) -> list[str | None]:
+        allowed = list(allowed)
+        for item in items:
+            if item != DEFAULT and item not in allowed:
+                raise CommbenchError(f"{option}={item!r} is invalid: allowed {', '.join(allowed)} or {DEFAULT}")
+        return [None if i == DEFAULT else i for i in dict.fromkeys(items)] or [None]
+
+    def counts(option: str, items: list[str]) -> list[int | None]:
+        out: list[int | None] = []
+        for item in items:
+            if item == DEFAULT:
+                out.append(None)
+            elif not item.isdigit() or int(item) < 1:
+                raise CommbenchError(f"{option}={item!r} is invalid: allowed channel counts >= 1 or {DEFAULT}")
+            else:
+                out.append(int(item))
+        return list(dict.fromkeys(out)) or [None]
+
+    grid = itertools.product(check(names[0], algo_items, ALGORITHMS), check(names[1], proto_items, PROTOCOLS),
+                             counts(names[2], channel_items))
+    combos = [TuningCombo(algo=a, proto=p, channels=c) for a, p, c in grid]
+    baseline = TuningCombo()
+    return [baseline, *(c for c in combos if c != baseline)]
+
+
+def refuse_on_backend(backend: str, combos: list[TuningCombo]) -> None:
+    """The axes only mean something to NCCL; say so in one line elsewhere."""
+    if combos and backend not in ("nccl", "cupy-nccl"):
+        raise CommbenchError(f"the NCCL tuning axes (--nccl-algo/--nccl-proto/--nccl-channels, [sweep] nccl_*) need an "
+                             f"NCCL backend, got --backend={backend}: "
+                             f"{backend} has no algorithms or protocols to tune")

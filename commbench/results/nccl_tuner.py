@@ -1,0 +1,242 @@
+"""Per-size winners of the NCCL tuning axes, turned into rules for NCCL's example tuner plugin.
+
+Input: points keyed by (collective, nodes, ranks, size, combination) with a time and a noise
+estimate, measured (from results files) or predicted (from a cost model). For each collective and
+scale:
+  * a combination wins a size if it is the fastest by the chosen statistic AND beats NCCL's default
+    at that size by more than the noise (the larger relative noise of the two points) and by more
+    than `min_gain`; otherwise NCCL's default is kept there (no rule: NCCL decides);
+  * only combinations that name an algorithm, a protocol and a channel count can win: the plugin's
+    rule has no "any" for the first two (plugin.c parseAlgorithm/parseProtocol fall back to
+    ring/simple), and its -1 channels runs on one channel (see `expressible`);
+  * sizes between measured points go to the nearer one: measured sizes s_0 < ... < s_n own the cells
+    [0, m_0], [m_0+1, m_1], ..., [m_{n-1}+1, s_n] with m_i = floor((s_i + s_{i+1}) / 2) -- the
+    midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover 0..s_n without gaps
+    and sizes above s_n are left to NCCL;
+  * adjacent cells with the same winner merge into one rule.
+The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
+inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
+and scale and always name nNodes/nRanks, so order does not matter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from commbench.comm.nccl_tuning import TuningCombo, combo_from_params
+
+# commbench collective -> the plugin's collective_type (plugin.c parseCollType)
+PLUGIN_COLLECTIVES = {"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
+                      "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
+STATISTICS = ("median", "mean", "min", "max", "p99")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TunedPoint:
+    """One (collective, scale, size, combination) with its time; measured unless `predicted`."""
+
+    collective: str  # the plugin's name (allreduce, ...)
+    nodes: int
+    ranks: int
+    size_bytes: int
+    combo: TuningCombo
+    time_us: float
+    noise_rel: float = 0.0  # relative noise of time_us (0.03 = 3 %)
+    run_id: str = ""
+    predicted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.collective not in PLUGIN_COLLECTIVES.values():
+            raise ValueError(f"collective={self.collective!r} is invalid: allowed {', '.join(PLUGIN_COLLECTIVES.values())}")
+        if self.time_us <= 0 or self.noise_rel < 0 or self.size_bytes < 0:
+            raise ValueError(f"time_us={self.time_us}, noise_rel={self.noise_rel}, size_bytes={self.size_bytes}: "
+                             "time must be > 0, noise and size >= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    """The sizes [min_bytes, max_bytes] that follow one measured size, and what was chosen there."""
+
+    collective: str
+    nodes: int
+    ranks: int
+    min_bytes: int
+    max_bytes: int
+    size_bytes: int
+    choice: TuningCombo | None  # None: NCCL's default kept
+    speedup: float | None  # default time / best time (best of the expressible combinations)
+    noise_rel: float
+    best: TuningCombo | None
+    run_ids: tuple[str, ...] = ()
+    predicted: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """One line of the plugin's CSV: colltype,minbytes,maxbytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff."""
+
+    collective: str
+    min_bytes: int
+    max_bytes: int
+    algo: str
+    proto: str
+    channels: int  # -1: NCCL's channel count
+    nodes: int
+    ranks: int
+    pipe_ops: int = -1
+    reg_buff: int = -1
+    sizes_bytes: tuple[int, ...] = ()
+    speedups: tuple[float, ...] = ()
+    run_ids: tuple[str, ...] = ()
+    predicted: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_bytes <= self.max_bytes:
+            raise ValueError(f"min_bytes={self.min_bytes}, max_bytes={self.max_bytes}: need 0 <= min <= max")
+
+    def csv_fields(self) -> list[str]:
+        return [self.collective, str(self.min_bytes), str(self.max_bytes), self.algo, self.proto, str(self.channels),
+                str(self.nodes), str(self.ranks), str(self.pipe_ops), str(self.reg_buff)]
+
+
+def expressible(combo: TuningCombo, *, any_channels: bool = False) -> bool:
+    """Whether the plugin forces exactly this combination: it needs an algorithm and a protocol, and a
+    channel count -- plugin.c sets *nChannels = 1 before matching and keeps it for channels -1, and NCCL
+    (src/enqueue.cc: `nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`) then runs on one channel.
+    `any_channels` admits NCCL's own count (-1) anyway."""
+    return combo.algo is not None and combo.proto is not None and (any_channels or combo.channels is not None)
+
+
+def cell_bounds(sizes_bytes: list[int]) -> list[tuple[int, int]]:
+    """[lo, hi] per sorted distinct measured size: midpoint rule, 0..max, no gaps, no overlaps."""
+    bounds = []
+    for i, size in enumerate(sizes_bytes):
+        lo = 0 if i == 0 else bounds[-1][1] + 1
+        hi = size if i == len(sizes_bytes) - 1 else (size + sizes_bytes[i + 1]) // 2
+        bounds.append((lo, hi))
+    return bounds
+
+
+def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
+                 any_channels: bool = False) -> list[Cell]:
+    """One Cell per (collective, nodes, ranks, measured size); a later point replaces an earlier one
+    for the same combination and size (file order: the latest measurement counts).
+    `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins."""
+    table: dict[tuple, dict[int, dict[TuningCombo, TunedPoint]]] = {}
+    for p in points:
+        table.setdefault((p.collective, p.nodes, p.ranks), {}).setdefault(p.size_bytes, {})[p.combo] = p
+    cells = []
+    for (collective, nodes, ranks), by_size in sorted(table.items()):
+        sizes = sorted(by_size)
+        for (lo, hi), size in zip(cell_bounds(sizes), sizes):
+            options = by_size[size]
+            baseline = options.get(TuningCombo())
+            candidates = sorted((p for c, p in options.items() if expressible(c, any_channels=any_channels)),
+                                key=lambda p: p.time_us)
+            best = candidates[0] if candidates else None
+            choice, speedup, noise = None, None, 0.0
+            if best is not None and baseline is not None:
+                speedup = baseline.time_us / best.time_us
+                noise = max(best.noise_rel, baseline.noise_rel)
+                if speedup - 1.0 > max(noise, min_gain):
+                    choice = best.combo
+            elif best is not None and not need_baseline:
+                choice = best.combo
+            run_ids = tuple(dict.fromkeys(p.run_id for p in (baseline, best) if p is not None and p.run_id))
+            cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
+                              size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise,
+                              best=best.combo if best else None, run_ids=run_ids,
+                              predicted=any(p.predicted for p in options.values())))
+    return cells
+
+
+def merge_rules(cells: list[Cell]) -> list[Rule]:
+    """Adjacent cells of one collective and scale with the same choice become one rule."""
+    rules: list[Rule] = []
+    previous: Cell | None = None
+    for cell in cells:
+        same_scale = previous is not None and (previous.collective, previous.nodes, previous.ranks) == (
+            cell.collective, cell.nodes, cell.ranks)
+        if cell.choice is not None and same_scale and previous.choice == cell.choice and rules \
+                and rules[-1].max_bytes + 1 == cell.min_bytes:
+            last = rules[-1]
+            rules[-1] = Rule(**{**last.__dict__, "max_bytes": cell.max_bytes,
+                                "sizes_bytes": (*last.sizes_bytes, cell.size_bytes),
+                                "speedups": (*last.speedups, cell.speedup),
+                                "run_ids": tuple(dict.fromkeys((*last.run_ids, *cell.run_ids)))})
+        elif cell.choice is not None:
+            combo = cell.choice
+            rules.append(Rule(collective=cell.collective, min_bytes=cell.min_bytes, max_bytes=cell.max_bytes,
+                              algo=combo.algo, proto=combo.proto,
+                              channels=-1 if combo.channels is None else combo.channels, nodes=cell.nodes,
+                              ranks=cell.ranks, sizes_bytes=(cell.size_bytes,), speedups=(cell.speedup,),
+                              run_ids=cell.run_ids, predicted=cell.predicted))
+        previous = cell
+    return rules
+
+
+def record_time_us(record, statistic: str) -> float | None:
+    """The chosen statistic of a Measurement (None when absent; p99 needs >= 100 iterations)."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic={statistic!r} is invalid: allowed {', '.join(STATISTICS)}")
+    return getattr(record, f"time_us_{statistic}", None)
+
+
+def record_noise_rel(record, statistic: str = "median") -> float:
+    """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
+    per-iteration samples (order-statistic interval of the median, mean +- 1.96 standard errors:
+    commbench.results.compare, as the compare gate uses them), over the statistic; without samples
+    (older files) the spread from the median to the p99 (or max) over the median, conservatively."""
+    from commbench.results.compare import mean_interval, median_interval
+
+    value = record_time_us(record, statistic)
+    samples = getattr(record, "iter_times_us", None) or []
+    if value and len(samples) >= 2 and statistic in ("median", "mean"):
+        low, high = (median_interval if statistic == "median" else mean_interval)(np.asarray(samples, dtype=float))
+        return max(0.0, (high - low) / 2 / value)
+    median = record.time_us_median
+    tail = record.time_us_p99 if record.time_us_p99 is not None else getattr(record, "time_us_max", None)
+    if not median or tail is None:
+        return 0.0
+    return max(0.0, (tail - median) / median)
+
+
+def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
+    """TunedPoints from the ok whole-world records of plugin-supported collectives, with notes on
+    what was left out. nodes = distinct host names in the run's header; ranks = the group size."""
+    from commbench.results.records import Measurement, RunHeader
+
+    nodes_of = {r.run_id: len(set(r.hostnames)) or 1 for r in records if isinstance(r, RunHeader)}
+    points, left_out = [], {}
+    for r in records:
+        if not isinstance(r, Measurement):
+            continue
+        why = None
+        if r.collective not in PLUGIN_COLLECTIVES:
+            why = f"{r.collective}: not a collective the plugin tunes"
+        elif r.status != "ok":
+            why = f"{r.status} points"
+        elif r.num_groups != 1 or r.group_size != r.world_size:
+            why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
+        elif r.run_id not in nodes_of:
+            why = "points without their run header"
+        time_us = None if why else record_time_us(r, statistic)
+        if why is None and not time_us:
+            why = f"points without a {statistic} time"
+        if why:
+            left_out[why] = left_out.get(why, 0) + 1
+            continue
+        combo = combo_from_params(r.params)
+        points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
+                                 ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
+                                 noise_rel=record_noise_rel(r, statistic), run_id=r.run_id))
+    notes = [f"left out {n} {why}" for why, n in left_out.items()]
+    dtypes = sorted({r.dtype for r in records if isinstance(r, Measurement) and r.status == "ok"
+                     and r.collective in PLUGIN_COLLECTIVES})
+    if len(dtypes) > 1:
+        notes.append(f"several dtypes ({', '.join(dtypes)}): the plugin matches bytes only, so the latest "
+                     "record per size and combination counts")
+    return points, notes

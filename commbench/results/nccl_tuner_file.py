@@ -1,0 +1,109 @@
+"""The files `commbench nccl-tuner` writes: NCCL's example tuner-plugin CSV, and the measurement CSV
+that NVIDIA's scripts/optimize_config.py reads.
+
+Plugin file (NVIDIA/nccl plugins/tuner/example/plugin.c, loadConfig): a line is read with
+fgets into 256 bytes; a line starting with '#' or empty is skipped; the rest is split on ',' (runs of
+commas collapse, so no field may be empty) with blanks trimmed; 8 to 10 fields make a rule, any
+other count is dropped silently; unknown names fall back silently (collective -> allreduce,
+algorithm -> ring, protocol -> simple). So: exactly 10 fields, names from the vocabularies, every
+line (comments too) well under 255 characters, '\\n' line ends.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from commbench.results.nccl_tuner import Cell, Rule, TunedPoint, expressible
+from commbench.units import format_size
+
+MAX_LINE_CHARS = 200  # the plugin reads 255 characters a line; a longer comment would spill into a rule
+PLUGIN_FIELDS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
+ONE_CHANNEL_WARNING = (
+    "WARNING: the example plugin sets nChannels=1 before matching (plugin.c) and NCCL keeps it (enqueue.cc):",
+    "sizes without a rule, and rules with channels -1, run on ONE channel; re-measure with the tuner on "
+    "(docs/nccl-tuner.md)")
+OPTIMIZE_CONFIG_FIELDS = ("collective", "size_bytes", "algorithm", "protocol", "channels", "nodes", "ranks", "pipeOps",
+                          "regBuff", "cost_metric", "bandwidth_gbps", "latency_us")
+
+
+def comment(text: str) -> str:
+    line = "# " + " ".join(text.split())
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 3] + "..."
+
+
+def _speedups(values: tuple[float, ...]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.2f}x" if abs(high - low) < 0.005 else f"{low:.2f}x-{high:.2f}x"
+
+
+def _origin(rule_or_cell) -> str:
+    if rule_or_cell.predicted:
+        return "PREDICTED (cost model)"
+    runs = ",".join(rule_or_cell.run_ids[:4]) + ("..." if len(rule_or_cell.run_ids) > 4 else "")
+    return f"measured, run {runs}" if runs else "measured"
+
+
+def rule_comment(rule: Rule, statistic: str) -> str:
+    sizes = rule.sizes_bytes
+    where = format_size(sizes[0]) if len(sizes) == 1 else f"{format_size(sizes[0])}..{format_size(sizes[-1])}"
+    scale = f"{rule.collective} nodes={rule.nodes} ranks={rule.ranks} [{rule.min_bytes}-{rule.max_bytes}]"
+    speedups = [s for s in rule.speedups if s is not None]
+    if not speedups:
+        return comment(f"{scale}: fastest predicted curve at {where}; {_origin(rule)}")
+    return comment(f"{scale}: {_speedups(tuple(speedups))} faster than NCCL default ({statistic}) at {where}; "
+                   f"{_origin(rule)}")
+
+
+def kept_comment(cell: Cell, statistic: str) -> str:
+    scale = f"{cell.collective} nodes={cell.nodes} ranks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}]"
+    if cell.best is None:
+        why = "no combination naming an algorithm, a protocol and a channel count was measured"
+    elif cell.speedup is None:
+        why = "NCCL default was not measured at this size"
+    else:
+        why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), within noise {100 * cell.noise_rel:.1f}%"
+               " or below --min-gain")
+    return comment(f"{scale}: NCCL default kept at {format_size(cell.size_bytes)}: {why}; {_origin(cell)}")
+
+
+def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str], statistic: str) -> str:
+    """The plugin's CSV: comments first (where each rule came from), then one rule a line."""
+    lines = [comment(text) for text in intro]
+    lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
+    lines.append(comment("sizes between measured points go to the nearer one (midpoint); above the largest: NCCL"))
+    if any(cell.choice is None for cell in cells) or any(rule.channels == -1 for rule in rules):
+        lines += [comment(ONE_CHANNEL_WARNING[0]), comment(ONE_CHANNEL_WARNING[1])]
+    most = max((rule.channels for rule in rules), default=-1)
+    if most > 0:
+        lines.append(comment(f"channels: measured with NCCL_MIN/MAX_NCHANNELS; a rule can only cap the communicator's "
+                             f"count, so if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set NCCL_MIN_NCHANNELS={most}"))
+    for cell in cells:
+        if cell.choice is None:
+            lines.append(kept_comment(cell, statistic))
+    body = []
+    for rule in rules:
+        body.append(rule_comment(rule, statistic))
+        body.append(",".join(rule.csv_fields()))
+    if not rules:
+        lines.append(comment("no rule: NCCL keeps its own choice at every size (the lines above say why)"))
+    text = "\n".join([*lines, *body]) + "\n"
+    assert all(len(line) < 255 for line in text.splitlines())
+    return text
+
+
+def optimize_config_csv(points: list[TunedPoint], statistic: str) -> str:
+    """Measurements in the input format of NVIDIA's scripts/optimize_config.py. Only combinations
+    that name an algorithm and a protocol are written: the script copies names into rules, and the
+    plugin reads an unknown name (such as "default") as ring/simple. latency_us and cost_metric: the
+    chosen statistic; bandwidth_gbps: size / that time (GB = 1e9 B)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(OPTIMIZE_CONFIG_FIELDS)
+    for p in points:
+        if not expressible(p.combo):
+            continue
+        channels = -1 if p.combo.channels is None else p.combo.channels
+        writer.writerow([p.collective, p.size_bytes, p.combo.algo, p.combo.proto, channels, p.nodes, p.ranks, -1, -1,
+                         f"{p.time_us:.3f}", f"{p.size_bytes / p.time_us / 1e3:.4f}", f"{p.time_us:.3f}"])
+    return out.getvalue()

@@ -1,0 +1,103 @@
+"""The NCCL-tuning part of `commbench report`: per-size winners and their speed-up over NCCL's default
+(Markdown table), and a heat map of every combination's speed-up per size (PNG). All measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from commbench.results.nccl_tuner import Cell, TunedPoint, choose_cells, points_from_records
+from commbench.units import format_size
+
+
+def tuning_points(records: list) -> list[TunedPoint]:
+    """Points of runs measured with the tuning axes (records without nccl_* params are left out)."""
+    points, _ = points_from_records([r for r in records if getattr(r, "record_type", "") == "header"
+                                     or "nccl_algo" in getattr(r, "params", {})])
+    return points
+
+
+def scale_title(collective: str, nodes: int, ranks: int) -> str:
+    return f"{collective}, {nodes} node(s), {ranks} rank(s)"
+
+
+WINNER_COLUMNS = ("size", "NCCL default (µs)", "best combination", "best (µs)", "speed-up", "noise", "rule")
+
+
+def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple, list[str]]]:
+    """((collective, nodes, ranks), row) per cell, columns as WINNER_COLUMNS (all measured)."""
+    default_us = {(p.collective, p.nodes, p.ranks, p.size_bytes): p.time_us for p in points if p.combo.is_default}
+    time_us = {(p.collective, p.nodes, p.ranks, p.size_bytes, p.combo): p.time_us for p in points}
+    rows = []
+    for cell in cells:
+        scale = (cell.collective, cell.nodes, cell.ranks)
+        base = default_us.get((*scale, cell.size_bytes))
+        best = time_us.get((*scale, cell.size_bytes, cell.best)) if cell.best else None
+        rows.append((scale, [format_size(cell.size_bytes), "-" if base is None else f"{base:.2f}",
+                             cell.best.label if cell.best else "-", "-" if best is None else f"{best:.2f}",
+                             "-" if cell.speedup is None else f"{cell.speedup:.2f}x", f"{100 * cell.noise_rel:.1f}%",
+                             cell.choice.label if cell.choice else "NCCL default kept"]))
+    return rows
+
+
+def winners_markdown(cells: list[Cell], points: list[TunedPoint]) -> list[str]:
+    md = ["## NCCL tuning: per-size winners (measured)", "",
+          "Speed-up = NCCL default time / best time (median). A winner is kept only beyond the measured noise "
+          "(`commbench nccl-tuner` writes these as plugin rules).", ""]
+    current = None
+    for scale, row in winner_rows(cells, points):
+        if scale != current:
+            current = scale
+            md += ["", f"### {scale_title(*scale)}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",
+                   "|---:|---:|---|---:|---:|---:|---|"]
+        md.append("| " + " | ".join(row) + " |")
+    return md + [""]
+
+
+def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path) -> Path | None:
+    """Rows: combinations; columns: sizes; colour: NCCL default time / combination time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    mine = [p for p in points if (p.collective, p.nodes, p.ranks) == scale]
+    base = {p.size_bytes: p.time_us for p in mine if p.combo.is_default}
+    combos = sorted({p.combo for p in mine if not p.combo.is_default}, key=lambda c: c.label)
+    sizes = sorted(base)
+    if not combos or not sizes:
+        return None
+    grid = np.full((len(combos), len(sizes)), np.nan)
+    for p in mine:
+        if p.combo in combos and p.size_bytes in base:
+            grid[combos.index(p.combo), sizes.index(p.size_bytes)] = base[p.size_bytes] / p.time_us
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(sizes) + 3), max(2.5, 0.35 * len(combos) + 1.5)))
+    spread = max(0.05, float(np.nanmax(np.abs(np.log2(grid))))) if np.isfinite(grid).any() else 1.0
+    image = ax.imshow(np.log2(grid), cmap="RdBu", vmin=-spread, vmax=spread, aspect="auto")
+    ax.set_xticks(range(len(sizes)), [format_size(s) for s in sizes], rotation=60, fontsize=7)
+    ax.set_yticks(range(len(combos)), [c.label for c in combos], fontsize=7)
+    ax.set_xlabel("size (nccl-tests' size)")
+    for (row, col), value in np.ndenumerate(grid):
+        if np.isfinite(value):
+            ax.text(col, row, f"{value:.2f}x", ha="center", va="center", fontsize=6)
+    ax.set_title(f"{scale_title(*scale)}\nspeed-up over NCCL default (measured; blue = faster)", fontsize=9)
+    fig.colorbar(image, ax=ax, label="log2(default time / time)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def tuning_section(records: list, out: Path) -> tuple[list[str], list[Path]]:
+    """Markdown lines and heat-map PNGs for the tuned runs among `records` (nothing when there are none)."""
+    points = tuning_points(records)
+    if not points:
+        return [], []
+    cells = choose_cells(points)
+    plots = []
+    for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
+        png = heatmap(points, scale, out / f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r.png")
+        if png is not None:
+            plots.append(png)
+    md = winners_markdown(cells, points) + [f"![NCCL tuning heat map]({png.name})" for png in plots] + [""]
+    return md, plots

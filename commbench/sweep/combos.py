@@ -1,0 +1,231 @@
+"""Process-per-combination launcher for the NCCL tuning axes.
+
+NCCL reads NCCL_ALGO / NCCL_PROTO / NCCL_{MIN,MAX}_NCHANNELS when a communicator is created and keeps
+some of it per process, so each combination runs in a fresh child process with its environment set;
+the child starts (or, under torchrun/srun/mpirun, becomes) the ranks through the existing job runner,
+on fresh communicators. All combinations append to one results file; this process shows one progress
+bar, advanced by the measurements the ranks append. A combination NCCL refuses (the child or a rank
+fails) is recorded, point by point, as `status="skipped"` with NCCL's first error line, and the next
+combination runs. NCCL's default (no override) is always measured first: it is the baseline.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import multiprocessing
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from commbench import __version__
+from commbench.comm.launch import DEFAULT_MASTER_PORT
+from commbench.comm.nccl_tuning import TUNED_ENV_KEYS, TuningCombo
+from commbench.errors import first_line
+from commbench.results.records import JsonlWriter, Measurement, RunHeader, new_run_id
+
+POLL_S = 0.2
+COMBO_ENV = "COMMBENCH_NCCL_COMBO"  # the combination's label, set in its processes
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankFailure:
+    """What a guarded rank returns instead of raising (so NCCL's reason reaches the parent)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComboResult:
+    combo: TuningCombo
+    num_recorded: int  # measurements the ranks wrote for it
+    skipped_reason: str | None  # NCCL's (or the rank's) first error line when the combination was refused
+
+
+def guarded_rank(rank_env, payload: tuple[Callable, Any]) -> Any:
+    """`rank_fn(rank_env, config)`, with any exception returned as a RankFailure (picklable)."""
+    rank_fn, config = payload
+    try:
+        return rank_fn(rank_env, config)
+    except Exception as exc:  # noqa: BLE001 - an NCCL refusal is data here, not a crash
+        line = first_line(exc)
+        return RankFailure(reason=line if line != type(exc).__name__ else type(exc).__name__)
+
+
+def combo_environ(combo: TuningCombo, index: int, base: dict[str, str]) -> dict[str, str]:
+    """The environment of a combination's processes: the tuned keys replaced by the combination's
+    (inherited values dropped, so the baseline really is NCCL's default). Under an outside launcher,
+    each combination rendezvouses on its own port (MASTER_PORT + 1 + index), hosted by rank 0,
+    so no store key of one combination is seen by the next."""
+    env = {k: v for k, v in base.items() if k not in TUNED_ENV_KEYS}
+    env.update(combo.env())
+    env[COMBO_ENV] = combo.label
+    if "RANK" in base or "SLURM_PROCID" in base or "OMPI_COMM_WORLD_RANK" in base:
+        env["MASTER_PORT"] = str(int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT)) + 1 + index)
+        env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+    return env
+
+
+def _child(conn, run_one: Callable[[TuningCombo], str | None], combo: TuningCombo, env: dict[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        reason = run_one(combo)
+    except BaseException as exc:  # noqa: BLE001 - report anything, including SystemExit, as the reason
+        reason = first_line(exc)
+    conn.send(reason)
+    conn.close()
+
+
+def _new_records(path: str, offset: int) -> tuple[str | None, int]:
+    """(run id of the first header, number of measurements) appended to `path` after byte `offset`."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            lines = handle.read().splitlines()
+    except OSError:
+        return None, 0
+    run_id, count = None, 0
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if data.get("record_type") == "header" and run_id is None:
+            run_id = data.get("run_id")
+        elif data.get("record_type") == "measurement":
+            count += 1
+    return run_id, count
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def skipped_header(*, backend: str, world_size: int, combo: TuningCombo, env: dict[str, str], argv: list[str],
+                   launcher: str, reason: str) -> RunHeader:
+    """The header for a combination refused before its ranks wrote one (written by this process)."""
+    return RunHeader(
+        run_id=new_run_id(), started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        argv=argv, commbench_version=__version__, python_version=sys.version.split()[0], torch_version=None,
+        nccl_version=None, cuda_version=None, cupy_version=None, backend=backend, world_size=world_size,
+        hostnames=[socket.gethostname()], devices=[], nccl_env={k: v for k, v in sorted(env.items()) if k.startswith("NCCL_")},
+        launcher=launcher, notes=[f"NCCL tuning combination {combo.label} refused before any point: {reason}"])
+
+
+def skipped_record(planned, *, run_id: str, collective, backend: str, world_size: int, loop, combo: TuningCombo,
+                   reason: str, point_key: str | None = None) -> Measurement:
+    """The record of a planned point (commbench.measure.bench.PlannedPoint) a refused combination never measured."""
+    spec = planned.spec
+    return Measurement(
+        run_id=run_id, collective=collective.name, backend=backend, size_bytes=spec.size_bytes, count=0,
+        dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=spec.in_place,
+        world_size=world_size, group_size=world_size if planned.groups is None else len(planned.groups[0]),
+        group_layout=planned.group.layout, num_groups=planned.group.num_groups, iters=loop.iters,
+        warmup_iters=loop.warmup_iters, status="skipped", error=f"NCCL refused {combo.label}: {reason}",
+        params=dict(spec.params), point_key=point_key)
+
+
+def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo], str | None], *, output_path: str,
+                     total_points: int, skipped_records: Callable[[TuningCombo, str, str, int], list[Measurement]],
+                     make_header: Callable[[TuningCombo, dict[str, str], str], RunHeader], is_writer: bool = True,
+                     show_progress: bool = True, start_method: str = "spawn",
+                     stall_timeout_s: float | None = None) -> list[ComboResult]:
+    """Run `run_one(combo)` for every combination, each in a fresh child process with its NCCL_*
+    environment; `run_one` returns None or the reason the combination failed (picklable callable).
+
+    `total_points`: measurements per combination (for the progress bar).
+    `skipped_records(combo, reason, run_id, num_recorded)`: the skipped records of the points a
+    refused combination did not record; `make_header(combo, env, reason)`: a header for them when
+    the ranks wrote none. Only the writer (rank 0 / the local parent) writes or shows anything.
+    `stall_timeout_s`: a combination whose results file does not grow for this long (a hung NCCL
+    init, say) is terminated and recorded as skipped.
+    """
+    context = multiprocessing.get_context(start_method)
+    results: list[ComboResult] = []
+    progress = _progress(total_points * len(combos), output_path) if is_writer and show_progress else None
+    try:
+        for index, combo in enumerate(combos):
+            env = combo_environ(combo, index, dict(os.environ))
+            offset = _size(output_path)
+            if progress:
+                progress.describe(f"{combo.label} ({index + 1}/{len(combos)})")
+            receive, send = context.Pipe(duplex=False)
+            child = context.Process(target=_child, args=(send, run_one, combo, env), daemon=False)
+            child.start()
+            send.close()
+            # only the writer watches the file: other ranks' hosts may not see it
+            stalled = _wait(child, output_path, stall_timeout_s if is_writer else None, progress, lambda: (
+                sum(r.num_recorded for r in results) + _new_records(output_path, offset)[1]
+                + sum(total_points - r.num_recorded for r in results if r.skipped_reason)))
+            if stalled:
+                reason = stalled
+            else:
+                reason = receive.recv() if receive.poll() else f"the combination's process exited with code {child.exitcode}"
+            run_id, recorded = _new_records(output_path, offset)
+            if reason is not None and is_writer:
+                with JsonlWriter(output_path) as writer:
+                    if run_id is None:
+                        header = make_header(combo, env, reason)
+                        writer.write(header)
+                        run_id = header.run_id
+                    for record in skipped_records(combo, reason, run_id, recorded):
+                        writer.write(record)
+            results.append(ComboResult(combo=combo, num_recorded=recorded, skipped_reason=reason))
+            if progress:
+                progress.set(total_points * len(results))
+    finally:
+        if progress:
+            progress.close()
+    return results
+
+
+def _wait(child, output_path: str, stall_timeout_s: float | None, progress, done) -> str | None:
+    """Wait for the child, feeding the progress bar; end it when the results file stops growing."""
+    last_size, last_change = _size(output_path), time.monotonic()
+    while child.is_alive():
+        child.join(POLL_S)
+        if progress:
+            progress.set(done())
+        size = _size(output_path)
+        if size != last_size:
+            last_size, last_change = size, time.monotonic()
+        elif stall_timeout_s is not None and time.monotonic() - last_change > stall_timeout_s:
+            child.terminate()
+            child.join(10)
+            if child.is_alive():
+                child.kill()
+                child.join()
+            return f"no new record for {stall_timeout_s:g} s: the combination was stopped (a hang?)"
+    return None
+
+
+class _progress:
+    """One bar over every combination's points (rich), fed from the results file."""
+
+    def __init__(self, total: int, output_path: str) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from commbench.results.render import stdout_console
+
+        console = stdout_console()
+        console.print(f"results → {output_path}", markup=False, highlight=False)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            console=console)
+        self.task = self.bar.add_task("measuring", total=total)
+        self.bar.start()
+
+    def describe(self, text: str) -> None:
+        self.bar.update(self.task, description=f"measuring {text}")
+
+    def set(self, done: int) -> None:
+        self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        self.bar.stop()

@@ -1,0 +1,73 @@
+"""`commbench sweep` over the NCCL tuning axes ([sweep] nccl_algo / nccl_proto / nccl_channels or the
+--nccl-* options): the whole sweep once per combination, each in fresh processes (commbench.sweep.combos),
+all into one results file. Each entry's params gain the combination (nccl_algo, ...), so every point
+key names its combination and --resume continues where any combination stopped."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from commbench.comm.job import run_job
+from commbench.comm.launch import detect_rank_env
+from commbench.comm.nccl_tuning import TuningCombo
+from commbench.results.records import Measurement
+from commbench.sweep.combos import (ComboResult, RankFailure, guarded_rank, run_combinations, skipped_header,
+                                    skipped_record)
+from commbench.sweep.plan import plan_sweep
+from commbench.sweep.runner import SweepJob, run_sweep_rank
+from commbench.sweep.tuned_bench import stall_timeout_s, world_size_of
+from commbench.sweep.schema import Sweep
+
+
+def combo_sweep(sweep: Sweep, combo: TuningCombo) -> Sweep:
+    entries = tuple(dataclasses.replace(e, params={**e.params, **combo.params()}) for e in sweep.entries)
+    return dataclasses.replace(sweep, entries=entries, tuning=())
+
+
+def sweep_combo(combo: TuningCombo, *, job: SweepJob, nproc: int | None) -> str | None:
+    """One combination's sweep (runs in the combination's own process); None or why it failed."""
+    tuned = dataclasses.replace(job, sweep=combo_sweep(job.sweep, combo), show_progress=False)
+    outcomes = run_job(guarded_rank, (run_sweep_rank, tuned), nproc=nproc, backend=job.backend,
+                       validate_world=lambda world: plan_sweep(tuned.sweep, world, backend=job.backend) and None,
+                       output_path=job.output_path, timeout_s=max(e.timeout_s for e in job.sweep.entries))
+    for outcome in outcomes.values():
+        if isinstance(outcome, RankFailure):
+            return outcome.reason
+        if outcome.stopped:
+            return outcome.stopped
+    return None
+
+
+def skipped_sweep_records(combo: TuningCombo, reason: str, run_id: str, num_recorded: int, *, job: SweepJob,
+                          world_size: int) -> list[Measurement]:
+    """A `skipped` record for every point of the combination the file does not hold yet."""
+    from collectives import get_collective
+    from commbench.sweep.resume import recorded_keys
+
+    done = recorded_keys(job.output_path)
+    out = []
+    for point in plan_sweep(combo_sweep(job.sweep, combo), world_size, backend=job.backend):
+        if point.key in done:
+            continue
+        out.append(skipped_record(point.point, run_id=run_id, collective=get_collective(point.config.collective),
+                                  backend=job.backend, world_size=world_size, loop=point.config.loop, combo=combo,
+                                  reason=reason, point_key=point.key))
+    return out
+
+
+def run_tuned_sweep(job: SweepJob, *, nproc: int | None, start_method: str = "spawn") -> list[ComboResult]:
+    rank_env = detect_rank_env()
+    outside = rank_env is not None and rank_env.launcher != "local"
+    world = world_size_of(nproc, job.backend)
+    is_writer = not outside or rank_env.rank == 0
+    pending = [p for combo in job.sweep.tuning for p in plan_sweep(combo_sweep(job.sweep, combo), world, backend=job.backend)]
+    return run_combinations(
+        list(job.sweep.tuning), functools.partial(sweep_combo, job=job, nproc=nproc), output_path=job.output_path,
+        total_points=len(pending) // max(1, len(job.sweep.tuning)),
+        skipped_records=functools.partial(skipped_sweep_records, job=job, world_size=world),
+        make_header=lambda combo, env, reason: skipped_header(
+            backend=job.backend, world_size=world, combo=combo, env=env, argv=list(job.argv),
+            launcher=rank_env.launcher if rank_env else "local", reason=reason),
+        is_writer=is_writer, show_progress=is_writer and job.show_progress, start_method=start_method,
+        stall_timeout_s=stall_timeout_s(max(e.timeout_s for e in job.sweep.entries)))

@@ -1,0 +1,118 @@
+"""`commbench nccl-tuner`: measured (results files) or predicted (cost model) per-size winners of the
+NCCL tuning axes, written as NCCL's example tuner-plugin config (and optionally optimize_config.py's CSV)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from commbench.comm.nccl_tuning import TuningCombo
+from commbench.errors import CommbenchError
+from commbench.results.nccl_tuner import (PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, expressible,
+                                          merge_rules, points_from_records)
+
+# Today's cost model names algorithms, not protocols (commbench/costmodel/presets.py): the pairing with a
+# protocol is ASSUMED here -- "ring" and "nvls" are its bandwidth (Simple) curves, "ring_ll" is LL, and
+# "tree" is the presets' low-latency curve inside a domain (LL latency, 1/8 of the link rate) but the
+# full-rate NIC curve (Simple) across domains.
+COST_MODEL_COMBOS = {"ring": TuningCombo(algo="ring", proto="simple"), "ring_ll": TuningCombo(algo="ring", proto="ll"),
+                     "tree": TuningCombo(algo="tree", proto="ll"), "nvls": TuningCombo(algo="nvls", proto="simple")}
+PAIRING_NOTE = ("cost-model algorithm -> protocol pairing assumed: ring=ring/simple, ring_ll=ring/ll, nvls=nvls/simple, "
+                "tree=tree/ll inside one domain, tree/simple across domains")
+
+
+def cost_model_combo(algorithm: str, crosses_domains: bool) -> TuningCombo:
+    if algorithm == "tree" and crosses_domains:
+        return TuningCombo(algo="tree", proto="simple")
+    return COST_MODEL_COMBOS[algorithm]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TunerResult:
+    points: list[TunedPoint]
+    cells: list[Cell]
+    rules: list[Rule]
+    notes: list[str]
+    sources: list[str]  # run ids or the fabric's name
+
+
+def from_results(paths: list[str], *, statistic: str, min_gain: float) -> TunerResult:
+    from commbench.results.records import headers, read_records
+
+    bad: list[str] = []
+    records = read_records(paths, on_bad_line=lambda n, why: bad.append(f"line {n}: {why}"))
+    points, notes = points_from_records(records, statistic)
+    if not points:
+        raise CommbenchError(f"no usable measurements in {', '.join(paths)}: need ok whole-world points of "
+                             f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)")
+    if not any(p.combo == TuningCombo() for p in points):
+        notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
+    if not any(expressible(p.combo) for p in points):
+        notes.append("no combination names an algorithm, a protocol and a channel count, so none can become a rule: "
+                     "measure with --nccl-algo, --nccl-proto and --nccl-channels (docs/nccl-tuner.md)")
+    cells = choose_cells(points, min_gain=min_gain)
+    notes += [f"skipped {len(bad)} unreadable line(s)"] if bad else []
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes,
+                       sources=[h.run_id for h in headers(records)])
+
+
+def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
+                     channels: int | None = None) -> tuple[list[TunedPoint], set[str]]:
+    """Predicted per-combination times (the one function to swap as the cost model grows), and which
+    source each collective used: "nccl" -- the cost model's per (algorithm, protocol) NCCL structure
+    (costmodel.algorithm_protocol_times_s) -- or "curves" -- the per-algorithm alpha-beta curves of
+    fabrics without it, protocols paired as COST_MODEL_COMBOS assumes."""
+    import math
+
+    from commbench.costmodel import algorithm_protocol_times_s, collective_time_s
+    from commbench.costmodel.choice import uses_nccl_model
+
+    num_domains = math.ceil(ranks / fabric.domain_size)
+    sources: set[str] = set()
+    points = []
+
+    def add(plugin_name: str, combo: TuningCombo, times_s) -> None:
+        points.extend(TunedPoint(collective=plugin_name, nodes=nodes, ranks=ranks, size_bytes=size, combo=combo,
+                                 time_us=float(t) * 1e6, predicted=True)
+                      for size, t in zip(sizes_bytes, times_s) if 0 < t < math.inf)
+
+    for name, plugin_name in PLUGIN_COLLECTIVES.items():
+        if uses_nccl_model(fabric, name):
+            sources.add("nccl")
+            pairs = algorithm_protocol_times_s(fabric, name, np.asarray(sizes_bytes, dtype=float), ranks, num_domains)
+            for (algorithm, protocol), times_s in pairs.items():
+                add(plugin_name, TuningCombo(algo=algorithm, proto=protocol.lower(), channels=channels),
+                    np.broadcast_to(times_s, (len(sizes_bytes),)))
+            continue
+        if name not in fabric.collectives:
+            continue
+        for algorithm in COST_MODEL_COMBOS:
+            try:
+                times_s = collective_time_s(fabric, name, sizes_bytes, ranks, num_domains, algorithm=algorithm)
+            except (CommbenchError, ValueError):
+                continue  # the fabric has no curve for this algorithm at this scale
+            sources.add("curves")
+            add(plugin_name, dataclasses.replace(cost_model_combo(algorithm, num_domains > 1), channels=channels),
+                times_s)
+    return points, sources
+
+
+def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None) -> TunerResult:
+    if ranks < 2:
+        raise CommbenchError(f"--gpus={ranks} is invalid: a collective needs >= 2 ranks")
+    points, sources = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes, channels=channels)
+    if not points:
+        raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
+                             f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
+    cells = choose_cells(points, need_baseline=False, any_channels=True)
+    notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)"]
+    if "nccl" in sources:
+        notes.append("per (algorithm, protocol) times from the cost model's NCCL structure (costmodel/nccl_model.py, "
+                     "after NCCL's tuning.cc): the fastest pair, i.e. what NCCL's own model would pick")
+    if "curves" in sources:
+        notes.append(PAIRING_NOTE)
+    if channels is None:
+        notes.append("the cost model has no channel count: rules say -1 (set one with --channels)")
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, sources=[fabric.name])

@@ -1,0 +1,265 @@
+"""`commbench nccl-tuner`: cells and gaps, merging, noise-aware choice, and the exact plugin file format,
+checked with a reproduction of the example plugin's parser and matcher."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.comm.nccl_tuning import ALGORITHMS, PROTOCOLS, TuningCombo
+from commbench.results.nccl_tuner import TunedPoint, cell_bounds, choose_cells, merge_rules, points_from_records
+from commbench.results.nccl_tuner_file import OPTIMIZE_CONFIG_FIELDS, optimize_config_csv, plugin_config_text
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
+
+DEFAULT = TuningCombo()
+RING_LL = TuningCombo(algo="ring", proto="ll", channels=16)
+TREE_SIMPLE_8 = TuningCombo(algo="tree", proto="simple", channels=8)
+
+
+# --- reproduced, not imported: NVIDIA/nccl plugins/tuner/example/plugin.c (commit 35512d6f) ----------------
+PLUGIN_COLLECTIVES = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
+
+
+def reproduced_plugin_load(text: str) -> tuple[list[dict], list[str]]:
+    """loadConfig: fgets(line, 256) reads at most 255 characters; '#' or '\\n' first skips the line;
+    strtok_r on ',' (empty fields vanish), blanks trimmed, at most 10 tokens; 8..10 tokens make a config.
+    The C code silently maps unknown names to allreduce/ring/simple and drops bad lines; here those
+    are returned as problems, since for us they are errors."""
+    chunks, pos = [], 0
+    while pos < len(text):
+        newline = text.find("\n", pos)
+        end = len(text) if newline == -1 else newline + 1
+        end = min(end, pos + 255)
+        chunks.append(text[pos:end])
+        pos = end
+    configs, problems = [], []
+    for chunk in chunks:
+        if chunk[0] in "#\n":
+            continue
+        line = chunk.split("\n")[0]
+        raw_tokens = [t for t in line.split(",") if t != ""]
+        if len(raw_tokens) > 10:
+            problems.append(f"extra fields: {line!r}")
+        tokens = [t.strip(" \t") for t in raw_tokens[:10]]
+        if not 8 <= len(tokens) <= 10:
+            problems.append(f"dropped ({len(tokens)} fields): {line!r}")
+            continue
+        if len(tokens) != 10 or line.count(",") != 9:
+            problems.append(f"not 10 fields: {line!r}")
+        coll, lo, hi, algo, proto, channels, nodes, ranks, *rest = tokens
+        for name, value, allowed in (("collective", coll, PLUGIN_COLLECTIVES), ("algorithm", algo, ALGORITHMS),
+                                     ("protocol", proto, PROTOCOLS)):
+            if value not in allowed:
+                problems.append(f"unknown {name} {value!r} (the plugin would silently use its default)")
+        numbers = [lo, hi, channels, nodes, ranks, *rest]
+        if not all(n.isdigit() or n == "-1" for n in numbers):
+            problems.append(f"not an integer in {line!r}")
+            continue
+        configs.append({"coll": coll, "min": int(lo), "max": int(hi), "algo": algo, "proto": proto,
+                        "channels": int(channels), "nodes": int(nodes), "ranks": int(ranks),
+                        "pipe_ops": int(rest[0]) if rest else -1, "reg_buff": int(rest[1]) if len(rest) > 1 else -1})
+    return configs, problems
+
+
+def reproduced_plugin_select(configs: list[dict], coll: str, nbytes: int, nodes: int, ranks: int,
+                             pipe_ops: int = 1, reg_buff: int = 0) -> dict | None:
+    """pluginGetCollInfo: the first config matching collective, min <= nBytes <= max (inclusive),
+    nNodes/nRanks/numPipeOps/regBuff (-1 = any) wins."""
+    for c in configs:
+        if (c["coll"] == coll and c["min"] <= nbytes <= c["max"] and c["nodes"] in (-1, nodes)
+                and c["ranks"] in (-1, ranks) and c["pipe_ops"] in (-1, pipe_ops) and c["reg_buff"] in (-1, reg_buff)):
+            return c
+    return None
+# --- end of the reproduction ------------------------------------------------------------------------------
+
+
+def point(size, combo, time_us, noise=0.0, coll="allreduce", ranks=8, nodes=1):
+    return TunedPoint(collective=coll, nodes=nodes, ranks=ranks, size_bytes=size, combo=combo, time_us=time_us,
+                      noise_rel=noise, run_id="r1")
+
+
+def test_cell_bounds_midpoints_cover_zero_to_max_without_gaps():
+    assert cell_bounds([8, 64, 1024]) == [(0, 36), (37, 544), (545, 1024)]
+    assert cell_bounds([5, 6]) == [(0, 5), (6, 6)]
+    assert cell_bounds([4096]) == [(0, 4096)]
+
+
+def test_adjacent_winners_merge_and_default_cells_break_ranges():
+    points = []
+    for size, best in ((1024, RING_LL), (2048, RING_LL), (4096, None), (8192, RING_LL)):
+        points.append(point(size, DEFAULT, 100.0))
+        points.append(point(size, RING_LL, 50.0 if best else 100.0))
+    cells = choose_cells(points)
+    assert [c.choice for c in cells] == [RING_LL, RING_LL, None, RING_LL]
+    rules = merge_rules(cells)
+    assert [(r.min_bytes, r.max_bytes) for r in rules] == [(0, 3072), (6145, 8192)]
+    assert rules[0].speedups == (2.0, 2.0) and rules[0].sizes_bytes == (1024, 2048)
+
+
+def test_only_beats_beyond_noise_and_min_gain_count():
+    points = [point(1024, DEFAULT, 100.0, noise=0.05), point(1024, RING_LL, 97.0, noise=0.01),
+              point(2048, DEFAULT, 100.0, noise=0.05), point(2048, RING_LL, 90.0, noise=0.01)]
+    cells = choose_cells(points)
+    assert [c.choice for c in cells] == [None, RING_LL]
+    assert cells[0].speedup == pytest.approx(100 / 97) and cells[0].noise_rel == 0.05
+    assert [c.choice for c in choose_cells(points, min_gain=0.2)] == [None, None]
+
+
+def test_a_combination_without_algorithm_and_protocol_cannot_win():
+    algo_only, any_channels = TuningCombo(algo="tree"), TuningCombo(algo="tree", proto="ll")
+    points = [point(1024, DEFAULT, 100.0), point(1024, algo_only, 10.0), point(1024, any_channels, 10.0),
+              point(1024, RING_LL, 80.0)]
+    (cell,) = choose_cells(points)
+    assert cell.choice == RING_LL and cell.best == RING_LL
+    assert choose_cells(points, any_channels=True)[0].choice == any_channels
+
+
+def test_scales_are_kept_apart():
+    points = [point(1024, DEFAULT, 100.0, ranks=8), point(1024, RING_LL, 50.0, ranks=8),
+              point(1024, DEFAULT, 100.0, ranks=16, nodes=2), point(1024, TREE_SIMPLE_8, 50.0, ranks=16, nodes=2)]
+    rules = merge_rules(choose_cells(points))
+    assert [(r.nodes, r.ranks, r.algo, r.channels) for r in rules] == [(1, 8, "ring", 16), (2, 16, "tree", 8)]
+
+
+def _header(run_id, hosts):
+    return RunHeader(run_id=run_id, started_at="2026-01-01T00:00:00+00:00", argv=[], commbench_version="0",
+                     python_version="3", torch_version=None, nccl_version="2.27.3", cuda_version=None,
+                     cupy_version=None, backend="nccl", world_size=len(hosts), hostnames=hosts, devices=[],
+                     nccl_env={}, launcher="torchrun")
+
+
+def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok"):
+    return Measurement(run_id=run_id, collective=coll, backend="nccl", size_bytes=size, count=size // 4,
+                       dtype="float32", op="sum", in_place=False, world_size=world, group_size=group or world,
+                       num_groups=1 if group is None else world // group, iters=20, warmup_iters=5,
+                       time_us_median=median if status == "ok" else None, time_us_p99=p99 or median * 1.01,
+                       time_us_min=median * 0.99, time_us_mean=median, status=status, params=combo.params())
+
+
+def _results_file(tmp_path):
+    """Two hosts x 2 ranks; all_reduce: ring/ll wins small sizes, tree/simple/8 the largest, the default
+    in between; the skipped nvls and the all_to_all points are left out."""
+    path = tmp_path / "tuned.jsonl"
+    hosts = ["n1", "n1", "n2", "n2"]
+    times = {DEFAULT: [20.0, 30.0, 100.0, 1000.0, 9000.0], RING_LL: [10.0, 15.0, 99.5, 2000.0, 20000.0],
+             TREE_SIMPLE_8: [40.0, 60.0, 120.0, 1005.0, 6000.0]}
+    sizes = [1024, 4096, 65536, 1 << 20, 16 << 20]
+    with JsonlWriter(path) as writer:
+        for index, (combo, row) in enumerate(times.items()):
+            writer.write(_header(f"run{index}", hosts))
+            for size, median in zip(sizes, row):
+                writer.write(_record(f"run{index}", size, combo, median))
+        writer.write(_header("run9", hosts))
+        writer.write(_record("run9", 1024, TuningCombo(algo="nvls", proto="simple"), 1.0, status="skipped"))
+        writer.write(_record("run9", 1024, RING_LL, 1.0, coll="all_to_all"))
+        writer.write(_record("run9", 1024, RING_LL, 1.0, group=2))
+    return path, sizes
+
+
+def test_points_from_records_take_nodes_from_the_header_and_leave_out_what_the_plugin_cannot_use(tmp_path):
+    from commbench.results.records import read_records
+
+    path, _ = _results_file(tmp_path)
+    points, notes = points_from_records(read_records([path]))
+    assert {(p.nodes, p.ranks) for p in points} == {(2, 4)} and len(points) == 15
+    assert any("skipped points" in n for n in notes) and any("all_to_all" in n for n in notes)
+    assert any("sub-group" in n for n in notes)
+
+
+def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_size(tmp_path):
+    path, sizes = _results_file(tmp_path)
+    conf, table = tmp_path / "nccl_tuner.conf", tmp_path / "perf.csv"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-o", str(conf), "--csv", str(table)])
+    assert result.exit_code == 0, result.output
+    text = conf.read_text()
+    configs, problems = reproduced_plugin_load(text)
+    assert problems == []
+    assert all(len(line) < 200 for line in text.splitlines()) and "\r" not in text
+    assert all(c["min"] <= c["max"] for c in configs)
+    spans = sorted((c["min"], c["max"]) for c in configs)
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))  # one collective, one scale: no overlap
+    expected = {1024: ("ring", "ll", 16), 4096: ("ring", "ll", 16), 65536: None, 1 << 20: None,
+                16 << 20: ("tree", "simple", 8)}
+    for size in sizes:
+        chosen = reproduced_plugin_select(configs, "allreduce", size, nodes=2, ranks=4)
+        assert (None if chosen is None else (chosen["algo"], chosen["proto"], chosen["channels"])) == expected[size]
+    assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=1, ranks=4) is None  # another scale
+    assert "run0" in text and "2.00x faster than NCCL default (median)" in text
+    assert "NCCL default kept at 64 KiB" in text and "run on ONE channel" in text
+    assert "set NCCL_MIN_NCHANNELS=16" in text
+    rows = list(csv.DictReader(io.StringIO(table.read_text())))
+    assert tuple(rows[0]) == OPTIMIZE_CONFIG_FIELDS
+    assert {r["algorithm"] for r in rows} == {"ring", "tree"} and len(rows) == 10  # no "default" rows
+
+
+def test_statistic_option_changes_the_choice(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 2))
+        writer.write(_record("a", 1024, DEFAULT, 10.0, p99=11.0, world=2))
+        writer.write(_record("a", 1024, RING_LL, 9.0, p99=30.0, world=2))  # faster median, far worse tail
+    conf = tmp_path / "c.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-o", str(conf)]).exit_code == 0
+    assert reproduced_plugin_load(conf.read_text())[0] == []  # 11% < its own 233% spread: noise
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-o", str(conf), "--stat", "p99"]).exit_code == 0
+    assert reproduced_plugin_load(conf.read_text())[0] == []  # at p99 the default is faster
+
+
+def test_predicted_rules_are_marked_and_parse(tmp_path):
+    conf = tmp_path / "p.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-o", str(conf)])
+    assert result.exit_code == 0, result.output
+    text = conf.read_text()
+    configs, problems = reproduced_plugin_load(text)
+    assert problems == [] and configs and all(c["nodes"] == 2 and c["ranks"] == 16 for c in configs)
+    assert all(c["channels"] == -1 for c in configs) and "run on ONE channel" in text
+    rule_comments = [line for line in text.splitlines() if line.startswith("# allreduce nodes=")]
+    assert rule_comments and all("PREDICTED" in line for line in rule_comments)
+    assert "PREDICTED" in text.splitlines()[0] and "cost model's NCCL structure" in text
+    assert {c["proto"] for c in configs} >= {"ll", "simple"}
+    CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-o", str(conf), "--channels", "8"])
+    assert {c["channels"] for c in reproduced_plugin_load(conf.read_text())[0]} == {8}
+
+
+def test_user_errors_are_one_line(tmp_path):
+    runner = CliRunner()
+    assert "--stat='p50' is invalid" in runner.invoke(app, ["nccl-tuner", "x.jsonl", "--stat", "p50"]).output
+    out = runner.invoke(app, ["nccl-tuner", "--system", "h100-hgx", "-o", str(tmp_path / "c")])
+    assert out.exit_code == 2 and "--gpus=None is invalid" in out.output
+    missing = runner.invoke(app, ["nccl-tuner", str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2 and "cannot be read" in missing.output
+
+
+def test_file_text_without_rules_says_so():
+    text = plugin_config_text([], [], intro=["x"], statistic="median")
+    assert reproduced_plugin_load(text) == ([], []) and "no rule" in text
+    assert optimize_config_csv([], "median").strip() == ",".join(OPTIMIZE_CONFIG_FIELDS)
+
+
+def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
+    path, _ = _results_file(tmp_path)
+    result = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    assert "NCCL tuning winners (measured): allreduce, 2 node(s), 4 rank(s)" in result.output
+    text = (tmp_path / "rep" / "README.md").read_text()
+    section = text[text.index("## NCCL tuning: per-size winners (measured)"):]
+    assert "### allreduce, 2 node(s), 4 rank(s)" in section
+    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.0% | ring/ll/16 |" in section
+    assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.0% | NCCL default kept |" in section
+    heat = tmp_path / "rep" / "nccl-tuning-allreduce-2n-4r.png"
+    assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text
+
+
+def test_noise_comes_from_the_per_iteration_samples_when_the_record_has_them():
+    import dataclasses
+
+    from commbench.results.nccl_tuner import record_noise_rel
+
+    tight = [10.0] * 8 + [10.1] * 8 + [50.0] * 4  # a few outliers: the median's interval stays narrow
+    record = dataclasses.replace(_record("a", 1024, RING_LL, 10.0, p99=50.0), iter_times_us=tight)
+    assert record_noise_rel(record) == pytest.approx(0.005)  # interval (10.0, 10.1) around 10.0
+    assert record_noise_rel(dataclasses.replace(record, iter_times_us=[])) == pytest.approx(4.0)  # p99 spread

@@ -1,0 +1,213 @@
+"""NCCL tuning axes: parsing, the process-per-combination launcher (with a fake rank that records the
+environment each process saw), skipped combinations, and the refusal on gloo."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.comm.nccl_tuning import TuningCombo, combo_from_params, parse_axes
+from commbench.errors import CommbenchError
+from commbench.measure.bench import BenchConfig, BenchOutcome
+from commbench.measure.harness import LoopOptions
+from commbench.results.records import JsonlWriter, Measurement, headers, measurements, read_records
+from commbench.sweep.combos import combo_environ, skipped_header
+from commbench.sweep.tuned_bench import run_tuned_bench, summary_lines
+
+ENV_LOG = "COMMBENCH_TEST_ENV_LOG"
+
+
+def fake_rank(rank_env, config: BenchConfig) -> BenchOutcome:
+    """Stands in for run_bench_rank: logs what this process saw, refuses NVLS like NCCL would."""
+    seen = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
+    with open(os.environ[ENV_LOG], "a") as log:
+        log.write(json.dumps({"pid": os.getpid(), "rank": rank_env.rank, "port": rank_env.master_port, "env": seen,
+                              "params": config.params}) + "\n")
+    if seen.get("NCCL_ALGO") == "NVLS":
+        raise RuntimeError("NCCL error: invalid usage: no algorithm/protocol available\nmore detail")
+    if rank_env.rank == 0:
+        combo = combo_from_params(config.params)
+        header = skipped_header(backend="nccl", world_size=rank_env.world_size, combo=combo, env=dict(os.environ),
+                                argv=[], launcher="fake", reason="")
+        with JsonlWriter(config.output_path) as writer:
+            writer.write(header)
+            for size in config.sizes_bytes:
+                writer.write(Measurement(run_id=header.run_id, collective=config.collective, backend="nccl",
+                                         size_bytes=size, count=size // 4, dtype="float32", op="sum", in_place=False,
+                                         world_size=rank_env.world_size, group_size=rank_env.world_size, iters=1,
+                                         warmup_iters=0, time_us_median=10.0, params=dict(config.params)))
+    return BenchOutcome(num_points=len(config.sizes_bytes), num_wrong=0, error=None)
+
+
+def test_parse_axes_grid_with_baseline_first():
+    combos = parse_axes("ring,tree", "ll,simple", None)
+    assert combos[0] == TuningCombo()
+    assert len(combos) == 5 and TuningCombo(algo="tree", proto="ll") in combos
+    assert parse_axes(None, None, None) == []
+    assert parse_axes("default,ring", None, "4,default") == [TuningCombo(), TuningCombo(channels=4),
+                                                              TuningCombo(algo="ring", channels=4),
+                                                              TuningCombo(algo="ring")]
+
+
+@pytest.mark.parametrize("algo, proto, channels, message", [
+    ("Ring2", None, None, "--nccl-algo='ring2' is invalid"),
+    (None, "ll64", None, "--nccl-proto='ll64' is invalid"),
+    (None, None, "0", "--nccl-channels='0' is invalid"),
+])
+def test_parse_axes_names_the_option(algo, proto, channels, message):
+    with pytest.raises(CommbenchError, match=message):
+        parse_axes(algo, proto, channels)
+
+
+def test_combo_env_and_params():
+    combo = TuningCombo(algo="nvls_tree", proto="ll128", channels=8)
+    assert combo.env() == {"NCCL_ALGO": "NVLSTree", "NCCL_PROTO": "LL128", "NCCL_MIN_NCHANNELS": "8",
+                           "NCCL_MAX_NCHANNELS": "8"}
+    assert combo_from_params(combo.params()) == combo
+    assert combo_from_params({}) == TuningCombo()
+
+
+def test_combo_environ_drops_inherited_settings_and_moves_the_port_under_a_launcher():
+    base = {"NCCL_ALGO": "Tree", "NCCL_DEBUG": "INFO", "RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "29500",
+            "TORCHELASTIC_USE_AGENT_STORE": "True"}
+    env = combo_environ(TuningCombo(), 2, base)
+    assert "NCCL_ALGO" not in env and env["NCCL_DEBUG"] == "INFO"
+    assert env["MASTER_PORT"] == "29503" and "TORCHELASTIC_USE_AGENT_STORE" not in env
+    assert combo_environ(TuningCombo(proto="ll"), 0, {"MASTER_PORT": "1"})["MASTER_PORT"] == "1"  # local: untouched
+    assert combo_environ(TuningCombo(), 0, {"SLURM_PROCID": "3", "SLURM_NTASKS": "8"})["MASTER_PORT"] == "29501"
+
+
+def _config(tmp_path, sizes=(1024, 4096)) -> BenchConfig:
+    return BenchConfig(collective="all_reduce", sizes_bytes=sizes, backend="gloo", loop=LoopOptions(iters=1),
+                       output_path=str(tmp_path / "tuned.jsonl"), timeout_s=30)
+
+
+def _log(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "env.log").read_text().splitlines()]
+
+
+def test_each_combination_runs_in_its_own_process_with_its_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
+    monkeypatch.setenv("NCCL_PROTO", "LL")  # a user's setting must not leak into the baseline
+    combos = parse_axes("ring,nvls", None, "4")
+    results = run_tuned_bench(_config(tmp_path), combos, nproc=1, start_method="fork", rank_fn=fake_rank)
+    seen = _log(tmp_path)
+    assert [s["env"].get("NCCL_ALGO") for s in seen] == [None, "Ring", "NVLS"]
+    assert seen[0]["env"] == {} and seen[1]["env"]["NCCL_MAX_NCHANNELS"] == "4" == seen[1]["env"]["NCCL_MIN_NCHANNELS"]
+    assert len({s["pid"] for s in seen} | {os.getpid()}) == 4  # a fresh process per combination
+    assert [s["params"]["nccl_algo"] for s in seen] == ["default", "ring", "nvls"]
+    assert [r.skipped_reason for r in results][:2] == [None, None]
+    assert results[2].skipped_reason == "NCCL error: invalid usage: no algorithm/protocol available"
+    records = read_records([tmp_path / "tuned.jsonl"])
+    assert len(headers(records)) == 3  # one file, one header per combination
+    skipped = [m for m in measurements(records) if m.status == "skipped"]
+    assert [m.size_bytes for m in skipped] == [1024, 4096]
+    assert all("NCCL refused nvls/*/4: NCCL error: invalid usage" in m.error for m in skipped)
+    assert skipped[0].params["nccl_channels"] == 4
+    assert headers(records)[-1].nccl_env["NCCL_ALGO"] == "NVLS"
+    assert summary_lines(results)[2].startswith("skipped nvls/*/4: NCCL error")
+
+
+def _outside_rank(rank: int, port: int, config: BenchConfig, log: str) -> None:
+    os.environ.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), TORCHELASTIC_USE_AGENT_STORE="True", **{ENV_LOG: log})
+    run_tuned_bench(config, [TuningCombo(), TuningCombo(proto="simple")], nproc=None, start_method="fork",
+                    rank_fn=fake_rank)
+
+
+def test_under_an_outside_launcher_every_rank_runs_each_combination_on_its_own_port(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    ranks = [context.Process(target=_outside_rank, args=(r, 29400, _config(tmp_path, sizes=(64,)),
+                                                         str(tmp_path / "env.log"))) for r in (0, 1)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(60)
+    assert [p.exitcode for p in ranks] == [0, 0]
+    seen = sorted((s["env"].get("NCCL_PROTO", "-"), s["rank"], s["port"]) for s in _log(tmp_path))
+    assert seen == [("-", 0, 29401), ("-", 1, 29401), ("Simple", 0, 29402), ("Simple", 1, 29402)]
+    assert len(headers(read_records([tmp_path / "tuned.jsonl"]))) == 2  # rank 0 writes, once per combination
+
+
+def test_axes_are_refused_on_gloo_in_one_line(tmp_path):
+    result = CliRunner().invoke(app, ["bench", "all_reduce", "--backend", "gloo", "--nccl-algo", "ring",
+                                      "-J", str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 2
+    assert "need an NCCL backend, got --backend=gloo" in result.output
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_sweep_runs_once_per_combination_into_one_resumable_file(tmp_path):
+    """The real sweep runner on gloo (the CLI refuses the axes there; the launcher itself does not care)."""
+    from commbench.sweep import SweepJob, parse_sweep
+    from commbench.sweep.tuned_sweep import run_tuned_sweep
+
+    spec = parse_sweep({"sweep": {"nccl_proto": ["ll"]},
+                        "run": [{"collective": "all_reduce", "sizes": ["1K", "4K"], "iters": 2, "warmup_iters": 0,
+                                 "timeout_s": 30}]})
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(tmp_path / "s.jsonl"), show_progress=False)
+    results = run_tuned_sweep(job, nproc=1, start_method="fork")
+    assert [r.skipped_reason for r in results] == [None, None] and [r.num_recorded for r in results] == [2, 2]
+    records = read_records([tmp_path / "s.jsonl"])
+    assert [h.nccl_env.get("NCCL_PROTO") for h in headers(records)] == [None, "LL"]
+    points = measurements(records)
+    assert [m.params["nccl_proto"] for m in points] == ["default", "default", "ll", "ll"]
+    assert len({m.point_key for m in points}) == 4
+    again = run_tuned_sweep(SweepJob(sweep=spec, backend="gloo", output_path=job.output_path, resume=True,
+                                     show_progress=False), nproc=1, start_method="fork")
+    assert [r.num_recorded for r in again] == [0, 0]
+    assert len(measurements(read_records([tmp_path / "s.jsonl"]))) == 4
+
+
+def test_sweep_file_axes_are_checked_and_refused_on_gloo(tmp_path):
+    from commbench.sweep import parse_sweep
+
+    with pytest.raises(CommbenchError, match=r"\[sweep\] nccl_algo='rings' is invalid"):
+        parse_sweep({"sweep": {"nccl_algo": ["rings"]}, "run": [{"collective": "all_reduce", "sizes": ["1K"]}]})
+    sweep_file = tmp_path / "t.toml"
+    sweep_file.write_text('[sweep]\nnccl_channels = [4, 8]\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K"]\n')
+    result = CliRunner().invoke(app, ["sweep", str(sweep_file), "--backend", "gloo", "-o", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 2 and "need an NCCL backend, got --backend=gloo" in result.output
+
+
+def test_fit_keys_forced_algorithms_and_leaves_out_forced_channel_counts():
+    from commbench.costmodel.fit_records import collect_points
+
+    def record(combo):
+        return Measurement(run_id="r", collective="all_reduce", backend="nccl", size_bytes=1 << 20, count=1 << 18,
+                           dtype="float32", op="sum", in_place=False, world_size=4, group_size=4, iters=5,
+                           warmup_iters=1, time_us_median=100.0, params=combo.params())
+
+    _, skipped = collect_points([record(TuningCombo(algo="ring", proto="ll", channels=8))], {})
+    assert any("forced NCCL channel count" in s for s in skipped)
+    curves, skipped = collect_points([record(TuningCombo()), record(TuningCombo(algo="ring", proto="ll"))], {})
+    assert not any("forced NCCL" in s for s in skipped) and curves
+
+
+def test_summary_exits_1_only_when_the_baseline_failed(capsys):
+    import typer
+
+    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.sweep.combos import ComboResult
+
+    refused = ComboResult(combo=TuningCombo(algo="nvls", proto="simple"), num_recorded=0, skipped_reason="no NVLS")
+    print_combinations([ComboResult(combo=TuningCombo(), num_recorded=3, skipped_reason=None), refused], "r.jsonl")
+    out = capsys.readouterr().out
+    assert "skipped nvls/simple/*: no NVLS" in out and "done: 2 combination(s)" in out
+    with pytest.raises(typer.Exit) as stop:
+        print_combinations([ComboResult(combo=TuningCombo(), num_recorded=0, skipped_reason="boom")], "r.jsonl")
+    assert stop.value.exit_code == 1
+
+
+def test_too_many_local_ranks_fail_before_any_combination_starts(tmp_path):
+    from commbench.sweep.tuned_bench import world_size_of
+
+    with pytest.raises(CommbenchError, match=r"--nproc=999 is invalid: allowed 1\.\.\d+ on nccl"):
+        world_size_of(999, "nccl")  # one NCCL rank per visible GPU
+    assert world_size_of(None, "gloo") == 2
