@@ -17,6 +17,10 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   replays the whole step (no launch time). Dropless MoE also syncs the per-expert token counts to
   the host before the grouped GEMM (moe_sync_s per MoE layer per micro-batch); full-iteration
   graphs need the sync-free path, so they remove it.
+- Expert GEMM kernels: without the fused grouped MLP, each local expert's GEMMs are separate
+  kernels (Transformer Engine GroupedLinear: one cuBLAS GEMM per expert), 6 per expert per MoE
+  layer per micro-batch (fc1, fc2 x fprop, dgrad, wgrad), each paying a fixed GPU time (launch
+  gap, partial last wave) that CUDA graphs do not remove: expert_gemm_kernel_s each.
 - Overlapped dispatcher: DeepEP/HybridEP kernels occupy SMs while they run; overlapped with
   compute they slow it by the fraction of SMs they hold (DeepEP README: normal kernels on 24 SMs).
 """
@@ -54,6 +58,14 @@ def host_time_s(layers, moe_layers, cuda_graph, cal) -> np.ndarray:
     launch = np.where(cuda_graph == 0, 1.0, np.where(cuda_graph == 1, cal.graph_layer_residual, 0.0))
     sync = np.where(cuda_graph == 2, 0.0, 1.0)
     return layers * cal.layer_overhead_s * launch + moe_layers * cal.moe_sync_s * sync
+
+
+EXPERT_GEMMS_PER_LAYER = 6  # fc1, fc2 x (fprop, dgrad, wgrad); the GLU's two halves are one fc1 GEMM
+
+
+def expert_kernel_time_s(moe_layers, local_experts, fused_moe, cal) -> np.ndarray:
+    """Fixed time of the per-expert GEMM kernels per micro-batch (none with the fused grouped MLP)."""
+    return np.where(fused_moe, 0.0, moe_layers * local_experts * EXPERT_GEMMS_PER_LAYER * cal.expert_gemm_kernel_s)
 
 
 def _fact(gpu, name: str) -> float:

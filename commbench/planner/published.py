@@ -251,7 +251,7 @@ BOUNDS = {"gemm_efficiency_hopper": (0.45, 0.8), "gemm_efficiency_blackwell": (0
           "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.65), "attention_efficiency": (0.25, 0.75),
           "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 5e-3), "graph_layer_residual": (0.05, 1.0),
           "moe_sync_s": (0.0, 2e-2), "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
-          "gemm_traffic_factor": (0.0, 10.0)}
+          "gemm_traffic_factor": (0.0, 10.0), "expert_gemm_kernel_s": (0.0, 5e-5)}
 HUBER_DELTA = 0.1  # |log error| beyond which the loss grows linearly (~10%): outlier rows pull less
 
 

@@ -16,8 +16,10 @@ embedding/loss stage accounting arranges), forward + backward:
   dispatcher with expert TP; MoE parallel folding, arXiv 2504.14960).
 - EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer, each on its own
   measured curve (DeepEP dispatch vs combine); bytes = tokens per rank x top-k (or distinct
-  destination ranks with the deduplicating flex dispatcher) x hidden x 2 B, except the forward
-  dispatch of the flex dispatcher in an 8/4-bit recipe: 1 B + block scales per element.
+  destination ranks with the deduplicating flex dispatcher; across scale-up domains, distinct
+  destination domains: ep_traffic.py) x hidden x 2 B, except the forward dispatch of the flex
+  dispatcher in an 8/4-bit recipe: 1 B + block scales per element.
+- Expert GEMM kernels: a fixed time per local expert GEMM kernel unless fused (kernels.py).
 - CP: ring attention passes K,V (cp-1) times forward and K,V + dK,dV backward; hidden behind the
   attention core (Liu et al., Ring Attention, arXiv 2310.01889).
 - PP: send/recv of one activation per virtual stage, forward and backward.
@@ -36,7 +38,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner import gemm_shape, kernels, memory
+from commbench.planner import ep_traffic, gemm_shape, kernels, memory
 from commbench.planner.dp_sync import dp_sync_s, hidden as _hidden
 from commbench.planner.calibration import CALIBRATED, Calibration
 from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations
@@ -205,6 +207,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     layers_per_stage_max = (model.num_layers + model.num_mtp_layers) / pp * imbalance
     moe_layers_per_stage_max = ((model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0) / pp * imbalance
     layers_stage, moe_stage = layers_per_stage_max, moe_layers_per_stage_max
+    local_experts = model.num_routed_experts / ep if model.is_moe else np.zeros(len(a))
+    gemm_s = gemm_s + kernels.expert_kernel_time_s(moe_stage, local_experts, a.fused_moe, cal)
     mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb) * imbalance
     memory_bound_s = mem_bytes / (hbm * cal.hbm_efficiency)
     overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal)
@@ -250,8 +254,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         # combine" of DeepEP's published figures (hardware.toml). The alltoall dispatcher sends bf16.
         # Combine always returns bf16 expert outputs (they are summed in higher precision).
         low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
-        elems_rank = tokens_rank * fanout * model.hidden
         ep_dom = _domains(etp * ep, ep, dom, max_dom)
+        # Across domains the flex kernels send one copy per destination domain (ep_traffic.py).
+        elems_rank = tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.hidden
         # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
         # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
         # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured

@@ -1,0 +1,66 @@
+"""Hand-computed cases for the MoE terms of issue 13b: the flex dispatcher's per-domain copies across
+scale-up domains (ep_traffic.py) and the per-expert GEMM kernel time (kernels.expert_kernel_time_s)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner import ep_traffic, kernels
+
+
+def test_distinct_domains_by_hand():
+    qwen = load_model("qwen3-235b-a22b")          # top-8, no group-limited routing
+    d = ep_traffic.distinct_domains_per_token(qwen, np.array([1.0, 2.0, 4.0]))
+    assert d == pytest.approx([1.0, 2 * (1 - 0.5 ** 8), 4 * (1 - 0.75 ** 8)])
+    dsv3 = load_model("deepseek-v3")              # 8 groups, 4 picked per token
+    # 8 domains of one group each: exactly the 4 picked groups' domains.
+    assert ep_traffic.distinct_domains_per_token(dsv3, np.array([8.0]))[0] == pytest.approx(4.0)
+    # 4 domains of two groups: 4 x (1 - C(6,4)/C(8,4)) = 4 x (1 - 15/70)
+    assert ep_traffic.distinct_domains_per_token(dsv3, np.array([4.0]))[0] == pytest.approx(4 * (1 - 15 / 70))
+    # 16 domains: groups straddle two domains each, no cap beyond the uniform top-8 count
+    assert ep_traffic.distinct_domains_per_token(dsv3, np.array([16.0]))[0] == pytest.approx(16 * (1 - (15 / 16) ** 8))
+
+
+def test_dispatch_copies_only_change_flex_across_domains():
+    m = load_model("deepseek-v3")
+    ep, dom = np.array([64, 64, 8]), np.array([8, 8, 1])
+    fan = np.array([7.56, 8.0, 7.0])
+    out = ep_traffic.dispatch_copies(m, ep, dom, fan, np.array([True, False, True]))
+    assert out.tolist() == pytest.approx([4.0, 8.0, 7.0])
+
+
+def test_flex_crossing_hgx_nodes_is_cheaper_than_alltoall():
+    m = load_model("deepseek-v3")
+    base = dict(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=2048, precision="fp8", moe_a2a_overlap=False)
+    arr = LayoutArrays.from_layouts([Layout(dispatcher="flex", **base), Layout(dispatcher="alltoall", **base)])
+    fabric = load_preset("h100-hgx", num_gpus=256)
+    bd = evaluate_layouts(m, fabric, arr)
+    assert bd.valid.all()
+    assert bd.ep_total_s[0] < 0.7 * bd.ep_total_s[1]   # 4 copies over IB instead of ~7.6 x 7/8
+    assert bd.tokens_per_s_per_gpu[0] > bd.tokens_per_s_per_gpu[1]
+
+
+def test_expert_kernel_time_by_hand():
+    cal = Calibration(expert_gemm_kernel_s=2e-5)
+    t = kernels.expert_kernel_time_s(np.array([4.0, 4.0]), np.array([32.0, 32.0]), np.array([False, True]), cal)
+    assert t.tolist() == pytest.approx([4 * 32 * 6 * 2e-5, 0.0])
+
+
+def test_expert_kernel_term_in_step_model():
+    m = load_model("deepseek-v3")
+    fabric = load_preset("b200-hgx", num_gpus=256)
+    base = dict(tp=1, pp=16, vp=1, ep=8, etp=1, dp=16, mbs=1, gbs=2048, precision="mxfp8")
+    arr = LayoutArrays.from_layouts([Layout(**base), Layout(fused_moe=True, **base)])
+    with_kernels = evaluate_layouts(m, fabric, arr, calibration=Calibration(expert_gemm_kernel_s=1e-5))
+    without = evaluate_layouts(m, fabric, arr, calibration=Calibration(expert_gemm_kernel_s=0.0))
+    from commbench.planner.split import stage_imbalance   # the busiest stage of Megatron's layer split
+    moe_layers_stage = (m.num_moe_layers + m.num_mtp_layers) / 16 * float(stage_imbalance(m, np.array([16]), np.array([1]))[0])
+    n_mb = 2048 // 16
+    expected = n_mb * moe_layers_stage * (256 / 8) * 6 * 1e-5
+    assert (with_kernels.gemm_s[0] - without.gemm_s[0]) == pytest.approx(expected, rel=1e-6)
+    assert with_kernels.gemm_s[1] == pytest.approx(without.gemm_s[1])   # fused grouped MLP: one kernel
