@@ -153,3 +153,15 @@ def test_megatron_builds_every_chosen_split():
         parallel_state.set_pipeline_model_parallel_rank(None)
         parallel_state.set_virtual_pipeline_model_parallel_world_size(None)
     assert checked > 150
+
+
+def test_plan_with_a_pinned_unbuildable_split_names_layers_and_pp_through_the_cli():
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    result = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "16",
+                                      "--layout", "tp=1,pp=16,vp=4,mbs=1,gbs=64"], env={"COLUMNS": "400"})
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "32 layers" in lines[0] and "pp=16 x vp=4" in lines[0], result.output

@@ -11,6 +11,7 @@ import typer
 
 from commbench.cli.base import command, console
 from commbench.results.render import styled
+from commbench.costmodel.nccl_tables import PROTOCOLS as NCCL_PROTOCOLS
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
                                  moe_all_to_all_time_s)
 from commbench.costmodel.choice import uses_nccl_model
@@ -92,9 +93,13 @@ def predict(
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor), dtype=np.float64)
     chosen = None
+    if protocol is not None and protocol not in NCCL_PROTOCOLS:
+        raise invalid("--protocol", protocol, f"one of {', '.join(NCCL_PROTOCOLS)}")
     if collective == "moe_all_to_all":
         if protocol is not None:
             raise invalid("--protocol", protocol, "only for NCCL collectives (all_reduce, reduce_scatter, all_gather, broadcast)")
+        if algorithm not in (None, "dispatch", "combine"):
+            raise invalid("--algorithm", algorithm, "for moe_all_to_all: dispatch or combine (default: both phases)")
         time_s = moe_all_to_all_time_s(fabric, sizes, group, num_domains, imbalance,
                                        phase=algorithm if algorithm in ("dispatch", "combine") else None)
     elif uses_nccl_model(fabric, collective):

@@ -222,6 +222,13 @@ def _why_none(bits: np.ndarray, req: SearchRequest, per_rack: int) -> str:
     names = [f"{n} ({r})" for n, r in RULES if common & RULE_BITS[n]]
     names += [f"{n} ({r}; {per_rack} GPUs per domain)" for n, r in PLACEMENT_RULES if common & PLACEMENT_BITS[n]]
     pinned = ", ".join(f"{k}={v}" for k, v in req.pins.items()) or "nothing pinned"
+    if common & RULE_BITS["pipeline"] and "pp" in req.pins:
+        from commbench.planner.split import choose_split
+
+        try:  # the split chooser's own line: layer count, pp x vp and why
+            choose_split(req.model, int(req.pins["pp"]), int(req.pins.get("vp", 1)))
+        except CommbenchError as exc:
+            return str(exc)
     if names:
         return f"every layout with {pinned} breaks rule {names[0]}"
     counts = {n: int(np.count_nonzero(bits & RULE_BITS[n])) for n, _ in RULES}
