@@ -229,7 +229,9 @@ def test_user_errors_are_one_line(tmp_path):
     runner = CliRunner()
     assert "--stat='p50' is invalid" in runner.invoke(app, ["nccl-tuner", "x.jsonl", "--stat", "p50"]).output
     out = runner.invoke(app, ["nccl-tuner", "--system", "h100-hgx", "-o", str(tmp_path / "c")])
-    assert out.exit_code == 2 and "--gpus=None is invalid" in out.output
+    assert out.exit_code == 2 and "--gpus is missing" in out.output
+    nothing = runner.invoke(app, ["nccl-tuner"])
+    assert nothing.exit_code == 2 and "nothing to tune from" in nothing.output and len(nothing.output.splitlines()) == 1
     missing = runner.invoke(app, ["nccl-tuner", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2 and "cannot be read" in missing.output
 

@@ -76,7 +76,8 @@ def nccl_tuner(
         from commbench.units import parse_size_bytes, size_range
 
         if gpus is None:
-            raise invalid("--gpus", None, "required with --fabric/--system: the ranks of the communicator")
+            raise CommbenchError("--gpus is missing: predicted rules (--fabric/--system) need the communicator's "
+                                 "rank count, e.g. --gpus 72")
         fabric = resolve_fabric(fabric_path, system, None, gpus)
         sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"), 2.0, None)
         num_nodes = nodes if nodes is not None else -(-gpus // fabric.domain_size)
@@ -86,7 +87,8 @@ def nccl_tuner(
         intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}", *result.notes]
     else:
         if not files:
-            raise invalid("RESULTS", None, "give results files (commbench bench --nccl-algo ...) or --fabric/--system")
+            raise CommbenchError("nothing to tune from: give results files (from commbench bench/sweep --nccl-algo ...) "
+                                 "for measured rules, or --system/--fabric with --gpus for predicted ones")
         result = flow.from_results(list(files), statistic=statistic, min_gain=min_gain)
         runs = ",".join(result.sources[:6]) + ("..." if len(result.sources) > 6 else "")
         intro = [f"commbench nccl-tuner: measured rules from {', '.join(files)}", f"runs {runs}",
