@@ -57,7 +57,7 @@ RUN_COLUMNS = (Col(name="run", numeric=False), Col(name="layout", numeric=False,
 
 
 def _run_rows(rows: list[dict]) -> list[list[str]]:
-    return [[escape(f"{r['model']} {r['gpu']}x{r['num_gpus']} {r.get('precision') or '?'}"),
+    return [[escape(f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'}"),
              f"tp{r['tp']} pp{r['pp']} vp{r.get('vp') or 1} ep{r.get('ep') or 1} cp{r.get('cp') or 1} mbs{r['mbs']} gbs{r['gbs']}",
              f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['predicted_tokens_per_s_per_gpu']:,.0f}", f"{r['error_pct']:+.1f}%"]
             for r in rows]
