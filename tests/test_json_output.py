@@ -121,3 +121,22 @@ def test_old_output_spellings_still_work_with_a_notice(results_file, tmp_path):
     clash = CliRunner().invoke(app, ["fit", str(results_file), "-o", "a.json", "-O", "b.json"])
     assert clash.exit_code == 2 and "disagree" in clash.stderr
     assert "--output" not in CliRunner().invoke(app, ["fit", "--help"], env={"COLUMNS": "200"}).stdout
+
+
+def test_tune_takes_a_calibration_file(results_file, tmp_path):
+    base = run_json(["tune", "--results", str(results_file), "--out", str(tmp_path / "a"), "--top", "2", "--json",
+                     "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096"])
+    slow = tmp_path / "slow.json"
+    # a user's runs say the expert GEMMs are half as fast as the shipped term: the plan must follow
+    slow.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 0.14}}))
+    calibrated = run_json(["tune", "--results", str(results_file), "--out", str(tmp_path / "b"), "--top", "2",
+                           "--json", "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096", "--calibration", str(slow)])
+    validate(calibrated, "plan")
+    assert calibrated["layout"] == base["layout"]
+    before, after = (d["predicted"]["tokens_per_s_per_gpu"] for d in (base, calibrated))
+    assert after < 0.9 * before
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 3}}))
+    refused = CliRunner().invoke(app, ["tune", "--results", str(results_file), "--out", str(tmp_path / "c"),
+                                       "--calibration", str(bad)])
+    assert refused.exit_code == 2 and "grouped_gemm_efficiency" in refused.output
