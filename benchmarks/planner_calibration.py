@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from commbench.planner.calibration import CALIBRATED, FIT_START, FITTED_TERMS
+from commbench.planner.calibration import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
 from commbench.planner.published import fit_calibration, predict_runs, published_runs
 
 
@@ -31,7 +31,7 @@ def leave_one_gpu_out(runs, start=FIT_START, rounds: int = 5) -> list[tuple[str,
     for gpu in sorted({str(r.row["gpu"]) for r in runs if r.layout is not None}):
         train = [r for r in runs if r.layout is not None and str(r.row["gpu"]) != gpu]
         test = [r for r in runs if r.layout is not None and str(r.row["gpu"]) == gpu]
-        cal = fit_calibration(train, start=start, rounds=rounds)
+        cal = fit_calibration(train, start=start, rounds=rounds, terms=PUBLISHED_FIT_TERMS)
         moe_med, dense_med, _, _ = _medians(predict_runs(test, cal))
         out.append((gpu, len(test), moe_med, dense_med))
     return out
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     runs = published_runs()
     cal = CALIBRATED
     if "--fit" in argv:
-        cal = fit_calibration(runs, start=FIT_START)
+        cal = fit_calibration(runs, start=FIT_START, terms=PUBLISHED_FIT_TERMS)
         print("fitted terms:")
         for name in FITTED_TERMS:
             print(f"  {name} = {getattr(cal, name):.4g}")

@@ -53,9 +53,45 @@ def test_dispatcher_sm_fraction_and_overlap_cost():
     window = bd.compute_s[1] - bd.overhead_s[1]
     frac = kernels.dispatcher_sm_fraction(fabric.gpu)
     cal = Calibration()
-    hidden = np.maximum(bd.ep_total_s[1] - cal.overlap_efficiency * np.minimum(bd.ep_total_s[1], window), 0.0)
+    hidden = np.maximum(bd.ep_total_s[1] - cal.ep_overlap_efficiency * np.minimum(bd.ep_total_s[1], window), 0.0)
     assert bd.ep_exposed_s[1] == pytest.approx(hidden + frac * min(bd.ep_total_s[1], window), rel=1e-9)
     assert bd.ep_exposed_s[1] < bd.ep_exposed_s[0] == bd.ep_total_s[0]
+
+
+def test_ep_overlap_has_its_own_efficiency():
+    m = load_model("qwen3-235b-a22b")
+    fabric = load_preset("h100-hgx", num_gpus=256)
+    lay = Layout(tp=2, pp=8, vp=4, ep=32, etp=1, dp=16, mbs=1, gbs=2048, precision="fp8", moe_a2a_overlap=True)
+    arr = LayoutArrays.from_layouts([lay])
+    full, none = (evaluate_layouts(m, fabric, arr, calibration=Calibration(ep_overlap_efficiency=e)) for e in (1.0, 0.3))
+    # the TP/DP/PP overlap term does not move the EP all-to-all
+    same = evaluate_layouts(m, fabric, arr, calibration=Calibration(ep_overlap_efficiency=1.0, overlap_efficiency=0.9))
+    assert same.ep_exposed_s[0] == pytest.approx(full.ep_exposed_s[0])
+    window = full.compute_s[0] - full.overhead_s[0]
+    sm = kernels.dispatcher_sm_fraction(fabric.gpu) * min(full.ep_total_s[0], window)
+    assert full.ep_exposed_s[0] == pytest.approx(max(full.ep_total_s[0] - window, 0.0) + sm, rel=1e-9)
+    assert none.ep_exposed_s[0] == pytest.approx(full.ep_total_s[0] - 0.3 * min(full.ep_total_s[0], window) + sm,
+                                                 rel=1e-9)
+
+
+def test_sustained_tensor_fraction_by_hand():
+    # rate ~ SMs^(2/3) x TDP^(1/3) at the power limit, against the family's reference (B200, H100)
+    assert gpu_spec("b200").sustained_tensor_fraction == 1.0 == gpu_spec("h100").sustained_tensor_fraction
+    assert gpu_spec("b300").sustained_tensor_fraction == pytest.approx((160 / 148) ** (2 / 3) * 1.1 ** (1 / 3))
+    assert gpu_spec("gb200").sustained_tensor_fraction == pytest.approx(1.2 ** (1 / 3) / (5000 / 4500))
+    assert gpu_spec("gb300").sustained_tensor_fraction == pytest.approx(
+        (160 / 148) ** (2 / 3) * 1.4 ** (1 / 3) / (5000 / 4500))
+    # same datasheet, more SMs and power: B300's GEMMs are faster than B200's by exactly that factor
+    m = load_model("llama3-8b")
+    lay = LayoutArrays.from_layouts([Layout(tp=1, dp=8, mbs=1, gbs=64, precision="fp8")])
+    cal = Calibration(gemm_traffic_factor=0.0)
+    b200, b300 = (evaluate_layouts(m, load_preset(p, num_gpus=8), lay, calibration=cal) for p in ("b200-hgx", "b300-hgx"))
+    assert b200.gemm_s[0] / b300.gemm_s[0] == pytest.approx(gpu_spec("b300").sustained_tensor_fraction, rel=1e-9)
+    assert b300.mfu[0] > b200.mfu[0] and b300.peak_tflops[0] == b200.peak_tflops[0]   # MFU stays on the datasheet
+    # a GPU without the facts is refused in one line, not guessed
+    from commbench.errors import CommbenchError
+    with pytest.raises(CommbenchError, match="tdp_w"):
+        kernels.sustained_tensor_fraction(dataclasses.replace(gpu_spec("b200"), sustained_tensor_fraction=None))
 
 
 def test_recompute_modules_cost_and_memory_ordering():
@@ -122,6 +158,10 @@ def test_faster_gpu_or_more_bandwidth_is_never_slower(model, monkeypatch):
     assert ok.sum() > 50
     fast = evaluate_layouts(m, _Proxy(base, _scaled_gpu(base.gpu, 1.5)), arr)
     assert np.all(fast.step_s[ok] <= slow.step_s[ok] * (1 + 1e-12))
+    # more power headroom (a higher sustained tensor rate) never predicts slower either
+    more_power = dataclasses.replace(base.gpu, sustained_tensor_fraction=base.gpu.sustained_tensor_fraction * 1.2)
+    cooler = evaluate_layouts(m, _Proxy(base, more_power), arr)
+    assert np.all(cooler.step_s[ok] <= slow.step_s[ok] * (1 + 1e-12)) and np.any(cooler.step_s[ok] < slow.step_s[ok])
     # twice the bandwidth (and half the latency) everywhere: every collective takes half the time
     from commbench.planner import step as step_module
     coll, a2a = step_module._costmodel()

@@ -56,6 +56,9 @@ class GpuSpec:
     hbm_usable_gb: float | None = None   # what a training process can allocate (None: hbm_gb)
     sms: int | None = None
     sfu_texp_per_s: float | None = None  # exponentials (MUFU.EX2) per second, 1e12
+    tdp_w: float | None = None           # power limit (W)
+    clock_reference: str | None = None   # family member whose datasheet rate holds at its power limit
+    sustained_tensor_fraction: float | None = None  # see sustained_tensor_fraction()
 
     @property
     def usable_hbm_bytes(self) -> float:
@@ -92,7 +95,36 @@ def gpu_spec(name: str) -> GpuSpec:
         hbm_usable_gb=float(row["hbm_usable_gb"]) if "hbm_usable_gb" in row else None,
         sms=int(row["sms"]) if "sms" in row else None,
         sfu_texp_per_s=float(row["sfu_texp_per_s"]) if "sfu_texp_per_s" in row else None,
+        tdp_w=float(row["tdp_w"]) if "tdp_w" in row else None,
+        clock_reference=str(row["clock_reference"]) if "clock_reference" in row else None,
+        sustained_tensor_fraction=sustained_tensor_fraction(key),
     )
+
+
+POWER_CLOCK_EXPONENT = 1.0 / 3.0
+
+
+def sustained_tensor_fraction(name: str) -> float | None:
+    """Tensor-core rate a GPU sustains at its power limit, as a fraction of its datasheet rate.
+
+    Dense GEMMs run a GPU at its power cap, so the clock is set by power, not by the datasheet's
+    boost clock. Dynamic power is P ~ C V^2 f with the voltage scaled along with the clock (V ~ f),
+    so P ~ SMs x f^3 (Hennessy & Patterson, Computer Architecture 6th ed., sec. 1.5): at a power
+    limit the clock goes as (TDP / SMs)^(1/3) and the tensor rate as SMs^(2/3) x TDP^(1/3). Each GPU
+    is compared with its family's reference (clock_reference: the base SKU, whose datasheet rate is
+    taken to hold at its own TDP) on the dense FP8 rate, whose per-SM-per-clock width is the same
+    across a family. E.g. B300 (160 SMs, 1.1 kW, the same 4.5 PF FP8 datasheet as B200's 148 SMs at
+    1 kW) sustains 1.087x its datasheet; GB200 (148 SMs, 1.2 kW, datasheet +11% over B200) 0.956x.
+    None when hardware.toml lacks the GPU's TDP or reference (the step model then refuses).
+    """
+    table = hardware_toml()["gpu"]
+    row = table[name]
+    ref_name = row.get("clock_reference")
+    if "tdp_w" not in row or "sms" not in row or ref_name not in table:
+        return None
+    ref = table[ref_name]
+    law = (row["sms"] / ref["sms"]) ** (1.0 - POWER_CLOCK_EXPONENT) * (row["tdp_w"] / ref["tdp_w"]) ** POWER_CLOCK_EXPONENT
+    return law / (row["fp8_tflops"] / ref["fp8_tflops"])
 
 
 def published_measurements() -> list[dict[str, Any]]:

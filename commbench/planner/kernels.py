@@ -21,6 +21,8 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   kernels (Transformer Engine GroupedLinear: one cuBLAS GEMM per expert), 6 per expert per MoE
   layer per micro-batch (fc1, fc2 x fprop, dgrad, wgrad), each paying a fixed GPU time (launch
   gap, partial last wave) that CUDA graphs do not remove: expert_gemm_kernel_s each.
+- Power-limited clock: a GPU running dense GEMMs sits at its power limit, so its tensor rate is
+  the datasheet's x sustained_tensor_fraction (from TDP and SM count, per GPU family).
 - Overlapped dispatcher: DeepEP/HybridEP kernels occupy SMs while they run; overlapped with
   compute they slow it by the fraction of SMs they hold (DeepEP README: normal kernels on 24 SMs).
 """
@@ -79,6 +81,17 @@ def _fact(gpu, name: str) -> float:
 def sfu_rate_exps(gpu) -> float:
     """Exponentials per second of the GPU's special-function units (hardware.toml sfu_texp_per_s)."""
     return _fact(gpu, "sfu_texp_per_s") * 1e12
+
+
+def sustained_tensor_fraction(gpu) -> float:
+    """Tensor-core rate at the GPU's power limit / its datasheet rate (hardware.toml tdp_w, sms,
+    clock_reference; commbench.data.reference.sustained_tensor_fraction has the law and its source)."""
+    value = getattr(gpu, "sustained_tensor_fraction", None)
+    if not value:
+        from commbench.errors import CommbenchError
+        raise CommbenchError(f"GPU {gpu.name!r} has no tdp_w, sms or clock_reference in hardware.toml; the step "
+                             "model needs them for the power-limited tensor rate")
+    return float(value)
 
 
 def dispatcher_sm_fraction(gpu) -> float:

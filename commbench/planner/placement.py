@@ -27,6 +27,14 @@ PLACEMENT_RULES: tuple[tuple[str, str], ...] = (
 PLACEMENT_BITS = {name: 1 << (16 + i) for i, (name, _) in enumerate(PLACEMENT_RULES)}
 
 
+def domains_touched(span: np.ndarray, group: np.ndarray, domain_size: int, max_domains: int | None = None) -> np.ndarray:
+    """Scale-up domains a group of `group` ranks spread over `span` consecutive ranks touches (at most
+    the fabric's domain count: racks filled below their size, e.g. 64 of 72, are still one domain each
+    to the cost model, which sizes domains by the full rack)."""
+    out = np.clip(np.ceil(span / domain_size), 1, group)
+    return np.minimum(out, max_domains) if max_domains else out
+
+
 def gpus_per_rack(num_gpus: int, domain_size: int) -> int:
     """GPUs used per scale-up domain: all of them when the count is a multiple of the domain (or
     fits in one), else the largest divisor of the count that fits a domain (256 GPUs on NVL72 racks

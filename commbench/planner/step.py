@@ -14,11 +14,11 @@ embedding/loss stage accounting arranges), forward + backward:
 - ETP: per MoE layer an all-gather of the dispatched tokens over the ETP group before the expert
   GEMMs and a reduce-scatter after, forward and mirrored backward (Megatron-Core alltoall
   dispatcher with expert TP; MoE parallel folding, arXiv 2504.14960).
-- EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer, each on its own
-  measured curve (DeepEP dispatch vs combine); bytes = tokens per rank x top-k (or distinct
-  destination ranks with the deduplicating flex dispatcher; across scale-up domains, distinct
-  destination domains: ep_traffic.py) x hidden x 2 B, except the forward dispatch of the flex
-  dispatcher in an 8/4-bit recipe: 1 B + block scales per element.
+- EP: dispatch + combine, forward and backward (4 all-to-alls) per MoE layer, and ETP's gather/
+  scatter around the expert GEMMs (moe_comm.py); overlapped with another micro-batch's compute
+  (--overlap-moe-expert-parallel-comm) it hides ep_overlap_efficiency of that window and costs the
+  SMs the dispatcher holds.
+- Tensor-core rates are the datasheet's x the power-limited fraction (kernels.sustained_tensor_fraction).
 - Expert GEMM kernels: a fixed time per local expert GEMM kernel unless fused (kernels.py).
 - CP: ring attention passes K,V (cp-1) times forward and K,V + dK,dV backward; hidden behind the
   attention core (Liu et al., Ring Attention, arXiv 2310.01889).
@@ -38,17 +38,16 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner import ep_traffic, gemm_shape, kernels, memory
+from commbench.planner import gemm_shape, kernels, memory, moe_comm
 from commbench.planner.dp_sync import dp_sync_s, hidden as _hidden
 from commbench.planner.calibration import CALIBRATED, Calibration
 from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
 from commbench.planner.split import stage_imbalance
 from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
-from commbench.planner.placement import gpus_per_rack
+from commbench.planner.placement import domains_touched, gpus_per_rack
 
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
-FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)
 
 
@@ -130,14 +129,6 @@ def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
     return np.array([table[p] for p in CODE_FIELDS["precision"]], dtype=np.float64)[precision_codes]
 
 
-def _domains(span: np.ndarray, group: np.ndarray, domain_size: int, max_domains: int | None = None) -> np.ndarray:
-    """Scale-up domains a group of `group` ranks spread over `span` consecutive ranks touches (at most
-    the fabric's domain count: racks filled below their size, e.g. 64 of 72, are still one domain each
-    to the cost model, which sizes domains by the full rack)."""
-    out = np.clip(np.ceil(span / domain_size), 1, group)
-    return np.minimum(out, max_domains) if max_domains else out
-
-
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
                      calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0,
                      moe_capacity_factor: float | None = None) -> StepBreakdown:
@@ -173,8 +164,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
     tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced stages)
     fp4_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"), cal.fp4_gemm_ratio, 1.0)
-    dense_rate = peak * 1e12 * cal.gemm_efficiency(gpu.name) * fp4_ratio
-    grouped_rate = peak * 1e12 * cal.grouped_gemm_efficiency * fp4_ratio
+    # Tensor-core rates at the power limit (kernels.sustained_tensor_fraction); MFU stays on the datasheet.
+    sustained = kernels.sustained_tensor_fraction(gpu)
+    dense_rate = peak * 1e12 * sustained * cal.gemm_efficiency(gpu.name) * fp4_ratio
+    grouped_rate = peak * 1e12 * sustained * cal.grouped_gemm_efficiency * fp4_ratio
     other_gemm = fl.gemm - fl.routed_experts
     imbalance = stage_imbalance(model, pp, vp)
     tokens_gpu = tokens_gpu * imbalance
@@ -198,7 +191,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     gemm_s = dense_gemm_s + routed_gemm_s
     # Attention core: tensor cores (bf16, or fp8 with fp8_attention in an 8/4-bit recipe) vs exp units.
     fp8_attn = a.fp8_attention & (a.precision != CODE_FIELDS["precision"].index("bf16"))
-    attn_peak = np.where(fp8_attn, gpu.fp8_tflops, gpu.bf16_tflops) * 1e12
+    attn_peak = np.where(fp8_attn, gpu.fp8_tflops, gpu.bf16_tflops) * 1e12 * sustained
     attention_s = kernels.attention_time_s(tokens_gpu * fl.attention_core,
                                            tokens_gpu * kernels.attention_exps_per_token(model, s),
                                            tc_rate_flops=attn_peak * cal.attention_efficiency,
@@ -227,7 +220,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
     act_buf = tokens_mb / cp * model.hidden * ACT_BYTES
-    tp_dom = _domains(tp, tp, dom, max_dom)
+    tp_dom = domains_touched(tp, tp, dom, max_dom)
     if np.any(tp > 1):
         per_pair = np.where(sp, collective_time_s(system, "reduce_scatter", act_buf, tp, tp_dom)
                             + collective_time_s(system, "all_gather", act_buf, tp, tp_dom),
@@ -241,77 +234,26 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     tp_total_mb = 2 * per_pair * (layers_stage + (layers_stage - moe_stage) + shared_pairs)
     tp_exposed_mb = np.where(a.tp_comm_overlap, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 
-    # Expert parallel all-to-all: 4 per MoE layer per micro-batch.
-    if model.is_moe:
-        tokens_rank = tokens_mb / (tp * cp)
-        k = float(model.top_k)
-        distinct = ep * (1.0 - (1.0 - 1.0 / ep) ** k)
-        flex = a.dispatcher == CODE_FIELDS["dispatcher"].index("flex")
-        fanout = np.where(flex, np.minimum(distinct, k), k)
-        # Dispatch element size: the flex backends (DeepEP / HybridEP) quantise the tokens before
-        # sending them when the expert GEMMs run in an 8-bit (or 4-bit) recipe — 1 B per element plus
-        # one scale per block (fp32 per 128 or E8M0 per 32: ~1/32 B) — the "FP8 dispatch / BF16
-        # combine" of DeepEP's published figures (hardware.toml). The alltoall dispatcher sends bf16.
-        # Combine always returns bf16 expert outputs (they are summed in higher precision).
-        low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
-        ep_dom = _domains(etp * ep, ep, dom, max_dom)
-        # Across domains the flex kernels send one copy per destination domain (ep_traffic.py).
-        elems_rank = tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.hidden
-        # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
-        # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
-        # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
-        # curves (moe_all_to_all, hardware.toml). HybridEP on NVL72 moves tokens with TMA over the same
-        # NVLink at a fraction of the SMs and is documented as the fastest choice there (Megatron-Bridge
-        # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
-        # same (deduplicated) bytes.
-        bf16_bytes = elems_rank * ACT_BYTES
-        nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, ep, ep_dom, imbalance=moe_imbalance)
-        dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
-                                                                          phase="dispatch"), nccl_bf16_s), nccl_bf16_s)
-        combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
-                                                                    phase="combine"), nccl_bf16_s), nccl_bf16_s)
-        quantised = flex & low_bits
-        if np.any(quantised):
-            q_bytes = elems_rank * np.where(quantised, FP8_DISPATCH_BYTES, ACT_BYTES)
-            q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, ep, ep_dom, moe_imbalance, phase="dispatch"),
-                             collective_time_s(system, "all_to_all", q_bytes, ep, ep_dom, imbalance=moe_imbalance))
-            dispatch_s = np.where(quantised, q_s, dispatch_bf16_s)
-        else:
-            dispatch_s = dispatch_bf16_s
-        # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
-        # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
-        ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
-        ep_total_mb = np.where(ep > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
-        # Expert tensor parallel (MoE parallel folding, alltoall/flex dispatcher): after dispatch each
-        # rank all-gathers the ETP group's received tokens before the expert GEMMs and reduce-scatters
-        # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
-        # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
-        etp_buf = etp * tokens_rank * fanout * model.hidden * ACT_BYTES
-        etp_dom = _domains(etp, etp, dom, max_dom)
-        if np.any(etp > 1):
-            etp_pair = collective_time_s(system, "all_gather", etp_buf, etp, etp_dom) \
-                + collective_time_s(system, "reduce_scatter", etp_buf, etp, etp_dom)
-        else:
-            etp_pair = np.zeros(len(a))
-        etp_total_mb = np.where(etp > 1, 2.0 * moe_stage * etp_pair, 0.0)
-    else:
-        ep_total_mb = np.zeros(len(a))
-        etp_total_mb = np.zeros(len(a))
+    # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
+    ep_total_mb, etp_total_mb = moe_comm.ep_etp_totals_s(
+        model, system, a, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, moe_stage=moe_stage,
+        rack_gpus=dom, max_domains=max_dom, moe_imbalance=moe_imbalance, cal=cal,
+        collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s)
     ep_window = compute_mb - overhead_s
-    ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.overlap_efficiency), ep_total_mb)
+    ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.ep_overlap_efficiency), ep_total_mb)
     # Overlapped dispatch/combine kernels hold SMs while compute runs beside them (kernels.py).
     ep_exposed_mb = ep_exposed_mb + np.where(a.moe_a2a_overlap, kernels.dispatcher_sm_fraction(gpu)
                                              * np.minimum(ep_total_mb, ep_window), 0.0)
     # The ETP gather/scatter sits in the dispatcher beside the all-to-all: hidden only when the
     # EP communication is overlapped with the other micro-batch (what is left of the window).
     etp_window = np.maximum(ep_window - ep_total_mb, 0.0)
-    etp_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(etp_total_mb, etp_window, cal.overlap_efficiency),
+    etp_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(etp_total_mb, etp_window, cal.ep_overlap_efficiency),
                               etp_total_mb)
 
     # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer.
     if np.any(cp > 1):
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
-        cp_dom = _domains(tp * cp, cp, dom, max_dom)
+        cp_dom = domains_touched(tp * cp, cp, dom, max_dom)
         one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
         cp_total_mb = np.where(cp > 1, layers_stage * 3.0 * (cp - 1) * one_pass, 0.0)
     else:
@@ -337,8 +279,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
     dense_group, expert_group = dp * cp, edp
-    dense_dom = _domains(world / pp, dense_group, dom, max_dom)
-    expert_dom = _domains(world / pp, expert_group, dom, max_dom)
+    dense_dom = domains_touched(world / pp, dense_group, dom, max_dom)
+    expert_dom = domains_touched(world / pp, expert_group, dom, max_dom)
     dist = a.distributed_optimizer
     # Overlap windows: the gradients of a model chunk are final after its last micro-batch's
     # backward; with VP chunks the earlier chunks finish during the cool-down, so their reduce-

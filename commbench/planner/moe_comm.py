@@ -1,0 +1,80 @@
+"""MoE communication per micro-batch on the busiest pipeline stage, vectorised over layouts: the
+expert-parallel dispatch and combine (4 all-to-alls per MoE layer: dispatch + combine forward, their
+gradients backward) and the expert-tensor-parallel gather/scatter around the expert GEMMs.
+
+Bytes: tokens per rank x copies x hidden x element size, copies = top-k with the alltoall dispatcher,
+distinct destination ranks with the deduplicating flex dispatcher, and across scale-up domains
+distinct destination domains (ep_traffic.py). Times come from the fabric cost model passed in (the
+step model's `collective_time_s` and `moe_all_to_all_time_s`), divided by the fitted
+`all_to_all_efficiency`; what overlap hides is the step model's business.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.planner import ep_traffic
+from commbench.planner.layout import CODE_FIELDS
+from commbench.planner.placement import domains_touched
+
+ACT_BYTES = 2                         # bf16 activations and gradients on the wire
+FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
+
+
+def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, rack_gpus, max_domains,
+                    moe_imbalance, cal, collective_time_s, moe_all_to_all_time_s) -> tuple[np.ndarray, np.ndarray]:
+    """(EP all-to-all seconds, ETP gather/scatter seconds) per micro-batch; zeros for dense models."""
+    if not model.is_moe:
+        return np.zeros(len(a)), np.zeros(len(a))
+    tokens_rank = tokens_mb / (tp * cp)
+    k = float(model.top_k)
+    distinct = ep * (1.0 - (1.0 - 1.0 / ep) ** k)
+    flex = a.dispatcher == CODE_FIELDS["dispatcher"].index("flex")
+    fanout = np.where(flex, np.minimum(distinct, k), k)
+    # Dispatch element size: the flex backends (DeepEP / HybridEP) quantise the tokens before
+    # sending them when the expert GEMMs run in an 8-bit (or 4-bit) recipe — 1 B per element plus
+    # one scale per block (fp32 per 128 or E8M0 per 32: ~1/32 B) — the "FP8 dispatch / BF16
+    # combine" of DeepEP's published figures (hardware.toml). The alltoall dispatcher sends bf16.
+    # Combine always returns bf16 expert outputs (they are summed in higher precision).
+    low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
+    ep_dom = domains_touched(etp * ep, ep, rack_gpus, max_domains)
+    # Across domains the flex kernels send one copy per destination domain (ep_traffic.py).
+    elems_rank = tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.hidden
+    # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
+    # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
+    # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
+    # curves (moe_all_to_all, hardware.toml). HybridEP on NVL72 moves tokens with TMA over the same
+    # NVLink at a fraction of the SMs and is documented as the fastest choice there (Megatron-Bridge
+    # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
+    # same (deduplicated) bytes.
+    bf16_bytes = elems_rank * ACT_BYTES
+    nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, ep, ep_dom, imbalance=moe_imbalance)
+    dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
+                                                                      phase="dispatch"), nccl_bf16_s), nccl_bf16_s)
+    combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
+                                                                phase="combine"), nccl_bf16_s), nccl_bf16_s)
+    quantised = flex & low_bits
+    if np.any(quantised):
+        q_bytes = elems_rank * np.where(quantised, FP8_DISPATCH_BYTES, ACT_BYTES)
+        q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, ep, ep_dom, moe_imbalance, phase="dispatch"),
+                         collective_time_s(system, "all_to_all", q_bytes, ep, ep_dom, imbalance=moe_imbalance))
+        dispatch_s = np.where(quantised, q_s, dispatch_bf16_s)
+    else:
+        dispatch_s = dispatch_bf16_s
+    # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
+    # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
+    ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
+    ep_total_mb = np.where(ep > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
+    # Expert tensor parallel (MoE parallel folding, alltoall/flex dispatcher): after dispatch each
+    # rank all-gathers the ETP group's received tokens before the expert GEMMs and reduce-scatters
+    # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
+    # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
+    etp_buf = etp * tokens_rank * fanout * model.hidden * ACT_BYTES
+    etp_dom = domains_touched(etp, etp, rack_gpus, max_domains)
+    if np.any(etp > 1):
+        etp_pair = collective_time_s(system, "all_gather", etp_buf, etp, etp_dom) \
+            + collective_time_s(system, "reduce_scatter", etp_buf, etp, etp_dom)
+    else:
+        etp_pair = np.zeros(len(a))
+    etp_total_mb = np.where(etp > 1, 2.0 * moe_stage * etp_pair, 0.0)
+    return ep_total_mb, etp_total_mb
