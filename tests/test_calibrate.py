@@ -55,7 +55,7 @@ def test_log_without_model_and_json_without_field_are_one_line(tmp_path):
     bad.write_text(json.dumps([{"model": "deepseek-v3", "gpu": "gb300-nvl72", "num_gpus": 256, "seq_len": 4096,
                                 "gbs": 4096, "mbs": 1, "tp": 1, "pp": 2}]))
     result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(bad)])
-    assert result.exit_code == 2 and "'tokens_per_s_per_gpu' is missing" in result.output
+    assert result.exit_code == 2 and "no tokens_per_s_per_gpu to compare with" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
@@ -131,3 +131,35 @@ def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(t
     runs.write_text(json.dumps([dict(row, cuda_graph="sometimes")]))
     bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
     assert bad.exit_code == 2 and "cuda_graph" in bad.output and "none, layer, full" in bad.output
+
+
+def test_runs_the_model_does_not_cover_are_listed_not_fatal(tmp_path):
+    ok_row = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "precision": "MXFP8", "seq_len": 4096,
+              "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "ep": 8, "tokens_per_s_per_gpu": 26695}
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([dict(ok_row, model="Nemotron-H-56B"), ok_row, dict(ok_row, gpu="MI355X"),
+                                dict(ok_row, tokens_per_s_per_gpu=None)]))
+    doc = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs), "--json"])
+    assert doc.exit_code == 0, doc.output
+    out = json.loads(doc.output)
+    assert len(out["rows"]) == 1 and out["rows"][0]["model"] == "qwen3-30b-a3b"
+    assert [s["run_index"] for s in out["skipped"]] == [1, 3, 4]
+    assert "not in the zoo" in out["skipped"][0]["reason"] and "no preset" in out["skipped"][1]["reason"]
+    text = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "not modelled: 3 run(s)" in text.output and "Nemotron-H-56B" in text.output
+    # nothing the model covers: one line, exit 2
+    runs.write_text(json.dumps([dict(ok_row, model="Nemotron-H-56B")]))
+    none = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
+    assert none.exit_code == 2 and "none of the 1 run(s) can be modelled" in none.output
+    assert len(none.output.strip().splitlines()) == 1
+
+
+def test_published_spellings_of_models_and_gpus_are_recognised(tmp_path):
+    row = {"model": "Llama-3.1-8B", "gpu": "DGX-B200", "num_gpus": 8, "precision": "FP8-CS", "seq_len": 8192,
+           "gbs": 128, "mbs": 2, "tp": 1, "pp": 1, "tokens_per_s_per_gpu": 30624}
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row, dict(row, model="Llama3-8B", gpu="B200")]))
+    out = json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs), "--json"]).output)
+    assert not out["skipped"] and len(out["rows"]) == 2
+    # the same architecture and system under either spelling: the same prediction
+    assert out["rows"][0]["predicted_tokens_per_s_per_gpu"] == out["rows"][1]["predicted_tokens_per_s_per_gpu"]

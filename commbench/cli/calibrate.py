@@ -22,7 +22,8 @@ RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recip
 
 
 def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: int | None):
-    """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors)."""
+    """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors). Runs the
+    model does not cover come back with layout None and their skip_reason; none covered is an error."""
     from commbench.planner.published import check_row, published_runs
     from commbench.planner.runlogs import read_runs
     rows = []
@@ -33,11 +34,21 @@ def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: 
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
     runs = published_runs(tuple(rows))
-    skipped = [r for r in runs if r.layout is None]
-    if skipped:
-        r = skipped[0]
-        raise CommbenchError(f"run {r.label} cannot be modelled: {r.skip_reason}")
+    if all(r.layout is None for r in runs):
+        r = runs[0]
+        raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.label}: {r.skip_reason}")
     return runs
+
+
+def skipped_runs(runs) -> list[dict]:
+    """The runs the model does not cover: position (1-based over all RUNS rows), label and reason."""
+    return [{"run_index": i + 1, "run": r.label, "reason": r.skip_reason} for i, r in enumerate(runs) if r.layout is None]
+
+
+def _print_skipped(skipped: list[dict]) -> None:
+    if skipped:
+        console.print(f"not modelled: {len(skipped)} run(s): "
+                      + "; ".join(f"{s['run']} ({s['reason']})" for s in skipped), highlight=False, markup=False)
 
 
 def evaluation_rows(runs, calibration) -> list[dict]:
@@ -87,16 +98,20 @@ def calibrate(
 
         check_output_file(out, "--out")
     start = load_calibration(calibration) if calibration else CALIBRATED
-    loaded = load_runs(runs, model=model, system=system, gpus=gpus)
+    everything = load_runs(runs, model=model, system=system, gpus=gpus)
+    skipped = skipped_runs(everything)
+    loaded = [r for r in everything if r.layout is not None]
     if evaluate:
         rows = evaluation_rows(loaded, start)
         errors = np.abs([r["error_pct"] for r in rows])
         if as_json:
             console.print_json(json.dumps({"kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
-                                           "median_abs_error_pct": float(np.median(errors))}, default=float))
+                                           "skipped": skipped, "median_abs_error_pct": float(np.median(errors))},
+                                          default=float))
             return
         print_table(console, f"predicted (calibration: {calibration or 'shipped'}) vs measured", RUN_COLUMNS, _run_rows(rows))
         console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted)")
+        _print_skipped(skipped)
         return
     from commbench.planner.published import fit_calibration
     with console.status(f"fitting {len(FITTED_TERMS)} terms to {len(loaded)} runs"):
@@ -111,7 +126,7 @@ def calibrate(
     except OSError as exc:
         raise CommbenchError(f"calibration file {out!r} cannot be written: {exc.strerror}") from None
     if as_json:
-        console.print_json(json.dumps(dict(data, rows=rows), default=float))
+        console.print_json(json.dumps(dict(data, rows=rows, skipped=skipped), default=float))
         return
     print_table(console, f"fitted terms ({len(loaded)} runs) -> {out}",
                 [Col(name="term", numeric=False), Col(name="shipped"), Col(name="fitted")],
@@ -119,3 +134,4 @@ def calibrate(
     print_table(console, "fitted: predicted vs measured", RUN_COLUMNS, _run_rows(rows))
     console.print(f"median |error| {float(np.median(before)):.1f}% before, {float(np.median(after)):.1f}% after "
                   f"(in-sample; use it with --calibration {out})")
+    _print_skipped(skipped)
