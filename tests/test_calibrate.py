@@ -163,3 +163,15 @@ def test_published_spellings_of_models_and_gpus_are_recognised(tmp_path):
     assert not out["skipped"] and len(out["rows"]) == 2
     # the same architecture and system under either spelling: the same prediction
     assert out["rows"][0]["predicted_tokens_per_s_per_gpu"] == out["rows"][1]["predicted_tokens_per_s_per_gpu"]
+
+
+def test_published_fit_holds_the_fabric_term_and_user_fit_moves_it():
+    from commbench.planner.calibration import FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
+    from commbench.planner.published import fit_calibration
+    runs = [r for r in published_runs() if r.layout is not None and r.row["gpu"] == "H100" and r.model.is_moe][:3]
+    start = FIT_START.with_values(all_to_all_efficiency=0.5)
+    held = fit_calibration(runs, start=start, rounds=1, terms=PUBLISHED_FIT_TERMS)
+    assert "all_to_all_efficiency" in FITTED_TERMS and "all_to_all_efficiency" not in PUBLISHED_FIT_TERMS
+    assert held.all_to_all_efficiency == 0.5 and held != start          # the other terms did move
+    # a user's `commbench calibrate` fits every term, the fabric one included (these runs are EP-bound)
+    assert fit_calibration(runs, start=start, rounds=1).all_to_all_efficiency != 0.5
