@@ -93,8 +93,9 @@ def test_hierarchical_beats_flat_on_an_emulated_two_rack_fabric(tmp_path):
     # per iteration, the veth counters agree with the accounting (TCP/IP headers and control traffic on top)
     assert 1.0 <= flat_sent / flat["metrics"]["scale_out_bytes_per_rack"] < 1.05
     assert 1.0 <= hier_sent / hier["metrics"]["scale_out_bytes_per_rack"] < 1.05
-    # flat sends exactly R x hierarchical's data across; the rest is rendezvous/control (< 0.1%)
-    assert hier_sent <= flat_sent / 2 * 1.001, (hier_sent, flat_sent)
+    # flat sends exactly R x hierarchical's data across; on top: rendezvous/control and, on a loaded
+    # host, TCP retransmissions, which veth tx_bytes also count (seen up to 0.13% in CI; 1% allowed)
+    assert hier_sent <= flat_sent / 2 * 1.01, (hier_sent, flat_sent)
     assert hier["time_us_median"] < flat["time_us_median"]
     predicted_flat_us = flat["metrics"]["scale_out_bytes_per_rack"] * 8 / 1e9 * 1e6
     predicted_cross_us = hier["metrics"]["scale_out_bytes_per_rack"] * 8 / 1e9 * 1e6
