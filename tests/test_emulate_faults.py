@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
+from tests.processes import alive, gone_within
 
 REPO = Path(__file__).resolve().parents[1]
 HAS_NETNS = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
@@ -36,13 +37,6 @@ def descendants(pid: int) -> list[int]:
                 found.append(int(child))
                 todo.append(int(child))
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def start_emulate(prefix: str, output: Path) -> subprocess.Popen:
@@ -71,10 +65,7 @@ def test_sigkill_leaves_no_rank_and_cleanup_removes_the_namespaces(tmp_path):
         ranks = wait_for_ranks(proc, tmp_path / "k.jsonl")
         proc.kill()
         proc.wait()
-        deadline = time.monotonic() + 5
-        while any(alive(pid) for pid in ranks) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(alive(pid) for pid in ranks)
+        assert gone_within(ranks)
         assert namespaces(prefix) == {f"{prefix}-r0", f"{prefix}-r1"}
         again = CliRunner().invoke(app, ["emulate", "--netns-prefix", prefix, "--", "bench", "all_reduce"])
         assert again.exit_code == 2 and f"commbench emulate --cleanup --netns-prefix {prefix}" in again.output

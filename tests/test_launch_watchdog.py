@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from commbench.comm.job import run_job
+from tests.processes import alive, gone_within
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 3  # --timeout of the hang tests; the launcher's grace is then 3 + 5 s
@@ -36,13 +37,6 @@ def rank_pids(proc: subprocess.Popen, output: Path, num: int = 2, wait_s: float 
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     raise AssertionError("ranks did not start")
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def finish(proc: subprocess.Popen, wait_s: float = 60.0) -> tuple[int, str, str]:
@@ -130,10 +124,7 @@ def test_ranks_die_with_a_killed_launcher(tmp_path):
     pids = rank_pids(proc, output)
     proc.kill()
     proc.wait()
-    deadline = time.monotonic() + 5
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(alive(pid) for pid in pids)
+    assert gone_within(pids)
 
 
 def test_a_killed_rank_is_a_run_failure_exit_1(tmp_path):

@@ -39,7 +39,7 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
                "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b",
                # Llama 3.1 8B has Llama 3 8B's architecture (only the RoPE scaling for long context differs)
-               "llama3.1-8b": "llama3-8b", "deepseek-v3": "deepseek-v3", "deepseek-v3-671b-a37b": "deepseek-v3"}
+               "llama3.1-8b": "llama3-8b"}
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
@@ -120,11 +120,13 @@ def _preset_name(gpu: str) -> str | None:
     from commbench.costmodel import preset_names
     key = gpu.strip().lower()
     # spellings seen in published tables: DGX-B300, H100-SXM, H100 SXM5 80GB
-    short = re.sub(r"^(dgx|hgx)[- ]", "", key).split()[0].split("-sxm")[0] if key else key
+    short = re.sub(r"^(dgx|hgx)[- ]", "", key).split(" ")[0].split("-sxm")[0]
     return PRESETS.get(key) or PRESETS.get(short) or (key if key in preset_names() else None)
 
 
-REQUIRED_FIELDS = ("model", "gpu", "num_gpus", "seq_len", "gbs", "mbs", "tp", "pp", "tokens_per_s_per_gpu")
+# What a run must state to be read at all; its tokens_per_s_per_gpu is what the prediction is compared
+# with (a run without it is listed as not modelled, like one whose model is outside the zoo).
+REQUIRED_FIELDS = ("model", "gpu", "num_gpus", "seq_len", "gbs", "mbs", "tp", "pp")
 
 
 def check_row(row: dict[str, Any], where: str) -> None:
@@ -133,7 +135,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
     tokens/s figure) is not an error here: published_runs marks it not modelled, with the reason."""
     from commbench.errors import CommbenchError
     for name in REQUIRED_FIELDS:
-        if row.get(name) in (None, "") and name != "tokens_per_s_per_gpu":   # no figure: not modelled, below
+        if row.get(name) in (None, ""):
             raise CommbenchError(f"{where}: field {name!r} is missing (required: {', '.join(REQUIRED_FIELDS)})")
     for name in ("num_gpus", "seq_len", "gbs", "mbs", "tp", "pp", "cp", "vp", "ep", "etp"):
         value = row.get(name)
@@ -163,7 +165,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         preset = _preset_name(str(r["gpu"]))
         reason = ""
         if name is None:
-            reason = "model not in the zoo"
+            reason = "model not in the zoo (`commbench plan --help` lists the zoo)"
         elif preset is None:
             reason = f"GPU has no preset (known: {', '.join(sorted(PRESETS))})"
         elif _fsdp(r.get("notes", "")):
