@@ -90,12 +90,14 @@ class FaultyComm:
     def start_recv(self, buf, src):
         if self.mode in ("noop", "zeros"):
             return _Done()
+        # The copy of what the buffer held is taken before the receive starts: an irecv may land
+        # before start_recv returns, and a copy taken after it would restore the received data.
+        before, half = (buf.clone(), buf.numel() // 2) if self.mode == "half" else (None, 0)
         handle = self.comm.start_recv(buf, src)
         if self.mode == "nan" and buf.is_floating_point():
             return _Done(lambda: (handle.wait(), buf.__setitem__(0, float("nan"))))
         if self.mode != "half":
             return handle
-        before, half = buf.clone(), buf.numel() // 2
 
         def restore():
             handle.wait()
