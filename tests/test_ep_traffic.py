@@ -64,3 +64,17 @@ def test_expert_kernel_term_in_step_model():
     expected = n_mb * moe_layers_stage * (256 / 8) * 6 * 1e-5
     assert (with_kernels.gemm_s[0] - without.gemm_s[0]) == pytest.approx(expected, rel=1e-6)
     assert with_kernels.gemm_s[1] == pytest.approx(without.gemm_s[1])   # fused grouped MLP: one kernel
+
+
+def test_flex_across_racks_still_pays_the_nvlink_fan_out():
+    """EP128 over two NVL72 racks sends one copy per rack over the NIC, but inside each rack the
+    tokens still fan out to ~7.8 distinct ranks over NVLink: its all-to-all is never cheaper than
+    EP64 kept inside one rack (~7.6 copies over the same 64 ranks)."""
+    m = load_model("deepseek-v3")
+    base = dict(tp=1, pp=2, vp=4, etp=1, dp=128, mbs=1, gbs=4096, precision="mxfp8", dispatcher="flex",
+                recompute="none")
+    arr = LayoutArrays.from_layouts([Layout(ep=128, **base), Layout(ep=64, **base)])
+    bd = evaluate_layouts(m, load_preset("gb300-nvl72", num_gpus=256), arr)
+    assert bd.valid.all()
+    copies_128, copies_64 = 128 * (1 - (127 / 128) ** 8), 64 * (1 - (63 / 64) ** 8)
+    assert bd.ep_total_s[0] >= bd.ep_total_s[1] * copies_128 / copies_64 * 0.99

@@ -65,7 +65,8 @@ def dispatch_copies(model: ModelSpec, ep: np.ndarray, domains: np.ndarray, rank_
     Inside one domain: `rank_fanout` (top-k, or distinct destination ranks with flex). Across
     domains with flex: one copy per distinct domain, so the NIC (the cost model's inter-domain share,
     (D-1)/D of the bytes) carries tokens x distinct domains x (D-1)/D, the hierarchical forwarding's
-    RDMA traffic; the NVLink fan-out inside the domain (>= 9x the NIC rate per GPU) is not charged."""
+    RDMA traffic. The NVLink fan-out inside each domain is the other leg of the forwarding, charged
+    beside it by moe_comm.py."""
     crossing = flex & (domains > 1) & (ep > 1)
     if not np.any(crossing):
         return rank_fanout

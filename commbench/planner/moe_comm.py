@@ -47,20 +47,38 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # NVLink at a fraction of the SMs and is documented as the fastest choice there (Megatron-Bridge
     # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
     # same (deduplicated) bytes.
-    bf16_bytes = elems_rank * ACT_BYTES
-    nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, ep, ep_dom, imbalance=moe_imbalance)
-    dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
-                                                                      phase="dispatch"), nccl_bf16_s), nccl_bf16_s)
-    combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, ep, ep_dom, moe_imbalance,
-                                                                phase="combine"), nccl_bf16_s), nccl_bf16_s)
     quantised = flex & low_bits
-    if np.any(quantised):
-        q_bytes = elems_rank * np.where(quantised, FP8_DISPATCH_BYTES, ACT_BYTES)
-        q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, ep, ep_dom, moe_imbalance, phase="dispatch"),
-                         collective_time_s(system, "all_to_all", q_bytes, ep, ep_dom, imbalance=moe_imbalance))
-        dispatch_s = np.where(quantised, q_s, dispatch_bf16_s)
-    else:
-        dispatch_s = dispatch_bf16_s
+
+    def phase_times(elems, group, domains):
+        """(8-bit-where-quantised dispatch, bf16 dispatch, combine) seconds of one kernel moving
+        `elems` elements per rank over `group` ranks in `domains` domains."""
+        bf16_bytes = elems * ACT_BYTES
+        nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, group, domains, imbalance=moe_imbalance)
+        dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, group, domains,
+                                                                          moe_imbalance, phase="dispatch"),
+                                                    nccl_bf16_s), nccl_bf16_s)
+        combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, group, domains, moe_imbalance,
+                                                                    phase="combine"), nccl_bf16_s), nccl_bf16_s)
+        if not np.any(quantised):
+            return dispatch_bf16_s, dispatch_bf16_s, combine_s
+        q_bytes = elems * np.where(quantised, FP8_DISPATCH_BYTES, ACT_BYTES)
+        q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, group, domains, moe_imbalance, phase="dispatch"),
+                         collective_time_s(system, "all_to_all", q_bytes, group, domains, imbalance=moe_imbalance))
+        return np.where(quantised, q_s, dispatch_bf16_s), dispatch_bf16_s, combine_s
+
+    dispatch_s, dispatch_bf16_s, combine_s = phase_times(elems_rank, ep, ep_dom)
+    # The flex kernels' hierarchical forwarding across domains runs two legs at once (DeepEP's
+    # internode kernels pipeline the RDMA sends and the NVLink forwarding in chunks): the RDMA leg
+    # above (one copy per destination domain) and, inside every domain, the NVLink fan-out of each
+    # token to its distinct destination ranks there - as many copies as a dispatch inside one domain
+    # moves. The slower leg sets the time, so spreading EP over more domains never makes the
+    # NVLink traffic free.
+    forwarded = flex & (ep_dom > 1) & (ep > 1)
+    if np.any(forwarded):
+        ranks_per_domain = np.where(forwarded, np.ceil(ep / ep_dom), 1.0)
+        fan = phase_times(tokens_rank * fanout * model.hidden, ranks_per_domain, 1.0)
+        dispatch_s, dispatch_bf16_s, combine_s = (np.where(forwarded, np.maximum(leg, fan_leg), leg)
+                                                  for leg, fan_leg in zip((dispatch_s, dispatch_bf16_s, combine_s), fan))
     # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
     # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
     ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
