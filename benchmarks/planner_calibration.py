@@ -1,5 +1,7 @@
-"""Predicted vs published tokens/s/GPU for every calibration row; MoE and dense errors apart; and a
-leave-one-GPU-out table (fit without that GPU's rows, predict them).
+"""Predicted vs published tokens/s/GPU for every calibration row; MoE and dense errors apart; a
+leave-one-GPU-out table (fit without that GPU's rows, predict them); and the held-out GB300 runs
+(benchmarks/data/heldout-gb300-runs.json: Megatron-Bridge 25.11 DGX-GB300 table, no GB300 row is in
+the calibration set) predicted with the calibration in use, never fitted.
 
     python benchmarks/planner_calibration.py            # calibrated terms in use + leave-one-GPU-out
     python benchmarks/planner_calibration.py --fit      # refit from FIT_START first and print the terms
@@ -10,12 +12,16 @@ Bar (issue 13): in-sample median |error| MoE <= 8%, dense <= 6%; leave-one-GPU-o
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from commbench.planner.calibration import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
 from commbench.planner.published import fit_calibration, predict_runs, published_runs
+
+HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
 
 
 def _medians(p) -> tuple[float, float, int, int]:
@@ -63,6 +69,14 @@ def main(argv: list[str]) -> int:
     print(f"mean |error| {float(np.mean(p.abs_pct_error)):.1f}%; rows within 15%: "
           f"{int(np.sum(p.abs_pct_error <= 15))}/{len(p.runs)}")
     print(f"published layouts predicted to fit in memory: {int(p.fits.sum())}/{len(p.runs)}  (goal: all)")
+    held = predict_runs(published_runs(tuple(json.loads(HELD_OUT.read_text()))), cal)
+    print(f"\nheld out, never fitted ({HELD_OUT.name}): predicted vs published tokens/s/GPU")
+    for j, r in enumerate(held.runs):
+        print(f"  {r.label:46} {held.predicted_tokens[j]:10.0f} {held.published_tokens[j]:10.0f} "
+              f"{(held.predicted_tokens[j] / held.published_tokens[j] - 1) * 100:+7.1f}")
+    h_moe, h_dense, _, _ = _medians(held)
+    print(f"held-out median |error|: all {float(np.median(held.abs_pct_error)):.1f}% over {len(held.runs)} runs "
+          f"(MoE {h_moe:.1f}%, dense {h_dense:.1f}%; goal: within 10%)")
     if "--no-logo" not in argv:
         print("\nleave-one-GPU-out (fit on the other GPUs' rows, predict this GPU's):")
         print(f"{'GPU':8} {'rows':>5} {'MoE med|err|%':>14} {'dense med|err|%':>16}")
