@@ -175,3 +175,18 @@ def test_published_fit_holds_the_fabric_term_and_user_fit_moves_it():
     assert held.all_to_all_efficiency == 0.5 and held != start          # the other terms did move
     # a user's `commbench calibrate` fits every term, the fabric one included (these runs are EP-bound)
     assert fit_calibration(runs, start=start, rounds=1).all_to_all_efficiency != 0.5
+
+
+def test_held_out_gb300_runs_are_disjoint_from_the_calibration_set():
+    """benchmarks/data/heldout-gb300-runs.json is judged, never fitted: every run reads as a calibration
+    row, and the shipped calibration set holds no run of that GPU."""
+    from commbench.data.reference import calibration_runs
+    from commbench.planner.published import check_row
+
+    held = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "heldout-gb300-runs.json").read_text())
+    for i, row in enumerate(held):
+        check_row(row, f"held-out run {i}")
+    assert {row["gpu"] for row in held} == {"GB300"}
+    assert not [r for r in calibration_runs() if "gb300" in str(r["gpu"]).lower()]
+    modelled = [r for r in published_runs(tuple(held)) if r.layout is not None]
+    assert len(modelled) == len(held) - 1   # the Megatron-FSDP Llama3-70B run is listed, not modelled
