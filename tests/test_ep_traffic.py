@@ -78,3 +78,32 @@ def test_flex_across_racks_still_pays_the_nvlink_fan_out():
     assert bd.valid.all()
     copies_128, copies_64 = 128 * (1 - (127 / 128) ** 8), 64 * (1 - (63 / 64) ** 8)
     assert bd.ep_total_s[0] >= bd.ep_total_s[1] * copies_128 / copies_64 * 0.99
+
+
+@pytest.mark.parametrize("nic_slowdown", [3.0, 10.0])
+def test_flex_forwarding_time_is_the_slower_leg_by_hand(nic_slowdown):
+    """moe_comm on stand-in cost functions (1 s per GB inside a domain, nic_slowdown s per GB across):
+    EP128 over 2 domains, bf16, DeepSeek-V3's top-8 with 4 of 8 groups per token. The RDMA leg moves
+    2 (1 - 1/70) copies per token, the NVLink fan-out 128 (1 - (127/128)^8) ~ 7.78; 4 kernels per
+    MoE layer (dispatch + combine, forward and backward), each the slower leg."""
+    from commbench.planner import moe_comm
+    m = load_model("deepseek-v3")
+    arr = LayoutArrays.from_layouts([Layout(tp=1, pp=1, ep=128, dp=128, mbs=1, gbs=128, precision="bf16",
+                                            dispatcher="flex")])
+
+    def cost(system, *args, **kwargs):
+        if args[0] == "all_to_all":
+            args = args[1:]
+        size, _group, domains = args[:3]
+        return np.asarray(size, dtype=np.float64) / 1e9 * np.where(np.asarray(domains) > 1, nic_slowdown, 1.0)
+
+    ep_s, etp_s = moe_comm.ep_etp_totals_s(
+        m, None, arr, tokens_mb=np.array([4096.0]), tp=np.array([1]), cp=np.array([1]), ep=np.array([128]),
+        etp=np.array([1]), moe_stage=np.array([1.0]), rack_gpus=64, max_domains=4, moe_imbalance=1.0,
+        cal=Calibration(all_to_all_efficiency=1.0), collective_time_s=cost,
+        moe_all_to_all_time_s=lambda system, size, group, domains, imbalance, phase: cost(system, size, group, domains))
+    per_copy_gb = 4096 * 7168 * 2 / 1e9
+    rdma = 2 * (1 - 1 / 70) * per_copy_gb * nic_slowdown
+    nvlink = 128 * (1 - (127 / 128) ** 8) * per_copy_gb
+    assert ep_s[0] == pytest.approx(4 * max(rdma, nvlink), rel=1e-9)
+    assert etp_s[0] == 0.0
