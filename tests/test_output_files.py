@@ -97,12 +97,12 @@ def test_resume_refuses_another_sweep_but_continues_the_same(tmp_path):
     first = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-O", str(output)])
     assert first.exit_code == 0, first.output
     other = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "b.toml", last=32)), "-O", str(output), "--resume"])
-    assert other.exit_code == 2 and "--resume into" in other.output and "is refused" in other.output
+    assert other.exit_code == 2 and "--resume into" in other.output and "is refused" in other.output, other.output
     wider = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "a.toml")), "-O", str(output), "--resume",
                                 "--nproc", "3"])
-    assert wider.exit_code == 2 and "3 rank(s)" in wider.output
+    assert wider.exit_code == 2 and "3 rank(s)" in wider.output, wider.output
     renamed = runner.invoke(app, ["sweep", str(sweep_file(tmp_path, "c.toml")), "-O", str(output), "--resume"])
-    assert renamed.exit_code == 0 and "nothing to do" in renamed.output
+    assert renamed.exit_code == 0 and "nothing to do" in renamed.output, renamed.output
 
 
 def test_bench_appending_after_a_cut_off_line_keeps_its_header(tmp_path):
