@@ -131,6 +131,12 @@ def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(t
     runs.write_text(json.dumps([dict(row, cuda_graph="sometimes")]))
     bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
     assert bad.exit_code == 2 and "cuda_graph" in bad.output and "none, layer, full" in bad.output
+    assert "row 1" in bad.output
+    # a JSON string where a boolean belongs would read as true: refused, naming the row and field
+    for recipe in ({"moe_a2a_overlap": "false"}, "flex"):
+        runs.write_text(json.dumps([dict(row, recipe=recipe)]))
+        bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
+        assert bad.exit_code == 2 and "row 1" in bad.output and "Traceback" not in bad.output, bad.output
 
 
 def test_runs_the_model_does_not_cover_are_listed_not_fatal(tmp_path):

@@ -213,3 +213,11 @@ def test_invalid_layouts_are_marked_not_raised(monkeypatch):
     bd = evaluate_layouts(load_model("llama3-8b"), _fabric(), arr)
     assert bd.valid.tolist() == [True, False]
     assert np.isinf(bd.step_s[1]) and not bd.fits[1]
+
+
+def test_layout_refuses_a_non_boolean_flag():
+    from commbench.errors import CommbenchError
+    from commbench.planner import Layout
+    with pytest.raises(CommbenchError, match="moe_a2a_overlap='false' is invalid: true or false"):
+        Layout(moe_a2a_overlap="false")
+    assert Layout(moe_a2a_overlap=np.bool_(True)).moe_a2a_overlap

@@ -78,6 +78,9 @@ class Layout:
         for name, allowed in CODE_FIELDS.items():
             if getattr(self, name) not in allowed:
                 raise invalid(name, getattr(self, name), f"one of {', '.join(allowed)}")
+        for name in BOOL_FIELDS:  # a string such as "false" would otherwise read as true
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise invalid(name, getattr(self, name), "true or false")
 
     @property
     def world(self) -> int:

@@ -150,6 +150,16 @@ def check_row(row: dict[str, Any], where: str) -> None:
     except ValueError:
         raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; allowed: "
                              "BF16, FP8, MXFP8, NVFP4") from None
+    recipe = row.get("recipe")
+    if recipe is not None and not isinstance(recipe, dict):
+        raise CommbenchError(f"{where}: field 'recipe' = {recipe!r}; allowed: an object of {', '.join(RECIPE_FIELDS)}")
+    from commbench.planner.layout import BOOL_FIELDS, CODE_FIELDS
+    for name, value in recipe_flags(row, "", "").items():
+        allowed = CODE_FIELDS.get(name)
+        if allowed is not None and value not in allowed:
+            raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: {', '.join(allowed)}")
+        if name in BOOL_FIELDS and not isinstance(value, bool):
+            raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: true or false")
 
 
 def _fsdp(notes: str) -> int:
