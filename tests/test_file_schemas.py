@@ -103,7 +103,9 @@ def test_plan_files(tmp_path, plan_doc, mutate, must):
     (b"[model.x]\nlayers = 'many'\nhidden = 8\nheads = 1\nvocab = 10\n", "layers='many' is invalid"),
     (b"[model.x]\nlayers = 8.7\nhidden = 8\nheads = 1\nvocab = 10\n", "layers=8.7 is invalid: a whole number"),
     (b"[model.x]\nlayers = 1e12\nhidden = 8\nheads = 1\nvocab = 10\n", "allowed 0..10,000,000"),
-    (b"[model.x]\nhidden = 8\n", "--model='x' is invalid"),
+    (b"[model.x]\nhidden = 8\n", "model 'x' lacks required key 'layers'"),
+    (b"[model.x]\nnum_layers = 8\nlayers = 8\nhidden = 8\nheads = 1\nvocab = 10\n",
+     "key 'num_layers' is not a model field"),
 ])
 def test_model_files(tmp_path, content, must):
     path = tmp_path / "m.toml"

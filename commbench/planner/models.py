@@ -251,7 +251,9 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any
     out: dict[str, dict[str, Any]] = {}
     for key, value in table.items():
         name = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict) and "layers" in value:
+        # a table holding any plain value is a model (a missing `layers` is then reported by name,
+        # not read as an unknown model); one holding only tables is a dotted name's prefix
+        if isinstance(value, dict) and ("layers" in value or any(not isinstance(v, dict) for v in value.values())):
             out[name] = value
         elif isinstance(value, dict):
             out.update(_flatten(value, name))
@@ -273,7 +275,21 @@ def _count(name: str, row: dict[str, Any], key: str, default: int | None = None)
     return value
 
 
+# The keys a model table may hold (commbench/data/models.toml); any other is a typo that would
+# otherwise leave its field at the default without a word.
+MODEL_KEYS = frozenset({
+    "layers", "dense_layers", "hidden", "heads", "attention", "kv_heads", "head_dim", "q_lora_rank",
+    "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "dense_ffn", "routed_experts",
+    "shared_experts", "top_k", "expert_ffn", "vocab", "mtp_layers", "tied_embeddings", "glu",
+    "sliding_window", "seq_len", "params_total_b", "params_active_b", "flops_per_token_gflop", "n_group",
+    "topk_group"})
+
+
 def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
+    unknown = sorted(set(row) - MODEL_KEYS)
+    if unknown:
+        raise CommbenchError(f"model {name!r}: key {unknown[0]!r} is not a model field (known: "
+                             f"{', '.join(sorted(MODEL_KEYS))})")
     try:
         num_layers = _count(name, row, "layers")
         return ModelSpec(
