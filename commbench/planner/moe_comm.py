@@ -49,9 +49,9 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # same (deduplicated) bytes.
     quantised = flex & low_bits
 
-    def phase_times(elems, group, domains):
+    def phase_times(elems, group, domains, flex, quantised):
         """(8-bit-where-quantised dispatch, bf16 dispatch, combine) seconds of one kernel moving
-        `elems` elements per rank over `group` ranks in `domains` domains."""
+        `elems` elements per rank over `group` ranks in `domains` domains (arrays of equal length)."""
         bf16_bytes = elems * ACT_BYTES
         nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, group, domains, imbalance=moe_imbalance)
         dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, group, domains,
@@ -66,19 +66,22 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
                          collective_time_s(system, "all_to_all", q_bytes, group, domains, imbalance=moe_imbalance))
         return np.where(quantised, q_s, dispatch_bf16_s), dispatch_bf16_s, combine_s
 
-    dispatch_s, dispatch_bf16_s, combine_s = phase_times(elems_rank, ep, ep_dom)
+    dispatch_s, dispatch_bf16_s, combine_s = phase_times(elems_rank, ep, ep_dom, flex, quantised)
     # The flex kernels' hierarchical forwarding across domains runs two legs at once (DeepEP's
     # internode kernels pipeline the RDMA sends and the NVLink forwarding in chunks): the RDMA leg
     # above (one copy per destination domain) and, inside every domain, the NVLink fan-out of each
     # token to its distinct destination ranks there - as many copies as a dispatch inside one domain
     # moves. The slower leg sets the time, so spreading EP over more domains never makes the
     # NVLink traffic free.
-    forwarded = flex & (ep_dom > 1) & (ep > 1)
-    if np.any(forwarded):
-        ranks_per_domain = np.where(forwarded, np.ceil(ep / ep_dom), 1.0)
-        fan = phase_times(tokens_rank * fanout * model.hidden, ranks_per_domain, 1.0)
-        dispatch_s, dispatch_bf16_s, combine_s = (np.where(forwarded, np.maximum(leg, fan_leg), leg)
-                                                  for leg, fan_leg in zip((dispatch_s, dispatch_bf16_s, combine_s), fan))
+    # Only the forwarded rows pay the second leg's cost-model calls (the search's hot path).
+    rows = np.flatnonzero(flex & (ep_dom > 1) & (ep > 1))
+    if rows.size:
+        fan_elems = np.broadcast_to(tokens_rank * fanout * model.hidden, flex.shape)[rows]
+        fan = phase_times(fan_elems, np.ceil(ep / ep_dom)[rows], np.ones(rows.size), flex[rows], quantised[rows])
+        legs = [leg.copy() for leg in (dispatch_s, dispatch_bf16_s, combine_s)]  # two may be one array
+        for leg, fan_leg in zip(legs, fan):
+            leg[rows] = np.maximum(leg[rows], fan_leg)
+        dispatch_s, dispatch_bf16_s, combine_s = legs
     # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
     # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
     ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
