@@ -153,13 +153,10 @@ def check_row(row: dict[str, Any], where: str) -> None:
     recipe = row.get("recipe")
     if recipe is not None and not isinstance(recipe, dict):
         raise CommbenchError(f"{where}: field 'recipe' = {recipe!r}; allowed: an object of {', '.join(RECIPE_FIELDS)}")
-    from commbench.planner.layout import BOOL_FIELDS, CODE_FIELDS
-    for name, value in recipe_flags(row, "", "").items():
-        allowed = CODE_FIELDS.get(name)
-        if allowed is not None and value not in allowed:
-            raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: {', '.join(allowed)}")
-        if name in BOOL_FIELDS and not isinstance(value, bool):
-            raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: true or false")
+    try:  # the recipe flags as Layout checks them, with the row named
+        Layout(**recipe_flags(row, "", ""))
+    except CommbenchError as exc:
+        raise CommbenchError(f"{where}: {exc}") from None
 
 
 def _fsdp(notes: str) -> int:
