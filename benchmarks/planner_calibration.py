@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commbench.planner.calibration import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
-from commbench.planner.published import fit_calibration, predict_runs, published_runs
+from commbench.planner.step.terms import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
+from commbench.planner.calibrate.published import fit_calibration, predict_runs, published_runs
 
 HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
 

@@ -15,7 +15,7 @@ import time
 from commbench.costmodel import load_preset
 from commbench.planner import load_model
 from commbench.planner import Layout, LayoutArrays, evaluate_layouts
-from commbench.planner.search import SearchRequest, best_for_pins, parse_pins, rank_of, search
+from commbench.planner.search.space import SearchRequest, best_for_pins, parse_pins, rank_of, search
 
 CASES = ((256, 4096, None), (1024, 4096, 2.0), (16384, 16384, 10.0))
 

@@ -9,8 +9,8 @@ from functools import lru_cache
 
 from commbench.costmodel import load_preset
 from commbench.planner import Layout, check_layout, load_model
-from commbench.planner.models import ModelSpec
-from commbench.planner.search import SearchRequest, search
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.search.space import SearchRequest, search
 
 INSTALL_HINT = "pip install --no-deps -r requirements-frameworks.txt (see the README)"
 

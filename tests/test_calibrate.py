@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
-from commbench.planner.published import fit_weights, published_runs
-from commbench.planner.runlogs import parse_megatron_log, parse_torchtitan_log, read_runs
+from commbench.planner.calibrate.published import fit_weights, published_runs
+from commbench.planner.calibrate.runlogs import parse_megatron_log, parse_torchtitan_log, read_runs
 
 DATA = Path(__file__).parent / "data"
 MEGATRON = DATA / "megatron_deepseek_v3_gb300.log"
@@ -172,8 +172,8 @@ def test_published_spellings_of_models_and_gpus_are_recognised(tmp_path):
 
 
 def test_published_fit_holds_the_fabric_term_and_user_fit_moves_it():
-    from commbench.planner.calibration import FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
-    from commbench.planner.published import fit_calibration
+    from commbench.planner.step.terms import FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
+    from commbench.planner.calibrate.published import fit_calibration
     runs = [r for r in published_runs() if r.layout is not None and r.row["gpu"] == "H100" and r.model.is_moe][:3]
     start = FIT_START.with_values(all_to_all_efficiency=0.5)
     held = fit_calibration(runs, start=start, rounds=1, terms=PUBLISHED_FIT_TERMS)
@@ -187,7 +187,7 @@ def test_held_out_gb300_runs_are_disjoint_from_the_calibration_set():
     """benchmarks/data/heldout-gb300-runs.json is judged, never fitted: every run reads as a calibration
     row, and the shipped calibration set holds no run of that GPU."""
     from commbench.data.reference import calibration_runs
-    from commbench.planner.published import check_row
+    from commbench.planner.calibrate.published import check_row
 
     held = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "heldout-gb300-runs.json").read_text())
     for i, row in enumerate(held):

@@ -10,10 +10,10 @@ import pytest
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.planner import Layout, check_layout, load_model
-from commbench.planner.emit import (PLAN_VERSION, load_plan, megatron_args, parse_megatron_args, plan_document,
+from commbench.planner.emit.plan import (PLAN_VERSION, load_plan, megatron_args, parse_megatron_args, plan_document,
                                     torchtitan_plan, write_plan)
-from commbench.planner.placement import place
-from commbench.planner.search import SearchRequest, search
+from commbench.planner.layout.placement import place
+from commbench.planner.search.space import SearchRequest, search
 
 LAYOUTS = [
     Layout(tp=1, pp=2, vp=8, ep=32, etp=1, dp=128, mbs=1, gbs=4096, precision="mxfp8", recompute="selective",

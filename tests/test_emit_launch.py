@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
 from commbench.planner import Layout, load_model
-from commbench.planner.emit import megatron_section, megatron_text, torchtitan_text
-from commbench.planner.emit_megatron import launch_env, launch_env_text, megatron_args, precision_notes
-from commbench.planner.emit_torchtitan import torchtitan_plan, torchtitan_toml
+from commbench.planner.emit.plan import megatron_section, megatron_text, torchtitan_text
+from commbench.planner.emit.megatron import launch_env, launch_env_text, megatron_args, precision_notes
+from commbench.planner.emit.torchtitan import torchtitan_plan, torchtitan_toml
 
 # torchtitan 0.2.2 torchtitan/config/job_config.py: the fields of the sections the emitter writes (reproduced).
 JOB_CONFIG_022 = {

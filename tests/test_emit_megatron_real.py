@@ -41,8 +41,8 @@ from megatron.core.transformer.transformer_layer import get_transformer_layer_of
 from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: E402
 
 from commbench.costmodel import load_preset  # noqa: E402
-from commbench.planner.emit_megatron import launch_env, megatron_args  # noqa: E402
-from commbench.planner.split import choose_split  # noqa: E402
+from commbench.planner.emit.megatron import launch_env, megatron_args  # noqa: E402
+from commbench.planner.layout.split import choose_split  # noqa: E402
 
 # Flags Megatron-LM's parse_args defines that are not TransformerConfig fields (reproduced from
 # megatron/training/arguments.py @000c4ac24f61: _add_network_size_args, _add_training_args,

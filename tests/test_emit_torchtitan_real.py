@@ -36,8 +36,8 @@ from torchtitan.distributed.parallel_dims import ParallelDims  # noqa: E402
 from torchtitan.distributed.pipeline_parallel import (  # noqa: E402
     _generate_llm_fqn_per_model_part, _get_pipeline_metadata, _get_pp_rank_to_stage_indices_mapping)
 
-from commbench.planner.emit_torchtitan import torchtitan_args, torchtitan_plan  # noqa: E402
-from commbench.planner.split import best_split  # noqa: E402
+from commbench.planner.emit.torchtitan import torchtitan_args, torchtitan_plan  # noqa: E402
+from commbench.planner.layout.split import best_split  # noqa: E402
 
 ConfigManager()  # registers TorchTitan's tyro rules (comma-separated lists) on custom_registry
 

@@ -10,7 +10,7 @@ import pytest
 
 from commbench.costmodel import load_preset
 from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, load_model
-from commbench.planner import ep_traffic, kernels
+from commbench.planner.step import ep_traffic, kernels
 
 
 def test_distinct_domains_by_hand():
@@ -58,7 +58,7 @@ def test_expert_kernel_term_in_step_model():
     arr = LayoutArrays.from_layouts([Layout(**base), Layout(fused_moe=True, **base)])
     with_kernels = evaluate_layouts(m, fabric, arr, calibration=Calibration(expert_gemm_kernel_s=1e-5))
     without = evaluate_layouts(m, fabric, arr, calibration=Calibration(expert_gemm_kernel_s=0.0))
-    from commbench.planner.split import stage_imbalance   # the busiest stage of Megatron's layer split
+    from commbench.planner.layout.split import stage_imbalance   # the busiest stage of Megatron's layer split
     moe_layers_stage = (m.num_moe_layers + m.num_mtp_layers) / 16 * float(stage_imbalance(m, np.array([16]), np.array([1]))[0])
     n_mb = 2048 // 16
     expected = n_mb * moe_layers_stage * (256 / 8) * 6 * 1e-5
@@ -86,7 +86,7 @@ def test_flex_forwarding_time_is_the_slower_leg_by_hand(nic_slowdown):
     EP128 over 2 domains, bf16, DeepSeek-V3's top-8 with 4 of 8 groups per token. The RDMA leg moves
     2 (1 - 1/70) copies per token, the NVLink fan-out 128 (1 - (127/128)^8) ~ 7.78; 4 kernels per
     MoE layer (dispatch + combine, forward and backward), each the slower leg."""
-    from commbench.planner import moe_comm
+    from commbench.planner.step import moe_comm
     m = load_model("deepseek-v3")
     arr = LayoutArrays.from_layouts([Layout(tp=1, pp=1, ep=128, dp=128, mbs=1, gbs=128, precision="bf16",
                                             dispatcher="flex")])

@@ -103,7 +103,7 @@ def test_no_package_imports_from_a_layer_above_it():
 
 
 @pytest.mark.parametrize("source, expected", [
-    ("from commbench.planner.step import evaluate_layouts\n", True),   # costmodel -> planner: upward
+    ("from commbench.planner.step.evaluate import evaluate_layouts\n", True),   # costmodel -> planner: upward
     ("from commbench.measure.harness import measure_point\n", True),   # costmodel <-> measure: same layer, apart
     ("from commbench.results.records import Measurement\n", False),    # downward: allowed
     ("def f():\n    from commbench.cli.base import console\n", True),  # inside a function too
@@ -112,3 +112,60 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch, source, expec
     fake = ROOT / "commbench" / "costmodel" / "_layering_probe.py"
     monkeypatch.setattr(pathlib.Path, "read_text", lambda self, encoding=None: source)
     assert bool(violations(fake)) is expected
+
+
+# Inside the planner, its stages (issue 24): each subpackage imports only the stages before it;
+# calibrate sits beside search and neither imports the other; the package's own __init__ (the
+# stable API) re-exports and sits on top, so no stage may import `commbench.planner` itself.
+PLANNER_STAGES: dict[str, int] = {
+    "commbench.planner.models": 0, "commbench.planner.layout": 1, "commbench.planner.step": 2,
+    "commbench.planner.search": 3, "commbench.planner.calibrate": 3, "commbench.planner.emit": 4,
+    "commbench.planner": 5,
+}
+FORBIDDEN_SAME_STAGE = {("commbench.planner.search", "commbench.planner.calibrate"),
+                        ("commbench.planner.calibrate", "commbench.planner.search")}
+
+
+def stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in PLANNER_STAGES:
+            return ".".join(parts[:n])
+    return None
+
+
+def stage_violations(path: pathlib.Path) -> list[str]:
+    importer = stage_of(module_name(path))
+    if importer is None or importer == "commbench.planner":
+        return []
+    bad = []
+    for lineno, target in imported_modules(path):
+        imported = stage_of(target)
+        if imported is None or imported == importer:
+            continue
+        if (imported == "commbench.planner" and target != "commbench.planner"
+                and not (ROOT / target.replace(".", "/")).with_suffix(".py").exists()):
+            continue  # `from commbench.planner.step import evaluate` also yields a name, not a module
+        if PLANNER_STAGES[imported] > PLANNER_STAGES[importer] or (importer, imported) in FORBIDDEN_SAME_STAGE:
+            bad.append(f"{path.relative_to(ROOT)}:{lineno} (stage {importer}) imports {target} (stage {imported})")
+    return bad
+
+
+def test_planner_stages_import_only_earlier_stages():
+    planner = ROOT / "commbench" / "planner"
+    loose = [p.name for p in planner.glob("*.py") if p.name != "__init__.py"]
+    assert not loose, f"every planner module belongs to a stage subpackage: {loose}"
+    bad = [line for path in sorted(planner.rglob("*.py")) for line in stage_violations(path)]
+    assert not bad, "planner imports against its stages:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("step/_probe.py", "from commbench.planner.search.space import search\n", True),      # step -> search: later stage
+    ("calibrate/_probe.py", "from commbench.planner.search.explain import explain\n", True),  # beside: apart
+    ("layout/_probe.py", "from commbench.planner import Layout\n", True),              # the API package
+    ("emit/_probe.py", "from commbench.planner.step.terms import CALIBRATED\n", False),  # earlier: allowed
+])
+def test_the_stage_check_catches_a_later_import(monkeypatch, module, source, expected):
+    fake = ROOT / "commbench" / "planner" / module
+    monkeypatch.setattr(pathlib.Path, "read_text", lambda self, encoding=None: source)
+    assert bool(stage_violations(fake)) is expected

@@ -12,9 +12,9 @@ from commbench.errors import CommbenchError
 from commbench.planner import (Calibration, Layout, LayoutArrays, active_params, check_layout, evaluate_layouts,
                                flops_breakdown, flops_per_token, layout_violations, load_model, param_counts,
                                parse_layout)
-from commbench.planner import step as step_module
-from commbench.planner.layout import RULE_BITS
-from commbench.planner.split import best_split, stage_weights
+from commbench.planner.step import evaluate as step_module
+from commbench.planner.layout.spec import RULE_BITS
+from commbench.planner.layout.split import best_split, stage_weights
 from commbench.data.reference import gpu_spec
 
 

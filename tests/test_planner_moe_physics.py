@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, flops_breakdown, load_model
-from commbench.planner import gemm_shape
-from commbench.planner import step as step_module
+from commbench.planner.step import gemm_shape
+from commbench.planner.step import evaluate as step_module
 from commbench.data.reference import gpu_spec
 
 SECONDS_PER_BYTE = 1e-12

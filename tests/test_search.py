@@ -10,7 +10,7 @@ import pytest
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.planner import check_layout, evaluate_layouts, load_model
-from commbench.planner.search import SearchRequest, pareto_front, parse_pins, rank_of, search
+from commbench.planner.search.space import SearchRequest, pareto_front, parse_pins, rank_of, search
 
 
 @functools.cache

@@ -11,7 +11,7 @@ import pytest
 
 from commbench.errors import CommbenchError
 from commbench.planner import Layout, check_layout, load_model
-from commbench.planner.split import (best_split, buildable, choose_split, parse_layout_text, split_from_layout,
+from commbench.planner.layout.split import (best_split, buildable, choose_split, parse_layout_text, split_from_layout,
                                      split_options, stage_imbalance, stage_weights)
 
 DSV3 = load_model("deepseek-v3")            # 61 layers + 1 MTP

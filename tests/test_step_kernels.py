@@ -11,7 +11,7 @@ import pytest
 from commbench.costmodel import load_preset
 from commbench.data.reference import gpu_spec
 from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, load_model
-from commbench.planner import kernels, memory
+from commbench.planner.step import kernels, memory
 
 
 def test_smooth_max_is_a_soft_roofline():
@@ -163,7 +163,7 @@ def test_faster_gpu_or_more_bandwidth_is_never_slower(model, monkeypatch):
     cooler = evaluate_layouts(m, _Proxy(base, more_power), arr)
     assert np.all(cooler.step_s[ok] <= slow.step_s[ok] * (1 + 1e-12)) and np.any(cooler.step_s[ok] < slow.step_s[ok])
     # twice the bandwidth (and half the latency) everywhere: every collective takes half the time
-    from commbench.planner import step as step_module
+    from commbench.planner.step import evaluate as step_module
     coll, a2a = step_module._costmodel()
     hier = step_module._hierarchical()
     monkeypatch.setattr(step_module, "_costmodel", lambda: (lambda *a, **k: 0.5 * coll(*a, **k),

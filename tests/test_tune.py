@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.planner import Layout, check_layout, load_model
-from commbench.planner.emit import load_plan, parse_megatron_args
+from commbench.planner.emit.plan import load_plan, parse_megatron_args
 
 
 @pytest.mark.timeout(180)

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.planner.emit import load_plan
+from commbench.planner.emit.plan import load_plan
 from commbench.workflows.verify import plan_items
 
 

@@ -24,8 +24,8 @@ RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recip
 def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: int | None):
     """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors). Runs the
     model does not cover come back with layout None and their skip_reason; none covered is an error."""
-    from commbench.planner.published import check_row, published_runs
-    from commbench.planner.runlogs import read_runs
+    from commbench.planner.calibrate.published import check_row, published_runs
+    from commbench.planner.calibrate.runlogs import read_runs
     rows = []
     for path in paths:
         for i, row in enumerate(read_runs(path, model=model, gpu=system, num_gpus=gpus)):
@@ -53,7 +53,7 @@ def _print_skipped(skipped: list[dict]) -> None:
 
 def evaluation_rows(runs, calibration) -> list[dict]:
     """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured)."""
-    from commbench.planner.published import predict_runs
+    from commbench.planner.calibrate.published import predict_runs
     p = predict_runs(runs, calibration)
     out = []
     for j, r in enumerate(p.runs):
@@ -89,7 +89,7 @@ def calibrate(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: a rows list, each the input row plus "
                                           "predicted_tokens_per_s_per_gpu and error_pct")] = False,
 ) -> None:
-    from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
+    from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
@@ -113,7 +113,7 @@ def calibrate(
         console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted)")
         _print_skipped(skipped)
         return
-    from commbench.planner.published import fit_calibration
+    from commbench.planner.calibrate.published import fit_calibration
     with console.status(f"fitting {len(FITTED_TERMS)} terms to {len(loaded)} runs"):
         fitted = fit_calibration(loaded, start=start)
     before = np.abs([r["error_pct"] for r in evaluation_rows(loaded, start)])

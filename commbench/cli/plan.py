@@ -11,7 +11,7 @@ from commbench.cli.base import command, console
 from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
-from commbench.planner.emit_torchtitan import TORCHTITAN_VERSIONS
+from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
 from commbench.results.tables import Col, print_table
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
@@ -98,9 +98,9 @@ def plan(
     if torchtitan_version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     spec = load_model(model, model_file)
-    from commbench.planner.calibration import CALIBRATED, load_calibration
+    from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
-    from commbench.planner.search import SearchRequest, best_for_pins, is_complete, parse_pins
+    from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     complete = layout is not None and is_complete(pins) and gbs is None
     req = SearchRequest(model=spec, fabric=_system(system, gpus, gpu), num_gpus=gpus,
@@ -125,8 +125,8 @@ def plan(
     row = bd.row(0)
     if as_json or out:
         from commbench.cli.search_view import flex_backend_for
-        from commbench.planner.emit import write_plan_files
-        from commbench.planner.pinned import pinned_plan_document
+        from commbench.planner.emit.plan import write_plan_files
+        from commbench.planner.emit.pinned import pinned_plan_document
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric),
                                    torchtitan_version=torchtitan_version)
@@ -155,7 +155,7 @@ def plan(
                      f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/]"])
     print_table(console, "memory per GPU (predicted, GB = 1e9 B)", [Col(name="kind", numeric=False), Col(name="GB")],
                 mem_rows)
-    from commbench.planner.split import choose_split, stage_weights
+    from commbench.planner.layout.split import choose_split, stage_weights
     split = choose_split(spec, lay.pp, lay.vp).summary(stage_weights(spec))
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "

@@ -36,7 +36,7 @@ def tune(
     from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
     from commbench.planner import load_model
-    from commbench.planner.search import SearchRequest, parse_pins
+    from commbench.planner.search.space import SearchRequest, parse_pins
     from commbench.workflows.tune import planning_fabric
 
     if system not in preset_names():
@@ -48,7 +48,7 @@ def tune(
     spec = load_model(model)
     pins = parse_pins(layout)
     from commbench.files import check_output_dir
-    from commbench.planner.calibration import CALIBRATED, load_calibration
+    from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
     folder = check_output_dir(out, "--out")
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),

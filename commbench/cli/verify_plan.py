@@ -47,7 +47,7 @@ def verify_plan(
     from commbench.comm.backends import max_local_ranks, resolve_backend
     from commbench.comm.job import run_job
     from commbench.comm.launch import detect_rank_env
-    from commbench.planner.emit import load_plan
+    from commbench.planner.emit.plan import load_plan
     from commbench.units import parse_size_bytes
     from commbench.workflows.verify import VerifyJob, plan_items, predicted_s
 

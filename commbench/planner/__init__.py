@@ -22,14 +22,17 @@ API (stable; the autotuner builds on it):
 
 Layout fields: tp pp vp ep etp(None = tp) cp dp mbs gbs sequence_parallel recompute(none|selective|full)
 dispatcher(alltoall|flex) precision(bf16|fp8|mxfp8|nvfp4) distributed_optimizer tp_comm_overlap
-moe_a2a_overlap dp_overlap. Validation rules: layout.RULES (one bit each in layout_violations).
-Efficiency terms: calibration.Calibration / CALIBRATED (fitted; see calibration.py).
-Layer split: split.choose_split(model, pp, vp) -> PipelineSplit (stages, Megatron flags), the split the
-step model charges; emit_megatron / emit_torchtitan turn a layout into launchable framework inputs.
+moe_a2a_overlap dp_overlap. Validation rules: layout.spec.RULES (one bit each in layout_violations).
+Efficiency terms: step.terms.Calibration / CALIBRATED (fitted; see step/terms.py).
+Layer split: layout.split.choose_split(model, pp, vp) -> PipelineSplit (stages, Megatron flags), the split
+the step model charges; emit.megatron / emit.torchtitan turn a layout into launchable framework inputs.
+
+Stages, each a subpackage that imports only the ones before it (tests/test_layering.py):
+models -> layout -> step -> search -> emit; calibrate sits beside search (imports models/layout/step).
 """
 
-from commbench.planner.calibration import CALIBRATED, Calibration
-from commbench.planner.layout import (
+from commbench.planner.step.terms import CALIBRATED, Calibration
+from commbench.planner.layout.spec import (
     DISPATCHERS,
     PRECISIONS,
     RECOMPUTE,
@@ -40,7 +43,7 @@ from commbench.planner.layout import (
     layout_violations,
     parse_layout,
 )
-from commbench.planner.models import (
+from commbench.planner.models.spec import (
     ModelSpec,
     active_params,
     flops_breakdown,
@@ -49,7 +52,7 @@ from commbench.planner.models import (
     model_names,
     param_counts,
 )
-from commbench.planner.step import StepBreakdown, evaluate_layouts
+from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 
 __all__ = [
     "CALIBRATED", "Calibration", "DISPATCHERS", "PRECISIONS", "RECOMPUTE", "RULES", "Layout", "LayoutArrays",

@@ -1,6 +1,6 @@
 """`commbench verify-plan`: run a plan's own communication here and put it beside the prediction.
 
-The plan's collectives, with its sizes (step.py's accounting):
+The plan's collectives, with its sizes (planner/step/evaluate.py's accounting):
 - EP all-to-all (dispatch + combine): the `moe_all_to_all` workload with the plan's tokens per
   rank (mbs x seq / (tp x cp)), hidden, top-k, experts and routing, per-expert or per-rank
   (deduplicated, the flex dispatcher) on its EP groups;
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commbench.planner.calibration import CALIBRATED
-from commbench.planner.emit import plan_layout, plan_model
-from commbench.planner.models import param_counts
-from commbench.planner.placement import place
+from commbench.planner.step.terms import CALIBRATED
+from commbench.planner.emit.plan import plan_layout, plan_model
+from commbench.planner.models.spec import param_counts
+from commbench.planner.layout.placement import place
 
 ACT_BYTES = 2
 
@@ -112,7 +112,7 @@ def plan_items(doc: dict, nproc: int, max_bytes: int) -> tuple[list[CommItem], l
 def predicted_s(fabric, item: CommItem, per_rack: int, plan_imbalance: float = 1.0) -> float:
     """The cost model's time for `item` at its measured size on the plan's group size and racks."""
     from commbench.costmodel import collective_time_s, moe_all_to_all_time_s
-    from commbench.planner.placement import racks_spanned
+    from commbench.planner.layout.placement import racks_spanned
     n = item.plan_group_size
     domains = int(racks_spanned(n, per_rack)) if item.kind != "tp" else 1
     if item.collective == "moe_all_to_all":

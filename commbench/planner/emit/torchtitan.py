@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commbench.errors import invalid
-from commbench.planner.layout import Layout
-from commbench.planner.models import ModelSpec
-from commbench.planner.split import best_split
+from commbench.planner.layout.spec import Layout
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.split import best_split
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 DEFAULT_TORCHTITAN = "0.3"

@@ -27,9 +27,9 @@ import argparse
 import shlex
 
 from commbench.errors import CommbenchError, invalid
-from commbench.planner.layout import Layout
-from commbench.planner.models import ModelSpec
-from commbench.planner.split import choose_split, parse_layout_text
+from commbench.planner.layout.spec import Layout
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.split import choose_split, parse_layout_text
 
 MEGATRON_TARGET = "Megatron-LM with megatron-core 0.16 (pretrain_gpt.py flags; validate_args and TransformerConfig checks)"
 HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)

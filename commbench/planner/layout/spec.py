@@ -21,8 +21,8 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
-from commbench.planner.models import ModelSpec
-from commbench.planner.split import buildable, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.split import buildable, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
 
 # recompute: none; selective = Megatron's default module (core_attn); full = every layer's input
 # only; then the light modules of the Megatron-Bridge MoE recipes (--recompute-modules):

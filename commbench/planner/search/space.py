@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
-from commbench.planner.calibration import CALIBRATED, Calibration
-from commbench.planner.layout import (BOOL_FIELDS, CODE_FIELDS, INT_FIELDS, RULE_BITS, RULES, LayoutArrays,
+from commbench.planner.step.terms import CALIBRATED, Calibration
+from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, INT_FIELDS, RULE_BITS, RULES, LayoutArrays,
                                       layout_violations)
-from commbench.planner.models import ModelSpec
-from commbench.planner.placement import PLACEMENT_BITS, PLACEMENT_RULES, gpus_per_rack, placement_violations
-from commbench.planner.step import StepBreakdown, evaluate_layouts
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES, gpus_per_rack, placement_violations
+from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 
 CHUNK = 262_144
 MBS_CHOICES = (1, 2, 4, 8)
@@ -223,7 +223,7 @@ def _why_none(bits: np.ndarray, req: SearchRequest, per_rack: int) -> str:
     names += [f"{n} ({r}; {per_rack} GPUs per domain)" for n, r in PLACEMENT_RULES if common & PLACEMENT_BITS[n]]
     pinned = ", ".join(f"{k}={v}" for k, v in req.pins.items()) or "nothing pinned"
     if common & RULE_BITS["pipeline"] and "pp" in req.pins:
-        from commbench.planner.split import choose_split
+        from commbench.planner.layout.split import choose_split
 
         try:  # the split chooser's own line: layer count, pp x vp and why
             choose_split(req.model, int(req.pins["pp"]), int(req.pins.get("vp", 1)))
@@ -272,7 +272,7 @@ def search(req: SearchRequest) -> SearchResult:
     final_fit = bd.fits & (bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) >= bd.mem_total_bytes)
     ranked = np.concatenate([np.concatenate(all_tok)[others], bd.tokens_per_s_per_gpu[final_fit]])
     headroom = bd.mem_capacity_bytes - bd.mem_total_bytes
-    from commbench.planner.placement import racks_spanned
+    from commbench.planner.layout.placement import racks_spanned
     ep_racks = np.where(final.ep > 1, racks_spanned(final.etp * final.ep, per_rack), 1)
     return SearchResult(request=req, layouts=final, breakdown=bd, headroom_bytes=headroom, ep_racks=ep_racks,
                         pareto=pareto_front(bd.tokens_per_s_per_gpu, headroom), num_enumerated=len(arr) + int(np.count_nonzero(bits)),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.planner.layout import Layout
+from commbench.planner.layout.spec import Layout
 
 PLACEMENT_RULES: tuple[tuple[str, str], ...] = (
     ("tp_in_rack", "a TP group must stay inside one NVLink domain (tp must divide the GPUs per domain)"),

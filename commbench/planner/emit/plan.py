@@ -1,7 +1,7 @@
 """A chosen layout in the forms frameworks take: plan.json, Megatron-LM arguments + launch.env, TorchTitan.
 
-- Megatron-LM: emit_megatron.py (arguments, the layer split's flags, launch environment).
-- TorchTitan: emit_torchtitan.py (0.3.x overrides by default; 0.2.x TOML with --torchtitan-version 0.2).
+- Megatron-LM: megatron.py (arguments, the layer split's flags, launch environment).
+- TorchTitan: torchtitan.py (0.3.x overrides by default; 0.2.x TOML with --torchtitan-version 0.2).
 - plan.json is schema-versioned (`PLAN_FORMAT`, `PLAN_VERSION`); every figure in it is predicted. Version 2
   adds the "megatron" section (target, layer split, launch env) and per-emitter target versions
   ("emitters"); the "torchtitan" section names its version and holds either the launch or a refusal.
@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
-from commbench.planner.emit_megatron import (MEGATRON_TARGET, launch_env, launch_env_text, megatron_args,
+from commbench.planner.emit.megatron import (MEGATRON_TARGET, launch_env, launch_env_text, megatron_args,
                                              parse_megatron_args, precision_notes)
-from commbench.planner.emit_torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
+from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
 from commbench.typed_json import check_fields
-from commbench.planner.layout import Layout
-from commbench.planner.models import ModelSpec
-from commbench.planner.split import choose_split, stage_weights
+from commbench.planner.layout.spec import Layout
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.split import choose_split, stage_weights
 
 __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
@@ -166,8 +166,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                   extra_assumptions: list[str] = (), top: int = 10, flex_backend: str = "deepep",
                   torchtitan_version: str = DEFAULT_TORCHTITAN) -> dict[str, Any]:
     """The schema-versioned plan.json for the winner of a SearchResult (every figure predicted)."""
-    from commbench.planner.explain import short
-    from commbench.planner.placement import place
+    from commbench.planner.search.explain import short
+    from commbench.planner.layout.placement import place
     req, bd = result.request, result.breakdown
     lay = result.layouts.layout(0)
     seq_len = req.seq_len or req.model.seq_len
@@ -183,7 +183,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
         "overlaps on where Megatron allows them (they never lengthen a step in the model)",
-        "efficiency terms: commbench.planner.calibration (fitted to published runs)",
+        "efficiency terms: commbench.planner.step.terms (fitted to published runs)",
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())

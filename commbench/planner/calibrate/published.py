@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, MOE_TERMS, Calibration
-from commbench.planner.layout import Layout, LayoutArrays
-from commbench.planner.models import ModelSpec, load_model
+from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, MOE_TERMS, Calibration
+from commbench.planner.layout.spec import Layout, LayoutArrays
+from commbench.planner.models.spec import ModelSpec, load_model
 
 MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b-a22b",
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
@@ -109,7 +109,7 @@ class PublishedRun:
 
 def _zoo_name(model: str) -> str | None:
     """A published model name (MODEL_NAMES) or a zoo name as is."""
-    from commbench.planner.models import model_names
+    from commbench.planner.models.spec import model_names
     # spellings seen in published tables: Llama-3.1-405B, Qwen-3-30B-A3B, deepseek_v3
     key = re.sub(r"^(llama|qwen)[-_ ](?=\d)", r"\1", model.strip().lower()).replace("_", "-").replace(" ", "-")
     return MODEL_NAMES.get(key) or (key if key in model_names() else None)
@@ -202,7 +202,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
 
 def _broken_rule(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int) -> str:
     """The first layout rule a published layout breaks ('' when none), e.g. EP larger than DP."""
-    from commbench.planner.layout import RULE_BITS, RULES, layout_violations
+    from commbench.planner.layout.spec import RULE_BITS, RULES, layout_violations
     bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
     return next((name for name, _ in RULES if bits & RULE_BITS[name]), "")
 
@@ -224,7 +224,7 @@ class Predictions:
 
 def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED) -> Predictions:
     """Predicted tokens/s/GPU for each modelled run (grouped into one vectorised call per system)."""
-    from commbench.planner.step import evaluate_layouts
+    from commbench.planner.step.evaluate import evaluate_layouts
     modelled = [r for r in runs if r.layout is not None]
     n = len(modelled)
     pred, fits, valid = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)

@@ -24,7 +24,7 @@ from math import comb
 
 import numpy as np
 
-from commbench.planner.models import ModelSpec
+from commbench.planner.models.spec import ModelSpec
 
 
 def _distinct_uniform(bins: np.ndarray, draws: float) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.planner.models import ModelSpec, param_counts
+from commbench.planner.models.spec import ModelSpec, param_counts
 
 BF16 = 2
 

@@ -38,14 +38,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner import gemm_shape, kernels, memory, moe_comm
-from commbench.planner.dp_sync import dp_sync_s, hidden as _hidden
-from commbench.planner.calibration import CALIBRATED, Calibration
-from commbench.planner.layout import CODE_FIELDS, LayoutArrays, layout_violations
+from commbench.planner.step import gemm_shape, kernels, memory, moe_comm
+from commbench.planner.step.dp_sync import dp_sync_s, hidden as _hidden
+from commbench.planner.step.terms import CALIBRATED, Calibration
+from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
-from commbench.planner.split import stage_imbalance
-from commbench.planner.models import ModelSpec, flops_breakdown, param_counts
-from commbench.planner.placement import domains_touched, gpus_per_rack
+from commbench.planner.layout.split import stage_imbalance
+from commbench.planner.models.spec import ModelSpec, flops_breakdown, param_counts
+from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)

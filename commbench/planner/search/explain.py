@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.planner.layout import Layout
-from commbench.planner.placement import racks_spanned
-from commbench.planner.search import STRUCTURE, SearchResult, structure_key
-from commbench.planner.step import evaluate_layouts
+from commbench.planner.layout.spec import Layout
+from commbench.planner.layout.placement import racks_spanned
+from commbench.planner.search.space import STRUCTURE, SearchResult, structure_key
+from commbench.planner.step.evaluate import evaluate_layouts
 
 COMM_TERMS = (("TP collectives", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
               ("DP dense grad reduce-scatter", "dp_dense_rs"), ("DP dense param all-gather", "dp_dense_ag"),
@@ -167,7 +167,7 @@ def caveats(result: SearchResult) -> list[str]:
 
 def band_lines(result: SearchResult) -> list[str]:
     """Layouts whose predictions differ from the best by less than the model's own error are a tie."""
-    from commbench.planner.calibration import MODEL_MEDIAN_ABS_ERROR
+    from commbench.planner.step.terms import MODEL_MEDIAN_ABS_ERROR
     err = MODEL_MEDIAN_ABS_ERROR["moe" if result.request.model.is_moe else "dense"]
     best = float(result.breakdown.tokens_per_s_per_gpu[0])
     tied = int(np.count_nonzero(result.fitting_tokens_desc >= best * (1.0 - err)))

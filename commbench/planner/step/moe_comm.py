@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from commbench.planner import ep_traffic
-from commbench.planner.layout import CODE_FIELDS
-from commbench.planner.placement import domains_touched
+from commbench.planner.step import ep_traffic
+from commbench.planner.layout.spec import CODE_FIELDS
+from commbench.planner.layout.placement import domains_touched
 
 ACT_BYTES = 2                         # bf16 activations and gradients on the wire
 FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, layout_dict, megatron_section,
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, layout_dict, megatron_section,
                                     model_dict)
-from commbench.planner.emit_megatron import MEGATRON_TARGET
-from commbench.planner.emit_torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
-from commbench.planner.layout import Layout
-from commbench.planner.models import ModelSpec
-from commbench.planner.placement import gpus_per_rack, place
+from commbench.planner.emit.megatron import MEGATRON_TARGET
+from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
+from commbench.planner.layout.spec import Layout
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.placement import gpus_per_rack, place
 
 
 def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str, Any], *, system: str,
@@ -34,7 +34,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
         "assumptions": [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-                        "efficiency terms: commbench.planner.calibration (fitted to published runs)"]
+                        "efficiency terms: commbench.planner.step.terms (fitted to published runs)"]
                        + list(megatron["notes"]),
         "layout": layout_dict(layout),
         "predicted": dict(row),
