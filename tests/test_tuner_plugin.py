@@ -140,6 +140,8 @@ def test_an_ignored_pair_is_left_to_nccl_and_logged_once(library, tmp_path, conf
     assert sum("not applied" in f for f in driver.formats) == 1  # the second call is not logged again
     channels, table = driver.call("allreduce", 500)  # allowed again: the first rule applies, never the second
     assert (channels, picked(table)) == (16, ("nvls", "simple"))
+    driver.call("allreduce", 700)
+    assert sum("applied (first at" in f for f in driver.formats) == 1
     driver.close()
 
 

@@ -10,7 +10,9 @@
  *     (-1.0) for this call, NCCL's own choice stands (no later rule is tried) and that is logged once
  *     per rule;
  *   - a line with an unknown name, a bad number or a wrong field count is dropped and logged (it is
- *     never read as allreduce/ring/simple).
+ *     never read as allreduce/ring/simple);
+ *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): the rules loaded, each rule the first time it
+ *     applies, each rule the first time NCCL's IGNORE stops it.
  *
  * The interface is declared here from the layout NCCL documents in src/include/plugin/tuner/tuner_v5.h,
  * tuner_v6.h, tuner_v4.h and src/include/nccl_common.h (NVIDIA/nccl); nothing is copied from NCCL.
@@ -89,7 +91,7 @@ typedef struct {
   int collType, algorithm, protocol, nChannels, nNodes, nRanks, numPipeOps, regBuff;
   unsigned long long minBytes, maxBytes;
   int lineNumber;
-  int ignoreLogged;
+  int ignoreLogged, appliedLogged;
 } Rule;
 
 typedef struct {
@@ -164,7 +166,7 @@ static const char* parseRule(char* line, Rule* rule) {
   rule->nRanks = (int)v[2];
   rule->numPipeOps = (int)v[3];
   rule->regBuff = (int)v[4];
-  rule->ignoreLogged = 0;
+  rule->ignoreLogged = rule->appliedLogged = 0;
   return NULL;
 }
 
@@ -269,6 +271,12 @@ static ncclResult_t pluginGetCollInfo(void* context, ncclFunc_t collType, size_t
     }
     table[r->algorithm * numProto + r->protocol] = 0.0f; /* the cheapest entry: NCCL picks it */
     if (r->nChannels > 0) *nChannels = r->nChannels;
+    if (!r->appliedLogged) {
+      r->appliedLogged = 1;
+      LOG(ctx, CB_LOG_INFO, PREFIX "rule on line %d applied (first at %zu bytes): %s %s/%s channels=%s%d "
+          "(logged once per rule)", r->lineNumber, nBytes, COLLECTIVES[r->collType], ALGORITHMS[r->algorithm],
+          PROTOCOLS[r->protocol], r->nChannels > 0 ? "" : "NCCL's own, rule says ", r->nChannels);
+    }
     return CB_SUCCESS;
   }
   return CB_SUCCESS;
