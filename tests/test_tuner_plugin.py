@@ -155,11 +155,15 @@ def test_bad_lines_are_dropped_not_guessed_and_a_missing_file_means_no_rules(lib
     conf = tmp_path / "bad.conf"
     conf.write_text("# comment\n\nallreduce,0,100,ringx,ll,8,1,8\nallreduce,0,100,ring,ll,8,1,8,,\n"
                     "alltoall,0,100,ring,ll,8,1,8\nallreduce,200,100,ring,ll,8,1,8\n"
-                    "  allreduce , 0 , 100 , tree , ll128 , -1 , 1 , 8  \n")
+                    "  allreduce , 0 , 100 , tree , ll128 , -1 , 1 , 8  \r\n"
+                    "allgather,0,-1,ring,simple,4,-1,-1,-1\n")
     driver = Driver(library, str(conf), ranks=8, nodes=1)
     assert sum("dropped:" in f for f in driver.formats) == 4
     channels, table = driver.call("allreduce", 50)
     assert (channels, picked(table)) == (0, ("tree", "ll128"))  # -1 channels: NCCL's own count, never 1
+    assert driver.call("allreduce", 101) == (0, untouched())
+    channels, table = driver.call("allgather", 2**64 - 1)  # max_bytes -1: no upper bound, as the example reads it
+    assert (channels, picked(table)) == (4, ("ring", "simple"))
     driver.close()
     missing = Driver(library, str(tmp_path / "nope.conf"), ranks=8, nodes=1)
     assert missing.call("allreduce", 50) == (0, untouched()) and any("cannot open" in f for f in missing.formats)

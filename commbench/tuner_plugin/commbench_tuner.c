@@ -155,7 +155,12 @@ static const char* parseRule(char* line, Rule* rule) {
   for (int i = 0; i < n; i++) fields[i] = trim(fields[i]);
   long long v[7] = {-1, -1, -1, -1, -1, -1, -1};
   if ((rule->collType = lookup(fields[0], COLLECTIVES, COUNT(COLLECTIVES))) < 0) return "unknown collective";
-  if (parseBytes(fields[1], &rule->minBytes) || parseBytes(fields[2], &rule->maxBytes)) return "bad byte bound";
+  if (strcmp(fields[2], "-1") == 0) {
+    rule->maxBytes = ~0ULL; /* no upper bound: what the example plugin's strtoull makes of -1 */
+  } else if (parseBytes(fields[2], &rule->maxBytes)) {
+    return "bad max_bytes";
+  }
+  if (parseBytes(fields[1], &rule->minBytes)) return "bad min_bytes";
   if (rule->minBytes > rule->maxBytes) return "min_bytes > max_bytes";
   if ((rule->algorithm = lookup(fields[3], ALGORITHMS, COUNT(ALGORITHMS))) < 0) return "unknown algorithm";
   if ((rule->protocol = lookup(fields[4], PROTOCOLS, COUNT(PROTOCOLS))) < 0) return "unknown protocol";
