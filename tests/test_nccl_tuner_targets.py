@@ -164,3 +164,17 @@ def test_the_gb300_predicted_file_explains_its_allreduce_switch_back(tmp_path):
     returns = [a for i, a in enumerate(order) if a in order[:i] and order[i - 1] != a]
     notes = [line for line in conf.read_text().splitlines() if line.startswith("# switches back: allreduce")]
     assert len(notes) == len(returns)  # every return is explained (none, if the model turns monotone)
+
+
+def test_example_plugin_leaves_out_a_collective_measured_without_channel_counts_and_says_so(tmp_path):
+    path, _ = _results_file(tmp_path)
+    extra = tmp_path / "plain.jsonl"
+    with JsonlWriter(extra) as writer:  # a plain all_gather bench: NCCL's default only
+        writer.write(_header("plain", ["n1", "n1", "n2", "n2"]))
+        writer.write(_record("plain", 4096, DEFAULT, 30.0, coll="all_gather"))
+    conf = tmp_path / "e.conf"
+    result = invoke(str(path), str(extra), "-O", str(conf), "--for", "example-plugin")
+    assert result.exit_code == 0, result.output
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert {c["coll"] for c in configs} == {"allreduce"}
+    assert "allgather nNodes=2 nRanks=4: not covered, no measurement names a channel count" in conf.read_text()

@@ -41,12 +41,22 @@ def _by_size(points: Iterable[TunedPoint]) -> dict[tuple, dict]:
     return table
 
 
-def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> list[Cell]:
-    """Every cell given a choice with an explicit channel count, the last of each scale up to SIZE_MAX_BYTES;
-    CommbenchError (one line, naming --nccl-channels) where a size has no such measurement."""
+def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tuple[list[Cell], list[str]]:
+    """Every cell of a (collective, scale) with measurements naming a channel count given such a choice, the
+    last of each scale up to SIZE_MAX_BYTES; CommbenchError (one line, naming --nccl-channels) where such a
+    scale has a size without one. Scales with none at all get no rule (and a note: not covered)."""
     table = _by_size(points)
+    capable = {(p.collective, p.nodes, p.ranks) for p in points if expressible(p.combo)}
+    if cells and not capable:
+        raise CommbenchError("--for example-plugin: no measurement names an algorithm, a protocol and a channel count, "
+                             f"so every rule would leave NCCL's example plugin on one channel: {MEASURE_CHANNELS}")
+    notes = [f"{scale[0]} nNodes={scale[1]} nRanks={scale[2]}: not covered, no measurement names a channel count"
+             for scale in dict.fromkeys((c.collective, c.nodes, c.ranks) for c in cells) if scale not in capable]
     covered: list[Cell] = []
     for index, cell in enumerate(cells):
+        if (cell.collective, cell.nodes, cell.ranks) not in capable:
+            covered.append(cell)
+            continue
         if cell.choice is not None and cell.choice.channels is None:
             raise CommbenchError(f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} was chosen "
                                  f"without a channel count ({cell.choice.label}): {MEASURE_CHANNELS}")
@@ -65,7 +75,7 @@ def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> lis
         if last_of_scale:
             cell = dataclasses.replace(cell, max_bytes=SIZE_MAX_BYTES)
         covered.append(cell)
-    return covered
+    return covered, notes
 
 
 def switch_backs(cells: list[Cell], points: list[TunedPoint], statistic: str) -> list[str]:

@@ -39,13 +39,15 @@ class TunerResult:
     switch_backs: list[str] = dataclasses.field(default_factory=list)  # why a choice goes back with size
 
 
-def for_target(cells: list[Cell], points: list[TunedPoint], target: str, statistic: str) -> tuple[list[Cell], list[str]]:
-    """The cells as the target plugin needs them, and the notes on choices that switch back with size."""
+def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
+               statistic: str) -> tuple[list[Cell], list[str], list[str]]:
+    """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back."""
     from commbench.results.nccl_tuner_targets import cover_for_example_plugin, switch_backs
 
+    uncovered: list[str] = []
     if target == "example-plugin":
-        cells = cover_for_example_plugin(cells, points)
-    return cells, switch_backs(cells, points, statistic)
+        cells, uncovered = cover_for_example_plugin(cells, points)
+    return cells, uncovered, switch_backs(cells, points, statistic)
 
 
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
@@ -64,9 +66,9 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
                      + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)")
-    cells, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels), points, target,
-                                 statistic)
-    notes += [f"skipped {len(bad)} unreadable line(s)"] if bad else []
+    cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
+                                            points, target, statistic)
+    notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
     return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, switch_backs=switches,
                        sources=[h.run_id for h in headers(records)])
 
@@ -124,8 +126,8 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
     if not points:
         raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
                              f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
-    cells, switches = for_target(choose_cells(points, need_baseline=False, any_channels=True), points, target,
-                                 "time")
+    cells, _, switches = for_target(choose_cells(points, need_baseline=False, any_channels=True), points, target,
+                                    "time")
     notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)"]
     if "nccl" in sources:
         notes.append("per (algorithm, protocol) times from the cost model's NCCL structure (costmodel/nccl_model.py, "
