@@ -109,6 +109,9 @@ def test_an_nvl72_rack_of_18_hosts_is_one_nccl_node():
     assert header_node_count(nvl72_header("c", racks=per_host, source="hostnames"))[:2] == (18, "hosts")
     assert header_node_count(nvl72_header("d", racks=[list(range(72))], emulated={"x": 1}))[:2] == (18, "hosts")
     assert header_node_count(_header("e", ["n1", "n1", "n2", "n2"]))[:2] == (2, "hosts")  # no topology: hosts
+    sparse = dataclasses.replace(_header("f", [f"tray{k:02d}" for k in range(18)]), world_size=72,
+                                 topology={"ranks_per_rack": 72, "num_racks": 1})  # host list, no rank lists
+    assert header_node_count(sparse)[:2] == (1, "NVLink domains")
 
 
 def test_measured_rules_on_an_nvl72_rack_match_nccl_node_count(tmp_path):

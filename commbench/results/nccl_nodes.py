@@ -26,17 +26,30 @@ def header_node_count(header) -> tuple[int, str, str]:
     hostnames = list(header.hostnames or [])
     num_hosts = len(set(hostnames)) or 1
     topology = header.topology or {}
-    racks = topology.get("racks") or []
     source = topology.get("source", "?")
     if header.emulated:
         return num_hosts, HOSTS, "emulated fabric: NCCL counts hosts"
-    if racks and len(hostnames) == header.world_size:
-        spanning = [rack for rack in racks if len({hostnames[r] for r in rack if 0 <= r < len(hostnames)}) > 1]
+    racks = _racks(topology, header.world_size)
+    if racks:
+        if len(hostnames) == header.world_size:  # one host name per rank: look at each domain's hosts
+            spanning = any(len({hostnames[r] for r in rack if 0 <= r < len(hostnames)}) > 1 for rack in racks)
+        else:  # more hosts than domains: some domain holds ranks of two hosts
+            spanning = num_hosts > len(racks)
         if spanning:
             return (len(racks), NVLINK_DOMAINS,
                     f"{len(racks)} NVLink domain(s) over {num_hosts} host(s) (topology from {source}): multi-node "
                     "NVLink, NCCL counts one node per domain")
     return num_hosts, HOSTS, f"{num_hosts} host(s) in the run header, no NVLink domain spans hosts (topology from {source})"
+
+
+def _racks(topology: dict, world_size: int) -> list[list[int]]:
+    """The topology's racks; from ranks_per_rack (contiguous) when a header lists no racks."""
+    if topology.get("racks"):
+        return [list(rack) for rack in topology["racks"]]
+    per_rack = topology.get("ranks_per_rack")
+    if isinstance(per_rack, int) and per_rack > 0 and world_size > 0:
+        return [list(range(k, min(k + per_rack, world_size))) for k in range(0, world_size, per_rack)]
+    return []
 
 
 def predicted_node_count(fabric, ranks: int) -> tuple[int, str, str]:
