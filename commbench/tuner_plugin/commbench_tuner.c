@@ -14,11 +14,9 @@
  *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): the rules loaded, each rule the first time it
  *     applies, each rule the first time NCCL's IGNORE stops it.
  *
- * The interface is declared here from the layout NCCL documents in src/include/plugin/tuner/tuner_v5.h,
- * tuner_v6.h, tuner_v4.h and src/include/nccl_common.h (NVIDIA/nccl); nothing is copied from NCCL.
- * Exported: ncclTunerPlugin_v6, ncclTunerPlugin_v5 (NCCL >= 2.27) and ncclTunerPlugin_v4 (2.24-2.26).
- * Build: cc -shared -fPIC -O2 -o libnccl-tuner-commbench.so commbench_tuner.c
- */
+ * Interface declared here from NCCL's documented layout (src/include/plugin/tuner/tuner_v4.h, _v5.h, _v6.h,
+ * nccl_common.h); nothing copied. Exported: ncclTunerPlugin_v6 (NCCL 2.30+), _v5 (2.28+), _v4 (2.26-2.27).
+ * Build: cc -shared -fPIC -O2 -o libnccl-tuner-commbench.so commbench_tuner.c */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
@@ -28,15 +26,11 @@
 #include <string.h>
 
 /* --- NCCL's tuner interface (layout from NCCL's headers, declared here) ------------------------- */
-typedef int ncclResult_t; /* ncclSuccess 0, ncclSystemError 2, ncclInternalError 3 */
-#define CB_SUCCESS 0
-#define CB_SYSTEM_ERROR 2
-#define CB_INTERNAL_ERROR 3
+typedef int ncclResult_t;
+enum { CB_SUCCESS = 0, CB_SYSTEM_ERROR = 2, CB_INTERNAL_ERROR = 3 }; /* ncclSuccess, ncclSystemError, ... */
 typedef int ncclFunc_t; /* ncclFuncBroadcast 0, Reduce 1, AllGather 2, ReduceScatter 3, AllReduce 4 */
-typedef int ncclDebugLogLevel; /* NCCL_LOG_WARN 2, NCCL_LOG_INFO 3, NCCL_LOG_TRACE 5 */
-#define CB_LOG_WARN 2
-#define CB_LOG_INFO 3
-#define CB_TUNING 0x40 /* NCCL_TUNING subsystem flag */
+typedef int ncclDebugLogLevel;
+enum { CB_LOG_WARN = 2, CB_LOG_INFO = 3, CB_TUNING = 0x40 }; /* NCCL_LOG_WARN, NCCL_LOG_INFO, NCCL_TUNING */
 typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                                   const char* fmt, ...);
 typedef struct {
