@@ -26,7 +26,7 @@ def header_node_count(header) -> tuple[int, str, str]:
     hostnames = list(header.hostnames or [])
     num_hosts = len(set(hostnames)) or 1
     topology = header.topology or {}
-    source = topology.get("source", "?")
+    source = str(topology.get("source", "?")).split(":")[0]  # what decided, without its details
     if header.emulated:
         return num_hosts, HOSTS, "emulated fabric: NCCL counts hosts"
     racks = _racks(topology, header.world_size)

@@ -62,9 +62,9 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     scale = f"{rule.collective} nodes={rule.nodes} ranks={rule.ranks} [{rule.min_bytes}-{rule.max_bytes}]"
     speedups = [s for s in rule.speedups if s is not None]
     if rule.filled:
-        versus = f", {_speedups(tuple(speedups))} of NCCL default's speed" if speedups else ""
-        return comment(f"{scale}: no winner at {where} (NCCL default within noise{versus}): fastest measured with a "
-                       f"channel count, so the example plugin does not run one channel; {_origin(rule)}")
+        versus = f", {_speedups(tuple(speedups))}" if speedups else ""
+        return comment(f"{scale}: no winner at {where} (within noise of NCCL default{versus}): fastest with a channel "
+                       f"count, so the example plugin does not run 1 channel; {_origin(rule)}")
     if not speedups:
         return comment(f"{scale}: fastest predicted curve at {where}; {_origin(rule)}")
     return comment(f"{scale}: {_speedups(tuple(speedups))} faster than NCCL default ({statistic}) at {where}; "
