@@ -144,3 +144,11 @@ def test_real_nvml_answers_on_a_gpu():
         pytest.skip("no CUDA GPU")
     key, why = nvlink_domains.local_fabric_key(0)
     assert (key is None) != (why == "")  # a key, or a reason: never both, never neither
+
+
+def test_cuda_visible_devices_maps_a_cuda_index_to_the_nvml_gpu():
+    from commbench.comm.nvlink_domains import visible_device
+
+    assert visible_device(1, "4,5,6") == (None, 5)
+    assert visible_device(0, "GPU-abc,GPU-def") == ("GPU-abc", 0)
+    assert visible_device(2, None) == (None, 2) and visible_device(3, "1,2") == (None, 3)

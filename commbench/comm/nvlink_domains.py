@@ -15,6 +15,7 @@ none, ranks are grouped by hostname and the topology's `source` says why.
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any, Sequence
 
 from commbench.comm.topology import Topology
@@ -68,15 +69,30 @@ def local_fabric_key(device_index: int) -> tuple[str | None, str]:
 
         raw = getattr(torch.cuda.get_device_properties(device_index), "uuid", None)
         uuid = None if raw is None else ("GPU-" + str(raw) if not str(raw).startswith("GPU-") else str(raw))
-    except Exception:  # an older torch without device UUIDs: fall back to the NVML index
+    except Exception:  # an older torch without device UUIDs, or no CUDA torch: map through CUDA_VISIBLE_DEVICES
         uuid = None
+    nvml_index = device_index
+    if uuid is None:
+        uuid, nvml_index = visible_device(device_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
     try:
-        return fabric_key(nvml, uuid=uuid, index=device_index)
+        return fabric_key(nvml, uuid=uuid, index=nvml_index)
     finally:
         try:
             nvml.nvmlShutdown()
         except Exception:
             pass
+
+
+def visible_device(cuda_index: int, visible: str | None) -> tuple[str | None, int]:
+    """(UUID, NVML index) of CUDA device `cuda_index`: NVML numbers all GPUs and ignores CUDA_VISIBLE_DEVICES,
+    which lists indices or UUIDs (https://docs.nvidia.com/cuda/cuda-c-programming-guide/#cuda-environment-variables)."""
+    entries = [e.strip() for e in (visible or "").split(",") if e.strip()]
+    if cuda_index >= len(entries):
+        return None, cuda_index
+    entry = entries[cuda_index]
+    if entry.isdigit():
+        return None, int(entry)
+    return (entry, cuda_index) if entry.startswith("GPU-") else (None, cuda_index)
 
 
 def topology_from_fabric(keys: Sequence[str | None], hostnames: Sequence[str], *, why_not: str = "") -> Topology:
