@@ -189,3 +189,34 @@ def test_build_plugin_command_and_its_one_line_error(tmp_path, monkeypatch):
     missing = CliRunner().invoke(app, ["nccl-tuner", "--build-plugin", str(tmp_path / "out2")])
     assert missing.exit_code == 2 and "no C compiler found" in missing.output
     assert len(missing.output.strip().splitlines()) == 1
+
+
+INIT_V4 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t, LOGGER, ctypes.POINTER(ctypes.c_void_p))
+
+
+class TunerV6(ctypes.Structure):  # ncclTuner_v6_t: v5's fields, then getChunkSize (optional: NULL)
+    _fields_ = [*TunerV5._fields_, ("getChunkSize", ctypes.c_void_p)]
+
+
+class TunerV4(ctypes.Structure):  # ncclTuner_v4_t (tuner_v4.h): init(nRanks, nNodes, logFunction, context)
+    _fields_ = [("name", ctypes.c_char_p), ("init", INIT_V4), ("getCollInfo", GET_COLL_INFO), ("destroy", FINALIZE)]
+
+
+def test_the_v6_and_v4_symbols_serve_the_same_rules(library, tmp_path, config_env):
+    conf = tmp_path / "one.conf"
+    conf.write_text("allreduce,0,1000,tree,ll,8,1,8,-1,-1\n")
+    os.environ["NCCL_TUNER_CONFIG_FILE"] = str(conf)
+    lib = ctypes.CDLL(library)
+    v6, v4 = TunerV6.in_dll(lib, "ncclTunerPlugin_v6"), TunerV4.in_dll(lib, "ncclTunerPlugin_v4")
+    assert v6.name == v4.name == b"commbench" and v6.getChunkSize is None
+    logger = LOGGER(lambda *args: None)
+    for tuner, init in ((v6, lambda ctx: v6.init(ctypes.byref(ctx), 7, 8, 1, logger, None, None)),
+                        (v4, lambda ctx: v4.init(8, 1, logger, ctypes.byref(ctx)))):
+        context = ctypes.c_void_p()
+        assert init(context) == 0
+        table, channels = CostTable(*[(ctypes.c_float * 3)(*untouched()[a]) for a in range(7)]), ctypes.c_int(0)
+        assert tuner.getCollInfo(context, FUNCS["allreduce"], 500, 1,
+                                 ctypes.cast(table, ctypes.POINTER(ctypes.POINTER(ctypes.c_float))), 7, 3, 0,
+                                 ctypes.byref(channels)) == 0
+        assert channels.value == 8 and picked([list(row) for row in table]) == ("tree", "ll")
+        assert (tuner.finalize if tuner is v6 else tuner.destroy)(context) == 0
