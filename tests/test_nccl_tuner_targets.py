@@ -14,7 +14,7 @@ from commbench.results.nccl_nodes import header_node_count
 from commbench.results.nccl_tuner import TunedPoint, choose_cells
 from commbench.results.nccl_tuner_targets import SIZE_MAX_BYTES, switch_backs
 from commbench.results.records import JsonlWriter
-from tests.test_nccl_tuner import (DEFAULT, RING_LL, TREE_SIMPLE_8, _header, _record, _results_file,
+from tests.test_nccl_tuner import (DEFAULT, RING_LL, _header, _record, _results_file,
                                    reproduced_plugin_load, reproduced_plugin_select)
 
 RING_LL_ANY = TuningCombo(algo="ring", proto="ll")  # NCCL's own channel count
