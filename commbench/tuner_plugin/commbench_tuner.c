@@ -15,7 +15,7 @@
  *     applies, each rule the first time NCCL's IGNORE stops it.
  *
  * Interface declared here from NCCL's documented layout (src/include/plugin/tuner/tuner_v4.h, _v5.h, _v6.h,
- * nccl_common.h); nothing copied. Exported: ncclTunerPlugin_v6 (NCCL 2.30+), _v5 (2.28+), _v4 (2.26-2.27).
+ * nccl_common.h); nothing copied. Exported: ncclTunerPlugin_v6 (NCCL 2.30+), _v5 (2.28+), _v4 (2.24-2.27).
  * Build: cc -shared -fPIC -O2 -o libnccl-tuner-commbench.so commbench_tuner.c */
 #define _GNU_SOURCE
 #include <errno.h>
