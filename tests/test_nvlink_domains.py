@@ -152,3 +152,16 @@ def test_cuda_visible_devices_maps_a_cuda_index_to_the_nvml_gpu():
     assert visible_device(1, "4,5,6") == (None, 5)
     assert visible_device(0, "GPU-abc,GPU-def") == ("GPU-abc", 0)
     assert visible_device(2, None) == (None, 2) and visible_device(3, "1,2") == (None, 3)
+
+
+def test_an_older_driver_without_the_versioned_call_still_answers():
+    nvml = fake_nvml({"GPU-0": (RACK_A, 5)})
+
+    def not_found(handle, pointer):
+        raise RuntimeError("Function Not Found")
+
+    nvml.nvmlDeviceGetGpuFabricInfo, nvml.c_nvmlGpuFabricInfo_t = nvml.nvmlDeviceGetGpuFabricInfoV, FakeFabricInfo
+    nvml.nvmlDeviceGetGpuFabricInfoV = not_found
+    assert fabric_key(nvml, uuid="GPU-0") == (f"{RACK_A.hex()}:5", "")
+    del nvml.nvmlDeviceGetGpuFabricInfo
+    assert "Function Not Found" in fabric_key(nvml, uuid="GPU-0")[1]

@@ -41,14 +41,21 @@ def fabric_key(nvml: Any, *, uuid: str | None = None, index: int = 0) -> tuple[s
     """'<clusterUuid hex>:<cliqueId>' of one GPU (by UUID when known, else by NVML index), or None and why."""
     try:
         handle = nvml.nvmlDeviceGetHandleByUUID(uuid) if uuid else nvml.nvmlDeviceGetHandleByIndex(index)
-        if hasattr(nvml, "nvmlDeviceGetGpuFabricInfoV"):
-            info = nvml.c_nvmlGpuFabricInfoV_t()
-            nvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
-        else:
-            info = nvml.c_nvmlGpuFabricInfo_t()
-            nvml.nvmlDeviceGetGpuFabricInfo(handle, ctypes.byref(info))
-    except Exception as exc:  # NVMLError_NotSupported on GPUs without a multi-node NVLink fabric
-        return None, f"no GPU fabric info ({exc})"
+    except Exception as exc:
+        return None, f"no NVML handle for GPU {uuid or index} ({exc})"
+    info, error = None, None
+    for getter, struct in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),  # the versioned call
+                           ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t")):  # older drivers: same fields
+        if not (hasattr(nvml, getter) and hasattr(nvml, struct)):
+            continue
+        try:
+            info = getattr(nvml, struct)()
+            getattr(nvml, getter)(handle, ctypes.byref(info))
+            break
+        except Exception as exc:  # NVMLError_NotSupported on GPUs without a multi-node NVLink fabric
+            info, error = None, exc
+    if info is None:
+        return None, f"no GPU fabric info ({error or 'this nvidia-ml-py has no fabric-info call'})"
     completed = getattr(nvml, "NVML_GPU_FABRIC_STATE_COMPLETED", 3)
     if info.state != completed or info.status != getattr(nvml, "NVML_SUCCESS", 0):
         return None, f"GPU fabric not registered (state {info.state}, status {info.status})"
