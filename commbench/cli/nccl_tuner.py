@@ -66,9 +66,8 @@ def nccl_tuner(
         output = renamed(None, old_output, old="-o/--output", new="-O/--out")
     from commbench.results.nccl_tuner import STATISTICS
     from commbench.results.nccl_tuner_file import optimize_config_csv, plugin_config_text
-    from commbench.workflows import nccl_tuner as flow
-
     from commbench.results.nccl_tuner_targets import TARGETS
+    from commbench.workflows import nccl_tuner as flow
 
     if build_plugin_dir is not None:
         from commbench.tuner_plugin import build_plugin
