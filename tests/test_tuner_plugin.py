@@ -83,7 +83,8 @@ def library(tmp_path_factory):
 
 @pytest.fixture
 def config_env(monkeypatch):
-    monkeypatch.delenv("NCCL_TUNER_CONFIG_FILE", raising=False)  # restored after each test
+    """NCCL_TUNER_CONFIG_FILE as the Driver sets it, removed (or restored) after each test."""
+    monkeypatch.setenv("NCCL_TUNER_CONFIG_FILE", "")
 
 
 def write_config(tmp_path, *args) -> tuple[str, list[dict]]:
