@@ -189,7 +189,7 @@ def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_si
         assert (None if chosen is None else (chosen["algo"], chosen["proto"], chosen["channels"])) == expected[size]
     assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=1, ranks=4) is None  # another scale
     assert "run0" in text and "2.00x faster than NCCL default (median)" in text
-    assert "NCCL default kept at 64 KiB" in text and "run on ONE channel" in text
+    assert "NCCL default kept at 64 KiB" in text and "on ONE channel; write with --for example-plugin" in text
     assert "set NCCL_MIN_NCHANNELS=16" in text
     rows = list(csv.DictReader(io.StringIO(table.read_text())))
     assert tuple(rows[0]) == OPTIMIZE_CONFIG_FIELDS
@@ -216,7 +216,7 @@ def test_predicted_rules_are_marked_and_parse(tmp_path):
     text = conf.read_text()
     configs, problems = reproduced_plugin_load(text)
     assert problems == [] and configs and all(c["nodes"] == 2 and c["ranks"] == 16 for c in configs)
-    assert all(c["channels"] == -1 for c in configs) and "run on ONE channel" in text
+    assert all(c["channels"] == 0 for c in configs) and "channels 0 = NCCL's own count" in text  # never -1
     rule_comments = [line for line in text.splitlines() if line.startswith("# allreduce nodes=")]
     assert rule_comments and all("PREDICTED" in line for line in rule_comments)
     assert "PREDICTED" in text.splitlines()[0] and "cost model's NCCL structure" in text

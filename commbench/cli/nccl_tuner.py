@@ -1,5 +1,6 @@
-"""`commbench nccl-tuner RESULTS... -o nccl_tuner.conf`: NCCL example tuner-plugin rules from measured
-(or, with --fabric/--system, predicted) per-size winners of the NCCL tuning axes."""
+"""`commbench nccl-tuner RESULTS... -O nccl_tuner.conf`: NCCL tuner-plugin rules (for commbench's plugin,
+built with --build-plugin, or NCCL's example plugin) from measured (or, with --fabric/--system,
+predicted) per-size winners of the NCCL tuning axes."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def print_combinations(results: list, output_path: str, again: str = "") -> None
                          "nccl_tuner.conf)", len(results), output_path, output_path), highlight=False)
 
 
-@command("nccl-tuner", help="Write an NCCL example tuner-plugin config (NCCL_TUNER_CONFIG_FILE) from results measured "
+@command("nccl-tuner", help="Write an NCCL tuner-plugin config (NCCL_TUNER_CONFIG_FILE) for commbench's plugin "
+                            "(--build-plugin DIR) or NCCL's example plugin (--for example-plugin) from results measured "
                             "with --nccl-algo/--nccl-proto/--nccl-channels, or predicted from a fabric (--fabric/--system).")
 def nccl_tuner(
     files: Annotated[Optional[list[str]], typer.Argument(help="Results files (JSONL) with NCCL-default and tuned points.")] = None,
@@ -53,17 +55,29 @@ def nccl_tuner(
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
-    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default -1; NCCL's example plugin then runs ONE channel).")] = None,
+    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default 0: NCCL's own count).")] = None,
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Predicted: smallest size.")] = "1K",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size.")] = "4G",
+    target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
+    build_plugin_dir: Annotated[Optional[str], typer.Option("--build-plugin", metavar="DIR", help="Compile commbench's tuner plugin with the system C compiler into DIR/libnccl-tuner-commbench.so (load it with NCCL_TUNER_PLUGIN) and exit.")] = None,
 ) -> None:
     """Rules only where a combination beats NCCL's default by more than the noise; see docs/nccl-tuner.md."""
     if old_output is not None:
         output = renamed(None, old_output, old="-o/--output", new="-O/--out")
     from commbench.results.nccl_tuner import STATISTICS
     from commbench.results.nccl_tuner_file import optimize_config_csv, plugin_config_text
+    from commbench.results.nccl_tuner_targets import TARGETS
     from commbench.workflows import nccl_tuner as flow
 
+    if build_plugin_dir is not None:
+        from commbench.tuner_plugin import build_plugin
+
+        library = build_plugin(build_plugin_dir)
+        console.print(styled("[green]built[/] {}: export NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE=<config from "
+                             "commbench nccl-tuner>", library, library.resolve()), highlight=False, soft_wrap=True)
+        return
+    if target not in TARGETS:
+        raise invalid("--for", target, f"allowed {', '.join(TARGETS)}")
     if statistic not in STATISTICS:
         raise invalid("--stat", statistic, f"allowed {', '.join(STATISTICS)}")
     if min_gain < 0:
@@ -80,29 +94,40 @@ def nccl_tuner(
                                  "rank count, e.g. --gpus 72")
         fabric = resolve_fabric(fabric_path, system, None, gpus)
         sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"), 2.0, None)
-        num_nodes = nodes if nodes is not None else -(-gpus // fabric.domain_size)
+        from commbench.results.nccl_nodes import predicted_node_count
+
+        num_nodes, kind, why = predicted_node_count(fabric, gpus)
+        node_note = f"nNodes = {kind}: {why}"
+        if nodes is not None:
+            num_nodes, node_note = nodes, f"nNodes = {nodes} as given by --nodes (the preset suggests {why})"
         if channels is not None and channels < 1:
             raise invalid("--channels", channels, "a channel count >= 1")
-        result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes, channels=channels)
-        intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}", *result.notes]
+        result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes, channels=channels,
+                                  target=target)
+        intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}",
+                 node_note, *result.notes]
     else:
         if not files:
             raise CommbenchError("nothing to tune from: give results files (from commbench bench/sweep --nccl-algo ...) "
                                  "for measured rules, or --system/--fabric with --gpus for predicted ones")
-        result = flow.from_results(list(files), statistic=statistic, min_gain=min_gain)
+        result = flow.from_results(list(files), statistic=statistic, min_gain=min_gain, target=target)
         runs = ",".join(result.sources[:6]) + ("..." if len(result.sources) > 6 else "")
         intro = [f"commbench nccl-tuner: measured rules from {', '.join(files)}", f"runs {runs}",
                  f"a rule only where the {statistic} beats NCCL's default by more than the noise"
                  + (f" and {100 * min_gain:g}%" if min_gain else ""), *result.notes]
-    text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic)
+    text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic, target=target,
+                              switch_backs=result.switch_backs)
     _write(output, text, "config file")
     for note in result.notes:
         console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     kept = sum(1 for cell in result.cells if cell.choice is None)
     label = "PREDICTED rule(s)" if predicted else "rule(s)"
     console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
-                         "Load it: NCCL_TUNER_PLUGIN=<libnccl-tuner-example.so> NCCL_TUNER_CONFIG_FILE={}",
-                         output, len(result.rules), label, kept, len(result.cells), output), highlight=False)
+                         "Load it: NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE={}",
+                         output, len(result.rules), label, kept, len(result.cells),
+                         "<libnccl-tuner-example.so>" if target == "example-plugin"
+                         else "<DIR>/libnccl-tuner-commbench.so (commbench nccl-tuner --build-plugin DIR)", output),
+                  highlight=False)
     if csv_path:
         _write(csv_path, optimize_config_csv(result.points, statistic), "CSV file")
         console.print(styled("[green]wrote[/] {} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py)",

@@ -27,7 +27,7 @@ def print_tuning_winners(records: list) -> None:
 
     points = tuning_points(records)
     tables: dict = {}
-    for scale, row in winner_rows(choose_cells(points), points) if points else []:
+    for scale, row in winner_rows(choose_cells(points, any_channels=True), points) if points else []:
         tables.setdefault(scale, []).append([escape(str(cell)) for cell in row])
     for scale, rows in tables.items():
         print_table(console, f"NCCL tuning winners (measured): {scale_title(*scale)}",

@@ -3,8 +3,9 @@
 A GB300 NVL72 rack joins 72 GPUs over NVLink (one scale-up domain); an HGX node joins 8. Racks
 join over the scale-out network. A Topology lists the world ranks of each rack; it comes from
 `--ranks-per-rack R` (ranks r*R .. r*R+R-1 share rack r), a preset (`nvl72`, `hgx8`), an explicit
-rank list (`0-3;4-7`), or the launch itself (ranks grouped by hostname = node, nodes grouped into
-racks by a size or a list of host names). `commbench emulate` tells the ranks it starts their
+rank list (`0-3;4-7`), or the launch itself: GPU ranks grouped by the NVLink fabric NVML reports
+(comm/nvlink_domains.py), else by hostname = node, nodes grouped into racks by a size or a list of
+host names. `commbench emulate` tells the ranks it starts their
 rack size through COMMBENCH_RANKS_PER_RACK.
 """
 
@@ -221,6 +222,10 @@ def resolve_on_ranks(spec: TopologySpec | None, backend) -> Topology:
         from commbench.comm.backend import gather_strings
 
         hostnames = gather_strings(backend, socket.gethostname())
+        if spec.nodes_per_rack is None and spec.rack_nodes is None:
+            from commbench.comm.nvlink_domains import gather_topology
+
+            return gather_topology(backend, hostnames)  # NVLink domains from NVML; hostnames as the fallback
     return spec.resolve(backend.world_size, hostnames)
 
 

@@ -6,9 +6,10 @@ scale:
   * a combination wins a size if it is the fastest by the chosen statistic AND beats NCCL's default
     at that size by more than the noise (the larger relative noise of the two points) and by more
     than `min_gain`; otherwise NCCL's default is kept there (no rule: NCCL decides);
-  * only combinations that name an algorithm, a protocol and a channel count can win: the plugin's
-    rule has no "any" for the first two (plugin.c parseAlgorithm/parseProtocol fall back to
-    ring/simple), and its -1 channels runs on one channel (see `expressible`);
+  * only combinations that name an algorithm and a protocol can win (the plugin's rule has no "any"
+    for them: plugin.c parseAlgorithm/parseProtocol fall back to ring/simple); NCCL's own channel
+    count is written as 0 (NCCL_OWN_CHANNELS), and for NCCL's example plugin only explicit counts
+    win (`expressible`; results.nccl_tuner_targets);
   * sizes between measured points go to the nearer one: measured sizes s_0 < ... < s_n own the cells
     [0, m_0], [m_0+1, m_1], ..., [m_{n-1}+1, s_n] with m_i = floor((s_i + s_{i+1}) / 2) -- the
     midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover 0..s_n without gaps
@@ -32,6 +33,10 @@ from commbench.comm.nccl_tuning import TuningCombo, combo_from_params
 PLUGIN_COLLECTIVES = {"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
                       "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
 STATISTICS = ("median", "mean", "min", "max", "p99")
+# The channels a rule names to keep NCCL's own count: NCCL keeps its count when the tuner leaves nChannels
+# at 0 (src/enqueue.cc: `nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`), and NCCL's example
+# plugin copies any value but -1 into nChannels -- its -1 leaves the 1 it set first: one channel.
+NCCL_OWN_CHANNELS = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +77,7 @@ class Cell:
     best: TuningCombo | None
     run_ids: tuple[str, ...] = ()
     predicted: bool = False
+    filled: bool = False  # choice written only so NCCL's example plugin does not run the size on one channel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +89,7 @@ class Rule:
     max_bytes: int
     algo: str
     proto: str
-    channels: int  # -1: NCCL's channel count
+    channels: int  # 0: NCCL's own count (NCCL keeps its count for a tuner's 0; -1 is never written)
     nodes: int
     ranks: int
     pipe_ops: int = -1
@@ -92,6 +98,7 @@ class Rule:
     speedups: tuple[float, ...] = ()
     run_ids: tuple[str, ...] = ()
     predicted: bool = False
+    filled: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_bytes <= self.max_bytes:
@@ -106,7 +113,7 @@ def expressible(combo: TuningCombo, *, any_channels: bool = False) -> bool:
     """Whether the plugin forces exactly this combination: it needs an algorithm and a protocol, and a
     channel count -- plugin.c sets *nChannels = 1 before matching and keeps it for channels -1, and NCCL
     (src/enqueue.cc: `nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`) then runs on one channel.
-    `any_channels` admits NCCL's own count (-1) anyway."""
+    `any_channels` admits NCCL's own count (written as NCCL_OWN_CHANNELS, which no plugin turns into one)."""
     return combo.algo is not None and combo.proto is not None and (any_channels or combo.channels is not None)
 
 
@@ -161,7 +168,7 @@ def merge_rules(cells: list[Cell]) -> list[Rule]:
         same_scale = previous is not None and (previous.collective, previous.nodes, previous.ranks) == (
             cell.collective, cell.nodes, cell.ranks)
         if cell.choice is not None and same_scale and previous.choice == cell.choice and rules \
-                and rules[-1].max_bytes + 1 == cell.min_bytes:
+                and rules[-1].max_bytes + 1 == cell.min_bytes and rules[-1].filled == cell.filled:
             last = rules[-1]
             rules[-1] = Rule(**{**last.__dict__, "max_bytes": cell.max_bytes,
                                 "sizes_bytes": (*last.sizes_bytes, cell.size_bytes),
@@ -171,9 +178,10 @@ def merge_rules(cells: list[Cell]) -> list[Rule]:
             combo = cell.choice
             rules.append(Rule(collective=cell.collective, min_bytes=cell.min_bytes, max_bytes=cell.max_bytes,
                               algo=combo.algo, proto=combo.proto,
-                              channels=-1 if combo.channels is None else combo.channels, nodes=cell.nodes,
-                              ranks=cell.ranks, sizes_bytes=(cell.size_bytes,), speedups=(cell.speedup,),
-                              run_ids=cell.run_ids, predicted=cell.predicted))
+                              channels=NCCL_OWN_CHANNELS if combo.channels is None else combo.channels,
+                              nodes=cell.nodes, ranks=cell.ranks, sizes_bytes=(cell.size_bytes,),
+                              speedups=(cell.speedup,), run_ids=cell.run_ids, predicted=cell.predicted,
+                              filled=cell.filled))
         previous = cell
     return rules
 
@@ -206,10 +214,13 @@ def record_noise_rel(record, statistic: str = "median") -> float:
 
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records of plugin-supported collectives, with notes on
-    what was left out. nodes = distinct host names in the run's header; ranks = the group size."""
+    what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
+    NVLink systems, hosts elsewhere, from the run's header); ranks = the group size."""
+    from commbench.results.nccl_nodes import header_node_count
     from commbench.results.records import Measurement, RunHeader
 
-    nodes_of = {r.run_id: len(set(r.hostnames)) or 1 for r in records if isinstance(r, RunHeader)}
+    counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
+    nodes_of = {run_id: count for run_id, (count, _, _) in counted.items()}
     points, left_out = [], {}
     for r in records:
         if not isinstance(r, Measurement):
@@ -234,6 +245,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
                                  noise_rel=record_noise_rel(r, statistic), run_id=r.run_id))
     notes = [f"left out {n} {why}" for why, n in left_out.items()]
+    used = {p.run_id for p in points}
+    notes += [f"nNodes = {kind}: {why}" for kind, why in dict.fromkeys(
+        (kind, why) for run_id, (_, kind, why) in counted.items() if run_id in used)]
     dtypes = sorted({r.dtype for r in records if isinstance(r, Measurement) and r.status == "ok"
                      and r.collective in PLUGIN_COLLECTIVES})
     if len(dtypes) > 1:

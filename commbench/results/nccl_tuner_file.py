@@ -19,10 +19,22 @@ from commbench.units import format_size
 
 MAX_LINE_CHARS = 200  # the plugin reads 255 characters a line; a longer comment would spill into a rule
 PLUGIN_FIELDS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
-ONE_CHANNEL_WARNING = (
-    "WARNING: the example plugin sets nChannels=1 before matching (plugin.c) and NCCL keeps it (enqueue.cc):",
-    "sizes without a rule, and rules with channels -1, run on ONE channel; re-measure with the tuner on "
-    "(docs/nccl-tuner.md)")
+TARGET_LINES = {
+    "commbench": (
+        "for commbench's tuner plugin: commbench nccl-tuner --build-plugin DIR, then "
+        "NCCL_TUNER_PLUGIN=DIR/libnccl-tuner-commbench.so NCCL_TUNER_CONFIG_FILE=<this file>",
+        "where no rule matches, or NCCL does not allow a rule's algorithm/protocol for a call, NCCL decides "
+        "(channel count and algorithm); channels 0 = NCCL's own count",
+        "NOT for NCCL's example plugin as written: it runs every call without a rule (other sizes, collectives, "
+        "scales) on ONE channel; write with --for example-plugin for it"),
+    "example-plugin": (
+        "for NCCL's example tuner plugin: it sets nChannels=1 before matching and NCCL keeps it, so each collective "
+        "and scale below is covered from 0 bytes up with explicit channel counts",
+        "sizes above the largest one take its choice; calls of collectives or scales not listed below still run on "
+        "ONE channel with that plugin",
+        "if NCCL disallows a rule's algorithm/protocol for a call, the plugin tries later rules (none overlap here): "
+        "one channel; commbench's plugin (--build-plugin) leaves such calls to NCCL"),
+}
 OPTIMIZE_CONFIG_FIELDS = ("collective", "size_bytes", "algorithm", "protocol", "channels", "nodes", "ranks", "pipeOps",
                           "regBuff", "cost_metric", "bandwidth_gbps", "latency_us")
 
@@ -49,6 +61,10 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     where = format_size(sizes[0]) if len(sizes) == 1 else f"{format_size(sizes[0])}..{format_size(sizes[-1])}"
     scale = f"{rule.collective} nodes={rule.nodes} ranks={rule.ranks} [{rule.min_bytes}-{rule.max_bytes}]"
     speedups = [s for s in rule.speedups if s is not None]
+    if rule.filled:
+        versus = f", {_speedups(tuple(speedups))}" if speedups else ""
+        return comment(f"{scale}: no winner at {where} (within noise of NCCL default{versus}): fastest with a channel "
+                       f"count, so the example plugin does not run 1 channel; {_origin(rule)}")
     if not speedups:
         return comment(f"{scale}: fastest predicted curve at {where}; {_origin(rule)}")
     return comment(f"{scale}: {_speedups(tuple(speedups))} faster than NCCL default ({statistic}) at {where}; "
@@ -67,17 +83,23 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     return comment(f"{scale}: NCCL default kept at {format_size(cell.size_bytes)}: {why}; {_origin(cell)}")
 
 
-def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str], statistic: str) -> str:
-    """The plugin's CSV: comments first (where each rule came from), then one rule a line."""
+def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str], statistic: str,
+                       target: str = "commbench", switch_backs: list[str] = ()) -> str:
+    """The plugin's CSV: comments first (target plugin, where each rule came from), then one rule a line."""
     lines = [comment(text) for text in intro]
+    lines += [comment(text) for text in TARGET_LINES[target]]
     lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
-    lines.append(comment("sizes between measured points go to the nearer one (midpoint); above the largest: NCCL"))
-    if any(cell.choice is None for cell in cells) or any(rule.channels == -1 for rule in rules):
-        lines += [comment(ONE_CHANNEL_WARNING[0]), comment(ONE_CHANNEL_WARNING[1])]
-    most = max((rule.channels for rule in rules), default=-1)
+    lines.append(comment("sizes between measured points go to the nearer one (midpoint)"
+                         + ("; above the largest: NCCL" if target == "commbench" else "")))
+    if target == "example-plugin":
+        scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
+        lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))
+    most = max((rule.channels for rule in rules), default=0)
     if most > 0:
         lines.append(comment(f"channels: measured with NCCL_MIN/MAX_NCHANNELS; a rule can only cap the communicator's "
                              f"count, so if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set NCCL_MIN_NCHANNELS={most}"))
+    for note in switch_backs:
+        lines.append(comment(f"switches back: {note}"))
     for cell in cells:
         if cell.choice is None:
             lines.append(kept_comment(cell, statistic))
@@ -89,6 +111,7 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
         lines.append(comment("no rule: NCCL keeps its own choice at every size (the lines above say why)"))
     text = "\n".join([*lines, *body]) + "\n"
     assert all(len(line) < 255 for line in text.splitlines())
+    assert all(rule.channels != -1 for rule in rules)  # -1 is one channel with NCCL's example plugin
     return text
 
 

@@ -93,7 +93,7 @@ def tuning_section(records: list, out: Path) -> tuple[list[str], list[Path]]:
     points = tuning_points(records)
     if not points:
         return [], []
-    cells = choose_cells(points)
+    cells = choose_cells(points, any_channels=True)  # as nccl-tuner writes by default (channels 0: NCCL's count)
     plots = []
     for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
         png = heatmap(points, scale, out / f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r.png")

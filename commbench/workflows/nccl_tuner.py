@@ -36,9 +36,21 @@ class TunerResult:
     rules: list[Rule]
     notes: list[str]
     sources: list[str]  # run ids or the fabric's name
+    switch_backs: list[str] = dataclasses.field(default_factory=list)  # why a choice goes back with size
 
 
-def from_results(paths: list[str], *, statistic: str, min_gain: float) -> TunerResult:
+def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
+               statistic: str) -> tuple[list[Cell], list[str], list[str]]:
+    """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back."""
+    from commbench.results.nccl_tuner_targets import cover_for_example_plugin, switch_backs
+
+    uncovered: list[str] = []
+    if target == "example-plugin":
+        cells, uncovered = cover_for_example_plugin(cells, points)
+    return cells, uncovered, switch_backs(cells, points, statistic)
+
+
+def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
     from commbench.results.records import headers, read_records
 
     bad: list[str] = []
@@ -49,12 +61,15 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float) -> TunerR
                              f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)")
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
-    if not any(expressible(p.combo) for p in points):
-        notes.append("no combination names an algorithm, a protocol and a channel count, so none can become a rule: "
-                     "measure with --nccl-algo, --nccl-proto and --nccl-channels (docs/nccl-tuner.md)")
-    cells = choose_cells(points, min_gain=min_gain)
-    notes += [f"skipped {len(bad)} unreadable line(s)"] if bad else []
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes,
+    any_channels = target == "commbench"  # NCCL's own count is a rule (channels 0) for commbench's plugin
+    if not any(expressible(p.combo, any_channels=any_channels) for p in points):
+        notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
+                     + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
+                     + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)")
+    cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
+                                            points, target, statistic)
+    notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, switch_backs=switches,
                        sources=[h.run_id for h in headers(records)])
 
 
@@ -99,14 +114,20 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
     return points, sources
 
 
-def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None) -> TunerResult:
+def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None,
+                target: str = "commbench") -> TunerResult:
     if ranks < 2:
         raise CommbenchError(f"--gpus={ranks} is invalid: a collective needs >= 2 ranks")
+    if target == "example-plugin" and channels is None:
+        raise CommbenchError("--for example-plugin needs a channel count in every rule and the cost model has none: "
+                             "give --channels N (NCCL_DEBUG=INFO prints the communicator's count), or measure with "
+                             "--nccl-channels and write measured rules")
     points, sources = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes, channels=channels)
     if not points:
         raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
                              f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
-    cells = choose_cells(points, need_baseline=False, any_channels=True)
+    cells, _, switches = for_target(choose_cells(points, need_baseline=False, any_channels=True), points, target,
+                                    "time")
     notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)"]
     if "nccl" in sources:
         notes.append("per (algorithm, protocol) times from the cost model's NCCL structure (costmodel/nccl_model.py, "
@@ -114,5 +135,6 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
     if "curves" in sources:
         notes.append(PAIRING_NOTE)
     if channels is None:
-        notes.append("the cost model has no channel count: rules say -1 (set one with --channels)")
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, sources=[fabric.name])
+        notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, switch_backs=switches,
+                       sources=[fabric.name])

@@ -1,0 +1,111 @@
+"""Which tuner plugin a config is written for, and why its choices switch back with size.
+
+* `commbench` (default): commbench's own plugin (commbench/tuner_plugin) leaves NCCL alone where no
+  rule matches, so sizes without a winner stay uncovered; NCCL's own channel count is written as 0,
+  which NCCL's example plugin also leaves to NCCL -- no rule of this file runs a collective on one
+  channel with either plugin.
+* `example-plugin`: NCCL's example plugin (plugins/tuner/example/plugin.c) sets `*nChannels = 1` before
+  matching and NCCL keeps any non-zero count (src/enqueue.cc), so every call WITHOUT a matching rule runs
+  on one channel. Here every measured (collective, scale) is covered from 0 bytes to SIZE_MAX_BYTES with
+  measured, explicit channel counts: where NCCL's default was kept, the fastest measured combination
+  with a channel count is written (it is within the noise of the default there), and sizes above the
+  largest measured one take its choice. A size with no such measurement is refused (`--nccl-channels`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+from commbench.comm.nccl_tuning import TuningCombo
+from commbench.errors import CommbenchError
+from commbench.results.nccl_tuner import Cell, TunedPoint, expressible
+from commbench.units import format_size
+
+TARGETS = ("commbench", "example-plugin")
+SIZE_MAX_BYTES = 2**64 - 1  # size_t max: the plugin parses bounds with strtoull
+PROTOCOL_ORDER = {"ll": 0, "ll128": 1, "simple": 2}  # NCCL's protocols from latency- to bandwidth-bound
+
+MEASURE_CHANNELS = ("measure with explicit channel counts, e.g. commbench bench all_reduce --nccl-algo ring,tree "
+                    "--nccl-proto ll,ll128,simple --nccl-channels 8,16,32")
+
+
+def _scale(cell) -> str:
+    return f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks}"
+
+
+def _by_size(points: Iterable[TunedPoint]) -> dict[tuple, dict]:
+    table: dict[tuple, dict] = {}
+    for p in points:
+        table.setdefault((p.collective, p.nodes, p.ranks, p.size_bytes), {})[p.combo] = p
+    return table
+
+
+def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tuple[list[Cell], list[str]]:
+    """Every cell of a (collective, scale) with measurements naming a channel count given such a choice, the
+    last of each scale up to SIZE_MAX_BYTES; CommbenchError (one line, naming --nccl-channels) where such a
+    scale has a size without one. Scales with none at all get no rule (and a note: not covered)."""
+    table = _by_size(points)
+    capable = {(p.collective, p.nodes, p.ranks) for p in points if expressible(p.combo)}
+    if cells and not capable:
+        raise CommbenchError("--for example-plugin: no measurement names an algorithm, a protocol and a channel count, "
+                             f"so every rule would leave NCCL's example plugin on one channel: {MEASURE_CHANNELS}")
+    notes = [f"{scale[0]} nNodes={scale[1]} nRanks={scale[2]}: not covered, no measurement names a channel count"
+             for scale in dict.fromkeys((c.collective, c.nodes, c.ranks) for c in cells) if scale not in capable]
+    covered: list[Cell] = []
+    for index, cell in enumerate(cells):
+        if (cell.collective, cell.nodes, cell.ranks) not in capable:
+            covered.append(cell)
+            continue
+        if cell.choice is not None and cell.choice.channels is None:
+            raise CommbenchError(f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} was chosen "
+                                 f"without a channel count ({cell.choice.label}): {MEASURE_CHANNELS}")
+        if cell.choice is None:
+            options = table.get((cell.collective, cell.nodes, cell.ranks, cell.size_bytes), {})
+            explicit = sorted((p for combo, p in options.items() if expressible(combo)), key=lambda p: p.time_us)
+            if not explicit:
+                raise CommbenchError(f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} has no "
+                                     "measurement with an algorithm, a protocol and a channel count, so NCCL's example "
+                                     f"plugin would run it on one channel: {MEASURE_CHANNELS}")
+            default = options.get(TuningCombo())
+            cell = dataclasses.replace(cell, choice=explicit[0].combo, filled=True,
+                                       speedup=default.time_us / explicit[0].time_us if default else None)
+        last_of_scale = index + 1 == len(cells) or (cells[index + 1].collective, cells[index + 1].nodes,
+                                                     cells[index + 1].ranks) != (cell.collective, cell.nodes, cell.ranks)
+        if last_of_scale:
+            cell = dataclasses.replace(cell, max_bytes=SIZE_MAX_BYTES)
+        covered.append(cell)
+    return covered, notes
+
+
+def switch_backs(cells: list[Cell], points: list[TunedPoint], statistic: str) -> list[str]:
+    """Per (collective, scale), sizes where the choice goes back: an algorithm chosen again after another one,
+    or a protocol earlier in LL -> LL128 -> Simple within one algorithm; each with the times that made it."""
+    table = _by_size(points)
+    notes: list[str] = []
+    previous: Cell | None = None
+    seen: list[str] = []
+    for cell in cells:
+        if previous is not None and (previous.collective, previous.nodes, previous.ranks) != (
+                cell.collective, cell.nodes, cell.ranks):
+            previous, seen = None, []
+        if cell.choice is None:
+            continue
+        now = cell.choice
+        if previous is not None and previous.choice != now:
+            before = previous.choice
+            back_algo = now.algo != before.algo and now.algo in seen
+            back_proto = now.algo == before.algo and PROTOCOL_ORDER[now.proto] < PROTOCOL_ORDER[before.proto]
+            if back_algo or back_proto:
+                options = table.get((cell.collective, cell.nodes, cell.ranks, cell.size_bytes), {})
+                mine, theirs = options.get(now), options.get(before)
+                kind = "predicted" if cell.predicted else f"measured {statistic}"
+                times = (f"{kind} {mine.time_us:.1f} us vs {theirs.time_us:.1f} us" if mine and theirs
+                         else f"{before.label} was not {'predicted' if cell.predicted else 'measured'} there")
+                notes.append(f"{_scale(cell)}: {now.label} again at {format_size(cell.size_bytes)} after "
+                             f"{before.label} up to {format_size(previous.size_bytes)}: {times} at "
+                             f"{format_size(cell.size_bytes)}")
+        if now.algo not in seen:
+            seen.append(now.algo)
+        previous = cell
+    return notes

@@ -1,0 +1,299 @@
+/* commbench's NCCL tuner plugin: applies the rules `commbench nccl-tuner` writes, and nothing else.
+ *
+ * Same CSV as NCCL's example tuner plugin (NCCL_TUNER_CONFIG_FILE, default ./nccl_tuner.conf):
+ *   collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]
+ * but it leaves NCCL alone wherever no rule speaks:
+ *   - no matching rule: nChannels and the cost table are not touched (NCCL chooses as without a plugin);
+ *   - channels -1 or 0: nChannels is not touched (NCCL keeps its own count: src/enqueue.cc
+ *     `info->nMaxChannels = nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`);
+ *   - the first matching rule decides; if NCCL marked its algorithm/protocol NCCL_ALGO_PROTO_IGNORE
+ *     (-1.0) for this call, NCCL's own choice stands (no later rule is tried) and that is logged once
+ *     per rule;
+ *   - a line with an unknown name, a bad number or a wrong field count is dropped and logged (it is
+ *     never read as allreduce/ring/simple);
+ *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): the rules loaded, each rule the first time it
+ *     applies, each rule the first time NCCL's IGNORE stops it.
+ *
+ * Interface declared here from NCCL's documented layout (src/include/plugin/tuner/tuner_v4.h, _v5.h, _v6.h,
+ * nccl_common.h); nothing copied. Exported: ncclTunerPlugin_v6 (NCCL 2.30+), _v5 (2.28+), _v4 (2.24-2.27).
+ * Build: cc -shared -fPIC -O2 -o libnccl-tuner-commbench.so commbench_tuner.c */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- NCCL's tuner interface (layout from NCCL's headers, declared here) ------------------------- */
+typedef int ncclResult_t;
+enum { CB_SUCCESS = 0, CB_SYSTEM_ERROR = 2, CB_INTERNAL_ERROR = 3 }; /* ncclSuccess, ncclSystemError, ... */
+typedef int ncclFunc_t; /* ncclFuncBroadcast 0, Reduce 1, AllGather 2, ReduceScatter 3, AllReduce 4 */
+typedef int ncclDebugLogLevel;
+enum { CB_LOG_WARN = 2, CB_LOG_INFO = 3, CB_TUNING = 0x40 }; /* NCCL_LOG_WARN, NCCL_LOG_INFO, NCCL_TUNING */
+typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
+                                  const char* fmt, ...);
+typedef struct {
+  int nNvlDomains;
+  int minRanksPerNvlDomain;
+  int maxRanksPerNvlDomain;
+} cbNvlDomainInfo_t;
+typedef void cbConstants_t; /* ncclTunerConstants_v5_t: left as NCCL set it */
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                       cbNvlDomainInfo_t* nvlDomainInfo, cbConstants_t* constants);
+  ncclResult_t (*getCollInfo)(void* ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                              int numAlgo, int numProto, int regBuff, int* nChannels);
+  ncclResult_t (*finalize)(void* ctx);
+} cbTuner_v5_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                       cbNvlDomainInfo_t* nvlDomainInfo, cbConstants_t* constants);
+  ncclResult_t (*getCollInfo)(void* ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                              int numAlgo, int numProto, int regBuff, int* nChannels);
+  ncclResult_t (*finalize)(void* ctx);
+  ncclResult_t (*getChunkSize)(void* ctx, ncclFunc_t collType, size_t nBytes, int algo, int proto, int nChannels,
+                               size_t* chunkSize);
+} cbTuner_v6_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** ctx);
+  ncclResult_t (*getCollInfo)(void* ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                              int numAlgo, int numProto, int regBuff, int* nChannels);
+  ncclResult_t (*destroy)(void* ctx);
+} cbTuner_v4_t;
+
+#define CB_ALGO_PROTO_IGNORE (-1.0f)
+/* --- end of the interface ------------------------------------------------------------------------ */
+
+#define PLUGIN_NAME "commbench"
+#define PREFIX "TUNER/commbench: "
+
+static const char* const COLLECTIVES[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
+/* NCCL_ALGO_* and NCCL_PROTO_* indices (nccl_tuner.h) */
+static const char* const ALGORITHMS[] = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree",
+                                         "pat"};
+static const char* const PROTOCOLS[] = {"ll", "ll128", "simple"};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+typedef struct {
+  int collType, algorithm, protocol, nChannels, nNodes, nRanks, numPipeOps, regBuff;
+  unsigned long long minBytes, maxBytes;
+  int lineNumber;
+  int ignoreLogged, appliedLogged;
+} Rule;
+
+typedef struct {
+  Rule* rules;
+  int numRules;
+  size_t nRanks, nNodes;
+  ncclDebugLogger_t log;
+} Context;
+
+#define LOG(ctx, level, ...) \
+  do { if ((ctx)->log) (ctx)->log(level, CB_TUNING, __FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+static int lookup(const char* name, const char* const* names, int count) {
+  for (int i = 0; i < count; i++)
+    if (strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
+static char* trim(char* s) {
+  while (*s == ' ' || *s == '\t') s++;
+  char* end = s + strlen(s);
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n')) *--end = '\0';
+  return s;
+}
+
+/* A whole field as a decimal integer (-1 allowed where `allowAny`); 0 on success. */
+static int parseInt(const char* s, int allowAny, long long* out) {
+  if (*s == '\0') return -1;
+  char* end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end != '\0' || v < (allowAny ? -1 : 0) || v > INT32_MAX) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parseBytes(const char* s, unsigned long long* out) {
+  if (*s < '0' || *s > '9') return -1;
+  char* end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end != '\0') return -1;
+  *out = v;
+  return 0;
+}
+
+/* One non-comment line -> a rule; returns a reason when the line is dropped. */
+static const char* parseRule(char* line, Rule* rule) {
+  char* fields[11];
+  int n = 0;
+  char* cursor = line;
+  for (;;) {
+    char* comma = strchr(cursor, ',');
+    if (n == 11) return "more than 10 fields";
+    fields[n++] = cursor;
+    if (!comma) break;
+    *comma = '\0';
+    cursor = comma + 1;
+  }
+  if (n < 8 || n > 10) return "needs 8 to 10 fields";
+  for (int i = 0; i < n; i++) fields[i] = trim(fields[i]);
+  long long v[7] = {-1, -1, -1, -1, -1, -1, -1};
+  if ((rule->collType = lookup(fields[0], COLLECTIVES, COUNT(COLLECTIVES))) < 0) return "unknown collective";
+  if (strcmp(fields[2], "-1") == 0) {
+    rule->maxBytes = ~0ULL; /* no upper bound: what the example plugin's strtoull makes of -1 */
+  } else if (parseBytes(fields[2], &rule->maxBytes)) {
+    return "bad max_bytes";
+  }
+  if (parseBytes(fields[1], &rule->minBytes)) return "bad min_bytes";
+  if (rule->minBytes > rule->maxBytes) return "min_bytes > max_bytes";
+  if ((rule->algorithm = lookup(fields[3], ALGORITHMS, COUNT(ALGORITHMS))) < 0) return "unknown algorithm";
+  if ((rule->protocol = lookup(fields[4], PROTOCOLS, COUNT(PROTOCOLS))) < 0) return "unknown protocol";
+  for (int i = 5; i < n; i++)
+    if (parseInt(fields[i], 1, &v[i - 5])) return "bad integer field";
+  rule->nChannels = (int)v[0];
+  rule->nNodes = (int)v[1];
+  rule->nRanks = (int)v[2];
+  rule->numPipeOps = (int)v[3];
+  rule->regBuff = (int)v[4];
+  rule->ignoreLogged = rule->appliedLogged = 0;
+  return NULL;
+}
+
+static ncclResult_t loadRules(Context* ctx, const char* path) {
+  FILE* file = fopen(path, "r");
+  if (!file) {
+    LOG(ctx, CB_LOG_WARN, PREFIX "cannot open %s (%s): no rules, NCCL decides every call", path, strerror(errno));
+    return CB_SUCCESS;
+  }
+  char* line = NULL;
+  size_t capacity = 0;
+  int lineNumber = 0, dropped = 0;
+  while (getline(&line, &capacity, file) >= 0) {
+    lineNumber++;
+    char* text = trim(line);
+    if (text[0] == '#' || text[0] == '\0') continue;
+    Rule rule;
+    const char* why = parseRule(text, &rule);
+    if (why) {
+      dropped++;
+      LOG(ctx, CB_LOG_WARN, PREFIX "%s line %d dropped: %s", path, lineNumber, why);
+      continue;
+    }
+    Rule* grown = realloc(ctx->rules, (size_t)(ctx->numRules + 1) * sizeof(Rule));
+    if (!grown) {
+      free(line);
+      fclose(file);
+      return CB_SYSTEM_ERROR;
+    }
+    ctx->rules = grown;
+    rule.lineNumber = lineNumber;
+    ctx->rules[ctx->numRules++] = rule;
+  }
+  free(line);
+  fclose(file);
+  LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped) for nNodes=%zu nRanks=%zu",
+      ctx->numRules, path, dropped, ctx->nNodes, ctx->nRanks);
+  return CB_SUCCESS;
+}
+
+static ncclResult_t commonInit(void** context, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction) {
+  Context* ctx = calloc(1, sizeof(Context));
+  if (!ctx) return CB_SYSTEM_ERROR;
+  ctx->nRanks = nRanks;
+  ctx->nNodes = nNodes;
+  ctx->log = logFunction;
+  const char* path = getenv("NCCL_TUNER_CONFIG_FILE");
+  ncclResult_t result = loadRules(ctx, path && *path ? path : "nccl_tuner.conf");
+  if (result != CB_SUCCESS) {
+    free(ctx->rules);
+    free(ctx);
+    return result;
+  }
+  *context = ctx;
+  return CB_SUCCESS;
+}
+
+static ncclResult_t pluginInit(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                               ncclDebugLogger_t logFunction, cbNvlDomainInfo_t* nvlDomainInfo,
+                               cbConstants_t* constants) {
+  (void)commId;
+  (void)constants; /* NCCL's model constants are left as NCCL set them */
+  ncclResult_t result = commonInit(context, nRanks, nNodes, logFunction);
+  if (result == CB_SUCCESS && nvlDomainInfo) {
+    LOG((Context*)*context, CB_LOG_INFO, PREFIX "NCCL reports %d NVLink domain(s), %d-%d rank(s) each",
+        nvlDomainInfo->nNvlDomains, nvlDomainInfo->minRanksPerNvlDomain, nvlDomainInfo->maxRanksPerNvlDomain);
+  }
+  return result;
+}
+
+static ncclResult_t pluginInitV4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
+  return commonInit(context, nRanks, nNodes, logFunction);
+}
+
+static int matches(const Rule* r, const Context* ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                   int regBuff) {
+  return r->collType == collType && nBytes >= r->minBytes && nBytes <= r->maxBytes &&
+         (r->nNodes == -1 || (size_t)r->nNodes == ctx->nNodes) && (r->nRanks == -1 || (size_t)r->nRanks == ctx->nRanks) &&
+         (r->numPipeOps == -1 || r->numPipeOps == numPipeOps) && (r->regBuff == -1 || r->regBuff == regBuff);
+}
+
+static ncclResult_t pluginGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                                      float** collCostTable, int numAlgo, int numProto, int regBuff,
+                                      int* nChannels) {
+  Context* ctx = (Context*)context;
+  if (!ctx || !collCostTable || !nChannels) return CB_INTERNAL_ERROR;
+  /* NCCL passes a contiguous float[numAlgo][numProto] cast to float** */
+  float* table = (float*)collCostTable;
+  for (int i = 0; i < ctx->numRules; i++) {
+    Rule* r = &ctx->rules[i];
+    if (!matches(r, ctx, collType, nBytes, numPipeOps, regBuff)) continue;
+    if (r->algorithm >= numAlgo || r->protocol >= numProto ||
+        table[r->algorithm * numProto + r->protocol] == CB_ALGO_PROTO_IGNORE) {
+      if (!r->ignoreLogged) {
+        r->ignoreLogged = 1;
+        LOG(ctx, CB_LOG_INFO, PREFIX "rule on line %d (%s %s/%s) not applied: NCCL does not allow %s/%s for this "
+            "call (e.g. %zu bytes); NCCL's own choice stands (logged once)", r->lineNumber, COLLECTIVES[r->collType],
+            ALGORITHMS[r->algorithm], PROTOCOLS[r->protocol], ALGORITHMS[r->algorithm], PROTOCOLS[r->protocol],
+            nBytes);
+      }
+      return CB_SUCCESS;
+    }
+    table[r->algorithm * numProto + r->protocol] = 0.0f; /* the cheapest entry: NCCL picks it */
+    if (r->nChannels > 0) *nChannels = r->nChannels;
+    if (!r->appliedLogged) {
+      r->appliedLogged = 1;
+      LOG(ctx, CB_LOG_INFO, PREFIX "rule on line %d applied (first at %zu bytes): %s %s/%s channels=%s%d "
+          "(logged once per rule)", r->lineNumber, nBytes, COLLECTIVES[r->collType], ALGORITHMS[r->algorithm],
+          PROTOCOLS[r->protocol], r->nChannels > 0 ? "" : "NCCL's own, rule says ", r->nChannels);
+    }
+    return CB_SUCCESS;
+  }
+  return CB_SUCCESS;
+}
+
+static ncclResult_t pluginFinalize(void* context) {
+  Context* ctx = (Context*)context;
+  if (ctx) {
+    free(ctx->rules);
+    free(ctx);
+  }
+  return CB_SUCCESS;
+}
+
+__attribute__((visibility("default"))) const cbTuner_v6_t ncclTunerPlugin_v6 = {
+    .name = PLUGIN_NAME, .init = pluginInit, .getCollInfo = pluginGetCollInfo, .finalize = pluginFinalize,
+    .getChunkSize = NULL};
+__attribute__((visibility("default"))) const cbTuner_v5_t ncclTunerPlugin_v5 = {
+    .name = PLUGIN_NAME, .init = pluginInit, .getCollInfo = pluginGetCollInfo, .finalize = pluginFinalize};
+__attribute__((visibility("default"))) const cbTuner_v4_t ncclTunerPlugin_v4 = {
+    .name = PLUGIN_NAME, .init = pluginInitV4, .getCollInfo = pluginGetCollInfo, .destroy = pluginFinalize};
