@@ -6,7 +6,7 @@ rank). size = the buffer; the torch API is in-place only.
 
 from __future__ import annotations
 
-from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, reduction_data
+from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, per_seed, reduction_data, salted
 
 
 class AllReduce(WholeBufferCollective):
@@ -19,11 +19,15 @@ class AllReduce(WholeBufferCollective):
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)
-        inputs, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, comm.size, 0, count, spec.seed)
+        data = per_seed(lambda seed: reduction_data(spec.op, spec.dtype, comm.rank, comm.size, 0, count, seed))
         buf = backend.empty(count, spec.dtype)
+
+        def check(salt: int = 0) -> int:
+            _, expected, rel_tol = data(salted(spec.seed, salt))
+            return count_wrong(backend.download(buf), expected, spec.dtype, rel_tol)
 
         return PreparedPoint(
             size_bytes=size_bytes, count=count, busbw_factor=self.busbw_factor(comm.size),
             stages=[("all_reduce", lambda: comm.all_reduce(buf, spec.op))],
-            fill=lambda: backend.write(buf, inputs), check=lambda: count_wrong(backend.download(buf), expected, spec.dtype, rel_tol),
+            fill=lambda salt=0: backend.write(buf, data(salted(spec.seed, salt))[0]), check=check,
         )
