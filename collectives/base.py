@@ -27,6 +27,7 @@ class PointSpec:
     op: str = "sum"
     in_place: bool = False
     root: int = 0
+    out_of_place: bool = False  # all_reduce/broadcast ("both"): the out-of-place form instead of the default
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0  # varies the data pattern per point (the harness sets it from size and repetition)
 
@@ -47,13 +48,21 @@ class PreparedPoint:
     params: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     stage_metrics: Callable[[dict[str, float]], dict[str, Any]] | None = None
+    notes: list[str] = field(default_factory=list)  # how this point was measured, when it matters
+
+
+def out_of_place_notes(comm, in_place: bool) -> list[str]:
+    """The communicator's note on its out-of-place form, for a point measuring it."""
+    note = None if in_place else getattr(comm, "out_of_place_note", None)
+    return [note] if note else []
 
 
 class Collective(ABC):
     name: ClassVar[str]
     reduces: ClassVar[bool] = False  # takes --op
-    # "optional": out-of-place by default, --in-place allowed; "always": the torch API is in-place
-    # only (all_reduce, broadcast); "never": no in-place form (all_to_all, sendrecv).
+    # "optional": out-of-place by default, --in-place allowed; "both": in-place by default (the torch
+    # API's form), --out-of-place allowed (all_reduce, broadcast); "never": no in-place form
+    # (all_to_all, sendrecv).
     in_place_mode: ClassVar[str] = "optional"
     takes_size: ClassVar[bool] = True  # False for workloads swept by their own parameters
     # Workload parameters a job may set (sweep entry keys, PointSpec.params); values are checked
@@ -67,6 +76,12 @@ class Collective(ABC):
 
     def min_ranks(self, backend_name: str) -> int:
         return 1
+
+    def is_in_place(self, spec: "PointSpec") -> bool:
+        """Whether `spec` measures the in-place form (what the record's in_place says)."""
+        if self.in_place_mode == "both":
+            return spec.in_place or not spec.out_of_place
+        return spec.in_place and self.in_place_mode != "never"
 
     @abstractmethod
     def busbw_factor(self, num_ranks: int) -> float:

@@ -105,6 +105,14 @@ class FaultyComm:
     def all_to_all(self, out, inp, out_splits=None, in_splits=None):
         self._run(lambda: self.comm.all_to_all(out, inp, out_splits, in_splits), out, inp)
 
+    def all_reduce_into(self, out, inp, op):
+        self._run(lambda: self.comm.all_reduce_into(out, inp, op), out, inp)
+
+    def broadcast_into(self, out, inp, root):
+        if self.mode == "wrong_peer":  # every rank takes the next rank as the root
+            return self.comm.broadcast_into(out, inp, (root + 1) % self.size)
+        self._run(lambda: self.comm.broadcast_into(out, inp, root), out, inp)
+
     def broadcast(self, buf, root):
         if self.mode == "wrong_peer":  # every rank takes the next rank as the root
             self.comm.broadcast(buf, (root + 1) % self.size)

@@ -29,7 +29,7 @@ class HangOnce(Collective):
 
     name = "test_hang"
     reduces = True
-    in_place_mode = "always"
+    in_place_mode = "both"
     sleep_s = 2.5
 
     def busbw_factor(self, num_ranks: int) -> float:

@@ -120,12 +120,12 @@ def compare_cmd(
                     [[s.collective, s.scope, str(s.num_points), f"{s.geomean:.3f}",
                       "-" if s.low is None else f"{s.low:.3f}..{s.high:.3f}",
                       "[bold red]REGRESSED[/]" if s.regressed else "ok"] for s in result.shifts])
-        console.print(noise_summary(result), highlight=False, soft_wrap=True)
+        console.print(noise_summary(result), highlight=False)
         if result.missing:
             console.print(styled("{}: {} point run(s) missing in the new file: {}",
                                  "allowed" if allow_missing else "[bold red]missing[/]", len(result.missing),
                                  ", ".join(result.missing[:20]) + (" ..." if len(result.missing) > 20 else "")),
-                          highlight=False, soft_wrap=True)
+                          highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
     if not result.passed:

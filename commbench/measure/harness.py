@@ -202,14 +202,14 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
         run_id=run_id, collective=collective.name, backend=backend.name,
         size_bytes=prepared.size_bytes, count=prepared.count, dtype=spec.dtype.name,
         op=spec.op if collective.reduces else None,
-        in_place=spec.in_place or collective.in_place_mode == "always",
+        in_place=collective.is_in_place(spec),
         world_size=backend.world_size, group_size=comm.size, group_layout=group.layout,
         num_groups=group.num_groups, iters=loop.iters, warmup_iters=loop.warmup_iters,
         **stats, algbw_gbps=algbw_gbps,
         busbw_gbps=algbw_gbps * prepared.busbw_factor, num_wrong=num_wrong,
         stages_us_median=stage_medians, metrics=metrics,
         params={**spec.params, **prepared.params, **({"cuda_graph": True} if loop.cuda_graph else {})},
-        notes=backend.notes(collective.name), point_key=point_key,
+        notes=backend.notes(collective.name) + prepared.notes, point_key=point_key,
     )
 
 
@@ -219,7 +219,7 @@ def failed_measurement(collective: Collective, spec: PointSpec, backend: Backend
     """The record of a point that raised or timed out: its identity and the error, no numbers."""
     return Measurement(
         run_id=run_id, collective=collective.name, backend=backend.name, size_bytes=spec.size_bytes,
-        count=0, dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=spec.in_place,
+        count=0, dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=collective.is_in_place(spec),
         world_size=backend.world_size, group_size=comm_size, group_layout=group.layout,
         num_groups=group.num_groups, iters=loop.iters, warmup_iters=loop.warmup_iters,
         status="failed", error=error, params=dict(spec.params), point_key=point_key,
