@@ -38,7 +38,8 @@ HOG = "import time\nwhile True:\n    sum(range(10000))\n"
 
 def measure(runs: int, hogs: int, bench_args: list[str], folder: Path) -> list[list]:
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    hog_procs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs)]
+    missing = [i for i in range(runs) if not (folder / f"run{i:02d}.jsonl").exists()]
+    hog_procs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs if missing else 0)]
     try:
         for i in range(runs):
             out = folder / f"run{i:02d}.jsonl"
@@ -66,8 +67,11 @@ def scaled(records, factor: float, only_size: int | None = None, run_id: str | N
     return out
 
 
+STATISTIC = "auto"
+
+
 def new_gate(base, new, history=()) -> bool:
-    return compare(base, new, max_regression=0.1, history=history).passed
+    return compare(base, new, max_regression=0.1, history=history, statistic=STATISTIC).passed
 
 
 def old_gate(base, new) -> bool:
@@ -89,7 +93,10 @@ def main() -> None:
     parser.add_argument("-e", default="1M")
     parser.add_argument("-f", default="4")
     parser.add_argument("-n", default="40")
+    parser.add_argument("--statistic", default="auto", help="the new gate's --statistic (auto: median)")
     args = parser.parse_args()
+    global STATISTIC
+    STATISTIC = args.statistic
     folder = Path(args.keep or tempfile.mkdtemp(prefix="gate-accuracy-"))
     folder.mkdir(parents=True, exist_ok=True)
     runs = measure(args.runs, args.hogs, ["-b", args.b, "-e", args.e, "-f", args.f, "-n", args.n], folder)
@@ -109,7 +116,7 @@ def main() -> None:
 
     sizes = sorted({m.size_bytes for m in runs[0]})
     print(f"{n} runs of bench all_reduce --nproc 2 -b {args.b} -e {args.e} -f {args.f} -n {args.n} beside "
-          f"{args.hogs} CPU hogs; {len(sizes)} points per run; runs in {folder}")
+          f"{args.hogs} CPU hogs; {len(sizes)} points per run; new gate --statistic {STATISTIC}; runs in {folder}")
     print(f"{'':56s} {'new gate':>16s}   {'old gate':>16s}")
     rows = [
         ("A/A pass, one run per file (disjoint pairs)",

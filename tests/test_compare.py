@@ -62,7 +62,7 @@ def test_a_real_a_a_pair_passes_and_prints_the_noise_per_point():
     assert result.exit_code == 0, result.output
     assert "pass" in result.output and result.output.count("median") >= 5
     # the 64 B point's noise from both files' samples (one run each: within-run only, said so)
-    assert "-19.1%/+23.6% within run" in result.output and "run-to-run unknown" in result.output
+    assert "-25.7%/+34.6% within run" in result.output and "run-to-run unknown" in result.output
 
 
 @pytest.mark.parametrize("with_samples", [True, False])
@@ -70,9 +70,13 @@ def test_a_30_percent_slowdown_fails(tmp_path, with_samples):
     new = scaled(A, 1.3, tmp_path / "slow.jsonl", samples=with_samples)
     result = run(A, new, "--max-regression", "10%")
     assert result.exit_code == 1, result.output
-    points = compare(measurements(read_records([A])), measurements(read_records([new])), max_regression=0.1).points
-    assert all(p.verdict == "REGRESSED" and p.ratio == pytest.approx(1.3) for p in points)
-    assert all(p.ratio_low > 1.0 for p in points)
+    result = compare(measurements(read_records([A])), measurements(read_records([new])), max_regression=0.1)
+    assert all(p.ratio == pytest.approx(1.3) and p.verdict in ("REGRESSED", "slower (within noise)")
+               for p in result.points)
+    # the samples identical up to the factor: the whole collective's shift is resolved, points where
+    # their own (autocorrelation-widened) noise allows
+    assert result.regressed_collectives == ["all_reduce"] or not with_samples
+    assert any(p.verdict == "REGRESSED" for p in result.points)
 
 
 def test_a_newly_failed_or_wrong_point_fails(tmp_path):

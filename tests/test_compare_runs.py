@@ -88,7 +88,8 @@ def test_every_appended_run_is_judged():
     slow = [dataclasses.replace(m, time_us_median=m.time_us_median * 5, iter_times_us=[t * 5 for t in m.iter_times_us])
             if m.run_id == "n2" else m for m in new]
     result = compare(base, slow, max_regression=0.1)
-    assert not result.passed and any(s.regressed and s.scope == "run 3/3" for s in result.shifts)
+    assert not result.passed and (any(s.regressed and s.scope == "run 3/3" for s in result.shifts)
+                                  or any("run 3/3" in p.detail for p in result.regressions))
 
 
 def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):
@@ -108,3 +109,17 @@ def test_another_backend_is_refused_in_one_line(tmp_path):
     result = run_cli(b, n)
     assert result.exit_code == 2 and "backend" in result.output and '"gloo" vs "nccl"' in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_p10_statistic_and_autocorrelated_samples_widen_the_within_run_noise():
+    from commbench.results.noise import within_run_sd
+
+    rng = np.random.default_rng(9)
+    independent = 100 * np.exp(rng.normal(0, 0.1, 200))
+    drifting = 100 * np.exp(np.cumsum(rng.normal(0, 0.03, 200)) * 0.5 + rng.normal(0, 0.02, 200))
+    assert within_run_sd(drifting, "median") > within_run_sd(np.sort(drifting)[rng.permutation(200)], "median")
+    assert within_run_sd(independent, "p10") is not None
+    base, new = _three_each(10)
+    result = compare(base, new, max_regression=0.1, statistic="p10")
+    assert {p.statistic for p in result.points} == {"p10"} and result.passed
+    assert run_cli("x", "y", "--statistic", "p50").exit_code == 2

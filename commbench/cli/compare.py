@@ -15,8 +15,8 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.results.compare import AUTO, check_statistic, compare, parse_threshold
-from commbench.results.records import TIME_STATISTICS, measurements, read_records
+from commbench.results.compare import AUTO, GATE_STATISTICS, check_statistic, compare, parse_threshold
+from commbench.results.records import measurements, read_records
 from commbench.results.tables import Col, print_table
 
 _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "bold red", "failed": "bold red",
@@ -89,7 +89,7 @@ def compare_cmd(
     base: Annotated[str, typer.Argument(help="Baseline results (JSONL).")],
     new: Annotated[str, typer.Argument(help="New results (JSONL).")],
     max_regression: Annotated[str, typer.Option("--max-regression", help="Allowed slowdown per point, e.g. 10% or 0.1; a point fails only beyond this AND beyond the 95% interval of the ratio from the recorded per-iteration samples.")] = "10%",
-    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} (median when both files have it, else nccl-tests' time as imported files hold), " + ", ".join(TIME_STATISTICS) + ".")] = AUTO,
+    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} (median when both files have it, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10: the 10th percentile of the per-iteration times; on a shared CPU host it moves far less between runs than the median, so it resolves smaller slowdowns, at a few more false alarms: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): their spread is the run-to-run noise. Without it, repeated runs appended to BASE or NEW give it; with neither, only the within-run interval (which understates the noise between runs).")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,

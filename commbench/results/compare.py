@@ -34,6 +34,19 @@ from commbench.results.noise import (RunToRun, estimate_run_to_run, mean_interva
 from commbench.results.records import TIME_STATISTICS, Measurement, time_us
 
 AUTO = "auto"
+MIN_SAMPLES_FOR_P10 = 20
+# the gate's statistics: the records' named ones, and the 10th percentile of the per-iteration samples
+GATE_STATISTICS = {**TIME_STATISTICS, "p10": "10th percentile over iterations of the slowest rank's time "
+                   f"(from iter_times_us, >= {MIN_SAMPLES_FOR_P10} iterations): on a shared host preemption "
+                   "moves the median between runs far more than the low tail"}
+
+
+def gate_time_us(m: Measurement, statistic: str) -> float | None:
+    """The statistic of a record the gate compares (None when the record lacks it)."""
+    if statistic == "p10":
+        samples = np.asarray(m.iter_times_us, dtype=float)
+        return float(np.percentile(samples, 10)) if len(samples) >= MIN_SAMPLES_FOR_P10 else None
+    return time_us(m, statistic)
 ALPHA = 0.05
 _BAD = ("failed", "wrong", "newly failed", "newly wrong", "missing")
 IDENTITY_FIELDS = ("backend", "collective", "dtype", "op", "in_place", "world_size", "group_size", "group_layout",
@@ -140,7 +153,7 @@ def bad_reason(m: Measurement, statistic: str | None = None) -> str | None:
     if m.num_wrong:
         return "wrong"
     if statistic is not None:
-        value = time_us(m, statistic)
+        value = gate_time_us(m, statistic)
         if value is None or not math.isfinite(value) or value <= 0:
             return "failed"
     return None
@@ -154,7 +167,7 @@ def choose_statistic(base: list[Measurement], new: list[Measurement], requested:
     if requested != AUTO:
         return requested
     for statistic in TIME_STATISTICS:  # median first, then nccl-tests' time (avg, rank0, min, max)
-        if all(time_us(m, statistic) for m in base) and all(time_us(m, statistic) for m in new) and base and new:
+        if all(gate_time_us(m, statistic) for m in base) and all(gate_time_us(m, statistic) for m in new) and base and new:
             return statistic
     return None
 
@@ -172,8 +185,8 @@ def parse_threshold(text: str) -> float:
 
 
 def check_statistic(name: str) -> str:
-    if name != AUTO and name not in TIME_STATISTICS:
-        raise CommbenchError(f"--statistic={name!r} is invalid: allowed {AUTO}, {', '.join(TIME_STATISTICS)}")
+    if name != AUTO and name not in GATE_STATISTICS:
+        raise CommbenchError(f"--statistic={name!r} is invalid: allowed {AUTO}, {', '.join(GATE_STATISTICS)}")
     return name
 
 
@@ -225,7 +238,7 @@ def log_table(runs: list[dict[tuple, Measurement]], stats: dict[tuple, str]) -> 
         row = {}
         for key, m in run.items():
             if key in stats and bad_reason(m, stats[key]) is None:
-                row[key] = math.log(time_us(m, stats[key]))
+                row[key] = math.log(gate_time_us(m, stats[key]))
         table.append(row)
     return table
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from commbench.results.compare import (Comparison, CollectiveShift, PointComparison, bad_reason, choose_statistic,
                                        is_bad, log_table, point_label, quantile_for, record_within_sd)
-from commbench.results.noise import RunToRun, estimate_run_to_run
+from commbench.results.noise import RunToRun, estimate_run_to_run, t_quantile
 
 _MEDIAN_EFFICIENCY = math.pi / 2  # var(median of K normals) ~ (pi/2) sigma^2 / K
 
@@ -23,6 +23,7 @@ class _Test:
     sd: float | None
     source: str
     regressed: bool
+    quantile: float  # the test's one-sided t quantile
 
 
 def _sd(within_var: float | None, between_var: float | None) -> tuple[float | None, str]:
@@ -59,7 +60,8 @@ def _scope_tests(keys, stats, base, new, scope, run_indices, r2r: RunToRun | Non
         between = None if r2r is None else (r2r.sigma_run ** 2 + r2r.sigma_point(key) ** 2) * inv
         diff = float(np.mean(xn) - np.mean(xb))
         sd, source = _sd(within, between)
-        per_key[key] = [_Test(scope, "point", diff, diff, sd, source, _beyond(diff, sd, q, threshold))]
+        qk = q(r2r.point_df(key) if r2r is not None and source == "run to run" else math.inf)
+        per_key[key] = [_Test(scope, "point", diff, diff, sd, source, _beyond(diff, sd, qk, threshold), qk)]
         diffs[key], within_vars[key], rn_rb[key] = diff, within, inv
     shifts = []
     for collective in sorted({collective_of[k] for k in diffs}):
@@ -70,10 +72,11 @@ def _scope_tests(keys, stats, base, new, scope, run_indices, r2r: RunToRun | Non
         within = None if any(within_vars[k] is None for k in mine) else sum(within_vars[k] for k in mine) / count ** 2
         between = None if r2r is None else \
             (r2r.sigma_run ** 2 + float(np.mean([r2r.sigma_point(k) ** 2 for k in mine])) / count) * inv
-        sd, _ = _sd(within, between)
-        low, high = (None, None) if sd is None else (math.exp(mean_diff - q * sd), math.exp(mean_diff + q * sd))
+        sd, source = _sd(within, between)
+        qc = q(r2r.df_run if r2r is not None and source == "run to run" else math.inf)
+        low, high = (None, None) if sd is None else (math.exp(mean_diff - qc * sd), math.exp(mean_diff + qc * sd))
         shifts.append(CollectiveShift(collective=collective, scope=scope, num_points=count, geomean=math.exp(mean_diff),
-                                      low=low, high=high, regressed=_beyond(mean_diff, sd, q, threshold)))
+                                      low=low, high=high, regressed=_beyond(mean_diff, sd, qc, threshold)))
         if r2r is None or count < 3:
             continue  # a point against its own run's shift needs the run-to-run noise and >= 3 points
         run_shift = float(np.median([diffs[k] for k in mine]))
@@ -81,8 +84,9 @@ def _scope_tests(keys, stats, base, new, scope, run_indices, r2r: RunToRun | Non
             rel = diffs[k] - run_shift
             between = r2r.sigma_point(k) ** 2 * rn_rb[k] * (1 + _MEDIAN_EFFICIENCY / count)
             sd, source = _sd(within_vars[k], between)
-            slower = _beyond(rel, sd, q, threshold) and math.exp(diffs[k]) - 1 > threshold + 1e-9
-            per_key[k].append(_Test(scope, "vs its run", rel, diffs[k], sd, source, slower))
+            qk = q(r2r.point_df(k) if source == "run to run" else math.inf)
+            slower = _beyond(rel, sd, qk, threshold) and math.exp(diffs[k]) - 1 > threshold + 1e-9
+            per_key[k].append(_Test(scope, "vs its run", rel, diffs[k], sd, source, slower, qk))
     return per_key, shifts
 
 
@@ -133,11 +137,14 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     collective_of = {k: first[k].collective for k in stats}
     num_tests = len(scopes) * (len(stats) * (2 if r2r else 1) + len(set(collective_of.values())))
     q = quantile_for(num_tests, r2r, alpha)
+
+    def quantile(df: float) -> float:
+        return t_quantile(1 - alpha / max(num_tests, 1), df)
     tests: dict = {k: [] for k in stats}
     shifts = []
     for scope, indices in scopes:
         per_key, scope_shifts = _scope_tests(list(stats), stats, (bt, within[0]), (nt, within[1]), scope, indices,
-                                             r2r, q, max_regression, collective_of)
+                                             r2r, quantile, max_regression, collective_of)
         for k, found in per_key.items():
             tests[k].extend(found)
         shifts.extend(scope_shifts)
@@ -175,7 +182,7 @@ def _point(ident, key, statistic, tests, bt, nt, q, threshold, bad) -> PointComp
     ratio = math.exp(shown.vs_base)
     low = high = None
     if shown.sd is not None:
-        low, high = ratio * math.exp(-q * shown.sd), ratio * math.exp(q * shown.sd)
+        low, high = ratio * math.exp(-shown.quantile * shown.sd), ratio * math.exp(shown.quantile * shown.sd)
     if bad:  # some run lacks the point: the timings of the others are still shown
         verdict, detail = "missing", bad[1]
     elif failing:

@@ -55,9 +55,33 @@ def mean_interval(samples: np.ndarray) -> tuple[float, float]:
     return mean - half, mean + half
 
 
+def quantile_interval(samples: np.ndarray, q: float) -> tuple[float, float]:
+    """Distribution-free ~95% interval of the q-quantile: the order statistics n*q -+ 1.96 sqrt(n q (1-q))
+    (normal approximation of the binomial count below the quantile; Hollander & Wolfe, ch. 3)."""
+    ordered = np.sort(np.asarray(samples, dtype=float))
+    n = len(ordered)
+    half = Z95 * math.sqrt(n * q * (1 - q))
+    low, high = int(math.floor(n * q - half)), int(math.ceil(n * q + half))
+    return float(ordered[min(max(low, 1), n) - 1]), float(ordered[min(max(high, 1), n) - 1])
+
+
+def autocorrelation_factor(values: np.ndarray) -> float:
+    """sqrt((1 + r1) / (1 - r1)), r1 the lag-1 autocorrelation of the log samples clipped to [0, 0.9]:
+    how much wider an interval from n autocorrelated samples is than from n independent ones (the
+    AR(1) effective sample size n (1 - r1) / (1 + r1); e.g. Wilks, Statistical Methods in the
+    Atmospheric Sciences, sec. 5.2.4)."""
+    logs = np.log(values)
+    centred = logs - logs.mean()
+    denom = float(np.dot(centred, centred))
+    r1 = float(np.dot(centred[:-1], centred[1:])) / denom if denom > 0 else 0.0
+    r1 = min(max(r1, 0.0), 0.9)
+    return math.sqrt((1 + r1) / (1 - r1))
+
+
 def within_run_sd(samples, statistic: str) -> float | None:
     """The log-space sd of one record's statistic from its per-iteration samples (the 95% interval's
-    half-width / 1.96); None without >= 2 positive samples."""
+    half-width / 1.96, widened for the samples' lag-1 autocorrelation); None without >= 2 positive
+    samples."""
     values = np.asarray(samples, dtype=float)
     values = values[np.isfinite(values) & (values > 0)]
     if len(values) < 2:
@@ -65,11 +89,14 @@ def within_run_sd(samples, statistic: str) -> float | None:
     if statistic == "median":
         low, high = median_interval(values)
         mid = float(np.median(values))
+    elif statistic == "p10":
+        low, high = quantile_interval(values, 0.1)
+        mid = float(np.percentile(values, 10))
     else:
         low, high = mean_interval(values)
         mid = float(np.mean(values))
     low = max(low, mid * 1e-6)
-    return max(math.log(mid / low), math.log(high / mid)) / Z95
+    return max(math.log(mid / low), math.log(high / mid)) / Z95 * autocorrelation_factor(values)
 
 
 def normal_quantile(p: float) -> float:
@@ -112,11 +139,16 @@ class RunToRun:
     sigma_run: float  # the shift all points of one run share
     sigma_pooled: float  # a point's own scatter, pooled over points
     sigma_by_point: dict = field(default_factory=dict)  # per point key, shrunk towards sigma_pooled
-    df: float = 0.0  # residual degrees of freedom (for the t quantile)
+    df: float = 0.0  # residual degrees of freedom (pooled over points)
     num_runs: int = 0  # runs that took part (in sets of >= 2)
+    df_by_point: dict = field(default_factory=dict)  # a point's own df + NU0 (its t quantile)
+    df_run: float = 0.0  # degrees of freedom of the run shifts (the collective test's t quantile)
 
     def sigma_point(self, key) -> float:
         return self.sigma_by_point.get(key, self.sigma_pooled)
+
+    def point_df(self, key) -> float:
+        return self.df_by_point.get(key, NU0)
 
 
 def estimate_run_to_run(run_sets: list[list[dict]]) -> RunToRun | None:
@@ -156,4 +188,5 @@ def estimate_run_to_run(run_sets: list[list[dict]]) -> RunToRun | None:
     var_run = max(shift_ss / shift_df, 0.0)
     by_point = {k: math.sqrt((ss + NU0 * var_e) / (dfk + NU0)) for k, (ss, dfk) in per_key.items()}
     return RunToRun(sigma_run=math.sqrt(var_run), sigma_pooled=math.sqrt(var_e), sigma_by_point=by_point,
-                    df=df_e if df_e else shift_df, num_runs=sum(len(x) for _, x in blocks))
+                    df=df_e if df_e else shift_df, num_runs=sum(len(x) for _, x in blocks),
+                    df_by_point={k: dfk + NU0 for k, (_, dfk) in per_key.items()}, df_run=shift_df)
