@@ -25,9 +25,9 @@ def _specs(world):
         specs.append((name, PointSpec(size_bytes=world * 256, dtype=get_dtype("int32"), out_of_place=True, root=1)))
     specs.append(("all_reduce", PointSpec(size_bytes=256, dtype=get_dtype("int8"), op="max")))
     specs.append(("all_reduce", PointSpec(size_bytes=256, dtype=get_dtype("float16"), op="prod")))
-    for dtype in dtype_names():  # every dtype, reducing and not
-        specs.append(("all_reduce", PointSpec(size_bytes=world * 64, dtype=get_dtype(dtype))))
-        specs.append(("all_gather", PointSpec(size_bytes=world * 64, dtype=get_dtype(dtype))))
+    for dtype in dtype_names():  # every dtype on every size-swept workload, reducing and not
+        for name in STANDARD:
+            specs.append((name, PointSpec(size_bytes=world * 64, dtype=get_dtype(dtype), root=world - 1)))
     for impl in ("native", "pairwise", "duplex"):
         specs.append(("grad_reduce_scatter", PointSpec(size_bytes=world * 512, dtype=get_dtype("bfloat16"),
                                                         params={"algorithm": "flat", "rs_impl": impl})))
