@@ -9,7 +9,6 @@ import dataclasses
 import math
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app

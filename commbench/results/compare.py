@@ -7,9 +7,11 @@ slower), in log space. A file may hold several runs (appended): BASE's runs are 
 mean) into the reference; every run of NEW is judged on its own, and their mean too.
 
 Noise (see `noise.py` for the model): the larger of the within-run noise (from the per-iteration
-samples) and the run-to-run noise (from repeated runs in BASE and in `--history DIR`; never from NEW's runs). Three
-tests per judged run, each one-sided at 5% / (number of tests in the comparison) (Bonferroni: the
-whole comparison of unchanged code fails at most 5% of the time under the model):
+samples, widened for their autocorrelation) and the run-to-run noise (from repeated runs in BASE and
+in `--history DIR`; never from NEW's runs). Three tests per judged run, each one-sided at 5% / (number
+of tests in the comparison) (Bonferroni: the whole comparison of unchanged code fails at most 5% of
+the time under the model), q being Student's t quantile with the degrees of freedom of the noise
+estimate used (a point's own runs, or the run shifts; normal for within-run noise):
 - a point: its slowdown beyond `max_regression` and beyond q * sqrt(sigma_run^2 + sigma_k^2) * sqrt(1/Rn + 1/Rb);
 - a point against its own run: its slowdown beyond the threshold both against BASE and against the
   median shift of its collective's points in that run, beyond q * sigma_k * ... (>= 3 points);
@@ -29,8 +31,8 @@ from typing import Iterable
 import numpy as np
 
 from commbench.errors import CommbenchError
-from commbench.results.noise import (RunToRun, estimate_run_to_run, mean_interval, median_interval,  # noqa: F401
-                                     t_quantile, within_run_sd)
+from commbench.results.noise import (RunToRun, mean_interval, median_interval, t_quantile,  # noqa: F401 (re-exported)
+                                     within_run_sd)
 from commbench.results.records import TIME_STATISTICS, Measurement, time_us
 
 AUTO = "auto"

@@ -44,7 +44,7 @@ def _beyond(log_ratio: float, sd: float | None, q: float, threshold: float) -> b
     return math.exp(log_ratio) - 1 > threshold + 1e-9 and (sd is None or log_ratio - q * sd > 0)
 
 
-def _scope_tests(keys, stats, base, new, scope, run_indices, r2r: RunToRun | None, q, threshold, collective_of):
+def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, threshold, collective_of):
     """Per key the tests of one scope (a run of NEW or all of them), and the collectives' shifts."""
     (bt, bw), (nt, nw) = base, new
     per_key, diffs, within_vars, rn_rb = {}, {}, {}, {}
@@ -143,7 +143,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     tests: dict = {k: [] for k in stats}
     shifts = []
     for scope, indices in scopes:
-        per_key, scope_shifts = _scope_tests(list(stats), stats, (bt, within[0]), (nt, within[1]), scope, indices,
+        per_key, scope_shifts = _scope_tests(list(stats), (bt, within[0]), (nt, within[1]), scope, indices,
                                              r2r, quantile, max_regression, collective_of)
         for k, found in per_key.items():
             tests[k].extend(found)
@@ -167,13 +167,13 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                 points.append(PointComparison(**ident, statistic="-", verdict="not comparable",
                                               detail="no statistic in both files"))
             continue
-        points.append(_point(ident, key, stats[key], tests[key], bt, nt, q, max_regression, bad))
+        points.append(_point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad))
     return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new)
 
 
-def _point(ident, key, statistic, tests, bt, nt, q, threshold, bad) -> PointComparison:
+def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointComparison:
     summary = next(t for t in reversed(tests) if t.kind == "point")  # "all runs" comes last
     failing = next((t for t in tests if t.regressed), None)
     shown = failing or summary
