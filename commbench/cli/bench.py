@@ -57,7 +57,7 @@ def bench(
     dtype: Annotated[str, typer.Option("-d", "--dtype", help="float32, bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = "float32",
     op: Annotated[str, typer.Option("-o", "--op", help="Reduction: sum, prod, max, min, avg.")] = "sum",
     root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast).")] = 0,
-    in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce and broadcast are in-place by default).")] = False,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce and broadcast are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
     timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
