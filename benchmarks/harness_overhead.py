@@ -42,7 +42,7 @@ def rank_main(rank: int, world: int, port: int, rounds: int, round_ms: float, qu
         buf.fill_(1.0)
         prepared = PreparedPoint(size_bytes=size, count=buf.numel(), busbw_factor=1.0,
                                  stages=[("all_reduce", lambda: backend.world.all_reduce(buf, "sum"))],
-                                 fill=lambda: None, check=lambda: 0)
+                                 fill=lambda *_: None, check=lambda *_: 0)
         stages = ready_stages(backend, prepared, warmup_iters=3)
         # iterations per round: about round_ms of bare loop, agreed by all ranks (rank 0's estimate)
         dist.barrier()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, pattern, pattern_modulus
+from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, pattern, per_seed, salted
 
 
 class AllToAll(ChunkedCollective):
@@ -18,14 +18,14 @@ class AllToAll(ChunkedCollective):
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank
         count = self.count_for(spec.size_bytes, spec.dtype.itemsize, n)[0]
-        modulus, seed = pattern_modulus(spec.dtype), spec.seed
         # Chunk p of rank s's send buffer holds pattern(s, p*count ...): what rank p must receive from s.
-        inputs = pattern(rank, 0, count * n, modulus, seed)
-        expected = np.concatenate([pattern(s, rank * count, count, modulus, seed) for s in range(n)])
+        data = per_seed(lambda seed: (pattern(rank, 0, count * n, spec.dtype, seed), np.concatenate(
+            [pattern(s, rank * count, count, spec.dtype, seed) for s in range(n)])))
         inp, out = backend.empty(count * n, spec.dtype), backend.empty(count * n, spec.dtype)
         return PreparedPoint(
             size_bytes=count * n * spec.dtype.itemsize, count=count, busbw_factor=self.busbw_factor(n),
             stages=[("all_to_all", lambda: comm.all_to_all(out, inp))],
-            fill=lambda: (backend.write(out, np.full(count * n, POISON)), backend.write(inp, inputs)),
-            check=lambda: count_wrong(backend.download(out), expected, spec.dtype),
+            fill=lambda salt=0: (backend.write(out, np.full(count * n, POISON)),
+                                 backend.write(inp, data(salted(spec.seed, salt))[0])),
+            check=lambda salt=0: count_wrong(backend.download(out), data(salted(spec.seed, salt))[1], spec.dtype),
         )

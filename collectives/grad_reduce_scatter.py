@@ -35,7 +35,7 @@ import weakref
 
 import numpy as np
 
-from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
+from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, per_seed, reduction_data, salted
 from commbench.errors import CommbenchError, invalid
 from commbench.comm.topology import Topology
 
@@ -184,7 +184,7 @@ class GradReduceScatter(ChunkedCollective):
         size_bytes, itemsize = n * c * dtype.itemsize, dtype.itemsize
 
         inp = backend.empty(n * c, dtype)
-        inputs, _, _ = reduction_data("sum", dtype, comm.rank, n, 0, n * c, spec.seed)
+        inputs = per_seed(lambda seed: reduction_data("sum", dtype, comm.rank, n, 0, n * c, seed)[0])
         outputs = []  # every buffer a stage writes (never `inp`): poisoned before the checked run
 
         def new_buffer(count):
@@ -235,7 +235,7 @@ class GradReduceScatter(ChunkedCollective):
 
         shard = owned_shard(algorithm, rack_pos, local_index, num_racks, comm.rank)
         start, num = (0, n * c) if shard is None else (shard * c, c)
-        _, expected, rel_tol = reduction_data("sum", dtype, comm.rank, n, start, num, spec.seed)
+        expected = per_seed(lambda seed: reduction_data("sum", dtype, comm.rank, n, start, num, seed)[1])
         run_stages = [(name, fn) for name, fn, *_ in stages if fn is not None]
         if not run_stages:  # a group of one rank: nothing to send
             run_stages = [("local", backend.synchronize)]
@@ -251,15 +251,15 @@ class GradReduceScatter(ChunkedCollective):
             algbw = {s: stage_sizes[s] / (t * 1e-6) / 1e9 for s, t in stage_us.items() if s in stage_sizes and t > 0}
             return {"stage_algbw_gbps": algbw, "stage_busbw_gbps": {s: bw * busbw_factors[s] for s, bw in algbw.items()}}
 
-        def fill() -> None:
+        def fill(salt: int = 0) -> None:
             for buf, count in outputs:
                 backend.write(buf, np.full(count, POISON))
-            backend.write(inp, inputs)
+            backend.write(inp, inputs(salted(spec.seed, salt)))
 
         prepared = PreparedPoint(
             size_bytes=size_bytes, count=num, busbw_factor=2 * (n - 1) / n if shard is None else (n - 1) / n,
             stages=run_stages, fill=fill,
-            check=lambda: count_wrong(backend.download(out), expected, dtype, rel_tol),
+            check=lambda salt=0: count_wrong(backend.download(out), expected(salted(spec.seed, salt)), dtype),
             params={"algorithm": algorithm, "rs_impl": impl},
             metrics={"num_racks_in_group": num_racks, "ranks_per_rack_in_group": per_rack,
                      "scale_up_bytes_per_rank": up, "scale_out_bytes_per_rank": out_bytes,

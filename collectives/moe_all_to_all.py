@@ -35,7 +35,7 @@ from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError
 from commbench.moe.accounting import moe_traffic
 from commbench.moe.params import DEFAULTS, MoeParams, sweep_params
-from commbench.moe.payload import dispatch_rows, encode, foreign_rows
+from commbench.moe.payload import HEADER_CHANNELS, dispatch_rows, encode, foreign_rows
 from commbench.moe.routing import parse_routing, route
 
 _INT64 = get_dtype("int64")
@@ -49,6 +49,20 @@ def wire_format(dtype: str, hidden: int) -> tuple[Any, int]:
 
         return get_dtype("uint8"), bytes_per_token(hidden, "fp8")
     return get_dtype({"bf16": "bfloat16", "fp32": "float32"}[dtype]), hidden
+
+
+def payload(rows, width: int, dtype, salt: int = 0) -> np.ndarray:
+    """The rows' wire values: `encode`'s header and filler, the filler rotated by the check's salt (so
+    the first call's data fails a later check) and, for fp32 rows, widened to 24 significant bits (so
+    rows that passed through bf16/fp16 fail)."""
+    out = encode(rows, width).astype(np.int64)
+    filler = out[:, HEADER_CHANNELS:]
+    if salt:
+        filler[:] = (filler - 1 + 37 * salt) % 251 + 1
+    if dtype.is_float and dtype.exact_int_limit > 1 << 16:
+        channel = np.arange(HEADER_CHANNELS, width, dtype=np.int64)[None, :]
+        filler[:] = filler * 65536 + ((filler * 2654435761 + channel * 40503) & 0xFFFF)
+    return out.ravel()
 
 
 def _gbps(num_bytes: float, time_us: float) -> float:
@@ -111,19 +125,19 @@ class MoeAllToAll(Collective):
         counts = np.concatenate([rows[:, :, None], per_expert.reshape(n, n, experts_per_rank)], axis=2)
         count_in, count_out = backend.upload(counts[rank].ravel(), _INT64), backend.empty(counts[:, rank].size, _INT64)
 
-        def fill() -> None:
-            backend.write(d_in, encode(sent, d_width).ravel())
-            backend.write(c_in, encode(received, c_width).ravel())  # what the experts return
+        def fill(salt: int = 0) -> None:
+            backend.write(d_in, payload(sent, d_width, d_dtype, salt))
+            backend.write(c_in, payload(received, c_width, c_dtype, salt))  # what the experts return
             for buf, size in ((d_out, len(received) * d_width), (c_out, len(sent) * c_width),
                               (count_out, counts[:, rank].size)):
                 backend.write(buf, np.zeros(size, dtype=np.uint8))  # no stale rows can pass the check
 
-        def check() -> int:
+        def check(salt: int = 0) -> int:
             got_dispatch = backend.download(d_out)
             wrong = int(np.count_nonzero(backend.download(count_out) != counts[:, rank].ravel()))
-            wrong += int(np.count_nonzero(got_dispatch != encode(received, d_width).ravel()))
+            wrong += int(np.count_nonzero(got_dispatch != payload(received, d_width, d_dtype, salt)))
             wrong += foreign_rows(got_dispatch, d_width, ids, rank, p.num_experts, p.dispatch_mode)
-            wrong += int(np.count_nonzero(backend.download(c_out) != encode(sent, c_width).ravel()))
+            wrong += int(np.count_nonzero(backend.download(c_out) != payload(sent, c_width, c_dtype, salt)))
             return wrong
 
         size_bytes = traffic.busiest_dispatch_bytes()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, reduction_data
+from collectives.base import POISON, ChunkedCollective, PointSpec, PreparedPoint, count_wrong, per_seed, reduction_data, salted
 
 
 class ReduceScatter(ChunkedCollective):
@@ -18,19 +18,22 @@ class ReduceScatter(ChunkedCollective):
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, count = comm.size, self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)[0]
-        inputs, _, _ = reduction_data(spec.op, spec.dtype, comm.rank, n, 0, count * n, spec.seed)
-        _, expected, rel_tol = reduction_data(spec.op, spec.dtype, comm.rank, n, comm.rank * count, count, spec.seed)
+        data = per_seed(lambda seed: (reduction_data(spec.op, spec.dtype, comm.rank, n, 0, count * n, seed)[0],
+                                      *reduction_data(spec.op, spec.dtype, comm.rank, n, comm.rank * count, count, seed)[1:]))
         inp = backend.empty(count * n, spec.dtype)
         out = inp[comm.rank * count:(comm.rank + 1) * count] if spec.in_place else backend.empty(count, spec.dtype)
 
-        def fill() -> None:
+        def fill(salt: int = 0) -> None:
             if not spec.in_place:
                 backend.write(out, np.full(count, POISON))  # the in-place output is the input's chunk
-            backend.write(inp, inputs)
+            backend.write(inp, data(salted(spec.seed, salt))[0])
+
+        def check(salt: int = 0) -> int:
+            _, expected, rel_tol = data(salted(spec.seed, salt))
+            return count_wrong(backend.download(out), expected, spec.dtype, rel_tol)
 
         return PreparedPoint(
             size_bytes=count * n * spec.dtype.itemsize, count=count, busbw_factor=self.busbw_factor(n),
             stages=[("reduce_scatter", lambda: comm.reduce_scatter(out, inp, spec.op))],
-            fill=fill,
-            check=lambda: count_wrong(backend.download(out), expected, spec.dtype, rel_tol),
+            fill=fill, check=check,
         )

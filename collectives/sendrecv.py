@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.base import POISON, PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, pattern_modulus
+from collectives.base import POISON, PointSpec, PreparedPoint, WholeBufferCollective, count_wrong, pattern, salted
 
 
 class SendRecv(WholeBufferCollective):
@@ -24,14 +24,13 @@ class SendRecv(WholeBufferCollective):
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, n)
-        modulus = pattern_modulus(spec.dtype)
         send, recv = backend.empty(count, spec.dtype), backend.empty(count, spec.dtype)
         dst, src = (rank + 1) % n, (rank - 1) % n
-        expected = pattern(src, 0, count, modulus, spec.seed)
         return PreparedPoint(
             size_bytes=size_bytes, count=count, busbw_factor=1.0,
             stages=[("sendrecv", lambda: comm.send_recv(send, dst, recv, src))],
-            fill=lambda: (backend.write(recv, np.full(count, POISON)),
-                          backend.write(send, pattern(rank, 0, count, modulus, spec.seed))),
-            check=lambda: count_wrong(backend.download(recv), expected, spec.dtype),
+            fill=lambda salt=0: (backend.write(recv, np.full(count, POISON)),
+                                 backend.write(send, pattern(rank, 0, count, spec.dtype, salted(spec.seed, salt)))),
+            check=lambda salt=0: count_wrong(backend.download(recv),
+                                             pattern(src, 0, count, spec.dtype, salted(spec.seed, salt)), spec.dtype),
         )

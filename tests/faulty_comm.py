@@ -2,13 +2,21 @@
 catches them: `noop` (nothing happens), `half` (the second half of every output keeps what it held
 before the call), `wrong_peer` (group rank 0's input is replaced by rank 1's for the call: its peers
 receive data from the wrong rank, and reductions count rank 1 twice and miss rank 0), `nan` (one
-output element NaN, float dtypes) and `zeros` (the whole output zero after the call)."""
+output element NaN, float dtypes) and `zeros` (the whole output zero after the call); and faults that
+show only after the first call or only in the data's width: `first_only` (works on each buffer's first
+call, a no-op after), `stale` (after the first call every output holds that call's result), `narrow`
+(the output passed through a narrower type: fp64 via fp32, fp32/fp16 via bf16, bf16 via fp8,
+int32/int64 via uint8; 1-byte integers have none narrower: unchanged), `shift` (the output rotated by
+one chunk: every chunk lands one place off) and `offset` (rotated by one element)."""
 
 from __future__ import annotations
 
 import torch
 
-MODES = ("noop", "half", "wrong_peer", "nan", "zeros")
+MODES = ("noop", "half", "wrong_peer", "nan", "zeros", "first_only", "stale", "narrow", "shift", "offset")
+LATE_MODES = ("first_only", "stale", "narrow", "shift", "offset")  # applied after the call, by `_after`
+NARROWER = {torch.float64: torch.float32, torch.float32: torch.bfloat16, torch.float16: torch.bfloat16,
+            torch.bfloat16: torch.float8_e5m2, torch.int32: torch.uint8, torch.int64: torch.uint8}
 
 
 class _Done:
@@ -25,6 +33,23 @@ class FaultyComm:
         assert mode in MODES
         self.comm, self.mode = comm, mode
         self.rank, self.size, self.global_ranks = comm.rank, comm.size, comm.global_ranks
+        self.first_result: dict[int, torch.Tensor] = {}  # per output buffer: its first call's result
+
+    def _after(self, out: torch.Tensor, before: torch.Tensor) -> None:
+        """Apply a late fault to `out` after a call that started with `out` holding `before`."""
+        first = out.data_ptr() not in self.first_result
+        if first:
+            self.first_result[out.data_ptr()] = out.clone()
+        if self.mode == "first_only" and not first:
+            out.copy_(before)
+        elif self.mode == "stale" and not first:
+            out.copy_(self.first_result[out.data_ptr()])
+        elif self.mode == "narrow" and out.dtype in NARROWER:
+            out.copy_(out.to(NARROWER[out.dtype]).to(out.dtype))
+        elif self.mode == "shift" and out.numel() > 1:
+            out.copy_(torch.roll(out, max(1, out.numel() // max(self.size, 2))))
+        elif self.mode == "offset" and out.numel() > 1:
+            out.copy_(torch.roll(out, 1))
 
     # --- faults ---------------------------------------------------------------------------------
     def _peer_input(self, buf: torch.Tensor) -> torch.Tensor:
@@ -41,6 +66,11 @@ class FaultyComm:
     def _run(self, call, out: torch.Tensor, inp: torch.Tensor | None):
         if self.mode == "noop":
             return None
+        if self.mode in LATE_MODES:
+            before = out.clone()
+            result = call()
+            self._after(out, before)
+            return result
         if self.mode in ("nan", "zeros"):
             result = call()
             if self.mode == "zeros":
@@ -75,6 +105,14 @@ class FaultyComm:
     def all_to_all(self, out, inp, out_splits=None, in_splits=None):
         self._run(lambda: self.comm.all_to_all(out, inp, out_splits, in_splits), out, inp)
 
+    def all_reduce_into(self, out, inp, op):
+        self._run(lambda: self.comm.all_reduce_into(out, inp, op), out, inp)
+
+    def broadcast_into(self, out, inp, root):
+        if self.mode == "wrong_peer":  # every rank takes the next rank as the root
+            return self.comm.broadcast_into(out, inp, (root + 1) % self.size)
+        self._run(lambda: self.comm.broadcast_into(out, inp, root), out, inp)
+
     def broadcast(self, buf, root):
         if self.mode == "wrong_peer":  # every rank takes the next rank as the root
             self.comm.broadcast(buf, (root + 1) % self.size)
@@ -96,6 +134,9 @@ class FaultyComm:
         handle = self.comm.start_recv(buf, src)
         if self.mode == "nan" and buf.is_floating_point():
             return _Done(lambda: (handle.wait(), buf.__setitem__(0, float("nan"))))
+        if self.mode in LATE_MODES:
+            before = buf.clone()
+            return _Done(lambda: (handle.wait(), self._after(buf, before)))
         if self.mode != "half":
             return handle
 

@@ -13,7 +13,7 @@ from collectives.all_reduce import AllReduce
 from commbench.measure.bench import BenchConfig, run_bench_rank
 from commbench.cli.app import app
 from commbench.results.records import from_dict
-from commbench.results.render import nccl_tests_footer
+from commbench.results.nccl_tests_text import footer as nccl_tests_footer
 from commbench.comm.launch import RankEnv
 from commbench.measure.harness import LoopOptions
 from tests.distributed import free_port
@@ -56,13 +56,15 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     assert "# Avg bus bandwidth" in result.output
     assert "# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096" in result.output and "warmup iters: 5 iters: 3" in result.output
     assert "#  Rank  0 Group  0" in result.output and "(-a 1)" in result.output
-    assert len(_lines(out)) == 1 + 3
+    assert len(_lines(out)) == 1 + 3 * 2  # out-of-place and in-place per size, as nccl-tests
+    assert "# Collective test concluded: broadcast_perf" in result.output
     table = runner.invoke(app, ["bench", "broadcast", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "3",
                                 "-O", str(tmp_path / "table.jsonl")], env={"COLUMNS": "100"})
     assert table.exit_code == 0, table.output
     rows = [from_dict(r) for r in _lines(tmp_path / "table.jsonl") if r["record_type"] == "measurement"]
-    assert nccl_tests_footer(rows)[1] + "(GB/s, measured)" in table.output  # nccl-tests' closing line
-    assert "redop" not in table.output and "┃ point" not in table.output  # broadcast has no reduction
+    assert nccl_tests_footer(rows, "broadcast")[1] + "(GB/s, measured)" in table.output  # nccl-tests' closing line
+    final = table.output.split("(measured")[1]  # without a terminal: nccl-tests' rows first, the table last
+    assert "redop" not in final and "┃ point" not in final  # broadcast has no reduction
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -78,6 +80,7 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "--nproc", "10000"], "--nproc=10000"),
     (["bench", "sendrecv", "--nproc", "1"], "at least 2 ranks"),
     (["bench", "all_to_all", "--in-place"], "--in-place"),
+    (["bench", "all_reduce", "--in-place", "--out-of-place"], "--out-of-place"),
     (["bench", "all_reduce", "--backend", "mpi"], "--backend"),
     (["bench", "all_reduce", "--format", "csv"], "--format"),
     (["bench", "all_reduce", "-c", "2"], "--check"),
@@ -155,7 +158,7 @@ def test_hung_rank_times_out_names_the_size_and_keeps_results(tmp_path):
         del collectives.REGISTRY[_HangsOnRank1.name]
     assert "1024 B" in errors[0] or "1 KiB" in errors[0]
     records = _lines(out)
-    assert [r["status"] for r in records[1:]] == ["ok", "ok", "failed"]
+    assert [r["status"] for r in records[1:]] == ["ok"] * 4 + ["failed"]  # both placements per size (nccl-tests format)
     assert records[-1]["size_bytes"] == 1024 and records[-1]["error"]
 
 

@@ -1,5 +1,7 @@
-"""A no-op, a half-done, a wrong-peer, a NaN and an all-zeros collective are caught by the data check for every workload
-at 2, 3 and 4 gloo ranks (outputs are poisoned and patterns seeded per point, so stale data fails)."""
+"""The fault matrix, through the whole measurement (check, warm-up, timed loop, check again): a no-op, a
+half-done, a wrong-peer (another rank's data), a NaN, an all-zeros, a no-op after its first call, a
+stale output (the first call's), a narrowed dtype and an off-by-one-chunk collective are caught for
+every workload and dtype at 2, 3 and 4 gloo ranks; the right data never is."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 
 from collectives import REGISTRY, PointSpec
 from commbench.dtypes import dtype_names, get_dtype
-from commbench.measure.harness import check_point
+from commbench.measure.harness import LoopOptions, check_point, measure_point
 from tests.distributed import run_ranks
 from tests.faulty_comm import MODES, FaultyComm
 
@@ -19,11 +21,13 @@ STANDARD = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrec
 def _specs(world):
     specs = [(name, PointSpec(size_bytes=world * 256, dtype=get_dtype("float32"), root=world - 1)) for name in STANDARD]
     specs.append(("reduce_scatter", PointSpec(size_bytes=world * 256, dtype=get_dtype("bfloat16"), in_place=True)))
+    for name in ("all_reduce", "broadcast"):  # their out-of-place forms
+        specs.append((name, PointSpec(size_bytes=world * 256, dtype=get_dtype("int32"), out_of_place=True, root=1)))
     specs.append(("all_reduce", PointSpec(size_bytes=256, dtype=get_dtype("int8"), op="max")))
     specs.append(("all_reduce", PointSpec(size_bytes=256, dtype=get_dtype("float16"), op="prod")))
-    for dtype in dtype_names():  # every dtype, reducing and not
-        specs.append(("all_reduce", PointSpec(size_bytes=world * 64, dtype=get_dtype(dtype))))
-        specs.append(("all_gather", PointSpec(size_bytes=world * 64, dtype=get_dtype(dtype))))
+    for dtype in dtype_names():  # every dtype on every size-swept workload, reducing and not
+        for name in STANDARD:
+            specs.append((name, PointSpec(size_bytes=world * 64, dtype=get_dtype(dtype), root=world - 1)))
     for impl in ("native", "pairwise", "duplex"):
         specs.append(("grad_reduce_scatter", PointSpec(size_bytes=world * 512, dtype=get_dtype("bfloat16"),
                                                         params={"algorithm": "flat", "rs_impl": impl})))
@@ -35,6 +39,7 @@ def _specs(world):
 
 def _wrong_by_mode(backend):
     out = {}
+    loop = LoopOptions(iters=2, warmup_iters=1)
     for index, (name, spec) in enumerate(_specs(backend.world_size)):
         spec = dataclasses.replace(spec, seed=index + 1)
         for mode in ("none", *MODES):
@@ -42,9 +47,13 @@ def _wrong_by_mode(backend):
                 continue  # point-to-point sends cannot swap in a peer's data
             if mode == "nan" and not spec.dtype.is_float:
                 continue
+            if mode == "narrow" and not spec.dtype.is_float and spec.dtype.itemsize == 1:
+                continue  # no narrower integer type to pass through
+            if mode == "shift" and spec.params.get("rs_impl") == "pairwise":
+                continue  # its all_to_all's chunks are then summed: one chunk off leaves the sum right
             comm = backend.world if mode == "none" else FaultyComm(backend.world, mode)
-            prepared = REGISTRY[name].prepare(comm, backend, spec)
-            out[(index, name, mode)] = check_point(backend, prepared)
+            out[(index, name, spec.dtype.name, mode)] = measure_point(backend, comm, REGISTRY[name], spec, loop,
+                                                                     run_id="faults").num_wrong
     return out
 
 
@@ -52,8 +61,8 @@ def _wrong_by_mode(backend):
 def test_noop_half_and_wrong_peer_are_caught_for_every_workload(world):
     results = run_ranks(_wrong_by_mode, world, timeout_s=120)
     wrong = results[0]
-    assert {name for _, name, _ in wrong} == set(REGISTRY)
-    missed = [key for key, count in wrong.items() if (key[2] == "none") != (count == 0)]
+    assert {name for _, name, _, _ in wrong} == set(REGISTRY) and {mode for *_, mode in wrong} == {"none", *MODES}
+    missed = [key for key, count in wrong.items() if (key[3] == "none") != (count == 0)]
     assert missed == [], f"right data reported wrong or a fault not caught: {missed}"
 
 

@@ -1,5 +1,6 @@
 """The data-check arithmetic as pure functions (no processes): every dtype's reduced result is exact at
-any rank count, whatever the reduction order; NaN, all-zeros, stale and max-for-prod results are caught."""
+any rank count, whatever the reduction order (avg within its bound, in NCCL's pre-multiply order too,
+at 72 and 288 emulated ranks); NaN, all-zeros, stale, narrowed and max-for-prod results are caught."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from collectives.base import POISON, count_wrong, pattern, pattern_modulus, reduction_data
+from collectives.base import POISON, avg_rel_bound, count_wrong, pattern, reduction_data
 from commbench.dtypes import dtype_names, get_dtype
 
 COUNT = 96
@@ -25,6 +26,26 @@ def _reduce(op: str, inputs: list[np.ndarray], torch_dtype, order) -> np.ndarray
     return acc.to(torch.float64).numpy()
 
 
+def _nccl_avg(inputs: list[np.ndarray], torch_dtype, order) -> np.ndarray:
+    """avg as NCCL computes it (enqueue.cc): the scalar 1/n in the dtype, every input pre-multiplied by
+    it, then summed (rounded to the dtype at every step)."""
+    scalar = torch.tensor(1.0 / len(inputs), dtype=torch.float64).to(torch_dtype)
+    acc = None
+    for r in order:
+        term = torch.tensor(inputs[r]).to(torch_dtype) * scalar
+        acc = term if acc is None else acc + term
+    return acc.to(torch.float64).numpy()
+
+
+NARROWER = {"float64": torch.float32, "float32": torch.bfloat16, "float16": torch.bfloat16,
+            "bfloat16": torch.float8_e5m2, "int32": torch.uint8, "int64": torch.uint8}
+
+
+def _narrowed(values: np.ndarray, name: str) -> np.ndarray:
+    """Values passed through the narrower type, back in the dtype (as a narrowing bug leaves them)."""
+    wide = getattr(torch, get_dtype(name).torch_name)
+    return torch.tensor(values).to(wide).to(NARROWER[name]).to(wide).to(torch.float64).numpy()
+
 def _cases():
     for name in dtype_names():
         for op in OPS:
@@ -41,8 +62,8 @@ def test_reduced_pattern_is_exact_and_never_zero(name, op, n):
     seed = 12345
     inputs = [reduction_data(op, dtype, r, n, 7, COUNT, seed)[0] for r in range(n)]
     _, expected, rel_tol = reduction_data(op, dtype, 0, n, 7, COUNT, seed)
-    assert rel_tol == (2 * dtype.eps if op == "avg" else 0.0)  # integers and non-dividing ops: exact
-    assert np.all(expected > 0) and np.all(np.isfinite(expected))  # POISON (0) is never a right answer
+    assert rel_tol == (avg_rel_bound(dtype, n) if op == "avg" else 0.0)  # integers and non-dividing ops: exact
+    assert np.all(expected != 0) and np.all(np.isfinite(expected))  # POISON (0) is never a right answer
     assert all(np.array_equal(x, np.round(x)) and np.abs(x).max() <= dtype.exact_int_limit for x in inputs)
     rng = np.random.default_rng(n)
     for order in ((range(n), rng.permutation(n)) if n < 1000 else (rng.permutation(n),)):
@@ -54,6 +75,23 @@ def test_reduced_pattern_is_exact_and_never_zero(name, op, n):
     assert count_wrong(stale, expected, dtype, rel_tol) > COUNT // 4
     own = inputs[0]  # a no-op all_reduce leaves this rank's input
     assert count_wrong(own, expected, dtype, rel_tol) > 0
+    if name in NARROWER:  # full width: data that passed through a narrower type fails (many elements;
+        # avg's bound hides the narrowing where it rounds to within a few ulp)
+        assert count_wrong(_narrowed(expected, name), expected, dtype, rel_tol) > COUNT // (4 if op == "avg" else 2)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("n", [72, 288])
+def test_avg_in_nccl_order_passes_at_72_and_288_ranks(name, n):
+    dtype = get_dtype(name)
+    torch_dtype = getattr(torch, dtype.torch_name)
+    inputs = [reduction_data("avg", dtype, r, n, 0, COUNT, 9)[0] for r in range(n)]
+    _, expected, rel_tol = reduction_data("avg", dtype, 0, n, 0, COUNT, 9)
+    for order in (range(n), np.random.default_rng(n).permutation(n)):
+        assert count_wrong(_nccl_avg(inputs, torch_dtype, list(order)), expected, dtype, rel_tol) == 0
+        assert count_wrong(_reduce("avg", inputs, torch_dtype, list(order)), expected, dtype, rel_tol) == 0
+    if name in ("float32", "float64"):  # the bound is tight enough that a narrowed avg still fails
+        assert count_wrong(_narrowed(expected, name), expected, dtype, rel_tol) > COUNT // 2
 
 
 @pytest.mark.parametrize("n", [2, 3, 288, 4096])
@@ -65,16 +103,20 @@ def test_max_cannot_pass_for_prod(n):
     assert count_wrong(np.sum(inputs, axis=0), expected, dtype) > 0
 
 
-def test_non_reducing_pattern_names_its_rank_offset_and_seed():
-    dtype = get_dtype("bfloat16")
-    m = pattern_modulus(dtype)
-    mine = pattern(3, 0, 1000, m, seed=1)
-    assert mine.min() >= 1 and mine.max() <= m <= dtype.exact_int_limit
-    for other in (pattern(4, 0, 1000, m, 1), pattern(3, 1000, 1000, m, 1), pattern(3, 0, 1000, m, 2)):
+@pytest.mark.parametrize("name", dtype_names())
+def test_non_reducing_pattern_is_full_width_and_names_its_rank_offset_and_seed(name):
+    dtype = get_dtype(name)
+    mine = pattern(3, 0, 1000, dtype, seed=1)
+    assert np.all(mine != 0) and np.abs(mine).max() <= dtype.exact_int_limit
+    assert np.abs(mine).max() > dtype.exact_int_limit // 2 * 1.9  # the top of the range is used
+    for other in (pattern(4, 0, 1000, dtype, 1), pattern(3, 1000, 1000, dtype, 1), pattern(3, 0, 1000, dtype, 2)):
         assert count_wrong(other, mine, dtype) > 900  # wrong peer, wrong chunk, previous point
-    nan = mine.copy()
-    nan[5] = np.nan
-    assert count_wrong(nan, mine, dtype) == 1
+    if name in NARROWER:
+        assert count_wrong(_narrowed(mine, name), mine, dtype) > 500
+    if dtype.is_float:
+        nan = mine.copy()
+        nan[5] = np.nan
+        assert count_wrong(nan, mine, dtype) == 1
 
 
 def test_pairwise_on_a_backend_without_device_sum_is_refused_in_one_line():

@@ -106,5 +106,6 @@ def _measure_with_graph(backend):
 
 def test_harness_times_replays_of_captured_stages_under_cuda_graph():
     captured, replays, params, num_wrong, finite = run_ranks(_measure_with_graph, 2)[0]
-    assert captured == 1 and replays == 1 + 4  # one warm replay after capture, then the timed iterations
+    # one warm replay after capture, the timed iterations, then the data check after the loop (on the replay)
+    assert captured == 1 and replays == 1 + 4 + 1
     assert params == {"cuda_graph": True} and num_wrong == 0 and finite

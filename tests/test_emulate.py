@@ -86,7 +86,7 @@ def test_hierarchical_beats_flat_on_an_emulated_two_rack_fabric(tmp_path):
     assert _namespaces() == before  # torn down
     assert flat_header["emulated"]["emulated"] is True and flat_header["topology"]["racks"] == [[0, 1], [2, 3]]
     assert flat["num_wrong"] == 0 and hier["num_wrong"] == 0
-    flat_iterations = 1 + 1 + 3  # data check + warm-up + timed loop
+    flat_iterations = 1 + 1 + 3 + 1  # data check + warm-up + timed loop + data check after it
     hier_iterations = flat_iterations + 3  # + the per-stage loop (each stage timed again behind a barrier)
     flat_sent = max(u["tx_bytes"] for u in flat_counters["uplinks"]) / flat_iterations
     hier_sent = max(u["tx_bytes"] for u in hier_counters["uplinks"]) / hier_iterations

@@ -23,7 +23,7 @@ def _skewed(backend):
         if backend.rank == 1:
             time.sleep(SKEW_S)  # rank 1 arrives late at the all-reduce
 
-    prepared = PreparedPoint(size_bytes=8, count=2, busbw_factor=1.0, fill=lambda: None, check=lambda: 0,
+    prepared = PreparedPoint(size_bytes=8, count=2, busbw_factor=1.0, fill=lambda *_: None, check=lambda *_: 0,
                              stages=[("skew", skew), ("all_reduce", lambda: backend.world.all_reduce(buf, "sum"))])
     stages = ready_stages(backend, prepared, warmup_iters=2)
     loop = time_loop(backend, stages, 15)

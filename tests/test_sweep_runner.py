@@ -29,7 +29,7 @@ class HangOnce(Collective):
 
     name = "test_hang"
     reduces = True
-    in_place_mode = "always"
+    in_place_mode = "both"
     sleep_s = 2.5
 
     def busbw_factor(self, num_ranks: int) -> float:
@@ -48,7 +48,7 @@ class HangOnce(Collective):
             comm.all_reduce(buf, "sum")
 
         return PreparedPoint(size_bytes=spec.size_bytes, count=count, busbw_factor=1.0, stages=[("all_reduce", stage)],
-                             fill=lambda: None, check=lambda: 0)
+                             fill=lambda *_: None, check=lambda *_: 0)
 
 
 @pytest.fixture

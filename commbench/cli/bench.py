@@ -53,11 +53,12 @@ def bench(
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f).")] = None,
     iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size (all kept in the record; p99 recorded from 100 on).")] = 20,
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
-    check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element once per size, outside timing; 0: skip.")] = 1,
+    check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element before and after the timed loop of each size (outside timing, with fresh data each time); 0: skip.")] = 1,
     dtype: Annotated[str, typer.Option("-d", "--dtype", help="float32, bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = "float32",
     op: Annotated[str, typer.Option("-o", "--op", help="Reduction: sum, prod, max, min, avg.")] = "sum",
     root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast).")] = 0,
-    in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather).")] = False,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce and broadcast are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
+    out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
     timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
@@ -111,7 +112,10 @@ def bench(
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
         raise CommbenchError("--cuda-graph needs --backend cupy-nccl (and only cupy-nccl in --compare-backends)")
     config = BenchConfig(
-        collective=collective, sizes_bytes=tuple(sizes), dtype=dtype, op=op, in_place=in_place, root=root,
+        collective=collective, sizes_bytes=tuple(sizes), dtype=dtype, op=op, in_place=in_place,
+        out_of_place=out_of_place, root=root,
+        size_bounds=None if workload.default_sizes_bytes and (min_bytes, max_bytes) == (None, None) else
+        (parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes")),
         loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph),
         backend=backends[0], timeout_s=timeout_s,
         output_path=output or default_output_path(collective), output_format=output_format, average=average,

@@ -1,9 +1,12 @@
-"""`commbench compare BASE.jsonl NEW.jsonl`: ratio per point with its 95% interval, geometric mean per
-collective, and exit 1 when a point regresses beyond the threshold and the noise, or newly fails."""
+"""`commbench compare BASE.jsonl NEW.jsonl [--history DIR]`: ratio per point with its interval, geometric
+mean per collective and run, and exit 1 when a run of NEW regresses beyond the threshold and the noise
+(within-run or run-to-run, the larger), or has a failed, wrong or missing point."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,11 +14,13 @@ from rich.markup import escape
 
 from commbench.cli.base import command, console, err_console, fail
 from commbench.results.render import styled
-from commbench.results.compare import AUTO, check_statistic, compare, parse_threshold
-from commbench.results.records import TIME_STATISTICS, measurements, read_records
+from commbench.errors import CommbenchError
+from commbench.results.compare import AUTO, GATE_STATISTICS, check_statistic, compare, parse_threshold
+from commbench.results.records import measurements, read_records
 from commbench.results.tables import Col, print_table
 
-_STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "bold red", "faster": "green",
+_STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "bold red", "failed": "bold red",
+          "wrong": "bold red", "missing": "bold red", "faster": "green",
           "slower (within noise)": "yellow"}
 
 
@@ -27,24 +32,55 @@ def read_measurements(path: str):
     return measurements(read_records([path], on_bad_line=bad_line))
 
 
+def read_history(folder: str) -> list:
+    """Every run of every *.jsonl in a baseline-history folder (one run or several per file)."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
+    files = sorted(path.glob("*.jsonl"))
+    if not files:
+        raise CommbenchError(f"--history={folder!r} is invalid: the folder holds no *.jsonl results file")
+    records = []
+    for index, file in enumerate(files):
+        # run ids are unique per run; a copied file must not merge with another's runs
+        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file))]
+    return records
+
+
+def noise_summary(result) -> str:
+    """One line: what the noise model used and how strict the quantile is."""
+    runs = result.runs
+    where = f"runs: base {runs['base']}, new {runs['new']}, history {runs['history']}"
+    r2r = result.run_to_run
+    if r2r is None:
+        return (f"noise: run-to-run unknown ({where}; no set of >= 2 runs): within-run intervals only, which "
+                f"understate run-to-run noise; append repeated runs to BASE or pass --history DIR")
+    points = sorted(r2r.sigma_by_point.values()) or [r2r.sigma_pooled]
+    return (f"noise: run-to-run from {r2r.num_runs} runs ({where}): run shift sd {r2r.sigma_run:.1%}, point sd "
+            f"median {points[len(points) // 2]:.1%} (df {r2r.df:.0f}); per point the larger of it and the "
+            f"within-run interval; q={result.quantile:.2f} (5% for the whole comparison over {result.num_tests} tests)")
+
+
 def _us(value):
     return "-" if value is None else f"{value:.2f}"
 
 
 def comparison_document(result, base: str, new: str) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times."""
+    r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 1, "base": base, "new": new,
-            "max_regression": result.max_regression,
-            "passed": not (result.regressions or result.regressed_collectives),
+            "max_regression": result.max_regression, "passed": result.passed,
             "points": [{"collective": p.collective, "point": p.label, "statistic": p.statistic,
                         "base_time_us": p.base_us, "new_time_us": p.new_us, "ratio": p.ratio,
                         "ratio_low": p.ratio_low, "ratio_high": p.ratio_high, "noise": p.noise_text(),
-                        "verdict": p.verdict} for p in sorted(result.points, key=lambda p: p.key)],
-            "collectives": [{"collective": name, "geomean_ratio": value,
-                             "geomean_low": result.geomean_interval_by_collective[name][0],
-                             "geomean_high": result.geomean_interval_by_collective[name][1],
-                             "regressed": name in result.regressed_collectives}
-                            for name, value in sorted(result.geomean_by_collective.items())],
+                        "verdict": p.verdict, "detail": p.detail} for p in sorted(result.points, key=lambda p: p.key)],
+            "collectives": [{"collective": s.collective, "scope": s.scope, "points": s.num_points,
+                             "geomean_ratio": s.geomean, "geomean_low": s.low, "geomean_high": s.high,
+                             "regressed": s.regressed} for s in result.shifts],
+            "noise": {"runs": result.runs, "quantile": result.quantile, "num_tests": result.num_tests,
+                      "run_shift_sd_log": r2r.sigma_run if r2r else None,
+                      "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
+            "missing": result.missing, "allow_missing": result.allow_missing,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -53,13 +89,17 @@ def compare_cmd(
     base: Annotated[str, typer.Argument(help="Baseline results (JSONL).")],
     new: Annotated[str, typer.Argument(help="New results (JSONL).")],
     max_regression: Annotated[str, typer.Option("--max-regression", help="Allowed slowdown per point, e.g. 10% or 0.1; a point fails only beyond this AND beyond the 95% interval of the ratio from the recorded per-iteration samples.")] = "10%",
-    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} (median when both files have it, else nccl-tests' time as imported files hold), " + ", ".join(TIME_STATISTICS) + ".")] = AUTO,
+    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} (median when both files have it, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10: the 10th percentile of the per-iteration times; on a shared CPU host it moves far less between runs than the median, so it resolves smaller slowdowns, at a few more false alarms: see README).")] = AUTO,
+    history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): their spread is the run-to-run noise. Without it, repeated runs appended to BASE or NEW give it; with neither, only the within-run interval (which understates the noise between runs).")] = None,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
-    """Ratios are new / base of one named statistic (both measured); > 1 is slower."""
+    """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
+    NEW is judged on its own and all together."""
     threshold = parse_threshold(max_regression)
     result = compare(read_measurements(base), read_measurements(new), max_regression=threshold,
-                     statistic=check_statistic(statistic))
+                     statistic=check_statistic(statistic), history=read_history(history) if history else (),
+                     allow_missing=allow_missing)
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new)))
     else:
@@ -68,22 +108,27 @@ def compare_cmd(
             style = _STYLE.get(p.verdict)
             rows.append([escape(p.label), p.statistic, _us(p.base_us), _us(p.new_us), "-" if p.ratio is None else f"{p.ratio:.3f}",
                          "-" if p.ratio_low is None else f"{p.ratio_low:.3f}..{p.ratio_high:.3f}", escape(p.noise_text()),
-                         f"[{style}]{escape(p.verdict)}[/]" if style else escape(p.verdict)])
+                         (f"[{style}]{escape(p.verdict)}[/]" if style else escape(p.verdict))
+                         + (f" ({escape(p.detail)})" if p.detail and p.verdict != "not ok in base" else "")])
         print_table(console, f"measured {new} vs measured {base} (time ratio new/base; > 1 is slower)",
                     [Col(name="point", numeric=False), Col(name="statistic", numeric=False, keep=2), Col(name="base (µs)"),
-                     Col(name="new (µs)"), Col(name="ratio"), Col(name="95% interval", keep=3),
+                     Col(name="new (µs)"), Col(name="ratio"), Col(name="interval", keep=3),
                      Col(name="noise", numeric=False, keep=1), Col(name="verdict", numeric=False)], rows)
-        print_table(console, "geometric mean of time ratios per collective",
-                    [Col(name="collective", numeric=False), Col(name="points"), Col(name="geomean ratio"),
-                     Col(name="95% interval", keep=1), Col(name="verdict", numeric=False)],
-                    [[name, str(sum(p.collective == name and p.ratio is not None for p in result.points)), f"{value:.3f}",
-                      "{:.3f}..{:.3f}".format(*result.geomean_interval_by_collective[name]),
-                      "[bold red]REGRESSED[/]" if name in result.regressed_collectives else "ok"]
-                     for name, value in sorted(result.geomean_by_collective.items())])
-    if (result.only_in_base or result.only_in_new) and not as_json:
-        console.print(f"unmatched points: {result.only_in_base} only in {base}, {result.only_in_new} only in {new}",
-                      highlight=False)
-    if result.regressions or result.regressed_collectives:
+        print_table(console, "geometric mean of time ratios per collective and run of the new file (one run-level shift)",
+                    [Col(name="collective", numeric=False), Col(name="run", numeric=False), Col(name="points"),
+                     Col(name="geomean ratio"), Col(name="interval", keep=1), Col(name="verdict", numeric=False)],
+                    [[s.collective, s.scope, str(s.num_points), f"{s.geomean:.3f}",
+                      "-" if s.low is None else f"{s.low:.3f}..{s.high:.3f}",
+                      "[bold red]REGRESSED[/]" if s.regressed else "ok"] for s in result.shifts])
+        console.print(noise_summary(result), highlight=False)
+        if result.missing:
+            console.print(styled("{}: {} point run(s) missing in the new file: {}",
+                                 "allowed" if allow_missing else "[bold red]missing[/]", len(result.missing),
+                                 ", ".join(result.missing[:20]) + (" ..." if len(result.missing) > 20 else "")),
+                          highlight=False)
+        if result.only_in_new:
+            console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
+    if not result.passed:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
         parts = [f"{name} slower as a whole: geomean x{result.geomean_by_collective[name]:.2f} beyond "
@@ -91,10 +136,16 @@ def compare_cmd(
         if slow:
             worst = max(slow, key=lambda p: p.ratio)
             parts.append(f"{len(slow)} point(s) regressed beyond {threshold:.0%} and the noise; worst: {worst.label} "
-                         f"x{worst.ratio:.2f} ({worst.statistic}, noise {worst.noise_text()})")
+                         f"x{worst.ratio:.2f} ({worst.statistic}, {worst.detail}, noise {worst.noise_text()})")
+        missing = [p for p in bad if p.verdict == "missing"]
+        bad = [p for p in bad if p.verdict != "missing"]
         if bad:
-            parts.append(f"{len(bad)} point(s) ok in the base {bad[0].verdict} in the new file (first: {bad[0].label})")
+            parts.append(f"{len(bad)} point(s) {bad[0].verdict} in the new file (first: {bad[0].label}, {bad[0].detail})")
+        if missing:
+            parts.append(f"{len(result.missing)} point run(s) missing in the new file (first: {result.missing[0]}); "
+                         f"--allow-missing permits that")
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
-        console.print(styled("[green]pass[/]: {} point(s) compared, none slower than {} beyond the noise, none newly "
-                             "failed or wrong", len(result.points), f"{threshold:.0%}"), highlight=False)
+        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared, none slower than {} beyond the noise, "
+                             "none failed or wrong", len(result.points), result.runs["new"], f"{threshold:.0%}"),
+                      highlight=False)

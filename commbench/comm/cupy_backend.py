@@ -88,6 +88,15 @@ class CupyCommunicator:
     def broadcast(self, buf, root: int) -> None:
         self._comm.broadcast(buf.data.ptr, buf.data.ptr, buf.size, nccl_dtype_of(buf.dtype), root, self._stream.ptr)
 
+    out_of_place_note = None  # ncclAllReduce / ncclBroadcast take separate send and receive buffers
+
+    def all_reduce_into(self, out, inp, op: str) -> None:
+        self._comm.allReduce(inp.data.ptr, out.data.ptr, out.size, nccl_dtype_of(out.dtype), NCCL_OPS[op],
+                             self._stream.ptr)
+
+    def broadcast_into(self, out, inp, root: int) -> None:
+        self._comm.broadcast(inp.data.ptr, out.data.ptr, out.size, nccl_dtype_of(out.dtype), root, self._stream.ptr)
+
     def all_to_all(self, out, inp, out_splits=None, in_splits=None) -> None:
         key = (inp.size, out.size, None if in_splits is None else tuple(in_splits),
                None if out_splits is None else tuple(out_splits))

@@ -35,6 +35,7 @@ class BenchConfig:
     dtype: str = "float32"
     op: str = "sum"
     in_place: bool = False
+    out_of_place: bool = False  # all_reduce/broadcast: their out-of-place form (in-place is their default)
     root: int = 0
     loop: LoopOptions = LoopOptions()
     backend: str = "gloo"
@@ -47,6 +48,7 @@ class BenchConfig:
     topology: TopologySpec | None = None  # racks (issue 4); None = from hostnames / commbench emulate
     subgroups: SubgroupSpec | None = None  # sub-group sweep (issue 4); None = the whole world
     show_view: bool = True  # False when a parent process shows the progress (NCCL tuning axes)
+    size_bounds: tuple[int, int] | None = None  # -b and -e as given (nccl-tests' minBytes/maxBytes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +77,9 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
             raise CommbenchError(f"--op=avg needs a floating-point --dtype, got {dtype.name}")
     if config.in_place and collective.in_place_mode == "never":
         raise CommbenchError(f"--in-place is not possible for {collective.name}: it has no in-place form")
+    if config.in_place and config.out_of_place:
+        raise CommbenchError("--in-place and --out-of-place exclude each other: give one (--format nccl-tests "
+                             "measures both where the collective has both)")
     needed = collective.min_ranks(config.backend)
     if world_size < needed:
         raise CommbenchError(f"{collective.name} on {config.backend} needs at least {needed} ranks, got {world_size} "
@@ -157,9 +162,23 @@ def plan_points(config: BenchConfig, collective: Collective, world_size: int) ->
         group_size = measured_group_sizes(config, world_size)[0]
         return [PlannedPoint(spec=spec, label=label) for spec, label in collective.plan_specs(dict(config.params), group_size)]
     dtype = get_dtype(config.dtype)
-    return [PlannedPoint(spec=PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=config.in_place,
-                                        root=config.root, params=dict(config.params)), label=format_size(size))
-            for size in aligned_sizes(collective, config.sizes_bytes, dtype.itemsize, world_size)]
+    forms = placements(config, collective)
+    return [PlannedPoint(spec=PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=in_place,
+                                        out_of_place=out_of_place, root=config.root, params=dict(config.params)),
+                         label=format_size(size) + ("" if len(forms) == 1 else " out-of-place" if out_of_place else " in-place"))
+            for size in aligned_sizes(collective, config.sizes_bytes, dtype.itemsize, world_size)
+            for in_place, out_of_place in forms]
+
+
+def placements(config: BenchConfig, collective: Collective) -> list[tuple[bool, bool]]:
+    """(in_place, out_of_place) of the specs a job measures per size, in order: both forms (out-of-place
+    first) in nccl-tests' format where the collective has both, as nccl-tests does; else the one asked."""
+    mode = collective.in_place_mode
+    if mode == "never":
+        return [(False, False)]
+    if config.output_format == "nccl-tests":
+        return [(False, True), (True, False)]
+    return [(config.in_place, config.out_of_place)]
 
 
 class GroupCache:
@@ -201,7 +220,8 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                backend.world_size, topology)
         comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
-        view = BenchView(config, header, len(points)) if is_writer and config.show_view else None
+        paired = len(placements(config, collective)) if collective.takes_size and config.subgroups is None else 1
+        view = BenchView(config, header, len(points), forms_per_size=paired) if is_writer and config.show_view else None
         try:
             if writer:
                 writer.write(header)

@@ -4,7 +4,10 @@ Per point (as nccl-tests, with per-iteration statistics beside nccl-tests' own t
 1. check (optional, outside timing): outputs poisoned and inputs filled with a pattern seeded by the
    point (size and repetition, as nccl-tests seeds initData with the repetition), one iteration, then
    every rank counts wrong elements and they are summed over the world; the buffers are refilled
-   afterwards (without the check they are still filled, so no run times uninitialised memory);
+   afterwards (without the check they are still filled, so no run times uninitialised memory). The
+   check runs again after the timed loop (and stage loop) on the same buffers and timed callables
+   with a salted seed (as nccl-tests' -c checks after timing): a collective that stops working after
+   its first call, or leaves the first call's data, fails; #wrong is the sum of both checks;
 2. warm-up: `warmup_iters` untimed iterations, then a device sync and a world barrier;
 3. timed loop: `iters` iterations back to back, a stopwatch mark between iterations (CUDA events on
    GPU; the host clock after a device sync on CPU) and the host clock around the whole loop, read
@@ -66,12 +69,18 @@ def point_seed(spec: PointSpec, repetition: int) -> int:
     return (spec.size_bytes * 0x9E3779B1 + repetition * 0x85EBCA77) & 0x7FFFFFFF
 
 
-def check_point(backend: Backend, prepared: PreparedPoint) -> int:
-    """Fill (outputs poisoned), run one iteration, and return the wrong elements summed over all ranks."""
-    prepared.fill()
-    run_once(prepared)
+def check_point(backend: Backend, prepared: PreparedPoint, *, salt: int = 0, stages: list | None = None) -> int:
+    """Fill (outputs poisoned) with the point's pattern salted by `salt`, run one iteration (`stages`:
+    the timed callables, e.g. graph replays; default the prepared ones), and return the wrong elements
+    summed over all ranks."""
+    if salt:
+        prepared.fill(salt)
+    else:
+        prepared.fill()
+    for stage in stages if stages is not None else [stage for _, stage in prepared.stages]:
+        stage()
     backend.synchronize()
-    wrong = backend.upload(np.array([prepared.check()], dtype=np.int64), _INT64)
+    wrong = backend.upload(np.array([prepared.check(salt) if salt else prepared.check()], dtype=np.int64), _INT64)
     backend.world.all_reduce(wrong, "sum")
     return int(backend.download(wrong)[0])
 
@@ -184,6 +193,8 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
     if len(prepared.stages) > 1:
         stage_us = time_stages(backend, stages, loop.iters)
         stage_medians = {name: float(np.median(stage_us[:, i])) for i, (name, _) in enumerate(prepared.stages)}
+    if loop.check:  # again after the timed loop, on its buffers and callables, with fresh data (nccl-tests -c)
+        num_wrong += check_point(backend, prepared, salt=1, stages=stages)
     metrics = dict(prepared.metrics)
     if prepared.stage_metrics is not None:
         metrics.update(prepared.stage_metrics(stage_medians))
@@ -191,14 +202,14 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
         run_id=run_id, collective=collective.name, backend=backend.name,
         size_bytes=prepared.size_bytes, count=prepared.count, dtype=spec.dtype.name,
         op=spec.op if collective.reduces else None,
-        in_place=spec.in_place or collective.in_place_mode == "always",
+        in_place=collective.is_in_place(spec),
         world_size=backend.world_size, group_size=comm.size, group_layout=group.layout,
         num_groups=group.num_groups, iters=loop.iters, warmup_iters=loop.warmup_iters,
         **stats, algbw_gbps=algbw_gbps,
         busbw_gbps=algbw_gbps * prepared.busbw_factor, num_wrong=num_wrong,
         stages_us_median=stage_medians, metrics=metrics,
         params={**spec.params, **prepared.params, **({"cuda_graph": True} if loop.cuda_graph else {})},
-        notes=backend.notes(collective.name), point_key=point_key,
+        notes=backend.notes(collective.name) + prepared.notes, point_key=point_key,
     )
 
 
@@ -208,7 +219,7 @@ def failed_measurement(collective: Collective, spec: PointSpec, backend: Backend
     """The record of a point that raised or timed out: its identity and the error, no numbers."""
     return Measurement(
         run_id=run_id, collective=collective.name, backend=backend.name, size_bytes=spec.size_bytes,
-        count=0, dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=spec.in_place,
+        count=0, dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=collective.is_in_place(spec),
         world_size=backend.world_size, group_size=comm_size, group_layout=group.layout,
         num_groups=group.num_groups, iters=loop.iters, warmup_iters=loop.warmup_iters,
         status="failed", error=error, params=dict(spec.params), point_key=point_key,

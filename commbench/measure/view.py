@@ -1,8 +1,13 @@
-"""What rank 0 shows while a bench job runs: a live rich table with a progress bar, or nccl-tests text."""
+"""What rank 0 shows while a bench job runs: a live rich table with a progress bar on a terminal;
+without one (Slurm, CI logs, a pipe), or with --format nccl-tests, nccl-tests' text: one row per point
+as it finishes, flushed, and a heartbeat line while a point runs past HEARTBEAT_S."""
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
 
 from rich.console import Group
 from rich.live import Live
@@ -10,17 +15,62 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from commbench.moe.params import DEFAULTS as MOE_DEFAULTS
 from commbench.moe.presets import preset_params
-from commbench.results.render import (measurement_table, nccl_tests_banner, nccl_tests_footer, nccl_tests_header,
-                                      nccl_tests_row, run_title, stdout_console, styled)
-from commbench.results.records import Measurement, RunHeader
+from commbench.results import nccl_tests_text as text
+from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
+from commbench.results.render import measurement_table, run_title, stdout_console, styled
+
+HEARTBEAT_S = float(os.environ.get("COMMBENCH_HEARTBEAT_S", "30"))  # the env var is for tests
+
+
+class Heartbeat:
+    """Prints '# still measuring <point>: <s> s' every `period_s` while one point runs (a daemon thread
+    that sleeps between beats: it takes no time from the timed loop)."""
+
+    def __init__(self, emit, period_s: float) -> None:
+        self.emit, self.period_s = emit, period_s
+        self.label: str | None = None
+        self.started = 0.0
+        self.wake = threading.Event()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="commbench-heartbeat", daemon=True)
+        self.thread.start()
+
+    def point(self, label: str | None) -> None:
+        self.label, self.started = label, time.monotonic()
+        self.wake.set()
+
+    def _run(self) -> None:
+        while not self.stopped:
+            label, started = self.label, self.started
+            if label is None:
+                self.wake.wait()
+                self.wake.clear()
+                continue
+            elapsed = time.monotonic() - started
+            beats = int(elapsed // self.period_s)
+            next_beat = started + (beats + 1) * self.period_s
+            if self.wake.wait(max(0.0, next_beat - time.monotonic())):
+                self.wake.clear()
+                continue
+            if self.label == label and self.started == started and not self.stopped:
+                self.emit(f"# still measuring {label}: {time.monotonic() - started:.0f} s")
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.wake.set()
 
 
 class BenchView:
-    def __init__(self, config, header: RunHeader, num_points: int) -> None:
+    def __init__(self, config, header: RunHeader, num_points: int, *, forms_per_size: int = 1) -> None:
         self.format = config.output_format
         self.average = config.average
+        self.collective = config.collective
         self.rows: list[Measurement] = []
+        self.pending: list[Measurement] = []  # one size's placements until its row is complete
+        self.forms_per_size = forms_per_size
         self.console = stdout_console()
+        self.lock = threading.Lock()
+        self.text_rows = self.format == "nccl-tests" or not self.console.is_terminal
         hosts = sorted(set(header.hostnames))
         intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
                  f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
@@ -29,17 +79,25 @@ class BenchView:
             rate = header.emulated.get("scale_out_rate_bits_per_s")
             intro += (f"; EMULATED fabric: {header.emulated.get('num_racks')} racks joined at "
                       f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
+        self.live = None
+        self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
         if self.format == "nccl-tests":
             self._print(f"# {intro}")
-            for line in nccl_tests_banner(header, config.collective, sizes_bytes=config.sizes_bytes, iters=config.loop.iters,
-                                          warmup_iters=config.loop.warmup_iters, check=config.loop.check,
-                                          cuda_graph=config.loop.cuda_graph, average=config.average):
+            sizes = config.sizes_bytes or (0,)
+            low, high = config.size_bounds or (min(sizes), max(sizes))
+            for line in text.banner(header, config.collective, min_bytes=low, max_bytes=high,
+                                    step=text.size_step(config.sizes_bytes), iters=config.loop.iters,
+                                    warmup_iters=config.loop.warmup_iters, check=config.loop.check,
+                                    cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version):
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
-            for line in nccl_tests_header(config.in_place):
+            mode = NCCL_TESTS_AVERAGE_MODES[config.average]
+            self._print(f"# time: nccl-tests' time, the timed loop's time / iters, {mode} over ranks "
+                        f"(-a {config.average}); algbw/busbw from it. The per-iteration median is "
+                        "time_us_median in the JSONL.")
+            for line in text.table_header():
                 self._print(line)
-            self.live = None
             return
         self.console.print(intro, highlight=False)
         for note in header.notes:
@@ -50,6 +108,10 @@ class BenchView:
             params = {**MOE_DEFAULTS, **(preset_params(params["preset"]) if params.get("preset") else {}),
                       **{k: v for k, v in params.items() if v is not None}}
         self.title = run_title(config.collective, header.world_size, params)
+        if self.text_rows:  # no terminal: nccl-tests' rows as points finish, the table at the end
+            for line in text.table_header():
+                self._print(line)
+            return
         self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=self.console, transient=True)
         self.task = self.progress.add_task("measuring", total=num_points)
@@ -58,36 +120,58 @@ class BenchView:
         self.live.start()
 
     def _print(self, line: str) -> None:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        with self.lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
 
     def starting(self, label: str) -> None:
+        if self.heartbeat:
+            self.heartbeat.point(label)
         if self.live:
             self.progress.update(self.task, description=f"measuring {label}")
 
     def add(self, record: Measurement) -> None:
         self.rows.append(record)
-        if self.format == "nccl-tests":
-            self._print(nccl_tests_row(record, self.average))
+        if self.heartbeat:
+            self.heartbeat.point(None)
+        if self.text_rows:
+            self.pending.append(record)
+            if len(self.pending) >= self.forms_per_size:
+                self._flush_row()
             return
         self.progress.advance(self.task)
         self.live.update(self._renderable())  # fitted here, between points: never in the refresh thread while timing
+
+    def _flush_row(self) -> None:
+        if self.pending:
+            out_of_place = next((m for m in self.pending if not m.in_place), None)
+            in_place = next((m for m in self.pending if m.in_place), None)
+            self._print(text.row(out_of_place, in_place, self.average))
+            self.pending = []
 
     def _renderable(self) -> Group:
         """The table fitted to the terminal's width now, above the progress bar."""
         return Group(measurement_table(self.title, self.rows, self.console.width), self.progress)
 
     def close(self) -> None:
+        if self.heartbeat:
+            self.heartbeat.stop()
+        if self.text_rows:
+            self._flush_row()
+        footer = text.footer(self.rows, self.collective, self.average)
         if self.format == "nccl-tests":
-            for line in nccl_tests_footer(self.rows, self.average):
+            for line in footer:
                 self._print(line)
             return
-        self.progress.update(self.task, visible=False)
-        self.live.stop()
+        if self.live:
+            self.progress.update(self.task, visible=False)
+            self.live.stop()
+        else:
+            self.console.print(measurement_table(self.title, self.rows, self.console.width))
         if not self.console.is_terminal:
             self.console.print()
         # nccl-tests' closing line, as its text mode prints it (busbw at nccl-tests' time, -a mode)
-        self.console.print(nccl_tests_footer(self.rows, self.average)[1] + "(GB/s, measured)", highlight=False)
+        self.console.print(footer[1] + "(GB/s, measured)", highlight=False)
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))

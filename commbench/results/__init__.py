@@ -1,3 +1,4 @@
 """What measurements become: Measurement / RunHeader records and their JSONL file (records),
-provenance, the regression gate (compare), tables and nccl-tests text (render), plots and Markdown
+provenance, the regression gate (compare, compare_judge, noise), tables (render), nccl-tests text
+(nccl_tests_text), plots and Markdown
 (report), and importers of other tools' output (importers/)."""

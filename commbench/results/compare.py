@@ -1,53 +1,58 @@
-"""Compare two results files point by point: a CI gate for NCCL / driver / config changes.
+"""Compare results files point by point: a CI gate for NCCL / driver / config changes.
 
-Points match on what was measured (collective, dtype, op, placement, size, world, group size and
-layout, workload params), not on run ids. Per point, one named time statistic on both sides:
-`median` (over iterations, slowest rank each) when both files measured it, else nccl-tests' time
-(`nccl-avg`: loop time / iters averaged over ranks; what records imported from nccl-tests hold).
-ratio = new / base (> 1 is slower); per collective the geometric mean of the ratios.
+Points match on what was measured: backend, collective, dtype, op, placement (in/out of place,
+group layout), size, world and group size, workload params; never on run ids. Per point one named
+time statistic (`median` when both files have it, else nccl-tests' time), ratio = new / base (> 1 is
+slower), in log space. A file may hold several runs (appended): BASE's runs are averaged (geometric
+mean) into the reference; every run of NEW is judged on its own, and their mean too.
 
-The noise is the uncertainty of each side's statistic, from the per-iteration samples the records
-keep: for the median, the distribution-free order-statistic 95% confidence interval (the j-th and
-(n+1-j)-th smallest samples, j the largest with P(Binomial(n, 1/2) < j) <= 2.5%; e.g. Hollander &
-Wolfe, Nonparametric Statistical Methods, ch. 3); for nccl-tests' time, which is a mean, mean ±
-1.96 standard errors. Several runs of a point in one file widen it to the range of their values. The
-two sides combine in log space (half-widths added in quadrature) into a 95% interval of the ratio.
-
-A point REGRESSES when its slowdown exceeds the threshold AND the ratio's interval lies above 1
-(the slowdown is larger than the recorded noise can explain). A collective regresses as a whole when
-the geometric mean of its ratios does the same (its interval from the points' noise taken as
-independent): a slowdown at every size that each noisy point alone cannot resolve. Without samples (old files, imported
-nccl-tests rows) the noise is unknown and printed so: the threshold alone decides. A point that was
-ok in the base and failed or returned wrong data (#wrong > 0) in the new file always fails the gate.
+Noise (see `noise.py` for the model): the larger of the within-run noise (from the per-iteration
+samples, widened for their autocorrelation) and the run-to-run noise (from repeated runs in BASE and
+in `--history DIR`; never from NEW's runs). Three tests per judged run, each one-sided at 5% / (number
+of tests in the comparison) (Bonferroni: the whole comparison of unchanged code fails at most 5% of
+the time under the model), q being Student's t quantile with the degrees of freedom of the noise
+estimate used (a point's own runs, or the run shifts; normal for within-run noise):
+- a point: its slowdown beyond `max_regression` and beyond q * sqrt(sigma_run^2 + sigma_k^2) * sqrt(1/Rn + 1/Rb);
+- a point against its own run: its slowdown beyond the threshold both against BASE and against the
+  median shift of its collective's points in that run, beyond q * sigma_k * ... (>= 3 points);
+- a collective as a whole (the run-level shift all its points share is ONE effect, not K independent
+  points): the mean log ratio beyond the threshold and q * sqrt(sigma_run^2 + mean sigma_k^2 / K) * ...
+A failed, wrong (#wrong > 0), time-less or missing point in any run of NEW fails the gate
+(`allow_missing` permits missing points, named).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
 
 from commbench.errors import CommbenchError
+from commbench.results.noise import (RunToRun, mean_interval, median_interval, t_quantile,  # noqa: F401 (re-exported)
+                                     within_run_sd)
 from commbench.results.records import TIME_STATISTICS, Measurement, time_us
 
-CONFIDENCE = 0.95
-_Z95 = 1.959964
 AUTO = "auto"
+MIN_SAMPLES_FOR_P10 = 20
+# the gate's statistics: the records' named ones, and the 10th percentile of the per-iteration samples
+GATE_STATISTICS = {**TIME_STATISTICS, "p10": "10th percentile over iterations of the slowest rank's time "
+                   f"(from iter_times_us, >= {MIN_SAMPLES_FOR_P10} iterations): on a shared host preemption "
+                   "moves the median between runs far more than the low tail"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class SideStats:
-    """One file's value of a statistic at a point, with its 95% interval (None: unknown)."""
-
-    center_us: float
-    low_us: float | None
-    high_us: float | None
-    num_runs: int
-    num_samples: int
+def gate_time_us(m: Measurement, statistic: str) -> float | None:
+    """The statistic of a record the gate compares (None when the record lacks it)."""
+    if statistic == "p10":
+        samples = np.asarray(m.iter_times_us, dtype=float)
+        return float(np.percentile(samples, 10)) if len(samples) >= MIN_SAMPLES_FOR_P10 else None
+    return time_us(m, statistic)
+ALPHA = 0.05
+_BAD = ("failed", "wrong", "newly failed", "newly wrong", "missing")
+IDENTITY_FIELDS = ("backend", "collective", "dtype", "op", "in_place", "world_size", "group_size", "group_layout",
+                   "num_groups", "params")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,122 +61,115 @@ class PointComparison:
     collective: str
     label: str
     statistic: str
-    verdict: str  # ok, faster, slower (within noise), REGRESSED, newly failed, newly wrong
+    verdict: str  # ok, faster, slower (within noise), REGRESSED, failed, wrong, newly ..., missing, not ok in base
     base_us: float | None = None
     new_us: float | None = None
     ratio: float | None = None
-    ratio_low: float | None = None  # 95% interval of the ratio; None when the noise is unknown
+    ratio_low: float | None = None  # interval of the ratio at the comparison's quantile; None: noise unknown
     ratio_high: float | None = None
     detail: str = ""
+    noise_source: str = ""  # "within run" or "run to run": the larger, which decided
 
     @property
     def regressed(self) -> bool:
-        return self.verdict in ("REGRESSED", "newly failed", "newly wrong")
+        return self.verdict == "REGRESSED" or self.verdict in _BAD
 
     def noise_text(self) -> str:
-        """The noise used for this point, relative to the ratio: -x%/+y% (95%), or why there is none."""
         if self.ratio is None:
             return self.detail
         if self.ratio_low is None or self.ratio_high is None:
-            return "unknown (no samples)"
-        return f"-{1 - self.ratio_low / self.ratio:.1%}/+{self.ratio_high / self.ratio - 1:.1%}"
+            return "unknown (no samples, one run)"
+        return f"-{1 - self.ratio_low / self.ratio:.1%}/+{self.ratio_high / self.ratio - 1:.1%} {self.noise_source}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveShift:
+    """One collective's mean log ratio in one scope (a run of NEW, or all its runs)."""
+
+    collective: str
+    scope: str
+    num_points: int
+    geomean: float
+    low: float | None
+    high: float | None
+    regressed: bool
 
 
 @dataclass(frozen=True, kw_only=True)
 class Comparison:
     points: list[PointComparison]
-    geomean_by_collective: dict[str, float]
-    only_in_base: int
-    only_in_new: int
+    shifts: list[CollectiveShift]
     max_regression: float
-    # 95% interval of each collective's geometric mean ratio (points' noise taken as independent)
-    geomean_interval_by_collective: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    run_to_run: RunToRun | None
+    quantile: float
+    num_tests: int
+    runs: dict = field(default_factory=dict)  # number of runs: base, new, history
+    missing: list[str] = field(default_factory=list)  # "label (run i)" of points NEW lacks
+    allow_missing: bool = False
+    only_in_new: int = 0
+
+    @property
+    def only_in_base(self) -> int:
+        return sum(p.verdict == "missing" for p in self.points)
 
     @property
     def regressions(self) -> list[PointComparison]:
-        return [p for p in self.points if p.regressed]
+        return [p for p in self.points if p.regressed and not (self.allow_missing and p.verdict == "missing")]
 
     @property
     def regressed_collectives(self) -> list[str]:
-        """Collectives slower as a whole: geomean beyond the threshold and its interval above 1 (a
-        slowdown at every size that no single noisy point resolves)."""
-        return sorted(c for c, g in self.geomean_by_collective.items()
-                      if g - 1 > self.max_regression + 1e-9 and self.geomean_interval_by_collective.get(c, (g, g))[0] > 1)
+        return sorted({s.collective for s in self.shifts if s.regressed})
+
+    @property
+    def geomean_by_collective(self) -> dict[str, float]:
+        return {s.collective: s.geomean for s in self.shifts if s.scope == "all runs"}
+
+    @property
+    def geomean_interval_by_collective(self) -> dict[str, tuple[float, float]]:
+        return {s.collective: (s.low if s.low is not None else s.geomean, s.high if s.high is not None else s.geomean)
+                for s in self.shifts if s.scope == "all runs"}
+
+    @property
+    def passed(self) -> bool:
+        return not (self.regressions or self.regressed_collectives)
 
 
 def match_key(m: Measurement) -> tuple:
     params = json.dumps(m.params, sort_keys=True, default=str)
-    return (m.collective, m.dtype, m.op, m.in_place, m.size_bytes, m.world_size, m.group_size, m.group_layout,
-            m.num_groups, params)
+    return (m.backend, m.collective, m.dtype, m.op, m.in_place, m.size_bytes, m.world_size, m.group_size,
+            m.group_layout, m.num_groups, params)
 
 
 def point_label(m: Measurement) -> str:
     from commbench.units import format_size
 
     group = f" {m.group_layout} {m.group_size}/{m.world_size}" if m.group_layout != "world" else f" n={m.world_size}"
-    return f"{m.collective} {m.dtype} {format_size(m.size_bytes)}{group}"
+    place = "" if m.in_place else " oop"
+    return f"{m.collective} {m.dtype} {format_size(m.size_bytes)}{group}{place}"
 
 
-def median_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Distribution-free interval of the median: (j-th, (n+1-j)-th order statistic), 1-based, with j
-    the largest such that P(Binomial(n, 1/2) <= j-1) <= (1-confidence)/2; (min, max) when n is too
-    small for that confidence (n < 6 at 95%)."""
-    ordered = np.sort(np.asarray(samples, dtype=float))
-    n = len(ordered)
-    tail, cumulative, j = (1 - confidence) / 2, 0.0, 0
-    if n > 500:  # normal approximation of the binomial (exact sums would overflow a float)
-        j = int(n / 2 - _Z95 * math.sqrt(n) / 2)
-        return float(ordered[j - 1]), float(ordered[n - j])
-    for k in range(n // 2 + 1):
-        cumulative += math.comb(n, k) / 2.0 ** n
-        if cumulative > tail:
-            break
-        j = k + 1
-    j = max(j, 1)
-    return float(ordered[j - 1]), float(ordered[n - j])
-
-
-def mean_interval(samples: np.ndarray) -> tuple[float, float]:
-    """mean ± 1.96 standard errors (normal approximation)."""
-    values = np.asarray(samples, dtype=float)
-    mean = float(values.mean())
-    half = _Z95 * float(values.std(ddof=1)) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-    return mean - half, mean + half
+def bad_reason(m: Measurement, statistic: str | None = None) -> str | None:
+    """Why a record cannot count as a good measurement (None when it can)."""
+    if m.status != "ok":
+        return m.status if m.status == "skipped" else "failed"
+    if m.num_wrong:
+        return "wrong"
+    if statistic is not None:
+        value = gate_time_us(m, statistic)
+        if value is None or not math.isfinite(value) or value <= 0:
+            return "failed"
+    return None
 
 
 def is_bad(m: Measurement) -> bool:
-    return m.status != "ok" or bool(m.num_wrong)
-
-
-def side_stats(runs: list[Measurement], statistic: str) -> SideStats | None:
-    """The statistic over a file's good runs of one point, with its interval from their samples."""
-    values = [v for v in (time_us(m, statistic) for m in runs) if v is not None and v > 0]
-    if not values:
-        return None
-    center = float(np.median(values))
-    low = high = None
-    samples = np.concatenate([np.asarray(m.iter_times_us, dtype=float) for m in runs]) if runs else np.array([])
-    samples = samples[samples > 0]
-    if len(samples) >= 2:
-        if statistic == "median":
-            lo, hi = median_interval(samples)
-            mid = float(np.median(samples))
-        else:
-            lo, hi = mean_interval(samples)
-            mid = float(np.mean(samples))
-        # widths relative to the samples' own statistic, applied to the recorded value
-        low, high = center * max(lo, 1e-12) / mid, center * hi / mid
-    if len(values) > 1:
-        low = min(low if low is not None else center, min(values))
-        high = max(high if high is not None else center, max(values))
-    return SideStats(center_us=center, low_us=low, high_us=high, num_runs=len(values), num_samples=len(samples))
+    return bad_reason(m) is not None
 
 
 def choose_statistic(base: list[Measurement], new: list[Measurement], requested: str) -> str | None:
     if requested != AUTO:
         return requested
     for statistic in TIME_STATISTICS:  # median first, then nccl-tests' time (avg, rank0, min, max)
-        if any(time_us(m, statistic) for m in base) and any(time_us(m, statistic) for m in new):
+        if all(gate_time_us(m, statistic) for m in base) and all(gate_time_us(m, statistic) for m in new) and base and new:
             return statistic
     return None
 
@@ -189,76 +187,68 @@ def parse_threshold(text: str) -> float:
 
 
 def check_statistic(name: str) -> str:
-    if name != AUTO and name not in TIME_STATISTICS:
-        raise CommbenchError(f"--statistic={name!r} is invalid: allowed {AUTO}, {', '.join(TIME_STATISTICS)}")
+    if name != AUTO and name not in GATE_STATISTICS:
+        raise CommbenchError(f"--statistic={name!r} is invalid: allowed {AUTO}, {', '.join(GATE_STATISTICS)}")
     return name
 
 
-def _group(records: Iterable[Measurement]) -> dict[tuple, list[Measurement]]:
-    grouped: dict[tuple, list[Measurement]] = {}
+def split_runs(records: Iterable[Measurement]) -> list[dict[tuple, Measurement]]:
+    """The runs of a file in order of appearance (by run_id), each {point key: record}."""
+    runs: dict[str, dict[tuple, Measurement]] = {}
     for m in records:
-        grouped.setdefault(match_key(m), []).append(m)
-    return grouped
+        runs.setdefault(m.run_id, {}).setdefault(match_key(m), m)
+    return list(runs.values())
 
 
-def compare_point(key: tuple, base_runs: list[Measurement], new_runs: list[Measurement], *,
-                  max_regression: float, statistic: str = AUTO) -> PointComparison:
-    first = base_runs[0]
-    ident = dict(key=key, collective=first.collective, label=point_label(first))
-    base_ok = [m for m in base_runs if not is_bad(m)]
-    new_ok = [m for m in new_runs if not is_bad(m)]
-    if base_ok and not new_ok:
-        failed = any(m.status != "ok" for m in new_runs)
-        reason = next((m.error for m in new_runs if m.error), None) if failed else \
-            f"#wrong {max(m.num_wrong or 0 for m in new_runs)}"
-        return PointComparison(**ident, statistic="-", verdict="newly failed" if failed else "newly wrong",
-                               detail=str(reason or "")[:60])
-    if not base_ok:
-        return PointComparison(**ident, statistic="-", verdict="not ok in base", detail="base failed or wrong")
-    chosen = choose_statistic(base_ok, new_ok, statistic)
-    b = side_stats(base_ok, chosen) if chosen else None
-    n = side_stats(new_ok, chosen) if chosen else None
-    if b is None or n is None:
-        return PointComparison(**ident, statistic=chosen or "-", verdict="not comparable",
-                               detail="no statistic in both files")
-    ratio = n.center_us / b.center_us
-    low = high = None
-    if None not in (b.low_us, b.high_us, n.low_us, n.high_us):
-        down = math.hypot(math.log(b.high_us / b.center_us), math.log(n.center_us / n.low_us))
-        up = math.hypot(math.log(b.center_us / b.low_us), math.log(n.high_us / n.center_us))
-        low, high = ratio * math.exp(-down), ratio * math.exp(up)
-    significant_slower = low is None or low > 1
-    beyond = ratio - 1 > max_regression + 1e-9  # a slowdown of exactly the threshold is allowed
-    if beyond and significant_slower:
-        verdict = "REGRESSED"
-    elif beyond:
-        verdict = "slower (within noise)"
-    elif ratio < 1 and (high is not None and high < 1):
-        verdict = "faster"
-    else:
-        verdict = "ok"
-    return PointComparison(**ident, statistic=chosen, verdict=verdict, base_us=b.center_us, new_us=n.center_us,
-                           ratio=ratio, ratio_low=low, ratio_high=high)
+def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
+    """One line saying which identity fields differ between two files with no point in common."""
+    differ = []
+    for name in (*IDENTITY_FIELDS, "size_bytes"):
+        def values(records):
+            return sorted({json.dumps(getattr(m, name), sort_keys=True, default=str) for m in records})
+        b, n = values(base), values(new)
+        if not set(b) & set(n) or (name not in ("size_bytes",) and set(b) != set(n)):
+            differ.append(f"{name} {', '.join(b[:4]) or '-'} vs {', '.join(n[:4]) or '-'}")
+    what = "; ".join(differ) if differ else "no combination of their fields matches"
+    return (f"no point is in both files (points match on {', '.join(IDENTITY_FIELDS)} and size): "
+            f"base vs new: {what}")
 
 
 def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regression: float,
-            statistic: str = AUTO) -> Comparison:
-    base_runs, new_runs = _group(base), _group(new)
-    common = [k for k in base_runs if k in new_runs]
-    if not common:
-        raise CommbenchError("no point is in both files (points match on collective, dtype, op, size, world, "
-                             "group size/layout and params): nothing to compare")
-    points = [compare_point(k, base_runs[k], new_runs[k], max_regression=max_regression, statistic=statistic)
-              for k in common]
-    logs: dict[str, list[tuple[float, float, float]]] = {}
-    for p in points:
-        if p.ratio is not None:
-            down = math.log(p.ratio / p.ratio_low) if p.ratio_low else 0.0
-            up = math.log(p.ratio_high / p.ratio) if p.ratio_high else 0.0
-            logs.setdefault(p.collective, []).append((math.log(p.ratio), down, up))
-    geomeans = {c: math.exp(sum(x for x, _, _ in v) / len(v)) for c, v in logs.items()}
-    intervals = {c: (geomeans[c] * math.exp(-math.sqrt(sum(d * d for _, d, _ in v)) / len(v)),
-                     geomeans[c] * math.exp(math.sqrt(sum(u * u for _, _, u in v)) / len(v))) for c, v in logs.items()}
-    return Comparison(points=points, geomean_by_collective=geomeans, geomean_interval_by_collective=intervals,
-                      only_in_base=len(set(base_runs) - set(new_runs)), only_in_new=len(set(new_runs) - set(base_runs)),
-                      max_regression=max_regression)
+            statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
+            alpha: float = ALPHA) -> Comparison:
+    """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise)."""
+    from commbench.results.compare_judge import judge
+
+    base, new, history = list(base), list(new), list(history)
+    if not base or not new:
+        raise CommbenchError(f"{'base' if not base else 'new'} file has no measurement: nothing to compare")
+    base_runs, new_runs = split_runs(base), split_runs(new)
+    base_keys = list(dict.fromkeys(k for run in base_runs for k in run))
+    new_keys = set(k for run in new_runs for k in run)
+    if not any(k in new_keys for k in base_keys):
+        raise CommbenchError(mismatch_message(base, new))
+    return judge(base_runs, new_runs, split_runs(history), base_keys, max_regression=max_regression,
+                 statistic=statistic, allow_missing=allow_missing, alpha=alpha,
+                 only_in_new=len(new_keys - set(base_keys)))
+
+
+def log_table(runs: list[dict[tuple, Measurement]], stats: dict[tuple, str]) -> list[dict[tuple, float]]:
+    """Per run {key: log time} of its good records at the compared keys."""
+    table = []
+    for run in runs:
+        row = {}
+        for key, m in run.items():
+            if key in stats and bad_reason(m, stats[key]) is None:
+                row[key] = math.log(gate_time_us(m, stats[key]))
+        table.append(row)
+    return table
+
+
+def quantile_for(num_tests: int, run_to_run: RunToRun | None, alpha: float = ALPHA) -> float:
+    df = run_to_run.df if run_to_run is not None and run_to_run.df > 0 else math.inf
+    return t_quantile(1 - alpha / max(num_tests, 1), df)
+
+
+def record_within_sd(m: Measurement, statistic: str) -> float | None:
+    return within_run_sd(np.asarray(m.iter_times_us, dtype=float), statistic) if m.iter_times_us else None

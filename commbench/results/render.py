@@ -1,17 +1,17 @@
-"""Rendering Measurements for people: a rich table, and nccl-tests' classic fixed-width text.
+"""Rendering Measurements for people: a rich table (nccl-tests' classic text: nccl_tests_text.py).
 
 Everything here reads records; nothing parses our own output.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
 
-from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
+from commbench.results.records import Measurement
 from commbench.results.tables import Col, StdoutConsole, fitted_table
 from commbench.units import format_size
 
@@ -31,11 +31,6 @@ def styled(template: str, *values: object) -> Text:
     return Text.from_markup(template.format(*(escape(str(value)) for value in values)))
 
 
-_NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat16": "bfloat16",
-              "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}
-
-
-_NCCL_TEST_NAME = {"all_to_all": "alltoall"}  # nccl-tests' binary names where they differ from ours
 
 
 def stages_text(m: Measurement) -> str:
@@ -156,62 +151,3 @@ def tail_text(m: Measurement) -> str:
     if m.time_us_p99 is not None:
         return f"p99 {m.time_us_p99:.2f}"
     return "-" if m.time_us_max is None else f"max {m.time_us_max:.2f}"
-
-
-def nccl_tests_banner(header: RunHeader, collective: str, *, sizes_bytes: tuple[int, ...], iters: int, warmup_iters: int,
-                      check: bool, cuda_graph: bool, average: int) -> list[str]:
-    """nccl-tests' banner (src/common.cu run()): one process per rank, so nThread 1 nGpus 1 and one
-    `#  Rank` line per rank (what a reader counts for the world size); warmup iters before iters."""
-    sizes = sorted(sizes_bytes)
-    step = "1(factor)"
-    if len(sizes) > 1:
-        ratio = sizes[1] / sizes[0]
-        step = f"{ratio:g}(factor)" if ratio == int(ratio) and ratio > 1 else f"{sizes[1] - sizes[0]}(bytes)"
-    mode = NCCL_TESTS_AVERAGE_MODES[average]
-    lines = [f"# Collective test starting: {_NCCL_TEST_NAME.get(collective, collective)}_perf",
-             f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: {step} warmup iters: {warmup_iters} "
-             f"iters: {iters} agg iters: 1 validation: {int(check)} graph: {int(cuda_graph)}",
-             "#", "# Using devices"]
-    for rank, (host, device) in enumerate(zip(header.hostnames, header.devices)):
-        lines.append(f"#  Rank {rank:2d} Group  0 Pid {0:6d} on {host:>10} device {0:2d} [0x00] {device}")
-    lines += ["#", f"# time: nccl-tests' time, the timed loop's time / iters, {mode} over ranks (-a {average}); "
-                   "algbw/busbw from it. The per-iteration median is time_us_median in the JSONL.", "#"]
-    return lines
-
-
-def nccl_tests_header(in_place: bool) -> list[str]:
-    """Column header of nccl-tests' *_perf output (out-of-place group, then in-place group)."""
-    del in_place
-    return [
-        "#                                                              out-of-place                       in-place          ",
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       ",
-    ]
-
-
-def nccl_tests_row(m: Measurement, average: int = 1) -> str:
-    """One row in nccl-tests' layout, with nccl-tests' time (loop time / iters, reduced over ranks as
-    -a `average`) and the bandwidths from it. One placement per run: the other group reads N/A."""
-    root = m.params.get("root", -1)
-    head = f"{m.size_bytes:>12} {m.count:>13} {_NCCL_TYPE.get(m.dtype, m.dtype):>9} {m.op or 'none':>7} {root:>7}"
-    absent = f"{'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>6}"
-    time_us = m.loop_time_us.get(NCCL_TESTS_AVERAGE_MODES[average])
-    if m.status != "ok" or not time_us:
-        measured = absent
-    else:
-        wrong = "N/A" if m.num_wrong is None else str(m.num_wrong)
-        # algbw scales inversely with the time: the record's algbw is at its median
-        scale = (m.time_us_median / time_us) if m.time_us_median else 1.0
-        measured = f"{time_us:>8.2f} {m.algbw_gbps * scale:>7.2f} {m.busbw_gbps * scale:>7.2f} {wrong:>6}"
-    return f"{head}  {absent}  {measured}" if m.in_place else f"{head}  {measured}  {absent}"
-
-
-def nccl_tests_footer(rows: Iterable[Measurement], average: int = 1) -> list[str]:
-    ok = [m for m in rows if m.status == "ok"]
-    wrong = sum(m.num_wrong or 0 for m in ok)
-    mode = NCCL_TESTS_AVERAGE_MODES[average]
-    busbw = [m.busbw_gbps * ((m.time_us_median / m.loop_time_us[mode]) if m.time_us_median else 1.0)
-             for m in ok if m.loop_time_us.get(mode)]
-    avg = sum(busbw) / len(busbw) if busbw else 0.0
-    return [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
-            f"# Avg bus bandwidth    : {avg:g} ", "#"]

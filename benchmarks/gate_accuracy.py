@@ -1,0 +1,143 @@
+"""How often the gate cries wolf, and how often it sees a real slowdown, on repeated runs of one host.
+
+Runs `commbench bench all_reduce` R times as separate processes with `--hogs` CPU hogs beside them
+(a busy, shared CI runner), then judges, with the new gate (commbench.results.compare) and the old one
+(benchmarks/legacy_compare.py: within-run intervals only):
+- A/A: one run vs another (disjoint pairs; the new gate with --history = up to 10 other runs), and
+  3 runs per file vs 3 others (no history: BASE's own 3 runs give the run-to-run noise);
+- detection: one run scaled x1.3 (and x1.1) at every point vs another run (+ history); and one point
+  x1.3 in all 3 runs of NEW (3 runs per file), every point in turn.
+Goals (issue 26): A/A pass >= 95%, x1.3 everywhere >= 95%, one point x1.3 with 3 runs >= 80%.
+Not a timed test: it prints rates side by side.
+
+    python benchmarks/gate_accuracy.py [--runs 20] [--hogs 2] [-b 8 -e 1M -f 4 -n 40] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import legacy_compare  # noqa: E402
+
+from commbench.results.compare import compare  # noqa: E402
+from commbench.results.records import measurements, read_records  # noqa: E402
+
+HOG = "import time\nwhile True:\n    sum(range(10000))\n"
+
+
+def measure(runs: int, hogs: int, bench_args: list[str], folder: Path) -> list[list]:
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    missing = [i for i in range(runs) if not (folder / f"run{i:02d}.jsonl").exists()]
+    hog_procs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs if missing else 0)]
+    try:
+        for i in range(runs):
+            out = folder / f"run{i:02d}.jsonl"
+            if not out.exists():
+                subprocess.run([sys.executable, "-m", "commbench", "bench", "all_reduce", "--nproc", "2", *bench_args,
+                                "-O", str(out)], check=True, env=env, stdout=subprocess.DEVNULL)
+            print(f"run {i + 1}/{runs} measured", file=sys.stderr, flush=True)
+    finally:
+        for proc in hog_procs:
+            proc.kill()
+            proc.wait()
+    return [measurements(read_records([folder / f"run{i:02d}.jsonl"])) for i in range(runs)]
+
+
+def scaled(records, factor: float, only_size: int | None = None, run_id: str | None = None):
+    """Records with every time (and per-iteration sample) x factor, at one size or all."""
+    out = []
+    for m in records:
+        f = factor if only_size in (None, m.size_bytes) else 1.0
+        out.append(dataclasses.replace(
+            m, run_id=run_id or m.run_id,
+            time_us_median=m.time_us_median * f, time_us_mean=m.time_us_mean * f, time_us_min=m.time_us_min * f,
+            time_us_max=m.time_us_max * f, iter_times_us=[t * f for t in m.iter_times_us],
+            loop_time_us={k: v * f for k, v in m.loop_time_us.items()}))
+    return out
+
+
+STATISTIC = "auto"
+
+
+def new_gate(base, new, history=()) -> bool:
+    return compare(base, new, max_regression=0.1, history=history, statistic=STATISTIC).passed
+
+
+def old_gate(base, new) -> bool:
+    result = legacy_compare.compare(base, new, max_regression=0.1)
+    return not (result.regressions or result.regressed_collectives)
+
+
+def rate(outcomes) -> str:
+    outcomes = list(outcomes)
+    return f"{sum(outcomes) / len(outcomes):6.1%} of {len(outcomes):3d}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--hogs", type=int, default=2)
+    parser.add_argument("--keep", help="folder for the runs (reused when it holds them)")
+    parser.add_argument("-b", default="8")
+    parser.add_argument("-e", default="1M")
+    parser.add_argument("-f", default="4")
+    parser.add_argument("-n", default="40")
+    parser.add_argument("--statistic", default="auto", help="the new gate's --statistic (auto: median)")
+    args = parser.parse_args()
+    global STATISTIC
+    STATISTIC = args.statistic
+    folder = Path(args.keep or tempfile.mkdtemp(prefix="gate-accuracy-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    runs = measure(args.runs, args.hogs, ["-b", args.b, "-e", args.e, "-f", args.f, "-n", args.n], folder)
+    n = len(runs)
+    pairs = [(i, i + 1) for i in range(0, n - 1, 2)]  # disjoint A/A pairs
+    ordered = list(itertools.permutations(range(n), 2))
+
+    def history(*exclude):
+        return [m for k in range(n) if k not in exclude for m in runs[k]][: 10 * len(runs[0])]
+
+    triples = [list(range(k, k + 3)) for k in range(0, n - 2, 3)]
+    triple_pairs = list(itertools.permutations(triples, 2))  # disjoint: the triples share no run
+
+    def joined(indices, **kw):
+        return [m for k in indices for m in (scaled(runs[k], 1.0, run_id=f"r{k}") if not kw else
+                                             scaled(runs[k], kw["factor"], kw.get("size"), f"r{k}"))]
+
+    sizes = sorted({m.size_bytes for m in runs[0]})
+    print(f"{n} runs of bench all_reduce --nproc 2 -b {args.b} -e {args.e} -f {args.f} -n {args.n} beside "
+          f"{args.hogs} CPU hogs; {len(sizes)} points per run; new gate --statistic {STATISTIC}; runs in {folder}")
+    print(f"{'':56s} {'new gate':>16s}   {'old gate':>16s}")
+    rows = [
+        ("A/A pass, one run per file (disjoint pairs)",
+         [new_gate(runs[a], runs[b], history(a, b)) for a, b in pairs], [old_gate(runs[a], runs[b]) for a, b in pairs]),
+        ("A/A pass, one run per file (all ordered pairs)",
+         [new_gate(runs[a], runs[b], history(a, b)) for a, b in ordered], [old_gate(runs[a], runs[b]) for a, b in ordered]),
+        ("A/A pass, 3 runs per file (no history)",
+         [new_gate(joined(a), joined(b)) for a, b in triple_pairs], [old_gate(joined(a), joined(b)) for a, b in triple_pairs]),
+        ("x1.3 at every point detected (one run per file)",
+         [not new_gate(runs[a], scaled(runs[b], 1.3), history(a, b)) for a, b in pairs],
+         [not old_gate(runs[a], scaled(runs[b], 1.3)) for a, b in pairs]),
+        ("x1.1 at every point detected (one run per file)",
+         [not new_gate(runs[a], scaled(runs[b], 1.1), history(a, b)) for a, b in pairs],
+         [not old_gate(runs[a], scaled(runs[b], 1.1)) for a, b in pairs]),
+        ("x1.3 at one point detected (3 runs per file)",
+         [not new_gate(joined(a), joined(b, factor=1.3, size=s)) for a, b in triple_pairs for s in sizes],
+         [not old_gate(joined(a), joined(b, factor=1.3, size=s)) for a, b in triple_pairs for s in sizes]),
+    ]
+    for name, new_outcomes, old_outcomes in rows:
+        print(f"{name:56s} {rate(new_outcomes):>16s}   {rate(old_outcomes):>16s}")
+
+
+if __name__ == "__main__":
+    main()

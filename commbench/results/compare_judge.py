@@ -1,0 +1,199 @@
+"""The gate's tests, run by `compare.compare` (the model and the tests are described there)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from commbench.results.compare import (Comparison, CollectiveShift, PointComparison, bad_reason, choose_statistic,
+                                       is_bad, log_table, point_label, quantile_for, record_within_sd)
+from commbench.results.noise import RunToRun, estimate_run_to_run, t_quantile
+
+_MEDIAN_EFFICIENCY = math.pi / 2  # var(median of K normals) ~ (pi/2) sigma^2 / K
+
+
+@dataclass(frozen=True)
+class _Test:
+    scope: str
+    kind: str  # "point", "vs its run"
+    log_ratio: float  # what the test judged: vs BASE ("point") or vs the run's shift ("vs its run")
+    vs_base: float  # log ratio against BASE
+    sd: float | None
+    source: str
+    regressed: bool
+    quantile: float  # the test's one-sided t quantile
+
+
+def _sd(within_var: float | None, between_var: float | None) -> tuple[float | None, str]:
+    """The larger of the two noises (None when neither is known) and which one it was."""
+    if between_var is None and within_var is None:
+        return None, ""
+    if between_var is None or (within_var is not None and within_var >= between_var):
+        return math.sqrt(within_var), "within run"
+    return math.sqrt(between_var), "run to run"
+
+
+def _mean_sq(values: list) -> float | None:
+    return None if not values or any(v is None for v in values) else float(np.mean(np.square(values)))
+
+
+def _beyond(log_ratio: float, sd: float | None, q: float, threshold: float) -> bool:
+    """Slower than the threshold and than the noise allows (sd None: the threshold alone decides)."""
+    return math.exp(log_ratio) - 1 > threshold + 1e-9 and (sd is None or log_ratio - q * sd > 0)
+
+
+def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, threshold, collective_of):
+    """Per key the tests of one scope (a run of NEW or all of them), and the collectives' shifts."""
+    (bt, bw), (nt, nw) = base, new
+    per_key, diffs, within_vars, rn_rb = {}, {}, {}, {}
+    for key in keys:
+        xn = [nt[i][key] for i in run_indices if key in nt[i]]
+        xb = [row[key] for row in bt if key in row]
+        if not xn or not xb:
+            continue
+        inv = 1 / len(xn) + 1 / len(xb)
+        wn = _mean_sq([nw[i].get(key) for i in run_indices if key in nt[i]])
+        wb = _mean_sq([w.get(key) for row, w in zip(bt, bw) if key in row])
+        within = None if wn is None or wb is None else wb / len(xb) + wn / len(xn)
+        between = None if r2r is None else (r2r.sigma_run ** 2 + r2r.sigma_point(key) ** 2) * inv
+        diff = float(np.mean(xn) - np.mean(xb))
+        sd, source = _sd(within, between)
+        qk = q(r2r.point_df(key) if r2r is not None and source == "run to run" else math.inf)
+        per_key[key] = [_Test(scope, "point", diff, diff, sd, source, _beyond(diff, sd, qk, threshold), qk)]
+        diffs[key], within_vars[key], rn_rb[key] = diff, within, inv
+    shifts = []
+    for collective in sorted({collective_of[k] for k in diffs}):
+        mine = [k for k in diffs if collective_of[k] == collective]
+        count = len(mine)
+        mean_diff = float(np.mean([diffs[k] for k in mine]))
+        inv = float(np.mean([rn_rb[k] for k in mine]))
+        within = None if any(within_vars[k] is None for k in mine) else sum(within_vars[k] for k in mine) / count ** 2
+        between = None if r2r is None else \
+            (r2r.sigma_run ** 2 + float(np.mean([r2r.sigma_point(k) ** 2 for k in mine])) / count) * inv
+        sd, source = _sd(within, between)
+        qc = q(r2r.df_run if r2r is not None and source == "run to run" else math.inf)
+        low, high = (None, None) if sd is None else (math.exp(mean_diff - qc * sd), math.exp(mean_diff + qc * sd))
+        shifts.append(CollectiveShift(collective=collective, scope=scope, num_points=count, geomean=math.exp(mean_diff),
+                                      low=low, high=high, regressed=_beyond(mean_diff, sd, qc, threshold)))
+        if r2r is None or count < 3:
+            continue  # a point against its own run's shift needs the run-to-run noise and >= 3 points
+        run_shift = float(np.median([diffs[k] for k in mine]))
+        for k in mine:
+            rel = diffs[k] - run_shift
+            between = r2r.sigma_point(k) ** 2 * rn_rb[k] * (1 + _MEDIAN_EFFICIENCY / count)
+            sd, source = _sd(within_vars[k], between)
+            qk = q(r2r.point_df(k) if source == "run to run" else math.inf)
+            slower = _beyond(rel, sd, qk, threshold) and math.exp(diffs[k]) - 1 > threshold + 1e-9
+            per_key[k].append(_Test(scope, "vs its run", rel, diffs[k], sd, source, slower, qk))
+    return per_key, shifts
+
+
+def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] | None:
+    """(verdict, detail, missing run numbers) for failed/wrong/missing records of a key in NEW."""
+    base_ok = any(key in run and not is_bad(run[key]) for run in base_runs)
+    missing, worst = [], None
+    for index, run in enumerate(new_runs, start=1):
+        m = run.get(key)
+        if m is None:
+            missing.append(index)
+            continue
+        reason = bad_reason(m, stat)
+        if reason == "skipped" and not base_ok:
+            continue
+        if reason is not None and worst is None:
+            reason = "failed" if reason == "skipped" else reason
+            detail = m.error or (f"#wrong {m.num_wrong}" if reason == "wrong" else "no time")
+            worst = (("newly " if base_ok else "") + reason, f"run {index}/{len(new_runs)}: {detail}"[:80])
+    if worst:
+        return worst[0], worst[1], missing
+    if missing:
+        where = "every run" if len(missing) == len(new_runs) else "run " + ",".join(map(str, missing))
+        return "missing", f"not in {where} of the new file", missing
+    return None
+
+
+def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statistic, allow_missing, alpha,
+          only_in_new) -> Comparison:
+    first = {}
+    for run in (*base_runs, *new_runs):
+        for key, m in run.items():
+            first.setdefault(key, m)
+    stats = {}
+    for key in base_keys:
+        good_b = [run[key] for run in base_runs if key in run and not is_bad(run[key])]
+        good_n = [run[key] for run in new_runs if key in run and not is_bad(run[key])]
+        chosen = choose_statistic(good_b, good_n, statistic) if good_b and good_n else None
+        if chosen:
+            stats[key] = chosen
+    bt, nt, ht = (log_table(runs, stats) for runs in (base_runs, new_runs, hist_runs))
+    r2r = estimate_run_to_run([bt, ht])  # never NEW's runs: a slow run there is the news, not noise
+    within = [[{k: record_within_sd(m, stats[k]) for k, m in run.items() if k in stats} for run in runs]
+              for runs in (base_runs, new_runs)]
+    num_new = len(new_runs)
+    scopes = [(f"run {i + 1}/{num_new}", [i]) for i in range(num_new)] if num_new > 1 else []
+    scopes.append(("all runs", list(range(num_new))))
+    collective_of = {k: first[k].collective for k in stats}
+    num_tests = len(scopes) * (len(stats) * (2 if r2r else 1) + len(set(collective_of.values())))
+    q = quantile_for(num_tests, r2r, alpha)
+
+    def quantile(df: float) -> float:
+        return t_quantile(1 - alpha / max(num_tests, 1), df)
+    tests: dict = {k: [] for k in stats}
+    shifts = []
+    for scope, indices in scopes:
+        per_key, scope_shifts = _scope_tests(list(stats), (bt, within[0]), (nt, within[1]), scope, indices,
+                                             r2r, quantile, max_regression, collective_of)
+        for k, found in per_key.items():
+            tests[k].extend(found)
+        shifts.extend(scope_shifts)
+    points, missing = [], []
+    for key in base_keys:
+        m = first[key]
+        ident = dict(key=key, collective=m.collective, label=point_label(m))
+        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key))
+        if bad and bad[2]:
+            missing += [f"{ident['label']} (run {i}/{num_new})" for i in bad[2]]
+        if bad and bad[0] != "missing":
+            points.append(PointComparison(**ident, statistic=stats.get(key, "-"), verdict=bad[0], detail=bad[1]))
+            continue
+        if key not in stats or not tests[key]:
+            if bad:
+                points.append(PointComparison(**ident, statistic="-", verdict="missing", detail=bad[1]))
+            elif not any(key in run and not is_bad(run[key]) for run in base_runs):
+                points.append(PointComparison(**ident, statistic="-", verdict="not ok in base", detail="base failed or wrong"))
+            else:
+                points.append(PointComparison(**ident, statistic="-", verdict="not comparable",
+                                              detail="no statistic in both files"))
+            continue
+        points.append(_point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad))
+    return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
+                      num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
+                      missing=missing, allow_missing=allow_missing, only_in_new=only_in_new)
+
+
+def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointComparison:
+    summary = next(t for t in reversed(tests) if t.kind == "point")  # "all runs" comes last
+    failing = next((t for t in tests if t.regressed), None)
+    shown = failing or summary
+    base_us = math.exp(float(np.mean([row[key] for row in bt if key in row])))
+    new_us = math.exp(float(np.mean([row[key] for row in nt if key in row])))
+    ratio = math.exp(shown.vs_base)
+    low = high = None
+    if shown.sd is not None:
+        low, high = ratio * math.exp(-shown.quantile * shown.sd), ratio * math.exp(shown.quantile * shown.sd)
+    if bad:  # some run lacks the point: the timings of the others are still shown
+        verdict, detail = "missing", bad[1]
+    elif failing:
+        verdict = "REGRESSED"
+        detail = failing.scope + (f", x{math.exp(failing.log_ratio):.2f} against its run's other points"
+                                  if failing.kind == "vs its run" else "")
+    elif ratio - 1 > threshold + 1e-9:
+        verdict, detail = "slower (within noise)", ""
+    elif ratio < 1 and high is not None and high < 1:
+        verdict, detail = "faster", ""
+    else:
+        verdict, detail = "ok", ""
+    return PointComparison(**ident, statistic=statistic, verdict=verdict, base_us=base_us, new_us=new_us, ratio=ratio,
+                           ratio_low=low, ratio_high=high, detail=detail, noise_source=shown.source)

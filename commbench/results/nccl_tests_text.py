@@ -1,0 +1,132 @@
+"""nccl-tests' classic text output, byte for byte in layout, rendered from our records.
+
+Format strings as nccl-tests 2.17 prints them (src/util.cu: writeBenchmarkLinePreamble, getFloatStr,
+writeBenchmarkLineBody, writeResultHeader, writeResultFooter; the banner in src/common.cu run()):
+- row: "%12li  %12li  %8s  %6s  %6s" (size, count, type, redop, root as "%6i"), then per placement,
+  out-of-place first, "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong) or "  %7s  %6s  %6s    N/A"
+  without a data check; numbers by getFloatStr: "%.2f" while it fits the width, else "%.1f", "%.0f",
+  then "%.1e" (width 7) / "%.0e". A placement the collective has not (or that failed) prints N/A in
+  every column, aligned.
+- footer: "# Out of bounds values : %d %s" (cells with #wrong > 0), "# Avg bus bandwidth    : %g "
+  (the mean busbw over every measured cell, out-of-place and in-place: bw[0] / bw_count[0]), "#",
+  "# Collective test concluded: %s".
+Times are nccl-tests' time (loop time / iters, reduced over ranks by -a); algbw/busbw from it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
+
+NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat16": "bfloat16",
+             "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}
+NCCL_TEST_NAME = {"all_to_all": "alltoall"}  # nccl-tests' binary names where they differ from ours
+_ABSENT = f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>6}"
+
+
+def program_name(collective: str) -> str:
+    return f"{NCCL_TEST_NAME.get(collective, collective)}_perf"
+
+
+def float_text(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr: as many decimals as `width` allows (2, 1, 0), else exponent form."""
+    power, bound = 0, 1
+    while value >= bound:
+        power += 1
+        bound *= 10
+    if power < width - 2:
+        return f"{value:{width}.2f}"
+    if power < width - 1:
+        return f"{value:{width}.1f}"
+    if power < width + 1:
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
+
+
+def nccl_version_code(version: str | None) -> int:
+    """'2.25.3' -> 22503 (NCCL_VERSION_CODE for >= 2.9), 0 when unknown."""
+    try:
+        major, minor, patch = (int(part) for part in str(version).split(".")[:3])
+    except (TypeError, ValueError):
+        return 0
+    return major * 10000 + minor * 100 + patch
+
+
+def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int, step: tuple[int, str],
+           iters: int, warmup_iters: int, check: bool, cuda_graph: bool, commbench_version: str) -> list[str]:
+    """The lines nccl-tests prints before its table: version, test name, parameters, devices (one
+    process per rank: nThread 1 nGpus 1, one `#  Rank` line per rank). The version names commbench
+    (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL."""
+    lines = [f"# nccl-tests version commbench-{commbench_version} nccl-headers=0 "
+             f"nccl-library={nccl_version_code(header.nccl_version)}",
+             f"# Collective test starting: {program_name(collective)}",
+             f"# nThread 1 nGpus 1 minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]}) warmup iters: "
+             f"{warmup_iters} iters: {iters} agg iters: 1 validation: {int(check)} graph: {int(cuda_graph)}",
+             "#", "# Using devices"]
+    for rank, (host, device) in enumerate(zip(header.hostnames, header.devices)):
+        lines.append(f"#  Rank {rank:2d} Group {0:2d} Pid {0:6d} on {host:>10} device {0:2d} [0000:00:00] {device}")
+    return lines
+
+
+def table_header(time_name: str = "time") -> list[str]:
+    blank = ("",) * 5
+    return [
+        "#",
+        "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          " % blank,
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s" % (
+            "size", "count", "type", "redop", "root", time_name, "algbw", "busbw", "#wrong", time_name, "algbw",
+            "busbw", "#wrong"),
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s" % (
+            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""),
+    ]
+
+
+def cell_numbers(m: Measurement, average: int) -> tuple[float, float, float] | None:
+    """(time µs, algbw, busbw) nccl-tests would print for a record: its time for -a `average` and the
+    bandwidths scaled from the median's to that time; None when not measured."""
+    time_us = m.loop_time_us.get(NCCL_TESTS_AVERAGE_MODES[average]) if m.status == "ok" else None
+    if not time_us or m.algbw_gbps is None or m.busbw_gbps is None:
+        return None
+    scale = (m.time_us_median / time_us) if m.time_us_median else 1.0
+    return time_us, m.algbw_gbps * scale, m.busbw_gbps * scale
+
+
+def _cell(m: Measurement | None, average: int) -> str:
+    numbers = cell_numbers(m, average) if m is not None else None
+    if numbers is None:
+        return _ABSENT
+    time_us, algbw, busbw = numbers
+    body = f"  {float_text(time_us, 7)}  {float_text(algbw, 6)}  {float_text(busbw, 6)}"
+    return body + ("    N/A" if m.num_wrong is None else f"  {float(m.num_wrong):6g}")
+
+
+def row(out_of_place: Measurement | None, in_place: Measurement | None, average: int = 1) -> str:
+    """One size's row: the out-of-place cell, then the in-place one (N/A where not measured)."""
+    first = out_of_place or in_place
+    assert first is not None
+    root = int(first.params.get("root", -1))
+    op = first.op or "none"
+    head = "%12d  %12d  %8s  %6s  %6s" % (first.size_bytes, first.count, NCCL_TYPE.get(first.dtype, first.dtype),
+                                          op, "%6d" % root)
+    return head + _cell(out_of_place, average) + _cell(in_place, average)
+
+
+def footer(records: Iterable[Measurement], collective: str, average: int = 1) -> list[str]:
+    cells = [m for m in records]
+    errors = sum(1 for m in cells if m.num_wrong)
+    busbw = [numbers[2] for numbers in (cell_numbers(m, average) for m in cells) if numbers is not None]
+    avg = sum(busbw) / len(busbw) if busbw else 0.0
+    return [f"# Out of bounds values : {errors} {'FAILED' if errors else 'OK'}",
+            f"# Avg bus bandwidth    : {avg:g} ", "#", f"# Collective test concluded: {program_name(collective)}"]
+
+
+def size_step(sizes_bytes: Sequence[int]) -> tuple[int, str]:
+    """nccl-tests' "step: %ld(%s)" from the sizes: the factor when they grow by one, else the bytes."""
+    sizes = sorted(sizes_bytes)
+    if len(sizes) < 2:
+        return 1, "factor"
+    ratio = sizes[1] / sizes[0]
+    if ratio == int(ratio) and ratio > 1 and all(b == a * ratio for a, b in zip(sizes, sizes[1:])):
+        return int(ratio), "factor"
+    return sizes[1] - sizes[0], "bytes"

@@ -1,0 +1,192 @@
+"""The noise a regression gate must allow: within one run, and between repeated runs.
+
+Within a run: the uncertainty of a point's statistic from its per-iteration samples (for the median
+the distribution-free order-statistic interval: the j-th and (n+1-j)-th smallest samples, j the
+largest with P(Binomial(n, 1/2) < j) <= 2.5%; Hollander & Wolfe, Nonparametric Statistical Methods,
+ch. 3; for nccl-tests' time, a mean, mean +- 1.96 standard errors). It describes noise inside one
+run only: iterations are autocorrelated and whole runs differ by more (load, clocks, rank placement).
+
+Between runs, in log time (a two-way layout without replication, runs x points; Montgomery, Design
+and Analysis of Experiments, ch. 4, the randomized complete block design):
+    x[r, k] = mu_k + s_r + e[r, k]
+`s_r` is the shift every point of run r shares (sd `sigma_run`), `e` a point's own scatter (sd
+`sigma_k`, per point, shrunk towards the pooled value with NU0 prior degrees of freedom). Each set of
+repeated baseline runs (BASE's runs, the --history folder's; never NEW's: a slow run there is the
+news, not noise) is centred on its own point means; the sums of squares are pooled over the sets:
+    sigma_e^2 = SS_residual / ((R-1)(K-1)),   sigma_run^2 = sum_r s_r^2 / (R-1) - sigma_e^2 / K.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+CONFIDENCE = 0.95
+Z95 = 1.959964
+NU0 = 4.0  # prior degrees of freedom pulling a point's sd towards the pooled sd (few runs per point)
+
+
+def median_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Distribution-free interval of the median: (j-th, (n+1-j)-th order statistic), 1-based, with j
+    the largest such that P(Binomial(n, 1/2) <= j-1) <= (1-confidence)/2; (min, max) when n is too
+    small for that confidence (n < 6 at 95%)."""
+    ordered = np.sort(np.asarray(samples, dtype=float))
+    n = len(ordered)
+    tail, cumulative, j = (1 - confidence) / 2, 0.0, 0
+    if n > 500:  # normal approximation of the binomial (exact sums would overflow a float)
+        j = int(n / 2 - Z95 * math.sqrt(n) / 2)
+        return float(ordered[j - 1]), float(ordered[n - j])
+    for k in range(n // 2 + 1):
+        cumulative += math.comb(n, k) / 2.0 ** n
+        if cumulative > tail:
+            break
+        j = k + 1
+    j = max(j, 1)
+    return float(ordered[j - 1]), float(ordered[n - j])
+
+
+def mean_interval(samples: np.ndarray) -> tuple[float, float]:
+    """mean +- 1.96 standard errors (normal approximation)."""
+    values = np.asarray(samples, dtype=float)
+    mean = float(values.mean())
+    half = Z95 * float(values.std(ddof=1)) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return mean - half, mean + half
+
+
+def quantile_interval(samples: np.ndarray, q: float) -> tuple[float, float]:
+    """Distribution-free ~95% interval of the q-quantile: the order statistics n*q -+ 1.96 sqrt(n q (1-q))
+    (normal approximation of the binomial count below the quantile; Hollander & Wolfe, ch. 3)."""
+    ordered = np.sort(np.asarray(samples, dtype=float))
+    n = len(ordered)
+    half = Z95 * math.sqrt(n * q * (1 - q))
+    low, high = int(math.floor(n * q - half)), int(math.ceil(n * q + half))
+    return float(ordered[min(max(low, 1), n) - 1]), float(ordered[min(max(high, 1), n) - 1])
+
+
+def autocorrelation_factor(values: np.ndarray) -> float:
+    """sqrt((1 + r1) / (1 - r1)), r1 the lag-1 autocorrelation of the log samples clipped to [0, 0.9]:
+    how much wider an interval from n autocorrelated samples is than from n independent ones (the
+    AR(1) effective sample size n (1 - r1) / (1 + r1); e.g. Wilks, Statistical Methods in the
+    Atmospheric Sciences, sec. 5.2.4)."""
+    logs = np.log(values)
+    centred = logs - logs.mean()
+    denom = float(np.dot(centred, centred))
+    r1 = float(np.dot(centred[:-1], centred[1:])) / denom if denom > 0 else 0.0
+    r1 = min(max(r1, 0.0), 0.9)
+    return math.sqrt((1 + r1) / (1 - r1))
+
+
+def within_run_sd(samples, statistic: str) -> float | None:
+    """The log-space sd of one record's statistic from its per-iteration samples (the 95% interval's
+    half-width / 1.96, widened for the samples' lag-1 autocorrelation); None without >= 2 positive
+    samples."""
+    values = np.asarray(samples, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    if len(values) < 2:
+        return None
+    if statistic == "median":
+        low, high = median_interval(values)
+        mid = float(np.median(values))
+    elif statistic == "p10":
+        low, high = quantile_interval(values, 0.1)
+        mid = float(np.percentile(values, 10))
+    else:
+        low, high = mean_interval(values)
+        mid = float(np.mean(values))
+    low = max(low, mid * 1e-6)
+    return max(math.log(mid / low), math.log(high / mid)) / Z95 * autocorrelation_factor(values)
+
+
+def normal_quantile(p: float) -> float:
+    """Inverse of the standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9)."""
+    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+         -3.066479806614716e+01, 2.506628277459239e+00)
+    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+         -1.328068155288572e+01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+         4.374664141464968e+00, 2.938163982698783e+00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
+    if p < 0.02425 or p > 1 - 0.02425:
+        q = math.sqrt(-2 * math.log(min(p, 1 - p)))
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+        return x if p < 0.5 else -x
+    q = p - 0.5
+    r = q * q
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile by the Cornish-Fisher expansion around the normal one (Abramowitz &
+    Stegun 26.7.5); exact enough for df >= 3, conservative (wider) below."""
+    z = normal_quantile(p)
+    if not math.isfinite(df) or df > 1e6:
+        return z
+    df = max(df, 1.0)
+    g1 = (z ** 3 + z) / 4
+    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
+    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunToRun:
+    """What repeated runs say about run-to-run noise (log-time sds); see the module docstring."""
+
+    sigma_run: float  # the shift all points of one run share
+    sigma_pooled: float  # a point's own scatter, pooled over points
+    sigma_by_point: dict = field(default_factory=dict)  # per point key, shrunk towards sigma_pooled
+    df: float = 0.0  # residual degrees of freedom (pooled over points)
+    num_runs: int = 0  # runs that took part (in sets of >= 2)
+    df_by_point: dict = field(default_factory=dict)  # a point's own df + NU0 (its t quantile)
+    df_run: float = 0.0  # degrees of freedom of the run shifts (the collective test's t quantile)
+
+    def sigma_point(self, key) -> float:
+        return self.sigma_by_point.get(key, self.sigma_pooled)
+
+    def point_df(self, key) -> float:
+        return self.df_by_point.get(key, NU0)
+
+
+def estimate_run_to_run(run_sets: list[list[dict]]) -> RunToRun | None:
+    """Estimate the model from sets of repeated runs, each run {point key: log time}. None when no set
+    has two runs sharing a point (run-to-run noise unknown)."""
+    blocks = []
+    for runs in run_sets:
+        runs = [r for r in runs if r]
+        if len(runs) < 2:
+            continue
+        keys = sorted(set.intersection(*(set(r) for r in runs)), key=repr)
+        if keys:
+            x = np.array([[r[k] for k in keys] for r in runs])
+            blocks.append((keys, x))
+    if not blocks:
+        return None
+    ss_e = df_e = 0.0
+    per_key: dict = {}
+    for keys, x in blocks:
+        num_runs, num_keys = x.shape
+        d = x - x.mean(axis=0)
+        e = d - d.mean(axis=1, keepdims=True)
+        if num_keys >= 2:
+            ss_e += float((e ** 2).sum())
+            df_e += (num_runs - 1) * (num_keys - 1)
+            for j, k in enumerate(keys):
+                ss, dfk = per_key.get(k, (0.0, 0.0))
+                per_key[k] = (ss + float((e[:, j] ** 2).sum()), dfk + (num_runs - 1) * (num_keys - 1) / num_keys)
+    var_e = ss_e / df_e if df_e else 0.0
+    shift_ss = shift_df = 0.0
+    for keys, x in blocks:
+        num_runs, num_keys = x.shape
+        shifts = (x - x.mean(axis=0)).mean(axis=1)
+        # E[sum s_r^2 / (R-1)] = sigma_run^2 + sigma_e^2 / K: remove the points' share
+        shift_ss += float((shifts ** 2).sum()) - (num_runs - 1) * var_e / num_keys
+        shift_df += num_runs - 1
+    var_run = max(shift_ss / shift_df, 0.0)
+    by_point = {k: math.sqrt((ss + NU0 * var_e) / (dfk + NU0)) for k, (ss, dfk) in per_key.items()}
+    return RunToRun(sigma_run=math.sqrt(var_run), sigma_pooled=math.sqrt(var_e), sigma_by_point=by_point,
+                    df=df_e if df_e else shift_df, num_runs=sum(len(x) for _, x in blocks),
+                    df_by_point={k: dfk + NU0 for k, (_, dfk) in per_key.items()}, df_run=shift_df)

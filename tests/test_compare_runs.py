@@ -1,0 +1,124 @@
+"""compare with repeated runs: run-to-run noise (BASE's runs, --history) keeps an A/A pair with a
+run-level shift from failing; every appended run of NEW is judged (a failed, wrong, time-less or 5x
+slow run fails beside clean ones); one point x1.3 stands out of its runs; missing points fail unless
+--allow-missing; records of another backend are refused in one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.results.compare import compare
+from tests.test_compare import record, write
+
+SIZES = tuple(1 << k for k in range(6, 18, 1))  # 12 points
+
+
+def runs(rng, num_runs, *, prefix, shift_sd=0.0, point_sd=0.02, within_sd=0.02, shifts=None, factors=None):
+    """`num_runs` synthetic runs: time = base(size) * exp(run shift + point scatter), 30 samples each."""
+    out = []
+    for r in range(num_runs):
+        shift = shifts[r] if shifts is not None else rng.normal(0, shift_sd)
+        for size in SIZES:
+            center = (50 + size / 1000) * math.exp(shift + rng.normal(0, point_sd)) * (factors or {}).get(size, 1.0)
+            out.append(record(size, center * np.exp(rng.normal(0, within_sd, 30)), run_id=f"{prefix}{r}"))
+    return out
+
+
+def run_cli(*args):
+    return CliRunner().invoke(app, ["compare", *map(str, args)])
+
+
+def test_a_run_level_shift_within_the_history_passes_and_without_history_fails(tmp_path):
+    rng = np.random.default_rng(3)
+    base = runs(rng, 1, prefix="b", shifts=[0.0])
+    new = runs(rng, 1, prefix="n", shifts=[0.25])  # the whole run 28% slower: load, not the code
+    alone = compare(base, new, max_regression=0.1)
+    assert not alone.passed and alone.run_to_run is None  # within-run noise alone cannot explain it
+    history = runs(rng, 10, prefix="h", shift_sd=0.2)
+    judged = compare(base, new, max_regression=0.1, history=history)
+    assert judged.passed, [(p.label, p.verdict, p.detail) for p in judged.regressions]
+    assert judged.run_to_run.sigma_run > 0.1 and judged.run_to_run.sigma_pooled < 0.05
+    hist = tmp_path / "history"
+    hist.mkdir()
+    for i in range(2):
+        write(hist / f"run{i}.jsonl", history[i * len(SIZES) * 5:(i + 1) * len(SIZES) * 5])
+    b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new)
+    assert run_cli(b, n).exit_code == 1
+    result = run_cli(b, n, "--history", hist)
+    assert result.exit_code == 0 and "run shift sd" in result.output, result.output
+    assert run_cli(b, n, "--history", tmp_path / "nowhere").exit_code == 2
+
+
+def test_a_shift_beyond_the_history_fails_as_one_collective_effect():
+    rng = np.random.default_rng(4)
+    base, history = runs(rng, 1, prefix="b", shifts=[0.0]), runs(rng, 10, prefix="h", shift_sd=0.05)
+    new = runs(rng, 1, prefix="n", shifts=[math.log(1.6)])
+    result = compare(base, new, max_regression=0.1, history=history)
+    assert result.regressed_collectives == ["all_reduce"]
+
+
+def _three_each(seed, factors=None):
+    rng = np.random.default_rng(seed)
+    return (runs(rng, 3, prefix="b", shift_sd=0.1, point_sd=0.03),
+            runs(rng, 3, prefix="n", shift_sd=0.1, point_sd=0.03, factors=factors))
+
+
+def test_one_point_slower_in_three_runs_stands_out_and_an_a_a_pair_passes():
+    base, same = _three_each(5)
+    assert compare(base, same, max_regression=0.1).passed
+    base, slow = _three_each(5, factors={SIZES[4]: 1.3})
+    result = compare(base, slow, max_regression=0.1)
+    assert [p.key[5] for p in result.regressions] == [SIZES[4]], [(p.label, p.verdict) for p in result.points]
+
+
+def test_every_appended_run_is_judged():
+    base, new = _three_each(6)
+    second = [m for m in new if m.run_id == "n1"]
+    for change, verdict in ((dict(status="failed", error="timed out", time_us_median=None), "newly failed"),
+                            (dict(num_wrong=2), "newly wrong"), (dict(time_us_median=float("nan")), "newly failed")):
+        broken = [dataclasses.replace(m, **change) if m is second[3] else m for m in new]
+        result = compare(base, broken, max_regression=0.1)
+        assert [p.verdict for p in result.regressions] == [verdict] and "run 2/3" in result.regressions[0].detail
+    slow = [dataclasses.replace(m, time_us_median=m.time_us_median * 5, iter_times_us=[t * 5 for t in m.iter_times_us])
+            if m.run_id == "n2" else m for m in new]
+    result = compare(base, slow, max_regression=0.1)
+    assert not result.passed and (any(s.regressed and s.scope == "run 3/3" for s in result.shifts)
+                                  or any("run 3/3" in p.detail for p in result.regressions))
+
+
+def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):
+    base, new = _three_each(7)
+    stopped = [m for m in new if not (m.run_id == "n2" and m.size_bytes >= SIZES[-2])]
+    b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", stopped)
+    failed = run_cli(b, n)
+    assert failed.exit_code == 1 and "missing" in failed.output, failed.output
+    allowed = run_cli(b, n, "--allow-missing")
+    assert allowed.exit_code == 0 and "64 KiB" in allowed.output and "(run 3/3)" in allowed.output, allowed.output
+
+
+def test_another_backend_is_refused_in_one_line(tmp_path):
+    base, new = _three_each(8)
+    b = write(tmp_path / "b.jsonl", base)
+    n = write(tmp_path / "n.jsonl", [dataclasses.replace(m, backend="nccl") for m in new])
+    result = run_cli(b, n)
+    assert result.exit_code == 2 and "backend" in result.output and '"gloo" vs "nccl"' in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_p10_statistic_and_autocorrelated_samples_widen_the_within_run_noise():
+    from commbench.results.noise import within_run_sd
+
+    rng = np.random.default_rng(9)
+    independent = 100 * np.exp(rng.normal(0, 0.1, 200))
+    drifting = 100 * np.exp(np.cumsum(rng.normal(0, 0.03, 200)) * 0.5 + rng.normal(0, 0.02, 200))
+    assert within_run_sd(drifting, "median") > within_run_sd(np.sort(drifting)[rng.permutation(200)], "median")
+    assert within_run_sd(independent, "p10") is not None
+    base, new = _three_each(10)
+    result = compare(base, new, max_regression=0.1, statistic="p10")
+    assert {p.statistic for p in result.points} == {"p10"} and result.passed
+    assert run_cli("x", "y", "--statistic", "p50").exit_code == 2

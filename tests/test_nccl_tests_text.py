@@ -1,0 +1,157 @@
+"""--format nccl-tests: the layout of nccl-tests 2.17 (src/util.cu format strings, rendered here with the
+same printf formats), values right-aligned under their header labels as in the real logs in
+tests/data/nccl-tests, getFloatStr's decimals, the footer over both placements; and a piped bench
+prints each row before the next point starts, with a heartbeat while a point runs long."""
+
+from __future__ import annotations
+
+import io
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from commbench.comm.launch import RankEnv
+from commbench.measure.bench import BenchConfig, run_bench_rank
+from commbench.measure.harness import LoopOptions
+from commbench.results import nccl_tests_text as text
+from commbench.results.records import Measurement
+from tests.distributed import free_port
+
+DATA = Path(__file__).parent / "data" / "nccl-tests"
+# nccl-tests 2.17 src/util.cu writeResultHeader / writeBenchmarkLinePreamble / writeBenchmarkLineBody
+C_NAMES = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s"
+C_UNITS = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"
+C_PREAMBLE = "%12li  %12li  %8s  %6s  %6s"
+C_BODY = "  %7s  %6s  %6s  %6g"
+
+
+def record(size, time_us, *, in_place, wrong=0, busbw=1.0, op="sum"):
+    return Measurement(run_id="r", collective="all_reduce", backend="nccl", size_bytes=size, count=size // 4,
+                       dtype="float32", op=op, in_place=in_place, world_size=8, group_size=8, iters=20,
+                       warmup_iters=5, time_us_median=time_us, algbw_gbps=size / time_us / 1e3, busbw_gbps=busbw,
+                       num_wrong=wrong, loop_time_us={"avg": time_us})
+
+
+def test_header_and_rows_are_nccl_tests_printf_byte_for_byte():
+    header = text.table_header()
+    assert header[2] == C_NAMES % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                                   "time", "algbw", "busbw", "#wrong")
+    assert header[3] == C_UNITS % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                                   "(GB/s)", "")
+    oop, ip = record(1048576, 12345.6, in_place=False, busbw=1234.5), record(1048576, 3046.2, in_place=True, wrong=3)
+    expected = (C_PREAMBLE % (1048576, 262144, "float", "sum", "%6i" % -1)
+                + C_BODY % ("12345.6", "  0.08", "1234.5", 0) + C_BODY % ("3046.20", "  0.34", "  1.00", 3))
+    assert text.row(oop, ip) == expected
+
+
+def test_get_float_str_decimals():
+    # 2 decimals while they fit the width, then 1, then 0, then exponent form (nccl-tests getFloatStr)
+    assert [text.float_text(v, 7) for v in (12.61, 3046.2, 12345.6, 1234567.0, 123456789.0)] == \
+        ["  12.61", "3046.20", "12345.6", "1234567", "1.2e+08"]
+    assert [text.float_text(v, 6) for v in (0.0, 352.48, 1234.5, 12345.6)] == ["  0.00", "352.48", "1234.5", " 12346"]
+
+
+def _label_ends(header_line: str) -> list[int]:
+    """Where each header label ends (values are right-aligned to it)."""
+    ends, inside = [], False
+    for i, ch in enumerate(header_line + " "):
+        if ch != " " and ch != "#" and not inside:
+            inside = True
+        elif ch == " " and inside:
+            ends.append(i)
+            inside = False
+    return ends
+
+
+def _field_ends(row: str) -> list[int]:
+    return [i for i in range(1, len(row) + 1) if row[i - 1] != " " and (i == len(row) or row[i] == " ")]
+
+
+def test_values_sit_under_their_labels_as_in_real_logs():
+    ours = [text.row(record(s, t, in_place=False), record(s, t * 0.9, in_place=True), 1)
+            for s, t in ((8, 12.61), (1 << 20, 24.86), (1 << 30, 3046.2), (1 << 33, 123456.0))]
+    ours.append(text.row(record(64, 5.0, in_place=False), None, 1))  # a collective without in-place: N/A cells
+    ends = _label_ends(text.table_header()[2])
+    for row in ours:
+        assert _field_ends(row) == ends, row
+        fields = row.split()  # what `awk '{print $8}'` reads: busbw out-of-place, then in-place at $12
+        assert len(fields) == 13 and fields[0].isdigit()
+    # the real log (older nccl-tests: #wrong one column narrower) has the same columns up to busbw
+    real = (DATA / "multi-collective-2.14.log").read_text().splitlines()
+    real_header = next(line for line in real if "redop" in line)
+    real_rows = [line for line in real if line[:12].strip().isdigit()]
+    assert _label_ends(real_header)[:8] == ends[:8]
+    assert all(_field_ends(line)[:8] == ends[:8] for line in real_rows)
+
+
+def test_footer_averages_busbw_over_both_placements_and_counts_failed_cells():
+    rows = [record(8, 10.0, in_place=False, busbw=1.0), record(8, 10.0, in_place=True, busbw=3.0, wrong=2)]
+    assert text.footer(rows, "all_reduce") == ["# Out of bounds values : 1 FAILED", "# Avg bus bandwidth    : 2 ",
+                                                "#", "# Collective test concluded: all_reduce_perf"]
+
+
+class _Lines(io.TextIOBase):
+    """stdout for rank 0: keeps every line written, not a terminal."""
+
+    def __init__(self):
+        self.lines, self.partial = [], ""
+
+    def write(self, s):
+        self.partial += s
+        *done, self.partial = self.partial.split("\n")
+        self.lines += done
+        return len(s)
+
+    def isatty(self):
+        return False
+
+
+def _rank(rank, port, config, queue, slow_size):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    import commbench.measure.bench as bench
+    import commbench.measure.view as view
+
+    view.HEARTBEAT_S = 0.1
+    real = bench.measure_point
+    seen = []
+    out = _Lines()
+    if rank == 0:
+        sys.stdout = out
+
+    def measured(backend, comm, collective, spec, loop, **kw):
+        seen.append(len([line for line in out.lines if line[:12].strip().isdigit()]))  # rows printed so far
+        if spec.size_bytes == slow_size:
+            time.sleep(1.0)  # a long point: the heartbeat must speak
+        return real(backend, comm, collective, spec, loop, **kw)
+
+    bench.measure_point = measured
+    env = RankEnv(rank=rank, world_size=2, local_rank=rank, launcher="single", master_addr="127.0.0.1", master_port=port)
+    error = run_bench_rank(env, config).error
+    sys.stdout = sys.__stdout__
+    queue.put((rank, error, seen, out.lines))
+
+
+def test_piped_bench_prints_each_row_before_the_next_point_and_a_heartbeat(tmp_path):
+    for output_format, rows_per_point in (("table", 1), ("nccl-tests", 0.5)):
+        config = BenchConfig(collective="all_reduce", sizes_bytes=(64, 256, 1024), backend="gloo", timeout_s=60,
+                             output_path=str(tmp_path / f"{output_format}.jsonl"), output_format=output_format,
+                             loop=LoopOptions(iters=2, warmup_iters=1))
+        ctx = mp.get_context("fork")
+        queue, port = ctx.Queue(), free_port()
+        procs = [ctx.Process(target=_rank, args=(r, port, config, queue, 256), daemon=True) for r in range(2)]
+        for proc in procs:
+            proc.start()
+        results = dict((r, rest) for r, *rest in (queue.get(timeout=120) for _ in range(2)))
+        for proc in procs:
+            proc.join(timeout=10)
+        error, seen, lines = results[0]
+        assert error is None
+        assert seen == [int(i * rows_per_point) for i in range(len(seen))], (output_format, seen)  # row k before point k+1
+        rows = [i for i, line in enumerate(lines) if line[:12].strip().isdigit()]
+        beats = [i for i, line in enumerate(lines) if line.startswith("# still measuring 256")]
+        assert len(rows) == 3 and beats and rows[0] < beats[0] < rows[1], lines
+    assert np.all(np.diff(rows) > 0)
