@@ -64,7 +64,10 @@ ARGUMENTS_PY_FLAGS = {
     "--moe-token-dispatcher-type", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
     "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim",
     "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format", "--fp4-recipe",
-    "--attention-dropout", "--hidden-dropout", "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
+    "--attention-dropout", "--hidden-dropout", "--vocab-size", "--make-vocab-size-divisible-by", "--rotary-base",
+    "--rotary-percent", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--use-rope-scaling",
+    "--rope-scaling-factor", "--window-size", "--window-attn-skip-freq", "--quick-geglu", "--squared-relu",
+    "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
 }
 RENAMED = {"fp8_format": "fp8", "fp4_format": "fp4", "num_experts": "num_moe_experts",
            "decoder_first_pipeline_num_layers": "num_layers_in_first_pipeline_stage",
