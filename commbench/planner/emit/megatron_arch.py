@@ -18,23 +18,13 @@ from __future__ import annotations
 
 from commbench.planner.models.architecture import Architecture
 from commbench.planner.models.spec import ModelSpec
+from commbench.planner.search.frameworks import MEGATRON_LM_RELEASE, megatron_unbuildable as unbuildable
 
-MEGATRON_LM_RELEASE = "core_v0.16.1"
+__all__ = ["MEGATRON_LM_RELEASE", "architecture_args", "max_positions", "router_args", "unbuildable"]
 
 
 def _num(value: float) -> str:
     return f"{value:g}"
-
-
-def unbuildable(model: ModelSpec) -> str | None:
-    """Why Megatron-LM core_v0.16.1's pretrain_gpt.py cannot build this model, or None."""
-    arch = model.architecture
-    if arch is not None and arch.position_embedding == "yarn" and model.attention != "mla":
-        return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its YaRN RoPE (x{_num(arch.rope_scaling_factor)} "
-                f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
-                "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
-                "context); plan it for TorchTitan (--framework torchtitan)")
-    return None
 
 
 def _activation(arch: Architecture) -> list[str]:

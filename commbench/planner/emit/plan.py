@@ -85,7 +85,18 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path) -> list[str]:
         name = "torchtitan_args.txt" if "config" in tt else "torchtitan.toml"
         (folder / name).write_text(torchtitan_text(tt), encoding="utf-8")
         names.append(name)
+        if "config_module" in tt:  # a generated TorchTitan config function (emit/torchtitan_config.py)
+            (folder / tt["config_module"]["file"]).write_text(tt["config_module"]["text"], encoding="utf-8")
+            names.append(tt["config_module"]["file"])
     return names
+
+
+def framework_record(framework: str, torchtitan_section: dict[str, Any]) -> dict[str, str]:
+    """plan.json "framework": what the search proposed layouts for and the release its configuration targets."""
+    from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS
+    if framework == "torchtitan":
+        return {"name": framework, "version": f"torchtitan {torchtitan_section['version']}"}
+    return {"name": framework, "version": FRAMEWORK_VERSIONS[framework]}
 
 
 def layout_dict(layout: Layout) -> dict[str, Any]:
@@ -173,6 +184,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     from commbench.planner.search.explain import short
     from commbench.planner.layout.placement import place
     req, bd = result.request, result.breakdown
+    framework = req.framework
     lay = result.layouts.layout(0)
     seq_len = req.seq_len or req.model.seq_len
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
@@ -213,6 +225,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(req.num_gpus)]},
+        "framework": framework_record(framework, torchtitan),
         "emitters": {"megatron": MEGATRON_TARGET, "torchtitan": torchtitan["version"]},
         "megatron_args": megatron.get("args", []),
         "megatron": megatron,
