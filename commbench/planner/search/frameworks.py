@@ -65,6 +65,14 @@ def megatron_unbuildable(model: ModelSpec) -> str | None:
     return None
 
 
+def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
+    """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
+    Linear layers only): an MoE model cannot train in NVFP4 there."""
+    if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
+        raise CommbenchError(f"TorchTitan 0.3.0 has no NVFP4 grouped-experts converter: {model.name}'s experts cannot "
+                             "train in nvfp4 (plan it in mxfp8, or with --framework megatron)")
+
+
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build."""

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, framework_pins, graphs_allowed,
-                                                  restrict_columns)
+from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs,
+                                                  framework_pins, graphs_allowed, restrict_columns)
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, INT_FIELDS, RULE_BITS, RULES, LayoutArrays,
@@ -62,6 +62,7 @@ class SearchRequest:
     def __post_init__(self) -> None:
         object.__setattr__(self, "framework", check_framework(self.framework))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
+        check_precision_runs(self.framework, self.model, self.precision)
         if not 0 <= self.headroom_fraction < 1:
             raise invalid("--mem-headroom", self.headroom_fraction, "a fraction of HBM in [0, 1)")
         if self.num_gpus < 1:
