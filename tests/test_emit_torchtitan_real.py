@@ -35,7 +35,9 @@ from torchtitan.distributed.pipeline_parallel import (  # noqa: E402
 from commbench.costmodel import load_preset  # noqa: E402
 from commbench.planner.emit.torchtitan import TITAN_MODELS, torchtitan_args, torchtitan_plan  # noqa: E402
 from commbench.planner.layout.split import best_split  # noqa: E402
+from commbench.planner.models.spec import param_counts  # noqa: E402
 
+PIPELINE_BUILD_MAX_PARAMS = 40e9
 QUANTIZED = {"bf16": set(), "fp8": {"Float8"}, "mxfp8": {"MXFP8"}, "nvfp4": {"NVFP4"}}
 
 
@@ -46,18 +48,19 @@ def quantized_kinds(model_config) -> set[str]:
     return {k for k in ("Float8", "MXFP8", "NVFP4") if any(k in n for n in names)}
 
 
-def run_titan(doc: dict, gpus: int, system: str, tmp_path, monkeypatch):
+def run_titan(doc: dict, gpus: int, system: str, tmp_path, monkeypatch, pipeline: bool = False):
     """The emitted launch through TorchTitan's configuration path; returns (config, parallel dims)."""
     if "config_module" in doc:
         (tmp_path / doc["config_module"]["file"]).write_text(doc["config_module"]["text"], encoding="utf-8")
     gpu = load_preset(system, num_gpus=gpus).gpu
     return titan_config(torchtitan_args(doc), world=gpus, capability=gpu.compute_capability, plan_dir=tmp_path,
-                        monkeypatch=monkeypatch)
+                        monkeypatch=monkeypatch, pipeline=pipeline)
 
 
-def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, monkeypatch) -> None:
-    """Accepted by TorchTitan's configuration path, and the config it builds is the plan's."""
-    config, dims = run_titan(doc, gpus, system, tmp_path, monkeypatch)
+def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, monkeypatch, pipeline: bool = False) -> None:
+    """Accepted by TorchTitan's configuration path, and the config it builds is the plan's; with
+    `pipeline`, TorchTitan's pipeline_llm splits the (meta) model into the plan's stages."""
+    config, dims, piped = run_titan(doc, gpus, system, tmp_path, monkeypatch, pipeline)
     par, training = config.parallelism, config.training
     for key, value in doc["sections"]["parallelism"].items():
         assert getattr(par, key) == value, key
@@ -85,6 +88,12 @@ def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, mo
     no_mtp = best_split(dataclasses.replace(model, num_mtp_layers=0), lay.pp, lay.vp)
     assert [sum(m.startswith("layers.") for m in s) for s in stages] == no_mtp.decoder_layers()
     assert training.local_batch_size // par.pipeline_parallel_microbatch_size == lay.num_microbatches
+    if piped is not None:  # pipeline_llm on rank 0: its model parts hold its stages' layers
+        schedule_obj, parts, has_first, has_last = piped
+        assert isinstance(schedule_obj, schedule) and (has_first, has_last) == (True, lay.vp > 1 and lay.pp == 1)
+        mine = _get_pp_rank_to_stage_indices_mapping(0, lay.pp, par.pipeline_parallel_schedule, len(stages))
+        assert [sorted(int(k) for k in getattr(p, "layers", {}).keys()) for p in parts] == \
+            [sorted(int(m.split(".")[1]) for m in stages[s] if m.startswith("layers.")) for s in mine]
 
 
 @pytest.mark.parametrize("index", range(len(case_ids())), ids=case_ids())
@@ -95,4 +104,7 @@ def test_torchtitan_accepts_the_emitted_plan(index, tmp_path, monkeypatch):
     if "refused" in doc:  # one line naming the release and why (e.g. no Mixtral model)
         assert "\n" not in doc["refused"] and doc["refused"].startswith(f"TorchTitan {doc['version']} ")
         return
-    check_titan_plan(doc, case.layout, case.model, case.gpus, case.system, tmp_path, monkeypatch)
+    # pipeline_llm builds the whole model on the meta device first: minutes for the 100B+ models on 2 CPU
+    # cores, so it runs for the small ones (Llama 3 8B, Qwen3-30B-A3B), where it takes a second.
+    small = param_counts(case.model).total < PIPELINE_BUILD_MAX_PARAMS
+    check_titan_plan(doc, case.layout, case.model, case.gpus, case.system, tmp_path, monkeypatch, pipeline=small)

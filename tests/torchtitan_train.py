@@ -51,6 +51,18 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+def _pipeline(config, dims):
+    import torch
+    from torchtitan.distributed.pipeline_parallel import pipeline_llm
+    model_config = config.model_spec.model
+    with torch.device("meta"):
+        model = model_config.build()
+    return pipeline_llm(model, parallel_dims=dims, training=config.training, parallelism=config.parallelism,
+                        compile_config=config.compile, ac_config=config.activation_checkpoint,
+                        dump_folder=config.dump_folder, device=torch.device("meta"), model_config=model_config,
+                        parallelize_fn=lambda module, **kwargs: module, loss_fn=None)
+
+
 def install_stand_ins() -> None:
     """Stand-ins for the modules above that are not installed (a real `datasets` is used when present)."""
     if any(isinstance(f, _Finder) for f in sys.meta_path):
@@ -59,13 +71,16 @@ def install_stand_ins() -> None:
     sys.meta_path.insert(0, _Finder(names))
 
 
-def titan_config(argv: list[str], *, world: int, capability: tuple[int, int], plan_dir, monkeypatch):
+def titan_config(argv: list[str], *, world: int, capability: tuple[int, int], plan_dir, monkeypatch,
+                 pipeline: bool = False):
     """torchtitan/train.py's `ConfigManager().parse_args()` on the emitted command line, then what
     Trainer.__init__ runs on the config before it builds: init_distributed (torch's fake backend, rank 0
     of `world`) -> ParallelDims.from_config -> build_mesh, the sequence-length check,
     model_spec.model.update_from_config(config=...), apply_overrides, config._validate_cuda_graphs().
     The GPU is the plan's: TorchTitan's capability checks answer with its compute capability.
-    Returns (config, parallel_dims)."""
+    With `pipeline` and PP > 1, also TorchTitan's pipeline_llm on the model built on the meta device
+    (stage split, PipelineStage per model part, schedule), with its parallelize_fn (FSDP/TP, which need
+    CUDA devices) left out. Returns (config, parallel_dims, pipeline_llm's result or None)."""
     install_stand_ins()
     import torch.distributed as dist
     from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -94,6 +109,6 @@ def titan_config(argv: list[str], *, world: int, capability: tuple[int, int], pl
         if config.override.imports:
             apply_overrides(config.override, config)
         config._validate_cuda_graphs()
-        return config, dims
+        return config, dims, (_pipeline(config, dims) if pipeline and dims.pp > 1 else None)
     finally:
         dist.destroy_process_group()
