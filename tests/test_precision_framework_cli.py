@@ -63,3 +63,13 @@ def test_framework_refusals_are_one_line(args, needle):
     res = plan(*args)
     assert res.exit_code == 2 and needle in res.output and "Traceback" not in res.output, res.output
     assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1
+
+
+def test_a_run_in_a_precision_its_gpu_lacks_is_refused_in_one_line(tmp_path):
+    """calibrate --evaluate predicts each run: an H100 run 'in MXFP8' is a typo, refused by name."""
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([{"model": "llama3-8b", "gpu": "h100", "num_gpus": 8, "precision": "MXFP8",
+                                 "seq_len": 8192, "gbs": 128, "mbs": 1, "tp": 1, "pp": 1, "cp": 1,
+                                 "tokens_per_s_per_gpu": 10000.0}]))
+    res = runner.invoke(app, ["calibrate", "--evaluate", str(runs)])
+    assert res.exit_code == 2 and "H100 supports bf16, fp8" in res.output and "Traceback" not in res.output, res.output

@@ -4,12 +4,12 @@ Precision is a fact of the GPU (commbench/data/hardware.toml `precisions`): Hopp
 BF16 and FP8 with per-tensor scales; Blackwell's add the block-scaled MXFP8 and NVFP4 formats
 (Transformer Engine: MXFP8 and NVFP4 recipes need compute capability 10.x).
 
-The default for `plan` and `tune` is the best precision the GPU runs that the frameworks' recipes
+The default for `plan` and `tune` is the best precision the GPU runs that both frameworks' recipes
 pre-train whole models with: MXFP8 on Blackwell (Megatron-Bridge's Blackwell recipes; TorchTitan 0.3's
 `llama3_8b_mxfp8`), FP8 on Hopper (Megatron-Bridge's FP8 current-scaling recipes; TorchTitan 0.3's
-`llama3_405b` / `deepseek_v3_671b_float8`), BF16 elsewhere. NVFP4 is never the default: the shipped
-NVFP4 recipes keep part of the model in BF16 (TorchTitan 0.3's `*_first_85_pct_layers_nvfp4`), a
-different training from the whole-model precision the step model charges.
+`llama3_405b` / `deepseek_v3_671b_float8`), BF16 elsewhere. NVFP4 is never the default: Megatron-Bridge
+publishes NVFP4 pre-training runs (calibration-runs.json), but TorchTitan 0.3's NVFP4 recipes keep part
+of the model in BF16 (`*_first_85_pct_layers_nvfp4`) and it has no NVFP4 converter for MoE experts.
 """
 
 from __future__ import annotations
