@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, framework_record, layout_dict,
-                                         megatron_section, model_dict)
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, framework_assumptions,
+                                         framework_record, layout_dict, megatron_section, model_dict)
 from commbench.planner.emit.megatron import MEGATRON_TARGET
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.spec import Layout
@@ -35,7 +35,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
                         "efficiency terms: commbench.planner.step.terms (fitted to published runs)"]
-                       + list(megatron["notes"]),
+                       + list(megatron["notes"]) + framework_assumptions(framework),
         "layout": layout_dict(layout),
         "predicted": dict(row),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,

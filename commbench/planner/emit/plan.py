@@ -93,6 +93,16 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path) -> list[str]:
     return names
 
 
+def framework_assumptions(framework: str) -> list[str]:
+    """What the prediction charges differently from what the framework runs (plan.json assumptions)."""
+    if framework != "torchtitan":
+        return []
+    return ["framework torchtitan: layouts limited to what TorchTitan 0.3 runs (etp=1, all-to-all EP, its configs' "
+            "activation checkpointing, a whole-step CUDA graph only with pp=1 and ep=1); DP communication is charged "
+            "as a distributed optimizer (gradient reduce-scatter and parameter all-gather once per step): FSDP's "
+            "per-micro-batch parameter re-gathers (reshard after forward) are not charged"]
+
+
 def framework_record(framework: str, torchtitan_section: dict[str, Any]) -> dict[str, str]:
     """plan.json "framework": what the search proposed layouts for and the release its configuration targets."""
     from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS
@@ -206,7 +216,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
-    ] + list(megatron["notes"]) + list(extra_assumptions)
+    ] + list(megatron["notes"]) + framework_assumptions(framework) + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}
