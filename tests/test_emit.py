@@ -47,7 +47,10 @@ def test_search_winners_emit_valid_round_tripping_plans(tmp_path):
     assert loaded["version"] == PLAN_VERSION and loaded["kind"] == "predicted"
     assert Layout(**loaded["layout"]) == res.layouts.layout(0)
     assert sorted(sum(loaded["placement"]["groups"]["tp"], [])) == list(range(16))
-    assert "fp8" in loaded["torchtitan"]["refused"]  # TorchTitan 0.3.0 ships no fp8 Qwen3-30B-A3B config
+    titan = loaded["torchtitan"]  # no shipped fp8 Qwen3-30B-A3B config: a generated one with the Float8 converters
+    assert titan.get("refused", "").startswith("TorchTitan 0.3.0 supports etp = 1") or (
+        titan["config"] == "qwen3_30b_a3b_fp8" and "Float8GroupedExpertsConverter" in titan["config_module"]["text"])
+    assert loaded["framework"] == {"name": "megatron", "version": "Megatron-LM core_v0.16.1 (megatron-core 0.16.1)"}
     tt = torchtitan_plan(dataclasses.replace(res.layouts.layout(0), precision="bf16"), model)
     assert tt["version"] == "0.3.0" and loaded["emitters"]["torchtitan"] == "0.3.0"
     p = tt["sections"]["parallelism"]

@@ -114,7 +114,10 @@ def test_cli_writes_launch_files_and_refuses_bad_torchtitan_input(tmp_path):
     assert "CUDA_DEVICE_MAX_CONNECTIONS=1" in (tmp_path / "launch.env").read_text().splitlines()
     assert any("launch.env" in a and "CUDA_DEVICE_MAX_CONNECTIONS=1" in a for a in plan["assumptions"])
     argv = shlex.split((tmp_path / "torchtitan_args.txt").read_text())
-    assert argv[:4] == ["--module", "llama3", "--config", "llama3_8b"]
+    # H100's default precision is fp8; TorchTitan ships no fp8 Llama 3 8B config: the plan writes one
+    assert plan["inputs"]["precision"] == "fp8"
+    assert argv[:4] == ["--module", "commbench_torchtitan", "--config", "llama3_8b_fp8"]
+    assert "Float8LinearConverter" in (tmp_path / "commbench_torchtitan.py").read_text()
     toml = runner.invoke(app, base + ["--emit", "torchtitan", "--torchtitan-version", "0.2"])
     assert toml.exit_code == 0 and 'flavor = "8B"' in toml.output
     bad = runner.invoke(app, base + ["--torchtitan-version", "0.4"])

@@ -43,6 +43,7 @@ from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: E402
 from commbench.costmodel import load_preset  # noqa: E402
 from commbench.planner.emit.megatron import launch_env, megatron_args  # noqa: E402
 from commbench.planner.layout.split import choose_split  # noqa: E402
+from tests.megatron_lm import layer_split_built  # noqa: E402
 
 # Flags Megatron-LM's parse_args defines that are not TransformerConfig fields (reproduced from
 # megatron/training/arguments.py @000c4ac24f61: _add_network_size_args, _add_training_args,
@@ -64,13 +65,16 @@ ARGUMENTS_PY_FLAGS = {
     "--moe-token-dispatcher-type", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
     "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim",
     "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format", "--fp4-recipe",
-    "--attention-dropout", "--hidden-dropout", "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
+    "--attention-dropout", "--hidden-dropout", "--vocab-size", "--make-vocab-size-divisible-by", "--rotary-base",
+    "--rotary-percent", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--use-rope-scaling",
+    "--rope-scaling-factor", "--window-size", "--window-attn-skip-freq", "--quick-geglu", "--squared-relu",
+    "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
 }
 RENAMED = {"fp8_format": "fp8", "fp4_format": "fp4", "num_experts": "num_moe_experts",
            "decoder_first_pipeline_num_layers": "num_layers_in_first_pipeline_stage",
            "decoder_last_pipeline_num_layers": "num_layers_in_last_pipeline_stage",
            "num_virtual_stages_per_pipeline_rank": "virtual_pipeline_model_parallel_size",
-           "fp8_param_gather": "fp8_param"}  # core_transformer_config_from_args' translations
+           "fp8_param_gather": "fp8_param", "norm_epsilon": "layernorm_epsilon"}  # core_transformer_config_from_args' translations
 HOPPER = {"h100", "h200", "h800"}
 
 
@@ -153,6 +157,11 @@ def transformer_config(ns: dict):
         kw["moe_layer_freq"] = eval_pattern(kw["moe_layer_freq"])
     if ns.get("swiglu"):
         kw |= {"activation_func": F.silu, "gated_linear_unit": True}
+    if ns.get("quick_geglu"):
+        from megatron.core.fusions.fused_bias_geglu import quick_gelu
+        kw |= {"activation_func": quick_gelu, "gated_linear_unit": True}
+    if isinstance(kw.get("window_size"), str):
+        kw["window_size"] = tuple(int(x) for x in kw["window_size"].split(","))
     kw["add_bias_linear"] = not ns.get("disable_bias_linear", False)
     if not ns.get("group_query_attention"):
         kw["num_query_groups"] = None
@@ -177,8 +186,9 @@ def fake_world():
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("index", range(len(case_ids())), ids=case_ids())
-def test_megatron_builds_the_emitted_plan(index, fake_world, monkeypatch):
+def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkeypatch) -> None:
+    """The reproduced flag set and validate_args rules, then megatron-core's own TransformerConfig,
+    DDP config, micro-batch calculator, process groups (fake backend) and layer split."""
     import megatron.core.utils as mcore_utils
     from packaging.version import Version
     monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))
@@ -187,14 +197,10 @@ def test_megatron_builds_the_emitted_plan(index, fake_world, monkeypatch):
                  "fused_sort_chunks_by_index_with_probs", "fused_unpermute"):
         if getattr(moe_utils, name, None) is None:
             monkeypatch.setattr(moe_utils, name, object(), raising=False)
-    case = plan_cases()[index]
-    lay, model = case.layout, case.model
-    gpu = load_preset(case.system, num_gpus=case.gpus).gpu.name
-    args = megatron_args(lay, model, flex_backend="deepep")
     known = ARGUMENTS_PY_FLAGS | config_flags(MLATransformerConfig)
     assert [a for a in args if a.startswith("--") and a not in known] == []
     ns = tokens(shlex.split(shlex.join(args)))
-    reproduced_validate_args(ns, case.gpus, launch_env(lay, gpu), gpu)
+    reproduced_validate_args(ns, gpus, launch_env(lay, gpu), gpu)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -204,25 +210,35 @@ def test_megatron_builds_the_emitted_plan(index, fake_world, monkeypatch):
                                       overlap_param_gather=bool(ns.get("overlap_param_gather")),
                                       fp8_param_gather=bool(ns.get("fp8_param_gather")),
                                       reuse_grad_buf_for_mxfp8_param_ag=bool(ns.get("reuse_grad_buf_for_mxfp8_param_ag")))
-    dp = case.gpus // (lay.tp * lay.pp * lay.cp)
+    dp = gpus // (lay.tp * lay.pp * lay.cp)
     calc = ConstantNumMicroBatchesCalculator(lay.gbs, lay.mbs, dp, None, 0)  # asserts gbs % (mbs*dp) == 0
     assert calc.get() == lay.num_microbatches
 
     vp = config.virtual_pipeline_model_parallel_size
-    fake_world(case.gpus, ns, vp)
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=gpus)
+    try:
+        parallel_state.initialize_model_parallel(
+            tensor_model_parallel_size=lay.tp, pipeline_model_parallel_size=lay.pp,
+            virtual_pipeline_model_parallel_size=vp, context_parallel_size=lay.cp,
+            expert_model_parallel_size=ns.get("expert_model_parallel_size", 1),
+            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False)
+        built, offsets, mtp = layer_split_built(config, lay.pp, vp)
+    finally:
+        parallel_state.destroy_model_parallel()
+        dist.destroy_process_group()
     split = choose_split(model, lay.pp, lay.vp)
-    built, mtp, offsets = [], [], []
-    for v in range(vp or 1):
-        for r in range(lay.pp):
-            parallel_state.set_pipeline_model_parallel_rank(r)
-            stage = v if vp else None
-            built.append(get_num_layers_to_build(config, vp_stage=stage, pp_rank=r))
-            offsets.append(get_transformer_layer_offset(config, vp_stage=stage, pp_rank=r))
-            mtp.append(get_mtp_num_layers_to_build(config, vp_stage=stage, pp_rank=r))
     # Megatron builds exactly the split the step model charged, every layer once and in order.
     assert built == split.decoder_layers()
     assert sum(built) == model.num_layers and offsets == [sum(built[:i]) for i in range(len(built))]
     assert mtp == [s.count("m") for s in split.stages]
+
+
+@pytest.mark.parametrize("index", range(len(case_ids())), ids=case_ids())
+def test_megatron_builds_the_emitted_plan(index, monkeypatch):
+    case = plan_cases()[index]
+    gpu = load_preset(case.system, num_gpus=case.gpus).gpu.name
+    check_megatron_plan(megatron_args(case.layout, case.model, flex_backend="deepep"), case.layout, case.model,
+                        case.gpus, gpu, monkeypatch)
 
 
 def test_megatron_rejects_the_split_plans_used_to_emit(fake_world):

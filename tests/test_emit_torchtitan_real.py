@@ -1,25 +1,20 @@
-"""Emitted TorchTitan plans against TorchTitan's own code (torchtitan 0.3.0 from PyPI, CPU torch).
+"""Emitted TorchTitan plans through TorchTitan 0.3.0's whole configuration path (PyPI wheel, CPU torch).
 
-Called (torchtitan 0.3.0): ParallelismConfig / TrainingConfig construction, tyro parsing of the emitted
-`--section.option` overrides with ConfigManager's registry, ParallelDims validation, the pipeline
-metadata (`_get_pipeline_metadata`), schedule lookup and rank-to-stage mapping, and the module names
-TorchTitan's own split generator uses. The `--module/--config` pair is checked in the installed
-package's source (the config function exists; its quantization converters match the precision; the
-model spec has a pipelining function when PP > 1).
-Reproduced: TorchTitan's EP mesh rule (dp_shard * cp * tp divisible by ep, ParallelismConfig docstring)
-and the micro-batch rule of `_build_pipeline_schedule` (local batch divisible by the micro-batch size).
+Called (tests/torchtitan_train.py): `ConfigManager().parse_args(argv)` exactly as torchtitan/train.py
+calls it (the --module/--config function, shipped or the plan's generated commbench_torchtitan.py; tyro's
+overrides; every config dataclass's __post_init__ incl. the CUDA-graph and micro-batch validation), then
+what Trainer.__init__ runs on the config before building: ParallelDims.from_config + build_mesh on
+torch's fake backend, the sequence-length check, update_from_config, apply_overrides and
+_validate_cuda_graphs. Then the pipeline split pipeline_llm derives: _get_pipeline_metadata, the schedule
+class, the rank-to-stage mapping, and TorchTitan's own module names per stage.
 The 0.2 TOML cannot be checked against torchtitan 0.2.2 in the same environment (one version installs);
 test_emit_torchtitan.py checks its keys against 0.2.2's JobConfig, reproduced.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib.metadata
-import importlib.util
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -27,94 +22,89 @@ import pytest
 from tests.framework_plans import INSTALL_HINT, case_ids, plan_cases
 
 torchtitan = pytest.importorskip("torchtitan", reason=f"torchtitan is not installed: {INSTALL_HINT}")
-tyro = pytest.importorskip("tyro", reason=f"tyro is not installed: {INSTALL_HINT}")
+pytest.importorskip("torchao", reason=f"torchao is not installed: {INSTALL_HINT}")
+
+from tests.torchtitan_train import install_stand_ins, titan_config  # noqa: E402
+
+install_stand_ins()
 
 from torch.distributed.pipelining.schedules import PipelineScheduleMulti, get_schedule_class  # noqa: E402
-from torchtitan.config import ParallelismConfig, TrainingConfig  # noqa: E402
-from torchtitan.config.manager import ConfigManager, custom_registry  # noqa: E402
-from torchtitan.distributed.parallel_dims import ParallelDims  # noqa: E402
 from torchtitan.distributed.pipeline_parallel import (  # noqa: E402
     _generate_llm_fqn_per_model_part, _get_pipeline_metadata, _get_pp_rank_to_stage_indices_mapping)
 
-from commbench.planner.emit.torchtitan import torchtitan_args, torchtitan_plan  # noqa: E402
+from commbench.costmodel import load_preset  # noqa: E402
+from commbench.planner.emit.torchtitan import TITAN_MODELS, torchtitan_args, torchtitan_plan  # noqa: E402
 from commbench.planner.layout.split import best_split  # noqa: E402
+from commbench.planner.models.spec import param_counts  # noqa: E402
 
-ConfigManager()  # registers TorchTitan's tyro rules (comma-separated lists) on custom_registry
-
-
-@dataclass
-class Overrides:
-    """The sections the emitter overrides, as TorchTitan's Trainer.Config holds them."""
-
-    parallelism: ParallelismConfig = field(default_factory=ParallelismConfig)
-    training: TrainingConfig = field(default_factory=TrainingConfig)
+PIPELINE_BUILD_MAX_PARAMS = 40e9
+QUANTIZED = {"bf16": set(), "fp8": {"Float8"}, "mxfp8": {"MXFP8"}, "nvfp4": {"NVFP4"}}
 
 
-def package_source(module: str) -> ast.Module:
-    path = Path(importlib.util.find_spec(f"torchtitan.models.{module}").origin).parent
-    return ast.parse((path / "config_registry.py").read_text()), ast.parse((path / "__init__.py").read_text())
+def quantized_kinds(model_config) -> set[str]:
+    """Which converters' module configs the built model config holds (Float8*, MXFP8*, NVFP4*)."""
+    from torchtitan.config.configurable import Configurable
+    names = {type(c).__qualname__ for _, c, _, _ in model_config.traverse(Configurable.Config, recurse=True)}
+    return {k for k in ("Float8", "MXFP8", "NVFP4") if any(k in n for n in names)}
 
 
-def config_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
-    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+def run_titan(doc: dict, gpus: int, system: str, tmp_path, monkeypatch, pipeline: bool = False):
+    """The emitted launch through TorchTitan's configuration path; returns (config, parallel dims)."""
+    if "config_module" in doc:
+        (tmp_path / doc["config_module"]["file"]).write_text(doc["config_module"]["text"], encoding="utf-8")
+    gpu = load_preset(system, num_gpus=gpus).gpu
+    return titan_config(torchtitan_args(doc), world=gpus, capability=gpu.compute_capability, plan_dir=tmp_path,
+                        monkeypatch=monkeypatch, pipeline=pipeline)
 
 
-def converters_used(fn: ast.FunctionDef, tree: ast.Module) -> set[str]:
-    """Converter classes a config function applies, following calls to other config functions."""
-    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id.endswith("Converter")}
-    if names:  # a config that sets its own converters replaces the model spec of the one it starts from
-        return names
-    for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
-        inner = config_function(tree, call.func.id)
-        if inner is not None and inner is not fn:
-            names |= converters_used(inner, tree)
-    return names
-
-
-@pytest.mark.parametrize("index", range(len(case_ids())), ids=case_ids())
-def test_torchtitan_accepts_the_emitted_plan(index):
-    case = plan_cases()[index]
-    lay, model = case.layout, case.model
-    doc = torchtitan_plan(lay, model)
-    assert doc["version"] == importlib.metadata.version("torchtitan")  # the release installed is the one targeted
-    if "refused" in doc:  # one line naming the release and why (e.g. no Mixtral model, no bf16 405B config)
-        assert "\n" not in doc["refused"] and doc["refused"].startswith(f"TorchTitan {doc['version']} ")
-        return
-    sections = doc["sections"]
-    parallelism, training = ParallelismConfig(**sections["parallelism"]), TrainingConfig(**sections["training"])
-    argv = torchtitan_args(doc)
-    assert argv[:4] == ["--module", doc["module"], "--config", doc["config"]]
-    parsed = tyro.cli(Overrides, args=argv[4:], default=Overrides(), registry=custom_registry)
-    assert parsed.parallelism == parallelism and parsed.training == training
-
-    registry, init = package_source(doc["module"])
-    fn = config_function(registry, doc["config"])
-    assert fn is not None, f"{doc['config']} is not in torchtitan/models/{doc['module']}/config_registry.py"
-    used = converters_used(fn, registry)
-    expected = {"bf16": set(), "fp8": {"Float8"}, "mxfp8": {"MXFP8"}}[lay.precision]
-    assert {c for c in ("Float8", "MXFP8") if any(u.startswith(c) for u in used)} == expected
-    if lay.pp > 1:
-        assert "pipelining_fn=pipeline_llm" in ast.unparse(init).replace(" ", "")
-
-    dims = ParallelDims(dp_replicate=parallelism.data_parallel_replicate_degree,
-                        dp_shard=parallelism.data_parallel_shard_degree, cp=parallelism.context_parallel_degree,
-                        tp=parallelism.tensor_parallel_degree, pp=parallelism.pipeline_parallel_degree,
-                        ep=parallelism.expert_parallel_degree, world_size=case.gpus)
-    assert (dims.dp_shard * dims.cp * dims.tp) % dims.ep == 0  # reproduced EP mesh rule
+def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, monkeypatch, pipeline: bool = False) -> None:
+    """Accepted by TorchTitan's configuration path, and the config it builds is the plan's; with
+    `pipeline`, TorchTitan's pipeline_llm splits the (meta) model into the plan's stages."""
+    config, dims, piped = run_titan(doc, gpus, system, tmp_path, monkeypatch, pipeline)
+    par, training = config.parallelism, config.training
+    for key, value in doc["sections"]["parallelism"].items():
+        assert getattr(par, key) == value, key
+    for key, value in doc["sections"]["training"].items():
+        assert getattr(training, key) == value, key
+    assert (dims.tp, dims.pp, dims.cp, dims.dp_shard) == (lay.tp, lay.pp, lay.cp, lay.dp)
+    assert dims.ep == (lay.ep if model.is_moe else 1)
+    assert training.disable_cuda_graphs == (lay.cuda_graph != "full" or lay.pp > 1 or dims.ep > 1)
+    from torchtitan.models.common.config_utils import decoder_vocab_size
+    assert (config.model_spec.flavor, decoder_vocab_size(config.model_spec)) == (TITAN_MODELS[model.name].flavor, model.vocab)
+    assert quantized_kinds(config.model_spec.model) == QUANTIZED[lay.precision]
     if lay.pp == 1:
         assert training.local_batch_size == lay.mbs
         assert training.global_batch_size // (training.local_batch_size * dims.dp_shard) == lay.num_microbatches
         return
-    _get_pipeline_metadata(dims, parallelism, SimpleNamespace(layers=[None] * model.num_layers))
-    stages = parallelism.module_fqns_per_model_part
-    schedule = get_schedule_class(parallelism.pipeline_parallel_schedule)
+    _get_pipeline_metadata(dims, par, SimpleNamespace(layers=[None] * model.num_layers))
+    stages = par.module_fqns_per_model_part
+    schedule = get_schedule_class(par.pipeline_parallel_schedule)
     assert issubclass(schedule, PipelineScheduleMulti) == (lay.vp > 1)
     owned = [s for r in range(lay.pp) for s in
-             _get_pp_rank_to_stage_indices_mapping(r, lay.pp, parallelism.pipeline_parallel_schedule, len(stages))]
+             _get_pp_rank_to_stage_indices_mapping(r, lay.pp, par.pipeline_parallel_schedule, len(stages))]
     assert sorted(owned) == list(range(lay.pp * lay.vp))
     # Every module TorchTitan's own generator names, once, in order; split as Megatron's (no MTP).
     assert [m for s in stages for m in s] == _generate_llm_fqn_per_model_part(1, model.num_layers)[0]
     no_mtp = best_split(dataclasses.replace(model, num_mtp_layers=0), lay.pp, lay.vp)
     assert [sum(m.startswith("layers.") for m in s) for s in stages] == no_mtp.decoder_layers()
-    assert training.local_batch_size % parallelism.pipeline_parallel_microbatch_size == 0  # reproduced
-    assert training.local_batch_size // parallelism.pipeline_parallel_microbatch_size == lay.num_microbatches
+    assert training.local_batch_size // par.pipeline_parallel_microbatch_size == lay.num_microbatches
+    if piped is not None:  # pipeline_llm on rank 0: its model parts hold its stages' layers
+        schedule_obj, parts, has_first, has_last = piped
+        assert isinstance(schedule_obj, schedule) and (has_first, has_last) == (True, lay.vp > 1 and lay.pp == 1)
+        mine = _get_pp_rank_to_stage_indices_mapping(0, lay.pp, par.pipeline_parallel_schedule, len(stages))
+        assert [sorted(int(k) for k in getattr(p, "layers", {}).keys()) for p in parts] == \
+            [sorted(int(m.split(".")[1]) for m in stages[s] if m.startswith("layers.")) for s in mine]
+
+
+@pytest.mark.parametrize("index", range(len(case_ids())), ids=case_ids())
+def test_torchtitan_accepts_the_emitted_plan(index, tmp_path, monkeypatch):
+    case = plan_cases()[index]
+    doc = torchtitan_plan(case.layout, case.model)
+    assert doc["version"] == importlib.metadata.version("torchtitan")  # the release installed is the one targeted
+    if "refused" in doc:  # one line naming the release and why (e.g. no Mixtral model)
+        assert "\n" not in doc["refused"] and doc["refused"].startswith(f"TorchTitan {doc['version']} ")
+        return
+    # pipeline_llm builds the whole model on the meta device first: minutes for the 100B+ models on 2 CPU
+    # cores, so it runs for the small ones (Llama 3 8B, Qwen3-30B-A3B), where it takes a second.
+    small = param_counts(case.model).total < PIPELINE_BUILD_MAX_PARAMS
+    check_titan_plan(doc, case.layout, case.model, case.gpus, case.system, tmp_path, monkeypatch, pipeline=small)

@@ -12,6 +12,7 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
 from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
+from commbench.planner.layout.precision import DEFAULT_HELP, check_precision, default_precision
 from commbench.results.tables import Col, print_table
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
@@ -44,6 +45,16 @@ def _system(name: str, num_gpus: int, gpu: str | None = None):
     return load_preset(name, num_gpus=num_gpus)
 
 
+def resolve_precision(precision: str | None, pins: dict, gpu) -> str:
+    """--precision (or a pinned precision=), checked against the GPU; default: the GPU's best recipe one."""
+    if "precision" in pins:
+        pinned = check_precision(str(pins.pop("precision")), gpu, "precision")
+        if precision is not None and precision.lower() != pinned:
+            raise invalid("--precision", precision, f"the same as the pinned precision={pinned}")
+        return pinned
+    return check_precision(precision, gpu) if precision is not None else default_precision(gpu)
+
+
 def _gpu_option(gpu: str, gpu_spec, gpu_names):
     if gpu.lower() not in gpu_names():
         raise invalid("--gpu", gpu, f"one of {', '.join(gpu_names())}")
@@ -60,7 +71,7 @@ def plan(
                                               "dispatcher,sequence_parallel,tp_comm_overlap,moe_a2a_overlap,... "
                                               "Naming tp, pp, vp, ep and mbs evaluates that one layout; a subset "
                                               "(or none) pins those and searches the rest.")] = None,
-    precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "bf16",
+    precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
     model_file: Annotated[Optional[str], typer.Option(help="TOML file of \\[model.NAME] tables, laid out like the shipped models.toml")] = None,
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
@@ -78,6 +89,10 @@ def plan(
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration)")] = None,
+    framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
+                                           "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
+                                           "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
+                                           "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
                                            "(fitted without --system, or by `commbench tune`)")] = None,
 ) -> None:
@@ -85,9 +100,8 @@ def plan(
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     if not 1 <= moe_imbalance < float("inf"):
         raise invalid("--moe-imbalance", moe_imbalance, "a finite number >= 1")
-    from commbench.planner import PRECISIONS
-    if precision.lower() not in PRECISIONS:
-        raise invalid("--precision", precision, f"one of {', '.join(PRECISIONS)}")
+    if precision is not None:
+        check_precision(precision, None)
     for option, value in (("--gbs", gbs), ("--seq-len", seq_len)):
         if value is not None and value < 1:
             raise invalid(option, value, "a positive number")
@@ -103,11 +117,13 @@ def plan(
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     complete = layout is not None and is_complete(pins) and gbs is None
-    req = SearchRequest(model=spec, fabric=_system(system, gpus, gpu), num_gpus=gpus,
-                        gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
+    fabric = _system(system, gpus, gpu)
+    precision = resolve_precision(precision, pins, fabric.gpu)
+    req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
+                        gbs=gbs or int(pins.pop("gbs", 4096)), precision=precision,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
-                        pins=pins, calibration=cal)
+                        pins=pins, calibration=cal, framework=framework)
     if not complete:
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
@@ -115,8 +131,8 @@ def plan(
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
-    pins.setdefault("cp", 1)
-    pins.setdefault("etp", pins["tp"])
+    req.pins.setdefault("cp", 1)
+    req.pins.setdefault("etp", req.pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
     check_layout(spec, lay, gpus, seq_len)
     fabric = req.fabric
@@ -129,7 +145,7 @@ def plan(
         from commbench.planner.emit.pinned import pinned_plan_document
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric),
-                                   torchtitan_version=torchtitan_version)
+                                   torchtitan_version=torchtitan_version, framework=req.framework)
         written = write_plan_files(doc, out) if out else []
         if as_json:
             console.print_json(json.dumps(doc, default=float))

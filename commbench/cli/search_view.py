@@ -81,7 +81,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         console.print(torchtitan_text(doc["torchtitan"]), highlight=False, markup=False, soft_wrap=True)
     else:
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
-                 f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}; "
+                 f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}, for {req.framework}; "
                  f"* = on the Pareto front")
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "

@@ -11,11 +11,12 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
 from commbench.errors import CommbenchError, invalid
+from commbench.planner.layout.precision import DEFAULT_HELP
 
 
 @command("tune", help="Sweep the fabric, fit cost curves, and plan the best parallel layout in one command. "
                       "With no options: a small built-in gloo sweep on 2 local ranks, then a plan for DeepSeek-V3 "
-                      "on 256 GB300 NVL72 GPUs (mxfp8, gbs 4096).")
+                      "on 256 GB300 NVL72 GPUs (gbs 4096, in the GPU's default precision: mxfp8 on GB300).")
 def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
@@ -23,7 +24,7 @@ def tune(
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[int, typer.Option(help="global batch size (sequences)")] = 4096,
-    precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "mxfp8",
+    precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
     layout: Annotated[Optional[str], typer.Option(help="pins, key=value pairs as for `commbench plan`")] = None,
     nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
     out: Annotated[str, typer.Option("-O", "--out", help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
@@ -31,6 +32,10 @@ def tune(
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total")] = 0.05,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration)")] = None,
+    framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
+                                           "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
+                                           "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
+                                           "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
 ) -> None:
     from commbench.cli.search_view import run_plan_search
@@ -47,6 +52,11 @@ def tune(
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     spec = load_model(model)
     pins = parse_pins(layout)
+    from commbench.cli.plan import resolve_precision
+    from commbench.costmodel import load_preset
+    precision = resolve_precision(precision, pins, load_preset(system, num_gpus=gpus).gpu)
+    from commbench.planner.search.frameworks import check_framework, framework_pins
+    framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.files import check_output_dir
     from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
@@ -68,8 +78,8 @@ def tune(
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
                                                          f"curve(s) → {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
-        req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
-                            headroom_fraction=mem_headroom, pins=pins, calibration=cal)
+        req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision,
+                            headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework)
         progress.update(task, completed=1, description="3/3 plan: done")
     if not as_json:
         for line in dict.fromkeys(assumptions):

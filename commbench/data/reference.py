@@ -59,6 +59,8 @@ class GpuSpec:
     tdp_w: float | None = None           # power limit (W)
     clock_reference: str | None = None   # family member whose datasheet rate holds at its power limit
     sustained_tensor_fraction: float | None = None  # see sustained_tensor_fraction()
+    precisions: tuple[str, ...] = ("bf16",)  # training precisions its Tensor Cores run (hardware.toml)
+    compute_capability: tuple[int, int] | None = None
 
     @property
     def usable_hbm_bytes(self) -> float:
@@ -98,6 +100,9 @@ def gpu_spec(name: str) -> GpuSpec:
         tdp_w=float(row["tdp_w"]) if "tdp_w" in row else None,
         clock_reference=str(row["clock_reference"]) if "clock_reference" in row else None,
         sustained_tensor_fraction=sustained_tensor_fraction(key),
+        precisions=tuple(str(p) for p in row.get("precisions", ("bf16",))),
+        compute_capability=(tuple(int(x) for x in str(row["compute_capability"]).split("."))
+                            if "compute_capability" in row else None),
     )
 
 

@@ -79,6 +79,18 @@ def dispatcher_of(preset: str, model_name: str = "") -> str:
     return "flex" if preset in NVL72_PRESETS or model_name in FLEX_EVERYWHERE else "alltoall"
 
 
+def _check_gpu_runs(row: dict, where: str) -> None:
+    """A run in a precision its GPU does not have (hardware.toml precisions) is refused by name."""
+    from commbench.data.reference import gpu_names, gpu_spec
+    from commbench.errors import CommbenchError
+    gpu = str(row.get("gpu", "")).lower()
+    if gpu in gpu_names():
+        spec, precision = gpu_spec(gpu), precision_of(row.get("precision"))
+        if precision not in spec.precisions:
+            raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; {gpu.upper()} supports "
+                                 f"{', '.join(spec.precisions)} (commbench/data/hardware.toml)")
+
+
 def precision_of(label: str | None) -> str:
     text = (label or "fp8").lower()
     if "nvfp4" in text:
@@ -150,6 +162,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
     except ValueError:
         raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; allowed: "
                              "BF16, FP8, MXFP8, NVFP4") from None
+    _check_gpu_runs(row, where)
     recipe = row.get("recipe")
     if recipe is not None and not isinstance(recipe, dict):
         raise CommbenchError(f"{where}: field 'recipe' = {recipe!r}; allowed: an object of {', '.join(RECIPE_FIELDS)}")

@@ -7,7 +7,7 @@ mirroring Megatron's own checks (arguments.py `validate_args`, transformer_confi
 megatron-core 0.16):
 - the layer split is one Megatron builds (split.py): even, `--account-for-*-in-pipeline-split`,
   `--decoder-first/last-pipeline-num-layers` or `--pipeline-model-parallel-layout`;
-- the architecture flags EP and MTP need are present (`--num-experts`, `--position-embedding-type rope`);
+- the model's whole architecture (megatron_arch.py), so nothing architectural is left to the user;
 - `--overlap-moe-expert-parallel-comm` only with EP > 1, no full recompute, VP when PP > 1, MTP <= 1
   and PP > 1 with MTP; `--delay-wgrad-compute` only with it; `--tp-comm-overlap` only with sequence
   parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
@@ -27,11 +27,13 @@ import argparse
 import shlex
 
 from commbench.errors import CommbenchError, invalid
+from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
 
-MEGATRON_TARGET = "Megatron-LM with megatron-core 0.16 (pretrain_gpt.py flags; validate_args and TransformerConfig checks)"
+MEGATRON_TARGET = (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 (pretrain_gpt.py flags; parse_args, "
+                   "validate_args and TransformerConfig checks)")
 HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
 
 PRECISION_ARGS = {
@@ -50,17 +52,15 @@ def recompute_modules(model: ModelSpec) -> list[str]:
 
 
 def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
-    """Architecture flags (tokenizer and data flags stay the user's)."""
+    """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py)."""
     s = seq_len or model.seq_len
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
-           "--max-position-embeddings", str(s), "--position-embedding-type", "rope",
-           "--normalization", "RMSNorm", "--disable-bias-linear",
+           "--max-position-embeddings", str(max_positions(model, s)),
            # LLM pre-training recipes train without dropout; megatron-core also refuses attention
            # dropout with graphed core_attn recompute (TransformerConfig).
            "--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
-    if model.glu:
-        out.append("--swiglu")
+    out += architecture_args(model, s)
     if not model.tied_embeddings:
         out.append("--untie-embeddings-and-output-weights")
     if model.attention == "mla":
@@ -87,6 +87,9 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
 def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     """One-line refusal of flag combinations Megatron's validation rejects (see the module docstring)."""
     a = layout
+    reason = unbuildable(model)
+    if reason:
+        raise CommbenchError(reason)
     if a.cuda_graph == "layer" and a.recompute == "full":
         raise invalid("recompute", "full", "selective recompute with per-layer CUDA graphs (megatron-core: full "
                       "recompute only with the full-iteration graph)")

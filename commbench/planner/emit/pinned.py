@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, layout_dict, megatron_section,
-                                    model_dict)
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, framework_assumptions,
+                                         framework_record, layout_dict, megatron_section, model_dict)
 from commbench.planner.emit.megatron import MEGATRON_TARGET
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.spec import Layout
@@ -20,7 +20,7 @@ from commbench.planner.layout.placement import gpus_per_rack, place
 
 def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str, Any], *, system: str,
                          num_gpus: int, seq_len: int | None, moe_imbalance: float, flex_backend: str = "deepep",
-                         torchtitan_version: str = DEFAULT_TORCHTITAN) -> dict[str, Any]:
+                         torchtitan_version: str = DEFAULT_TORCHTITAN, framework: str = "megatron") -> dict[str, Any]:
     per_rack = gpus_per_rack(num_gpus, int(fabric.domain_size))
     placement = place(layout, num_gpus, per_rack)
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
@@ -35,12 +35,13 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
                         "efficiency terms: commbench.planner.step.terms (fitted to published runs)"]
-                       + list(megatron["notes"]),
+                       + list(megatron["notes"]) + framework_assumptions(framework),
         "layout": layout_dict(layout),
         "predicted": dict(row),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(num_gpus)]},
+        "framework": framework_record(framework, torchtitan),
         "emitters": {"megatron": MEGATRON_TARGET, "torchtitan": torchtitan["version"]},
         "megatron_args": megatron.get("args", []),
         "megatron": megatron,

@@ -22,6 +22,7 @@ from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_ar
                                                torchtitan_toml)
 from commbench.typed_json import check_fields
 from commbench.planner.layout.spec import Layout
+from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, stage_weights
 
@@ -49,7 +50,9 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size),
-            "notes": precision_notes(layout)}
+            "notes": precision_notes(layout) + ([] if model.architecture is not None else [
+                f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
+                "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
 
 
 def megatron_text(section: dict[str, Any]) -> str:
@@ -84,7 +87,28 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path) -> list[str]:
         name = "torchtitan_args.txt" if "config" in tt else "torchtitan.toml"
         (folder / name).write_text(torchtitan_text(tt), encoding="utf-8")
         names.append(name)
+        if "config_module" in tt:  # a generated TorchTitan config function (emit/torchtitan_config.py)
+            (folder / tt["config_module"]["file"]).write_text(tt["config_module"]["text"], encoding="utf-8")
+            names.append(tt["config_module"]["file"])
     return names
+
+
+def framework_assumptions(framework: str) -> list[str]:
+    """What the prediction charges differently from what the framework runs (plan.json assumptions)."""
+    if framework != "torchtitan":
+        return []
+    return ["framework torchtitan: layouts limited to what TorchTitan 0.3 runs (etp=1, all-to-all EP, its configs' "
+            "activation checkpointing, a whole-step CUDA graph only with pp=1 and ep=1); DP communication is charged "
+            "as a distributed optimizer (gradient reduce-scatter and parameter all-gather once per step): FSDP's "
+            "per-micro-batch parameter re-gathers (reshard after forward) are not charged"]
+
+
+def framework_record(framework: str, torchtitan_section: dict[str, Any]) -> dict[str, str]:
+    """plan.json "framework": what the search proposed layouts for and the release its configuration targets."""
+    from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS
+    if framework == "torchtitan":
+        return {"name": framework, "version": f"torchtitan {torchtitan_section['version']}"}
+    return {"name": framework, "version": FRAMEWORK_VERSIONS[framework]}
 
 
 def layout_dict(layout: Layout) -> dict[str, Any]:
@@ -144,7 +168,10 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
         inputs = doc["inputs"]
         if not isinstance(inputs, dict):
             raise ValueError(f"inputs: expected a JSON object, got {type(inputs).__name__}")
-        return ModelSpec(**check_fields(ModelSpec, inputs["model_spec"], "inputs.model_spec"))
+        fields = check_fields(ModelSpec, inputs["model_spec"], "inputs.model_spec")
+        if fields.get("architecture") is not None:
+            fields["architecture"] = architecture_from_json(fields["architecture"])
+        return ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CommbenchError):
             raise
@@ -169,6 +196,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     from commbench.planner.search.explain import short
     from commbench.planner.layout.placement import place
     req, bd = result.request, result.breakdown
+    framework = req.framework
     lay = result.layouts.layout(0)
     seq_len = req.seq_len or req.model.seq_len
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
@@ -188,7 +216,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
-    ] + list(megatron["notes"]) + list(extra_assumptions)
+    ] + list(megatron["notes"]) + framework_assumptions(framework) + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}
@@ -209,6 +237,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(req.num_gpus)]},
+        "framework": framework_record(framework, torchtitan),
         "emitters": {"megatron": MEGATRON_TARGET, "torchtitan": torchtitan["version"]},
         "megatron_args": megatron.get("args", []),
         "megatron": megatron,

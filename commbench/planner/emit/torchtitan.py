@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+
+import numpy as np
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,9 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
+from commbench.planner.search.frameworks import graphs_allowed
+from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
+                                                      converter_refusal)
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 DEFAULT_TORCHTITAN = "0.3"
@@ -44,6 +49,9 @@ class TitanModel:
     module: str
     flavor: str
     configs_03: dict[str, str] = field(default_factory=dict)
+    base_03: str = ""              # the shipped config function a generated one starts from
+    flavor_config_03: str | None = None  # a generated function for a flavor with no shipped config
+    hf_assets_03: str | None = None
     pipeline_02: bool = True
     pipeline_03: bool = True
     trains_mtp: bool = False
@@ -54,15 +62,21 @@ class TitanModel:
 # and __init__.py (pipelining_fn); torchtitan 0.2.2 wheel, torchtitan/models/*/__init__.py (flavors;
 # qwen3 and gpt_oss have pipelining_fn=None).
 TITAN_MODELS = {
-    "deepseek-v3": TitanModel(module="deepseek_v3", flavor="671B",
+    "deepseek-v3": TitanModel(module="deepseek_v3", flavor="671B", base_03="deepseek_v3_671b",
                               configs_03={"bf16": "deepseek_v3_671b", "fp8": "deepseek_v3_671b_float8"}),
     "qwen3-30b-a3b": TitanModel(module="qwen3", flavor="30B-A3B", configs_03={"bf16": "qwen3_30b_a3b"},
-                                pipeline_02=False),
-    "qwen3-235b-a22b": TitanModel(module="qwen3", flavor="235B-A22B", pipeline_02=False),
-    "llama3-8b": TitanModel(module="llama3", flavor="8B", configs_03={"bf16": "llama3_8b", "mxfp8": "llama3_8b_mxfp8"}),
-    "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}),
-    "llama3.1-405b": TitanModel(module="llama3", flavor="405B", configs_03={"fp8": "llama3_405b"}),
-    "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"}, pipeline_02=False),
+                                base_03="qwen3_30b_a3b", pipeline_02=False),
+    "qwen3-235b-a22b": TitanModel(module="qwen3", flavor="235B-A22B", base_03="qwen3_30b_a3b",
+                                  flavor_config_03="qwen3_235b_a22b", hf_assets_03="./assets/hf/Qwen3-235B-A22B",
+                                  pipeline_02=False),
+    "llama3-8b": TitanModel(module="llama3", flavor="8B", configs_03={"bf16": "llama3_8b", "mxfp8": "llama3_8b_mxfp8"},
+                            base_03="llama3_8b"),
+    "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}, base_03="llama3_70b"),
+    # llama3_405b applies Float8 converters itself: a bf16 or mxfp8 405B starts from llama3_70b's recipe
+    "llama3.1-405b": TitanModel(module="llama3", flavor="405B", configs_03={"fp8": "llama3_405b"}, base_03="llama3_70b",
+                                flavor_config_03="llama3_405b", hf_assets_03="./assets/hf/Llama-3.1-405B"),
+    "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"},
+                               base_03="gpt_oss_120b", pipeline_02=False),
 }
 
 
@@ -90,9 +104,9 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
         return titan, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function): plan with pp=1"
     if version == "0.3" and layout.precision not in titan.configs_03:
-        shipped = ", ".join(f"{p}: {c}" for p, c in titan.configs_03.items()) or "none"
-        return titan, (f"TorchTitan {full} ships no {model.name} config training in {layout.precision} "
-                       f"(its converters live in the config function; shipped: {shipped})")
+        problem = converter_refusal(layout.precision, model.is_moe)
+        if problem:
+            return titan, f"TorchTitan {full} {problem}: {model.name} cannot train in {layout.precision}"
     if version == "0.2" and layout.precision == "nvfp4":
         return titan, f"TorchTitan {full} has no nvfp4 converter"
     if model.is_moe and layout.etp not in ((1,) if version == "0.3" else (1, layout.tp)):
@@ -146,9 +160,16 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                      "the prediction includes")
     sections = {"parallelism": _parallelism(layout, model, version), "training": _training(layout, model, seq_len)}
     if version == "0.3":
-        notes.append("activation checkpointing and compile stay as the config function sets them; "
+        graphed = layout.cuda_graph == "full" and bool(graphs_allowed("torchtitan", np.array([layout.pp]),
+                                                                       np.array([layout.ep if model.is_moe else 1]))[0])
+        sections["training"]["disable_cuda_graphs"] = not graphed
+        if layout.cuda_graph != "none" and not graphed:
+            notes.append(f"TorchTitan 0.3 runs this layout without CUDA graphs (it graphs only the whole forward-backward, "
+                         f"and refuses that with PP > 1 or EP > 1); the prediction assumed cuda_graph={layout.cuda_graph} "
+                         "(plan with --framework torchtitan to charge what TorchTitan runs)")
+        notes.append("activation checkpointing stays as the config function sets it; "
                      f"the prediction assumed recompute={layout.recompute}")
-        doc |= {"module": titan.module, "config": titan.configs_03[layout.precision], "sections": sections}
+        doc |= _config_03(titan, model, layout.precision) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
                               "converters": converters_02(layout.precision, model)}} | sections
@@ -156,6 +177,19 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         sections |= quantize_02(layout.precision, model)
         doc |= {"sections": sections}
     return doc | {"notes": notes}
+
+
+def _config_03(titan: TitanModel, model: ModelSpec, precision: str) -> dict[str, Any]:
+    """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
+    shipped = titan.configs_03.get(precision)
+    if shipped is not None:
+        return {"module": titan.module, "config": shipped}
+    text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
+                              flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
+                              hf_assets=titan.hf_assets_03)
+    return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
+            "config_module": {"file": MODULE_FILE, "text": text,
+                              "launch": f"PYTHONPATH=<plan folder>:$PYTHONPATH (TorchTitan imports --module {MODULE_NAME})"}}
 
 
 def converters_02(precision: str, model: ModelSpec) -> list[str]:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs,
+                                                  framework_pins, graphs_allowed, restrict_columns)
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, INT_FIELDS, RULE_BITS, RULES, LayoutArrays,
@@ -55,8 +57,12 @@ class SearchRequest:
     pins: dict[str, object] = field(default_factory=dict)
     calibration: Calibration = CALIBRATED
     keep: int = 200
+    framework: str = DEFAULT_FRAMEWORK  # what the search may propose (frameworks.py); pins gain what it fixes
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "framework", check_framework(self.framework))
+        object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
+        check_precision_runs(self.framework, self.model, self.precision)
         if not 0 <= self.headroom_fraction < 1:
             raise invalid("--mem-headroom", self.headroom_fraction, "a fraction of HBM in [0, 1)")
         if self.num_gpus < 1:
@@ -190,7 +196,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     fusable = req.model.is_moe and req.precision == "mxfp8" and gpu is not None and not str(gpu.name).startswith("h")
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
-    return cols
+    return restrict_columns(req.framework, cols, "cuda_graph" in pins)
 
 
 def candidates(req: SearchRequest) -> tuple[LayoutArrays, np.ndarray, int]:
@@ -357,7 +363,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
         # megatron-core refuses the full-iteration (local) graph with the EP all-to-all overlap.
-        better = (score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap
+        better = (score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & graphs_allowed(req.framework, arr.pp, arr.ep)
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
         bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
     order = np.argsort(-np.where(score(bd) > 0, bd.tokens_per_s_per_gpu, -1.0), kind="stable")

@@ -1,0 +1,101 @@
+"""A model's whole architecture as Megatron-LM flags (pretrain_gpt.py, Megatron-LM core_v0.16.1).
+
+Sizes come from ModelSpec, everything else from its Architecture (models/architecture.py), so nothing
+architectural is left to the user: activation and GLU variant, norm and epsilon, qk-norm, biases,
+rotary base and scaling (Llama 3.1 `--use-rope-scaling`, MLA YaRN `--rotary-scaling-factor --mscale
+--mscale-all-dim`), sliding-window pattern and attention sinks, the router (score function,
+pre-softmax, top-k scaling, groups and group top-k, expert bias, load balancing, capacity), shared
+experts, MTP, the vocabulary (`--vocab-size` with `--make-vocab-size-divisible-by`) and untied
+embeddings. Flag names: Megatron-LM core_v0.16.1 megatron/training/arguments.py, whose
+TransformerConfig flags are generated from megatron-core 0.16's dataclass fields.
+
+What that release cannot express is refused in one line (`unbuildable`): YaRN for non-MLA attention
+(gpt-oss): its --position-embedding-type has no 'yarn' (later Megatron-LM has it), and the ModelOpt
+`--enable-gpt-oss` switch sets a 131072-token original context where gpt-oss has 4096.
+"""
+
+from __future__ import annotations
+
+from commbench.planner.models.architecture import Architecture
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.search.frameworks import MEGATRON_LM_RELEASE, megatron_unbuildable as unbuildable
+
+__all__ = ["MEGATRON_LM_RELEASE", "architecture_args", "max_positions", "router_args", "unbuildable"]
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _activation(arch: Architecture) -> list[str]:
+    out = {"swiglu": ["--swiglu"], "quick_geglu": ["--quick-geglu"], "squared_relu": ["--squared-relu"],
+           "gelu": []}[arch.activation]
+    if arch.glu_linear_offset:
+        out += ["--glu-linear-offset", _num(arch.glu_linear_offset)]
+    if arch.activation_clamp:
+        out += ["--activation-func-clamp-value", _num(arch.activation_clamp)]
+    return out
+
+
+def _position(model: ModelSpec, arch: Architecture) -> list[str]:
+    out = ["--position-embedding-type", "rope", "--rotary-base", str(arch.rotary_base),
+           "--rotary-percent", _num(arch.rotary_percent)]
+    if model.attention == "mla":
+        out += ["--rope-type", "yarn" if arch.rope_scaling == "yarn" else "rope"]
+        if arch.rope_scaling == "yarn":
+            out += ["--rotary-scaling-factor", _num(arch.rope_scaling_factor), "--mscale", _num(arch.yarn_mscale),
+                    "--mscale-all-dim", _num(arch.yarn_mscale_all_dim)]
+    elif arch.rope_scaling == "llama3":
+        out += ["--use-rope-scaling", "--rope-scaling-factor", _num(arch.rope_scaling_factor)]
+    return out
+
+
+def _attention(arch: Architecture) -> list[str]:
+    out = ["--normalization", arch.normalization, "--norm-epsilon", _num(arch.norm_epsilon)]
+    if arch.qk_norm:
+        out.append("--qk-layernorm")
+    if not arch.linear_bias:
+        out.append("--disable-bias-linear")
+    if arch.qkv_bias and not arch.linear_bias:
+        out.append("--add-qkv-bias")
+    if arch.sliding_window:
+        out += ["--window-size", f"{arch.sliding_window - 1},0"]
+        if arch.window_skip_freq:
+            out += ["--window-attn-skip-freq", str(arch.window_skip_freq)]
+    if arch.softmax_type != "vanilla":
+        out += ["--softmax-type", arch.softmax_type]
+    return out
+
+
+def router_args(model: ModelSpec, arch: Architecture) -> list[str]:
+    out = ["--moe-router-score-function", arch.router_score, "--moe-router-dtype", arch.router_dtype,
+           "--moe-router-load-balancing-type", arch.load_balancing, "--moe-aux-loss-coeff", _num(arch.aux_loss_coeff)]
+    if arch.router_pre_softmax:
+        out.append("--moe-router-pre-softmax")
+    if arch.router_topk_scaling:
+        out += ["--moe-router-topk-scaling-factor", _num(arch.router_topk_scaling)]
+    if arch.router_groups:
+        out += ["--moe-router-num-groups", str(arch.router_groups), "--moe-router-group-topk", str(arch.router_group_topk)]
+    if arch.router_expert_bias:
+        out += ["--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", _num(arch.router_bias_update_rate)]
+    if arch.capacity_factor:
+        out += ["--moe-expert-capacity-factor", _num(arch.capacity_factor)]
+    return out
+
+
+def architecture_args(model: ModelSpec, seq_len: int) -> list[str]:
+    """The flags beyond sizes (empty for a user model without an [arch] table; the plan notes it)."""
+    arch = model.architecture
+    if arch is None:
+        return ["--normalization", "RMSNorm", "--disable-bias-linear", "--position-embedding-type", "rope"] + \
+            (["--swiglu"] if model.glu else [])
+    out = _activation(arch) + _attention(arch) + _position(model, arch)
+    out += ["--vocab-size", str(model.vocab), "--make-vocab-size-divisible-by", str(arch.vocab_divisible_by)]
+    if model.is_moe:
+        out += router_args(model, arch)
+    return out
+
+
+def max_positions(model: ModelSpec, seq_len: int) -> int:
+    arch = model.architecture
+    return max(seq_len, arch.max_position_embeddings if arch is not None else seq_len)

@@ -1,0 +1,75 @@
+"""TorchTitan 0.3 config functions the plan writes where no shipped one trains the model in the precision.
+
+TorchTitan 0.3 takes the model and its quantization from a Python config function
+(`--module M --config F`; ConfigManager imports `M.config_registry` or `M` itself, so a module on
+PYTHONPATH works as well as a shipped one). Quantization converters act on the model config when the
+model spec is built (model_registry(..., converters=[...]) in every shipped *_float8 / *_mxfp8 config).
+When no shipped function matches, the plan writes `commbench_torchtitan.py` next to plan.json: a
+function that starts from the shipped config of the same model (its optimizer, data, checkpointing and
+activation checkpointing), swaps the model spec's flavor where the zoo model is another shipped flavor
+(Qwen3-235B-A22B: flavor "235B-A22B" on qwen3_30b_a3b's recipe, the only shipped Qwen3 MoE recipe), and
+applies the converters the shipped quantized configs use, with torch.compile on the model as
+llama3_8b_mxfp8 enables it for them:
+- fp8: Float8LinearConverter (lm_head and the router gate kept in BF16, as deepseek_v3_671b_float8)
+  + Float8GroupedExpertsConverter for MoE;
+- mxfp8: MXFP8LinearConverter + MXFP8GroupedExpertsConverter for MoE;
+- nvfp4: NVFP4LinearConverter over the decoder layers (lm_head in BF16, as qwen3_debugmodel_nvfp4);
+  TorchTitan 0.3 has no NVFP4 grouped-experts converter, so MoE models are refused in NVFP4.
+"""
+
+from __future__ import annotations
+
+MODULE_NAME = "commbench_torchtitan"
+MODULE_FILE = f"{MODULE_NAME}.py"
+
+_CONVERTERS = {
+    "fp8": ('Float8LinearConverter.Config(filter_fqns=["lm_head", "router.gate"], model_compile_enabled=True)',
+            "Float8GroupedExpertsConverter.Config(model_compile_enabled=True)"),
+    "mxfp8": ("MXFP8LinearConverter.Config(model_compile_enabled=True)",
+              "MXFP8GroupedExpertsConverter.Config(model_compile_enabled=True)"),
+    "nvfp4": ('NVFP4LinearConverter.Config(fqns=["layers"], model_compile_enabled=True)', None),
+}
+
+
+def config_name(base: str, flavor_config: str | None, precision: str) -> str:
+    return f"{flavor_config or base}_{precision}"
+
+
+def converter_refusal(precision: str, is_moe: bool) -> str | None:
+    if precision == "nvfp4" and is_moe:
+        return "has no NVFP4 grouped-experts converter (NVFP4 only for dense Linear layers)"
+    return None
+
+
+def config_module_text(*, module: str, base: str, flavor: str, flavor_config: str | None, precision: str,
+                       is_moe: bool, hf_assets: str | None) -> str:
+    """The Python source of commbench_torchtitan.py with one config function."""
+    name = config_name(base, flavor_config, precision)
+    linear, grouped = _CONVERTERS.get(precision, (None, None))
+    converters = [c for c in (linear, grouped if is_moe else None) if c]
+    lines = [f'"""commbench plan: a TorchTitan 0.3 config function (launch with PYTHONPATH=<this folder> and',
+             f'--module {MODULE_NAME} --config {name}). Generated; see commbench/planner/emit/torchtitan_config.py."""',
+             "", "import dataclasses", ""]
+    if converters:
+        kinds = sorted({c.split(".")[0] for c in converters})
+        lines += [f"from torchtitan.components.quantization import {', '.join(kinds)}",
+                  "from torchtitan.config import CompileConfig",
+                  "from torchtitan.models.utils import validate_converter_order"]
+    if flavor_config:
+        lines.append(f"from torchtitan.models.{module} import model_registry")
+    lines += [f"from torchtitan.models.{module}.config_registry import {base}", "", "",
+              f"def {name}():", f"    config = {base}()"]
+    if flavor_config:
+        lines.append(f"    config.model_spec = model_registry({flavor!r})")
+        if hf_assets:
+            lines.append(f"    config.hf_assets_path = {hf_assets!r}")
+    if converters:
+        lines += ["    converters = [", *(f"        {c}," for c in converters), "    ]",
+                  "    validate_converter_order(converters)",
+                  "    model = config.model_spec.model",
+                  "    for converter in converters:",
+                  "        model = converter.build().convert(model)",
+                  "    config.model_spec = dataclasses.replace(config.model_spec, model=model)",
+                  '    config.compile = CompileConfig(enable=True, components=["model"])']
+    lines += ["    return config", ""]
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""Which training precisions a GPU runs, and the default the planner trains in.
+
+Precision is a fact of the GPU (commbench/data/hardware.toml `precisions`): Hopper's Tensor Cores run
+BF16 and FP8 with per-tensor scales; Blackwell's add the block-scaled MXFP8 and NVFP4 formats
+(Transformer Engine: MXFP8 and NVFP4 recipes need compute capability 10.x).
+
+The default for `plan` and `tune` is the best precision the GPU runs that both frameworks' recipes
+pre-train whole models with: MXFP8 on Blackwell (Megatron-Bridge's Blackwell recipes; TorchTitan 0.3's
+`llama3_8b_mxfp8`), FP8 on Hopper (Megatron-Bridge's FP8 current-scaling recipes; TorchTitan 0.3's
+`llama3_405b` / `deepseek_v3_671b_float8`), BF16 elsewhere. NVFP4 is never the default: Megatron-Bridge
+publishes NVFP4 pre-training runs (calibration-runs.json), but TorchTitan 0.3's NVFP4 recipes keep part
+of the model in BF16 (`*_first_85_pct_layers_nvfp4`) and it has no NVFP4 converter for MoE experts.
+"""
+
+from __future__ import annotations
+
+from commbench.errors import invalid
+
+DEFAULT_ORDER = ("mxfp8", "fp8", "bf16")  # best first; nvfp4 is only ever asked for
+DEFAULT_HELP = ("training precision; default: the best the GPU runs that the frameworks' recipes train whole "
+                "models in: mxfp8 on Blackwell (GB300, GB200, B300, B200), fp8 on Hopper (H100, H200, H800). "
+                "The GPU must support it (hardware.toml precisions): bf16, fp8, mxfp8, nvfp4")
+
+
+def default_precision(gpu) -> str:
+    """The default training precision on `gpu` (a GpuSpec; None: bf16)."""
+    supported = gpu.precisions if gpu is not None else ("bf16",)
+    return next(p for p in DEFAULT_ORDER if p in supported or p == "bf16")
+
+
+def check_precision(precision: str, gpu, option: str = "--precision") -> str:
+    """`precision` lower-cased, refused in one line when `gpu` does not run it."""
+    from commbench.planner.layout.spec import PRECISIONS
+    value = precision.lower()
+    if value not in PRECISIONS:
+        raise invalid(option, precision, f"one of {', '.join(PRECISIONS)}")
+    if gpu is not None and value not in gpu.precisions:
+        raise invalid(option, precision, f"{gpu.name.upper()} supports {', '.join(gpu.precisions)} "
+                      "(commbench/data/hardware.toml)")
+    return value

@@ -1,0 +1,118 @@
+"""What each training framework runs, so the search proposes only layouts and features it can launch
+and the step model charges what the emitted configuration runs.
+
+Megatron-LM (core_v0.16.1): every Layout feature (its checks live in the search and the emitter).
+
+TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
+- CUDA graphs wrap the whole forward-backward (`training.disable_cuda_graphs`, trainer.py), so the
+  only graph it has is the full-iteration one, and `_validate_cuda_graphs` refuses it with PP > 1 and
+  with EP > 1 under the shipped configs' token dispatcher (which synchronises with the CPU): the search
+  offers graphs only with pp = 1 and ep = 1, and charges host launch overhead elsewhere.
+- EP borrows ranks from FSDP and TP with experts unsharded by TP: etp = 1, the all-to-all dispatcher
+  (no DeepEP in the shipped configs), no Megatron EP/TP communication overlap, no FP8 attention.
+- The optimizer is FSDP (ZeRO-3, always sharded, overlapped); activation checkpointing is whatever the
+  config function sets (not a command-line option): TORCHTITAN_RECOMPUTE.
+- Pipeline schedules 1F1B (vp = 1) and Interleaved1F1B (vp > 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.errors import CommbenchError
+from commbench.planner.layout.spec import CODE_FIELDS
+from commbench.planner.models.spec import ModelSpec
+
+MEGATRON_LM_RELEASE = "core_v0.16.1"
+FRAMEWORKS = ("megatron", "torchtitan")
+DEFAULT_FRAMEWORK = "megatron"
+FRAMEWORK_VERSIONS = {"megatron": "Megatron-LM core_v0.16.1 (megatron-core 0.16.1)", "torchtitan": "torchtitan 0.3.0"}
+
+# Activation checkpointing the TorchTitan 0.3.0 config functions set (torchtitan/models/*/config_registry.py:
+# llama3_8b SelectiveAC, llama3_70b/llama3_405b FullAC, qwen3_30b_a3b FullAC, deepseek_v3_671b SelectiveAC,
+# gpt_oss_120b FullAC); Qwen3-235B-A22B is built from qwen3_30b_a3b's config (emit/torchtitan.py).
+TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama3.1-405b": "full",
+                        "qwen3-30b-a3b": "full", "qwen3-235b-a22b": "full", "deepseek-v3": "selective",
+                        "gpt-oss-120b": "full"}
+
+# Layout fields TorchTitan 0.3 fixes, and the value it runs.
+_TITAN_FIXED = {"etp": 1, "dispatcher": "alltoall", "moe_a2a_overlap": False, "tp_comm_overlap": False,
+                "fp8_attention": False, "fused_moe": False, "distributed_optimizer": True, "dp_overlap": True}
+
+
+def check_framework(framework: str) -> str:
+    value = framework.lower()
+    if value not in FRAMEWORKS:
+        raise CommbenchError(f"--framework={framework!r} is invalid: one of {', '.join(FRAMEWORKS)}")
+    return value
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def megatron_unbuildable(model: ModelSpec) -> str | None:
+    """Why Megatron-LM core_v0.16.1's pretrain_gpt.py cannot build this model, or None: YaRN RoPE on
+    non-MLA attention (gpt-oss) has no flag there (--position-embedding-type offers no 'yarn'; later
+    Megatron-LM has it), and ModelOpt's --enable-gpt-oss sets a 131072-token original context where
+    gpt-oss has 4096."""
+    arch = model.architecture
+    if arch is not None and arch.position_embedding == "yarn" and model.attention != "mla":
+        return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its YaRN RoPE (x{_num(arch.rope_scaling_factor)} "
+                f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
+                "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
+                "context); plan it with --framework torchtitan")
+    return None
+
+
+def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
+    """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
+    Linear layers only): an MoE model cannot train in NVFP4 there."""
+    if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
+        raise CommbenchError(f"TorchTitan 0.3.0 has no NVFP4 grouped-experts converter: {model.name}'s experts cannot "
+                             "train in nvfp4 (plan it in mxfp8, or with --framework megatron)")
+
+
+def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
+    """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
+    and so is a model the framework cannot build."""
+    if framework != "torchtitan":
+        reason = megatron_unbuildable(model)
+        if reason:
+            raise CommbenchError(reason)
+        return dict(pins)
+    if model.name.lower() not in TORCHTITAN_RECOMPUTE:
+        raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
+                             "gpt_oss): plan it with --framework megatron")
+    fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[model.name.lower()])
+    if not model.is_moe:
+        fixed.pop("etp")
+    out = dict(pins)
+    for key, value in fixed.items():
+        if key in out and out[key] != value and not (key == "etp" and out[key] == 0):
+            raise CommbenchError(f"{key}={out[key]!r} is invalid with --framework torchtitan: TorchTitan 0.3.0 runs "
+                                 f"{key}={value!r}")
+        out[key] = value
+    if out.get("cuda_graph") == "layer":
+        raise CommbenchError("cuda_graph='layer' is invalid with --framework torchtitan: TorchTitan 0.3.0 graphs "
+                             "the whole forward-backward (cuda_graph=full) or nothing")
+    return out
+
+
+def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray) -> np.ndarray:
+    """Where the framework runs a full-iteration CUDA graph (TorchTitan: pp = 1 and ep = 1)."""
+    if framework == "torchtitan":
+        return (pp == 1) & (ep == 1)
+    return np.ones(len(pp), dtype=bool)
+
+
+def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool) -> dict[str, np.ndarray]:
+    """TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
+    full graph keeps only the layouts its validation accepts."""
+    if framework != "torchtitan":
+        return cols
+    if not pinned_graph:
+        cols["cuda_graph"] = np.full(len(cols["tp"]), CODE_FIELDS["cuda_graph"].index("none"), dtype=np.int8)
+        return cols
+    keep = (cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("full")) | graphs_allowed(framework, cols["pp"], cols["ep"])
+    return {k: v[keep] for k, v in cols.items()}
