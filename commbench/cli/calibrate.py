@@ -83,7 +83,8 @@ def calibrate(
     old_out: Annotated[Optional[str], typer.Option("-o", hidden=True)] = None,
     evaluate: Annotated[bool, typer.Option("--evaluate", help="only predict the runs and print the errors")] = False,
     calibration: Annotated[Optional[str], typer.Option(help="terms from `commbench calibrate -O` (default: shipped)")] = None,
-    model: Annotated[Optional[str], typer.Option(help="zoo model of the runs in training logs")] = None,
+    model: Annotated[Optional[str], typer.Option(help="zoo model of the runs in training logs, or hf:PATH "
+                                                     "(a Hugging Face config.json or a folder holding one)")] = None,
     system: Annotated[Optional[str], typer.Option(help="system preset of the runs in training logs (e.g. gb300-nvl72)")] = None,
     gpus: Annotated[Optional[int], typer.Option(help="GPU count, where a TorchTitan log leaves it to auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: a rows list, each the input row plus "

@@ -39,7 +39,7 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
                "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b",
                # Llama 3.1 8B has Llama 3 8B's architecture (only the RoPE scaling for long context differs)
-               "llama3.1-8b": "llama3-8b"}
+               "llama3.1-8b": "llama3-8b", "nemotron-3-nano": "nemotron-3-nano-30b-a3b", "kimi-k2": "kimi-k2"}
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
@@ -110,6 +110,8 @@ class PublishedRun:
 def _zoo_name(model: str) -> str | None:
     """A published model name (MODEL_NAMES) or a zoo name as is."""
     from commbench.planner.models.spec import model_names
+    if model.strip().lower().startswith("hf:"):  # a Hugging Face config.json (models/hf_config.py)
+        return model.strip()
     # spellings seen in published tables: Llama-3.1-405B, Qwen-3-30B-A3B, deepseek_v3
     key = re.sub(r"^(llama|qwen)[-_ ](?=\d)", r"\1", model.strip().lower()).replace("_", "-").replace(" ", "-")
     return MODEL_NAMES.get(key) or (key if key in model_names() else None)

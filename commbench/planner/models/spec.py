@@ -19,6 +19,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.data.reference import models_toml
+from commbench.planner.models.mamba import check_hybrid, mamba_flops_fwd_per_token, mamba_params_per_layer
 
 ATTENTION_KINDS = ("gqa", "mla")
 
@@ -51,6 +52,14 @@ class ModelSpec:
     glu: bool = True
     sliding_window: int = 0  # on every other layer when > 0
     seq_len: int
+    # Hybrid models (Megatron-LM MambaStack, Nemotron-H): one character per layer, M = Mamba-2,
+    # * = attention, - = dense MLP, E = MoE; "" = every layer is attention + MLP/MoE.
+    layer_pattern: str = ""
+    mamba_num_heads: int = 0
+    mamba_head_dim: int = 0
+    mamba_state_dim: int = 0
+    mamba_num_groups: int = 0
+    mamba_conv_kernel: int = 4
     published_params_total_b: float | None = None
     published_params_active_b: float | None = None
     published_flops_per_token_gflop: float | None = None
@@ -62,6 +71,8 @@ class ModelSpec:
         for name in ("num_layers", "hidden", "num_heads", "vocab", "seq_len"):
             if getattr(self, name) <= 0:
                 raise invalid(f"{self.name}.{name}", getattr(self, name), "must be > 0")
+        if self.layer_pattern:
+            check_hybrid(self)
         if not 0 <= self.num_dense_layers <= self.num_layers:
             raise invalid(f"{self.name}.dense_layers", self.num_dense_layers, f"0..{self.num_layers}")
         if self.is_moe and (self.top_k <= 0 or self.expert_ffn <= 0 or self.top_k > self.num_routed_experts):
@@ -80,7 +91,22 @@ class ModelSpec:
 
     @property
     def num_moe_layers(self) -> int:
+        if self.layer_pattern:
+            return self.layer_pattern.count("E")
         return self.num_layers - self.num_dense_layers
+
+    @property
+    def is_hybrid(self) -> bool:
+        return bool(self.layer_pattern)
+
+    @property
+    def num_attention_layers(self) -> int:
+        """Layers with an attention block (all of them unless a hybrid pattern says otherwise)."""
+        return self.layer_pattern.count("*") if self.layer_pattern else self.num_layers
+
+    @property
+    def num_mamba_layers(self) -> int:
+        return self.layer_pattern.count("M")
 
     @property
     def glu_factor(self) -> int:
@@ -137,23 +163,27 @@ class FlopsPerToken:
     shared_experts: float
     mtp_proj: float
     logits: float
+    mamba: float = 0.0  # Mamba-2 layers (in/out projections + SSD scan; models/mamba.py)
+    # What Megatron's Mamba formula counts beyond the layers' own FLOPs (it takes d_inner = 2 h):
+    # part of the published TFLOP/s currency, never of the compute time.
+    mamba_accounting: float = 0.0
 
     @property
     def total(self) -> float:
         return (self.attention_proj + self.attention_core + self.dense_mlp + self.routed_experts
-                + self.shared_experts + self.mtp_proj + self.logits)
+                + self.shared_experts + self.mtp_proj + self.logits + self.mamba + self.mamba_accounting)
 
     @property
     def gemm(self) -> float:
         """Everything that runs as a (dense or grouped) GEMM in the training precision."""
-        return self.total - self.attention_core
+        return self.total - self.attention_core - self.mamba_accounting
 
 
 def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> FlopsPerToken:
     """FLOPs per token by kind, exactly FLOPS.md's formula (MTP layers count as extra MoE layers)."""
     s = seq_len or m.seq_len
     n_mtp = m.num_mtp_layers if include_mtp else 0
-    n_layers = m.num_layers + n_mtp
+    n_layers = m.num_attention_layers + n_mtp
     n_moe = m.num_moe_layers + n_mtp
     h, g = m.hidden, m.glu_factor
     proj, core = _attention_macs_per_layer(m, s)
@@ -165,6 +195,9 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
         shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
         mtp_proj=6.0 * n_mtp * (3 * h + 2 * h * h),
         logits=6.0 * h * m.vocab * (n_mtp + 1),
+        mamba=3.0 * m.num_mamba_layers * mamba_flops_fwd_per_token(m),
+        mamba_accounting=3.0 * m.num_mamba_layers * (mamba_flops_fwd_per_token(m, megatron=True)
+                                                     - mamba_flops_fwd_per_token(m)),
     )
 
 
@@ -188,12 +221,13 @@ class ParamCounts:
     embeddings: float  # input embedding + output layer (once if tied)
     mtp: float
     mtp_routed_experts: float = 0.0
+    mamba: float = 0.0
 
     @property
     def total(self) -> float:
         """Total without MTP (how model cards count, e.g. DeepSeek-V3 671B)."""
         return (self.attention + self.dense_mlp + self.routed_experts + self.shared_experts + self.router
-                + self.norms + self.embeddings)
+                + self.norms + self.embeddings + self.mamba)
 
     @property
     def expert(self) -> float:
@@ -224,15 +258,16 @@ def param_counts(m: ModelSpec) -> ParamCounts:
                  + h * m.num_routed_experts + 2 * h + _attention_params(m))
     mtp = m.num_mtp_layers * (moe_layer + 2 * h * h + 3 * h)
     return ParamCounts(
-        attention=m.num_layers * _attention_params(m),
+        attention=m.num_attention_layers * _attention_params(m),
         dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
         routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
         shared_experts=m.num_moe_layers * m.num_shared_experts * per_expert,
         router=m.num_moe_layers * h * m.num_routed_experts,
-        norms=2 * h * m.num_layers + h,
+        norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
         embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,
         mtp_routed_experts=m.num_mtp_layers * m.num_routed_experts * per_expert,
+        mamba=m.num_mamba_layers * mamba_params_per_layer(m),
     )
 
 
@@ -282,7 +317,8 @@ MODEL_KEYS = frozenset({
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "dense_ffn", "routed_experts",
     "shared_experts", "top_k", "expert_ffn", "vocab", "mtp_layers", "tied_embeddings", "glu",
     "sliding_window", "seq_len", "params_total_b", "params_active_b", "flops_per_token_gflop", "n_group",
-    "topk_group"})
+    "topk_group", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups",
+    "mamba_conv_kernel"})
 
 
 def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
@@ -295,7 +331,8 @@ def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
         return ModelSpec(
             name=name,
             num_layers=num_layers,
-            num_dense_layers=_count(name, row, "dense_layers", 0 if row.get("routed_experts") else num_layers),
+            num_dense_layers=_count(name, row, "dense_layers", str(row["layer_pattern"]).count("-")
+                                    if row.get("layer_pattern") else 0 if row.get("routed_experts") else num_layers),
             hidden=_count(name, row, "hidden"),
             num_heads=_count(name, row, "heads"),
             attention=str(row.get("attention", "gqa")),
@@ -317,6 +354,9 @@ def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
             glu=bool(row.get("glu", True)),
             sliding_window=_count(name, row, "sliding_window", 0),
             seq_len=_count(name, row, "seq_len", 4096),
+            layer_pattern=str(row.get("layer_pattern", "")),
+            **{k: _count(name, row, k, 4 if k == "mamba_conv_kernel" else 0)
+               for k in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel")},
             published_params_total_b=row.get("params_total_b"),
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),
@@ -350,7 +390,11 @@ def model_names(model_file: str | Path | None = None) -> list[str]:
 
 
 def load_model(name: str, model_file: str | Path | None = None) -> ModelSpec:
-    """The zoo model `name` (case-insensitive), or one from a user TOML shaped like models.toml."""
+    """The zoo model `name` (case-insensitive), one from a user TOML shaped like models.toml, or
+    `hf:PATH`, a Hugging Face config.json (or a folder holding one; models/hf_config.py)."""
+    if name.lower().startswith("hf:"):
+        from commbench.planner.models.hf_config import load_hf_model
+        return load_hf_model(name)
     rows = _zoo_rows(model_file)
     by_lower = {k.lower(): k for k in rows}
     key = by_lower.get(name.lower())

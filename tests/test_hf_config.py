@@ -1,0 +1,141 @@
+"""`--model hf:PATH`: published config.json files (tests/data/hf/*/config.json, sources in
+tests/data/hf/SOURCES.md) read into model descriptions that give each model's published parameter
+count and the FLOPs per token of Megatron's formula."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.errors import CommbenchError
+from commbench.planner.models.spec import active_params, flops_per_token, load_model, param_counts
+
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def hf(name: str):
+    return load_model(f"hf:{HF / name}")
+
+
+def _near(got: float, published: float, digits_step: float) -> bool:
+    """Within 1%, or within the last digit of a figure published to `digits_step`: Qwen3-30B-A3B's
+    "3.3B activated" is 3.353B by count (1.6% off; "3.3" is the count cut to two digits, as
+    Qwen's 30.532 -> "30.5" and 22.19 -> "22"); Nemotron-H-8B's card says "8B" for 8.10B."""
+    return abs(got - published) <= max(0.01 * published, digits_step + 1e-9)
+
+
+# (config folder, published total B, published active B (None: dense), rounding step of the
+#  published figures, whether the published active count leaves out the input embedding)
+PUBLISHED = [
+    ("Llama-3.1-8B", 8.03, None, 0.01, False),
+    ("Llama-3.1-70B", 70.6, None, 0.1, False),
+    ("Qwen2.5-7B", 7.61, None, 0.01, False),
+    ("Qwen3-8B", 8.2, None, 0.1, False),
+    ("Qwen3-30B-A3B", 30.5, 3.3, 0.1, False),
+    ("Qwen3-235B-A22B", 235.0, 22.0, 1.0, False),
+    ("Mixtral-8x7B-v0.1", 46.7, 12.9, 0.1, False),
+    ("gpt-oss-120b", 116.83, 5.13, 0.01, True),
+    ("DeepSeek-V3", 671.0, 37.0, 1.0, False),
+    ("Kimi-K2-Instruct", 1026.4, 32.6, 0.1, False),
+    ("Nemotron-H-8B-Base-8K", 8.0, None, 1.0, False),
+    ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 3.6, 0.1, False),
+]
+
+
+@pytest.mark.parametrize("folder, total_b, active_b, step, no_input_embedding", PUBLISHED)
+def test_config_gives_the_published_parameter_count(folder, total_b, active_b, step, no_input_embedding):
+    m = hf(folder)
+    assert _near(param_counts(m).total / 1e9, total_b, step), param_counts(m).total
+    if active_b is not None:
+        active = active_params(m) - (m.vocab * m.hidden if no_input_embedding else 0)
+        assert _near(active / 1e9, active_b, step), active
+
+
+@pytest.mark.parametrize("folder, zoo, seq_len", [
+    ("Llama-3.1-8B", "llama3-8b", 8192), ("Llama-3.1-70B", "llama3.1-70b", 8192),
+    ("Qwen3-30B-A3B", "qwen3-30b-a3b", 4096), ("Qwen3-235B-A22B", "qwen3-235b-a22b", 4096),
+    ("Mixtral-8x7B-v0.1", "mixtral-8x7b", 4096), ("gpt-oss-120b", "gpt-oss-120b", 4096),
+    ("DeepSeek-V3", "deepseek-v3", 4096), ("Kimi-K2-Instruct", "kimi-k2", 4096),
+    ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 8192),
+])
+def test_config_flops_equal_the_zoo_models_megatron_flops(folder, zoo, seq_len):
+    """The zoo entries reproduce Megatron's published FLOPs per token (test_planner.py); the same
+    model read from its config.json gives the same figure."""
+    got = flops_per_token(hf(folder), seq_len)
+    want = load_model(zoo).published_flops_per_token_gflop * 1e9
+    assert got == pytest.approx(want, rel=0.005)
+
+
+def test_nemotron_nano_flops_match_its_published_throughput_rows():
+    """Megatron-Bridge 26.02 rows: 756 TFLOP/s at 33,934 tokens/s/GPU (GB200) and 331 at 14,890 (H100)."""
+    got = flops_per_token(hf("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"), 8192)
+    for tflops, tokens in ((756, 33934), (331, 14890)):
+        assert got == pytest.approx(tflops * 1e12 / tokens, rel=0.005)
+
+
+def test_hybrid_pattern_and_mamba_dims_are_read():
+    m = hf("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert (m.num_mamba_layers, m.num_moe_layers, m.num_attention_layers, m.num_dense_layers) == (23, 23, 6, 0)
+    assert (m.mamba_num_heads, m.mamba_head_dim, m.mamba_state_dim, m.mamba_num_groups) == (64, 64, 128, 8)
+    assert not m.glu and m.num_shared_experts == 2
+    h8 = hf("Nemotron-H-8B-Base-8K")
+    assert (h8.num_mamba_layers, h8.num_attention_layers, h8.num_dense_layers, h8.is_moe) == (24, 4, 24, False)
+
+
+def test_layers_block_type_list_reads_as_the_pattern(tmp_path):
+    raw = json.loads((HF / "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16" / "config.json").read_text())
+    blocks = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
+    raw["layers_block_type"] = [blocks[c] for c in raw.pop("hybrid_override_pattern")]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert load_model(f"hf:{tmp_path}").layer_pattern == hf("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16").layer_pattern
+
+
+def _write(tmp_path, **changes):
+    raw = json.loads((HF / "Llama-3.1-8B" / "config.json").read_text())
+    raw.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        raw.pop(key)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return f"hf:{path}"
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(model_type="falcon"), "model_type='falcon' is not known: one of deepseek_v3"),
+    (dict(hidden_size=None), "lacks 'hidden_size' \\(needed for model_type 'llama'\\)"),
+    (dict(num_hidden_layers="32"), "num_hidden_layers='32' is invalid"),
+    (dict(use_sliding_window=True), "use_sliding_window=true is not modelled"),
+])
+def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, message):
+    with pytest.raises(CommbenchError, match=message):
+        load_model(_write(tmp_path, **changes))
+
+
+def test_refusals_name_what_is_not_modelled(tmp_path):
+    with pytest.raises(CommbenchError, match="qwen3_next.*Gated DeltaNet"):
+        hf("Qwen3-Next-80B-A3B-Instruct")
+    raw = json.loads((HF / "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, moe_latent_size=1024)))
+    with pytest.raises(CommbenchError, match="moe_latent_size=1024 .*latent MoE"):
+        load_model(f"hf:{tmp_path}")
+    with pytest.raises(CommbenchError, match="cannot be read"):
+        load_model(f"hf:{tmp_path / 'missing'}")
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(CommbenchError, match="not valid JSON"):
+        load_model(f"hf:{tmp_path}")
+
+
+def test_plan_cli_takes_hf_model_and_refuses_bad_one_in_one_line(tmp_path):
+    from commbench.cli.app import app
+    runner = CliRunner()
+    ok = runner.invoke(app, ["plan", "--model", f"hf:{HF / 'Qwen3-30B-A3B'}", "--system", "gb200-nvl72",
+                             "--gpus", "8", "--layout", "tp=1,pp=1,vp=1,ep=8,mbs=2,gbs=256", "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["inputs"]["model"] == "hf:Qwen3-30B-A3B"
+    bad = runner.invoke(app, ["plan", "--model", _write(tmp_path, model_type="falcon"), "--system", "gb200-nvl72",
+                              "--gpus", "8"])
+    assert bad.exit_code == 2
+    assert "model_type='falcon' is not known" in bad.output and "Traceback" not in bad.output
