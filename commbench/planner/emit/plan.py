@@ -22,6 +22,7 @@ from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_ar
                                                torchtitan_toml)
 from commbench.typed_json import check_fields
 from commbench.planner.layout.spec import Layout
+from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, stage_weights
 
@@ -144,7 +145,10 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
         inputs = doc["inputs"]
         if not isinstance(inputs, dict):
             raise ValueError(f"inputs: expected a JSON object, got {type(inputs).__name__}")
-        return ModelSpec(**check_fields(ModelSpec, inputs["model_spec"], "inputs.model_spec"))
+        fields = check_fields(ModelSpec, inputs["model_spec"], "inputs.model_spec")
+        if fields.get("architecture") is not None:
+            fields["architecture"] = architecture_from_json(fields["architecture"])
+        return ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CommbenchError):
             raise

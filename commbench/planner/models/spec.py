@@ -19,6 +19,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.data.reference import models_toml
+from commbench.planner.models.architecture import Architecture, architecture_from_row, sources_from_toml
 from commbench.planner.models.mamba import check_hybrid, mamba_flops_fwd_per_token, mamba_params_per_layer
 
 ATTENTION_KINDS = ("gqa", "mla")
@@ -63,6 +64,7 @@ class ModelSpec:
     published_params_total_b: float | None = None
     published_params_active_b: float | None = None
     published_flops_per_token_gflop: float | None = None
+    architecture: Architecture | None = None  # None: a user model file without an [arch] table
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -84,6 +86,20 @@ class ModelSpec:
         if self.attention == "mla" and min(self.q_lora_rank, self.kv_lora_rank, self.qk_nope_head_dim,
                                            self.qk_rope_head_dim, self.v_head_dim) <= 0:
             raise invalid(f"{self.name}.attention", "mla", "MLA needs q/kv lora ranks and nope/rope/v head dims > 0")
+        arch = self.architecture
+        if arch is not None and arch.glu != self.glu:
+            raise invalid(f"{self.name}.glu", self.glu, f"{arch.glu} (architecture.activation = {arch.activation})")
+        if arch is not None and arch.sliding_window != self.sliding_window:
+            raise invalid(f"{self.name}.sliding_window", self.sliding_window, f"arch.sliding_window = {arch.sliding_window}")
+        if arch is not None and arch.router_groups and (not self.is_moe or self.num_routed_experts % arch.router_groups):
+            raise invalid(f"{self.name}.arch.router_groups", arch.router_groups, "a divisor of routed_experts")
+
+    @property
+    def router_groups(self) -> tuple[int, int]:
+        """(groups, groups each token may use) of group-limited routing; (0, 0) without it."""
+        if self.architecture is not None:
+            return self.architecture.router_groups, self.architecture.router_group_topk
+        return int(self.extra.get("n_group", 0) or 0), int(self.extra.get("topk_group", 0) or 0)
 
     @property
     def is_moe(self) -> bool:
@@ -317,11 +333,20 @@ MODEL_KEYS = frozenset({
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "dense_ffn", "routed_experts",
     "shared_experts", "top_k", "expert_ffn", "vocab", "mtp_layers", "tied_embeddings", "glu",
     "sliding_window", "seq_len", "params_total_b", "params_active_b", "flops_per_token_gflop", "n_group",
-    "topk_group", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups",
-    "mamba_conv_kernel"})
+    "topk_group", "arch", "arch_sources", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
+    "mamba_num_groups", "mamba_conv_kernel"})
 
 
-def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
+def _architecture(name: str, row: dict[str, Any], sources: dict) -> Architecture | None:
+    arch = row.get("arch")
+    if arch is None:
+        return None
+    if not isinstance(arch, dict) or not isinstance(row.get("arch_sources", {}), dict):
+        raise CommbenchError(f"model {name!r}: arch and arch_sources must be tables")
+    return architecture_from_row(name, arch, row.get("arch_sources", {}), sources)
+
+
+def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) -> ModelSpec:
     unknown = sorted(set(row) - MODEL_KEYS)
     if unknown:
         raise CommbenchError(f"model {name!r}: key {unknown[0]!r} is not a model field (known: "
@@ -360,6 +385,7 @@ def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
             published_params_total_b=row.get("params_total_b"),
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),
+            architecture=_architecture(name, row, sources or {}),
             extra={k: v for k, v in row.items() if k in ("n_group", "topk_group")},
         )
     except KeyError as exc:
@@ -371,8 +397,10 @@ def _spec_from_row(name: str, row: dict[str, Any]) -> ModelSpec:
         raise CommbenchError(f"model {name!r}: {exc}") from None
 
 
-def _zoo_rows(model_file: str | Path | None = None) -> dict[str, dict[str, Any]]:
+def _zoo_rows(model_file: str | Path | None = None) -> tuple[dict[str, dict[str, Any]], dict]:
+    """Model rows by name and the [source.*] files their architecture cites."""
     rows = _flatten(models_toml().get("model", {}))
+    sources = sources_from_toml(models_toml())
     if model_file is not None:
         path = Path(model_file)
         try:
@@ -382,11 +410,12 @@ def _zoo_rows(model_file: str | Path | None = None) -> dict[str, dict[str, Any]]
         if not isinstance(user.get("model"), dict):
             raise invalid("--model-file", str(path), "a TOML file with [model.NAME] tables")
         rows.update(_flatten(user["model"]))
-    return rows
+        sources.update(sources_from_toml(user))
+    return rows, sources
 
 
 def model_names(model_file: str | Path | None = None) -> list[str]:
-    return sorted(_zoo_rows(model_file))
+    return sorted(_zoo_rows(model_file)[0])
 
 
 def load_model(name: str, model_file: str | Path | None = None) -> ModelSpec:
@@ -395,12 +424,12 @@ def load_model(name: str, model_file: str | Path | None = None) -> ModelSpec:
     if name.lower().startswith("hf:"):
         from commbench.planner.models.hf_config import load_hf_model
         return load_hf_model(name)
-    rows = _zoo_rows(model_file)
+    rows, sources = _zoo_rows(model_file)
     by_lower = {k.lower(): k for k in rows}
     key = by_lower.get(name.lower())
     if key is None:
         raise invalid("--model", name, f"known models: {', '.join(sorted(rows))}")
-    return _spec_from_row(key, rows[key])
+    return _spec_from_row(key, rows[key], sources)
 
 
 def spec_fields() -> list[str]:

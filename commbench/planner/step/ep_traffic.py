@@ -48,7 +48,7 @@ def distinct_domains_per_token(model: ModelSpec, domains: np.ndarray) -> np.ndar
     """Expected scale-up domains one token's top-k experts lie in, EP spread over `domains`."""
     d = np.maximum(np.asarray(domains, dtype=np.float64), 1.0)
     out = _distinct_uniform(d, float(model.top_k))
-    groups, picked = int(model.extra.get("n_group", 0) or 0), int(model.extra.get("topk_group", 0) or 0)
+    groups, picked = model.router_groups
     if groups and 0 < picked < groups:
         values, where = np.unique(d, return_inverse=True)   # few distinct domain counts per search
         capped = np.array([_distinct_domains_grouped(int(x), groups, picked) if x <= groups else np.inf
