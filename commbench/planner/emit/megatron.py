@@ -30,6 +30,7 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
+from commbench.planner.emit.hybrid import hybrid_model_args
 
 MEGATRON_TARGET = "Megatron-LM with megatron-core 0.16 (pretrain_gpt.py flags; validate_args and TransformerConfig checks)"
 HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
@@ -54,13 +55,15 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
     s = seq_len or model.seq_len
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
-           "--max-position-embeddings", str(s), "--position-embedding-type", "rope",
+           "--max-position-embeddings", str(s), "--position-embedding-type", "none" if model.is_hybrid else "rope",
            "--normalization", "RMSNorm", "--disable-bias-linear",
            # LLM pre-training recipes train without dropout; megatron-core also refuses attention
            # dropout with graphed core_attn recompute (TransformerConfig).
            "--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
     if model.glu:
         out.append("--swiglu")
+    if model.is_hybrid:
+        out += hybrid_model_args(model)
     if not model.tied_embeddings:
         out.append("--untie-embeddings-and-output-weights")
     if model.attention == "mla":
@@ -77,7 +80,7 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
                 "--moe-router-topk", str(model.top_k), "--moe-grouped-gemm"]
         if model.num_shared_experts:
             out += ["--moe-shared-expert-intermediate-size", str(model.num_shared_experts * model.expert_ffn)]
-        if model.num_dense_layers:
+        if model.num_dense_layers and not model.is_hybrid:  # a hybrid's pattern places its MoE layers
             out += ["--moe-layer-freq", f"[0]*{model.num_dense_layers}+[1]*{model.num_moe_layers}"]
     if model.num_mtp_layers:
         out += ["--mtp-num-layers", str(model.num_mtp_layers)]

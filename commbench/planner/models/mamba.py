@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from commbench.errors import CommbenchError
 
 if TYPE_CHECKING:
@@ -86,3 +88,14 @@ def mamba_flops_fwd_per_token(m: "ModelSpec", megatron: bool = False) -> float:
 
 def layer_kind_counts(pattern: str) -> dict[str, int]:
     return {c: pattern.count(c) for c in PATTERN_CHARS}
+
+
+def mamba_heads_bad(model: ModelSpec, tp, cp) -> np.ndarray:
+    """MambaMixer: heads and groups divisible by TP; MambaContextParallel: local heads by CP, and
+    local groups a divisor or multiple of CP."""
+    if not model.num_mamba_layers:
+        return np.zeros(np.shape(tp), dtype=bool)
+    heads, groups = model.mamba_num_heads, model.mamba_num_groups
+    local_groups = groups // np.maximum(tp, 1)
+    groups_cp_bad = np.where(local_groups >= cp, local_groups % cp != 0, cp % np.maximum(local_groups, 1) != 0)
+    return (heads % tp != 0) | (groups % tp != 0) | ((heads // np.maximum(tp, 1)) % cp != 0) | groups_cp_bad

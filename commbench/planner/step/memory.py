@@ -10,7 +10,9 @@ sequence parallel, only the head/FFN-sized ones without) and CP; experts hold to
 per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
 (PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
 keeps only each layer's input; selective drops norm outputs, activation-function outputs and
-MLA's up-projections (they are recomputed). The last stage also holds fp32 logits.
+MLA's up-projections (they are recomputed). The last stage also holds fp32 logits. Blocks are
+counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
+layers each add their own terms (Mamba's in step/mamba.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.models.spec import ModelSpec, param_counts
+from commbench.planner.step import mamba
+from commbench.planner.step.mamba import block_counts
 
 BF16 = 2
 
@@ -75,10 +79,12 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
 
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp) -> np.ndarray:
     attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, arr.recompute, arr.precision)
-    n_layers = model.num_layers + model.num_mtp_layers
-    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
-    per_layer = attn + (dense_mlp * (n_layers - n_moe) + moe_mlp * n_moe) / n_layers
-    per_mb_stage = tokens_mb * per_layer * BF16 * n_layers / pp      # one micro-batch, all chunks of a stage
+    c = block_counts(model)
+    per_token = attn * c.attention + dense_mlp * c.dense + moe_mlp * c.moe
+    if model.is_hybrid:  # every hybrid block is a layer of its own: full recompute keeps each one's input
+        per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, arr.recompute, arr.precision)
+        per_token = np.where(arr.recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
+    per_mb_stage = tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
     chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
     mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
     first_stage = per_mb_stage * mb_equiv
@@ -135,7 +141,9 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         moe = 2 * (2 * h + 3 * h) / seq_shard + routed + shared
     else:
         moe = np.zeros_like(attn)
-    n_layers = model.num_layers + model.num_mtp_layers
-    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
-    per_token_stage = (attn * n_layers + dense * (n_layers - n_moe) + moe * n_moe) / pp
+    c = block_counts(model)
+    per_token = attn * c.attention + dense * c.dense + moe * c.moe
+    if c.mamba:
+        per_token = per_token + c.mamba * mamba.elementwise_elements(model, tp, cp, sp, cast)
+    per_token_stage = per_token / pp
     return 3.0 * tokens_mb * per_token_stage * BF16

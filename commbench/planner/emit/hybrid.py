@@ -1,0 +1,27 @@
+"""Megatron-LM flags of a hybrid Mamba/attention/MLP/MoE model (pretrain_mamba.py, megatron-core 0.16).
+
+Names as Megatron-LM core_v0.16.1 defines them: `--hybrid-override-pattern` (megatron/training/
+arguments.py, one character per layer from megatron/core/ssm/mamba_hybrid_layer_allocation.py
+`Symbols`), `--is-hybrid-model` (selects hybrid_flops and the MoE-layer count in training.py),
+`--mamba-num-heads`, `--mamba-head-dim`, `--mamba-state-dim`, `--mamba-num-groups` (TransformerConfig
+fields), `--squared-relu` for the non-gated squared-ReLU MLPs and experts of Nemotron-H, and
+`--position-embedding-type none` (HybridModelProvider's default: the Mamba layers carry position).
+The layer split is MambaStack's: even, or `--decoder-first/last-pipeline-num-layers`, no
+interleaving (split.py); the training script is pretrain_mamba.py, not pretrain_gpt.py.
+"""
+
+from __future__ import annotations
+
+from commbench.planner.models.spec import ModelSpec
+
+HYBRID_SCRIPT = "pretrain_mamba.py"
+
+
+def hybrid_model_args(model: ModelSpec) -> list[str]:
+    out = ["--is-hybrid-model", "--hybrid-override-pattern", model.layer_pattern]
+    if model.num_mamba_layers:
+        out += ["--mamba-num-heads", str(model.mamba_num_heads), "--mamba-head-dim", str(model.mamba_head_dim),
+                "--mamba-state-dim", str(model.mamba_state_dim), "--mamba-num-groups", str(model.mamba_num_groups)]
+    if not model.glu:
+        out.append("--squared-relu")
+    return out
