@@ -19,7 +19,8 @@ Mapping assumptions, the same for every row (the tables do not state them):
   DeepSeek-V3 and Qwen3-30B-A3B, whose recipes set it on every GPU (FLEX_EVERYWHERE); elsewhere the
   alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
-- rows with Megatron-FSDP (FSDP > 0) and models outside the zoo are listed but not modelled.
+- rows with Megatron-FSDP over the whole DP group (FSDP = dp) are modelled with fsdp (step/fsdp.py);
+  FSDP over part of it (HSDP) and models outside the zoo are listed but not modelled.
 """
 
 from __future__ import annotations
@@ -166,6 +167,10 @@ def _fsdp(notes: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def _dp_of(row: dict[str, Any]) -> int:
+    return int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row.get("cp") or 1))
+
+
 def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[PublishedRun]:
     from commbench.data.reference import calibration_runs
     out = []
@@ -177,8 +182,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
             reason = "model not in the zoo (`commbench plan --help` lists the zoo)"
         elif preset is None:
             reason = f"GPU has no preset (known: {', '.join(sorted(PRESETS))})"
-        elif _fsdp(r.get("notes", "")):
-            reason = "Megatron-FSDP run (not modelled)"
+        elif _fsdp(r.get("notes", "")) and _fsdp(r.get("notes", "")) != _dp_of(r):
+            reason = f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (HSDP, not modelled)"
         elif not r.get("tokens_per_s_per_gpu"):
             reason = "no tokens_per_s_per_gpu to compare with"
         if reason:
@@ -189,6 +194,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
         flags = recipe_flags(r, preset, name)
+        if _fsdp(r.get("notes", "")):  # Megatron-FSDP over the whole DP group (step/fsdp.py)
+            flags.update(fsdp=True, distributed_optimizer=True)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),

@@ -111,6 +111,8 @@ def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, An
     out: dict[str, Any] = {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": a.dp,
                            "tensor_parallel_degree": a.tp, "pipeline_parallel_degree": a.pp,
                            "context_parallel_degree": a.cp, "expert_parallel_degree": a.ep if model.is_moe else 1}
+    if a.fsdp:  # the layout's FSDP gathers parameters again for backward (step/fsdp.py)
+        out["fsdp_reshard_after_forward"] = "always"
     if version == "0.3":  # 0.2 always applies sequence parallel with TP
         out["enable_sequence_parallel"] = bool(a.sequence_parallel)
     else:
@@ -139,8 +141,9 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     titan, refused = _refusal(layout, model, version)
     if refused:
         return doc | {"refused": refused}
-    notes = ["the distributed optimizer maps to FSDP (data_parallel_shard_degree); TorchTitan's FSDP also shards "
-             "parameters (ZeRO-3)"]
+    notes = ["FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)"
+             if layout.fsdp else "the distributed optimizer maps to FSDP (data_parallel_shard_degree); TorchTitan's "
+             "FSDP also shards parameters (ZeRO-3)"]
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
                      "the prediction includes")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner.step import gemm_shape, kernels, mamba, memory, moe_comm
+from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.dp_sync import dp_sync_s, hidden as _hidden
 from commbench.planner.step.terms import CALIBRATED, Calibration
@@ -312,6 +312,18 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     else:
         e_rs = e_rs_x = e_ag = e_ag_x = np.zeros(len(a))
 
+    if np.any(a.fsdp):  # FSDP rows: per-layer gathers and reduce-scatters every micro-batch (step/fsdp.py)
+        sel = np.flatnonzero(a.fsdp & valid)
+        for local, group, domains, terms in ((dense_local, dense_group, dense_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),
+                                             (expert_local, expert_group, expert_dom, (e_rs, e_rs_x, e_ag, e_ag_x))):
+            if not sel.size or not np.any(np.broadcast_to(local, tp.shape)[sel] > 0):
+                continue
+            got = fsdp.fsdp_sync_s(system, cal, collective_time_s, local=np.broadcast_to(local, tp.shape)[sel],
+                                   group=group[sel], domains=np.broadcast_to(domains, tp.shape)[sel],
+                                   n_mb=n_mb[sel], units=blocks.layers, compute_mb=compute_mb[sel],
+                                   dp_overlap=a.dp_overlap[sel])
+            for out, value in zip(terms, got):
+                out[sel] = value
     owned = np.where(dist, dense_local / dense_group + expert_local / expert_group, dense_local + expert_local)
     optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.models.spec import ModelSpec, param_counts
-from commbench.planner.step import mamba
+from commbench.planner.step import fsdp, mamba
 from commbench.planner.step.mamba import block_counts
 
 BF16 = 2
@@ -107,9 +107,16 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # for a full-iteration graph a share of the activations the pool cannot reuse.
     graph_bytes = np.select([arr.cuda_graph == 1, arr.cuda_graph == 2],
                             [np.full(len(tp), cal.graph_layer_bytes), cal.graph_full_fraction * activations], 0.0)
+    weights, grads = local * 2.0, local * 2.0
+    if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
+        c = block_counts(model)
+        f_weights, f_grads = fsdp.fsdp_memory_bytes(
+            dense_local / dense_group + expert_local / expert_group,
+            fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe))
+        weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
     return MemoryBytes(
-        weights=local * 2.0,
-        grads=local * 2.0,
+        weights=weights,
+        grads=grads,
         optimizer=owned * 12.0,
         activations=activations,
         reserve=np.full(len(tp), cal.reserve_fixed_bytes) + cal.reserve_fraction * capacity + graph_bytes,
