@@ -120,3 +120,22 @@ def test_megatron_lm_parse_and_validate_args_accept_fsdp_plans(name, gpus, kw, m
     arguments.validate_args(args, {})
     assert args.use_megatron_fsdp and args.data_parallel_sharding_strategy == "optim_grads_params"
     assert np.isfinite(args.world_size)
+
+
+def test_calibrate_evaluate_reports_the_new_kinds_by_family():
+    """calibrate --evaluate models the published Megatron-FSDP and Nemotron-3 Nano (hybrid) rows and
+    reports the median error per family and for those kinds."""
+    import json
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.data.reference import calibration_runs
+    rows = calibration_runs()
+    fsdp_rows = sum("FSDP=" in (r.get("notes") or "") and "FSDP=0" not in r["notes"] for r in rows)
+    nano_rows = sum(r["model"] == "Nemotron-3-Nano" for r in rows)
+    from pathlib import Path
+    data = Path(__file__).resolve().parents[1] / "commbench" / "data" / "calibration-runs.json"
+    res = CliRunner().invoke(app, ["calibrate", "--evaluate", str(data), "--json"])
+    assert res.exit_code == 0, res.output
+    by = json.loads(res.output)["median_abs_error_pct_by_family"]
+    assert by["FSDP"]["runs"] == fsdp_rows and by["hybrid (Mamba)"]["runs"] == nano_rows > 0
+    assert all(0 <= v["median"] < 100 for v in by.values())

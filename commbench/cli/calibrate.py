@@ -105,13 +105,18 @@ def calibrate(
     if evaluate:
         rows = evaluation_rows(loaded, start)
         errors = np.abs([r["error_pct"] for r in rows])
+        from commbench.planner.calibrate.published import median_error_by_family
+        by_family = median_error_by_family(loaded, errors)
         if as_json:
             console.print_json(json.dumps({"kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
-                                           "skipped": skipped, "median_abs_error_pct": float(np.median(errors))},
+                                           "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
+                                           "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
+                                                                              for k, (m, n) in by_family.items()}},
                                           default=float))
             return
         print_table(console, f"predicted (calibration: {calibration or 'shipped'}) vs measured", RUN_COLUMNS, _run_rows(rows))
-        console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted)")
+        console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted); by family: "
+                      + ", ".join(f"{k} {m:.1f}% ({n})" for k, (m, n) in by_family.items()), highlight=False)
         _print_skipped(skipped)
         return
     from commbench.planner.calibrate.published import fit_calibration

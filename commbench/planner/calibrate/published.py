@@ -285,6 +285,18 @@ def family_of(model_name: str) -> str:
     return re.split(r"[-.\d]", model_name.lower(), maxsplit=1)[0] or model_name.lower()
 
 
+def median_error_by_family(runs: list[PublishedRun], abs_errors_pct) -> dict[str, tuple[float, int]]:
+    """Median |error| and run count per model family (family_of), and for the hybrid (Mamba) and
+    FSDP runs as groups of their own; `runs` are the modelled runs in `abs_errors_pct` order."""
+    groups: dict[str, list[float]] = {}
+    for r, e in zip(runs, abs_errors_pct):
+        labels = [family_of(r.model.name)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
+            (["FSDP"] if r.layout.fsdp else [])
+        for label in labels:
+            groups.setdefault(label, []).append(float(e))
+    return {k: (float(np.median(v)), len(v)) for k, v in sorted(groups.items())}
+
+
 def fit_weights(runs: list[PublishedRun]) -> np.ndarray:
     """Weight per modelled run: duplicates (same model, system, GPUs, precision, layout across
     releases) share one unit, then every (model family x system) group gets the same total."""
