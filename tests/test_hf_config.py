@@ -139,3 +139,24 @@ def test_plan_cli_takes_hf_model_and_refuses_bad_one_in_one_line(tmp_path):
                               "--gpus", "8"])
     assert bad.exit_code == 2
     assert "model_type='falcon' is not known" in bad.output and "Traceback" not in bad.output
+
+
+ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "normalization", "norm_epsilon",
+                        "qk_norm", "linear_bias", "qkv_bias", "position_embedding", "rotary_base", "rope_scaling",
+                        "rope_scaling_factor", "rope_original_max_positions", "yarn_beta_fast", "yarn_beta_slow",
+                        "yarn_mscale", "yarn_mscale_all_dim", "sliding_window", "window_skip_freq", "softmax_type",
+                        "router_score", "router_topk_scaling", "router_groups", "router_group_topk",
+                        "router_expert_bias")
+
+
+@pytest.mark.parametrize("folder, zoo", [
+    ("Llama-3.1-70B", "llama3.1-70b"), ("Qwen3-30B-A3B", "qwen3-30b-a3b"), ("Qwen3-235B-A22B", "qwen3-235b-a22b"),
+    ("Mixtral-8x7B-v0.1", "mixtral-8x7b"), ("gpt-oss-120b", "gpt-oss-120b"), ("DeepSeek-V3", "deepseek-v3"),
+    ("Kimi-K2-Instruct", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b"),
+])
+def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
+    """The architecture read from config.json (models/hf_arch.py) equals the zoo's, which cites the
+    Megatron-Bridge / NeMo / Megatron-LM files it comes from (issue 25)."""
+    got, want = hf(folder).architecture, load_model(zoo).architecture
+    assert {f: getattr(got, f) for f in ARCH_FIELDS_COMPARED} == {f: getattr(want, f) for f in ARCH_FIELDS_COMPARED}
+    assert got.source("activation").path.endswith("config.json")

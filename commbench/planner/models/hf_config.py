@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from commbench.errors import CommbenchError, read_user_file
+from commbench.planner.models.hf_arch import architecture_from_hf
 from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
@@ -201,7 +202,8 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     fields = reader(c, f"hf:{name}")
     if seq_len:
         fields["seq_len"] = seq_len
+    fields["architecture"] = architecture_from_hf(c, fields, path)
     try:
         return ModelSpec(**fields)
-    except CommbenchError as exc:
+    except (CommbenchError, TypeError, ValueError) as exc:
         raise CommbenchError(f"{where}: {exc}") from None
