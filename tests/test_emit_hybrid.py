@@ -91,6 +91,21 @@ def test_mamba_heads_and_groups_must_divide_over_tp():
     assert not bits[0] & RULE_BITS["heads"] and bits[1] & RULE_BITS["heads"]
 
 
+def test_super_latent_moe_emits_and_mtp_is_refused_for_megatron_0_16():
+    import dataclasses
+    m = load_model("nemotron-3-super-120b-a12b")
+    lay = _layout(64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512))
+    with pytest.raises(Exception, match="MambaModel builds no MTP layers"):
+        megatron_args(lay, m)
+    ns = _tokens(megatron_args(lay, dataclasses.replace(m, num_mtp_layers=0)))
+    assert ns["moe_latent_size"] == 1024 and ns["num_experts"] == 512 and ns["num_layers"] == 88
+    # the dispatcher moves latent-wide tokens: a quarter of the bytes of a hidden-wide model
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    wide = dataclasses.replace(m, moe_latent_size=0)
+    a, b = (evaluate_layouts(x, fabric, LayoutArrays.from_layouts([lay])) for x in (m, wide))
+    assert a.ep_total_s[0] < 0.5 * b.ep_total_s[0]
+
+
 @pytest.mark.parametrize("gpus, kw", LAYOUTS)
 def test_emitted_hybrid_flags_build_in_megatron_core(gpus, kw):
     mcore = pytest.importorskip("megatron.core")
@@ -155,8 +170,10 @@ MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
 
 
 @pytest.mark.skipif(not MEGATRON_LM_SRC, reason="set MEGATRON_LM_SRC to a Megatron-LM core_v0.16.1 source tree")
-@pytest.mark.parametrize("gpus, kw", LAYOUTS)
-def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(gpus, kw, monkeypatch):
+@pytest.mark.parametrize("name, gpus, kw", [(NANO, g, k) for g, k in LAYOUTS] + [
+    ("nemotron-3-super-120b-a12b", 64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512)),
+    ("nemotron-3-super-120b-a12b", 128, dict(tp=2, pp=4, ep=32, etp=1, mbs=1, gbs=512, sequence_parallel=True))])
+def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(name, gpus, kw, monkeypatch):
     """Megatron-LM's own parse_args + validate_args (pretrain_mamba.py's path) on the emitted flags."""
     pytest.importorskip("megatron.core")
     monkeypatch.syspath_prepend(MEGATRON_LM_SRC)
@@ -174,7 +191,8 @@ def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(gpus, kw, mo
     monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))  # GPU-only package (as
     # tests/test_emit_megatron_real.py takes it)
 
-    m = load_model(NANO)
+    import dataclasses
+    m = dataclasses.replace(load_model(name), num_mtp_layers=0)  # Megatron-LM 0.16 builds no hybrid MTP
     lay = _layout(gpus, kw)
     argv = megatron_args(lay, m) \
         + ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(m.vocab)]
@@ -183,6 +201,6 @@ def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(gpus, kw, mo
         monkeypatch.setenv(key, value)
     args = arguments.parse_args()
     arguments.validate_args(args, {})
-    assert args.hybrid_override_pattern == m.layer_pattern and args.num_layers == 52
+    assert args.hybrid_override_pattern == m.layer_pattern and args.num_layers == len(m.layer_pattern)
     assert args.is_hybrid_model and args.mamba_num_heads == m.mamba_num_heads
     assert shlex.join(argv)

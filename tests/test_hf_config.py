@@ -42,6 +42,7 @@ PUBLISHED = [
     ("Kimi-K2-Instruct", 1026.4, 32.6, 0.1, False),
     ("Nemotron-H-8B-Base-8K", 8.0, None, 1.0, False),
     ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 3.6, 0.1, False),
+    ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 120.67, 12.0, 1.0, False),
 ]
 
 
@@ -60,6 +61,7 @@ def test_config_gives_the_published_parameter_count(folder, total_b, active_b, s
     ("Mixtral-8x7B-v0.1", "mixtral-8x7b", 4096), ("gpt-oss-120b", "gpt-oss-120b", 4096),
     ("DeepSeek-V3", "deepseek-v3", 4096), ("Kimi-K2-Instruct", "kimi-k2", 4096),
     ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 8192),
+    ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b", 8192),
 ])
 def test_config_flops_equal_the_zoo_models_megatron_flops(folder, zoo, seq_len):
     """The zoo entries reproduce Megatron's published FLOPs per token (test_planner.py); the same
@@ -83,6 +85,15 @@ def test_hybrid_pattern_and_mamba_dims_are_read():
     assert not m.glu and m.num_shared_experts == 2
     h8 = hf("Nemotron-H-8B-Base-8K")
     assert (h8.num_mamba_layers, h8.num_attention_layers, h8.num_dense_layers, h8.is_moe) == (24, 4, 24, False)
+
+
+def test_latent_moe_and_mtp_count_exactly_as_the_published_weights():
+    """Nemotron-3 Super's safetensors headers: 123,611,012,096 BF16 weights, 2,942,324,736 of them in the
+    MTP layer (latent MoE: experts on 1024 of 4096, h <-> latent projections per MoE layer)."""
+    m = hf("NVIDIA-Nemotron-3-Super-120B-A12B-BF16")
+    p = param_counts(m)
+    assert (m.moe_latent_size, m.num_mtp_layers, m.expert_width) == (1024, 1, 1024)
+    assert p.total + p.mtp == 123_611_012_096 and p.mtp == 2_942_324_736
 
 
 def test_layers_block_type_list_reads_as_the_pattern(tmp_path):
@@ -117,9 +128,9 @@ def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, 
 def test_refusals_name_what_is_not_modelled(tmp_path):
     with pytest.raises(CommbenchError, match="qwen3_next.*Gated DeltaNet"):
         hf("Qwen3-Next-80B-A3B-Instruct")
-    raw = json.loads((HF / "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16" / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps(dict(raw, moe_latent_size=1024)))
-    with pytest.raises(CommbenchError, match="moe_latent_size=1024 .*latent MoE"):
+    raw = json.loads((HF / "NVIDIA-Nemotron-3-Super-120B-A12B-BF16" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, mtp_hybrid_override_pattern="*M")))
+    with pytest.raises(CommbenchError, match="mtp_hybrid_override_pattern='\\*M' is not modelled"):
         load_model(f"hf:{tmp_path}")
     with pytest.raises(CommbenchError, match="cannot be read"):
         load_model(f"hf:{tmp_path / 'missing'}")
@@ -153,6 +164,7 @@ ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "
     ("Llama-3.1-70B", "llama3.1-70b"), ("Qwen3-30B-A3B", "qwen3-30b-a3b"), ("Qwen3-235B-A22B", "qwen3-235b-a22b"),
     ("Mixtral-8x7B-v0.1", "mixtral-8x7b"), ("gpt-oss-120b", "gpt-oss-120b"), ("DeepSeek-V3", "deepseek-v3"),
     ("Kimi-K2-Instruct", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b"),
+    ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b"),
 ])
 def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
     """The architecture read from config.json (models/hf_arch.py) equals the zoo's, which cites the

@@ -40,7 +40,8 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
                "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b",
                # Llama 3.1 8B has Llama 3 8B's architecture (only the RoPE scaling for long context differs)
-               "llama3.1-8b": "llama3-8b", "nemotron-3-nano": "nemotron-3-nano-30b-a3b", "kimi-k2": "kimi-k2"}
+               "llama3.1-8b": "llama3-8b", "nemotron-3-nano": "nemotron-3-nano-30b-a3b", "kimi-k2": "kimi-k2",
+               "nemotron-3-super": "nemotron-3-super-120b-a12b"}
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",

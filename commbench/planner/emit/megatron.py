@@ -85,6 +85,8 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
                 "--moe-router-topk", str(model.top_k), "--moe-grouped-gemm"]
         if model.num_shared_experts:
             out += ["--moe-shared-expert-intermediate-size", str(model.num_shared_experts * model.expert_ffn)]
+        if model.moe_latent_size:
+            out += ["--moe-latent-size", str(model.moe_latent_size)]
         if model.num_dense_layers and not model.is_hybrid:  # a hybrid's pattern places its MoE layers
             out += ["--moe-layer-freq", f"[0]*{model.num_dense_layers}+[1]*{model.num_moe_layers}"]
     if model.num_mtp_layers:

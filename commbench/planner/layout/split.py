@@ -154,14 +154,15 @@ def stage_weights(model: ModelSpec) -> StageWeights:
     logits = 6.0 * model.hidden * model.vocab
     per_layer = (main.total - logits) / model.num_layers
     mtp_total = flops_breakdown(model).total - main.total
-    mtp = mtp_total / model.num_mtp_layers / per_layer if model.num_mtp_layers else 0.0
     layer_costs: tuple[float, ...] = ()
     if model.is_hybrid:  # one block's FLOPs per token by kind (the layer's own, not Megatron's count)
         n = {k: max(model.layer_pattern.count(k), 1) for k in "M*-E"}
         kind = {"M": main.mamba / n["M"], "*": (main.attention_proj + main.attention_core) / n["*"],
-                "-": main.dense_mlp / n["-"], "E": (main.routed_experts + main.shared_experts) / n["E"]}
+                "-": main.dense_mlp / n["-"],
+                "E": (main.routed_experts + main.shared_experts + main.moe_latent_proj) / n["E"]}
         per_layer = sum(kind[c] for c in model.layer_pattern) / model.num_layers
         layer_costs = tuple(kind[c] / per_layer for c in model.layer_pattern)
+    mtp = mtp_total / model.num_mtp_layers / per_layer if model.num_mtp_layers else 0.0
     return StageWeights(embedding=0.0, decoder=1.0, mtp=mtp, loss=logits / per_layer, layer_costs=layer_costs)
 
 

@@ -3,10 +3,12 @@
 Keys are those of the transformers configuration classes (configuration_<model_type>.py) for
 each model_type below; a key the class defaults is taken at that default, any other missing
 key is one line naming it. What the planner does not model is refused by name (e.g. Qwen3-Next's
-Gated DeltaNet layers, Nemotron-3 Super's latent MoE), never approximated silently.
+Gated DeltaNet layers), never approximated silently.
 
 Not counted (below 0.1% of any supported model's parameters): attention/expert biases (Qwen2,
 gpt-oss), gpt-oss's attention sinks, DeepSeek's router correction bias.
+Nemotron-H's MTP layer (num_nextn_predict_layers with mtp_hybrid_override_pattern "*E") is an
+attention + MoE layer, as the planner's MTP layers are.
 """
 
 from __future__ import annotations
@@ -134,8 +136,10 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
 
 
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
-    if c.get("moe_latent_size"):
-        raise c.fail(f"moe_latent_size={c.get('moe_latent_size')!r} (latent MoE, Nemotron-3 Super) is not modelled")
+    mtp = c.int("num_nextn_predict_layers", 0)
+    if mtp and str(c.get("mtp_hybrid_override_pattern", "*E")) != "*E":
+        raise c.fail(f"mtp_hybrid_override_pattern={c.get('mtp_hybrid_override_pattern')!r} is not modelled: "
+                     "'*E' (an MTP layer of attention + MoE)")
     pattern = c.get("hybrid_override_pattern")
     if pattern is None and c.get("layers_block_type") is not None:
         blocks = list(c.get("layers_block_type"))
@@ -158,7 +162,8 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
                 top_k=c.int("num_experts_per_tok") if moe else 0, expert_ffn=ffn, num_shared_experts=shared,
                 mamba_num_heads=c.int("mamba_num_heads"), mamba_head_dim=c.int("mamba_head_dim"),
                 mamba_state_dim=c.int("ssm_state_size"), mamba_num_groups=c.int("n_groups"),
-                mamba_conv_kernel=c.int("conv_kernel", 4))
+                mamba_conv_kernel=c.int("conv_kernel", 4), moe_latent_size=c.int("moe_latent_size", 0) if moe else 0,
+                num_mtp_layers=mtp)
 
 
 def _refuse(why: str) -> Callable[[_Config, str], dict[str, Any]]:

@@ -61,6 +61,9 @@ class ModelSpec:
     mamba_state_dim: int = 0
     mamba_num_groups: int = 0
     mamba_conv_kernel: int = 4
+    # Latent MoE (Megatron moe_latent_size, Nemotron-3 Super): tokens are projected h -> latent before
+    # dispatch, routed experts run on the latent width, and back latent -> h after combine.
+    moe_latent_size: int = 0
     published_params_total_b: float | None = None
     published_params_active_b: float | None = None
     published_flops_per_token_gflop: float | None = None
@@ -110,6 +113,11 @@ class ModelSpec:
         if self.layer_pattern:
             return self.layer_pattern.count("E")
         return self.num_layers - self.num_dense_layers
+
+    @property
+    def expert_width(self) -> int:
+        """Width routed experts read and the dispatcher moves: the latent size, or the hidden size."""
+        return self.moe_latent_size or self.hidden
 
     @property
     def is_hybrid(self) -> bool:
@@ -180,6 +188,7 @@ class FlopsPerToken:
     mtp_proj: float
     logits: float
     mamba: float = 0.0  # Mamba-2 layers (in/out projections + SSD scan; models/mamba.py)
+    moe_latent_proj: float = 0.0  # latent MoE: the h -> latent and latent -> h projections
     # What Megatron's Mamba formula counts beyond the layers' own FLOPs (it takes d_inner = 2 h):
     # part of the published TFLOP/s currency, never of the compute time.
     mamba_accounting: float = 0.0
@@ -187,7 +196,8 @@ class FlopsPerToken:
     @property
     def total(self) -> float:
         return (self.attention_proj + self.attention_core + self.dense_mlp + self.routed_experts
-                + self.shared_experts + self.mtp_proj + self.logits + self.mamba + self.mamba_accounting)
+                + self.shared_experts + self.mtp_proj + self.logits + self.mamba + self.mamba_accounting
+                + self.moe_latent_proj)
 
     @property
     def gemm(self) -> float:
@@ -207,11 +217,12 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
         attention_proj=6.0 * n_layers * proj,
         attention_core=6.0 * n_layers * core,
         dense_mlp=6.0 * h * m.dense_ffn * g * m.num_dense_layers,
-        routed_experts=6.0 * h * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
+        routed_experts=6.0 * m.expert_width * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
         shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
         mtp_proj=6.0 * n_mtp * (3 * h + 2 * h * h),
         logits=6.0 * h * m.vocab * (n_mtp + 1),
         mamba=3.0 * m.num_mamba_layers * mamba_flops_fwd_per_token(m),
+        moe_latent_proj=6.0 * 2 * h * m.moe_latent_size * n_moe if m.is_moe else 0.0,
         mamba_accounting=3.0 * m.num_mamba_layers * (mamba_flops_fwd_per_token(m, megatron=True)
                                                      - mamba_flops_fwd_per_token(m)),
     )
@@ -238,12 +249,13 @@ class ParamCounts:
     mtp: float
     mtp_routed_experts: float = 0.0
     mamba: float = 0.0
+    moe_latent_proj: float = 0.0
 
     @property
     def total(self) -> float:
         """Total without MTP (how model cards count, e.g. DeepSeek-V3 671B)."""
         return (self.attention + self.dense_mlp + self.routed_experts + self.shared_experts + self.router
-                + self.norms + self.embeddings + self.mamba)
+                + self.norms + self.embeddings + self.mamba + self.moe_latent_proj)
 
     @property
     def expert(self) -> float:
@@ -269,21 +281,24 @@ def _attention_params(m: ModelSpec) -> float:
 
 def param_counts(m: ModelSpec) -> ParamCounts:
     h, g = m.hidden, m.glu_factor
-    per_expert = g * h * m.expert_ffn
-    moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * per_expert
+    per_expert = g * m.expert_width * m.expert_ffn
+    shared_expert = g * h * m.expert_ffn
+    latent_proj = 2 * h * m.moe_latent_size
+    moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * shared_expert + latent_proj
                  + h * m.num_routed_experts + 2 * h + _attention_params(m))
     mtp = m.num_mtp_layers * (moe_layer + 2 * h * h + 3 * h)
     return ParamCounts(
         attention=m.num_attention_layers * _attention_params(m),
         dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
         routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
-        shared_experts=m.num_moe_layers * m.num_shared_experts * per_expert,
+        shared_experts=m.num_moe_layers * m.num_shared_experts * shared_expert,
         router=m.num_moe_layers * h * m.num_routed_experts,
         norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
         embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,
         mtp_routed_experts=m.num_mtp_layers * m.num_routed_experts * per_expert,
         mamba=m.num_mamba_layers * mamba_params_per_layer(m),
+        moe_latent_proj=m.num_moe_layers * latent_proj,
     )
 
 
@@ -334,7 +349,7 @@ MODEL_KEYS = frozenset({
     "shared_experts", "top_k", "expert_ffn", "vocab", "mtp_layers", "tied_embeddings", "glu",
     "sliding_window", "seq_len", "params_total_b", "params_active_b", "flops_per_token_gflop", "n_group",
     "topk_group", "arch", "arch_sources", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
-    "mamba_num_groups", "mamba_conv_kernel"})
+    "mamba_num_groups", "mamba_conv_kernel", "moe_latent_size"})
 
 
 def _architecture(name: str, row: dict[str, Any], sources: dict) -> Architecture | None:
@@ -381,7 +396,8 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
             seq_len=_count(name, row, "seq_len", 4096),
             layer_pattern=str(row.get("layer_pattern", "")),
             **{k: _count(name, row, k, 4 if k == "mamba_conv_kernel" else 0)
-               for k in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel")},
+               for k in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel",
+                         "moe_latent_size")},
             published_params_total_b=row.get("params_total_b"),
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),

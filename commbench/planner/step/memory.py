@@ -67,7 +67,8 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         k, ffn = model.top_k, model.expert_ffn
         # Per rank the experts hold etp x (tokens per rank x top-k) gathered rows: the FC1 input is
         # full-width (h) for each of them, the FFN-wide tensors are sliced by ETP.
-        routed = k * (etp * h * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
+        w = model.expert_width  # latent MoE: experts read the latent width (its projections ~ a shared expert)
+        routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
         moe_mlp = (h + keep * h * gemm_in + k) / seq_shard + routed + shared
     else:
@@ -143,7 +144,8 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         k, ffn = model.top_k, model.expert_ffn
         # fused_moe: permutes fused into the dispatcher and activation + cast into the grouped MLP
         # kernel; only the cast of the expert input still touches HBM on its own.
-        routed = np.where(arr.fused_moe, k * cast * h, k * (4 * h + model.glu_factor * ffn + cast * (h + ffn))) / (tp * cp)
+        w = model.expert_width
+        routed = np.where(arr.fused_moe, k * cast * w, k * (4 * w + model.glu_factor * ffn + cast * (w + ffn))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
         moe = 2 * (2 * h + 3 * h) / seq_shard + routed + shared
     else:
