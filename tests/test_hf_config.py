@@ -172,3 +172,22 @@ def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
     got, want = hf(folder).architecture, load_model(zoo).architecture
     assert {f: getattr(got, f) for f in ARCH_FIELDS_COMPARED} == {f: getattr(want, f) for f in ARCH_FIELDS_COMPARED}
     assert got.source("activation").path.endswith("config.json")
+
+
+@pytest.mark.parametrize("published, zoo", [
+    ("Nemotron-3-Nano", "nemotron-3-nano-30b-a3b"), ("Nemotron 3 Super", "nemotron-3-super-120b-a12b"),
+    ("Kimi-K2-1T", "kimi-k2"), ("Kimi K2", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B", "nemotron-3-nano-30b-a3b"),
+])
+def test_published_names_of_the_new_families_map_to_zoo_models(published, zoo):
+    from commbench.planner.calibrate.published import _zoo_name
+    assert _zoo_name(published) == zoo
+
+
+def test_a_runs_row_may_name_an_hf_config(tmp_path):
+    """calibrate reads a row whose model is hf:PATH (a user's own model) as that config."""
+    from commbench.planner.calibrate.published import published_runs
+    row = {"model": f"hf:{HF / 'Qwen3-30B-A3B'}", "gpu": "GB200", "num_gpus": 8, "precision": "MXFP8",
+           "seq_len": 4096, "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "cp": 1, "vp": None, "ep": 8, "etp": None,
+           "tokens_per_s_per_gpu": 26373, "notes": ""}
+    (run,) = published_runs((row,))
+    assert run.layout is not None and run.model.name == "hf:Qwen3-30B-A3B" and run.model.num_routed_experts == 128

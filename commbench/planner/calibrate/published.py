@@ -41,7 +41,14 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b
                "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b",
                # Llama 3.1 8B has Llama 3 8B's architecture (only the RoPE scaling for long context differs)
                "llama3.1-8b": "llama3-8b", "nemotron-3-nano": "nemotron-3-nano-30b-a3b", "kimi-k2": "kimi-k2",
-               "nemotron-3-super": "nemotron-3-super-120b-a12b"}
+               "nemotron-3-super": "nemotron-3-super-120b-a12b",
+               # spellings of the new families in published tables and model cards
+               "nemotron-3-nano-30b": "nemotron-3-nano-30b-a3b", "nemotron3-nano": "nemotron-3-nano-30b-a3b",
+               "nvidia-nemotron-3-nano-30b-a3b": "nemotron-3-nano-30b-a3b",
+               "nemotron-3-super-120b": "nemotron-3-super-120b-a12b", "nemotron3-super": "nemotron-3-super-120b-a12b",
+               "nvidia-nemotron-3-super-120b-a12b": "nemotron-3-super-120b-a12b",
+               "kimi-k2-1t": "kimi-k2", "kimi-k2-1040b": "kimi-k2", "kimi-k2-instruct": "kimi-k2",
+               "kimi-k2-base": "kimi-k2"}
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
