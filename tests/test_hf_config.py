@@ -191,3 +191,12 @@ def test_a_runs_row_may_name_an_hf_config(tmp_path):
            "tokens_per_s_per_gpu": 26373, "notes": ""}
     (run,) = published_runs((row,))
     assert run.layout is not None and run.model.name == "hf:Qwen3-30B-A3B" and run.model.num_routed_experts == 128
+
+
+def test_torchtitan_plans_an_hf_model_whose_sizes_are_a_shipped_config():
+    from commbench.planner import Layout
+    from commbench.planner.emit.torchtitan import torchtitan_plan
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, hf("Qwen3-30B-A3B"))
+    assert (doc["module"], doc["config"]) == ("qwen3", "qwen3_30b_a3b")
+    assert "refused" in torchtitan_plan(lay, hf("Mixtral-8x7B-v0.1"))   # TorchTitan ships no Mixtral

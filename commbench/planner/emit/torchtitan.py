@@ -82,9 +82,28 @@ def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[
     return stages
 
 
+SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
+                      "published_flops_per_token_gflop", "architecture", "extra")
+
+
+def titan_model_of(model: ModelSpec) -> TitanModel | None:
+    """TorchTitan's model for a zoo name, or for a model read elsewhere (hf:PATH, --model-file) whose
+    sizes are exactly a TorchTitan zoo model's (its shipped config builds that network)."""
+    titan = TITAN_MODELS.get(model.name.lower())
+    if titan is not None:
+        return titan
+    from commbench.planner.models.spec import load_model
+    sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
+    for name, candidate in TITAN_MODELS.items():
+        zoo = load_model(name)
+        if sizes == {k: getattr(zoo, k) for k in sizes}:
+            return candidate
+    return None
+
+
 def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
     full = TORCHTITAN_VERSIONS[version]
-    titan = TITAN_MODELS.get(model.name.lower())
+    titan = titan_model_of(model)
     if titan is None:
         return None, f"TorchTitan {full} has no {model.name} model"
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
