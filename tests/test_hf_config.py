@@ -62,6 +62,7 @@ def test_config_gives_the_published_parameter_count(folder, total_b, active_b, s
     ("DeepSeek-V3", "deepseek-v3", 4096), ("Kimi-K2-Instruct", "kimi-k2", 4096),
     ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 8192),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b", 8192),
+    ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b", 4096),
 ])
 def test_config_flops_equal_the_zoo_models_megatron_flops(folder, zoo, seq_len):
     """The zoo entries reproduce Megatron's published FLOPs per token (test_planner.py); the same
@@ -96,6 +97,21 @@ def test_latent_moe_and_mtp_count_exactly_as_the_published_weights():
     assert p.total + p.mtp == 123_611_012_096 and p.mtp == 2_942_324_736
 
 
+def test_gated_deltanet_model_counts_as_its_published_weights():
+    """Qwen3-Next-80B-A3B: 36 Gated DeltaNet + 12 gated full-attention layers, 512 experts top-10. Its
+    safetensors hold 79,674,391,296 weights (as a public GitHub test reads the headers; the model card says
+    80B total); the count here leaves out the q/k norm weights (104,448)."""
+    m = hf("Qwen3-Next-80B-A3B-Instruct")
+    assert (m.num_attention_layers, m.num_linear_attention_layers, m.attention_gate) == (12, 36, True)
+    assert param_counts(m).total == pytest.approx(79_674_391_296, rel=1e-5)
+    assert active_params(m) == pytest.approx(3_874_929_408, rel=1e-4)   # the same test's active count
+    # Megatron's FLOPs: the GDN term and the gate's extra q-width projection of full attention
+    from commbench.planner.models.gdn import gdn_macs_per_token
+    fl = __import__("commbench.planner.models.spec", fromlist=["flops_breakdown"]).flops_breakdown(m, 4096)
+    assert fl.linear_attention == pytest.approx(6.0 * 36 * gdn_macs_per_token(m))
+    assert fl.attention_proj == pytest.approx(6.0 * 12 * (2048 * (2 * 16 * 256 + 2 * 2 * 256) + 16 * 256 * 2048))
+
+
 def test_layers_block_type_list_reads_as_the_pattern(tmp_path):
     raw = json.loads((HF / "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16" / "config.json").read_text())
     blocks = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
@@ -126,8 +142,10 @@ def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, 
 
 
 def test_refusals_name_what_is_not_modelled(tmp_path):
-    with pytest.raises(CommbenchError, match="qwen3_next.*Gated DeltaNet"):
-        hf("Qwen3-Next-80B-A3B-Instruct")
+    nxt = json.loads((HF / "Qwen3-Next-80B-A3B-Instruct" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(nxt, layer_types=["full_attention"] * 48)))
+    with pytest.raises(CommbenchError, match="layer_types is not modelled unless every 4-th layer"):
+        load_model(f"hf:{tmp_path}")
     raw = json.loads((HF / "NVIDIA-Nemotron-3-Super-120B-A12B-BF16" / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(dict(raw, mtp_hybrid_override_pattern="*M")))
     with pytest.raises(CommbenchError, match="mtp_hybrid_override_pattern='\\*M' is not modelled"):
@@ -165,6 +183,7 @@ ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "
     ("Mixtral-8x7B-v0.1", "mixtral-8x7b"), ("gpt-oss-120b", "gpt-oss-120b"), ("DeepSeek-V3", "deepseek-v3"),
     ("Kimi-K2-Instruct", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b"),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b"),
+    ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"),
 ])
 def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
     """The architecture read from config.json (models/hf_arch.py) equals the zoo's, which cites the

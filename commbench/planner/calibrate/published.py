@@ -48,7 +48,8 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b
                "nemotron-3-super-120b": "nemotron-3-super-120b-a12b", "nemotron3-super": "nemotron-3-super-120b-a12b",
                "nvidia-nemotron-3-super-120b-a12b": "nemotron-3-super-120b-a12b",
                "kimi-k2-1t": "kimi-k2", "kimi-k2-1040b": "kimi-k2", "kimi-k2-instruct": "kimi-k2",
-               "kimi-k2-base": "kimi-k2"}
+               "kimi-k2-base": "kimi-k2", "qwen3-next-80b-a3b": "qwen3-next-80b-a3b",
+               "qwen3-next-80b-a3b-instruct": "qwen3-next-80b-a3b", "qwen3-next": "qwen3-next-80b-a3b"}
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",

@@ -29,3 +29,17 @@ def hybrid_model_args(model: ModelSpec) -> list[str]:
     if not model.glu:
         out.append("--squared-relu")
     return out
+
+
+def linear_attention_args(model: ModelSpec) -> list[str]:
+    """Gated DeltaNet layers (Qwen3-Next) as megatron-core 0.16's TransformerConfig names them
+    (experimental_attention_variant, linear_attention_freq, linear_*), and full attention's output gate."""
+    if not model.linear_attention_freq:
+        return []
+    out = ["--experimental-attention-variant", "gated_delta_net",
+           "--linear-attention-freq", str(model.linear_attention_freq),
+           "--linear-conv-kernel-dim", str(model.gdn_conv_kernel),
+           "--linear-key-head-dim", str(model.gdn_key_head_dim), "--linear-value-head-dim", str(model.gdn_value_head_dim),
+           "--linear-num-key-heads", str(model.gdn_num_key_heads),
+           "--linear-num-value-heads", str(model.gdn_num_value_heads)]
+    return out + (["--attention-output-gate"] if model.attention_gate else [])

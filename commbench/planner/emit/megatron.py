@@ -30,7 +30,7 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
-from commbench.planner.emit.hybrid import hybrid_model_args
+from commbench.planner.emit.hybrid import hybrid_model_args, linear_attention_args
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it).
@@ -69,6 +69,7 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
         out.append("--swiglu")
     if model.is_hybrid:
         out += hybrid_model_args(model)
+    out += linear_attention_args(model)
     if not model.tied_embeddings:
         out.append("--untie-embeddings-and-output-weights")
     if model.attention == "mla":

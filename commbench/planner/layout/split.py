@@ -162,6 +162,13 @@ def stage_weights(model: ModelSpec) -> StageWeights:
                 "E": (main.routed_experts + main.shared_experts + main.moe_latent_proj) / n["E"]}
         per_layer = sum(kind[c] for c in model.layer_pattern) / model.num_layers
         layer_costs = tuple(kind[c] / per_layer for c in model.layer_pattern)
+    elif model.linear_attention_freq:  # Gated DeltaNet layers, full attention every N-th (models/gdn.py)
+        mlp = (main.dense_mlp + main.routed_experts + main.shared_experts + main.moe_latent_proj) / model.num_layers
+        full = (main.attention_proj + main.attention_core) / max(model.num_attention_layers, 1)
+        linear = main.linear_attention / max(model.num_linear_attention_layers, 1)
+        costs = [(full if (i + 1) % model.linear_attention_freq == 0 else linear) + mlp for i in range(model.num_layers)]
+        per_layer = sum(costs) / model.num_layers
+        layer_costs = tuple(c / per_layer for c in costs)
     mtp = mtp_total / model.num_mtp_layers / per_layer if model.num_mtp_layers else 0.0
     return StageWeights(embedding=0.0, decoder=1.0, mtp=mtp, loss=logits / per_layer, layer_costs=layer_costs)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
 
-QK_NORM_TYPES = ("qwen3", "qwen3_moe", "deepseek_v3", "kimi_k2")
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "deepseek_v3", "kimi_k2")
 SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h")
 
 
@@ -44,6 +44,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "qkv_bias": t in ("qwen2", "qwen2_moe"),
         "position_embedding": "none" if t == "nemotron_h" else "rope",
         "rotary_base": int(c.get("rope_theta", 10000)),
+        "rotary_percent": float(c.get("partial_rotary_factor", 1.0)),
         "max_position_embeddings": int(c.get("max_position_embeddings", fields["seq_len"])),
     }
     _rope(c, out)

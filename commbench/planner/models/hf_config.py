@@ -2,8 +2,9 @@
 
 Keys are those of the transformers configuration classes (configuration_<model_type>.py) for
 each model_type below; a key the class defaults is taken at that default, any other missing
-key is one line naming it. What the planner does not model is refused by name (e.g. Qwen3-Next's
-Gated DeltaNet layers), never approximated silently.
+key is one line naming it. What the planner does not model is refused by name (e.g. a sliding window
+on every layer, dense layers after MoE ones, an MTP pattern other than attention + MoE), never
+approximated silently.
 
 Not counted (below 0.1% of any supported model's parameters): attention/expert biases (Qwen2,
 gpt-oss), gpt-oss's attention sinks, DeepSeek's router correction bias.
@@ -99,6 +100,23 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
                 num_shared_experts=shared)
 
 
+def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
+    """Qwen3-Next: Qwen3 MoE with Gated DeltaNet layers and gated full attention every
+    full_attention_interval-th layer (layer_types, when given, must say the same)."""
+    out = _qwen_moe(c, name)
+    freq = c.int("full_attention_interval")
+    kinds = c.get("layer_types")
+    if kinds is not None:
+        want = ["full_attention" if (i + 1) % freq == 0 else "linear_attention" for i in range(out["num_layers"])]
+        if list(kinds) != want:
+            raise c.fail(f"layer_types is not modelled unless every {freq}-th layer is full attention "
+                         "(full_attention_interval)")
+    return dict(out, linear_attention_freq=freq, gdn_num_key_heads=c.int("linear_num_key_heads"),
+                gdn_num_value_heads=c.int("linear_num_value_heads"), gdn_key_head_dim=c.int("linear_key_head_dim"),
+                gdn_value_head_dim=c.int("linear_value_head_dim"), gdn_conv_kernel=c.int("linear_conv_kernel_dim", 4),
+                attention_gate=True)
+
+
 def _mixtral(c: _Config, name: str) -> dict[str, Any]:
     if c.get("sliding_window"):
         raise c.fail(f"sliding_window={c.get('sliding_window')!r} is not modelled for mixtral (null)")
@@ -166,19 +184,13 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
                 num_mtp_layers=mtp)
 
 
-def _refuse(why: str) -> Callable[[_Config, str], dict[str, Any]]:
-    def refuse(c: _Config, name: str) -> dict[str, Any]:
-        raise c.fail(f"model_type {c.model_type!r} is not modelled: {why}")
-    return refuse
-
-
 READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "llama": _dense, "qwen2": _dense, "qwen3": _dense, "mistral": _dense,
     "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "mixtral": _mixtral, "gpt_oss": _gpt_oss,
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,  # Kimi-K2 ships DeepSeek-V3's architecture
     "nemotron_h": _nemotron_h,
-    "qwen3_next": _refuse("its Gated DeltaNet linear-attention layers have no step model here"),
+    "qwen3_next": _qwen3_next,
 }
 
 

@@ -20,6 +20,7 @@ except ModuleNotFoundError:  # Python 3.10
 from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.data.reference import models_toml
 from commbench.planner.models.architecture import Architecture, architecture_from_row, sources_from_toml
+from commbench.planner.models.gdn import gdn_macs_per_token, gdn_params_per_layer, num_full_attention_layers
 from commbench.planner.models.mamba import check_hybrid, mamba_flops_fwd_per_token, mamba_params_per_layer
 
 ATTENTION_KINDS = ("gqa", "mla")
@@ -64,6 +65,15 @@ class ModelSpec:
     # Latent MoE (Megatron moe_latent_size, Nemotron-3 Super): tokens are projected h -> latent before
     # dispatch, routed experts run on the latent width, and back latent -> h after combine.
     moe_latent_size: int = 0
+    # Gated DeltaNet linear attention (Qwen3-Next; models/gdn.py): every layer but each N-th, N =
+    # linear_attention_freq (0: none); attention_gate: full attention's sigmoid output gate.
+    linear_attention_freq: int = 0
+    gdn_num_key_heads: int = 0
+    gdn_num_value_heads: int = 0
+    gdn_key_head_dim: int = 0
+    gdn_value_head_dim: int = 0
+    gdn_conv_kernel: int = 4
+    attention_gate: bool = False
     published_params_total_b: float | None = None
     published_params_active_b: float | None = None
     published_flops_per_token_gflop: float | None = None
@@ -78,6 +88,12 @@ class ModelSpec:
                 raise invalid(f"{self.name}.{name}", getattr(self, name), "must be > 0")
         if self.layer_pattern:
             check_hybrid(self)
+        if self.linear_attention_freq and (self.layer_pattern or min(
+                self.gdn_num_key_heads, self.gdn_num_value_heads, self.gdn_key_head_dim, self.gdn_value_head_dim) <= 0
+                or self.gdn_num_value_heads % self.gdn_num_key_heads):
+            raise invalid(f"{self.name}.linear_attention_freq", self.linear_attention_freq,
+                          "Gated DeltaNet layers need key/value heads and dims > 0 (value heads a multiple of key "
+                          "heads) and no hybrid layer pattern")
         if not 0 <= self.num_dense_layers <= self.num_layers:
             raise invalid(f"{self.name}.dense_layers", self.num_dense_layers, f"0..{self.num_layers}")
         if self.is_moe and (self.top_k <= 0 or self.expert_ffn <= 0 or self.top_k > self.num_routed_experts):
@@ -125,8 +141,15 @@ class ModelSpec:
 
     @property
     def num_attention_layers(self) -> int:
-        """Layers with an attention block (all of them unless a hybrid pattern says otherwise)."""
-        return self.layer_pattern.count("*") if self.layer_pattern else self.num_layers
+        """Layers with a full attention block (all of them unless a hybrid pattern or linear attention
+        says otherwise)."""
+        if self.layer_pattern:
+            return self.layer_pattern.count("*")
+        return num_full_attention_layers(self.num_layers, self.linear_attention_freq)
+
+    @property
+    def num_linear_attention_layers(self) -> int:
+        return self.num_layers - self.num_attention_layers if self.linear_attention_freq else 0
 
     @property
     def num_mamba_layers(self) -> int:
@@ -167,7 +190,7 @@ def _attention_macs_per_layer(m: ModelSpec, seq_len: int) -> tuple[float, float]
         core = s * H * (nope + rope) / 2 + s * H * dv / 2
         return proj, core
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
-    proj = h * (q + 2 * kv) + q * h
+    proj = h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
     core = q * s  # 2 * q * (s/2): causal half of QK^T plus AV
     if m.sliding_window:
         w = m.sliding_window
@@ -189,6 +212,7 @@ class FlopsPerToken:
     logits: float
     mamba: float = 0.0  # Mamba-2 layers (in/out projections + SSD scan; models/mamba.py)
     moe_latent_proj: float = 0.0  # latent MoE: the h -> latent and latent -> h projections
+    linear_attention: float = 0.0  # Gated DeltaNet layers (models/gdn.py)
     # What Megatron's Mamba formula counts beyond the layers' own FLOPs (it takes d_inner = 2 h):
     # part of the published TFLOP/s currency, never of the compute time.
     mamba_accounting: float = 0.0
@@ -197,7 +221,7 @@ class FlopsPerToken:
     def total(self) -> float:
         return (self.attention_proj + self.attention_core + self.dense_mlp + self.routed_experts
                 + self.shared_experts + self.mtp_proj + self.logits + self.mamba + self.mamba_accounting
-                + self.moe_latent_proj)
+                + self.moe_latent_proj + self.linear_attention)
 
     @property
     def gemm(self) -> float:
@@ -223,6 +247,7 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
         logits=6.0 * h * m.vocab * (n_mtp + 1),
         mamba=3.0 * m.num_mamba_layers * mamba_flops_fwd_per_token(m),
         moe_latent_proj=6.0 * 2 * h * m.moe_latent_size * n_moe if m.is_moe else 0.0,
+        linear_attention=6.0 * m.num_linear_attention_layers * gdn_macs_per_token(m),
         mamba_accounting=3.0 * m.num_mamba_layers * (mamba_flops_fwd_per_token(m, megatron=True)
                                                      - mamba_flops_fwd_per_token(m)),
     )
@@ -250,12 +275,13 @@ class ParamCounts:
     mtp_routed_experts: float = 0.0
     mamba: float = 0.0
     moe_latent_proj: float = 0.0
+    linear_attention: float = 0.0
 
     @property
     def total(self) -> float:
         """Total without MTP (how model cards count, e.g. DeepSeek-V3 671B)."""
         return (self.attention + self.dense_mlp + self.routed_experts + self.shared_experts + self.router
-                + self.norms + self.embeddings + self.mamba + self.moe_latent_proj)
+                + self.norms + self.embeddings + self.mamba + self.moe_latent_proj + self.linear_attention)
 
     @property
     def expert(self) -> float:
@@ -276,7 +302,7 @@ def _attention_params(m: ModelSpec) -> float:
                 + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim)
                 + H * m.v_head_dim * h + m.q_lora_rank + m.kv_lora_rank)
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
-    return h * (q + 2 * kv) + q * h
+    return h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
 
 
 def param_counts(m: ModelSpec) -> ParamCounts:
@@ -299,6 +325,7 @@ def param_counts(m: ModelSpec) -> ParamCounts:
         mtp_routed_experts=m.num_mtp_layers * m.num_routed_experts * per_expert,
         mamba=m.num_mamba_layers * mamba_params_per_layer(m),
         moe_latent_proj=m.num_moe_layers * latent_proj,
+        linear_attention=m.num_linear_attention_layers * gdn_params_per_layer(m),
     )
 
 
@@ -349,7 +376,8 @@ MODEL_KEYS = frozenset({
     "shared_experts", "top_k", "expert_ffn", "vocab", "mtp_layers", "tied_embeddings", "glu",
     "sliding_window", "seq_len", "params_total_b", "params_active_b", "flops_per_token_gflop", "n_group",
     "topk_group", "arch", "arch_sources", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
-    "mamba_num_groups", "mamba_conv_kernel", "moe_latent_size"})
+    "mamba_num_groups", "mamba_conv_kernel", "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads",
+    "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate"})
 
 
 def _architecture(name: str, row: dict[str, Any], sources: dict) -> Architecture | None:
@@ -397,7 +425,10 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
             layer_pattern=str(row.get("layer_pattern", "")),
             **{k: _count(name, row, k, 4 if k == "mamba_conv_kernel" else 0)
                for k in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel",
-                         "moe_latent_size")},
+                         "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads", "gdn_num_value_heads",
+                         "gdn_key_head_dim", "gdn_value_head_dim")},
+            gdn_conv_kernel=_count(name, row, "gdn_conv_kernel", 4),
+            attention_gate=bool(row.get("attention_gate", False)),
             published_params_total_b=row.get("params_total_b"),
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),

@@ -234,7 +234,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # A Mamba block is TP-sharded like attention: one pair each way (step/mamba.py).
     blocks = block_counts(model)
     shared_moe = blocks.moe if (model.is_moe and model.num_shared_experts > 0) else 0
-    tp_pairs_stage = (blocks.attention + blocks.mamba + blocks.dense + shared_moe) / pp * imbalance
+    tp_pairs_stage = (blocks.attention + blocks.linear + blocks.mamba + blocks.dense + shared_moe) / pp * imbalance
     tp_total_mb = 2 * per_pair * tp_pairs_stage
     tp_exposed_mb = np.where(a.tp_comm_overlap, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 

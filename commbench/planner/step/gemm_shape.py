@@ -54,6 +54,8 @@ def traffic_bytes_per_token(model: ModelSpec, fl: FlopsPerToken, *, tokens_mb, t
     dense = (fl.attention_proj + fl.mtp_proj) * _inv_sum(m_dense, model.attn_out_dim / tp, h) \
         + fl.dense_mlp * _inv_sum(m_dense, max(model.dense_ffn, 1) / tp, h) \
         + fl.logits * _inv_sum(m_dense, model.vocab / tp, h)
+    if fl.linear_attention:  # Gated DeltaNet in_proj / out_proj, head-sharded over TP
+        dense = dense + fl.linear_attention * _inv_sum(m_dense, max(model.gdn_num_value_heads * model.gdn_value_head_dim, 1) / tp, h)
     if fl.mamba:  # in_proj / out_proj of Mamba-2 blocks, head-sharded over TP
         dense = dense + fl.mamba * _inv_sum(m_dense, model.mamba_num_heads * model.mamba_head_dim / tp, h)
     if model.is_moe:

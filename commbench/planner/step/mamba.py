@@ -38,6 +38,7 @@ class BlockCounts:
     dense: int
     moe: int
     layers: int  # what Megatron calls layers: pattern characters, or transformer layers (+ MTP)
+    linear: int = 0  # Gated DeltaNet blocks (step/gdn.py)
 
 
 def block_counts(model: ModelSpec) -> BlockCounts:
@@ -48,7 +49,8 @@ def block_counts(model: ModelSpec) -> BlockCounts:
         return BlockCounts(attention=model.num_attention_layers + mtp, mamba=model.num_mamba_layers,
                            dense=dense, moe=moe, layers=model.num_layers + mtp)
     layers = model.num_layers + mtp
-    return BlockCounts(attention=layers, mamba=0, dense=layers - moe, moe=moe, layers=layers)
+    linear = model.num_linear_attention_layers
+    return BlockCounts(attention=layers - linear, mamba=0, dense=layers - moe, moe=moe, layers=layers, linear=linear)
 
 
 def _conv_channels(model: ModelSpec) -> int:

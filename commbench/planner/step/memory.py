@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.models.spec import ModelSpec, param_counts
-from commbench.planner.step import fsdp, mamba
+from commbench.planner.step import fsdp, gdn, mamba
 from commbench.planner.step.mamba import block_counts
 
 BF16 = 2
@@ -82,6 +82,10 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, arr.recompute, arr.precision)
     c = block_counts(model)
     per_token = attn * c.attention + dense_mlp * c.dense + moe_mlp * c.moe
+    if c.linear:  # Gated DeltaNet blocks in place of attention (step/gdn.py); full recompute keeps the input
+        per_token = per_token + c.linear * np.where(arr.recompute == 2, model.hidden / (np.where(sp, tp, 1) * cp),
+                                                    gdn.activation_elements(model, tp, cp, sp, arr.recompute,
+                                                                            arr.precision))
     if model.is_hybrid:  # every hybrid block is a layer of its own: full recompute keeps each one's input
         per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, arr.recompute, arr.precision)
         per_token = np.where(arr.recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
@@ -154,5 +158,7 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     per_token = attn * c.attention + dense * c.dense + moe * c.moe
     if c.mamba:
         per_token = per_token + c.mamba * mamba.elementwise_elements(model, tp, cp, sp, cast)
+    if c.linear:
+        per_token = per_token + c.linear * gdn.elementwise_elements(model, tp, cp, sp, cast)
     per_token_stage = per_token / pp
     return 3.0 * tokens_mb * per_token_stage * BF16
