@@ -91,6 +91,11 @@ MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
 @pytest.mark.skipif(not MEGATRON_LM_SRC, reason="set MEGATRON_LM_SRC to a Megatron-LM core_v0.16.1 source tree")
 @pytest.mark.parametrize("name, gpus, kw", [
     ("llama3.1-70b", 64, dict(tp=1, pp=1, dp=64, mbs=2, gbs=256, precision="fp8")),
+    # what the search picks with fsdp pinned: full-iteration CUDA graphs + TP overlap; EP overlap + fused MoE
+    ("llama3.1-70b", 64, dict(tp=2, pp=1, dp=32, mbs=2, gbs=256, precision="fp8", recompute="selective",
+                              tp_comm_overlap=True, cuda_graph="full")),
+    ("qwen3-30b-a3b", 72, dict(tp=1, pp=1, ep=4, etp=1, dp=72, mbs=8, gbs=576, precision="mxfp8", dispatcher="flex",
+                               moe_a2a_overlap=True, fused_moe=True, cuda_graph="layer")),
     ("llama3-8b", 8, dict(tp=2, pp=1, dp=4, mbs=1, gbs=128, precision="fp8")),
     ("qwen3-30b-a3b", 72, dict(tp=1, pp=1, ep=8, etp=1, dp=72, mbs=1, gbs=576, precision="mxfp8")),
 ])
