@@ -55,6 +55,11 @@ PINNED = [
     ("mixtral-8x7b", "h100-hgx", 64, dict(tp=2, pp=4, vp=2, ep=8, etp=1, mbs=1, gbs=512, cp=2)),
     ("llama3.1-405b", "h100-hgx", 512, dict(tp=8, pp=8, vp=2, mbs=1, gbs=1024, precision="fp8")),
     ("llama3-8b", "gb200-nvl72", 72, dict(tp=1, pp=2, vp=4, mbs=1, gbs=576, precision="mxfp8")),
+    # FSDP (ZeRO-3) as the data-parallel mode: the published Megatron-FSDP Llama 3 70B row, and MoE with EP
+    ("llama3.1-70b", "gb200-nvl72", 64, dict(tp=1, pp=1, mbs=2, gbs=256, precision="fp8", fsdp=True)),
+    ("qwen3-30b-a3b", "gb200-nvl72", 72, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=576, precision="mxfp8",
+                                             fsdp=True)),
+    ("llama3-8b", "h100-hgx", 8, dict(tp=2, pp=1, mbs=1, gbs=128, precision="fp8", fsdp=True)),
     # recipe flags: per-layer CUDA graphs + fused permutes with the EP overlap; a full-iteration graph
     ("deepseek-v3", "gb200-nvl72", 256, dict(tp=1, pp=4, vp=4, ep=64, etp=1, mbs=1, gbs=4096, precision="mxfp8",
                                             recompute="mla_up_proj", dispatcher="flex", moe_a2a_overlap=True,
@@ -80,7 +85,8 @@ def plan_cases() -> tuple[PlanCase, ...]:
 
 
 def _pinned_id(name: str, system: str, fields: dict) -> str:
-    return f"{name}-{system}-pinned-" + "".join(f"{k}{fields.get(k, 1)}" for k in ("tp", "pp", "vp", "ep"))
+    return f"{name}-{system}-pinned-" + "".join(f"{k}{fields.get(k, 1)}" for k in ("tp", "pp", "vp", "ep")) + \
+        ("-fsdp" if fields.get("fsdp") else "")
 
 
 def case_ids() -> list[str]:

@@ -69,6 +69,8 @@ ARGUMENTS_PY_FLAGS = {
     "--rotary-percent", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--use-rope-scaling",
     "--rope-scaling-factor", "--window-size", "--window-attn-skip-freq", "--quick-geglu", "--squared-relu",
     "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
+    # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
+    "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
 }
 RENAMED = {"fp8_format": "fp8", "fp4_format": "fp4", "num_experts": "num_moe_experts",
            "decoder_first_pipeline_num_layers": "num_layers_in_first_pipeline_stage",
@@ -141,7 +143,11 @@ def reproduced_validate_args(ns: dict, world: int, env: dict[str, str], gpu: str
         assert ns.get("bf16")
     if ns.get("cuda_graph_impl") == "local" and "full_iteration" in str(ns.get("cuda_graph_scope")):
         assert ns.get("no_check_for_nan_in_loss_and_grad"), "full_iteration graphs need no NaN check"
-    if (tp > 1 or cp > 1) and gpu in HOPPER and not ns.get("overlap_moe_expert_parallel_comm"):
+    if ns.get("use_megatron_fsdp"):
+        assert env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1", "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS > 1"
+        assert ns.get("ckpt_format") == "fsdp_dtensor", "Megatron FSDP only supports fsdp_dtensor checkpoint format"
+        assert ns.get("data_parallel_sharding_strategy") in ("no_shard", "optim", "optim_grads", "optim_grads_params")
+    elif (tp > 1 or cp > 1) and gpu in HOPPER and not ns.get("overlap_moe_expert_parallel_comm"):
         assert env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1", "TP/CP on Hopper need CUDA_DEVICE_MAX_CONNECTIONS=1"
 
 
@@ -206,6 +212,8 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
         warnings.simplefilter("ignore")
         config = transformer_config(ns)  # megatron-core's own validation
         DistributedDataParallelConfig(use_distributed_optimizer=bool(ns.get("use_distributed_optimizer")),
+                                      use_megatron_fsdp=bool(ns.get("use_megatron_fsdp")),
+                                      data_parallel_sharding_strategy=ns.get("data_parallel_sharding_strategy", "no_shard"),
                                       overlap_grad_reduce=bool(ns.get("overlap_grad_reduce")),
                                       overlap_param_gather=bool(ns.get("overlap_param_gather")),
                                       fp8_param_gather=bool(ns.get("fp8_param_gather")),

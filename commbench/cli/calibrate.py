@@ -83,7 +83,8 @@ def calibrate(
     old_out: Annotated[Optional[str], typer.Option("-o", hidden=True)] = None,
     evaluate: Annotated[bool, typer.Option("--evaluate", help="only predict the runs and print the errors")] = False,
     calibration: Annotated[Optional[str], typer.Option(help="terms from `commbench calibrate -O` (default: shipped)")] = None,
-    model: Annotated[Optional[str], typer.Option(help="zoo model of the runs in training logs")] = None,
+    model: Annotated[Optional[str], typer.Option(help="zoo model of the runs in training logs, or hf:PATH "
+                                                     "(a Hugging Face config.json or a folder holding one)")] = None,
     system: Annotated[Optional[str], typer.Option(help="system preset of the runs in training logs (e.g. gb300-nvl72)")] = None,
     gpus: Annotated[Optional[int], typer.Option(help="GPU count, where a TorchTitan log leaves it to auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: a rows list, each the input row plus "
@@ -104,13 +105,18 @@ def calibrate(
     if evaluate:
         rows = evaluation_rows(loaded, start)
         errors = np.abs([r["error_pct"] for r in rows])
+        from commbench.planner.calibrate.published import median_error_by_family
+        by_family = median_error_by_family(loaded, errors)
         if as_json:
             console.print_json(json.dumps({"kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
-                                           "skipped": skipped, "median_abs_error_pct": float(np.median(errors))},
+                                           "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
+                                           "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
+                                                                              for k, (m, n) in by_family.items()}},
                                           default=float))
             return
         print_table(console, f"predicted (calibration: {calibration or 'shipped'}) vs measured", RUN_COLUMNS, _run_rows(rows))
-        console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted)")
+        console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted); by family: "
+                      + ", ".join(f"{k} {m:.1f}% ({n})" for k, (m, n) in by_family.items()), highlight=False)
         _print_skipped(skipped)
         return
     from commbench.planner.calibrate.published import fit_calibration

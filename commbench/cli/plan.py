@@ -64,7 +64,8 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
                       "memory per GPU (predicted, from the fabric cost model and calibrated efficiencies).")
 def plan(
-    model: Annotated[str, typer.Option(help="zoo model name (e.g. deepseek-v3) or one from --model-file")],
+    model: Annotated[str, typer.Option(help="zoo model name (e.g. deepseek-v3), one from --model-file, or hf:PATH "
+                                              "(a Hugging Face config.json or a folder holding one)")],
     system: Annotated[str, typer.Option(help="system preset (e.g. gb300-nvl72) or a fabric .json")],
     gpus: Annotated[int, typer.Option(help="number of GPUs")],
     layout: Annotated[Optional[str], typer.Option(help="key=value pairs: tp,pp,vp,ep,etp,cp,dp,mbs,gbs,recompute,"

@@ -20,7 +20,8 @@ from commbench.planner.layout.precision import DEFAULT_HELP
 def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
-    model: Annotated[str, typer.Option(help="zoo model name")] = "deepseek-v3",
+    model: Annotated[str, typer.Option(help="zoo model name, or hf:PATH (a Hugging Face config.json "
+                                        "or a folder holding one)")] = "deepseek-v3",
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[int, typer.Option(help="global batch size (sequences)")] = 4096,

@@ -19,7 +19,8 @@ Mapping assumptions, the same for every row (the tables do not state them):
   DeepSeek-V3 and Qwen3-30B-A3B, whose recipes set it on every GPU (FLEX_EVERYWHERE); elsewhere the
   alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
-- rows with Megatron-FSDP (FSDP > 0) and models outside the zoo are listed but not modelled.
+- rows with Megatron-FSDP over the whole DP group (FSDP = dp) are modelled with fsdp (step/fsdp.py);
+  FSDP over part of it (HSDP) and models outside the zoo are listed but not modelled.
 """
 
 from __future__ import annotations
@@ -39,7 +40,16 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
                "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b",
                # Llama 3.1 8B has Llama 3 8B's architecture (only the RoPE scaling for long context differs)
-               "llama3.1-8b": "llama3-8b"}
+               "llama3.1-8b": "llama3-8b", "nemotron-3-nano": "nemotron-3-nano-30b-a3b", "kimi-k2": "kimi-k2",
+               "nemotron-3-super": "nemotron-3-super-120b-a12b",
+               # spellings of the new families in published tables and model cards
+               "nemotron-3-nano-30b": "nemotron-3-nano-30b-a3b", "nemotron3-nano": "nemotron-3-nano-30b-a3b",
+               "nvidia-nemotron-3-nano-30b-a3b": "nemotron-3-nano-30b-a3b",
+               "nemotron-3-super-120b": "nemotron-3-super-120b-a12b", "nemotron3-super": "nemotron-3-super-120b-a12b",
+               "nvidia-nemotron-3-super-120b-a12b": "nemotron-3-super-120b-a12b",
+               "kimi-k2-1t": "kimi-k2", "kimi-k2-1040b": "kimi-k2", "kimi-k2-instruct": "kimi-k2",
+               "kimi-k2-base": "kimi-k2", "qwen3-next-80b-a3b": "qwen3-next-80b-a3b",
+               "qwen3-next-80b-a3b-instruct": "qwen3-next-80b-a3b", "qwen3-next": "qwen3-next-80b-a3b"}
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
@@ -122,6 +132,8 @@ class PublishedRun:
 def _zoo_name(model: str) -> str | None:
     """A published model name (MODEL_NAMES) or a zoo name as is."""
     from commbench.planner.models.spec import model_names
+    if model.strip().lower().startswith("hf:"):  # a Hugging Face config.json (models/hf_config.py)
+        return model.strip()
     # spellings seen in published tables: Llama-3.1-405B, Qwen-3-30B-A3B, deepseek_v3
     key = re.sub(r"^(llama|qwen)[-_ ](?=\d)", r"\1", model.strip().lower()).replace("_", "-").replace(" ", "-")
     return MODEL_NAMES.get(key) or (key if key in model_names() else None)
@@ -177,6 +189,10 @@ def _fsdp(notes: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def _dp_of(row: dict[str, Any]) -> int:
+    return int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row.get("cp") or 1))
+
+
 def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[PublishedRun]:
     from commbench.data.reference import calibration_runs
     out = []
@@ -188,8 +204,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
             reason = "model not in the zoo (`commbench plan --help` lists the zoo)"
         elif preset is None:
             reason = f"GPU has no preset (known: {', '.join(sorted(PRESETS))})"
-        elif _fsdp(r.get("notes", "")):
-            reason = "Megatron-FSDP run (not modelled)"
+        elif _fsdp(r.get("notes", "")) and _fsdp(r.get("notes", "")) != _dp_of(r):
+            reason = f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (HSDP, not modelled)"
         elif not r.get("tokens_per_s_per_gpu"):
             reason = "no tokens_per_s_per_gpu to compare with"
         if reason:
@@ -200,6 +216,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
         flags = recipe_flags(r, preset, name)
+        if _fsdp(r.get("notes", "")):  # Megatron-FSDP over the whole DP group (step/fsdp.py)
+            flags.update(fsdp=True, distributed_optimizer=True)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
@@ -287,6 +305,18 @@ HUBER_DELTA = 0.1  # |log error| beyond which the loss grows linearly (~10%): ou
 def family_of(model_name: str) -> str:
     """Model family for weighting: 'deepseek', 'qwen3', 'gpt-oss', 'llama' (the name's first word)."""
     return re.split(r"[-.\d]", model_name.lower(), maxsplit=1)[0] or model_name.lower()
+
+
+def median_error_by_family(runs: list[PublishedRun], abs_errors_pct) -> dict[str, tuple[float, int]]:
+    """Median |error| and run count per model family (family_of), and for the hybrid (Mamba) and
+    FSDP runs as groups of their own; `runs` are the modelled runs in `abs_errors_pct` order."""
+    groups: dict[str, list[float]] = {}
+    for r, e in zip(runs, abs_errors_pct):
+        labels = [family_of(r.model.name)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
+            (["FSDP"] if r.layout.fsdp else [])
+        for label in labels:
+            groups.setdefault(label, []).append(float(e))
+    return {k: (float(np.median(v)), len(v)) for k, v in sorted(groups.items())}
 
 
 def fit_weights(runs: list[PublishedRun]) -> np.ndarray:

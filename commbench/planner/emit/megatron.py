@@ -31,6 +31,12 @@ from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architectu
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
+from commbench.planner.emit.hybrid import hybrid_model_args, linear_attention_args
+
+# Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
+# strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it).
+MEGATRON_FSDP_ARGS = ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
+                      "--ckpt-format", "fsdp_dtensor"]
 
 MEGATRON_TARGET = (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 (pretrain_gpt.py flags; parse_args, "
                    "validate_args and TransformerConfig checks)")
@@ -61,6 +67,9 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
            # dropout with graphed core_attn recompute (TransformerConfig).
            "--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
     out += architecture_args(model, s)
+    if model.is_hybrid:
+        out += hybrid_model_args(model)
+    out += linear_attention_args(model)
     if not model.tied_embeddings:
         out.append("--untie-embeddings-and-output-weights")
     if model.attention == "mla":
@@ -77,7 +86,9 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
                 "--moe-router-topk", str(model.top_k), "--moe-grouped-gemm"]
         if model.num_shared_experts:
             out += ["--moe-shared-expert-intermediate-size", str(model.num_shared_experts * model.expert_ffn)]
-        if model.num_dense_layers:
+        if model.moe_latent_size:
+            out += ["--moe-latent-size", str(model.moe_latent_size)]
+        if model.num_dense_layers and not model.is_hybrid:  # a hybrid's pattern places its MoE layers
             out += ["--moe-layer-freq", f"[0]*{model.num_dense_layers}+[1]*{model.num_moe_layers}"]
     if model.num_mtp_layers:
         out += ["--mtp-num-layers", str(model.num_mtp_layers)]
@@ -123,6 +134,8 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     out += ["--micro-batch-size", str(a.mbs), "--global-batch-size", str(a.gbs)]
     if a.distributed_optimizer:
         out.append("--use-distributed-optimizer")
+    if a.fsdp:
+        out += MEGATRON_FSDP_ARGS
     if a.dp_overlap:
         out.append("--overlap-grad-reduce")
         if a.distributed_optimizer:
@@ -183,7 +196,8 @@ def precision_notes(layout: Layout) -> list[str]:
 def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
     """Environment variables Megatron needs for this layout on `gpu_name` (launch.env)."""
     env: dict[str, str] = {}
-    if gpu_name.lower() in HOPPER_OR_OLDER and (layout.tp > 1 or layout.cp > 1):
+    # Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args); with TP/CP it only warns
+    if gpu_name.lower() in HOPPER_OR_OLDER and (layout.tp > 1 or layout.cp > 1) and not layout.fsdp:
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     return env
 
@@ -213,7 +227,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(f"--{name}", type=int)
     for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
                  "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
-                 "fp8-dot-product-attention", "moe-permute-fusion"):
+                 "fp8-dot-product-attention", "moe-permute-fusion", "use-megatron-fsdp"):
         p.add_argument(f"--{name}", action="store_true")
     for name in ("moe-token-dispatcher-type", "moe-flex-dispatcher-backend", "recompute-granularity",
                  "recompute-method", "fp8-format", "fp8-recipe", "fp4-format", "fp4-recipe",
@@ -269,4 +283,5 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
                   cuda_graph=_graph_of(ns), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
                   dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,
                   distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,
-                  moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce)
+                  moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce,
+                  fsdp=ns.use_megatron_fsdp)

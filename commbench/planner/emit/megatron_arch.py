@@ -38,6 +38,8 @@ def _activation(arch: Architecture) -> list[str]:
 
 
 def _position(model: ModelSpec, arch: Architecture) -> list[str]:
+    if arch.position_embedding == "none":       # hybrid Mamba models: the Mamba layers carry position
+        return ["--position-embedding-type", "none"]
     out = ["--position-embedding-type", "rope", "--rotary-base", str(arch.rotary_base),
            "--rotary-percent", _num(arch.rotary_percent)]
     if model.attention == "mla":
@@ -87,8 +89,9 @@ def architecture_args(model: ModelSpec, seq_len: int) -> list[str]:
     """The flags beyond sizes (empty for a user model without an [arch] table; the plan notes it)."""
     arch = model.architecture
     if arch is None:
-        return ["--normalization", "RMSNorm", "--disable-bias-linear", "--position-embedding-type", "rope"] + \
-            (["--swiglu"] if model.glu else [])
+        return ["--normalization", "RMSNorm", "--disable-bias-linear",
+                "--position-embedding-type", "none" if model.is_hybrid else "rope"] + \
+            (["--swiglu"] if model.glu else ["--squared-relu"] if model.is_hybrid else [])
     out = _activation(arch) + _attention(arch) + _position(model, arch)
     out += ["--vocab-size", str(model.vocab), "--make-vocab-size-divisible-by", str(arch.vocab_divisible_by)]
     if model.is_moe:

@@ -96,9 +96,28 @@ def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[
     return stages
 
 
+SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
+                      "published_flops_per_token_gflop", "architecture", "extra")
+
+
+def titan_model_of(model: ModelSpec) -> TitanModel | None:
+    """TorchTitan's model for a zoo name, or for a model read elsewhere (hf:PATH, --model-file) whose
+    sizes are exactly a TorchTitan zoo model's (its shipped config builds that network)."""
+    titan = TITAN_MODELS.get(model.name.lower())
+    if titan is not None:
+        return titan
+    from commbench.planner.models.spec import load_model
+    sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
+    for name, candidate in TITAN_MODELS.items():
+        zoo = load_model(name)
+        if sizes == {k: getattr(zoo, k) for k in sizes}:
+            return candidate
+    return None
+
+
 def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
     full = TORCHTITAN_VERSIONS[version]
-    titan = TITAN_MODELS.get(model.name.lower())
+    titan = titan_model_of(model)
     if titan is None:
         return None, f"TorchTitan {full} has no {model.name} model"
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
@@ -125,6 +144,8 @@ def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, An
     out: dict[str, Any] = {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": a.dp,
                            "tensor_parallel_degree": a.tp, "pipeline_parallel_degree": a.pp,
                            "context_parallel_degree": a.cp, "expert_parallel_degree": a.ep if model.is_moe else 1}
+    if a.fsdp:  # the layout's FSDP gathers parameters again for backward (step/fsdp.py)
+        out["fsdp_reshard_after_forward"] = "always"
     if version == "0.3":  # 0.2 always applies sequence parallel with TP
         out["enable_sequence_parallel"] = bool(a.sequence_parallel)
     else:
@@ -153,8 +174,9 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     titan, refused = _refusal(layout, model, version)
     if refused:
         return doc | {"refused": refused}
-    notes = ["the distributed optimizer maps to FSDP (data_parallel_shard_degree); TorchTitan's FSDP also shards "
-             "parameters (ZeRO-3)"]
+    notes = ["FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)"
+             if layout.fsdp else "the distributed optimizer maps to FSDP (data_parallel_shard_degree); TorchTitan's "
+             "FSDP also shards parameters (ZeRO-3)"]
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
                      "the prediction includes")

@@ -21,6 +21,8 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
+from commbench.planner.models.gdn import gdn_heads_bad
+from commbench.planner.models.mamba import mamba_heads_bad
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import buildable, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
 
@@ -38,8 +40,10 @@ CUDA_GRAPHS = ("none", "layer", "full")
 INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs")
 # fp8_attention: the attention core in fp8 (--fp8-dot-product-attention); fused_moe: fused
 # permute + grouped MLP kernels (Megatron-Bridge cutedsl_fused_grouped_mlp, moe_permute_fusion).
+# fsdp: data parallelism that also shards parameters and gradients (ZeRO-3: Megatron-FSDP
+# optim_grads_params, TorchTitan FSDP2), gathered per layer (step/fsdp.py).
 BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap",
-               "fp8_attention", "fused_moe")
+               "fp8_attention", "fused_moe", "fsdp")
 CODE_FIELDS = {"recompute": RECOMPUTE, "dispatcher": DISPATCHERS, "precision": PRECISIONS, "cuda_graph": CUDA_GRAPHS}
 
 
@@ -67,6 +71,7 @@ class Layout:
     fp8_attention: bool = False
     fused_moe: bool = False
     cuda_graph: str = "none"
+    fsdp: bool = False
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -154,6 +159,7 @@ class LayoutArrays:
     dp_overlap: np.ndarray
     fp8_attention: np.ndarray
     fused_moe: np.ndarray
+    fsdp: np.ndarray
     recompute: np.ndarray
     dispatcher: np.ndarray
     precision: np.ndarray
@@ -216,12 +222,14 @@ class LayoutArrays:
 RULES: tuple[tuple[str, str], ...] = (
     ("world", "tp*cp*dp*pp must equal the number of GPUs"),
     ("expert_fold", "etp*ep must divide tp*cp*dp (MoE parallel folding)"),
-    ("heads", "tp must divide the attention heads (and the KV heads for GQA)"),
+    ("heads", "tp must divide the attention heads (and the KV heads for GQA); for Mamba layers tp the Mamba "
+              "heads and groups, and cp the heads per TP rank; for Gated DeltaNet tp its heads and cp=1"),
     ("experts", "ep must divide the routed experts (ep=1 for a dense model)"),
     ("pipeline", "the layers must split over pp*vp virtual stages as Megatron builds them (each stage holds a "
                  "layer, the embedding, the MTP or the loss), and vp>1 needs pp>1"),
     ("batch", "gbs must be a multiple of mbs*dp"),
     ("context", "seq_len must be divisible by 2*cp (load-balanced causal CP)"),
+    ("fsdp", "fsdp needs pp=1 and the distributed optimizer (FSDP plans here run without pipeline parallelism)"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
@@ -237,12 +245,14 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     heads_bad = model.num_heads % arr.tp != 0
     if model.attention == "gqa":
         heads_bad |= model.num_kv_heads % arr.tp != 0
+    heads_bad |= mamba_heads_bad(model, arr.tp, arr.cp) | gdn_heads_bad(model, arr.tp, arr.cp)
     bits |= np.where(heads_bad, RULE_BITS["heads"], 0)
     experts_bad = (model.num_routed_experts % arr.ep != 0) if model.is_moe else (arr.ep != 1)
     bits |= np.where(experts_bad, RULE_BITS["experts"], 0)
     bits |= np.where(~buildable(model, arr.pp, arr.vp), RULE_BITS["pipeline"], 0)
     bits |= np.where(arr.gbs % (arr.mbs * arr.dp) != 0, RULE_BITS["batch"], 0)
     bits |= np.where(s % (2 * arr.cp) != 0, RULE_BITS["context"], 0)
+    bits |= np.where(arr.fsdp & ((arr.pp > 1) | ~arr.distributed_optimizer), RULE_BITS["fsdp"], 0)
     return bits
 
 
@@ -260,6 +270,7 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
         "pipeline": f"{model.num_layers} layers + {model.num_mtp_layers} MTP over pp = {layout.pp} x vp = {layout.vp}",
         "batch": f"gbs = {layout.gbs}, mbs*dp = {layout.mbs * layout.dp}",
         "context": f"cp = {layout.cp}, seq_len = {seq_len or model.seq_len}",
+        "fsdp": f"pp = {layout.pp}, distributed_optimizer = {layout.distributed_optimizer}",
     }[name]
     raise CommbenchError(f"layout {name} rule broken for {model.name}: {rule} ({detail})")
 

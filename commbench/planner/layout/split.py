@@ -15,6 +15,8 @@ pipeline_parallel_layer_layout.py; megatron-core 0.16) builds a split in one of 
   layers in one stage, after every decoder, in the last virtual stage of its rank.
 Without a layout the MTP layers run on the last stage (post-process of the last pipeline rank).
 Stages are in Megatron's order: virtual stage s is model chunk s // pp of pipeline rank s % pp.
+Hybrid models (Mamba/attention/MLP/MoE pattern) split as megatron-core 0.16's MambaStack builds
+them: even or first/last-stage counts, vp = 1; each layer costs its own kind (StageWeights.layer_costs).
 
 Cost, in mean-decoder-layer units (FLOPs per token, models.flops_breakdown): decoder 1; loss = the
 output layer's logits FLOPs; an MTP layer = its layer + projection + logits FLOPs; embedding 0 (a
@@ -103,7 +105,8 @@ class PipelineSplit:
         return out
 
     def rank_costs(self, weights: "StageWeights") -> list[float]:
-        return [sum(weights.of(s) for s in self.rank_stages(r)) for r in range(self.pp)]
+        costs = weights.stage_costs(self.stages)
+        return [sum(costs[v * self.pp + r] for v in range(self.vp)) for r in range(self.pp)]
 
     def summary(self, weights: "StageWeights") -> dict:
         costs = self.rank_costs(weights)
@@ -126,10 +129,23 @@ class StageWeights:
     decoder: float
     mtp: float
     loss: float
+    # Hybrid models: the cost of each decoder layer in order (its pattern character's kind); the
+    # virtual stages take the layers in stage order, as MambaStack slices its pattern.
+    layer_costs: tuple[float, ...] = ()
 
     def of(self, stage: str) -> float:
         return (self.embedding * stage.count("E") + self.decoder * stage.count("t")
                 + self.mtp * stage.count("m") + self.loss * stage.count("L"))
+
+    def stage_costs(self, stages: tuple[str, ...]) -> list[float]:
+        if not self.layer_costs:
+            return [self.of(x) for x in stages]
+        out, first = [], 0
+        for x in stages:
+            n = x.count("t")
+            out.append(self.of(x) - self.decoder * n + sum(self.layer_costs[first:first + n]))
+            first += n
+        return out
 
 
 @lru_cache(maxsize=256)
@@ -138,8 +154,23 @@ def stage_weights(model: ModelSpec) -> StageWeights:
     logits = 6.0 * model.hidden * model.vocab
     per_layer = (main.total - logits) / model.num_layers
     mtp_total = flops_breakdown(model).total - main.total
+    layer_costs: tuple[float, ...] = ()
+    if model.is_hybrid:  # one block's FLOPs per token by kind (the layer's own, not Megatron's count)
+        n = {k: max(model.layer_pattern.count(k), 1) for k in "M*-E"}
+        kind = {"M": main.mamba / n["M"], "*": (main.attention_proj + main.attention_core) / n["*"],
+                "-": main.dense_mlp / n["-"],
+                "E": (main.routed_experts + main.shared_experts + main.moe_latent_proj) / n["E"]}
+        per_layer = sum(kind[c] for c in model.layer_pattern) / model.num_layers
+        layer_costs = tuple(kind[c] / per_layer for c in model.layer_pattern)
+    elif model.linear_attention_freq:  # Gated DeltaNet layers, full attention every N-th (models/gdn.py)
+        mlp = (main.dense_mlp + main.routed_experts + main.shared_experts + main.moe_latent_proj) / model.num_layers
+        full = (main.attention_proj + main.attention_core) / max(model.num_attention_layers, 1)
+        linear = main.linear_attention / max(model.num_linear_attention_layers, 1)
+        costs = [(full if (i + 1) % model.linear_attention_freq == 0 else linear) + mlp for i in range(model.num_layers)]
+        per_layer = sum(costs) / model.num_layers
+        layer_costs = tuple(c / per_layer for c in costs)
     mtp = mtp_total / model.num_mtp_layers / per_layer if model.num_mtp_layers else 0.0
-    return StageWeights(embedding=0.0, decoder=1.0, mtp=mtp, loss=logits / per_layer)
+    return StageWeights(embedding=0.0, decoder=1.0, mtp=mtp, loss=logits / per_layer, layer_costs=layer_costs)
 
 
 def _with_ends(counts: list[int], mtp: int, mtp_stage: int | None = None) -> tuple[str, ...]:
@@ -285,7 +316,14 @@ def split_options(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
     if pp == 1:
         return [PipelineSplit(pp=1, vp=1, method="single",
                               stages=("E" + "t" * model.num_layers + "m" * model.num_mtp_layers + "L",))]
-    found = _even_like(model, pp, vp) + _uneven(model, pp, vp) + _custom_layouts(model, pp, vp)
+    if model.is_hybrid:
+        # MambaStack (megatron-core 0.16 ssm/mamba_block.py) slices its pattern num_layers // pp per
+        # rank, or first/last-stage counts with even middle ranks; no interleaving, no layout string.
+        if vp > 1:
+            return []
+        found = [s for s in _even_like(model, pp, vp) if s.method == "even"] + _uneven(model, pp, vp)
+    else:
+        found = _even_like(model, pp, vp) + _uneven(model, pp, vp) + _custom_layouts(model, pp, vp)
     return [s for s in found if all(s.stages)]
 
 
@@ -295,7 +333,7 @@ def best_split(model: ModelSpec, pp: int, vp: int) -> PipelineSplit | None:
     w = stage_weights(model)
 
     def key(s: PipelineSplit):
-        return (round(max(s.rank_costs(w)), 6), round(max(w.of(x) for x in s.stages), 6), METHODS.index(s.method))
+        return (round(max(s.rank_costs(w)), 6), round(max(w.stage_costs(s.stages)), 6), METHODS.index(s.method))
 
     options = split_options(model, pp, vp)
     return min(options, key=key) if options else None

@@ -21,7 +21,7 @@ from commbench.errors import CommbenchError
 ACTIVATIONS = ("swiglu", "quick_geglu", "squared_relu", "gelu")  # Megatron-LM --swiglu / --quick-geglu / ...
 GLU_ACTIVATIONS = ("swiglu", "quick_geglu")
 NORMALIZATIONS = ("RMSNorm", "LayerNorm")
-POSITION_EMBEDDINGS = ("rope", "yarn")
+POSITION_EMBEDDINGS = ("rope", "yarn", "none")  # none: hybrid Mamba models (HybridModelProvider default)
 ROPE_SCALINGS = ("none", "llama3", "yarn")
 SOFTMAX_TYPES = ("vanilla", "learnable", "off-by-one")  # "learnable" = per-head attention sinks
 ROUTER_SCORES = ("softmax", "sigmoid")

@@ -20,6 +20,8 @@ except ModuleNotFoundError:  # Python 3.10
 from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.data.reference import models_toml
 from commbench.planner.models.architecture import Architecture, architecture_from_row, sources_from_toml
+from commbench.planner.models.gdn import gdn_macs_per_token, gdn_params_per_layer, num_full_attention_layers
+from commbench.planner.models.mamba import check_hybrid, mamba_flops_fwd_per_token, mamba_params_per_layer
 
 ATTENTION_KINDS = ("gqa", "mla")
 
@@ -52,6 +54,26 @@ class ModelSpec:
     glu: bool = True
     sliding_window: int = 0  # on every other layer when > 0
     seq_len: int
+    # Hybrid models (Megatron-LM MambaStack, Nemotron-H): one character per layer, M = Mamba-2,
+    # * = attention, - = dense MLP, E = MoE; "" = every layer is attention + MLP/MoE.
+    layer_pattern: str = ""
+    mamba_num_heads: int = 0
+    mamba_head_dim: int = 0
+    mamba_state_dim: int = 0
+    mamba_num_groups: int = 0
+    mamba_conv_kernel: int = 4
+    # Latent MoE (Megatron moe_latent_size, Nemotron-3 Super): tokens are projected h -> latent before
+    # dispatch, routed experts run on the latent width, and back latent -> h after combine.
+    moe_latent_size: int = 0
+    # Gated DeltaNet linear attention (Qwen3-Next; models/gdn.py): every layer but each N-th, N =
+    # linear_attention_freq (0: none); attention_gate: full attention's sigmoid output gate.
+    linear_attention_freq: int = 0
+    gdn_num_key_heads: int = 0
+    gdn_num_value_heads: int = 0
+    gdn_key_head_dim: int = 0
+    gdn_value_head_dim: int = 0
+    gdn_conv_kernel: int = 4
+    attention_gate: bool = False
     published_params_total_b: float | None = None
     published_params_active_b: float | None = None
     published_flops_per_token_gflop: float | None = None
@@ -64,6 +86,14 @@ class ModelSpec:
         for name in ("num_layers", "hidden", "num_heads", "vocab", "seq_len"):
             if getattr(self, name) <= 0:
                 raise invalid(f"{self.name}.{name}", getattr(self, name), "must be > 0")
+        if self.layer_pattern:
+            check_hybrid(self)
+        if self.linear_attention_freq and (self.layer_pattern or min(
+                self.gdn_num_key_heads, self.gdn_num_value_heads, self.gdn_key_head_dim, self.gdn_value_head_dim) <= 0
+                or self.gdn_num_value_heads % self.gdn_num_key_heads):
+            raise invalid(f"{self.name}.linear_attention_freq", self.linear_attention_freq,
+                          "Gated DeltaNet layers need key/value heads and dims > 0 (value heads a multiple of key "
+                          "heads) and no hybrid layer pattern")
         if not 0 <= self.num_dense_layers <= self.num_layers:
             raise invalid(f"{self.name}.dense_layers", self.num_dense_layers, f"0..{self.num_layers}")
         if self.is_moe and (self.top_k <= 0 or self.expert_ffn <= 0 or self.top_k > self.num_routed_experts):
@@ -96,7 +126,34 @@ class ModelSpec:
 
     @property
     def num_moe_layers(self) -> int:
+        if self.layer_pattern:
+            return self.layer_pattern.count("E")
         return self.num_layers - self.num_dense_layers
+
+    @property
+    def expert_width(self) -> int:
+        """Width routed experts read and the dispatcher moves: the latent size, or the hidden size."""
+        return self.moe_latent_size or self.hidden
+
+    @property
+    def is_hybrid(self) -> bool:
+        return bool(self.layer_pattern)
+
+    @property
+    def num_attention_layers(self) -> int:
+        """Layers with a full attention block (all of them unless a hybrid pattern or linear attention
+        says otherwise)."""
+        if self.layer_pattern:
+            return self.layer_pattern.count("*")
+        return num_full_attention_layers(self.num_layers, self.linear_attention_freq)
+
+    @property
+    def num_linear_attention_layers(self) -> int:
+        return self.num_layers - self.num_attention_layers if self.linear_attention_freq else 0
+
+    @property
+    def num_mamba_layers(self) -> int:
+        return self.layer_pattern.count("M")
 
     @property
     def glu_factor(self) -> int:
@@ -133,7 +190,7 @@ def _attention_macs_per_layer(m: ModelSpec, seq_len: int) -> tuple[float, float]
         core = s * H * (nope + rope) / 2 + s * H * dv / 2
         return proj, core
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
-    proj = h * (q + 2 * kv) + q * h
+    proj = h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
     core = q * s  # 2 * q * (s/2): causal half of QK^T plus AV
     if m.sliding_window:
         w = m.sliding_window
@@ -153,23 +210,30 @@ class FlopsPerToken:
     shared_experts: float
     mtp_proj: float
     logits: float
+    mamba: float = 0.0  # Mamba-2 layers (in/out projections + SSD scan; models/mamba.py)
+    moe_latent_proj: float = 0.0  # latent MoE: the h -> latent and latent -> h projections
+    linear_attention: float = 0.0  # Gated DeltaNet layers (models/gdn.py)
+    # What Megatron's Mamba formula counts beyond the layers' own FLOPs (it takes d_inner = 2 h):
+    # part of the published TFLOP/s currency, never of the compute time.
+    mamba_accounting: float = 0.0
 
     @property
     def total(self) -> float:
         return (self.attention_proj + self.attention_core + self.dense_mlp + self.routed_experts
-                + self.shared_experts + self.mtp_proj + self.logits)
+                + self.shared_experts + self.mtp_proj + self.logits + self.mamba + self.mamba_accounting
+                + self.moe_latent_proj + self.linear_attention)
 
     @property
     def gemm(self) -> float:
         """Everything that runs as a (dense or grouped) GEMM in the training precision."""
-        return self.total - self.attention_core
+        return self.total - self.attention_core - self.mamba_accounting
 
 
 def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> FlopsPerToken:
     """FLOPs per token by kind, exactly FLOPS.md's formula (MTP layers count as extra MoE layers)."""
     s = seq_len or m.seq_len
     n_mtp = m.num_mtp_layers if include_mtp else 0
-    n_layers = m.num_layers + n_mtp
+    n_layers = m.num_attention_layers + n_mtp
     n_moe = m.num_moe_layers + n_mtp
     h, g = m.hidden, m.glu_factor
     proj, core = _attention_macs_per_layer(m, s)
@@ -177,10 +241,15 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
         attention_proj=6.0 * n_layers * proj,
         attention_core=6.0 * n_layers * core,
         dense_mlp=6.0 * h * m.dense_ffn * g * m.num_dense_layers,
-        routed_experts=6.0 * h * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
+        routed_experts=6.0 * m.expert_width * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
         shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
         mtp_proj=6.0 * n_mtp * (3 * h + 2 * h * h),
         logits=6.0 * h * m.vocab * (n_mtp + 1),
+        mamba=3.0 * m.num_mamba_layers * mamba_flops_fwd_per_token(m),
+        moe_latent_proj=6.0 * 2 * h * m.moe_latent_size * n_moe if m.is_moe else 0.0,
+        linear_attention=6.0 * m.num_linear_attention_layers * gdn_macs_per_token(m),
+        mamba_accounting=3.0 * m.num_mamba_layers * (mamba_flops_fwd_per_token(m, megatron=True)
+                                                     - mamba_flops_fwd_per_token(m)),
     )
 
 
@@ -204,12 +273,15 @@ class ParamCounts:
     embeddings: float  # input embedding + output layer (once if tied)
     mtp: float
     mtp_routed_experts: float = 0.0
+    mamba: float = 0.0
+    moe_latent_proj: float = 0.0
+    linear_attention: float = 0.0
 
     @property
     def total(self) -> float:
         """Total without MTP (how model cards count, e.g. DeepSeek-V3 671B)."""
         return (self.attention + self.dense_mlp + self.routed_experts + self.shared_experts + self.router
-                + self.norms + self.embeddings)
+                + self.norms + self.embeddings + self.mamba + self.moe_latent_proj + self.linear_attention)
 
     @property
     def expert(self) -> float:
@@ -230,25 +302,30 @@ def _attention_params(m: ModelSpec) -> float:
                 + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim)
                 + H * m.v_head_dim * h + m.q_lora_rank + m.kv_lora_rank)
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
-    return h * (q + 2 * kv) + q * h
+    return h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
 
 
 def param_counts(m: ModelSpec) -> ParamCounts:
     h, g = m.hidden, m.glu_factor
-    per_expert = g * h * m.expert_ffn
-    moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * per_expert
+    per_expert = g * m.expert_width * m.expert_ffn
+    shared_expert = g * h * m.expert_ffn
+    latent_proj = 2 * h * m.moe_latent_size
+    moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * shared_expert + latent_proj
                  + h * m.num_routed_experts + 2 * h + _attention_params(m))
     mtp = m.num_mtp_layers * (moe_layer + 2 * h * h + 3 * h)
     return ParamCounts(
-        attention=m.num_layers * _attention_params(m),
+        attention=m.num_attention_layers * _attention_params(m),
         dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
         routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
-        shared_experts=m.num_moe_layers * m.num_shared_experts * per_expert,
+        shared_experts=m.num_moe_layers * m.num_shared_experts * shared_expert,
         router=m.num_moe_layers * h * m.num_routed_experts,
-        norms=2 * h * m.num_layers + h,
+        norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
         embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,
         mtp_routed_experts=m.num_mtp_layers * m.num_routed_experts * per_expert,
+        mamba=m.num_mamba_layers * mamba_params_per_layer(m),
+        moe_latent_proj=m.num_moe_layers * latent_proj,
+        linear_attention=m.num_linear_attention_layers * gdn_params_per_layer(m),
     )
 
 
@@ -298,7 +375,9 @@ MODEL_KEYS = frozenset({
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "dense_ffn", "routed_experts",
     "shared_experts", "top_k", "expert_ffn", "vocab", "mtp_layers", "tied_embeddings", "glu",
     "sliding_window", "seq_len", "params_total_b", "params_active_b", "flops_per_token_gflop", "n_group",
-    "topk_group", "arch", "arch_sources"})
+    "topk_group", "arch", "arch_sources", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
+    "mamba_num_groups", "mamba_conv_kernel", "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads",
+    "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate"})
 
 
 def _architecture(name: str, row: dict[str, Any], sources: dict) -> Architecture | None:
@@ -320,7 +399,8 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
         return ModelSpec(
             name=name,
             num_layers=num_layers,
-            num_dense_layers=_count(name, row, "dense_layers", 0 if row.get("routed_experts") else num_layers),
+            num_dense_layers=_count(name, row, "dense_layers", str(row["layer_pattern"]).count("-")
+                                    if row.get("layer_pattern") else 0 if row.get("routed_experts") else num_layers),
             hidden=_count(name, row, "hidden"),
             num_heads=_count(name, row, "heads"),
             attention=str(row.get("attention", "gqa")),
@@ -342,6 +422,13 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
             glu=bool(row.get("glu", True)),
             sliding_window=_count(name, row, "sliding_window", 0),
             seq_len=_count(name, row, "seq_len", 4096),
+            layer_pattern=str(row.get("layer_pattern", "")),
+            **{k: _count(name, row, k, 4 if k == "mamba_conv_kernel" else 0)
+               for k in ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel",
+                         "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads", "gdn_num_value_heads",
+                         "gdn_key_head_dim", "gdn_value_head_dim")},
+            gdn_conv_kernel=_count(name, row, "gdn_conv_kernel", 4),
+            attention_gate=bool(row.get("attention_gate", False)),
             published_params_total_b=row.get("params_total_b"),
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),
@@ -379,7 +466,11 @@ def model_names(model_file: str | Path | None = None) -> list[str]:
 
 
 def load_model(name: str, model_file: str | Path | None = None) -> ModelSpec:
-    """The zoo model `name` (case-insensitive), or one from a user TOML shaped like models.toml."""
+    """The zoo model `name` (case-insensitive), one from a user TOML shaped like models.toml, or
+    `hf:PATH`, a Hugging Face config.json (or a folder holding one; models/hf_config.py)."""
+    if name.lower().startswith("hf:"):
+        from commbench.planner.models.hf_config import load_hf_model
+        return load_hf_model(name)
     rows, sources = _zoo_rows(model_file)
     by_lower = {k.lower(): k for k in rows}
     key = by_lower.get(name.lower())

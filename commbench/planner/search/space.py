@@ -1,7 +1,8 @@
 """Search every valid parallel layout for a model, system and GPU count; rank by predicted tokens/s/GPU.
 
 The space (Megatron-Core names): tp, cp, pp, vp, ep, etp, mbs (dp derived from the GPU count), and
-per layout recompute (none|selective|full), dispatcher (alltoall|flex), distributed optimizer and
+per layout recompute (none|selective|full), dispatcher (alltoall|flex), distributed optimizer,
+FSDP (pp = 1 rows with the distributed optimizer, again with parameters sharded too: step/fsdp.py) and
 sequence parallel (when tp > 1). Overlap flags (tp_comm_overlap, moe_a2a_overlap, dp_overlap) are
 set on wherever Megatron allows them: the step model gives them no memory cost and never a longer
 step, so a layout with one off is dominated (same memory, never faster) and is evaluated only
@@ -196,7 +197,23 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     fusable = req.model.is_moe and req.precision == "mxfp8" and gpu is not None and not str(gpu.name).startswith("h")
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
-    return restrict_columns(req.framework, cols, "cuda_graph" in pins)
+    return restrict_columns(req.framework, _with_fsdp(cols, pins), "cuda_graph" in pins)
+
+
+def _with_fsdp(cols: dict[str, np.ndarray], pins: dict) -> dict[str, np.ndarray]:
+    """FSDP (step/fsdp.py) beside the distributed optimizer: each pp = 1 row with the distributed
+    optimizer again as FSDP (the FSDP rule needs both); pinned fsdp=true makes every row FSDP."""
+    n = len(cols["tp"])
+    if "fsdp" in pins:
+        cols["fsdp"] = np.full(n, bool(pins["fsdp"]))
+        return cols
+    cols["fsdp"] = np.zeros(n, dtype=bool)
+    twin = np.flatnonzero((cols["pp"] == 1) & cols["distributed_optimizer"])
+    if not twin.size:
+        return cols
+    out = {k: np.concatenate([v, v[twin]]) for k, v in cols.items()}
+    out["fsdp"][n:] = True
+    return out
 
 
 def candidates(req: SearchRequest) -> tuple[LayoutArrays, np.ndarray, int]:

@@ -38,7 +38,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner.step import gemm_shape, kernels, memory, moe_comm
+from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm
+from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.dp_sync import dp_sync_s, hidden as _hidden
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
@@ -230,8 +231,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     per_pair = np.where(tp > 1, per_pair, 0.0)
     # attention block + dense MLP (+ the shared experts' MLP of MoE layers, TP-sharded like a dense
     # MLP): one pair fwd and one bwd each. Routed experts use the ETP group (below), not TP.
-    shared_pairs = moe_stage if (model.is_moe and model.num_shared_experts > 0) else 0.0
-    tp_total_mb = 2 * per_pair * (layers_stage + (layers_stage - moe_stage) + shared_pairs)
+    # A Mamba block is TP-sharded like attention: one pair each way (step/mamba.py).
+    blocks = block_counts(model)
+    shared_moe = blocks.moe if (model.is_moe and model.num_shared_experts > 0) else 0
+    tp_pairs_stage = (blocks.attention + blocks.linear + blocks.mamba + blocks.dense + shared_moe) / pp * imbalance
+    tp_total_mb = 2 * per_pair * tp_pairs_stage
     tp_exposed_mb = np.where(a.tp_comm_overlap, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
@@ -255,10 +259,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
         cp_dom = domains_touched(tp * cp, cp, dom, max_dom)
         one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
-        cp_total_mb = np.where(cp > 1, layers_stage * 3.0 * (cp - 1) * one_pass, 0.0)
+        attn_stage = blocks.attention / pp * imbalance
+        cp_total_mb = np.where(cp > 1, attn_stage * 3.0 * (cp - 1) * one_pass, 0.0)
     else:
         cp_total_mb = np.zeros(len(a))
     cp_exposed_mb = _hidden(cp_total_mb, attention_s, cal.overlap_efficiency)
+    if blocks.mamba and np.any(cp > 1):  # Mamba's CP all-to-alls sit between its GEMMs: never hidden
+        mamba_cp = blocks.mamba / pp * imbalance * mamba.cp_all_to_all_s(
+            model, system, collective_time_s, tokens_mb=tokens_mb, tp=tp, cp=cp,
+            cp_domains=domains_touched(tp * cp, cp, dom, max_dom), act_bytes=ACT_BYTES)
+        cp_total_mb, cp_exposed_mb = cp_total_mb + mamba_cp, cp_exposed_mb + mamba_cp
 
     # Pipeline send/recv: one activation per virtual stage each way (scattered over TP with SP).
     if np.any(pp > 1):
@@ -302,6 +312,18 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     else:
         e_rs = e_rs_x = e_ag = e_ag_x = np.zeros(len(a))
 
+    if np.any(a.fsdp):  # FSDP rows: per-layer gathers and reduce-scatters every micro-batch (step/fsdp.py)
+        sel = np.flatnonzero(a.fsdp & valid)
+        for local, group, domains, terms in ((dense_local, dense_group, dense_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),
+                                             (expert_local, expert_group, expert_dom, (e_rs, e_rs_x, e_ag, e_ag_x))):
+            if not sel.size or not np.any(np.broadcast_to(local, tp.shape)[sel] > 0):
+                continue
+            got = fsdp.fsdp_sync_s(system, cal, collective_time_s, local=np.broadcast_to(local, tp.shape)[sel],
+                                   group=group[sel], domains=np.broadcast_to(domains, tp.shape)[sel],
+                                   n_mb=n_mb[sel], units=blocks.layers, compute_mb=compute_mb[sel],
+                                   dp_overlap=a.dp_overlap[sel])
+            for out, value in zip(terms, got):
+                out[sel] = value
     owned = np.where(dist, dense_local / dense_group + expert_local / expert_group, dense_local + expert_local)
     optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
 

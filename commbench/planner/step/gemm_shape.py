@@ -54,10 +54,15 @@ def traffic_bytes_per_token(model: ModelSpec, fl: FlopsPerToken, *, tokens_mb, t
     dense = (fl.attention_proj + fl.mtp_proj) * _inv_sum(m_dense, model.attn_out_dim / tp, h) \
         + fl.dense_mlp * _inv_sum(m_dense, max(model.dense_ffn, 1) / tp, h) \
         + fl.logits * _inv_sum(m_dense, model.vocab / tp, h)
+    if fl.linear_attention:  # Gated DeltaNet in_proj / out_proj, head-sharded over TP
+        dense = dense + fl.linear_attention * _inv_sum(m_dense, max(model.gdn_num_value_heads * model.gdn_value_head_dim, 1) / tp, h)
+    if fl.mamba:  # in_proj / out_proj of Mamba-2 blocks, head-sharded over TP
+        dense = dense + fl.mamba * _inv_sum(m_dense, model.mamba_num_heads * model.mamba_head_dim / tp, h)
     if model.is_moe:
+        dense = dense + fl.moe_latent_proj * _inv_sum(m_dense, max(model.moe_latent_size, 1), h)
         dense = dense + fl.shared_experts * _inv_sum(m_dense, model.expert_ffn * max(model.num_shared_experts, 1) / tp, h)
         m_e = expert_tokens_per_gemm(model, tokens_mb, tp, cp, ep, etp)
-        routed = fl.routed_experts * _inv_sum(m_e, model.expert_ffn / etp, h)
+        routed = fl.routed_experts * _inv_sum(m_e, model.expert_ffn / etp, float(model.expert_width))
     else:
         routed = np.zeros_like(dense)
     return dense * b / 2.0, routed * b / 2.0

@@ -45,7 +45,7 @@ def smooth_max(a: np.ndarray, b: np.ndarray, p: float = ROOFLINE_P) -> np.ndarra
 
 def attention_exps_per_token(model, seq_len: int) -> float:
     """Exponentials of the attention core per token over all layers (incl. MTP), forward + backward."""
-    layers = model.num_layers + model.num_mtp_layers
+    layers = model.num_attention_layers + model.num_mtp_layers  # hybrid: attention blocks only
     return layers * model.num_heads * (seq_len / 2.0) * EXPS_PER_SCORE
 
 

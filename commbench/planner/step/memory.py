@@ -10,7 +10,9 @@ sequence parallel, only the head/FFN-sized ones without) and CP; experts hold to
 per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
 (PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
 keeps only each layer's input; selective drops norm outputs, activation-function outputs and
-MLA's up-projections (they are recomputed). The last stage also holds fp32 logits.
+MLA's up-projections (they are recomputed). The last stage also holds fp32 logits. Blocks are
+counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
+layers each add their own terms (Mamba's in step/mamba.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.models.spec import ModelSpec, param_counts
+from commbench.planner.step import fsdp, gdn, mamba
+from commbench.planner.step.mamba import block_counts
 
 BF16 = 2
 
@@ -63,7 +67,8 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         k, ffn = model.top_k, model.expert_ffn
         # Per rank the experts hold etp x (tokens per rank x top-k) gathered rows: the FC1 input is
         # full-width (h) for each of them, the FFN-wide tensors are sliced by ETP.
-        routed = k * (etp * h * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
+        w = model.expert_width  # latent MoE: experts read the latent width (its projections ~ a shared expert)
+        routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
         moe_mlp = (h + keep * h * gemm_in + k) / seq_shard + routed + shared
     else:
@@ -75,10 +80,16 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
 
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp) -> np.ndarray:
     attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, arr.recompute, arr.precision)
-    n_layers = model.num_layers + model.num_mtp_layers
-    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
-    per_layer = attn + (dense_mlp * (n_layers - n_moe) + moe_mlp * n_moe) / n_layers
-    per_mb_stage = tokens_mb * per_layer * BF16 * n_layers / pp      # one micro-batch, all chunks of a stage
+    c = block_counts(model)
+    per_token = attn * c.attention + dense_mlp * c.dense + moe_mlp * c.moe
+    if c.linear:  # Gated DeltaNet blocks in place of attention (step/gdn.py); full recompute keeps the input
+        per_token = per_token + c.linear * np.where(arr.recompute == 2, model.hidden / (np.where(sp, tp, 1) * cp),
+                                                    gdn.activation_elements(model, tp, cp, sp, arr.recompute,
+                                                                            arr.precision))
+    if model.is_hybrid:  # every hybrid block is a layer of its own: full recompute keeps each one's input
+        per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, arr.recompute, arr.precision)
+        per_token = np.where(arr.recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
+    per_mb_stage = tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
     chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
     mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
     first_stage = per_mb_stage * mb_equiv
@@ -101,9 +112,16 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # for a full-iteration graph a share of the activations the pool cannot reuse.
     graph_bytes = np.select([arr.cuda_graph == 1, arr.cuda_graph == 2],
                             [np.full(len(tp), cal.graph_layer_bytes), cal.graph_full_fraction * activations], 0.0)
+    weights, grads = local * 2.0, local * 2.0
+    if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
+        c = block_counts(model)
+        f_weights, f_grads = fsdp.fsdp_memory_bytes(
+            dense_local / dense_group + expert_local / expert_group,
+            fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe))
+        weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
     return MemoryBytes(
-        weights=local * 2.0,
-        grads=local * 2.0,
+        weights=weights,
+        grads=grads,
         optimizer=owned * 12.0,
         activations=activations,
         reserve=np.full(len(tp), cal.reserve_fixed_bytes) + cal.reserve_fraction * capacity + graph_bytes,
@@ -130,12 +148,17 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         k, ffn = model.top_k, model.expert_ffn
         # fused_moe: permutes fused into the dispatcher and activation + cast into the grouped MLP
         # kernel; only the cast of the expert input still touches HBM on its own.
-        routed = np.where(arr.fused_moe, k * cast * h, k * (4 * h + model.glu_factor * ffn + cast * (h + ffn))) / (tp * cp)
+        w = model.expert_width
+        routed = np.where(arr.fused_moe, k * cast * w, k * (4 * w + model.glu_factor * ffn + cast * (w + ffn))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
         moe = 2 * (2 * h + 3 * h) / seq_shard + routed + shared
     else:
         moe = np.zeros_like(attn)
-    n_layers = model.num_layers + model.num_mtp_layers
-    n_moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
-    per_token_stage = (attn * n_layers + dense * (n_layers - n_moe) + moe * n_moe) / pp
+    c = block_counts(model)
+    per_token = attn * c.attention + dense * c.dense + moe * c.moe
+    if c.mamba:
+        per_token = per_token + c.mamba * mamba.elementwise_elements(model, tp, cp, sp, cast)
+    if c.linear:
+        per_token = per_token + c.linear * gdn.elementwise_elements(model, tp, cp, sp, cast)
+    per_token_stage = per_token / pp
     return 3.0 * tokens_mb * per_token_stage * BF16

@@ -2,7 +2,7 @@
 expert-parallel dispatch and combine (4 all-to-alls per MoE layer: dispatch + combine forward, their
 gradients backward) and the expert-tensor-parallel gather/scatter around the expert GEMMs.
 
-Bytes: tokens per rank x copies x hidden x element size, copies = top-k with the alltoall dispatcher,
+Bytes: tokens per rank x copies x hidden (the latent size for latent MoE) x element size, copies = top-k with the alltoall dispatcher,
 distinct destination ranks with the deduplicating flex dispatcher, and across scale-up domains
 distinct destination domains (ep_traffic.py). Times come from the fabric cost model passed in (the
 step model's `collective_time_s` and `moe_all_to_all_time_s`), divided by the fitted
@@ -39,7 +39,7 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
     ep_dom = domains_touched(etp * ep, ep, rack_gpus, max_domains)
     # Across domains the flex kernels send one copy per destination domain (ep_traffic.py).
-    elems_rank = tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.hidden
+    elems_rank = tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.expert_width
     # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
     # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
     # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
@@ -76,7 +76,7 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # Only the forwarded rows pay the second leg's cost-model calls (the search's hot path).
     rows = np.flatnonzero(flex & (ep_dom > 1) & (ep > 1))
     if rows.size:
-        fan_elems = np.broadcast_to(tokens_rank * fanout * model.hidden, flex.shape)[rows]
+        fan_elems = np.broadcast_to(tokens_rank * fanout * model.expert_width, flex.shape)[rows]
         fan = phase_times(fan_elems, np.ceil(ep / ep_dom)[rows], np.ones(rows.size), flex[rows], quantised[rows])
         legs = [leg.copy() for leg in (dispatch_s, dispatch_bf16_s, combine_s)]  # two may be one array
         for leg, fan_leg in zip(legs, fan):
@@ -90,7 +90,7 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # rank all-gathers the ETP group's received tokens before the expert GEMMs and reduce-scatters
     # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
     # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
-    etp_buf = etp * tokens_rank * fanout * model.hidden * ACT_BYTES
+    etp_buf = etp * tokens_rank * fanout * model.expert_width * ACT_BYTES
     etp_dom = domains_touched(etp, etp, rack_gpus, max_domains)
     if np.any(etp > 1):
         etp_pair = collective_time_s(system, "all_gather", etp_buf, etp, etp_dom) \

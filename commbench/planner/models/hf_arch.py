@@ -1,0 +1,65 @@
+"""The architecture fields (models/architecture.py) of a Hugging Face config.json, each citing the file.
+
+Keys as the transformers configuration classes name them: hidden_act / mlp_hidden_act, rms_norm_eps
+(layer_norm_epsilon, norm_eps), rope_theta, rope_scaling (rope_type llama3 / yarn, factor,
+original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim), sliding_window
+with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
+topk_method (noaux_tc = expert bias). What a model type fixes in its modeling code rather than its
+config (Qwen3's and MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset,
+Qwen2's QKV bias, Nemotron-H's squared ReLU and position-free attention) is set per model type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
+
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "deepseek_v3", "kimi_k2")
+SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h")
+
+
+def _rope(c, out: dict[str, Any]) -> None:
+    scaling = c.get("rope_scaling") or {}
+    kind = scaling.get("rope_type", scaling.get("type", "none")) if isinstance(scaling, dict) else "none"
+    if kind in ("llama3", "yarn"):
+        out.update(rope_scaling=kind, rope_scaling_factor=float(scaling.get("factor", 1.0)))
+    if kind == "yarn":
+        out.update(rope_original_max_positions=int(scaling.get("original_max_position_embeddings", 0)),
+                   yarn_beta_fast=float(scaling.get("beta_fast", 32.0)), yarn_beta_slow=float(scaling.get("beta_slow", 1.0)),
+                   yarn_mscale=float(scaling.get("mscale", 0.0)), yarn_mscale_all_dim=float(scaling.get("mscale_all_dim", 0.0)))
+
+
+def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
+    """Architecture of config `c` (hf_config._Config) for the ModelSpec `fields` read from it."""
+    t = c.model_type
+    act = str(c.get("mlp_hidden_act", c.get("hidden_act", "silu")))
+    out: dict[str, Any] = {
+        "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
+        "swiglu" if fields.get("glu", True) else "gelu",
+        "norm_epsilon": float(c.get("rms_norm_eps", c.get("layer_norm_epsilon", c.get("norm_eps", 1e-6)))),
+        "qk_norm": t in QK_NORM_TYPES,
+        "linear_bias": bool(c.get("attention_bias", False)) and t == "gpt_oss",
+        "qkv_bias": t in ("qwen2", "qwen2_moe"),
+        "position_embedding": "none" if t == "nemotron_h" else "rope",
+        "rotary_base": int(c.get("rope_theta", 10000)),
+        "rotary_percent": float(c.get("partial_rotary_factor", 1.0)),
+        "max_position_embeddings": int(c.get("max_position_embeddings", fields["seq_len"])),
+    }
+    _rope(c, out)
+    if out.get("rope_scaling") == "yarn" and fields.get("attention", "gqa") != "mla":
+        out["position_embedding"] = "yarn"  # Megatron's YaRN embedding; MLA applies YaRN itself (rope)
+    if t == "gpt_oss":
+        out.update(glu_linear_offset=1.0, activation_clamp=float(c.get("swiglu_limit", 7.0)), softmax_type="learnable")
+    if fields.get("sliding_window"):
+        out.update(sliding_window=int(fields["sliding_window"]), window_skip_freq=2)
+    if fields.get("num_routed_experts"):
+        score = str(c.get("scoring_func", "sigmoid" if t in SIGMOID_DEFAULT_TYPES else "softmax"))
+        groups, group_topk = int(c.get("n_group", 0) or 0), int(c.get("topk_group", 0) or 0)
+        out.update(router_score=score, router_topk_scaling=float(c.get("routed_scaling_factor", 0.0) or 0.0),
+                   router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t == "nemotron_h")
+        if groups > 1:
+            out.update(router_groups=groups, router_group_topk=group_topk)
+    source = Source(key="hf-config", repo="huggingface config.json", path=str(path), commit="local file")
+    return Architecture(**out, sources={name: source for name in ARCH_FIELDS})

@@ -1,0 +1,226 @@
+"""A Hugging Face `config.json` read into the planner's model description (`--model hf:PATH`).
+
+Keys are those of the transformers configuration classes (configuration_<model_type>.py) for
+each model_type below; a key the class defaults is taken at that default, any other missing
+key is one line naming it. What the planner does not model is refused by name (e.g. a sliding window
+on every layer, dense layers after MoE ones, an MTP pattern other than attention + MoE), never
+approximated silently.
+
+Not counted (below 0.1% of any supported model's parameters): attention/expert biases (Qwen2,
+gpt-oss), gpt-oss's attention sinks, DeepSeek's router correction bias.
+Nemotron-H's MTP layer (num_nextn_predict_layers with mtp_hybrid_override_pattern "*E") is an
+attention + MoE layer, as the planner's MTP layers are.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from commbench.errors import CommbenchError, read_user_file
+from commbench.planner.models.hf_arch import architecture_from_hf
+from commbench.planner.models.spec import ModelSpec
+
+PREFIX = "hf:"
+DEFAULT_SEQ_LEN = 4096  # config.json holds the context window, not a training sequence length
+HYBRID_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # Nemotron layers_block_type
+
+
+class _Config:
+    """config.json's keys with the one-line error for a missing or ill-typed one."""
+
+    def __init__(self, raw: dict[str, Any], where: str) -> None:
+        self.raw, self.where = raw, where
+        self.model_type = str(raw.get("model_type", ""))
+
+    def fail(self, what: str) -> CommbenchError:
+        return CommbenchError(f"{self.where}: {what}")
+
+    def int(self, key: str, default: int | None = None) -> int:
+        value = self.raw.get(key, default)
+        if value is None:
+            raise self.fail(f"lacks {key!r} (needed for model_type {self.model_type!r})")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(f"{key}={value!r} is invalid: a whole number >= 0")
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.raw.get(key)
+        return default if value is None else value
+
+
+def _common(c: _Config, name: str) -> dict[str, Any]:
+    heads = c.int("num_attention_heads")
+    hidden = c.int("hidden_size")
+    if heads == 0:
+        raise c.fail("num_attention_heads=0 is invalid: > 0")
+    return dict(
+        name=name, num_layers=c.int("num_hidden_layers"), hidden=hidden, num_heads=heads,
+        num_kv_heads=c.int("num_key_value_heads", heads),
+        head_dim=c.int("head_dim", c.int("attention_head_dim", hidden // heads)),
+        vocab=c.int("vocab_size"), tied_embeddings=bool(c.get("tie_word_embeddings", False)),
+        seq_len=min(DEFAULT_SEQ_LEN, c.int("max_position_embeddings", DEFAULT_SEQ_LEN)) or DEFAULT_SEQ_LEN,
+        glu=True,
+    )
+
+
+def _dense(c: _Config, name: str) -> dict[str, Any]:
+    if c.get("use_sliding_window", False):
+        raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
+    out = _common(c, name)
+    return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"))
+
+
+def _leading_dense(c: _Config, key: str) -> int:
+    """Dense layers of a MoE model; the planner places them first, so any other placement is refused."""
+    layers = sorted(int(i) for i in c.get(key, []))
+    if layers != list(range(len(layers))):
+        raise c.fail(f"{key}={layers} is not modelled: dense layers must be the first ones")
+    if int(c.get("decoder_sparse_step", 1)) != 1:
+        raise c.fail(f"decoder_sparse_step={c.get('decoder_sparse_step')!r} is not modelled: 1 (every layer MoE)")
+    return len(layers)
+
+
+def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int:
+    if shared_ffn % expert_ffn:
+        raise c.fail(f"{key}={shared_ffn} is not modelled: a multiple of the expert width {expert_ffn}")
+    return shared_ffn // expert_ffn
+
+
+def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
+    out = _common(c, name)
+    ffn = c.int("moe_intermediate_size")
+    shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")
+    dense = _leading_dense(c, "mlp_only_layers")
+    return dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
+                num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
+                num_shared_experts=shared)
+
+
+def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
+    """Qwen3-Next: Qwen3 MoE with Gated DeltaNet layers and gated full attention every
+    full_attention_interval-th layer (layer_types, when given, must say the same)."""
+    out = _qwen_moe(c, name)
+    freq = c.int("full_attention_interval")
+    kinds = c.get("layer_types")
+    if kinds is not None:
+        want = ["full_attention" if (i + 1) % freq == 0 else "linear_attention" for i in range(out["num_layers"])]
+        if list(kinds) != want:
+            raise c.fail(f"layer_types is not modelled unless every {freq}-th layer is full attention "
+                         "(full_attention_interval)")
+    return dict(out, linear_attention_freq=freq, gdn_num_key_heads=c.int("linear_num_key_heads"),
+                gdn_num_value_heads=c.int("linear_num_value_heads"), gdn_key_head_dim=c.int("linear_key_head_dim"),
+                gdn_value_head_dim=c.int("linear_value_head_dim"), gdn_conv_kernel=c.int("linear_conv_kernel_dim", 4),
+                attention_gate=True)
+
+
+def _mixtral(c: _Config, name: str) -> dict[str, Any]:
+    if c.get("sliding_window"):
+        raise c.fail(f"sliding_window={c.get('sliding_window')!r} is not modelled for mixtral (null)")
+    out = _common(c, name)
+    return dict(out, num_dense_layers=0, num_routed_experts=c.int("num_local_experts"),
+                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("intermediate_size"))
+
+
+def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
+    out = _common(c, name)
+    kinds = list(c.get("layer_types", []))
+    window = c.int("sliding_window", 0)
+    if window and kinds and kinds.count("sliding_attention") * 2 != len(kinds):
+        raise c.fail("layer_types: only half the layers sliding (gpt-oss's alternation) is modelled")
+    return dict(out, num_dense_layers=0, num_routed_experts=c.int("num_local_experts"),
+                top_k=c.int("num_experts_per_tok", c.int("experts_per_token")),
+                expert_ffn=c.int("intermediate_size"), sliding_window=window)
+
+
+def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
+    if c.get("q_lora_rank") is None:
+        raise c.fail("q_lora_rank=null (MLA without the query low-rank projection) is not modelled")
+    if int(c.get("moe_layer_freq", 1)) != 1:
+        raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
+    out = _common(c, name)
+    out.pop("head_dim"), out.pop("num_kv_heads")
+    extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    return dict(out, attention="mla", num_dense_layers=c.int("first_k_dense_replace", 0),
+                q_lora_rank=c.int("q_lora_rank"), kv_lora_rank=c.int("kv_lora_rank"),
+                qk_nope_head_dim=c.int("qk_nope_head_dim"), qk_rope_head_dim=c.int("qk_rope_head_dim"),
+                v_head_dim=c.int("v_head_dim"), dense_ffn=c.int("intermediate_size"),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
+                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
+                num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
+
+
+def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
+    mtp = c.int("num_nextn_predict_layers", 0)
+    if mtp and str(c.get("mtp_hybrid_override_pattern", "*E")) != "*E":
+        raise c.fail(f"mtp_hybrid_override_pattern={c.get('mtp_hybrid_override_pattern')!r} is not modelled: "
+                     "'*E' (an MTP layer of attention + MoE)")
+    pattern = c.get("hybrid_override_pattern")
+    if pattern is None and c.get("layers_block_type") is not None:
+        blocks = list(c.get("layers_block_type"))
+        unknown = [b for b in blocks if b not in HYBRID_BLOCKS]
+        if unknown:
+            raise c.fail(f"layers_block_type {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
+        pattern = "".join(HYBRID_BLOCKS[b] for b in blocks)
+    if not isinstance(pattern, str) or not pattern:
+        raise c.fail("lacks 'hybrid_override_pattern' (or 'layers_block_type'), needed for model_type 'nemotron_h'")
+    out = _common(c, name)
+    moe = "E" in pattern
+    ffn = c.int("moe_intermediate_size") if moe else 0
+    shared = (_shared_count(c, c.int("moe_shared_expert_intermediate_size", 0), ffn,
+                            "moe_shared_expert_intermediate_size") if moe else 0)
+    # Nemotron-H MLPs and experts are up + down projections (squared ReLU), no gate
+    return dict(out, glu=False, layer_pattern=pattern,
+                num_dense_layers=pattern.count("-"),
+                dense_ffn=c.int("intermediate_size") if "-" in pattern else 0,
+                num_routed_experts=c.int("n_routed_experts") if moe else 0,
+                top_k=c.int("num_experts_per_tok") if moe else 0, expert_ffn=ffn, num_shared_experts=shared,
+                mamba_num_heads=c.int("mamba_num_heads"), mamba_head_dim=c.int("mamba_head_dim"),
+                mamba_state_dim=c.int("ssm_state_size"), mamba_num_groups=c.int("n_groups"),
+                mamba_conv_kernel=c.int("conv_kernel", 4), moe_latent_size=c.int("moe_latent_size", 0) if moe else 0,
+                num_mtp_layers=mtp)
+
+
+READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
+    "llama": _dense, "qwen2": _dense, "qwen3": _dense, "mistral": _dense,
+    "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
+    "mixtral": _mixtral, "gpt_oss": _gpt_oss,
+    "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,  # Kimi-K2 ships DeepSeek-V3's architecture
+    "nemotron_h": _nemotron_h,
+    "qwen3_next": _qwen3_next,
+}
+
+
+def config_path(path: str) -> Path:
+    p = Path(path)
+    return p / "config.json" if p.is_dir() else p
+
+
+def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
+    """`hf:PATH` (a config.json, or a folder holding one) as a ModelSpec."""
+    path = config_path(spec[len(PREFIX):] if spec.startswith(PREFIX) else spec)
+    where = f"--model hf:{path}"
+    try:
+        raw = json.loads(read_user_file(path, "--model hf:"))
+    except json.JSONDecodeError as exc:
+        raise CommbenchError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(raw, dict):
+        raise CommbenchError(f"{where}: a JSON object (a Hugging Face config.json) is needed")
+    if "text_config" in raw and "hidden_size" not in raw:
+        raw = dict(raw["text_config"], model_type=raw["text_config"].get("model_type", raw.get("model_type")))
+    c = _Config(raw, where)
+    reader = READERS.get(c.model_type)
+    if reader is None:
+        raise c.fail(f"model_type={c.model_type!r} is not known: one of {', '.join(sorted(READERS))}")
+    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    fields = reader(c, f"hf:{name}")
+    if seq_len:
+        fields["seq_len"] = seq_len
+    fields["architecture"] = architecture_from_hf(c, fields, path)
+    try:
+        return ModelSpec(**fields)
+    except (CommbenchError, TypeError, ValueError) as exc:
+        raise CommbenchError(f"{where}: {exc}") from None

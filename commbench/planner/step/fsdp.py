@@ -1,0 +1,57 @@
+"""FSDP as the data-parallel mode (ZeRO-3): Megatron-FSDP with `--data-parallel-sharding-strategy
+optim_grads_params` and TorchTitan's FSDP2 (`fully_shard` per transformer block), charged as they run.
+
+Per micro-batch, one FSDP unit per layer (Megatron-FSDP wraps every TransformerLayer / Mamba layer,
+TorchTitan every block; Rajbhandari et al., ZeRO, arXiv 1910.02054; Zhao et al., PyTorch FSDP,
+arXiv 2304.11277):
+- forward: each unit's parameters are all-gathered (bf16) before it runs and freed after;
+- backward: gathered again, and its gradients reduce-scattered (bf16) once computed;
+- overlap: the next unit's gather is prefetched behind the current unit's compute, a unit's
+  reduce-scatter runs behind the next unit's backward; the first unit's gather of each pass and the
+  last unit's reduce-scatter cannot hide. Forward gathers share the forward third of the compute,
+  backward gathers and reduce-scatters the backward two thirds (`overlap_efficiency` of a window
+  hides traffic, as for the distributed optimizer). Without dp_overlap nothing hides.
+Dense parameters over DP x CP, expert parameters over EDP, as the distributed optimizer shards
+them; the optimizer step updates the shard (as the distributed optimizer).
+Memory per GPU: bf16 weight and gradient shards (1/group) plus the unsharded buffers of two units
+(the running one and the prefetched one) for weights and one unit's gradients.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.planner.step.dp_sync import GRAD_BYTES, PARAM_BYTES, hidden
+
+GATHERED_UNITS = 2  # the running unit and the prefetched one
+
+
+def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap):
+    """(RS total, RS exposed, AG total, AG exposed) seconds per step for parameters `local` per GPU
+    (before sharding) over `group` ranks spanning `domains` racks, in `units` FSDP units."""
+    g = np.maximum(group, 1).astype(float)
+    active = group > 1
+    ag_once = np.where(active, coll(system, "all_gather", local * PARAM_BYTES, g, domains), 0.0)
+    rs_once = np.where(active, coll(system, "reduce_scatter", local * GRAD_BYTES, g, domains), 0.0)
+    edge = 1.0 / np.maximum(units, 1)
+    fwd, bwd = compute_mb / 3.0, compute_mb * 2.0 / 3.0
+    eff = cal.overlap_efficiency
+    fwd_x = hidden(ag_once * (1 - edge), fwd, eff) + ag_once * edge
+    bwd_comm = ag_once + rs_once
+    bwd_x = hidden(bwd_comm * (1 - edge), bwd, eff) + bwd_comm * edge
+    share_ag = np.where(bwd_comm > 0, ag_once / np.maximum(bwd_comm, 1e-300), 0.0)
+    ag_x = np.where(dp_overlap, fwd_x + bwd_x * share_ag, 2 * ag_once)
+    rs_x = np.where(dp_overlap, bwd_x * (1 - share_ag), rs_once)
+    return n_mb * rs_once, n_mb * rs_x, n_mb * 2 * ag_once, n_mb * ag_x
+
+
+def unit_params(model, dense_local, expert_local, num_layers: int, moe_layers: int):
+    """Parameters of the largest FSDP unit on one GPU (a MoE layer holds its experts' share)."""
+    dense_unit = dense_local / max(num_layers, 1)
+    return dense_unit + (expert_local / max(moe_layers, 1) if model.is_moe else 0.0)
+
+
+def fsdp_memory_bytes(shard, unit):
+    """(weights, gradients) bytes per GPU under FSDP: the `shard` of parameters this GPU owns plus the
+    gathered buffers of `unit` parameters."""
+    return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * GRAD_BYTES + unit * GRAD_BYTES

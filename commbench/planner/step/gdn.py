@@ -1,0 +1,39 @@
+"""Step-model terms of Gated DeltaNet blocks (Qwen3-Next's linear attention; models/gdn.py).
+
+megatron-core 0.16 (ssm/gated_delta_net.py, TransformerConfig): key and value heads split over TP
+(both divisible by it), in_proj column-parallel and out_proj row-parallel, so one all-gather +
+reduce-scatter pair each way like attention; no context parallelism (cp must be 1, the layout rule).
+Memory traffic per token (forward, read + write, elements), as step/mamba.py counts a Mamba block:
+pre-norm + residual (5 h), conv1d over q, k, v (2 x channels), the chunked delta rule (read q, k, v
+and the b/a gates, write the output), gated RMSNorm (read output and z, write), fp8 casts of the GEMM
+inputs. Activations kept for backward: block input, norm output, in_proj output, conv output, the
+core output and the out_proj input, plus the fp32 chunk states (value heads x dk x dv per 64 tokens,
+the FLA chunk kernels' default).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.planner.models.gdn import conv_channels, in_proj_width, v_dim
+from commbench.planner.models.spec import ModelSpec
+
+CHUNK_TOKENS = 64
+
+
+def elementwise_elements(model: ModelSpec, tp, cp, sp, cast) -> np.ndarray:
+    h, v = model.hidden, v_dim(model)
+    seq_shard = np.where(sp, tp, 1) * cp
+    conv = conv_channels(model)
+    per_head_shard = 2 * conv + (conv + 2 * model.gdn_num_value_heads + v) + 3 * v + cast * 2 * v
+    return 2 * (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / (tp * cp)
+
+
+def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision) -> np.ndarray:
+    h, v = model.hidden, v_dim(model)
+    seq_shard = np.where(sp, tp, 1) * cp
+    keep = np.where(recompute == 1, 0.0, 1.0)
+    gemm_in = np.where(precision > 0, 0.5, 1.0)
+    states = 2.0 * model.gdn_num_value_heads * model.gdn_key_head_dim * model.gdn_value_head_dim / CHUNK_TOKENS
+    per_head = in_proj_width(model) + conv_channels(model) + v + v * gemm_in + states
+    return (h + keep * h * gemm_in) / seq_shard + per_head / (tp * cp)

@@ -1,0 +1,93 @@
+"""Step-model terms of hybrid models: layer counts by kind, and what a Mamba-2 layer adds to
+memory traffic, activation memory and communication (megatron-core 0.16 MambaMixer).
+
+Parallelism of a Mamba-2 layer (megatron/core/ssm/mamba_mixer.py, mamba_context_parallel.py):
+- TP: in_proj column-parallel, out_proj row-parallel (heads and groups split over TP: both must
+  be divisible by it), so one all-gather + reduce-scatter pair (sequence parallel) or all-reduce
+  each way, like an attention block;
+- CP: the sequence-sharded in_proj outputs (z, x, B, C, dt) go through an all-to-all to a head
+  shard before conv1d + SSD, and the SSD output back (`_all_to_all_cp2hp` / `_hp2cp`); backward
+  mirrors them; nothing overlaps them (they sit between the GEMMs and the scan);
+- PP: the layers split as MambaStack builds them (no interleaving in 0.16; split.py).
+Memory traffic per token (forward, read + write, elements): pre-norm + residual (5 h, as every
+block), conv1d over x, B, C (read + write 2 (d + 2 G N)), SSD scan (read x, B, C, dt, write y:
+d + 2 G N + H + d), gated RMSNorm (read y, z, write 3 d), fp8 casts of the two GEMM inputs.
+Activations kept for backward (Mamba-2's chunked-scan autograd: x, B, C, dt, z, y and one fp32
+state of H x P x N per chunk of 128 tokens; Dao & Gu, arXiv 2405.21060): the block input, the
+norm output, the in_proj output, the conv output, y and the gated-norm output (out_proj input).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from commbench.planner.models.mamba import d_inner, in_proj_width
+from commbench.planner.models.spec import ModelSpec
+
+SSD_CHUNK_TOKENS = 128  # megatron-core DEFAULT_MAMBA_CHUNK_SIZE
+
+
+@dataclass(frozen=True)
+class BlockCounts:
+    """Blocks of each kind, MTP layers included (an MTP layer counts as attention + its MLP/MoE)."""
+
+    attention: int
+    mamba: int
+    dense: int
+    moe: int
+    layers: int  # what Megatron calls layers: pattern characters, or transformer layers (+ MTP)
+    linear: int = 0  # Gated DeltaNet blocks (step/gdn.py)
+
+
+def block_counts(model: ModelSpec) -> BlockCounts:
+    mtp = model.num_mtp_layers
+    moe = (model.num_moe_layers + mtp) if model.is_moe else 0
+    if model.is_hybrid:
+        dense = model.num_dense_layers + (0 if model.is_moe else mtp)
+        return BlockCounts(attention=model.num_attention_layers + mtp, mamba=model.num_mamba_layers,
+                           dense=dense, moe=moe, layers=model.num_layers + mtp)
+    layers = model.num_layers + mtp
+    linear = model.num_linear_attention_layers
+    return BlockCounts(attention=layers - linear, mamba=0, dense=layers - moe, moe=moe, layers=layers, linear=linear)
+
+
+def _conv_channels(model: ModelSpec) -> int:
+    return d_inner(model) + 2 * model.mamba_num_groups * model.mamba_state_dim
+
+
+def elementwise_elements(model: ModelSpec, tp, cp, sp, cast) -> np.ndarray:
+    """Forward elements read + written per token by one Mamba layer's memory-bound kernels on one GPU."""
+    h, d, H = model.hidden, d_inner(model), model.mamba_num_heads
+    seq_shard = np.where(sp, tp, 1) * cp
+    head_shard = tp * cp
+    conv = _conv_channels(model)
+    per_head_shard = 2 * conv + (conv + H + d) + 3 * d + cast * (d + d)
+    return 2 * (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / head_shard
+
+
+def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision) -> np.ndarray:
+    """bf16-equivalent elements per token one Mamba layer keeps for backward on one GPU (as memory.py
+    counts the other blocks: fp8 GEMM inputs are half an element; selective recompute drops the norm
+    output; full recompute keeps only the block input)."""
+    h, d = model.hidden, d_inner(model)
+    seq_shard = np.where(sp, tp, 1) * cp
+    head_shard = tp * cp
+    keep = np.where(recompute == 1, 0.0, 1.0)
+    gemm_in = np.where(precision > 0, 0.5, 1.0)
+    states = 2.0 * d * model.mamba_state_dim / SSD_CHUNK_TOKENS   # fp32 chunk states
+    per_head = in_proj_width(model) + _conv_channels(model) + d + d * gemm_in + states
+    kept = (h + keep * h * gemm_in) / seq_shard + per_head / head_shard
+    return np.where(recompute == 2, h / seq_shard, kept)
+
+
+def cp_all_to_all_s(model: ModelSpec, system, collective_time_s, *, tokens_mb, tp, cp, cp_domains,
+                    act_bytes: int) -> np.ndarray:
+    """Per micro-batch per Mamba layer: the CP all-to-alls, forward and backward (0 where cp = 1)."""
+    if not np.any(cp > 1):
+        return np.zeros(np.shape(tp))
+    rows = tokens_mb / cp / tp * act_bytes
+    one_way = (collective_time_s(system, "all_to_all", rows * in_proj_width(model), cp, cp_domains)
+               + collective_time_s(system, "all_to_all", rows * d_inner(model), cp, cp_domains))
+    return np.where(cp > 1, 2.0 * one_way, 0.0)

@@ -1,0 +1,206 @@
+"""Hybrid (Mamba-2 / attention / MoE) plans: the step model's hybrid terms, the pipeline split MambaStack
+builds, and the emitted Megatron-LM arguments against Megatron's own code.
+
+Called (megatron-core 0.16.1 from PyPI): the hybrid layer allocation (`allocate_layers`, which
+validates the pattern against --num-layers), TransformerConfig construction with the Mamba fields, and
+MambaStack's own per-rank layer selection (`_select_layers_for_pipeline_parallel`).
+Called when Megatron-LM's source is at $MEGATRON_LM_SRC (a checkout or `git archive core_v0.16.1
+megatron pretrain_mamba.py` of NVIDIA/Megatron-LM; megatron/training is not on PyPI): its own
+`parse_args` + `validate_args` on the emitted arguments (skipped otherwise), with the GPU's compute
+capability answered as the plan's GB200 (10.0) since torch here is a CPU build, and Transformer Engine
+(GPU-only) taken to be 2.10 as tests/test_emit_megatron_real.py takes it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner.emit.megatron import megatron_args
+from commbench.planner.layout.split import choose_split, split_options, stage_imbalance
+from commbench.planner.step.mamba import block_counts
+
+NANO = "nemotron-3-nano-30b-a3b"
+HF = Path(__file__).parent / "data" / "hf"
+
+LAYOUTS = [  # (gpus, layout): the published recipe, and TP / PP / CP / ETP variants
+    (8, dict(tp=1, pp=1, ep=8, etp=1, mbs=2, gbs=512)),
+    (16, dict(tp=2, pp=2, ep=8, etp=1, mbs=1, gbs=512, sequence_parallel=True)),
+    (32, dict(tp=1, pp=4, ep=8, etp=1, mbs=1, gbs=512)),
+    (16, dict(tp=2, pp=1, cp=2, ep=8, etp=2, mbs=1, gbs=256, sequence_parallel=True)),
+    # what the search picks on 8 GB200 (flex dispatcher, EP overlap, per-layer CUDA graphs)
+    (8, dict(tp=1, pp=1, ep=8, etp=1, mbs=2, gbs=512, dispatcher="flex", moe_a2a_overlap=True, cuda_graph="layer",
+             recompute="none")),
+]
+
+
+def _layout(gpus: int, kw: dict) -> Layout:
+    tp, pp, cp = kw.get("tp", 1), kw.get("pp", 1), kw.get("cp", 1)
+    return Layout(**{"vp": 1, "cp": 1, **kw, "dp": gpus // (tp * pp * cp)})
+
+
+def test_block_counts_by_kind():
+    c = block_counts(load_model(NANO))
+    assert (c.attention, c.mamba, c.dense, c.moe, c.layers) == (6, 23, 0, 23, 52)
+    dsv3 = block_counts(load_model("deepseek-v3"))
+    assert (dsv3.attention, dsv3.mamba, dsv3.dense, dsv3.moe, dsv3.layers) == (62, 0, 3, 59, 62)
+
+
+def test_hybrid_split_is_what_mamba_stack_builds():
+    m = load_model(NANO)
+    assert split_options(m, 2, 2) == []                      # MambaStack: no interleaving in 0.16
+    assert {s.method for s in split_options(m, 4, 1)} <= {"even", "uneven"}
+    split = choose_split(m, 4, 1)
+    assert sum(split.decoder_layers()) == 52
+    # layers differ in cost (an MoE layer ~5x an attention one at seq 8192), so the busiest rank is
+    # the one with the heaviest slice of the pattern, not just the most layers
+    imb = float(stage_imbalance(m, np.array([4]), np.array([1]))[0])
+    assert imb > 1.0
+
+
+def test_mamba_terms_enter_the_step_model():
+    m = load_model(NANO)
+    fabric = load_preset("gb200-nvl72", num_gpus=16)
+    tp1 = _layout(16, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256))
+    cp2 = _layout(16, dict(tp=1, pp=1, cp=2, ep=8, etp=1, mbs=1, gbs=256))
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([tp1, cp2]))
+    assert bd.valid.all()
+    assert bd.cp_total_s[0] == 0 and bd.cp_exposed_s[1] > 0     # Mamba's CP all-to-alls are charged, exposed
+    no_mamba = evaluate_layouts(
+        load_model(NANO).__class__(**{**{f: getattr(m, f) for f in m.__dataclass_fields__},
+                                      "layer_pattern": m.layer_pattern.replace("M", "*")}),
+        fabric, LayoutArrays.from_layouts([tp1]))
+    # 23 attention layers instead of 23 Mamba ones: different memory and time (the terms are not the same)
+    assert no_mamba.mem_activations_bytes[0] != bd.mem_activations_bytes[0]
+
+
+def test_mamba_heads_and_groups_must_divide_over_tp():
+    m = load_model(NANO)   # 64 Mamba heads, 8 groups, 32 attention heads, 2 KV heads
+    from commbench.planner.layout.spec import RULE_BITS, layout_violations
+    arr = LayoutArrays.from_layouts([_layout(16, dict(tp=2, pp=1, ep=8, etp=1, mbs=1, gbs=256)),
+                                     _layout(64, dict(tp=16, pp=1, ep=4, etp=1, mbs=1, gbs=256))])
+    bits = layout_violations(m, arr, np.array([16, 64]))
+    assert not bits[0] & RULE_BITS["heads"] and bits[1] & RULE_BITS["heads"]
+
+
+def test_super_latent_moe_emits_and_mtp_is_refused_for_megatron_0_16():
+    import dataclasses
+    m = load_model("nemotron-3-super-120b-a12b")
+    lay = _layout(64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512))
+    with pytest.raises(Exception, match="MambaModel builds no MTP layers"):
+        megatron_args(lay, m)
+    ns = _tokens(megatron_args(lay, dataclasses.replace(m, num_mtp_layers=0)))
+    assert ns["moe_latent_size"] == 1024 and ns["num_experts"] == 512 and ns["num_layers"] == 88
+    # the dispatcher moves latent-wide tokens: a quarter of the bytes of a hidden-wide model
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    wide = dataclasses.replace(m, moe_latent_size=0)
+    a, b = (evaluate_layouts(x, fabric, LayoutArrays.from_layouts([lay])) for x in (m, wide))
+    assert a.ep_total_s[0] < 0.5 * b.ep_total_s[0]
+
+
+@pytest.mark.parametrize("gpus, kw", LAYOUTS)
+def test_emitted_hybrid_flags_build_in_megatron_core(gpus, kw):
+    mcore = pytest.importorskip("megatron.core")
+    from megatron.core.ssm.mamba_block import MambaStack
+    from megatron.core.ssm.mamba_hybrid_layer_allocation import allocate_layers
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    from megatron.core.activations import squared_relu
+    import torch
+
+    m = load_model(NANO)
+    lay = _layout(gpus, kw)
+    args = megatron_args(lay, m)
+    ns = _tokens(args)
+    assert ns["hybrid_override_pattern"] == m.layer_pattern and ns["is_hybrid_model"] and ns["squared_relu"]
+    assert ns["num_layers"] == len(m.layer_pattern) and ns["position_embedding_type"] == "none"
+    assert "moe_layer_freq" not in ns and "swiglu" not in ns
+    assert allocate_layers(ns["num_layers"], 0.0, 0.0, ns["hybrid_override_pattern"]) == list(m.layer_pattern)
+    cfg = TransformerConfig(
+        num_layers=ns["num_layers"], hidden_size=ns["hidden_size"], num_attention_heads=ns["num_attention_heads"],
+        num_query_groups=ns["num_query_groups"], kv_channels=ns["kv_channels"], is_hybrid_model=True,
+        mamba_num_heads=ns["mamba_num_heads"], mamba_head_dim=ns["mamba_head_dim"],
+        mamba_state_dim=ns["mamba_state_dim"], mamba_num_groups=ns["mamba_num_groups"],
+        activation_func=squared_relu, num_moe_experts=ns["num_experts"], moe_ffn_hidden_size=ns["moe_ffn_hidden_size"],
+        moe_router_topk=ns["moe_router_topk"], moe_shared_expert_intermediate_size=ns["moe_shared_expert_intermediate_size"],
+        moe_grouped_gemm=True, add_bias_linear=False, tensor_model_parallel_size=lay.tp,
+        pipeline_model_parallel_size=lay.pp, context_parallel_size=lay.cp, expert_model_parallel_size=lay.ep,
+        expert_tensor_parallel_size=lay.etp, sequence_parallel=bool(ns.get("sequence_parallel")),
+        num_layers_in_first_pipeline_stage=ns.get("decoder_first_pipeline_num_layers"),
+        num_layers_in_last_pipeline_stage=ns.get("decoder_last_pipeline_num_layers"),
+        params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16, bf16=True)
+    # MambaStack's own slicing of the pattern per pipeline rank equals the split the step model charged
+    split = choose_split(m, lay.pp, lay.vp)
+    built = []
+    for rank in range(lay.pp):
+        fake = types.SimpleNamespace(config=cfg, pp_group=types.SimpleNamespace(rank=lambda r=rank: r,
+                                                                                size=lambda: lay.pp))
+        _, layers = _select(MambaStack, fake, list(m.layer_pattern), rank, lay.pp)
+        built.append(len(layers))
+        assert "".join(layers) == m.layer_pattern[sum(built[:-1]):sum(built)]
+    assert built == split.decoder_layers()
+
+
+def _select(cls, fake, pattern, rank, size):
+    """MambaStack._select_layers_for_pipeline_parallel as pipeline rank `rank` of `size` runs it."""
+    return cls._select_layers_for_pipeline_parallel(fake, pattern)
+
+
+def _tokens(args: list[str]) -> dict:
+    out, i = {}, 0
+    while i < len(args):
+        flag, values = args[i], []
+        i += 1
+        while i < len(args) and not args[i].startswith("--"):
+            values.append(args[i])
+            i += 1
+        conv = [int(v) if v.isdigit() else v for v in values]
+        out[flag[2:].replace("-", "_")] = True if not conv else conv[0] if len(conv) == 1 else conv
+    return out
+
+
+MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
+
+
+@pytest.mark.skipif(not MEGATRON_LM_SRC, reason="set MEGATRON_LM_SRC to a Megatron-LM core_v0.16.1 source tree")
+@pytest.mark.parametrize("name, gpus, kw", [(NANO, g, k) for g, k in LAYOUTS] + [
+    ("nemotron-3-super-120b-a12b", 64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512)),
+    ("nemotron-3-super-120b-a12b", 128, dict(tp=2, pp=4, ep=32, etp=1, mbs=1, gbs=512, sequence_parallel=True))])
+def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(name, gpus, kw, monkeypatch):
+    """Megatron-LM's own parse_args + validate_args (pretrain_mamba.py's path) on the emitted flags."""
+    pytest.importorskip("megatron.core")
+    monkeypatch.syspath_prepend(MEGATRON_LM_SRC)
+    # megatron/training imports a Triton batch-invariance module at import time; Triton is GPU-only
+    stub = types.ModuleType("batch_invariant_kernels")
+    stub.enable_batch_invariant_mode = lambda *a, **k: None
+    stub.is_batch_invariant_mode_enabled = lambda *a, **k: False
+    monkeypatch.setitem(sys.modules, "megatron.core.transformer.custom_layers.batch_invariant_kernels", stub)
+    from megatron.training import arguments
+    import torch
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))  # the plan's GB200 (CPU here)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a: types.SimpleNamespace(major=10, minor=0))
+    import megatron.core.utils as mcore_utils
+    from packaging.version import Version
+    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))  # GPU-only package (as
+    # tests/test_emit_megatron_real.py takes it)
+
+    import dataclasses
+    m = dataclasses.replace(load_model(name), num_mtp_layers=0)  # Megatron-LM 0.16 builds no hybrid MTP
+    lay = _layout(gpus, kw)
+    argv = megatron_args(lay, m) \
+        + ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(m.vocab)]
+    monkeypatch.setattr(sys, "argv", ["pretrain_mamba.py", *argv])
+    for key, value in dict(WORLD_SIZE=str(gpus), RANK="0", LOCAL_RANK="0").items():
+        monkeypatch.setenv(key, value)
+    args = arguments.parse_args()
+    arguments.validate_args(args, {})
+    assert args.hybrid_override_pattern == m.layer_pattern and args.num_layers == len(m.layer_pattern)
+    assert args.is_hybrid_model and args.mamba_num_heads == m.mamba_num_heads
+    assert shlex.join(argv)

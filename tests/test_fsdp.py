@@ -1,0 +1,146 @@
+"""FSDP as a data-parallel mode (step/fsdp.py): charged per layer and micro-batch, searched beside the
+distributed optimizer, emitted for Megatron-LM (Megatron-FSDP) and TorchTitan (FSDP2), and the published
+Megatron-FSDP rows modelled. The framework plan matrix (tests/framework_plans.py) carries FSDP plans
+through TorchTitan 0.3's and megatron-core's own checks (test_emit_*_real.py); Megatron-LM's own
+parse_args + validate_args run here when $MEGATRON_LM_SRC holds its core_v0.16.1 source."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner.emit.megatron import launch_env, megatron_args, parse_megatron_args
+from commbench.planner.emit.torchtitan import torchtitan_plan
+from commbench.planner.layout.spec import RULE_BITS, layout_violations
+from commbench.planner.search.space import SearchRequest, search
+
+
+def _pair(**kw):
+    base = Layout(**kw)
+    return base, dataclasses.replace(base, fsdp=True)
+
+
+def test_fsdp_shards_weights_and_grads_and_gathers_every_micro_batch():
+    m = load_model("llama3.1-70b")
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    dist, fsdp = _pair(tp=1, pp=1, dp=64, mbs=1, gbs=256, precision="fp8")
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([dist, fsdp]), seq_len=8192)
+    assert bd.valid.all()
+    # weights + grads: 70.6B x 2 B x 2 unsharded vs a 1/64 shard plus two gathered layers
+    assert bd.mem_weights_bytes[0] / bd.mem_weights_bytes[1] > 20
+    assert bd.mem_grads_bytes[0] / bd.mem_grads_bytes[1] > 20
+    assert bd.mem_optimizer_bytes[0] == bd.mem_optimizer_bytes[1]
+    n_mb = int(bd.num_microbatches[1])
+    assert n_mb == 4
+    # the distributed optimizer gathers once per step; FSDP twice per micro-batch (forward, backward)
+    assert bd.dp_dense_ag_total_s[1] == pytest.approx(2 * n_mb * bd.dp_dense_ag_total_s[0], rel=1e-6)
+    assert bd.dp_dense_rs_total_s[1] == pytest.approx(n_mb * bd.dp_dense_rs_total_s[0], rel=0.2)
+    off = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([dataclasses.replace(fsdp, dp_overlap=False)]),
+                           seq_len=8192)
+    assert off.dp_dense_ag_exposed_s[0] == pytest.approx(off.dp_dense_ag_total_s[0])
+    # prefetch hides overlap_efficiency of what fits in the compute window (the calibrated DP term)
+    assert off.dp_dense_ag_exposed_s[0] > bd.dp_dense_ag_exposed_s[1] > 0
+
+
+def test_fsdp_rule_and_search():
+    m = load_model("qwen3-30b-a3b")
+    arr = LayoutArrays.from_layouts([Layout(tp=1, pp=2, ep=8, dp=8, mbs=1, gbs=64, fsdp=True),
+                                     Layout(tp=1, pp=1, ep=8, dp=16, mbs=1, gbs=64, fsdp=True,
+                                            distributed_optimizer=False),
+                                     Layout(tp=1, pp=1, ep=8, dp=16, mbs=1, gbs=64, fsdp=True)])
+    bits = layout_violations(m, arr, 16)
+    assert bits[0] & RULE_BITS["fsdp"] and bits[1] & RULE_BITS["fsdp"] and not bits[2]
+    res = search(SearchRequest(model=m, fabric=load_preset("b200-hgx", num_gpus=16), num_gpus=16, gbs=128,
+                               precision="fp8", keep=400))
+    lay = res.layouts
+    assert lay.fsdp.any() and not lay.fsdp.all()
+    assert (lay.pp[lay.fsdp] == 1).all()
+
+
+def test_fsdp_emitters():
+    m = load_model("llama3.1-70b")
+    lay = Layout(tp=2, pp=1, dp=32, mbs=1, gbs=256, precision="fp8", fsdp=True)
+    args = megatron_args(lay, m)
+    i = args.index("--data-parallel-sharding-strategy")
+    assert "--use-megatron-fsdp" in args and args[i + 1] == "optim_grads_params"
+    assert args[args.index("--ckpt-format") + 1] == "fsdp_dtensor"
+    assert parse_megatron_args(args, 64) == lay
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in launch_env(lay, "h100")   # Megatron-FSDP refuses 1
+    titan = torchtitan_plan(dataclasses.replace(lay, precision="bf16"), m)  # TorchTitan ships 70B in bf16
+    par = titan["sections"]["parallelism"]
+    assert par["data_parallel_shard_degree"] == 32 and par["fsdp_reshard_after_forward"] == "always"
+
+
+def test_published_megatron_fsdp_rows_are_modelled():
+    from commbench.planner.calibrate.published import published_runs
+    runs = [r for r in published_runs() if "FSDP=" in (r.row.get("notes") or "")
+            and "FSDP=0" not in r.row["notes"]]
+    assert runs and all(r.layout is not None and r.layout.fsdp for r in runs)
+
+
+MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
+
+
+@pytest.mark.skipif(not MEGATRON_LM_SRC, reason="set MEGATRON_LM_SRC to a Megatron-LM core_v0.16.1 source tree")
+@pytest.mark.parametrize("name, gpus, kw", [
+    ("llama3.1-70b", 64, dict(tp=1, pp=1, dp=64, mbs=2, gbs=256, precision="fp8")),
+    # what the search picks with fsdp pinned: full-iteration CUDA graphs + TP overlap; EP overlap + fused MoE
+    ("llama3.1-70b", 64, dict(tp=2, pp=1, dp=32, mbs=2, gbs=256, precision="fp8", recompute="selective",
+                              tp_comm_overlap=True, cuda_graph="full")),
+    ("qwen3-30b-a3b", 72, dict(tp=1, pp=1, ep=4, etp=1, dp=72, mbs=8, gbs=576, precision="mxfp8", dispatcher="flex",
+                               moe_a2a_overlap=True, fused_moe=True, cuda_graph="layer")),
+    ("llama3-8b", 8, dict(tp=2, pp=1, dp=4, mbs=1, gbs=128, precision="fp8")),
+    ("qwen3-30b-a3b", 72, dict(tp=1, pp=1, ep=8, etp=1, dp=72, mbs=1, gbs=576, precision="mxfp8")),
+])
+def test_megatron_lm_parse_and_validate_args_accept_fsdp_plans(name, gpus, kw, monkeypatch):
+    pytest.importorskip("megatron.core")
+    import torch
+    monkeypatch.syspath_prepend(MEGATRON_LM_SRC)
+    stub = types.ModuleType("batch_invariant_kernels")  # Triton-only module megatron/training imports
+    stub.enable_batch_invariant_mode = lambda *a, **k: None
+    stub.is_batch_invariant_mode_enabled = lambda *a, **k: False
+    monkeypatch.setitem(sys.modules, "megatron.core.transformer.custom_layers.batch_invariant_kernels", stub)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a: types.SimpleNamespace(major=10, minor=0))
+    import megatron.core.utils as mcore_utils
+    from packaging.version import Version
+    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))
+    from megatron.training import arguments
+
+    m = load_model(name)
+    lay = Layout(**kw, fsdp=True)
+    argv = megatron_args(lay, m) + ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(m.vocab)]
+    monkeypatch.setattr(sys, "argv", ["pretrain_gpt.py", *argv])
+    for key, value in dict(WORLD_SIZE=str(gpus), RANK="0", LOCAL_RANK="0", **launch_env(lay, "gb200")).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    args = arguments.parse_args()
+    arguments.validate_args(args, {})
+    assert args.use_megatron_fsdp and args.data_parallel_sharding_strategy == "optim_grads_params"
+    assert np.isfinite(args.world_size)
+
+
+def test_calibrate_evaluate_reports_the_new_kinds_by_family():
+    """calibrate --evaluate models the published Megatron-FSDP and Nemotron-3 Nano (hybrid) rows and
+    reports the median error per family and for those kinds."""
+    import json
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.data.reference import calibration_runs
+    rows = calibration_runs()
+    fsdp_rows = sum("FSDP=" in (r.get("notes") or "") and "FSDP=0" not in r["notes"] for r in rows)
+    nano_rows = sum(r["model"] == "Nemotron-3-Nano" for r in rows)
+    from pathlib import Path
+    data = Path(__file__).resolve().parents[1] / "commbench" / "data" / "calibration-runs.json"
+    res = CliRunner().invoke(app, ["calibrate", "--evaluate", str(data), "--json"])
+    assert res.exit_code == 0, res.output
+    by = json.loads(res.output)["median_abs_error_pct_by_family"]
+    assert by["FSDP"]["runs"] == fsdp_rows and by["hybrid (Mamba)"]["runs"] == nano_rows > 0
+    assert all(0 <= v["median"] < 100 for v in by.values())

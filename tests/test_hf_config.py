@@ -1,0 +1,221 @@
+"""`--model hf:PATH`: published config.json files (tests/data/hf/*/config.json, sources in
+tests/data/hf/SOURCES.md) read into model descriptions that give each model's published parameter
+count and the FLOPs per token of Megatron's formula."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.errors import CommbenchError
+from commbench.planner.models.spec import active_params, flops_per_token, load_model, param_counts
+
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def hf(name: str):
+    return load_model(f"hf:{HF / name}")
+
+
+def _near(got: float, published: float, digits_step: float) -> bool:
+    """Within 1%, or within the last digit of a figure published to `digits_step`: Qwen3-30B-A3B's
+    "3.3B activated" is 3.353B by count (1.6% off; "3.3" is the count cut to two digits, as
+    Qwen's 30.532 -> "30.5" and 22.19 -> "22"); Nemotron-H-8B's card says "8B" for 8.10B."""
+    return abs(got - published) <= max(0.01 * published, digits_step + 1e-9)
+
+
+# (config folder, published total B, published active B (None: dense), rounding step of the
+#  published figures, whether the published active count leaves out the input embedding)
+PUBLISHED = [
+    ("Llama-3.1-8B", 8.03, None, 0.01, False),
+    ("Llama-3.1-70B", 70.6, None, 0.1, False),
+    ("Qwen2.5-7B", 7.61, None, 0.01, False),
+    ("Qwen3-8B", 8.2, None, 0.1, False),
+    ("Qwen3-30B-A3B", 30.5, 3.3, 0.1, False),
+    ("Qwen3-235B-A22B", 235.0, 22.0, 1.0, False),
+    ("Mixtral-8x7B-v0.1", 46.7, 12.9, 0.1, False),
+    ("gpt-oss-120b", 116.83, 5.13, 0.01, True),
+    ("DeepSeek-V3", 671.0, 37.0, 1.0, False),
+    ("Kimi-K2-Instruct", 1026.4, 32.6, 0.1, False),
+    ("Nemotron-H-8B-Base-8K", 8.0, None, 1.0, False),
+    ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 3.6, 0.1, False),
+    ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 120.67, 12.0, 1.0, False),
+]
+
+
+@pytest.mark.parametrize("folder, total_b, active_b, step, no_input_embedding", PUBLISHED)
+def test_config_gives_the_published_parameter_count(folder, total_b, active_b, step, no_input_embedding):
+    m = hf(folder)
+    assert _near(param_counts(m).total / 1e9, total_b, step), param_counts(m).total
+    if active_b is not None:
+        active = active_params(m) - (m.vocab * m.hidden if no_input_embedding else 0)
+        assert _near(active / 1e9, active_b, step), active
+
+
+@pytest.mark.parametrize("folder, zoo, seq_len", [
+    ("Llama-3.1-8B", "llama3-8b", 8192), ("Llama-3.1-70B", "llama3.1-70b", 8192),
+    ("Qwen3-30B-A3B", "qwen3-30b-a3b", 4096), ("Qwen3-235B-A22B", "qwen3-235b-a22b", 4096),
+    ("Mixtral-8x7B-v0.1", "mixtral-8x7b", 4096), ("gpt-oss-120b", "gpt-oss-120b", 4096),
+    ("DeepSeek-V3", "deepseek-v3", 4096), ("Kimi-K2-Instruct", "kimi-k2", 4096),
+    ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 8192),
+    ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b", 8192),
+    ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b", 4096),
+])
+def test_config_flops_equal_the_zoo_models_megatron_flops(folder, zoo, seq_len):
+    """The zoo entries reproduce Megatron's published FLOPs per token (test_planner.py); the same
+    model read from its config.json gives the same figure."""
+    got = flops_per_token(hf(folder), seq_len)
+    want = load_model(zoo).published_flops_per_token_gflop * 1e9
+    assert got == pytest.approx(want, rel=0.005)
+
+
+def test_nemotron_nano_flops_match_its_published_throughput_rows():
+    """Megatron-Bridge 26.02 rows: 756 TFLOP/s at 33,934 tokens/s/GPU (GB200) and 331 at 14,890 (H100)."""
+    got = flops_per_token(hf("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"), 8192)
+    for tflops, tokens in ((756, 33934), (331, 14890)):
+        assert got == pytest.approx(tflops * 1e12 / tokens, rel=0.005)
+
+
+def test_hybrid_pattern_and_mamba_dims_are_read():
+    m = hf("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert (m.num_mamba_layers, m.num_moe_layers, m.num_attention_layers, m.num_dense_layers) == (23, 23, 6, 0)
+    assert (m.mamba_num_heads, m.mamba_head_dim, m.mamba_state_dim, m.mamba_num_groups) == (64, 64, 128, 8)
+    assert not m.glu and m.num_shared_experts == 2
+    h8 = hf("Nemotron-H-8B-Base-8K")
+    assert (h8.num_mamba_layers, h8.num_attention_layers, h8.num_dense_layers, h8.is_moe) == (24, 4, 24, False)
+
+
+def test_latent_moe_and_mtp_count_exactly_as_the_published_weights():
+    """Nemotron-3 Super's safetensors headers: 123,611,012,096 BF16 weights, 2,942,324,736 of them in the
+    MTP layer (latent MoE: experts on 1024 of 4096, h <-> latent projections per MoE layer)."""
+    m = hf("NVIDIA-Nemotron-3-Super-120B-A12B-BF16")
+    p = param_counts(m)
+    assert (m.moe_latent_size, m.num_mtp_layers, m.expert_width) == (1024, 1, 1024)
+    assert p.total + p.mtp == 123_611_012_096 and p.mtp == 2_942_324_736
+
+
+def test_gated_deltanet_model_counts_as_its_published_weights():
+    """Qwen3-Next-80B-A3B: 36 Gated DeltaNet + 12 gated full-attention layers, 512 experts top-10. Its
+    safetensors hold 79,674,391,296 weights (as a public GitHub test reads the headers; the model card says
+    80B total); the count here leaves out the q/k norm weights (104,448)."""
+    m = hf("Qwen3-Next-80B-A3B-Instruct")
+    assert (m.num_attention_layers, m.num_linear_attention_layers, m.attention_gate) == (12, 36, True)
+    assert param_counts(m).total == pytest.approx(79_674_391_296, rel=1e-5)
+    assert active_params(m) == pytest.approx(3_874_929_408, rel=1e-4)   # the same test's active count
+    # Megatron's FLOPs: the GDN term and the gate's extra q-width projection of full attention
+    from commbench.planner.models.gdn import gdn_macs_per_token
+    fl = __import__("commbench.planner.models.spec", fromlist=["flops_breakdown"]).flops_breakdown(m, 4096)
+    assert fl.linear_attention == pytest.approx(6.0 * 36 * gdn_macs_per_token(m))
+    assert fl.attention_proj == pytest.approx(6.0 * 12 * (2048 * (2 * 16 * 256 + 2 * 2 * 256) + 16 * 256 * 2048))
+
+
+def test_layers_block_type_list_reads_as_the_pattern(tmp_path):
+    raw = json.loads((HF / "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16" / "config.json").read_text())
+    blocks = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
+    raw["layers_block_type"] = [blocks[c] for c in raw.pop("hybrid_override_pattern")]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert load_model(f"hf:{tmp_path}").layer_pattern == hf("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16").layer_pattern
+
+
+def _write(tmp_path, **changes):
+    raw = json.loads((HF / "Llama-3.1-8B" / "config.json").read_text())
+    raw.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        raw.pop(key)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return f"hf:{path}"
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(model_type="falcon"), "model_type='falcon' is not known: one of deepseek_v3"),
+    (dict(hidden_size=None), "lacks 'hidden_size' \\(needed for model_type 'llama'\\)"),
+    (dict(num_hidden_layers="32"), "num_hidden_layers='32' is invalid"),
+    (dict(use_sliding_window=True), "use_sliding_window=true is not modelled"),
+])
+def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, message):
+    with pytest.raises(CommbenchError, match=message):
+        load_model(_write(tmp_path, **changes))
+
+
+def test_refusals_name_what_is_not_modelled(tmp_path):
+    nxt = json.loads((HF / "Qwen3-Next-80B-A3B-Instruct" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(nxt, layer_types=["full_attention"] * 48)))
+    with pytest.raises(CommbenchError, match="layer_types is not modelled unless every 4-th layer"):
+        load_model(f"hf:{tmp_path}")
+    raw = json.loads((HF / "NVIDIA-Nemotron-3-Super-120B-A12B-BF16" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, mtp_hybrid_override_pattern="*M")))
+    with pytest.raises(CommbenchError, match="mtp_hybrid_override_pattern='\\*M' is not modelled"):
+        load_model(f"hf:{tmp_path}")
+    with pytest.raises(CommbenchError, match="cannot be read"):
+        load_model(f"hf:{tmp_path / 'missing'}")
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(CommbenchError, match="not valid JSON"):
+        load_model(f"hf:{tmp_path}")
+
+
+def test_plan_cli_takes_hf_model_and_refuses_bad_one_in_one_line(tmp_path):
+    from commbench.cli.app import app
+    runner = CliRunner()
+    ok = runner.invoke(app, ["plan", "--model", f"hf:{HF / 'Qwen3-30B-A3B'}", "--system", "gb200-nvl72",
+                             "--gpus", "8", "--layout", "tp=1,pp=1,vp=1,ep=8,mbs=2,gbs=256", "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["inputs"]["model"] == "hf:Qwen3-30B-A3B"
+    bad = runner.invoke(app, ["plan", "--model", _write(tmp_path, model_type="falcon"), "--system", "gb200-nvl72",
+                              "--gpus", "8"])
+    assert bad.exit_code == 2
+    assert "model_type='falcon' is not known" in bad.output and "Traceback" not in bad.output
+
+
+ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "normalization", "norm_epsilon",
+                        "qk_norm", "linear_bias", "qkv_bias", "position_embedding", "rotary_base", "rope_scaling",
+                        "rope_scaling_factor", "rope_original_max_positions", "yarn_beta_fast", "yarn_beta_slow",
+                        "yarn_mscale", "yarn_mscale_all_dim", "sliding_window", "window_skip_freq", "softmax_type",
+                        "router_score", "router_topk_scaling", "router_groups", "router_group_topk",
+                        "router_expert_bias")
+
+
+@pytest.mark.parametrize("folder, zoo", [
+    ("Llama-3.1-70B", "llama3.1-70b"), ("Qwen3-30B-A3B", "qwen3-30b-a3b"), ("Qwen3-235B-A22B", "qwen3-235b-a22b"),
+    ("Mixtral-8x7B-v0.1", "mixtral-8x7b"), ("gpt-oss-120b", "gpt-oss-120b"), ("DeepSeek-V3", "deepseek-v3"),
+    ("Kimi-K2-Instruct", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b"),
+    ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b"),
+    ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"),
+])
+def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
+    """The architecture read from config.json (models/hf_arch.py) equals the zoo's, which cites the
+    Megatron-Bridge / NeMo / Megatron-LM files it comes from (issue 25)."""
+    got, want = hf(folder).architecture, load_model(zoo).architecture
+    assert {f: getattr(got, f) for f in ARCH_FIELDS_COMPARED} == {f: getattr(want, f) for f in ARCH_FIELDS_COMPARED}
+    assert got.source("activation").path.endswith("config.json")
+
+
+@pytest.mark.parametrize("published, zoo", [
+    ("Nemotron-3-Nano", "nemotron-3-nano-30b-a3b"), ("Nemotron 3 Super", "nemotron-3-super-120b-a12b"),
+    ("Kimi-K2-1T", "kimi-k2"), ("Kimi K2", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B", "nemotron-3-nano-30b-a3b"),
+])
+def test_published_names_of_the_new_families_map_to_zoo_models(published, zoo):
+    from commbench.planner.calibrate.published import _zoo_name
+    assert _zoo_name(published) == zoo
+
+
+def test_a_runs_row_may_name_an_hf_config(tmp_path):
+    """calibrate reads a row whose model is hf:PATH (a user's own model) as that config."""
+    from commbench.planner.calibrate.published import published_runs
+    row = {"model": f"hf:{HF / 'Qwen3-30B-A3B'}", "gpu": "GB200", "num_gpus": 8, "precision": "MXFP8",
+           "seq_len": 4096, "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "cp": 1, "vp": None, "ep": 8, "etp": None,
+           "tokens_per_s_per_gpu": 26373, "notes": ""}
+    (run,) = published_runs((row,))
+    assert run.layout is not None and run.model.name == "hf:Qwen3-30B-A3B" and run.model.num_routed_experts == 128
+
+
+def test_torchtitan_plans_an_hf_model_whose_sizes_are_a_shipped_config():
+    from commbench.planner import Layout
+    from commbench.planner.emit.torchtitan import torchtitan_plan
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, hf("Qwen3-30B-A3B"))
+    assert (doc["module"], doc["config"]) == ("qwen3", "qwen3_30b_a3b")
+    assert "refused" in torchtitan_plan(lay, hf("Mixtral-8x7B-v0.1"))   # TorchTitan ships no Mixtral
