@@ -4,7 +4,7 @@ builds, and the emitted Megatron-LM arguments against Megatron's own code.
 Called (megatron-core 0.16.1 from PyPI): the hybrid layer allocation (`allocate_layers`, which
 validates the pattern against --num-layers), TransformerConfig construction with the Mamba fields, and
 MambaStack's own per-rank layer selection (`_select_layers_for_pipeline_parallel`).
-Called when Megatron-LM's source is at $MEGATRON_LM_SRC (a checkout or `git archive core_v0.16.1
+Called when Megatron-LM's source is at $MEGATRON_LM_ROOT (a checkout or `git archive core_v0.16.1
 megatron pretrain_mamba.py` of NVIDIA/Megatron-LM; megatron/training is not on PyPI): its own
 `parse_args` + `validate_args` on the emitted arguments (skipped otherwise), with the GPU's compute
 capability answered as the plan's GB200 (10.0) since torch here is a CPU build, and Transformer Engine
@@ -166,17 +166,17 @@ def _tokens(args: list[str]) -> dict:
     return out
 
 
-MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
+MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")
 
 
-@pytest.mark.skipif(not MEGATRON_LM_SRC, reason="set MEGATRON_LM_SRC to a Megatron-LM core_v0.16.1 source tree")
+@pytest.mark.skipif(not MEGATRON_LM_ROOT, reason="set MEGATRON_LM_ROOT to a Megatron-LM core_v0.16.1 source tree")
 @pytest.mark.parametrize("name, gpus, kw", [(NANO, g, k) for g, k in LAYOUTS] + [
     ("nemotron-3-super-120b-a12b", 64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512)),
     ("nemotron-3-super-120b-a12b", 128, dict(tp=2, pp=4, ep=32, etp=1, mbs=1, gbs=512, sequence_parallel=True))])
 def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(name, gpus, kw, monkeypatch):
     """Megatron-LM's own parse_args + validate_args (pretrain_mamba.py's path) on the emitted flags."""
     pytest.importorskip("megatron.core")
-    monkeypatch.syspath_prepend(MEGATRON_LM_SRC)
+    monkeypatch.syspath_prepend(MEGATRON_LM_ROOT)
     # megatron/training imports a Triton batch-invariance module at import time; Triton is GPU-only
     stub = types.ModuleType("batch_invariant_kernels")
     stub.enable_batch_invariant_mode = lambda *a, **k: None

@@ -2,7 +2,7 @@
 distributed optimizer, emitted for Megatron-LM (Megatron-FSDP) and TorchTitan (FSDP2), and the published
 Megatron-FSDP rows modelled. The framework plan matrix (tests/framework_plans.py) carries FSDP plans
 through TorchTitan 0.3's and megatron-core's own checks (test_emit_*_real.py); Megatron-LM's own
-parse_args + validate_args run here when $MEGATRON_LM_SRC holds its core_v0.16.1 source."""
+parse_args + validate_args run here when $MEGATRON_LM_ROOT holds its core_v0.16.1 source."""
 
 from __future__ import annotations
 
@@ -85,10 +85,10 @@ def test_published_megatron_fsdp_rows_are_modelled():
     assert runs and all(r.layout is not None and r.layout.fsdp for r in runs)
 
 
-MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
+MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")
 
 
-@pytest.mark.skipif(not MEGATRON_LM_SRC, reason="set MEGATRON_LM_SRC to a Megatron-LM core_v0.16.1 source tree")
+@pytest.mark.skipif(not MEGATRON_LM_ROOT, reason="set MEGATRON_LM_ROOT to a Megatron-LM core_v0.16.1 source tree")
 @pytest.mark.parametrize("name, gpus, kw", [
     ("llama3.1-70b", 64, dict(tp=1, pp=1, dp=64, mbs=2, gbs=256, precision="fp8")),
     # what the search picks with fsdp pinned: full-iteration CUDA graphs + TP overlap; EP overlap + fused MoE
@@ -102,7 +102,7 @@ MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
 def test_megatron_lm_parse_and_validate_args_accept_fsdp_plans(name, gpus, kw, monkeypatch):
     pytest.importorskip("megatron.core")
     import torch
-    monkeypatch.syspath_prepend(MEGATRON_LM_SRC)
+    monkeypatch.syspath_prepend(MEGATRON_LM_ROOT)
     stub = types.ModuleType("batch_invariant_kernels")  # Triton-only module megatron/training imports
     stub.enable_batch_invariant_mode = lambda *a, **k: None
     stub.is_batch_invariant_mode_enabled = lambda *a, **k: False

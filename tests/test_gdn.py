@@ -1,5 +1,5 @@
 """Gated DeltaNet (Qwen3-Next) in the step model, the layout rules and the Megatron emitter, against
-megatron-core 0.16.1's TransformerConfig and, with $MEGATRON_LM_SRC, Megatron-LM's own parse_args +
+megatron-core 0.16.1's TransformerConfig and, with $MEGATRON_LM_ROOT, Megatron-LM's own parse_args +
 validate_args."""
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ def test_emitted_flags_build_a_megatron_core_config(kw):
     assert cfg.linear_attention_freq == 4
 
 
-MEGATRON_LM_SRC = os.environ.get("MEGATRON_LM_SRC")
+MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")
 
 
-@pytest.mark.skipif(not MEGATRON_LM_SRC, reason="set MEGATRON_LM_SRC to a Megatron-LM core_v0.16.1 source tree")
+@pytest.mark.skipif(not MEGATRON_LM_ROOT, reason="set MEGATRON_LM_ROOT to a Megatron-LM core_v0.16.1 source tree")
 def test_megatron_lm_parse_and_validate_args_accept_the_plan(monkeypatch):
     pytest.importorskip("megatron.core")
     import torch
-    monkeypatch.syspath_prepend(MEGATRON_LM_SRC)
+    monkeypatch.syspath_prepend(MEGATRON_LM_ROOT)
     stub = types.ModuleType("batch_invariant_kernels")  # Triton-only module megatron/training imports
     stub.enable_batch_invariant_mode = lambda *a, **k: None
     stub.is_batch_invariant_mode_enabled = lambda *a, **k: False
