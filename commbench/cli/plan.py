@@ -12,6 +12,7 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
 from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
+from commbench.planner.search.pinned_gap import defaults_line, defaults_taken, versus_best, versus_best_lines
 from commbench.results.tables import Col, print_table
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
@@ -102,6 +103,7 @@ def plan(
     cal = load_calibration(calibration) if calibration else CALIBRATED
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
+    given = set(pins)
     complete = layout is not None and is_complete(pins) and gbs is None
     req = SearchRequest(model=spec, fabric=_system(system, gpus, gpu), num_gpus=gpus,
                         gbs=gbs or int(pins.pop("gbs", 4096)), precision=str(pins.pop("precision", precision.lower())),
@@ -118,11 +120,12 @@ def plan(
     pins.setdefault("cp", 1)
     pins.setdefault("etp", pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
-    check_layout(spec, lay, gpus, seq_len)
+    check_layout(spec, lay, gpus, seq_len, given=given)
     fabric = req.fabric
     arr, bd = best_for_pins(req)
     lay = arr.layout(0)
     row = bd.row(0)
+    versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"})
     if as_json or out:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan import write_plan_files
@@ -130,6 +133,7 @@ def plan(
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric),
                                    torchtitan_version=torchtitan_version)
+        doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out) if out else []
         if as_json:
             console.print_json(json.dumps(doc, default=float))
@@ -160,5 +164,20 @@ def plan(
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
+    for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
+            ([defaults_line(taken)] if taken else []):
+        console.print(line, highlight=False, markup=False)
     if out:
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)
+
+
+def _versus_best(req, pinned_bd) -> dict:
+    """The searched best (nothing pinned) against the pinned layout; why not, when the search finds none."""
+    import dataclasses
+
+    from commbench.planner.search.space import search
+    try:
+        result = search(dataclasses.replace(req, pins={}))
+    except CommbenchError as exc:
+        return {"unavailable": f"No searched layout to compare with: {exc}"}
+    return versus_best(result, pinned_bd)
