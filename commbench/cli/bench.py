@@ -11,6 +11,7 @@ import typer
 from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail, renamed
+from commbench.cli.nccl_flags import nccl_tests_loop, refuse_nccl_tests_flags
 from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backends import resolve_backend
@@ -59,10 +60,20 @@ def bench(
     root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast).")] = 0,
     in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather).")] = False,
     backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
-    timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
+    timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run (-T as nccl-tests).")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
     old_output: Annotated[Optional[str], typer.Option("--output", hidden=True)] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (rich) or nccl-tests (classic text for existing parsers).")] = "table",
+    graph_launches: Annotated[Optional[int], typer.Option("-G", "--graph-launches", help="nccl-tests -G: N > 0 times CUDA-graph replays (as --cuda-graph, cupy-nccl), N launches of the -n iterations (n*N replays of one iteration's graph); 0 none.")] = None,
+    run_cycles: Annotated[Optional[int], typer.Option("-N", "--run-cycles", help="nccl-tests -N: run the whole size sweep this many times, each cycle's records appended to the same file (compare widens its noise to their range).")] = None,
+    agg_iters: Annotated[Optional[int], typer.Option("-m", "--agg-iters", help="nccl-tests -m: each timed iteration runs the collective this many times back to back; times are per operation (recorded as params.agg_iters).")] = None,
+    blocking: Annotated[Optional[int], typer.Option("-z", "--blocking", help="nccl-tests -z: 1 = the host waits for the device after every collective (recorded as params.blocking); 0 = not (default).")] = None,
+    refused_g: Annotated[Optional[str], typer.Option("-g", hidden=True)] = None,
+    refused_t: Annotated[Optional[str], typer.Option("-t", hidden=True)] = None,
+    refused_p: Annotated[Optional[str], typer.Option("-p", hidden=True)] = None,
+    refused_y: Annotated[Optional[str], typer.Option("-y", hidden=True)] = None,
+    refused_c: Annotated[Optional[str], typer.Option("-C", hidden=True)] = None,
+    refused_r: Annotated[Optional[str], typer.Option("-R", hidden=True)] = None,
     average: Annotated[int, typer.Option("-a", "--average", help="nccl-tests -a: the time --format nccl-tests prints, the loop time / iters over ranks: 0 rank 0, 1 average (default), 2 min, 3 max. All four are recorded.")] = 1,
     # --- MoE all-to-all options (issue 3) go below this line ---
     moe_tokens: Annotated[Optional[str], typer.Option("--tokens", help="moe_all_to_all: tokens per rank, a comma list (default 128,512,2048); replaces -b/-e.")] = None,
@@ -95,6 +106,12 @@ def bench(
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     output = renamed(output, old_output, old="--output", new="-O/--out")
+    refuse_nccl_tests_flags({"-g": refused_g, "-t": refused_t, "-p": refused_p, "-y": refused_y, "-C": refused_c,
+                             "-R": refused_r})
+    letters = nccl_tests_loop(graph_launches=graph_launches, agg_iters=agg_iters, blocking=blocking,
+                              run_cycles=run_cycles)
+    if letters.get("graph_launches"):
+        cuda_graph, iters = True, iters * letters["graph_launches"]
     if output_format not in ("table", "nccl-tests"):
         raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests")
     if average not in (0, 1, 2, 3):
@@ -112,7 +129,8 @@ def bench(
         raise CommbenchError("--cuda-graph needs --backend cupy-nccl (and only cupy-nccl in --compare-backends)")
     config = BenchConfig(
         collective=collective, sizes_bytes=tuple(sizes), dtype=dtype, op=op, in_place=in_place, root=root,
-        loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph),
+        loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph,
+                         agg_iters=letters.get("agg_iters", 1), blocking=letters.get("blocking", False)),
         backend=backends[0], timeout_s=timeout_s,
         output_path=output or default_output_path(collective), output_format=output_format, average=average,
         argv=tuple(sys.argv),
@@ -138,7 +156,9 @@ def bench(
         if combos:
             run_bench_axes(config, combos, nproc)
             return
-        outcomes = _run(config, backends, nproc, timeout_s)
+        for _cycle in range(letters.get("run_cycles", 1)):
+            outcomes = _run(config, backends, nproc, timeout_s)
+            report_outcomes(outcomes, config.output_path)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())
