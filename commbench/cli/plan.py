@@ -18,6 +18,23 @@ from commbench.results.tables import Col, print_table
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
              ("DP expert grad RS", "dp_expert_rs"), ("DP expert param AG", "dp_expert_ag"))
+def _zoo() -> str:
+    from commbench.planner.models.spec import model_names
+    return ", ".join(model_names())
+
+
+def _layout_keys() -> str:
+    """Every --layout key with its values, spaced so help wraps it instead of cutting it."""
+    from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
+    codes = "; ".join(f"{k} ({' | '.join(v)})" for k, v in CODE_FIELDS.items() if k != "precision")
+    return (f"integers {', '.join(INT_FIELDS)}; {codes}; true/false {', '.join(BOOL_FIELDS)}")
+
+
+LAYOUT_KEYS = _layout_keys()
+MODEL_HELP = f"zoo model ({_zoo()}) or a name from --model-file"
+LAYOUT_HELP = (f"key=value pairs, comma-separated, e.g. tp=1,pp=2,vp=8,ep=32,mbs=1. Keys: {LAYOUT_KEYS}. Naming "
+               "tp, pp, vp, ep and mbs evaluates that one layout (and shows the best, its rank and every default "
+               "taken); a subset (or none) pins those and searches the rest.")
 MAX_GPUS = 131_072  # beyond any published training run; the layout search grows with the GPU count
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
 
@@ -54,13 +71,10 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
                       "memory per GPU (predicted, from the fabric cost model and calibrated efficiencies).")
 def plan(
-    model: Annotated[str, typer.Option(help="zoo model name (e.g. deepseek-v3) or one from --model-file")],
+    model: Annotated[str, typer.Option(help=MODEL_HELP)],
     system: Annotated[str, typer.Option(help="system preset (e.g. gb300-nvl72) or a fabric .json")],
     gpus: Annotated[int, typer.Option(help="number of GPUs")],
-    layout: Annotated[Optional[str], typer.Option(help="key=value pairs: tp,pp,vp,ep,etp,cp,dp,mbs,gbs,recompute,"
-                                              "dispatcher,sequence_parallel,tp_comm_overlap,moe_a2a_overlap,... "
-                                              "Naming tp, pp, vp, ep and mbs evaluates that one layout; a subset "
-                                              "(or none) pins those and searches the rest.")] = None,
+    layout: Annotated[Optional[str], typer.Option(help=LAYOUT_HELP)] = None,
     precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "bf16",
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
     model_file: Annotated[Optional[str], typer.Option(help="TOML file of \\[model.NAME] tables, laid out like the shipped models.toml")] = None,

@@ -10,6 +10,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
+from commbench.cli.plan import LAYOUT_KEYS, MODEL_HELP
 from commbench.errors import CommbenchError, invalid
 
 
@@ -19,12 +20,13 @@ from commbench.errors import CommbenchError, invalid
 def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
-    model: Annotated[str, typer.Option(help="zoo model name")] = "deepseek-v3",
+    model: Annotated[str, typer.Option(help=MODEL_HELP)] = "deepseek-v3",
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[int, typer.Option(help="global batch size (sequences)")] = 4096,
     precision: Annotated[str, typer.Option(help="bf16, fp8, mxfp8 or nvfp4")] = "mxfp8",
-    layout: Annotated[Optional[str], typer.Option(help="pins, key=value pairs as for `commbench plan`")] = None,
+    layout: Annotated[Optional[str], typer.Option(help=f"pins for the search, key=value pairs as for `commbench plan`. "
+                                                       f"Keys: {LAYOUT_KEYS}")] = None,
     nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
     out: Annotated[str, typer.Option("-O", "--out", help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
     top: Annotated[int, typer.Option(help="layouts to show")] = 10,
