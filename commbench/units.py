@@ -35,6 +35,11 @@ def format_size(size_bytes: float) -> str:
     return f"{int(size_bytes)} B"
 
 
+# --max-bytes defaults, one rule for every command: what is measured stops at 16 MiB (seconds on one
+# machine, past the latency regime; raise it for bandwidth), what is predicted goes to 8 GiB (free to
+# compute, and the bandwidth regime of every fabric preset).
+MEASURED_MAX_BYTES = "16M"
+PREDICTED_MAX_BYTES = "8G"
 MAX_TIMEOUT_S = 86_400.0  # a day: a collective timeout beyond this is a typo (and overflows torch's timedelta)
 
 

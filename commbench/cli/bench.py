@@ -23,7 +23,7 @@ from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
 from commbench.comm.nccl_tuning import parse_axes, refuse_on_backend
-from commbench.units import parse_size_bytes, size_range
+from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range
 
 
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
@@ -49,7 +49,7 @@ def bench(
     collective: Annotated[str, typer.Argument(help=", ".join(REGISTRY))],
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Smallest size (K/M/G suffixes, 1K = 1024; default 8).")] = None,
-    max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
+    max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M, as every command that measures; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f).")] = None,
     iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size (all kept in the record; p99 recorded from 100 on).")] = 20,
@@ -89,7 +89,8 @@ def bench(
     # --- topology / sub-group options (issue 4) go below this line ---
     ranks_per_rack: Annotated[Optional[int], typer.Option("--ranks-per-rack", help="Ranks per rack (scale-up domain): ranks r*R..r*R+R-1 share rack r.")] = None,
     topology: Annotated[Optional[str], typer.Option("--topology", help="Rack preset: nvl72 (72 per rack) or hgx8 (8 per node).")] = None,
-    racks: Annotated[Optional[str], typer.Option("--racks", help="Explicit racks, e.g. '0-3;4-7' (';' between racks).")] = None,
+    racks: Annotated[Optional[str], typer.Option("--racks", help="Number of racks (scale-up domains), ranks split evenly in order, as --racks means in emulate, predict and fit.")] = None,
+    rack_ranks: Annotated[Optional[str], typer.Option("--rack-ranks", help="Explicit racks, e.g. '0-3;4-7' (';' between racks, as --rack-nodes lists hosts).")] = None,
     nodes_per_rack: Annotated[Optional[int], typer.Option("--nodes-per-rack", help="Group hosts (ranks by hostname) into racks of this many nodes.")] = None,
     rack_nodes: Annotated[Optional[str], typer.Option("--rack-nodes", help="Hosts per rack, e.g. 'n1,n2;n3,n4'.")] = None,
     group_sizes: Annotated[Optional[str], typer.Option("--group-sizes", help="Sub-group sweep: pow2 (2,4,8..N) or a list like 2,4,8.")] = None,
@@ -106,6 +107,10 @@ def bench(
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     output = renamed(output, old_output, old="--output", new="-O/--out")
+    if racks is not None and not racks.strip().isdigit():  # the old meaning: a rank list
+        rack_ranks, racks = renamed(rack_ranks, racks, old="--racks with a rank list", new="--rack-ranks"), None
+    elif racks is not None and rack_ranks is not None:
+        raise CommbenchError("--racks and --rack-ranks conflict: give one way to describe racks")
     refuse_nccl_tests_flags({"-g": refused_g, "-t": refused_t, "-p": refused_p, "-y": refused_y, "-C": refused_c,
                              "-R": refused_r})
     letters = nccl_tests_loop(graph_launches=graph_launches, agg_iters=agg_iters, blocking=blocking,
@@ -122,7 +127,7 @@ def bench(
     if workload.default_sizes_bytes and (min_bytes, max_bytes, step_factor, step_bytes) == (None, None, None, None):
         sizes = list(workload.default_sizes_bytes)
     else:
-        sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes"),
+        sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or MEASURED_MAX_BYTES, "--max-bytes"),
                            step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None)
     backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
@@ -138,7 +143,7 @@ def bench(
                               routing=moe_routing, dispatch_mode=moe_dispatch_mode, dispatch_dtype=moe_dispatch_dtype,
                               combine_dtype=moe_combine_dtype, seed=moe_seed, preset=moe_preset)},
     )
-    config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks, nodes_per_rack=nodes_per_rack,
+    config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks or rack_ranks, nodes_per_rack=nodes_per_rack,
                                rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,
                                algorithm=algorithm, rs_impl=rs_impl)
     combos = parse_axes(nccl_algo, nccl_proto, nccl_channels)

@@ -55,7 +55,7 @@ def nccl_tuner(
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
     channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default -1; NCCL's example plugin then runs ONE channel).")] = None,
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Predicted: smallest size.")] = "1K",
-    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size.")] = "4G",
+    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size (8G, as every command that predicts).")] = "8G",
 ) -> None:
     """Rules only where a combination beats NCCL's default by more than the noise; see docs/nccl-tuner.md."""
     if old_output is not None:
