@@ -63,7 +63,7 @@ def bench(
     timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run (-T as nccl-tests).")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
     old_output: Annotated[Optional[str], typer.Option("--output", hidden=True)] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table (rich) or nccl-tests (classic text for existing parsers).")] = "table",
+    output_format: Annotated[str, typer.Option("--format", help="table (rich), nccl-tests (classic text for existing parsers) or markdown (one table at the end, to paste).")] = "table",
     graph_launches: Annotated[Optional[int], typer.Option("-G", "--graph-launches", help="nccl-tests -G: N > 0 times CUDA-graph replays (as --cuda-graph, cupy-nccl), N launches of the -n iterations (n*N replays of one iteration's graph); 0 none.")] = None,
     run_cycles: Annotated[Optional[int], typer.Option("-N", "--run-cycles", help="nccl-tests -N: run the whole size sweep this many times, each cycle's records appended to the same file (compare widens its noise to their range).")] = None,
     agg_iters: Annotated[Optional[int], typer.Option("-m", "--agg-iters", help="nccl-tests -m: each timed iteration runs the collective this many times back to back; times are per operation (recorded as params.agg_iters).")] = None,
@@ -117,8 +117,8 @@ def bench(
                               run_cycles=run_cycles)
     if letters.get("graph_launches"):
         cuda_graph, iters = True, iters * letters["graph_launches"]
-    if output_format not in ("table", "nccl-tests"):
-        raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests")
+    if output_format not in ("table", "nccl-tests", "markdown"):
+        raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests, markdown")
     if average not in (0, 1, 2, 3):
         raise CommbenchError(f"--average={average} is invalid: allowed 0 (rank 0), 1 (average), 2 (min), 3 (max)")
     if check not in (0, 1):

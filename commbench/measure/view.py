@@ -29,6 +29,9 @@ class BenchView:
             rate = header.emulated.get("scale_out_rate_bits_per_s")
             intro += (f"; EMULATED fabric: {header.emulated.get('num_racks')} racks joined at "
                       f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
+        if self.format == "markdown":  # printed whole at the end, to paste (a progress line goes to stderr)
+            self.intro, self.live = intro, None
+            return
         if self.format == "nccl-tests":
             self._print(f"# {intro}")
             for line in nccl_tests_banner(header, config.collective, sizes_bytes=config.sizes_bytes, iters=config.loop.iters,
@@ -67,6 +70,8 @@ class BenchView:
 
     def add(self, record: Measurement) -> None:
         self.rows.append(record)
+        if self.format == "markdown":
+            return
         if self.format == "nccl-tests":
             self._print(nccl_tests_row(record, self.average))
             return
@@ -78,6 +83,13 @@ class BenchView:
         return Group(measurement_table(self.title, self.rows, self.console.width), self.progress)
 
     def close(self) -> None:
+        if self.format == "markdown":
+            from commbench.results.report import markdown_table
+            avg = nccl_tests_footer(self.rows, self.average)[1].split(":", 1)[1].strip()
+            lines = [f"**{self.intro}** (measured)", "", *markdown_table(self.rows), "",
+                     f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, measured)"]
+            self._print("\n".join(lines))
+            return
         if self.format == "nccl-tests":
             for line in nccl_tests_footer(self.rows, self.average):
                 self._print(line)
