@@ -181,8 +181,9 @@ def calibrate(
     console.print("moved: " + (", ".join(f"{m['term']} {m['start']:.4g} -> {m['fitted']:.4g} ({m['change_pct']:+.1f}%)"
                                          for m in report.moved) or "nothing"), highlight=False, markup=False)
     for b in report.at_bound:
-        err_console.print(styled("[yellow]warning:[/] {} = {} is at its {} bound: the runs push it beyond "
-                                 "what is physical, so another term (or the model) is off for them", b["term"],
+        err_console.print(styled("[yellow]warning:[/] fitted term {} = {} ends at its {} bound (its physical range): "
+                                 "the runs do not determine it there, and may want it beyond (another term or the "
+                                 "model is off for them); predictions leaning on it are less trustworthy", b["term"],
                                  f"{b['value']:.4g}", b["bound"]), highlight=False, soft_wrap=True)
     loo_text = (f"{loo_median:.1f}% leave-one-out over {len(report.loo_abs_error_pct)} distinct runs"
                 if loo_median is not None else f"leave-one-out {report.loo_note}")
