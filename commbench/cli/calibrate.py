@@ -187,6 +187,8 @@ def calibrate(
                                  f"{b['value']:.4g}", b["bound"]), highlight=False, soft_wrap=True)
     loo_text = (f"{loo_median:.1f}% leave-one-out over {len(report.loo_abs_error_pct)} distinct runs"
                 if loo_median is not None else f"leave-one-out {report.loo_note}")
+    why = (" (the fit minimises a weighted Huber loss pulled toward the start terms, not this median)"
+           if float(np.median(after)) > float(np.median(before)) else "")
     console.print(f"median |error| {float(np.median(before)):.1f}% before, {float(np.median(after)):.1f}% after "
-                  f"in-sample, {loo_text} (use it with --calibration {out})", highlight=False, markup=False)
+                  f"in-sample{why}, {loo_text} (use it with --calibration {out})", highlight=False, markup=False)
     _print_skipped(skipped)
