@@ -25,16 +25,30 @@ def parse_size_bytes(text: str | int, field: str = "size") -> int:
 
 
 def format_size(size_bytes: float) -> str:
-    """Human size with binary suffixes: 8 B, 64 KiB, 16 MiB."""
-    for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size_bytes >= mult and size_bytes % mult == 0:
-            return f"{int(size_bytes // mult)} {suffix}"
-    for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size_bytes >= mult:
-            return f"{size_bytes / mult:.1f} {suffix}"
-    return f"{int(size_bytes)} B"
+    """A size people read exactly: 8 B, 64 KiB, 1536 KiB, 16 MiB in the binary unit that makes it whole
+    (at most 4 digits); else the decimal unit that does (80 MB = 80,000,000 B); else the exact bytes, as
+    nccl-tests prints them (268434432 B, never "262143 KiB"). A size that is not a whole number of bytes
+    (a plot tick) keeps one decimal in the largest binary unit."""
+    if size_bytes != int(size_bytes):
+        for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if size_bytes >= mult:
+                return f"{size_bytes / mult:.1f} {suffix}"
+        return f"{size_bytes:g} B"
+    n = int(size_bytes)
+    for suffix, mult in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult and n % mult == 0 and n // mult < 10_000:
+            return f"{n // mult} {suffix}"
+    for suffix, mult in (("TB", 10 ** 12), ("GB", 10 ** 9), ("MB", 10 ** 6)):
+        if n >= mult and n % mult == 0 and n // mult < 1000:
+            return f"{n // mult} {suffix}"
+    return f"{n} B"
 
 
+# --max-bytes defaults, one rule for every command: what is measured stops at 16 MiB (seconds on one
+# machine, past the latency regime; raise it for bandwidth), what is predicted goes to 8 GiB (free to
+# compute, and the bandwidth regime of every fabric preset).
+MEASURED_MAX_BYTES = "16M"
+PREDICTED_MAX_BYTES = "8G"
 MAX_TIMEOUT_S = 86_400.0  # a day: a collective timeout beyond this is a typo (and overflows torch's timedelta)
 
 

@@ -140,3 +140,49 @@ def test_tune_takes_a_calibration_file(results_file, tmp_path):
     refused = CliRunner().invoke(app, ["tune", "--results", str(results_file), "--out", str(tmp_path / "c"),
                                        "--calibration", str(bad)])
     assert refused.exit_code == 2 and "grouped_gemm_efficiency" in refused.output
+
+
+# --- typed fields for scripts (issue 29, item 6) ---
+
+def test_plan_top_and_pareto_layouts_are_objects_with_their_text_beside():
+    doc = run_json(PLAN + ["--json", "--top", "3"])
+    validate(doc, "plan")
+    assert doc["version"] == 3
+    first = doc["top"][0]
+    assert first["layout"] == doc["layout"]  # the winner, as the same object as the top-level layout
+    assert first["layout_text"].startswith(f"TP{first['layout']['tp']} PP{first['layout']['pp']}")
+    for entry in doc["pareto"]:
+        assert isinstance(entry["layout"], dict) and isinstance(entry["layout"]["ep"], int)
+    broken = json.loads(json.dumps(doc))
+    broken["top"][0]["layout"] = first["layout_text"]   # the version-2 string no longer validates
+    with pytest.raises(jsonschema.ValidationError):
+        validate(broken, "plan")
+
+
+def test_env_json_has_typed_keys_beside_the_labels():
+    doc = run_json(["env", "--json"])
+    validate(doc, "env")
+    machine = doc["machine"]
+    assert machine["backend"] == doc["backend"] and isinstance(machine["num_cpu_cores"], int)
+    assert machine["backends"]["gloo"]["available"] is True
+    assert machine["torch_version"] == doc["environment"]["torch"]
+
+
+def test_results_records_validate_against_the_record_schema(tmp_path):
+    from dataclasses import fields
+
+    from commbench.results.records import Measurement, RunHeader
+    record_schema = schema("results-record")
+    for name, cls in (("header", RunHeader), ("measurement", Measurement)):
+        assert set(record_schema["$defs"][name]["properties"]) == {f.name for f in fields(cls)}, name
+    out = tmp_path / "ar.jsonl"
+    result = CliRunner().invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "8", "-e", "64", "-f", "8",
+                                      "-n", "2", "-w", "0", "-J", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["record_type"] for line in lines] == ["header", "measurement", "measurement"]
+    for line in lines:
+        validate(line, "results-record")
+    bad = dict(lines[1], size_bytes="8 B")
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad, "results-record")

@@ -48,6 +48,8 @@ def main() -> None:
     except Exception as exc:  # click's UsageError family (typer bundles click; duck-typed, not imported)
         if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
             raise
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `commbench` (or a group): the help was printed
+            sys.exit(0)
         where = getattr(getattr(exc, "ctx", None), "command_path", "commbench")
         given = _given_value(getattr(getattr(exc, "param", None), "opts", ()), sys.argv[1:])
         got = f" (got {given!r})" if given is not None and repr(given) not in exc.format_message() else ""

@@ -20,6 +20,22 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
+def _print_version(value: bool) -> None:
+    if value:
+        import platform
+
+        from commbench import __version__
+        print(f"commbench {__version__} (Python {platform.python_version()})")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
+                                       help="Print commbench's version and exit.")) -> None:
+    """commbench: measure MoE/TP/DP collectives (nccl-tests semantics), fit fabric cost models, and autotune
+    parallel layouts. `commbench COMMAND --help` explains each command."""
+
+
 console = stdout_console()  # COLUMNS, else the terminal, else 200 columns (tables fit it when printed)
 err_console = Console(stderr=True, markup=False)  # strings print as they are; colours via styled()
 

@@ -11,6 +11,7 @@ import typer
 from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail, renamed
+from commbench.cli.nccl_flags import nccl_tests_loop, refuse_nccl_tests_flags
 from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backends import resolve_backend
@@ -22,7 +23,7 @@ from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
 from commbench.comm.nccl_tuning import parse_axes, refuse_on_backend
-from commbench.units import parse_size_bytes, size_range
+from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range
 
 
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
@@ -48,7 +49,7 @@ def bench(
     collective: Annotated[str, typer.Argument(help=", ".join(REGISTRY))],
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Smallest size (K/M/G suffixes, 1K = 1024; default 8).")] = None,
-    max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
+    max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M, as every command that measures; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f).")] = None,
     iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size (all kept in the record; p99 recorded from 100 on).")] = 20,
@@ -60,10 +61,20 @@ def bench(
     in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce and broadcast are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
-    timeout_s: Annotated[float, typer.Option("--timeout", help="Seconds before a hung collective aborts the run.")] = 300.0,
+    timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run (-T as nccl-tests).")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
     old_output: Annotated[Optional[str], typer.Option("--output", hidden=True)] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table (rich) or nccl-tests (classic text for existing parsers).")] = "table",
+    output_format: Annotated[str, typer.Option("--format", help="table (rich), nccl-tests (classic text for existing parsers) or markdown (one table at the end, to paste).")] = "table",
+    graph_launches: Annotated[Optional[int], typer.Option("-G", "--graph-launches", help="nccl-tests -G: N > 0 times CUDA-graph replays (as --cuda-graph, cupy-nccl), N launches of the -n iterations (n*N replays of one iteration's graph); 0 none.")] = None,
+    run_cycles: Annotated[Optional[int], typer.Option("-N", "--run-cycles", help="nccl-tests -N: run the whole size sweep this many times, each cycle's records appended to the same file (compare widens its noise to their range).")] = None,
+    agg_iters: Annotated[Optional[int], typer.Option("-m", "--agg-iters", help="nccl-tests -m: each timed iteration runs the collective this many times back to back; times are per operation (recorded as params.agg_iters).")] = None,
+    blocking: Annotated[Optional[int], typer.Option("-z", "--blocking", help="nccl-tests -z: 1 = the host waits for the device after every collective (recorded as params.blocking); 0 = not (default).")] = None,
+    refused_g: Annotated[Optional[str], typer.Option("-g", hidden=True)] = None,
+    refused_t: Annotated[Optional[str], typer.Option("-t", hidden=True)] = None,
+    refused_p: Annotated[Optional[str], typer.Option("-p", hidden=True)] = None,
+    refused_y: Annotated[Optional[str], typer.Option("-y", hidden=True)] = None,
+    refused_c: Annotated[Optional[str], typer.Option("-C", hidden=True)] = None,
+    refused_r: Annotated[Optional[str], typer.Option("-R", hidden=True)] = None,
     average: Annotated[int, typer.Option("-a", "--average", help="nccl-tests -a: the time --format nccl-tests prints, the loop time / iters over ranks: 0 rank 0, 1 average (default), 2 min, 3 max. All four are recorded.")] = 1,
     # --- MoE all-to-all options (issue 3) go below this line ---
     moe_tokens: Annotated[Optional[str], typer.Option("--tokens", help="moe_all_to_all: tokens per rank, a comma list (default 128,512,2048); replaces -b/-e.")] = None,
@@ -79,7 +90,8 @@ def bench(
     # --- topology / sub-group options (issue 4) go below this line ---
     ranks_per_rack: Annotated[Optional[int], typer.Option("--ranks-per-rack", help="Ranks per rack (scale-up domain): ranks r*R..r*R+R-1 share rack r.")] = None,
     topology: Annotated[Optional[str], typer.Option("--topology", help="Rack preset: nvl72 (72 per rack) or hgx8 (8 per node).")] = None,
-    racks: Annotated[Optional[str], typer.Option("--racks", help="Explicit racks, e.g. '0-3;4-7' (';' between racks).")] = None,
+    racks: Annotated[Optional[str], typer.Option("--racks", help="Number of racks (scale-up domains), ranks split evenly in order, as --racks means in emulate, predict and fit.")] = None,
+    rack_ranks: Annotated[Optional[str], typer.Option("--rack-ranks", help="Explicit racks, e.g. '0-3;4-7' (';' between racks, as --rack-nodes lists hosts).")] = None,
     nodes_per_rack: Annotated[Optional[int], typer.Option("--nodes-per-rack", help="Group hosts (ranks by hostname) into racks of this many nodes.")] = None,
     rack_nodes: Annotated[Optional[str], typer.Option("--rack-nodes", help="Hosts per rack, e.g. 'n1,n2;n3,n4'.")] = None,
     group_sizes: Annotated[Optional[str], typer.Option("--group-sizes", help="Sub-group sweep: pow2 (2,4,8..N) or a list like 2,4,8.")] = None,
@@ -96,8 +108,18 @@ def bench(
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     output = renamed(output, old_output, old="--output", new="-O/--out")
-    if output_format not in ("table", "nccl-tests"):
-        raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests")
+    if racks is not None and not racks.strip().isdigit():  # the old meaning: a rank list
+        rack_ranks, racks = renamed(rack_ranks, racks, old="--racks with a rank list", new="--rack-ranks"), None
+    elif racks is not None and rack_ranks is not None:
+        raise CommbenchError("--racks and --rack-ranks conflict: give one way to describe racks")
+    refuse_nccl_tests_flags({"-g": refused_g, "-t": refused_t, "-p": refused_p, "-y": refused_y, "-C": refused_c,
+                             "-R": refused_r})
+    letters = nccl_tests_loop(graph_launches=graph_launches, agg_iters=agg_iters, blocking=blocking,
+                              run_cycles=run_cycles)
+    if letters.get("graph_launches"):
+        cuda_graph, iters = True, iters * letters["graph_launches"]
+    if output_format not in ("table", "nccl-tests", "markdown"):
+        raise CommbenchError(f"--format={output_format!r} is invalid: allowed table, nccl-tests, markdown")
     if average not in (0, 1, 2, 3):
         raise CommbenchError(f"--average={average} is invalid: allowed 0 (rank 0), 1 (average), 2 (min), 3 (max)")
     if check not in (0, 1):
@@ -106,7 +128,7 @@ def bench(
     if workload.default_sizes_bytes and (min_bytes, max_bytes, step_factor, step_bytes) == (None, None, None, None):
         sizes = list(workload.default_sizes_bytes)
     else:
-        sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes"),
+        sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or MEASURED_MAX_BYTES, "--max-bytes"),
                            step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None)
     backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
@@ -116,7 +138,8 @@ def bench(
         out_of_place=out_of_place, root=root,
         size_bounds=None if workload.default_sizes_bytes and (min_bytes, max_bytes) == (None, None) else
         (parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes")),
-        loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph),
+        loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph,
+                         agg_iters=letters.get("agg_iters", 1), blocking=letters.get("blocking", False)),
         backend=backends[0], timeout_s=timeout_s,
         output_path=output or default_output_path(collective), output_format=output_format, average=average,
         argv=tuple(sys.argv),
@@ -124,7 +147,7 @@ def bench(
                               routing=moe_routing, dispatch_mode=moe_dispatch_mode, dispatch_dtype=moe_dispatch_dtype,
                               combine_dtype=moe_combine_dtype, seed=moe_seed, preset=moe_preset)},
     )
-    config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks, nodes_per_rack=nodes_per_rack,
+    config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks or rack_ranks, nodes_per_rack=nodes_per_rack,
                                rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,
                                algorithm=algorithm, rs_impl=rs_impl)
     combos = parse_axes(nccl_algo, nccl_proto, nccl_channels)
@@ -142,7 +165,9 @@ def bench(
         if combos:
             run_bench_axes(config, combos, nproc)
             return
-        outcomes = _run(config, backends, nproc, timeout_s)
+        for _cycle in range(letters.get("run_cycles", 1)):
+            outcomes = _run(config, backends, nproc, timeout_s)
+            report_outcomes(outcomes, config.output_path)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())

@@ -11,24 +11,43 @@ import numpy as np
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, renamed
+from commbench.cli.base import command, console, err_console, renamed
 from commbench.errors import CommbenchError
+from commbench.results.render import styled
 from commbench.results.tables import Col, print_table
 
+CALIBRATE_FORMAT, CALIBRATE_VERSION = "commbench-calibrate", 1
 RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recipe fields optional: recompute, "
              "dispatcher, moe_a2a_overlap, cuda_graph, fp8_attention, fused_moe, ...; missing ones default to "
              "selective recompute, TP/DP overlap on, EP overlap off, no CUDA graphs, flex dispatcher on NVL72), "
              "Megatron-LM training logs or TorchTitan training logs")
 
 
-def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: int | None):
+def _per_log(values: list | None, name: str, paths: list[str]) -> list:
+    """--model/--system/--gpus for each RUNS file: one value for every log, or one per log in RUNS order
+    (JSON run lists name their own model and system per row and take none)."""
+    from commbench.errors import read_user_file
+    logs = [p for p in paths if not read_user_file(p, "runs file", errors="replace").lstrip().startswith("[")]
+    values = list(values or [])
+    if len(values) > 1 and len(values) != len(logs):
+        raise CommbenchError(f"{name} given {len(values)} times for {len(logs)} training log(s) "
+                             f"({', '.join(logs) or 'none'}): give it once for every log, or once per log in order")
+    per_log = dict(zip(logs, values)) if len(values) > 1 else {p: (values[0] if values else None) for p in logs}
+    return [per_log.get(p) for p in paths]
+
+
+def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors). Runs the
-    model does not cover come back with layout None and their skip_reason; none covered is an error."""
+    model does not cover come back with layout None and their skip_reason; none covered is an error.
+    `model`, `system`, `gpus`: one value (or a list: one for every log, or one per log in order)."""
     from commbench.planner.calibrate.published import check_row, published_runs
     from commbench.planner.calibrate.runlogs import read_runs
+    as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
+    models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
+    counts = _per_log(as_list(gpus), "--gpus", paths)
     rows = []
-    for path in paths:
-        for i, row in enumerate(read_runs(path, model=model, gpu=system, num_gpus=gpus)):
+    for path, m, g, n in zip(paths, models, systems, counts):
+        for i, row in enumerate(read_runs(path, model=m, gpu=g, num_gpus=n)):
             check_row(row, f"{path} row {i + 1}")
             rows.append(row)
     if not rows:
@@ -83,12 +102,18 @@ def calibrate(
     old_out: Annotated[Optional[str], typer.Option("-o", hidden=True)] = None,
     evaluate: Annotated[bool, typer.Option("--evaluate", help="only predict the runs and print the errors")] = False,
     calibration: Annotated[Optional[str], typer.Option(help="terms from `commbench calibrate -O` (default: shipped)")] = None,
-    model: Annotated[Optional[str], typer.Option(help="zoo model of the runs in training logs, or hf:PATH "
-                                                     "(a Hugging Face config.json or a folder holding one)")] = None,
-    system: Annotated[Optional[str], typer.Option(help="system preset of the runs in training logs (e.g. gb300-nvl72)")] = None,
-    gpus: Annotated[Optional[int], typer.Option(help="GPU count, where a TorchTitan log leaves it to auto")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON: a rows list, each the input row plus "
-                                          "predicted_tokens_per_s_per_gpu and error_pct")] = False,
+    model: Annotated[Optional[list[str]], typer.Option(help="zoo model of the runs in training logs (or hf:PATH, a Hugging Face config.json): once for "
+                                                       "every log, or once per log in RUNS order")] = None,
+    system: Annotated[Optional[list[str]], typer.Option(help="system preset of the runs in training logs (e.g. "
+                                                        "gb300-nvl72): once, or once per log")] = None,
+    gpus: Annotated[Optional[list[int]], typer.Option(help="GPU count where a TorchTitan log leaves it to auto and "
+                                                      "prints no device mesh: once, or once per log")] = None,
+    loo: Annotated[bool, typer.Option("--loo/--no-loo", help="leave-one-out error: refit without each run and "
+                                      "predict it (up to 12 distinct runs)")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (format commbench-calibrate, schema "
+                                          "commbench/data/schemas/calibrate.schema.json): the rows, each the input "
+                                          "row plus predicted_tokens_per_s_per_gpu and error_pct; with a fit, the "
+                                          "terms fitted/held/moved, bounds reached and leave-one-out error")] = False,
 ) -> None:
     from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
     out = renamed(out, old_out, old="-o", new="-O/--out")
@@ -108,7 +133,8 @@ def calibrate(
         from commbench.planner.calibrate.published import median_error_by_family
         by_family = median_error_by_family(loaded, errors)
         if as_json:
-            console.print_json(json.dumps({"kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
+            console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",
+                                           "kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
                                            "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
                                            "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
                                                                               for k, (m, n) in by_family.items()}},
@@ -119,9 +145,10 @@ def calibrate(
                       + ", ".join(f"{k} {m:.1f}% ({n})" for k, (m, n) in by_family.items()), highlight=False)
         _print_skipped(skipped)
         return
-    from commbench.planner.calibrate.published import fit_calibration
-    with console.status(f"fitting {len(FITTED_TERMS)} terms to {len(loaded)} runs"):
-        fitted = fit_calibration(loaded, start=start)
+    from commbench.planner.calibrate.regularise import calibrate_report
+    with console.status(f"fitting the terms {len(loaded)} run(s) determine"):
+        report = calibrate_report(loaded, start, loo=loo)
+    fitted = report.fitted
     before = np.abs([r["error_pct"] for r in evaluation_rows(loaded, start)])
     rows = evaluation_rows(loaded, fitted)
     after = np.abs([r["error_pct"] for r in rows])
@@ -131,13 +158,42 @@ def calibrate(
         Path(out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
         raise CommbenchError(f"calibration file {out!r} cannot be written: {exc.strerror}") from None
+    loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     if as_json:
-        console.print_json(json.dumps(dict(data, rows=rows, skipped=skipped), default=float))
+        console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",
+                                       "out": out, "start": calibration or "shipped", "calibration": data,
+                                       "num_runs": len(loaded), "num_distinct_runs": report.num_distinct_runs,
+                                       "terms_fitted": list(report.terms_fitted),
+                                       "terms_held": [{"term": t, "why": w} for t, w in report.terms_held.items()],
+                                       "moved": report.moved, "at_bound": report.at_bound,
+                                       "median_abs_error_pct_before": float(np.median(before)),
+                                       "median_abs_error_pct_in_sample": float(np.median(after)),
+                                       "median_abs_error_pct_leave_one_out": loo_median,
+                                       "leave_one_out_abs_error_pct": report.loo_abs_error_pct,
+                                       "leave_one_out_note": report.loo_note, "rows": rows, "skipped": skipped},
+                                      default=float))
         return
-    print_table(console, f"fitted terms ({len(loaded)} runs) -> {out}",
-                [Col(name="term", numeric=False), Col(name="shipped"), Col(name="fitted")],
-                [[name, f"{getattr(start, name):.4g}", f"{getattr(fitted, name):.4g}"] for name in FITTED_TERMS])
+    moved = {m["term"]: m for m in report.moved}
+    print_table(console, f"terms ({len(loaded)} run(s), {report.num_distinct_runs} distinct: {len(report.terms_fitted)} "
+                f"fitted toward the {calibration or 'shipped'} values) -> {out}",
+                [Col(name="term", numeric=False), Col(name="start"), Col(name="fitted"), Col(name="change"),
+                 Col(name="note", numeric=False, keep=1)],
+                [[name, f"{getattr(start, name):.4g}", f"{getattr(fitted, name):.4g}",
+                  f"{moved[name]['change_pct']:+.1f}%" if name in moved else "",
+                  "fitted" if name in report.terms_fitted else f"held: {report.terms_held.get(name, '')}"]
+                 for name in FITTED_TERMS])
     print_table(console, "fitted: predicted vs measured", RUN_COLUMNS, _run_rows(rows))
+    console.print("moved: " + (", ".join(f"{m['term']} {m['start']:.4g} -> {m['fitted']:.4g} ({m['change_pct']:+.1f}%)"
+                                         for m in report.moved) or "nothing"), highlight=False, markup=False)
+    for b in report.at_bound:
+        err_console.print(styled("[yellow]warning:[/] fitted term {} = {} ends at its {} bound (its physical range): "
+                                 "the runs do not determine it there, and may want it beyond (another term or the "
+                                 "model is off for them); predictions leaning on it are less trustworthy", b["term"],
+                                 f"{b['value']:.4g}", b["bound"]), highlight=False, soft_wrap=True)
+    loo_text = (f"{loo_median:.1f}% leave-one-out over {len(report.loo_abs_error_pct)} distinct runs"
+                if loo_median is not None else f"leave-one-out {report.loo_note}")
+    why = (" (the fit minimises a weighted Huber loss pulled toward the start terms, not this median)"
+           if float(np.median(after)) > float(np.median(before)) else "")
     console.print(f"median |error| {float(np.median(before)):.1f}% before, {float(np.median(after)):.1f}% after "
-                  f"(in-sample; use it with --calibration {out})")
+                  f"in-sample{why}, {loo_text} (use it with --calibration {out})", highlight=False, markup=False)
     _print_skipped(skipped)

@@ -48,12 +48,40 @@ def environment_rows() -> list[tuple[str, str]]:
     return rows
 
 
+def environment_fields() -> dict:
+    """The same facts as environment_rows, with typed keys and values for scripts (`machine` in --json)."""
+    import dataclasses
+
+    import torch
+
+    versions = torch_versions()
+    cupy = package_version("cupy", "cupy-cuda12x", "cupy-cuda13x")
+    torch_lib, cupy_lib = torch_nccl(), (cupy_nccl() if cupy else None)
+    launch = detect_rank_env()
+    chosen = resolve_backend("auto")
+    backends = {}
+    for name in BACKEND_NAMES:
+        available, why = backend_status(name)
+        backends[name] = {"available": bool(available), "why": why}
+    return {
+        "python_version": platform.python_version(), "torch_version": versions["torch"],
+        "torch_cuda_version": versions["cuda"], "torch_nccl": dataclasses.asdict(torch_lib),
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0)],
+        "num_cpu_cores": os.cpu_count(), "backends": backends, "cupy_version": cupy,
+        "cupy_nccl": dataclasses.asdict(cupy_lib) if cupy_lib is not None else None,
+        "nccl_version_mismatch": version_mismatch(torch_lib, cupy_lib) if cupy_lib is not None else None,
+        "backend": chosen, "launch": ({"launcher": launch.launcher, "rank": launch.rank, "world_size": launch.world_size}
+                                      if launch else None),
+        "nccl_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
+    }
+
+
 @command("env", help="Show torch/CUDA/NCCL/CuPy/GPUs and which backend a run would use and why.")
 def env(as_json: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON object (schema: docs/json-output.md).")] = False) -> None:
     rows = environment_rows()
     if as_json:
         console.print_json(json.dumps({"format": "commbench-env", "version": 1, "environment": dict(rows),
-                                       "backend": resolve_backend("auto")}))
+                                       "machine": environment_fields(), "backend": resolve_backend("auto")}))
         return
     print_table(console, "commbench environment", [Col(name="what", numeric=False), Col(name="value", numeric=False)],
                 [[escape(key), escape(value)] for key, value in rows])

@@ -62,7 +62,7 @@ def fit(
                 "size regime (latency < 512 KiB <= middle < 64 MiB <= bandwidth)",
                 [Col(name="curve", numeric=False), Col(name="points", keep=2), Col(name="sizes", numeric=False, keep=1),
                  Col(name="latency (µs)"), Col(name="busbw (GB/s)", numeric=False), Col(name="held-out err"),
-                 Col(name="lat / mid / bw", numeric=False, keep=4), Col(name="warnings", numeric=False, keep=3)], rows)
+                 Col(name="lat / mid / bw", numeric=False, keep=4), Col(name="warnings", numeric=False)], rows)  # a warning is never dropped
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     for note in fabric.notes:

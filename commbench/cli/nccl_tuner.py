@@ -57,7 +57,7 @@ def nccl_tuner(
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
     channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default 0: NCCL's own count).")] = None,
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Predicted: smallest size.")] = "1K",
-    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size.")] = "4G",
+    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size (8G, as every command that predicts).")] = "8G",
     target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
     build_plugin_dir: Annotated[Optional[str], typer.Option("--build-plugin", metavar="DIR", help="Compile commbench's tuner plugin with the system C compiler into DIR/libnccl-tuner-commbench.so (load it with NCCL_TUNER_PLUGIN) and exit.")] = None,
 ) -> None:

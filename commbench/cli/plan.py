@@ -13,11 +13,29 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
 from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
 from commbench.planner.layout.precision import DEFAULT_HELP, check_precision, default_precision
+from commbench.planner.search.pinned_gap import defaults_line, defaults_taken, versus_best, versus_best_lines
 from commbench.results.tables import Col, print_table
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
              ("DP expert grad RS", "dp_expert_rs"), ("DP expert param AG", "dp_expert_ag"))
+def _zoo() -> str:
+    from commbench.planner.models.spec import model_names
+    return ", ".join(model_names())
+
+
+def _layout_keys() -> str:
+    """Every --layout key with its values, spaced so help wraps it instead of cutting it."""
+    from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
+    codes = "; ".join(f"{k} ({' | '.join(v)})" for k, v in CODE_FIELDS.items() if k != "precision")
+    return (f"integers {', '.join(INT_FIELDS)}; {codes}; true/false {', '.join(BOOL_FIELDS)}")
+
+
+LAYOUT_KEYS = _layout_keys()
+MODEL_HELP = f"zoo model ({_zoo()}), a name from --model-file, or hf:PATH (a Hugging Face config.json or a folder holding one)"
+LAYOUT_HELP = (f"key=value pairs, comma-separated, e.g. tp=1,pp=2,vp=8,ep=32,mbs=1. Keys: {LAYOUT_KEYS}. Naming "
+               "tp, pp, vp, ep and mbs evaluates that one layout (and shows the best, its rank and every default "
+               "taken); a subset (or none) pins those and searches the rest.")
 MAX_GPUS = 131_072  # beyond any published training run; the layout search grows with the GPU count
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
 
@@ -64,14 +82,10 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
                       "memory per GPU (predicted, from the fabric cost model and calibrated efficiencies).")
 def plan(
-    model: Annotated[str, typer.Option(help="zoo model name (e.g. deepseek-v3), one from --model-file, or hf:PATH "
-                                              "(a Hugging Face config.json or a folder holding one)")],
+    model: Annotated[str, typer.Option(help=MODEL_HELP)],
     system: Annotated[str, typer.Option(help="system preset (e.g. gb300-nvl72) or a fabric .json")],
     gpus: Annotated[int, typer.Option(help="number of GPUs")],
-    layout: Annotated[Optional[str], typer.Option(help="key=value pairs: tp,pp,vp,ep,etp,cp,dp,mbs,gbs,recompute,"
-                                              "dispatcher,sequence_parallel,tp_comm_overlap,moe_a2a_overlap,... "
-                                              "Naming tp, pp, vp, ep and mbs evaluates that one layout; a subset "
-                                              "(or none) pins those and searches the rest.")] = None,
+    layout: Annotated[Optional[str], typer.Option(help=LAYOUT_HELP)] = None,
     precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
     seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
     model_file: Annotated[Optional[str], typer.Option(help="TOML file of \\[model.NAME] tables, laid out like the shipped models.toml")] = None,
@@ -117,6 +131,7 @@ def plan(
     cal = load_calibration(calibration) if calibration else CALIBRATED
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
+    given = set(pins)
     complete = layout is not None and is_complete(pins) and gbs is None
     fabric = _system(system, gpus, gpu)
     precision = resolve_precision(precision, pins, fabric.gpu)
@@ -135,11 +150,12 @@ def plan(
     req.pins.setdefault("cp", 1)
     req.pins.setdefault("etp", req.pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
-    check_layout(spec, lay, gpus, seq_len)
+    check_layout(spec, lay, gpus, seq_len, given=given)
     fabric = req.fabric
     arr, bd = best_for_pins(req)
     lay = arr.layout(0)
     row = bd.row(0)
+    versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"})
     if as_json or out:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan import write_plan_files
@@ -147,6 +163,7 @@ def plan(
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric),
                                    torchtitan_version=torchtitan_version, framework=req.framework)
+        doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out) if out else []
         if as_json:
             console.print_json(json.dumps(doc, default=float))
@@ -177,5 +194,20 @@ def plan(
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
+    for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
+            ([defaults_line(taken)] if taken else []):
+        console.print(line, highlight=False, markup=False)
     if out:
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)
+
+
+def _versus_best(req, pinned_bd) -> dict:
+    """The searched best (nothing pinned) against the pinned layout; why not, when the search finds none."""
+    import dataclasses
+
+    from commbench.planner.search.space import search
+    try:
+        result = search(dataclasses.replace(req, pins={}))
+    except CommbenchError as exc:
+        return {"unavailable": f"No searched layout to compare with: {exc}"}
+    return versus_best(result, pinned_bd)

@@ -74,7 +74,7 @@ def predict(
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs in the system (instead of --racks).")] = None,
     layout: Annotated[str, typer.Option("--layout", help="contiguous (fill a domain first) or strided (one rank per domain).")] = "contiguous",
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
-    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size.")] = "8G",
+    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
     step_factor: Annotated[float, typer.Option("-f", "--step-factor", help="Multiply the size by this each step.")] = 2.0,
     algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets; default: NCCL's fastest).")] = None,
     protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple (NCCL collectives on presets).")] = None,

@@ -39,7 +39,8 @@ def report(
     files: Annotated[list[str], typer.Argument(help="Results files (JSONL).")],
     out: Annotated[str, typer.Option("-O", "--out", help="Directory for the PNGs and README.md.")] = "report",
     fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw and latency as dashed lines.")] = None,
-    svg: Annotated[bool, typer.Option("--svg", help="Also write each figure as SVG (PNGs are 150 dpi).")] = False,
+    svg: Annotated[bool, typer.Option("--svg", help="Also write each figure as SVG, text kept as text (PNGs are 150 dpi).")] = False,
+    together: Annotated[bool, typer.Option("--together", help="Also draw every size-swept collective (all_reduce, all_to_all, ...) in one busbw and one latency figure (together-busbw/-latency).")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
     from commbench.results.report import by_collective, series_label, write_report
@@ -60,5 +61,5 @@ def report(
     predict = fabric_predictor(fabric) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
-                          run_records=everything)
+                          run_records=everything, together=together)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

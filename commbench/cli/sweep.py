@@ -127,9 +127,18 @@ def sweep(
     nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's \\[sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
     nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force: ll, ll128, simple, default (replaces \\[sweep] nccl_proto).")] = None,
     nccl_channels: Annotated[Optional[str], typer.Option("--nccl-channels", help="Channel counts to force, e.g. 4,8,16 (replaces \\[sweep] nccl_channels).")] = None,
+    refused_g: Annotated[Optional[str], typer.Option("-g", hidden=True)] = None,
+    refused_t: Annotated[Optional[str], typer.Option("-t", hidden=True)] = None,
+    sweep_letter: Annotated[Optional[str], typer.Option("-b", "-e", "-f", "-n", "-w", "-G", "-N", "-m", "-z", "-T", hidden=True)] = None,
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     output = renamed(out, old_out, old="-o/--output", new="-O/--out")
+    from commbench.cli.nccl_flags import refuse_nccl_tests_flags
+    refuse_nccl_tests_flags({"-g": refused_g, "-t": refused_t})
+    if sweep_letter is not None:
+        raise CommbenchError(f"nccl-tests letters (-b -e -f -n -w -G -N -m -z -T) are per-run settings of a sweep file: "
+                             f"set them in its [defaults] or [[run]] tables (sizes, iters, warmup_iters, timeout_s), "
+                             f"or use `commbench bench` for one collective (got {sweep_letter!r})")
     from commbench.comm.backends import resolve_backend
     from commbench.comm.launch import detect_rank_env
 

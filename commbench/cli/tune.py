@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,6 +11,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
+from commbench.cli.plan import LAYOUT_KEYS, MODEL_HELP
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.precision import DEFAULT_HELP
 
@@ -20,13 +22,13 @@ from commbench.planner.layout.precision import DEFAULT_HELP
 def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
-    model: Annotated[str, typer.Option(help="zoo model name, or hf:PATH (a Hugging Face config.json "
-                                        "or a folder holding one)")] = "deepseek-v3",
+    model: Annotated[str, typer.Option(help=MODEL_HELP)] = "deepseek-v3",
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[int, typer.Option(help="global batch size (sequences)")] = 4096,
     precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
-    layout: Annotated[Optional[str], typer.Option(help="pins, key=value pairs as for `commbench plan`")] = None,
+    layout: Annotated[Optional[str], typer.Option(help=f"pins for the search, key=value pairs as for `commbench plan`. "
+                                                       f"Keys: {LAYOUT_KEYS}")] = None,
     nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
     out: Annotated[str, typer.Option("-O", "--out", help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
     top: Annotated[int, typer.Option(help="layouts to show")] = 10,
@@ -62,6 +64,9 @@ def tune(
     from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
     folder = check_output_dir(out, "--out")
+    req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
+                        headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework)
+    _check_every_stage(sweep, results, nproc, system, req, top)
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                   console=err_console if as_json else console,
                   transient=False) as progress:
@@ -79,14 +84,42 @@ def tune(
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
                                                          f"curve(s) → {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
-        req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision,
-                            headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework)
+        req = dataclasses.replace(req, fabric=fabric)
         progress.update(task, completed=1, description="3/3 plan: done")
     if not as_json:
         for line in dict.fromkeys(assumptions):
             console.print(line, highlight=False, markup=False)
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
                     extra_assumptions=list(dict.fromkeys(assumptions)))
+
+
+def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
+                       top: int) -> None:
+    """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
+    (or the results file reads), and the plan's search finds a layout on the preset's GPUs and domains
+    (validity and memory do not depend on the measured curves the fit adds)."""
+    import dataclasses
+
+    from commbench.costmodel import load_preset
+    from commbench.planner.search.space import search
+    from commbench.planner import PRECISIONS
+    if top < 1:
+        raise invalid("--top", top, "a positive number of layouts")
+    if req.precision not in PRECISIONS:
+        raise invalid("--precision", req.precision, f"one of {', '.join(PRECISIONS)}")
+    if results is None:
+        from commbench.comm.backends import resolve_backend
+        from commbench.sweep import load_sweep, parse_sweep, plan_sweep
+        from commbench.workflows.tune import BUILTIN_SWEEP
+        spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
+        ranks = nproc or spec.nproc or 2
+        if ranks < 1:
+            raise invalid("--nproc", ranks, "at least 1 rank")
+        plan_sweep(spec, ranks, backend=resolve_backend(spec.backend))
+    else:
+        from commbench.errors import read_user_file
+        read_user_file(results, "results file")
+    search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:

@@ -39,7 +39,7 @@ def verify_plan(
     plan_file: Annotated[str, typer.Argument(help="plan.json written by `commbench plan --out` or `commbench tune`")],
     nproc: Annotated[Optional[int], typer.Option(help="local ranks (default: the plan's GPU count, at most 4 on gloo)")] = None,
     backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl or gloo")] = "auto",
-    max_bytes: Annotated[str, typer.Option(help="largest buffer to measure (K/M/G); the plan's larger sizes are cut and flagged")] = "4M",
+    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="largest buffer to measure (K/M/G; 16M, as every command that measures); the plan's larger sizes are cut and flagged")] = "16M",
     iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print measured vs predicted per collective as JSON (schema: docs/json-output.md)")] = False,
 ) -> None:

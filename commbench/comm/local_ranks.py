@@ -60,6 +60,19 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
+def apply_thread_limit() -> None:
+    """Give a forked rank the OMP_NUM_THREADS launch_local sets (torchrun's 1 per rank): torch imported
+    before the fork keeps the parent's intra-op thread count (the variable is read once, at start), so
+    each rank ran one thread per core; their OpenMP threads spin-wait after every parallel op (a
+    reduce_scatter's clone and copy, a local sum) and starve the other rank's gloo thread on a small
+    host: 2 gloo ranks on 2 cores took 38-68 ms per 512 KiB reduce_scatter instead of ~1.5 ms
+    (benchmarks/gloo_reduce_scatter.py)."""
+    torch = sys.modules.get("torch")
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    if torch is not None and value.isdigit() and int(value) > 0 and torch.get_num_threads() != int(value):
+        torch.set_num_threads(int(value))
+
+
 def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., Any], arg: Any) -> None:
     os.setpgid(0, 0)
     die_with_parent()
@@ -68,6 +81,7 @@ def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., A
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(nproc), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(nproc),
                       MASTER_ADDR=LOOPBACK, MASTER_PORT="0", **{LOCAL_LAUNCH_ENV: "1", RENDEZVOUS_ENV: rendezvous})
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    apply_thread_limit()
     code = 0
     try:
         rank_env = detect_rank_env()

@@ -8,6 +8,7 @@ process group) is recorded as failed and ends the run: the communicator cannot b
 from __future__ import annotations
 
 import datetime
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,7 +213,8 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
         run_id = new_run_id()
         topology = resolve_on_ranks(config.topology, backend)
         if is_writer and config.show_view:
-            print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True)
+            print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True,
+                  file=sys.stderr if config.output_format == "markdown" else sys.stdout)
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
                                 topology=topology.to_dict(),
                                 notes=backend.notes(collective.name))

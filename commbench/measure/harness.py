@@ -46,6 +46,25 @@ class LoopOptions:
     warmup_iters: int = 5
     check: bool = True
     cuda_graph: bool = False  # time replays of each stage captured once by backend.capture (nccl-tests -G)
+    agg_iters: int = 1        # nccl-tests -m: each timed iteration runs every stage this many times back to back
+    blocking: bool = False    # nccl-tests -z 1: the host waits for the device after every stage
+
+
+def aggregated(backend: Backend, stages: list, agg_iters: int, blocking: bool) -> list:
+    """Each stage run `agg_iters` times per call (nccl-tests -m; back-to-back launches, not one NCCL
+    group), with a device sync after each run when `blocking` (nccl-tests -z 1)."""
+    if agg_iters == 1 and not blocking:
+        return stages
+
+    def wrap(stage):
+        def run():
+            for _ in range(agg_iters):
+                stage()
+                if blocking:
+                    backend.synchronize()
+        return run
+
+    return [wrap(stage) for stage in stages]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,14 +203,18 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
     # Refill after the check (and fill without it): never time uninitialised or check-run memory:
     # stray NaNs or denormals change how fast a CPU reduces.
     prepared.fill()
-    stages = ready_stages(backend, prepared, loop.warmup_iters, loop.cuda_graph)
+    stages = aggregated(backend, ready_stages(backend, prepared, loop.warmup_iters, loop.cuda_graph),
+                        loop.agg_iters, loop.blocking)
     measured = time_loop(backend, stages, loop.iters)
+    if loop.agg_iters > 1:  # per operation, as nccl-tests divides by iters * agg_iters
+        measured = LoopTimes(iter_us=measured.iter_us / loop.agg_iters,
+                             loop_us_by_rank=measured.loop_us_by_rank / loop.agg_iters)
     stats = time_statistics(measured.iter_us, measured.loop_us_by_rank)
     median_us = stats["time_us_median"]
     algbw_gbps = (prepared.algbw_bytes or prepared.size_bytes) / (median_us * 1e-6) / 1e9 if median_us > 0 else 0.0
     stage_medians = {}
     if len(prepared.stages) > 1:
-        stage_us = time_stages(backend, stages, loop.iters)
+        stage_us = time_stages(backend, stages, loop.iters) / loop.agg_iters
         stage_medians = {name: float(np.median(stage_us[:, i])) for i, (name, _) in enumerate(prepared.stages)}
     if loop.check:  # again after the timed loop, on its buffers and callables, with fresh data (nccl-tests -c)
         num_wrong += check_point(backend, prepared, salt=1, stages=stages)
@@ -208,7 +231,9 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
         **stats, algbw_gbps=algbw_gbps,
         busbw_gbps=algbw_gbps * prepared.busbw_factor, num_wrong=num_wrong,
         stages_us_median=stage_medians, metrics=metrics,
-        params={**spec.params, **prepared.params, **({"cuda_graph": True} if loop.cuda_graph else {})},
+        params={**spec.params, **prepared.params, **({"cuda_graph": True} if loop.cuda_graph else {}),
+                **({"agg_iters": loop.agg_iters} if loop.agg_iters > 1 else {}),
+                **({"blocking": True} if loop.blocking else {})},
         notes=backend.notes(collective.name) + prepared.notes, point_key=point_key,
     )
 

@@ -70,7 +70,7 @@ class BenchView:
         self.forms_per_size = forms_per_size
         self.console = stdout_console()
         self.lock = threading.Lock()
-        self.text_rows = self.format == "nccl-tests" or not self.console.is_terminal
+        self.text_rows = self.format == "nccl-tests" or (self.format != "markdown" and not self.console.is_terminal)
         hosts = sorted(set(header.hostnames))
         intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
                  f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
@@ -81,6 +81,9 @@ class BenchView:
                       f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
         self.live = None
         self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
+        if self.format == "markdown":  # printed whole at the end, to paste
+            self.intro = intro
+            return
         if self.format == "nccl-tests":
             self._print(f"# {intro}")
             sizes = config.sizes_bytes or (0,)
@@ -134,6 +137,8 @@ class BenchView:
         self.rows.append(record)
         if self.heartbeat:
             self.heartbeat.point(None)
+        if self.format == "markdown":
+            return
         if self.text_rows:
             self.pending.append(record)
             if len(self.pending) >= self.forms_per_size:
@@ -156,9 +161,16 @@ class BenchView:
     def close(self) -> None:
         if self.heartbeat:
             self.heartbeat.stop()
+        footer = text.footer(self.rows, self.collective, self.average)
+        if self.format == "markdown":
+            from commbench.results.report import markdown_table
+            avg = footer[1].split(":", 1)[1].strip()
+            lines = [f"**{self.intro}** (measured)", "", *markdown_table(self.rows), "",
+                     f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, measured)"]
+            self._print("\n".join(lines))
+            return
         if self.text_rows:
             self._flush_row()
-        footer = text.footer(self.rows, self.collective, self.average)
         if self.format == "nccl-tests":
             for line in footer:
                 self._print(line)

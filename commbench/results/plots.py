@@ -144,10 +144,13 @@ def save(fig, stem, formats: tuple[str, ...] = ("png",)) -> list:
     for fmt in formats:
         if fmt not in FORMATS:
             raise ValueError(f"format={fmt!r}: allowed {', '.join(FORMATS)}")
+    import matplotlib
+
     paths = []
     for fmt in formats:
         path = Path(f"{stem}.{fmt}")
-        fig.savefig(path, dpi=DPI)
+        with matplotlib.rc_context({"svg.fonttype": "none"}):  # SVG text stays text (editable on a slide)
+            fig.savefig(path, dpi=DPI)
         paths.append(path)
     _pyplot().close(fig)
     return paths

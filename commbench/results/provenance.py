@@ -50,6 +50,13 @@ LOCAL_LAUNCH_NOTE = ("local launch: ranks meet through a file store in a private
                      "for it) and gloo binds 127.0.0.1 (GLOO_SOCKET_IFNAME=lo unless set): nothing listens beyond loopback")
 
 
+def _threads_note() -> str:
+    import torch
+
+    return (f"{torch.get_num_threads()} torch intra-op thread(s) per rank (OMP_NUM_THREADS, 1 unless set, as torchrun: "
+            "more ranks x threads than cores starve gloo's threads)")
+
+
 def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: str,
                    topology: dict | None = None, notes: list[str] | None = None) -> RunHeader:
     """Build the RunHeader (collective over the world: every rank calls it)."""
@@ -67,7 +74,7 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
         nccl_env={k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
         launcher=launcher, topology=topology,
         emulated=_emulated_record(emulated),
-        notes=list(notes or []) + ([LOCAL_LAUNCH_NOTE] if launcher in ("local", "single") else []),
+        notes=list(notes or []) + ([LOCAL_LAUNCH_NOTE, _threads_note()] if launcher in ("local", "single") else []),
     )
 
 

@@ -41,7 +41,7 @@ def series_key(m: Measurement) -> tuple:
 def series_label(key: tuple) -> str:
     backend, dtype, group_size, layout, in_place, params = key
     named = dict(params)
-    extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if k in named)
+    extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if named.get(k) not in (None, "None", ""))
     dtype = "" if "hidden" in named else f" {dtype}"  # MoE: the dtype is the byte payload, not a data type
     return (f"{backend}{dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
             + (" in-place" if in_place else "") + extra)
@@ -62,6 +62,31 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], ste
                     predict: Predictor | None = None, note: str = "", formats: tuple[str, ...] = ("png",)) -> list[Path]:
     """The figures of one collective: busbw and latency vs size, or for MoE all-to-all dispatch and combine
     busbw vs tokens per rank (commbench.results.plots); returns the written files."""
+    curves = _curves(collective, series, predict)
+    if all(is_moe(rows[0]) for rows in series.values()):
+        return save(moe_figure(curves, note), f"{stem}-moe", formats)
+    return (save(busbw_figure(collective, curves, note), f"{stem}-busbw", formats)
+            + save(latency_figure(collective, curves, note), f"{stem}-latency", formats))
+
+
+def plot_together(grouped: dict[str, dict[tuple, list[Measurement]]], stem: Path, predict: Predictor | None = None,
+                  note: str = "", formats: tuple[str, ...] = ("png",)) -> list[Path]:
+    """Every size-swept collective in one busbw figure and one latency figure (`report --together`), each
+    curve labelled with its collective; MoE all-to-all (tokens per rank, not size) keeps its own figure."""
+    names = [c for c, series in sorted(grouped.items()) if not all(is_moe(rows[0]) for rows in series.values())]
+    curves = []
+    for collective in names:
+        for curve in _curves(collective, grouped[collective], predict):
+            curves.append(Series(label=f"{collective} {curve.label}", rows=curve.rows, predicted_s=curve.predicted_s,
+                                 time_name=curve.time_name))
+    if len(names) < 2:
+        return []
+    title = ", ".join(names)
+    return (save(busbw_figure(title, curves, note), f"{stem}-busbw", formats)
+            + save(latency_figure(title, curves, note), f"{stem}-latency", formats))
+
+
+def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Predictor | None) -> list[Series]:
     curves = []
     for key, rows in sorted(series.items()):
         runs: dict[str, list[Measurement]] = {}
@@ -75,10 +100,7 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], ste
             label = series_label(key) + (f" (run {run_id})" if len(runs) > 1 else "")
             curves.append(Series(label=label, rows=run_rows, predicted_s=seconds,
                                  time_name=headline_time(run_rows[0])[0]))
-    if all(is_moe(rows[0]) for rows in series.values()):
-        return save(moe_figure(curves, note), f"{stem}-moe", formats)
-    return (save(busbw_figure(collective, curves, note), f"{stem}-busbw", formats)
-            + save(latency_figure(collective, curves, note), f"{stem}-latency", formats))
+    return curves
 
 
 def markdown_table(rows: list[Measurement]) -> list[str]:
@@ -93,7 +115,8 @@ def markdown_table(rows: list[Measurement]) -> list[str]:
 
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
                  predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
-                 formats: tuple[str, ...] = ("png",), run_records: list | None = None) -> ReportFiles:
+                 formats: tuple[str, ...] = ("png",), run_records: list | None = None,
+                 together: bool = False) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*."""
@@ -104,6 +127,15 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     md = ["# commbench report", "", f"Sources: {', '.join(sources)}. All numbers are measured"
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
+    if together:
+        run_ids = {m.run_id for series in grouped.values() for rows in series.values() for m in rows}
+        note = caption([h for h in headers if h.run_id in run_ids]) + (
+            f"; dashed: predicted from {predicted_from}" if predict and predicted_from else "")
+        figures = plot_together(grouped, out / "together", predict, note, formats)
+        plots += figures
+        md += (["## All collectives together", ""] + [f"![together {f.stem.rsplit('-', 1)[-1]}]({f.name})"
+                                                     for f in figures if f.suffix == f".{formats[0]}"] + [""]
+               if figures else ["(--together: fewer than two size-swept collectives to draw together)", ""])
     for collective, series in sorted(grouped.items()):
         run_ids = {m.run_id for rows in series.values() for m in rows}
         note = caption([h for h in headers if h.run_id in run_ids]) + (

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from math import prod
 from statistics import median
 from typing import Any
 
@@ -110,6 +111,19 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
     return row
 
 
+TITAN_MESH = re.compile(r"Building \d+-D device mesh with \[[^\]]*\], \[([0-9, ]*)\]")
+
+
+def mesh_world_size(text: str) -> int | None:
+    """The GPU count TorchTitan's ParallelDims logs (`Building N-D device mesh with [names], [sizes]`:
+    the sizes of the dimensions above 1, whose product is the world size); None without that line."""
+    match = TITAN_MESH.search(text)
+    if not match:
+        return None
+    sizes = [int(x) for x in match.group(1).replace(" ", "").split(",") if x]
+    return prod(sizes)
+
+
 def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None) -> dict[str, Any]:
     """One row from a TorchTitan training log (see the module docstring)."""
     clean = ANSI.sub("", text)
@@ -133,10 +147,13 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     tp, pp = int(par.get("tensor_parallel_degree", 1)), int(par.get("pipeline_parallel_degree", 1))
     cp, ep = int(par.get("context_parallel_degree", 1)), int(par.get("expert_parallel_degree", 1))
     shard, rep = int(par.get("data_parallel_shard_degree", -1)), int(par.get("data_parallel_replicate_degree", 1))
+    if shard < 1 and not num_gpus:
+        num_gpus = mesh_world_size(clean)
     if shard < 1:
         if not num_gpus:
-            raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto); "
-                                 "give the GPU count with --gpus")
+            raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto) and the log has "
+                                 "no 'Building N-D device mesh with [...], [...]' line to read the GPU count from; "
+                                 "give it with --gpus (one value for every log, or one per log in order)")
         shard = num_gpus // (tp * pp * cp * rep)
     dp = shard * rep
     world = num_gpus or dp * tp * pp * cp

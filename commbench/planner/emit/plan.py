@@ -5,6 +5,8 @@
 - plan.json is schema-versioned (`PLAN_FORMAT`, `PLAN_VERSION`); every figure in it is predicted. Version 2
   adds the "megatron" section (target, layer split, launch env) and per-emitter target versions
   ("emitters"); the "torchtitan" section names its version and holds either the launch or a refusal.
+  Version 3: "top" and "pareto" entries hold the layout as an object ("layout", the fields of
+  "layout" at the top level) with the display text beside it ("layout_text").
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_a
            "torchtitan_toml", "write_plan", "write_plan_files"]
 
 PLAN_FORMAT = "commbench-plan"
-PLAN_VERSION = 2
-READABLE_PLAN_VERSIONS = (1, 2)  # the layout and model spec read the same in both
+PLAN_VERSION = 3
+READABLE_PLAN_VERSIONS = (1, 2, 3)  # the layout and model spec read the same in all
 EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
@@ -217,11 +219,11 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
     ] + list(megatron["notes"]) + framework_assumptions(framework) + list(extra_assumptions)
-    kept = [{"rank": i + 1, "layout": short(result.layouts.layout(i)),
+    kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}
             for i in range(min(top, len(result)))]
-    pareto = [{"layout": short(result.layouts.layout(int(i))),
+    pareto = [{"layout": layout_dict(result.layouts.layout(int(i))), "layout_text": short(result.layouts.layout(int(i))),
                "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]),
                "mem_headroom_bytes": float(result.headroom_bytes[i])} for i in result.pareto]
     return {

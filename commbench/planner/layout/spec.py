@@ -256,8 +256,10 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     return bits
 
 
-def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None) -> None:
-    """Raise CommbenchError naming the first rule `layout` breaks for `model` on `num_gpus` GPUs."""
+def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None, *,
+                 given: set[str] | None = None) -> None:
+    """Raise CommbenchError naming the first rule `layout` breaks for `model` on `num_gpus` GPUs.
+    `given`: the fields the user wrote (a rule broken by a defaulted field says it defaulted)."""
     bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
     if not bits:
         return
@@ -272,6 +274,10 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
         "context": f"cp = {layout.cp}, seq_len = {seq_len or model.seq_len}",
         "fsdp": f"pp = {layout.pp}, distributed_optimizer = {layout.distributed_optimizer}",
     }[name]
+    if name == "expert_fold" and given is not None and "etp" not in given:
+        detail += f"; etp was not given and defaulted to tp = {layout.tp} (Megatron-LM's default)"
+        if (layout.tp * layout.cp * layout.dp) % layout.ep == 0:
+            detail += f": pass etp=1 in --layout for etp*ep = {layout.ep}"
     raise CommbenchError(f"layout {name} rule broken for {model.name}: {rule} ({detail})")
 
 

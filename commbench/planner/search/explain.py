@@ -109,14 +109,21 @@ def _why(key: str, lay: Layout, per_rack: int, model) -> str:
     return ""
 
 
+STEP_TERMS = (("compute", "compute_s"), ("bubble", "bubble_s"), ("optimizer", "optimizer_s")) + \
+    tuple((label, f"{key}_exposed_s") for label, key in COMM_TERMS)
+
+
+def term_deltas(bd_a, i: int, bd_b, j: int) -> list[tuple[str, str, float]]:
+    """(label, breakdown key, b[j] - a[i] in seconds) per step term, largest change first."""
+    return sorted(((label, k, float(getattr(bd_b, k)[j]) - float(getattr(bd_a, k)[i])) for label, k in STEP_TERMS),
+                  key=lambda t: -abs(t[2]))
+
+
 def _diff_lines(result: SearchResult, j: int) -> list[str]:
     bd, b = result.breakdown, result.layouts.layout(j)
     tok0, tok1 = float(bd.tokens_per_s_per_gpu[0]), float(bd.tokens_per_s_per_gpu[j])
-    rows = [("compute", "compute_s"), ("bubble", "bubble_s"), ("optimizer", "optimizer_s")] + \
-        [(label, f"{key}_exposed_s") for label, key in COMM_TERMS]
-    deltas = sorted(((label, float(getattr(bd, k)[j]) - float(getattr(bd, k)[0])) for label, k in rows),
-                    key=lambda t: -abs(t[1]))
-    parts = [f"{label} {d:+.3f} s" for label, d in deltas[:3] if abs(d) > 1e-4]
+    deltas = term_deltas(bd, 0, bd, j)
+    parts = [f"{label} {d:+.3f} s" for label, _, d in deltas[:3] if abs(d) > 1e-4]
     room0, room1 = float(result.headroom_bytes[0]) / 1e9, float(result.headroom_bytes[j]) / 1e9
     return [f"Runner-up {short(b)}: {tok1:,.0f} tokens/s/GPU ({_pct(tok1, tok0):+.1f}%), memory headroom "
             f"{room1:.0f} GB vs {room0:.0f} GB; per step it changes {', '.join(parts) or 'nothing measurable'} "
@@ -201,4 +208,4 @@ def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[lis
     return lines, rows
 
 
-__all__ = ["SCENARIOS", "STRUCTURE", "explain", "runner_up", "scale_tier_bandwidth", "sensitivity", "short"]
+__all__ = ["SCENARIOS", "STRUCTURE", "STEP_TERMS", "explain", "term_deltas", "runner_up", "scale_tier_bandwidth", "sensitivity", "short"]

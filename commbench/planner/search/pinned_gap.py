@@ -1,0 +1,97 @@
+"""Why a pinned layout loses (`commbench plan --layout`): the searched best, the pinned layout's rank
+among the fitting layouts and its gap, the step terms that differ, and every field the pinned
+layout took by default rather than from the user. All figures are predicted.
+
+The per-term difference is the runner-up explanation of explain.py applied to the user's layout:
+the same terms (compute, bubble, optimizer, each communication's exposed time), pinned minus best.
+"""
+
+from __future__ import annotations
+
+from commbench.planner.layout.spec import Layout
+from commbench.planner.search.explain import short, term_deltas
+from commbench.planner.search.space import SearchResult, rank_of
+
+# Why a field not in --layout got its value (the search's candidates for the pinned structure).
+DEFAULT_REASONS = {
+    "etp": "expert TP defaults to tp (Megatron-LM's --expert-tensor-parallel-size default)",
+    "cp": "context parallelism off unless pinned",
+    "dp": "derived: gpus / (tp*cp*pp)",
+    "cuda_graph": "the faster of per-layer and full-iteration CUDA graphs that fits (as the search chooses)",
+    "recompute": "the fastest recompute choice that fits (as the search chooses)",
+    "dispatcher": "flex (DeepEP/HybridEP) with EP > 1, Megatron's alltoall without EP",
+    "distributed_optimizer": "the faster choice that fits (as the search chooses)",
+    "sequence_parallel": "on with TP (Megatron requires it for MoE with TP)",
+    "tp_comm_overlap": "on where sequence parallel and TP > 1 allow it",
+    "moe_a2a_overlap": "on where Megatron allows it (EP > 1, no full recompute, VP > 1 or PP = 1, MTP rules)",
+    "dp_overlap": "gradient reduce / param gather overlapped (Megatron's --overlap-grad-reduce/--overlap-param-gather)",
+    "fused_moe": "fused permute + grouped MLP for MoE in MXFP8 on Blackwell, where the kernels exist",
+    "fp8_attention": "off unless pinned (it changes numerics)",
+}
+IMPLIED_FLAGS = {  # Megatron arguments a default drags in, with why
+    ("cuda_graph", "full"): "--no-check-for-nan-in-loss-and-grad (Megatron's validate_args: the full-iteration "
+                            "graph cannot check for NaN; pin cuda_graph=layer to keep the check)",
+}
+
+
+def defaults_taken(layout: Layout, given: set[str]) -> list[dict]:
+    """One entry per layout field the user did not give: field, value, why, and flags it implies."""
+    out = []
+    for name, why in DEFAULT_REASONS.items():
+        if name in given:
+            continue
+        value = getattr(layout, name)
+        entry = {"field": name, "value": value, "why": why}
+        implied = IMPLIED_FLAGS.get((name, value))
+        if implied:
+            entry["implies"] = implied
+        out.append(entry)
+    return out
+
+
+def defaults_line(entries: list[dict]) -> str:
+    parts = []
+    for e in entries:
+        value = str(e["value"]).lower() if isinstance(e["value"], bool) else e["value"]
+        parts.append(f"{e['field']}={value}" + (f" (adds {e['implies'].split(' (')[0]})" if "implies" in e else ""))
+    return "Defaults taken (not in --layout): " + ", ".join(parts) + "."
+
+
+def versus_best(result: SearchResult, pinned_bd, i: int = 0) -> dict:
+    """The searched best layout against the pinned one (row `i` of `pinned_bd`)."""
+    bd = result.breakdown
+    best_tok, tok = float(bd.tokens_per_s_per_gpu[0]), float(pinned_bd.tokens_per_s_per_gpu[i])
+    room_ok = bool(pinned_bd.fits[i]) and float(pinned_bd.mem_capacity_bytes[i]) * (
+        1.0 - result.request.headroom_fraction) >= float(pinned_bd.mem_total_bytes[i])
+    deltas = term_deltas(bd, 0, pinned_bd, i)
+    return {"best_layout": short(result.layouts.layout(0)),
+            "best_layout_fields": _fields(result.layouts.layout(0)),
+            "best_tokens_per_s_per_gpu": best_tok, "best_step_s": float(bd.step_s[0]),
+            "pinned_tokens_per_s_per_gpu": tok, "pinned_step_s": float(pinned_bd.step_s[i]),
+            "gap_pct": 100.0 * (tok / best_tok - 1.0),
+            "rank": rank_of(result, tok) if room_ok else None, "fits_headroom": room_ok,
+            "num_fitting": int(result.num_fit),
+            "term_deltas_s": [{"term": label, "key": key, "delta_s": d} for label, key, d in deltas if abs(d) > 1e-4]}
+
+
+def _fields(layout: Layout) -> dict:
+    return {k: getattr(layout, k) for k in layout.__dataclass_fields__}
+
+
+def versus_best_lines(v: dict) -> list[str]:
+    where = (f"rank {v['rank']:,} of {v['num_fitting']:,} fitting layouts" if v["rank"] is not None else
+             f"does not fit the HBM headroom, so unranked among the {v['num_fitting']:,} fitting layouts")
+    lines = [f"Best searched layout (predicted): {v['best_layout']} at {v['best_tokens_per_s_per_gpu']:,.0f} "
+             f"tokens/s/GPU (step {v['best_step_s']:.3f} s).",
+             f"This layout: {v['pinned_tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, {v['gap_pct']:+.1f}% vs the best, "
+             f"{where}."]
+    if v["term_deltas_s"]:
+        parts = [f"{d['term']} {d['delta_s']:+.3f} s" for d in v["term_deltas_s"]]
+        lines.append("Per step, this layout vs the best: " + ", ".join(parts) +
+                     f" (step {v['pinned_step_s']:.3f} s vs {v['best_step_s']:.3f} s).")
+    else:
+        lines.append("Per step it matches the best term by term.")
+    return lines
+
+
+__all__ = ["defaults_taken", "defaults_line", "versus_best", "versus_best_lines"]

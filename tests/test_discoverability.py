@@ -1,0 +1,45 @@
+"""Discoverability (issue 29, item 4): --version, bare `commbench` shows help (exit 0, no error line),
+`plan --help` lists the zoo, the --layout keys are never cut at common widths."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench import __version__
+from commbench.cli.app import app
+from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
+from commbench.planner.models.spec import model_names
+
+
+def cli(*args: str, columns: int = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS=str(columns))
+    return subprocess.run([sys.executable, "-m", "commbench", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_version_and_bare_command():
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith(f"commbench {__version__}")
+    bare = cli()
+    assert bare.returncode == 0 and "Usage: commbench" in bare.stdout and "error" not in bare.stderr
+    assert "plan" in bare.stdout and "--version" in bare.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 120, 250])
+def test_plan_help_lists_the_zoo_and_every_layout_key_uncut(columns):
+    result = CliRunner().invoke(app, ["plan", "--help"], env={"COLUMNS": str(columns)}, terminal_width=columns)
+    assert result.exit_code == 0
+    assert "…" not in result.output
+    text = " ".join(result.output.replace("│", " ").split())
+    for name in model_names():
+        assert name in text
+    for key in INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS):
+        if key != "precision":
+            assert key in text, key
+    tune = CliRunner().invoke(app, ["tune", "--help"], env={"COLUMNS": str(columns)}, terminal_width=columns)
+    assert "…" not in tune.output and "fused_moe" in " ".join(tune.output.replace("│", " ").split())

@@ -1,0 +1,69 @@
+"""nccl-tests letters on `bench` and `sweep` (issue 29, item 3): -G -N -T -m -z mean what they mean
+there; -g/-t and the rest are refused in one line saying why."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.measure.harness import aggregated
+
+runner = CliRunner()
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
+    out = tmp_path / "ar.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "3", "-w", "1",
+                                 "-m", "4", "-z", "1", "-N", "2", "-T", "60", "-J", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = records(out)
+    headers = [r for r in lines if r["record_type"] == "header"]
+    points = [r for r in lines if r["record_type"] != "header"]
+    assert len(headers) == 2 and [p["size_bytes"] for p in points] == [1024, 2048, 4096] * 2   # -N 2: two cycles
+    assert all(p["params"]["agg_iters"] == 4 and p["params"]["blocking"] is True for p in points)
+    assert all(p["iters"] == 3 for p in points)
+
+
+def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
+    calls, syncs = [], []
+
+    class Backend:
+        def synchronize(self):
+            syncs.append(1)
+
+    stage = aggregated(Backend(), [lambda: calls.append(1)], 5, True)[0]
+    stage()
+    assert len(calls) == 5 and len(syncs) == 5
+    plain = [lambda: None]
+    assert aggregated(Backend(), plain, 1, False) is plain
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["bench", "all_reduce", "-g", "2"], "one process per GPU here"),
+    (["bench", "all_reduce", "-t", "4"], "one process per GPU here"),
+    (["bench", "all_reduce", "-R", "1"], "registration"),
+    (["bench", "all_reduce", "-m", "0"], "-m=0 is invalid"),
+    (["bench", "all_reduce", "-N", "0"], "forever is not supported"),
+    (["bench", "all_reduce", "-z", "2"], "-z=2 is invalid"),
+    (["bench", "all_reduce", "-G", "1", "--backend", "gloo"], "--cuda-graph needs --backend cupy-nccl"),
+    (["sweep", "ci-small", "-g", "8"], "one process per GPU here"),
+    (["sweep", "ci-small", "-n", "5"], "set them in its [defaults] or [[run]] tables"),
+])
+def test_refused_letters_are_one_line_with_why(args, needle):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert needle in text and "Traceback" not in text and "No such option" not in text
+
+
+def test_help_lists_the_accepted_letters():
+    text = " ".join(runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output.split())
+    for letter in ("-G", "-N", "-m", "-z", "-T"):
+        assert letter in text

@@ -1,0 +1,69 @@
+"""`plan --layout` explains itself (issue 29, item 1): the searched best, the pinned layout's rank and
+gap, the per-term difference, and every default the pinned layout took (all predicted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+PLAN = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8"]
+
+
+def run(args: list[str], exit_code: int = 0):
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == exit_code, result.output
+    return result
+
+
+def test_pinned_plan_names_the_best_its_rank_gap_and_term_differences():
+    doc = json.loads(run(PLAN + ["--layout", "tp=2,pp=4,vp=4,ep=16,mbs=1", "--json"]).stdout)
+    searched = json.loads(run(PLAN + ["--json", "--top", "1"]).stdout)
+    v = doc["versus_best"]
+    assert v["best_layout_fields"] == searched["layout"]
+    assert v["best_tokens_per_s_per_gpu"] == pytest.approx(searched["predicted"]["tokens_per_s_per_gpu"])
+    assert v["pinned_tokens_per_s_per_gpu"] == pytest.approx(doc["predicted"]["tokens_per_s_per_gpu"])
+    assert v["gap_pct"] == pytest.approx(100 * (v["pinned_tokens_per_s_per_gpu"] / v["best_tokens_per_s_per_gpu"] - 1))
+    assert v["gap_pct"] < 0 and v["rank"] > 1 and v["rank"] <= v["num_fitting"]
+    # the per-term differences add up to the step difference
+    total = sum(d["delta_s"] for d in v["term_deltas_s"])
+    assert total == pytest.approx(v["pinned_step_s"] - v["best_step_s"], abs=2e-3)
+    text = run(PLAN + ["--layout", "tp=2,pp=4,vp=4,ep=16,mbs=1"]).stdout
+    assert f"rank {v['rank']:,} of {v['num_fitting']:,}" in text and v["best_layout"] in text
+    assert "Per step, this layout vs the best: compute +" in text
+
+
+def test_the_searched_winner_pinned_ranks_first():
+    searched = json.loads(run(PLAN + ["--json", "--top", "1"]).stdout)
+    pins = ",".join(f"{k}={str(v).lower()}" for k, v in searched["layout"].items() if k not in ("dp", "precision"))
+    v = json.loads(run(PLAN + ["--layout", pins, "--json"]).stdout)["versus_best"]
+    assert v["rank"] == 1 and v["gap_pct"] == pytest.approx(0, abs=1e-9)
+
+
+def test_every_default_is_named_with_the_flag_it_implies():
+    result = run(PLAN + ["--layout", "tp=1,pp=8,vp=1,ep=32,mbs=1", "--json"])
+    doc = json.loads(result.stdout)
+    taken = {e["field"]: e for e in doc["defaults_taken"]}
+    assert doc["layout"]["cuda_graph"] == "full" and "--no-check-for-nan-in-loss-and-grad" in doc["megatron_args"]
+    assert "--no-check-for-nan-in-loss-and-grad" in taken["cuda_graph"]["implies"]
+    assert taken["etp"]["value"] == 1 and "tp" in taken["etp"]["why"]
+    assert {"tp", "pp", "vp", "ep", "mbs"}.isdisjoint(taken)
+    text = run(PLAN + ["--layout", "tp=1,pp=8,vp=1,ep=32,mbs=1"]).stdout
+    assert "Defaults taken (not in --layout): etp=1" in text
+    assert "cuda_graph=full (adds --no-check-for-nan-in-loss-and-grad)" in " ".join(text.split())
+    pinned = json.loads(run(PLAN + ["--layout", "tp=1,pp=8,vp=1,ep=32,mbs=1,cuda_graph=layer,etp=1", "--json"]).stdout)
+    assert "cuda_graph" not in {e["field"] for e in pinned["defaults_taken"]}
+    assert "--no-check-for-nan-in-loss-and-grad" not in pinned["megatron_args"]
+
+
+def test_etp_fold_error_says_etp_defaulted_to_tp():
+    result = run(["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "64",
+                  "--layout", "tp=4,pp=4,vp=1,ep=16,mbs=1"], exit_code=2)
+    line = " ".join(result.output.split())
+    assert "etp*ep = 64" in line and "etp was not given and defaulted to tp = 4" in line and "etp=1" in line
+    given = run(["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "64",
+                 "--layout", "tp=4,pp=4,vp=1,ep=16,etp=4,mbs=1"], exit_code=2)
+    assert "defaulted" not in given.output

@@ -1,0 +1,26 @@
+"""`commbench tune` checks every stage's inputs before the first stage starts (issue 29, item 8):
+`--gpus 7` used to run the whole sweep, print `3/3 plan: done`, then fail."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--gpus", "7"], "no layout of deepseek-v3 fits in memory on 7 GPUs"),
+    (["--precision", "fp7"], "--precision"),
+    (["--top", "0"], "--top"),
+    (["--layout", "tp=3,pp=1,vp=1,ep=1,mbs=1"], "deepseek-v3"),
+    (["--sweep", "no-such-sweep"], "no-such-sweep"),
+    (["--results", "/nonexistent/results.jsonl"], "cannot be read"),
+])
+def test_bad_input_for_a_later_stage_stops_before_the_sweep(tmp_path, args, needle):
+    out = tmp_path / "tune"
+    result = CliRunner().invoke(app, ["tune", "-O", str(out), *args])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert needle in text and "1/3 sweep" not in text and "3/3 plan" not in text
+    assert not (out / "tune-sweep.jsonl").exists() and not (out / "fabric.json").exists()
