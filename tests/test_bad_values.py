@@ -29,7 +29,7 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["bench", "all_reduce", "--timeout", "1e20"], "--timeout=1e+20 is invalid"),
     (["bench", "all_reduce", "-f", "nan"], "--step-factor=nan is invalid"),
     (["bench", "all_reduce", "-b", "8", "-e", "1T", "-i", "1"], "at most 10,000 per range"),
-    (["bench", "all_reduce", "-b", "64T", "-e", "64T"], "the largest size, 65536 GiB, is too large here"),
+    (["bench", "all_reduce", "-b", "64T", "-e", "64T"], "the largest size, 64 TiB, is too large here"),
     (["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-f", "1.0000001", "-e", "1T"], "at most 10,000"),
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "nan"], "--imbalance=nan"),
     (["bench", "grad_reduce_scatter", "--rs-impl", "foo"], "rs_impl='foo' is invalid"),

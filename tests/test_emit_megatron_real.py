@@ -71,6 +71,8 @@ ARGUMENTS_PY_FLAGS = {
     "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
     # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
+    # _add_network_size_args (hybrid models, pretrain_mamba.py)
+    "--hybrid-override-pattern", "--is-hybrid-model",
 }
 RENAMED = {"fp8_format": "fp8", "fp4_format": "fp4", "num_experts": "num_moe_experts",
            "decoder_first_pipeline_num_layers": "num_layers_in_first_pipeline_stage",

@@ -31,7 +31,9 @@ def preset_params(name: str) -> dict[str, Any]:
     key, dispatch = _PRESETS[name]
     model = models_toml()["model"][key]
     routing = "uniform"
-    if model.get("n_group", 1) > 1:
-        routing = f"group-limited:{model['n_group']}:{model['topk_group']}"
+    arch = model.get("arch", {})  # the router's groups are architecture (models.toml [model.X.arch])
+    groups, group_topk = arch.get("router_groups", model.get("n_group", 1)), arch.get("router_group_topk", model.get("topk_group", 1))
+    if groups > 1:
+        routing = f"group-limited:{groups}:{group_topk}"
     return {"hidden": model["hidden"], "num_experts": model["routed_experts"], "top_k": model["top_k"],
             "routing": routing, **dispatch}

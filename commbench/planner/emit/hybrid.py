@@ -20,8 +20,8 @@ HYBRID_SCRIPT = "pretrain_mamba.py"
 
 def hybrid_model_args(model: ModelSpec) -> list[str]:
     if model.num_mtp_layers:
-        raise CommbenchError(f"{model.name}: Megatron-LM 0.16's MambaModel builds no MTP layers (the model has "
-                             f"{model.num_mtp_layers}); the prediction includes them")
+        raise CommbenchError(f"Megatron-LM core_v0.16.1 cannot build {model.name}: its MambaModel builds no MTP "
+                             f"layers (the model has {model.num_mtp_layers}); the prediction includes them")
     out = ["--is-hybrid-model", "--hybrid-override-pattern", model.layer_pattern]
     if model.num_mamba_layers:
         out += ["--mamba-num-heads", str(model.mamba_num_heads), "--mamba-head-dim", str(model.mamba_head_dim),

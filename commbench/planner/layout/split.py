@@ -345,6 +345,8 @@ def choose_split(model: ModelSpec, pp: int, vp: int) -> PipelineSplit:
     if split is None:
         mtp = f" + {model.num_mtp_layers} MTP" if model.num_mtp_layers else ""
         why = "vp>1 needs pp>1" if pp == 1 and vp > 1 else \
+            "hybrid models: Megatron's MambaStack has no virtual pipeline stages, vp must be 1" \
+            if model.is_hybrid and vp > 1 else \
             f"{pp * vp} virtual stages cannot each hold a layer, the embedding, the MTP or the loss"
         raise CommbenchError(f"{model.name}: no pipeline split of {model.num_layers} layers{mtp} over "
                              f"pp={pp} x vp={vp} that Megatron builds ({why})")
