@@ -132,6 +132,7 @@ def sweep(
     output = renamed(out, old_out, old="-o/--output", new="-O/--out")
     from commbench.comm.backends import resolve_backend
     from commbench.comm.launch import detect_rank_env
+    from commbench.limits import check_world_size
 
     spec = load_sweep(file)
     if (nccl_algo, nccl_proto, nccl_channels) != (None, None, None):
@@ -141,8 +142,8 @@ def sweep(
     requested = backend or spec.backend
     if dry_run:
         world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
-        if world < 1:
-            raise CommbenchError(f"--world-size={world} is invalid: at least 1 rank")
+        check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
+                         else "[sweep] world_size")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         if as_json:
             console.print_json(json.dumps(doc, default=str))
