@@ -10,7 +10,7 @@ from __future__ import annotations
 from commbench.errors import invalid
 
 MAX_WORLD_SIZE = 1 << 17  # 131,072 ranks: above the largest published training jobs (~100k GPUs)
-MAX_ITERS = 100_000  # timed or warm-up iterations per point: every timed one is kept in the record
+MAX_ITERS = 1_000_000  # timed or warm-up iterations per point: every timed one is kept in the record
 MAX_PLANNED_POINTS = 200_000  # points one launch (bench or sweep) may plan: days of measuring at 1 s each
 
 

@@ -10,6 +10,9 @@
 - Watchdog: ranks report progress (progress.py). Once one rank has stopped (exited, or failed a
   point) and another has not caught up within `grace_s`, the launcher kills the laggards' process
   groups, appends the point's failed record if rank 0 has not written it, and raises RanksHung.
+  When every rank is stuck (all stopped by a signal, or all blocked past their collective timeout)
+  none stops first: then no rank has sent a message or used CPU time (/proc/<pid>/stat) for
+  `grace_s`, and the launcher ends the run the same way, naming every rank.
 """
 
 from __future__ import annotations
@@ -105,16 +108,21 @@ class _Rank:
     num_recorded: int = 0
     num_recorded_ok: int = 0
     recorded_steps: set = field(default_factory=set)
+    cpu: int | None = None
 
-    def drain(self) -> None:
+    def drain(self) -> bool:
+        """Read what the rank sent; whether it sent anything (or its CPU time moved) since the last call."""
+        cpu = cpu_ticks(self.process.pid) if self.alive else None
+        moved, self.cpu = cpu != self.cpu, cpu
         while self.conn is not None:
             try:
                 if not self.conn.poll():
-                    return
+                    return moved
                 message = self.conn.recv()
             except (EOFError, OSError):
                 self.conn = None
-                return
+                return moved
+            moved = True
             kind = message[0]
             if kind == "at":
                 _, self.step, self.label, self.pending = message
@@ -129,6 +137,7 @@ class _Rank:
                 self.phase, self.result = "result", message[1]
             elif kind == "error":
                 self.phase, self.error = "error", (message[1], message[2])
+        return moved
 
     @property
     def alive(self) -> bool:
@@ -138,6 +147,16 @@ class _Rank:
     def stopped(self) -> bool:
         """Exited, or waiting on a point it failed."""
         return not self.alive or self.phase in ("failed", "result", "error")
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """User + system CPU time of process `pid` in clock ticks, all its threads (Linux /proc), or None."""
+    try:
+        stat = open(f"/proc/{pid}/stat", "rb").read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def _laggards(ranks: list[_Rank]) -> list[_Rank]:
@@ -241,16 +260,36 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                 signal.signal(signum, handler)
 
 
+def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:
+    """No rank sent a message or used CPU time for `grace_s`: kill them all and raise RanksHung."""
+    _kill(ranks)
+    for r in ranks:
+        r.drain()
+    writer = ranks[0]
+    point = writer.label or "start-up"
+    line = (f"point {point} failed: every rank ({', '.join(str(r.rank) for r in ranks)}) hung (no progress and no CPU "
+            f"time for {grace_s:g} s: all stopped or blocked) and were killed")
+    recorded = _record_for_writer(writer, line, output_path)
+    raise RanksHung(f"{line}; results measured so far are in {output_path}", recorded=recorded,
+                    num_ok=writer.num_recorded_ok,
+                    num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
+                                                                              writer.recorded_steps))
+
+
 def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
     lagging_since = failed_since = None
+    last_progress = time.monotonic()
     failed: list[_Rank] = []
     while True:
         wait([r.conn for r in ranks if r.conn is not None] + [r.process.sentinel for r in ranks if r.alive],
              timeout=0.1)
-        for r in ranks:
-            r.drain()
+        if any([r.drain() for r in ranks]):
+            last_progress = time.monotonic()
         if not any(r.alive for r in ranks):
             break
+        if time.monotonic() - last_progress > grace_s and not any(r.stopped for r in ranks) \
+                and sys.platform.startswith("linux"):
+            _all_stuck(ranks, grace_s, output_path)
         failed = [r for r in ranks if not r.alive and (r.error or r.process.exitcode != 0)]
         if failed:  # a crashed or refusing rank: the others cannot finish; let them record what they saw
             failed_since = failed_since or time.monotonic()
