@@ -28,6 +28,18 @@ def repair_torn_tail(path: str | os.PathLike[str]) -> int:
         return size - keep
 
 
+def results_so_far(path: str | os.PathLike[str]) -> str:
+    """How a failed or stopped run's message ends: where its results are, or that none were written."""
+    if not str(path) or str(path).startswith("("):  # "(verify-plan writes no file)"
+        return str(path).strip("()")
+    target = Path(path)
+    try:
+        written = target.is_file() and target.stat().st_size > 0
+    except OSError:
+        written = False
+    return f"results measured so far are in {path}" if written else f"nothing was written to {path}"
+
+
 def _file_in_the_way(target: Path) -> Path | None:
     """The first existing ancestor of `target` that is not a folder, if any."""
     for parent in reversed(target.absolute().parents):

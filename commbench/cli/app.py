@@ -42,8 +42,8 @@ def main() -> None:
     command = typer.main.get_command(app)
     try:
         code = command.main(prog_name="commbench", standalone_mode=False)
-    except KeyboardInterrupt:
-        err_console.print("interrupted", highlight=False)
+    except KeyboardInterrupt as exc:
+        err_console.print(f"interrupted ({exc or 'SIGINT'})", highlight=False)
         sys.exit(130)
     except Exception as exc:  # click's UsageError family (typer bundles click; duck-typed, not imported)
         if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):

@@ -54,8 +54,8 @@ def command(name: str | None = None, **kwargs) -> Callable:
                 raise typer.Exit(exc.exit_code) from None
             except CommbenchError as exc:
                 raise fail(str(exc), exc.exit_code) from None
-            except KeyboardInterrupt:
-                err_console.print("interrupted: results written so far are kept")
+            except KeyboardInterrupt as exc:
+                err_console.print(f"interrupted ({exc or 'SIGINT'}): results written so far are kept")
                 raise typer.Exit(130) from None
 
         app.command(name, **kwargs)(wrapper)

@@ -14,6 +14,7 @@ import typer
 from commbench.cli.base import command, console
 from commbench.emulate.fabric import Fabric, FabricSpec
 from commbench.emulate.ranks import emulated_description, run_ranks
+from commbench.comm.stop_signals import signal_name
 from commbench.errors import CommbenchError, Interrupted
 from commbench.units import parse_rate_bits_per_s
 
@@ -70,7 +71,7 @@ def emulate(
             wall_s = time.monotonic() - started
             counters = fabric.uplink_counters()
     except KeyboardInterrupt as exc:
-        raise Interrupted(f"interrupted ({exc or 'SIGINT'}): the emulated fabric and its ranks are removed; "
+        raise Interrupted(f"interrupted ({signal_name(exc)}): the emulated fabric and its ranks are removed; "
                           f"records already written are kept") from None
     finally:
         for signum, handler in previous.items():

@@ -7,7 +7,9 @@ from typing import Any, Callable
 from commbench.comm.backends import max_local_ranks
 from commbench.comm.launch import RankEnv, detect_rank_env
 from commbench.comm.local_ranks import launch_local
-from commbench.errors import CommbenchError
+from commbench.comm.stop_signals import signal_name, stops_raise
+from commbench.errors import CommbenchError, Interrupted
+from commbench.files import results_so_far
 
 DEFAULT_NPROC = 2
 
@@ -37,7 +39,12 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
             raise CommbenchError(f"--nproc={nproc} conflicts with the {rank_env.launcher} launch of "
                                  f"{rank_env.world_size} ranks: omit --nproc under a launcher")
         validate_world(rank_env.world_size)
-        return {rank_env.rank: rank_fn(rank_env, config)}
+        with stops_raise():
+            try:
+                return {rank_env.rank: rank_fn(rank_env, config)}
+            except KeyboardInterrupt as exc:
+                raise Interrupted(f"interrupted ({signal_name(exc)}): rank {rank_env.rank} of the "
+                                  f"{rank_env.launcher} launch stopped; {results_so_far(output_path)}") from None
     nproc = DEFAULT_NPROC if nproc is None else nproc
     limit, why = max_local_ranks(backend)
     if not 1 <= nproc <= limit:

@@ -30,11 +30,12 @@ from typing import Any, Callable
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
 from commbench.comm.progress import RankProgress, append_record, last_record_is
+from commbench.comm.stop_signals import STOP_SIGNALS, signal_name, stops_raise
 from commbench.errors import CommbenchError, Interrupted, first_line
+from commbench.files import results_so_far
 
 LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CRASH_GRACE_S = 3.0  # after a rank crashed: time for the others to see it and record the point
 
 
@@ -66,7 +67,7 @@ def die_with_parent() -> None:
 def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., Any], arg: Any) -> None:
     os.setpgid(0, 0)
     die_with_parent()
-    for signum in _STOP_SIGNALS:
+    for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(nproc), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(nproc),
                       MASTER_ADDR=LOOPBACK, MASTER_PORT="0", **{LOCAL_LAUNCH_ENV: "1", RENDEZVOUS_ENV: rendezvous})
@@ -109,6 +110,7 @@ class _Rank:
     num_recorded_ok: int = 0
     recorded_steps: set = field(default_factory=set)
     cpu: int | None = None
+    joined: bool = False  # its backend is up (start-up is over for it)
 
     def drain(self) -> bool:
         """Read what the rank sent; whether it sent anything (or its CPU time moved) since the last call."""
@@ -124,7 +126,9 @@ class _Rank:
                 return moved
             moved = True
             kind = message[0]
-            if kind == "at":
+            if kind == "joined":
+                self.joined = True
+            elif kind == "at":
                 _, self.step, self.label, self.pending = message
                 self.phase = "at"
             elif kind == "failed":
@@ -218,10 +222,6 @@ class RanksHung(RunFailed):
         self.recorded, self.num_ok, self.num_failed = recorded, num_ok, num_failed
 
 
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, output_path: str,
                  timeout_s: float | None = None, start_method: str | None = None) -> dict[int, Any]:
     """Run `fn(rank_env, arg)` on `nproc` local ranks and watch them; return {rank: result}.
@@ -232,12 +232,8 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
     grace_s = hang_grace_s(timeout_s)
     context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets
-    import threading
-
-    in_main = threading.current_thread() is threading.main_thread()
-    old_handlers = {signum: signal.signal(signum, _raise_interrupt) for signum in _STOP_SIGNALS} if in_main else {}
     ranks: list[_Rank] = []
-    with tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
+    with stops_raise(), tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
         rendezvous = f"file://{os.path.join(folder, 'store')}"
         try:
             sys.stdout.flush()
@@ -253,11 +249,9 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
         except KeyboardInterrupt as exc:
             _kill(ranks)
             kept = ranks[0].num_recorded if ranks else 0
-            raise Interrupted(f"interrupted ({exc or 'SIGINT'}): {kept} point(s) kept in {output_path}") from None
+            raise Interrupted(f"interrupted ({signal_name(exc)}): {kept} point(s) kept in {output_path}") from None
         finally:
             _kill(ranks)
-            for signum, handler in old_handlers.items():
-                signal.signal(signum, handler)
 
 
 def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:
@@ -270,10 +264,18 @@ def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:
     line = (f"point {point} failed: every rank ({', '.join(str(r.rank) for r in ranks)}) hung (no progress and no CPU "
             f"time for {grace_s:g} s: all stopped or blocked) and were killed")
     recorded = _record_for_writer(writer, line, output_path)
-    raise RanksHung(f"{line}; results measured so far are in {output_path}", recorded=recorded,
+    raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
                     num_ok=writer.num_recorded_ok,
                     num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
                                                                               writer.recorded_steps))
+
+
+def _absent_message(ranks: list[_Rank], absent: list[_Rank], output_path: str) -> str:
+    """A start-up failure put on the ranks that never joined, not on the ones that gave up waiting."""
+    waited = [r for r in ranks if r not in absent and r.error is not None]
+    why = f" ({waited[0].error[0]})" if waited else ""
+    return (f"rank(s) {', '.join(str(r.rank) for r in absent)} never joined the job at start-up and were killed; "
+            f"rank(s) {', '.join(str(r.rank) for r in waited)} gave up waiting{why}; {results_so_far(output_path)}")
 
 
 def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
@@ -308,13 +310,16 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
                 r.drain()
             line, recorded = _hung_message(ranks, laggards, grace_s, output_path)
             writer = ranks[0]
-            raise RanksHung(f"{line}; results measured so far are in {output_path}", recorded=recorded,
+            raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
                             num_ok=writer.num_recorded_ok,
                             num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
                                                                                       writer.recorded_steps))
     _kill(ranks)
     for r in ranks:
         r.drain()
+    absent = [r for r in ranks if r not in failed and not r.joined and r.error is None and r.phase == "start"]
+    if absent and any(not r.joined and r.error is not None for r in failed):
+        raise RunFailed(_absent_message(ranks, absent, output_path))
     for r in failed + ranks:  # the ranks that failed first, not the ones killed after them
         if r.error is not None and r.error[1] != 1:
             raise CommbenchError(r.error[0])
@@ -324,5 +329,5 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
                    if code and code < 0 else f"exited with code {code}")
             line = f"rank {r.rank} {how}" + (f" at {r.label}" if r.label else "")
             _record_for_writer(ranks[0], line, output_path)
-            raise RunFailed(f"{line}; results measured so far are in {output_path}")
+            raise RunFailed(f"{line}; {results_so_far(output_path)}")
     return {r.rank: r.result for r in ranks}
