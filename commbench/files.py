@@ -28,6 +28,15 @@ def repair_torn_tail(path: str | os.PathLike[str]) -> int:
         return size - keep
 
 
+def safe_file_stem(text: str, limit: int = 80) -> str:
+    """`text` (a name read from a file: a collective, a sweep name) as one file name inside its folder:
+    only letters, digits, '.', '_' and '-'; no leading dot; at most `limit` characters."""
+    import re
+
+    stem = re.sub(r"[._]{2,}", "_", re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text))).strip("._")[:limit]
+    return stem or "unnamed"
+
+
 def results_so_far(path: str | os.PathLike[str]) -> str:
     """How a failed or stopped run's message ends: where its results are, or that none were written."""
     if not str(path) or str(path).startswith("("):  # "(verify-plan writes no file)"
@@ -77,6 +86,8 @@ def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
 
     from commbench.errors import CommbenchError
 
+    if not str(path).strip():
+        raise CommbenchError(f"{option}={str(path)!r} is empty: give a folder (an unset shell variable?)")
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise CommbenchError(f"{option}={str(path)!r} is a file: give a folder")
@@ -140,3 +151,53 @@ class OutputLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _head(path: Path, num_bytes: int = 4096) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(num_bytes)
+    except OSError:
+        return b""
+
+
+def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what: str,
+                 force: bool = False) -> OutputLock:
+    """Lock a file that will be written whole (replaced). Refused in one line when it is empty text
+    (an unset shell variable), in use by another commbench run, or holds something that is not a
+    `what` (no `marker` in its first 4 KiB), unless `force`: nothing the command did not make is lost."""
+    from commbench.errors import CommbenchError
+
+    if not str(path).strip():
+        raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
+    lock = OutputLock(path, option)
+    target = Path(path)
+    if not force and target.is_file() and target.stat().st_size and marker.encode() not in _head(target):
+        lock.release()
+        raise CommbenchError(f"{option}={str(path)!r} exists and is not a {what} written by commbench: "
+                             "choose another path, or pass --force to replace it")
+    return lock
+
+
+def write_output(path: str | os.PathLike[str], text: str, option: str, *, marker: str, what: str,
+                 force: bool = False, claimed: bool = False) -> None:
+    """Write `text` as the whole of `path` under claim_output's rules (`claimed`: the caller holds the
+    claim already); one line when the disk refuses."""
+    import contextlib
+    import tempfile
+
+    from commbench.errors import CommbenchError
+
+    with contextlib.nullcontext() if claimed else claim_output(path, option, marker=marker, what=what, force=force):
+        target = Path(path).resolve()
+        temporary = None
+        try:  # a new file renamed over the old: a full disk leaves the old one whole
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, prefix=f".{target.name}.",
+                                             delete=False) as handle:
+                temporary = handle.name
+                handle.write(text)
+            os.replace(temporary, target)
+        except OSError as exc:
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
+            raise CommbenchError(f"{option}={str(path)!r} cannot be written: {exc.strerror or exc}") from None

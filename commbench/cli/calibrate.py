@@ -88,15 +88,17 @@ def calibrate(
     gpus: Annotated[Optional[int], typer.Option(help="GPU count, where a TorchTitan log leaves it to auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: a rows list, each the input row plus "
                                           "predicted_tokens_per_s_per_gpu and error_pct")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace -O/--out even when it is not a calibration file")] = False,
 ) -> None:
     from commbench.planner.calibration import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
     if out is not None and not evaluate:
-        from commbench.files import check_output_file
+        from commbench.files import claim_output
+        from commbench.planner.calibration import CALIBRATION_KIND
 
-        check_output_file(out, "--out")
+        claim_output(out, "--out", marker=CALIBRATION_KIND, what="calibration", force=force).release()
     start = load_calibration(calibration) if calibration else CALIBRATED
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
@@ -120,11 +122,11 @@ def calibrate(
     rows = evaluation_rows(loaded, fitted)
     after = np.abs([r["error_pct"] for r in rows])
     data = calibration_json(fitted, fitted_on=sorted(set(runs)))
-    from pathlib import Path
-    try:
-        Path(out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise CommbenchError(f"calibration file {out!r} cannot be written: {exc.strerror}") from None
+    from commbench.files import write_output
+    from commbench.planner.calibration import CALIBRATION_KIND
+
+    write_output(out, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
+                 what="calibration", force=force)
     if as_json:
         console.print_json(json.dumps(dict(data, rows=rows, skipped=skipped), default=float))
         return

@@ -40,6 +40,7 @@ def report(
     out: Annotated[str, typer.Option("-O", "--out", help="Directory for the PNGs and README.md.")] = "report",
     fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw and latency as dashed lines.")] = None,
     svg: Annotated[bool, typer.Option("--svg", help="Also write each figure as SVG (PNGs are 150 dpi).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
     from commbench.results.report import by_collective, series_label, write_report
@@ -47,7 +48,11 @@ def report(
 
     from commbench.files import check_output_dir
 
+    from commbench.files import claim_output
+    from commbench.results.report import REPORT_MARKER
+
     check_output_dir(out, "--out")
+    claim_output(f"{out}/README.md", "--out", marker=REPORT_MARKER, what="commbench report", force=force).release()
     everything = read_records(files, on_bad_line=lambda n, why: console.print(styled("[yellow]skipped line {}[/]: {}", n, why)))
     records = measurements(everything)
     if not records:
@@ -60,5 +65,5 @@ def report(
     predict = fabric_predictor(fabric) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
-                          run_records=everything)
+                          run_records=everything, force=force)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

@@ -18,7 +18,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.files import OutputLock
+from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
 from commbench.sweep.resume import check_resume_identity, has_records, sweep_identity
@@ -28,7 +28,7 @@ from commbench.units import format_size
 
 def default_output(sweep_name: str) -> str:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return str(Path("results") / f"sweep-{sweep_name}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
+    return str(Path("results") / f"sweep-{safe_file_stem(sweep_name)}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
 
 
 def resume_command(file: str, output: str, nproc: Optional[int]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -32,6 +33,7 @@ def tune(
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
+    force: Annotated[bool, typer.Option("--force", help="measure again over OUT/tune-sweep.jsonl (replaced) and OUT/fabric.json")] = False,
 ) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
@@ -51,6 +53,43 @@ def tune(
     from commbench.planner.calibration import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
     folder = check_output_dir(out, "--out")
+    with contextlib.ExitStack() as held:
+        locks = _claim(folder, measure=results is None, force=force)
+        for lock in locks:
+            held.enter_context(lock)
+        _tune_in(folder, sweep, results, nproc, system, gpus, spec, gbs, precision, mem_headroom, pins, cal, top,
+                 as_json, force)
+
+
+def _claim(folder: Path, *, measure: bool, force: bool) -> list:
+    """Locks on the files tune writes in `folder` (another tune or sweep there is refused); an earlier
+    sweep's results are not deleted unless --force (plan from them with --results)."""
+    from commbench.costmodel.fabric import PROFILE_FORMAT
+    from commbench.files import OutputLock, claim_output
+    from commbench.sweep.resume import has_records
+
+    locks = [claim_output(folder / "fabric.json", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)]
+    if measure:
+        results = folder / "tune-sweep.jsonl"
+        lock = OutputLock(results, "--out")
+        locks.append(lock)
+        if has_records(results) and not force:
+            for held in locks:
+                held.release()
+            raise CommbenchError(f"--out={str(folder)!r} already holds a sweep's results ({results}): plan from them "
+                                 f"with --results {results}, choose another --out, or pass --force to measure again")
+        results.write_bytes(b"")
+    return locks
+
+
+def _tune_in(folder, sweep, results, nproc, system, gpus, spec, gbs, precision, mem_headroom, pins, cal, top,
+             as_json, force) -> None:
+    from commbench.cli.search_view import run_plan_search
+    from commbench.files import write_output
+    from commbench.costmodel.fabric import PROFILE_FORMAT
+    from commbench.planner.search import SearchRequest
+    from commbench.workflows.tune import planning_fabric
+
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                   console=err_console if as_json else console,
                   transient=False) as progress:
@@ -64,7 +103,8 @@ def tune(
         task = progress.add_task("2/3 fit", total=1)
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
         if fitted is not None:
-            fitted.to_json(folder / "fabric.json")
+            write_output(folder / "fabric.json", fitted.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
+                         what="fabric profile", claimed=True)
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
                                                          f"curve(s) → {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
@@ -86,8 +126,7 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
     backend = resolve_backend(spec.backend)
-    output = str(folder / "tune-sweep.jsonl")
-    Path(output).unlink(missing_ok=True)
+    output = str(folder / "tune-sweep.jsonl")  # claimed (locked, empty) by _claim
     ranks = nproc or spec.nproc or 2
     progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)")
     job = SweepJob(sweep=spec, backend=backend, output_path=output, argv=tuple(sys.argv), show_progress=False)

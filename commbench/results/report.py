@@ -17,6 +17,7 @@ import numpy as np
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.results.render import is_moe, tail_text
+from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
 
 Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
@@ -28,6 +29,7 @@ class ReportFiles:
     plots: list[Path]
 
 
+REPORT_MARKER = "# commbench report"  # README.md's first line: a README that lacks it is not replaced
 _SWEPT_PARAMS = ("tokens_per_rank",)  # varies along a curve, like size
 _LABELLED_PARAMS = ("algorithm", "routing", "dispatch_mode", "dispatch_dtype", "preset")
 
@@ -93,7 +95,8 @@ def markdown_table(rows: list[Measurement]) -> list[str]:
 
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
                  predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
-                 formats: tuple[str, ...] = ("png",), run_records: list | None = None) -> ReportFiles:
+                 formats: tuple[str, ...] = ("png",), run_records: list | None = None,
+                 force: bool = False) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*."""
@@ -101,14 +104,14 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
     failed = [m for m in records if m.status != "ok"]
-    md = ["# commbench report", "", f"Sources: {', '.join(sources)}. All numbers are measured"
+    md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
     for collective, series in sorted(grouped.items()):
         run_ids = {m.run_id for rows in series.values() for m in rows}
         note = caption([h for h in headers if h.run_id in run_ids]) + (
             f"; dashed: predicted from {predicted_from}" if predict and predicted_from else "")
-        figures = plot_collective(collective, series, out / collective, predict, note, formats)
+        figures = plot_collective(collective, series, out / safe_file_stem(collective), predict, note, formats)
         plots += figures
         md += [f"## {collective}", ""] + [f"![{collective} {f.stem.rsplit('-', 1)[-1]}]({f.name})" for f in figures
                                           if f.suffix == f".{formats[0]}"] + [""]
@@ -123,5 +126,5 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     if failed:
         md += ["## Failed or skipped points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
     path = out / "README.md"
-    path.write_text("\n".join(md), encoding="utf-8")
+    write_output(path, "\n".join(md), "--out", marker=REPORT_MARKER, what="commbench report", force=force)
     return ReportFiles(markdown=path, plots=plots)
