@@ -118,15 +118,45 @@ def _lock_holder(handle) -> int | None:
     return None
 
 
+def check_results_target(path: str | os.PathLike[str], option: str) -> None:
+    """Appending is only to a commbench results file: missing, empty, or one whose first line is a
+    commbench header (a symlink is judged by what it points to). Anything else is refused in one line:
+    cutting its 'torn' last line and appending would damage it."""
+    import json
+
+    from commbench.errors import CommbenchError
+
+    target = Path(path)
+    if not str(path).strip():
+        raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
+    if not target.exists() or target.is_dir():
+        return  # check_output_file says what is wrong with a folder
+    if not target.is_file():
+        raise CommbenchError(f"{option}={str(path)!r} is not a regular file (a device or a pipe): give a results file path")
+    head = _head(target, 1 << 16)
+    if not head:
+        return
+    try:
+        first = json.loads(head.split(b"\n", 1)[0])
+    except ValueError:
+        first = None
+    torn_header = b"\n" not in head and head.startswith(b'{"record_type":"header"')  # cut by a kill: repaired
+    if not torn_header and not (isinstance(first, dict) and first.get("record_type") == "header"):
+        raise CommbenchError(f"{option}={str(path)!r} is not a commbench results file (its first line is not a "
+                             "commbench header): commbench appends only to its own results; choose another file")
+
+
 class OutputLock:
     """An exclusive lock on an output file for the length of a run, so two runs never write one file
     (a second run gets one line naming the PID that holds it). flock: released when the process ends."""
 
-    def __init__(self, path: str | os.PathLike[str], option: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], option: str, *, results: bool = True) -> None:
         import fcntl
 
         from commbench.errors import CommbenchError
 
+        if results:
+            check_results_target(path, option)
         target = check_output_file(path, option)
         self._created = None if target.exists() else target
         self._handle = target.open("a")
@@ -170,7 +200,7 @@ def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what
 
     if not str(path).strip():
         raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
-    lock = OutputLock(path, option)
+    lock = OutputLock(path, option, results=False)
     target = Path(path)
     if not force and target.is_file() and target.stat().st_size and marker.encode() not in _head(target):
         lock.release()

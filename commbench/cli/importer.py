@@ -28,13 +28,14 @@ def import_nccl_tests(
     from commbench.results.importers.nccl_tests import import_file, world_size_warnings
     from commbench.results.records import JsonlWriter, Measurement
 
-    from commbench.files import check_output_file
+    from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
 
     from collectives import REGISTRY
 
     try:
         if collective is not None and collective not in REGISTRY:
             raise CommbenchError(f"--collective={collective!r} is invalid: allowed {', '.join(REGISTRY)}")
+        check_results_target(output, "--out")
         check_output_file(output, "--out")
         results = [import_file(path, collective) for path in files]
     except CommbenchError as exc:
@@ -49,11 +50,19 @@ def import_nccl_tests(
         raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
     for warning in world_size_warnings(records):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
-    with JsonlWriter(output) as writer:
-        for rec in records:
-            writer.write(rec)
+    with OutputLock(output, "--out"):
+        repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
+        _append(output, records)
     collectives = sorted({rec.collective for rec in records if isinstance(rec, Measurement)})
     console.print(styled("[green]imported[/] {} measured point(s) ({}) from {} file(s) into {}; {} line(s) not parsed",
                          num_points, ", ".join(collectives), len(files), output, len(problems)), highlight=False)
     if strict and problems:
         raise typer.Exit(1)
+
+
+def _append(output: str, records: list) -> None:
+    from commbench.results.records import JsonlWriter
+
+    with JsonlWriter(output, sync_each=False) as writer:
+        for rec in records:
+            writer.write(rec)
