@@ -30,6 +30,7 @@ def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: 
     for path in paths:
         for i, row in enumerate(read_runs(path, model=model, gpu=system, num_gpus=gpus)):
             check_row(row, f"{path} row {i + 1}")
+            _check_measured(row, f"{path} row {i + 1}")
             rows.append(row)
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
@@ -38,6 +39,18 @@ def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: 
         r = runs[0]
         raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.label}: {r.skip_reason}")
     return runs
+
+
+def _check_measured(row, where: str) -> None:
+    """A run's measured throughput must be a finite positive number (NaN would fit the terms to nothing)."""
+    import math
+
+    for key in ("tokens_per_s_per_gpu", "tflops_per_gpu"):
+        value = row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+        if value is None:  # a missing number is reported where it is needed, by name
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise CommbenchError(f"{where}: {key}={value!r} is invalid: a finite measured number > 0")
 
 
 def skipped_runs(runs) -> list[dict]:
