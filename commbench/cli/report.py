@@ -43,7 +43,7 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import by_collective, series_label, write_report
+    from commbench.results.report import by_collective, series_label, shown_rows, write_report
     from commbench.results.records import headers, measurements, read_records
 
     from commbench.files import check_output_dir
@@ -60,7 +60,9 @@ def report(
     for collective, series in sorted(by_collective(records).items()):
         for key, rows in sorted(series.items()):
             # imported nccl-tests rows have no p99: shown as "-"
-            console.print(measurement_table(f"{collective} — {series_label(key)} (measured)", rows, console.width))
+            shown, left_out = shown_rows(rows)
+            console.print(measurement_table(f"{collective} — {series_label(key)} (measured)"
+                                            + (f" — {left_out}" if left_out else ""), shown, console.width))
     print_tuning_winners(everything)
     predict = fabric_predictor(fabric) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",

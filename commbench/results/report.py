@@ -83,14 +83,26 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], ste
             + save(latency_figure(collective, curves, note), f"{stem}-latency", formats))
 
 
+MAX_TABLE_ROWS = 60  # rows per printed or Markdown table; the rest are counted (all stay in the results file)
+
+
+def shown_rows(rows: list) -> tuple[list, str]:
+    """The first MAX_TABLE_ROWS rows, and a note saying how many were left out ('' when none)."""
+    if len(rows) <= MAX_TABLE_ROWS:
+        return list(rows), ""
+    return list(rows[:MAX_TABLE_ROWS]), (f"first {MAX_TABLE_ROWS} of {len(rows):,} rows shown; every row is in "
+                                         "the results file and in the plots")
+
+
 def markdown_table(rows: list[Measurement]) -> list[str]:
     lines = ["| size | time (µs, measured) | statistic | tail (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
              "|---:|---:|---|---:|---:|---:|---:|"]
+    rows, left_out = shown_rows(rows)
     for m in rows:
         statistic, time_us = headline_time(m)
         lines.append(f"| {format_size(m.size_bytes)} | {time_us:.2f} | {statistic} | {tail_text(m)} | {m.algbw_gbps:.3f} | "
                      f"{m.busbw_gbps:.3f} | {'-' if m.num_wrong is None else m.num_wrong} |")
-    return lines
+    return lines + (["", f"({left_out})"] if left_out else [])
 
 
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
