@@ -12,11 +12,26 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
 
-def fabric_predictor(path: str):
+def fabric_predictor(path: str, unpredicted: dict[str, str]):
+    """predict(collective, sizes, group size) -> seconds from a fitted fabric; a curve the fabric cannot
+    predict gets no dashed line (NaN) and its reason in `unpredicted`, never a failed report."""
+    import numpy as np
+
     from commbench.costmodel import collective_time_s, load_fabric
 
     fabric = load_fabric(path)
-    return lambda collective, sizes, group_size: collective_time_s(fabric, collective, sizes, group_size)
+
+    def predict(collective, sizes, group_size):
+        # a group larger than one scale-up domain spans ceil(g / domain) of them (ranks placed contiguously,
+        # as --ranks-per-rack places them); the fitted fabric refuses a one-domain group that large
+        domains = max(1, -(-int(group_size) // fabric.domain_size))
+        try:
+            return collective_time_s(fabric, collective, sizes, group_size, domains)
+        except (CommbenchError, ValueError) as exc:
+            unpredicted.setdefault(f"{collective} on {group_size} ranks", str(exc))
+            return np.full(np.shape(sizes), np.nan)
+
+    return predict
 
 
 def print_tuning_winners(records: list) -> None:
@@ -64,8 +79,11 @@ def report(
             console.print(measurement_table(f"{collective} — {series_label(key)} (measured)"
                                             + (f" — {left_out}" if left_out else ""), shown, console.width))
     print_tuning_winners(everything)
-    predict = fabric_predictor(fabric) if fabric else None
+    unpredicted: dict[str, str] = {}
+    predict = fabric_predictor(fabric, unpredicted) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, force=force)
+    for curve, why in unpredicted.items():
+        console.print(styled("[yellow]note:[/] no predicted line for {}: {}", curve, why), highlight=False)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

@@ -102,11 +102,16 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, spec, gbs, precision, 
             progress.add_task(f"1/3 sweep: skipped, using {results}", total=1, completed=1)
         task = progress.add_task("2/3 fit", total=1)
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
+        # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
+        # so `plan --system fabric.json` re-plans tune's result; the fit alone: fabric-measured.json
+        write_output(folder / "fabric.json", fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
+                     what="fabric profile", claimed=True)
         if fitted is not None:
-            write_output(folder / "fabric.json", fitted.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
-                         what="fabric profile", claimed=True)
+            write_output(folder / "fabric-measured.json", fitted.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
+                         what="fabric profile", force=force)
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
-                                                         f"curve(s) → {folder / 'fabric.json'}")
+                                                         f"curve(s) → {folder / 'fabric-measured.json'}; planned "
+                                                         f"with {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
         req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                             headroom_fraction=mem_headroom, pins=pins, calibration=cal)
