@@ -65,3 +65,35 @@ iters = 3
     records = [r for r in lines(output) if r["record_type"] == "measurement"]
     assert [(r["size_bytes"], r["status"]) for r in records] == [(8, "failed"), (16, "ok")]
     assert not any(alive(pid) for pid in pids)
+
+
+@pytest.mark.timeout(120)
+def test_sweep_rank_killed_records_the_point_and_goes_on_with_fresh_ranks(tmp_path):
+    """kill -9 of one rank (as the OOM killer does) is handled like a hang, not the end of the sweep."""
+    sweep = tmp_path / "kill.toml"
+    sweep.write_text(f"""[sweep]
+name = "kill"
+nproc = 2
+backend = "gloo"
+[defaults]
+timeout_s = {TIMEOUT_S}
+[[run]]
+collective = "all_reduce"
+sizes = [8]
+iters = 100000
+warmup_iters = 0
+[[run]]
+collective = "all_reduce"
+sizes = [16]
+iters = 3
+""")
+    output = tmp_path / "sweep.jsonl"
+    proc = start_cli("sweep", str(sweep), "-O", str(output))
+    pids = rank_pids(proc, output)
+    time.sleep(0.5)
+    os.kill(pids[1], signal.SIGKILL)
+    code, _, err = finish(proc, 90)
+    assert code == 1, err
+    assert "rank 1 was killed by SIGKILL" in err and "starting fresh ranks" in err
+    records = [r for r in lines(output) if r["record_type"] == "measurement"]
+    assert [(r["size_bytes"], r["status"]) for r in records] == [(8, "failed"), (16, "ok")]

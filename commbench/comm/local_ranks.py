@@ -328,6 +328,14 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             how = (f"failed: {r.error[0]}" if r.error else f"was killed by {signal.Signals(-code).name}"
                    if code and code < 0 else f"exited with code {code}")
             line = f"rank {r.rank} {how}" + (f" at {r.label}" if r.label else "")
-            _record_for_writer(ranks[0], line, output_path)
+            recorded = _record_for_writer(ranks[0], line, output_path)
+            if r in failed and code is not None and code < 0 and r.error is None:
+                # killed from outside (OOM killer, kill -9): like a hang, the point is recorded failed and a
+                # sweep can go on with fresh ranks
+                writer = ranks[0]
+                raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
+                                num_ok=writer.num_recorded_ok,
+                                num_failed=writer.num_recorded - writer.num_recorded_ok
+                                + (recorded and writer.step not in writer.recorded_steps))
             raise RunFailed(f"{line}; {results_so_far(output_path)}")
     return {r.rank: r.result for r in ranks}
