@@ -105,3 +105,60 @@ def test_a_signal_while_joining_ends_at_once(tmp_path, signum):
     name = signal.Signals(signum).name
     assert err.strip() == (f"interrupted ({name}): rank 1 of the torchrun launch stopped; "
                            f"nothing was written to {tmp_path / 'r.jsonl'}")
+
+
+@pytest.mark.timeout(90)
+def test_ctrl_c_on_a_terminal_shows_the_cursor_and_starts_a_new_line(tmp_path):
+    """The live view (rank 0) hides the cursor; killed mid-draw it cannot show it again: the launcher does."""
+    import pty
+
+    master, slave = pty.openpty()
+    output = tmp_path / "tty.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "TERM": "xterm"}
+    proc = subprocess.Popen([sys.executable, "-m", "commbench", "bench", "all_reduce", "--nproc", "2", "-b", "8",
+                             "-e", "64", "-n", "1000000", "--backend", "gloo", "-J", str(output)],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"\x1b[?25l" not in seen and time.monotonic() < deadline:  # the live view is up
+        seen += os.read(master, 65536)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 130
+    tail = seen[seen.rindex(b"\x1b[?25l"):]
+    assert b"\x1b[?25h" in tail, tail[-300:]
+    before_message = tail[:tail.index(b"interrupted (SIGINT)")]
+    assert before_message.endswith((b"\n", b"\r\n")), before_message[-80:]
+
+
+def _catches(pid: int, signum: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_the_imports_is_one_line_and_130(tmp_path, signum):
+    """Signalled as soon as the process can catch it (the CLI's imports take seconds): never a silent 143/129."""
+    proc = cli({}, "sweep", "ci-small", "-O", str(tmp_path / "s.jsonl"))
+    deadline = time.monotonic() + 30
+    while not _catches(proc.pid, signum):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.002)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert len(err.strip().splitlines()) == 1 and f"interrupted ({signal.Signals(signum).name})" in err, err
+    assert not (tmp_path / "s.jsonl").exists()

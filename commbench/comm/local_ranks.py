@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
 from commbench.comm.progress import RankProgress, append_record, last_record_is
-from commbench.comm.stop_signals import STOP_SIGNALS, signal_name, stops_raise
+from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_raise
 from commbench.errors import CommbenchError, Interrupted, first_line
 from commbench.files import results_so_far
 
@@ -186,9 +186,12 @@ def kill_groups(pids: list[int]) -> None:
 
 
 def _kill(ranks: list[_Rank]) -> None:
-    kill_groups([r.process.pid for r in ranks if r.alive])
+    living = [r.process.pid for r in ranks if r.alive]
+    kill_groups(living)
     for r in ranks:
         r.process.join(timeout=2.0)
+    if living and ranks and ranks[0].process.pid in living:  # rank 0 draws the live view: it died mid-draw
+        restore_terminal()
 
 
 def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_path: str) -> tuple[str, bool]:

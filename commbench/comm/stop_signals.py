@@ -33,3 +33,16 @@ def stops_raise() -> Iterator[None]:
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
+
+
+def restore_terminal() -> None:
+    """After ranks were killed mid-display: show the cursor their live view hid and end the progress-bar
+    line, so what follows starts on a line of its own (a terminal only; files and pipes get nothing)."""
+    import sys
+
+    try:
+        if sys.stdout.isatty():
+            sys.stdout.write("\x1b[?25h\n")
+            sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
