@@ -11,6 +11,13 @@ def main() -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
+    if sys.stdout is None:  # started with >&-
+        sys.stderr.write("error: standard output is closed (>&-): commbench prints its results there; "
+                         "redirect it to a file or /dev/null instead\n")
+        sys.exit(2)
+    for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: 'µs' prints as '?s', not a traceback
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     try:
         from commbench.cli.app import main as run_cli
     except KeyboardInterrupt as exc:

@@ -23,6 +23,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def check_gloo_interface() -> None:
+    """GLOO_SOCKET_IFNAME, when set, must name interfaces this machine has (gloo aborts every rank otherwise)."""
+    import os
+    import socket
+
+    wanted = os.environ.get("GLOO_SOCKET_IFNAME")
+    if not wanted:
+        return
+    have = [name for _, name in socket.if_nameindex()]
+    missing = [name for name in wanted.split(",") if name.strip() not in have]
+    if missing:
+        raise CommbenchError(f"GLOO_SOCKET_IFNAME={wanted!r} is invalid: no interface {missing[0]!r} here "
+                             f"(this machine has {', '.join(have)})")
+
+
 def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int | None, backend: str,
             validate_world: Callable[[int], None], output_path: str,
             timeout_s: float | None = None) -> dict[int, Any]:
@@ -33,6 +48,8 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
     which kills ranks that hang longer than the collective `timeout_s` (plus a grace) after another
     stopped. `validate_world(world_size)` raises CommbenchError before anything starts.
     """
+    if backend == "gloo":
+        check_gloo_interface()
     rank_env = detect_rank_env()
     if rank_env is not None and rank_env.launcher != "local":
         if nproc is not None and nproc != rank_env.world_size:

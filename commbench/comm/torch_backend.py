@@ -131,7 +131,8 @@ class TorchBackend:
             except RuntimeError as exc:  # the store's wait timed out: a peer never came
                 from commbench.comm.local_ranks import RunFailed
 
-                raise RunFailed(f"rendezvous failed: {first_line(exc)} after --timeout={timeout_s:g} s") from None
+                waited = f" after --timeout={timeout_s:g} s" if "timeout" in str(exc).lower() else ""
+                raise RunFailed(f"rendezvous failed: {first_line(exc)}{waited}") from None
         else:
             join_within(connect, timeout_s=timeout_s, where=f"at {method} as rank {rank} of {world_size}")
         self.world = TorchCommunicator(None, range(world_size), rank)
