@@ -104,3 +104,24 @@ def test_a_file_size_limit_keeps_the_records_before_it_intact(tmp_path):
     one_error_line(result.stderr, "cannot be written: File too large; the records before this one are intact")
     lines = out.read_text().splitlines()
     assert len(lines) >= 2 and all(json.loads(line) for line in lines)
+
+
+@pytest.mark.parametrize("pattern,replacement", [
+    (r"elapsed time per iteration \(ms\): *[0-9.]+", "elapsed time per iteration (ms): 0.0"),
+    (r"using world size: 256", "using world size: 0"),
+    (r"(  tensor_model_parallel_size \.+ )1", r"\g<1>abc"),
+])
+def test_megatron_logs_with_impossible_values_are_one_line(tmp_path, pattern, replacement):
+    import re
+
+    log = (Path(__file__).resolve().parent / "data" / "megatron_deepseek_v3_gb300.log").read_text()
+    changed = re.sub(pattern, replacement, log)
+    assert changed != log
+    if "world size: 0" in changed:
+        changed = re.sub(r"(  world_size \.+ )256", r"\g<1>0", changed)
+    path = tmp_path / "run.log"
+    path.write_text(changed)
+    result = runner.invoke(app, ["calibrate", "--evaluate", str(path), "--model", "deepseek-v3", "--system",
+                                 "gb300-nvl72"])
+    assert result.exit_code == 2, result.output[-2000:]
+    one_error_line(result.output, "holds values no run can have")

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from commbench.cli.base import command, console, renamed
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 from commbench.results.tables import Col, print_table
 
 RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recipe fields optional: recompute, "
@@ -28,7 +28,14 @@ def load_runs(paths: list[str], *, model: str | None, system: str | None, gpus: 
     from commbench.planner.runlogs import read_runs
     rows = []
     for path in paths:
-        for i, row in enumerate(read_runs(path, model=model, gpu=system, num_gpus=gpus)):
+        try:
+            read = read_runs(path, model=model, gpu=system, num_gpus=gpus)
+        except (ZeroDivisionError, ValueError, TypeError, KeyError) as exc:
+            # a log's numbers that cannot make a run (elapsed 0 ms, world size 0, tp=abc); runlogs.py names
+            # most fields itself: this keeps the rest to one line
+            raise CommbenchError(f"runs file {path!r} holds values no run can have: {type(exc).__name__}: "
+                                 f"{first_line(exc)}") from None
+        for i, row in enumerate(read):
             check_row(row, f"{path} row {i + 1}")
             _check_measured(row, f"{path} row {i + 1}")
             rows.append(row)
