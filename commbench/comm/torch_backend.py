@@ -122,6 +122,8 @@ class TorchBackend:
         method = init_method or "env://"
 
         def connect() -> None:
+            if name == "nccl":  # the current device is per thread: the helper thread uses this rank's too
+                torch.cuda.set_device(local_rank)
             dist.init_process_group(name, init_method=method, rank=rank, world_size=world_size,
                                     timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
 
