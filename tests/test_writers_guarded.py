@@ -92,21 +92,23 @@ def test_tune_keeps_an_earlier_sweep_and_refuses_a_running_one(tmp_path):
     assert results.read_text() == DATA.read_text()
 
 
-def test_report_names_from_records_stay_inside_the_report_folder(tmp_path):
+@pytest.mark.parametrize("name,code", [("../../../x/PWNED", 2), ("..", 0), ("/tmp/abs", 2)])
+def test_report_names_from_records_stay_inside_the_report_folder(tmp_path, name, code):
+    """A path in a record's collective is refused on read; a name that passes ('..') is sanitised."""
     hostile = tmp_path / "hostile.jsonl"
     rows = []
     for line in DATA.read_text().splitlines():
         record = json.loads(line)
         if record.get("record_type") == "measurement":
-            record["collective"] = "../../../x/PWNED"
+            record["collective"] = name
         rows.append(json.dumps(record))
     hostile.write_text("\n".join(rows) + "\n")
     out = tmp_path / "deep" / "er" / "report"
     result = invoke("report", str(hostile), "-O", str(out))
-    assert result.exit_code == 0, result.output
-    written = {p for p in tmp_path.rglob("*.png")}
-    assert written and all(out in p.parents for p in written)
-    assert not list(tmp_path.rglob("PWNED*")) or all(out in p.parents for p in tmp_path.rglob("PWNED*"))
+    assert result.exit_code == code, result.output
+    written = set(tmp_path.rglob("*.png")) | set(Path("/tmp").glob("abs*.png"))
+    assert all(out in p.parents for p in written)
+    assert (code == 0) == bool(written)
 
 
 def test_a_sweep_name_never_moves_its_default_results_file(tmp_path, monkeypatch):
@@ -115,3 +117,16 @@ def test_a_sweep_name_never_moves_its_default_results_file(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     path = Path(default_output("../../../../ESCAPED"))
     assert path.parent == Path("results") and path.name.startswith("sweep-ESCAPED-")
+
+
+@pytest.mark.timeout(300)
+def test_tune_run_again_replaces_its_own_sweep(tmp_path):
+    results = tmp_path / "tune-sweep.jsonl"
+    lines = DATA.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["argv"] = ["/usr/bin/commbench", "tune", "--out", str(tmp_path)]
+    results.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    again = invoke("tune", "--out", str(tmp_path), "--gpus", "8", "--gbs", "64", "--model", "qwen3-30b-a3b",
+                   "--system", "b200-hgx")
+    assert again.exit_code == 0, again.output
+    assert results.read_text() != "\n".join([json.dumps(header), *lines[1:]]) + "\n"

@@ -33,7 +33,7 @@ def tune(
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
-    force: Annotated[bool, typer.Option("--force", help="measure again over OUT/tune-sweep.jsonl (replaced) and OUT/fabric.json")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl and OUT/fabric.json even when another command (a sweep) wrote them")] = False,
 ) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
@@ -73,13 +73,27 @@ def _claim(folder: Path, *, measure: bool, force: bool) -> list:
         results = folder / "tune-sweep.jsonl"
         lock = OutputLock(results, "--out")
         locks.append(lock)
-        if has_records(results) and not force:
+        if has_records(results) and not force and not _written_by_tune(results):
             for held in locks:
                 held.release()
             raise CommbenchError(f"--out={str(folder)!r} already holds a sweep's results ({results}): plan from them "
                                  f"with --results {results}, choose another --out, or pass --force to measure again")
         results.write_bytes(b"")
     return locks
+
+
+def _written_by_tune(path: Path) -> bool:
+    """Whether the results file's first header is an earlier `commbench tune` run's (re-running tune
+    replaces its own sweep; a `sweep` someone wrote there is kept)."""
+    import json
+
+    try:
+        with path.open("rb") as handle:
+            header = json.loads(handle.readline(1 << 20))
+    except (OSError, ValueError):
+        return False
+    argv = header.get("argv") if isinstance(header, dict) else None
+    return isinstance(argv, list) and "tune" in argv[1:3]
 
 
 def _tune_in(folder, sweep, results, nproc, system, gpus, spec, gbs, precision, mem_headroom, pins, cal, top,
