@@ -162,3 +162,24 @@ def test_a_signal_during_the_imports_is_one_line_and_130(tmp_path, signum):
     assert proc.returncode == 130, (proc.returncode, err)
     assert len(err.strip().splitlines()) == 1 and f"interrupted ({signal.Signals(signum).name})" in err, err
     assert not (tmp_path / "s.jsonl").exists()
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_mid_run_under_torchrun_is_one_line_per_rank(tmp_path):
+    """torchrun forwards SIGTERM to its workers: each says what was kept (it died silently with 143)."""
+    output = tmp_path / "tr.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             "-m", "commbench", "bench", "all_reduce", "-b", "8", "-e", "64", "-n", "1000000",
+                             "--backend", "gloo", "-J", str(output)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while not (output.exists() and output.stat().st_size):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    ours = sorted(line for line in err.splitlines() if line.startswith("interrupted ("))
+    assert ours == [f"interrupted (SIGTERM): rank {r} of the torchrun launch stopped; results measured so far are "
+                    f"in {output}" for r in (0, 1)], err[-3000:]
