@@ -200,6 +200,8 @@ def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what
 
     if not str(path).strip():
         raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
+    if Path(path).exists() and not Path(path).is_file() and not Path(path).is_dir():
+        raise CommbenchError(f"{option}={str(path)!r} is not a regular file (a device or a pipe): give a file path")
     lock = OutputLock(path, option, results=False)
     target = Path(path)
     if not force and target.is_file() and target.stat().st_size and marker.encode() not in _head(target):

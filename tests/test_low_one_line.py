@@ -125,3 +125,16 @@ def test_megatron_logs_with_impossible_values_are_one_line(tmp_path, pattern, re
                                  "gb300-nvl72"])
     assert result.exit_code == 2, result.output[-2000:]
     one_error_line(result.output, "holds values no run can have")
+
+
+@pytest.mark.parametrize("args", [
+    ["fit", str(Path(__file__).resolve().parent / "data" / "compare" / "gloo_all_reduce_a.jsonl"), "-O", "/dev/full"],
+    ["nccl-tuner", "--system", "gb300-nvl72", "--gpus", "8", "-O", "/dev/full"],
+])
+def test_a_device_as_a_whole_file_output_is_refused_and_left_alone(args):
+    import stat
+
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    one_error_line(result.output, "'/dev/full' is not a regular file")
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
