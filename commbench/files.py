@@ -28,6 +28,27 @@ def repair_torn_tail(path: str | os.PathLike[str]) -> int:
         return size - keep
 
 
+def safe_file_stem(text: str, limit: int = 80) -> str:
+    """`text` (a name read from a file: a collective, a sweep name) as one file name inside its folder:
+    only letters, digits, '.', '_' and '-'; no leading dot; at most `limit` characters."""
+    import re
+
+    stem = re.sub(r"[._]{2,}", "_", re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text))).strip("._")[:limit]
+    return stem or "unnamed"
+
+
+def results_so_far(path: str | os.PathLike[str]) -> str:
+    """How a failed or stopped run's message ends: where its results are, or that none were written."""
+    if not str(path) or str(path).startswith("("):  # "(verify-plan writes no file)"
+        return str(path).strip("()")
+    target = Path(path)
+    try:
+        written = target.is_file() and target.stat().st_size > 0
+    except OSError:
+        written = False
+    return f"results measured so far are in {path}" if written else f"nothing was written to {path}"
+
+
 def _file_in_the_way(target: Path) -> Path | None:
     """The first existing ancestor of `target` that is not a folder, if any."""
     for parent in reversed(target.absolute().parents):
@@ -65,6 +86,8 @@ def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
 
     from commbench.errors import CommbenchError
 
+    if not str(path).strip():
+        raise CommbenchError(f"{option}={str(path)!r} is empty: give a folder (an unset shell variable?)")
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise CommbenchError(f"{option}={str(path)!r} is a file: give a folder")
@@ -95,15 +118,45 @@ def _lock_holder(handle) -> int | None:
     return None
 
 
+def check_results_target(path: str | os.PathLike[str], option: str) -> None:
+    """Appending is only to a commbench results file: missing, empty, or one whose first line is a
+    commbench header (a symlink is judged by what it points to). Anything else is refused in one line:
+    cutting its 'torn' last line and appending would damage it."""
+    import json
+
+    from commbench.errors import CommbenchError
+
+    target = Path(path)
+    if not str(path).strip():
+        raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
+    if not target.exists() or target.is_dir():
+        return  # check_output_file says what is wrong with a folder
+    if not target.is_file():
+        raise CommbenchError(f"{option}={str(path)!r} is not a regular file (a device or a pipe): give a results file path")
+    head = _head(target, 1 << 16)
+    if not head:
+        return
+    try:
+        first = json.loads(head.split(b"\n", 1)[0])
+    except ValueError:
+        first = None
+    torn_header = b"\n" not in head and head.startswith(b'{"record_type":"header"')  # cut by a kill: repaired
+    if not torn_header and not (isinstance(first, dict) and first.get("record_type") == "header"):
+        raise CommbenchError(f"{option}={str(path)!r} is not a commbench results file (its first line is not a "
+                             "commbench header): commbench appends only to its own results; choose another file")
+
+
 class OutputLock:
     """An exclusive lock on an output file for the length of a run, so two runs never write one file
     (a second run gets one line naming the PID that holds it). flock: released when the process ends."""
 
-    def __init__(self, path: str | os.PathLike[str], option: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], option: str, *, results: bool = True) -> None:
         import fcntl
 
         from commbench.errors import CommbenchError
 
+        if results:
+            check_results_target(path, option)
         target = check_output_file(path, option)
         self._created = None if target.exists() else target
         self._handle = target.open("a")
@@ -128,3 +181,55 @@ class OutputLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _head(path: Path, num_bytes: int = 4096) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(num_bytes)
+    except OSError:
+        return b""
+
+
+def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what: str,
+                 force: bool = False) -> OutputLock:
+    """Lock a file that will be written whole (replaced). Refused in one line when it is empty text
+    (an unset shell variable), in use by another commbench run, or holds something that is not a
+    `what` (no `marker` in its first 4 KiB), unless `force`: nothing the command did not make is lost."""
+    from commbench.errors import CommbenchError
+
+    if not str(path).strip():
+        raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
+    if Path(path).exists() and not Path(path).is_file() and not Path(path).is_dir():
+        raise CommbenchError(f"{option}={str(path)!r} is not a regular file (a device or a pipe): give a file path")
+    lock = OutputLock(path, option, results=False)
+    target = Path(path)
+    if not force and target.is_file() and target.stat().st_size and marker.encode() not in _head(target):
+        lock.release()
+        raise CommbenchError(f"{option}={str(path)!r} exists and is not a {what} written by commbench: "
+                             "choose another path, or pass --force to replace it")
+    return lock
+
+
+def write_output(path: str | os.PathLike[str], text: str, option: str, *, marker: str, what: str,
+                 force: bool = False, claimed: bool = False) -> None:
+    """Write `text` as the whole of `path` under claim_output's rules (`claimed`: the caller holds the
+    claim already); one line when the disk refuses."""
+    import contextlib
+    import tempfile
+
+    from commbench.errors import CommbenchError
+
+    with contextlib.nullcontext() if claimed else claim_output(path, option, marker=marker, what=what, force=force):
+        target = Path(path).resolve()
+        temporary = None
+        try:  # a new file renamed over the old: a full disk leaves the old one whole
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, prefix=f".{target.name}.",
+                                             delete=False) as handle:
+                temporary = handle.name
+                handle.write(text)
+            os.replace(temporary, target)
+        except OSError as exc:
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
+            raise CommbenchError(f"{option}={str(path)!r} cannot be written: {exc.strerror or exc}") from None

@@ -49,6 +49,7 @@ def format_size(size_bytes: float) -> str:
 # compute, and the bandwidth regime of every fabric preset).
 MEASURED_MAX_BYTES = "16M"
 PREDICTED_MAX_BYTES = "8G"
+MIN_TIMEOUT_S = 0.1  # gloo counts whole milliseconds: 1e-9 s became 0 ms and every collective failed at once
 MAX_TIMEOUT_S = 86_400.0  # a day: a collective timeout beyond this is a typo (and overflows torch's timedelta)
 
 
@@ -58,8 +59,8 @@ def timeout_problem(value: object) -> str | None:
 
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "a number of seconds"
-    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
-        return f"a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:g}"
+    if not math.isfinite(value) or not MIN_TIMEOUT_S <= value <= MAX_TIMEOUT_S:
+        return f"a finite number of seconds from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:g}"
     return None
 
 

@@ -66,11 +66,21 @@ def test_dev_install_resolves_to_the_local_cpu_torch(requirements):
 def test_editable_install_keeps_the_torch_already_installed(tmp_path):
     """A venv that sees the machine's torch (as an NGC container's system site-packages do):
     `pip install -e .` with no index must succeed and leave torch where and what it was."""
+    import site
+
     import torch
 
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(env_dir)
     python = str(env_dir / "bin" / "python")
+    # The environment running this test (a fresh `python -m venv` or the base interpreter) is the
+    # "system" the new venv sees: its site-packages go on the new venv's path through a .pth file.
+    # (system_site_packages=True would show the *base* interpreter's, which inside a venv lacks torch.)
+    inner = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
+                           capture_output=True, text=True).stdout.strip()
+    outer = [p for p in dict.fromkeys([*site.getsitepackages(), str(pathlib.Path(torch.__file__).parents[1])])
+             if pathlib.Path(p).is_dir()]
+    (pathlib.Path(inner) / "outer-environment.pth").write_text("\n".join(outer) + "\n")
     probe = "import torch; print(torch.__version__); print(torch.__file__)"
     before = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     assert before == [torch.__version__, torch.__file__]

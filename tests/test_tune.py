@@ -29,9 +29,14 @@ def test_tune_defaults_run_end_to_end(tmp_path):
     check_layout(load_model("deepseek-v3"), lay, 256)
     args = shlex.split((tmp_path / "megatron_args.txt").read_text())
     assert parse_megatron_args(args, 256) == lay
-    # tune -> plan: tune's fabric.json was measured on CPU ranks and names no GPU
+    # tune -> plan: fabric.json is what tune planned with (re-plannable as it is); the fit alone,
+    # fabric-measured.json, was measured on CPU ranks and names no GPU
     # (it measured one CPU machine: plan inside one scale-up domain)
-    plan = ["plan", "--model", "mixtral-8x22b", "--system", str(tmp_path / "fabric.json"), "--gpus", "2",
+    replanned = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", str(tmp_path / "fabric.json"),
+                                         "--gpus", "256", "--gbs", "4096", "--precision", "mxfp8"],
+                                   env={"COLUMNS": "200"})
+    assert replanned.exit_code == 0, replanned.output
+    plan = ["plan", "--model", "mixtral-8x22b", "--system", str(tmp_path / "fabric-measured.json"), "--gpus", "2",
             "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1,gbs=64"]
     refused = CliRunner().invoke(app, plan)
     assert refused.exit_code == 2 and "names no GPU" in refused.output and "--gpu" in refused.output

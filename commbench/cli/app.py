@@ -37,14 +37,17 @@ def main() -> None:
 
     import typer
 
-    from commbench.cli.base import err_console
+    from commbench.cli.base import NESTED_TOO_DEEPLY, err_console
 
     command = typer.main.get_command(app)
     try:
         code = command.main(prog_name="commbench", standalone_mode=False)
-    except KeyboardInterrupt:
-        err_console.print("interrupted", highlight=False)
+    except KeyboardInterrupt as exc:
+        err_console.print(f"interrupted ({exc or 'SIGINT'})", highlight=False)
         sys.exit(130)
+    except RecursionError:
+        err_console.print(f"error: {NESTED_TOO_DEEPLY}", highlight=False, soft_wrap=True)
+        sys.exit(2)
     except Exception as exc:  # click's UsageError family (typer bundles click; duck-typed, not imported)
         if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
             raise

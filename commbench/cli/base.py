@@ -40,6 +40,12 @@ console = stdout_console()  # COLUMNS, else the terminal, else 200 columns (tabl
 err_console = Console(stderr=True, markup=False)  # strings print as they are; colours via styled()
 
 
+NESTED_TOO_DEEPLY = ("an input file is nested too deeply to read (over ~1,000 levels of brackets or tables): "
+                     "no file commbench reads or writes looks like that")
+HUGE_INTEGER = ("an input holds an integer of more than 4,300 digits: no count, size or rank commbench reads is "
+                "that large")
+
+
 def fail(message: str, exit_code: int = 2) -> typer.Exit:
     """Print one error line on stderr and return the Exit to raise."""
     err_console.print(styled("[bold red]error:[/] {}", message), highlight=False, soft_wrap=True)
@@ -70,8 +76,14 @@ def command(name: str | None = None, **kwargs) -> Callable:
                 raise typer.Exit(exc.exit_code) from None
             except CommbenchError as exc:
                 raise fail(str(exc), exc.exit_code) from None
-            except KeyboardInterrupt:
-                err_console.print("interrupted: results written so far are kept")
+            except RecursionError:
+                raise fail(NESTED_TOO_DEEPLY) from None
+            except ValueError as exc:
+                if "integer string conversion" not in str(exc):
+                    raise
+                raise fail(HUGE_INTEGER) from None
+            except KeyboardInterrupt as exc:
+                err_console.print(f"interrupted ({exc or 'SIGINT'}): results written so far are kept")
                 raise typer.Exit(130) from None
 
         app.command(name, **kwargs)(wrapper)

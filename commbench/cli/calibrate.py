@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from commbench.cli.base import command, console, err_console, renamed
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 from commbench.results.render import styled
 from commbench.results.tables import Col, print_table
 
@@ -47,8 +47,16 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     counts = _per_log(as_list(gpus), "--gpus", paths)
     rows = []
     for path, m, g, n in zip(paths, models, systems, counts):
-        for i, row in enumerate(read_runs(path, model=m, gpu=g, num_gpus=n)):
+        try:
+            read = read_runs(path, model=m, gpu=g, num_gpus=n)
+        except (ZeroDivisionError, ValueError, TypeError, KeyError) as exc:
+            # a log's numbers that cannot make a run (elapsed 0 ms, world size 0, tp=abc); runlogs.py names
+            # most fields itself: this keeps the rest to one line
+            raise CommbenchError(f"runs file {path!r} holds values no run can have: {type(exc).__name__}: "
+                                 f"{first_line(exc)}") from None
+        for i, row in enumerate(read):
             check_row(row, f"{path} row {i + 1}")
+            _check_measured(row, f"{path} row {i + 1}")
             rows.append(row)
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
@@ -57,6 +65,18 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
         r = runs[0]
         raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.label}: {r.skip_reason}")
     return runs
+
+
+def _check_measured(row, where: str) -> None:
+    """A run's measured throughput must be a finite positive number (NaN would fit the terms to nothing)."""
+    import math
+
+    for key in ("tokens_per_s_per_gpu", "tflops_per_gpu"):
+        value = row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+        if value is None:  # a missing number is reported where it is needed, by name
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise CommbenchError(f"{where}: {key}={value!r} is invalid: a finite measured number > 0")
 
 
 def skipped_runs(runs) -> list[dict]:
@@ -114,15 +134,17 @@ def calibrate(
                                           "commbench/data/schemas/calibrate.schema.json): the rows, each the input "
                                           "row plus predicted_tokens_per_s_per_gpu and error_pct; with a fit, the "
                                           "terms fitted/held/moved, bounds reached and leave-one-out error")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace -O/--out even when it is not a calibration file")] = False,
 ) -> None:
     from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
     if out is not None and not evaluate:
-        from commbench.files import check_output_file
+        from commbench.files import claim_output
+        from commbench.planner.step.terms import CALIBRATION_KIND
 
-        check_output_file(out, "--out")
+        claim_output(out, "--out", marker=CALIBRATION_KIND, what="calibration", force=force).release()
     start = load_calibration(calibration) if calibration else CALIBRATED
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
@@ -153,11 +175,11 @@ def calibrate(
     rows = evaluation_rows(loaded, fitted)
     after = np.abs([r["error_pct"] for r in rows])
     data = calibration_json(fitted, fitted_on=sorted(set(runs)))
-    from pathlib import Path
-    try:
-        Path(out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise CommbenchError(f"calibration file {out!r} cannot be written: {exc.strerror}") from None
+    from commbench.files import write_output
+    from commbench.planner.step.terms import CALIBRATION_KIND
+
+    write_output(out, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
+                 what="calibration", force=force)
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     if as_json:
         console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -14,6 +13,7 @@ import typer
 from commbench.cli.base import command, console
 from commbench.emulate.fabric import Fabric, FabricSpec
 from commbench.emulate.ranks import emulated_description, run_ranks
+from commbench.comm.stop_signals import signal_name
 from commbench.errors import CommbenchError, Interrupted
 from commbench.units import parse_rate_bits_per_s
 
@@ -53,9 +53,9 @@ def emulate(
         raise CommbenchError("no command given: put the commbench command after '--', e.g. "
                              "commbench emulate --racks 2 -- bench grad_reduce_scatter -b 64M -e 64M")
     if counters_out:
-        from commbench.files import check_output_file
+        from commbench.files import claim_output
 
-        check_output_file(counters_out, "--counters-out")
+        claim_output(counters_out, "--counters-out", marker='"uplinks"', what="counters file").release()
     spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
                       scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
                       prefix=f"cb{os.getpid()}" if netns_prefix is None else netns_prefix)
@@ -70,7 +70,7 @@ def emulate(
             wall_s = time.monotonic() - started
             counters = fabric.uplink_counters()
     except KeyboardInterrupt as exc:
-        raise Interrupted(f"interrupted ({exc or 'SIGINT'}): the emulated fabric and its ranks are removed; "
+        raise Interrupted(f"interrupted ({signal_name(exc)}): the emulated fabric and its ranks are removed; "
                           f"records already written are kept") from None
     finally:
         for signum, handler in previous.items():
@@ -79,8 +79,10 @@ def emulate(
         console.print(f"rack {row['rack']} uplink (measured veth counters): sent {row['tx_bytes']:,} B, "
                       f"received {row['rx_bytes']:,} B", highlight=False)
     if counters_out:
-        Path(counters_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(counters_out).write_text(json.dumps({"fabric": emulated_description(spec), "command": command_args,
-                                                  "exit_code": exit_code, "wall_s": wall_s, "uplinks": counters}, indent=1))
+        from commbench.files import write_output
+
+        write_output(counters_out, json.dumps({"fabric": emulated_description(spec), "command": command_args,
+                                               "exit_code": exit_code, "wall_s": wall_s, "uplinks": counters}, indent=1),
+                     "--counters-out", marker='"uplinks"', what="counters file")
     if exit_code:
         raise typer.Exit(exit_code)

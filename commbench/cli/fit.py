@@ -13,9 +13,15 @@ from commbench.results.render import styled
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT
+from commbench.costmodel.fabric import PROFILE_FORMAT
 from commbench.costmodel.profile import fit_result_files
+from commbench.files import claim_output, write_output
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes
+
+
+def _write_fabric(fabric, out: str, force: bool) -> None:
+    write_output(out, fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)
 
 
 @command("fit", help="Fit latency and bandwidth per collective, group and tier from measured JSONL results.")
@@ -29,13 +35,12 @@ def fit(
     name: Annotated[Optional[str], typer.Option("--name", help="Name of the fitted fabric.")] = None,
     heldout_min: Annotated[str, typer.Option("--heldout-min", help="Report held-out error over sizes >= this.")] = "64K",
     as_json: Annotated[bool, typer.Option("--json", help="Print the fitted curves as JSON (schema: docs/json-output.md).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace -O/--out even when it is not a fabric profile.")] = False,
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""
     out = renamed(out, old_out, old="-o/--output", new="-O/--out")
-    if out:
-        from commbench.files import check_output_file
-
-        check_output_file(out, "--out")
+    if out is not None:
+        claim_output(out, "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force).release()
     if racks is not None and not system:
         raise CommbenchError(f"--racks={racks} needs --system: it scales the preset the fit starts from")
     base = load_preset(system, num_racks=racks) if system else None
@@ -44,7 +49,7 @@ def fit(
                                            min_heldout_bytes=min_heldout)
     if as_json:
         if out:
-            fabric.to_json(out)
+            _write_fabric(fabric, out, force)
         console.print_json(json.dumps({"format": "commbench-fit", "version": 1, "fabric": fabric.name, "out": out,
                                        "heldout_min_bytes": min_heldout, "curves": [f.to_report() for f in fits],
                                        "notes": list(notes), "warnings": list(fabric.warnings)}))
@@ -72,5 +77,5 @@ def fit(
         if not any(warning.endswith(w) for f in fits for w in f.warnings):
             console.print(styled("[yellow]warning:[/] {}", warning), highlight=False)
     if out:
-        fabric.to_json(out)
+        _write_fabric(fabric, out, force)
         console.print(styled("[green]fabric profile[/] {} → {}", fabric.name, out), highlight=False)

@@ -25,35 +25,39 @@ def import_nccl_tests(
     output = renamed(output, old_output, old="-o/--output", new="-O/--out")
     if output is None:
         raise fail("-O/--out is required: the JSONL file to append the imported records to")
-    from commbench.results.importers.nccl_tests import import_file, world_size_warnings
-    from commbench.results.records import JsonlWriter, Measurement
-
-    from commbench.files import check_output_file
+    from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
+    from commbench.results.importers.nccl_tests import ImportResult, import_file, world_size_warnings
+    from commbench.results.importers.stream import FirstProblems, RecordSink
+    from commbench.results.records import JsonlWriter
 
     from collectives import REGISTRY
 
     try:
         if collective is not None and collective not in REGISTRY:
             raise CommbenchError(f"--collective={collective!r} is invalid: allowed {', '.join(REGISTRY)}")
+        check_results_target(output, "--out")
         check_output_file(output, "--out")
-        results = [import_file(path, collective) for path in files]
+        problems = FirstProblems()
+        with OutputLock(output, "--out"):
+            repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
+            with JsonlWriter(output, sync_each=False) as writer:
+                sink = RecordSink(writer)
+                for path in files:
+                    import_file(path, collective, ImportResult(records=sink, problems=problems))
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
-    problems = [p for r in results for p in r.problems]
-    for source, line, text, reason in problems:
+    for source, line, text, reason in problems.shown:
         err_console.print(styled("[yellow]unparsed[/] {}:{}: {}: {}", source, line, reason, text.strip()[:100]), highlight=False,
                           soft_wrap=True)
-    records = [rec for r in results for rec in r.records]
-    num_points = sum(isinstance(rec, Measurement) for rec in records)
-    if num_points == 0:
+    if problems.count > len(problems.shown):
+        err_console.print(styled("[yellow]unparsed[/]: {} more line(s) not shown",
+                                 f"{problems.count - len(problems.shown):,}"), highlight=False)
+    if sink.num_points == 0:
         raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
-    for warning in world_size_warnings(records):
+    for warning in world_size_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
-    with JsonlWriter(output) as writer:
-        for rec in records:
-            writer.write(rec)
-    collectives = sorted({rec.collective for rec in records if isinstance(rec, Measurement)})
     console.print(styled("[green]imported[/] {} measured point(s) ({}) from {} file(s) into {}; {} line(s) not parsed",
-                         num_points, ", ".join(collectives), len(files), output, len(problems)), highlight=False)
+                         sink.num_points, ", ".join(sorted(sink.collectives)), len(files), output, problems.count),
+                  highlight=False)
     if strict and problems:
         raise typer.Exit(1)

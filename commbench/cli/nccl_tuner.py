@@ -14,12 +14,12 @@ from commbench.errors import CommbenchError, invalid
 from commbench.results.render import styled
 
 
-def _write(path: str, text: str, what: str) -> None:
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CommbenchError(f"{what} {path!r} cannot be written: {exc.strerror}") from None
+def _write(path: str, text: str, what: str, option: str = "--out") -> None:
+    """Replace `path` under the output lock; a file that is not one commbench wrote is refused."""
+    from commbench.files import write_output
+
+    marker = "commbench nccl-tuner" if option == "--out" else "collective,"
+    write_output(path, text, option, marker=marker, what=what)
 
 
 def print_combinations(results: list, output_path: str, again: str = "") -> None:
@@ -129,6 +129,6 @@ def nccl_tuner(
                          else "<DIR>/libnccl-tuner-commbench.so (commbench nccl-tuner --build-plugin DIR)", output),
                   highlight=False)
     if csv_path:
-        _write(csv_path, optimize_config_csv(result.points, statistic), "CSV file")
+        _write(csv_path, optimize_config_csv(result.points, statistic), "CSV file", "--csv")
         console.print(styled("[green]wrote[/] {} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py)",
                              csv_path), highlight=False)

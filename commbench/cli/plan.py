@@ -79,6 +79,8 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
     return gpu_spec(gpu)
 
 
+MAX_MOE_IMBALANCE = 4096  # busiest / mean EP rank tokens: at most the EP size, which no layout here exceeds
+
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
                       "memory per GPU (predicted, from the fabric cost model and calibrated efficiencies).")
 def plan(
@@ -113,8 +115,9 @@ def plan(
 ) -> None:
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
-    if not 1 <= moe_imbalance < float("inf"):
-        raise invalid("--moe-imbalance", moe_imbalance, "a finite number >= 1")
+    if not 1 <= moe_imbalance <= MAX_MOE_IMBALANCE:
+        raise invalid("--moe-imbalance", moe_imbalance, f"a number from 1 to {MAX_MOE_IMBALANCE:,} (the busiest rank "
+                      "holds at most every token: the imbalance is at most the EP size)")
     if precision is not None:
         check_precision(precision, None)
     for option, value in (("--gbs", gbs), ("--seq-len", seq_len)):

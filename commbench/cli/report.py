@@ -12,11 +12,26 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
 
-def fabric_predictor(path: str):
+def fabric_predictor(path: str, unpredicted: dict[str, str]):
+    """predict(collective, sizes, group size) -> seconds from a fitted fabric; a curve the fabric cannot
+    predict gets no dashed line (NaN) and its reason in `unpredicted`, never a failed report."""
+    import numpy as np
+
     from commbench.costmodel import collective_time_s, load_fabric
 
     fabric = load_fabric(path)
-    return lambda collective, sizes, group_size: collective_time_s(fabric, collective, sizes, group_size)
+
+    def predict(collective, sizes, group_size):
+        # a group larger than one scale-up domain spans ceil(g / domain) of them (ranks placed contiguously,
+        # as --ranks-per-rack places them); the fitted fabric refuses a one-domain group that large
+        domains = max(1, -(-int(group_size) // fabric.domain_size))
+        try:
+            return collective_time_s(fabric, collective, sizes, group_size, domains)
+        except (CommbenchError, ValueError) as exc:
+            unpredicted.setdefault(f"{collective} on {group_size} ranks", str(exc))
+            return np.full(np.shape(sizes), np.nan)
+
+    return predict
 
 
 def print_tuning_winners(records: list) -> None:
@@ -41,14 +56,19 @@ def report(
     fabric: Annotated[Optional[str], typer.Option("--fabric", help="Fitted fabric (commbench fit) to overlay predicted busbw and latency as dashed lines.")] = None,
     svg: Annotated[bool, typer.Option("--svg", help="Also write each figure as SVG, text kept as text (PNGs are 150 dpi).")] = False,
     together: Annotated[bool, typer.Option("--together", help="Also draw every size-swept collective (all_reduce, all_to_all, ...) in one busbw and one latency figure (together-busbw/-latency).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import by_collective, series_label, write_report
+    from commbench.results.report import by_collective, series_label, shown_rows, write_report
     from commbench.results.records import headers, measurements, read_records
 
     from commbench.files import check_output_dir
 
+    from commbench.files import claim_output
+    from commbench.results.report import REPORT_MARKER
+
     check_output_dir(out, "--out")
+    claim_output(f"{out}/README.md", "--out", marker=REPORT_MARKER, what="commbench report", force=force).release()
     everything = read_records(files, on_bad_line=lambda n, why: console.print(styled("[yellow]skipped line {}[/]: {}", n, why)))
     records = measurements(everything)
     if not records:
@@ -56,10 +76,15 @@ def report(
     for collective, series in sorted(by_collective(records).items()):
         for key, rows in sorted(series.items()):
             # imported nccl-tests rows have no p99: shown as "-"
-            console.print(measurement_table(f"{collective} — {series_label(key)} (measured)", rows, console.width))
+            shown, left_out = shown_rows(rows)
+            console.print(measurement_table(f"{collective} — {series_label(key)} (measured)"
+                                            + (f" — {left_out}" if left_out else ""), shown, console.width))
     print_tuning_winners(everything)
-    predict = fabric_predictor(fabric) if fabric else None
+    unpredicted: dict[str, str] = {}
+    predict = fabric_predictor(fabric, unpredicted) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
-                          run_records=everything, together=together)
+                          run_records=everything, together=together, force=force)
+    for curve, why in unpredicted.items():
+        console.print(styled("[yellow]note:[/] no predicted line for {}: {}", curve, why), highlight=False)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

@@ -18,7 +18,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.files import OutputLock
+from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
 from commbench.sweep.resume import check_resume_identity, has_records, sweep_identity
@@ -28,7 +28,7 @@ from commbench.units import format_size
 
 def default_output(sweep_name: str) -> str:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return str(Path("results") / f"sweep-{sweep_name}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
+    return str(Path("results") / f"sweep-{safe_file_stem(sweep_name)}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
 
 
 def resume_command(file: str, output: str, nproc: Optional[int]) -> str:
@@ -141,6 +141,7 @@ def sweep(
                              f"or use `commbench bench` for one collective (got {sweep_letter!r})")
     from commbench.comm.backends import resolve_backend
     from commbench.comm.launch import detect_rank_env
+    from commbench.limits import check_world_size
 
     spec = load_sweep(file)
     if (nccl_algo, nccl_proto, nccl_channels) != (None, None, None):
@@ -150,8 +151,8 @@ def sweep(
     requested = backend or spec.backend
     if dry_run:
         world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
-        if world < 1:
-            raise CommbenchError(f"--world-size={world} is invalid: at least 1 rank")
+        check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
+                         else "[sweep] world_size")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         if as_json:
             console.print_json(json.dumps(doc, default=str))

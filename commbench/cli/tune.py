@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 from pathlib import Path
@@ -40,12 +41,11 @@ def tune(
                                            "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
                                            "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl and OUT/fabric.json even when another command (a sweep) wrote them")] = False,
 ) -> None:
-    from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, parse_pins
-    from commbench.workflows.tune import planning_fabric
 
     if system not in preset_names():
         raise invalid("--system", system, f"a preset: {', '.join(preset_names())}")
@@ -67,6 +67,54 @@ def tune(
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework)
     _check_every_stage(sweep, results, nproc, system, req, top)
+    with contextlib.ExitStack() as held:
+        locks = _claim(folder, measure=results is None, force=force)
+        for lock in locks:
+            held.enter_context(lock)
+        _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force)
+
+
+def _claim(folder: Path, *, measure: bool, force: bool) -> list:
+    """Locks on the files tune writes in `folder` (another tune or sweep there is refused); an earlier
+    sweep's results are not deleted unless --force (plan from them with --results)."""
+    from commbench.costmodel.fabric import PROFILE_FORMAT
+    from commbench.files import OutputLock, claim_output
+    from commbench.sweep.resume import has_records
+
+    locks = [claim_output(folder / "fabric.json", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)]
+    if measure:
+        results = folder / "tune-sweep.jsonl"
+        lock = OutputLock(results, "--out")
+        locks.append(lock)
+        if has_records(results) and not force and not _written_by_tune(results):
+            for held in locks:
+                held.release()
+            raise CommbenchError(f"--out={str(folder)!r} already holds a sweep's results ({results}): plan from them "
+                                 f"with --results {results}, choose another --out, or pass --force to measure again")
+        results.write_bytes(b"")
+    return locks
+
+
+def _written_by_tune(path: Path) -> bool:
+    """Whether the results file's first header is an earlier `commbench tune` run's (re-running tune
+    replaces its own sweep; a `sweep` someone wrote there is kept)."""
+    import json
+
+    try:
+        with path.open("rb") as handle:
+            header = json.loads(handle.readline(1 << 20))
+    except (OSError, ValueError):
+        return False
+    argv = header.get("argv") if isinstance(header, dict) else None
+    return isinstance(argv, list) and "tune" in argv[1:3]
+
+
+def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force) -> None:
+    from commbench.cli.search_view import run_plan_search
+    from commbench.files import write_output
+    from commbench.costmodel.fabric import PROFILE_FORMAT
+    from commbench.workflows.tune import planning_fabric
+
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                   console=err_console if as_json else console,
                   transient=False) as progress:
@@ -79,10 +127,16 @@ def tune(
             progress.add_task(f"1/3 sweep: skipped, using {results}", total=1, completed=1)
         task = progress.add_task("2/3 fit", total=1)
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
+        # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
+        # so `plan --system fabric.json` re-plans tune's result; the fit alone: fabric-measured.json
+        write_output(folder / "fabric.json", fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
+                     what="fabric profile", claimed=True)
         if fitted is not None:
-            fitted.to_json(folder / "fabric.json")
+            write_output(folder / "fabric-measured.json", fitted.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
+                         what="fabric profile", force=force)
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
-                                                         f"curve(s) → {folder / 'fabric.json'}")
+                                                         f"curve(s) → {folder / 'fabric-measured.json'}; planned "
+                                                         f"with {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
         req = dataclasses.replace(req, fabric=fabric)
         progress.update(task, completed=1, description="3/3 plan: done")
@@ -130,8 +184,7 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
     backend = resolve_backend(spec.backend)
-    output = str(folder / "tune-sweep.jsonl")
-    Path(output).unlink(missing_ok=True)
+    output = str(folder / "tune-sweep.jsonl")  # claimed (locked, empty) by _claim
     ranks = nproc or spec.nproc or 2
     progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)")
     job = SweepJob(sweep=spec, backend=backend, output_path=output, argv=tuple(sys.argv), show_progress=False)

@@ -47,6 +47,7 @@ def verify_plan(
     from commbench.comm.backends import max_local_ranks, resolve_backend
     from commbench.comm.job import run_job
     from commbench.comm.launch import detect_rank_env
+    from commbench.limits import check_iters
     from commbench.planner.emit.plan import load_plan
     from commbench.units import parse_size_bytes
     from commbench.workflows.verify import VerifyJob, plan_items, predicted_s
@@ -58,10 +59,10 @@ def verify_plan(
     under_launcher = launched is not None and launched.launcher != "local"
     limit = launched.world_size if under_launcher else min(max_local_ranks(resolved)[0], 4)
     ranks = launched.world_size if under_launcher else (min(gpus, limit) if nproc is None else nproc)
-    if ranks < 2:
-        raise invalid("--nproc", ranks, "at least 2 ranks to run any collective")
-    if iters < 1:
-        raise invalid("--iters", iters, ">= 1")
+    most, why = (launched.world_size, "the launch") if under_launcher else max_local_ranks(resolved)
+    if not 2 <= ranks <= most:
+        raise invalid("--nproc", ranks, f"from 2 (the least any collective needs) to {most} on {resolved} ({why})")
+    check_iters(iters, "--iters")
     items, flags = plan_items(doc, ranks, parse_size_bytes(max_bytes, "--max-bytes"))
     if not items:
         raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")

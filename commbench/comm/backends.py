@@ -64,8 +64,12 @@ def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
     if name == "cupy-nccl":
         from commbench.comm.cupy_backend import CupyNcclBackend
 
-        return CupyNcclBackend(rank_env, timeout_s=timeout_s)
-    from commbench.comm.torch_backend import TorchBackend
+        backend = CupyNcclBackend(rank_env, timeout_s=timeout_s)
+    else:
+        from commbench.comm.torch_backend import TorchBackend
 
-    return TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size, local_rank=rank_env.local_rank,
-                        timeout_s=timeout_s, init_method=rank_env.init_method)
+        backend = TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size,
+                               local_rank=rank_env.local_rank, timeout_s=timeout_s, init_method=rank_env.init_method)
+    if rank_env.progress is not None:
+        rank_env.progress.joined()
+    return backend

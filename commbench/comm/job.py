@@ -7,7 +7,9 @@ from typing import Any, Callable
 from commbench.comm.backends import max_local_ranks
 from commbench.comm.launch import RankEnv, detect_rank_env
 from commbench.comm.local_ranks import launch_local
-from commbench.errors import CommbenchError
+from commbench.comm.stop_signals import signal_name, stops_raise
+from commbench.errors import CommbenchError, Interrupted
+from commbench.files import results_so_far
 
 DEFAULT_NPROC = 2
 
@@ -21,6 +23,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def check_gloo_interface() -> None:
+    """GLOO_SOCKET_IFNAME, when set, must name interfaces this machine has (gloo aborts every rank otherwise)."""
+    import os
+    import socket
+
+    wanted = os.environ.get("GLOO_SOCKET_IFNAME")
+    if not wanted:
+        return
+    have = [name for _, name in socket.if_nameindex()]
+    missing = [name for name in wanted.split(",") if name.strip() not in have]
+    if missing:
+        raise CommbenchError(f"GLOO_SOCKET_IFNAME={wanted!r} is invalid: no interface {missing[0]!r} here "
+                             f"(this machine has {', '.join(have)})")
+
+
 def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int | None, backend: str,
             validate_world: Callable[[int], None], output_path: str,
             timeout_s: float | None = None) -> dict[int, Any]:
@@ -31,13 +48,20 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
     which kills ranks that hang longer than the collective `timeout_s` (plus a grace) after another
     stopped. `validate_world(world_size)` raises CommbenchError before anything starts.
     """
+    if backend == "gloo":
+        check_gloo_interface()
     rank_env = detect_rank_env()
     if rank_env is not None and rank_env.launcher != "local":
         if nproc is not None and nproc != rank_env.world_size:
             raise CommbenchError(f"--nproc={nproc} conflicts with the {rank_env.launcher} launch of "
                                  f"{rank_env.world_size} ranks: omit --nproc under a launcher")
         validate_world(rank_env.world_size)
-        return {rank_env.rank: rank_fn(rank_env, config)}
+        with stops_raise():
+            try:
+                return {rank_env.rank: rank_fn(rank_env, config)}
+            except KeyboardInterrupt as exc:
+                raise Interrupted(f"interrupted ({signal_name(exc)}): rank {rank_env.rank} of the "
+                                  f"{rank_env.launcher} launch stopped; {results_so_far(output_path)}") from None
     nproc = DEFAULT_NPROC if nproc is None else nproc
     limit, why = max_local_ranks(backend)
     if not 1 <= nproc <= limit:

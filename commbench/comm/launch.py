@@ -45,38 +45,54 @@ def first_slurm_host(nodelist: str) -> str:
 
 
 def _int(env: Mapping[str, str], key: str) -> int:
-    try:
-        return int(env[key])
-    except ValueError:
-        raise CommbenchError(f"{key}={env[key]!r} is invalid: expected an integer") from None
+    text = env[key].strip()
+    if not text.isdigit() or len(text) > 9:
+        raise CommbenchError(f"{key}={env[key]!r} is invalid: expected a whole number from 0 to 999,999,999")
+    return int(text)
+
+
+def _place(env: Mapping[str, str], rank_key: str, world_key: str, local_key: str) -> tuple[int, int, int]:
+    """(rank, world size, local rank) from one launcher's variables, each checked: 0 <= rank < world
+    <= MAX_WORLD_SIZE, 0 <= local rank < world (the launch cannot be joined otherwise: it would hang)."""
+    from commbench.limits import MAX_WORLD_SIZE
+
+    rank, world = _int(env, rank_key), _int(env, world_key)
+    if not 1 <= world <= MAX_WORLD_SIZE:
+        raise CommbenchError(f"{world_key}={world} is invalid: allowed 1..{MAX_WORLD_SIZE:,} ranks")
+    if not rank < world:
+        raise CommbenchError(f"{rank_key}={rank} with {world_key}={world} is invalid: need 0 <= {rank_key} < "
+                             f"{world_key} (is this process part of that launch?)")
+    local = _int(env, local_key) if local_key in env else 0
+    if not local < world:
+        raise CommbenchError(f"{local_key}={local} with {world_key}={world} is invalid: need 0 <= {local_key} < "
+                             f"{world_key}")
+    return rank, world, local
 
 
 def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     """The launch this process belongs to, or None when started alone (then `--nproc` applies)."""
     env = os.environ if env is None else env
     port = _int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_MASTER_PORT
+    if not 0 <= port <= 65535:
+        raise CommbenchError(f"MASTER_PORT={port} is invalid: a TCP port 0..65535")
     if "RANK" in env and "WORLD_SIZE" in env:
-        rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE")
-        if not 0 <= rank < world:
-            raise CommbenchError(f"RANK={rank} with WORLD_SIZE={world} is invalid: need 0 <= RANK < WORLD_SIZE")
+        rank, world, local_rank = _place(env, "RANK", "WORLD_SIZE", "LOCAL_RANK")
         local = bool(env.get(LOCAL_LAUNCH_ENV))
-        return RankEnv(rank=rank, world_size=world,
-                       local_rank=_int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else 0,
+        return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
                        launcher="local" if local else "torchrun", master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
                        master_port=port, rendezvous=env.get(RENDEZVOUS_ENV) if local else None)
     if "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
-        world = _int(env, "SLURM_NTASKS")
+        rank, world, local_rank = _place(env, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
         nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "127.0.0.1"
         addr = env.get("MASTER_ADDR") or first_slurm_host(nodelist)
-        return RankEnv(rank=_int(env, "SLURM_PROCID"), world_size=world,
-                       local_rank=_int(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0,
+        return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
                        launcher="slurm", master_addr=addr, master_port=port)
     if "OMPI_COMM_WORLD_RANK" in env and "OMPI_COMM_WORLD_SIZE" in env:
-        world = _int(env, "OMPI_COMM_WORLD_SIZE")
+        rank, world, local_rank = _place(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK")
         if world > 1 and "MASTER_ADDR" not in env:
             raise CommbenchError("MASTER_ADDR is not set: under mpirun pass it, e.g. "
                                  "mpirun -x MASTER_ADDR=<first host> -x MASTER_PORT=29500 commbench ...")
-        return RankEnv(rank=_int(env, "OMPI_COMM_WORLD_RANK"), world_size=world,
-                       local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK") if "OMPI_COMM_WORLD_LOCAL_RANK" in env else 0,
+        return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
                        launcher="mpi", master_addr=env.get("MASTER_ADDR", "127.0.0.1"), master_port=port)
     return None

@@ -10,6 +10,9 @@
 - Watchdog: ranks report progress (progress.py). Once one rank has stopped (exited, or failed a
   point) and another has not caught up within `grace_s`, the launcher kills the laggards' process
   groups, appends the point's failed record if rank 0 has not written it, and raises RanksHung.
+  When every rank is stuck (all stopped by a signal, or all blocked past their collective timeout)
+  none stops first: then no rank has sent a message or used CPU time (/proc/<pid>/stat) for
+  `grace_s`, and the launcher ends the run the same way, naming every rank.
 """
 
 from __future__ import annotations
@@ -21,17 +24,18 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any, Callable
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
 from commbench.comm.progress import RankProgress, append_record, last_record_is
+from commbench.comm.rank_state import RankState as _Rank, laggards as _laggards
+from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_raise
 from commbench.errors import CommbenchError, Interrupted, first_line
+from commbench.files import results_so_far
 
 LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 CRASH_GRACE_S = 3.0  # after a rank crashed: time for the others to see it and record the point
 
 
@@ -76,7 +80,7 @@ def apply_thread_limit() -> None:
 def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., Any], arg: Any) -> None:
     os.setpgid(0, 0)
     die_with_parent()
-    for signum in _STOP_SIGNALS:
+    for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(nproc), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(nproc),
                       MASTER_ADDR=LOOPBACK, MASTER_PORT="0", **{LOCAL_LAUNCH_ENV: "1", RENDEZVOUS_ENV: rendezvous})
@@ -104,67 +108,6 @@ def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., A
     os._exit(code)  # skip interpreter teardown: a broken process group can block it
 
 
-@dataclass
-class _Rank:
-    rank: int
-    process: Any
-    conn: Any
-    step: int = -1
-    phase: str = "start"  # start, at, failed, recorded, result, error
-    label: str = ""
-    pending: dict | None = None
-    reason: str = ""
-    result: Any = None
-    error: tuple[str, int] | None = None
-    num_recorded: int = 0
-    num_recorded_ok: int = 0
-    recorded_steps: set = field(default_factory=set)
-
-    def drain(self) -> None:
-        while self.conn is not None:
-            try:
-                if not self.conn.poll():
-                    return
-                message = self.conn.recv()
-            except (EOFError, OSError):
-                self.conn = None
-                return
-            kind = message[0]
-            if kind == "at":
-                _, self.step, self.label, self.pending = message
-                self.phase = "at"
-            elif kind == "failed":
-                self.phase, self.reason = "failed", message[2]
-            elif kind == "recorded":
-                self.num_recorded += 1
-                self.num_recorded_ok += bool(message[2])
-                self.recorded_steps.add(message[1])
-            elif kind == "result":
-                self.phase, self.result = "result", message[1]
-            elif kind == "error":
-                self.phase, self.error = "error", (message[1], message[2])
-
-    @property
-    def alive(self) -> bool:
-        return self.process.exitcode is None
-
-    @property
-    def stopped(self) -> bool:
-        """Exited, or waiting on a point it failed."""
-        return not self.alive or self.phase in ("failed", "result", "error")
-
-
-def _laggards(ranks: list[_Rank]) -> list[_Rank]:
-    """Alive ranks that have not caught up with a rank that stopped."""
-    stops = [r for r in ranks if r.stopped]
-    if not stops:
-        return []
-    if any(not r.alive or r.phase in ("result", "error") for r in stops):
-        return [r for r in ranks if r.alive and r.phase not in ("result", "error")]
-    step = min(r.step for r in stops)
-    return [r for r in ranks if r.alive and (r.step < step or (r.step == step and r.phase == "at"))]
-
-
 def kill_groups(pids: list[int]) -> None:
     """SIGKILL the process groups led by `pids`, all stopped first so none sees the others die and
     reports a spurious peer error on the way out."""
@@ -177,9 +120,12 @@ def kill_groups(pids: list[int]) -> None:
 
 
 def _kill(ranks: list[_Rank]) -> None:
-    kill_groups([r.process.pid for r in ranks if r.alive])
+    living = [r.process.pid for r in ranks if r.alive]
+    kill_groups(living)
     for r in ranks:
         r.process.join(timeout=2.0)
+    if living and ranks and ranks[0].process.pid in living:  # rank 0 draws the live view: it died mid-draw
+        restore_terminal()
 
 
 def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_path: str) -> tuple[str, bool]:
@@ -213,10 +159,6 @@ class RanksHung(RunFailed):
         self.recorded, self.num_ok, self.num_failed = recorded, num_ok, num_failed
 
 
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, output_path: str,
                  timeout_s: float | None = None, start_method: str | None = None) -> dict[int, Any]:
     """Run `fn(rank_env, arg)` on `nproc` local ranks and watch them; return {rank: result}.
@@ -227,12 +169,8 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
     grace_s = hang_grace_s(timeout_s)
     context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets
-    import threading
-
-    in_main = threading.current_thread() is threading.main_thread()
-    old_handlers = {signum: signal.signal(signum, _raise_interrupt) for signum in _STOP_SIGNALS} if in_main else {}
     ranks: list[_Rank] = []
-    with tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
+    with stops_raise(), tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
         rendezvous = f"file://{os.path.join(folder, 'store')}"
         try:
             sys.stdout.flush()
@@ -248,23 +186,49 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
         except KeyboardInterrupt as exc:
             _kill(ranks)
             kept = ranks[0].num_recorded if ranks else 0
-            raise Interrupted(f"interrupted ({exc or 'SIGINT'}): {kept} point(s) kept in {output_path}") from None
+            raise Interrupted(f"interrupted ({signal_name(exc)}): {kept} point(s) kept in {output_path}") from None
         finally:
             _kill(ranks)
-            for signum, handler in old_handlers.items():
-                signal.signal(signum, handler)
+
+
+def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:
+    """No rank sent a message or used CPU time for `grace_s`: kill them all and raise RanksHung."""
+    _kill(ranks)
+    for r in ranks:
+        r.drain()
+    writer = ranks[0]
+    point = writer.label or "start-up"
+    line = (f"point {point} failed: every rank ({', '.join(str(r.rank) for r in ranks)}) hung (no progress and no CPU "
+            f"time for {grace_s:g} s: all stopped or blocked) and were killed")
+    recorded = _record_for_writer(writer, line, output_path)
+    raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
+                    num_ok=writer.num_recorded_ok,
+                    num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
+                                                                              writer.recorded_steps))
+
+
+def _absent_message(ranks: list[_Rank], absent: list[_Rank], output_path: str) -> str:
+    """A start-up failure put on the ranks that never joined, not on the ones that gave up waiting."""
+    waited = [r for r in ranks if r not in absent and r.error is not None]
+    why = f" ({waited[0].error[0]})" if waited else ""
+    return (f"rank(s) {', '.join(str(r.rank) for r in absent)} never joined the job at start-up and were killed; "
+            f"rank(s) {', '.join(str(r.rank) for r in waited)} gave up waiting{why}; {results_so_far(output_path)}")
 
 
 def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
     lagging_since = failed_since = None
+    last_progress = time.monotonic()
     failed: list[_Rank] = []
     while True:
         wait([r.conn for r in ranks if r.conn is not None] + [r.process.sentinel for r in ranks if r.alive],
              timeout=0.1)
-        for r in ranks:
-            r.drain()
+        if any([r.drain() for r in ranks]):
+            last_progress = time.monotonic()
         if not any(r.alive for r in ranks):
             break
+        if time.monotonic() - last_progress > grace_s and not any(r.stopped for r in ranks) \
+                and sys.platform.startswith("linux"):
+            _all_stuck(ranks, grace_s, output_path)
         failed = [r for r in ranks if not r.alive and (r.error or r.process.exitcode != 0)]
         if failed:  # a crashed or refusing rank: the others cannot finish; let them record what they saw
             failed_since = failed_since or time.monotonic()
@@ -283,13 +247,16 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
                 r.drain()
             line, recorded = _hung_message(ranks, laggards, grace_s, output_path)
             writer = ranks[0]
-            raise RanksHung(f"{line}; results measured so far are in {output_path}", recorded=recorded,
+            raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
                             num_ok=writer.num_recorded_ok,
                             num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
                                                                                       writer.recorded_steps))
     _kill(ranks)
     for r in ranks:
         r.drain()
+    absent = [r for r in ranks if r not in failed and not r.joined and r.error is None and r.phase == "start"]
+    if absent and any(not r.joined and r.error is not None for r in failed):
+        raise RunFailed(_absent_message(ranks, absent, output_path))
     for r in failed + ranks:  # the ranks that failed first, not the ones killed after them
         if r.error is not None and r.error[1] != 1:
             raise CommbenchError(r.error[0])
@@ -298,6 +265,14 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             how = (f"failed: {r.error[0]}" if r.error else f"was killed by {signal.Signals(-code).name}"
                    if code and code < 0 else f"exited with code {code}")
             line = f"rank {r.rank} {how}" + (f" at {r.label}" if r.label else "")
-            _record_for_writer(ranks[0], line, output_path)
-            raise RunFailed(f"{line}; results measured so far are in {output_path}")
+            recorded = _record_for_writer(ranks[0], line, output_path)
+            if r in failed and code is not None and code < 0 and r.error is None:
+                # killed from outside (OOM killer, kill -9): like a hang, the point is recorded failed and a
+                # sweep can go on with fresh ranks
+                writer = ranks[0]
+                raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
+                                num_ok=writer.num_recorded_ok,
+                                num_failed=writer.num_recorded - writer.num_recorded_ok
+                                + (recorded and writer.step not in writer.recorded_steps))
+            raise RunFailed(f"{line}; {results_so_far(output_path)}")
     return {r.rank: r.result for r in ranks}

@@ -29,6 +29,10 @@ class RankProgress:
         except (OSError, ValueError):
             self._conn = None  # the launcher is gone; the rank dies with it (PR_SET_PDEATHSIG)
 
+    def joined(self) -> None:
+        """This rank has joined the job (its backend is up): a start-up failure is someone else's."""
+        self._send(("joined",))
+
     def at(self, step: int, label: str, pending_record: dict | None = None) -> None:
         """Starting point `step`; rank 0 passes the record to write should the point never finish."""
         self._send(("at", step, label, pending_record))

@@ -105,23 +105,32 @@ def from_preset(name: str, world_size: int) -> Topology:
     return from_ranks_per_rack(world_size, size, source=f"preset {name}")
 
 
-def _parse_ranks(text: str) -> list[int]:
+def _parse_ranks(text: str, world_size: int, budget: list[int]) -> list[int]:
+    """Ranks of one rack; `budget[0]` counts down the ranks all racks may still list (the world),
+    so no range is expanded past the world it must tile."""
     ranks: list[int] = []
     for part in text.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        match = re.fullmatch(r"\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?", part)
         if not match:
             raise ValueError(part)
         lo, hi = int(match.group(1)), int(match.group(2) or match.group(1))
         if hi < lo:
             raise ValueError(part)
+        if hi >= world_size or hi - lo + 1 > budget[0]:
+            raise OverflowError(part)
+        budget[0] -= hi - lo + 1
         ranks.extend(range(lo, hi + 1))
     return ranks
 
 
 def parse_rack_list(text: str, world_size: int) -> Topology:
     """'0-3;4-7' or '0,2/1,3': racks separated by ';' or '/', ranks by ',' with a-b ranges."""
+    budget = [world_size]
     try:
-        racks = tuple(tuple(_parse_ranks(part)) for part in re.split(r"[;/]", text) if part.strip())
+        racks = tuple(tuple(_parse_ranks(part, world_size, budget)) for part in re.split(r"[;/]", text) if part.strip())
+    except OverflowError as exc:
+        raise invalid("--racks", text, f"{str(exc).strip()!r} goes past the {world_size} ranks: must list every rank "
+                                       f"0..{world_size - 1} exactly once") from None
     except ValueError:
         raise invalid("--racks", text, "racks separated by ';' of ranks like 0-3 or 0,2,5") from None
     flat = sorted(r for rack in racks for r in rack)

@@ -11,8 +11,9 @@ import torch
 import torch.distributed as dist
 
 from commbench.comm.backend import REDUCE_OPS
+from commbench.comm.rendezvous import join_within
 from commbench.dtypes import DType
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 
 _TORCH_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX,
               "min": dist.ReduceOp.MIN, "avg": dist.ReduceOp.AVG}
@@ -130,8 +131,24 @@ class TorchBackend:
             self.device = "cpu"
             self._torch_device = torch.device("cpu")
         kwargs = {"device_id": self._torch_device} if name == "nccl" else {}
-        dist.init_process_group(name, init_method=init_method or "env://", rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+        method = init_method or "env://"
+
+        def connect() -> None:
+            if name == "nccl":  # the current device is per thread: the helper thread uses this rank's too
+                torch.cuda.set_device(local_rank)
+            dist.init_process_group(name, init_method=method, rank=rank, world_size=world_size,
+                                    timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+
+        if method.startswith("file://"):  # commbench's own ranks: a local file, the launcher watches them
+            try:
+                connect()
+            except RuntimeError as exc:  # the store's wait timed out: a peer never came
+                from commbench.comm.local_ranks import RunFailed
+
+                waited = f" after --timeout={timeout_s:g} s" if "timeout" in str(exc).lower() else ""
+                raise RunFailed(f"rendezvous failed: {first_line(exc)}{waited}") from None
+        else:
+            join_within(connect, timeout_s=timeout_s, where=f"at {method} as rank {rank} of {world_size}")
         self.world = TorchCommunicator(None, range(world_size), rank)
 
     def split(self, groups: Sequence[Sequence[int]], *, fresh: bool = False) -> TorchCommunicator:

@@ -19,6 +19,7 @@ from collectives.base import Collective, PointSpec
 from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
+from commbench.limits import check_iters
 from commbench.errors import CommbenchError, first_line
 from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
@@ -87,10 +88,8 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
                              f"(use --nproc {needed} or more)")
     if not 0 <= config.root < world_size:
         raise CommbenchError(f"--root={config.root} is invalid: allowed 0..{world_size - 1}")
-    if config.loop.iters < 1:
-        raise CommbenchError(f"--iters={config.loop.iters} is invalid: must be >= 1")
-    if config.loop.warmup_iters < 0:
-        raise CommbenchError(f"--warmup-iters={config.loop.warmup_iters} is invalid: must be >= 0")
+    check_iters(config.loop.iters, "--iters")
+    check_iters(config.loop.warmup_iters, "--warmup-iters", minimum=0)
     if timeout_problem(config.timeout_s):
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from commbench.errors import invalid
+from commbench.limits import check_point_count
 from commbench.measure.harness import GroupInfo
 from commbench.comm.topology import TopologySpec
 
@@ -148,8 +149,10 @@ def expand_points(points: list, config, collective, world_size: int, topology=No
                         for a in names)
     if config.subgroups is None:
         return expanded
+    sizes = config.subgroups.sizes_for(world_size)
+    check_point_count(len(expanded) * len(sizes) * len(config.subgroups.layouts), f"{collective.name} on sub-groups")
     grouped, seen = [], set()
-    for size in config.subgroups.sizes_for(world_size):
+    for size in sizes:
         for layout in config.subgroups.layouts:
             groups = make_groups(world_size, size, layout)
             if groups in seen:  # strided == contiguous when g = N

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from commbench.errors import CommbenchError, first_line
+from commbench.results.record_checks import check_measurement
 from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
@@ -104,6 +105,9 @@ class Measurement:
     iter_times_us: list[float] = field(default_factory=list)  # per iteration, slowest rank, in loop order
     loop_time_us: dict[str, float] = field(default_factory=dict)  # nccl-tests' time by -a mode (see above)
 
+    def __post_init__(self) -> None:
+        check_measurement(self)
+
 
 # -a value of nccl-tests (src/common.cu: "0=RANK0/1=AVG/2=MIN/3=MAX") -> key of Measurement.loop_time_us
 NCCL_TESTS_AVERAGE_MODES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
@@ -140,6 +144,7 @@ def headline_time(m: "Measurement") -> tuple[str, float | None]:
 
 Record = RunHeader | Measurement
 _FIELDS = {cls.__name__: {f.name for f in dataclasses.fields(cls)} for cls in (RunHeader, Measurement)}
+_FIELD_ORDER = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in (RunHeader, Measurement)}
 
 
 def to_dict(record: Record) -> dict[str, Any]:
@@ -167,20 +172,50 @@ _OLD_IMPORT_NOTE = "imported from nccl-tests: time is nccl-tests' mean over iter
 
 
 class JsonlWriter:
-    """Appends records to a JSONL file, one line each, flushed and fsynced as written."""
+    """Appends records to a JSONL file, one line each, flushed and fsynced as written (`sync_each`
+    False: once, on close, for bulk writers such as import). A write the disk refuses (full, ulimit -f)
+    is cut back to the last whole line and reported in one line: the records before it stay intact."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, sync_each: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = self.path.open("ab")
+        self._sync_each = sync_each
 
     def write(self, record: Record) -> None:
-        self._file.write(json.dumps(to_dict(record), separators=(",", ":")) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        fields = {name: getattr(record, name) for name in _FIELD_ORDER[type(record)]}  # asdict deep-copies: slow
+        line = (json.dumps(fields, separators=(",", ":")) + "\n").encode("utf-8")
+        start = self._file.tell()
+        try:
+            self._file.write(line)
+            self._file.flush()
+            if self._sync_each:
+                os.fsync(self._file.fileno())
+        except OSError as exc:
+            self._cut_back(start)
+            raise CommbenchError(f"results file {str(self.path)!r} cannot be written: {exc.strerror or exc}; "
+                                 "the records before this one are intact") from None
+
+    def _cut_back(self, size: int) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass  # its buffer held the line the disk refused
+        try:
+            self._file = self.path.open("ab")
+            self._file.truncate(size)
+        except OSError:
+            pass
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            if not self._sync_each:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+        except OSError:
+            pass
+        finally:
+            self._file.close()
 
     def __enter__(self) -> "JsonlWriter":
         return self

@@ -17,6 +17,7 @@ import numpy as np
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.results.render import is_moe, tail_text
+from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
 
 Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
@@ -28,6 +29,7 @@ class ReportFiles:
     plots: list[Path]
 
 
+REPORT_MARKER = "# commbench report"  # README.md's first line: a README that lacks it is not replaced
 _SWEPT_PARAMS = ("tokens_per_rank",)  # varies along a curve, like size
 _LABELLED_PARAMS = ("algorithm", "routing", "dispatch_mode", "dispatch_dtype", "preset")
 
@@ -103,20 +105,32 @@ def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Pr
     return curves
 
 
+MAX_TABLE_ROWS = 60  # rows per printed or Markdown table; the rest are counted (all stay in the results file)
+
+
+def shown_rows(rows: list) -> tuple[list, str]:
+    """The first MAX_TABLE_ROWS rows, and a note saying how many were left out ('' when none)."""
+    if len(rows) <= MAX_TABLE_ROWS:
+        return list(rows), ""
+    return list(rows[:MAX_TABLE_ROWS]), (f"first {MAX_TABLE_ROWS} of {len(rows):,} rows shown; every row is in "
+                                         "the results file and in the plots")
+
+
 def markdown_table(rows: list[Measurement]) -> list[str]:
     lines = ["| size | time (µs, measured) | statistic | tail (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
              "|---:|---:|---|---:|---:|---:|---:|"]
+    rows, left_out = shown_rows(rows)
     for m in rows:
         statistic, time_us = headline_time(m)
         lines.append(f"| {format_size(m.size_bytes)} | {time_us:.2f} | {statistic} | {tail_text(m)} | {m.algbw_gbps:.3f} | "
                      f"{m.busbw_gbps:.3f} | {'-' if m.num_wrong is None else m.num_wrong} |")
-    return lines
+    return lines + (["", f"({left_out})"] if left_out else [])
 
 
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
                  predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
                  formats: tuple[str, ...] = ("png",), run_records: list | None = None,
-                 together: bool = False) -> ReportFiles:
+                 together: bool = False, force: bool = False) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*."""
@@ -124,7 +138,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
     failed = [m for m in records if m.status != "ok"]
-    md = ["# commbench report", "", f"Sources: {', '.join(sources)}. All numbers are measured"
+    md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
     if together:
@@ -140,7 +154,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         run_ids = {m.run_id for rows in series.values() for m in rows}
         note = caption([h for h in headers if h.run_id in run_ids]) + (
             f"; dashed: predicted from {predicted_from}" if predict and predicted_from else "")
-        figures = plot_collective(collective, series, out / collective, predict, note, formats)
+        figures = plot_collective(collective, series, out / safe_file_stem(collective), predict, note, formats)
         plots += figures
         md += [f"## {collective}", ""] + [f"![{collective} {f.stem.rsplit('-', 1)[-1]}]({f.name})" for f in figures
                                           if f.suffix == f".{formats[0]}"] + [""]
@@ -155,5 +169,5 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     if failed:
         md += ["## Failed or skipped points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
     path = out / "README.md"
-    path.write_text("\n".join(md), encoding="utf-8")
+    write_output(path, "\n".join(md), "--out", marker=REPORT_MARKER, what="commbench report", force=force)
     return ReportFiles(markdown=path, plots=plots)

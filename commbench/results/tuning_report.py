@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from commbench.files import safe_file_stem
 from commbench.results.nccl_tuner import Cell, TunedPoint, choose_cells, points_from_records
 from commbench.units import format_size
 
@@ -96,7 +97,7 @@ def tuning_section(records: list, out: Path) -> tuple[list[str], list[Path]]:
     cells = choose_cells(points, any_channels=True)  # as nccl-tuner writes by default (channels 0: NCCL's count)
     plots = []
     for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
-        png = heatmap(points, scale, out / f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r.png")
+        png = heatmap(points, scale, out / safe_file_stem(f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r.png"))
         if png is not None:
             plots.append(png)
     md = winners_markdown(cells, points) + [f"![NCCL tuning heat map]({png.name})" for png in plots] + [""]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from collectives import get_collective
 from commbench.measure.bench import BenchConfig, PlannedPoint, plan_points, validate
+from commbench.limits import check_point_count
 from commbench.errors import CommbenchError
 from commbench.measure.harness import LoopOptions
 from commbench.measure.subgroups import expand_points
@@ -87,6 +88,7 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
             if not planned:
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) plans no points "
                                      f"on {world_size} ranks: check its sizes or parameters")
+            check_point_count(len(points) + len(planned), f"sweep {sweep.path}")
             for point in planned:
                 key = point_key(config, point, world_size)
                 if key not in seen:

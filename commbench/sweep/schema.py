@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError, read_user_file
+from commbench.limits import MAX_ITERS, MAX_WORLD_SIZE
 from commbench.units import timeout_problem
 from commbench.measure.subgroups import SubgroupSpec, rack_specs
 from commbench.comm.topology import TopologySpec
@@ -117,9 +118,11 @@ def _bad(where: str, key: str, value: Any, allowed: str) -> EntryError:
     return EntryError(f"{where}: {key}={value!r} is invalid: {allowed}")
 
 
-def _int(where: str, key: str, value: Any, minimum: int) -> int:
+def _int(where: str, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _bad(where, key, value, f"an integer >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise _bad(where, key, value, f"an integer from {minimum} to {maximum:,}")
     return value
 
 
@@ -281,8 +284,8 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
         in_place=_bool(where, "in_place", merged.get("in_place", False)),
         root=_int(where, "root", merged.get("root", 0), 0),
-        iters=_int(where, "iters", merged.get("iters", 20), 1),
-        warmup_iters=_int(where, "warmup_iters", merged.get("warmup_iters", 5), 0),
+        iters=_int(where, "iters", merged.get("iters", 20), 1, MAX_ITERS),
+        warmup_iters=_int(where, "warmup_iters", merged.get("warmup_iters", 5), 0, MAX_ITERS),
         check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),
         params=check_params(where, collective, params), topology=topology, subgroups=subgroups,
     )
@@ -312,8 +315,8 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
     backend = head.get("backend", "auto")
     if backend not in ("auto", "nccl", "gloo"):
         raise _bad(f"{where}: [sweep]", "backend", backend, "allowed: auto, nccl, gloo")
-    nproc = _int(f"{where}: [sweep]", "nproc", head["nproc"], 1) if "nproc" in head else None
-    world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1) if "world_size" in head else None
+    nproc = _int(f"{where}: [sweep]", "nproc", head["nproc"], 1, MAX_WORLD_SIZE) if "nproc" in head else None
+    world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1, MAX_WORLD_SIZE) if "world_size" in head else None
     entries = tuple(parse_entry(path, i, raw, defaults) for i, raw in enumerate(runs))
     tuning = parse_axes(*(head.get(k) for k in TUNING_KEYS), names=tuple(f"{where}: [sweep] {k}" for k in TUNING_KEYS))
     return Sweep(path=path, name=str(head.get("name", Path(path).stem)), description=str(head.get("description", "")),

@@ -85,7 +85,14 @@ def plan_items(doc: dict, nproc: int, max_bytes: int) -> tuple[list[CommItem], l
     if model.is_moe and lay.ep > 1:
         tokens_rank = tokens_mb // (lay.tp * lay.cp)
         plan_bytes = tokens_rank * model.top_k * model.hidden * ACT_BYTES
-        cap = max(1, min(tokens_rank, max_bytes // (model.top_k * model.hidden * ACT_BYTES)))
+        row_bytes = model.top_k * model.hidden * ACT_BYTES
+        if row_bytes > max_bytes:  # one token is the least the all-to-all can move: checked before ranks start
+            from commbench.errors import CommbenchError
+
+            raise CommbenchError(f"the plan's model (hidden={model.hidden}, top_k={model.top_k}) moves {row_bytes:,} "
+                                 f"bytes per token in its EP all-to-all, more than --max-bytes={max_bytes:,}: "
+                                 "raise --max-bytes, or check the plan's model")
+        cap = max(1, min(tokens_rank, max_bytes // row_bytes))
         if cap < tokens_rank:
             flags.append(f"EP all-to-all: {tokens_rank} tokens per rank in the plan, measured with {cap} (--max-bytes)")
         g = groups_of("ep", lay.ep)

@@ -23,11 +23,13 @@ test (`old_all_reduce_perf.log`) is refused: pass --collective.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from commbench import __version__
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
@@ -198,10 +200,14 @@ def _comment(state: _TextRun, line: str) -> None:
         state.columns = body.split()
 
 
-def parse_text(text: str, source: str, collective: str | None = None) -> ImportResult:
-    result = ImportResult()
+def parse_text(text: str | Iterable[str], source: str, collective: str | None = None,
+               result: ImportResult | None = None) -> ImportResult:
+    """Records from an nccl-tests text log: `text` whole, or its lines one by one (a file object: a
+    200 MB log is streamed); `result`: where records and problems go (anything with append)."""
+    result = ImportResult() if result is None else result
     state = _TextRun(source, collective or _guess_from_name(source))
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines() if isinstance(text, str) else (line.rstrip("\r\n") for line in text)
+    for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
             continue
@@ -276,16 +282,36 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
     return result
 
 
-def import_file(path: str, collective: str | None = None) -> ImportResult:
-    from commbench.errors import read_user_file
+def import_file(path: str, collective: str | None = None, result: ImportResult | None = None) -> ImportResult:
+    """Records from one nccl-tests output file (-J JSON, or a text log read line by line)."""
+    from commbench.errors import CommbenchError, decode_user_text
 
-    text = read_user_file(path, "nccl-tests output", errors="replace")
-    if text.lstrip().startswith("{"):
-        try:
-            return parse_json(json.loads(text), path, collective)
-        except json.JSONDecodeError as exc:
-            return ImportResult(problems=[(path, exc.lineno, "", f"invalid JSON: {exc.msg}")])
-    return parse_text(text, path, collective)
+    result = ImportResult() if result is None else result
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise CommbenchError(f"nccl-tests output {str(path)!r} cannot be read: {exc.strerror}") from None
+    with handle:
+        head = decode_user_text(handle.read(1 << 16), path, "nccl-tests output", errors="replace")
+        handle.seek(0)
+        if head.lstrip().startswith("{"):
+            text = decode_user_text(handle.read(), path, "nccl-tests output", errors="replace")
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                result.problems.append((path, exc.lineno, "", f"invalid JSON: {exc.msg}"))
+                return result
+            except RecursionError:
+                result.problems.append((path, 1, "", "invalid JSON: nested too deeply"))
+                return result
+            parsed = parse_json(data, path, collective)
+            for record in parsed.records:
+                result.records.append(record)
+            for problem in parsed.problems:
+                result.problems.append(problem)
+            return result
+        with io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="") as lines:
+            return parse_text(lines, path, collective, result)
 
 
 def implied_world_size(collective: str, algbw_gbps: float, busbw_gbps: float) -> int | None:

@@ -1,0 +1,39 @@
+"""Bounds on counts a user can type, checked before anything is expanded into lists.
+
+A count that no real job reaches is a typo (`world_size = 1000000000`); expanding it first would
+exhaust memory before any error could be printed. Each bound is far above real use and is named
+in the one-line error so the user can see why the value was refused.
+"""
+
+from __future__ import annotations
+
+from commbench.errors import invalid
+
+MAX_WORLD_SIZE = 1 << 17  # 131,072 ranks: above the largest published training jobs (~100k GPUs)
+MAX_ITERS = 1_000_000  # timed or warm-up iterations per point: every timed one is kept in the record
+MAX_PLANNED_POINTS = 200_000  # points one launch (bench or sweep) may plan: days of measuring at 1 s each
+
+
+def check_world_size(value: int, field: str) -> int:
+    """`value` if it is a rank count in 1..MAX_WORLD_SIZE, else the one-line error naming `field`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORLD_SIZE:
+        raise invalid(field, value, f"an integer from 1 to {MAX_WORLD_SIZE:,} (commbench's bound on ranks "
+                                    "in one job)")
+    return value
+
+
+def check_point_count(count: int, what: str) -> None:
+    """One line when a plan would hold more than MAX_PLANNED_POINTS points (counted before building them)."""
+    if count > MAX_PLANNED_POINTS:
+        from commbench.errors import CommbenchError
+
+        raise CommbenchError(f"{what} would plan {count:,} points; at most {MAX_PLANNED_POINTS:,} per launch: "
+                             "use fewer sizes, dtypes, group sizes or layouts, or split it into several runs")
+
+
+def check_iters(value: int, field: str, minimum: int = 1) -> int:
+    """`value` if it is an iteration count in minimum..MAX_ITERS, else the one-line error naming `field`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_ITERS:
+        raise invalid(field, value, f"an integer from {minimum} to {MAX_ITERS:,} (every timed iteration is kept "
+                                    "in the record)")
+    return value

@@ -1,0 +1,56 @@
+"""Where an import's records and problems go while it reads: straight to the results file (a 200 MB
+log never sits in memory), keeping only what the summary needs."""
+
+from __future__ import annotations
+
+from commbench.results.records import JsonlWriter, Measurement, Record, RunHeader
+
+SHOWN_PROBLEMS = 20  # unparsed lines printed one by one; the rest are counted
+
+
+class RecordSink:
+    """`append(record)` writes it; a run's header waits for the run's first measurement (a run with no
+    rows leaves nothing behind). Keeps per run the header and the largest-bandwidth point (the
+    world-size check's inputs), the collectives seen and the point count."""
+
+    def __init__(self, writer: JsonlWriter) -> None:
+        self._writer = writer
+        self._waiting: RunHeader | None = None
+        self.headers: dict[str, RunHeader] = {}
+        self.best: dict[str, Measurement] = {}
+        self.collectives: set[str] = set()
+        self.num_points = 0
+
+    def append(self, record: Record) -> None:
+        if isinstance(record, RunHeader):
+            self._waiting = record
+            return
+        if self._waiting is not None and self._waiting.run_id == record.run_id:
+            self._writer.write(self._waiting)
+            self.headers[record.run_id] = self._waiting
+            self._waiting = None
+        self._writer.write(record)
+        self.num_points += 1
+        self.collectives.add(record.collective)
+        best = self.best.get(record.run_id)
+        if record.algbw_gbps and (best is None or record.algbw_gbps > (best.algbw_gbps or 0)):
+            self.best[record.run_id] = record
+
+    def summary_records(self) -> list[Record]:
+        return [*self.headers.values(), *self.best.values()]
+
+
+class FirstProblems:
+    """`append(problem)` keeps the first SHOWN_PROBLEMS and counts them all."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[str, int, str, str]] = []
+        self.count = 0
+
+    def append(self, problem: tuple[str, int, str, str]) -> None:
+        self.count += 1
+        if len(self.shown) < SHOWN_PROBLEMS:
+            self.shown.append(problem)
+
+    def __bool__(self) -> bool:
+        return self.count > 0

@@ -1,0 +1,58 @@
+"""What every Measurement must hold, checked when it is built: so a record is validated on write (bench,
+sweep, import) and on read (a results file's line that fails is skipped and said, never counted)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+STATUSES = ("ok", "failed", "skipped")
+MAX_SIZE_BYTES = 1 << 50  # 1 PiB: far above any buffer one collective moves
+# commbench's dtypes and the other names nccl-tests prints (importers/nccl_tests.py DTYPE_NAMES)
+RECORD_DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "uint32", "uint64",
+                 "float8_e4m3", "float8_e5m2",
+                 # nccl-tests' own spellings, as files imported before the names were mapped hold them
+                 "float", "half", "double", "bf16", "fp32", "fp16", "fp64", "int", "char")
+RECORD_OPS = ("sum", "prod", "max", "min", "avg", "mulsum", "premulsum")  # ours and nccl-tests' redop names
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _bad(name: str, value: object, allowed: str) -> ValueError:
+    return ValueError(f"{name}={value!r} is invalid: {allowed}")
+
+
+def check_measurement(m) -> None:
+    """What any Measurement must hold, written or read: names from the known sets, counts in range, and
+    for a measured point ("ok") positive finite times and finite bandwidths. A ValueError names the field."""
+    if not _NAME_RE.fullmatch(str(m.collective)):
+        raise _bad("collective", m.collective, "a name of letters, digits, '_', '.' or '-'")
+    if m.dtype not in RECORD_DTYPES:
+        raise _bad("dtype", m.dtype, f"allowed {', '.join(RECORD_DTYPES)}")
+    if m.op is not None and m.op not in RECORD_OPS:
+        raise _bad("op", m.op, f"allowed {', '.join(RECORD_OPS)} or null")
+    if m.status not in STATUSES:
+        raise _bad("status", m.status, f"allowed {', '.join(STATUSES)}")
+    for name in ("size_bytes", "count"):
+        if not 0 <= getattr(m, name) <= MAX_SIZE_BYTES:
+            raise _bad(name, getattr(m, name), f"from 0 to {MAX_SIZE_BYTES:,}")
+    for name in ("world_size", "group_size", "num_groups"):
+        if not 1 <= getattr(m, name) <= 1 << 17:
+            raise _bad(name, getattr(m, name), "from 1 to 131,072")
+    if m.iters < 0 or m.warmup_iters < 0:
+        raise _bad("iters", (m.iters, m.warmup_iters), "iteration counts >= 0")
+    if m.status != "ok":
+        return  # a failed or skipped point carries no numbers that count
+    times = {name: getattr(m, name) for name in ("time_us_median", "time_us_mean", "time_us_min", "time_us_max",
+                                                  "time_us_p99")}
+    times.update({f"loop_time_us.{k}": v for k, v in m.loop_time_us.items()})
+    for name, value in times.items():
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise _bad(name, value, "a finite time > 0 µs, or null")
+    for name in ("algbw_gbps", "busbw_gbps"):
+        value = getattr(m, name)
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise _bad(name, value, "a finite bandwidth >= 0, or null")
+    if not all(isinstance(t, (int, float)) and math.isfinite(t) and t >= 0 for t in m.iter_times_us):
+        raise _bad("iter_times_us", "[...]", "finite times >= 0 µs")
+    if m.time_us_median is None and not m.loop_time_us:
+        raise _bad("time_us_median", None, "a measured (status ok) point needs a time (or loop_time_us)")
