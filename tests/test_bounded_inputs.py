@@ -44,7 +44,7 @@ def sweep_file(tmp_path: Path, head: str, entry: str = "") -> str:
     (("sweep", "world_size = 4", 'racks = "0-999999999"'), "'0-999999999' goes past the 4 ranks"),
     (("sweep", "nproc = 1000000000", ""), "nproc=1000000000 is invalid"),
     (("sweep", "world_size = 4", "iters = 1000000000000"), "iters=1000000000000 is invalid: an integer from 1 to 1,000,000"),
-    (("bench", "--racks", "0-999999999"), "'0-999999999' goes past the 2 ranks"),
+    (("bench", "--rack-ranks", "0-999999999"), "'0-999999999' goes past the 2 ranks"),
     (("bench", "-w", "1000000000000"), "--warmup-iters=1000000000000 is invalid"),
     (("bench", "-n", "1000000000000"), "--iters=1000000000000 is invalid"),
     (("dry", "--world-size", "1000000000"), "--world-size=1000000000 is invalid: an integer from 1 to 131,072"),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pathlib
+import re
 
 import numpy as np
 from typer.testing import CliRunner
@@ -80,7 +82,7 @@ def test_every_appended_run_is_judged():
     base, new = _three_each(6)
     second = [m for m in new if m.run_id == "n1"]
     for change, verdict in ((dict(status="failed", error="timed out", time_us_median=None), "newly failed"),
-                            (dict(num_wrong=2), "newly wrong"), (dict(time_us_median=float("nan")), "newly failed")):
+                            (dict(num_wrong=2), "newly wrong")):
         broken = [dataclasses.replace(m, **change) if m is second[3] else m for m in new]
         result = compare(base, broken, max_regression=0.1)
         assert [p.verdict for p in result.regressions] == [verdict] and "run 2/3" in result.regressions[0].detail
@@ -89,6 +91,19 @@ def test_every_appended_run_is_judged():
     result = compare(base, slow, max_regression=0.1)
     assert not result.passed and (any(s.regressed and s.scope == "run 3/3" for s in result.shifts)
                                   or any("run 3/3" in p.detail for p in result.regressions))
+
+
+def test_a_nan_time_in_an_appended_run_fails(tmp_path):
+    """A record cannot hold a NaN time (Measurement validates it), so a file with one is refused when read:
+    the gate never passes it."""
+    base, new = _three_each(6)
+    b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new)
+    lines = pathlib.Path(n).read_text().splitlines()
+    last = next(i for i in range(len(lines) - 1, -1, -1) if '"time_us_median"' in lines[i])
+    lines[last] = re.sub(r'"time_us_median": ?[0-9.e+-]+', '"time_us_median": NaN', lines[last])
+    pathlib.Path(n).write_text("\n".join(lines) + "\n")
+    result = run_cli(b, n)
+    assert result.exit_code != 0 and "time_us_median" in result.output, result.output
 
 
 def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):

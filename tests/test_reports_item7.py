@@ -44,7 +44,7 @@ def test_report_together_draws_every_collective_in_one_figure_with_svg_text(tmp_
 
 def test_moe_legend_never_says_none():
     m = Measurement(run_id="r", collective="moe_all_to_all", backend="gloo", size_bytes=1024, count=1, dtype="bfloat16",
-                    op=None, in_place=False, world_size=2, group_size=2, iters=1, warmup_iters=0,
+                    op=None, in_place=False, world_size=2, group_size=2, iters=1, warmup_iters=0, time_us_median=10.0,
                     params={"tokens_per_rank": 128, "hidden": 64, "routing": "uniform", "preset": None,
                             "dispatch_mode": "per-expert", "dispatch_dtype": None})
     label = series_label(series_key(m))
