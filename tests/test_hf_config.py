@@ -175,7 +175,7 @@ ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "
                         "rope_scaling_factor", "rope_original_max_positions", "yarn_beta_fast", "yarn_beta_slow",
                         "yarn_mscale", "yarn_mscale_all_dim", "sliding_window", "window_skip_freq", "softmax_type",
                         "router_score", "router_topk_scaling", "router_groups", "router_group_topk",
-                        "router_expert_bias")
+                        "router_expert_bias", "norm_zero_centered_gamma", "shared_expert_gate")
 
 
 @pytest.mark.parametrize("folder, zoo", [

@@ -1,11 +1,12 @@
 """A model's whole architecture as Megatron-LM flags (pretrain_gpt.py, Megatron-LM core_v0.16.1).
 
 Sizes come from ModelSpec, everything else from its Architecture (models/architecture.py), so nothing
-architectural is left to the user: activation and GLU variant, norm and epsilon, qk-norm, biases,
-rotary base and scaling (Llama 3.1 `--use-rope-scaling`, MLA YaRN `--rotary-scaling-factor --mscale
---mscale-all-dim`), sliding-window pattern and attention sinks, the router (score function,
-pre-softmax, top-k scaling, groups and group top-k, expert bias, load balancing, capacity), shared
-experts, MTP, the vocabulary (`--vocab-size` with `--make-vocab-size-divisible-by`) and untied
+architectural is left to the user: activation and GLU variant, norm and epsilon, qk-norm, zero-centred
+norm weights (`--apply-layernorm-1p`), biases, rotary base and scaling (Llama 3.1 `--use-rope-scaling`,
+MLA YaRN `--rotary-scaling-factor --mscale --mscale-all-dim`), sliding-window pattern and attention
+sinks, the router (score function, pre-softmax, top-k scaling, groups and group top-k, expert bias,
+load balancing, capacity), shared experts and their gate (`--moe-shared-expert-gate`), MTP, the
+vocabulary (`--vocab-size` with `--make-vocab-size-divisible-by`) and untied
 embeddings. Flag names: Megatron-LM core_v0.16.1 megatron/training/arguments.py, whose
 TransformerConfig flags are generated from megatron-core 0.16's dataclass fields.
 
@@ -56,6 +57,8 @@ def _attention(arch: Architecture) -> list[str]:
     out = ["--normalization", arch.normalization, "--norm-epsilon", _num(arch.norm_epsilon)]
     if arch.qk_norm:
         out.append("--qk-layernorm")
+    if arch.norm_zero_centered_gamma:
+        out.append("--apply-layernorm-1p")
     if not arch.linear_bias:
         out.append("--disable-bias-linear")
     if arch.qkv_bias and not arch.linear_bias:
@@ -82,6 +85,8 @@ def router_args(model: ModelSpec, arch: Architecture) -> list[str]:
         out += ["--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", _num(arch.router_bias_update_rate)]
     if arch.capacity_factor:
         out += ["--moe-expert-capacity-factor", _num(arch.capacity_factor)]
+    if arch.shared_expert_gate and model.num_shared_experts:
+        out.append("--moe-shared-expert-gate")
     return out
 
 

@@ -50,10 +50,11 @@ class Architecture:
     activation: str                      # one of ACTIVATIONS; swiglu and quick_geglu are GLUs
     glu_linear_offset: float = 0.0       # gpt-oss: (x_linear + 1) * act(x_glu)
     activation_clamp: float = 0.0        # gpt-oss clamps the GLU inputs to +-7; 0 = no clamp
-    # norms [normalization, layernorm_epsilon, qk_layernorm]
+    # norms [normalization, layernorm_epsilon, qk_layernorm, layernorm_zero_centered_gamma]
     normalization: str = "RMSNorm"
     norm_epsilon: float
     qk_norm: bool = False
+    norm_zero_centered_gamma: bool = False  # Qwen3-Next: the norms scale by (1 + weight)
     # biases [add_bias_linear, add_qkv_bias]
     linear_bias: bool = False            # every linear layer (attention and MLP/experts)
     qkv_bias: bool = False               # only the QKV projection (Qwen2-style)
@@ -85,6 +86,7 @@ class Architecture:
     aux_loss_coeff: float = 0.0
     capacity_factor: float = 0.0         # 0 = dropless
     router_dtype: str = "fp32"
+    shared_expert_gate: bool = False     # [moe_shared_expert_gate] a sigmoid gate on the shared expert (Qwen3-Next)
     # vocabulary padding [make_vocab_size_divisible_by]
     vocab_divisible_by: int = 128
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False, hash=False, repr=False)

@@ -6,7 +6,8 @@ original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim),
 with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
 topk_method (noaux_tc = expert bias). What a model type fixes in its modeling code rather than its
 config (Qwen3's and MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset,
-Qwen2's QKV bias, Nemotron-H's squared ReLU and position-free attention) is set per model type.
+Qwen2's QKV bias, Qwen3-Next's zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU
+and position-free attention) is set per model type.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         out["position_embedding"] = "yarn"  # Megatron's YaRN embedding; MLA applies YaRN itself (rope)
     if t == "gpt_oss":
         out.update(glu_linear_offset=1.0, activation_clamp=float(c.get("swiglu_limit", 7.0)), softmax_type="learnable")
+    if t == "qwen3_next":  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
+        out.update(norm_zero_centered_gamma=True, shared_expert_gate=bool(fields.get("num_shared_experts")))
     if fields.get("sliding_window"):
         out.update(sliding_window=int(fields["sliding_window"]), window_skip_freq=2)
     if fields.get("num_routed_experts"):
