@@ -10,6 +10,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
+from commbench.cli.plan import SOFTWARE_HELP
 from commbench.errors import CommbenchError, invalid
 
 
@@ -32,6 +33,7 @@ def tune(
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
+    software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
 ) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.costmodel import preset_names
@@ -47,6 +49,8 @@ def tune(
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     spec = load_model(model)
     pins = parse_pins(layout)
+    from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
+    check_pins_in_release(pins, check_release(software) if software else newest_release())  # before the sweep
     from commbench.files import check_output_dir
     from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
@@ -69,7 +73,7 @@ def tune(
                                                          f"curve(s) → {folder / 'fabric.json'}")
         task = progress.add_task("3/3 plan: searching layouts", total=1)
         req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
-                            headroom_fraction=mem_headroom, pins=pins, calibration=cal)
+                            headroom_fraction=mem_headroom, pins=pins, calibration=cal, software=software)
         progress.update(task, completed=1, description="3/3 plan: done")
     if not as_json:
         for line in dict.fromkeys(assumptions):

@@ -7,9 +7,12 @@ Mapping assumptions, the same for every row (the tables do not state them):
   release, whose throughput matches the FP8-CS rows of 25.11;
 - expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
 - recipe features (RECIPE_FIELDS: recompute, dispatcher, moe_a2a_overlap, cuda_graph,
-  fp8_attention, fused_moe) from the row's "recipe" object (or top-level keys of a user's row)
-  where present: the shipped rows carry the Megatron-Bridge recipe file and commit they come from;
-- otherwise: sequence parallel on, selective recompute, distributed optimizer, TP comm overlap and
+  fp8_attention, fused_moe), in rising precedence: the defaults below; the Megatron-Bridge recipe of
+  the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
+  the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
+  (a user's run states its own);
+- otherwise (a release or model the recipe table lacks, e.g. the 24.07 NeMo rows): sequence
+  parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
   force-balanced routing;
 - MoE dispatcher by system: on NVL72 racks (GB200, GB300) the flex dispatcher (HybridEP), which
@@ -50,9 +53,29 @@ RECIPE_FIELDS = ("recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp
                  "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
 
 
+def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[str, Any] | None:
+    """The Megatron-Bridge recipe of the row's release for its model, GPU and precision (None when the
+    recipe table has no such entry); the variant whose parallel sizes match the row's most."""
+    from commbench.planner.layout.recipes import recipe_for, releases
+    release = str(row.get("release") or "")
+    if release not in releases() or not model_name or not preset:
+        return None
+    try:
+        precision = precision_of(row.get("precision"))
+    except ValueError:
+        return None
+    sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "ep", "mbs", "gbs")}
+    sizes["vp"] = row.get("vp") or 1
+    return recipe_for(release, model_name, preset, precision, sizes)
+
+
 def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict[str, Any]:
-    """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system and model) overridden by the row's recipe."""
+    """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system and model), overridden by its release's
+    recipe (release_recipe), overridden by the row's own recipe fields."""
     flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
+    from commbench.planner.layout.recipes import RECIPE_KEYS
+    released = release_recipe(row, preset, model_name) or {}
+    flags.update({k: released[k] for k in RECIPE_KEYS if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
         if name in recipe:
