@@ -81,3 +81,7 @@ def test_software_option_refuses_unknown_release_and_features_it_lacks():
     ok = CliRunner().invoke(app, base + ["--software", "25.11", "--top", "2"], env={"COLUMNS": "200"})
     assert ok.exit_code == 0, ok.output
     assert "release 25.11" in ok.output and "without full-iteration" not in ok.output
+    doc = CliRunner().invoke(app, base + ["--software", "25.09", "--top", "2", "--json"])
+    assert doc.exit_code == 0, doc.output
+    import json
+    assert json.loads(doc.output)["inputs"]["software"] == "25.09"
