@@ -85,3 +85,30 @@ def test_software_option_refuses_unknown_release_and_features_it_lacks():
     assert doc.exit_code == 0, doc.output
     import json
     assert json.loads(doc.output)["inputs"]["software"] == "25.09"
+
+
+def test_the_extractor_reads_workload_presets_as_literals():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "tools" / "recipes_from_megatron_bridge.py"
+    spec = importlib.util.spec_from_file_location("recipes_tool", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    text = """
+BASE = WorkloadBaseConfig(expert_tensor_parallel_size=1)
+X_GB200_V1 = replace(BASE, num_gpus=256, pipeline_model_parallel_size=4, expert_model_parallel_size=64,
+                     moe_flex_dispatcher_backend="hybridep", cuda_graph_impl="transformer_engine",
+                     cuda_graph_scope=["attn", "moe_router"], recompute_modules=["mla_up_proj"])
+X_GB200_MXFP8_V1 = replace(X_GB200_V1, cuda_graph_scope=["full_iteration"], cutedsl_fused_grouped_mlp=True)
+X_GB200_BF16_V1 = X_GB200_V1
+"""
+    env = tool.parse_workload_file(text)
+    bf16, mx = tool.entry(env["X_GB200_BF16_V1"], "deepseek-v3"), tool.entry(env["X_GB200_MXFP8_V1"], "deepseek-v3")
+    assert (bf16["pp"], bf16["ep"], bf16["etp"], bf16["num_gpus"]) == (4, 64, 1, 256)
+    assert (bf16["recompute"], bf16["cuda_graph"], bf16["dispatcher"], bf16["fused_moe"]) == \
+        ("mla_up_proj", "layer", "flex", False)
+    assert (mx["cuda_graph"], mx["fused_moe"]) == ("full", True)
+    # no recompute modules: the model's script decides (DeepSeek-V3 selective, the others none)
+    assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
+    assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_num_layers=4), "llama3-8b") == "full"

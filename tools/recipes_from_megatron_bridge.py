@@ -3,6 +3,8 @@ precision), read from a clone of github.com/NVIDIA-NeMo/Megatron-Bridge at each 
 
     python tools/recipes_from_megatron_bridge.py /path/to/Megatron-Bridge.git > commbench/data/recipes.json
 
+(a git directory with the release tags; PyYAML reads the 25.09 YAML files.)
+
 Releases: NeMo Framework container -> Megatron-Bridge version, from docs/releases/software-versions.md
 (@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0). 26.02.01 is
 the patch container of 26.02; the page names no version for it, so it reads 0.3.0's recipes too.
