@@ -64,8 +64,8 @@ def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[st
         precision = precision_of(row.get("precision"))
     except ValueError:
         return None
-    sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "ep", "mbs", "gbs")}
-    sizes["vp"] = row.get("vp") or 1
+    sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "mbs", "gbs")}
+    sizes.update(vp=row.get("vp") or 1, ep=row.get("ep") or 1)   # a table's "n/a" is 1
     return recipe_for(release, model_name, preset, precision, sizes)
 
 
