@@ -68,8 +68,8 @@ def leave_one_release_out(runs, start=FIT_START, rounds: int = 5) -> list[tuple[
         cal = fit_calibration(train, start=start, rounds=rounds, terms=PUBLISHED_FIT_TERMS)
         p = predict_runs(test, cal)
         moe_med, dense_med, _, _ = _medians(p)
-        out.append((".".join(f"{p:02d}" for p in line), len(train), len(test), float(np.median(p.abs_pct_error)), moe_med,
-                    dense_med))
+        name = ".".join(f"{part:02d}" for part in line)
+        out.append((name, len(train), len(test), float(np.median(p.abs_pct_error)), moe_med, dense_med))
     return out
 
 
@@ -132,8 +132,8 @@ def main(argv: list[str]) -> int:
         moe_all = [m for _, _, m, _ in table if np.isfinite(m)]
         dense_all = [d for _, _, _, d in table if np.isfinite(d)]
         print(f"median over GPUs: MoE {float(np.median(moe_all)):.1f}% (bar <= 12%)")
-        side["leave-one-GPU-out (median over GPUs: MoE / dense)"] = (float("nan"), float(np.median(moe_all)),
-                                                                     float(np.median(dense_all)))
+        side["leave-one-GPU-out (median over GPUs: MoE / dense)"] = (
+            float("nan"), float(np.median(moe_all)), float(np.median(dense_all)))
     if "--no-loro" not in argv:
         print("\nleave-one-release-out (fit on the older release lines' rows, predict this line's):")
         print(f"{'line':6} {'train':>6} {'test':>5} {'all med|err|%':>14} {'MoE':>6} {'dense':>6}")

@@ -26,5 +26,7 @@ def test_expert_gemms_use_the_grouped_efficiency_of_their_precision():
     # the published fit holds the 8-bit term at its kernel anchor; calibrate may fit it
     assert "grouped_gemm_8bit_efficiency" in FITTED_TERMS
     assert "grouped_gemm_8bit_efficiency" not in PUBLISHED_FIT_TERMS
+    # GEMMs move their compulsory operand traffic (held at 1 in the published fit)
+    assert "gemm_traffic_factor" not in PUBLISHED_FIT_TERMS and CALIBRATED.gemm_traffic_factor == 1.0
     assert CALIBRATED.grouped_gemm_8bit_efficiency == pytest.approx(2672 / 5000 / 0.9564, rel=0.01)
 

@@ -287,7 +287,8 @@ def _preset(name: str, num_gpus: int):
 # that refills the queue) at most 200 us. Without these bounds a fit that lacks one system's rows
 # wanders into unphysical corners (traffic 0.25x compulsory, 2 ms syncs) that no row contradicts.
 BOUNDS = {"gemm_efficiency_hopper": (0.45, 0.8), "gemm_efficiency_blackwell": (0.45, 0.8),
-          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.9), "grouped_gemm_8bit_efficiency": (0.25, 0.9), "attention_efficiency": (0.25, 0.75),
+          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.9),
+          "grouped_gemm_8bit_efficiency": (0.25, 0.9), "attention_efficiency": (0.25, 0.75),
           "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 1e-3), "graph_layer_residual": (0.05, 1.0),
           "moe_sync_s": (0.0, 2e-4), "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
           "ep_overlap_efficiency": (0.3, 1.0),
