@@ -5,9 +5,14 @@ the calibration set) predicted with the calibration in use, never fitted.
 
     python benchmarks/planner_calibration.py            # calibrated terms in use + leave-one-GPU-out
     python benchmarks/planner_calibration.py --fit      # refit from FIT_START first and print the terms
-    python benchmarks/planner_calibration.py --no-logo  # skip the leave-one-GPU-out refits (~1 min)
+    python benchmarks/planner_calibration.py --no-logo  # skip the leave-one-GPU-out refits (a few min)
+    python benchmarks/planner_calibration.py --no-loro  # skip the leave-one-release-out refits
 
-Bar (issue 13): in-sample median |error| MoE <= 8%, dense <= 6%; leave-one-GPU-out MoE <= 12%.
+Leave-one-release-out (LORO): for each newer release line (a patch container such as 26.02.01 belongs to
+its line, 26.02), fit on the rows of the older lines only and predict that line's rows; the newest line's
+figure is the headline. Every row is modelled with its own release's recipe (layout/recipes.py).
+Bars: issue 13: in-sample median |error| MoE <= 8%, dense <= 6%; leave-one-GPU-out MoE <= 12%.
+issue 24: LORO median <= 12%; held-out GB300 <= 8%; no fitted term at a bound.
 """
 
 from __future__ import annotations
@@ -40,6 +45,43 @@ def leave_one_gpu_out(runs, start=FIT_START, rounds: int = 5) -> list[tuple[str,
         cal = fit_calibration(train, start=start, rounds=rounds, terms=PUBLISHED_FIT_TERMS)
         moe_med, dense_med, _, _ = _medians(predict_runs(test, cal))
         out.append((gpu, len(test), moe_med, dense_med))
+    return out
+
+
+def release_line(release: str) -> tuple[int, ...]:
+    """'26.02.01' -> (26, 2): a patch container belongs to its release line."""
+    try:
+        return tuple(int(p) for p in str(release).split(".")[:2])
+    except ValueError:
+        return (0,)
+
+
+def leave_one_release_out(runs, start=FIT_START, rounds: int = 5) -> list[tuple[str, int, int, float, float, float]]:
+    """(line, train rows, test rows, all / MoE / dense median |err| %) predicting each newer release line with
+    a fit on the rows of the older lines only."""
+    modelled = [r for r in runs if r.layout is not None]
+    lines = sorted({release_line(r.row.get("release")) for r in modelled})
+    out = []
+    for line in lines[2:]:   # at least two older lines to fit on
+        train = [r for r in modelled if release_line(r.row.get("release")) < line]
+        test = [r for r in modelled if release_line(r.row.get("release")) == line]
+        cal = fit_calibration(train, start=start, rounds=rounds, terms=PUBLISHED_FIT_TERMS)
+        p = predict_runs(test, cal)
+        moe_med, dense_med, _, _ = _medians(p)
+        name = ".".join(f"{part:02d}" for part in line)
+        out.append((name, len(train), len(test), float(np.median(p.abs_pct_error)), moe_med, dense_med))
+    return out
+
+
+def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
+    """Fitted terms sitting at (within 0.5% of) a bound of published.BOUNDS."""
+    from commbench.planner.calibrate.published import BOUNDS
+    out = []
+    for name in terms:
+        lo, hi = BOUNDS[name]
+        v = getattr(cal, name)
+        if (lo > 0 and abs(v / lo - 1) < 5e-3) or abs(v / hi - 1) < 5e-3:
+            out.append(f"{name}={v:.4g} (bounds {lo:g}..{hi:g})")
     return out
 
 
@@ -77,6 +119,10 @@ def main(argv: list[str]) -> int:
     h_moe, h_dense, _, _ = _medians(held)
     print(f"held-out median |error|: all {float(np.median(held.abs_pct_error)):.1f}% over {len(held.runs)} runs "
           f"(MoE {h_moe:.1f}%, dense {h_dense:.1f}%; goal: within 10%)")
+    bounded = at_bounds(cal)
+    print(f"\nterms at a bound: {', '.join(bounded) if bounded else 'none'} (bar: none)")
+    side = {"in-sample (all / MoE / dense)": (float(np.median(p.abs_pct_error)), moe_med, dense_med),
+            "held-out GB300 (all / MoE / dense)": (float(np.median(held.abs_pct_error)), h_moe, h_dense)}
     if "--no-logo" not in argv:
         print("\nleave-one-GPU-out (fit on the other GPUs' rows, predict this GPU's):")
         print(f"{'GPU':8} {'rows':>5} {'MoE med|err|%':>14} {'dense med|err|%':>16}")
@@ -84,7 +130,22 @@ def main(argv: list[str]) -> int:
         for gpu, n, m, d in table:
             print(f"{gpu:8} {n:5d} {m:14.1f} {d:16.1f}")
         moe_all = [m for _, _, m, _ in table if np.isfinite(m)]
+        dense_all = [d for _, _, _, d in table if np.isfinite(d)]
         print(f"median over GPUs: MoE {float(np.median(moe_all)):.1f}% (bar <= 12%)")
+        side["leave-one-GPU-out (median over GPUs: MoE / dense)"] = (
+            float("nan"), float(np.median(moe_all)), float(np.median(dense_all)))
+    if "--no-loro" not in argv:
+        print("\nleave-one-release-out (fit on the older release lines' rows, predict this line's):")
+        print(f"{'line':6} {'train':>6} {'test':>5} {'all med|err|%':>14} {'MoE':>6} {'dense':>6}")
+        loro = leave_one_release_out(runs)
+        for line, n_train, n_test, a, m, d in loro:
+            print(f"{line:6} {n_train:6d} {n_test:5d} {a:14.1f} {m:6.1f} {d:6.1f}")
+        if loro:
+            print(f"newest line {loro[-1][0]}: median |error| {loro[-1][3]:.1f}% (bar <= 12%)")
+            side[f"leave-one-release-out, newest line {loro[-1][0]} (all / MoE / dense)"] = loro[-1][3:]
+    print("\nside by side, median |error| %:")
+    for name, (a, m, d) in side.items():
+        print(f"  {name:58} {a:6.1f} {m:6.1f} {d:6.1f}")
     return 0
 
 

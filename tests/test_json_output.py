@@ -128,7 +128,7 @@ def test_tune_takes_a_calibration_file(results_file, tmp_path):
                      "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096"])
     slow = tmp_path / "slow.json"
     # a user's runs say the expert GEMMs are half as fast as the shipped term: the plan must follow
-    slow.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 0.14}}))
+    slow.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_8bit_efficiency": 0.2}}))
     calibrated = run_json(["tune", "--results", str(results_file), "--out", str(tmp_path / "b"), "--top", "2",
                            "--json", "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096", "--calibration", str(slow)])
     validate(calibrated, "plan")

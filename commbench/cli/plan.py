@@ -80,6 +80,10 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
 
 
 MAX_MOE_IMBALANCE = 4096  # busiest / mean EP rank tokens: at most the EP size, which no layout here exceeds
+SOFTWARE_HELP = ("Megatron-Bridge / NeMo release (e.g. 25.11, 26.02): search only the features its performance "
+                 "recipes use (full-iteration CUDA graphs, fused MoE kernels, EP overlap, HybridEP, MLA recompute). "
+                 "Default: the newest release in commbench/data/recipes.json")
+
 
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
                       "memory per GPU (predicted, from the fabric cost model and calibrated efficiencies).")
@@ -112,6 +116,7 @@ def plan(
                                            "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
                                            "(fitted without --system, or by `commbench tune`)")] = None,
+    software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
 ) -> None:
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
@@ -142,7 +147,7 @@ def plan(
                         gbs=gbs or int(pins.pop("gbs", 4096)), precision=precision,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
-                        pins=pins, calibration=cal, framework=framework)
+                        pins=pins, calibration=cal, framework=framework, software=software)
     if not complete:
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,

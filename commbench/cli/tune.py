@@ -12,7 +12,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
-from commbench.cli.plan import LAYOUT_KEYS, MODEL_HELP
+from commbench.cli.plan import LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.precision import DEFAULT_HELP
 
@@ -42,6 +42,7 @@ def tune(
                                            "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl and OUT/fabric.json even when another command (a sweep) wrote them")] = False,
+    software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
 ) -> None:
     from commbench.costmodel import preset_names
     from commbench.planner import load_model
@@ -60,12 +61,15 @@ def tune(
     precision = resolve_precision(precision, pins, load_preset(system, num_gpus=gpus).gpu)
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
+    from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
+    check_pins_in_release(pins, check_release(software) if software else newest_release())  # before the sweep
     from commbench.files import check_output_dir
     from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
     folder = check_output_dir(out, "--out")
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
-                        headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework)
+                        headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
+                        software=software)
     _check_every_stage(sweep, results, nproc, system, req, top)
     with contextlib.ExitStack() as held:
         locks = _claim(folder, measure=results is None, force=force)

@@ -35,6 +35,12 @@ def models_toml() -> dict[str, Any]:
 
 
 @functools.cache
+def recipes_json() -> dict[str, Any]:
+    """Megatron-Bridge performance recipes per release (recipes.json; planner/layout/recipes.py reads it)."""
+    return json.loads(_data_text("recipes.json"))
+
+
+@functools.cache
 def calibration_runs() -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(_data_text("calibration-runs.json")))
 

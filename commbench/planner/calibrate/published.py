@@ -7,9 +7,12 @@ Mapping assumptions, the same for every row (the tables do not state them):
   release, whose throughput matches the FP8-CS rows of 25.11;
 - expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
 - recipe features (RECIPE_FIELDS: recompute, dispatcher, moe_a2a_overlap, cuda_graph,
-  fp8_attention, fused_moe) from the row's "recipe" object (or top-level keys of a user's row)
-  where present: the shipped rows carry the Megatron-Bridge recipe file and commit they come from;
-- otherwise: sequence parallel on, selective recompute, distributed optimizer, TP comm overlap and
+  fp8_attention, fused_moe), in rising precedence: the defaults below; the Megatron-Bridge recipe of
+  the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
+  the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
+  (a user's run states its own);
+- otherwise (a release or model the recipe table lacks, e.g. the 24.07 NeMo rows): sequence
+  parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
   force-balanced routing;
 - MoE dispatcher by system: on NVL72 racks (GB200, GB300) the flex dispatcher (HybridEP), which
@@ -60,9 +63,29 @@ RECIPE_FIELDS = ("recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp
                  "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
 
 
+def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[str, Any] | None:
+    """The Megatron-Bridge recipe of the row's release for its model, GPU and precision (None when the
+    recipe table has no such entry); the variant whose parallel sizes match the row's most."""
+    from commbench.planner.layout.recipes import recipe_for, releases
+    release = str(row.get("release") or "")
+    if release not in releases() or not model_name or not preset:
+        return None
+    try:
+        precision = precision_of(row.get("precision"))
+    except ValueError:
+        return None
+    sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "mbs", "gbs")}
+    sizes.update(vp=row.get("vp") or 1, ep=row.get("ep") or 1)   # a table's "n/a" is 1
+    return recipe_for(release, model_name, preset, precision, sizes)
+
+
 def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict[str, Any]:
-    """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system and model) overridden by the row's recipe."""
+    """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system and model), overridden by its release's
+    recipe (release_recipe), overridden by the row's own recipe fields."""
     flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
+    from commbench.planner.layout.recipes import RECIPE_KEYS
+    released = release_recipe(row, preset, model_name) or {}
+    flags.update({k: released[k] for k in RECIPE_KEYS if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
         if name in recipe:
@@ -287,14 +310,16 @@ def _preset(name: str, num_gpus: int):
 
 
 # Physical ranges: large cuBLAS/TE GEMMs reach 45-80% of the dense datasheet peak in training (power
-# cap, tile quantisation); flash attention's tensor-core part 25-75% (FlashAttention-3, arXiv 2407.08608:
+# cap, tile quantisation); bf16 grouped (expert) GEMMs 25-90% (the 8-bit ones are not fitted: terms.py);
+# flash attention's tensor-core part 25-75% (FlashAttention-3, arXiv 2407.08608:
 # up to 75% on H100 forward, less backward); a GEMM moves at least its compulsory operand traffic
 # (gemm_traffic_factor >= 1); host time per layer per micro-batch (forward + backward, ~100-200 kernel
 # launches at a few us each) at most 1 ms, and one device-to-host sync (a round trip plus the relaunch
 # that refills the queue) at most 200 us. Without these bounds a fit that lacks one system's rows
 # wanders into unphysical corners (traffic 0.25x compulsory, 2 ms syncs) that no row contradicts.
 BOUNDS = {"gemm_efficiency_hopper": (0.45, 0.8), "gemm_efficiency_blackwell": (0.45, 0.8),
-          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.65), "attention_efficiency": (0.25, 0.75),
+          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.9),
+          "grouped_gemm_8bit_efficiency": (0.25, 0.9), "attention_efficiency": (0.25, 0.75),
           "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 1e-3), "graph_layer_residual": (0.05, 1.0),
           "moe_sync_s": (0.0, 2e-4), "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
           "ep_overlap_efficiency": (0.3, 1.0),

@@ -31,6 +31,7 @@ from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, INT_FIELDS, RULE_BITS, RULES, LayoutArrays,
                                       layout_violations)
 from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES, gpus_per_rack, placement_violations
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 
@@ -59,8 +60,12 @@ class SearchRequest:
     calibration: Calibration = CALIBRATED
     keep: int = 200
     framework: str = DEFAULT_FRAMEWORK  # what the search may propose (frameworks.py); pins gain what it fixes
+    software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
 
     def __post_init__(self) -> None:
+        from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
+        object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
+        check_pins_in_release(self.pins, self.software)  # the user's pins, before the framework's
         object.__setattr__(self, "framework", check_framework(self.framework))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
         check_precision_runs(self.framework, self.model, self.precision)
@@ -160,13 +165,16 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     destination rank with it and never more than top-k times with alltoall, memory unchanged, so
     alltoall is dominated."""
     pins = req.pins
+    has = release_features(req.software)   # what the chosen software release can run (recipes.py)
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
-    light = [3] if req.model.attention == "mla" else []   # mla_up_proj: the DeepSeek-V3 recipes' choice
+    light = [3] if req.model.attention == "mla" and "mla_up_proj" in has["recompute"] else []  # DeepSeek-V3 recipes
     rec = _pinned([0, 1, 2] + light, codes, "recompute")
-    # CUDA graphs: per-layer graphs in the enumeration; the full-iteration variant of each kept layout
-    # is tried afterwards (with_full_graphs), which keeps the enumeration (and its time) unchanged.
-    graphs = _pinned([CODE_FIELDS["cuda_graph"].index("layer")], codes, "cuda_graph")
-    disp = _pinned([CODE_FIELDS["dispatcher"].index("flex")], codes, "dispatcher")
+    # CUDA graphs: per-layer graphs in the enumeration (where the release has them); the full-iteration
+    # variant of each kept layout is tried afterwards (with_full_graphs), keeping the enumeration's time.
+    graph = "layer" if "layer" in has["cuda_graph"] else "none"
+    graphs = _pinned([CODE_FIELDS["cuda_graph"].index(graph)], codes, "cuda_graph")
+    disp = _pinned([CODE_FIELDS["dispatcher"].index("flex" if "flex" in has["dispatcher"] else "alltoall")],
+                   codes, "dispatcher")
     dist = _pinned([True, False], pins, "distributed_optimizer")
     sp = _pinned([True] if req.model.is_moe else [True, False], pins, "sequence_parallel")
     n = len(g["tp"])
@@ -186,7 +194,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
     # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
-    cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True)) & a2a_ok
+    cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True in has["moe_a2a_overlap"])) & a2a_ok
     if "cuda_graph" not in pins:  # megatron-core: full recompute only with the full-iteration graph
         cols["cuda_graph"] = np.where(cols["recompute"] == 2, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
                                       cols["cuda_graph"]).astype(np.int8)
@@ -195,6 +203,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     # it exists; it only removes HBM traffic. FP8 attention changes numerics: only when pinned.
     gpu = getattr(req.fabric, "gpu", None)
     fusable = req.model.is_moe and req.precision == "mxfp8" and gpu is not None and not str(gpu.name).startswith("h")
+    fusable = fusable and True in has["fused_moe"]
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
     return restrict_columns(req.framework, _with_fsdp(cols, pins), "cuda_graph" in pins)
@@ -375,7 +384,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
                               moe_capacity_factor=req.moe_capacity_factor)
     bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
-    if "cuda_graph" not in req.pins:
+    if "cuda_graph" not in req.pins and "full" in release_features(req.software)["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)

@@ -3,7 +3,7 @@
 Per micro-batch on the busiest pipeline stage (layers split evenly over PP, as Megatron's
 embedding/loss stage accounting arranges), forward + backward:
 - GEMMs: model FLOPs (FLOPS.md) / (TP CP PP) at the precision's peak x the fitted GEMM
-  efficiency; expert GEMMs additionally x the grouped-GEMM ratio; plus each GEMM's compulsory
+  efficiency; expert GEMMs at the grouped-GEMM efficiency of their precision; plus each GEMM's compulsory
   operand traffic at HBM bandwidth for its shape (gemm_shape.py: narrow TP/ETP shards and few
   tokens per expert run below peak). Attention core in bf16.
 - memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth.
@@ -168,7 +168,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Tensor-core rates at the power limit (kernels.sustained_tensor_fraction); MFU stays on the datasheet.
     sustained = kernels.sustained_tensor_fraction(gpu)
     dense_rate = peak * 1e12 * sustained * cal.gemm_efficiency(gpu.name) * fp4_ratio
-    grouped_rate = peak * 1e12 * sustained * cal.grouped_gemm_efficiency * fp4_ratio
+    # Grouped (expert) GEMMs per precision: 8/4-bit at the published MXFP8 kernel anchor
+    # (terms.Calibration.grouped_gemm_8bit_efficiency, not fitted), bf16 at the fitted fraction.
+    low_bit = a.precision != CODE_FIELDS["precision"].index("bf16")
+    grouped_eff = np.where(low_bit, cal.grouped_gemm_8bit_efficiency, cal.grouped_gemm_efficiency)
+    grouped_rate = peak * 1e12 * sustained * grouped_eff * fp4_ratio
     other_gemm = fl.gemm - fl.routed_experts
     imbalance = stage_imbalance(model, pp, vp)
     tokens_gpu = tokens_gpu * imbalance

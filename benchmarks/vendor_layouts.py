@@ -1,0 +1,124 @@
+"""Do vendor-tuned layouts rank near the top? For every published layout in the calibration rows
+(commbench/data/calibration-runs.json, the ones the step model covers) and in the held-out GB300 runs:
+its rank among the fitting layouts of a full search for the same model, system, GPU count, global batch,
+precision and software release (the row's release where the recipe table has it, else the newest), and the
+planner's predicted gain of its own best over it. Everything here is PREDICTED; the published layouts were
+tuned on the hardware, so a large predicted gain over one is more likely a model error than a find.
+
+Two readings of "the published layout", both printed:
+- as published: its structure with its release's recipe flags (how calibration predicts the row);
+- its structure (tp, pp, vp, ep, etp, cp, mbs) with the flags the search would choose for it
+  (search.space.best_for_pins), i.e. the layout choice alone, the features the release has held equal.
+
+    python benchmarks/vendor_layouts.py            # calibration rows + held-out GB300 rows
+    python benchmarks/vendor_layouts.py --calibration-only
+
+Bar (issue 24): median rank <= 10, and for >= 80% of the published layouts the predicted gain is within
+the model's stated error band (step.terms.MODEL_MEDIAN_ABS_ERROR: the band `plan` prints as a tie).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from commbench.planner.calibrate.published import predict_runs, published_runs, _preset
+from commbench.planner.layout.recipes import releases
+from commbench.planner.search.space import SearchRequest, best_for_pins, rank_of, search
+from commbench.planner.step.terms import CALIBRATED, MODEL_MEDIAN_ABS_ERROR
+
+HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
+
+
+def rank_rows(runs, cal=CALIBRATED) -> list[dict]:
+    """One dict per modelled run: rank of its layout, predicted gain of the best over it, band."""
+    p = predict_runs(runs, cal)
+    cache: dict[tuple, object] = {}
+    out = []
+    for j, r in enumerate(p.runs):
+        release = str(r.row.get("release") or "")
+        software = release if release in releases() else None
+        key = (r.model.name, r.preset, int(r.row["num_gpus"]), r.layout.gbs, r.layout.precision,
+               int(r.row["seq_len"]), software)
+        if key not in cache:
+            req = SearchRequest(model=r.model, fabric=_preset(r.preset, int(r.row["num_gpus"])),
+                                num_gpus=int(r.row["num_gpus"]), gbs=r.layout.gbs, precision=r.layout.precision,
+                                seq_len=int(r.row["seq_len"]), calibration=cal, software=software)
+            try:
+                cache[key] = search(req)
+            except Exception as exc:  # noqa: BLE001 - a row the search cannot cover is reported, not fatal
+                cache[key] = str(exc)
+        res = cache[key]
+        band = MODEL_MEDIAN_ABS_ERROR["moe" if r.model.is_moe else "dense"]
+        if isinstance(res, str):
+            out.append(dict(run=r, rank=None, gain=None, band=band, note=res[:60]))
+            continue
+        mine = float(p.predicted_tokens[j])
+        best = float(res.fitting_tokens_desc[0])
+        lay = r.layout
+        pins = dict(tp=lay.tp, pp=lay.pp, vp=lay.vp, ep=lay.ep, etp=lay.etp, cp=lay.cp, mbs=lay.mbs)
+        try:
+            _, bd = best_for_pins(dataclasses.replace(res.request, pins=pins))
+            structure = float(bd.tokens_per_s_per_gpu[0])
+        except Exception:  # noqa: BLE001 - a structure the search refuses keeps only the as-published reading
+            structure = float("nan")
+        out.append(dict(run=r, rank=rank_of(res, mine), of=len(res.fitting_tokens_desc), gain=best / mine - 1.0,
+                        srank=rank_of(res, structure) if structure == structure else None,
+                        sgain=best / structure - 1.0 if structure == structure else None,
+                        band=band, best=res.layouts.layout(0), published=float(p.published_tokens[j]), pred=mine,
+                        software=res.request.software, note="" if p.fits[j] else "published layout predicted OOM"))
+    return out
+
+
+def summary(rows: list[dict], title: str) -> dict[str, tuple[float, float]]:
+    out = {}
+    for reading, rank_key, gain_key in (("as published", "rank", "gain"), ("structure, search's flags", "srank", "sgain")):
+        ranked = [r for r in rows if r.get(rank_key) is not None]
+        ranks = np.array([r[rank_key] for r in ranked])
+        gains = np.array([r[gain_key] for r in ranked])
+        within = gains <= np.array([r["band"] for r in ranked])
+        print(f"{title}, {reading}: {len(ranked)} published layouts; median rank {np.median(ranks):.0f} (bar <= 10); "
+              f"first {int(np.sum(ranks == 1))}, top 10 {int(np.sum(ranks <= 10))}; predicted gain of the best within "
+              f"the error band for {within.mean() * 100:.0f}% (bar >= 80%); median gain {np.median(gains) * 100:+.1f}%, "
+              f"max {gains.max() * 100:+.1f}%")
+        out[reading] = (float(np.median(ranks)), float(within.mean()))
+    return out
+
+
+def show(rows: list[dict]) -> None:
+    print(f"{'#':>3} {'run':46} {'sw':>8} {'rank':>7} {'of':>8} {'gain%':>7} {'srank':>7} {'sgain%':>7} {'band%':>6}  "
+          "best layout / note   (s: the structure with the search's flags)")
+    for r in rows:
+        run = r["run"]
+        if r["rank"] is None:
+            print(f"{run.index:>3} {run.label:46} {'':>8} {'-':>7} {'':>8} {'':>7} {'':>7} {'':>7} {'':>6}  {r['note']}")
+            continue
+        b = r["best"]
+        best = f"tp{b.tp} pp{b.pp} vp{b.vp} ep{b.ep} mbs{b.mbs} {b.recompute} cg={b.cuda_graph}"
+        srank = f"{r['srank']:7d}" if r["srank"] is not None else f"{'-':>7}"
+        sgain = f"{r['sgain'] * 100:+7.1f}" if r["sgain"] is not None else f"{'-':>7}"
+        print(f"{run.index:>3} {run.label:46} {r['software']:>8} {r['rank']:7d} {r['of']:8d} {r['gain'] * 100:+7.1f} "
+              f"{srank} {sgain} {r['band'] * 100:6.1f}  {best} {r['note']}")
+
+
+def main(argv: list[str]) -> int:
+    start = time.perf_counter()
+    rows = rank_rows(published_runs())
+    show(rows)
+    summary(rows, "calibration rows")
+    if "--calibration-only" not in argv:
+        held = rank_rows(published_runs(tuple(json.loads(HELD_OUT.read_text()))))
+        print()
+        show(held)
+        summary(held, "held-out GB300 rows")
+    print(f"({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

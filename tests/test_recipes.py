@@ -1,0 +1,114 @@
+"""The software release as an input: the sourced recipe table, its use for published rows, and
+`plan --software` searching only what that release has."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.costmodel import load_preset
+from commbench.data.reference import recipes_json
+from commbench.planner.calibrate.published import published_runs, recipe_flags
+from commbench.planner.layout import recipes
+from commbench.planner.layout.spec import CODE_FIELDS
+from commbench.planner.models.spec import load_model
+from commbench.planner.search.space import SearchRequest, search
+
+
+def test_every_recipe_cites_a_file_at_a_release_commit():
+    table = recipes_json()
+    commits = {info["commit"] for info in table["releases"].values()}
+    assert recipes.releases()[0] == "25.09" and len(recipes.releases()) >= 5
+    for entry in table["recipes"]:
+        assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) and entry["commit"] in commits
+        assert entry["file"].startswith("scripts/performance/configs/") and entry["config"]
+        for key in recipes.RECIPE_KEYS:
+            allowed = CODE_FIELDS.get(key, (True, False))
+            assert entry[key] in allowed, (entry["config"], key)
+
+
+def test_the_variant_whose_sizes_match_the_run_is_chosen():
+    # DeepSeek-V3 GB200 MXFP8 in 26.02 has V1 (gbs 2048) and V2 (gbs 4096) variants
+    sizes = dict(num_gpus=256, tp=1, pp=4, vp=4, ep=64, mbs=1)
+    v1 = recipes.recipe_entry("26.02", "deepseek-v3", "GB200", "mxfp8", dict(sizes, gbs=2048))
+    v2 = recipes.recipe_entry("26.02", "deepseek-v3", "GB200", "mxfp8", dict(sizes, gbs=4096))
+    assert (v1["variant"], v2["variant"]) == ("v1", "v2")
+    assert recipes.recipe_entry("26.02.01", "deepseek-v3", "gb200-nvl72", "mxfp8", dict(sizes, gbs=4096)) == v2
+
+
+def test_a_published_row_is_modelled_with_its_releases_recipe():
+    row = dict(model="Qwen3-30B-A3B", gpu="GB200", num_gpus=8, precision="MXFP8", seq_len=4096, gbs=512, mbs=4,
+               tp=1, pp=1, ep=8, tokens_per_s_per_gpu=1.0)
+    old = recipe_flags(dict(row, release="25.09"), "gb200-nvl72", "qwen3-30b-a3b")
+    new = recipe_flags(dict(row, release="26.06"), "gb200-nvl72", "qwen3-30b-a3b")
+    assert old["recompute"] == new["recompute"] == "none"          # Qwen3's scripts: no recompute
+    assert (old["cuda_graph"], old["fused_moe"]) == ("layer", False)
+    assert (new["cuda_graph"], new["fused_moe"], new["moe_a2a_overlap"]) == ("full", True, True)
+    # a user's own recipe field wins over the release's
+    assert recipe_flags(dict(row, release="26.06", recipe={"fused_moe": False}), "gb200-nvl72",
+                        "qwen3-30b-a3b")["fused_moe"] is False
+    # an unknown release keeps the stated defaults
+    assert recipe_flags(dict(row, release="24.07"), "gb200-nvl72", "qwen3-30b-a3b")["recompute"] == "selective"
+
+
+def test_shipped_rows_carry_a_release_and_no_post_release_recipe():
+    runs = published_runs()
+    assert all(r.row.get("release") for r in runs)
+    assert not any("recipe" in r.row for r in runs)  # recipes come from the release table, cited per entry
+
+
+def test_search_uses_only_the_features_of_the_chosen_release():
+    model, fabric = load_model("qwen3-30b-a3b"), load_preset("gb200-nvl72", num_gpus=8)
+    full = CODE_FIELDS["cuda_graph"].index("full")
+    old = search(SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=512, precision="mxfp8", software="25.09"))
+    new = search(SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=512, precision="mxfp8"))
+    assert new.request.software == recipes.newest_release()
+    assert not np.any(old.layouts.cuda_graph == full) and not np.any(old.layouts.fused_moe)
+    assert np.all(new.layouts.fused_moe)     # the newest release fuses MXFP8 MoE kernels on Blackwell
+    assert new.breakdown.tokens_per_s_per_gpu[0] > old.breakdown.tokens_per_s_per_gpu[0]
+
+
+def test_software_option_refuses_unknown_release_and_features_it_lacks():
+    base = ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "8", "--precision", "mxfp8"]
+    bad = CliRunner().invoke(app, base + ["--software", "24.07"])
+    assert bad.exit_code == 2 and "--software" in bad.output and "25.09" in bad.output
+    assert "Traceback" not in bad.output
+    lacking = CliRunner().invoke(app, base + ["--software", "25.11", "--layout", "fused_moe=true"])
+    assert lacking.exit_code == 2 and "fused_moe" in lacking.output and "25.11" in lacking.output
+    ok = CliRunner().invoke(app, base + ["--software", "25.11", "--top", "2"], env={"COLUMNS": "200"})
+    assert ok.exit_code == 0, ok.output
+    assert "release 25.11" in ok.output and "without full-iteration" not in ok.output
+    doc = CliRunner().invoke(app, base + ["--software", "25.09", "--top", "2", "--json"])
+    assert doc.exit_code == 0, doc.output
+    import json
+    assert json.loads(doc.output)["inputs"]["software"] == "25.09"
+
+
+def test_the_extractor_reads_workload_presets_as_literals():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "tools" / "recipes_from_megatron_bridge.py"
+    spec = importlib.util.spec_from_file_location("recipes_tool", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    text = """
+BASE = WorkloadBaseConfig(expert_tensor_parallel_size=1)
+X_GB200_V1 = replace(BASE, num_gpus=256, pipeline_model_parallel_size=4, expert_model_parallel_size=64,
+                     moe_flex_dispatcher_backend="hybridep", cuda_graph_impl="transformer_engine",
+                     cuda_graph_scope=["attn", "moe_router"], recompute_modules=["mla_up_proj"])
+X_GB200_MXFP8_V1 = replace(X_GB200_V1, cuda_graph_scope=["full_iteration"], cutedsl_fused_grouped_mlp=True)
+X_GB200_BF16_V1 = X_GB200_V1
+"""
+    env = tool.parse_workload_file(text)
+    bf16, mx = tool.entry(env["X_GB200_BF16_V1"], "deepseek-v3"), tool.entry(env["X_GB200_MXFP8_V1"], "deepseek-v3")
+    assert (bf16["pp"], bf16["ep"], bf16["etp"], bf16["num_gpus"]) == (4, 64, 1, 256)
+    assert (bf16["recompute"], bf16["cuda_graph"], bf16["dispatcher"], bf16["fused_moe"]) == \
+        ("mla_up_proj", "layer", "flex", False)
+    assert (mx["cuda_graph"], mx["fused_moe"]) == ("full", True)
+    # no recompute modules: the model's script decides (DeepSeek-V3 selective, the others none)
+    assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
+    assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_num_layers=4), "llama3-8b") == "full"

@@ -1,0 +1,197 @@
+"""Write commbench/data/recipes.json: Megatron-Bridge's performance recipe per (release, model, GPU,
+precision), read from a clone of github.com/NVIDIA-NeMo/Megatron-Bridge at each release's tag.
+
+    python tools/recipes_from_megatron_bridge.py /path/to/Megatron-Bridge.git > commbench/data/recipes.json
+
+(a git directory with the release tags; PyYAML reads the 25.09 YAML files.)
+
+Releases: NeMo Framework container -> Megatron-Bridge version, from docs/releases/software-versions.md
+(@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0). 26.02.01 is
+the patch container of 26.02; the page names no version for it, so it reads 0.3.0's recipes too.
+
+Sources (no code from the repository is run: the files are parsed, values taken as literals):
+- 0.2.0 and later: scripts/performance/configs/<family>/*workload_base_configs.py, assignments
+  `NAME = WorkloadBaseConfig(...)`, `NAME = replace(BASE, ...)`, `NAME = OTHER`; fields not set take
+  WorkloadBaseConfig's defaults (scripts/performance/utils/utils.py).
+- 0.1.0rc3: scripts/performance/configs/<family>/*_llm_pretrain.yaml, `perf_matrix.<gpu>.num_gpus_N`
+  (common + per-precision keys; cuda_graphs: true means TE per-layer graphs), the model section's
+  recompute_granularity; DeepSeek-V3's dispatcher and EP overlap from run_script.py at that tag
+  (DeepEP and overlap_moe_expert_parallel_comm on H100 only).
+Mapping onto the planner's recipe fields:
+- recompute: recompute_num_layers set -> full; recompute_modules with core_attn -> selective, else its
+  first of mla_up_proj / moe_act (mlp or others -> selective); no modules -> the model's performance
+  script: DeepSeek-V3 selective (its script sets recompute_granularity="selective" with Megatron's default
+  module core_attn), every other family none (Qwen3 sets None; Llama and GPT-OSS leave Megatron's None);
+- cuda_graph: cuda_graph_scope naming full_iteration (or cuda_graph_impl "full_iteration") -> full;
+  an impl of transformer_engine / local -> layer; else none;
+- dispatcher: moe_flex_dispatcher_backend set (hybridep, deepep) -> flex; else alltoall;
+- moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+
+RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.0"),
+            ("26.04", "v0.4.0"), ("26.06", "v0.5.0"))
+MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3_235B_A22B": "qwen3-235b-a22b",
+          "GPT_OSS_120B": "gpt-oss-120b", "LLAMA3_8B": "llama3-8b", "LLAMA3_70B": "llama3.1-70b",
+          "LLAMA31_405B": "llama3.1-405b"}
+PRECISIONS = {"BF16": "bf16", "FP8_CS": "fp8", "FP8_MX": "mxfp8", "NVFP4": "nvfp4"}
+NAME = re.compile(r"^(?P<model>[A-Z0-9_]+?)_(?:PRETRAIN_CONFIG_)?(?P<gpu>GB300|GB200|B300|B200|H100)_"
+                  r"(?P<prec>BF16|FP8_CS|FP8_MX|NVFP4)(?:_BASE_CONFIG|_V(?P<ver>\d+))$")
+DEFAULTS = dict(num_gpus=1, tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
+                virtual_pipeline_model_parallel_size=None, expert_model_parallel_size=1,
+                expert_tensor_parallel_size=None, global_batch_size=1, micro_batch_size=1, use_megatron_fsdp=None,
+                cuda_graph_impl=None, cuda_graph_scope=None, recompute_num_layers=None, recompute_modules=None,
+                moe_flex_dispatcher_backend=None, moe_a2a_overlap=False, cutedsl_fused_grouped_mlp=False,
+                fp8_dot_product_attention=None)
+SELECTIVE_BY_DEFAULT = {"deepseek-v3"}
+
+
+def git(repo: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True).stdout
+
+
+def parse_workload_file(text: str) -> dict[str, dict]:
+    """NAME -> fields for every literal WorkloadBaseConfig / replace / alias assignment."""
+    env: dict[str, dict] = {}
+    for node in ast.parse(text).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, node.value
+        if isinstance(value, ast.Name) and value.id in env:
+            env[name] = dict(env[value.id])
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            if value.func.id == "WorkloadBaseConfig":
+                fields = dict(DEFAULTS)
+            elif value.func.id == "replace" and value.args and isinstance(value.args[0], ast.Name) \
+                    and value.args[0].id in env:
+                fields = dict(env[value.args[0].id])
+            else:
+                continue
+            for kw in value.keywords:
+                if kw.arg is not None:
+                    fields[kw.arg] = ast.literal_eval(kw.value)
+            env[name] = fields
+    return env
+
+
+def recompute_of(fields: dict, model: str) -> str:
+    if fields.get("recompute_num_layers"):
+        return "full"
+    modules = fields.get("recompute_modules")
+    if modules:
+        if "core_attn" in modules:
+            return "selective"
+        return next((m for m in modules if m in ("mla_up_proj", "moe_act")), "selective")
+    return "selective" if model in SELECTIVE_BY_DEFAULT else "none"
+
+
+def graph_of(fields: dict) -> str:
+    scope = fields.get("cuda_graph_scope") or []
+    scope = [scope] if isinstance(scope, str) else list(scope)
+    impl = fields.get("cuda_graph_impl")
+    if "full_iteration" in scope or impl == "full_iteration":
+        return "full"
+    return "layer" if impl in ("transformer_engine", "local") else "none"
+
+
+def entry(fields: dict, model: str) -> dict:
+    vp = fields.get("virtual_pipeline_model_parallel_size")
+    return {"num_gpus": fields["num_gpus"], "tp": fields["tensor_model_parallel_size"],
+            "pp": fields["pipeline_model_parallel_size"], "vp": vp or 1, "cp": fields["context_parallel_size"],
+            "ep": fields["expert_model_parallel_size"], "etp": fields.get("expert_tensor_parallel_size") or 1,
+            "mbs": fields["micro_batch_size"], "gbs": fields["global_batch_size"],
+            "recompute": recompute_of(fields, model), "cuda_graph": graph_of(fields),
+            "dispatcher": "flex" if fields.get("moe_flex_dispatcher_backend") else "alltoall",
+            "moe_a2a_overlap": bool(fields.get("moe_a2a_overlap")),
+            "fused_moe": bool(fields.get("cutedsl_fused_grouped_mlp")),
+            "fp8_attention": bool(fields.get("fp8_dot_product_attention")),
+            "fsdp": bool(fields.get("use_megatron_fsdp"))}
+
+
+def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
+    commit = git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
+    out = []
+    for path in git(repo, "ls-tree", "-r", "--name-only", commit, "scripts/performance/configs").split():
+        if not path.endswith("workload_base_configs.py"):
+            continue
+        for name, fields in parse_workload_file(git(repo, "show", f"{commit}:{path}")).items():
+            match = NAME.match(name)
+            if not match or match["model"] not in MODELS:
+                continue
+            model = MODELS[match["model"]]
+            out.append({"release": release, "model": model, "gpu": match["gpu"].lower(),
+                        "precision": PRECISIONS[match["prec"]], "variant": f"v{match['ver'] or 1}",
+                        "config": name, "file": path, "commit": commit, **entry(fields, model)})
+    return out
+
+
+YAML_MODELS = {"deepseek_v3": "deepseek-v3", "qwen3_30b_a3b": "qwen3-30b-a3b", "qwen3_235b_a22b": "qwen3-235b-a22b",
+               "llama3_8b": "llama3-8b", "llama3_70b": "llama3.1-70b", "llama31_405b": "llama3.1-405b"}
+
+
+def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
+    import yaml
+    commit = git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
+    out = []
+    for path in git(repo, "ls-tree", "-r", "--name-only", commit, "scripts/performance/configs").split():
+        stem = path.rsplit("/", 1)[-1].removesuffix("_llm_pretrain.yaml")
+        if stem not in YAML_MODELS:
+            continue
+        model = YAML_MODELS[stem]
+        doc = yaml.safe_load(git(repo, "show", f"{commit}:{path}"))
+        granularity = ((doc.get("ConfigContainer") or {}).get("model") or {}).get("recompute_granularity")
+        for gpu, by_count in (doc.get("perf_matrix") or {}).items():
+            for count_key, table in by_count.items():
+                for prec_key, prec in (("bf16", "bf16"), ("fp8_cs", "fp8"), ("fp8_mx", "mxfp8")):
+                    if prec_key not in table:
+                        continue
+                    f = dict(table.get("common") or {}, **(table.get(prec_key) or {}))
+                    h100_deepseek = model == "deepseek-v3" and gpu == "h100"
+                    out.append({"release": release, "model": model, "gpu": gpu, "precision": prec, "variant": "v1",
+                                "config": f"perf_matrix.{gpu}.{count_key}.{prec_key}", "file": path, "commit": commit,
+                                "num_gpus": int(count_key.removeprefix("num_gpus_")), "tp": f.get("tp", 1),
+                                "pp": f.get("pp", 1), "vp": f.get("vp") or 1, "cp": f.get("cp", 1), "ep": f.get("ep", 1),
+                                "etp": f.get("etp") or 1, "mbs": f.get("mbs", 1), "gbs": f.get("gbs", 1),
+                                "recompute": "selective" if granularity == "selective" else
+                                ("full" if granularity == "full" else "none"),
+                                "cuda_graph": "layer" if f.get("cuda_graphs") else "none",
+                                "dispatcher": "flex" if h100_deepseek else "alltoall",
+                                "moe_a2a_overlap": h100_deepseek, "fused_moe": False, "fp8_attention": False,
+                                "fsdp": bool(f.get("use_megatron_fsdp"))})
+    return out
+
+
+def main(repo: str) -> None:
+    releases: dict[str, dict] = {}
+    recipes: list[dict] = []
+    seen: dict[str, str] = {}
+    for release, tag in RELEASES:
+        commit = git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
+        releases[release] = {"megatron_bridge": tag, "commit": commit}
+        if tag in seen:
+            releases[release]["same_as"] = seen[tag]
+            continue
+        seen[tag] = release
+        rows = yaml_recipes(repo, release, tag) if tag.startswith("v0.1") else workload_recipes(repo, release, tag)
+        recipes += sorted(rows, key=lambda r: (r["model"], r["gpu"], r["precision"], r["variant"]))
+    about = ("Megatron-Bridge performance recipes per release, generated by tools/recipes_from_megatron_bridge.py "
+             "(its docstring gives the sources and the mapping). Each recipe cites "
+             "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/<commit>/<file>, assignment <config>. "
+             "A release with same_as reads that release's recipes (same Megatron-Bridge version).")
+    print("{")
+    print(f'"about": {json.dumps(about)},')
+    print(f'"releases": {json.dumps(releases, indent=1)},')
+    print('"recipes": [')
+    print(",\n".join(json.dumps(r) for r in recipes))
+    print("]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
