@@ -74,6 +74,11 @@ def test_compare_json(results_file):
     doc = run_json(["compare", str(results_file), str(results_file), "--json"])
     validate(doc, "compare")
     assert doc["passed"] and len(doc["points"]) == 7 and {p["verdict"] for p in doc["points"]} == {"ok"}
+    # typed fields for scripts beside the display text (issue 29 item 6)
+    first = doc["points"][0]
+    assert isinstance(first["size_bytes"], int) and first["dtype"] and isinstance(first["params"], dict)
+    assert first["verdict_code"] == "ok" and first["regressed"] is False and first["point"].startswith(first["collective"])
+    assert sorted(p["size_bytes"] for p in doc["points"]) == [p["size_bytes"] for p in doc["points"]]
 
 
 def test_fit_json(results_file, tmp_path):

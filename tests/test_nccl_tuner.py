@@ -205,7 +205,7 @@ def test_statistic_option_changes_the_choice(tmp_path):
     conf = tmp_path / "c.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
     assert reproduced_plugin_load(conf.read_text())[0] == []  # 11% < its own 233% spread: noise
-    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--stat", "p99"]).exit_code == 0
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--statistic", "p99"]).exit_code == 0
     assert reproduced_plugin_load(conf.read_text())[0] == []  # at p99 the default is faster
 
 
@@ -227,7 +227,9 @@ def test_predicted_rules_are_marked_and_parse(tmp_path):
 
 def test_user_errors_are_one_line(tmp_path):
     runner = CliRunner()
-    assert "--stat='p50' is invalid" in runner.invoke(app, ["nccl-tuner", "x.jsonl", "--stat", "p50"]).output
+    assert "--statistic='p50' is invalid" in runner.invoke(app, ["nccl-tuner", "x.jsonl", "--statistic", "p50"]).output
+    old = runner.invoke(app, ["nccl-tuner", "x.jsonl", "--stat", "p50"])  # the old spelling still works, with a notice
+    assert "--stat is now --statistic" in old.output and "--statistic='p50' is invalid" in old.output
     out = runner.invoke(app, ["nccl-tuner", "--system", "h100-hgx", "-o", str(tmp_path / "c")])
     assert out.exit_code == 2 and "--gpus is missing" in out.output
     nothing = runner.invoke(app, ["nccl-tuner"])

@@ -65,15 +65,32 @@ def _us(value):
     return "-" if value is None else f"{value:.2f}"
 
 
+# compare --json: each verdict phrase as an identifier for scripts (the phrase stays beside it)
+VERDICT_CODES = {"ok": "ok", "faster": "faster", "slower (within noise)": "slower_within_noise",
+                 "REGRESSED": "regressed", "newly failed": "newly_failed", "newly wrong": "newly_wrong",
+                 "failed": "failed", "wrong": "wrong", "missing": "missing", "not ok in base": "not_ok_in_base",
+                 "not comparable": "not_comparable"}
+
+
+def point_identity(key: tuple) -> dict:
+    """A point's match key (results/compare.py match_key) as typed fields."""
+    backend, _collective, dtype, op, in_place, size_bytes, world_size, group_size, group_layout, num_groups, params = key
+    return {"backend": backend, "dtype": dtype, "op": op, "in_place": in_place, "size_bytes": size_bytes,
+            "world_size": world_size, "group_size": group_size, "group_layout": group_layout,
+            "num_groups": num_groups, "params": json.loads(params)}
+
+
 def comparison_document(result, base: str, new: str) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times."""
     r2r = result.run_to_run
-    return {"format": "commbench-compare", "version": 1, "base": base, "new": new,
+    return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression, "passed": result.passed,
-            "points": [{"collective": p.collective, "point": p.label, "statistic": p.statistic,
+            "points": [{"collective": p.collective, **point_identity(p.key), "point": p.label, "statistic": p.statistic,
                         "base_time_us": p.base_us, "new_time_us": p.new_us, "ratio": p.ratio,
                         "ratio_low": p.ratio_low, "ratio_high": p.ratio_high, "noise": p.noise_text(),
-                        "verdict": p.verdict, "detail": p.detail} for p in sorted(result.points, key=lambda p: p.key)],
+                        "noise_source": p.noise_source or None, "verdict": p.verdict,
+                        "verdict_code": VERDICT_CODES[p.verdict], "regressed": p.regressed, "detail": p.detail}
+                       for p in sorted(result.points, key=lambda p: p.key)],
             "collectives": [{"collective": s.collective, "scope": s.scope, "points": s.num_points,
                              "geomean_ratio": s.geomean, "geomean_low": s.low, "geomean_high": s.high,
                              "regressed": s.regressed} for s in result.shifts],

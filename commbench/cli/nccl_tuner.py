@@ -48,7 +48,8 @@ def nccl_tuner(
     files: Annotated[Optional[list[str]], typer.Argument(help="Results files (JSONL) with NCCL-default and tuned points.")] = None,
     output: Annotated[str, typer.Option("-O", "--out", help="Config file to write (the plugin reads NCCL_TUNER_CONFIG_FILE, default nccl_tuner.conf).")] = "nccl_tuner.conf",
     old_output: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
-    statistic: Annotated[str, typer.Option("--stat", help="Statistic that ranks combinations: median, mean, min, max or p99 (p99 needs >= 100 iterations).")] = "median",
+    statistic: Annotated[Optional[str], typer.Option("--statistic", help="Statistic that ranks combinations: median (default), mean, min, max or p99 (p99 needs >= 100 iterations); the same option name as compare's.")] = None,
+    old_stat: Annotated[Optional[str], typer.Option("--stat", hidden=True)] = None,
     min_gain: Annotated[float, typer.Option("--min-gain", help="Also require the winner to beat NCCL's default by this fraction (0.05 = 5%), on top of the measured noise.")] = 0.0,
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the measurements as the input CSV of NCCL's scripts/optimize_config.py.")] = None,
     fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="PREDICTED rules from a fabric profile (commbench fit) instead of results.")] = None,
@@ -78,8 +79,9 @@ def nccl_tuner(
         return
     if target not in TARGETS:
         raise invalid("--for", target, f"allowed {', '.join(TARGETS)}")
+    statistic = renamed(statistic, old_stat, old="--stat", new="--statistic") or "median"
     if statistic not in STATISTICS:
-        raise invalid("--stat", statistic, f"allowed {', '.join(STATISTICS)}")
+        raise invalid("--statistic", statistic, f"allowed {', '.join(STATISTICS)}")
     if min_gain < 0:
         raise invalid("--min-gain", min_gain, "a fraction >= 0")
     predicted = fabric_path is not None or system is not None
