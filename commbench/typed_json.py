@@ -40,3 +40,17 @@ def check_fields(cls: type, data: Any, where: str = "") -> dict[str, Any]:
             raise ValueError(f"{prefix}field {f.name!r}={value!r} has the wrong type: expected {f.type}")
         known[f.name] = value
     return known
+
+
+def non_finite_path(value: Any, path: str = "") -> str | None:
+    """Where the first inf/NaN float sits in a JSON-like value ('a.b.0 = inf'), or None."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path or 'top level'} = {value}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = non_finite_path(item, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None

@@ -117,6 +117,8 @@ def plan(
     gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
                                            "(fitted without --system, or by `commbench tune`)")] = None,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace files in --out named like plan files even when "
+                                        "commbench did not write them.")] = False,
 ) -> None:
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
@@ -131,7 +133,10 @@ def plan(
     if out is not None:
         from commbench.files import check_output_dir
 
+        from commbench.planner.emit.plan import check_plan_folder
+
         check_output_dir(out, "--out")
+        check_plan_folder(out, force=force)
     if torchtitan_version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     spec = load_model(model, model_file)
@@ -151,7 +156,7 @@ def plan(
     if not complete:
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
-                        torchtitan_version=torchtitan_version)
+                        torchtitan_version=torchtitan_version, force=force)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -172,7 +177,7 @@ def plan(
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric),
                                    torchtitan_version=torchtitan_version, framework=req.framework)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
-        written = write_plan_files(doc, out) if out else []
+        written = write_plan_files(doc, out, force=force) if out else []
         if as_json:
             console.print_json(json.dumps(doc, default=float))
             return

@@ -56,7 +56,8 @@ PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), C
 
 
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
-                    as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3") -> dict:
+                    as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
+                    force: bool = False) -> dict:
     """Search, explain, print (or emit one form), and write the plan files; returns the plan document."""
     if emit is not None and emit not in EMIT_KINDS:
         raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
@@ -69,7 +70,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                         extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
                         torchtitan_version=torchtitan_version)
     meg = doc["megatron"]
-    written = write_plan_files(doc, out) if out else []
+    written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":
         console.print_json(json.dumps({k: v for k, v in doc.items() if k != "placement"} |
                                       {"placement": {k: v for k, v in doc["placement"].items()

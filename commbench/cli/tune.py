@@ -41,7 +41,7 @@ def tune(
                                            "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
                                            "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
-    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl and OUT/fabric.json even when another command (a sweep) wrote them")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
 ) -> None:
     from commbench.costmodel import preset_names
@@ -85,6 +85,9 @@ def _claim(folder: Path, *, measure: bool, force: bool) -> list:
     from commbench.files import OutputLock, claim_output
     from commbench.sweep.resume import has_records
 
+    from commbench.planner.emit.plan import check_plan_folder
+
+    check_plan_folder(folder, force=force)
     locks = [claim_output(folder / "fabric.json", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)]
     if measure:
         results = folder / "tune-sweep.jsonl"
@@ -148,7 +151,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         for line in dict.fromkeys(assumptions):
             console.print(line, highlight=False, markup=False)
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
-                    extra_assumptions=list(dict.fromkeys(assumptions)))
+                    extra_assumptions=list(dict.fromkeys(assumptions)), force=force)
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,

@@ -20,9 +20,10 @@ from typing import Any
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (MEGATRON_TARGET, launch_env, launch_env_text, megatron_args,
                                              parse_megatron_args, precision_notes)
+from commbench.planner.emit.torchtitan_config import MODULE_FILE
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
-from commbench.typed_json import check_fields
+from commbench.typed_json import check_fields, non_finite_path
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.spec import ModelSpec
@@ -30,7 +31,7 @@ from commbench.planner.layout.split import choose_split, stage_weights
 
 __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
-           "torchtitan_toml", "write_plan", "write_plan_files"]
+           "torchtitan_toml", "plan_files", "plan_json_text", "write_plan", "write_plan_files"]
 
 PLAN_FORMAT = "commbench-plan"
 PLAN_VERSION = 3
@@ -73,26 +74,58 @@ def torchtitan_text(section: dict[str, Any]) -> str:
     return torchtitan_toml(section)
 
 
-def write_plan_files(doc: dict[str, Any], folder: str | Path) -> list[str]:
-    """plan.json, megatron_args.txt, launch.env and the TorchTitan file (torchtitan_args.txt for 0.3,
-    torchtitan.toml for 0.2; none when refused). Returns the names written."""
-    folder = Path(folder)
-    write_plan(doc, folder / "plan.json")
+# What each plan file starts with when commbench wrote it (files.claim_output looks in its first 4 KiB).
+PLAN_FILE_MARKERS = {"plan.json": f'"{PLAN_FORMAT}"', "megatron_args.txt": "--num-layers ",
+                     "launch.env": "# commbench plan", "torchtitan_args.txt": "--parallelism.",
+                     "torchtitan.toml": "# commbench plan"}
+
+
+def plan_files(doc: dict[str, Any]) -> dict[str, str]:
+    """Name -> text of the files a plan folder gets: plan.json, megatron_args.txt, launch.env and the
+    TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2; none when refused)."""
+    files = {"plan.json": plan_json_text(doc)}
     meg = doc["megatron"]
-    names = ["plan.json"]
     if "refused" not in meg:
-        (folder / "megatron_args.txt").write_text(shlex.join(meg["args"]) + "\n", encoding="utf-8")
-        (folder / meg["launch_env_file"]).write_text(meg["launch_env_text"], encoding="utf-8")
-        names += ["megatron_args.txt", meg["launch_env_file"]]
+        files["megatron_args.txt"] = shlex.join(meg["args"]) + "\n"
+        files[meg["launch_env_file"]] = meg["launch_env_text"]
     tt = doc["torchtitan"]
     if "refused" not in tt:
-        name = "torchtitan_args.txt" if "config" in tt else "torchtitan.toml"
-        (folder / name).write_text(torchtitan_text(tt), encoding="utf-8")
-        names.append(name)
+        files["torchtitan_args.txt" if "config" in tt else "torchtitan.toml"] = torchtitan_text(tt)
         if "config_module" in tt:  # a generated TorchTitan config function (emit/torchtitan_config.py)
-            (folder / tt["config_module"]["file"]).write_text(tt["config_module"]["text"], encoding="utf-8")
-            names.append(tt["config_module"]["file"])
-    return names
+            files[tt["config_module"]["file"]] = tt["config_module"]["text"]
+    return files
+
+
+def check_plan_folder(folder: str | Path, *, force: bool = False, option: str = "--out") -> None:
+    """Refuse, before any work, a plan folder whose plan files another run is writing or that hold
+    files of those names commbench did not write (unless `force`)."""
+    from commbench.files import claim_output
+
+    for name, marker in PLAN_FILE_MARKERS.items() | {(MODULE_FILE, "commbench plan")}:
+        claim_output(Path(folder) / name, option, marker=marker, what=f"plan file ({name})", force=force).release()
+
+
+def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = False,
+                     option: str = "--out") -> list[str]:
+    """Write plan_files(doc) into `folder` under the output lock (files.claim_output): another run
+    writing them, or a file of that name commbench did not write, is refused in one line before
+    anything is written, unless `force`. Returns the names written."""
+    from commbench.files import claim_output, write_output
+
+    folder = Path(folder)
+    files = plan_files(doc)
+    folder.mkdir(parents=True, exist_ok=True)
+    locks = []
+    try:
+        for name in files:
+            marker = PLAN_FILE_MARKERS.get(name, "commbench plan")
+            locks.append(claim_output(folder / name, option, marker=marker, what=f"plan file ({name})", force=force))
+        for name, text in files.items():
+            write_output(folder / name, text, option, marker="", what="", claimed=True)
+    finally:
+        for lock in locks:
+            lock.release()
+    return list(files)
 
 
 def framework_assumptions(framework: str) -> list[str]:
@@ -123,9 +156,24 @@ def model_dict(model: ModelSpec) -> dict[str, Any]:
     return out
 
 
-def write_plan(doc: dict[str, Any], path: str | Path) -> None:
+def plan_json_text(doc: dict[str, Any]) -> str:
+    """plan.json's text; a non-finite figure (inf/NaN from a model or fabric file) is refused in one
+    line: strict JSON readers (and frameworks) reject Infinity/NaN."""
+    try:
+        return json.dumps(doc, indent=1, default=float, allow_nan=False) + "\n"
+    except ValueError:
+        where = non_finite_path(doc) or "a figure"
+        raise CommbenchError(f"plan has a non-finite value at {where}: check the model and fabric inputs "
+                             "(every figure must be a finite number); plan.json not written") from None
+
+
+def write_plan(doc: dict[str, Any], path: str | Path, *, force: bool = False) -> None:
+    """plan.json alone, under the output lock (files.write_output)."""
+    from commbench.files import write_output
+
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(doc, indent=1, default=float) + "\n", encoding="utf-8")
+    write_output(path, plan_json_text(doc), "--out", marker=PLAN_FILE_MARKERS["plan.json"], what="commbench plan",
+                 force=force)
 
 
 def load_plan(path: str | Path) -> dict[str, Any]:

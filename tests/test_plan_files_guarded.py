@@ -1,0 +1,67 @@
+"""`plan --out` and `tune` write plan files under the output lock and replace only plan files commbench
+wrote (unless --force); plan.json never holds Infinity/NaN. Through the CLI."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+DATA = Path(__file__).resolve().parent / "data" / "compare" / "gloo_all_reduce_a.jsonl"
+PINNED = ("plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--layout", "tp=1,pp=8,ep=32")
+SEARCH = ("plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--top", "2")
+TUNE = ("tune", "--results", str(DATA), "--gpus", "256", "--top", "2")
+FOREIGN = "my notes\nkeep me\n"
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def one_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", [PINNED, SEARCH, TUNE], ids=["plan-layout", "plan-search", "tune"])
+@pytest.mark.parametrize("name", ["plan.json", "launch.env", "megatron_args.txt", "torchtitan_args.txt"])
+def test_a_foreign_file_in_the_plan_folder_is_kept_unless_force(tmp_path, command, name):
+    (tmp_path / name).write_text(FOREIGN)
+    line = one_line(invoke(*command, "--out", str(tmp_path)))
+    assert name in line and "--force" in line
+    assert (tmp_path / name).read_text() == FOREIGN
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # refused before anything was written
+
+    forced = invoke(*command, "--out", str(tmp_path), "--force")
+    assert forced.exit_code == 0, forced.output
+    assert (tmp_path / name).read_text() != FOREIGN
+
+
+@pytest.mark.parametrize("command", [PINNED, SEARCH], ids=["plan-layout", "plan-search"])
+def test_plan_replaces_its_own_plan_files(tmp_path, command):
+    first = invoke(*command, "--out", str(tmp_path))
+    assert first.exit_code == 0, first.output
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert {"plan.json", "launch.env", "megatron_args.txt"} <= set(names)
+    again = invoke(*command, "--out", str(tmp_path))
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    assert json.loads((tmp_path / "plan.json").read_text())["format"] == "commbench-plan"
+
+
+def test_a_plan_folder_another_run_writes_is_refused(tmp_path):
+    plan_json = tmp_path / "plan.json"
+    plan_json.write_text('{\n "format": "commbench-plan"\n}\n')
+    with plan_json.open("a") as handle:  # as a concurrent plan run holds it
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        line = one_line(invoke(*PINNED, "--out", str(tmp_path)))
+    assert "in use by" in line
+    assert plan_json.read_text() == '{\n "format": "commbench-plan"\n}\n'
