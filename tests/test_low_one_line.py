@@ -106,12 +106,14 @@ def test_a_file_size_limit_keeps_the_records_before_it_intact(tmp_path):
     assert len(lines) >= 2 and all(json.loads(line) for line in lines)
 
 
-@pytest.mark.parametrize("pattern,replacement", [
-    (r"elapsed time per iteration \(ms\): *[0-9.]+", "elapsed time per iteration (ms): 0.0"),
-    (r"using world size: 256", "using world size: 0"),
-    (r"(  tensor_model_parallel_size \.+ )1", r"\g<1>abc"),
+@pytest.mark.parametrize("pattern,replacement,named", [
+    (r"elapsed time per iteration \(ms\): *[0-9.]+", "elapsed time per iteration (ms): 0.0",
+     "elapsed time per iteration (ms)='0.0' is invalid"),
+    (r"using world size: 256", "using world size: 0", "world_size=0 is invalid"),
+    (r"(  tensor_model_parallel_size \.+ )1", r"\g<1>abc", "tensor_model_parallel_size='abc' is invalid"),
+    (r"(  seq_length \.+ )4096", r"\g<1>1e400", "seq_length=inf is invalid"),
 ])
-def test_megatron_logs_with_impossible_values_are_one_line(tmp_path, pattern, replacement):
+def test_megatron_logs_with_impossible_values_are_one_line(tmp_path, pattern, replacement, named):
     import re
 
     log = (Path(__file__).resolve().parent / "data" / "megatron_deepseek_v3_gb300.log").read_text()
@@ -124,7 +126,23 @@ def test_megatron_logs_with_impossible_values_are_one_line(tmp_path, pattern, re
     result = runner.invoke(app, ["calibrate", "--evaluate", str(path), "--model", "deepseek-v3", "--system",
                                  "gb300-nvl72"])
     assert result.exit_code == 2, result.output[-2000:]
-    one_error_line(result.output, "holds values no run can have")
+    one_error_line(result.output, named)
+
+
+@pytest.mark.parametrize("old,new,named", [
+    ("'tensor_parallel_degree': 1", "'tensor_parallel_degree': 'x'", "parallelism.tensor_parallel_degree='x' is invalid"),
+    ("tps: 24,311", "tps: 0", "tps='0' is invalid"),
+    ("'seq_len': 4096", "'seq_len': -5", "training.seq_len=-5 is invalid"),
+])
+def test_torchtitan_logs_with_impossible_values_name_the_field(tmp_path, old, new, named):
+    log = (Path(__file__).resolve().parent / "data" / "torchtitan_qwen3_30b_b200.log").read_text()
+    assert old in log
+    path = tmp_path / "run.log"
+    path.write_text(log.replace(old, new))
+    result = runner.invoke(app, ["calibrate", "--evaluate", str(path), "--model", "qwen3-30b-a3b", "--system", "b200",
+                                 "--gpus", "8"])
+    assert result.exit_code == 2, result.output[-2000:]
+    one_error_line(result.output, named)
 
 
 @pytest.mark.parametrize("args", [

@@ -65,3 +65,55 @@ def test_a_plan_folder_another_run_writes_is_refused(tmp_path):
         line = one_line(invoke(*PINNED, "--out", str(tmp_path)))
     assert "in use by" in line
     assert plan_json.read_text() == '{\n "format": "commbench-plan"\n}\n'
+
+
+TINY = """[model.tiny]
+layers = 4
+hidden = 1024
+heads = 8
+kv_heads = 8
+head_dim = 128
+dense_ffn = 4096
+vocab = 32000
+seq_len = 2048
+"""
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1.0", '"abc"', "1e300"])
+def test_a_non_finite_published_figure_in_a_model_file_is_refused_by_name(tmp_path, value):
+    model_file = tmp_path / "m.toml"
+    model_file.write_text(TINY + f"flops_per_token_gflop = {value}\n")
+    line = one_line(invoke("plan", "--model", "tiny", "--model-file", str(model_file), "--system", "gb300-nvl72",
+                           "--gpus", "8", "--layout", "tp=1,pp=1", "--out", str(tmp_path / "plan")))
+    assert "tiny.flops_per_token_gflop=" in line
+    assert not (tmp_path / "plan" / "plan.json").exists()
+
+
+@pytest.mark.parametrize("key,value,named", [
+    ("published_flops_per_token_gflop", float("inf"), "tiny.flops_per_token_gflop=inf"),
+    ("published_params_total_b", float("nan"), "tiny.params_total_b=nan"),
+    ("hidden", 10 ** 15, "tiny.hidden=1000000000000000"),
+    ("hidden", 1e15, "'hidden'=1000000000000000.0"),
+])
+def test_a_plan_json_with_a_huge_or_non_finite_model_field_is_refused_by_name(tmp_path, key, value, named):
+    model_file = tmp_path / "m.toml"
+    model_file.write_text(TINY)
+    written = invoke("plan", "--model", "tiny", "--model-file", str(model_file), "--system", "gb300-nvl72",
+                     "--gpus", "8", "--layout", "tp=1,pp=1", "--out", str(tmp_path / "plan"))
+    assert written.exit_code == 0, written.output
+    text = (tmp_path / "plan" / "plan.json").read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    doc = json.loads(text)
+    doc["inputs"]["model_spec"][key] = value
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    line = one_line(invoke("verify-plan", str(edited), "--nproc", "2"))
+    assert named in line
+
+
+def test_plan_json_is_never_written_with_infinity():
+    from commbench.errors import CommbenchError
+    from commbench.planner.emit.plan import plan_json_text
+
+    with pytest.raises(CommbenchError, match=r"predicted\.step_s = inf"):
+        plan_json_text({"format": "commbench-plan", "predicted": {"step_s": float("inf")}})

@@ -43,6 +43,34 @@ def _value(text: str) -> Any:
         return text
 
 
+MAX_LOG_COUNT = 10_000_000  # any GPU count, batch, length or parallel size beyond this is a damaged log
+
+
+def _whole(log: str, key: str, value: Any, minimum: int = 1) -> int:
+    """A count from a log (`log` names it: "Megatron-LM log 'x'"), or one line naming the field and value."""
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) < 20:
+        number = int(value.strip())
+    if number is None or not minimum <= number <= MAX_LOG_COUNT:
+        raise CommbenchError(f"{log}: {key}={value!r} is invalid: a whole number from {minimum} to {MAX_LOG_COUNT:,}")
+    return number
+
+
+def _positive(log: str, key: str, text: str) -> float:
+    """A logged time or rate: a finite number > 0, or one line naming the field and value."""
+    try:
+        number = float(text.replace(",", ""))
+    except ValueError:
+        number = float("nan")
+    if not 0 < number < 1e30:
+        raise CommbenchError(f"{log}: {key}={text!r} is invalid: a positive finite number")
+    return number
+
+
 def megatron_precision(args: dict[str, Any]) -> str:
     if args.get("fp4"):
         return "NVFP4"
@@ -66,8 +94,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
         match = MEGATRON_ARG.match(line) if inside else None
         if match:
             args[match.group(1)] = _value(match.group(2))
-    iters = [float(m.group(1)) for m in MEGATRON_ITER.finditer(text)]
-    tflops = [float(m.group(1)) for m in MEGATRON_TFLOPS.finditer(text)]
+    log = f"Megatron-LM log {source!r}"
+    iters = [_positive(log, "elapsed time per iteration (ms)", m.group(1)) for m in MEGATRON_ITER.finditer(text)]
+    tflops = [_positive(log, "throughput per GPU (TFLOP/s/GPU)", m.group(1)) for m in MEGATRON_TFLOPS.finditer(text)]
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
                              "'---- end of arguments ----'); run with the default argument printing on")
@@ -79,7 +108,11 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
     if not iters:
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
     steady = iters[1:] if len(iters) > 1 else iters
-    world, gbs, seq = int(args["world_size"]), int(args["global_batch_size"]), int(args["seq_length"])
+    sizes = {key: _whole(log, key, args[key]) for key in need}
+    for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
+                "expert_tensor_parallel_size"):
+        sizes[key] = _whole(log, key, args[key]) if args.get(key) else None
+    world, gbs, seq = sizes["world_size"], sizes["global_batch_size"], sizes["seq_length"]
     recompute = args.get("recompute_granularity") or "none"
     modules = args.get("recompute_modules") or []
     if recompute == "selective" and modules and "core_attn" not in modules:
@@ -89,12 +122,10 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
     graph = "full" if "full_iteration" in (scope if isinstance(scope, list) else [scope]) else \
         ("layer" if impl in ("local", "transformer_engine") else "none")
     row = {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": megatron_precision(args),
-           "seq_len": seq, "gbs": gbs, "mbs": int(args["micro_batch_size"]),
-           "tp": int(args["tensor_model_parallel_size"]), "pp": int(args["pipeline_model_parallel_size"]),
-           "cp": int(args.get("context_parallel_size") or 1),
-           "vp": int(args.get("virtual_pipeline_model_parallel_size") or 1),
-           "ep": int(args.get("expert_model_parallel_size") or 1),
-           "etp": int(args["expert_tensor_parallel_size"]) if args.get("expert_tensor_parallel_size") else None,
+           "seq_len": seq, "gbs": gbs, "mbs": sizes["micro_batch_size"],
+           "tp": sizes["tensor_model_parallel_size"], "pp": sizes["pipeline_model_parallel_size"],
+           "cp": sizes["context_parallel_size"] or 1, "vp": sizes["virtual_pipeline_model_parallel_size"] or 1,
+           "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops[1:] or tflops) if tflops else None,
            "notes": f"Megatron-LM log; {len(iters)} iterations", "release": "user",
@@ -103,7 +134,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
                       "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
                       "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
                       "dp_overlap": bool(args.get("overlap_grad_reduce")),
-                      "sequence_parallel": bool(args.get("sequence_parallel")) or int(args["tensor_model_parallel_size"]) == 1,
+                      "sequence_parallel": bool(args.get("sequence_parallel")) or sizes["tensor_model_parallel_size"] == 1,
                       "distributed_optimizer": bool(args.get("use_distributed_optimizer")),
                       "cuda_graph": graph,
                       "fp8_attention": bool(args.get("fp8_dot_product_attention")),
@@ -137,16 +168,20 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     if not isinstance(config, dict):
         raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
                              "run with --job.print_args (print_config) on")
-    steps = [(int(m.group(1)), float(m.group(2).replace(",", ""))) for m in TITAN_STEP.finditer(clean)]
+    log = f"TorchTitan log {source!r}"
+    steps = [(int(m.group(1)), _positive(log, "tps", m.group(2))) for m in TITAN_STEP.finditer(clean)]
     if not steps:
         raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
     par, training = config.get("parallelism", {}), config.get("training", {})
+    if not isinstance(par, dict) or not isinstance(training, dict):
+        raise CommbenchError(f"{log}: the config's parallelism and training entries are not dicts")
     missing = [k for k in ("seq_len", "local_batch_size") if training.get(k) is None]
     if missing:
         raise CommbenchError(f"TorchTitan log {source!r}: the config lacks training.{', training.'.join(missing)}")
-    tp, pp = int(par.get("tensor_parallel_degree", 1)), int(par.get("pipeline_parallel_degree", 1))
-    cp, ep = int(par.get("context_parallel_degree", 1)), int(par.get("expert_parallel_degree", 1))
-    shard, rep = int(par.get("data_parallel_shard_degree", -1)), int(par.get("data_parallel_replicate_degree", 1))
+    tp, pp, cp, ep, rep = (_whole(log, f"parallelism.{key}_degree", par.get(f"{key}_degree", 1))
+                           for key in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel",
+                                       "data_parallel_replicate"))
+    shard = _whole(log, "parallelism.data_parallel_shard_degree", par.get("data_parallel_shard_degree", -1), -1)
     if shard < 1 and not num_gpus:
         num_gpus = mesh_world_size(clean)
     if shard < 1:
@@ -155,10 +190,12 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                                  "no 'Building N-D device mesh with [...], [...]' line to read the GPU count from; "
                                  "give it with --gpus (one value for every log, or one per log in order)")
         shard = num_gpus // (tp * pp * cp * rep)
+        if shard < 1:
+            raise CommbenchError(f"{log}: {num_gpus} GPU(s) do not hold tp*pp*cp*dp_replicate = {tp * pp * cp * rep}")
     dp = shard * rep
     world = num_gpus or dp * tp * pp * cp
-    mbs = int(training["local_batch_size"])
-    gbs = int(training.get("global_batch_size") or -1)
+    mbs = _whole(log, "training.local_batch_size", training["local_batch_size"])
+    gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
         gbs = mbs * dp
     steady = [t for s, t in steps[1:]] or [t for _, t in steps]
@@ -166,7 +203,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     precision = "MXFP8" if "mx" in converters else ("FP8" if "float8" in converters else "BF16")
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
-            "seq_len": int(training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
+            "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
             "ep": ep, "etp": None, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
             "notes": f"TorchTitan log; {len(steps)} steps", "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),

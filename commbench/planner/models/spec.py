@@ -81,6 +81,7 @@ class ModelSpec:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._check_magnitudes()
         if self.attention not in ATTENTION_KINDS:
             raise invalid(f"{self.name}.attention", self.attention, f"one of {', '.join(ATTENTION_KINDS)}")
         for name in ("num_layers", "hidden", "num_heads", "vocab", "seq_len"):
@@ -112,6 +113,18 @@ class ModelSpec:
             raise invalid(f"{self.name}.sliding_window", self.sliding_window, f"arch.sliding_window = {arch.sliding_window}")
         if arch is not None and arch.router_groups and (not self.is_moe or self.num_routed_experts % arch.router_groups):
             raise invalid(f"{self.name}.arch.router_groups", arch.router_groups, "a divisor of routed_experts")
+
+    def _check_magnitudes(self) -> None:
+        """Every count a whole number in 0..MAX_MODEL_COUNT and every published figure finite and > 0,
+        whichever file the spec came from (a model file or a plan.json's model_spec)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int)
+                                    or not 0 <= value <= MAX_MODEL_COUNT):
+                raise invalid(f"{self.name}.{f.name}", value, f"a whole number from 0 to {MAX_MODEL_COUNT:,}")
+            if f.name.startswith("published_") and value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e12):
+                raise invalid(f"{self.name}.{f.name[len('published_'):]}", value, "a finite number > 0 (below 1e12)")
 
     @property
     def router_groups(self) -> tuple[int, int]:
