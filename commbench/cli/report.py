@@ -49,6 +49,29 @@ def print_tuning_winners(records: list) -> None:
                     [Col(name=name, numeric=name not in ("best combination", "rule")) for name in WINNER_COLUMNS], rows)
 
 
+MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iteration samples (~3 KB each)
+
+
+def read_for_report(files: list[str]) -> tuple[list, str]:
+    """The records of `files`, streamed without per-iteration samples (a report never draws them), up to
+    MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so."""
+    from commbench.results.records import Measurement, iter_records
+
+    kept: list = []
+    count = 0
+    for index, path in enumerate(files):
+        for record in iter_records(path, drop_samples=True, on_bad_line=lambda n, why, path=path: console.print(
+                styled("[yellow]skipped line {} of {}[/]: {}", n, path, why), highlight=False)):
+            if isinstance(record, Measurement):
+                count += 1
+                if count > MAX_REPORT_MEASUREMENTS:
+                    rest = f" and {', '.join(files[index + 1:])}" if index + 1 < len(files) else ""
+                    return kept, (f"this report holds the first {MAX_REPORT_MEASUREMENTS:,} measurements read; the rest "
+                                  f"of {path}{rest} is not in its tables or plots (split the file, or report fewer files)")
+            kept.append(record)
+    return kept, ""
+
+
 @command("report", help="Tables, busbw and latency vs size plots (PNG, --svg) and a Markdown summary from results files.")
 def report(
     files: Annotated[list[str], typer.Argument(help="Results files (JSONL).")],
@@ -60,7 +83,7 @@ def report(
 ) -> None:
     from commbench.results.render import measurement_table
     from commbench.results.report import by_collective, series_label, shown_rows, write_report
-    from commbench.results.records import headers, measurements, read_records
+    from commbench.results.records import headers, measurements
 
     from commbench.files import check_output_dir
 
@@ -69,7 +92,7 @@ def report(
 
     check_output_dir(out, "--out")
     claim_output(f"{out}/README.md", "--out", marker=REPORT_MARKER, what="commbench report", force=force).release()
-    everything = read_records(files, on_bad_line=lambda n, why: console.print(styled("[yellow]skipped line {}[/]: {}", n, why)))
+    everything, not_read = read_for_report(files)
     records = measurements(everything)
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")
@@ -85,6 +108,8 @@ def report(
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force)
+    if not_read:
+        console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():
         console.print(styled("[yellow]note:[/] no predicted line for {}: {}", curve, why), highlight=False)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

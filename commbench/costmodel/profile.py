@@ -135,7 +135,8 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     from commbench.results.records import headers as header_records, measurements, read_records
 
     bad_lines: list[str] = []
-    records = read_records(paths, on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"))
+    records = read_records(paths, on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"),
+                           drop_samples=True)  # a fit never uses per-iteration samples
     points = measurements(records)
     backends = sorted({m.backend for m in points})
     if backend is not None:

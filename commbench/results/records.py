@@ -224,20 +224,36 @@ class JsonlWriter:
         self.close()
 
 
-def iter_records(path: str | os.PathLike[str], *, on_bad_line=None) -> Iterator[Record]:
-    """Yield the records of a JSONL file. Bad lines go to `on_bad_line(line_number, reason)`."""
+MAX_LINE_BYTES = 16 << 20  # no record is near this; a longer "line" is damage, skipped without reading it whole
+
+
+def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples: bool = False) -> Iterator[Record]:
+    """Yield the records of a JSONL file, one line in memory at a time. Bad lines go to
+    `on_bad_line(line_number, reason)`. `drop_samples`: measurements without `iter_times_us` (for
+    readers that never use them: a large file then takes a fraction of the memory)."""
     try:
         handle = Path(path).open("rb")
     except OSError as exc:
         raise CommbenchError(f"results file {str(path)!r} cannot be read: {exc.strerror}") from None
     with handle:
-        for line_number, raw in enumerate(handle, start=1):
+        line_number = 0
+        while raw := handle.readline(MAX_LINE_BYTES):
+            line_number += 1
+            if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES:
+                while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                    pass
+                if on_bad_line is not None:
+                    on_bad_line(line_number, f"longer than {MAX_LINE_BYTES:,} bytes: not a record")
+                continue
             if b"\0" in raw:
                 raise CommbenchError(f"results file {str(path)!r} is binary, not JSONL (a NUL byte on line {line_number})")
             if not raw.strip():
                 continue
             try:
-                yield from_dict(json.loads(raw.decode("utf-8")))
+                data = json.loads(raw.decode("utf-8"))
+                if drop_samples and isinstance(data, dict):
+                    data.pop("iter_times_us", None)
+                yield from_dict(data)
             except UnicodeDecodeError as exc:
                 if on_bad_line is not None:
                     on_bad_line(line_number, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
@@ -246,8 +262,8 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None) -> Iterator[
                     on_bad_line(line_number, first_line(exc))
 
 
-def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None) -> list[Record]:
-    return [rec for path in paths for rec in iter_records(path, on_bad_line=on_bad_line)]
+def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None, drop_samples: bool = False) -> list[Record]:
+    return [rec for path in paths for rec in iter_records(path, on_bad_line=on_bad_line, drop_samples=drop_samples)]
 
 
 def measurements(records: Iterable[Record]) -> list[Measurement]:

@@ -82,22 +82,23 @@ def _child(conn, run_one: Callable[[TuningCombo], str | None], combo: TuningComb
 
 def _new_records(path: str, offset: int) -> tuple[str | None, int]:
     """(run id of the first header, number of measurements) appended to `path` after byte `offset`."""
+    run_id, count = None, 0
     try:
-        with open(path, "rb") as handle:
+        with open(path, "rb") as handle:  # a line at a time: a combination may append many records
             handle.seek(offset)
-            lines = handle.read().splitlines()
+            for line in handle:
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(data, dict):
+                    continue
+                if data.get("record_type") == "header" and run_id is None:
+                    run_id = data.get("run_id")
+                elif data.get("record_type") == "measurement":
+                    count += 1
     except OSError:
         return None, 0
-    run_id, count = None, 0
-    for line in lines:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if data.get("record_type") == "header" and run_id is None:
-            run_id = data.get("run_id")
-        elif data.get("record_type") == "measurement":
-            count += 1
     return run_id, count
 
 

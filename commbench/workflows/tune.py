@@ -41,7 +41,7 @@ class Coverage:
 
 def coverage(results_paths: list[str], target: Fabric) -> Coverage:
     """Decide, from the results' headers and group spans, which of the target's tiers were measured."""
-    records = read_records(results_paths)
+    records = read_records(results_paths, drop_samples=True)
     hdrs, points = headers(records), measurements(records)
     backends = sorted({h.backend for h in hdrs} | {m.backend for m in points})
     devices = tuple(sorted({d for h in hdrs for d in h.devices}))
