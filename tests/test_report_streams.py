@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
@@ -72,3 +74,15 @@ def test_a_tuning_combination_counts_only_the_records_it_appended(tmp_path):
     assert count == sum(1 for line in lines if line.get("record_type") == "measurement")
     assert _new_records(str(path), len(text.encode())) == (None, 0)
     assert _new_records(str(tmp_path / "missing.jsonl"), 0) == (None, 0)
+
+
+@pytest.mark.parametrize("command", [("report",), ("fit",), ("compare", str(DATA)), ("nccl-tuner",)])
+@pytest.mark.parametrize("content", ['{\n "format": "commbench-plan"\n}\n', "#" * 5000 + "\n" * 3000, "[1, 2]\n"])
+def test_a_file_that_is_not_results_is_one_line_not_a_warning_per_line(tmp_path, command, content):
+    path = tmp_path / "plan.json"
+    path.write_text(content)
+    result = runner.invoke(app, [*command, str(path), *(["-O", str(tmp_path / "out")] if command[0] in ("fit", "nccl-tuner")
+                                                       else ["--out", str(tmp_path / "rep")] if command[0] == "report" else [])])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output[-2000:]
+    assert "is not a commbench results file" in result.output

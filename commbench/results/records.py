@@ -236,10 +236,12 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
     except OSError as exc:
         raise CommbenchError(f"results file {str(path)!r} cannot be read: {exc.strerror}") from None
     with handle:
-        line_number = 0
+        line_number, first = 0, True
         while raw := handle.readline(MAX_LINE_BYTES):
             line_number += 1
             if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES:
+                if first:
+                    _check_first_line(path, b"")
                 while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
                     pass
                 if on_bad_line is not None:
@@ -249,6 +251,9 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 raise CommbenchError(f"results file {str(path)!r} is binary, not JSONL (a NUL byte on line {line_number})")
             if not raw.strip():
                 continue
+            if first:
+                first = False
+                _check_first_line(path, raw)
             try:
                 data = json.loads(raw.decode("utf-8"))
                 if drop_samples and isinstance(data, dict):
@@ -260,6 +265,18 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
             except (ValueError, TypeError, RecursionError) as exc:
                 if on_bad_line is not None:
                     on_bad_line(line_number, first_line(exc))
+
+
+def _check_first_line(path: str | os.PathLike[str], raw: bytes) -> None:
+    """A results file's first line is a commbench record (a header, as every writer starts): anything else
+    (a plan.json, a log) is refused in one line instead of one warning per line."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        data = None
+    if not (isinstance(data, dict) and isinstance(data.get("record_type"), str)):
+        raise CommbenchError(f"results file {str(path)!r} is not a commbench results file (JSONL): its first line "
+                             "is not a commbench record (a header, as `bench`, `sweep` and `import` write)")
 
 
 def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None, drop_samples: bool = False) -> list[Record]:
