@@ -117,3 +117,17 @@ def test_plan_json_is_never_written_with_infinity():
 
     with pytest.raises(CommbenchError, match=r"predicted\.step_s = inf"):
         plan_json_text({"format": "commbench-plan", "predicted": {"step_s": float("inf")}})
+
+
+@pytest.mark.parametrize("section,key,value", [
+    ("inputs", "gpus", 10 ** 12), ("inputs", "moe_imbalance", float("inf")), ("placement", "gpus_per_rack", 0),
+])
+def test_a_plan_json_with_impossible_inputs_is_refused_before_ranks_start(tmp_path, section, key, value):
+    written = invoke(*PINNED, "--out", str(tmp_path / "plan"))
+    assert written.exit_code == 0, written.output
+    doc = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    doc[section][key] = value
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    line = one_line(invoke("verify-plan", str(edited), "--nproc", "2", "--iters", "2"))
+    assert f"field '{section}.{key}'={value!r} is invalid" in line

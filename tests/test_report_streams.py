@@ -86,3 +86,11 @@ def test_a_file_that_is_not_results_is_one_line_not_a_warning_per_line(tmp_path,
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1, result.output[-2000:]
     assert "is not a commbench results file" in result.output
+
+
+def test_a_wrong_fabric_is_refused_before_any_table(tmp_path):
+    not_a_fabric = tmp_path / "plan.json"
+    not_a_fabric.write_text('{"format": "commbench-plan"}\n')
+    result = runner.invoke(app, ["report", str(DATA), "--fabric", str(not_a_fabric), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "commbench-fabric" in result.output

@@ -133,7 +133,7 @@ def plan(
     if out is not None:
         from commbench.files import check_output_dir
 
-        from commbench.planner.emit.plan import check_plan_folder
+        from commbench.planner.emit.plan_files import check_plan_folder
 
         check_output_dir(out, "--out")
         check_plan_folder(out, force=force)
@@ -171,7 +171,7 @@ def plan(
     versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"})
     if as_json or out:
         from commbench.cli.search_view import flex_backend_for
-        from commbench.planner.emit.plan import write_plan_files
+        from commbench.planner.emit.plan_files import write_plan_files
         from commbench.planner.emit.pinned import pinned_plan_document
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric),

@@ -92,6 +92,8 @@ def report(
 
     check_output_dir(out, "--out")
     claim_output(f"{out}/README.md", "--out", marker=REPORT_MARKER, what="commbench report", force=force).release()
+    unpredicted: dict[str, str] = {}
+    predict = fabric_predictor(fabric, unpredicted) if fabric else None  # a wrong --fabric: refused before any table
     everything, not_read = read_for_report(files)
     records = measurements(everything)
     if not records:
@@ -103,8 +105,6 @@ def report(
             console.print(measurement_table(f"{collective} — {series_label(key)} (measured)"
                                             + (f" — {left_out}" if left_out else ""), shown, console.width))
     print_tuning_winners(everything)
-    unpredicted: dict[str, str] = {}
-    predict = fabric_predictor(fabric, unpredicted) if fabric else None
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force)

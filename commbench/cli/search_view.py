@@ -11,7 +11,8 @@ from pathlib import Path
 from commbench.cli.base import console
 from commbench.results.render import styled
 from commbench.errors import invalid
-from commbench.planner.emit.plan import EMIT_KINDS, megatron_text, plan_document, torchtitan_text, write_plan_files
+from commbench.planner.emit.plan import EMIT_KINDS, megatron_text, plan_document, torchtitan_text
+from commbench.planner.emit.plan_files import write_plan_files
 from commbench.planner.search.explain import explain, short
 from commbench.planner.search.space import SearchRequest, SearchResult, search
 from commbench.results.tables import Col, print_table

@@ -85,7 +85,7 @@ def _claim(folder: Path, *, measure: bool, force: bool) -> list:
     from commbench.files import OutputLock, claim_output
     from commbench.sweep.resume import has_records
 
-    from commbench.planner.emit.plan import check_plan_folder
+    from commbench.planner.emit.plan_files import check_plan_folder
 
     check_plan_folder(folder, force=force)
     locks = [claim_output(folder / "fabric.json", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)]

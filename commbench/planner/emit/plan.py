@@ -20,7 +20,6 @@ from typing import Any
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (MEGATRON_TARGET, launch_env, launch_env_text, megatron_args,
                                              parse_megatron_args, precision_notes)
-from commbench.planner.emit.torchtitan_config import MODULE_FILE
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
@@ -31,7 +30,7 @@ from commbench.planner.layout.split import choose_split, stage_weights
 
 __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
-           "torchtitan_toml", "plan_files", "plan_json_text", "write_plan", "write_plan_files"]
+           "torchtitan_toml", "plan_json_text", "write_plan"]
 
 PLAN_FORMAT = "commbench-plan"
 PLAN_VERSION = 3
@@ -72,60 +71,6 @@ def torchtitan_text(section: dict[str, Any]) -> str:
     if "config" in section:
         return shlex.join(torchtitan_args(section)) + "\n"
     return torchtitan_toml(section)
-
-
-# What each plan file starts with when commbench wrote it (files.claim_output looks in its first 4 KiB).
-PLAN_FILE_MARKERS = {"plan.json": f'"{PLAN_FORMAT}"', "megatron_args.txt": "--num-layers ",
-                     "launch.env": "# commbench plan", "torchtitan_args.txt": "--parallelism.",
-                     "torchtitan.toml": "# commbench plan"}
-
-
-def plan_files(doc: dict[str, Any]) -> dict[str, str]:
-    """Name -> text of the files a plan folder gets: plan.json, megatron_args.txt, launch.env and the
-    TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2; none when refused)."""
-    files = {"plan.json": plan_json_text(doc)}
-    meg = doc["megatron"]
-    if "refused" not in meg:
-        files["megatron_args.txt"] = shlex.join(meg["args"]) + "\n"
-        files[meg["launch_env_file"]] = meg["launch_env_text"]
-    tt = doc["torchtitan"]
-    if "refused" not in tt:
-        files["torchtitan_args.txt" if "config" in tt else "torchtitan.toml"] = torchtitan_text(tt)
-        if "config_module" in tt:  # a generated TorchTitan config function (emit/torchtitan_config.py)
-            files[tt["config_module"]["file"]] = tt["config_module"]["text"]
-    return files
-
-
-def check_plan_folder(folder: str | Path, *, force: bool = False, option: str = "--out") -> None:
-    """Refuse, before any work, a plan folder whose plan files another run is writing or that hold
-    files of those names commbench did not write (unless `force`)."""
-    from commbench.files import claim_output
-
-    for name, marker in PLAN_FILE_MARKERS.items() | {(MODULE_FILE, "commbench plan")}:
-        claim_output(Path(folder) / name, option, marker=marker, what=f"plan file ({name})", force=force).release()
-
-
-def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = False,
-                     option: str = "--out") -> list[str]:
-    """Write plan_files(doc) into `folder` under the output lock (files.claim_output): another run
-    writing them, or a file of that name commbench did not write, is refused in one line before
-    anything is written, unless `force`. Returns the names written."""
-    from commbench.files import claim_output, write_output
-
-    folder = Path(folder)
-    files = plan_files(doc)
-    folder.mkdir(parents=True, exist_ok=True)
-    locks = []
-    try:
-        for name in files:
-            marker = PLAN_FILE_MARKERS.get(name, "commbench plan")
-            locks.append(claim_output(folder / name, option, marker=marker, what=f"plan file ({name})", force=force))
-        for name, text in files.items():
-            write_output(folder / name, text, option, marker="", what="", claimed=True)
-    finally:
-        for lock in locks:
-            lock.release()
-    return list(files)
 
 
 def framework_assumptions(framework: str) -> list[str]:
@@ -172,7 +117,7 @@ def write_plan(doc: dict[str, Any], path: str | Path, *, force: bool = False) ->
     from commbench.files import write_output
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_output(path, plan_json_text(doc), "--out", marker=PLAN_FILE_MARKERS["plan.json"], what="commbench plan",
+    write_output(path, plan_json_text(doc), "--out", marker=f'"{PLAN_FORMAT}"', what="commbench plan",
                  force=force)
 
 
@@ -197,11 +142,23 @@ def load_plan(path: str | Path) -> dict[str, Any]:
             value = doc[section].get(key)
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise ValueError(f"field '{section}.{key}'={value!r} has the wrong type: expected {kind.__name__}")
+        _check_plan_magnitudes(doc)
     except ValueError as exc:
         raise CommbenchError(f"plan file {str(path)!r}: {exc}") from None
     plan_layout(doc)
     plan_model(doc)
     return doc
+
+
+def _check_plan_magnitudes(doc: dict[str, Any]) -> None:
+    """The counts and factors a plan run reads, in the ranges `plan` accepts (a hand-edited plan.json)."""
+    from commbench.cli.plan import MAX_GPUS, MAX_MOE_IMBALANCE
+
+    for section, key, low, high in (("inputs", "gpus", 1, MAX_GPUS), ("placement", "gpus_per_rack", 1, MAX_GPUS),
+                                    ("inputs", "moe_imbalance", 1, MAX_MOE_IMBALANCE)):
+        value = doc[section].get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise ValueError(f"field '{section}.{key}'={value!r} is invalid: a number from {low} to {high:,}")
 
 
 def plan_layout(doc: dict[str, Any]) -> Layout:

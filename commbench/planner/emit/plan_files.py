@@ -1,0 +1,67 @@
+"""The files `plan --out` and `tune` write into a plan folder, under the output lock (files.claim_output):
+plan.json, megatron_args.txt, launch.env and the TorchTitan file(s). A file of one of those names that
+commbench did not write (no marker in its first 4 KiB) is refused unless --force."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from commbench.planner.emit.plan import PLAN_FORMAT, plan_json_text, torchtitan_text
+from commbench.planner.emit.torchtitan_config import MODULE_FILE
+
+__all__ = ["PLAN_FILE_MARKERS", "check_plan_folder", "plan_files", "write_plan_files"]
+
+# What each plan file starts with when commbench wrote it (files.claim_output looks in its first 4 KiB).
+PLAN_FILE_MARKERS = {"plan.json": f'"{PLAN_FORMAT}"', "megatron_args.txt": "--num-layers ",
+                     "launch.env": "# commbench plan", "torchtitan_args.txt": "--parallelism.",
+                     "torchtitan.toml": "# commbench plan"}
+
+
+def plan_files(doc: dict[str, Any]) -> dict[str, str]:
+    """Name -> text of the files a plan folder gets: plan.json, megatron_args.txt, launch.env and the
+    TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2; none when refused)."""
+    files = {"plan.json": plan_json_text(doc)}
+    meg = doc["megatron"]
+    if "refused" not in meg:
+        files["megatron_args.txt"] = shlex.join(meg["args"]) + "\n"
+        files[meg["launch_env_file"]] = meg["launch_env_text"]
+    tt = doc["torchtitan"]
+    if "refused" not in tt:
+        files["torchtitan_args.txt" if "config" in tt else "torchtitan.toml"] = torchtitan_text(tt)
+        if "config_module" in tt:  # a generated TorchTitan config function (emit/torchtitan_config.py)
+            files[tt["config_module"]["file"]] = tt["config_module"]["text"]
+    return files
+
+
+def check_plan_folder(folder: str | Path, *, force: bool = False, option: str = "--out") -> None:
+    """Refuse, before any work, a plan folder whose plan files another run is writing or that hold
+    files of those names commbench did not write (unless `force`)."""
+    from commbench.files import claim_output
+
+    for name, marker in PLAN_FILE_MARKERS.items() | {(MODULE_FILE, "commbench plan")}:
+        claim_output(Path(folder) / name, option, marker=marker, what=f"plan file ({name})", force=force).release()
+
+
+def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = False,
+                     option: str = "--out") -> list[str]:
+    """Write plan_files(doc) into `folder` under the output lock (files.claim_output): another run
+    writing them, or a file of that name commbench did not write, is refused in one line before
+    anything is written, unless `force`. Returns the names written."""
+    from commbench.files import claim_output, write_output
+
+    folder = Path(folder)
+    files = plan_files(doc)
+    folder.mkdir(parents=True, exist_ok=True)
+    locks = []
+    try:
+        for name in files:
+            marker = PLAN_FILE_MARKERS.get(name, "commbench plan")
+            locks.append(claim_output(folder / name, option, marker=marker, what=f"plan file ({name})", force=force))
+        for name, text in files.items():
+            write_output(folder / name, text, option, marker="", what="", claimed=True)
+    finally:
+        for lock in locks:
+            lock.release()
+    return list(files)
