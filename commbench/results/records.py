@@ -270,13 +270,21 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
 def _check_first_line(path: str | os.PathLike[str], raw: bytes) -> None:
     """A results file's first line is a commbench record (a header, as every writer starts): anything else
     (a plan.json, a log) is refused in one line instead of one warning per line."""
+    why = None
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
-        data = None
-    if not (isinstance(data, dict) and isinstance(data.get("record_type"), str)):
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+    except (ValueError, RecursionError) as exc:
+        why = first_line(exc) if raw else "longer than a record can be"
+    else:
+        if not isinstance(data, dict):
+            why = f"expected a JSON object, got {type(data).__name__}"
+        elif not isinstance(data.get("record_type"), str):
+            why = "a JSON object without a record_type"
+    if why:
         raise CommbenchError(f"results file {str(path)!r} is not a commbench results file (JSONL): its first line "
-                             "is not a commbench record (a header, as `bench`, `sweep` and `import` write)")
+                             f"is not a commbench record ({why}); `bench`, `sweep` and `import` write one")
 
 
 def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None, drop_samples: bool = False) -> list[Record]:
