@@ -71,6 +71,7 @@ ARGUMENTS_PY_FLAGS = {
     "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
     # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
+    "--num-distributed-optimizer-instances",
     # _add_network_size_args (hybrid models, pretrain_mamba.py)
     "--hybrid-override-pattern", "--is-hybrid-model",
 }
@@ -187,7 +188,8 @@ def fake_world():
             pipeline_model_parallel_size=ns["pipeline_model_parallel_size"],
             virtual_pipeline_model_parallel_size=vp, context_parallel_size=ns["context_parallel_size"],
             expert_model_parallel_size=ns.get("expert_model_parallel_size", 1),
-            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False)
+            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False,
+            num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1))
     yield init
     parallel_state.destroy_model_parallel()
     if dist.is_initialized():
@@ -205,6 +207,8 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
                  "fused_sort_chunks_by_index_with_probs", "fused_unpermute"):
         if getattr(moe_utils, name, None) is None:
             monkeypatch.setattr(moe_utils, name, object(), raising=False)
+    if lay.fsdp_replicas > 1:  # megatron-core builds the HSDP (inter-instance) groups with einops
+        pytest.importorskip("einops", reason=f"einops is not installed: {INSTALL_HINT}")
     known = ARGUMENTS_PY_FLAGS | config_flags(MLATransformerConfig)
     assert [a for a in args if a.startswith("--") and a not in known] == []
     ns = tokens(shlex.split(shlex.join(args)))
@@ -216,6 +220,7 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
         DistributedDataParallelConfig(use_distributed_optimizer=bool(ns.get("use_distributed_optimizer")),
                                       use_megatron_fsdp=bool(ns.get("use_megatron_fsdp")),
                                       data_parallel_sharding_strategy=ns.get("data_parallel_sharding_strategy", "no_shard"),
+                                      num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1),
                                       overlap_grad_reduce=bool(ns.get("overlap_grad_reduce")),
                                       overlap_param_gather=bool(ns.get("overlap_param_gather")),
                                       fp8_param_gather=bool(ns.get("fp8_param_gather")),
@@ -231,7 +236,8 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
             tensor_model_parallel_size=lay.tp, pipeline_model_parallel_size=lay.pp,
             virtual_pipeline_model_parallel_size=vp, context_parallel_size=lay.cp,
             expert_model_parallel_size=ns.get("expert_model_parallel_size", 1),
-            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False)
+            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False,
+            num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1))
         built, offsets, mtp = layer_split_built(config, lay.pp, vp)
     finally:
         parallel_state.destroy_model_parallel()
