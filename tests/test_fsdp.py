@@ -215,3 +215,14 @@ def test_published_rows_with_fsdp_over_part_of_dp_are_modelled_as_hsdp():
     runs = published_runs((row, hsdp, odd))
     assert runs[0].layout.fsdp_replicas == 1 and runs[1].layout.fsdp_replicas == 2 and runs[1].layout.fsdp
     assert runs[2].layout is None and "48 of 64" in runs[2].skip_reason
+
+
+def test_pinned_hsdp_on_a_moe_model_is_one_line_naming_the_rule_and_rows_say_hsdp():
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.planner.search.explain import short
+    res = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "64",
+                                   "--gbs", "512", "--layout", "tp=1,pp=1,ep=8,etp=1,mbs=1,fsdp=true,fsdp_replicas=2"])
+    assert res.exit_code == 2 and "hsdp rule" in res.output and "MoE" in res.output and "Traceback" not in res.output
+    lay = Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, fsdp=True, fsdp_replicas=2)
+    assert short(lay).endswith(" hsdp2") and short(dataclasses.replace(lay, fsdp_replicas=1)).endswith(" fsdp")

@@ -216,7 +216,12 @@ def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> d
     shard group of one scale-up domain (fsdp_replicas = dp*tp*cp / GPUs per domain) where that splits
     DP; pinned fsdp=true makes every row FSDP, pinned fsdp_replicas sets the replicas."""
     n = len(cols["tp"])
-    cols["fsdp_replicas"] = np.full(n, int(pins.get("fsdp_replicas", 1)), dtype=np.int64)
+    replicas = int(pins.get("fsdp_replicas", 1))
+    if replicas > 1 and (req.model.is_moe or pins.get("fsdp") is False):
+        detail = f"{req.model.name} is a MoE model" if req.model.is_moe else "fsdp is pinned false"
+        raise CommbenchError(f"layout hsdp rule broken for {req.model.name}: {dict(RULES)['hsdp']} "
+                             f"(fsdp_replicas = {replicas}; {detail})")
+    cols["fsdp_replicas"] = np.full(n, replicas, dtype=np.int64)
     if "fsdp" in pins:
         cols["fsdp"] = np.full(n, bool(pins["fsdp"]))
         return cols
