@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -103,32 +101,20 @@ MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")
 ])
 def test_megatron_lm_parse_and_validate_args_accept_fsdp_plans(name, gpus, kw, monkeypatch):
     pytest.importorskip("megatron.core")
-    import torch
-    monkeypatch.syspath_prepend(MEGATRON_LM_ROOT)
-    stub = types.ModuleType("batch_invariant_kernels")  # Triton-only module megatron/training imports
-    stub.enable_batch_invariant_mode = lambda *a, **k: None
-    stub.is_batch_invariant_mode_enabled = lambda *a, **k: False
-    monkeypatch.setitem(sys.modules, "megatron.core.transformer.custom_layers.batch_invariant_kernels", stub)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a: types.SimpleNamespace(major=10, minor=0))
-    import megatron.core.utils as mcore_utils
-    from packaging.version import Version
-    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))
-    from megatron.training import arguments
-
+    from tests.megatron_lm import arguments_module, megatron_config, target_gpu
+    args_mod = arguments_module()  # arguments.py and what it imports (not the training loop)
+    if args_mod is None:
+        pytest.skip("MEGATRON_LM_ROOT holds no megatron/training/arguments.py")
     m = load_model(name)
     lay = Layout(**kw, fsdp=True)
-    argv = megatron_args(lay, m) + ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(m.vocab)]
-    monkeypatch.setattr(sys, "argv", ["pretrain_gpt.py", *argv])
-    for key, value in dict(WORLD_SIZE=str(gpus), RANK="0", LOCAL_RANK="0", **launch_env(lay, "gb200")).items():
-        monkeypatch.setenv(key, value)
+    argv = megatron_args(lay, m) + ["--vocab-size", str(m.vocab)]
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
-    args = arguments.parse_args()
-    arguments.validate_args(args, {})
+    with target_gpu(monkeypatch, (10, 0)):
+        args, _ = megatron_config(args_mod, argv, gpus, launch_env(lay, "gb200"), monkeypatch)
     assert args.use_megatron_fsdp and args.data_parallel_sharding_strategy == "optim_grads_params"
     assert args.num_distributed_optimizer_instances == lay.fsdp_replicas
     assert args.outer_dp_sharding_strategy == "no_shard"  # replicas hold whole shards, as step/fsdp.py charges
-    assert np.isfinite(args.world_size)
+    assert args.data_parallel_size == gpus // (lay.tp * lay.pp * lay.cp)
 
 
 def test_calibrate_evaluate_reports_the_new_kinds_by_family():
