@@ -103,8 +103,14 @@ def assert_architecture(args, cfg, model) -> None:
     if model.attention == "mla":
         assert (cfg.rope_type, cfg.rotary_base, cfg.rotary_scaling_factor, cfg.mscale, cfg.mscale_all_dim) == (
             "yarn", arch.rotary_base, arch.rope_scaling_factor, arch.yarn_mscale, arch.yarn_mscale_all_dim)
-        assert (cfg.original_max_position_embeddings, cfg.beta_fast, cfg.beta_slow) == (
-            arch.rope_original_max_positions, arch.yarn_beta_fast, arch.yarn_beta_slow)
+        assert cfg.original_max_position_embeddings == arch.rope_original_max_positions
+        # No core_v0.16.1 flag sets the YaRN betas: where the model's differ from megatron-core's (Kimi-K2's
+        # beta_fast 1), Megatron-LM builds its default and the plan's notes must say so (architecture_notes).
+        from commbench.planner.emit.megatron_arch import architecture_notes
+        betas = (arch.yarn_beta_fast, arch.yarn_beta_slow)
+        if (cfg.beta_fast, cfg.beta_slow) != betas:
+            assert any("beta_fast" in n or "beta_slow" in n for n in architecture_notes(model)), betas
+            assert (cfg.beta_fast, cfg.beta_slow) == (32, 1)  # MLATransformerConfig's defaults
     assert args.vocab_size == model.vocab and args.make_vocab_size_divisible_by == arch.vocab_divisible_by
     assert args.untie_embeddings_and_output_weights == (not model.tied_embeddings)
     assert (cfg.num_layers, cfg.hidden_size, cfg.num_attention_heads) == (model.num_layers, model.hidden, model.num_heads)

@@ -69,6 +69,7 @@ ARGUMENTS_PY_FLAGS = {
     "--rotary-percent", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--use-rope-scaling",
     "--rope-scaling-factor", "--window-size", "--window-attn-skip-freq", "--quick-geglu", "--squared-relu",
     "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
+    "--moe-pad-experts-for-cuda-graph-inference",
     # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
     "--num-distributed-optimizer-instances",
@@ -146,6 +147,9 @@ def reproduced_validate_args(ns: dict, world: int, env: dict[str, str], gpu: str
         assert ns.get("bf16")
     if ns.get("cuda_graph_impl") == "local" and "full_iteration" in str(ns.get("cuda_graph_scope")):
         assert ns.get("no_check_for_nan_in_loss_and_grad"), "full_iteration graphs need no NaN check"
+    if ns.get("cuda_graph_impl") == "local" and ns.get("expert_model_parallel_size", 1) > 1:
+        assert ns.get("moe_pad_experts_for_cuda_graph_inference"), \
+            "--moe-pad-experts-for-cuda-graph-inference must be set when using CUDA graphs with expert parallelism"
     if ns.get("use_megatron_fsdp"):
         assert env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1", "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS > 1"
         assert ns.get("ckpt_format") == "fsdp_dtensor", "Megatron FSDP only supports fsdp_dtensor checkpoint format"

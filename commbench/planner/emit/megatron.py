@@ -167,7 +167,9 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
 
 def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     """CUDA graphs (per-layer TE graphs or the full iteration), FP8 attention, fused MoE permutes. The
-    full-iteration graph needs --no-check-for-nan-in-loss-and-grad (validate_args)."""
+    full-iteration graph needs --no-check-for-nan-in-loss-and-grad, and with EP
+    --moe-pad-experts-for-cuda-graph-inference (Megatron-LM core_v0.16.1 validate_args; megatron-core
+    reads the latter only in its inference text-generation controller)."""
     out: list[str] = []
     if a.cuda_graph == "layer":
         out += ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"] + \
@@ -175,6 +177,8 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     elif a.cuda_graph == "full":
         out += ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration",
                 "--no-check-for-nan-in-loss-and-grad"]
+        if model.is_moe and a.ep > 1:  # validate_args demands it with local graphs and EP; only inference reads it
+            out.append("--moe-pad-experts-for-cuda-graph-inference")
     if a.fp8_attention:
         out.append("--fp8-dot-product-attention")
     if a.fused_moe and model.is_moe:
