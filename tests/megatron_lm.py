@@ -133,6 +133,9 @@ def assert_architecture(args, cfg, model) -> None:
     coeff = cfg.moe_aux_loss_coeff
     assert (coeff if isinstance(coeff, float) else coeff[0]) == arch.aux_loss_coeff
     assert (cfg.moe_expert_capacity_factor or 0.0) == arch.capacity_factor
+    if getattr(model, "is_hybrid", False):  # a hybrid model's MoE layers are the pattern's E (not moe_layer_freq)
+        assert args.hybrid_override_pattern.split("/")[0].count("E") == model.num_moe_layers
+        return
     freq = cfg.moe_layer_freq
     layers = [freq] * model.num_layers if isinstance(freq, int) and freq == 1 else freq
     assert sum(1 for x in layers if x) == model.num_moe_layers
