@@ -60,6 +60,9 @@ PINNED = [
     ("qwen3-30b-a3b", "gb200-nvl72", 72, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=576, precision="mxfp8",
                                              fsdp=True)),
     ("llama3-8b", "h100-hgx", 8, dict(tp=2, pp=1, mbs=1, gbs=128, precision="fp8", fsdp=True)),
+    # HSDP: FSDP within each 64-GPU rack, two replicas across racks
+    ("llama3.1-70b", "gb200-nvl72", 128, dict(tp=1, pp=1, mbs=2, gbs=256, precision="fp8", fsdp=True,
+                                             fsdp_replicas=2)),
     # recipe flags: per-layer CUDA graphs + fused permutes with the EP overlap; a full-iteration graph
     ("deepseek-v3", "gb200-nvl72", 256, dict(tp=1, pp=4, vp=4, ep=64, etp=1, mbs=1, gbs=4096, precision="mxfp8",
                                             recompute="mla_up_proj", dispatcher="flex", moe_a2a_overlap=True,
@@ -86,7 +89,8 @@ def plan_cases() -> tuple[PlanCase, ...]:
 
 def _pinned_id(name: str, system: str, fields: dict) -> str:
     return f"{name}-{system}-pinned-" + "".join(f"{k}{fields.get(k, 1)}" for k in ("tp", "pp", "vp", "ep")) + \
-        ("-fsdp" if fields.get("fsdp") else "")
+        ("-fsdp" if fields.get("fsdp") else "") + \
+        (f"-hsdp{fields['fsdp_replicas']}" if fields.get("fsdp_replicas", 1) > 1 else "")
 
 
 def case_ids() -> list[str]:

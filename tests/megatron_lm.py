@@ -103,8 +103,14 @@ def assert_architecture(args, cfg, model) -> None:
     if model.attention == "mla":
         assert (cfg.rope_type, cfg.rotary_base, cfg.rotary_scaling_factor, cfg.mscale, cfg.mscale_all_dim) == (
             "yarn", arch.rotary_base, arch.rope_scaling_factor, arch.yarn_mscale, arch.yarn_mscale_all_dim)
-        assert (cfg.original_max_position_embeddings, cfg.beta_fast, cfg.beta_slow) == (
-            arch.rope_original_max_positions, arch.yarn_beta_fast, arch.yarn_beta_slow)
+        assert cfg.original_max_position_embeddings == arch.rope_original_max_positions
+        # No core_v0.16.1 flag sets the YaRN betas: where the model's differ from megatron-core's (Kimi-K2's
+        # beta_fast 1), Megatron-LM builds its default and the plan's notes must say so (architecture_notes).
+        from commbench.planner.emit.megatron_arch import architecture_notes
+        betas = (arch.yarn_beta_fast, arch.yarn_beta_slow)
+        if (cfg.beta_fast, cfg.beta_slow) != betas:
+            assert any("beta_fast" in n or "beta_slow" in n for n in architecture_notes(model)), betas
+            assert (cfg.beta_fast, cfg.beta_slow) == (32, 1)  # MLATransformerConfig's defaults
     assert args.vocab_size == model.vocab and args.make_vocab_size_divisible_by == arch.vocab_divisible_by
     assert args.untie_embeddings_and_output_weights == (not model.tied_embeddings)
     assert (cfg.num_layers, cfg.hidden_size, cfg.num_attention_heads) == (model.num_layers, model.hidden, model.num_heads)
@@ -127,6 +133,9 @@ def assert_architecture(args, cfg, model) -> None:
     coeff = cfg.moe_aux_loss_coeff
     assert (coeff if isinstance(coeff, float) else coeff[0]) == arch.aux_loss_coeff
     assert (cfg.moe_expert_capacity_factor or 0.0) == arch.capacity_factor
+    if getattr(model, "is_hybrid", False):  # a hybrid model's MoE layers are the pattern's E (not moe_layer_freq)
+        assert args.hybrid_override_pattern.split("/")[0].count("E") == model.num_moe_layers
+        return
     freq = cfg.moe_layer_freq
     layers = [freq] * model.num_layers if isinstance(freq, int) and freq == 1 else freq
     assert sum(1 for x in layers if x) == model.num_moe_layers

@@ -69,8 +69,10 @@ ARGUMENTS_PY_FLAGS = {
     "--rotary-percent", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--use-rope-scaling",
     "--rope-scaling-factor", "--window-size", "--window-attn-skip-freq", "--quick-geglu", "--squared-relu",
     "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
+    "--moe-pad-experts-for-cuda-graph-inference",
     # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
+    "--num-distributed-optimizer-instances",
     # _add_network_size_args (hybrid models, pretrain_mamba.py)
     "--hybrid-override-pattern", "--is-hybrid-model",
 }
@@ -145,6 +147,9 @@ def reproduced_validate_args(ns: dict, world: int, env: dict[str, str], gpu: str
         assert ns.get("bf16")
     if ns.get("cuda_graph_impl") == "local" and "full_iteration" in str(ns.get("cuda_graph_scope")):
         assert ns.get("no_check_for_nan_in_loss_and_grad"), "full_iteration graphs need no NaN check"
+    if ns.get("cuda_graph_impl") == "local" and ns.get("expert_model_parallel_size", 1) > 1:
+        assert ns.get("moe_pad_experts_for_cuda_graph_inference"), \
+            "--moe-pad-experts-for-cuda-graph-inference must be set when using CUDA graphs with expert parallelism"
     if ns.get("use_megatron_fsdp"):
         assert env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1", "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS > 1"
         assert ns.get("ckpt_format") == "fsdp_dtensor", "Megatron FSDP only supports fsdp_dtensor checkpoint format"
@@ -187,7 +192,8 @@ def fake_world():
             pipeline_model_parallel_size=ns["pipeline_model_parallel_size"],
             virtual_pipeline_model_parallel_size=vp, context_parallel_size=ns["context_parallel_size"],
             expert_model_parallel_size=ns.get("expert_model_parallel_size", 1),
-            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False)
+            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False,
+            num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1))
     yield init
     parallel_state.destroy_model_parallel()
     if dist.is_initialized():
@@ -205,6 +211,8 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
                  "fused_sort_chunks_by_index_with_probs", "fused_unpermute"):
         if getattr(moe_utils, name, None) is None:
             monkeypatch.setattr(moe_utils, name, object(), raising=False)
+    if lay.fsdp_replicas > 1:  # megatron-core builds the HSDP (inter-instance) groups with einops
+        pytest.importorskip("einops", reason=f"einops is not installed: {INSTALL_HINT}")
     known = ARGUMENTS_PY_FLAGS | config_flags(MLATransformerConfig)
     assert [a for a in args if a.startswith("--") and a not in known] == []
     ns = tokens(shlex.split(shlex.join(args)))
@@ -216,6 +224,7 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
         DistributedDataParallelConfig(use_distributed_optimizer=bool(ns.get("use_distributed_optimizer")),
                                       use_megatron_fsdp=bool(ns.get("use_megatron_fsdp")),
                                       data_parallel_sharding_strategy=ns.get("data_parallel_sharding_strategy", "no_shard"),
+                                      num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1),
                                       overlap_grad_reduce=bool(ns.get("overlap_grad_reduce")),
                                       overlap_param_gather=bool(ns.get("overlap_param_gather")),
                                       fp8_param_gather=bool(ns.get("fp8_param_gather")),
@@ -231,7 +240,8 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
             tensor_model_parallel_size=lay.tp, pipeline_model_parallel_size=lay.pp,
             virtual_pipeline_model_parallel_size=vp, context_parallel_size=lay.cp,
             expert_model_parallel_size=ns.get("expert_model_parallel_size", 1),
-            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False)
+            expert_tensor_parallel_size=ns.get("expert_tensor_parallel_size"), create_gloo_process_groups=False,
+            num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1))
         built, offsets, mtp = layer_split_built(config, lay.pp, vp)
     finally:
         parallel_state.destroy_model_parallel()

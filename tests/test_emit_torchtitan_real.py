@@ -66,7 +66,9 @@ def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, mo
         assert getattr(par, key) == value, key
     for key, value in doc["sections"]["training"].items():
         assert getattr(training, key) == value, key
-    assert (dims.tp, dims.pp, dims.cp, dims.dp_shard) == (lay.tp, lay.pp, lay.cp, lay.dp)
+    replicas = lay.fsdp_replicas if lay.fsdp else 1  # HSDP: FSDP2 within dp/replicas, replicated across
+    assert (dims.tp, dims.pp, dims.cp, dims.dp_shard, dims.dp_replicate) == \
+        (lay.tp, lay.pp, lay.cp, lay.dp // replicas, replicas)
     assert dims.ep == (lay.ep if model.is_moe else 1)
     assert training.disable_cuda_graphs == (lay.cuda_graph != "full" or lay.pp > 1 or dims.ep > 1)
     from torchtitan.models.common.config_utils import decoder_vocab_size
@@ -74,7 +76,8 @@ def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, mo
     assert quantized_kinds(config.model_spec.model) == QUANTIZED[lay.precision]
     if lay.pp == 1:
         assert training.local_batch_size == lay.mbs
-        assert training.global_batch_size // (training.local_batch_size * dims.dp_shard) == lay.num_microbatches
+        assert training.global_batch_size // (training.local_batch_size * dims.dp_shard * dims.dp_replicate) == \
+            lay.num_microbatches
         return
     _get_pipeline_metadata(dims, par, SimpleNamespace(layers=[None] * model.num_layers))
     stages = par.module_fqns_per_model_part

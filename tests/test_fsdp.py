@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -98,33 +96,25 @@ MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")
                                moe_a2a_overlap=True, fused_moe=True, cuda_graph="layer")),
     ("llama3-8b", 8, dict(tp=2, pp=1, dp=4, mbs=1, gbs=128, precision="fp8")),
     ("qwen3-30b-a3b", 72, dict(tp=1, pp=1, ep=8, etp=1, dp=72, mbs=1, gbs=576, precision="mxfp8")),
+    # HSDP: FSDP within each 64-GPU rack, two replicas (--num-distributed-optimizer-instances 2)
+    ("llama3.1-70b", 128, dict(tp=1, pp=1, dp=128, mbs=2, gbs=256, precision="fp8", fsdp_replicas=2)),
 ])
 def test_megatron_lm_parse_and_validate_args_accept_fsdp_plans(name, gpus, kw, monkeypatch):
     pytest.importorskip("megatron.core")
-    import torch
-    monkeypatch.syspath_prepend(MEGATRON_LM_ROOT)
-    stub = types.ModuleType("batch_invariant_kernels")  # Triton-only module megatron/training imports
-    stub.enable_batch_invariant_mode = lambda *a, **k: None
-    stub.is_batch_invariant_mode_enabled = lambda *a, **k: False
-    monkeypatch.setitem(sys.modules, "megatron.core.transformer.custom_layers.batch_invariant_kernels", stub)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a: types.SimpleNamespace(major=10, minor=0))
-    import megatron.core.utils as mcore_utils
-    from packaging.version import Version
-    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))
-    from megatron.training import arguments
-
+    from tests.megatron_lm import arguments_module, megatron_config, target_gpu
+    args_mod = arguments_module()  # arguments.py and what it imports (not the training loop)
+    if args_mod is None:
+        pytest.skip("MEGATRON_LM_ROOT holds no megatron/training/arguments.py")
     m = load_model(name)
     lay = Layout(**kw, fsdp=True)
-    argv = megatron_args(lay, m) + ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(m.vocab)]
-    monkeypatch.setattr(sys, "argv", ["pretrain_gpt.py", *argv])
-    for key, value in dict(WORLD_SIZE=str(gpus), RANK="0", LOCAL_RANK="0", **launch_env(lay, "gb200")).items():
-        monkeypatch.setenv(key, value)
+    argv = megatron_args(lay, m) + ["--vocab-size", str(m.vocab)]
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
-    args = arguments.parse_args()
-    arguments.validate_args(args, {})
+    with target_gpu(monkeypatch, (10, 0)):
+        args, _ = megatron_config(args_mod, argv, gpus, launch_env(lay, "gb200"), monkeypatch)
     assert args.use_megatron_fsdp and args.data_parallel_sharding_strategy == "optim_grads_params"
-    assert np.isfinite(args.world_size)
+    assert args.num_distributed_optimizer_instances == lay.fsdp_replicas
+    assert args.outer_dp_sharding_strategy == "no_shard"  # replicas hold whole shards, as step/fsdp.py charges
+    assert args.data_parallel_size == gpus // (lay.tp * lay.pp * lay.cp)
 
 
 def test_calibrate_evaluate_reports_the_new_kinds_by_family():
@@ -144,3 +134,81 @@ def test_calibrate_evaluate_reports_the_new_kinds_by_family():
     by = json.loads(res.output)["median_abs_error_pct_by_family"]
     assert by["FSDP"]["runs"] == fsdp_rows and by["hybrid (Mamba)"]["runs"] == nano_rows > 0
     assert all(0 <= v["median"] < 100 for v in by.values())
+
+
+def test_hsdp_shards_within_a_group_and_all_reduces_across_replicas():
+    """FSDP over part of DP: gathers and reduce-scatters within dp/R ranks (one rack here), the gradient
+    shard all-reduced across the R replicas once per step; memory shards by the shard group only."""
+    m = load_model("llama3.1-70b")
+    fabric = load_preset("gb200-nvl72", num_gpus=128)
+    full = Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, precision="fp8", fsdp=True)
+    hsdp = dataclasses.replace(full, fsdp_replicas=2)
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([full, hsdp]), seq_len=8192)
+    assert bd.valid.all()
+    # weight/grad/optimizer shards: 1/64 instead of 1/128 of the parameters (plus the same gathered units)
+    assert bd.mem_optimizer_bytes[1] == pytest.approx(2 * bd.mem_optimizer_bytes[0])
+    assert bd.mem_weights_bytes[1] > bd.mem_weights_bytes[0]
+    # the per-layer gathers stay inside a rack: far cheaper than across both racks
+    assert bd.dp_dense_ag_total_s[1] < 0.5 * bd.dp_dense_ag_total_s[0]
+    # the replica all-reduce is charged once per step with the gradient traffic
+    from commbench.planner.step.fsdp import fsdp_sync_s
+    from commbench.costmodel import collective_time_s
+    from commbench.planner.step.terms import CALIBRATED
+    base = dict(local=np.array([70e9]), group=np.array([128]), n_mb=np.array([4]), units=80,
+                compute_mb=np.array([1.0]), dp_overlap=np.array([False]))
+    one = fsdp_sync_s(fabric, CALIBRATED, collective_time_s, **base, domains=np.array([2.0]), replicas=np.array([1]))
+    two = fsdp_sync_s(fabric, CALIBRATED, collective_time_s, **base, domains=np.array([1.0]), replicas=np.array([2]),
+                      replica_domains=np.array([2.0]))
+    rs_rack = collective_time_s(fabric, "reduce_scatter", 70e9 * 2, np.array([64.0]), np.array([1.0]))[0]
+    rs_both = collective_time_s(fabric, "reduce_scatter", 70e9 * 2, np.array([128.0]), np.array([2.0]))[0]
+    ar = collective_time_s(fabric, "all_reduce", 70e9 / 64 * 2, np.array([2.0]), np.array([2.0]))[0]
+    assert ar > 0 and two[0][0] == pytest.approx(4 * rs_rack + ar) and one[0][0] == pytest.approx(4 * rs_both)
+    assert two[1][0] == pytest.approx(two[0][0])  # without dp_overlap all of it is exposed
+
+
+def test_hsdp_rule_search_and_emitters():
+    dense, moe = load_model("llama3.1-70b"), load_model("qwen3-30b-a3b")
+    arr = LayoutArrays.from_layouts([Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, fsdp_replicas=2),
+                                     Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, fsdp=True, fsdp_replicas=3),
+                                     Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, fsdp=True, fsdp_replicas=2)])
+    bits = layout_violations(dense, arr, 128)
+    assert bits[0] & RULE_BITS["hsdp"] and bits[1] & RULE_BITS["hsdp"] and not bits[2]
+    moe_bits = layout_violations(moe, LayoutArrays.from_layouts(
+        [Layout(tp=1, pp=1, ep=8, dp=16, mbs=1, gbs=64, fsdp=True, fsdp_replicas=2)]), 16)
+    assert moe_bits[0] & RULE_BITS["hsdp"]
+    res = search(SearchRequest(model=dense, fabric=load_preset("gb200-nvl72", num_gpus=128), num_gpus=128,
+                               gbs=512, precision="fp8", keep=2000))
+    lay = res.layouts
+    hs = lay.fsdp_replicas > 1
+    assert hs.any() and lay.fsdp[hs].all() and (lay.fsdp & ~hs).any()
+    # the searched HSDP shard group (tp*cp*dp/replicas ranks) is one 64-GPU rack
+    assert ((lay.tp * lay.cp * lay.dp // lay.fsdp_replicas)[hs] == 64).all()
+    h = Layout(tp=2, pp=1, dp=64, mbs=1, gbs=256, precision="fp8", fsdp=True, fsdp_replicas=2)
+    args = megatron_args(h, dense)
+    assert args[args.index("--num-distributed-optimizer-instances") + 1] == "2"
+    assert parse_megatron_args(args, 128) == h
+    assert "--num-distributed-optimizer-instances" not in megatron_args(dataclasses.replace(h, fsdp_replicas=1), dense)
+    par = torchtitan_plan(dataclasses.replace(h, precision="bf16"), dense)["sections"]["parallelism"]
+    assert (par["data_parallel_replicate_degree"], par["data_parallel_shard_degree"]) == (2, 32)
+
+
+def test_published_rows_with_fsdp_over_part_of_dp_are_modelled_as_hsdp():
+    from commbench.data.reference import calibration_runs
+    from commbench.planner.calibrate.published import published_runs
+    row = next(r for r in calibration_runs() if "FSDP=64" in (r.get("notes") or "") and r["model"] == "Llama3-70B")
+    hsdp = dict(row, notes=row["notes"].replace("FSDP=64", "FSDP=32"))
+    odd = dict(row, notes=row["notes"].replace("FSDP=64", "FSDP=48"))
+    runs = published_runs((row, hsdp, odd))
+    assert runs[0].layout.fsdp_replicas == 1 and runs[1].layout.fsdp_replicas == 2 and runs[1].layout.fsdp
+    assert runs[2].layout is None and "48 of 64" in runs[2].skip_reason
+
+
+def test_pinned_hsdp_on_a_moe_model_is_one_line_naming_the_rule_and_rows_say_hsdp():
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.planner.search.explain import short
+    res = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "64",
+                                   "--gbs", "512", "--layout", "tp=1,pp=1,ep=8,etp=1,mbs=1,fsdp=true,fsdp_replicas=2"])
+    assert res.exit_code == 2 and "hsdp rule" in res.output and "MoE" in res.output and "Traceback" not in res.output
+    lay = Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, fsdp=True, fsdp_replicas=2)
+    assert short(lay).endswith(" hsdp2") and short(dataclasses.replace(lay, fsdp_replicas=1)).endswith(" fsdp")

@@ -210,3 +210,27 @@ def test_emitted_architecture_matches_the_published_recipe(name):
         if got is None or not same(got, value):
             wrong.append(f"{flag}: recipe {value!r}, emitted {got!r}")
     assert wrong == [], f"{name} vs {source}: " + "; ".join(wrong)
+
+
+def test_kimi_k2_yarn_beta_fast_without_a_megatron_flag_is_said_in_the_plan_notes():
+    """Kimi-K2 trains YaRN with beta_fast = 1; megatron-core 0.16.1's MLATransformerConfig keeps 32 and
+    Megatron-LM core_v0.16.1 parses no flag for it: the plan's notes say so instead of a silent other RoPE."""
+    import os
+    from pathlib import Path
+    from commbench.planner.emit.plan import megatron_section
+    from commbench.planner.layout.spec import Layout
+    kimi = load_model("kimi-k2")
+    section = megatron_section(Layout(tp=1, pp=16, ep=64, etp=1, dp=64, mbs=1, gbs=4096), kimi,
+                               gpu_name="h100", fabric_name="h100-hgx")
+    assert any("beta_fast = 1 (megatron-core uses 32)" in n for n in section["notes"])
+    assert not any("beta" in a for a in section.get("args", []))
+    deepseek = load_model("deepseek-v3")  # its betas are megatron-core's own: nothing to say
+    assert not any("beta_fast" in n for n in megatron_section(
+        Layout(tp=1, pp=16, ep=64, etp=1, dp=64, mbs=1, gbs=4096), deepseek, gpu_name="h100",
+        fabric_name="h100-hgx")["notes"])
+    root = os.environ.get("MEGATRON_LM_ROOT")
+    if root:  # the claim itself, on the release's own argument parser
+        text = (Path(root) / "megatron" / "training" / "arguments.py").read_text()
+        assert "--beta-fast" not in text and "--yarn-beta-fast" not in text
+        mcore = pytest.importorskip("megatron.core.transformer.transformer_config")
+        assert mcore.MLATransformerConfig.__dataclass_fields__["beta_fast"].default == 32

@@ -22,8 +22,9 @@ Mapping assumptions, the same for every row (the tables do not state them):
   DeepSeek-V3 and Qwen3-30B-A3B, whose recipes set it on every GPU (FLEX_EVERYWHERE); elsewhere the
   alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
-- rows with Megatron-FSDP over the whole DP group (FSDP = dp) are modelled with fsdp (step/fsdp.py);
-  FSDP over part of it (HSDP) and models outside the zoo are listed but not modelled.
+- rows with Megatron-FSDP (FSDP=N in the notes: N of the DP ranks shard) are modelled with fsdp
+  (step/fsdp.py), as HSDP with dp/N replicas when N < dp; N not dividing dp and models outside the zoo
+  are listed but not modelled.
 """
 
 from __future__ import annotations
@@ -227,8 +228,9 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
             reason = "model not in the zoo (`commbench plan --help` lists the zoo)"
         elif preset is None:
             reason = f"GPU has no preset (known: {', '.join(sorted(PRESETS))})"
-        elif _fsdp(r.get("notes", "")) and _fsdp(r.get("notes", "")) != _dp_of(r):
-            reason = f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (HSDP, not modelled)"
+        elif _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
+            reason = (f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (not a divisor: "
+                      "no whole number of HSDP replicas)")
         elif not r.get("tokens_per_s_per_gpu"):
             reason = "no tokens_per_s_per_gpu to compare with"
         if reason:
@@ -239,8 +241,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
         flags = recipe_flags(r, preset, name)
-        if _fsdp(r.get("notes", "")):  # Megatron-FSDP over the whole DP group (step/fsdp.py)
-            flags.update(fsdp=True, distributed_optimizer=True)
+        if _fsdp(r.get("notes", "")):  # Megatron-FSDP over all of DP, or part of it as HSDP (step/fsdp.py)
+            flags.update(fsdp=True, distributed_optimizer=True, fsdp_replicas=_dp_of(r) // _fsdp(r["notes"]))
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
@@ -334,11 +336,11 @@ def family_of(model_name: str) -> str:
 
 def median_error_by_family(runs: list[PublishedRun], abs_errors_pct) -> dict[str, tuple[float, int]]:
     """Median |error| and run count per model family (family_of), and for the hybrid (Mamba) and
-    FSDP runs as groups of their own; `runs` are the modelled runs in `abs_errors_pct` order."""
+    FSDP runs (and HSDP, FSDP over part of DP) as groups of their own; `runs` are the modelled runs in `abs_errors_pct` order."""
     groups: dict[str, list[float]] = {}
     for r, e in zip(runs, abs_errors_pct):
         labels = [family_of(r.model.name)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
-            (["FSDP"] if r.layout.fsdp else [])
+            (["FSDP"] if r.layout.fsdp else []) + (["HSDP"] if r.layout.fsdp_replicas > 1 else [])
         for label in labels:
             groups.setdefault(label, []).append(float(e))
     return {k: (float(np.median(v)), len(v)) for k, v in sorted(groups.items())}

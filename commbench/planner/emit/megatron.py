@@ -34,7 +34,8 @@ from commbench.planner.layout.split import choose_split, parse_layout_text
 from commbench.planner.emit.hybrid import hybrid_model_args, linear_attention_args
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
-# strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it).
+# strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
+# HSDP adds --num-distributed-optimizer-instances (the outer, replicated DP; outer-dp-sharding no_shard).
 MEGATRON_FSDP_ARGS = ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
                       "--ckpt-format", "fsdp_dtensor"]
 
@@ -136,6 +137,8 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out.append("--use-distributed-optimizer")
     if a.fsdp:
         out += MEGATRON_FSDP_ARGS
+        if a.fsdp_replicas > 1:  # HSDP: megatron-core 0.16.1 mcore_fsdp_adapter enables it for > 1 instance
+            out += ["--num-distributed-optimizer-instances", str(a.fsdp_replicas)]
     if a.dp_overlap:
         out.append("--overlap-grad-reduce")
         if a.distributed_optimizer:
@@ -164,7 +167,9 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
 
 def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     """CUDA graphs (per-layer TE graphs or the full iteration), FP8 attention, fused MoE permutes. The
-    full-iteration graph needs --no-check-for-nan-in-loss-and-grad (validate_args)."""
+    full-iteration graph needs --no-check-for-nan-in-loss-and-grad, and with EP
+    --moe-pad-experts-for-cuda-graph-inference (Megatron-LM core_v0.16.1 validate_args; megatron-core
+    reads the latter only in its inference text-generation controller)."""
     out: list[str] = []
     if a.cuda_graph == "layer":
         out += ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"] + \
@@ -172,6 +177,8 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     elif a.cuda_graph == "full":
         out += ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration",
                 "--no-check-for-nan-in-loss-and-grad"]
+        if model.is_moe and a.ep > 1:  # validate_args demands it with local graphs and EP; only inference reads it
+            out.append("--moe-pad-experts-for-cuda-graph-inference")
     if a.fp8_attention:
         out.append("--fp8-dot-product-attention")
     if a.fused_moe and model.is_moe:
@@ -223,7 +230,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="megatron", add_help=False, exit_on_error=False)
     for name in ("tensor-model-parallel-size", "pipeline-model-parallel-size", "num-virtual-stages-per-pipeline-rank",
                  "expert-model-parallel-size", "expert-tensor-parallel-size", "context-parallel-size",
-                 "micro-batch-size", "global-batch-size", "seq-length", "recompute-num-layers"):
+                 "micro-batch-size", "global-batch-size", "seq-length", "recompute-num-layers",
+                 "num-distributed-optimizer-instances"):
         p.add_argument(f"--{name}", type=int)
     for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
                  "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
@@ -284,4 +292,5 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
                   dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,
                   distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,
                   moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce,
-                  fsdp=ns.use_megatron_fsdp)
+                  fsdp=ns.use_megatron_fsdp,
+                  fsdp_replicas=(ns.num_distributed_optimizer_instances or 1) if ns.use_megatron_fsdp else 1)

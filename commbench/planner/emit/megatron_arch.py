@@ -13,6 +13,8 @@ TransformerConfig flags are generated from megatron-core 0.16's dataclass fields
 What that release cannot express is refused in one line (`unbuildable`): YaRN for non-MLA attention
 (gpt-oss): its --position-embedding-type has no 'yarn' (later Megatron-LM has it), and the ModelOpt
 `--enable-gpt-oss` switch sets a 131072-token original context where gpt-oss has 4096.
+What it builds differently is said in the plan's notes (`architecture_notes`): MLA YaRN betas other
+than megatron-core's (Kimi-K2's beta_fast 1), which no flag of that release sets.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from commbench.planner.models.architecture import Architecture
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.search.frameworks import MEGATRON_LM_RELEASE, megatron_unbuildable as unbuildable
 
-__all__ = ["MEGATRON_LM_RELEASE", "architecture_args", "max_positions", "router_args", "unbuildable"]
+__all__ = ["MEGATRON_LM_RELEASE", "architecture_args", "architecture_notes", "max_positions", "router_args",
+           "unbuildable"]
+
+# megatron-core 0.16.1 MLATransformerConfig's YaRN betas (transformer_config.py: beta_fast = 32,
+# beta_slow = 1). Megatron-LM core_v0.16.1's arguments.py adds no --beta-fast / --beta-slow, and
+# core_transformer_config_from_args copies only the dataclass fields that have a parsed argument,
+# so pretrain_gpt.py always trains MLA YaRN with these.
+MCORE_MLA_YARN_BETA_FAST, MCORE_MLA_YARN_BETA_SLOW = 32.0, 1.0
 
 
 def _num(value: float) -> str:
@@ -88,6 +97,24 @@ def router_args(model: ModelSpec, arch: Architecture) -> list[str]:
     if arch.shared_expert_gate and model.num_shared_experts:
         out.append("--moe-shared-expert-gate")
     return out
+
+
+def architecture_notes(model: ModelSpec) -> list[str]:
+    """What the emitted flags cannot say about the architecture (plan.json megatron.notes): MLA YaRN
+    betas other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1)."""
+    arch = model.architecture
+    if arch is None or model.attention != "mla" or arch.rope_scaling != "yarn":
+        return []
+    off = [f"{name} = {_num(have)} (megatron-core uses {_num(default)})"
+           for name, have, default in (("beta_fast", arch.yarn_beta_fast, MCORE_MLA_YARN_BETA_FAST),
+                                       ("beta_slow", arch.yarn_beta_slow, MCORE_MLA_YARN_BETA_SLOW))
+           if have and have != default]
+    if not off:
+        return []
+    return [f"{model.name}'s YaRN RoPE has {', '.join(off)}: Megatron-LM {MEGATRON_LM_RELEASE} has no flag for it "
+            "(arguments.py defines no --beta-fast/--beta-slow; MLATransformerConfig keeps its default), so "
+            "pretrain_gpt.py with these arguments trains a different RoPE; set MLATransformerConfig.beta_fast/"
+            "beta_slow in the model provider (e.g. Megatron-Bridge) to train this model's"]
 
 
 def architecture_args(model: ModelSpec, seq_len: int) -> list[str]:

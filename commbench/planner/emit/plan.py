@@ -20,6 +20,7 @@ from typing import Any
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (MEGATRON_TARGET, launch_env, launch_env_text, megatron_args,
                                              parse_megatron_args, precision_notes)
+from commbench.planner.emit.megatron_arch import architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
@@ -52,7 +53,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size),
-            "notes": precision_notes(layout) + ([] if model.architecture is not None else [
+            "notes": precision_notes(layout) + architecture_notes(model) + ([] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
 

@@ -141,7 +141,8 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
 
 def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, Any]:
     a = layout
-    out: dict[str, Any] = {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": a.dp,
+    replicas = a.fsdp_replicas if a.fsdp else 1  # HSDP: FSDP2 over dp/replicas, replicated across
+    out: dict[str, Any] = {"data_parallel_replicate_degree": replicas, "data_parallel_shard_degree": a.dp // replicas,
                            "tensor_parallel_degree": a.tp, "pipeline_parallel_degree": a.pp,
                            "context_parallel_degree": a.cp, "expert_parallel_degree": a.ep if model.is_moe else 1}
     if a.fsdp:  # the layout's FSDP gathers parameters again for backward (step/fsdp.py)
@@ -174,7 +175,10 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     titan, refused = _refusal(layout, model, version)
     if refused:
         return doc | {"refused": refused}
-    notes = ["FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)"
+    notes = [("HSDP: FSDP2 over data_parallel_shard_degree, replicated over data_parallel_replicate_degree "
+              f"(fsdp_replicas={layout.fsdp_replicas}), resharding after forward as the prediction charged"
+              if layout.fsdp_replicas > 1 else
+              "FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)")
              if layout.fsdp else "the distributed optimizer maps to FSDP (data_parallel_shard_degree); TorchTitan's "
              "FSDP also shards parameters (ZeRO-3)"]
     if model.num_mtp_layers and not titan.trains_mtp:

@@ -37,7 +37,10 @@ PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
 # iteration captured once (cuda_graph_impl="full_iteration": sync-free dropless MoE).
 CUDA_GRAPHS = ("none", "layer", "full")
 
-INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs")
+# fsdp_replicas: HSDP, FSDP over part of DP: dp/fsdp_replicas ranks (x cp) shard the parameters, and
+# fsdp_replicas such groups hold replicas (Megatron-FSDP --num-distributed-optimizer-instances,
+# TorchTitan data_parallel_replicate_degree); 1 = FSDP over the whole DP group (step/fsdp.py).
+INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs", "fsdp_replicas")
 # fp8_attention: the attention core in fp8 (--fp8-dot-product-attention); fused_moe: fused
 # permute + grouped MLP kernels (Megatron-Bridge cutedsl_fused_grouped_mlp, moe_permute_fusion).
 # fsdp: data parallelism that also shards parameters and gradients (ZeRO-3: Megatron-FSDP
@@ -72,6 +75,7 @@ class Layout:
     fused_moe: bool = False
     cuda_graph: str = "none"
     fsdp: bool = False
+    fsdp_replicas: int = 1
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -160,6 +164,7 @@ class LayoutArrays:
     fp8_attention: np.ndarray
     fused_moe: np.ndarray
     fsdp: np.ndarray
+    fsdp_replicas: np.ndarray
     recompute: np.ndarray
     dispatcher: np.ndarray
     precision: np.ndarray
@@ -230,6 +235,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("batch", "gbs must be a multiple of mbs*dp"),
     ("context", "seq_len must be divisible by 2*cp (load-balanced causal CP)"),
     ("fsdp", "fsdp needs pp=1 and the distributed optimizer (FSDP plans here run without pipeline parallelism)"),
+    ("hsdp", "fsdp_replicas > 1 (HSDP) needs fsdp, dp divisible by fsdp_replicas, and a dense model (Megatron-FSDP "
+             "in megatron-core 0.16.1 builds no expert mesh for HSDP)"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
@@ -253,6 +260,8 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     bits |= np.where(arr.gbs % (arr.mbs * arr.dp) != 0, RULE_BITS["batch"], 0)
     bits |= np.where(s % (2 * arr.cp) != 0, RULE_BITS["context"], 0)
     bits |= np.where(arr.fsdp & ((arr.pp > 1) | ~arr.distributed_optimizer), RULE_BITS["fsdp"], 0)
+    hsdp = arr.fsdp_replicas > 1
+    bits |= np.where(hsdp & (~arr.fsdp | (arr.dp % arr.fsdp_replicas != 0) | bool(model.is_moe)), RULE_BITS["hsdp"], 0)
     return bits
 
 
@@ -273,6 +282,8 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
         "batch": f"gbs = {layout.gbs}, mbs*dp = {layout.mbs * layout.dp}",
         "context": f"cp = {layout.cp}, seq_len = {seq_len or model.seq_len}",
         "fsdp": f"pp = {layout.pp}, distributed_optimizer = {layout.distributed_optimizer}",
+        "hsdp": f"fsdp_replicas = {layout.fsdp_replicas}, fsdp = {layout.fsdp}, dp = {layout.dp}, "
+                f"{'MoE' if model.is_moe else 'dense'} model",
     }[name]
     if name == "expert_fold" and given is not None and "etp" not in given:
         detail += f"; etp was not given and defaulted to tp = {layout.tp} (Megatron-LM's default)"

@@ -34,11 +34,14 @@ def scale_tier_bandwidth(fabric, tier: str, factor: float):
 
 
 def short(layout: Layout) -> str:
-    """'TP1 PP2 VP8 EP32 ETP1 CP1 DP128 mbs1 recompute=selective flex' (the searched dimensions)."""
+    """'TP1 PP2 VP8 EP32 ETP1 CP1 DP128 mbs1 recompute=selective flex' (the searched dimensions; FSDP
+    rows end in 'fsdp', HSDP rows in 'hsdpR' with R replicas)."""
     text = (f"TP{layout.tp} PP{layout.pp} VP{layout.vp} EP{layout.ep} ETP{layout.etp} CP{layout.cp} "
             f"DP{layout.dp} mbs{layout.mbs} recompute={layout.recompute}")
     if layout.ep > 1:
         text += f" {layout.dispatcher}"
+    if layout.fsdp:  # FSDP over all of DP, or HSDP with its replicas (step/fsdp.py)
+        text += f" hsdp{layout.fsdp_replicas}" if layout.fsdp_replicas > 1 else " fsdp"
     return text + ("" if layout.distributed_optimizer else " no-dist-opt")
 
 

@@ -2,7 +2,8 @@
 
 The space (Megatron-Core names): tp, cp, pp, vp, ep, etp, mbs (dp derived from the GPU count), and
 per layout recompute (none|selective|full), dispatcher (alltoall|flex), distributed optimizer,
-FSDP (pp = 1 rows with the distributed optimizer, again with parameters sharded too: step/fsdp.py) and
+FSDP (pp = 1 rows with the distributed optimizer, again with parameters sharded too, and for dense
+models as HSDP sharded within a scale-up domain, replicated across: step/fsdp.py) and
 sequence parallel (when tp > 1). Overlap flags (tp_comm_overlap, moe_a2a_overlap, dp_overlap) are
 set on wherever Megatron allows them: the step model gives them no memory cost and never a longer
 step, so a layout with one off is dominated (same memory, never faster) and is evaluated only
@@ -206,13 +207,21 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     fusable = fusable and True in has["fused_moe"]
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
-    return restrict_columns(req.framework, _with_fsdp(cols, pins), "cuda_graph" in pins)
+    return restrict_columns(req.framework, _with_fsdp(cols, pins, req), "cuda_graph" in pins)
 
 
-def _with_fsdp(cols: dict[str, np.ndarray], pins: dict) -> dict[str, np.ndarray]:
+def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> dict[str, np.ndarray]:
     """FSDP (step/fsdp.py) beside the distributed optimizer: each pp = 1 row with the distributed
-    optimizer again as FSDP (the FSDP rule needs both); pinned fsdp=true makes every row FSDP."""
+    optimizer again as FSDP (the FSDP rule needs both), and for a dense model again as HSDP with the
+    shard group of one scale-up domain (fsdp_replicas = dp*tp*cp / GPUs per domain) where that splits
+    DP; pinned fsdp=true makes every row FSDP, pinned fsdp_replicas sets the replicas."""
     n = len(cols["tp"])
+    replicas = int(pins.get("fsdp_replicas", 1))
+    if replicas > 1 and (req.model.is_moe or pins.get("fsdp") is False):
+        detail = f"{req.model.name} is a MoE model" if req.model.is_moe else "fsdp is pinned false"
+        raise CommbenchError(f"layout hsdp rule broken for {req.model.name}: {dict(RULES)['hsdp']} "
+                             f"(fsdp_replicas = {replicas}; {detail})")
+    cols["fsdp_replicas"] = np.full(n, replicas, dtype=np.int64)
     if "fsdp" in pins:
         cols["fsdp"] = np.full(n, bool(pins["fsdp"]))
         return cols
@@ -220,9 +229,17 @@ def _with_fsdp(cols: dict[str, np.ndarray], pins: dict) -> dict[str, np.ndarray]
     twin = np.flatnonzero((cols["pp"] == 1) & cols["distributed_optimizer"])
     if not twin.size:
         return cols
-    out = {k: np.concatenate([v, v[twin]]) for k, v in cols.items()}
-    out["fsdp"][n:] = True
-    return out
+    parts = [{k: v[twin] for k, v in cols.items()}]
+    parts[0]["fsdp"] = np.ones(twin.size, dtype=bool)
+    if "fsdp_replicas" not in pins and not req.model.is_moe:
+        per_rack = gpus_per_rack(req.num_gpus, int(req.fabric.domain_size))
+        t = cols["tp"][twin] * cols["cp"][twin]
+        replicas = np.maximum(cols["dp"][twin] * t // per_rack, 1)
+        hsdp = np.flatnonzero((replicas > 1) & (per_rack % t == 0) & (cols["dp"][twin] % replicas == 0))
+        if hsdp.size:
+            parts.append({k: v[hsdp] for k, v in parts[0].items()})
+            parts[1]["fsdp_replicas"] = replicas[hsdp]
+    return {k: np.concatenate([v] + [p[k] for p in parts]) for k, v in cols.items()}
 
 
 def candidates(req: SearchRequest) -> tuple[LayoutArrays, np.ndarray, int]:

@@ -15,6 +15,15 @@ Dense parameters over DP x CP, expert parameters over EDP, as the distributed op
 them; the optimizer step updates the shard (as the distributed optimizer).
 Memory per GPU: bf16 weight and gradient shards (1/group) plus the unsharded buffers of two units
 (the running one and the prefetched one) for weights and one unit's gradients.
+
+HSDP (FSDP over part of DP, `replicas` > 1): the group splits into `replicas` shard groups of
+group/replicas consecutive ranks; the per-unit gathers and reduce-scatters run within a shard group
+(on its own racks), and on the last micro-batch each unit's reduce-scattered gradient shard is then
+all-reduced across the replicas (the strided outer group): Megatron-FSDP's outer DP with
+--num-distributed-optimizer-instances and outer_dp_sharding_strategy no_shard, TorchTitan's
+data_parallel_replicate_degree (FSDP2 HSDP: reduce-scatter then all-reduce; Zhao et al. 2023 §3.2).
+That all-reduce shares the last backward's window with that micro-batch's gathers and reduce-scatters.
+Weights, gradients and optimizer state shard by the shard group only.
 """
 
 from __future__ import annotations
@@ -26,23 +35,36 @@ from commbench.planner.step.dp_sync import GRAD_BYTES, PARAM_BYTES, hidden
 GATHERED_UNITS = 2  # the running unit and the prefetched one
 
 
-def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap):
+def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap,
+                replicas=1, replica_domains=1):
     """(RS total, RS exposed, AG total, AG exposed) seconds per step for parameters `local` per GPU
-    (before sharding) over `group` ranks spanning `domains` racks, in `units` FSDP units."""
-    g = np.maximum(group, 1).astype(float)
-    active = group > 1
+    (before sharding) over `group` ranks, in `units` FSDP units: sharded over group/replicas ranks
+    spanning `domains` racks, all-reduced across `replicas` spanning `replica_domains` racks (HSDP;
+    the all-reduce is counted with the reduce-scatters: both are gradient traffic)."""
+    replicas = np.maximum(np.asarray(replicas), 1)
+    g = np.maximum(group // replicas, 1).astype(float)
+    active = g > 1
     ag_once = np.where(active, coll(system, "all_gather", local * PARAM_BYTES, g, domains), 0.0)
     rs_once = np.where(active, coll(system, "reduce_scatter", local * GRAD_BYTES, g, domains), 0.0)
+    ar = np.where(replicas > 1, coll(system, "all_reduce", local / g * GRAD_BYTES, replicas.astype(float),
+                                     replica_domains), 0.0)
     edge = 1.0 / np.maximum(units, 1)
     fwd, bwd = compute_mb / 3.0, compute_mb * 2.0 / 3.0
     eff = cal.overlap_efficiency
+
+    def backward_exposed(comm):
+        return hidden(comm * (1 - edge), bwd, eff) + comm * edge
+
     fwd_x = hidden(ag_once * (1 - edge), fwd, eff) + ag_once * edge
-    bwd_comm = ag_once + rs_once
-    bwd_x = hidden(bwd_comm * (1 - edge), bwd, eff) + bwd_comm * edge
+    bwd_comm, last_comm = ag_once + rs_once, ag_once + rs_once + ar
+    bwd_x, last_x = backward_exposed(bwd_comm), backward_exposed(last_comm)
     share_ag = np.where(bwd_comm > 0, ag_once / np.maximum(bwd_comm, 1e-300), 0.0)
-    ag_x = np.where(dp_overlap, fwd_x + bwd_x * share_ag, 2 * ag_once)
-    rs_x = np.where(dp_overlap, bwd_x * (1 - share_ag), rs_once)
-    return n_mb * rs_once, n_mb * rs_x, n_mb * 2 * ag_once, n_mb * ag_x
+    last_share_ag = np.where(last_comm > 0, ag_once / np.maximum(last_comm, 1e-300), 0.0)
+    ag_x = np.where(dp_overlap, n_mb * fwd_x + (n_mb - 1) * bwd_x * share_ag + last_x * last_share_ag,
+                    n_mb * 2 * ag_once)
+    rs_x = np.where(dp_overlap, (n_mb - 1) * bwd_x * (1 - share_ag) + last_x * (1 - last_share_ag),
+                    n_mb * rs_once + ar)
+    return n_mb * rs_once + ar, rs_x, n_mb * 2 * ag_once, ag_x
 
 
 def unit_params(model, dense_local, expert_local, num_layers: int, moe_layers: int):
