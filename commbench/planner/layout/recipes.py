@@ -83,12 +83,12 @@ def recipe_entry(release: str, model: str, gpu: str, precision: str,
 
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
-    """The recipe flags (RECIPE_KEYS) and their citation ('source'), or None."""
+    """The recipe flags (RECIPE_KEYS, and cpu_offload_layers) and their citation ('source'), or None."""
     entry = recipe_entry(release, model, gpu, precision, sizes)
     if entry is None:
         return None
     exact = all(sizes is not None and sizes.get(k) is not None and entry.get(k) == sizes[k] for k in MATCH_KEYS)
-    return {**{k: entry[k] for k in RECIPE_KEYS},
+    return {**{k: entry[k] for k in RECIPE_KEYS}, "cpu_offload_layers": int(entry.get("cpu_offload_layers", 0)),
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact}
 

@@ -10,7 +10,7 @@ sequence parallel, only the head/FFN-sized ones without) and CP; experts hold to
 per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
 (PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
 keeps only each layer's input; selective drops norm outputs, activation-function outputs and
-MLA's up-projections (they are recomputed). The last stage also holds fp32 logits. Blocks are
+MLA's up-projections (they are recomputed). The last stage also holds the bf16 logits (their gradient, written in place by the fused cross entropy). Blocks are
 counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
 layers each add their own terms (Mamba's in step/mamba.py).
 """
@@ -91,11 +91,18 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     if model.is_hybrid:  # every hybrid block is a layer of its own: full recompute keeps each one's input
         per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, arr.recompute, arr.precision)
         per_token = np.where(arr.recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
-    per_mb_stage = tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
+    # CPU offloading (Transformer Engine get_cpu_offload_context via Megatron-Core cpu_offloading_num_layers):
+    # the activations of that many of a rank's layers move to host memory once the layer's forward ends.
+    layers_local = c.layers / pp
+    kept = 1.0 - np.minimum(arr.cpu_offload_layers, np.maximum(layers_local - 1, 0)) / layers_local
+    per_mb_stage = kept * tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
     chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
     mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
     first_stage = per_mb_stage * mb_equiv
-    logits = tokens_mb / (tp * cp) * model.vocab * 4.0 * (1 + model.num_mtp_layers)
+    # Fused cross entropy (cross_entropy_fusion_impl="te", set by every Megatron-Bridge performance recipe:
+    # scripts/performance/utils/overrides.py at v0.3.0, helpers.py at v0.2.0, the 25.09 YAMLs) writes the
+    # logits' gradient in place into the bf16 logits during forward: 2 B per vocab entry kept, no fp32 copy.
+    logits = tokens_mb / (tp * cp) * model.vocab * 2.0 * (1 + model.num_mtp_layers)
     last_stage = per_mb_stage + logits
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
 
@@ -124,6 +131,7 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
         f_weights, f_grads = fsdp.fsdp_memory_bytes(
             dense_local / dense_group + expert_local / expert_group,
             fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe))
+        f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
         weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
     return MemoryBytes(
         weights=weights,
