@@ -145,6 +145,7 @@ class PublishedRun:
     preset: str | None
     layout: Layout | None
     skip_reason: str = ""
+    layout_note: str = ""     # where the modelled layout departs from the row as published, and why
 
     @property
     def label(self) -> str:
@@ -212,6 +213,29 @@ def _fsdp(notes: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: str) -> tuple[int, str] | None:
+    """(mbs, note) when a row contradicts itself: its published gradient-accumulation count (notes 'GA=N')
+    differs from gbs / (mbs x dp), so one of its columns is wrong. Its release's recipe (the run's own
+    configuration at the release commit) gives the mbs when that recipe's other sizes (num_gpus, tp, pp, vp,
+    ep, gbs) are the row's. None otherwise (the row is taken as published)."""
+    from commbench.planner.layout.recipes import recipe_entry
+    ga = re.search(r"GA=(\d+)", row.get("notes") or "")
+    mbs, gbs, dp = int(row["mbs"]), int(row["gbs"]), _dp_of(row)
+    if not ga or gbs == int(ga.group(1)) * mbs * dp or not model_name:
+        return None
+    try:
+        precision = precision_of(row.get("precision"))
+    except ValueError:
+        return None
+    sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "gbs")}
+    sizes.update(vp=row.get("vp") or 1, ep=row.get("ep") or 1)
+    entry = recipe_entry(str(row.get("release") or ""), model_name, preset, precision, sizes)
+    if entry is None or any(entry.get(k) != v for k, v in sizes.items()) or entry["mbs"] == mbs:
+        return None
+    return int(entry["mbs"]), (f"mbs {mbs} as published contradicts the row's GA={ga.group(1)}; mbs {entry['mbs']} "
+                               f"from its release recipe ({entry['config']}, {entry['file']}@{entry['commit'][:7]})")
+
+
 def _dp_of(row: dict[str, Any]) -> int:
     return int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row.get("cp") or 1))
 
@@ -241,16 +265,19 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         flags = recipe_flags(r, preset, name)
         if _fsdp(r.get("notes", "")):  # Megatron-FSDP over the whole DP group (step/fsdp.py)
             flags.update(fsdp=True, distributed_optimizer=True)
+        fixed = recipe_mbs_if_row_contradicts(r, preset, name)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
-                        dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
+                        dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=fixed[0] if fixed else int(r["mbs"]),
+                        gbs=int(r["gbs"]),
                         precision=precision_of(r.get("precision")), **flags)
         broken = _broken_rule(model, layout, int(r["num_gpus"]), int(r["seq_len"]))
         if broken:
             out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None,
                                     skip_reason=f"published layout breaks rule {broken}"))
             continue
-        out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout))
+        out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
+                                layout_note=fixed[1] if fixed else ""))
     return out
 
 

@@ -44,6 +44,17 @@ class MemoryBytes:
         return self.weights + self.grads + self.optimizer + self.activations + self.reserve
 
 
+NVFP4 = PRECISIONS.index("nvfp4")
+
+
+def saved_gemm_input(precision):
+    """A GEMM input kept for backward, in bf16 elements: bf16 keeps it (1); fp8 / mxfp8 keep the
+    quantized copy (1 B: 0.5); nvfp4 keeps the columnwise NVFP4 copy the wgrad GEMM reads, 4-bit values
+    plus one e4m3 scale per 16 (0.5625 B: 0.28125) (NVFP4 format: arXiv 2509.25149, Transformer Engine
+    NVFP4BlockScaling)."""
+    return np.select([precision == NVFP4, precision > 0], [0.5625 / BF16, 0.5], 1.0)
+
+
 def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision):
     """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
 
@@ -57,7 +68,7 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     keep = np.where(recompute == 1, 0.0, 1.0)                     # norm / activation outputs
     keep_up = np.where((recompute == 1) | (recompute == 3), 0.0, 1.0)  # MLA up-projections
     keep_act = np.where((recompute == 1) | (recompute == 4), 0.0, 1.0)  # expert activation outputs
-    gemm_in = np.where(precision > 0, 0.5, 1.0)
+    gemm_in = saved_gemm_input(precision)
     if model.attention == "mla":
         qkv = keep_up * (model.q_dim + model.kv_dim) + model.q_lora_rank + model.kv_lora_rank
     else:
