@@ -88,7 +88,10 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
     if entry is None:
         return None
     exact = all(sizes is not None and sizes.get(k) is not None and entry.get(k) == sizes[k] for k in MATCH_KEYS)
-    return {**{k: entry[k] for k in RECIPE_KEYS}, "cpu_offload_layers": int(entry.get("cpu_offload_layers", 0)),
+    # the offload count is tuned to the recipe's model split: a run split otherwise does not inherit it
+    same_split = all(sizes is not None and sizes.get(k) == entry.get(k) for k in ("tp", "pp", "vp"))
+    offload = int(entry.get("cpu_offload_layers", 0)) if same_split else 0
+    return {**{k: entry[k] for k in RECIPE_KEYS}, "cpu_offload_layers": offload,
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact}
 

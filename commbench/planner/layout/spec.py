@@ -139,6 +139,10 @@ def parse_layout(text: str, num_gpus: int, **defaults) -> Layout:
             if raw.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
                 raise invalid(key, raw, "true/false (or on/off, 1/0)")
             values[key] = raw.lower() in ("1", "true", "on", "yes")
+        elif key in COUNT_FIELDS:
+            if not raw.isdigit():
+                raise invalid(key, raw, "a non-negative integer")
+            values[key] = int(raw)
         else:
             values[key] = raw.lower()
     if "dp" in values:
@@ -240,6 +244,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("batch", "gbs must be a multiple of mbs*dp"),
     ("context", "seq_len must be divisible by 2*cp (load-balanced causal CP)"),
     ("fsdp", "fsdp needs pp=1 and the distributed optimizer (FSDP plans here run without pipeline parallelism)"),
+    ("offload", "cpu_offload_layers needs pp=1, recompute=none and fewer offloaded layers than the model has "
+                "(megatron-core TransformerConfig.__post_init__)"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
@@ -263,6 +269,9 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     bits |= np.where(arr.gbs % (arr.mbs * arr.dp) != 0, RULE_BITS["batch"], 0)
     bits |= np.where(s % (2 * arr.cp) != 0, RULE_BITS["context"], 0)
     bits |= np.where(arr.fsdp & ((arr.pp > 1) | ~arr.distributed_optimizer), RULE_BITS["fsdp"], 0)
+    offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0)
+                                                  | (arr.cpu_offload_layers >= model.num_layers))
+    bits |= np.where(offload_bad, RULE_BITS["offload"], 0)
     return bits
 
 

@@ -135,7 +135,8 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy: Megatron-Bridge's
     # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather=True, nvfp4 does
     # not (src/megatron/bridge/training/mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0).
-    weight_bytes = np.where((arr.precision == FP8) | (arr.precision == MXFP8), 1.0, 2.0)
+    # (Megatron-LM allows fp8_param_gather only with the distributed optimizer or FSDP: arguments.py)
+    weight_bytes = np.where(((arr.precision == FP8) | (arr.precision == MXFP8)) & arr.distributed_optimizer, 1.0, 2.0)
     weights, grads = local * weight_bytes, local * 2.0
     if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
         c = block_counts(model)
