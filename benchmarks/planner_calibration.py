@@ -102,6 +102,9 @@ def main(argv: list[str]) -> int:
         print(f"{r.index:>3} {r.label:46} {desc:34} {p.predicted_tokens[j]:10.0f} {p.published_tokens[j]:10.0f} "
               f"{err:+7.1f} {p.mem_total_bytes[j] / 1e9:7.1f} {p.mem_capacity_bytes[j] / 1e9:5.0f} "
               f"{'yes' if p.fits[j] else 'NO'}")
+    for r in p.runs:
+        if r.layout_note:
+            print(f"  note: row {r.index} ({r.label}): {r.layout_note}")
     skipped = [r for r in runs if r.layout is None]
     print(f"\nnot modelled: {len(skipped)} rows ({', '.join(sorted({r.skip_reason for r in skipped}))})")
     moe_med, dense_med, n_moe, n_dense = _medians(p)

@@ -46,10 +46,10 @@ def rank_rows(runs, cal=CALIBRATED) -> list[dict]:
         key = (r.model.name, r.preset, int(r.row["num_gpus"]), r.layout.gbs, r.layout.precision,
                int(r.row["seq_len"]), software)
         if key not in cache:
-            req = SearchRequest(model=r.model, fabric=_preset(r.preset, int(r.row["num_gpus"])),
-                                num_gpus=int(r.row["num_gpus"]), gbs=r.layout.gbs, precision=r.layout.precision,
-                                seq_len=int(r.row["seq_len"]), calibration=cal, software=software)
-            try:
+            try:  # the request itself may refuse the row (a model the default framework cannot build)
+                req = SearchRequest(model=r.model, fabric=_preset(r.preset, int(r.row["num_gpus"])),
+                                    num_gpus=int(r.row["num_gpus"]), gbs=r.layout.gbs, precision=r.layout.precision,
+                                    seq_len=int(r.row["seq_len"]), calibration=cal, software=software)
                 cache[key] = search(req)
             except Exception as exc:  # noqa: BLE001 - a row the search cannot cover is reported, not fatal
                 cache[key] = str(exc)

@@ -65,6 +65,7 @@ ARGUMENTS_PY_FLAGS = {
     "--moe-token-dispatcher-type", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
     "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim",
     "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format", "--fp4-recipe",
+    "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "--cpu-offloading-num-layers",
     "--attention-dropout", "--hidden-dropout", "--vocab-size", "--make-vocab-size-divisible-by", "--rotary-base",
     "--rotary-percent", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--use-rope-scaling",
     "--rope-scaling-factor", "--window-size", "--window-attn-skip-freq", "--quick-geglu", "--squared-relu",

@@ -179,12 +179,30 @@ def test_memory_terms_hand_computed(monkeypatch):
     assert bd.mem_grads_bytes[0] == pytest.approx(2 * p)
     assert bd.mem_optimizer_bytes[0] == pytest.approx(12 * p / 8)
     assert bd.mem_optimizer_bytes[1] == pytest.approx(12 * p)
-    # full recompute keeps each layer's input (h bf16 per token) plus the fp32 logits
-    assert bd.mem_activations_bytes[2] == pytest.approx(8192 * 4096 * 2 * 32 + 8192 * 128256 * 4)
+    # full recompute keeps each layer's input (h bf16 per token) plus the bf16 logits (the fused cross
+    # entropy writes their gradient in place)
+    assert bd.mem_activations_bytes[2] == pytest.approx(8192 * 4096 * 2 * 32 + 8192 * 128256 * 2)
     assert bd.mem_reserve_bytes[0] == pytest.approx(BARE.reserve_fixed_bytes + BARE.reserve_fraction * 180e9)
     assert bd.mem_total_bytes[0] == pytest.approx(
         bd.mem_weights_bytes[0] + bd.mem_grads_bytes[0] + bd.mem_optimizer_bytes[0]
         + bd.mem_activations_bytes[0] + bd.mem_reserve_bytes[0])
+
+
+def test_fp8_weights_and_cpu_offload_memory(monkeypatch):
+    """fp8 / mxfp8 hold the weights in fp8 (fp8_param_gather), nvfp4 and bf16 in bf16; offloading N of a
+    rank's layers to host keeps (L - N) / L of the per-layer activations, the logits stay."""
+    _stand_in(monkeypatch)
+    m = load_model("llama3-8b")
+    base = dict(tp=1, pp=1, dp=8, mbs=1, gbs=8, recompute="full")
+    lays = [Layout(**base, precision=p) for p in ("bf16", "fp8", "mxfp8", "nvfp4")]
+    lays += [Layout(**base, cpu_offload_layers=8), Layout(**base, cpu_offload_layers=40)]
+    bd = evaluate_layouts(m, _fabric(), LayoutArrays.from_layouts(lays), calibration=BARE)
+    p = param_counts(m).total
+    assert list(bd.mem_weights_bytes[:4]) == pytest.approx([2 * p, p, p, 2 * p])
+    assert list(bd.mem_grads_bytes[:4]) == pytest.approx([2 * p] * 4)
+    layers, logits = 8192 * 4096 * 2 * 32, 8192 * 128256 * 2
+    assert bd.mem_activations_bytes[4] == pytest.approx(layers * 24 / 32 + logits)
+    assert bd.mem_activations_bytes[5] == pytest.approx(layers * 1 / 32 + logits)  # at least one layer stays
 
 
 def test_step_time_falls_with_bandwidth_and_never_below_compute(monkeypatch):

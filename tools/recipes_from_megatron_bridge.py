@@ -22,10 +22,13 @@ Mapping onto the planner's recipe fields:
   first of mla_up_proj / moe_act (mlp or others -> selective); no modules -> the model's performance
   script: DeepSeek-V3 selective (its script sets recompute_granularity="selective" with Megatron's default
   module core_attn), every other family none (Qwen3 sets None; Llama and GPT-OSS leave Megatron's None);
-- cuda_graph: cuda_graph_scope naming full_iteration (or cuda_graph_impl "full_iteration") -> full;
+- cuda_graph: cuda_graph_impl "none" -> none (the 26.02 NVFP4 Llama recipes pair it with a
+  full_iteration scope: graphs are off); cuda_graph_scope naming full_iteration (or cuda_graph_impl "full_iteration") -> full;
   an impl of transformer_engine / local -> layer; else none;
 - dispatcher: moe_flex_dispatcher_backend set (hybridep, deepep) -> flex; else alltoall;
-- moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention).
+- moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
+- cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
+  scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ NAME = re.compile(r"^(?P<model>[A-Z0-9_]+?)_(?:PRETRAIN_CONFIG_)?(?P<gpu>GB300|G
 DEFAULTS = dict(num_gpus=1, tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
                 virtual_pipeline_model_parallel_size=None, expert_model_parallel_size=1,
                 expert_tensor_parallel_size=None, global_batch_size=1, micro_batch_size=1, use_megatron_fsdp=None,
-                cuda_graph_impl=None, cuda_graph_scope=None, recompute_num_layers=None, recompute_modules=None,
+                cuda_graph_impl=None, cuda_graph_scope=None, recompute_num_layers=None, recompute_modules=None, cpu_offloading_num_layers=None,
                 moe_flex_dispatcher_backend=None, moe_a2a_overlap=False, cutedsl_fused_grouped_mlp=False,
                 fp8_dot_product_attention=None)
 SELECTIVE_BY_DEFAULT = {"deepseek-v3"}
@@ -96,6 +99,8 @@ def graph_of(fields: dict) -> str:
     scope = fields.get("cuda_graph_scope") or []
     scope = [scope] if isinstance(scope, str) else list(scope)
     impl = fields.get("cuda_graph_impl")
+    if impl == "none":   # Megatron-Core: cuda_graph_impl "none" captures nothing, whatever the scope
+        return "none"
     if "full_iteration" in scope or impl == "full_iteration":
         return "full"
     return "layer" if impl in ("transformer_engine", "local") else "none"
@@ -112,7 +117,8 @@ def entry(fields: dict, model: str) -> dict:
             "moe_a2a_overlap": bool(fields.get("moe_a2a_overlap")),
             "fused_moe": bool(fields.get("cutedsl_fused_grouped_mlp")),
             "fp8_attention": bool(fields.get("fp8_dot_product_attention")),
-            "fsdp": bool(fields.get("use_megatron_fsdp"))}
+            "fsdp": bool(fields.get("use_megatron_fsdp")),
+            "cpu_offload_layers": int(fields.get("cpu_offloading_num_layers") or 0)}
 
 
 def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
@@ -164,7 +170,8 @@ def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
                                 "cuda_graph": "layer" if f.get("cuda_graphs") else "none",
                                 "dispatcher": "flex" if h100_deepseek else "alltoall",
                                 "moe_a2a_overlap": h100_deepseek, "fused_moe": False, "fp8_attention": False,
-                                "fsdp": bool(f.get("use_megatron_fsdp"))})
+                                "fsdp": bool(f.get("use_megatron_fsdp")),
+                                "cpu_offload_layers": int(f.get("cpu_offloading_num_layers") or 0)})
     return out
 
 

@@ -26,9 +26,10 @@ def _zoo() -> str:
 
 def _layout_keys() -> str:
     """Every --layout key with its values, spaced so help wraps it instead of cutting it."""
-    from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
+    from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS
     codes = "; ".join(f"{k} ({' | '.join(v)})" for k, v in CODE_FIELDS.items() if k != "precision")
-    return (f"integers {', '.join(INT_FIELDS)}; {codes}; true/false {', '.join(BOOL_FIELDS)}")
+    return (f"integers {', '.join(INT_FIELDS)}; {codes}; true/false {', '.join(BOOL_FIELDS)}; "
+            f"0 or more {', '.join(COUNT_FIELDS)} (layers whose activations go to host memory; needs pp=1)")
 
 
 LAYOUT_KEYS = _layout_keys()

@@ -60,7 +60,7 @@ DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="
                      distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True)
 
 
-RECIPE_FIELDS = ("recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp8_attention", "fused_moe",
+RECIPE_FIELDS = ("cpu_offload_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp8_attention", "fused_moe",
                  "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
 
 
@@ -86,7 +86,7 @@ def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict
     flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
     from commbench.planner.layout.recipes import RECIPE_KEYS
     released = release_recipe(row, preset, model_name) or {}
-    flags.update({k: released[k] for k in RECIPE_KEYS if k in released})
+    flags.update({k: released[k] for k in (*RECIPE_KEYS, "cpu_offload_layers") if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
         if name in recipe:
@@ -146,6 +146,7 @@ class PublishedRun:
     preset: str | None
     layout: Layout | None
     skip_reason: str = ""
+    layout_note: str = ""     # where the modelled layout departs from the row as published, and why
 
     @property
     def label(self) -> str:
@@ -213,6 +214,29 @@ def _fsdp(notes: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: str) -> tuple[int, str] | None:
+    """(mbs, note) when a row contradicts itself: its published gradient-accumulation count (notes 'GA=N')
+    differs from gbs / (mbs x dp), so one of its columns is wrong. Its release's recipe (the run's own
+    configuration at the release commit) gives the mbs when that recipe's other sizes (num_gpus, tp, pp, vp,
+    ep, gbs) are the row's. None otherwise (the row is taken as published)."""
+    from commbench.planner.layout.recipes import recipe_entry
+    ga = re.search(r"GA=(\d+)", row.get("notes") or "")
+    mbs, gbs, dp = int(row["mbs"]), int(row["gbs"]), _dp_of(row)
+    if not ga or gbs == int(ga.group(1)) * mbs * dp or not model_name:
+        return None
+    try:
+        precision = precision_of(row.get("precision"))
+    except ValueError:
+        return None
+    sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "gbs")}
+    sizes.update(vp=row.get("vp") or 1, ep=row.get("ep") or 1)
+    entry = recipe_entry(str(row.get("release") or ""), model_name, preset, precision, sizes)
+    if entry is None or any(entry.get(k) != v for k, v in sizes.items()) or entry["mbs"] == mbs:
+        return None
+    return int(entry["mbs"]), (f"mbs {mbs} as published contradicts the row's GA={ga.group(1)}; mbs {entry['mbs']} "
+                               f"from its release recipe ({entry['config']}, {entry['file']}@{entry['commit'][:7]})")
+
+
 def _dp_of(row: dict[str, Any]) -> int:
     return int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row.get("cp") or 1))
 
@@ -243,16 +267,19 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         flags = recipe_flags(r, preset, name)
         if _fsdp(r.get("notes", "")):  # Megatron-FSDP over all of DP, or part of it as HSDP (step/fsdp.py)
             flags.update(fsdp=True, distributed_optimizer=True, fsdp_replicas=_dp_of(r) // _fsdp(r["notes"]))
+        fixed = recipe_mbs_if_row_contradicts(r, preset, name)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
-                        dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=int(r["mbs"]), gbs=int(r["gbs"]),
+                        dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=fixed[0] if fixed else int(r["mbs"]),
+                        gbs=int(r["gbs"]),
                         precision=precision_of(r.get("precision")), **flags)
         broken = _broken_rule(model, layout, int(r["num_gpus"]), int(r["seq_len"]))
         if broken:
             out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None,
                                     skip_reason=f"published layout breaks rule {broken}"))
             continue
-        out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout))
+        out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
+                                layout_note=fixed[1] if fixed else ""))
     return out
 
 

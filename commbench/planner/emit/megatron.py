@@ -15,7 +15,11 @@ megatron-core 0.16):
   (current scaling); mxfp8 = `--fp8-format e4m3 --fp8-recipe mxfp8` plus `--fp8-param-gather
   --reuse-grad-buf-for-mxfp8-param-ag` with the distributed optimizer (without them megatron-core's
   OptimizerConfig warns that mxfp8 "will use significant amount additional GPU memory");
-  nvfp4 = `--fp4-format e2m1 --fp4-recipe nvfp4`; always `--bf16` params.
+  nvfp4 = `--fp4-format e2m1 --fp4-recipe nvfp4`; always `--bf16` params; fp8 also gathers its
+  params in fp8 (`--fp8-param-gather` with the distributed optimizer, as bf16_with_fp8_current_scaling_mixed);
+  the step model's memory counts fp8 weights for both (step/memory.py);
+- the fused Transformer Engine cross entropy (`--cross-entropy-loss-fusion --cross-entropy-fusion-impl te`,
+  every Megatron-Bridge performance recipe): the memory model keeps bf16 logits, no fp32 copy.
 Launch environment: on Hopper and earlier (compute capability < 10) with TP > 1 or CP > 1,
 validate_args requires CUDA_DEVICE_MAX_CONNECTIONS=1 (with `--overlap-moe-expert-parallel-comm`
 it only warns; 1 keeps TP/CP communication ordered, the layout's choice).
@@ -162,6 +166,11 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     out += PRECISION_ARGS[a.precision]
     if a.precision == "mxfp8" and a.distributed_optimizer:
         out += ["--fp8-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag"]
+    elif a.precision == "fp8" and a.distributed_optimizer:
+        out.append("--fp8-param-gather")
+    out += ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"]
+    if a.cpu_offload_layers:   # validate_args turns cpu_offloading on when the count is > 0
+        out += ["--cpu-offloading-num-layers", str(a.cpu_offload_layers)]
     return out
 
 

@@ -83,12 +83,15 @@ def recipe_entry(release: str, model: str, gpu: str, precision: str,
 
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
-    """The recipe flags (RECIPE_KEYS) and their citation ('source'), or None."""
+    """The recipe flags (RECIPE_KEYS, and cpu_offload_layers) and their citation ('source'), or None."""
     entry = recipe_entry(release, model, gpu, precision, sizes)
     if entry is None:
         return None
     exact = all(sizes is not None and sizes.get(k) is not None and entry.get(k) == sizes[k] for k in MATCH_KEYS)
-    return {**{k: entry[k] for k in RECIPE_KEYS},
+    # the offload count is tuned to the recipe's model split: a run split otherwise does not inherit it
+    same_split = all(sizes is not None and sizes.get(k) == entry.get(k) for k in ("tp", "pp", "vp"))
+    offload = int(entry.get("cpu_offload_layers", 0)) if same_split else 0
+    return {**{k: entry[k] for k in RECIPE_KEYS}, "cpu_offload_layers": offload,
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact}
 

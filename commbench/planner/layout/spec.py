@@ -47,6 +47,10 @@ INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs", "fsdp_rep
 # optim_grads_params, TorchTitan FSDP2), gathered per layer (step/fsdp.py).
 BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap",
                "fp8_attention", "fused_moe", "fsdp")
+# cpu_offload_layers: transformer layers per rank whose activations Transformer Engine keeps in host
+# memory (Megatron-Core --cpu-offloading-num-layers; Megatron-Bridge recipes' cpu_offloading_num_layers).
+# Taken from a release's recipe for its published runs; the search leaves it at 0.
+COUNT_FIELDS = ("cpu_offload_layers",)
 CODE_FIELDS = {"recompute": RECOMPUTE, "dispatcher": DISPATCHERS, "precision": PRECISIONS, "cuda_graph": CUDA_GRAPHS}
 
 
@@ -76,6 +80,7 @@ class Layout:
     cuda_graph: str = "none"
     fsdp: bool = False
     fsdp_replicas: int = 1
+    cpu_offload_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -84,6 +89,10 @@ class Layout:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise invalid(name, value, "a positive integer")
+        for name in COUNT_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+                raise invalid(name, value, "a non-negative integer")
         for name, allowed in CODE_FIELDS.items():
             if getattr(self, name) not in allowed:
                 raise invalid(name, getattr(self, name), f"one of {', '.join(allowed)}")
@@ -134,6 +143,10 @@ def parse_layout(text: str, num_gpus: int, **defaults) -> Layout:
             if raw.lower() not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
                 raise invalid(key, raw, "true/false (or on/off, 1/0)")
             values[key] = raw.lower() in ("1", "true", "on", "yes")
+        elif key in COUNT_FIELDS:
+            if not raw.isdigit():
+                raise invalid(key, raw, "a non-negative integer")
+            values[key] = int(raw)
         else:
             values[key] = raw.lower()
     if "dp" in values:
@@ -169,6 +182,7 @@ class LayoutArrays:
     dispatcher: np.ndarray
     precision: np.ndarray
     cuda_graph: np.ndarray
+    cpu_offload_layers: np.ndarray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -190,14 +204,14 @@ class LayoutArrays:
         if columns.get("etp") is None:
             columns["etp"] = columns.get("tp", 1)
         defaults = {f.name: f.default for f in fields(Layout)}
-        names = INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS)
+        names = INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS) + COUNT_FIELDS
         unknown = set(columns) - set(names)
         if unknown:
             raise invalid("layout column", sorted(unknown)[0], f"one of {', '.join(names)}")
         arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(columns.get(n, defaults[n]))) for n in names))
         out = {}
         for name, arr in zip(names, arrays):
-            dtype = np.int64 if name in INT_FIELDS else (bool if name in BOOL_FIELDS else np.int8)
+            dtype = np.int64 if name in INT_FIELDS + COUNT_FIELDS else (bool if name in BOOL_FIELDS else np.int8)
             out[name] = np.ascontiguousarray(arr, dtype=dtype)
         return cls(**out)
 
@@ -205,14 +219,14 @@ class LayoutArrays:
     def from_layouts(cls, layouts: Iterable[Layout]) -> "LayoutArrays":
         rows = list(layouts)
         cols: dict[str, object] = {}
-        for name in INT_FIELDS + BOOL_FIELDS:
+        for name in INT_FIELDS + BOOL_FIELDS + COUNT_FIELDS:
             cols[name] = np.array([getattr(r, name) for r in rows])
         for name in CODE_FIELDS:
             cols[name] = np.array([getattr(r, name) for r in rows])
         return cls.from_columns(**cols)
 
     def layout(self, index: int) -> Layout:
-        kw: dict[str, object] = {n: int(getattr(self, n)[index]) for n in INT_FIELDS}
+        kw: dict[str, object] = {n: int(getattr(self, n)[index]) for n in INT_FIELDS + COUNT_FIELDS}
         kw.update({n: bool(getattr(self, n)[index]) for n in BOOL_FIELDS})
         kw.update({n: allowed[int(getattr(self, n)[index])] for n, allowed in CODE_FIELDS.items()})
         return Layout(**kw)  # type: ignore[arg-type]
@@ -237,6 +251,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("fsdp", "fsdp needs pp=1 and the distributed optimizer (FSDP plans here run without pipeline parallelism)"),
     ("hsdp", "fsdp_replicas > 1 (HSDP) needs fsdp, dp divisible by fsdp_replicas, and a dense model (Megatron-FSDP "
              "in megatron-core 0.16.1 builds no expert mesh for HSDP)"),
+    ("offload", "cpu_offload_layers needs pp=1, recompute=none and fewer offloaded layers than the model has "
+                "(megatron-core TransformerConfig.__post_init__)"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
@@ -262,6 +278,9 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     bits |= np.where(arr.fsdp & ((arr.pp > 1) | ~arr.distributed_optimizer), RULE_BITS["fsdp"], 0)
     hsdp = arr.fsdp_replicas > 1
     bits |= np.where(hsdp & (~arr.fsdp | (arr.dp % arr.fsdp_replicas != 0) | bool(model.is_moe)), RULE_BITS["hsdp"], 0)
+    offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0)
+                                                  | (arr.cpu_offload_layers >= model.num_layers))
+    bits |= np.where(offload_bad, RULE_BITS["offload"], 0)
     return bits
 
 

@@ -29,8 +29,8 @@ from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framew
                                                   framework_pins, graphs_allowed, restrict_columns)
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.step.terms import CALIBRATED, Calibration
-from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, INT_FIELDS, RULE_BITS, RULES, LayoutArrays,
-                                      layout_violations)
+from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS, RULE_BITS, RULES,
+                                      LayoutArrays, layout_violations)
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES, gpus_per_rack, placement_violations
@@ -207,6 +207,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     fusable = fusable and True in has["fused_moe"]
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
+    cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned
     return restrict_columns(req.framework, _with_fsdp(cols, pins, req), "cuda_graph" in pins)
 
 
@@ -366,14 +367,18 @@ MAX_LAYOUT_INT = 1 << 24  # larger tp/ep/gbs/... overflow the planner's int64 ar
 
 def parse_pins(text: str | None) -> dict[str, object]:
     """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them."""
-    names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS)
+    names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS) | set(COUNT_FIELDS)
     out: dict[str, object] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         key, sep, raw = part.partition("=")
         key, raw = key.strip().replace("-", "_"), raw.strip().lower()
         if not sep or key not in names:
             raise invalid("--layout", part, f"key=value pairs with keys {', '.join(sorted(names))}")
-        if key in INT_FIELDS:
+        if key in COUNT_FIELDS:
+            if not raw.isdigit() or int(raw) > MAX_LAYOUT_INT:
+                raise invalid(key, raw, f"a non-negative integer up to {MAX_LAYOUT_INT:,}")
+            out[key] = int(raw)
+        elif key in INT_FIELDS:
             if not raw.isdigit() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
                 raise invalid(key, raw, f"a positive integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)

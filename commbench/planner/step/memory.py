@@ -10,7 +10,7 @@ sequence parallel, only the head/FFN-sized ones without) and CP; experts hold to
 per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
 (PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
 keeps only each layer's input; selective drops norm outputs, activation-function outputs and
-MLA's up-projections (they are recomputed). The last stage also holds fp32 logits. Blocks are
+MLA's up-projections (they are recomputed). The last stage also holds the bf16 logits (their gradient, written in place by the fused cross entropy). Blocks are
 counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
 layers each add their own terms (Mamba's in step/mamba.py).
 """
@@ -21,11 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from commbench.planner.layout.spec import PRECISIONS
 from commbench.planner.models.spec import ModelSpec, param_counts
 from commbench.planner.step import fsdp, gdn, mamba
 from commbench.planner.step.mamba import block_counts
 
 BF16 = 2
+FP8, MXFP8 = PRECISIONS.index("fp8"), PRECISIONS.index("mxfp8")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +44,17 @@ class MemoryBytes:
         return self.weights + self.grads + self.optimizer + self.activations + self.reserve
 
 
+NVFP4 = PRECISIONS.index("nvfp4")
+
+
+def saved_gemm_input(precision):
+    """A GEMM input kept for backward, in bf16 elements: bf16 keeps it (1); fp8 / mxfp8 keep the
+    quantized copy (1 B: 0.5); nvfp4 keeps the columnwise NVFP4 copy the wgrad GEMM reads, 4-bit values
+    plus one e4m3 scale per 16 (0.5625 B: 0.28125) (NVFP4 format: arXiv 2509.25149, Transformer Engine
+    NVFP4BlockScaling)."""
+    return np.select([precision == NVFP4, precision > 0], [0.5625 / BF16, 0.5], 1.0)
+
+
 def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision):
     """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
 
@@ -55,7 +68,7 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     keep = np.where(recompute == 1, 0.0, 1.0)                     # norm / activation outputs
     keep_up = np.where((recompute == 1) | (recompute == 3), 0.0, 1.0)  # MLA up-projections
     keep_act = np.where((recompute == 1) | (recompute == 4), 0.0, 1.0)  # expert activation outputs
-    gemm_in = np.where(precision > 0, 0.5, 1.0)
+    gemm_in = saved_gemm_input(precision)
     if model.attention == "mla":
         qkv = keep_up * (model.q_dim + model.kv_dim) + model.q_lora_rank + model.kv_lora_rank
     else:
@@ -89,11 +102,18 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     if model.is_hybrid:  # every hybrid block is a layer of its own: full recompute keeps each one's input
         per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, arr.recompute, arr.precision)
         per_token = np.where(arr.recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
-    per_mb_stage = tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
+    # CPU offloading (Transformer Engine get_cpu_offload_context via Megatron-Core cpu_offloading_num_layers):
+    # the activations of that many of a rank's layers move to host memory once the layer's forward ends.
+    layers_local = c.layers / pp
+    kept = 1.0 - np.minimum(arr.cpu_offload_layers, np.maximum(layers_local - 1, 0)) / layers_local
+    per_mb_stage = kept * tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
     chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
     mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
     first_stage = per_mb_stage * mb_equiv
-    logits = tokens_mb / (tp * cp) * model.vocab * 4.0 * (1 + model.num_mtp_layers)
+    # Fused cross entropy (cross_entropy_fusion_impl="te", set by every Megatron-Bridge performance recipe:
+    # scripts/performance/utils/overrides.py at v0.3.0, helpers.py at v0.2.0, the 25.09 YAMLs) writes the
+    # logits' gradient in place into the bf16 logits during forward: 2 B per vocab entry kept, no fp32 copy.
+    logits = tokens_mb / (tp * cp) * model.vocab * 2.0 * (1 + model.num_mtp_layers)
     last_stage = per_mb_stage + logits
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
 
@@ -112,12 +132,18 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # for a full-iteration graph a share of the activations the pool cannot reuse.
     graph_bytes = np.select([arr.cuda_graph == 1, arr.cuda_graph == 2],
                             [np.full(len(tp), cal.graph_layer_bytes), cal.graph_full_fraction * activations], 0.0)
-    weights, grads = local * 2.0, local * 2.0
+    # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy: Megatron-Bridge's
+    # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather=True, nvfp4 does
+    # not (src/megatron/bridge/training/mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0).
+    # (Megatron-LM allows fp8_param_gather only with the distributed optimizer or FSDP: arguments.py)
+    weight_bytes = np.where(((arr.precision == FP8) | (arr.precision == MXFP8)) & arr.distributed_optimizer, 1.0, 2.0)
+    weights, grads = local * weight_bytes, local * 2.0
     if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
         c = block_counts(model)
         f_weights, f_grads = fsdp.fsdp_memory_bytes(
             dense_local / dense_group + expert_local / expert_group,
             fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe))
+        f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
         weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
     return MemoryBytes(
         weights=weights,

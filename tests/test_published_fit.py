@@ -1,0 +1,50 @@
+"""Every published layout ran on its hardware, so the planner must predict that it fits in memory, each
+modelled with its release's Megatron-Bridge recipe (issue 24): a published run predicted not to fit is a
+memory-model error the search would act on (it would never propose that layout)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from commbench.planner.calibrate.published import predict_runs, published_runs
+
+HELD_OUT = Path(__file__).parent.parent / "benchmarks" / "data" / "heldout-gb300-runs.json"
+
+
+def _not_fitting(runs) -> list[str]:
+    p = predict_runs(runs)
+    return [f"{r.index} {r.label}: {p.mem_total_bytes[j] / 1e9:.1f} GB > {p.mem_capacity_bytes[j] / 1e9:.0f} GB"
+            for j, r in enumerate(p.runs) if not p.fits[j]]
+
+
+def test_every_published_calibration_layout_fits():
+    runs = published_runs()
+    assert sum(r.layout is not None for r in runs) >= 90   # the check covers the calibration set
+    assert not [r.index for r in runs if "offload" in r.skip_reason]   # a recipe's offload never drops a row
+    assert _not_fitting(runs) == []
+
+
+def test_every_held_out_gb300_layout_fits():
+    runs = published_runs(tuple(json.loads(HELD_OUT.read_text())))
+    assert all(r.layout is not None for r in runs) and len(runs) >= 9
+    assert _not_fitting(runs) == []
+
+
+def test_recipe_offload_and_fp8_weights_are_what_makes_the_fsdp_rows_fit():
+    """The Llama3-70B GB200 FSDP rows fit because their recipe offloads 40 layers' activations to host
+    (cpu_offloading_num_layers=40) and keeps fp8 weights: without the offload they would not."""
+    import dataclasses
+    runs = [r for r in published_runs() if r.layout is not None and r.layout.fsdp
+            and r.row["model"].startswith("Llama3-70B") and r.row["gpu"] == "GB200"]
+    assert runs and all(r.layout.cpu_offload_layers == 40 for r in runs)
+    bare = [dataclasses.replace(r, layout=dataclasses.replace(r.layout, cpu_offload_layers=0)) for r in runs]
+    assert np.all(predict_runs(runs).fits) and not np.any(predict_runs(bare).fits)
+
+
+def test_a_self_contradicting_row_takes_its_release_recipe_mbs_and_says_so():
+    noted = [r for r in published_runs() if r.layout_note]
+    assert noted, "rows whose GA contradicts gbs / (mbs x dp) are modelled with the recipe's mbs"
+    for r in noted:
+        assert r.layout.mbs != int(r.row["mbs"]) and "GA=" in r.layout_note and "recipe" in r.layout_note
+        assert r.layout.gbs % (r.layout.mbs * r.layout.dp) == 0
