@@ -12,6 +12,8 @@ from commbench.errors import invalid
 MAX_WORLD_SIZE = 1 << 17  # 131,072 ranks: above the largest published training jobs (~100k GPUs)
 MAX_ITERS = 1_000_000  # timed or warm-up iterations per point: every timed one is kept in the record
 MAX_PLANNED_POINTS = 200_000  # points one launch (bench or sweep) may plan: days of measuring at 1 s each
+MAX_GPUS = 131_072  # GPUs a plan may name: beyond any published training run; the search grows with it
+MAX_MOE_IMBALANCE = 4096  # busiest / mean EP rank tokens: at most the EP size, which no layout here exceeds
 
 
 def check_world_size(value: int, field: str) -> int:

@@ -9,6 +9,7 @@ import typer
 
 from commbench.cli.base import command, console
 from commbench.results.render import styled
+from commbench.limits import MAX_GPUS, MAX_MOE_IMBALANCE  # noqa: F401 (tune and tests read them here)
 from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
 from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
@@ -37,7 +38,6 @@ MODEL_HELP = f"zoo model ({_zoo()}), a name from --model-file, or hf:PATH (a Hug
 LAYOUT_HELP = (f"key=value pairs, comma-separated, e.g. tp=1,pp=2,vp=8,ep=32,mbs=1. Keys: {LAYOUT_KEYS}. Naming "
                "tp, pp, vp, ep and mbs evaluates that one layout (and shows the best, its rank and every default "
                "taken); a subset (or none) pins those and searches the rest.")
-MAX_GPUS = 131_072  # beyond any published training run; the layout search grows with the GPU count
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
 
 
@@ -80,7 +80,6 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
     return gpu_spec(gpu)
 
 
-MAX_MOE_IMBALANCE = 4096  # busiest / mean EP rank tokens: at most the EP size, which no layout here exceeds
 SOFTWARE_HELP = ("Megatron-Bridge / NeMo release (e.g. 25.11, 26.02): search only the features its performance "
                  "recipes use (full-iteration CUDA graphs, fused MoE kernels, EP overlap, HybridEP, MLA recompute). "
                  "Default: the newest release in commbench/data/recipes.json")

@@ -153,7 +153,7 @@ def load_plan(path: str | Path) -> dict[str, Any]:
 
 def _check_plan_magnitudes(doc: dict[str, Any]) -> None:
     """The counts and factors a plan run reads, in the ranges `plan` accepts (a hand-edited plan.json)."""
-    from commbench.cli.plan import MAX_GPUS, MAX_MOE_IMBALANCE
+    from commbench.limits import MAX_GPUS, MAX_MOE_IMBALANCE
 
     for section, key, low, high in (("inputs", "gpus", 1, MAX_GPUS), ("placement", "gpus_per_rack", 1, MAX_GPUS),
                                     ("inputs", "moe_imbalance", 1, MAX_MOE_IMBALANCE)):
