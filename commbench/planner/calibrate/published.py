@@ -400,9 +400,16 @@ def fit_loss(runs: list[PublishedRun], cal: Calibration, weights: np.ndarray | N
     return float(np.sum(w * huber(err)) / max(np.sum(w), 1e-12))
 
 
-def _coordinate_search(runs, start: Calibration, terms, rounds: int) -> Calibration:
-    weights = fit_weights(runs)
-    best, best_loss = start, fit_loss(runs, start, weights)
+def coordinate_search(runs, start: Calibration, terms, rounds: int, loss=None) -> Calibration:
+    """Per term in turn, multiplicative steps within BOUNDS that lower `loss(calibration)` (default: the
+    weighted Huber log loss, fit_loss), at shrinking step sizes. Deterministic."""
+    if loss is None:
+        weights = fit_weights(runs)
+
+        def loss(cal: Calibration) -> float:
+            return fit_loss(runs, cal, weights)
+
+    best, best_loss = start, loss(start)
     for round_index in range(rounds):
         step = 0.5 / (1 + round_index)
         for _sweep in range(3):           # sweep again at this step size while it still improves
@@ -413,7 +420,7 @@ def _coordinate_search(runs, start: Calibration, terms, rounds: int) -> Calibrat
                 for factor in (1 + step, 1 / (1 + step), 1 + step / 3, 1 / (1 + step / 3)):
                     trial_value = float(np.clip(value * factor if value > 0 else hi * step / 10, lo, hi))
                     trial = best.with_values(**{name: trial_value})
-                    trial_loss = fit_loss(runs, trial, weights)
+                    trial_loss = loss(trial)
                     if trial_loss < best_loss:
                         best, best_loss, value = trial, trial_loss, trial_value
             if best_loss > before * (1 - 1e-3):
@@ -436,10 +443,10 @@ def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, r
     moe = [r for r in modelled if r.model.is_moe]
     if not moe:
         usable = [t for t in usable if t not in MOE_TERMS]
-    best = _coordinate_search(modelled, start, tuple(usable), rounds)
+    best = coordinate_search(modelled, start, tuple(usable), rounds)
     moe_terms = tuple(t for t in usable if t in MOE_TERMS)
     if moe and moe_terms:
-        best = _coordinate_search(moe, best, moe_terms, max(2, rounds - 2))
+        best = coordinate_search(moe, best, moe_terms, max(2, rounds - 2))
     return best
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commbench.planner.calibrate.published import BOUNDS, PublishedRun, fit_loss, fit_weights, predict_runs
+from commbench.planner.calibrate.published import (BOUNDS, PublishedRun, coordinate_search, fit_loss, fit_weights,
+                                                   predict_runs)
 from commbench.planner.step.terms import FITTED_TERMS, Calibration
 
 ROW_SIGMA = 0.05     # a run's log error the model is expected to carry (its median error is 3-7%)
@@ -103,27 +104,11 @@ def _penalised_loss(runs, cal: Calibration, start: Calibration, terms, weights, 
 
 
 def fit_regularised(runs: list[PublishedRun], start: Calibration, terms: list[str], rounds: int = 5) -> Calibration:
-    """Coordinate search (as published.fit_calibration) on the Huber loss plus the log-space prior."""
+    """Coordinate search (published.coordinate_search) on the Huber loss plus the log-space prior."""
     weights = fit_weights(runs)
     strength = 0.5 * (ROW_SIGMA / PRIOR_SIGMA) ** 2 / max(len(distinct_runs(runs)), 1)
-    best = start
-    best_loss = _penalised_loss(runs, best, start, terms, weights, strength)
-    for round_index in range(rounds):
-        step = 0.5 / (1 + round_index)
-        for _sweep in range(3):
-            before = best_loss
-            for name in terms:
-                lo, hi = BOUNDS[name]
-                value = getattr(best, name)
-                for factor in (1 + step, 1 / (1 + step), 1 + step / 3, 1 / (1 + step / 3)):
-                    trial_value = float(np.clip(value * factor if value > 0 else hi * step / 10, lo, hi))
-                    trial = best.with_values(**{name: trial_value})
-                    loss = _penalised_loss(runs, trial, start, terms, weights, strength)
-                    if loss < best_loss:
-                        best, best_loss, value = trial, loss, trial_value
-            if best_loss > before * (1 - 1e-3):
-                break
-    return best
+    return coordinate_search(runs, start, terms, rounds,
+                             loss=lambda cal: _penalised_loss(runs, cal, start, terms, weights, strength))
 
 
 def moved_terms(start: Calibration, fitted: Calibration, terms=FITTED_TERMS) -> list[dict]:
