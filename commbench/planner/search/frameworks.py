@@ -106,13 +106,21 @@ def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray) -> np.ndarray
     return np.ones(len(pp), dtype=bool)
 
 
-def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool) -> dict[str, np.ndarray]:
+def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool,
+                     model: ModelSpec | None = None) -> dict[str, np.ndarray]:
     """TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
-    full graph keeps only the layouts its validation accepts."""
+    full graph keeps only the layouts its validation accepts; and only pp x vp splits TorchTitan can build
+    from the model's layers without MTP (its configs train none; emit/torchtitan.py splits the same way)."""
     if framework != "torchtitan":
         return cols
+    keep = np.ones(len(cols["tp"]), dtype=bool)
+    if model is not None and model.num_mtp_layers:
+        import dataclasses
+
+        from commbench.planner.layout.split import buildable
+        keep &= buildable(dataclasses.replace(model, num_mtp_layers=0), cols["pp"], cols["vp"])
     if not pinned_graph:
         cols["cuda_graph"] = np.full(len(cols["tp"]), CODE_FIELDS["cuda_graph"].index("none"), dtype=np.int8)
-        return cols
-    keep = (cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("full")) | graphs_allowed(framework, cols["pp"], cols["ep"])
-    return {k: v[keep] for k, v in cols.items()}
+    else:
+        keep &= (cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("full")) | graphs_allowed(framework, cols["pp"], cols["ep"])
+    return cols if keep.all() else {k: v[keep] for k, v in cols.items()}

@@ -208,7 +208,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
     cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned
-    return restrict_columns(req.framework, _with_fsdp(cols, pins, req), "cuda_graph" in pins)
+    return restrict_columns(req.framework, _with_fsdp(cols, pins, req), "cuda_graph" in pins, req.model)
 
 
 def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> dict[str, np.ndarray]:
