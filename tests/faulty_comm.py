@@ -3,8 +3,9 @@ catches them: `noop` (nothing happens), `half` (the second half of every output 
 before the call), `wrong_peer` (group rank 0's input is replaced by rank 1's for the call: its peers
 receive data from the wrong rank, and reductions count rank 1 twice and miss rank 0), `nan` (one
 output element NaN, float dtypes) and `zeros` (the whole output zero after the call); and faults that
-show only after the first call or only in the data's width: `first_only` (works on each buffer's first
-call, a no-op after), `stale` (after the first call every output holds that call's result), `narrow`
+show only after the first call or only in the data's width: `first_only` (works on the first call
+per output shape and dtype, a no-op after), `stale` (after the first call every output of that shape
+holds that call's result), `narrow`
 (the output passed through a narrower type: fp64 via fp32, fp32/fp16 via bf16, bf16 via fp8,
 int32/int64 via uint8; 1-byte integers have none narrower: unchanged), `shift` (the output rotated by
 one chunk: every chunk lands one place off) and `offset` (rotated by one element)."""
@@ -33,17 +34,21 @@ class FaultyComm:
         assert mode in MODES
         self.comm, self.mode = comm, mode
         self.rank, self.size, self.global_ranks = comm.rank, comm.size, comm.global_ranks
-        self.first_result: dict[int, torch.Tensor] = {}  # per output buffer: its first call's result
+        # per kind of output (shape, dtype): its first call's result. Not per address: a workload that
+        # allocates its temporaries per call gets new addresses at random, and a fault keyed on them
+        # came and went with the allocator (CI saw grad_reduce_scatter's 'first_only' pass once).
+        self.first_result: dict[tuple, torch.Tensor] = {}
 
     def _after(self, out: torch.Tensor, before: torch.Tensor) -> None:
         """Apply a late fault to `out` after a call that started with `out` holding `before`."""
-        first = out.data_ptr() not in self.first_result
+        kind = (tuple(out.shape), out.dtype)
+        first = kind not in self.first_result
         if first:
-            self.first_result[out.data_ptr()] = out.clone()
+            self.first_result[kind] = out.clone()
         if self.mode == "first_only" and not first:
             out.copy_(before)
         elif self.mode == "stale" and not first:
-            out.copy_(self.first_result[out.data_ptr()])
+            out.copy_(self.first_result[kind])
         elif self.mode == "narrow" and out.dtype in NARROWER:
             out.copy_(out.to(NARROWER[out.dtype]).to(out.dtype))
         elif self.mode == "shift" and out.numel() > 1:
