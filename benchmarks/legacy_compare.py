@@ -35,10 +35,10 @@ from typing import Iterable
 import numpy as np
 
 from commbench.errors import CommbenchError
+from commbench.results.compare import parse_threshold  # noqa: F401 (unchanged by the new gate)
+from commbench.results.noise import CONFIDENCE, median_interval, mean_interval  # noqa: F401 (unchanged)
 from commbench.results.records import TIME_STATISTICS, Measurement, time_us
 
-CONFIDENCE = 0.95
-_Z95 = 1.959964
 AUTO = "auto"
 
 
@@ -115,33 +115,6 @@ def point_label(m: Measurement) -> str:
     return f"{m.collective} {m.dtype} {format_size(m.size_bytes)}{group}"
 
 
-def median_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Distribution-free interval of the median: (j-th, (n+1-j)-th order statistic), 1-based, with j
-    the largest such that P(Binomial(n, 1/2) <= j-1) <= (1-confidence)/2; (min, max) when n is too
-    small for that confidence (n < 6 at 95%)."""
-    ordered = np.sort(np.asarray(samples, dtype=float))
-    n = len(ordered)
-    tail, cumulative, j = (1 - confidence) / 2, 0.0, 0
-    if n > 500:  # normal approximation of the binomial (exact sums would overflow a float)
-        j = int(n / 2 - _Z95 * math.sqrt(n) / 2)
-        return float(ordered[j - 1]), float(ordered[n - j])
-    for k in range(n // 2 + 1):
-        cumulative += math.comb(n, k) / 2.0 ** n
-        if cumulative > tail:
-            break
-        j = k + 1
-    j = max(j, 1)
-    return float(ordered[j - 1]), float(ordered[n - j])
-
-
-def mean_interval(samples: np.ndarray) -> tuple[float, float]:
-    """mean ± 1.96 standard errors (normal approximation)."""
-    values = np.asarray(samples, dtype=float)
-    mean = float(values.mean())
-    half = _Z95 * float(values.std(ddof=1)) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-    return mean - half, mean + half
-
-
 def is_bad(m: Measurement) -> bool:
     return m.status != "ok" or bool(m.num_wrong)
 
@@ -177,18 +150,6 @@ def choose_statistic(base: list[Measurement], new: list[Measurement], requested:
         if any(time_us(m, statistic) for m in base) and any(time_us(m, statistic) for m in new):
             return statistic
     return None
-
-
-def parse_threshold(text: str) -> float:
-    """'10%' or '0.1' -> 0.1."""
-    raw = str(text).strip()
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise CommbenchError(f"--max-regression={text!r} is invalid: a fraction like 0.1 or a percentage like 10%") from None
-    if not 0 <= value < 10:
-        raise CommbenchError(f"--max-regression={text!r} is invalid: between 0% and 1000%")
-    return value
 
 
 def check_statistic(name: str) -> str:
