@@ -34,8 +34,19 @@ def test_bench_every_rank_stopped_ends_within_timeout_plus_grace(tmp_path):
     assert not any(alive(pid) for pid in pids)
 
 
+def _stop_every_rank(pids):
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+
+
+def _kill_rank_1(pids):  # as the OOM killer does: handled like a hang, not the end of the sweep
+    os.kill(pids[1], signal.SIGKILL)
+
+
 @pytest.mark.timeout(120)
-def test_sweep_every_rank_stopped_records_the_point_and_goes_on_with_fresh_ranks(tmp_path):
+@pytest.mark.parametrize("fault, said", [(_stop_every_rank, "every rank (0, 1) hung"),
+                                         (_kill_rank_1, "rank 1 was killed by SIGKILL")])
+def test_sweep_records_the_stuck_point_and_goes_on_with_fresh_ranks(tmp_path, fault, said):
     sweep = tmp_path / "hang.toml"
     sweep.write_text(f"""[sweep]
 name = "hang"
@@ -57,43 +68,10 @@ iters = 3
     proc = start_cli("sweep", str(sweep), "-O", str(output))
     pids = rank_pids(proc, output)
     time.sleep(0.5)
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
+    fault(pids)
     code, _, err = finish(proc, 90)
     assert code == 1, err
-    assert "every rank (0, 1) hung" in err and "starting fresh ranks" in err
+    assert said in err and "starting fresh ranks" in err
     records = [r for r in lines(output) if r["record_type"] == "measurement"]
     assert [(r["size_bytes"], r["status"]) for r in records] == [(8, "failed"), (16, "ok")]
     assert not any(alive(pid) for pid in pids)
-
-
-@pytest.mark.timeout(120)
-def test_sweep_rank_killed_records_the_point_and_goes_on_with_fresh_ranks(tmp_path):
-    """kill -9 of one rank (as the OOM killer does) is handled like a hang, not the end of the sweep."""
-    sweep = tmp_path / "kill.toml"
-    sweep.write_text(f"""[sweep]
-name = "kill"
-nproc = 2
-backend = "gloo"
-[defaults]
-timeout_s = {TIMEOUT_S}
-[[run]]
-collective = "all_reduce"
-sizes = [8]
-iters = 100000
-warmup_iters = 0
-[[run]]
-collective = "all_reduce"
-sizes = [16]
-iters = 3
-""")
-    output = tmp_path / "sweep.jsonl"
-    proc = start_cli("sweep", str(sweep), "-O", str(output))
-    pids = rank_pids(proc, output)
-    time.sleep(0.5)
-    os.kill(pids[1], signal.SIGKILL)
-    code, _, err = finish(proc, 90)
-    assert code == 1, err
-    assert "rank 1 was killed by SIGKILL" in err and "starting fresh ranks" in err
-    records = [r for r in lines(output) if r["record_type"] == "measurement"]
-    assert [(r["size_bytes"], r["status"]) for r in records] == [(8, "failed"), (16, "ok")]
