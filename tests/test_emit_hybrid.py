@@ -172,7 +172,10 @@ MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")
 @pytest.mark.skipif(not MEGATRON_LM_ROOT, reason="set MEGATRON_LM_ROOT to a Megatron-LM core_v0.16.1 source tree")
 @pytest.mark.parametrize("name, gpus, kw", [(NANO, g, k) for g, k in LAYOUTS] + [
     ("nemotron-3-super-120b-a12b", 64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512)),
-    ("nemotron-3-super-120b-a12b", 128, dict(tp=2, pp=4, ep=32, etp=1, mbs=1, gbs=512, sequence_parallel=True))])
+    ("nemotron-3-super-120b-a12b", 128, dict(tp=2, pp=4, ep=32, etp=1, mbs=1, gbs=512, sequence_parallel=True)),
+    # Nemotron-3 Ultra: the published GB200 row's TP2 EP64 on 256 GPUs, and a pipelined MambaStack split
+    ("nemotron-3-ultra-550b-a55b", 256, dict(tp=2, pp=1, ep=64, etp=1, mbs=1, gbs=256, sequence_parallel=True)),
+    ("nemotron-3-ultra-550b-a55b", 256, dict(tp=2, pp=4, ep=32, etp=1, mbs=1, gbs=512, sequence_parallel=True))])
 def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(name, gpus, kw, monkeypatch):
     """Megatron-LM's own parse_args + validate_args (pretrain_mamba.py's path) on the emitted flags."""
     pytest.importorskip("megatron.core")

@@ -142,6 +142,17 @@ RECIPES = {
         "--untie-embeddings-and-output-weights --disable-bias-linear --position-embedding-type none "
         "--squared-relu --hidden-size 4096 --num-attention-heads 32 --group-query-attention "
         "--num-query-groups 2 --ffn-hidden-size 2688 --kv-channels 128 --normalization RMSNorm"),
+    "nemotron-3-ultra-550b-a55b": (
+        f"{MLM}:examples/post_training/modelopt/conf/nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.sh",
+        "--moe-latent-size 2048 --moe-router-score-function sigmoid --num-experts 512 --moe-router-topk 22 "
+        "--moe-shared-expert-intermediate-size 10240 --moe-aux-loss-coeff 1e-4 --moe-router-topk-scaling-factor 5.0 "
+        "--moe-router-enable-expert-bias --moe-router-dtype fp32 --moe-router-load-balancing-type seq_aux_loss "
+        "--is-hybrid-model --mamba-num-heads 256 --mamba-head-dim 64 "
+        "--hybrid-override-pattern MEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM"
+        "*EMEMEM*EMEMEMEM*EMEMEMEME "
+        "--untie-embeddings-and-output-weights --disable-bias-linear --position-embedding-type none "
+        "--squared-relu --num-layers 108 --hidden-size 8192 --num-attention-heads 64 --group-query-attention "
+        "--num-query-groups 2 --ffn-hidden-size 5120 --kv-channels 128 --normalization RMSNorm"),
     # Qwen3-Next: left out are ffn_hidden_size 5120 (no layer has a dense MLP: config.json mlp_only_layers is
     # empty), max_position_embeddings (inherited from Qwen3MoEModelProvider's 40960 while seq_length is
     # 262144) and rotary_base 10000000: the zoo's 5000000 is config.json's rope_theta as the public copy in
@@ -164,7 +175,7 @@ RECIPES = {
 
 # an example's newer spelling -> the one Megatron-LM core_v0.16.1 (the emitter's target) takes
 SPELLINGS = {"--hybrid-layer-pattern": "--hybrid-override-pattern"}
-BUILT_WITHOUT_MTP = ("nemotron-3-super-120b-a12b",)
+BUILT_WITHOUT_MTP = ("nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b")
 
 
 def flag_values(args: list[str]) -> dict[str, object]:

@@ -45,7 +45,8 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b
                "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b",
                # Llama 3.1 8B has Llama 3 8B's architecture (only the RoPE scaling for long context differs)
                "llama3.1-8b": "llama3-8b", "nemotron-3-nano": "nemotron-3-nano-30b-a3b", "kimi-k2": "kimi-k2",
-               "nemotron-3-super": "nemotron-3-super-120b-a12b",
+               "nemotron-3-super": "nemotron-3-super-120b-a12b", "nemotron-3-ultra": "nemotron-3-ultra-550b-a55b",
+               "nvidia-nemotron-3-ultra-550b-a55b": "nemotron-3-ultra-550b-a55b",
                # spellings of the new families in published tables and model cards
                "nemotron-3-nano-30b": "nemotron-3-nano-30b-a3b", "nemotron3-nano": "nemotron-3-nano-30b-a3b",
                "nvidia-nemotron-3-nano-30b-a3b": "nemotron-3-nano-30b-a3b",

@@ -96,6 +96,9 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
         if model.num_dense_layers and not model.is_hybrid:  # a hybrid's pattern places its MoE layers
             out += ["--moe-layer-freq", f"[0]*{model.num_dense_layers}+[1]*{model.num_moe_layers}"]
     if model.num_mtp_layers:
+        if model.mtp_shared_weights and model.num_mtp_layers > 1:
+            raise CommbenchError(f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its {model.num_mtp_layers} MTP "
+                                 "depths share one layer's weights and that release has no --mtp-use-repeated-layer")
         out += ["--mtp-num-layers", str(model.num_mtp_layers)]
     return out
 

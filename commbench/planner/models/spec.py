@@ -50,6 +50,9 @@ class ModelSpec:
     expert_ffn: int = 0
     vocab: int
     num_mtp_layers: int = 0
+    # Megatron --mtp-use-repeated-layer (Nemotron-3 Ultra's recipe): the MTP depths run one shared layer's
+    # weights, so they cost num_mtp_layers layers of compute but one layer of parameters.
+    mtp_shared_weights: bool = False
     tied_embeddings: bool = False
     glu: bool = True
     sliding_window: int = 0  # on every other layer when > 0
@@ -325,7 +328,8 @@ def param_counts(m: ModelSpec) -> ParamCounts:
     latent_proj = 2 * h * m.moe_latent_size
     moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * shared_expert + latent_proj
                  + h * m.num_routed_experts + 2 * h + _attention_params(m))
-    mtp = m.num_mtp_layers * (moe_layer + 2 * h * h + 3 * h)
+    mtp_weight_layers = min(m.num_mtp_layers, 1) if m.mtp_shared_weights else m.num_mtp_layers
+    mtp = mtp_weight_layers * (moe_layer + 2 * h * h + 3 * h)
     return ParamCounts(
         attention=m.num_attention_layers * _attention_params(m),
         dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
@@ -335,7 +339,7 @@ def param_counts(m: ModelSpec) -> ParamCounts:
         norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
         embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,
-        mtp_routed_experts=m.num_mtp_layers * m.num_routed_experts * per_expert,
+        mtp_routed_experts=mtp_weight_layers * m.num_routed_experts * per_expert,
         mamba=m.num_mamba_layers * mamba_params_per_layer(m),
         moe_latent_proj=m.num_moe_layers * latent_proj,
         linear_attention=m.num_linear_attention_layers * gdn_params_per_layer(m),
@@ -390,7 +394,8 @@ MODEL_KEYS = frozenset({
     "sliding_window", "seq_len", "params_total_b", "params_active_b", "flops_per_token_gflop", "n_group",
     "topk_group", "arch", "arch_sources", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
     "mamba_num_groups", "mamba_conv_kernel", "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads",
-    "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate"})
+    "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate",
+    "mtp_shared_weights"})
 
 
 def _architecture(name: str, row: dict[str, Any], sources: dict) -> Architecture | None:
@@ -431,6 +436,7 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
             expert_ffn=_count(name, row, "expert_ffn", 0),
             vocab=_count(name, row, "vocab"),
             num_mtp_layers=_count(name, row, "mtp_layers", 0),
+            mtp_shared_weights=bool(row.get("mtp_shared_weights", False)),
             tied_embeddings=bool(row.get("tied_embeddings", False)),
             glu=bool(row.get("glu", True)),
             sliding_window=_count(name, row, "sliding_window", 0),
