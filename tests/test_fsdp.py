@@ -173,9 +173,11 @@ def test_hsdp_rule_search_and_emitters():
                                      Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, fsdp=True, fsdp_replicas=2)])
     bits = layout_violations(dense, arr, 128)
     assert bits[0] & RULE_BITS["hsdp"] and bits[1] & RULE_BITS["hsdp"] and not bits[2]
+    # MoE HSDP (TorchTitan's expert mesh; tests/test_moe_hsdp.py): ep must fold into a shard group's 8 ranks
     moe_bits = layout_violations(moe, LayoutArrays.from_layouts(
-        [Layout(tp=1, pp=1, ep=8, dp=16, mbs=1, gbs=64, fsdp=True, fsdp_replicas=2)]), 16)
-    assert moe_bits[0] & RULE_BITS["hsdp"]
+        [Layout(tp=1, pp=1, ep=16, dp=16, mbs=1, gbs=64, fsdp=True, fsdp_replicas=2),
+         Layout(tp=1, pp=1, ep=8, dp=16, mbs=1, gbs=64, fsdp=True, fsdp_replicas=2)]), 16)
+    assert moe_bits[0] & RULE_BITS["hsdp"] and not moe_bits[1]
     res = search(SearchRequest(model=dense, fabric=load_preset("gb200-nvl72", num_gpus=128), num_gpus=128,
                                gbs=512, precision="fp8", keep=2000))
     lay = res.layouts

@@ -109,6 +109,9 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     reason = unbuildable(model)
     if reason:
         raise CommbenchError(reason)
+    if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:
+        raise invalid("fsdp_replicas", a.fsdp_replicas, f"1 for {model.name} under Megatron-LM {MEGATRON_LM_RELEASE} "
+                      "(Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP; TorchTitan 0.3 does)")
     if a.cuda_graph == "layer" and a.recompute == "full":
         raise invalid("recompute", "full", "selective recompute with per-layer CUDA graphs (megatron-core: full "
                       "recompute only with the full-iteration graph)")

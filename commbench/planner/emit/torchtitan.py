@@ -131,8 +131,12 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
     if model.is_moe and layout.etp not in ((1,) if version == "0.3" else (1, layout.tp)):
         return titan, f"TorchTitan {full} supports etp = 1" + ("" if version == "0.3" else " or etp = tp") + \
             f", the layout has etp = {layout.etp}"
-    if model.is_moe and (layout.dp * layout.cp * layout.tp) % (layout.ep * (layout.etp if version == "0.2" else 1)):
-        return titan, f"TorchTitan {full} needs ep to divide dp_shard*cp*tp = {layout.dp * layout.cp * layout.tp}"
+    if version == "0.2" and model.is_moe and layout.fsdp and layout.fsdp_replicas > 1:
+        return titan, (f"TorchTitan {full}'s MoE HSDP (EP with data_parallel_replicate_degree > 1) is not checked against "
+                       "its ParallelDims here: plan it with --torchtitan-version 0.3")
+    dp_shard = layout.dp // (layout.fsdp_replicas if layout.fsdp else 1)  # HSDP: the rest is dp_replicate
+    if model.is_moe and (dp_shard * layout.cp * layout.tp) % (layout.ep * (layout.etp if version == "0.2" else 1)):
+        return titan, f"TorchTitan {full} needs ep to divide dp_shard*cp*tp = {dp_shard * layout.cp * layout.tp}"
     if layout.pp > 1 and titan_stages(model, layout.pp, layout.vp, version) is None:
         return titan, (f"TorchTitan {full} cannot split {model.num_layers} layers (its configs train no MTP) into non-empty pp={layout.pp} x "
                        f"vp={layout.vp} stages")

@@ -249,8 +249,9 @@ RULES: tuple[tuple[str, str], ...] = (
     ("batch", "gbs must be a multiple of mbs*dp"),
     ("context", "seq_len must be divisible by 2*cp (load-balanced causal CP)"),
     ("fsdp", "fsdp needs pp=1 and the distributed optimizer (FSDP plans here run without pipeline parallelism)"),
-    ("hsdp", "fsdp_replicas > 1 (HSDP) needs fsdp, dp divisible by fsdp_replicas, and a dense model (Megatron-FSDP "
-             "in megatron-core 0.16.1 builds no expert mesh for HSDP)"),
+    ("hsdp", "fsdp_replicas > 1 (HSDP) needs fsdp, dp divisible by fsdp_replicas and, for a MoE model, ep*etp dividing "
+             "a shard group's dp/fsdp_replicas*cp*tp ranks (TorchTitan 0.3's efsdp mesh; Megatron-FSDP in megatron-core "
+             "0.16.1 builds no expert mesh for HSDP, so Megatron plans of a MoE model refuse it)"),
     ("offload", "cpu_offload_layers needs pp=1, recompute=none and fewer offloaded layers than the model has "
                 "(megatron-core TransformerConfig.__post_init__)"),
 )
@@ -277,7 +278,9 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     bits |= np.where(s % (2 * arr.cp) != 0, RULE_BITS["context"], 0)
     bits |= np.where(arr.fsdp & ((arr.pp > 1) | ~arr.distributed_optimizer), RULE_BITS["fsdp"], 0)
     hsdp = arr.fsdp_replicas > 1
-    bits |= np.where(hsdp & (~arr.fsdp | (arr.dp % arr.fsdp_replicas != 0) | bool(model.is_moe)), RULE_BITS["hsdp"], 0)
+    shard_ranks = arr.dp // np.maximum(arr.fsdp_replicas, 1) * arr.cp * arr.tp
+    expert_bad = (shard_ranks % (arr.ep * arr.etp) != 0) if model.is_moe else np.zeros(len(arr), dtype=bool)
+    bits |= np.where(hsdp & (~arr.fsdp | (arr.dp % arr.fsdp_replicas != 0) | expert_bad), RULE_BITS["hsdp"], 0)
     offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0)
                                                   | (arr.cpu_offload_layers >= model.num_layers))
     bits |= np.where(offload_bad, RULE_BITS["offload"], 0)
@@ -302,7 +305,7 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
         "context": f"cp = {layout.cp}, seq_len = {seq_len or model.seq_len}",
         "fsdp": f"pp = {layout.pp}, distributed_optimizer = {layout.distributed_optimizer}",
         "hsdp": f"fsdp_replicas = {layout.fsdp_replicas}, fsdp = {layout.fsdp}, dp = {layout.dp}, "
-                f"{'MoE' if model.is_moe else 'dense'} model",
+                f"{'MoE' if model.is_moe else 'dense'} model" + (f", ep*etp = {layout.ep * layout.etp}" if model.is_moe else ""),
     }[name]
     if name == "expert_fold" and given is not None and "etp" not in given:
         detail += f"; etp was not given and defaulted to tp = {layout.tp} (Megatron-LM's default)"

@@ -213,13 +213,16 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
 
 def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> dict[str, np.ndarray]:
     """FSDP (step/fsdp.py) beside the distributed optimizer: each pp = 1 row with the distributed
-    optimizer again as FSDP (the FSDP rule needs both), and for a dense model again as HSDP with the
+    optimizer again as FSDP (the FSDP rule needs both), and for a dense model (a MoE one under TorchTitan,
+    whose expert mesh folds EP into each shard group) again as HSDP with the
     shard group of one scale-up domain (fsdp_replicas = dp*tp*cp / GPUs per domain) where that splits
     DP; pinned fsdp=true makes every row FSDP, pinned fsdp_replicas sets the replicas."""
     n = len(cols["tp"])
     replicas = int(pins.get("fsdp_replicas", 1))
-    if replicas > 1 and (req.model.is_moe or pins.get("fsdp") is False):
-        detail = f"{req.model.name} is a MoE model" if req.model.is_moe else "fsdp is pinned false"
+    moe_hsdp = not req.model.is_moe or req.framework == "torchtitan"  # megatron-core 0.16.1: no MoE HSDP
+    if replicas > 1 and (not moe_hsdp or pins.get("fsdp") is False):
+        detail = (f"{req.model.name} is a MoE model and Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh "
+                  "for HSDP (--framework torchtitan can)") if not moe_hsdp else "fsdp is pinned false"
         raise CommbenchError(f"layout hsdp rule broken for {req.model.name}: {dict(RULES)['hsdp']} "
                              f"(fsdp_replicas = {replicas}; {detail})")
     cols["fsdp_replicas"] = np.full(n, replicas, dtype=np.int64)
@@ -232,11 +235,12 @@ def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> d
         return cols
     parts = [{k: v[twin] for k, v in cols.items()}]
     parts[0]["fsdp"] = np.ones(twin.size, dtype=bool)
-    if "fsdp_replicas" not in pins and not req.model.is_moe:
+    if "fsdp_replicas" not in pins and moe_hsdp:
         per_rack = gpus_per_rack(req.num_gpus, int(req.fabric.domain_size))
         t = cols["tp"][twin] * cols["cp"][twin]
         replicas = np.maximum(cols["dp"][twin] * t // per_rack, 1)
-        hsdp = np.flatnonzero((replicas > 1) & (per_rack % t == 0) & (cols["dp"][twin] % replicas == 0))
+        experts_fold = (per_rack % (cols["ep"][twin] * cols["etp"][twin]) == 0) if req.model.is_moe else True
+        hsdp = np.flatnonzero((replicas > 1) & (per_rack % t == 0) & (cols["dp"][twin] % replicas == 0) & experts_fold)
         if hsdp.size:
             parts.append({k: v[hsdp] for k, v in parts[0].items()})
             parts[1]["fsdp_replicas"] = replicas[hsdp]

@@ -318,12 +318,15 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     replicas = a.fsdp_replicas  # HSDP: FSDP within dp/replicas, replicas across (1 elsewhere: rule hsdp)
     shard_group = np.maximum(dense_group // replicas, 1)
+    expert_shard_group = np.maximum(expert_group // replicas, 1)  # MoE HSDP: TorchTitan's efsdp per replica
     if np.any(a.fsdp):  # FSDP rows: per-layer gathers and reduce-scatters every micro-batch (step/fsdp.py)
         sel = np.flatnonzero(a.fsdp & valid)
         shard_dom = domains_touched(world / pp / replicas, shard_group, dom, max_dom)
+        expert_shard_dom = domains_touched(world / pp / replicas, expert_shard_group, dom, max_dom)
         replica_dom = domains_touched(world / pp, replicas, dom, max_dom)
         for local, group, domains, terms in ((dense_local, dense_group, shard_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),
-                                             (expert_local, expert_group, expert_dom, (e_rs, e_rs_x, e_ag, e_ag_x))):
+                                             (expert_local, expert_group, expert_shard_dom,
+                                              (e_rs, e_rs_x, e_ag, e_ag_x))):
             if not sel.size or not np.any(np.broadcast_to(local, tp.shape)[sel] > 0):
                 continue
             got = fsdp.fsdp_sync_s(system, cal, collective_time_s, local=np.broadcast_to(local, tp.shape)[sel],
@@ -333,7 +336,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                    replica_domains=np.broadcast_to(replica_dom, tp.shape)[sel])
             for out, value in zip(terms, got):
                 out[sel] = value
-    owned = np.where(dist, dense_local / shard_group + expert_local / expert_group,
+    owned = np.where(dist, dense_local / shard_group + expert_local / expert_shard_group,
                      dense_local + expert_local)
     optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
 
@@ -343,7 +346,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     model_tflops = tokens_per_s_per_gpu * fl.total / 1e12
 
     mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,
-                                dense_group=shard_group, expert_group=expert_group, n_mb=n_mb,
+                                dense_group=shard_group, expert_group=expert_shard_group, n_mb=n_mb,
                                 tokens_mb=tokens_mb, sp=sp)
     return StepBreakdown(
         valid=valid, violations=violations, num_microbatches=n_mb,

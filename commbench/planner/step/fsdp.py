@@ -24,6 +24,10 @@ all-reduced across the replicas (the strided outer group): Megatron-FSDP's outer
 data_parallel_replicate_degree (FSDP2 HSDP: reduce-scatter then all-reduce; Zhao et al. 2023 §3.2).
 That all-reduce shares the last backward's window with that micro-batch's gathers and reduce-scatters.
 Weights, gradients and optimizer state shard by the shard group only.
+A MoE model's experts follow TorchTitan 0.3's sparse mesh (pp, dp_replicate, efsdp, ep; its
+ParallelDims.build_mesh): efsdp = dp_shard*cp*tp/ep ranks of a replica shard them, and the same
+replicas all-reduce their gradient shards, so their shard group is EDP/replicas (step/evaluate.py).
+Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP: Megatron plans refuse it.
 """
 
 from __future__ import annotations
