@@ -135,6 +135,7 @@ def _write(tmp_path, **changes):
     (dict(hidden_size=None), "lacks 'hidden_size' \\(needed for model_type 'llama'\\)"),
     (dict(num_hidden_layers="32"), "num_hidden_layers='32' is invalid"),
     (dict(use_sliding_window=True), "use_sliding_window=true is not modelled"),
+    (dict(model_type="deepseek_v4"), "model_type='deepseek_v4' is not modelled: DeepSeek-V4's compressed sparse"),
 ])
 def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, message):
     with pytest.raises(CommbenchError, match=message):
@@ -196,6 +197,8 @@ def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
 @pytest.mark.parametrize("published, zoo", [
     ("Nemotron-3-Nano", "nemotron-3-nano-30b-a3b"), ("Nemotron 3 Super", "nemotron-3-super-120b-a12b"),
     ("Kimi-K2-1T", "kimi-k2"), ("Kimi K2", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B", "nemotron-3-nano-30b-a3b"),
+    ("Nemotron_3_Ultra", "nemotron-3-ultra-550b-a55b"),
+    ("NVIDIA-Nemotron-3-Ultra-550B-A55B", "nemotron-3-ultra-550b-a55b"),
 ])
 def test_published_names_of_the_new_families_map_to_zoo_models(published, zoo):
     from commbench.planner.calibrate.published import _zoo_name
