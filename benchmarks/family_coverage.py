@@ -1,5 +1,6 @@
 """Which published runs of issue 28's families the planner models, which it refuses and why, and the
-median |error| of the modelled ones by family (predicted with the calibration in use, never fitted).
+median |error| of the modelled ones by family (predicted with the calibration in use, never fitted); "over HBM":
+modelled rows whose predicted memory exceeds the GPU's (the run as published fits: a memory-model miss).
 
 Runs: every pre-training row of Megatron-Bridge's performance summaries (docs/performance-summary.md and
 performance-summary-archive.md at 067f987, 26.02 onwards, transcribed in benchmarks/data/new-family-runs.json)
@@ -71,10 +72,12 @@ def main() -> int:
     runs = published_runs(tuple(rows))
     pred = predict_runs(runs)
     errors = dict(zip((id(r) for r in pred.runs), pred.abs_pct_error))
+    fits = dict(zip((id(r) for r in pred.runs), pred.fits))
     by_family: dict[str, dict] = {}
     for r in runs:
         f = by_family.setdefault(family(r.row), {"rows": 0, "modelled": 0, "unseen": 0, "errors": [],
-                                                 "unseen_errors": [], "refused": {}})
+                                                 "unseen_errors": [], "refused": {},
+                                                 "over_hbm": 0})
         f["rows"] += 1
         unseen = key(r.row) not in seen
         f["unseen"] += unseen
@@ -82,15 +85,17 @@ def main() -> int:
             f["refused"][r.skip_reason] = f["refused"].get(r.skip_reason, 0) + 1
             continue
         f["modelled"] += 1
+        f["over_hbm"] += not fits[id(r)]
         f["errors"].append(errors[id(r)])
         if unseen:
             f["unseen_errors"].append(errors[id(r)])
-    print(f"{'family':<18} {'rows':>4} {'unseen':>6} {'modelled':>8} {'median |err|':>12} {'unseen median':>13}")
+    print(f"{'family':<18} {'rows':>4} {'unseen':>6} {'modelled':>8} {'median |err|':>12} {'unseen median':>13} "
+          f"{'over HBM':>8}")
     total = modelled = 0
     for name, f in sorted(by_family.items()):
         med = f"{np.median(f['errors']):.1f}%" if f["errors"] else "-"
         med_u = f"{np.median(f['unseen_errors']):.1f}%" if f["unseen_errors"] else "-"
-        print(f"{name:<18} {f['rows']:>4} {f['unseen']:>6} {f['modelled']:>8} {med:>12} {med_u:>13}")
+        print(f"{name:<18} {f['rows']:>4} {f['unseen']:>6} {f['modelled']:>8} {med:>12} {med_u:>13} {f['over_hbm']:>8}")
         total, modelled = total + f["rows"], modelled + f["modelled"]
     print(f"{'all':<18} {total:>4} {'':>6} {modelled:>8}   ({100.0 * modelled / total:.0f}% modelled)")
     print("\nrefused (not modelled), by reason:")
@@ -98,8 +103,8 @@ def main() -> int:
         for reason, n in f["refused"].items():
             print(f"  {name}: {n} x {reason}" + (f": {BLOCKED[name]}" if name in BLOCKED else ""))
     print("\nper modelled row (predicted vs published tokens/s/GPU):")
-    for r, p, q, e in zip(pred.runs, pred.predicted_tokens, pred.published_tokens, pred.abs_pct_error):
-        tag = "seen" if key(r.row) in seen else "unseen"
+    for r, p, q, e, ok in zip(pred.runs, pred.predicted_tokens, pred.published_tokens, pred.abs_pct_error, pred.fits):
+        tag = ("seen" if key(r.row) in seen else "unseen") + ("" if ok else ", over HBM as modelled")
         lay = r.layout
         mode = f" hsdp{lay.fsdp_replicas}" if lay.fsdp_replicas > 1 else " fsdp" if lay.fsdp else ""
         print(f"  {r.label:<44} tp{lay.tp} pp{lay.pp} ep{lay.ep}{mode:<6} {p:>8.0f} vs {q:>8.0f} ({e:4.1f}%) {tag}")
