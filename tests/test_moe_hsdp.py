@@ -106,3 +106,15 @@ def test_torchtitan_accepts_the_moe_hsdp_plan(tmp_path, monkeypatch):
     assert (dims.get_mesh("dp_replicate").size(), dims.get_mesh("efsdp").size(), dims.get_mesh("ep").size()) == (2, 9, 8)
     refused = torchtitan_plan(dataclasses.replace(HSDP, ep=16), m)  # 16 does not divide dp_shard*cp*tp = 72
     assert "needs ep to divide dp_shard*cp*tp = 72" in refused["refused"]
+
+
+def test_pinned_hsdp_whose_experts_cannot_fold_is_one_line_naming_the_rule():
+    res = CliRunner().invoke(app, ["plan", "--model", MOE, "--system", "gb200-nvl72", "--gpus", str(GPUS), "--gbs", "576",
+                                   "--precision", "mxfp8", "--framework", "torchtitan", "--layout",
+                                   "tp=1,pp=1,ep=16,etp=1,mbs=1,fsdp=true,fsdp_replicas=2"])
+    assert res.exit_code == 2 and "hsdp rule broken" in res.output and "ep*etp = [16]" in res.output
+    assert "Traceback" not in res.output and "fits in memory" not in res.output
+    dense = CliRunner().invoke(app, ["plan", "--model", "llama3.1-70b", "--system", "gb200-nvl72", "--gpus", "128",
+                                     "--gbs", "384", "--precision", "fp8", "--layout",
+                                     "tp=1,pp=1,mbs=1,fsdp=true,fsdp_replicas=3"])
+    assert dense.exit_code == 2 and "hsdp rule broken" in dense.output and "fsdp_replicas = 3" in dense.output

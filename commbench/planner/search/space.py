@@ -225,6 +225,14 @@ def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> d
                   "for HSDP (--framework torchtitan can)") if not moe_hsdp else "fsdp is pinned false"
         raise CommbenchError(f"layout hsdp rule broken for {req.model.name}: {dict(RULES)['hsdp']} "
                              f"(fsdp_replicas = {replicas}; {detail})")
+    if replicas > 1:  # pinned HSDP: keep the structures it splits (an empty search names the rule)
+        shard_ranks = cols["dp"] // replicas * cols["cp"] * cols["tp"]
+        ok = (cols["dp"] % replicas == 0) & ((shard_ranks % (cols["ep"] * cols["etp"]) == 0) | (not req.model.is_moe))
+        if not ok.any():
+            raise CommbenchError(f"layout hsdp rule broken for {req.model.name}: {dict(RULES)['hsdp']} (fsdp_replicas = "
+                                 f"{replicas}; dp = {sorted(set(cols['dp'].tolist()))}, ep*etp = "
+                                 f"{sorted(set((cols['ep'] * cols['etp']).tolist()))})")
+        cols, n = {k: v[ok] for k, v in cols.items()}, int(ok.sum())
     cols["fsdp_replicas"] = np.full(n, replicas, dtype=np.int64)
     if "fsdp" in pins:
         cols["fsdp"] = np.full(n, bool(pins["fsdp"]))
