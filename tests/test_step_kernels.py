@@ -41,6 +41,21 @@ def test_host_time_by_cuda_graph_scope_by_hand():
     assert t.tolist() == pytest.approx([10 * 1e-4 + 4 * 3e-4, 10 * 1e-4 * 0.25 + 4 * 3e-4, 0.0])
 
 
+def test_host_launches_run_ahead_of_a_busy_gpu():
+    """Asynchronous launches: a layer whose GPU time dwarfs its host time exposes (almost) none of it,
+    one whose host time dwarfs its GPU time exposes host - GPU; the MoE syncs stay exposed either way."""
+    cal = Calibration(layer_overhead_s=1e-3, moe_sync_s=3e-4, graph_layer_residual=0.25)
+    eager = np.array([0])
+    busy = kernels.host_time_s(10.0, 4.0, eager, cal, gpu_layer_s=20e-3)
+    assert busy[0] == pytest.approx(4 * 3e-4, abs=10 * 1e-6)  # < 1 us per layer left of 1 ms host time
+    idle = kernels.host_time_s(10.0, 0.0, eager, cal, gpu_layer_s=1e-5)
+    assert idle[0] == pytest.approx(10 * (1e-3 - 1e-5), rel=1e-3)
+    # monotone: more GPU work per layer never exposes more launch time
+    gpu = np.linspace(0.0, 5e-3, 50)
+    exposed = kernels.host_time_s(1.0, 0.0, np.zeros(50, dtype=int), cal, gpu_layer_s=gpu)
+    assert np.all(np.diff(exposed) <= 1e-15) and exposed[0] == pytest.approx(1e-3)
+
+
 def test_dispatcher_sm_fraction_and_overlap_cost():
     assert kernels.dispatcher_sm_fraction(gpu_spec("gb300")) == pytest.approx(24 / 160)
     m = load_model("deepseek-v3")
@@ -50,12 +65,20 @@ def test_dispatcher_sm_fraction_and_overlap_cost():
     bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([base, on]))
     assert bd.ep_total_s[0] == pytest.approx(bd.ep_total_s[1])
     # overlap hides part of the all-to-all but charges the SMs it holds while compute runs beside it
-    window = bd.compute_s[1] - bd.overhead_s[1]
+    window = bd.compute_s[1] - _sync_s(m, on, bd.num_microbatches[1])
     frac = kernels.dispatcher_sm_fraction(fabric.gpu)
     cal = Calibration()
     hidden = np.maximum(bd.ep_total_s[1] - cal.ep_overlap_efficiency * np.minimum(bd.ep_total_s[1], window), 0.0)
     assert bd.ep_exposed_s[1] == pytest.approx(hidden + frac * min(bd.ep_total_s[1], window), rel=1e-9)
     assert bd.ep_exposed_s[1] < bd.ep_exposed_s[0] == bd.ep_total_s[0]
+
+
+def _sync_s(model, layout, num_microbatches):
+    """The MoE token-count syncs of a step (eager launches): the part of compute no overlap can use."""
+    from commbench.planner.layout.split import stage_imbalance
+    imbalance = float(stage_imbalance(model, np.array([layout.pp]), np.array([layout.vp]))[0])
+    moe_stage = (model.num_moe_layers + model.num_mtp_layers) / layout.pp * imbalance
+    return num_microbatches * float(kernels.moe_sync_time_s(moe_stage, np.array([0]), Calibration())[0])
 
 
 def test_ep_overlap_has_its_own_efficiency():
@@ -67,7 +90,7 @@ def test_ep_overlap_has_its_own_efficiency():
     # the TP/DP/PP overlap term does not move the EP all-to-all
     same = evaluate_layouts(m, fabric, arr, calibration=Calibration(ep_overlap_efficiency=1.0, overlap_efficiency=0.9))
     assert same.ep_exposed_s[0] == pytest.approx(full.ep_exposed_s[0])
-    window = full.compute_s[0] - full.overhead_s[0]
+    window = full.compute_s[0] - _sync_s(m, lay, full.num_microbatches[0])
     sm = kernels.dispatcher_sm_fraction(fabric.gpu) * min(full.ep_total_s[0], window)
     assert full.ep_exposed_s[0] == pytest.approx(max(full.ep_total_s[0] - window, 0.0) + sm, rel=1e-9)
     assert none.ep_exposed_s[0] == pytest.approx(full.ep_total_s[0] - 0.3 * min(full.ep_total_s[0], window) + sm,

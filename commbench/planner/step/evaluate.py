@@ -209,7 +209,6 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     gemm_s = gemm_s + kernels.expert_kernel_time_s(moe_stage, local_experts, a.fused_moe, cal)
     mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb) * imbalance
     memory_bound_s = mem_bytes / (hbm * cal.hbm_efficiency)
-    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal)
     recompute = a.recompute
     # Recompute repeats forward work: full = a third of everything; selective (core attention) =
     # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
@@ -221,6 +220,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                              attention_s / 3.0 + memory_bound_s / 6.0,
                              np.broadcast_to(up_proj_s, gemm_s.shape),
                              memory_bound_s / 12.0], 0.0)
+    # Host launches run ahead of the GPU: a layer exposes only what its host time exceeds its GPU time by.
+    gpu_layer_s = (gemm_s + attention_s + memory_bound_s + recompute_s) / np.maximum(layers_stage, 1e-9)
+    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
 
     # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
@@ -247,7 +249,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         model, system, a, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, moe_stage=moe_stage,
         rack_gpus=dom, max_domains=max_dom, moe_imbalance=moe_imbalance, cal=cal,
         collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s)
-    ep_window = compute_mb - overhead_s
+    # The other micro-batch's wall time hides it, launch-bound stretches included; the syncs stall both.
+    ep_window = compute_mb - kernels.moe_sync_time_s(moe_stage, a.cuda_graph, cal)
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.ep_overlap_efficiency), ep_total_mb)
     # Overlapped dispatch/combine kernels hold SMs while compute runs beside them (kernels.py).
     ep_exposed_mb = ep_exposed_mb + np.where(a.moe_a2a_overlap, kernels.dispatcher_sm_fraction(gpu)

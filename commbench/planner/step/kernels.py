@@ -11,12 +11,18 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   heads x the keys it attends (s/2 on average under a causal mask) once forward and once again
   in the backward pass, which recomputes the probabilities. Blackwell Ultra doubles the exp rate
   (hardware.toml sfu_texp_per_s).
-- Host time: each layer's kernels are launched from Python (layer_overhead_s per layer per
-  micro-batch, forward + backward); per-layer CUDA graphs (attention, router, MoE preprocess)
-  replay most of those launches (graph_layer_residual of it remains); a full-iteration graph
-  replays the whole step (no launch time). Dropless MoE also syncs the per-expert token counts to
-  the host before the grouped GEMM (moe_sync_s per MoE layer per micro-batch); full-iteration
-  graphs need the sync-free path, so they remove it.
+- Host time: each layer's kernels are launched from Python (layer_overhead_s of host time per
+  layer per micro-batch, forward + backward); per-layer CUDA graphs (attention, router, MoE
+  preprocess) replay most of those launches (graph_layer_residual of it remains); a full-iteration
+  graph replays the whole step (no launch time). Launches are asynchronous: the host runs ahead of
+  the GPU through the stream's queue, so a layer costs the slower of its GPU time and its host
+  time, and only the excess of host over GPU time is exposed (CUDA C++ Programming Guide,
+  "Asynchronous Concurrent Execution"; the CPU-bound regime PyTorch's CUDA-graph notes describe is
+  the one where the host is the slower side). Taken smoothly (smooth_max) because kernel and
+  launch times vary within a layer. Dropless MoE also syncs the per-expert token counts to the
+  host before the grouped GEMM (moe_sync_s per MoE layer per micro-batch: the queue drains, the
+  GPU idles for the round trip and the relaunch); full-iteration graphs need the sync-free path,
+  so they remove it.
 - Expert GEMM kernels: without the fused grouped MLP, each local expert's GEMMs are separate
   kernels (Transformer Engine GroupedLinear: one cuBLAS GEMM per expert), 6 per expert per MoE
   layer per micro-batch (fc1, fc2 x fprop, dgrad, wgrad), each paying a fixed GPU time (launch
@@ -54,12 +60,20 @@ def attention_time_s(tc_flops, exps, *, tc_rate_flops, sfu_rate_exps) -> np.ndar
     return smooth_max(tc_flops / tc_rate_flops, exps / sfu_rate_exps)
 
 
-def host_time_s(layers, moe_layers, cuda_graph, cal) -> np.ndarray:
-    """Launch + host-sync time per micro-batch (forward + backward) by CUDA-graph scope code
-    (0 none, 1 per-layer, 2 full iteration)."""
+def host_time_s(layers, moe_layers, cuda_graph, cal, gpu_layer_s=0.0) -> np.ndarray:
+    """Exposed launch + host-sync time per micro-batch (forward + backward) by CUDA-graph scope code
+    (0 none, 1 per-layer, 2 full iteration): per layer, what the host's launch time exceeds the
+    layer's GPU time `gpu_layer_s` by (asynchronous launches), plus the MoE token-count syncs."""
     launch = np.where(cuda_graph == 0, 1.0, np.where(cuda_graph == 1, cal.graph_layer_residual, 0.0))
-    sync = np.where(cuda_graph == 2, 0.0, 1.0)
-    return layers * cal.layer_overhead_s * launch + moe_layers * cal.moe_sync_s * sync
+    host_layer_s = cal.layer_overhead_s * launch
+    gpu_layer_s = np.asarray(gpu_layer_s, dtype=np.float64)
+    exposed_layer_s = np.maximum(smooth_max(gpu_layer_s, host_layer_s) - gpu_layer_s, 0.0)
+    return layers * exposed_layer_s + moe_sync_time_s(moe_layers, cuda_graph, cal)
+
+
+def moe_sync_time_s(moe_layers, cuda_graph, cal) -> np.ndarray:
+    """The MoE token-count syncs per micro-batch (none under a full-iteration graph): the GPU idles."""
+    return moe_layers * cal.moe_sync_s * np.where(cuda_graph == 2, 0.0, 1.0)
 
 
 EXPERT_GEMMS_PER_LAYER = 6  # fc1, fc2 x (fprop, dgrad, wgrad); the GLU's two halves are one fc1 GEMM
