@@ -20,15 +20,26 @@ GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig
 PARAM_BYTES = 2    # bf16 parameter all-gather
 
 
+def param_gather_bytes(precision, distributed_optimizer, fp8_codes) -> np.ndarray:
+    """Bytes per parameter the DP all-gather moves (and the sharded weights hold): 1 where the recipe
+    keeps the weights in fp8 (Megatron-Bridge's bf16_with_fp8_current_scaling_mixed and
+    bf16_with_mxfp8_mixed set fp8_param_gather=True; nvfp4 does not: src/megatron/bridge/training/
+    mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0; Megatron-LM allows it only with the distributed
+    optimizer or FSDP, arguments.py; Megatron-Core DDPConfig.fp8_param_gather: "perform the param
+    all-gather in fp8"), else bf16's 2."""
+    fp8 = np.isin(np.asarray(precision), fp8_codes)
+    return np.where(fp8 & np.asarray(distributed_optimizer, dtype=bool), 1.0, float(PARAM_BYTES))
+
+
 def hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarray:
     """Exposed part of `total` overlapped with a compute `window` that hides `efficiency` of itself."""
     return np.maximum(total - efficiency * np.minimum(total, window), 0.0)
 
 
-def _totals(system, coll, hier_rs, local, g, domains, dist_on):
+def _totals(system, coll, hier_rs, local, g, domains, dist_on, param_bytes):
     """(gradient RS or AR, parameter AG) seconds for distinct rows."""
     flat_rs = coll(system, "reduce_scatter", local * GRAD_BYTES, g, domains)
-    ag_flat = coll(system, "all_gather", local * PARAM_BYTES, g, domains)
+    ag_flat = coll(system, "all_gather", local * param_bytes, g, domains)
     per_dom = g // np.maximum(domains, 1)
     two_stage = (domains > 1) & (g % np.maximum(domains, 1) == 0)
     hier = np.full(len(g), np.inf)
@@ -36,26 +47,29 @@ def _totals(system, coll, hier_rs, local, g, domains, dist_on):
         sel = np.flatnonzero(two_stage)
         hier[sel] = hier_rs(system, (local * GRAD_BYTES)[sel], g[sel], per_dom[sel])
     rs = np.minimum(flat_rs, hier)
-    ag = np.minimum(ag_flat, hier * PARAM_BYTES / GRAD_BYTES)
+    ag = np.minimum(ag_flat, hier * param_bytes / GRAD_BYTES)
     if np.any(~dist_on):
         rs = np.where(dist_on, rs, coll(system, "all_reduce", local * GRAD_BYTES, g, domains))
     return rs, np.where(dist_on, ag, 0.0)
 
 
-def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_overlap, rs_window, ag_window):
+def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_overlap, rs_window, ag_window,
+              param_bytes=PARAM_BYTES):
     """(RS total, RS exposed, AG total, AG exposed) seconds per layout. `coll` and `hier_rs` are the
-    cost model's collective_time_s and hierarchical_reduce_scatter_time_s (or test stand-ins)."""
+    cost model's collective_time_s and hierarchical_reduce_scatter_time_s (or test stand-ins);
+    `param_bytes` per parameter gathered (param_gather_bytes)."""
     active = group > 1
     g = np.maximum(group, 1)
-    loc, g_, dom_, dist_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist)
+    loc, g_, dom_, dist_, pb_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist,
+                                                    np.asarray(param_bytes, dtype=float))
     _, loc_code = np.unique(loc, return_inverse=True)
     # one int64 key per row (a 1-D unique sorts fast; a row-wise unique over floats does not)
-    key = ((loc_code.ravel().astype(np.int64) * 65536 + g_.astype(np.int64)) * 4096
-           + dom_.astype(np.int64)) * 2 + dist_.astype(np.int64)
+    key = (((loc_code.ravel().astype(np.int64) * 65536 + g_.astype(np.int64)) * 4096
+            + dom_.astype(np.int64)) * 2 + dist_.astype(np.int64)) * 2 + (pb_ < PARAM_BYTES).astype(np.int64)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     u_rs, u_ag = _totals(system, coll, hier_rs, loc[first], g_[first].astype(float), dom_[first].astype(float),
-                         dist_[first])
+                         dist_[first], pb_[first])
     rs, ag = np.where(active, u_rs[inverse], 0.0), np.where(active, u_ag[inverse], 0.0)
     last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
     rs_exp = np.where(dp_overlap, hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)

@@ -40,7 +40,7 @@ import numpy as np
 
 from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm
 from commbench.planner.step.mamba import block_counts
-from commbench.planner.step.dp_sync import dp_sync_s, hidden as _hidden
+from commbench.planner.step.dp_sync import dp_sync_s, hidden as _hidden, param_gather_bytes
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
@@ -48,6 +48,7 @@ from commbench.planner.layout.split import stage_imbalance
 from commbench.planner.models.spec import ModelSpec, flops_breakdown, param_counts
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
+FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam: read grad, master, m, v (16 B); write master, m, v (12 B); bf16 param (2 B)
 
@@ -308,8 +309,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     rs_window = compute_mb * 2.0 / 3.0 * (1.0 + extra)
     ag_window = compute_mb / 3.0 * (1.0 + extra)
 
+    param_bytes = param_gather_bytes(a.precision, dist, FP8_CODES)
+
     def dp_terms(local, group, domains):
         return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
+                         param_bytes=param_bytes,
                          group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
                          rs_window=rs_window, ag_window=ag_window)
 
@@ -336,7 +340,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                    group=group[sel], domains=np.broadcast_to(domains, tp.shape)[sel],
                                    n_mb=n_mb[sel], units=blocks.layers, compute_mb=compute_mb[sel],
                                    dp_overlap=a.dp_overlap[sel], replicas=replicas[sel],
-                                   replica_domains=np.broadcast_to(replica_dom, tp.shape)[sel])
+                                   replica_domains=np.broadcast_to(replica_dom, tp.shape)[sel],
+                                   param_bytes=param_bytes[sel])
             for out, value in zip(terms, got):
                 out[sel] = value
     owned = np.where(dist, dense_local / shard_group + expert_local / expert_shard_group,

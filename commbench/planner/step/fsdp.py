@@ -4,7 +4,8 @@ optim_grads_params` and TorchTitan's FSDP2 (`fully_shard` per transformer block)
 Per micro-batch, one FSDP unit per layer (Megatron-FSDP wraps every TransformerLayer / Mamba layer,
 TorchTitan every block; Rajbhandari et al., ZeRO, arXiv 1910.02054; Zhao et al., PyTorch FSDP,
 arXiv 2304.11277):
-- forward: each unit's parameters are all-gathered (bf16) before it runs and freed after;
+- forward: each unit's parameters are all-gathered (bf16, or fp8 with fp8_param_gather: the 8-bit
+  recipes; dp_sync.param_gather_bytes) before it runs and freed after;
 - backward: gathered again, and its gradients reduce-scattered (bf16) once computed;
 - overlap: the next unit's gather is prefetched behind the current unit's compute, a unit's
   reduce-scatter runs behind the next unit's backward; the first unit's gather of each pass and the
@@ -40,7 +41,7 @@ GATHERED_UNITS = 2  # the running unit and the prefetched one
 
 
 def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap,
-                replicas=1, replica_domains=1):
+                replicas=1, replica_domains=1, param_bytes=PARAM_BYTES):
     """(RS total, RS exposed, AG total, AG exposed) seconds per step for parameters `local` per GPU
     (before sharding) over `group` ranks, in `units` FSDP units: sharded over group/replicas ranks
     spanning `domains` racks, all-reduced across `replicas` spanning `replica_domains` racks (HSDP;
@@ -48,7 +49,7 @@ def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, comput
     replicas = np.maximum(np.asarray(replicas), 1)
     g = np.maximum(group // replicas, 1).astype(float)
     active = g > 1
-    ag_once = np.where(active, coll(system, "all_gather", local * PARAM_BYTES, g, domains), 0.0)
+    ag_once = np.where(active, coll(system, "all_gather", local * param_bytes, g, domains), 0.0)
     rs_once = np.where(active, coll(system, "reduce_scatter", local * GRAD_BYTES, g, domains), 0.0)
     ar = np.where(replicas > 1, coll(system, "all_reduce", local / g * GRAD_BYTES, replicas.astype(float),
                                      replica_domains), 0.0)

@@ -24,6 +24,7 @@ import numpy as np
 from commbench.planner.layout.spec import PRECISIONS
 from commbench.planner.models.spec import ModelSpec, param_counts
 from commbench.planner.step import fsdp, gdn, mamba
+from commbench.planner.step.dp_sync import param_gather_bytes
 from commbench.planner.step.mamba import block_counts
 
 BF16 = 2
@@ -132,11 +133,9 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # for a full-iteration graph a share of the activations the pool cannot reuse.
     graph_bytes = np.select([arr.cuda_graph == 1, arr.cuda_graph == 2],
                             [np.full(len(tp), cal.graph_layer_bytes), cal.graph_full_fraction * activations], 0.0)
-    # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy: Megatron-Bridge's
-    # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather=True, nvfp4 does
-    # not (src/megatron/bridge/training/mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0).
-    # (Megatron-LM allows fp8_param_gather only with the distributed optimizer or FSDP: arguments.py)
-    weight_bytes = np.where(((arr.precision == FP8) | (arr.precision == MXFP8)) & arr.distributed_optimizer, 1.0, 2.0)
+    # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
+    # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes.
+    weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8))
     weights, grads = local * weight_bytes, local * 2.0
     if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
         c = block_counts(model)
