@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
@@ -112,3 +113,22 @@ X_GB200_BF16_V1 = X_GB200_V1
     assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
     assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
     assert tool.recompute_of(dict(tool.DEFAULTS, recompute_num_layers=4), "llama3-8b") == "full"
+
+
+def test_release_features_are_per_gpu_where_the_recipes_cover_it():
+    """A feature NVIDIA's tuned recipes never turn on for a GPU is not searched there: no release runs H100
+    under a full-iteration CUDA graph; GB200 gets it from 25.11; a GPU no recipe covers gets the union."""
+    from commbench.planner.layout.recipes import release_features
+    assert "full" not in release_features("26.02", "h100")["cuda_graph"]
+    assert "full" in release_features("26.02", "gb200-nvl72")["cuda_graph"]
+    assert release_features("26.02", "h800") == release_features("26.02")   # no recipe: any GPU's features
+    assert True not in release_features("26.02", "gb200")["moe_a2a_overlap"]
+    assert True in release_features("26.06", "gb200")["moe_a2a_overlap"]
+
+
+def test_a_pin_the_release_never_runs_on_that_gpu_is_one_line():
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.recipes import check_pins_in_release
+    check_pins_in_release({"cuda_graph": "full"}, "26.02", "gb200-nvl72")
+    with pytest.raises(CommbenchError, match=r"cuda_graph=full: .*release 26.02 on H100 .*\{layer, none\} on H100"):
+        check_pins_in_release({"cuda_graph": "full"}, "26.02", "h100-hgx")

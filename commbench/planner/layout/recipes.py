@@ -5,8 +5,11 @@ the recipe files at each release's tag; every entry names its file, commit and c
 - `recipe_for`: the recipe flags (RECIPE_KEYS) a published run of that release used. Where a release
   has several variants (V1/V2) for one (model, GPU, precision), the one whose parallel sizes equal
   the run's the most; ties go to the higher variant (the performance scripts' default, `-cv v2`).
-- `release_features`: what a release can do, the union of the values its recipes use (e.g. 25.09 has
-  no full-iteration CUDA graph and no fused MoE kernels); `plan`/`tune --software` search only those.
+- `release_features`: what a release can do on a GPU, the union of the values its recipes (and older
+  releases') use on that GPU (e.g. 25.09 has no full-iteration CUDA graph and no fused MoE kernels; no
+  release runs H100 under a full-iteration graph; GB200's EP all-to-all overlap starts in 26.04); a GPU
+  no recipe covers gets what the release uses on any GPU. `plan`/`tune --software` search only those:
+  a feature NVIDIA's own tuned recipes never turn on for a GPU is not one the planner may credit there.
 """
 
 from __future__ import annotations
@@ -97,15 +100,17 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
 
 
 @functools.cache
-def release_features(release: str) -> dict[str, frozenset]:
-    """Field -> the values any recipe of that release (or an older one) uses: what it can run."""
+def release_features(release: str, gpu: str | None = None) -> dict[str, frozenset]:
+    """Field -> the values any recipe of that release (or an older one) uses on `gpu` (a GPU or preset
+    name; None, or a GPU no recipe of those releases covers: on any GPU): what it can run there."""
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
+    entries = [e for e in _table()["recipes"] if e["release"] in upto]
+    on_gpu = [e for e in entries if gpu is not None and e["gpu"] == gpu_key(gpu)]
     out: dict[str, set] = {k: set() for k in RECIPE_KEYS}
-    for entry in _table()["recipes"]:
-        if entry["release"] in upto:
-            for k in RECIPE_KEYS:
-                out[k].add(entry[k])
+    for entry in on_gpu or entries:
+        for k in RECIPE_KEYS:
+            out[k].add(entry[k])
     # Megatron-Core features every release has, used by a recipe or not: the three recompute
     # granularities, eager launches, the NCCL all-to-all dispatcher, every optional feature off.
     out["recompute"] |= {"none", "selective", "full"}
@@ -116,14 +121,17 @@ def release_features(release: str) -> dict[str, frozenset]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def check_pins_in_release(pins: dict[str, object], release: str) -> None:
-    """Refuse a --layout value the release's recipes never use (one line naming field and release)."""
-    features = release_features(release)
+def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None) -> None:
+    """Refuse a --layout value the release's recipes never use on the GPU (one line naming field, release
+    and GPU)."""
+    features = release_features(release, gpu)
+    where = f" on {gpu_key(gpu).upper()}" if gpu else ""
     for key in RECIPE_KEYS:
         if key in pins and pins[key] not in features[key]:
             have = ", ".join(sorted(str(v).lower() for v in features[key]))
             raise CommbenchError(f"--layout {key}={str(pins[key]).lower()}: not in the Megatron-Bridge recipes of "
-                                 f"release {release} (--software); that release has {key} in {{{have}}}")
+                                 f"release {release}{where} (--software); that release has {key} in {{{have}}}"
+                                 f"{where}")
 
 
 __all__ = ["RECIPE_KEYS", "releases", "newest_release", "check_release", "recipe_for", "recipe_entry",

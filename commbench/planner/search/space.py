@@ -63,10 +63,15 @@ class SearchRequest:
     framework: str = DEFAULT_FRAMEWORK  # what the search may propose (frameworks.py); pins gain what it fixes
     software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
 
+    @property
+    def gpu_name(self) -> str | None:
+        """The fabric's GPU (None before a tune sweep has measured the fabric)."""
+        return self.fabric.gpu.name if self.fabric is not None else None
+
     def __post_init__(self) -> None:
         from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
         object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
-        check_pins_in_release(self.pins, self.software)  # the user's pins, before the framework's
+        check_pins_in_release(self.pins, self.software, self.gpu_name)  # the user's pins, before the framework's
         object.__setattr__(self, "framework", check_framework(self.framework))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
         check_precision_runs(self.framework, self.model, self.precision)
@@ -166,7 +171,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     destination rank with it and never more than top-k times with alltoall, memory unchanged, so
     alltoall is dominated."""
     pins = req.pins
-    has = release_features(req.software)   # what the chosen software release can run (recipes.py)
+    has = release_features(req.software, req.gpu_name)   # what the release runs on this GPU (recipes.py)
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
     light = [3] if req.model.attention == "mla" and "mla_up_proj" in has["recompute"] else []  # DeepSeek-V3 recipes
     rec = _pinned([0, 1, 2] + light, codes, "recompute")
@@ -418,7 +423,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
                               moe_capacity_factor=req.moe_capacity_factor)
     bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
-    if "cuda_graph" not in req.pins and "full" in release_features(req.software)["cuda_graph"]:
+    if "cuda_graph" not in req.pins and "full" in release_features(req.software, req.gpu_name)["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
