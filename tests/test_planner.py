@@ -142,7 +142,8 @@ def test_compute_and_bubble_hand_computed(monkeypatch):
     attn_tc = tokens * fl.attention_core / (2250e12 * BARE.attention_efficiency)
     # exp units: 32 layers x 32 heads x 4096 keys on average (causal) x 2 (forward + backward recompute)
     attn_sfu = tokens * 32 * 32 * 4096 * 2 / 5.0e12
-    attn = (attn_tc ** 4 + attn_sfu ** 4) ** 0.25       # smooth max, p = 4
+    # forward (a third of the FLOPs, half the exps) and backward each the smooth max (p = 4) of their sides
+    attn = ((attn_tc / 3) ** 4 + (attn_sfu / 2) ** 4) ** 0.25 + ((attn_tc * 2 / 3) ** 4 + (attn_sfu / 2) ** 4) ** 0.25
     n_mb = 16 // 2
     assert bd.gemm_s[0] == pytest.approx(n_mb * gemm, rel=1e-9)
     assert bd.attention_s[0] == pytest.approx(n_mb * attn, rel=1e-9)

@@ -226,3 +226,15 @@ def test_expert_load_imbalance_and_capacity_padding_by_hand():
     assert skew.gemm_s[0] / even.gemm_s[0] == pytest.approx(1 + 0.2 * routed_share, rel=1e-9)
     assert padded.gemm_s[1] / even.gemm_s[1] == pytest.approx(1 + 0.5 * routed_share, rel=1e-9)
     assert padded.gemm_s[0] == pytest.approx(skew.gemm_s[0])   # no padding without full-iteration graphs
+
+
+def test_attention_forward_is_exp_bound_where_the_whole_core_is_not():
+    """Forward and backward are bound on their own sides: a core whose total tensor time exceeds its exp
+    time still speeds up when the exp rate doubles (Blackwell Ultra), through its exp-bound forward."""
+    exps, tc = np.array([1e12]), np.array([1.5e15])   # 1 s of exps, 1.5 s of tensor work at the rates below
+    slow = kernels.attention_time_s(tc, exps, tc_rate_flops=1e15, sfu_rate_exps=1e12)
+    fast = kernels.attention_time_s(tc, exps, tc_rate_flops=1e15, sfu_rate_exps=2e12)
+    fwd = kernels.smooth_max(np.array([0.5]), np.array([0.5]))
+    bwd = kernels.smooth_max(np.array([1.0]), np.array([0.5]))
+    assert slow[0] == pytest.approx(float(fwd[0] + bwd[0]))
+    assert fast[0] < slow[0] * 0.95 and fast[0] >= 1.5   # never below the tensor time

@@ -7,10 +7,14 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   p = ROOFLINE_P): equal to the max when one side dominates, 2^(1/p) x it when they are equal.
 - Attention core (flash attention): the two GEMMs run on the tensor cores, the softmax's
   exponentials on the special-function units (MUFU.EX2); FlashAttention-3 (arXiv 2407.08608)
-  overlaps them, so the core takes the slower of the two. Exponentials per token per layer:
-  heads x the keys it attends (s/2 on average under a causal mask) once forward and once again
-  in the backward pass, which recomputes the probabilities. Blackwell Ultra doubles the exp rate
-  (hardware.toml sfu_texp_per_s).
+  overlaps them, so a pass takes the slower of the two. Exponentials per token per layer: heads x
+  the keys it attends (s/2 on average under a causal mask) once forward and once again in the
+  backward pass, which recomputes the probabilities. Forward and backward are separate kernels, each
+  bound on its own side: the forward holds a third of the counted FLOPs (FLOPS.md: backward = 2 x
+  forward) and half the exponentials, so it is the exp-bound pass (FlashAttention-4's motivation on
+  Blackwell: ~500 tensor FLOPs per exp at B200's rates against 4 x head_dim = 512 per score forward)
+  while the backward stays tensor-bound. Blackwell Ultra doubles the exp rate (hardware.toml
+  sfu_texp_per_s: NVIDIA's "2x attention-layer acceleration" for GB300).
 - Host time: each layer's kernels are launched from Python (layer_overhead_s of host time per
   layer per micro-batch, forward + backward); per-layer CUDA graphs (attention, router, MoE
   preprocess) replay most of those launches (graph_layer_residual of it remains); a full-iteration
@@ -55,9 +59,17 @@ def attention_exps_per_token(model, seq_len: int) -> float:
     return layers * model.num_heads * (seq_len / 2.0) * EXPS_PER_SCORE
 
 
+FORWARD_FLOP_SHARE = 1.0 / 3.0  # FLOPS.md counts training as 3 x forward
+FORWARD_EXP_SHARE = 0.5         # one exp per score forward, one in the backward's recomputation
+
+
 def attention_time_s(tc_flops, exps, *, tc_rate_flops, sfu_rate_exps) -> np.ndarray:
-    """Attention core: the slower of tensor-core time and exp (SFU) time, smoothly."""
-    return smooth_max(tc_flops / tc_rate_flops, exps / sfu_rate_exps)
+    """Attention core, forward + backward: per pass the slower of tensor-core time and exp (SFU) time,
+    smoothly."""
+    fwd = smooth_max(tc_flops * FORWARD_FLOP_SHARE / tc_rate_flops, exps * FORWARD_EXP_SHARE / sfu_rate_exps)
+    bwd = smooth_max(tc_flops * (1 - FORWARD_FLOP_SHARE) / tc_rate_flops,
+                     exps * (1 - FORWARD_EXP_SHARE) / sfu_rate_exps)
+    return fwd + bwd
 
 
 def host_time_s(layers, moe_layers, cuda_graph, cal, gpu_layer_s=0.0) -> np.ndarray:

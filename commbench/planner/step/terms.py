@@ -80,8 +80,8 @@ class Calibration:
     attention_efficiency: float = 0.6423
     hbm_efficiency: float = 0.3693
     layer_overhead_s: float = 0.006431
-    graph_layer_residual: float = 0.1994
-    moe_sync_s: float = 4.331e-05
+    graph_layer_residual: float = 0.2318
+    moe_sync_s: float = 3.484e-05
     all_to_all_efficiency: float = 1
     overlap_efficiency: float = 0.3
     ep_overlap_efficiency: float = 0.4736
