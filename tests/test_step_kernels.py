@@ -238,3 +238,21 @@ def test_attention_forward_is_exp_bound_where_the_whole_core_is_not():
     bwd = kernels.smooth_max(np.array([1.0]), np.array([0.5]))
     assert slow[0] == pytest.approx(float(fwd[0] + bwd[0]))
     assert fast[0] < slow[0] * 0.95 and fast[0] >= 1.5   # never below the tensor time
+
+
+def test_torchtitan_memory_is_its_own_loss_and_bf16_gathers():
+    """TorchTitan 0.3.0 computes the loss on an fp32 copy of the logits (components/loss.py) and has no fp8
+    parameter all-gather: the same layout needs more memory there than under Megatron's fused cross entropy
+    and fp8_param_gather, by exactly those bytes, and its DP all-gather moves bf16."""
+    from commbench.planner.models.spec import param_counts
+    m = load_model("llama3-8b")
+    fabric = load_preset("gb200-nvl72", num_gpus=8)
+    lay = Layout(tp=1, pp=1, vp=1, dp=8, mbs=1, gbs=64, precision="fp8", recompute="none")
+    arr = LayoutArrays.from_layouts([lay])
+    mg = evaluate_layouts(m, fabric, arr, framework="megatron")
+    tt = evaluate_layouts(m, fabric, arr, framework="torchtitan")
+    logits_entries = lay.mbs * m.seq_len * m.vocab
+    assert tt.mem_activations_bytes[0] - mg.mem_activations_bytes[0] == pytest.approx(logits_entries * (8.0 - 2.0))
+    assert tt.mem_weights_bytes[0] == pytest.approx(2 * mg.mem_weights_bytes[0])   # bf16 vs fp8 weights
+    assert tt.dp_dense_ag_total_s[0] > 1.5 * mg.dp_dense_ag_total_s[0]
+    assert param_counts(m).non_expert * 1.0 == pytest.approx(mg.mem_weights_bytes[0])

@@ -317,7 +317,7 @@ def search(req: SearchRequest) -> SearchResult:
         idx = valid_idx[lo:lo + CHUNK]
         bd = evaluate_layouts(req.model, req.fabric, arr.take(idx), seq_len=req.seq_len,
                               calibration=req.calibration, moe_imbalance=req.moe_imbalance,
-                              moe_capacity_factor=req.moe_capacity_factor)
+                              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
         room = bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) - bd.mem_total_bytes
         ok = bd.fits & bd.valid & (room >= 0)
         num_fit += int(ok.sum())
@@ -365,7 +365,7 @@ def no_fit_message(req: SearchRequest) -> str:
             if len(idx) == 0:
                 continue
             bd = evaluate_layouts(trial.model, trial.fabric, arr.take(idx[:CHUNK * 4]), seq_len=req.seq_len,
-                                  calibration=req.calibration)
+                                  calibration=req.calibration, framework=req.framework)
         except CommbenchError:
             continue
         if np.any(bd.fits & (bd.mem_capacity_bytes * (1 - req.headroom_fraction) >= bd.mem_total_bytes)):
@@ -421,7 +421,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         return np.where(bd.fits & bd.valid & (room >= 0), bd.tokens_per_s_per_gpu, -1.0)
 
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
-                              moe_capacity_factor=req.moe_capacity_factor)
+              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
     bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
     if "cuda_graph" not in req.pins and "full" in release_features(req.software, req.gpu_name)["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
@@ -447,7 +447,8 @@ def best_for_pins(req: SearchRequest) -> tuple[LayoutArrays, StepBreakdown]:
     arr, bd = with_full_graphs(req, arr)   # sorted: fitting layouts first, fastest first
     one = arr.take(np.array([0]))
     return one, evaluate_layouts(req.model, req.fabric, one, seq_len=req.seq_len, calibration=req.calibration,
-                                 moe_imbalance=req.moe_imbalance, moe_capacity_factor=req.moe_capacity_factor)
+                                 moe_imbalance=req.moe_imbalance, moe_capacity_factor=req.moe_capacity_factor,
+                                 framework=req.framework)
 
 
 def is_complete(pins: dict[str, object]) -> bool:

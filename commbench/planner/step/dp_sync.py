@@ -20,14 +20,15 @@ GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig
 PARAM_BYTES = 2    # bf16 parameter all-gather
 
 
-def param_gather_bytes(precision, distributed_optimizer, fp8_codes) -> np.ndarray:
+def param_gather_bytes(precision, distributed_optimizer, fp8_codes, framework: str = "megatron") -> np.ndarray:
     """Bytes per parameter the DP all-gather moves (and the sharded weights hold): 1 where the recipe
     keeps the weights in fp8 (Megatron-Bridge's bf16_with_fp8_current_scaling_mixed and
     bf16_with_mxfp8_mixed set fp8_param_gather=True; nvfp4 does not: src/megatron/bridge/training/
     mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0; Megatron-LM allows it only with the distributed
     optimizer or FSDP, arguments.py; Megatron-Core DDPConfig.fp8_param_gather: "perform the param
-    all-gather in fp8"), else bf16's 2."""
-    fp8 = np.isin(np.asarray(precision), fp8_codes)
+    all-gather in fp8"), else bf16's 2. TorchTitan 0.3.0 has no fp8 all-gather (FSDP2 gathers its
+    mixed-precision param_dtype, bf16): 2 there."""
+    fp8 = np.isin(np.asarray(precision), fp8_codes) & (framework == "megatron")
     return np.where(fp8 & np.asarray(distributed_optimizer, dtype=bool), 1.0, float(PARAM_BYTES))
 
 

@@ -133,10 +133,11 @@ def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
 
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
                      calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0,
-                     moe_capacity_factor: float | None = None) -> StepBreakdown:
+                     moe_capacity_factor: float | None = None, framework: str = "megatron") -> StepBreakdown:
     """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
-    step_s=inf and fits=False; their other figures are meaningless."""
+    step_s=inf and fits=False; their other figures are meaningless. `framework` (megatron, torchtitan)
+    sets what the layout fields do not: the loss's logits and the parameter all-gather's dtype."""
     collective_time_s, moe_all_to_all_time_s = _costmodel()
     hierarchical_reduce_scatter_time_s = _hierarchical()
     cal = calibration
@@ -309,7 +310,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     rs_window = compute_mb * 2.0 / 3.0 * (1.0 + extra)
     ag_window = compute_mb / 3.0 * (1.0 + extra)
 
-    param_bytes = param_gather_bytes(a.precision, dist, FP8_CODES)
+    param_bytes = param_gather_bytes(a.precision, dist, FP8_CODES, framework)
 
     def dp_terms(local, group, domains):
         return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
@@ -355,7 +356,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,
                                 dense_group=shard_group, expert_group=expert_shard_group, n_mb=n_mb,
-                                tokens_mb=tokens_mb, sp=sp)
+                                tokens_mb=tokens_mb, sp=sp, framework=framework)
     return StepBreakdown(
         valid=valid, violations=violations, num_microbatches=n_mb,
         compute_s=n_mb * compute_mb, gemm_s=n_mb * gemm_s, attention_s=n_mb * attention_s,

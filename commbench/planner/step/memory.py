@@ -92,7 +92,8 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     return np.where(full, layer_input, attn), np.where(full, 0.0, dense_mlp), np.where(full, 0.0, moe_mlp)
 
 
-def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp) -> np.ndarray:
+def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
+                     framework: str = "megatron") -> np.ndarray:
     attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, arr.recompute, arr.precision)
     c = block_counts(model)
     per_token = attn * c.attention + dense_mlp * c.dense + moe_mlp * c.moe
@@ -111,16 +112,23 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
     mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
     first_stage = per_mb_stage * mb_equiv
-    # Fused cross entropy (cross_entropy_fusion_impl="te", set by every Megatron-Bridge performance recipe:
-    # scripts/performance/utils/overrides.py at v0.3.0, helpers.py at v0.2.0, the 25.09 YAMLs) writes the
-    # logits' gradient in place into the bf16 logits during forward: 2 B per vocab entry kept, no fp32 copy.
-    logits = tokens_mb / (tp * cp) * model.vocab * 2.0 * (1 + model.num_mtp_layers)
+    logits = tokens_mb / (tp * cp) * model.vocab * LOGITS_BYTES[framework] * (1 + model.num_mtp_layers)
     last_stage = per_mb_stage + logits
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
 
 
+# Bytes per vocab entry of the loss's logits at their peak, by framework:
+# - megatron: the fused cross entropy (cross_entropy_fusion_impl="te", set by every Megatron-Bridge
+#   performance recipe: scripts/performance/utils/overrides.py at v0.3.0, helpers.py at v0.2.0, the 25.09
+#   YAMLs) writes the logits' gradient in place into the bf16 logits during forward: 2 B, no fp32 copy;
+# - torchtitan: components/loss.py (0.3.0) cross_entropy_loss passes pred.flatten(0, 1).float() to
+#   F.cross_entropy: the fp32 copy (4 B) and the fp32 log-probabilities log_softmax saves for backward
+#   (4 B) are both alive at the loss.
+LOGITS_BYTES = {"megatron": 2.0, "torchtitan": 8.0}
+
+
 def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, dense_group, expert_group,
-                   n_mb, tokens_mb, sp) -> MemoryBytes:
+                   n_mb, tokens_mb, sp, framework: str = "megatron") -> MemoryBytes:
     pc = param_counts(model)
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
@@ -128,14 +136,15 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     dist = arr.distributed_optimizer
     owned = np.where(dist, dense_local / dense_group + expert_local / expert_group, local)
     capacity = np.full(len(tp), gpu.usable_hbm_bytes)
-    activations = activation_bytes(model, arr, tp=tp, cp=cp, pp=pp, vp=vp, etp=etp, n_mb=n_mb, tokens_mb=tokens_mb, sp=sp)
+    activations = activation_bytes(model, arr, tp=tp, cp=cp, pp=pp, vp=vp, etp=etp, n_mb=n_mb, tokens_mb=tokens_mb, sp=sp,
+                                   framework=framework)
     # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
     # for a full-iteration graph a share of the activations the pool cannot reuse.
     graph_bytes = np.select([arr.cuda_graph == 1, arr.cuda_graph == 2],
                             [np.full(len(tp), cal.graph_layer_bytes), cal.graph_full_fraction * activations], 0.0)
     # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
     # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes.
-    weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8))
+    weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8), framework)
     weights, grads = local * weight_bytes, local * 2.0
     if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
         c = block_counts(model)
