@@ -195,8 +195,9 @@ def band_lines(result: SearchResult) -> list[str]:
     if tied <= 1:
         return []
     return [f"Band: {tied:,} fitting layouts predict within {100 * err:.0f}% of the best (the model's median "
-            f"error on published {'MoE' if result.request.model.is_moe else 'dense'} runs): ranks 1-{tied:,} are a "
-            "tie within the model's error; measure the top few (verify-plan) before choosing."]
+            f"error on published {'MoE' if result.request.model.is_moe else 'dense'} runs of GPUs it was not fitted "
+            f"on): ranks 1-{tied:,} are a tie within the model's error; measure the top few (verify-plan) "
+            "before choosing."]
 
 
 def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[list[str], list[dict]]:
