@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from commbench.planner.step.terms import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
-from commbench.planner.calibrate.published import fit_calibration, predict_runs, published_runs
+from commbench.planner.calibrate.published import predict_runs, published_runs
+from commbench.planner.calibrate.fit import fit_calibration
 
 HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
 
@@ -74,8 +75,8 @@ def leave_one_release_out(runs, start=FIT_START, rounds: int = 5) -> list[tuple[
 
 
 def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
-    """Fitted terms sitting at (within 0.5% of) a bound of published.BOUNDS."""
-    from commbench.planner.calibrate.published import BOUNDS
+    """Fitted terms sitting at (within 0.5% of) a bound of fit.BOUNDS."""
+    from commbench.planner.calibrate.fit import BOUNDS
     out = []
     for name in terms:
         lo, hi = BOUNDS[name]

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
-from commbench.planner.calibrate.published import fit_weights, published_runs
+from commbench.planner.calibrate.published import published_runs
+from commbench.planner.calibrate.fit import fit_weights
 from commbench.planner.calibrate.runlogs import parse_megatron_log, parse_torchtitan_log, read_runs
 
 DATA = Path(__file__).parent / "data"
@@ -173,7 +174,7 @@ def test_published_spellings_of_models_and_gpus_are_recognised(tmp_path):
 
 def test_published_fit_holds_the_fabric_term_and_user_fit_moves_it():
     from commbench.planner.step.terms import FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
-    from commbench.planner.calibrate.published import fit_calibration
+    from commbench.planner.calibrate.fit import fit_calibration
     runs = [r for r in published_runs() if r.layout is not None and r.row["gpu"] == "H100" and r.model.is_moe][:3]
     start = FIT_START.with_values(all_to_all_efficiency=0.5)
     held = fit_calibration(runs, start=start, rounds=1, terms=PUBLISHED_FIT_TERMS)

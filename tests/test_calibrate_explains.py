@@ -72,7 +72,7 @@ def test_logs_of_two_models_and_systems_in_one_call_with_leave_one_out(tmp_path)
 def test_term_pushed_to_its_bound_is_warned(tmp_path):
     """A run far faster than any physical term allows, fitted from terms already at their fast ends: the
     fitted term stays at its bound, and the output says so."""
-    from commbench.planner.calibrate.published import BOUNDS
+    from commbench.planner.calibrate.fit import BOUNDS
     from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, calibration_json
     fast = {t: (BOUNDS[t][0] if t.endswith("_s") or t == "gemm_traffic_factor" else BOUNDS[t][1])
             for t in FITTED_TERMS if t in BOUNDS}

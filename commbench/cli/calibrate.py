@@ -152,7 +152,7 @@ def calibrate(
     if evaluate:
         rows = evaluation_rows(loaded, start)
         errors = np.abs([r["error_pct"] for r in rows])
-        from commbench.planner.calibrate.published import median_error_by_family
+        from commbench.planner.calibrate.fit import median_error_by_family
         by_family = median_error_by_family(loaded, errors)
         if as_json:
             console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",

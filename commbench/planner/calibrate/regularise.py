@@ -8,9 +8,9 @@ its bound, and reported 0% in-sample error):
   with no effect on any run are held;
 - a Gaussian prior in log space toward the start (shipped) terms (ridge regression): with runs
   scattered by ROW_SIGMA and a prior width PRIOR_SIGMA per term, the penalty added to the mean Huber
-  loss (published.fit_loss, 0.5 err^2 near 0) is 0.5 (ROW_SIGMA/PRIOR_SIGMA)^2 / n * sum(log(v/v0)^2);
+  loss (fit.fit_loss, 0.5 err^2 near 0) is 0.5 (ROW_SIGMA/PRIOR_SIGMA)^2 / n * sum(log(v/v0)^2);
 - leave-one-out: each distinct run is predicted by a fit on the others (median |error| reported beside
-  the in-sample one), and a term that ends at its physical bound (published.BOUNDS) is named.
+  the in-sample one), and a term that ends at its physical bound (fit.BOUNDS) is named.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commbench.planner.calibrate.published import (BOUNDS, PublishedRun, coordinate_search, fit_loss, fit_weights,
-                                                   predict_runs)
+from commbench.planner.calibrate.published import PublishedRun, predict_runs
+from commbench.planner.calibrate.fit import BOUNDS, coordinate_search, fit_loss, fit_weights
 from commbench.planner.step.terms import FITTED_TERMS, Calibration
 
 ROW_SIGMA = 0.05     # a run's log error the model is expected to carry (its median error is 3-7%)
@@ -104,7 +104,7 @@ def _penalised_loss(runs, cal: Calibration, start: Calibration, terms, weights, 
 
 
 def fit_regularised(runs: list[PublishedRun], start: Calibration, terms: list[str], rounds: int = 5) -> Calibration:
-    """Coordinate search (published.coordinate_search) on the Huber loss plus the log-space prior."""
+    """Coordinate search (fit.coordinate_search) on the Huber loss plus the log-space prior."""
     weights = fit_weights(runs)
     strength = 0.5 * (ROW_SIGMA / PRIOR_SIGMA) ** 2 / max(len(distinct_runs(runs)), 1)
     return coordinate_search(runs, start, terms, rounds,

@@ -3,7 +3,7 @@
 Fitted by benchmarks/planner_calibration.py (or `commbench calibrate` on a user's own runs) by
 minimising a robust (Huber) loss of log(predicted / measured) tokens/s/GPU, each (model family x
 system) group weighted equally and duplicate configurations across releases collapsed
-(published.fit_calibration). The same values serve every model, GPU and layout: no per-row term.
+(calibrate.fit.fit_calibration). The same values serve every model, GPU and layout: no per-row term.
 
 Terms (why each exists):
 - gemm_efficiency_{hopper,blackwell}: achieved fraction of the datasheet dense peak for large

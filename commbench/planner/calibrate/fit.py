@@ -1,0 +1,129 @@
+"""Fitting the step model's terms to published runs (benchmarks/planner_calibration.py, and the start
+of `commbench calibrate`'s regularised fit): the terms' physical bounds, the per-run weights (each
+model family x system group weighs the same; duplicate configurations across releases share one
+unit), the robust (Huber) loss of log(predicted / measured) tokens/s/GPU and the coordinate search.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from commbench.planner.calibrate.published import PublishedRun, predict_runs
+from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, MOE_TERMS, Calibration
+
+# Physical ranges: large cuBLAS/TE GEMMs reach 45-80% of the dense datasheet peak in training (power
+# cap, tile quantisation); bf16 grouped (expert) GEMMs 25-90% (the 8-bit ones are not fitted: terms.py);
+# flash attention's tensor-core part 25-75% (FlashAttention-3, arXiv 2407.08608:
+# up to 75% on H100 forward, less backward); a GEMM moves at least its compulsory operand traffic
+# (gemm_traffic_factor >= 1); host launch time per layer per micro-batch (forward + backward, ~150-400
+# kernel launches at 5-20 us of Python/C++ dispatch each; exposed only beyond the layer's GPU time) at most
+# 10 ms, and one device-to-host sync (a round trip plus the relaunch
+# that refills the queue) at most 200 us. Without these bounds a fit that lacks one system's rows
+# wanders into unphysical corners (traffic 0.25x compulsory, 2 ms syncs) that no row contradicts.
+BOUNDS = {"gemm_efficiency_hopper": (0.45, 0.8), "gemm_efficiency_blackwell": (0.45, 0.8),
+          "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.9),
+          "grouped_gemm_8bit_efficiency": (0.25, 0.9), "attention_efficiency": (0.25, 0.75),
+          "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 1e-2), "graph_layer_residual": (0.05, 1.0),
+          "moe_sync_s": (0.0, 2e-4), "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
+          "ep_overlap_efficiency": (0.3, 1.0),
+          "gemm_traffic_factor": (1.0, 10.0), "expert_gemm_kernel_s": (0.0, 5e-5)}
+HUBER_DELTA = 0.1  # |log error| beyond which the loss grows linearly (~10%): outlier rows pull less
+
+
+def family_of(model_name: str) -> str:
+    """Model family for weighting: 'deepseek', 'qwen3', 'gpt-oss', 'llama' (the name's first word)."""
+    return re.split(r"[-.\d]", model_name.lower(), maxsplit=1)[0] or model_name.lower()
+
+
+def median_error_by_family(runs: list[PublishedRun], abs_errors_pct) -> dict[str, tuple[float, int]]:
+    """Median |error| and run count per model family (family_of), and for the hybrid (Mamba) and
+    FSDP runs (and HSDP, FSDP over part of DP) as groups of their own; `runs` are the modelled runs in `abs_errors_pct` order."""
+    groups: dict[str, list[float]] = {}
+    for r, e in zip(runs, abs_errors_pct):
+        labels = [family_of(r.model.name)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
+            (["FSDP"] if r.layout.fsdp else []) + (["HSDP"] if r.layout.fsdp_replicas > 1 else [])
+        for label in labels:
+            groups.setdefault(label, []).append(float(e))
+    return {k: (float(np.median(v)), len(v)) for k, v in sorted(groups.items())}
+
+
+def fit_weights(runs: list[PublishedRun]) -> np.ndarray:
+    """Weight per modelled run: duplicates (same model, system, GPUs, precision, layout across
+    releases) share one unit, then every (model family x system) group gets the same total."""
+    modelled = [r for r in runs if r.layout is not None]
+    config = [(r.model.name, r.preset, int(r.row["num_gpus"]), r.layout) for r in modelled]
+    dup = {c: config.count(c) for c in set(config)}
+    w = np.array([1.0 / dup[c] for c in config])
+    groups = [(family_of(r.model.name), r.preset) for r in modelled]
+    totals: dict[tuple, float] = {}
+    for g, wi in zip(groups, w):
+        totals[g] = totals.get(g, 0.0) + wi
+    return np.array([wi / totals[g] for g, wi in zip(groups, w)]) if modelled else w
+
+
+def huber(x: np.ndarray, delta: float = HUBER_DELTA) -> np.ndarray:
+    ax = np.abs(x)
+    return np.where(ax <= delta, 0.5 * x * x, delta * (ax - 0.5 * delta))
+
+
+def fit_loss(runs: list[PublishedRun], cal: Calibration, weights: np.ndarray | None = None) -> float:
+    """Weighted Huber loss of log(predicted / measured) tokens/s/GPU over the modelled runs."""
+    p = predict_runs(runs, cal)
+    w = fit_weights(runs) if weights is None else weights
+    err = np.log(np.maximum(p.predicted_tokens, 1e-9) / p.published_tokens)
+    return float(np.sum(w * huber(err)) / max(np.sum(w), 1e-12))
+
+
+def coordinate_search(runs, start: Calibration, terms, rounds: int, loss=None) -> Calibration:
+    """Per term in turn, multiplicative steps within BOUNDS that lower `loss(calibration)` (default: the
+    weighted Huber log loss, fit_loss), at shrinking step sizes. Deterministic."""
+    if loss is None:
+        weights = fit_weights(runs)
+
+        def loss(cal: Calibration) -> float:
+            return fit_loss(runs, cal, weights)
+
+    best, best_loss = start, loss(start)
+    for round_index in range(rounds):
+        step = 0.5 / (1 + round_index)
+        for _sweep in range(3):           # sweep again at this step size while it still improves
+            before = best_loss
+            for name in terms:
+                lo, hi = BOUNDS[name]
+                value = getattr(best, name)
+                for factor in (1 + step, 1 / (1 + step), 1 + step / 3, 1 / (1 + step / 3)):
+                    trial_value = float(np.clip(value * factor if value > 0 else hi * step / 10, lo, hi))
+                    trial = best.with_values(**{name: trial_value})
+                    trial_loss = loss(trial)
+                    if trial_loss < best_loss:
+                        best, best_loss, value = trial, trial_loss, trial_value
+            if best_loss > before * (1 - 1e-3):
+                break
+    return best
+
+
+def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, rounds: int = 5,
+                    terms: tuple[str, ...] = FITTED_TERMS) -> Calibration:
+    """Coordinate search minimising the weighted Huber log loss (fit_loss): every term on every
+    row, then the MoE-only terms (MOE_TERMS) again on the MoE rows alone. Terms the rows cannot
+    constrain (no row of that kind, e.g. no Hopper run) keep their start value. Deterministic."""
+    modelled = [r for r in runs if r.layout is not None]
+    if not modelled:
+        raise ValueError("no modelled runs to fit")
+    gpus = {r.preset for r in modelled}
+    usable = [t for t in terms if not (t == "gemm_efficiency_hopper" and not gpus & HOPPER_PRESETS)
+              and not (t == "gemm_efficiency_blackwell" and not gpus - HOPPER_PRESETS)
+              and not (t == "fp4_gemm_ratio" and not any(r.layout.precision == "nvfp4" for r in modelled))]
+    moe = [r for r in modelled if r.model.is_moe]
+    if not moe:
+        usable = [t for t in usable if t not in MOE_TERMS]
+    best = coordinate_search(modelled, start, tuple(usable), rounds)
+    moe_terms = tuple(t for t in usable if t in MOE_TERMS)
+    if moe and moe_terms:
+        best = coordinate_search(moe, best, moe_terms, max(2, rounds - 2))
+    return best
+
+
+HOPPER_PRESETS = frozenset({"h100-hgx", "h200-hgx", "h800-hgx"})
