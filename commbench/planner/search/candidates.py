@@ -1,0 +1,188 @@
+"""The layouts a search enumerates (space.py's docstring gives the space): structures (tp, cp, pp, vp, ep,
+etp, mbs; dp derived) crossed with the flag choices that matter for each (recompute, CUDA graphs,
+dispatcher, distributed optimizer, sequence parallel, overlaps where Megatron allows them, FSDP and
+HSDP), pins overriding, the framework's and the software release's limits applied."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from commbench.errors import CommbenchError
+from commbench.planner.layout.placement import gpus_per_rack, placement_violations
+from commbench.planner.layout.recipes import release_features
+from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.search.frameworks import restrict_columns
+
+if TYPE_CHECKING:
+    from commbench.planner.search.space import SearchRequest
+
+MBS_CHOICES = (1, 2, 4, 8)
+CP_CHOICES = (1, 2, 4, 8)
+MAX_TP = 8  # tp and etp above one 8-GPU baseboard's worth are searched only when pinned
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _grid(**axes: np.ndarray) -> dict[str, np.ndarray]:
+    mesh = np.meshgrid(*axes.values(), indexing="ij")
+    return {name: m.ravel() for name, m in zip(axes, mesh)}
+
+
+def _pinned(values, pins: dict, name: str):
+    return [pins[name]] if name in pins else values
+
+
+def even_vps(model: ModelSpec, pp: int) -> list[int]:
+    """vp values that split the layers evenly over pp*vp virtual stages, counting the embedding and
+    the loss as a layer each or not (Megatron --account-for-embedding/loss-in-pipeline-split); vp=1
+    (1F1B, uneven first/last stage) always. Other vp are searched only when pinned."""
+    slots = model.num_layers + model.num_mtp_layers
+    if pp == 1:
+        return [1]
+    return sorted({1} | {v for v in range(2, (slots + 2) // pp + 1)
+                         if any((slots + extra) % (pp * v) == 0 for extra in (0, 1, 2))})
+
+
+def _structures(req: SearchRequest, per_rack: int) -> dict[str, np.ndarray]:
+    """Structural candidates (tp, cp, pp, vp, ep, etp, mbs, dp) with the GPU count divided exactly, pins applied."""
+    m, n, pins = req.model, req.num_gpus, req.pins
+    slots = m.num_layers + m.num_mtp_layers + 2
+    pairs = [(p, v) for p in _pinned([p for p in _divisors(n) if p <= slots], pins, "pp")
+             for v in _pinned(even_vps(m, p), pins, "vp")]
+    pairs_arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    tps = [d for d in _divisors(per_rack) if d <= MAX_TP]
+    axes = {"tp": _pinned(tps, pins, "tp"),
+            "cp": _pinned([c for c in CP_CHOICES if c <= n], pins, "cp"),
+            "pair": list(range(len(pairs))),
+            "ep": _pinned([e for e in _divisors(max(m.num_routed_experts, 1)) if e <= n], pins, "ep"),
+            "etp": _pinned(tps if m.is_moe else [0], pins, "etp"),
+            "mbs": _pinned(list(MBS_CHOICES), pins, "mbs")}
+    g = _grid(**{k: np.asarray(v, dtype=np.int64) for k, v in axes.items()})
+    pair = g.pop("pair")
+    g["pp"], g["vp"] = pairs_arr[pair, 0], pairs_arr[pair, 1]
+    if not m.is_moe:
+        g["etp"] = g["tp"]
+    model_parallel = g["tp"] * g["cp"] * g["pp"]
+    keep = n % model_parallel == 0
+    g = {k: v[keep] for k, v in g.items()}
+    g["dp"] = n // (g["tp"] * g["cp"] * g["pp"])
+    if "dp" in pins:
+        keep = g["dp"] == pins["dp"]
+        g = {k: v[keep] for k, v in g.items()}
+    return g
+
+
+def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
+    """Cross each structure with the flag choices that matter for it (pins override):
+    recompute x distributed optimizer x sequence parallel (tp > 1; forced on for MoE, as Megatron
+    asserts "When using MoE and tensor parallelism, sequence parallelism must be used"). The
+    dispatcher is flex (DeepEP/HybridEP) unless pinned: the step model sends each token once per
+    destination rank with it and never more than top-k times with alltoall, memory unchanged, so
+    alltoall is dominated."""
+    pins = req.pins
+    has = release_features(req.software, req.gpu_name)   # what the release runs on this GPU (recipes.py)
+    codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
+    light = [3] if req.model.attention == "mla" and "mla_up_proj" in has["recompute"] else []  # DeepSeek-V3 recipes
+    rec = _pinned([0, 1, 2] + light, codes, "recompute")
+    # CUDA graphs: per-layer graphs in the enumeration (where the release has them); the full-iteration
+    # variant of each kept layout is tried afterwards (with_full_graphs), keeping the enumeration's time.
+    graph = "layer" if "layer" in has["cuda_graph"] else "none"
+    graphs = _pinned([CODE_FIELDS["cuda_graph"].index(graph)], codes, "cuda_graph")
+    disp = _pinned([CODE_FIELDS["dispatcher"].index("flex" if "flex" in has["dispatcher"] else "alltoall")],
+                   codes, "dispatcher")
+    dist = _pinned([True, False], pins, "distributed_optimizer")
+    sp = _pinned([True] if req.model.is_moe else [True, False], pins, "sequence_parallel")
+    n = len(g["tp"])
+    idx, r, d, o, s, cg = (x.ravel() for x in np.meshgrid(np.arange(n), rec, disp, dist, sp, graphs, indexing="ij"))
+    cols = {k: v[idx] for k, v in g.items()}
+    cols.update(recompute=np.asarray(r, dtype=np.int8), dispatcher=np.asarray(d, dtype=np.int8),
+                distributed_optimizer=o.astype(bool), sequence_parallel=s.astype(bool),
+                cuda_graph=np.asarray(cg, dtype=np.int8))
+    # Drop choices that cannot differ: sequence parallel without TP.
+    redundant = (cols["tp"] == 1) & (cols["sequence_parallel"] != sp[0])
+    cols = {k: v[~redundant] for k, v in cols.items()}
+    if "dispatcher" not in pins:  # no EP: no dispatcher to choose; keep Megatron's default
+        cols["dispatcher"] = np.where(cols["ep"] == 1, np.int8(CODE_FIELDS["dispatcher"].index("alltoall")),
+                                      cols["dispatcher"]).astype(np.int8)
+    tp, sp_on = cols["tp"], cols["sequence_parallel"]
+    cols["tp_comm_overlap"] = np.asarray(pins.get("tp_comm_overlap", True)) & sp_on & (tp > 1)
+    a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
+    # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
+    a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
+    cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True in has["moe_a2a_overlap"])) & a2a_ok
+    if "cuda_graph" not in pins:  # megatron-core: full recompute only with the full-iteration graph
+        cols["cuda_graph"] = np.where(cols["recompute"] == 2, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
+                                      cols["cuda_graph"]).astype(np.int8)
+    cols["dp_overlap"] = np.full(len(tp), bool(pins.get("dp_overlap", True)))
+    # Fused permute + grouped MLP: on for MoE in MXFP8 on Blackwell (cutedsl_fused_grouped_mlp), where
+    # it exists; it only removes HBM traffic. FP8 attention changes numerics: only when pinned.
+    gpu = getattr(req.fabric, "gpu", None)
+    fusable = req.model.is_moe and req.precision == "mxfp8" and gpu is not None and not str(gpu.name).startswith("h")
+    fusable = fusable and True in has["fused_moe"]
+    cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
+    cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
+    cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned
+    return restrict_columns(req.framework, _with_fsdp(cols, pins, req), "cuda_graph" in pins, req.model)
+
+
+def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> dict[str, np.ndarray]:
+    """FSDP (step/fsdp.py) beside the distributed optimizer: each pp = 1 row with the distributed
+    optimizer again as FSDP (the FSDP rule needs both), and for a dense model (a MoE one under TorchTitan,
+    whose expert mesh folds EP into each shard group) again as HSDP with the
+    shard group of one scale-up domain (fsdp_replicas = dp*tp*cp / GPUs per domain) where that splits
+    DP; pinned fsdp=true makes every row FSDP, pinned fsdp_replicas sets the replicas."""
+    n = len(cols["tp"])
+    replicas = int(pins.get("fsdp_replicas", 1))
+    moe_hsdp = not req.model.is_moe or req.framework == "torchtitan"  # megatron-core 0.16.1: no MoE HSDP
+    if replicas > 1 and (not moe_hsdp or pins.get("fsdp") is False):
+        detail = (f"{req.model.name} is a MoE model and Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh "
+                  "for HSDP (--framework torchtitan can)") if not moe_hsdp else "fsdp is pinned false"
+        raise CommbenchError(f"layout hsdp rule broken for {req.model.name}: {dict(RULES)['hsdp']} "
+                             f"(fsdp_replicas = {replicas}; {detail})")
+    if replicas > 1:  # pinned HSDP: keep the structures it splits (an empty search names the rule)
+        shard_ranks = cols["dp"] // replicas * cols["cp"] * cols["tp"]
+        ok = (cols["dp"] % replicas == 0) & ((shard_ranks % (cols["ep"] * cols["etp"]) == 0) | (not req.model.is_moe))
+        if not ok.any():
+            raise CommbenchError(f"layout hsdp rule broken for {req.model.name}: {dict(RULES)['hsdp']} (fsdp_replicas = "
+                                 f"{replicas}; dp = {sorted(set(cols['dp'].tolist()))}, ep*etp = "
+                                 f"{sorted(set((cols['ep'] * cols['etp']).tolist()))})")
+        cols, n = {k: v[ok] for k, v in cols.items()}, int(ok.sum())
+    cols["fsdp_replicas"] = np.full(n, replicas, dtype=np.int64)
+    if "fsdp" in pins:
+        cols["fsdp"] = np.full(n, bool(pins["fsdp"]))
+        return cols
+    cols["fsdp"] = np.zeros(n, dtype=bool)
+    twin = np.flatnonzero((cols["pp"] == 1) & cols["distributed_optimizer"])
+    if not twin.size:
+        return cols
+    parts = [{k: v[twin] for k, v in cols.items()}]
+    parts[0]["fsdp"] = np.ones(twin.size, dtype=bool)
+    if "fsdp_replicas" not in pins and moe_hsdp:
+        per_rack = gpus_per_rack(req.num_gpus, int(req.fabric.domain_size))
+        t = cols["tp"][twin] * cols["cp"][twin]
+        replicas = np.maximum(cols["dp"][twin] * t // per_rack, 1)
+        experts_fold = (per_rack % (cols["ep"][twin] * cols["etp"][twin]) == 0) if req.model.is_moe else True
+        hsdp = np.flatnonzero((replicas > 1) & (per_rack % t == 0) & (cols["dp"][twin] % replicas == 0) & experts_fold)
+        if hsdp.size:
+            parts.append({k: v[hsdp] for k, v in parts[0].items()})
+            parts[1]["fsdp_replicas"] = replicas[hsdp]
+    return {k: np.concatenate([v] + [p[k] for p in parts]) for k, v in cols.items()}
+
+
+def candidates(req: SearchRequest) -> tuple[LayoutArrays, np.ndarray, int]:
+    """(enumerated layouts, their violation bits incl. placement, GPUs per rack). Structures that
+    break a rule are kept once (flags at their first choice) so an empty search can say which rule."""
+    per_rack = gpus_per_rack(req.num_gpus, int(req.fabric.domain_size))
+    g = _structures(req, per_rack)
+    probe = LayoutArrays.from_columns(gbs=req.gbs, precision=req.precision, **g)
+    bits = layout_violations(req.model, probe, req.num_gpus, req.seq_len)
+    bits |= placement_violations(probe.tp, probe.etp, per_rack)
+    ok = bits == 0
+    cols = _with_flags({k: v[ok] for k, v in g.items()}, req)
+    arr = LayoutArrays.from_columns(gbs=req.gbs, precision=req.precision, **cols)
+    return arr, bits, per_rack
