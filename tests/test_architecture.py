@@ -8,7 +8,7 @@ import pytest
 
 from commbench.errors import CommbenchError
 from commbench.planner.models.architecture import ARCH_FIELDS, architecture_from_row
-from commbench.planner.models.spec import load_model, model_names
+from commbench.planner.models.zoo import load_model, model_names
 
 
 @pytest.mark.parametrize("name", model_names())

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from commbench import __version__
 from commbench.cli.app import app
 from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
-from commbench.planner.models.spec import model_names
+from commbench.planner.models.zoo import model_names
 
 
 def cli(*args: str, columns: int = 120) -> subprocess.CompletedProcess:

@@ -35,7 +35,7 @@ from torchtitan.distributed.pipeline_parallel import (  # noqa: E402
 from commbench.costmodel import load_preset  # noqa: E402
 from commbench.planner.emit.torchtitan import TITAN_MODELS, torchtitan_args, torchtitan_plan  # noqa: E402
 from commbench.planner.layout.split import best_split  # noqa: E402
-from commbench.planner.models.spec import param_counts  # noqa: E402
+from commbench.planner.models.counts import param_counts  # noqa: E402
 
 PIPELINE_BUILD_MAX_PARAMS = 40e9
 QUANTIZED = {"bf16": set(), "fp8": {"Float8"}, "mxfp8": {"MXFP8"}, "nvfp4": {"NVFP4"}}

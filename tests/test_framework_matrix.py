@@ -30,7 +30,7 @@ from commbench.errors import CommbenchError  # noqa: E402
 from commbench.planner import load_model  # noqa: E402
 from commbench.planner.emit.megatron import launch_env, megatron_args  # noqa: E402
 from commbench.planner.emit.torchtitan import torchtitan_plan  # noqa: E402
-from commbench.planner.models.spec import model_names  # noqa: E402
+from commbench.planner.models.zoo import model_names  # noqa: E402
 from commbench.planner.search.space import SearchRequest, best_for_pins, search  # noqa: E402
 from tests.megatron_lm import arguments_module, megatron_whole_path  # noqa: E402
 from tests.test_emit_megatron_real import check_megatron_plan  # noqa: E402

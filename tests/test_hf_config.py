@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.errors import CommbenchError
-from commbench.planner.models.spec import active_params, flops_per_token, load_model, param_counts
+from commbench.planner.models.counts import active_params, flops_per_token, param_counts
+from commbench.planner.models.zoo import load_model
 
 HF = Path(__file__).parent / "data" / "hf"
 
@@ -107,7 +108,7 @@ def test_gated_deltanet_model_counts_as_its_published_weights():
     assert active_params(m) == pytest.approx(3_874_929_408, rel=1e-4)   # the same test's active count
     # Megatron's FLOPs: the GDN term and the gate's extra q-width projection of full attention
     from commbench.planner.models.gdn import gdn_macs_per_token
-    fl = __import__("commbench.planner.models.spec", fromlist=["flops_breakdown"]).flops_breakdown(m, 4096)
+    fl = __import__("commbench.planner.models.counts", fromlist=["flops_breakdown"]).flops_breakdown(m, 4096)
     assert fl.linear_attention == pytest.approx(6.0 * 36 * gdn_macs_per_token(m))
     assert fl.attention_proj == pytest.approx(6.0 * 12 * (2048 * (2 * 16 * 256 + 2 * 2 * 256) + 16 * 256 * 2048))
 

@@ -20,7 +20,7 @@ from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
 from commbench.planner.emit.megatron import megatron_args
 from commbench.planner.emit.torchtitan import torchtitan_plan
 from commbench.planner.layout.spec import RULE_BITS, layout_violations
-from commbench.planner.models.spec import param_counts
+from commbench.planner.models.counts import param_counts
 from commbench.planner.search.space import SearchRequest, best_for_pins, search
 
 MOE = "qwen3-30b-a3b"

@@ -15,7 +15,7 @@ from commbench.errors import CommbenchError
 from commbench.planner import Layout, load_model
 from commbench.planner.calibrate.published import published_runs
 from commbench.planner.emit.megatron import megatron_args
-from commbench.planner.models.spec import active_params, flops_per_token, param_counts
+from commbench.planner.models.counts import active_params, flops_per_token, param_counts
 
 ULTRA = "nemotron-3-ultra-550b-a55b"
 PUBLISHED_GB300 = dict(model="Nemotron_3_Ultra", gpu="GB300", num_gpus=256, precision="MXFP8", seq_len=8192,

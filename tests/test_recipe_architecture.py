@@ -20,7 +20,7 @@ import pytest
 
 from commbench.errors import CommbenchError
 from commbench.planner.emit.megatron import model_args
-from commbench.planner.models.spec import load_model, model_names
+from commbench.planner.models.zoo import load_model, model_names
 
 MLM = "NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 BRIDGE = "NVIDIA-NeMo/Megatron-Bridge@dc805f5cf9e0001c1f7c860ebb8e42c580ef45b3"

@@ -15,7 +15,7 @@ from commbench.data.reference import recipes_json
 from commbench.planner.calibrate.published import published_runs, recipe_flags
 from commbench.planner.layout import recipes
 from commbench.planner.layout.spec import CODE_FIELDS
-from commbench.planner.models.spec import load_model
+from commbench.planner.models.zoo import load_model
 from commbench.planner.search.space import SearchRequest, search
 
 

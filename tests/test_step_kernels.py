@@ -244,7 +244,7 @@ def test_torchtitan_memory_is_its_own_loss_and_bf16_gathers():
     """TorchTitan 0.3.0 computes the loss on an fp32 copy of the logits (components/loss.py) and has no fp8
     parameter all-gather: the same layout needs more memory there than under Megatron's fused cross entropy
     and fp8_param_gather, by exactly those bytes, and its DP all-gather moves bf16."""
-    from commbench.planner.models.spec import param_counts
+    from commbench.planner.models.counts import param_counts
     m = load_model("llama3-8b")
     fabric = load_preset("gb200-nvl72", num_gpus=8)
     lay = Layout(tp=1, pp=1, vp=1, dp=8, mbs=1, gbs=64, precision="fp8", recompute="none")

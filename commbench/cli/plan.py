@@ -21,7 +21,7 @@ COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-sc
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
              ("DP expert grad RS", "dp_expert_rs"), ("DP expert param AG", "dp_expert_ag"))
 def _zoo() -> str:
-    from commbench.planner.models.spec import model_names
+    from commbench.planner.models.zoo import model_names
     return ", ".join(model_names())
 
 

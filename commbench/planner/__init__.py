@@ -44,15 +44,9 @@ from commbench.planner.layout.spec import (
     layout_violations,
     parse_layout,
 )
-from commbench.planner.models.spec import (
-    ModelSpec,
-    active_params,
-    flops_breakdown,
-    flops_per_token,
-    load_model,
-    model_names,
-    param_counts,
-)
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.models.counts import active_params, flops_breakdown, flops_per_token, param_counts
+from commbench.planner.models.zoo import load_model, model_names
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 
 __all__ = [

@@ -22,7 +22,7 @@ import numpy as np
 
 from commbench.planner.step.terms import CALIBRATED
 from commbench.planner.emit.plan import plan_layout, plan_model
-from commbench.planner.models.spec import param_counts
+from commbench.planner.models.counts import param_counts
 from commbench.planner.layout.placement import place
 
 ACT_BYTES = 2

@@ -38,7 +38,8 @@ import numpy as np
 
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import Layout, LayoutArrays
-from commbench.planner.models.spec import ModelSpec, load_model
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.models.zoo import load_model
 
 MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b-a22b",
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
@@ -157,7 +158,7 @@ class PublishedRun:
 
 def _zoo_name(model: str) -> str | None:
     """A published model name (MODEL_NAMES) or a zoo name as is."""
-    from commbench.planner.models.spec import model_names
+    from commbench.planner.models.zoo import model_names
     if model.strip().lower().startswith("hf:"):  # a Hugging Face config.json (models/hf_config.py)
         return model.strip()
     # spellings seen in published tables: Llama-3.1-405B, Qwen-3-30B-A3B, deepseek_v3

@@ -106,7 +106,7 @@ def titan_model_of(model: ModelSpec) -> TitanModel | None:
     titan = TITAN_MODELS.get(model.name.lower())
     if titan is not None:
         return titan
-    from commbench.planner.models.spec import load_model
+    from commbench.planner.models.zoo import load_model
     sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
     for name, candidate in TITAN_MODELS.items():
         zoo = load_model(name)

@@ -33,7 +33,8 @@ from functools import lru_cache
 import numpy as np
 
 from commbench.errors import CommbenchError
-from commbench.planner.models.spec import ModelSpec, flops_breakdown
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.models.counts import flops_breakdown
 
 METHODS = ("single", "even", "account", "uneven", "layout")  # also the order of preference on ties
 STAGE_CHARS = "EtmL"

@@ -45,7 +45,8 @@ from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
 from commbench.planner.layout.split import stage_imbalance
-from commbench.planner.models.spec import ModelSpec, flops_breakdown, param_counts
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.models.counts import flops_breakdown, param_counts
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
 FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from commbench.planner.models.spec import FlopsPerToken, ModelSpec
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.models.counts import FlopsPerToken
 
 OPERAND_BYTES = np.array([2.0, 1.0, 1.0, 0.5])  # by precision code: bf16, fp8, mxfp8, nvfp4
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.layout.spec import PRECISIONS
-from commbench.planner.models.spec import ModelSpec, param_counts
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.models.counts import param_counts
 from commbench.planner.step import fsdp, gdn, mamba
 from commbench.planner.step.dp_sync import param_gather_bytes
 from commbench.planner.step.mamba import block_counts

@@ -1,0 +1,176 @@
+"""Megatron model-FLOPs per token and parameter counts per layer kind, of a ModelSpec.
+
+FLOPs follow Megatron-LM `training.py::num_floating_point_operations` as transcribed in
+commbench/data/FLOPS.md (forward + backward = 3 x forward, 2 FLOPs per multiply-add, causal
+attention, top-k routed + shared experts, logits per output head, MTP). Parameter counts are
+the weight matrices plus norms and router, per layer kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from commbench.planner.models.gdn import gdn_macs_per_token, gdn_params_per_layer
+from commbench.planner.models.mamba import mamba_flops_fwd_per_token, mamba_params_per_layer
+from commbench.planner.models.spec import ModelSpec
+
+
+def _attention_macs_per_layer(m: ModelSpec, seq_len: int) -> tuple[float, float]:
+    """(projection MACs, core MACs) per token per layer, averaged over layers for sliding windows."""
+    h, s = m.hidden, seq_len
+    if m.attention == "mla":
+        nope, rope, dv, H = m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim, m.num_heads
+        proj = (m.q_lora_rank * (h + H * (nope + rope) + 1) + m.kv_lora_rank * (h + H * (nope + dv) + 1)
+                + h * rope + H * dv * h)
+        core = s * H * (nope + rope) / 2 + s * H * dv / 2
+        return proj, core
+    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    proj = h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
+    core = q * s  # 2 * q * (s/2): causal half of QK^T plus AV
+    if m.sliding_window:
+        w = m.sliding_window
+        window_core = 2 * q * (w - w * (w - 1) / (2 * s))
+        core = (core + window_core) / 2  # every other layer is windowed
+    return proj, core
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlopsPerToken:
+    """Model FLOPs per token (fwd + bwd) by kind; `total` is Megatron's figure."""
+
+    attention_proj: float
+    attention_core: float
+    dense_mlp: float
+    routed_experts: float
+    shared_experts: float
+    mtp_proj: float
+    logits: float
+    mamba: float = 0.0  # Mamba-2 layers (in/out projections + SSD scan; models/mamba.py)
+    moe_latent_proj: float = 0.0  # latent MoE: the h -> latent and latent -> h projections
+    linear_attention: float = 0.0  # Gated DeltaNet layers (models/gdn.py)
+    # What Megatron's Mamba formula counts beyond the layers' own FLOPs (it takes d_inner = 2 h):
+    # part of the published TFLOP/s currency, never of the compute time.
+    mamba_accounting: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return (self.attention_proj + self.attention_core + self.dense_mlp + self.routed_experts
+                + self.shared_experts + self.mtp_proj + self.logits + self.mamba + self.mamba_accounting
+                + self.moe_latent_proj + self.linear_attention)
+
+    @property
+    def gemm(self) -> float:
+        """Everything that runs as a (dense or grouped) GEMM in the training precision."""
+        return self.total - self.attention_core - self.mamba_accounting
+
+
+def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> FlopsPerToken:
+    """FLOPs per token by kind, exactly FLOPS.md's formula (MTP layers count as extra MoE layers)."""
+    s = seq_len or m.seq_len
+    n_mtp = m.num_mtp_layers if include_mtp else 0
+    n_layers = m.num_attention_layers + n_mtp
+    n_moe = m.num_moe_layers + n_mtp
+    h, g = m.hidden, m.glu_factor
+    proj, core = _attention_macs_per_layer(m, s)
+    return FlopsPerToken(
+        attention_proj=6.0 * n_layers * proj,
+        attention_core=6.0 * n_layers * core,
+        dense_mlp=6.0 * h * m.dense_ffn * g * m.num_dense_layers,
+        routed_experts=6.0 * m.expert_width * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
+        shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
+        mtp_proj=6.0 * n_mtp * (3 * h + 2 * h * h),
+        logits=6.0 * h * m.vocab * (n_mtp + 1),
+        mamba=3.0 * m.num_mamba_layers * mamba_flops_fwd_per_token(m),
+        moe_latent_proj=6.0 * 2 * h * m.moe_latent_size * n_moe if m.is_moe else 0.0,
+        linear_attention=6.0 * m.num_linear_attention_layers * gdn_macs_per_token(m),
+        mamba_accounting=3.0 * m.num_mamba_layers * (mamba_flops_fwd_per_token(m, megatron=True)
+                                                     - mamba_flops_fwd_per_token(m)),
+    )
+
+
+def flops_per_token(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> float:
+    """Megatron model FLOPs per token (forward + backward) at `seq_len` (default: the model's)."""
+    return flops_breakdown(m, seq_len, include_mtp).total
+
+
+# ---------------------------------------------------------------- parameters
+
+@dataclass(frozen=True, kw_only=True)
+class ParamCounts:
+    """Parameters by kind. `routed_experts` is all experts; MTP counts its own layer + projection."""
+
+    attention: float
+    dense_mlp: float
+    routed_experts: float
+    shared_experts: float
+    router: float
+    norms: float
+    embeddings: float  # input embedding + output layer (once if tied)
+    mtp: float
+    mtp_routed_experts: float = 0.0
+    mamba: float = 0.0
+    moe_latent_proj: float = 0.0
+    linear_attention: float = 0.0
+
+    @property
+    def total(self) -> float:
+        """Total without MTP (how model cards count, e.g. DeepSeek-V3 671B)."""
+        return (self.attention + self.dense_mlp + self.routed_experts + self.shared_experts + self.router
+                + self.norms + self.embeddings + self.mamba + self.moe_latent_proj + self.linear_attention)
+
+    @property
+    def expert(self) -> float:
+        """Parameters sharded over EP x ETP (routed experts, including the MTP layer's)."""
+        return self.routed_experts + self.mtp_routed_experts
+
+    @property
+    def non_expert(self) -> float:
+        """Parameters sharded over TP (replicated over DP x CP), MTP included."""
+        return self.total + self.mtp - self.mtp_routed_experts - self.routed_experts
+
+
+def _attention_params(m: ModelSpec) -> float:
+    h = m.hidden
+    if m.attention == "mla":
+        H = m.num_heads
+        return (h * m.q_lora_rank + m.q_lora_rank * H * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+                + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim)
+                + H * m.v_head_dim * h + m.q_lora_rank + m.kv_lora_rank)
+    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    return h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
+
+
+def param_counts(m: ModelSpec) -> ParamCounts:
+    h, g = m.hidden, m.glu_factor
+    per_expert = g * m.expert_width * m.expert_ffn
+    shared_expert = g * h * m.expert_ffn
+    latent_proj = 2 * h * m.moe_latent_size
+    moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * shared_expert + latent_proj
+                 + h * m.num_routed_experts + 2 * h + _attention_params(m))
+    mtp_weight_layers = min(m.num_mtp_layers, 1) if m.mtp_shared_weights else m.num_mtp_layers
+    mtp = mtp_weight_layers * (moe_layer + 2 * h * h + 3 * h)
+    return ParamCounts(
+        attention=m.num_attention_layers * _attention_params(m),
+        dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
+        routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
+        shared_experts=m.num_moe_layers * m.num_shared_experts * shared_expert,
+        router=m.num_moe_layers * h * m.num_routed_experts,
+        norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
+        embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
+        mtp=mtp,
+        mtp_routed_experts=mtp_weight_layers * m.num_routed_experts * per_expert,
+        mamba=m.num_mamba_layers * mamba_params_per_layer(m),
+        moe_latent_proj=m.num_moe_layers * latent_proj,
+        linear_attention=m.num_linear_attention_layers * gdn_params_per_layer(m),
+    )
+
+
+def active_params(m: ModelSpec) -> float:
+    """Parameters one token touches (top-k of the routed experts), MTP excluded."""
+    p = param_counts(m)
+    if not m.is_moe:
+        return p.total
+    return p.total - p.routed_experts * (1 - m.top_k / m.num_routed_experts)
+
+
+# ---------------------------------------------------------------- zoo
