@@ -59,7 +59,7 @@ def _wrong_by_mode(backend):
 
 @pytest.mark.parametrize("world", [2, 3, 4])
 def test_noop_half_and_wrong_peer_are_caught_for_every_workload(world):
-    results = run_ranks(_wrong_by_mode, world, timeout_s=120)
+    results = run_ranks(_wrong_by_mode, world, timeout_s=300)  # ~13 s alone; shared 2-core hosts run far slower
     wrong = results[0]
     assert {name for _, name, _, _ in wrong} == set(REGISTRY) and {mode for *_, mode in wrong} == {"none", *MODES}
     missed = [key for key, count in wrong.items() if (key[3] == "none") != (count == 0)]
