@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -30,7 +31,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import legacy_compare  # noqa: E402
 
-from commbench.results.compare import compare  # noqa: E402
+from commbench.results.compare import choose_statistic, compare, gate_time_us, match_key  # noqa: E402
+from commbench.results.noise import estimate_run_to_run  # noqa: E402
 from commbench.results.records import measurements, read_records  # noqa: E402
 
 HOG = "import time\nwhile True:\n    sum(range(10000))\n"
@@ -68,6 +70,24 @@ def scaled(records, factor: float, only_size: int | None = None, run_id: str | N
 
 
 STATISTIC = "auto"
+Z95_ONE_SIDED = 1.6448536
+
+
+def resolved_statistic(runs) -> str:
+    """What the new gate judges for these runs (--statistic auto resolved as compare resolves it)."""
+    return STATISTIC if STATISTIC != "auto" else (choose_statistic(runs[0], runs[1], "auto") or "median")
+
+
+def noise_model(runs, statistic: str) -> tuple[float, float]:
+    """(sigma_run, sigma_point) in log time over all runs: the two-way model of results/noise.py."""
+    r2r = estimate_run_to_run([[{match_key(m): math.log(gate_time_us(m, statistic)) for m in run} for run in runs]])
+    return r2r.sigma_run, r2r.sigma_pooled
+
+
+def best_detection(log_shift: float, sigma: float) -> float:
+    """The power of the best one-sided 5% test of a Gaussian shift in noise sigma: Phi(delta/sigma - z)
+    (the Neyman-Pearson bound; no test at that level, multiplicity aside, does better)."""
+    return 0.5 * math.erfc(-(log_shift / sigma - Z95_ONE_SIDED) / math.sqrt(2))
 
 
 def new_gate(base, new, history=()) -> bool:
@@ -93,7 +113,7 @@ def main() -> None:
     parser.add_argument("-e", default="1M")
     parser.add_argument("-f", default="4")
     parser.add_argument("-n", default="40")
-    parser.add_argument("--statistic", default="auto", help="the new gate's --statistic (auto: median)")
+    parser.add_argument("--statistic", default="auto", help="the new gate's --statistic (auto: min with >= 20 samples)")
     args = parser.parse_args()
     global STATISTIC
     STATISTIC = args.statistic
@@ -115,29 +135,42 @@ def main() -> None:
                                              scaled(runs[k], kw["factor"], kw.get("size"), f"r{k}"))]
 
     sizes = sorted({m.size_bytes for m in runs[0]})
+    statistic = resolved_statistic(runs)
+    sigma_run, sigma_point = noise_model(runs, statistic)
+    num_points = len(sizes)
+    # the least noise one test can have for each change: every point -> the run's mean log ratio; one point ->
+    # that point against its run's shift (taken as known); one run per file (1 + 1) or 3 + 3
+    everywhere_sd = math.sqrt(sigma_run ** 2 + sigma_point ** 2 / num_points)
     print(f"{n} runs of bench all_reduce --nproc 2 -b {args.b} -e {args.e} -f {args.f} -n {args.n} beside "
-          f"{args.hogs} CPU hogs; {len(sizes)} points per run; new gate --statistic {STATISTIC}; runs in {folder}")
-    print(f"{'':56s} {'new gate':>16s}   {'old gate':>16s}")
+          f"{args.hogs} CPU hogs; {num_points} points per run; new gate --statistic {STATISTIC} ({statistic}); runs in "
+          f"{folder}\nnoise of the {statistic} over all {n} runs (log sd): run shift {sigma_run:.3f}, point "
+          f"{sigma_point:.3f}; bound: the best any one-sided 5% test reaches at that noise, Phi(delta/sigma - 1.645)")
+    print(f"{'':52s} {'new gate':>14s} {'bound':>6s}   {'old gate':>14s}")
     rows = [
-        ("A/A pass, one run per file (disjoint pairs)",
+        ("A/A pass, one run per file (disjoint pairs)", None,
          [new_gate(runs[a], runs[b], history(a, b)) for a, b in pairs], [old_gate(runs[a], runs[b]) for a, b in pairs]),
-        ("A/A pass, one run per file (all ordered pairs)",
+        ("A/A pass, one run per file (all ordered pairs)", None,
          [new_gate(runs[a], runs[b], history(a, b)) for a, b in ordered], [old_gate(runs[a], runs[b]) for a, b in ordered]),
-        ("A/A pass, 3 runs per file (no history)",
+        ("A/A pass, 3 runs per file (no history)", None,
          [new_gate(joined(a), joined(b)) for a, b in triple_pairs], [old_gate(joined(a), joined(b)) for a, b in triple_pairs]),
-        ("x1.3 at every point detected (one run per file)",
-         [not new_gate(runs[a], scaled(runs[b], 1.3), history(a, b)) for a, b in pairs],
-         [not old_gate(runs[a], scaled(runs[b], 1.3)) for a, b in pairs]),
-        ("x1.1 at every point detected (one run per file)",
-         [not new_gate(runs[a], scaled(runs[b], 1.1), history(a, b)) for a, b in pairs],
-         [not old_gate(runs[a], scaled(runs[b], 1.1)) for a, b in pairs]),
-        ("x1.3 at one point detected (3 runs per file)",
+    ]
+    for factor in (1.3, 1.1):
+        rows.append((f"x{factor} at every point, one run per file (all pairs)",
+                     best_detection(math.log(factor), everywhere_sd * math.sqrt(2)),
+                     [not new_gate(runs[a], scaled(runs[b], factor), history(a, b)) for a, b in ordered],
+                     [not old_gate(runs[a], scaled(runs[b], factor)) for a, b in ordered]))
+    rows += [
+        ("x1.3 at every point, 3 runs per file (no history)",
+         best_detection(math.log(1.3), everywhere_sd * math.sqrt(2 / 3)),
+         [not new_gate(joined(a), joined(b, factor=1.3)) for a, b in triple_pairs],
+         [not old_gate(joined(a), joined(b, factor=1.3)) for a, b in triple_pairs]),
+        ("x1.3 at one point, 3 runs per file (no history)", best_detection(math.log(1.3), sigma_point * math.sqrt(2 / 3)),
          [not new_gate(joined(a), joined(b, factor=1.3, size=s)) for a, b in triple_pairs for s in sizes],
          [not old_gate(joined(a), joined(b, factor=1.3, size=s)) for a, b in triple_pairs for s in sizes]),
     ]
-    for name, new_outcomes, old_outcomes in rows:
-        print(f"{name:56s} {rate(new_outcomes):>16s}   {rate(old_outcomes):>16s}")
-
+    for name, bound, new_outcomes, old_outcomes in rows:
+        shown = "" if bound is None else f"{bound:.0%}"
+        print(f"{name:52s} {rate(new_outcomes):>14s} {shown:>6s}   {rate(old_outcomes):>14s}")
 
 if __name__ == "__main__":
     main()

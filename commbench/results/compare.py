@@ -36,19 +36,27 @@ from commbench.results.noise import (RunToRun, mean_interval, median_interval, t
 from commbench.results.records import TIME_STATISTICS, Measurement, time_us
 
 AUTO = "auto"
-MIN_SAMPLES_FOR_P10 = 20
-# the gate's statistics: the records' named ones, and the 10th percentile of the per-iteration samples
-GATE_STATISTICS = {**TIME_STATISTICS, "p10": "10th percentile over iterations of the slowest rank's time "
-                   f"(from iter_times_us, >= {MIN_SAMPLES_FOR_P10} iterations): on a shared host preemption "
-                   "moves the median between runs far more than the low tail"}
+MIN_SAMPLES_FOR_TAIL = 20
+# the gate's low-tail statistics of the per-iteration samples (>= MIN_SAMPLES_FOR_TAIL iterations): on a
+# shared host preemption moves the median between runs far more than the fastest iterations
+TAIL_STATISTICS = {
+    "min": "fastest iteration (of the slowest rank's times, from iter_times_us)",
+    "p10": "10th percentile over iterations of the slowest rank's time (from iter_times_us)",
+}
+AUTO_TAIL = "p10"  # what --statistic auto judges when both files have samples (see choose_statistic)
+GATE_STATISTICS = {**TIME_STATISTICS, **TAIL_STATISTICS}
 
 
 def gate_time_us(m: Measurement, statistic: str) -> float | None:
     """The statistic of a record the gate compares (None when the record lacks it)."""
-    if statistic == "p10":
+    if statistic in TAIL_STATISTICS:
         samples = np.asarray(m.iter_times_us, dtype=float)
-        return float(np.percentile(samples, 10)) if len(samples) >= MIN_SAMPLES_FOR_P10 else None
+        if len(samples) < MIN_SAMPLES_FOR_TAIL:
+            return None
+        return float(samples.min()) if statistic == "min" else float(np.percentile(samples, 10))
     return time_us(m, statistic)
+
+
 ALPHA = 0.05
 _BAD = ("failed", "wrong", "newly failed", "newly wrong", "missing")
 IDENTITY_FIELDS = ("backend", "collective", "dtype", "op", "in_place", "world_size", "group_size", "group_layout",
@@ -69,6 +77,7 @@ class PointComparison:
     ratio_high: float | None = None
     detail: str = ""
     noise_source: str = ""  # "within run" or "run to run": the larger, which decided
+    median_ratio: float | None = None  # new/base of the medians, shown beside a tail statistic (not judged)
 
     @property
     def regressed(self) -> bool:
@@ -101,8 +110,9 @@ class Comparison:
     shifts: list[CollectiveShift]
     max_regression: float
     run_to_run: RunToRun | None
-    quantile: float
+    quantile: float  # a point test's quantile (all runs; pooled df): half of alpha over the point tests
     num_tests: int
+    quantile_collective: float = math.nan  # the collective test's (all runs): half of alpha over collectives
     runs: dict = field(default_factory=dict)  # number of runs: base, new, history
     missing: list[str] = field(default_factory=list)  # "label (run i)" of points NEW lacks
     allow_missing: bool = False
@@ -168,7 +178,8 @@ def is_bad(m: Measurement) -> bool:
 def choose_statistic(base: list[Measurement], new: list[Measurement], requested: str) -> str | None:
     if requested != AUTO:
         return requested
-    for statistic in TIME_STATISTICS:  # median first, then nccl-tests' time (avg, rank0, min, max)
+    # the low tail when both files have samples, else the median, else nccl-tests' time (avg, rank0, min, max)
+    for statistic in (AUTO_TAIL, *TIME_STATISTICS):
         if all(gate_time_us(m, statistic) for m in base) and all(gate_time_us(m, statistic) for m in new) and base and new:
             return statistic
     return None
@@ -243,11 +254,6 @@ def log_table(runs: list[dict[tuple, Measurement]], stats: dict[tuple, str]) -> 
                 row[key] = math.log(gate_time_us(m, stats[key]))
         table.append(row)
     return table
-
-
-def quantile_for(num_tests: int, run_to_run: RunToRun | None, alpha: float = ALPHA) -> float:
-    df = run_to_run.df if run_to_run is not None and run_to_run.df > 0 else math.inf
-    return t_quantile(1 - alpha / max(num_tests, 1), df)
 
 
 def record_within_sd(m: Measurement, statistic: str) -> float | None:
