@@ -2,16 +2,23 @@
 
 Points match on what was measured: backend, collective, dtype, op, placement (in/out of place,
 group layout), size, world and group size, workload params; never on run ids. Per point one named
-time statistic (`median` when both files have it, else nccl-tests' time), ratio = new / base (> 1 is
-slower), in log space. A file may hold several runs (appended): BASE's runs are averaged (geometric
-mean) into the reference; every run of NEW is judged on its own, and their mean too.
+time statistic, ratio = new / base (> 1 is slower), in log space. `auto`: the 10th percentile of the
+per-iteration times where both files have >= 20 of them, else the median, else nccl-tests' time. On a
+busy host preemption sets the median, not the fastest iterations (Chen & Revels 2016, "Robust
+benchmarking in noisy environments", arXiv:1608.04295): over 20 runs beside 2 CPU hogs the run-to-run
+log sd (run shift / point) was median 0.63 / 0.72, p10 0.13 / 0.15, min 0.11 / 0.10. p10 rather than
+the min: its within-run interval is a two-sided order-statistic one (noise.quantile_interval), and the
+min failed more A/A pairs there (94.5% vs 95.3% of 380; benchmarks/gate_accuracy.py). A file may hold
+several runs (appended): BASE's runs are averaged (geometric mean) into the reference; every run of NEW
+is judged on its own, and their mean too.
 
 Noise (see `noise.py` for the model): the larger of the within-run noise (from the per-iteration
 samples, widened for their autocorrelation) and the run-to-run noise (from repeated runs in BASE and
-in `--history DIR`; never from NEW's runs). Three tests per judged run, each one-sided at 5% / (number
-of tests in the comparison) (Bonferroni: the whole comparison of unchanged code fails at most 5% of
-the time under the model), q being Student's t quantile with the degrees of freedom of the noise
-estimate used (a point's own runs, or the run shifts; normal for within-run noise):
+in `--history DIR`; never from NEW's runs). Three tests per judged run, each one-sided at its share of
+5% (alpha_split.py: half to the collective tests, half to the point tests; Bonferroni: the whole
+comparison of unchanged code fails at most 5% of the time under the model), q being Student's t
+quantile with the degrees of freedom of the noise estimate used (a point's own runs, or the run
+shifts; normal for within-run noise):
 - a point: its slowdown beyond `max_regression` and beyond q * sqrt(sigma_run^2 + sigma_k^2) * sqrt(1/Rn + 1/Rb);
 - a point against its own run: its slowdown beyond the threshold both against BASE and against the
   median shift of its collective's points in that run, beyond q * sigma_k * ... (>= 3 points);
