@@ -92,3 +92,16 @@ def test_a_a_false_alarms_stay_within_5_percent_under_the_model():
         base, new = runs(rng, 1, prefix=f"b{trial}", **model), runs(rng, 1, prefix=f"n{trial}", **model)
         alarms += not compare(base, new, max_regression=0.05, history=runs(rng, 6, prefix="h", **model)).passed
     assert alarms <= 0.05 * 150 + 3, alarms
+
+
+def test_the_min_has_an_upper_within_run_interval_and_p10_a_two_sided_one():
+    from commbench.results.noise import quantile_interval, within_run_sd
+
+    samples = np.array([100.0, 101, 104, 110, 120] + [130] * 35)  # 40 iterations, the fastest few spread out
+    assert within_run_sd(samples[np.random.default_rng(0).permutation(40)], "min") >= np.log(104 / 100) / 1.96
+    low, high = quantile_interval(samples, 0.1)  # n q = 4 -+ 1.96 sqrt(3.6): the 1st..8th smallest
+    assert (low, high) == (100.0, 130.0)
+    few = samples[:19]
+    assert within_run_sd(few, "p10") is not None  # the interval exists; the gate only needs >= 20 to judge it
+    base = [record(1024, samples)]
+    assert compare(base, [record(1024, few)], max_regression=0.1).points[0].statistic == "median"
