@@ -175,7 +175,8 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         point = _point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad)
         points.append(dataclasses.replace(point, median_ratio=_median_ratio(key, base_runs, new_runs))
                       if stats[key] != "median" else point)
-    return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q, quantile_collective=q_collective,
+    return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
+                      quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new)
 
