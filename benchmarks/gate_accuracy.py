@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import legacy_compare  # noqa: E402
+import numpy as np  # noqa: E402
 
 from commbench.results.compare import choose_statistic, compare, gate_time_us, match_key  # noqa: E402
 from commbench.results.alpha_split import AlphaSplit  # noqa: E402
@@ -86,10 +87,15 @@ def resolved_statistic(runs) -> str:
     return STATISTIC if STATISTIC != "auto" else (choose_statistic(runs[0], runs[1], "auto") or "median")
 
 
-def noise_model(runs, statistic: str) -> tuple[float, float]:
-    """(sigma_run, sigma_point) in log time over all runs: the two-way model of results/noise.py."""
-    r2r = estimate_run_to_run([[{match_key(m): math.log(gate_time_us(m, statistic)) for m in run} for run in runs]])
-    return r2r.sigma_run, r2r.sigma_pooled
+def noise_model(runs, statistic: str) -> tuple[float, float, tuple[int, float]]:
+    """(sigma_run, sigma_point) in log time over all runs (the two-way model of results/noise.py), and the
+    slowest run (index, its shift as a factor: every point of it that much slower than the runs' mean)."""
+    table = [{match_key(m): math.log(gate_time_us(m, statistic)) for m in run} for run in runs]
+    r2r = estimate_run_to_run([table])
+    keys = sorted(set.intersection(*(set(row) for row in table)), key=repr)
+    x = np.array([[row[k] for k in keys] for row in table])
+    shifts = (x - x.mean(axis=0)).mean(axis=1)
+    return r2r.sigma_run, r2r.sigma_pooled, (int(shifts.argmax()), math.exp(float(shifts.max())))
 
 
 def best_detection(log_shift: float, sigma: float, z: float = Z95_ONE_SIDED) -> float:
@@ -151,7 +157,7 @@ def main() -> None:
 
     sizes = sorted({m.size_bytes for m in runs[0]})
     statistic = resolved_statistic(runs)
-    sigma_run, sigma_point = noise_model(runs, statistic)
+    sigma_run, sigma_point, (slowest, slowest_factor) = noise_model(runs, statistic)
     num_points = len(sizes)
     # the least noise one test can have for each change: every point -> the run's mean log ratio; one point ->
     # that point against its run's shift (taken as known); one run per file (1 + 1) or 3 + 3
@@ -159,7 +165,8 @@ def main() -> None:
     print(f"{n} runs of bench all_reduce --nproc 2 -b {args.b} -e {args.e} -f {args.f} -n {args.n} beside "
           f"{args.hogs} CPU hogs; {num_points} points per run; new gate --statistic {STATISTIC} ({statistic}); runs in "
           f"{folder}\nnoise of the {statistic} over all {n} runs (log sd): run shift {sigma_run:.3f}, point "
-          f"{sigma_point:.3f}; bound: the best any one-sided 5% test reaches at that noise, Phi(delta/sigma - 1.645) / "
+          f"{sigma_point:.3f}; slowest run: run{slowest:02d}, x{slowest_factor:.2f} at every point\n"
+          f"bound: the best any one-sided 5% test reaches at that noise, Phi(delta/sigma - 1.645) / "
           f"the same at the quantile of the gate's own test for that change (its share of the 5%)")
     print(f"{'':52s} {'new gate':>14s} {'bound':>11s}   {'old gate':>14s}")
     rows = [
