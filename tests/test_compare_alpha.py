@@ -105,3 +105,15 @@ def test_the_min_has_an_upper_within_run_interval_and_p10_a_two_sided_one():
     assert within_run_sd(few, "p10") is not None  # the interval exists; the gate only needs >= 20 to judge it
     base = [record(1024, samples)]
     assert compare(base, [record(1024, few)], max_regression=0.1).points[0].statistic == "median"
+
+
+def test_a_forced_statistic_a_file_lacks_is_refused_in_one_line(tmp_path):
+    rng = np.random.default_rng(14)
+    base = runs(rng, 1, prefix="b")
+    imported = [dataclasses.replace(m, time_us_median=None, time_us_mean=None, iter_times_us=[]) for m in base]
+    b, i = write(tmp_path / "b.jsonl", base), write(tmp_path / "i.jsonl", imported)
+    for args in ((b, i, "--statistic", "p10"), (i, b, "--statistic", "min"), (i, b, "--statistic", "median")):
+        result = run_cli(*args)
+        assert result.exit_code == 2 and f"--statistic={args[3]} is invalid" in result.output, result.output
+        assert "Traceback" not in result.output and "lack it" in result.output
+    assert run_cli(b, i).exit_code == 0  # auto: nccl-tests' time, which both hold

@@ -210,6 +210,16 @@ def check_statistic(name: str) -> str:
     return name
 
 
+def check_present(statistic: str, records: list[Measurement], side: str) -> None:
+    """A forced statistic must be in every good record of a file (else nothing would be judged there)."""
+    lacking = [m for m in records if not is_bad(m) and gate_time_us(m, statistic) is None]
+    if lacking:
+        need = (f" (it needs >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples, iter_times_us; nccl-tests imports have "
+                "none)" if statistic in TAIL_STATISTICS else "")
+        raise CommbenchError(f"--statistic={statistic} is invalid for the {side} file: {len(lacking)} point(s) lack it, "
+                             f"first {point_label(lacking[0])}{need}; --statistic {AUTO} picks what both files hold")
+
+
 def split_runs(records: Iterable[Measurement]) -> list[dict[tuple, Measurement]]:
     """The runs of a file in order of appearance (by run_id), each {point key: record}."""
     runs: dict[str, dict[tuple, Measurement]] = {}
@@ -241,6 +251,9 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     base, new, history = list(base), list(new), list(history)
     if not base or not new:
         raise CommbenchError(f"{'base' if not base else 'new'} file has no measurement: nothing to compare")
+    if statistic != AUTO:
+        check_present(statistic, base, "base")
+        check_present(statistic, new, "new")
     base_runs, new_runs = split_runs(base), split_runs(new)
     base_keys = list(dict.fromkeys(k for run in base_runs for k in run))
     new_keys = set(k for run in new_runs for k in run)
