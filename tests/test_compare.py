@@ -59,11 +59,11 @@ def run(base, new, *args):
 def test_a_real_a_a_pair_passes_and_prints_the_noise_per_point():
     result = run(A, B, "--max-regression", "10%")
     assert result.exit_code == 0, result.output
-    # auto judges the 10th percentile (both files have 60 samples per point), says so, shows the median beside
-    assert "pass" in result.output and result.output.count("p10") >= 6 and "statistic judged: p10" in result.output
+    # auto judges the fastest iteration (both files have 60 samples per point), says so, shows the median beside
+    assert "pass" in result.output and result.output.count(" min ") >= 5 and "statistic judged: min" in result.output
     assert "median ratio" in result.output and "1.014" in result.output  # 64 B: the medians' ratio, not judged
     # the 64 B point's noise from both files' samples (one run each: within-run only, said so)
-    assert "-30.1%/+43.0% within run" in result.output and "run-to-run unknown" in result.output
+    assert "-18.9%/+23.4% within run" in result.output and "run-to-run unknown" in result.output
     median = run(A, B, "--statistic", "median")
     assert median.exit_code == 0 and "-27.3%/+37.6% within run" in median.output, median.output
     assert "statistic judged: median" in median.output and "median ratio" not in median.output
@@ -120,7 +120,8 @@ def test_repeated_runs_give_run_to_run_noise_and_the_geomean():
     new = [record(1024, 125 * np.exp(rng.normal(0, 0.01, 20))), record(4096, [1.0] * 20)]
     result = compare(base, new, max_regression=0.1)
     (point,) = result.points
-    assert point.verdict == "ok" and point.ratio_low < 1.0 and point.noise_source == "run to run"
+    # x1.1 against BASE's geometric mean is inside the two base runs' spread: not a regression
+    assert not point.regressed and point.ratio_low < 1.0 and point.noise_source == "run to run"
     assert point.base_us == pytest.approx(np.sqrt(100 * 130), rel=0.02)  # the base runs' geometric mean
     assert result.geomean_by_collective["all_reduce"] == pytest.approx(point.ratio)
     assert result.only_in_new == 1

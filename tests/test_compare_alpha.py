@@ -20,11 +20,11 @@ from tests.test_compare import record, write
 from tests.test_compare_runs import SIZES, run_cli, runs
 
 
-def test_auto_judges_p10_with_samples_the_median_without_and_nccl_time_for_imported_files(tmp_path):
+def test_auto_judges_the_min_with_samples_the_median_without_and_nccl_time_for_imported_files(tmp_path):
     rng = np.random.default_rng(11)
     base, new = runs(rng, 1, prefix="b"), runs(rng, 1, prefix="n")
     result = compare(base, new, max_regression=0.1)
-    assert {p.statistic for p in result.points} == {"p10"}
+    assert {p.statistic for p in result.points} == {"min"}
     assert all(p.median_ratio is not None and p.median_ratio > 0 for p in result.points)
     few = [dataclasses.replace(m, iter_times_us=m.iter_times_us[:19]) for m in new]  # < 20 samples: no tail
     assert {p.statistic for p in compare(base, few, max_regression=0.1).points} == {"median"}
@@ -33,12 +33,12 @@ def test_auto_judges_p10_with_samples_the_median_without_and_nccl_time_for_impor
                                     iter_times_us=[]) for m in base]
     assert {p.statistic for p in compare(imported, new, max_regression=0.1).points} == {"nccl-avg"}
     assert {p.statistic for p in compare(base, new, max_regression=0.1, statistic="median").points} == {"median"}
-    assert {p.statistic for p in compare(base, new, max_regression=0.1, statistic="min").points} == {"min"}
+    assert {p.statistic for p in compare(base, new, max_regression=0.1, statistic="p10").points} == {"p10"}
     b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new)
     shown = run_cli(b, n)
-    assert shown.exit_code == 0 and "statistic judged: p10" in shown.output and "median ratio" in shown.output
+    assert shown.exit_code == 0 and "statistic judged: min" in shown.output and "median ratio" in shown.output
     doc = json.loads(run_cli(b, n, "--json").output)
-    assert doc["noise"]["statistics"] == ["p10"] and doc["points"][0]["median_ratio"] is not None
+    assert doc["noise"]["statistics"] == ["min"] and doc["points"][0]["median_ratio"] is not None
     assert doc["noise"]["quantile_collective"] < doc["noise"]["quantile"]
     median = json.loads(run_cli(b, n, "--json", "--statistic", "median").output)
     assert median["noise"]["statistics"] == ["median"] and median["points"][0]["median_ratio"] is None

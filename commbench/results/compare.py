@@ -50,7 +50,7 @@ TAIL_STATISTICS = {
     "min": "fastest iteration (of the slowest rank's times, from iter_times_us)",
     "p10": "10th percentile over iterations of the slowest rank's time (from iter_times_us)",
 }
-AUTO_TAIL = "p10"  # what --statistic auto judges when both files have samples (see choose_statistic)
+AUTO_TAIL = "min"  # what --statistic auto judges when both files have samples (see choose_statistic)
 GATE_STATISTICS = {**TIME_STATISTICS, **TAIL_STATISTICS}
 
 
