@@ -15,7 +15,8 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.results.compare import AUTO, GATE_STATISTICS, check_statistic, compare, parse_threshold
+from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
+                                       check_statistic, compare, parse_threshold)
 from commbench.results.records import measurements, read_records
 from commbench.results.tables import Col, print_table
 
@@ -54,11 +55,34 @@ def noise_summary(result) -> str:
     r2r = result.run_to_run
     if r2r is None:
         return (f"noise: run-to-run unknown ({where}; no set of >= 2 runs): within-run intervals only, which "
-                f"understate run-to-run noise; append repeated runs to BASE or pass --history DIR")
+                f"understate run-to-run noise; append repeated runs to BASE or pass --history DIR; {_quantiles(result)}")
     points = sorted(r2r.sigma_by_point.values()) or [r2r.sigma_pooled]
     return (f"noise: run-to-run from {r2r.num_runs} runs ({where}): run shift sd {r2r.sigma_run:.1%}, point sd "
             f"median {points[len(points) // 2]:.1%} (df {r2r.df:.0f}); per point the larger of it and the "
-            f"within-run interval; q={result.quantile:.2f} (5% for the whole comparison over {result.num_tests} tests)")
+            f"within-run interval; {_quantiles(result)}")
+
+
+def _quantiles(result) -> str:
+    return (f"q={result.quantile:.2f} per point, {result.quantile_collective:.2f} per collective (5% for the whole "
+            f"comparison over {result.num_tests} tests: half to the collective tests, half to the point tests)")
+
+
+def statistics_judged(result) -> list[str]:
+    return sorted({p.statistic for p in result.points if p.statistic != "-"})
+
+
+def statistic_line(result) -> str:
+    """Which statistic was judged, said once (auto picks the low tail where both files have samples)."""
+    names = statistics_judged(result)
+    text = f"statistic judged: {', '.join(names) or 'none'}"
+    if any(name in TAIL_STATISTICS for name in names):
+        text += (" (the low tail of the per-iteration times: on a shared host it moves far less between runs "
+                 "than the median, which is shown beside it, not judged)")
+    return text
+
+
+def _ratio(value):
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _us(value):
@@ -87,14 +111,16 @@ def comparison_document(result, base: str, new: str) -> dict:
             "max_regression": result.max_regression, "passed": result.passed,
             "points": [{"collective": p.collective, **point_identity(p.key), "point": p.label, "statistic": p.statistic,
                         "base_time_us": p.base_us, "new_time_us": p.new_us, "ratio": p.ratio,
-                        "ratio_low": p.ratio_low, "ratio_high": p.ratio_high, "noise": p.noise_text(),
+                        "ratio_low": p.ratio_low, "ratio_high": p.ratio_high, "median_ratio": p.median_ratio,
+                        "noise": p.noise_text(),
                         "noise_source": p.noise_source or None, "verdict": p.verdict,
                         "verdict_code": VERDICT_CODES[p.verdict], "regressed": p.regressed, "detail": p.detail}
                        for p in sorted(result.points, key=lambda p: p.key)],
             "collectives": [{"collective": s.collective, "scope": s.scope, "points": s.num_points,
                              "geomean_ratio": s.geomean, "geomean_low": s.low, "geomean_high": s.high,
                              "regressed": s.regressed} for s in result.shifts],
-            "noise": {"runs": result.runs, "quantile": result.quantile, "num_tests": result.num_tests,
+            "noise": {"runs": result.runs, "statistics": statistics_judged(result), "quantile": result.quantile,
+                      "quantile_collective": result.quantile_collective, "num_tests": result.num_tests,
                       "run_shift_sd_log": r2r.sigma_run if r2r else None,
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
             "missing": result.missing, "allow_missing": result.allow_missing,
@@ -106,7 +132,7 @@ def compare_cmd(
     base: Annotated[str, typer.Argument(help="Baseline results (JSONL).")],
     new: Annotated[str, typer.Argument(help="New results (JSONL).")],
     max_regression: Annotated[str, typer.Option("--max-regression", help="Allowed slowdown per point, e.g. 10% or 0.1; a point fails only beyond this AND beyond the 95% interval of the ratio from the recorded per-iteration samples.")] = "10%",
-    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} (median when both files have it, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10: the 10th percentile of the per-iteration times; on a shared CPU host it moves far less between runs than the median, so it resolves smaller slowdowns, at a few more false alarms: see README).")] = AUTO,
+    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): their spread is the run-to-run noise. Without it, repeated runs appended to BASE or NEW give it; with neither, only the within-run interval (which understates the noise between runs).")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
@@ -121,22 +147,27 @@ def compare_cmd(
         console.print_json(json.dumps(comparison_document(result, base, new)))
     else:
         rows = []
+        with_median = any(p.median_ratio is not None for p in result.points)
         for p in sorted(result.points, key=lambda p: p.key):
             style = _STYLE.get(p.verdict)
             rows.append([escape(p.label), p.statistic, _us(p.base_us), _us(p.new_us), "-" if p.ratio is None else f"{p.ratio:.3f}",
                          "-" if p.ratio_low is None else f"{p.ratio_low:.3f}..{p.ratio_high:.3f}", escape(p.noise_text()),
                          (f"[{style}]{escape(p.verdict)}[/]" if style else escape(p.verdict))
-                         + (f" ({escape(p.detail)})" if p.detail and p.verdict != "not ok in base" else "")])
-        print_table(console, f"measured {new} vs measured {base} (time ratio new/base; > 1 is slower)",
+                         + (f" ({escape(p.detail)})" if p.detail and p.verdict != "not ok in base" else "")]
+                        + ([_ratio(p.median_ratio)] if with_median else []))
+        judged = ", ".join(statistics_judged(result)) or "none"
+        print_table(console, f"measured {new} vs measured {base} (ratio new/base of the {judged}; > 1 is slower)",
                     [Col(name="point", numeric=False), Col(name="statistic", numeric=False, keep=2), Col(name="base (µs)"),
                      Col(name="new (µs)"), Col(name="ratio"), Col(name="interval", keep=3),
-                     Col(name="noise", numeric=False, keep=1), Col(name="verdict", numeric=False)], rows)
+                     Col(name="noise", numeric=False, keep=1), Col(name="verdict", numeric=False)]
+                    + ([Col(name="median ratio", keep=4)] if with_median else []), rows)
         print_table(console, "geometric mean of time ratios per collective and run of the new file (one run-level shift)",
                     [Col(name="collective", numeric=False), Col(name="run", numeric=False), Col(name="points"),
                      Col(name="geomean ratio"), Col(name="interval", keep=1), Col(name="verdict", numeric=False)],
                     [[s.collective, s.scope, str(s.num_points), f"{s.geomean:.3f}",
                       "-" if s.low is None else f"{s.low:.3f}..{s.high:.3f}",
                       "[bold red]REGRESSED[/]" if s.regressed else "ok"] for s in result.shifts])
+        console.print(statistic_line(result), highlight=False)
         console.print(noise_summary(result), highlight=False)
         if result.missing:
             console.print(styled("{}: {} point run(s) missing in the new file: {}",

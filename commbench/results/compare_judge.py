@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from commbench.results.compare import (Comparison, CollectiveShift, PointComparison, bad_reason, choose_statistic,
-                                       is_bad, log_table, point_label, quantile_for, record_within_sd)
+                                       is_bad, log_table, point_label, record_within_sd)
+from commbench.results.alpha_split import AlphaSplit
 from commbench.results.noise import RunToRun, estimate_run_to_run, t_quantile
 
 _MEDIAN_EFFICIENCY = math.pi / 2  # var(median of K normals) ~ (pi/2) sigma^2 / K
@@ -45,7 +47,8 @@ def _beyond(log_ratio: float, sd: float | None, q: float, threshold: float) -> b
 
 
 def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, threshold, collective_of):
-    """Per key the tests of one scope (a run of NEW or all of them), and the collectives' shifts."""
+    """Per key the tests of one scope (a run of NEW or all of them), and the collectives' shifts.
+    `q(df, kind, key)`: the one-sided quantile of a test of that kind ("point", "vs its run", "collective")."""
     (bt, bw), (nt, nw) = base, new
     per_key, diffs, within_vars, rn_rb = {}, {}, {}, {}
     for key in keys:
@@ -60,7 +63,7 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         between = None if r2r is None else (r2r.sigma_run ** 2 + r2r.sigma_point(key) ** 2) * inv
         diff = float(np.mean(xn) - np.mean(xb))
         sd, source = _sd(within, between)
-        qk = q(r2r.point_df(key) if r2r is not None and source == "run to run" else math.inf)
+        qk = q(r2r.point_df(key) if r2r is not None and source == "run to run" else math.inf, "point", key)
         per_key[key] = [_Test(scope, "point", diff, diff, sd, source, _beyond(diff, sd, qk, threshold), qk)]
         diffs[key], within_vars[key], rn_rb[key] = diff, within, inv
     shifts = []
@@ -73,7 +76,7 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         between = None if r2r is None else \
             (r2r.sigma_run ** 2 + float(np.mean([r2r.sigma_point(k) ** 2 for k in mine])) / count) * inv
         sd, source = _sd(within, between)
-        qc = q(r2r.df_run if r2r is not None and source == "run to run" else math.inf)
+        qc = q(r2r.df_run if r2r is not None and source == "run to run" else math.inf, "collective", collective)
         low, high = (None, None) if sd is None else (math.exp(mean_diff - qc * sd), math.exp(mean_diff + qc * sd))
         shifts.append(CollectiveShift(collective=collective, scope=scope, num_points=count, geomean=math.exp(mean_diff),
                                       low=low, high=high, regressed=_beyond(mean_diff, sd, qc, threshold)))
@@ -84,7 +87,7 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
             rel = diffs[k] - run_shift
             between = r2r.sigma_point(k) ** 2 * rn_rb[k] * (1 + _MEDIAN_EFFICIENCY / count)
             sd, source = _sd(within_vars[k], between)
-            qk = q(r2r.point_df(k) if source == "run to run" else math.inf)
+            qk = q(r2r.point_df(k) if source == "run to run" else math.inf, "vs its run", k)
             slower = _beyond(rel, sd, qk, threshold) and math.exp(diffs[k]) - 1 > threshold + 1e-9
             per_key[k].append(_Test(scope, "vs its run", rel, diffs[k], sd, source, slower, qk))
     return per_key, shifts
@@ -135,14 +138,16 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     scopes = [(f"run {i + 1}/{num_new}", [i]) for i in range(num_new)] if num_new > 1 else []
     scopes.append(("all runs", list(range(num_new))))
     collective_of = {k: first[k].collective for k in stats}
-    num_tests = len(scopes) * (len(stats) * (2 if r2r else 1) + len(set(collective_of.values())))
-    q = quantile_for(num_tests, r2r, alpha)
-
-    def quantile(df: float) -> float:
-        return t_quantile(1 - alpha / max(num_tests, 1), df)
+    split = AlphaSplit(alpha=alpha, num_new=num_new, collective_of=collective_of, run_to_run_known=r2r is not None)
+    num_tests = split.num_tests
+    any_key = next(iter(collective_of), None)
+    q = t_quantile(1 - split.alpha_of("point", any_key, True), r2r.df if r2r else math.inf) if any_key else math.nan
+    q_collective = t_quantile(1 - split.alpha_of("collective", None, True), r2r.df_run if r2r else math.inf)
     tests: dict = {k: [] for k in stats}
     shifts = []
     for scope, indices in scopes:
+        def quantile(df: float, kind: str, of, whole=scope == "all runs") -> float:
+            return t_quantile(1 - split.alpha_of(kind, of, whole), df)
         per_key, scope_shifts = _scope_tests(list(stats), (bt, within[0]), (nt, within[1]), scope, indices,
                                              r2r, quantile, max_regression, collective_of)
         for k, found in per_key.items():
@@ -167,10 +172,20 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                 points.append(PointComparison(**ident, statistic="-", verdict="not comparable",
                                               detail="no statistic in both files"))
             continue
-        points.append(_point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad))
+        point = _point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad)
+        points.append(dataclasses.replace(point, median_ratio=_median_ratio(key, base_runs, new_runs))
+                      if stats[key] != "median" else point)
     return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
+                      quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new)
+
+
+def _median_ratio(key, base_runs, new_runs) -> float | None:
+    """new/base of the good runs' medians (geometric means), shown beside a tail statistic."""
+    sides = [[math.log(run[key].time_us_median) for run in runs if key in run and not is_bad(run[key])
+              and (run[key].time_us_median or 0) > 0] for runs in (base_runs, new_runs)]
+    return math.exp(float(np.mean(sides[1])) - float(np.mean(sides[0]))) if all(sides) else None
 
 
 def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointComparison:

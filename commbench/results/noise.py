@@ -3,7 +3,8 @@
 Within a run: the uncertainty of a point's statistic from its per-iteration samples (for the median
 the distribution-free order-statistic interval: the j-th and (n+1-j)-th smallest samples, j the
 largest with P(Binomial(n, 1/2) < j) <= 2.5%; Hollander & Wolfe, Nonparametric Statistical Methods,
-ch. 3; for nccl-tests' time, a mean, mean +- 1.96 standard errors). It describes noise inside one
+ch. 3; for p10 the same for the 0.1 quantile; for the min the 1/n quantile's upper side, the interval
+being open below the fastest sample; for nccl-tests' time, a mean, mean +- 1.96 standard errors). It describes noise inside one
 run only: iterations are autocorrelated and whole runs differ by more (load, clocks, rank placement).
 
 Between runs, in log time (a two-way layout without replication, runs x points; Montgomery, Design
@@ -92,6 +93,9 @@ def within_run_sd(samples, statistic: str) -> float | None:
     elif statistic == "p10":
         low, high = quantile_interval(values, 0.1)
         mid = float(np.percentile(values, 10))
+    elif statistic == "min":  # the 1/n quantile's interval; below the fastest sample it is open, so its upper side
+        low, high = quantile_interval(values, 1 / len(values))
+        mid = low = float(values.min())
     else:
         low, high = mean_interval(values)
         mid = float(np.mean(values))
