@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import types
 from contextlib import contextmanager
@@ -21,6 +22,30 @@ from functools import lru_cache
 from pathlib import Path
 
 RELEASE = "core_v0.16.1"
+
+
+def argv_values(args: list[str]) -> dict[str, list[str]]:
+    """A Megatron argv as {"--flag": [the values after it]} ([] for a store_true flag)."""
+    out: dict[str, list[str]] = {}
+    i = 0
+    while i < len(args):
+        flag, values = args[i], []
+        i += 1
+        while i < len(args) and not args[i].startswith("--"):
+            values.append(args[i])
+            i += 1
+        out[flag] = values
+    return out
+
+
+def tokens(args: list[str]) -> dict[str, object]:
+    """Megatron's argv as {dest: value}: store_true flags -> True, one value -> int/float/str, several -> list."""
+    out: dict[str, object] = {}
+    for flag, values in argv_values(args).items():
+        conv = [int(v) if re.fullmatch(r"\d+", v) else float(v) if re.fullmatch(r"\d+\.\d*", v) else v
+                for v in values]
+        out[flag[2:].replace("-", "_")] = True if not conv else conv[0] if len(conv) == 1 else conv
+    return out
 
 
 @lru_cache(maxsize=1)

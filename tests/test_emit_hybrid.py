@@ -27,6 +27,7 @@ from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
 from commbench.planner.emit.megatron import megatron_args
 from commbench.planner.layout.split import choose_split, split_options, stage_imbalance
 from commbench.planner.step.mamba import block_counts
+from tests.megatron_lm import tokens
 
 NANO = "nemotron-3-nano-30b-a3b"
 HF = Path(__file__).parent / "data" / "hf"
@@ -97,7 +98,7 @@ def test_super_latent_moe_emits_and_mtp_is_refused_for_megatron_0_16():
     lay = _layout(64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512))
     with pytest.raises(Exception, match="MambaModel builds no MTP layers"):
         megatron_args(lay, m)
-    ns = _tokens(megatron_args(lay, dataclasses.replace(m, num_mtp_layers=0)))
+    ns = tokens(megatron_args(lay, dataclasses.replace(m, num_mtp_layers=0)))
     assert ns["moe_latent_size"] == 1024 and ns["num_experts"] == 512 and ns["num_layers"] == 88
     # the dispatcher moves latent-wide tokens: a quarter of the bytes of a hidden-wide model
     fabric = load_preset("gb200-nvl72", num_gpus=64)
@@ -108,7 +109,7 @@ def test_super_latent_moe_emits_and_mtp_is_refused_for_megatron_0_16():
 
 @pytest.mark.parametrize("gpus, kw", LAYOUTS)
 def test_emitted_hybrid_flags_build_in_megatron_core(gpus, kw):
-    mcore = pytest.importorskip("megatron.core")
+    pytest.importorskip("megatron.core")
     from megatron.core.ssm.mamba_block import MambaStack
     from megatron.core.ssm.mamba_hybrid_layer_allocation import allocate_layers
     from megatron.core.transformer.transformer_config import TransformerConfig
@@ -118,7 +119,7 @@ def test_emitted_hybrid_flags_build_in_megatron_core(gpus, kw):
     m = load_model(NANO)
     lay = _layout(gpus, kw)
     args = megatron_args(lay, m)
-    ns = _tokens(args)
+    ns = tokens(args)
     assert ns["hybrid_override_pattern"] == m.layer_pattern and ns["is_hybrid_model"] and ns["squared_relu"]
     assert ns["num_layers"] == len(m.layer_pattern) and ns["position_embedding_type"] == "none"
     assert "moe_layer_freq" not in ns and "swiglu" not in ns
@@ -151,19 +152,6 @@ def test_emitted_hybrid_flags_build_in_megatron_core(gpus, kw):
 def _select(cls, fake, pattern, rank, size):
     """MambaStack._select_layers_for_pipeline_parallel as pipeline rank `rank` of `size` runs it."""
     return cls._select_layers_for_pipeline_parallel(fake, pattern)
-
-
-def _tokens(args: list[str]) -> dict:
-    out, i = {}, 0
-    while i < len(args):
-        flag, values = args[i], []
-        i += 1
-        while i < len(args) and not args[i].startswith("--"):
-            values.append(args[i])
-            i += 1
-        conv = [int(v) if v.isdigit() else v for v in values]
-        out[flag[2:].replace("-", "_")] = True if not conv else conv[0] if len(conv) == 1 else conv
-    return out
 
 
 MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")

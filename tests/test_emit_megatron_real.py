@@ -34,16 +34,14 @@ import torch.nn.functional as F  # noqa: E402
 from megatron.core import parallel_state  # noqa: E402
 from megatron.core.distributed import DistributedDataParallelConfig  # noqa: E402
 from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator  # noqa: E402
-from megatron.core.transformer.multi_token_prediction import get_mtp_num_layers_to_build  # noqa: E402
 from megatron.core.transformer.transformer_block import get_num_layers_to_build  # noqa: E402
 from megatron.core.transformer.transformer_config import MLATransformerConfig, TransformerConfig  # noqa: E402
-from megatron.core.transformer.transformer_layer import get_transformer_layer_offset  # noqa: E402
 from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: E402
 
 from commbench.costmodel import load_preset  # noqa: E402
 from commbench.planner.emit.megatron import launch_env, megatron_args  # noqa: E402
 from commbench.planner.layout.split import choose_split  # noqa: E402
-from tests.megatron_lm import layer_split_built  # noqa: E402
+from tests.megatron_lm import layer_split_built, tokens  # noqa: E402
 
 # Flags Megatron-LM's parse_args defines that are not TransformerConfig fields (reproduced from
 # megatron/training/arguments.py @000c4ac24f61: _add_network_size_args, _add_training_args,
@@ -91,22 +89,6 @@ def config_flags(cls) -> set[str]:
     for f in dataclasses.fields(cls):
         meta = f.metadata.get("argparse_meta", {}) if f.metadata else {}
         out.update(meta.get("arg_names", ["--" + f.name.replace("_", "-")]))
-    return out
-
-
-def tokens(args: list[str]) -> dict[str, object]:
-    """Megatron's argv as {dest: value}: store_true flags -> True, one value -> int/str, several -> list."""
-    out: dict[str, object] = {}
-    i = 0
-    while i < len(args):
-        flag, values = args[i], []
-        i += 1
-        while i < len(args) and not args[i].startswith("--"):
-            values.append(args[i])
-            i += 1
-        conv = [int(v) if re.fullmatch(r"\d+", v) else float(v) if re.fullmatch(r"\d+\.\d*", v) else v
-                for v in values]
-        out[flag[2:].replace("-", "_")] = True if not conv else conv[0] if len(conv) == 1 else conv
     return out
 
 

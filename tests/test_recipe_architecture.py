@@ -21,6 +21,7 @@ import pytest
 from commbench.errors import CommbenchError
 from commbench.planner.emit.megatron import model_args
 from commbench.planner.models.zoo import load_model, model_names
+from tests.megatron_lm import argv_values
 
 MLM = "NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 BRIDGE = "NVIDIA-NeMo/Megatron-Bridge@dc805f5cf9e0001c1f7c860ebb8e42c580ef45b3"
@@ -179,16 +180,9 @@ BUILT_WITHOUT_MTP = ("nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b")
 
 
 def flag_values(args: list[str]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    i = 0
-    while i < len(args):
-        flag, values = args[i], []
-        i += 1
-        while i < len(args) and not args[i].startswith("--"):
-            values.append(args[i])
-            i += 1
-        out[SPELLINGS.get(flag, flag)] = True if not values else values[0] if len(values) == 1 else values
-    return out
+    """{"--flag": True | its one value | its values} with the spellings the recipes use mapped to ours."""
+    return {SPELLINGS.get(flag, flag): True if not values else values[0] if len(values) == 1 else values
+            for flag, values in argv_values(args).items()}
 
 
 def same(a: object, b: object) -> bool:
