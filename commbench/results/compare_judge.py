@@ -26,6 +26,7 @@ class _Test:
     source: str
     regressed: bool
     quantile: float  # the test's one-sided t quantile
+    judged: bool = True  # False: kept for its ratio only (against BASE while the run shift is unknown)
 
 
 def _sd(within_var: float | None, between_var: float | None) -> tuple[float | None, str]:
@@ -67,7 +68,8 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         sd, source = _sd(within, between)
         qk = q(r2r.point_df(key) if source == "run to run" else math.inf, "point", key)
         judged = split.vs_base_judged(key)
-        per_key[key] = [_Test(scope, "point", diff, diff, sd, source, judged and _beyond(diff, sd, qk, threshold), qk)]
+        per_key[key] = [_Test(scope, "point", diff, diff, sd, source, judged and _beyond(diff, sd, qk, threshold), qk,
+                              judged)]
         diffs[key], within_vars[key], rn_rb[key] = diff, within, inv
     shifts = []
     for collective in sorted({collective_of[k] for k in diffs}):
@@ -76,10 +78,12 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         mean_diff = float(np.mean([diffs[k] for k in mine]))
         inv = float(np.mean([rn_rb[k] for k in mine]))
         within = None if any(within_vars[k] is None for k in mine) else sum(within_vars[k] for k in mine) / count ** 2
-        between = (r2r.sigma_run ** 2 + float(np.mean([r2r.sigma_point(k) ** 2 for k in mine])) / count) * inv \
-            if shift_known else None
+        between = None
+        if r2r is not None:
+            point_var = float(np.mean([r2r.sigma_point(k) ** 2 for k in mine]))
+            between = (r2r.shift_sd(point_var) ** 2 + point_var / count) * inv
         sd, source = _sd(within, between)
-        qc = q(r2r.df_run if source == "run to run" else math.inf, "collective", collective)
+        qc = q(r2r.df_run if source == "run to run" and shift_known else math.inf, "collective", collective)
         low, high = (None, None) if sd is None else (math.exp(mean_diff - qc * sd), math.exp(mean_diff + qc * sd))
         shifts.append(CollectiveShift(collective=collective, scope=scope, num_points=count, geomean=math.exp(mean_diff),
                                       low=low, high=high, regressed=_beyond(mean_diff, sd, qc, threshold)))
@@ -170,6 +174,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
             tests[k].extend(found)
         shifts.extend(scope_shifts)
     points, missing = [], []
+    collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
@@ -189,6 +194,10 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                                               detail="no statistic in both files"))
             continue
         point = _point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad)
+        whole = collective_regressed.get(m.collective)
+        if whole is not None and point.verdict == "slower (within noise)":  # slower as its whole collective is
+            point = dataclasses.replace(point, verdict="REGRESSED", detail=f"with its collective: x{whole.geomean:.2f} "
+                                                                           f"over its {whole.num_points} points")
         points.append(dataclasses.replace(point, median_ratio=_median_ratio(key, base_runs, new_runs))
                       if stats[key] != "median" else point)
     return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
@@ -205,7 +214,8 @@ def _median_ratio(key, base_runs, new_runs) -> float | None:
 
 
 def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointComparison:
-    summary = next(t for t in reversed(tests) if t.kind == "point")  # "all runs" comes last
+    # "all runs" comes last; the test that judged the point (against its run while the run shift is unknown)
+    summary = next((t for t in reversed(tests) if t.judged), tests[-1])
     failing = next((t for t in tests if t.regressed), None)
     shown = failing or summary
     base_us = math.exp(float(np.mean([row[key] for row in bt if key in row])))
@@ -222,6 +232,8 @@ def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointCompari
                                   if failing.kind == "vs its run" else "")
     elif ratio - 1 > threshold + 1e-9:
         verdict, detail = "slower (within noise)", ""
+        if shown.kind == "vs its run":
+            detail = f"x{math.exp(shown.log_ratio):.2f} against its run's other points (the run's shift: collective test)"
     elif ratio < 1 and high is not None and high < 1:
         verdict, detail = "faster", ""
     else:
