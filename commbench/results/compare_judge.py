@@ -194,16 +194,32 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                                               detail="no statistic in both files"))
             continue
         point = _point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad)
-        whole = collective_regressed.get(m.collective)
-        if whole is not None and point.verdict == "slower (within noise)":  # slower as its whole collective is
-            point = dataclasses.replace(point, verdict="REGRESSED", detail=f"with its collective: x{whole.geomean:.2f} "
-                                                                           f"over its {whole.num_points} points")
         points.append(dataclasses.replace(point, median_ratio=_median_ratio(key, base_runs, new_runs))
                       if stats[key] != "median" else point)
+    points = _with_their_collective(points, collective_regressed, max_regression)
     return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
                       quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new)
+
+
+def _with_their_collective(points, collective_regressed, threshold) -> list[PointComparison]:
+    """Points "slower (within noise)" of a regressed collective whose median point is slower than the
+    threshold too are REGRESSED with it (the slowdown is the collective's; not when a few points of
+    their own drive its mean)."""
+    ratios: dict = {}
+    for p in points:
+        if p.ratio is not None:
+            ratios.setdefault(p.collective, []).append(p.ratio)
+    out = []
+    for p in points:
+        whole = collective_regressed.get(p.collective)
+        if whole is not None and p.verdict == "slower (within noise)" and \
+                float(np.median(ratios[p.collective])) - 1 > threshold + 1e-9:
+            p = dataclasses.replace(p, verdict="REGRESSED",
+                                    detail=f"with its collective: x{whole.geomean:.2f} over its {whole.num_points} points")
+        out.append(p)
+    return out
 
 
 def _median_ratio(key, base_runs, new_runs) -> float | None:
