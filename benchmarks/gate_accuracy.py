@@ -107,7 +107,7 @@ def best_detection(log_shift: float, sigma: float, z: float = Z95_ONE_SIDED) -> 
 def gate_share_z(kind: str, num_points: int, num_new: int) -> float:
     """The normal quantile of the gate's own test for a row (all runs of NEW; its alpha share of the 5%)."""
     keys = {("p", k): "all_reduce" for k in range(num_points)}
-    split = AlphaSplit(alpha=0.05, num_new=num_new, collective_of=keys, run_to_run_known=True)
+    split = AlphaSplit(alpha=0.05, num_new=num_new, collective_of=keys, scatter_known=True, shift_known=True)
     return normal_quantile(1 - split.alpha_of(kind, "all_reduce" if kind == "collective" else ("p", 0), True))
 
 
@@ -176,6 +176,16 @@ def main() -> None:
          [new_gate(runs[a], runs[b], history(a, b)) for a, b in ordered], [old_gate(runs[a], runs[b]) for a, b in ordered]),
         ("A/A pass, 3 runs per file (no history)", None,
          [new_gate(joined(a), joined(b)) for a, b in triple_pairs], [old_gate(joined(a), joined(b)) for a, b in triple_pairs]),
+    ]
+    rows += [
+        ("A/A pass, one run per file, no history (all pairs)", None,
+         [new_gate(runs[a], runs[b]) for a, b in ordered], [old_gate(runs[a], runs[b]) for a, b in ordered]),
+        ("x1.3 at every point, one run per file, no history", (math.log(1.3), everywhere_sd * math.sqrt(2), "collective", 1),
+         [not new_gate(runs[a], scaled(runs[b], 1.3)) for a, b in ordered],
+         [not old_gate(runs[a], scaled(runs[b], 1.3)) for a, b in ordered]),
+        ("x1.3 at one point, one run per file, no history", (math.log(1.3), sigma_point * math.sqrt(2), "vs its run", 1),
+         [not new_gate(runs[a], scaled(runs[b], 1.3, s)) for a, b in pairs for s in sizes],
+         [not old_gate(runs[a], scaled(runs[b], 1.3, s)) for a, b in pairs for s in sizes]),
     ]
     for factor in (1.3, 1.1):
         rows.append((f"x{factor} at every point, one run per file (all pairs)",

@@ -44,18 +44,23 @@ def test_auto_judges_the_min_with_samples_the_median_without_and_nccl_time_for_i
     assert median["noise"]["statistics"] == ["median"] and median["points"][0]["median_ratio"] is None
 
 
-@pytest.mark.parametrize("num_new, run_to_run", [(1, True), (1, False), (3, True), (3, False)])
-def test_the_shares_sum_to_alpha(num_new, run_to_run):
+@pytest.mark.parametrize("num_new", [1, 3])
+@pytest.mark.parametrize("scatter_known, shift_known", [(True, True), (True, False), (False, False)])
+def test_the_shares_sum_to_alpha(num_new, scatter_known, shift_known):
     collective_of = {("a", k): "all_reduce" for k in range(9)} | {("b", 0): "broadcast", ("b", 1): "broadcast"}
-    split = AlphaSplit(alpha=0.05, num_new=num_new, collective_of=collective_of, run_to_run_known=run_to_run)
+    split = AlphaSplit(alpha=0.05, num_new=num_new, collective_of=collective_of, scatter_known=scatter_known,
+                       shift_known=shift_known)
     total = 0.0
     for whole in ([True] if num_new == 1 else [True] + [False] * num_new):
         total += sum(split.alpha_of("collective", c, whole) for c in ("all_reduce", "broadcast"))
         for key in collective_of:
-            kinds = ["point"] + (["vs its run"] if split.kinds_of(key) == 2 else [])
+            kinds = (["point"] if split.vs_base_judged(key) else []) + (["vs its run"] if split.vs_run_judged(key) else [])
+            assert len(kinds) == split.kinds_of(key) >= 1
             total += sum(split.alpha_of(kind, key, whole) for kind in kinds)
     assert total == pytest.approx(0.05)
-    assert split.kinds_of(("b", 0)) == 1  # 2 points: no test against its run's shift
+    assert split.kinds_of(("b", 0)) == 1 and split.vs_base_judged(("b", 0))  # 2 points: no test against its run
+    # the run shift unknown: a point of 9 is judged against its run only (its ratio to BASE carries the shift)
+    assert split.vs_base_judged(("a", 0)) == (shift_known or not scatter_known)
     assert split.alpha_of("collective", "all_reduce", True) == pytest.approx(0.025 / 2 / (1 if num_new == 1 else 2))
 
 

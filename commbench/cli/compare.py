@@ -15,6 +15,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
+from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, parse_threshold)
 from commbench.results.records import measurements, read_records
@@ -57,9 +58,15 @@ def noise_summary(result) -> str:
         return (f"noise: run-to-run unknown ({where}; no set of >= 2 runs): within-run intervals only, which "
                 f"understate run-to-run noise; append repeated runs to BASE or pass --history DIR; {_quantiles(result)}")
     points = sorted(r2r.sigma_by_point.values()) or [r2r.sigma_pooled]
-    return (f"noise: run-to-run from {r2r.num_runs} runs ({where}): run shift sd {r2r.sigma_run:.1%}, point sd "
-            f"median {points[len(points) // 2]:.1%} (df {r2r.df:.0f}); per point the larger of it and the "
-            f"within-run interval; {_quantiles(result)}")
+    point_sd = f"point sd median {points[len(points) // 2]:.1%} (df {r2r.df:.0f})"
+    if not r2r.shift_known:
+        source = "this pair's points" if r2r.scatter_from == "the pair" else "the new file's repeated runs"
+        return (f"noise: the run shift is not measured (no repeated baseline run; {where}): assumed "
+                f"{ASSUMED_SHIFT_PER_POINT_SD:g} x the points' scatter ({point_sd}, from {source}); each point judged "
+                f"against its run's other points; append repeated runs to BASE or pass --history DIR to measure "
+                f"it; {_quantiles(result)}")
+    return (f"noise: run-to-run from {r2r.num_runs} runs ({where}): run shift sd {r2r.sigma_run:.1%}, {point_sd}; "
+            f"per point the larger of it and the within-run interval; {_quantiles(result)}")
 
 
 def _quantiles(result) -> str:
@@ -122,6 +129,8 @@ def comparison_document(result, base: str, new: str) -> dict:
             "noise": {"runs": result.runs, "statistics": statistics_judged(result), "quantile": result.quantile,
                       "quantile_collective": result.quantile_collective, "num_tests": result.num_tests,
                       "run_shift_sd_log": r2r.sigma_run if r2r else None,
+                      "run_shift_measured": bool(r2r and r2r.shift_known),
+                      "point_scatter_from": r2r.scatter_from if r2r else None,
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
             "missing": result.missing, "allow_missing": result.allow_missing,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}

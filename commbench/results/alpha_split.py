@@ -14,7 +14,9 @@ and a poor one here:
   (z at 0.05/36 is 3.0, at 0.05/72 3.2).
 Hence: half of alpha to the collective tests (split evenly over the collectives), half to the point
 tests (evenly over the points, and per point evenly over its kinds: against BASE, and against its own
-run's shift where the run-to-run noise is known and its collective has >= 3 points). Within each, with
+run's shift where the points' run-to-run scatter is known and its collective has >= 3 points; with the
+run shift unknown (no repeated baseline run) a point is judged against its run only, where it can be,
+since its ratio against BASE carries the unknown shift, which the collective test judges). Within each, with
 several runs in NEW, the test of all runs together (the most runs, the least noise) gets half and
 each single run's test an equal part of the other half (a single slow run must stand out on its own,
 so it is a large effect). With one run in NEW that one scope gets all of it.
@@ -34,7 +36,8 @@ class AlphaSplit:
     alpha: float
     num_new: int  # runs in NEW: > 1 adds one scope per run beside "all runs"
     collective_of: dict  # judged point key -> its collective
-    run_to_run_known: bool
+    scatter_known: bool  # the points' run-to-run scatter (noise.RunToRun): the test against its run
+    shift_known: bool  # the run shift's sd (repeated baseline runs): else a point is judged against its run
     _points_per_collective: Counter = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -45,10 +48,15 @@ class AlphaSplit:
             return 1.0
         return 0.5 if whole else 0.5 / self.num_new
 
+    def vs_run_judged(self, key) -> bool:
+        return self.scatter_known and self._points_per_collective[self.collective_of[key]] >= VS_ITS_RUN_MIN_POINTS
+
+    def vs_base_judged(self, key) -> bool:
+        return self.shift_known or not self.vs_run_judged(key)
+
     def kinds_of(self, key) -> int:
         """1 or 2 point tests for a key: against BASE, and against its run where that test runs."""
-        vs_run = self.run_to_run_known and self._points_per_collective[self.collective_of[key]] >= VS_ITS_RUN_MIN_POINTS
-        return 2 if vs_run else 1
+        return int(self.vs_base_judged(key)) + int(self.vs_run_judged(key))
 
     def alpha_of(self, kind: str, of, whole: bool) -> float:
         """One test's one-sided alpha: kind "collective" (of: a collective) or "point"/"vs its run" (of:

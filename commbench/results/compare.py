@@ -13,8 +13,12 @@ several runs (appended): BASE's runs are averaged (geometric mean) into the refe
 is judged on its own, and their mean too.
 
 Noise (see `noise.py` for the model): the larger of the within-run noise (from the per-iteration
-samples, widened for their autocorrelation) and the run-to-run noise (from repeated runs in BASE and
-in `--history DIR`; never from NEW's runs). Three tests per judged run, each one-sided at its share of
+samples, widened for their autocorrelation) and the run-to-run noise: the run shift from repeated
+runs in BASE and in `--history DIR` (never NEW's: a slow run there is the news), the points' own
+scatter from those and from NEW's repeated runs (or, with no repeated run at all, from the pair's
+points around their collective's median). Without repeated baseline runs the run shift's sd is
+assumed (noise.ASSUMED_SHIFT_PER_POINT_SD x the points' scatter, said in the output) and a point is
+judged against its run only. Three tests per judged run, each one-sided at its share of
 5% (alpha_split.py: half to the collective tests, half to the point tests; Bonferroni: the whole
 comparison of unchanged code fails at most 5% of the time under the model), q being Student's t
 quantile with the degrees of freedom of the noise estimate used (a point's own runs, or the run

@@ -11,7 +11,7 @@ import numpy as np
 from commbench.results.compare import (Comparison, CollectiveShift, PointComparison, bad_reason, choose_statistic,
                                        is_bad, log_table, point_label, record_within_sd)
 from commbench.results.alpha_split import AlphaSplit
-from commbench.results.noise import RunToRun, estimate_run_to_run, t_quantile
+from commbench.results.noise import RunToRun, estimate_run_to_run, pair_scatter, t_quantile
 
 _MEDIAN_EFFICIENCY = math.pi / 2  # var(median of K normals) ~ (pi/2) sigma^2 / K
 
@@ -26,6 +26,7 @@ class _Test:
     source: str
     regressed: bool
     quantile: float  # the test's one-sided t quantile
+    judged: bool = True  # False: kept for its ratio only (against BASE while the run shift is unknown)
 
 
 def _sd(within_var: float | None, between_var: float | None) -> tuple[float | None, str]:
@@ -46,9 +47,11 @@ def _beyond(log_ratio: float, sd: float | None, q: float, threshold: float) -> b
     return math.exp(log_ratio) - 1 > threshold + 1e-9 and (sd is None or log_ratio - q * sd > 0)
 
 
-def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, threshold, collective_of):
+def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, threshold, collective_of, split):
     """Per key the tests of one scope (a run of NEW or all of them), and the collectives' shifts.
-    `q(df, kind, key)`: the one-sided quantile of a test of that kind ("point", "vs its run", "collective")."""
+    `q(df, kind, key)`: the one-sided quantile of a test of that kind ("point", "vs its run", "collective");
+    `split` (AlphaSplit) says which point tests are judged (a test not judged is kept for its ratio)."""
+    shift_known = r2r is not None and r2r.shift_known
     (bt, bw), (nt, nw) = base, new
     per_key, diffs, within_vars, rn_rb = {}, {}, {}, {}
     for key in keys:
@@ -60,11 +63,13 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         wn = _mean_sq([nw[i].get(key) for i in run_indices if key in nt[i]])
         wb = _mean_sq([w.get(key) for row, w in zip(bt, bw) if key in row])
         within = None if wn is None or wb is None else wb / len(xb) + wn / len(xn)
-        between = None if r2r is None else (r2r.sigma_run ** 2 + r2r.sigma_point(key) ** 2) * inv
+        between = (r2r.sigma_run ** 2 + r2r.sigma_point(key) ** 2) * inv if shift_known else None
         diff = float(np.mean(xn) - np.mean(xb))
         sd, source = _sd(within, between)
-        qk = q(r2r.point_df(key) if r2r is not None and source == "run to run" else math.inf, "point", key)
-        per_key[key] = [_Test(scope, "point", diff, diff, sd, source, _beyond(diff, sd, qk, threshold), qk)]
+        qk = q(r2r.point_df(key) if source == "run to run" else math.inf, "point", key)
+        judged = split.vs_base_judged(key)
+        per_key[key] = [_Test(scope, "point", diff, diff, sd, source, judged and _beyond(diff, sd, qk, threshold), qk,
+                              judged)]
         diffs[key], within_vars[key], rn_rb[key] = diff, within, inv
     shifts = []
     for collective in sorted({collective_of[k] for k in diffs}):
@@ -73,15 +78,17 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         mean_diff = float(np.mean([diffs[k] for k in mine]))
         inv = float(np.mean([rn_rb[k] for k in mine]))
         within = None if any(within_vars[k] is None for k in mine) else sum(within_vars[k] for k in mine) / count ** 2
-        between = None if r2r is None else \
-            (r2r.sigma_run ** 2 + float(np.mean([r2r.sigma_point(k) ** 2 for k in mine])) / count) * inv
+        between = None
+        if r2r is not None:
+            point_var = float(np.mean([r2r.sigma_point(k) ** 2 for k in mine]))
+            between = (r2r.shift_sd(point_var) ** 2 + point_var / count) * inv
         sd, source = _sd(within, between)
-        qc = q(r2r.df_run if r2r is not None and source == "run to run" else math.inf, "collective", collective)
+        qc = q(r2r.df_run if source == "run to run" and shift_known else math.inf, "collective", collective)
         low, high = (None, None) if sd is None else (math.exp(mean_diff - qc * sd), math.exp(mean_diff + qc * sd))
         shifts.append(CollectiveShift(collective=collective, scope=scope, num_points=count, geomean=math.exp(mean_diff),
                                       low=low, high=high, regressed=_beyond(mean_diff, sd, qc, threshold)))
-        if r2r is None or count < 3:
-            continue  # a point against its own run's shift needs the run-to-run noise and >= 3 points
+        if not all(split.vs_run_judged(k) for k in mine):
+            continue  # a point against its own run's shift needs the points' scatter and >= 3 points
         run_shift = float(np.median([diffs[k] for k in mine]))
         for k in mine:
             rel = diffs[k] - run_shift
@@ -91,6 +98,16 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
             slower = _beyond(rel, sd, qk, threshold) and math.exp(diffs[k]) - 1 > threshold + 1e-9
             per_key[k].append(_Test(scope, "vs its run", rel, diffs[k], sd, source, slower, qk))
     return per_key, shifts
+
+
+def _pair_scatter(bt, nt, collective_of) -> RunToRun | None:
+    """noise.pair_scatter of the mean log ratios new/base (over the runs) at the keys both sides have."""
+    diffs, inverse = {}, {}
+    for key in set().union(*bt, *nt) if bt or nt else ():
+        xn, xb = [row[key] for row in nt if key in row], [row[key] for row in bt if key in row]
+        if xn and xb:
+            diffs[key], inverse[key] = float(np.mean(xn) - np.mean(xb)), 1 / len(xn) + 1 / len(xb)
+    return pair_scatter(diffs, collective_of, inverse)
 
 
 def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] | None:
@@ -131,29 +148,33 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         if chosen:
             stats[key] = chosen
     bt, nt, ht = (log_table(runs, stats) for runs in (base_runs, new_runs, hist_runs))
-    r2r = estimate_run_to_run([bt, ht])  # never NEW's runs: a slow run there is the news, not noise
+    collective_of = {k: first[k].collective for k in stats}
+    # the run shift from baseline runs only (a slow run of NEW is the news); the points' scatter from NEW's too
+    r2r = estimate_run_to_run([bt, ht], scatter_sets=[nt]) or _pair_scatter(bt, nt, collective_of)
     within = [[{k: record_within_sd(m, stats[k]) for k, m in run.items() if k in stats} for run in runs]
               for runs in (base_runs, new_runs)]
     num_new = len(new_runs)
     scopes = [(f"run {i + 1}/{num_new}", [i]) for i in range(num_new)] if num_new > 1 else []
     scopes.append(("all runs", list(range(num_new))))
-    collective_of = {k: first[k].collective for k in stats}
-    split = AlphaSplit(alpha=alpha, num_new=num_new, collective_of=collective_of, run_to_run_known=r2r is not None)
+    split = AlphaSplit(alpha=alpha, num_new=num_new, collective_of=collective_of, scatter_known=r2r is not None,
+                       shift_known=r2r is not None and r2r.shift_known)
     num_tests = split.num_tests
     any_key = next(iter(collective_of), None)
     q = t_quantile(1 - split.alpha_of("point", any_key, True), r2r.df if r2r else math.inf) if any_key else math.nan
-    q_collective = t_quantile(1 - split.alpha_of("collective", None, True), r2r.df_run if r2r else math.inf)
+    q_collective = t_quantile(1 - split.alpha_of("collective", None, True),
+                              r2r.df_run if r2r and r2r.shift_known else math.inf)
     tests: dict = {k: [] for k in stats}
     shifts = []
     for scope, indices in scopes:
         def quantile(df: float, kind: str, of, whole=scope == "all runs") -> float:
             return t_quantile(1 - split.alpha_of(kind, of, whole), df)
         per_key, scope_shifts = _scope_tests(list(stats), (bt, within[0]), (nt, within[1]), scope, indices,
-                                             r2r, quantile, max_regression, collective_of)
+                                             r2r, quantile, max_regression, collective_of, split)
         for k, found in per_key.items():
             tests[k].extend(found)
         shifts.extend(scope_shifts)
     points, missing = [], []
+    collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
@@ -175,10 +196,30 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         point = _point(ident, key, stats[key], tests[key], bt, nt, max_regression, bad)
         points.append(dataclasses.replace(point, median_ratio=_median_ratio(key, base_runs, new_runs))
                       if stats[key] != "median" else point)
+    points = _with_their_collective(points, collective_regressed, max_regression)
     return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
                       quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new)
+
+
+def _with_their_collective(points, collective_regressed, threshold) -> list[PointComparison]:
+    """Points "slower (within noise)" of a regressed collective whose median point is slower than the
+    threshold too are REGRESSED with it (the slowdown is the collective's; not when a few points of
+    their own drive its mean)."""
+    ratios: dict = {}
+    for p in points:
+        if p.ratio is not None:
+            ratios.setdefault(p.collective, []).append(p.ratio)
+    out = []
+    for p in points:
+        whole = collective_regressed.get(p.collective)
+        if whole is not None and p.verdict == "slower (within noise)" and \
+                float(np.median(ratios[p.collective])) - 1 > threshold + 1e-9:
+            p = dataclasses.replace(p, verdict="REGRESSED",
+                                    detail=f"with its collective: x{whole.geomean:.2f} over its {whole.num_points} points")
+        out.append(p)
+    return out
 
 
 def _median_ratio(key, base_runs, new_runs) -> float | None:
@@ -189,7 +230,8 @@ def _median_ratio(key, base_runs, new_runs) -> float | None:
 
 
 def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointComparison:
-    summary = next(t for t in reversed(tests) if t.kind == "point")  # "all runs" comes last
+    # "all runs" comes last; the test that judged the point (against its run while the run shift is unknown)
+    summary = next((t for t in reversed(tests) if t.judged), tests[-1])
     failing = next((t for t in tests if t.regressed), None)
     shown = failing or summary
     base_us = math.exp(float(np.mean([row[key] for row in bt if key in row])))
@@ -206,6 +248,8 @@ def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointCompari
                                   if failing.kind == "vs its run" else "")
     elif ratio - 1 > threshold + 1e-9:
         verdict, detail = "slower (within noise)", ""
+        if shown.kind == "vs its run":
+            detail = f"x{math.exp(shown.log_ratio):.2f} against its run's other points (the run's shift: collective test)"
     elif ratio < 1 and high is not None and high < 1:
         verdict, detail = "faster", ""
     else:

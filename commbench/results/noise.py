@@ -12,9 +12,23 @@ and Analysis of Experiments, ch. 4, the randomized complete block design):
     x[r, k] = mu_k + s_r + e[r, k]
 `s_r` is the shift every point of run r shares (sd `sigma_run`), `e` a point's own scatter (sd
 `sigma_k`, per point, shrunk towards the pooled value with NU0 prior degrees of freedom). Each set of
-repeated baseline runs (BASE's runs, the --history folder's; never NEW's: a slow run there is the
-news, not noise) is centred on its own point means; the sums of squares are pooled over the sets:
+repeated runs is centred on its own point means; the sums of squares are pooled over the sets:
     sigma_e^2 = SS_residual / ((R-1)(K-1)),   sigma_run^2 = sum_r s_r^2 / (R-1) - sigma_e^2 / K.
+The run shift comes from baseline sets only (BASE's runs, the --history folder's): a slow run of NEW
+is the news, not noise. The points' own scatter `e` comes from NEW's repeated runs too: each NEW run's
+shift is removed first, so a slowdown all of NEW's runs share (at one point or at all) leaves it
+unchanged, and the two sides' residuals pool as in the two-sample t test.
+
+Without repeated baseline runs the run shift cannot be told from a regression of the whole
+collective: its sd is assumed (ASSUMED_SHIFT_PER_POINT_SD x the points' scatter, said in the output),
+and a point is judged against its run's other points rather than against BASE. With no repeated run
+anywhere (one run in BASE, one in NEW, no history) the points' scatter still shows in the pair itself: each point's log ratio d_k minus its
+collective's median ratio is e_nk - e_bk plus the median's error. `pair_scatter` takes its median
+absolute deviation, pooled over collectives, x 1.4826 (normal consistency) x Croux & Rousseeuw's
+small-sample factor (1992, "Time-efficient algorithms for two highly robust estimators of scale",
+Computational Statistics 1:411-428; b_n tabulated to n = 9, n / (n - 0.8) above). The MAD ignores up to
+half of the points, so a few regressed points do not inflate it; its efficiency at the normal is
+37% (Rousseeuw & Croux 1993, JASA 88:1273), hence its degrees of freedom 0.37 x the residuals'.
 """
 
 from __future__ import annotations
@@ -26,7 +40,17 @@ import numpy as np
 
 CONFIDENCE = 0.95
 Z95 = 1.959964
-NU0 = 4.0  # prior degrees of freedom pulling a point's sd towards the pooled sd (few runs per point)
+# The prior weight (degrees of freedom) of the pooled sd in a point's own (a scaled inverse-chi^2 prior
+# on the points' variances: NU0 ~ 2 / CV^2 + 4, CV the spread of the true per-point variances). Over
+# 2 x 20 runs of bench all_reduce beside 2 CPU hogs (benchmarks/gate_accuracy.py) the min's per-point
+# variances spread by CV 0.34 (true CV^2 0.11 after their sampling error: NU0 ~ 22) and by no more than
+# their sampling error (NU0 -> infinity): points differ little in log-time noise; 16 stays below both.
+NU0 = 16.0
+# With no repeated baseline run the run shift is not measured. It is assumed half the points' own
+# scatter: below every ratio sigma_run / sigma_point measured on repeated runs here (0.58-1.03 for the
+# min: 0.61 and 1.03 over the two sets of 20, 0.58 without the first set's one x1.5 run). Said in the
+# output; append repeated runs to BASE or pass --history for a measured one.
+ASSUMED_SHIFT_PER_POINT_SD = 0.5
 
 
 def median_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -125,7 +149,8 @@ def normal_quantile(p: float) -> float:
 
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile by the Cornish-Fisher expansion around the normal one (Abramowitz &
-    Stegun 26.7.5); exact enough for df >= 3, conservative (wider) below."""
+    Stegun 26.7.5): within 0.5% of the exact one for df >= 7 down to p = 1 - 1e-3, narrower at fewer df
+    (df 3, p = 0.9993: 10.4 against 11.6)."""
     z = normal_quantile(p)
     if not math.isfinite(df) or df > 1e6:
         return z
@@ -140,24 +165,33 @@ def t_quantile(p: float, df: float) -> float:
 class RunToRun:
     """What repeated runs say about run-to-run noise (log-time sds); see the module docstring."""
 
-    sigma_run: float  # the shift all points of one run share
+    sigma_run: float | None  # the shift all points of one run share (None: unknown, no repeated baseline runs)
     sigma_pooled: float  # a point's own scatter, pooled over points
     sigma_by_point: dict = field(default_factory=dict)  # per point key, shrunk towards sigma_pooled
     df: float = 0.0  # residual degrees of freedom (pooled over points)
     num_runs: int = 0  # runs that took part (in sets of >= 2)
     df_by_point: dict = field(default_factory=dict)  # a point's own df + NU0 (its t quantile)
     df_run: float = 0.0  # degrees of freedom of the run shifts (the collective test's t quantile)
+    scatter_from: str = "repeated runs"  # where the points' scatter came from ("repeated runs", "the pair")
+
+    @property
+    def shift_known(self) -> bool:
+        return self.sigma_run is not None
+
+    def shift_sd(self, point_var: float) -> float:
+        """The run shift's sd: measured, or (no repeated baseline run) ASSUMED_SHIFT_PER_POINT_SD x the
+        points' scatter sqrt(point_var)."""
+        return self.sigma_run if self.sigma_run is not None else ASSUMED_SHIFT_PER_POINT_SD * math.sqrt(point_var)
 
     def sigma_point(self, key) -> float:
         return self.sigma_by_point.get(key, self.sigma_pooled)
 
     def point_df(self, key) -> float:
-        return self.df_by_point.get(key, NU0)
+        return self.df_by_point.get(key, self.df if self.scatter_from == "the pair" else NU0)
 
 
-def estimate_run_to_run(run_sets: list[list[dict]]) -> RunToRun | None:
-    """Estimate the model from sets of repeated runs, each run {point key: log time}. None when no set
-    has two runs sharing a point (run-to-run noise unknown)."""
+def _blocks(run_sets: list[list[dict]]) -> list[tuple[list, np.ndarray]]:
+    """(keys all runs share, runs x keys log times) of each set with >= 2 runs sharing a key."""
     blocks = []
     for runs in run_sets:
         runs = [r for r in runs if r]
@@ -165,13 +199,20 @@ def estimate_run_to_run(run_sets: list[list[dict]]) -> RunToRun | None:
             continue
         keys = sorted(set.intersection(*(set(r) for r in runs)), key=repr)
         if keys:
-            x = np.array([[r[k] for k in keys] for r in runs])
-            blocks.append((keys, x))
-    if not blocks:
+            blocks.append((keys, np.array([[r[k] for k in keys] for r in runs])))
+    return blocks
+
+
+def estimate_run_to_run(run_sets: list[list[dict]], scatter_sets: list[list[dict]] = ()) -> RunToRun | None:
+    """Estimate the model from sets of repeated runs, each run {point key: log time}: `run_sets` give the
+    run shift and the points' scatter, `scatter_sets` (NEW's runs) the points' scatter only. None when no
+    set has two runs sharing a point (run-to-run noise unknown: see `pair_scatter`)."""
+    shift_blocks, scatter_blocks = _blocks(run_sets), _blocks(list(scatter_sets))
+    if not shift_blocks and not scatter_blocks:
         return None
     ss_e = df_e = 0.0
     per_key: dict = {}
-    for keys, x in blocks:
+    for keys, x in (*shift_blocks, *scatter_blocks):
         num_runs, num_keys = x.shape
         d = x - x.mean(axis=0)
         e = d - d.mean(axis=1, keepdims=True)
@@ -183,14 +224,43 @@ def estimate_run_to_run(run_sets: list[list[dict]]) -> RunToRun | None:
                 per_key[k] = (ss + float((e[:, j] ** 2).sum()), dfk + (num_runs - 1) * (num_keys - 1) / num_keys)
     var_e = ss_e / df_e if df_e else 0.0
     shift_ss = shift_df = 0.0
-    for keys, x in blocks:
+    for keys, x in shift_blocks:
         num_runs, num_keys = x.shape
         shifts = (x - x.mean(axis=0)).mean(axis=1)
         # E[sum s_r^2 / (R-1)] = sigma_run^2 + sigma_e^2 / K: remove the points' share
         shift_ss += float((shifts ** 2).sum()) - (num_runs - 1) * var_e / num_keys
         shift_df += num_runs - 1
-    var_run = max(shift_ss / shift_df, 0.0)
+    sigma_run = math.sqrt(max(shift_ss / shift_df, 0.0)) if shift_df else None
     by_point = {k: math.sqrt((ss + NU0 * var_e) / (dfk + NU0)) for k, (ss, dfk) in per_key.items()}
-    return RunToRun(sigma_run=math.sqrt(var_run), sigma_pooled=math.sqrt(var_e), sigma_by_point=by_point,
-                    df=df_e if df_e else shift_df, num_runs=sum(len(x) for _, x in blocks),
+    return RunToRun(sigma_run=sigma_run, sigma_pooled=math.sqrt(var_e), sigma_by_point=by_point,
+                    df=df_e if df_e else shift_df, num_runs=sum(len(x) for _, x in (*shift_blocks, *scatter_blocks)),
                     df_by_point={k: dfk + NU0 for k, (_, dfk) in per_key.items()}, df_run=shift_df)
+
+
+# Croux & Rousseeuw (1992): the MAD's small-sample factors b_n, n = 2..9 (n / (n - 0.8) above)
+_MAD_SMALL_SAMPLE = {2: 1.196, 3: 1.495, 4: 1.363, 5: 1.206, 6: 1.200, 7: 1.140, 8: 1.129, 9: 1.107}
+MAD_CONSISTENCY = 1.4826  # 1 / Phi^-1(3/4): the MAD of a normal sample estimates sigma / 1.4826
+MAD_EFFICIENCY = 0.37  # the MAD's asymptotic efficiency at the normal (Rousseeuw & Croux 1993)
+PAIR_MIN_POINTS = 3  # a collective's points needed to take their scatter around its median
+
+
+def pair_scatter(diffs: dict, collective_of: dict, inverse_runs: dict) -> RunToRun | None:
+    """The points' scatter from one comparison's own log ratios when no repeated run exists (see the
+    module docstring): `diffs` {key: mean log ratio new/base}, `inverse_runs` {key: 1/Rn + 1/Rb}. None
+    when no collective has PAIR_MIN_POINTS points."""
+    residuals, weights = [], []
+    for collective in sorted(set(collective_of[k] for k in diffs)):
+        mine = [k for k in diffs if collective_of[k] == collective]
+        if len(mine) < PAIR_MIN_POINTS:
+            continue
+        centre = float(np.median([diffs[k] for k in mine]))
+        # scaled to one run per side, so that sigma_point * sqrt(1/Rn + 1/Rb) gives back the ratio's noise
+        residuals += [(diffs[k] - centre) / math.sqrt(inverse_runs[k]) for k in mine]
+        weights.append(len(mine))
+    if not residuals:
+        return None
+    n = len(residuals)
+    small_sample = _MAD_SMALL_SAMPLE.get(n, n / (n - 0.8))
+    sigma = MAD_CONSISTENCY * small_sample * float(np.median(np.abs(residuals)))
+    df = max(MAD_EFFICIENCY * (n - len(weights)), 1.0)
+    return RunToRun(sigma_run=None, sigma_pooled=sigma, df=df, num_runs=2, scatter_from="the pair")
