@@ -41,7 +41,7 @@ from commbench.planner.layout.spec import Layout, LayoutArrays
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.zoo import load_model
 
-MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b-a22b",
+MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "deepseekv3": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b-a22b",
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
                "llama3.1-405b": "llama3.1-405b", "llama3-8b": "llama3-8b",
                # Llama 3.1 8B has Llama 3 8B's architecture (only the RoPE scaling for long context differs)
