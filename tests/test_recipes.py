@@ -132,3 +132,40 @@ def test_a_pin_the_release_never_runs_on_that_gpu_is_one_line():
     check_pins_in_release({"cuda_graph": "full"}, "26.02", "gb200-nvl72")
     with pytest.raises(CommbenchError, match=r"cuda_graph=full: .*release 26.02 on H100 .*\{layer, none\} on H100"):
         check_pins_in_release({"cuda_graph": "full"}, "26.02", "h100-hgx")
+
+
+def test_a_release_the_table_lacks_reads_the_newest_one_before_it_and_says_so():
+    newest = recipes.newest_release()
+    assert recipes.resolve_release(newest) == (newest, "")
+    stand, note = recipes.resolve_release("26.08")
+    assert stand == newest and note == f"26.08 is not in the recipe table (newest {newest}): its recipes are {newest}'s"
+    stand, note = recipes.resolve_release("26.04.01")   # a patch container reads its base release's recipes
+    assert stand == "26.04" and "26.04.01 is not in the recipe table" in note and "26.04's" in note
+    assert recipes.resolve_release("26.03")[0] == "26.02"   # 26.02.01 is the same Megatron-Bridge as 26.02
+    assert recipes.resolve_release("24.07")[0] is None and "older than" in recipes.resolve_release("24.07")[1]
+    assert recipes.resolve_release("main")[0] is None
+    row = dict(model="Qwen3-30B-A3B", gpu="GB200", num_gpus=8, precision="MXFP8", seq_len=4096, gbs=512, mbs=4,
+               tp=1, pp=1, ep=8, tokens_per_s_per_gpu=1.0)
+    from commbench.planner.calibrate.published import release_recipe
+    patch = release_recipe(dict(row, release="26.04.01"), "gb200-nvl72", "qwen3-30b-a3b")
+    base = release_recipe(dict(row, release="26.04"), "gb200-nvl72", "qwen3-30b-a3b")
+    assert {k: patch[k] for k in recipes.RECIPE_KEYS} == {k: base[k] for k in recipes.RECIPE_KEYS}
+    assert base["release_note"] == "" and "its recipes are 26.04's" in patch["release_note"]
+    assert recipe_flags(dict(row, release="26.08"), "gb200-nvl72", "qwen3-30b-a3b")["fused_moe"] is True
+    runs = published_runs((dict(row, release="26.08"),))
+    assert "26.08 is not in the recipe table" in runs[0].layout_note
+
+
+def test_plan_accepts_a_newer_release_with_the_note_shown():
+    base = ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "8", "--precision", "mxfp8",
+            "--top", "2"]
+    newest = recipes.newest_release()
+    text = CliRunner().invoke(app, base + ["--software", "26.08"], env={"COLUMNS": "400"})
+    assert text.exit_code == 0, text.output
+    assert f"release {newest}" in text.output and "26.08 is not in the recipe table" in " ".join(text.output.split())
+    import json
+    doc = CliRunner().invoke(app, base + ["--software", "26.08", "--json"])
+    inputs = json.loads(doc.output)["inputs"]
+    assert inputs["software"] == newest and "26.08" in inputs["software_note"]
+    bad = CliRunner().invoke(app, base + ["--software", "latest"])
+    assert bad.exit_code == 2 and "--software" in bad.output and "Traceback" not in bad.output

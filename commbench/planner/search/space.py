@@ -60,6 +60,7 @@ class SearchRequest:
     keep: int = 200
     framework: str = DEFAULT_FRAMEWORK  # what the search may propose (frameworks.py); pins gain what it fixes
     software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
+    software_note: str = ""      # set here: whose recipes stand in for a release the table lacks
 
     @property
     def gpu_name(self) -> str | None:
@@ -67,7 +68,9 @@ class SearchRequest:
         return self.fabric.gpu.name if self.fabric is not None else None
 
     def __post_init__(self) -> None:
-        from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
+        from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
+        if self.software:
+            object.__setattr__(self, "software_note", release_note(self.software))
         object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
         check_pins_in_release(self.pins, self.software, self.gpu_name)  # the user's pins, before the framework's
         object.__setattr__(self, "framework", check_framework(self.framework))
