@@ -109,6 +109,7 @@ X_GB200_BF16_V1 = X_GB200_V1
     assert (bf16["recompute"], bf16["cuda_graph"], bf16["dispatcher"], bf16["fused_moe"]) == \
         ("mla_up_proj", "layer", "flex", False)
     assert (mx["cuda_graph"], mx["fused_moe"]) == ("full", True)
+    assert (bf16["cuda_graph_scope"], mx["cuda_graph_scope"]) == (["attn", "moe_router"], [])
     # no recompute modules: the model's script decides (DeepSeek-V3 selective, the others none)
     assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
     assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
@@ -169,3 +170,35 @@ def test_plan_accepts_a_newer_release_with_the_note_shown():
     assert inputs["software"] == newest and "26.08" in inputs["software_note"]
     bad = CliRunner().invoke(app, base + ["--software", "latest"])
     assert bad.exit_code == 2 and "--software" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_recipes_cuda_graph_scope_reaches_the_layout_and_the_physics():
+    """recipes.json records each per-layer recipe's cuda_graph_scope; a published row of that release is
+    modelled with it: Qwen3-30B-A3B on B200 (26.02) graphs only the router, so attention launches stay
+    eager and the same layout under the attention-inclusive scope is predicted faster."""
+    from commbench.planner.calibrate.published import predict_runs
+    entry = recipes.recipe_entry("26.02", "qwen3-30b-a3b", "b200", "mxfp8")
+    assert entry["cuda_graph"] == "layer" and entry["cuda_graph_scope"] == ["moe_router", "moe_preprocess"]
+    for e in recipes_json()["recipes"]:
+        assert isinstance(e["cuda_graph_scope"], list) and (e["cuda_graph"] == "layer" or not e["cuda_graph_scope"])
+    row = dict(model="Qwen3-30B-A3B", gpu="B200", num_gpus=8, precision="MXFP8", seq_len=4096, gbs=512, mbs=1,
+               tp=1, pp=1, ep=8, tokens_per_s_per_gpu=1.0, release="26.02")
+    flags = recipe_flags(row, "b200-hgx", "qwen3-30b-a3b")
+    assert flags["cuda_graph_scope"] == "moe_router+moe_preprocess"
+    own = dict(row, recipe={"cuda_graph_scope": ["attn", "moe_router", "moe_preprocess"]})   # Megatron's spelling
+    runs = published_runs((row, own))
+    assert runs[0].layout.cuda_graph_scope == "moe_router+moe_preprocess"
+    assert runs[1].layout.cuda_graph_scope == "attn+moe_router+moe_preprocess"
+    pred = predict_runs(runs).predicted_tokens
+    assert pred[1] > pred[0]
+    # 25.09's `cuda_graphs: true` is Megatron-Core 0.14's whole-layer scope
+    old = recipes.recipe_for("25.09", "qwen3-30b-a3b", "gb200", "mxfp8")
+    assert (old["cuda_graph"], old["cuda_graph_scope"]) == ("layer", "layer")
+
+
+def test_a_cuda_graph_scope_the_layout_cannot_hold_is_one_line():
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.spec import Layout
+    with pytest.raises(CommbenchError, match=r"cuda_graph_scope.*attn\+expert.*attn, mlp, moe, moe_router"):
+        Layout(cuda_graph="layer", cuda_graph_scope="attn+expert")
+    assert Layout(cuda_graph_scope="moe_router+attn").cuda_graph_scope == "attn+moe_router"

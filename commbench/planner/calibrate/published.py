@@ -64,7 +64,8 @@ DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="
                      distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True)
 
 
-RECIPE_FIELDS = ("cpu_offload_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp8_attention", "fused_moe",
+RECIPE_FIELDS = ("cpu_offload_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "cuda_graph_scope",
+                 "fp8_attention", "fused_moe",
                  "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
 
 
@@ -92,13 +93,16 @@ def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict
     flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
     from commbench.planner.layout.recipes import RECIPE_KEYS
     released = release_recipe(row, preset, model_name) or {}
-    flags.update({k: released[k] for k in (*RECIPE_KEYS, "cpu_offload_layers") if k in released})
+    flags.update({k: released[k] for k in (*RECIPE_KEYS, "cpu_offload_layers", "cuda_graph_scope") if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
         if name in recipe:
             flags[name] = recipe[name]
         elif name in row:
             flags[name] = row[name]
+    if isinstance(flags.get("cuda_graph_scope"), list):   # as Megatron spells it: a list, [] the whole layer
+        from commbench.planner.layout.graph_scope import recipe_scope_text
+        flags["cuda_graph_scope"] = recipe_scope_text(flags.get("cuda_graph", "none"), flags["cuda_graph_scope"])
     return flags
 
 
