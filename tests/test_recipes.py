@@ -202,3 +202,10 @@ def test_a_cuda_graph_scope_the_layout_cannot_hold_is_one_line():
     with pytest.raises(CommbenchError, match=r"cuda_graph_scope.*attn\+expert.*attn, mlp, moe, moe_router"):
         Layout(cuda_graph="layer", cuda_graph_scope="attn+expert")
     assert Layout(cuda_graph_scope="moe_router+attn").cuda_graph_scope == "attn+moe_router"
+
+
+def test_kimi_k2_recipes_are_read_from_26_04_without_a_variant_suffix():
+    entry = recipes.recipe_entry("26.04", "kimi-k2", "gb300", "mxfp8")
+    assert entry is not None and entry["config"] == "KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX" and entry["variant"] == "v1"
+    assert recipes.recipe_entry("26.02", "kimi-k2", "gb300", "mxfp8") is None   # not in v0.3.0
+    assert not any(e["model"].startswith("nemotron-3") for e in recipes_json()["recipes"])   # see the tool's note
