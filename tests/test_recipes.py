@@ -209,3 +209,21 @@ def test_kimi_k2_recipes_are_read_from_26_04_without_a_variant_suffix():
     assert entry is not None and entry["config"] == "KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX" and entry["variant"] == "v1"
     assert recipes.recipe_entry("26.02", "kimi-k2", "gb300", "mxfp8") is None   # not in v0.3.0
     assert not any(e["model"].startswith("nemotron-3") for e in recipes_json()["recipes"])   # see the tool's note
+
+
+def test_plan_takes_a_cuda_graph_scope_pin_and_emits_it():
+    base = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--precision", "mxfp8",
+            "--top", "1", "--json"]
+    import json
+    own = CliRunner().invoke(app, base + ["--layout", "cuda_graph=layer,cuda_graph_scope=moe_router+moe_preprocess"])
+    assert own.exit_code == 0, own.output
+    doc = json.loads(own.output)
+    assert doc["layout"]["cuda_graph_scope"] == "moe_router+moe_preprocess"
+    args = doc["megatron_args"]
+    i = args.index("--cuda-graph-scope")
+    assert args[i + 1:i + 3] == ["moe_router", "moe_preprocess"] and args[i + 3].startswith("--")
+    recipe = json.loads(CliRunner().invoke(app, base + ["--layout", "cuda_graph=layer"]).output)
+    assert recipe["layout"]["cuda_graph_scope"] == ""   # the recipes' scope for a MoE model: attention graphed too
+    assert recipe["predicted"]["overhead_s"] < doc["predicted"]["overhead_s"]
+    bad = CliRunner().invoke(app, base + ["--layout", "cuda_graph_scope=attn+experts"])
+    assert bad.exit_code == 2 and "cuda_graph_scope" in bad.output and "Traceback" not in bad.output
