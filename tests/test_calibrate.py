@@ -31,6 +31,7 @@ def test_megatron_log_parses_arguments_and_iterations():
     rec = row["recipe"]
     assert rec["cuda_graph"] == "full" and rec["moe_a2a_overlap"] and rec["fp8_attention"] and rec["fused_moe"]
     assert rec["dispatcher"] == "flex" and rec["recompute"] == "none"
+    assert rec["cuda_graph_scope"] == ""   # a full-iteration graph has no per-layer scope
 
 
 def test_torchtitan_log_parses_config_and_tps():
@@ -129,6 +130,10 @@ def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(t
     assert ok.exit_code == 0, ok.output
     out = json.loads(ok.output)["rows"][0]
     assert out["predicted_tokens_per_s_per_gpu"] > 0 and out["tokens_per_s_per_gpu"] == 26695
+    # a release the recipe table lacks reads the newest one before it, and the text output says so
+    runs.write_text(json.dumps([dict(row, release="26.08")]))
+    newer = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "300"})
+    assert newer.exit_code == 0 and "26.08 is not in the recipe table" in " ".join(newer.output.split())
     runs.write_text(json.dumps([dict(row, cuda_graph="sometimes")]))
     bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
     assert bad.exit_code == 2 and "cuda_graph" in bad.output and "none, layer, full" in bad.output
@@ -198,3 +203,12 @@ def test_held_out_gb300_runs_are_disjoint_from_the_calibration_set():
     modelled = [r for r in published_runs(tuple(held)) if r.layout is not None]
     assert len(modelled) == len(held)   # the Megatron-FSDP Llama3-70B run is modelled with fsdp (step/fsdp.py)
     assert sum(r.layout.fsdp for r in modelled) == 1
+
+
+def test_a_logged_per_layer_graph_scope_becomes_the_layout_field():
+    from commbench.planner.calibrate.runlogs import _graph_modules
+    logged = "[<CudaGraphScope.attn: 2>, <CudaGraphScope.moe_router: 5>, <CudaGraphScope.moe_preprocess: 6>]"
+    assert _graph_modules("layer", logged) == "attn+moe_router+moe_preprocess"
+    assert _graph_modules("layer", ["moe_router", "moe_preprocess"]) == "moe_router+moe_preprocess"
+    assert _graph_modules("layer", []) == _graph_modules("layer", "full") == "layer"   # the whole layer
+    assert _graph_modules("none", logged) == ""

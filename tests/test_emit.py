@@ -74,3 +74,22 @@ def test_plan_of_another_version_is_refused(tmp_path):
     path.write_text(json.dumps({"format": "commbench-fabric", "version": 1}))
     with pytest.raises(CommbenchError, match="format"):
         load_plan(path)
+
+
+def test_per_layer_graphs_emit_the_layout_scope_or_the_recipes_scope_for_the_model():
+    """--cuda-graph-scope: the layout's modules when set; otherwise the scope Megatron-Bridge's recipes use
+    for that kind of model (graph_scope.default_scope): a hybrid Mamba MoE graphs mamba too."""
+    def scope(args):
+        i = args.index("--cuda-graph-scope")
+        return [a for a in args[i + 1:i + 6] if not a.startswith("--")][:4]
+    ds = load_model("deepseek-v3")
+    lay = Layout(tp=1, pp=2, vp=8, ep=32, etp=1, dp=128, mbs=1, gbs=4096, cuda_graph="layer", dispatcher="flex")
+    assert scope(megatron_args(lay, ds)) == ["attn", "moe_router", "moe_preprocess"]
+    own = dataclasses.replace(lay, cuda_graph_scope="moe_router+moe_preprocess")
+    assert scope(megatron_args(own, ds)) == ["moe_router", "moe_preprocess"]
+    assert parse_megatron_args(megatron_args(own, ds), own.world, ds) == own
+    assert parse_megatron_args(megatron_args(lay, ds), lay.world, ds) == lay
+    nano = load_model("nemotron-3-nano-30b-a3b")
+    hybrid = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=2, gbs=512, cuda_graph="layer", dispatcher="flex")
+    assert scope(megatron_args(hybrid, nano)) == ["attn", "mamba", "moe_router", "moe_preprocess"]
+    assert parse_megatron_args(megatron_args(hybrid, nano), 8, nano) == hybrid

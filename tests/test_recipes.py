@@ -109,6 +109,7 @@ X_GB200_BF16_V1 = X_GB200_V1
     assert (bf16["recompute"], bf16["cuda_graph"], bf16["dispatcher"], bf16["fused_moe"]) == \
         ("mla_up_proj", "layer", "flex", False)
     assert (mx["cuda_graph"], mx["fused_moe"]) == ("full", True)
+    assert (bf16["cuda_graph_scope"], mx["cuda_graph_scope"]) == (["attn", "moe_router"], [])
     # no recompute modules: the model's script decides (DeepSeek-V3 selective, the others none)
     assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
     assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
@@ -132,3 +133,97 @@ def test_a_pin_the_release_never_runs_on_that_gpu_is_one_line():
     check_pins_in_release({"cuda_graph": "full"}, "26.02", "gb200-nvl72")
     with pytest.raises(CommbenchError, match=r"cuda_graph=full: .*release 26.02 on H100 .*\{layer, none\} on H100"):
         check_pins_in_release({"cuda_graph": "full"}, "26.02", "h100-hgx")
+
+
+def test_a_release_the_table_lacks_reads_the_newest_one_before_it_and_says_so():
+    newest = recipes.newest_release()
+    assert recipes.resolve_release(newest) == (newest, "")
+    stand, note = recipes.resolve_release("26.08")
+    assert stand == newest and note == f"26.08 is not in the recipe table (newest {newest}): its recipes are {newest}'s"
+    stand, note = recipes.resolve_release("26.04.01")   # a patch container reads its base release's recipes
+    assert stand == "26.04" and "26.04.01 is not in the recipe table" in note and "26.04's" in note
+    assert recipes.resolve_release("26.03")[0] == "26.02"   # 26.02.01 is the same Megatron-Bridge as 26.02
+    assert recipes.resolve_release("24.07")[0] is None and "older than" in recipes.resolve_release("24.07")[1]
+    assert recipes.resolve_release("main")[0] is None
+    row = dict(model="Qwen3-30B-A3B", gpu="GB200", num_gpus=8, precision="MXFP8", seq_len=4096, gbs=512, mbs=4,
+               tp=1, pp=1, ep=8, tokens_per_s_per_gpu=1.0)
+    from commbench.planner.calibrate.published import release_recipe
+    patch = release_recipe(dict(row, release="26.04.01"), "gb200-nvl72", "qwen3-30b-a3b")
+    base = release_recipe(dict(row, release="26.04"), "gb200-nvl72", "qwen3-30b-a3b")
+    assert {k: patch[k] for k in recipes.RECIPE_KEYS} == {k: base[k] for k in recipes.RECIPE_KEYS}
+    assert base["release_note"] == "" and "its recipes are 26.04's" in patch["release_note"]
+    assert recipe_flags(dict(row, release="26.08"), "gb200-nvl72", "qwen3-30b-a3b")["fused_moe"] is True
+    runs = published_runs((dict(row, release="26.08"),))
+    assert "26.08 is not in the recipe table" in runs[0].layout_note
+
+
+def test_plan_accepts_a_newer_release_with_the_note_shown():
+    base = ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "8", "--precision", "mxfp8",
+            "--top", "2"]
+    newest = recipes.newest_release()
+    text = CliRunner().invoke(app, base + ["--software", "26.08"], env={"COLUMNS": "400"})
+    assert text.exit_code == 0, text.output
+    assert f"release {newest}" in text.output and "26.08 is not in the recipe table" in " ".join(text.output.split())
+    import json
+    doc = CliRunner().invoke(app, base + ["--software", "26.08", "--json"])
+    inputs = json.loads(doc.output)["inputs"]
+    assert inputs["software"] == newest and "26.08" in inputs["software_note"]
+    bad = CliRunner().invoke(app, base + ["--software", "latest"])
+    assert bad.exit_code == 2 and "--software" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_recipes_cuda_graph_scope_reaches_the_layout_and_the_physics():
+    """recipes.json records each per-layer recipe's cuda_graph_scope; a published row of that release is
+    modelled with it: Qwen3-30B-A3B on B200 (26.02) graphs only the router, so attention launches stay
+    eager and the same layout under the attention-inclusive scope is predicted faster."""
+    from commbench.planner.calibrate.published import predict_runs
+    entry = recipes.recipe_entry("26.02", "qwen3-30b-a3b", "b200", "mxfp8")
+    assert entry["cuda_graph"] == "layer" and entry["cuda_graph_scope"] == ["moe_router", "moe_preprocess"]
+    for e in recipes_json()["recipes"]:
+        assert isinstance(e["cuda_graph_scope"], list) and (e["cuda_graph"] == "layer" or not e["cuda_graph_scope"])
+    row = dict(model="Qwen3-30B-A3B", gpu="B200", num_gpus=8, precision="MXFP8", seq_len=4096, gbs=512, mbs=1,
+               tp=1, pp=1, ep=8, tokens_per_s_per_gpu=1.0, release="26.02")
+    flags = recipe_flags(row, "b200-hgx", "qwen3-30b-a3b")
+    assert flags["cuda_graph_scope"] == "moe_router+moe_preprocess"
+    own = dict(row, recipe={"cuda_graph_scope": ["attn", "moe_router", "moe_preprocess"]})   # Megatron's spelling
+    runs = published_runs((row, own))
+    assert runs[0].layout.cuda_graph_scope == "moe_router+moe_preprocess"
+    assert runs[1].layout.cuda_graph_scope == "attn+moe_router+moe_preprocess"
+    pred = predict_runs(runs).predicted_tokens
+    assert pred[1] > pred[0]
+    # 25.09's `cuda_graphs: true` is Megatron-Core 0.14's whole-layer scope
+    old = recipes.recipe_for("25.09", "qwen3-30b-a3b", "gb200", "mxfp8")
+    assert (old["cuda_graph"], old["cuda_graph_scope"]) == ("layer", "layer")
+
+
+def test_a_cuda_graph_scope_the_layout_cannot_hold_is_one_line():
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.spec import Layout
+    with pytest.raises(CommbenchError, match=r"cuda_graph_scope.*attn\+expert.*attn, mlp, moe, moe_router"):
+        Layout(cuda_graph="layer", cuda_graph_scope="attn+expert")
+    assert Layout(cuda_graph_scope="moe_router+attn").cuda_graph_scope == "attn+moe_router"
+
+
+def test_kimi_k2_recipes_are_read_from_26_04_without_a_variant_suffix():
+    entry = recipes.recipe_entry("26.04", "kimi-k2", "gb300", "mxfp8")
+    assert entry is not None and entry["config"] == "KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX" and entry["variant"] == "v1"
+    assert recipes.recipe_entry("26.02", "kimi-k2", "gb300", "mxfp8") is None   # not in v0.3.0
+    assert not any(e["model"].startswith("nemotron-3") for e in recipes_json()["recipes"])   # see the tool's note
+
+
+def test_plan_takes_a_cuda_graph_scope_pin_and_emits_it():
+    base = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--precision", "mxfp8",
+            "--top", "1", "--json"]
+    import json
+    own = CliRunner().invoke(app, base + ["--layout", "cuda_graph=layer,cuda_graph_scope=moe_router+moe_preprocess"])
+    assert own.exit_code == 0, own.output
+    doc = json.loads(own.output)
+    assert doc["layout"]["cuda_graph_scope"] == "moe_router+moe_preprocess"
+    args = doc["megatron_args"]
+    i = args.index("--cuda-graph-scope")
+    assert args[i + 1:i + 3] == ["moe_router", "moe_preprocess"] and args[i + 3].startswith("--")
+    recipe = json.loads(CliRunner().invoke(app, base + ["--layout", "cuda_graph=layer"]).output)
+    assert recipe["layout"]["cuda_graph_scope"] == ""   # the recipes' scope for a MoE model: attention graphed too
+    assert recipe["predicted"]["overhead_s"] < doc["predicted"]["overhead_s"]
+    bad = CliRunner().invoke(app, base + ["--layout", "cuda_graph_scope=attn+experts"])
+    assert bad.exit_code == 2 and "cuda_graph_scope" in bad.output and "Traceback" not in bad.output

@@ -11,6 +11,7 @@ import pytest
 from commbench.costmodel import load_preset
 from commbench.data.reference import gpu_spec
 from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner.layout.graph_scope import default_scope, scope_mask
 from commbench.planner.step import kernels, memory
 
 
@@ -36,9 +37,39 @@ def test_attention_exps_and_sfu_bound_by_hand():
 
 def test_host_time_by_cuda_graph_scope_by_hand():
     cal = Calibration(layer_overhead_s=1e-4, moe_sync_s=3e-4, graph_layer_residual=0.25)
+    qwen = load_model("qwen3-30b-a3b")   # every layer attention + MoE
     graph = np.array([0, 1, 2])
-    t = kernels.host_time_s(10.0, 4.0, graph, cal)
+    t = kernels.host_time_s(10.0, 4.0, graph, cal, model=qwen, graph_scope=np.zeros(3, dtype=int))
     assert t.tolist() == pytest.approx([10 * 1e-4 + 4 * 3e-4, 10 * 1e-4 * 0.25 + 4 * 3e-4, 0.0])
+
+
+def test_a_per_layer_graph_leaves_eager_what_its_scope_does_not_capture():
+    """Megatron-Core --cuda-graph-scope: attention and router captured leave the experts (dropless) eager;
+    without attn the attention half stays eager too; a Mamba layer needs mamba; the whole layer (an
+    empty scope) still leaves dropless experts eager; drop-and-pad "moe" captures them."""
+    e = 0.2
+    cal = Calibration(layer_overhead_s=1e-4, moe_sync_s=0.0, graph_layer_residual=e)
+    layer = np.array([1])
+
+    def host(model_name, scope):
+        return kernels.host_time_s(10.0, 0.0, layer, cal, model=load_model(model_name),
+                                   graph_scope=np.array([scope_mask(scope)]))[0]
+    assert host("qwen3-30b-a3b", "attn+moe_router+moe_preprocess") == pytest.approx(10 * 1e-4 * e)
+    assert host("qwen3-30b-a3b", "moe_router+moe_preprocess") == pytest.approx(10 * 1e-4 * (0.5 + e))
+    assert host("qwen3-30b-a3b", "layer") == pytest.approx(10 * 1e-4 * e)
+    assert host("qwen3-30b-a3b", "attn+moe") == pytest.approx(0.0)
+    assert host("llama3-8b", "attn+mlp") == pytest.approx(0.0)
+    assert host("llama3-8b", "attn") == pytest.approx(10 * 1e-4 * 0.5)
+    nano = load_model("nemotron-3-nano-30b-a3b")
+    moe_share = nano.layer_pattern.count("E") / len(nano.layer_pattern)
+    mamba_share = nano.layer_pattern.count("M") / len(nano.layer_pattern)
+    full = host("nemotron-3-nano-30b-a3b", "attn+mamba+moe_router+moe_preprocess")
+    assert full == pytest.approx(10 * 1e-4 * moe_share * 2 * e)          # a MoE block's experts: 2e of it
+    assert host("nemotron-3-nano-30b-a3b", "attn+moe_router+moe_preprocess") == pytest.approx(
+        full + 10 * 1e-4 * mamba_share)
+    # the default (0) is the recipes' scope for the kind of model
+    assert host("nemotron-3-nano-30b-a3b", "") == pytest.approx(full)
+    assert default_scope(load_model("kimi-k2")) == ("attn", "moe_router", "moe_preprocess")
 
 
 def test_host_launches_run_ahead_of_a_busy_gpu():
@@ -46,13 +77,14 @@ def test_host_launches_run_ahead_of_a_busy_gpu():
     one whose host time dwarfs its GPU time exposes host - GPU; the MoE syncs stay exposed either way."""
     cal = Calibration(layer_overhead_s=1e-3, moe_sync_s=3e-4, graph_layer_residual=0.25)
     eager = np.array([0])
-    busy = kernels.host_time_s(10.0, 4.0, eager, cal, gpu_layer_s=20e-3)
+    kw = dict(model=load_model("qwen3-30b-a3b"), graph_scope=0)
+    busy = kernels.host_time_s(10.0, 4.0, eager, cal, gpu_layer_s=20e-3, **kw)
     assert busy[0] == pytest.approx(4 * 3e-4, abs=10 * 1e-6)  # < 1 us per layer left of 1 ms host time
-    idle = kernels.host_time_s(10.0, 0.0, eager, cal, gpu_layer_s=1e-5)
+    idle = kernels.host_time_s(10.0, 0.0, eager, cal, gpu_layer_s=1e-5, **kw)
     assert idle[0] == pytest.approx(10 * (1e-3 - 1e-5), rel=1e-3)
     # monotone: more GPU work per layer never exposes more launch time
     gpu = np.linspace(0.0, 5e-3, 50)
-    exposed = kernels.host_time_s(1.0, 0.0, np.zeros(50, dtype=int), cal, gpu_layer_s=gpu)
+    exposed = kernels.host_time_s(1.0, 0.0, np.zeros(50, dtype=int), cal, gpu_layer_s=gpu, **kw)
     assert np.all(np.diff(exposed) <= 1e-15) and exposed[0] == pytest.approx(1e-3)
 
 

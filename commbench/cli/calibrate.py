@@ -90,6 +90,14 @@ def _print_skipped(skipped: list[dict]) -> None:
                       + "; ".join(f"{s['run']} ({s['reason']})" for s in skipped), highlight=False, markup=False)
 
 
+def _print_notes(runs) -> None:
+    """Where a modelled run departs from the row as given (a release the recipe table lacks read as an older
+    one, an mbs corrected from the run's own recipe)."""
+    for r in runs:
+        if r.layout_note:
+            console.print(f"note: {r.label}: {r.layout_note}", highlight=False, markup=False)
+
+
 def evaluation_rows(runs, calibration) -> list[dict]:
     """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured)."""
     from commbench.planner.calibrate.published import predict_runs
@@ -166,6 +174,7 @@ def calibrate(
         console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted); by family: "
                       + ", ".join(f"{k} {m:.1f}% ({n})" for k, (m, n) in by_family.items()), highlight=False)
         _print_skipped(skipped)
+        _print_notes(loaded)
         return
     from commbench.planner.calibrate.regularise import calibrate_report
     with console.status(f"fitting the terms {len(loaded)} run(s) determine"):
@@ -219,3 +228,4 @@ def calibrate(
     console.print(f"median |error| {float(np.median(before)):.1f}% before, {float(np.median(after)):.1f}% after "
                   f"in-sample{why}, {loo_text} (use it with --calibration {out})", highlight=False, markup=False)
     _print_skipped(skipped)
+    _print_notes(loaded)

@@ -22,7 +22,8 @@ API (stable; the autotuner builds on it):
 
 Layout fields: tp pp vp ep etp(None = tp) cp dp mbs gbs sequence_parallel recompute(none|selective|full)
 dispatcher(alltoall|flex) precision(bf16|fp8|mxfp8|nvfp4) distributed_optimizer tp_comm_overlap
-moe_a2a_overlap dp_overlap fp8_attention fused_moe cuda_graph(none|layer|full) fsdp fsdp_replicas (HSDP
+moe_a2a_overlap dp_overlap fp8_attention fused_moe cuda_graph(none|layer|full) cuda_graph_scope (per-layer
+graphs' modules, layout.graph_scope) fsdp fsdp_replicas (HSDP
 replicas; 1 = FSDP over all of DP). Validation rules: layout.spec.RULES (one bit each in layout_violations).
 Efficiency terms: step.terms.Calibration / CALIBRATED (fitted; see step/terms.py).
 Layer split: layout.split.choose_split(model, pp, vp) -> PipelineSplit (stages, Megatron flags), the split

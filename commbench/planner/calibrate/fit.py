@@ -25,7 +25,7 @@ from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, MOE_TERMS, Ca
 BOUNDS = {"gemm_efficiency_hopper": (0.45, 0.8), "gemm_efficiency_blackwell": (0.45, 0.8),
           "fp4_gemm_ratio": (0.2, 1.0), "grouped_gemm_efficiency": (0.25, 0.9),
           "grouped_gemm_8bit_efficiency": (0.25, 0.9), "attention_efficiency": (0.25, 0.75),
-          "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 1e-2), "graph_layer_residual": (0.05, 1.0),
+          "hbm_efficiency": (0.3, 0.95), "layer_overhead_s": (0.0, 1e-2), "graph_layer_residual": (0.05, 0.5),
           "moe_sync_s": (0.0, 2e-4), "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
           "ep_overlap_efficiency": (0.3, 1.0),
           "gemm_traffic_factor": (1.0, 10.0), "expert_gemm_kernel_s": (0.0, 5e-5)}

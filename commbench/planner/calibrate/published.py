@@ -11,7 +11,9 @@ Mapping assumptions, the same for every row (the tables do not state them):
   the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
   the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
   (a user's run states its own);
-- otherwise (a release or model the recipe table lacks, e.g. the 24.07 NeMo rows): sequence
+  a release the table lacks reads the newest table release not newer than it (26.04.01 -> 26.04, 26.08 ->
+  26.06), noted in the row's layout_note;
+- otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
   force-balanced routing;
@@ -62,16 +64,19 @@ DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="
                      distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True)
 
 
-RECIPE_FIELDS = ("cpu_offload_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "fp8_attention", "fused_moe",
+RECIPE_FIELDS = ("cpu_offload_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "cuda_graph_scope",
+                 "fp8_attention", "fused_moe",
                  "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
 
 
 def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[str, Any] | None:
     """The Megatron-Bridge recipe of the row's release for its model, GPU and precision (None when the
-    recipe table has no such entry); the variant whose parallel sizes match the row's most."""
-    from commbench.planner.layout.recipes import recipe_for, releases
+    recipe table has no such entry); the variant whose parallel sizes match the row's most. A release the
+    table lacks reads the newest table release not newer than it (recipes.resolve_release), and the
+    recipe's release_note says so."""
+    from commbench.planner.layout.recipes import recipe_for
     release = str(row.get("release") or "")
-    if release not in releases() or not model_name or not preset:
+    if not release or not model_name or not preset:
         return None
     try:
         precision = precision_of(row.get("precision"))
@@ -88,13 +93,16 @@ def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict
     flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
     from commbench.planner.layout.recipes import RECIPE_KEYS
     released = release_recipe(row, preset, model_name) or {}
-    flags.update({k: released[k] for k in (*RECIPE_KEYS, "cpu_offload_layers") if k in released})
+    flags.update({k: released[k] for k in (*RECIPE_KEYS, "cpu_offload_layers", "cuda_graph_scope") if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
         if name in recipe:
             flags[name] = recipe[name]
         elif name in row:
             flags[name] = row[name]
+    if isinstance(flags.get("cuda_graph_scope"), list):   # as Megatron spells it: a list, [] the whole layer
+        from commbench.planner.layout.graph_scope import recipe_scope_text
+        flags["cuda_graph_scope"] = recipe_scope_text(flags.get("cuda_graph", "none"), flags["cuda_graph_scope"])
     return flags
 
 
@@ -280,8 +288,9 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
             out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None,
                                     skip_reason=f"published layout breaks rule {broken}"))
             continue
+        stood_in = (release_recipe(r, preset, name) or {}).get("release_note", "")
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
-                                layout_note=fixed[1] if fixed else ""))
+                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in) if n)))
     return out
 
 

@@ -136,10 +136,20 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
                       "dp_overlap": bool(args.get("overlap_grad_reduce")),
                       "sequence_parallel": bool(args.get("sequence_parallel")) or sizes["tensor_model_parallel_size"] == 1,
                       "distributed_optimizer": bool(args.get("use_distributed_optimizer")),
-                      "cuda_graph": graph,
+                      "cuda_graph": graph, "cuda_graph_scope": _graph_modules(graph, scope),
                       "fp8_attention": bool(args.get("fp8_dot_product_attention")),
                       "fused_moe": bool(args.get("moe_permute_fusion")) and bool(args.get("moe_grouped_gemm"))}}
     return row
+
+
+def _graph_modules(graph: str, scope) -> str:
+    """The logged --cuda-graph-scope as the layout field (graph_scope.py): its capture modules joined by
+    '+', 'layer' for per-layer graphs of the whole layer (an empty scope, or Megatron-Core's older 'full')."""
+    from commbench.planner.layout.graph_scope import MODULES, WHOLE_LAYER_NAME
+    if graph != "layer":
+        return ""
+    names = list(dict.fromkeys(m for m in re.findall(r"[a-z_]+", str(scope)) if m in MODULES))
+    return "+".join(names) or WHOLE_LAYER_NAME
 
 
 TITAN_MESH = re.compile(r"Building \d+-D device mesh with \[[^\]]*\], \[([0-9, ]*)\]")

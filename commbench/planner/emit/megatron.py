@@ -32,6 +32,7 @@ import shlex
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
+from commbench.planner.layout.graph_scope import WHOLE_LAYER_NAME, default_scope
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
@@ -186,9 +187,10 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     --moe-pad-experts-for-cuda-graph-inference (Megatron-LM core_v0.16.1 validate_args; megatron-core
     reads the latter only in its inference text-generation controller)."""
     out: list[str] = []
-    if a.cuda_graph == "layer":
-        out += ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"] + \
-            (["moe_router", "moe_preprocess"] if model.is_moe else [])
+    if a.cuda_graph == "layer":   # the layout's scope, or the recipes' for this kind of model (graph_scope.py)
+        scope = a.cuda_graph_scope or "+".join(default_scope(model))
+        out += ["--cuda-graph-impl", "transformer_engine"] + \
+            ([] if scope == WHOLE_LAYER_NAME else ["--cuda-graph-scope", *scope.split("+")])
     elif a.cuda_graph == "full":
         out += ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration",
                 "--no-check-for-nan-in-loss-and-grad"]
@@ -275,8 +277,23 @@ def _graph_of(ns) -> str:
     return "layer" if ns.cuda_graph_impl in ("transformer_engine", "local") else "none"
 
 
-def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
-    """The layout a Megatron-LM argument list describes (the inverse of `megatron_args`)."""
+def _scope_of(ns, model: ModelSpec | None) -> str:
+    """--cuda-graph-scope as the layout field: '' where it is the recipes' scope for the model (or, with
+    no model, for any kind of model: megatron_args writes that scope for '')."""
+    if _graph_of(ns) != "layer":
+        return ""
+    modules = set(ns.cuda_graph_scope or [])
+    if not modules or modules == {"full"}:
+        return WHOLE_LAYER_NAME
+    kinds = [default_scope(model)] if model is not None else [
+        ("attn", "moe_router", "moe_preprocess"), ("attn", "mlp"), ("attn", "mamba"),
+        ("attn", "mamba", "moe_router", "moe_preprocess")]
+    return "" if any(modules == set(k) for k in kinds) else "+".join(sorted(modules))
+
+
+def parse_megatron_args(args: list[str] | str, num_gpus: int, model: ModelSpec | None = None) -> Layout:
+    """The layout a Megatron-LM argument list describes (the inverse of `megatron_args`; `model` tells
+    the recipes' CUDA-graph scope for it from another)."""
     argv = shlex.split(args) if isinstance(args, str) else list(args)
     try:
         ns, _ = _parser().parse_known_args(argv)
@@ -303,7 +320,7 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int) -> Layout:
                   ep=ns.expert_model_parallel_size or 1, etp=ns.expert_tensor_parallel_size or tp, cp=cp,
                   dp=num_gpus // (tp * pp * cp), mbs=ns.micro_batch_size or 1, gbs=ns.global_batch_size or 1,
                   sequence_parallel=ns.sequence_parallel or tp == 1, recompute=_recompute_of(ns),
-                  cuda_graph=_graph_of(ns), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
+                  cuda_graph=_graph_of(ns), cuda_graph_scope=_scope_of(ns, model), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
                   dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,
                   distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,
                   moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce,

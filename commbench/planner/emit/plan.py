@@ -238,7 +238,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                    "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, "seq_len": seq_len,
                    "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,
                    "pins": dict(req.pins), "fabric": fabric_summary(req.fabric),
-                   "software": req.software},
+                   "software": req.software, **({"software_note": req.software_note} if req.software_note else {})},
         "assumptions": assumptions,
         "layout": layout_dict(lay),
         "predicted": bd.row(0) | {"mem_headroom_bytes": float(result.headroom_bytes[0]),

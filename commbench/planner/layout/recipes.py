@@ -5,6 +5,9 @@ the recipe files at each release's tag; every entry names its file, commit and c
 - `recipe_for`: the recipe flags (RECIPE_KEYS) a published run of that release used. Where a release
   has several variants (V1/V2) for one (model, GPU, precision), the one whose parallel sizes equal
   the run's the most; ties go to the higher variant (the performance scripts' default, `-cv v2`).
+- `resolve_release`: a release the table lacks (a patch container such as 26.04.01, or one newer than
+  the table such as 26.08) reads the recipes of the newest table release not newer than it, and says
+  so (a note); one older than the oldest has no recipe.
 - `release_features`: what a release can do on a GPU, the union of the values its recipes (and older
   releases') use on that GPU (e.g. 25.09 has no full-iteration CUDA graph and no fused MoE kernels; no
   release runs H100 under a full-iteration graph; GB200's EP all-to-all overlap starts in 26.04); a GPU
@@ -43,12 +46,45 @@ def newest_release() -> str:
     return releases()[-1]
 
 
-def check_release(text: str, option: str = "--software") -> str:
-    """A release name as the table spells it (refused in one line otherwise)."""
-    name = str(text).strip().lower().removeprefix("nemo").removeprefix(":").strip()
+RELEASE_NAME = re.compile(r"\d{2}\.\d{2}(\.\d{1,2})?")   # NeMo Framework container tags: YY.MM[.NN]
+
+
+def _normalised(text: str) -> str:
+    return str(text).strip().lower().removeprefix("nemo").removeprefix(":").strip()
+
+
+def resolve_release(text: str) -> tuple[str | None, str]:
+    """(the table release whose recipes a release reads, a note when that is not the release itself).
+    A release in the table reads its own; one the table lacks reads the newest table release not newer
+    than it (26.04.01 -> 26.04, 26.08 -> 26.06), with a note saying so; one older than the table's
+    oldest, or not a YY.MM[.NN] name, reads none (None, and a note saying why)."""
+    name = _normalised(text)
     if name in releases():
-        return name
-    raise invalid(option, text, f"a Megatron-Bridge / NeMo release in the recipe table: {', '.join(releases())}")
+        return name, ""
+    if not RELEASE_NAME.fullmatch(name):
+        return None, f"release {text!r} is not a NeMo release name (YY.MM or YY.MM.NN): no recipe"
+    older = [r for r in releases() if _version(r) <= _version(name)]
+    if not older:
+        return None, f"{name} is older than the recipe table's oldest release ({releases()[0]}): no recipe"
+    stand = _table()["releases"][older[-1]].get("same_as", older[-1])
+    where = f"newest {newest_release()}" if older[-1] == newest_release() else f"releases {', '.join(releases())}"
+    return stand, f"{name} is not in the recipe table ({where}): its recipes are {stand}'s"
+
+
+def check_release(text: str, option: str = "--software") -> str:
+    """The table release whose recipes `text` reads (resolve_release: a patch or newer release reads the
+    newest table release not newer than it; release_note says so); refused in one line when there is
+    none (older than the table, or not a release name)."""
+    stand, _ = resolve_release(text)
+    if stand is not None:
+        return stand
+    raise invalid(option, text, f"a NeMo release YY.MM[.NN] from {releases()[0]} on (recipe table: "
+                                f"{', '.join(releases())}; a release it lacks reads the newest one before it)")
+
+
+def release_note(text: str) -> str:
+    """What resolve_release says about `text` ('' when the table has it)."""
+    return resolve_release(text)[1]
 
 
 def gpu_key(gpu_or_preset: str) -> str:
@@ -86,17 +122,23 @@ def recipe_entry(release: str, model: str, gpu: str, precision: str,
 
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
-    """The recipe flags (RECIPE_KEYS, and cpu_offload_layers) and their citation ('source'), or None."""
-    entry = recipe_entry(release, model, gpu, precision, sizes)
+    """The recipe flags (RECIPE_KEYS, cpu_offload_layers, the per-layer graphs' cuda_graph_scope as the
+    layout field), their citation ('source') and, for a release
+    the table lacks, the note saying whose recipes stood in ('release_note'); or None."""
+    stand, note = resolve_release(release)
+    entry = recipe_entry(stand, model, gpu, precision, sizes) if stand else None
     if entry is None:
         return None
     exact = all(sizes is not None and sizes.get(k) is not None and entry.get(k) == sizes[k] for k in MATCH_KEYS)
     # the offload count is tuned to the recipe's model split: a run split otherwise does not inherit it
     same_split = all(sizes is not None and sizes.get(k) == entry.get(k) for k in ("tp", "pp", "vp"))
     offload = int(entry.get("cpu_offload_layers", 0)) if same_split else 0
-    return {**{k: entry[k] for k in RECIPE_KEYS}, "cpu_offload_layers": offload,
+    from commbench.planner.layout.graph_scope import recipe_scope_text
+    scope = recipe_scope_text(entry["cuda_graph"], entry.get("cuda_graph_scope"))
+    return {**{k: entry[k] for k in RECIPE_KEYS}, "cpu_offload_layers": offload, "cuda_graph_scope": scope,
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
-                      f"{entry['config']}", "sizes_match": exact}
+                      f"{entry['config']}", "sizes_match": exact,
+            "release_note": note}
 
 
 @functools.cache
@@ -134,5 +176,5 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
                                  f"{where}")
 
 
-__all__ = ["RECIPE_KEYS", "releases", "newest_release", "check_release", "recipe_for", "recipe_entry",
+__all__ = ["RECIPE_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
            "release_features", "check_pins_in_release", "gpu_key"]

@@ -21,6 +21,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
+from commbench.planner.layout.graph_scope import scope_mask, scope_text
 from commbench.planner.models.gdn import gdn_heads_bad
 from commbench.planner.models.mamba import mamba_heads_bad
 from commbench.planner.models.spec import ModelSpec
@@ -78,6 +79,7 @@ class Layout:
     fp8_attention: bool = False
     fused_moe: bool = False
     cuda_graph: str = "none"
+    cuda_graph_scope: str = ""   # per-layer graphs' modules (graph_scope.py); "" = the recipes' scope for the model
     fsdp: bool = False
     fsdp_replicas: int = 1
     cpu_offload_layers: int = 0
@@ -96,6 +98,7 @@ class Layout:
         for name, allowed in CODE_FIELDS.items():
             if getattr(self, name) not in allowed:
                 raise invalid(name, getattr(self, name), f"one of {', '.join(allowed)}")
+        object.__setattr__(self, "cuda_graph_scope", scope_text(scope_mask(self.cuda_graph_scope)))
         for name in BOOL_FIELDS:  # a string such as "false" would otherwise read as true
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise invalid(name, getattr(self, name), "true or false")
@@ -183,6 +186,7 @@ class LayoutArrays:
     precision: np.ndarray
     cuda_graph: np.ndarray
     cpu_offload_layers: np.ndarray
+    cuda_graph_scope: np.ndarray   # graph_scope.scope_mask per layout (0: the recipes' scope for the model)
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -203,15 +207,18 @@ class LayoutArrays:
             columns[name] = arr
         if columns.get("etp") is None:
             columns["etp"] = columns.get("tp", 1)
-        defaults = {f.name: f.default for f in fields(Layout)}
-        names = INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS) + COUNT_FIELDS
+        scope = np.asarray(columns.get("cuda_graph_scope", 0))
+        if scope.dtype.kind in "USO":
+            columns["cuda_graph_scope"] = np.vectorize(scope_mask, otypes=[np.int64])(scope)
+        defaults = {f.name: f.default for f in fields(Layout)} | {"cuda_graph_scope": 0}
+        names = INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS) + COUNT_FIELDS + ("cuda_graph_scope",)
         unknown = set(columns) - set(names)
         if unknown:
             raise invalid("layout column", sorted(unknown)[0], f"one of {', '.join(names)}")
         arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(columns.get(n, defaults[n]))) for n in names))
         out = {}
         for name, arr in zip(names, arrays):
-            dtype = np.int64 if name in INT_FIELDS + COUNT_FIELDS else (bool if name in BOOL_FIELDS else np.int8)
+            dtype = np.int64 if name in INT_FIELDS + COUNT_FIELDS + ("cuda_graph_scope",) else (bool if name in BOOL_FIELDS else np.int8)
             out[name] = np.ascontiguousarray(arr, dtype=dtype)
         return cls(**out)
 
@@ -223,12 +230,14 @@ class LayoutArrays:
             cols[name] = np.array([getattr(r, name) for r in rows])
         for name in CODE_FIELDS:
             cols[name] = np.array([getattr(r, name) for r in rows])
+        cols["cuda_graph_scope"] = np.array([scope_mask(r.cuda_graph_scope) for r in rows], dtype=np.int64)
         return cls.from_columns(**cols)
 
     def layout(self, index: int) -> Layout:
         kw: dict[str, object] = {n: int(getattr(self, n)[index]) for n in INT_FIELDS + COUNT_FIELDS}
         kw.update({n: bool(getattr(self, n)[index]) for n in BOOL_FIELDS})
         kw.update({n: allowed[int(getattr(self, n)[index])] for n, allowed in CODE_FIELDS.items()})
+        kw["cuda_graph_scope"] = scope_text(self.cuda_graph_scope[index])
         return Layout(**kw)  # type: ignore[arg-type]
 
     def take(self, index: np.ndarray) -> "LayoutArrays":

@@ -182,7 +182,8 @@ def caveats(result: SearchResult) -> list[str]:
     gpu = result.request.gpu_name
     out.append(f"Software: the features of Megatron-Bridge release {result.request.software}'s performance recipes "
                + (f"on {gpu.upper()} " if gpu else "") + "(--software)"
-               + (f"; without {', '.join(extras)}." if extras else "."))
+               + (f"; without {', '.join(extras)}." if extras else ".")
+               + (f" Note: {result.request.software_note}." if result.request.software_note else ""))
     return out
 
 

@@ -32,6 +32,7 @@ from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS, RULE_BITS, RULES,
                                       LayoutArrays)
 from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.graph_scope import scope_mask, scope_text
 from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
@@ -60,6 +61,7 @@ class SearchRequest:
     keep: int = 200
     framework: str = DEFAULT_FRAMEWORK  # what the search may propose (frameworks.py); pins gain what it fixes
     software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
+    software_note: str = ""      # set here: whose recipes stand in for a release the table lacks
 
     @property
     def gpu_name(self) -> str | None:
@@ -67,7 +69,8 @@ class SearchRequest:
         return self.fabric.gpu.name if self.fabric is not None else None
 
     def __post_init__(self) -> None:
-        from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
+        from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
+        object.__setattr__(self, "software_note", release_note(self.software) if self.software else "")
         object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
         check_pins_in_release(self.pins, self.software, self.gpu_name)  # the user's pins, before the framework's
         object.__setattr__(self, "framework", check_framework(self.framework))
@@ -218,14 +221,16 @@ MAX_LAYOUT_INT = 1 << 24  # larger tp/ep/gbs/... overflow the planner's int64 ar
 
 def parse_pins(text: str | None) -> dict[str, object]:
     """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them."""
-    names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS) | set(COUNT_FIELDS)
+    names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS) | set(COUNT_FIELDS) | {"cuda_graph_scope"}
     out: dict[str, object] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         key, sep, raw = part.partition("=")
         key, raw = key.strip().replace("-", "_"), raw.strip().lower()
         if not sep or key not in names:
             raise invalid("--layout", part, f"key=value pairs with keys {', '.join(sorted(names))}")
-        if key in COUNT_FIELDS:
+        if key == "cuda_graph_scope":   # modules joined by '+' (layout/graph_scope.py)
+            out[key] = scope_text(scope_mask(raw))
+        elif key in COUNT_FIELDS:
             if not raw.isdigit() or int(raw) > MAX_LAYOUT_INT:
                 raise invalid(key, raw, f"a non-negative integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)

@@ -225,7 +225,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                              memory_bound_s / 12.0], 0.0)
     # Host launches run ahead of the GPU: a layer exposes only what its host time exceeds its GPU time by.
     gpu_layer_s = (gemm_s + attention_s + memory_bound_s + recompute_s) / np.maximum(layers_stage, 1e-9)
-    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s)
+    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s, model=model,
+                                     graph_scope=a.cuda_graph_scope)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
 
     # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.

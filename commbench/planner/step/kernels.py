@@ -16,8 +16,10 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   while the backward stays tensor-bound. Blackwell Ultra doubles the exp rate (hardware.toml
   sfu_texp_per_s: NVIDIA's "2x attention-layer acceleration" for GB300).
 - Host time: each layer's kernels are launched from Python (layer_overhead_s of host time per
-  layer per micro-batch, forward + backward); per-layer CUDA graphs (attention, router, MoE
-  preprocess) replay most of those launches (graph_layer_residual of it remains); a full-iteration
+  layer per micro-batch, forward + backward); per-layer CUDA graphs replay the launches of the modules
+  in their scope (Megatron-Core --cuda-graph-scope, layout/graph_scope.py) and leave the rest eager, per
+  layer kind (eager_share: attention and MLP halves; the experts of dropless MoE always eager,
+  graph_layer_residual of the layer; a Mamba layer needs "mamba" in the scope); a full-iteration
   graph replays the whole step (no launch time). Launches are asynchronous: the host runs ahead of
   the GPU through the stream's queue, so a layer costs the slower of its GPU time and its host
   time, and only the excess of host over GPU time is exposed (CUDA C++ Programming Guide,
@@ -40,6 +42,8 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
 from __future__ import annotations
 
 import numpy as np
+
+from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, resolved_masks
 
 ROOFLINE_P = 4.0
 DISPATCHER_SMS = 24  # deepseek-ai/DeepEP README (normal kernels, 24 SMs); HybridEP documents fewer
@@ -72,15 +76,61 @@ def attention_time_s(tc_flops, exps, *, tc_rate_flops, sfu_rate_exps) -> np.ndar
     return fwd + bwd
 
 
-def host_time_s(layers, moe_layers, cuda_graph, cal, gpu_layer_s=0.0) -> np.ndarray:
-    """Exposed launch + host-sync time per micro-batch (forward + backward) by CUDA-graph scope code
-    (0 none, 1 per-layer, 2 full iteration): per layer, what the host's launch time exceeds the
-    layer's GPU time `gpu_layer_s` by (asynchronous launches), plus the MoE token-count syncs."""
-    launch = np.where(cuda_graph == 0, 1.0, np.where(cuda_graph == 1, cal.graph_layer_residual, 0.0))
-    host_layer_s = cal.layer_overhead_s * launch
+def layer_kinds(model) -> tuple[tuple[int, str], ...]:
+    """(count, kind) of the model's layers (MTP included) by what a per-layer graph can capture in them:
+    a transformer layer is an attention half and an MLP half ("attn+mlp", "attn+moe"); a hybrid model's
+    layers are single blocks ("mamba", "attn", "mlp", "moe"; its MTP layers are transformer layers)."""
+    mtp_kind = "attn+moe" if model.is_moe else "attn+mlp"
+    if model.is_hybrid:
+        p = model.layer_pattern
+        kinds = ((p.count("M"), "mamba"), (p.count("*"), "attn"), (p.count("-"), "mlp"), (p.count("E"), "moe"),
+                 (model.num_mtp_layers, mtp_kind))
+    else:
+        moe = (model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0
+        kinds = ((moe, "attn+moe"), (model.num_layers + model.num_mtp_layers - moe, "attn+mlp"))
+    return tuple((n, kind) for n, kind in kinds if n)
+
+
+def eager_share(kind: str, masks: np.ndarray, expert_share: float) -> np.ndarray:
+    """Fraction of a layer's eager launch time a per-layer graph of scope `masks` (graph_scope bit masks,
+    defaults resolved) leaves eager. A transformer layer's launches are half attention, half MLP
+    (TransformerLayer runs _forward_attention, then _forward_mlp: a norm, GEMMs, a core and a
+    bias-dropout-add each); of a MoE MLP, `expert_share` of the layer (graph_layer_residual) is the
+    dispatch, expert GEMMs and combine, which no per-layer scope captures in dropless MoE (Megatron-Core
+    captures the MoE part whole only with "moe", drop-and-pad), the rest the router and preprocess
+    (moe_router / moe_preprocess). A hybrid model's single-block layers take their block's shares whole."""
+    masks = np.asarray(masks, dtype=np.int64)
+
+    def eager(module: str) -> np.ndarray:
+        return ((masks & (BIT[module] | WHOLE_LAYER)) == 0).astype(np.float64)
+
+    def moe(weight: float) -> np.ndarray:
+        experts = min(2.0 * expert_share, 1.0) * weight
+        return np.where(masks & BIT["moe"], 0.0, (weight - experts) * eager("moe_router") + experts)
+    parts = {"attn": lambda w: w * eager("attn"), "mlp": lambda w: w * eager("mlp"), "moe": moe,
+             "mamba": lambda w: w * eager("mamba")}
+    halves = kind.split("+")
+    return sum(parts[h](1.0 / len(halves)) for h in halves)
+
+
+def host_time_s(layers, moe_layers, cuda_graph, cal, gpu_layer_s=0.0, *, model, graph_scope) -> np.ndarray:
+    """Exposed launch + host-sync time per micro-batch (forward + backward) by CUDA-graph code (0 none,
+    1 per-layer, 2 full iteration) and per-layer scope (`graph_scope`: graph_scope masks, 0 = the
+    recipes' scope for the model): per layer kind (layer_kinds, in their share of `layers`), what its
+    host launch time (layer_overhead_s x eager_share) exceeds the layer's GPU time `gpu_layer_s` by
+    (asynchronous launches), plus the MoE token-count syncs."""
+    masks = resolved_masks(model, np.asarray(graph_scope))
     gpu_layer_s = np.asarray(gpu_layer_s, dtype=np.float64)
-    exposed_layer_s = np.maximum(smooth_max(gpu_layer_s, host_layer_s) - gpu_layer_s, 0.0)
-    return layers * exposed_layer_s + moe_sync_time_s(moe_layers, cuda_graph, cal)
+    kinds = layer_kinds(model)
+    total = float(sum(n for n, _ in kinds))
+    exposed_s = np.zeros(np.broadcast(np.asarray(cuda_graph), gpu_layer_s, masks).shape)
+    for count, kind in kinds:
+        share = np.where(cuda_graph == 0, 1.0,
+                         np.where(cuda_graph == 1, eager_share(kind, masks, cal.graph_layer_residual), 0.0))
+        host_layer_s = cal.layer_overhead_s * share
+        exposed_layer_s = np.maximum(smooth_max(gpu_layer_s, host_layer_s) - gpu_layer_s, 0.0)
+        exposed_s = exposed_s + layers * (count / total) * exposed_layer_s
+    return exposed_s + moe_sync_time_s(moe_layers, cuda_graph, cal)
 
 
 def moe_sync_time_s(moe_layers, cuda_graph, cal) -> np.ndarray:

@@ -22,8 +22,9 @@ Terms (why each exists):
   its precision (bf16, or fp8 with fp8_attention); the exp (SFU) side is hardware.toml's rate.
 - hbm_efficiency: achieved fraction of HBM bandwidth by the memory-bound kernels.
 - layer_overhead_s: host launch time per transformer layer per micro-batch (forward + backward)
-  with eager launches; graph_layer_residual: the fraction left with per-layer CUDA graphs; full-
-  iteration graphs leave none. Launches are asynchronous, so only what a layer's host time exceeds
+  with eager launches; graph_layer_residual: the share of a MoE layer's launches in its dispatch,
+  expert GEMMs and combine, which per-layer CUDA graphs leave eager in dropless MoE (kernels.eager_share:
+  what else a graph leaves eager follows from its scope); full-iteration graphs leave none. Launches are asynchronous, so only what a layer's host time exceeds
   its GPU time by is exposed (kernels.host_time_s): large layers hide it whole, small ones (few
   tokens, small experts) are launch-bound. Charged in series with the GPU (the v2 form), the fit
   held it at its 1 ms bound and a CUDA graph removed it whole from every layout, so graph-heavy
