@@ -11,6 +11,8 @@ the calibration set) predicted with the calibration in use, never fitted.
 Leave-one-release-out (LORO): for each newer release line (a patch container such as 26.02.01 belongs to
 its line, 26.02), fit on the rows of the older lines only and predict that line's rows; the newest line's
 figure is the headline. Every row is modelled with its own release's recipe (layout/recipes.py).
+A fitted term at a bound is printed with the rows holding it there (calibrate.fit.bound_pullers: each row's share
+of the loss rise were the term moved 10% into its range), the rows whose physics the bound points at.
 Bars: issue 13: in-sample median |error| MoE <= 8%, dense <= 6%; leave-one-GPU-out MoE <= 12%.
 issue 24: LORO median <= 12%; held-out GB300 <= 8%; no fitted term at a bound.
 """
@@ -25,7 +27,7 @@ import numpy as np
 
 from commbench.planner.step.terms import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
 from commbench.planner.calibrate.published import predict_runs, published_runs
-from commbench.planner.calibrate.fit import fit_calibration
+from commbench.planner.calibrate.fit import bound_pullers, fit_calibration
 
 HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
 
@@ -125,6 +127,14 @@ def main(argv: list[str]) -> int:
           f"(MoE {h_moe:.1f}%, dense {h_dense:.1f}%; goal: within 10%)")
     bounded = at_bounds(cal)
     print(f"\nterms at a bound: {', '.join(bounded) if bounded else 'none'} (bar: none)")
+    for name in [b.split("=")[0] for b in bounded]:
+        pullers = bound_pullers(runs, cal, name)
+        total = sum(share for _, _, share in pullers)
+        print(f"  rows holding {name} at its bound (share of the loss rise if it moved 10% inward):")
+        for r, err, share in pullers[:6]:
+            lay = r.layout
+            print(f"    {r.index:>3} {r.label:46} tp{lay.tp} pp{lay.pp} vp{lay.vp} cp{lay.cp} ep{lay.ep} "
+                  f"err {(np.exp(err) - 1) * 100:+6.1f}%  {share / total * 100:5.1f}%")
     side = {"in-sample (all / MoE / dense)": (float(np.median(p.abs_pct_error)), moe_med, dense_med),
             "held-out GB300 (all / MoE / dense)": (float(np.median(held.abs_pct_error)), h_moe, h_dense)}
     if "--no-logo" not in argv:

@@ -212,3 +212,33 @@ def test_a_logged_per_layer_graph_scope_becomes_the_layout_field():
     assert _graph_modules("layer", ["moe_router", "moe_preprocess"]) == "moe_router+moe_preprocess"
     assert _graph_modules("layer", []) == _graph_modules("layer", "full") == "layer"   # the whole layer
     assert _graph_modules("none", logged) == ""
+
+
+def test_bound_pullers_name_the_runs_that_hold_a_term_at_its_bound():
+    """The runs a term at its bound is held there by: each one's loss rises when the term moves inside
+    (shares positive, biggest first, adding up to at least the loss change); a run the term does not
+    touch (no overlapped communication) is never named."""
+    from commbench.planner.calibrate.fit import BOUNDS, bound_pullers, fit_loss, fit_weights
+    import dataclasses
+
+    from commbench.planner.step.terms import CALIBRATED
+    runs = [r for r in published_runs() if r.layout is not None and r.row["gpu"] in ("H100", "B200")][:24]
+    # one run with nothing overlapped (TP1, CP1, VP1, DP overlap off): the term cannot touch it
+    plain = next(r for r in runs if r.layout.tp == 1 and r.layout.cp == 1 and r.layout.vp == 1)
+    plain = dataclasses.replace(plain, layout=dataclasses.replace(plain.layout, dp_overlap=False))
+    runs = [plain if r.index == plain.index else r for r in runs]
+    lo = BOUNDS["overlap_efficiency"][0]
+    cal = CALIBRATED.with_values(overlap_efficiency=lo)
+    pullers = bound_pullers(runs, cal, "overlap_efficiency")
+    shares = [share for _, _, share in pullers]
+    assert pullers and all(s > 0 for s in shares) and shares == sorted(shares, reverse=True)
+    w = fit_weights(runs)
+    rise = fit_loss(runs, cal.with_values(overlap_efficiency=lo * 1.1), w) - fit_loss(runs, cal, w)
+    assert sum(shares) >= rise - 1e-15
+    # hiding more makes a run faster: the runs that resist it are the ones predicted too fast already
+    assert pullers[0][1] > 0
+    assert plain.index not in {r.index for r, _, _ in pullers}
+    # a term at its upper bound moves down into its range: slower attention, resisted by runs predicted too slow
+    high = bound_pullers(runs, CALIBRATED.with_values(attention_efficiency=BOUNDS["attention_efficiency"][1]),
+                         "attention_efficiency")
+    assert high and high[0][1] < 0

@@ -76,6 +76,27 @@ def fit_loss(runs: list[PublishedRun], cal: Calibration, weights: np.ndarray | N
     return float(np.sum(w * huber(err)) / max(np.sum(w), 1e-12))
 
 
+def bound_pullers(runs: list[PublishedRun], cal: Calibration, term: str, step: float = 0.1,
+                  weights: np.ndarray | None = None) -> list[tuple[PublishedRun, float, float]]:
+    """Which runs hold `term` at its bound (fit.BOUNDS): (run, log error at `cal`, its share of the loss
+    increase when the term moves `step` (relative) into its range), the runs whose loss rises, biggest
+    first. The loss is fit_loss's weighted Huber term per run; the shares of all runs sum to the change
+    of fit_loss. A term at its bound is a form the rows disagree with (issue 24): these are the rows."""
+    modelled = [r for r in runs if r.layout is not None]
+    lo, hi = BOUNDS[term]
+    value = getattr(cal, term)
+    inside = value * (1 + step) if abs(value - lo) <= abs(hi - value) else value / (1 + step)
+    moved = cal.with_values(**{term: float(np.clip(inside, lo, hi))})
+    w = fit_weights(modelled) if weights is None else weights
+    errs = []
+    for c in (cal, moved):
+        p = predict_runs(modelled, c)
+        errs.append(np.log(np.maximum(p.predicted_tokens, 1e-9) / p.published_tokens))
+    share = w * (huber(errs[1]) - huber(errs[0])) / max(float(np.sum(w)), 1e-12)
+    order = [j for j in np.argsort(-share) if share[j] > 0]
+    return [(modelled[j], float(errs[0][j]), float(share[j])) for j in order]
+
+
 def coordinate_search(runs, start: Calibration, terms, rounds: int, loss=None) -> Calibration:
     """Per term in turn, multiplicative steps within BOUNDS that lower `loss(calibration)` (default: the
     weighted Huber log loss, fit_loss), at shrinking step sizes. Deterministic."""
