@@ -12,7 +12,8 @@ from commbench.dtypes import get_dtype
 from commbench.measure.harness import ready_stages, time_loop, time_stages
 from tests.distributed import run_ranks
 
-SKEW_S = 0.010
+# long beside what a busy host adds to an 8 B gloo all-reduce (3.7 ms seen with 6 CPU-bound jobs on 2 cores)
+SKEW_S = 0.050
 
 
 def _skewed(backend):
@@ -34,6 +35,6 @@ def _skewed(backend):
 def test_skew_is_charged_to_the_slow_stage_and_stages_add_up():
     (iteration_us, (skew_us, all_reduce_us), loop_by_rank), _ = run_ranks(_skewed, 2)
     assert skew_us >= SKEW_S * 1e6 * 0.95
-    assert all_reduce_us < 0.3 * SKEW_S * 1e6, "the all-reduce was charged with rank 1's sleep"
+    assert all_reduce_us < 0.3 * skew_us, "the all-reduce was charged with rank 1's sleep"
     assert abs(skew_us + all_reduce_us - iteration_us) < 0.25 * iteration_us
     assert len(loop_by_rank) == 2 and min(loop_by_rank) >= SKEW_S * 1e6 * 0.95  # both ranks wait for the sleeper
