@@ -15,6 +15,9 @@ fit) are listed and counted apart.
   GPU's rows predicted. Each fit takes 1-2 min on 2 cores: `--transfer` names the releases (default
   none; `all` for every release).
 
+- release steps: each row against the same configuration in the preceding release (calibration-level
+  errors cancel): the check of the credit the model gives the features a release switched on.
+
     python benchmarks/newer_releases.py [--transfer 26.06,26.08|all] [--rows]
 """
 
@@ -65,6 +68,43 @@ def _errors(runs, calibration) -> list[float]:
     return list((pred.predicted_tokens / pred.published_tokens - 1) * 100)
 
 
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in str(release).split(".") if x.isdigit())
+
+
+def release_steps(runs, errors) -> list[tuple[str, float, float]]:
+    """(label, published step, predicted step) for every row and the same configuration (model, system,
+    GPUs, precision) in the preceding release that has it (footnoted rows left out): how much one container moved the same run,
+    and how much the model says it did. Calibration-level errors shared by both releases cancel, so this
+    isolates the credit the model gives the features a release switched on (fused grouped MLP,
+    full-iteration graphs, EP overlap, FP8 attention)."""
+    by_config = collections.defaultdict(list)
+    for r, e in zip(runs, errors):
+        if _footnoted(r):  # a known software regression is no step of the software's features
+            continue
+        key = (r.row["model"], r.row["gpu"], r.row["num_gpus"], r.row["precision"])
+        by_config[key].append((_release_key(r.row["release"]), r, e))
+    steps = []
+    for rows in by_config.values():
+        rows.sort(key=lambda x: x[0])
+        for (_, old, e_old), (_, new, e_new) in zip(rows, rows[1:]):
+            published = float(new.row["tokens_per_s_per_gpu"]) / float(old.row["tokens_per_s_per_gpu"])
+            steps.append((f"{new.label} from {old.row['release']}", published,
+                          published * (1 + e_new / 100) / (1 + e_old / 100)))
+    return steps
+
+
+def _steps_summary(steps, show_rows: bool) -> None:
+    moved = [s for s in steps if abs(s[1] - 1) > 0.10]
+    err = lambda sel: _median([abs(pred / pub - 1) * 100 for _, pub, pred in sel])  # noqa: E731
+    print(f"release steps (same model, system, GPUs, precision; consecutive releases): median |predicted/published "
+          f"step - 1| {err(steps):.1f}% over {len(steps)} pairs; where the published step is over 10%: "
+          f"{err(moved):.1f}% over {len(moved)}")
+    if show_rows:
+        for label, pub, pred in sorted(moved):
+            print(f"  {label:72s} published x{pub:.2f} predicted x{pred:.2f}")
+
+
 def transfer(runs, releases) -> tuple[list, list]:
     """Per (release, GPU) in `releases`: fit on the release's other GPUs' rows, predict this GPU's."""
     held, errors = [], []
@@ -100,6 +140,7 @@ def main() -> None:
         for r, e in sorted(zip(runs, errors), key=lambda x: x[0].label):
             print(f"  {r.label:58s} {e:+7.1f}{'  (footnoted)' if _footnoted(r) else ''}")
     _summary("shipped calibration", runs, errors)
+    _steps_summary(release_steps(runs, errors), args.rows)
     if args.transfer:
         releases = sorted({r.row["release"] for r in runs}) if args.transfer == "all" else args.transfer.split(",")
         held, errs = transfer(runs, releases)

@@ -209,8 +209,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     moe_layers_per_stage_max = ((model.num_moe_layers + model.num_mtp_layers) if model.is_moe else 0) / pp * imbalance
     layers_stage, moe_stage = layers_per_stage_max, moe_layers_per_stage_max
     local_experts = model.num_routed_experts / ep if model.is_moe else np.zeros(len(a))
-    gemm_s = gemm_s + kernels.expert_kernel_time_s(moe_stage, local_experts, a.fused_moe, cal)
-    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb) * imbalance
+    fused_mlp = kernels.fused_grouped_mlp(a.fused_moe, a.precision, gpu)
+    gemm_s = gemm_s + kernels.expert_kernel_time_s(moe_stage, local_experts, fused_mlp, cal)
+    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb, fused_mlp) * imbalance
     memory_bound_s = mem_bytes / (hbm * cal.hbm_efficiency)
     recompute = a.recompute
     # Recompute repeats forward work: full = a third of everything; selective (core attention) =

@@ -32,7 +32,12 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
 - Expert GEMM kernels: without the fused grouped MLP, each local expert's GEMMs are separate
   kernels (Transformer Engine GroupedLinear: one cuBLAS GEMM per expert), 6 per expert per MoE
   layer per micro-batch (fc1, fc2 x fprop, dgrad, wgrad), each paying a fixed GPU time (launch
-  gap, partial last wave) that CUDA graphs do not remove: expert_gemm_kernel_s each.
+  gap, partial last wave) that CUDA graphs do not remove: expert_gemm_kernel_s each. The fused
+  grouped MLP (TE te.ops, v2.16: forward_grouped_mlp.py / backward_grouped_mlp.py) runs each of the
+  six as one grouped kernel over all local experts with dynamic tile scheduling (cuDNN frontend
+  grouped_gemm_glu / dglu / quant / wgrad), so neither the per-expert launches nor the per-expert
+  tails remain; what stays per expert is the padding of its rows to 128 (< 1% at the recipes' token
+  counts). It exists only for MXFP8 / NVFP4 on Blackwell (fused_grouped_mlp).
 - Power-limited clock: a GPU running dense GEMMs sits at its power limit, so its tensor rate is
   the datasheet's x sustained_tensor_fraction (from TDP and SM count, per GPU family).
 - Overlapped dispatcher: DeepEP/HybridEP kernels occupy SMs while they run; overlapped with
@@ -139,6 +144,16 @@ def moe_sync_time_s(moe_layers, cuda_graph, cal) -> np.ndarray:
 
 
 EXPERT_GEMMS_PER_LAYER = 6  # fc1, fc2 x (fprop, dgrad, wgrad); the GLU's two halves are one fc1 GEMM
+
+
+def fused_grouped_mlp(fused_moe, precision, gpu) -> np.ndarray:
+    """Where a fused_moe layout runs Transformer Engine's fused grouped MLP: its fusion pass keeps the
+    unfused ops unless the recipe is MXFP8 or NVFP4 and the GPU is compute capability 10.x (Blackwell;
+    te.ops fused/grouped_mlp.py fuse_grouped_mlp_ops and is_supported, v2.16-v2.18)."""
+    from commbench.planner.layout.spec import CODE_FIELDS
+    from commbench.planner.step.terms import HOPPER
+    block_scaled = np.isin(precision, [CODE_FIELDS["precision"].index(p) for p in ("mxfp8", "nvfp4")])
+    return np.asarray(fused_moe, dtype=bool) & block_scaled & (str(gpu.name).lower() not in HOPPER)
 
 
 def expert_kernel_time_s(moe_layers, local_experts, fused_moe, cal) -> np.ndarray:

@@ -164,12 +164,13 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     )
 
 
-def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb) -> np.ndarray:
+def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb, fused_moe=None) -> np.ndarray:
     """HBM bytes the memory-bound kernels move for one micro-batch on one GPU, forward + backward
     (backward counted as twice the forward). Per token per layer, bf16, counted as reads + writes:
     norm (2h), residual add (3h), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
     write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
-    every GEMM input) when the precision is 8- or 4-bit."""
+    every GEMM input) when the precision is 8- or 4-bit. The fused grouped MLP (fused_moe) removes the
+    experts' activation pass and their FC2-input cast, nothing else."""
     h = model.hidden
     seq_shard = np.where(sp, tp, 1) * cp
     head_shard = tp * cp
@@ -181,10 +182,16 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         + cast * (h / seq_shard + model.dense_ffn / head_shard)
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
-        # fused_moe: permutes fused into the dispatcher and activation + cast into the grouped MLP
-        # kernel; only the cast of the expert input still touches HBM on its own.
+        # fused_moe (Transformer Engine's fused grouped MLP, te.ops GroupedLinear + scaled GLU +
+        # GroupedLinear): the activation and the FC2-input quantize run in the grouped GEMMs' epilogues
+        # (forward_grouped_mlp.py / backward_grouped_mlp.py at v2.16: grouped_gemm_glu / dglu kernels
+        # write the fp8 FC2 input / FC1 grad directly). Its input is the already-permuted tokens and
+        # it quantizes them itself (tex.group_quantize), so the permute / unpermute and the expert
+        # input's cast still touch HBM.
         w = model.expert_width
-        routed = np.where(arr.fused_moe, k * cast * w, k * (4 * w + model.glu_factor * ffn + cast * (w + ffn))) / (tp * cp)
+        permute_and_input_cast = k * (4 * w + cast * w)
+        fused = arr.fused_moe if fused_moe is None else fused_moe  # kernels.fused_grouped_mlp: where it runs
+        routed = (permute_and_input_cast + np.where(fused, 0.0, k * (model.glu_factor * ffn + cast * ffn))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
         moe = 2 * (2 * h + 3 * h) / seq_shard + routed + shared
     else:
