@@ -68,8 +68,12 @@ def test_search_uses_only_the_features_of_the_chosen_release():
     new = search(SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=512, precision="mxfp8"))
     assert new.request.software == recipes.newest_release()
     assert not np.any(old.layouts.cuda_graph == full) and not np.any(old.layouts.fused_moe)
-    assert np.all(new.layouts.fused_moe)     # the newest release fuses MXFP8 MoE kernels on Blackwell
+    # the newest release fuses MXFP8 MoE kernels on Blackwell, which Megatron-LM core_v0.16.1 cannot run
+    assert not np.any(new.layouts.fused_moe)
     assert new.breakdown.tokens_per_s_per_gpu[0] > old.breakdown.tokens_per_s_per_gpu[0]
+    pinned = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "8",
+                                      "--precision", "mxfp8", "--layout", "fused_moe=true"])
+    assert pinned.exit_code == 2 and "fused_moe=true is invalid with --framework megatron" in pinned.output
 
 
 def test_software_option_refuses_unknown_release_and_features_it_lacks():

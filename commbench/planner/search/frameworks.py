@@ -1,7 +1,11 @@
 """What each training framework runs, so the search proposes only layouts and features it can launch
 and the step model charges what the emitted configuration runs.
 
-Megatron-LM (core_v0.16.1): every Layout feature (its checks live in the search and the emitter).
+Megatron-LM (core_v0.16.1): every Layout feature (its checks live in the search and the emitter) but the
+fused grouped MLP (`fused_moe`): Megatron-Core runs Transformer Engine's fused grouped MLP through
+TransformerConfig.use_transformer_engine_op_fuser for MoE, which landed after 0.16.1 (Megatron-LM
+6815c0f, 2026-05-15, "Combine GEMM + SwiGLU fused MLP PRs"); Megatron-Bridge 26.06's recipes run a newer
+Megatron-Core. The search leaves it off and a pin is refused, so a plan never credits what it cannot run.
 
 TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - CUDA graphs wrap the whole forward-backward (`training.disable_cuda_graphs`, trainer.py), so the
@@ -38,6 +42,11 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
 # Layout fields TorchTitan 0.3 fixes, and the value it runs.
 _TITAN_FIXED = {"etp": 1, "dispatcher": "alltoall", "moe_a2a_overlap": False, "tp_comm_overlap": False,
                 "fp8_attention": False, "fused_moe": False, "distributed_optimizer": True, "dp_overlap": True}
+
+
+MEGATRON_NO_FUSED_MLP = (f"fused_moe=true is invalid with --framework megatron: Megatron-LM {MEGATRON_LM_RELEASE} has no "
+                         "fused grouped MLP (TransformerConfig.use_transformer_engine_op_fuser for MoE came after it, "
+                         "Megatron-LM 6815c0f); Megatron-Bridge 26.06's recipes run a newer Megatron-Core")
 
 
 def check_framework(framework: str) -> str:
@@ -80,7 +89,9 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
         reason = megatron_unbuildable(model)
         if reason:
             raise CommbenchError(reason)
-        return dict(pins)
+        if pins.get("fused_moe"):
+            raise CommbenchError(MEGATRON_NO_FUSED_MLP)
+        return {**pins, "fused_moe": False}
     if model.name.lower() not in TORCHTITAN_RECOMPUTE:
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
                              "gpt_oss): plan it with --framework megatron")
