@@ -65,7 +65,7 @@ def test_one_scoring_path_plan_search_and_evaluate(tmp_path):
     """The same layout and flags give the same number through plan --layout, the search listing
     and calibrate --evaluate."""
     flags = dict(recompute="mla_up_proj", dispatcher="flex", moe_a2a_overlap=True, cuda_graph="full",
-                 fp8_attention=True, fused_moe=True, tp_comm_overlap=False, dp_overlap=True,
+                 fp8_attention=True, fused_moe=False, tp_comm_overlap=False, dp_overlap=True,
                  sequence_parallel=True, distributed_optimizer=True)
     layout = ",".join(f"{k}={v}" for k, v in {**RECORD, **flags}.items())
     common = ["--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8"]

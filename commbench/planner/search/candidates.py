@@ -15,7 +15,7 @@ from commbench.planner.layout.graph_scope import scope_mask
 from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.search.frameworks import restrict_columns
+from commbench.planner.search.frameworks import restrict_columns, runs_fused_grouped_mlp
 
 if TYPE_CHECKING:
     from commbench.planner.search.space import SearchRequest
@@ -124,7 +124,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     # it exists; it only removes HBM traffic. FP8 attention changes numerics: only when pinned.
     gpu = getattr(req.fabric, "gpu", None)
     fusable = req.model.is_moe and req.precision == "mxfp8" and gpu is not None and not str(gpu.name).startswith("h")
-    fusable = fusable and True in has["fused_moe"]
+    fusable = fusable and True in has["fused_moe"] and runs_fused_grouped_mlp(req.framework)
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
     cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned

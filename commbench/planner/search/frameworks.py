@@ -91,7 +91,7 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
-        return {**pins, "fused_moe": False}
+        return dict(pins)
     if model.name.lower() not in TORCHTITAN_RECOMPUTE:
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
                              "gpt_oss): plan it with --framework megatron")
@@ -108,6 +108,12 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
         raise CommbenchError("cuda_graph='layer' is invalid with --framework torchtitan: TorchTitan 0.3.0 graphs "
                              "the whole forward-backward (cuda_graph=full) or nothing")
     return out
+
+
+def runs_fused_grouped_mlp(framework: str) -> bool:
+    """Whether the framework's emitted configuration can run Transformer Engine's fused grouped MLP
+    (neither Megatron-LM core_v0.16.1 nor TorchTitan 0.3.0 can: see the module docstring)."""
+    return False
 
 
 def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray) -> np.ndarray:
