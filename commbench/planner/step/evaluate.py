@@ -176,7 +176,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     low_bit = a.precision != CODE_FIELDS["precision"].index("bf16")
     grouped_eff = np.where(low_bit, cal.grouped_gemm_8bit_efficiency, cal.grouped_gemm_efficiency)
     grouped_rate = peak * 1e12 * sustained * grouped_eff * fp4_ratio
-    other_gemm = fl.gemm - fl.routed_experts
+    other_gemm = fl.gemm - fl.routed_experts - mamba.counted_scan_flops_per_token(model)  # SSD: below
     imbalance = stage_imbalance(model, pp, vp)
     tokens_gpu = tokens_gpu * imbalance
     # Roofline per GEMM kind (kernels.smooth_max): compute at the fitted efficiency vs the compulsory
@@ -197,6 +197,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     routed_gemm_s = kernels.smooth_max(tokens_gpu * expert_load * fl.routed_experts / grouped_rate,
                                        tokens_gpu * expert_load * cal.gemm_traffic_factor * routed_traffic / hbm)
     gemm_s = dense_gemm_s + routed_gemm_s
+    # Mamba-2's SSD scan: bf16 chunk matmuls at the attention core's efficiency (step/mamba.py).
+    gemm_s = gemm_s + mamba.ssd_scan_s(model, tokens_gpu * model.num_mamba_layers,
+                                       gpu.bf16_tflops * 1e12 * sustained * cal.attention_efficiency)
     # Attention core: tensor cores (bf16, or fp8 with fp8_attention in an 8/4-bit recipe) vs exp units.
     fp8_attn = a.fp8_attention & (a.precision != CODE_FIELDS["precision"].index("bf16"))
     attn_peak = np.where(fp8_attn, gpu.fp8_tflops, gpu.bf16_tflops) * 1e12 * sustained

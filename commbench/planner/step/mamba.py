@@ -12,6 +12,19 @@ Parallelism of a Mamba-2 layer (megatron/core/ssm/mamba_mixer.py, mamba_context_
 Memory traffic per token (forward, read + write, elements): pre-norm + residual (5 h, as every
 block), conv1d over x, B, C (read + write 2 (d + 2 G N)), SSD scan (read x, B, C, dt, write y:
 d + 2 G N + H + d), gated RMSNorm (read y, z, write 3 d), fp8 casts of the two GEMM inputs.
+SSD scan (mamba_ssm ops/triton/ssd_combined.py, the kernels megatron-core's MambaMixer calls): the
+chunked algorithm of Dao & Gu (arXiv 2405.21060 sec. 6) as batched matmuls per chunk of Q tokens --
+CB = C B^T per group (Q x N), the intra-chunk scan (CB masked) x per head (Q x P), the chunk states
+B^T x (N x P) and the states' contribution C h (N x P) -- so per token per head forward
+2 (Q N / heads_per_group + Q P + 2 N P) FLOPs, against Megatron's count of 7 P N. They are Triton kernels on
+bf16 inputs with fp32 accumulation (Transformer Engine's fp8 autocast reaches only its Linear layers), so
+they run at the bf16 tensor rate whatever the recipe's precision, with inner dimensions of N, Q or P
+(64-128): the paper's "structured masked attention", charged at the attention core's efficiency. The
+backward (_mamba_chunk_scan_combined_bwd) first recomputes the forward's chunk cumsum, CB, chunk states
+and state passing, then runs the gradients (twice the forward): 4 x forward in all. The intermediates it
+writes and reads at HBM: chunk states in fp32 (_chunk_state_fwd states_in_fp32=True: H P N per chunk),
+read by state passing, which writes them back in bf16 for the chunk scan to read, and CB in fp32
+(G Q per token, written and read).
 Activations kept for backward (Mamba-2's chunked-scan autograd: x, B, C, dt, z, y and one fp32
 state of H x P x N per chunk of 128 tokens; Dao & Gu, arXiv 2405.21060): the block input, the
 norm output, the in_proj output, the conv output, y and the gated-norm output (out_proj input).
@@ -23,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.planner.models.mamba import d_inner, in_proj_width
+from commbench.planner.models.mamba import SSD_SCAN_FLOPS_PER_STATE, d_inner, in_proj_width
 from commbench.planner.models.spec import ModelSpec
 
 SSD_CHUNK_TOKENS = 128  # megatron-core DEFAULT_MAMBA_CHUNK_SIZE
@@ -63,8 +76,36 @@ def elementwise_elements(model: ModelSpec, tp, cp, sp, cast) -> np.ndarray:
     seq_shard = np.where(sp, tp, 1) * cp
     head_shard = tp * cp
     conv = _conv_channels(model)
-    per_head_shard = 2 * conv + (conv + H + d) + 3 * d + cast * (d + d)
+    per_head_shard = 2 * conv + (conv + H + d) + 3 * d + cast * (d + d) + ssd_intermediate_elements(model)
     return 2 * (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / head_shard
+
+
+def ssd_intermediate_elements(model: ModelSpec) -> float:
+    """bf16-equivalent elements per token the SSD scan's intermediates move at HBM (forward, all heads):
+    chunk states written in fp32 and read (2 + 2), written back in bf16 by state passing and read by
+    the chunk scan (1 + 1), CB written and read in fp32 (2 + 2 per group x Q)."""
+    states_per_token = d_inner(model) * model.mamba_state_dim / SSD_CHUNK_TOKENS
+    return 6.0 * states_per_token + 4.0 * model.mamba_num_groups * SSD_CHUNK_TOKENS
+
+
+def ssd_flops_per_token(model: ModelSpec) -> float:
+    """Chunked SSD FLOPs per token of one Mamba layer, forward + backward (4 x forward: see above)."""
+    heads, p, n, q = model.mamba_num_heads, model.mamba_head_dim, model.mamba_state_dim, SSD_CHUNK_TOKENS
+    groups = model.mamba_num_groups
+    forward = 2.0 * (groups * q * n + heads * (q * p + 2 * n * p))
+    return 4.0 * forward
+
+
+def counted_scan_flops_per_token(model: ModelSpec) -> float:
+    """The scan's share of the model's Mamba FLOPs (counts.py: Megatron's 7 d N, x 3 for fwd + bwd) per
+    token, all Mamba layers: charged by ssd_scan_s instead of at the GEMM rate."""
+    return 3.0 * model.num_mamba_layers * SSD_SCAN_FLOPS_PER_STATE * d_inner(model) * model.mamba_state_dim
+
+
+def ssd_scan_s(model: ModelSpec, mamba_layers_per_gpu_tokens, bf16_rate_flops) -> np.ndarray:
+    """SSD scan time: `mamba_layers_per_gpu_tokens` = tokens x Mamba layers on the GPU (heads sharded as
+    the tokens_gpu share) at the bf16 tensor rate x the attention core's efficiency (`bf16_rate_flops`)."""
+    return mamba_layers_per_gpu_tokens * ssd_flops_per_token(model) / bf16_rate_flops
 
 
 def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision) -> np.ndarray:
