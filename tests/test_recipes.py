@@ -231,3 +231,62 @@ def test_plan_takes_a_cuda_graph_scope_pin_and_emits_it():
     assert recipe["predicted"]["overhead_s"] < doc["predicted"]["overhead_s"]
     bad = CliRunner().invoke(app, base + ["--layout", "cuda_graph_scope=attn+experts"])
     assert bad.exit_code == 2 and "cuda_graph_scope" in bad.output and "Traceback" not in bad.output
+
+
+def _tool():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "tools" / "recipes_from_megatron_bridge.py"
+    spec = importlib.util.spec_from_file_location("recipes_tool", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_overlap_facts_are_found_in_the_function_of_that_gpu_and_model():
+    tool = _tool()
+    text = '''def qwen3_235b_a22b_pretrain_config_b200(precision):
+    cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)
+def qwen3_30b_a3b_pretrain_config_h100(precision):
+    cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)
+def qwen3_235b_a22b_pretrain_config_h100(precision):
+    # tp_comm_overlap=False in a comment is not a fact
+    cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=False)
+def llama3_8b_pretrain_config_gb200(precision):
+    cfg.comm_overlap.tp_comm_overlap = False if precision == "nvfp4" else cfg.comm_overlap.tp_comm_overlap
+'''
+    assert tool.fact_line(text, "tp_comm_overlap=False", "h100", "qwen3-235b-a22b") == 7
+    assert tool.fact_line(text, "tp_comm_overlap=False", "b200", "qwen3-235b-a22b") is None
+    nvfp4 = 'tp_comm_overlap = False if precision == "nvfp4"'
+    assert tool.fact_line(text, nvfp4, "gb200", "llama3-8b") == 9
+    assert tool.fact_line(text, nvfp4, "b200", "llama3-8b") is None   # b200 is not gb200
+
+
+def test_recipe_overlap_flags_reach_the_rows_of_that_release():
+    """Megatron-Bridge turns TP-communication overlap off for DeepSeek-V3 (every release), Qwen3-235B on
+    H100 (25.11 on) and Llama NVFP4, and the DP grad-reduce overlap off for DeepSeek-V3 on H100; each
+    entry that says so cites where."""
+    table = recipes_json()
+    for entry in table["recipes"]:
+        assert isinstance(entry["tp_comm_overlap"], bool) and isinstance(entry["dp_overlap"], bool)
+        off = (not entry["tp_comm_overlap"]) + (not entry["dp_overlap"])
+        assert len(entry["overlap_facts"]) == off, entry["config"]
+        assert all(re.fullmatch(r"[\w/.]+\.py:\d+", f) for f in entry["overlap_facts"])
+    h100 = dict(model="DeepSeek-V3", gpu="H100", num_gpus=1024, precision="FP8", seq_len=4096, gbs=8192, mbs=1,
+                tp=2, pp=8, vp=4, ep=64, tokens_per_s_per_gpu=1.0)
+    for release in ("25.09", "25.11", "26.02", "26.04", "26.06"):
+        flags = recipe_flags(dict(h100, release=release), "h100-hgx", "deepseek-v3")
+        assert (flags["tp_comm_overlap"], flags["dp_overlap"]) == (False, False), release
+    qwen = dict(model="Qwen3-235B-A22B", gpu="H100", num_gpus=256, precision="BF16", seq_len=4096, gbs=2048, mbs=1,
+                tp=2, pp=8, vp=4, ep=32, tokens_per_s_per_gpu=1.0)
+    assert recipe_flags(dict(qwen, release="25.09"), "h100-hgx", "qwen3-235b-a22b")["tp_comm_overlap"] is True
+    assert recipe_flags(dict(qwen, release="26.06"), "h100-hgx", "qwen3-235b-a22b")["tp_comm_overlap"] is False
+    llama = dict(model="Llama3.1-405B", gpu="GB200", num_gpus=256, seq_len=8192, gbs=1536, mbs=1,
+                 tp=4, pp=8, vp=8, tokens_per_s_per_gpu=1.0)
+    assert recipe_flags(dict(llama, precision="NVFP4", release="26.04"), "gb200-nvl72",
+                        "llama3.1-405b")["tp_comm_overlap"] is False
+    assert recipe_flags(dict(llama, precision="FP8", release="26.04"), "gb200-nvl72",
+                        "llama3.1-405b")["tp_comm_overlap"] is True
+    # a row's own recipe field still wins
+    assert recipe_flags(dict(h100, release="26.06", recipe={"tp_comm_overlap": True}), "h100-hgx",
+                        "deepseek-v3")["tp_comm_overlap"] is True

@@ -33,6 +33,11 @@ Mapping onto the planner's recipe fields:
 - moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
 - cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
   scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
+- tp_comm_overlap / dp_overlap (TE userbuffers TP overlap where TP > 1 and sequence parallel; DDP
+  overlap_grad_reduce): on, as the recipes of the Llama, Qwen3 and GPT-OSS families set them (a
+  CommOverlapConfig(tp_comm_overlap=True) or tp > 1), unless a fact of OVERLAP_FACTS holds at the release's
+  commit: each names the file (found by its path pattern), the literal statement and the GPU its enclosing
+  function (or condition) names; the entry lists where each was found ("overlap_facts": file:line).
 """
 
 from __future__ import annotations
@@ -66,6 +71,36 @@ DEFAULTS = dict(num_gpus=1, tensor_model_parallel_size=1, pipeline_model_paralle
                 moe_flex_dispatcher_backend=None, moe_a2a_overlap=False, cutedsl_fused_grouped_mlp=False,
                 fp8_dot_product_attention=None)
 SELECTIVE_BY_DEFAULT = {"deepseek-v3"}
+# (models, GPU or None, precision or None, field, path pattern, literal statement): the recipe turns the
+# overlap off. Checked at every release's commit: a fact whose statement is not found there does not apply.
+PERF = r"scripts/performance/configs/[a-z0-9_]+/"
+OVERLAP_FACTS = (
+    # DeepSeek-V3's recipe: CommOverlapConfig(tp_comm_overlap=False) (deepseek_v3.py; 25.09 line 316,
+    # 25.11 352, 26.02 359, 26.04 168/313, 26.06 212/357); the performance configs do not turn it on.
+    (("deepseek-v3",), None, None, "tp_comm_overlap", r"src/megatron/bridge/recipes/deepseek/deepseek_v3\.py$",
+     "tp_comm_overlap=False"),
+    # DeepSeek-V3 on H100: overlap_grad_reduce = False (25.09 run_script.py line 95; from 25.11 the H100
+    # function of deepseek_llm_pretrain.py)
+    (("deepseek-v3",), "h100", None, "dp_overlap", r"scripts/performance/run_script\.py$",
+     "recipe.comm_overlap.overlap_grad_reduce = False"),
+    (("deepseek-v3",), "h100", None, "dp_overlap", PERF + r"deepseek_llm_pretrain\.py$",
+     "cfg.comm_overlap.overlap_grad_reduce = False"),
+    # Qwen3-235B-A22B on H100: CommOverlapConfig(tp_comm_overlap=False) (qwen3_llm_pretrain.py, from 25.11;
+    # 25.09's run_script.py turns it on for every GPU)
+    (("qwen3-235b-a22b",), "h100", None, "tp_comm_overlap", PERF + r"qwen3_llm_pretrain\.py$",
+     "tp_comm_overlap=False"),
+    # Llama NVFP4: tp_comm_overlap = False if precision == "nvfp4" (llama3 / llama31 _llm_pretrain.py, 25.11 on)
+    (("llama3-8b", "llama3.1-70b"), None, "nvfp4", "tp_comm_overlap", PERF + r"llama3_llm_pretrain\.py$",
+     'tp_comm_overlap = False if precision == "nvfp4"'),
+    (("llama3.1-405b",), None, "nvfp4", "tp_comm_overlap", PERF + r"llama31_llm_pretrain\.py$",
+     'tp_comm_overlap = False if precision == "nvfp4"'),
+    # Kimi-K2: the recipe's CommOverlapConfig(tp_comm_overlap=False) (kimi_k2.py); on H100 also
+    # overlap_grad_reduce = False (kimi_llm_pretrain.py's H100 function)
+    (("kimi-k2",), None, None, "tp_comm_overlap", r"src/megatron/bridge/recipes/kimi/kimi_k2\.py$",
+     "tp_comm_overlap=False"),
+    (("kimi-k2",), "h100", None, "dp_overlap", PERF + r"kimi_llm_pretrain\.py$",
+     "cfg.comm_overlap.overlap_grad_reduce = False"),
+)
 
 
 def git(repo: str, *args: str) -> str:
@@ -140,6 +175,47 @@ def entry(fields: dict, model: str) -> dict:
             "fp8_attention": bool(fields.get("fp8_dot_product_attention")),
             "fsdp": bool(fields.get("use_megatron_fsdp")),
             "cpu_offload_layers": int(fields.get("cpu_offloading_num_layers") or 0)}
+
+
+def fact_line(text: str, literal: str, gpu: str | None, model: str) -> int | None:
+    """1-based line of `literal` in `text` where it applies to `gpu`: the enclosing `def` (or, in a script,
+    the nearest condition naming a GPU) names that GPU (`gpu` None: anywhere) and, for a function naming
+    a model size, this model's; None when it is not there."""
+    lines = text.splitlines()
+    size = re.search(r"\d+b(?:_a\d+b)?", model.replace(".", "").replace("-", "_"))
+    for number, line in enumerate(lines, 1):
+        if literal not in line or line.lstrip().startswith("#"):
+            continue
+        if gpu is None:
+            return number
+        context = next((c for c in reversed(lines[:number - 1])
+                        if c.startswith("def ") or "args.gpu" in c), "")
+        names_size = re.search(r"_\d+b", context)
+        if re.search(rf"(?<![a-z0-9]){gpu}(?![a-z0-9])", context.lower()) and (not names_size or (size and size.group(0) in context)):
+            return number
+    return None
+
+
+def overlap_of(repo: str, commit: str, paths: list[str], model: str, gpu: str, precision: str) -> dict:
+    """tp_comm_overlap, dp_overlap (on unless an OVERLAP_FACTS fact holds) and where the facts were found."""
+    out = {"tp_comm_overlap": True, "dp_overlap": True, "overlap_facts": []}
+    for models, fact_gpu, fact_prec, field, pattern, literal in OVERLAP_FACTS:
+        if model not in models or fact_gpu not in (None, gpu) or fact_prec not in (None, precision):
+            continue
+        for path in (p for p in paths if re.fullmatch(pattern, p) or re.search(pattern, p)):
+            # a performance config's functions are per GPU: the statement counts in this GPU's function
+            where = fact_gpu or (gpu if pattern.startswith(PERF) else None)
+            number = fact_line(git(repo, "show", f"{commit}:{path}"), literal, where, model)
+            if number is not None:
+                out[field] = False
+                out["overlap_facts"].append(f"{path}:{number}")
+                break
+    return out
+
+
+def with_overlap(rows: list[dict], repo: str, commit: str) -> list[dict]:
+    paths = git(repo, "ls-tree", "-r", "--name-only", commit).split()
+    return [{**r, **overlap_of(repo, commit, paths, r["model"], r["gpu"], r["precision"])} for r in rows]
 
 
 def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
@@ -217,6 +293,7 @@ def main(repo: str) -> None:
             continue
         seen[tag] = release
         rows = yaml_recipes(repo, release, tag) if tag.startswith("v0.1") else workload_recipes(repo, release, tag)
+        rows = with_overlap(rows, repo, releases[release]["commit"])
         recipes += sorted(rows, key=lambda r: (r["model"], r["gpu"], r["precision"], r["variant"]))
     about = ("Megatron-Bridge performance recipes per release, generated by tools/recipes_from_megatron_bridge.py "
              "(its docstring gives the sources and the mapping). Each recipe cites "

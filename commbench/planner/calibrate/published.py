@@ -91,9 +91,10 @@ def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict
     """Layout flags of a run: DEFAULT_FLAGS (dispatcher by system and model), overridden by its release's
     recipe (release_recipe), overridden by the row's own recipe fields."""
     flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
-    from commbench.planner.layout.recipes import RECIPE_KEYS
+    from commbench.planner.layout.recipes import OVERLAP_KEYS, RECIPE_KEYS
     released = release_recipe(row, preset, model_name) or {}
-    flags.update({k: released[k] for k in (*RECIPE_KEYS, "cpu_offload_layers", "cuda_graph_scope") if k in released})
+    flags.update({k: released[k] for k in (*RECIPE_KEYS, *OVERLAP_KEYS, "cpu_offload_layers", "cuda_graph_scope")
+                  if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
         if name in recipe:

@@ -24,6 +24,9 @@ from typing import Any
 from commbench.errors import CommbenchError, invalid
 
 RECIPE_KEYS = ("recompute", "cuda_graph", "dispatcher", "moe_a2a_overlap", "fused_moe", "fp8_attention")
+# Overlap flags every release has (not searched per release): a recipe's value is a fact the rows of that
+# release use; on unless the recipe turns it off (the entry's overlap_facts cite where).
+OVERLAP_KEYS = ("tp_comm_overlap", "dp_overlap")
 MATCH_KEYS = ("num_gpus", "tp", "pp", "vp", "ep", "mbs", "gbs")
 
 
@@ -122,8 +125,8 @@ def recipe_entry(release: str, model: str, gpu: str, precision: str,
 
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
-    """The recipe flags (RECIPE_KEYS, cpu_offload_layers, the per-layer graphs' cuda_graph_scope as the
-    layout field), their citation ('source') and, for a release
+    """The recipe flags (RECIPE_KEYS, OVERLAP_KEYS, cpu_offload_layers, the per-layer graphs' cuda_graph_scope
+    as the layout field), their citation ('source') and, for a release
     the table lacks, the note saying whose recipes stood in ('release_note'); or None."""
     stand, note = resolve_release(release)
     entry = recipe_entry(stand, model, gpu, precision, sizes) if stand else None
@@ -135,7 +138,8 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
     offload = int(entry.get("cpu_offload_layers", 0)) if same_split else 0
     from commbench.planner.layout.graph_scope import recipe_scope_text
     scope = recipe_scope_text(entry["cuda_graph"], entry.get("cuda_graph_scope"))
-    return {**{k: entry[k] for k in RECIPE_KEYS}, "cpu_offload_layers": offload, "cuda_graph_scope": scope,
+    return {**{k: entry[k] for k in RECIPE_KEYS}, **{k: bool(entry.get(k, True)) for k in OVERLAP_KEYS},
+            "cpu_offload_layers": offload, "cuda_graph_scope": scope,
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact,
             "release_note": note}
@@ -176,5 +180,5 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
                                  f"{where}")
 
 
-__all__ = ["RECIPE_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
+__all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
            "release_features", "check_pins_in_release", "gpu_key"]
