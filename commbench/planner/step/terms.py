@@ -78,18 +78,18 @@ class Calibration:
     # Llama3.1-405B rows on H100 x1024, TP8 CP2, predicted 8-12% high).
     gemm_efficiency_hopper: float = 0.8
     gemm_efficiency_blackwell: float = 0.6058
-    fp4_gemm_ratio: float = 0.7706
+    fp4_gemm_ratio: float = 0.8571
     grouped_gemm_efficiency: float = 0.25
-    attention_efficiency: float = 0.3929
+    attention_efficiency: float = 0.395
     hbm_efficiency: float = 0.4308
     layer_overhead_s: float = 0.006876
-    graph_layer_residual: float = 0.382
-    moe_sync_s: float = 1.442e-05
+    graph_layer_residual: float = 0.377
+    moe_sync_s: float = 1.627e-05
     all_to_all_efficiency: float = 1
     overlap_efficiency: float = 0.3
-    ep_overlap_efficiency: float = 0.5166
+    ep_overlap_efficiency: float = 0.5397
     gemm_traffic_factor: float = 1
-    expert_gemm_kernel_s: float = 2.1e-05
+    expert_gemm_kernel_s: float = 2.06e-05
     # Published kernel throughput (see grouped_gemm_efficiency above): held in the published-run fit,
     # fitted by `commbench calibrate` on a user's own runs (their kernels), like all_to_all_efficiency.
     grouped_gemm_8bit_efficiency: float = 0.559
