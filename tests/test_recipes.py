@@ -70,6 +70,8 @@ def test_search_uses_only_the_features_of_the_chosen_release():
     assert not np.any(old.layouts.cuda_graph == full) and not np.any(old.layouts.fused_moe)
     # the newest release fuses MXFP8 MoE kernels on Blackwell, which Megatron-LM core_v0.16.1 cannot run
     assert not np.any(new.layouts.fused_moe)
+    from commbench.planner.search.explain import caveats
+    assert any("cannot run it" in line and "grouped MLP" in line for line in caveats(new))  # said, not hidden
     assert new.breakdown.tokens_per_s_per_gpu[0] > old.breakdown.tokens_per_s_per_gpu[0]
     pinned = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "8",
                                       "--precision", "mxfp8", "--layout", "fused_moe=true"])

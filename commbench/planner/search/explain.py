@@ -184,6 +184,11 @@ def caveats(result: SearchResult) -> list[str]:
                + (f"on {gpu.upper()} " if gpu else "") + "(--software)"
                + (f"; without {', '.join(extras)}." if extras else ".")
                + (f" Note: {result.request.software_note}." if result.request.software_note else ""))
+    from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS, runs_fused_grouped_mlp
+    if model.is_moe and True in has["fused_moe"] and not runs_fused_grouped_mlp(result.request.framework):
+        out.append(f"The release's recipes fuse the experts' grouped MLP (Transformer Engine); "
+                   f"{FRAMEWORK_VERSIONS[result.request.framework]} cannot run it, so no layout here uses it "
+                   "(published runs of those recipes do, and are faster by it).")
     return out
 
 
