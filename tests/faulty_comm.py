@@ -135,12 +135,12 @@ class FaultyComm:
             return _Done()
         # The copy of what the buffer held is taken before the receive starts: an irecv may land
         # before start_recv returns, and a copy taken after it would restore the received data.
-        before, half = (buf.clone(), buf.numel() // 2) if self.mode == "half" else (None, 0)
+        before = buf.clone() if self.mode == "half" or self.mode in LATE_MODES else None
+        half = buf.numel() // 2 if self.mode == "half" else 0
         handle = self.comm.start_recv(buf, src)
         if self.mode == "nan" and buf.is_floating_point():
             return _Done(lambda: (handle.wait(), buf.__setitem__(0, float("nan"))))
         if self.mode in LATE_MODES:
-            before = buf.clone()
             return _Done(lambda: (handle.wait(), self._after(buf, before)))
         if self.mode != "half":
             return handle
