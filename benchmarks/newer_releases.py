@@ -133,18 +133,21 @@ def main() -> None:
     runs = published_runs(tuple(json.loads(ROWS.read_text())))
     refused = [r for r in runs if r.layout is None]
     runs = [r for r in runs if r.layout is not None]
+    known = sorted({r.row["release"] for r in runs})
+    releases = known if args.transfer == "all" else [r for r in args.transfer.split(",") if r]
+    if unknown := [r for r in releases if r not in known]:
+        parser.error(f"--transfer {','.join(unknown)}: no such release in {ROWS.name} (allowed: {', '.join(known)}, or all)")
     print(f"{len(runs)} rows modelled of {len(runs) + len(refused)} ({ROWS.name}); not modelled: "
           + (", ".join(sorted({r.row['model'] for r in refused})) or "none"))
     errors = _errors(runs, CALIBRATED)
     if args.rows:
         for r, e in sorted(zip(runs, errors), key=lambda x: x[0].label):
             print(f"  {r.label:58s} {e:+7.1f}{'  (footnoted)' if _footnoted(r) else ''}")
-    _summary("shipped calibration", runs, errors)
+    _summary("predicted with the shipped calibration vs published", runs, errors)
     _steps_summary(release_steps(runs, errors), args.rows)
     if args.transfer:
-        releases = sorted({r.row["release"] for r in runs}) if args.transfer == "all" else args.transfer.split(",")
         held, errs = transfer(runs, releases)
-        _summary(f"transfer (calibrate on the other GPUs of the release; {', '.join(releases)})", held, errs)
+        _summary(f"predicted after calibrate on the release's other GPUs vs published (transfer; {', '.join(releases)})", held, errs)
     print("goals (issue 24): " + ", ".join(f"{k} <= {v:g}%" for k, v in GOALS.items()))
 
 

@@ -86,8 +86,12 @@ def main() -> None:
     parser.add_argument("--commit", default="067f987df03b8355b03192d88d70f1709fedf51a")
     parser.add_argument("--after", default="26.02.01", help="write releases newer than this")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "--git-dir", args.repo, "rev-parse", args.commit], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    found = subprocess.run(["git", "--git-dir", args.repo, "rev-parse", "--verify", f"{args.commit}^{{commit}}"],
+                           capture_output=True, text=True)
+    if found.returncode:
+        parser.error(f"{args.repo}: not a Megatron-Bridge git directory holding commit {args.commit} "
+                     f"({found.stderr.strip().splitlines()[-1] if found.stderr.strip() else 'git failed'})")
+    commit = found.stdout.strip()
     rows = []
     for path in FILES:
         text = subprocess.run(["git", "--git-dir", args.repo, "show", f"{commit}:{path}"], check=True,

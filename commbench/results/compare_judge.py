@@ -103,7 +103,7 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
 def _pair_scatter(bt, nt, collective_of) -> RunToRun | None:
     """noise.pair_scatter of the mean log ratios new/base (over the runs) at the keys both sides have."""
     diffs, inverse = {}, {}
-    for key in set().union(*bt, *nt) if bt or nt else ():
+    for key in set().union(*bt, *nt):
         xn, xb = [row[key] for row in nt if key in row], [row[key] for row in bt if key in row]
         if xn and xb:
             diffs[key], inverse[key] = float(np.mean(xn) - np.mean(xb)), 1 / len(xn) + 1 / len(xb)
