@@ -10,7 +10,8 @@ import pytest
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.planner import check_layout, evaluate_layouts, load_model
-from commbench.planner.search.space import SearchRequest, pareto_front, parse_pins, rank_of, search
+from commbench.planner.search.space import (SearchRequest, pareto_front, parse_pins, rank_of, search, structure_codes,
+                                            structure_key, structure_rank_of)
 
 
 @functools.cache
@@ -32,6 +33,32 @@ def test_every_kept_layout_is_valid_fits_and_ranked():
     tok = bd.tokens_per_s_per_gpu
     assert tok[0] == tok.max() and tok[0] == res.fitting_tokens_desc[0]
     assert rank_of(res, tok[0]) == 1 and rank_of(res, 0.0) == res.num_fit + 1
+
+
+def test_structure_ranks_count_each_structure_once_at_its_best():
+    res = deepseek_256()
+    tok = res.breakdown.tokens_per_s_per_gpu
+    structures = res.fitting_structures_desc
+    assert structures[0] == res.fitting_tokens_desc[0] and np.all(np.diff(structures) <= 0)
+    assert len(np.unique(structures)) <= len(structures) < res.num_fit
+    kept = {structure_key(res.layouts, i) for i in range(len(res))}
+    assert len(structures) >= len(kept)
+    for i in range(len(res)):   # a kept layout never ranks worse among structures than among layouts
+        assert 1 <= structure_rank_of(res, tok[i]) <= rank_of(res, tok[i])
+    # The second-best structure's figure is below the best of the first structure's variants.
+    first = structure_key(res.layouts, 0)
+    other = next(i for i in range(len(res)) if structure_key(res.layouts, i) != first)
+    assert structure_rank_of(res, tok[other]) == 2 < rank_of(res, tok[other]) or rank_of(res, tok[other]) == 2
+
+
+def test_structure_codes_agree_across_arrays():
+    res = deepseek_256()
+    a, b = res.layouts.take(np.arange(0, 6)), res.layouts.take(np.arange(3, 9))
+    ca, cb = structure_codes(a, b)
+    for i in range(6):
+        for j in range(6):
+            same = structure_key(a, i)[:-1] == structure_key(b, j)[:-1]
+            assert (ca[i] == cb[j]) == same
 
 
 def test_search_agrees_with_a_direct_evaluation():
@@ -67,3 +94,14 @@ def test_bad_input_is_one_clear_error():
         search(SearchRequest(model=model, fabric=small, num_gpus=8, gbs=4096, precision="mxfp8"))
     with pytest.raises(CommbenchError, match="--layout"):
         parse_pins("tp=1,nonsense=3")
+
+
+def test_band_line_counts_layouts_and_structures_within_the_error():
+    from commbench.planner.search.explain import band_lines
+    from commbench.planner.step.terms import MODEL_MEDIAN_ABS_ERROR
+    res = deepseek_256()
+    floor = res.fitting_tokens_desc[0] * (1.0 - MODEL_MEDIAN_ABS_ERROR["moe"])
+    tied = int(np.sum(res.fitting_tokens_desc >= floor))
+    structures = int(np.sum(res.fitting_structures_desc >= floor))
+    line = band_lines(res)[0]
+    assert f"Band: {tied:,} fitting layouts ({structures:,} distinct" in line and structures <= tied

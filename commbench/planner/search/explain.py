@@ -198,12 +198,13 @@ def band_lines(result: SearchResult) -> list[str]:
     err = MODEL_MEDIAN_ABS_ERROR["moe" if result.request.model.is_moe else "dense"]
     best = float(result.breakdown.tokens_per_s_per_gpu[0])
     tied = int(np.count_nonzero(result.fitting_tokens_desc >= best * (1.0 - err)))
+    structures = int(np.count_nonzero(result.fitting_structures_desc >= best * (1.0 - err)))
     if tied <= 1:
         return []
-    return [f"Band: {tied:,} fitting layouts predict within {100 * err:.0f}% of the best (the model's median "
-            f"error on published {'MoE' if result.request.model.is_moe else 'dense'} runs of GPUs it was not fitted "
-            f"on): ranks 1-{tied:,} are a tie within the model's error; measure the top few (verify-plan) "
-            "before choosing."]
+    return [f"Band: {tied:,} fitting layouts ({structures:,} distinct {'/'.join(STRUCTURE)} structures) predict "
+            f"within {100 * err:.0f}% of the best (the model's median error on published "
+            f"{'MoE' if result.request.model.is_moe else 'dense'} runs of GPUs it was not fitted on): ranks "
+            f"1-{tied:,} are a tie within the model's error; measure the top few (verify-plan) before choosing."]
 
 
 def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[list[str], list[dict]]:

@@ -20,6 +20,7 @@ throughput vs memory headroom, each re-evaluated for a full breakdown.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -102,6 +103,7 @@ class SearchResult:
     elapsed_s: float
     gpus_per_rack: int
     fitting_tokens_desc: np.ndarray  # predicted tokens/s/GPU of every fitting layout, best first (for ranks)
+    fitting_structures_desc: np.ndarray  # the best of each distinct structure (STRUCTURE), best first
 
     def __len__(self) -> int:
         return len(self.layouts)
@@ -175,18 +177,51 @@ def search(req: SearchRequest) -> SearchResult:
     others = ~np.isin(np.concatenate(all_idx), sel[pick])
     final_fit = bd.fits & (bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) >= bd.mem_total_bytes)
     ranked = np.concatenate([np.concatenate(all_tok)[others], bd.tokens_per_s_per_gpu[final_fit]])
+    ranked_codes = np.concatenate(structure_codes(arr.take(np.concatenate(all_idx)[others]), final.take(np.flatnonzero(final_fit))))
     headroom = bd.mem_capacity_bytes - bd.mem_total_bytes
     from commbench.planner.layout.placement import racks_spanned
     ep_racks = np.where(final.ep > 1, racks_spanned(final.etp * final.ep, per_rack), 1)
     return SearchResult(request=req, layouts=final, breakdown=bd, headroom_bytes=headroom, ep_racks=ep_racks,
                         pareto=pareto_front(bd.tokens_per_s_per_gpu, headroom), num_enumerated=len(arr) + int(np.count_nonzero(bits)),
                         num_valid=len(valid_idx), num_fit=num_fit, elapsed_s=time.perf_counter() - start,
-                        gpus_per_rack=per_rack, fitting_tokens_desc=-np.sort(-ranked))
+                        gpus_per_rack=per_rack, fitting_tokens_desc=-np.sort(-ranked),
+                        fitting_structures_desc=best_per_structure_desc(ranked, ranked_codes))
+
+
+def structure_codes(*arrays: LayoutArrays) -> list[np.ndarray]:
+    """Per array, one integer per layout, equal across all the arrays exactly when the STRUCTURE fields
+    are (mixed radix over the columns' ranges; a column's distinct values instead where that would overflow)."""
+    sizes = np.cumsum([0] + [len(a) for a in arrays])
+    columns = [np.concatenate([np.asarray(getattr(a, name), dtype=np.int64) for a in arrays]) for name in STRUCTURE]
+    radices = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    if math.prod(radices) >= 1 << 62:
+        columns = [np.unique(c, return_inverse=True)[1].reshape(-1) for c in columns]
+        radices = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    code = np.zeros(int(sizes[-1]), dtype=np.int64)
+    for column, radix in zip(columns, radices):
+        code = code * radix + column
+    return [code[lo:hi] for lo, hi in zip(sizes[:-1], sizes[1:])]
+
+
+def best_per_structure_desc(tokens: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The highest figure of each distinct code, best first."""
+    if len(tokens) == 0:
+        return np.zeros(0)
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    best = np.full(len(uniq), -np.inf)
+    np.maximum.at(best, inverse, tokens)
+    return -np.sort(-best)
 
 
 def rank_of(result: SearchResult, tokens_per_s_per_gpu: float) -> int:
     """1-based rank a layout with this predicted throughput would take among the fitting layouts."""
     return int(np.searchsorted(-result.fitting_tokens_desc, -tokens_per_s_per_gpu, side="left")) + 1
+
+
+def structure_rank_of(result: SearchResult, tokens_per_s_per_gpu: float) -> int:
+    """1-based rank among distinct structures (tp, cp, pp, vp, ep, etp, mbs), each at its best flags:
+    1 + how many structures have a fitting variant predicted faster than this figure."""
+    return int(np.searchsorted(-result.fitting_structures_desc, -tokens_per_s_per_gpu, side="left")) + 1
 
 
 def no_fit_message(req: SearchRequest) -> str:
@@ -297,4 +332,4 @@ def is_complete(pins: dict[str, object]) -> bool:
 
 
 __all__ = ["SearchRequest", "SearchResult", "search", "candidates", "best_for_pins", "pareto_front", "parse_pins",
-           "structure_key", "is_complete", "no_fit_message", "rank_of"]
+           "structure_key", "is_complete", "no_fit_message", "rank_of", "structure_rank_of"]
