@@ -28,12 +28,14 @@ def test_pinned_plan_names_the_best_its_rank_gap_and_term_differences():
     assert v["pinned_tokens_per_s_per_gpu"] == pytest.approx(doc["predicted"]["tokens_per_s_per_gpu"])
     assert v["gap_pct"] == pytest.approx(100 * (v["pinned_tokens_per_s_per_gpu"] / v["best_tokens_per_s_per_gpu"] - 1))
     assert v["gap_pct"] < 0 and v["rank"] > 1 and v["rank"] <= v["num_fitting"]
+    assert 1 < v["structure_rank"] <= v["rank"] and v["num_fitting_structures"] < v["num_fitting"]
     # the per-term differences add up to the step difference
     total = sum(d["delta_s"] for d in v["term_deltas_s"])
     assert total == pytest.approx(v["pinned_step_s"] - v["best_step_s"], abs=2e-3)
     text = run(PLAN + ["--layout", "tp=2,pp=4,vp=4,ep=16,mbs=1"]).stdout
     assert f"rank {v['rank']:,} of {v['num_fitting']:,}" in text and v["best_layout"] in text
     flat = " ".join(text.split())   # the console wraps long lines where it likes
+    assert f"({v['structure_rank']:,} of {v['num_fitting_structures']:,} distinct structures" in flat
     assert "Per step, this layout vs the best: " in flat and "compute +" in flat
 
 
@@ -41,7 +43,7 @@ def test_the_searched_winner_pinned_ranks_first():
     searched = json.loads(run(PLAN + ["--json", "--top", "1"]).stdout)
     pins = ",".join(f"{k}={str(v).lower()}" for k, v in searched["layout"].items() if k not in ("dp", "precision"))
     v = json.loads(run(PLAN + ["--layout", pins, "--json"]).stdout)["versus_best"]
-    assert v["rank"] == 1 and v["gap_pct"] == pytest.approx(0, abs=1e-9)
+    assert v["rank"] == 1 and v["structure_rank"] == 1 and v["gap_pct"] == pytest.approx(0, abs=1e-9)
 
 
 def test_every_default_is_named_with_the_flag_it_implies():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from commbench.planner.layout.spec import Layout
 from commbench.planner.search.explain import short, term_deltas
-from commbench.planner.search.space import SearchResult, rank_of
+from commbench.planner.search.space import SearchResult, rank_of, structure_rank_of
 
 # Why a field not in --layout got its value (the search's candidates for the pinned structure).
 DEFAULT_REASONS = {
@@ -71,6 +71,8 @@ def versus_best(result: SearchResult, pinned_bd, i: int = 0) -> dict:
             "gap_pct": 100.0 * (tok / best_tok - 1.0),
             "rank": rank_of(result, tok) if room_ok else None, "fits_headroom": room_ok,
             "num_fitting": int(result.num_fit),
+            "structure_rank": structure_rank_of(result, tok) if room_ok else None,
+            "num_fitting_structures": int(len(result.fitting_structures_desc)),
             "term_deltas_s": [{"term": label, "key": key, "delta_s": d} for label, key, d in deltas if abs(d) > 1e-4]}
 
 
@@ -79,7 +81,8 @@ def _fields(layout: Layout) -> dict:
 
 
 def versus_best_lines(v: dict) -> list[str]:
-    where = (f"rank {v['rank']:,} of {v['num_fitting']:,} fitting layouts" if v["rank"] is not None else
+    where = (f"rank {v['rank']:,} of {v['num_fitting']:,} fitting layouts ({v['structure_rank']:,} of "
+             f"{v['num_fitting_structures']:,} distinct structures at their best flags)" if v["rank"] is not None else
              f"does not fit the HBM headroom, so unranked among the {v['num_fitting']:,} fitting layouts")
     lines = [f"Best searched layout (predicted): {v['best_layout']} at {v['best_tokens_per_s_per_gpu']:,.0f} "
              f"tokens/s/GPU (step {v['best_step_s']:.3f} s).",
