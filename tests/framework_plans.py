@@ -68,6 +68,11 @@ PINNED = [
                                             recompute="mla_up_proj", dispatcher="flex", moe_a2a_overlap=True,
                                             cuda_graph="layer", fused_moe=True)),
     ("llama3-8b", "b200-hgx", 16, dict(tp=2, pp=1, mbs=1, gbs=128, recompute="full", cuda_graph="full")),
+    # block recompute of N layers per model chunk (the recipes' recompute_num_layers)
+    ("llama3-8b", "h100-hgx", 8, dict(tp=1, pp=1, mbs=1, gbs=128, precision="fp8", recompute="full",
+                                      recompute_layers=5)),
+    ("llama3.1-70b", "h100-hgx", 64, dict(tp=4, pp=4, vp=5, mbs=1, gbs=128, precision="fp8", recompute="full",
+                                         recompute_layers=2)),
 ]
 
 
@@ -90,7 +95,8 @@ def plan_cases() -> tuple[PlanCase, ...]:
 def _pinned_id(name: str, system: str, fields: dict) -> str:
     return f"{name}-{system}-pinned-" + "".join(f"{k}{fields.get(k, 1)}" for k in ("tp", "pp", "vp", "ep")) + \
         ("-fsdp" if fields.get("fsdp") else "") + \
-        (f"-hsdp{fields['fsdp_replicas']}" if fields.get("fsdp_replicas", 1) > 1 else "")
+        (f"-hsdp{fields['fsdp_replicas']}" if fields.get("fsdp_replicas", 1) > 1 else "") + \
+        (f"-rl{fields['recompute_layers']}" if fields.get("recompute_layers") else "")
 
 
 def case_ids() -> list[str]:

@@ -240,3 +240,57 @@ def test_layout_refuses_a_non_boolean_flag():
     with pytest.raises(CommbenchError, match="moe_a2a_overlap='false' is invalid: true or false"):
         Layout(moe_a2a_overlap="false")
     assert Layout(moe_a2a_overlap=np.bool_(True)).moe_a2a_overlap
+
+
+def test_block_recompute_charges_and_frees_its_share_of_each_chunk(monkeypatch):
+    """recompute=full with recompute_layers=N (Megatron's --recompute-method block) recomputes N of each model
+    chunk's layers and stores the rest: N / layers-per-chunk of full recompute's extra forward and of the
+    activation memory it frees; a count beyond the chunk is all of it."""
+    _stand_in(monkeypatch)
+    m = load_model("llama3-8b")   # 32 layers
+    base = dict(tp=1, dp=8, mbs=1, gbs=8)
+    lays = [Layout(**base, recompute="none"), Layout(**base, recompute="full"),
+            Layout(**base, recompute="full", recompute_layers=5), Layout(**base, recompute="full", recompute_layers=64),
+            Layout(**base, pp=2, vp=2, recompute="full"), Layout(**base, pp=2, vp=2, recompute="full", recompute_layers=2)]
+    bd = evaluate_layouts(m, _fabric(8), LayoutArrays.from_layouts([dataclasses.replace(x, dp=8 // x.pp) for x in lays]),
+                          calibration=BARE)
+    assert bd.valid.all() and bd.recompute_s[0] == 0 and bd.recompute_s[1] > 0
+    assert bd.recompute_s[2] == pytest.approx(bd.recompute_s[1] * 5 / 32)
+    assert bd.recompute_s[3] == pytest.approx(bd.recompute_s[1])
+    # 8 layers per chunk at pp 2 x vp 2 (the stage imbalance of the embedding and loss moves it by < 1%)
+    assert bd.recompute_s[5] == pytest.approx(bd.recompute_s[4] * 2 / 8, rel=0.01)
+    act = bd.mem_activations_bytes
+    assert act[1] < act[2] < act[0]
+    assert act[2] == pytest.approx(5 / 32 * act[1] + 27 / 32 * act[0])       # the logits are in both, weights 1
+    assert act[3] == pytest.approx(act[1])
+
+
+def test_block_recompute_needs_full_recompute_and_round_trips_through_megatron_args():
+    from commbench.planner.emit.megatron import megatron_args, parse_megatron_args
+    m = load_model("llama3-8b")
+    with pytest.raises(CommbenchError, match="recompute_layers"):
+        check_layout(m, Layout(tp=1, dp=8, mbs=1, gbs=8, recompute="selective", recompute_layers=5), 8)
+    lay = Layout(tp=1, dp=8, mbs=1, gbs=128, recompute="full", recompute_layers=5)
+    argv = megatron_args(lay, m)
+    at = argv.index("--recompute-method")
+    assert argv[at:at + 4] == ["--recompute-method", "block", "--recompute-num-layers", "5"]
+    assert parse_megatron_args(argv, 8).recompute_layers == 5
+    uniform = megatron_args(dataclasses.replace(lay, recompute_layers=0), m)
+    assert uniform[uniform.index("--recompute-method") + 1] == "uniform"
+    assert parse_megatron_args(uniform, 8).recompute_layers == 0
+
+
+def test_recipes_carry_their_recomputed_layer_count():
+    from commbench.planner.layout.recipes import recipe_for
+    sizes = dict(num_gpus=8, tp=1, pp=1, vp=1, ep=1, mbs=1, gbs=128)
+    fp8 = recipe_for("25.11", "llama3-8b", "h100", "fp8", sizes)   # LLAMA3_8B_H100_FP8_CS_BASE_CONFIG: 5 layers
+    assert fp8["recompute"] == "full" and fp8["recompute_layers"] == 5
+    assert recipe_for("25.11", "llama3-8b", "h100", "bf16", sizes)["recompute_layers"] == 0
+    moved = recipe_for("25.11", "llama3-8b", "h100", "fp8", dict(sizes, pp=2))   # another split: not carried over
+    assert moved["recompute_layers"] == 0
+
+
+def test_offload_rule_names_its_fields():
+    m = load_model("llama3-8b")
+    with pytest.raises(CommbenchError, match="cpu_offload_layers = 4, pp = 2"):
+        check_layout(m, Layout(tp=1, pp=2, dp=4, mbs=1, gbs=8, cpu_offload_layers=4), 8)

@@ -16,10 +16,13 @@ Sources (no code from the repository is run: the files are parsed, values taken 
   <PRECISION>` with `_V<n>` (the variant), `_BASE_CONFIG`, or no suffix (Kimi-K2's: one variant).
 - 0.1.0rc3: scripts/performance/configs/<family>/*_llm_pretrain.yaml, `perf_matrix.<gpu>.num_gpus_N`
   (common + per-precision keys; cuda_graphs: true means TE per-layer graphs), the model section's
-  recompute_granularity; DeepSeek-V3's dispatcher and EP overlap from run_script.py at that tag
+  recompute_granularity (a perf_matrix entry's recompute_num_layers: full, method block, utils/helpers.py
+  set_recompute_overrides at that tag); DeepSeek-V3's dispatcher and EP overlap from run_script.py at that tag
   (DeepEP and overlap_moe_expert_parallel_comm on H100 only).
 Mapping onto the planner's recipe fields:
-- recompute: recompute_num_layers set -> full; recompute_modules with core_attn -> selective, else its
+- recompute: recompute_num_layers set -> full, and recompute_layers = that count (the overrides set
+  recompute_method "block": Megatron-Core recomputes that many layers of each model chunk, stores the rest;
+  scripts/performance/utils/overrides.py _set_recompute_overrides at v0.3.0); recompute_modules with core_attn -> selective, else its
   first of mla_up_proj / moe_act (mlp or others -> selective); no modules -> the model's performance
   script: DeepSeek-V3 selective (its script sets recompute_granularity="selective" with Megatron's default
   module core_attn), every other family none (Qwen3 sets None; Llama and GPT-OSS leave Megatron's None);
@@ -174,7 +177,8 @@ def entry(fields: dict, model: str) -> dict:
             "fused_moe": bool(fields.get("cutedsl_fused_grouped_mlp")),
             "fp8_attention": bool(fields.get("fp8_dot_product_attention")),
             "fsdp": bool(fields.get("use_megatron_fsdp")),
-            "cpu_offload_layers": int(fields.get("cpu_offloading_num_layers") or 0)}
+            "cpu_offload_layers": int(fields.get("cpu_offloading_num_layers") or 0),
+            "recompute_layers": int(fields.get("recompute_num_layers") or 0)}
 
 
 def fact_line(text: str, literal: str, gpu: str | None, model: str) -> int | None:
@@ -271,13 +275,14 @@ def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
                                 "num_gpus": int(count_key.removeprefix("num_gpus_")), "tp": f.get("tp", 1),
                                 "pp": f.get("pp", 1), "vp": f.get("vp") or 1, "cp": f.get("cp", 1), "ep": f.get("ep", 1),
                                 "etp": f.get("etp") or 1, "mbs": f.get("mbs", 1), "gbs": f.get("gbs", 1),
-                                "recompute": "selective" if granularity == "selective" else
-                                ("full" if granularity == "full" else "none"),
+                                "recompute": "full" if f.get("recompute_num_layers") else "selective"
+                                if granularity == "selective" else ("full" if granularity == "full" else "none"),
                                 "cuda_graph": "layer" if f.get("cuda_graphs") else "none", "cuda_graph_scope": [],
                                 "dispatcher": "flex" if h100_deepseek else "alltoall",
                                 "moe_a2a_overlap": h100_deepseek, "fused_moe": False, "fp8_attention": False,
                                 "fsdp": bool(f.get("use_megatron_fsdp")),
-                                "cpu_offload_layers": int(f.get("cpu_offloading_num_layers") or 0)})
+                                "cpu_offload_layers": int(f.get("cpu_offloading_num_layers") or 0),
+                                "recompute_layers": int(f.get("recompute_num_layers") or 0)})
     return out
 
 

@@ -27,10 +27,11 @@ def _zoo() -> str:
 
 def _layout_keys() -> str:
     """Every --layout key with its values, spaced so help wraps it instead of cutting it."""
-    from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS
+    from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
     codes = "; ".join(f"{k} ({' | '.join(v)})" for k, v in CODE_FIELDS.items() if k != "precision")
     return (f"integers {', '.join(INT_FIELDS)}; {codes}; true/false {', '.join(BOOL_FIELDS)}; "
-            f"0 or more {', '.join(COUNT_FIELDS)} (layers whose activations go to host memory; needs pp=1)")
+            "0 or more cpu_offload_layers (layers whose activations go to host memory; needs pp=1) and "
+            "recompute_layers (with recompute=full, layers of each model chunk recomputed; 0 = all)")
 
 
 LAYOUT_KEYS = _layout_keys()

@@ -64,7 +64,7 @@ DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="
                      distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True)
 
 
-RECIPE_FIELDS = ("cpu_offload_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "cuda_graph_scope",
+RECIPE_FIELDS = ("cpu_offload_layers", "recompute_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "cuda_graph_scope",
                  "fp8_attention", "fused_moe",
                  "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
 
@@ -93,7 +93,8 @@ def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict
     flags: dict[str, Any] = dict(DEFAULT_FLAGS, dispatcher=dispatcher_of(preset, model_name))
     from commbench.planner.layout.recipes import OVERLAP_KEYS, RECIPE_KEYS
     released = release_recipe(row, preset, model_name) or {}
-    flags.update({k: released[k] for k in (*RECIPE_KEYS, *OVERLAP_KEYS, "cpu_offload_layers", "cuda_graph_scope")
+    flags.update({k: released[k] for k in (*RECIPE_KEYS, *OVERLAP_KEYS, "cpu_offload_layers", "recompute_layers",
+                                          "cuda_graph_scope")
                   if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:

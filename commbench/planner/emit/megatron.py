@@ -164,6 +164,9 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out.append("--tp-comm-overlap")
     if a.recompute == "selective":
         out += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(model)]
+    elif a.recompute == "full" and a.recompute_layers:   # that many layers of each model chunk, the rest stored
+        out += ["--recompute-granularity", "full", "--recompute-method", "block",
+                "--recompute-num-layers", str(a.recompute_layers)]
     elif a.recompute == "full":
         out += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
     elif a.recompute in ("mla_up_proj", "moe_act"):
@@ -320,6 +323,8 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int, model: ModelSpec |
                   ep=ns.expert_model_parallel_size or 1, etp=ns.expert_tensor_parallel_size or tp, cp=cp,
                   dp=num_gpus // (tp * pp * cp), mbs=ns.micro_batch_size or 1, gbs=ns.global_batch_size or 1,
                   sequence_parallel=ns.sequence_parallel or tp == 1, recompute=_recompute_of(ns),
+                  recompute_layers=(ns.recompute_num_layers or 0) if (_recompute_of(ns) == "full"
+                                                                       and ns.recompute_method == "block") else 0,
                   cuda_graph=_graph_of(ns), cuda_graph_scope=_scope_of(ns, model), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
                   dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,
                   distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,

@@ -137,6 +137,10 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
     dp_shard = layout.dp // (layout.fsdp_replicas if layout.fsdp else 1)  # HSDP: the rest is dp_replicate
     if model.is_moe and (dp_shard * layout.cp * layout.tp) % (layout.ep * (layout.etp if version == "0.2" else 1)):
         return titan, f"TorchTitan {full} needs ep to divide dp_shard*cp*tp = {dp_shard * layout.cp * layout.tp}"
+    if layout.recompute_layers:
+        return titan, (f"TorchTitan {full} checkpoints activations per layer with no count per model chunk "
+                       f"(recompute_layers={layout.recompute_layers}, Megatron's --recompute-method block): plan with "
+                       "recompute_layers=0")
     if layout.pp > 1 and titan_stages(model, layout.pp, layout.vp, version) is None:
         return titan, (f"TorchTitan {full} cannot split {model.num_layers} layers (its configs train no MTP) into non-empty pp={layout.pp} x "
                        f"vp={layout.vp} stages")

@@ -125,7 +125,7 @@ def recipe_entry(release: str, model: str, gpu: str, precision: str,
 
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
-    """The recipe flags (RECIPE_KEYS, OVERLAP_KEYS, cpu_offload_layers, the per-layer graphs' cuda_graph_scope
+    """The recipe flags (RECIPE_KEYS, OVERLAP_KEYS, cpu_offload_layers, recompute_layers, the per-layer graphs' cuda_graph_scope
     as the layout field), their citation ('source') and, for a release
     the table lacks, the note saying whose recipes stood in ('release_note'); or None."""
     stand, note = resolve_release(release)
@@ -136,10 +136,12 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
     # the offload count is tuned to the recipe's model split: a run split otherwise does not inherit it
     same_split = all(sizes is not None and sizes.get(k) == entry.get(k) for k in ("tp", "pp", "vp"))
     offload = int(entry.get("cpu_offload_layers", 0)) if same_split else 0
+    # the recomputed-layer count is per model chunk: it carries over only where the run's chunks are the recipe's
+    recompute_layers = int(entry.get("recompute_layers", 0)) if same_split else 0
     from commbench.planner.layout.graph_scope import recipe_scope_text
     scope = recipe_scope_text(entry["cuda_graph"], entry.get("cuda_graph_scope"))
     return {**{k: entry[k] for k in RECIPE_KEYS}, **{k: bool(entry.get(k, True)) for k in OVERLAP_KEYS},
-            "cpu_offload_layers": offload, "cuda_graph_scope": scope,
+            "cpu_offload_layers": offload, "recompute_layers": recompute_layers, "cuda_graph_scope": scope,
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact,
             "release_note": note}

@@ -51,7 +51,11 @@ BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", 
 # cpu_offload_layers: transformer layers per rank whose activations Transformer Engine keeps in host
 # memory (Megatron-Core --cpu-offloading-num-layers; Megatron-Bridge recipes' cpu_offloading_num_layers).
 # Taken from a release's recipe for its published runs; the search leaves it at 0.
-COUNT_FIELDS = ("cpu_offload_layers",)
+# recompute_layers: with recompute=full, how many layers of each model chunk are recomputed, the rest
+# stored (Megatron-Core --recompute-method block --recompute-num-layers N: TransformerBlock checkpoints
+# the first N layers of its chunk; the recipes' recompute_num_layers, Megatron-Bridge
+# scripts/performance/utils/overrides.py _set_recompute_overrides); 0 = every layer (method uniform).
+COUNT_FIELDS = ("cpu_offload_layers", "recompute_layers")
 CODE_FIELDS = {"recompute": RECOMPUTE, "dispatcher": DISPATCHERS, "precision": PRECISIONS, "cuda_graph": CUDA_GRAPHS}
 
 
@@ -83,6 +87,7 @@ class Layout:
     fsdp: bool = False
     fsdp_replicas: int = 1
     cpu_offload_layers: int = 0
+    recompute_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -186,6 +191,7 @@ class LayoutArrays:
     precision: np.ndarray
     cuda_graph: np.ndarray
     cpu_offload_layers: np.ndarray
+    recompute_layers: np.ndarray
     cuda_graph_scope: np.ndarray   # graph_scope.scope_mask per layout (0: the recipes' scope for the model)
 
     def __len__(self) -> int:
@@ -263,6 +269,7 @@ RULES: tuple[tuple[str, str], ...] = (
              "0.16.1 builds no expert mesh for HSDP, so Megatron plans of a MoE model refuse it)"),
     ("offload", "cpu_offload_layers needs pp=1, recompute=none and fewer offloaded layers than the model has "
                 "(megatron-core TransformerConfig.__post_init__)"),
+    ("recompute_layers", "recompute_layers > 0 (layers of each model chunk recomputed) needs recompute=full"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
@@ -293,6 +300,8 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0)
                                                   | (arr.cpu_offload_layers >= model.num_layers))
     bits |= np.where(offload_bad, RULE_BITS["offload"], 0)
+    bits |= np.where((arr.recompute_layers > 0) & (arr.recompute != RECOMPUTE.index("full")),
+                     RULE_BITS["recompute_layers"], 0)
     return bits
 
 
@@ -315,6 +324,9 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
         "fsdp": f"pp = {layout.pp}, distributed_optimizer = {layout.distributed_optimizer}",
         "hsdp": f"fsdp_replicas = {layout.fsdp_replicas}, fsdp = {layout.fsdp}, dp = {layout.dp}, "
                 f"{'MoE' if model.is_moe else 'dense'} model" + (f", ep*etp = {layout.ep * layout.etp}" if model.is_moe else ""),
+        "offload": f"cpu_offload_layers = {layout.cpu_offload_layers}, pp = {layout.pp}, "
+                   f"recompute = {layout.recompute}, layers = {model.num_layers}",
+        "recompute_layers": f"recompute_layers = {layout.recompute_layers}, recompute = {layout.recompute}",
     }[name]
     if name == "expert_fold" and given is not None and "etp" not in given:
         detail += f"; etp was not given and defaulted to tp = {layout.tp} (Megatron-LM's default)"

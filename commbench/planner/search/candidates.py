@@ -128,6 +128,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["fused_moe"] = np.full(len(tp), bool(pins.get("fused_moe", fusable)))
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
     cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned
+    cols["recompute_layers"] = np.full(len(tp), int(pins.get("recompute_layers", 0)))      # only when pinned
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     return restrict_columns(req.framework, _with_fsdp(cols, pins, req), "cuda_graph" in pins, req.model)
 

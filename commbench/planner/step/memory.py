@@ -93,18 +93,36 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     return np.where(full, layer_input, attn), np.where(full, 0.0, dense_mlp), np.where(full, 0.0, moe_mlp)
 
 
-def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
-                     framework: str = "megatron") -> np.ndarray:
-    attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, arr.recompute, arr.precision)
+def full_recompute_share(arr, layers_per_stage) -> np.ndarray:
+    """Share of a stage's layers that full recompute recomputes: all of them (method uniform), or
+    recompute_layers of each model chunk's layers_per_stage / vp (method block: TransformerBlock checkpoints
+    its chunk's first N layers and stores the rest; megatron-core transformer_block.py _checkpointed_forward)."""
+    chunk = np.maximum(np.asarray(layers_per_stage, dtype=np.float64) / arr.vp, 1e-9)
+    return np.where(arr.recompute_layers > 0, np.minimum(arr.recompute_layers, chunk) / chunk, 1.0)
+
+
+def _per_token_stage_elements(model: ModelSpec, arr, recompute, *, tp, cp, etp, sp) -> np.ndarray:
+    attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, arr.precision)
     c = block_counts(model)
     per_token = attn * c.attention + dense_mlp * c.dense + moe_mlp * c.moe
     if c.linear:  # Gated DeltaNet blocks in place of attention (step/gdn.py); full recompute keeps the input
-        per_token = per_token + c.linear * np.where(arr.recompute == 2, model.hidden / (np.where(sp, tp, 1) * cp),
-                                                    gdn.activation_elements(model, tp, cp, sp, arr.recompute,
+        per_token = per_token + c.linear * np.where(recompute == 2, model.hidden / (np.where(sp, tp, 1) * cp),
+                                                    gdn.activation_elements(model, tp, cp, sp, recompute,
                                                                             arr.precision))
     if model.is_hybrid:  # every hybrid block is a layer of its own: full recompute keeps each one's input
-        per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, arr.recompute, arr.precision)
-        per_token = np.where(arr.recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
+        per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, recompute, arr.precision)
+        per_token = np.where(recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
+    return per_token
+
+
+def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
+                     framework: str = "megatron") -> np.ndarray:
+    c = block_counts(model)
+    per_token = _per_token_stage_elements(model, arr, arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
+    if np.any(arr.recompute_layers > 0):   # block recompute: the layers it does not recompute keep everything
+        share = full_recompute_share(arr, c.layers / pp)
+        stored = _per_token_stage_elements(model, arr, np.zeros_like(arr.recompute), tp=tp, cp=cp, etp=etp, sp=sp)
+        per_token = share * per_token + (1.0 - share) * stored
     # CPU offloading (Transformer Engine get_cpu_offload_context via Megatron-Core cpu_offloading_num_layers):
     # the activations of that many of a rank's layers move to host memory once the layer's forward ends.
     layers_local = c.layers / pp
