@@ -275,6 +275,8 @@ def test_block_recompute_needs_full_recompute_and_round_trips_through_megatron_a
     at = argv.index("--recompute-method")
     assert argv[at:at + 4] == ["--recompute-method", "block", "--recompute-num-layers", "5"]
     assert parse_megatron_args(argv, 8).recompute_layers == 5
+    from commbench.planner.search.explain import short
+    assert "recompute=full(5/chunk)" in short(lay) and "(" not in short(dataclasses.replace(lay, recompute_layers=0))
     uniform = megatron_args(dataclasses.replace(lay, recompute_layers=0), m)
     assert uniform[uniform.index("--recompute-method") + 1] == "uniform"
     assert parse_megatron_args(uniform, 8).recompute_layers == 0

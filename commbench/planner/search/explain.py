@@ -38,6 +38,8 @@ def short(layout: Layout) -> str:
     rows end in 'fsdp', HSDP rows in 'hsdpR' with R replicas)."""
     text = (f"TP{layout.tp} PP{layout.pp} VP{layout.vp} EP{layout.ep} ETP{layout.etp} CP{layout.cp} "
             f"DP{layout.dp} mbs{layout.mbs} recompute={layout.recompute}")
+    if layout.recompute_layers:   # block recompute of that many layers per model chunk
+        text += f"({layout.recompute_layers}/chunk)"
     if layout.ep > 1:
         text += f" {layout.dispatcher}"
     if layout.fsdp:  # FSDP over all of DP, or HSDP with its replicas (step/fsdp.py)
