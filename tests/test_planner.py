@@ -190,8 +190,9 @@ def test_memory_terms_hand_computed(monkeypatch):
 
 
 def test_fp8_weights_and_cpu_offload_memory(monkeypatch):
-    """fp8 / mxfp8 hold the weights in fp8 (fp8_param_gather), nvfp4 and bf16 in bf16; offloading N of a
-    rank's layers to host keeps (L - N) / L of the per-layer activations, the logits stay."""
+    """fp8 / mxfp8 hold the weights in fp8 (fp8_param_gather), nvfp4 and bf16 in bf16; mxfp8 adds the
+    cached columnwise copy (1 B + an e8m0 scale per 32), nvfp4 both cached NVFP4 copies (2 x 0.5625 B);
+    offloading N of a rank's layers to host keeps (L - N) / L of the per-layer activations, the logits stay."""
     _stand_in(monkeypatch)
     m = load_model("llama3-8b")
     base = dict(tp=1, pp=1, dp=8, mbs=1, gbs=8, recompute="full")
@@ -199,7 +200,7 @@ def test_fp8_weights_and_cpu_offload_memory(monkeypatch):
     lays += [Layout(**base, cpu_offload_layers=8), Layout(**base, cpu_offload_layers=40)]
     bd = evaluate_layouts(m, _fabric(), LayoutArrays.from_layouts(lays), calibration=BARE)
     p = param_counts(m).total
-    assert list(bd.mem_weights_bytes[:4]) == pytest.approx([2 * p, p, p, 2 * p])
+    assert list(bd.mem_weights_bytes[:4]) == pytest.approx([2 * p, p, (2 + 1 / 32) * p, (2 + 2 * 0.5625) * p])
     assert list(bd.mem_grads_bytes[:4]) == pytest.approx([2 * p] * 4)
     layers, logits = 8192 * 4096 * 2 * 32, 8192 * 128256 * 2
     assert bd.mem_activations_bytes[4] == pytest.approx(layers * 24 / 32 + logits)
@@ -296,3 +297,15 @@ def test_offload_rule_names_its_fields():
     m = load_model("llama3-8b")
     with pytest.raises(CommbenchError, match="cpu_offload_layers = 4, pp = 2"):
         check_layout(m, Layout(tp=1, pp=2, dp=4, mbs=1, gbs=8, cpu_offload_layers=4), 8)
+
+
+def test_cached_quantized_weight_copies_by_recipe_and_framework():
+    """Megatron (Transformer Engine) caches the block-scaled weight copies across micro-batches: mxfp8 with
+    fp8 primary weights adds only the columnwise copy, bf16 primaries add both; torchtitan caches none."""
+    from commbench.planner.layout.spec import PRECISIONS
+    from commbench.planner.step.memory import quantized_weight_cache_bytes
+    code = np.array([PRECISIONS.index(p) for p in ("bf16", "fp8", "mxfp8", "mxfp8", "nvfp4")])
+    primary = np.array([2.0, 1.0, 1.0, 2.0, 2.0])
+    assert list(quantized_weight_cache_bytes(code, primary)) == pytest.approx(
+        [0.0, 0.0, 1 + 1 / 32, 2 * (1 + 1 / 32), 2 * 0.5625])
+    assert not np.any(quantized_weight_cache_bytes(code, primary, "torchtitan"))

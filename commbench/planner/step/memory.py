@@ -2,7 +2,7 @@
 of the memory-bound kernels, vectorised over layouts.
 
 Static memory follows ZeRO/Megatron mixed precision (Rajbhandari et al., arXiv 1910.02054): bf16
-weights (2 B), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights + Adam m, v (12 B), the last
+weights (2 B; mxfp8 / nvfp4 add the cached block-scaled copies, quantized_weight_cache_bytes), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights + Adam m, v (12 B), the last
 sharded over DP x CP (dense) / EDP (experts) by the distributed optimizer.
 Activations: the tensors each layer keeps for backward (Korthikanti et al., arXiv 2205.05198,
 with flash attention so no s^2 term), per token, in bf16, sharded by TP (all of them with
@@ -55,6 +55,24 @@ def saved_gemm_input(precision):
     plus one e4m3 scale per 16 (0.5625 B: 0.28125) (NVFP4 format: arXiv 2509.25149, Transformer Engine
     NVFP4BlockScaling)."""
     return np.select([precision == NVFP4, precision > 0], [0.5625 / BF16, 0.5], 1.0)
+
+
+def quantized_weight_cache_bytes(precision, primary_bytes, framework: str = "megatron") -> np.ndarray:
+    """Bytes per parameter of the block-scaled weight copies the GEMMs read, held for the whole step beside
+    the primary weights. Megatron-Core caches them across micro-batches (TransformerConfig.
+    disable_parameter_transpose_cache, default False: "the parameter transposes are cached"); fprop reads
+    the rowwise copy, dgrad the columnwise one, and with block scales along one axis (mxfp8: an e8m0
+    scale per 32; nvfp4: an e4m3 scale per 16, see saved_gemm_input) the columnwise copy is a quantization
+    of its own, not a view. With 8-bit primary weights (fp8_param_gather, primary_bytes 1) the rowwise
+    copy is the weight itself; with bf16 primary weights both copies are extra ("Dual precision weights
+    (default): maintains both BF16 and FP8 weight copies ... uses more memory than BF16 training alone",
+    Megatron-LM docs/discussions/deepseek-v3-gb200-optimization, section 1).
+    Per-tensor / blockwise fp8 is not counted: Hopper's fp8 transposes would put published recipes that
+    ran (Nemotron-3-Nano on 16 H100) over HBM in this model, so something else over-counts there first.
+    TorchTitan (torchao) quantizes the weight at each GEMM call and caches nothing across micro-batches: 0."""
+    copy = np.select([precision == MXFP8, precision == NVFP4], [1.0 + 1 / 32, 0.5625], 0.0)
+    copies = np.where(np.asarray(primary_bytes) < 2, 1.0, 2.0)
+    return copy * copies * (framework == "megatron")
 
 
 def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision):
@@ -164,7 +182,8 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
     # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes.
     weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8), framework)
-    weights, grads = local * weight_bytes, local * 2.0
+    weights = local * (weight_bytes + quantized_weight_cache_bytes(arr.precision, weight_bytes, framework))
+    grads = local * 2.0
     if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
         c = block_counts(model)
         f_weights, f_grads = fsdp.fsdp_memory_bytes(
