@@ -1,9 +1,8 @@
-"""Mamba-2's SSD scan in the step model (step/mamba.py): chunked-algorithm FLOPs and the mixer kernels' HBM
-bytes by hand for Nemotron-3 Nano, the scan charged at the bf16 rate whatever the GEMM precision."""
+"""Mamba-2's SSD scan in the step model (step/mamba.py): chunked-algorithm FLOPs and intermediates by
+hand for Nemotron-3 Nano, charged at the bf16 rate whatever the GEMM precision."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from commbench.costmodel import load_preset
@@ -20,6 +19,8 @@ def test_ssd_flops_and_intermediates_by_hand():
     assert mamba.ssd_flops_per_token(nano) == pytest.approx(4 * forward)
     # Megatron's count of the scan (7 d N, fwd + bwd) over the 23 Mamba layers
     assert mamba.counted_scan_flops_per_token(nano) == pytest.approx(3 * 23 * 7 * 4096 * 128)
+    # fp32 states written + read, bf16 states written + read, fp32 CB written + read
+    assert mamba.ssd_intermediate_elements(nano) == pytest.approx(6 * 4096 * 128 / 128 + 4 * 8 * 128)
     assert mamba.ssd_flops_per_token(load_model("llama3-8b")) == 0.0
     assert mamba.counted_scan_flops_per_token(load_model("llama3-8b")) == 0.0
 
@@ -46,46 +47,11 @@ def test_scan_runs_at_the_bf16_rate_in_every_precision(monkeypatch):
     assert per_mb[0] == pytest.approx(per_mb[1], rel=1e-12)
 
 
-def test_mixer_kernel_bytes_by_hand():
-    """Nano, one GPU: per token, forward + backward, the bytes of mamba_split_conv1d_scan_combined's
-    kernels by tensor: x-sized (d_inner 4096) 14 B forward (chunk state 2, chunk scan x/z/out/out_x 8,
-    norm 4) + 40 backward; conv channels (6144) 4 + 4 recompute + 6 bwd; chunk states (4096 per token)
-    12 + 34; CB (8 groups x 128) 8 + 32; B or C (8 x 128) 8 + 54; dt (64 heads) 26 + 90; the layout
-    copies (in_proj width 10304 twice, d_inner once, 4 B each) only with more than one sequence."""
-    nano = load_model("nemotron-3-nano-30b-a3b")
-    kernels = 54 * 4096 + 14 * 6144 + 46 * 4096 + 40 * 1024 + 62 * 1024 + 116 * 64
-    copies = 8 * 10304 + 4 * 4096
-    assert mamba.mixer_bytes_per_token(nano, 1, 1, 1) == pytest.approx(kernels)
-    assert mamba.mixer_bytes_per_token(nano, 1, 1, 2) == pytest.approx(kernels + copies)
-    # heads shard over TP x CP: every tensor of the mixer is per head or per group
-    got = mamba.mixer_bytes_per_token(nano, np.array([2, 1, 2]), np.array([1, 2, 2]), np.array([4, 4, 1]))
-    assert got == pytest.approx([(kernels + copies) / 2, (kernels + copies) / 2, kernels / 4])
-    assert not np.any(mamba.mixer_bytes_per_microbatch(load_model("llama3-8b"), np.array([1]), 1, 1, 2, 8192.0))
-
-
-def test_mixer_bytes_are_memory_bound_time(monkeypatch):
-    """The mixer's bytes enter the memory-bound time at the HBM rate x hbm_efficiency, per Mamba layer of
-    the stage and token of the micro-batch, and nowhere else."""
-    from commbench.planner.step.terms import CALIBRATED
-    nano = load_model("nemotron-3-nano-30b-a3b")
-    fabric = load_preset("gb200-nvl72", num_gpus=8)
-    lays = LayoutArrays.from_layouts([Layout(tp=1, pp=1, ep=8, dp=8, mbs=mbs, gbs=512, precision="mxfp8")
-                                      for mbs in (1, 2)])
-    with_mixer = evaluate_layouts(nano, fabric, lays)
-    monkeypatch.setattr(mamba, "mixer_bytes_per_token", lambda model, tp, cp, mbs: np.zeros(np.shape(tp)))
-    without = evaluate_layouts(nano, fabric, lays)
-    monkeypatch.undo()
-    per_mb = (with_mixer.memory_bound_s - without.memory_bound_s) / with_mixer.num_microbatches
-    hbm = fabric.gpu.hbm_tbps * 1e12 * CALIBRATED.hbm_efficiency
-    expected = [mbs * nano.seq_len * 23 * mamba.mixer_bytes_per_token(nano, 1, 1, mbs) / hbm for mbs in (1, 2)]
-    assert per_mb == pytest.approx(expected, rel=1e-9)
-    assert np.all(with_mixer.gemm_s == without.gemm_s)
-
-
 def test_mixer_keeps_what_the_combined_kernel_saves():
     """Per token (Nano, one GPU): block input + norm output (h each, the latter fp8 in an 8-bit recipe), the
     in_proj output (10304), out_x and the gated norm's input (4096 each) and the out_proj input (4096, fp8
     half); no conv output, no chunk states (recomputed by the combined kernel's backward)."""
+    import numpy as np
     nano = load_model("nemotron-3-nano-30b-a3b")
     one = np.array([1])
     bf16 = mamba.activation_elements(nano, one, one, np.array([True]), np.array([0]), np.array([0]))

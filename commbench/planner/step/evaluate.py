@@ -214,9 +214,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     local_experts = model.num_routed_experts / ep if model.is_moe else np.zeros(len(a))
     fused_mlp = kernels.fused_grouped_mlp(a.fused_moe, a.precision, gpu)
     gemm_s = gemm_s + kernels.expert_kernel_time_s(moe_stage, local_experts, fused_mlp, cal)
-    # Mamba's mixer kernels (conv1d, SSD scan, gated norm) kernel by kernel, backward included (step/mamba.py).
-    mem_bytes = (memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb, fused_mlp)
-                 + mamba.mixer_bytes_per_microbatch(model, tp, cp, pp, mbs, tokens_mb)) * imbalance
+    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb, fused_mlp) * imbalance
     memory_bound_s = mem_bytes / (hbm * cal.hbm_efficiency)
     recompute = a.recompute
     # Recompute repeats forward work: full = a third of everything; selective (core attention) =
