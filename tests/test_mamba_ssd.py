@@ -45,16 +45,3 @@ def test_scan_runs_at_the_bf16_rate_in_every_precision(monkeypatch):
     assert per_mb == pytest.approx([expected, expected], rel=1e-9)
     # and the scan is no longer in the GEMM-rate FLOPs: an MXFP8 run's scan costs as much as a bf16 run's
     assert per_mb[0] == pytest.approx(per_mb[1], rel=1e-12)
-
-
-def test_mixer_keeps_what_the_combined_kernel_saves():
-    """Per token (Nano, one GPU): block input + norm output (h each, the latter fp8 in an 8-bit recipe), the
-    in_proj output (10304), out_x and the gated norm's input (4096 each) and the out_proj input (4096, fp8
-    half); no conv output, no chunk states (recomputed by the combined kernel's backward)."""
-    import numpy as np
-    nano = load_model("nemotron-3-nano-30b-a3b")
-    one = np.array([1])
-    bf16 = mamba.activation_elements(nano, one, one, np.array([True]), np.array([0]), np.array([0]))
-    fp8 = mamba.activation_elements(nano, one, one, np.array([True]), np.array([0]), np.array([2]))
-    assert bf16 == pytest.approx([2 * 2688 + 10304 + 3 * 4096])
-    assert fp8 == pytest.approx([1.5 * 2688 + 10304 + 2.5 * 4096])

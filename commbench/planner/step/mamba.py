@@ -25,12 +25,9 @@ and state passing, then runs the gradients (twice the forward): 4 x forward in a
 writes and reads at HBM: chunk states in fp32 (_chunk_state_fwd states_in_fp32=True: H P N per chunk),
 read by state passing, which writes them back in bf16 for the chunk scan to read, and CB in fp32
 (G Q per token, written and read).
-Activations kept for backward: the block input, the pre-norm output (in_proj input), and what
-megatron-core's MambaMixer._ssm_training keeps through mamba_ssm's mamba_split_conv1d_scan_combined
-(ops/triton/ssd_combined.py at v2.3.2, MambaSplitConv1dScanCombinedFn ctx.save_for_backward: the in_proj
-output zxbcdt and the SSD output out_x; the conv output and the chunk states are recomputed in its
-backward, not kept), the gated norm's input y (its own copy after the layout transpose) and its output
-(the out_proj input).
+Activations kept for backward (Mamba-2's chunked-scan autograd: x, B, C, dt, z, y and one fp32
+state of H x P x N per chunk of 128 tokens; Dao & Gu, arXiv 2405.21060): the block input, the
+norm output, the in_proj output, the conv output, y and the gated-norm output (out_proj input).
 """
 
 from __future__ import annotations
@@ -120,7 +117,8 @@ def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision) -> n
     head_shard = tp * cp
     keep = np.where(recompute == 1, 0.0, 1.0)
     gemm_in = np.where(precision > 0, 0.5, 1.0)
-    per_head = in_proj_width(model) + d + d + d * gemm_in   # zxbcdt, out_x, norm input, out_proj input
+    states = 2.0 * d * model.mamba_state_dim / SSD_CHUNK_TOKENS   # fp32 chunk states
+    per_head = in_proj_width(model) + _conv_channels(model) + d + d * gemm_in + states
     kept = (h + keep * h * gemm_in) / seq_shard + per_head / head_shard
     return np.where(recompute == 2, h / seq_shard, kept)
 
