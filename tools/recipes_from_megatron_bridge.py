@@ -7,7 +7,9 @@ precision), read from a clone of github.com/NVIDIA-NeMo/Megatron-Bridge at each 
 
 Releases: NeMo Framework container -> Megatron-Bridge version, from docs/releases/software-versions.md
 (@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0). 26.02.01 is
-the patch container of 26.02; the page names no version for it, so it reads 0.3.0's recipes too.
+the patch container of 26.02; that page names no version for it, but it is r0.3.1 (docs/releases/known-issues.md
+at v0.4.0, docs/versions1.json at v0.6.0). It still reads 0.3.0's recipes here, a known departure: the comment
+above PRECISIONS gives why and what mapping it to r0.3.1 measured.
 
 Sources (no code from the repository is run: the files are parsed, values taken as literals):
 - 0.2.0 and later: scripts/performance/configs/<family>/*workload_base_configs.py, assignments
