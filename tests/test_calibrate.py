@@ -205,6 +205,26 @@ def test_held_out_gb300_runs_are_disjoint_from_the_calibration_set():
     assert sum(r.layout.fsdp for r in modelled) == 1
 
 
+def test_a_logged_block_recompute_and_cpu_offload_become_layout_fields():
+    text = MEGATRON.read_text()
+    block = (text.replace("recompute_granularity ........................... None",
+                          "recompute_granularity ........................... full")
+             .replace("recompute_modules ............................... None",
+                      "recompute_modules ............................... None\n  recompute_method ................................ block"
+                      "\n  recompute_num_layers ............................ 3"))
+    rec = parse_megatron_log(block, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")["recipe"]
+    assert rec["recompute"] == "full" and rec["recompute_layers"] == 3 and rec["cpu_offload_layers"] == 0
+    uniform = block.replace("recompute_method ................................ block",
+                            "recompute_method ................................ uniform")
+    assert parse_megatron_log(uniform, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")["recipe"][
+        "recompute_layers"] == 0
+    offload = text.replace("recompute_modules ............................... None",
+                           "recompute_modules ............................... None\n  cpu_offloading ................................... True"
+                           "\n  cpu_offloading_num_layers ....................... 4")
+    assert parse_megatron_log(offload, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")["recipe"][
+        "cpu_offload_layers"] == 4
+
+
 def test_a_logged_per_layer_graph_scope_becomes_the_layout_field():
     from commbench.planner.calibrate.runlogs import _graph_modules
     logged = "[<CudaGraphScope.attn: 2>, <CudaGraphScope.moe_router: 5>, <CudaGraphScope.moe_preprocess: 6>]"

@@ -6,8 +6,8 @@ Mapping assumptions, the same for every row (the tables do not state them):
   with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
   release, whose throughput matches the FP8-CS rows of 25.11;
 - expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
-- recipe features (RECIPE_FIELDS: recompute, dispatcher, moe_a2a_overlap, cuda_graph,
-  fp8_attention, fused_moe), in rising precedence: the defaults below; the Megatron-Bridge recipe of
+- recipe features (RECIPE_FIELDS: recompute and its block count recompute_layers, cpu_offload_layers,
+  dispatcher, moe_a2a_overlap, cuda_graph, fp8_attention, fused_moe), in rising precedence: the defaults below; the Megatron-Bridge recipe of
   the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
   the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
   (a user's run states its own);

@@ -130,6 +130,12 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
            "tflops_per_gpu": median(tflops[1:] or tflops) if tflops else None,
            "notes": f"Megatron-LM log; {len(iters)} iterations", "release": "user",
            "recipe": {"recompute": recompute,
+                      # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
+                      "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
+                      if recompute == "full" and args.get("recompute_method") == "block"
+                      and args.get("recompute_num_layers") else 0,
+                      "cpu_offload_layers": _whole(log, "cpu_offloading_num_layers", args["cpu_offloading_num_layers"])
+                      if args.get("cpu_offloading") and args.get("cpu_offloading_num_layers") else 0,
                       "dispatcher": "flex" if args.get("moe_token_dispatcher_type") == "flex" else "alltoall",
                       "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
                       "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
