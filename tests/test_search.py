@@ -105,3 +105,17 @@ def test_band_line_counts_layouts_and_structures_within_the_error():
     structures = int(np.sum(res.fitting_structures_desc >= floor))
     line = band_lines(res)[0]
     assert f"Band: {tied:,} fitting layouts ({structures:,} distinct" in line and structures <= tied
+
+
+@pytest.mark.parametrize("pins, rule", [("tp=1,pp=1,mbs=1,recompute=selective,recompute_layers=5", "recompute_layers"),
+                                        ("tp=1,pp=2,mbs=1,cpu_offload_layers=4", "offload")])
+def test_pinned_counts_that_break_a_flag_rule_are_refused_naming_it(pins, rule):
+    """cpu_offload_layers and recompute_layers are only ever pinned; their rules depend on other flags
+    (pp, recompute), so the search checks them on the flagged layouts and names the rule when none passes."""
+    model = load_model("llama3-8b")
+    fabric = load_preset("h100-hgx", num_gpus=8)
+    with pytest.raises(CommbenchError, match=f"most often broken: {rule}"):
+        search(SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=128, precision="fp8", pins=parse_pins(pins)))
+    ok = search(SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=128, precision="fp8",
+                              pins=parse_pins("tp=1,pp=1,mbs=1,recompute=full,recompute_layers=5")))
+    assert (ok.layouts.recompute_layers == 5).all() and (ok.layouts.recompute == 2).all()

@@ -188,4 +188,9 @@ def candidates(req: SearchRequest) -> tuple[LayoutArrays, np.ndarray, int]:
     ok = bits == 0
     cols = _with_flags({k: v[ok] for k, v in g.items()}, req)
     arr = LayoutArrays.from_columns(gbs=req.gbs, precision=req.precision, **cols)
+    if np.any(arr.recompute_layers > 0) or np.any(arr.cpu_offload_layers > 0):
+        # pinned counts whose rules depend on the flags (offload, recompute_layers): checked on the layouts
+        flag_bits = layout_violations(req.model, arr, req.num_gpus, req.seq_len)
+        arr = arr.take(np.flatnonzero(flag_bits == 0))
+        bits = np.concatenate([bits, flag_bits[flag_bits != 0]])
     return arr, bits, per_rack
