@@ -177,7 +177,8 @@ def search(req: SearchRequest) -> SearchResult:
     others = ~np.isin(np.concatenate(all_idx), sel[pick])
     final_fit = bd.fits & (bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) >= bd.mem_total_bytes)
     ranked = np.concatenate([np.concatenate(all_tok)[others], bd.tokens_per_s_per_gpu[final_fit]])
-    ranked_codes = np.concatenate(structure_codes(arr.take(np.concatenate(all_idx)[others]), final.take(np.flatnonzero(final_fit))))
+    ranked_codes = np.concatenate(structure_codes(_structure_columns(arr, np.concatenate(all_idx)[others]),
+                                                  _structure_columns(final, np.flatnonzero(final_fit))))
     headroom = bd.mem_capacity_bytes - bd.mem_total_bytes
     from commbench.planner.layout.placement import racks_spanned
     ep_racks = np.where(final.ep > 1, racks_spanned(final.etp * final.ep, per_rack), 1)
@@ -188,11 +189,17 @@ def search(req: SearchRequest) -> SearchResult:
                         fitting_structures_desc=best_per_structure_desc(ranked, ranked_codes))
 
 
-def structure_codes(*arrays: LayoutArrays) -> list[np.ndarray]:
-    """Per array, one integer per layout, equal across all the arrays exactly when the STRUCTURE fields
-    are (mixed radix over the columns' ranges; a column's distinct values instead where that would overflow)."""
-    sizes = np.cumsum([0] + [len(a) for a in arrays])
-    columns = [np.concatenate([np.asarray(getattr(a, name), dtype=np.int64) for a in arrays]) for name in STRUCTURE]
+def _structure_columns(arr: LayoutArrays, index: np.ndarray) -> dict[str, np.ndarray]:
+    return {name: getattr(arr, name)[index] for name in STRUCTURE}
+
+
+def structure_codes(*arrays) -> list[np.ndarray]:
+    """Per array (LayoutArrays, or a dict of the STRUCTURE columns), one integer per layout, equal across all the
+    arrays exactly when the STRUCTURE fields are (mixed radix over the columns' ranges; a column's distinct values
+    instead where that would overflow)."""
+    arrays = [a if isinstance(a, dict) else _structure_columns(a, slice(None)) for a in arrays]
+    sizes = np.cumsum([0] + [len(a[STRUCTURE[0]]) for a in arrays])
+    columns = [np.concatenate([np.asarray(a[name], dtype=np.int64) for a in arrays]) for name in STRUCTURE]
     radices = [int(c.max()) + 1 if len(c) else 1 for c in columns]
     if math.prod(radices) >= 1 << 62:
         columns = [np.unique(c, return_inverse=True)[1].reshape(-1) for c in columns]
