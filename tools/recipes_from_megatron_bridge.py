@@ -289,8 +289,8 @@ def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
                                 "num_gpus": int(count_key.removeprefix("num_gpus_")), "tp": f.get("tp", 1),
                                 "pp": f.get("pp", 1), "vp": f.get("vp") or 1, "cp": f.get("cp", 1), "ep": f.get("ep", 1),
                                 "etp": f.get("etp") or 1, "mbs": f.get("mbs", 1), "gbs": f.get("gbs", 1),
-                                "recompute": "full" if f.get("recompute_num_layers") else "selective"
-                                if granularity == "selective" else ("full" if granularity == "full" else "none"),
+                                "recompute": "full" if f.get("recompute_num_layers") or granularity == "full" else
+                                ("selective" if granularity == "selective" else "none"),
                                 "cuda_graph": "layer" if f.get("cuda_graphs") else "none", "cuda_graph_scope": [],
                                 "dispatcher": "flex" if h100_deepseek else "alltoall",
                                 "moe_a2a_overlap": h100_deepseek, "fused_moe": False, "fp8_attention": False,

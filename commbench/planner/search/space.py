@@ -177,8 +177,9 @@ def search(req: SearchRequest) -> SearchResult:
     others = ~np.isin(np.concatenate(all_idx), sel[pick])
     final_fit = bd.fits & (bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) >= bd.mem_total_bytes)
     ranked = np.concatenate([np.concatenate(all_tok)[others], bd.tokens_per_s_per_gpu[final_fit]])
-    ranked_codes = np.concatenate(structure_codes(_structure_columns(arr, np.concatenate(all_idx)[others]),
-                                                  _structure_columns(final, np.flatnonzero(final_fit))))
+    ranked_idx = np.concatenate(all_idx)[others]
+    ranked_codes = structure_codes({name: np.concatenate([getattr(arr, name)[ranked_idx], getattr(final, name)[final_fit]])
+                                    for name in STRUCTURE})
     headroom = bd.mem_capacity_bytes - bd.mem_total_bytes
     from commbench.planner.layout.placement import racks_spanned
     ep_racks = np.where(final.ep > 1, racks_spanned(final.etp * final.ep, per_rack), 1)
@@ -189,25 +190,20 @@ def search(req: SearchRequest) -> SearchResult:
                         fitting_structures_desc=best_per_structure_desc(ranked, ranked_codes))
 
 
-def _structure_columns(arr: LayoutArrays, index: np.ndarray) -> dict[str, np.ndarray]:
-    return {name: getattr(arr, name)[index] for name in STRUCTURE}
-
-
-def structure_codes(*arrays) -> list[np.ndarray]:
-    """Per array (LayoutArrays, or a dict of the STRUCTURE columns), one integer per layout, equal across all the
-    arrays exactly when the STRUCTURE fields are (mixed radix over the columns' ranges; a column's distinct values
-    instead where that would overflow)."""
-    arrays = [a if isinstance(a, dict) else _structure_columns(a, slice(None)) for a in arrays]
-    sizes = np.cumsum([0] + [len(a[STRUCTURE[0]]) for a in arrays])
-    columns = [np.concatenate([np.asarray(a[name], dtype=np.int64) for a in arrays]) for name in STRUCTURE]
-    radices = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+def structure_codes(columns) -> np.ndarray:
+    """One integer per layout, equal exactly when the STRUCTURE fields are (`columns`: LayoutArrays or a dict
+    of the STRUCTURE columns; mixed radix over the columns' ranges, a column's distinct values instead where
+    that would overflow)."""
+    cols = [np.asarray(columns[name] if isinstance(columns, dict) else getattr(columns, name), dtype=np.int64)
+            for name in STRUCTURE]
+    radices = [int(c.max()) + 1 if len(c) else 1 for c in cols]
     if math.prod(radices) >= 1 << 62:
-        columns = [np.unique(c, return_inverse=True)[1].reshape(-1) for c in columns]
-        radices = [int(c.max()) + 1 if len(c) else 1 for c in columns]
-    code = np.zeros(int(sizes[-1]), dtype=np.int64)
-    for column, radix in zip(columns, radices):
+        cols = [np.unique(c, return_inverse=True)[1].reshape(-1) for c in cols]
+        radices = [int(c.max()) + 1 if len(c) else 1 for c in cols]
+    code = np.zeros(len(cols[0]), dtype=np.int64)
+    for column, radix in zip(cols, radices):
         code = code * radix + column
-    return [code[lo:hi] for lo, hi in zip(sizes[:-1], sizes[1:])]
+    return code
 
 
 def best_per_structure_desc(tokens: np.ndarray, codes: np.ndarray) -> np.ndarray:

@@ -223,7 +223,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # experts' activation function (memory-bound).
     up_proj_s = tokens_gpu * fl.attention_proj * (0.5 if model.attention == "mla" else 0.0) / dense_rate / 3.0
     recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
-                            [(gemm_s + attention_s + memory_bound_s) / 3.0 * memory.full_recompute_share(a, layers_stage),
+                            [(gemm_s + attention_s + memory_bound_s) / 3.0 * memory.full_recompute_share(model, a),
                              attention_s / 3.0 + memory_bound_s / 6.0,
                              np.broadcast_to(up_proj_s, gemm_s.shape),
                              memory_bound_s / 12.0], 0.0)

@@ -111,11 +111,11 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     return np.where(full, layer_input, attn), np.where(full, 0.0, dense_mlp), np.where(full, 0.0, moe_mlp)
 
 
-def full_recompute_share(arr, layers_per_stage) -> np.ndarray:
+def full_recompute_share(model: ModelSpec, arr) -> np.ndarray:
     """Share of a stage's layers that full recompute recomputes: all of them (method uniform), or
-    recompute_layers of each model chunk's layers_per_stage / vp (method block: TransformerBlock checkpoints
+    recompute_layers of each model chunk's layers / (pp x vp) (method block: TransformerBlock checkpoints
     its chunk's first N layers and stores the rest; megatron-core transformer_block.py _checkpointed_forward)."""
-    chunk = np.maximum(np.asarray(layers_per_stage, dtype=np.float64) / arr.vp, 1e-9)
+    chunk = block_counts(model).layers / (arr.pp * arr.vp)
     return np.where(arr.recompute_layers > 0, np.minimum(arr.recompute_layers, chunk) / chunk, 1.0)
 
 
@@ -138,7 +138,7 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     c = block_counts(model)
     per_token = _per_token_stage_elements(model, arr, arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
     if np.any(arr.recompute_layers > 0):   # block recompute: the layers it does not recompute keep everything
-        share = full_recompute_share(arr, c.layers / pp)
+        share = full_recompute_share(model, arr)
         stored = _per_token_stage_elements(model, arr, np.zeros_like(arr.recompute), tp=tp, cp=cp, etp=etp, sp=sp)
         per_token = share * per_token + (1.0 - share) * stored
     # CPU offloading (Transformer Engine get_cpu_offload_context via Megatron-Core cpu_offloading_num_layers):
