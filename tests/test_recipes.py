@@ -146,21 +146,34 @@ def test_a_release_the_table_lacks_reads_the_newest_one_before_it_and_says_so():
     assert recipes.resolve_release(newest) == (newest, "")
     stand, note = recipes.resolve_release("26.08")
     assert stand == newest and note == f"26.08 is not in the recipe table (newest {newest}): its recipes are {newest}'s"
-    stand, note = recipes.resolve_release("26.04.01")   # a patch container reads its base release's recipes
-    assert stand == "26.04" and "26.04.01 is not in the recipe table" in note and "26.04's" in note
+    stand, note = recipes.resolve_release("26.04.02")   # a patch container the table lacks reads the one before it
+    assert stand == "26.04.01" and "26.04.02 is not in the recipe table" in note and "26.04.01's" in note
     assert recipes.resolve_release("26.03")[0] == "26.02"   # 26.02.01 is the same Megatron-Bridge as 26.02
     assert recipes.resolve_release("24.07")[0] is None and "older than" in recipes.resolve_release("24.07")[1]
     assert recipes.resolve_release("main")[0] is None
     row = dict(model="Qwen3-30B-A3B", gpu="GB200", num_gpus=8, precision="MXFP8", seq_len=4096, gbs=512, mbs=4,
                tp=1, pp=1, ep=8, tokens_per_s_per_gpu=1.0)
     from commbench.planner.calibrate.published import release_recipe
-    patch = release_recipe(dict(row, release="26.04.01"), "gb200-nvl72", "qwen3-30b-a3b")
-    base = release_recipe(dict(row, release="26.04"), "gb200-nvl72", "qwen3-30b-a3b")
+    patch = release_recipe(dict(row, release="26.04.02"), "gb200-nvl72", "qwen3-30b-a3b")
+    base = release_recipe(dict(row, release="26.04.01"), "gb200-nvl72", "qwen3-30b-a3b")
     assert {k: patch[k] for k in recipes.RECIPE_KEYS} == {k: base[k] for k in recipes.RECIPE_KEYS}
-    assert base["release_note"] == "" and "its recipes are 26.04's" in patch["release_note"]
+    assert base["release_note"] == "" and "its recipes are 26.04.01's" in patch["release_note"]
     assert recipe_flags(dict(row, release="26.08"), "gb200-nvl72", "qwen3-30b-a3b")["fused_moe"] is True
     runs = published_runs((dict(row, release="26.08"),))
     assert "26.08 is not in the recipe table" in runs[0].layout_note
+
+
+def test_patch_containers_read_their_own_megatron_bridge_version():
+    """26.04.01 is Megatron-Bridge 0.4.2 and 26.06.01 is 0.5.1 (docs/versions1.json at v0.6.0), each with recipes
+    of its own: 0.4.2 moved Qwen3-235B-A22B on B300 from the alltoall to the flex (HybridEP) dispatcher."""
+    table = recipes._table()["releases"]
+    assert {r: table[r]["megatron_bridge"] for r in ("26.04.01", "26.06.01")} == {"26.04.01": "v0.4.2",
+                                                                                  "26.06.01": "v0.5.1"}
+    sizes = dict(num_gpus=256, tp=1, pp=8, vp=1, ep=8, mbs=1, gbs=8192)
+    before = recipes.recipe_entry("26.04", "qwen3-235b-a22b", "b300-hgx", "mxfp8", sizes)
+    after = recipes.recipe_entry("26.04.01", "qwen3-235b-a22b", "b300-hgx", "mxfp8", sizes)
+    assert (before["dispatcher"], after["dispatcher"]) == ("alltoall", "flex")
+    assert after["commit"] == table["26.04.01"]["commit"] != before["commit"]
 
 
 def test_plan_accepts_a_newer_release_with_the_note_shown():

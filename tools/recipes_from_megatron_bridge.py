@@ -6,7 +6,10 @@ precision), read from a clone of github.com/NVIDIA-NeMo/Megatron-Bridge at each 
 (a git directory with the release tags; PyYAML reads the 25.09 YAML files.)
 
 Releases: NeMo Framework container -> Megatron-Bridge version, from docs/releases/software-versions.md
-(@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0). 26.02.01 is
+(@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0) and, for the
+patch containers, docs/versions1.json at v0.6.0 ("0.4.2 · 26.04.01", "0.5.1 · 26.06.01"). 26.08 is 0.6.0 there,
+whose performance recipes moved to src/megatron/bridge/perf_recipes/ (one function per recipe) that this
+reader does not parse yet, so 26.08 reads 26.06.01's. 26.02.01 is
 the patch container of 26.02; that page names no version for it, but it is r0.3.1 (docs/releases/known-issues.md
 at v0.4.0, docs/versions1.json at v0.6.0). It still reads 0.3.0's recipes here, a known departure: the comment
 above PRECISIONS gives why and what mapping it to r0.3.1 measured.
@@ -54,7 +57,7 @@ import subprocess
 import sys
 
 RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.0"),
-            ("26.04", "v0.4.0"), ("26.06", "v0.5.0"))
+            ("26.04", "v0.4.0"), ("26.04.01", "v0.4.2"), ("26.06", "v0.5.0"), ("26.06.01", "v0.5.1"))
 MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3_235B_A22B": "qwen3-235b-a22b",
           "GPT_OSS_120B": "gpt-oss-120b", "LLAMA3_8B": "llama3-8b", "LLAMA3_70B": "llama3.1-70b",
           "LLAMA31_405B": "llama3.1-405b", "KIMI_K2": "kimi-k2"}

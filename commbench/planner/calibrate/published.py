@@ -11,8 +11,8 @@ Mapping assumptions, the same for every row (the tables do not state them):
   the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
   the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
   (a user's run states its own);
-  a release the table lacks reads the newest table release not newer than it (26.04.01 -> 26.04, 26.08 ->
-  26.06), noted in the row's layout_note;
+  a release the table lacks reads the newest table release not newer than it (26.08 -> 26.06.01),
+  noted in the row's layout_note;
 - otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,

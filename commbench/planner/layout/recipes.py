@@ -59,7 +59,7 @@ def _normalised(text: str) -> str:
 def resolve_release(text: str) -> tuple[str | None, str]:
     """(the table release whose recipes a release reads, a note when that is not the release itself).
     A release in the table reads its own; one the table lacks reads the newest table release not newer
-    than it (26.04.01 -> 26.04, 26.08 -> 26.06), with a note saying so; one older than the table's
+    than it (26.06.02 -> 26.06.01, 26.08 -> 26.06.01), with a note saying so; one older than the table's
     oldest, or not a YY.MM[.NN] name, reads none (None, and a note saying why)."""
     name = _normalised(text)
     if name in releases():
