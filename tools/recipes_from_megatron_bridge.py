@@ -7,14 +7,32 @@ precision), read from a clone of github.com/NVIDIA-NeMo/Megatron-Bridge at each 
 
 Releases: NeMo Framework container -> Megatron-Bridge version, from docs/releases/software-versions.md
 (@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0) and, for the
-patch containers, docs/versions1.json at v0.6.0 ("0.4.2 · 26.04.01", "0.5.1 · 26.06.01"). 26.08 is 0.6.0 there,
-whose performance recipes moved to src/megatron/bridge/perf_recipes/ (one function per recipe) that this
-reader does not parse yet, so 26.08 reads 26.06.01's. 26.02.01 is
-the patch container of 26.02; that page names no version for it, but it is r0.3.1 (docs/releases/known-issues.md
+patch containers, docs/versions1.json at v0.6.0 ("0.4.2 · 26.04.01", "0.5.1 · 26.06.01", "0.6.0 (latest) ·
+26.08"). 26.02.01 is the patch container of 26.02; that page names no version for it, but it is r0.3.1 (docs/releases/known-issues.md
 at v0.4.0, docs/versions1.json at v0.6.0). It still reads 0.3.0's recipes here, a known departure: the comment
 above PRECISIONS gives why and what mapping it to r0.3.1 measured.
 
 Sources (no code from the repository is run: the files are parsed, values taken as literals):
+- 0.6.0 and later (tools/flat_recipes.py): src/megatron/bridge/perf_recipes/<family>/<gpu>/<model>.py, one
+  function per recipe, `<model>_pretrain_<N>gpu_<gpu>_<prec>[_<config variant>]_config` (prec bf16, fp8cs,
+  fp8mx, nvfp4; fp8sc has no planner precision). tools/perf_recipe_reader.py interprets the function and
+  every helper and base recipe it calls in the repository (ast only; an `if` on a literal argument such as
+  the precision is decided); what it cannot resolve statically is listed in the entry ("unresolved": the
+  config path and why) and never filled in. Fields are read from the resolved ConfigContainer: a field no code
+  read sets keeps Megatron-Core's class default (flat_recipes.CORE_DEFAULTS). num_gpus comes from the name;
+  "variant" is `<N>gpu[_<config variant>]`, "config_variant" the suffix (null: the default recipe, which
+  recipe_entry prefers on a tie). Recompute from the model config: granularity "full" -> full, with
+  recompute_layers = recompute_num_layers under method "block" (0, every layer, under "uniform");
+  "selective" -> the modules rule below (modules None is Megatron-Core's ["core_attn"]; [] recomputes
+  nothing: none); None -> none. Dispatcher: moe_token_dispatcher_type "flex" -> flex, else alltoall; EP
+  overlap: comm_overlap.overlap_moe_expert_parallel_comm; fused MoE: env_vars NVTE_CUTEDSL_FUSED_GROUPED_MLP=1
+  (what the workload configs' cutedsl_fused_grouped_mlp set, scripts/performance/perf_plugins.py at v0.5.1);
+  FP8 attention: mixed_precision.fp8_dot_product_attention; FSDP: ddp.use_megatron_fsdp; offload:
+  cpu_offloading_num_layers where model.cpu_offloading. Overlap flags from the recipe's own config, cited in
+  "overlap_facts" (OVERLAP_FACTS is not consulted): tp_comm_overlap off where comm_overlap.tp_comm_overlap is
+  False or there is no CommOverlapConfig (comm_overlap None); dp_overlap off where the CommOverlapConfig's
+  overlap_grad_reduce is False (it replaces the DDP config's: training/comm_overlap.py setup), or, with no
+  CommOverlapConfig, ddp.overlap_grad_reduce is False.
 - 0.2.0 and later: scripts/performance/configs/<family>/*workload_base_configs.py, assignments
   `NAME = WorkloadBaseConfig(...)`, `NAME = replace(BASE, ...)`, `NAME = OTHER`; fields not set take
   WorkloadBaseConfig's defaults (scripts/performance/utils/utils.py). Names `<MODEL>[_PRETRAIN_CONFIG]_<GPU>_
@@ -55,9 +73,15 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules, when loaded from elsewhere
+from flat_recipes import perf_recipes  # noqa: E402
+from recipe_mapping import DEFAULTS, entry, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
 
 RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.0"),
-            ("26.04", "v0.4.0"), ("26.04.01", "v0.4.2"), ("26.06", "v0.5.0"), ("26.06.01", "v0.5.1"))
+            ("26.04", "v0.4.0"), ("26.04.01", "v0.4.2"), ("26.06", "v0.5.0"), ("26.06.01", "v0.5.1"),
+            ("26.08", "v0.6.0"))
 MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3_235B_A22B": "qwen3-235b-a22b",
           "GPT_OSS_120B": "gpt-oss-120b", "LLAMA3_8B": "llama3-8b", "LLAMA3_70B": "llama3.1-70b",
           "LLAMA31_405B": "llama3.1-405b", "KIMI_K2": "kimi-k2"}
@@ -84,13 +108,6 @@ MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3
 PRECISIONS = {"BF16": "bf16", "FP8_CS": "fp8", "FP8_MX": "mxfp8", "NVFP4": "nvfp4"}
 NAME = re.compile(r"^(?P<model>[A-Z0-9_]+?)_(?:PRETRAIN_CONFIG_)?(?P<gpu>GB300|GB200|B300|B200|H100)_"
                   r"(?P<prec>BF16|FP8_CS|FP8_MX|NVFP4)(?:_BASE_CONFIG|_V(?P<ver>\d+))?$")
-DEFAULTS = dict(num_gpus=1, tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
-                virtual_pipeline_model_parallel_size=None, expert_model_parallel_size=1,
-                expert_tensor_parallel_size=None, global_batch_size=1, micro_batch_size=1, use_megatron_fsdp=None,
-                cuda_graph_impl=None, cuda_graph_scope=None, recompute_num_layers=None, recompute_modules=None, cpu_offloading_num_layers=None,
-                moe_flex_dispatcher_backend=None, moe_a2a_overlap=False, cutedsl_fused_grouped_mlp=False,
-                fp8_dot_product_attention=None)
-SELECTIVE_BY_DEFAULT = {"deepseek-v3"}
 # (models, GPU or None, precision or None, field, path pattern, literal statement): the recipe turns the
 # overlap off. Checked at every release's commit: a fact whose statement is not found there does not apply.
 PERF = r"scripts/performance/configs/[a-z0-9_]+/"
@@ -149,53 +166,6 @@ def parse_workload_file(text: str) -> dict[str, dict]:
                     fields[kw.arg] = ast.literal_eval(kw.value)
             env[name] = fields
     return env
-
-
-def recompute_of(fields: dict, model: str) -> str:
-    if fields.get("recompute_num_layers"):
-        return "full"
-    modules = fields.get("recompute_modules")
-    if modules:
-        if "core_attn" in modules:
-            return "selective"
-        return next((m for m in modules if m in ("mla_up_proj", "moe_act")), "selective")
-    return "selective" if model in SELECTIVE_BY_DEFAULT else "none"
-
-
-def graph_of(fields: dict) -> str:
-    scope = fields.get("cuda_graph_scope") or []
-    scope = [scope] if isinstance(scope, str) else list(scope)
-    impl = fields.get("cuda_graph_impl")
-    if impl == "none":   # Megatron-Core: cuda_graph_impl "none" captures nothing, whatever the scope
-        return "none"
-    if "full_iteration" in scope or impl == "full_iteration":
-        return "full"
-    return "layer" if impl in ("transformer_engine", "local") else "none"
-
-
-def scope_of(fields: dict) -> list[str]:
-    if graph_of(fields) != "layer":
-        return []
-    scope = fields.get("cuda_graph_scope") or []
-    scope = [scope] if isinstance(scope, str) else list(scope)
-    return [] if scope == ["full"] else scope   # "full": Megatron-Core's older spelling of the whole layer
-
-
-def entry(fields: dict, model: str) -> dict:
-    vp = fields.get("virtual_pipeline_model_parallel_size")
-    return {"num_gpus": fields["num_gpus"], "tp": fields["tensor_model_parallel_size"],
-            "pp": fields["pipeline_model_parallel_size"], "vp": vp or 1, "cp": fields["context_parallel_size"],
-            "ep": fields["expert_model_parallel_size"], "etp": fields.get("expert_tensor_parallel_size") or 1,
-            "mbs": fields["micro_batch_size"], "gbs": fields["global_batch_size"],
-            "recompute": recompute_of(fields, model), "cuda_graph": graph_of(fields),
-            "cuda_graph_scope": scope_of(fields),
-            "dispatcher": "flex" if fields.get("moe_flex_dispatcher_backend") else "alltoall",
-            "moe_a2a_overlap": bool(fields.get("moe_a2a_overlap")),
-            "fused_moe": bool(fields.get("cutedsl_fused_grouped_mlp")),
-            "fp8_attention": bool(fields.get("fp8_dot_product_attention")),
-            "fsdp": bool(fields.get("use_megatron_fsdp")),
-            "cpu_offload_layers": int(fields.get("cpu_offloading_num_layers") or 0),
-            "recompute_layers": int(fields.get("recompute_num_layers") or 0)}
 
 
 def fact_line(text: str, literal: str, gpu: str | None, model: str) -> int | None:
@@ -314,8 +284,12 @@ def main(repo: str) -> None:
             releases[release]["same_as"] = seen[tag]
             continue
         seen[tag] = release
-        rows = yaml_recipes(repo, release, tag) if tag.startswith("v0.1") else workload_recipes(repo, release, tag)
-        rows = with_overlap(rows, repo, releases[release]["commit"])
+        if tag.startswith("v0.1"):
+            rows = with_overlap(yaml_recipes(repo, release, tag), repo, releases[release]["commit"])
+        elif git(repo, "ls-tree", "--name-only", tag, "src/megatron/bridge/perf_recipes/").strip():
+            rows = perf_recipes(repo, release, tag, MODELS)   # the overlap flags come from the recipe's own config
+        else:
+            rows = with_overlap(workload_recipes(repo, release, tag), repo, releases[release]["commit"])
         recipes += sorted(rows, key=lambda r: (r["model"], r["gpu"], r["precision"], r["variant"]))
     about = ("Megatron-Bridge performance recipes per release, generated by tools/recipes_from_megatron_bridge.py "
              "(its docstring gives the sources and the mapping). Each recipe cites "

@@ -1,0 +1,60 @@
+"""The planner's recipe fields from Megatron-Bridge's workload settings (the mapping the docstring of
+tools/recipes_from_megatron_bridge.py states): shared by its readers of the workload configs and of the flat
+perf_recipes (tools/flat_recipes.py)."""
+
+from __future__ import annotations
+
+DEFAULTS = dict(num_gpus=1, tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
+                virtual_pipeline_model_parallel_size=None, expert_model_parallel_size=1,
+                expert_tensor_parallel_size=None, global_batch_size=1, micro_batch_size=1, use_megatron_fsdp=None,
+                cuda_graph_impl=None, cuda_graph_scope=None, recompute_num_layers=None, recompute_modules=None, cpu_offloading_num_layers=None,
+                moe_flex_dispatcher_backend=None, moe_a2a_overlap=False, cutedsl_fused_grouped_mlp=False,
+                fp8_dot_product_attention=None)
+SELECTIVE_BY_DEFAULT = {"deepseek-v3"}
+
+
+def recompute_of(fields: dict, model: str) -> str:
+    if fields.get("recompute_num_layers"):
+        return "full"
+    modules = fields.get("recompute_modules")
+    if modules:
+        if "core_attn" in modules:
+            return "selective"
+        return next((m for m in modules if m in ("mla_up_proj", "moe_act")), "selective")
+    return "selective" if model in SELECTIVE_BY_DEFAULT else "none"
+
+
+def graph_of(fields: dict) -> str:
+    scope = fields.get("cuda_graph_scope") or []
+    scope = [scope] if isinstance(scope, str) else list(scope)
+    impl = fields.get("cuda_graph_impl")
+    if impl == "none":   # Megatron-Core: cuda_graph_impl "none" captures nothing, whatever the scope
+        return "none"
+    if "full_iteration" in scope or impl == "full_iteration":
+        return "full"
+    return "layer" if impl in ("transformer_engine", "local") else "none"
+
+
+def scope_of(fields: dict) -> list[str]:
+    if graph_of(fields) != "layer":
+        return []
+    scope = fields.get("cuda_graph_scope") or []
+    scope = [scope] if isinstance(scope, str) else list(scope)
+    return [] if scope == ["full"] else scope   # "full": Megatron-Core's older spelling of the whole layer
+
+
+def entry(fields: dict, model: str) -> dict:
+    vp = fields.get("virtual_pipeline_model_parallel_size")
+    return {"num_gpus": fields["num_gpus"], "tp": fields["tensor_model_parallel_size"],
+            "pp": fields["pipeline_model_parallel_size"], "vp": vp or 1, "cp": fields["context_parallel_size"],
+            "ep": fields["expert_model_parallel_size"], "etp": fields.get("expert_tensor_parallel_size") or 1,
+            "mbs": fields["micro_batch_size"], "gbs": fields["global_batch_size"],
+            "recompute": recompute_of(fields, model), "cuda_graph": graph_of(fields),
+            "cuda_graph_scope": scope_of(fields),
+            "dispatcher": "flex" if fields.get("moe_flex_dispatcher_backend") else "alltoall",
+            "moe_a2a_overlap": bool(fields.get("moe_a2a_overlap")),
+            "fused_moe": bool(fields.get("cutedsl_fused_grouped_mlp")),
+            "fp8_attention": bool(fields.get("fp8_dot_product_attention")),
+            "fsdp": bool(fields.get("use_megatron_fsdp")),
+            "cpu_offload_layers": int(fields.get("cpu_offloading_num_layers") or 0),
+            "recompute_layers": int(fields.get("recompute_num_layers") or 0)}
