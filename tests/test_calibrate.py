@@ -131,9 +131,9 @@ def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(t
     out = json.loads(ok.output)["rows"][0]
     assert out["predicted_tokens_per_s_per_gpu"] > 0 and out["tokens_per_s_per_gpu"] == 26695
     # a release the recipe table lacks reads the newest one before it, and the text output says so
-    runs.write_text(json.dumps([dict(row, release="26.08")]))
+    runs.write_text(json.dumps([dict(row, release="26.10")]))
     newer = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "300"})
-    assert newer.exit_code == 0 and "26.08 is not in the recipe table" in " ".join(newer.output.split())
+    assert newer.exit_code == 0 and "26.10 is not in the recipe table" in " ".join(newer.output.split())
     runs.write_text(json.dumps([dict(row, cuda_graph="sometimes")]))
     bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
     assert bad.exit_code == 2 and "cuda_graph" in bad.output and "none, layer, full" in bad.output

@@ -25,7 +25,9 @@ def test_every_recipe_cites_a_file_at_a_release_commit():
     assert recipes.releases()[0] == "25.09" and len(recipes.releases()) >= 5
     for entry in table["recipes"]:
         assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) and entry["commit"] in commits
-        assert entry["file"].startswith("scripts/performance/configs/") and entry["config"]
+        flat = entry["release"] == "26.08"   # Megatron-Bridge 0.6.0 moved them to one function per recipe
+        folder = "src/megatron/bridge/perf_recipes/" if flat else "scripts/performance/configs/"
+        assert entry["file"].startswith(folder) and entry["config"]
         for key in recipes.RECIPE_KEYS:
             allowed = CODE_FIELDS.get(key, (True, False))
             assert entry[key] in allowed, (entry["config"], key)
@@ -144,8 +146,8 @@ def test_a_pin_the_release_never_runs_on_that_gpu_is_one_line():
 def test_a_release_the_table_lacks_reads_the_newest_one_before_it_and_says_so():
     newest = recipes.newest_release()
     assert recipes.resolve_release(newest) == (newest, "")
-    stand, note = recipes.resolve_release("26.08")
-    assert stand == newest and note == f"26.08 is not in the recipe table (newest {newest}): its recipes are {newest}'s"
+    stand, note = recipes.resolve_release("26.10")
+    assert stand == newest and note == f"26.10 is not in the recipe table (newest {newest}): its recipes are {newest}'s"
     stand, note = recipes.resolve_release("26.04.02")   # a patch container the table lacks reads the one before it
     assert stand == "26.04.01" and "26.04.02 is not in the recipe table" in note and "26.04.01's" in note
     assert recipes.resolve_release("26.03")[0] == "26.02"   # 26.02.01 is the same Megatron-Bridge as 26.02
@@ -158,9 +160,9 @@ def test_a_release_the_table_lacks_reads_the_newest_one_before_it_and_says_so():
     base = release_recipe(dict(row, release="26.04.01"), "gb200-nvl72", "qwen3-30b-a3b")
     assert {k: patch[k] for k in recipes.RECIPE_KEYS} == {k: base[k] for k in recipes.RECIPE_KEYS}
     assert base["release_note"] == "" and "its recipes are 26.04.01's" in patch["release_note"]
-    assert recipe_flags(dict(row, release="26.08"), "gb200-nvl72", "qwen3-30b-a3b")["fused_moe"] is True
-    runs = published_runs((dict(row, release="26.08"),))
-    assert "26.08 is not in the recipe table" in runs[0].layout_note
+    assert recipe_flags(dict(row, release="26.10"), "gb200-nvl72", "qwen3-30b-a3b")["fused_moe"] is True
+    runs = published_runs((dict(row, release="26.10"),))
+    assert "26.10 is not in the recipe table" in runs[0].layout_note
 
 
 def test_patch_containers_read_their_own_megatron_bridge_version():
@@ -180,13 +182,13 @@ def test_plan_accepts_a_newer_release_with_the_note_shown():
     base = ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "8", "--precision", "mxfp8",
             "--top", "2"]
     newest = recipes.newest_release()
-    text = CliRunner().invoke(app, base + ["--software", "26.08"], env={"COLUMNS": "400"})
+    text = CliRunner().invoke(app, base + ["--software", "26.10"], env={"COLUMNS": "400"})
     assert text.exit_code == 0, text.output
-    assert f"release {newest}" in text.output and "26.08 is not in the recipe table" in " ".join(text.output.split())
+    assert f"release {newest}" in text.output and "26.10 is not in the recipe table" in " ".join(text.output.split())
     import json
-    doc = CliRunner().invoke(app, base + ["--software", "26.08", "--json"])
+    doc = CliRunner().invoke(app, base + ["--software", "26.10", "--json"])
     inputs = json.loads(doc.output)["inputs"]
-    assert inputs["software"] == newest and "26.08" in inputs["software_note"]
+    assert inputs["software"] == newest and "26.10" in inputs["software_note"]
     bad = CliRunner().invoke(app, base + ["--software", "latest"])
     assert bad.exit_code == 2 and "--software" in bad.output and "Traceback" not in bad.output
 

@@ -90,7 +90,8 @@ def perf_fields(cfg) -> tuple[dict, dict]:
 def perf_entry(known: dict, where: dict, model: str) -> dict:
     """The planner's fields from a flat recipe's config, by the workload configs' mapping (module docstring).
     A field the mapping consults that the reader could not resolve is listed in "unresolved" (its path and
-    why) and read as None (off, or the entry's default size) there: never a value taken from elsewhere."""
+    why) and read as None there (a size is null): never a value taken from elsewhere; the planner does not
+    use such an entry (layout/recipes.py)."""
     unresolved: list[str] = []
 
     class Consulted(dict):
