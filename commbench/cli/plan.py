@@ -83,7 +83,7 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
 
 SOFTWARE_HELP = ("Megatron-Bridge / NeMo release (e.g. 25.11, 26.02): search only the features its performance "
                  "recipes use (full-iteration CUDA graphs, fused MoE kernels, EP overlap, HybridEP, MLA recompute). "
-                 "Default: the newest release in commbench/data/recipes.json. A release it lacks (26.04.01, 26.08) "
+                 "Default: the newest release in commbench/data/recipes.json. A release it lacks (26.06.02, 26.10) "
                  "reads the newest one not newer than it, and the plan says so")
 
 

@@ -11,7 +11,7 @@ Mapping assumptions, the same for every row (the tables do not state them):
   the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
   the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
   (a user's run states its own);
-  a release the table lacks reads the newest table release not newer than it (26.08 -> 26.06.01),
+  a release the table lacks reads the newest table release not newer than it (26.10 -> 26.08),
   noted in the row's layout_note;
 - otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
