@@ -263,8 +263,8 @@ class Reader:
                     if not isinstance(value, (Unknown, External)):
                         made.attrs[field.target.id] = value
                         made.where[field.target.id] = f"{func.module.path}:{field.lineno}"
-            made.attrs.update(kwargs)
-            made.where.update({k: f"{mod.path}:{node.lineno}" for k in kwargs})
+            made.attrs.update(kwargs)   # each keyword cited at its own line
+            made.where.update({k.arg: f"{mod.path}:{k.value.lineno}" for k in node.keywords if k.arg})
             return made
         why = f"may be changed by {name}() at {mod.path}:{node.lineno}"
         for arg in args + list(kwargs.values()):   # code not read may change an object handed to it
