@@ -122,6 +122,13 @@ X_GB200_BF16_V1 = X_GB200_V1
     assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
     assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
     assert tool.recompute_of(dict(tool.DEFAULTS, recompute_num_layers=4), "llama3-8b") == "full"
+    # an explicit empty list turns recompute off (Megatron-Core fills in core_attn only for None)
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=[]), "deepseek-v3") == "none"
+    # as 26.06's DeepSeek-V3 GB300 MXFP8 recipe does (deepseek_workload_base_configs.py@fcbb603: recompute_modules=[])
+    from commbench.planner.layout.recipes import recipe_entry
+    sizes = dict(num_gpus=256, tp=1, pp=2, vp=8, ep=32, mbs=1, gbs=2048)
+    entry = recipe_entry("26.06", "deepseek-v3", "gb300-nvl72", "mxfp8", sizes)
+    assert entry["config"] == "DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V1" and entry["recompute"] == "none"
 
 
 def test_release_features_are_per_gpu_where_the_recipes_cover_it():

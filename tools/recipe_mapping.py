@@ -17,6 +17,12 @@ def recompute_of(fields: dict, model: str) -> str:
     if fields.get("recompute_num_layers"):
         return "full"
     modules = fields.get("recompute_modules")
+    if modules is not None and not list(modules):
+        # recompute_modules=[] is how a recipe turns recompute off: the performance overrides set it with
+        # selective granularity (scripts/performance/utils/overrides.py _set_recompute_overrides at v0.5.0: "Callers
+        # that want to *disable* recompute should set ... modules=[]"), and Megatron-Core fills in its default
+        # core_attn only when the list is None, so nothing is recomputed; unset (None) takes the model's default.
+        return "none"
     if modules:
         if "core_attn" in modules:
             return "selective"
