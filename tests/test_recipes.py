@@ -122,6 +122,17 @@ X_GB200_BF16_V1 = X_GB200_V1
     assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
     assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
     assert tool.recompute_of(dict(tool.DEFAULTS, recompute_num_layers=4), "llama3-8b") == "full"
+    # "mlp" recomputes dense layers' MLPs only (never a MoE layer's): on DeepSeek-V3 its 3 dense layers, not the
+    # core attention "selective" prices; on a dense model, or a module the planner cannot price, the tool refuses
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["mlp"]), "deepseek-v3") == "none"
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["layernorm", "moe_act"]), "gpt-oss-120b") == "moe_act"
+    for modules, model in ((["mlp"], "llama3-8b"), (["moe", "layernorm"], "qwen3-30b-a3b")):
+        with pytest.raises(ValueError, match="no planner recompute value"):
+            tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=modules), model)
+    from commbench.planner.layout.recipes import recipe_entry
+    gb200 = recipe_entry("26.04", "deepseek-v3", "gb200-nvl72", "mxfp8",
+                         dict(num_gpus=256, tp=1, pp=4, vp=4, ep=64, mbs=1, gbs=2048))
+    assert gb200["config"] == "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1" and gb200["recompute"] == "none"
     # an explicit empty list turns recompute off (Megatron-Core fills in core_attn only for None)
     assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=[]), "deepseek-v3") == "none"
     # as 26.06's DeepSeek-V3 GB300 MXFP8 recipe does (deepseek_workload_base_configs.py@fcbb603: recompute_modules=[])

@@ -26,8 +26,31 @@ def recompute_of(fields: dict, model: str) -> str:
     if modules:
         if "core_attn" in modules:
             return "selective"
-        return next((m for m in modules if m in ("mla_up_proj", "moe_act")), "selective")
+        named = next((m for m in modules if m in ("mla_up_proj", "moe_act")), None)
+        if named:
+            return named
+        unmapped = [m for m in modules if m not in NO_PLANNER_RECOMPUTE]
+        if "mlp" in modules and not _is_moe(model):
+            unmapped.append("mlp (every layer's MLP of a dense model)")
+        if unmapped:
+            raise ValueError(f"recompute_modules {list(modules)} of {model}: {', '.join(unmapped)} has no planner "
+                             "recompute value (none, selective, full, mla_up_proj, moe_act); map it here first")
+        return "none"
     return "selective" if model in SELECTIVE_BY_DEFAULT else "none"
+
+
+# Megatron-Core recompute modules that leave no recompute the planner's values price
+# (megatron/core/transformer/transformer_config.py and transformer_layer.py at core_v0.16.1): "layernorm" recomputes
+# the norms (memory-bound, no GEMM); "mlp" recomputes the dense MLP submodule only, never a MoE layer's
+# (transformer_layer.py: recompute_mlp is set only when not is_moe_layer), so on a MoE model it is its few dense
+# layers' MLP forward (DeepSeek-V3: 3 of 61 layers, under 1% of the step), not the core attention that
+# "selective" prices. On a dense model "mlp" is every layer's MLP: refused above until the planner prices it.
+NO_PLANNER_RECOMPUTE = frozenset({"layernorm", "mlp"})
+
+
+def _is_moe(model: str) -> bool:
+    from commbench.planner.models.zoo import load_model
+    return load_model(model).is_moe
 
 
 def graph_of(fields: dict) -> str:
