@@ -11,6 +11,7 @@ curves: median <= 15% over all sizes, <= 10% from 1 MiB up, no regime biased by 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -23,7 +24,9 @@ CURVES = Path(__file__).with_name("data") / "published-curves.json"
 
 
 def main(argv: list[str]) -> int:
-    show_points = "--points" in argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--points", action="store_true", help="also print every published point beside its prediction")
+    show_points = parser.parse_args(argv).points
     curves = json.loads(CURVES.read_text(encoding="utf-8"))["curves"]
     print("calibration figures (hardware.toml [[measured]]; commbench systems --checks):")
     checks = check_presets()
@@ -54,4 +57,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))

@@ -11,6 +11,7 @@ terms once per distinct group, only the pairs fastest at a size bin's edges eval
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -54,7 +55,12 @@ def fitted_like(fabric):
 
 
 def main(argv: list[str]) -> int:
-    num = int(argv[1]) if len(argv) > 1 else 1_000_000
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("num_predictions", nargs="?", type=int, default=1_000_000,
+                        help="queries per call (default 1,000,000)")
+    num = parser.parse_args(argv).num_predictions
+    if num < 1:
+        parser.error(f"num_predictions {num}: allowed: a positive integer")
     fabric = load_preset("gb300-nvl72", num_gpus=256)
     sizes, groups, domains = random_queries(num, fabric.domain_size, fabric.num_gpus)
     cases = [(c, lambda c=c: collective_time_s(fabric, c, sizes, groups, domains))
@@ -77,4 +83,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))

@@ -13,6 +13,7 @@ is in the calibration set (its figure was fitted), "unseen" = it is not.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -67,7 +68,8 @@ def coverage_rows() -> tuple[list[dict], set[tuple]]:
     return rows, seen
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)   # --help; no options
     rows, seen = coverage_rows()
     runs = published_runs(tuple(rows))
     pred = predict_runs(runs)
@@ -112,4 +114,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -19,6 +19,7 @@ issue 24: LORO median <= 12%; held-out GB300 <= 8%; no fitted term at a bound.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -89,9 +90,14 @@ def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fit", action="store_true", help="refit the terms from FIT_START first and print them")
+    parser.add_argument("--no-logo", action="store_true", help="skip the leave-one-GPU-out refits (a few min)")
+    parser.add_argument("--no-loro", action="store_true", help="skip the leave-one-release-out refits")
+    args = parser.parse_args(argv)   # --help or a wrong option: argparse's usage, before any work
     runs = published_runs()
     cal = CALIBRATED
-    if "--fit" in argv:
+    if args.fit:
         cal = fit_calibration(runs, start=FIT_START, terms=PUBLISHED_FIT_TERMS)
         print("fitted terms:")
         for name in FITTED_TERMS:
@@ -137,7 +143,7 @@ def main(argv: list[str]) -> int:
                   f"err {(np.exp(err) - 1) * 100:+6.1f}%  {share / total * 100:5.1f}%")
     side = {"in-sample (all / MoE / dense)": (float(np.median(p.abs_pct_error)), moe_med, dense_med),
             "held-out GB300 (all / MoE / dense)": (float(np.median(held.abs_pct_error)), h_moe, h_dense)}
-    if "--no-logo" not in argv:
+    if not args.no_logo:
         print("\nleave-one-GPU-out (fit on the other GPUs' rows, predict this GPU's):")
         print(f"{'GPU':8} {'rows':>5} {'MoE med|err|%':>14} {'dense med|err|%':>16}")
         table = leave_one_gpu_out(runs)
@@ -148,7 +154,7 @@ def main(argv: list[str]) -> int:
         print(f"median over GPUs: MoE {float(np.median(moe_all)):.1f}% (bar <= 12%)")
         side["leave-one-GPU-out (median over GPUs: MoE / dense)"] = (
             float("nan"), float(np.median(moe_all)), float(np.median(dense_all)))
-    if "--no-loro" not in argv:
+    if not args.no_loro:
         print("\nleave-one-release-out (fit on the older release lines' rows, predict this line's):")
         print(f"{'line':6} {'train':>6} {'test':>5} {'all med|err|%':>14} {'MoE':>6} {'dense':>6}")
         loro = leave_one_release_out(runs)

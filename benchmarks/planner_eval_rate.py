@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -28,7 +29,12 @@ def random_layouts(num: int, num_gpus: int, seed: int = 0) -> LayoutArrays:
 
 
 def main(argv: list[str]) -> int:
-    num = int(argv[0]) if argv else 100_000
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("num_layouts", nargs="?", type=int, default=100_000,
+                        help="layouts per call (default 100,000)")
+    num = parser.parse_args(argv).num_layouts
+    if num < 1:
+        parser.error(f"num_layouts {num}: allowed: a positive integer")
     model = load_model("deepseek-v3")
     fabric = load_preset("gb300-nvl72", num_gpus=256)
     layouts = random_layouts(num, 256)

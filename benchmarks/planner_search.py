@@ -9,6 +9,7 @@ top-K and Pareto; model loading and imports excluded). gbs is 4096 on 1,024 GPUs
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -20,7 +21,8 @@ from commbench.planner.search.space import SearchRequest, best_for_pins, parse_p
 CASES = ((256, 4096, None), (1024, 4096, 1.0), (16384, 16384, 10.0))
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)   # --help; no options
     model = load_model("deepseek-v3")
     search(SearchRequest(model=model, fabric=load_preset("gb300-nvl72", num_gpus=64), num_gpus=64, gbs=512,
                          precision="mxfp8"))  # warm caches
@@ -68,4 +70,4 @@ def record_ranking(model, fabric, res) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -150,7 +150,7 @@ def show(rows: list[dict]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calibration-only", action="store_true", help="skip the held-out GB300 rows")
     args = parser.parse_args(argv)   # a wrong option is one line and exit 2, before any work
     start = time.perf_counter()
