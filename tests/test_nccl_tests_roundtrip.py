@@ -55,7 +55,9 @@ def test_own_nccl_tests_text_round_trips(capsys, collective, average):
     comparison = compare(theirs, mine, max_regression=0.1)
     assert len(comparison.points) == len(mine) and comparison.only_in_base == comparison.only_in_new == 0
     for point in comparison.points:
-        assert point.statistic == f"nccl-{mode}" and point.verdict == "ok"
+        # never slower: the text only rounds. Where our samples barely vary (a noise interval narrower than the
+        # text's rounding), a rounded-up base can read as "faster", which the ratio bound below keeps at rounding
+        assert point.statistic == f"nccl-{mode}" and point.verdict in ("ok", "faster")
         # the text's rounding: nccl-tests prints 2, 1 or 0 decimals as the time grows past 1e4 and 1e5 µs
         half_step = 0.005 if point.base_us < 1e4 else 0.05 if point.base_us < 1e5 else 0.5
         assert point.ratio == pytest.approx(1.0, abs=1.2 * half_step / point.base_us + 1e-9)
