@@ -11,11 +11,11 @@ curves: median <= 15% over all sizes, <= 10% from 1 MiB up, no regime biased by 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from cli_args import parser_for
 from commbench.costmodel.accuracy import by_regime, curve_points, format_summary, regime_of
 from commbench.costmodel.checks import check_presets
 from commbench.units import format_size
@@ -24,7 +24,7 @@ CURVES = Path(__file__).with_name("data") / "published-curves.json"
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = parser_for(__doc__)
     parser.add_argument("--points", action="store_true", help="also print every published point beside its prediction")
     show_points = parser.parse_args(argv).points
     curves = json.loads(CURVES.read_text(encoding="utf-8"))["curves"]

@@ -11,12 +11,12 @@ terms once per distinct group, only the pairs fastest at a size bin's edges eval
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 import numpy as np
 
+from cli_args import count_argument, parser_for
 from commbench.costmodel import AlgorithmCurve, collective_time_s, load_preset, moe_all_to_all_time_s
 
 GOAL_S = 0.100
@@ -55,12 +55,7 @@ def fitted_like(fabric):
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("num_predictions", nargs="?", type=int, default=1_000_000,
-                        help="queries per call (default 1,000,000)")
-    num = parser.parse_args(argv).num_predictions
-    if num < 1:
-        parser.error(f"num_predictions {num}: allowed: a positive integer")
+    num = count_argument(parser_for(__doc__), argv, "num_predictions", 1_000_000, "queries per call")
     fabric = load_preset("gb300-nvl72", num_gpus=256)
     sizes, groups, domains = random_queries(num, fabric.domain_size, fabric.num_gpus)
     cases = [(c, lambda c=c: collective_time_s(fabric, c, sizes, groups, domains))

@@ -13,7 +13,6 @@ is in the calibration set (its figure was fitted), "unseen" = it is not.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -24,6 +23,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from cli_args import parser_for
 from commbench.data.reference import calibration_runs  # noqa: E402
 from commbench.planner.calibrate.published import predict_runs, published_runs  # noqa: E402
 
@@ -69,7 +69,7 @@ def coverage_rows() -> tuple[list[dict], set[tuple]]:
 
 
 def main(argv: list[str]) -> int:
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)   # --help; no options
+    parser_for(__doc__).parse_args(argv)   # --help; no options
     rows, seen = coverage_rows()
     runs = published_runs(tuple(rows))
     pred = predict_runs(runs)

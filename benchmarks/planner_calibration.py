@@ -19,13 +19,13 @@ issue 24: LORO median <= 12%; held-out GB300 <= 8%; no fitted term at a bound.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from cli_args import parser_for
 from commbench.planner.step.terms import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
 from commbench.planner.calibrate.published import predict_runs, published_runs
 from commbench.planner.calibrate.fit import bound_pullers, fit_calibration
@@ -90,7 +90,7 @@ def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = parser_for(__doc__)
     parser.add_argument("--fit", action="store_true", help="refit the terms from FIT_START first and print them")
     parser.add_argument("--no-logo", action="store_true", help="skip the leave-one-GPU-out refits (a few min)")
     parser.add_argument("--no-loro", action="store_true", help="skip the leave-one-release-out refits")

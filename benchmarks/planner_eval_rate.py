@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 import numpy as np
 
+from cli_args import count_argument, parser_for
 from commbench.costmodel import load_preset
 from commbench.planner import LayoutArrays, evaluate_layouts, load_model
 
@@ -29,12 +29,7 @@ def random_layouts(num: int, num_gpus: int, seed: int = 0) -> LayoutArrays:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("num_layouts", nargs="?", type=int, default=100_000,
-                        help="layouts per call (default 100,000)")
-    num = parser.parse_args(argv).num_layouts
-    if num < 1:
-        parser.error(f"num_layouts {num}: allowed: a positive integer")
+    num = count_argument(parser_for(__doc__), argv, "num_layouts", 100_000, "layouts per call")
     model = load_model("deepseek-v3")
     fabric = load_preset("gb300-nvl72", num_gpus=256)
     layouts = random_layouts(num, 256)

@@ -9,10 +9,10 @@ top-K and Pareto; model loading and imports excluded). gbs is 4096 on 1,024 GPUs
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
+from cli_args import parser_for
 from commbench.costmodel import load_preset
 from commbench.planner import load_model
 from commbench.planner import Layout, LayoutArrays, evaluate_layouts
@@ -22,7 +22,7 @@ CASES = ((256, 4096, None), (1024, 4096, 1.0), (16384, 16384, 10.0))
 
 
 def main(argv: list[str]) -> int:
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)   # --help; no options
+    parser_for(__doc__).parse_args(argv)   # --help; no options
     model = load_model("deepseek-v3")
     search(SearchRequest(model=model, fabric=load_preset("gb300-nvl72", num_gpus=64), num_gpus=64, gbs=512,
                          precision="mxfp8"))  # warm caches

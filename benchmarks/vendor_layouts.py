@@ -24,7 +24,6 @@ the model's stated error band (step.terms.MODEL_MEDIAN_ABS_ERROR: the band `plan
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cli_args import parser_for
 from commbench.planner.calibrate.published import predict_runs, published_runs, _preset
 from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
@@ -150,7 +150,7 @@ def show(rows: list[dict]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = parser_for(__doc__)
     parser.add_argument("--calibration-only", action="store_true", help="skip the held-out GB300 rows")
     args = parser.parse_args(argv)   # a wrong option is one line and exit 2, before any work
     start = time.perf_counter()
