@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 
 from perf_recipe_reader import Obj, Reader, Unknown
-from recipe_mapping import entry, recompute_of
-
-
-def git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True).stdout
+from recipe_mapping import entry, git, recompute_of
 
 
 # v0.6.0 on: src/megatron/bridge/perf_recipes/<family>/<gpu>/<model>.py, one function per recipe, named

@@ -4,13 +4,31 @@ perf_recipes (tools/flat_recipes.py)."""
 
 from __future__ import annotations
 
+import subprocess
+
 DEFAULTS = dict(num_gpus=1, tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
                 virtual_pipeline_model_parallel_size=None, expert_model_parallel_size=1,
                 expert_tensor_parallel_size=None, global_batch_size=1, micro_batch_size=1, use_megatron_fsdp=None,
                 cuda_graph_impl=None, cuda_graph_scope=None, recompute_num_layers=None, recompute_modules=None, cpu_offloading_num_layers=None,
                 moe_flex_dispatcher_backend=None, moe_a2a_overlap=False, cutedsl_fused_grouped_mlp=False,
                 fp8_dot_product_attention=None)
+
+
+def git(repo: str, *args: str) -> str:
+    """stdout of a git command on the Megatron-Bridge git directory `repo` (the readers' only access to it)."""
+    return subprocess.run(["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True).stdout
+
+
 SELECTIVE_BY_DEFAULT = {"deepseek-v3"}
+
+# Megatron-Core recompute modules that leave no recompute the planner's values price
+# (megatron/core/transformer/transformer_config.py and transformer_layer.py at core_v0.16.1): "layernorm" recomputes
+# the norms (memory-bound, no GEMM); "mlp" recomputes the dense MLP submodule only, never a MoE layer's
+# (transformer_layer.py: recompute_mlp is set only when not is_moe_layer), so on a MoE model it is its few dense
+# layers' MLP forward (DeepSeek-V3: 3 of 61 layers, under 1% of the step), not the core attention that
+# "selective" prices. On a dense model "mlp" is every layer's MLP: recompute_of refuses it until the planner
+# prices it.
+NO_PLANNER_RECOMPUTE = frozenset({"layernorm", "mlp"})
 
 
 def recompute_of(fields: dict, model: str) -> str:
@@ -38,14 +56,6 @@ def recompute_of(fields: dict, model: str) -> str:
         return "none"
     return "selective" if model in SELECTIVE_BY_DEFAULT else "none"
 
-
-# Megatron-Core recompute modules that leave no recompute the planner's values price
-# (megatron/core/transformer/transformer_config.py and transformer_layer.py at core_v0.16.1): "layernorm" recomputes
-# the norms (memory-bound, no GEMM); "mlp" recomputes the dense MLP submodule only, never a MoE layer's
-# (transformer_layer.py: recompute_mlp is set only when not is_moe_layer), so on a MoE model it is its few dense
-# layers' MLP forward (DeepSeek-V3: 3 of 61 layers, under 1% of the step), not the core attention that
-# "selective" prices. On a dense model "mlp" is every layer's MLP: refused above until the planner prices it.
-NO_PLANNER_RECOMPUTE = frozenset({"layernorm", "mlp"})
 
 
 def _is_moe(model: str) -> bool:

@@ -71,13 +71,12 @@ from __future__ import annotations
 import ast
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules, when loaded from elsewhere
 from flat_recipes import perf_recipes  # noqa: E402
-from recipe_mapping import DEFAULTS, entry, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
+from recipe_mapping import DEFAULTS, entry, git, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
 
 RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.0"),
             ("26.04", "v0.4.0"), ("26.04.01", "v0.4.2"), ("26.06", "v0.5.0"), ("26.06.01", "v0.5.1"),
@@ -138,10 +137,6 @@ OVERLAP_FACTS = (
     (("kimi-k2",), "h100", None, "dp_overlap", PERF + r"kimi_llm_pretrain\.py$",
      "cfg.comm_overlap.overlap_grad_reduce = False"),
 )
-
-
-def git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True).stdout
 
 
 def parse_workload_file(text: str) -> dict[str, dict]:
