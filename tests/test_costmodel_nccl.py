@@ -40,11 +40,11 @@ HAND = [
     ("all_reduce", 4, 1, "tree", "LL128", 14 + 2 * 3 * 1.25, min(80 * 0.92 * 7 / 9, 2 * 36.7) / 2),
     ("all_reduce", 4, 1, "tree", "Simple", 2 * 3 * 4.0, 80 * 0.92 / 2),
     ("all_reduce", 4, 1, "nvls", "Simple", 23.0, 0.6 * 100 * 5 / 6),
-    # 2 domains of 4: base min(80, 0.9 x 10 = 9); ring: 4 network hops (2 x nodes), 10 NVLink hops
-    # paying at least NCCL's net overhead (1 us, x3 for Simple)
-    ("all_reduce", 8, 2, "ring", "LL", 6.6 + 10 * 1.0 + 4 * 2.7, min(45, 9 / 4) * 8 / 14),
-    ("all_reduce", 8, 2, "ring", "LL128", 14 + 10 * 1.9 + 4 * 4.0, min(9 * 0.92, 2 * 36.7) * 8 / 14),
-    ("all_reduce", 8, 2, "ring", "Simple", 8.4 + 10 * 3.4 + 4 * 14.0, 9 * 8 / 14),
+    # 2 domains of 4: a ring's base min(80, 4 NICs x 0.9 x 10 = 36), a tree's min(80, 9); ring: 4 network
+    # hops (2 x nodes), 10 NVLink hops paying at least NCCL's net overhead (1 us, x3 for Simple)
+    ("all_reduce", 8, 2, "ring", "LL", 6.6 + 10 * 1.0 + 4 * 2.7, min(45, 36 / 4) * 8 / 14),
+    ("all_reduce", 8, 2, "ring", "LL128", 14 + 10 * 1.9 + 4 * 4.0, min(36 * 0.92, 2 * 36.7) * 8 / 14),
+    ("all_reduce", 8, 2, "ring", "Simple", 8.4 + 10 * 3.4 + 4 * 14.0, 36 * 8 / 14),
     ("all_reduce", 8, 2, "tree", "LL", 6.8 + 2 * (3 * 0.6 + 5.0), 9 * 0.92 / 3.8 / 2),
     ("all_reduce", 8, 2, "tree", "LL128", 14 + 2 * (3 * 1.25 + 8.5), 9 * 0.92 * 120 / 128 / 2),
     ("all_reduce", 8, 2, "tree", "Simple", 2 * (3 * 4.0 + 14.0), 9 * 0.92 / 2),
@@ -167,3 +167,23 @@ def test_held_out_published_curves_stay_within_what_was_measured():
     assert summary["all"].median_abs <= 0.15
     assert summary["from 1 MiB"].median_abs <= 0.12
     assert all(abs(s.bias) <= 0.25 for name, s in summary.items())
+
+
+def test_ring_across_domains_uses_the_nics_of_its_ranks_in_each_domain():
+    """A ring crossing domains moves its bytes through the NICs of its ranks in each domain together (NCCL
+    spreads channels over NICs; nccl-tests issue 160): one rank per domain runs at one NIC's rate, m ranks
+    at m NICs' rate until the in-domain ring bounds it (an 8-GPU node's 8 NICs: about its NVLink ring)."""
+    fabric = load_preset("h100-hgx", num_gpus=64)
+    size = 8 * 2**30
+
+    def ring_busbw(n, d):
+        t = float(collective_time_s(fabric, "all_gather", size, n, d, algorithm="ring"))
+        return size * (n - 1) / n / t / 1e9
+
+    one_nic, two_nics, four_nics = ring_busbw(2, 2), ring_busbw(4, 2), ring_busbw(8, 2)
+    inside = ring_busbw(8, 1)
+    assert 40 <= one_nic <= 50                      # 46-48 GB/s per 400 Gb/s NIC (nccl-tests issue 290)
+    assert two_nics == pytest.approx(2 * one_nic, rel=0.05)
+    assert four_nics == pytest.approx(4 * one_nic, rel=0.05)
+    assert ring_busbw(16, 2) == pytest.approx(inside, rel=0.05)   # 8 NICs' 376 GB/s: the NVLink ring bounds it
+    assert ring_busbw(16, 2) <= inside * 1.001

@@ -148,8 +148,9 @@ def test_hsdp_shards_within_a_group_and_all_reduces_across_replicas():
     # weight/grad/optimizer shards: 1/64 instead of 1/128 of the parameters (plus the same gathered units)
     assert bd.mem_optimizer_bytes[1] == pytest.approx(2 * bd.mem_optimizer_bytes[0])
     assert bd.mem_weights_bytes[1] > bd.mem_weights_bytes[0]
-    # the per-layer gathers stay inside a rack: far cheaper than across both racks
-    assert bd.dp_dense_ag_total_s[1] < 0.5 * bd.dp_dense_ag_total_s[0]
+    # the per-layer gathers stay inside a rack: never dearer than across both racks (whose ring runs on
+    # 64 NICs per rack together, so about as fast as the NVLink ring here)
+    assert bd.dp_dense_ag_total_s[1] <= bd.dp_dense_ag_total_s[0]
     # the replica all-reduce is charged once per step with the gradient traffic
     from commbench.planner.step.fsdp import fsdp_sync_s
     from commbench.costmodel import collective_time_s

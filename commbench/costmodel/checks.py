@@ -63,10 +63,11 @@ PUBLISHED_FIGURES: tuple[PublishedFigure, ...] = (
     _fig(_GB200, "gb200-nvl72", "all_reduce", 72, 8 * GiB, 840, what="8 GiB"),
     _fig(_GB200, "gb200-nvl72", "all_reduce", 72, 512 * MiB, 586, what="512 MiB"),
     _fig(_GB200, "gb200-nvl72", "all_reduce", 72, 1 * GiB, (681 + 724) / 2, what="1 GiB (681-724)"),
-    # the per-NIC rate: a ring across nodes (NCCL's NVLS-tree reduces inside the node first and
-    # is predicted faster; the published figure does not say which algorithm ran)
-    _fig("one ConnectX-7", "h100-hgx", "all_reduce", 16, 8 * GiB, 47, num_domains=2, num_gpus=16,
-         algorithm="ring", what="2 nodes x 8 GPUs, ring, 8 GiB"),
+    # the per-NIC rate ("46-48 GB/s per NIC" for NDR 400 Gb/s, nccl-tests issue 290): a ring across
+    # two nodes with one rank (one NIC) on each; with m ranks per node the ring's channels use their
+    # m NICs together (nccl-tests issue 160: a ring's busbw is the node's total NIC bandwidth)
+    _fig("one ConnectX-7", "h100-hgx", "all_reduce", 2, 8 * GiB, 47, num_domains=2, num_gpus=16,
+         algorithm="ring", what="2 nodes x 1 GPU, ring, 8 GiB"),
     _fig("one ConnectX-7", "h100-hgx", "sendrecv", 2, 8 * GiB, 47, num_domains=2, num_gpus=16,
          what="sendrecv across 2 nodes, 8 GiB"),
     _fig("H800, intranode EP8", "h800-hgx", "moe_all_to_all", 8, _DEEPEP_TOKENS_BYTES, 153,

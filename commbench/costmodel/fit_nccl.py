@@ -5,7 +5,9 @@ they measured, so only they set parameters, each from the bandwidth of its last 
 segment and the latency of its fit:
 - ring (Simple or NCCL's protocol) inside one domain: ring_efficiency = busbw / NVLink rate;
 - NVLS all-reduce: nvls_efficiency = algbw x 6/5 / NVLink rate (NCCL's busBw -> algbw ratio 5/6);
-- ring across domains: net_efficiency = busbw / NIC rate;
+- ring across domains: net_efficiency = busbw / (m NICs' rate), m the ranks per domain (a ring's
+  channels use the NICs of its ranks in each domain together: nccl_model.GroupTerms), where those
+  NICs, not the in-domain ring, bound it;
 - launch_us: the median of (fitted latency - NCCL's table latency for that algorithm, protocol and
   group) over those sweeps, at least 0.
 The rest stays the preset's. Parameters learned are listed in the notes, with the curve they came from.
@@ -46,8 +48,9 @@ def learn_nccl_parameters(fits: list[CurveFit], fabric) -> tuple[NcclSystem, lis
         busbw_gbps = fit.fit.busbw_bytes_per_s[-1] / 1e9
         if algorithm == "ring" and d == 1:
             learned["ring_efficiency"] = (busbw_gbps / up_gbps, fit.key.label)
-        elif algorithm == "ring" and out_gbps:
-            learned["net_efficiency"] = (busbw_gbps / out_gbps, fit.key.label)
+        elif algorithm == "ring" and out_gbps and -(-n // d) * out_gbps < system.ring_efficiency * up_gbps:
+            # NIC-bound (the m NICs together below the in-domain ring): it measures the NICs
+            learned["net_efficiency"] = (busbw_gbps / (-(-n // d) * out_gbps), fit.key.label)
         elif algorithm == "nvls" and d == 1 and fit.key.collective == "all_reduce":
             algbw = busbw_gbps * n / (2 * (n - 1))
             learned["nvls_efficiency"] = (algbw / NVLS_ALGBW_RATIO / up_gbps, fit.key.label)

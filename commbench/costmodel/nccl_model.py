@@ -109,6 +109,13 @@ class GroupTerms:
         self.up_ring = system.ring_efficiency * up_gbps
         self.net = system.net_efficiency * net_gbps
         self.base = np.where(self.cross, min(self.up_ring, self.net), self.up_ring) if self.any_cross else self.up_ring
+        # Across domains a ring's channels leave each domain through the NICs of its m ranks there (NCCL
+        # spreads channels over NICs: busBw = nChannels x per-channel bw, src/graph/tuning.cc; "if we use
+        # ring, the busbw is going to reflect exactly what's going through the NICs ... the total NIC
+        # bandwidth", nccl-tests issue 160), so a ring's bus bandwidth is the m NICs together, up to the
+        # in-domain ring's; one NIC only when m = 1. (Trees keep one NIC: a chain per channel.)
+        self.ring_base = np.where(self.cross, np.minimum(self.up_ring, self.m * self.net), self.up_ring) \
+            if self.any_cross else self.up_ring
         self.nvls = system.nvls_efficiency * up_gbps
         reduce_like = collective == "all_reduce"
         self.nsteps = {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}.get(collective, n)
@@ -138,6 +145,7 @@ class GroupTerms:
         """NCCL's busBw for (algorithm, protocol), before the conversion to algorithm bandwidth."""
         s, base = self.system, self.base
         if algorithm == "ring":
+            base = self.ring_base
             if protocol == "LL":
                 return np.minimum(self.cap(T.LL_MAX_BW_GBPS), base * self.ll_share)
             if protocol == "LL128":
