@@ -40,11 +40,12 @@ HAND = [
     ("all_reduce", 4, 1, "tree", "LL128", 14 + 2 * 3 * 1.25, min(80 * 0.92 * 7 / 9, 2 * 36.7) / 2),
     ("all_reduce", 4, 1, "tree", "Simple", 2 * 3 * 4.0, 80 * 0.92 / 2),
     ("all_reduce", 4, 1, "nvls", "Simple", 23.0, 0.6 * 100 * 5 / 6),
-    # 2 domains of 4: a ring's base min(80, 4 NICs x 0.9 x 10 = 36), a tree's min(80, 9); ring: 4 network
-    # hops (2 x nodes), 10 NVLink hops paying at least NCCL's net overhead (1 us, x3 for Simple)
-    ("all_reduce", 8, 2, "ring", "LL", 6.6 + 10 * 1.0 + 4 * 2.7, min(45, 36 / 4) * 8 / 14),
-    ("all_reduce", 8, 2, "ring", "LL128", 14 + 10 * 1.9 + 4 * 4.0, min(36 * 0.92, 2 * 36.7) * 8 / 14),
-    ("all_reduce", 8, 2, "ring", "Simple", 8.4 + 10 * 3.4 + 4 * 14.0, 36 * 8 / 14),
+    # 2 domains of 4: a ring's base min(80, the 4 ranks' NICs, at most one per channel (2) x 0.9 x 10 = 18),
+    # a tree's min(80, 9); ring: 4 network hops (2 x nodes), 10 NVLink hops paying at least NCCL's net
+    # overhead (1 us, x3 for Simple)
+    ("all_reduce", 8, 2, "ring", "LL", 6.6 + 10 * 1.0 + 4 * 2.7, min(45, 18 / 4) * 8 / 14),
+    ("all_reduce", 8, 2, "ring", "LL128", 14 + 10 * 1.9 + 4 * 4.0, min(18 * 0.92, 2 * 36.7) * 8 / 14),
+    ("all_reduce", 8, 2, "ring", "Simple", 8.4 + 10 * 3.4 + 4 * 14.0, 18 * 8 / 14),
     ("all_reduce", 8, 2, "tree", "LL", 6.8 + 2 * (3 * 0.6 + 5.0), 9 * 0.92 / 3.8 / 2),
     ("all_reduce", 8, 2, "tree", "LL128", 14 + 2 * (3 * 1.25 + 8.5), 9 * 0.92 * 120 / 128 / 2),
     ("all_reduce", 8, 2, "tree", "Simple", 2 * (3 * 4.0 + 14.0), 9 * 0.92 / 2),

@@ -101,6 +101,10 @@ def test_two_tier_fit_recovers_the_scale_out_rate():
     big = 64 << 20
     predicted = float(collective_time_s(fabric, "all_reduce", big, 2, 2))
     assert predicted == pytest.approx(float(collective_time_s(truth, "all_reduce", big, 2, 2, algorithm="ring")), rel=0.1)
+    # composed: 4 ranks per node run the ring on their 4 NICs together, as the preset's NCCL ring does
+    four = float(collective_time_s(fabric, "all_reduce", big, 8, 2))
+    assert big * 2 * 7 / 8 / four / 1e9 == pytest.approx(4 * nic_truth, rel=0.2)
+    assert four == pytest.approx(float(collective_time_s(truth, "all_reduce", big, 8, 2, algorithm="ring")), rel=0.2)
 
 
 def test_moe_and_staged_records_are_fitted_generically(tmp_path):

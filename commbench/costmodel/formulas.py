@@ -10,8 +10,10 @@ algorithm available; the minimum of non-decreasing lines is non-decreasing in si
 
 Groups spanning several scale-up domains (num_domains > 1) are composed from the tiers:
 - rings and trees run in lock-step, so each step waits for the slowest link and the pipeline's
-  bandwidth is that of its slowest edge: min(scale-up, scale-out) busbw (scale-out alone when
-  every rank is in its own domain);
+  bandwidth is that of its slowest edge; its channels leave each domain through the NICs of its m
+  ranks there together (NCCL spreads channels over NICs, nccl-tests issue 160), so the edge between
+  domains carries m NICs' rate: min(scale-up, m x scale-out) busbw (one NIC when every rank is in
+  its own domain);
 - all-to-all sends concurrently on both tiers; the time is the longer of the bytes leaving the
   domain over the NIC and the bytes staying inside over NVLink. With m ranks per domain in a group
   of n, busbw tends to NIC * (n-1)/(n-m), i.e. N/(N-1) x the NIC rate on N domains, as the NCCL
@@ -229,7 +231,8 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
             if shape.spread:
                 wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw)
             else:
-                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(busbw_o, busbw), busbw_o)
+                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(ranks_per_domain * busbw_o, busbw),
+                                                   busbw_o)
             time_out += wire
         return time_up, time_out
 

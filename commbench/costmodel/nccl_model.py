@@ -113,8 +113,10 @@ class GroupTerms:
         # spreads channels over NICs: busBw = nChannels x per-channel bw, src/graph/tuning.cc; "if we use
         # ring, the busbw is going to reflect exactly what's going through the NICs ... the total NIC
         # bandwidth", nccl-tests issue 160), so a ring's bus bandwidth is the m NICs together, up to the
-        # in-domain ring's; one NIC only when m = 1. (Trees keep one NIC: a chain per channel.)
-        self.ring_base = np.where(self.cross, np.minimum(self.up_ring, self.m * self.net), self.up_ring) \
+        # in-domain ring's; one NIC only when m = 1; at most one NIC per channel. (Trees keep one NIC: a
+        # chain per channel.)
+        nics = np.minimum(self.m, system.channels)
+        self.ring_base = np.where(self.cross, np.minimum(self.up_ring, nics * self.net), self.up_ring) \
             if self.any_cross else self.up_ring
         self.nvls = system.nvls_efficiency * up_gbps
         reduce_like = collective == "all_reduce"

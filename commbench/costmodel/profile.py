@@ -2,8 +2,9 @@
 
 Scale-up fits (the group inside one domain) become curves as measured. Fits of groups that span
 domains become scale-out curves by inverting the composition rules of `formulas`:
-- rings/trees: the measured busbw is the slowest edge's, taken as the scale-out rate (a warning
-  says so when it is within 10% of the scale-up rate, i.e. the NIC may not be the bottleneck);
+- rings/trees: the measured busbw is the slowest edge's, the edge between domains carrying the NICs
+  of the group's m ranks per domain together, so the scale-out rate per rank is busbw / m (a warning
+  says so when the busbw is within 10% of the scale-up rate, i.e. the NICs may not be the bottleneck);
 - all-to-all: the NIC carries (n - m)/(n - 1) of the bus bytes, so scale-out = busbw * (n-m)/(n-1);
 - latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model).
 Each size segment of a piecewise fit is kept as its own curve (`min_bus_bytes`). On a preset base,
@@ -60,7 +61,9 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
     curves, warnings = [], []
     per_step_s = max(fit.fit.latency_s - up_step_s * intra_steps, 0.0) / inter_steps
     for start, offset_s, busbw in _segments(fit):
-        out_busbw = busbw * (n - m) / (n - 1) if spread else busbw
+        # per rank's NIC: an all-to-all's bytes leave over the (n-m)/(n-1) share; a ring's or tree's
+        # channels use the NICs of the m ranks in each domain together (formulas.py)
+        out_busbw = busbw * (n - m) / (n - 1) if spread else busbw / m
         if not spread and busbw > 0.9 * up_busbw:
             warnings.append(f"{key.label}: busbw {busbw / 1e9:.3g} GB/s is close to the scale-up rate; "
                             "the scale-out rate may be higher than fitted")
