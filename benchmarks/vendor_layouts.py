@@ -12,6 +12,7 @@ Two readings of "the published layout", both printed:
 
     python benchmarks/vendor_layouts.py            # calibration rows + held-out GB300 rows
     python benchmarks/vendor_layouts.py --calibration-only
+    python benchmarks/vendor_layouts.py --why              # what each row's predicted gain is made of
 
 Ranks are printed two ways: among every fitting layout (flag variants such as no-dist-opt or fsdp of one
 structure each count), and among distinct tp/cp/pp/vp/ep/etp/mbs structures, each at its best flags (what
@@ -36,6 +37,8 @@ from cli_args import parser_for
 from commbench.planner.calibrate.published import predict_runs, published_runs, _preset
 from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
+from commbench.planner.layout.spec import LayoutArrays
+from commbench.planner.step.evaluate import evaluate_layouts
 from commbench.planner.step.terms import CALIBRATED, MODEL_MEDIAN_ABS_ERROR
 
 HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
@@ -69,17 +72,18 @@ def rank_rows(runs, cal=CALIBRATED) -> list[dict]:
         lay = r.layout
         pins = dict(tp=lay.tp, pp=lay.pp, vp=lay.vp, ep=lay.ep, etp=lay.etp, cp=lay.cp, mbs=lay.mbs)
         try:
-            _, bd = best_for_pins(dataclasses.replace(res.request, pins=pins))
-            structure = float(bd.tokens_per_s_per_gpu[0])
+            chosen, bd = best_for_pins(dataclasses.replace(res.request, pins=pins))
+            structure, flagged = float(bd.tokens_per_s_per_gpu[0]), chosen.layout(0)
         except Exception:  # noqa: BLE001 - a structure the search refuses keeps only the as-published reading
-            structure = float("nan")
+            structure, flagged = float("nan"), None
         out.append(dict(run=r, rank=rank_of(res, mine), of=len(res.fitting_tokens_desc), gain=best / mine - 1.0,
                         xrank=structure_rank_of(res, mine),
                         xsrank=structure_rank_of(res, structure) if structure == structure else None,
                         srank=rank_of(res, structure) if structure == structure else None,
                         sgain=best / structure - 1.0 if structure == structure else None,
                         band=band, best=res.layouts.layout(0), published=float(p.published_tokens[j]), pred=mine,
-                        software=res.request.software, note="" if p.fits[j] else "published layout predicted OOM"))
+                        software=res.request.software, flagged=flagged,
+                        note="" if p.fits[j] else "published layout predicted OOM"))
     return out
 
 
@@ -128,6 +132,49 @@ def summary(rows: list[dict], title: str) -> dict[str, tuple[float, float]]:
     return out
 
 
+FLAG_FIELDS = ("recompute", "recompute_layers", "cuda_graph", "cuda_graph_scope", "dispatcher", "moe_a2a_overlap",
+               "fused_moe", "fp8_attention", "tp_comm_overlap", "dp_overlap", "distributed_optimizer", "fsdp",
+               "cpu_offload_layers")
+
+
+def flag_gains(rows: list[dict], cal=CALIBRATED) -> dict[str, list[float]]:
+    """Where the search's flags for a published structure differ from the published ones: per row
+    (key "why"), each differing flag switched alone on the published layout and its PREDICTED gain;
+    returned per flag, every row's gain (what the claimed gains over NVIDIA's layouts are made of)."""
+    per_flag: dict[str, list[float]] = {}
+    for r in rows:
+        lay, best = r["run"].layout, r.get("flagged")
+        r["why"] = []
+        if best is None or r.get("rank") is None:
+            continue
+        run = r["run"]
+        fabric = _preset(run.preset, int(run.row["num_gpus"]))
+        changed = [dataclasses.replace(lay, **{f: getattr(best, f)}) for f in FLAG_FIELDS
+                   if getattr(lay, f) != getattr(best, f)]
+        if not changed:
+            continue
+        bd = evaluate_layouts(run.model, fabric, LayoutArrays.from_layouts([lay] + changed),
+                              seq_len=int(run.row["seq_len"]), calibration=cal)
+        tok = bd.tokens_per_s_per_gpu
+        names = [f for f in FLAG_FIELDS if getattr(lay, f) != getattr(best, f)]
+        for name, t, ok in zip(names, tok[1:], bd.valid[1:]):
+            switch = f"{name} {getattr(lay, name)}->{getattr(best, name)}"
+            if not ok or t <= 0 or tok[0] <= 0:   # e.g. full recompute beside CPU offload: only with another flag
+                r["why"].append(f"{switch} (invalid alone)")
+                continue
+            r["why"].append(f"{switch} {(t / tok[0] - 1.0) * 100:+.1f}%")
+            per_flag.setdefault(name, []).append(float(t / tok[0] - 1.0))
+    return per_flag
+
+
+def show_flag_gains(per_flag: dict[str, list[float]]) -> None:
+    print("flags the search switches on the published structures, each alone (PREDICTED gain):")
+    print(f"  {'flag':24} {'rows':>5} {'median':>8} {'mean':>8} {'max':>8}")
+    for name, gains in sorted(per_flag.items(), key=lambda kv: -len(kv[1])):
+        g = np.array(gains) * 100
+        print(f"  {name:24} {len(g):5d} {np.median(g):+7.1f}% {g.mean():+7.1f}% {g.max():+7.1f}%")
+
+
 def show(rows: list[dict]) -> None:
     print(f"{'#':>3} {'run':46} {'sw':>8} {'rank':>7} {'xrank':>6} {'of':>8} {'gain%':>7} {'srank':>7} {'sgain%':>7} "
           f"{'band%':>6} {'later%':>7}  best layout / note")
@@ -144,6 +191,8 @@ def show(rows: list[dict]) -> None:
         later = f"{r['later'] * 100:+7.0f}" if r.get("later") is not None else f"{'':>7}"
         print(f"{run.index:>3} {run.label:46} {r['software']:>8} {r['rank']:7d} {r['xrank']:6d} {r['of']:8d} "
               f"{r['gain'] * 100:+7.1f} {srank} {sgain} {r['band'] * 100:6.1f} {later}  {best} {r['note']}")
+        if r.get("why"):
+            print(f"{'':>4}why (each flag alone): {'; '.join(r['why'])}")
     print("rank: among every fitting layout (flag variants count); xrank: among distinct tp/cp/pp/vp/ep/etp/mbs "
           "structures, each at its best flags; s: the published structure with the flags the search chooses; later%: "
           "MEASURED gain of a later release's different published layout of the same run")
@@ -152,18 +201,27 @@ def show(rows: list[dict]) -> None:
 def main(argv: list[str]) -> int:
     parser = parser_for(__doc__)
     parser.add_argument("--calibration-only", action="store_true", help="skip the held-out GB300 rows")
+    parser.add_argument("--why", action="store_true",
+                        help="per row, each flag the search would change on the published structure, switched "
+                             "alone, with its predicted gain; and a table of those gains per flag")
     args = parser.parse_args(argv)   # a wrong option is one line and exit 2, before any work
     start = time.perf_counter()
     rows = rank_rows(published_runs())
     later_layout_gain(rows)
+    per_flag = flag_gains(rows) if args.why else {}
     show(rows)
     summary(rows, "calibration rows")
+    if per_flag:
+        show_flag_gains(per_flag)
     if not args.calibration_only:
         held = rank_rows(published_runs(tuple(json.loads(HELD_OUT.read_text()))))
         later_layout_gain(held)
+        held_flags = flag_gains(held) if args.why else {}
         print()
         show(held)
         summary(held, "held-out GB300 rows")
+        if held_flags:
+            show_flag_gains(held_flags)
     print(f"({time.perf_counter() - start:.0f} s)")
     return 0
 

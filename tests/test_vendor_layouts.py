@@ -1,0 +1,51 @@
+"""benchmarks/vendor_layouts.py --why: what a predicted gain over a published layout is made of (each flag
+the search would change on the published structure, switched alone)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import vendor_layouts  # noqa: E402
+
+from commbench.planner.calibrate.published import _preset, published_runs  # noqa: E402
+from commbench.planner.layout.spec import LayoutArrays  # noqa: E402
+from commbench.planner.step.evaluate import evaluate_layouts  # noqa: E402
+
+
+def _run(predicate):
+    return next(r for r in published_runs() if r.layout is not None and predicate(r.layout))
+
+
+def test_each_differing_flag_is_priced_alone_on_the_published_layout():
+    run = _run(lambda lay: lay.cuda_graph == "none" and lay.cpu_offload_layers == 0 and not lay.fsdp)
+    flagged = dataclasses.replace(run.layout, cuda_graph="layer", recompute="full")
+    rows = [dict(run=run, rank=1, flagged=flagged)]
+    per_flag = vendor_layouts.flag_gains(rows)
+    assert set(per_flag) == {"cuda_graph", "recompute"}
+    bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])),
+                          LayoutArrays.from_layouts([run.layout, dataclasses.replace(run.layout, cuda_graph="layer")]),
+                          seq_len=int(run.row["seq_len"]))
+    want = bd.tokens_per_s_per_gpu[1] / bd.tokens_per_s_per_gpu[0] - 1.0
+    assert per_flag["cuda_graph"] == [pytest.approx(want)]
+    assert per_flag["recompute"][0] < 0          # full recompute alone costs time
+    assert [w.split()[0] for w in rows[0]["why"]] == ["recompute", "cuda_graph"]   # FLAG_FIELDS order
+
+
+def test_a_switch_invalid_alone_is_named_and_left_out_of_the_table():
+    run = _run(lambda lay: lay.cpu_offload_layers > 0 and lay.recompute == "none")
+    rows = [dict(run=run, rank=1, flagged=dataclasses.replace(run.layout, recompute="full", cpu_offload_layers=0))]
+    per_flag = vendor_layouts.flag_gains(rows)
+    assert "recompute" not in per_flag and "cpu_offload_layers" in per_flag
+    assert any(w.startswith("recompute none->full (invalid alone)") for w in rows[0]["why"])
+
+
+def test_rows_without_a_flagged_layout_are_skipped():
+    run = _run(lambda lay: True)
+    rows = [dict(run=run, rank=None, flagged=None)]
+    assert vendor_layouts.flag_gains(rows) == {} and rows[0]["why"] == []
