@@ -153,6 +153,38 @@ def test_release_features_are_per_gpu_where_the_recipes_cover_it():
     assert True in release_features("26.06", "gb200")["moe_a2a_overlap"]
 
 
+def test_release_features_are_per_precision_where_the_recipes_on_that_gpu_cover_it():
+    """No H100 FP8 recipe of any release turns CUDA graphs on, while H100 BF16 recipes run per-layer graphs; a
+    precision no recipe on the GPU runs gets the GPU's features; a GPU no recipe covers, any GPU's."""
+    from commbench.planner.layout.recipes import release_features
+    assert release_features("26.08", "h100", "fp8")["cuda_graph"] == {"none"}
+    assert "layer" in release_features("26.08", "h100-hgx", "bf16")["cuda_graph"]
+    assert release_features("26.08", "h100", "nvfp4") == release_features("26.08", "h100")   # no H100 NVFP4 recipe
+    assert release_features("26.08", "h800", "fp8") == release_features("26.08")
+    assert release_features("26.08", "b200", "nvfp4")["cuda_graph"] == {"none"}
+    assert "full" in release_features("26.08", "b200", "mxfp8")["cuda_graph"]
+
+
+def test_the_search_credits_no_feature_the_recipes_never_run_at_that_precision():
+    from commbench.costmodel import load_preset
+    from commbench.planner import load_model
+    from commbench.planner.search.space import SearchRequest, search
+    kw = dict(model=load_model("llama3-8b"), fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=128,
+              software="26.08")
+    fp8 = search(SearchRequest(precision="fp8", **kw))
+    assert set(fp8.layouts.cuda_graph.tolist()) == {0}                 # eager everywhere at FP8
+    bf16 = search(SearchRequest(precision="bf16", **kw))
+    assert 1 in set(bf16.layouts.cuda_graph.tolist())                  # per-layer graphs searched at BF16
+
+
+def test_a_pin_the_release_never_runs_at_that_precision_is_one_line():
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.recipes import check_pins_in_release
+    check_pins_in_release({"cuda_graph": "layer"}, "26.08", "h100-hgx", "bf16")
+    with pytest.raises(CommbenchError, match=r"cuda_graph=layer: .*release 26.08 on H100 at FP8 .*\{none\} on H100 at FP8"):
+        check_pins_in_release({"cuda_graph": "layer"}, "26.08", "h100-hgx", "fp8")
+
+
 def test_a_pin_the_release_never_runs_on_that_gpu_is_one_line():
     from commbench.errors import CommbenchError
     from commbench.planner.layout.recipes import check_pins_in_release

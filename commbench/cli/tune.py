@@ -62,7 +62,8 @@ def tune(
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
-    check_pins_in_release(pins, check_release(software) if software else newest_release(), system)  # before the sweep
+    check_pins_in_release(pins, check_release(software) if software else newest_release(), system,
+                          precision.lower())  # before the sweep
     from commbench.files import check_output_dir
     from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED

@@ -9,8 +9,8 @@ the recipe files at each release's tag; every entry names its file, commit and c
 - `resolve_release`: a release the table lacks (a patch container such as 26.06.02, or one newer than
   the table such as 26.10) reads the recipes of the newest table release not newer than it, and says
   so (a note); one older than the oldest has no recipe.
-- `release_features`: what a release can do on a GPU, the union of the values its recipes (and older
-  releases') use on that GPU (e.g. 25.09 has no full-iteration CUDA graph and no fused MoE kernels; no
+- `release_features`: what a release can do on a GPU at a precision, the union of the values its
+  recipes (and older releases') use there (e.g. 25.09 has no full-iteration CUDA graph and no fused MoE kernels; no
   release runs H100 under a full-iteration graph; GB200's EP all-to-all overlap starts in 26.04); a GPU
   no recipe covers gets what the release uses on any GPU. `plan`/`tune --software` search only those:
   a feature NVIDIA's own tuned recipes never turn on for a GPU is not one the planner may credit there.
@@ -158,15 +158,18 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
 
 
 @functools.cache
-def release_features(release: str, gpu: str | None = None) -> dict[str, frozenset]:
+def release_features(release: str, gpu: str | None = None, precision: str | None = None) -> dict[str, frozenset]:
     """Field -> the values any recipe of that release (or an older one) uses on `gpu` (a GPU or preset
-    name; None, or a GPU no recipe of those releases covers: on any GPU): what it can run there."""
+    name; None, or a GPU no recipe of those releases covers: on any GPU) at `precision` (None, or a
+    precision no recipe on that GPU runs: at any precision): what it can run there. E.g. no H100 FP8
+    recipe of any release turns CUDA graphs on (85 of 85; H100 BF16 recipes do), nor any B200 NVFP4 one."""
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
     entries = [e for e in _usable() if e["release"] in upto]
     on_gpu = [e for e in entries if gpu is not None and e["gpu"] == gpu_key(gpu)]
+    at_precision = [e for e in on_gpu if precision is not None and e["precision"] == str(precision).lower()]
     out: dict[str, set] = {k: set() for k in RECIPE_KEYS}
-    for entry in on_gpu or entries:
+    for entry in at_precision or on_gpu or entries:
         for k in RECIPE_KEYS:
             out[k].add(entry[k])
     # Megatron-Core features every release has, used by a recipe or not: the three recompute
@@ -179,11 +182,12 @@ def release_features(release: str, gpu: str | None = None) -> dict[str, frozense
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None) -> None:
-    """Refuse a --layout value the release's recipes never use on the GPU (one line naming field, release
-    and GPU)."""
-    features = release_features(release, gpu)
-    where = f" on {gpu_key(gpu).upper()}" if gpu else ""
+def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None,
+                          precision: str | None = None) -> None:
+    """Refuse a --layout value the release's recipes never use on the GPU at the precision (one line
+    naming field, release, GPU and precision)."""
+    features = release_features(release, gpu, precision)
+    where = (f" on {gpu_key(gpu).upper()}" if gpu else "") + (f" at {str(precision).upper()}" if precision else "")
     for key in RECIPE_KEYS:
         if key in pins and pins[key] not in features[key]:
             have = ", ".join(sorted(str(v).lower() for v in features[key]))

@@ -176,14 +176,15 @@ def caveats(result: SearchResult) -> list[str]:
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
         out.append("The flex dispatcher (DeepEP/HybridEP) is assumed available; pin dispatcher=alltoall otherwise.")
     from commbench.planner.layout.recipes import release_features
-    has = release_features(result.request.software, result.request.gpu_name)
-    extras = [name for name, ok in (("full-iteration CUDA graphs", "full" in has["cuda_graph"]),
+    has = release_features(result.request.software, result.request.gpu_name, result.request.precision)
+    extras = [name for name, ok in (("per-layer CUDA graphs", "layer" in has["cuda_graph"]),
+                                    ("full-iteration CUDA graphs", "full" in has["cuda_graph"]),
                                     ("fused MoE kernels", True in has["fused_moe"]),
                                     ("EP all-to-all overlap", True in has["moe_a2a_overlap"]),
                                     ("the flex dispatcher", "flex" in has["dispatcher"])) if not ok]
     gpu = result.request.gpu_name
     out.append(f"Software: the features of Megatron-Bridge release {result.request.software}'s performance recipes "
-               + (f"on {gpu.upper()} " if gpu else "") + "(--software)"
+               + (f"on {gpu.upper()} " if gpu else "") + f"at {result.request.precision.upper()} (--software)"
                + (f"; without {', '.join(extras)}." if extras else ".")
                + (f" Note: {result.request.software_note}." if result.request.software_note else ""))
     from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS, runs_fused_grouped_mlp

@@ -73,7 +73,7 @@ class SearchRequest:
         from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
         object.__setattr__(self, "software_note", release_note(self.software) if self.software else "")
         object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
-        check_pins_in_release(self.pins, self.software, self.gpu_name)  # the user's pins, before the framework's
+        check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision)  # the user's pins, first
         object.__setattr__(self, "framework", check_framework(self.framework))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
         check_precision_runs(self.framework, self.model, self.precision)
@@ -300,7 +300,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
               moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
     bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
-    if "cuda_graph" not in req.pins and "full" in release_features(req.software, req.gpu_name)["cuda_graph"]:
+    if "cuda_graph" not in req.pins and "full" in release_features(req.software, req.gpu_name, req.precision)["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
