@@ -33,6 +33,11 @@ def _pair(fit: CurveFit) -> tuple[str, str] | None:
     return algorithm, "Simple"
 
 
+def _ring_nics(n: int, d: int, system: NcclSystem) -> int:
+    """NICs a ring of n ranks over d domains crosses on per domain: its ranks' there, one per channel."""
+    return min(-(-n // d), system.channels)
+
+
 def learn_nccl_parameters(fits: list[CurveFit], fabric) -> tuple[NcclSystem, list[str]]:
     """(the fabric's NcclSystem with what the forced NCCL sweeps measured, notes saying what)."""
     system: NcclSystem = fabric.nccl
@@ -48,9 +53,9 @@ def learn_nccl_parameters(fits: list[CurveFit], fabric) -> tuple[NcclSystem, lis
         busbw_gbps = fit.fit.busbw_bytes_per_s[-1] / 1e9
         if algorithm == "ring" and d == 1:
             learned["ring_efficiency"] = (busbw_gbps / up_gbps, fit.key.label)
-        elif algorithm == "ring" and out_gbps and -(-n // d) * out_gbps < system.ring_efficiency * up_gbps:
-            # NIC-bound (the m NICs together below the in-domain ring): it measures the NICs
-            learned["net_efficiency"] = (busbw_gbps / (-(-n // d) * out_gbps), fit.key.label)
+        elif algorithm == "ring" and out_gbps and _ring_nics(n, d, system) * out_gbps < system.ring_efficiency * up_gbps:
+            # NIC-bound (the ring's NICs together below the in-domain ring): it measures the NICs
+            learned["net_efficiency"] = (busbw_gbps / (_ring_nics(n, d, system) * out_gbps), fit.key.label)
         elif algorithm == "nvls" and d == 1 and fit.key.collective == "all_reduce":
             algbw = busbw_gbps * n / (2 * (n - 1))
             learned["nvls_efficiency"] = (algbw / NVLS_ALGBW_RATIO / up_gbps, fit.key.label)

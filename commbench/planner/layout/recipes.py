@@ -11,9 +11,10 @@ the recipe files at each release's tag; every entry names its file, commit and c
   so (a note); one older than the oldest has no recipe.
 - `release_features`: what a release can do on a GPU at a precision, the union of the values its
   recipes (and older releases') use there (e.g. 25.09 has no full-iteration CUDA graph and no fused MoE kernels; no
-  release runs H100 under a full-iteration graph; GB200's EP all-to-all overlap starts in 26.04); a GPU
-  no recipe covers gets what the release uses on any GPU. `plan`/`tune --software` search only those:
-  a feature NVIDIA's own tuned recipes never turn on for a GPU is not one the planner may credit there.
+  release runs H100 under a full-iteration graph, nor under any CUDA graph at FP8; GB200's EP all-to-all
+  overlap starts in 26.04); a precision no recipe on the GPU runs gets the GPU's, a GPU no recipe covers
+  what the release uses on any GPU. `plan`/`tune --software` search only those: a feature NVIDIA's own
+  tuned recipes never turn on for a GPU at a precision is not one the planner may credit there.
 """
 
 from __future__ import annotations
