@@ -147,16 +147,14 @@ def flag_gains(rows: list[dict], cal=CALIBRATED) -> dict[str, list[float]]:
         r["why"] = []
         if best is None or r.get("rank") is None:
             continue
-        run = r["run"]
-        fabric = _preset(run.preset, int(run.row["num_gpus"]))
-        changed = [dataclasses.replace(lay, **{f: getattr(best, f)}) for f in FLAG_FIELDS
-                   if getattr(lay, f) != getattr(best, f)]
-        if not changed:
-            continue
-        bd = evaluate_layouts(run.model, fabric, LayoutArrays.from_layouts([lay] + changed),
-                              seq_len=int(run.row["seq_len"]), calibration=cal)
-        tok = bd.tokens_per_s_per_gpu
         names = [f for f in FLAG_FIELDS if getattr(lay, f) != getattr(best, f)]
+        if not names:
+            continue
+        run, changed = r["run"], [dataclasses.replace(lay, **{f: getattr(best, f)}) for f in names]
+        bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])),
+                              LayoutArrays.from_layouts([lay] + changed), seq_len=int(run.row["seq_len"]),
+                              calibration=cal)
+        tok = bd.tokens_per_s_per_gpu
         for name, t, ok in zip(names, tok[1:], bd.valid[1:]):
             switch = f"{name} {getattr(lay, name)}->{getattr(best, name)}"
             if not ok or t <= 0 or tok[0] <= 0:   # e.g. full recompute beside CPU offload: only with another flag
