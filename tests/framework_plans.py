@@ -60,6 +60,9 @@ PINNED = [
     ("qwen3-30b-a3b", "gb200-nvl72", 72, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=576, precision="mxfp8",
                                              fsdp=True)),
     ("llama3-8b", "h100-hgx", 8, dict(tp=2, pp=1, mbs=1, gbs=128, precision="fp8", fsdp=True)),
+    # the same with activations offloaded to host memory, as its recipe (cpu_offloading_num_layers 40)
+    ("llama3.1-70b", "gb200-nvl72", 64, dict(tp=1, pp=1, mbs=2, gbs=256, precision="fp8", fsdp=True,
+                                            cpu_offload_layers=40)),
     # HSDP: FSDP within each 64-GPU rack, two replicas across racks
     ("llama3.1-70b", "gb200-nvl72", 128, dict(tp=1, pp=1, mbs=2, gbs=256, precision="fp8", fsdp=True,
                                              fsdp_replicas=2)),
@@ -96,7 +99,8 @@ def _pinned_id(name: str, system: str, fields: dict) -> str:
     return f"{name}-{system}-pinned-" + "".join(f"{k}{fields.get(k, 1)}" for k in ("tp", "pp", "vp", "ep")) + \
         ("-fsdp" if fields.get("fsdp") else "") + \
         (f"-hsdp{fields['fsdp_replicas']}" if fields.get("fsdp_replicas", 1) > 1 else "") + \
-        (f"-rl{fields['recompute_layers']}" if fields.get("recompute_layers") else "")
+        (f"-rl{fields['recompute_layers']}" if fields.get("recompute_layers") else "") + \
+        (f"-off{fields['cpu_offload_layers']}" if fields.get("cpu_offload_layers") else "")
 
 
 def case_ids() -> list[str]:

@@ -30,7 +30,8 @@ def _layout_keys() -> str:
     from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
     codes = "; ".join(f"{k} ({' | '.join(v)})" for k, v in CODE_FIELDS.items() if k != "precision")
     return (f"integers {', '.join(INT_FIELDS)}; {codes}; true/false {', '.join(BOOL_FIELDS)}; "
-            "0 or more cpu_offload_layers (layers whose activations go to host memory; needs pp=1) and "
+            "0 or more cpu_offload_layers (layers whose activations go to host memory; needs pp=1; searched "
+            "for dense FSDP layouts where the --software release's recipes offload on the GPU) and "
             "recompute_layers (with recompute=full, layers of each model chunk recomputed; 0 = all)")
 
 

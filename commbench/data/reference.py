@@ -67,6 +67,7 @@ class GpuSpec:
     sustained_tensor_fraction: float | None = None  # see sustained_tensor_fraction()
     precisions: tuple[str, ...] = ("bf16",)  # training precisions its Tensor Cores run (hardware.toml)
     compute_capability: tuple[int, int] | None = None
+    host_link_gbps_per_dir: float | None = None  # GPU <-> host memory (PCIe or NVLink-C2C), one direction
 
     @property
     def usable_hbm_bytes(self) -> float:
@@ -109,6 +110,7 @@ def gpu_spec(name: str) -> GpuSpec:
         precisions=tuple(str(p) for p in row.get("precisions", ("bf16",))),
         compute_capability=(tuple(int(x) for x in str(row["compute_capability"]).split("."))
                             if "compute_capability" in row else None),
+        host_link_gbps_per_dir=float(row["host_link_gbps_per_dir"]) if "host_link_gbps_per_dir" in row else None,
     )
 
 

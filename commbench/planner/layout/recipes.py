@@ -162,7 +162,9 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
 def release_features(release: str, gpu: str | None = None, precision: str | None = None) -> dict[str, frozenset]:
     """Field -> the values any recipe of that release (or an older one) uses on `gpu` (a GPU or preset
     name; None, or a GPU no recipe of those releases covers: on any GPU) at `precision` (None, or a
-    precision no recipe on that GPU runs: at any precision): what it can run there. E.g. no H100 FP8
+    precision no recipe on that GPU runs: at any precision): what it can run there; "cpu_offload" holds True
+    where a recipe there offloads activations to host memory (GB200/GB300 and B200 FSDP Llama recipes;
+    none on H100). E.g. no H100 FP8
     recipe of any release turns CUDA graphs on (85 of 85; H100 BF16 recipes do), nor any B200 NVFP4 one."""
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
@@ -170,15 +172,17 @@ def release_features(release: str, gpu: str | None = None, precision: str | None
     on_gpu = [e for e in entries if gpu is not None and e["gpu"] == gpu_key(gpu)]
     at_precision = [e for e in on_gpu if precision is not None and e["precision"] == str(precision).lower()]
     out: dict[str, set] = {k: set() for k in RECIPE_KEYS}
+    out["cpu_offload"] = set()
     for entry in at_precision or on_gpu or entries:
         for k in RECIPE_KEYS:
             out[k].add(entry[k])
+        out["cpu_offload"].add(int(entry.get("cpu_offload_layers") or 0) > 0)
     # Megatron-Core features every release has, used by a recipe or not: the three recompute
     # granularities, eager launches, the NCCL all-to-all dispatcher, every optional feature off.
     out["recompute"] |= {"none", "selective", "full"}
     out["cuda_graph"].add("none")
     out["dispatcher"].add("alltoall")
-    for key in ("fp8_attention", "moe_a2a_overlap", "fused_moe"):
+    for key in ("fp8_attention", "moe_a2a_overlap", "fused_moe", "cpu_offload"):
         out[key].add(False)
     return {k: frozenset(v) for k, v in out.items()}
 

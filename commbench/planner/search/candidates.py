@@ -130,7 +130,38 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned
     cols["recompute_layers"] = np.full(len(tp), int(pins.get("recompute_layers", 0)))      # only when pinned
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
-    return restrict_columns(req.framework, _with_fsdp(cols, pins, req), "cuda_graph" in pins, req.model)
+    return restrict_columns(req.framework, _with_offload(_with_fsdp(cols, pins, req), pins, req, has),
+                            "cuda_graph" in pins, req.model)
+
+
+OFFLOAD_SHARES = (1 / 8, 1 / 4, 1 / 2, 3 / 4)  # of the model's layers; the recipes offload 5-40 of 80, 10-95 of 126
+
+
+def _with_offload(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest, has: dict) -> dict[str, np.ndarray]:
+    """CPU activation offloading (step/kernels.offload_exposed_s) where the release's recipes use it on
+    the GPU at the precision (recipes.release_features): each FSDP row without recompute again with
+    OFFLOAD_SHARES of the layers offloaded, eager (as every offloading recipe runs: FSDP, no recompute,
+    no CUDA graph) and, as they are, for dense transformers only (every one is a Llama; no MoE or hybrid
+    recipe offloads). Megatron only (TorchTitan has no activation offloading); a pinned count is as pinned."""
+    dense = not req.model.is_moe and not req.model.is_hybrid
+    if "cpu_offload_layers" in pins or req.framework != "megatron" or True not in has["cpu_offload"] or not dense:
+        return cols
+    twin = np.flatnonzero(cols["fsdp"] & (cols["recompute"] == CODE_FIELDS["recompute"].index("none"))
+                          & (cols["pp"] == 1))
+    if "cuda_graph" in pins:
+        twin = twin[cols["cuda_graph"][twin] == CODE_FIELDS["cuda_graph"].index("none")]
+    layers = req.model.num_layers + req.model.num_mtp_layers
+    counts = sorted({min(max(round(layers * f), 1), layers - 1) for f in OFFLOAD_SHARES})
+    if not twin.size or layers < 2:
+        return cols
+    parts = []
+    for count in counts:
+        part = {k: v[twin] for k, v in cols.items()}
+        part["cpu_offload_layers"] = np.full(twin.size, count, dtype=cols["cpu_offload_layers"].dtype)
+        part["cuda_graph"] = np.full(twin.size, CODE_FIELDS["cuda_graph"].index("none"), dtype=np.int8)
+        part["cuda_graph_scope"] = np.zeros(twin.size, dtype=cols["cuda_graph_scope"].dtype)
+        parts.append(part)
+    return {k: np.concatenate([v] + [p[k] for p in parts]) for k, v in cols.items()}
 
 
 def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> dict[str, np.ndarray]:

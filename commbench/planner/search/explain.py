@@ -35,7 +35,8 @@ def scale_tier_bandwidth(fabric, tier: str, factor: float):
 
 def short(layout: Layout) -> str:
     """'TP1 PP2 VP8 EP32 ETP1 CP1 DP128 mbs1 recompute=selective flex' (the searched dimensions; FSDP
-    rows end in 'fsdp', HSDP rows in 'hsdpR' with R replicas)."""
+    rows end in 'fsdp', HSDP rows in 'hsdpR' with R replicas; 'offloadN' where N layers' activations go to
+    host memory)."""
     text = (f"TP{layout.tp} PP{layout.pp} VP{layout.vp} EP{layout.ep} ETP{layout.etp} CP{layout.cp} "
             f"DP{layout.dp} mbs{layout.mbs} recompute={layout.recompute}")
     if layout.recompute_layers:   # block recompute of that many layers per model chunk
@@ -44,6 +45,8 @@ def short(layout: Layout) -> str:
         text += f" {layout.dispatcher}"
     if layout.fsdp:  # FSDP over all of DP, or HSDP with its replicas (step/fsdp.py)
         text += f" hsdp{layout.fsdp_replicas}" if layout.fsdp_replicas > 1 else " fsdp"
+    if layout.cpu_offload_layers:  # activations of that many layers in host memory
+        text += f" offload{layout.cpu_offload_layers}"
     return text + ("" if layout.distributed_optimizer else " no-dist-opt")
 
 

@@ -7,7 +7,8 @@ embedding/loss stage accounting arranges), forward + backward:
   operand traffic at HBM bandwidth for its shape (gemm_shape.py: narrow TP/ETP shards and few
   tokens per expert run below peak). Attention core in bf16.
 - memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth.
-- fixed per-layer (and per-MoE-layer) host/launch overhead; recompute's extra forward.
+- fixed per-layer (and per-MoE-layer) host/launch overhead; recompute's extra forward; CPU
+  offloading's copies to host memory and back where they outlast the pass beside them.
 - TP: per layer 2 all-reduces fwd + 2 bwd, or with sequence parallel 2 all-gathers + 2
   reduce-scatters each way (Korthikanti et al., arXiv 2205.05198); in MoE layers only the shared
   experts use TP; routed experts use ETP.
@@ -77,6 +78,7 @@ class StepBreakdown:
     memory_bound_s: np.ndarray
     overhead_s: np.ndarray
     recompute_s: np.ndarray
+    offload_exposed_s: np.ndarray
     tp_total_s: np.ndarray
     tp_exposed_s: np.ndarray
     ep_total_s: np.ndarray
@@ -232,6 +234,12 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s, model=model,
                                      graph_scope=a.cuda_graph_scope)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
+    # CPU offloading: the offloaded layers' activations cross the host link out and back (kernels.py).
+    offload_mb = np.zeros(len(a))
+    if np.any(a.cpu_offload_layers > 0):
+        moved = memory.offloaded_bytes_per_microbatch(model, a, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb,
+                                                      sp=sp)
+        offload_mb = kernels.offload_exposed_s(moved / kernels.host_link_bytes_per_s(gpu), compute_mb)
 
     # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
     act_buf = tokens_mb / cp * model.hidden * ACT_BYTES
@@ -296,7 +304,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Interleaved schedules overlap p2p with compute (Megatron overlap_p2p_comm); 1F1B blocks on it.
     pp_exposed_mb = np.where(vp > 1, pp_total_mb * (1.0 - cal.overlap_efficiency), pp_total_mb)
 
-    t_mb = compute_mb + tp_exposed_mb + ep_exposed_mb + etp_exposed_mb + cp_exposed_mb + pp_exposed_mb
+    t_mb = (compute_mb + tp_exposed_mb + ep_exposed_mb + etp_exposed_mb + cp_exposed_mb + pp_exposed_mb
+            + offload_mb)
     bubble_s = (pp - 1) / vp * t_mb
 
     # Data parallel: dense params over DP x CP, expert params over EDP.
@@ -367,6 +376,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         valid=valid, violations=violations, num_microbatches=n_mb,
         compute_s=n_mb * compute_mb, gemm_s=n_mb * gemm_s, attention_s=n_mb * attention_s,
         memory_bound_s=n_mb * memory_bound_s, overhead_s=n_mb * overhead_s, recompute_s=n_mb * recompute_s,
+        offload_exposed_s=n_mb * offload_mb,
         tp_total_s=n_mb * tp_total_mb, tp_exposed_s=n_mb * tp_exposed_mb,
         ep_total_s=n_mb * ep_total_mb, ep_exposed_s=n_mb * ep_exposed_mb,
         etp_total_s=n_mb * etp_total_mb, etp_exposed_s=n_mb * etp_exposed_mb,

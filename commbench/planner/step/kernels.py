@@ -193,6 +193,19 @@ def sustained_tensor_fraction(gpu) -> float:
     return float(value)
 
 
+def host_link_bytes_per_s(gpu) -> float:
+    """GPU <-> host memory bandwidth, one direction (hardware.toml host_link_gbps_per_dir: PCIe or NVLink-C2C)."""
+    return _fact(gpu, "host_link_gbps_per_dir") * 1e9
+
+
+def offload_exposed_s(copy_s: np.ndarray, compute_mb: np.ndarray) -> np.ndarray:
+    """Exposed seconds per micro-batch of CPU activation offloading: the copies to host memory run on a
+    copy engine beside the forward (a third of the micro-batch's compute), the copies back beside the
+    backward (two thirds); each pass waits only for what its copies outlast it by (Transformer Engine's
+    offload context copies on its own stream and synchronises at the layer boundaries it needs)."""
+    return np.maximum(copy_s - compute_mb / 3.0, 0.0) + np.maximum(copy_s - compute_mb * 2.0 / 3.0, 0.0)
+
+
 def dispatcher_sm_fraction(gpu) -> float:
     """Fraction of the GPU's SMs an overlapped DeepEP/HybridEP kernel holds."""
     return DISPATCHER_SMS / _fact(gpu, "sms")

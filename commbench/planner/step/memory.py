@@ -133,18 +133,35 @@ def _per_token_stage_elements(model: ModelSpec, arr, recompute, *, tp, cp, etp, 
     return per_token
 
 
-def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
-                     framework: str = "megatron") -> np.ndarray:
-    c = block_counts(model)
+def _saved_elements_per_token(model: ModelSpec, arr, *, tp, cp, etp, sp) -> np.ndarray:
+    """Saved activation elements per token of the whole model (all stages) under each row's recompute."""
     per_token = _per_token_stage_elements(model, arr, arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
     if np.any(arr.recompute_layers > 0):   # block recompute: the layers it does not recompute keep everything
         share = full_recompute_share(model, arr)
         stored = _per_token_stage_elements(model, arr, np.zeros_like(arr.recompute), tp=tp, cp=cp, etp=etp, sp=sp)
         per_token = share * per_token + (1.0 - share) * stored
-    # CPU offloading (Transformer Engine get_cpu_offload_context via Megatron-Core cpu_offloading_num_layers):
-    # the activations of that many of a rank's layers move to host memory once the layer's forward ends.
-    layers_local = c.layers / pp
-    kept = 1.0 - np.minimum(arr.cpu_offload_layers, np.maximum(layers_local - 1, 0)) / layers_local
+    return per_token
+
+
+def offloaded_share(model: ModelSpec, arr, pp) -> np.ndarray:
+    """Share of a rank's layers whose activations CPU offloading moves to host memory (Transformer Engine
+    get_cpu_offload_context via Megatron-Core cpu_offloading_num_layers: that many of the rank's layers,
+    each once its forward ends; at least one layer stays on the GPU)."""
+    layers_local = block_counts(model).layers / pp
+    return np.minimum(arr.cpu_offload_layers, np.maximum(layers_local - 1, 0)) / layers_local
+
+
+def offloaded_bytes_per_microbatch(model: ModelSpec, arr, *, tp, cp, pp, etp, tokens_mb, sp) -> np.ndarray:
+    """Activation bytes one micro-batch sends to host memory in its forward (and reads back for its
+    backward) under CPU offloading: the offloaded layers' share of what the stage saves."""
+    per_token = _saved_elements_per_token(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
+    return offloaded_share(model, arr, pp) * tokens_mb * per_token * BF16 / pp
+
+
+def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
+                     framework: str = "megatron") -> np.ndarray:
+    per_token = _saved_elements_per_token(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
+    kept = 1.0 - offloaded_share(model, arr, pp)     # CPU offloading keeps the other layers' activations
     per_mb_stage = kept * tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
     chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
     mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
