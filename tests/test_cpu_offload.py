@@ -79,3 +79,25 @@ def test_search_never_offloads_where_no_recipe_does():
     # as every offloading recipe runs: FSDP, pp 1, no recompute, eager
     assert np.all(offered.fsdp[with_offload] & (offered.pp[with_offload] == 1))
     assert np.all((offered.recompute[with_offload] == 0) & (offered.cuda_graph[with_offload] == 0))
+
+
+def test_offloaded_activations_must_fit_host_memory():
+    """A GB200 superchip's Grace holds 480 GB for two GPUs; offloading more than a GPU's share (less
+    the host reserve) is not a layout that fits, however much HBM it frees."""
+    from commbench.data.reference import gpu_spec
+    from commbench.planner.step.terms import CALIBRATED
+    model = load_model("llama3.1-70b")
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    host_share = gpu_spec("gb200").host_memory_gb_per_gpu * 1e9 * (1 - CALIBRATED.host_reserve_fraction)
+    mbs4 = [Layout.for_world(64, tp=1, pp=1, mbs=4, gbs=256, precision="fp8", fsdp=True, cpu_offload_layers=n)
+            for n in (0, 20, 79)]
+    bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts(mbs4), seq_len=SEQ)
+    assert bd.mem_host_offload_bytes[0] == 0.0
+    assert 0 < bd.mem_host_offload_bytes[1] < bd.mem_host_offload_bytes[2]
+    assert bd.mem_host_offload_bytes[2] > host_share and not bd.fits[2]
+    assert bd.mem_total_bytes[2] < bd.mem_capacity_bytes[2]       # the GPU side would fit: the host refuses it
+    res_arr, _, _ = candidates(_request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "26.08"))
+    everything = evaluate_layouts(model, fabric, res_arr, seq_len=SEQ)
+    offloaded = everything.fits & (res_arr.cpu_offload_layers > 0)
+    assert np.any(offloaded)
+    assert np.all(everything.mem_host_offload_bytes[offloaded] <= host_share)

@@ -68,6 +68,7 @@ class GpuSpec:
     precisions: tuple[str, ...] = ("bf16",)  # training precisions its Tensor Cores run (hardware.toml)
     compute_capability: tuple[int, int] | None = None
     host_link_gbps_per_dir: float | None = None  # GPU <-> host memory (PCIe or NVLink-C2C), one direction
+    host_memory_gb_per_gpu: float | None = None  # host (CPU) memory per GPU
 
     @property
     def usable_hbm_bytes(self) -> float:
@@ -111,6 +112,7 @@ def gpu_spec(name: str) -> GpuSpec:
         compute_capability=(tuple(int(x) for x in str(row["compute_capability"]).split("."))
                             if "compute_capability" in row else None),
         host_link_gbps_per_dir=float(row["host_link_gbps_per_dir"]) if "host_link_gbps_per_dir" in row else None,
+        host_memory_gb_per_gpu=float(row["host_memory_gb_per_gpu"]) if "host_memory_gb_per_gpu" in row else None,
     )
 
 

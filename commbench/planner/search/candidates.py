@@ -134,7 +134,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
                             "cuda_graph" in pins, req.model)
 
 
-OFFLOAD_SHARES = (1 / 8, 1 / 4, 1 / 2, 3 / 4)  # of the model's layers; the recipes offload 5-40 of 80, 10-95 of 126
+OFFLOAD_SHARES = (1 / 8, 1 / 4, 3 / 8, 1 / 2, 5 / 8, 3 / 4)  # of the layers; the recipes offload 5-40 of 80, 10-95 of 126
 
 
 def _with_offload(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest, has: dict) -> dict[str, np.ndarray]:

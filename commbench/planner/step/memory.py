@@ -40,6 +40,8 @@ class MemoryBytes:
     activations: np.ndarray
     reserve: np.ndarray
     capacity: np.ndarray
+    host_offload: np.ndarray    # activations CPU offloading keeps in host memory
+    host_capacity: np.ndarray   # host memory per GPU less the host reserve (inf without offloading)
 
     @property
     def total(self) -> np.ndarray:
@@ -158,6 +160,14 @@ def offloaded_bytes_per_microbatch(model: ModelSpec, arr, *, tp, cp, pp, etp, to
     return offloaded_share(model, arr, pp) * tokens_mb * per_token * BF16 / pp
 
 
+def host_memory_bytes(gpu) -> float:
+    """Host memory per GPU (hardware.toml host_memory_gb_per_gpu)."""
+    if not getattr(gpu, "host_memory_gb_per_gpu", None):
+        from commbench.errors import CommbenchError
+        raise CommbenchError(f"GPU {gpu.name!r} has no host_memory_gb_per_gpu in hardware.toml; CPU offloading needs it")
+    return float(gpu.host_memory_gb_per_gpu) * 1e9
+
+
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
                      framework: str = "megatron") -> np.ndarray:
     per_token = _saved_elements_per_token(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
@@ -208,6 +218,11 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
             fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe))
         f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
         weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
+    # CPU offloading at pp = 1 holds one micro-batch's offloaded activations in host memory at a time.
+    host = offloaded_bytes_per_microbatch(model, arr, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb, sp=sp)
+    host_capacity = np.full(len(tp), np.inf)
+    if np.any(arr.cpu_offload_layers > 0):
+        host_capacity[:] = host_memory_bytes(gpu) * (1.0 - cal.host_reserve_fraction)
     return MemoryBytes(
         weights=weights,
         grads=grads,
@@ -215,6 +230,8 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
         activations=activations,
         reserve=np.full(len(tp), cal.reserve_fixed_bytes) + cal.reserve_fraction * capacity + graph_bytes,
         capacity=capacity,
+        host_offload=host,
+        host_capacity=host_capacity,
     )
 
 
