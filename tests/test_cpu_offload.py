@@ -101,3 +101,25 @@ def test_offloaded_activations_must_fit_host_memory():
     offloaded = everything.fits & (res_arr.cpu_offload_layers > 0)
     assert np.any(offloaded)
     assert np.all(everything.mem_host_offload_bytes[offloaded] <= host_share)
+
+
+def test_offloading_runs_eager_as_megatron_core_requires():
+    """megatron-core (TransformerConfig.__post_init__) raises "CUDA graphs not supported with CPU
+    offloading": a layout with both breaks the offload rule, and a pinned offload count makes the search
+    leave graphs off (GB200 enumerates per-layer graphs otherwise)."""
+    import pytest
+
+    from commbench.errors import CommbenchError
+    from commbench.planner import check_layout
+    model = load_model("llama3.1-70b")
+    for graph in ("layer", "full"):
+        with pytest.raises(CommbenchError, match="offload.*cuda_graph"):
+            check_layout(model, Layout.for_world(64, tp=1, pp=1, mbs=2, gbs=256, fsdp=True, cpu_offload_layers=40,
+                                                 cuda_graph=graph), 64)
+    enumerated, _, _ = candidates(_request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "26.08",
+                                           pins=dict(cpu_offload_layers=40, pp=1)))
+    assert len(enumerated) and np.all(enumerated.cpu_offload_layers == 40)
+    assert np.all(enumerated.cuda_graph == 0)
+    chosen, _ = best_for_pins(_request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "26.08",
+                                       pins=dict(tp=1, pp=1, mbs=2, fsdp=True, cpu_offload_layers=40)))
+    assert chosen.layout(0).cuda_graph == "none"

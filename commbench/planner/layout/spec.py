@@ -267,8 +267,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("hsdp", "fsdp_replicas > 1 (HSDP) needs fsdp, dp divisible by fsdp_replicas and, for a MoE model, ep*etp dividing "
              "a shard group's dp/fsdp_replicas*cp*tp ranks (TorchTitan 0.3's efsdp mesh; Megatron-FSDP in megatron-core "
              "0.16.1 builds no expert mesh for HSDP, so Megatron plans of a MoE model refuse it)"),
-    ("offload", "cpu_offload_layers needs pp=1, recompute=none and fewer offloaded layers than the model has "
-                "(megatron-core TransformerConfig.__post_init__)"),
+    ("offload", "cpu_offload_layers needs pp=1, recompute=none, cuda_graph=none and fewer offloaded layers than the "
+                "model has (megatron-core TransformerConfig.__post_init__: \"CUDA graphs not supported with CPU offloading\")"),
     ("recompute_layers", "recompute_layers > 0 (layers of each model chunk recomputed) needs recompute=full"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
@@ -297,7 +297,7 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     shard_ranks = arr.dp // np.maximum(arr.fsdp_replicas, 1) * arr.cp * arr.tp
     expert_bad = (shard_ranks % (arr.ep * arr.etp) != 0) if model.is_moe else np.zeros(len(arr), dtype=bool)
     bits |= np.where(hsdp & (~arr.fsdp | (arr.dp % arr.fsdp_replicas != 0) | expert_bad), RULE_BITS["hsdp"], 0)
-    offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0)
+    offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0) | (arr.cuda_graph != 0)
                                                   | (arr.cpu_offload_layers >= model.num_layers))
     bits |= np.where(offload_bad, RULE_BITS["offload"], 0)
     bits |= np.where((arr.recompute_layers > 0) & (arr.recompute != RECOMPUTE.index("full")),
@@ -325,7 +325,7 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
         "hsdp": f"fsdp_replicas = {layout.fsdp_replicas}, fsdp = {layout.fsdp}, dp = {layout.dp}, "
                 f"{'MoE' if model.is_moe else 'dense'} model" + (f", ep*etp = {layout.ep * layout.etp}" if model.is_moe else ""),
         "offload": f"cpu_offload_layers = {layout.cpu_offload_layers}, pp = {layout.pp}, "
-                   f"recompute = {layout.recompute}, layers = {model.num_layers}",
+                   f"recompute = {layout.recompute}, cuda_graph = {layout.cuda_graph}, layers = {model.num_layers}",
         "recompute_layers": f"recompute_layers = {layout.recompute_layers}, recompute = {layout.recompute}",
     }[name]
     if name == "expert_fold" and given is not None and "etp" not in given:

@@ -116,8 +116,10 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
     cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True in has["moe_a2a_overlap"])) & a2a_ok
-    if "cuda_graph" not in pins:  # megatron-core: full recompute only with the full-iteration graph
-        cols["cuda_graph"] = np.where(cols["recompute"] == 2, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
+    if "cuda_graph" not in pins:  # megatron-core: full recompute only with the full-iteration graph;
+        # no CUDA graph with CPU offloading ("CUDA graphs not supported with CPU offloading")
+        eager = (cols["recompute"] == 2) | (int(pins.get("cpu_offload_layers", 0)) > 0)
+        cols["cuda_graph"] = np.where(eager, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
                                       cols["cuda_graph"]).astype(np.int8)
     cols["dp_overlap"] = np.full(len(tp), bool(pins.get("dp_overlap", True)))
     # Fused permute + grouped MLP: on for MoE in MXFP8 on Blackwell (cutedsl_fused_grouped_mlp), where
