@@ -123,3 +123,21 @@ def test_offloading_runs_eager_as_megatron_core_requires():
     chosen, _ = best_for_pins(_request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "26.08",
                                        pins=dict(tp=1, pp=1, mbs=2, fsdp=True, cpu_offload_layers=40)))
     assert chosen.layout(0).cuda_graph == "none"
+
+
+def test_torchtitan_refuses_activation_offloading():
+    """TorchTitan 0.3.0 has no activation offloading: a pin is refused by name, and a layout that
+    offloads gets a one-line refusal from the TorchTitan emitter instead of a config that ignores it."""
+    import pytest
+
+    from commbench.errors import CommbenchError
+    from commbench.planner.emit.torchtitan import torchtitan_plan
+    from commbench.planner.search.frameworks import framework_pins
+    model = load_model("llama3.1-70b")
+    with pytest.raises(CommbenchError, match="cpu_offload_layers=20 is invalid with --framework torchtitan"):
+        framework_pins("torchtitan", model, {"cpu_offload_layers": 20})
+    assert framework_pins("torchtitan", model, {})["cpu_offload_layers"] == 0
+    lay = Layout.for_world(64, tp=1, pp=1, mbs=2, gbs=256, precision="fp8", fsdp=True, cpu_offload_layers=40)
+    assert "no activation offloading" in torchtitan_plan(lay, model, version="0.3")["refused"]
+    assert "refused" not in torchtitan_plan(Layout.for_world(64, tp=1, pp=1, mbs=2, gbs=256, precision="fp8", fsdp=True),
+                                            model, version="0.3")

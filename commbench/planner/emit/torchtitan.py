@@ -141,6 +141,10 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
         return titan, (f"TorchTitan {full} checkpoints activations per layer with no count per model chunk "
                        f"(recompute_layers={layout.recompute_layers}, Megatron's --recompute-method block): plan with "
                        "recompute_layers=0")
+    if layout.cpu_offload_layers:
+        return titan, (f"TorchTitan {full} has no activation offloading (training.enable_cpu_offload offloads FSDP2's "
+                       f"parameters and optimizer state): the layout offloads {layout.cpu_offload_layers} layers' "
+                       "activations; plan with cpu_offload_layers=0")
     if layout.pp > 1 and titan_stages(model, layout.pp, layout.vp, version) is None:
         return titan, (f"TorchTitan {full} cannot split {model.num_layers} layers (its configs train no MTP) into non-empty pp={layout.pp} x "
                        f"vp={layout.vp} stages")

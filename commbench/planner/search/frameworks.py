@@ -40,8 +40,10 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
                         "gpt-oss-120b": "full"}
 
 # Layout fields TorchTitan 0.3 fixes, and the value it runs.
+# No activation offloading (its training.enable_cpu_offload is FSDP2's parameter/optimizer offload).
 _TITAN_FIXED = {"etp": 1, "dispatcher": "alltoall", "moe_a2a_overlap": False, "tp_comm_overlap": False,
-                "fp8_attention": False, "fused_moe": False, "distributed_optimizer": True, "dp_overlap": True}
+                "fp8_attention": False, "fused_moe": False, "distributed_optimizer": True, "dp_overlap": True,
+                "cpu_offload_layers": 0}
 
 
 MEGATRON_NO_FUSED_MLP = (f"fused_moe=true is invalid with --framework megatron: Megatron-LM {MEGATRON_LM_RELEASE} has no "
