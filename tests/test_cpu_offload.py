@@ -141,3 +141,19 @@ def test_torchtitan_refuses_activation_offloading():
     assert "no activation offloading" in torchtitan_plan(lay, model, version="0.3")["refused"]
     assert "refused" not in torchtitan_plan(Layout.for_world(64, tp=1, pp=1, mbs=2, gbs=256, precision="fp8", fsdp=True),
                                             model, version="0.3")
+
+
+def test_plan_explains_what_offloading_relies_on():
+    """The plan says how much host memory the offloaded activations fill, of what share, and what the
+    host-link copies leave exposed (the facts the prediction rests on)."""
+    from commbench.planner.search.explain import caveats
+    from commbench.planner.search.space import search
+    req = _request("llama3.1-70b", "b200-hgx", 64, 256, "fp8", "26.08",
+                   pins=dict(tp=1, pp=1, mbs=1, fsdp=True, cpu_offload_layers=20))
+    result = search(req)
+    line = next(c for c in caveats(result) if c.startswith("CPU offloading"))
+    host_gb = float(result.breakdown.mem_host_offload_bytes[0]) / 1e9
+    assert "20 of 80 layers" in line and f"{host_gb:.0f} GB per micro-batch" in line and "64 GB/s" in line
+    plain = search(_request("llama3.1-70b", "b200-hgx", 64, 256, "fp8", "26.08",
+                            pins=dict(tp=1, pp=1, mbs=1, fsdp=True, cpu_offload_layers=0)))
+    assert not any(c.startswith("CPU offloading") for c in caveats(plain))

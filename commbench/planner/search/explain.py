@@ -176,6 +176,14 @@ def caveats(result: SearchResult) -> list[str]:
         out.append(f"ETP{lay.etp} splits each expert's FFN into {model.expert_ffn // lay.etp} columns per GPU; the step "
                    "model charges the narrower grouped GEMMs their operand traffic (gemm_shape.py) and the ETP "
                    "all-gather/reduce-scatter, but kernel choices for very narrow GEMMs are not modelled.")
+    if lay.cpu_offload_layers:
+        bd, gpu = result.breakdown, result.request.fabric.gpu
+        share = (1.0 - result.request.calibration.host_reserve_fraction) * gpu.host_memory_gb_per_gpu
+        out.append(f"CPU offloading: {lay.cpu_offload_layers} of {model.num_layers} layers' activations go to host memory, "
+                   f"{float(bd.mem_host_offload_bytes[0]) / 1e9:.0f} GB per micro-batch of the GPU's {share:.0f} GB share "
+                   f"(hardware.toml host_memory_gb_per_gpu less the host reserve); their copies over the host link "
+                   f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
+                   "exposed per step.")
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
         out.append("The flex dispatcher (DeepEP/HybridEP) is assumed available; pin dispatcher=alltoall otherwise.")
     from commbench.planner.layout.recipes import release_features
