@@ -152,10 +152,10 @@ def _with_offload(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest, h
                           & (cols["pp"] == 1))
     if "cuda_graph" in pins:
         twin = twin[cols["cuda_graph"][twin] == CODE_FIELDS["cuda_graph"].index("none")]
-    layers = req.model.num_layers + req.model.num_mtp_layers
-    counts = sorted({min(max(round(layers * f), 1), layers - 1) for f in OFFLOAD_SHARES})
+    layers = req.model.num_layers   # megatron-core: fewer than TransformerConfig.num_layers
     if not twin.size or layers < 2:
         return cols
+    counts = sorted({min(max(round(layers * f), 1), layers - 1) for f in OFFLOAD_SHARES})
     parts = []
     for count in counts:
         part = {k: v[twin] for k, v in cols.items()}
