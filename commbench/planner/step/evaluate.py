@@ -236,7 +236,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                      graph_scope=a.cuda_graph_scope)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
     # CPU offloading: the offloaded layers' activations cross the host link out and back (kernels.py).
-    offload_mb = np.zeros(len(a))
+    offload_mb, moved = np.zeros(len(a)), None
     if np.any(a.cpu_offload_layers > 0):
         moved = memory.offloaded_bytes_per_microbatch(model, a, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb,
                                                       sp=sp)
@@ -372,7 +372,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,
                                 dense_group=shard_group, expert_group=expert_shard_group, n_mb=n_mb,
-                                tokens_mb=tokens_mb, sp=sp, framework=framework)
+                                tokens_mb=tokens_mb, sp=sp, framework=framework,
+                                offloaded_bytes=moved)
     return StepBreakdown(
         valid=valid, violations=violations, num_microbatches=n_mb,
         compute_s=n_mb * compute_mb, gemm_s=n_mb * gemm_s, attention_s=n_mb * attention_s,

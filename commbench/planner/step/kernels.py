@@ -198,6 +198,11 @@ def host_link_bytes_per_s(gpu) -> float:
     return _fact(gpu, "host_link_gbps_per_dir") * 1e9
 
 
+def host_memory_bytes(gpu) -> float:
+    """Host (CPU) memory per GPU (hardware.toml host_memory_gb_per_gpu)."""
+    return _fact(gpu, "host_memory_gb_per_gpu") * 1e9
+
+
 def offload_exposed_s(copy_s: np.ndarray, compute_mb: np.ndarray) -> np.ndarray:
     """Exposed seconds per micro-batch of CPU activation offloading: the copies to host memory run on a
     copy engine beside the forward (a third of the micro-batch's compute), the copies back beside the

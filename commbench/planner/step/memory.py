@@ -160,14 +160,6 @@ def offloaded_bytes_per_microbatch(model: ModelSpec, arr, *, tp, cp, pp, etp, to
     return offloaded_share(model, arr, pp) * tokens_mb * per_token * BF16 / pp
 
 
-def host_memory_bytes(gpu) -> float:
-    """Host memory per GPU (hardware.toml host_memory_gb_per_gpu)."""
-    if not getattr(gpu, "host_memory_gb_per_gpu", None):
-        from commbench.errors import CommbenchError
-        raise CommbenchError(f"GPU {gpu.name!r} has no host_memory_gb_per_gpu in hardware.toml; CPU offloading needs it")
-    return float(gpu.host_memory_gb_per_gpu) * 1e9
-
-
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
                      framework: str = "megatron") -> np.ndarray:
     per_token = _saved_elements_per_token(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
@@ -192,7 +184,8 @@ LOGITS_BYTES = {"megatron": 2.0, "torchtitan": 8.0}
 
 
 def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, dense_group, expert_group,
-                   n_mb, tokens_mb, sp, framework: str = "megatron") -> MemoryBytes:
+                   n_mb, tokens_mb, sp, framework: str = "megatron",
+                   offloaded_bytes=None) -> MemoryBytes:
     pc = param_counts(model)
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
@@ -219,9 +212,10 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
         f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
         weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
     # CPU offloading at pp = 1 holds one micro-batch's offloaded activations in host memory at a time.
-    host = offloaded_bytes_per_microbatch(model, arr, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb, sp=sp)
+    host = np.zeros(len(tp)) if offloaded_bytes is None else np.asarray(offloaded_bytes, dtype=float)
     host_capacity = np.full(len(tp), np.inf)
-    if np.any(arr.cpu_offload_layers > 0):
+    if np.any(host > 0):
+        from commbench.planner.step.kernels import host_memory_bytes
         host_capacity[:] = host_memory_bytes(gpu) * (1.0 - cal.host_reserve_fraction)
     return MemoryBytes(
         weights=weights,
