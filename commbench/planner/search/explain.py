@@ -179,7 +179,7 @@ def caveats(result: SearchResult) -> list[str]:
     if lay.cpu_offload_layers:
         bd, gpu = result.breakdown, result.request.fabric.gpu
         share = (1.0 - result.request.calibration.host_reserve_fraction) * gpu.host_memory_gb_per_gpu
-        out.append(f"CPU offloading: {lay.cpu_offload_layers} of {model.num_layers} layers' activations go to host memory, "
+        out.append(f"CPU offloading (predicted): {lay.cpu_offload_layers} of {model.num_layers} layers' activations go to host memory, "
                    f"{float(bd.mem_host_offload_bytes[0]) / 1e9:.0f} GB per micro-batch of the GPU's {share:.0f} GB share "
                    f"(hardware.toml host_memory_gb_per_gpu less the host reserve); their copies over the host link "
                    f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
