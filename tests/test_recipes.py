@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -89,7 +90,10 @@ def test_software_option_refuses_unknown_release_and_features_it_lacks():
     assert lacking.exit_code == 2 and "fused_moe" in lacking.output and "25.11" in lacking.output
     ok = CliRunner().invoke(app, base + ["--software", "25.11", "--top", "2"], env={"COLUMNS": "200"})
     assert ok.exit_code == 0, ok.output
-    assert "release 25.11" in ok.output and "without full-iteration" not in ok.output
+    # the features are the model's own recipes' there: 25.11 runs full-iteration graphs on GB200 at MXFP8
+    # for other models, not for Qwen3-30B-A3B
+    assert "release 25.11's performance recipes for qwen3-30b-a3b on GB200" in " ".join(ok.output.split())
+    assert "without full-iteration" in ok.output
     doc = CliRunner().invoke(app, base + ["--software", "25.09", "--top", "2", "--json"])
     assert doc.exit_code == 0, doc.output
     import json
@@ -169,8 +173,9 @@ def test_the_search_credits_no_feature_the_recipes_never_run_at_that_precision()
     from commbench.costmodel import load_preset
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, search
-    kw = dict(model=load_model("llama3-8b"), fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=128,
-              software="26.08")
+    # Llama 3 8B's own H100 BF16 recipes run eager; a model no recipe covers takes any model's there
+    kw = dict(model=dataclasses.replace(load_model("llama3-8b"), name="my-llama"),
+              fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=128, software="26.08")
     fp8 = search(SearchRequest(precision="fp8", **kw))
     assert set(fp8.layouts.cuda_graph.tolist()) == {0}                 # eager everywhere at FP8
     bf16 = search(SearchRequest(precision="bf16", **kw))
@@ -357,3 +362,27 @@ def test_recipe_overlap_flags_reach_the_rows_of_that_release():
     # a row's own recipe field still wins
     assert recipe_flags(dict(h100, release="26.06", recipe={"tp_comm_overlap": True}), "h100-hgx",
                         "deepseek-v3")["tp_comm_overlap"] is True
+
+
+def test_the_search_credits_the_features_the_release_runs_for_that_model():
+    """Before 26.06.01 no Qwen3-235B-A22B recipe on B200 at MXFP8 runs CUDA graphs or the flex dispatcher,
+    while other models' recipes there do: the search proposes neither for it, but does for a model no
+    recipe covers; a pin may still ask for them (they run on that GPU at that precision)."""
+    from commbench.costmodel import load_preset
+    from commbench.planner import load_model
+    from commbench.planner.layout.recipes import check_pins_in_release, release_features, release_features_scope
+    from commbench.planner.layout.spec import CODE_FIELDS
+    from commbench.planner.search.space import SearchRequest, search
+    assert release_features("26.02", "b200", "mxfp8", "qwen3-235b-a22b")["cuda_graph"] == {"none"}
+    assert release_features_scope("26.02", "b200", "mxfp8", "qwen3-235b-a22b") == "model"
+    assert "full" in release_features("26.06.01", "b200", "mxfp8", "qwen3-235b-a22b")["cuda_graph"]
+    assert release_features_scope("26.02", "b200", "mxfp8", "my-moe") == "precision"
+    model = load_model("qwen3-235b-a22b")
+    kw = dict(fabric=load_preset("b200-hgx", num_gpus=64), num_gpus=64, gbs=1024, precision="mxfp8",
+              software="26.02", keep=200)
+    own = search(SearchRequest(model=model, **kw))
+    assert set(own.layouts.cuda_graph.tolist()) == {0}
+    assert CODE_FIELDS["dispatcher"].index("flex") not in set(own.layouts.dispatcher.tolist())
+    other = search(SearchRequest(model=dataclasses.replace(model, name="my-moe"), **kw))
+    assert set(other.layouts.cuda_graph.tolist()) - {0}
+    check_pins_in_release({"cuda_graph": "layer", "dispatcher": "flex"}, "26.02", "b200-hgx", "mxfp8")

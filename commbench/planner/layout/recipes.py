@@ -158,22 +158,40 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
             "release_note": note}
 
 
-@functools.cache
-def release_features(release: str, gpu: str | None = None, precision: str | None = None) -> dict[str, frozenset]:
-    """Field -> the values any recipe of that release (or an older one) uses on `gpu` (a GPU or preset
-    name; None, or a GPU no recipe of those releases covers: on any GPU) at `precision` (None, or a
-    precision no recipe on that GPU runs: at any precision): what it can run there; "cpu_offload" holds True
-    where a recipe there offloads activations to host memory (GB200/GB300 and B200 FSDP Llama recipes;
-    none on H100). E.g. no H100 FP8
-    recipe of any release turns CUDA graphs on (85 of 85; H100 BF16 recipes do), nor any B200 NVFP4 one."""
+def _feature_entries(release: str, gpu: str | None, precision: str | None,
+                     model: str | None) -> tuple[list[dict[str, Any]], str]:
+    """The recipe entries release_features reads and how narrowly they match ("model", "precision", "gpu"
+    or "any"): of that release or an older one, for the model on the GPU at the precision where there are
+    such, else for any model there, else on the GPU at any precision, else anywhere."""
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
     entries = [e for e in _usable() if e["release"] in upto]
     on_gpu = [e for e in entries if gpu is not None and e["gpu"] == gpu_key(gpu)]
     at_precision = [e for e in on_gpu if precision is not None and e["precision"] == str(precision).lower()]
+    for_model = [e for e in at_precision if model is not None and e["model"] == model]
+    for chosen, scope in ((for_model, "model"), (at_precision, "precision"), (on_gpu, "gpu")):
+        if chosen:
+            return chosen, scope
+    return entries, "any"
+
+
+@functools.cache
+def release_features(release: str, gpu: str | None = None, precision: str | None = None,
+                     model: str | None = None) -> dict[str, frozenset]:
+    """Field -> the values the release's recipes (or an older release's) use for `model` (a zoo name) on
+    `gpu` (a GPU or preset name) at `precision`: what the release runs there. Where no recipe covers the
+    model there, any model's recipes on that GPU at that precision; then the GPU's at any precision; then
+    any GPU's (_feature_entries). "cpu_offload" holds True where a recipe there offloads activations to
+    host memory (GB200/GB300 and B200 FSDP Llama recipes; none on H100). E.g. no H100 FP8 recipe of any
+    release turns CUDA graphs on (85 of 85; H100 BF16 recipes do), nor any B200 NVFP4 one; and before
+    26.06.01 no Qwen3-235B-A22B recipe on B200 at MXFP8 runs CUDA graphs or the flex dispatcher, while
+    other models' recipes there do: a feature a release runs for one model is not one it has tuned for
+    another, so the search credits the model's own (a --layout pin may still ask for what any recipe
+    there runs: check_pins_in_release)."""
+    entries, _ = _feature_entries(release, gpu, precision, model)
     out: dict[str, set] = {k: set() for k in RECIPE_KEYS}
     out["cpu_offload"] = set()
-    for entry in at_precision or on_gpu or entries:
+    for entry in entries:
         for k in RECIPE_KEYS:
             out[k].add(entry[k])
         out["cpu_offload"].add(int(entry.get("cpu_offload_layers") or 0) > 0)
@@ -185,6 +203,12 @@ def release_features(release: str, gpu: str | None = None, precision: str | None
     for key in ("fp8_attention", "moe_a2a_overlap", "fused_moe", "cpu_offload"):
         out[key].add(False)
     return {k: frozenset(v) for k, v in out.items()}
+
+
+def release_features_scope(release: str, gpu: str | None = None, precision: str | None = None,
+                           model: str | None = None) -> str:
+    """How narrowly release_features matched: "model", "precision", "gpu" or "any"."""
+    return _feature_entries(release, gpu, precision, model)[1]
 
 
 def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None,
@@ -202,4 +226,4 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
 
 
 __all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
-           "release_features", "check_pins_in_release", "gpu_key"]
+           "release_features", "release_features_scope", "check_pins_in_release", "gpu_key"]

@@ -186,18 +186,27 @@ def caveats(result: SearchResult) -> list[str]:
                    "exposed per step.")
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
         out.append("The flex dispatcher (DeepEP/HybridEP) is assumed available; pin dispatcher=alltoall otherwise.")
-    from commbench.planner.layout.recipes import release_features
-    has = release_features(result.request.software, result.request.gpu_name, result.request.precision)
-    extras = [name for name, ok in (("per-layer CUDA graphs", "layer" in has["cuda_graph"]),
-                                    ("full-iteration CUDA graphs", "full" in has["cuda_graph"]),
-                                    ("fused MoE kernels", True in has["fused_moe"]),
-                                    ("EP all-to-all overlap", True in has["moe_a2a_overlap"]),
-                                    ("the flex dispatcher", "flex" in has["dispatcher"])) if not ok]
-    gpu = result.request.gpu_name
-    out.append(f"Software: the features of Megatron-Bridge release {result.request.software}'s performance recipes "
-               + (f"on {gpu.upper()} " if gpu else "") + f"at {result.request.precision.upper()} (--software)"
+    from commbench.planner.layout.recipes import release_features, release_features_scope
+    req = result.request
+    has = release_features(req.software, req.gpu_name, req.precision, model.name)
+    for_model = release_features_scope(req.software, req.gpu_name, req.precision, model.name) == "model"
+    def lacking(features: dict) -> list[str]:
+        return [name for name, ok in (("per-layer CUDA graphs", "layer" in features["cuda_graph"]),
+                                      ("full-iteration CUDA graphs", "full" in features["cuda_graph"]),
+                                      ("fused MoE kernels", True in features["fused_moe"]),
+                                      ("EP all-to-all overlap", True in features["moe_a2a_overlap"]),
+                                      ("the flex dispatcher", "flex" in features["dispatcher"])) if not ok]
+    extras = lacking(has)
+    pinnable = [name for name in extras if name not in lacking(release_features(req.software, req.gpu_name,
+                                                                                 req.precision))] if for_model else []
+    gpu = req.gpu_name
+    out.append(f"Software: the features of Megatron-Bridge release {req.software}'s performance recipes "
+               + (f"for {model.name} " if for_model else "")
+               + (f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
                + (f"; without {', '.join(extras)}." if extras else ".")
-               + (f" Note: {result.request.software_note}." if result.request.software_note else ""))
+               + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
+                  if pinnable else "")
+               + (f" Note: {req.software_note}." if req.software_note else ""))
     from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS, runs_fused_grouped_mlp
     if model.is_moe and True in has["fused_moe"] and not runs_fused_grouped_mlp(result.request.framework):
         out.append(f"The release's recipes fuse the experts' grouped MLP (Transformer Engine); "
