@@ -377,6 +377,11 @@ def test_the_search_credits_the_features_the_release_runs_for_that_model():
     assert release_features_scope("26.02", "b200", "mxfp8", "qwen3-235b-a22b") == "model"
     assert "full" in release_features("26.06.01", "b200", "mxfp8", "qwen3-235b-a22b")["cuda_graph"]
     assert release_features_scope("26.02", "b200", "mxfp8", "my-moe") == "precision"
+    # the newest release with recipes for the model there decides: 25.11's Llama 3.1 70B NVFP4 recipe on
+    # GB200 ran a full-iteration graph, 26.02's run eager
+    assert "full" in release_features("25.11", "gb200", "nvfp4", "llama3.1-70b")["cuda_graph"]
+    assert release_features("26.02", "gb200", "nvfp4", "llama3.1-70b")["cuda_graph"] == {"none"}
+    assert "full" in release_features("26.02", "gb200", "nvfp4")["cuda_graph"]
     model = load_model("qwen3-235b-a22b")
     kw = dict(fabric=load_preset("b200-hgx", num_gpus=64), num_gpus=64, gbs=1024, precision="mxfp8",
               software="26.02", keep=200)

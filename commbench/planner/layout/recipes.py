@@ -161,14 +161,20 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
 def _feature_entries(release: str, gpu: str | None, precision: str | None,
                      model: str | None) -> tuple[list[dict[str, Any]], str]:
     """The recipe entries release_features reads and how narrowly they match ("model", "precision", "gpu"
-    or "any"): of that release or an older one, for the model on the GPU at the precision where there are
-    such, else for any model there, else on the GPU at any precision, else anywhere."""
+    or "any"): for the model on the GPU at the precision, the newest release's (not newer than `release`)
+    that has such recipes (a later release may turn a feature off for the model: the 26.02 Llama 3.1 70B
+    NVFP4 recipes on GB200 run eager where 25.11's ran a full-iteration graph); else, of that release or
+    an older one, any model's there, else the GPU's at any precision, else anywhere's."""
+    order = {r: i for i, r in enumerate(releases())}
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
     entries = [e for e in _usable() if e["release"] in upto]
     on_gpu = [e for e in entries if gpu is not None and e["gpu"] == gpu_key(gpu)]
     at_precision = [e for e in on_gpu if precision is not None and e["precision"] == str(precision).lower()]
     for_model = [e for e in at_precision if model is not None and e["model"] == model]
+    if for_model:
+        newest = max(order[e["release"]] for e in for_model)
+        for_model = [e for e in for_model if order[e["release"]] == newest]
     for chosen, scope in ((for_model, "model"), (at_precision, "precision"), (on_gpu, "gpu")):
         if chosen:
             return chosen, scope
