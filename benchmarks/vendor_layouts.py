@@ -1,5 +1,6 @@
 """Do vendor-tuned layouts rank near the top? For every published layout in the calibration rows
-(commbench/data/calibration-runs.json, the ones the step model covers) and in the held-out GB300 runs:
+(commbench/data/calibration-runs.json, the ones the step model covers), in the held-out GB300 runs and in
+the newer releases' runs (benchmarks/data/newer-release-runs.json, 26.04 on; never fitted):
 its rank among the fitting layouts of a full search for the same model, system, GPU count, global batch,
 precision and software release (the row's release where the recipe table has it, else the newest), and the
 planner's predicted gain of its own best over it. Everything here is PREDICTED; the published layouts were
@@ -10,8 +11,9 @@ Two readings of "the published layout", both printed:
 - its structure (tp, pp, vp, ep, etp, cp, mbs) with the flags the search would choose for it
   (search.space.best_for_pins), i.e. the layout choice alone, the features the release has held equal.
 
-    python benchmarks/vendor_layouts.py            # calibration rows + held-out GB300 rows
+    python benchmarks/vendor_layouts.py            # calibration rows + held-out GB300 + newer-release rows
     python benchmarks/vendor_layouts.py --calibration-only
+    python benchmarks/vendor_layouts.py --newer-table      # every newer-release row, not only the worst
     python benchmarks/vendor_layouts.py --why              # what each row's predicted gain is made of
 
 Ranks are printed two ways: among every fitting layout (flag variants such as no-dist-opt or fsdp of one
@@ -42,6 +44,8 @@ from commbench.planner.step.evaluate import evaluate_layouts
 from commbench.planner.step.terms import CALIBRATED, MODEL_MEDIAN_ABS_ERROR
 
 HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
+NEWER = Path(__file__).parent / "data" / "newer-release-runs.json"
+WORST_SHOWN = 10   # newer-release rows listed without --newer-table: the lowest ranked
 
 
 def rank_rows(runs, cal=CALIBRATED) -> list[dict]:
@@ -198,7 +202,10 @@ def show(rows: list[dict]) -> None:
 
 def main(argv: list[str]) -> int:
     parser = parser_for(__doc__)
-    parser.add_argument("--calibration-only", action="store_true", help="skip the held-out GB300 rows")
+    parser.add_argument("--calibration-only", action="store_true",
+                        help="skip the held-out GB300 and newer-release rows")
+    parser.add_argument("--newer-table", action="store_true",
+                        help=f"print every newer-release row (default: the {WORST_SHOWN} ranked lowest)")
     parser.add_argument("--why", action="store_true",
                         help="per row, each flag the search would change on the published structure, switched "
                              "alone, with its predicted gain; and a table of those gains per flag")
@@ -220,6 +227,12 @@ def main(argv: list[str]) -> int:
         summary(held, "held-out GB300 rows")
         if held_flags:
             show_flag_gains(held_flags)
+        newer = rank_rows(published_runs(tuple(json.loads(NEWER.read_text()))))
+        later_layout_gain(newer)
+        print()
+        ranked = [r for r in newer if r.get("rank") is not None]
+        show(newer if args.newer_table else sorted(ranked, key=lambda r: -r["rank"])[:WORST_SHOWN])
+        summary(newer, "newer-release rows (held out)")
     print(f"({time.perf_counter() - start:.0f} s)")
     return 0
 
