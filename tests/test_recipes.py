@@ -391,3 +391,22 @@ def test_the_search_credits_the_features_the_release_runs_for_that_model():
     other = search(SearchRequest(model=dataclasses.replace(model, name="my-moe"), **kw))
     assert set(other.layouts.cuda_graph.tolist()) - {0}
     check_pins_in_release({"cuda_graph": "layer", "dispatcher": "flex"}, "26.02", "b200-hgx", "mxfp8")
+
+
+def test_the_flex_backend_is_one_the_release_container_runs_on_that_gpu():
+    """DeepEP runs on Hopper/B200/B300 only (HybridEP on NVL72 racks), and the NeMo 26.02 container has no
+    DeepEP (Megatron-Bridge known issues): there the plan names HybridEP and says why."""
+    from commbench.planner.layout.recipes import flex_backend
+    assert flex_backend(72) == flex_backend(72, "26.08") == "hybridep"
+    assert flex_backend(8) == flex_backend(8, "26.08") == flex_backend(8, "26.02.01") == "deepep"
+    assert flex_backend(8, "26.02") == flex_backend(8, "nemo:26.02") == "hybridep"
+    base = ["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16", "--precision", "fp8",
+            "--top", "1"]
+    old = CliRunner().invoke(app, base + ["--software", "26.02"], env={"COLUMNS": "250"})
+    assert old.exit_code == 0, old.output
+    text = " ".join(old.output.split())
+    assert "--moe-token-dispatcher-type flex" in text          # Qwen3-30B-A3B's 26.02 H100 recipe runs flex
+    assert "--moe-flex-dispatcher-backend hybridep" in text and "container has no DeepEP" in text
+    new = CliRunner().invoke(app, base + ["--software", "26.02.01"], env={"COLUMNS": "250"})
+    assert new.exit_code == 0, new.output
+    assert "--moe-flex-dispatcher-backend hybridep" not in " ".join(new.output.split())

@@ -177,7 +177,7 @@ def plan(
         from commbench.planner.emit.plan_files import write_plan_files
         from commbench.planner.emit.pinned import pinned_plan_document
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
-                                   moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric),
+                                   moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric, req.software),
                                    torchtitan_version=torchtitan_version, framework=req.framework)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []

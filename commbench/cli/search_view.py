@@ -18,9 +18,10 @@ from commbench.planner.search.space import SearchRequest, SearchResult, search
 from commbench.results.tables import Col, print_table
 
 
-def flex_backend_for(fabric) -> str:
-    """HybridEP on NVL72 racks (Megatron's --moe-flex-dispatcher-backend hybridep), DeepEP elsewhere."""
-    return "hybridep" if int(fabric.domain_size) > 8 else "deepep"
+def flex_backend_for(fabric, release: str | None = None) -> str:
+    """Megatron's --moe-flex-dispatcher-backend on this fabric in this release's container (recipes.flex_backend)."""
+    from commbench.planner.layout.recipes import flex_backend
+    return flex_backend(int(fabric.domain_size), release)
 
 
 TOP_COLUMNS = (Col(name="#"), Col(name="layout", numeric=False), Col(name="tok/s/GPU"), Col(name="MFU (%)", keep=7),
@@ -66,7 +67,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         raise invalid("--top", top, "a positive number of layouts")
     result = search(req)
     lines, rows = explain(result)
-    backend = flex_backend_for(req.fabric)
+    backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
                         torchtitan_version=torchtitan_version)

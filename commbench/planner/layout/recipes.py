@@ -217,6 +217,22 @@ def release_features_scope(release: str, gpu: str | None = None, precision: str 
     return _feature_entries(release, gpu, precision, model)[1]
 
 
+# NeMo Framework containers without DeepEP: Megatron-Bridge docs/releases/known-issues.md (v0.4.0 to v0.6.0),
+# under 26.02: "DeepEP is not supported in the current NeMo framework 26.02 container (nvcr.io/nvidia/nemo:26.02)".
+CONTAINERS_WITHOUT_DEEPEP = frozenset({"26.02"})
+
+
+def flex_backend(domain_size: int, release: str | None = None) -> str:
+    """Megatron's --moe-flex-dispatcher-backend for the flex dispatcher: HybridEP on NVL72 racks (DeepEP runs
+    only on Ampere, Hopper, B200 and B300: Megatron-Bridge src/megatron/bridge/training/
+    flex_dispatcher_backend.py at v0.3.0), DeepEP elsewhere, except in a container without it
+    (CONTAINERS_WITHOUT_DEEPEP), where HybridEP, which the same file allows on Hopper, B200 and B300 and
+    the 26.02 DeepSeek-V3 H100 recipe uses, stands in."""
+    if int(domain_size) > 8 or (release is not None and _normalised(release) in CONTAINERS_WITHOUT_DEEPEP):
+        return "hybridep"
+    return "deepep"
+
+
 def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None,
                           precision: str | None = None) -> None:
     """Refuse a --layout value the release's recipes never use on the GPU at the precision (one line
@@ -232,4 +248,5 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
 
 
 __all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
-           "release_features", "release_features_scope", "check_pins_in_release", "gpu_key"]
+           "release_features", "release_features_scope", "check_pins_in_release", "flex_backend",
+           "CONTAINERS_WITHOUT_DEEPEP", "gpu_key"]

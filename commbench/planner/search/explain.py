@@ -185,7 +185,15 @@ def caveats(result: SearchResult) -> list[str]:
                    f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
                    "exposed per step.")
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
-        out.append("The flex dispatcher (DeepEP/HybridEP) is assumed available; pin dispatcher=alltoall otherwise.")
+        from commbench.planner.layout.recipes import CONTAINERS_WITHOUT_DEEPEP, flex_backend
+        req = result.request
+        backend = flex_backend(int(req.fabric.domain_size), req.software)
+        why = (f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
+               if backend == "hybridep" and req.software in CONTAINERS_WITHOUT_DEEPEP
+               and int(req.fabric.domain_size) <= 8 else "")
+        out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
+                   f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
+                   "dispatcher=alltoall otherwise.")
     from commbench.planner.layout.recipes import release_features, release_features_scope
     req = result.request
     has = release_features(req.software, req.gpu_name, req.precision, model.name)
