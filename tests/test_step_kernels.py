@@ -300,3 +300,16 @@ def test_fused_grouped_mlp_only_where_transformer_engine_fuses():
         bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts(lays))
         assert bd.valid.all()
         assert (bd.step_s[1] < bd.step_s[0]) if fuses else (bd.step_s[1] == bd.step_s[0]), (preset, precision)
+
+
+def test_each_block_pays_one_norm_and_one_residual_add():
+    """A dense transformer layer in bf16 (no sequence sharding) moves, per token, one norm (2h) and one
+    residual add (3h) per block (attention, MLP), rope on q and k, and the GLU activation: forward x 3 for
+    forward + backward, 2 B per element."""
+    m = load_model("llama3-8b")
+    arr = LayoutArrays.from_layouts([Layout(tp=1, dp=8, mbs=1, gbs=8, precision="bf16")])
+    one = np.ones(1, int)
+    b = memory.elementwise_bytes_per_microbatch(m, arr, one, one, one, one.astype(bool), np.full(1, 4096.0))
+    h = m.hidden
+    per_layer = 2 * (2 * h + 3 * h) + 2 * m.q_dim + m.glu_factor * m.dense_ffn
+    assert b[0] == pytest.approx(3.0 * 4096 * per_layer * m.num_layers * 2, rel=1e-9)

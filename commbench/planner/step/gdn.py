@@ -26,7 +26,7 @@ def elementwise_elements(model: ModelSpec, tp, cp, sp, cast) -> np.ndarray:
     seq_shard = np.where(sp, tp, 1) * cp
     conv = conv_channels(model)
     per_head_shard = 2 * conv + (conv + 2 * model.gdn_num_value_heads + v) + 3 * v + cast * 2 * v
-    return 2 * (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / (tp * cp)
+    return (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / (tp * cp)
 
 
 def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision) -> np.ndarray:

@@ -77,7 +77,7 @@ def elementwise_elements(model: ModelSpec, tp, cp, sp, cast) -> np.ndarray:
     head_shard = tp * cp
     conv = _conv_channels(model)
     per_head_shard = 2 * conv + (conv + H + d) + 3 * d + cast * (d + d) + ssd_intermediate_elements(model)
-    return 2 * (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / head_shard
+    return (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / head_shard
 
 
 def ssd_intermediate_elements(model: ModelSpec) -> float:

@@ -232,7 +232,8 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
 def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb, fused_moe=None) -> np.ndarray:
     """HBM bytes the memory-bound kernels move for one micro-batch on one GPU, forward + backward
     (backward counted as twice the forward). Per token per layer, bf16, counted as reads + writes:
-    norm (2h), residual add (3h), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
+    per block (attention, MLP/MoE, Mamba, ...) one norm (read h, write h: 2h) and one residual add (read 2h,
+    write h: 3h), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
     write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
     every GEMM input) when the precision is 8- or 4-bit. The fused grouped MLP (fused_moe) removes the
     experts' activation pass and their FC2-input cast, nothing else."""
@@ -241,9 +242,9 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     head_shard = tp * cp
     low_precision = arr.precision > 0
     cast = np.where(low_precision, 1.5, 0.0)   # (2 + 1) B per element / 2 B per counted element
-    attn = 2 * (2 * h + 3 * h) / seq_shard + 2 * model.q_dim / head_shard \
+    attn = (2 * h + 3 * h) / seq_shard + 2 * model.q_dim / head_shard \
         + cast * (h / seq_shard + model.attn_out_dim / head_shard)
-    dense = 2 * (2 * h + 3 * h) / seq_shard + (model.glu_factor * model.dense_ffn) / head_shard \
+    dense = (2 * h + 3 * h) / seq_shard + (model.glu_factor * model.dense_ffn) / head_shard \
         + cast * (h / seq_shard + model.dense_ffn / head_shard)
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
@@ -258,7 +259,7 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         fused = arr.fused_moe if fused_moe is None else fused_moe  # kernels.fused_grouped_mlp: where it runs
         routed = (permute_and_input_cast + np.where(fused, 0.0, k * (model.glu_factor * ffn + cast * ffn))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
-        moe = 2 * (2 * h + 3 * h) / seq_shard + routed + shared
+        moe = (2 * h + 3 * h) / seq_shard + routed + shared
     else:
         moe = np.zeros_like(attn)
     c = block_counts(model)
