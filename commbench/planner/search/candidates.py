@@ -86,7 +86,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     destination rank with it and never more than top-k times with alltoall, memory unchanged, so
     alltoall is dominated."""
     pins = req.pins
-    has = release_features(req.software, req.gpu_name, req.precision, req.model.name)   # what the release runs there (recipes.py)
+    # what the release runs for the model there (recipes.py)
+    has = release_features(req.software, req.gpu_name, req.precision, req.model.name)
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
     light = [3] if req.model.attention == "mla" and "mla_up_proj" in has["recompute"] else []  # DeepSeek-V3 recipes
     rec = _pinned([0, 1, 2] + light, codes, "recompute")

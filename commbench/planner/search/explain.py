@@ -184,9 +184,10 @@ def caveats(result: SearchResult) -> list[str]:
                    f"(hardware.toml host_memory_gb_per_gpu less the host reserve); their copies over the host link "
                    f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
                    "exposed per step.")
+    from commbench.planner.layout.recipes import (CONTAINERS_WITHOUT_DEEPEP, flex_backend, release_features,
+                                                  release_features_scope)
+    req = result.request
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
-        from commbench.planner.layout.recipes import CONTAINERS_WITHOUT_DEEPEP, flex_backend
-        req = result.request
         backend = flex_backend(int(req.fabric.domain_size), req.software)
         why = (f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
                if backend == "hybridep" and req.software in CONTAINERS_WITHOUT_DEEPEP
@@ -194,10 +195,9 @@ def caveats(result: SearchResult) -> list[str]:
         out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")
-    from commbench.planner.layout.recipes import release_features, release_features_scope
-    req = result.request
     has = release_features(req.software, req.gpu_name, req.precision, model.name)
     for_model = release_features_scope(req.software, req.gpu_name, req.precision, model.name) == "model"
+
     def lacking(features: dict) -> list[str]:
         return [name for name, ok in (("per-layer CUDA graphs", "layer" in features["cuda_graph"]),
                                       ("full-iteration CUDA graphs", "full" in features["cuda_graph"]),
