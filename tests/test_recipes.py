@@ -390,6 +390,9 @@ def test_the_search_credits_the_features_the_release_runs_for_that_model():
     assert CODE_FIELDS["dispatcher"].index("flex") not in set(own.layouts.dispatcher.tolist())
     other = search(SearchRequest(model=dataclasses.replace(model, name="my-moe"), **kw))
     assert set(other.layouts.cuda_graph.tolist()) - {0}
+    from commbench.planner.search.explain import caveats
+    assert any("No recipe of the release covers my-moe" in line for line in caveats(other))
+    assert not any("No recipe of the release covers" in line for line in caveats(own))
     check_pins_in_release({"cuda_graph": "layer", "dispatcher": "flex"}, "26.02", "b200-hgx", "mxfp8")
 
 

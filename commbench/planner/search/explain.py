@@ -214,6 +214,9 @@ def caveats(result: SearchResult) -> list[str]:
                + (f"; without {', '.join(extras)}." if extras else ".")
                + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
                   if pinnable else "")
+               + ("" if for_model else f" No recipe of the release covers {model.name} there: the features "
+                  "searched are other models' recipes', none tuned for it, so a gain the plan owes to them is the "
+                  "least certain part of its prediction.")
                + (f" Note: {req.software_note}." if req.software_note else ""))
     from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS, runs_fused_grouped_mlp
     if model.is_moe and True in has["fused_moe"] and not runs_fused_grouped_mlp(result.request.framework):
