@@ -184,14 +184,13 @@ def caveats(result: SearchResult) -> list[str]:
                    f"(hardware.toml host_memory_gb_per_gpu less the host reserve); their copies over the host link "
                    f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
                    "exposed per step.")
-    from commbench.planner.layout.recipes import (CONTAINERS_WITHOUT_DEEPEP, flex_backend, release_features,
-                                                  release_features_scope)
+    from commbench.planner.layout.recipes import flex_backend, release_features, release_features_scope
     req = result.request
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
         backend = flex_backend(int(req.fabric.domain_size), req.software)
+        # the release changes the backend only where its container lacks DeepEP (recipes.flex_backend)
         why = (f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
-               if backend == "hybridep" and req.software in CONTAINERS_WITHOUT_DEEPEP
-               and int(req.fabric.domain_size) <= 8 else "")
+               if backend != flex_backend(int(req.fabric.domain_size)) else "")
         out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")
