@@ -53,6 +53,10 @@ def _summary(name: str, runs, errors) -> None:
     print(f"{name}: median |error| all {_median(pick([True] * len(runs))):.1f}% over {len(runs)} rows "
           f"(MoE {_median(pick(moe)):.1f}%, dense {_median(pick([not m for m in moe])):.1f}%); without footnoted rows "
           f"{_median(pick(clean)):.1f}% (MoE {_median(pick([c and m for c, m in zip(clean, moe)])):.1f}%)")
+    every = pick([True] * len(runs))
+    if every:
+        print(f"  tails: mean |error| {float(np.mean(every)):.1f}%, within 10% {sum(e <= 10 for e in every)} of "
+              f"{len(every)}, worst {max(every):.1f}%")
     by_release = collections.defaultdict(list)
     for r, e in zip(runs, errors):
         by_release[r.row["release"]].append(abs(e))

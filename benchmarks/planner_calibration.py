@@ -130,7 +130,8 @@ def main(argv: list[str]) -> int:
               f"{(held.predicted_tokens[j] / held.published_tokens[j] - 1) * 100:+7.1f}")
     h_moe, h_dense, _, _ = _medians(held)
     print(f"held-out median |error|: all {float(np.median(held.abs_pct_error)):.1f}% over {len(held.runs)} runs "
-          f"(MoE {h_moe:.1f}%, dense {h_dense:.1f}%; goal: within 10%)")
+          f"(MoE {h_moe:.1f}%, dense {h_dense:.1f}%; goal: within 10%); mean {float(np.mean(held.abs_pct_error)):.1f}%, "
+          f"worst {float(np.max(held.abs_pct_error)):.1f}%")
     bounded = at_bounds(cal)
     print(f"\nterms at a bound: {', '.join(bounded) if bounded else 'none'} (bar: none)")
     for name in [b.split("=")[0] for b in bounded]:

@@ -313,3 +313,21 @@ def test_each_block_pays_one_norm_and_one_residual_add():
     h = m.hidden
     per_layer = 2 * (2 * h + 3 * h) + 2 * m.q_dim + m.glu_factor * m.dense_ffn
     assert b[0] == pytest.approx(3.0 * 4096 * per_layer * m.num_layers * 2, rel=1e-9)
+
+
+def test_clamped_glu_and_expert_bias_pay_their_unfused_passes():
+    """gpt-oss clamps its GLU inputs and biases its experts: megatron-core's TEGroupedMLP clamps and
+    re-concatenates the FC1 output (8 FFN widths) and adds each expert's prob-scaled FC2 bias per expert
+    (6 h) per routed token copy, forward x 3; the fused grouped MLP (TE >= 2.15 fuses the clamped GeGLU
+    and the biases) pays none of it."""
+    m = load_model("gpt-oss-120b")
+    plain = dataclasses.replace(m, architecture=dataclasses.replace(m.architecture, activation_clamp=0.0,
+                                                                    linear_bias=False))
+    lays = [Layout(tp=1, dp=64, ep=8, mbs=1, gbs=64, precision="mxfp8", fused_moe=f) for f in (False, True)]
+    arr = LayoutArrays.from_layouts(lays)
+    one = np.ones(2, int)
+    args = (arr, one, one, one, one.astype(bool), np.full(2, 4096.0))
+    extra = memory.elementwise_bytes_per_microbatch(m, *args) - memory.elementwise_bytes_per_microbatch(plain, *args)
+    per_token = m.top_k * (8 * m.expert_ffn + 6 * m.hidden) * m.num_moe_layers
+    assert extra[0] == pytest.approx(3.0 * 4096 * per_token * 2, rel=1e-9)
+    assert extra[1] == 0.0

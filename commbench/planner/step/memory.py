@@ -235,8 +235,9 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     per block (attention, MLP/MoE, Mamba, ...) one norm (read h, write h: 2h) and one residual add (read 2h,
     write h: 3h), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
     write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
-    every GEMM input) when the precision is 8- or 4-bit. The fused grouped MLP (fused_moe) removes the
-    experts' activation pass and their FC2-input cast, nothing else."""
+    every GEMM input) when the precision is 8- or 4-bit, and the unfused passes a clamped GLU or expert
+    biases add (unfused_expert_epilogue_elements). The fused grouped MLP (fused_moe) removes the experts'
+    activation pass, those passes and their FC2-input cast, nothing else."""
     h = model.hidden
     seq_shard = np.where(sp, tp, 1) * cp
     head_shard = tp * cp
@@ -257,7 +258,8 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         w = model.expert_width
         permute_and_input_cast = k * (4 * w + cast * w)
         fused = arr.fused_moe if fused_moe is None else fused_moe  # kernels.fused_grouped_mlp: where it runs
-        routed = (permute_and_input_cast + np.where(fused, 0.0, k * (model.glu_factor * ffn + cast * ffn))) / (tp * cp)
+        routed = (permute_and_input_cast + np.where(
+            fused, 0.0, k * (model.glu_factor * ffn + cast * ffn + unfused_expert_epilogue_elements(model)))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
         moe = (2 * h + 3 * h) / seq_shard + routed + shared
     else:
@@ -270,3 +272,21 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         per_token = per_token + c.linear * gdn.elementwise_elements(model, tp, cp, sp, cast)
     per_token_stage = per_token / pp
     return 3.0 * tokens_mb * per_token_stage * BF16
+
+
+def unfused_expert_epilogue_elements(model: ModelSpec) -> float:
+    """Elements per routed token copy that megatron-core's TEGroupedMLP moves outside its fused
+    activation when the model clamps its GLU inputs or biases its experts (gpt-oss), forward only
+    (megatron-core 0.16.1 to 0.19.0 transformer/moe/experts.py and fusions/fused_bias_geglu.py; Transformer
+    Engine's fused grouped MLP, 2.15 on, fuses the clamped GeGLU and the biases: fused_moe pays none):
+    - activation_clamp: weighted_bias_quick_geglu_impl chunks the FC1 output, clamps each half (read
+      and write ffn each) and concatenates them (read and write 2 ffn) before the fused kernel: 8 ffn;
+    - linear_bias: FC2 runs with skip_bias_add, and TEGroupedMLP._apply_bias adds each expert's bias
+      scaled by the token's routing prob per expert (b * p written: h; t + b * p: read 2h, write h)
+      and concatenates the pieces (read and write h): 6 h."""
+    arch = model.architecture
+    if arch is None:
+        return 0.0
+    clamp = 8.0 * model.expert_ffn if arch.activation_clamp else 0.0
+    bias = 6.0 * model.expert_width if arch.linear_bias else 0.0
+    return clamp + bias
