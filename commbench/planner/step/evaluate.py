@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm
+from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.dp_sync import dp_sync_s, hidden as _hidden, param_gather_bytes
 from commbench.planner.step.terms import CALIBRATED, Calibration
@@ -242,23 +242,20 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                                       sp=sp)
         offload_mb = kernels.offload_exposed_s(moved / kernels.host_link_bytes_per_s(gpu), compute_mb)
 
-    # Tensor parallel: per layer 4 collectives (2 fwd, 2 bwd) of the full activation buffer.
-    act_buf = tokens_mb / cp * model.hidden * ACT_BYTES
+    # Tensor parallel: per (column, row) linear pair the forward and backward collectives (tp_comm.py).
     tp_dom = domains_touched(tp, tp, dom, max_dom)
     if np.any(tp > 1):
-        per_pair = np.where(sp, collective_time_s(system, "reduce_scatter", act_buf, tp, tp_dom)
-                            + collective_time_s(system, "all_gather", act_buf, tp, tp_dom),
-                            collective_time_s(system, "all_reduce", act_buf, tp, tp_dom))
+        per_pair = tp_comm.pair_time_s(system, collective_time_s, elements=tokens_mb / cp * model.hidden,
+                                       precision=a.precision, sp=sp, tp=tp, domains=tp_dom, framework=framework)
     else:
         per_pair = np.zeros(len(a))
-    per_pair = np.where(tp > 1, per_pair, 0.0)
     # attention block + dense MLP (+ the shared experts' MLP of MoE layers, TP-sharded like a dense
-    # MLP): one pair fwd and one bwd each. Routed experts use the ETP group (below), not TP.
-    # A Mamba block is TP-sharded like attention: one pair each way (step/mamba.py).
+    # MLP): one linear pair each. Routed experts use the ETP group (below), not TP.
+    # A Mamba block is TP-sharded like attention: one pair (step/mamba.py).
     blocks = block_counts(model)
     shared_moe = blocks.moe if (model.is_moe and model.num_shared_experts > 0) else 0
     tp_pairs_stage = (blocks.attention + blocks.linear + blocks.mamba + blocks.dense + shared_moe) / pp * imbalance
-    tp_total_mb = 2 * per_pair * tp_pairs_stage
+    tp_total_mb = per_pair * tp_pairs_stage
     tp_exposed_mb = np.where(a.tp_comm_overlap, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).

@@ -1,0 +1,51 @@
+"""Tensor-parallel communication of one (column-parallel, row-parallel) linear pair per micro-batch.
+
+Without sequence parallelism: one all-reduce forward (the row-parallel output) and one backward (the
+column-parallel input gradient). With it, Megatron-core on Transformer Engine moves five collectives:
+- forward: all-gather the column-parallel input, reduce-scatter the row-parallel output;
+- backward: all-gather the row-parallel output gradient (its dgrad), reduce-scatter the column-parallel
+  input gradient, and all-gather the column-parallel input again for its weight gradient: only the
+  local shard is saved in forward (TE module/linear.py and layernorm_linear.py `backward_input_needs_gather`
+  = column-parallel and sequence_parallel, overlapped with the dgrad GEMM as userbuffers' bulk all-gather;
+  megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward, the
+  same re-gather for local linears).
+In an 8/4-bit recipe TE quantizes before it gathers (transformer_engine/pytorch/distributed.py
+gather_along_first_dim: _all_gather_fp8, _all_gather_mxfp8, _all_gather_nvfp4; the userbuffers
+all-gather buffers are 8-bit too), so the three all-gathers move the quantized tensor and its scales;
+the two reduce-scatters sum bf16 GEMM outputs.
+TorchTitan's DTensor TP saves the gathered input for the weight gradient (autograd keeps the matmul's
+operand) and gathers bf16: four bf16 collectives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.planner.layout.spec import CODE_FIELDS
+
+BF16_BYTES = 2.0
+# Bytes per element an all-gather of a quantized activation moves: the data and its scales (MXFP8:
+# one 8-bit scale per 32 elements; NVFP4: 4-bit data, one 8-bit scale per 16; per-tensor fp8: one scale).
+GATHER_BYTES = {"bf16": BF16_BYTES, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32, "nvfp4": 0.5 + 1.0 / 16}
+
+
+def gather_bytes_per_element(precision: np.ndarray, framework: str = "megatron") -> np.ndarray:
+    """Bytes per activation element a TP all-gather moves for each layout's precision code."""
+    if framework != "megatron":
+        return np.full(np.shape(precision), BF16_BYTES)
+    table = np.array([GATHER_BYTES[p] for p in CODE_FIELDS["precision"]])
+    return table[np.asarray(precision)]
+
+
+def pair_time_s(system, collective_time_s, *, elements: np.ndarray, precision: np.ndarray, sp: np.ndarray,
+                tp: np.ndarray, domains: np.ndarray, framework: str = "megatron") -> np.ndarray:
+    """Seconds of TP collectives per (column, row) linear pair per micro-batch, forward + backward.
+    `elements`: the full (gathered) activation of the pair's input, tokens x hidden."""
+    act_bytes = elements * BF16_BYTES
+    reduce_scatter = collective_time_s(system, "reduce_scatter", act_bytes, tp, domains)
+    gather = collective_time_s(system, "all_gather", elements * gather_bytes_per_element(precision, framework),
+                               tp, domains)
+    gathers = 3.0 if framework == "megatron" else 2.0
+    with_sp = 2.0 * reduce_scatter + gathers * gather
+    without_sp = 2.0 * collective_time_s(system, "all_reduce", act_bytes, tp, domains)
+    return np.where(tp > 1, np.where(sp, with_sp, without_sp), 0.0)

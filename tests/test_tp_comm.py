@@ -1,0 +1,63 @@
+"""Tensor-parallel collectives per linear pair (step/tp_comm.py): Megatron-core on Transformer Engine
+re-gathers the column-parallel input for its weight gradient and gathers 8/4-bit data in quantized
+recipes; TorchTitan's DTensor TP keeps the gathered input and gathers bf16."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner.layout.spec import CODE_FIELDS
+from commbench.planner.step import tp_comm
+
+
+def bytes_moved(system, kind, nbytes, group, domains):
+    """A stand-in fabric: every collective costs its bytes in seconds, all-reduce twice (RS + AG)."""
+    return np.asarray(nbytes, dtype=float) * (2.0 if kind == "all_reduce" else 1.0)
+
+
+def codes(*names):
+    return np.array([CODE_FIELDS["precision"].index(n) for n in names])
+
+
+def pair(precision, sp, framework="megatron"):
+    n = len(precision)
+    return tp_comm.pair_time_s(None, bytes_moved, elements=np.full(n, 1000.0), precision=precision,
+                               sp=np.full(n, sp), tp=np.full(n, 4), domains=np.ones(n), framework=framework)
+
+
+def test_sequence_parallel_pair_moves_two_reduce_scatters_and_three_gathers_by_hand():
+    got = pair(codes("bf16", "fp8", "mxfp8", "nvfp4"), True)
+    # 2 bf16 reduce-scatters (2 x 2000 B) + 3 gathers of the (quantized) input
+    assert got.tolist() == pytest.approx([4000 + 3 * 2000, 4000 + 3 * 1000, 4000 + 3 * 1000 * (1 + 1 / 32),
+                                          4000 + 3 * 1000 * (0.5 + 1 / 16)])
+
+
+def test_without_sequence_parallel_two_bf16_all_reduces_in_any_precision():
+    got = pair(codes("bf16", "fp8", "nvfp4"), False)
+    assert got.tolist() == pytest.approx([2 * 2 * 2000] * 3)
+
+
+def test_torchtitan_keeps_the_gathered_input_and_gathers_bf16():
+    got = pair(codes("bf16", "fp8"), True, framework="torchtitan")
+    assert got.tolist() == pytest.approx([4000 + 2 * 2000] * 2)
+
+
+def test_no_tensor_parallel_no_collectives():
+    got = tp_comm.pair_time_s(None, bytes_moved, elements=np.array([1000.0]), precision=codes("bf16"),
+                              sp=np.array([True]), tp=np.array([1]), domains=np.ones(1))
+    assert got.tolist() == [0.0]
+
+
+def test_whole_step_bf16_tensor_parallel_moves_more_than_fp8():
+    """Through evaluate_layouts: a bf16 layout's TP traffic exceeds the same fp8 layout's (bf16 gathers),
+    and the ratio sits between the bytes ratio's bounds (latency terms pull it toward 1)."""
+    model = load_model("llama3.1-70b")
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    base = dict(tp=4, pp=4, vp=5, ep=1, cp=1, dp=4, mbs=1, gbs=256, sequence_parallel=True)
+    lays = LayoutArrays.from_layouts([Layout(**base, precision="bf16"), Layout(**base, precision="fp8")])
+    bd = evaluate_layouts(model, fabric, lays, seq_len=8192)
+    bf16, fp8 = bd.tp_total_s
+    assert 1.0 < bf16 / fp8 <= (4 + 6) / (4 + 3) + 1e-9
