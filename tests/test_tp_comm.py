@@ -1,6 +1,7 @@
 """Tensor-parallel collectives per linear pair (step/tp_comm.py): Megatron-core on Transformer Engine
 re-gathers the column-parallel input for its weight gradient and gathers 8/4-bit data in quantized
-recipes; TorchTitan's DTensor TP keeps the gathered input and gathers bf16."""
+recipes; TorchTitan's DTensor TP keeps the gathered input and gathers float8 only with its tensorwise
+float8 converter."""
 
 from __future__ import annotations
 
@@ -40,9 +41,9 @@ def test_without_sequence_parallel_two_bf16_all_reduces_in_any_precision():
     assert got.tolist() == pytest.approx([2 * 2 * 2000] * 3)
 
 
-def test_torchtitan_keeps_the_gathered_input_and_gathers_bf16():
-    got = pair(codes("bf16", "fp8"), True, framework="torchtitan")
-    assert got.tolist() == pytest.approx([4000 + 2 * 2000] * 2)
+def test_torchtitan_keeps_the_gathered_input_and_gathers_float8_only_tensorwise():
+    got = pair(codes("bf16", "fp8", "mxfp8"), True, framework="torchtitan")
+    assert got.tolist() == pytest.approx([4000 + 2 * 2000, 4000 + 2 * 1000, 4000 + 2 * 2000])
 
 
 def test_no_tensor_parallel_no_collectives():

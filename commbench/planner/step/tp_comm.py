@@ -14,7 +14,10 @@ gather_along_first_dim: _all_gather_fp8, _all_gather_mxfp8, _all_gather_nvfp4; t
 all-gather buffers are 8-bit too), so the three all-gathers move the quantized tensor and its scales;
 the two reduce-scatters sum bf16 GEMM outputs.
 TorchTitan's DTensor TP saves the gathered input for the weight gradient (autograd keeps the matmul's
-operand) and gathers bf16: four bf16 collectives.
+operand): two all-gathers and two reduce-scatters. Its float8 (tensorwise) converter parallelises with
+torchao's Float8ColwiseParallel / Float8RowwiseParallel (apply_tp's enable_float8_tensorwise_tp; docs/
+float8.md: "float8 all-gather ... for TP (by default for Float8Linear)"): the input is cast to e4m3 before
+its all-gather and the output gradient to e5m2 before its; MXFP8 and bf16 gather bf16.
 """
 
 from __future__ import annotations
@@ -31,9 +34,8 @@ GATHER_BYTES = {"bf16": BF16_BYTES, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32, "nvfp4"
 
 def gather_bytes_per_element(precision: np.ndarray, framework: str = "megatron") -> np.ndarray:
     """Bytes per activation element a TP all-gather moves for each layout's precision code."""
-    if framework != "megatron":
-        return np.full(np.shape(precision), BF16_BYTES)
-    table = np.array([GATHER_BYTES[p] for p in CODE_FIELDS["precision"]])
+    gathered = GATHER_BYTES if framework == "megatron" else {"fp8": GATHER_BYTES["fp8"]}
+    table = np.array([gathered.get(p, BF16_BYTES) for p in CODE_FIELDS["precision"]])
     return table[np.asarray(precision)]
 
 
