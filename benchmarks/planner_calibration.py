@@ -7,6 +7,7 @@ the calibration set) predicted with the calibration in use, never fitted.
     python benchmarks/planner_calibration.py --fit      # refit from FIT_START first and print the terms
     python benchmarks/planner_calibration.py --no-logo  # skip the leave-one-GPU-out refits (a few min)
     python benchmarks/planner_calibration.py --no-loro  # skip the leave-one-release-out refits
+    python benchmarks/planner_calibration.py --open-bounds  # also refit each bound-held term with its bound opened
 
 Leave-one-release-out (LORO): for each newer release line (a patch container such as 26.02.01 belongs to
 its line, 26.02), fit on the rows of the older lines only and predict that line's rows; the newest line's
@@ -28,7 +29,7 @@ import numpy as np
 from cli_args import parser_for
 from commbench.planner.step.terms import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS
 from commbench.planner.calibrate.published import predict_runs, published_runs
-from commbench.planner.calibrate.fit import bound_pullers, fit_calibration
+from commbench.planner.calibrate.fit import BOUNDS, bound_pullers, fit_calibration, hard_range
 
 HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
 
@@ -79,7 +80,6 @@ def leave_one_release_out(runs, start=FIT_START, rounds: int = 5) -> list[tuple[
 
 def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
     """Fitted terms sitting at (within 0.5% of) a bound of fit.BOUNDS."""
-    from commbench.planner.calibrate.fit import BOUNDS
     out = []
     for name in terms:
         lo, hi = BOUNDS[name]
@@ -89,11 +89,32 @@ def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
     return out
 
 
+def open_bound(runs, cal, term: str) -> None:
+    """Refit from `cal` with `term`'s bound opened to fit.hard_range: where the rows put it, the terms that
+    move with it (over 2%), any term then at its bound, and the in-sample and held-out GB300 medians
+    before and after. Both fits are in-sample diagnostics; held-out tables decide (issue 24)."""
+    opened = fit_calibration(runs, start=cal, terms=PUBLISHED_FIT_TERMS, bounds={**BOUNDS, term: hard_range(term)})
+    held_rows = published_runs(tuple(json.loads(HELD_OUT.read_text())))
+    lo, hi = hard_range(term)
+    print(f"  {term} with its bound opened to {lo:g}..{hi:g}: {getattr(cal, term):.4g} -> {getattr(opened, term):.4g}")
+    moved = [f"{n} {getattr(cal, n):.4g} -> {getattr(opened, n):.4g}" for n in PUBLISHED_FIT_TERMS
+             if n != term and abs(getattr(opened, n) / max(getattr(cal, n), 1e-300) - 1) > 0.02]
+    print(f"    moving with it: {'; '.join(moved) if moved else 'none'}")
+    print(f"    then at a bound: {', '.join(at_bounds(opened, [t for t in PUBLISHED_FIT_TERMS if t != term])) or 'none'}")
+    for label, c in (("as fitted", cal), ("opened", opened)):
+        p, h = predict_runs(runs, c), predict_runs(held_rows, c)
+        print(f"    {label:9}: in-sample median |error| {float(np.median(p.abs_pct_error)):.1f}%, "
+              f"held-out GB300 {float(np.median(h.abs_pct_error)):.1f}%")
+
+
 def main(argv: list[str]) -> int:
     parser = parser_for(__doc__)
     parser.add_argument("--fit", action="store_true", help="refit the terms from FIT_START first and print them")
     parser.add_argument("--no-logo", action="store_true", help="skip the leave-one-GPU-out refits (a few min)")
     parser.add_argument("--no-loro", action="store_true", help="skip the leave-one-release-out refits")
+    parser.add_argument("--open-bounds", action="store_true",
+                        help="for each term at a bound, refit with its range opened to fit.hard_range and print where "
+                             "it goes, which terms move with it and the errors then (a diagnostic: one refit per term)")
     args = parser.parse_args(argv)   # --help or a wrong option: argparse's usage, before any work
     runs = published_runs()
     cal = CALIBRATED
@@ -142,6 +163,9 @@ def main(argv: list[str]) -> int:
             lay = r.layout
             print(f"    {r.index:>3} {r.label:46} tp{lay.tp} pp{lay.pp} vp{lay.vp} cp{lay.cp} ep{lay.ep} "
                   f"err {(np.exp(err) - 1) * 100:+6.1f}%  {share / total * 100:5.1f}%")
+    if args.open_bounds:
+        for name in [b.split("=")[0] for b in bounded]:
+            open_bound(runs, cal, name)
     side = {"in-sample (all / MoE / dense)": (float(np.median(p.abs_pct_error)), moe_med, dense_med),
             "held-out GB300 (all / MoE / dense)": (float(np.median(held.abs_pct_error)), h_moe, h_dense)}
     if not args.no_logo:

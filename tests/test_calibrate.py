@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -189,6 +190,29 @@ def test_published_fit_holds_the_fabric_term_and_user_fit_moves_it():
     assert fit_calibration(runs, start=start, rounds=1).all_to_all_efficiency != 0.5
 
 
+def test_opened_bound_lets_a_fit_cross_the_physical_range_but_not_the_hard_one():
+    """fit.hard_range (the --open-bounds diagnostic): efficiencies stay in (0, 1], times >= 0, the traffic
+    factor >= 1; a fit given it may leave BOUNDS, the default fit may not."""
+    from commbench.planner.calibrate.fit import BOUNDS, fit_calibration, hard_range
+    from commbench.planner.step.terms import FIT_START
+    assert hard_range("overlap_efficiency") == (1e-3, 1.0)
+    assert hard_range("layer_overhead_s") == (0.0, 10 * BOUNDS["layer_overhead_s"][1])
+    assert hard_range("gemm_traffic_factor") == (1.0, 10 * BOUNDS["gemm_traffic_factor"][1])
+    for term, (lo, hi) in BOUNDS.items():
+        h_lo, h_hi = hard_range(term)
+        assert h_lo <= lo and h_hi >= hi
+    runs = [r for r in published_runs() if r.layout is not None and r.row["gpu"] == "H100"][:4]
+    start = FIT_START.with_values(overlap_efficiency=0.31)
+    # rows that want the term far below its floor: the same rows predicted 3x too fast
+    slow = [dataclasses.replace(r, row=dict(r.row, tokens_per_s_per_gpu=r.row["tokens_per_s_per_gpu"] / 3))
+            for r in runs]
+    held = fit_calibration(slow, start=start, rounds=1, terms=("overlap_efficiency",))
+    opened = fit_calibration(slow, start=start, rounds=1, terms=("overlap_efficiency",),
+                             bounds={**BOUNDS, "overlap_efficiency": hard_range("overlap_efficiency")})
+    assert held.overlap_efficiency == pytest.approx(BOUNDS["overlap_efficiency"][0])
+    assert 1e-3 <= opened.overlap_efficiency < BOUNDS["overlap_efficiency"][0]
+
+
 def test_held_out_gb300_runs_are_disjoint_from_the_calibration_set():
     """benchmarks/data/heldout-gb300-runs.json is judged, never fitted: every run reads as a calibration
     row, and the shipped calibration set holds no run of that GPU."""
@@ -239,8 +263,6 @@ def test_bound_pullers_name_the_runs_that_hold_a_term_at_its_bound():
     (shares positive, biggest first, adding up to at least the loss change); a run the term does not
     touch (no overlapped communication) is never named."""
     from commbench.planner.calibrate.fit import BOUNDS, bound_pullers, fit_loss, fit_weights
-    import dataclasses
-
     from commbench.planner.step.terms import CALIBRATED
     runs = [r for r in published_runs() if r.layout is not None and r.row["gpu"] in ("H100", "B200")][:24]
     # one run with nothing overlapped (TP1, CP1, VP1, DP overlap off): the term cannot touch it

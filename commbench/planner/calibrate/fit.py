@@ -29,6 +29,19 @@ BOUNDS = {"gemm_efficiency_hopper": (0.45, 0.8), "gemm_efficiency_blackwell": (0
           "moe_sync_s": (0.0, 2e-4), "all_to_all_efficiency": (0.1, 1.0), "overlap_efficiency": (0.3, 1.0),
           "ep_overlap_efficiency": (0.3, 1.0),
           "gemm_traffic_factor": (1.0, 10.0), "expert_gemm_kernel_s": (0.0, 5e-5)}
+
+
+def hard_range(term: str) -> tuple[float, float]:
+    """What a term may not cross even in a diagnostic fit: an efficiency is a fraction of a peak, (0, 1];
+    a time stays >= 0 and a traffic factor >= 1, each below ten times its BOUNDS ceiling.
+    benchmarks/planner_calibration.py --open-bounds refits with a bound-held term's range widened to
+    this, to show where the rows would put it and which other terms it trades against."""
+    lo, hi = BOUNDS[term]
+    if term.endswith("_s"):
+        return 0.0, 10.0 * hi
+    return (1.0, 10.0 * hi) if lo >= 1.0 else (1e-3, 1.0)
+
+
 HUBER_DELTA = 0.1  # |log error| beyond which the loss grows linearly (~10%): outlier rows pull less
 
 
@@ -97,9 +110,12 @@ def bound_pullers(runs: list[PublishedRun], cal: Calibration, term: str, step: f
     return [(modelled[j], float(errs[0][j]), float(share[j])) for j in order]
 
 
-def coordinate_search(runs, start: Calibration, terms, rounds: int, loss=None) -> Calibration:
-    """Per term in turn, multiplicative steps within BOUNDS that lower `loss(calibration)` (default: the
-    weighted Huber log loss, fit_loss), at shrinking step sizes. Deterministic."""
+def coordinate_search(runs, start: Calibration, terms, rounds: int, loss=None,
+                      bounds: dict[str, tuple[float, float]] | None = None) -> Calibration:
+    """Per term in turn, multiplicative steps within `bounds` (default BOUNDS) that lower
+    `loss(calibration)` (default: the weighted Huber log loss, fit_loss), at shrinking step sizes.
+    Deterministic."""
+    bounds = BOUNDS if bounds is None else bounds
     if loss is None:
         weights = fit_weights(runs)
 
@@ -112,7 +128,7 @@ def coordinate_search(runs, start: Calibration, terms, rounds: int, loss=None) -
         for _sweep in range(3):           # sweep again at this step size while it still improves
             before = best_loss
             for name in terms:
-                lo, hi = BOUNDS[name]
+                lo, hi = bounds[name]
                 value = getattr(best, name)
                 for factor in (1 + step, 1 / (1 + step), 1 + step / 3, 1 / (1 + step / 3)):
                     trial_value = float(np.clip(value * factor if value > 0 else hi * step / 10, lo, hi))
@@ -126,10 +142,12 @@ def coordinate_search(runs, start: Calibration, terms, rounds: int, loss=None) -
 
 
 def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, rounds: int = 5,
-                    terms: tuple[str, ...] = FITTED_TERMS) -> Calibration:
-    """Coordinate search minimising the weighted Huber log loss (fit_loss): every term on every
-    row, then the MoE-only terms (MOE_TERMS) again on the MoE rows alone. Terms the rows cannot
-    constrain (no row of that kind, e.g. no Hopper run) keep their start value. Deterministic."""
+                    terms: tuple[str, ...] = FITTED_TERMS,
+                    bounds: dict[str, tuple[float, float]] | None = None) -> Calibration:
+    """Coordinate search minimising the weighted Huber log loss (fit_loss) within `bounds` (default
+    BOUNDS): every term on every row, then the MoE-only terms (MOE_TERMS) again on the MoE rows alone.
+    Terms the rows cannot constrain (no row of that kind, e.g. no Hopper run) keep their start value.
+    Deterministic."""
     modelled = [r for r in runs if r.layout is not None]
     if not modelled:
         raise ValueError("no modelled runs to fit")
@@ -140,10 +158,10 @@ def fit_calibration(runs: list[PublishedRun], start: Calibration = CALIBRATED, r
     moe = [r for r in modelled if r.model.is_moe]
     if not moe:
         usable = [t for t in usable if t not in MOE_TERMS]
-    best = coordinate_search(modelled, start, tuple(usable), rounds)
+    best = coordinate_search(modelled, start, tuple(usable), rounds, bounds=bounds)
     moe_terms = tuple(t for t in usable if t in MOE_TERMS)
     if moe and moe_terms:
-        best = coordinate_search(moe, best, moe_terms, max(2, rounds - 2))
+        best = coordinate_search(moe, best, moe_terms, max(2, rounds - 2), bounds=bounds)
     return best
 
 
