@@ -11,6 +11,7 @@ from pathlib import Path
 from commbench.cli.base import console
 from commbench.results.render import styled
 from commbench.errors import invalid
+from commbench.planner.calibrate.coverage import coverage_lines
 from commbench.planner.emit.plan import EMIT_KINDS, megatron_text, plan_document, torchtitan_text
 from commbench.planner.emit.plan_files import write_plan_files
 from commbench.planner.search.explain import explain, short
@@ -67,6 +68,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         raise invalid("--top", top, "a positive number of layouts")
     result = search(req)
     lines, rows = explain(result)
+    lines += coverage_lines(model=req.model, layout=result.layouts.layout(0), ep_domains=int(result.ep_racks[0]),
+                            domain_size=result.gpus_per_rack, system=req.fabric.name, calibration=req.calibration)
     backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
