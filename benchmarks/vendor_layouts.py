@@ -27,6 +27,7 @@ the model's stated error band (step.terms.MODEL_MEDIAN_ABS_ERROR: the band `plan
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import sys
@@ -36,7 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from cli_args import parser_for
+from commbench.planner.calibrate import coverage
 from commbench.planner.calibrate.published import predict_runs, published_runs, _preset
+from commbench.planner.layout.placement import racks_spanned
 from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
 from commbench.planner.layout.spec import LayoutArrays
@@ -114,6 +117,24 @@ def later_layout_gain(rows: list[dict]) -> None:
         r["later"] = max(gains) if gains and max(gains) > 0 else None
 
 
+def regime_of(row: dict) -> str:
+    """Which regime the planner's best layout for a row is in, as `plan` tells its user (coverage.py)."""
+    run, best = row["run"], row["best"]
+    if not run.model.is_moe:
+        return "dense"
+    domain = int(_preset(run.preset, int(run.row["num_gpus"])).domain_size)
+    crosses = best.ep > 1 and int(racks_spanned(best.ep * best.etp, domain)) > 1
+    if best.fsdp and not coverage.moe_fsdp_runs(run.preset):
+        return "MoE FSDP, untested"
+    if crosses:
+        return "EP across domains, " + ("tested" if coverage.cross_domain_ep_runs(run.preset) else "untested")
+    return "MoE, EP inside a domain"
+
+
+def regime_counts(rows: list[dict]) -> dict[str, int]:
+    return dict(collections.Counter(regime_of(r) for r in rows).most_common())
+
+
 def summary(rows: list[dict], title: str) -> dict[str, tuple[float, float]]:
     out = {}
     for reading, rank_key, gain_key in (("as published", "rank", "gain"), ("structure, search's flags", "srank", "sgain")):
@@ -128,6 +149,10 @@ def summary(rows: list[dict], title: str) -> dict[str, tuple[float, float]]:
               f"best within the error band for {within.mean() * 100:.0f}% (bar >= 80%); median gain "
               f"{np.median(gains) * 100:+.1f}%, max {gains.max() * 100:+.1f}%")
         out[reading] = (float(np.median(ranks)), float(within.mean()))
+    regimes = regime_counts([r for r in rows if r.get("gain") is not None and r["gain"] > r["band"]])
+    if regimes:
+        print(f"  where the planner's best beats the published layout (as published) by more than the band, the best "
+              f"is in: {'; '.join(f'{name} {n}' for name, n in regimes.items())} (calibrate/coverage.py)")
     beaten = [r for r in rows if r.get("later") is not None and r["later"] > r["band"]]
     if beaten:
         print(f"  {len(beaten)} of these layouts were beaten by a later release's published layout of the same run, "

@@ -49,3 +49,26 @@ def test_rows_without_a_flagged_layout_are_skipped():
     run = _run(lambda lay: True)
     rows = [dict(run=run, rank=None, flagged=None)]
     assert vendor_layouts.flag_gains(rows) == {} and rows[0]["why"] == []
+
+
+def test_regime_of_the_planners_best_follows_the_calibration_coverage():
+    """The regime split the summary prints: EP across scale-up domains is 'tested' where the calibration set
+    has such a run on that system (B300: gpt-oss EP64), 'untested' where it has none (GB300: the held-out
+    table, never in the calibration set); FSDP on a MoE model is untested everywhere."""
+    import json
+
+    runs = published_runs()
+    moe_b300 = next(r for r in runs if r.layout is not None and r.preset == "b300-hgx" and r.model.is_moe)
+    moe_h100 = next(r for r in runs if r.layout is not None and r.preset == "h100-hgx" and r.model.is_moe)
+    dense = next(r for r in runs if r.layout is not None and not r.model.is_moe)
+    held = published_runs(tuple(json.loads(vendor_layouts.HELD_OUT.read_text())))
+    moe_gb300 = next(r for r in held if r.layout is not None and r.model.is_moe)
+
+    def regime(run, **best):
+        return vendor_layouts.regime_of(dict(run=run, best=dataclasses.replace(run.layout, **best)))
+
+    assert regime(dense) == "dense"
+    assert regime(moe_b300, ep=16, etp=1) == "EP across domains, tested"
+    assert regime(moe_gb300, ep=128, etp=1) == "EP across domains, untested"
+    assert regime(moe_h100, ep=8, etp=1, fsdp=False) == "MoE, EP inside a domain"
+    assert regime(moe_h100, ep=8, etp=1, fsdp=True) == "MoE FSDP, untested"
