@@ -89,12 +89,11 @@ def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
     return out
 
 
-def open_bound(runs, cal, term: str) -> None:
+def open_bound(runs, held_rows, cal, term: str) -> None:
     """Refit from `cal` with `term`'s bound opened to fit.hard_range: where the rows put it, the terms that
-    move with it (over 2%), any term then at its bound, and the in-sample and held-out GB300 medians
-    before and after. Both fits are in-sample diagnostics; held-out tables decide (issue 24)."""
+    move with it (over 2%), any term then at its bound, and the in-sample and held-out GB300 (`held_rows`)
+    medians before and after. Both fits are in-sample diagnostics; held-out tables decide (issue 24)."""
     opened = fit_calibration(runs, start=cal, terms=PUBLISHED_FIT_TERMS, bounds={**BOUNDS, term: hard_range(term)})
-    held_rows = published_runs(tuple(json.loads(HELD_OUT.read_text())))
     lo, hi = hard_range(term)
     print(f"  {term} with its bound opened to {lo:g}..{hi:g}: {getattr(cal, term):.4g} -> {getattr(opened, term):.4g}")
     moved = [f"{n} {getattr(cal, n):.4g} -> {getattr(opened, n):.4g}" for n in PUBLISHED_FIT_TERMS
@@ -165,7 +164,7 @@ def main(argv: list[str]) -> int:
                   f"err {(np.exp(err) - 1) * 100:+6.1f}%  {share / total * 100:5.1f}%")
     if args.open_bounds:
         for name in [b.split("=")[0] for b in bounded]:
-            open_bound(runs, cal, name)
+            open_bound(runs, held.runs, cal, name)
     side = {"in-sample (all / MoE / dense)": (float(np.median(p.abs_pct_error)), moe_med, dense_med),
             "held-out GB300 (all / MoE / dense)": (float(np.median(held.abs_pct_error)), h_moe, h_dense)}
     if not args.no_logo:

@@ -39,7 +39,7 @@ import numpy as np
 from cli_args import parser_for
 from commbench.planner.calibrate import coverage
 from commbench.planner.calibrate.published import predict_runs, published_runs, _preset
-from commbench.planner.layout.placement import racks_spanned
+from commbench.planner.layout.placement import ep_domains
 from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
 from commbench.planner.layout.spec import LayoutArrays
@@ -118,17 +118,18 @@ def later_layout_gain(rows: list[dict]) -> None:
 
 
 def regime_of(row: dict) -> str:
-    """Which regime the planner's best layout for a row is in, as `plan` tells its user (coverage.py)."""
+    """Which regime the planner's best layout for a row is in, as `plan` tells its user (coverage.regimes)."""
     run, best = row["run"], row["best"]
     if not run.model.is_moe:
         return "dense"
     domain = int(_preset(run.preset, int(run.row["num_gpus"])).domain_size)
-    crosses = best.ep > 1 and int(racks_spanned(best.ep * best.etp, domain)) > 1
-    if best.fsdp and not coverage.moe_fsdp_runs(run.preset):
-        return "MoE FSDP, untested"
-    if crosses:
-        return "EP across domains, " + ("tested" if coverage.cross_domain_ep_runs(run.preset) else "untested")
-    return "MoE, EP inside a domain"
+    found = coverage.regimes(run.model, best, int(ep_domains(best.ep, best.etp, domain)), run.preset)
+    if not found:
+        return "MoE, EP inside a domain"
+    untested = [name for name, runs in found if not runs]
+    if untested:   # an untested regime names the row before a tested one; FSDP (listed last) before EP
+        return f"{untested[-1]}, untested"
+    return f"{found[0][0]}, tested"
 
 
 def regime_counts(rows: list[dict]) -> dict[str, int]:

@@ -68,7 +68,7 @@ def test_regime_of_the_planners_best_follows_the_calibration_coverage():
         return vendor_layouts.regime_of(dict(run=run, best=dataclasses.replace(run.layout, **best)))
 
     assert regime(dense) == "dense"
-    assert regime(moe_b300, ep=16, etp=1) == "EP across domains, tested"
-    assert regime(moe_gb300, ep=128, etp=1) == "EP across domains, untested"
+    assert regime(moe_b300, ep=16, etp=1) == "EP across scale-up domains, tested"
+    assert regime(moe_gb300, ep=128, etp=1) == "EP across scale-up domains, untested"
     assert regime(moe_h100, ep=8, etp=1, fsdp=False) == "MoE, EP inside a domain"
-    assert regime(moe_h100, ep=8, etp=1, fsdp=True) == "MoE FSDP, untested"
+    assert regime(moe_h100, ep=8, etp=1, fsdp=True) == "FSDP on a MoE model, untested"

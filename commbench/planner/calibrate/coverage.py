@@ -16,7 +16,10 @@ import functools
 import numpy as np
 
 from commbench.planner.calibrate.published import PublishedRun, _preset, predict_runs, published_runs
-from commbench.planner.layout.placement import racks_spanned
+from commbench.planner.layout import placement
+
+CROSS_DOMAIN_EP = "EP across scale-up domains"
+MOE_FSDP = "FSDP on a MoE model"
 
 
 @functools.cache
@@ -24,19 +27,33 @@ def _modelled() -> tuple[PublishedRun, ...]:
     return tuple(r for r in published_runs() if r.layout is not None)
 
 
-def _ep_domains(run: PublishedRun) -> int:
+def run_ep_domains(run: PublishedRun) -> int:
+    """Scale-up domains the EP group of a published run spans on its system."""
     domain = int(_preset(run.preset, int(run.row["num_gpus"])).domain_size)
-    return int(racks_spanned(run.layout.ep * run.layout.etp, domain)) if run.layout.ep > 1 else 1
+    return int(placement.ep_domains(run.layout.ep, run.layout.etp, domain))
 
 
 def cross_domain_ep_runs(system: str) -> list[PublishedRun]:
     """Calibration runs on `system` (a preset name) whose EP group spans more than one scale-up domain."""
-    return [r for r in _modelled() if r.preset == system and r.model.is_moe and _ep_domains(r) > 1]
+    return [r for r in _modelled() if r.preset == system and r.model.is_moe and run_ep_domains(r) > 1]
 
 
 def moe_fsdp_runs(system: str) -> list[PublishedRun]:
     """Calibration runs on `system` of a MoE model trained with FSDP."""
     return [r for r in _modelled() if r.preset == system and r.model.is_moe and r.layout.fsdp]
+
+
+def regimes(model, layout, ep_domains_spanned: int, system: str) -> list[tuple[str, list[PublishedRun]]]:
+    """The extrapolated regimes `layout` is in (CROSS_DOMAIN_EP, MOE_FSDP), each with the calibration runs
+    on `system` that are in it too (empty: untested there)."""
+    if not model.is_moe:
+        return []
+    out = []
+    if ep_domains_spanned > 1:
+        out.append((CROSS_DOMAIN_EP, cross_domain_ep_runs(system)))
+    if layout.fsdp:
+        out.append((MOE_FSDP, moe_fsdp_runs(system)))
+    return out
 
 
 def _tested(what: str, runs: list[PublishedRun], system: str, calibration) -> str:
@@ -51,21 +68,19 @@ def _tested(what: str, runs: list[PublishedRun], system: str, calibration) -> st
     return f"Tested: {what} has {found} against the published tokens/s/GPU."
 
 
+UNTESTED_WHY = {CROSS_DOMAIN_EP: "its all-to-all cost there is the fabric model's (hardware.toml) alone, the least "
+                                 "certain part of this prediction",
+                MOE_FSDP: "step/fsdp.py's charge for it is not checked against a measurement there"}
+
+
 def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: str, calibration) -> list[str]:
     """One line per extrapolated regime the plan's `layout` is in: the published runs on `system` in it
     and the model's error on them, or that there are none."""
+    detail = {CROSS_DOMAIN_EP: f" (this plan's EP{layout.ep} spans {ep_domains} domains of {domain_size})",
+              MOE_FSDP: " (its experts' weights gathered every micro-batch)"}
     out = []
-    if model.is_moe and ep_domains > 1:
-        what = f"EP across scale-up domains (this plan's EP{layout.ep} spans {ep_domains} domains of {domain_size})"
-        runs = cross_domain_ep_runs(system)
+    for regime, runs in regimes(model, layout, ep_domains, system):
+        what = regime + detail[regime]
         out.append(_tested(what, runs, system, calibration) if runs else
-                   f"Untested: {what} has no published run on {system} in the calibration set; its all-to-all "
-                   "cost there is the fabric model's (hardware.toml) alone, the least certain part of this "
-                   "prediction.")
-    if model.is_moe and layout.fsdp:
-        what = "FSDP on a MoE model (its experts' weights gathered every micro-batch)"
-        runs = moe_fsdp_runs(system)
-        out.append(_tested(what, runs, system, calibration) if runs else
-                   f"Untested: {what} has no published run on {system} in the calibration set; step/fsdp.py's "
-                   "charge for it is not checked against a measurement there.")
+                   f"Untested: {what} has no published run on {system} in the calibration set; {UNTESTED_WHY[regime]}.")
     return out

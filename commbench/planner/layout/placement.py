@@ -55,6 +55,12 @@ def racks_spanned(span: np.ndarray | int, per_rack: int) -> np.ndarray:
     return np.where(aligned, exact, np.ceil(span / per_rack).astype(np.int64) + 1)
 
 
+def ep_domains(ep: np.ndarray | int, etp: np.ndarray | int, per_rack: int) -> np.ndarray:
+    """Scale-up domains one EP x ETP group spans (1 without EP): where its all-to-all leaves NVLink."""
+    ep = np.asarray(ep)
+    return np.where(ep > 1, racks_spanned(np.asarray(etp) * ep, per_rack), 1)
+
+
 def placement_violations(tp: np.ndarray, etp: np.ndarray, per_rack: int) -> np.ndarray:
     """Bitmask of PLACEMENT_RULES broken (bits above layout.RULES, so both masks can be OR-ed)."""
     bits = np.where(per_rack % tp != 0, PLACEMENT_BITS["tp_in_rack"], 0)

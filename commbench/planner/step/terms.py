@@ -80,9 +80,9 @@ class Calibration:
     # (split into TP, PP, CP and DP terms, each goes to 0.01-0.10): the rows trade hidden communication for
     # faster GEMMs and no row separates the two. The FIT_START fit so opened is no better held out (GB300
     # 6.9% -> 6.0%, but newer releases 5.0% -> 5.7%, leave-one-GPU-out H100 dense 6.7% -> 12.9%), so the
-    # bound stays. The rows pulling it down: the Llama3.1-405B
-    # rows on H100 x1024, TP8 CP2, predicted 7-11% high, and gpt-oss-120b B200 25.11, +34% (its table says
-    # EP8, its release recipe EP64, at which it is predicted within 1%).
+    # bound stays. The rows pulling it down: the Llama3.1-405B rows on H100 x1024, TP8 CP2, predicted 7-11%
+    # high, and gpt-oss-120b B200 25.11, +34% (its table says EP8, its release recipe EP64, at which it is
+    # predicted within 1%).
     gemm_efficiency_hopper: float = 0.7334
     gemm_efficiency_blackwell: float = 0.5571
     fp4_gemm_ratio: float = 0.8242
