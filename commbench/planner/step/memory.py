@@ -292,8 +292,12 @@ CP_BWD_STEP_BYTES = 2 + 2 + 2 + 2
 
 def cp_merge_bytes_per_token(model: ModelSpec, tp, cp) -> np.ndarray:
     """HBM bytes per micro-batch token per attention layer (forward + backward) that merging ring attention's
-    per-step partial outputs and dq moves on one GPU; none without context parallelism."""
+    per-step partial outputs and dq moves on one GPU; none without context parallelism, and none for attention
+    with sinks, whose CP is all-to-all, not a ring (Megatron-Bridge recipes/gpt_oss/gpt_oss.py at v0.3.0:
+    cp_comm_type = "a2a", "only a2a cp is supported for sink attention")."""
     cp = np.asarray(cp, dtype=np.float64)
+    if model.architecture is not None and model.architecture.softmax_type != "vanilla":
+        return np.zeros(np.broadcast(cp, np.asarray(tp)).shape)
     steps = (3.0 * cp + 1.0) / 4.0
     per_element = steps * (CP_FWD_STEP_BYTES + CP_BWD_STEP_BYTES) + CP_FWD_CAST_BYTES
     return np.where(cp > 1, per_element * model.attn_out_dim / (tp * cp), 0.0)
