@@ -284,3 +284,16 @@ def test_bound_pullers_name_the_runs_that_hold_a_term_at_its_bound():
     high = bound_pullers(runs, CALIBRATED.with_values(attention_efficiency=BOUNDS["attention_efficiency"][1]),
                          "attention_efficiency")
     assert high and high[0][1] < 0
+
+
+@pytest.mark.parametrize("model, gpu", [("Nemotron_3_Super", "DGX-B200"), ("Nemotron_3_Nano", "DGX-H100"),
+                                        ("Nemotron_3_Ultra", "DGX-B300"), ("Qwen3-235B-A22B", "DGX-B200")])
+def test_a_row_without_a_recipe_takes_the_dispatcher_its_model_s_recipes_use_on_every_gpu(model, gpu):
+    """Megatron-Bridge's Nemotron-3 performance recipes set HybridEP (flex) on every GPU (v0.3.1 to v0.6.0:
+    nemotron_3_workload_base_configs.py, perf_recipes/nemotronh/*/nemotronh.py); Qwen3-235B-A22B's use
+    NCCL's alltoall on HGX. A row the recipe table has no entry for takes that dispatcher, not the system's."""
+    row = {"model": model, "gpu": gpu, "num_gpus": 64, "precision": "MXFP8", "seq_len": 4096, "gbs": 512, "mbs": 1,
+           "tp": 1, "pp": 1, "ep": 8, "tokens_per_s_per_gpu": 1000.0}   # no release: no recipe entry
+    (run,) = published_runs((row,))
+    assert run.layout is not None
+    assert run.layout.dispatcher == ("alltoall" if model.startswith("Qwen3") else "flex")

@@ -40,7 +40,10 @@ def test_the_variant_whose_sizes_match_the_run_is_chosen():
     v1 = recipes.recipe_entry("26.02", "deepseek-v3", "GB200", "mxfp8", dict(sizes, gbs=2048))
     v2 = recipes.recipe_entry("26.02", "deepseek-v3", "GB200", "mxfp8", dict(sizes, gbs=4096))
     assert (v1["variant"], v2["variant"]) == ("v1", "v2")
-    assert recipes.recipe_entry("26.02.01", "deepseek-v3", "gb200-nvl72", "mxfp8", dict(sizes, gbs=4096)) == v2
+    # 26.02.01 is Megatron-Bridge r0.3.1 with recipes of its own: the same V2 sizes at its own commit
+    patch = recipes.recipe_entry("26.02.01", "deepseek-v3", "gb200-nvl72", "mxfp8", dict(sizes, gbs=4096))
+    assert patch["variant"] == "v2" and patch["commit"] == recipes._table()["releases"]["26.02.01"]["commit"]
+    assert {k: patch[k] for k in (*sizes, "gbs")} == {k: v2[k] for k in (*sizes, "gbs")}
 
 
 def test_a_published_row_is_modelled_with_its_releases_recipe():
@@ -205,7 +208,7 @@ def test_a_release_the_table_lacks_reads_the_newest_one_before_it_and_says_so():
     assert stand == newest and note == f"26.10 is not in the recipe table (newest {newest}): its recipes are {newest}'s"
     stand, note = recipes.resolve_release("26.04.02")   # a patch container the table lacks reads the one before it
     assert stand == "26.04.01" and "26.04.02 is not in the recipe table" in note and "26.04.01's" in note
-    assert recipes.resolve_release("26.03")[0] == "26.02"   # 26.02.01 is the same Megatron-Bridge as 26.02
+    assert recipes.resolve_release("26.03")[0] == "26.02.01"   # the newest table release not newer than it
     assert recipes.resolve_release("24.07")[0] is None and "older than" in recipes.resolve_release("24.07")[1]
     assert recipes.resolve_release("main")[0] is None
     row = dict(model="Qwen3-30B-A3B", gpu="GB200", num_gpus=8, precision="MXFP8", seq_len=4096, gbs=512, mbs=4,
@@ -221,11 +224,17 @@ def test_a_release_the_table_lacks_reads_the_newest_one_before_it_and_says_so():
 
 
 def test_patch_containers_read_their_own_megatron_bridge_version():
-    """26.04.01 is Megatron-Bridge 0.4.2 and 26.06.01 is 0.5.1 (docs/versions1.json at v0.6.0), each with recipes
-    of its own: 0.4.2 moved Qwen3-235B-A22B on B300 from the alltoall to the flex (HybridEP) dispatcher."""
+    """26.02.01 is Megatron-Bridge 0.3.1, 26.04.01 0.4.2 and 26.06.01 0.5.1 (docs/versions1.json at v0.6.0), each
+    with recipes of its own: 0.4.2 moved Qwen3-235B-A22B on B300 from the alltoall to the flex (HybridEP) dispatcher."""
     table = recipes._table()["releases"]
-    assert {r: table[r]["megatron_bridge"] for r in ("26.04.01", "26.06.01")} == {"26.04.01": "v0.4.2",
-                                                                                  "26.06.01": "v0.5.1"}
+    assert {r: table[r]["megatron_bridge"] for r in ("26.02.01", "26.04.01", "26.06.01")} == {
+        "26.02.01": "v0.3.1", "26.04.01": "v0.4.2", "26.06.01": "v0.5.1"}
+    # r0.3.1 runs Qwen3-30B-A3B on 8 B200 at mbs 4 on HybridEP (0.3.0: mbs 1, alltoall), as the 26.02.01
+    # table publishes it (mbs 4)
+    b200 = dict(num_gpus=8, tp=1, pp=1, vp=1, ep=8, gbs=512)
+    old = recipes.recipe_entry("26.02", "qwen3-30b-a3b", "b200-hgx", "mxfp8", dict(b200, mbs=1))
+    new = recipes.recipe_entry("26.02.01", "qwen3-30b-a3b", "b200-hgx", "mxfp8", dict(b200, mbs=4))
+    assert (old["mbs"], old["dispatcher"], new["mbs"], new["dispatcher"]) == (1, "alltoall", 4, "flex")
     sizes = dict(num_gpus=256, tp=1, pp=8, vp=1, ep=8, mbs=1, gbs=8192)
     before = recipes.recipe_entry("26.04", "qwen3-235b-a22b", "b300-hgx", "mxfp8", sizes)
     after = recipes.recipe_entry("26.04.01", "qwen3-235b-a22b", "b300-hgx", "mxfp8", sizes)

@@ -9,8 +9,8 @@ Releases: NeMo Framework container -> Megatron-Bridge version, from docs/release
 (@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0) and, for the
 patch containers, docs/versions1.json at v0.6.0 ("0.4.2 · 26.04.01", "0.5.1 · 26.06.01", "0.6.0 (latest) ·
 26.08"). 26.02.01 is the patch container of 26.02; that page names no version for it, but it is r0.3.1 (docs/releases/known-issues.md
-at v0.4.0, docs/versions1.json at v0.6.0). It still reads 0.3.0's recipes here, a known departure: the comment
-above PRECISIONS gives why and what mapping it to r0.3.1 measured.
+at v0.4.0: "Fixed in 26.02.01 (r0.3.1)"; docs/versions1.json at v0.6.0: "0.3.1 · 26.02.01"), and it reads
+v0.3.1's recipes (the comment above PRECISIONS gives what that measured).
 
 Sources (no code from the repository is run: the files are parsed, values taken as literals):
 - 0.6.0 and later (tools/flat_recipes.py): src/megatron/bridge/perf_recipes/<family>/<gpu>/<model>.py, one
@@ -78,7 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules
 from flat_recipes import perf_recipes  # noqa: E402
 from recipe_mapping import DEFAULTS, entry, git, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
 
-RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.0"),
+RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.1"),
             ("26.04", "v0.4.0"), ("26.04.01", "v0.4.2"), ("26.06", "v0.5.0"), ("26.06.01", "v0.5.1"),
             ("26.08", "v0.6.0"))
 MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3_235B_A22B": "qwen3-235b-a22b",
@@ -94,16 +94,16 @@ MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3
 # Re-measured with the Mamba mixer's HBM traffic kernel by kernel (commit d3d7790, step/mamba.py
 # MIXER_KERNEL_BYTES) and terms refitted: family_coverage Nano 1.9% -> 7.6%, Super 10.3% -> 24.0%,
 # newer_releases.py 5.7% -> 8.0% (MoE 6.1 -> 9.0); the 26.04.01 rows with recipes are predicted 8-15% (Nano)
-# and 9-38% (Super) too fast. The fit is why: the calibration's Nano rows (26.02.01) get no recipe here, so
-# they are modelled with the default recipe (selective recompute, eager launches: 2.7 s of a 16 s step on
-# GB200) and the fit hands the hybrid's GPU time back through hbm_efficiency. 26.02.01 is Megatron-Bridge
-# r0.3.1, not 0.3.0 (docs/releases/known-issues.md at v0.4.0: "Fixed in 26.02.01 (r0.3.1)"; docs/versions1.json
-# at v0.6.0: "0.3.1 · 26.02.01"), whose nemotron_3_nano_workload_base_configs.py has the 26.04 Nano recipe;
-# mapped so with d3d7790's traffic (Qwen3's r0.3.1 dispatchers and layouts come too) and refitted, held-out got worse:
-# held-out GB300 6.6% -> 7.4%, newer_releases 4.7% -> 6.9% (Nano only: 8.1%), attention_efficiency at its
-# 0.75 bound (without d3d7790's traffic it is worse still: GB300 10.1%, newer_releases 7.5%, Nano 4.2%; with it
-# Nano 3.0%), so 26.02.01 stays on v0.3.0 here until that fit is understood.
-# Add them here ("NEMOTRON_3_NANO": "nemotron-3-nano-30b-a3b", "NEMOTRON_3_SUPER": ...) once it is not.
+# and 9-38% (Super) too fast. The calibration's Nano rows (26.02.01) are modelled with the default recipe
+# (selective recompute, eager launches: 2.7 s of a 16 s step on GB200) and the fit hands the hybrid's GPU time
+# back through hbm_efficiency. Mapping 26.02.01 to r0.3.1 while this tool also read the Nano recipe made
+# held-out worse (GB300 6.6% -> 7.4%, newer_releases 4.7% -> 6.9%), so 26.02.01 stayed on v0.3.0 until
+# then. With the Nemotron-3 recipes not read, r0.3.1's recipes for the families read here (Qwen3: HybridEP/
+# DeepEP dispatchers, EP overlap off on B300 and H100, Qwen3-30B-A3B mbs 4 on B200 as the 26.02.01 table
+# publishes; Kimi-K2's first recipes) leave the held-out tables where they were: GB300 6.9%, leave-one-GPU-out
+# MoE 6.9% (dense 2.8% -> 3.0%), leave-one-release-out 26.02 5.4% (MoE 6.2% -> 6.1%), with the shipped terms.
+# Add them here ("NEMOTRON_3_NANO": "nemotron-3-nano-30b-a3b", "NEMOTRON_3_SUPER": ...) once their recipes do not
+# make the hybrid runs faster than measured.
 PRECISIONS = {"BF16": "bf16", "FP8_CS": "fp8", "FP8_MX": "mxfp8", "NVFP4": "nvfp4"}
 NAME = re.compile(r"^(?P<model>[A-Z0-9_]+?)_(?:PRETRAIN_CONFIG_)?(?P<gpu>GB300|GB200|B300|B200|H100)_"
                   r"(?P<prec>BF16|FP8_CS|FP8_MX|NVFP4)(?:_BASE_CONFIG|_V(?P<ver>\d+))?$")

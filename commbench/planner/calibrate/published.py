@@ -21,7 +21,8 @@ Mapping assumptions, the same for every row (the tables do not state them):
   Megatron-Bridge's performance recipes set for every DeepSeek-V3 and Qwen3 config on GB200/GB300
   (scripts/performance/configs/*/..._workload_base_configs.py: moe_flex_dispatcher_backend=
   "hybridep") and its MoE dispatcher guide names first choice there; flex also on HGX for
-  DeepSeek-V3 and Qwen3-30B-A3B, whose recipes set it on every GPU (FLEX_EVERYWHERE); elsewhere the
+  DeepSeek-V3, Qwen3-30B-A3B and the Nemotron-3 family, whose recipes set it on every GPU
+  (FLEX_EVERYWHERE); elsewhere the
   alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
 - rows with Megatron-FSDP (FSDP=N in the notes: N of the DP ranks shard) are modelled with fsdp
@@ -114,9 +115,16 @@ NVL72_PRESETS = frozenset({"gb200-nvl72", "gb300-nvl72"})
 # Models whose Megatron-Bridge performance recipes set a flex backend (HybridEP / DeepEP) on every
 # system, not only NVL72: deepseek_workload_base_configs.py (NVIDIA-NeMo/Megatron-Bridge@0426418:
 # moe_flex_dispatcher_backend="hybridep" for GB300, GB200, B300, B200 and H100) and
-# qwen3_workload_base_configs.py (@01b2977: Qwen3-30B-A3B hybridep on every GPU). Qwen3-235B-A22B's
-# recipes use alltoall on B200/B300/H100, flex on GB200/GB300: the system default.
-FLEX_EVERYWHERE = frozenset({"deepseek-v3", "qwen3-30b-a3b"})
+# qwen3_workload_base_configs.py (@01b2977: Qwen3-30B-A3B hybridep on every GPU) and the Nemotron-3
+# family's (Nano, Super: configs/nemotronh/nemotron_3*_workload_base_configs.py, v0.3.1 and v0.4.0 on,
+# moe_flex_dispatcher_backend="hybridep" in the base config every GPU's inherits; v0.6.0's
+# perf_recipes/nemotronh/{h100,b200,b300,gb200,gb300}/nemotronh.py set it per recipe, Ultra's in
+# perf_recipes/nemotronh/common.py). The recipe table does not read the Nemotron-3 recipes
+# (tools/recipes_from_megatron_bridge.py says why), so their rows take this dispatcher with the default
+# recipe's other flags. Qwen3-235B-A22B's recipes use alltoall on B200/B300/H100, flex on GB200/GB300:
+# the system default.
+FLEX_EVERYWHERE = frozenset({"deepseek-v3", "qwen3-30b-a3b", "nemotron-3-nano-30b-a3b", "nemotron-3-super-120b-a12b",
+                             "nemotron-3-ultra-550b-a55b"})
 
 
 def dispatcher_of(preset: str, model_name: str = "") -> str:

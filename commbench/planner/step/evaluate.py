@@ -6,7 +6,8 @@ embedding/loss stage accounting arranges), forward + backward:
   efficiency; expert GEMMs at the grouped-GEMM efficiency of their precision; plus each GEMM's compulsory
   operand traffic at HBM bandwidth for its shape (gemm_shape.py: narrow TP/ETP shards and few
   tokens per expert run below peak). Attention core in bf16.
-- memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth.
+- memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth, with CP the
+  ring attention's per-step merges of partial outputs and dq (memory.cp_merge_bytes_per_token).
 - fixed per-layer (and per-MoE-layer) host/launch overhead; recompute's extra forward; CPU
   offloading's copies to host memory and back where they outlast the pass beside them.
 - TP: per layer 2 all-reduces fwd + 2 bwd, or with sequence parallel 2 all-gathers + 2

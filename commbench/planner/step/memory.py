@@ -237,7 +237,8 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
     every GEMM input) when the precision is 8- or 4-bit, and the unfused passes a clamped GLU or expert
     biases add (unfused_expert_epilogue_elements). The fused grouped MLP (fused_moe) removes the experts'
-    activation pass, those passes and their FC2-input cast, nothing else."""
+    activation pass, those passes and their FC2-input cast, nothing else. With context parallelism, each
+    attention layer adds the ring steps' merges (cp_merge_bytes_per_token)."""
     h = model.hidden
     seq_shard = np.where(sp, tp, 1) * cp
     head_shard = tp * cp
@@ -271,7 +272,35 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     if c.linear:
         per_token = per_token + c.linear * gdn.elementwise_elements(model, tp, cp, sp, cast)
     per_token_stage = per_token / pp
-    return 3.0 * tokens_mb * per_token_stage * BF16
+    merge = c.attention * cp_merge_bytes_per_token(model, tp, cp) / pp
+    return tokens_mb * (3.0 * per_token_stage * BF16 + merge)
+
+
+# Context parallelism's ring attention (Megatron-Core's default cp_comm_type "p2p": Transformer Engine's
+# AttnFuncWithCPAndKVP2P, attention/dot_product_attention/context_parallel.py, v2.9 to v2.17; TorchTitan's
+# PyTorch ring attention merges the same way, torch.distributed.tensor.experimental._attention._SDPAMerger
+# keeping the output and LSE in fp32) runs one flash attention per ring step and merges the partial results
+# outside the kernel, per element of the rank's attention output: forward, each step writes its bf16 partial (2 B) and flash_attn_fwd_out_correction reads
+# it and updates the fp32 output in place (2 + 4 + 4 B: "fwd output correction: out in torch.float32"), and
+# the merged output is cast back to bf16 once (4 + 2 B); backward, each step writes its dq partial (2 B) and
+# dq.add_ reads both and writes the sum (bf16 dq_buffer = empty_like(q): 2 + 2 + 2 B). Causal load balancing
+# (2 x cp chunks) makes a rank's steps after its own half-size: (3 cp + 1) / 4 full-size steps on average.
+CP_FWD_STEP_BYTES = 2 + 2 + 4 + 4
+CP_FWD_CAST_BYTES = 4 + 2
+CP_BWD_STEP_BYTES = 2 + 2 + 2 + 2
+
+
+def cp_merge_bytes_per_token(model: ModelSpec, tp, cp) -> np.ndarray:
+    """HBM bytes per micro-batch token per attention layer (forward + backward) that merging ring attention's
+    per-step partial outputs and dq moves on one GPU; none without context parallelism, and none for attention
+    with sinks, whose CP is all-to-all, not a ring (Megatron-Bridge recipes/gpt_oss/gpt_oss.py at v0.3.0:
+    cp_comm_type = "a2a", "only a2a cp is supported for sink attention")."""
+    cp = np.asarray(cp, dtype=np.float64)
+    if model.architecture is not None and model.architecture.softmax_type != "vanilla":
+        return np.zeros(np.broadcast(cp, np.asarray(tp)).shape)
+    steps = (3.0 * cp + 1.0) / 4.0
+    per_element = steps * (CP_FWD_STEP_BYTES + CP_BWD_STEP_BYTES) + CP_FWD_CAST_BYTES
+    return np.where(cp > 1, per_element * model.attn_out_dim / (tp * cp), 0.0)
 
 
 def unfused_expert_epilogue_elements(model: ModelSpec) -> float:

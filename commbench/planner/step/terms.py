@@ -83,6 +83,13 @@ class Calibration:
     # bound stays. The rows pulling it down: the Llama3.1-405B rows on H100 x1024, TP8 CP2, predicted 7-11%
     # high, and gpt-oss-120b B200 25.11, +34% (its table says EP8, its release recipe EP64, at which it is
     # predicted within 1%).
+    # Not refitted since (session 13): the Nemotron-3 rows' HybridEP dispatcher (published.FLEX_EVERYWHERE),
+    # 26.02.01 on Megatron-Bridge r0.3.1's recipes, and ring attention's per-step merges under CP
+    # (memory.cp_merge_bytes_per_token; the 405B H100 TP8 CP2 rows now +5..+9%). With them, these terms give:
+    # newer releases 5.0% (mean 9.4% -> 8.8%), held-out GB300 6.9%, leave-one-GPU-out MoE 6.9%, dense 3.5%
+    # (H100 9.2%), leave-one-release-out 26.02 5.7%, 25.11 9.5%; in-sample 3.5%. The FIT_START fit with them
+    # is worse held out (GB300 7.2%, newer releases 5.7%) and puts gemm_efficiency_hopper at its 0.8 bound,
+    # so these values stay.
     gemm_efficiency_hopper: float = 0.7334
     gemm_efficiency_blackwell: float = 0.5571
     fp4_gemm_ratio: float = 0.8242
@@ -159,10 +166,10 @@ FIT_START = Calibration(gemm_efficiency_hopper=0.6409, gemm_efficiency_blackwell
                         expert_gemm_kernel_s=4e-6)
 
 # The shipped model's median |error| on published runs of a GPU the fit has not seen (leave-one-GPU-out,
-# median over GPUs: benchmarks/planner_calibration.py; in-sample it is 4.2% MoE, 2.5% dense): what a user
+# median over GPUs: benchmarks/planner_calibration.py; in-sample it is 4.2% MoE, 2.7% dense): what a user
 # planning for their own cluster should expect. Layouts whose predictions differ by less are a tie
 # (explain.band_lines).
-MODEL_MEDIAN_ABS_ERROR = {"moe": 0.069, "dense": 0.028}
+MODEL_MEDIAN_ABS_ERROR = {"moe": 0.069, "dense": 0.035}
 
 CALIBRATION_KIND = "commbench-calibration"
 
