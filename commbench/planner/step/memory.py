@@ -280,11 +280,14 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
 # AttnFuncWithCPAndKVP2P, attention/dot_product_attention/context_parallel.py, v2.9 to v2.17; TorchTitan's
 # PyTorch ring attention merges the same way, torch.distributed.tensor.experimental._attention._SDPAMerger
 # keeping the output and LSE in fp32) runs one flash attention per ring step and merges the partial results
-# outside the kernel, per element of the rank's attention output: forward, each step writes its bf16 partial (2 B) and flash_attn_fwd_out_correction reads
-# it and updates the fp32 output in place (2 + 4 + 4 B: "fwd output correction: out in torch.float32"), and
-# the merged output is cast back to bf16 once (4 + 2 B); backward, each step writes its dq partial (2 B) and
-# dq.add_ reads both and writes the sum (bf16 dq_buffer = empty_like(q): 2 + 2 + 2 B). Causal load balancing
-# (2 x cp chunks) makes a rank's steps after its own half-size: (3 cp + 1) / 4 full-size steps on average.
+# outside the kernel. Per element of the rank's attention output:
+# - forward, each step writes its bf16 partial (2 B) and flash_attn_fwd_out_correction reads it and updates
+#   the fp32 output in place (2 + 4 + 4 B: "fwd output correction: out in torch.float32"); the merged output
+#   is cast back to bf16 once (4 + 2 B);
+# - backward, each step writes its dq partial (2 B) and dq.add_ reads both and writes the sum (bf16
+#   dq_buffer = empty_like(q): 2 + 2 + 2 B).
+# Causal load balancing (2 x cp chunks) makes a rank's steps after its own half-size: (3 cp + 1) / 4
+# full-size steps on average.
 CP_FWD_STEP_BYTES = 2 + 2 + 4 + 4
 CP_FWD_CAST_BYTES = 4 + 2
 CP_BWD_STEP_BYTES = 2 + 2 + 2 + 2
