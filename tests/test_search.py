@@ -104,6 +104,8 @@ def test_band_line_counts_layouts_and_structures_within_the_error():
     structures = int(np.sum(res.fitting_structures_desc >= floor))
     line = band_lines(res)[0]
     assert f"Band: {tied:,} fitting layouts ({structures:,} distinct" in line and structures <= tied
+    # the band is stated as the model's error is, not rounded to a whole percent
+    assert f"within {100 * MODEL_MEDIAN_ABS_ERROR['moe']:.1f}% of the best" in line
 
 
 @pytest.mark.parametrize("pins, rule", [("tp=1,pp=1,mbs=1,recompute=selective,recompute_layers=5", "recompute_layers"),

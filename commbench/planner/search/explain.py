@@ -235,7 +235,7 @@ def band_lines(result: SearchResult) -> list[str]:
     if tied <= 1:
         return []
     return [f"Band: {tied:,} fitting layouts ({structures:,} distinct {'/'.join(STRUCTURE)} structures) predict "
-            f"within {100 * err:.0f}% of the best (the model's median error on published "
+            f"within {100 * err:.1f}% of the best (the model's median error on published "
             f"{'MoE' if result.request.model.is_moe else 'dense'} runs of GPUs it was not fitted on): ranks "
             f"1-{tied:,} are a tie within the model's error; measure the top few (verify-plan) before choosing."]
 
