@@ -72,3 +72,26 @@ def test_regime_of_the_planners_best_follows_the_calibration_coverage():
     assert regime(moe_gb300, ep=128, etp=1) == "EP across scale-up domains, untested"
     assert regime(moe_h100, ep=8, etp=1, fsdp=False) == "MoE, EP inside a domain"
     assert regime(moe_h100, ep=8, etp=1, fsdp=True) == "FSDP on a MoE model, untested"
+
+
+def test_a_later_releases_faster_layout_in_another_table_is_credited_as_measured():
+    """later%: a calibration row whose run a newer release published with another structure, faster, gets that
+    MEASURED gain even though the newer row lives in another table (the pool); a slower one, the same structure,
+    or an older release does not count."""
+    run = _run(lambda lay: lay.tp == 1 and lay.mbs == 1)
+
+    def variant(tokens, rel, **change):
+        return dataclasses.replace(run, row=dict(run.row, tokens_per_s_per_gpu=tokens, release=rel),
+                                   layout=dataclasses.replace(run.layout, **change))
+
+    mine = float(run.row["tokens_per_s_per_gpu"])
+    pool = [variant(mine * 1.5, "99.01", mbs=2),          # later, other structure, faster: counts
+            variant(mine * 3.0, "99.01"),                  # later, same structure: a software gain, not a layout
+            variant(mine * 4.0, "24.01", mbs=2),           # older release
+            variant(mine * 0.5, "99.02", mbs=4)]           # later, other structure, slower
+    rows = [dict(run=run)]
+    vendor_layouts.later_layout_gain(rows, pool)
+    assert rows[0]["later"] == pytest.approx(0.5)
+    rows = [dict(run=run)]
+    vendor_layouts.later_layout_gain(rows)          # no pool: the row alone has nothing later
+    assert rows[0]["later"] is None
