@@ -54,6 +54,7 @@ SIZES = {
                                   "h100-hgx": dict(tp=2, pp=16, vp=2, ep=64)}),
     # hybrid Mamba models: MambaStack has no virtual stages, so the pinned vp > 1 case is a one-line refusal
     "nemotron-3-nano-30b-a3b": (16, 16, 256, dict(tp=1, pp=2, vp=2, ep=8)),
+    "nemotron-3.5-lightning-30b-a3b": (16, 16, 256, dict(tp=1, pp=2, vp=2, ep=8)),
     "nemotron-3-super-120b-a12b": (64, 64, 512, dict(tp=1, pp=2, vp=2, ep=8)),
     "nemotron-3-ultra-550b-a55b": (256, 512, 1024, dict(tp=2, pp=4, vp=2, ep=32)),
     "qwen3-next-80b-a3b": (64, 64, 512, dict(tp=1, pp=2, vp=2, ep=8)),

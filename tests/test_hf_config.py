@@ -200,6 +200,8 @@ def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
     ("Kimi-K2-1T", "kimi-k2"), ("Kimi K2", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B", "nemotron-3-nano-30b-a3b"),
     ("Nemotron_3_Ultra", "nemotron-3-ultra-550b-a55b"),
     ("NVIDIA-Nemotron-3-Ultra-550B-A55B", "nemotron-3-ultra-550b-a55b"),
+    ("Nemotron_3_5_Lightning", "nemotron-3.5-lightning-30b-a3b"),
+    ("NVIDIA-Nemotron-3.5-Lightning-30B-A3B", "nemotron-3.5-lightning-30b-a3b"),
 ])
 def test_published_names_of_the_new_families_map_to_zoo_models(published, zoo):
     from commbench.planner.calibrate.published import _zoo_name

@@ -27,11 +27,19 @@ def test_flops_per_token_matches_check_values(name, seq_len, gflop, mtp):
     assert got == pytest.approx(gflop, rel=0.005)
 
 
+# Published FLOPs from Megatron-LM's hybrid_flops (megatron/training/training.py), which counts each MTP depth's
+# layers and logits but not its 2h -> h projection; the step model charges that GEMM, so it is added back here.
+MTP_PROJECTION_UNCOUNTED = {"nemotron-3.5-lightning-30b-a3b"}
+
+
 def test_every_zoo_model_reproduces_its_published_flops():
     from commbench.planner import model_names
+    from commbench.planner.models.counts import flops_breakdown
     for name in model_names():
         m = load_model(name)
-        assert flops_per_token(m) / 1e9 == pytest.approx(m.published_flops_per_token_gflop, rel=0.005), name
+        uncounted = flops_breakdown(m).mtp_proj if name in MTP_PROJECTION_UNCOUNTED else 0.0
+        assert (flops_per_token(m) - uncounted) / 1e9 == pytest.approx(m.published_flops_per_token_gflop, rel=0.002
+                                                                        if uncounted else 0.005), name
 
 
 @pytest.mark.parametrize("name, total_b, active_b", [

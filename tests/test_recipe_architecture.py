@@ -129,6 +129,21 @@ RECIPES = {
         "--moe-router-load-balancing-type seq_aux_loss --moe-router-dtype fp32 "
         "--untie-embeddings-and-output-weights --position-embedding-type none --normalization RMSNorm "
         "--disable-bias-linear --norm-epsilon 1e-5"),
+    # Nemotron-3.5 Lightning: Megatron-Bridge's performance recipes build it from Nano's (the same flags) and add
+    # its two MTP depths, which core_v0.16.1's MambaModel cannot build (BUILT_WITHOUT_MTP).
+    "nemotron-3.5-lightning-30b-a3b": (
+        f"{BRIDGE_HYBRID}:src/megatron/bridge/perf_recipes/nemotronh/gb200/nemotronh.py "
+        "(_build_nemotron_3_5_lightning_gb200_mxfp8: the Nano recipe + mtp_num_layers 2), as Nano's flags",
+        "--is-hybrid-model --hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME "
+        "--num-layers 52 --hidden-size 2688 --mamba-num-heads 64 --kv-channels 128 --mamba-state-dim 128 "
+        "--ffn-hidden-size 1856 --num-attention-heads 32 --mamba-head-dim 64 --group-query-attention "
+        "--num-query-groups 2 --num-experts 128 --moe-ffn-hidden-size 1856 "
+        "--moe-shared-expert-intermediate-size 3712 --moe-router-topk 6 --moe-router-topk-scaling-factor 2.5 "
+        "--mamba-num-groups 8 --make-vocab-size-divisible-by 128 --squared-relu --moe-aux-loss-coeff 1e-4 "
+        "--moe-router-score-function sigmoid --moe-router-enable-expert-bias "
+        "--moe-router-load-balancing-type seq_aux_loss --moe-router-dtype fp32 "
+        "--untie-embeddings-and-output-weights --position-embedding-type none --normalization RMSNorm "
+        "--disable-bias-linear --norm-epsilon 1e-5"),
     # Nemotron-3 Super: Megatron-Bridge builds it only from its config.json (AutoBridge), so the flags are
     # Megatron-LM's example's. Left out: --max-position-embeddings 8192 (the example's sequence length; no
     # position embedding is used). The example states no --num-layers (the pattern's 88), Mamba state dim
@@ -176,7 +191,7 @@ RECIPES = {
 
 # an example's newer spelling -> the one Megatron-LM core_v0.16.1 (the emitter's target) takes
 SPELLINGS = {"--hybrid-layer-pattern": "--hybrid-override-pattern"}
-BUILT_WITHOUT_MTP = ("nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b")
+BUILT_WITHOUT_MTP = ("nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b", "nemotron-3.5-lightning-30b-a3b")
 
 
 def flag_values(args: list[str]) -> dict[str, object]:

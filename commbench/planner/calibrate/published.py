@@ -58,7 +58,10 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "deepseekv3": "deepseek-v3", "
                "nvidia-nemotron-3-super-120b-a12b": "nemotron-3-super-120b-a12b",
                "kimi-k2-1t": "kimi-k2", "kimi-k2-1040b": "kimi-k2", "kimi-k2-instruct": "kimi-k2",
                "kimi-k2-base": "kimi-k2", "qwen3-next-80b-a3b": "qwen3-next-80b-a3b",
-               "qwen3-next-80b-a3b-instruct": "qwen3-next-80b-a3b", "qwen3-next": "qwen3-next-80b-a3b"}
+               "qwen3-next-80b-a3b-instruct": "qwen3-next-80b-a3b", "qwen3-next": "qwen3-next-80b-a3b",
+               "nemotron-3-5-lightning": "nemotron-3.5-lightning-30b-a3b",
+               "nemotron-3.5-lightning": "nemotron-3.5-lightning-30b-a3b",
+               "nvidia-nemotron-3.5-lightning-30b-a3b": "nemotron-3.5-lightning-30b-a3b"}
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
@@ -121,10 +124,11 @@ NVL72_PRESETS = frozenset({"gb200-nvl72", "gb300-nvl72"})
 # perf_recipes/nemotronh/{h100,b200,b300,gb200,gb300}/nemotronh.py set it per recipe, Ultra's in
 # perf_recipes/nemotronh/common.py). The recipe table does not read the Nemotron-3 recipes
 # (tools/recipes_from_megatron_bridge.py says why), so their rows take this dispatcher with the default
-# recipe's other flags. Qwen3-235B-A22B's recipes use alltoall on B200/B300/H100, flex on GB200/GB300:
-# the system default.
+# recipe's other flags. Nemotron-3.5 Lightning's recipes are Nano's plus its MTP (perf_recipes/nemotronh/
+# {gb200,gb300,h100}/nemotronh.py at 067f987: each built from the Nano recipe of its GPU), dispatcher included.
+# Qwen3-235B-A22B's recipes use alltoall on B200/B300/H100, flex on GB200/GB300: the system default.
 FLEX_EVERYWHERE = frozenset({"deepseek-v3", "qwen3-30b-a3b", "nemotron-3-nano-30b-a3b", "nemotron-3-super-120b-a12b",
-                             "nemotron-3-ultra-550b-a55b"})
+                             "nemotron-3-ultra-550b-a55b", "nemotron-3.5-lightning-30b-a3b"})
 
 
 def dispatcher_of(preset: str, model_name: str = "") -> str:
