@@ -79,3 +79,38 @@ def test_plan_output_and_plan_json_carry_the_coverage_line(tmp_path):
     assert "EP across scale-up domains (this plan's EP16 spans 2 domains of 8)" in text
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert any("EP across scale-up domains" in ln for ln in plan["explanation"])
+
+
+def test_ep_overlap_inside_one_8_gpu_node_is_the_measured_slower_regime():
+    """Every calibration run with the EP overlap and its EP group inside one HGX node is one the rule names,
+    and each was measured slower than the model prices it; across nodes or on NVL72 racks the rule is off."""
+    from commbench.planner.layout.recipes import ep_overlap_measured_slower
+    runs = coverage.ep_overlap_slower_runs()
+    assert len(runs) >= 3 and all(r.preset.endswith("-hgx") and r.layout.ep * r.layout.etp <= 8 for r in runs)
+    p = predict_runs(runs, CALIBRATED)
+    assert np.all(p.predicted_tokens > p.published_tokens * 1.2)    # each 20% or more too fast
+    assert list(ep_overlap_measured_slower(8, np.array([1, 2, 4]))) == [True, False, False]
+    assert not ep_overlap_measured_slower(72, 1)
+
+
+def test_search_does_not_propose_ep_overlap_inside_one_node_but_keeps_it_across_nodes_and_when_pinned():
+    from commbench.costmodel import load_preset
+    from commbench.planner.search.space import SearchRequest, best_for_pins
+    model = load_model("qwen3-235b-a22b")
+
+    def chosen(pins, gpus=64):
+        req = SearchRequest(model=model, fabric=load_preset("b200-hgx", num_gpus=gpus), num_gpus=gpus, gbs=1024,
+                            precision="mxfp8", software="25.11", pins=pins)
+        arr, _ = best_for_pins(req)
+        return arr.layout(0)
+
+    inside = chosen(dict(tp=1, pp=8, vp=2, ep=8, mbs=1))
+    assert not inside.moe_a2a_overlap                       # the 25.11 recipe's own layout, measured slower with it
+    across = chosen(dict(tp=1, pp=4, vp=2, ep=16, mbs=1))
+    assert across.moe_a2a_overlap                           # EP16 spans two nodes: the release's overlap stays
+    pinned = chosen(dict(tp=1, pp=8, vp=2, ep=8, mbs=1, moe_a2a_overlap=True))
+    assert pinned.moe_a2a_overlap
+    (line,) = coverage.coverage_lines(model=model, layout=pinned, ep_domains=1, domain_size=8, system="b200-hgx",
+                                      calibration=CALIBRATED)
+    assert line.startswith("Measured slower: EP all-to-all overlap") and "pinned" in line
+    assert f"the {len(coverage.ep_overlap_slower_runs())} published runs" in line

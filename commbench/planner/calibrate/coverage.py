@@ -17,6 +17,7 @@ import numpy as np
 
 from commbench.planner.calibrate.published import PublishedRun, _preset, predict_runs, published_runs
 from commbench.planner.layout import placement
+from commbench.planner.layout.recipes import ep_overlap_measured_slower
 
 CROSS_DOMAIN_EP = "EP across scale-up domains"
 MOE_FSDP = "FSDP on a MoE model"
@@ -73,9 +74,28 @@ UNTESTED_WHY = {CROSS_DOMAIN_EP: "its all-to-all cost there is the fabric model'
                 MOE_FSDP: "step/fsdp.py's charge for it is not checked against a measurement there"}
 
 
+def ep_overlap_slower_runs() -> list[PublishedRun]:
+    """Calibration runs with the EP all-to-all overlap where published runs measured it slower
+    (layout/recipes.py ep_overlap_measured_slower: the EP group inside one 8-GPU node)."""
+    return [r for r in _modelled() if r.model.is_moe and r.layout.moe_a2a_overlap and bool(ep_overlap_measured_slower(
+        _preset(r.preset, int(r.row["num_gpus"])).domain_size, run_ep_domains(r)))]
+
+
+def _measured_slower(domain_size: int, calibration) -> str:
+    runs = ep_overlap_slower_runs()
+    p = predict_runs(runs, calibration)
+    err = (p.predicted_tokens / p.published_tokens - 1.0) * 100.0
+    return (f"Measured slower: EP all-to-all overlap with the EP group inside one {domain_size}-GPU node (pinned here): "
+            f"the {len(runs)} published runs of it in the calibration set ran slower than the same layout without it, "
+            f"and this model predicts them {err.min():+.0f}% to {err.max():+.0f}% too fast (it has no term for what "
+            "slows it; layout/recipes.py cites the runs). Megatron-Bridge r0.3.1 turned it off there, and the search "
+            "does not propose it.")
+
+
 def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: str, calibration) -> list[str]:
     """One line per extrapolated regime the plan's `layout` is in: the published runs on `system` in it
-    and the model's error on them, or that there are none."""
+    and the model's error on them, or that there are none; and one where published runs contradict the
+    prediction (the EP overlap inside one 8-GPU node)."""
     detail = {CROSS_DOMAIN_EP: f" (this plan's EP{layout.ep} spans {ep_domains} domains of {domain_size})",
               MOE_FSDP: " (its experts' weights gathered every micro-batch)"}
     out = []
@@ -83,4 +103,6 @@ def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: 
         what = regime + detail[regime]
         out.append(_tested(what, runs, system, calibration) if runs else
                    f"Untested: {what} has no published run on {system} in the calibration set; {UNTESTED_WHY[regime]}.")
+    if model.is_moe and layout.moe_a2a_overlap and bool(ep_overlap_measured_slower(domain_size, ep_domains)):
+        out.append(_measured_slower(domain_size, calibration))
     return out

@@ -233,6 +233,28 @@ def flex_backend(domain_size: int, release: str | None = None) -> str:
     return "deepep"
 
 
+# EP all-to-all overlap (--overlap-moe-expert-parallel-comm) with the EP group inside one 8-GPU node: every
+# published run of it (commbench/data/calibration-runs.json) ran slower than the same layout without it, and
+# far slower than the step model prices it (predicted vs published):
+# - Qwen3-30B-A3B, 16 x H100: 25.11 5,275 tokens/s/GPU (+100%) where 25.09 without it ran 10,494; 26.02
+#   5,113 (+74%) where 26.02.01 without it ran 9,058;
+# - Qwen3-235B-A22B: 64 x B200 25.11 3,269 (+30%) where 25.09 without it ran 4,104-4,275; 256 x B300
+#   26.02 2,691 (+65%) where 256 x B200 without it ran 3,805 in 26.02.
+# Megatron-Bridge r0.3.1 (26.02.01) turned it off in exactly these recipes (qwen3_workload_base_configs.py,
+# v0.3.0 -> v0.3.1: "Update Qwen3 235B B300 Configs to match Qwen3 B200 Configs", "Update Qwen3 30B H100 Base
+# Configs"). With the EP group across nodes (H100 EP32 / EP64, B200 EP32) or inside an NVL72 rack, the
+# published runs with it are within the model's usual error. The step model has no term for what slows it,
+# so the search does not propose it there (a pin still may, and the plan says the above: calibrate/coverage.py).
+EP_OVERLAP_SLOWER_DOMAIN_GPUS = 8
+
+
+def ep_overlap_measured_slower(domain_size, ep_domains_spanned):
+    """Where published runs measured the EP all-to-all overlap slower (see above): an EP group inside one
+    scale-up domain of at most 8 GPUs (an HGX / DGX node). Vectorised over `ep_domains_spanned`."""
+    import numpy as np
+    return (int(domain_size) <= EP_OVERLAP_SLOWER_DOMAIN_GPUS) & (np.asarray(ep_domains_spanned) <= 1)
+
+
 def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None,
                           precision: str | None = None) -> None:
     """Refuse a --layout value the release's recipes never use on the GPU at the precision (one line

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from commbench.errors import CommbenchError
-from commbench.planner.layout.placement import gpus_per_rack, placement_violations
+from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
 from commbench.planner.layout.graph_scope import scope_mask
-from commbench.planner.layout.recipes import release_features
+from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.search.frameworks import restrict_columns, runs_fused_grouped_mlp
@@ -116,6 +116,10 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
     # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
+    if "moe_a2a_overlap" not in pins:   # not proposed where published runs measured it slower (recipes.py)
+        domain = int(req.fabric.domain_size)
+        spanned = ep_domains(cols["ep"], cols["etp"], gpus_per_rack(req.num_gpus, domain))
+        a2a_ok &= ~ep_overlap_measured_slower(domain, spanned)
     cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True in has["moe_a2a_overlap"])) & a2a_ok
     if "cuda_graph" not in pins:  # megatron-core: full recompute only with the full-iteration graph;
         # no CUDA graph with CPU offloading ("CUDA graphs not supported with CPU offloading")
