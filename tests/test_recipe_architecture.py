@@ -33,6 +33,17 @@ QWEN3_COMMON = ("--disable-bias-linear --untie-embeddings-and-output-weights --p
                 "--qk-layernorm --num-experts 128 --moe-router-topk 8 --moe-router-dtype fp32 --moe-aux-loss-coeff 1e-3 "
                 "--moe-router-load-balancing-type aux_loss --max-position-embeddings 40960 "
                 "--make-vocab-size-divisible-by 1187 --rotary-percent 1.0 --rotary-base 1000000")
+NANO_FLAGS = (
+    "--is-hybrid-model --hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME "
+    "--num-layers 52 --hidden-size 2688 --mamba-num-heads 64 --kv-channels 128 --mamba-state-dim 128 "
+    "--ffn-hidden-size 1856 --num-attention-heads 32 --mamba-head-dim 64 --group-query-attention "
+    "--num-query-groups 2 --num-experts 128 --moe-ffn-hidden-size 1856 "
+    "--moe-shared-expert-intermediate-size 3712 --moe-router-topk 6 --moe-router-topk-scaling-factor 2.5 "
+    "--mamba-num-groups 8 --make-vocab-size-divisible-by 128 --squared-relu --moe-aux-loss-coeff 1e-4 "
+    "--moe-router-score-function sigmoid --moe-router-enable-expert-bias "
+    "--moe-router-load-balancing-type seq_aux_loss --moe-router-dtype fp32 "
+    "--untie-embeddings-and-output-weights --position-embedding-type none --normalization RMSNorm "
+    "--disable-bias-linear --norm-epsilon 1e-5")
 LLAMA31 = ("--normalization RMSNorm --swiglu --disable-bias-linear --untie-embeddings-and-output-weights "
            "--group-query-attention --num-query-groups 8 --position-embedding-type rope --rotary-base 500000 "
            "--rotary-percent 1.0 --use-rope-scaling --rope-scaling-factor 8.0 --norm-epsilon 1e-5 "
@@ -119,31 +130,13 @@ RECIPES = {
         f"{BRIDGE_HYBRID}:src/megatron/bridge/recipes/nemotronh/h100/nemotron_3_nano.py "
         "(nemotron_3_nano_pretrain_8gpu_h100_bf16_config's HybridModelProvider) + "
         "src/megatron/bridge/models/hybrid/hybrid_provider.py (HybridModelProvider defaults), as flags",
-        "--is-hybrid-model --hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME "
-        "--num-layers 52 --hidden-size 2688 --mamba-num-heads 64 --kv-channels 128 --mamba-state-dim 128 "
-        "--ffn-hidden-size 1856 --num-attention-heads 32 --mamba-head-dim 64 --group-query-attention "
-        "--num-query-groups 2 --num-experts 128 --moe-ffn-hidden-size 1856 "
-        "--moe-shared-expert-intermediate-size 3712 --moe-router-topk 6 --moe-router-topk-scaling-factor 2.5 "
-        "--mamba-num-groups 8 --make-vocab-size-divisible-by 128 --squared-relu --moe-aux-loss-coeff 1e-4 "
-        "--moe-router-score-function sigmoid --moe-router-enable-expert-bias "
-        "--moe-router-load-balancing-type seq_aux_loss --moe-router-dtype fp32 "
-        "--untie-embeddings-and-output-weights --position-embedding-type none --normalization RMSNorm "
-        "--disable-bias-linear --norm-epsilon 1e-5"),
+        NANO_FLAGS),
     # Nemotron-3.5 Lightning: Megatron-Bridge's performance recipes build it from Nano's (the same flags) and add
     # its two MTP depths, which core_v0.16.1's MambaModel cannot build (BUILT_WITHOUT_MTP).
     "nemotron-3.5-lightning-30b-a3b": (
         f"{BRIDGE_HYBRID}:src/megatron/bridge/perf_recipes/nemotronh/gb200/nemotronh.py "
         "(_build_nemotron_3_5_lightning_gb200_mxfp8: the Nano recipe + mtp_num_layers 2), as Nano's flags",
-        "--is-hybrid-model --hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME "
-        "--num-layers 52 --hidden-size 2688 --mamba-num-heads 64 --kv-channels 128 --mamba-state-dim 128 "
-        "--ffn-hidden-size 1856 --num-attention-heads 32 --mamba-head-dim 64 --group-query-attention "
-        "--num-query-groups 2 --num-experts 128 --moe-ffn-hidden-size 1856 "
-        "--moe-shared-expert-intermediate-size 3712 --moe-router-topk 6 --moe-router-topk-scaling-factor 2.5 "
-        "--mamba-num-groups 8 --make-vocab-size-divisible-by 128 --squared-relu --moe-aux-loss-coeff 1e-4 "
-        "--moe-router-score-function sigmoid --moe-router-enable-expert-bias "
-        "--moe-router-load-balancing-type seq_aux_loss --moe-router-dtype fp32 "
-        "--untie-embeddings-and-output-weights --position-embedding-type none --normalization RMSNorm "
-        "--disable-bias-linear --norm-epsilon 1e-5"),
+        NANO_FLAGS),
     # Nemotron-3 Super: Megatron-Bridge builds it only from its config.json (AutoBridge), so the flags are
     # Megatron-LM's example's. Left out: --max-position-embeddings 8192 (the example's sequence length; no
     # position embedding is used). The example states no --num-layers (the pattern's 88), Mamba state dim
