@@ -242,9 +242,10 @@ def flex_backend(domain_size: int, release: str | None = None) -> str:
 #   26.02 2,691 (+65%) where 256 x B200 without it ran 3,805 in 26.02.
 # Megatron-Bridge r0.3.1 (26.02.01) turned it off in exactly these recipes (qwen3_workload_base_configs.py,
 # v0.3.0 -> v0.3.1: "Update Qwen3 235B B300 Configs to match Qwen3 B200 Configs", "Update Qwen3 30B H100 Base
-# Configs"). With the EP group across nodes (H100 EP32 / EP64, B200 EP32) or inside an NVL72 rack, the
-# published runs with it are within the model's usual error. The step model has no term for what slows it,
-# so the search does not propose it there (a pin still may, and the plan says the above: calibrate/coverage.py).
+# Configs"). Elsewhere the published runs with it are mixed, not one-sided: across HGX nodes (H100 EP32 / EP64,
+# B200 EP32) predicted -16% to +20%, in NVL72 racks -12% to +5% but for gpt-oss-120b's MXFP8 rows (+37% and more).
+# The step model has no term for what slows it inside a node, so the search does not propose it there (a pin
+# still may, and the plan says the above: calibrate/coverage.py).
 EP_OVERLAP_SLOWER_DOMAIN_GPUS = 8
 
 
