@@ -47,6 +47,7 @@ SIZES = {
     "mixtral-8x7b": (64, 64, 512, dict(tp=2, pp=2, vp=2, ep=8)),
     "mixtral-8x22b": (128, 128, 1024, dict(tp=2, pp=4, vp=2, ep=8)),
     "gpt-oss-120b": (64, 64, 512, dict(tp=1, pp=2, vp=2, ep=8)),
+    "gpt-oss-20b": (16, 16, 256, dict(tp=1, pp=2, vp=2, ep=8)),
     "llama3.1-70b": (64, 64, 512, dict(tp=4, pp=4, vp=2, ep=1)),
     "llama3.1-405b": (256, 512, 1024, dict(tp=8, pp=8, vp=2, ep=1)),
     "llama3-8b": (16, 8, 128, dict(tp=1, pp=2, vp=2, ep=1)),

@@ -44,6 +44,14 @@ NANO_FLAGS = (
     "--moe-router-load-balancing-type seq_aux_loss --moe-router-dtype fp32 "
     "--untie-embeddings-and-output-weights --position-embedding-type none --normalization RMSNorm "
     "--disable-bias-linear --norm-epsilon 1e-5")
+GPT_OSS = ("--untie-embeddings-and-output-weights --normalization RMSNorm --num-layers {layers} "
+           "--hidden-size 2880 --ffn-hidden-size 2880 --num-attention-heads 64 --group-query-attention "
+           "--num-query-groups 8 --kv-channels 64 --num-experts {experts} --moe-ffn-hidden-size 2880 "
+           "--moe-router-dtype fp32 --moe-router-topk 4 --moe-aux-loss-coeff 0.0 "
+           "--moe-router-score-function softmax --moe-router-load-balancing-type aux_loss "
+           "--make-vocab-size-divisible-by 128 --rotary-percent 1.0 --rotary-base 150000 "
+           "--vocab-size 201088 --quick-geglu --glu-linear-offset 1.0 --softmax-type learnable "
+           "--window-attn-skip-freq 2 --activation-func-clamp-value 7.0 --window-size 127,0")
 LLAMA31 = ("--normalization RMSNorm --swiglu --disable-bias-linear --untie-embeddings-and-output-weights "
            "--group-query-attention --num-query-groups 8 --position-embedding-type rope --rotary-base 500000 "
            "--rotary-percent 1.0 --use-rope-scaling --rope-scaling-factor 8.0 --norm-epsilon 1e-5 "
@@ -86,14 +94,10 @@ RECIPES = {
     # gpt-oss's --max-position-embeddings 40960 there is the post-training length; the model's is 131072
     # (Megatron-Bridge GPTOSSProvider.seq_length), so it is left out.
     "gpt-oss-120b": (f"{MLM}:examples/post_training/modelopt/conf/openai/gpt-oss-120b.sh",
-                     "--untie-embeddings-and-output-weights --normalization RMSNorm --num-layers 36 "
-                     "--hidden-size 2880 --ffn-hidden-size 2880 --num-attention-heads 64 --group-query-attention "
-                     "--num-query-groups 8 --kv-channels 64 --num-experts 128 --moe-ffn-hidden-size 2880 "
-                     "--moe-router-dtype fp32 --moe-router-topk 4 --moe-aux-loss-coeff 0.0 "
-                     "--moe-router-score-function softmax --moe-router-load-balancing-type aux_loss "
-                     "--make-vocab-size-divisible-by 128 --rotary-percent 1.0 --rotary-base 150000 "
-                     "--vocab-size 201088 --quick-geglu --glu-linear-offset 1.0 --softmax-type learnable "
-                     "--window-attn-skip-freq 2 --activation-func-clamp-value 7.0 --window-size 127,0"),
+                     GPT_OSS.format(layers=36, experts=128)),
+    # gpt-oss-20b's script differs from 120b's in --num-layers and --num-experts only.
+    "gpt-oss-20b": (f"{MLM}:examples/post_training/modelopt/conf/openai/gpt-oss-20b.sh",
+                    GPT_OSS.format(layers=24, experts=32)),
     "llama3-8b": (f"{BRIDGE}:src/megatron/bridge/models/llama/llama_provider.py (Llama3ModelProvider8B, as flags)",
                   "--normalization RMSNorm --swiglu --position-embedding-type rope --disable-bias-linear "
                   "--untie-embeddings-and-output-weights --group-query-attention --num-query-groups 8 "

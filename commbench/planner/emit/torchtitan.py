@@ -77,6 +77,8 @@ TITAN_MODELS = {
                                 flavor_config_03="llama3_405b", hf_assets_03="./assets/hf/Llama-3.1-405B"),
     "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"},
                                base_03="gpt_oss_120b", pipeline_02=False),
+    "gpt-oss-20b": TitanModel(module="gpt_oss", flavor="20b", configs_03={"bf16": "gpt_oss_20b"},
+                              base_03="gpt_oss_20b", pipeline_02=False),
 }
 
 

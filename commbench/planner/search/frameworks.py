@@ -34,10 +34,10 @@ FRAMEWORK_VERSIONS = {"megatron": "Megatron-LM core_v0.16.1 (megatron-core 0.16.
 
 # Activation checkpointing the TorchTitan 0.3.0 config functions set (torchtitan/models/*/config_registry.py:
 # llama3_8b SelectiveAC, llama3_70b/llama3_405b FullAC, qwen3_30b_a3b FullAC, deepseek_v3_671b SelectiveAC,
-# gpt_oss_120b FullAC); Qwen3-235B-A22B is built from qwen3_30b_a3b's config (emit/torchtitan.py).
+# gpt_oss_20b and gpt_oss_120b FullAC); Qwen3-235B-A22B is built from qwen3_30b_a3b's config (emit/torchtitan.py).
 TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama3.1-405b": "full",
                         "qwen3-30b-a3b": "full", "qwen3-235b-a22b": "full", "deepseek-v3": "selective",
-                        "gpt-oss-120b": "full"}
+                        "gpt-oss-120b": "full", "gpt-oss-20b": "full"}
 
 # Layout fields TorchTitan 0.3 fixes, and the value it runs.
 # No activation offloading (its training.enable_cpu_offload is FSDP2's parameter/optimizer offload).
