@@ -316,3 +316,25 @@ def test_cached_quantized_weight_copies_by_recipe_and_framework():
     assert list(quantized_weight_cache_bytes(code, primary)) == pytest.approx(
         [0.0, 0.0, 1 + 1 / 32, 2 * (1 + 1 / 32), 2 * 0.5625])
     assert not np.any(quantized_weight_cache_bytes(code, primary, "torchtitan"))
+
+
+def test_a_variant_takes_its_base_models_fields_but_not_its_published_figures(tmp_path):
+    """models.toml / --model-file `variant_of`: the base's fields, arch and arch_sources under the variant's own;
+    the published parameter and FLOPs figures belong to one checkpoint and are not inherited; an unknown or
+    cyclic base is one line naming it."""
+    from commbench.errors import CommbenchError
+    oss20, oss120 = load_model("gpt-oss-20b"), load_model("gpt-oss-120b")
+    assert (oss20.num_layers, oss20.num_routed_experts, oss20.hidden, oss20.top_k) == (24, 32, 2880, 4)
+    assert oss20.architecture.softmax_type == oss120.architecture.softmax_type == "learnable"
+    assert oss20.architecture.source("load_balancing").path.endswith("gpt-oss-20b.sh")
+    f = tmp_path / "m.toml"
+    f.write_text('[model.half]\nvariant_of = "llama3-8b"\nlayers = 16\n')
+    half = load_model("half", model_file=f)
+    assert half.num_layers == 16 and half.hidden == load_model("llama3-8b").hidden
+    assert half.published_flops_per_token_gflop is None and half.published_params_total_b is None
+    for text, bad in (('[model.x]\nvariant_of = "nope"\nlayers = 2\n', "'nope'"),
+                      ('[model.x]\nvariant_of = "y"\n[model.y]\nvariant_of = "x"\nlayers = 2\n', "x -> y -> x")):
+        f.write_text(text)
+        with pytest.raises(CommbenchError, match="variant_of") as exc:
+            load_model("x", model_file=f)
+        assert bad in str(exc.value) and "\n" not in str(exc.value)

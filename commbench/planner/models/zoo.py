@@ -56,7 +56,30 @@ MODEL_KEYS = frozenset({
     "topk_group", "arch", "arch_sources", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
     "mamba_num_groups", "mamba_conv_kernel", "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads",
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate",
-    "mtp_shared_weights"})
+    "mtp_shared_weights", "variant_of"})
+# A variant (`variant_of = "NAME"`) takes NAME's fields, arch and arch_sources, and states what differs. The
+# published figures are facts about one checkpoint: a variant states its own or has none.
+NOT_INHERITED = frozenset({"params_total_b", "params_active_b", "flops_per_token_gflop"})
+
+
+def _resolve_variant(name: str, rows: dict[str, dict[str, Any]], chain: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Row `name` with its `variant_of` model's fields under its own (one-line error for an unknown or cyclic base)."""
+    row = rows[name]
+    base = row.get("variant_of")
+    if base is None:
+        return row
+    if base not in rows:
+        raise invalid(f"model {name!r} variant_of", base, f"a model of the zoo or the file ({', '.join(sorted(rows))})")
+    if base == name or base in chain:
+        cycle = " -> ".join(chain + (name, base))
+        raise invalid(f"model {name!r} variant_of", base, f"a model that is not itself a variant of this one ({cycle})")
+    parent = _resolve_variant(base, rows, chain + (name,))
+    merged = {k: v for k, v in parent.items() if k not in NOT_INHERITED} | row
+    for table in ("arch", "arch_sources"):
+        if table in parent or table in row:
+            merged[table] = dict(parent.get(table, {})) | dict(row.get(table, {}))
+    del merged["variant_of"]
+    return merged
 
 
 def _architecture(name: str, row: dict[str, Any], sources: dict) -> Architecture | None:
@@ -138,7 +161,7 @@ def _zoo_rows(model_file: str | Path | None = None) -> tuple[dict[str, dict[str,
             raise invalid("--model-file", str(path), "a TOML file with [model.NAME] tables")
         rows.update(_flatten(user["model"]))
         sources.update(sources_from_toml(user))
-    return rows, sources
+    return {name: _resolve_variant(name, rows) for name in rows}, sources
 
 
 def model_names(model_file: str | Path | None = None) -> list[str]:
