@@ -166,11 +166,13 @@ def summary(rows: list[dict], title: str) -> dict[str, tuple[float, float]]:
         print(f"  {len(beaten)} of these layouts were beaten by a later release's published layout of the same run, "
               f"by more than the error band (MEASURED, median {np.median([r['later'] for r in beaten]) * 100:+.0f}%): "
               "for them a large predicted gain can be a find, not only a model error (column later%).")
-        kept = [r for r in rows if r.get("rank") is not None and r not in beaten]
+        beaten_ids = {id(r) for r in beaten}
+        kept = [r for r in rows if r.get("rank") is not None and id(r) not in beaten_ids]
         if kept:   # a diagnostic beside the bar, never in its place
             within = np.mean([r["gain"] <= r["band"] for r in kept])
-            print(f"  without those {len(beaten)}: {len(kept)} layouts, median rank {np.median([r['rank'] for r in kept]):.0f}, "
-                  f"gain within the band for {within * 100:.0f}% (as published; a diagnostic, not the bar)")
+            rank = np.median([r["rank"] for r in kept])
+            print(f"  without those {len(beaten)}: {len(kept)} layouts, median rank {rank:.0f}, "
+                  f"predicted gain within the band for {within * 100:.0f}% (as published; a diagnostic, not the bar)")
     return out
 
 

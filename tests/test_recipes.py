@@ -375,8 +375,9 @@ def test_recipe_overlap_flags_reach_the_rows_of_that_release():
 
 def test_the_search_credits_the_features_the_release_runs_for_that_model():
     """In 26.02 no Qwen3-235B-A22B recipe on B200 at MXFP8 runs CUDA graphs or the flex dispatcher (26.02.01's
-    r0.3.1 recipes run flex, 26.06.01's CUDA graphs), while other models' recipes there do: the search proposes neither for it, but does for a model no
-    recipe covers; a pin may still ask for them (they run on that GPU at that precision)."""
+    r0.3.1 recipes run flex, 26.06.01's CUDA graphs), while other models' recipes there do: the search proposes
+    neither for it, but does for a model no recipe covers; a pin may still ask for them (they run on that GPU at
+    that precision)."""
     from commbench.costmodel import load_preset
     from commbench.planner import load_model
     from commbench.planner.layout.recipes import check_pins_in_release, release_features, release_features_scope

@@ -85,8 +85,8 @@ def _measured_slower(domain_size: int, calibration) -> str:
     runs = ep_overlap_slower_runs()
     p = predict_runs(runs, calibration)
     err = (p.predicted_tokens / p.published_tokens - 1.0) * 100.0
-    return (f"Measured slower: EP all-to-all overlap with the EP group inside one {domain_size}-GPU node (pinned here): "
-            f"the {len(runs)} published runs of it in the calibration set ran slower than the same runs without it, "
+    return (f"Measured slower: EP all-to-all overlap with the EP group inside one {domain_size}-GPU node "
+            f"(pinned here): the {len(runs)} published runs of it in the calibration set ran slower than the same runs without it, "
             f"and this model predicts them {err.min():+.0f}% to {err.max():+.0f}% too fast (it has no term for what "
             "slows it; layout/recipes.py cites the runs). Megatron-Bridge r0.3.1 turned it off there, and the search "
             "does not propose it.")

@@ -23,6 +23,8 @@ import functools
 import re
 from typing import Any
 
+import numpy as np
+
 from commbench.errors import CommbenchError, invalid
 
 RECIPE_KEYS = ("recompute", "cuda_graph", "dispatcher", "moe_a2a_overlap", "fused_moe", "fp8_attention")
@@ -252,7 +254,6 @@ EP_OVERLAP_SLOWER_DOMAIN_GPUS = 8
 def ep_overlap_measured_slower(domain_size, ep_domains_spanned):
     """Where published runs measured the EP all-to-all overlap slower (see above): an EP group inside one
     scale-up domain of at most 8 GPUs (an HGX / DGX node). Vectorised over `ep_domains_spanned`."""
-    import numpy as np
     return (int(domain_size) <= EP_OVERLAP_SLOWER_DOMAIN_GPUS) & (np.asarray(ep_domains_spanned) <= 1)
 
 
