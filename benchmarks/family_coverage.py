@@ -31,15 +31,6 @@ NEW_ROWS = Path(__file__).parent / "data" / "new-family-runs.json"
 FAMILIES = (("Nemotron-3 Ultra", r"nemotron.?3.?ultra"), ("Nemotron-3 Super", r"nemotron.?3.?super"),
             ("Nemotron-3 Nano", r"nemotron.?3.?nano"), ("Nemotron-3.5", r"nemotron.?3.?5"),
             ("Kimi-K2", r"kimi"), ("DeepSeek-V4", r"deepseek.?v4"), ("Qwen3-Next", r"qwen3.?next"))
-# Why a refused family stays out of the zoo (what was searched: Megatron-LM@d98e8a64 and Megatron-Bridge@067f987,
-# and the public code index, for a config.json or a provider holding every size).
-BLOCKED = {
-    "DeepSeek-V4": "no published config.json or provider with every size here (Megatron-Bridge reads it from Hugging "
-                   "Face), and its compressed sparse attention, hyper-connections and hash routing have no step-model "
-                   "terms (hf_config.NOT_MODELLED)",
-    "Nemotron-3.5": "Lightning 30B-A3B's config.json is on Hugging Face only (Megatron-Bridge's recipe reads it at "
-                    "a pinned revision); no file here gives its sizes",
-}
 KEY_FIELDS = ("model", "gpu", "num_gpus", "precision", "gbs", "mbs", "tp", "pp", "cp", "ep", "release",
               "tokens_per_s_per_gpu")
 
@@ -100,10 +91,10 @@ def main(argv: list[str]) -> int:
         print(f"{name:<18} {f['rows']:>4} {f['unseen']:>6} {f['modelled']:>8} {med:>12} {med_u:>13} {f['over_hbm']:>8}")
         total, modelled = total + f["rows"], modelled + f["modelled"]
     print(f"{'all':<18} {total:>4} {'':>6} {modelled:>8}   ({100.0 * modelled / total:.0f}% modelled)")
-    print("\nrefused (not modelled), by reason:")
-    for name, f in sorted(by_family.items()):
-        for reason, n in f["refused"].items():
-            print(f"  {name}: {n} x {reason}" + (f": {BLOCKED[name]}" if name in BLOCKED else ""))
+    refused = [(name, reason, n) for name, f in sorted(by_family.items()) for reason, n in f["refused"].items()]
+    print("\nrefused (not modelled), by reason:" + ("" if refused else " none"))
+    for name, reason, n in refused:
+        print(f"  {name}: {n} x {reason}")
     print("\nper modelled row (predicted vs published tokens/s/GPU):")
     for r, p, q, e, ok in zip(pred.runs, pred.predicted_tokens, pred.published_tokens, pred.abs_pct_error, pred.fits):
         tag = ("seen" if key(r.row) in seen else "unseen") + ("" if ok else ", over HBM as modelled")

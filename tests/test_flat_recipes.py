@@ -180,3 +180,70 @@ def test_an_entry_with_unresolved_fields_is_not_used(monkeypatch):
         assert recipes.recipe_entry("26.08", "qwen3-30b-a3b", "h100-hgx", "bf16", sizes) is None
     finally:
         recipes._index.cache_clear()
+
+
+GRAPH_UTILS = '''
+from typing import Any
+
+try:
+    from megatron.core.transformer.enums import CudaGraphModule
+except ImportError:
+    CudaGraphModule = None
+
+
+def _supports_cuda_graph_modules(config: Any) -> bool:
+    return CudaGraphModule is not None and hasattr(config, "cuda_graph_modules")
+
+
+def set_full_iteration_cuda_graph(config: Any) -> None:
+    if _supports_cuda_graph_modules(config):
+        config.cuda_graph_impl = "full_iteration"
+        config.cuda_graph_modules = []
+    else:
+        config.cuda_graph_impl = "local"
+        config.cuda_graph_scope = ["full_iteration"]
+'''
+GRAPHED = '''
+from megatron.bridge.perf_recipes.fam.common import x_pretrain_config
+from megatron.bridge.utils.cuda_graph import set_full_iteration_cuda_graph
+
+
+def deepseek_v3_pretrain_64gpu_gb200_fp8mx_config():
+    cfg = x_pretrain_config()
+    cfg.model.pipeline_model_parallel_size = 1
+    cfg.model.expert_model_parallel_size = 8
+    cfg.train.global_batch_size = 256
+    cfg.model.recompute_granularity = None
+    cfg.model.cuda_graph_scope = []
+    set_full_iteration_cuda_graph(cfg.model)
+    return cfg
+'''
+
+
+def test_a_fact_of_the_installed_megatron_core_decides_a_helper_the_reader_cannot():
+    """utils/cuda_graph.py asks the installed Megatron-Core whether it has per-layer graph modules; every release's
+    pinned Megatron-LM does (flat_recipes.CUDA_GRAPH_MODULES), so the full-iteration graph is read, not left
+    unresolved. Without the fact the fields stay unresolved, never guessed."""
+    flat, reader_module = _modules()
+    files = {f"{PKG}/common.py": COMMON, f"{PKG}/gb200/g.py": GRAPHED, "src/megatron/bridge/utils/cuda_graph.py": GRAPH_UTILS,
+             "src/megatron/bridge/perf_recipes/_common.py": SHARED, "src/megatron/bridge/training/comm_overlap.py": OVERLAP}
+    name = "deepseek_v3_pretrain_64gpu_gb200_fp8mx_config"
+    entries = []
+    for facts in (flat.runtime_facts("deepseek-v3", "gb200"),
+                  {k: v for k, v in flat.runtime_facts("deepseek-v3", "gb200").items() if k not in flat.CUDA_GRAPH_MODULES}):
+        reader = reader_module.Reader(files.get, facts)
+        values, where = flat.perf_fields(reader.call_function("megatron.bridge.perf_recipes.fam.gb200.g", name))
+        entries.append(flat.perf_entry(values, where, "deepseek-v3"))
+    known, unknown = entries
+    assert known["cuda_graph"] == "full" and "unresolved" not in known
+    assert any("cuda_graph_impl" in why for why in unknown["unresolved"])
+
+
+def test_deepseek_v4_flash_reads_its_26_08_recipes():
+    """perf_recipes/deepseek/gb200/deepseek_v4.py at 51885cf: 128 GPUs, EP64, mla_up_proj, the full-iteration graph,
+    HybridEP, the fused grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1), no EP overlap."""
+    sizes = dict(num_gpus=128, tp=1, pp=1, vp=1, ep=64, mbs=1, gbs=2048)
+    for system in ("gb200-nvl72", "gb300-nvl72"):
+        e = recipes.recipe_entry("26.08", "deepseek-v4-flash", system, "mxfp8", sizes)
+        assert (e["recompute"], e["cuda_graph"], e["dispatcher"], e["fused_moe"], e["moe_a2a_overlap"]) == \
+            ("mla_up_proj", "full", "flex", True, False), e

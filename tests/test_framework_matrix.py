@@ -59,6 +59,7 @@ SIZES = {
     "nemotron-3-super-120b-a12b": (64, 64, 512, dict(tp=1, pp=2, vp=2, ep=8)),
     "nemotron-3-ultra-550b-a55b": (256, 512, 1024, dict(tp=2, pp=4, vp=2, ep=32)),
     "qwen3-next-80b-a3b": (64, 64, 512, dict(tp=1, pp=2, vp=2, ep=8)),
+    "deepseek-v4-flash": (128, 128, 2048, dict(tp=1, pp=2, vp=2, ep=8)),  # neither framework builds it
 }
 
 
@@ -95,7 +96,7 @@ def planned(name: str, system: str, precision: str, mode: str, framework: str):
 # A hybrid model pinned to vp > 1: Megatron's MambaStack interleaves no stages (one line, layout/split.py).
 HYBRID_NO_VP = ("MambaStack has no virtual pipeline stages",)
 # Models TorchTitan 0.3.0 ships no implementation of (its models: llama3, llama4, qwen3, deepseek_v3, gpt_oss).
-NOT_IN_TORCHTITAN = ("mixtral", "kimi", "nemotron", "qwen3-next")
+NOT_IN_TORCHTITAN = ("mixtral", "kimi", "nemotron", "qwen3-next", "deepseek-v4")
 
 
 def one_line_refusal(reason: str, *names: str) -> None:
@@ -112,7 +113,7 @@ def test_megatron_plans_launch(name, system, precision, mode, monkeypatch):
     gpu = load_preset(system, num_gpus=gpus).gpu
     try:
         args = megatron_args(lay, model)
-    except CommbenchError as exc:  # the emitter's own refusal (a hybrid model's MTP): one line, the plan says why
+    except CommbenchError as exc:  # the emitter's own refusal (a hybrid's MTP, DeepSeek-V4): one line, the plan says why
         one_line_refusal(str(exc), "Megatron-LM core_v0.16.1 cannot build")
         return
     if arguments_module() is not None:

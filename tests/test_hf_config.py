@@ -44,6 +44,7 @@ PUBLISHED = [
     ("Nemotron-H-8B-Base-8K", 8.0, None, 1.0, False),
     ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 3.6, 0.1, False),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 120.67, 12.0, 1.0, False),
+    ("DeepSeek-V4-Flash", 284.0, 13.0, 1.0, True),
 ]
 
 
@@ -64,6 +65,7 @@ def test_config_gives_the_published_parameter_count(folder, total_b, active_b, s
     ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 8192),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b", 8192),
     ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b", 4096),
+    ("DeepSeek-V4-Flash", "deepseek-v4-flash", 4096),
 ])
 def test_config_flops_equal_the_zoo_models_megatron_flops(folder, zoo, seq_len):
     """The zoo entries reproduce Megatron's published FLOPs per token (test_planner.py); the same
@@ -136,7 +138,6 @@ def _write(tmp_path, **changes):
     (dict(hidden_size=None), "lacks 'hidden_size' \\(needed for model_type 'llama'\\)"),
     (dict(num_hidden_layers="32"), "num_hidden_layers='32' is invalid"),
     (dict(use_sliding_window=True), "use_sliding_window=true is not modelled"),
-    (dict(model_type="deepseek_v4"), "model_type='deepseek_v4' is not modelled: DeepSeek-V4's compressed sparse"),
 ])
 def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, message):
     with pytest.raises(CommbenchError, match=message):
@@ -225,3 +226,37 @@ def test_torchtitan_plans_an_hf_model_whose_sizes_are_a_shipped_config():
     doc = torchtitan_plan(lay, hf("Qwen3-30B-A3B"))
     assert (doc["module"], doc["config"]) == ("qwen3", "qwen3_30b_a3b")
     assert "refused" in torchtitan_plan(lay, hf("Mixtral-8x7B-v0.1"))   # TorchTitan ships no Mixtral
+
+
+def _v4(tmp_path, **changes):
+    raw = json.loads((HF / "DeepSeek-V4-Flash" / "config.json").read_text())
+    raw.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        del raw[key]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return f"hf:{path}"
+
+
+def test_deepseek_v4_reads_its_attention_kinds_from_either_spelling(tmp_path):
+    """Legacy compress_ratios (one per layer, then 0 per MTP layer) or the native layer_types + compress_rates,
+    as Megatron-Bridge's deepseek_v4_bridge.py reads them: the same model either way."""
+    legacy = hf("DeepSeek-V4-Flash")
+    assert legacy.csa_pattern.count("C") == 21 and legacy.csa_pattern.count("H") == 20 and legacy.csa_pattern[:2] == "WW"
+    kinds = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+    ratios = json.loads((HF / "DeepSeek-V4-Flash" / "config.json").read_text())["compress_ratios"][:43]
+    native = load_model(_v4(tmp_path, compress_ratios=None, layer_types=[kinds[r] for r in ratios],
+                            compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}))
+    assert native.csa_pattern == legacy.csa_pattern and native.hash_layers == legacy.hash_layers == 3
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(compress_ratios=[0, 8] + [4] * 42), r"compress_ratios=\[0, 8, .* is not modelled: one of 0, 4, 128 per layer \(43\)"),
+    (dict(compress_ratios=[4] * 44), "then 0 per MTP layer"),
+    (dict(compress_ratios=None), "lacks 'compress_ratios' \\(or 'layer_types' with 'compress_rates'\\)"),
+    (dict(num_key_value_heads=8), "num_key_value_heads=8 is not modelled: 1"),
+    (dict(o_groups=7), "o_groups must divide heads"),
+])
+def test_a_deepseek_v4_config_the_planner_cannot_model_is_one_line(tmp_path, changes, message):
+    with pytest.raises(CommbenchError, match=message):
+        load_model(_v4(tmp_path, **changes))

@@ -338,3 +338,61 @@ def test_a_variant_takes_its_base_models_fields_but_not_its_published_figures(tm
         with pytest.raises(CommbenchError, match="variant_of") as exc:
             load_model("x", model_file=f)
         assert bad in str(exc.value) and "\n" not in str(exc.value)
+
+
+# ------------------------------------------------------------------ DeepSeek-V4's hybrid attention (models/dsv4.py)
+
+def test_deepseek_v4_flash_counts_the_published_totals_and_megatron_bridges_flops_by_part():
+    """284B total (model card); Megatron-Bridge flop_utils.py (067f987) at 4,096 tokens, transcribed by hand:
+    projections 44 x 106,956,288 + compressors 260,046,848 + indexer 225,705,984 MACs; core 44 (window only on
+    W and H layers) ... as the docstring of models/dsv4.py lists. The attention parts must not trade places."""
+    m = load_model("deepseek-v4-flash")
+    assert param_counts(m).total / 1e9 == pytest.approx(284.0, rel=0.01)
+    fl = flops_breakdown(m, 4096)
+    proj = 44 * 106_956_288 + 21 * 4096 * 1024 * 2 + 20 * 4096 * 512 * 2 \
+        + 21 * (4096 * 256 * 2 + 1024 * 64 * 128 + 4096 * 64)
+    core = 23 * 64 * 128 * 512 * 2 + 21 * 64 * (128 + 384) * 512 * 2 + 4096 * (20 * 64 * 512 / 128 + 21 * 64 * 128 / 4)
+    assert (fl.attention_proj, fl.attention_core) == (pytest.approx(6 * proj), pytest.approx(6 * core))
+    # without the MTP layer (a W layer): one layer's projections and window fewer
+    lean = flops_breakdown(m, 4096, include_mtp=False)
+    assert fl.attention_proj - lean.attention_proj == pytest.approx(6 * 106_956_288)
+    assert fl.attention_core - lean.attention_core == pytest.approx(6 * 64 * 128 * 512 * 2)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(csa_pattern="WC"), "csa_pattern needs one of W/C/H per layer"),
+    (dict(csa_pattern=""), 'csa_pattern.*set exactly when attention = "dsv4"'),
+    (dict(o_groups=3), "o_groups must divide heads"),
+    (dict(index_topk=0), "need index_heads, index_head_dim and index_topk > 0"),
+    (dict(hash_layers=50), "hash_layers=50 is invalid: 0..43"),
+])
+def test_a_deepseek_v4_spec_that_does_not_add_up_is_one_line(changes, message):
+    with pytest.raises(CommbenchError, match=message):
+        dataclasses.replace(load_model("deepseek-v4-flash"), **changes)
+
+
+def test_deepseek_v4_layouts_keep_output_groups_whole_and_no_context_parallelism():
+    m = load_model("deepseek-v4-flash")  # 8 output groups of 8 heads
+    assert _bits(m, 128, tp=8, pp=1, dp=16, ep=8, gbs=256) == 0
+    assert _bits(m, 128, tp=16, pp=1, dp=8, ep=8, gbs=256) & RULE_BITS["heads"]
+    assert _bits(m, 128, tp=1, cp=2, pp=1, dp=64, ep=8, gbs=256) & RULE_BITS["heads"]
+    with pytest.raises(CommbenchError, match="DeepSeek-V4's hybrid attention tp its output-projection groups and cp=1"):
+        check_layout(m, Layout(tp=1, cp=2, dp=64, ep=8, gbs=256), 128)
+
+
+def test_deepseek_v4_step_terms_follow_its_windows_streams_and_query_up_projection():
+    m = load_model("deepseek-v4-flash")
+    lay = LayoutArrays.from_layouts([Layout(tp=1, pp=1, dp=64, ep=64, gbs=2048, mbs=1, recompute=r)
+                                     for r in ("none", "mla_up_proj")])
+    plain = dataclasses.replace(m, hc_mult=0)
+    from commbench.costmodel import load_preset
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    bd, bd_plain = (evaluate_layouts(x, fabric, lay) for x in (m, plain))
+    # four residual streams: more HBM traffic and more stored activations than one
+    assert np.all(bd.memory_bound_s > bd_plain.memory_bound_s) and np.all(bd.mem_total_bytes > bd_plain.mem_total_bytes)
+    # mla_up_proj repeats the query up-projection's forward, nothing without it
+    assert bd.recompute_s[0] == 0 and bd.recompute_s[1] > 0
+    # the attention core's softmax covers the windows and the selected blocks, not half the sequence per layer
+    from commbench.planner.step.kernels import EXPS_PER_SCORE, attention_exps_per_token
+    keys = 3 * 128 + 21 * (128 + 384) + 20 * (128 + 4096 / 256)  # W (with MTP), C, H layers
+    assert attention_exps_per_token(m, 4096) == pytest.approx(64 * keys * EXPS_PER_SCORE)

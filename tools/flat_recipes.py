@@ -28,13 +28,21 @@ DEVICES = {"h100": (9, "NVIDIA H100"), "b200": (10, "NVIDIA B200"), "gb200": (10
            "b300": (10, "NVIDIA B300"), "gb300": (10, "NVIDIA GB300")}
 # num_moe_experts: routed experts of the model's Hugging Face config (commbench/data/models.toml routed_experts).
 EXPERTS = {"deepseek-v3": 256, "kimi-k2": 384, "qwen3-30b-a3b": 128, "qwen3-235b-a22b": 128, "gpt-oss-120b": 128,
-           "llama3-8b": None, "llama3.1-70b": None, "llama3.1-405b": None}
+           "llama3-8b": None, "llama3.1-70b": None, "llama3.1-405b": None, "deepseek-v4-flash": 256}
+
+
+# utils/cuda_graph.py (v0.5.0 on) asks whether the installed Megatron-Core has per-layer graph modules:
+# _supports_cuda_graph_modules = CudaGraphModule importable and TransformerConfig.cuda_graph_modules. The
+# Megatron-LM each release pins (3rdparty/Megatron-LM: v0.5.0 d0b3b77, v0.5.1 458c8d0, v0.6.0 cd4afff) has
+# both (megatron/core/transformer/enums.py CudaGraphModule, transformer_config.py cuda_graph_modules), so
+# set_full_iteration_cuda_graph sets cuda_graph_impl "full_iteration".
+CUDA_GRAPH_MODULES = {"megatron.bridge.utils.cuda_graph._supports_cuda_graph_modules": True}
 
 
 def runtime_facts(model: str, gpu: str) -> dict:
     device = Obj(f"torch.cuda.get_device_properties(0) on {gpu}")
     device.attrs.update(major=DEVICES[gpu][0], name=DEVICES[gpu][1])
-    return {"torch.cuda.get_device_properties": device, "num_moe_experts": EXPERTS[model]}
+    return {"torch.cuda.get_device_properties": device, "num_moe_experts": EXPERTS[model], **CUDA_GRAPH_MODULES}
 
 
 # config field the entry reads <- where in the ConfigContainer the flat recipe sets it

@@ -37,8 +37,9 @@ class Reader:
 
     def __init__(self, show: Callable[[str], str | None], runtime: dict[str, Any] | None = None):
         """`runtime`: facts of the run the recipe names, for code that asks at run time: an outside call's
-        result by its dotted name ("torch.cuda.get_device_properties": an Obj of the recipe's GPU) or a
-        config field no code read sets ("num_moe_experts", from the model's Hugging Face config)."""
+        result by its dotted name ("torch.cuda.get_device_properties": an Obj of the recipe's GPU), a repository
+        function's result that depends on the installed Megatron-Core (by its dotted name), or a config field no
+        code read sets ("num_moe_experts", from the model's Hugging Face config)."""
         self.show, self.modules, self.may, self.depth = show, {}, 0, 0
         self.runtime = runtime or {}
 
@@ -246,6 +247,8 @@ class Reader:
         func = self.evaluate(node.func, scope, mod)
         if isinstance(func, External) and func.name in self.runtime:
             return self.runtime[func.name]
+        if isinstance(func, Func) and f"{func.module.dotted}.{func.node.name}" in self.runtime:  # a fact of the install
+            return self.runtime[f"{func.module.dotted}.{func.node.name}"]
         if isinstance(node.func, ast.Attribute) and isinstance(func, Unknown):   # a method of a literal
             owner, method = self.evaluate(node.func.value, scope, mod), node.func.attr
             if isinstance(owner, str) and method in ("startswith", "endswith", "lower") and known(*args) \

@@ -58,6 +58,7 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "deepseekv3": "deepseek-v3", "
                "nvidia-nemotron-3-super-120b-a12b": "nemotron-3-super-120b-a12b",
                "kimi-k2-1t": "kimi-k2", "kimi-k2-1040b": "kimi-k2", "kimi-k2-instruct": "kimi-k2",
                "kimi-k2-base": "kimi-k2", "qwen3-next-80b-a3b": "qwen3-next-80b-a3b",
+               "deepseekv4-flash": "deepseek-v4-flash", "deepseek-v4-flash-base": "deepseek-v4-flash",
                "qwen3-next-80b-a3b-instruct": "qwen3-next-80b-a3b", "qwen3-next": "qwen3-next-80b-a3b",
                "nemotron-3-5-lightning": "nemotron-3.5-lightning-30b-a3b",
                "nemotron-3.5-lightning": "nemotron-3.5-lightning-30b-a3b",

@@ -66,6 +66,11 @@ def recompute_modules(model: ModelSpec) -> list[str]:
 def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
     """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py)."""
     s = seq_len or model.seq_len
+    if model.attention == "dsv4":
+        raise CommbenchError(f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its hybrid compressed attention "
+                             "(Megatron-Core experimental_attention_variant dsv4_hybrid) and hyper-connections are not in "
+                             "that release (Megatron-Bridge 0.6.0 trains it on a Megatron-Core development build); the "
+                             "prediction models them")
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
            "--max-position-embeddings", str(max_positions(model, s)),

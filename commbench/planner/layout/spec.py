@@ -22,6 +22,7 @@ import numpy as np
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.graph_scope import scope_mask, scope_text
+from commbench.planner.models.dsv4 import dsv4_heads_bad
 from commbench.planner.models.gdn import gdn_heads_bad
 from commbench.planner.models.mamba import mamba_heads_bad
 from commbench.planner.models.spec import ModelSpec
@@ -29,7 +30,7 @@ from commbench.planner.layout.split import buildable, stage_imbalance  # noqa: F
 
 # recompute: none; selective = Megatron's default module (core_attn); full = every layer's input
 # only; then the light modules of the Megatron-Bridge MoE recipes (--recompute-modules):
-# mla_up_proj (MLA's q/kv up-projections), moe_act (the experts' activation function).
+# mla_up_proj (MLA's q/kv up-projections; DeepSeek-V4's query up-projection), moe_act (the experts' activation function).
 RECOMPUTE = ("none", "selective", "full", "mla_up_proj", "moe_act")
 DISPATCHERS = ("alltoall", "flex")  # flex = deduplicated per destination rank (DeepEP / HybridEP)
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
@@ -257,7 +258,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("world", "tp*cp*dp*pp must equal the number of GPUs"),
     ("expert_fold", "etp*ep must divide tp*cp*dp (MoE parallel folding)"),
     ("heads", "tp must divide the attention heads (and the KV heads for GQA); for Mamba layers tp the Mamba "
-              "heads and groups, and cp the heads per TP rank; for Gated DeltaNet tp its heads and cp=1"),
+              "heads and groups, and cp the heads per TP rank; for Gated DeltaNet tp its heads and cp=1; for DeepSeek-V4's "
+              "hybrid attention tp its output-projection groups and cp=1"),
     ("experts", "ep must divide the routed experts (ep=1 for a dense model)"),
     ("pipeline", "the layers must split over pp*vp virtual stages as Megatron builds them (each stage holds a "
                  "layer, the embedding, the MTP or the loss), and vp>1 needs pp>1"),
@@ -285,7 +287,8 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     heads_bad = model.num_heads % arr.tp != 0
     if model.attention == "gqa":
         heads_bad |= model.num_kv_heads % arr.tp != 0
-    heads_bad |= mamba_heads_bad(model, arr.tp, arr.cp) | gdn_heads_bad(model, arr.tp, arr.cp)
+    heads_bad |= mamba_heads_bad(model, arr.tp, arr.cp) | gdn_heads_bad(model, arr.tp, arr.cp) \
+        | dsv4_heads_bad(model, arr.tp, arr.cp)
     bits |= np.where(heads_bad, RULE_BITS["heads"], 0)
     experts_bad = (model.num_routed_experts % arr.ep != 0) if model.is_moe else (arr.ep != 1)
     bits |= np.where(experts_bad, RULE_BITS["experts"], 0)

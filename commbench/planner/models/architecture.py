@@ -24,7 +24,7 @@ NORMALIZATIONS = ("RMSNorm", "LayerNorm")
 POSITION_EMBEDDINGS = ("rope", "yarn", "none")  # none: hybrid Mamba models (HybridModelProvider default)
 ROPE_SCALINGS = ("none", "llama3", "yarn")
 SOFTMAX_TYPES = ("vanilla", "learnable", "off-by-one")  # "learnable" = per-head attention sinks
-ROUTER_SCORES = ("softmax", "sigmoid")
+ROUTER_SCORES = ("softmax", "sigmoid", "sqrtsoftplus")  # sqrtsoftplus: DeepSeek-V4 (sqrt of softplus)
 LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commbench.planner.models import dsv4
 from commbench.planner.models.gdn import gdn_macs_per_token, gdn_params_per_layer
 from commbench.planner.models.mamba import mamba_flops_fwd_per_token, mamba_params_per_layer
 from commbench.planner.models.spec import ModelSpec
@@ -71,10 +72,14 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
     n_layers = m.num_attention_layers + n_mtp
     n_moe = m.num_moe_layers + n_mtp
     h, g = m.hidden, m.glu_factor
-    proj, core = _attention_macs_per_layer(m, s)
+    if m.attention == "dsv4":  # every layer's kind differs: the sums over layers (models/dsv4.py)
+        proj_total, core_total = dsv4.attention_macs_per_token(m, s, include_mtp)
+    else:
+        proj, core = _attention_macs_per_layer(m, s)
+        proj_total, core_total = n_layers * proj, n_layers * core
     return FlopsPerToken(
-        attention_proj=6.0 * n_layers * proj,
-        attention_core=6.0 * n_layers * core,
+        attention_proj=6.0 * proj_total,
+        attention_core=6.0 * core_total,
         dense_mlp=6.0 * h * m.dense_ffn * g * m.num_dense_layers,
         routed_experts=6.0 * m.expert_width * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
         shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
@@ -86,6 +91,16 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
         mamba_accounting=3.0 * m.num_mamba_layers * (mamba_flops_fwd_per_token(m, megatron=True)
                                                      - mamba_flops_fwd_per_token(m)),
     )
+
+
+def up_projection_flops(m: ModelSpec, fl: FlopsPerToken) -> float:
+    """Model FLOPs per token (fwd + bwd) of the up-projections `mla_up_proj` recompute repeats the forward of:
+    MLA's q_b and kv_b (about half its projections); DeepSeek-V4's query up-projection (models/dsv4.py)."""
+    if m.attention == "mla":
+        return 0.5 * fl.attention_proj
+    if m.attention == "dsv4":
+        return 6.0 * dsv4.q_up_macs_per_token(m)
+    return 0.0
 
 
 def flops_per_token(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> float:
@@ -111,12 +126,14 @@ class ParamCounts:
     mamba: float = 0.0
     moe_latent_proj: float = 0.0
     linear_attention: float = 0.0
+    hyper_connections: float = 0.0  # DeepSeek-V4's mHC mixing weights (models/dsv4.py)
 
     @property
     def total(self) -> float:
         """Total without MTP (how model cards count, e.g. DeepSeek-V3 671B)."""
         return (self.attention + self.dense_mlp + self.routed_experts + self.shared_experts + self.router
-                + self.norms + self.embeddings + self.mamba + self.moe_latent_proj + self.linear_attention)
+                + self.norms + self.embeddings + self.mamba + self.moe_latent_proj + self.linear_attention
+                + self.hyper_connections)
 
     @property
     def expert(self) -> float:
@@ -129,8 +146,11 @@ class ParamCounts:
         return self.total + self.mtp - self.mtp_routed_experts - self.routed_experts
 
 
-def _attention_params(m: ModelSpec) -> float:
+def _attention_params(m: ModelSpec, kind: str = "W") -> float:
+    """One attention block's weights (`kind`: a DeepSeek-V4 layer's attention kind, models/dsv4.py)."""
     h = m.hidden
+    if m.attention == "dsv4":
+        return dsv4.attention_params(m, kind)
     if m.attention == "mla":
         H = m.num_heads
         return (h * m.q_lora_rank + m.q_lora_rank * H * (m.qk_nope_head_dim + m.qk_rope_head_dim)
@@ -146,15 +166,16 @@ def param_counts(m: ModelSpec) -> ParamCounts:
     shared_expert = g * h * m.expert_ffn
     latent_proj = 2 * h * m.moe_latent_size
     moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * shared_expert + latent_proj
-                 + h * m.num_routed_experts + 2 * h + _attention_params(m))
+                 + h * m.num_routed_experts + 2 * h + _attention_params(m) + dsv4.hyper_connection_params(m))
     mtp_weight_layers = min(m.num_mtp_layers, 1) if m.mtp_shared_weights else m.num_mtp_layers
     mtp = mtp_weight_layers * (moe_layer + 2 * h * h + 3 * h)
     return ParamCounts(
-        attention=m.num_attention_layers * _attention_params(m),
+        attention=(sum(_attention_params(m, kind) for kind in m.csa_pattern) if m.attention == "dsv4"
+                   else m.num_attention_layers * _attention_params(m)),
         dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
         routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
         shared_experts=m.num_moe_layers * m.num_shared_experts * shared_expert,
-        router=m.num_moe_layers * h * m.num_routed_experts,
+        router=(m.num_moe_layers - m.hash_layers) * h * m.num_routed_experts,
         norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
         embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,
@@ -162,6 +183,7 @@ def param_counts(m: ModelSpec) -> ParamCounts:
         mamba=m.num_mamba_layers * mamba_params_per_layer(m),
         moe_latent_proj=m.num_moe_layers * latent_proj,
         linear_attention=m.num_linear_attention_layers * gdn_params_per_layer(m),
+        hyper_connections=m.num_layers * dsv4.hyper_connection_params(m) + dsv4.hyper_connection_head_params(m),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
 
-QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "deepseek_v3", "kimi_k2")
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "deepseek_v3", "kimi_k2", "deepseek_v4")
 SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h")
 
 
@@ -49,10 +49,13 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "max_position_embeddings": int(c.get("max_position_embeddings", fields["seq_len"])),
     }
     _rope(c, out)
-    if out.get("rope_scaling") == "yarn" and fields.get("attention", "gqa") != "mla":
+    if out.get("rope_scaling") == "yarn" and fields.get("attention", "gqa") == "gqa":
         out["position_embedding"] = "yarn"  # Megatron's YaRN embedding; MLA applies YaRN itself (rope)
     if t == "gpt_oss":
         out.update(glu_linear_offset=1.0, activation_clamp=float(c.get("swiglu_limit", 7.0)), softmax_type="learnable")
+    if t == "deepseek_v4":  # the modeling code's per-head sinks and clamped SwiGLU; HF's partial_rotary_factor
+        # is relative to head_dim, the rope split already is qk_rope_head_dim (Megatron-Bridge sets rotary_percent 1)
+        out.update(softmax_type="learnable", activation_clamp=float(c.get("swiglu_limit", 0.0)), rotary_percent=1.0)
     if t == "qwen3_next":  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
         out.update(norm_zero_centered_gamma=True, shared_expert_gate=bool(fields.get("num_shared_experts")))
     if fields.get("sliding_window"):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from commbench.errors import CommbenchError, read_user_file
+from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf
 from commbench.planner.models.spec import ModelSpec
 
@@ -153,6 +154,51 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
 
+def _csa_pattern(c: _Config, layers: int, mtp: int) -> str:
+    """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from `compress_ratios` (one per layer,
+    then 0 per MTP layer) or the native `layer_types` + `compress_rates` (as Megatron-Bridge reads either)."""
+    ratios = c.get("compress_ratios")
+    if ratios is None:
+        types, rates = c.get("layer_types"), c.get("compress_rates")
+        if types is None or not isinstance(rates, dict):
+            raise c.fail("lacks 'compress_ratios' (or 'layer_types' with 'compress_rates'), needed for model_type "
+                         "'deepseek_v4'")
+        ratios = [0 if t == "sliding_attention" else rates.get(t) for t in types]
+    ratios = list(ratios)
+    if len(ratios) not in (layers, layers + mtp) or any(r not in dsv4.KINDS.values() for r in ratios) \
+            or any(ratios[layers:]):
+        raise c.fail(f"compress_ratios={ratios!r} is not modelled: one of 0, 4, 128 per layer ({layers}), then 0 "
+                     f"per MTP layer ({mtp})")
+    kind = {ratio: k for k, ratio in dsv4.KINDS.items()}
+    return "".join(kind[r] for r in ratios[:layers])
+
+
+def _hash_layers(c: _Config, layers: int) -> int:
+    """The leading hash-routed MoE layers: num_hash_layers, or the prefix of mlp_layer_types."""
+    if c.get("num_hash_layers") is not None:
+        return c.int("num_hash_layers")
+    kinds = list(c.get("mlp_layer_types", []))
+    n = next((i for i, k in enumerate(kinds) if k != "hash_moe"), len(kinds))
+    if "hash_moe" in kinds[n:] or n > layers:
+        raise c.fail("mlp_layer_types is not modelled unless the hash-routed MoE layers come first")
+    return n
+
+
+def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
+    """DeepSeek-V4: every layer MoE, multi-query compressed attention (one KV head of head_dim), mHC streams."""
+    if c.int("num_key_value_heads", 1) != 1:
+        raise c.fail(f"num_key_value_heads={c.get('num_key_value_heads')!r} is not modelled: 1 (DeepSeek-V4's one KV head)")
+    out = _common(c, name)
+    layers, mtp = out["num_layers"], c.int("num_nextn_predict_layers", 0)
+    return dict(out, attention="dsv4", num_kv_heads=1, num_dense_layers=0, qk_rope_head_dim=c.int("qk_rope_head_dim"),
+                q_lora_rank=c.int("q_lora_rank"), o_lora_rank=c.int("o_lora_rank"), o_groups=c.int("o_groups"),
+                csa_pattern=_csa_pattern(c, layers, mtp), csa_window=c.int("sliding_window"),
+                index_heads=c.int("index_n_heads"), index_head_dim=c.int("index_head_dim"),
+                index_topk=c.int("index_topk"), hc_mult=c.int("hc_mult", 0), hash_layers=_hash_layers(c, layers),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
+                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"), num_mtp_layers=mtp)
+
+
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     mtp = c.int("num_nextn_predict_layers", 0)
     if mtp and str(c.get("mtp_hybrid_override_pattern", "*E")) != "*E":
@@ -189,16 +235,13 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "mixtral": _mixtral, "gpt_oss": _gpt_oss,
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,  # Kimi-K2 ships DeepSeek-V3's architecture
+    "deepseek_v4": _deepseek_v4,
     "nemotron_h": _nemotron_h,
     "qwen3_next": _qwen3_next,
 }
 
 # Architectures a config.json may name that the step model has no terms for, and why (one line each).
-NOT_MODELLED = {
-    "deepseek_v4": "DeepSeek-V4's compressed sparse attention (compress_ratios, index_topk), hyper-connections "
-                   "(hc_mult) and hash-routed MoE layers have no step-model terms, and Megatron-LM core_v0.16.1 "
-                   "cannot build them",
-}
+NOT_MODELLED: dict[str, str] = {}
 
 
 def config_path(path: str) -> Path:

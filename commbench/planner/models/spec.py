@@ -7,11 +7,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from commbench.errors import invalid
+from commbench.planner.models import dsv4
 from commbench.planner.models.architecture import Architecture
 from commbench.planner.models.gdn import num_full_attention_layers
 from commbench.planner.models.mamba import check_hybrid
 
-ATTENTION_KINDS = ("gqa", "mla")
+ATTENTION_KINDS = ("gqa", "mla", "dsv4")
 MAX_MODEL_COUNT = 10_000_000  # any layer count, width or vocabulary beyond this is a typo, not a model
 
 
@@ -66,6 +67,19 @@ class ModelSpec:
     gdn_value_head_dim: int = 0
     gdn_conv_kernel: int = 4
     attention_gate: bool = False
+    # DeepSeek-V4's hybrid attention (attention = "dsv4"; models/dsv4.py): per decoder layer W / C / H
+    # (window-only, compressed sparse, heavily compressed), the window, the indexer of C layers, the grouped
+    # low-rank output projection; hc_mult residual streams (mHC; 0: a plain residual); the first
+    # hash_layers MoE layers route by token id (no router weights).
+    csa_pattern: str = ""
+    csa_window: int = 0
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
+    o_lora_rank: int = 0
+    o_groups: int = 0
+    hc_mult: int = 0
+    hash_layers: int = 0
     published_params_total_b: float | None = None
     published_params_active_b: float | None = None
     published_flops_per_token_gflop: float | None = None
@@ -98,6 +112,12 @@ class ModelSpec:
         if self.attention == "mla" and min(self.q_lora_rank, self.kv_lora_rank, self.qk_nope_head_dim,
                                            self.qk_rope_head_dim, self.v_head_dim) <= 0:
             raise invalid(f"{self.name}.attention", "mla", "MLA needs q/kv lora ranks and nope/rope/v head dims > 0")
+        if (self.attention == "dsv4") != bool(self.csa_pattern):
+            raise invalid(f"{self.name}.csa_pattern", self.csa_pattern or '""', 'set exactly when attention = "dsv4"')
+        if self.attention == "dsv4" and (why := dsv4.check(self)):
+            raise invalid(f"{self.name}.attention", "dsv4", why)
+        if self.hash_layers > self.num_moe_layers:
+            raise invalid(f"{self.name}.hash_layers", self.hash_layers, f"0..{self.num_moe_layers} (the MoE layers)")
         arch = self.architecture
         if arch is not None and arch.glu != self.glu:
             raise invalid(f"{self.name}.glu", self.glu, f"{arch.glu} (architecture.activation = {arch.activation})")
@@ -167,6 +187,8 @@ class ModelSpec:
     @property
     def q_dim(self) -> int:
         """Query width (all heads); for MLA, nope + rope per head."""
+        if self.attention == "dsv4":
+            return self.num_heads * self.head_dim
         if self.attention == "mla":
             return self.num_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
         return self.num_heads * self.head_dim
@@ -174,6 +196,8 @@ class ModelSpec:
     @property
     def kv_dim(self) -> int:
         """Width of K plus V per token as the attention core sees it (what CP rings exchange)."""
+        if self.attention == "dsv4":
+            return self.head_dim  # one KV head, shared by K and V
         if self.attention == "mla":
             return self.num_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
         return 2 * self.num_kv_heads * self.head_dim
@@ -181,6 +205,11 @@ class ModelSpec:
     @property
     def attn_out_dim(self) -> int:
         return self.num_heads * (self.v_head_dim if self.attention == "mla" else self.head_dim)
+
+    @property
+    def residual_streams(self) -> int:
+        """Residual streams a layer reads and writes (DeepSeek-V4's mHC: hc_mult; else 1)."""
+        return max(self.hc_mult, 1)
 
 
 # ---------------------------------------------------------------- FLOPs (FLOPS.md)

@@ -56,7 +56,8 @@ MODEL_KEYS = frozenset({
     "topk_group", "arch", "arch_sources", "layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
     "mamba_num_groups", "mamba_conv_kernel", "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads",
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate",
-    "mtp_shared_weights", "variant_of"})
+    "mtp_shared_weights", "variant_of", "csa_pattern", "csa_window", "index_heads", "index_head_dim", "index_topk",
+    "o_lora_rank", "o_groups", "hc_mult", "hash_layers"})
 # A variant (`variant_of = "NAME"`) takes NAME's fields, arch and arch_sources, and states what differs. The
 # published figures are facts about one checkpoint: a variant states its own or has none.
 NOT_INHERITED = frozenset({"params_total_b", "params_active_b", "flops_per_token_gflop"})
@@ -132,6 +133,9 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
                          "gdn_key_head_dim", "gdn_value_head_dim")},
             gdn_conv_kernel=_count(name, row, "gdn_conv_kernel", 4),
             attention_gate=bool(row.get("attention_gate", False)),
+            csa_pattern=str(row.get("csa_pattern", "")),
+            **{k: _count(name, row, k, 0) for k in ("csa_window", "index_heads", "index_head_dim", "index_topk",
+                                                     "o_lora_rank", "o_groups", "hc_mult", "hash_layers")},
             published_params_total_b=row.get("params_total_b"),
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),

@@ -89,7 +89,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     # what the release runs for the model there (recipes.py)
     has = release_features(req.software, req.gpu_name, req.precision, req.model.name)
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
-    light = [3] if req.model.attention == "mla" and "mla_up_proj" in has["recompute"] else []  # DeepSeek-V3 recipes
+    up_proj = req.model.attention in ("mla", "dsv4") and "mla_up_proj" in has["recompute"]
+    light = [3] if up_proj else []  # DeepSeek-V3's and V4's recipes
     rec = _pinned([0, 1, 2] + light, codes, "recompute")
     # CUDA graphs: per-layer graphs in the enumeration (where the release has them); the full-iteration
     # variant of each kept layout is tried afterwards (with_full_graphs), keeping the enumeration's time.

@@ -48,7 +48,7 @@ from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_viol
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
 from commbench.planner.layout.split import stage_imbalance
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.models.counts import flops_breakdown, param_counts
+from commbench.planner.models.counts import flops_breakdown, param_counts, up_projection_flops
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
 FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))
@@ -225,7 +225,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
     # MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the
     # experts' activation function (memory-bound).
-    up_proj_s = tokens_gpu * fl.attention_proj * (0.5 if model.attention == "mla" else 0.0) / dense_rate / 3.0
+    up_proj_s = tokens_gpu * up_projection_flops(model, fl) / dense_rate / 3.0
     recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
                             [(gemm_s + attention_s + memory_bound_s) / 3.0 * memory.full_recompute_share(model, a),
                              attention_s / 3.0 + memory_bound_s / 6.0,

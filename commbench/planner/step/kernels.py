@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, resolved_masks
+from commbench.planner.models import dsv4
 
 ROOFLINE_P = 4.0
 DISPATCHER_SMS = 24  # deepseek-ai/DeepEP README (normal kernels, 24 SMs); HybridEP documents fewer
@@ -72,6 +73,8 @@ def smooth_max(a: np.ndarray, b: np.ndarray, p: float = ROOFLINE_P) -> np.ndarra
 
 def attention_exps_per_token(model, seq_len: int) -> float:
     """Exponentials of the attention core per token over all layers (incl. MTP), forward + backward."""
+    if model.attention == "dsv4":  # windows and selected compressed blocks, not the causal half of the sequence
+        return dsv4.scores_per_token(model, seq_len) * EXPS_PER_SCORE
     layers = model.num_attention_layers + model.num_mtp_layers  # hybrid: attention blocks only
     return layers * model.num_heads * (seq_len / 2.0) * EXPS_PER_SCORE
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.layout.spec import PRECISIONS
+from commbench.planner.models import dsv4
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import param_counts
 from commbench.planner.step import fsdp, gdn, mamba
@@ -91,12 +92,17 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     keep_up = np.where((recompute == 1) | (recompute == 3), 0.0, 1.0)  # MLA up-projections
     keep_act = np.where((recompute == 1) | (recompute == 4), 0.0, 1.0)  # expert activation outputs
     gemm_in = saved_gemm_input(precision)
+    res = model.residual_streams * h  # a block's saved residual input (DeepSeek-V4's mHC keeps hc_mult streams)
+    attn_out = model.attn_out_dim * gemm_in
     if model.attention == "mla":
         qkv = keep_up * (model.q_dim + model.kv_dim) + model.q_lora_rank + model.kv_lora_rank
+    elif model.attention == "dsv4":  # q up-projected, its latent, the one KV head, the indexer's query on C layers
+        qkv = keep_up * model.q_dim + model.q_lora_rank + model.kv_dim + dsv4.indexer_query_elements(model)
+        attn_out = attn_out + model.o_groups * model.o_lora_rank * gemm_in  # the grouped low-rank output's input
     else:
         qkv = model.q_dim + model.kv_dim
-    attn = (h + keep * h * gemm_in) / seq_shard + (qkv + model.attn_out_dim * gemm_in) / head_shard
-    dense_mlp = (h + keep * h * gemm_in) / seq_shard \
+    attn = (res + keep * h * gemm_in) / seq_shard + (qkv + attn_out) / head_shard
+    dense_mlp = (res + keep * h * gemm_in) / seq_shard \
         + (model.dense_ffn * (g - 1) + keep * model.dense_ffn * gemm_in) / head_shard
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
@@ -105,11 +111,11 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         w = model.expert_width  # latent MoE: experts read the latent width (its projections ~ a shared expert)
         routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
-        moe_mlp = (h + keep * h * gemm_in + k) / seq_shard + routed + shared
+        moe_mlp = (res + keep * h * gemm_in + k) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
-    layer_input = h / seq_shard
+    layer_input = res / seq_shard
     return np.where(full, layer_input, attn), np.where(full, 0.0, dense_mlp), np.where(full, 0.0, moe_mlp)
 
 
@@ -233,7 +239,7 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     """HBM bytes the memory-bound kernels move for one micro-batch on one GPU, forward + backward
     (backward counted as twice the forward). Per token per layer, bf16, counted as reads + writes:
     per block (attention, MLP/MoE, Mamba, ...) one norm (read h, write h: 2h) and one residual add (read 2h,
-    write h: 3h), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
+    write h: 3h; DeepSeek-V4's hyper-connections: models/dsv4.residual_elements), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
     write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
     every GEMM input) when the precision is 8- or 4-bit, and the unfused passes a clamped GLU or expert
     biases add (unfused_expert_epilogue_elements). The fused grouped MLP (fused_moe) removes the experts'
@@ -244,9 +250,10 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     head_shard = tp * cp
     low_precision = arr.precision > 0
     cast = np.where(low_precision, 1.5, 0.0)   # (2 + 1) B per element / 2 B per counted element
-    attn = (2 * h + 3 * h) / seq_shard + 2 * model.q_dim / head_shard \
+    residual = dsv4.residual_elements(model)  # 3 h, or mHC's streams
+    attn = (2 * h + residual) / seq_shard + 2 * model.q_dim / head_shard \
         + cast * (h / seq_shard + model.attn_out_dim / head_shard)
-    dense = (2 * h + 3 * h) / seq_shard + (model.glu_factor * model.dense_ffn) / head_shard \
+    dense = (2 * h + residual) / seq_shard + (model.glu_factor * model.dense_ffn) / head_shard \
         + cast * (h / seq_shard + model.dense_ffn / head_shard)
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
@@ -262,7 +269,7 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         routed = (permute_and_input_cast + np.where(
             fused, 0.0, k * (model.glu_factor * ffn + cast * ffn + unfused_expert_epilogue_elements(model)))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
-        moe = (2 * h + 3 * h) / seq_shard + routed + shared
+        moe = (2 * h + residual) / seq_shard + routed + shared
     else:
         moe = np.zeros_like(attn)
     c = block_counts(model)
