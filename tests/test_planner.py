@@ -396,3 +396,15 @@ def test_deepseek_v4_step_terms_follow_its_windows_streams_and_query_up_projecti
     from commbench.planner.step.kernels import EXPS_PER_SCORE, attention_exps_per_token
     keys = 3 * 128 + 21 * (128 + 384) + 20 * (128 + 4096 / 256)  # W (with MTP), C, H layers
     assert attention_exps_per_token(m, 4096) == pytest.approx(64 * keys * EXPS_PER_SCORE)
+
+
+def test_neither_framework_launches_deepseek_v4_and_each_refusal_says_so_in_one_line():
+    from commbench.planner.search.frameworks import framework_pins
+    m = load_model("deepseek-v4-flash")
+    with pytest.raises(CommbenchError, match=r"^TorchTitan 0.3.0 has no deepseek-v4-flash model .*: --framework megatron "
+                                             r"predicts it, though Megatron-LM cannot launch it either$"):
+        framework_pins("torchtitan", m, {})
+    assert framework_pins("megatron", m, {"tp": 1}) == {"tp": 1}  # the search (the prediction) runs
+    with pytest.raises(CommbenchError, match="^Megatron-LM core_v0.16.1 cannot build deepseek-v4-flash: its hybrid"):
+        from commbench.planner.emit.megatron import model_args
+        model_args(m)

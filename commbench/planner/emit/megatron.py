@@ -37,6 +37,7 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
 from commbench.planner.emit.hybrid import hybrid_model_args, linear_attention_args
+from commbench.planner.search.frameworks import megatron_cannot_launch
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -66,11 +67,9 @@ def recompute_modules(model: ModelSpec) -> list[str]:
 def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
     """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py)."""
     s = seq_len or model.seq_len
-    if model.attention == "dsv4":
-        raise CommbenchError(f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its hybrid compressed attention "
-                             "(Megatron-Core experimental_attention_variant dsv4_hybrid) and hyper-connections are not in "
-                             "that release (Megatron-Bridge 0.6.0 trains it on a Megatron-Core development build); the "
-                             "prediction models them")
+    reason = megatron_cannot_launch(model)
+    if reason:
+        raise CommbenchError(reason)
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
            "--max-position-embeddings", str(max_positions(model, s)),

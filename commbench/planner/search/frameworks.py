@@ -76,6 +76,17 @@ def megatron_unbuildable(model: ModelSpec) -> str | None:
     return None
 
 
+def megatron_cannot_launch(model: ModelSpec) -> str | None:
+    """Why Megatron-LM core_v0.16.1 cannot launch a model the step model still predicts (the plan says so in place of
+    the launch), or None: DeepSeek-V4's hybrid attention and hyper-connections are Megatron-Core development code."""
+    if model.attention == "dsv4":
+        return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its hybrid compressed attention "
+                "(Megatron-Core experimental_attention_variant dsv4_hybrid) and hyper-connections are not in that "
+                "release (Megatron-Bridge 0.6.0 trains it on a Megatron-Core development build); the prediction "
+                "models them")
+    return None
+
+
 def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
     """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
     Linear layers only): an MoE model cannot train in NVFP4 there."""
@@ -95,8 +106,10 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
         return dict(pins)
     if model.name.lower() not in TORCHTITAN_RECOMPUTE:
+        elsewhere = ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
+                     if megatron_cannot_launch(model) else "plan it with --framework megatron")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
-                             "gpt_oss): plan it with --framework megatron")
+                             f"gpt_oss): {elsewhere}")
     fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[model.name.lower()])
     if not model.is_moe:
         fixed.pop("etp")
