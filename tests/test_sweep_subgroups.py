@@ -11,6 +11,8 @@ from commbench.errors import CommbenchError
 from commbench.results.records import Measurement, RunHeader, read_records
 from commbench.measure.subgroups import SubgroupSpec
 from commbench.sweep import SweepJob, parse_sweep, plan_sweep, run_sweep_on_backend
+from commbench.sweep.plan import keys_known_before_launch
+from commbench.sweep.resume import finished_before_launch
 from commbench.comm.topology import TopologySpec
 from tests.distributed import run_ranks
 
@@ -87,9 +89,11 @@ def test_sub_group_sweep_on_4_ranks_records_groups_and_racks_and_resumes(tmp_pat
     assert run_ranks(run_sweep_on_backend, 4, args=(job,), timeout_s=90)[0].num_ok == 2
 
     full = sweep_of(PAIRS, GRAD_RS, ranks_per_rack=2)
+    assert finished_before_launch(out, full, 4, "gloo") is None
     job = SweepJob(sweep=full, backend="gloo", output_path=str(out), resume=True, show_progress=False)
     outcome = run_ranks(run_sweep_on_backend, 4, args=(job,), timeout_s=90)[0]
     assert (outcome.num_skipped, outcome.num_ok, outcome.num_failed, outcome.stopped) == (2, 4, 0, None)
+    assert finished_before_launch(out, full, 4, "gloo") == 6  # the keys the ranks recorded, racks included
 
     records = measurements(out)
     planned = [p.key for p in plan_sweep(full, 4, backend="gloo")]
@@ -102,3 +106,12 @@ def test_sub_group_sweep_on_4_ranks_records_groups_and_racks_and_resumes(tmp_pat
     assert sorted(r.params["algorithm"] for r in records[4:]) == ["flat", "hierarchical"]
     headers = [r for r in read_records([out]) if isinstance(r, RunHeader)]
     assert len(headers) == 2 and all(h.topology["racks"] == [[0, 1], [2, 3]] for h in headers)
+
+
+def test_keys_with_racks_from_host_names_are_known_only_on_the_ranks(monkeypatch):
+    from commbench.comm.topology import RANKS_PER_RACK_ENV
+
+    monkeypatch.delenv(RANKS_PER_RACK_ENV, raising=False)
+    assert keys_known_before_launch(sweep_of(PAIRS))  # all_reduce's keys hold no racks
+    assert keys_known_before_launch(sweep_of(GRAD_RS, ranks_per_rack=2))
+    assert not keys_known_before_launch(sweep_of(GRAD_RS))

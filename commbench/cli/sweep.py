@@ -21,7 +21,7 @@ from commbench.errors import CommbenchError
 from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
-from commbench.sweep.resume import check_resume_identity, has_records, sweep_identity
+from commbench.sweep.resume import check_resume_identity, finished_before_launch, has_records, sweep_identity
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
@@ -72,6 +72,19 @@ def print_dry_run(doc: dict) -> None:
     console.print(f"valid: {doc['num_entries']} entr(y/ies), {len(rows)} point(s); estimated run time "
                   f"{doc['estimated_total_s']:.0f} s (a rough alpha-beta estimate for {doc['backend']}, not a measurement); "
                   "nothing launched", highlight=False)
+
+
+def print_nothing_to_do(num_points: int, output: str) -> None:
+    console.print(styled("[green]nothing to do[/]: all {} point(s) are already in {}", num_points, output), highlight=False)
+
+
+def finished_on_resume(spec, output: str, world: int, backend: str) -> bool:
+    """--resume of a sweep whose points are all in `output`: say so and start no rank (nor a rendezvous
+    that a loaded machine can fail), decided before launch where the keys are known (finished_before_launch)."""
+    finished = finished_before_launch(output, spec, world, backend)
+    if finished is not None:
+        print_nothing_to_do(finished, output)
+    return finished is not None
 
 
 def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
@@ -181,6 +194,9 @@ def sweep(
             world = launched.world_size if launched is not None else (DEFAULT_NPROC if local_nproc is None else local_nproc)
             check_resume_identity(output, sweep_identity(spec, world, resolved),
                                   f"this sweep ({file} on {world} rank(s), {resolved})")
+            # under torchrun/srun/mpirun the other ranks wait for this one at the rendezvous: only own ranks are spared
+            if launched is None and not spec.tuning and finished_on_resume(spec, output, world, resolved):
+                return
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
         again = resume_command(file, output, local_nproc)
         if spec.tuning:
@@ -191,7 +207,7 @@ def sweep(
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return
     if outcome.num_ok + outcome.num_failed + ok_before + failed_before == 0 and outcome.num_skipped:
-        console.print(styled("[green]nothing to do[/]: all {} point(s) are already in {}", outcome.num_planned, output), highlight=False)
+        print_nothing_to_do(outcome.num_planned, output)
         return
     num_failed = outcome.num_failed + failed_before
     summary = (f"{outcome.num_ok + ok_before} point(s) measured, {num_failed} failed, "

@@ -97,6 +97,14 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
     return points
 
 
+def keys_known_before_launch(sweep: Sweep) -> bool:
+    """Whether plan_sweep before launch gives the keys the ranks will plan: a key holds the racks only for
+    collectives that use them, and racks named by host names (or NVLink domains) are known only on the ranks."""
+    if not (sweep.topology or TopologySpec()).needs_hostnames:
+        return True
+    return not any(get_collective(entry.collective).uses_topology for entry in sweep.entries)
+
+
 def estimate_point_s(point: SweepPoint, world_size: int, backend: str) -> float:
     """A rough run time for one point (dry run only): (check + warm-up + timed iterations) x alpha-beta."""
     from collectives import get_collective

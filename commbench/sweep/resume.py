@@ -14,7 +14,9 @@ import os
 from pathlib import Path
 
 from commbench.errors import CommbenchError
+from commbench.files import repair_torn_tail
 from commbench.results.records import Measurement, RunHeader, iter_records
+from commbench.sweep.plan import keys_known_before_launch, plan_sweep
 
 
 def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
@@ -23,6 +25,22 @@ def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
         return set()
     return {rec.point_key for rec in iter_records(path, on_bad_line=on_bad_line)
             if isinstance(rec, Measurement) and rec.point_key}
+
+
+def finished_before_launch(path: str | os.PathLike[str], sweep, world_size: int, backend: str) -> int | None:
+    """For --resume before any rank starts: the number of points when the file already holds every one,
+    else None (then the launch decides, as it does when the keys are known only on the ranks)."""
+    if not keys_known_before_launch(sweep):
+        return None
+    repair_torn_tail(path)  # as rank 0 does before it reads the keys
+    done = recorded_keys(path)
+    if not done:
+        return None
+    try:
+        points = plan_sweep(sweep, world_size, backend=backend)
+    except CommbenchError:  # a world the sweep cannot run: the launch's checks say so, in their words
+        return None
+    return len(points) if all(point.key in done for point in points) else None
 
 
 def has_records(path: str | os.PathLike[str]) -> bool:
