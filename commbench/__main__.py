@@ -6,11 +6,10 @@ def main() -> None:
     import signal
     import sys
 
-    def stop(signum, frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+    from commbench.comm.stop_signals import STOP_SIGNALS, raise_stop_signal
 
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, stop)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, raise_stop_signal)
     if sys.stdout is None:  # started with >&-
         sys.stderr.write("error: standard output is closed (>&-): commbench prints its results there; "
                          "redirect it to a file or /dev/null instead\n")

@@ -164,6 +164,26 @@ def test_a_signal_during_the_imports_is_one_line_and_130(tmp_path, signum):
     assert not (tmp_path / "s.jsonl").exists()
 
 
+STOPPED_IN_EXEC = """import os, signal, sys
+from commbench.comm.stop_signals import stops_raise
+with stops_raise():
+    try:
+        exec("os.kill(os.getpid(), signal.SIGHUP)\\nimport time\\ntime.sleep(30)")  # as dataclasses build methods
+    except KeyboardInterrupt:
+        sys.exit(130)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_stop_caught_inside_exec_still_exits_130_under_python_m(tmp_path):
+    """A plain KeyboardInterrupt raised inside exec() of a string is marked unhandled even when caught: under
+    `python -m` the interpreter then ended by sending itself SIGINT (-2; seen with SIGHUP during torch's import)."""
+    (tmp_path / "stopped_in_exec.py").write_text(STOPPED_IN_EXEC)
+    done = subprocess.run([sys.executable, "-m", "stopped_in_exec"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=50)
+    assert done.returncode == 130, (done.returncode, done.stderr)
+
+
 @pytest.mark.timeout(120)
 def test_sigterm_mid_run_under_torchrun_is_one_line_per_rank(tmp_path):
     """torchrun forwards SIGTERM to its workers: each says what was kept (it died silently with 143)."""

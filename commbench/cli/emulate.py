@@ -13,13 +13,9 @@ import typer
 from commbench.cli.base import command, console
 from commbench.emulate.fabric import Fabric, FabricSpec
 from commbench.emulate.ranks import emulated_description, run_ranks
-from commbench.comm.stop_signals import signal_name
+from commbench.comm.stop_signals import raise_stop_signal, signal_name
 from commbench.errors import CommbenchError, Interrupted
 from commbench.units import parse_rate_bits_per_s
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 @command("emulate", help="Run a commbench command on an emulated multi-rack fabric (network namespaces; needs root).",
@@ -59,7 +55,7 @@ def emulate(
     spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
                       scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
                       prefix=f"cb{os.getpid()}" if netns_prefix is None else netns_prefix)
-    previous = {signum: signal.signal(signum, _raise_interrupt) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {signum: signal.signal(signum, raise_stop_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with Fabric(spec) as fabric:
             console.print(f"emulated fabric: {racks} rack(s) x {ranks_per_rack} rank(s); scale-up = loopback per "

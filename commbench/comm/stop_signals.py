@@ -12,8 +12,15 @@ from typing import Iterator
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+class StopSignal(KeyboardInterrupt):
+    """A stop signal, named by it. Not KeyboardInterrupt itself: one raised inside exec() of a string
+    (dataclasses and namedtuple build their methods so; torch's import runs hundreds) marks the Ctrl-C as
+    unhandled even when it is caught, and `python -m` then ends by sending itself SIGINT (exit -2, not
+    130). CPython checks the exact type (Python/pythonrun.c, run_eval_code_obj): a subclass is not marked."""
+
+
+def raise_stop_signal(signum, frame) -> None:
+    raise StopSignal(signal.Signals(signum).name)
 
 
 def signal_name(exc: BaseException) -> str:
@@ -27,7 +34,7 @@ def stops_raise() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = {signum: signal.signal(signum, _raise_interrupt) for signum in STOP_SIGNALS}
+    old = {signum: signal.signal(signum, raise_stop_signal) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
