@@ -1,15 +1,11 @@
 """`python -m commbench` and the `commbench` script: stop signals are caught before the CLI's imports
-(a second or more), so a run stopped at any moment says so in one line and exits 130."""
+(a second or more) and held until the command starts, so a run stopped at any moment says so in one
+line and exits 130."""
+
+import sys
 
 
-def main() -> None:
-    import signal
-    import sys
-
-    from commbench.comm.stop_signals import STOP_SIGNALS, raise_stop_signal
-
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, raise_stop_signal)
+def _prepare_streams() -> None:
     if sys.stdout is None:  # started with >&-
         sys.stderr.write("error: standard output is closed (>&-): commbench prints its results there; "
                          "redirect it to a file or /dev/null instead\n")
@@ -17,8 +13,17 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: 'µs' prints as '?s', not a traceback
         if stream is not None and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
-    try:
+
+
+def main() -> None:
+    try:  # a Ctrl-C before hold_stops() is Python's own KeyboardInterrupt
+        from commbench.comm.stop_signals import hold_stops, raise_held_stop
+
+        hold_stops()
+        _prepare_streams()
         from commbench.cli.app import main as run_cli
+
+        raise_held_stop()
     except KeyboardInterrupt as exc:
         sys.stderr.write(f"interrupted ({exc or 'SIGINT'}) while starting: nothing was run\n")
         sys.exit(130)

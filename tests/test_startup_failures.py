@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from commbench.comm.local_ranks import RunFailed, launch_local
+from commbench.comm.stop_signals import STOP_SIGNALS, StopSignal, hold_stops, raise_stop_signal, release_stops
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -162,6 +163,60 @@ def test_a_signal_during_the_imports_is_one_line_and_130(tmp_path, signum):
     assert proc.returncode == 130, (proc.returncode, err)
     assert len(err.strip().splitlines()) == 1 and f"interrupted ({signal.Signals(signum).name})" in err, err
     assert not (tmp_path / "s.jsonl").exists()
+
+
+SIGNALLED_BEFORE_THE_COMMAND = """import os, runpy, signal, sys
+import typer.main
+
+real_get_command = typer.main.get_command
+
+
+def get_command(app):  # after the CLI's imports, before typer parses the arguments and starts the command
+    os.kill(os.getpid(), signal.SIGHUP)
+    return real_get_command(app)
+
+
+typer.main.get_command = get_command
+sys.argv[0] = "commbench"
+runpy.run_module("commbench", run_name="__main__")
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_signal_between_the_imports_and_the_command_is_one_line_and_130(tmp_path):
+    """Raised there, it escaped as a traceback (exit -2); typer turns one during its parsing into a silent 130."""
+    (tmp_path / "signalled_before_the_command.py").write_text(SIGNALLED_BEFORE_THE_COMMAND)
+    done = subprocess.run([sys.executable, "-m", "signalled_before_the_command", "sweep", "ci-small", "-O",
+                           str(tmp_path / "s.jsonl")], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=50)
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert len(done.stderr.strip().splitlines()) == 1 and "interrupted (SIGHUP)" in done.stderr, done.stderr
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+@pytest.fixture
+def stop_handlers_restored():
+    saved = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
+def test_a_held_stop_signal_is_raised_once_on_release(stop_handlers_restored):
+    hold_stops()
+    assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, signal.SIG_IGN)  # the kill below is caught
+    os.kill(os.getpid(), signal.SIGHUP)
+    with pytest.raises(StopSignal, match="SIGHUP"):
+        release_stops()
+    release_stops()  # reported once
+    assert all(signal.getsignal(signum) is raise_stop_signal for signum in STOP_SIGNALS)
+
+
+def test_release_without_hold_keeps_the_callers_handlers(stop_handlers_restored):
+    """Commands invoked in-process (CliRunner, pytest) never held: their handlers stay."""
+    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    release_stops()
+    assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == before
 
 
 STOPPED_IN_EXEC = """import os, signal, sys

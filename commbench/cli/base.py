@@ -8,6 +8,7 @@ from typing import Callable
 import typer
 from rich.console import Console
 
+from commbench.comm.stop_signals import release_stops
 from commbench.errors import CommbenchError, Interrupted
 from commbench.results.render import stdout_console, styled
 
@@ -62,14 +63,15 @@ def renamed(new_value, old_value, *, old: str, new: str):
     return old_value
 
 
-def command(name: str | None = None, **kwargs) -> Callable:
-    """Register a CLI command; errors become one line on stderr and an exit code, here only:
-    a user error (CommbenchError) 2, a failed run (RunFailed) 1, an interrupted one 130."""
+def command(name: str | None = None, *, on: typer.Typer = app, **kwargs) -> Callable:
+    """Register a CLI command (on `app`, or the sub-app `on`); errors become one line on stderr and an exit
+    code, here only: a user error (CommbenchError) 2, a failed run (RunFailed) 1, an interrupted one 130."""
 
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
         def wrapper(*args, **kw):
             try:
+                release_stops()  # held by the entry point until here: typer would make one a silent exit 130
                 return func(*args, **kw)
             except Interrupted as exc:
                 err_console.print(str(exc), highlight=False, soft_wrap=True)
@@ -86,7 +88,7 @@ def command(name: str | None = None, **kwargs) -> Callable:
                 err_console.print(f"interrupted ({exc or 'SIGINT'}): results written so far are kept")
                 raise typer.Exit(130) from None
 
-        app.command(name, **kwargs)(wrapper)
+        on.command(name, **kwargs)(wrapper)
         return func
 
     return decorate

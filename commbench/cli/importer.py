@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from commbench.cli.base import app, console, err_console, fail, renamed
+from commbench.cli.base import app, command, console, err_console, fail, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
@@ -14,7 +14,7 @@ import_app = typer.Typer(help="Import other tools' results as commbench records.
 app.add_typer(import_app, name="import")
 
 
-@import_app.command("nccl-tests", help="Read nccl-tests output (text tables in every layout, or -J JSON) into a JSONL file.")
+@command("nccl-tests", on=import_app, help="Read nccl-tests output (text tables in every layout, or -J JSON) into a JSONL file.")
 def import_nccl_tests(
     files: Annotated[list[str], typer.Argument(help="nccl-tests logs or -J JSON files.")],
     output: Annotated[Optional[str], typer.Option("-O", "--out", help="JSONL file to append the records to (required).")] = None,

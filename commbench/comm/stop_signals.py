@@ -23,6 +23,45 @@ def raise_stop_signal(signum, frame) -> None:
     raise StopSignal(signal.Signals(signum).name)
 
 
+_held: list[str] | None = None  # stop signals noted since hold_stops(); None: not holding
+
+
+def _note_stop_signal(signum, frame) -> None:
+    _held.append(signal.Signals(signum).name)
+
+
+def hold_stops() -> None:
+    """Until release_stops(), a stop signal is noted, not raised (the entry point, main thread): raised
+    inside a library's import it can be lost (numpy's C code clears errors), and typer turns one raised
+    while it parses the arguments into a silent exit 130."""
+    global _held
+    _held = []
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _note_stop_signal)
+
+
+def raise_held_stop() -> None:
+    """Raise StopSignal for the first stop signal noted since hold_stops(), if any."""
+    if _held:
+        raise StopSignal(_held[0])
+
+
+def release_stops() -> None:
+    """Stop signals raise StopSignal again, and one noted while they were held is raised now. Nothing
+    happens unless hold_stops() ran: a command invoked in-process keeps its caller's handlers."""
+    global _held
+    if _held is None:
+        return
+    held = _held
+    try:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, raise_stop_signal)
+    finally:
+        _held = None  # so that a later release_stops() does not report the same signal again
+    if held:
+        raise StopSignal(held[0])
+
+
 def signal_name(exc: BaseException) -> str:
     """The signal a KeyboardInterrupt came from ('SIGINT' for a plain Ctrl-C)."""
     return str(exc) or "SIGINT"
