@@ -25,7 +25,7 @@ def main() -> None:
 
         raise_held_stop()
     except KeyboardInterrupt as exc:
-        sys.stderr.write(f"interrupted ({exc or 'SIGINT'}) while starting: nothing was run\n")
+        sys.stderr.write(f"interrupted ({str(exc) or 'SIGINT'}) while starting: nothing was run\n")
         sys.exit(130)
     run_cli()
 

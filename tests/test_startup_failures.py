@@ -194,6 +194,21 @@ def test_a_signal_between_the_imports_and_the_command_is_one_line_and_130(tmp_pa
     assert not (tmp_path / "s.jsonl").exists()
 
 
+def test_a_plain_ctrl_c_is_named_sigint(monkeypatch):
+    """Python's own SIGINT handler raises KeyboardInterrupt() with no name: the line said 'interrupted ()'."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr("commbench.cli.sweep.load_sweep", ctrl_c)
+    result = CliRunner().invoke(app, ["sweep", "ci-small"])
+    assert result.exit_code == 130
+    assert result.output.strip() == "interrupted (SIGINT): results written so far are kept", result.output
+
+
 @pytest.fixture
 def stop_handlers_restored():
     saved = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}

@@ -38,14 +38,14 @@ def main() -> None:
     import typer
 
     from commbench.cli.base import NESTED_TOO_DEEPLY, err_console
-    from commbench.comm.stop_signals import release_stops
+    from commbench.comm.stop_signals import release_stops, signal_name
 
     try:
         command = typer.main.get_command(app)
         code = command.main(prog_name="commbench", standalone_mode=False)
         release_stops()  # no command ran (--help, --version): a stop held since the start ends here
     except KeyboardInterrupt as exc:
-        err_console.print(f"interrupted ({exc or 'SIGINT'})", highlight=False)
+        err_console.print(f"interrupted ({signal_name(exc)})", highlight=False)
         sys.exit(130)
     except RecursionError:
         err_console.print(f"error: {NESTED_TOO_DEEPLY}", highlight=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import Callable
 import typer
 from rich.console import Console
 
-from commbench.comm.stop_signals import release_stops
+from commbench.comm.stop_signals import release_stops, signal_name
 from commbench.errors import CommbenchError, Interrupted
 from commbench.results.render import stdout_console, styled
 
@@ -85,7 +85,7 @@ def command(name: str | None = None, *, on: typer.Typer = app, **kwargs) -> Call
                     raise
                 raise fail(HUGE_INTEGER) from None
             except KeyboardInterrupt as exc:
-                err_console.print(f"interrupted ({exc or 'SIGINT'}): results written so far are kept")
+                err_console.print(f"interrupted ({signal_name(exc)}): results written so far are kept")
                 raise typer.Exit(130) from None
 
         on.command(name, **kwargs)(wrapper)
