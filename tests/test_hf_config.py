@@ -45,6 +45,7 @@ PUBLISHED = [
     ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 3.6, 0.1, False),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 120.67, 12.0, 1.0, False),
     ("DeepSeek-V4-Flash", 284.0, 13.0, 1.0, True),
+    ("GLM-4.5-Air", 106.0, 12.0, 1.0, True),
 ]
 
 
@@ -260,3 +261,31 @@ def test_deepseek_v4_reads_its_attention_kinds_from_either_spelling(tmp_path):
 def test_a_deepseek_v4_config_the_planner_cannot_model_is_one_line(tmp_path, changes, message):
     with pytest.raises(CommbenchError, match=message):
         load_model(_v4(tmp_path, **changes))
+
+
+def test_glm_4_5_air_reads_as_gqa_with_dense_first_layers_shared_experts_and_mtp():
+    """zai-org/GLM-4.5-Air (model_type glm4_moe): 1 dense layer then 45 MoE (128 experts, top-8, one shared), GQA
+    96 / 8 heads of 128 with a QKV bias, half the head dims rotated, a sigmoid router with its correction bias."""
+    m = hf("GLM-4.5-Air")
+    assert (m.attention, m.num_dense_layers, m.num_moe_layers, m.num_mtp_layers, m.num_kv_heads) == ("gqa", 1, 45, 1, 8)
+    a = m.architecture
+    assert (a.qkv_bias, a.rotary_percent, a.router_score, a.router_expert_bias, a.qk_norm) == (True, 0.5, "sigmoid", True, False)
+
+
+def test_glm_4_5_air_plans_launch_in_megatron_lms_whole_configuration_path(monkeypatch):
+    pytest.importorskip("megatron.core", reason="megatron-core is not installed (requirements-frameworks.txt)")
+    from commbench.costmodel import load_preset
+    from commbench.planner.emit.megatron import launch_env, megatron_args
+    from commbench.planner.search.space import SearchRequest, search
+    from tests.megatron_lm import arguments_module, megatron_whole_path
+    from tests.test_emit_megatron_real import check_megatron_plan
+    m = hf("GLM-4.5-Air")
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    lay = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=1)).layouts.layout(0)
+    args = megatron_args(lay, m)
+    assert "--add-qkv-bias" in args and args[args.index("--rotary-percent") + 1] == "0.5"
+    if arguments_module() is not None:
+        megatron_whole_path(arguments_module(), args, layout=lay, model=m, gpus=64, gpu=fabric.gpu,
+                            env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
+    else:
+        check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)

@@ -6,7 +6,7 @@ original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim),
 with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
 topk_method (noaux_tc = expert bias). What a model type fixes in its modeling code rather than its
 config (Qwen3's and MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset,
-Qwen2's QKV bias, Qwen3-Next's zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU
+Qwen2's QKV bias (GLM-4.5's where attention_bias says so), GLM-4.5's sigmoid router with its correction bias, Qwen3-Next's zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU
 and position-free attention) is set per model type.
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
 
 QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "deepseek_v3", "kimi_k2", "deepseek_v4")
-SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h")
+SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h", "glm4_moe")
+EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe")  # the modeling code always has the router's correction bias
 
 
 def _rope(c, out: dict[str, Any]) -> None:
@@ -40,9 +41,9 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
         "swiglu" if fields.get("glu", True) else "gelu",
         "norm_epsilon": float(c.get("rms_norm_eps", c.get("layer_norm_epsilon", c.get("norm_eps", 1e-6)))),
-        "qk_norm": t in QK_NORM_TYPES,
+        "qk_norm": t in QK_NORM_TYPES or (t == "glm4_moe" and bool(c.get("use_qk_norm", False))),
         "linear_bias": bool(c.get("attention_bias", False)) and t == "gpt_oss",
-        "qkv_bias": t in ("qwen2", "qwen2_moe"),
+        "qkv_bias": t in ("qwen2", "qwen2_moe") or (t == "glm4_moe" and bool(c.get("attention_bias", False))),
         "position_embedding": "none" if t == "nemotron_h" else "rope",
         "rotary_base": int(c.get("rope_theta", 10000)),
         "rotary_percent": float(c.get("partial_rotary_factor", 1.0)),
@@ -64,7 +65,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         score = str(c.get("scoring_func", "sigmoid" if t in SIGMOID_DEFAULT_TYPES else "softmax"))
         groups, group_topk = int(c.get("n_group", 0) or 0), int(c.get("topk_group", 0) or 0)
         out.update(router_score=score, router_topk_scaling=float(c.get("routed_scaling_factor", 0.0) or 0.0),
-                   router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t == "nemotron_h")
+                   router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
         if groups > 1:
             out.update(router_groups=groups, router_group_topk=group_topk)
     source = Source(key="hf-config", repo="huggingface config.json", path=str(path), commit="local file")

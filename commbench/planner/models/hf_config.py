@@ -199,6 +199,19 @@ def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"), num_mtp_layers=mtp)
 
 
+def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
+    """GLM-4.5 / 4.6 / 4.7 (model_type glm4_moe): GQA attention, the first first_k_dense_replace layers dense,
+    the rest routed + shared experts (DeepSeek-V3's MoE block), MTP layers."""
+    if int(c.get("moe_layer_freq", 1) or 1) != 1:
+        raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
+    out = _common(c, name)
+    extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    return dict(out, num_dense_layers=c.int("first_k_dense_replace", 0), dense_ffn=c.int("intermediate_size"),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
+                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
+                num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
+
+
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     mtp = c.int("num_nextn_predict_layers", 0)
     if mtp and str(c.get("mtp_hybrid_override_pattern", "*E")) != "*E":
@@ -235,7 +248,7 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "mixtral": _mixtral, "gpt_oss": _gpt_oss,
     "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,  # Kimi-K2 ships DeepSeek-V3's architecture
-    "deepseek_v4": _deepseek_v4,
+    "deepseek_v4": _deepseek_v4, "glm4_moe": _glm4_moe,
     "nemotron_h": _nemotron_h,
     "qwen3_next": _qwen3_next,
 }
