@@ -289,3 +289,16 @@ def test_glm_4_5_air_plans_launch_in_megatron_lms_whole_configuration_path(monke
                             env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
     else:
         check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)
+
+
+@pytest.mark.parametrize("folder", ["DeepSeek-V3", "Kimi-K2-Instruct", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+                                    "GLM-4.5-Air", "DeepSeek-V4-Flash"])
+def test_an_expert_bias_read_from_a_config_is_updated_in_the_emitted_plan(folder):
+    """A config.json names the router's correction bias but no update rate; a plan must not freeze it at 0
+    (megatron-core's default 1e-3, what Megatron-Bridge's providers leave)."""
+    from commbench.planner.emit.megatron_arch import architecture_args
+    m = hf(folder)
+    assert m.architecture.router_expert_bias and m.architecture.router_bias_update_rate == pytest.approx(1e-3)
+    if m.attention != "dsv4":   # Megatron-LM core_v0.16.1 builds no DeepSeek-V4 (refused before its flags)
+        args = architecture_args(m, 4096)
+        assert float(args[args.index("--moe-router-bias-update-rate") + 1]) == pytest.approx(1e-3)

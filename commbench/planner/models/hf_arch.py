@@ -20,6 +20,10 @@ from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Sou
 QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "deepseek_v3", "kimi_k2", "deepseek_v4")
 SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h", "glm4_moe")
 EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe")  # the modeling code always has the router's correction bias
+# A config.json carries no bias update rate (a training setting): megatron-core's TransformerConfig default
+# moe_router_bias_update_rate = 1e-3, which Megatron-Bridge's DeepSeek / Kimi / Nemotron providers leave, and
+# DeepSeek-V3's bias update speed (arXiv 2412.19437, section 4.2: 0.001). Zero would freeze the bias.
+EXPERT_BIAS_UPDATE_RATE = 1e-3
 
 
 def _rope(c, out: dict[str, Any]) -> None:
@@ -66,6 +70,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         groups, group_topk = int(c.get("n_group", 0) or 0), int(c.get("topk_group", 0) or 0)
         out.update(router_score=score, router_topk_scaling=float(c.get("routed_scaling_factor", 0.0) or 0.0),
                    router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
+        if out["router_expert_bias"]:
+            out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
         if groups > 1:
             out.update(router_groups=groups, router_group_topk=group_topk)
     source = Source(key="hf-config", repo="huggingface config.json", path=str(path), commit="local file")
