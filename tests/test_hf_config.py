@@ -302,3 +302,20 @@ def test_an_expert_bias_read_from_a_config_is_updated_in_the_emitted_plan(folder
     if m.attention != "dsv4":   # Megatron-LM core_v0.16.1 builds no DeepSeek-V4 (refused before its flags)
         args = architecture_args(m, 4096)
         assert float(args[args.index("--moe-router-bias-update-rate") + 1]) == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("folder, balancing, coeff", [
+    ("Qwen3-30B-A3B", "aux_loss", 1e-3), ("Qwen3-Next-80B-A3B-Instruct", "global_aux_loss", 1e-3),
+    ("DeepSeek-V3", "seq_aux_loss", 1e-4), ("Kimi-K2-Instruct", "seq_aux_loss", 1e-3),
+    ("GLM-4.5-Air", "seq_aux_loss", 1e-3), ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "seq_aux_loss", 1e-4),
+    ("gpt-oss-120b", "none", 0.0), ("Mixtral-8x7B-v0.1", "aux_loss", 0.02),   # AutoBridge: router_aux_loss_coef
+])
+def test_a_config_trains_with_the_load_balancing_megatron_bridge_gives_its_model_type(folder, balancing, coeff):
+    """Emitted plans of an hf: model carry the balancing loss Megatron-Bridge's bridge for that model type sets
+    (before: aux_loss at 0 for every config, i.e. none)."""
+    from commbench.planner.emit.megatron_arch import architecture_args
+    m = hf(folder)
+    assert (m.architecture.load_balancing, m.architecture.aux_loss_coeff) == (balancing, pytest.approx(coeff))
+    args = architecture_args(m, 4096)
+    assert args[args.index("--moe-router-load-balancing-type") + 1] == balancing
+    assert float(args[args.index("--moe-aux-loss-coeff") + 1]) == pytest.approx(coeff)

@@ -24,6 +24,17 @@ EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe")  # the modeling code always has t
 # moe_router_bias_update_rate = 1e-3, which Megatron-Bridge's DeepSeek / Kimi / Nemotron providers leave, and
 # DeepSeek-V3's bias update speed (arXiv 2412.19437, section 4.2: 0.001). Zero would freeze the bias.
 EXPERT_BIAS_UPDATE_RATE = 1e-3
+# The load-balancing loss Megatron-Bridge (067f987) trains each model type with from its config.json: the type's
+# bridge (models/<family>/*_bridge.py: qwen3_moe aux_loss 1e-3, qwen3_next global_aux_loss 1e-3, deepseek_v3
+# seq_aux_loss with aux_loss_alpha or 1e-4, kimi_k2 seq_aux_loss 1e-3, glm4_moe (glm45) seq_aux_loss 1e-3,
+# nemotron_h seq_aux_loss 1e-4, gpt_oss none; DeepSeek-V4's performance recipe seq_aux_loss 1e-4), else
+# AutoBridge's CONFIG_MAPPING (conversion/model_bridge.py): router_aux_loss_coef / aux_loss_alpha as the
+# coefficient of megatron-core's default aux_loss. None: the coefficient the config states.
+BALANCING = {"qwen3_moe": ("aux_loss", 1e-3), "qwen3_next": ("global_aux_loss", 1e-3),
+             "deepseek_v3": ("seq_aux_loss", None), "kimi_k2": ("seq_aux_loss", 1e-3),
+             "glm4_moe": ("seq_aux_loss", 1e-3), "nemotron_h": ("seq_aux_loss", 1e-4), "gpt_oss": ("none", 0.0),
+             "deepseek_v4": ("seq_aux_loss", 1e-4)}
+DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
 
 
 def _rope(c, out: dict[str, Any]) -> None:
@@ -72,6 +83,9 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
                    router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
         if out["router_expert_bias"]:
             out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
+        kind, coeff = BALANCING.get(t, ("aux_loss", None))
+        stated = c.get("router_aux_loss_coef", c.get("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
+        out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))
         if groups > 1:
             out.update(router_groups=groups, router_group_topk=group_topk)
     source = Source(key="hf-config", repo="huggingface config.json", path=str(path), commit="local file")
