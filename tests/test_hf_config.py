@@ -179,7 +179,8 @@ ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "
                         "rope_scaling_factor", "rope_original_max_positions", "yarn_beta_fast", "yarn_beta_slow",
                         "yarn_mscale", "yarn_mscale_all_dim", "sliding_window", "window_skip_freq", "softmax_type",
                         "router_score", "router_topk_scaling", "router_groups", "router_group_topk",
-                        "router_expert_bias", "norm_zero_centered_gamma", "shared_expert_gate")
+                        "router_expert_bias", "norm_zero_centered_gamma", "shared_expert_gate", "router_pre_softmax",
+                        "router_bias_update_rate")
 
 
 @pytest.mark.parametrize("folder, zoo", [
@@ -187,7 +188,7 @@ ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "
     ("Mixtral-8x7B-v0.1", "mixtral-8x7b"), ("gpt-oss-120b", "gpt-oss-120b"), ("DeepSeek-V3", "deepseek-v3"),
     ("Kimi-K2-Instruct", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b"),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b"),
-    ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"),
+    ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"), ("DeepSeek-V4-Flash", "deepseek-v4-flash"),
 ])
 def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
     """The architecture read from config.json (models/hf_arch.py) equals the zoo's, which cites the

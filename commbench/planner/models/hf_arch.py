@@ -34,7 +34,8 @@ BALANCING = {"qwen3_moe": ("aux_loss", 1e-3), "qwen3_next": ("global_aux_loss", 
              "deepseek_v3": ("seq_aux_loss", None), "kimi_k2": ("seq_aux_loss", 1e-3),
              "glm4_moe": ("seq_aux_loss", 1e-3), "nemotron_h": ("seq_aux_loss", 1e-4), "gpt_oss": ("none", 0.0),
              "deepseek_v4": ("seq_aux_loss", 1e-4)}
-DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
+DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}
+PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridge: moe_router_pre_softmax = True  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
 
 
 def _rope(c, out: dict[str, Any]) -> None:
@@ -71,7 +72,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         out.update(glu_linear_offset=1.0, activation_clamp=float(c.get("swiglu_limit", 7.0)), softmax_type="learnable")
     if t == "deepseek_v4":  # the modeling code's per-head sinks and clamped SwiGLU; HF's partial_rotary_factor
         # is relative to head_dim, the rope split already is qk_rope_head_dim (Megatron-Bridge sets rotary_percent 1)
-        out.update(softmax_type="learnable", activation_clamp=float(c.get("swiglu_limit", 0.0)), rotary_percent=1.0)
+        out.update(softmax_type="learnable", activation_clamp=float(c.get("swiglu_limit", 0.0)), rotary_percent=1.0,
+                   yarn_mscale=1.0, yarn_mscale_all_dim=1.0)  # no mscale in the config: the bridge sets both to 1
     if t == "qwen3_next":  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
         out.update(norm_zero_centered_gamma=True, shared_expert_gate=bool(fields.get("num_shared_experts")))
     if fields.get("sliding_window"):
@@ -83,6 +85,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
                    router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
         if out["router_expert_bias"]:
             out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
+        out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES
         kind, coeff = BALANCING.get(t, ("aux_loss", None))
         stated = c.get("router_aux_loss_coef", c.get("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
         out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))
