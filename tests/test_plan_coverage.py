@@ -114,3 +114,29 @@ def test_search_does_not_propose_ep_overlap_inside_one_node_but_keeps_it_across_
                                       calibration=CALIBRATED)
     assert line.startswith("Measured slower: EP all-to-all overlap") and "pinned" in line
     assert f"the {len(coverage.ep_overlap_slower_runs())} published runs" in line
+
+
+def test_tp_comm_overlap_is_not_proposed_at_a_precision_no_recipe_runs_it_at():
+    """Every Megatron-Bridge recipe with TP > 1 at nvfp4 turns TP comm overlap off (the table: 0 of them run it),
+    while most at mxfp8 run it: the search leaves it off at nvfp4 unless pinned, and a pinned one is named."""
+    from commbench.costmodel import load_preset
+    from commbench.planner.layout.recipes import tp_overlap_recipes, tp_overlap_unrun
+    from commbench.planner.search.space import SearchRequest, best_for_pins
+    runs, recipes = tp_overlap_recipes("nvfp4")
+    assert runs == 0 and recipes >= 10 and tp_overlap_unrun("nvfp4")
+    assert tp_overlap_recipes("mxfp8")[0] > 0 and not tp_overlap_unrun("mxfp8")
+    model = load_model("llama3.1-405b")
+
+    def chosen(precision, **pins):
+        req = SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=256), num_gpus=256, gbs=1536,
+                            precision=precision, software="26.02", pins=dict(tp=4, pp=16, vp=4, mbs=1, **pins))
+        return best_for_pins(req)[0].layout(0)
+
+    assert not chosen("nvfp4").tp_comm_overlap and chosen("mxfp8").tp_comm_overlap
+    pinned = chosen("nvfp4", tp_comm_overlap=True)
+    assert pinned.tp_comm_overlap
+    lines = coverage.coverage_lines(model=model, layout=pinned, ep_domains=1, domain_size=72, system="gb200-nvl72",
+                                    calibration=CALIBRATED)
+    assert any(line.startswith(f"Not run: TP comm overlap at nvfp4 (pinned here): none of the {recipes} ") for line in lines)
+    assert not any(line.startswith("Not run") for line in coverage.coverage_lines(
+        model=model, layout=chosen("mxfp8"), ep_domains=1, domain_size=72, system="gb200-nvl72", calibration=CALIBRATED))

@@ -17,7 +17,7 @@ import numpy as np
 
 from commbench.planner.calibrate.published import PublishedRun, _preset, predict_runs, published_runs
 from commbench.planner.layout import placement
-from commbench.planner.layout.recipes import ep_overlap_measured_slower
+from commbench.planner.layout.recipes import ep_overlap_measured_slower, tp_overlap_recipes, tp_overlap_unrun
 
 CROSS_DOMAIN_EP = "EP across scale-up domains"
 MOE_FSDP = "FSDP on a MoE model"
@@ -94,8 +94,9 @@ def _measured_slower(domain_size: int, calibration) -> str:
 
 def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: str, calibration) -> list[str]:
     """One line per extrapolated regime the plan's `layout` is in: the published runs on `system` in it
-    and the model's error on them, or that there are none; and one where published runs contradict the
-    prediction (the EP overlap inside one 8-GPU node)."""
+    and the model's error on them, or that there are none; one where published runs contradict the
+    prediction (the EP overlap inside one 8-GPU node); one for a feature no recipe runs at the precision (TP comm
+    overlap at NVFP4)."""
     detail = {CROSS_DOMAIN_EP: f" (this plan's EP{layout.ep} spans {ep_domains} domains of {domain_size})",
               MOE_FSDP: " (its experts' weights gathered every micro-batch)"}
     out = []
@@ -105,4 +106,9 @@ def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: 
                    f"Untested: {what} has no published run on {system} in the calibration set; {UNTESTED_WHY[regime]}.")
     if model.is_moe and layout.moe_a2a_overlap and bool(ep_overlap_measured_slower(domain_size, ep_domains)):
         out.append(_measured_slower(domain_size, calibration))
+    if layout.tp_comm_overlap and layout.tp > 1 and tp_overlap_unrun(layout.precision):
+        recipes = tp_overlap_recipes(layout.precision)[1]
+        out.append(f"Not run: TP comm overlap at {layout.precision} (pinned here): none of the {recipes} Megatron-Bridge "
+                   f"recipes with TP > 1 at {layout.precision} runs it (they turn it off for NVFP4), so no published run "
+                   "checks its predicted gain, and the search does not propose it.")
     return out

@@ -219,6 +219,22 @@ def release_features_scope(release: str, gpu: str | None = None, precision: str 
     return _feature_entries(release, gpu, precision, model)[1]
 
 
+@functools.cache
+def tp_overlap_recipes(precision: str) -> tuple[int, int]:
+    """(recipes with TP > 1 at `precision` that run TP comm overlap (--tp-comm-overlap), all recipes with TP > 1 at
+    it), over every release. At nvfp4 none does (0 of 76): Megatron-Bridge turns it off for NVFP4 (v0.3.0
+    scripts/performance/configs/llama/llama31_llm_pretrain.py: `tp_comm_overlap = False if precision == "nvfp4"`;
+    the 0.6.0 flat recipes set it False in every NVFP4 one), so the search does not propose it there."""
+    at = [e for e in _usable() if e["precision"] == precision and int(e.get("tp") or 1) > 1]
+    return sum(bool(e.get("tp_comm_overlap", True)) for e in at), len(at)
+
+
+def tp_overlap_unrun(precision: str) -> bool:
+    """No recipe of any release runs TP comm overlap at `precision` though some use TP > 1 there."""
+    runs, recipes = tp_overlap_recipes(precision)
+    return recipes > 0 and runs == 0
+
+
 # NeMo Framework containers without DeepEP: Megatron-Bridge docs/releases/known-issues.md (v0.4.0 to v0.6.0),
 # under 26.02: "DeepEP is not supported in the current NeMo framework 26.02 container (nvcr.io/nvidia/nemo:26.02)".
 CONTAINERS_WITHOUT_DEEPEP = frozenset({"26.02"})
@@ -273,4 +289,5 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
 
 __all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
            "release_features", "release_features_scope", "check_pins_in_release", "flex_backend",
+           "tp_overlap_recipes", "tp_overlap_unrun",
            "CONTAINERS_WITHOUT_DEEPEP", "gpu_key"]

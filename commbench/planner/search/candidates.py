@@ -12,7 +12,7 @@ import numpy as np
 from commbench.errors import CommbenchError
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
 from commbench.planner.layout.graph_scope import scope_mask
-from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features
+from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.search.frameworks import restrict_columns, runs_fused_grouped_mlp
@@ -113,7 +113,9 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
         cols["dispatcher"] = np.where(cols["ep"] == 1, np.int8(CODE_FIELDS["dispatcher"].index("alltoall")),
                                       cols["dispatcher"]).astype(np.int8)
     tp, sp_on = cols["tp"], cols["sequence_parallel"]
-    cols["tp_comm_overlap"] = np.asarray(pins.get("tp_comm_overlap", True)) & sp_on & (tp > 1)
+    # TP comm overlap wherever Megatron allows it, except at a precision no recipe runs it at (NVFP4: recipes.py)
+    tp_overlap = pins.get("tp_comm_overlap", not tp_overlap_unrun(req.precision))
+    cols["tp_comm_overlap"] = np.asarray(tp_overlap) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
     # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))

@@ -7,7 +7,9 @@ models as HSDP sharded within a scale-up domain, replicated across: step/fsdp.py
 sequence parallel (when tp > 1). Overlap flags (tp_comm_overlap, moe_a2a_overlap, dp_overlap) are
 set on wherever Megatron allows them: the step model gives them no memory cost and never a longer
 step, so a layout with one off is dominated (same memory, never faster) and is evaluated only
-when pinned off with --layout. Megatron's constraints on them (megatron/training/arguments.py):
+when pinned off with --layout. Not proposed where the published recipes say otherwise: the EP overlap
+with the EP group inside one 8-GPU node (measured slower) and TP comm overlap at a precision no recipe
+runs it at (NVFP4) (layout/recipes.py). Megatron's constraints on them (megatron/training/arguments.py):
 --tp-comm-overlap needs --sequence-parallel (tp > 1); --overlap-moe-expert-parallel-comm needs
 ep > 1, no full recompute, and an interleaved schedule when pp > 1.
 
