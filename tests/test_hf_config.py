@@ -257,7 +257,7 @@ def test_deepseek_v4_reads_its_attention_kinds_from_either_spelling(tmp_path):
     (dict(compress_ratios=[4] * 44), "then 0 per MTP layer"),
     (dict(compress_ratios=None), "lacks 'compress_ratios' \\(or 'layer_types' with 'compress_rates'\\)"),
     (dict(num_key_value_heads=8), "num_key_value_heads=8 is not modelled: 1"),
-    (dict(o_groups=7), "o_groups must divide heads"),
+    (dict(o_groups=7), "o_groups=7 is invalid: must divide heads"),
 ])
 def test_a_deepseek_v4_config_the_planner_cannot_model_is_one_line(tmp_path, changes, message):
     with pytest.raises(CommbenchError, match=message):

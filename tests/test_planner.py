@@ -360,10 +360,10 @@ def test_deepseek_v4_flash_counts_the_published_totals_and_megatron_bridges_flop
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(csa_pattern="WC"), "csa_pattern needs one of W/C/H per layer"),
+    (dict(csa_pattern="WC"), r"deepseek-v4-flash.csa_pattern='WC' is invalid: one of W/C/H per layer \(43 layers\)"),
     (dict(csa_pattern=""), 'csa_pattern.*set exactly when attention = "dsv4"'),
-    (dict(o_groups=3), "o_groups must divide heads"),
-    (dict(index_topk=0), "need index_heads, index_head_dim and index_topk > 0"),
+    (dict(o_groups=3), r"o_groups=3 is invalid: must divide heads \(64\)"),
+    (dict(index_topk=0), r"index_topk=0 is invalid: > 0: compressed sparse \(C\) layers have an indexer"),
     (dict(hash_layers=50), "hash_layers=50 is invalid: 0..43"),
 ])
 def test_a_deepseek_v4_spec_that_does_not_add_up_is_one_line(changes, message):

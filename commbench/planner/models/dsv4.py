@@ -127,14 +127,19 @@ def dsv4_heads_bad(m: "ModelSpec", tp, cp) -> np.ndarray:
     return (m.o_groups % tp != 0) | (cp != 1)
 
 
-def check(m: "ModelSpec") -> str | None:
-    """Why the spec's DeepSeek-V4 fields are inconsistent, or None."""
+def check(m: "ModelSpec") -> tuple[str, object, str] | None:
+    """(field, value, what is allowed) of the first inconsistent DeepSeek-V4 field, or None."""
     if len(m.csa_pattern) != m.num_layers or set(m.csa_pattern) - set(KINDS):
-        return f"csa_pattern needs one of {'/'.join(KINDS)} per layer ({m.num_layers})"
-    if min(m.head_dim, m.qk_rope_head_dim, m.q_lora_rank, m.o_lora_rank, m.o_groups, m.csa_window) <= 0:
-        return "head_dim, qk_rope_head_dim, q_lora_rank, o_lora_rank, o_groups and csa_window must be > 0"
-    if m.num_heads % m.o_groups or m.qk_rope_head_dim >= m.head_dim:
-        return "o_groups must divide heads and qk_rope_head_dim be below head_dim"
-    if "C" in m.csa_pattern and min(m.index_heads, m.index_head_dim, m.index_topk) <= 0:
-        return "compressed sparse (C) layers need index_heads, index_head_dim and index_topk > 0"
+        return "csa_pattern", m.csa_pattern, f"one of {'/'.join(KINDS)} per layer ({m.num_layers} layers)"
+    for name in ("head_dim", "qk_rope_head_dim", "q_lora_rank", "o_lora_rank", "o_groups", "csa_window"):
+        if getattr(m, name) <= 0:
+            return name, getattr(m, name), "> 0 for DeepSeek-V4's hybrid attention"
+    if m.num_heads % m.o_groups:
+        return "o_groups", m.o_groups, f"must divide heads ({m.num_heads})"
+    if m.qk_rope_head_dim >= m.head_dim:
+        return "qk_rope_head_dim", m.qk_rope_head_dim, f"below head_dim ({m.head_dim})"
+    if "C" in m.csa_pattern:
+        for name in ("index_heads", "index_head_dim", "index_topk"):
+            if getattr(m, name) <= 0:
+                return name, getattr(m, name), "> 0: compressed sparse (C) layers have an indexer"
     return None

@@ -114,8 +114,8 @@ class ModelSpec:
             raise invalid(f"{self.name}.attention", "mla", "MLA needs q/kv lora ranks and nope/rope/v head dims > 0")
         if (self.attention == "dsv4") != bool(self.csa_pattern):
             raise invalid(f"{self.name}.csa_pattern", self.csa_pattern or '""', 'set exactly when attention = "dsv4"')
-        if self.attention == "dsv4" and (why := dsv4.check(self)):
-            raise invalid(f"{self.name}.attention", "dsv4", why)
+        if self.attention == "dsv4" and (bad := dsv4.check(self)):
+            raise invalid(f"{self.name}.{bad[0]}", bad[1], bad[2])
         if self.hash_layers > self.num_moe_layers:
             raise invalid(f"{self.name}.hash_layers", self.hash_layers, f"0..{self.num_moe_layers} (the MoE layers)")
         arch = self.architecture
