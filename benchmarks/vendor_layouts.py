@@ -102,18 +102,21 @@ def release_key(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split(".") if part.isdigit())
 
 
+def run_key(run) -> tuple:
+    """What makes two published runs the same run: model, system, GPU count, precision, sequence, global batch."""
+    lay = run.layout
+    return (run.model.name, run.preset, int(run.row["num_gpus"]), lay.precision, int(run.row["seq_len"]), lay.gbs)
+
+
+def structure(run) -> tuple:
+    """The run's layout structure (tp, cp, pp, vp, ep, etp, mbs)."""
+    return tuple(getattr(run.layout, name) for name in STRUCTURE)
+
+
 def later_layout_gain(rows: list[dict], pool=()) -> None:
-    """For each row: the MEASURED gain of the fastest later-release published row of the same run (model, GPU,
-    GPU count, precision, sequence, global batch) whose structure differs, if faster (key "later"). `pool`: the
-    published runs to look in besides the rows' own (the other tables: a calibration row's later layout is often
-    a newer release's row)."""
-    def run_key(run):
-        lay = run.layout
-        return (run.model.name, run.preset, int(run.row["num_gpus"]), lay.precision, int(run.row["seq_len"]), lay.gbs)
-
-    def structure(run):
-        return tuple(getattr(run.layout, name) for name in STRUCTURE)
-
+    """For each row: the MEASURED gain of the fastest later-release published row of the same run (run_key)
+    whose structure differs, if faster (key "later"). `pool`: the published runs to look in besides the rows' own
+    (the other tables: a calibration row's later layout is often a newer release's row)."""
     def release(run):
         return release_key(str(run.row.get("release") or ""))
 
@@ -128,16 +131,12 @@ def later_layout_gain(rows: list[dict], pool=()) -> None:
 
 def layout_ratio_errors(runs, cal=CALIBRATED) -> list[dict]:
     """What a predicted gain of one layout over another is worth, MEASURED: every pair of published runs of the same
-    run (model, GPU, GPU count, precision, sequence, global batch) with different structures, each predicted with
+    run (run_key) with different structures, each predicted with
     its own release's recipe; per pair the |log| of predicted over published ratio (the error of a predicted gain,
     software moves between releases included). One pair per (run, structures, releases)."""
     p = predict_runs(runs, cal)
-    items = []
-    for j, run in enumerate(p.runs):
-        lay = run.layout
-        items.append(((run.model.name, run.preset, int(run.row["num_gpus"]), lay.precision, int(run.row["seq_len"]),
-                       lay.gbs), tuple(getattr(lay, name) for name in STRUCTURE), str(run.row.get("release") or ""),
-                      float(p.published_tokens[j]), float(p.predicted_tokens[j]), run.model.is_moe))
+    items = [(run_key(run), structure(run), str(run.row.get("release") or ""), float(p.published_tokens[j]),
+              float(p.predicted_tokens[j]), run.model.is_moe) for j, run in enumerate(p.runs)]
     seen, out = set(), []
     for i, a in enumerate(items):
         for b in items[i + 1:]:
@@ -179,7 +178,8 @@ def regime_counts(rows: list[dict]) -> dict[str, int]:
     return dict(collections.Counter(regime_of(r) for r in rows).most_common())
 
 
-def summary(rows: list[dict], title: str, measured_band: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
+def summary(rows: list[dict], title: str,
+            measured_band: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
     out = {}
     for reading, rank_key, gain_key in (("as published", "rank", "gain"), ("structure, search's flags", "srank", "sgain")):
         ranked = [r for r in rows if r.get(rank_key) is not None]

@@ -86,8 +86,8 @@ def _measured_slower(domain_size: int, calibration) -> str:
     p = predict_runs(runs, calibration)
     err = (p.predicted_tokens / p.published_tokens - 1.0) * 100.0
     return (f"Measured slower: EP all-to-all overlap with the EP group inside one {domain_size}-GPU node "
-            f"(pinned here): the {len(runs)} published runs of it in the calibration set ran slower than the same runs without it, "
-            f"and this model predicts them {err.min():+.0f}% to {err.max():+.0f}% too fast (it has no term for what "
+            f"(pinned here): the {len(runs)} published runs of it in the calibration set ran slower than the same "
+            f"runs without it, and this model predicts them {err.min():+.0f}% to {err.max():+.0f}% too fast (it has no term for what "
             "slows it; layout/recipes.py cites the runs). Megatron-Bridge r0.3.1 turned it off there, and the search "
             "does not propose it.")
 
@@ -108,7 +108,7 @@ def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: 
         out.append(_measured_slower(domain_size, calibration))
     if layout.tp_comm_overlap and layout.tp > 1 and tp_overlap_unrun(layout.precision):
         recipes = tp_overlap_recipes(layout.precision)[1]
-        out.append(f"Not run: TP comm overlap at {layout.precision} (pinned here): none of the {recipes} Megatron-Bridge "
-                   f"recipes with TP > 1 at {layout.precision} runs it (they turn it off for NVFP4), so no published run "
-                   "checks its predicted gain, and the search does not propose it.")
+        out.append(f"Not run: TP comm overlap at {layout.precision} (pinned here): none of the {recipes} "
+                   f"Megatron-Bridge recipes with TP > 1 at {layout.precision} runs it, so no published run checks "
+                   "its predicted gain, and the search does not propose it.")
     return out

@@ -105,6 +105,11 @@ def hyper_connection_params(m: "ModelSpec") -> float:
     return 2.0 * (m.hc_mult * m.hidden * mix + mix + 3)
 
 
+def hyper_connection_head_params(m: "ModelSpec") -> float:
+    """The output head's learned contraction of the streams into one (hc_head_fn, base, scale)."""
+    return float(m.hc_mult * m.hidden * m.hc_mult + m.hc_mult + 1) if m.hc_mult > 1 else 0.0
+
+
 def residual_elements(m: "ModelSpec") -> float:
     """Elements a block's residual connection reads and writes per token, forward: a plain add reads 2 h and
     writes h; mHC's pre-mix reads the hc_mult streams and writes the block input (hc h + h), its post-mix reads
@@ -112,11 +117,6 @@ def residual_elements(m: "ModelSpec") -> float:
     if m.hc_mult <= 1:
         return 3.0 * m.hidden
     return (3.0 * m.hc_mult + 2.0) * m.hidden
-
-
-def hyper_connection_head_params(m: "ModelSpec") -> float:
-    """The output head's learned contraction of the streams into one (hc_head_fn, base, scale)."""
-    return float(m.hc_mult * m.hidden * m.hc_mult + m.hc_mult + 1) if m.hc_mult > 1 else 0.0
 
 
 def dsv4_heads_bad(m: "ModelSpec", tp, cp) -> np.ndarray:

@@ -6,8 +6,10 @@ original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim),
 with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
 topk_method (noaux_tc = expert bias). What a model type fixes in its modeling code rather than its
 config (Qwen3's and MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset,
-Qwen2's QKV bias (GLM-4.5's where attention_bias says so), GLM-4.5's sigmoid router with its correction bias, Qwen3-Next's zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU
-and position-free attention) is set per model type.
+Qwen2's QKV bias (GLM-4.5's where attention_bias says so), GLM-4.5's sigmoid router with its correction
+bias, Qwen3-Next's zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU and position-free
+attention) is set per model type; the router's training settings (balancing loss, pre-softmax scores, bias
+update rate) as Megatron-Bridge's bridge for the model type sets them.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ BALANCING = {"qwen3_moe": ("aux_loss", 1e-3), "qwen3_next": ("global_aux_loss", 
              "deepseek_v3": ("seq_aux_loss", None), "kimi_k2": ("seq_aux_loss", 1e-3),
              "glm4_moe": ("seq_aux_loss", 1e-3), "nemotron_h": ("seq_aux_loss", 1e-4), "gpt_oss": ("none", 0.0),
              "deepseek_v4": ("seq_aux_loss", 1e-4)}
-DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}
-PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridge: moe_router_pre_softmax = True  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
+DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
+PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridge: moe_router_pre_softmax = True
 
 
 def _rope(c, out: dict[str, Any]) -> None:

@@ -253,9 +253,6 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "qwen3_next": _qwen3_next,
 }
 
-# Architectures a config.json may name that the step model has no terms for, and why (one line each).
-NOT_MODELLED: dict[str, str] = {}
-
 
 def config_path(path: str) -> Path:
     p = Path(path)
@@ -276,8 +273,6 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
         raw = dict(raw["text_config"], model_type=raw["text_config"].get("model_type", raw.get("model_type")))
     c = _Config(raw, where)
     reader = READERS.get(c.model_type)
-    if c.model_type in NOT_MODELLED:
-        raise c.fail(f"model_type={c.model_type!r} is not modelled: {NOT_MODELLED[c.model_type]}")
     if reader is None:
         raise c.fail(f"model_type={c.model_type!r} is not known: one of {', '.join(sorted(READERS))}")
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem

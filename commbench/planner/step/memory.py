@@ -239,8 +239,8 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     """HBM bytes the memory-bound kernels move for one micro-batch on one GPU, forward + backward
     (backward counted as twice the forward). Per token per layer, bf16, counted as reads + writes:
     per block (attention, MLP/MoE, Mamba, ...) one norm (read h, write h: 2h) and one residual add (read 2h,
-    write h: 3h; DeepSeek-V4's hyper-connections: models/dsv4.residual_elements), rope on q/k (2 (q + k)), activation function (read g-1 FFN-widths,
-    write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
+    write h: 3h; DeepSeek-V4's hyper-connections: models/dsv4.residual_elements), rope on q/k (2 (q + k)),
+    activation function (read g-1 FFN-widths, write one), MoE permute + unpermute (2 x 2 x top-k x h), fp8 casts (read 2 B + write 1 B of
     every GEMM input) when the precision is 8- or 4-bit, and the unfused passes a clamped GLU or expert
     biases add (unfused_expert_epilogue_elements). The fused grouped MLP (fused_moe) removes the experts'
     activation pass, those passes and their FC2-input cast, nothing else. With context parallelism, each
