@@ -17,3 +17,24 @@ def count_argument(parser: argparse.ArgumentParser, argv: list[str], name: str, 
     if value < 1:
         parser.error(f"{name} {value}: allowed: a positive integer")
     return value
+
+
+
+def calibration_argument(parser: argparse.ArgumentParser) -> None:
+    """--calibration FILE: a `commbench calibrate -O` file to evaluate instead of the shipped terms."""
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="evaluate the terms of this commbench-calibration file (`commbench calibrate -O`, or "
+                             "planner_calibration.py -O) instead of the shipped ones (step/terms.py)")
+
+
+def calibration_of(parser: argparse.ArgumentParser, path: str | None):
+    """The Calibration --calibration names (the shipped one without it); a bad file is argparse's one-line error,
+    exit 2."""
+    from commbench.errors import CommbenchError
+    from commbench.planner.step.terms import CALIBRATED, load_calibration
+    if path is None:
+        return CALIBRATED
+    try:
+        return load_calibration(path)
+    except CommbenchError as exc:
+        parser.error(str(exc))

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from commbench.planner.calibrate.published import predict_runs, published_runs  # noqa: E402
 from commbench.planner.calibrate.regularise import calibrate_report  # noqa: E402
-from commbench.planner.step.terms import CALIBRATED  # noqa: E402
+from cli_args import calibration_argument, calibration_of  # noqa: E402
 
 ROWS = Path(__file__).parent / "data" / "newer-release-runs.json"
 GOALS = {"all": 8.0, "MoE": 10.0, "transfer": 12.0}
@@ -109,8 +109,9 @@ def _steps_summary(steps, show_rows: bool) -> None:
             print(f"  {label:72s} published x{pub:.2f} predicted x{pred:.2f}")
 
 
-def transfer(runs, releases) -> tuple[list, list]:
-    """Per (release, GPU) in `releases`: fit on the release's other GPUs' rows, predict this GPU's."""
+def transfer(runs, releases, calibration) -> tuple[list, list]:
+    """Per (release, GPU) in `releases`: fit on the release's other GPUs' rows (calibrate's prior: `calibration`),
+    predict this GPU's."""
     held, errors = [], []
     for release in releases:
         mine = [r for r in runs if r.row["release"] == release]
@@ -120,7 +121,7 @@ def transfer(runs, releases) -> tuple[list, list]:
             if not train:
                 print(f"  {release} {gpu}: no other GPU's rows to calibrate on", file=sys.stderr)
                 continue
-            fitted = calibrate_report(train, CALIBRATED, loo=False).fitted
+            fitted = calibrate_report(train, calibration, loo=False).fitted
             errs = _errors(test, fitted)
             print(f"  {release} {gpu}: calibrated on {len(train)} rows of the other GPUs, {len(test)} predicted, "
                   f"median |error| {_median([abs(e) for e in errs]):.1f}%", file=sys.stderr, flush=True)
@@ -133,7 +134,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transfer", default="", help="releases for the transfer check (comma list, or all)")
     parser.add_argument("--rows", action="store_true", help="print every row's error")
+    calibration_argument(parser)
     args = parser.parse_args()
+    calibration = calibration_of(parser, args.calibration)
     runs = published_runs(tuple(json.loads(ROWS.read_text())))
     refused = [r for r in runs if r.layout is None]
     runs = [r for r in runs if r.layout is not None]
@@ -143,14 +146,14 @@ def main() -> None:
         parser.error(f"--transfer {','.join(unknown)}: no such release in {ROWS.name} (allowed: {', '.join(known)}, or all)")
     print(f"{len(runs)} rows modelled of {len(runs) + len(refused)} ({ROWS.name}); not modelled: "
           + (", ".join(sorted({r.row['model'] for r in refused})) or "none"))
-    errors = _errors(runs, CALIBRATED)
+    errors = _errors(runs, calibration)
     if args.rows:
         for r, e in sorted(zip(runs, errors), key=lambda x: x[0].label):
             print(f"  {r.label:58s} {e:+7.1f}{'  (footnoted)' if _footnoted(r) else ''}")
-    _summary("predicted with the shipped calibration vs published", runs, errors)
+    _summary(f"predicted with the {args.calibration or 'shipped calibration'} vs published", runs, errors)
     _steps_summary(release_steps(runs, errors), args.rows)
     if args.transfer:
-        held, errs = transfer(runs, releases)
+        held, errs = transfer(runs, releases, calibration)
         _summary(f"predicted after calibrate on the release's other GPUs vs published (transfer; {', '.join(releases)})", held, errs)
     print("goals (issue 24): " + ", ".join(f"{k} <= {v:g}%" for k, v in GOALS.items()))
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cli_args import parser_for
+from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.planner.calibrate import coverage
 from commbench.planner.calibrate.published import predict_runs, published_runs, _preset
 from commbench.planner.layout.placement import ep_domains
@@ -290,13 +290,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--why", action="store_true",
                         help="per row, each flag the search would change on the published structure, switched "
                              "alone, with its predicted gain; and a table of those gains per flag")
+    calibration_argument(parser)
     args = parser.parse_args(argv)   # a wrong option is one line and exit 2, before any work
+    cal = calibration_of(parser, args.calibration)
     start = time.perf_counter()
     calibration_runs = published_runs()
     held_runs = published_runs(tuple(json.loads(HELD_OUT.read_text())))
     newer_runs = published_runs(tuple(json.loads(NEWER.read_text())))
     every_run = calibration_runs + held_runs + newer_runs   # where a later release's layout may be published
-    pairs = layout_ratio_errors(every_run)
+    pairs = layout_ratio_errors(every_run, cal)
     band = ratio_band(pairs)
     errors = np.array([q["error"] for q in pairs])
     if len(errors):
@@ -305,23 +307,23 @@ def main(argv: list[str]) -> int:
               f"{band['moe'] * 100:.1f}%, dense {band['dense'] * 100:.1f}%), 80th percentile "
               f"{np.quantile(errors, 0.8) * 100:.1f}%; the stated band (MODEL_MEDIAN_ABS_ERROR) is MoE "
               f"{MODEL_MEDIAN_ABS_ERROR['moe'] * 100:.1f}%, dense {MODEL_MEDIAN_ABS_ERROR['dense'] * 100:.1f}%")
-    rows = rank_rows(calibration_runs)
+    rows = rank_rows(calibration_runs, cal)
     later_layout_gain(rows, every_run)
-    per_flag = flag_gains(rows) if args.why else {}
+    per_flag = flag_gains(rows, cal) if args.why else {}
     show(rows)
     summary(rows, "calibration rows", band)
     if per_flag:
         show_flag_gains(per_flag)
     if not args.calibration_only:
-        held = rank_rows(held_runs)
+        held = rank_rows(held_runs, cal)
         later_layout_gain(held, every_run)
-        held_flags = flag_gains(held) if args.why else {}
+        held_flags = flag_gains(held, cal) if args.why else {}
         print()
         show(held)
         summary(held, "held-out GB300 rows", band)
         if held_flags:
             show_flag_gains(held_flags)
-        newer = rank_rows(newer_runs)
+        newer = rank_rows(newer_runs, cal)
         later_layout_gain(newer, every_run)
         print()
         ranked = [r for r in newer if r.get("rank") is not None]
