@@ -110,12 +110,14 @@ def leave_one_release_out(runs, start=FIT_START, rounds: int = 5, terms: tuple[s
 
 
 def at_bounds(cal, terms=PUBLISHED_FIT_TERMS) -> list[str]:
-    """Fitted terms sitting at (within 0.5% of) a bound of fit.BOUNDS."""
+    """Fitted terms sitting at (within 0.5% of) a bound of fit.BOUNDS; a floor of 0 (a time term the fit drove
+    to nothing) within 0.5% of the range."""
     out = []
     for name in terms:
         lo, hi = BOUNDS[name]
         v = getattr(cal, name)
-        if (lo > 0 and abs(v / lo - 1) < 5e-3) or abs(v / hi - 1) < 5e-3:
+        at_floor = abs(v / lo - 1) < 5e-3 if lo > 0 else v <= lo + 5e-3 * (hi - lo)
+        if at_floor or abs(v / hi - 1) < 5e-3:
             out.append(f"{name}={v:.4g} (bounds {lo:g}..{hi:g})")
     return out
 
@@ -167,6 +169,8 @@ def main(argv: list[str]) -> int:
         holds = parse_holds(args.hold)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.fit and args.calibration:
+        parser.error("--fit starts from FIT_START, --calibration evaluates a file's terms: give one of them")
     terms = fit_terms(holds)
     runs = published_runs()
     cal = calibration_of(parser, args.calibration).with_values(**holds)

@@ -79,3 +79,12 @@ def test_a_file_that_is_not_a_calibration_is_refused_by_name(tmp_path, capsys):
         cli_args.calibration_of(cli_args.parser_for("x"), str(bad))
     assert exc.value.code == 2
     assert "commbench-calibration" in capsys.readouterr().err
+
+
+def test_a_term_driven_to_a_floor_of_zero_counts_as_at_its_bound_and_fit_with_calibration_is_refused(capsys):
+    at = planner_calibration.at_bounds(CALIBRATED.with_values(expert_gemm_kernel_s=0.0, moe_sync_s=0.0))
+    assert [a.split("=")[0] for a in at] == ["moe_sync_s", "overlap_efficiency", "expert_gemm_kernel_s"]
+    assert not any(a.startswith("layer_overhead_s") for a in planner_calibration.at_bounds(CALIBRATED))
+    with pytest.raises(SystemExit) as exc:
+        planner_calibration.main(["--fit", "--calibration", "x.json"])
+    assert exc.value.code == 2 and "give one of them" in capsys.readouterr().err
