@@ -17,6 +17,9 @@ fit) are listed and counted apart.
 
 - release steps: each row against the same configuration in the preceding release (calibration-level
   errors cancel): the check of the credit the model gives the features a release switched on.
+- GPU steps: each row against the same model, release, GPU count and precision on another GPU (GB300 over
+  GB200, B300 over B200, rack over HGX): the check of the hardware difference the model derives from sourced
+  facts instead of a per-GPU factor.
 
     python benchmarks/newer_releases.py [--transfer 26.06,26.08|all] [--rows]
 """
@@ -33,6 +36,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # cli_args, when imported as a module
 
 from commbench.planner.calibrate.published import predict_runs, published_runs  # noqa: E402
 from commbench.planner.calibrate.regularise import calibrate_report  # noqa: E402
@@ -109,6 +113,52 @@ def _steps_summary(steps, show_rows: bool) -> None:
             print(f"  {label:72s} published x{pub:.2f} predicted x{pred:.2f}")
 
 
+# GPU pairs whose difference the step model derives from sourced facts (hardware.toml: SMs, power limit, SFU rate,
+# memory; kernels.sustained_tensor_fraction) rather than a per-GPU factor (issue 24): newer die over older, and a
+# rack (NVL72) GPU over its HGX sibling.
+GPU_PAIRS = (("gb300-nvl72", "gb200-nvl72"), ("b300-hgx", "b200-hgx"), ("gb300-nvl72", "b300-hgx"),
+             ("gb200-nvl72", "b200-hgx"))
+
+
+def gpu_steps(runs, errors) -> list[tuple[str, str, str, float, float]]:
+    """(GPU pair, precision, label, published ratio, predicted ratio) for every run and the same model, release, GPU
+    count and precision on the pair's other GPU (GPU_PAIRS; footnoted rows left out), each at its own published
+    layout and recipe: how much faster one GPU ran the same job, and how much the model says. Calibration-level
+    errors shared by both cancel, so this isolates the hardware difference the model derives."""
+    by_config = {}
+    for r, e in zip(runs, errors):
+        if not _footnoted(r):
+            by_config[(r.row["model"], r.row["release"], r.row["num_gpus"], r.row["precision"], r.preset)] = (r, e)
+    steps = []
+    for (model, release, gpus, precision, preset), (new, e_new) in sorted(by_config.items(), key=lambda kv: kv[1][0].label):
+        for faster, slower in GPU_PAIRS:
+            if preset != faster or (model, release, gpus, precision, slower) not in by_config:
+                continue
+            old, e_old = by_config[(model, release, gpus, precision, slower)]
+            published = float(new.row["tokens_per_s_per_gpu"]) / float(old.row["tokens_per_s_per_gpu"])
+            steps.append((f"{faster.split('-')[0].upper()}/{slower.split('-')[0].upper()}", str(precision), new.label,
+                          published, published * (1 + e_new / 100) / (1 + e_old / 100)))
+    return steps
+
+
+def _gpu_steps_summary(steps, show_rows: bool) -> None:
+    print("GPU steps (same model, release, GPUs, precision on two GPUs, each at its published layout): "
+          "published vs predicted ratio, medians")
+    names = [f"{a.split('-')[0].upper()}/{b.split('-')[0].upper()}" for a, b in GPU_PAIRS]
+    for pair in [n for n in names if any(s[0] == n for s in steps)]:
+        mine = [s for s in steps if s[0] == pair]
+        by_precision = collections.defaultdict(list)
+        for _, precision, _, pub, pred in mine:
+            by_precision[precision].append(pred / pub)
+        print(f"  {pair:12s} {len(mine):3d} pairs: published x{_median([s[3] for s in mine]):.3f}, predicted "
+              f"x{_median([s[4] for s in mine]):.3f}, median |predicted/published - 1| "
+              f"{_median([abs(s[4] / s[3] - 1) * 100 for s in mine]):.1f}%; predicted/published by precision: "
+              + ", ".join(f"{k} {_median(v):.2f} ({len(v)})" for k, v in sorted(by_precision.items())))
+    if show_rows:
+        for pair, _, label, pub, pred in steps:
+            print(f"  {pair:12s} {label:58s} published x{pub:.2f} predicted x{pred:.2f}")
+
+
 def transfer(runs, releases, calibration) -> tuple[list, list]:
     """Per (release, GPU) in `releases`: fit on the release's other GPUs' rows (calibrate's prior: `calibration`),
     predict this GPU's."""
@@ -152,6 +202,7 @@ def main() -> None:
             print(f"  {r.label:58s} {e:+7.1f}{'  (footnoted)' if _footnoted(r) else ''}")
     _summary(f"predicted with the {args.calibration or 'shipped calibration'} vs published", runs, errors)
     _steps_summary(release_steps(runs, errors), args.rows)
+    _gpu_steps_summary(gpu_steps(runs, errors), args.rows)
     if args.transfer:
         held, errs = transfer(runs, releases, calibration)
         _summary(f"predicted after calibrate on the release's other GPUs vs published (transfer; {', '.join(releases)})", held, errs)
