@@ -113,6 +113,8 @@ GQA = (b'[model.x]\nlayers = 32\nhidden = 4096\nheads = 32\nkv_heads = 8\nhead_d
     # a string read with bool() was true: glu = "no" emitted --swiglu
     (GQA + b'glu = "no"\n', "glu='no' is invalid: true or false"),
     (GQA + b'tied_embeddings = "false"\n', "tied_embeddings='false' is invalid: true or false"),
+    # Megatron-LM needs heads % query groups == 0: kv_heads = 7 was planned and emitted
+    (GQA.replace(b"kv_heads = 8", b"kv_heads = 7"), "x.kv_heads=7 is invalid: a divisor of heads (32)"),
 ])
 def test_model_files(tmp_path, content, must):
     path = tmp_path / "m.toml"
