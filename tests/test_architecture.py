@@ -41,3 +41,16 @@ def test_a_value_without_a_source_is_refused():
 def test_a_wrongly_typed_value_is_refused_by_name():
     with pytest.raises(CommbenchError, match=r"arch.qk_norm='yes' is invalid"):
         architecture_from_row("m", {"qk_norm": "yes"}, {"*": "s"}, {"s": object()})
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("norm_epsilon", float("nan"), "norm_epsilon=nan is invalid: a finite number >= 0"),
+    ("rotary_base", -5, "rotary_base=-5 is invalid: a finite number >= 0"),
+    ("rope_scaling_factor", float("inf"), "rope_scaling_factor=inf is invalid"),
+    ("vocab_divisible_by", 0, "vocab_divisible_by=0 is invalid: >= 1"),
+])
+def test_a_non_finite_or_negative_number_is_refused_by_name(field, value, message):
+    """They were emitted as they were (--norm-epsilon nan, --rotary-base -5)."""
+    row = {"activation": "swiglu", "norm_epsilon": 1e-5, "rotary_base": 10000, "max_position_embeddings": 8, field: value}
+    with pytest.raises(CommbenchError, match=message):
+        architecture_from_row("m", row, {"*": "s"}, {"s": object()})

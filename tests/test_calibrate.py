@@ -146,6 +146,31 @@ def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(t
         assert bad.exit_code == 2 and "row 1" in bad.output and "Traceback" not in bad.output, bad.output
 
 
+@pytest.mark.parametrize("change, message", [
+    # a release that is no release name read no recipe, silently: other flags than the run's, another error
+    (dict(release="26.2x"), "row 1: field 'release' = '26.2x'; allowed: a NeMo release as a string"),
+    (dict(release=26.10), "row 1: field 'release' = 26.1; allowed"),   # a JSON number loses 26.10's zero
+    (dict(tp=16), "row 1: field 'num_gpus' = 8; allowed: at least tp*pp*cp = 16"),  # was "dp=0 is invalid"
+])
+def test_a_bad_release_or_too_few_gpus_is_one_line_naming_the_row(tmp_path, change, message):
+    row = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "precision": "MXFP8", "seq_len": 4096,
+           "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "ep": 8, "tokens_per_s_per_gpu": 26695}
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([dict(row, **change)]))
+    bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "300"})
+    assert bad.exit_code == 2 and message in bad.output, bad.output
+    for release in ("24.07", "user", "26.02.01"):  # older than the table, a log's row, a table release: read
+        runs.write_text(json.dumps([dict(row, release=release)]))
+        assert CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)]).exit_code == 0
+
+
+def test_a_json_object_is_not_called_a_torchtitan_log(tmp_path):
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps({"runs": [{"model": "qwen3-30b-a3b"}], "note": "tps: none"}))
+    with pytest.raises(CommbenchError, match="a JSON object; a runs file is a JSON list of objects"):
+        read_runs(str(runs), model=None, gpu=None)
+
+
 def test_runs_the_model_does_not_cover_are_listed_not_fatal(tmp_path):
     ok_row = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "precision": "MXFP8", "seq_len": 4096,
               "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "ep": 8, "tokens_per_s_per_gpu": 26695}

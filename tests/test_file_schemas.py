@@ -98,6 +98,10 @@ def test_plan_files(tmp_path, plan_doc, mutate, must):
     one_error_line(["verify-plan", str(path), "--nproc", "2"], must)
 
 
+GQA = (b'[model.x]\nlayers = 32\nhidden = 4096\nheads = 32\nkv_heads = 8\nhead_dim = 128\nattention = "gqa"\n'
+       b'dense_ffn = 14336\nvocab = 128256\n')
+
+
 @pytest.mark.parametrize("content,must", [
     (BINARY, "is binary"), (NOT_UTF8, "not UTF-8"), (b"[model.x\n", "valid TOML"), (b"model = 3\n", "[model.NAME]"),
     (b"[model.x]\nlayers = 'many'\nhidden = 8\nheads = 1\nvocab = 10\n", "layers='many' is invalid"),
@@ -106,6 +110,11 @@ def test_plan_files(tmp_path, plan_doc, mutate, must):
     (b"[model.x]\nhidden = 8\n", "model 'x' lacks required key 'layers'"),
     (b"[model.x]\nnum_layers = 8\nlayers = 8\nhidden = 8\nheads = 1\nvocab = 10\n",
      "key 'num_layers' is not a model field"),
+    # a string read with bool() was true: glu = "no" emitted --swiglu
+    (GQA + b'glu = "no"\n', "glu='no' is invalid: true or false"),
+    (GQA + b'tied_embeddings = "false"\n', "tied_embeddings='false' is invalid: true or false"),
+    # Megatron-LM needs heads % query groups == 0: kv_heads = 7 was planned and emitted
+    (GQA.replace(b"kv_heads = 8", b"kv_heads = 7"), "x.kv_heads=7 is invalid: a divisor of heads (32)"),
 ])
 def test_model_files(tmp_path, content, must):
     path = tmp_path / "m.toml"

@@ -145,6 +145,30 @@ def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, 
         load_model(_write(tmp_path, **changes))
 
 
+@pytest.mark.parametrize("changes, message", [
+    (dict(rope_theta="abc"), "rope_theta='abc' is invalid: a finite number"),
+    (dict(rope_theta=float("inf")), "rope_theta=inf is invalid: a finite number"),
+    (dict(rms_norm_eps=[1e-5]), r"rms_norm_eps=\[1e-05\] is invalid: a finite number"),
+    (dict(rope_scaling="yes"), "rope_scaling='yes' is invalid: an object"),
+    (dict(rope_scaling={"rope_type": "yarn", "factor": "big", "original_max_position_embeddings": 8192}),
+     "rope_scaling.factor='big' is invalid: a finite number"),
+    (dict(rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": "8k"}),
+     "rope_scaling.original_max_position_embeddings='8k' is invalid: a whole number"),
+    (dict(tie_word_embeddings="no"), "tie_word_embeddings='no' is invalid: true or false"),
+    (dict(attention_bias="false"), "attention_bias='false' is invalid: true or false"),
+])
+def test_an_ill_typed_architecture_field_is_one_line_naming_it(tmp_path, changes, message):
+    """These fields were read with bare int()/float()/bool(): a traceback, or "no" read as true (tied
+    embeddings emitted for an untied model)."""
+    with pytest.raises(CommbenchError, match=message):
+        load_model(_write(tmp_path, **changes))
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", _write(tmp_path, **changes), "--system", "h100-hgx",
+                                      "--gpus", "8"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
+
+
 def test_refusals_name_what_is_not_modelled(tmp_path):
     nxt = json.loads((HF / "Qwen3-Next-80B-A3B-Instruct" / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(dict(nxt, layer_types=["full_attention"] * 48)))

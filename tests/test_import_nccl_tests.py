@@ -77,6 +77,15 @@ def test_unparsable_lines_are_reported_with_their_line_number():
     assert len(split(result)[1]) == 9  # every good row still imported
 
 
+def test_a_row_cut_inside_its_in_place_group_is_not_read_as_an_in_place_row():
+    """The row's out-of-place numbers were recorded as an in-place point (time 33.9 us, busbw 0.05)."""
+    text = (DATA / "all_reduce_perf-2018.log").read_text().splitlines()[:16]
+    text.append("        1024           256   float     sum    33.9   0.03    0.05  0e+00    33.44    0.03")
+    result = parse_text("\n".join(text), "cut.log", "all_reduce")
+    assert [(line, reason.split(":")[0]) for _, line, _, reason in result.problems] == [(17, "unparsable result row")]
+    assert [(m.size_bytes, m.in_place) for m in split(result)[1]] == [(8, False), (8, True)]
+
+
 def test_log_naming_no_collective_needs_the_option(tmp_path):
     log = tmp_path / "run.log"
     log.write_text((DATA / "all_reduce_perf-2018.log").read_text())

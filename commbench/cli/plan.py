@@ -76,6 +76,19 @@ def resolve_precision(precision: str | None, pins: dict, gpu) -> str:
     return check_precision(precision, gpu) if precision is not None else default_precision(gpu)
 
 
+DEFAULT_GBS = 4096
+
+
+def resolve_gbs(gbs: int | None, pins: dict) -> int:
+    """--gbs (or a pinned gbs=), the one global batch size; default DEFAULT_GBS."""
+    if "gbs" in pins:
+        pinned = int(pins.pop("gbs"))
+        if gbs is not None and gbs != pinned:
+            raise invalid("--gbs", gbs, f"the same as the pinned gbs={pinned}")
+        return pinned
+    return DEFAULT_GBS if gbs is None else gbs
+
+
 def _gpu_option(gpu: str, gpu_spec, gpu_names):
     if gpu.lower() not in gpu_names():
         raise invalid("--gpu", gpu, f"one of {', '.join(gpu_names())}")
@@ -152,7 +165,7 @@ def plan(
     fabric = _system(system, gpus, gpu)
     precision = resolve_precision(precision, pins, fabric.gpu)
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
-                        gbs=gbs or int(pins.pop("gbs", 4096)), precision=precision,
+                        gbs=resolve_gbs(gbs, pins), precision=precision,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
                         pins=pins, calibration=cal, framework=framework, software=software)

@@ -26,7 +26,8 @@ def tune(
     model: Annotated[str, typer.Option(help=MODEL_HELP)] = "deepseek-v3",
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
-    gbs: Annotated[int, typer.Option(help="global batch size (sequences)")] = 4096,
+    gbs: Annotated[Optional[int], typer.Option(help="global batch size (sequences); default 4096, or the "
+                                                    "--layout gbs= pin")] = None,
     precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
     layout: Annotated[Optional[str], typer.Option(help=f"pins for the search, key=value pairs as for `commbench plan`. "
                                                        f"Keys: {LAYOUT_KEYS}")] = None,
@@ -56,9 +57,10 @@ def tune(
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     spec = load_model(model)
     pins = parse_pins(layout)
-    from commbench.cli.plan import resolve_precision
+    from commbench.cli.plan import resolve_gbs, resolve_precision
     from commbench.costmodel import load_preset
     precision = resolve_precision(precision, pins, load_preset(system, num_gpus=gpus).gpu)
+    gbs = resolve_gbs(gbs, pins)
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release

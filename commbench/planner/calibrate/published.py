@@ -208,6 +208,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
     run the model does not cover (a model outside the zoo, a GPU without a preset, Megatron-FSDP, no
     tokens/s figure) is not an error here: published_runs marks it not modelled, with the reason."""
     from commbench.errors import CommbenchError
+    from commbench.planner.layout.recipes import RELEASE_NAME
     for name in REQUIRED_FIELDS:
         if row.get(name) in (None, ""):
             raise CommbenchError(f"{where}: field {name!r} is missing (required: {', '.join(REQUIRED_FIELDS)})")
@@ -215,6 +216,15 @@ def check_row(row: dict[str, Any], where: str) -> None:
         value = row.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: a positive integer")
+    parallel = row["tp"] * row["pp"] * (row.get("cp") or 1)
+    if parallel > row["num_gpus"]:  # dp would be 0
+        raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at least tp*pp*cp = {parallel}")
+    release = row.get("release")
+    if release not in (None, "", "user") and not (isinstance(release, str) and RELEASE_NAME.fullmatch(
+            release.strip().lower().removeprefix("nemo").removeprefix(":").strip())):
+        # a typo read no recipe at all, silently: the run was modelled with other flags than its release's
+        raise CommbenchError(f"{where}: field 'release' = {release!r}; allowed: a NeMo release as a string, "
+                             "\"YY.MM\" or \"YY.MM.NN\" (e.g. \"26.02.01\"), or \"user\"")
     if row.get("tokens_per_s_per_gpu") is not None and (
             not isinstance(row["tokens_per_s_per_gpu"], (int, float)) or row["tokens_per_s_per_gpu"] <= 0):
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "

@@ -230,6 +230,14 @@ def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | 
     """Rows from one RUNS file: a JSON list, a Megatron-LM log or a TorchTitan log."""
     text = read_user_file(path, "runs file", errors="replace")
     stripped = text.lstrip()
+    if stripped.startswith("{"):  # JSON, but not the list of runs (it was called a TorchTitan log)
+        try:
+            json.loads(text)
+        except json.JSONDecodeError:
+            pass
+        else:
+            raise CommbenchError(f"runs file {path!r}: a JSON object; a runs file is a JSON list of objects shaped "
+                                 "like calibration-runs.json")
     if stripped.startswith("["):
         try:
             rows = json.loads(text)

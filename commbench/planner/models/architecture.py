@@ -13,6 +13,7 @@ files listed under `[source.KEY]` (repository, path, commit).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
@@ -98,6 +99,12 @@ class Architecture:
                               ("load_balancing", LOAD_BALANCING)):
             if getattr(self, name) not in allowed:
                 raise CommbenchError(f"architecture.{name}={getattr(self, name)!r} is invalid: one of {', '.join(allowed)}")
+        for f in fields(self):  # every size, rate and coefficient is finite and >= 0 (a nan or -5 was emitted)
+            value = getattr(self, f.name)
+            if f.type in ("int", "float") and not (math.isfinite(value) and value >= 0):
+                raise CommbenchError(f"architecture.{f.name}={value!r} is invalid: a finite number >= 0")
+        if self.vocab_divisible_by < 1:
+            raise CommbenchError(f"architecture.vocab_divisible_by={self.vocab_divisible_by!r} is invalid: >= 1")
         if (self.router_groups == 0) != (self.router_group_topk == 0) or self.router_group_topk > self.router_groups:
             raise CommbenchError(f"architecture.router_group_topk={self.router_group_topk} is invalid: "
                                  f"0 < group_topk <= groups ({self.router_groups}), or both 0")

@@ -41,14 +41,14 @@ PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridg
 
 
 def _rope(c, out: dict[str, Any]) -> None:
-    scaling = c.get("rope_scaling") or {}
-    kind = scaling.get("rope_type", scaling.get("type", "none")) if isinstance(scaling, dict) else "none"
+    scaling = c.table("rope_scaling")
+    kind = scaling.get("rope_type", scaling.get("type", "none"))
     if kind in ("llama3", "yarn"):
-        out.update(rope_scaling=kind, rope_scaling_factor=float(scaling.get("factor", 1.0)))
+        out.update(rope_scaling=kind, rope_scaling_factor=scaling.num("factor", 1.0))
     if kind == "yarn":
-        out.update(rope_original_max_positions=int(scaling.get("original_max_position_embeddings", 0)),
-                   yarn_beta_fast=float(scaling.get("beta_fast", 32.0)), yarn_beta_slow=float(scaling.get("beta_slow", 1.0)),
-                   yarn_mscale=float(scaling.get("mscale", 0.0)), yarn_mscale_all_dim=float(scaling.get("mscale_all_dim", 0.0)))
+        out.update(rope_original_max_positions=scaling.int("original_max_position_embeddings", 0),
+                   yarn_beta_fast=scaling.num("beta_fast", 32.0), yarn_beta_slow=scaling.num("beta_slow", 1.0),
+                   yarn_mscale=scaling.num("mscale", 0.0), yarn_mscale_all_dim=scaling.num("mscale_all_dim", 0.0))
 
 
 def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
@@ -58,23 +58,23 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     out: dict[str, Any] = {
         "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
         "swiglu" if fields.get("glu", True) else "gelu",
-        "norm_epsilon": float(c.get("rms_norm_eps", c.get("layer_norm_epsilon", c.get("norm_eps", 1e-6)))),
-        "qk_norm": t in QK_NORM_TYPES or (t == "glm4_moe" and bool(c.get("use_qk_norm", False))),
-        "linear_bias": bool(c.get("attention_bias", False)) and t == "gpt_oss",
-        "qkv_bias": t in ("qwen2", "qwen2_moe") or (t == "glm4_moe" and bool(c.get("attention_bias", False))),
+        "norm_epsilon": c.num("rms_norm_eps", c.num("layer_norm_epsilon", c.num("norm_eps", 1e-6))),
+        "qk_norm": t in QK_NORM_TYPES or (t == "glm4_moe" and c.flag("use_qk_norm", False)),
+        "linear_bias": c.flag("attention_bias", False) and t == "gpt_oss",
+        "qkv_bias": t in ("qwen2", "qwen2_moe") or (t == "glm4_moe" and c.flag("attention_bias", False)),
         "position_embedding": "none" if t == "nemotron_h" else "rope",
-        "rotary_base": int(c.get("rope_theta", 10000)),
-        "rotary_percent": float(c.get("partial_rotary_factor", 1.0)),
-        "max_position_embeddings": int(c.get("max_position_embeddings", fields["seq_len"])),
+        "rotary_base": int(c.num("rope_theta", 10000)),
+        "rotary_percent": c.num("partial_rotary_factor", 1.0),
+        "max_position_embeddings": c.int("max_position_embeddings", fields["seq_len"]),
     }
     _rope(c, out)
     if out.get("rope_scaling") == "yarn" and fields.get("attention", "gqa") == "gqa":
         out["position_embedding"] = "yarn"  # Megatron's YaRN embedding; MLA applies YaRN itself (rope)
     if t == "gpt_oss":
-        out.update(glu_linear_offset=1.0, activation_clamp=float(c.get("swiglu_limit", 7.0)), softmax_type="learnable")
+        out.update(glu_linear_offset=1.0, activation_clamp=c.num("swiglu_limit", 7.0), softmax_type="learnable")
     if t == "deepseek_v4":  # the modeling code's per-head sinks and clamped SwiGLU; HF's partial_rotary_factor
         # is relative to head_dim, the rope split already is qk_rope_head_dim (Megatron-Bridge sets rotary_percent 1)
-        out.update(softmax_type="learnable", activation_clamp=float(c.get("swiglu_limit", 0.0)), rotary_percent=1.0,
+        out.update(softmax_type="learnable", activation_clamp=c.num("swiglu_limit", 0.0), rotary_percent=1.0,
                    yarn_mscale=1.0, yarn_mscale_all_dim=1.0)  # no mscale in the config: the bridge sets both to 1
     if t == "qwen3_next":  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
         out.update(norm_zero_centered_gamma=True, shared_expert_gate=bool(fields.get("num_shared_experts")))
@@ -82,14 +82,14 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         out.update(sliding_window=int(fields["sliding_window"]), window_skip_freq=2)
     if fields.get("num_routed_experts"):
         score = str(c.get("scoring_func", "sigmoid" if t in SIGMOID_DEFAULT_TYPES else "softmax"))
-        groups, group_topk = int(c.get("n_group", 0) or 0), int(c.get("topk_group", 0) or 0)
-        out.update(router_score=score, router_topk_scaling=float(c.get("routed_scaling_factor", 0.0) or 0.0),
+        groups, group_topk = (c.int(k, 0) if c.get(k) is not None else 0 for k in ("n_group", "topk_group"))
+        out.update(router_score=score, router_topk_scaling=c.num("routed_scaling_factor", 0.0),
                    router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
         if out["router_expert_bias"]:
             out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
         out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES
         kind, coeff = BALANCING.get(t, ("aux_loss", None))
-        stated = c.get("router_aux_loss_coef", c.get("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
+        stated = c.num("router_aux_loss_coef", c.num("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
         out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))
         if groups > 1:
             out.update(router_groups=groups, router_group_topk=group_topk)

@@ -15,6 +15,7 @@ attention + MoE layer, as the planner's MTP layers are.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,8 +32,8 @@ HYBRID_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # Nemo
 class _Config:
     """config.json's keys with the one-line error for a missing or ill-typed one."""
 
-    def __init__(self, raw: dict[str, Any], where: str) -> None:
-        self.raw, self.where = raw, where
+    def __init__(self, raw: dict[str, Any], where: str, prefix: str = "") -> None:
+        self.raw, self.where, self.prefix = raw, where, prefix   # prefix: "rope_scaling." for a nested object
         self.model_type = str(raw.get("model_type", ""))
 
     def fail(self, what: str) -> CommbenchError:
@@ -41,12 +42,33 @@ class _Config:
     def int(self, key: str, default: int | None = None) -> int:
         value = self.raw.get(key, default)
         if value is None:
-            raise self.fail(f"lacks {key!r} (needed for model_type {self.model_type!r})")
+            raise self.fail(f"lacks {self.prefix}{key!r} (needed for model_type {self.model_type!r})")
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fail(f"{key}={value!r} is invalid: a whole number >= 0")
+            raise self.fail(f"{self.prefix}{key}={value!r} is invalid: a whole number >= 0")
         return value
+
+    def num(self, key: str, default: float) -> float:
+        """A finite number (null or absent: `default`); "1e-6", true and 1e400 are refused by name."""
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(f"{self.prefix}{key}={value!r} is invalid: a finite number")
+        return float(value)
+
+    def flag(self, key: str, default: bool) -> bool:
+        """A JSON boolean (null or absent: `default`); a string such as "false" would read as true."""
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(f"{self.prefix}{key}={value!r} is invalid: true or false")
+        return value
+
+    def table(self, key: str) -> "_Config":
+        """A nested object (null or absent: an empty one), its keys named `key.NAME` in errors."""
+        value = self.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(f"{self.prefix}{key}={value!r} is invalid: an object (or null)")
+        return _Config(dict(value, model_type=self.model_type), self.where, f"{self.prefix}{key}.")
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.raw.get(key)
@@ -62,7 +84,7 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
         name=name, num_layers=c.int("num_hidden_layers"), hidden=hidden, num_heads=heads,
         num_kv_heads=c.int("num_key_value_heads", heads),
         head_dim=c.int("head_dim", c.int("attention_head_dim", hidden // heads)),
-        vocab=c.int("vocab_size"), tied_embeddings=bool(c.get("tie_word_embeddings", False)),
+        vocab=c.int("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings", False),
         seq_len=min(DEFAULT_SEQ_LEN, c.int("max_position_embeddings", DEFAULT_SEQ_LEN)) or DEFAULT_SEQ_LEN,
         glu=True,
     )
@@ -80,7 +102,7 @@ def _leading_dense(c: _Config, key: str) -> int:
     layers = sorted(int(i) for i in c.get(key, []))
     if layers != list(range(len(layers))):
         raise c.fail(f"{key}={layers} is not modelled: dense layers must be the first ones")
-    if int(c.get("decoder_sparse_step", 1)) != 1:
+    if c.int("decoder_sparse_step", 1) != 1:
         raise c.fail(f"decoder_sparse_step={c.get('decoder_sparse_step')!r} is not modelled: 1 (every layer MoE)")
     return len(layers)
 
@@ -140,7 +162,7 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
 def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     if c.get("q_lora_rank") is None:
         raise c.fail("q_lora_rank=null (MLA without the query low-rank projection) is not modelled")
-    if int(c.get("moe_layer_freq", 1)) != 1:
+    if c.int("moe_layer_freq", 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
@@ -202,7 +224,7 @@ def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
 def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
     """GLM-4.5 / 4.6 / 4.7 (model_type glm4_moe): GQA attention, the first first_k_dense_replace layers dense,
     the rest routed + shared experts (DeepSeek-V3's MoE block), MTP layers."""
-    if int(c.get("moe_layer_freq", 1) or 1) != 1:
+    if (c.int("moe_layer_freq", 1) or 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     out = _common(c, name)
     extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}

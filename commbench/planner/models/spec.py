@@ -109,6 +109,8 @@ class ModelSpec:
             raise invalid(f"{self.name}.dense_ffn", self.dense_ffn, "dense layers need dense_ffn > 0")
         if self.attention == "gqa" and (self.num_kv_heads <= 0 or self.head_dim <= 0):
             raise invalid(f"{self.name}.kv_heads", self.num_kv_heads, "GQA needs kv_heads > 0 and head_dim > 0")
+        if self.attention == "gqa" and self.num_heads % self.num_kv_heads:  # Megatron: heads % query groups == 0
+            raise invalid(f"{self.name}.kv_heads", self.num_kv_heads, f"a divisor of heads ({self.num_heads})")
         if self.attention == "mla" and min(self.q_lora_rank, self.kv_lora_rank, self.qk_nope_head_dim,
                                            self.qk_rope_head_dim, self.v_head_dim) <= 0:
             raise invalid(f"{self.name}.attention", "mla", "MLA needs q/kv lora ranks and nope/rope/v head dims > 0")

@@ -46,6 +46,14 @@ def _count(name: str, row: dict[str, Any], key: str, default: int | None = None)
     return value
 
 
+def _flag(name: str, row: dict[str, Any], key: str, default: bool) -> bool:
+    """A TOML boolean from a model row ("no" would otherwise read as true)."""
+    value = row.get(key, default)
+    if not isinstance(value, bool):
+        raise CommbenchError(f"model {name!r}: {key}={value!r} is invalid: true or false")
+    return value
+
+
 # The keys a model table may hold (commbench/data/models.toml); any other is a typo that would
 # otherwise leave its field at the default without a word.
 MODEL_KEYS = frozenset({
@@ -121,9 +129,9 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
             expert_ffn=_count(name, row, "expert_ffn", 0),
             vocab=_count(name, row, "vocab"),
             num_mtp_layers=_count(name, row, "mtp_layers", 0),
-            mtp_shared_weights=bool(row.get("mtp_shared_weights", False)),
-            tied_embeddings=bool(row.get("tied_embeddings", False)),
-            glu=bool(row.get("glu", True)),
+            mtp_shared_weights=_flag(name, row, "mtp_shared_weights", False),
+            tied_embeddings=_flag(name, row, "tied_embeddings", False),
+            glu=_flag(name, row, "glu", True),
             sliding_window=_count(name, row, "sliding_window", 0),
             seq_len=_count(name, row, "seq_len", 4096),
             layer_pattern=str(row.get("layer_pattern", "")),
@@ -132,7 +140,7 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
                          "moe_latent_size", "linear_attention_freq", "gdn_num_key_heads", "gdn_num_value_heads",
                          "gdn_key_head_dim", "gdn_value_head_dim")},
             gdn_conv_kernel=_count(name, row, "gdn_conv_kernel", 4),
-            attention_gate=bool(row.get("attention_gate", False)),
+            attention_gate=_flag(name, row, "attention_gate", False),
             csa_pattern=str(row.get("csa_pattern", "")),
             **{k: _count(name, row, k, 0) for k in ("csa_window", "index_heads", "index_head_dim", "index_topk",
                                                      "o_lora_rank", "o_groups", "hc_mult", "hash_layers")},

@@ -268,6 +268,8 @@ def parse_pins(text: str | None) -> dict[str, object]:
         key, raw = key.strip().replace("-", "_"), raw.strip().lower()
         if not sep or key not in names:
             raise invalid("--layout", part, f"key=value pairs with keys {', '.join(sorted(names))}")
+        if key in out:  # tp=1,tp=2: which one was meant?
+            raise invalid("--layout", text, f"each key once ({key} is given twice)")
         if key == "cuda_graph_scope":   # modules joined by '+' (layout/graph_scope.py)
             out[key] = scope_text(scope_mask(raw))
         elif key in COUNT_FIELDS:

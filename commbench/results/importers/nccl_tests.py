@@ -137,7 +137,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult) -> None
     if len(body) >= sum(widths):
         chunks = [(False, body[:widths[0]]), (True, body[widths[0]:widths[0] + widths[1]])] if len(groups) > 1 \
             else [(False, body[:widths[0]])]
-    elif len(groups) > 1 and len(body) >= widths[1]:  # out-of-place body left blank (trace replay)
+    elif len(groups) > 1 and len(body) == widths[1]:  # out-of-place body left blank (trace replay); a row cut
+        # short inside the in-place group is refused below, not read as an in-place row of out-of-place numbers
         chunks = [(True, body[:widths[1]])]
     else:
         raise ValueError(f"{len(tokens)} cells, the header has {len(lead) + sum(widths)}")
