@@ -118,6 +118,22 @@ def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):
     assert allowed.exit_code == 0 and "64 KiB" in allowed.output and "(run 3/3)" in allowed.output, allowed.output
 
 
+def test_a_file_of_runs_with_different_sizes_passes_against_itself_and_a_short_run_still_fails(tmp_path):
+    """Appended runs need not measure the same sizes (bench -b 1K -e 4K, then -b 8K -e 16K, into one file):
+    compared with itself nothing is missing; a copy whose second run lost a size is still caught."""
+    rng = np.random.default_rng(11)
+    first = [m for m in runs(rng, 1, prefix="a") if m.size_bytes <= SIZES[5]]
+    second = [m for m in runs(rng, 1, prefix="b") if m.size_bytes > SIZES[5]]
+    both = write(tmp_path / "both.jsonl", first + second)
+    same = run_cli(both, both)
+    assert same.exit_code == 0 and "missing" not in same.output and "pass" in same.output, same.output
+    assert "[bold red]" not in same.output
+    short = write(tmp_path / "short.jsonl", first + [m for m in second if m.size_bytes != SIZES[-1]])
+    failed = run_cli(both, short)
+    assert failed.exit_code == 1 and "missing" in failed.output and "[bold red]" not in failed.output, failed.output
+    assert "128 KiB" in failed.output, failed.output
+
+
 def test_another_backend_is_refused_in_one_line(tmp_path):
     base, new = _three_each(8)
     b = write(tmp_path / "b.jsonl", base)

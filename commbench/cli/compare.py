@@ -179,8 +179,8 @@ def compare_cmd(
         console.print(statistic_line(result), highlight=False)
         console.print(noise_summary(result), highlight=False)
         if result.missing:
-            console.print(styled("{}: {} point run(s) missing in the new file: {}",
-                                 "allowed" if allow_missing else "[bold red]missing[/]", len(result.missing),
+            console.print(styled(("allowed" if allow_missing else "[bold red]missing[/]")
+                                 + ": {} point run(s) missing in the new file: {}", len(result.missing),
                                  ", ".join(result.missing[:20]) + (" ..." if len(result.missing) > 20 else "")),
                           highlight=False)
         if result.only_in_new:

@@ -29,7 +29,8 @@ shifts; normal for within-run noise):
 - a collective as a whole (the run-level shift all its points share is ONE effect, not K independent
   points): the mean log ratio beyond the threshold and q * sqrt(sigma_run^2 + mean sigma_k^2 / K) * ...
 A failed, wrong (#wrong > 0), time-less or missing point in any run of NEW fails the gate
-(`allow_missing` permits missing points, named).
+(`allow_missing` permits missing points, named); a point is missing where NEW holds it in fewer runs than
+BASE does (runs of different sizes, as in BASE, are no loss: a file against itself passes).
 """
 
 from __future__ import annotations

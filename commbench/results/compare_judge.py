@@ -111,7 +111,10 @@ def _pair_scatter(bt, nt, collective_of) -> RunToRun | None:
 
 
 def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] | None:
-    """(verdict, detail, missing run numbers) for failed/wrong/missing records of a key in NEW."""
+    """(verdict, detail, missing run numbers) for failed/wrong/missing records of a key in NEW. A point is
+    missing where NEW holds it in fewer runs than BASE does (at most NEW's run count): a run that stopped
+    short. Runs that measured different sizes, as BASE's own runs did, are no loss (a file against itself
+    passes)."""
     base_ok = any(key in run and not is_bad(run[key]) for run in base_runs)
     missing, worst = [], None
     for index, run in enumerate(new_runs, start=1):
@@ -126,6 +129,9 @@ def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] |
             reason = "failed" if reason == "skipped" else reason
             detail = m.error or (f"#wrong {m.num_wrong}" if reason == "wrong" else "no time")
             worst = (("newly " if base_ok else "") + reason, f"run {index}/{len(new_runs)}: {detail}"[:80])
+    expected = min(sum(key in run for run in base_runs), len(new_runs))
+    if len(new_runs) - len(missing) >= expected:
+        missing = []
     if worst:
         return worst[0], worst[1], missing
     if missing:
