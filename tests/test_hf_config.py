@@ -156,6 +156,8 @@ def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, 
      "rope_scaling.original_max_position_embeddings='8k' is invalid: a whole number"),
     (dict(tie_word_embeddings="no"), "tie_word_embeddings='no' is invalid: true or false"),
     (dict(attention_bias="false"), "attention_bias='false' is invalid: true or false"),
+    (dict(hidden_act="gelu"), "hidden_act='gelu' is not modelled: one of silu, swish, relu2"),
+    (dict(hidden_act=5), "hidden_act=5 is not modelled"),
 ])
 def test_an_ill_typed_architecture_field_is_one_line_naming_it(tmp_path, changes, message):
     """These fields were read with bare int()/float()/bool(): a traceback, or "no" read as true (tied

@@ -40,6 +40,11 @@ DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}  # DeepSeekV3Bridge: "The released V3 
 PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridge: moe_router_pre_softmax = True
 
 
+# hidden_act values the read model types use: SiLU gating (SwiGLU) and Nemotron-H's squared ReLU (relu2). Any other
+# (gelu for GeGLU, say) would be planned and emitted as --swiglu: a different model.
+KNOWN_ACTIVATIONS = ("silu", "swish", "relu2")
+
+
 def _rope(c, out: dict[str, Any]) -> None:
     scaling = c.table("rope_scaling")
     kind = scaling.get("rope_type", scaling.get("type", "none"))
@@ -54,7 +59,11 @@ def _rope(c, out: dict[str, Any]) -> None:
 def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     """Architecture of config `c` (hf_config._Config) for the ModelSpec `fields` read from it."""
     t = c.model_type
-    act = str(c.get("mlp_hidden_act", c.get("hidden_act", "silu")))
+    act = c.get("mlp_hidden_act", c.get("hidden_act", "silu"))
+    if act not in KNOWN_ACTIVATIONS and t != "gpt_oss":  # gpt-oss's clamped GLU is its modeling code's, whatever the key
+        key = "mlp_hidden_act" if c.get("mlp_hidden_act") is not None else "hidden_act"
+        raise c.fail(f"{key}={act!r} is not modelled: one of {', '.join(KNOWN_ACTIVATIONS)} "
+                     "(SwiGLU, squared ReLU)")
     out: dict[str, Any] = {
         "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
         "swiglu" if fields.get("glu", True) else "gelu",
