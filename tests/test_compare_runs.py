@@ -155,3 +155,10 @@ def test_p10_statistic_and_autocorrelated_samples_widen_the_within_run_noise():
     result = compare(base, new, max_regression=0.1, statistic="p10")
     assert {p.statistic for p in result.points} == {"p10"} and result.passed
     assert run_cli("x", "y", "--statistic", "p50").exit_code == 2
+
+
+def test_an_interval_a_few_points_leave_astronomically_wide_is_printed_in_significant_digits():
+    from commbench.cli.compare import _interval
+    assert _interval(0.951, 1.0523) == "0.951..1.052"
+    assert _interval(3.8e-21, 2.606e20) == "3.8e-21..2.61e+20"   # was 0.000..260616122026578837504.000
+    assert _interval(None, None) == "-"

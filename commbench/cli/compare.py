@@ -92,6 +92,16 @@ def _ratio(value):
     return "-" if value is None else f"{value:.3f}"
 
 
+def _interval(low: float | None, high: float | None) -> str:
+    """A ratio interval, 3 decimals; bounds a handful of points leave astronomically wide (df 1: q ~ 19) in 3
+    significant digits, not as 21-digit numbers."""
+    if low is None or high is None:
+        return "-"
+    if 1e-3 <= low and high <= 1e3:
+        return f"{low:.3f}..{high:.3f}"
+    return f"{low:.3g}..{high:.3g}"
+
+
 def _us(value):
     return "-" if value is None else f"{value:.2f}"
 
@@ -160,7 +170,7 @@ def compare_cmd(
         for p in sorted(result.points, key=lambda p: p.key):
             style = _STYLE.get(p.verdict)
             rows.append([escape(p.label), p.statistic, _us(p.base_us), _us(p.new_us), "-" if p.ratio is None else f"{p.ratio:.3f}",
-                         "-" if p.ratio_low is None else f"{p.ratio_low:.3f}..{p.ratio_high:.3f}", escape(p.noise_text()),
+                         _interval(p.ratio_low, p.ratio_high), escape(p.noise_text()),
                          (f"[{style}]{escape(p.verdict)}[/]" if style else escape(p.verdict))
                          + (f" ({escape(p.detail)})" if p.detail and p.verdict != "not ok in base" else "")]
                         + ([_ratio(p.median_ratio)] if with_median else []))
@@ -174,7 +184,7 @@ def compare_cmd(
                     [Col(name="collective", numeric=False), Col(name="run", numeric=False), Col(name="points"),
                      Col(name="geomean ratio"), Col(name="interval", keep=1), Col(name="verdict", numeric=False)],
                     [[s.collective, s.scope, str(s.num_points), f"{s.geomean:.3f}",
-                      "-" if s.low is None else f"{s.low:.3f}..{s.high:.3f}",
+                      _interval(s.low, s.high),
                       "[bold red]REGRESSED[/]" if s.regressed else "ok"] for s in result.shifts])
         console.print(statistic_line(result), highlight=False)
         console.print(noise_summary(result), highlight=False)
