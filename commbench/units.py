@@ -69,13 +69,14 @@ MAX_POINTS = 10_000  # sizes in one range: more is a typo (-i 1 up to 1T), not a
 
 def size_range(min_bytes: int, max_bytes: int, step_factor: float | None = None,
                step_bytes: int | None = None, *, names: tuple[str, str] = ("--step-bytes", "--step-factor")) -> list[int]:
-    """The sizes nccl-tests visits: geometric with -f, or arithmetic with -i (which wins if given);
-    at most MAX_POINTS of them (counted before any list is built)."""
+    """The sizes nccl-tests visits: geometric with -f, or arithmetic with -i; given both, -f when it is > 1, as
+    nccl-tests' size loop does (size = stepFactor > 1 ? size * stepFactor : size + stepBytes); at most MAX_POINTS
+    of them (counted before any list is built)."""
     import math
 
     if min_bytes > max_bytes:
         raise invalid("--min-bytes", min_bytes, f"must be <= --max-bytes ({max_bytes})")
-    if step_bytes is not None:
+    if step_bytes is not None and (step_factor is None or step_factor == 1):
         if step_bytes <= 0:
             raise invalid(names[0], step_bytes, "must be > 0")
         count = (max_bytes - min_bytes) // step_bytes + 1

@@ -21,6 +21,9 @@ def test_sizes_parse_like_nccl_tests():
     assert size_range(8, 128, 2) == [8, 16, 32, 64, 128]
     assert size_range(8, 16 * 2**20, 4)[-1] == 8 * 2**20
     assert size_range(100, 400, step_bytes=100) == [100, 200, 300, 400]
+    # both: nccl-tests' loop multiplies when stepFactor > 1, else adds stepBytes
+    assert size_range(8, 512, 8, step_bytes=8) == [8, 64, 512]
+    assert size_range(8, 32, 1, step_bytes=8) == [8, 16, 24, 32]
     assert parse_rate_bits_per_s("1gbit") == 1e9
     assert parse_rate_bits_per_s("800mbit") == 8e8
 
