@@ -151,6 +151,11 @@ def test_minimal_json_row_takes_documented_defaults_and_bad_recipe_is_one_line(t
     (dict(release="26.2x"), "row 1: field 'release' = '26.2x'; allowed: a NeMo release as a string"),
     (dict(release=26.10), "row 1: field 'release' = 26.1; allowed"),   # a JSON number loses 26.10's zero
     (dict(tp=16), "row 1: field 'num_gpus' = 8; allowed: at least tp*pp*cp = 16"),  # was "dp=0 is invalid"
+    # a key a letter off a read one: its value was dropped without a word (the run modelled without it)
+    (dict(tokens_per_s_per_gpus=1.0), "row 1: field 'tokens_per_s_per_gpus' is not read: did you mean "
+                                      "'tokens_per_s_per_gpu'?"),
+    (dict(cuda_graphs="full"), "did you mean 'cuda_graph'?"),
+    (dict(recipe={"recomput": "full"}), "row 1: recipe field 'recomput' is not read: did you mean 'recompute'?"),
 ])
 def test_a_bad_release_or_too_few_gpus_is_one_line_naming_the_row(tmp_path, change, message):
     row = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "precision": "MXFP8", "seq_len": 4096,
@@ -162,6 +167,8 @@ def test_a_bad_release_or_too_few_gpus_is_one_line_naming_the_row(tmp_path, chan
     for release in ("24.07", "user", "26.02.01"):  # older than the table, a log's row, a table release: read
         runs.write_text(json.dumps([dict(row, release=release)]))
         assert CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)]).exit_code == 0
+    runs.write_text(json.dumps([dict(row, date="2026-11-30", cluster="eos")]))  # information, not a typo: kept
+    assert CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)]).exit_code == 0
 
 
 def test_a_json_object_is_not_called_a_torchtitan_log(tmp_path):

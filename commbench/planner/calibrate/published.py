@@ -203,12 +203,34 @@ def _preset_name(gpu: str) -> str | None:
 REQUIRED_FIELDS = ("model", "gpu", "num_gpus", "seq_len", "gbs", "mbs", "tp", "pp")
 
 
+# The keys a run row is read by (the published tables' columns, the recipe fields); any other is kept as
+# information (a date, a cluster name), but one a letter or two off a read key is a typo whose value would
+# otherwise be dropped without a word: check_row refuses it, naming the key it resembles.
+READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
+                       "tflops_per_gpu", "notes", "source", "recipe", *RECIPE_FIELDS))
+
+
+def _near_miss(keys, known, where: str, what: str) -> None:
+    import difflib
+
+    from commbench.errors import CommbenchError
+    for key in keys:
+        if key in known or not isinstance(key, str):
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+        if close:
+            raise CommbenchError(f"{where}: {what} {key!r} is not read: did you mean {close[0]!r}?")
+
+
 def check_row(row: dict[str, Any], where: str) -> None:
     """One line naming the first field a user's run lacks or holds badly (CommbenchError). A well-formed
     run the model does not cover (a model outside the zoo, a GPU without a preset, Megatron-FSDP, no
     tokens/s figure) is not an error here: published_runs marks it not modelled, with the reason."""
     from commbench.errors import CommbenchError
     from commbench.planner.layout.recipes import RELEASE_NAME
+    _near_miss(row, READ_KEYS, where, "field")
+    if isinstance(row.get("recipe"), dict):
+        _near_miss(row["recipe"], frozenset(RECIPE_FIELDS), where, "recipe field")
     for name in REQUIRED_FIELDS:
         if row.get(name) in (None, ""):
             raise CommbenchError(f"{where}: field {name!r} is missing (required: {', '.join(REQUIRED_FIELDS)})")
