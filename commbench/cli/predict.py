@@ -87,8 +87,9 @@ def predict(
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if group < 1:
         raise invalid("--group", group, "at least 1 rank")
-    if not 1 <= imbalance < float("inf"):
-        raise invalid("--imbalance", imbalance, "a finite number >= 1 (max/mean bytes received per rank)")
+    if not 1 <= imbalance <= group:   # the busiest rank receives at most every byte: group x the mean
+        raise invalid("--imbalance", imbalance, f"a number from 1 to the group size, {group} (max/mean bytes "
+                      "received per rank)")
     num_domains = num_domains_for(fabric, group, layout)
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor), dtype=np.float64)
