@@ -32,6 +32,7 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["bench", "all_reduce", "-b", "64T", "-e", "64T"], "the largest size, 64 TiB, is too large here"),
     (["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-f", "1.0000001", "-e", "1T"], "at most 10,000"),
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "nan"], "--imbalance=nan"),
+    (["nccl-tuner", "--system", "nope"], "--system='nope' is invalid: one of gb300-nvl72"),  # not "--gpus is missing"
     # the busiest of 8 ranks receives at most 8x the mean: 100 is no traffic pattern
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "100"],
      "--imbalance=100.0 is invalid: a number from 1 to the group size, 8"),

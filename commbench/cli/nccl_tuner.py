@@ -91,6 +91,9 @@ def nccl_tuner(
         from commbench.cli.predict import resolve_fabric
         from commbench.units import parse_size_bytes, size_range
 
+        from commbench.costmodel import preset_names
+        if system is not None and system not in preset_names():  # the name first: --gpus would not make it valid
+            raise invalid("--system", system, f"one of {', '.join(preset_names())}")
         if gpus is None:
             raise CommbenchError("--gpus is missing: predicted rules (--fabric/--system) need the communicator's "
                                  "rank count, e.g. --gpus 72")
