@@ -19,7 +19,6 @@ def count_argument(parser: argparse.ArgumentParser, argv: list[str], name: str, 
     return value
 
 
-
 def calibration_argument(parser: argparse.ArgumentParser) -> None:
     """--calibration FILE: a `commbench calibrate -O` file to evaluate instead of the shipped terms."""
     parser.add_argument("--calibration", metavar="FILE",

@@ -120,6 +120,11 @@ GPU_PAIRS = (("gb300-nvl72", "gb200-nvl72"), ("b300-hgx", "b200-hgx"), ("gb300-n
              ("gb200-nvl72", "b200-hgx"))
 
 
+def _pair_name(faster: str, slower: str) -> str:
+    """'gb300-nvl72', 'gb200-nvl72' -> 'GB300/GB200'."""
+    return f"{faster.split('-')[0].upper()}/{slower.split('-')[0].upper()}"
+
+
 def gpu_steps(runs, errors) -> list[tuple[str, str, str, float, float]]:
     """(GPU pair, precision, label, published ratio, predicted ratio) for every run and the same model, release, GPU
     count and precision on the pair's other GPU (GPU_PAIRS; footnoted rows left out), each at its own published
@@ -136,7 +141,7 @@ def gpu_steps(runs, errors) -> list[tuple[str, str, str, float, float]]:
                 continue
             old, e_old = by_config[(model, release, gpus, precision, slower)]
             published = float(new.row["tokens_per_s_per_gpu"]) / float(old.row["tokens_per_s_per_gpu"])
-            steps.append((f"{faster.split('-')[0].upper()}/{slower.split('-')[0].upper()}", str(precision), new.label,
+            steps.append((_pair_name(faster, slower), str(precision), new.label,
                           published, published * (1 + e_new / 100) / (1 + e_old / 100)))
     return steps
 
@@ -144,8 +149,7 @@ def gpu_steps(runs, errors) -> list[tuple[str, str, str, float, float]]:
 def _gpu_steps_summary(steps, show_rows: bool) -> None:
     print("GPU steps (same model, release, GPUs, precision on two GPUs, each at its published layout): "
           "published vs predicted ratio, medians")
-    names = [f"{a.split('-')[0].upper()}/{b.split('-')[0].upper()}" for a, b in GPU_PAIRS]
-    for pair in [n for n in names if any(s[0] == n for s in steps)]:
+    for pair in [_pair_name(*p) for p in GPU_PAIRS if any(s[0] == _pair_name(*p) for s in steps)]:
         mine = [s for s in steps if s[0] == pair]
         by_precision = collections.defaultdict(list)
         for _, precision, _, pub, pred in mine:
@@ -200,7 +204,7 @@ def main() -> None:
     if args.rows:
         for r, e in sorted(zip(runs, errors), key=lambda x: x[0].label):
             print(f"  {r.label:58s} {e:+7.1f}{'  (footnoted)' if _footnoted(r) else ''}")
-    _summary(f"predicted with the {args.calibration or 'shipped calibration'} vs published", runs, errors)
+    _summary(f"predicted with {args.calibration or 'the shipped calibration'} vs published", runs, errors)
     _steps_summary(release_steps(runs, errors), args.rows)
     _gpu_steps_summary(gpu_steps(runs, errors), args.rows)
     if args.transfer:

@@ -32,7 +32,7 @@ import numpy as np
 
 from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.errors import CommbenchError
-from commbench.planner.step.terms import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS, calibration_json
+from commbench.planner.step.terms import CALIBRATED, FIT_START, FITTED_TERMS, PUBLISHED_FIT_TERMS, save_calibration
 from commbench.planner.calibrate.published import predict_runs, published_runs
 from commbench.planner.calibrate.fit import BOUNDS, bound_pullers, fit_calibration, hard_range
 
@@ -139,15 +139,6 @@ def open_bound(runs, held_rows, cal, term: str, terms: tuple[str, ...] = PUBLISH
               f"held-out GB300 {float(np.median(h.abs_pct_error)):.1f}%")
 
 
-def write_calibration(path: str, cal, runs) -> None:
-    """`cal` as a commbench-calibration file (the format `commbench calibrate -O` writes and --calibration reads)."""
-    from commbench.files import write_output
-    from commbench.planner.step.terms import CALIBRATION_KIND
-    data = calibration_json(cal, fitted_on=["commbench/data/calibration-runs.json"])
-    write_output(path, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
-                 what="calibration")
-
-
 def main(argv: list[str]) -> int:
     parser = parser_for(__doc__)
     parser.add_argument("--fit", action="store_true", help="refit the terms from FIT_START first and print them")
@@ -164,6 +155,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-O", "--out", metavar="FILE",
                         help="write the calibration the tables were made with (a commbench-calibration file, as "
                              "`commbench calibrate -O` writes) for newer_releases.py / vendor_layouts.py --calibration")
+    parser.add_argument("--force", action="store_true", help="replace -O/--out even when it is not a calibration file")
     args = parser.parse_args(argv)   # --help or a wrong option: argparse's usage, before any work
     try:
         holds = parse_holds(args.hold)
@@ -171,17 +163,17 @@ def main(argv: list[str]) -> int:
         parser.error(str(exc))
     if args.fit and args.calibration:
         parser.error("--fit starts from FIT_START, --calibration evaluates a file's terms: give one of them")
-    terms = fit_terms(holds)
+    terms, start = fit_terms(holds), FIT_START.with_values(**holds)
     runs = published_runs()
     cal = calibration_of(parser, args.calibration).with_values(**holds)
     if args.fit:
-        cal = fit_calibration(runs, start=FIT_START.with_values(**holds), terms=terms)
+        cal = fit_calibration(runs, start=start, terms=terms)
         print("fitted terms" + (f" ({', '.join(f'{k} held at {v:g}' for k, v in holds.items())})" if holds else "") + ":")
         for name in FITTED_TERMS:
             print(f"  {name} = {getattr(cal, name):.4g}")
     if args.out:
         try:
-            write_calibration(args.out, cal, runs)
+            save_calibration(args.out, cal, fitted_on=["commbench/data/calibration-runs.json"], force=args.force)
         except CommbenchError as exc:
             parser.error(str(exc))
         print(f"calibration written to {args.out}")
@@ -234,7 +226,7 @@ def main(argv: list[str]) -> int:
     if not args.no_logo:
         print("\nleave-one-GPU-out (fit on the other GPUs' rows, predict this GPU's):")
         print(f"{'GPU':8} {'rows':>5} {'MoE med|err|%':>14} {'dense med|err|%':>16}")
-        table = leave_one_gpu_out(runs, start=FIT_START.with_values(**holds), terms=terms)
+        table = leave_one_gpu_out(runs, start=start, terms=terms)
         for gpu, n, m, d in table:
             print(f"{gpu:8} {n:5d} {m:14.1f} {d:16.1f}")
         moe_all = [m for _, _, m, _ in table if np.isfinite(m)]
@@ -245,7 +237,7 @@ def main(argv: list[str]) -> int:
     if not args.no_loro:
         print("\nleave-one-release-out (fit on the older release lines' rows, predict this line's):")
         print(f"{'line':6} {'train':>6} {'test':>5} {'all med|err|%':>14} {'MoE':>6} {'dense':>6}")
-        loro = leave_one_release_out(runs, start=FIT_START.with_values(**holds), terms=terms)
+        loro = leave_one_release_out(runs, start=start, terms=terms)
         for line, n_train, n_test, a, m, d in loro:
             print(f"{line:6} {n_train:6d} {n_test:5d} {a:14.1f} {m:6.1f} {d:6.1f}")
         if loro:

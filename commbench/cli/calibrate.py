@@ -144,7 +144,7 @@ def calibrate(
                                           "terms fitted/held/moved, bounds reached and leave-one-out error")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace -O/--out even when it is not a calibration file")] = False,
 ) -> None:
-    from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, calibration_json, load_calibration
+    from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, load_calibration
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
@@ -183,12 +183,8 @@ def calibrate(
     before = np.abs([r["error_pct"] for r in evaluation_rows(loaded, start)])
     rows = evaluation_rows(loaded, fitted)
     after = np.abs([r["error_pct"] for r in rows])
-    data = calibration_json(fitted, fitted_on=sorted(set(runs)))
-    from commbench.files import write_output
-    from commbench.planner.step.terms import CALIBRATION_KIND
-
-    write_output(out, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
-                 what="calibration", force=force)
+    from commbench.planner.step.terms import save_calibration
+    data = save_calibration(out, fitted, fitted_on=sorted(set(runs)), force=force)
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     if as_json:
         console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",

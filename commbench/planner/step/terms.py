@@ -179,6 +179,18 @@ def calibration_json(cal: Calibration, *, fitted_on: list[str]) -> dict:
     return {"kind": CALIBRATION_KIND, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
 
 
+def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force: bool = False) -> dict:
+    """Write `cal` as the file load_calibration reads (calibration_json), whole, under commbench.files' rules for
+    an output it replaces (-O/--out; `force`: replace a file that is not a calibration); returns what it wrote."""
+    import json
+
+    from commbench.files import write_output
+    data = calibration_json(cal, fitted_on=fitted_on)
+    write_output(path, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
+                 what="calibration", force=force)
+    return data
+
+
 def load_calibration(path: str) -> Calibration:
     """Read a `commbench calibrate -O` file; missing terms keep the shipped values. One-line errors."""
     import json
