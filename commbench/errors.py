@@ -16,8 +16,18 @@ class Interrupted(CommbenchError):
 
 
 def invalid(field: str, value: object, allowed: str) -> CommbenchError:
-    """Build the standard one-line error: `--field VALUE: allowed ...`."""
-    return CommbenchError(f"{field}={value!r} is invalid: {allowed}")
+    """Build the standard one-line error: `--field VALUE: allowed ...`. The parts stay on the error (field,
+    value, allowed) so a command can name its own option for a library's argument (`as_option`)."""
+    error = CommbenchError(f"{field}={value!r} is invalid: {allowed}")
+    error.field, error.value, error.allowed = field, value, allowed
+    return error
+
+
+def as_option(error: CommbenchError, field: str, option: str) -> CommbenchError:
+    """`error` naming the command-line `option` where it names the library argument `field`; else as it is."""
+    if getattr(error, "field", None) != field:
+        return error
+    return invalid(option, error.value, error.allowed)
 
 
 def first_line(exc: BaseException) -> str:

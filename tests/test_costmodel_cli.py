@@ -58,6 +58,8 @@ def test_predict_table_is_labelled_predicted_and_json_matches_the_api():
     (["--fabric", "missing.json", "-c", "all_reduce", "-g", "8"], "cannot be read"),
     (["--system", "gb300-nvl72", "-c", "all_reduce", "-g", "8", "--protocol", "ll256"], "--protocol='ll256'"),
     (["--system", "gb300-nvl72", "-c", "moe_all_to_all", "-g", "8", "--algorithm", "ring"], "--algorithm='ring'"),
+    (["--system", "gb300-nvl72", "-c", "all_reduce", "-g", "8", "--algorithm", "foo"], "--algorithm='foo'"),
+    (["--system", "h100-hgx", "-c", "all_to_all", "-g", "8", "--algorithm", "nvls"], "--algorithm='nvls'"),
 ])
 def test_predict_user_errors_are_one_line_exit_2(args, message):
     result = _invoke("predict", *args)

@@ -15,7 +15,7 @@ from commbench.costmodel.nccl_tables import PROTOCOLS as NCCL_PROTOCOLS
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
                                  moe_all_to_all_time_s)
 from commbench.costmodel.choice import uses_nccl_model
-from commbench.errors import CommbenchError, invalid
+from commbench.errors import CommbenchError, as_option, invalid
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes, size_range
 
@@ -103,11 +103,17 @@ def predict(
             raise invalid("--algorithm", algorithm, "for moe_all_to_all: dispatch or combine (default: both phases)")
         time_s = moe_all_to_all_time_s(fabric, sizes, group, num_domains, imbalance,
                                        phase=algorithm if algorithm in ("dispatch", "combine") else None)
-    elif uses_nccl_model(fabric, collective):
-        chosen = best_algorithm_protocol(fabric, collective, sizes, group, num_domains, algorithm=algorithm, protocol=protocol)
-        time_s = chosen.time_s
     else:
-        time_s = collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=algorithm, protocol=protocol)
+        try:
+            if uses_nccl_model(fabric, collective):
+                chosen = best_algorithm_protocol(fabric, collective, sizes, group, num_domains, algorithm=algorithm,
+                                                 protocol=protocol)
+                time_s = chosen.time_s
+            else:
+                time_s = collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=algorithm,
+                                           protocol=protocol)
+        except CommbenchError as error:   # the cost model names its argument; the user typed the option
+            raise as_option(error, "algorithm", "--algorithm") from None
     if chosen is not None:
         picked, protocols = [str(a) for a in chosen.algorithm], [str(p) for p in chosen.protocol]
     else:
