@@ -3,6 +3,7 @@ formats and public logs), JSON, and unparsable lines reported with their line nu
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -84,6 +85,31 @@ def test_a_row_cut_inside_its_in_place_group_is_not_read_as_an_in_place_row():
     result = parse_text("\n".join(text), "cut.log", "all_reduce")
     assert [(line, reason.split(":")[0]) for _, line, _, reason in result.problems] == [(17, "unparsable result row")]
     assert [(m.size_bytes, m.in_place) for m in split(result)[1]] == [(8, False), (8, True)]
+
+
+def test_a_row_whose_size_and_count_disagree_is_refused_not_imported(tmp_path):
+    """nccl-tests prints size = count x the type's bytes (x the ranks where count is one rank's chunk:
+    all_gather, reduce_scatter, alltoall); a spliced or shifted row was imported with both as they stood."""
+    text = (DATA / "multi-collective-2.14.log").read_text().splitlines()
+    row = text.index(next(line for line in text if line.split()[:2] == ["1048576", "32768"]))
+    # all_gather on 8 ranks: 1 MiB of float is 32,768 per rank; the whole buffer's 262,144 is not its count
+    text.insert(row + 1, "     2097152        524288     float    none      -1    30.00   69.91   61.17    N/A"
+                         "    29.00   72.32   63.28    N/A")
+    result = parse_text("\n".join(text), "spliced.log")
+    assert [(line, reason) for _, line, _, reason in result.problems] == [
+        (row + 2, "unparsable result row: size 2097152 B is not count 524288 x 4 B (float) x 8 ranks (all_gather "
+                  "counts one rank's chunk)")]
+    assert 2097152 not in [m.size_bytes for m in split(result)[1]] and len(split(result)[1]) == 9
+    old = (DATA / "all_reduce_perf-2018.log").read_text().splitlines()[:16]
+    old.append("        1024           128   float     sum    33.9   0.03    0.05  0e+00    33.44    0.03    0.06  0e+00")
+    result = parse_text("\n".join(old), "shifted.log", "all_reduce")
+    assert [reason for *_, reason in result.problems] == [
+        "unparsable result row: size 1024 B is not count 128 x 4 B (float)"]
+    data = json.loads((DATA / "sendrecv.json").read_text())
+    data["results"][1]["count"] = 1024
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    result = import_file(str(tmp_path / "bad.json"))
+    assert len(split(result)[1]) == 2 and "is not count 1024 x 4 B (float)" in result.problems[0][3]
 
 
 def test_log_naming_no_collective_needs_the_option(tmp_path):

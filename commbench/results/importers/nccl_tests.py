@@ -42,6 +42,13 @@ COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatte
 DTYPE_NAMES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16", "int8": "int8",
                "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
                "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2"}
+NCCL_TYPE_BYTES = {"float": 4, "half": 2, "double": 8, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4, "uint32": 4,
+                   "int64": 8, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1}
+# nccl-tests prints size = max(send, recv) bytes and count = the collective's count argument (src/common.cu,
+# writeBenchmarkLinePreamble; each src/<test>.cu's GetCollByteCount): one rank's chunk where the buffer holds one
+# per rank, the whole buffer for the others.
+PER_RANK_COUNT = frozenset({"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter", "hypercube"})
+WHOLE_COUNT = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
@@ -130,6 +137,22 @@ def _cell(text: str, kind=float):
     return None if text == "N/A" else kind(text)
 
 
+def count_mismatch(collective: str, size: int, count: int, nccl_type: str, world: int | None) -> str | None:
+    """Why a row's size and count cannot both be nccl-tests' for this collective (a row spliced from two
+    lines, a column shifted), or None: size = count x the type's bytes, x the rank count where count is one
+    rank's chunk (any whole multiple where the log does not list its ranks)."""
+    item = NCCL_TYPE_BYTES.get(nccl_type)
+    if item is None or collective not in PER_RANK_COUNT | WHOLE_COUNT or size < 0 or count <= 0:
+        return None   # count 0: commbench's --format nccl-tests row of a point that failed (no numbers)
+    chunk = count * item
+    if collective in WHOLE_COUNT:
+        return None if size == chunk else f"size {size} B is not count {count} x {item} B ({nccl_type})"
+    if size % chunk or (world and size != chunk * world):
+        ranks = f"{world} ranks" if world else "a whole number of ranks"
+        return f"size {size} B is not count {count} x {item} B ({nccl_type}) x {ranks} ({collective} counts one rank's chunk)"
+    return None
+
+
 def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult) -> None:
     lead, groups = _group_layout(state.columns)
     widths = [len(g) for g in groups]
@@ -145,6 +168,9 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult) -> None
     row = dict(zip(lead, tokens[:len(lead)]))
     if state.collective is None:
         raise ValueError("which collective is this? the log names no *_perf binary: pass --collective")
+    if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"],
+                              len(state.devices) or None)):
+        raise ValueError(why)
     world = len(state.devices) or state.threads_gpus
     if state.run_id is None:
         state.run_id = new_run_id()
@@ -264,6 +290,8 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
     for index, row in enumerate(data["results"]):
         try:
             root = int(str(row.get("root", "-1")).strip())
+            if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
+                raise ValueError(why)
             for in_place, key in ((False, "out_of_place"), (True, "in_place")):
                 cell = row.get(key)
                 if not cell:
