@@ -112,6 +112,19 @@ def test_a_row_whose_size_and_count_disagree_is_refused_not_imported(tmp_path):
     assert len(split(result)[1]) == 2 and "is not count 1024 x 4 B (float)" in result.problems[0][3]
 
 
+def test_a_row_ending_after_its_out_of_place_cell_is_out_of_place():
+    """nccl-tests prints the out-of-place cell, then runs in-place: a run stopped there leaves a row of one
+    cell's numbers, which were read as in-place. A blank out-of-place cell (numbers far right) is in-place."""
+    text = (DATA / "all_reduce_perf-2018.log").read_text().splitlines()[:16]
+    stopped = "        1024           256   float     sum    33.9   0.03    0.05  0e+00"
+    blank = "        1024           256   float     sum" + " " * 33 + "    33.44    0.03    0.06  0e+00"
+    for row, in_place in ((stopped, False), (blank, True)):
+        result = parse_text("\n".join(text + [row]), "stopped.log", "all_reduce")
+        points = split(result)[1]
+        assert result.problems == [] and (points[-1].size_bytes, points[-1].in_place) == (1024, in_place)
+        assert points[-1].loop_time_us["avg"] == (33.44 if in_place else 33.9)
+
+
 def test_log_naming_no_collective_needs_the_option(tmp_path):
     log = tmp_path / "run.log"
     log.write_text((DATA / "all_reduce_perf-2018.log").read_text())

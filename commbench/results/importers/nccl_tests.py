@@ -153,16 +153,42 @@ def count_mismatch(collective: str, size: int, count: int, nccl_type: str, world
     return None
 
 
-def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult) -> None:
+BLANK_CELL_GAP = 20  # characters between root and the first number when the out-of-place cell is blank:
+# its fields print as "  %7s  %6s  %6s  %6g" (src/util.cu writeBenchmarkLineBody), 33 wide; a printed one leaves 2-8
+
+
+def _gap_before_body(raw: str, tokens: list[str], lead: int) -> int:
+    """Spaces between the row's last leading column (root) and its first number, in the raw line."""
+    end = 0
+    for token in tokens[:lead]:
+        end = raw.index(token, end) + len(token)
+    return raw.index(tokens[lead], end) - end
+
+
+def _one_cell(body: list[str], widths: list[int], raw: str, tokens: list[str], lead: int) -> bool | None:
+    """Which placement a row holding one cell's numbers holds (True: in-place), None if neither fits.
+    nccl-tests prints the out-of-place cell before it runs in-place, so a run stopped during its in-place
+    test leaves a row ending after out-of-place; a blank out-of-place cell (numbers far to the right)
+    leaves in-place. A row cut inside either group fits neither."""
+    if not body or len(body) not in widths[:2]:
+        return None
+    blank = _gap_before_body(raw, tokens, lead) >= BLANK_CELL_GAP
+    if blank and len(body) == widths[1]:
+        return True
+    if not blank and len(body) == widths[0]:
+        return False
+    return None
+
+
+def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: str) -> None:
     lead, groups = _group_layout(state.columns)
     widths = [len(g) for g in groups]
     body = tokens[len(lead):]
     if len(body) >= sum(widths):
         chunks = [(False, body[:widths[0]]), (True, body[widths[0]:widths[0] + widths[1]])] if len(groups) > 1 \
             else [(False, body[:widths[0]])]
-    elif len(groups) > 1 and len(body) == widths[1]:  # out-of-place body left blank (trace replay); a row cut
-        # short inside the in-place group is refused below, not read as an in-place row of out-of-place numbers
-        chunks = [(True, body[:widths[1]])]
+    elif len(groups) > 1 and (in_place := _one_cell(body, widths, raw, tokens, len(lead))) is not None:
+        chunks = [(in_place, body)]
     else:
         raise ValueError(f"{len(tokens)} cells, the header has {len(lead) + sum(widths)}")
     row = dict(zip(lead, tokens[:len(lead)]))
@@ -246,7 +272,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         tokens = line.split()
         if tokens[0].isdigit() and state.columns:
             try:
-                _parse_row(state, tokens, result)
+                _parse_row(state, tokens, result, raw)
             except (ValueError, KeyError) as exc:
                 result.problems.append((source, number, raw, f"unparsable result row: {exc}"))
             continue
