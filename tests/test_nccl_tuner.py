@@ -82,10 +82,10 @@ def point(size, combo, time_us, noise=0.0, coll="allreduce", ranks=8, nodes=1):
                       noise_rel=noise, run_id="r1")
 
 
-def test_cell_bounds_midpoints_cover_zero_to_max_without_gaps():
-    assert cell_bounds([8, 64, 1024]) == [(0, 36), (37, 544), (545, 1024)]
-    assert cell_bounds([5, 6]) == [(0, 5), (6, 6)]
-    assert cell_bounds([4096]) == [(0, 4096)]
+def test_cell_bounds_midpoints_cover_min_to_max_without_gaps():
+    assert cell_bounds([8, 64, 1024]) == [(8, 36), (37, 544), (545, 1024)]
+    assert cell_bounds([5, 6]) == [(5, 5), (6, 6)]
+    assert cell_bounds([4096]) == [(4096, 4096)]
 
 
 def test_adjacent_winners_merge_and_default_cells_break_ranges():
@@ -96,7 +96,7 @@ def test_adjacent_winners_merge_and_default_cells_break_ranges():
     cells = choose_cells(points)
     assert [c.choice for c in cells] == [RING_LL, RING_LL, None, RING_LL]
     rules = merge_rules(cells)
-    assert [(r.min_bytes, r.max_bytes) for r in rules] == [(0, 3072), (6145, 8192)]
+    assert [(r.min_bytes, r.max_bytes) for r in rules] == [(1024, 3072), (6145, 8192)]
     assert rules[0].speedups == (2.0, 2.0) and rules[0].sizes_bytes == (1024, 2048)
 
 
@@ -267,3 +267,27 @@ def test_noise_comes_from_the_per_iteration_samples_when_the_record_has_them():
     record = dataclasses.replace(_record("a", 1024, RING_LL, 10.0, p99=50.0), iter_times_us=tight)
     assert record_noise_rel(record) == pytest.approx(0.005)  # interval (10.0, 10.1) around 10.0
     assert record_noise_rel(dataclasses.replace(record, iter_times_us=[])) == pytest.approx(4.0)  # p99 spread
+
+
+def test_sizes_below_the_smallest_measured_one_are_left_to_nccl(tmp_path):
+    """A winner measured from 1 MiB up says nothing about 8 B: NCCL picks LL/tree there, and a ring/simple
+    rule on many channels would make small calls slower than with no config. Below the smallest measured
+    size (as above the largest) commbench's plugin leaves NCCL alone; NCCL's example plugin, which runs an
+    uncovered call on one channel, still gets the smallest size's choice."""
+    path = tmp_path / "big.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for size in (1 << 20, 4 << 20):
+            writer.write(_record("a", size, DEFAULT, 200.0))
+            writer.write(_record("a", size, TREE_SIMPLE_8, 100.0))
+    conf = tmp_path / "c.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
+    configs, problems = reproduced_plugin_load(conf.read_text())
+    assert problems == [] and [(c["min"], c["max"]) for c in configs] == [(1 << 20, 4 << 20)]
+    for nbytes in (0, 8, 1024, (1 << 20) - 1):
+        assert reproduced_plugin_select(configs, "allreduce", nbytes, nodes=1, ranks=4) is None
+    assert "below the smallest and above the largest: NCCL" in conf.read_text()
+    example = tmp_path / "e.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
+    configs, _ = reproduced_plugin_load(example.read_text())
+    assert reproduced_plugin_select(configs, "allreduce", 8, nodes=1, ranks=4)["channels"] == 8

@@ -11,9 +11,11 @@ scale:
     count is written as 0 (NCCL_OWN_CHANNELS), and for NCCL's example plugin only explicit counts
     win (`expressible`; results.nccl_tuner_targets);
   * sizes between measured points go to the nearer one: measured sizes s_0 < ... < s_n own the cells
-    [0, m_0], [m_0+1, m_1], ..., [m_{n-1}+1, s_n] with m_i = floor((s_i + s_{i+1}) / 2) -- the
-    midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover 0..s_n without gaps
-    and sizes above s_n are left to NCCL;
+    [s_0, m_0], [m_0+1, m_1], ..., [m_{n-1}+1, s_n] with m_i = floor((s_i + s_{i+1}) / 2) -- the
+    midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover s_0..s_n without gaps;
+    sizes below s_0 and above s_n were not measured and are left to NCCL (NCCL's example plugin, which
+    runs an uncovered call on one channel, gets the nearest cell stretched to 0 and to SIZE_MAX:
+    results.nccl_tuner_targets);
   * adjacent cells with the same winner merge into one rule.
 The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
 inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
@@ -118,10 +120,11 @@ def expressible(combo: TuningCombo, *, any_channels: bool = False) -> bool:
 
 
 def cell_bounds(sizes_bytes: list[int]) -> list[tuple[int, int]]:
-    """[lo, hi] per sorted distinct measured size: midpoint rule, 0..max, no gaps, no overlaps."""
+    """[lo, hi] per sorted distinct measured size: midpoint rule, min..max (nothing beyond what was measured),
+    no gaps, no overlaps."""
     bounds = []
     for i, size in enumerate(sizes_bytes):
-        lo = 0 if i == 0 else bounds[-1][1] + 1
+        lo = size if i == 0 else bounds[-1][1] + 1
         hi = size if i == len(sizes_bytes) - 1 else (size + sizes_bytes[i + 1]) // 2
         bounds.append((lo, hi))
     return bounds
