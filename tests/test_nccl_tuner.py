@@ -291,3 +291,22 @@ def test_sizes_below_the_smallest_measured_one_are_left_to_nccl(tmp_path):
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
     configs, _ = reproduced_plugin_load(example.read_text())
     assert reproduced_plugin_select(configs, "allreduce", 8, nodes=1, ranks=4)["channels"] == 8
+
+
+def test_a_combination_with_wrong_data_never_becomes_a_rule(tmp_path):
+    """A record can be status ok with #wrong > 0 (the data check found wrong results): a combination that is fast
+    because it computes the wrong thing must not be pinned, nor a wrong baseline shown to be beaten."""
+    import dataclasses
+
+    path = tmp_path / "wrong.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        writer.write(_record("a", 1024, DEFAULT, 20.0))
+        writer.write(dataclasses.replace(_record("a", 1024, RING_LL, 10.0), num_wrong=7))
+        writer.write(dataclasses.replace(_record("a", 4096, DEFAULT, 20.0), num_wrong=1))
+        writer.write(_record("a", 4096, RING_LL, 10.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    assert reproduced_plugin_load(conf.read_text())[0] == []
+    assert "left out 2 points with wrong data" in conf.read_text()

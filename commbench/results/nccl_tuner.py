@@ -216,7 +216,7 @@ def record_noise_rel(record, statistic: str = "median") -> float:
 
 
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
-    """TunedPoints from the ok whole-world records of plugin-supported collectives, with notes on
+    """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
     NVLink systems, hosts elsewhere, from the run's header); ranks = the group size."""
     from commbench.results.nccl_nodes import header_node_count
@@ -233,6 +233,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = f"{r.collective}: not a collective the plugin tunes"
         elif r.status != "ok":
             why = f"{r.status} points"
+        elif r.num_wrong:
+            why = "points with wrong data (#wrong > 0)"
         elif r.num_groups != 1 or r.group_size != r.world_size:
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
