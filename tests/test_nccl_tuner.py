@@ -310,3 +310,24 @@ def test_a_combination_with_wrong_data_never_becomes_a_rule(tmp_path):
     assert result.exit_code == 0, result.output
     assert reproduced_plugin_load(conf.read_text())[0] == []
     assert "left out 2 points with wrong data" in conf.read_text()
+
+
+def test_one_iteration_has_no_noise_estimate_and_makes_no_rule(tmp_path):
+    """With -n 1 a record has one sample: its max is its median, which read as zero noise, so a 1% difference
+    (one preempted iteration) became a rule. One sample says nothing about the noise: no rule there."""
+    import dataclasses
+
+    def one(size, combo, time_us):
+        return dataclasses.replace(_record("a", size, combo, time_us), iters=1, time_us_p99=None, time_us_max=time_us,
+                                   time_us_min=time_us, iter_times_us=[time_us])
+
+    path = tmp_path / "one.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        writer.write(one(1024, DEFAULT, 20.0))
+        writer.write(one(1024, RING_LL, 19.8))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    text = conf.read_text()
+    assert reproduced_plugin_load(text)[0] == [] and "noise unknown (one iteration)" in text

@@ -24,6 +24,7 @@ and scale and always name nNodes/nRanks, so order does not matter.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -200,11 +201,14 @@ def record_noise_rel(record, statistic: str = "median") -> float:
     """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
     per-iteration samples (order-statistic interval of the median, mean +- 1.96 standard errors:
     commbench.results.compare, as the compare gate uses them), over the statistic; without samples
-    (older files) the spread from the median to the p99 (or max) over the median, conservatively."""
+    (older files) the spread from the median to the p99 (or max) over the median, conservatively. One
+    iteration (-n 1) has no noise estimate (its max is its median): infinite, so it never makes a rule."""
     from commbench.results.compare import mean_interval, median_interval
 
     value = record_time_us(record, statistic)
     samples = getattr(record, "iter_times_us", None) or []
+    if len(samples) < 2 and record.iters < 2:
+        return math.inf
     if value and len(samples) >= 2 and statistic in ("median", "mean"):
         low, high = (median_interval if statistic == "median" else mean_interval)(np.asarray(samples, dtype=float))
         return max(0.0, (high - low) / 2 / value)

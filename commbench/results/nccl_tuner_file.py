@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 
 from commbench.results.nccl_tuner import Cell, Rule, TunedPoint, expressible
 from commbench.units import format_size
@@ -78,8 +79,9 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     elif cell.speedup is None:
         why = "NCCL default was not measured at this size"
     else:
-        why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), within noise {100 * cell.noise_rel:.1f}%"
-               " or below --min-gain")
+        why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), "
+               + (f"within noise {100 * cell.noise_rel:.1f}% or below --min-gain" if math.isfinite(cell.noise_rel)
+                  else "noise unknown (one iteration)"))
     return comment(f"{scale}: NCCL default kept at {format_size(cell.size_bytes)}: {why}; {_origin(cell)}")
 
 
