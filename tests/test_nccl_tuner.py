@@ -331,3 +331,29 @@ def test_one_iteration_has_no_noise_estimate_and_makes_no_rule(tmp_path):
     assert result.exit_code == 0, result.output
     text = conf.read_text()
     assert reproduced_plugin_load(text)[0] == [] and "noise unknown (one iteration)" in text
+
+
+def test_a_baseline_measured_under_an_inherited_nccl_override_is_not_nccls_default(tmp_path):
+    """A plain bench run with NCCL_ALGO=Tree exported (or a tuner plugin loaded) records 'default' params, but
+    its times are tree's (the plugin's), not NCCL's own choice: a combination 'beating' it could be slower than
+    NCCL's real default. Such points are left out and named; the combination runs' own overrides are fine."""
+    import dataclasses
+
+    path = tmp_path / "env.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(dataclasses.replace(_header("plain", ["h"] * 4), nccl_env={"NCCL_ALGO": "Tree"}))
+        writer.write(_record("plain", 1024, DEFAULT, 40.0))
+        writer.write(dataclasses.replace(_header("plugin", ["h"] * 4), nccl_env={"NCCL_TUNER_PLUGIN": "/x/lib.so"}))
+        writer.write(_record("plugin", 4096, DEFAULT, 40.0))
+        writer.write(dataclasses.replace(_header("ring", ["h"] * 4),
+                                         nccl_env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_NCHANNELS": "16",
+                                                   "NCCL_MAX_NCHANNELS": "16"}))
+        for size in (1024, 4096):
+            writer.write(_record("ring", size, RING_LL, 10.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    text = conf.read_text()
+    assert reproduced_plugin_load(text)[0] == []
+    assert "left out 2 points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, " \
+           "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set)" in text

@@ -219,6 +219,18 @@ def record_noise_rel(record, statistic: str = "median") -> float:
     return max(0.0, (tail - median) / median)
 
 
+def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
+    """Whether a point's run did not leave NCCL its own choice where the record says it did: a tuning variable
+    inherited from the environment on an axis the combination leaves to NCCL (a plain bench with NCCL_ALGO
+    exported), or a tuner plugin loaded (NCCL_TUNER_PLUGIN: the plugin chose). A combination's own overrides
+    (sweep.combos sets them in its processes' environment) are what it says."""
+    if nccl_env.get("NCCL_TUNER_PLUGIN"):
+        return True
+    axes = (("NCCL_ALGO", combo.algo), ("NCCL_PROTO", combo.proto), ("NCCL_MIN_NCHANNELS", combo.channels),
+            ("NCCL_MAX_NCHANNELS", combo.channels))
+    return any(nccl_env.get(key) and value is None for key, value in axes)
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
@@ -227,6 +239,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     from commbench.results.records import Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
+    env_of = {r.run_id: r.nccl_env for r in records if isinstance(r, RunHeader)}
     nodes_of = {run_id: count for run_id, (count, _, _) in counted.items()}
     points, left_out = [], {}
     for r in records:
@@ -243,6 +256,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
+        elif forced_by_environment(combo_from_params(r.params), env_of[r.run_id]):
+            why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
+                   "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
             why = f"points without a {statistic} time"
