@@ -357,3 +357,21 @@ def test_a_baseline_measured_under_an_inherited_nccl_override_is_not_nccls_defau
     assert reproduced_plugin_load(text)[0] == []
     assert "left out 2 points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, " \
            "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set)" in text
+
+
+def test_commbench_rules_match_one_collective_per_call_as_measured(tmp_path):
+    """Every point is one collective per NCCL call (numPipeOps 1). NCCL passes numPipeOps > 1 for aggregated
+    group calls and its own model then amortises the latency (src/graph/tuning.cc ncclTopoGetAlgoTime:
+    lat * numPipeOps for ring, DIVUP(numPipeOps, NCCL_MAX_DEV_WORK_BATCH_COLLS) otherwise), a regime never
+    measured: commbench's plugin leaves it to NCCL. NCCL's example plugin would run it on one channel, so
+    --for example-plugin keeps -1 (any)."""
+    path, _ = _results_file(tmp_path)
+    conf = tmp_path / "c.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert configs and {c["pipe_ops"] for c in configs} == {1}
+    assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=2, ranks=4, pipe_ops=4) is None
+    assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=2, ranks=4, pipe_ops=1) is not None
+    example = tmp_path / "e.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
+    assert {c["pipe_ops"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}

@@ -164,8 +164,9 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     return cells
 
 
-def merge_rules(cells: list[Cell]) -> list[Rule]:
-    """Adjacent cells of one collective and scale with the same choice become one rule."""
+def merge_rules(cells: list[Cell], *, pipe_ops: int = -1) -> list[Rule]:
+    """Adjacent cells of one collective and scale with the same choice become one rule; `pipe_ops`: the
+    numPipeOps every rule names (-1 = any; results.nccl_tuner_targets.RULE_PIPE_OPS)."""
     rules: list[Rule] = []
     previous: Cell | None = None
     for cell in cells:
@@ -183,7 +184,7 @@ def merge_rules(cells: list[Cell]) -> list[Rule]:
             rules.append(Rule(collective=cell.collective, min_bytes=cell.min_bytes, max_bytes=cell.max_bytes,
                               algo=combo.algo, proto=combo.proto,
                               channels=NCCL_OWN_CHANNELS if combo.channels is None else combo.channels,
-                              nodes=cell.nodes, ranks=cell.ranks, sizes_bytes=(cell.size_bytes,),
+                              nodes=cell.nodes, ranks=cell.ranks, pipe_ops=pipe_ops, sizes_bytes=(cell.size_bytes,),
                               speedups=(cell.speedup,), run_ids=cell.run_ids, predicted=cell.predicted,
                               filled=cell.filled))
         previous = cell

@@ -23,6 +23,11 @@ from commbench.results.nccl_tuner import Cell, TunedPoint, expressible
 from commbench.units import format_size
 
 TARGETS = ("commbench", "example-plugin")
+# numPipeOps a rule names. Every point is one collective per NCCL call: numPipeOps 1. NCCL passes more for
+# aggregated group calls (src/enqueue.cc: nTasksPerChannel) and its model amortises their latency there
+# (src/graph/tuning.cc ncclTopoGetAlgoTime), a regime never measured: commbench's plugin leaves it to NCCL.
+# NCCL's example plugin would run such calls on one channel without a rule: -1 (any) for it.
+RULE_PIPE_OPS = {"commbench": 1, "example-plugin": -1}
 SIZE_MAX_BYTES = 2**64 - 1  # size_t max: the plugin parses bounds with strtoull
 PROTOCOL_ORDER = {"ll": 0, "ll128": 1, "simple": 2}  # NCCL's protocols from latency- to bandwidth-bound
 
