@@ -33,6 +33,13 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-f", "1.0000001", "-e", "1T"], "at most 10,000"),
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "nan"], "--imbalance=nan"),
     (["nccl-tuner", "--system", "nope"], "--system='nope' is invalid: one of gb300-nvl72"),  # not "--gpus is missing"
+    # nNodes -1 in a rule matches every node count (scales never predicted), 0 none; at most one node per rank
+    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--nodes", "-1"], "--nodes=-1 is invalid: from 1 to --gpus"),
+    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--nodes", "0"], "--nodes=0 is invalid"),
+    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--nodes", "17"], "--nodes=17 is invalid"),
+    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "99999999"], "--gpus=99999999 is invalid"),
+    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--channels", "65"], "--channels=65 is invalid: from 1 to 64"),
+    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--min-gain", "nan"], "--min-gain=nan is invalid"),
     # the busiest of 8 ranks receives at most 8x the mean: 100 is no traffic pattern
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "100"],
      "--imbalance=100.0 is invalid: a number from 1 to the group size, 8"),

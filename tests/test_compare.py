@@ -140,6 +140,20 @@ def test_imported_records_compare_on_nccl_tests_time():
     assert point.verdict == "REGRESSED"
 
 
+def test_nothing_comparable_is_refused_not_passed(tmp_path):
+    """nccl-tests logs run with different -a modes hold different statistics (avg vs rank0): no point can be
+    judged, and the gate said 'pass: 2 point(s) compared' (and --json a NaN quantile). Now it refuses in one
+    line, exit 2; a file with some points not comparable says how many were judged."""
+    base = [dataclasses.replace(record(size, [10.0] * 5), time_us_median=None, time_us_mean=None, time_us_min=None,
+                                time_us_max=None, iter_times_us=[], loop_time_us={"avg": 10.0}) for size in (1024, 4096)]
+    new = [dataclasses.replace(r, loop_time_us={"rank0": 30.0}) for r in base]
+    result = run(write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "no point has a time statistic both files hold" in result.output and "nccl-rank0" in result.output
+    mixed = run(write(tmp_path / "b2.jsonl", base), write(tmp_path / "n2.jsonl", [base[0], new[1]]))
+    assert mixed.exit_code == 0 and "pass: 1 point(s) in 1 run(s) compared (1 not comparable" in mixed.output
+
+
 def test_user_errors_exit_2(tmp_path):
     base = write(tmp_path / "base.jsonl", [record(1024, [10.0] * 5)])
     other = write(tmp_path / "other.jsonl", [dataclasses.replace(record(1024, [10.0] * 5), collective="broadcast")])

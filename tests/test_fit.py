@@ -180,6 +180,19 @@ def test_uncovered_regimes_and_poor_fits_are_flagged():
     assert any("poor fit" in w for w in bad.warnings)
 
 
+def test_points_with_wrong_data_are_not_fitted():
+    """A point whose data check failed (#wrong > 0, status ok) may be fast because it did not do the work (a
+    no-op collective): fitted, it would make the fabric look faster than it is."""
+    sizes = SIZES[8:]
+    good = [_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in sizes]
+    wrong = [_record("all_reduce", s, 1.0, 4, world=4, num_wrong=s // 4) for s in sizes[::2]]
+    (fit,), notes = fit_all(good + wrong, {})
+    (clean,), _ = fit_all(good, {})
+    assert fit.fit.latency_s == pytest.approx(clean.fit.latency_s)
+    assert fit.fit.busbw_bytes_per_s[-1] == pytest.approx(clean.fit.busbw_bytes_per_s[-1])
+    assert any("wrong data" in n for n in notes)
+
+
 def test_no_usable_points_is_one_clear_error(tmp_path):
     path = tmp_path / "empty.jsonl"
     with JsonlWriter(path) as writer:

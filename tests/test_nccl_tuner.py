@@ -82,10 +82,10 @@ def point(size, combo, time_us, noise=0.0, coll="allreduce", ranks=8, nodes=1):
                       noise_rel=noise, run_id="r1")
 
 
-def test_cell_bounds_midpoints_cover_zero_to_max_without_gaps():
-    assert cell_bounds([8, 64, 1024]) == [(0, 36), (37, 544), (545, 1024)]
-    assert cell_bounds([5, 6]) == [(0, 5), (6, 6)]
-    assert cell_bounds([4096]) == [(0, 4096)]
+def test_cell_bounds_midpoints_cover_min_to_max_without_gaps():
+    assert cell_bounds([8, 64, 1024]) == [(8, 36), (37, 544), (545, 1024)]
+    assert cell_bounds([5, 6]) == [(5, 5), (6, 6)]
+    assert cell_bounds([4096]) == [(4096, 4096)]
 
 
 def test_adjacent_winners_merge_and_default_cells_break_ranges():
@@ -96,7 +96,7 @@ def test_adjacent_winners_merge_and_default_cells_break_ranges():
     cells = choose_cells(points)
     assert [c.choice for c in cells] == [RING_LL, RING_LL, None, RING_LL]
     rules = merge_rules(cells)
-    assert [(r.min_bytes, r.max_bytes) for r in rules] == [(0, 3072), (6145, 8192)]
+    assert [(r.min_bytes, r.max_bytes) for r in rules] == [(1024, 3072), (6145, 8192)]
     assert rules[0].speedups == (2.0, 2.0) and rules[0].sizes_bytes == (1024, 2048)
 
 
@@ -267,3 +267,111 @@ def test_noise_comes_from_the_per_iteration_samples_when_the_record_has_them():
     record = dataclasses.replace(_record("a", 1024, RING_LL, 10.0, p99=50.0), iter_times_us=tight)
     assert record_noise_rel(record) == pytest.approx(0.005)  # interval (10.0, 10.1) around 10.0
     assert record_noise_rel(dataclasses.replace(record, iter_times_us=[])) == pytest.approx(4.0)  # p99 spread
+
+
+def test_sizes_below_the_smallest_measured_one_are_left_to_nccl(tmp_path):
+    """A winner measured from 1 MiB up says nothing about 8 B: NCCL picks LL/tree there, and a ring/simple
+    rule on many channels would make small calls slower than with no config. Below the smallest measured
+    size (as above the largest) commbench's plugin leaves NCCL alone; NCCL's example plugin, which runs an
+    uncovered call on one channel, still gets the smallest size's choice."""
+    path = tmp_path / "big.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for size in (1 << 20, 4 << 20):
+            writer.write(_record("a", size, DEFAULT, 200.0))
+            writer.write(_record("a", size, TREE_SIMPLE_8, 100.0))
+    conf = tmp_path / "c.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
+    configs, problems = reproduced_plugin_load(conf.read_text())
+    assert problems == [] and [(c["min"], c["max"]) for c in configs] == [(1 << 20, 4 << 20)]
+    for nbytes in (0, 8, 1024, (1 << 20) - 1):
+        assert reproduced_plugin_select(configs, "allreduce", nbytes, nodes=1, ranks=4) is None
+    assert "below the smallest and above the largest: NCCL" in conf.read_text()
+    example = tmp_path / "e.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
+    configs, _ = reproduced_plugin_load(example.read_text())
+    assert reproduced_plugin_select(configs, "allreduce", 8, nodes=1, ranks=4)["channels"] == 8
+
+
+def test_a_combination_with_wrong_data_never_becomes_a_rule(tmp_path):
+    """A record can be status ok with #wrong > 0 (the data check found wrong results): a combination that is fast
+    because it computes the wrong thing must not be pinned, nor a wrong baseline shown to be beaten."""
+    import dataclasses
+
+    path = tmp_path / "wrong.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        writer.write(_record("a", 1024, DEFAULT, 20.0))
+        writer.write(dataclasses.replace(_record("a", 1024, RING_LL, 10.0), num_wrong=7))
+        writer.write(dataclasses.replace(_record("a", 4096, DEFAULT, 20.0), num_wrong=1))
+        writer.write(_record("a", 4096, RING_LL, 10.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    assert reproduced_plugin_load(conf.read_text())[0] == []
+    assert "left out 2 points with wrong data" in conf.read_text()
+
+
+def test_one_iteration_has_no_noise_estimate_and_makes_no_rule(tmp_path):
+    """With -n 1 a record has one sample: its max is its median, which read as zero noise, so a 1% difference
+    (one preempted iteration) became a rule. One sample says nothing about the noise: no rule there."""
+    import dataclasses
+
+    def one(size, combo, time_us):
+        return dataclasses.replace(_record("a", size, combo, time_us), iters=1, time_us_p99=None, time_us_max=time_us,
+                                   time_us_min=time_us, iter_times_us=[time_us])
+
+    path = tmp_path / "one.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        writer.write(one(1024, DEFAULT, 20.0))
+        writer.write(one(1024, RING_LL, 19.8))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    text = conf.read_text()
+    assert reproduced_plugin_load(text)[0] == [] and "noise unknown (one iteration)" in text
+
+
+def test_a_baseline_measured_under_an_inherited_nccl_override_is_not_nccls_default(tmp_path):
+    """A plain bench run with NCCL_ALGO=Tree exported (or a tuner plugin loaded) records 'default' params, but
+    its times are tree's (the plugin's), not NCCL's own choice: a combination 'beating' it could be slower than
+    NCCL's real default. Such points are left out and named; the combination runs' own overrides are fine."""
+    import dataclasses
+
+    path = tmp_path / "env.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(dataclasses.replace(_header("plain", ["h"] * 4), nccl_env={"NCCL_ALGO": "Tree"}))
+        writer.write(_record("plain", 1024, DEFAULT, 40.0))
+        writer.write(dataclasses.replace(_header("plugin", ["h"] * 4), nccl_env={"NCCL_TUNER_PLUGIN": "/x/lib.so"}))
+        writer.write(_record("plugin", 4096, DEFAULT, 40.0))
+        writer.write(dataclasses.replace(_header("ring", ["h"] * 4),
+                                         nccl_env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_NCHANNELS": "16",
+                                                   "NCCL_MAX_NCHANNELS": "16"}))
+        for size in (1024, 4096):
+            writer.write(_record("ring", size, RING_LL, 10.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    text = conf.read_text()
+    assert reproduced_plugin_load(text)[0] == []
+    assert "left out 2 points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, " \
+           "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set)" in text
+
+
+def test_commbench_rules_match_one_collective_per_call_as_measured(tmp_path):
+    """Every point is one collective per NCCL call (numPipeOps 1). NCCL passes numPipeOps > 1 for aggregated
+    group calls and its own model then amortises the latency (src/graph/tuning.cc ncclTopoGetAlgoTime:
+    lat * numPipeOps for ring, DIVUP(numPipeOps, NCCL_MAX_DEV_WORK_BATCH_COLLS) otherwise), a regime never
+    measured: commbench's plugin leaves it to NCCL. NCCL's example plugin would run it on one channel, so
+    --for example-plugin keeps -1 (any)."""
+    path, _ = _results_file(tmp_path)
+    conf = tmp_path / "c.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert configs and {c["pipe_ops"] for c in configs} == {1}
+    assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=2, ranks=4, pipe_ops=4) is None
+    assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=2, ranks=4, pipe_ops=1) is not None
+    example = tmp_path / "e.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
+    assert {c["pipe_ops"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}

@@ -213,6 +213,8 @@ def compare_cmd(
                          f"--allow-missing permits that")
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
-        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared, none slower than {} beyond the noise, "
-                             "none failed or wrong", len(result.points), result.runs["new"], f"{threshold:.0%}"),
-                      highlight=False)
+        apart = sum(p.verdict == "not comparable" for p in result.points)
+        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}, none slower than {} beyond the noise, "
+                             "none failed or wrong", len(result.points) - apart, result.runs["new"],
+                             f" ({apart} not comparable: no statistic in both files)" if apart else "",
+                             f"{threshold:.0%}"), highlight=False)

@@ -4,6 +4,7 @@ predicted) per-size winners of the NCCL tuning axes."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,6 +13,8 @@ import typer
 from commbench.cli.base import command, console, fail, renamed
 from commbench.errors import CommbenchError, invalid
 from commbench.results.render import styled
+
+NCCL_MAX_CHANNELS = 64  # NVIDIA/nccl src/include/device.h: #define MAXCHANNELS 64
 
 
 def _write(path: str, text: str, what: str, option: str = "--out") -> None:
@@ -82,8 +85,8 @@ def nccl_tuner(
     statistic = renamed(statistic, old_stat, old="--stat", new="--statistic") or "median"
     if statistic not in STATISTICS:
         raise invalid("--statistic", statistic, f"allowed {', '.join(STATISTICS)}")
-    if min_gain < 0:
-        raise invalid("--min-gain", min_gain, "a fraction >= 0")
+    if not math.isfinite(min_gain) or min_gain < 0:
+        raise invalid("--min-gain", min_gain, "a finite fraction >= 0")
     predicted = fabric_path is not None or system is not None
     if predicted and files:
         raise invalid("RESULTS", files[0], "give results files or --fabric/--system, not both")
@@ -97,6 +100,13 @@ def nccl_tuner(
         if gpus is None:
             raise CommbenchError("--gpus is missing: predicted rules (--fabric/--system) need the communicator's "
                                  "rank count, e.g. --gpus 72")
+        from commbench.limits import check_world_size
+
+        check_world_size(gpus, "--gpus")
+        if nodes is not None and not 1 <= nodes <= gpus:  # -1 in a rule would match every node count
+            raise invalid("--nodes", nodes, f"from 1 to --gpus ({gpus}): nNodes as NCCL reports it")
+        if channels is not None and not 1 <= channels <= NCCL_MAX_CHANNELS:
+            raise invalid("--channels", channels, f"from 1 to {NCCL_MAX_CHANNELS} (NCCL's MAXCHANNELS)")
         fabric = resolve_fabric(fabric_path, system, None, gpus)
         sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"), 2.0, None)
         from commbench.results.nccl_nodes import predicted_node_count
@@ -105,8 +115,6 @@ def nccl_tuner(
         node_note = f"nNodes = {kind}: {why}"
         if nodes is not None:
             num_nodes, node_note = nodes, f"nNodes = {nodes} as given by --nodes (the preset suggests {why})"
-        if channels is not None and channels < 1:
-            raise invalid("--channels", channels, "a channel count >= 1")
         result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes, channels=channels,
                                   target=target)
         intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}",

@@ -161,6 +161,9 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         if record.status != "ok" or not time_us or time_us <= 0:
             skip("failed or without a time")
             continue
+        if record.num_wrong:  # a collective that skipped the work is fast: it would fit a fabric faster than it is
+            skip("wrong data (#wrong > 0)")
+            continue
         if record.group_size < 2:
             skip("group of one rank")
             continue

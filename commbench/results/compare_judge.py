@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.results.compare import (Comparison, CollectiveShift, PointComparison, bad_reason, choose_statistic,
-                                       is_bad, log_table, point_label, record_within_sd)
+from commbench.errors import CommbenchError
+from commbench.results.compare import (GATE_STATISTICS, Comparison, CollectiveShift, PointComparison, bad_reason,
+                                       choose_statistic, gate_time_us, is_bad, log_table, point_label,
+                                       record_within_sd)
 from commbench.results.alpha_split import AlphaSplit
 from commbench.results.noise import RunToRun, estimate_run_to_run, pair_scatter, t_quantile
 
@@ -146,13 +148,20 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     for run in (*base_runs, *new_runs):
         for key, m in run.items():
             first.setdefault(key, m)
-    stats = {}
+    stats, both = {}, []
     for key in base_keys:
         good_b = [run[key] for run in base_runs if key in run and not is_bad(run[key])]
         good_n = [run[key] for run in new_runs if key in run and not is_bad(run[key])]
         chosen = choose_statistic(good_b, good_n, statistic) if good_b and good_n else None
         if chosen:
             stats[key] = chosen
+        elif good_b and good_n:
+            both.append((good_b, good_n))
+    if both and not stats:  # good points on both sides, none judged: a pass would be a pass on nothing
+        held = ["; ".join(sorted({s for m in side for s in GATE_STATISTICS if gate_time_us(m, s)})) or "none"
+                for side in ([m for b, _ in both for m in b], [m for _, n in both for m in n])]
+        raise CommbenchError(f"no point has a time statistic both files hold (base: {held[0]}; new: {held[1]}): "
+                             "nothing can be compared; nccl-tests logs need the same -a mode")
     bt, nt, ht = (log_table(runs, stats) for runs in (base_runs, new_runs, hist_runs))
     collective_of = {k: first[k].collective for k in stats}
     # the run shift from baseline runs only (a slow run of NEW is the news); the points' scatter from NEW's too

@@ -11,9 +11,11 @@ scale:
     count is written as 0 (NCCL_OWN_CHANNELS), and for NCCL's example plugin only explicit counts
     win (`expressible`; results.nccl_tuner_targets);
   * sizes between measured points go to the nearer one: measured sizes s_0 < ... < s_n own the cells
-    [0, m_0], [m_0+1, m_1], ..., [m_{n-1}+1, s_n] with m_i = floor((s_i + s_{i+1}) / 2) -- the
-    midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover 0..s_n without gaps
-    and sizes above s_n are left to NCCL;
+    [s_0, m_0], [m_0+1, m_1], ..., [m_{n-1}+1, s_n] with m_i = floor((s_i + s_{i+1}) / 2) -- the
+    midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover s_0..s_n without gaps;
+    sizes below s_0 and above s_n were not measured and are left to NCCL (NCCL's example plugin, which
+    runs an uncovered call on one channel, gets the nearest cell stretched to 0 and to SIZE_MAX:
+    results.nccl_tuner_targets);
   * adjacent cells with the same winner merge into one rule.
 The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
 inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
@@ -22,6 +24,7 @@ and scale and always name nNodes/nRanks, so order does not matter.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -118,10 +121,11 @@ def expressible(combo: TuningCombo, *, any_channels: bool = False) -> bool:
 
 
 def cell_bounds(sizes_bytes: list[int]) -> list[tuple[int, int]]:
-    """[lo, hi] per sorted distinct measured size: midpoint rule, 0..max, no gaps, no overlaps."""
+    """[lo, hi] per sorted distinct measured size: midpoint rule, min..max (nothing beyond what was measured),
+    no gaps, no overlaps."""
     bounds = []
     for i, size in enumerate(sizes_bytes):
-        lo = 0 if i == 0 else bounds[-1][1] + 1
+        lo = size if i == 0 else bounds[-1][1] + 1
         hi = size if i == len(sizes_bytes) - 1 else (size + sizes_bytes[i + 1]) // 2
         bounds.append((lo, hi))
     return bounds
@@ -160,8 +164,9 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     return cells
 
 
-def merge_rules(cells: list[Cell]) -> list[Rule]:
-    """Adjacent cells of one collective and scale with the same choice become one rule."""
+def merge_rules(cells: list[Cell], *, pipe_ops: int = -1) -> list[Rule]:
+    """Adjacent cells of one collective and scale with the same choice become one rule; `pipe_ops`: the
+    numPipeOps every rule names (-1 = any; results.nccl_tuner_targets.RULE_PIPE_OPS)."""
     rules: list[Rule] = []
     previous: Cell | None = None
     for cell in cells:
@@ -179,7 +184,7 @@ def merge_rules(cells: list[Cell]) -> list[Rule]:
             rules.append(Rule(collective=cell.collective, min_bytes=cell.min_bytes, max_bytes=cell.max_bytes,
                               algo=combo.algo, proto=combo.proto,
                               channels=NCCL_OWN_CHANNELS if combo.channels is None else combo.channels,
-                              nodes=cell.nodes, ranks=cell.ranks, sizes_bytes=(cell.size_bytes,),
+                              nodes=cell.nodes, ranks=cell.ranks, pipe_ops=pipe_ops, sizes_bytes=(cell.size_bytes,),
                               speedups=(cell.speedup,), run_ids=cell.run_ids, predicted=cell.predicted,
                               filled=cell.filled))
         previous = cell
@@ -197,11 +202,14 @@ def record_noise_rel(record, statistic: str = "median") -> float:
     """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
     per-iteration samples (order-statistic interval of the median, mean +- 1.96 standard errors:
     commbench.results.compare, as the compare gate uses them), over the statistic; without samples
-    (older files) the spread from the median to the p99 (or max) over the median, conservatively."""
+    (older files) the spread from the median to the p99 (or max) over the median, conservatively. One
+    iteration (-n 1) has no noise estimate (its max is its median): infinite, so it never makes a rule."""
     from commbench.results.compare import mean_interval, median_interval
 
     value = record_time_us(record, statistic)
     samples = getattr(record, "iter_times_us", None) or []
+    if len(samples) < 2 and record.iters < 2:
+        return math.inf
     if value and len(samples) >= 2 and statistic in ("median", "mean"):
         low, high = (median_interval if statistic == "median" else mean_interval)(np.asarray(samples, dtype=float))
         return max(0.0, (high - low) / 2 / value)
@@ -212,14 +220,27 @@ def record_noise_rel(record, statistic: str = "median") -> float:
     return max(0.0, (tail - median) / median)
 
 
+def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
+    """Whether a point's run did not leave NCCL its own choice where the record says it did: a tuning variable
+    inherited from the environment on an axis the combination leaves to NCCL (a plain bench with NCCL_ALGO
+    exported), or a tuner plugin loaded (NCCL_TUNER_PLUGIN: the plugin chose). A combination's own overrides
+    (sweep.combos sets them in its processes' environment) are what it says."""
+    if nccl_env.get("NCCL_TUNER_PLUGIN"):
+        return True
+    axes = (("NCCL_ALGO", combo.algo), ("NCCL_PROTO", combo.proto), ("NCCL_MIN_NCHANNELS", combo.channels),
+            ("NCCL_MAX_NCHANNELS", combo.channels))
+    return any(nccl_env.get(key) and value is None for key, value in axes)
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
-    """TunedPoints from the ok whole-world records of plugin-supported collectives, with notes on
+    """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
     NVLink systems, hosts elsewhere, from the run's header); ranks = the group size."""
     from commbench.results.nccl_nodes import header_node_count
     from commbench.results.records import Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
+    env_of = {r.run_id: r.nccl_env for r in records if isinstance(r, RunHeader)}
     nodes_of = {run_id: count for run_id, (count, _, _) in counted.items()}
     points, left_out = [], {}
     for r in records:
@@ -230,10 +251,15 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = f"{r.collective}: not a collective the plugin tunes"
         elif r.status != "ok":
             why = f"{r.status} points"
+        elif r.num_wrong:
+            why = "points with wrong data (#wrong > 0)"
         elif r.num_groups != 1 or r.group_size != r.world_size:
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
+        elif forced_by_environment(combo_from_params(r.params), env_of[r.run_id]):
+            why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
+                   "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
             why = f"points without a {statistic} time"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 
 from commbench.results.nccl_tuner import Cell, Rule, TunedPoint, expressible
 from commbench.units import format_size
@@ -30,7 +31,7 @@ TARGET_LINES = {
     "example-plugin": (
         "for NCCL's example tuner plugin: it sets nChannels=1 before matching and NCCL keeps it, so each collective "
         "and scale below is covered from 0 bytes up with explicit channel counts",
-        "sizes above the largest one take its choice; calls of collectives or scales not listed below still run on "
+        "sizes below the smallest (above the largest) measured one take its choice; calls of collectives or scales not listed below still run on "
         "ONE channel with that plugin",
         "if NCCL disallows a rule's algorithm/protocol for a call, the plugin tries later rules (none overlap here): "
         "one channel; commbench's plugin (--build-plugin) leaves such calls to NCCL"),
@@ -78,8 +79,9 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     elif cell.speedup is None:
         why = "NCCL default was not measured at this size"
     else:
-        why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), within noise {100 * cell.noise_rel:.1f}%"
-               " or below --min-gain")
+        why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), "
+               + (f"within noise {100 * cell.noise_rel:.1f}% or below --min-gain" if math.isfinite(cell.noise_rel)
+                  else "noise unknown (one iteration)"))
     return comment(f"{scale}: NCCL default kept at {format_size(cell.size_bytes)}: {why}; {_origin(cell)}")
 
 
@@ -90,7 +92,7 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     lines += [comment(text) for text in TARGET_LINES[target]]
     lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
     lines.append(comment("sizes between measured points go to the nearer one (midpoint)"
-                         + ("; above the largest: NCCL" if target == "commbench" else "")))
+                         + ("; below the smallest and above the largest: NCCL" if target == "commbench" else "")))
     if target == "example-plugin":
         scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
         lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))

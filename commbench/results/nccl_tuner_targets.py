@@ -8,8 +8,8 @@
   matching and NCCL keeps any non-zero count (src/enqueue.cc), so every call WITHOUT a matching rule runs
   on one channel. Here every measured (collective, scale) is covered from 0 bytes to SIZE_MAX_BYTES with
   measured, explicit channel counts: where NCCL's default was kept, the fastest measured combination
-  with a channel count is written (it is within the noise of the default there), and sizes above the
-  largest measured one take its choice. A size with no such measurement is refused (`--nccl-channels`).
+  with a channel count is written (it is within the noise of the default there), and sizes below the
+  smallest (above the largest) measured one take its choice. A size with no such measurement is refused (`--nccl-channels`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ from commbench.results.nccl_tuner import Cell, TunedPoint, expressible
 from commbench.units import format_size
 
 TARGETS = ("commbench", "example-plugin")
+# numPipeOps a rule names. Every point is one collective per NCCL call: numPipeOps 1. NCCL passes more for
+# aggregated group calls (src/enqueue.cc: nTasksPerChannel) and its model amortises their latency there
+# (src/graph/tuning.cc ncclTopoGetAlgoTime), a regime never measured: commbench's plugin leaves it to NCCL.
+# NCCL's example plugin would run such calls on one channel without a rule: -1 (any) for it.
+RULE_PIPE_OPS = {"commbench": 1, "example-plugin": -1}
 SIZE_MAX_BYTES = 2**64 - 1  # size_t max: the plugin parses bounds with strtoull
 PROTOCOL_ORDER = {"ll": 0, "ll128": 1, "simple": 2}  # NCCL's protocols from latency- to bandwidth-bound
 
@@ -43,7 +48,7 @@ def _by_size(points: Iterable[TunedPoint]) -> dict[tuple, dict]:
 
 def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tuple[list[Cell], list[str]]:
     """Every cell of a (collective, scale) with measurements naming a channel count given such a choice, the
-    last of each scale up to SIZE_MAX_BYTES; CommbenchError (one line, naming --nccl-channels) where such a
+    first of each scale down to 0 and the last up to SIZE_MAX_BYTES; CommbenchError (one line, naming --nccl-channels) where such a
     scale has a size without one. Scales with none at all get no rule (and a note: not covered)."""
     table = _by_size(points)
     capable = {(p.collective, p.nodes, p.ranks) for p in points if expressible(p.combo)}
@@ -70,9 +75,10 @@ def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tup
             default = options.get(TuningCombo())
             cell = dataclasses.replace(cell, choice=explicit[0].combo, filled=True,
                                        speedup=default.time_us / explicit[0].time_us if default else None)
-        last_of_scale = index + 1 == len(cells) or (cells[index + 1].collective, cells[index + 1].nodes,
-                                                     cells[index + 1].ranks) != (cell.collective, cell.nodes, cell.ranks)
-        if last_of_scale:
+        scale = (cell.collective, cell.nodes, cell.ranks)
+        if index == 0 or (cells[index - 1].collective, cells[index - 1].nodes, cells[index - 1].ranks) != scale:
+            cell = dataclasses.replace(cell, min_bytes=0)
+        if index + 1 == len(cells) or (cells[index + 1].collective, cells[index + 1].nodes, cells[index + 1].ranks) != scale:
             cell = dataclasses.replace(cell, max_bytes=SIZE_MAX_BYTES)
         covered.append(cell)
     return covered, notes

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from commbench.files import safe_file_stem
@@ -35,7 +36,8 @@ def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple
         best = time_us.get((*scale, cell.size_bytes, cell.best)) if cell.best else None
         rows.append((scale, [format_size(cell.size_bytes), "-" if base is None else f"{base:.2f}",
                              cell.best.label if cell.best else "-", "-" if best is None else f"{best:.2f}",
-                             "-" if cell.speedup is None else f"{cell.speedup:.2f}x", f"{100 * cell.noise_rel:.1f}%",
+                             "-" if cell.speedup is None else f"{cell.speedup:.2f}x",
+                             f"{100 * cell.noise_rel:.1f}%" if math.isfinite(cell.noise_rel) else "unknown (1 iteration)",
                              cell.choice.label if cell.choice else "NCCL default kept"]))
     return rows
 

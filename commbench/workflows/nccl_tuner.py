@@ -10,6 +10,7 @@ import numpy as np
 
 from commbench.comm.nccl_tuning import TuningCombo
 from commbench.errors import CommbenchError
+from commbench.results.nccl_tuner_targets import RULE_PIPE_OPS
 from commbench.results.nccl_tuner import (PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, expressible,
                                           merge_rules, points_from_records)
 
@@ -69,7 +70,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, switch_backs=switches,
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target]), notes=notes, switch_backs=switches,
                        sources=[h.run_id for h in headers(records)])
 
 
@@ -136,5 +137,5 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells), notes=notes, switch_backs=switches,
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target]), notes=notes, switch_backs=switches,
                        sources=[fabric.name])
