@@ -6,6 +6,7 @@ slow run fails beside clean ones); one point x1.3 stands out of its runs; missin
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import pathlib
 import re
@@ -116,6 +117,29 @@ def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):
     assert failed.exit_code == 1 and "missing" in failed.output, failed.output
     allowed = run_cli(b, n, "--allow-missing")
     assert allowed.exit_code == 0 and "64 KiB" in allowed.output and "(run 3/3)" in allowed.output, allowed.output
+
+
+def test_a_run_measured_without_the_data_check_fails_unless_allowed_and_is_named(tmp_path):
+    """bench -c 0 records num_wrong None: never "wrong", but never verified either. Where BASE checked a
+    point, a run of NEW that did not fails the gate (named), unless --allow-unchecked; BASE unchecked too
+    (both -c 0) is no change."""
+    base, new = _three_each(7)
+    unchecked = [dataclasses.replace(m, num_wrong=None) if m.run_id == "n1" else m for m in new]
+    b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", unchecked)
+    failed = run_cli(b, n)
+    assert failed.exit_code == 1 and "without the data check" in failed.output, failed.output
+    assert "--allow-unchecked" in failed.output and "64 B n=2 (run 2/3)" in failed.output, failed.output
+    result = compare(base, unchecked, max_regression=0.1)
+    assert not result.passed and len(result.unchecked) == len(SIZES) and not result.regressions
+    allowed = run_cli(b, n, "--allow-unchecked")
+    assert allowed.exit_code == 0 and "unchecked: allowed" in allowed.output, allowed.output
+    doc = json.JSONDecoder().raw_decode(run_cli(b, n, "--json").stdout)[0]
+    assert doc["passed"] is False and doc["unchecked"][0].endswith("(run 2/3)") and doc["allow_unchecked"] is False
+    old_log = [dataclasses.replace(m, num_wrong=None, metrics={"max_abs_error": 2e-07}) if m.run_id == "n1" else m
+               for m in new]  # nccl-tests' old "error" column: checked, imported without a #wrong count
+    assert compare(base, old_log, max_regression=0.1).unchecked == []
+    both = [dataclasses.replace(m, num_wrong=None) for m in base]
+    assert compare(both, [dataclasses.replace(m, num_wrong=None) for m in new], max_regression=0.1).passed
 
 
 def test_a_file_of_runs_with_different_sizes_passes_against_itself_and_a_short_run_still_fails(tmp_path):
