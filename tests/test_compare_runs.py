@@ -158,6 +158,42 @@ def test_a_file_of_runs_with_different_sizes_passes_against_itself_and_a_short_r
     assert "128 KiB" in failed.output, failed.output
 
 
+def _sweep_runs(tmp_path, name, *, resume_after=None):
+    """A real 2-rank gloo sweep (4 sizes) into `name`; `resume_after`: the run killed after that many points
+    (the rest of the file cut off), then `sweep --resume` measures the others as a second run id."""
+    from commbench.sweep import SweepJob, parse_sweep, run_sweep_on_backend
+    from tests.distributed import run_ranks
+
+    spec = parse_sweep({"defaults": {"iters": 3, "warmup_iters": 1, "timeout_s": 20.0},
+                        "run": [{"collective": "all_reduce", "sizes": ["1K", "2K", "4K", "8K"]}]}, "t.toml")
+    out = tmp_path / name
+    run_ranks(run_sweep_on_backend, 2, args=(SweepJob(sweep=spec, backend="gloo", output_path=str(out),
+                                                      show_progress=False),))
+    if resume_after is not None:
+        out.write_text("".join(out.read_text().splitlines(keepends=True)[:1 + resume_after]))
+        run_ranks(run_sweep_on_backend, 2, args=(SweepJob(sweep=spec, backend="gloo", output_path=str(out),
+                                                          resume=True, show_progress=False),))
+    return out
+
+
+def test_a_resumed_sweep_is_one_run_and_two_separate_partial_runs_still_miss_points(tmp_path):
+    """BASE: two complete runs of a sweep. NEW: one run killed after 2 points and resumed (`sweep --resume`
+    writes a second run id holding only the rest): one logical run of the sweep, nothing missing. Two
+    separate partial runs of the same sweep (appended from two files) still lack points: missing."""
+    base = tmp_path / "base.jsonl"
+    base.write_text(_sweep_runs(tmp_path, "b1.jsonl").read_text() + _sweep_runs(tmp_path, "b2.jsonl").read_text())
+    resumed = _sweep_runs(tmp_path, "resumed.jsonl", resume_after=2)
+    assert len({json.loads(line)["run_id"] for line in resumed.read_text().splitlines()}) == 2
+    passed = run_cli(base, resumed, "--max-regression", "900%")
+    assert passed.exit_code == 0 and "missing" not in passed.output, passed.output
+    partial = tmp_path / "partial.jsonl"
+    lines = [_sweep_runs(tmp_path, f"p{i}.jsonl").read_text().splitlines(keepends=True) for i in (1, 2)]
+    partial.write_text("".join(lines[0][:1 + 2] + lines[1][:1 + 3]))
+    failed = run_cli(base, partial, "--max-regression", "900%")
+    assert failed.exit_code == 1 and "missing" in failed.output, failed.output
+    assert "4 KiB n=2 (run 1/2)" in failed.output and "8 KiB n=2 (run 2/2)" in failed.output, failed.output
+
+
 def test_another_backend_is_refused_in_one_line(tmp_path):
     base, new = _three_each(8)
     b = write(tmp_path / "b.jsonl", base)

@@ -18,7 +18,8 @@ from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, parse_threshold)
-from commbench.results.records import measurements, read_records
+from commbench.results.records import read_records
+from commbench.results.resumed import with_resumed_runs_joined
 from commbench.results.tables import Col, print_table
 
 _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "bold red", "failed": "bold red",
@@ -31,7 +32,8 @@ def read_measurements(path: str):
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
 
-    return measurements(read_records([path], on_bad_line=bad_line))
+    # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
+    return with_resumed_runs_joined(read_records([path], on_bad_line=bad_line))
 
 
 def read_history(folder: str) -> list:
