@@ -6,6 +6,7 @@ slow run fails beside clean ones); one point x1.3 stands out of its runs; missin
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import pathlib
 import re
@@ -118,6 +119,29 @@ def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):
     assert allowed.exit_code == 0 and "64 KiB" in allowed.output and "(run 3/3)" in allowed.output, allowed.output
 
 
+def test_a_run_measured_without_the_data_check_fails_unless_allowed_and_is_named(tmp_path):
+    """bench -c 0 records num_wrong None: never "wrong", but never verified either. Where BASE checked a
+    point, a run of NEW that did not fails the gate (named), unless --allow-unchecked; BASE unchecked too
+    (both -c 0) is no change."""
+    base, new = _three_each(7)
+    unchecked = [dataclasses.replace(m, num_wrong=None) if m.run_id == "n1" else m for m in new]
+    b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", unchecked)
+    failed = run_cli(b, n)
+    assert failed.exit_code == 1 and "without the data check" in failed.output, failed.output
+    assert "--allow-unchecked" in failed.output and "64 B n=2 (run 2/3)" in failed.output, failed.output
+    result = compare(base, unchecked, max_regression=0.1)
+    assert not result.passed and len(result.unchecked) == len(SIZES) and not result.regressions
+    allowed = run_cli(b, n, "--allow-unchecked")
+    assert allowed.exit_code == 0 and "unchecked: allowed" in allowed.output, allowed.output
+    doc = json.JSONDecoder().raw_decode(run_cli(b, n, "--json").stdout)[0]
+    assert doc["passed"] is False and doc["unchecked"][0].endswith("(run 2/3)") and doc["allow_unchecked"] is False
+    old_log = [dataclasses.replace(m, num_wrong=None, metrics={"max_abs_error": 2e-07}) if m.run_id == "n1" else m
+               for m in new]  # nccl-tests' old "error" column: checked, imported without a #wrong count
+    assert compare(base, old_log, max_regression=0.1).unchecked == []
+    both = [dataclasses.replace(m, num_wrong=None) for m in base]
+    assert compare(both, [dataclasses.replace(m, num_wrong=None) for m in new], max_regression=0.1).passed
+
+
 def test_a_file_of_runs_with_different_sizes_passes_against_itself_and_a_short_run_still_fails(tmp_path):
     """Appended runs need not measure the same sizes (bench -b 1K -e 4K, then -b 8K -e 16K, into one file):
     compared with itself nothing is missing; a copy whose second run lost a size is still caught."""
@@ -132,6 +156,42 @@ def test_a_file_of_runs_with_different_sizes_passes_against_itself_and_a_short_r
     failed = run_cli(both, short)
     assert failed.exit_code == 1 and "missing" in failed.output and "[bold red]" not in failed.output, failed.output
     assert "128 KiB" in failed.output, failed.output
+
+
+def _sweep_runs(tmp_path, name, *, resume_after=None):
+    """A real 2-rank gloo sweep (4 sizes) into `name`; `resume_after`: the run killed after that many points
+    (the rest of the file cut off), then `sweep --resume` measures the others as a second run id."""
+    from commbench.sweep import SweepJob, parse_sweep, run_sweep_on_backend
+    from tests.distributed import run_ranks
+
+    spec = parse_sweep({"defaults": {"iters": 3, "warmup_iters": 1, "timeout_s": 20.0},
+                        "run": [{"collective": "all_reduce", "sizes": ["1K", "2K", "4K", "8K"]}]}, "t.toml")
+    out = tmp_path / name
+    run_ranks(run_sweep_on_backend, 2, args=(SweepJob(sweep=spec, backend="gloo", output_path=str(out),
+                                                      show_progress=False),))
+    if resume_after is not None:
+        out.write_text("".join(out.read_text().splitlines(keepends=True)[:1 + resume_after]))
+        run_ranks(run_sweep_on_backend, 2, args=(SweepJob(sweep=spec, backend="gloo", output_path=str(out),
+                                                          resume=True, show_progress=False),))
+    return out
+
+
+def test_a_resumed_sweep_is_one_run_and_two_separate_partial_runs_still_miss_points(tmp_path):
+    """BASE: two complete runs of a sweep. NEW: one run killed after 2 points and resumed (`sweep --resume`
+    writes a second run id holding only the rest): one logical run of the sweep, nothing missing. Two
+    separate partial runs of the same sweep (appended from two files) still lack points: missing."""
+    base = tmp_path / "base.jsonl"
+    base.write_text(_sweep_runs(tmp_path, "b1.jsonl").read_text() + _sweep_runs(tmp_path, "b2.jsonl").read_text())
+    resumed = _sweep_runs(tmp_path, "resumed.jsonl", resume_after=2)
+    assert len({json.loads(line)["run_id"] for line in resumed.read_text().splitlines()}) == 2
+    passed = run_cli(base, resumed, "--max-regression", "900%")
+    assert passed.exit_code == 0 and "missing" not in passed.output, passed.output
+    partial = tmp_path / "partial.jsonl"
+    lines = [_sweep_runs(tmp_path, f"p{i}.jsonl").read_text().splitlines(keepends=True) for i in (1, 2)]
+    partial.write_text("".join(lines[0][:1 + 2] + lines[1][:1 + 3]))
+    failed = run_cli(base, partial, "--max-regression", "900%")
+    assert failed.exit_code == 1 and "missing" in failed.output, failed.output
+    assert "4 KiB n=2 (run 1/2)" in failed.output and "8 KiB n=2 (run 2/2)" in failed.output, failed.output
 
 
 def test_another_backend_is_refused_in_one_line(tmp_path):

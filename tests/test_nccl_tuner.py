@@ -375,3 +375,35 @@ def test_commbench_rules_match_one_collective_per_call_as_measured(tmp_path):
     example = tmp_path / "e.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
     assert {c["pipe_ops"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}
+
+
+def test_results_of_different_nccl_versions_or_hosts_are_refused_in_one_line(tmp_path):
+    """NCCL's default measured by NCCL 2.27 'beaten' by a combination measured by NCCL 2.21 (or on another
+    host) is no evidence: the rule could be slower than NCCL's real choice. Refused, naming runs and versions;
+    other hosts at another scale (1 node beside 2) are fine."""
+    import dataclasses
+
+    def write(name, runs):
+        path = tmp_path / name
+        with JsonlWriter(path) as writer:
+            for header, combo, time_us in runs:
+                writer.write(header)
+                for size in (1024, 4096):
+                    writer.write(_record(header.run_id, size, combo, time_us, world=header.world_size))
+        return str(path)
+
+    conf = str(tmp_path / "c.conf")
+    versions = write("versions.jsonl", [(_header("old", ["h"] * 4), DEFAULT, 40.0),
+                                        (dataclasses.replace(_header("new", ["h"] * 4), nccl_version="2.21.5"),
+                                         RING_LL, 10.0)])
+    result = CliRunner().invoke(app, ["nccl-tuner", versions, "-O", conf])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "NCCL 2.21.5: run new; NCCL 2.27.3: run old" in result.output and len(result.output.splitlines()) == 1
+    hosts = write("hosts.jsonl", [(_header("a", ["h1"] * 4), DEFAULT, 40.0), (_header("b", ["h2"] * 4), RING_LL, 10.0)])
+    result = CliRunner().invoke(app, ["nccl-tuner", hosts, "-O", conf])
+    assert result.exit_code == 2 and "hosts h1: run a; hosts h2: run b" in result.output, result.output
+    scales = write("scales.jsonl", [(_header("one", ["h1"] * 4), DEFAULT, 40.0), (_header("one2", ["h1"] * 4), RING_LL, 10.0),
+                                    (_header("two", ["h1", "h2"] * 2), DEFAULT, 40.0),
+                                    (_header("two2", ["h1", "h2"] * 2), RING_LL, 10.0)])
+    result = CliRunner().invoke(app, ["nccl-tuner", scales, "-O", conf])
+    assert result.exit_code == 0, result.output

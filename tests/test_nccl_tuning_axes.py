@@ -57,10 +57,25 @@ def test_parse_axes_grid_with_baseline_first():
     ("Ring2", None, None, "--nccl-algo='ring2' is invalid"),
     (None, "ll64", None, "--nccl-proto='ll64' is invalid"),
     (None, None, "0", "--nccl-channels='0' is invalid"),
+    (None, None, "4,65", "--nccl-channels='65' is invalid: allowed channel counts from 1 to 64"),
 ])
 def test_parse_axes_names_the_option(algo, proto, channels, message):
     with pytest.raises(CommbenchError, match=message):
         parse_axes(algo, proto, channels)
+
+
+def test_channels_above_ncclmaxchannels_are_refused_in_one_line_on_bench_and_sweep():
+    """NCCL has at most MAXCHANNELS = 64 channels (src/include/device.h): 65 is no setting it can honour."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    for args in (["sweep", "ci-small", "--dry-run", "--nccl-channels", "8,65"],
+                 ["bench", "all_reduce", "--nccl-channels", "128"], ["sweep", "ci-small", "--nccl-channels", "100"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert "--nccl-channels=" in result.output and "from 1 to 64" in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
 
 
 def test_combo_env_and_params():

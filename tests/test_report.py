@@ -11,6 +11,7 @@ from commbench.cli.app import app
 from commbench.results.importers.nccl_tests import import_file
 from commbench.results.report import write_report
 from commbench.results.records import JsonlWriter, Measurement
+from commbench.units import format_size
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
 
@@ -67,3 +68,30 @@ def test_repeated_runs_of_one_setup_are_separate_lines(tmp_path, monkeypatch):
     report.plot_collective("all_reduce", report.by_collective(rows + again)["all_reduce"], tmp_path / "x")
     labels = [c.label for c in drawn["curves"]]
     assert len(labels) == 2 and labels[1].endswith("(run second)") and len(drawn["curves"][0].rows) == len(rows)
+
+
+def test_wrong_data_is_not_drawn_and_is_listed(tmp_path, monkeypatch):
+    import dataclasses
+
+    import commbench.results.report as report
+    from commbench.results.records import JsonlWriter
+
+    rows = [m for m in import_file(str(DATA / "all_reduce_perf-2018.log")).records
+            if isinstance(m, Measurement) and not m.in_place]
+    rows[3] = dataclasses.replace(rows[3], num_wrong=5, busbw_gbps=999.0, algbw_gbps=500.0)
+    drawn = {}
+    monkeypatch.setattr(report, "busbw_figure", lambda collective, curves, note: drawn.setdefault("curves", curves))
+    monkeypatch.setattr(report, "latency_figure", lambda *args: None)
+    monkeypatch.setattr(report, "save", lambda fig, stem, formats: [])
+    results = tmp_path / "wrong.jsonl"
+    with JsonlWriter(results) as writer:
+        for m in rows:
+            writer.write(m)
+    result = CliRunner().invoke(app, ["report", str(results), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    plotted = [m for curve in drawn["curves"] for m in curve.rows]
+    assert len(plotted) == len(rows) - 1 and all(not m.num_wrong for m in plotted)
+    md = (tmp_path / "rep" / "README.md").read_text()
+    assert "999.000" not in md and "## Wrong data" in md
+    assert f"- all_reduce nccl float32 n=8 {format_size(rows[3].size_bytes)}: #wrong 5 (run {rows[3].run_id})" in md
+    assert "wrong data" in result.output and "#wrong 5" in result.output

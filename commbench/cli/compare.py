@@ -1,6 +1,6 @@
 """`commbench compare BASE.jsonl NEW.jsonl [--history DIR]`: ratio per point with its interval, geometric
 mean per collective and run, and exit 1 when a run of NEW regresses beyond the threshold and the noise
-(within-run or run-to-run, the larger), or has a failed, wrong or missing point."""
+(within-run or run-to-run, the larger), or has a failed, wrong, missing or unchecked point."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, parse_threshold)
-from commbench.results.records import measurements, read_records
+from commbench.results.records import read_records
+from commbench.results.resumed import with_resumed_runs_joined
 from commbench.results.tables import Col, print_table
 
 _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "bold red", "failed": "bold red",
@@ -31,7 +32,8 @@ def read_measurements(path: str):
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
 
-    return measurements(read_records([path], on_bad_line=bad_line))
+    # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
+    return with_resumed_runs_joined(read_records([path], on_bad_line=bad_line))
 
 
 def read_history(folder: str) -> list:
@@ -143,6 +145,7 @@ def comparison_document(result, base: str, new: str) -> dict:
                       "point_scatter_from": r2r.scatter_from if r2r else None,
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
             "missing": result.missing, "allow_missing": result.allow_missing,
+            "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -154,6 +157,7 @@ def compare_cmd(
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): their spread is the run-to-run noise. Without it, repeated runs appended to BASE or NEW give it; with neither, only the within-run interval (which understates the noise between runs).")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
+    allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
@@ -161,7 +165,7 @@ def compare_cmd(
     threshold = parse_threshold(max_regression)
     result = compare(read_measurements(base), read_measurements(new), max_regression=threshold,
                      statistic=check_statistic(statistic), history=read_history(history) if history else (),
-                     allow_missing=allow_missing)
+                     allow_missing=allow_missing, allow_unchecked=allow_unchecked)
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new)))
     else:
@@ -193,6 +197,12 @@ def compare_cmd(
                                  + ": {} point run(s) missing in the new file: {}", len(result.missing),
                                  ", ".join(result.missing[:20]) + (" ..." if len(result.missing) > 20 else "")),
                           highlight=False)
+        if result.unchecked:
+            console.print(styled(("allowed" if allow_unchecked else "[bold red]unchecked[/]")
+                                 + ": {} point run(s) of the new file measured without the data check where the base "
+                                 "checked: {}", len(result.unchecked),
+                                 ", ".join(result.unchecked[:20]) + (" ..." if len(result.unchecked) > 20 else "")),
+                          highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
     if not result.passed:
@@ -211,10 +221,14 @@ def compare_cmd(
         if missing:
             parts.append(f"{len(result.missing)} point run(s) missing in the new file (first: {result.missing[0]}); "
                          f"--allow-missing permits that")
+        if result.unchecked and not allow_unchecked:
+            parts.append(f"{len(result.unchecked)} point run(s) of the new file measured without the data check "
+                         f"(-c 0) where the base checked (first: {result.unchecked[0]}); --allow-unchecked permits that")
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
         console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}, none slower than {} beyond the noise, "
-                             "none failed or wrong", len(result.points) - apart, result.runs["new"],
+                             "none failed or wrong{}", len(result.points) - apart, result.runs["new"],
                              f" ({apart} not comparable: no statistic in both files)" if apart else "",
-                             f"{threshold:.0%}"), highlight=False)
+                             f"{threshold:.0%}", f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
+                             if result.unchecked else ""), highlight=False)

@@ -11,10 +11,9 @@ from typing import Annotated, Optional
 import typer
 
 from commbench.cli.base import command, console, fail, renamed
+from commbench.comm.nccl_tuning import NCCL_MAX_CHANNELS
 from commbench.errors import CommbenchError, invalid
 from commbench.results.render import styled
-
-NCCL_MAX_CHANNELS = 64  # NVIDIA/nccl src/include/device.h: #define MAXCHANNELS 64
 
 
 def _write(path: str, text: str, what: str, option: str = "--out") -> None:

@@ -23,6 +23,7 @@ PROTOCOLS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 TUNED_ENV_KEYS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
 DEFAULT = "default"  # no override on that axis: NCCL's own choice
 PARAM_KEYS = ("nccl_algo", "nccl_proto", "nccl_channels")  # where records carry the settings (params)
+NCCL_MAX_CHANNELS = 64  # NVIDIA/nccl src/include/device.h: #define MAXCHANNELS 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,8 +109,9 @@ def parse_axes(algos: str | list | None, protos: str | list | None, channels: st
         for item in items:
             if item == DEFAULT:
                 out.append(None)
-            elif not item.isdigit() or int(item) < 1:
-                raise CommbenchError(f"{option}={item!r} is invalid: allowed channel counts >= 1 or {DEFAULT}")
+            elif not item.isdigit() or not 1 <= int(item) <= NCCL_MAX_CHANNELS:
+                raise CommbenchError(f"{option}={item!r} is invalid: allowed channel counts from 1 to {NCCL_MAX_CHANNELS} "
+                                     f"(NCCL's MAXCHANNELS) or {DEFAULT}")
             else:
                 out.append(int(item))
         return list(dict.fromkeys(out)) or [None]

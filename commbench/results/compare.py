@@ -30,7 +30,11 @@ shifts; normal for within-run noise):
   points): the mean log ratio beyond the threshold and q * sqrt(sigma_run^2 + mean sigma_k^2 / K) * ...
 A failed, wrong (#wrong > 0), time-less or missing point in any run of NEW fails the gate
 (`allow_missing` permits missing points, named); a point is missing where NEW holds it in fewer runs than
-BASE does (runs of different sizes, as in BASE, are no loss: a file against itself passes).
+BASE does (runs of different sizes, as in BASE, are no loss: a file against itself passes; a resumed
+sweep's runs are one run: results/resumed.py, joined where the CLI reads a file). A point a run
+of NEW measured without the data check (num_wrong None: bench/sweep -c 0, nccl-tests' "N/A") where BASE
+checked it fails the gate too (unchecked data never counts as wrong: it is unverified, not right);
+`allow_unchecked` permits it, named.
 """
 
 from __future__ import annotations
@@ -129,6 +133,8 @@ class Comparison:
     missing: list[str] = field(default_factory=list)  # "label (run i)" of points NEW lacks
     allow_missing: bool = False
     only_in_new: int = 0
+    unchecked: list[str] = field(default_factory=list)  # "label (run i)": measured without the data check, BASE checked
+    allow_unchecked: bool = False
 
     @property
     def only_in_base(self) -> int:
@@ -153,7 +159,7 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        return not (self.regressions or self.regressed_collectives)
+        return not (self.regressions or self.regressed_collectives or (self.unchecked and not self.allow_unchecked))
 
 
 def match_key(m: Measurement) -> tuple:
@@ -185,6 +191,13 @@ def bad_reason(m: Measurement, statistic: str | None = None) -> str | None:
 
 def is_bad(m: Measurement) -> bool:
     return bad_reason(m) is not None
+
+
+def is_unchecked(m: Measurement) -> bool:
+    """A good record measured without the data check (bench/sweep -c 0; nccl-tests -c 0 prints #wrong N/A). Old
+    nccl-tests logs print a max error instead of #wrong: a nonzero one is imported as num_wrong None beside
+    metrics.max_abs_error, checked all the same."""
+    return m.num_wrong is None and m.metrics.get("max_abs_error") is None and not is_bad(m)
 
 
 def choose_statistic(base: list[Measurement], new: list[Measurement], requested: str) -> str | None:
@@ -249,7 +262,7 @@ def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
 
 def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regression: float,
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
-            alpha: float = ALPHA) -> Comparison:
+            allow_unchecked: bool = False, alpha: float = ALPHA) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise)."""
     from commbench.results.compare_judge import judge
 
@@ -265,7 +278,7 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     if not any(k in new_keys for k in base_keys):
         raise CommbenchError(mismatch_message(base, new))
     return judge(base_runs, new_runs, split_runs(history), base_keys, max_regression=max_regression,
-                 statistic=statistic, allow_missing=allow_missing, alpha=alpha,
+                 statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
                  only_in_new=len(new_keys - set(base_keys)))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from commbench.errors import CommbenchError
 from commbench.results.compare import (GATE_STATISTICS, Comparison, CollectiveShift, PointComparison, bad_reason,
-                                       choose_statistic, gate_time_us, is_bad, log_table, point_label,
+                                       choose_statistic, gate_time_us, is_bad, is_unchecked, log_table, point_label,
                                        record_within_sd)
 from commbench.results.alpha_split import AlphaSplit
 from commbench.results.noise import RunToRun, estimate_run_to_run, pair_scatter, t_quantile
@@ -142,8 +142,16 @@ def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] |
     return None
 
 
+def _unchecked_runs(key, base_runs, new_runs) -> list[int]:
+    """Runs of NEW (numbered from 1) whose good record of `key` was measured without the data check where a
+    run of BASE checked it: unchecked data never counts as wrong, so it must not pass as verified."""
+    if not any(key in run and not is_bad(run[key]) and not is_unchecked(run[key]) for run in base_runs):
+        return []
+    return [index for index, run in enumerate(new_runs, start=1) if key in run and is_unchecked(run[key])]
+
+
 def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statistic, allow_missing, alpha,
-          only_in_new) -> Comparison:
+          only_in_new, allow_unchecked=False) -> Comparison:
     first = {}
     for run in (*base_runs, *new_runs):
         for key, m in run.items():
@@ -188,12 +196,13 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         for k, found in per_key.items():
             tests[k].extend(found)
         shifts.extend(scope_shifts)
-    points, missing = [], []
+    points, missing, unchecked = [], [], []
     collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
         bad = _bad_verdict(key, base_runs, new_runs, stats.get(key))
+        unchecked += [f"{ident['label']} (run {i}/{num_new})" for i in _unchecked_runs(key, base_runs, new_runs)]
         if bad and bad[2]:
             missing += [f"{ident['label']} (run {i}/{num_new})" for i in bad[2]]
         if bad and bad[0] != "missing":
@@ -215,7 +224,8 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
                       quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
-                      missing=missing, allow_missing=allow_missing, only_in_new=only_in_new)
+                      missing=missing, allow_missing=allow_missing, only_in_new=only_in_new,
+                      unchecked=unchecked, allow_unchecked=allow_unchecked)
 
 
 def _with_their_collective(points, collective_regressed, threshold) -> list[PointComparison]:

@@ -49,15 +49,28 @@ def series_label(key: tuple) -> str:
             + (" in-place" if in_place else "") + extra)
 
 
+def is_wrong(m: Measurement) -> bool:
+    """A point whose data check found wrong elements: its time is not a valid measurement (a collective that
+    skipped the work is fast), so it is never drawn or summarised as busbw; the report lists it apart."""
+    return m.status == "ok" and bool(m.num_wrong)
+
+
 def by_collective(records: Iterable[Measurement]) -> dict[str, dict[tuple, list[Measurement]]]:
+    """The drawable points (ok, with a busbw, no wrong data) per collective and curve, sorted by size."""
     out: dict[str, dict[tuple, list[Measurement]]] = {}
     for m in records:
-        if m.status == "ok" and m.busbw_gbps is not None:
+        if m.status == "ok" and m.busbw_gbps is not None and not m.num_wrong:
             out.setdefault(m.collective, {}).setdefault(series_key(m), []).append(m)
     for series in out.values():
         for rows in series.values():
             rows.sort(key=lambda m: m.size_bytes)
     return out
+
+
+def wrong_data_lines(records: Iterable[Measurement]) -> list[str]:
+    """One line per point with wrong data: collective, curve, size, #wrong and run (plain text)."""
+    return [f"{m.collective} {series_label(series_key(m))} {format_size(m.size_bytes)}: #wrong {m.num_wrong} "
+            f"(run {m.run_id})" for m in records if is_wrong(m)]
 
 
 def plot_collective(collective: str, series: dict[tuple, list[Measurement]], stem: Path,
@@ -138,6 +151,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
     failed = [m for m in records if m.status != "ok"]
+    wrong = wrong_data_lines(records)
     md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
@@ -166,6 +180,10 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         tuning_md, tuning_plots = tuning_section(run_records, out)
         md += tuning_md
         plots += tuning_plots
+    if wrong:
+        md += ["## Wrong data (not drawn, not in the tables above)", "",
+               "The data check found wrong elements at these points: their times are not valid measurements.", ""]
+        md += [f"- {line}" for line in wrong] + [""]
     if failed:
         md += ["## Failed or skipped points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
     path = out / "README.md"

@@ -51,6 +51,42 @@ def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
     return cells, uncovered, switch_backs(cells, points, statistic)
 
 
+def check_one_system(records: list, points: list[TunedPoint]) -> None:
+    """Refuse results whose runs differ in NCCL version or GPU models, or, at one scale (collective, nNodes,
+    nRanks), in hosts: a cell would compare NCCL's default measured by one with a winner measured by another,
+    and the rule could be slower than NCCL's real choice. Only the runs that give points count."""
+    from commbench.results.records import RunHeader
+
+    used = {p.run_id for p in points}
+    runs = {r.run_id: r for r in records if isinstance(r, RunHeader) and r.run_id in used}
+
+    def refuse(what: str, values: dict[str, str]) -> CommbenchError:
+        named = "; ".join(f"{value}: run {', '.join(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
+                          for value, ids in sorted(_by_value(values).items()))
+        return CommbenchError(f"the results mix {what} ({named}): a rule would compare NCCL's default of one with a "
+                              "winner of another and could be slower than NCCL's own choice; write one config per NCCL "
+                              "version and system, from the results measured with it")
+
+    versions = {run_id: f"NCCL {h.nccl_version or 'unknown'}" for run_id, h in runs.items()}
+    if len(set(versions.values())) > 1:
+        raise refuse("NCCL versions", versions)
+    devices = {run_id: ", ".join(sorted(set(h.devices))) or "devices unknown" for run_id, h in runs.items()}
+    if len(set(devices.values())) > 1:
+        raise refuse("GPU models", devices)
+    for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
+        hosts = {p.run_id: "hosts " + ",".join(sorted(set(runs[p.run_id].hostnames))) for p in points
+                 if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs}
+        if len(set(hosts.values())) > 1:
+            raise refuse(f"hosts for {scale[0]} on {scale[1]} node(s), {scale[2]} rank(s)", hosts)
+
+
+def _by_value(values: dict[str, str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for run_id, value in values.items():
+        out.setdefault(value, []).append(run_id)
+    return out
+
+
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
     from commbench.results.records import headers, read_records
 
@@ -60,6 +96,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if not points:
         raise CommbenchError(f"no usable measurements in {', '.join(paths)}: need ok whole-world points of "
                              f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)")
+    check_one_system(records, points)
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
     any_channels = target == "commbench"  # NCCL's own count is a rule (channels 0) for commbench's plugin

@@ -1,0 +1,59 @@
+"""Runs of a file that continue an earlier run of the same sweep (`sweep --resume`, or fresh ranks after a
+hang), counted as that run: one logical run of the sweep, as `compare` counts runs.
+
+A resumed sweep writes a new header and run id and measures only the points its file does not hold
+(sweep/resume.py: by point key), so its records say which run they continue only through their header's
+`sweep_identity` (the sweep's entries, world size and backend, hashed) and the points themselves. A run
+continues the latest earlier run of its file with the same identity when it holds none of that run's
+points: a resumed run never measures a point twice, while two separate runs of a sweep (files appended
+together, each starting from the first point) share the points both reached, so they stay two runs and a
+point one of them lacks is still missing. Runs without a sweep identity (`bench`, imports) stay apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+from commbench.results.records import Measurement, Record, RunHeader
+
+
+def continued_run_ids(records: Iterable[Record]) -> dict[str, str]:
+    """{run id: the run id it continues} for the runs of one file (in file order) that continue an earlier
+    run of the same sweep; points are told apart as `compare` matches them (compare.match_key)."""
+    from commbench.results.compare import match_key
+
+    identity: dict[str, str] = {}
+    points: dict[str, set] = {}
+    order: list[str] = []
+    for record in records:
+        if isinstance(record, RunHeader):
+            if record.sweep_identity and record.run_id not in identity:
+                identity[record.run_id] = record.sweep_identity
+        elif isinstance(record, Measurement):
+            if record.run_id not in points:
+                points[record.run_id] = set()
+                order.append(record.run_id)
+            points[record.run_id].add(match_key(record))
+    continues: dict[str, str] = {}
+    latest: dict[str, str] = {}  # sweep identity -> the logical run (its first run id) now being continued
+    held: dict[str, set] = {}  # logical run -> the points its runs hold
+    for run_id in order:
+        sweep = identity.get(run_id)
+        if sweep is None:
+            continue
+        logical = latest.get(sweep)
+        if logical is not None and not (points[run_id] & held[logical]):
+            continues[run_id] = logical
+            held[logical] |= points[run_id]
+        else:
+            latest[sweep] = run_id
+            held[run_id] = set(points[run_id])
+    return continues
+
+
+def with_resumed_runs_joined(records: list[Record]) -> list[Measurement]:
+    """The measurements of one file, a run that continues an earlier one carrying that run's id."""
+    continues = continued_run_ids(records)
+    return [dataclasses.replace(r, run_id=continues[r.run_id]) if r.run_id in continues else r
+            for r in records if isinstance(r, Measurement)]
