@@ -140,6 +140,9 @@ def test_a_run_measured_without_the_data_check_fails_unless_allowed_and_is_named
     assert compare(base, old_log, max_regression=0.1).unchecked == []
     both = [dataclasses.replace(m, num_wrong=None) for m in base]
     assert compare(both, [dataclasses.replace(m, num_wrong=None) for m in new], max_regression=0.1).passed
+    mixed = write(tmp_path / "mixed.jsonl", base + unchecked)   # checked and unchecked runs in one file
+    assert run_cli(mixed, mixed).exit_code == 0 and compare(base + unchecked, base + unchecked,
+                                                            max_regression=0.1).unchecked == []
 
 
 def test_a_file_of_runs_with_different_sizes_passes_against_itself_and_a_short_run_still_fails(tmp_path):
