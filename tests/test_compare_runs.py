@@ -119,6 +119,19 @@ def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):
     assert allowed.exit_code == 0 and "64 KiB" in allowed.output and "(run 3/3)" in allowed.output, allowed.output
 
 
+def test_allow_missing_permits_a_gap_never_a_slowdown_at_that_point():
+    """A point x2 slower in the runs that hold it, absent from one run of NEW, was judged 'missing' only,
+    and --allow-missing then passed the gate."""
+    base, new = _three_each(5, factors={SIZES[4]: 2.0})
+    short = [m for m in new if not (m.run_id == "n2" and m.size_bytes == SIZES[4])]
+    result = compare(base, short, max_regression=0.1, allow_missing=True)
+    slow = [p for p in result.points if p.verdict == "REGRESSED"]
+    assert not result.passed and len(slow) == 1 and "not in run" in slow[0].detail, [p.verdict for p in result.points]
+    base, same = _three_each(5)   # the same gap without the slowdown: --allow-missing passes it
+    gap = [m for m in same if not (m.run_id == "n2" and m.size_bytes == SIZES[4])]
+    assert result.missing and compare(base, gap, max_regression=0.1, allow_missing=True).passed
+
+
 def test_a_run_measured_without_the_data_check_fails_unless_allowed_and_is_named(tmp_path):
     """bench -c 0 records num_wrong None: never "wrong", but never verified either. Where BASE checked a
     point, a run of NEW that did not fails the gate (named), unless --allow-unchecked; BASE unchecked too

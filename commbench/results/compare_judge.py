@@ -269,12 +269,12 @@ def _point(ident, key, statistic, tests, bt, nt, threshold, bad) -> PointCompari
     low = high = None
     if shown.sd is not None:
         low, high = ratio * math.exp(-shown.quantile * shown.sd), ratio * math.exp(shown.quantile * shown.sd)
-    if bad:  # some run lacks the point: the timings of the others are still shown
-        verdict, detail = "missing", bad[1]
-    elif failing:
+    if failing:  # also where some run lacks the point: --allow-missing permits the gap, never the slowdown
         verdict = "REGRESSED"
         detail = failing.scope + (f", x{math.exp(failing.log_ratio):.2f} against its run's other points"
-                                  if failing.kind == "vs its run" else "")
+                                  if failing.kind == "vs its run" else "") + (f"; {bad[1]}" if bad else "")
+    elif bad:  # some run lacks the point: the timings of the others are still shown
+        verdict, detail = "missing", bad[1]
     elif ratio - 1 > threshold + 1e-9:
         verdict, detail = "slower (within noise)", ""
         if shown.kind == "vs its run":
