@@ -176,7 +176,7 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         from commbench.sweep import load_sweep, parse_sweep, plan_sweep
         from commbench.workflows.tune import BUILTIN_SWEEP
         spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
-        ranks = nproc or spec.nproc or 2
+        ranks = (spec.nproc or 2) if nproc is None else nproc
         if ranks < 1:
             raise invalid("--nproc", ranks, "at least 1 rank")
         plan_sweep(spec, ranks, backend=resolve_backend(spec.backend))
