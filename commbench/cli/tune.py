@@ -24,6 +24,8 @@ def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
     model: Annotated[str, typer.Option(help=MODEL_HELP)] = "deepseek-v3",
+    model_file: Annotated[Optional[str], typer.Option(help="TOML file of \\[model.NAME] tables, laid out like the "
+                                                           "shipped models.toml")] = None,
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[Optional[int], typer.Option(help="global batch size (sequences); default 4096, or the "
@@ -55,7 +57,7 @@ def tune(
 
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
-    spec = load_model(model)
+    spec = load_model(model, model_file)
     pins = parse_pins(layout)
     from commbench.cli.plan import resolve_gbs, resolve_precision
     from commbench.costmodel import load_preset
