@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
-from commbench.planner.layout.graph_scope import scope_mask
+from commbench.planner.layout.graph_scope import BIT, scope_mask
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
@@ -78,6 +78,15 @@ def _structures(req: SearchRequest, per_rack: int) -> dict[str, np.ndarray]:
     return g
 
 
+A2A_OVERLAP_NEEDS = ("Megatron's --overlap-moe-expert-parallel-comm needs ep > 1, no full recompute, vp > 1 when pp > 1, "
+                     "at most one MTP layer (and pp > 1 with it), no full-iteration CUDA graph and no per-layer one "
+                     "over moe or mlp (megatron-core 0.16.1 TransformerConfig)")
+
+
+def _pinned_text(pins: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in pins.items() if k != "moe_a2a_overlap") or "nothing else pinned"
+
+
 def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
     """Cross each structure with the flag choices that matter for it (pins override):
     recompute x distributed optimizer x sequence parallel (tp > 1; forced on for MoE, as Megatron
@@ -117,9 +126,18 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     tp_overlap = pins.get("tp_comm_overlap", not tp_overlap_unrun(req.precision))
     cols["tp_comm_overlap"] = np.asarray(tp_overlap) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
-    # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
+    # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer; no
+    # full-iteration graph (megatron-core 0.16.1), nor a per-layer one over moe or mlp (a pinned scope).
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
-    if "moe_a2a_overlap" not in pins:   # not proposed where published runs measured it slower (recipes.py)
+    a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("full")
+    if scope_mask(str(pins.get("cuda_graph_scope", ""))) & (BIT["moe"] | BIT["mlp"]):
+        a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("layer")
+    if pins.get("moe_a2a_overlap"):  # pinned on: only where Megatron runs it (it was turned off, unsaid)
+        if not a2a_ok.any():
+            raise invalid("moe_a2a_overlap", True, A2A_OVERLAP_NEEDS + f"; no layout with {_pinned_text(pins)} allows it")
+        cols = {k: v[a2a_ok] for k, v in cols.items()}
+        tp, a2a_ok = cols["tp"], a2a_ok[a2a_ok]
+    elif "moe_a2a_overlap" not in pins:   # not proposed where published runs measured it slower (recipes.py)
         domain = int(req.fabric.domain_size)
         spanned = ep_domains(cols["ep"], cols["etp"], gpus_per_rack(req.num_gpus, domain))
         a2a_ok &= ~ep_overlap_measured_slower(domain, spanned)
