@@ -150,3 +150,17 @@ def test_a_pinned_full_iteration_graph_is_searched_without_the_ep_overlap():
                                precision="mxfp8", pins=parse_pins("cuda_graph=full,mbs=1"), keep=5))
     assert not res.layouts.moe_a2a_overlap.any() and (res.layouts.cuda_graph == 2).all()
     megatron_args(res.layouts.layout(0), model)
+
+
+@pytest.mark.parametrize("pins, others", [("tp=1,tp_comm_overlap=true", "tp=1"),
+                                          ("tp=2,sequence_parallel=false,tp_comm_overlap=true",
+                                           "tp=2, sequence_parallel=False")])
+def test_a_pinned_tp_overlap_megatron_refuses_is_refused(pins, others):
+    """tp_comm_overlap=true with tp=1 or without sequence parallel was planned without it, unsaid; with tp not
+    pinned the search planned tp=1 without it."""
+    model, fabric = load_model("llama3-8b"), load_preset("h100-hgx", num_gpus=16)
+    with pytest.raises(CommbenchError, match=f"tp_comm_overlap=True is invalid: .*no layout with {others} allows it"):
+        search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8", pins=parse_pins(pins)))
+    kept = search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8",
+                                pins=parse_pins("tp_comm_overlap=true")))
+    assert kept.layouts.tp_comm_overlap.all() and (kept.layouts.tp > 1).all()

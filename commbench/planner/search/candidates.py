@@ -83,8 +83,15 @@ A2A_OVERLAP_NEEDS = ("Megatron's --overlap-moe-expert-parallel-comm needs ep > 1
                      "over moe or mlp (megatron-core 0.16.1 TransformerConfig)")
 
 
-def _pinned_text(pins: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in pins.items() if k != "moe_a2a_overlap") or "nothing else pinned"
+TP_OVERLAP_NEEDS = "Megatron's --tp-comm-overlap needs tp > 1 with sequence parallelism (validate_args)"
+
+
+def _only_where(cols: dict[str, np.ndarray], ok: np.ndarray, key: str, needs: str, pins: dict) -> dict[str, np.ndarray]:
+    """The rows where a flag pinned on runs (it used to be turned off there without a word); none: one line."""
+    if not ok.any():
+        others = ", ".join(f"{k}={v}" for k, v in pins.items() if k != key) or "nothing else pinned"
+        raise invalid(key, True, f"{needs}; no layout with {others} allows it")
+    return {k: v[ok] for k, v in cols.items()}
 
 
 def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
@@ -124,6 +131,9 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     tp, sp_on = cols["tp"], cols["sequence_parallel"]
     # TP comm overlap wherever Megatron allows it, except at a precision no recipe runs it at (NVFP4: recipes.py)
     tp_overlap = pins.get("tp_comm_overlap", not tp_overlap_unrun(req.precision))
+    if tp_overlap is True and "tp_comm_overlap" in pins:  # pinned on: only where Megatron runs it
+        cols = _only_where(cols, sp_on & (tp > 1), "tp_comm_overlap", TP_OVERLAP_NEEDS, pins)
+        tp, sp_on = cols["tp"], cols["sequence_parallel"]
     cols["tp_comm_overlap"] = np.asarray(tp_overlap) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
     # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer; no
@@ -133,9 +143,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     if scope_mask(str(pins.get("cuda_graph_scope", ""))) & (BIT["moe"] | BIT["mlp"]):
         a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("layer")
     if pins.get("moe_a2a_overlap"):  # pinned on: only where Megatron runs it (it was turned off, unsaid)
-        if not a2a_ok.any():
-            raise invalid("moe_a2a_overlap", True, A2A_OVERLAP_NEEDS + f"; no layout with {_pinned_text(pins)} allows it")
-        cols = {k: v[a2a_ok] for k, v in cols.items()}
+        cols = _only_where(cols, a2a_ok, "moe_a2a_overlap", A2A_OVERLAP_NEEDS, pins)
         tp, a2a_ok = cols["tp"], a2a_ok[a2a_ok]
     elif "moe_a2a_overlap" not in pins:   # not proposed where published runs measured it slower (recipes.py)
         domain = int(req.fabric.domain_size)
