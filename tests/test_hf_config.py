@@ -256,6 +256,18 @@ def test_torchtitan_plans_an_hf_model_whose_sizes_are_a_shipped_config():
     assert "refused" in torchtitan_plan(lay, hf("Mixtral-8x7B-v0.1"))   # TorchTitan ships no Mixtral
 
 
+@pytest.mark.parametrize("folder", ["gpt-oss-120b", "Qwen3-30B-A3B"])
+def test_plan_framework_torchtitan_takes_an_hf_model_whose_sizes_are_a_shipped_config(folder):
+    """--framework torchtitan refused such a model by its name ('TorchTitan 0.3.0 has no hf:gpt-oss-120b model
+    ... plan it with --framework megatron', which cannot build gpt-oss), though the emitter writes its config."""
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{HF / folder}", "--system", "b200-hgx", "--gpus", "16",
+                                      "--gbs", "256", "--framework", "torchtitan", "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert "refused" not in doc["torchtitan"] and doc["layout"]["recompute"] == "full"  # as TorchTitan's config
+
+
 def _v4(tmp_path, **changes):
     raw = json.loads((HF / "DeepSeek-V4-Flash" / "config.json").read_text())
     raw.update(changes)

@@ -102,19 +102,24 @@ SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published
                       "published_flops_per_token_gflop", "architecture", "extra")
 
 
-def titan_model_of(model: ModelSpec) -> TitanModel | None:
-    """TorchTitan's model for a zoo name, or for a model read elsewhere (hf:PATH, --model-file) whose
-    sizes are exactly a TorchTitan zoo model's (its shipped config builds that network)."""
-    titan = TITAN_MODELS.get(model.name.lower())
-    if titan is not None:
-        return titan
+def titan_zoo_name(model: ModelSpec) -> str | None:
+    """The zoo name of TorchTitan's model for `model`: its own name, or for a model read elsewhere (hf:PATH,
+    --model-file) the zoo model whose sizes it has exactly (TorchTitan's shipped config builds that network)."""
+    if model.name.lower() in TITAN_MODELS:
+        return model.name.lower()
     from commbench.planner.models.zoo import load_model
     sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
-    for name, candidate in TITAN_MODELS.items():
+    for name in TITAN_MODELS:
         zoo = load_model(name)
         if sizes == {k: getattr(zoo, k) for k in sizes}:
-            return candidate
+            return name
     return None
+
+
+def titan_model_of(model: ModelSpec) -> TitanModel | None:
+    """TorchTitan's model for a zoo name, or for a model with a TorchTitan zoo model's sizes (titan_zoo_name)."""
+    name = titan_zoo_name(model)
+    return None if name is None else TITAN_MODELS[name]
 
 
 def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
