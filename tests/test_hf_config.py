@@ -5,6 +5,7 @@ count and the FLOPs per token of Megatron's formula."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,40 @@ def _write(tmp_path, **changes):
 def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, message):
     with pytest.raises(CommbenchError, match=message):
         load_model(_write(tmp_path, **changes))
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(moe_intermediate_size=0), r"expert_ffn=0 is invalid: MoE models need expert_ffn > 0"),  # was ZeroDivisionError
+    (dict(use_sliding_window=True), "use_sliding_window=true is not modelled"),  # was planned without the window
+    (dict(norm_topk_prob="no"), "norm_topk_prob='no' is invalid: true or false"),
+])
+def test_a_qwen_moe_config_the_planner_cannot_read_is_one_line(tmp_path, changes, message):
+    raw = json.loads((HF / "Qwen3-30B-A3B" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, **changes)))
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{tmp_path}", "--system", "b200-hgx", "--gpus", "16"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
+    assert re.search(message, result.output), result.output
+
+
+@pytest.mark.parametrize("norm, pre_softmax", [(True, False), (False, True), (None, True)])
+def test_qwen_moe_norm_topk_prob_is_the_routers_pre_softmax(tmp_path, norm, pre_softmax):
+    """norm_topk_prob false (qwen3_moe's default when absent, transformers 4.57.1) keeps the top-k experts' share of
+    the full softmax: megatron-core's --moe-router-pre-softmax. It was ignored: every Qwen MoE config was emitted
+    with the top-k renormalised."""
+    from commbench.planner.emit.megatron import megatron_args
+    from commbench.planner import Layout
+    raw = json.loads((HF / "Qwen3-30B-A3B" / "config.json").read_text())
+    if norm is None:
+        raw.pop("norm_topk_prob")
+    else:
+        raw["norm_topk_prob"] = norm
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    model = load_model(f"hf:{tmp_path}")
+    assert model.architecture.router_pre_softmax is pre_softmax
+    args = megatron_args(Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64), model)
+    assert ("--moe-router-pre-softmax" in args) is pre_softmax
 
 
 @pytest.mark.parametrize("changes, message", [

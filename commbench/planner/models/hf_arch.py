@@ -38,6 +38,11 @@ BALANCING = {"qwen3_moe": ("aux_loss", 1e-3), "qwen3_next": ("global_aux_loss", 
              "deepseek_v4": ("seq_aux_loss", 1e-4)}
 DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
 PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridge: moe_router_pre_softmax = True
+# Qwen MoE routers: softmax over every expert, top-k, then renormalised over the k only with norm_topk_prob
+# (transformers 4.57.1 modeling_qwen3_moe.py). Without it the top-k keep their share of the full softmax: megatron-core's
+# --moe-router-pre-softmax (moe_utils.topk_routing_with_score_function); with it, its default (softmax of the top-k).
+# The key's default: transformers 4.57.1 configuration_<type>.py (False for qwen2_moe and qwen3_moe, True for qwen3_next).
+NORM_TOPK_PROB_DEFAULT = {"qwen2_moe": False, "qwen3_moe": False, "qwen3_next": True}
 
 
 # hidden_act values the read model types use: SiLU gating (SwiGLU) and Nemotron-H's squared ReLU (relu2). Any other
@@ -96,7 +101,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
                    router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
         if out["router_expert_bias"]:
             out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
-        out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES
+        out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES or (
+            t in NORM_TOPK_PROB_DEFAULT and not c.flag("norm_topk_prob", NORM_TOPK_PROB_DEFAULT[t]))
         kind, coeff = BALANCING.get(t, ("aux_loss", None))
         stated = c.num("router_aux_loss_coef", c.num("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
         out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))
