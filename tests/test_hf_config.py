@@ -180,6 +180,31 @@ def test_qwen_moe_norm_topk_prob_is_the_routers_pre_softmax(tmp_path, norm, pre_
     assert ("--moe-router-pre-softmax" in args) is pre_softmax
 
 
+# Qwen/Qwen1.5-MoE-A2.7B-Chat config.json, the fields the planner reads (model_type qwen2_moe)
+QWEN1_5_MOE = {"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 2048,
+               "intermediate_size": 5632, "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+               "vocab_size": 151936, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
+               "num_experts": 60, "num_experts_per_tok": 4, "moe_intermediate_size": 1408,
+               "shared_expert_intermediate_size": 5632, "norm_topk_prob": False, "decoder_sparse_step": 1,
+               "use_sliding_window": False, "tie_word_embeddings": False, "hidden_act": "silu"}
+
+
+def test_qwen2_moe_gates_its_shared_expert_and_keeps_its_qkv_bias_flag(tmp_path):
+    """Qwen2MoeSparseMoeBlock scales its shared expert by sigmoid(shared_expert_gate(x)) (transformers 4.57.1): the
+    plan emitted no --moe-shared-expert-gate, another model. Its attention bias is config.qkv_bias (default true)."""
+    from commbench.planner.emit.megatron import megatron_args
+    from commbench.planner import Layout
+    (tmp_path / "config.json").write_text(json.dumps(QWEN1_5_MOE))
+    model = load_model(f"hf:{tmp_path}")
+    assert (model.num_shared_experts, model.expert_ffn, model.top_k) == (4, 1408, 4)
+    arch = model.architecture
+    assert arch.shared_expert_gate and arch.qkv_bias and arch.router_pre_softmax
+    args = megatron_args(Layout(tp=1, pp=1, ep=4, etp=1, dp=8, mbs=1, gbs=64), model)
+    assert {"--moe-shared-expert-gate", "--add-qkv-bias", "--moe-router-pre-softmax"} <= set(args)
+    (tmp_path / "config.json").write_text(json.dumps(dict(QWEN1_5_MOE, qkv_bias=False)))
+    assert not load_model(f"hf:{tmp_path}").architecture.qkv_bias
+
+
 @pytest.mark.parametrize("changes, message", [
     (dict(rope_theta="abc"), "rope_theta='abc' is invalid: a finite number"),
     (dict(rope_theta=float("inf")), "rope_theta=inf is invalid: a finite number"),

@@ -75,7 +75,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "norm_epsilon": c.num("rms_norm_eps", c.num("layer_norm_epsilon", c.num("norm_eps", 1e-6))),
         "qk_norm": t in QK_NORM_TYPES or (t == "glm4_moe" and c.flag("use_qk_norm", False)),
         "linear_bias": c.flag("attention_bias", False) and t == "gpt_oss",
-        "qkv_bias": t in ("qwen2", "qwen2_moe") or (t == "glm4_moe" and c.flag("attention_bias", False)),
+        "qkv_bias": t == "qwen2" or (t == "qwen2_moe" and c.flag("qkv_bias", True))
+        or (t == "glm4_moe" and c.flag("attention_bias", False)),
         "position_embedding": "none" if t == "nemotron_h" else "rope",
         "rotary_base": int(c.num("rope_theta", 10000)),
         "rotary_percent": c.num("partial_rotary_factor", 1.0),
@@ -92,6 +93,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
                    yarn_mscale=1.0, yarn_mscale_all_dim=1.0)  # no mscale in the config: the bridge sets both to 1
     if t == "qwen3_next":  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
         out.update(norm_zero_centered_gamma=True, shared_expert_gate=bool(fields.get("num_shared_experts")))
+    if t == "qwen2_moe":  # Qwen2MoeSparseMoeBlock: sigmoid(shared_expert_gate(x)) * shared expert (transformers 4.57.1)
+        out.update(shared_expert_gate=bool(fields.get("num_shared_experts")))
     if fields.get("sliding_window"):
         out.update(sliding_window=int(fields["sliding_window"]), window_skip_freq=2)
     if fields.get("num_routed_experts"):
