@@ -48,6 +48,14 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["emulate", "--racks", "3", "--ranks-per-rack", "100", "--", "bench", "all_reduce"], "is too many"),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "0"], "--gbs=0"),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--seq-len", "0"], "--seq-len=0"),
+    # --layout gbs= is bounded; --gbs 99999999999 was planned (and written as --global-batch-size)
+    (["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--gbs", "99999999999"],
+     "--gbs=99999999999 is invalid: a positive global batch size (sequences) up to 16,777,216"),
+    # NaN passed the >= 1 check and was planned (inf divided inf by inf in the kernel model)
+    (["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "16", "--moe-capacity-factor", "nan"],
+     "--moe-capacity-factor=nan is invalid: a number from 1 to 4,096"),
+    (["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "16", "--moe-capacity-factor", "inf"],
+     "--moe-capacity-factor=inf is invalid"),
     (["fit", "x.jsonl", "--racks", "2"], "--racks=2 needs --system"),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
       "--layout", "tp=99999999999999999999"], "up to 16,777,216"),

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from commbench import __version__
 from commbench.cli.app import app
-from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
+from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS
 from commbench.planner.models.zoo import model_names
 
 
@@ -38,8 +38,7 @@ def test_plan_help_lists_the_zoo_and_every_layout_key_uncut(columns):
     text = " ".join(result.output.replace("│", " ").split())
     for name in model_names():
         assert name in text
-    for key in INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS):
-        if key != "precision":
-            assert key in text, key
+    for key in INT_FIELDS + BOOL_FIELDS + tuple(CODE_FIELDS) + COUNT_FIELDS + ("cuda_graph_scope",):  # parse_pins' keys
+        assert key in text, key
     tune = CliRunner().invoke(app, ["tune", "--help"], env={"COLUMNS": str(columns)}, terminal_width=columns)
     assert "…" not in tune.output and "fused_moe" in " ".join(tune.output.replace("│", " ").split())

@@ -111,3 +111,30 @@ def test_torchtitan_accepts_the_emitted_plan(index, tmp_path, monkeypatch):
     # cores, so it runs for the small ones (Llama 3 8B, Qwen3-30B-A3B), where it takes a second.
     small = param_counts(case.model).total < PIPELINE_BUILD_MAX_PARAMS
     check_titan_plan(doc, case.layout, case.model, case.gpus, case.system, tmp_path, monkeypatch, pipeline=small)
+
+
+@pytest.mark.parametrize("name", sorted(TITAN_MODELS))
+def test_the_recorded_rope_and_norm_of_each_flavor_are_what_torchtitan_builds(name):
+    """TitanModel.rope_03 / norm_epsilon_03 (what titan_architecture_notes compares with the model asked for)
+    are the installed TorchTitan's: the first layer's attention RoPE and the final RMSNorm."""
+    import importlib
+    titan = TITAN_MODELS[name]
+    model = importlib.import_module(f"torchtitan.models.{titan.module}").model_registry(titan.flavor).model
+    rope = model.layers[0].attention.rope
+    scaling = {"llama": "llama3"}.get(rope.scaling, rope.scaling)
+    factor = {"llama3": rope.scaling_factor, "yarn": getattr(rope, "rope_factor", None), "none": 1.0}[scaling]
+    assert (float(rope.theta), scaling, float(factor)) == titan.rope_03
+    assert model.norm.eps == titan.norm_epsilon_03
+
+
+def test_a_flavor_that_is_not_the_model_asked_for_is_said_in_the_plan():
+    """TorchTitan's llama3 8B is Llama 3.1's (Llama 3.1 RoPE scaling x8) and its Qwen3 235B-A22B the 2507
+    release's (rope base 5e6): a launch of llama3-8b / qwen3-235b-a22b trains those, and the plan says so."""
+    from commbench.planner import Layout, load_model
+    lay = Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64)
+    notes = torchtitan_plan(lay, load_model("llama3-8b"))["notes"]
+    assert any("RoPE scaling llama3 (the model: none)" in n for n in notes), notes
+    moe = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    notes = torchtitan_plan(moe, load_model("qwen3-235b-a22b"))["notes"]
+    assert any("rotary base 5e+06 (the model: 1e+06)" in n for n in notes), notes
+    assert not any("builds" in n for n in torchtitan_plan(lay, load_model("llama3.1-70b"))["notes"])

@@ -5,6 +5,7 @@ count and the FLOPs per token of Megatron's formula."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,65 @@ def test_unknown_type_or_missing_field_is_one_line_naming_it(tmp_path, changes, 
 
 
 @pytest.mark.parametrize("changes, message", [
+    (dict(moe_intermediate_size=0), r"expert_ffn=0 is invalid: MoE models need expert_ffn > 0"),  # was ZeroDivisionError
+    (dict(use_sliding_window=True), "use_sliding_window=true is not modelled"),  # was planned without the window
+    (dict(norm_topk_prob="no"), "norm_topk_prob='no' is invalid: true or false"),
+])
+def test_a_qwen_moe_config_the_planner_cannot_read_is_one_line(tmp_path, changes, message):
+    raw = json.loads((HF / "Qwen3-30B-A3B" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, **changes)))
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{tmp_path}", "--system", "b200-hgx", "--gpus", "16"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
+    assert re.search(message, result.output), result.output
+
+
+@pytest.mark.parametrize("norm, pre_softmax", [(True, False), (False, True), (None, True)])
+def test_qwen_moe_norm_topk_prob_is_the_routers_pre_softmax(tmp_path, norm, pre_softmax):
+    """norm_topk_prob false (qwen3_moe's default when absent, transformers 4.57.1) keeps the top-k experts' share of
+    the full softmax: megatron-core's --moe-router-pre-softmax. It was ignored: every Qwen MoE config was emitted
+    with the top-k renormalised."""
+    from commbench.planner.emit.megatron import megatron_args
+    from commbench.planner import Layout
+    raw = json.loads((HF / "Qwen3-30B-A3B" / "config.json").read_text())
+    if norm is None:
+        raw.pop("norm_topk_prob")
+    else:
+        raw["norm_topk_prob"] = norm
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    model = load_model(f"hf:{tmp_path}")
+    assert model.architecture.router_pre_softmax is pre_softmax
+    args = megatron_args(Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64), model)
+    assert ("--moe-router-pre-softmax" in args) is pre_softmax
+
+
+# Qwen/Qwen1.5-MoE-A2.7B-Chat config.json, the fields the planner reads (model_type qwen2_moe)
+QWEN1_5_MOE = {"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 2048,
+               "intermediate_size": 5632, "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+               "vocab_size": 151936, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
+               "num_experts": 60, "num_experts_per_tok": 4, "moe_intermediate_size": 1408,
+               "shared_expert_intermediate_size": 5632, "norm_topk_prob": False, "decoder_sparse_step": 1,
+               "use_sliding_window": False, "tie_word_embeddings": False, "hidden_act": "silu"}
+
+
+def test_qwen2_moe_gates_its_shared_expert_and_keeps_its_qkv_bias_flag(tmp_path):
+    """Qwen2MoeSparseMoeBlock scales its shared expert by sigmoid(shared_expert_gate(x)) (transformers 4.57.1): the
+    plan emitted no --moe-shared-expert-gate, another model. Its attention bias is config.qkv_bias (default true)."""
+    from commbench.planner.emit.megatron import megatron_args
+    from commbench.planner import Layout
+    (tmp_path / "config.json").write_text(json.dumps(QWEN1_5_MOE))
+    model = load_model(f"hf:{tmp_path}")
+    assert (model.num_shared_experts, model.expert_ffn, model.top_k) == (4, 1408, 4)
+    arch = model.architecture
+    assert arch.shared_expert_gate and arch.qkv_bias and arch.router_pre_softmax
+    args = megatron_args(Layout(tp=1, pp=1, ep=4, etp=1, dp=8, mbs=1, gbs=64), model)
+    assert {"--moe-shared-expert-gate", "--add-qkv-bias", "--moe-router-pre-softmax"} <= set(args)
+    (tmp_path / "config.json").write_text(json.dumps(dict(QWEN1_5_MOE, qkv_bias=False)))
+    assert not load_model(f"hf:{tmp_path}").architecture.qkv_bias
+
+
+@pytest.mark.parametrize("changes, message", [
     (dict(rope_theta="abc"), "rope_theta='abc' is invalid: a finite number"),
     (dict(rope_theta=float("inf")), "rope_theta=inf is invalid: a finite number"),
     (dict(rms_norm_eps=[1e-5]), r"rms_norm_eps=\[1e-05\] is invalid: a finite number"),
@@ -254,6 +314,18 @@ def test_torchtitan_plans_an_hf_model_whose_sizes_are_a_shipped_config():
     doc = torchtitan_plan(lay, hf("Qwen3-30B-A3B"))
     assert (doc["module"], doc["config"]) == ("qwen3", "qwen3_30b_a3b")
     assert "refused" in torchtitan_plan(lay, hf("Mixtral-8x7B-v0.1"))   # TorchTitan ships no Mixtral
+
+
+@pytest.mark.parametrize("folder", ["gpt-oss-120b", "Qwen3-30B-A3B"])
+def test_plan_framework_torchtitan_takes_an_hf_model_whose_sizes_are_a_shipped_config(folder):
+    """--framework torchtitan refused such a model by its name ('TorchTitan 0.3.0 has no hf:gpt-oss-120b model
+    ... plan it with --framework megatron', which cannot build gpt-oss), though the emitter writes its config."""
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{HF / folder}", "--system", "b200-hgx", "--gpus", "16",
+                                      "--gbs", "256", "--framework", "torchtitan", "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert "refused" not in doc["torchtitan"] and doc["layout"]["recompute"] == "full"  # as TorchTitan's config
 
 
 def _v4(tmp_path, **changes):

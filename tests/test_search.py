@@ -10,8 +10,8 @@ import pytest
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.planner import check_layout, evaluate_layouts, load_model
-from commbench.planner.search.space import (SearchRequest, pareto_front, parse_pins, rank_of, search, structure_codes,
-                                            structure_key, structure_rank_of)
+from commbench.planner.search.space import (SearchRequest, best_for_pins, pareto_front, parse_pins, rank_of, search,
+                                            structure_codes, structure_key, structure_rank_of)
 
 
 @functools.cache
@@ -120,3 +120,47 @@ def test_pinned_counts_that_break_a_flag_rule_are_refused_naming_it(pins, rule):
     ok = search(SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=128, precision="fp8",
                               pins=parse_pins("tp=1,pp=1,mbs=1,recompute=full,recompute_layers=5")))
     assert (ok.layouts.recompute_layers == 5).all() and (ok.layouts.recompute == 2).all()
+
+
+@pytest.mark.parametrize("pins", ["moe_a2a_overlap=true,recompute=full", "moe_a2a_overlap=true,cuda_graph=full",
+                                  "moe_a2a_overlap=true,pp=2,vp=1", "moe_a2a_overlap=true,ep=1",
+                                  "moe_a2a_overlap=true,cuda_graph=layer,cuda_graph_scope=attn+moe"])
+def test_a_pinned_ep_overlap_megatron_refuses_is_refused_naming_the_rule(pins):
+    """A pinned moe_a2a_overlap=true was silently planned without it where Megatron refuses it (full recompute,
+    pp > 1 without vp, no EP); with a pinned full-iteration graph the plan kept both and emitted no Megatron-LM
+    arguments."""
+    model = load_model("qwen3-30b-a3b")
+    fabric = load_preset("b200-hgx", num_gpus=16)
+    with pytest.raises(CommbenchError, match=r"moe_a2a_overlap=True is invalid: Megatron's --overlap-moe-expert-parallel"):
+        search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8", pins=parse_pins(pins)))
+    one = parse_pins("tp=1,pp=2,vp=1,ep=8,mbs=1,moe_a2a_overlap=true")   # one layout (plan --layout)
+    with pytest.raises(CommbenchError, match="no layout with tp=1, pp=2, vp=1, ep=8, mbs=1 allows it"):
+        best_for_pins(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8", pins=one))
+    kept = search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8",
+                                pins=parse_pins("moe_a2a_overlap=true")))   # searched: every layout has it
+    assert kept.layouts.moe_a2a_overlap.all()
+
+
+def test_a_pinned_full_iteration_graph_is_searched_without_the_ep_overlap():
+    """DeepSeek-V3 with cuda_graph=full pinned: the search chose the EP overlap beside it, a layout Megatron refuses
+    (megatron-core: the full-iteration graph with --overlap-moe-expert-parallel-comm), so the plan had no arguments."""
+    from commbench.planner.emit.megatron import megatron_args
+    model = load_model("deepseek-v3")
+    res = search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=256), num_gpus=256, gbs=4096,
+                               precision="mxfp8", pins=parse_pins("cuda_graph=full,mbs=1"), keep=5))
+    assert not res.layouts.moe_a2a_overlap.any() and (res.layouts.cuda_graph == 2).all()
+    megatron_args(res.layouts.layout(0), model)
+
+
+@pytest.mark.parametrize("pins, others", [("tp=1,tp_comm_overlap=true", "tp=1"),
+                                          ("tp=2,sequence_parallel=false,tp_comm_overlap=true",
+                                           "tp=2, sequence_parallel=False")])
+def test_a_pinned_tp_overlap_megatron_refuses_is_refused(pins, others):
+    """tp_comm_overlap=true with tp=1 or without sequence parallel was planned without it, unsaid; with tp not
+    pinned the search planned tp=1 without it."""
+    model, fabric = load_model("llama3-8b"), load_preset("h100-hgx", num_gpus=16)
+    with pytest.raises(CommbenchError, match=f"tp_comm_overlap=True is invalid: .*no layout with {others} allows it"):
+        search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8", pins=parse_pins(pins)))
+    kept = search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8",
+                                pins=parse_pins("tp_comm_overlap=true")))
+    assert kept.layouts.tp_comm_overlap.all() and (kept.layouts.tp > 1).all()

@@ -45,6 +45,20 @@ def test_tune_defaults_run_end_to_end(tmp_path):
     assert "GB300" in planned.output.upper()
 
 
+def test_tune_plans_a_model_from_model_file(tmp_path):
+    """--model's help names --model-file models: tune takes --model-file as plan does (it had no such option)."""
+    from tests.test_plan_files_guarded import DATA, TINY
+    model_file = tmp_path / "m.toml"
+    model_file.write_text(TINY)
+    result = CliRunner().invoke(app, ["tune", "--results", str(DATA), "--model", "tiny", "--model-file", str(model_file),
+                                      "--system", "h100-hgx", "--gpus", "8", "--gbs", "64", "-O", str(tmp_path / "t")],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    doc = load_plan(tmp_path / "t" / "plan.json")
+    assert doc["inputs"]["model"] == "tiny" and doc["inputs"]["model_spec"]["num_layers"] == 4
+    assert shlex.split((tmp_path / "t" / "megatron_args.txt").read_text())[:4] == ["--num-layers", "4", "--hidden-size", "1024"]
+
+
 def test_plan_searches_when_layout_is_partial():
     result = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
                                       "--precision", "mxfp8", "--gbs", "4096", "--layout", "ep=32,etp=1",

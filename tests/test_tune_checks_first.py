@@ -13,6 +13,8 @@ from commbench.cli.app import app
     (["--gpus", "7"], "no layout of deepseek-v3 fits in memory on 7 GPUs"),
     (["--precision", "fp7"], "--precision"),
     (["--top", "0"], "--top"),
+    (["--gbs", "99999999999"], "--gbs=99999999999 is invalid"),  # as --layout gbs=; it was planned
+    (["--nproc", "0"], "--nproc=0 is invalid"),  # 0 read as "not given": the sweep ran on the sweep's 2 ranks
     (["--layout", "tp=3,pp=1,vp=1,ep=1,mbs=1"], "deepseek-v3"),
     (["--sweep", "no-such-sweep"], "no-such-sweep"),
     (["--results", "/nonexistent/results.jsonl"], "cannot be read"),

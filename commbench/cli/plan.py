@@ -27,9 +27,14 @@ def _zoo() -> str:
 
 def _layout_keys() -> str:
     """Every --layout key with its values, spaced so help wraps it instead of cutting it."""
+    from commbench.planner.layout.graph_scope import MODULES, WHOLE_LAYER_NAME
     from commbench.planner.layout.spec import BOOL_FIELDS, CODE_FIELDS, INT_FIELDS
-    codes = "; ".join(f"{k} ({' | '.join(v)})" for k, v in CODE_FIELDS.items() if k != "precision")
-    return (f"integers {', '.join(INT_FIELDS)}; {codes}; true/false {', '.join(BOOL_FIELDS)}; "
+    codes = "; ".join(f"{k} ({' | '.join(v)}{', as --precision' if k == 'precision' else ''})"
+                      for k, v in CODE_FIELDS.items())
+    return (f"integers {', '.join(INT_FIELDS)}; {codes}; "
+            f"cuda_graph_scope (with cuda_graph=layer: {WHOLE_LAYER_NAME} for the whole layer, or modules joined "
+            f"by + from {', '.join(MODULES)}; default: the recipes' scope for the model); "
+            f"true/false {', '.join(BOOL_FIELDS)}; "
             "0 or more cpu_offload_layers (layers whose activations go to host memory; needs pp=1; searched "
             "for dense FSDP layouts where the --software release's recipes offload on the GPU) and "
             "recompute_layers (with recompute=full, layers of each model chunk recomputed; 0 = all)")

@@ -24,6 +24,8 @@ def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
     model: Annotated[str, typer.Option(help=MODEL_HELP)] = "deepseek-v3",
+    model_file: Annotated[Optional[str], typer.Option(help="TOML file of \\[model.NAME] tables, laid out like the "
+                                                           "shipped models.toml")] = None,
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[Optional[int], typer.Option(help="global batch size (sequences); default 4096, or the "
@@ -55,7 +57,7 @@ def tune(
 
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
-    spec = load_model(model)
+    spec = load_model(model, model_file)
     pins = parse_pins(layout)
     from commbench.cli.plan import resolve_gbs, resolve_precision
     from commbench.costmodel import load_preset
@@ -176,7 +178,7 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         from commbench.sweep import load_sweep, parse_sweep, plan_sweep
         from commbench.workflows.tune import BUILTIN_SWEEP
         spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
-        ranks = nproc or spec.nproc or 2
+        ranks = (spec.nproc or 2) if nproc is None else nproc
         if ranks < 1:
             raise invalid("--nproc", ranks, "at least 1 rank")
         plan_sweep(spec, ranks, backend=resolve_backend(spec.backend))

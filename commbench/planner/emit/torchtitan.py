@@ -55,31 +55,63 @@ class TitanModel:
     pipeline_02: bool = True
     pipeline_03: bool = True
     trains_mtp: bool = False
+    # What the 0.3 flavor builds (RoPE base, scaling as models/architecture.py names it and its factor, RMSNorm
+    # epsilon), compared with the model asked for (titan_architecture_notes).
+    rope_03: tuple[float, str, float] = (0.0, "none", 1.0)
+    norm_epsilon_03: float = 1e-5
 
 
 # Sources: torchtitan 0.3.0 wheel, torchtitan/models/{llama3,qwen3,deepseek_v3,gpt_oss}/config_registry.py
 # (function names; llama3_405b and deepseek_v3_671b_float8 apply Float8 converters, llama3_8b_mxfp8 MXFP8)
 # and __init__.py (pipelining_fn); torchtitan 0.2.2 wheel, torchtitan/models/*/__init__.py (flavors;
 # qwen3 and gpt_oss have pipelining_fn=None).
+# RoPE and norm epsilon per flavor: torchtitan 0.3.0 wheel, torchtitan/models/*/__init__.py (ComplexRoPE /
+# CosSinRoPE theta, scaling "llama" (Llama 3.1's, factor 8 over 8192 tokens) or "yarn" with rope_factor;
+# RMSNorm eps: qwen3's _EPS 1e-6, else models/common/nn_modules.py's default 1e-5).
+_LLAMA31_ROPE = (500000.0, "llama3", 8.0)
 TITAN_MODELS = {
     "deepseek-v3": TitanModel(module="deepseek_v3", flavor="671B", base_03="deepseek_v3_671b",
-                              configs_03={"bf16": "deepseek_v3_671b", "fp8": "deepseek_v3_671b_float8"}),
+                              configs_03={"bf16": "deepseek_v3_671b", "fp8": "deepseek_v3_671b_float8"},
+                              rope_03=(10000.0, "yarn", 40.0)),
     "qwen3-30b-a3b": TitanModel(module="qwen3", flavor="30B-A3B", configs_03={"bf16": "qwen3_30b_a3b"},
-                                base_03="qwen3_30b_a3b", pipeline_02=False),
+                                base_03="qwen3_30b_a3b", pipeline_02=False, rope_03=(1e6, "none", 1.0),
+                                norm_epsilon_03=1e-6),
     "qwen3-235b-a22b": TitanModel(module="qwen3", flavor="235B-A22B", base_03="qwen3_30b_a3b",
                                   flavor_config_03="qwen3_235b_a22b", hf_assets_03="./assets/hf/Qwen3-235B-A22B",
-                                  pipeline_02=False),
+                                  pipeline_02=False, rope_03=(5e6, "none", 1.0), norm_epsilon_03=1e-6),
     "llama3-8b": TitanModel(module="llama3", flavor="8B", configs_03={"bf16": "llama3_8b", "mxfp8": "llama3_8b_mxfp8"},
-                            base_03="llama3_8b"),
-    "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}, base_03="llama3_70b"),
+                            base_03="llama3_8b", rope_03=_LLAMA31_ROPE),
+    "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}, base_03="llama3_70b",
+                               rope_03=_LLAMA31_ROPE),
     # llama3_405b applies Float8 converters itself: a bf16 or mxfp8 405B starts from llama3_70b's recipe
     "llama3.1-405b": TitanModel(module="llama3", flavor="405B", configs_03={"fp8": "llama3_405b"}, base_03="llama3_70b",
-                                flavor_config_03="llama3_405b", hf_assets_03="./assets/hf/Llama-3.1-405B"),
+                                flavor_config_03="llama3_405b", hf_assets_03="./assets/hf/Llama-3.1-405B",
+                                rope_03=_LLAMA31_ROPE),
     "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"},
-                               base_03="gpt_oss_120b", pipeline_02=False),
+                               base_03="gpt_oss_120b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0)),
     "gpt-oss-20b": TitanModel(module="gpt_oss", flavor="20b", configs_03={"bf16": "gpt_oss_20b"},
-                              base_03="gpt_oss_20b", pipeline_02=False),
+                              base_03="gpt_oss_20b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0)),
 }
+
+
+def titan_architecture_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
+    """Where TorchTitan 0.3's flavor builds another RoPE or norm epsilon than the model asked for (its
+    shipped flavors are not always the published model: llama3 8B is Llama 3.1's, 235B-A22B the 2507
+    release's rope base); no override of the emitted launch sets them."""
+    arch = model.architecture
+    if arch is None:
+        return []
+    theta, scaling, factor = titan.rope_03
+    have = (float(arch.rotary_base), arch.rope_scaling, float(arch.rope_scaling_factor) if arch.rope_scaling != "none"
+            else 1.0)
+    off = [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
+           for name, a, b in (("rotary base", have[0], theta), ("RoPE scaling", have[1], scaling),
+                              ("RoPE scaling factor", have[2], factor),
+                              ("norm epsilon", float(arch.norm_epsilon), titan.norm_epsilon_03)) if a != b]
+    if not off:
+        return []
+    return [f"TorchTitan 0.3.0's {titan.module} {titan.flavor} builds {', '.join(off)}: the launch trains that, not "
+            f"{model.name}'s; set it in the config function's model spec to train {model.name}"]
 
 
 def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[str]] | None:
@@ -102,19 +134,24 @@ SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published
                       "published_flops_per_token_gflop", "architecture", "extra")
 
 
-def titan_model_of(model: ModelSpec) -> TitanModel | None:
-    """TorchTitan's model for a zoo name, or for a model read elsewhere (hf:PATH, --model-file) whose
-    sizes are exactly a TorchTitan zoo model's (its shipped config builds that network)."""
-    titan = TITAN_MODELS.get(model.name.lower())
-    if titan is not None:
-        return titan
+def titan_zoo_name(model: ModelSpec) -> str | None:
+    """The zoo name of TorchTitan's model for `model`: its own name, or for a model read elsewhere (hf:PATH,
+    --model-file) the zoo model whose sizes it has exactly (TorchTitan's shipped config builds that network)."""
+    if model.name.lower() in TITAN_MODELS:
+        return model.name.lower()
     from commbench.planner.models.zoo import load_model
     sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
-    for name, candidate in TITAN_MODELS.items():
+    for name in TITAN_MODELS:
         zoo = load_model(name)
         if sizes == {k: getattr(zoo, k) for k in sizes}:
-            return candidate
+            return name
     return None
+
+
+def titan_model_of(model: ModelSpec) -> TitanModel | None:
+    """TorchTitan's model for a zoo name, or for a model with a TorchTitan zoo model's sizes (titan_zoo_name)."""
+    name = titan_zoo_name(model)
+    return None if name is None else TITAN_MODELS[name]
 
 
 def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
@@ -209,6 +246,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "(plan with --framework torchtitan to charge what TorchTitan runs)")
         notes.append("activation checkpointing stays as the config function sets it; "
                      f"the prediction assumed recompute={layout.recompute}")
+        notes += titan_architecture_notes(titan, model)
         doc |= _config_03(titan, model, layout.precision) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,

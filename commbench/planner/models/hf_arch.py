@@ -38,6 +38,11 @@ BALANCING = {"qwen3_moe": ("aux_loss", 1e-3), "qwen3_next": ("global_aux_loss", 
              "deepseek_v4": ("seq_aux_loss", 1e-4)}
 DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
 PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridge: moe_router_pre_softmax = True
+# Qwen MoE routers: softmax over every expert, top-k, then renormalised over the k only with norm_topk_prob
+# (transformers 4.57.1 modeling_qwen3_moe.py). Without it the top-k keep their share of the full softmax: megatron-core's
+# --moe-router-pre-softmax (moe_utils.topk_routing_with_score_function); with it, its default (softmax of the top-k).
+# The key's default: transformers 4.57.1 configuration_<type>.py (False for qwen2_moe and qwen3_moe, True for qwen3_next).
+NORM_TOPK_PROB_DEFAULT = {"qwen2_moe": False, "qwen3_moe": False, "qwen3_next": True}
 
 
 # hidden_act values the read model types use: SiLU gating (SwiGLU) and Nemotron-H's squared ReLU (relu2). Any other
@@ -70,7 +75,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "norm_epsilon": c.num("rms_norm_eps", c.num("layer_norm_epsilon", c.num("norm_eps", 1e-6))),
         "qk_norm": t in QK_NORM_TYPES or (t == "glm4_moe" and c.flag("use_qk_norm", False)),
         "linear_bias": c.flag("attention_bias", False) and t == "gpt_oss",
-        "qkv_bias": t in ("qwen2", "qwen2_moe") or (t == "glm4_moe" and c.flag("attention_bias", False)),
+        "qkv_bias": t == "qwen2" or (t == "qwen2_moe" and c.flag("qkv_bias", True))
+        or (t == "glm4_moe" and c.flag("attention_bias", False)),
         "position_embedding": "none" if t == "nemotron_h" else "rope",
         "rotary_base": int(c.num("rope_theta", 10000)),
         "rotary_percent": c.num("partial_rotary_factor", 1.0),
@@ -87,6 +93,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
                    yarn_mscale=1.0, yarn_mscale_all_dim=1.0)  # no mscale in the config: the bridge sets both to 1
     if t == "qwen3_next":  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
         out.update(norm_zero_centered_gamma=True, shared_expert_gate=bool(fields.get("num_shared_experts")))
+    if t == "qwen2_moe":  # Qwen2MoeSparseMoeBlock: sigmoid(shared_expert_gate(x)) * shared expert (transformers 4.57.1)
+        out.update(shared_expert_gate=bool(fields.get("num_shared_experts")))
     if fields.get("sliding_window"):
         out.update(sliding_window=int(fields["sliding_window"]), window_skip_freq=2)
     if fields.get("num_routed_experts"):
@@ -96,7 +104,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
                    router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
         if out["router_expert_bias"]:
             out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
-        out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES
+        out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES or (
+            t in NORM_TOPK_PROB_DEFAULT and not c.flag("norm_topk_prob", NORM_TOPK_PROB_DEFAULT[t]))
         kind, coeff = BALANCING.get(t, ("aux_loss", None))
         stated = c.num("router_aux_loss_coef", c.num("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
         out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))

@@ -108,12 +108,16 @@ def _leading_dense(c: _Config, key: str) -> int:
 
 
 def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int:
+    if expert_ffn == 0:   # no expert width: the model's own check names it (was a ZeroDivisionError traceback)
+        return 0
     if shared_ffn % expert_ffn:
         raise c.fail(f"{key}={shared_ffn} is not modelled: a multiple of the expert width {expert_ffn}")
     return shared_ffn // expert_ffn
 
 
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
+    if c.get("use_sliding_window", False):  # Qwen2/3-MoE have it as the dense Qwen models do (read as none)
+        raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
     out = _common(c, name)
     ffn = c.int("moe_intermediate_size")
     shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")

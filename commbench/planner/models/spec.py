@@ -103,7 +103,9 @@ class ModelSpec:
                           "heads) and no hybrid layer pattern")
         if not 0 <= self.num_dense_layers <= self.num_layers:
             raise invalid(f"{self.name}.dense_layers", self.num_dense_layers, f"0..{self.num_layers}")
-        if self.is_moe and (self.top_k <= 0 or self.expert_ffn <= 0 or self.top_k > self.num_routed_experts):
+        if self.is_moe and self.expert_ffn <= 0:
+            raise invalid(f"{self.name}.expert_ffn", self.expert_ffn, "MoE models need expert_ffn > 0")
+        if self.is_moe and (self.top_k <= 0 or self.top_k > self.num_routed_experts):
             raise invalid(f"{self.name}.top_k", self.top_k, "MoE models need 0 < top_k <= routed_experts and expert_ffn > 0")
         if self.num_dense_layers and self.dense_ffn <= 0:
             raise invalid(f"{self.name}.dense_ffn", self.dense_ffn, "dense layers need dense_ffn > 0")

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
-from commbench.planner.layout.graph_scope import scope_mask
+from commbench.planner.layout.graph_scope import BIT, scope_mask
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
@@ -78,6 +78,22 @@ def _structures(req: SearchRequest, per_rack: int) -> dict[str, np.ndarray]:
     return g
 
 
+A2A_OVERLAP_NEEDS = ("Megatron's --overlap-moe-expert-parallel-comm needs ep > 1, no full recompute, vp > 1 when pp > 1, "
+                     "at most one MTP layer (and pp > 1 with it), no full-iteration CUDA graph and no per-layer one "
+                     "over moe or mlp (megatron-core 0.16.1 TransformerConfig)")
+
+
+TP_OVERLAP_NEEDS = "Megatron's --tp-comm-overlap needs tp > 1 with sequence parallelism (validate_args)"
+
+
+def _only_where(cols: dict[str, np.ndarray], ok: np.ndarray, key: str, needs: str, pins: dict) -> dict[str, np.ndarray]:
+    """The rows where a flag pinned on runs (it used to be turned off there without a word); none: one line."""
+    if not ok.any():
+        others = ", ".join(f"{k}={v}" for k, v in pins.items() if k != key) or "nothing else pinned"
+        raise invalid(key, True, f"{needs}; no layout with {others} allows it")
+    return {k: v[ok] for k, v in cols.items()}
+
+
 def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
     """Cross each structure with the flag choices that matter for it (pins override):
     recompute x distributed optimizer x sequence parallel (tp > 1; forced on for MoE, as Megatron
@@ -115,11 +131,21 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     tp, sp_on = cols["tp"], cols["sequence_parallel"]
     # TP comm overlap wherever Megatron allows it, except at a precision no recipe runs it at (NVFP4: recipes.py)
     tp_overlap = pins.get("tp_comm_overlap", not tp_overlap_unrun(req.precision))
+    if tp_overlap is True and "tp_comm_overlap" in pins:  # pinned on: only where Megatron runs it
+        cols = _only_where(cols, sp_on & (tp > 1), "tp_comm_overlap", TP_OVERLAP_NEEDS, pins)
+        tp, sp_on = cols["tp"], cols["sequence_parallel"]
     cols["tp_comm_overlap"] = np.asarray(tp_overlap) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
-    # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer.
+    # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer; no
+    # full-iteration graph (megatron-core 0.16.1), nor a per-layer one over moe or mlp (a pinned scope).
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
-    if "moe_a2a_overlap" not in pins:   # not proposed where published runs measured it slower (recipes.py)
+    a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("full")
+    if scope_mask(str(pins.get("cuda_graph_scope", ""))) & (BIT["moe"] | BIT["mlp"]):
+        a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("layer")
+    if pins.get("moe_a2a_overlap"):  # pinned on: only where Megatron runs it (it was turned off, unsaid)
+        cols = _only_where(cols, a2a_ok, "moe_a2a_overlap", A2A_OVERLAP_NEEDS, pins)
+        tp, a2a_ok = cols["tp"], a2a_ok[a2a_ok]
+    elif "moe_a2a_overlap" not in pins:   # not proposed where published runs measured it slower (recipes.py)
         domain = int(req.fabric.domain_size)
         spanned = ep_domains(cols["ep"], cols["etp"], gpus_per_rack(req.num_gpus, domain))
         a2a_ok &= ~ep_overlap_measured_slower(domain, spanned)

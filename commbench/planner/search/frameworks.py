@@ -105,12 +105,14 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
         return dict(pins)
-    if model.name.lower() not in TORCHTITAN_RECOMPUTE:
+    from commbench.planner.emit.torchtitan import titan_zoo_name
+    titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
+    if titan not in TORCHTITAN_RECOMPUTE:
         elsewhere = ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
                      if megatron_cannot_launch(model) else "plan it with --framework megatron")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
                              f"gpt_oss): {elsewhere}")
-    fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[model.name.lower()])
+    fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[titan])
     if not model.is_moe:
         fixed.pop("etp")
     out = dict(pins)

@@ -31,6 +31,7 @@ import numpy as np
 from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs,
                                                   framework_pins, graphs_allowed)
 from commbench.errors import CommbenchError, invalid
+from commbench.limits import MAX_MOE_IMBALANCE
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS, RULE_BITS, RULES,
                                       LayoutArrays)
@@ -83,10 +84,11 @@ class SearchRequest:
             raise invalid("--mem-headroom", self.headroom_fraction, "a fraction of HBM in [0, 1)")
         if self.num_gpus < 1:
             raise invalid("--gpus", self.num_gpus, "a positive GPU count")
-        if self.gbs < 1:
-            raise invalid("--gbs", self.gbs, "a positive global batch size (sequences)")
-        if self.moe_capacity_factor is not None and self.moe_capacity_factor < 1:
-            raise invalid("--moe-capacity-factor", self.moe_capacity_factor, ">= 1 (expert capacity / mean tokens)")
+        if not 1 <= self.gbs <= MAX_LAYOUT_INT:   # as --layout gbs= (larger: a typo that planned anyway)
+            raise invalid("--gbs", self.gbs, f"a positive global batch size (sequences) up to {MAX_LAYOUT_INT:,}")
+        if self.moe_capacity_factor is not None and not 1 <= self.moe_capacity_factor <= MAX_MOE_IMBALANCE:
+            raise invalid("--moe-capacity-factor", self.moe_capacity_factor,
+                          f"a number from 1 to {MAX_MOE_IMBALANCE:,} (expert capacity / mean tokens)")
 
 
 @dataclass(frozen=True, kw_only=True)
