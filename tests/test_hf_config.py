@@ -205,6 +205,14 @@ def test_qwen2_moe_gates_its_shared_expert_and_keeps_its_qkv_bias_flag(tmp_path)
     assert not load_model(f"hf:{tmp_path}").architecture.qkv_bias
 
 
+def test_a_shared_expert_size_left_out_is_the_config_class_default(tmp_path):
+    """Qwen2MoeConfig defaults shared_expert_intermediate_size to 5632 (transformers configuration_qwen2_moe.py):
+    a config without the key has that shared expert; it was planned without one."""
+    (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in QWEN1_5_MOE.items()
+                                                       if k != "shared_expert_intermediate_size"}))
+    assert load_model(f"hf:{tmp_path}").num_shared_experts == 4   # 5632 / 1408
+
+
 @pytest.mark.parametrize("changes, message", [
     (dict(rope_theta="abc"), "rope_theta='abc' is invalid: a finite number"),
     (dict(rope_theta=float("inf")), "rope_theta=inf is invalid: a finite number"),

@@ -115,12 +115,18 @@ def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int
     return shared_ffn // expert_ffn
 
 
+# shared_expert_intermediate_size where a config omits it: the transformers configuration class's default
+# (configuration_qwen2_moe.py 5632, configuration_qwen3_next.py 512; Qwen3MoeConfig has no shared expert).
+SHARED_FFN_DEFAULT = {"qwen2_moe": 5632, "qwen3_next": 512}
+
+
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):  # Qwen2/3-MoE have it as the dense Qwen models do (read as none)
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
     out = _common(c, name)
     ffn = c.int("moe_intermediate_size")
-    shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")
+    shared = _shared_count(c, c.int("shared_expert_intermediate_size", SHARED_FFN_DEFAULT.get(c.model_type, 0)), ffn,
+                           "shared_expert_intermediate_size")
     dense = _leading_dense(c, "mlp_only_layers")
     return dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
                 num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
