@@ -14,6 +14,7 @@ from commbench.cli.app import app
     (["--precision", "fp7"], "--precision"),
     (["--top", "0"], "--top"),
     (["--gbs", "99999999999"], "--gbs=99999999999 is invalid"),  # as --layout gbs=; it was planned
+    (["--gbs", "0"], "--gbs=0 is invalid"),
     (["--nproc", "0"], "--nproc=0 is invalid"),  # 0 read as "not given": the sweep ran on the sweep's 2 ranks
     (["--layout", "tp=3,pp=1,vp=1,ep=1,mbs=1"], "deepseek-v3"),
     (["--sweep", "no-such-sweep"], "no-such-sweep"),
@@ -26,3 +27,4 @@ def test_bad_input_for_a_later_stage_stops_before_the_sweep(tmp_path, args, need
     text = " ".join(result.output.split())
     assert needle in text and "1/3 sweep" not in text and "3/3 plan" not in text
     assert not (out / "tune-sweep.jsonl").exists() and not (out / "fabric.json").exists()
+    assert not out.exists()   # the -O folder is made only once every option is known good

@@ -71,11 +71,11 @@ def tune(
     from commbench.files import check_output_dir
     from commbench.planner.step.terms import CALIBRATED, load_calibration
     cal = load_calibration(calibration) if calibration else CALIBRATED
-    folder = check_output_dir(out, "--out")
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
     _check_every_stage(sweep, results, nproc, system, req, top)
+    folder = check_output_dir(out, "--out")   # made only once every option is known good
     with contextlib.ExitStack() as held:
         locks = _claim(folder, measure=results is None, force=force)
         for lock in locks:
