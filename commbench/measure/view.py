@@ -91,7 +91,8 @@ class BenchView:
             for line in text.banner(header, config.collective, min_bytes=low, max_bytes=high,
                                     step=text.size_step(config.sizes_bytes), iters=config.loop.iters,
                                     warmup_iters=config.loop.warmup_iters, check=config.loop.check,
-                                    cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version):
+                                    cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version,
+                                    agg_iters=config.loop.agg_iters):
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
