@@ -32,15 +32,22 @@ def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
 
 
 def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
-    calls, syncs = [], []
+    calls, events = [], []
+
+    class World:
+        def barrier(self):
+            events.append("barrier")
 
     class Backend:
+        world = World()
+
         def synchronize(self):
-            syncs.append(1)
+            events.append("sync")
 
     stage = aggregated(Backend(), [lambda: calls.append(1)], 5, True)[0]
     stage()
-    assert len(calls) == 5 and len(syncs) == 5
+    # nccl-tests -z 1 (src/common.cu startColl): wait for the collective, then a barrier of every rank
+    assert len(calls) == 5 and events == ["sync", "barrier"] * 5
     plain = [lambda: None]
     assert aggregated(Backend(), plain, 1, False) is plain
 

@@ -103,17 +103,20 @@ def _header(world_size=2):
                      launcher="local")
 
 
-def test_banner_states_agg_iters_as_nccl_tests(capsys):
-    # nccl-tests src/util.cu writeDeviceReport: "... iters: %d agg iters: %d validation: %d graph: %d"
+def test_banner_states_agg_iters_and_blocking_as_nccl_tests(capsys):
+    # nccl-tests src/util.cu writeDeviceReport: "... iters: %d agg iters: %d validation: %d graph: %d", then
+    # "# Blocking Enabled: wait and barrier after each inner iteration (-m) " when -z 1
     config = BenchConfig(collective="all_reduce", sizes_bytes=(64, 128), output_format="nccl-tests",
-                         loop=LoopOptions(iters=3, warmup_iters=1, agg_iters=4))
+                         loop=LoopOptions(iters=3, warmup_iters=1, agg_iters=4, blocking=True))
     BenchView(config, _header(), 2).close()
     lines = capsys.readouterr().out.splitlines()
     banner = next(line for line in lines if line.startswith("# nThread"))
     assert " iters: 3 agg iters: 4 validation: 1 graph: 0" in banner
+    assert "# Blocking Enabled: wait and barrier after each inner iteration (-m) " in lines
     BenchView(dataclasses.replace(config, loop=LoopOptions(iters=3, warmup_iters=1)), _header(), 2).close()
     lines = capsys.readouterr().out.splitlines()
     assert " agg iters: 1 " in next(line for line in lines if line.startswith("# nThread"))
+    assert not any(line.startswith("# Blocking") for line in lines)
 
 
 class _Lines(io.TextIOBase):

@@ -68,7 +68,7 @@ def bench(
     graph_launches: Annotated[Optional[int], typer.Option("-G", "--graph-launches", help="nccl-tests -G: N > 0 times CUDA-graph replays (as --cuda-graph, cupy-nccl), N launches of the -n iterations (n*N replays of one iteration's graph); 0 none.")] = None,
     run_cycles: Annotated[Optional[int], typer.Option("-N", "--run-cycles", help="nccl-tests -N: run the whole size sweep this many times, each cycle's records appended to the same file (compare widens its noise to their range).")] = None,
     agg_iters: Annotated[Optional[int], typer.Option("-m", "--agg-iters", help="nccl-tests -m: each timed iteration runs the collective this many times back to back; times are per operation (recorded as params.agg_iters).")] = None,
-    blocking: Annotated[Optional[int], typer.Option("-z", "--blocking", help="nccl-tests -z: 1 = the host waits for the device after every collective (recorded as params.blocking); 0 = not (default).")] = None,
+    blocking: Annotated[Optional[int], typer.Option("-z", "--blocking", help="nccl-tests -z: 1 = after every collective the host waits for the device, then every rank meets at a barrier (recorded as params.blocking); 0 = not (default).")] = None,
     refused_g: Annotated[Optional[str], typer.Option("-g", hidden=True)] = None,
     refused_t: Annotated[Optional[str], typer.Option("-t", hidden=True)] = None,
     refused_p: Annotated[Optional[str], typer.Option("-p", hidden=True)] = None,

@@ -4,7 +4,7 @@ Accepted on `bench` (nccl-tests src/common.cu flags): -G N (CUDA-graph launches:
 N launches of the -n iterations timed as n*N replays), -N N (run cycles: the whole size sweep N
 times, appended to one results file), -T S (timeout, = --timeout), -m N (aggregated iterations:
 each timed iteration runs the collective N times, time per operation = iteration / N), -z 0|1
-(blocking: the host syncs with the device after every collective).
+(blocking: the host syncs with the device after every collective, then every rank meets at a barrier).
 """
 
 from __future__ import annotations

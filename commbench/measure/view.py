@@ -92,7 +92,7 @@ class BenchView:
                                     step=text.size_step(config.sizes_bytes), iters=config.loop.iters,
                                     warmup_iters=config.loop.warmup_iters, check=config.loop.check,
                                     cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version,
-                                    agg_iters=config.loop.agg_iters):
+                                    agg_iters=config.loop.agg_iters, blocking=config.loop.blocking):
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")

@@ -55,7 +55,7 @@ def nccl_version_code(version: str | None) -> int:
 
 def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int, step: tuple[int, str],
            iters: int, warmup_iters: int, check: bool, cuda_graph: bool, commbench_version: str,
-           agg_iters: int = 1) -> list[str]:
+           agg_iters: int = 1, blocking: bool = False) -> list[str]:
     """The lines nccl-tests prints before its table: version, test name, parameters, devices (one
     process per rank: nThread 1 nGpus 1, one `#  Rank` line per rank). The version names commbench
     (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL."""
@@ -64,6 +64,7 @@ def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int
              f"# Collective test starting: {program_name(collective)}",
              f"# nThread 1 nGpus 1 minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]}) warmup iters: "
              f"{warmup_iters} iters: {iters} agg iters: {agg_iters} validation: {int(check)} graph: {int(cuda_graph)}",
+             *(["# Blocking Enabled: wait and barrier after each inner iteration (-m) "] if blocking else []),
              "#", "# Using devices"]
     for rank, (host, device) in enumerate(zip(header.hostnames, header.devices)):
         lines.append(f"#  Rank {rank:2d} Group {0:2d} Pid {0:6d} on {host:>10} device {0:2d} [0000:00:00] {device}")
