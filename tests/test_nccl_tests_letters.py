@@ -57,6 +57,8 @@ def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
     (["bench", "all_reduce", "-t", "4"], "one process per GPU here"),
     (["bench", "all_reduce", "-R", "1"], "registration"),
     (["bench", "all_reduce", "-m", "0"], "-m=0 is invalid"),
+    (["bench", "all_reduce", "-m", "100000000000"], "-m=100000000000 is invalid: allowed 1 to 1,000,000"),
+    (["bench", "all_reduce", "-G", "10000000"], "-G=10000000 is invalid: allowed 0 (no CUDA graph) or 1 to 1,000,000"),
     (["bench", "all_reduce", "-N", "0"], "forever is not supported"),
     (["bench", "all_reduce", "-z", "2"], "-z=2 is invalid"),
     (["bench", "all_reduce", "-G", "1", "--backend", "gloo"], "--cuda-graph needs --backend cupy-nccl"),
