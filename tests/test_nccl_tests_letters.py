@@ -76,3 +76,27 @@ def test_help_lists_the_accepted_letters():
     text = " ".join(runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output.split())
     for letter in ("-G", "-N", "-m", "-z", "-T"):
         assert letter in text
+
+
+def test_interrupt_in_a_later_run_cycle_counts_the_earlier_cycles_points(tmp_path, monkeypatch):
+    """-N: each cycle is its own launch; the interrupted line counted only the cycle it stopped, so a
+    file holding a whole first cycle read '0 point(s) kept'."""
+    import commbench.cli.bench as bench_cli
+    from commbench.errors import Interrupted
+    from commbench.measure.bench import BenchOutcome
+
+    out = tmp_path / "ar.jsonl"
+    cycles = []
+
+    def fake_run(config, backends, nproc, timeout_s):
+        cycles.append(1)
+        if len(cycles) == 2:
+            raise Interrupted(f"interrupted (SIGINT): 1 point(s) kept in {out}")
+        return {0: BenchOutcome(num_points=3, num_wrong=0, error=None)}
+
+    monkeypatch.setattr(bench_cli, "_run", fake_run)
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "32", "-N", "3",
+                                 "-J", str(out)])
+    assert result.exit_code == 130, result.output
+    assert " ".join(result.output.split()) == (f"interrupted (SIGINT): 1 point(s) kept in {out}; also the 3 "
+                                               "point(s) of the 1 cycle(s) before it (-N: cycle 2 of 3 stopped)")

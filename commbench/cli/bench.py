@@ -17,7 +17,7 @@ from commbench.measure.compare_backends import CompareConfig, parse_compare_back
 from commbench.comm.backends import resolve_backend
 from commbench.comm.job import run_job
 from commbench.comm.launch import detect_rank_env
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, Interrupted
 from commbench.files import OutputLock, repair_torn_tail
 from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
@@ -165,9 +165,17 @@ def bench(
         if combos:
             run_bench_axes(config, combos, nproc)
             return
-        for _cycle in range(letters.get("run_cycles", 1)):
-            outcomes = _run(config, backends, nproc, timeout_s)
+        num_cycles, earlier_points = letters.get("run_cycles", 1), 0
+        for cycle in range(num_cycles):
+            try:
+                outcomes = _run(config, backends, nproc, timeout_s)
+            except Interrupted as exc:
+                if cycle == 0:
+                    raise
+                raise Interrupted(f"{exc}; also the {earlier_points} point(s) of the {cycle} cycle(s) before it "
+                                  f"(-N: cycle {cycle + 1} of {num_cycles} stopped)") from None
             report_outcomes(outcomes, config.output_path)
+            earlier_points += max(outcome.num_points for outcome in outcomes.values())
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())
