@@ -49,6 +49,9 @@ NCCL_TYPE_BYTES = {"float": 4, "half": 2, "double": 8, "bfloat16": 2, "int8": 1,
 # per rank, the whole buffer for the others.
 PER_RANK_COUNT = frozenset({"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter", "hypercube"})
 WHOLE_COUNT = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
+# Tests that print their -o op in the redop column though they reduce nothing (src/sendrecv.cu SendRecvRunTest
+# passes run_opnames[j] to TimeTest): their points carry no op, as commbench's own records of them.
+PRINTS_UNUSED_OP = frozenset({"sendrecv"})
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
@@ -94,7 +97,8 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
                  num_wrong: int | None, metrics: dict, average: str = "avg") -> Measurement:
     return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
-                       dtype=DTYPE_NAMES.get(dtype, dtype), op=None if redop in ("none", "") else redop,
+                       dtype=DTYPE_NAMES.get(dtype, dtype),
+                       op=None if redop in ("none", "") or collective in PRINTS_UNUSED_OP else redop,
                        in_place=in_place, world_size=world, group_size=world, iters=iters, warmup_iters=warmup,
                        loop_time_us={average: time_us}, algbw_gbps=algbw, busbw_gbps=busbw,
                        num_wrong=num_wrong, params={} if root is None or root < 0 else {"root": root},
