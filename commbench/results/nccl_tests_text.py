@@ -114,6 +114,20 @@ def row(out_of_place: Measurement | None, in_place: Measurement | None, average:
     return head + _cell(out_of_place, average) + _cell(in_place, average)
 
 
+POINT_PREFIX = "# commbench point: "  # before rows the nccl-tests columns cannot tell apart (read back on import)
+
+
+def point_context(m: Measurement) -> str:
+    """What a row's point is beyond nccl-tests' columns: its sub-groups (group_size, group_layout,
+    num_groups) when not the whole world, and its algorithm; "" for a plain whole-world point."""
+    parts = []
+    if m.group_size != m.world_size or m.group_layout != "world":
+        parts += [f"group_size={m.group_size}", f"group_layout={m.group_layout}", f"num_groups={m.num_groups}"]
+    if m.params.get("algorithm"):
+        parts.append(f"algorithm={m.params['algorithm']}")
+    return " ".join(parts)
+
+
 def footer(records: Iterable[Measurement], collective: str, average: int = 1) -> list[str]:
     cells = [m for m in records]
     errors = sum(1 for m in cells if m.num_wrong)
