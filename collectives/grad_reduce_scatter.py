@@ -265,7 +265,7 @@ class GradReduceScatter(ChunkedCollective):
                      "scale_up_bytes_per_rank": up, "scale_out_bytes_per_rank": out_bytes,
                      "scale_out_bytes_per_rack": out_bytes * per_rack,
                      "stage_tier_bytes_per_rank": {s: {"scale_up": b[0], "scale_out": b[1]} for s, b in tier.items()},
-                     "byte_model": "pairwise" if impl == "pairwise" else f"ring in group-rank order ({backend.name})"},
+                     "byte_model": "pairwise" if impl in ("pairwise", "duplex") else f"ring in group-rank order ({backend.name})"},
             stage_metrics=stage_metrics,
         )
         return prepared, out, shard

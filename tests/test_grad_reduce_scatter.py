@@ -121,6 +121,8 @@ def test_measurement_records_stages_bytes_and_busbw():
     assert hier.metrics["scale_out_bytes_per_rank"] == MIB
     assert hier.metrics["scale_out_bytes_per_rack"] * 2 == flat.metrics["scale_out_bytes_per_rack"]
     assert flat.metrics["scale_up_bytes_per_rank"] == MIB and hier.metrics["scale_up_bytes_per_rank"] == 2 * MIB
+    # duplex sends each peer its chunk, as pairwise: the record names the model its bytes come from
+    assert flat.metrics["byte_model"] == hier.metrics["byte_model"] == "pairwise"
 
 
 def test_bad_algorithm_and_op_are_one_line_errors():

@@ -32,15 +32,22 @@ def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
 
 
 def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
-    calls, syncs = [], []
+    calls, events = [], []
+
+    class World:
+        def barrier(self):
+            events.append("barrier")
 
     class Backend:
+        world = World()
+
         def synchronize(self):
-            syncs.append(1)
+            events.append("sync")
 
     stage = aggregated(Backend(), [lambda: calls.append(1)], 5, True)[0]
     stage()
-    assert len(calls) == 5 and len(syncs) == 5
+    # nccl-tests -z 1 (src/common.cu startColl): wait for the collective, then a barrier of every rank
+    assert len(calls) == 5 and events == ["sync", "barrier"] * 5
     plain = [lambda: None]
     assert aggregated(Backend(), plain, 1, False) is plain
 
@@ -50,6 +57,8 @@ def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
     (["bench", "all_reduce", "-t", "4"], "one process per GPU here"),
     (["bench", "all_reduce", "-R", "1"], "registration"),
     (["bench", "all_reduce", "-m", "0"], "-m=0 is invalid"),
+    (["bench", "all_reduce", "-m", "100000000000"], "-m=100000000000 is invalid: allowed 1 to 1,000,000"),
+    (["bench", "all_reduce", "-G", "10000000"], "-G=10000000 is invalid: allowed 0 (no CUDA graph) or 1 to 1,000,000"),
     (["bench", "all_reduce", "-N", "0"], "forever is not supported"),
     (["bench", "all_reduce", "-z", "2"], "-z=2 is invalid"),
     (["bench", "all_reduce", "-G", "1", "--backend", "gloo"], "--cuda-graph needs --backend cupy-nccl"),
@@ -67,3 +76,27 @@ def test_help_lists_the_accepted_letters():
     text = " ".join(runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output.split())
     for letter in ("-G", "-N", "-m", "-z", "-T"):
         assert letter in text
+
+
+def test_interrupt_in_a_later_run_cycle_counts_the_earlier_cycles_points(tmp_path, monkeypatch):
+    """-N: each cycle is its own launch; the interrupted line counted only the cycle it stopped, so a
+    file holding a whole first cycle read '0 point(s) kept'."""
+    import commbench.cli.bench as bench_cli
+    from commbench.errors import Interrupted
+    from commbench.measure.bench import BenchOutcome
+
+    out = tmp_path / "ar.jsonl"
+    cycles = []
+
+    def fake_run(config, backends, nproc, timeout_s):
+        cycles.append(1)
+        if len(cycles) == 2:
+            raise Interrupted(f"interrupted (SIGINT): 1 point(s) kept in {out}")
+        return {0: BenchOutcome(num_points=3, num_wrong=0, error=None)}
+
+    monkeypatch.setattr(bench_cli, "_run", fake_run)
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "32", "-N", "3",
+                                 "-J", str(out)])
+    assert result.exit_code == 130, result.output
+    assert " ".join(result.output.split()) == (f"interrupted (SIGINT): 1 point(s) kept in {out}; also the 3 "
+                                               "point(s) of the 1 cycle(s) before it (-N: cycle 2 of 3 stopped)")

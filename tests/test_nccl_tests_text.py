@@ -5,6 +5,7 @@ prints each row before the next point starts, with a heartbeat while a point run
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import multiprocessing as mp
 import os
@@ -18,7 +19,8 @@ from commbench.comm.launch import RankEnv
 from commbench.measure.bench import BenchConfig, run_bench_rank
 from commbench.measure.harness import LoopOptions
 from commbench.results import nccl_tests_text as text
-from commbench.results.records import Measurement
+from commbench.measure.view import BenchView
+from commbench.results.records import Measurement, RunHeader
 from tests.distributed import free_port
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
@@ -92,6 +94,29 @@ def test_footer_averages_busbw_over_both_placements_and_counts_failed_cells():
     rows = [record(8, 10.0, in_place=False, busbw=1.0), record(8, 10.0, in_place=True, busbw=3.0, wrong=2)]
     assert text.footer(rows, "all_reduce") == ["# Out of bounds values : 1 FAILED", "# Avg bus bandwidth    : 2 ",
                                                 "#", "# Collective test concluded: all_reduce_perf"]
+
+
+def _header(world_size=2):
+    return RunHeader(run_id="r", started_at="t", argv=[], commbench_version="0", python_version="3",
+                     torch_version=None, nccl_version=None, cuda_version=None, cupy_version=None, backend="gloo",
+                     world_size=world_size, hostnames=["h"] * world_size, devices=["cpu"] * world_size, nccl_env={},
+                     launcher="local")
+
+
+def test_banner_states_agg_iters_and_blocking_as_nccl_tests(capsys):
+    # nccl-tests src/util.cu writeDeviceReport: "... iters: %d agg iters: %d validation: %d graph: %d", then
+    # "# Blocking Enabled: wait and barrier after each inner iteration (-m) " when -z 1
+    config = BenchConfig(collective="all_reduce", sizes_bytes=(64, 128), output_format="nccl-tests",
+                         loop=LoopOptions(iters=3, warmup_iters=1, agg_iters=4, blocking=True))
+    BenchView(config, _header(), 2).close()
+    lines = capsys.readouterr().out.splitlines()
+    banner = next(line for line in lines if line.startswith("# nThread"))
+    assert " iters: 3 agg iters: 4 validation: 1 graph: 0" in banner
+    assert "# Blocking Enabled: wait and barrier after each inner iteration (-m) " in lines
+    BenchView(dataclasses.replace(config, loop=LoopOptions(iters=3, warmup_iters=1)), _header(), 2).close()
+    lines = capsys.readouterr().out.splitlines()
+    assert " agg iters: 1 " in next(line for line in lines if line.startswith("# nThread"))
+    assert not any(line.startswith("# Blocking") for line in lines)
 
 
 class _Lines(io.TextIOBase):

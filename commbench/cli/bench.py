@@ -17,7 +17,7 @@ from commbench.measure.compare_backends import CompareConfig, parse_compare_back
 from commbench.comm.backends import resolve_backend
 from commbench.comm.job import run_job
 from commbench.comm.launch import detect_rank_env
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, Interrupted
 from commbench.files import OutputLock, repair_torn_tail
 from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
@@ -68,7 +68,7 @@ def bench(
     graph_launches: Annotated[Optional[int], typer.Option("-G", "--graph-launches", help="nccl-tests -G: N > 0 times CUDA-graph replays (as --cuda-graph, cupy-nccl), N launches of the -n iterations (n*N replays of one iteration's graph); 0 none.")] = None,
     run_cycles: Annotated[Optional[int], typer.Option("-N", "--run-cycles", help="nccl-tests -N: run the whole size sweep this many times, each cycle's records appended to the same file (compare widens its noise to their range).")] = None,
     agg_iters: Annotated[Optional[int], typer.Option("-m", "--agg-iters", help="nccl-tests -m: each timed iteration runs the collective this many times back to back; times are per operation (recorded as params.agg_iters).")] = None,
-    blocking: Annotated[Optional[int], typer.Option("-z", "--blocking", help="nccl-tests -z: 1 = the host waits for the device after every collective (recorded as params.blocking); 0 = not (default).")] = None,
+    blocking: Annotated[Optional[int], typer.Option("-z", "--blocking", help="nccl-tests -z: 1 = after every collective the host waits for the device, then every rank meets at a barrier (recorded as params.blocking); 0 = not (default).")] = None,
     refused_g: Annotated[Optional[str], typer.Option("-g", hidden=True)] = None,
     refused_t: Annotated[Optional[str], typer.Option("-t", hidden=True)] = None,
     refused_p: Annotated[Optional[str], typer.Option("-p", hidden=True)] = None,
@@ -165,9 +165,17 @@ def bench(
         if combos:
             run_bench_axes(config, combos, nproc)
             return
-        for _cycle in range(letters.get("run_cycles", 1)):
-            outcomes = _run(config, backends, nproc, timeout_s)
+        num_cycles, earlier_points = letters.get("run_cycles", 1), 0
+        for cycle in range(num_cycles):
+            try:
+                outcomes = _run(config, backends, nproc, timeout_s)
+            except Interrupted as exc:
+                if cycle == 0:
+                    raise
+                raise Interrupted(f"{exc}; also the {earlier_points} point(s) of the {cycle} cycle(s) before it "
+                                  f"(-N: cycle {cycle + 1} of {num_cycles} stopped)") from None
             report_outcomes(outcomes, config.output_path)
+            earlier_points += max(outcome.num_points for outcome in outcomes.values())
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())

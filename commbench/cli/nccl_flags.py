@@ -4,12 +4,13 @@ Accepted on `bench` (nccl-tests src/common.cu flags): -G N (CUDA-graph launches:
 N launches of the -n iterations timed as n*N replays), -N N (run cycles: the whole size sweep N
 times, appended to one results file), -T S (timeout, = --timeout), -m N (aggregated iterations:
 each timed iteration runs the collective N times, time per operation = iteration / N), -z 0|1
-(blocking: the host syncs with the device after every collective).
+(blocking: the host syncs with the device after every collective, then every rank meets at a barrier).
 """
 
 from __future__ import annotations
 
 from commbench.errors import CommbenchError
+from commbench.limits import MAX_ITERS
 
 # nccl-tests letter -> why it has no meaning here (one line each)
 REFUSED = {
@@ -37,12 +38,14 @@ def nccl_tests_loop(*, graph_launches: int | None, agg_iters: int | None, blocki
     """The bench settings the accepted nccl-tests letters map to (one-line errors on bad values)."""
     out: dict = {}
     if graph_launches is not None:
-        if graph_launches < 0:
-            raise CommbenchError(f"-G={graph_launches} is invalid: allowed 0 (no CUDA graph) or a number of launches")
+        if not 0 <= graph_launches <= MAX_ITERS:
+            raise CommbenchError(f"-G={graph_launches} is invalid: allowed 0 (no CUDA graph) or 1 to {MAX_ITERS:,} "
+                                 "launches")
         out["graph_launches"] = graph_launches
     if agg_iters is not None:
-        if agg_iters < 1:
-            raise CommbenchError(f"-m={agg_iters} is invalid: allowed a positive number of aggregated iterations")
+        if not 1 <= agg_iters <= MAX_ITERS:
+            raise CommbenchError(f"-m={agg_iters} is invalid: allowed 1 to {MAX_ITERS:,} aggregated iterations "
+                                 "(as -n: an iteration runs them all)")
         out["agg_iters"] = agg_iters
     if blocking is not None:
         if blocking not in (0, 1):

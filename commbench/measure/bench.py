@@ -221,7 +221,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                backend.world_size, topology)
         comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
-        paired = len(placements(config, collective)) if collective.takes_size and config.subgroups is None else 1
+        paired = len(placements(config, collective)) if collective.takes_size else 1
         view = BenchView(config, header, len(points), forms_per_size=paired) if is_writer and config.show_view else None
         try:
             if writer:

@@ -47,12 +47,14 @@ class LoopOptions:
     check: bool = True
     cuda_graph: bool = False  # time replays of each stage captured once by backend.capture (nccl-tests -G)
     agg_iters: int = 1        # nccl-tests -m: each timed iteration runs every stage this many times back to back
-    blocking: bool = False    # nccl-tests -z 1: the host waits for the device after every stage
+    blocking: bool = False    # nccl-tests -z 1: the host waits for the device after every stage, then a world barrier
 
 
 def aggregated(backend: Backend, stages: list, agg_iters: int, blocking: bool) -> list:
     """Each stage run `agg_iters` times per call (nccl-tests -m; back-to-back launches, not one NCCL
-    group), with a device sync after each run when `blocking` (nccl-tests -z 1)."""
+    group), with a device sync and a barrier of every rank after each run when `blocking` (nccl-tests
+    -z 1: src/common.cu startColl synchronises its streams, then Barrier(args), MPI_Barrier across
+    processes)."""
     if agg_iters == 1 and not blocking:
         return stages
 
@@ -62,6 +64,7 @@ def aggregated(backend: Backend, stages: list, agg_iters: int, blocking: bool) -
                 stage()
                 if blocking:
                     backend.synchronize()
+                    backend.world.barrier()
         return run
 
     return [wrap(stage) for stage in stages]

@@ -67,6 +67,7 @@ class BenchView:
         self.collective = config.collective
         self.rows: list[Measurement] = []
         self.pending: list[Measurement] = []  # one size's placements until its row is complete
+        self.context = ""  # the '# commbench point:' line the rows printed last stand under
         self.forms_per_size = forms_per_size
         self.console = stdout_console()
         self.lock = threading.Lock()
@@ -91,7 +92,8 @@ class BenchView:
             for line in text.banner(header, config.collective, min_bytes=low, max_bytes=high,
                                     step=text.size_step(config.sizes_bytes), iters=config.loop.iters,
                                     warmup_iters=config.loop.warmup_iters, check=config.loop.check,
-                                    cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version):
+                                    cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version,
+                                    agg_iters=config.loop.agg_iters, blocking=config.loop.blocking):
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
@@ -151,6 +153,10 @@ class BenchView:
         if self.pending:
             out_of_place = next((m for m in self.pending if not m.in_place), None)
             in_place = next((m for m in self.pending if m.in_place), None)
+            context = text.point_context(self.pending[0])
+            if context != self.context:
+                self._print(text.POINT_PREFIX + (context or "group_layout=world"))
+                self.context = context
             self._print(text.row(out_of_place, in_place, self.average))
             self.pending = []
 

@@ -54,7 +54,8 @@ def nccl_version_code(version: str | None) -> int:
 
 
 def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int, step: tuple[int, str],
-           iters: int, warmup_iters: int, check: bool, cuda_graph: bool, commbench_version: str) -> list[str]:
+           iters: int, warmup_iters: int, check: bool, cuda_graph: bool, commbench_version: str,
+           agg_iters: int = 1, blocking: bool = False) -> list[str]:
     """The lines nccl-tests prints before its table: version, test name, parameters, devices (one
     process per rank: nThread 1 nGpus 1, one `#  Rank` line per rank). The version names commbench
     (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL."""
@@ -62,7 +63,8 @@ def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int
              f"nccl-library={nccl_version_code(header.nccl_version)}",
              f"# Collective test starting: {program_name(collective)}",
              f"# nThread 1 nGpus 1 minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]}) warmup iters: "
-             f"{warmup_iters} iters: {iters} agg iters: 1 validation: {int(check)} graph: {int(cuda_graph)}",
+             f"{warmup_iters} iters: {iters} agg iters: {agg_iters} validation: {int(check)} graph: {int(cuda_graph)}",
+             *(["# Blocking Enabled: wait and barrier after each inner iteration (-m) "] if blocking else []),
              "#", "# Using devices"]
     for rank, (host, device) in enumerate(zip(header.hostnames, header.devices)):
         lines.append(f"#  Rank {rank:2d} Group {0:2d} Pid {0:6d} on {host:>10} device {0:2d} [0000:00:00] {device}")
@@ -110,6 +112,20 @@ def row(out_of_place: Measurement | None, in_place: Measurement | None, average:
     head = "%12d  %12d  %8s  %6s  %6s" % (first.size_bytes, first.count, NCCL_TYPE.get(first.dtype, first.dtype),
                                           op, "%6d" % root)
     return head + _cell(out_of_place, average) + _cell(in_place, average)
+
+
+POINT_PREFIX = "# commbench point: "  # before rows the nccl-tests columns cannot tell apart (read back on import)
+
+
+def point_context(m: Measurement) -> str:
+    """What a row's point is beyond nccl-tests' columns: its sub-groups (group_size, group_layout,
+    num_groups) when not the whole world, and its algorithm; "" for a plain whole-world point."""
+    parts = []
+    if m.group_size != m.world_size or m.group_layout != "world":
+        parts += [f"group_size={m.group_size}", f"group_layout={m.group_layout}", f"num_groups={m.num_groups}"]
+    if m.params.get("algorithm"):
+        parts.append(f"algorithm={m.params['algorithm']}")
+    return " ".join(parts)
 
 
 def footer(records: Iterable[Measurement], collective: str, average: int = 1) -> list[str]:

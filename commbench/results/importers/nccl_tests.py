@@ -49,6 +49,11 @@ NCCL_TYPE_BYTES = {"float": 4, "half": 2, "double": 8, "bfloat16": 2, "int8": 1,
 # per rank, the whole buffer for the others.
 PER_RANK_COUNT = frozenset({"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter", "hypercube"})
 WHOLE_COUNT = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
+# Tests that print their -o op in the redop column though they reduce nothing (src/sendrecv.cu SendRecvRunTest
+# passes run_opnames[j] to TimeTest): their points carry no op, as commbench's own records of them.
+PRINTS_UNUSED_OP = frozenset({"sendrecv"})
+POINT_LINE = "commbench point:"  # commbench's --format nccl-tests (results/nccl_tests_text.py POINT_PREFIX)
+POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm")
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
@@ -92,12 +97,17 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
-                 num_wrong: int | None, metrics: dict, average: str = "avg") -> Measurement:
+                 num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None) -> Measurement:
+    point = point or {}
+    params = {} if root is None or root < 0 else {"root": root}
     return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
-                       dtype=DTYPE_NAMES.get(dtype, dtype), op=None if redop in ("none", "") else redop,
-                       in_place=in_place, world_size=world, group_size=world, iters=iters, warmup_iters=warmup,
-                       loop_time_us={average: time_us}, algbw_gbps=algbw, busbw_gbps=busbw,
-                       num_wrong=num_wrong, params={} if root is None or root < 0 else {"root": root},
+                       dtype=DTYPE_NAMES.get(dtype, dtype),
+                       op=None if redop in ("none", "") or collective in PRINTS_UNUSED_OP else redop,
+                       in_place=in_place, world_size=world, group_size=int(point.get("group_size", world)),
+                       group_layout=point.get("group_layout", "world"), num_groups=int(point.get("num_groups", 1)),
+                       iters=iters, warmup_iters=warmup, loop_time_us={average: time_us}, algbw_gbps=algbw,
+                       busbw_gbps=busbw, num_wrong=num_wrong,
+                       params={**params, **({"algorithm": point["algorithm"]} if "algorithm" in point else {})},
                        metrics=metrics, notes=[TIME_NOTE])
 
 
@@ -116,9 +126,11 @@ class _TextRun:
         self.argv: list[str] = []
         self.run_id: str | None = None
         self.average = "avg"
+        self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
 
     def new_run(self, *, forget_devices: bool = True) -> None:
         self.run_id = None
+        self.point = {}
         if forget_devices:
             self.hosts, self.devices = [], []
 
@@ -194,8 +206,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     row = dict(zip(lead, tokens[:len(lead)]))
     if state.collective is None:
         raise ValueError("which collective is this? the log names no *_perf binary: pass --collective")
-    if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"],
-                              len(state.devices) or None)):
+    group = int(state.point["group_size"]) if "group_size" in state.point else len(state.devices) or None
+    if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
     world = len(state.devices) or state.threads_gpus
     if state.run_id is None:
@@ -227,14 +239,17 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=float(values["algbw"]), busbw=float(values["busbw"]),
-            num_wrong=wrong, metrics=metrics, average=state.average))
+            num_wrong=wrong, metrics=metrics, average=state.average, point=state.point))
 
 
 def _comment(state: _TextRun, line: str) -> None:
     body = line.lstrip("#").strip()
     if (match := _AVERAGE_RE.search(body)) and "-a" in body:
         state.average = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))]
-    if body.startswith("Collective test starting:"):
+    if body.startswith(POINT_LINE):  # commbench's own text: what the rows below measured beyond the columns
+        pairs = [item.partition("=") for item in body[len(POINT_LINE):].split()]
+        state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}
+    elif body.startswith("Collective test starting:"):
         match = _PERF_RE.search(body)
         state.collective = (collective_name(match.group(1)) if match else None) or state.default
         state.new_run()
