@@ -125,6 +125,25 @@ def test_the_recorded_rope_and_norm_of_each_flavor_are_what_torchtitan_builds(na
     factor = {"llama3": rope.scaling_factor, "yarn": getattr(rope, "rope_factor", None), "none": 1.0}[scaling]
     assert (float(rope.theta), scaling, float(factor)) == titan.rope_03
     assert model.norm.eps == titan.norm_epsilon_03
+    moe = getattr(model.layers[-1], "moe", None)   # the last layer: DeepSeek-V3's first three are dense
+    router = None if moe is None else moe.router
+    assert (None if router is None else (router.score_func, router.route_norm, float(router.route_scale))) \
+        == titan.router_03
+
+
+def test_an_hf_model_whose_router_is_not_the_flavor_s_is_said_in_the_plan(tmp_path):
+    """An hf: model is launched as the TorchTitan flavor of its sizes: a Qwen3-30B-A3B config with
+    norm_topk_prob false (top-k weights not renormalised) launched qwen3 30B-A3B, which renormalises, unsaid."""
+    import json
+    from pathlib import Path
+    from commbench.planner import Layout, load_model
+    raw = json.loads((Path(__file__).parent / "data" / "hf" / "Qwen3-30B-A3B" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, norm_topk_prob=False)))
+    moe = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    notes = torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"]
+    assert any("top-k weights renormalised True (the model: False)" in n for n in notes), notes
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, norm_topk_prob=True)))
+    assert not any("router" in n or "top-k" in n for n in torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"])
 
 
 def test_a_flavor_that_is_not_the_model_asked_for_is_said_in_the_plan():

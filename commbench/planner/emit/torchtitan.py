@@ -59,6 +59,8 @@ class TitanModel:
     # epsilon), compared with the model asked for (titan_architecture_notes).
     rope_03: tuple[float, str, float] = (0.0, "none", 1.0)
     norm_epsilon_03: float = 1e-5
+    # Its MoE router: (score function, top-k weights renormalised to sum to 1, scale); None for a dense model.
+    router_03: tuple[str, bool, float] | None = None
 
 
 # Sources: torchtitan 0.3.0 wheel, torchtitan/models/{llama3,qwen3,deepseek_v3,gpt_oss}/config_registry.py
@@ -68,17 +70,22 @@ class TitanModel:
 # RoPE and norm epsilon per flavor: torchtitan 0.3.0 wheel, torchtitan/models/*/__init__.py (ComplexRoPE /
 # CosSinRoPE theta, scaling "llama" (Llama 3.1's, factor 8 over 8192 tokens) or "yarn" with rope_factor;
 # RMSNorm eps: qwen3's _EPS 1e-6, else models/common/nn_modules.py's default 1e-5).
+# Routers: torchtitan 0.3.0 wheel, models/{qwen3,gpt_oss}/__init__.py make_router_config(score_func="softmax",
+# route_norm=True) and models/deepseek_v3/__init__.py 671B (router_score_func="sigmoid", router_route_norm=True,
+# router_route_scale=2.5).
 _LLAMA31_ROPE = (500000.0, "llama3", 8.0)
+_SOFTMAX_RENORMALISED = ("softmax", True, 1.0)
 TITAN_MODELS = {
     "deepseek-v3": TitanModel(module="deepseek_v3", flavor="671B", base_03="deepseek_v3_671b",
                               configs_03={"bf16": "deepseek_v3_671b", "fp8": "deepseek_v3_671b_float8"},
-                              rope_03=(10000.0, "yarn", 40.0)),
+                              rope_03=(10000.0, "yarn", 40.0), router_03=("sigmoid", True, 2.5)),
     "qwen3-30b-a3b": TitanModel(module="qwen3", flavor="30B-A3B", configs_03={"bf16": "qwen3_30b_a3b"},
                                 base_03="qwen3_30b_a3b", pipeline_02=False, rope_03=(1e6, "none", 1.0),
-                                norm_epsilon_03=1e-6),
+                                norm_epsilon_03=1e-6, router_03=_SOFTMAX_RENORMALISED),
     "qwen3-235b-a22b": TitanModel(module="qwen3", flavor="235B-A22B", base_03="qwen3_30b_a3b",
                                   flavor_config_03="qwen3_235b_a22b", hf_assets_03="./assets/hf/Qwen3-235B-A22B",
-                                  pipeline_02=False, rope_03=(5e6, "none", 1.0), norm_epsilon_03=1e-6),
+                                  pipeline_02=False, rope_03=(5e6, "none", 1.0), norm_epsilon_03=1e-6,
+                                  router_03=_SOFTMAX_RENORMALISED),
     "llama3-8b": TitanModel(module="llama3", flavor="8B", configs_03={"bf16": "llama3_8b", "mxfp8": "llama3_8b_mxfp8"},
                             base_03="llama3_8b", rope_03=_LLAMA31_ROPE),
     "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}, base_03="llama3_70b",
@@ -88,26 +95,43 @@ TITAN_MODELS = {
                                 flavor_config_03="llama3_405b", hf_assets_03="./assets/hf/Llama-3.1-405B",
                                 rope_03=_LLAMA31_ROPE),
     "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"},
-                               base_03="gpt_oss_120b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0)),
+                               base_03="gpt_oss_120b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0),
+                               router_03=_SOFTMAX_RENORMALISED),
     "gpt-oss-20b": TitanModel(module="gpt_oss", flavor="20b", configs_03={"bf16": "gpt_oss_20b"},
-                              base_03="gpt_oss_20b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0)),
+                              base_03="gpt_oss_20b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0),
+                              router_03=_SOFTMAX_RENORMALISED),
 }
 
 
+def router_renormalises(arch, top_k: int) -> bool:
+    """Whether megatron-core's router makes a token's top-k weights sum to 1 (moe_utils.py
+    topk_routing_with_score_function, core_v0.16.1): softmax over the top-k logits unless pre-softmax;
+    sigmoid scores divided by their sum when top-k > 1."""
+    if arch.router_score == "softmax":
+        return not arch.router_pre_softmax
+    return arch.router_score == "sigmoid" and top_k > 1
+
+
 def titan_architecture_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
-    """Where TorchTitan 0.3's flavor builds another RoPE or norm epsilon than the model asked for (its
-    shipped flavors are not always the published model: llama3 8B is Llama 3.1's, 235B-A22B the 2507
-    release's rope base); no override of the emitted launch sets them."""
+    """Where TorchTitan 0.3's flavor builds another RoPE, norm epsilon or MoE router than the model asked for
+    (its shipped flavors are not always the published model: llama3 8B is Llama 3.1's, 235B-A22B the 2507
+    release's rope base; an hf: model is matched to a flavor by its sizes); no override of the emitted launch
+    sets them."""
     arch = model.architecture
     if arch is None:
         return []
     theta, scaling, factor = titan.rope_03
     have = (float(arch.rotary_base), arch.rope_scaling, float(arch.rope_scaling_factor) if arch.rope_scaling != "none"
             else 1.0)
+    pairs = [("rotary base", have[0], theta), ("RoPE scaling", have[1], scaling), ("RoPE scaling factor", have[2], factor),
+             ("norm epsilon", float(arch.norm_epsilon), titan.norm_epsilon_03)]
+    if titan.router_03 is not None and model.is_moe:
+        score, renormalised, scale = titan.router_03
+        pairs += [("router score", arch.router_score, score),
+                  ("top-k weights renormalised", router_renormalises(arch, model.top_k), renormalised),
+                  ("router scale", float(arch.router_topk_scaling or 1.0), scale)]
     off = [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
-           for name, a, b in (("rotary base", have[0], theta), ("RoPE scaling", have[1], scaling),
-                              ("RoPE scaling factor", have[2], factor),
-                              ("norm epsilon", float(arch.norm_epsilon), titan.norm_epsilon_03)) if a != b]
+           for name, a, b in pairs if a != b]
     if not off:
         return []
     return [f"TorchTitan 0.3.0's {titan.module} {titan.flavor} builds {', '.join(off)}: the launch trains that, not "
