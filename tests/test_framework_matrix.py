@@ -138,3 +138,11 @@ def test_torchtitan_plans_launch(name, system, precision, mode, tmp_path, monkey
     doc = torchtitan_plan(lay, model)
     assert "refused" not in doc, doc["refused"]
     check_titan_plan(doc, lay, model, gpus, system, tmp_path, monkeypatch)
+
+
+def test_the_search_and_the_emitter_know_the_same_torchtitan_models():
+    """search.frameworks.titan_zoo_name looks models up among TORCHTITAN_RECOMPUTE's names; the emitter writes
+    TITAN_MODELS': one list, or an hf: model would be searched as one model and emitted as another."""
+    from commbench.planner.emit.torchtitan import TITAN_MODELS
+    from commbench.planner.search.frameworks import TORCHTITAN_RECOMPUTE
+    assert sorted(TORCHTITAN_RECOMPUTE) == sorted(TITAN_MODELS)

@@ -33,7 +33,7 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import graphs_allowed
+from commbench.planner.search.frameworks import graphs_allowed, titan_zoo_name
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -152,24 +152,6 @@ def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[
         layer += stage.count("t")
         stages.append(names + (["norm", output] if "L" in stage else []))
     return stages
-
-
-SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
-                      "published_flops_per_token_gflop", "architecture", "extra")
-
-
-def titan_zoo_name(model: ModelSpec) -> str | None:
-    """The zoo name of TorchTitan's model for `model`: its own name, or for a model read elsewhere (hf:PATH,
-    --model-file) the zoo model whose sizes it has exactly (TorchTitan's shipped config builds that network)."""
-    if model.name.lower() in TITAN_MODELS:
-        return model.name.lower()
-    from commbench.planner.models.zoo import load_model
-    sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
-    for name in TITAN_MODELS:
-        zoo = load_model(name)
-        if sizes == {k: getattr(zoo, k) for k in sizes}:
-            return name
-    return None
 
 
 def titan_model_of(model: ModelSpec) -> TitanModel | None:

@@ -39,6 +39,27 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
                         "qwen3-30b-a3b": "full", "qwen3-235b-a22b": "full", "deepseek-v3": "selective",
                         "gpt-oss-120b": "full", "gpt-oss-20b": "full"}
 
+SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
+                      "published_flops_per_token_gflop", "architecture", "extra")
+
+
+def titan_zoo_name(model) -> str | None:
+    """The zoo name of TorchTitan's model for `model`: its own name, or for a model read elsewhere (hf:PATH,
+    --model-file) the zoo model whose sizes it has exactly (TorchTitan's shipped config builds that network)."""
+    import dataclasses
+
+    from commbench.planner.models.zoo import load_model
+
+    if model.name.lower() in TORCHTITAN_RECOMPUTE:
+        return model.name.lower()
+    sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
+    for name in TORCHTITAN_RECOMPUTE:   # the models TorchTitan ships (emit.torchtitan.TITAN_MODELS)
+        zoo = load_model(name)
+        if sizes == {k: getattr(zoo, k) for k in sizes}:
+            return name
+    return None
+
+
 # Layout fields TorchTitan 0.3 fixes, and the value it runs.
 # No activation offloading (its training.enable_cpu_offload is FSDP2's parameter/optimizer offload).
 _TITAN_FIXED = {"etp": 1, "dispatcher": "alltoall", "moe_a2a_overlap": False, "tp_comm_overlap": False,
@@ -105,7 +126,6 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
         return dict(pins)
-    from commbench.planner.emit.torchtitan import titan_zoo_name
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
     if titan not in TORCHTITAN_RECOMPUTE:
         elsewhere = ("--framework megatron predicts it, though Megatron-LM cannot launch it either"

@@ -207,8 +207,6 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     if state.collective is None:
         raise ValueError("which collective is this? the log names no *_perf binary: pass --collective")
     group = int(state.point["group_size"]) if "group_size" in state.point else len(state.devices) or None
-    if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
-        raise ValueError(why)
     world = len(state.devices) or state.threads_gpus
     if state.run_id is None:
         state.run_id = new_run_id()
@@ -217,6 +215,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
                                       notes=notes))
     root = int(row["root"]) if "root" in row else None
+    made = []
     for in_place, cells in chunks:
         values = dict(zip(groups[1] if in_place and len(groups) > 1 else groups[0], cells))
         time_us = _cell(values.get("time", values.get("cputime", "N/A")))
@@ -235,11 +234,16 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
                 metrics[f"nccl_tests_{key.replace('%', '_pct')}"] = float(values[key])
         if "cputime" in values:
             metrics["nccl_tests_cputime"] = True
-        result.records.append(_measurement(
+        made.append(_measurement(
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=float(values["algbw"]), busbw=float(values["busbw"]),
             num_wrong=wrong, metrics=metrics, average=state.average, point=state.point))
+    # after the records' own checks (a value out of range names its field first)
+    if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
+        raise ValueError(why)
+    for record in made:   # result.records may be a sink with append only
+        result.records.append(record)
 
 
 def _comment(state: _TextRun, line: str) -> None:
@@ -331,8 +335,7 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
     for index, row in enumerate(data["results"]):
         try:
             root = int(str(row.get("root", "-1")).strip())
-            if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
-                raise ValueError(why)
+            made = []
             for in_place, key in ((False, "out_of_place"), (True, "in_place")):
                 cell = row.get(key)
                 if not cell:
@@ -341,12 +344,16 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
                 if time_us in (None, "nan"):
                     continue
                 wrong = cell.get("nwrong")
-                result.records.append(_measurement(
+                made.append(_measurement(
                     run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
                     iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
                     time_us=float(time_us), algbw=float(cell["alg_bw"]), busbw=float(cell["bus_bw"]),
                     num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}))
+            if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
+                raise ValueError(why)
+            for record in made:
+                result.records.append(record)
         except (KeyError, TypeError, ValueError) as exc:
             result.problems.append((source, index + 1, json.dumps(row)[:200], f"results[{index}] unparsable: {exc}"))
     return result
