@@ -329,3 +329,29 @@ def test_a_row_without_a_recipe_takes_the_dispatcher_its_model_s_recipes_use_on_
     (run,) = published_runs((row,))
     assert run.layout is not None
     assert run.layout.dispatcher == ("alltoall" if model.startswith("Qwen3") else "flex")
+
+
+def _lines_before(text: str, needle: str, keep: int) -> str:
+    """`text` with only its first `keep` lines holding `needle` (a log cut short: a crashed run)."""
+    out, seen = [], 0
+    for line in text.splitlines(keepends=True):
+        seen += needle in line
+        if needle not in line or seen <= keep:
+            out.append(line)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("log, needle, kind", [(MEGATRON, "elapsed time per iteration", "iteration"),
+                                               (TITAN, "tps:", "step")])
+def test_a_log_of_only_its_warm_up_iteration_is_refused(tmp_path, log, needle, kind):
+    # a run that crashed after its first logged iteration: that one is warm-up, which the median leaves out;
+    # it was taken as the run's throughput (4,124 tokens/s/GPU for a run of 6,297; TorchTitan's 9,012 for 24,420)
+    cut = tmp_path / log.name
+    cut.write_text(_lines_before(log.read_text(), needle, 1))
+    parse = parse_megatron_log if kind == "iteration" else parse_torchtitan_log
+    extra = {} if kind == "iteration" else {"num_gpus": 8}
+    with pytest.raises(CommbenchError, match=f"only 1 {kind} logged, the first, warm-up"):
+        parse(cut.read_text(), source=str(cut), model="deepseek-v3", gpu="gb300-nvl72", **extra)
+    cut.write_text(_lines_before(log.read_text(), needle, 2))   # two: the second is the run's figure
+    assert parse(cut.read_text(), source=str(cut), model="deepseek-v3", gpu="gb300-nvl72", **extra)[
+        "tokens_per_s_per_gpu"] > 0

@@ -8,9 +8,10 @@ Three inputs (`read_runs` picks by content):
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
   `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
   tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
-  logged iterations after the first (warm-up).
+  logged iterations after the first (warm-up); a log of one iteration (the warm-up) is refused.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
-  line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU.
+  line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
+  over the steps after the first (warm-up), as for Megatron-LM.
 The model and system of a log come from the command line (logs do not name a zoo model).
 A log missing what a prediction needs raises one line naming what is missing.
 """
@@ -107,7 +108,11 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
         raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
     if not iters:
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
-    steady = iters[1:] if len(iters) > 1 else iters
+    if len(iters) < 2:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+        raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
+                             "set-up), which is not the run's throughput; give a log with at least 2 "
+                             "'elapsed time per iteration' lines (a smaller --log-interval or more --train-iters)")
+    steady = iters[1:]
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
                 "expert_tensor_parallel_size"):
@@ -188,6 +193,10 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     steps = [(int(m.group(1)), _positive(log, "tps", m.group(2))) for m in TITAN_STEP.finditer(clean)]
     if not steps:
         raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
+    if len(steps) < 2:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+        raise CommbenchError(f"{log}: only 1 step logged, the first, warm-up (compilation, allocator, NCCL "
+                             "set-up), which is not the run's throughput; give a log with at least 2 metrics "
+                             "lines (a smaller metrics.log_freq or more training.steps)")
     par, training = config.get("parallelism", {}), config.get("training", {})
     if not isinstance(par, dict) or not isinstance(training, dict):
         raise CommbenchError(f"{log}: the config's parallelism and training entries are not dicts")
@@ -214,7 +223,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
         gbs = mbs * dp
-    steady = [t for s, t in steps[1:]] or [t for _, t in steps]
+    steady = [t for s, t in steps[1:]]
     converters = " ".join(config.get("model", {}).get("converters", []) or [])
     precision = "MXFP8" if "mx" in converters else ("FP8" if "float8" in converters else "BF16")
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
