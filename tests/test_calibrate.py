@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -355,3 +356,26 @@ def test_a_log_of_only_its_warm_up_iteration_is_refused(tmp_path, log, needle, k
     cut.write_text(_lines_before(log.read_text(), needle, 2))   # two: the second is the run's figure
     assert parse(cut.read_text(), source=str(cut), model="deepseek-v3", gpu="gb300-nvl72", **extra)[
         "tokens_per_s_per_gpu"] > 0
+
+
+@pytest.mark.parametrize("log, old, new, named", [
+    (MEGATRON, "(ms): 10398.7", "(ms): nan", "elapsed time per iteration (ms)='nan' is invalid"),
+    (MEGATRON, "(ms): 10398.7", "(ms): inf", "elapsed time per iteration (ms)='inf' is invalid"),
+    (MEGATRON, "(TFLOP/s/GPU): 1648.7", "(TFLOP/s/GPU): nan", "throughput per GPU (TFLOP/s/GPU)='nan' is invalid"),
+    (TITAN, "tps: 24,506", "tps: nan", "tps='nan' is invalid"),
+    (TITAN, "tflops: 812.34", "tflops: nan", None),   # not read: the step's tps still counts
+])
+def test_a_nan_or_inf_throughput_line_is_refused_not_dropped(tmp_path, log, old, new, named):
+    # the number patterns matched digits only, so a 'nan' line was skipped without a word: the median was taken
+    # over the other iterations and the log read as a healthy run
+    text = log.read_text()
+    assert old in text
+    path = tmp_path / log.name
+    path.write_text(text.replace(old, new, 1))
+    extra = {} if log == MEGATRON else {"num_gpus": 8}
+    parse = parse_megatron_log if log == MEGATRON else parse_torchtitan_log
+    if named is None:
+        assert parse(path.read_text(), source="t.log", model="m", gpu="g", **extra)["tokens_per_s_per_gpu"] == 24420.0
+        return
+    with pytest.raises(CommbenchError, match=re.escape(named)):
+        parse(path.read_text(), source="t.log", model="m", gpu="g", **extra)

@@ -29,9 +29,11 @@ from commbench.errors import CommbenchError, read_user_file
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
-MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([0-9.]+)")
-MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+)")
-TITAN_STEP = re.compile(r"step:\s*(\d+).*?tps:\s*([0-9,]+).*?tflops:\s*([0-9,.]+).*?mfu:\s*([0-9.]+)%")
+# A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
+# name (_positive), not skipped as if the line were not there
+MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
+MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
+TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
 
 
 def _value(text: str) -> Any:
