@@ -379,3 +379,31 @@ def test_a_nan_or_inf_throughput_line_is_refused_not_dropped(tmp_path, log, old,
         return
     with pytest.raises(CommbenchError, match=re.escape(named)):
         parse(path.read_text(), source="t.log", model="m", gpu="g", **extra)
+
+
+def _body(text: str) -> str:
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#"))
+
+
+def test_two_runs_in_one_log_are_refused_and_a_resumed_run_drops_each_warm_up():
+    # a second run appended to the same file (128 GPUs, 30 s iterations): its arguments and iterations were
+    # merged with the first's, the row claiming 128 GPUs with the median of both runs' iterations
+    text = MEGATRON.read_text()
+    other = re.sub(r"(world_size \.+ )256", r"\g<1>128", _body(text))
+    with pytest.raises(CommbenchError, match=r"holds 2 runs: arguments block 2 has world_size=128 where block 1 "
+                                             r"has 256; give each run its own file"):
+        parse_megatron_log(text + other, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    # the same arguments again (a resumed run): one run, and the first iteration after each start is warm-up
+    resumed = text + _body(text).replace("(ms): 10", "(ms): 99")   # slower steady iterations after the restart
+    row = parse_megatron_log(resumed, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (np.median(
+        [10433.1, 10398.7, 10411.5, 10402.9, 99433.1, 99398.7, 99411.5, 99402.9]) / 1e3 * 256))
+    titan = TITAN.read_text()
+    with pytest.raises(CommbenchError, match=r"config 2 has parallelism="):
+        parse_torchtitan_log(titan + _body(titan).replace("'expert_parallel_degree': 8", "'expert_parallel_degree': 4"),
+                             source="t.log", model="m", gpu="g", num_gpus=8)
+    steps_only = "".join(line for line in _body(titan).splitlines(keepends=True) if "tps:" in line)
+    with pytest.raises(CommbenchError, match=r"step numbers go back \(step 4, then step 1\) with no config"):
+        parse_torchtitan_log(titan + steps_only, source="t.log", model="m", gpu="g", num_gpus=8)
+    assert parse_torchtitan_log(titan + _body(titan), source="t.log", model="m", gpu="g", num_gpus=8)[
+        "tokens_per_s_per_gpu"] == 24420.0   # resumed: steps 2..4 twice, each step 1 left out

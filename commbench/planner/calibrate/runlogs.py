@@ -82,39 +82,68 @@ def megatron_precision(args: dict[str, Any]) -> str:
     return "BF16"
 
 
+# The arguments a run's row is read from (and the model's shape): two arguments blocks that differ in one of these
+# are two runs in one log; a resumed run prints the same values again (its checkpoint paths may differ)
+MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "micro_batch_size",
+                     "global_batch_size", "seq_length", "context_parallel_size", "virtual_pipeline_model_parallel_size",
+                     "expert_model_parallel_size", "expert_tensor_parallel_size", "num_layers", "hidden_size",
+                     "ffn_hidden_size", "num_attention_heads", "num_experts", "moe_ffn_hidden_size", "moe_router_topk",
+                     "fp4", "fp8", "fp8_recipe", "recompute_granularity", "recompute_modules", "recompute_method",
+                     "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
+                     "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
+                     "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
+                     "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm")
+
+
 def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[str, Any]:
     """One row from a Megatron-LM training log (see the module docstring)."""
-    args: dict[str, Any] = {}
+    log = f"Megatron-LM log {source!r}"
+    blocks: list[dict[str, Any]] = []
+    lines: list[tuple[int, float, float | None]] = []   # (arguments block before it, ms, TFLOP/s) per iteration line
     inside = False
     for line in text.splitlines():
         line = ANSI.sub("", line)
-        if re.search(r"-+ arguments -+", line):
-            inside = True
-            continue
         if re.search(r"-+ end of arguments -+", line):
             inside = False
             continue
+        if re.search(r"-+ arguments -+", line):
+            inside = True
+            blocks.append({})
+            continue
         match = MEGATRON_ARG.match(line) if inside else None
         if match:
-            args[match.group(1)] = _value(match.group(2))
-    log = f"Megatron-LM log {source!r}"
-    iters = [_positive(log, "elapsed time per iteration (ms)", m.group(1)) for m in MEGATRON_ITER.finditer(text)]
-    tflops = [_positive(log, "throughput per GPU (TFLOP/s/GPU)", m.group(1)) for m in MEGATRON_TFLOPS.finditer(text)]
+            blocks[-1][match.group(1)] = _value(match.group(2))
+        elapsed = MEGATRON_ITER.search(line)
+        if elapsed:
+            rate = MEGATRON_TFLOPS.search(line)
+            lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
+                          _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None))
+    args = blocks[0] if blocks else {}
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
                              "'---- end of arguments ----'); run with the default argument printing on")
+    for number, other in enumerate(blocks[1:], start=2):
+        differ = next((k for k in MEGATRON_RUN_ARGS if args.get(k) != other.get(k)), None)
+        if differ:  # two runs' lines in one file: the median would mix their iterations
+            raise CommbenchError(f"{log}: holds {len(blocks)} runs: arguments block {number} has {differ}="
+                                 f"{other.get(differ)!r} where block 1 has {args.get(differ)!r}; give each run "
+                                 "its own file")
     need = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "micro_batch_size",
             "global_batch_size", "seq_length")
     missing = [k for k in need if args.get(k) is None]
     if missing:
         raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
-    if not iters:
+    if not lines:
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
-    if len(iters) < 2:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+    # the first iteration after each start (arguments block: a resumed run starts again) is warm-up
+    firsts = {i for i in range(len(lines)) if i == 0 or lines[i][0] != lines[i - 1][0]}
+    steady_lines = [x for i, x in enumerate(lines) if i not in firsts]
+    if not steady_lines:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
         raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 "
                              "'elapsed time per iteration' lines (a smaller --log-interval or more --train-iters)")
-    steady = iters[1:]
+    steady = [ms for _, ms, _ in steady_lines]
+    tflops = [t for _, _, t in steady_lines if t is not None]
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
                 "expert_tensor_parallel_size"):
@@ -134,8 +163,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
            "cp": sizes["context_parallel_size"] or 1, "vp": sizes["virtual_pipeline_model_parallel_size"] or 1,
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
-           "tflops_per_gpu": median(tflops[1:] or tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(iters)} iterations", "release": "user",
+           "tflops_per_gpu": median(tflops) if tflops else None,
+           "notes": f"Megatron-LM log; {len(lines)} iterations", "release": "user",
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
@@ -178,24 +207,60 @@ def mesh_world_size(text: str) -> int | None:
     return prod(sizes)
 
 
+TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
+TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
+# The config entries a run's row is read from (and the model): two configs that differ in one are two runs
+TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "training.seq_len", "training.local_batch_size",
+                    "training.global_batch_size")
+
+
+def _entry(config: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        config = config.get(key) if isinstance(config, dict) else None
+    return config
+
+
 def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None) -> dict[str, Any]:
     """One row from a TorchTitan training log (see the module docstring)."""
     clean = ANSI.sub("", text)
-    config: dict[str, Any] | None = None
-    match = re.search(r"Running with args:\s*(\{.*\})\s*$", clean, re.MULTILINE)
-    if match:
-        try:
-            config = ast.literal_eval(match.group(1))
-        except (ValueError, SyntaxError):
-            config = None
+    log = f"TorchTitan log {source!r}"
+    configs: list[Any] = []
+    steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
+    for line in clean.splitlines():
+        match = TITAN_CONFIG.search(line)
+        if match:
+            try:
+                configs.append(ast.literal_eval(match.group(1)))
+            except (ValueError, SyntaxError):
+                configs.append(None)
+            continue
+        match = TITAN_STEP.search(line)
+        if match:
+            rank = TITAN_RANK.match(line)
+            steps.append(((max(len(configs), 1), rank.group(1) if rank else ""), int(match.group(1)),
+                          _positive(log, "tps", match.group(2))))
+    config = configs[0] if configs else None
     if not isinstance(config, dict):
         raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
                              "run with --job.print_args (print_config) on")
-    log = f"TorchTitan log {source!r}"
-    steps = [(int(m.group(1)), _positive(log, "tps", m.group(2))) for m in TITAN_STEP.finditer(clean)]
+    for number, other in enumerate(configs[1:], start=2):
+        differ = next((k for k in TITAN_RUN_CONFIG if _entry(config, k) != _entry(other, k)), None)
+        if differ:  # two runs' lines in one file: the median would mix their steps
+            raise CommbenchError(f"{log}: holds {len(configs)} runs: config {number} has {differ}="
+                                 f"{_entry(other, differ)!r} where config 1 has {_entry(config, differ)!r}; give "
+                                 "each run its own file")
     if not steps:
         raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
-    if len(steps) < 2:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+    last: dict[tuple[int, str], int] = {}
+    steady = []
+    for start, step, tps in steps:   # the first step after each start (a config printed: a resumed run) is warm-up
+        if start in last and step <= last[start]:
+            raise CommbenchError(f"{log}: step numbers go back (step {last[start]}, then step {step}) with no config "
+                                 "printed between: two runs in one log; give each run its own file")
+        if start in last:
+            steady.append(tps)
+        last[start] = step
+    if not steady:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
         raise CommbenchError(f"{log}: only 1 step logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 metrics "
                              "lines (a smaller metrics.log_freq or more training.steps)")
@@ -225,7 +290,6 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
         gbs = mbs * dp
-    steady = [t for s, t in steps[1:]]
     converters = " ".join(config.get("model", {}).get("converters", []) or [])
     precision = "MXFP8" if "mx" in converters else ("FP8" if "float8" in converters else "BF16")
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
