@@ -407,3 +407,17 @@ def test_two_runs_in_one_log_are_refused_and_a_resumed_run_drops_each_warm_up():
         parse_torchtitan_log(titan + steps_only, source="t.log", model="m", gpu="g", num_gpus=8)
     assert parse_torchtitan_log(titan + _body(titan), source="t.log", model="m", gpu="g", num_gpus=8)[
         "tokens_per_s_per_gpu"] == 24420.0   # resumed: steps 2..4 twice, each step 1 left out
+
+
+def test_iterations_counting_skipped_or_nan_steps_are_left_out():
+    # an interval whose optimizer steps were skipped (loss-scale overflow) or whose loss was NaN times no training
+    # iteration; such lines were in the median like any other
+    text = MEGATRON.read_text()
+    line3 = next(line for line in text.splitlines() if "(ms): 10398.7" in line)
+    bad = line3.replace("(ms): 10398.7", "(ms): 5000.0").replace("skipped iterations:   0", "skipped iterations:   7")
+    row = parse_megatron_log(text.replace(line3, bad), source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.4115 * 256))   # median of 2, 4, 5
+    assert "1 counting skipped or NaN iterations left out" in row["notes"]
+    every = re.sub(r"nan iterations: +0", "nan iterations:   2", text)
+    with pytest.raises(CommbenchError, match="every iteration line after the warm-up counts skipped or NaN"):
+        parse_megatron_log(every, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")

@@ -8,7 +8,8 @@ Three inputs (`read_runs` picks by content):
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
   `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
   tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
-  logged iterations after the first (warm-up); a log of one iteration (the warm-up) is refused.
+  logged iterations after the first (warm-up), leaving out lines counting skipped or NaN iterations; a log of
+  one iteration (the warm-up) is refused.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
   over the steps after the first (warm-up), as for Megatron-LM.
@@ -33,6 +34,9 @@ MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
 MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
+# training_log's counts over the interval: iterations whose optimizer step was skipped (loss-scale overflow) or
+# whose loss/gradients were NaN; their time is not a training iteration's
+MEGATRON_SKIPPED = re.compile(r"number of (?:skipped|nan) iterations:\s*(\d+)")
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
 
 
@@ -99,7 +103,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
     """One row from a Megatron-LM training log (see the module docstring)."""
     log = f"Megatron-LM log {source!r}"
     blocks: list[dict[str, Any]] = []
-    lines: list[tuple[int, float, float | None]] = []   # (arguments block before it, ms, TFLOP/s) per iteration line
+    lines: list[tuple[int, float, float | None, bool]] = []   # (arguments block before it, ms, TFLOP/s, skipped any)
     inside = False
     for line in text.splitlines():
         line = ANSI.sub("", line)
@@ -117,7 +121,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
         if elapsed:
             rate = MEGATRON_TFLOPS.search(line)
             lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
-                          _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None))
+                          _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
+                          any(int(n) for n in MEGATRON_SKIPPED.findall(line))))
     args = blocks[0] if blocks else {}
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
@@ -142,8 +147,14 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
         raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 "
                              "'elapsed time per iteration' lines (a smaller --log-interval or more --train-iters)")
-    steady = [ms for _, ms, _ in steady_lines]
-    tflops = [t for _, _, t in steady_lines if t is not None]
+    healthy = [x for x in steady_lines if not x[3]]
+    if not healthy:
+        raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
+                             "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
+                             "of iterations that trained")
+    steady = [ms for _, ms, _, _ in healthy]
+    tflops = [t for _, _, t, _ in healthy if t is not None]
+    left_out = len(steady_lines) - len(healthy)
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
                 "expert_tensor_parallel_size"):
@@ -164,7 +175,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(lines)} iterations", "release": "user",
+           "notes": f"Megatron-LM log; {len(lines)} iterations" + (
+               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else ""), "release": "user",
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
