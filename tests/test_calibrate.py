@@ -421,3 +421,23 @@ def test_iterations_counting_skipped_or_nan_steps_are_left_out():
     every = re.sub(r"nan iterations: +0", "nan iterations:   2", text)
     with pytest.raises(CommbenchError, match="every iteration line after the warm-up counts skipped or NaN"):
         parse_megatron_log(every, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+@pytest.mark.parametrize("edit, model, message", [
+    # Kimi K2 has DeepSeek-V3's 61 layers and hidden size; its 384 experts are not the log's 256
+    ("  num_experts ..................................... 256\\n", "kimi-k2",
+     "ran with num_experts=256, but --model kimi-k2 has 384"),
+    (None, "llama3.1-70b", "ran with num_layers=61, but --model llama3.1-70b has 80"),
+    ("  num_experts ..................................... None\\n", "deepseek-v3",  # a dense run said to be MoE
+     "ran with num_experts=None, but --model deepseek-v3 has 256"),
+])
+def test_a_megatron_log_of_another_model_than_its_model_option_is_refused(edit, model, message):
+    # the log's own architecture arguments went unread: any --model was predicted for its parallel sizes
+    text = MEGATRON.read_text()
+    if edit:
+        text = text.replace("  num_layers ....", edit.replace("\\n", "\n") + "  num_layers ....")
+    with pytest.raises(CommbenchError, match=re.escape(message)):
+        parse_megatron_log(text, source="m.log", model=model, gpu="gb300-nvl72")
+    proxy = re.sub(r"(num_layers \.+ )61", r"\g<1>16", MEGATRON.read_text())   # a cut-down DeepSeek-V3
+    with pytest.raises(CommbenchError, match="ran with num_layers=16, but --model deepseek-v3 has 61"):
+        parse_megatron_log(proxy, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")

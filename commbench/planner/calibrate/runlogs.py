@@ -78,6 +78,33 @@ def _positive(log: str, key: str, text: str) -> float:
     return number
 
 
+# A Megatron-LM argument and the model field it is emitted from (emit/megatron.py model_args)
+MEGATRON_MODEL_ARGS = (("num_layers", "num_layers"), ("hidden_size", "hidden"), ("num_attention_heads", "num_heads"),
+                       ("num_experts", "num_routed_experts"), ("moe_router_topk", "top_k"),
+                       ("moe_ffn_hidden_size", "expert_ffn"))
+
+
+def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
+    """One line when the arguments a Megatron-LM log ran with are not the --model it is said to be (another model,
+    or a cut-down proxy of it): its run would be predicted as the other network. A model outside the zoo is not
+    checked here (the run is listed as not modelled)."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    name = _zoo_name(model)
+    if name is None:
+        return
+    spec = load_model(name)
+    for arg, field_name in MEGATRON_MODEL_ARGS:
+        if arg not in args or (arg != "num_experts" and args[arg] is None):
+            continue
+        want, got = getattr(spec, field_name), args[arg]
+        if field_name in ("num_routed_experts", "top_k", "expert_ffn") and not spec.is_moe:
+            want = None if arg == "num_experts" else got   # a dense model: only num_experts tells
+        if (got or None) != (want or None):
+            raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want or None!r}: the log "
+                                 "is of another model (or a cut-down one); give the --model it trained")
+
+
 def megatron_precision(args: dict[str, Any]) -> str:
     if args.get("fp4"):
         return "NVFP4"
@@ -138,6 +165,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
     missing = [k for k in need if args.get(k) is None]
     if missing:
         raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
+    check_logged_model(log, args, model)
     if not lines:
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
     # the first iteration after each start (arguments block: a resumed run starts again) is warm-up
