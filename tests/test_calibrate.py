@@ -441,3 +441,25 @@ def test_a_megatron_log_of_another_model_than_its_model_option_is_refused(edit, 
     proxy = re.sub(r"(num_layers \.+ )61", r"\g<1>16", MEGATRON.read_text())   # a cut-down DeepSeek-V3
     with pytest.raises(CommbenchError, match="ran with num_layers=16, but --model deepseek-v3 has 61"):
         parse_megatron_log(proxy, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+def test_a_gpu_count_the_log_contradicts_is_refused():
+    # --gpus was ignored for a Megatron-LM log and taken over TorchTitan's mesh line and degrees: a 12-GPU claim on
+    # an 8-GPU run became dp_shard 12 (or 1 leftover GPU a floor division dropped) without a word
+    with pytest.raises(CommbenchError, match="--gpus 128, but it ran with world_size=256"):
+        parse_megatron_log(MEGATRON.read_text(), source="m.log", model="deepseek-v3", gpu="gb300-nvl72", num_gpus=128)
+    assert parse_megatron_log(MEGATRON.read_text(), source="m.log", model="deepseek-v3", gpu="gb300-nvl72",
+                              num_gpus=256)["num_gpus"] == 256
+    titan = TITAN.read_text()
+    meshed = titan.replace("Running with args:", "Building 1-D device mesh with ['dp_shard'], [8]\n"
+                           "[rank0]:[titan] Running with args:", 1)
+    with pytest.raises(CommbenchError, match=r"--gpus 16, but its device mesh line .* holds 8 GPU\(s\)"):
+        parse_torchtitan_log(meshed, source="t.log", model="m", gpu="g", num_gpus=16)
+    tp2 = titan.replace("'tensor_parallel_degree': 1", "'tensor_parallel_degree': 2")
+    with pytest.raises(CommbenchError, match=r"9 GPU\(s\) \(--gpus\) are not a whole number of "
+                                             r"tp\*pp\*cp\*dp_replicate = 2"):
+        parse_torchtitan_log(tp2, source="t.log", model="m", gpu="g", num_gpus=9)
+    fixed = titan.replace("'data_parallel_shard_degree': -1", "'data_parallel_shard_degree': 8")
+    with pytest.raises(CommbenchError, match=r"12 GPU\(s\) \(--gpus\), but its parallelism degrees hold .* = 8"):
+        parse_torchtitan_log(fixed, source="t.log", model="m", gpu="g", num_gpus=12)
+    assert parse_torchtitan_log(fixed, source="t.log", model="m", gpu="g", num_gpus=None)["num_gpus"] == 8

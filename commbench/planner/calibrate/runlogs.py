@@ -126,8 +126,9 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm")
 
 
-def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[str, Any]:
-    """One row from a Megatron-LM training log (see the module docstring)."""
+def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None = None) -> dict[str, Any]:
+    """One row from a Megatron-LM training log (see the module docstring); `num_gpus` (--gpus), when given, must
+    be the log's world_size."""
     log = f"Megatron-LM log {source!r}"
     blocks: list[dict[str, Any]] = []
     lines: list[tuple[int, float, float | None, bool]] = []   # (arguments block before it, ms, TFLOP/s, skipped any)
@@ -188,6 +189,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
                 "expert_tensor_parallel_size"):
         sizes[key] = _whole(log, key, args[key]) if args.get(key) else None
     world, gbs, seq = sizes["world_size"], sizes["global_batch_size"], sizes["seq_length"]
+    if num_gpus and num_gpus != world:
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "
+                             "on, or none (a Megatron-LM log states its own)")
     recompute = args.get("recompute_granularity") or "none"
     modules = args.get("recompute_modules") or []
     if recompute == "selective" and modules and "core_attn" not in modules:
@@ -314,18 +318,26 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                            for key in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel",
                                        "data_parallel_replicate"))
     shard = _whole(log, "parallelism.data_parallel_shard_degree", par.get("data_parallel_shard_degree", -1), -1)
-    if shard < 1 and not num_gpus:
-        num_gpus = mesh_world_size(clean)
+    meshed, group = mesh_world_size(clean), tp * pp * cp * rep
+    if num_gpus and meshed and num_gpus != meshed:
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but its device mesh line ('Building N-D device mesh') holds "
+                             f"{meshed} GPU(s): give the --gpus it ran on, or none")
+    said = "--gpus" if num_gpus else "its device mesh line"
+    num_gpus = num_gpus or meshed
     if shard < 1:
         if not num_gpus:
             raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto) and the log has "
                                  "no 'Building N-D device mesh with [...], [...]' line to read the GPU count from; "
                                  "give it with --gpus (one value for every log, or one per log in order)")
-        shard = num_gpus // (tp * pp * cp * rep)
-        if shard < 1:
-            raise CommbenchError(f"{log}: {num_gpus} GPU(s) do not hold tp*pp*cp*dp_replicate = {tp * pp * cp * rep}")
+        if num_gpus % group:  # TorchTitan's ParallelDims refuses it: the run cannot have had this layout
+            raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}) are not a whole number of "
+                                 f"tp*pp*cp*dp_replicate = {group}")
+        shard = num_gpus // group
+    elif num_gpus and num_gpus != shard * group:
+        raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}), but its parallelism degrees hold dp_shard*"
+                             f"dp_replicate*cp*tp*pp = {shard * group}: give the --gpus it ran on, or none")
     dp = shard * rep
-    world = num_gpus or dp * tp * pp * cp
+    world = dp * tp * pp * cp
     mbs = _whole(log, "training.local_batch_size", training["local_batch_size"])
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
@@ -369,5 +381,5 @@ def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | 
     if not model or not gpu:
         raise CommbenchError(f"runs file {path!r} is a {kind} log: give --model and --system for it")
     if kind == "megatron":
-        return [parse_megatron_log(text, source=path, model=model, gpu=gpu)]
+        return [parse_megatron_log(text, source=path, model=model, gpu=gpu, num_gpus=num_gpus)]
     return [parse_torchtitan_log(text, source=path, model=model, gpu=gpu, num_gpus=num_gpus)]
