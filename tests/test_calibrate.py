@@ -463,3 +463,22 @@ def test_a_gpu_count_the_log_contradicts_is_refused():
     with pytest.raises(CommbenchError, match=r"12 GPU\(s\) \(--gpus\), but its parallelism degrees hold .* = 8"):
         parse_torchtitan_log(fixed, source="t.log", model="m", gpu="g", num_gpus=12)
     assert parse_torchtitan_log(fixed, source="t.log", model="m", gpu="g", num_gpus=None)["num_gpus"] == 8
+
+
+@pytest.mark.parametrize("change, message", [
+    # tokens/s over all 256 GPUs: a -99.8% "error" the fit would have chased
+    (dict(tokens_per_s_per_gpu=6300.0 * 256), "means 419,317 model TFLOP/s per GPU, above the GPU's 5,000 peak; "
+                                              "allowed: tokens/s per GPU (over all 256 GPUs it would be 6,300 per GPU)"),
+    (dict(tokens_per_s_per_gpu=1648.0, tflops_per_gpu=1648.0), "one of them is in other units"),   # TFLOP/s as tokens/s
+    (dict(tflops_per_gpu=100.0), "tflops_per_gpu=100.0 but tokens_per_s_per_gpu=6,300 means 1,638 model TFLOP/s"),
+])
+def test_a_throughput_in_other_units_is_refused(tmp_path, change, message):
+    row = dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8", seq_len=4096,
+               tokens_per_s_per_gpu=6300.0, tflops_per_gpu=1650.0, **RECORD)
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row]))
+    assert CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)]).exit_code == 0
+    runs.write_text(json.dumps([dict(row, **change)]))
+    bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "400"})
+    assert bad.exit_code == 2 and message in bad.output and "run 1 (deepseek-v3" in bad.output, bad.output
+    assert len(bad.output.strip().splitlines()) == 1

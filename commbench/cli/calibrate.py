@@ -79,6 +79,32 @@ def _check_measured(row, where: str) -> None:
             raise CommbenchError(f"{where}: {key}={value!r} is invalid: a finite measured number > 0")
 
 
+TFLOPS_AGREE = (0.5, 2.0)  # a row's tflops_per_gpu over the model TFLOP/s its tokens/s means (published: 0.83-1.13)
+
+
+def check_units(runs, calibration) -> None:
+    """One line for a modelled run whose measured figures cannot be per-GPU tokens/s: more model TFLOP/s per GPU
+    than the GPU's datasheet peak (tokens/s over all GPUs?), or a tflops_per_gpu that disagrees with the
+    tokens/s by more than TFLOPS_AGREE (one of them in other units). Measured model TFLOP/s = the predicted
+    model TFLOP/s scaled by measured / predicted tokens/s (the same model FLOPs per token)."""
+    from commbench.planner.calibrate.published import predict_runs
+    p = predict_runs(runs, calibration)
+    for j, r in enumerate(p.runs):
+        measured = float(p.published_tokens[j])
+        tflops = float(p.model_tflops_per_gpu[j]) * measured / max(float(p.predicted_tokens[j]), 1e-30)
+        where = f"run {r.index + 1} ({r.label})"
+        if tflops > float(p.peak_tflops[j]):
+            raise CommbenchError(f"{where}: tokens_per_s_per_gpu={measured:,.6g} means {tflops:,.0f} model TFLOP/s "
+                                 f"per GPU, above the GPU's {float(p.peak_tflops[j]):,.0f} peak; allowed: tokens/s "
+                                 f"per GPU (over all {r.row['num_gpus']} GPUs it would be "
+                                 f"{measured / int(r.row['num_gpus']):,.6g} per GPU)")
+        logged = r.row.get("tflops_per_gpu")
+        if logged and not TFLOPS_AGREE[0] <= float(logged) / tflops <= TFLOPS_AGREE[1]:
+            raise CommbenchError(f"{where}: tflops_per_gpu={logged!r} but tokens_per_s_per_gpu={measured:,.6g} means "
+                                 f"{tflops:,.0f} model TFLOP/s per GPU: one of them is in other units (both per GPU; "
+                                 "tokens/s, not TFLOP/s, in tokens_per_s_per_gpu)")
+
+
 def skipped_runs(runs) -> list[dict]:
     """The runs the model does not cover: position (1-based over all RUNS rows), label and reason."""
     return [{"run_index": i + 1, "run": r.label, "reason": r.skip_reason} for i, r in enumerate(runs) if r.layout is None]
@@ -157,6 +183,7 @@ def calibrate(
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]
+    check_units(loaded, start)
     if evaluate:
         rows = evaluation_rows(loaded, start)
         errors = np.abs([r["error_pct"] for r in rows])
