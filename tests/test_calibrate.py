@@ -482,3 +482,22 @@ def test_a_throughput_in_other_units_is_refused(tmp_path, change, message):
     bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "400"})
     assert bad.exit_code == 2 and message in bad.output and "run 1 (deepseek-v3" in bad.output, bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_evaluate_on_the_runs_a_calibration_was_fitted_on_says_in_sample(tmp_path):
+    # the file named only the paths it came from, and --evaluate --calibration on the same runs printed their
+    # (in-sample) errors as if the model had never seen them
+    out = tmp_path / "cal.json"
+    args = ["--model", "deepseek-v3", "--system", "gb300-nvl72"]
+    fit = CliRunner().invoke(app, ["calibrate", str(MEGATRON), *args, "-O", str(out), "--no-loo"])
+    assert fit.exit_code == 0, fit.output
+    runs = json.loads(out.read_text())["runs"]
+    assert len(runs) == 1 and runs[0].startswith("deepseek-v3 gb300-nvl72x256 MXFP8 user tp1 pp2 vp8 ep32")
+    doc = json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--json",
+                                              "--calibration", str(out)]).stdout)
+    assert doc["num_in_sample"] == 1 and doc["rows"][0]["in_sample"] is True
+    text = CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--calibration", str(out)],
+                              env={"COLUMNS": "300"})
+    assert "1 of these 1 run(s) are ones" in text.output and "in-sample" in text.output
+    shipped = json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--json"]).stdout)
+    assert shipped["num_in_sample"] == 0 and shipped["rows"][0]["in_sample"] is False
