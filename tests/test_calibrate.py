@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -330,3 +331,174 @@ def test_a_row_without_a_recipe_takes_the_dispatcher_its_model_s_recipes_use_on_
     (run,) = published_runs((row,))
     assert run.layout is not None
     assert run.layout.dispatcher == ("alltoall" if model.startswith("Qwen3") else "flex")
+
+
+def _lines_before(text: str, needle: str, keep: int) -> str:
+    """`text` with only its first `keep` lines holding `needle` (a log cut short: a crashed run)."""
+    out, seen = [], 0
+    for line in text.splitlines(keepends=True):
+        seen += needle in line
+        if needle not in line or seen <= keep:
+            out.append(line)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("log, needle, kind", [(MEGATRON, "elapsed time per iteration", "iteration"),
+                                               (TITAN, "tps:", "step")])
+def test_a_log_of_only_its_warm_up_iteration_is_refused(tmp_path, log, needle, kind):
+    # a run that crashed after its first logged iteration: that one is warm-up, which the median leaves out;
+    # it was taken as the run's throughput (4,124 tokens/s/GPU for a run of 6,297; TorchTitan's 9,012 for 24,420)
+    cut = tmp_path / log.name
+    cut.write_text(_lines_before(log.read_text(), needle, 1))
+    parse = parse_megatron_log if kind == "iteration" else parse_torchtitan_log
+    extra = {} if kind == "iteration" else {"num_gpus": 8}
+    with pytest.raises(CommbenchError, match=f"only 1 {kind} logged, the first, warm-up"):
+        parse(cut.read_text(), source=str(cut), model="deepseek-v3", gpu="gb300-nvl72", **extra)
+    cut.write_text(_lines_before(log.read_text(), needle, 2))   # two: the second is the run's figure
+    assert parse(cut.read_text(), source=str(cut), model="deepseek-v3", gpu="gb300-nvl72", **extra)[
+        "tokens_per_s_per_gpu"] > 0
+
+
+@pytest.mark.parametrize("log, old, new, named", [
+    (MEGATRON, "(ms): 10398.7", "(ms): nan", "elapsed time per iteration (ms)='nan' is invalid"),
+    (MEGATRON, "(ms): 10398.7", "(ms): inf", "elapsed time per iteration (ms)='inf' is invalid"),
+    (MEGATRON, "(TFLOP/s/GPU): 1648.7", "(TFLOP/s/GPU): nan", "throughput per GPU (TFLOP/s/GPU)='nan' is invalid"),
+    (TITAN, "tps: 24,506", "tps: nan", "tps='nan' is invalid"),
+    (TITAN, "tflops: 812.34", "tflops: nan", None),   # not read: the step's tps still counts
+])
+def test_a_nan_or_inf_throughput_line_is_refused_not_dropped(tmp_path, log, old, new, named):
+    # the number patterns matched digits only, so a 'nan' line was skipped without a word: the median was taken
+    # over the other iterations and the log read as a healthy run
+    text = log.read_text()
+    assert old in text
+    path = tmp_path / log.name
+    path.write_text(text.replace(old, new, 1))
+    extra = {} if log == MEGATRON else {"num_gpus": 8}
+    parse = parse_megatron_log if log == MEGATRON else parse_torchtitan_log
+    if named is None:
+        assert parse(path.read_text(), source="t.log", model="m", gpu="g", **extra)["tokens_per_s_per_gpu"] == 24420.0
+        return
+    with pytest.raises(CommbenchError, match=re.escape(named)):
+        parse(path.read_text(), source="t.log", model="m", gpu="g", **extra)
+
+
+def _body(text: str) -> str:
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#"))
+
+
+def test_two_runs_in_one_log_are_refused_and_a_resumed_run_drops_each_warm_up():
+    # a second run appended to the same file (128 GPUs, 30 s iterations): its arguments and iterations were
+    # merged with the first's, the row claiming 128 GPUs with the median of both runs' iterations
+    text = MEGATRON.read_text()
+    other = re.sub(r"(world_size \.+ )256", r"\g<1>128", _body(text))
+    with pytest.raises(CommbenchError, match=r"holds 2 runs: arguments block 2 has world_size=128 where block 1 "
+                                             r"has 256; give each run its own file"):
+        parse_megatron_log(text + other, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    # the same arguments again (a resumed run): one run, and the first iteration after each start is warm-up
+    resumed = text + _body(text).replace("(ms): 10", "(ms): 99")   # slower steady iterations after the restart
+    row = parse_megatron_log(resumed, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (np.median(
+        [10433.1, 10398.7, 10411.5, 10402.9, 99433.1, 99398.7, 99411.5, 99402.9]) / 1e3 * 256))
+    titan = TITAN.read_text()
+    with pytest.raises(CommbenchError, match=r"config 2 has parallelism="):
+        parse_torchtitan_log(titan + _body(titan).replace("'expert_parallel_degree': 8", "'expert_parallel_degree': 4"),
+                             source="t.log", model="m", gpu="g", num_gpus=8)
+    steps_only = "".join(line for line in _body(titan).splitlines(keepends=True) if "tps:" in line)
+    with pytest.raises(CommbenchError, match=r"step numbers go back \(step 4, then step 1\) with no config"):
+        parse_torchtitan_log(titan + steps_only, source="t.log", model="m", gpu="g", num_gpus=8)
+    assert parse_torchtitan_log(titan + _body(titan), source="t.log", model="m", gpu="g", num_gpus=8)[
+        "tokens_per_s_per_gpu"] == 24420.0   # resumed: steps 2..4 twice, each step 1 left out
+
+
+def test_iterations_counting_skipped_or_nan_steps_are_left_out():
+    # an interval whose optimizer steps were skipped (loss-scale overflow) or whose loss was NaN times no training
+    # iteration; such lines were in the median like any other
+    text = MEGATRON.read_text()
+    line3 = next(line for line in text.splitlines() if "(ms): 10398.7" in line)
+    bad = line3.replace("(ms): 10398.7", "(ms): 5000.0").replace("skipped iterations:   0", "skipped iterations:   7")
+    row = parse_megatron_log(text.replace(line3, bad), source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.4115 * 256))   # median of 2, 4, 5
+    assert "1 counting skipped or NaN iterations left out" in row["notes"]
+    every = re.sub(r"nan iterations: +0", "nan iterations:   2", text)
+    with pytest.raises(CommbenchError, match="every iteration line after the warm-up counts skipped or NaN"):
+        parse_megatron_log(every, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+@pytest.mark.parametrize("edit, model, message", [
+    # Kimi K2 has DeepSeek-V3's 61 layers and hidden size; its 384 experts are not the log's 256
+    ("  num_experts ..................................... 256\\n", "kimi-k2",
+     "ran with num_experts=256, but --model kimi-k2 has 384"),
+    (None, "llama3.1-70b", "ran with num_layers=61, but --model llama3.1-70b has 80"),
+    ("  num_experts ..................................... None\\n", "deepseek-v3",  # a dense run said to be MoE
+     "ran with num_experts=None, but --model deepseek-v3 has 256"),
+])
+def test_a_megatron_log_of_another_model_than_its_model_option_is_refused(edit, model, message):
+    # the log's own architecture arguments went unread: any --model was predicted for its parallel sizes
+    text = MEGATRON.read_text()
+    if edit:
+        text = text.replace("  num_layers ....", edit.replace("\\n", "\n") + "  num_layers ....")
+    with pytest.raises(CommbenchError, match=re.escape(message)):
+        parse_megatron_log(text, source="m.log", model=model, gpu="gb300-nvl72")
+    proxy = re.sub(r"(num_layers \.+ )61", r"\g<1>16", MEGATRON.read_text())   # a cut-down DeepSeek-V3
+    with pytest.raises(CommbenchError, match="ran with num_layers=16, but --model deepseek-v3 has 61"):
+        parse_megatron_log(proxy, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+def test_a_gpu_count_the_log_contradicts_is_refused():
+    # --gpus was ignored for a Megatron-LM log and taken over TorchTitan's mesh line and degrees: a 12-GPU claim on
+    # an 8-GPU run became dp_shard 12 (or 1 leftover GPU a floor division dropped) without a word
+    with pytest.raises(CommbenchError, match="--gpus 128, but it ran with world_size=256"):
+        parse_megatron_log(MEGATRON.read_text(), source="m.log", model="deepseek-v3", gpu="gb300-nvl72", num_gpus=128)
+    assert parse_megatron_log(MEGATRON.read_text(), source="m.log", model="deepseek-v3", gpu="gb300-nvl72",
+                              num_gpus=256)["num_gpus"] == 256
+    titan = TITAN.read_text()
+    meshed = titan.replace("Running with args:", "Building 1-D device mesh with ['dp_shard'], [8]\n"
+                           "[rank0]:[titan] Running with args:", 1)
+    with pytest.raises(CommbenchError, match=r"--gpus 16, but its device mesh line .* holds 8 GPU\(s\)"):
+        parse_torchtitan_log(meshed, source="t.log", model="m", gpu="g", num_gpus=16)
+    tp2 = titan.replace("'tensor_parallel_degree': 1", "'tensor_parallel_degree': 2")
+    with pytest.raises(CommbenchError, match=r"9 GPU\(s\) \(--gpus\) are not a whole number of "
+                                             r"tp\*pp\*cp\*dp_replicate = 2"):
+        parse_torchtitan_log(tp2, source="t.log", model="m", gpu="g", num_gpus=9)
+    fixed = titan.replace("'data_parallel_shard_degree': -1", "'data_parallel_shard_degree': 8")
+    with pytest.raises(CommbenchError, match=r"12 GPU\(s\) \(--gpus\), but its parallelism degrees hold .* = 8"):
+        parse_torchtitan_log(fixed, source="t.log", model="m", gpu="g", num_gpus=12)
+    assert parse_torchtitan_log(fixed, source="t.log", model="m", gpu="g", num_gpus=None)["num_gpus"] == 8
+
+
+@pytest.mark.parametrize("change, message", [
+    # tokens/s over all 256 GPUs: a -99.8% "error" the fit would have chased
+    (dict(tokens_per_s_per_gpu=6300.0 * 256), "means 419,317 model TFLOP/s per GPU, above the GPU's 5,000 peak; "
+                                              "allowed: tokens/s per GPU (over all 256 GPUs it would be 6,300 per GPU)"),
+    (dict(tokens_per_s_per_gpu=1648.0, tflops_per_gpu=1648.0), "one of them is in other units"),   # TFLOP/s as tokens/s
+    (dict(tflops_per_gpu=100.0), "tflops_per_gpu=100.0 but tokens_per_s_per_gpu=6,300 means 1,638 model TFLOP/s"),
+])
+def test_a_throughput_in_other_units_is_refused(tmp_path, change, message):
+    row = dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8", seq_len=4096,
+               tokens_per_s_per_gpu=6300.0, tflops_per_gpu=1650.0, **RECORD)
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row]))
+    assert CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)]).exit_code == 0
+    runs.write_text(json.dumps([dict(row, **change)]))
+    bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "400"})
+    assert bad.exit_code == 2 and message in bad.output and "run 1 (deepseek-v3" in bad.output, bad.output
+    assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_evaluate_on_the_runs_a_calibration_was_fitted_on_says_in_sample(tmp_path):
+    # the file named only the paths it came from, and --evaluate --calibration on the same runs printed their
+    # (in-sample) errors as if the model had never seen them
+    out = tmp_path / "cal.json"
+    args = ["--model", "deepseek-v3", "--system", "gb300-nvl72"]
+    fit = CliRunner().invoke(app, ["calibrate", str(MEGATRON), *args, "-O", str(out), "--no-loo"])
+    assert fit.exit_code == 0, fit.output
+    runs = json.loads(out.read_text())["runs"]
+    assert len(runs) == 1 and runs[0].startswith("deepseek-v3 gb300-nvl72x256 MXFP8 user tp1 pp2 vp8 ep32")
+    doc = json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--json",
+                                              "--calibration", str(out)]).stdout)
+    assert doc["num_in_sample"] == 1 and doc["rows"][0]["in_sample"] is True
+    text = CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--calibration", str(out)],
+                              env={"COLUMNS": "300"})
+    assert "1 of these 1 run(s) are ones" in text.output and "in-sample" in text.output
+    shipped = json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--json"]).stdout)
+    assert shipped["num_in_sample"] == 0 and shipped["rows"][0]["in_sample"] is False

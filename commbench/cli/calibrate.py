@@ -79,6 +79,32 @@ def _check_measured(row, where: str) -> None:
             raise CommbenchError(f"{where}: {key}={value!r} is invalid: a finite measured number > 0")
 
 
+TFLOPS_AGREE = (0.5, 2.0)  # a row's tflops_per_gpu over the model TFLOP/s its tokens/s means (published: 0.83-1.13)
+
+
+def check_units(runs, calibration) -> None:
+    """One line for a modelled run whose measured figures cannot be per-GPU tokens/s: more model TFLOP/s per GPU
+    than the GPU's datasheet peak (tokens/s over all GPUs?), or a tflops_per_gpu that disagrees with the
+    tokens/s by more than TFLOPS_AGREE (one of them in other units). Measured model TFLOP/s = the predicted
+    model TFLOP/s scaled by measured / predicted tokens/s (the same model FLOPs per token)."""
+    from commbench.planner.calibrate.published import predict_runs
+    p = predict_runs(runs, calibration)
+    for j, r in enumerate(p.runs):
+        measured = float(p.published_tokens[j])
+        tflops = float(p.model_tflops_per_gpu[j]) * measured / max(float(p.predicted_tokens[j]), 1e-30)
+        where = f"run {r.index + 1} ({r.label})"
+        if tflops > float(p.peak_tflops[j]):
+            raise CommbenchError(f"{where}: tokens_per_s_per_gpu={measured:,.6g} means {tflops:,.0f} model TFLOP/s "
+                                 f"per GPU, above the GPU's {float(p.peak_tflops[j]):,.0f} peak; allowed: tokens/s "
+                                 f"per GPU (over all {r.row['num_gpus']} GPUs it would be "
+                                 f"{measured / int(r.row['num_gpus']):,.6g} per GPU)")
+        logged = r.row.get("tflops_per_gpu")
+        if logged and not TFLOPS_AGREE[0] <= float(logged) / tflops <= TFLOPS_AGREE[1]:
+            raise CommbenchError(f"{where}: tflops_per_gpu={logged!r} but tokens_per_s_per_gpu={measured:,.6g} means "
+                                 f"{tflops:,.0f} model TFLOP/s per GPU: one of them is in other units (both per GPU; "
+                                 "tokens/s, not TFLOP/s, in tokens_per_s_per_gpu)")
+
+
 def skipped_runs(runs) -> list[dict]:
     """The runs the model does not cover: position (1-based over all RUNS rows), label and reason."""
     return [{"run_index": i + 1, "run": r.label, "reason": r.skip_reason} for i, r in enumerate(runs) if r.layout is None]
@@ -98,15 +124,25 @@ def _print_notes(runs) -> None:
             console.print(f"note: {r.label}: {r.layout_note}", highlight=False, markup=False)
 
 
-def evaluation_rows(runs, calibration) -> list[dict]:
-    """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured)."""
+def run_key(r) -> str:
+    """A modelled run as a calibration file lists the runs it was fitted on: label, layout, sequence length and
+    the measured tokens/s/GPU."""
+    a = r.layout
+    return (f"{r.label} tp{a.tp} pp{a.pp} vp{a.vp} ep{a.ep} etp{a.etp} cp{a.cp} mbs{a.mbs} gbs{a.gbs} "
+            f"seq{int(r.row['seq_len'])}: {float(r.row['tokens_per_s_per_gpu']):.6g} tokens/s/GPU")
+
+
+def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> list[dict]:
+    """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured) and
+    in_sample (the calibration was fitted on this run: its error is not a held-out one)."""
     from commbench.planner.calibrate.published import predict_runs
     p = predict_runs(runs, calibration)
     out = []
     for j, r in enumerate(p.runs):
         pred = float(p.predicted_tokens[j])
         out.append(dict(r.row, predicted_tokens_per_s_per_gpu=pred,
-                        error_pct=(pred / float(p.published_tokens[j]) - 1.0) * 100.0, fits=bool(p.fits[j])))
+                        error_pct=(pred / float(p.published_tokens[j]) - 1.0) * 100.0, fits=bool(p.fits[j]),
+                        in_sample=run_key(r) in fitted_on))
     return out
 
 
@@ -157,8 +193,11 @@ def calibrate(
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]
+    check_units(loaded, start)
     if evaluate:
-        rows = evaluation_rows(loaded, start)
+        from commbench.planner.step.terms import fitted_runs
+        rows = evaluation_rows(loaded, start, frozenset(fitted_runs(calibration)) if calibration else frozenset())
+        in_sample = sum(r["in_sample"] for r in rows)
         errors = np.abs([r["error_pct"] for r in rows])
         from commbench.planner.calibrate.fit import median_error_by_family
         by_family = median_error_by_family(loaded, errors)
@@ -166,6 +205,7 @@ def calibrate(
             console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",
                                            "kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
                                            "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
+                                           "num_in_sample": in_sample,
                                            "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
                                                                               for k, (m, n) in by_family.items()}},
                                           default=float))
@@ -173,6 +213,10 @@ def calibrate(
         print_table(console, f"predicted (calibration: {calibration or 'shipped'}) vs measured", RUN_COLUMNS, _run_rows(rows))
         console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted); by family: "
                       + ", ".join(f"{k} {m:.1f}% ({n})" for k, (m, n) in by_family.items()), highlight=False)
+        if in_sample:
+            err_console.print(f"note: {in_sample} of these {len(rows)} run(s) are ones {calibration} was fitted on: "
+                              "their errors are in-sample, not what to expect on other runs (fit without them to "
+                              "hold them out)", highlight=False, markup=False, soft_wrap=True)
         _print_skipped(skipped)
         _print_notes(loaded)
         return
@@ -181,10 +225,10 @@ def calibrate(
         report = calibrate_report(loaded, start, loo=loo)
     fitted = report.fitted
     before = np.abs([r["error_pct"] for r in evaluation_rows(loaded, start)])
-    rows = evaluation_rows(loaded, fitted)
+    rows = evaluation_rows(loaded, fitted, frozenset(run_key(r) for r in loaded))   # all in-sample
     after = np.abs([r["error_pct"] for r in rows])
     from commbench.planner.step.terms import save_calibration
-    data = save_calibration(out, fitted, fitted_on=sorted(set(runs)), force=force)
+    data = save_calibration(out, fitted, fitted_on=sorted(set(runs)), force=force, runs=[run_key(r) for r in loaded])
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     if as_json:
         console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",

@@ -357,6 +357,8 @@ class Predictions:
     valid: np.ndarray
     mem_total_bytes: np.ndarray
     mem_capacity_bytes: np.ndarray
+    model_tflops_per_gpu: np.ndarray | None = None   # predicted model TFLOP/s/GPU (at the predicted tokens/s)
+    peak_tflops: np.ndarray | None = None            # the GPU's datasheet peak in the run's precision
 
     @property
     def abs_pct_error(self) -> np.ndarray:
@@ -369,7 +371,7 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
     modelled = [r for r in runs if r.layout is not None]
     n = len(modelled)
     pred, fits, valid = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)
-    mem, cap = np.zeros(n), np.zeros(n)
+    mem, cap, model_tflops, peak = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     groups: dict[tuple, list[int]] = {}
     for j, r in enumerate(modelled):
         key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]))
@@ -380,9 +382,10 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
                               seq_len=seq_len, calibration=calibration)
         pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
         mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
+        model_tflops[idx], peak[idx] = bd.model_tflops_per_gpu, bd.peak_tflops
     published = np.array([float(r.row["tokens_per_s_per_gpu"]) for r in modelled])
     return Predictions(runs=modelled, predicted_tokens=pred, published_tokens=published, fits=fits, valid=valid,
-                       mem_total_bytes=mem, mem_capacity_bytes=cap)
+                       mem_total_bytes=mem, mem_capacity_bytes=cap, model_tflops_per_gpu=model_tflops, peak_tflops=peak)
 
 
 _PRESET_CACHE: dict[tuple[str, int], Any] = {}

@@ -8,9 +8,11 @@ Three inputs (`read_runs` picks by content):
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
   `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
   tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
-  logged iterations after the first (warm-up).
+  logged iterations after the first (warm-up), leaving out lines counting skipped or NaN iterations; a log of
+  one iteration (the warm-up) is refused.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
-  line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU.
+  line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
+  over the steps after the first (warm-up), as for Megatron-LM.
 The model and system of a log come from the command line (logs do not name a zoo model).
 A log missing what a prediction needs raises one line naming what is missing.
 """
@@ -28,9 +30,14 @@ from commbench.errors import CommbenchError, read_user_file
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
-MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([0-9.]+)")
-MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+)")
-TITAN_STEP = re.compile(r"step:\s*(\d+).*?tps:\s*([0-9,]+).*?tflops:\s*([0-9,.]+).*?mfu:\s*([0-9.]+)%")
+# A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
+# name (_positive), not skipped as if the line were not there
+MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
+MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
+# training_log's counts over the interval: iterations whose optimizer step was skipped (loss-scale overflow) or
+# whose loss/gradients were NaN; their time is not a training iteration's
+MEGATRON_SKIPPED = re.compile(r"number of (?:skipped|nan) iterations:\s*(\d+)")
+TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
 
 
 def _value(text: str) -> Any:
@@ -71,6 +78,33 @@ def _positive(log: str, key: str, text: str) -> float:
     return number
 
 
+# A Megatron-LM argument and the model field it is emitted from (emit/megatron.py model_args)
+MEGATRON_MODEL_ARGS = (("num_layers", "num_layers"), ("hidden_size", "hidden"), ("num_attention_heads", "num_heads"),
+                       ("num_experts", "num_routed_experts"), ("moe_router_topk", "top_k"),
+                       ("moe_ffn_hidden_size", "expert_ffn"))
+
+
+def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
+    """One line when the arguments a Megatron-LM log ran with are not the --model it is said to be (another model,
+    or a cut-down proxy of it): its run would be predicted as the other network. A model outside the zoo is not
+    checked here (the run is listed as not modelled)."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    name = _zoo_name(model)
+    if name is None:
+        return
+    spec = load_model(name)
+    for arg, field_name in MEGATRON_MODEL_ARGS:
+        if arg not in args or (arg != "num_experts" and args[arg] is None):
+            continue
+        want, got = getattr(spec, field_name), args[arg]
+        if field_name in ("num_routed_experts", "top_k", "expert_ffn") and not spec.is_moe:
+            want = None if arg == "num_experts" else got   # a dense model: only num_experts tells
+        if (got or None) != (want or None):
+            raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want or None!r}: the log "
+                                 "is of another model (or a cut-down one); give the --model it trained")
+
+
 def megatron_precision(args: dict[str, Any]) -> str:
     if args.get("fp4"):
         return "NVFP4"
@@ -79,40 +113,85 @@ def megatron_precision(args: dict[str, Any]) -> str:
     return "BF16"
 
 
-def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[str, Any]:
-    """One row from a Megatron-LM training log (see the module docstring)."""
-    args: dict[str, Any] = {}
+# The arguments a run's row is read from (and the model's shape): two arguments blocks that differ in one of these
+# are two runs in one log; a resumed run prints the same values again (its checkpoint paths may differ)
+MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "micro_batch_size",
+                     "global_batch_size", "seq_length", "context_parallel_size", "virtual_pipeline_model_parallel_size",
+                     "expert_model_parallel_size", "expert_tensor_parallel_size", "num_layers", "hidden_size",
+                     "ffn_hidden_size", "num_attention_heads", "num_experts", "moe_ffn_hidden_size", "moe_router_topk",
+                     "fp4", "fp8", "fp8_recipe", "recompute_granularity", "recompute_modules", "recompute_method",
+                     "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
+                     "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
+                     "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
+                     "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm")
+
+
+def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None = None) -> dict[str, Any]:
+    """One row from a Megatron-LM training log (see the module docstring); `num_gpus` (--gpus), when given, must
+    be the log's world_size."""
+    log = f"Megatron-LM log {source!r}"
+    blocks: list[dict[str, Any]] = []
+    lines: list[tuple[int, float, float | None, bool]] = []   # (arguments block before it, ms, TFLOP/s, skipped any)
     inside = False
     for line in text.splitlines():
         line = ANSI.sub("", line)
-        if re.search(r"-+ arguments -+", line):
-            inside = True
-            continue
         if re.search(r"-+ end of arguments -+", line):
             inside = False
             continue
+        if re.search(r"-+ arguments -+", line):
+            inside = True
+            blocks.append({})
+            continue
         match = MEGATRON_ARG.match(line) if inside else None
         if match:
-            args[match.group(1)] = _value(match.group(2))
-    log = f"Megatron-LM log {source!r}"
-    iters = [_positive(log, "elapsed time per iteration (ms)", m.group(1)) for m in MEGATRON_ITER.finditer(text)]
-    tflops = [_positive(log, "throughput per GPU (TFLOP/s/GPU)", m.group(1)) for m in MEGATRON_TFLOPS.finditer(text)]
+            blocks[-1][match.group(1)] = _value(match.group(2))
+        elapsed = MEGATRON_ITER.search(line)
+        if elapsed:
+            rate = MEGATRON_TFLOPS.search(line)
+            lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
+                          _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
+                          any(int(n) for n in MEGATRON_SKIPPED.findall(line))))
+    args = blocks[0] if blocks else {}
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
                              "'---- end of arguments ----'); run with the default argument printing on")
+    for number, other in enumerate(blocks[1:], start=2):
+        differ = next((k for k in MEGATRON_RUN_ARGS if args.get(k) != other.get(k)), None)
+        if differ:  # two runs' lines in one file: the median would mix their iterations
+            raise CommbenchError(f"{log}: holds {len(blocks)} runs: arguments block {number} has {differ}="
+                                 f"{other.get(differ)!r} where block 1 has {args.get(differ)!r}; give each run "
+                                 "its own file")
     need = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "micro_batch_size",
             "global_batch_size", "seq_length")
     missing = [k for k in need if args.get(k) is None]
     if missing:
         raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
-    if not iters:
+    check_logged_model(log, args, model)
+    if not lines:
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
-    steady = iters[1:] if len(iters) > 1 else iters
+    # the first iteration after each start (arguments block: a resumed run starts again) is warm-up
+    firsts = {i for i in range(len(lines)) if i == 0 or lines[i][0] != lines[i - 1][0]}
+    steady_lines = [x for i, x in enumerate(lines) if i not in firsts]
+    if not steady_lines:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+        raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
+                             "set-up), which is not the run's throughput; give a log with at least 2 "
+                             "'elapsed time per iteration' lines (a smaller --log-interval or more --train-iters)")
+    healthy = [x for x in steady_lines if not x[3]]
+    if not healthy:
+        raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
+                             "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
+                             "of iterations that trained")
+    steady = [ms for _, ms, _, _ in healthy]
+    tflops = [t for _, _, t, _ in healthy if t is not None]
+    left_out = len(steady_lines) - len(healthy)
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
                 "expert_tensor_parallel_size"):
         sizes[key] = _whole(log, key, args[key]) if args.get(key) else None
     world, gbs, seq = sizes["world_size"], sizes["global_batch_size"], sizes["seq_length"]
+    if num_gpus and num_gpus != world:
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "
+                             "on, or none (a Megatron-LM log states its own)")
     recompute = args.get("recompute_granularity") or "none"
     modules = args.get("recompute_modules") or []
     if recompute == "selective" and modules and "core_attn" not in modules:
@@ -127,8 +206,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str) -> dict[
            "cp": sizes["context_parallel_size"] or 1, "vp": sizes["virtual_pipeline_model_parallel_size"] or 1,
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
-           "tflops_per_gpu": median(tflops[1:] or tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(iters)} iterations", "release": "user",
+           "tflops_per_gpu": median(tflops) if tflops else None,
+           "notes": f"Megatron-LM log; {len(lines)} iterations" + (
+               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else ""), "release": "user",
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
@@ -171,23 +251,63 @@ def mesh_world_size(text: str) -> int | None:
     return prod(sizes)
 
 
+TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
+TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
+# The config entries a run's row is read from (and the model): two configs that differ in one are two runs
+TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "training.seq_len", "training.local_batch_size",
+                    "training.global_batch_size")
+
+
+def _entry(config: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        config = config.get(key) if isinstance(config, dict) else None
+    return config
+
+
 def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None) -> dict[str, Any]:
     """One row from a TorchTitan training log (see the module docstring)."""
     clean = ANSI.sub("", text)
-    config: dict[str, Any] | None = None
-    match = re.search(r"Running with args:\s*(\{.*\})\s*$", clean, re.MULTILINE)
-    if match:
-        try:
-            config = ast.literal_eval(match.group(1))
-        except (ValueError, SyntaxError):
-            config = None
+    log = f"TorchTitan log {source!r}"
+    configs: list[Any] = []
+    steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
+    for line in clean.splitlines():
+        match = TITAN_CONFIG.search(line)
+        if match:
+            try:
+                configs.append(ast.literal_eval(match.group(1)))
+            except (ValueError, SyntaxError):
+                configs.append(None)
+            continue
+        match = TITAN_STEP.search(line)
+        if match:
+            rank = TITAN_RANK.match(line)
+            steps.append(((max(len(configs), 1), rank.group(1) if rank else ""), int(match.group(1)),
+                          _positive(log, "tps", match.group(2))))
+    config = configs[0] if configs else None
     if not isinstance(config, dict):
         raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
                              "run with --job.print_args (print_config) on")
-    log = f"TorchTitan log {source!r}"
-    steps = [(int(m.group(1)), _positive(log, "tps", m.group(2))) for m in TITAN_STEP.finditer(clean)]
+    for number, other in enumerate(configs[1:], start=2):
+        differ = next((k for k in TITAN_RUN_CONFIG if _entry(config, k) != _entry(other, k)), None)
+        if differ:  # two runs' lines in one file: the median would mix their steps
+            raise CommbenchError(f"{log}: holds {len(configs)} runs: config {number} has {differ}="
+                                 f"{_entry(other, differ)!r} where config 1 has {_entry(config, differ)!r}; give "
+                                 "each run its own file")
     if not steps:
         raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
+    last: dict[tuple[int, str], int] = {}
+    steady = []
+    for start, step, tps in steps:   # the first step after each start (a config printed: a resumed run) is warm-up
+        if start in last and step <= last[start]:
+            raise CommbenchError(f"{log}: step numbers go back (step {last[start]}, then step {step}) with no config "
+                                 "printed between: two runs in one log; give each run its own file")
+        if start in last:
+            steady.append(tps)
+        last[start] = step
+    if not steady:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+        raise CommbenchError(f"{log}: only 1 step logged, the first, warm-up (compilation, allocator, NCCL "
+                             "set-up), which is not the run's throughput; give a log with at least 2 metrics "
+                             "lines (a smaller metrics.log_freq or more training.steps)")
     par, training = config.get("parallelism", {}), config.get("training", {})
     if not isinstance(par, dict) or not isinstance(training, dict):
         raise CommbenchError(f"{log}: the config's parallelism and training entries are not dicts")
@@ -198,23 +318,30 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                            for key in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel",
                                        "data_parallel_replicate"))
     shard = _whole(log, "parallelism.data_parallel_shard_degree", par.get("data_parallel_shard_degree", -1), -1)
-    if shard < 1 and not num_gpus:
-        num_gpus = mesh_world_size(clean)
+    meshed, group = mesh_world_size(clean), tp * pp * cp * rep
+    if num_gpus and meshed and num_gpus != meshed:
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but its device mesh line ('Building N-D device mesh') holds "
+                             f"{meshed} GPU(s): give the --gpus it ran on, or none")
+    said = "--gpus" if num_gpus else "its device mesh line"
+    num_gpus = num_gpus or meshed
     if shard < 1:
         if not num_gpus:
             raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto) and the log has "
                                  "no 'Building N-D device mesh with [...], [...]' line to read the GPU count from; "
                                  "give it with --gpus (one value for every log, or one per log in order)")
-        shard = num_gpus // (tp * pp * cp * rep)
-        if shard < 1:
-            raise CommbenchError(f"{log}: {num_gpus} GPU(s) do not hold tp*pp*cp*dp_replicate = {tp * pp * cp * rep}")
+        if num_gpus % group:  # TorchTitan's ParallelDims refuses it: the run cannot have had this layout
+            raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}) are not a whole number of "
+                                 f"tp*pp*cp*dp_replicate = {group}")
+        shard = num_gpus // group
+    elif num_gpus and num_gpus != shard * group:
+        raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}), but its parallelism degrees hold dp_shard*"
+                             f"dp_replicate*cp*tp*pp = {shard * group}: give the --gpus it ran on, or none")
     dp = shard * rep
-    world = num_gpus or dp * tp * pp * cp
+    world = dp * tp * pp * cp
     mbs = _whole(log, "training.local_batch_size", training["local_batch_size"])
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
         gbs = mbs * dp
-    steady = [t for s, t in steps[1:]] or [t for _, t in steps]
     converters = " ".join(config.get("model", {}).get("converters", []) or [])
     precision = "MXFP8" if "mx" in converters else ("FP8" if "float8" in converters else "BF16")
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
@@ -254,5 +381,5 @@ def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | 
     if not model or not gpu:
         raise CommbenchError(f"runs file {path!r} is a {kind} log: give --model and --system for it")
     if kind == "megatron":
-        return [parse_megatron_log(text, source=path, model=model, gpu=gpu)]
+        return [parse_megatron_log(text, source=path, model=model, gpu=gpu, num_gpus=num_gpus)]
     return [parse_torchtitan_log(text, source=path, model=model, gpu=gpu, num_gpus=num_gpus)]

@@ -174,18 +174,30 @@ MODEL_MEDIAN_ABS_ERROR = {"moe": 0.069, "dense": 0.035}
 CALIBRATION_KIND = "commbench-calibration"
 
 
-def calibration_json(cal: Calibration, *, fitted_on: list[str]) -> dict:
-    """The file `commbench calibrate -O` writes: the fitted terms and the runs they came from."""
-    return {"kind": CALIBRATION_KIND, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
+def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None) -> dict:
+    """The file `commbench calibrate -O` writes: the fitted terms, the files they came from and (`runs`) each run
+    fitted, as calibrate's run_key names it (so --evaluate can tell those runs from held-out ones)."""
+    data = {"kind": CALIBRATION_KIND, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
+    return data if runs is None else dict(data, runs=runs)
 
 
-def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force: bool = False) -> dict:
+def fitted_runs(path: str) -> list[str]:
+    """The runs a `commbench calibrate -O` file was fitted on (its "runs"; [] for a file without them)."""
+    import json
+
+    from commbench.errors import read_user_file
+    runs = json.loads(read_user_file(path, "calibration file")).get("runs")
+    return [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
+
+
+def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force: bool = False,
+                     runs: list[str] | None = None) -> dict:
     """Write `cal` as the file load_calibration reads (calibration_json), whole, under commbench.files' rules for
     an output it replaces (-O/--out; `force`: replace a file that is not a calibration); returns what it wrote."""
     import json
 
     from commbench.files import write_output
-    data = calibration_json(cal, fitted_on=fitted_on)
+    data = calibration_json(cal, fitted_on=fitted_on, runs=runs)
     write_output(path, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
                  what="calibration", force=force)
     return data
