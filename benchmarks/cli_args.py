@@ -30,10 +30,11 @@ def calibration_of(parser: argparse.ArgumentParser, path: str | None):
     """The Calibration --calibration names (the shipped one without it); a bad file is argparse's one-line error,
     exit 2."""
     from commbench.errors import CommbenchError
-    from commbench.planner.step.terms import CALIBRATED, load_calibration
+    from commbench.planner.calibrate.fit import load_calibration_file
+    from commbench.planner.step.terms import CALIBRATED
     if path is None:
         return CALIBRATED
     try:
-        return load_calibration(path)
+        return load_calibration_file(path)
     except CommbenchError as exc:
         parser.error(str(exc))

@@ -110,6 +110,14 @@ def test_calibrate_fits_and_plan_takes_the_file(tmp_path):
     plan = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
                                     "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096", "--calibration", str(bad)])
     assert plan.exit_code == 2 and "warp_speed" in plan.output
+    wild = tmp_path / "wild.json"   # a hand edit: 5 s of host time per layer, where a fit stops at 10 ms
+    wild.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"layer_overhead_s": 5}}))
+    for command in (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--layout",
+                     "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096"], ["calibrate", "--evaluate", str(MEGATRON), "--model",
+                                                            "deepseek-v3", "--system", "gb300-nvl72"]):
+        refused = CliRunner().invoke(app, [*command, "--calibration", str(wild)])
+        assert refused.exit_code == 2 and "layer_overhead_s=5.0 is invalid: from 0 to 0.1" in refused.output, \
+            refused.output
 
 
 def test_fit_weights_collapse_duplicates_and_balance_groups():
@@ -351,12 +359,12 @@ def test_a_log_of_only_its_warm_up_iteration_is_refused(tmp_path, log, needle, k
     cut = tmp_path / log.name
     cut.write_text(_lines_before(log.read_text(), needle, 1))
     parse = parse_megatron_log if kind == "iteration" else parse_torchtitan_log
-    extra = {} if kind == "iteration" else {"num_gpus": 8}
+    extra = dict(model="deepseek-v3", gpu="gb300-nvl72") if kind == "iteration" else \
+        dict(model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)   # each log's own model
     with pytest.raises(CommbenchError, match=f"only 1 {kind} logged, the first, warm-up"):
-        parse(cut.read_text(), source=str(cut), model="deepseek-v3", gpu="gb300-nvl72", **extra)
+        parse(cut.read_text(), source=str(cut), **extra)
     cut.write_text(_lines_before(log.read_text(), needle, 2))   # two: the second is the run's figure
-    assert parse(cut.read_text(), source=str(cut), model="deepseek-v3", gpu="gb300-nvl72", **extra)[
-        "tokens_per_s_per_gpu"] > 0
+    assert parse(cut.read_text(), source=str(cut), **extra)["tokens_per_s_per_gpu"] > 0
 
 
 @pytest.mark.parametrize("log, old, new, named", [
@@ -502,3 +510,30 @@ def test_evaluate_on_the_runs_a_calibration_was_fitted_on_says_in_sample(tmp_pat
     assert "1 of these 1 run(s) are ones" in text.output and "in-sample" in text.output
     shipped = json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--json"]).stdout)
     assert shipped["num_in_sample"] == 0 and shipped["rows"][0]["in_sample"] is False
+
+
+def test_a_plan_says_which_calibration_it_was_predicted_with(tmp_path):
+    """plan.json said "efficiency terms: commbench.planner.step.terms (fitted to published runs)" whatever
+    --calibration gave: a plan predicted with a user's terms claimed the shipped ones."""
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 0.4}}))
+    common = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64", "--json"]
+    for layout in ([], ["--layout", "tp=1,pp=1,ep=8,mbs=1"]):   # the search, and one pinned layout
+        shipped = json.loads(CliRunner().invoke(app, [*common, *layout]).output)
+        assert shipped["inputs"]["calibration"] == "shipped"
+        assert any("fitted to published runs" in a for a in shipped["assumptions"])
+        user = json.loads(CliRunner().invoke(app, [*common, *layout, "--calibration", str(mine)]).output)
+        assert user["inputs"]["calibration"] == str(mine)
+        assert any(str(mine) in a for a in user["assumptions"])
+        assert not any("fitted to published runs" in a for a in user["assumptions"])
+
+
+def test_a_torchtitan_log_of_another_model_than_model_is_refused():
+    """A Qwen3 30B-A3B TorchTitan log said to be qwen3-235b-a22b was predicted as the 235B network (-76%)."""
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(DATA / "torchtitan_qwen3_30b_b200.log"), "--model",
+                                      "qwen3-235b-a22b", "--system", "b200-hgx", "--gpus", "8"])
+    assert result.exit_code == 2 and "model.flavor='30B-A3B' (qwen3) is a 30B-parameter model, but --model " \
+        "qwen3-235b-a22b has 235B" in " ".join(result.output.split()), result.output
+    same = CliRunner().invoke(app, ["calibrate", "--evaluate", str(DATA / "torchtitan_qwen3_30b_b200.log"), "--model",
+                                    "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8"])
+    assert same.exit_code == 0, same.output

@@ -180,7 +180,8 @@ def calibrate(
                                           "terms fitted/held/moved, bounds reached and leave-one-out error")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace -O/--out even when it is not a calibration file")] = False,
 ) -> None:
-    from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, load_calibration
+    from commbench.planner.calibrate.fit import load_calibration_file
+    from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
@@ -189,7 +190,7 @@ def calibrate(
         from commbench.planner.step.terms import CALIBRATION_KIND
 
         claim_output(out, "--out", marker=CALIBRATION_KIND, what="calibration", force=force).release()
-    start = load_calibration(calibration) if calibration else CALIBRATED
+    start = load_calibration_file(calibration) if calibration else CALIBRATED
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]

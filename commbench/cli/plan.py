@@ -161,8 +161,9 @@ def plan(
     if torchtitan_version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     spec = load_model(model, model_file)
-    from commbench.planner.step.terms import CALIBRATED, load_calibration
-    cal = load_calibration(calibration) if calibration else CALIBRATED
+    from commbench.planner.calibrate.fit import load_calibration_file
+    from commbench.planner.step.terms import CALIBRATED
+    cal = load_calibration_file(calibration) if calibration else CALIBRATED
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     given = set(pins)
@@ -177,7 +178,7 @@ def plan(
     if not complete:
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
-                        torchtitan_version=torchtitan_version, force=force)
+                        torchtitan_version=torchtitan_version, force=force, calibration_file=calibration)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -196,7 +197,8 @@ def plan(
         from commbench.planner.emit.pinned import pinned_plan_document
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric, req.software),
-                                   torchtitan_version=torchtitan_version, framework=req.framework)
+                                   torchtitan_version=torchtitan_version, framework=req.framework,
+                                   calibration_file=calibration)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json:

@@ -60,7 +60,7 @@ PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), C
 
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
                     as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
-                    force: bool = False) -> dict:
+                    force: bool = False, calibration_file: str | None = None) -> dict:
     """Search, explain, print (or emit one form), and write the plan files; returns the plan document."""
     if emit is not None and emit not in EMIT_KINDS:
         raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
@@ -73,7 +73,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
-                        torchtitan_version=torchtitan_version)
+                        torchtitan_version=torchtitan_version, calibration_file=calibration_file)
     meg = doc["megatron"]
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":

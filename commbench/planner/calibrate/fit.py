@@ -42,6 +42,22 @@ def hard_range(term: str) -> tuple[float, float]:
     return (1.0, 10.0 * hi) if lo >= 1.0 else (1e-3, 1.0)
 
 
+def load_calibration_file(path: str) -> Calibration:
+    """A `commbench calibrate -O` file (step.terms.load_calibration) whose every term lies in its hard_range:
+    a fit stays inside BOUNDS, so a term beyond hard_range (layer_overhead_s = 5 s per layer) is a hand edit
+    or a corrupt file, refused in one line naming the term, not planned with."""
+    from commbench.errors import invalid
+    from commbench.planner.step.terms import load_calibration
+
+    cal = load_calibration(path)
+    for term in BOUNDS:
+        lo, hi = hard_range(term)
+        value = getattr(cal, term)
+        if not lo <= value <= hi:
+            raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
+    return cal
+
+
 HUBER_DELTA = 0.1  # |log error| beyond which the loss grows linearly (~10%): outlier rows pull less
 
 

@@ -84,6 +84,28 @@ MEGATRON_MODEL_ARGS = (("num_layers", "num_layers"), ("hidden_size", "hidden"), 
                        ("moe_ffn_hidden_size", "expert_ffn"))
 
 
+FLAVOR_PARAMS_RE = re.compile(r"^(\d+(?:\.\d+)?)[bB]\b")   # TorchTitan flavors name total params: 30B-A3B, 671B, 120b
+FLAVOR_PARAMS_AGREE = (0.8, 1.25)   # the name rounds (gpt-oss-120b holds 117B): a factor beyond is another model
+
+
+def check_titan_flavor(log: str, logged: Any, model: str) -> None:
+    """One line when a TorchTitan log's model flavor names a parameter count the --model does not have (a
+    Qwen3 30B-A3B log said to be qwen3-235b-a22b would be predicted as the larger network); a flavor
+    without a count (debugmodel) or a model outside the zoo is not checked."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.counts import param_counts
+    from commbench.planner.models.zoo import load_model
+    flavor = str(logged.get("flavor", "")) if isinstance(logged, dict) else ""
+    match, name = FLAVOR_PARAMS_RE.match(flavor), _zoo_name(model)
+    if match is None or name is None:
+        return
+    have = param_counts(load_model(name)).total / 1e9
+    said = float(match.group(1))
+    if not FLAVOR_PARAMS_AGREE[0] <= said / have <= FLAVOR_PARAMS_AGREE[1]:
+        raise CommbenchError(f"{log}: model.flavor={flavor!r} ({logged.get('name', '?')}) is a {said:g}B-parameter "
+                             f"model, but --model {model} has {have:,.0f}B: give the --model the log trained")
+
+
 def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
     """One line when the arguments a Megatron-LM log ran with are not the --model it is said to be (another model,
     or a cut-down proxy of it): its run would be predicted as the other network. A model outside the zoo is not
@@ -342,6 +364,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
         gbs = mbs * dp
+    check_titan_flavor(log, config.get("model", {}), model)
     converters = " ".join(config.get("model", {}).get("converters", []) or [])
     precision = "MXFP8" if "mx" in converters else ("FP8" if "float8" in converters else "BF16")
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, fabric_summary, framework_assumptions,
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, efficiency_terms, fabric_summary, framework_assumptions,
                                          framework_record, layout_dict, megatron_section, model_dict)
 from commbench.planner.emit.megatron import MEGATRON_TARGET
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
@@ -20,7 +20,8 @@ from commbench.planner.layout.placement import gpus_per_rack, place
 
 def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str, Any], *, system: str,
                          num_gpus: int, seq_len: int | None, moe_imbalance: float, flex_backend: str = "deepep",
-                         torchtitan_version: str = DEFAULT_TORCHTITAN, framework: str = "megatron") -> dict[str, Any]:
+                         torchtitan_version: str = DEFAULT_TORCHTITAN, framework: str = "megatron",
+                         calibration_file: str | None = None) -> dict[str, Any]:
     per_rack = gpus_per_rack(num_gpus, int(fabric.domain_size))
     placement = place(layout, num_gpus, per_rack)
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
@@ -30,11 +31,12 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "pinned",
         "inputs": {"model": model.name, "model_spec": model_dict(model), "system": system, "gpus": num_gpus,
                    "gbs": layout.gbs, "precision": layout.precision, "seq_len": seq_len or model.seq_len,
-                   "moe_imbalance": moe_imbalance, "pins": layout_dict(layout), "fabric": fabric_summary(fabric)},
+                   "moe_imbalance": moe_imbalance, "pins": layout_dict(layout), "fabric": fabric_summary(fabric),
+                   "calibration": calibration_file or "shipped"},
         "assumptions": [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-                        "efficiency terms: commbench.planner.step.terms (fitted to published runs)"]
+                        efficiency_terms(calibration_file)]
                        + list(megatron["notes"]) + framework_assumptions(framework),
         "layout": layout_dict(layout),
         "predicted": dict(row),

@@ -197,9 +197,17 @@ def fabric_summary(fabric) -> dict[str, Any]:
             "notes": list(fabric.notes), "warnings": list(fabric.warnings)}
 
 
+def efficiency_terms(calibration_file: str | None) -> str:
+    """The plan's line on where its efficiency terms come from: the shipped ones, or a calibrate -O file."""
+    if calibration_file is None:
+        return "efficiency terms: commbench.planner.step.terms (fitted to published runs)"
+    return (f"efficiency terms: {calibration_file} (commbench calibrate -O; a term it does not set keeps "
+            "the shipped value)")
+
+
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],
                   extra_assumptions: list[str] = (), top: int = 10, flex_backend: str = "deepep",
-                  torchtitan_version: str = DEFAULT_TORCHTITAN) -> dict[str, Any]:
+                  torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None) -> dict[str, Any]:
     """The schema-versioned plan.json for the winner of a SearchResult (every figure predicted)."""
     from commbench.planner.search.explain import short
     from commbench.planner.layout.placement import place
@@ -219,7 +227,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
         "overlaps on where Megatron allows them (they never lengthen a step in the model)",
-        "efficiency terms: commbench.planner.step.terms (fitted to published runs)",
+        efficiency_terms(calibration_file),
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
@@ -238,7 +246,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                    "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, "seq_len": seq_len,
                    "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,
                    "pins": dict(req.pins), "fabric": fabric_summary(req.fabric),
-                   "software": req.software, **({"software_note": req.software_note} if req.software_note else {})},
+                   "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
+                   "calibration": calibration_file or "shipped"},
         "assumptions": assumptions,
         "layout": layout_dict(lay),
         "predicted": bd.row(0) | {"mem_headroom_bytes": float(result.headroom_bytes[0]),
