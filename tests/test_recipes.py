@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 import numpy as np
@@ -423,3 +424,19 @@ def test_the_flex_backend_is_one_the_release_container_runs_on_that_gpu():
     new = CliRunner().invoke(app, base + ["--software", "26.02.01"], env={"COLUMNS": "250"})
     assert new.exit_code == 0, new.output
     assert "--moe-flex-dispatcher-backend hybridep" not in " ".join(new.output.split())
+
+
+def test_a_plan_says_when_the_release_runs_ep_overlap_beside_full_graphs_its_target_refuses():
+    """26.06 on, DeepSeek-V3's GB300 recipes run the EP all-to-all overlap beside a full-iteration graph, which
+    megatron-core 0.16.1 (the plans' target) refuses: the search leaves the pair out, and the plan says why its
+    best can be slower than the recipe's layout; 26.02's recipes do not pair them, and no such line is printed."""
+    assert recipes.runs_ep_overlap_with_full_graph("26.08", "gb300", "mxfp8", "deepseek-v3")
+    assert not recipes.runs_ep_overlap_with_full_graph("26.02", "gb300", "mxfp8", "deepseek-v3")
+    base = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8",
+            "--json", "--top", "1"]
+    for software, said in (("26.08", True), ("26.02", False)):
+        doc = json.loads(CliRunner().invoke(app, [*base, "--software", software]).output)
+        line = [x for x in doc["explanation"] if "beside a full-iteration CUDA graph" in x]
+        assert bool(line) is said and (not said or "megatron-core 0.16.1" in line[0]), doc["explanation"]
+        lay = doc["layout"]
+        assert not (lay["cuda_graph"] == "full" and lay["moe_a2a_overlap"])

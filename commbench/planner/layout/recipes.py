@@ -213,6 +213,16 @@ def release_features(release: str, gpu: str | None = None, precision: str | None
     return {k: frozenset(v) for k, v in out.items()}
 
 
+def runs_ep_overlap_with_full_graph(release: str, gpu: str | None = None, precision: str | None = None,
+                                    model: str | None = None) -> bool:
+    """Whether a recipe release_features reads runs the EP all-to-all overlap beside a full-iteration CUDA
+    graph (Megatron-Bridge 26.06 on, e.g. DeepSeek-V3 and gpt-oss on GB200/GB300 NVL72): a pair that
+    megatron-core 0.16.1, the plans' target, refuses (TransformerConfig: a CUDA graph with
+    overlap_moe_expert_parallel_comm must be transformer_engine's per-layer one)."""
+    entries, _ = _feature_entries(release, gpu, precision, model)
+    return any(e.get("cuda_graph") == "full" and e.get("moe_a2a_overlap") for e in entries)
+
+
 def release_features_scope(release: str, gpu: str | None = None, precision: str | None = None,
                            model: str | None = None) -> str:
     """How narrowly release_features matched: "model", "precision", "gpu" or "any"."""
@@ -288,6 +298,7 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
 
 
 __all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
-           "release_features", "release_features_scope", "check_pins_in_release", "flex_backend",
+           "release_features", "release_features_scope", "runs_ep_overlap_with_full_graph", "check_pins_in_release",
+           "flex_backend",
            "tp_overlap_recipes", "tp_overlap_unrun",
            "CONTAINERS_WITHOUT_DEEPEP", "gpu_key"]

@@ -222,6 +222,12 @@ def caveats(result: SearchResult) -> list[str]:
         out.append(f"The release's recipes fuse the experts' grouped MLP (Transformer Engine); "
                    f"{FRAMEWORK_VERSIONS[result.request.framework]} cannot run it, so no layout here uses it "
                    "(published runs of those recipes do, and are faster by it).")
+    from commbench.planner.layout.recipes import runs_ep_overlap_with_full_graph
+    if (model.is_moe and req.framework == "megatron"
+            and runs_ep_overlap_with_full_graph(req.software, req.gpu_name, req.precision, model.name)):
+        out.append(f"The release's recipes run the EP all-to-all overlap beside a full-iteration CUDA graph; "
+                   f"{FRAMEWORK_VERSIONS['megatron']} refuses that pair, so no layout here has both (published runs "
+                   "of those recipes do, and a newer Megatron-Core would run them).")
     return out
 
 
