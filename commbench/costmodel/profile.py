@@ -151,6 +151,8 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
     runs = {h.run_id: h for h in header_records(records)}
     sources = check_one_fabric(points, runs)
+    if base is not None:
+        check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes
     if not fits:
@@ -177,6 +179,27 @@ def _run_text(header) -> str:
     return (f"fitted from run {header.run_id} ({header.started_at}): {header.backend}, {header.world_size} ranks on "
             f"{hosts} ({devices}); torch {header.torch_version or '-'}, NCCL {header.nccl_version or '-'}, "
             f"CUDA {header.cuda_version or '-'}, commbench {header.commbench_version}{emulated}")
+
+
+NCCL_BACKENDS = ("nccl", "cupy-nccl")
+
+
+def check_on_base(points: list, runs: dict, base: Fabric) -> None:
+    """Refuse to replace a preset's curves with results not measured with NCCL on the preset's GPU (gloo on CPU
+    ranks measures TCP and memory copies, never NVLink or the NIC: a gb300 plan would run on them)."""
+    from commbench.errors import invalid
+
+    gpu = base.gpu.name if base.gpu is not None else ""
+    used = {m.run_id: m.backend for m in points if m.status == "ok"}
+    devices = {r: sorted(set(runs[r].devices)) if r in runs else [] for r in used}  # no header: devices unknown
+    off = {r: f"{backend} on {', '.join(devices[r]) or 'unknown devices'}" for r, backend in used.items()
+           if backend not in NCCL_BACKENDS or any(gpu.lower() not in d.lower() for d in devices[r])}
+    if off:
+        first = sorted(off)[0]
+        raise invalid("--system", base.name, f"the results were measured with {off[first]} (run {first}"
+                      + (f" and {len(off) - 1} more" if len(off) > 1 else "") + f"), not NCCL on {gpu.upper()}: "
+                      f"they would replace {base.name}'s {base.tiers['scale_up'].name} numbers; fit without --system "
+                      "(plan with --gpu), or measure with NCCL on that GPU")
 
 
 def check_one_fabric(points: list, runs: dict) -> list[str]:
