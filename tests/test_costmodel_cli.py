@@ -67,17 +67,18 @@ def test_predict_user_errors_are_one_line_exit_2(args, message):
     assert message in result.output and "Traceback" not in result.output
 
 
-def _write_sweep(path, collective: str, group: int, latency_s: float, busbw: float) -> None:
+def _write_sweep(path, collective: str, group: int, latency_s: float, busbw: float, *, backend: str = "gloo",
+                 device: str = "cpu") -> None:
     rng = np.random.default_rng(0)
     with JsonlWriter(path) as writer:
         writer.write(RunHeader(run_id="cli", started_at="t", argv=[], commbench_version="0", python_version="3",
                                torch_version=None, nccl_version=None, cuda_version=None, cupy_version=None,
-                               backend="gloo", world_size=group, hostnames=["h"], devices=["cpu"], nccl_env={},
-                               launcher="local"))
+                               backend=backend, world_size=group, hostnames=["h"], devices=[device] * group,
+                               nccl_env={}, launcher="local"))
         for p in range(10, 25):
             size = 1 << p
             time_s = (latency_s + 2 * (group - 1) / group * size / busbw) * float(np.exp(rng.normal(0, 0.02)))
-            writer.write(Measurement(run_id="cli", collective=collective, backend="gloo", size_bytes=size,
+            writer.write(Measurement(run_id="cli", collective=collective, backend=backend, size_bytes=size,
                                      count=size // 4, dtype="float32", op="sum", in_place=False, world_size=group,
                                      group_size=group, iters=10, warmup_iters=2, time_us_median=time_s * 1e6))
 
@@ -100,7 +101,7 @@ def test_fit_writes_a_profile_that_predict_reads(tmp_path):
 
 def test_fit_on_a_preset_keeps_unmeasured_curves_and_bad_input_is_one_line(tmp_path):
     results = tmp_path / "ar.jsonl"
-    _write_sweep(results, "all_reduce", 8, 30e-6, 300e9)
+    _write_sweep(results, "all_reduce", 8, 30e-6, 300e9, backend="nccl", device="NVIDIA H100 80GB HBM3")
     profile = tmp_path / "h100.json"
     assert _invoke("fit", str(results), "--system", "h100-hgx", "--nodes", "2", "-O", str(profile)).exit_code == 0
     fabric = Fabric.from_json(profile)
@@ -110,8 +111,23 @@ def test_fit_on_a_preset_keeps_unmeasured_curves_and_bad_input_is_one_line(tmp_p
     empty.write_text("")
     result = _invoke("fit", str(empty))
     assert result.exit_code == 2 and "no usable points" in result.output
-    result = _invoke("fit", str(results), "--backend", "nccl")
+    result = _invoke("fit", str(results), "--backend", "gloo")
     assert result.exit_code == 2 and "--backend" in result.output
+
+
+def test_fit_on_a_preset_refuses_results_not_measured_with_nccl_on_its_gpu(tmp_path):
+    """gloo on CPU ranks replaced gb300-nvl72's NVLink 5 all-reduce with ~3 GB/s of loopback copies, and a
+    256-GPU plan ran on it; an H100's curves replaced a GB300's. Now refused in one line naming --system."""
+    cpu = tmp_path / "cpu.jsonl"
+    _write_sweep(cpu, "all_reduce", 2, 200e-6, 3e9)
+    result = _invoke("fit", str(cpu), "--system", "gb300-nvl72", "-O", str(tmp_path / "f.json"))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "--system='gb300-nvl72' is invalid" in result.output and "gloo on cpu" in result.output
+    h100 = tmp_path / "h100.jsonl"
+    _write_sweep(h100, "all_reduce", 8, 30e-6, 300e9, backend="nccl", device="NVIDIA H100 80GB HBM3")
+    result = _invoke("fit", str(h100), "--system", "gb300-nvl72")
+    assert result.exit_code == 2 and "nccl on NVIDIA H100 80GB HBM3" in result.output
+    assert not (tmp_path / "f.json").exists()
 
 
 def test_predict_names_nccls_algorithm_and_protocol_per_size_and_can_force_them():

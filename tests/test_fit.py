@@ -287,3 +287,45 @@ def test_forced_nccl_sweeps_teach_the_preset_its_nccl_parameters():
     assert fabric.nccl.launch_us == pytest.approx(4.0, abs=3.0)
     assert base.nccl.ring_efficiency != fabric.nccl.ring_efficiency
     assert any("ring_efficiency" in note for note in fabric.notes)
+
+
+def _two_runs(path, second: dict) -> None:
+    """Two runs of one all_reduce curve (half the sizes each), the second's header changed by `second`."""
+    with JsonlWriter(path) as writer:
+        for run_id, changes in (("run_a", {}), ("run_b", second)):
+            writer.write(dataclasses.replace(_header(run_id, world_size=4),
+                                             **{"nccl_version": "2.27.3", "devices": ["NVIDIA H100"], **changes}))
+            for size in SIZES[8 + (run_id == "run_b")::2]:
+                writer.write(_record("all_reduce", size, 20.0 + size / 1e4, 4, world=4, run_id=run_id))
+
+
+@pytest.mark.parametrize("second, mixed", [({"nccl_version": "2.21.5"}, "NCCL versions"),
+                                           ({"devices": ["NVIDIA A100"]}, "devices"),
+                                           ({"emulated": {"emulated": True, "num_racks": 2}}, "emulated and real")])
+def test_runs_of_different_systems_are_not_merged_into_one_fit(tmp_path, second, mixed):
+    """Medians per size of two NCCL versions, two GPU models or an emulated and a real fabric made one curve of
+    no real fabric, silently; now refused in one line naming the runs."""
+    path = tmp_path / "mixed.jsonl"
+    _two_runs(path, second)
+    with pytest.raises(CommbenchError, match=f"mix {mixed} .*run run_[ab].*run run_[ab]"):
+        fit_result_files([str(path)])
+
+
+def test_a_profile_names_the_runs_it_was_fitted_from_and_an_emulated_one_says_so(tmp_path):
+    path = tmp_path / "same.jsonl"
+    _two_runs(path, {"hostnames": ["h2"]})
+    fabric, _, _ = fit_result_files([str(path)])
+    runs = [n for n in fabric.notes if n.startswith("fitted from run")]
+    assert len(runs) == 2 and "run_a" in runs[0] and "NCCL 2.27.3" in runs[0] and "NVIDIA H100" in runs[0]
+    assert not any("emulated" in w for w in fabric.warnings)
+    emulated = tmp_path / "emulated.jsonl"
+    _two_runs(emulated, {"emulated": {"emulated": True, "num_racks": 1}, "hostnames": ["h"]})
+    with pytest.raises(CommbenchError, match="emulated and real"):
+        fit_result_files([str(emulated)])
+    alone = tmp_path / "emulated-alone.jsonl"
+    with JsonlWriter(alone) as writer:
+        writer.write(_header("emu", world_size=4, emulated={"emulated": True, "tool": "commbench emulate"}))
+        for size in SIZES[8:]:
+            writer.write(_record("all_reduce", size, 20.0 + size / 1e4, 4, world=4, run_id="emu"))
+    fabric, _, _ = fit_result_files([str(alone)])
+    assert fabric.warnings[0].startswith("emulated fabric: fitted on `commbench emulate`")

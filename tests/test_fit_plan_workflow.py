@@ -40,3 +40,28 @@ def test_gpu_option_is_refused_for_a_preset():
     result = runner.invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
                                  "--gpu", "h100", "--layout", "ep=32"])
     assert result.exit_code == 2 and "--gpu='h100' is invalid" in result.output
+
+
+def test_a_plan_on_a_fitted_fabric_says_what_was_measured_borrowed_and_extrapolated(tmp_path):
+    """A plan on a fitted profile printed nothing about it: not which curves were measured (and with what), which
+    came from the preset, nor that group and message sizes beyond the measured ones are extrapolated."""
+    from tests.test_costmodel_cli import _write_sweep
+
+    results, fabric = tmp_path / "ar.jsonl", tmp_path / "h100.json"
+    _write_sweep(results, "all_reduce", 8, 30e-6, 300e9, backend="nccl", device="NVIDIA H100 80GB HBM3")
+    assert runner.invoke(app, ["fit", str(results), "--system", "h100-hgx", "-O", str(fabric)]).exit_code == 0
+    plan = ["plan", "--model", "llama3-8b", "--system", str(fabric), "--gpus", "16",
+            "--layout", "tp=8,pp=1,vp=1,ep=1,mbs=1"]
+    shown = runner.invoke(app, plan)
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "measured all_reduce/scale_up with nccl at group size(s) 8, messages up to 16 MiB" in text
+    assert "from the preset: " in text and "all_gather/scale_up" in text.split("from the preset: ")[1]
+    assert "beyond group size(s) 8 and messages of 16 MiB the measured curves are extrapolated" in text
+    assumptions = json.loads(runner.invoke(app, [*plan, "--json"]).output)["assumptions"]
+    assert any(a.startswith("network: ") and "extrapolated" in a for a in assumptions)
+    searched = runner.invoke(app, [*plan[:-2], "--top", "1"])
+    assert searched.exit_code == 0 and "measured all_reduce/scale_up" in " ".join(searched.output.split())
+    preset = runner.invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "16",
+                                 "--layout", "tp=8,pp=1,vp=1,ep=1,mbs=1"])
+    assert preset.exit_code == 0 and "network: " not in preset.output

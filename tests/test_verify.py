@@ -62,3 +62,31 @@ def test_verify_plan_json_validates_against_its_schema(small_plan):
     assert {p["collective"].split()[0] for p in doc["points"]} >= {"EP", "DP"}
     assert all(p["size_bytes"] <= 64 << 10 and p["measured_time_us"] > 0 for p in doc["points"])
     assert any("gloo" in flag for flag in doc["unmet_assumptions"])
+
+
+@pytest.mark.timeout(120)
+def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_path):
+    """A plan made on a fitted fabric .json was verified with no prediction at all ('-') and no word why; now the
+    prediction comes from that profile, and a profile missing or changed since the plan is flagged."""
+    from tests.test_costmodel_cli import _write_sweep
+
+    fabric, folder = tmp_path / "fabric.json", tmp_path / "plan"
+    collectives = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv")
+    for collective in collectives:
+        _write_sweep(tmp_path / f"{collective}.jsonl", collective, 2, 200e-6, 2e9)
+    fitted = CliRunner().invoke(app, ["fit", *(str(tmp_path / f"{c}.jsonl") for c in collectives), "-O", str(fabric)])
+    assert fitted.exit_code == 0, fitted.output
+    planned = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", str(fabric), "--gpu", "gb300",
+                                       "--gpus", "2", "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1", "-O", str(folder)])
+    assert planned.exit_code == 0, planned.output
+    verify = ["verify-plan", str(folder / "plan.json"), "--max-bytes", "64K", "--iters", "1", "--json"]
+    doc = json.loads(CliRunner().invoke(app, verify).stdout)
+    assert doc["points"] and all(p["predicted_time_us"] and p["predicted_time_us"] > 0 for p in doc["points"])
+    assert not any("no prediction" in f for f in doc["unmet_assumptions"])
+    fabric.write_text(fabric.read_text().replace('"name": "fitted"', '"name": "other"'))
+    doc = json.loads(CliRunner().invoke(app, verify).stdout)
+    assert all(p["predicted_time_us"] is None for p in doc["points"])
+    assert any("no prediction" in f and "'other'" in f for f in doc["unmet_assumptions"])
+    fabric.unlink()
+    doc = json.loads(CliRunner().invoke(app, verify).stdout)
+    assert any("no prediction" in f and "cannot be read" in f for f in doc["unmet_assumptions"])

@@ -24,7 +24,9 @@ def _write_fabric(fabric, out: str, force: bool) -> None:
     write_output(out, fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)
 
 
-@command("fit", help="Fit latency and bandwidth per collective, group and tier from measured JSONL results.")
+@command("fit", help="Fit latency and bandwidth per collective, group and tier from measured JSONL results. The "
+                     "profile names the runs it was fitted from; runs of different NCCL versions, devices or emulation "
+                     "(real vs commbench emulate) are refused, not merged.")
 def fit(
     results: Annotated[list[str], typer.Argument(help="commbench JSONL results files (bench, sweep or import).")],
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="Write the fabric profile JSON here.")] = None,

@@ -230,8 +230,9 @@ def plan(
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
+    from commbench.planner.emit.plan import fabric_lines
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
-            ([defaults_line(taken)] if taken else []):
+            ([defaults_line(taken)] if taken else []) + fabric_lines(fabric):
         console.print(line, highlight=False, markup=False)
     if out:
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)

@@ -12,7 +12,7 @@ from commbench.cli.base import console
 from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.calibrate.coverage import coverage_lines
-from commbench.planner.emit.plan import EMIT_KINDS, megatron_text, plan_document, torchtitan_text
+from commbench.planner.emit.plan import EMIT_KINDS, fabric_lines, megatron_text, plan_document, torchtitan_text
 from commbench.planner.emit.plan_files import write_plan_files
 from commbench.planner.search.explain import explain, short
 from commbench.planner.search.space import SearchRequest, SearchResult, search
@@ -92,7 +92,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
                     "both)", PARETO_COLUMNS, pareto_rows(result))
-        for line in lines:
+        for line in lines + fabric_lines(req.fabric):
             console.print(line, highlight=False, markup=False)
         console.print("Megatron-LM: " + (meg["refused"] if "refused" in meg else megatron_text(meg)), highlight=False,
                       markup=False, soft_wrap=True)

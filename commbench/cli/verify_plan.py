@@ -78,7 +78,7 @@ def verify_plan(
     if rows is None:
         return
     system = doc["inputs"]["system"]
-    fabric = load_preset(system, num_gpus=gpus) if system in preset_names() else None
+    fabric = load_preset(system, num_gpus=gpus) if system in preset_names() else _plan_fabric(doc, gpus, flags)
     per_rack = int(doc["placement"]["gpus_per_rack"])
     imbalance = float(doc["inputs"].get("moe_imbalance", 1.0))
     points = []
@@ -109,3 +109,22 @@ def verify_plan(
 def _rank(rank_env, job):
     from commbench.workflows.verify import verify_rank
     return verify_rank(rank_env, job)
+
+
+def _plan_fabric(doc: dict, gpus: int, flags: list[str]):
+    """The fitted fabric .json the plan was made on, for the predictions beside the measurements; None (and a flag
+    saying why no prediction is given) when it cannot be read here or is not the profile the plan names."""
+    from commbench.costmodel import load_fabric
+
+    system = str(doc["inputs"]["system"])
+    try:
+        fabric = load_fabric(system).scaled(num_gpus=gpus)
+    except CommbenchError as exc:
+        flags.append(f"no prediction: the plan's fabric {system} cannot be read here ({exc})")
+        return None
+    planned = doc["inputs"].get("fabric") or {}
+    if (planned.get("name"), planned.get("source")) != (fabric.name, fabric.source):
+        flags.append(f"no prediction: {system} is now fabric {fabric.name!r} ({fabric.source}), not the "
+                     f"{planned.get('name')!r} ({planned.get('source')}) the plan was made on")
+        return None
+    return fabric

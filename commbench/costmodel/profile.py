@@ -14,6 +14,7 @@ sweeps that forced an NCCL algorithm also set the preset's NCCL parameters (fit_
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric, Tier
@@ -149,6 +150,9 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     elif len(backends) > 1:
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
     runs = {h.run_id: h for h in header_records(records)}
+    sources = check_one_fabric(points, runs)
+    if base is not None:
+        check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes
     if not fits:
@@ -158,8 +162,74 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     world = max((m.world_size for m in points), default=None)
     label = name or (f"{base.name}+fitted" if base else "fitted")
     fabric = fabric_from_fits(fits, base=base, name=label, source="fitted:" + ",".join(paths),
-                              num_gpus=world, notes=notes)
+                              num_gpus=world, notes=notes + sources)
+    emulated = sorted({json.dumps(runs[r].emulated, sort_keys=True) for r in {m.run_id for m in points}
+                       if r in runs and runs[r].emulated})
+    if emulated:  # a profile of the emulator's loopback and tbf links, never of a real network
+        fabric = dataclasses.replace(fabric, warnings=(f"emulated fabric: fitted on `commbench emulate` "
+                                                       f"({emulated[0]}), not on a real network",) + fabric.warnings)
     return fabric, fits, notes
+
+
+def _run_text(header) -> str:
+    """One run's provenance, as a profile's notes name it."""
+    hosts = ",".join(sorted(set(header.hostnames))) or "hosts unknown"
+    devices = ", ".join(sorted(set(header.devices))) or "devices unknown"
+    emulated = "; emulated (commbench emulate)" if header.emulated else ""
+    return (f"fitted from run {header.run_id} ({header.started_at}): {header.backend}, {header.world_size} ranks on "
+            f"{hosts} ({devices}); torch {header.torch_version or '-'}, NCCL {header.nccl_version or '-'}, "
+            f"CUDA {header.cuda_version or '-'}, commbench {header.commbench_version}{emulated}")
+
+
+NCCL_BACKENDS = ("nccl", "cupy-nccl")
+
+
+def check_on_base(points: list, runs: dict, base: Fabric) -> None:
+    """Refuse to replace a preset's curves with results not measured with NCCL on the preset's GPU (gloo on CPU
+    ranks measures TCP and memory copies, never NVLink or the NIC: a gb300 plan would run on them)."""
+    from commbench.errors import invalid
+
+    gpu = base.gpu.name if base.gpu is not None else ""
+    used = {m.run_id: m.backend for m in points if m.status == "ok"}
+    devices = {r: sorted(set(runs[r].devices)) if r in runs else [] for r in used}  # no header: devices unknown
+    off = {r: f"{backend} on {', '.join(devices[r]) or 'unknown devices'}" for r, backend in used.items()
+           if backend not in NCCL_BACKENDS or any(gpu.lower() not in d.lower() for d in devices[r])}
+    if off:
+        first = sorted(off)[0]
+        raise invalid("--system", base.name, f"the results were measured with {off[first]} (run {first}"
+                      + (f" and {len(off) - 1} more" if len(off) > 1 else "") + f"), not NCCL on {gpu.upper()}: "
+                      f"they would replace {base.name}'s {base.tiers['scale_up'].name} numbers; fit without --system "
+                      "(plan with --gpu), or measure with NCCL on that GPU")
+
+
+def check_one_fabric(points: list, runs: dict) -> list[str]:
+    """Refuse points whose runs differ in NCCL version, devices or emulation (real vs `commbench emulate`,
+    or two emulated fabrics): their medians per size would be merged into one curve of no real fabric.
+    Returns a note per run used (its provenance), for the profile."""
+    from commbench.errors import CommbenchError
+
+    used = {m.run_id for m in points if m.status == "ok"}
+    known = {r: runs[r] for r in sorted(used) if r in runs}
+
+    def refuse(what: str, values: dict[str, str]) -> CommbenchError:
+        by_value: dict[str, list[str]] = {}
+        for run_id, value in values.items():
+            by_value.setdefault(value, []).append(run_id)
+        named = "; ".join(f"{value}: run {', '.join(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
+                          for value, ids in sorted(by_value.items()))
+        return CommbenchError(f"the results mix {what} ({named}): one fit would merge them into curves of no real "
+                              "fabric; fit each from the results measured with it (one fabric profile per system)")
+
+    checks = (("NCCL versions", lambda h: f"NCCL {h.nccl_version or 'none'}"),
+              ("devices", lambda h: ", ".join(sorted(set(h.devices))) or "devices unknown"),
+              ("emulated and real fabrics", lambda h: ("emulated " + json.dumps(h.emulated, sort_keys=True))
+               if h.emulated else "real"))
+    for what, value in checks:
+        values = {run_id: value(h) for run_id, h in known.items()}
+        if len(set(values.values())) > 1:
+            raise refuse(what, values)
+    return [_run_text(h) for h in known.values()] + \
+        [f"{len(used) - len(known)} run(s) without a header (provenance unknown)"] * (len(used) > len(known))
 
 
 def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:

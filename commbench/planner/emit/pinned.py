@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, efficiency_terms, fabric_summary, framework_assumptions,
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, efficiency_terms, fabric_lines, fabric_summary, framework_assumptions,
                                          framework_record, layout_dict, megatron_section, model_dict)
 from commbench.planner.emit.megatron import MEGATRON_TARGET
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
@@ -36,7 +36,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
         "assumptions": [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-                        efficiency_terms(calibration_file)]
+                        efficiency_terms(calibration_file)] + fabric_lines(fabric)
                        + list(megatron["notes"]) + framework_assumptions(framework),
         "layout": layout_dict(layout),
         "predicted": dict(row),

@@ -197,6 +197,31 @@ def fabric_summary(fabric) -> dict[str, Any]:
             "notes": list(fabric.notes), "warnings": list(fabric.warnings)}
 
 
+def fabric_lines(fabric) -> list[str]:
+    """For a fitted fabric: which (collective, tier) curves were measured and how (backend, group sizes, message
+    sizes), which come from the preset, that anything beyond the measured group and message sizes is extrapolated,
+    and its fit warnings. Nothing for a preset."""
+    from commbench.units import format_size
+
+    fitted = [r for r in fabric.fit_report if r.get("for_prediction") and r.get("collective") in fabric.collectives]
+    if not fitted:
+        return []
+    measured = sorted({f"{r['collective']}/{r['tier']}" for r in fitted})
+    borrowed = sorted({f"{c.collective}/{c.tier}" for c in fabric.curves if not c.source.startswith("fitted")}
+                      - set(measured))
+    backends = ", ".join(sorted({str(r["backend"]) for r in fitted}))
+    groups = ", ".join(str(n) for n in sorted({int(r["group_size"]) for r in fitted}))
+    largest = format_size(max(int(r["max_size_bytes"]) for r in fitted))
+    lines = [f"network: {fabric.name} ({fabric.source}) measured {', '.join(measured)} with {backends} at group "
+             f"size(s) {groups}, messages up to {largest}"
+             + (f"; from the preset: {', '.join(borrowed)}" if borrowed else ""),
+             f"network: beyond group size(s) {groups} and messages of {largest} the measured curves are extrapolated "
+             "(alpha-beta formula, not measured)"]
+    if fabric.warnings:
+        lines.append(f"network: {len(fabric.warnings)} fit warning(s) in the profile, first: {fabric.warnings[0]}")
+    return lines
+
+
 def efficiency_terms(calibration_file: str | None) -> str:
     """The plan's line on where its efficiency terms come from: the shipped ones, or a calibrate -O file."""
     if calibration_file is None:
@@ -232,7 +257,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
-    ] + list(megatron["notes"]) + framework_assumptions(framework) + list(extra_assumptions)
+    ] + fabric_lines(req.fabric) + list(megatron["notes"]) + framework_assumptions(framework) + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}
