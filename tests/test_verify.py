@@ -62,6 +62,7 @@ def test_verify_plan_json_validates_against_its_schema(small_plan):
     assert {p["collective"].split()[0] for p in doc["points"]} >= {"EP", "DP"}
     assert all(p["size_bytes"] <= 64 << 10 and p["measured_time_us"] > 0 for p in doc["points"])
     assert any("gloo" in flag for flag in doc["unmet_assumptions"])
+    assert any("NCCL over NVLink and the NIC" in flag for flag in doc["unmet_assumptions"])   # a preset's plan
 
 
 @pytest.mark.timeout(120)
@@ -83,6 +84,9 @@ def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_p
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert doc["points"] and all(p["predicted_time_us"] and p["predicted_time_us"] > 0 for p in doc["points"])
     assert not any("no prediction" in f for f in doc["unmet_assumptions"])
+    # the fabric is what the plan used: a fitted profile, not "NCCL over NVLink and the NIC" as for a preset
+    assert any("a profile fitted from measured results" in f for f in doc["unmet_assumptions"])
+    assert not any("NVLink and the NIC" in f for f in doc["unmet_assumptions"])
     fabric.write_text(fabric.read_text().replace('"name": "fitted"', '"name": "other"'))
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert all(p["predicted_time_us"] is None for p in doc["points"])

@@ -67,8 +67,11 @@ def verify_plan(
     if not items:
         raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
     if resolved != "nccl":
-        flags.insert(0, f"backend {resolved} on CPU: the plan's fabric is {doc['inputs']['system']} (NCCL over NVLink and "
-                        "the NIC); measured times here check the plan's sizes and groups, not its bandwidth")
+        preset = doc["inputs"].get("fabric", {}).get("source") == "preset"
+        what = ("NCCL over NVLink and the NIC" if preset else
+                "a profile fitted from measured results (plan.json inputs.fabric: its curves' sources)")
+        flags.insert(0, f"backend {resolved} on CPU: the plan's fabric is {doc['inputs']['system']} ({what}); measured "
+                        "times here check the plan's sizes and groups, not its bandwidth")
     if resolved == "gloo" and any(i.collective == "reduce_scatter" for i in items):
         flags.append("gloo implements reduce_scatter as a full all-reduce: its measured time is an upper bound")
     job = VerifyJob(items=tuple(items), backend=resolved, iters=iters)
