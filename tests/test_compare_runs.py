@@ -200,8 +200,10 @@ def test_a_resumed_sweep_is_one_run_and_two_separate_partial_runs_still_miss_poi
     base.write_text(_sweep_runs(tmp_path, "b1.jsonl").read_text() + _sweep_runs(tmp_path, "b2.jsonl").read_text())
     resumed = _sweep_runs(tmp_path, "resumed.jsonl", resume_after=2)
     assert len({json.loads(line)["run_id"] for line in resumed.read_text().splitlines()}) == 2
-    passed = run_cli(base, resumed, "--max-regression", "900%")
-    assert passed.exit_code == 0 and "missing" not in passed.output, passed.output
+    # The times are real gloo measurements (x20 apart on a loaded machine): what is judged here is the
+    # missing points, not the timings (the gate's timing verdicts have their own tests above).
+    passed = json.JSONDecoder().raw_decode(run_cli(base, resumed, "--max-regression", "900%", "--json").stdout)[0]
+    assert passed["missing"] == [] and not any(p["verdict"] == "missing" for p in passed["points"]), passed
     partial = tmp_path / "partial.jsonl"
     lines = [_sweep_runs(tmp_path, f"p{i}.jsonl").read_text().splitlines(keepends=True) for i in (1, 2)]
     partial.write_text("".join(lines[0][:1 + 2] + lines[1][:1 + 3]))
