@@ -207,27 +207,21 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
     or two emulated fabrics): their medians per size would be merged into one curve of no real fabric.
     Returns a note per run used (its provenance), for the profile."""
     from commbench.errors import CommbenchError
+    from commbench.results.records import mixed_runs_text
 
     used = {m.run_id for m in points if m.status == "ok"}
     known = {r: runs[r] for r in sorted(used) if r in runs}
-
-    def refuse(what: str, values: dict[str, str]) -> CommbenchError:
-        by_value: dict[str, list[str]] = {}
-        for run_id, value in values.items():
-            by_value.setdefault(value, []).append(run_id)
-        named = "; ".join(f"{value}: run {', '.join(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
-                          for value, ids in sorted(by_value.items()))
-        return CommbenchError(f"the results mix {what} ({named}): one fit would merge them into curves of no real "
-                              "fabric; fit each from the results measured with it (one fabric profile per system)")
 
     checks = (("NCCL versions", lambda h: f"NCCL {h.nccl_version or 'none'}"),
               ("devices", lambda h: ", ".join(sorted(set(h.devices))) or "devices unknown"),
               ("emulated and real fabrics", lambda h: ("emulated " + json.dumps(h.emulated, sort_keys=True))
                if h.emulated else "real"))
     for what, value in checks:
-        values = {run_id: value(h) for run_id, h in known.items()}
-        if len(set(values.values())) > 1:
-            raise refuse(what, values)
+        named = mixed_runs_text({run_id: value(h) for run_id, h in known.items()})
+        if named:
+            raise CommbenchError(f"the results mix {what} ({named}): one fit would merge them into curves of no "
+                                 "real fabric; fit each from the results measured with it (one fabric profile per "
+                                 "system)")
     return [_run_text(h) for h in known.values()] + \
         [f"{len(used) - len(known)} run(s) without a header (provenance unknown)"] * (len(used) > len(known))
 

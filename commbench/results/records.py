@@ -297,3 +297,15 @@ def measurements(records: Iterable[Record]) -> list[Measurement]:
 
 def headers(records: Iterable[Record]) -> list[RunHeader]:
     return [rec for rec in records if isinstance(rec, RunHeader)]
+
+
+def mixed_runs_text(values: dict[str, str]) -> str | None:
+    """Where runs differ in a property ({run id: its value}): "value: run a, b, c ...; other: run d", naming at
+    most three runs per value; None where they all agree (the one-line refusal of mixed results names them)."""
+    by_value: dict[str, list[str]] = {}
+    for run_id, value in values.items():
+        by_value.setdefault(value, []).append(run_id)
+    if len(by_value) < 2:
+        return None
+    return "; ".join(f"{value}: run {', '.join(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
+                     for value, ids in sorted(by_value.items()))

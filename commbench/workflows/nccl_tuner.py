@@ -55,36 +55,24 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
     """Refuse results whose runs differ in NCCL version or GPU models, or, at one scale (collective, nNodes,
     nRanks), in hosts: a cell would compare NCCL's default measured by one with a winner measured by another,
     and the rule could be slower than NCCL's real choice. Only the runs that give points count."""
-    from commbench.results.records import RunHeader
+    from commbench.results.records import RunHeader, mixed_runs_text
 
     used = {p.run_id for p in points}
     runs = {r.run_id: r for r in records if isinstance(r, RunHeader) and r.run_id in used}
 
-    def refuse(what: str, values: dict[str, str]) -> CommbenchError:
-        named = "; ".join(f"{value}: run {', '.join(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
-                          for value, ids in sorted(_by_value(values).items()))
-        return CommbenchError(f"the results mix {what} ({named}): a rule would compare NCCL's default of one with a "
-                              "winner of another and could be slower than NCCL's own choice; write one config per NCCL "
-                              "version and system, from the results measured with it")
+    def check(what: str, values: dict[str, str]) -> None:
+        named = mixed_runs_text(values)
+        if named:
+            raise CommbenchError(f"the results mix {what} ({named}): a rule would compare NCCL's default of one with "
+                                 "a winner of another and could be slower than NCCL's own choice; write one config "
+                                 "per NCCL version and system, from the results measured with it")
 
-    versions = {run_id: f"NCCL {h.nccl_version or 'unknown'}" for run_id, h in runs.items()}
-    if len(set(versions.values())) > 1:
-        raise refuse("NCCL versions", versions)
-    devices = {run_id: ", ".join(sorted(set(h.devices))) or "devices unknown" for run_id, h in runs.items()}
-    if len(set(devices.values())) > 1:
-        raise refuse("GPU models", devices)
+    check("NCCL versions", {run_id: f"NCCL {h.nccl_version or 'unknown'}" for run_id, h in runs.items()})
+    check("GPU models", {run_id: ", ".join(sorted(set(h.devices))) or "devices unknown" for run_id, h in runs.items()})
     for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
-        hosts = {p.run_id: "hosts " + ",".join(sorted(set(runs[p.run_id].hostnames))) for p in points
-                 if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs}
-        if len(set(hosts.values())) > 1:
-            raise refuse(f"hosts for {scale[0]} on {scale[1]} node(s), {scale[2]} rank(s)", hosts)
-
-
-def _by_value(values: dict[str, str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for run_id, value in values.items():
-        out.setdefault(value, []).append(run_id)
-    return out
+        check(f"hosts for {scale[0]} on {scale[1]} node(s), {scale[2]} rank(s)",
+              {p.run_id: "hosts " + ",".join(sorted(set(runs[p.run_id].hostnames))) for p in points
+               if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs})
 
 
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
