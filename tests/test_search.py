@@ -97,15 +97,15 @@ def test_bad_input_is_one_clear_error():
 
 def test_band_line_counts_layouts_and_structures_within_the_error():
     from commbench.planner.search.explain import band_lines
-    from commbench.planner.step.terms import MODEL_MEDIAN_ABS_ERROR
+    from commbench.planner.step.terms import MODEL_GAIN_MEDIAN_ABS_ERROR
     res = deepseek_256()
-    floor = res.fitting_tokens_desc[0] * (1.0 - MODEL_MEDIAN_ABS_ERROR["moe"])
+    floor = res.fitting_tokens_desc[0] * (1.0 - MODEL_GAIN_MEDIAN_ABS_ERROR["moe"])
     tied = int(np.sum(res.fitting_tokens_desc >= floor))
     structures = int(np.sum(res.fitting_structures_desc >= floor))
     line = band_lines(res)[0]
     assert f"Band: {tied:,} fitting layouts ({structures:,} distinct" in line and structures <= tied
     # the band is stated as the model's error is, not rounded to a whole percent
-    assert f"within {100 * MODEL_MEDIAN_ABS_ERROR['moe']:.1f}% of the best" in line
+    assert f"within {100 * MODEL_GAIN_MEDIAN_ABS_ERROR['moe']:.1f}% of the best" in line
 
 
 @pytest.mark.parametrize("pins, rule", [("tp=1,pp=1,mbs=1,recompute=selective,recompute_layers=5", "recompute_layers"),

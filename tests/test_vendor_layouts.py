@@ -96,22 +96,3 @@ def test_a_later_releases_faster_layout_in_another_table_is_credited_as_measured
     rows = [dict(run=run)]
     vendor_layouts.later_layout_gain(rows)          # no pool: the row alone has nothing later
     assert rows[0]["later"] is None
-
-
-def test_the_measured_error_of_a_predicted_gain_pairs_other_structures_of_one_run_once():
-    """layout_ratio_errors: a pair is two published structures of the same run; a published gain moved by a factor
-    k one way or the other moves the pair's error by log k (up, one of the two ways); the same structure
-    again (another release of it) is no pair of its own structures, and a repeated pair counts once."""
-    run = _run(lambda lay: lay.tp == 1 and lay.mbs == 1)
-    other = dataclasses.replace(run.layout, mbs=2)
-    base = vendor_layouts.layout_ratio_errors([run, dataclasses.replace(run, layout=other)])
-    assert len(base) == 1 and base[0]["moe"] == run.model.is_moe
-    published = float(run.row["tokens_per_s_per_gpu"])
-    moved = [vendor_layouts.layout_ratio_errors([run, dataclasses.replace(
-        run, layout=other, row=dict(run.row, tokens_per_s_per_gpu=published * k))])[0]["error"] for k in (1.25, 0.8)]
-    assert max(moved) == pytest.approx(base[0]["error"] + np.log(1.25), rel=1e-6)   # |x -+ log k| = |x| + log k
-    again = vendor_layouts.layout_ratio_errors([run, run, dataclasses.replace(run, layout=other),
-                                                dataclasses.replace(run, layout=other)])
-    assert len(again) == 1
-    band = vendor_layouts.ratio_band([dict(error=0.1, moe=True), dict(error=0.3, moe=True), dict(error=0.05, moe=True)])
-    assert band == {"moe": pytest.approx(0.1), "dense": pytest.approx(0.1)}   # no dense pair: the all-pairs median

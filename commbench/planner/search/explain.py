@@ -232,18 +232,20 @@ def caveats(result: SearchResult) -> list[str]:
 
 
 def band_lines(result: SearchResult) -> list[str]:
-    """Layouts whose predictions differ from the best by less than the model's own error are a tie."""
-    from commbench.planner.step.terms import MODEL_MEDIAN_ABS_ERROR
-    err = MODEL_MEDIAN_ABS_ERROR["moe" if result.request.model.is_moe else "dense"]
+    """Layouts whose predictions differ from the best by less than the model's measured error of a predicted
+    gain (step.terms.MODEL_GAIN_MEDIAN_ABS_ERROR) are a tie."""
+    from commbench.planner.step.terms import MODEL_GAIN_MEDIAN_ABS_ERROR
+    family = "MoE" if result.request.model.is_moe else "dense"
+    err = MODEL_GAIN_MEDIAN_ABS_ERROR[family.lower()]
     best = float(result.breakdown.tokens_per_s_per_gpu[0])
     tied = int(np.count_nonzero(result.fitting_tokens_desc >= best * (1.0 - err)))
     structures = int(np.count_nonzero(result.fitting_structures_desc >= best * (1.0 - err)))
     if tied <= 1:
         return []
     return [f"Band: {tied:,} fitting layouts ({structures:,} distinct {'/'.join(STRUCTURE)} structures) predict "
-            f"within {100 * err:.1f}% of the best (the model's median error on published "
-            f"{'MoE' if result.request.model.is_moe else 'dense'} runs of GPUs it was not fitted on): ranks "
-            f"1-{tied:,} are a tie within the model's error; measure the top few (verify-plan) before choosing."]
+            f"within {100 * err:.1f}% of the best (the model's median error of a predicted gain between two layouts, "
+            f"measured on pairs of published {family} layouts of one run): ranks 1-{tied:,} are a tie within the "
+            "model's error; measure the top few (verify-plan) before choosing."]
 
 
 def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[list[str], list[dict]]:
