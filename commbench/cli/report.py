@@ -54,21 +54,28 @@ MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iterat
 
 def read_for_report(files: list[str]) -> tuple[list, str]:
     """The records of `files`, streamed without per-iteration samples (a report never draws them), up to
-    MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so."""
+    MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so.
+    A resumed sweep's runs in one file are one run (results.resumed, as `compare` counts them) where they
+    were measured on one setup (results.run_setup): one curve and one table, not one per launch."""
     from commbench.results.records import Measurement, iter_records
+    from commbench.results.resumed import resumed_runs_joined
+    from commbench.results.run_setup import same_setup
 
     kept: list = []
     count = 0
     for index, path in enumerate(files):
+        mine: list = []
         for record in iter_records(path, drop_samples=True, on_bad_line=lambda n, why, path=path: console.print(
                 styled("[yellow]skipped line {} of {}[/]: {}", n, path, why), highlight=False)):
             if isinstance(record, Measurement):
                 count += 1
                 if count > MAX_REPORT_MEASUREMENTS:
                     rest = f" and {', '.join(files[index + 1:])}" if index + 1 < len(files) else ""
-                    return kept, (f"this report holds the first {MAX_REPORT_MEASUREMENTS:,} measurements read; the rest "
-                                  f"of {path}{rest} is not in its tables or plots (split the file, or report fewer files)")
-            kept.append(record)
+                    return kept + resumed_runs_joined(mine, joinable=same_setup), (
+                        f"this report holds the first {MAX_REPORT_MEASUREMENTS:,} measurements read; the rest "
+                        f"of {path}{rest} is not in its tables or plots (split the file, or report fewer files)")
+            mine.append(record)
+        kept += resumed_runs_joined(mine, joinable=same_setup)
     return kept, ""
 
 
@@ -82,7 +89,7 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import by_collective, series_label, shown_rows, write_report, wrong_data_lines
+    from commbench.results.report import by_collective, curve_label, run_curves, shown_rows, write_report, wrong_data_lines
     from commbench.results.records import headers, measurements
 
     from commbench.files import check_output_dir
@@ -98,12 +105,14 @@ def report(
     records = measurements(everything)
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")
+    runs = {h.run_id: h for h in headers(everything)}
     for collective, series in sorted(by_collective(records).items()):
         for key, rows in sorted(series.items()):
-            # imported nccl-tests rows have no p99: shown as "-"
-            shown, left_out = shown_rows(rows)
-            console.print(measurement_table(f"{collective} — {series_label(key)} (measured)"
-                                            + (f" — {left_out}" if left_out else ""), shown, console.width))
+            for run_label, run_rows in run_curves(rows, runs):
+                # imported nccl-tests rows have no p99: shown as "-"
+                shown, left_out = shown_rows(run_rows)
+                console.print(measurement_table(f"{collective} — {curve_label(key, run_label)} (measured)"
+                                                + (f" — {left_out}" if left_out else ""), shown, console.width))
     for line in wrong_data_lines(records):
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
     print_tuning_winners(everything)

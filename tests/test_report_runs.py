@@ -1,0 +1,102 @@
+"""report and the runs of its files: a resumed sweep is one curve and one table (as `compare` counts it), runs
+of other hosts, NCCL versions, devices or world sizes are curves and tables of their own, labelled by what
+differs, and the NCCL tuning winners never set one system's NCCL default against another's combination."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.comm.nccl_tuning import TuningCombo
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
+
+KIB = 1024
+
+
+def header(run_id, *, hosts=("h1",), nccl="2.27.3", sweep="s1", world=2, devices=("NVIDIA H100",), env=None):
+    return RunHeader(run_id=run_id, started_at="2026-01-01T00:00:00+00:00", argv=["commbench", "sweep"],
+                     commbench_version="0", python_version="3", torch_version=None, nccl_version=nccl,
+                     cuda_version=None, cupy_version=None, backend="nccl", world_size=world,
+                     hostnames=[hosts[i % len(hosts)] for i in range(world)], devices=list(devices) * world,
+                     nccl_env=env or {}, launcher="torchrun", sweep_identity=sweep)
+
+
+def point(run_id, size, time_us, *, world=2, group=None, params=None, collective="all_reduce"):
+    algbw, group = size / time_us / 1e3, group or world
+    return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=size // 4,
+                       dtype="float32", op="sum", in_place=False, world_size=world, group_size=group,
+                       group_layout="world" if group == world else "contiguous", num_groups=world // group, iters=20,
+                       warmup_iters=5, time_us_median=time_us, time_us_mean=time_us, time_us_min=time_us * 0.99,
+                       time_us_p99=time_us * 1.01, algbw_gbps=algbw, busbw_gbps=algbw * 2 * (group - 1) / group,
+                       num_wrong=0, params=params or {}, point_key=f"{collective}-{size}-{params}")
+
+
+def write(path, runs, group=None):
+    """runs: [(header, [(size, time_us), ...])]"""
+    with JsonlWriter(path) as writer:
+        for head, sizes in runs:
+            writer.write(head)
+            for size, time_us in sizes:
+                writer.write(point(head.run_id, size, time_us, world=head.world_size, group=group))
+    return str(path)
+
+
+def report(tmp_path, *files, monkeypatch=None):
+    """(CLI output, README.md, {figure title: [curve label, ...]}) of `commbench report FILES`."""
+    import commbench.results.report as module
+
+    drawn: dict[str, list[str]] = {}
+    if monkeypatch is not None:
+        monkeypatch.setattr(module, "busbw_figure",
+                            lambda title, curves, note: drawn.setdefault(title, [c.label for c in curves]))
+        monkeypatch.setattr(module, "latency_figure", lambda *args: None)
+        monkeypatch.setattr(module, "save", lambda fig, stem, formats: [])
+    result = CliRunner().invoke(app, ["report", *files, "--out", str(tmp_path / "rep")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    return result.output, (tmp_path / "rep" / "README.md").read_text(), drawn
+
+
+def titles(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("all_reduce — ")]
+
+
+def test_a_resumed_sweep_is_one_curve_and_one_table(tmp_path, monkeypatch):
+    """Killed after 2 KiB and resumed (`sweep --resume`: a new header and run id holding only the rest): one
+    run of the sweep, drawn as one line of four points and tabled once, as `compare` counts it."""
+    path = write(tmp_path / "resumed.jsonl", [(header("first"), [(KIB, 10.0), (2 * KIB, 11.0)]),
+                                              (header("resumed"), [(4 * KIB, 12.0), (8 * KIB, 13.0)])])
+    output, md, drawn = report(tmp_path, path, monkeypatch=monkeypatch)
+    assert drawn == {"all_reduce": ["nccl float32 n=2"]}, drawn
+    assert titles(output) == ["all_reduce — nccl float32 n=2 (measured)"], output
+    assert md.count("### nccl float32 n=2") == 1 and md.count("| 4 KiB |") == 1 and md.count("| 1 KiB |") == 1, md
+
+
+def test_runs_of_other_hosts_nccl_versions_or_world_sizes_are_apart_and_say_what_differs(tmp_path, monkeypatch):
+    """Two complete runs of one sweep on two hosts (appended into one file), and a sweep 'resumed' on another
+    NCCL version: never one table of doubled sizes or one line, each labelled by what differs."""
+    sizes = [(KIB, 10.0), (2 * KIB, 11.0)]
+    hosts = write(tmp_path / "hosts.jsonl", [(header("a", hosts=("h1",)), sizes), (header("b", hosts=("h2",)), sizes)])
+    output, md, drawn = report(tmp_path, hosts, monkeypatch=monkeypatch)
+    assert drawn["all_reduce"] == ["nccl float32 n=2 (hosts h1)", "nccl float32 n=2 (hosts h2)"], drawn
+    assert titles(output) == ["all_reduce — nccl float32 n=2 (hosts h1) (measured)",
+                              "all_reduce — nccl float32 n=2 (hosts h2) (measured)"], output
+    assert md.count("| 1 KiB |") == 2 and "### nccl float32 n=2 (hosts h2)" in md, md
+
+    versions = write(tmp_path / "versions.jsonl", [(header("old"), sizes),
+                                                   (header("new", nccl="2.21.5"), [(4 * KIB, 12.0)])])
+    _, md, drawn = report(tmp_path, versions, monkeypatch=monkeypatch)
+    assert drawn["all_reduce"] == ["nccl float32 n=2 (NCCL 2.27.3)", "nccl float32 n=2 (NCCL 2.21.5)"], drawn
+
+    # groups of 2 ranks in a world of 4 and of 8: one series key, two runs
+    worlds = write(tmp_path / "worlds.jsonl", [(header("w4", world=4), sizes), (header("w8", world=8), sizes)], group=2)
+    _, md, drawn = report(tmp_path, worlds, monkeypatch=monkeypatch)
+    assert drawn["all_reduce"] == ["nccl float32 n=2 contiguous (world size 4)",
+                                   "nccl float32 n=2 contiguous (world size 8)"], drawn
+
+
+def test_repeats_of_one_setup_are_apart_by_run_id(tmp_path, monkeypatch):
+    sizes = [(KIB, 10.0), (2 * KIB, 11.0)]
+    path = write(tmp_path / "again.jsonl", [(header("one", sweep=None), sizes), (header("two", sweep=None), sizes)])
+    output, _, drawn = report(tmp_path, path, monkeypatch=monkeypatch)
+    assert drawn["all_reduce"] == ["nccl float32 n=2 (run one)", "nccl float32 n=2 (run two)"], drawn
+    assert len(titles(output)) == 2, output
