@@ -4,6 +4,8 @@ differs, and the NCCL tuning winners never set one system's NCCL default against
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
@@ -42,7 +44,7 @@ def write(path, runs, group=None):
 
 
 def report(tmp_path, *files, monkeypatch=None):
-    """(CLI output, README.md, {figure title: [curve label, ...]}) of `commbench report FILES`."""
+    """(CLI output, README.md, {figure title: [curve label, ...]}) of `commbench report FILES` (into rep-STEM)."""
     import commbench.results.report as module
 
     drawn: dict[str, list[str]] = {}
@@ -51,9 +53,10 @@ def report(tmp_path, *files, monkeypatch=None):
                             lambda title, curves, note: drawn.setdefault(title, [c.label for c in curves]))
         monkeypatch.setattr(module, "latency_figure", lambda *args: None)
         monkeypatch.setattr(module, "save", lambda fig, stem, formats: [])
-    result = CliRunner().invoke(app, ["report", *files, "--out", str(tmp_path / "rep")], env={"COLUMNS": "200"})
+    out = tmp_path / f"rep-{Path(files[0]).stem}"
+    result = CliRunner().invoke(app, ["report", *files, "--out", str(out)], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
-    return result.output, (tmp_path / "rep" / "README.md").read_text(), drawn
+    return result.output, (out / "README.md").read_text(), drawn
 
 
 def titles(output: str) -> list[str]:
@@ -100,3 +103,41 @@ def test_repeats_of_one_setup_are_apart_by_run_id(tmp_path, monkeypatch):
     output, _, drawn = report(tmp_path, path, monkeypatch=monkeypatch)
     assert drawn["all_reduce"] == ["nccl float32 n=2 (run one)", "nccl float32 n=2 (run two)"], drawn
     assert len(titles(output)) == 2, output
+
+
+DEFAULT, RING_LL = TuningCombo(), TuningCombo(algo="ring", proto="ll", channels=16)
+
+
+def tuned(path, runs):
+    """runs: [(header, combo, time_us)], each at 1 KiB and 4 KiB on 4 ranks."""
+    with JsonlWriter(path) as writer:
+        for head, combo, time_us in runs:
+            writer.write(head)
+            for size in (KIB, 4 * KIB):
+                writer.write(point(head.run_id, size, time_us, world=4, params=combo.params()))
+    return str(path)
+
+
+def test_tuning_winners_never_set_one_nccl_version_or_host_against_another(tmp_path):
+    """NCCL 2.27's default (40 µs) 'beaten' 4x by ring/LL measured with NCCL 2.21 is no winner: a table per
+    NCCL version, each titled by it, and a note naming the runs; so for hosts. One system: one table as before."""
+    versions = tuned(tmp_path / "versions.jsonl", [(header("old", world=4, sweep=None), DEFAULT, 40.0),
+                                                   (header("new", world=4, nccl="2.21.5", sweep=None), RING_LL, 10.0)])
+    output, md, _ = report(tmp_path, versions)
+    assert "4.00x" not in output and "4.00x" not in md, output
+    assert "NCCL tuning winners (measured): allreduce, 1 node(s), 4 rank(s) — NCCL 2.27.3" in output
+    for text in (output, md):
+        assert "mix NCCL versions (NCCL 2.21.5: run new; NCCL 2.27.3: run old)" in " ".join(text.split()), text
+    assert "### allreduce, 1 node(s), 4 rank(s) — NCCL 2.21.5" in md, md
+
+    both = [(header(f"{host}-{combo.label}", hosts=(host,), world=4, sweep=None), combo, time_us)
+            for host, fast in (("h1", 10.0), ("h2", 30.0)) for combo, time_us in ((DEFAULT, 40.0), (RING_LL, fast))]
+    output, md, _ = report(tmp_path, tuned(tmp_path / "hosts.jsonl", both))
+    assert "| 1 KiB | 40.00 | ring/ll/16 | 10.00 | 4.00x |" in md and "| 1 KiB | 40.00 | ring/ll/16 | 30.00 | 1.33x |" in md
+    assert "### allreduce, 1 node(s), 4 rank(s) — hosts h2" in md and "hosts h1: run h1-NCCL default, h1-ring/ll/16" in md
+    assert sorted(p.name for p in (tmp_path / "rep-hosts").glob("nccl-tuning-*.png")) == [
+        "nccl-tuning-allreduce-1n-4r-system1.png", "nccl-tuning-allreduce-1n-4r-system2.png"]
+
+    one = tuned(tmp_path / "one.jsonl", both[:2])
+    output, md, _ = report(tmp_path, one)
+    assert "NCCL tuning winners (measured): allreduce, 1 node(s), 4 rank(s)\n" in output and "mix" not in output

@@ -35,17 +35,17 @@ def fabric_predictor(path: str, unpredicted: dict[str, str]):
 
 
 def print_tuning_winners(records: list) -> None:
-    """Per-size NCCL tuning winners, for runs measured with --nccl-algo/--nccl-proto/--nccl-channels."""
-    from commbench.results.nccl_tuner import choose_cells
+    """Per-size NCCL tuning winners, for runs measured with --nccl-algo/--nccl-proto/--nccl-channels: one table
+    per scale and system (NCCL version, GPU models, hosts), with a note where a scale's runs mix systems."""
     from commbench.results.tables import Col, print_table
-    from commbench.results.tuning_report import WINNER_COLUMNS, scale_title, tuning_points, winner_rows
+    from commbench.results.tuning_report import WINNER_COLUMNS, winner_rows, winner_tables
 
-    points = tuning_points(records)
-    tables: dict = {}
-    for scale, row in winner_rows(choose_cells(points, any_channels=True), points) if points else []:
-        tables.setdefault(scale, []).append([escape(str(cell)) for cell in row])
-    for scale, rows in tables.items():
-        print_table(console, f"NCCL tuning winners (measured): {scale_title(*scale)}",
+    tables, notes = winner_tables(records)
+    for note in notes:
+        console.print(styled("[yellow]note:[/] {}", note), highlight=False)
+    for table in tables:
+        rows = [[escape(str(cell)) for cell in row] for _, row in winner_rows(table.cells, table.points)]
+        print_table(console, f"NCCL tuning winners (measured): {table.title}",
                     [Col(name=name, numeric=name not in ("best combination", "rule")) for name in WINNER_COLUMNS], rows)
 
 
