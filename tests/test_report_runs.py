@@ -141,3 +141,23 @@ def test_tuning_winners_never_set_one_nccl_version_or_host_against_another(tmp_p
     one = tuned(tmp_path / "one.jsonl", both[:2])
     output, md, _ = report(tmp_path, one)
     assert "NCCL tuning winners (measured): allreduce, 1 node(s), 4 rank(s)\n" in output and "mix" not in output
+
+
+def test_curves_of_a_tuning_sweep_or_other_workload_params_are_told_apart(tmp_path, monkeypatch):
+    """Each NCCL combination of a tuning sweep is its own curve; they were all labelled "nccl float32 n=4",
+    legend entries and table titles alike. A param no label shows (broadcast's root) is named where it differs."""
+    one = tuned(tmp_path / "one.jsonl", [(header("d", world=4, sweep=None), DEFAULT, 40.0),
+                                         (header("r", world=4, sweep=None), RING_LL, 10.0)])
+    output, md, drawn = report(tmp_path, one, monkeypatch=monkeypatch)
+    assert drawn["all_reduce"] == ["nccl float32 n=4 NCCL default", "nccl float32 n=4 NCCL ring/ll/16"], drawn
+    assert titles(output) == ["all_reduce — nccl float32 n=4 NCCL default (measured)",
+                              "all_reduce — nccl float32 n=4 NCCL ring/ll/16 (measured)"], output
+    assert "### nccl float32 n=4 NCCL ring/ll/16" in md, md
+
+    path = tmp_path / "roots.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(header("b", sweep=None))
+        for root in (0, 1):
+            writer.write(point("b", KIB, 10.0, params={"root": root}, collective="broadcast"))
+    _, md, drawn = report(tmp_path, str(path), monkeypatch=monkeypatch)
+    assert drawn["broadcast"] == ["nccl float32 n=2 root=0", "nccl float32 n=2 root=1"], drawn

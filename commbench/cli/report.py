@@ -89,7 +89,8 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import by_collective, curve_label, run_curves, shown_rows, write_report, wrong_data_lines
+    from commbench.results.report import (by_collective, curve_label, run_curves, series_labels, shown_rows, write_report,
+                                          wrong_data_lines)
     from commbench.results.records import headers, measurements
 
     from commbench.files import check_output_dir
@@ -107,11 +108,12 @@ def report(
         raise CommbenchError(f"no measurements in {', '.join(files)}")
     runs = {h.run_id: h for h in headers(everything)}
     for collective, series in sorted(by_collective(records).items()):
+        labels = series_labels(series)
         for key, rows in sorted(series.items()):
             for run_label, run_rows in run_curves(rows, runs):
                 # imported nccl-tests rows have no p99: shown as "-"
                 shown, left_out = shown_rows(run_rows)
-                console.print(measurement_table(f"{collective} — {curve_label(key, run_label)} (measured)"
+                console.print(measurement_table(f"{collective} — {curve_label(labels[key], run_label)} (measured)"
                                                 + (f" — {left_out}" if left_out else ""), shown, console.width))
     for line in wrong_data_lines(records):
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)

@@ -17,6 +17,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from commbench.comm.nccl_tuning import combo_from_params
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.results.render import is_moe, tail_text
@@ -36,6 +37,7 @@ class ReportFiles:
 REPORT_MARKER = "# commbench report"  # README.md's first line: a README that lacks it is not replaced
 _SWEPT_PARAMS = ("tokens_per_rank",)  # varies along a curve, like size
 _LABELLED_PARAMS = ("algorithm", "routing", "dispatch_mode", "dispatch_dtype", "preset")
+_TUNING_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
 
 
 def series_key(m: Measurement) -> tuple:
@@ -48,9 +50,30 @@ def series_label(key: tuple) -> str:
     backend, dtype, group_size, layout, in_place, params = key
     named = dict(params)
     extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if named.get(k) not in (None, "None", ""))
+    if any(k in named for k in _TUNING_PARAMS):  # measured under --nccl-algo/--nccl-proto/--nccl-channels
+        tuning = {k: int(v) if k == "nccl_channels" and v.isdigit() else v  # the key holds str(value)
+                  for k, v in named.items() if k in _TUNING_PARAMS}
+        combo = combo_from_params(tuning).label
+        extra += f" {combo}" if combo == "NCCL default" else f" NCCL {combo}"
     dtype = "" if "hidden" in named else f" {dtype}"  # MoE: the dtype is the byte payload, not a data type
     return (f"{backend}{dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
             + (" in-place" if in_place else "") + extra)
+
+
+def series_labels(keys: Iterable[tuple]) -> dict[tuple, str]:
+    """series_label per key, told apart among `keys` (one collective's curves) where two would read the same:
+    by the workload params in which they differ (broadcast "root=1")."""
+    keys = list(keys)
+    same: dict[str, list[tuple]] = {}
+    for key in keys:
+        same.setdefault(series_label(key), []).append(key)
+    labels = {}
+    for label, group in same.items():
+        params = [dict(key[5]) for key in group]
+        differ = sorted({k for p in params for k in p if len({q.get(k) for q in params}) > 1})
+        for key, p in zip(group, params):
+            labels[key] = label + "".join(f" {k}={p.get(k, '-')}" for k in differ)
+    return labels
 
 
 def is_wrong(m: Measurement) -> bool:
@@ -71,8 +94,9 @@ def by_collective(records: Iterable[Measurement]) -> dict[str, dict[tuple, list[
     return out
 
 
-def curve_label(key: tuple, run_label: str) -> str:
-    return series_label(key) + (f" ({run_label})" if run_label else "")
+def curve_label(label: str, run_label: str) -> str:
+    """A series' label (series_labels) with what tells its run apart (run_curves)."""
+    return label + (f" ({run_label})" if run_label else "")
 
 
 def run_curves(rows: list[Measurement], runs: dict[str, RunHeader]) -> list[tuple[str, list[Measurement]]]:
@@ -127,13 +151,14 @@ def plot_together(grouped: dict[str, dict[tuple, list[Measurement]]], stem: Path
 def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Predictor | None,
             runs: dict[str, RunHeader]) -> list[Series]:
     curves = []
+    labels = series_labels(series)
     for key, rows in sorted(series.items()):
         for run_label, run_rows in run_curves(rows, runs):
             seconds = None
             if predict is not None and not is_moe(run_rows[0]):
                 sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
                 seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
-            curves.append(Series(label=curve_label(key, run_label), rows=run_rows, predicted_s=seconds,
+            curves.append(Series(label=curve_label(labels[key], run_label), rows=run_rows, predicted_s=seconds,
                                  time_name=headline_time(run_rows[0])[0]))
     return curves
 
@@ -193,9 +218,10 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         plots += figures
         md += [f"## {collective}", ""] + [f"![{collective} {f.stem.rsplit('-', 1)[-1]}]({f.name})" for f in figures
                                           if f.suffix == f".{formats[0]}"] + [""]
+        labels = series_labels(series)
         for key, rows in sorted(series.items()):
             for run_label, run_rows in run_curves(rows, runs):
-                md += [f"### {curve_label(key, run_label)}", "", *markdown_table(run_rows), ""]
+                md += [f"### {curve_label(labels[key], run_label)}", "", *markdown_table(run_rows), ""]
     if run_records:
         from commbench.results.tuning_report import tuning_section
 
