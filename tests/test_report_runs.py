@@ -161,3 +161,17 @@ def test_curves_of_a_tuning_sweep_or_other_workload_params_are_told_apart(tmp_pa
             writer.write(point("b", KIB, 10.0, params={"root": root}, collective="broadcast"))
     _, md, drawn = report(tmp_path, str(path), monkeypatch=monkeypatch)
     assert drawn["broadcast"] == ["nccl float32 n=2 root=0", "nccl float32 n=2 root=1"], drawn
+
+
+def test_a_run_in_two_files_is_read_once_and_said(tmp_path, monkeypatch):
+    """The same file given twice, or a copy taken mid-run (the run went on writing the original): every size was
+    tabled twice and drawn as one zig-zag line; now each point once, with a note naming the run and files."""
+    sizes = [(KIB, 10.0), (2 * KIB, 11.0)]
+    copy = write(tmp_path / "copy.jsonl", [(header("x"), sizes)])
+    whole = write(tmp_path / "whole.jsonl", [(header("x"), sizes + [(4 * KIB, 12.0)])])
+    output, md, drawn = report(tmp_path, copy, copy, monkeypatch=monkeypatch)
+    assert md.count("| 1 KiB |") == 1 and titles(output) == ["all_reduce — nccl float32 n=2 (measured)"], md
+    note = " ".join(output.split())
+    assert f"note: 2 point(s) of {copy} were read from {copy} already (run x: the same run in both files)" in note
+    output, md, drawn = report(tmp_path, copy, whole, monkeypatch=monkeypatch)
+    assert md.count("| 1 KiB |") == 1 and md.count("| 4 KiB |") == 1 and drawn == {"all_reduce": ["nccl float32 n=2"]}

@@ -56,13 +56,33 @@ def read_for_report(files: list[str]) -> tuple[list, str]:
     """The records of `files`, streamed without per-iteration samples (a report never draws them), up to
     MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so.
     A resumed sweep's runs in one file are one run (results.resumed, as `compare` counts them) where they
-    were measured on one setup (results.run_setup): one curve and one table, not one per launch."""
+    were measured on one setup (results.run_setup): one curve and one table, not one per launch. A point of
+    a run already read from an earlier file (the same file given twice, a copy) is read once, and said."""
+    from commbench.results.compare import match_key
     from commbench.results.records import Measurement, iter_records
     from commbench.results.resumed import resumed_runs_joined
     from commbench.results.run_setup import same_setup
 
     kept: list = []
     count = 0
+    seen: dict[tuple, int] = {}  # (run id, point or "header") -> the index of the file it was first read from
+
+    def once(index: int, mine: list) -> list:
+        fresh, again = [], {}
+        for record in resumed_runs_joined(mine, joinable=same_setup):
+            key = (record.run_id, match_key(record) if isinstance(record, Measurement) else "header")
+            first = seen.setdefault(key, index)
+            if first == index:
+                fresh.append(record)
+            elif isinstance(record, Measurement):
+                again.setdefault(first, {}).setdefault(record.run_id, 0)
+                again[first][record.run_id] += 1
+        for first, runs in again.items():
+            console.print(styled("[yellow]note:[/] {} point(s) of {} were read from {} already (run {}: the same run "
+                                 "in both files): each is tabled and drawn once", sum(runs.values()), files[index],
+                                 files[first], ", ".join(sorted(runs))), highlight=False)
+        return fresh
+
     for index, path in enumerate(files):
         mine: list = []
         for record in iter_records(path, drop_samples=True, on_bad_line=lambda n, why, path=path: console.print(
@@ -71,11 +91,11 @@ def read_for_report(files: list[str]) -> tuple[list, str]:
                 count += 1
                 if count > MAX_REPORT_MEASUREMENTS:
                     rest = f" and {', '.join(files[index + 1:])}" if index + 1 < len(files) else ""
-                    return kept + resumed_runs_joined(mine, joinable=same_setup), (
+                    return kept + once(index, mine), (
                         f"this report holds the first {MAX_REPORT_MEASUREMENTS:,} measurements read; the rest "
                         f"of {path}{rest} is not in its tables or plots (split the file, or report fewer files)")
             mine.append(record)
-        kept += resumed_runs_joined(mine, joinable=same_setup)
+        kept += once(index, mine)
     return kept, ""
 
 
