@@ -35,17 +35,17 @@ def fabric_predictor(path: str, unpredicted: dict[str, str]):
 
 
 def print_tuning_winners(records: list) -> None:
-    """Per-size NCCL tuning winners, for runs measured with --nccl-algo/--nccl-proto/--nccl-channels."""
-    from commbench.results.nccl_tuner import choose_cells
+    """Per-size NCCL tuning winners, for runs measured with --nccl-algo/--nccl-proto/--nccl-channels: one table
+    per scale and system (NCCL version, GPU models, hosts), with a note where a scale's runs mix systems."""
     from commbench.results.tables import Col, print_table
-    from commbench.results.tuning_report import WINNER_COLUMNS, scale_title, tuning_points, winner_rows
+    from commbench.results.tuning_report import WINNER_COLUMNS, winner_rows, winner_tables
 
-    points = tuning_points(records)
-    tables: dict = {}
-    for scale, row in winner_rows(choose_cells(points, any_channels=True), points) if points else []:
-        tables.setdefault(scale, []).append([escape(str(cell)) for cell in row])
-    for scale, rows in tables.items():
-        print_table(console, f"NCCL tuning winners (measured): {scale_title(*scale)}",
+    tables, notes = winner_tables(records)
+    for note in notes:
+        console.print(styled("[yellow]note:[/] {}", note), highlight=False)
+    for table in tables:
+        rows = [[escape(str(cell)) for cell in row] for _, row in winner_rows(table.cells, table.points)]
+        print_table(console, f"NCCL tuning winners (measured): {table.title}",
                     [Col(name=name, numeric=name not in ("best combination", "rule")) for name in WINNER_COLUMNS], rows)
 
 
@@ -54,21 +54,48 @@ MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iterat
 
 def read_for_report(files: list[str]) -> tuple[list, str]:
     """The records of `files`, streamed without per-iteration samples (a report never draws them), up to
-    MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so."""
+    MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so.
+    A resumed sweep's runs in one file are one run (results.resumed, as `compare` counts them) where they
+    were measured on one setup (results.run_setup): one curve and one table, not one per launch. A point of
+    a run already read from an earlier file (the same file given twice, a copy) is read once, and said."""
+    from commbench.results.compare import match_key
     from commbench.results.records import Measurement, iter_records
+    from commbench.results.resumed import resumed_runs_joined
+    from commbench.results.run_setup import same_setup
 
     kept: list = []
     count = 0
+    seen: dict[tuple, int] = {}  # (run id, point or "header") -> the index of the file it was first read from
+
+    def once(index: int, mine: list) -> list:
+        fresh, again = [], {}
+        for record in resumed_runs_joined(mine, joinable=same_setup):
+            key = (record.run_id, match_key(record) if isinstance(record, Measurement) else "header")
+            first = seen.setdefault(key, index)
+            if first == index:
+                fresh.append(record)
+            elif isinstance(record, Measurement):
+                again.setdefault(first, {}).setdefault(record.run_id, 0)
+                again[first][record.run_id] += 1
+        for first, runs in again.items():
+            console.print(styled("[yellow]note:[/] {} point(s) of {} were read from {} already (run {}: the same run "
+                                 "in both files): each is tabled and drawn once", sum(runs.values()), files[index],
+                                 files[first], ", ".join(sorted(runs))), highlight=False)
+        return fresh
+
     for index, path in enumerate(files):
+        mine: list = []
         for record in iter_records(path, drop_samples=True, on_bad_line=lambda n, why, path=path: console.print(
                 styled("[yellow]skipped line {} of {}[/]: {}", n, path, why), highlight=False)):
             if isinstance(record, Measurement):
                 count += 1
                 if count > MAX_REPORT_MEASUREMENTS:
                     rest = f" and {', '.join(files[index + 1:])}" if index + 1 < len(files) else ""
-                    return kept, (f"this report holds the first {MAX_REPORT_MEASUREMENTS:,} measurements read; the rest "
-                                  f"of {path}{rest} is not in its tables or plots (split the file, or report fewer files)")
-            kept.append(record)
+                    return kept + once(index, mine), (
+                        f"this report holds the first {MAX_REPORT_MEASUREMENTS:,} measurements read; the rest "
+                        f"of {path}{rest} is not in its tables or plots (split the file, or report fewer files)")
+            mine.append(record)
+        kept += once(index, mine)
     return kept, ""
 
 
@@ -82,7 +109,8 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import by_collective, series_label, shown_rows, write_report, wrong_data_lines
+    from commbench.results.report import (by_collective, curve_label, run_curves, series_labels, shown_rows, write_report,
+                                          wrong_data_lines)
     from commbench.results.records import headers, measurements
 
     from commbench.files import check_output_dir
@@ -98,12 +126,15 @@ def report(
     records = measurements(everything)
     if not records:
         raise CommbenchError(f"no measurements in {', '.join(files)}")
+    runs = {h.run_id: h for h in headers(everything)}
     for collective, series in sorted(by_collective(records).items()):
+        labels = series_labels(series)
         for key, rows in sorted(series.items()):
-            # imported nccl-tests rows have no p99: shown as "-"
-            shown, left_out = shown_rows(rows)
-            console.print(measurement_table(f"{collective} — {series_label(key)} (measured)"
-                                            + (f" — {left_out}" if left_out else ""), shown, console.width))
+            for run_label, run_rows in run_curves(rows, runs):
+                # imported nccl-tests rows have no p99: shown as "-"
+                shown, left_out = shown_rows(run_rows)
+                console.print(measurement_table(f"{collective} — {curve_label(labels[key], run_label)} (measured)"
+                                                + (f" — {left_out}" if left_out else ""), shown, console.width))
     for line in wrong_data_lines(records):
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
     print_tuning_winners(everything)

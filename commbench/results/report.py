@@ -1,7 +1,10 @@
 """Reports from results files: rich tables, PNG plots (matplotlib, headless) and a Markdown summary.
 
 Plots (commbench.results.plots): busbw and latency vs size per collective, one line per (backend,
-dtype, group size, layout); MoE all-to-all against tokens per rank. Every figure is measured unless
+dtype, group size, layout) and run; MoE all-to-all against tokens per rank. Runs of one curve's setup
+are drawn and tabled apart, each labelled by what sets it apart (results.run_setup: NCCL version,
+devices, hosts, world size, fabric; else its run id); a resumed sweep is one run (results.resumed, as
+`compare` counts it). Every figure is measured unless
 a line says "predicted": pass `predict(collective, sizes_bytes, group_size) -> seconds` (e.g. from a
 fitted fabric) to overlay predictions as dashed lines with cross markers.
 """
@@ -14,9 +17,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from commbench.comm.nccl_tuning import combo_from_params
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.results.render import is_moe, tail_text
+from commbench.results.run_setup import labels_by_what_differs
 from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
 
@@ -32,6 +37,7 @@ class ReportFiles:
 REPORT_MARKER = "# commbench report"  # README.md's first line: a README that lacks it is not replaced
 _SWEPT_PARAMS = ("tokens_per_rank",)  # varies along a curve, like size
 _LABELLED_PARAMS = ("algorithm", "routing", "dispatch_mode", "dispatch_dtype", "preset")
+_TUNING_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
 
 
 def series_key(m: Measurement) -> tuple:
@@ -44,9 +50,30 @@ def series_label(key: tuple) -> str:
     backend, dtype, group_size, layout, in_place, params = key
     named = dict(params)
     extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if named.get(k) not in (None, "None", ""))
+    if any(k in named for k in _TUNING_PARAMS):  # measured under --nccl-algo/--nccl-proto/--nccl-channels
+        tuning = {k: int(v) if k == "nccl_channels" and v.isdigit() else v  # the key holds str(value)
+                  for k, v in named.items() if k in _TUNING_PARAMS}
+        combo = combo_from_params(tuning).label
+        extra += f" {combo}" if combo == "NCCL default" else f" NCCL {combo}"
     dtype = "" if "hidden" in named else f" {dtype}"  # MoE: the dtype is the byte payload, not a data type
     return (f"{backend}{dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
             + (" in-place" if in_place else "") + extra)
+
+
+def series_labels(keys: Iterable[tuple]) -> dict[tuple, str]:
+    """series_label per key, told apart among `keys` (one collective's curves) where two would read the same:
+    by the workload params in which they differ (broadcast "root=1")."""
+    keys = list(keys)
+    same: dict[str, list[tuple]] = {}
+    for key in keys:
+        same.setdefault(series_label(key), []).append(key)
+    labels = {}
+    for label, group in same.items():
+        params = [dict(key[5]) for key in group]
+        differ = sorted({k for p in params for k in p if len({q.get(k) for q in params}) > 1})
+        for key, p in zip(group, params):
+            labels[key] = label + "".join(f" {k}={p.get(k, '-')}" for k in differ)
+    return labels
 
 
 def is_wrong(m: Measurement) -> bool:
@@ -67,6 +94,23 @@ def by_collective(records: Iterable[Measurement]) -> dict[str, dict[tuple, list[
     return out
 
 
+def curve_label(label: str, run_label: str) -> str:
+    """A series' label (series_labels) with what tells its run apart (run_curves)."""
+    return label + (f" ({run_label})" if run_label else "")
+
+
+def run_curves(rows: list[Measurement], runs: dict[str, RunHeader]) -> list[tuple[str, list[Measurement]]]:
+    """The rows of one series split by run -- one curve and one table each, never a zig-zag line or a table
+    holding each size twice -- with what tells each run apart ('' when the series holds one run)."""
+    by_run: dict[str, list[Measurement]] = {}
+    for m in rows:
+        by_run.setdefault(m.run_id, []).append(m)
+    if len(by_run) == 1:
+        return [("", rows)]
+    labels = labels_by_what_differs({run_id: runs.get(run_id) for run_id in by_run})
+    return [(labels[run_id], run_rows) for run_id, run_rows in by_run.items()]
+
+
 def wrong_data_lines(records: Iterable[Measurement]) -> list[str]:
     """One line per point with wrong data: collective, curve, size, #wrong and run (plain text)."""
     return [f"{m.collective} {series_label(series_key(m))} {format_size(m.size_bytes)}: #wrong {m.num_wrong} "
@@ -74,10 +118,12 @@ def wrong_data_lines(records: Iterable[Measurement]) -> list[str]:
 
 
 def plot_collective(collective: str, series: dict[tuple, list[Measurement]], stem: Path,
-                    predict: Predictor | None = None, note: str = "", formats: tuple[str, ...] = ("png",)) -> list[Path]:
+                    predict: Predictor | None = None, note: str = "", formats: tuple[str, ...] = ("png",),
+                    runs: dict[str, RunHeader] | None = None) -> list[Path]:
     """The figures of one collective: busbw and latency vs size, or for MoE all-to-all dispatch and combine
-    busbw vs tokens per rank (commbench.results.plots); returns the written files."""
-    curves = _curves(collective, series, predict)
+    busbw vs tokens per rank (commbench.results.plots); returns the written files. `runs`: the headers by
+    run id, to label a curve's runs by what differs."""
+    curves = _curves(collective, series, predict, runs or {})
     if all(is_moe(rows[0]) for rows in series.values()):
         return save(moe_figure(curves, note), f"{stem}-moe", formats)
     return (save(busbw_figure(collective, curves, note), f"{stem}-busbw", formats)
@@ -85,13 +131,14 @@ def plot_collective(collective: str, series: dict[tuple, list[Measurement]], ste
 
 
 def plot_together(grouped: dict[str, dict[tuple, list[Measurement]]], stem: Path, predict: Predictor | None = None,
-                  note: str = "", formats: tuple[str, ...] = ("png",)) -> list[Path]:
+                  note: str = "", formats: tuple[str, ...] = ("png",),
+                  runs: dict[str, RunHeader] | None = None) -> list[Path]:
     """Every size-swept collective in one busbw figure and one latency figure (`report --together`), each
     curve labelled with its collective; MoE all-to-all (tokens per rank, not size) keeps its own figure."""
     names = [c for c, series in sorted(grouped.items()) if not all(is_moe(rows[0]) for rows in series.values())]
     curves = []
     for collective in names:
-        for curve in _curves(collective, grouped[collective], predict):
+        for curve in _curves(collective, grouped[collective], predict, runs or {}):
             curves.append(Series(label=f"{collective} {curve.label}", rows=curve.rows, predicted_s=curve.predicted_s,
                                  time_name=curve.time_name))
     if len(names) < 2:
@@ -101,19 +148,17 @@ def plot_together(grouped: dict[str, dict[tuple, list[Measurement]]], stem: Path
             + save(latency_figure(title, curves, note), f"{stem}-latency", formats))
 
 
-def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Predictor | None) -> list[Series]:
+def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Predictor | None,
+            runs: dict[str, RunHeader]) -> list[Series]:
     curves = []
+    labels = series_labels(series)
     for key, rows in sorted(series.items()):
-        runs: dict[str, list[Measurement]] = {}
-        for m in rows:  # repeated runs of the same setup: one line each, not one zig-zag line
-            runs.setdefault(m.run_id, []).append(m)
-        for run_id, run_rows in runs.items():
+        for run_label, run_rows in run_curves(rows, runs):
             seconds = None
             if predict is not None and not is_moe(run_rows[0]):
                 sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
                 seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
-            label = series_label(key) + (f" (run {run_id})" if len(runs) > 1 else "")
-            curves.append(Series(label=label, rows=run_rows, predicted_s=seconds,
+            curves.append(Series(label=curve_label(labels[key], run_label), rows=run_rows, predicted_s=seconds,
                                  time_name=headline_time(run_rows[0])[0]))
     return curves
 
@@ -150,6 +195,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
+    runs = {h.run_id: h for h in headers}
     failed = [m for m in records if m.status != "ok"]
     wrong = wrong_data_lines(records)
     md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
@@ -159,7 +205,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         run_ids = {m.run_id for series in grouped.values() for rows in series.values() for m in rows}
         note = caption([h for h in headers if h.run_id in run_ids]) + (
             f"; dashed: predicted from {predicted_from}" if predict and predicted_from else "")
-        figures = plot_together(grouped, out / "together", predict, note, formats)
+        figures = plot_together(grouped, out / "together", predict, note, formats, runs)
         plots += figures
         md += (["## All collectives together", ""] + [f"![together {f.stem.rsplit('-', 1)[-1]}]({f.name})"
                                                      for f in figures if f.suffix == f".{formats[0]}"] + [""]
@@ -168,12 +214,14 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         run_ids = {m.run_id for rows in series.values() for m in rows}
         note = caption([h for h in headers if h.run_id in run_ids]) + (
             f"; dashed: predicted from {predicted_from}" if predict and predicted_from else "")
-        figures = plot_collective(collective, series, out / safe_file_stem(collective), predict, note, formats)
+        figures = plot_collective(collective, series, out / safe_file_stem(collective), predict, note, formats, runs)
         plots += figures
         md += [f"## {collective}", ""] + [f"![{collective} {f.stem.rsplit('-', 1)[-1]}]({f.name})" for f in figures
                                           if f.suffix == f".{formats[0]}"] + [""]
+        labels = series_labels(series)
         for key, rows in sorted(series.items()):
-            md += [f"### {series_label(key)}", "", *markdown_table(rows), ""]
+            for run_label, run_rows in run_curves(rows, runs):
+                md += [f"### {curve_label(labels[key], run_label)}", "", *markdown_table(run_rows), ""]
     if run_records:
         from commbench.results.tuning_report import tuning_section
 

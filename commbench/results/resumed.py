@@ -54,6 +54,18 @@ def continued_run_ids(records: Iterable[Record]) -> dict[str, str]:
 
 def with_resumed_runs_joined(records: list[Record]) -> list[Measurement]:
     """The measurements of one file, a run that continues an earlier one carrying that run's id."""
+    return [r for r in resumed_runs_joined(records) if isinstance(r, Measurement)]
+
+
+def resumed_runs_joined(records: list[Record], *, joinable=None) -> list[Record]:
+    """The records of one file (headers kept, under their own run ids), the measurements of a run that continues
+    an earlier one carrying that run's id. `joinable(header, continued run's header) -> bool` (either may be
+    None) keeps a continuation that returns False a run of its own (`report`: one measured on other hosts, an
+    NCCL version or devices is another curve)."""
     continues = continued_run_ids(records)
-    return [dataclasses.replace(r, run_id=continues[r.run_id]) if r.run_id in continues else r
-            for r in records if isinstance(r, Measurement)]
+    if joinable is not None:
+        header = {r.run_id: r for r in records if isinstance(r, RunHeader)}
+        continues = {run_id: first for run_id, first in continues.items()
+                     if joinable(header.get(run_id), header.get(first))}
+    return [dataclasses.replace(r, run_id=continues[r.run_id]) if isinstance(r, Measurement) and r.run_id in continues
+            else r for r in records]

@@ -1,9 +1,17 @@
 """The NCCL-tuning part of `commbench report`: per-size winners and their speed-up over NCCL's default
-(Markdown table), and a heat map of every combination's speed-up per size (PNG). All measured."""
+(Markdown table), and a heat map of every combination's speed-up per size (PNG). All measured.
+
+One table per scale (collective, nNodes, nRanks) and system: where the runs at a scale differ in NCCL
+version, GPU models or hosts (results.run_setup.SYSTEM_FIELDS, as `nccl-tuner` refuses them), each
+system gets its own table, titled by what differs, and a note names the runs (records.mixed_runs_text):
+a winner is only ever a combination beating NCCL's default measured on the same system, as nccl-tests
+results are read run by run.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from commbench.files import safe_file_stem
@@ -20,6 +28,45 @@ def tuning_points(records: list) -> list[TunedPoint]:
 
 def scale_title(collective: str, nodes: int, ranks: int) -> str:
     return f"{collective}, {nodes} node(s), {ranks} rank(s)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WinnerTable:
+    """The winners at one scale on one system: `system` says what sets it apart ('' when the scale has one)."""
+
+    scale: tuple[str, int, int]
+    system: str
+    points: list[TunedPoint]
+    cells: list[Cell]
+
+    @property
+    def title(self) -> str:
+        return scale_title(*self.scale) + (f" — {self.system}" if self.system else "")
+
+
+def winner_tables(records: list) -> tuple[list[WinnerTable], list[str]]:
+    """The winners per scale and system, and a note per scale whose runs were measured on several systems."""
+    from commbench.results.records import RunHeader
+    from commbench.results.run_setup import SYSTEM_FIELDS, labels_by_what_differs, mixed_setup_texts, setup_of
+
+    points = tuning_points(records)
+    header = {r.run_id: r for r in records if isinstance(r, RunHeader)}  # every point's run has one
+    tables, notes = [], []
+    for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
+        mine = [p for p in points if (p.collective, p.nodes, p.ranks) == scale]
+        runs = {p.run_id: header[p.run_id] for p in mine}
+        systems: dict[tuple, list[TunedPoint]] = {}
+        for p in mine:
+            systems.setdefault(setup_of(runs[p.run_id], SYSTEM_FIELDS), []).append(p)
+        labels = labels_by_what_differs(runs, SYSTEM_FIELDS, unique=False) if len(systems) > 1 else {}
+        if labels:
+            notes.append(f"{scale_title(*scale)}: the results mix {'; '.join(mixed_setup_texts(runs, SYSTEM_FIELDS))}: "
+                         "one winners table per system; none sets NCCL's default measured on one against a "
+                         "combination measured on another")
+        for group in systems.values():
+            tables.append(WinnerTable(scale=scale, system=labels.get(group[0].run_id, ""), points=group,
+                                      cells=choose_cells(group, any_channels=True)))
+    return tables, notes
 
 
 WINNER_COLUMNS = ("size", "NCCL default (µs)", "best combination", "best (µs)", "speed-up", "noise", "rule")
@@ -42,22 +89,19 @@ def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple
     return rows
 
 
-def winners_markdown(cells: list[Cell], points: list[TunedPoint]) -> list[str]:
+def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[str]:
     md = ["## NCCL tuning: per-size winners (measured)", "",
           "Speed-up = NCCL default time / best time (median). A winner is kept only beyond the measured noise "
-          "(`commbench nccl-tuner` writes these as plugin rules).", ""]
-    current = None
-    for scale, row in winner_rows(cells, points):
-        if scale != current:
-            current = scale
-            md += ["", f"### {scale_title(*scale)}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",
-                   "|---:|---:|---|---:|---:|---:|---|"]
-        md.append("| " + " | ".join(row) + " |")
+          "(`commbench nccl-tuner` writes these as plugin rules).", ""] + [f"- note: {note}" for note in notes]
+    for table in tables:
+        md += ["", f"### {table.title}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",
+               "|---:|---:|---|---:|---:|---:|---|"]
+        md += ["| " + " | ".join(row) + " |" for _, row in winner_rows(table.cells, table.points)]
     return md + [""]
 
 
-def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path) -> Path | None:
-    """Rows: combinations; columns: sizes; colour: NCCL default time / combination time."""
+def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path, title: str = "") -> Path | None:
+    """Rows: combinations; columns: sizes; colour: NCCL default time / combination time (points of one system)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -83,7 +127,7 @@ def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path) -
     for (row, col), value in np.ndenumerate(grid):
         if np.isfinite(value):
             ax.text(col, row, f"{value:.2f}x", ha="center", va="center", fontsize=6)
-    ax.set_title(f"{scale_title(*scale)}\nspeed-up over NCCL default (measured; blue = faster)", fontsize=9)
+    ax.set_title(f"{title or scale_title(*scale)}\nspeed-up over NCCL default (measured; blue = faster)", fontsize=9)
     fig.colorbar(image, ax=ax, label="log2(default time / time)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -93,14 +137,18 @@ def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path) -
 
 def tuning_section(records: list, out: Path) -> tuple[list[str], list[Path]]:
     """Markdown lines and heat-map PNGs for the tuned runs among `records` (nothing when there are none)."""
-    points = tuning_points(records)
-    if not points:
+    tables, notes = winner_tables(records)  # cells as nccl-tuner writes by default (channels 0: NCCL's count)
+    if not tables:
         return [], []
-    cells = choose_cells(points, any_channels=True)  # as nccl-tuner writes by default (channels 0: NCCL's count)
     plots = []
-    for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
-        png = heatmap(points, scale, out / safe_file_stem(f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r.png"))
+    count: dict[tuple, int] = {}
+    for table in tables:
+        scale = table.scale
+        count[scale] = count.get(scale, 0) + 1
+        system = f"-system{count[scale]}" if table.system else ""  # one heat map per system of a scale
+        stem = safe_file_stem(f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r{system}.png")
+        png = heatmap(table.points, scale, out / stem, table.title)
         if png is not None:
             plots.append(png)
-    md = winners_markdown(cells, points) + [f"![NCCL tuning heat map]({png.name})" for png in plots] + [""]
+    md = winners_markdown(tables, notes) + [f"![NCCL tuning heat map]({png.name})" for png in plots] + [""]
     return md, plots

@@ -1,0 +1,79 @@
+"""What sets one run of a results file apart from another in a report: the NCCL version, the devices, the
+hosts, the world size and a real or emulated fabric (from each run's header).
+
+Two runs that agree in all of these are repeats of one setup; runs that differ are not the same
+measurement, and a report keeps them apart and labels each by what differs (`labels_by_what_differs`),
+naming them with the shared one-line text of mixed runs (records.mixed_runs_text) where it says so.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from commbench.results.records import RunHeader, mixed_runs_text
+
+
+def _hosts(h: RunHeader) -> str:
+    hosts = sorted(set(h.hostnames))
+    return "hosts " + (",".join(hosts[:3]) + (f" +{len(hosts) - 3}" if len(hosts) > 3 else "") if hosts else "unknown")
+
+
+def _fabric(h: RunHeader) -> str:
+    return "emulated fabric" if h.emulated else "real fabric"
+
+
+# what (plural, as the mixed-runs text names it) -> the value a label shows
+SETUP_FIELDS: dict[str, Callable[[RunHeader], str]] = {
+    "NCCL versions": lambda h: f"NCCL {h.nccl_version or 'none'}",
+    "devices": lambda h: ", ".join(sorted(set(h.devices))) or "devices unknown",
+    "hosts": _hosts,
+    "world sizes": lambda h: f"world size {h.world_size}",
+    "fabrics": _fabric,
+}
+SYSTEM_FIELDS = ("NCCL versions", "devices", "hosts")  # what makes an NCCL tuning result another system's
+
+
+def setup_of(header: RunHeader, fields=tuple(SETUP_FIELDS)) -> tuple:
+    """The run's setup: its value of each field; every host and the emulated fabric's parameters in full."""
+    whole = {"hosts": ",".join(sorted(set(header.hostnames))),
+             "fabrics": json.dumps(header.emulated, sort_keys=True, default=str) if header.emulated else ""}
+    return tuple(whole.get(what, SETUP_FIELDS[what](header)) for what in fields)
+
+
+def same_setup(a: RunHeader | None, b: RunHeader | None) -> bool:
+    """Both headers known, their setups equal and their NCCL_* environments too (a combination of an NCCL
+    tuning sweep is a launch with its own NCCL_ALGO/NCCL_PROTO: not a continuation of NCCL's default)."""
+    return a is not None and b is not None and setup_of(a) == setup_of(b) and a.nccl_env == b.nccl_env
+
+
+def labels_by_what_differs(runs: dict[str, RunHeader | None], fields=tuple(SETUP_FIELDS), *,
+                           unique: bool = True) -> dict[str, str]:
+    """{run id: the values of `fields` in which the runs differ, e.g. "NCCL 2.21.5, hosts n1"}. `unique`: a run
+    whose label another run shares (repeats of one setup, or a difference the short label does not show)
+    also gets "run <id>"; a run without a header (provenance unknown) is "run <id>"."""
+    known = {run_id: h for run_id, h in runs.items() if h is not None}
+    differing = [what for what in fields if len({SETUP_FIELDS[what](h) for h in known.values()}) > 1]
+    labels = {run_id: ", ".join(SETUP_FIELDS[what](h) for what in differing) for run_id, h in known.items()}
+    count: dict[str, int] = {}
+    for label in labels.values():
+        count[label] = count.get(label, 0) + 1
+    out = {}
+    for run_id in runs:
+        if run_id not in known:
+            out[run_id] = f"run {run_id}"
+        elif unique and (not labels[run_id] or count[labels[run_id]] > 1):
+            out[run_id] = ", ".join(filter(None, (labels[run_id], f"run {run_id}")))
+        else:
+            out[run_id] = labels[run_id]
+    return out
+
+
+def mixed_setup_texts(runs: dict[str, RunHeader], fields=tuple(SETUP_FIELDS)) -> list[str]:
+    """"NCCL versions (NCCL 2.21.5: run a; NCCL 2.27.3: run b)" per field in which the runs differ."""
+    texts = []
+    for what in fields:
+        named = mixed_runs_text({run_id: SETUP_FIELDS[what](h) for run_id, h in runs.items()})
+        if named:
+            texts.append(f"{what} ({named})")
+    return texts
