@@ -212,6 +212,24 @@ def test_a_resumed_sweep_is_one_run_and_two_separate_partial_runs_still_miss_poi
     assert "4 KiB n=2 (run 1/2)" in failed.output and "8 KiB n=2 (run 2/2)" in failed.output, failed.output
 
 
+def test_a_sweep_resumed_on_other_hosts_is_one_run_and_the_user_is_told(tmp_path):
+    """`sweep --resume` on another node: compare still counts the continuation as the run it resumes (nothing
+    missing), and says so in a note naming both runs and what differs (report draws it as a curve of its own)."""
+    resumed = _sweep_runs(tmp_path, "resumed.jsonl", resume_after=2)
+    same = run_cli(resumed, resumed, "--max-regression", "900%")
+    assert "another setup" not in same.output, same.output
+    lines = [json.loads(line) for line in resumed.read_text().splitlines()]
+    headers = [row for row in lines if row["record_type"] == "header"]
+    assert len(headers) == 2
+    headers[1]["hostnames"] = ["node-b"] * len(headers[1]["hostnames"])
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text("".join(json.dumps(row) + "\n" for row in lines))
+    result = run_cli(resumed, moved, "--max-regression", "900%", "--json")
+    assert json.JSONDecoder().raw_decode(result.stdout)[0]["missing"] == [], result.output
+    note = run_cli(resumed, moved, "--max-regression", "900%").output
+    assert f"run {headers[1]['run_id']} resumes run {headers[0]['run_id']}" in note and "node-b" in note, note
+
+
 def test_another_backend_is_refused_in_one_line(tmp_path):
     base, new = _three_each(8)
     b = write(tmp_path / "b.jsonl", base)

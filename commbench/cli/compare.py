@@ -32,8 +32,29 @@ def read_measurements(path: str):
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
 
+    records = read_records([path], on_bad_line=bad_line)
+    note_resumed_elsewhere(path, records)
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
-    return with_resumed_runs_joined(read_records([path], on_bad_line=bad_line))
+    return with_resumed_runs_joined(records)
+
+
+def note_resumed_elsewhere(path: str, records) -> None:
+    """A resumed sweep is compared as one run; where a continuation ran on another setup (hosts, NCCL version,
+    devices, fabric, NCCL_* environment) its points are still that run's, and the user is told, naming both
+    (report keeps such a continuation a curve of its own: results.run_setup)."""
+    from commbench.results.records import RunHeader
+    from commbench.results.resumed import continued_run_ids
+    from commbench.results.run_setup import mixed_setup_texts, same_setup
+
+    header = {r.run_id: r for r in records if isinstance(r, RunHeader)}
+    for run_id, first in continued_run_ids(records).items():
+        a, b = header.get(first), header.get(run_id)
+        if a is None or b is None or same_setup(a, b):
+            continue
+        differs = "; ".join(mixed_setup_texts({first: a, run_id: b})) or "NCCL_* environment"
+        err_console.print(styled("[yellow]note:[/] {}: run {} resumes run {} (sweep --resume) on another setup, "
+                                 "{}; compared as one run, its points measured on either", path, run_id, first,
+                                 differs), highlight=False)
 
 
 def read_history(folder: str) -> list:
