@@ -45,7 +45,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
-    rows = []
+    rows, places = [], []
     for path, m, g, n in zip(paths, models, systems, counts):
         try:
             read = read_runs(path, model=m, gpu=g, num_gpus=n)
@@ -58,12 +58,14 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
             check_row(row, f"{path} row {i + 1}")
             _check_measured(row, f"{path} row {i + 1}")
             rows.append(row)
+            places.append(f"{path} row {i + 1}")
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
-    runs = published_runs(tuple(rows))
+    runs = published_runs(tuple(rows), tuple(places))
     if all(r.layout is None for r in runs):
         r = runs[0]
-        raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.label}: {r.skip_reason}")
+        raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.where} ({r.label}): "
+                             f"{r.skip_reason}")
     return runs
 
 
@@ -106,14 +108,16 @@ def check_units(runs, calibration) -> None:
 
 
 def skipped_runs(runs) -> list[dict]:
-    """The runs the model does not cover: position (1-based over all RUNS rows), label and reason."""
-    return [{"run_index": i + 1, "run": r.label, "reason": r.skip_reason} for i, r in enumerate(runs) if r.layout is None]
+    """The runs the model does not cover: position (1-based over all RUNS rows), file and row, label and reason."""
+    return [{"run_index": i + 1, "where": r.where, "run": r.label, "reason": r.skip_reason}
+            for i, r in enumerate(runs) if r.layout is None]
 
 
 def _print_skipped(skipped: list[dict]) -> None:
     if skipped:
         console.print(f"not modelled: {len(skipped)} run(s): "
-                      + "; ".join(f"{s['run']} ({s['reason']})" for s in skipped), highlight=False, markup=False)
+                      + "; ".join(f"{s['where']}: {s['run']} ({s['reason']})" for s in skipped), highlight=False,
+                      markup=False, soft_wrap=True)
 
 
 def _print_notes(runs) -> None:
