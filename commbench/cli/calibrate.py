@@ -184,7 +184,7 @@ def calibrate(
                                           "terms fitted/held/moved, bounds reached and leave-one-out error")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace -O/--out even when it is not a calibration file")] = False,
 ) -> None:
-    from commbench.planner.calibrate.fit import load_calibration_file
+    from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
@@ -194,7 +194,11 @@ def calibrate(
         from commbench.planner.step.terms import CALIBRATION_KIND
 
         claim_output(out, "--out", marker=CALIBRATION_KIND, what="calibration", force=force).release()
-    start = load_calibration_file(calibration) if calibration else CALIBRATED
+    start_file = read_calibration_file(calibration) if calibration else None
+    start = start_file.calibration if start_file else CALIBRATED
+    shipped_terms = {"calibration_shipped_terms": list(start_file.shipped_terms)} if start_file else {}
+    if start_file and start_file.shipped_terms and not as_json:   # --json carries calibration_shipped_terms
+        err_console.print(f"note: {start_file.note()}", highlight=False, markup=False, soft_wrap=True)
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]
@@ -208,7 +212,8 @@ def calibrate(
         by_family = median_error_by_family(loaded, errors)
         if as_json:
             console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",
-                                           "kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
+                                           "kind": "predicted", "calibration": calibration or "shipped",
+                                           **shipped_terms, "rows": rows,
                                            "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
                                            "num_in_sample": in_sample,
                                            "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
@@ -237,7 +242,8 @@ def calibrate(
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     if as_json:
         console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",
-                                       "out": out, "start": calibration or "shipped", "calibration": data,
+                                       "out": out, "start": calibration or "shipped", **shipped_terms,
+                                       "calibration": data,
                                        "num_runs": len(loaded), "num_distinct_runs": report.num_distinct_runs,
                                        "terms_fitted": list(report.terms_fitted),
                                        "terms_held": [{"term": t, "why": w} for t, w in report.terms_held.items()],
