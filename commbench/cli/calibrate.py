@@ -45,7 +45,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
-    rows = []
+    rows, places = [], []
     for path, m, g, n in zip(paths, models, systems, counts):
         try:
             read = read_runs(path, model=m, gpu=g, num_gpus=n)
@@ -58,12 +58,14 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
             check_row(row, f"{path} row {i + 1}")
             _check_measured(row, f"{path} row {i + 1}")
             rows.append(row)
+            places.append(f"{path} row {i + 1}")
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
-    runs = published_runs(tuple(rows))
+    runs = published_runs(tuple(rows), tuple(places))
     if all(r.layout is None for r in runs):
         r = runs[0]
-        raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.label}: {r.skip_reason}")
+        raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.where} ({r.label}): "
+                             f"{r.skip_reason}")
     return runs
 
 
@@ -106,14 +108,16 @@ def check_units(runs, calibration) -> None:
 
 
 def skipped_runs(runs) -> list[dict]:
-    """The runs the model does not cover: position (1-based over all RUNS rows), label and reason."""
-    return [{"run_index": i + 1, "run": r.label, "reason": r.skip_reason} for i, r in enumerate(runs) if r.layout is None]
+    """The runs the model does not cover: position (1-based over all RUNS rows), file and row, label and reason."""
+    return [{"run_index": i + 1, "where": r.where, "run": r.label, "reason": r.skip_reason}
+            for i, r in enumerate(runs) if r.layout is None]
 
 
 def _print_skipped(skipped: list[dict]) -> None:
     if skipped:
         console.print(f"not modelled: {len(skipped)} run(s): "
-                      + "; ".join(f"{s['run']} ({s['reason']})" for s in skipped), highlight=False, markup=False)
+                      + "; ".join(f"{s['where']}: {s['run']} ({s['reason']})" for s in skipped), highlight=False,
+                      markup=False, soft_wrap=True)
 
 
 def _print_notes(runs) -> None:
@@ -180,7 +184,7 @@ def calibrate(
                                           "terms fitted/held/moved, bounds reached and leave-one-out error")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace -O/--out even when it is not a calibration file")] = False,
 ) -> None:
-    from commbench.planner.calibrate.fit import load_calibration_file
+    from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
@@ -190,7 +194,11 @@ def calibrate(
         from commbench.planner.step.terms import CALIBRATION_KIND
 
         claim_output(out, "--out", marker=CALIBRATION_KIND, what="calibration", force=force).release()
-    start = load_calibration_file(calibration) if calibration else CALIBRATED
+    start_file = read_calibration_file(calibration) if calibration else None
+    start = start_file.calibration if start_file else CALIBRATED
+    shipped_terms = {"calibration_shipped_terms": list(start_file.shipped_terms)} if start_file else {}
+    if start_file and start_file.shipped_terms and not as_json:   # --json carries calibration_shipped_terms
+        err_console.print(f"note: {start_file.note()}", highlight=False, markup=False, soft_wrap=True)
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]
@@ -204,7 +212,8 @@ def calibrate(
         by_family = median_error_by_family(loaded, errors)
         if as_json:
             console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",
-                                           "kind": "predicted", "calibration": calibration or "shipped", "rows": rows,
+                                           "kind": "predicted", "calibration": calibration or "shipped",
+                                           **shipped_terms, "rows": rows,
                                            "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
                                            "num_in_sample": in_sample,
                                            "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
@@ -233,7 +242,8 @@ def calibrate(
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     if as_json:
         console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",
-                                       "out": out, "start": calibration or "shipped", "calibration": data,
+                                       "out": out, "start": calibration or "shipped", **shipped_terms,
+                                       "calibration": data,
                                        "num_runs": len(loaded), "num_distinct_runs": report.num_distinct_runs,
                                        "terms_fitted": list(report.terms_fitted),
                                        "terms_held": [{"term": t, "why": w} for t, w in report.terms_held.items()],

@@ -161,9 +161,10 @@ def plan(
     if torchtitan_version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     spec = load_model(model, model_file)
-    from commbench.planner.calibrate.fit import load_calibration_file
+    from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED
-    cal = load_calibration_file(calibration) if calibration else CALIBRATED
+    cal_file = read_calibration_file(calibration) if calibration else None
+    cal, shipped_terms = (cal_file.calibration, cal_file.shipped_terms) if cal_file else (CALIBRATED, ())
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     given = set(pins)
@@ -178,7 +179,8 @@ def plan(
     if not complete:
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
-                        torchtitan_version=torchtitan_version, force=force, calibration_file=calibration)
+                        torchtitan_version=torchtitan_version, force=force, calibration_file=calibration,
+                        calibration_shipped_terms=shipped_terms)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -198,7 +200,7 @@ def plan(
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric, req.software),
                                    torchtitan_version=torchtitan_version, framework=req.framework,
-                                   calibration_file=calibration)
+                                   calibration_file=calibration, calibration_shipped_terms=shipped_terms)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json:
@@ -230,9 +232,10 @@ def plan(
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
-    from commbench.planner.emit.plan import fabric_lines
+    from commbench.planner.emit.plan import efficiency_terms, fabric_lines
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
-            ([defaults_line(taken)] if taken else []) + fabric_lines(fabric):
+            ([defaults_line(taken)] if taken else []) + fabric_lines(fabric) + \
+            ([efficiency_terms(calibration, shipped_terms)] if shipped_terms else []):
         console.print(line, highlight=False, markup=False)
     if out:
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)

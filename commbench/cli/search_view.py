@@ -12,7 +12,8 @@ from commbench.cli.base import console
 from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.calibrate.coverage import coverage_lines
-from commbench.planner.emit.plan import EMIT_KINDS, fabric_lines, megatron_text, plan_document, torchtitan_text
+from commbench.planner.emit.plan import (EMIT_KINDS, efficiency_terms, fabric_lines, megatron_text, plan_document,
+                                         torchtitan_text)
 from commbench.planner.emit.plan_files import write_plan_files
 from commbench.planner.search.explain import explain, short
 from commbench.planner.search.space import SearchRequest, SearchResult, search
@@ -60,8 +61,10 @@ PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), C
 
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
                     as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
-                    force: bool = False, calibration_file: str | None = None) -> dict:
-    """Search, explain, print (or emit one form), and write the plan files; returns the plan document."""
+                    force: bool = False, calibration_file: str | None = None,
+                    calibration_shipped_terms: tuple[str, ...] = ()) -> dict:
+    """Search, explain, print (or emit one form), and write the plan files; returns the plan document.
+    `calibration_shipped_terms`: the terms the --calibration file does not set (the shipped values stand in)."""
     if emit is not None and emit not in EMIT_KINDS:
         raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
     if top < 1:
@@ -73,7 +76,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
-                        torchtitan_version=torchtitan_version, calibration_file=calibration_file)
+                        torchtitan_version=torchtitan_version, calibration_file=calibration_file,
+                        calibration_shipped_terms=calibration_shipped_terms)
     meg = doc["megatron"]
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":
@@ -92,7 +96,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
                     "both)", PARETO_COLUMNS, pareto_rows(result))
-        for line in lines + fabric_lines(req.fabric):
+        shipped = [efficiency_terms(calibration_file, calibration_shipped_terms)] if calibration_shipped_terms else []
+        for line in lines + fabric_lines(req.fabric) + shipped:
             console.print(line, highlight=False, markup=False)
         console.print("Megatron-LM: " + (meg["refused"] if "refused" in meg else megatron_text(meg)), highlight=False,
                       markup=False, soft_wrap=True)

@@ -69,9 +69,10 @@ def tune(
     check_pins_in_release(pins, check_release(software) if software else newest_release(), system,
                           precision.lower())  # before the sweep
     from commbench.files import check_output_dir
-    from commbench.planner.calibrate.fit import load_calibration_file
+    from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED
-    cal = load_calibration_file(calibration) if calibration else CALIBRATED
+    cal_file = read_calibration_file(calibration) if calibration else None
+    cal = cal_file.calibration if cal_file else CALIBRATED
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
@@ -81,7 +82,8 @@ def tune(
         locks = _claim(folder, measure=results is None, force=force)
         for lock in locks:
             held.enter_context(lock)
-        _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration)
+        _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
+                 cal_file.shipped_terms if cal_file else ())
 
 
 def _claim(folder: Path, *, measure: bool, force: bool) -> list:
@@ -122,7 +124,8 @@ def _written_by_tune(path: Path) -> bool:
     return isinstance(argv, list) and "tune" in argv[1:3]
 
 
-def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None) -> None:
+def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
+             calibration_shipped_terms: tuple[str, ...] = ()) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -157,7 +160,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         for line in dict.fromkeys(assumptions):
             console.print(line, highlight=False, markup=False)
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
-                    extra_assumptions=list(dict.fromkeys(assumptions)), force=force, calibration_file=calibration_file)
+                    extra_assumptions=list(dict.fromkeys(assumptions)), force=force, calibration_file=calibration_file,
+                    calibration_shipped_terms=calibration_shipped_terms)
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,

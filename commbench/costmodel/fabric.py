@@ -145,6 +145,35 @@ class Fabric:
         kept = [c for c in self.curves if (c.collective, c.tier) not in replaced]
         return dataclasses.replace(self, curves=tuple(kept + list(curves)), **changes)
 
+    def checked_domain(self) -> "Fabric":
+        """This profile, if its domain_size agrees with the hardware it names; else CommbenchError naming both fields.
+
+        domain_size is the GPUs one NVLink (scale-up) domain joins; a job on fewer GPUs than a domain is num_gpus
+        (`--gpus`), not a smaller domain (placement.gpus_per_rack puts them in one domain). Refused:
+        - a gpu whose NVLink reaches fewer GPUs (hardware.toml scale_up_domain: 8 on HGX H100/B200, 72 on GB300):
+          an H100 profile with a 72-GPU domain would plan TP/EP groups across 72 GPUs at NVLink rates;
+        - a name that is a preset's (as `fit --system PRESET` names its profile, PRESET or PRESET+fitted) with
+          another domain than the preset's: a gb300-nvl72 profile with domain 8 plans 8-GPU racks under the name
+          of a 72-GPU one.
+        Kept: a domain smaller than the GPU's largest under another name (an NVLink partition of a rack, 4-GPU
+        boards), and a profile with no GPU (fitted without --system, e.g. on CPU ranks: its domain is measured)."""
+        from commbench.costmodel.presets import PRESETS
+
+        if self.gpu is not None and self.domain_size > self.gpu.scale_up_domain:
+            raise CommbenchError(f"fabric profile: field 'domain_size' = {self.domain_size} contradicts field 'gpu' = "
+                                 f"{self.gpu.name!r}: one {self.gpu.name.upper()} NVLink domain joins at most "
+                                 f"{self.gpu.scale_up_domain} GPUs (commbench/data/hardware.toml scale_up_domain); "
+                                 f"allowed: 1 to {self.gpu.scale_up_domain}")
+        preset = self.name.split("+", 1)[0].lower()
+        if preset in PRESETS:
+            size = gpu_spec(PRESETS[preset].gpu).scale_up_domain
+            if self.domain_size != size:
+                raise CommbenchError(f"fabric profile: field 'domain_size' = {self.domain_size} contradicts field "
+                                     f"'name' = {self.name!r}: preset {preset} has {size} GPUs per NVLink domain; "
+                                     f"allowed: {size} (a job on fewer GPUs is --gpus, not a smaller domain; a "
+                                     "partitioned rack: name the profile after the partition, not the preset)")
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": PROFILE_FORMAT,
@@ -190,7 +219,7 @@ class Fabric:
                 warnings=tuple(data.get("warnings", ())),
                 fit_report=tuple(data.get("fit_report", ())),
                 nccl=NcclSystem(**data["nccl"]) if data.get("nccl") else None,
-            )
+            ).checked_domain()
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, CommbenchError):
                 raise

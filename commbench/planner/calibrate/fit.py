@@ -7,6 +7,7 @@ unit), the robust (Huber) loss of log(predicted / measured) tokens/s/GPU and the
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,20 +43,44 @@ def hard_range(term: str) -> tuple[float, float]:
     return (1.0, 10.0 * hi) if lo >= 1.0 else (1e-3, 1.0)
 
 
-def load_calibration_file(path: str) -> Calibration:
-    """A `commbench calibrate -O` file (step.terms.load_calibration) whose every term lies in its hard_range:
-    a fit stays inside BOUNDS, so a term beyond hard_range (layer_overhead_s = 5 s per layer) is a hand edit
-    or a corrupt file, refused in one line naming the term, not planned with."""
-    from commbench.errors import invalid
-    from commbench.planner.step.terms import load_calibration
+@dataclass(frozen=True, kw_only=True)
+class CalibrationFile:
+    """A `commbench calibrate -O` file as read: its terms, and the fitted terms it does not set (a file of an older
+    commbench fitted fewer), which are the shipped calibration's (step.terms.CALIBRATED); a plan names them."""
 
-    cal = load_calibration(path)
+    path: str
+    calibration: Calibration
+    shipped_terms: tuple[str, ...] = ()
+
+    def note(self) -> str:
+        """'' when the file sets every fitted term; else one line naming the terms filled from the shipped values."""
+        if not self.shipped_terms:
+            return ""
+        return (f"calibration file {self.path} sets no {', '.join(self.shipped_terms)}: these {len(self.shipped_terms)} "
+                f"of the {len(FITTED_TERMS)} fitted terms are the shipped calibration's values, not fitted to your runs "
+                "(a file of an older commbench fitted fewer terms)")
+
+
+def read_calibration_file(path: str) -> CalibrationFile:
+    """A `commbench calibrate -O` file (step.terms.read_calibration) whose every term lies in its hard_range: a fit
+    stays inside BOUNDS, so a term beyond hard_range (layer_overhead_s = 5 s per layer) is a hand edit or a corrupt
+    file, refused in one line naming the term, not planned with. The terms it does not set are named
+    (CalibrationFile.shipped_terms), not filled silently."""
+    from commbench.errors import invalid
+    from commbench.planner.step.terms import read_calibration
+
+    cal, missing = read_calibration(path)
     for term in BOUNDS:
         lo, hi = hard_range(term)
         value = getattr(cal, term)
         if not lo <= value <= hi:
             raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
-    return cal
+    return CalibrationFile(path=path, calibration=cal, shipped_terms=missing)
+
+
+def load_calibration_file(path: str) -> Calibration:
+    """read_calibration_file's terms alone (the benchmarks' --calibration)."""
+    return read_calibration_file(path).calibration
 
 
 HUBER_DELTA = 0.1  # |log error| beyond which the loss grows linearly (~10%): outlier rows pull less

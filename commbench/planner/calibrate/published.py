@@ -172,6 +172,7 @@ class PublishedRun:
     layout: Layout | None
     skip_reason: str = ""
     layout_note: str = ""     # where the modelled layout departs from the row as published, and why
+    where: str = ""           # the row's place: "FILE row N" for a user's runs file, "row N" otherwise
 
     @property
     def label(self) -> str:
@@ -298,10 +299,16 @@ def _dp_of(row: dict[str, Any]) -> int:
     return int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row.get("cp") or 1))
 
 
-def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[PublishedRun]:
+def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
+                   where: tuple[str, ...] | None = None) -> list[PublishedRun]:
+    """Every row as a PublishedRun: modelled (model, preset, layout) or not (skip_reason). `where`: each row's
+    place, as its messages name it (default "row N")."""
     from commbench.data.reference import calibration_runs
     out = []
-    for i, r in enumerate(rows if rows is not None else calibration_runs()):
+    rows = rows if rows is not None else calibration_runs()
+    places = tuple(where) if where is not None else tuple(f"row {i + 1}" for i in range(len(rows)))
+    assert len(places) == len(rows), (len(places), len(rows))
+    for i, r in enumerate(rows):
         name = _zoo_name(str(r["model"]))
         preset = _preset_name(str(r["gpu"]))
         reason = ""
@@ -315,7 +322,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
         elif not r.get("tokens_per_s_per_gpu"):
             reason = "no tokens_per_s_per_gpu to compare with"
         if reason:
-            out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None, skip_reason=reason))
+            out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None, skip_reason=reason,
+                                    where=places[i]))
             continue
         model = load_model(name)
         if "w/o mtp" in (r.get("notes") or "").lower():
@@ -330,22 +338,49 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None) -> list[Publi
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=fixed[0] if fixed else int(r["mbs"]),
                         gbs=int(r["gbs"]),
                         precision=precision_of(r.get("precision")), **flags)
-        broken = _broken_rule(model, layout, int(r["num_gpus"]), int(r["seq_len"]))
+        broken = broken_rule_text(model, layout, r)
         if broken:
-            out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None,
-                                    skip_reason=f"published layout breaks rule {broken}"))
+            out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None, skip_reason=broken,
+                                    where=places[i]))
             continue
         stood_in = (release_recipe(r, preset, name) or {}).get("release_note", "")
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
-                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in) if n)))
+                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in) if n),
+                                where=places[i]))
     return out
 
 
-def _broken_rule(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int) -> str:
-    """The first layout rule a published layout breaks ('' when none), e.g. EP larger than DP."""
-    from commbench.planner.layout.spec import RULE_BITS, RULES, layout_violations
+# Per layout rule (layout.spec.RULES), the optional row fields it reads: where the row leaves one out, its value
+# came from the row's release recipe or the defaults above, and the refusal says so.
+ROW_RULE_FIELDS = {"expert_fold": ("ep", "etp"), "experts": ("ep",), "pipeline": ("vp",),
+                   "hsdp": ("ep", "etp"), "offload": ("cpu_offload_layers", "recompute"),
+                   "recompute_layers": ("recompute_layers", "recompute")}
+
+
+def broken_rule_text(model: ModelSpec, layout: Layout, row: dict[str, Any]) -> str:
+    """'' when the run's layout keeps every layout rule; else the first rule it breaks, in words (layout.spec.RULES),
+    with the row's fields and values that break it, e.g. "its layout breaks the batch rule: gbs must be a multiple
+    of mbs*dp: gbs = 500 is not a multiple of mbs*dp = 32 (4*8); dp = num_gpus/(tp*pp*cp) = 8/1 = 8"."""
+    from commbench.planner.layout.spec import RULE_BITS, RULES, layout_violations, rule_detail
+    num_gpus, seq_len = int(row["num_gpus"]), int(row["seq_len"])
     bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
-    return next((name for name, _ in RULES if bits & RULE_BITS[name]), "")
+    name = next((n for n, _ in RULES if bits & RULE_BITS[n]), "")
+    if not name:
+        return ""
+    tp, pp, cp = layout.tp, layout.pp, layout.cp
+    if name == "world":  # dp is not a row field: num_gpus / (tp*pp*cp), which must be whole
+        return (f"its layout breaks the world rule: num_gpus must be a multiple of tp*pp*cp (dp = num_gpus/(tp*pp*cp) "
+                f"data-parallel replicas, and tp*cp*dp*pp must equal num_gpus): num_gpus = {num_gpus}, tp*pp*cp = "
+                f"{tp * pp * cp} ({tp}*{pp}*{cp}) leaves {num_gpus % (tp * pp * cp)} GPU(s) over")
+    detail = rule_detail(name, model, layout, num_gpus, seq_len)
+    if name in ("expert_fold", "batch", "hsdp"):
+        detail += f"; dp = num_gpus/(tp*pp*cp) = {num_gpus}/{tp * pp * cp} = {layout.dp}"
+    recipe = row.get("recipe") if isinstance(row.get("recipe"), dict) else {}
+    unstated = [f for f in ROW_RULE_FIELDS.get(name, ()) if row.get(f) is None and f not in recipe]
+    if unstated:
+        detail += ("; not in the row, so from its release's recipe or the defaults: "
+                   + ", ".join(f"{f} = {getattr(layout, f)}" for f in unstated))
+    return f"its layout breaks the {name} rule: {dict(RULES)[name]}: {detail}"
 
 
 @dataclass(frozen=True, kw_only=True)

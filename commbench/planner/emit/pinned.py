@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, efficiency_terms, fabric_lines, fabric_summary, framework_assumptions,
-                                         framework_record, layout_dict, megatron_section, model_dict)
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_inputs, efficiency_terms, fabric_lines,
+                                         fabric_summary, framework_assumptions, framework_record, layout_dict,
+                                         megatron_section, model_dict)
 from commbench.planner.emit.megatron import MEGATRON_TARGET
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.spec import Layout
@@ -21,7 +22,8 @@ from commbench.planner.layout.placement import gpus_per_rack, place
 def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str, Any], *, system: str,
                          num_gpus: int, seq_len: int | None, moe_imbalance: float, flex_backend: str = "deepep",
                          torchtitan_version: str = DEFAULT_TORCHTITAN, framework: str = "megatron",
-                         calibration_file: str | None = None) -> dict[str, Any]:
+                         calibration_file: str | None = None,
+                         calibration_shipped_terms: tuple[str, ...] = ()) -> dict[str, Any]:
     per_rack = gpus_per_rack(num_gpus, int(fabric.domain_size))
     placement = place(layout, num_gpus, per_rack)
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
@@ -32,11 +34,11 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
         "inputs": {"model": model.name, "model_spec": model_dict(model), "system": system, "gpus": num_gpus,
                    "gbs": layout.gbs, "precision": layout.precision, "seq_len": seq_len or model.seq_len,
                    "moe_imbalance": moe_imbalance, "pins": layout_dict(layout), "fabric": fabric_summary(fabric),
-                   "calibration": calibration_file or "shipped"},
+                   **calibration_inputs(calibration_file, calibration_shipped_terms)},
         "assumptions": [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-                        efficiency_terms(calibration_file)] + fabric_lines(fabric)
+                        efficiency_terms(calibration_file, calibration_shipped_terms)] + fabric_lines(fabric)
                        + list(megatron["notes"]) + framework_assumptions(framework),
         "layout": layout_dict(layout),
         "predicted": dict(row),

@@ -222,18 +222,32 @@ def fabric_lines(fabric) -> list[str]:
     return lines
 
 
-def efficiency_terms(calibration_file: str | None) -> str:
-    """The plan's line on where its efficiency terms come from: the shipped ones, or a calibrate -O file."""
+def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...] = ()) -> str:
+    """The plan's line on where its efficiency terms come from: the shipped ones, or a calibrate -O file and, by name,
+    the terms that file does not set (`shipped_terms`: the shipped values stand in for them)."""
     if calibration_file is None:
         return "efficiency terms: commbench.planner.step.terms (fitted to published runs)"
-    return (f"efficiency terms: {calibration_file} (commbench calibrate -O; a term it does not set keeps "
-            "the shipped value)")
+    if not shipped_terms:
+        return f"efficiency terms: {calibration_file} (commbench calibrate -O; it sets every fitted term)"
+    return (f"efficiency terms: {calibration_file} (commbench calibrate -O), except {', '.join(shipped_terms)}: the "
+            f"file does not set these {len(shipped_terms)}, so they are the shipped values (commbench.planner.step.terms), "
+            "not fitted to your runs")
+
+
+def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, ...] = ()) -> dict[str, Any]:
+    """plan.json inputs on the efficiency terms: "calibration" (the file or "shipped") and, with a file, the terms
+    it does not set, taken from the shipped calibration ("calibration_shipped_terms")."""
+    if calibration_file is None:
+        return {"calibration": "shipped"}
+    return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms)}
 
 
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],
                   extra_assumptions: list[str] = (), top: int = 10, flex_backend: str = "deepep",
-                  torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None) -> dict[str, Any]:
-    """The schema-versioned plan.json for the winner of a SearchResult (every figure predicted)."""
+                  torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None,
+                  calibration_shipped_terms: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The schema-versioned plan.json for the winner of a SearchResult (every figure predicted).
+    `calibration_shipped_terms`: the terms the --calibration file does not set (plan.json names them)."""
     from commbench.planner.search.explain import short
     from commbench.planner.layout.placement import place
     req, bd = result.request, result.breakdown
@@ -252,7 +266,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
         "overlaps on where Megatron allows them (they never lengthen a step in the model)",
-        efficiency_terms(calibration_file),
+        efficiency_terms(calibration_file, calibration_shipped_terms),
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
@@ -272,7 +286,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                    "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,
                    "pins": dict(req.pins), "fabric": fabric_summary(req.fabric),
                    "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
-                   "calibration": calibration_file or "shipped"},
+                   **calibration_inputs(calibration_file, calibration_shipped_terms)},
         "assumptions": assumptions,
         "layout": layout_dict(lay),
         "predicted": bd.row(0) | {"mem_headroom_bytes": float(result.headroom_bytes[0]),

@@ -308,6 +308,41 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     return bits
 
 
+def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None) -> str:
+    """The fields and values by which `layout` breaks the rule `name` of RULES (its words are RULES'), e.g.
+    "gbs = 500 is not a multiple of mbs*dp = 32 (4*8)"."""
+    a = layout
+    fold, attn = a.etp * a.ep, a.tp * a.cp * a.dp
+    shard = a.dp // max(a.fsdp_replicas, 1) * a.cp * a.tp
+    heads = f"tp = {a.tp}, heads = {model.num_heads}, kv_heads = {model.num_kv_heads}"
+    if model.num_mamba_layers:
+        heads += f", cp = {a.cp}, Mamba heads = {model.mamba_num_heads}, Mamba groups = {model.mamba_num_groups}"
+    if model.linear_attention_freq:
+        heads += (f", cp = {a.cp}, Gated DeltaNet key heads = {model.gdn_num_key_heads}, value heads = "
+                  f"{model.gdn_num_value_heads}")
+    if model.attention == "dsv4":
+        heads += f", cp = {a.cp}, output-projection groups = {model.o_groups}"
+    experts = (f"ep = {a.ep} does not divide routed experts = {model.num_routed_experts}" if model.is_moe
+               else f"ep = {a.ep} on a dense model")
+    return {
+        "world": f"tp*cp*dp*pp = {a.world} ({a.tp}*{a.cp}*{a.dp}*{a.pp}) != {num_gpus} GPUs",
+        "expert_fold": f"etp*ep = {fold} ({a.etp}*{a.ep}) does not divide tp*cp*dp = {attn} ({a.tp}*{a.cp}*{a.dp})",
+        "heads": heads,
+        "experts": experts,
+        "pipeline": f"{model.num_layers} layers + {model.num_mtp_layers} MTP over pp = {a.pp} x vp = {a.vp}"
+                    + (" (vp > 1 with pp = 1)" if a.vp > 1 and a.pp == 1 else ""),
+        "batch": f"gbs = {a.gbs} is not a multiple of mbs*dp = {a.mbs * a.dp} ({a.mbs}*{a.dp})",
+        "context": f"seq_len = {seq_len or model.seq_len} is not divisible by 2*cp = {2 * a.cp}",
+        "fsdp": f"fsdp = {a.fsdp}, pp = {a.pp}, distributed_optimizer = {a.distributed_optimizer}",
+        "hsdp": f"fsdp_replicas = {a.fsdp_replicas}, fsdp = {a.fsdp}, dp = {a.dp}, "
+                f"{'MoE' if model.is_moe else 'dense'} model" + (f", ep*etp = {a.ep * a.etp}, shard group "
+                                                                  f"dp/fsdp_replicas*cp*tp = {shard}" if model.is_moe else ""),
+        "offload": f"cpu_offload_layers = {a.cpu_offload_layers}, pp = {a.pp}, "
+                   f"recompute = {a.recompute}, cuda_graph = {a.cuda_graph}, layers = {model.num_layers}",
+        "recompute_layers": f"recompute_layers = {a.recompute_layers}, recompute = {a.recompute}",
+    }[name]
+
+
 def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None, *,
                  given: set[str] | None = None) -> None:
     """Raise CommbenchError naming the first rule `layout` breaks for `model` on `num_gpus` GPUs.
@@ -316,21 +351,7 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
     if not bits:
         return
     name, rule = next((n, r) for n, r in RULES if bits & RULE_BITS[n])
-    detail = {
-        "world": f"tp*cp*dp*pp = {layout.world}, gpus = {num_gpus}",
-        "expert_fold": f"etp*ep = {layout.etp * layout.ep}, tp*cp*dp = {layout.tp * layout.cp * layout.dp}",
-        "heads": f"tp = {layout.tp}, heads = {model.num_heads}, kv_heads = {model.num_kv_heads}",
-        "experts": f"ep = {layout.ep}, routed experts = {model.num_routed_experts}",
-        "pipeline": f"{model.num_layers} layers + {model.num_mtp_layers} MTP over pp = {layout.pp} x vp = {layout.vp}",
-        "batch": f"gbs = {layout.gbs}, mbs*dp = {layout.mbs * layout.dp}",
-        "context": f"cp = {layout.cp}, seq_len = {seq_len or model.seq_len}",
-        "fsdp": f"pp = {layout.pp}, distributed_optimizer = {layout.distributed_optimizer}",
-        "hsdp": f"fsdp_replicas = {layout.fsdp_replicas}, fsdp = {layout.fsdp}, dp = {layout.dp}, "
-                f"{'MoE' if model.is_moe else 'dense'} model" + (f", ep*etp = {layout.ep * layout.etp}" if model.is_moe else ""),
-        "offload": f"cpu_offload_layers = {layout.cpu_offload_layers}, pp = {layout.pp}, "
-                   f"recompute = {layout.recompute}, cuda_graph = {layout.cuda_graph}, layers = {model.num_layers}",
-        "recompute_layers": f"recompute_layers = {layout.recompute_layers}, recompute = {layout.recompute}",
-    }[name]
+    detail = rule_detail(name, model, layout, num_gpus, seq_len)
     if name == "expert_fold" and given is not None and "etp" not in given:
         detail += f"; etp was not given and defaulted to tp = {layout.tp} (Megatron-LM's default)"
         if (layout.tp * layout.cp * layout.dp) % layout.ep == 0:

@@ -178,12 +178,18 @@ MODEL_MEDIAN_ABS_ERROR = {"moe": 0.069, "dense": 0.035}
 MODEL_GAIN_MEDIAN_ABS_ERROR = {"moe": 0.077, "dense": 0.072}
 
 CALIBRATION_KIND = "commbench-calibration"
+# The calibration file's format version. Files written before it was recorded (no "version") have the same shape and
+# read as version 1; a file of a later version is refused (read_calibration), not read as if it were this one.
+CALIBRATION_VERSION = 1
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None) -> dict:
-    """The file `commbench calibrate -O` writes: the fitted terms, the files they came from and (`runs`) each run
-    fitted, as calibrate's run_key names it (so --evaluate can tell those runs from held-out ones)."""
-    data = {"kind": CALIBRATION_KIND, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
+    """The file `commbench calibrate -O` writes: its format version and the commbench that wrote it, the fitted terms,
+    the files they came from and (`runs`) each run fitted, as calibrate's run_key names it (so --evaluate can tell
+    those runs from held-out ones)."""
+    from commbench import __version__
+    data = {"kind": CALIBRATION_KIND, "version": CALIBRATION_VERSION, "commbench_version": __version__,
+            "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
     return data if runs is None else dict(data, runs=runs)
 
 
@@ -210,16 +216,34 @@ def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force
 
 
 def load_calibration(path: str) -> Calibration:
-    """Read a `commbench calibrate -O` file; missing terms keep the shipped values. One-line errors."""
+    """Read a `commbench calibrate -O` file; missing terms keep the shipped values (read_calibration names them)."""
+    return read_calibration(path)[0]
+
+
+def read_calibration(path: str) -> tuple[Calibration, tuple[str, ...]]:
+    """A `commbench calibrate -O` file's terms, and the FITTED_TERMS it does not set (in FITTED_TERMS order), which
+    keep the shipped values (CALIBRATED): a file of an older commbench fitted fewer terms. One-line errors; a file of
+    a later format version than CALIBRATION_VERSION is refused."""
     import json
 
-    from commbench.errors import invalid, read_user_file
+    from commbench import __version__
+    from commbench.errors import CommbenchError, invalid, read_user_file
     try:
         data = json.loads(read_user_file(path, "calibration file"))
     except json.JSONDecodeError as exc:
         raise invalid("--calibration", path, f"a JSON file written by `commbench calibrate -O` ({exc.msg})") from None
     if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND or not isinstance(data.get("terms"), dict):
         raise invalid("--calibration", path, f'a JSON object with "kind": "{CALIBRATION_KIND}" and "terms"')
+    version = data.get("version", 1)   # none recorded: written before versions were, in version 1's shape
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CommbenchError(f"calibration file {path}: field 'version' = {version!r}; allowed: a format version from 1 "
+                             f"to {CALIBRATION_VERSION}")
+    if version > CALIBRATION_VERSION:
+        by = data.get("commbench_version")
+        raise CommbenchError(f"calibration file {path}: field 'version' = {version}; this commbench ({__version__}) "
+                             f"reads calibration files of version 1 to {CALIBRATION_VERSION}: it was written by a newer "
+                             f"commbench{f' ({by})' if isinstance(by, str) else ''}; upgrade, or refit with this one's "
+                             "`commbench calibrate -O`")
     terms = data["terms"]
     unknown = sorted(set(terms) - set(FITTED_TERMS))
     if unknown:
@@ -228,6 +252,7 @@ def load_calibration(path: str) -> Calibration:
     if bad:
         raise invalid(bad[0], terms[bad[0]], "a number")
     try:
-        return CALIBRATED.with_values(**{k: float(v) for k, v in terms.items()})
+        cal = CALIBRATED.with_values(**{k: float(v) for k, v in terms.items()})
     except ValueError as exc:
         raise invalid("--calibration", path, str(exc)) from None
+    return cal, tuple(t for t in FITTED_TERMS if t not in terms)

@@ -1,0 +1,88 @@
+"""A `commbench calibrate -O` file records its format version; a later version is refused in one line, and terms a
+file does not set (a file of an older commbench fitted fewer) are named where a plan states its efficiency terms
+(plan.json inputs and assumptions, the printed plan), not filled from the shipped values without a word."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.planner.calibrate.fit import read_calibration_file
+from commbench.planner.step.terms import CALIBRATED, CALIBRATION_VERSION, FITTED_TERMS, calibration_json
+
+MEGATRON = Path(__file__).parent / "data" / "megatron_deepseek_v3_gb300.log"
+PLAN = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64"]
+PINNED = ["--layout", "tp=1,pp=1,vp=1,ep=8,mbs=1"]
+OLD_TERMS = {"grouped_gemm_efficiency": 0.4, "overlap_efficiency": 0.5}   # fewer terms than this release fits
+
+
+def _write(path: Path, data: dict) -> str:
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_calibrate_writes_its_format_version_and_plan_reads_every_term_from_it(tmp_path):
+    out = tmp_path / "cal.json"
+    fit = CliRunner().invoke(app, ["calibrate", str(MEGATRON), "--model", "deepseek-v3", "--system", "gb300-nvl72",
+                                   "--no-loo", "-O", str(out)])
+    assert fit.exit_code == 0, fit.output
+    data = json.loads(out.read_text())
+    assert data["version"] == CALIBRATION_VERSION and isinstance(data["commbench_version"], str)
+    assert set(data["terms"]) == set(FITTED_TERMS)
+    doc = json.loads(CliRunner().invoke(app, [*PLAN, *PINNED, "--json", "--calibration", str(out)]).output)
+    assert doc["inputs"]["calibration"] == str(out) and doc["inputs"]["calibration_shipped_terms"] == []
+    assert any("it sets every fitted term" in a for a in doc["assumptions"])
+
+
+def test_a_file_the_current_release_writes_still_loads(tmp_path):
+    """No "version" (written before it was recorded) and every fitted term: read as version 1, nothing filled in."""
+    current = calibration_json(CALIBRATED, fitted_on=["runs.json"], runs=[])
+    current = {k: v for k, v in current.items() if k not in ("version", "commbench_version")}
+    loaded = read_calibration_file(_write(tmp_path / "cal.json", current))
+    assert loaded.calibration == CALIBRATED and loaded.shipped_terms == () and loaded.note() == ""
+
+
+@pytest.mark.parametrize("layout", [[], PINNED], ids=["search", "pinned"])
+def test_terms_a_file_does_not_set_are_named_in_the_plan(tmp_path, layout):
+    old = _write(tmp_path / "old.json", {"kind": "commbench-calibration", "terms": OLD_TERMS})
+    missing = [t for t in FITTED_TERMS if t not in OLD_TERMS]
+    doc = json.loads(CliRunner().invoke(app, [*PLAN, *layout, "--json", "--calibration", old]).output)
+    assert doc["inputs"]["calibration"] == old and doc["inputs"]["calibration_shipped_terms"] == missing
+    (line,) = [a for a in doc["assumptions"] if a.startswith("efficiency terms:")]
+    assert f"except {', '.join(missing)}:" in line and "shipped values" in line
+    text = CliRunner().invoke(app, [*PLAN, *layout, "--calibration", old], env={"COLUMNS": "300"})
+    assert text.exit_code == 0, text.output
+    assert f"except {', '.join(missing)}:" in " ".join(text.output.split())
+
+
+def test_calibrate_with_an_older_file_says_which_terms_are_the_shipped_ones(tmp_path):
+    old = _write(tmp_path / "old.json", {"kind": "commbench-calibration", "terms": OLD_TERMS})
+    args = ["calibrate", "--evaluate", str(MEGATRON), "--model", "deepseek-v3", "--system", "gb300-nvl72",
+            "--calibration", old]
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert text.exit_code == 0, text.output
+    assert f"calibration file {old} sets no gemm_efficiency_hopper" in text.output and "not fitted to your runs" in text.output
+    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert doc["calibration_shipped_terms"] == [t for t in FITTED_TERMS if t not in OLD_TERMS]
+
+
+@pytest.mark.parametrize("version, message", [
+    (CALIBRATION_VERSION + 1, f"field 'version' = {CALIBRATION_VERSION + 1}; this commbench"),
+    ("1", "field 'version' = '1'; allowed: a format version from 1"),
+    (True, "field 'version' = True; allowed"),
+    (0, "field 'version' = 0; allowed"),
+])
+def test_an_unknown_format_version_is_refused_in_one_line(tmp_path, version, message):
+    path = _write(tmp_path / "cal.json", {"kind": "commbench-calibration", "version": version,
+                                          "commbench_version": "9.0.0", "terms": {"grouped_gemm_efficiency": 0.4}})
+    for command in ([*PLAN, *PINNED], [*PLAN], ["calibrate", "--evaluate", str(MEGATRON), "--model", "deepseek-v3",
+                                                "--system", "gb300-nvl72"]):
+        result = CliRunner().invoke(app, [*command, "--calibration", path], env={"COLUMNS": "80"})
+        assert result.exit_code == 2, result.output
+        assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    if version == CALIBRATION_VERSION + 1:
+        assert "written by a newer commbench (9.0.0)" in result.output
