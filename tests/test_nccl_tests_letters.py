@@ -31,6 +31,35 @@ def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
     assert all(p["iters"] == 3 for p in points)
 
 
+def test_G_banner_reads_iterations_and_launches_as_nccl_tests(tmp_path, monkeypatch):
+    """-n 4 -G 5: the banner read 'iters: 20 ... graph: 1' (the loop's 20 replays of one iteration's graph);
+    nccl-tests reads 'iters: 4 ... graph: 5' (src/util.cu writeDeviceReport: iters, cudaGraphLaunches)."""
+    import commbench.cli.bench as bench_cli
+    from commbench.measure.bench import BenchOutcome
+    from commbench.measure.view import BenchView
+    from commbench.results.records import RunHeader
+
+    header = RunHeader(run_id="r", started_at="t", argv=[], commbench_version="0", python_version="3",
+                       torch_version=None, nccl_version="2.27.3", cuda_version=None, cupy_version="13",
+                       backend="cupy-nccl", world_size=1, hostnames=["h"], devices=["gpu"], nccl_env={},
+                       launcher="single")
+    configs = []
+
+    def fake_run(config, backends, nproc, timeout_s):  # rank 0's view of a run with no points
+        configs.append(config)
+        BenchView(config, header, 0).close()
+        return {0: BenchOutcome(num_points=0, num_wrong=0, error=None)}
+
+    monkeypatch.setattr(bench_cli, "resolve_backend", lambda name: name)  # no CuPy here
+    monkeypatch.setattr(bench_cli, "_run", fake_run)
+    result = runner.invoke(app, ["bench", "all_reduce", "--backend", "cupy-nccl", "-n", "4", "-G", "5",
+                                 "--format", "nccl-tests", "-J", str(tmp_path / "g.jsonl")])
+    assert result.exit_code == 0, result.output
+    banner = next(line for line in result.output.splitlines() if line.startswith("# nThread"))
+    assert banner.endswith(" iters: 4 agg iters: 1 validation: 1 graph: 5 unalign: 0"), banner
+    assert configs[0].loop.iters == 20 and configs[0].loop.cuda_graph  # what the loop times: n x G replays
+
+
 def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
     calls, events = [], []
 

@@ -180,3 +180,18 @@ def test_piped_bench_prints_each_row_before_the_next_point_and_a_heartbeat(tmp_p
         beats = [i for i, line in enumerate(lines) if line.startswith("# still measuring 256")]
         assert len(rows) == 3 and beats and rows[0] < beats[0] < rows[1], lines
     assert np.all(np.diff(rows) > 0)
+
+
+def test_banner_states_graph_launches_and_their_iterations_as_nccl_tests(capsys):
+    """-n 4 -G 5: nccl-tests' banner reads 'iters: 4 ... graph: 5' (src/util.cu writeDeviceReport prints iters
+    and cudaGraphLaunches; 2.18 on end it with 'unalign: %d'); commbench's loop times the 20 replays of one
+    iteration's graph, and the banner read 'iters: 20 ... graph: 1'. --cuda-graph alone is one launch."""
+    loop = LoopOptions(iters=20, warmup_iters=1, cuda_graph=True)
+    for graph_launches, loop_iters, expected in ((5, 20, " iters: 4 agg iters: 1 validation: 1 graph: 5 unalign: 0"),
+                                                 (0, 4, " iters: 4 agg iters: 1 validation: 1 graph: 1 unalign: 0")):
+        config = BenchConfig(collective="all_reduce", sizes_bytes=(64,), output_format="nccl-tests",
+                             backend="cupy-nccl", graph_launches=graph_launches,
+                             loop=dataclasses.replace(loop, iters=loop_iters))
+        BenchView(config, _header(), 0).close()
+        banner = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# nThread"))
+        assert banner.endswith(expected), banner

@@ -138,6 +138,7 @@ def bench(
         out_of_place=out_of_place, root=root,
         size_bounds=None if workload.default_sizes_bytes and (min_bytes, max_bytes) == (None, None) else
         (parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes")),
+        graph_launches=letters.get("graph_launches", 0),
         loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph,
                          agg_iters=letters.get("agg_iters", 1), blocking=letters.get("blocking", False)),
         backend=backends[0], timeout_s=timeout_s,

@@ -51,6 +51,7 @@ class BenchConfig:
     subgroups: SubgroupSpec | None = None  # sub-group sweep (issue 4); None = the whole world
     show_view: bool = True  # False when a parent process shows the progress (NCCL tuning axes)
     size_bounds: tuple[int, int] | None = None  # -b and -e as given (nccl-tests' minBytes/maxBytes)
+    graph_launches: int = 0  # -G as given (nccl-tests' banner "graph:"); loop.iters is then -n x -G replays
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -89,10 +89,11 @@ class BenchView:
             self._print(f"# {intro}")
             sizes = config.sizes_bytes or (0,)
             low, high = config.size_bounds or (min(sizes), max(sizes))
+            iters, launches = banner_iters(config)
             for line in text.banner(header, config.collective, min_bytes=low, max_bytes=high,
-                                    step=text.size_step(config.sizes_bytes), iters=config.loop.iters,
+                                    step=text.size_step(config.sizes_bytes), iters=iters,
                                     warmup_iters=config.loop.warmup_iters, check=config.loop.check,
-                                    cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version,
+                                    graph_launches=launches, commbench_version=header.commbench_version,
                                     agg_iters=config.loop.agg_iters, blocking=config.loop.blocking):
                 self._print(line)
             for note in header.notes:
@@ -193,3 +194,12 @@ class BenchView:
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))
+
+
+def banner_iters(config) -> tuple[int, int]:
+    """(iters, graph launches) as nccl-tests' banner states them: -G N times N launches of the -n iterations,
+    which commbench's loop runs as n x N replays (config.loop.iters); --cuda-graph alone is one launch."""
+    launches = config.graph_launches or int(config.loop.cuda_graph)
+    if config.graph_launches:
+        return config.loop.iters // config.graph_launches, launches
+    return config.loop.iters, launches

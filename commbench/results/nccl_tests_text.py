@@ -1,7 +1,8 @@
 """nccl-tests' classic text output, byte for byte in layout, rendered from our records.
 
 Format strings as nccl-tests 2.17 prints them (src/util.cu: writeBenchmarkLinePreamble, getFloatStr,
-writeBenchmarkLineBody, writeResultHeader, writeResultFooter; the banner in src/common.cu run()):
+writeBenchmarkLineBody, writeResultHeader, writeResultFooter; the banner: src/util.cu writeDeviceReport, its
+parameter line with 2.18's trailing "unalign: %d"):
 - row: "%12li  %12li  %8s  %6s  %6s" (size, count, type, redop, root as "%6i"), then per placement,
   out-of-place first, "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong) or "  %7s  %6s  %6s    N/A"
   without a data check; numbers by getFloatStr: "%.2f" while it fits the width, else "%.1f", "%.0f",
@@ -54,16 +55,19 @@ def nccl_version_code(version: str | None) -> int:
 
 
 def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int, step: tuple[int, str],
-           iters: int, warmup_iters: int, check: bool, cuda_graph: bool, commbench_version: str,
+           iters: int, warmup_iters: int, check: bool, graph_launches: int, commbench_version: str,
            agg_iters: int = 1, blocking: bool = False) -> list[str]:
     """The lines nccl-tests prints before its table: version, test name, parameters, devices (one
     process per rank: nThread 1 nGpus 1, one `#  Rank` line per rank). The version names commbench
-    (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL."""
+    (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL. `iters` is -n and
+    `graph_launches` -G as nccl-tests prints them (iters: n, graph: N launches of the n-iteration graph,
+    0 without graphs), whatever the loop runs to time them; commbench never offsets buffers: unalign: 0."""
     lines = [f"# nccl-tests version commbench-{commbench_version} nccl-headers=0 "
              f"nccl-library={nccl_version_code(header.nccl_version)}",
              f"# Collective test starting: {program_name(collective)}",
              f"# nThread 1 nGpus 1 minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]}) warmup iters: "
-             f"{warmup_iters} iters: {iters} agg iters: {agg_iters} validation: {int(check)} graph: {int(cuda_graph)}",
+             f"{warmup_iters} iters: {iters} agg iters: {agg_iters} validation: {int(check)} graph: {graph_launches} "
+             "unalign: 0",
              *(["# Blocking Enabled: wait and barrier after each inner iteration (-m) "] if blocking else []),
              "#", "# Using devices"]
     for rank, (host, device) in enumerate(zip(header.hostnames, header.devices)):
