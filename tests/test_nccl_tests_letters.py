@@ -31,6 +31,31 @@ def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
     assert all(p["iters"] == 3 for p in points)
 
 
+def test_N_prints_nccl_tests_layout_one_banner_all_cycles_rows_one_footer(tmp_path):
+    """bench -N 3 --format nccl-tests printed a banner, a table header and a footer per cycle; nccl-tests prints
+    them once (src/common.cu: the cycles loop inside one test, writeResultFooter after it), the footer over every
+    cycle's cells. The records keep one run per cycle."""
+    from commbench.results.importers.nccl_tests import parse_text
+    from commbench.results.nccl_tests_text import footer
+    from commbench.results.records import from_dict
+
+    out = tmp_path / "ar.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "2", "-w", "0",
+                                 "-N", "3", "--format", "nccl-tests", "-J", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    for start in ("# topology:", "# Collective test starting", "# nThread", "#       size", "# Avg bus bandwidth",
+                  "# Collective test concluded"):
+        assert sum(line.startswith(start) for line in lines) == 1, (start, result.output)
+    rows = [i for i, line in enumerate(lines) if line[:12].strip().isdigit()]
+    assert len(rows) == 9 and rows == list(range(rows[0], rows[0] + 9))  # the cycles' rows, one block
+    points = [from_dict(r) for r in records(out) if r["record_type"] == "measurement"]
+    assert len(points) == 18 and lines[rows[-1] + 1:] == footer(points, "all_reduce")
+    imported = parse_text(result.output, "log.txt")
+    assert imported.problems == []
+    assert len({m.run_id for m in imported.records}) == len({p.run_id for p in points}) == 3
+
+
 def test_G_banner_reads_iterations_and_launches_as_nccl_tests(tmp_path, monkeypatch):
     """-n 4 -G 5: the banner read 'iters: 20 ... graph: 1' (the loop's 20 replays of one iteration's graph);
     nccl-tests reads 'iters: 4 ... graph: 5' (src/util.cu writeDeviceReport: iters, cudaGraphLaunches)."""

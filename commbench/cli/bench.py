@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from contextlib import nullcontext
 from typing import Annotated, Optional
@@ -168,6 +169,8 @@ def bench(
             return
         num_cycles, earlier_points = letters.get("run_cycles", 1), 0
         for cycle in range(num_cycles):
+            config = dataclasses.replace(config, text_cycle=dataclasses.replace(
+                config.text_cycle, cycle=cycle, num_cycles=num_cycles))
             try:
                 outcomes = _run(config, backends, nproc, timeout_s)
             except Interrupted as exc:
@@ -177,6 +180,9 @@ def bench(
                                   f"(-N: cycle {cycle + 1} of {num_cycles} stopped)") from None
             report_outcomes(outcomes, config.output_path)
             earlier_points += max(outcome.num_points for outcome in outcomes.values())
+            carried = next((o.text_cycle for o in outcomes.values() if o.text_cycle is not None), None)
+            if carried is not None:
+                config = dataclasses.replace(config, text_cycle=carried)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())

@@ -1,9 +1,13 @@
 """What rank 0 shows while a bench job runs: a live rich table with a progress bar on a terminal;
-without one (Slurm, CI logs, a pipe), or with --format nccl-tests, nccl-tests' text: one row per point
-as it finishes, flushed, and a heartbeat line while a point runs past HEARTBEAT_S."""
+without one (Slurm, CI logs, a pipe), or with --format nccl-tests, nccl-tests' text: one row per size
+once its placements are measured, flushed, and a heartbeat line while a point runs past HEARTBEAT_S.
+
+With --format nccl-tests a -N cycle after the first continues the first's text (no banner, no table
+header) and only the last prints the footer, over every cycle's cells (config.text_cycle)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -65,9 +69,10 @@ class BenchView:
         self.format = config.output_format
         self.average = config.average
         self.collective = config.collective
+        self.cycle: text.TextCycle = config.text_cycle if self.format == "nccl-tests" else text.TextCycle()
         self.rows: list[Measurement] = []
         self.pending: list[Measurement] = []  # one size's placements until its row is complete
-        self.context = ""  # the '# commbench point:' line the rows printed last stand under
+        self.context = self.cycle.context  # the '# commbench point:' line the rows printed last stand under
         self.forms_per_size = forms_per_size
         self.console = stdout_console()
         self.lock = threading.Lock()
@@ -86,6 +91,8 @@ class BenchView:
             self.intro = intro
             return
         if self.format == "nccl-tests":
+            if not self.cycle.first:  # -N: this cycle's rows continue the table the first cycle started
+                return
             self._print(f"# {intro}")
             sizes = config.sizes_bytes or (0,)
             low, high = config.size_bounds or (min(sizes), max(sizes))
@@ -165,10 +172,16 @@ class BenchView:
         """The table fitted to the terminal's width now, above the progress bar."""
         return Group(measurement_table(self.title, self.rows, self.console.width), self.progress)
 
-    def close(self) -> None:
+    def carried(self) -> text.TextCycle:
+        """What the next -N cycle's text continues from: this cycle's cells added to the footer's counts, the
+        context its last row stands under."""
+        return dataclasses.replace(self.cycle.with_cells(self.rows, self.average), context=self.context)
+
+    def close(self, *, last: bool = True) -> None:
+        """End the view. `last`: no -N cycle follows (nccl-tests prints its footer once, after the last cycle)."""
         if self.heartbeat:
             self.heartbeat.stop()
-        footer = text.footer(self.rows, self.collective, self.average)
+        footer = text.footer(self.rows, self.collective, self.average, self.cycle)
         if self.format == "markdown":
             from commbench.results.report import markdown_table
             avg = footer[1].split(":", 1)[1].strip()
@@ -179,8 +192,9 @@ class BenchView:
         if self.text_rows:
             self._flush_row()
         if self.format == "nccl-tests":
-            for line in footer:
-                self._print(line)
+            if last:
+                for line in footer:
+                    self._print(line)
             return
         if self.live:
             self.progress.update(self.task, visible=False)

@@ -11,11 +11,16 @@ parameter line with 2.18's trailing "unalign: %d"):
 - footer: "# Out of bounds values : %d %s" (cells with #wrong > 0), "# Avg bus bandwidth    : %g "
   (the mean busbw over every measured cell, out-of-place and in-place: bw[0] / bw_count[0]), "#",
   "# Collective test concluded: %s".
+- -N cycles (src/common.cu threadRunTests: the do/while over run_cycles inside one test): the banner and the
+  table header once, every cycle's rows one after another, one footer at the end over every cycle's cells
+  (errors[0] and bw[0] / bw_count[0] accumulate across cycles). commbench runs each cycle as its own launch,
+  so a cycle's view continues the text of the ones before it (TextCycle).
 Times are nccl-tests' time (loop time / iters, reduced over ranks by -a); algbw/busbw from it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
@@ -132,11 +137,47 @@ def point_context(m: Measurement) -> str:
     return " ".join(parts)
 
 
-def footer(records: Iterable[Measurement], collective: str, average: int = 1) -> list[str]:
-    cells = [m for m in records]
-    errors = sum(1 for m in cells if m.num_wrong)
-    busbw = [numbers[2] for numbers in (cell_numbers(m, average) for m in cells) if numbers is not None]
-    avg = sum(busbw) / len(busbw) if busbw else 0.0
+@dataclass(frozen=True, kw_only=True)
+class TextCycle:
+    """Where one -N cycle's nccl-tests text stands in the whole run's (it travels to the ranks in BenchConfig):
+    which cycle of how many, and the footer's counts over the cycles printed before it (nccl-tests' errors[0],
+    bw[0] and bw_count[0]), and the '# commbench point:' context their last row stands under."""
+
+    cycle: int = 0
+    num_cycles: int = 1
+    num_error_cells: int = 0
+    busbw_sum_gbps: float = 0.0
+    num_busbw_cells: int = 0
+    context: str = ""
+
+    def __post_init__(self) -> None:
+        assert 0 <= self.cycle < self.num_cycles, (self.cycle, self.num_cycles)
+
+    @property
+    def first(self) -> bool:
+        return self.cycle == 0
+
+    @property
+    def last(self) -> bool:
+        return self.cycle == self.num_cycles - 1
+
+    def with_cells(self, records: Iterable[Measurement], average: int = 1) -> "TextCycle":
+        """The counts once `records` (the cells printed, both placements) are added."""
+        cells = list(records)
+        busbw = [numbers[2] for numbers in (cell_numbers(m, average) for m in cells) if numbers is not None]
+        return replace(self, num_error_cells=self.num_error_cells + sum(1 for m in cells if m.num_wrong),
+                       busbw_sum_gbps=self.busbw_sum_gbps + sum(busbw), num_busbw_cells=self.num_busbw_cells + len(busbw))
+
+    def next_cycle(self) -> "TextCycle":
+        return replace(self, cycle=self.cycle + 1)
+
+
+def footer(records: Iterable[Measurement], collective: str, average: int = 1,
+           before: TextCycle = TextCycle()) -> list[str]:
+    """nccl-tests' footer over `records` and the cells of the cycles `before` them."""
+    totals = before.with_cells(records, average)
+    avg = totals.busbw_sum_gbps / totals.num_busbw_cells if totals.num_busbw_cells else 0.0
+    errors = totals.num_error_cells
     return [f"# Out of bounds values : {errors} {'FAILED' if errors else 'OK'}",
             f"# Avg bus bandwidth    : {avg:g} ", "#", f"# Collective test concluded: {program_name(collective)}"]
 
