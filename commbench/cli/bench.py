@@ -13,6 +13,7 @@ from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail, renamed
 from commbench.cli.nccl_flags import nccl_tests_loop, refuse_nccl_tests_flags
+from commbench.results.nccl_tests_text import stopped_line
 from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backends import resolve_backend
@@ -168,16 +169,19 @@ def bench(
             run_bench_axes(config, combos, nproc)
             return
         num_cycles, earlier_points = letters.get("run_cycles", 1), 0
+        writes_text = (launched is None or launched.rank == 0) and output_format == "nccl-tests"
         for cycle in range(num_cycles):
             config = dataclasses.replace(config, text_cycle=dataclasses.replace(
                 config.text_cycle, cycle=cycle, num_cycles=num_cycles))
             try:
                 outcomes = _run(config, backends, nproc, timeout_s)
             except Interrupted as exc:
-                if cycle == 0:
-                    raise
-                raise Interrupted(f"{exc}; also the {earlier_points} point(s) of the {cycle} cycle(s) before it "
-                                  f"(-N: cycle {cycle + 1} of {num_cycles} stopped)") from None
+                if cycle > 0:
+                    exc = Interrupted(f"{exc}; also the {earlier_points} point(s) of the {cycle} cycle(s) before "
+                                      f"it (-N: cycle {cycle + 1} of {num_cycles} stopped)")
+                if writes_text:  # the ranks stopped mid-table: the text ends where its whole rows do, saying so
+                    print(stopped_line(str(exc)), flush=True)
+                raise exc from None
             report_outcomes(outcomes, config.output_path)
             earlier_points += max(outcome.num_points for outcome in outcomes.values())
             carried = next((o.text_cycle for o in outcomes.values() if o.text_cycle is not None), None)

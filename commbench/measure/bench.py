@@ -227,6 +227,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
         writer = JsonlWriter(config.output_path) if is_writer else None
         paired = len(placements(config, collective)) if collective.takes_size else 1
         view = BenchView(config, header, len(points), forms_per_size=paired) if is_writer and config.show_view else None
+        stopped = False
         try:
             if writer:
                 writer.write(header)
@@ -254,10 +255,14 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                     view.add(record)
                 if error:
                     break
+        except KeyboardInterrupt:  # a stop signal (under a launcher): the text ends cleanly, the launcher says why
+            stopped = True
+            raise
         finally:
             if view:
                 # the CLI runs no further -N cycle after a failed point or wrong data (bench.report_outcomes)
-                view.close(last=config.text_cycle.last or error is not None or any(r.num_wrong for r in records))
+                view.close(stopped=stopped, last=config.text_cycle.last or error is not None
+                           or any(r.num_wrong for r in records))
             if writer:
                 writer.close()
     finally:

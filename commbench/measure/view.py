@@ -3,7 +3,9 @@ without one (Slurm, CI logs, a pipe), or with --format nccl-tests, nccl-tests' t
 once its placements are measured, flushed, and a heartbeat line while a point runs past HEARTBEAT_S.
 
 With --format nccl-tests a -N cycle after the first continues the first's text (no banner, no table
-header) and only the last prints the footer, over every cycle's cells (config.text_cycle)."""
+header) and only the last prints the footer, over every cycle's cells (config.text_cycle). A run
+stopped by a signal prints no half row and no footer: the launcher ends the text with
+nccl_tests_text.stopped_line."""
 
 from __future__ import annotations
 
@@ -177,8 +179,10 @@ class BenchView:
         context its last row stands under."""
         return dataclasses.replace(self.cycle.with_cells(self.rows, self.average), context=self.context)
 
-    def close(self, *, last: bool = True) -> None:
-        """End the view. `last`: no -N cycle follows (nccl-tests prints its footer once, after the last cycle)."""
+    def close(self, *, stopped: bool = False, last: bool = True) -> None:
+        """End the view. `stopped`: the run was stopped by a signal: a size measured only in part is not
+        printed and nccl-tests' footer is not either (nothing concluded; the launcher ends the text).
+        `last`: no -N cycle follows (nccl-tests prints its footer once, after the last cycle)."""
         if self.heartbeat:
             self.heartbeat.stop()
         footer = text.footer(self.rows, self.collective, self.average, self.cycle)
@@ -189,10 +193,10 @@ class BenchView:
                      f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, measured)"]
             self._print("\n".join(lines))
             return
-        if self.text_rows:
+        if self.text_rows and not stopped:
             self._flush_row()
         if self.format == "nccl-tests":
-            if last:
+            if last and not stopped:
                 for line in footer:
                     self._print(line)
             return

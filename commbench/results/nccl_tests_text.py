@@ -182,6 +182,13 @@ def footer(records: Iterable[Measurement], collective: str, average: int = 1,
             f"# Avg bus bandwidth    : {avg:g} ", "#", f"# Collective test concluded: {program_name(collective)}"]
 
 
+def stopped_line(reason: str) -> str:
+    """The comment that ends the text of a run stopped before its footer: rows above it are whole sizes (a size
+    whose in-place cell was not measured is left out, its out-of-place record is in the JSONL), and no footer
+    follows (nccl-tests prints none for a run that did not conclude)."""
+    return f"# stopped, no footer: {reason}; every row above is complete (a size cut short is only in the JSONL)"
+
+
 def size_step(sizes_bytes: Sequence[int]) -> tuple[int, str]:
     """nccl-tests' "step: %ld(%s)" from the sizes: the factor when they grow by one, else the bytes."""
     sizes = sorted(sizes_bytes)
