@@ -329,3 +329,43 @@ def test_a_profile_names_the_runs_it_was_fitted_from_and_an_emulated_one_says_so
             writer.write(_record("all_reduce", size, 20.0 + size / 1e4, 4, world=4, run_id="emu"))
     fabric, _, _ = fit_result_files([str(alone)])
     assert fabric.warnings[0].startswith("emulated fabric: fitted on `commbench emulate`")
+
+
+def test_curves_measured_on_different_hosts_say_which_host_each_came_from(tmp_path):
+    """all_reduce measured on node-a and all_to_all on node-b (one cluster's collectives measured apart) are fitted
+    into one profile, not refused; but neither the profile's curves nor fit's table said which came from where
+    (only the notes listed both runs). Now each curve's source and fit report name its hosts, the table has a
+    'measured on' column and a note says the profile joins curves of different hosts."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    paths = []
+    for run_id, collective, host in (("run_a", "all_reduce", "node-a"), ("run_b", "all_to_all", "node-b")):
+        path = tmp_path / f"{collective}.jsonl"
+        with JsonlWriter(path) as writer:
+            writer.write(dataclasses.replace(_header(run_id, world_size=4), hostnames=[host] * 4))
+            for size in SIZES[8:]:
+                writer.write(_record(collective, size, 20.0 + size / 1e4, 4, world=4, run_id=run_id))
+        paths.append(str(path))
+    fabric, fits, notes = fit_result_files(paths)
+    assert {(f.key.collective, f.runs, f.hosts) for f in fits} == {("all_reduce", ("run_a",), ("node-a",)),
+                                                                   ("all_to_all", ("run_b",), ("node-b",))}
+    assert {c.collective: c.source for c in fabric.curves} == {
+        "all_reduce": "fitted: all_reduce nccl n=4 world (1 domain) on node-a",
+        "all_to_all": "fitted: all_to_all nccl n=4 world (1 domain) on node-b"}
+    assert {r["collective"]: r["hosts"] for r in fabric.fit_report} == {"all_reduce": ["node-a"],
+                                                                        "all_to_all": ["node-b"]}
+    joined = ("curves measured on different hosts, joined in one profile as one system's: all_reduce/scale_up n=4 on "
+              "node-a; all_to_all/scale_up n=4 on node-b")
+    assert joined in notes and joined in fabric.notes
+    result = CliRunner().invoke(app, ["fit", *paths], env={"COLUMNS": "220"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].split()[0]: line.split("│")[2].strip() for line in result.output.splitlines()
+            if line.startswith("│")}
+    assert rows == {"all_reduce": "node-a", "all_to_all": "node-b"} and "measured on" in result.output
+    assert f"note: {joined}" in " ".join(result.output.split())
+    # one host for every curve: no such note; a run without a header says its hosts are unknown
+    assert not any("different hosts" in n for n in fit_result_files(paths[:1])[0].notes)
+    (same,), _ = fit_all([_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in SIZES[8:]], {})
+    assert same.hosts == () and same.hosts_text == "hosts unknown"

@@ -172,3 +172,20 @@ def test_collective_name_strips_unknown_prefixes_or_refuses():
     refused = parse_text("#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
                          "8 2 float sum -1 10.0 0.00 0.00 0\n", "frobnicate_perf.log")
     assert refused.records == [] and "pass --collective" in refused.problems[0][3]
+
+
+def test_run_cycles_under_one_banner_import_as_one_run_per_cycle(tmp_path):
+    """nccl-tests -N 2 prints one banner and every cycle's rows one after another (src/common.cu threadRunTests):
+    the cycles were merged into one run holding each size twice, of which compare kept only the first; now a row
+    repeating one of its run's rows starts the next cycle's run (commbench's own -N results: a run per cycle)."""
+    lines = (DATA / "all_reduce_perf-2018.log").read_text().splitlines()
+    rows = [line for line in lines if line[:12].strip().isdigit()]
+    end = lines.index(rows[-1]) + 1
+    log = tmp_path / "all_reduce_perf-N2.log"
+    log.write_text("\n".join(lines[:end] + rows + lines[end:]) + "\n")
+    headers, points = split(import_file(str(log)))
+    assert len(headers) == 2 and [h.world_size for h in headers] == [8, 8]
+    for header in headers:
+        mine = [p for p in points if p.run_id == header.run_id]
+        assert [(p.size_bytes, p.in_place) for p in mine] == [(s, f) for s in (8, 1024, 1048576, 134217728)
+                                                              for f in (False, True)]

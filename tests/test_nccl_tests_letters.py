@@ -31,6 +31,60 @@ def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
     assert all(p["iters"] == 3 for p in points)
 
 
+def test_N_prints_nccl_tests_layout_one_banner_all_cycles_rows_one_footer(tmp_path):
+    """bench -N 3 --format nccl-tests printed a banner, a table header and a footer per cycle; nccl-tests prints
+    them once (src/common.cu: the cycles loop inside one test, writeResultFooter after it), the footer over every
+    cycle's cells. The records keep one run per cycle."""
+    from commbench.results.importers.nccl_tests import parse_text
+    from commbench.results.nccl_tests_text import footer
+    from commbench.results.records import from_dict
+
+    out = tmp_path / "ar.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "2", "-w", "0",
+                                 "-N", "3", "--format", "nccl-tests", "-J", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    for start in ("# topology:", "# Collective test starting", "# nThread", "#       size", "# Avg bus bandwidth",
+                  "# Collective test concluded"):
+        assert sum(line.startswith(start) for line in lines) == 1, (start, result.output)
+    rows = [i for i, line in enumerate(lines) if line[:12].strip().isdigit()]
+    assert len(rows) == 9 and rows == list(range(rows[0], rows[0] + 9))  # the cycles' rows, one block
+    points = [from_dict(r) for r in records(out) if r["record_type"] == "measurement"]
+    assert len(points) == 18 and lines[rows[-1] + 1:] == footer(points, "all_reduce")
+    imported = parse_text(result.output, "log.txt")
+    assert imported.problems == []
+    assert len({m.run_id for m in imported.records}) == len({p.run_id for p in points}) == 3
+
+
+def test_G_banner_reads_iterations_and_launches_as_nccl_tests(tmp_path, monkeypatch):
+    """-n 4 -G 5: the banner read 'iters: 20 ... graph: 1' (the loop's 20 replays of one iteration's graph);
+    nccl-tests reads 'iters: 4 ... graph: 5' (src/util.cu writeDeviceReport: iters, cudaGraphLaunches)."""
+    import commbench.cli.bench as bench_cli
+    from commbench.measure.bench import BenchOutcome
+    from commbench.measure.view import BenchView
+    from commbench.results.records import RunHeader
+
+    header = RunHeader(run_id="r", started_at="t", argv=[], commbench_version="0", python_version="3",
+                       torch_version=None, nccl_version="2.27.3", cuda_version=None, cupy_version="13",
+                       backend="cupy-nccl", world_size=1, hostnames=["h"], devices=["gpu"], nccl_env={},
+                       launcher="single")
+    configs = []
+
+    def fake_run(config, backends, nproc, timeout_s):  # rank 0's view of a run with no points
+        configs.append(config)
+        BenchView(config, header, 0).close()
+        return {0: BenchOutcome(num_points=0, num_wrong=0, error=None)}
+
+    monkeypatch.setattr(bench_cli, "resolve_backend", lambda name: name)  # no CuPy here
+    monkeypatch.setattr(bench_cli, "_run", fake_run)
+    result = runner.invoke(app, ["bench", "all_reduce", "--backend", "cupy-nccl", "-n", "4", "-G", "5",
+                                 "--format", "nccl-tests", "-J", str(tmp_path / "g.jsonl")])
+    assert result.exit_code == 0, result.output
+    banner = next(line for line in result.output.splitlines() if line.startswith("# nThread"))
+    assert banner.endswith(" iters: 4 agg iters: 1 validation: 1 graph: 5 unalign: 0"), banner
+    assert configs[0].loop.iters == 20 and configs[0].loop.cuda_graph  # what the loop times: n x G replays
+
+
 def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
     calls, events = [], []
 

@@ -180,3 +180,69 @@ def test_piped_bench_prints_each_row_before_the_next_point_and_a_heartbeat(tmp_p
         beats = [i for i, line in enumerate(lines) if line.startswith("# still measuring 256")]
         assert len(rows) == 3 and beats and rows[0] < beats[0] < rows[1], lines
     assert np.all(np.diff(rows) > 0)
+
+
+def _cycle(capsys, config, records, forms_per_size=2):
+    """One -N cycle's view as rank 0 runs it: its text and what the next cycle continues from."""
+    capsys.readouterr()
+    view = BenchView(config, _header(8), len(records), forms_per_size=forms_per_size)
+    for m in records:
+        view.add(m)
+    view.close(last=config.text_cycle.last)
+    return capsys.readouterr().out, view.carried()
+
+
+def test_run_cycles_print_one_banner_every_cycles_rows_and_one_footer_over_all(capsys):
+    """nccl-tests -N (src/common.cu threadRunTests: the do/while over run_cycles inside one test) prints its
+    banner and table header once, the rows of every cycle, and one footer over every cycle's cells; a cycle
+    printed its own banner and footer (N footers, each averaging one cycle). A cycle that starts under another
+    '# commbench point:' context than the last one ended under says so, and the import reads one run per cycle."""
+    from commbench.results.importers.nccl_tests import parse_text
+    from commbench.results.records import headers, measurements
+
+    def pairs(m):
+        return dataclasses.replace(m, group_size=2, group_layout="contiguous", num_groups=4)
+
+    cycles = [[record(64, 10.0, in_place=False, busbw=1.0), record(64, 10.0, in_place=True, busbw=2.0, wrong=1),
+               pairs(record(64, 8.0, in_place=False, busbw=3.0)), pairs(record(64, 8.0, in_place=True, busbw=4.0))],
+              [record(64, 10.0, in_place=False, busbw=5.0), record(64, 10.0, in_place=True, busbw=6.0),
+               pairs(record(64, 8.0, in_place=False, busbw=7.0)), pairs(record(64, 8.0, in_place=True, busbw=8.0))]]
+    config = BenchConfig(collective="all_reduce", sizes_bytes=(64,), output_format="nccl-tests",
+                         loop=LoopOptions(iters=20, warmup_iters=5), text_cycle=text.TextCycle(num_cycles=2))
+    first, carried = _cycle(capsys, config, cycles[0])
+    second, _ = _cycle(capsys, dataclasses.replace(config, text_cycle=carried.next_cycle()), cycles[1])
+    lines = (first + second).splitlines()
+    assert sum(line.startswith("# Collective test starting") for line in lines) == 1
+    assert sum(line.startswith("# nThread") for line in lines) == 1
+    assert sum(line.startswith("#       size") for line in lines) == 1
+    assert not any(line.startswith("# Out of bounds") for line in first.splitlines())  # no footer mid-run
+    # one footer, last: every cell of both cycles (8 busbw values, mean 4.5; one cell with wrong data)
+    assert lines[-4:] == ["# Out of bounds values : 1 FAILED", "# Avg bus bandwidth    : 4.5 ", "#",
+                          "# Collective test concluded: all_reduce_perf"]
+    rows = [i for i, line in enumerate(lines) if line[:12].strip().isdigit()]
+    assert len(rows) == 4 and rows[-1] == len(lines) - 5
+    assert second.splitlines()[0] == text.POINT_PREFIX + "group_layout=world"  # cycle 1 ended under the pairs
+    imported = parse_text(first + second, "log.txt")
+    assert imported.problems == [] and len(headers(imported.records)) == 2  # one run per cycle, as our JSONL
+    runs = {}
+    for m in measurements(imported.records):
+        runs.setdefault(m.run_id, []).append((m.in_place, m.group_size, m.group_layout, m.busbw_gbps))
+    assert list(runs.values()) == [[(False, 8, "world", 1.0), (True, 8, "world", 2.0), (False, 2, "contiguous", 3.0),
+                                    (True, 2, "contiguous", 4.0)],
+                                   [(False, 8, "world", 5.0), (True, 8, "world", 6.0), (False, 2, "contiguous", 7.0),
+                                    (True, 2, "contiguous", 8.0)]]
+
+
+def test_banner_states_graph_launches_and_their_iterations_as_nccl_tests(capsys):
+    """-n 4 -G 5: nccl-tests' banner reads 'iters: 4 ... graph: 5' (src/util.cu writeDeviceReport prints iters
+    and cudaGraphLaunches; 2.18 on end it with 'unalign: %d'); commbench's loop times the 20 replays of one
+    iteration's graph, and the banner read 'iters: 20 ... graph: 1'. --cuda-graph alone is one launch."""
+    loop = LoopOptions(iters=20, warmup_iters=1, cuda_graph=True)
+    for graph_launches, loop_iters, expected in ((5, 20, " iters: 4 agg iters: 1 validation: 1 graph: 5 unalign: 0"),
+                                                 (0, 4, " iters: 4 agg iters: 1 validation: 1 graph: 1 unalign: 0")):
+        config = BenchConfig(collective="all_reduce", sizes_bytes=(64,), output_format="nccl-tests",
+                             backend="cupy-nccl", graph_launches=graph_launches,
+                             loop=dataclasses.replace(loop, iters=loop_iters))
+        BenchView(config, _header(), 0).close()
+        banner = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# nThread"))
+        assert banner.endswith(expected), banner

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from contextlib import nullcontext
 from typing import Annotated, Optional
@@ -12,6 +13,7 @@ from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
 from commbench.cli.base import command, console, fail, renamed
 from commbench.cli.nccl_flags import nccl_tests_loop, refuse_nccl_tests_flags
+from commbench.results.nccl_tests_text import stopped_line
 from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backends import resolve_backend
@@ -138,6 +140,7 @@ def bench(
         out_of_place=out_of_place, root=root,
         size_bounds=None if workload.default_sizes_bytes and (min_bytes, max_bytes) == (None, None) else
         (parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes")),
+        graph_launches=letters.get("graph_launches", 0),
         loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph,
                          agg_iters=letters.get("agg_iters", 1), blocking=letters.get("blocking", False)),
         backend=backends[0], timeout_s=timeout_s,
@@ -166,16 +169,24 @@ def bench(
             run_bench_axes(config, combos, nproc)
             return
         num_cycles, earlier_points = letters.get("run_cycles", 1), 0
+        writes_text = (launched is None or launched.rank == 0) and output_format == "nccl-tests"
         for cycle in range(num_cycles):
+            config = dataclasses.replace(config, text_cycle=dataclasses.replace(
+                config.text_cycle, cycle=cycle, num_cycles=num_cycles))
             try:
                 outcomes = _run(config, backends, nproc, timeout_s)
             except Interrupted as exc:
-                if cycle == 0:
-                    raise
-                raise Interrupted(f"{exc}; also the {earlier_points} point(s) of the {cycle} cycle(s) before it "
-                                  f"(-N: cycle {cycle + 1} of {num_cycles} stopped)") from None
+                if cycle > 0:
+                    exc = Interrupted(f"{exc}; also the {earlier_points} point(s) of the {cycle} cycle(s) before "
+                                      f"it (-N: cycle {cycle + 1} of {num_cycles} stopped)")
+                if writes_text:  # the ranks stopped mid-table: the text ends where its whole rows do, saying so
+                    print(stopped_line(str(exc)), flush=True)
+                raise exc from None
             report_outcomes(outcomes, config.output_path)
             earlier_points += max(outcome.num_points for outcome in outcomes.values())
+            carried = next((o.text_cycle for o in outcomes.values() if o.text_cycle is not None), None)
+            if carried is not None:
+                config = dataclasses.replace(config, text_cycle=carried)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:
         num_points = max(outcome.num_points for outcome in outcomes.values())

@@ -25,8 +25,8 @@ def _write_fabric(fabric, out: str, force: bool) -> None:
 
 
 @command("fit", help="Fit latency and bandwidth per collective, group and tier from measured JSONL results. The "
-                     "profile names the runs it was fitted from; runs of different NCCL versions, devices or emulation "
-                     "(real vs commbench emulate) are refused, not merged.")
+                     "profile names the runs it was fitted from and each curve the hosts it was measured on; runs of "
+                     "different NCCL versions, devices or emulation (real vs commbench emulate) are refused, not merged.")
 def fit(
     results: Annotated[list[str], typer.Argument(help="commbench JSONL results files (bench, sweep or import).")],
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="Write the fabric profile JSON here.")] = None,
@@ -56,18 +56,26 @@ def fit(
                                        "heldout_min_bytes": min_heldout, "curves": [f.to_report() for f in fits],
                                        "notes": list(notes), "warnings": list(fabric.warnings)}))
         return
+    # where the curves were measured: once in the title when they agree, else a column (dropped on a narrow
+    # terminal after every other droppable column; the profile's note names every curve's hosts there too)
+    hosts = sorted({f.hosts_text for f in fits})
+    per_curve = len(hosts) > 1
+    host_cols = [Col(name="measured on", numeric=False, keep=5)] if per_curve else []
     rows = []
     for f in fits:
         err = f.heldout_median_rel_error
         err_text = "-" if err is None else (f"[red]{err:.1%}[/]" if err > POOR_FIT else f"{err:.1%}")
         regimes = dict(f.heldout_by_regime)
         per_regime = " / ".join(f"{regimes[r]:.1%}" if r in regimes else "-" for r in ("latency", "middle", "bandwidth"))
-        rows.append([escape(f.key.label), str(f.num_points), f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
+        rows.append([escape(f.key.label), *([escape(f.hosts_text)] if per_curve else []), str(f.num_points),
+                     f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
                      f"{f.fit.latency_s * 1e6:.2f}", " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
                      err_text, per_regime, escape("; ".join(f.warnings)) or "-"])
-    print_table(console, f"fitted curves ({len(fits)}); held-out error on sizes >= {format_size(min_heldout)}, and per "
-                "size regime (latency < 512 KiB <= middle < 64 MiB <= bandwidth)",
-                [Col(name="curve", numeric=False), Col(name="points", keep=2), Col(name="sizes", numeric=False, keep=1),
+    print_table(console, f"fitted curves ({len(fits)}{'' if per_curve else ', measured on ' + hosts[0]}); "
+                f"held-out error on sizes >= {format_size(min_heldout)}, and per size regime (latency < 512 KiB <= "
+                "middle < 64 MiB <= bandwidth)",
+                [Col(name="curve", numeric=False), *host_cols,
+                 Col(name="points", keep=2), Col(name="sizes", numeric=False, keep=1),
                  Col(name="latency (µs)"), Col(name="busbw (GB/s)", numeric=False), Col(name="held-out err"),
                  Col(name="lat / mid / bw", numeric=False, keep=4), Col(name="warnings", numeric=False)], rows)  # a warning is never dropped
     for note in notes:

@@ -13,10 +13,15 @@ of a hierarchical gradient reduce-scatter: see `stages`) become points of those 
 other stages, and the totals of staged records, are fitted and reported but not used to predict.
 MoE records without stages are fitted against the busiest rank's bytes (metrics bytes_sent_max /
 bytes_recv_max when present, else size).
+
+Each curve names the runs its points come from and their hosts (CurveFit.runs / hosts): one profile may
+join curves measured apart (all-reduce on one node, all-to-all on another of the same cluster), and
+then says which came from where.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -38,6 +43,7 @@ _NCCL_ALGORITHMS = {name.lower(): key for key, name in NCCL_ALGO_NAMES.items()} 
 _NCCL_PROTOCOLS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 POOR_FIT = 0.10  # median held-out relative error above which a fit is called poor
 _DOMAIN_KEYS = ("ranks_per_rack", "domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node")
+MAX_HOSTS_SHOWN = 3  # a curve's hosts in one line; the fit report lists them all
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,10 +77,20 @@ class CurveFit:
     heldout_num_points: int
     warnings: tuple[str, ...]
     heldout_by_regime: tuple[tuple[str, float], ...] = ()  # (latency / middle / bandwidth, median |error|)
+    runs: tuple[str, ...] = ()  # the run ids its points come from
+    hosts: tuple[str, ...] = ()  # those runs' hostnames (from their headers; none for runs without one)
 
     @property
     def tier(self) -> str:
         return "scale_out" if self.key.num_domains > 1 else "scale_up"
+
+    @property
+    def hosts_text(self) -> str:
+        """Where the curve was measured, in a line: 'node-a', 'node-a, node-b', 'n1, n2, n3 +5 more'."""
+        if not self.hosts:
+            return "hosts unknown"
+        shown = ", ".join(self.hosts[:MAX_HOSTS_SHOWN])
+        return shown + (f" +{len(self.hosts) - MAX_HOSTS_SHOWN} more" if len(self.hosts) > MAX_HOSTS_SHOWN else "")
 
     def to_report(self) -> dict[str, Any]:
         return {
@@ -88,7 +104,7 @@ class CurveFit:
             "knots_bus_bytes": list(self.fit.knots_bytes),
             "heldout_median_rel_error": self.heldout_median_rel_error,
             "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),
-            "heldout_by_regime": dict(self.heldout_by_regime),
+            "heldout_by_regime": dict(self.heldout_by_regime), "runs": list(self.runs), "hosts": list(self.hosts),
         }
 
 
@@ -147,14 +163,21 @@ def _bus_bytes(record: Measurement) -> float | None:
     return float(record.size_bytes) * (n - 1) / n if n > 1 else None  # staged / unknown: RS-like
 
 
-def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
+def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader],
+                   runs_of: dict[CurveKey, set[str]] | None = None
                    ) -> tuple[dict[CurveKey, list[tuple[float, float, int]]], list[str]]:
-    """(curve -> [(bus bytes, seconds, size_bytes)], reasons points were skipped)."""
-    curves: dict[CurveKey, list[tuple[float, float, int]]] = {}
+    """(curve -> [(bus bytes, seconds, size_bytes)], reasons points were skipped); `runs_of`, when given, gets
+    each curve's run ids."""
+    points_of: dict[CurveKey, list[tuple[float, float, int]]] = {}
     skipped: dict[str, int] = {}
+    runs_of = {} if runs_of is None else runs_of
 
     def skip(reason: str) -> None:
         skipped[reason] = skipped.get(reason, 0) + 1
+
+    def add(key: CurveKey, point: tuple[float, float, int], run_id: str) -> None:
+        points_of.setdefault(key, []).append(point)
+        runs_of.setdefault(key, set()).add(run_id)
 
     for record in records:
         time_us = headline_time(record)[1]  # nccl-tests' time for records imported from nccl-tests
@@ -177,7 +200,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             key = CurveKey(collective=point.collective, algorithm=point.algorithm, group_size=point.group_size,
                            num_domains=point.num_domains, stage=stage, source=record.collective, **common)
             x = float(bus_factor(point.collective, point.group_size)) * point.size_bytes
-            curves.setdefault(key, []).append((x, time_s, int(point.size_bytes)))
+            add(key, (x, time_s, int(point.size_bytes)), record.run_id)
         x = _bus_bytes(record)
         if x is None or x <= 0:
             skip("no bytes moved")
@@ -188,13 +211,13 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                            stage="total" if staged else None, algorithm=forced,
                            for_prediction=record.collective in COLLECTIVES and not mapped, **common)
-            curves.setdefault(key, []).append((x, time_us * 1e-6, record.size_bytes))
+            add(key, (x, time_us * 1e-6, record.size_bytes), record.run_id)
         for stage, stage_us in (record.stages_us_median or {}).items():
             if stage not in mapped and stage_us and stage_us > 0:
                 key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                                stage=stage, for_prediction=False, **common)
-                curves.setdefault(key, []).append((x, stage_us * 1e-6, record.size_bytes))
-    return curves, [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
+                add(key, (x, stage_us * 1e-6, record.size_bytes), record.run_id)
+    return points_of, [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
 
 
 def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,8 +264,15 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
 
 def fit_all(records: Iterable[Measurement], headers: dict[str, RunHeader], *,
             min_heldout_bytes: int = MIN_HELDOUT_BYTES) -> tuple[list[CurveFit], list[str]]:
-    points, notes = collect_points(records, headers)
-    fits = [fit for key, pts in sorted(points.items(), key=lambda kv: kv[0].label)
+    runs_of: dict[CurveKey, set[str]] = {}
+    points, notes = collect_points(records, headers, runs_of)
+
+    def provenance(key: CurveKey) -> dict:
+        runs = tuple(sorted(runs_of.get(key, ())))
+        return {"runs": runs,
+                "hosts": tuple(sorted({h for r in runs if r in headers for h in headers[r].hostnames}))}
+
+    fits = [dataclasses.replace(fit, **provenance(key)) for key, pts in sorted(points.items(), key=lambda kv: kv[0].label)
             if (fit := fit_curve(key, pts, min_heldout_bytes=min_heldout_bytes)) is not None]
     dropped = len(points) - len(fits)
     if dropped:

@@ -9,6 +9,8 @@ domains become scale-out curves by inverting the composition rules of `formulas`
 - latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model).
 Each size segment of a piecewise fit is kept as its own curve (`min_bus_bytes`). On a preset base,
 sweeps that forced an NCCL algorithm also set the preset's NCCL parameters (fit_nccl.py).
+Every curve's source names the hosts it was measured on; runs of one system's hosts may be joined (the
+collectives measured apart), runs of different NCCL versions, devices or emulation may not.
 """
 
 from __future__ import annotations
@@ -36,13 +38,30 @@ def _segments(fit: CurveFit) -> list[tuple[float, float, float]]:
     return list(zip(starts, offsets, fit.fit.busbw_bytes_per_s))
 
 
+def curve_source(fit: CurveFit) -> str:
+    """A fitted curve's source: what was measured and on which hosts."""
+    return f"fitted: {fit.key.label} on {fit.hosts_text}"
+
+
+def hosts_note(fits: list[CurveFit]) -> list[str]:
+    """One note when the curves used to predict were measured on different hosts, naming which on which."""
+    by_hosts: dict[str, list[str]] = {}
+    for fit in fits:
+        if fit.key.for_prediction and fit.key.collective in COLLECTIVES:
+            by_hosts.setdefault(fit.hosts_text, []).append(f"{fit.key.collective}/{fit.tier} n={fit.key.group_size}")
+    if len(by_hosts) < 2:
+        return []
+    return ["curves measured on different hosts, joined in one profile as one system's: " + "; ".join(
+        f"{', '.join(dict.fromkeys(curves))} on {hosts}" for hosts, curves in sorted(by_hosts.items()))]
+
+
 def scale_up_curves(fit: CurveFit) -> list[AlgorithmCurve]:
     n, algorithm = fit.key.group_size, fit.key.algorithm or FITTED
     per_step_us = max(fit.fit.latency_s, 0.0) * 1e6 / float(steps(fit.key.collective, algorithm, n))
     return [AlgorithmCurve(collective=fit.key.collective, tier="scale_up", algorithm=algorithm,
                            latency_us=offset_s * 1e6, latency_per_step_us=per_step_us,
                            busbw_gbps=busbw / 1e9, group_size=n, min_bus_bytes=start,
-                           source=f"fitted: {fit.key.label}")
+                           source=curve_source(fit))
             for start, offset_s, busbw in _segments(fit)]
 
 
@@ -71,7 +90,7 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
         curves.append(AlgorithmCurve(collective=key.collective, tier="scale_out", algorithm=algorithm,
                                      latency_us=offset_s * 1e6, latency_per_step_us=per_step_s * 1e6,
                                      busbw_gbps=out_busbw / 1e9, group_size=n, min_bus_bytes=start,
-                                     source=f"fitted: {key.label}"))
+                                     source=curve_source(fit)))
     return curves, warnings
 
 
@@ -158,7 +177,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     if not fits:
         raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
                              f">= 2 ranks at >= 2 sizes" + (f" ({'; '.join(notes)})" if notes else ""))
-    notes += emulated_rate_checks(fits, list(runs.values()))
+    notes += emulated_rate_checks(fits, list(runs.values())) + hosts_note(fits)
     world = max((m.world_size for m in points), default=None)
     label = name or (f"{base.name}+fitted" if base else "fitted")
     fabric = fabric_from_fits(fits, base=base, name=label, source="fitted:" + ",".join(paths),

@@ -22,6 +22,7 @@ from commbench.dtypes import get_dtype
 from commbench.limits import check_iters
 from commbench.errors import CommbenchError, first_line
 from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
+from commbench.results.nccl_tests_text import TextCycle
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
 from commbench.measure.subgroups import SubgroupSpec, check_bench_options, expand_points
 from commbench.comm.topology import TopologySpec, resolve_on_ranks
@@ -51,6 +52,8 @@ class BenchConfig:
     subgroups: SubgroupSpec | None = None  # sub-group sweep (issue 4); None = the whole world
     show_view: bool = True  # False when a parent process shows the progress (NCCL tuning axes)
     size_bounds: tuple[int, int] | None = None  # -b and -e as given (nccl-tests' minBytes/maxBytes)
+    graph_launches: int = 0  # -G as given (nccl-tests' banner "graph:"); loop.iters is then -n x -G replays
+    text_cycle: TextCycle = TextCycle()  # -N: this cycle of the nccl-tests text, continuing the earlier ones'
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +61,7 @@ class BenchOutcome:
     num_points: int
     num_wrong: int
     error: str | None
+    text_cycle: TextCycle | None = None  # rank 0's text so far, for the next -N cycle to continue (None elsewhere)
 
 
 def default_output_path(collective: str) -> str:
@@ -211,7 +215,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     try:
         run_id = new_run_id()
         topology = resolve_on_ranks(config.topology, backend)
-        if is_writer and config.show_view:
+        if is_writer and config.show_view and (config.output_format != "nccl-tests" or config.text_cycle.first):
             print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True,
                   file=sys.stderr if config.output_format == "markdown" else sys.stdout)
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
@@ -223,6 +227,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
         writer = JsonlWriter(config.output_path) if is_writer else None
         paired = len(placements(config, collective)) if collective.takes_size else 1
         view = BenchView(config, header, len(points), forms_per_size=paired) if is_writer and config.show_view else None
+        stopped = False
         try:
             if writer:
                 writer.write(header)
@@ -250,13 +255,19 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                     view.add(record)
                 if error:
                     break
+        except KeyboardInterrupt:  # a stop signal (under a launcher): the text ends cleanly, the launcher says why
+            stopped = True
+            raise
         finally:
             if view:
-                view.close()
+                # the CLI runs no further -N cycle after a failed point or wrong data (bench.report_outcomes)
+                view.close(stopped=stopped, last=config.text_cycle.last or error is not None
+                           or any(r.num_wrong for r in records))
             if writer:
                 writer.close()
     finally:
         if error is None:
             backend.shutdown()
     num_wrong = sum(r.num_wrong or 0 for r in records)
-    return BenchOutcome(num_points=len(records), num_wrong=num_wrong, error=error)
+    return BenchOutcome(num_points=len(records), num_wrong=num_wrong, error=error,
+                        text_cycle=view.carried() if view else None)

@@ -1,9 +1,15 @@
 """What rank 0 shows while a bench job runs: a live rich table with a progress bar on a terminal;
-without one (Slurm, CI logs, a pipe), or with --format nccl-tests, nccl-tests' text: one row per point
-as it finishes, flushed, and a heartbeat line while a point runs past HEARTBEAT_S."""
+without one (Slurm, CI logs, a pipe), or with --format nccl-tests, nccl-tests' text: one row per size
+once its placements are measured, flushed, and a heartbeat line while a point runs past HEARTBEAT_S.
+
+With --format nccl-tests a -N cycle after the first continues the first's text (no banner, no table
+header) and only the last prints the footer, over every cycle's cells (config.text_cycle). A run
+stopped by a signal prints no half row and no footer: the launcher ends the text with
+nccl_tests_text.stopped_line."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -65,9 +71,10 @@ class BenchView:
         self.format = config.output_format
         self.average = config.average
         self.collective = config.collective
+        self.cycle: text.TextCycle = config.text_cycle if self.format == "nccl-tests" else text.TextCycle()
         self.rows: list[Measurement] = []
         self.pending: list[Measurement] = []  # one size's placements until its row is complete
-        self.context = ""  # the '# commbench point:' line the rows printed last stand under
+        self.context = self.cycle.context  # the '# commbench point:' line the rows printed last stand under
         self.forms_per_size = forms_per_size
         self.console = stdout_console()
         self.lock = threading.Lock()
@@ -86,13 +93,16 @@ class BenchView:
             self.intro = intro
             return
         if self.format == "nccl-tests":
+            if not self.cycle.first:  # -N: this cycle's rows continue the table the first cycle started
+                return
             self._print(f"# {intro}")
             sizes = config.sizes_bytes or (0,)
             low, high = config.size_bounds or (min(sizes), max(sizes))
+            iters, launches = banner_iters(config)
             for line in text.banner(header, config.collective, min_bytes=low, max_bytes=high,
-                                    step=text.size_step(config.sizes_bytes), iters=config.loop.iters,
+                                    step=text.size_step(config.sizes_bytes), iters=iters,
                                     warmup_iters=config.loop.warmup_iters, check=config.loop.check,
-                                    cuda_graph=config.loop.cuda_graph, commbench_version=header.commbench_version,
+                                    graph_launches=launches, commbench_version=header.commbench_version,
                                     agg_iters=config.loop.agg_iters, blocking=config.loop.blocking):
                 self._print(line)
             for note in header.notes:
@@ -164,10 +174,18 @@ class BenchView:
         """The table fitted to the terminal's width now, above the progress bar."""
         return Group(measurement_table(self.title, self.rows, self.console.width), self.progress)
 
-    def close(self) -> None:
+    def carried(self) -> text.TextCycle:
+        """What the next -N cycle's text continues from: this cycle's cells added to the footer's counts, the
+        context its last row stands under."""
+        return dataclasses.replace(self.cycle.with_cells(self.rows, self.average), context=self.context)
+
+    def close(self, *, stopped: bool = False, last: bool = True) -> None:
+        """End the view. `stopped`: the run was stopped by a signal: a size measured only in part is not
+        printed and nccl-tests' footer is not either (nothing concluded; the launcher ends the text).
+        `last`: no -N cycle follows (nccl-tests prints its footer once, after the last cycle)."""
         if self.heartbeat:
             self.heartbeat.stop()
-        footer = text.footer(self.rows, self.collective, self.average)
+        footer = text.footer(self.rows, self.collective, self.average, self.cycle)
         if self.format == "markdown":
             from commbench.results.report import markdown_table
             avg = footer[1].split(":", 1)[1].strip()
@@ -175,11 +193,12 @@ class BenchView:
                      f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, measured)"]
             self._print("\n".join(lines))
             return
-        if self.text_rows:
+        if self.text_rows and not stopped:
             self._flush_row()
         if self.format == "nccl-tests":
-            for line in footer:
-                self._print(line)
+            if last and not stopped:
+                for line in footer:
+                    self._print(line)
             return
         if self.live:
             self.progress.update(self.task, visible=False)
@@ -193,3 +212,12 @@ class BenchView:
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))
+
+
+def banner_iters(config) -> tuple[int, int]:
+    """(iters, graph launches) as nccl-tests' banner states them: -G N times N launches of the -n iterations,
+    which commbench's loop runs as n x N replays (config.loop.iters); --cuda-graph alone is one launch."""
+    launches = config.graph_launches or int(config.loop.cuda_graph)
+    if config.graph_launches:
+        return config.loop.iters // config.graph_launches, launches
+    return config.loop.iters, launches

@@ -1,7 +1,8 @@
 """nccl-tests' classic text output, byte for byte in layout, rendered from our records.
 
 Format strings as nccl-tests 2.17 prints them (src/util.cu: writeBenchmarkLinePreamble, getFloatStr,
-writeBenchmarkLineBody, writeResultHeader, writeResultFooter; the banner in src/common.cu run()):
+writeBenchmarkLineBody, writeResultHeader, writeResultFooter; the banner: src/util.cu writeDeviceReport, its
+parameter line with 2.18's trailing "unalign: %d"):
 - row: "%12li  %12li  %8s  %6s  %6s" (size, count, type, redop, root as "%6i"), then per placement,
   out-of-place first, "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong) or "  %7s  %6s  %6s    N/A"
   without a data check; numbers by getFloatStr: "%.2f" while it fits the width, else "%.1f", "%.0f",
@@ -10,11 +11,16 @@ writeBenchmarkLineBody, writeResultHeader, writeResultFooter; the banner in src/
 - footer: "# Out of bounds values : %d %s" (cells with #wrong > 0), "# Avg bus bandwidth    : %g "
   (the mean busbw over every measured cell, out-of-place and in-place: bw[0] / bw_count[0]), "#",
   "# Collective test concluded: %s".
+- -N cycles (src/common.cu threadRunTests: the do/while over run_cycles inside one test): the banner and the
+  table header once, every cycle's rows one after another, one footer at the end over every cycle's cells
+  (errors[0] and bw[0] / bw_count[0] accumulate across cycles). commbench runs each cycle as its own launch,
+  so a cycle's view continues the text of the ones before it (TextCycle).
 Times are nccl-tests' time (loop time / iters, reduced over ranks by -a); algbw/busbw from it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
@@ -54,16 +60,19 @@ def nccl_version_code(version: str | None) -> int:
 
 
 def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int, step: tuple[int, str],
-           iters: int, warmup_iters: int, check: bool, cuda_graph: bool, commbench_version: str,
+           iters: int, warmup_iters: int, check: bool, graph_launches: int, commbench_version: str,
            agg_iters: int = 1, blocking: bool = False) -> list[str]:
     """The lines nccl-tests prints before its table: version, test name, parameters, devices (one
     process per rank: nThread 1 nGpus 1, one `#  Rank` line per rank). The version names commbench
-    (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL."""
+    (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL. `iters` is -n and
+    `graph_launches` -G as nccl-tests prints them (iters: n, graph: N launches of the n-iteration graph,
+    0 without graphs), whatever the loop runs to time them; commbench never offsets buffers: unalign: 0."""
     lines = [f"# nccl-tests version commbench-{commbench_version} nccl-headers=0 "
              f"nccl-library={nccl_version_code(header.nccl_version)}",
              f"# Collective test starting: {program_name(collective)}",
              f"# nThread 1 nGpus 1 minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]}) warmup iters: "
-             f"{warmup_iters} iters: {iters} agg iters: {agg_iters} validation: {int(check)} graph: {int(cuda_graph)}",
+             f"{warmup_iters} iters: {iters} agg iters: {agg_iters} validation: {int(check)} graph: {graph_launches} "
+             "unalign: 0",
              *(["# Blocking Enabled: wait and barrier after each inner iteration (-m) "] if blocking else []),
              "#", "# Using devices"]
     for rank, (host, device) in enumerate(zip(header.hostnames, header.devices)):
@@ -128,13 +137,56 @@ def point_context(m: Measurement) -> str:
     return " ".join(parts)
 
 
-def footer(records: Iterable[Measurement], collective: str, average: int = 1) -> list[str]:
-    cells = [m for m in records]
-    errors = sum(1 for m in cells if m.num_wrong)
-    busbw = [numbers[2] for numbers in (cell_numbers(m, average) for m in cells) if numbers is not None]
-    avg = sum(busbw) / len(busbw) if busbw else 0.0
+@dataclass(frozen=True, kw_only=True)
+class TextCycle:
+    """Where one -N cycle's nccl-tests text stands in the whole run's (it travels to the ranks in BenchConfig):
+    which cycle of how many, and the footer's counts over the cycles printed before it (nccl-tests' errors[0],
+    bw[0] and bw_count[0]), and the '# commbench point:' context their last row stands under."""
+
+    cycle: int = 0
+    num_cycles: int = 1
+    num_error_cells: int = 0
+    busbw_sum_gbps: float = 0.0
+    num_busbw_cells: int = 0
+    context: str = ""
+
+    def __post_init__(self) -> None:
+        assert 0 <= self.cycle < self.num_cycles, (self.cycle, self.num_cycles)
+
+    @property
+    def first(self) -> bool:
+        return self.cycle == 0
+
+    @property
+    def last(self) -> bool:
+        return self.cycle == self.num_cycles - 1
+
+    def with_cells(self, records: Iterable[Measurement], average: int = 1) -> "TextCycle":
+        """The counts once `records` (the cells printed, both placements) are added."""
+        cells = list(records)
+        busbw = [numbers[2] for numbers in (cell_numbers(m, average) for m in cells) if numbers is not None]
+        return replace(self, num_error_cells=self.num_error_cells + sum(1 for m in cells if m.num_wrong),
+                       busbw_sum_gbps=self.busbw_sum_gbps + sum(busbw), num_busbw_cells=self.num_busbw_cells + len(busbw))
+
+    def next_cycle(self) -> "TextCycle":
+        return replace(self, cycle=self.cycle + 1)
+
+
+def footer(records: Iterable[Measurement], collective: str, average: int = 1,
+           before: TextCycle = TextCycle()) -> list[str]:
+    """nccl-tests' footer over `records` and the cells of the cycles `before` them."""
+    totals = before.with_cells(records, average)
+    avg = totals.busbw_sum_gbps / totals.num_busbw_cells if totals.num_busbw_cells else 0.0
+    errors = totals.num_error_cells
     return [f"# Out of bounds values : {errors} {'FAILED' if errors else 'OK'}",
             f"# Avg bus bandwidth    : {avg:g} ", "#", f"# Collective test concluded: {program_name(collective)}"]
+
+
+def stopped_line(reason: str) -> str:
+    """The comment that ends the text of a run stopped before its footer: rows above it are whole sizes (a size
+    whose in-place cell was not measured is left out, its out-of-place record is in the JSONL), and no footer
+    follows (nccl-tests prints none for a run that did not conclude)."""
+    return f"# stopped, no footer: {reason}; every row above is complete (a size cut short is only in the JSONL)"
 
 
 def size_step(sizes_bytes: Sequence[int]) -> tuple[int, str]:

@@ -8,7 +8,10 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
 - the banner (`# nThread ... iters: ...`, `# nccl-tests version ...`), `# Using devices` + `#  Rank`
   lines, `NCCL INFO`/`NCCL WARN` lines interleaved, launcher command lines, footers;
 - several collectives in one log: a run starts at `# Collective test starting: X_perf` (newer) or at
-  a command line naming `X_perf` (older), or takes the file name / the --collective given.
+  a command line naming `X_perf` (older), or takes the file name / the --collective given;
+- -N cycles: one banner, the rows of every cycle one after another (src/common.cu threadRunTests); a row
+  repeating one of its run's rows (size, count, type, redop, root and commbench's point line) starts the
+  next cycle's run, as commbench's own -N results hold one run per cycle.
 And the `-J` JSON file (JSON_FILE_VERSION 2: config, devices, results[].out_of_place / in_place).
 
 nccl-tests' `time` is the timed loop's time / iters, reduced over ranks by its -a mode (average by
@@ -127,12 +130,24 @@ class _TextRun:
         self.run_id: str | None = None
         self.average = "avg"
         self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
+        self.rows_seen: set[tuple] = set()  # the run's rows so far (leading columns, point): a repeat is -N's next cycle
 
     def new_run(self, *, forget_devices: bool = True) -> None:
         self.run_id = None
         self.point = {}
+        self.rows_seen = set()
         if forget_devices:
             self.hosts, self.devices = [], []
+
+    def next_cycle(self, lead: tuple[str, ...]) -> bool:
+        """Whether a row with these leading columns repeats one of the run's rows (an -N cycle starts)."""
+        point = {} if self.point == {"group_layout": "world"} else self.point  # what rows before any point line are
+        key = (lead, tuple(sorted(point.items())))
+        if key in self.rows_seen:
+            self.rows_seen = {key}
+            return True
+        self.rows_seen.add(key)
+        return False
 
 
 def _group_layout(columns: list[str]) -> tuple[list[str], list[list[str]]]:
@@ -208,6 +223,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         raise ValueError("which collective is this? the log names no *_perf binary: pass --collective")
     group = int(state.point["group_size"]) if "group_size" in state.point else len(state.devices) or None
     world = len(state.devices) or state.threads_gpus
+    if state.next_cycle(tuple(tokens[:len(lead)])):
+        state.run_id = None  # the same devices and banner: a new header for the cycle's run
     if state.run_id is None:
         state.run_id = new_run_id()
         notes = [] if state.devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
