@@ -185,6 +185,8 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
             return _watch(ranks, grace_s, output_path)
         except KeyboardInterrupt as exc:
             _kill(ranks)
+            for r in ranks:   # the progress messages the ranks sent before they stopped: every recorded point counts
+                r.drain()
             kept = ranks[0].num_recorded if ranks else 0
             raise Interrupted(f"interrupted ({signal_name(exc)}): {kept} point(s) kept in {output_path}") from None
         finally:
