@@ -55,6 +55,13 @@ PUBLISHED = [
     ("Qwen3.5-397B-A17B", 397.0, 17.0, 1.0, ""),
     ("Qwen3.5-122B-A10B", 122.0, 10.0, 1.0, ""),
     ("Qwen3.5-35B-A3B", 35.0, 3.0, 1.0, ""),
+    # the read model types checked on configs of other sizes
+    ("Qwen2-57B-A14B", 57.0, 14.0, 1.0, ""),
+    ("Qwen1.5-MoE-A2.7B", 14.3, 2.7, 0.1, ""),
+    ("Mixtral-8x22B-v0.1", 141.0, 39.0, 1.0, ""),
+    ("GLM-4.5", 355.0, 32.0, 1.0, "input"),
+    ("Nemotron-H-47B-Base-8K", 47.0, None, 1.0, ""),
+    ("Nemotron-H-56B-Base-8K", 56.0, None, 1.0, ""),
 ]
 
 
@@ -76,7 +83,7 @@ def test_config_gives_the_published_parameter_count(folder, total_b, active_b, s
     ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 8192),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b", 8192),
     ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b", 4096),
-    ("DeepSeek-V4-Flash", "deepseek-v4-flash", 4096),
+    ("DeepSeek-V4-Flash", "deepseek-v4-flash", 4096), ("Mixtral-8x22B-v0.1", "mixtral-8x22b", 4096),
 ])
 def test_config_flops_equal_the_zoo_models_megatron_flops(folder, zoo, seq_len):
     """The zoo entries reproduce Megatron's published FLOPs per token (test_planner.py); the same
@@ -292,6 +299,7 @@ ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "
     ("Kimi-K2-Instruct", "kimi-k2"), ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b"),
     ("NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b"),
     ("Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"), ("DeepSeek-V4-Flash", "deepseek-v4-flash"),
+    ("Mixtral-8x22B-v0.1", "mixtral-8x22b"),
 ])
 def test_config_architecture_equals_the_zoo_architecture(folder, zoo):
     """The architecture read from config.json (models/hf_arch.py) equals the zoo's, which cites the
