@@ -169,6 +169,11 @@ def test_a_refused_vl_language_model_is_named_by_its_text_config(tmp_path):
      r"attention_bias=true is not modelled for model_type 'llama': biases on Q, K, V and the output projection"),
     ("GLM-4.7-Flash", dict(first_k_dense_replace=None, mlp_layer_types=["sparse", "dense"] + ["sparse"] * 45), (),
      r"mlp_layer_types is not modelled unless the dense layers come first"),
+    # a string or number where a list belongs was iterated character by character, or a TypeError traceback
+    ("GLM-4.7-Flash", dict(first_k_dense_replace=None, mlp_layer_types="dense"), (),
+     r"mlp_layer_types='dense' is invalid: a list"),
+    ("Qwen3-Next-80B-A3B-Instruct", dict(layer_types=4), (), r"layer_types=4 is invalid: a list"),
+    ("Qwen2-57B-A14B", dict(mlp_only_layers=["0"]), (), r"mlp_only_layers\[0\]='0' is invalid: a whole number"),
 ])
 def test_an_mla_or_rope_config_the_planner_cannot_model_is_one_line(tmp_path, folder, changes, drop, message):
     out = _refusal(_config(tmp_path, folder, drop, **changes))

@@ -72,6 +72,13 @@ class _Config:
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: an object (or null)")
         return _Config(dict(value, model_type=self.model_type), self.where, f"{self.prefix}{key}.")
 
+    def seq(self, key: str) -> list[Any]:
+        """A JSON list (null or absent: an empty one); a string or number was iterated or a TypeError traceback."""
+        value = self.get(key, [])
+        if not isinstance(value, list):
+            raise self.fail(f"{self.prefix}{key}={value!r} is invalid: a list")
+        return value
+
     def get(self, key: str, default: Any = None) -> Any:
         value = self.raw.get(key)
         return default if value is None else value
@@ -101,7 +108,7 @@ def _dense(c: _Config, name: str) -> dict[str, Any]:
 
 def _leading_dense(c: _Config, key: str) -> int:
     """Dense layers of a MoE model; the planner places them first, so any other placement is refused."""
-    layers = sorted(int(i) for i in c.get(key, []))
+    layers = sorted(c.int(f"{key}[{n}]", i) for n, i in enumerate(c.seq(key)))
     if layers != list(range(len(layers))):
         raise c.fail(f"{key}={layers} is not modelled: dense layers must be the first ones")
     if c.int("decoder_sparse_step", 1) != 1:
@@ -113,7 +120,7 @@ def _leading(c: _Config, key: str, kind: str, what: str) -> int | None:
     """How many of list `key`'s first entries are `kind` (None: no such key); `kind` after any other is refused."""
     if c.get(key) is None:
         return None
-    kinds = list(c.get(key))
+    kinds = c.seq(key)
     n = next((i for i, k in enumerate(kinds) if k != kind), len(kinds))
     if kind in kinds[n:]:
         raise c.fail(f"{key} is not modelled unless the {what} come first")
@@ -152,14 +159,14 @@ def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
     layer_types, its configuration class defaults the interval to 4), and their MTP layers (mtp_num_hidden_layers:
     gated full attention + MoE, as Megatron-Bridge's qwen3_next_bridge.py and qwen35_bridge.py map them)."""
     out = _qwen_moe(c, name)
-    kinds = c.get("layer_types")
-    first_full = list(kinds).index("full_attention") + 1 if kinds and "full_attention" in kinds else 4
+    kinds = c.seq("layer_types") if c.get("layer_types") is not None else None
+    first_full = kinds.index("full_attention") + 1 if kinds and "full_attention" in kinds else 4
     freq = c.int("full_attention_interval", first_full if c.model_type == "qwen3_5_moe" else None)
     if freq == 0:
         raise c.fail("full_attention_interval=0 is invalid: > 0")
     if kinds is not None:
         want = ["full_attention" if (i + 1) % freq == 0 else "linear_attention" for i in range(out["num_layers"])]
-        if list(kinds) != want:
+        if kinds != want:
             raise c.fail(f"layer_types is not modelled unless every {freq}-th layer is full attention "
                          "(full_attention_interval)")
     return dict(out, linear_attention_freq=freq, num_mtp_layers=c.int("mtp_num_hidden_layers", 0),
@@ -179,7 +186,7 @@ def _mixtral(c: _Config, name: str) -> dict[str, Any]:
 
 def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
-    kinds = list(c.get("layer_types", []))
+    kinds = c.seq("layer_types")
     window = c.int("sliding_window", 0)
     if window and kinds and kinds.count("sliding_attention") * 2 != len(kinds):
         raise c.fail("layer_types: only half the layers sliding (gpt-oss's alternation) is modelled")
@@ -216,14 +223,13 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
 def _csa_pattern(c: _Config, layers: int, mtp: int) -> str:
     """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from `compress_ratios` (one per layer,
     then 0 per MTP layer) or the native `layer_types` + `compress_rates` (as Megatron-Bridge reads either)."""
-    ratios = c.get("compress_ratios")
+    ratios = c.seq("compress_ratios") if c.get("compress_ratios") is not None else None
     if ratios is None:
         types, rates = c.get("layer_types"), c.get("compress_rates")
         if types is None or not isinstance(rates, dict):
             raise c.fail("lacks 'compress_ratios' (or 'layer_types' with 'compress_rates'), needed for model_type "
                          "'deepseek_v4'")
-        ratios = [0 if t == "sliding_attention" else rates.get(t) for t in types]
-    ratios = list(ratios)
+        ratios = [0 if t == "sliding_attention" else rates.get(t) for t in c.seq("layer_types")]
     if len(ratios) not in (layers, layers + mtp) or any(r not in dsv4.KINDS.values() for r in ratios) \
             or any(ratios[layers:]):
         raise c.fail(f"compress_ratios={ratios!r} is not modelled: one of 0, 4, 128 per layer ({layers}), then 0 "
@@ -277,7 +283,7 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
                      "'*E' (an MTP layer of attention + MoE)")
     pattern = c.get("hybrid_override_pattern")
     if pattern is None and c.get("layers_block_type") is not None:
-        blocks = list(c.get("layers_block_type"))
+        blocks = c.seq("layers_block_type")
         unknown = [b for b in blocks if b not in HYBRID_BLOCKS]
         if unknown:
             raise c.fail(f"layers_block_type {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
