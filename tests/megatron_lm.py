@@ -126,8 +126,12 @@ def assert_architecture(args, cfg, model) -> None:
     if arch.rope_scaling == "llama3":
         assert args.rope_scaling_factor == arch.rope_scaling_factor
     if model.attention == "mla":
-        assert (cfg.rope_type, cfg.rotary_base, cfg.rotary_scaling_factor, cfg.mscale, cfg.mscale_all_dim) == (
-            "yarn", arch.rotary_base, arch.rope_scaling_factor, arch.yarn_mscale, arch.yarn_mscale_all_dim)
+        # the query low rank, or none (q_lora_rank 0: --q-lora-rank left at arguments.py's None, linear_q_proj)
+        assert (cfg.q_lora_rank or 0, cfg.kv_lora_rank) == (model.q_lora_rank, model.kv_lora_rank)
+        assert (cfg.rope_type, cfg.rotary_base) == ("yarn" if arch.rope_scaling == "yarn" else "rope", arch.rotary_base)
+    if model.attention == "mla" and arch.rope_scaling == "yarn":
+        assert (cfg.rotary_scaling_factor, cfg.mscale, cfg.mscale_all_dim) == (
+            arch.rope_scaling_factor, arch.yarn_mscale, arch.yarn_mscale_all_dim)
         assert cfg.original_max_position_embeddings == arch.rope_original_max_positions
         # No core_v0.16.1 flag sets the YaRN betas: where the model's differ from megatron-core's (Kimi-K2's
         # beta_fast 1), Megatron-LM builds its default and the plan's notes must say so (architecture_notes).

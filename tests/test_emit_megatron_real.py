@@ -68,7 +68,7 @@ ARGUMENTS_PY_FLAGS = {
     "--rotary-percent", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim", "--use-rope-scaling",
     "--rope-scaling-factor", "--window-size", "--window-attn-skip-freq", "--quick-geglu", "--squared-relu",
     "--cuda-graph-impl", "--cuda-graph-scope", "--no-check-for-nan-in-loss-and-grad", "--moe-permute-fusion",
-    "--moe-pad-experts-for-cuda-graph-inference",
+    "--moe-pad-experts-for-cuda-graph-inference", "--no-rope-fusion",
     # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
     "--num-distributed-optimizer-instances",
@@ -118,6 +118,11 @@ def reproduced_validate_args(ns: dict, world: int, env: dict[str, str], gpu: str
     if cp > 1:
         assert ns["seq_length"] % (2 * cp) == 0
     assert ns["max_position_embeddings"] >= ns["seq_length"]
+    if "kv_channels" not in ns:   # kv_channels = hidden / heads
+        assert ns["hidden_size"] % ns["num_attention_heads"] == 0
+    if ns.get("multi_latent_attention") and ns.get("rope_type") != "yarn":
+        # rope fusion is on unless --no-rope-fusion, and MLATransformerConfig refuses it without YaRN
+        assert ns.get("no_rope_fusion"), "apply_rope_fusion for MLA only works with YARN RoPE"
     if ns.get("tp_comm_overlap"):
         assert ns.get("sequence_parallel"), "TP comm overlap needs sequence parallelism"
     if ns.get("expert_model_parallel_size", 1) > 1:
@@ -146,6 +151,8 @@ def transformer_config(ns: dict):
     cls = MLATransformerConfig if ns.get("multi_latent_attention") else TransformerConfig
     names = {f.name for f in dataclasses.fields(cls)}
     kw = {RENAMED.get(k, k): v for k, v in ns.items() if RENAMED.get(k, k) in names}
+    if cls is MLATransformerConfig:   # arguments.py: --q-lora-rank defaults to None (no query low rank), not 512
+        kw.setdefault("q_lora_rank", None)
     for key in ("recompute_modules", "cuda_graph_scope"):
         if key in kw and not isinstance(kw[key], list):
             kw[key] = [kw[key]]

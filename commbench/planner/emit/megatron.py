@@ -83,9 +83,16 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
     if not model.tied_embeddings:
         out.append("--untie-embeddings-and-output-weights")
     if model.attention == "mla":
-        out += ["--multi-latent-attention", "--q-lora-rank", str(model.q_lora_rank),
-                "--kv-lora-rank", str(model.kv_lora_rank), "--qk-head-dim", str(model.qk_nope_head_dim),
+        out += ["--multi-latent-attention"]   # no --q-lora-rank: megatron-core's linear_q_proj (no query low-rank)
+        out += ["--q-lora-rank", str(model.q_lora_rank)] if model.q_lora_rank else []
+        out += ["--kv-lora-rank", str(model.kv_lora_rank), "--qk-head-dim", str(model.qk_nope_head_dim),
                 "--qk-pos-emb-head-dim", str(model.qk_rope_head_dim), "--v-head-dim", str(model.v_head_dim)]
+        if model.hidden % model.num_heads:
+            # validate_args derives kv_channels = hidden / heads and asserts it divides (GLM-4.7-Flash: 2048 / 20);
+            # MLA's attention takes its own k/v head dims, so any value builds the same model
+            out += ["--kv-channels", str(model.v_head_dim)]
+        if model.architecture is not None and model.architecture.rope_scaling != "yarn":
+            out.append("--no-rope-fusion")   # MLATransformerConfig: "apply_rope_fusion for MLA only works with YARN"
     else:
         out += ["--group-query-attention", "--num-query-groups", str(model.num_kv_heads),
                 "--kv-channels", str(model.head_dim)]

@@ -16,12 +16,22 @@ from commbench.planner.models.mamba import mamba_flops_fwd_per_token, mamba_para
 from commbench.planner.models.spec import ModelSpec
 
 
+def _mla_query_weights(m: ModelSpec) -> float:
+    """MLA's query projection, its weights = its multiply-adds per token: h -> q_lora_rank (+ that norm's weight)
+    -> heads x (nope + rope), or without the low rank (q_lora_rank 0, Megatron's --q-lora-rank unset: linear_q_proj)
+    h -> heads x (nope + rope); Megatron-LM core_v0.16.1 training.py's q_term counts either so."""
+    q = m.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+    if not m.q_lora_rank:
+        return float(m.hidden * q)
+    return float(m.q_lora_rank * (m.hidden + q + 1))
+
+
 def _attention_macs_per_layer(m: ModelSpec, seq_len: int) -> tuple[float, float]:
     """(projection MACs, core MACs) per token per layer, averaged over layers for sliding windows."""
     h, s = m.hidden, seq_len
     if m.attention == "mla":
         nope, rope, dv, H = m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim, m.num_heads
-        proj = (m.q_lora_rank * (h + H * (nope + rope) + 1) + m.kv_lora_rank * (h + H * (nope + dv) + 1)
+        proj = (_mla_query_weights(m) + m.kv_lora_rank * (h + H * (nope + dv) + 1)
                 + h * rope + H * dv * h)
         core = s * H * (nope + rope) / 2 + s * H * dv / 2
         return proj, core
@@ -153,9 +163,8 @@ def _attention_params(m: ModelSpec, kind: str = "W") -> float:
         return dsv4.attention_params(m, kind)
     if m.attention == "mla":
         H = m.num_heads
-        return (h * m.q_lora_rank + m.q_lora_rank * H * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-                + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim)
-                + H * m.v_head_dim * h + m.q_lora_rank + m.kv_lora_rank)
+        return (_mla_query_weights(m) + h * (m.kv_lora_rank + m.qk_rope_head_dim)
+                + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim) + H * m.v_head_dim * h + m.kv_lora_rank)
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
     return h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
 

@@ -19,9 +19,12 @@ from typing import Any
 
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
 
-QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "deepseek_v3", "kimi_k2", "deepseek_v4")
-SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h", "glm4_moe")
-EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe")  # the modeling code always has the router's correction bias
+MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe_lite")  # latent q/kv norms: Megatron's qk_layernorm
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "deepseek_v4") + MLA_TYPES
+# Qwen3-Next and Qwen3.5 MoE: zero-centred norms (weight + 1) and the shared expert's sigmoid gate
+QWEN_NEXT_TYPES = ("qwen3_next", "qwen3_5_moe")
+SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h", "glm4_moe", "glm4_moe_lite")
+EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe", "glm4_moe_lite")  # the modeling code always has the correction bias
 # A config.json carries no bias update rate (a training setting): megatron-core's TransformerConfig default
 # moe_router_bias_update_rate = 1e-3, which Megatron-Bridge's DeepSeek / Kimi / Nemotron providers leave, and
 # DeepSeek-V3's bias update speed (arXiv 2412.19437, section 4.2: 0.001). Zero would freeze the bias.
@@ -29,30 +32,65 @@ EXPERT_BIAS_UPDATE_RATE = 1e-3
 # The load-balancing loss Megatron-Bridge (067f987) trains each model type with from its config.json: the type's
 # bridge (models/<family>/*_bridge.py: qwen3_moe aux_loss 1e-3, qwen3_next global_aux_loss 1e-3, deepseek_v3
 # seq_aux_loss with aux_loss_alpha or 1e-4, kimi_k2 seq_aux_loss 1e-3, glm4_moe (glm45) seq_aux_loss 1e-3,
-# nemotron_h seq_aux_loss 1e-4, gpt_oss none; DeepSeek-V4's performance recipe seq_aux_loss 1e-4), else
+# nemotron_h seq_aux_loss 1e-4, gpt_oss none; DeepSeek-V4's performance recipe seq_aux_loss 1e-4; deepseek_v2
+# seq_aux_loss with aux_loss_alpha; glm4_moe_lite (glm47_flash) seq_aux_loss 1e-3; qwen3_5_moe (qwen35)
+# global_aux_loss with router_aux_loss_coef, its configuration class's default 1e-3), else
 # AutoBridge's CONFIG_MAPPING (conversion/model_bridge.py): router_aux_loss_coef / aux_loss_alpha as the
 # coefficient of megatron-core's default aux_loss. None: the coefficient the config states.
 BALANCING = {"qwen3_moe": ("aux_loss", 1e-3), "qwen3_next": ("global_aux_loss", 1e-3),
              "deepseek_v3": ("seq_aux_loss", None), "kimi_k2": ("seq_aux_loss", 1e-3),
              "glm4_moe": ("seq_aux_loss", 1e-3), "nemotron_h": ("seq_aux_loss", 1e-4), "gpt_oss": ("none", 0.0),
-             "deepseek_v4": ("seq_aux_loss", 1e-4)}
-DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4}  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
-PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2")  # DeepSeekV3Bridge / KimiK2Bridge: moe_router_pre_softmax = True
+             "deepseek_v4": ("seq_aux_loss", 1e-4), "deepseek_v2": ("seq_aux_loss", None),
+             "glm4_moe_lite": ("seq_aux_loss", 1e-3), "qwen3_5_moe": ("global_aux_loss", None)}
+DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4,  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
+                     "qwen3_5_moe": 1e-3}  # Qwen3_5MoeTextConfig router_aux_loss_coef=0.001
+# DeepSeekV3Bridge / KimiK2Bridge / GLM47FlashBridge: moe_router_pre_softmax = True
+PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2", "glm4_moe_lite")
 # Qwen MoE routers: softmax over every expert, top-k, then renormalised over the k only with norm_topk_prob
 # (transformers 4.57.1 modeling_qwen3_moe.py). Without it the top-k keep their share of the full softmax: megatron-core's
 # --moe-router-pre-softmax (moe_utils.topk_routing_with_score_function); with it, its default (softmax of the top-k).
 # The key's default: transformers 4.57.1 configuration_<type>.py (False for qwen2_moe and qwen3_moe, True for qwen3_next).
-NORM_TOPK_PROB_DEFAULT = {"qwen2_moe": False, "qwen3_moe": False, "qwen3_next": True}
+# DeepSeek-V2's softmax router is the same (DeepseekV2Config norm_topk_prob False; DeepSeekV2Bridge pre-softmax);
+# Qwen3.5 MoE's router always renormalises its top-k (Qwen3VLMoeTextTopKRouter; its config deletes norm_topk_prob).
+NORM_TOPK_PROB_DEFAULT = {"qwen2_moe": False, "qwen3_moe": False, "qwen3_next": True, "deepseek_v2": False}
 
+
+# attention_bias as the modeling code applies it: gpt-oss's every linear layer (Megatron --add-bias-linear), GLM-4.5's
+# QKV (--add-qkv-bias); Qwen2's QKV bias is fixed by its model type. For the other types it puts a bias on Q, K, V and
+# the output projection, which no Megatron-LM flag gives alone (--add-qkv-bias is QKV only, --add-bias-linear adds
+# the MLP's too).
+ATTENTION_BIAS_TYPES = ("gpt_oss", "glm4_moe", "qwen2", "qwen2_moe")
 
 # hidden_act values the read model types use: SiLU gating (SwiGLU) and Nemotron-H's squared ReLU (relu2). Any other
 # (gelu for GeGLU, say) would be planned and emitted as --swiglu: a different model.
 KNOWN_ACTIVATIONS = ("silu", "swish", "relu2")
 
 
+# RoPE kinds read: none / default (plain RoPE; Qwen3.5's interleaved multimodal RoPE is plain RoPE on text, whose three
+# position sections are equal), Llama 3.1's frequency scaling and YaRN. Any other (linear, dynamic, longrope) would be
+# planned and emitted as plain RoPE: another model.
+ROPE_KINDS = ("none", "default", "llama3", "yarn")
+
+
+def rope_table(c):
+    """rope_scaling, or the rope_parameters transformers >= 5 writes in its place (which also holds rope_theta and
+    partial_rotary_factor); one set for every layer (a table per layer type is refused by name)."""
+    if c.get("rope_parameters") is None:
+        return c.table("rope_scaling")
+    rope = c.table("rope_parameters")
+    nested = [key for key, value in rope.raw.items() if isinstance(value, dict)]
+    if nested:
+        raise c.fail(f"rope_parameters.{nested[0]} is not modelled: one RoPE for every layer (rope_theta, rope_type "
+                     "and their scaling keys in rope_parameters itself)")
+    return rope
+
+
 def _rope(c, out: dict[str, Any]) -> None:
-    scaling = c.table("rope_scaling")
+    scaling = rope_table(c)
     kind = scaling.get("rope_type", scaling.get("type", "none"))
+    if kind not in ROPE_KINDS:
+        key = "rope_type" if scaling.get("rope_type") is not None else "type"
+        raise c.fail(f"{scaling.prefix}{key}={kind!r} is not modelled: one of {', '.join(ROPE_KINDS[1:])}")
     if kind in ("llama3", "yarn"):
         out.update(rope_scaling=kind, rope_scaling_factor=scaling.num("factor", 1.0))
     if kind == "yarn":
@@ -69,6 +107,10 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         key = "mlp_hidden_act" if c.get("mlp_hidden_act") is not None else "hidden_act"
         raise c.fail(f"{key}={act!r} is not modelled: one of {', '.join(KNOWN_ACTIVATIONS)} "
                      "(SwiGLU, squared ReLU)")
+    if c.flag("attention_bias", False) and t not in ATTENTION_BIAS_TYPES:
+        raise c.fail(f"attention_bias=true is not modelled for model_type {t!r}: biases on Q, K, V and the output "
+                     "projection have no Megatron-LM flag (--add-qkv-bias is QKV only, --add-bias-linear adds the "
+                     "MLP's)")
     out: dict[str, Any] = {
         "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
         "swiglu" if fields.get("glu", True) else "gelu",
@@ -78,8 +120,8 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "qkv_bias": t == "qwen2" or (t == "qwen2_moe" and c.flag("qkv_bias", True))
         or (t == "glm4_moe" and c.flag("attention_bias", False)),
         "position_embedding": "none" if t == "nemotron_h" else "rope",
-        "rotary_base": int(c.num("rope_theta", 10000)),
-        "rotary_percent": c.num("partial_rotary_factor", 1.0),
+        "rotary_base": int(rope_table(c).num("rope_theta", c.num("rope_theta", 10000))),
+        "rotary_percent": rope_table(c).num("partial_rotary_factor", c.num("partial_rotary_factor", 1.0)),
         "max_position_embeddings": c.int("max_position_embeddings", fields["seq_len"]),
     }
     _rope(c, out)
@@ -91,7 +133,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         # is relative to head_dim, the rope split already is qk_rope_head_dim (Megatron-Bridge sets rotary_percent 1)
         out.update(softmax_type="learnable", activation_clamp=c.num("swiglu_limit", 0.0), rotary_percent=1.0,
                    yarn_mscale=1.0, yarn_mscale_all_dim=1.0)  # no mscale in the config: the bridge sets both to 1
-    if t == "qwen3_next":  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
+    if t in QWEN_NEXT_TYPES:  # Qwen3NextRMSNorm scales by (1 + w); Qwen3NextSparseMoeBlock gates its shared expert
         out.update(norm_zero_centered_gamma=True, shared_expert_gate=bool(fields.get("num_shared_experts")))
     if t == "qwen2_moe":  # Qwen2MoeSparseMoeBlock: sigmoid(shared_expert_gate(x)) * shared expert (transformers 4.57.1)
         out.update(shared_expert_gate=bool(fields.get("num_shared_experts")))

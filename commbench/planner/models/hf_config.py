@@ -1,10 +1,11 @@
 """A Hugging Face `config.json` read into the planner's model description (`--model hf:PATH`).
 
 Keys are those of the transformers configuration classes (configuration_<model_type>.py) for
-each model_type below; a key the class defaults is taken at that default, any other missing
-key is one line naming it. What the planner does not model is refused by name (e.g. a sliding window
-on every layer, dense layers after MoE ones, an MTP pattern other than attention + MoE), never
-approximated silently.
+each model_type below (READERS; a vision-language config's text_config is its language model); a key the
+class defaults is taken at that default, any other missing key is one line naming it. What the planner
+does not model is refused by name (e.g. a sliding window on every layer, dense layers after MoE ones, an
+MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
+that it would have to approximate (hf_refused.py, each with what it lacks).
 
 Not counted (below 0.1% of any supported model's parameters): attention/expert biases (Qwen2,
 gpt-oss), gpt-oss's attention sinks, DeepSeek's router correction bias.
@@ -22,6 +23,7 @@ from typing import Any, Callable
 from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf
+from commbench.planner.models.hf_refused import NOT_MODELLED
 from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
@@ -70,6 +72,13 @@ class _Config:
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: an object (or null)")
         return _Config(dict(value, model_type=self.model_type), self.where, f"{self.prefix}{key}.")
 
+    def seq(self, key: str) -> list[Any]:
+        """A JSON list (null or absent: an empty one); a string or number was iterated or a TypeError traceback."""
+        value = self.get(key, [])
+        if not isinstance(value, list):
+            raise self.fail(f"{self.prefix}{key}={value!r} is invalid: a list")
+        return value
+
     def get(self, key: str, default: Any = None) -> Any:
         value = self.raw.get(key)
         return default if value is None else value
@@ -99,12 +108,23 @@ def _dense(c: _Config, name: str) -> dict[str, Any]:
 
 def _leading_dense(c: _Config, key: str) -> int:
     """Dense layers of a MoE model; the planner places them first, so any other placement is refused."""
-    layers = sorted(int(i) for i in c.get(key, []))
+    layers = sorted(c.int(f"{key}[{n}]", i) for n, i in enumerate(c.seq(key)))
     if layers != list(range(len(layers))):
         raise c.fail(f"{key}={layers} is not modelled: dense layers must be the first ones")
     if c.int("decoder_sparse_step", 1) != 1:
         raise c.fail(f"decoder_sparse_step={c.get('decoder_sparse_step')!r} is not modelled: 1 (every layer MoE)")
     return len(layers)
+
+
+def _leading(c: _Config, key: str, kind: str, what: str) -> int | None:
+    """How many of list `key`'s first entries are `kind` (None: no such key); `kind` after any other is refused."""
+    if c.get(key) is None:
+        return None
+    kinds = c.seq(key)
+    n = next((i for i, k in enumerate(kinds) if k != kind), len(kinds))
+    if kind in kinds[n:]:
+        raise c.fail(f"{key} is not modelled unless the {what} come first")
+    return n
 
 
 def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int:
@@ -117,7 +137,7 @@ def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int
 
 # shared_expert_intermediate_size where a config omits it: the transformers configuration class's default
 # (configuration_qwen2_moe.py 5632, configuration_qwen3_next.py 512; Qwen3MoeConfig has no shared expert).
-SHARED_FFN_DEFAULT = {"qwen2_moe": 5632, "qwen3_next": 512}
+SHARED_FFN_DEFAULT = {"qwen2_moe": 5632, "qwen3_next": 512, "qwen3_5_moe": 512}  # configuration_qwen3_5_moe.py: 512
 
 
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
@@ -134,17 +154,23 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
 
 
 def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
-    """Qwen3-Next: Qwen3 MoE with Gated DeltaNet layers and gated full attention every
-    full_attention_interval-th layer (layer_types, when given, must say the same)."""
+    """Qwen3-Next and Qwen3.5 MoE: Qwen3 MoE with Gated DeltaNet layers and gated full attention every
+    full_attention_interval-th layer (layer_types, when given, must say the same; Qwen3.5's configs give
+    layer_types, its configuration class defaults the interval to 4), and their MTP layers (mtp_num_hidden_layers:
+    gated full attention + MoE, as Megatron-Bridge's qwen3_next_bridge.py and qwen35_bridge.py map them)."""
     out = _qwen_moe(c, name)
-    freq = c.int("full_attention_interval")
-    kinds = c.get("layer_types")
+    kinds = c.seq("layer_types") if c.get("layer_types") is not None else None
+    first_full = kinds.index("full_attention") + 1 if kinds and "full_attention" in kinds else 4
+    freq = c.int("full_attention_interval", first_full if c.model_type == "qwen3_5_moe" else None)
+    if freq == 0:
+        raise c.fail("full_attention_interval=0 is invalid: > 0")
     if kinds is not None:
         want = ["full_attention" if (i + 1) % freq == 0 else "linear_attention" for i in range(out["num_layers"])]
-        if list(kinds) != want:
+        if kinds != want:
             raise c.fail(f"layer_types is not modelled unless every {freq}-th layer is full attention "
                          "(full_attention_interval)")
-    return dict(out, linear_attention_freq=freq, gdn_num_key_heads=c.int("linear_num_key_heads"),
+    return dict(out, linear_attention_freq=freq, num_mtp_layers=c.int("mtp_num_hidden_layers", 0),
+                gdn_num_key_heads=c.int("linear_num_key_heads"),
                 gdn_num_value_heads=c.int("linear_num_value_heads"), gdn_key_head_dim=c.int("linear_key_head_dim"),
                 gdn_value_head_dim=c.int("linear_value_head_dim"), gdn_conv_kernel=c.int("linear_conv_kernel_dim", 4),
                 attention_gate=True)
@@ -160,7 +186,7 @@ def _mixtral(c: _Config, name: str) -> dict[str, Any]:
 
 def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
-    kinds = list(c.get("layer_types", []))
+    kinds = c.seq("layer_types")
     window = c.int("sliding_window", 0)
     if window and kinds and kinds.count("sliding_attention") * 2 != len(kinds):
         raise c.fail("layer_types: only half the layers sliding (gpt-oss's alternation) is modelled")
@@ -170,15 +196,23 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
 
 
 def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
-    if c.get("q_lora_rank") is None:
-        raise c.fail("q_lora_rank=null (MLA without the query low-rank projection) is not modelled")
+    """MLA + MoE (DeepSeek-V2 / V3, Kimi-K2, Moonlight, GLM-4.7-Flash): the first first_k_dense_replace layers (or
+    mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
     if c.int("moe_layer_freq", 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
+    if str(c.get("topk_method", "")) == "group_limited_greedy" and c.int("n_group", 1) > 1:
+        raise c.fail(f"topk_method='group_limited_greedy' is not modelled: it picks topk_group={c.get('topk_group')!r} "
+                     f"of n_group={c.get('n_group')!r} expert groups by each group's best score, megatron-core 0.16.1 "
+                     "by the sum of each group's top (top_k / topk_group) scores (moe_utils.group_limited_topk), "
+                     "another router")
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
-    return dict(out, attention="mla", num_dense_layers=c.int("first_k_dense_replace", 0),
-                q_lora_rank=c.int("q_lora_rank"), kv_lora_rank=c.int("kv_lora_rank"),
+    dense = c.int("first_k_dense_replace") if c.get("first_k_dense_replace") is not None else \
+        _leading(c, "mlp_layer_types", "dense", "dense layers") or 0
+    return dict(out, attention="mla", num_dense_layers=dense,
+                q_lora_rank=0 if "q_lora_rank" in c.raw and c.raw["q_lora_rank"] is None else c.int("q_lora_rank"),
+                kv_lora_rank=c.int("kv_lora_rank"),
                 qk_nope_head_dim=c.int("qk_nope_head_dim"), qk_rope_head_dim=c.int("qk_rope_head_dim"),
                 v_head_dim=c.int("v_head_dim"), dense_ffn=c.int("intermediate_size"),
                 num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
@@ -189,14 +223,13 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
 def _csa_pattern(c: _Config, layers: int, mtp: int) -> str:
     """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from `compress_ratios` (one per layer,
     then 0 per MTP layer) or the native `layer_types` + `compress_rates` (as Megatron-Bridge reads either)."""
-    ratios = c.get("compress_ratios")
+    ratios = c.seq("compress_ratios") if c.get("compress_ratios") is not None else None
     if ratios is None:
         types, rates = c.get("layer_types"), c.get("compress_rates")
         if types is None or not isinstance(rates, dict):
             raise c.fail("lacks 'compress_ratios' (or 'layer_types' with 'compress_rates'), needed for model_type "
                          "'deepseek_v4'")
-        ratios = [0 if t == "sliding_attention" else rates.get(t) for t in types]
-    ratios = list(ratios)
+        ratios = [0 if t == "sliding_attention" else rates.get(t) for t in c.seq("layer_types")]
     if len(ratios) not in (layers, layers + mtp) or any(r not in dsv4.KINDS.values() for r in ratios) \
             or any(ratios[layers:]):
         raise c.fail(f"compress_ratios={ratios!r} is not modelled: one of 0, 4, 128 per layer ({layers}), then 0 "
@@ -209,9 +242,8 @@ def _hash_layers(c: _Config, layers: int) -> int:
     """The leading hash-routed MoE layers: num_hash_layers, or the prefix of mlp_layer_types."""
     if c.get("num_hash_layers") is not None:
         return c.int("num_hash_layers")
-    kinds = list(c.get("mlp_layer_types", []))
-    n = next((i for i, k in enumerate(kinds) if k != "hash_moe"), len(kinds))
-    if "hash_moe" in kinds[n:] or n > layers:
+    n = _leading(c, "mlp_layer_types", "hash_moe", "hash-routed MoE layers") or 0
+    if n > layers:
         raise c.fail("mlp_layer_types is not modelled unless the hash-routed MoE layers come first")
     return n
 
@@ -251,7 +283,7 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
                      "'*E' (an MTP layer of attention + MoE)")
     pattern = c.get("hybrid_override_pattern")
     if pattern is None and c.get("layers_block_type") is not None:
-        blocks = list(c.get("layers_block_type"))
+        blocks = c.seq("layers_block_type")
         unknown = [b for b in blocks if b not in HYBRID_BLOCKS]
         if unknown:
             raise c.fail(f"layers_block_type {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
@@ -279,11 +311,17 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "llama": _dense, "qwen2": _dense, "qwen3": _dense, "mistral": _dense,
     "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "mixtral": _mixtral, "gpt_oss": _gpt_oss,
-    "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3,  # Kimi-K2 ships DeepSeek-V3's architecture
+    # MLA + MoE: Kimi-K2 and Moonlight ship DeepSeek-V3's architecture; DeepSeek-V2(-Lite) its softmax-routed
+    # predecessor (Megatron-Bridge deepseek_v2_bridge.py); GLM-4.7-Flash DeepSeek-V3's attention with GLM-4.5's
+    # MoE (transformers modular_glm4_moe_lite.py, Megatron-Bridge glm47_flash_bridge.py)
+    "deepseek_v2": _deepseek_v3, "deepseek_v3": _deepseek_v3, "kimi_k2": _deepseek_v3, "glm4_moe_lite": _deepseek_v3,
     "deepseek_v4": _deepseek_v4, "glm4_moe": _glm4_moe,
     "nemotron_h": _nemotron_h,
-    "qwen3_next": _qwen3_next,
+    # Qwen3.5 MoE is Qwen3-Next's network with MTP (transformers modular_qwen3_5_moe.py builds it from Qwen3-Next's
+    # attention, Gated DeltaNet, MoE block and norms; Megatron-Bridge qwen35_bridge.py)
+    "qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_next,
 }
+ALIASES = {"qwen3_5_moe_text": "qwen3_5_moe"}  # a VL config's text_config names its language model so
 
 
 def config_path(path: str) -> Path:
@@ -301,12 +339,16 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
         raise CommbenchError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, dict):
         raise CommbenchError(f"{where}: a JSON object (a Hugging Face config.json) is needed")
-    if "text_config" in raw and "hidden_size" not in raw:
+    if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw:
         raw = dict(raw["text_config"], model_type=raw["text_config"].get("model_type", raw.get("model_type")))
+    raw = dict(raw, model_type=ALIASES.get(str(raw.get("model_type", "")), raw.get("model_type")))
     c = _Config(raw, where)
     reader = READERS.get(c.model_type)
+    if reader is None and c.model_type in NOT_MODELLED:
+        raise c.fail(f"model_type={c.model_type!r} is not modelled: {NOT_MODELLED[c.model_type]}")
     if reader is None:
-        raise c.fail(f"model_type={c.model_type!r} is not known: one of {', '.join(sorted(READERS))}")
+        raise c.fail(f"model_type={c.model_type!r} is not known: the planner reads {', '.join(sorted(READERS))} "
+                     "(config.json's model_type, or its text_config's)")
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     fields = reader(c, f"hf:{name}")
     if seq_len:

@@ -28,7 +28,7 @@ class ModelSpec:
     attention: str = "gqa"
     num_kv_heads: int = 0
     head_dim: int = 0
-    q_lora_rank: int = 0
+    q_lora_rank: int = 0  # MLA: 0 = no query low-rank projection (DeepSeek-V2-Lite, Moonlight; Megatron's None)
     kv_lora_rank: int = 0
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
@@ -113,9 +113,9 @@ class ModelSpec:
             raise invalid(f"{self.name}.kv_heads", self.num_kv_heads, "GQA needs kv_heads > 0 and head_dim > 0")
         if self.attention == "gqa" and self.num_heads % self.num_kv_heads:  # Megatron: heads % query groups == 0
             raise invalid(f"{self.name}.kv_heads", self.num_kv_heads, f"a divisor of heads ({self.num_heads})")
-        if self.attention == "mla" and min(self.q_lora_rank, self.kv_lora_rank, self.qk_nope_head_dim,
-                                           self.qk_rope_head_dim, self.v_head_dim) <= 0:
-            raise invalid(f"{self.name}.attention", "mla", "MLA needs q/kv lora ranks and nope/rope/v head dims > 0")
+        if self.attention == "mla" and min(self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim,
+                                           self.v_head_dim) <= 0:
+            raise invalid(f"{self.name}.attention", "mla", "MLA needs a kv lora rank and nope/rope/v head dims > 0")
         if (self.attention == "dsv4") != bool(self.csa_pattern):
             raise invalid(f"{self.name}.csa_pattern", self.csa_pattern or '""', 'set exactly when attention = "dsv4"')
         if self.attention == "dsv4" and (bad := dsv4.check(self)):

@@ -1,0 +1,208 @@
+"""`--model hf:PATH` for the model types read beyond the first ones: MLA without the query low rank
+(DeepSeek-V2-Lite, Moonlight), GLM-4.7-Flash (glm4_moe_lite), Qwen3.5 MoE; the RoPE of configs that
+transformers >= 5 writes (rope_parameters); and the model types refused by name, each in one line
+through the CLI. Published parameter counts of these configs: test_hf_config.py PUBLISHED; sources:
+tests/data/hf/SOURCES.md."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.errors import CommbenchError
+from commbench.planner.models.counts import flops_breakdown, param_counts
+from commbench.planner.models.hf_refused import NOT_MODELLED
+from commbench.planner.models.zoo import load_model
+
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def hf(name: str):
+    return load_model(f"hf:{HF / name}")
+
+
+def _config(tmp_path, folder: str, drop=(), **changes) -> str:
+    raw = json.loads((HF / folder / "config.json").read_text())
+    raw.update(changes)
+    for key in drop:
+        raw.pop(key)
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    return f"hf:{tmp_path}"
+
+
+def _plan_args(model: str, gpus: int = 64) -> list[str]:
+    """The Megatron-LM arguments `commbench plan --emit megatron` prints for the best layout."""
+    result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "gb200-nvl72", "--gpus", str(gpus),
+                                      "--gbs", "512", "--emit", "megatron"])
+    assert result.exit_code == 0, result.output
+    return shlex.split(result.output.strip().splitlines()[-1])
+
+
+def _value(args: list[str], flag: str) -> str:
+    return args[args.index(flag) + 1]
+
+
+def _refusal(model: str) -> str:
+    result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "b200-hgx", "--gpus", "16"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1, result.output
+    assert "Traceback" not in result.output
+    return result.output
+
+
+@pytest.mark.parametrize("folder", ["DeepSeek-V2-Lite", "Moonlight-16B-A3B"])
+def test_mla_without_the_query_low_rank_is_read_counted_and_emitted(folder):
+    """q_lora_rank null (DeepSeek-V2-Lite, Moonlight): one h -> heads x (nope + rope) query projection, as
+    megatron-core builds without --q-lora-rank (linear_q_proj) and Megatron-LM core_v0.16.1 training.py's q_term
+    counts. Both were refused ("q_lora_rank=null ... is not modelled"), Moonlight though it is model_type deepseek_v3."""
+    m = hf(folder)
+    assert (m.attention, m.q_lora_rank, m.kv_lora_rank, m.num_dense_layers, m.num_moe_layers) == ("mla", 0, 512, 1, 26)
+    h, H = 2048, 16
+    q = h * H * (128 + 64)
+    kv = 512 * (h + H * (128 + 128) + 1) + h * 64
+    per_layer = q + kv + H * 128 * h
+    assert flops_breakdown(m, 4096).attention_proj == pytest.approx(6.0 * 27 * per_layer)
+    assert param_counts(m).attention == pytest.approx(27 * per_layer)   # weights = multiply-adds (+ the kv norm's)
+    args = _plan_args(f"hf:{HF / folder}")
+    assert "--multi-latent-attention" in args and "--q-lora-rank" not in args
+    assert (_value(args, "--kv-lora-rank"), _value(args, "--moe-layer-freq")) == ("512", "[0]*1+[1]*26")
+
+
+def test_deepseek_v2_lite_trains_its_softmax_router_and_yarn():
+    """DeepSeek-V2-Lite (model_type deepseek_v2): softmax over all 64 experts, top-6 kept unnormalised
+    (norm_topk_prob false: --moe-router-pre-softmax, as DeepSeekV2Bridge), no expert bias (topk_method greedy),
+    seq_aux_loss at aux_loss_alpha, two shared experts, YaRN x40 with mscale 0.707 applied by MLA."""
+    a = hf("DeepSeek-V2-Lite").architecture
+    assert (a.router_score, a.router_pre_softmax, a.router_expert_bias, a.router_groups) == ("softmax", True, False, 0)
+    assert (a.load_balancing, a.aux_loss_coeff, a.qk_norm) == ("seq_aux_loss", pytest.approx(1e-3), True)
+    args = _plan_args(f"hf:{HF / 'DeepSeek-V2-Lite'}")
+    assert {"--moe-router-pre-softmax", "--qk-layernorm"} <= set(args) and "--moe-router-enable-expert-bias" not in args
+    assert (_value(args, "--rope-type"), _value(args, "--rotary-scaling-factor"), _value(args, "--mscale")) == (
+        "yarn", "40", "0.707")
+    assert _value(args, "--moe-shared-expert-intermediate-size") == "2816"
+
+
+def test_moonlight_and_glm_4_7_flash_train_a_sigmoid_router_with_its_bias():
+    moon, flash = hf("Moonlight-16B-A3B"), hf("GLM-4.7-Flash")
+    for m, scaling in ((moon, 2.446), (flash, 1.8)):
+        a = m.architecture
+        assert (a.router_score, a.router_expert_bias, a.router_topk_scaling) == ("sigmoid", True, pytest.approx(scaling))
+    assert (flash.q_lora_rank, flash.qk_nope_head_dim, flash.v_head_dim, flash.num_mtp_layers) == (768, 192, 256, 1)
+    args = _plan_args(f"hf:{HF / 'GLM-4.7-Flash'}")
+    assert (_value(args, "--q-lora-rank"), _value(args, "--qk-head-dim"), _value(args, "--v-head-dim")) == (
+        "768", "192", "256")
+    assert (_value(args, "--moe-router-score-function"), _value(args, "--mtp-num-layers"),
+            _value(args, "--rope-type"), _value(args, "--rotary-base")) == ("sigmoid", "1", "rope", "1000000")
+    assert "--moe-router-enable-expert-bias" in args
+
+
+def test_qwen3_5_moe_reads_as_qwen3_next_with_mtp_from_its_vl_config():
+    """Qwen3.5-397B-A17B's config.json is a vision-language one (model_type qwen3_5_moe, the language model in
+    text_config, model_type qwen3_5_moe_text); its RoPE is in rope_parameters (rope_theta 1e7, a quarter of each
+    head rotated). Before, rope_theta was read as the 10000 default: another model."""
+    m = hf("Qwen3.5-397B-A17B")
+    assert (m.num_layers, m.num_attention_layers, m.num_linear_attention_layers, m.num_mtp_layers) == (60, 15, 45, 1)
+    assert (m.num_routed_experts, m.top_k, m.expert_ffn, m.num_shared_experts) == (512, 10, 1024, 1)
+    assert (m.gdn_num_key_heads, m.gdn_num_value_heads, m.attention_gate) == (16, 64, True)
+    a = m.architecture
+    assert (a.rotary_base, a.rotary_percent, a.norm_zero_centered_gamma, a.shared_expert_gate) == (10**7, 0.25, True, True)
+    assert (a.router_pre_softmax, a.load_balancing, a.qk_norm) == (False, "global_aux_loss", True)
+    args = _plan_args(f"hf:{HF / 'Qwen3.5-397B-A17B'}", gpus=256)
+    assert {"--attention-output-gate", "--moe-shared-expert-gate", "--apply-layernorm-1p", "--qk-layernorm"} <= set(args)
+    assert (_value(args, "--experimental-attention-variant"), _value(args, "--linear-num-value-heads"),
+            _value(args, "--rotary-base"), _value(args, "--rotary-percent"), _value(args, "--mtp-num-layers")) == (
+        "gated_delta_net", "64", "10000000", "0.25", "1")
+    assert "--moe-router-pre-softmax" not in args
+
+
+def test_a_qwen3_5_text_config_alone_reads_as_the_vl_one(tmp_path):
+    raw = json.loads((HF / "Qwen3.5-35B-A3B" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(raw["text_config"]))   # model_type qwen3_5_moe_text
+    vl = hf("Qwen3.5-35B-A3B")
+    assert dataclasses.replace(load_model(f"hf:{tmp_path}"), name=vl.name) == vl
+    text = dict(raw["text_config"], layer_types=["full_attention"] * 40)
+    (tmp_path / "config.json").write_text(json.dumps(text))
+    with pytest.raises(CommbenchError, match="layer_types is not modelled unless every 4-th layer"):
+        load_model(f"hf:{tmp_path}")
+
+
+def test_a_transformers_5_config_reads_its_rope_from_rope_parameters(tmp_path):
+    """transformers >= 5 saves rope_theta and the scaling keys in rope_parameters: the same Llama 3.1 read either way
+    (before, rope_theta fell back to 10000 and the llama3 scaling was dropped, without a word)."""
+    raw = json.loads((HF / "Llama-3.1-8B" / "config.json").read_text())
+    rope = dict(raw.pop("rope_scaling"), rope_theta=raw.pop("rope_theta"))
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, rope_parameters=rope)))
+    assert load_model(f"hf:{tmp_path}").architecture == hf("Llama-3.1-8B").architecture
+
+
+@pytest.mark.parametrize("model_type", sorted(NOT_MODELLED))
+def test_a_model_type_the_planner_does_not_model_is_refused_naming_why(tmp_path, model_type):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type, "hidden_size": 4096}))
+    out = _refusal(f"hf:{tmp_path}")
+    assert f"model_type='{model_type}' is not modelled: " in out and NOT_MODELLED[model_type][:40] in out
+
+
+def test_a_refused_vl_language_model_is_named_by_its_text_config(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gemma3", "text_config": {
+        "model_type": "gemma3_text", "hidden_size": 5376, "sliding_window_pattern": 6}}))
+    assert "model_type='gemma3_text' is not modelled: its sliding window on 5 of every 6 layers" in _refusal(
+        f"hf:{tmp_path}")
+
+
+@pytest.mark.parametrize("folder, changes, drop, message", [
+    # DeepSeek-V2 (236B)'s router: groups by their best expert, megatron-core by the sum of their top experts
+    ("DeepSeek-V2-Lite", dict(topk_method="group_limited_greedy", n_group=8, topk_group=3), (),
+     r"topk_method='group_limited_greedy' is not modelled: it picks topk_group=3 of n_group=8 expert groups"),
+    ("DeepSeek-V2-Lite", {}, ("q_lora_rank",), r"lacks 'q_lora_rank' \(needed for model_type 'deepseek_v2'\)"),
+    ("Llama-3.1-8B", dict(rope_scaling={"rope_type": "linear", "factor": 4.0}), (),
+     r"rope_scaling.rope_type='linear' is not modelled: one of default, llama3, yarn"),
+    ("Llama-3.1-8B", dict(rope_parameters={"full_attention": {"rope_theta": 1e6}}), (),
+     r"rope_parameters.full_attention is not modelled: one RoPE for every layer"),
+    ("Llama-3.1-8B", dict(attention_bias=True), (),
+     r"attention_bias=true is not modelled for model_type 'llama': biases on Q, K, V and the output projection"),
+    ("GLM-4.7-Flash", dict(first_k_dense_replace=None, mlp_layer_types=["sparse", "dense"] + ["sparse"] * 45), (),
+     r"mlp_layer_types is not modelled unless the dense layers come first"),
+    # a string or number where a list belongs was iterated character by character, or a TypeError traceback
+    ("GLM-4.7-Flash", dict(first_k_dense_replace=None, mlp_layer_types="dense"), (),
+     r"mlp_layer_types='dense' is invalid: a list"),
+    ("Qwen3-Next-80B-A3B-Instruct", dict(layer_types=4), (), r"layer_types=4 is invalid: a list"),
+    ("Qwen2-57B-A14B", dict(mlp_only_layers=["0"]), (), r"mlp_only_layers\[0\]='0' is invalid: a whole number"),
+])
+def test_an_mla_or_rope_config_the_planner_cannot_model_is_one_line(tmp_path, folder, changes, drop, message):
+    out = _refusal(_config(tmp_path, folder, drop, **changes))
+    assert re.search(message, out), out
+
+
+def test_mlp_layer_types_give_the_leading_dense_layers(tmp_path):
+    """transformers >= 5's glm4_moe_lite config lists mlp_layer_types in place of first_k_dense_replace."""
+    model = load_model(_config(tmp_path, "GLM-4.7-Flash", ("first_k_dense_replace",),
+                               mlp_layer_types=["dense"] + ["sparse"] * 46))
+    assert (model.num_dense_layers, model.num_moe_layers) == (1, 46)
+
+
+@pytest.mark.parametrize("folder", ["DeepSeek-V2-Lite", "Moonlight-16B-A3B", "GLM-4.7-Flash", "Qwen3.5-35B-A3B"])
+def test_the_new_model_types_plan_launches_in_megatron(folder, monkeypatch):
+    """The plan's arguments pass Megatron-LM's own parse/validate and megatron-core's TransformerConfig (MLA without
+    --q-lora-rank builds linear_q_proj), and build this model's architecture (tests/megatron_lm.py)."""
+    pytest.importorskip("megatron.core", reason="megatron-core is not installed (requirements-frameworks.txt)")
+    from commbench.costmodel import load_preset
+    from commbench.planner.emit.megatron import launch_env, megatron_args
+    from commbench.planner.search.space import SearchRequest, search
+    from tests.megatron_lm import arguments_module, megatron_whole_path
+    from tests.test_emit_megatron_real import check_megatron_plan
+    m = hf(folder)
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    lay = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=1)).layouts.layout(0)
+    args = megatron_args(lay, m)
+    if arguments_module() is not None:
+        megatron_whole_path(arguments_module(), args, layout=lay, model=m, gpus=64, gpu=fabric.gpu,
+                            env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
+    else:
+        check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)
