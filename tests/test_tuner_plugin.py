@@ -39,20 +39,30 @@ class TunerV5(ctypes.Structure):  # ncclTuner_v5_t (src/include/plugin/tuner/tun
 class Driver:
     """One communicator's tuner, as NCCL holds it: init with nRanks/nNodes, then getCollInfo per call."""
 
-    def __init__(self, library: str, config: str, *, ranks: int, nodes: int):
+    def __init__(self, library: str, config: str, *, ranks: int, nodes: int, logger_address: int | None = None):
         self.formats: list[str] = []
-        self._logger = LOGGER(lambda level, flags, file, line, fmt: self.formats.append(fmt.decode()))
+        self.logged: list[tuple[int, str]] = []  # (level, format): NCCL_LOG_WARN 2, NCCL_LOG_INFO 3
+
+        def log(level, flags, file, line, fmt):
+            self.formats.append(fmt.decode())
+            self.logged.append((level, fmt.decode()))
+
+        # NCCL passes its own ncclDebugLog; a C function's address stands in for it where given
+        self._logger = LOGGER(log) if logger_address is None else LOGGER(logger_address)
         self._lib = ctypes.CDLL(library)
         self.tuner = TunerV5.in_dll(self._lib, "ncclTunerPlugin_v5")
         os.environ["NCCL_TUNER_CONFIG_FILE"] = config
         self.context = ctypes.c_void_p()
         assert self.tuner.init(ctypes.byref(self.context), 1, ranks, nodes, self._logger, None, None) == 0
 
-    def call(self, coll: str, nbytes: int, *, ignored: tuple[tuple[str, str], ...] = ()) -> tuple[int, list[list[float]]]:
+    def call(self, coll: str, nbytes: int, *, ignored: tuple[tuple[str, str], ...] = (),
+             costs: dict[tuple[str, str], float] | None = None) -> tuple[int, list[list[float]]]:
         table = CostTable()
         for a in range(len(ALGORITHMS)):
             for p in range(len(PROTOCOLS)):
                 table[a][p] = IGNORE if (ALGORITHMS[a], PROTOCOLS[p]) in ignored else 100.0 + 10 * a + p
+        for (algo, proto), cost in (costs or {}).items():
+            table[ALGORITHMS.index(algo)][PROTOCOLS.index(proto)] = cost
         channels = ctypes.c_int(0)
         as_pointers = ctypes.cast(table, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)))
         result = self.tuner.getCollInfo(self.context, FUNCS[coll], nbytes, 1, as_pointers, len(ALGORITHMS),
@@ -221,3 +231,60 @@ def test_the_v6_and_v4_symbols_serve_the_same_rules(library, tmp_path, config_en
                                  ctypes.byref(channels)) == 0
         assert channels.value == 8 and picked([list(row) for row in table]) == ("tree", "ll")
         assert (tuner.finalize if tuner is v6 else tuner.destroy)(context) == 0
+
+
+def _table_with(costs: dict[tuple[str, str], float]) -> list[list[float]]:
+    table = untouched()
+    for (algo, proto), cost in costs.items():
+        table[ALGORITHMS.index(algo)][PROTOCOLS.index(proto)] = cost
+    return table
+
+
+def test_any_negative_cost_is_a_pair_nccl_does_not_take(library, tmp_path, config_env):
+    """NCCL takes only entries >= 0 (topoGetAlgoInfo); NCCL 2.28.7+ multiplies ring's entries by 1024 for fp8
+    beyond 8 ranks (updateCollCostTable), so a ring/proto NCCL ignores there reads -1024, not -1.0."""
+    conf = tmp_path / "fp8.conf"
+    conf.write_text("allreduce,0,1000,ring,ll128,16,2,16,-1,-1\n")
+    driver = Driver(library, str(conf), ranks=16, nodes=2)
+    for cost in (-1024.0, -2.0, float("nan")):
+        costs = {("ring", "ll"): 102400.0, ("ring", "ll128"): cost, ("ring", "simple"): 112640.0}
+        channels, table = driver.call("allreduce", 500, costs=costs)
+        assert channels == 0 and table[1][0] == 102400.0 and table[1][2] == 112640.0, cost
+        assert table[1][1] == cost or (cost != cost and table[1][1] != table[1][1])  # untouched (NaN != NaN)
+    channels, table = driver.call("allreduce", 500, costs={("ring", "ll128"): 1024.0 * 111})  # relegated, allowed
+    assert (channels, picked(table)) == (16, ("ring", "ll128"))
+    driver.close()
+
+
+def test_no_call_and_no_init_ever_fails_nccl(library, tmp_path, config_env):
+    """NCCL NCCLCHECKs getCollInfo (src/enqueue.cc) and init (src/init.cc): an error fails the collective or the
+    communicator, whatever tuner.h says about falling back. A call without a context leaves NCCL alone."""
+    lib = ctypes.CDLL(library)
+    tuner = TunerV5.in_dll(lib, "ncclTunerPlugin_v5")
+    table, channels = CostTable(*[(ctypes.c_float * 3)(*untouched()[a]) for a in range(7)]), ctypes.c_int(0)
+    as_pointers = ctypes.cast(table, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)))
+    assert tuner.getCollInfo(None, FUNCS["allreduce"], 500, 1, as_pointers, 7, 3, 0, ctypes.byref(channels)) == 0
+    assert channels.value == 0 and [list(row) for row in table] == untouched()
+    assert tuner.finalize(None) == 0
+    os.environ["NCCL_TUNER_CONFIG_FILE"] = str(tmp_path)  # a folder: opens, reads nothing
+    context = ctypes.c_void_p()
+    assert tuner.init(ctypes.byref(context), 1, 8, 1, LOGGER(lambda *a: None), None, None) == 0
+    assert tuner.finalize(context) == 0
+
+
+def test_channel_counts_nccl_cannot_hold_and_collnet_counts_are_dropped(library, tmp_path, config_env):
+    """nMaxChannels is an 8-bit field and MAXCHANNELS 64 (src/include/comm.h, device.h); a CollNet task's count
+    is used unbounded by the channels NCCL set up (src/enqueue.cc scheduleCollTasksToPlan)."""
+    conf = tmp_path / "channels.conf"
+    conf.write_text("allreduce,0,100,ring,simple,128,1,8,-1,-1\nallreduce,0,100,ring,simple,65,1,8,-1,-1\n"
+                    "allreduce,0,100,collnet_direct,simple,8,1,8,-1,-1\nallreduce,0,100,collnet_chain,simple,4,1,8,-1,-1\n"
+                    "allreduce,0,100,collnet_direct,simple,0,1,8,-1,-1\nallreduce,101,200,ring,simple,64,1,8,-1,-1\n")
+    driver = Driver(library, str(conf), ranks=8, nodes=1)
+    dropped = [f for f in driver.formats if "dropped:" in f]
+    assert len(dropped) == 4, driver.formats
+    channels, table = driver.call("allreduce", 50)
+    assert (channels, picked(table)) == (0, ("collnet_direct", "simple"))  # line 5, NCCL's own count
+    channels, table = driver.call("allreduce", 150)
+    assert (channels, picked(table)) == (64, ("ring", "simple"))
+    driver.close()
+

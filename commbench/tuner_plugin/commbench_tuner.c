@@ -6,16 +6,23 @@
  *   - no matching rule: nChannels and the cost table are not touched (NCCL chooses as without a plugin);
  *   - channels -1 or 0: nChannels is not touched (NCCL keeps its own count: src/enqueue.cc
  *     `info->nMaxChannels = nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`);
- *   - the first matching rule decides; if NCCL marked its algorithm/protocol NCCL_ALGO_PROTO_IGNORE
- *     (-1.0) for this call, NCCL's own choice stands (no later rule is tried) and that is logged once
- *     per rule;
- *   - a line with an unknown name, a bad number or a wrong field count is dropped and logged (it is
- *     never read as allreduce/ring/simple);
+ *   - the first matching rule decides; if NCCL does not consider its algorithm/protocol for this call (a
+ *     negative cost: NCCL_ALGO_PROTO_IGNORE, -1.0, or that times NCCL 2.28.7+'s x1024 relegation of ring
+ *     for fp8 beyond 8 ranks; NCCL itself takes only costs >= 0), NCCL's own choice stands (no later rule
+ *     is tried) and that is logged once per rule;
+ *   - a line with an unknown name, a bad number, a wrong field count, a channel count above NCCL's
+ *     MAXCHANNELS (64; NCCL keeps it in an 8-bit field) or a CollNet rule with an explicit channel count
+ *     (NCCL uses a CollNet count unbounded by the channels it set up: src/enqueue.cc) is dropped and
+ *     logged (it is never read as allreduce/ring/simple);
+ *   - it never fails NCCL: init and getCollInfo return ncclSuccess always (NCCL aborts the communicator
+ *     or the call on an error), without rules on any trouble;
  *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): the rules loaded, each rule the first time it
  *     applies, each rule the first time NCCL's IGNORE stops it.
  *
  * Interface declared here from NCCL's documented layout (src/include/plugin/tuner/tuner_v4.h, _v5.h, _v6.h,
  * nccl_common.h); nothing copied. Exported: ncclTunerPlugin_v6 (NCCL 2.30+), _v5 (2.28+), _v4 (2.24-2.27).
+ * NCCL 2.19-2.21 look for v1/v2, whose interface has no cost table (nothing tells which algorithm/protocol
+ * NCCL disabled), and 2.22-2.23 for v3: they find no symbol here and tune alone.
  * Build: cc -shared -fPIC -O2 -o libnccl-tuner-commbench.so commbench_tuner.c */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,7 +34,7 @@
 
 /* --- NCCL's tuner interface (layout from NCCL's headers, declared here) ------------------------- */
 typedef int ncclResult_t;
-enum { CB_SUCCESS = 0, CB_SYSTEM_ERROR = 2, CB_INTERNAL_ERROR = 3 }; /* ncclSuccess, ncclSystemError, ... */
+enum { CB_SUCCESS = 0 }; /* ncclSuccess: the only result this plugin returns */
 typedef int ncclFunc_t; /* ncclFuncBroadcast 0, Reduce 1, AllGather 2, ReduceScatter 3, AllReduce 4 */
 typedef int ncclDebugLogLevel;
 enum { CB_LOG_WARN = 2, CB_LOG_INFO = 3, CB_TUNING = 0x40 }; /* NCCL_LOG_WARN, NCCL_LOG_INFO, NCCL_TUNING */
@@ -68,7 +75,9 @@ typedef struct {
   ncclResult_t (*destroy)(void* ctx);
 } cbTuner_v4_t;
 
-#define CB_ALGO_PROTO_IGNORE (-1.0f)
+#define CB_MAX_CHANNELS 64 /* MAXCHANNELS (src/include/device.h; 32 before 2.28: NCCL bounds that itself) */
+#define CB_ALGO_COLLNET_DIRECT 2
+#define CB_ALGO_COLLNET_CHAIN 3
 /* --- end of the interface ------------------------------------------------------------------------ */
 
 #define PLUGIN_NAME "commbench"
@@ -161,6 +170,9 @@ static const char* parseRule(char* line, Rule* rule) {
   for (int i = 5; i < n; i++)
     if (parseInt(fields[i], 1, &v[i - 5])) return "bad integer field";
   rule->nChannels = (int)v[0];
+  if (rule->nChannels > CB_MAX_CHANNELS) return "channels above 64 (NCCL's MAXCHANNELS)";
+  if (rule->nChannels > 0 && (rule->algorithm == CB_ALGO_COLLNET_DIRECT || rule->algorithm == CB_ALGO_COLLNET_CHAIN))
+    return "CollNet with an explicit channel count (NCCL does not bound it by its channels: use 0)";
   rule->nNodes = (int)v[1];
   rule->nRanks = (int)v[2];
   rule->numPipeOps = (int)v[3];
@@ -190,10 +202,12 @@ static ncclResult_t loadRules(Context* ctx, const char* path) {
       continue;
     }
     Rule* grown = realloc(ctx->rules, (size_t)(ctx->numRules + 1) * sizeof(Rule));
-    if (!grown) {
-      free(line);
-      fclose(file);
-      return CB_SYSTEM_ERROR;
+    if (!grown) { /* out of memory: no rules at all, NCCL decides every call */
+      free(ctx->rules);
+      ctx->rules = NULL;
+      ctx->numRules = 0;
+      LOG(ctx, CB_LOG_WARN, PREFIX "out of memory reading %s: no rules, NCCL decides every call", path);
+      break;
     }
     ctx->rules = grown;
     rule.lineNumber = lineNumber;
@@ -206,20 +220,19 @@ static ncclResult_t loadRules(Context* ctx, const char* path) {
   return CB_SUCCESS;
 }
 
+/* Never fails: NCCL fails the communicator's init when the tuner's init does (src/init.cc NCCLCHECK). */
 static ncclResult_t commonInit(void** context, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction) {
   Context* ctx = calloc(1, sizeof(Context));
-  if (!ctx) return CB_SYSTEM_ERROR;
+  *context = ctx; /* NULL (out of memory): getCollInfo leaves every call to NCCL */
+  if (!ctx) {
+    if (logFunction) logFunction(CB_LOG_WARN, CB_TUNING, __FILE__, __LINE__, PREFIX "out of memory: no rules");
+    return CB_SUCCESS;
+  }
   ctx->nRanks = nRanks;
   ctx->nNodes = nNodes;
   ctx->log = logFunction;
   const char* path = getenv("NCCL_TUNER_CONFIG_FILE");
-  ncclResult_t result = loadRules(ctx, path && *path ? path : "nccl_tuner.conf");
-  if (result != CB_SUCCESS) {
-    free(ctx->rules);
-    free(ctx);
-    return result;
-  }
-  *context = ctx;
+  loadRules(ctx, path && *path ? path : "nccl_tuner.conf");
   return CB_SUCCESS;
 }
 
@@ -228,12 +241,12 @@ static ncclResult_t pluginInit(void** context, uint64_t commId, size_t nRanks, s
                                cbConstants_t* constants) {
   (void)commId;
   (void)constants; /* NCCL's model constants are left as NCCL set them */
-  ncclResult_t result = commonInit(context, nRanks, nNodes, logFunction);
-  if (result == CB_SUCCESS && nvlDomainInfo) {
+  commonInit(context, nRanks, nNodes, logFunction);
+  if (*context && nvlDomainInfo) {
     LOG((Context*)*context, CB_LOG_INFO, PREFIX "NCCL reports %d NVLink domain(s), %d-%d rank(s) each",
         nvlDomainInfo->nNvlDomains, nvlDomainInfo->minRanksPerNvlDomain, nvlDomainInfo->maxRanksPerNvlDomain);
   }
-  return result;
+  return CB_SUCCESS;
 }
 
 static ncclResult_t pluginInitV4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
@@ -247,18 +260,21 @@ static int matches(const Rule* r, const Context* ctx, ncclFunc_t collType, size_
          (r->numPipeOps == -1 || r->numPipeOps == numPipeOps) && (r->regBuff == -1 || r->regBuff == regBuff);
 }
 
+/* Never fails: NCCL fails the collective when getCollInfo does (src/enqueue.cc NCCLCHECK), whatever the
+ * interface's comment says about falling back. */
 static ncclResult_t pluginGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                                       float** collCostTable, int numAlgo, int numProto, int regBuff,
                                       int* nChannels) {
   Context* ctx = (Context*)context;
-  if (!ctx || !collCostTable || !nChannels) return CB_INTERNAL_ERROR;
+  if (!ctx || !collCostTable || !nChannels) return CB_SUCCESS; /* nothing to go by: NCCL decides */
   /* NCCL passes a contiguous float[numAlgo][numProto] cast to float** */
   float* table = (float*)collCostTable;
   for (int i = 0; i < ctx->numRules; i++) {
     Rule* r = &ctx->rules[i];
     if (!matches(r, ctx, collType, nBytes, numPipeOps, regBuff)) continue;
-    if (r->algorithm >= numAlgo || r->protocol >= numProto ||
-        table[r->algorithm * numProto + r->protocol] == CB_ALGO_PROTO_IGNORE) {
+    /* NCCL takes only entries >= 0 (src/enqueue.cc topoGetAlgoInfo): -1.0 is NCCL_ALGO_PROTO_IGNORE, and
+     * NCCL 2.28.7+ multiplies ring's entries by 1024 for fp8 beyond 8 ranks, an ignored -1.0 too */
+    if (r->algorithm >= numAlgo || r->protocol >= numProto || !(table[r->algorithm * numProto + r->protocol] >= 0.0f)) {
       if (!r->ignoreLogged) {
         r->ignoreLogged = 1;
         LOG(ctx, CB_LOG_INFO, PREFIX "rule on line %d (%s %s/%s) not applied: NCCL does not allow %s/%s for this "
