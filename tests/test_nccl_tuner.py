@@ -125,10 +125,10 @@ def test_scales_are_kept_apart():
     assert [(r.nodes, r.ranks, r.algo, r.channels) for r in rules] == [(1, 8, "ring", 16), (2, 16, "tree", 8)]
 
 
-def _header(run_id, hosts):
+def _header(run_id, hosts, devices=()):
     return RunHeader(run_id=run_id, started_at="2026-01-01T00:00:00+00:00", argv=[], commbench_version="0",
                      python_version="3", torch_version=None, nccl_version="2.27.3", cuda_version=None,
-                     cupy_version=None, backend="nccl", world_size=len(hosts), hostnames=hosts, devices=[],
+                     cupy_version=None, backend="nccl", world_size=len(hosts), hostnames=hosts, devices=list(devices),
                      nccl_env={}, launcher="torchrun")
 
 

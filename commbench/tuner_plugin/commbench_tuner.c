@@ -14,18 +14,25 @@
  *     MAXCHANNELS (64; NCCL keeps it in an 8-bit field) or a CollNet rule with an explicit channel count
  *     (NCCL uses a CollNet count unbounded by the channels it set up: src/enqueue.cc) is dropped and
  *     logged (it is never read as allreduce/ring/simple);
+ *   - `# requires: nccl X.Y.Z` / `# requires: gpu NAME` lines (commbench nccl-tuner writes them): where the
+ *     NCCL that loaded the plugin, or the GPU, is another, no rule is used; where it cannot be told here
+ *     (no ncclGetVersion beside NCCL's logger, no CUDA context), the rules are used and the log says so;
  *   - it never fails NCCL: init and getCollInfo return ncclSuccess always (NCCL aborts the communicator
  *     or the call on an error), without rules on any trouble;
- *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): the rules loaded, each rule the first time it
- *     applies, each rule the first time NCCL's IGNORE stops it.
+ *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): per communicator one line (the rules loaded, or
+ *     why none), each rule the first time it applies, each rule the first time NCCL stops it; problems of
+ *     the file itself (cannot open it, dropped lines, another NCCL or GPU) as WARN, by the first
+ *     communicator that reads it only.
  *
  * Interface declared here from NCCL's documented layout (src/include/plugin/tuner/tuner_v4.h, _v5.h, _v6.h,
  * nccl_common.h); nothing copied. Exported: ncclTunerPlugin_v6 (NCCL 2.30+), _v5 (2.28+), _v4 (2.24-2.27).
  * NCCL 2.19-2.21 look for v1/v2, whose interface has no cost table (nothing tells which algorithm/protocol
  * NCCL disabled), and 2.22-2.23 for v3: they find no symbol here and tune alone.
- * Build: cc -shared -fPIC -O2 -o libnccl-tuner-commbench.so commbench_tuner.c */
+ * Build: cc -shared -fPIC -O2 -pthread -o libnccl-tuner-commbench.so commbench_tuner.c -ldl */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,10 +109,29 @@ typedef struct {
   int numRules;
   size_t nRanks, nNodes;
   ncclDebugLogger_t log;
+  int reportFile; /* the first communicator that reads this file: WARN about the file itself */
 } Context;
 
 #define LOG(ctx, level, ...) \
   do { if ((ctx)->log) (ctx)->log(level, CB_TUNING, __FILE__, __LINE__, __VA_ARGS__); } while (0)
+/* A problem of the file itself: WARN, by the first communicator that reads the file only (every
+ * communicator of every rank reads it: one line each would flood a job's log). */
+#define WARN_FILE(ctx, ...) \
+  do { if ((ctx)->reportFile) LOG(ctx, CB_LOG_WARN, __VA_ARGS__); } while (0)
+
+/* Whether this process has not yet reported on `path` (NCCL_TUNER_CONFIG_FILE is one per process). */
+static int firstReader(const char* path) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char reported[4096] = "";
+  int first = 0;
+  pthread_mutex_lock(&lock);
+  if (strncmp(reported, path, sizeof(reported)) != 0) {
+    snprintf(reported, sizeof(reported), "%s", path);
+    first = 1;
+  }
+  pthread_mutex_unlock(&lock);
+  return first;
+}
 
 static int lookup(const char* name, const char* const* names, int count) {
   for (int i = 0; i < count; i++)
@@ -181,32 +207,88 @@ static const char* parseRule(char* line, Rule* rule) {
   return NULL;
 }
 
-static ncclResult_t loadRules(Context* ctx, const char* path) {
+/* "X.Y.Z" of an NCCL version code (ncclGetVersion: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before). */
+static void versionText(int code, char* out, size_t size) {
+  if (code >= 10000) snprintf(out, size, "%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+  else snprintf(out, size, "%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
+}
+
+/* The version of the NCCL that called init: ncclGetVersion of the library holding NCCL's logger (the
+ * process may hold another NCCL too); "" when it cannot be told. */
+static void runningNccl(void* loggerAddress, char* out, size_t size) {
+  out[0] = '\0';
+  Dl_info info;
+  if (!loggerAddress || !dladdr(loggerAddress, &info) || !info.dli_fname || !info.dli_fname[0]) return;
+  void* library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!library) return;
+  int (*getVersion)(int*) = (int (*)(int*))dlsym(library, "ncclGetVersion");
+  int code = 0;
+  if (getVersion && getVersion(&code) == 0 && code > 0) versionText(code, out, size);
+  dlclose(library);
+}
+
+/* The name of the GPU of the current CUDA context (NCCL's, during init); "" when it cannot be told. */
+static void runningGpu(char* out, int size) {
+  out[0] = '\0';
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return;
+  int (*ctxGetDevice)(int*) = (int (*)(int*))dlsym(cuda, "cuCtxGetDevice");
+  int (*deviceGetName)(char*, int, int) = (int (*)(char*, int, int))dlsym(cuda, "cuDeviceGetName");
+  int device = 0;
+  if (!ctxGetDevice || !deviceGetName || ctxGetDevice(&device) != 0 || deviceGetName(out, size, device) != 0)
+    out[0] = '\0';
+  out[size - 1] = '\0';
+  dlclose(cuda);
+}
+
+typedef struct {
+  char nccl[64], gpu[256]; /* what the file requires ("" none) */
+} Requirements;
+
+/* "# requires: nccl X.Y.Z" or "# requires: gpu NAME" (a comment to NCCL's example plugin) */
+static void readRequirement(char* text, Requirements* wanted) {
+  const char* key = "# requires:";
+  if (strncmp(text, key, strlen(key)) != 0) return;
+  char* rest = trim(text + strlen(key));
+  if (strncmp(rest, "nccl ", 5) == 0) snprintf(wanted->nccl, sizeof(wanted->nccl), "%s", trim(rest + 5));
+  else if (strncmp(rest, "gpu ", 4) == 0) snprintf(wanted->gpu, sizeof(wanted->gpu), "%s", trim(rest + 4));
+}
+
+static void dropRules(Context* ctx) {
+  free(ctx->rules);
+  ctx->rules = NULL;
+  ctx->numRules = 0;
+}
+
+/* Reads the rules; on any trouble the context keeps none (NCCL decides every call). Never fails. */
+static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
+  ctx->reportFile = firstReader(path);
   FILE* file = fopen(path, "r");
   if (!file) {
-    LOG(ctx, CB_LOG_WARN, PREFIX "cannot open %s (%s): no rules, NCCL decides every call", path, strerror(errno));
-    return CB_SUCCESS;
+    WARN_FILE(ctx, PREFIX "cannot open %s (%s): no rules, NCCL decides every call", path, strerror(errno));
+    LOG(ctx, CB_LOG_INFO, PREFIX "no rules (cannot open %s) for nNodes=%zu nRanks=%zu: NCCL decides every call",
+        path, ctx->nNodes, ctx->nRanks);
+    return;
   }
+  Requirements wanted = {"", ""};
   char* line = NULL;
   size_t capacity = 0;
-  int lineNumber = 0, dropped = 0;
+  int lineNumber = 0, dropped = 0, outOfMemory = 0;
   while (getline(&line, &capacity, file) >= 0) {
     lineNumber++;
     char* text = trim(line);
+    if (text[0] == '#') readRequirement(text, &wanted);
     if (text[0] == '#' || text[0] == '\0') continue;
     Rule rule;
     const char* why = parseRule(text, &rule);
     if (why) {
       dropped++;
-      LOG(ctx, CB_LOG_WARN, PREFIX "%s line %d dropped: %s", path, lineNumber, why);
+      WARN_FILE(ctx, PREFIX "%s line %d dropped: %s", path, lineNumber, why);
       continue;
     }
     Rule* grown = realloc(ctx->rules, (size_t)(ctx->numRules + 1) * sizeof(Rule));
-    if (!grown) { /* out of memory: no rules at all, NCCL decides every call */
-      free(ctx->rules);
-      ctx->rules = NULL;
-      ctx->numRules = 0;
-      LOG(ctx, CB_LOG_WARN, PREFIX "out of memory reading %s: no rules, NCCL decides every call", path);
+    if (!grown) {
+      outOfMemory = 1;
       break;
     }
     ctx->rules = grown;
@@ -215,9 +297,42 @@ static ncclResult_t loadRules(Context* ctx, const char* path) {
   }
   free(line);
   fclose(file);
+  if (outOfMemory) {
+    dropRules(ctx);
+    LOG(ctx, CB_LOG_WARN, PREFIX "out of memory reading %s: no rules, NCCL decides every call", path);
+    return;
+  }
+  char nccl[64] = "", gpu[256] = "";
+  if (wanted.nccl[0]) {
+    runningNccl(loggerAddress, nccl, sizeof(nccl));
+    if (nccl[0] && strcmp(nccl, wanted.nccl) != 0) {
+      WARN_FILE(ctx, PREFIX "%s is for NCCL %s, this is NCCL %s: no rules, NCCL decides every call (write one "
+                "config per NCCL version)", path, wanted.nccl, nccl);
+      LOG(ctx, CB_LOG_INFO, PREFIX "no rules (%s is for NCCL %s, not %s) for nNodes=%zu nRanks=%zu", path,
+          wanted.nccl, nccl, ctx->nNodes, ctx->nRanks);
+      dropRules(ctx);
+      return;
+    }
+  }
+  if (wanted.gpu[0]) {
+    runningGpu(gpu, (int)sizeof(gpu));
+    if (gpu[0] && strcmp(trim(gpu), wanted.gpu) != 0) {
+      WARN_FILE(ctx, PREFIX "%s is for %s, this GPU is %s: no rules, NCCL decides every call (write one config "
+                "per system)", path, wanted.gpu, trim(gpu));
+      LOG(ctx, CB_LOG_INFO, PREFIX "no rules (%s is for %s, not %s) for nNodes=%zu nRanks=%zu", path, wanted.gpu,
+          trim(gpu), ctx->nNodes, ctx->nRanks);
+      dropRules(ctx);
+      return;
+    }
+  }
+  if ((wanted.nccl[0] && !nccl[0]) || (wanted.gpu[0] && !gpu[0])) {
+    LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped) for nNodes=%zu nRanks=%zu; its "
+        "NCCL %s / GPU %s unchecked: not found here", ctx->numRules, path, dropped, ctx->nNodes, ctx->nRanks,
+        wanted.nccl[0] ? wanted.nccl : "-", wanted.gpu[0] ? wanted.gpu : "-");
+    return;
+  }
   LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped) for nNodes=%zu nRanks=%zu",
       ctx->numRules, path, dropped, ctx->nNodes, ctx->nRanks);
-  return CB_SUCCESS;
 }
 
 /* Never fails: NCCL fails the communicator's init when the tuner's init does (src/init.cc NCCLCHECK). */
@@ -232,7 +347,7 @@ static ncclResult_t commonInit(void** context, size_t nRanks, size_t nNodes, ncc
   ctx->nNodes = nNodes;
   ctx->log = logFunction;
   const char* path = getenv("NCCL_TUNER_CONFIG_FILE");
-  loadRules(ctx, path && *path ? path : "nccl_tuner.conf");
+  loadRules(ctx, path && *path ? path : "nccl_tuner.conf", (void*)logFunction);
   return CB_SUCCESS;
 }
 

@@ -38,6 +38,7 @@ class TunerResult:
     notes: list[str]
     sources: list[str]  # run ids or the fabric's name
     switch_backs: list[str] = dataclasses.field(default_factory=list)  # why a choice goes back with size
+    requires: list[str] = dataclasses.field(default_factory=list)  # "nccl X.Y.Z", "gpu NAME": what commbench's plugin checks
 
 
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
@@ -75,6 +76,26 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
                if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs})
 
 
+def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
+    """The NCCL version and GPU model the rules were measured with (one each: check_one_system), as commbench's
+    plugin reads them from `# requires:` lines and refuses the file under another NCCL or GPU; a value the
+    headers do not give (NCCL version unknown, CPU devices) is left out."""
+    import re
+
+    from commbench.results.records import RunHeader
+
+    used = {p.run_id for p in points}
+    runs = [r for r in records if isinstance(r, RunHeader) and r.run_id in used]
+    requires = []
+    versions = {m.group(0) for r in runs if (m := re.match(r"\d+\.\d+\.\d+", r.nccl_version or ""))}
+    if len(versions) == 1:
+        requires.append(f"nccl {versions.pop()}")
+    gpus = {name.strip() for r in runs for name in r.devices}
+    if len(gpus) == 1 and not (gpu := gpus.pop()).startswith("cpu"):
+        requires.append(f"gpu {gpu}")
+    return requires
+
+
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
     from commbench.results.records import headers, read_records
 
@@ -96,7 +117,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                                             points, target, statistic)
     notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
     return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target]), notes=notes, switch_backs=switches,
-                       sources=[h.run_id for h in headers(records)])
+                       sources=[h.run_id for h in headers(records)], requires=system_requirements(records, points))
 
 
 def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
