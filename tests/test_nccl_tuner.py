@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -105,8 +106,19 @@ def test_only_beats_beyond_noise_and_min_gain_count():
               point(2048, DEFAULT, 100.0, noise=0.05), point(2048, RING_LL, 90.0, noise=0.01)]
     cells = choose_cells(points)
     assert [c.choice for c in cells] == [None, RING_LL]
-    assert cells[0].speedup == pytest.approx(100 / 97) and cells[0].noise_rel == 0.05
+    assert cells[0].speedup == pytest.approx(100 / 97)
+    assert cells[0].noise_rel == pytest.approx(math.expm1(math.hypot(math.log(1.05), math.log(1.01))))
     assert [c.choice for c in choose_cells(points, min_gain=0.2)] == [None, None]
+
+
+def test_the_noise_of_a_speedup_is_both_points_noise_not_the_larger_one():
+    """100 +- 5% against 95 +- 5%: the intervals overlap (95..105 and 90.25..99.75), so the 5.3% is not beyond the
+    noise; it was a rule while the larger of the two half-widths (5%) was the bar."""
+    points = [point(1024, DEFAULT, 100.0, noise=0.05), point(1024, RING_LL, 95.0, noise=0.05),
+              point(2048, DEFAULT, 100.0, noise=0.05), point(2048, RING_LL, 92.0, noise=0.05)]
+    cells = choose_cells(points)
+    assert [c.choice for c in cells] == [None, RING_LL]
+    assert cells[0].noise_rel == pytest.approx(math.expm1(math.sqrt(2) * math.log(1.05)))
 
 
 def test_a_combination_without_algorithm_and_protocol_cannot_win():
@@ -252,8 +264,8 @@ def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
     text = (tmp_path / "rep" / "README.md").read_text()
     section = text[text.index("## NCCL tuning: per-size winners (measured)"):]
     assert "### allreduce, 2 node(s), 4 rank(s)" in section
-    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.0% | ring/ll/16 |" in section
-    assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.0% | NCCL default kept |" in section
+    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.4% | ring/ll/16 |" in section  # both points' 1%
+    assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.4% | NCCL default kept |" in section
     heat = tmp_path / "rep" / "nccl-tuning-allreduce-2n-4r.png"
     assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text
 
@@ -263,10 +275,26 @@ def test_noise_comes_from_the_per_iteration_samples_when_the_record_has_them():
 
     from commbench.results.nccl_tuner import record_noise_rel
 
-    tight = [10.0] * 8 + [10.1] * 8 + [50.0] * 4  # a few outliers: the median's interval stays narrow
+    tight = [10.0, 10.1, 10.0, 10.1, 50.0] * 4  # a few outliers: the median's interval stays narrow
     record = dataclasses.replace(_record("a", 1024, RING_LL, 10.0, p99=50.0), iter_times_us=tight)
-    assert record_noise_rel(record) == pytest.approx(0.005)  # interval (10.0, 10.1) around 10.0
+    assert record_noise_rel(record) == pytest.approx(0.01)  # interval (10.0, 10.1) around 10.0 (median 10.0)
     assert record_noise_rel(dataclasses.replace(record, iter_times_us=[])) == pytest.approx(4.0)  # p99 spread
+    # the same samples in runs (a slow phase, then another): fewer independent ones, as compare widens them
+    drifting = dataclasses.replace(record, iter_times_us=[10.0] * 8 + [10.1] * 8 + [50.0] * 4)
+    assert record_noise_rel(drifting) > 2 * record_noise_rel(record)
+
+
+def test_a_point_whose_noise_is_unknown_makes_no_rule():
+    """Neither per-iteration samples nor a p99 or max (older or imported records): the noise is unknown, not
+    zero, so a 0.1% difference does not become a rule."""
+    import dataclasses
+
+    from commbench.results.nccl_tuner import record_noise_rel
+
+    bare = dataclasses.replace(_record("a", 1024, RING_LL, 10.0), time_us_p99=None, time_us_max=None)
+    assert record_noise_rel(bare) == math.inf
+    cells = choose_cells([point(1024, DEFAULT, 10.01, noise=0.0), point(1024, RING_LL, 10.0, noise=math.inf)])
+    assert cells[0].choice is None
 
 
 def test_sizes_below_the_smallest_measured_one_are_left_to_nccl(tmp_path):
@@ -330,7 +358,7 @@ def test_one_iteration_has_no_noise_estimate_and_makes_no_rule(tmp_path):
     result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
     assert result.exit_code == 0, result.output
     text = conf.read_text()
-    assert reproduced_plugin_load(text)[0] == [] and "noise unknown (one iteration)" in text
+    assert reproduced_plugin_load(text)[0] == [] and "noise unknown (one iteration" in text
 
 
 def test_a_baseline_measured_under_an_inherited_nccl_override_is_not_nccls_default(tmp_path):

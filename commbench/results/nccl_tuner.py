@@ -4,8 +4,9 @@ Input: points keyed by (collective, nodes, ranks, size, combination) with a time
 estimate, measured (from results files) or predicted (from a cost model). For each collective and
 scale:
   * a combination wins a size if it is the fastest by the chosen statistic AND beats NCCL's default
-    at that size by more than the noise (the larger relative noise of the two points) and by more
-    than `min_gain`; otherwise NCCL's default is kept there (no rule: NCCL decides);
+    at that size by more than the noise of their ratio (the two points' 95% half-widths added in
+    quadrature, in log time: `beats`) and by more than `min_gain`; otherwise NCCL's default is kept
+    there (no rule: NCCL decides);
   * only combinations that name an algorithm and a protocol can win (the plugin's rule has no "any"
     for them: plugin.c parseAlgorithm/parseProtocol fall back to ring/simple); NCCL's own channel
     count is written as 0 (NCCL_OWN_CHANNELS), and for NCCL's example plugin only explicit counts
@@ -52,7 +53,7 @@ class TunedPoint:
     size_bytes: int
     combo: TuningCombo
     time_us: float
-    noise_rel: float = 0.0  # relative noise of time_us (0.03 = 3 %)
+    noise_rel: float = 0.0  # relative half-width of time_us's 95% interval (0.03 = 3 %); inf: unknown
     run_id: str = ""
     predicted: bool = False
 
@@ -131,6 +132,20 @@ def cell_bounds(sizes_bytes: list[int]) -> list[tuple[int, int]]:
     return bounds
 
 
+def ratio_noise(a: TunedPoint, b: TunedPoint) -> float:
+    """Relative half-width of the 95% interval of a.time / b.time: the two points' half-widths in log time added
+    in quadrature (independent runs: each combination runs in its own processes); inf where one is unknown."""
+    if not (math.isfinite(a.noise_rel) and math.isfinite(b.noise_rel)):
+        return math.inf
+    return math.expm1(math.hypot(math.log1p(a.noise_rel), math.log1p(b.noise_rel)))
+
+
+def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float) -> tuple[float, float, bool]:
+    """(speed-up over the baseline, the ratio's noise, whether it is beyond both the noise and min_gain)."""
+    speedup, noise = baseline.time_us / best.time_us, ratio_noise(baseline, best)
+    return speedup, noise, speedup - 1.0 > max(noise, min_gain)
+
+
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
                  any_channels: bool = False) -> list[Cell]:
     """One Cell per (collective, nodes, ranks, measured size); a later point replaces an earlier one
@@ -150,9 +165,8 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
             best = candidates[0] if candidates else None
             choice, speedup, noise = None, None, 0.0
             if best is not None and baseline is not None:
-                speedup = baseline.time_us / best.time_us
-                noise = max(best.noise_rel, baseline.noise_rel)
-                if speedup - 1.0 > max(noise, min_gain):
+                speedup, noise, wins = beats(best, baseline, min_gain)
+                if wins:
                     choice = best.combo
             elif best is not None and not need_baseline:
                 choice = best.combo
@@ -200,23 +214,24 @@ def record_time_us(record, statistic: str) -> float | None:
 
 def record_noise_rel(record, statistic: str = "median") -> float:
     """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
-    per-iteration samples (order-statistic interval of the median, mean +- 1.96 standard errors:
-    commbench.results.compare, as the compare gate uses them), over the statistic; without samples
-    (older files) the spread from the median to the p99 (or max) over the median, conservatively. One
-    iteration (-n 1) has no noise estimate (its max is its median): infinite, so it never makes a rule."""
-    from commbench.results.compare import mean_interval, median_interval
+    per-iteration samples, widened for their autocorrelation (noise.within_run_sd, as the compare gate
+    uses it: median, mean, min), over the statistic; without samples (older files) the spread from the
+    median to the p99 (or max) over the median, conservatively. Unknown -- one iteration (-n 1: its max is
+    its median), or neither samples nor a p99 or max -- is infinite: such a point never makes a rule."""
+    from commbench.results.noise import Z95, within_run_sd
 
     value = record_time_us(record, statistic)
     samples = getattr(record, "iter_times_us", None) or []
     if len(samples) < 2 and record.iters < 2:
         return math.inf
-    if value and len(samples) >= 2 and statistic in ("median", "mean"):
-        low, high = (median_interval if statistic == "median" else mean_interval)(np.asarray(samples, dtype=float))
-        return max(0.0, (high - low) / 2 / value)
+    if value and len(samples) >= 2 and statistic in ("median", "mean", "min"):
+        sd = within_run_sd(samples, statistic)
+        if sd is not None:
+            return math.expm1(Z95 * sd)
     median = record.time_us_median
     tail = record.time_us_p99 if record.time_us_p99 is not None else getattr(record, "time_us_max", None)
     if not median or tail is None:
-        return 0.0
+        return math.inf
     return max(0.0, (tail - median) / median)
 
 
