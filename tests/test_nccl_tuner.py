@@ -144,12 +144,13 @@ def _header(run_id, hosts, devices=()):
                      nccl_env={}, launcher="torchrun")
 
 
-def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok"):
+def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok", num_wrong=0):
     return Measurement(run_id=run_id, collective=coll, backend="nccl", size_bytes=size, count=size // 4,
                        dtype="float32", op="sum", in_place=False, world_size=world, group_size=group or world,
                        num_groups=1 if group is None else world // group, iters=20, warmup_iters=5,
                        time_us_median=median if status == "ok" else None, time_us_p99=p99 or median * 1.01,
-                       time_us_min=median * 0.99, time_us_mean=median, status=status, params=combo.params())
+                       time_us_min=median * 0.99, time_us_mean=median, status=status, params=combo.params(),
+                       num_wrong=num_wrong if status == "ok" else None)
 
 
 def _results_file(tmp_path):
@@ -340,6 +341,38 @@ def test_a_combination_with_wrong_data_never_becomes_a_rule(tmp_path):
     assert "left out 2 points with wrong data" in conf.read_text()
 
 
+def test_a_combination_with_wrong_data_at_one_size_makes_no_rule_at_any_size_of_that_scale(tmp_path):
+    """ring/ll/16 computed wrong results at 4 KiB: its algorithm/protocol path is faulty there, and a rule from
+    its 1 KiB and 16 KiB points would run it on every size between (midpoints included)."""
+    path = tmp_path / "wrong-one.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for size in (1024, 4096, 16384):
+            writer.write(_record("a", size, DEFAULT, 20.0))
+            writer.write(_record("a", size, RING_LL, 10.0, num_wrong=3 if size == 4096 else 0))
+            writer.write(_record("a", size, TREE_SIMPLE_8, 15.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert {(c["algo"], c["proto"]) for c in configs} == {("tree", "simple")}
+    assert "left out 2 points of a combination that gave wrong data at another size" in conf.read_text()
+
+
+def test_a_combination_measured_without_the_data_check_makes_no_rule(tmp_path):
+    path = tmp_path / "unchecked.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        writer.write(_record("a", 1024, DEFAULT, 20.0, num_wrong=None))  # NCCL's default may go unchecked
+        writer.write(_record("a", 1024, RING_LL, 10.0, num_wrong=None))
+        writer.write(_record("a", 1024, TREE_SIMPLE_8, 15.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    assert [(c["algo"], c["proto"]) for c in reproduced_plugin_load(conf.read_text())[0]] == [("tree", "simple")]
+    assert "without the data check (-c 0)" in conf.read_text()
+
+
 def test_one_iteration_has_no_noise_estimate_and_makes_no_rule(tmp_path):
     """With -n 1 a record has one sample: its max is its median, which read as zero noise, so a 1% difference
     (one preempted iteration) became a rule. One sample says nothing about the noise: no rule there."""
@@ -435,3 +468,25 @@ def test_results_of_different_nccl_versions_or_hosts_are_refused_in_one_line(tmp
                                     (_header("two2", ["h1", "h2"] * 2), RING_LL, 10.0)])
     result = CliRunner().invoke(app, ["nccl-tuner", scales, "-O", conf])
     assert result.exit_code == 0, result.output
+
+
+def test_a_winner_stops_at_its_measured_size_towards_a_size_where_nccl_default_was_kept(tmp_path):
+    """ring/ll/16 beat NCCL at 4 KiB and did not at 64 KiB: nothing says it still does at 30 KiB, so from 4 KiB up
+    to 64 KiB NCCL decides (commbench's plugin); towards another winner the midpoint stands."""
+    from commbench.results.nccl_tuner import hold_to_measured
+
+    points = []
+    for size, best in ((1024, RING_LL), (4096, RING_LL), (65536, None), (1 << 20, TREE_SIMPLE_8), (4 << 20, RING_LL)):
+        points += [point(size, DEFAULT, 100.0, noise=0.01), point(size, best or RING_LL, 50.0 if best else 99.5)]
+    cells = hold_to_measured(choose_cells(points))
+    assert [(c.min_bytes, c.max_bytes) for c in cells] == [
+        (1024, 2560), (2561, 4096), (4097, (1 << 20) - 1), (1 << 20, (1 << 20) + (3 << 19)),
+        ((1 << 20) + (3 << 19) + 1, 4 << 20)]
+    rules = merge_rules(cells)
+    assert [(r.min_bytes, r.max_bytes, r.algo) for r in rules] == [
+        (1024, 4096, "ring"), (1 << 20, (1 << 20) + (3 << 19), "tree"), ((1 << 20) + (3 << 19) + 1, 4 << 20, "ring")]
+    path, _ = _results_file(tmp_path)  # the file: tree/simple/8 won at 16 MiB only, NCCL's default kept at 1 MiB
+    conf = tmp_path / "held.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert [(c["min"], c["max"]) for c in configs] == [(1024, 4096), (16 << 20, 16 << 20)]

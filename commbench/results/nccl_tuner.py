@@ -16,7 +16,9 @@ scale:
     midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover s_0..s_n without gaps;
     sizes below s_0 and above s_n were not measured and are left to NCCL (NCCL's example plugin, which
     runs an uncovered call on one channel, gets the nearest cell stretched to 0 and to SIZE_MAX:
-    results.nccl_tuner_targets);
+    results.nccl_tuner_targets); for commbench's plugin a winner's cell stops at its measured size on
+    the side of a size where NCCL's default was kept (`hold_to_measured`): nothing says the winner
+    still beats NCCL towards a size where it did not;
   * adjacent cells with the same winner merge into one rule.
 The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
 inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
@@ -178,6 +180,32 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     return cells
 
 
+def hold_to_measured(cells: list[Cell]) -> list[Cell]:
+    """A winner's cell ends at its measured size on the side of a neighbour where NCCL's default was kept (or
+    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Between two
+    winners the midpoint stands: each beat NCCL's default at its own end."""
+    import dataclasses
+
+    held = list(cells)
+    for i, cell in enumerate(cells):
+        scale = (cell.collective, cell.nodes, cell.ranks)
+        if cell.choice is None:
+            continue
+        for j, side in ((i - 1, "lo"), (i + 1, "hi")):
+            if not 0 <= j < len(cells):
+                continue
+            other = cells[j]
+            if (other.collective, other.nodes, other.ranks) != scale or other.choice is not None:
+                continue
+            if side == "lo" and held[i].min_bytes < cell.size_bytes:
+                held[j] = dataclasses.replace(held[j], max_bytes=cell.size_bytes - 1)
+                held[i] = dataclasses.replace(held[i], min_bytes=cell.size_bytes)
+            elif side == "hi" and held[i].max_bytes > cell.size_bytes:
+                held[j] = dataclasses.replace(held[j], min_bytes=cell.size_bytes + 1)
+                held[i] = dataclasses.replace(held[i], max_bytes=cell.size_bytes)
+    return held
+
+
 def merge_rules(cells: list[Cell], *, pipe_ops: int = -1) -> list[Rule]:
     """Adjacent cells of one collective and scale with the same choice become one rule; `pipe_ops`: the
     numPipeOps every rule names (-1 = any; results.nccl_tuner_targets.RULE_PIPE_OPS)."""
@@ -250,13 +278,28 @@ def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
-    NVLink systems, hosts elsewhere, from the run's header); ranks = the group size."""
+    NVLink systems, hosts elsewhere, from the run's header); ranks = the group size. A combination that gave
+    wrong data at any size of a collective and scale is left out there altogether (the fault is in its
+    algorithm/protocol path, not in one size; NCCL's default, which changes path with size, loses only its
+    wrong points), and a combination's points measured without the data check
+    (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it."""
     from commbench.results.nccl_nodes import header_node_count
     from commbench.results.records import Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
     env_of = {r.run_id: r.nccl_env for r in records if isinstance(r, RunHeader)}
     nodes_of = {run_id: count for run_id, (count, _, _) in counted.items()}
+
+    def whole_world(r) -> bool:
+        return r.num_groups == 1 and r.group_size == r.world_size
+
+    def scale_combo(r) -> tuple:
+        return PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, combo_from_params(r.params)
+
+    # NCCL's default takes another path per size, so only its wrong points go; a combination's path is fixed
+    wrong = {scale_combo(r) for r in records if isinstance(r, Measurement) and r.collective in PLUGIN_COLLECTIVES
+             and r.status == "ok" and r.num_wrong and whole_world(r) and r.run_id in nodes_of
+             and not combo_from_params(r.params).is_default}
     points, left_out = [], {}
     for r in records:
         if not isinstance(r, Measurement):
@@ -268,13 +311,17 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = f"{r.status} points"
         elif r.num_wrong:
             why = "points with wrong data (#wrong > 0)"
-        elif r.num_groups != 1 or r.group_size != r.world_size:
+        elif not whole_world(r):
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
         elif forced_by_environment(combo_from_params(r.params), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
+        elif scale_combo(r) in wrong:
+            why = "points of a combination that gave wrong data at another size of that collective and scale"
+        elif r.num_wrong is None and not combo_from_params(r.params).is_default:
+            why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
             why = f"points without a {statistic} time"

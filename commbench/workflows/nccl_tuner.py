@@ -46,9 +46,13 @@ def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
     """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back."""
     from commbench.results.nccl_tuner_targets import cover_for_example_plugin, switch_backs
 
+    from commbench.results.nccl_tuner import hold_to_measured
+
     uncovered: list[str] = []
     if target == "example-plugin":
         cells, uncovered = cover_for_example_plugin(cells, points)
+    else:
+        cells = hold_to_measured(cells)
     return cells, uncovered, switch_backs(cells, points, statistic)
 
 
