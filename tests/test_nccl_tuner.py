@@ -4,6 +4,7 @@ checked with a reproduction of the example plugin's parser and matcher."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 
@@ -144,9 +145,10 @@ def _header(run_id, hosts, devices=()):
                      nccl_env={}, launcher="torchrun")
 
 
-def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok", num_wrong=0):
+def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok", num_wrong=0,
+            dtype="float32"):
     return Measurement(run_id=run_id, collective=coll, backend="nccl", size_bytes=size, count=size // 4,
-                       dtype="float32", op="sum", in_place=False, world_size=world, group_size=group or world,
+                       dtype=dtype, op="sum", in_place=False, world_size=world, group_size=group or world,
                        num_groups=1 if group is None else world // group, iters=20, warmup_iters=5,
                        time_us_median=median if status == "ok" else None, time_us_p99=p99 or median * 1.01,
                        time_us_min=median * 0.99, time_us_mean=median, status=status, params=combo.params(),
@@ -490,3 +492,46 @@ def test_a_winner_stops_at_its_measured_size_towards_a_size_where_nccl_default_w
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
     configs, _ = reproduced_plugin_load(conf.read_text())
     assert [(c["min"], c["max"]) for c in configs] == [(1024, 4096), (16 << 20, 16 << 20)]
+
+
+def test_with_several_dtypes_a_rule_beats_nccl_default_in_each(tmp_path):
+    """The plugin sees bytes, not dtypes: a rule made from float32 runs applies to bfloat16 calls too. Each dtype
+    is compared with its own default; the rule needs a win in every one (before, the latest record per size and
+    combination counted, whatever its dtype: a bfloat16 default against a float32 winner)."""
+    path = tmp_path / "dtypes.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for dtype, ring_us in (("float32", 10.0), ("bfloat16", 30.0)):  # ring/ll/16 wins float32, loses bfloat16
+            for size in (1024, 4096):
+                writer.write(_record("a", size, DEFAULT, 20.0, dtype=dtype))
+                writer.write(_record("a", size, RING_LL, ring_us, dtype=dtype))
+                writer.write(_record("a", size, TREE_SIMPLE_8, 15.0 if size == 4096 else 25.0, dtype=dtype))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert [(c["min"], c["max"], c["algo"]) for c in configs] == [(4096, 4096, "tree")]  # wins in both dtypes
+    assert "beat NCCL's default in each dtype" in conf.read_text()
+
+
+def test_rules_name_the_regbuff_they_were_measured_with(tmp_path):
+    """NCCL passes regBuff 1 for calls captured in a CUDA graph (NCCL_GRAPH_REGISTER, on by default, registers
+    their buffers) and 0 otherwise, and runs them otherwise: a rule measured without a graph is not one for
+    graph-captured calls (before: regBuff -1, any), and --cuda-graph points make rules of their own."""
+    path = tmp_path / "graphs.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for graph, winner in ((False, RING_LL), (True, TREE_SIMPLE_8)):
+            for combo in (DEFAULT, RING_LL, TREE_SIMPLE_8):
+                record = _record("a", 1024, combo, 10.0 if combo == winner else 20.0)
+                if graph:
+                    record = dataclasses.replace(record, params={**record.params, "cuda_graph": True})
+                writer.write(record)
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert sorted((c["reg_buff"], c["algo"]) for c in configs) == [(0, "ring"), (1, "tree")]
+    example = tmp_path / "e.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
+    assert {c["reg_buff"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}

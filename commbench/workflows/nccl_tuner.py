@@ -113,6 +113,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
     any_channels = target == "commbench"  # NCCL's own count is a rule (channels 0) for commbench's plugin
+    if target == "example-plugin":  # its rules say regBuff -1: one regime per scale, as NCCL's example matches
+        points = [dataclasses.replace(p, reg_buff=0) for p in points]
     if not any(expressible(p.combo, any_channels=any_channels) for p in points):
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
@@ -120,7 +122,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target]), notes=notes, switch_backs=switches,
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target],
+                                                                      name_reg_buff=target == "commbench"), notes=notes, switch_backs=switches,
                        sources=[h.run_id for h in headers(records)], requires=system_requirements(records, points))
 
 
@@ -187,5 +190,6 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target]), notes=notes, switch_backs=switches,
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target],
+                                                                      name_reg_buff=target == "commbench"), notes=notes, switch_backs=switches,
                        sources=[fabric.name])
