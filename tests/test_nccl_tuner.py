@@ -4,7 +4,9 @@ checked with a reproduction of the example plugin's parser and matcher."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -105,8 +107,19 @@ def test_only_beats_beyond_noise_and_min_gain_count():
               point(2048, DEFAULT, 100.0, noise=0.05), point(2048, RING_LL, 90.0, noise=0.01)]
     cells = choose_cells(points)
     assert [c.choice for c in cells] == [None, RING_LL]
-    assert cells[0].speedup == pytest.approx(100 / 97) and cells[0].noise_rel == 0.05
+    assert cells[0].speedup == pytest.approx(100 / 97)
+    assert cells[0].noise_rel == pytest.approx(math.expm1(math.hypot(math.log(1.05), math.log(1.01))))
     assert [c.choice for c in choose_cells(points, min_gain=0.2)] == [None, None]
+
+
+def test_the_noise_of_a_speedup_is_both_points_noise_not_the_larger_one():
+    """100 +- 5% against 95 +- 5%: the intervals overlap (95..105 and 90.25..99.75), so the 5.3% is not beyond the
+    noise; it was a rule while the larger of the two half-widths (5%) was the bar."""
+    points = [point(1024, DEFAULT, 100.0, noise=0.05), point(1024, RING_LL, 95.0, noise=0.05),
+              point(2048, DEFAULT, 100.0, noise=0.05), point(2048, RING_LL, 92.0, noise=0.05)]
+    cells = choose_cells(points)
+    assert [c.choice for c in cells] == [None, RING_LL]
+    assert cells[0].noise_rel == pytest.approx(math.expm1(math.sqrt(2) * math.log(1.05)))
 
 
 def test_a_combination_without_algorithm_and_protocol_cannot_win():
@@ -125,19 +138,21 @@ def test_scales_are_kept_apart():
     assert [(r.nodes, r.ranks, r.algo, r.channels) for r in rules] == [(1, 8, "ring", 16), (2, 16, "tree", 8)]
 
 
-def _header(run_id, hosts):
+def _header(run_id, hosts, devices=()):
     return RunHeader(run_id=run_id, started_at="2026-01-01T00:00:00+00:00", argv=[], commbench_version="0",
                      python_version="3", torch_version=None, nccl_version="2.27.3", cuda_version=None,
-                     cupy_version=None, backend="nccl", world_size=len(hosts), hostnames=hosts, devices=[],
+                     cupy_version=None, backend="nccl", world_size=len(hosts), hostnames=hosts, devices=list(devices),
                      nccl_env={}, launcher="torchrun")
 
 
-def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok"):
+def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok", num_wrong=0,
+            dtype="float32"):
     return Measurement(run_id=run_id, collective=coll, backend="nccl", size_bytes=size, count=size // 4,
-                       dtype="float32", op="sum", in_place=False, world_size=world, group_size=group or world,
+                       dtype=dtype, op="sum", in_place=False, world_size=world, group_size=group or world,
                        num_groups=1 if group is None else world // group, iters=20, warmup_iters=5,
                        time_us_median=median if status == "ok" else None, time_us_p99=p99 or median * 1.01,
-                       time_us_min=median * 0.99, time_us_mean=median, status=status, params=combo.params())
+                       time_us_min=median * 0.99, time_us_mean=median, status=status, params=combo.params(),
+                       num_wrong=num_wrong if status == "ok" else None)
 
 
 def _results_file(tmp_path):
@@ -252,8 +267,8 @@ def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
     text = (tmp_path / "rep" / "README.md").read_text()
     section = text[text.index("## NCCL tuning: per-size winners (measured)"):]
     assert "### allreduce, 2 node(s), 4 rank(s)" in section
-    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.0% | ring/ll/16 |" in section
-    assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.0% | NCCL default kept |" in section
+    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.4% | ring/ll/16 |" in section  # both points' 1%
+    assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.4% | NCCL default kept |" in section
     heat = tmp_path / "rep" / "nccl-tuning-allreduce-2n-4r.png"
     assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text
 
@@ -263,10 +278,26 @@ def test_noise_comes_from_the_per_iteration_samples_when_the_record_has_them():
 
     from commbench.results.nccl_tuner import record_noise_rel
 
-    tight = [10.0] * 8 + [10.1] * 8 + [50.0] * 4  # a few outliers: the median's interval stays narrow
+    tight = [10.0, 10.1, 10.0, 10.1, 50.0] * 4  # a few outliers: the median's interval stays narrow
     record = dataclasses.replace(_record("a", 1024, RING_LL, 10.0, p99=50.0), iter_times_us=tight)
-    assert record_noise_rel(record) == pytest.approx(0.005)  # interval (10.0, 10.1) around 10.0
+    assert record_noise_rel(record) == pytest.approx(0.01)  # interval (10.0, 10.1) around 10.0 (median 10.0)
     assert record_noise_rel(dataclasses.replace(record, iter_times_us=[])) == pytest.approx(4.0)  # p99 spread
+    # the same samples in runs (a slow phase, then another): fewer independent ones, as compare widens them
+    drifting = dataclasses.replace(record, iter_times_us=[10.0] * 8 + [10.1] * 8 + [50.0] * 4)
+    assert record_noise_rel(drifting) > 2 * record_noise_rel(record)
+
+
+def test_a_point_whose_noise_is_unknown_makes_no_rule():
+    """Neither per-iteration samples nor a p99 or max (older or imported records): the noise is unknown, not
+    zero, so a 0.1% difference does not become a rule."""
+    import dataclasses
+
+    from commbench.results.nccl_tuner import record_noise_rel
+
+    bare = dataclasses.replace(_record("a", 1024, RING_LL, 10.0), time_us_p99=None, time_us_max=None)
+    assert record_noise_rel(bare) == math.inf
+    cells = choose_cells([point(1024, DEFAULT, 10.01, noise=0.0), point(1024, RING_LL, 10.0, noise=math.inf)])
+    assert cells[0].choice is None
 
 
 def test_sizes_below_the_smallest_measured_one_are_left_to_nccl(tmp_path):
@@ -312,6 +343,38 @@ def test_a_combination_with_wrong_data_never_becomes_a_rule(tmp_path):
     assert "left out 2 points with wrong data" in conf.read_text()
 
 
+def test_a_combination_with_wrong_data_at_one_size_makes_no_rule_at_any_size_of_that_scale(tmp_path):
+    """ring/ll/16 computed wrong results at 4 KiB: its algorithm/protocol path is faulty there, and a rule from
+    its 1 KiB and 16 KiB points would run it on every size between (midpoints included)."""
+    path = tmp_path / "wrong-one.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for size in (1024, 4096, 16384):
+            writer.write(_record("a", size, DEFAULT, 20.0))
+            writer.write(_record("a", size, RING_LL, 10.0, num_wrong=3 if size == 4096 else 0))
+            writer.write(_record("a", size, TREE_SIMPLE_8, 15.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert {(c["algo"], c["proto"]) for c in configs} == {("tree", "simple")}
+    assert "left out 2 points of a combination that gave wrong data at another size" in conf.read_text()
+
+
+def test_a_combination_measured_without_the_data_check_makes_no_rule(tmp_path):
+    path = tmp_path / "unchecked.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        writer.write(_record("a", 1024, DEFAULT, 20.0, num_wrong=None))  # NCCL's default may go unchecked
+        writer.write(_record("a", 1024, RING_LL, 10.0, num_wrong=None))
+        writer.write(_record("a", 1024, TREE_SIMPLE_8, 15.0))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    assert [(c["algo"], c["proto"]) for c in reproduced_plugin_load(conf.read_text())[0]] == [("tree", "simple")]
+    assert "without the data check (-c 0)" in conf.read_text()
+
+
 def test_one_iteration_has_no_noise_estimate_and_makes_no_rule(tmp_path):
     """With -n 1 a record has one sample: its max is its median, which read as zero noise, so a 1% difference
     (one preempted iteration) became a rule. One sample says nothing about the noise: no rule there."""
@@ -330,7 +393,7 @@ def test_one_iteration_has_no_noise_estimate_and_makes_no_rule(tmp_path):
     result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
     assert result.exit_code == 0, result.output
     text = conf.read_text()
-    assert reproduced_plugin_load(text)[0] == [] and "noise unknown (one iteration)" in text
+    assert reproduced_plugin_load(text)[0] == [] and "noise unknown (one iteration" in text
 
 
 def test_a_baseline_measured_under_an_inherited_nccl_override_is_not_nccls_default(tmp_path):
@@ -407,3 +470,68 @@ def test_results_of_different_nccl_versions_or_hosts_are_refused_in_one_line(tmp
                                     (_header("two2", ["h1", "h2"] * 2), RING_LL, 10.0)])
     result = CliRunner().invoke(app, ["nccl-tuner", scales, "-O", conf])
     assert result.exit_code == 0, result.output
+
+
+def test_a_winner_stops_at_its_measured_size_towards_a_size_where_nccl_default_was_kept(tmp_path):
+    """ring/ll/16 beat NCCL at 4 KiB and did not at 64 KiB: nothing says it still does at 30 KiB, so from 4 KiB up
+    to 64 KiB NCCL decides (commbench's plugin); towards another winner the midpoint stands."""
+    from commbench.results.nccl_tuner import hold_to_measured
+
+    points = []
+    for size, best in ((1024, RING_LL), (4096, RING_LL), (65536, None), (1 << 20, TREE_SIMPLE_8), (4 << 20, RING_LL)):
+        points += [point(size, DEFAULT, 100.0, noise=0.01), point(size, best or RING_LL, 50.0 if best else 99.5)]
+    cells = hold_to_measured(choose_cells(points))
+    assert [(c.min_bytes, c.max_bytes) for c in cells] == [
+        (1024, 2560), (2561, 4096), (4097, (1 << 20) - 1), (1 << 20, (1 << 20) + (3 << 19)),
+        ((1 << 20) + (3 << 19) + 1, 4 << 20)]
+    rules = merge_rules(cells)
+    assert [(r.min_bytes, r.max_bytes, r.algo) for r in rules] == [
+        (1024, 4096, "ring"), (1 << 20, (1 << 20) + (3 << 19), "tree"), ((1 << 20) + (3 << 19) + 1, 4 << 20, "ring")]
+    path, _ = _results_file(tmp_path)  # the file: tree/simple/8 won at 16 MiB only, NCCL's default kept at 1 MiB
+    conf = tmp_path / "held.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert [(c["min"], c["max"]) for c in configs] == [(1024, 4096), (16 << 20, 16 << 20)]
+
+
+def test_with_several_dtypes_a_rule_beats_nccl_default_in_each(tmp_path):
+    """The plugin sees bytes, not dtypes: a rule made from float32 runs applies to bfloat16 calls too. Each dtype
+    is compared with its own default; the rule needs a win in every one (before, the latest record per size and
+    combination counted, whatever its dtype: a bfloat16 default against a float32 winner)."""
+    path = tmp_path / "dtypes.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for dtype, ring_us in (("float32", 10.0), ("bfloat16", 30.0)):  # ring/ll/16 wins float32, loses bfloat16
+            for size in (1024, 4096):
+                writer.write(_record("a", size, DEFAULT, 20.0, dtype=dtype))
+                writer.write(_record("a", size, RING_LL, ring_us, dtype=dtype))
+                writer.write(_record("a", size, TREE_SIMPLE_8, 15.0 if size == 4096 else 25.0, dtype=dtype))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert [(c["min"], c["max"], c["algo"]) for c in configs] == [(4096, 4096, "tree")]  # wins in both dtypes
+    assert "beat NCCL's default in each dtype" in conf.read_text()
+
+
+def test_rules_name_the_regbuff_they_were_measured_with(tmp_path):
+    """NCCL passes regBuff 1 for calls captured in a CUDA graph (NCCL_GRAPH_REGISTER, on by default, registers
+    their buffers) and 0 otherwise, and runs them otherwise: a rule measured without a graph is not one for
+    graph-captured calls (before: regBuff -1, any), and --cuda-graph points make rules of their own."""
+    path = tmp_path / "graphs.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for graph, winner in ((False, RING_LL), (True, TREE_SIMPLE_8)):
+            for combo in (DEFAULT, RING_LL, TREE_SIMPLE_8):
+                record = _record("a", 1024, combo, 10.0 if combo == winner else 20.0)
+                if graph:
+                    record = dataclasses.replace(record, params={**record.params, "cuda_graph": True})
+                writer.write(record)
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, _ = reproduced_plugin_load(conf.read_text())
+    assert sorted((c["reg_buff"], c["algo"]) for c in configs) == [(0, "ring"), (1, "tree")]
+    example = tmp_path / "e.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
+    assert {c["reg_buff"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}

@@ -39,20 +39,30 @@ class TunerV5(ctypes.Structure):  # ncclTuner_v5_t (src/include/plugin/tuner/tun
 class Driver:
     """One communicator's tuner, as NCCL holds it: init with nRanks/nNodes, then getCollInfo per call."""
 
-    def __init__(self, library: str, config: str, *, ranks: int, nodes: int):
+    def __init__(self, library: str, config: str, *, ranks: int, nodes: int, logger_address: int | None = None):
         self.formats: list[str] = []
-        self._logger = LOGGER(lambda level, flags, file, line, fmt: self.formats.append(fmt.decode()))
+        self.logged: list[tuple[int, str]] = []  # (level, format): NCCL_LOG_WARN 2, NCCL_LOG_INFO 3
+
+        def log(level, flags, file, line, fmt):
+            self.formats.append(fmt.decode())
+            self.logged.append((level, fmt.decode()))
+
+        # NCCL passes its own ncclDebugLog; a C function's address stands in for it where given
+        self._logger = LOGGER(log) if logger_address is None else LOGGER(logger_address)
         self._lib = ctypes.CDLL(library)
         self.tuner = TunerV5.in_dll(self._lib, "ncclTunerPlugin_v5")
         os.environ["NCCL_TUNER_CONFIG_FILE"] = config
         self.context = ctypes.c_void_p()
         assert self.tuner.init(ctypes.byref(self.context), 1, ranks, nodes, self._logger, None, None) == 0
 
-    def call(self, coll: str, nbytes: int, *, ignored: tuple[tuple[str, str], ...] = ()) -> tuple[int, list[list[float]]]:
+    def call(self, coll: str, nbytes: int, *, ignored: tuple[tuple[str, str], ...] = (),
+             costs: dict[tuple[str, str], float] | None = None) -> tuple[int, list[list[float]]]:
         table = CostTable()
         for a in range(len(ALGORITHMS)):
             for p in range(len(PROTOCOLS)):
                 table[a][p] = IGNORE if (ALGORITHMS[a], PROTOCOLS[p]) in ignored else 100.0 + 10 * a + p
+        for (algo, proto), cost in (costs or {}).items():
+            table[ALGORITHMS.index(algo)][PROTOCOLS.index(proto)] = cost
         channels = ctypes.c_int(0)
         as_pointers = ctypes.cast(table, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)))
         result = self.tuner.getCollInfo(self.context, FUNCS[coll], nbytes, 1, as_pointers, len(ALGORITHMS),
@@ -221,3 +231,180 @@ def test_the_v6_and_v4_symbols_serve_the_same_rules(library, tmp_path, config_en
                                  ctypes.byref(channels)) == 0
         assert channels.value == 8 and picked([list(row) for row in table]) == ("tree", "ll")
         assert (tuner.finalize if tuner is v6 else tuner.destroy)(context) == 0
+
+
+def _table_with(costs: dict[tuple[str, str], float]) -> list[list[float]]:
+    table = untouched()
+    for (algo, proto), cost in costs.items():
+        table[ALGORITHMS.index(algo)][PROTOCOLS.index(proto)] = cost
+    return table
+
+
+def test_any_negative_cost_is_a_pair_nccl_does_not_take(library, tmp_path, config_env):
+    """NCCL takes only entries >= 0 (topoGetAlgoInfo); NCCL 2.28.7+ multiplies ring's entries by 1024 for fp8
+    beyond 8 ranks (updateCollCostTable), so a ring/proto NCCL ignores there reads -1024, not -1.0."""
+    conf = tmp_path / "fp8.conf"
+    conf.write_text("allreduce,0,1000,ring,ll128,16,2,16,-1,-1\n")
+    driver = Driver(library, str(conf), ranks=16, nodes=2)
+    for cost in (-1024.0, -2.0, float("nan")):
+        costs = {("ring", "ll"): 102400.0, ("ring", "ll128"): cost, ("ring", "simple"): 112640.0}
+        channels, table = driver.call("allreduce", 500, costs=costs)
+        assert channels == 0 and table[1][0] == 102400.0 and table[1][2] == 112640.0, cost
+        assert table[1][1] == cost or (cost != cost and table[1][1] != table[1][1])  # untouched (NaN != NaN)
+    channels, table = driver.call("allreduce", 500, costs={("ring", "ll128"): 1024.0 * 111})  # relegated, allowed
+    assert (channels, picked(table)) == (16, ("ring", "ll128"))
+    driver.close()
+
+
+def test_no_call_and_no_init_ever_fails_nccl(library, tmp_path, config_env):
+    """NCCL NCCLCHECKs getCollInfo (src/enqueue.cc) and init (src/init.cc): an error fails the collective or the
+    communicator, whatever tuner.h says about falling back. A call without a context leaves NCCL alone."""
+    lib = ctypes.CDLL(library)
+    tuner = TunerV5.in_dll(lib, "ncclTunerPlugin_v5")
+    table, channels = CostTable(*[(ctypes.c_float * 3)(*untouched()[a]) for a in range(7)]), ctypes.c_int(0)
+    as_pointers = ctypes.cast(table, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)))
+    assert tuner.getCollInfo(None, FUNCS["allreduce"], 500, 1, as_pointers, 7, 3, 0, ctypes.byref(channels)) == 0
+    assert channels.value == 0 and [list(row) for row in table] == untouched()
+    assert tuner.finalize(None) == 0
+    os.environ["NCCL_TUNER_CONFIG_FILE"] = str(tmp_path)  # a folder: opens, reads nothing
+    context = ctypes.c_void_p()
+    assert tuner.init(ctypes.byref(context), 1, 8, 1, LOGGER(lambda *a: None), None, None) == 0
+    assert tuner.finalize(context) == 0
+
+
+def test_channel_counts_nccl_cannot_hold_and_collnet_counts_are_dropped(library, tmp_path, config_env):
+    """nMaxChannels is an 8-bit field and MAXCHANNELS 64 (src/include/comm.h, device.h); a CollNet task's count
+    is used unbounded by the channels NCCL set up (src/enqueue.cc scheduleCollTasksToPlan)."""
+    conf = tmp_path / "channels.conf"
+    conf.write_text("allreduce,0,100,ring,simple,128,1,8,-1,-1\nallreduce,0,100,ring,simple,65,1,8,-1,-1\n"
+                    "allreduce,0,100,collnet_direct,simple,8,1,8,-1,-1\nallreduce,0,100,collnet_chain,simple,4,1,8,-1,-1\n"
+                    "allreduce,0,100,collnet_direct,simple,0,1,8,-1,-1\nallreduce,101,200,ring,simple,64,1,8,-1,-1\n")
+    driver = Driver(library, str(conf), ranks=8, nodes=1)
+    dropped = [f for f in driver.formats if "dropped:" in f]
+    assert len(dropped) == 4, driver.formats
+    channels, table = driver.call("allreduce", 50)
+    assert (channels, picked(table)) == (0, ("collnet_direct", "simple"))  # line 5, NCCL's own count
+    channels, table = driver.call("allreduce", 150)
+    assert (channels, picked(table)) == (64, ("ring", "simple"))
+    driver.close()
+
+
+def test_file_problems_are_warned_once_per_process_and_each_communicator_says_one_line(library, tmp_path,
+                                                                                         config_env):
+    """Every communicator of every rank runs init: the file's own problems are WARNed by the first only, and
+    each communicator logs one INFO line on what it uses."""
+    missing = str(tmp_path / "missing.conf")
+    comms = [Driver(library, missing, ranks=8, nodes=1) for _ in range(3)]
+    warns = [f for d in comms for level, f in d.logged if level == 2]
+    assert len(warns) == 1 and "cannot open" in warns[0]
+    assert all(sum(level == 3 for level, _ in d.logged) == 1 for d in comms)
+    assert all(d.call("allreduce", 50) == (0, untouched()) for d in comms)
+    bad = tmp_path / "bad-once.conf"
+    bad.write_text("allreduce,0,100,ringx,ll,8,1,8\nallreduce,0,100,ring,ll,8,1,8,-1,-1\n")
+    comms = [Driver(library, str(bad), ranks=8, nodes=1) for _ in range(3)]
+    assert sum("dropped:" in f for d in comms for f in d.formats) == 1
+    assert all(d.call("allreduce", 50)[0] == 8 for d in comms)
+    for d in comms:
+        d.close()
+
+
+FAKE_NCCL = r"""
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+char fakeLogText[1 << 16];
+int ncclGetVersion(int* version) { *version = FAKE_VERSION; return 0; }
+void fakeLog(int level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+  size_t used = strlen(fakeLogText);
+  used += snprintf(fakeLogText + used, sizeof(fakeLogText) - used, "%d|", level);
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(fakeLogText + used, sizeof(fakeLogText) - used, fmt, args);
+  va_end(args);
+  strncat(fakeLogText, "\n", sizeof(fakeLogText) - strlen(fakeLogText) - 1);
+}
+"""
+
+
+def _compile(tmp_path, name: str, source: str, *flags: str) -> str:
+    import subprocess
+
+    c_file, library = tmp_path / f"{name}.c", tmp_path / name
+    c_file.write_text(source)
+    subprocess.run([*find_compiler(), "-shared", "-fPIC", *flags, "-o", str(library), str(c_file)], check=True)
+    return str(library)
+
+
+@pytest.mark.parametrize("version, applied", [(22703, True), (22809, False), (21905, False)])
+def test_a_file_for_another_nccl_version_is_not_used(library, tmp_path, config_env, version, applied):
+    """The NCCL version comes from ncclGetVersion of the library that holds the logger NCCL passed to init."""
+    fake = ctypes.CDLL(_compile(tmp_path, f"libfakenccl{version}.so", FAKE_NCCL, f"-DFAKE_VERSION={version}"))
+    conf = tmp_path / f"v{version}.conf"
+    conf.write_text("# requires: nccl 2.27.3\nallreduce,0,1000,tree,ll,8,1,8,1,-1\n")
+    driver = Driver(library, str(conf), ranks=8, nodes=1,
+                    logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
+    log = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(fake, "fakeLogText"))).decode()
+    channels, table = driver.call("allreduce", 500)
+    if applied:
+        assert (channels, picked(table)) == (8, ("tree", "ll")) and "loaded 1 rule(s)" in log
+    else:
+        assert (channels, table) == (0, untouched())
+        assert log.count("2|") == 1 and "is for NCCL 2.27.3, this is NCCL" in log, log
+    driver.close()
+
+
+def test_a_file_whose_nccl_version_cannot_be_told_is_used_and_says_so(library, tmp_path, config_env):
+    conf = tmp_path / "unchecked.conf"
+    conf.write_text("# requires: nccl 2.27.3\nallreduce,0,1000,tree,ll,8,1,8,1,-1\n")
+    driver = Driver(library, str(conf), ranks=8, nodes=1)  # a Python logger: no ncclGetVersion beside it
+    assert any("unchecked" in f for f in driver.formats)
+    assert driver.call("allreduce", 500)[0] == 8
+    driver.close()
+
+
+FAKE_CUDA = r"""
+#include <stdio.h>
+int cuCtxGetDevice(int* device) { *device = 0; return 0; }
+int cuDeviceGetName(char* name, int size, int device) { snprintf(name, size, "%s", FAKE_GPU); return 0; }
+"""
+
+
+@pytest.mark.parametrize("gpu, applied", [("NVIDIA H100 80GB HBM3", True), ("NVIDIA A100-SXM4-80GB", False)])
+def test_a_file_for_another_gpu_is_not_used(library, tmp_path, gpu, applied):
+    """The GPU of NCCL's current CUDA context (cuDeviceGetName); a stand-in libcuda.so.1, in a child process."""
+    import subprocess
+    import sys
+
+    cuda = _compile(tmp_path, "libcuda.so.1", FAKE_CUDA, f'-DFAKE_GPU="{gpu}"', "-Wl,-soname,libcuda.so.1")
+    conf = tmp_path / "gpu.conf"
+    conf.write_text("# requires: gpu NVIDIA H100 80GB HBM3\nallreduce,0,1000,tree,ll,8,1,8,1,-1\n")
+    script = (f"import ctypes; ctypes.CDLL({cuda!r}, mode=ctypes.RTLD_GLOBAL)\n"
+              "from tests.test_tuner_plugin import Driver\n"
+              f"d = Driver({library!r}, {str(conf)!r}, ranks=8, nodes=1)\n"
+              "print(d.call('allreduce', 500)[0]); print([f for level, f in d.logged if level == 2])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+    channels, warns = done.stdout.splitlines()
+    assert (channels == "8") == applied
+    assert ("this GPU is" in warns) != applied, warns
+
+
+def test_a_generated_file_names_its_nccl_and_gpu_and_is_not_used_under_another_nccl(library, tmp_path, config_env):
+    from commbench.results.records import JsonlWriter, read_records
+    from tests.test_nccl_tuner import _header
+
+    path, _ = _results_file(tmp_path)
+    gpu_path = tmp_path / "gpu.jsonl"
+    with JsonlWriter(gpu_path) as writer:  # the same records, the headers naming their GPUs
+        for record in read_records([path]):
+            if record.__class__.__name__ == "RunHeader":
+                record = _header(record.run_id, record.hostnames, devices=["NVIDIA H100 80GB HBM3"] * 4)
+            writer.write(record)
+    conf, configs = write_config(tmp_path, str(gpu_path))
+    text = open(conf).read()
+    assert "# requires: nccl 2.27.3\n" in text and "# requires: gpu NVIDIA H100 80GB HBM3\n" in text
+    fake = ctypes.CDLL(_compile(tmp_path, "libfakenccl2289.so", FAKE_NCCL, "-DFAKE_VERSION=22809"))
+    driver = Driver(library, conf, ranks=4, nodes=2, logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
+    assert all(driver.call(c["coll"], c["min"]) == (0, untouched()) for c in configs)
+    driver.close()

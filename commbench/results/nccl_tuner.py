@@ -4,8 +4,10 @@ Input: points keyed by (collective, nodes, ranks, size, combination) with a time
 estimate, measured (from results files) or predicted (from a cost model). For each collective and
 scale:
   * a combination wins a size if it is the fastest by the chosen statistic AND beats NCCL's default
-    at that size by more than the noise (the larger relative noise of the two points) and by more
-    than `min_gain`; otherwise NCCL's default is kept there (no rule: NCCL decides);
+    at that size by more than the noise of their ratio (the two points' 95% half-widths added in
+    quadrature, in log time: `beats`) and by more than `min_gain`; otherwise NCCL's default is kept
+    there (no rule: NCCL decides). The plugin matches bytes, not dtypes: where several dtypes were
+    measured at a size, the winner must beat NCCL's default in each (compared within its dtype);
   * only combinations that name an algorithm and a protocol can win (the plugin's rule has no "any"
     for them: plugin.c parseAlgorithm/parseProtocol fall back to ring/simple); NCCL's own channel
     count is written as 0 (NCCL_OWN_CHANNELS), and for NCCL's example plugin only explicit counts
@@ -15,7 +17,9 @@ scale:
     midpoint rule of NVIDIA's scripts/optimize_config.py -- so the cells cover s_0..s_n without gaps;
     sizes below s_0 and above s_n were not measured and are left to NCCL (NCCL's example plugin, which
     runs an uncovered call on one channel, gets the nearest cell stretched to 0 and to SIZE_MAX:
-    results.nccl_tuner_targets);
+    results.nccl_tuner_targets); for commbench's plugin a winner's cell stops at its measured size on
+    the side of a size where NCCL's default was kept (`hold_to_measured`): nothing says the winner
+    still beats NCCL towards a size where it did not;
   * adjacent cells with the same winner merge into one rule.
 The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
 inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
@@ -52,9 +56,11 @@ class TunedPoint:
     size_bytes: int
     combo: TuningCombo
     time_us: float
-    noise_rel: float = 0.0  # relative noise of time_us (0.03 = 3 %)
+    noise_rel: float = 0.0  # relative half-width of time_us's 95% interval (0.03 = 3 %); inf: unknown
     run_id: str = ""
     predicted: bool = False
+    dtype: str = ""  # compared within a dtype only (the plugin cannot tell dtypes apart: all must agree)
+    reg_buff: int = 0  # NCCL's regBuff for these calls: 1 under CUDA-graph capture (buffers registered)
 
     def __post_init__(self) -> None:
         if self.collective not in PLUGIN_COLLECTIVES.values():
@@ -81,6 +87,7 @@ class Cell:
     run_ids: tuple[str, ...] = ()
     predicted: bool = False
     filled: bool = False  # choice written only so NCCL's example plugin does not run the size on one channel
+    reg_buff: int = 0  # the regBuff regime measured (a scale of its own: NCCL chooses and runs otherwise)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,47 +138,97 @@ def cell_bounds(sizes_bytes: list[int]) -> list[tuple[int, int]]:
     return bounds
 
 
+def ratio_noise(a: TunedPoint, b: TunedPoint) -> float:
+    """Relative half-width of the 95% interval of a.time / b.time: the two points' half-widths in log time added
+    in quadrature (independent runs: each combination runs in its own processes); inf where one is unknown."""
+    if not (math.isfinite(a.noise_rel) and math.isfinite(b.noise_rel)):
+        return math.inf
+    return math.expm1(math.hypot(math.log1p(a.noise_rel), math.log1p(b.noise_rel)))
+
+
+def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float) -> tuple[float, float, bool]:
+    """(speed-up over the baseline, the ratio's noise, whether it is beyond both the noise and min_gain)."""
+    speedup, noise = baseline.time_us / best.time_us, ratio_noise(baseline, best)
+    return speedup, noise, speedup - 1.0 > max(noise, min_gain)
+
+
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
                  any_channels: bool = False) -> list[Cell]:
-    """One Cell per (collective, nodes, ranks, measured size); a later point replaces an earlier one
-    for the same combination and size (file order: the latest measurement counts).
+    """One Cell per (collective, nodes, ranks, regBuff regime, measured size); a later point replaces an earlier
+    one for the same combination, dtype and size (file order: the latest measurement counts). Per size the
+    dtypes with NCCL's default measured are judged, each against its own default: the best combination (the
+    highest worst-dtype speed-up, measured in each of them) wins where it beats the default in every one.
     `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins."""
-    table: dict[tuple, dict[int, dict[TuningCombo, TunedPoint]]] = {}
+    table: dict[tuple, dict[int, dict[str, dict[TuningCombo, TunedPoint]]]] = {}
     for p in points:
-        table.setdefault((p.collective, p.nodes, p.ranks), {}).setdefault(p.size_bytes, {})[p.combo] = p
+        key = (p.collective, p.nodes, p.ranks, p.reg_buff)
+        table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault(p.dtype, {})[p.combo] = p
     cells = []
-    for (collective, nodes, ranks), by_size in sorted(table.items()):
+    for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
         sizes = sorted(by_size)
         for (lo, hi), size in zip(cell_bounds(sizes), sizes):
-            options = by_size[size]
-            baseline = options.get(TuningCombo())
-            candidates = sorted((p for c, p in options.items() if expressible(c, any_channels=any_channels)),
-                                key=lambda p: p.time_us)
-            best = candidates[0] if candidates else None
-            choice, speedup, noise = None, None, 0.0
-            if best is not None and baseline is not None:
-                speedup = baseline.time_us / best.time_us
-                noise = max(best.noise_rel, baseline.noise_rel)
-                if speedup - 1.0 > max(noise, min_gain):
-                    choice = best.combo
-            elif best is not None and not need_baseline:
-                choice = best.combo
-            run_ids = tuple(dict.fromkeys(p.run_id for p in (baseline, best) if p is not None and p.run_id))
+            by_dtype = by_size[size]
+            judged = [d for d in sorted(by_dtype) if TuningCombo() in by_dtype[d]] if need_baseline else sorted(by_dtype)
+            combos = {c for d in judged for c in by_dtype[d] if expressible(c, any_channels=any_channels)}
+            combos = [c for c in combos if all(c in by_dtype[d] for d in judged)]
+            choice, speedup, noise, best, used = None, None, 0.0, None, []
+            if judged and combos and need_baseline:
+                verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain) for d in judged]
+                            for c in combos}
+                best = max(combos, key=lambda c: (min(v[0] for v in verdicts[c]), c.label))
+                worst = min(verdicts[best], key=lambda v: v[0])
+                speedup, noise = worst[0], max(v[1] for v in verdicts[best])
+                if all(v[2] for v in verdicts[best]):
+                    choice = best
+                used = [by_dtype[d][c] for d in judged for c in (TuningCombo(), best)]
+            elif combos and not need_baseline:
+                best = min(combos, key=lambda c: (max(by_dtype[d][c].time_us for d in judged), c.label))
+                choice, used = best, [by_dtype[d][best] for d in judged]
+            elif not combos and need_baseline:
+                used = [by_dtype[d][TuningCombo()] for d in judged]
+            run_ids = tuple(dict.fromkeys(p.run_id for p in used if p.run_id))
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
-                              size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise,
-                              best=best.combo if best else None, run_ids=run_ids,
-                              predicted=any(p.predicted for p in options.values())))
+                              size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
+                              run_ids=run_ids, reg_buff=reg_buff,
+                              predicted=any(p.predicted for d in by_dtype.values() for p in d.values())))
     return cells
 
 
-def merge_rules(cells: list[Cell], *, pipe_ops: int = -1) -> list[Rule]:
+def hold_to_measured(cells: list[Cell]) -> list[Cell]:
+    """A winner's cell ends at its measured size on the side of a neighbour where NCCL's default was kept (or
+    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Between two
+    winners the midpoint stands: each beat NCCL's default at its own end."""
+    import dataclasses
+
+    held = list(cells)
+    for i, cell in enumerate(cells):
+        scale = (cell.collective, cell.nodes, cell.ranks, cell.reg_buff)
+        if cell.choice is None:
+            continue
+        for j, side in ((i - 1, "lo"), (i + 1, "hi")):
+            if not 0 <= j < len(cells):
+                continue
+            other = cells[j]
+            if (other.collective, other.nodes, other.ranks, other.reg_buff) != scale or other.choice is not None:
+                continue
+            if side == "lo" and held[i].min_bytes < cell.size_bytes:
+                held[j] = dataclasses.replace(held[j], max_bytes=cell.size_bytes - 1)
+                held[i] = dataclasses.replace(held[i], min_bytes=cell.size_bytes)
+            elif side == "hi" and held[i].max_bytes > cell.size_bytes:
+                held[j] = dataclasses.replace(held[j], min_bytes=cell.size_bytes + 1)
+                held[i] = dataclasses.replace(held[i], max_bytes=cell.size_bytes)
+    return held
+
+
+def merge_rules(cells: list[Cell], *, pipe_ops: int = -1, name_reg_buff: bool = False) -> list[Rule]:
     """Adjacent cells of one collective and scale with the same choice become one rule; `pipe_ops`: the
-    numPipeOps every rule names (-1 = any; results.nccl_tuner_targets.RULE_PIPE_OPS)."""
+    numPipeOps every rule names (-1 = any; results.nccl_tuner_targets.RULE_PIPE_OPS); `name_reg_buff`: rules
+    name the regBuff their cells were measured with (else -1, any)."""
     rules: list[Rule] = []
     previous: Cell | None = None
     for cell in cells:
-        same_scale = previous is not None and (previous.collective, previous.nodes, previous.ranks) == (
-            cell.collective, cell.nodes, cell.ranks)
+        same_scale = previous is not None and (previous.collective, previous.nodes, previous.ranks, previous.reg_buff) == (
+            cell.collective, cell.nodes, cell.ranks, cell.reg_buff)
         if cell.choice is not None and same_scale and previous.choice == cell.choice and rules \
                 and rules[-1].max_bytes + 1 == cell.min_bytes and rules[-1].filled == cell.filled:
             last = rules[-1]
@@ -184,7 +241,8 @@ def merge_rules(cells: list[Cell], *, pipe_ops: int = -1) -> list[Rule]:
             rules.append(Rule(collective=cell.collective, min_bytes=cell.min_bytes, max_bytes=cell.max_bytes,
                               algo=combo.algo, proto=combo.proto,
                               channels=NCCL_OWN_CHANNELS if combo.channels is None else combo.channels,
-                              nodes=cell.nodes, ranks=cell.ranks, pipe_ops=pipe_ops, sizes_bytes=(cell.size_bytes,),
+                              nodes=cell.nodes, ranks=cell.ranks, pipe_ops=pipe_ops,
+                              reg_buff=cell.reg_buff if name_reg_buff else -1, sizes_bytes=(cell.size_bytes,),
                               speedups=(cell.speedup,), run_ids=cell.run_ids, predicted=cell.predicted,
                               filled=cell.filled))
         previous = cell
@@ -200,24 +258,32 @@ def record_time_us(record, statistic: str) -> float | None:
 
 def record_noise_rel(record, statistic: str = "median") -> float:
     """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
-    per-iteration samples (order-statistic interval of the median, mean +- 1.96 standard errors:
-    commbench.results.compare, as the compare gate uses them), over the statistic; without samples
-    (older files) the spread from the median to the p99 (or max) over the median, conservatively. One
-    iteration (-n 1) has no noise estimate (its max is its median): infinite, so it never makes a rule."""
-    from commbench.results.compare import mean_interval, median_interval
+    per-iteration samples, widened for their autocorrelation (noise.within_run_sd, as the compare gate
+    uses it: median, mean, min), over the statistic; without samples (older files) the spread from the
+    median to the p99 (or max) over the median, conservatively. Unknown -- one iteration (-n 1: its max is
+    its median), or neither samples nor a p99 or max -- is infinite: such a point never makes a rule."""
+    from commbench.results.noise import Z95, within_run_sd
 
     value = record_time_us(record, statistic)
     samples = getattr(record, "iter_times_us", None) or []
     if len(samples) < 2 and record.iters < 2:
         return math.inf
-    if value and len(samples) >= 2 and statistic in ("median", "mean"):
-        low, high = (median_interval if statistic == "median" else mean_interval)(np.asarray(samples, dtype=float))
-        return max(0.0, (high - low) / 2 / value)
+    if value and len(samples) >= 2 and statistic in ("median", "mean", "min"):
+        sd = within_run_sd(samples, statistic)
+        if sd is not None:
+            return math.expm1(Z95 * sd)
     median = record.time_us_median
     tail = record.time_us_p99 if record.time_us_p99 is not None else getattr(record, "time_us_max", None)
     if not median or tail is None:
-        return 0.0
+        return math.inf
     return max(0.0, (tail - median) / median)
+
+
+def graph_registered(params: dict, nccl_env: dict) -> int:
+    """NCCL's regBuff for a point's calls: 1 where they were captured in a CUDA graph (params.cuda_graph) and
+    NCCL_GRAPH_REGISTER is not 0 (NCCL registers graph buffers by default: src/enqueue.cc), else 0 (commbench
+    registers no buffer otherwise)."""
+    return int(bool(params.get("cuda_graph")) and str(nccl_env.get("NCCL_GRAPH_REGISTER", "1")).strip() != "0")
 
 
 def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
@@ -235,13 +301,28 @@ def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
-    NVLink systems, hosts elsewhere, from the run's header); ranks = the group size."""
+    NVLink systems, hosts elsewhere, from the run's header); ranks = the group size. A combination that gave
+    wrong data at any size of a collective and scale is left out there altogether (the fault is in its
+    algorithm/protocol path, not in one size; NCCL's default, which changes path with size, loses only its
+    wrong points), and a combination's points measured without the data check
+    (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it."""
     from commbench.results.nccl_nodes import header_node_count
     from commbench.results.records import Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
     env_of = {r.run_id: r.nccl_env for r in records if isinstance(r, RunHeader)}
     nodes_of = {run_id: count for run_id, (count, _, _) in counted.items()}
+
+    def whole_world(r) -> bool:
+        return r.num_groups == 1 and r.group_size == r.world_size
+
+    def scale_combo(r) -> tuple:
+        return PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, combo_from_params(r.params)
+
+    # NCCL's default takes another path per size, so only its wrong points go; a combination's path is fixed
+    wrong = {scale_combo(r) for r in records if isinstance(r, Measurement) and r.collective in PLUGIN_COLLECTIVES
+             and r.status == "ok" and r.num_wrong and whole_world(r) and r.run_id in nodes_of
+             and not combo_from_params(r.params).is_default}
     points, left_out = [], {}
     for r in records:
         if not isinstance(r, Measurement):
@@ -253,13 +334,17 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = f"{r.status} points"
         elif r.num_wrong:
             why = "points with wrong data (#wrong > 0)"
-        elif r.num_groups != 1 or r.group_size != r.world_size:
+        elif not whole_world(r):
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
         elif forced_by_environment(combo_from_params(r.params), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
+        elif scale_combo(r) in wrong:
+            why = "points of a combination that gave wrong data at another size of that collective and scale"
+        elif r.num_wrong is None and not combo_from_params(r.params).is_default:
+            why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
             why = f"points without a {statistic} time"
@@ -269,14 +354,16 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         combo = combo_from_params(r.params)
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
-                                 noise_rel=record_noise_rel(r, statistic), run_id=r.run_id))
+                                 noise_rel=record_noise_rel(r, statistic), run_id=r.run_id, dtype=r.dtype,
+                                 reg_buff=graph_registered(r.params, env_of[r.run_id])))
     notes = [f"left out {n} {why}" for why, n in left_out.items()]
     used = {p.run_id for p in points}
     notes += [f"nNodes = {kind}: {why}" for kind, why in dict.fromkeys(
         (kind, why) for run_id, (_, kind, why) in counted.items() if run_id in used)]
-    dtypes = sorted({r.dtype for r in records if isinstance(r, Measurement) and r.status == "ok"
-                     and r.collective in PLUGIN_COLLECTIVES})
+    dtypes = sorted({p.dtype for p in points})
     if len(dtypes) > 1:
-        notes.append(f"several dtypes ({', '.join(dtypes)}): the plugin matches bytes only, so the latest "
-                     "record per size and combination counts")
+        notes.append(f"several dtypes ({', '.join(dtypes)}): the plugin matches bytes only, so a rule needs its "
+                     "combination to beat NCCL's default in each dtype measured at that size")
+    if len({p.reg_buff for p in points}) > 1:
+        notes.append("points with and without CUDA-graph capture (regBuff 1 and 0 to NCCL): rules for each apart")
     return points, notes

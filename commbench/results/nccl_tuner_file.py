@@ -81,7 +81,7 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     else:
         why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), "
                + (f"within noise {100 * cell.noise_rel:.1f}% or below --min-gain" if math.isfinite(cell.noise_rel)
-                  else "noise unknown (one iteration)"))
+                  else "noise unknown (one iteration, or no samples nor p99)"))
     return comment(f"{scale}: NCCL default kept at {format_size(cell.size_bytes)}: {why}; {_origin(cell)}")
 
 
@@ -92,14 +92,17 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     lines += [comment(text) for text in TARGET_LINES[target]]
     lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
     lines.append(comment("sizes between measured points go to the nearer one (midpoint)"
-                         + ("; below the smallest and above the largest: NCCL" if target == "commbench" else "")))
+                         + ("; next to a size where NCCL's default was kept, below the smallest and above the largest: "
+                            "NCCL" if target == "commbench" else "")))
     if target == "example-plugin":
         scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
         lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))
     most = max((rule.channels for rule in rules), default=0)
     if most > 0:
-        lines.append(comment(f"channels: measured with NCCL_MIN/MAX_NCHANNELS; a rule can only cap the communicator's "
-                             f"count, so if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set NCCL_MIN_NCHANNELS={most}"))
+        lines.append(comment(f"channels: measured as the communicator's count (NCCL_MIN/MAX_NCHANNELS), which NCCL lowers "
+                             f"for small calls; a rule sets the call's count (docs/nccl-tuner.md)"))
+        lines.append(comment(f"a rule's count is capped by the communicator's: if NCCL creates fewer than {most} "
+                             f"(NCCL_DEBUG=INFO) set NCCL_MIN_NCHANNELS={most}"))
     for note in switch_backs:
         lines.append(comment(f"switches back: {note}"))
     for cell in cells:

@@ -84,7 +84,7 @@ def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple
         rows.append((scale, [format_size(cell.size_bytes), "-" if base is None else f"{base:.2f}",
                              cell.best.label if cell.best else "-", "-" if best is None else f"{best:.2f}",
                              "-" if cell.speedup is None else f"{cell.speedup:.2f}x",
-                             f"{100 * cell.noise_rel:.1f}%" if math.isfinite(cell.noise_rel) else "unknown (1 iteration)",
+                             f"{100 * cell.noise_rel:.1f}%" if math.isfinite(cell.noise_rel) else "unknown",
                              cell.choice.label if cell.choice else "NCCL default kept"]))
     return rows
 
@@ -92,6 +92,7 @@ def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple
 def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[str]:
     md = ["## NCCL tuning: per-size winners (measured)", "",
           "Speed-up = NCCL default time / best time (median). A winner is kept only beyond the measured noise "
+          "(of the ratio: both points' 95% half-widths in quadrature; unknown for one iteration or no samples) "
           "(`commbench nccl-tuner` writes these as plugin rules).", ""] + [f"- note: {note}" for note in notes]
     for table in tables:
         md += ["", f"### {table.title}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",

@@ -51,7 +51,7 @@ def build_plugin(out_dir: str | Path) -> Path:
     except OSError as exc:
         raise CommbenchError(f"--build-plugin {str(out)!r} cannot be created: {exc.strerror}") from None
     library = out / LIBRARY_NAME
-    command = [*compiler, "-shared", "-fPIC", "-O2", "-Wall", "-o", str(library), str(source_path())]
+    command = [*compiler, "-shared", "-fPIC", "-O2", "-Wall", "-pthread", "-o", str(library), str(source_path()), "-ldl"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -6,19 +6,33 @@
  *   - no matching rule: nChannels and the cost table are not touched (NCCL chooses as without a plugin);
  *   - channels -1 or 0: nChannels is not touched (NCCL keeps its own count: src/enqueue.cc
  *     `info->nMaxChannels = nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`);
- *   - the first matching rule decides; if NCCL marked its algorithm/protocol NCCL_ALGO_PROTO_IGNORE
- *     (-1.0) for this call, NCCL's own choice stands (no later rule is tried) and that is logged once
- *     per rule;
- *   - a line with an unknown name, a bad number or a wrong field count is dropped and logged (it is
- *     never read as allreduce/ring/simple);
- *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): the rules loaded, each rule the first time it
- *     applies, each rule the first time NCCL's IGNORE stops it.
+ *   - the first matching rule decides; if NCCL does not consider its algorithm/protocol for this call (a
+ *     negative cost: NCCL_ALGO_PROTO_IGNORE, -1.0, or that times NCCL 2.28.7+'s x1024 relegation of ring
+ *     for fp8 beyond 8 ranks; NCCL itself takes only costs >= 0), NCCL's own choice stands (no later rule
+ *     is tried) and that is logged once per rule;
+ *   - a line with an unknown name, a bad number, a wrong field count, a channel count above NCCL's
+ *     MAXCHANNELS (64; NCCL keeps it in an 8-bit field) or a CollNet rule with an explicit channel count
+ *     (NCCL uses a CollNet count unbounded by the channels it set up: src/enqueue.cc) is dropped and
+ *     logged (it is never read as allreduce/ring/simple);
+ *   - `# requires: nccl X.Y.Z` / `# requires: gpu NAME` lines (commbench nccl-tuner writes them): where the
+ *     NCCL that loaded the plugin, or the GPU, is another, no rule is used; where it cannot be told here
+ *     (no ncclGetVersion beside NCCL's logger, no CUDA context), the rules are used and the log says so;
+ *   - it never fails NCCL: init and getCollInfo return ncclSuccess always (NCCL aborts the communicator
+ *     or the call on an error), without rules on any trouble;
+ *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): per communicator one line (the rules loaded, or
+ *     why none), each rule the first time it applies, each rule the first time NCCL stops it; problems of
+ *     the file itself (cannot open it, dropped lines, another NCCL or GPU) as WARN, by the first
+ *     communicator that reads it only.
  *
  * Interface declared here from NCCL's documented layout (src/include/plugin/tuner/tuner_v4.h, _v5.h, _v6.h,
  * nccl_common.h); nothing copied. Exported: ncclTunerPlugin_v6 (NCCL 2.30+), _v5 (2.28+), _v4 (2.24-2.27).
- * Build: cc -shared -fPIC -O2 -o libnccl-tuner-commbench.so commbench_tuner.c */
+ * NCCL 2.19-2.21 look for v1/v2, whose interface has no cost table (nothing tells which algorithm/protocol
+ * NCCL disabled), and 2.22-2.23 for v3: they find no symbol here and tune alone.
+ * Build: cc -shared -fPIC -O2 -pthread -o libnccl-tuner-commbench.so commbench_tuner.c -ldl */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,7 +41,7 @@
 
 /* --- NCCL's tuner interface (layout from NCCL's headers, declared here) ------------------------- */
 typedef int ncclResult_t;
-enum { CB_SUCCESS = 0, CB_SYSTEM_ERROR = 2, CB_INTERNAL_ERROR = 3 }; /* ncclSuccess, ncclSystemError, ... */
+enum { CB_SUCCESS = 0 }; /* ncclSuccess: the only result this plugin returns */
 typedef int ncclFunc_t; /* ncclFuncBroadcast 0, Reduce 1, AllGather 2, ReduceScatter 3, AllReduce 4 */
 typedef int ncclDebugLogLevel;
 enum { CB_LOG_WARN = 2, CB_LOG_INFO = 3, CB_TUNING = 0x40 }; /* NCCL_LOG_WARN, NCCL_LOG_INFO, NCCL_TUNING */
@@ -68,7 +82,9 @@ typedef struct {
   ncclResult_t (*destroy)(void* ctx);
 } cbTuner_v4_t;
 
-#define CB_ALGO_PROTO_IGNORE (-1.0f)
+#define CB_MAX_CHANNELS 64 /* MAXCHANNELS (src/include/device.h; 32 before 2.28: NCCL bounds that itself) */
+#define CB_ALGO_COLLNET_DIRECT 2
+#define CB_ALGO_COLLNET_CHAIN 3
 /* --- end of the interface ------------------------------------------------------------------------ */
 
 #define PLUGIN_NAME "commbench"
@@ -93,10 +109,29 @@ typedef struct {
   int numRules;
   size_t nRanks, nNodes;
   ncclDebugLogger_t log;
+  int reportFile; /* the first communicator that reads this file: WARN about the file itself */
 } Context;
 
 #define LOG(ctx, level, ...) \
   do { if ((ctx)->log) (ctx)->log(level, CB_TUNING, __FILE__, __LINE__, __VA_ARGS__); } while (0)
+/* A problem of the file itself: WARN, by the first communicator that reads the file only (every
+ * communicator of every rank reads it: one line each would flood a job's log). */
+#define WARN_FILE(ctx, ...) \
+  do { if ((ctx)->reportFile) LOG(ctx, CB_LOG_WARN, __VA_ARGS__); } while (0)
+
+/* Whether this process has not yet reported on `path` (NCCL_TUNER_CONFIG_FILE is one per process). */
+static int firstReader(const char* path) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char reported[4096] = "";
+  int first = 0;
+  pthread_mutex_lock(&lock);
+  if (strncmp(reported, path, sizeof(reported)) != 0) {
+    snprintf(reported, sizeof(reported), "%s", path);
+    first = 1;
+  }
+  pthread_mutex_unlock(&lock);
+  return first;
+}
 
 static int lookup(const char* name, const char* const* names, int count) {
   for (int i = 0; i < count; i++)
@@ -161,6 +196,9 @@ static const char* parseRule(char* line, Rule* rule) {
   for (int i = 5; i < n; i++)
     if (parseInt(fields[i], 1, &v[i - 5])) return "bad integer field";
   rule->nChannels = (int)v[0];
+  if (rule->nChannels > CB_MAX_CHANNELS) return "channels above 64 (NCCL's MAXCHANNELS)";
+  if (rule->nChannels > 0 && (rule->algorithm == CB_ALGO_COLLNET_DIRECT || rule->algorithm == CB_ALGO_COLLNET_CHAIN))
+    return "CollNet with an explicit channel count (NCCL does not bound it by its channels: use 0)";
   rule->nNodes = (int)v[1];
   rule->nRanks = (int)v[2];
   rule->numPipeOps = (int)v[3];
@@ -169,31 +207,89 @@ static const char* parseRule(char* line, Rule* rule) {
   return NULL;
 }
 
-static ncclResult_t loadRules(Context* ctx, const char* path) {
+/* "X.Y.Z" of an NCCL version code (ncclGetVersion: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before). */
+static void versionText(int code, char* out, size_t size) {
+  if (code >= 10000) snprintf(out, size, "%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+  else snprintf(out, size, "%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
+}
+
+/* The version of the NCCL that called init: ncclGetVersion of the library holding NCCL's logger (the
+ * process may hold another NCCL too); "" when it cannot be told. */
+static void runningNccl(void* loggerAddress, char* out, size_t size) {
+  out[0] = '\0';
+  Dl_info info;
+  if (!loggerAddress || !dladdr(loggerAddress, &info) || !info.dli_fname || !info.dli_fname[0]) return;
+  void* library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!library) return;
+  int (*getVersion)(int*) = (int (*)(int*))dlsym(library, "ncclGetVersion");
+  int code = 0;
+  if (getVersion && getVersion(&code) == 0 && code > 0) versionText(code, out, size);
+  dlclose(library);
+}
+
+/* The name of the GPU of the current CUDA context (NCCL's, during init); "" when it cannot be told. */
+static void runningGpu(char* out, int size) {
+  out[0] = '\0';
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return;
+  int (*ctxGetDevice)(int*) = (int (*)(int*))dlsym(cuda, "cuCtxGetDevice");
+  int (*deviceGetName)(char*, int, int) = (int (*)(char*, int, int))dlsym(cuda, "cuDeviceGetName");
+  int device = 0;
+  if (!ctxGetDevice || !deviceGetName || ctxGetDevice(&device) != 0 || deviceGetName(out, size, device) != 0)
+    out[0] = '\0';
+  out[size - 1] = '\0';
+  dlclose(cuda);
+}
+
+typedef struct {
+  char nccl[64], gpu[256]; /* what the file requires ("" none) */
+} Requirements;
+
+/* "# requires: nccl X.Y.Z" or "# requires: gpu NAME" (a comment to NCCL's example plugin) */
+static void readRequirement(char* text, Requirements* wanted) {
+  const char* key = "# requires:";
+  if (strncmp(text, key, strlen(key)) != 0) return;
+  char* rest = trim(text + strlen(key));
+  if (strncmp(rest, "nccl ", 5) == 0) snprintf(wanted->nccl, sizeof(wanted->nccl), "%s", trim(rest + 5));
+  else if (strncmp(rest, "gpu ", 4) == 0) snprintf(wanted->gpu, sizeof(wanted->gpu), "%s", trim(rest + 4));
+}
+
+static void dropRules(Context* ctx) {
+  free(ctx->rules);
+  ctx->rules = NULL;
+  ctx->numRules = 0;
+}
+
+/* Reads the rules; on any trouble the context keeps none (NCCL decides every call). Never fails. */
+static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
+  ctx->reportFile = firstReader(path);
   FILE* file = fopen(path, "r");
   if (!file) {
-    LOG(ctx, CB_LOG_WARN, PREFIX "cannot open %s (%s): no rules, NCCL decides every call", path, strerror(errno));
-    return CB_SUCCESS;
+    WARN_FILE(ctx, PREFIX "cannot open %s (%s): no rules, NCCL decides every call", path, strerror(errno));
+    LOG(ctx, CB_LOG_INFO, PREFIX "no rules (cannot open %s) for nNodes=%zu nRanks=%zu: NCCL decides every call",
+        path, ctx->nNodes, ctx->nRanks);
+    return;
   }
+  Requirements wanted = {"", ""};
   char* line = NULL;
   size_t capacity = 0;
-  int lineNumber = 0, dropped = 0;
+  int lineNumber = 0, dropped = 0, outOfMemory = 0;
   while (getline(&line, &capacity, file) >= 0) {
     lineNumber++;
     char* text = trim(line);
+    if (text[0] == '#') readRequirement(text, &wanted);
     if (text[0] == '#' || text[0] == '\0') continue;
     Rule rule;
     const char* why = parseRule(text, &rule);
     if (why) {
       dropped++;
-      LOG(ctx, CB_LOG_WARN, PREFIX "%s line %d dropped: %s", path, lineNumber, why);
+      WARN_FILE(ctx, PREFIX "%s line %d dropped: %s", path, lineNumber, why);
       continue;
     }
     Rule* grown = realloc(ctx->rules, (size_t)(ctx->numRules + 1) * sizeof(Rule));
     if (!grown) {
-      free(line);
-      fclose(file);
-      return CB_SYSTEM_ERROR;
+      outOfMemory = 1;
+      break;
     }
     ctx->rules = grown;
     rule.lineNumber = lineNumber;
@@ -201,25 +297,57 @@ static ncclResult_t loadRules(Context* ctx, const char* path) {
   }
   free(line);
   fclose(file);
+  if (outOfMemory) {
+    dropRules(ctx);
+    LOG(ctx, CB_LOG_WARN, PREFIX "out of memory reading %s: no rules, NCCL decides every call", path);
+    return;
+  }
+  char nccl[64] = "", gpu[256] = "";
+  if (wanted.nccl[0]) {
+    runningNccl(loggerAddress, nccl, sizeof(nccl));
+    if (nccl[0] && strcmp(nccl, wanted.nccl) != 0) {
+      WARN_FILE(ctx, PREFIX "%s is for NCCL %s, this is NCCL %s: no rules, NCCL decides every call (write one "
+                "config per NCCL version)", path, wanted.nccl, nccl);
+      LOG(ctx, CB_LOG_INFO, PREFIX "no rules (%s is for NCCL %s, not %s) for nNodes=%zu nRanks=%zu", path,
+          wanted.nccl, nccl, ctx->nNodes, ctx->nRanks);
+      dropRules(ctx);
+      return;
+    }
+  }
+  if (wanted.gpu[0]) {
+    runningGpu(gpu, (int)sizeof(gpu));
+    if (gpu[0] && strcmp(trim(gpu), wanted.gpu) != 0) {
+      WARN_FILE(ctx, PREFIX "%s is for %s, this GPU is %s: no rules, NCCL decides every call (write one config "
+                "per system)", path, wanted.gpu, trim(gpu));
+      LOG(ctx, CB_LOG_INFO, PREFIX "no rules (%s is for %s, not %s) for nNodes=%zu nRanks=%zu", path, wanted.gpu,
+          trim(gpu), ctx->nNodes, ctx->nRanks);
+      dropRules(ctx);
+      return;
+    }
+  }
+  if ((wanted.nccl[0] && !nccl[0]) || (wanted.gpu[0] && !gpu[0])) {
+    LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped) for nNodes=%zu nRanks=%zu; its "
+        "NCCL %s / GPU %s unchecked: not found here", ctx->numRules, path, dropped, ctx->nNodes, ctx->nRanks,
+        wanted.nccl[0] ? wanted.nccl : "-", wanted.gpu[0] ? wanted.gpu : "-");
+    return;
+  }
   LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped) for nNodes=%zu nRanks=%zu",
       ctx->numRules, path, dropped, ctx->nNodes, ctx->nRanks);
-  return CB_SUCCESS;
 }
 
+/* Never fails: NCCL fails the communicator's init when the tuner's init does (src/init.cc NCCLCHECK). */
 static ncclResult_t commonInit(void** context, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction) {
   Context* ctx = calloc(1, sizeof(Context));
-  if (!ctx) return CB_SYSTEM_ERROR;
+  *context = ctx; /* NULL (out of memory): getCollInfo leaves every call to NCCL */
+  if (!ctx) {
+    if (logFunction) logFunction(CB_LOG_WARN, CB_TUNING, __FILE__, __LINE__, PREFIX "out of memory: no rules");
+    return CB_SUCCESS;
+  }
   ctx->nRanks = nRanks;
   ctx->nNodes = nNodes;
   ctx->log = logFunction;
   const char* path = getenv("NCCL_TUNER_CONFIG_FILE");
-  ncclResult_t result = loadRules(ctx, path && *path ? path : "nccl_tuner.conf");
-  if (result != CB_SUCCESS) {
-    free(ctx->rules);
-    free(ctx);
-    return result;
-  }
-  *context = ctx;
+  loadRules(ctx, path && *path ? path : "nccl_tuner.conf", (void*)logFunction);
   return CB_SUCCESS;
 }
 
@@ -228,12 +356,12 @@ static ncclResult_t pluginInit(void** context, uint64_t commId, size_t nRanks, s
                                cbConstants_t* constants) {
   (void)commId;
   (void)constants; /* NCCL's model constants are left as NCCL set them */
-  ncclResult_t result = commonInit(context, nRanks, nNodes, logFunction);
-  if (result == CB_SUCCESS && nvlDomainInfo) {
+  commonInit(context, nRanks, nNodes, logFunction);
+  if (*context && nvlDomainInfo) {
     LOG((Context*)*context, CB_LOG_INFO, PREFIX "NCCL reports %d NVLink domain(s), %d-%d rank(s) each",
         nvlDomainInfo->nNvlDomains, nvlDomainInfo->minRanksPerNvlDomain, nvlDomainInfo->maxRanksPerNvlDomain);
   }
-  return result;
+  return CB_SUCCESS;
 }
 
 static ncclResult_t pluginInitV4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
@@ -247,18 +375,21 @@ static int matches(const Rule* r, const Context* ctx, ncclFunc_t collType, size_
          (r->numPipeOps == -1 || r->numPipeOps == numPipeOps) && (r->regBuff == -1 || r->regBuff == regBuff);
 }
 
+/* Never fails: NCCL fails the collective when getCollInfo does (src/enqueue.cc NCCLCHECK), whatever the
+ * interface's comment says about falling back. */
 static ncclResult_t pluginGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                                       float** collCostTable, int numAlgo, int numProto, int regBuff,
                                       int* nChannels) {
   Context* ctx = (Context*)context;
-  if (!ctx || !collCostTable || !nChannels) return CB_INTERNAL_ERROR;
+  if (!ctx || !collCostTable || !nChannels) return CB_SUCCESS; /* nothing to go by: NCCL decides */
   /* NCCL passes a contiguous float[numAlgo][numProto] cast to float** */
   float* table = (float*)collCostTable;
   for (int i = 0; i < ctx->numRules; i++) {
     Rule* r = &ctx->rules[i];
     if (!matches(r, ctx, collType, nBytes, numPipeOps, regBuff)) continue;
-    if (r->algorithm >= numAlgo || r->protocol >= numProto ||
-        table[r->algorithm * numProto + r->protocol] == CB_ALGO_PROTO_IGNORE) {
+    /* NCCL takes only entries >= 0 (src/enqueue.cc topoGetAlgoInfo): -1.0 is NCCL_ALGO_PROTO_IGNORE, and
+     * NCCL 2.28.7+ multiplies ring's entries by 1024 for fp8 beyond 8 ranks, an ignored -1.0 too */
+    if (r->algorithm >= numAlgo || r->protocol >= numProto || !(table[r->algorithm * numProto + r->protocol] >= 0.0f)) {
       if (!r->ignoreLogged) {
         r->ignoreLogged = 1;
         LOG(ctx, CB_LOG_INFO, PREFIX "rule on line %d (%s %s/%s) not applied: NCCL does not allow %s/%s for this "

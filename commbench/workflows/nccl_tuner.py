@@ -38,6 +38,7 @@ class TunerResult:
     notes: list[str]
     sources: list[str]  # run ids or the fabric's name
     switch_backs: list[str] = dataclasses.field(default_factory=list)  # why a choice goes back with size
+    requires: list[str] = dataclasses.field(default_factory=list)  # "nccl X.Y.Z", "gpu NAME": what commbench's plugin checks
 
 
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
@@ -45,9 +46,13 @@ def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
     """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back."""
     from commbench.results.nccl_tuner_targets import cover_for_example_plugin, switch_backs
 
+    from commbench.results.nccl_tuner import hold_to_measured
+
     uncovered: list[str] = []
     if target == "example-plugin":
         cells, uncovered = cover_for_example_plugin(cells, points)
+    else:
+        cells = hold_to_measured(cells)
     return cells, uncovered, switch_backs(cells, points, statistic)
 
 
@@ -75,6 +80,26 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
                if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs})
 
 
+def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
+    """The NCCL version and GPU model the rules were measured with (one each: check_one_system), as commbench's
+    plugin reads them from `# requires:` lines and refuses the file under another NCCL or GPU; a value the
+    headers do not give (NCCL version unknown, CPU devices) is left out."""
+    import re
+
+    from commbench.results.records import RunHeader
+
+    used = {p.run_id for p in points}
+    runs = [r for r in records if isinstance(r, RunHeader) and r.run_id in used]
+    requires = []
+    versions = {m.group(0) for r in runs if (m := re.match(r"\d+\.\d+\.\d+", r.nccl_version or ""))}
+    if len(versions) == 1:
+        requires.append(f"nccl {versions.pop()}")
+    gpus = {name.strip() for r in runs for name in r.devices}
+    if len(gpus) == 1 and not (gpu := gpus.pop()).startswith("cpu"):
+        requires.append(f"gpu {gpu}")
+    return requires
+
+
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
     from commbench.results.records import headers, read_records
 
@@ -88,6 +113,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
     any_channels = target == "commbench"  # NCCL's own count is a rule (channels 0) for commbench's plugin
+    if target == "example-plugin":  # its rules say regBuff -1: one regime per scale, as NCCL's example matches
+        points = [dataclasses.replace(p, reg_buff=0) for p in points]
     if not any(expressible(p.combo, any_channels=any_channels) for p in points):
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
@@ -95,8 +122,9 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target]), notes=notes, switch_backs=switches,
-                       sources=[h.run_id for h in headers(records)])
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target],
+                                                                      name_reg_buff=target == "commbench"), notes=notes, switch_backs=switches,
+                       sources=[h.run_id for h in headers(records)], requires=system_requirements(records, points))
 
 
 def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
@@ -162,5 +190,6 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target]), notes=notes, switch_backs=switches,
+    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target],
+                                                                      name_reg_buff=target == "commbench"), notes=notes, switch_backs=switches,
                        sources=[fabric.name])
