@@ -331,3 +331,25 @@ def test_clamped_glu_and_expert_bias_pay_their_unfused_passes():
     per_token = m.top_k * (8 * m.expert_ffn + 6 * m.hidden) * m.num_moe_layers
     assert extra[0] == pytest.approx(3.0 * 4096 * per_token * 2, rel=1e-9)
     assert extra[1] == 0.0
+
+
+def test_mla_up_proj_recompute_repeats_the_up_projections_megatron_checkpoints():
+    """mla_up_proj repeats the forward of linear_q_up_proj (or linear_q_proj without a query low rank) and
+    linear_kv_up_proj (megatron-core 0.16.1 qkv_up_proj_and_rope_apply): for DeepSeek-V3 54.5M of the layer's
+    187.1M projection MACs, not half of them; without q_lora_rank the query projection from h is repeated."""
+    import dataclasses
+
+    from commbench.planner.models.counts import flops_breakdown, up_projection_flops
+    from commbench.planner.models.zoo import load_model
+
+    m = load_model("deepseek-v3")
+    fl = flops_breakdown(m)
+    up = 1536 * 128 * (128 + 64) + 512 * 128 * (128 + 128)
+    proj = 1536 * (7168 + 128 * 192 + 1) + 512 * (7168 + 128 * 256 + 1) + 7168 * 64 + 128 * 128 * 7168
+    assert up_projection_flops(m, fl) / fl.attention_proj == pytest.approx(up / proj, rel=1e-9)
+    assert 0.28 < up / proj < 0.30
+    no_low_rank = dataclasses.replace(m, q_lora_rank=0)
+    fl2 = flops_breakdown(no_low_rank)
+    up2 = 7168 * 128 * 192 + 512 * 128 * 256
+    proj2 = 7168 * 128 * 192 + 512 * (7168 + 128 * 256 + 1) + 7168 * 64 + 128 * 128 * 7168
+    assert up_projection_flops(no_low_rank, fl2) / fl2.attention_proj == pytest.approx(up2 / proj2, rel=1e-9)

@@ -104,10 +104,19 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
 
 
 def up_projection_flops(m: ModelSpec, fl: FlopsPerToken) -> float:
-    """Model FLOPs per token (fwd + bwd) of the up-projections `mla_up_proj` recompute repeats the forward of:
-    MLA's q_b and kv_b (about half its projections); DeepSeek-V4's query up-projection (models/dsv4.py)."""
+    """Model FLOPs per token (fwd + bwd) of the up-projections `mla_up_proj` recompute repeats the forward of.
+    MLA: what megatron-core 0.16.1's qkv_up_proj_and_rope_apply checkpoints (transformer/
+    multi_latent_attention.py, recompute_up_proj): linear_q_up_proj (q_lora_rank -> heads x (nope + rope)), or
+    linear_q_proj from h without the query low rank, and linear_kv_up_proj (kv_lora_rank -> heads x (nope + v)),
+    their share of the layer's projection MACs (DeepSeek-V3: 54.5M of 187.1M, 29%); DeepSeek-V4's query
+    up-projection (models/dsv4.py)."""
     if m.attention == "mla":
-        return 0.5 * fl.attention_proj
+        heads = m.num_heads
+        q_in = m.q_lora_rank or m.hidden
+        up_macs = (q_in * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+                   + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
+        proj_macs, _ = _attention_macs_per_layer(m, m.seq_len)
+        return fl.attention_proj * up_macs / proj_macs
     if m.attention == "dsv4":
         return 6.0 * dsv4.q_up_macs_per_token(m)
     return 0.0
