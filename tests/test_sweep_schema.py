@@ -58,6 +58,27 @@ def test_each_mistake_names_entry_field_and_value(run, field, fragment):
     assert "run[1]" in message and f"{field}=" in message and fragment in message, message
 
 
+@pytest.mark.parametrize("size, fragment", [
+    ("1Mb", "b means bits"),               # megabits, read as 1 MiB before
+    ("1MB", "MB is ambiguous"),            # 10^6 B as commbench prints it, 2^20 B as nccl-tests reads it
+    ("64kb", "b means bits"),
+    ("2GB", "2^30 B in nccl-tests"),
+    ("1.3K", "not a whole number of bytes (1331.2 B)"),  # truncated to 1331 B before
+    ("1.5", "not a whole number of bytes"),
+])
+def test_a_size_that_means_something_else_is_refused_with_why(size, fragment):
+    with pytest.raises(CommbenchError) as info:
+        parse(entry(sizes=["1K", size]))
+    message = str(info.value)
+    assert "run[0] (all_reduce): sizes[1]=" in message and repr(size) in message and fragment in message, message
+    assert "\n" not in message
+
+
+def test_sizes_in_bytes_binary_units_and_nccl_tests_letters_read_alike():
+    spec = parse(entry(sizes=["1M", "1MiB", "1m", 1048576, "1048576B", "0.5K", "1536KiB"]))
+    assert spec.entries[0].sizes_bytes == (1 << 20,) * 5 + (512, 1536 << 10)
+
+
 def test_top_level_and_sweep_table_mistakes():
     with pytest.raises(CommbenchError, match=r"runs=.*unknown top-level key"):
         parse_sweep({"runs": [entry()]}, "x.toml")

@@ -133,14 +133,14 @@ def _bool(where: str, key: str, value: Any) -> bool:
 
 
 def _size(where: str, key: str, value: Any) -> int:
-    from commbench.units import parse_size_bytes
+    from commbench.units import SIZE_FORMS, parse_size_bytes
 
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise _bad(where, key, value, "a byte count such as 8, \"64K\", \"16M\" or \"2G\"")
+        raise _bad(where, key, value, SIZE_FORMS)
     try:
         return parse_size_bytes(value, key)
-    except CommbenchError:
-        raise _bad(where, key, value, "a positive byte count such as 8, \"64K\", \"16M\" or \"2G\" (K = 1024)") from None
+    except CommbenchError as exc:  # why this value is refused (bits, an ambiguous MB, a fraction of a byte)
+        raise _bad(where, key, value, getattr(exc, "allowed", SIZE_FORMS)) from None
 
 
 def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
