@@ -101,8 +101,24 @@ def test_toml_syntax_error_names_the_file(tmp_path):
 
 def test_entry_the_world_cannot_run_is_refused_at_planning():
     spec = parse(entry(), entry(collective="broadcast", root=5))
-    with pytest.raises(CommbenchError, match=r"run\[1\] \(broadcast\) on 4 ranks: --root=5"):
+    with pytest.raises(CommbenchError, match=r"run\[1\] \(broadcast\) on 4 ranks: root=5 is invalid"):
         plan_sweep(spec, 4, backend="gloo")
+
+
+@pytest.mark.parametrize("run, defaults, needle", [  # the file's keys, not `commbench bench`'s options
+    (entry(group_sizes=[8]), {}, "run[0] (all_reduce) on 4 ranks: group_sizes=8 is invalid"),
+    (entry(), {"ranks_per_rack": 3}, "on 4 ranks: ranks_per_rack=3 is invalid"),
+    (entry(op="avg", dtype="int32"), {}, "op=avg needs a floating-point dtype, got int32"),
+])
+def test_planning_errors_name_the_sweep_key(run, defaults, needle):
+    with pytest.raises(CommbenchError) as info:
+        plan_sweep(parse(run, defaults=defaults), 4, backend="gloo")
+    assert needle in str(info.value) and "--" not in str(info.value), str(info.value)
+
+
+def test_options_of_the_command_line_stay_options():
+    with pytest.raises(CommbenchError, match=r"needs at least 2 ranks, got 1 \(use --nproc 2 or more\)"):
+        plan_sweep(parse(entry(collective="sendrecv")), 1, backend="gloo")
 
 
 def test_point_keys_are_unique_and_stable():

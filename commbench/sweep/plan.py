@@ -20,7 +20,7 @@ from commbench.limits import check_point_count
 from commbench.errors import CommbenchError
 from commbench.measure.harness import LoopOptions
 from commbench.measure.subgroups import expand_points
-from commbench.sweep.schema import Sweep, SweepEntry
+from commbench.sweep.schema import ENTRY_KEYS, GROUP_KEYS, RACK_KEYS, Sweep, SweepEntry, sweep_words
 from commbench.comm.topology import Topology, TopologySpec, resolve_before_launch
 from commbench.units import format_size
 
@@ -82,9 +82,10 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
                 racks = topology or resolve_before_launch(config.topology, world_size)
                 planned = expand_points(plan_points(config, collective, world_size), config, collective,
                                         world_size, racks)
-            except (CommbenchError, ValueError) as exc:
+            except (CommbenchError, ValueError) as exc:  # named by the file's keys, not bench's options
+                keys = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS, *get_collective(entry.collective).param_names)
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) "
-                                     f"on {world_size} ranks: {exc}") from None
+                                     f"on {world_size} ranks: {sweep_words(str(exc), keys)}") from None
             if not planned:
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) plans no points "
                                      f"on {world_size} ranks: check its sizes or parameters")

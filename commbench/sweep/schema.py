@@ -200,9 +200,22 @@ def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, An
     return dict(params)
 
 
+OPTION_KEYS = {"timeout": "timeout_s"}  # `commbench bench` options whose sweep key is spelt otherwise
+
+
+def sweep_words(message: str, keys: tuple[str, ...] = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)) -> str:
+    """A bench option's error (`--group-sizes=8`, `--root=7`) in the words of a sweep file (`group_sizes=8`,
+    `root=7`): every option that is an entry key in `keys`; the others (`--nproc`) stay options."""
+    def key(match: re.Match) -> str:
+        name = OPTION_KEYS.get(match.group(1), match.group(1).replace("-", "_"))
+        return name if name in keys else match.group(0)
+
+    return re.sub(r"--([a-z][a-z-]*)", key, message)
+
+
 def _option_error(where: str, exc: CommbenchError) -> EntryError:
     """A bench option's error (`--group-sizes=...`) under the sweep key that set it (`group_sizes=...`)."""
-    return EntryError(f"{where}: " + re.sub(r"--([a-z-]+)", lambda m: m.group(1).replace("-", "_"), str(exc)))
+    return EntryError(f"{where}: " + sweep_words(str(exc)))
 
 
 def rack_options(where: str, merged: dict[str, Any]) -> tuple[TopologySpec | None, SubgroupSpec | None]:
