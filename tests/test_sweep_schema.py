@@ -136,3 +136,21 @@ def test_shipped_files_plan_for_their_world(path):
     assert spec.world_size and spec.description
     points = plan_sweep(spec, spec.world_size, backend=spec.backend if spec.backend != "auto" else "gloo")
     assert points
+
+
+def test_dry_run_plans_for_the_nproc_the_launch_would_start():
+    """`sweep F --nproc 3 --dry-run` passed (planned for the file's world_size, 4) while `sweep F --nproc 3`
+    then failed: the dry run plans for --nproc when given, as the launch runs it."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    runner = CliRunner()
+    refused = runner.invoke(app, ["sweep", "ci-small", "--dry-run", "--nproc", "3"])
+    assert refused.exit_code == 2 and "on 3 ranks: ranks_per_rack=2 is invalid" in refused.output, refused.output
+    assert len(refused.output.strip().splitlines()) == 1
+    planned = runner.invoke(app, ["sweep", "ci-small", "--dry-run", "--json", "--nproc", "2"])
+    assert planned.exit_code == 0 and '"world_size": 2' in planned.output, planned.output
+    for args in (["--world-size", "4", "--nproc", "2"], []):  # --world-size first; else the file's world_size
+        chosen = runner.invoke(app, ["sweep", "ci-small", "--dry-run", "--json", *args])
+        assert chosen.exit_code == 0 and '"world_size": 4' in chosen.output, chosen.output

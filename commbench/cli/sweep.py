@@ -135,7 +135,7 @@ def sweep(
     backend: Annotated[Optional[str], typer.Option("--backend", help="auto, nccl or gloo (default: the file's \\[sweep] backend).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing.")] = False,
-    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: the file's world_size, else nproc).")] = None,
+    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: --nproc, else the file's \\[sweep] world_size, else its nproc, else 2).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the points as JSON (schema: docs/json-output.md).")] = False,
     nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's \\[sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
     nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force: ll, ll128, simple, default (replaces \\[sweep] nccl_proto).")] = None,
@@ -163,7 +163,8 @@ def sweep(
         spec = dataclasses.replace(spec, tuning=tuple(parse_axes(nccl_algo, nccl_proto, nccl_channels)))
     requested = backend or spec.backend
     if dry_run:
-        world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
+        # what the launch would run: --nproc (as given on the same line) before the file's world_size
+        world = next((n for n in (world_size, nproc, spec.world_size, spec.nproc) if n is not None), 2)
         check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
                          else "[sweep] world_size")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
