@@ -154,3 +154,27 @@ def test_dry_run_plans_for_the_nproc_the_launch_would_start():
     for args in (["--world-size", "4", "--nproc", "2"], []):  # --world-size first; else the file's world_size
         chosen = runner.invoke(app, ["sweep", "ci-small", "--dry-run", "--json", *args])
         assert chosen.exit_code == 0 and '"world_size": 4' in chosen.output, chosen.output
+
+
+def header_of(path: str) -> str:
+    """The comment block a shipped sweep file opens with (what it answers, how to launch it)."""
+    lines = []
+    for line in open(path).read().splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("# "))
+    return " ".join(lines)
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob("sweeps/*.toml")))
+def test_shipped_headers_state_what_their_files_set(path):
+    """nvl72-rack's header promised 256 experts while every entry sets 288."""
+    import re
+
+    spec = load_sweep(path)
+    head = header_of(path)
+    experts = {e.params["num_experts"] for e in spec.entries if "num_experts" in e.params}
+    for number in re.findall(r"\b(\d+) experts", head):
+        assert int(number) in experts, f"{path}: header says {number} experts, entries set {sorted(experts)}"
+    for number in re.findall(r"\b(\d+) launches of the whole file", head):
+        assert int(number) == len(spec.tuning), f"{path}: header says {number} launches, {len(spec.tuning)} combinations"
