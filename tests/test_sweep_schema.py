@@ -75,8 +75,9 @@ def test_a_size_that_means_something_else_is_refused_with_why(size, fragment):
 
 
 def test_sizes_in_bytes_binary_units_and_nccl_tests_letters_read_alike():
-    spec = parse(entry(sizes=["1M", "1MiB", "1m", 1048576, "1048576B", "0.5K", "1536KiB"]))
-    assert spec.entries[0].sizes_bytes == (1 << 20,) * 5 + (512, 1536 << 10)
+    for size, size_bytes in (("1M", 1 << 20), ("1MiB", 1 << 20), ("1m", 1 << 20), (1048576, 1 << 20),
+                             ("1048576B", 1 << 20), ("0.5K", 512), ("1536KiB", 1536 << 10)):
+        assert parse(entry(sizes=[size])).entries[0].sizes_bytes == (size_bytes,), size
 
 
 def test_top_level_and_sweep_table_mistakes():
@@ -178,3 +179,16 @@ def test_shipped_headers_state_what_their_files_set(path):
         assert int(number) in experts, f"{path}: header says {number} experts, entries set {sorted(experts)}"
     for number in re.findall(r"\b(\d+) launches of the whole file", head):
         assert int(number) == len(spec.tuning), f"{path}: header says {number} launches, {len(spec.tuning)} combinations"
+
+
+def test_a_copied_entry_or_size_is_refused_not_dropped():
+    """A pasted [[run]] left unchanged (or one differing only in what no point key holds, such as check)
+    planned nothing and the dry run said 'valid'; a size listed twice was measured once."""
+    with pytest.raises(CommbenchError) as info:
+        plan_sweep(parse(entry(), entry(sizes=["64K"], check=False)), 2, backend="gloo")
+    assert ("run[1] (all_reduce) adds no point: every point it plans on 2 ranks is already planned by run[0]"
+            in str(info.value)), str(info.value)
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): sizes\[2\]=65536 is invalid: the same size "
+                                             r"as sizes\[1\] \('64K'\)"):
+        parse(entry(sizes=["1K", "64K", 65536]))
+    assert len(plan_sweep(parse(entry(), entry(sizes=["64K", "1M"])), 2, backend="gloo")) == 3  # overlaps are fine

@@ -70,11 +70,14 @@ def point_key(config: BenchConfig, point: PlannedPoint, world_size: int) -> str:
 def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str = "",
                argv: tuple[str, ...] = (), topology: Topology | None = None) -> list[SweepPoint]:
     """Every point of the sweep, in file order; an entry the world cannot run fails with its index.
-    Identical points planned twice (same key) are measured once. `topology`: the launch's racks as
+    Identical points planned twice (same key) are measured once; an entry all of whose points earlier
+    entries plan is refused (a copy left unchanged). `topology`: the launch's racks as
     resolved on the ranks (`resolve_on_ranks`); None before launch (--dry-run, checks)."""
     points: list[SweepPoint] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # point key -> index of the entry that planned it first
     for entry in sweep.entries:
+        before = len(points)
+        planned_by: set[int] = set()
         for config in entry_configs(entry, backend=backend, output_path=output_path, argv=argv,
                                     topology=sweep.topology):
             try:
@@ -93,8 +96,15 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
             for point in planned:
                 key = point_key(config, point, world_size)
                 if key not in seen:
-                    seen.add(key)
+                    seen[key] = entry.index
                     points.append(SweepPoint(entry=entry, config=config, point=point, key=key))
+                else:
+                    planned_by.add(seen[key])
+        if len(points) == before:  # a copy of earlier entries (a pasted entry left unchanged): it would add nothing
+            earlier = ", ".join(f"run[{i}]" for i in sorted(planned_by - {entry.index}))
+            raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) adds no point: every point "
+                                 f"it plans on {world_size} ranks is already planned by {earlier} (same collective, "
+                                 f"dtype, op, placement, size, groups, params and iters): remove it or change it")
     return points
 
 

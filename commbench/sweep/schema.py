@@ -150,7 +150,12 @@ def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
     if isinstance(value, list):
         if not value:
             raise _bad(where, "sizes", value, "at least one size")
-        return tuple(_size(where, f"sizes[{i}]", v) for i, v in enumerate(value))
+        sizes = tuple(_size(where, f"sizes[{i}]", v) for i, v in enumerate(value))
+        for i, size in enumerate(sizes):
+            if size in sizes[:i]:
+                raise _bad(where, f"sizes[{i}]", value[i], f"the same size as sizes[{sizes.index(size)}] "
+                                                           f"({value[sizes.index(size)]!r}): list each size once")
+        return sizes
     if not isinstance(value, dict):
         raise _bad(where, "sizes", value, "a list such as [\"1K\", \"1M\"] or a table {min = \"8\", max = \"16M\", factor = 2}")
     unknown = sorted(set(value) - set(SIZE_TABLE_KEYS))
