@@ -102,10 +102,12 @@ def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
     """The sweep once per NCCL tuning combination, each in fresh processes, into one file."""
     from commbench.cli.nccl_tuner import print_combinations
     from commbench.comm.nccl_tuning import refuse_on_backend
-    from commbench.sweep.tuned_sweep import run_tuned_sweep
+    from commbench.sweep.tuned_bench import world_size_of
+    from commbench.sweep.tuned_sweep import run_tuned_sweep, wrong_points
 
     refuse_on_backend(job.backend, list(job.sweep.tuning))
-    print_combinations(run_tuned_sweep(job, nproc=nproc), job.output_path, again)
+    results = run_tuned_sweep(job, nproc=nproc)
+    print_combinations(results, job.output_path, again, wrong_points(job, world_size_of(nproc, job.backend)))
 
 
 def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
@@ -139,7 +141,8 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
 
 @command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them. "
                        "Exit 0: every point of the sweep is in the file, measured with correct data; 1: a point failed "
-                       "or found wrong data (with --resume: also one recorded before), or the sweep stopped; 2: bad "
+                       "or found wrong data (with --resume: also one recorded before; with NCCL tuning axes, a forced "
+                       "combination NCCL refuses is recorded as data, not a failure), or the sweep stopped; 2: bad "
                        "input, found before any rank starts; 130: interrupted (what was measured is kept).")
 def sweep(
     file: Annotated[str, typer.Argument(help="Sweep file (TOML), or the name of a shipped one: ci-small, h100-node, nvl72-rack, nvl72-multirack, nccl-tuning-node.")],

@@ -27,10 +27,10 @@ def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
             if isinstance(rec, Measurement) and rec.point_key}
 
 
-def earlier_problems(path: str | os.PathLike[str], points) -> tuple[str, ...]:
-    """Of the sweep's `points` (SweepPoint) recorded in the file, those whose record failed or found wrong
-    data, as 'label: why' (the last record of a point counts). --resume measures none of them again, so
-    without this a resumed sweep ended 'done', exit 0, over a file holding failed points."""
+def earlier_problems(path: str | os.PathLike[str], points, *, failed: bool = True) -> tuple[str, ...]:
+    """Of the sweep's `points` (SweepPoint) recorded in the file, those whose record failed (unless not
+    `failed`) or found wrong data, as 'label: why' (the last record of a point counts). --resume measures
+    none of them again, so without this a resumed sweep ended 'done', exit 0, over a file holding failed points."""
     wanted = {point.key: point.label for point in points}
     last: dict[str, Measurement] = {}
     if Path(path).exists():
@@ -40,7 +40,8 @@ def earlier_problems(path: str | os.PathLike[str], points) -> tuple[str, ...]:
     out = []
     for key, rec in last.items():
         if rec.status == "failed":
-            out.append(f"{wanted[key]}: failed ({rec.error})")
+            if failed:
+                out.append(f"{wanted[key]}: failed ({rec.error})")
         elif rec.num_wrong:
             out.append(f"{wanted[key]}: {rec.num_wrong} wrong element(s)")
     return tuple(out)
