@@ -192,3 +192,19 @@ def test_a_copied_entry_or_size_is_refused_not_dropped():
                                              r"as sizes\[1\] \('64K'\)"):
         parse(entry(sizes=["1K", "64K", 65536]))
     assert len(plan_sweep(parse(entry(), entry(sizes=["64K", "1M"])), 2, backend="gloo")) == 3  # overlaps are fine
+
+
+def test_defaults_params_go_to_the_entries_that_take_them_and_a_stray_one_names_defaults():
+    """[defaults] itres = 5 was reported as 'run[0] (all_reduce): itres=5', a key run[0] does not hold;
+    and a MoE parameter in [defaults] refused every all_reduce entry of the file."""
+    with pytest.raises(CommbenchError) as info:
+        parse(entry(), defaults={"itres": 5})
+    assert "test.toml: [defaults]: itres=5 is invalid: no [[run]] entry takes it" in str(info.value), str(info.value)
+    assert "run[0]" not in str(info.value)
+    with pytest.raises(CommbenchError, match=r"\[defaults\]: hidden=64 is invalid: no \[\[run\]\] entry takes it"):
+        parse(entry(), defaults={"hidden": 64})  # a MoE parameter in a file without MoE entries
+    moe = {"collective": "moe_all_to_all", "tokens_per_rank": [8], "num_experts": 4, "top_k": 2}
+    spec = parse(entry(), moe, {**moe, "hidden": 32}, defaults={"hidden": 64, "iters": 3})
+    assert [e.params.get("hidden") for e in spec.entries] == [None, 64, 32] and spec.entries[0].iters == 3
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): hidden=64 is invalid: unknown key"):
+        parse(entry(hidden=64), moe)  # in the entry itself it is still that entry's mistake

@@ -8,7 +8,8 @@
     nccl_algo = ["ring", "tree"] # optional NCCL tuning axes (also nccl_proto, nccl_channels): every
                                  # combination, NCCL's default first, in fresh processes (NCCL only)
 
-    [defaults]                   # any entry key; entries override
+    [defaults]                   # any entry key; entries override. A collective's parameter (hidden, algorithm)
+                                 # goes to the entries whose collective takes it; one no entry takes is refused
     iters = 10
     timeout_s = 60               # per point: a collective that takes longer fails that point
 
@@ -60,6 +61,7 @@ TUNING_KEYS = ("nccl_algo", "nccl_proto", "nccl_channels")  # NCCL tuning axes: 
 SWEEP_KEYS = ("name", "description", "backend", "nproc", "world_size", *TUNING_KEYS)
 TOP_KEYS = ("sweep", "defaults", "run")
 SIZE_TABLE_KEYS = ("min", "max", "factor", "step")
+STANDARD_KEYS = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)  # every other entry key is a parameter of its collective
 DEFAULT_TIMEOUT_S = 300.0
 
 
@@ -296,7 +298,10 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     label = merged.get("name", f"{index}:{name}")
     if not isinstance(label, str) or not label:
         raise _bad(where, "name", label, "a non-empty string")
-    params = {k: v for k, v in merged.items() if k not in (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)}
+    # a [defaults] parameter goes to the entries whose collective declares it (as [defaults] op skips the
+    # collectives that do not reduce); one no entry takes is refused in parse_sweep, naming [defaults]
+    params = {k: v for k, v in defaults.items() if k not in STANDARD_KEYS and k in collective.param_names}
+    params.update({k: v for k, v in raw.items() if k not in STANDARD_KEYS})
     topology, subgroups = rack_options(where, merged)
     return SweepEntry(
         index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
@@ -307,6 +312,19 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),
         params=check_params(where, collective, params), topology=topology, subgroups=subgroups,
     )
+
+
+def stray_defaults(where: str, defaults: dict[str, Any], entries: tuple[SweepEntry, ...]) -> None:
+    """Refuse a [defaults] key that is neither an entry key nor a parameter of any entry's collective (a typo
+    such as itres, or hidden in a file with no MoE entry), naming [defaults] rather than an entry."""
+    from collectives import REGISTRY
+
+    taken = list(dict.fromkeys(k for e in entries for k in REGISTRY[e.collective].param_names))
+    stray = [k for k in defaults if k not in STANDARD_KEYS and k not in taken]
+    if stray:
+        takers = f"; parameters of this file's collectives: {', '.join(taken)}" if taken else ""
+        raise _bad(f"{where}: [defaults]", stray[0], defaults[stray[0]],
+                   f"no [[run]] entry takes it; allowed keys: {', '.join(STANDARD_KEYS)}{takers}")
 
 
 def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
@@ -336,6 +354,7 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
     nproc = _int(f"{where}: [sweep]", "nproc", head["nproc"], 1, MAX_WORLD_SIZE) if "nproc" in head else None
     world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1, MAX_WORLD_SIZE) if "world_size" in head else None
     entries = tuple(parse_entry(path, i, raw, defaults) for i, raw in enumerate(runs))
+    stray_defaults(where, defaults, entries)
     tuning = parse_axes(*(head.get(k) for k in TUNING_KEYS), names=tuple(f"{where}: [sweep] {k}" for k in TUNING_KEYS))
     return Sweep(path=path, name=str(head.get("name", Path(path).stem)), description=str(head.get("description", "")),
                  backend=backend, nproc=nproc, world_size=world, entries=entries,
