@@ -208,3 +208,44 @@ def test_defaults_params_go_to_the_entries_that_take_them_and_a_stray_one_names_
     assert [e.params.get("hidden") for e in spec.entries] == [None, 64, 32] and spec.entries[0].iters == 3
     with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): hidden=64 is invalid: unknown key"):
         parse(entry(hidden=64), moe)  # in the entry itself it is still that entry's mistake
+
+
+def test_dry_run_with_out_checks_the_file_as_the_launch_would(tmp_path):
+    """`sweep F --dry-run -O FILE` said 'valid' where `sweep F -O FILE` then refused FILE (it held records,
+    or another sweep's with --resume, or was not a file one can write); -O was ignored."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter, Measurement, RunHeader
+    from commbench.sweep import load_sweep, plan_sweep
+    from commbench.sweep.resume import sweep_identity
+
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('[sweep]\nbackend = "gloo"\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K", "4K"]\n')
+    spec = load_sweep(str(sweep_file))
+    first = plan_sweep(spec, 2, backend="gloo")[0]
+    out = tmp_path / "out.jsonl"
+    header = RunHeader(run_id="r1", started_at="2025-01-01T00:00:00+00:00", argv=["commbench", "sweep"],
+                       commbench_version="0", python_version="3", torch_version=None, nccl_version=None,
+                       cuda_version=None, cupy_version=None, backend="gloo", world_size=2, hostnames=["h"],
+                       devices=[], nccl_env={}, launcher="local", sweep_identity=sweep_identity(spec, 2, "gloo"))
+    with JsonlWriter(str(out)) as writer:
+        writer.write(header)
+        writer.write(Measurement(run_id="r1", collective="all_reduce", backend="gloo", size_bytes=1024, count=256,
+                                 dtype="float32", op="sum", in_place=False, world_size=2, group_size=2, iters=20,
+                                 warmup_iters=5, time_us_median=10.0, point_key=first.key))
+    runner = CliRunner()
+    dry = ["sweep", str(sweep_file), "--dry-run", "--nproc", "2"]
+    held = runner.invoke(app, [*dry, "-O", str(out)])
+    assert held.exit_code == 2 and "already holds records: pass --resume" in held.output, held.output
+    resumed = runner.invoke(app, [*dry, "-O", str(out), "--resume"])
+    assert resumed.exit_code == 0 and "--resume: 1 of these point(s) are already in" in resumed.output, resumed.output
+    other = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--nproc", "4", "-O", str(out), "--resume"])
+    assert other.exit_code == 2 and "is refused: it holds sweep identity" in other.output, other.output
+    blocked = runner.invoke(app, [*dry, "-O", str(sweep_file / "x.jsonl")])
+    assert blocked.exit_code == 2 and "is a file, not a folder" in blocked.output, blocked.output
+    fresh = tmp_path / "new" / "out.jsonl"
+    assert runner.invoke(app, [*dry, "-O", str(fresh)]).exit_code == 0 and not fresh.parent.exists()  # touches nothing
+    json.loads(runner.invoke(app, [*dry, "--json", "-O", str(out), "--resume"]).output)

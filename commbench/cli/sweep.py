@@ -81,6 +81,24 @@ def earlier_text(earlier: tuple[str, ...], output: str) -> str:
             f"(first: {earlier[0]}); --resume never measures a point twice: delete their lines to measure them again")
 
 
+def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, file: str) -> int:
+    """`--dry-run -O FILE [--resume]`: refuse what the launch would refuse about FILE (touching nothing);
+    the number of the planned points --resume would skip as already recorded."""
+    from commbench.files import check_results_target, probe_output_file
+    from commbench.sweep.resume import recorded_keys
+
+    check_results_target(output, "--out")
+    probe_output_file(output, "--out")
+    if not has_records(output):
+        return 0
+    if not resume:
+        raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
+                             f"or choose another -O/--out")
+    check_resume_identity(output, sweep_identity(spec, world, backend), f"this sweep ({file} on {world} rank(s), {backend})")
+    done = recorded_keys(output)
+    return sum(point.key in done for point in plan_sweep(spec, world, backend=backend))
+
+
 def print_nothing_to_do(num_points: int, output: str, earlier: tuple[str, ...] = ()) -> None:
     if earlier:  # the file is complete, not clean: a CI job must not read this as a pass
         raise fail(f"nothing measured: all {num_points} point(s) are already in {output}, but "
@@ -151,7 +169,7 @@ def sweep(
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default: the file's \\[sweep] nproc, else 2). Omit under torchrun/srun/mpirun.")] = None,
     backend: Annotated[Optional[str], typer.Option("--backend", help="auto, nccl or gloo (default: the file's \\[sweep] backend).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice (failed or wrong ones among them still exit 1).")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing; with -O, also check that file as the launch would (with --resume: count the points it holds).")] = False,
     world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: --nproc, else the file's \\[sweep] world_size, else its nproc, else 2).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the points as JSON (schema: docs/json-output.md).")] = False,
     nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's \\[sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
@@ -185,10 +203,14 @@ def sweep(
         check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
                          else "[sweep] world_size")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
+        skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
         if as_json:
             console.print_json(json.dumps(doc, default=str))
             return
         print_dry_run(doc)
+        if resume and output:
+            console.print(f"--resume: {skipped} of these point(s) are already in {output} and would not be measured "
+                          "again", highlight=False)
         if spec.tuning:
             console.print(f"x {len(spec.tuning)} NCCL tuning combination(s), each in fresh processes: "
                           + ", ".join(c.label for c in spec.tuning), highlight=False)

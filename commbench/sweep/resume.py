@@ -85,4 +85,4 @@ def check_resume_identity(path: str | os.PathLike[str], identity: str, what: str
             theirs = (f"sweep identity {record.sweep_identity}" if record.sweep_identity
                       else f"a run of `{' '.join(record.argv[1:3]) or 'another command'}`, not this sweep")
             raise CommbenchError(f"--resume into {str(path)!r} is refused: it holds {theirs}; {what} is {identity} "
-                                 f"(entries, world size and backend must match): choose another -o")
+                                 f"(entries, world size and backend must match): choose another -O/--out")
