@@ -11,7 +11,8 @@
     [defaults]                   # any entry key; entries override. A collective's parameter (hidden, algorithm)
                                  # goes to the entries whose collective takes it; one no entry takes is refused
     iters = 10
-    timeout_s = 60               # per point: a collective that takes longer fails that point
+    timeout_s = 60               # per point: a collective left waiting this long for another rank (a hang)
+                                 # fails that point; a slow collective that keeps moving data does not
 
     [[run]]
     collective = "all_reduce"
