@@ -80,6 +80,22 @@ def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
     return target
 
 
+def probe_output_file(path: str | os.PathLike[str], option: str) -> None:
+    """check_output_file's refusals without touching the disk (for a dry run): no folder made, no file
+    opened; whether it can be written is judged by the permissions of the file or its nearest folder."""
+    from commbench.errors import CommbenchError
+
+    target = Path(path)
+    if target.is_dir():
+        raise CommbenchError(f"{option}={str(path)!r} is a directory: give a file path")
+    blocker = _file_in_the_way(target)
+    if blocker is not None:
+        raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(blocker)!r} is a file, not a folder")
+    nearest = target if target.exists() else next(p for p in target.absolute().parents if p.exists())
+    if not os.access(nearest, os.W_OK):
+        raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(nearest)!r} is not writable")
+
+
 def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
     """Make sure folder `path` exists (created if missing) and can be written; one line otherwise."""
     import tempfile

@@ -6,19 +6,47 @@ import re
 
 from commbench.errors import invalid
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _SIZE_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+SIZE_FORMS = "a positive whole byte count such as 8, 64K, 16M, 2G or 1536KiB (K = KiB = 1024, as nccl-tests)"
+
+
+def _size_multiplier(suffix: str) -> int:
+    """Bytes per unit of a size suffix: '' or 'B', K/M/G/T (any case) or KiB/MiB/GiB/TiB. A lower-case
+    'b' is bits, and 'MB' is 10^6 B to SI (and in commbench's own tables: format_size prints '80 MB' for
+    80,000,000 B) but 2^20 B to nccl-tests: both are refused, saying what to write."""
+    unit = suffix[:1].lower() if suffix[:1].lower() in ("k", "m", "g", "t") else ""
+    tail = suffix[len(unit):]
+    letter = unit.upper()
+    if tail.endswith("b"):
+        meant = f"{letter} or {letter}iB" if unit else "the count alone or B"
+        raise ValueError(f"a lower-case b means bits; sizes are bytes: write {meant}")
+    if tail in ("", "B") and not unit or tail in ("", "iB", "IB") and unit:
+        return _SIZE_MULT[unit]
+    if unit and tail == "B":
+        power = " kmgt".index(unit)
+        raise ValueError(f"{letter}B is ambiguous: 10^{3 * power} B in SI (and in commbench's tables), 2^{10 * power} B "
+                         f"in nccl-tests: write {letter} or {letter}iB for 2^{10 * power} B, or the bytes in digits")
+    raise ValueError(f"unknown unit {suffix!r}: {SIZE_FORMS}")
 
 
 def parse_size_bytes(text: str | int, field: str = "size") -> int:
-    """Parse '8', '64K', '16M', '2G', '1.5MiB' into bytes (K = 1024, as nccl-tests)."""
+    """Parse '8', '64K', '16M', '2G', '1.5MiB' into bytes (K = 1024, as nccl-tests). Refused, in one line
+    naming `field`: bits ('1Mb'), the ambiguous 'MB' (10^6 or 2^20?), and a fraction of a byte ('1.3K')."""
     if isinstance(text, int):
         value = text
     else:
         match = _SIZE_RE.match(str(text))
         if not match:
-            raise invalid(field, text, "a positive byte count such as 8, 64K, 16M or 2G")
-        value = int(float(match.group(1)) * _SIZE_MULT[match.group(2).lower()])
+            raise invalid(field, text, SIZE_FORMS)
+        try:
+            mult = _size_multiplier(match.group(2))
+        except ValueError as exc:
+            raise invalid(field, text, str(exc)) from None
+        exact = float(match.group(1)) * mult
+        if exact != int(exact):
+            raise invalid(field, text, f"not a whole number of bytes ({exact:g} B); {SIZE_FORMS}")
+        value = int(exact)
     if value <= 0:
         raise invalid(field, text, "sizes must be positive")
     return value

@@ -30,6 +30,11 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["bench", "all_reduce", "-f", "nan"], "--step-factor=nan is invalid"),
     (["bench", "all_reduce", "-b", "8", "-e", "1T", "-i", "1"], "at most 10,000 per range"),
     (["bench", "all_reduce", "-b", "64T", "-e", "64T"], "the largest size, 64 TiB, is too large here"),
+    # '1MB' was read as 1 MiB (commbench prints 10^6 B as '1 MB'), '1Mb' (megabits) too, '1.3K' as 1331 B
+    (["bench", "all_reduce", "-b", "1MB"], "--min-bytes='1MB' is invalid: MB is ambiguous"),
+    (["bench", "all_reduce", "-e", "1Mb"], "--max-bytes='1Mb' is invalid: a lower-case b means bits"),
+    (["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-b", "1.3K"],
+     "--min-bytes='1.3K' is invalid: not a whole number of bytes (1331.2 B)"),
     (["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-f", "1.0000001", "-e", "1T"], "at most 10,000"),
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "nan"], "--imbalance=nan"),
     (["nccl-tuner", "--system", "nope"], "--system='nope' is invalid: one of gb300-nvl72"),  # not "--gpus is missing"

@@ -226,3 +226,32 @@ def test_too_many_local_ranks_fail_before_any_combination_starts(tmp_path):
     with pytest.raises(CommbenchError, match=r"--nproc=999 is invalid: allowed 1\.\.\d+ on nccl"):
         world_size_of(999, "nccl")  # one NCCL rank per visible GPU
     assert world_size_of(None, "gloo") == 2
+
+
+def test_a_tuning_sweep_with_wrong_data_in_any_combination_exits_1(tmp_path, monkeypatch):
+    """A tuning sweep ended 'done', exit 0, with wrong data in a forced combination (or NCCL's default):
+    a refused combination is data, a wrong result is not."""
+    import typer
+
+    from commbench.cli.sweep import run_sweep_axes
+    from commbench.sweep import SweepJob, parse_sweep
+    from commbench.sweep import tuned_sweep
+    from commbench.sweep.tuned_sweep import run_tuned_sweep, wrong_points
+
+    spec = parse_sweep({"sweep": {"nccl_proto": ["ll"]},
+                        "run": [{"collective": "all_reduce", "sizes": ["1K", "4K"], "iters": 2, "warmup_iters": 0,
+                                 "timeout_s": 30}]})
+    out = tmp_path / "s.jsonl"
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(out), show_progress=False)
+    results = run_tuned_sweep(job, nproc=1, start_method="fork")
+    assert wrong_points(job, 1) == ()
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    spoilt = next(i for i, r in enumerate(lines) if r.get("params", {}).get("nccl_proto") == "ll")
+    lines[spoilt]["num_wrong"] = 3
+    out.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert wrong_points(job, 1) == ("*/ll/* 0:all_reduce float32 1 KiB: 3 wrong element(s)",)
+    monkeypatch.setattr(tuned_sweep, "run_tuned_sweep", lambda job, nproc: results)
+    monkeypatch.setattr("commbench.comm.nccl_tuning.refuse_on_backend", lambda backend, combos: None)
+    with pytest.raises(typer.Exit) as stop:
+        run_sweep_axes(job, 1, "")
+    assert stop.value.exit_code == 1

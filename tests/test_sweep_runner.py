@@ -162,3 +162,55 @@ def test_ctrl_c_leaves_a_valid_file_and_prints_the_resume_command(tmp_path):
     for line in out.read_text().splitlines():
         json.loads(line)  # every line is a whole record
     assert len(measurements_of(out)) >= 2
+
+
+def spoil(path: Path, keep: int) -> None:
+    """The file's first `keep` lines, its 2nd measurement failed and its 3rd with wrong elements."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[2].update(status="failed", error="RuntimeError: boom")
+    lines[3].update(num_wrong=3)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines[:keep]))
+
+
+def test_resume_reports_the_failed_and_wrong_points_it_does_not_measure_again(tmp_path):
+    out = tmp_path / "out.jsonl"
+    spec = small_sweep({"collective": "all_reduce", "sizes": ["1K", "2K", "4K"]})
+    run_ranks(run_sweep_on_backend, 2, args=(SweepJob(sweep=spec, backend="gloo", output_path=str(out),
+                                                      show_progress=False),))
+    spoil(out, keep=4)  # header, ok, failed, wrong: every point recorded
+    again = SweepJob(sweep=spec, backend="gloo", output_path=str(out), resume=True, show_progress=False)
+    first = run_ranks(run_sweep_on_backend, 2, args=(again,))[0]
+    assert (first.num_skipped, first.num_ok, first.num_failed) == (3, 0, 0)
+    assert first.earlier == ("0:all_reduce float32 2 KiB: failed (RuntimeError: boom)",
+                             "0:all_reduce float32 4 KiB: 3 wrong element(s)")
+    spoil(out, keep=3)  # the wrong point's record cut off: measured again, the failed one not
+    second = run_ranks(run_sweep_on_backend, 2, args=(again,))[0]
+    assert (second.num_skipped, second.num_ok) == (2, 1) and len(second.earlier) == 1
+
+
+def test_a_resumed_sweep_over_a_failed_point_exits_1(tmp_path):
+    """A CI sweep killed and resumed ended 'done' / 'nothing to do', exit 0, while its file held a failed
+    point and a wrong one that --resume never measures again; now exit 1, naming them."""
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('[sweep]\nbackend = "gloo"\nnproc = 2\n[defaults]\niters = 2\nwarmup_iters = 0\n'
+                          'timeout_s = 30\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K", "2K", "4K"]\n')
+    out = tmp_path / "out.jsonl"
+    first = subprocess.run(cli(str(sweep_file), "-O", str(out)), cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stdout + first.stderr
+    clean = out.read_text()
+    spoil(out, keep=3)  # the 4 KiB point still to measure
+    resumed = subprocess.run(cli(str(sweep_file), "-O", str(out), "--resume"), cwd=REPO, capture_output=True,
+                             text=True, timeout=120)
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+    assert "1 point(s) measured, 0 failed" in resumed.stderr and "2 KiB: failed (RuntimeError: boom)" in resumed.stderr
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    out.write_text(clean)
+    spoil(out, keep=4)  # every point recorded: nothing to launch, still not a pass
+    done = CliRunner().invoke(app, ["sweep", str(sweep_file), "-O", str(out), "--resume"])
+    assert done.exit_code == 1 and "nothing measured" in done.output and "2 point(s)" in done.output, done.output
+    out.write_text(clean)
+    done = CliRunner().invoke(app, ["sweep", str(sweep_file), "-O", str(out), "--resume"])
+    assert done.exit_code == 0 and "nothing to do" in done.output, done.output

@@ -58,6 +58,28 @@ def test_each_mistake_names_entry_field_and_value(run, field, fragment):
     assert "run[1]" in message and f"{field}=" in message and fragment in message, message
 
 
+@pytest.mark.parametrize("size, fragment", [
+    ("1Mb", "b means bits"),               # megabits, read as 1 MiB before
+    ("1MB", "MB is ambiguous"),            # 10^6 B as commbench prints it, 2^20 B as nccl-tests reads it
+    ("64kb", "b means bits"),
+    ("2GB", "2^30 B in nccl-tests"),
+    ("1.3K", "not a whole number of bytes (1331.2 B)"),  # truncated to 1331 B before
+    ("1.5", "not a whole number of bytes"),
+])
+def test_a_size_that_means_something_else_is_refused_with_why(size, fragment):
+    with pytest.raises(CommbenchError) as info:
+        parse(entry(sizes=["1K", size]))
+    message = str(info.value)
+    assert "run[0] (all_reduce): sizes[1]=" in message and repr(size) in message and fragment in message, message
+    assert "\n" not in message
+
+
+def test_sizes_in_bytes_binary_units_and_nccl_tests_letters_read_alike():
+    for size, size_bytes in (("1M", 1 << 20), ("1MiB", 1 << 20), ("1m", 1 << 20), (1048576, 1 << 20),
+                             ("1048576B", 1 << 20), ("0.5K", 512), ("1536KiB", 1536 << 10)):
+        assert parse(entry(sizes=[size])).entries[0].sizes_bytes == (size_bytes,), size
+
+
 def test_top_level_and_sweep_table_mistakes():
     with pytest.raises(CommbenchError, match=r"runs=.*unknown top-level key"):
         parse_sweep({"runs": [entry()]}, "x.toml")
@@ -80,8 +102,24 @@ def test_toml_syntax_error_names_the_file(tmp_path):
 
 def test_entry_the_world_cannot_run_is_refused_at_planning():
     spec = parse(entry(), entry(collective="broadcast", root=5))
-    with pytest.raises(CommbenchError, match=r"run\[1\] \(broadcast\) on 4 ranks: --root=5"):
+    with pytest.raises(CommbenchError, match=r"run\[1\] \(broadcast\) on 4 ranks: root=5 is invalid"):
         plan_sweep(spec, 4, backend="gloo")
+
+
+@pytest.mark.parametrize("run, defaults, needle", [  # the file's keys, not `commbench bench`'s options
+    (entry(group_sizes=[8]), {}, "run[0] (all_reduce) on 4 ranks: group_sizes=8 is invalid"),
+    (entry(), {"ranks_per_rack": 3}, "on 4 ranks: ranks_per_rack=3 is invalid"),
+    (entry(op="avg", dtype="int32"), {}, "op=avg needs a floating-point dtype, got int32"),
+])
+def test_planning_errors_name_the_sweep_key(run, defaults, needle):
+    with pytest.raises(CommbenchError) as info:
+        plan_sweep(parse(run, defaults=defaults), 4, backend="gloo")
+    assert needle in str(info.value) and "--" not in str(info.value), str(info.value)
+
+
+def test_options_of_the_command_line_stay_options():
+    with pytest.raises(CommbenchError, match=r"needs at least 2 ranks, got 1 \(use --nproc 2 or more\)"):
+        plan_sweep(parse(entry(collective="sendrecv")), 1, backend="gloo")
 
 
 def test_point_keys_are_unique_and_stable():
@@ -99,3 +137,115 @@ def test_shipped_files_plan_for_their_world(path):
     assert spec.world_size and spec.description
     points = plan_sweep(spec, spec.world_size, backend=spec.backend if spec.backend != "auto" else "gloo")
     assert points
+
+
+def test_dry_run_plans_for_the_nproc_the_launch_would_start():
+    """`sweep F --nproc 3 --dry-run` passed (planned for the file's world_size, 4) while `sweep F --nproc 3`
+    then failed: the dry run plans for --nproc when given, as the launch runs it."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    runner = CliRunner()
+    refused = runner.invoke(app, ["sweep", "ci-small", "--dry-run", "--nproc", "3"])
+    assert refused.exit_code == 2 and "on 3 ranks: ranks_per_rack=2 is invalid" in refused.output, refused.output
+    assert len(refused.output.strip().splitlines()) == 1
+    planned = runner.invoke(app, ["sweep", "ci-small", "--dry-run", "--json", "--nproc", "2"])
+    assert planned.exit_code == 0 and '"world_size": 2' in planned.output, planned.output
+    for args in (["--world-size", "4", "--nproc", "2"], []):  # --world-size first; else the file's world_size
+        chosen = runner.invoke(app, ["sweep", "ci-small", "--dry-run", "--json", *args])
+        assert chosen.exit_code == 0 and '"world_size": 4' in chosen.output, chosen.output
+
+
+def header_of(path: str) -> str:
+    """The comment block a shipped sweep file opens with (what it answers, how to launch it)."""
+    lines = []
+    for line in open(path).read().splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("# "))
+    return " ".join(lines)
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob("sweeps/*.toml")))
+def test_shipped_headers_state_what_their_files_set(path):
+    """nvl72-rack's header promised 256 experts while every entry sets 288."""
+    import re
+
+    spec = load_sweep(path)
+    head = header_of(path)
+    experts = {e.params["num_experts"] for e in spec.entries if "num_experts" in e.params}
+    for number in re.findall(r"\b(\d+) experts", head):
+        assert int(number) in experts, f"{path}: header says {number} experts, entries set {sorted(experts)}"
+    for number in re.findall(r"\b(\d+) launches of the whole file", head):
+        assert int(number) == len(spec.tuning), f"{path}: header says {number} launches, {len(spec.tuning)} combinations"
+
+
+def test_a_copied_entry_or_size_is_refused_not_dropped():
+    """A pasted [[run]] left unchanged (or one differing only in what no point key holds, such as check)
+    planned nothing and the dry run said 'valid'; a size listed twice was measured once."""
+    with pytest.raises(CommbenchError) as info:
+        plan_sweep(parse(entry(), entry(sizes=["64K"], check=False)), 2, backend="gloo")
+    assert ("run[1] (all_reduce) adds no point: every point it plans on 2 ranks is already planned by run[0]"
+            in str(info.value)), str(info.value)
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): sizes\[2\]=65536 is invalid: the same size "
+                                             r"as sizes\[1\] \('64K'\)"):
+        parse(entry(sizes=["1K", "64K", 65536]))
+    assert len(plan_sweep(parse(entry(), entry(sizes=["64K", "1M"])), 2, backend="gloo")) == 3  # overlaps are fine
+
+
+def test_defaults_params_go_to_the_entries_that_take_them_and_a_stray_one_names_defaults():
+    """[defaults] itres = 5 was reported as 'run[0] (all_reduce): itres=5', a key run[0] does not hold;
+    and a MoE parameter in [defaults] refused every all_reduce entry of the file."""
+    with pytest.raises(CommbenchError) as info:
+        parse(entry(), defaults={"itres": 5})
+    assert "test.toml: [defaults]: itres=5 is invalid: no [[run]] entry takes it" in str(info.value), str(info.value)
+    assert "run[0]" not in str(info.value)
+    with pytest.raises(CommbenchError, match=r"\[defaults\]: hidden=64 is invalid: no \[\[run\]\] entry takes it"):
+        parse(entry(), defaults={"hidden": 64})  # a MoE parameter in a file without MoE entries
+    moe = {"collective": "moe_all_to_all", "tokens_per_rank": [8], "num_experts": 4, "top_k": 2}
+    spec = parse(entry(), moe, {**moe, "hidden": 32}, defaults={"hidden": 64, "iters": 3})
+    assert [e.params.get("hidden") for e in spec.entries] == [None, 64, 32] and spec.entries[0].iters == 3
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): hidden=64 is invalid: unknown key"):
+        parse(entry(hidden=64), moe)  # in the entry itself it is still that entry's mistake
+
+
+def test_dry_run_with_out_checks_the_file_as_the_launch_would(tmp_path):
+    """`sweep F --dry-run -O FILE` said 'valid' where `sweep F -O FILE` then refused FILE (it held records,
+    or another sweep's with --resume, or was not a file one can write); -O was ignored."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter, Measurement, RunHeader
+    from commbench.sweep import load_sweep, plan_sweep
+    from commbench.sweep.resume import sweep_identity
+
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('[sweep]\nbackend = "gloo"\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K", "4K"]\n')
+    spec = load_sweep(str(sweep_file))
+    first = plan_sweep(spec, 2, backend="gloo")[0]
+    out = tmp_path / "out.jsonl"
+    header = RunHeader(run_id="r1", started_at="2025-01-01T00:00:00+00:00", argv=["commbench", "sweep"],
+                       commbench_version="0", python_version="3", torch_version=None, nccl_version=None,
+                       cuda_version=None, cupy_version=None, backend="gloo", world_size=2, hostnames=["h"],
+                       devices=[], nccl_env={}, launcher="local", sweep_identity=sweep_identity(spec, 2, "gloo"))
+    with JsonlWriter(str(out)) as writer:
+        writer.write(header)
+        writer.write(Measurement(run_id="r1", collective="all_reduce", backend="gloo", size_bytes=1024, count=256,
+                                 dtype="float32", op="sum", in_place=False, world_size=2, group_size=2, iters=20,
+                                 warmup_iters=5, time_us_median=10.0, point_key=first.key))
+    runner = CliRunner()
+    dry = ["sweep", str(sweep_file), "--dry-run", "--nproc", "2"]
+    held = runner.invoke(app, [*dry, "-O", str(out)])
+    assert held.exit_code == 2 and "already holds records: pass --resume" in held.output, held.output
+    resumed = runner.invoke(app, [*dry, "-O", str(out), "--resume"])
+    assert resumed.exit_code == 0 and "--resume: 1 of these point(s) are already in" in resumed.output, resumed.output
+    other = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--nproc", "4", "-O", str(out), "--resume"])
+    assert other.exit_code == 2 and "is refused: it holds sweep identity" in other.output, other.output
+    blocked = runner.invoke(app, [*dry, "-O", str(sweep_file / "x.jsonl")])
+    assert blocked.exit_code == 2 and "is a file, not a folder" in blocked.output, blocked.output
+    fresh = tmp_path / "new" / "out.jsonl"
+    assert runner.invoke(app, [*dry, "-O", str(fresh)]).exit_code == 0 and not fresh.parent.exists()  # touches nothing
+    json.loads(runner.invoke(app, [*dry, "--json", "-O", str(out), "--resume"]).output)

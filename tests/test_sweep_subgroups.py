@@ -58,7 +58,7 @@ def test_entries_must_agree_on_one_rack_topology():
 
 
 def test_planning_checks_groups_against_the_world():
-    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\) on 4 ranks: --group-sizes=3 .*divide"):
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\) on 4 ranks: group_sizes=3 .*divide"):
         plan_sweep(sweep_of({**PAIRS, "group_sizes": [3]}), 4, backend="gloo")
     moe = {"collective": "moe_all_to_all", "tokens_per_rank": [8], "hidden": 64, "num_experts": 4, "top_k": 2,
            "group_sizes": [2, 4]}

@@ -24,9 +24,10 @@ def _write(path: str, text: str, what: str, option: str = "--out") -> None:
     write_output(path, text, option, marker=marker, what=what)
 
 
-def print_combinations(results: list, output_path: str, again: str = "") -> None:
+def print_combinations(results: list, output_path: str, again: str = "", wrong: tuple[str, ...] = ()) -> None:
     """After a run over the NCCL tuning axes (rank 0 only): one line per combination, then done, or
-    exit 1 when NCCL's default itself failed (refused combinations are data, not failures)."""
+    exit 1 when NCCL's default itself failed (refused combinations are data, not failures) or when a
+    point of any combination found `wrong` data."""
     from commbench.comm.launch import detect_rank_env
     from commbench.sweep.tuned_bench import baseline_failed, summary_lines
 
@@ -39,6 +40,9 @@ def print_combinations(results: list, output_path: str, again: str = "") -> None
     if failed:
         raise fail(f"the NCCL default (baseline) failed: {failed}; records in {output_path}"
                    + (f"; continue with: {again}" if again else ""), exit_code=1)
+    if wrong:
+        raise fail(f"{len(wrong)} point(s) found wrong data in the data checks (first: {wrong[0]}); records in "
+                   f"{output_path}", exit_code=1)
     console.print(styled("[green]done[/]: {} combination(s); records in {} (next: commbench nccl-tuner {} -o "
                          "nccl_tuner.conf)", len(results), output_path, output_path), highlight=False)
 

@@ -21,7 +21,8 @@ from commbench.errors import CommbenchError
 from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe
-from commbench.sweep.resume import check_resume_identity, finished_before_launch, has_records, sweep_identity
+from commbench.sweep.resume import (check_resume_identity, earlier_problems, finished_before_launch, has_records,
+                                    sweep_identity)
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
@@ -74,16 +75,44 @@ def print_dry_run(doc: dict) -> None:
                   "nothing launched", highlight=False)
 
 
-def print_nothing_to_do(num_points: int, output: str) -> None:
+def earlier_text(earlier: tuple[str, ...], output: str) -> str:
+    """The failed or wrong points --resume found recorded and did not measure again, in one clause."""
+    return (f"{len(earlier)} point(s) of this sweep recorded in {output} before this launch failed or had wrong data "
+            f"(first: {earlier[0]}); --resume never measures a point twice: delete their lines to measure them again")
+
+
+def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, file: str) -> int:
+    """`--dry-run -O FILE [--resume]`: refuse what the launch would refuse about FILE (touching nothing);
+    the number of the planned points --resume would skip as already recorded."""
+    from commbench.files import check_results_target, probe_output_file
+    from commbench.sweep.resume import recorded_keys
+
+    check_results_target(output, "--out")
+    probe_output_file(output, "--out")
+    if not has_records(output):
+        return 0
+    if not resume:
+        raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
+                             f"or choose another -O/--out")
+    check_resume_identity(output, sweep_identity(spec, world, backend), f"this sweep ({file} on {world} rank(s), {backend})")
+    done = recorded_keys(output)
+    return sum(point.key in done for point in plan_sweep(spec, world, backend=backend))
+
+
+def print_nothing_to_do(num_points: int, output: str, earlier: tuple[str, ...] = ()) -> None:
+    if earlier:  # the file is complete, not clean: a CI job must not read this as a pass
+        raise fail(f"nothing measured: all {num_points} point(s) are already in {output}, but "
+                   f"{earlier_text(earlier, output)}", exit_code=1)
     console.print(styled("[green]nothing to do[/]: all {} point(s) are already in {}", num_points, output), highlight=False)
 
 
 def finished_on_resume(spec, output: str, world: int, backend: str) -> bool:
     """--resume of a sweep whose points are all in `output`: say so and start no rank (nor a rendezvous
-    that a loaded machine can fail), decided before launch where the keys are known (finished_before_launch)."""
+    that a loaded machine can fail), decided before launch where the keys are known (finished_before_launch);
+    exit 1 when some of them failed or had wrong data."""
     finished = finished_before_launch(output, spec, world, backend)
     if finished is not None:
-        print_nothing_to_do(finished, output)
+        print_nothing_to_do(finished, output, earlier_problems(output, plan_sweep(spec, world, backend=backend)))
     return finished is not None
 
 
@@ -91,10 +120,12 @@ def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
     """The sweep once per NCCL tuning combination, each in fresh processes, into one file."""
     from commbench.cli.nccl_tuner import print_combinations
     from commbench.comm.nccl_tuning import refuse_on_backend
-    from commbench.sweep.tuned_sweep import run_tuned_sweep
+    from commbench.sweep.tuned_bench import world_size_of
+    from commbench.sweep.tuned_sweep import run_tuned_sweep, wrong_points
 
     refuse_on_backend(job.backend, list(job.sweep.tuning))
-    print_combinations(run_tuned_sweep(job, nproc=nproc), job.output_path, again)
+    results = run_tuned_sweep(job, nproc=nproc)
+    print_combinations(results, job.output_path, again, wrong_points(job, world_size_of(nproc, job.backend)))
 
 
 def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
@@ -126,16 +157,20 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
             raise RunFailed(f"{exc}; continue with: {again}") from None
 
 
-@command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.")
+@command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them. "
+                       "Exit 0: every point of the sweep is in the file, measured with correct data; 1: a point failed "
+                       "or found wrong data (with --resume: also one recorded before; with NCCL tuning axes, a forced "
+                       "combination NCCL refuses is recorded as data, not a failure), or the sweep stopped; 2: bad "
+                       "input, found before any rank starts; 130: interrupted (what was measured is kept).")
 def sweep(
     file: Annotated[str, typer.Argument(help="Sweep file (TOML), or the name of a shipped one: ci-small, h100-node, nvl72-rack, nvl72-multirack, nccl-tuning-node.")],
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="JSONL results file (default results/sweep-<name>-<time>.jsonl).")] = None,
     old_out: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default: the file's \\[sweep] nproc, else 2). Omit under torchrun/srun/mpirun.")] = None,
     backend: Annotated[Optional[str], typer.Option("--backend", help="auto, nccl or gloo (default: the file's \\[sweep] backend).")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing.")] = False,
-    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: the file's world_size, else nproc).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice (failed or wrong ones among them still exit 1).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing; with -O, also check that file as the launch would (with --resume: count the points it holds).")] = False,
+    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: --nproc, else the file's \\[sweep] world_size, else its nproc, else 2).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the points as JSON (schema: docs/json-output.md).")] = False,
     nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's \\[sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
     nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force: ll, ll128, simple, default (replaces \\[sweep] nccl_proto).")] = None,
@@ -163,14 +198,19 @@ def sweep(
         spec = dataclasses.replace(spec, tuning=tuple(parse_axes(nccl_algo, nccl_proto, nccl_channels)))
     requested = backend or spec.backend
     if dry_run:
-        world = next((n for n in (world_size, spec.world_size, nproc, spec.nproc) if n is not None), 2)
+        # what the launch would run: --nproc (as given on the same line) before the file's world_size
+        world = next((n for n in (world_size, nproc, spec.world_size, spec.nproc) if n is not None), 2)
         check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
                          else "[sweep] world_size")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
+        skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
         if as_json:
             console.print_json(json.dumps(doc, default=str))
             return
         print_dry_run(doc)
+        if resume and output:
+            console.print(f"--resume: {skipped} of these point(s) are already in {output} and would not be measured "
+                          "again", highlight=False)
         if spec.tuning:
             console.print(f"x {len(spec.tuning)} NCCL tuning combination(s), each in fresh processes: "
                           + ", ".join(c.label for c in spec.tuning), highlight=False)
@@ -207,16 +247,19 @@ def sweep(
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return
     if outcome.num_ok + outcome.num_failed + ok_before + failed_before == 0 and outcome.num_skipped:
-        print_nothing_to_do(outcome.num_planned, output)
+        print_nothing_to_do(outcome.num_planned, output, outcome.earlier)
         return
     num_failed = outcome.num_failed + failed_before
     summary = (f"{outcome.num_ok + ok_before} point(s) measured, {num_failed} failed, "
                f"{outcome.num_skipped - ok_before - failed_before} skipped "
                f"(already in the file); records in {output}")
+    earlier = f"; {earlier_text(outcome.earlier, output)}" if outcome.earlier else ""
     if outcome.stopped:
-        raise fail(f"sweep stopped: {outcome.stopped}. {summary}. Continue with: {again}", exit_code=1)
+        raise fail(f"sweep stopped: {outcome.stopped}. {summary}{earlier}. Continue with: {again}", exit_code=1)
     if num_failed:
-        raise fail(f"{summary} (failed points are recorded with their error)", exit_code=1)
+        raise fail(f"{summary} (failed points are recorded with their error){earlier}", exit_code=1)
     if outcome.num_wrong:
-        raise fail(f"{outcome.num_wrong} wrong element(s) in the data checks; {summary}", exit_code=1)
+        raise fail(f"{outcome.num_wrong} wrong element(s) in the data checks; {summary}{earlier}", exit_code=1)
+    if earlier:
+        raise fail(f"{summary}{earlier}", exit_code=1)
     console.print(styled("[green]done[/]: {}", summary), highlight=False)

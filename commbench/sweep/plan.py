@@ -20,7 +20,7 @@ from commbench.limits import check_point_count
 from commbench.errors import CommbenchError
 from commbench.measure.harness import LoopOptions
 from commbench.measure.subgroups import expand_points
-from commbench.sweep.schema import Sweep, SweepEntry
+from commbench.sweep.schema import ENTRY_KEYS, GROUP_KEYS, RACK_KEYS, Sweep, SweepEntry, sweep_words
 from commbench.comm.topology import Topology, TopologySpec, resolve_before_launch
 from commbench.units import format_size
 
@@ -70,11 +70,14 @@ def point_key(config: BenchConfig, point: PlannedPoint, world_size: int) -> str:
 def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str = "",
                argv: tuple[str, ...] = (), topology: Topology | None = None) -> list[SweepPoint]:
     """Every point of the sweep, in file order; an entry the world cannot run fails with its index.
-    Identical points planned twice (same key) are measured once. `topology`: the launch's racks as
+    Identical points planned twice (same key) are measured once; an entry all of whose points earlier
+    entries plan is refused (a copy left unchanged). `topology`: the launch's racks as
     resolved on the ranks (`resolve_on_ranks`); None before launch (--dry-run, checks)."""
     points: list[SweepPoint] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # point key -> index of the entry that planned it first
     for entry in sweep.entries:
+        before = len(points)
+        planned_by: set[int] = set()
         for config in entry_configs(entry, backend=backend, output_path=output_path, argv=argv,
                                     topology=sweep.topology):
             try:
@@ -82,9 +85,10 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
                 racks = topology or resolve_before_launch(config.topology, world_size)
                 planned = expand_points(plan_points(config, collective, world_size), config, collective,
                                         world_size, racks)
-            except (CommbenchError, ValueError) as exc:
+            except (CommbenchError, ValueError) as exc:  # named by the file's keys, not bench's options
+                keys = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS, *get_collective(entry.collective).param_names)
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) "
-                                     f"on {world_size} ranks: {exc}") from None
+                                     f"on {world_size} ranks: {sweep_words(str(exc), keys)}") from None
             if not planned:
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) plans no points "
                                      f"on {world_size} ranks: check its sizes or parameters")
@@ -92,8 +96,15 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
             for point in planned:
                 key = point_key(config, point, world_size)
                 if key not in seen:
-                    seen.add(key)
+                    seen[key] = entry.index
                     points.append(SweepPoint(entry=entry, config=config, point=point, key=key))
+                else:
+                    planned_by.add(seen[key])
+        if len(points) == before:  # a copy of earlier entries (a pasted entry left unchanged): it would add nothing
+            earlier = ", ".join(f"run[{i}]" for i in sorted(planned_by - {entry.index}))
+            raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) adds no point: every point "
+                                 f"it plans on {world_size} ranks is already planned by {earlier} (same collective, "
+                                 f"dtype, op, placement, size, groups, params and iters): remove it or change it")
     return points
 
 

@@ -27,6 +27,26 @@ def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
             if isinstance(rec, Measurement) and rec.point_key}
 
 
+def earlier_problems(path: str | os.PathLike[str], points, *, failed: bool = True) -> tuple[str, ...]:
+    """Of the sweep's `points` (SweepPoint) recorded in the file, those whose record failed (unless not
+    `failed`) or found wrong data, as 'label: why' (the last record of a point counts). --resume measures
+    none of them again, so without this a resumed sweep ended 'done', exit 0, over a file holding failed points."""
+    wanted = {point.key: point.label for point in points}
+    last: dict[str, Measurement] = {}
+    if Path(path).exists():
+        for rec in iter_records(path):
+            if isinstance(rec, Measurement) and rec.point_key in wanted:
+                last[rec.point_key] = rec
+    out = []
+    for key, rec in last.items():
+        if rec.status == "failed":
+            if failed:
+                out.append(f"{wanted[key]}: failed ({rec.error})")
+        elif rec.num_wrong:
+            out.append(f"{wanted[key]}: {rec.num_wrong} wrong element(s)")
+    return tuple(out)
+
+
 def finished_before_launch(path: str | os.PathLike[str], sweep, world_size: int, backend: str) -> int | None:
     """For --resume before any rank starts: the number of points when the file already holds every one,
     else None (then the launch decides, as it does when the keys are known only on the ranks)."""
@@ -65,4 +85,4 @@ def check_resume_identity(path: str | os.PathLike[str], identity: str, what: str
             theirs = (f"sweep identity {record.sweep_identity}" if record.sweep_identity
                       else f"a run of `{' '.join(record.argv[1:3]) or 'another command'}`, not this sweep")
             raise CommbenchError(f"--resume into {str(path)!r} is refused: it holds {theirs}; {what} is {identity} "
-                                 f"(entries, world size and backend must match): choose another -o")
+                                 f"(entries, world size and backend must match): choose another -O/--out")

@@ -21,7 +21,7 @@ from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_d
 from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.files import repair_torn_tail
-from commbench.sweep.resume import recorded_keys, sweep_identity
+from commbench.sweep.resume import earlier_problems, recorded_keys, sweep_identity
 from commbench.sweep.schema import Sweep
 from commbench.comm.topology import resolve_on_ranks
 
@@ -49,6 +49,7 @@ class SweepOutcome:
     num_failed: int
     num_wrong: int
     stopped: str | None  # why the sweep stopped before its last point, or None
+    earlier: tuple[str, ...] = ()  # points skipped as already recorded whose record failed or was wrong (rank 0)
 
 
 def typed_first_line(exc: BaseException) -> str:
@@ -63,15 +64,18 @@ def agree_timeout_s(point: SweepPoint) -> float:
     return 3 * point.config.timeout_s + AGREE_MARGIN_S
 
 
-def _pending(job: SweepJob, points: list[SweepPoint], rank: int) -> str | None:
+def _pending(job: SweepJob, points: list[SweepPoint], rank: int) -> tuple[str | None, tuple[str, ...]]:
+    """Rank 0: what every rank is to measure (JSON for the store), and the failed or wrong points the
+    file already holds (kept on rank 0: they are reported, never measured again)."""
     if rank != 0:
-        return None
+        return None, ()
     done: set[str] = set()
     if job.resume:
         repair_torn_tail(job.output_path)
         done = recorded_keys(job.output_path)
     pending = [i for i, p in enumerate(points) if p.key not in done]
-    return json.dumps({"run_id": new_run_id(), "pending": pending})
+    earlier = earlier_problems(job.output_path, [p for p in points if p.key in done]) if done else ()
+    return json.dumps({"run_id": new_run_id(), "pending": pending}), earlier
 
 
 def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
@@ -84,7 +88,8 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     points = plan_sweep(job.sweep, backend.world_size, backend=backend.name, output_path=job.output_path,
                         argv=job.argv, topology=topology)
     coord = Coordinator.from_default_group(backend)
-    shared = json.loads(coord.share("plan", _pending(job, points, backend.rank), SHARE_TIMEOUT_S))
+    plan, earlier = _pending(job, points, backend.rank)
+    shared = json.loads(coord.share("plan", plan, SHARE_TIMEOUT_S))
     run_id, pending = shared["run_id"], [points[i] for i in shared["pending"]]
     is_writer = backend.rank == 0
     iso = IsolatedBackend(backend, pending[0].config.timeout_s if pending else points[0].config.timeout_s)
@@ -92,7 +97,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     stopped = None
     if not pending:
         return SweepOutcome(num_planned=len(points), num_skipped=len(points), num_ok=0, num_failed=0,
-                            num_wrong=0, stopped=None)
+                            num_wrong=0, stopped=None, earlier=earlier)
     notes = list(dict.fromkeys(n for p in points for n in backend.notes(p.config.collective)))
     header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher, topology=topology.to_dict(),
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
@@ -125,7 +130,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
         if writer:
             writer.close()
     return SweepOutcome(num_planned=len(points), num_skipped=len(points) - len(pending), num_ok=counts["ok"],
-                        num_failed=counts["failed"], num_wrong=counts["wrong"], stopped=stopped)
+                        num_failed=counts["failed"], num_wrong=counts["wrong"], stopped=stopped, earlier=earlier)
 
 
 def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoint, step: int,

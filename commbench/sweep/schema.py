@@ -4,13 +4,15 @@
     name = "ci-small"
     backend = "auto"             # auto | nccl | gloo (one launch = one backend)
     nproc = 4                    # local ranks when not started by torchrun/srun/mpirun
-    world_size = 4               # the world the file is written for (--dry-run plans for it)
+    world_size = 4               # the world the file is written for (--dry-run plans for it, unless --nproc)
     nccl_algo = ["ring", "tree"] # optional NCCL tuning axes (also nccl_proto, nccl_channels): every
                                  # combination, NCCL's default first, in fresh processes (NCCL only)
 
-    [defaults]                   # any entry key; entries override
+    [defaults]                   # any entry key; entries override. A collective's parameter (hidden, algorithm)
+                                 # goes to the entries whose collective takes it; one no entry takes is refused
     iters = 10
-    timeout_s = 60               # per point: a collective that takes longer fails that point
+    timeout_s = 60               # per point: a collective left waiting this long for another rank (a hang)
+                                 # fails that point; a slow collective that keeps moving data does not
 
     [[run]]
     collective = "all_reduce"
@@ -60,6 +62,7 @@ TUNING_KEYS = ("nccl_algo", "nccl_proto", "nccl_channels")  # NCCL tuning axes: 
 SWEEP_KEYS = ("name", "description", "backend", "nproc", "world_size", *TUNING_KEYS)
 TOP_KEYS = ("sweep", "defaults", "run")
 SIZE_TABLE_KEYS = ("min", "max", "factor", "step")
+STANDARD_KEYS = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)  # every other entry key is a parameter of its collective
 DEFAULT_TIMEOUT_S = 300.0
 
 
@@ -133,14 +136,14 @@ def _bool(where: str, key: str, value: Any) -> bool:
 
 
 def _size(where: str, key: str, value: Any) -> int:
-    from commbench.units import parse_size_bytes
+    from commbench.units import SIZE_FORMS, parse_size_bytes
 
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise _bad(where, key, value, "a byte count such as 8, \"64K\", \"16M\" or \"2G\"")
+        raise _bad(where, key, value, SIZE_FORMS)
     try:
         return parse_size_bytes(value, key)
-    except CommbenchError:
-        raise _bad(where, key, value, "a positive byte count such as 8, \"64K\", \"16M\" or \"2G\" (K = 1024)") from None
+    except CommbenchError as exc:  # why this value is refused (bits, an ambiguous MB, a fraction of a byte)
+        raise _bad(where, key, value, getattr(exc, "allowed", SIZE_FORMS)) from None
 
 
 def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
@@ -150,7 +153,12 @@ def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
     if isinstance(value, list):
         if not value:
             raise _bad(where, "sizes", value, "at least one size")
-        return tuple(_size(where, f"sizes[{i}]", v) for i, v in enumerate(value))
+        sizes = tuple(_size(where, f"sizes[{i}]", v) for i, v in enumerate(value))
+        for i, size in enumerate(sizes):
+            if size in sizes[:i]:
+                raise _bad(where, f"sizes[{i}]", value[i], f"the same size as sizes[{sizes.index(size)}] "
+                                                           f"({value[sizes.index(size)]!r}): list each size once")
+        return sizes
     if not isinstance(value, dict):
         raise _bad(where, "sizes", value, "a list such as [\"1K\", \"1M\"] or a table {min = \"8\", max = \"16M\", factor = 2}")
     unknown = sorted(set(value) - set(SIZE_TABLE_KEYS))
@@ -200,9 +208,22 @@ def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, An
     return dict(params)
 
 
+OPTION_KEYS = {"timeout": "timeout_s"}  # `commbench bench` options whose sweep key is spelt otherwise
+
+
+def sweep_words(message: str, keys: tuple[str, ...] = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)) -> str:
+    """A bench option's error (`--group-sizes=8`, `--root=7`) in the words of a sweep file (`group_sizes=8`,
+    `root=7`): every option that is an entry key in `keys`; the others (`--nproc`) stay options."""
+    def key(match: re.Match) -> str:
+        name = OPTION_KEYS.get(match.group(1), match.group(1).replace("-", "_"))
+        return name if name in keys else match.group(0)
+
+    return re.sub(r"--([a-z][a-z-]*)", key, message)
+
+
 def _option_error(where: str, exc: CommbenchError) -> EntryError:
     """A bench option's error (`--group-sizes=...`) under the sweep key that set it (`group_sizes=...`)."""
-    return EntryError(f"{where}: " + re.sub(r"--([a-z-]+)", lambda m: m.group(1).replace("-", "_"), str(exc)))
+    return EntryError(f"{where}: " + sweep_words(str(exc)))
 
 
 def rack_options(where: str, merged: dict[str, Any]) -> tuple[TopologySpec | None, SubgroupSpec | None]:
@@ -278,7 +299,10 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     label = merged.get("name", f"{index}:{name}")
     if not isinstance(label, str) or not label:
         raise _bad(where, "name", label, "a non-empty string")
-    params = {k: v for k, v in merged.items() if k not in (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)}
+    # a [defaults] parameter goes to the entries whose collective declares it (as [defaults] op skips the
+    # collectives that do not reduce); one no entry takes is refused in parse_sweep, naming [defaults]
+    params = {k: v for k, v in defaults.items() if k not in STANDARD_KEYS and k in collective.param_names}
+    params.update({k: v for k, v in raw.items() if k not in STANDARD_KEYS})
     topology, subgroups = rack_options(where, merged)
     return SweepEntry(
         index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
@@ -289,6 +313,19 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),
         params=check_params(where, collective, params), topology=topology, subgroups=subgroups,
     )
+
+
+def stray_defaults(where: str, defaults: dict[str, Any], entries: tuple[SweepEntry, ...]) -> None:
+    """Refuse a [defaults] key that is neither an entry key nor a parameter of any entry's collective (a typo
+    such as itres, or hidden in a file with no MoE entry), naming [defaults] rather than an entry."""
+    from collectives import REGISTRY
+
+    taken = list(dict.fromkeys(k for e in entries for k in REGISTRY[e.collective].param_names))
+    stray = [k for k in defaults if k not in STANDARD_KEYS and k not in taken]
+    if stray:
+        takers = f"; parameters of this file's collectives: {', '.join(taken)}" if taken else ""
+        raise _bad(f"{where}: [defaults]", stray[0], defaults[stray[0]],
+                   f"no [[run]] entry takes it; allowed keys: {', '.join(STANDARD_KEYS)}{takers}")
 
 
 def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
@@ -318,6 +355,7 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
     nproc = _int(f"{where}: [sweep]", "nproc", head["nproc"], 1, MAX_WORLD_SIZE) if "nproc" in head else None
     world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1, MAX_WORLD_SIZE) if "world_size" in head else None
     entries = tuple(parse_entry(path, i, raw, defaults) for i, raw in enumerate(runs))
+    stray_defaults(where, defaults, entries)
     tuning = parse_axes(*(head.get(k) for k in TUNING_KEYS), names=tuple(f"{where}: [sweep] {k}" for k in TUNING_KEYS))
     return Sweep(path=path, name=str(head.get("name", Path(path).stem)), description=str(head.get("description", "")),
                  backend=backend, nproc=nproc, world_size=world, entries=entries,

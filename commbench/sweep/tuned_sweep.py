@@ -56,6 +56,18 @@ def skipped_sweep_records(combo: TuningCombo, reason: str, run_id: str, num_reco
     return out
 
 
+def wrong_points(job: SweepJob, world_size: int) -> tuple[str, ...]:
+    """'combination point: N wrong element(s)' for every point of any combination whose record in the file
+    found wrong data. A combination NCCL refuses (its points failed or skipped) is data; wrong data is not."""
+    from commbench.sweep.resume import earlier_problems
+
+    out: list[str] = []
+    for combo in job.sweep.tuning:
+        points = plan_sweep(combo_sweep(job.sweep, combo), world_size, backend=job.backend)
+        out += [f"{combo.label} {problem}" for problem in earlier_problems(job.output_path, points, failed=False)]
+    return tuple(out)
+
+
 def run_tuned_sweep(job: SweepJob, *, nproc: int | None, start_method: str = "spawn") -> list[ComboResult]:
     rank_env = detect_rank_env()
     outside = rank_env is not None and rank_env.launcher != "local"
