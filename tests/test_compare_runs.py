@@ -226,7 +226,7 @@ def test_a_sweep_resumed_on_other_hosts_is_one_run_and_the_user_is_told(tmp_path
     moved.write_text("".join(json.dumps(row) + "\n" for row in lines))
     result = run_cli(resumed, moved, "--max-regression", "900%", "--json")
     assert json.JSONDecoder().raw_decode(result.stdout)[0]["missing"] == [], result.output
-    note = run_cli(resumed, moved, "--max-regression", "900%").output
+    note = " ".join(run_cli(resumed, moved, "--max-regression", "900%").output.split())   # wrapped at 80 columns
     assert f"run {headers[1]['run_id']} resumes run {headers[0]['run_id']}" in note and "node-b" in note, note
 
 
