@@ -57,9 +57,8 @@ def _file_in_the_way(target: Path) -> Path | None:
     return None
 
 
-def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
-    """Make sure `path` can be written (appended to) before any work starts; one line naming the
-    option otherwise. Creates missing parent folders; leaves no new file behind."""
+def _refuse_unwritable_shape(path: str | os.PathLike[str], option: str) -> Path:
+    """`path` as a Path, unless it is a folder or a file stands where one of its folders should (one line)."""
     from commbench.errors import CommbenchError
 
     target = Path(path)
@@ -68,6 +67,15 @@ def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
     blocker = _file_in_the_way(target)
     if blocker is not None:
         raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(blocker)!r} is a file, not a folder")
+    return target
+
+
+def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
+    """Make sure `path` can be written (appended to) before any work starts; one line naming the
+    option otherwise. Creates missing parent folders; leaves no new file behind."""
+    from commbench.errors import CommbenchError
+
+    target = _refuse_unwritable_shape(path, option)
     existed = target.exists()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -85,12 +93,7 @@ def probe_output_file(path: str | os.PathLike[str], option: str) -> None:
     opened; whether it can be written is judged by the permissions of the file or its nearest folder."""
     from commbench.errors import CommbenchError
 
-    target = Path(path)
-    if target.is_dir():
-        raise CommbenchError(f"{option}={str(path)!r} is a directory: give a file path")
-    blocker = _file_in_the_way(target)
-    if blocker is not None:
-        raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(blocker)!r} is a file, not a folder")
+    target = _refuse_unwritable_shape(path, option)
     nearest = target if target.exists() else next(p for p in target.absolute().parents if p.exists())
     if not os.access(nearest, os.W_OK):
         raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(nearest)!r} is not writable")
