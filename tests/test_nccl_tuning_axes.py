@@ -255,3 +255,43 @@ def test_a_tuning_sweep_with_wrong_data_in_any_combination_exits_1(tmp_path, mon
     with pytest.raises(typer.Exit) as stop:
         run_sweep_axes(job, 1, "")
     assert stop.value.exit_code == 1
+
+
+def test_a_tuning_bench_with_wrong_data_in_any_combination_exits_1(tmp_path, monkeypatch):
+    """bench --nccl-algo/--nccl-proto ended 'done', exit 0, with wrong data in a combination (only a failed
+    default counted); a refused combination is data, a wrong result is not. Points of earlier runs in the file
+    are not this launch's."""
+    import typer
+
+    from commbench.cli import bench as bench_cli
+    from commbench.sweep import tuned_bench
+
+    monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
+    config = _config(tmp_path)
+    combos = parse_axes(None, "ll", None)
+    results = run_tuned_bench(config, combos, nproc=1, start_method="fork", rank_fn=fake_rank)
+    clean = (tmp_path / "tuned.jsonl").read_text()
+    lines = [json.loads(line) for line in clean.splitlines()]
+    spoilt = next(i for i, r in enumerate(lines) if r.get("params", {}).get("nccl_proto") == "ll")
+    lines[spoilt]["num_wrong"] = 3
+    spoilt_text = "".join(json.dumps(r) + "\n" for r in lines)
+
+    def rerun(text):
+        def run(config, combos, nproc):   # this launch appends its records, as the ranks would
+            with open(config.output_path, "a") as f:
+                f.write(text)
+            return results
+        return run
+
+    out = tmp_path / "tuned.jsonl"
+    out.write_text("")
+    monkeypatch.setattr(tuned_bench, "run_tuned_bench", rerun(clean))
+    bench_cli.run_bench_axes(config, combos, 1)              # clean data: done
+    out.write_text("")
+    monkeypatch.setattr(tuned_bench, "run_tuned_bench", rerun(spoilt_text))
+    with pytest.raises(typer.Exit) as stop:
+        bench_cli.run_bench_axes(config, combos, 1)
+    assert stop.value.exit_code == 1
+    assert tuned_bench.wrong_points_since(str(out), set()) == ("*/ll/* all_reduce float32 1 KiB: 3 wrong element(s)",)
+    earlier = tuned_bench.run_ids_in(str(out))               # the same records, now an earlier launch's
+    assert tuned_bench.wrong_points_since(str(out), earlier) == ()

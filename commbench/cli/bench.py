@@ -31,9 +31,11 @@ from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
     """Every NCCL tuning combination of the job in its own processes, into one results file."""
     from commbench.cli.nccl_tuner import print_combinations
-    from commbench.sweep.tuned_bench import run_tuned_bench
+    from commbench.sweep.tuned_bench import run_ids_in, run_tuned_bench, wrong_points_since
 
-    print_combinations(run_tuned_bench(config, combos, nproc=nproc), config.output_path)
+    earlier = run_ids_in(config.output_path)
+    results = run_tuned_bench(config, combos, nproc=nproc)
+    print_combinations(results, config.output_path, wrong=wrong_points_since(config.output_path, earlier))
 
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:

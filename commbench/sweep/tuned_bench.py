@@ -96,6 +96,30 @@ def run_tuned_bench(config: BenchConfig, combos: list[TuningCombo], *, nproc: in
         stall_timeout_s=stall_timeout_s(config.timeout_s))
 
 
+def run_ids_in(path: str) -> set[str]:
+    """The run ids a results file holds (none when it does not exist yet)."""
+    from pathlib import Path
+
+    from commbench.results.records import iter_records
+
+    return {rec.run_id for rec in iter_records(path)} if Path(path).exists() else set()
+
+
+def wrong_points_since(path: str, earlier_run_ids: set[str]) -> tuple[str, ...]:
+    """'combination collective dtype size: N wrong element(s)' for every point a run not in `earlier_run_ids`
+    (this launch's combinations) recorded with wrong data. A combination NCCL refuses is data; wrong data is not."""
+    from commbench.comm.nccl_tuning import combo_from_params
+    from commbench.results.records import iter_records
+    from commbench.units import format_size
+
+    out = []
+    for rec in iter_records(path):
+        if isinstance(rec, Measurement) and rec.run_id not in earlier_run_ids and rec.num_wrong:
+            out.append(f"{combo_from_params(rec.params).label} {rec.collective} {rec.dtype} "
+                       f"{format_size(rec.size_bytes)}: {rec.num_wrong} wrong element(s)")
+    return tuple(out)
+
+
 def summary_lines(results: list[ComboResult]) -> list[str]:
     """One line per combination: measured, or skipped with NCCL's reason."""
     lines = []
