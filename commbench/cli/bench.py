@@ -48,7 +48,8 @@ def report_outcomes(outcomes: dict, output_path: str) -> None:
         raise fail(f"{wrong} wrong element(s) in the data check (see #wrong in {output_path})", exit_code=1)
 
 
-@command("bench", help="Measure one collective over a range of message sizes, nccl-tests style.")
+@command("bench", short_help="Measure one collective over a range of message sizes, nccl-tests style.",
+         help="Measure one collective over a range of message sizes, nccl-tests style. Exit 0: every size measured with correct data; 1: a size failed or found wrong data (with NCCL tuning axes: in any combination; one NCCL refuses is recorded as data); 2: bad input, found before any rank starts; 130: interrupted (what was measured is kept).")
 def bench(
     collective: Annotated[str, typer.Argument(help=", ".join(REGISTRY))],
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,

@@ -157,7 +157,8 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
             raise RunFailed(f"{exc}; continue with: {again}") from None
 
 
-@command("sweep", help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them. "
+@command("sweep", short_help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.",
+         help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them. "
                        "Exit 0: every point of the sweep is in the file, measured with correct data; 1: a point failed "
                        "or found wrong data (with --resume: also one recorded before; with NCCL tuning axes, a forced "
                        "combination NCCL refuses is recorded as data, not a failure), or the sweep stopped; 2: bad "
