@@ -202,3 +202,14 @@ def test_emulated_fabric_is_said(mxfp8_flex_plan, monkeypatch):
     table = CliRunner().invoke(app, ["verify-plan", str(mxfp8_flex_plan), "--nproc", "2", "--max-bytes", "64K",
                                      "--iters", "1"], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "EMULATED" in table.output.splitlines()[0]
+
+
+def test_a_collective_no_group_fits_is_said_not_dropped(tmp_path):
+    """8-GPU plan (TP2, EP4 of 128 experts) on 3 ranks: no TP group of 2 and no EP group dividing 128 experts fits;
+    both were left out without a word, the table holding DP alone."""
+    path = _plan(tmp_path, "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64",
+                 "--layout", "tp=2,pp=1,vp=1,ep=4,etp=1,cp=1,mbs=1")
+    items, flags = plan_items(load_plan(path), 3, 1 << 20)
+    assert [i.kind for i in items] == ["dp_cp"]
+    for label in ("TP reduce_scatter", "TP all_gather", "EP all-to-all"):
+        assert any(f.startswith(label) and "not measured" in f for f in flags), (label, flags)

@@ -177,6 +177,11 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
     if lay.fsdp:
         flags.append("FSDP: the plan reduce-scatters and gathers per layer every micro-batch over its shard groups; "
                      "measured here as one gradient bucket over the whole DP group")
+    for item in items:
+        if len(item.groups[0]) < 2:
+            flags.append(f"{item.label}: not measured: no group of 2 to {item.plan_group_size} ranks (the plan's "
+                         f"size{', dividing its ' + str(model.num_routed_experts) + ' experts' if item.kind == 'ep' else ''})"
+                         f" divides the {nproc} ranks of this run; run a rank count its groups divide")
     return [i for i in items if len(i.groups[0]) > 1], flags
 
 
