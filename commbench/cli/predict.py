@@ -64,6 +64,30 @@ def picked_algorithms(fabric: Fabric, collective: str, sizes: np.ndarray, group:
     return [names[int(i)] for i in best]
 
 
+def fitted_range(fabric: Fabric, collective: str, num_domains: int) -> dict | None:
+    """What a fitted profile measured for the curve that predicts `collective` on `num_domains` domains: sizes
+    (nccl-tests' size, smallest and largest) and group sizes; None for a preset's curve (nothing measured)."""
+    if collective == "moe_all_to_all" and collective not in fabric.collectives:
+        collective = "all_to_all"   # moe_all_to_all_time_s falls back to the plain all-to-all curves
+    tier = "scale_out" if num_domains > 1 else "scale_up"
+    rows = [r for r in fabric.fit_report if r.get("for_prediction") and r.get("collective") == collective
+            and r.get("tier", "scale_out" if int(r.get("num_domains", 1)) > 1 else "scale_up") == tier]
+    if not rows or not any(c.collective == collective and c.tier == tier and c.source.startswith("fitted")
+                           for c in fabric.curves):
+        return None
+    return {"curve": f"{collective} ({tier})", "min_size_bytes": min(int(r["min_size_bytes"]) for r in rows),
+            "max_size_bytes": max(int(r["max_size_bytes"]) for r in rows),
+            "group_sizes": sorted({int(r["group_size"]) for r in rows})}
+
+
+def extrapolated(measured: dict | None, sizes: np.ndarray, group: int) -> list[bool]:
+    """Per size: beyond the fitted sizes, or on a group size never measured (False on a preset)."""
+    if measured is None:
+        return [False] * len(sizes)
+    other_group = group not in measured["group_sizes"]
+    return [bool(other_group or s < measured["min_size_bytes"] or s > measured["max_size_bytes"]) for s in sizes]
+
+
 @command("predict", help="Predicted sweep of one collective on a preset system or a fitted fabric (no GPU needed).")
 def predict(
     collective: Annotated[str, typer.Option("--collective", "-c", help=f"One of {', '.join(COLLECTIVES)}.")],
@@ -87,6 +111,8 @@ def predict(
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if group < 1:
         raise invalid("--group", group, "at least 1 rank")
+    if collective != "moe_all_to_all" and imbalance != 1.0:   # no other curve reads it: the sweep would not change
+        raise invalid("--imbalance", imbalance, "only for moe_all_to_all (max/mean bytes received per rank)")
     if not 1 <= imbalance <= group:   # the busiest rank receives at most every byte: group x the mean
         raise invalid("--imbalance", imbalance, f"a number from 1 to the group size, {group} (max/mean bytes "
                       "received per rank)")
@@ -122,22 +148,34 @@ def predict(
     algbw = np.divide(sizes, time_s, out=np.zeros_like(sizes), where=time_s > 0) / 1e9
     busbw = algbw * bus_factor(collective, group)
     where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
+    measured = fitted_range(fabric, collective, num_domains)
+    beyond = extrapolated(measured, sizes, group)
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
-                 "algorithm": name, "protocol": proto, "predicted": True}
-                for s, t, a, b, name, proto in zip(sizes, time_s, algbw, busbw, picked, protocols)]
+                 "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x}
+                for s, t, a, b, name, proto, x in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond)]
         console.print_json(json.dumps({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
                                        "source": fabric.source, "collective": collective, "group_size": group,
-                                       "num_domains": num_domains, "rows": rows}))
+                                       "num_domains": num_domains, "fitted_range": measured, "rows": rows}))
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
     rows = [[format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}"] for s, t, a, b in zip(sizes, time_s, algbw, busbw)]
     if any(picked):
         cols.append(Col(name="NCCL algo/proto" if chosen is not None else "algorithm", numeric=False, keep=2))
         rows = [row + [f"{name}/{proto}" if proto else (name or "-")] for row, name, proto in zip(rows, picked, protocols)]
+    if any(beyond):
+        cols.append(Col(name="fit", numeric=False, keep=2))
+        rows = [row + ["extrapolated" if x else "in range"] for row, x in zip(rows, beyond)]
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
     print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}; {how})",
                 cols, rows)
     console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
+    if any(beyond):
+        groups = ", ".join(map(str, measured["group_sizes"]))
+        console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) lie beyond what the profile '{}' measured for {} (group "
+                             "size(s) {}, {}..{}): the alpha-beta formula gives them, not a measurement",
+                             sum(beyond), len(beyond), fabric.name, measured["curve"], groups,
+                             format_size(measured["min_size_bytes"]), format_size(measured["max_size_bytes"])),
+                      highlight=False)
     for warning in fabric.warnings[:5]:
         console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)

@@ -133,7 +133,7 @@ def report(
             for run_label, run_rows in run_curves(rows, runs):
                 # imported nccl-tests rows have no p99: shown as "-"
                 shown, left_out = shown_rows(run_rows)
-                console.print(measurement_table(f"{collective} — {curve_label(labels[key], run_label)} (measured)"
+                console.print(measurement_table(f"{collective} — {curve_label(labels[key], run_label, run_rows, runs)} (measured)"
                                                 + (f" — {left_out}" if left_out else ""), shown, console.width))
     for line in wrong_data_lines(records):
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)

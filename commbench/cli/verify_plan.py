@@ -17,7 +17,7 @@ from commbench.units import format_size
 
 VERIFY_COLUMNS = (Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size"),
                   Col(name="plan size", keep=3), Col(name="measured (µs)"), Col(name="predicted (µs)"),
-                  Col(name="measured/predicted", keep=1), Col(name="#wrong"))
+                  Col(name="measured/predicted", keep=1), Col(name="plan predicted (µs)", keep=3), Col(name="#wrong"))
 
 
 def _us(value: float | None) -> str:
@@ -29,20 +29,40 @@ def verify_rows(points: list[dict]) -> list[list[str]]:
     return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["size_bytes"]),
              format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
              "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
-             str(p["num_wrong"])] for p in points]
+             _us(p["plan_predicted_time_us"]), str(p["num_wrong"])] for p in points]
+
+
+def plan_path(plan: str) -> str:
+    """PLAN: a plan.json, or the folder `plan -O` / `tune -O` wrote (its plan.json)."""
+    from pathlib import Path
+
+    path = Path(plan)
+    if path.is_dir():
+        inside = path / "plan.json"
+        if not inside.is_file():
+            raise invalid("PLAN_FILE", plan, "a plan.json or a folder holding one (`commbench plan -O DIR` writes "
+                                        "DIR/plan.json); this folder has no plan.json")
+        return str(inside)
+    return plan
 
 
 @command("verify-plan", help="Run a plan's own communication (EP all-to-all, TP collectives, DP bucket "
                              "reduce-scatter) on this machine or cluster; print measured vs predicted per collective "
-                             "and flag every assumption the cluster does not meet.")
+                             "and flag every assumption the cluster does not meet. 'predicted' is the plan's fabric at "
+                             "what was measured here (size, group, racks); 'plan predicted' is the plan's own figure; "
+                             "a ratio beyond 1.5x either way is flagged MISMATCH where the plan's fabric describes the "
+                             "backend measured.")
 def verify_plan(
-    plan_file: Annotated[str, typer.Argument(help="plan.json written by `commbench plan --out` or `commbench tune`")],
+    plan_file: Annotated[str, typer.Argument(help="plan.json written by `commbench plan --out` or `commbench tune`, or the folder holding it")],
     nproc: Annotated[Optional[int], typer.Option(help="local ranks (default: the plan's GPU count, at most 4 on gloo)")] = None,
     backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl or gloo")] = "auto",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="largest buffer to measure (K/M/G; 16M, as every command that measures); the plan's larger sizes are cut and flagged")] = "16M",
     iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print measured vs predicted per collective as JSON (schema: docs/json-output.md)")] = False,
 ) -> None:
+    """'predicted' is the plan's fabric at what was measured here (size, group, racks): the figure to set beside
+    'measured'; 'plan predicted' is the plan's own, at its size, group and racks. A measured/predicted beyond
+    1.5x either way is flagged MISMATCH where the plan's fabric describes the backend measured."""
     from commbench.costmodel import load_preset, preset_names
     from commbench.comm.backends import max_local_ranks, resolve_backend
     from commbench.comm.job import run_job
@@ -50,8 +70,9 @@ def verify_plan(
     from commbench.limits import check_iters
     from commbench.planner.emit.plan import load_plan
     from commbench.units import parse_size_bytes
-    from commbench.workflows.verify import VerifyJob, plan_items, predicted_s
+    from commbench.workflows.verify import VerifyJob, plan_context, plan_items
 
+    plan_file = plan_path(plan_file)
     doc = load_plan(plan_file)
     resolved = resolve_backend(backend)
     gpus = int(doc["inputs"]["gpus"])
@@ -63,50 +84,137 @@ def verify_plan(
     if not 2 <= ranks <= most:
         raise invalid("--nproc", ranks, f"from 2 (the least any collective needs) to {most} on {resolved} ({why})")
     check_iters(iters, "--iters")
-    items, flags = plan_items(doc, ranks, parse_size_bytes(max_bytes, "--max-bytes"))
+    ctx = plan_context(doc)
+    items, flags = plan_items(doc, ranks, parse_size_bytes(max_bytes, "--max-bytes"), ctx)
     if not items:
         raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
-    if resolved != "nccl":
+    system = doc["inputs"]["system"]
+    fabric = load_preset(system, num_gpus=gpus) if system in preset_names() else _plan_fabric(doc, gpus, flags)
+    described = _fabric_backends(doc, fabric)
+    if not all(_describes(described, i, resolved) for i in items):
         preset = doc["inputs"].get("fabric", {}).get("source") == "preset"
         what = ("NCCL over NVLink and the NIC" if preset else
                 "a profile fitted from measured results (plan.json inputs.fabric: its curves' sources)")
-        flags.insert(0, f"backend {resolved} on CPU: the plan's fabric is {doc['inputs']['system']} ({what}); measured "
-                        "times here check the plan's sizes and groups, not its bandwidth")
+        flags.insert(0, f"backend {resolved}: the plan's fabric is {system} ({what}); measured times here check the "
+                        "plan's sizes and groups, not its bandwidth, where its curves were not measured with "
+                        f"{resolved}")
     if resolved == "gloo" and any(i.collective == "reduce_scatter" for i in items):
         flags.append("gloo implements reduce_scatter as a full all-reduce: its measured time is an upper bound")
+    emulated = _emulated()
+    if emulated is not None:
+        flags.insert(0, f"EMULATED fabric ({_emulated_text(emulated)}): measured times are the emulator's "
+                        "(loopback and rate-limited veth links), not a real network's")
     job = VerifyJob(items=tuple(items), backend=resolved, iters=iters)
     outcomes = run_job(_rank, job, nproc=None if under_launcher else ranks, backend=resolved,
                        validate_world=lambda world: None, output_path="(verify-plan writes no file)")
     rows = outcomes.get(0)
     if rows is None:
         return
-    system = doc["inputs"]["system"]
-    fabric = load_preset(system, num_gpus=gpus) if system in preset_names() else _plan_fabric(doc, gpus, flags)
-    per_rack = int(doc["placement"]["gpus_per_rack"])
-    imbalance = float(doc["inputs"].get("moe_imbalance", 1.0))
+    points = _points(items, rows, fabric, ctx, described, resolved, _ranks_per_rack(under_launcher, ctx), flags)
+    if as_json:
+        console.print_json(json.dumps({"format": "commbench-verify-plan", "version": 2, "plan": plan_file,
+                                       "system": system, "backend": resolved, "ranks": ranks, "emulated": emulated,
+                                       "comparable": all(p["comparable"] for p in points), "points": points,
+                                       "unmet_assumptions": flags}))
+    else:
+        where = " on an EMULATED fabric" if emulated is not None else ""
+        print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s){where}; measured here vs "
+                             f"predicted for {system}", VERIFY_COLUMNS, verify_rows(points))
+        for flag in flags:
+            console.print(styled("[bold red]{}[/]" if flag.startswith("MISMATCH") else "[yellow]unmet assumption:[/] {}",
+                                 flag), highlight=False)
+    if any(row["num_wrong"] for row in rows):
+        raise CommbenchError("a collective returned wrong data (see the #wrong column)")
+
+
+def _points(items, rows, fabric, ctx, described, resolved, ranks_per_rack, flags) -> list[dict]:
+    """One JSON point per measured collective, both predictions beside it; adds the routing, scaled-group and
+    mismatch flags."""
+    from commbench.workflows.verify import measured_domains, mismatch_flags, predicted_s
+
     points = []
     for item, row in zip(items, rows):
-        pred_us = predicted_s(fabric, item, per_rack, imbalance) * 1e6 if fabric is not None else None
-        meas = row["time_us_median"]
-        imb = row["metrics"].get("imbalance") or row["metrics"].get("max_over_mean")
+        group, domains = int(row["group_size"]), measured_domains(item.groups, ranks_per_rack)
+        pred_us = plan_us = None
+        imb = row["metrics"].get("imbalance_rank")   # EP: the busiest rank's received tokens / the mean, measured
         if imb:
-            flags.append(f"{item.label}: measured routing imbalance {float(imb):.2f}x vs the plan's {imbalance:g}x")
-        points.append({"collective": item.label, "group_size": row["group_size"], "plan_group_size": item.plan_group_size,
+            flags.append(f"{item.label}: measured routing imbalance {float(imb):.2f}x (uniform random routing; "
+                         f"'predicted' uses it) vs the plan's {ctx.imbalance:g}x ('plan predicted')")
+        if fabric is not None:
+            try:
+                pred_us = predicted_s(fabric, item, ctx, size_bytes=item.size_bytes, group=group, domains=domains,
+                                      tokens=item.params.get("tokens_per_rank", 0),
+                                      imbalance=max(float(imb or 1.0), 1.0)) * 1e6
+                plan_us = predicted_s(fabric, item, ctx, size_bytes=item.plan_size_bytes, group=item.plan_group_size,
+                                      domains=item.plan_domains, tokens=item.plan_tokens_per_rank) * 1e6
+            except CommbenchError as exc:
+                flags.append(f"{item.label}: no prediction ({exc})")
+        meas = row["time_us_median"]
+        if (group, domains) != (item.plan_group_size, item.plan_domains):
+            flags.append(f"{item.label}: 'predicted' is for the group measured ({group} ranks, {domains} scale-up "
+                         f"domain(s)); the plan's is {item.plan_group_size} ranks over {item.plan_domains} domain(s): "
+                         "'plan predicted'")
+        points.append({"collective": item.label, "group_size": group, "plan_group_size": item.plan_group_size,
+                       "num_domains": domains, "plan_num_domains": item.plan_domains,
                        "size_bytes": item.size_bytes, "plan_size_bytes": item.plan_size_bytes,
                        "measured_time_us": meas, "predicted_time_us": pred_us,
                        "measured_over_predicted": meas / pred_us if meas and pred_us else None,
+                       "plan_predicted_time_us": plan_us,
+                       "comparable": _describes(described, item, resolved),
                        "num_wrong": row["num_wrong"]})
-    if as_json:
-        console.print_json(json.dumps({"format": "commbench-verify-plan", "version": 1, "plan": plan_file,
-                                       "system": system, "backend": resolved, "ranks": ranks, "points": points,
-                                       "unmet_assumptions": flags}))
-    else:
-        print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s); measured here vs predicted for {system}",
-                    VERIFY_COLUMNS, verify_rows(points))
-        for flag in flags:
-            console.print(styled("[yellow]unmet assumption:[/] {}", flag), highlight=False)
-    if any(row["num_wrong"] for row in rows):
-        raise CommbenchError("a collective returned wrong data (see the #wrong column)")
+    flags.extend(mismatch_flags(points))
+    return points
+
+
+def _describes(described: dict[str, set[str]], item, backend: str) -> bool:
+    """Whether the fabric curves a prediction of `item` reads describe `backend` (EP: the all-to-all curves the
+    fabric has, its MoE curves where it has them)."""
+    curves = [c for c in (("all_to_all", "moe_all_to_all") if item.kind == "ep" else (item.collective,))
+              if c in described]
+    return bool(curves) and all(backend in described[c] for c in curves)
+
+
+def _fabric_backends(doc: dict, fabric) -> dict[str, set[str]]:
+    """Per collective, the backends the plan's fabric describes: NCCL for a preset (and a profile's preset
+    curves), the measured backends for a fitted profile's curves."""
+    if fabric is None:
+        return {}
+    fitted: dict[str, set[str]] = {}
+    for r in fabric.fit_report:
+        if r.get("for_prediction"):
+            fitted.setdefault(str(r.get("collective")), set()).add(str(r.get("backend")))
+    out = {}
+    for curve in fabric.curves:
+        measured = curve.source.startswith("fitted")
+        out.setdefault(curve.collective, set()).update(fitted.get(curve.collective, set()) if measured else {"nccl"})
+    return out
+
+
+def _ranks_per_rack(under_launcher: bool, ctx) -> int | None:
+    """Ranks per scale-up domain of this run: COMMBENCH_RANKS_PER_RACK (commbench emulate sets it), else under a
+    launcher the plan's racks, else one host (None)."""
+    import os
+
+    from commbench.comm.topology import RANKS_PER_RACK_ENV
+
+    value = os.environ.get(RANKS_PER_RACK_ENV, "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return ctx.per_rack if under_launcher else None
+
+
+def _emulated() -> dict | None:
+    from commbench.results.provenance import emulated_from_env
+
+    return emulated_from_env()
+
+
+def _emulated_text(emulated: dict) -> str:
+    if "num_racks" not in emulated:
+        return str(emulated.get("description", "commbench emulate"))
+    rate = emulated.get("scale_out_rate_bits_per_s")
+    return (f"commbench emulate: {emulated.get('num_racks')} racks x {emulated.get('ranks_per_rack')} ranks"
+            + (f", {float(rate) / 1e9:g} Gbit/s per rack uplink" if rate else ""))
 
 
 def _rank(rank_env, job):

@@ -78,6 +78,11 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
     )
 
 
+def emulated_from_env() -> dict | None:
+    """The emulated fabric this process runs on (COMMBENCH_EMULATED, set by `commbench emulate`), or None."""
+    return _emulated_record(os.environ.get("COMMBENCH_EMULATED"))
+
+
 def _emulated_record(value: str | None) -> dict | None:
     """COMMBENCH_EMULATED: a JSON object from `commbench emulate`, or free text."""
     if not value:

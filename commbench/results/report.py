@@ -94,9 +94,26 @@ def by_collective(records: Iterable[Measurement]) -> dict[str, dict[tuple, list[
     return out
 
 
-def curve_label(label: str, run_label: str) -> str:
-    """A series' label (series_labels) with what tells its run apart (run_curves)."""
-    return label + (f" ({run_label})" if run_label else "")
+def curve_label(label: str, run_label: str, rows: list[Measurement] = (), runs: dict[str, RunHeader] | None = None) -> str:
+    """A series' label (series_labels) with what tells its run apart (run_curves) and, for a run measured on
+    `commbench emulate` (`rows`' run header), that its fabric was emulated, unless the run label says it already."""
+    text = label + (f" ({run_label})" if run_label else "")
+    mark = emulated_mark(rows, runs or {})
+    return text + (f" ({mark})" if mark and "emulated" not in run_label else "")
+
+
+def emulated_mark(rows: list[Measurement], runs: dict[str, RunHeader]) -> str:
+    """'EMULATED fabric: 2 racks x 2 ranks, 1 Gbit/s per rack uplink' for rows measured on `commbench emulate`,
+    else ''."""
+    found = [runs[m.run_id].emulated for m in rows if m.run_id in runs and runs[m.run_id].emulated]
+    if not found:
+        return ""
+    e = found[0]
+    if "num_racks" not in e:
+        return "EMULATED fabric"
+    rate = e.get("scale_out_rate_bits_per_s")
+    return (f"EMULATED fabric: {e.get('num_racks')} racks x {e.get('ranks_per_rack')} ranks"
+            + (f", {float(rate) / 1e9:g} Gbit/s per rack uplink" if rate else ""))
 
 
 def run_curves(rows: list[Measurement], runs: dict[str, RunHeader]) -> list[tuple[str, list[Measurement]]]:
@@ -198,7 +215,10 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     runs = {h.run_id: h for h in headers}
     failed = [m for m in records if m.status != "ok"]
     wrong = wrong_data_lines(records)
+    emulated = any(h.emulated for h in headers if h.run_id in {m.run_id for m in records})
     md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
+          + ("; those of runs marked EMULATED on `commbench emulate`'s fabric (loopback inside each emulated rack, "
+             "rate-limited veth links between them), not on a real network" if emulated else "")
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
     if together:
@@ -221,7 +241,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         labels = series_labels(series)
         for key, rows in sorted(series.items()):
             for run_label, run_rows in run_curves(rows, runs):
-                md += [f"### {curve_label(labels[key], run_label)}", "", *markdown_table(run_rows), ""]
+                md += [f"### {curve_label(labels[key], run_label, run_rows, runs)}", "", *markdown_table(run_rows), ""]
     if run_records:
         from commbench.results.tuning_report import tuning_section
 

@@ -1,17 +1,20 @@
-"""`commbench verify-plan`: run a plan's own communication here and put it beside the prediction.
+"""`commbench verify-plan`: run a plan's own communication here and put it beside the plan's prediction.
 
-The plan's collectives, with its sizes (planner/step/evaluate.py's accounting):
-- EP all-to-all (dispatch + combine): the `moe_all_to_all` workload with the plan's tokens per
-  rank (mbs x seq / (tp x cp)), hidden, top-k, experts and routing, per-expert or per-rank
-  (deduplicated, the flex dispatcher) on its EP groups;
-- TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or reduce-scatter +
-  all-gather with sequence parallel, on its TP groups;
-- DP: one gradient bucket's reduce-scatter (Megatron's bucket, 40M params x 2 B, or the local
-  params if fewer) on its DP x CP groups.
-Measured figures are measured (the harness, median of the timed loop); predicted figures come
-from the plan's fabric (its system preset) at the measured size and group. Where this machine
-cannot match the plan (other backend or devices, fewer ranks, smaller sizes), it runs what it
-can and flags each unmet assumption.
+The plan's collectives, sized and priced as the step model does (planner/step/evaluate.py):
+- EP all-to-all (one MoE layer's dispatch + combine, forward): the `moe_all_to_all` workload with the plan's
+  tokens per rank (mbs x seq / (tp x cp)), expert width (the latent size for latent MoE), top-k, experts and
+  dispatcher (per-expert copies with alltoall, per-rank deduplicated with flex), the dispatch in 8-bit where the
+  plan quantises it (flex in an 8/4-bit recipe); priced by moe_comm.ep_phases_s over the all-to-all efficiency;
+- TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or with sequence parallel its
+  reduce-scatter (bf16) and all-gather (8-bit + scales in an 8-bit recipe, tp_comm.GATHER_BYTES);
+- DP: one gradient bucket (Megatron's bucket, the calibration's dp_bucket_params x 2 B, or the local params if
+  fewer): reduce-scatter with the distributed optimizer, else all-reduce; dense params on the DP x CP groups,
+  expert params on the expert-DP groups; priced as dp_sync prices the step's (flat or two-stage across racks).
+Two predictions per collective, both from the plan's fabric and calibration: `predicted` at what was measured
+here (size, group size, scale-up domains the measured group spans), to set beside the measurement, and
+`plan predicted` at the plan's own size, group and racks, the figure the plan charges per call. Where this
+machine cannot match the plan (other backend or devices, fewer ranks, smaller sizes), it runs what it can and
+flags each unmet assumption.
 """
 
 from __future__ import annotations
@@ -20,12 +23,45 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commbench.planner.step.terms import CALIBRATED
+from commbench.errors import CommbenchError
 from commbench.planner.emit.plan import plan_layout, plan_model
+from commbench.planner.layout.placement import domains_touched, place
+from commbench.planner.layout.spec import Layout, code_of
 from commbench.planner.models.counts import param_counts
-from commbench.planner.layout.placement import place
+from commbench.planner.models.spec import ModelSpec
+from commbench.planner.step import moe_comm, tp_comm
+from commbench.planner.step.dp_sync import GRAD_BYTES, grad_sync_s
+from commbench.planner.step.terms import CALIBRATED, Calibration
 
 ACT_BYTES = 2
+# measured / predicted beyond this either way is flagged as a mismatch where the plan's fabric describes the backend
+# measured (NCCL for a preset, the fitted backends for a profile): well past the cost model's error on its own
+# published anchors and the run-to-run noise of a median, so what is flagged is the fabric, not the noise
+MISMATCH_RATIO = 1.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanContext:
+    """What the plan's sizes and predictions rest on, read from plan.json."""
+
+    model: ModelSpec
+    layout: Layout
+    seq_len: int
+    gpus: int
+    per_rack: int
+    imbalance: float
+    calibration: Calibration
+    framework: str
+    flags: tuple[str, ...] = ()
+
+    @property
+    def flex(self) -> bool:
+        return self.layout.dispatcher == "flex"
+
+    @property
+    def quantised(self) -> bool:
+        """The flex kernels dispatch 8-bit tokens in an 8/4-bit recipe (moe_comm.ep_etp_totals_s)."""
+        return self.flex and self.layout.precision != "bf16"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,12 +69,14 @@ class CommItem:
     """One collective of the plan, as measured here."""
 
     label: str
-    kind: str                      # tp | ep | dp (which groups)
+    kind: str                      # the placement's group kind: tp | ep | dp_cp | edp
     collective: str                # workload name in collectives.REGISTRY
-    size_bytes: int                # measured size (nccl-tests' meaning; per rank for all-to-all)
+    size_bytes: int                # measured size (nccl-tests' meaning; a dispatch's bytes per rank for EP)
     plan_size_bytes: int           # the plan's size
     groups: tuple[tuple[int, ...], ...]
     plan_group_size: int
+    plan_domains: int              # scale-up domains one of the plan's groups spans
+    plan_tokens_per_rank: float = 0.0   # EP: the plan's tokens per rank (the measured ones are in params)
     params: dict = field(default_factory=dict)
 
 
@@ -51,83 +89,181 @@ class VerifyJob:
     timeout_s: float = 120.0
 
 
-def _groups(kind_groups: list[list[int]], size: int, nproc: int, exact: bool) -> tuple[tuple[int, ...], ...]:
-    if exact:
-        return tuple(tuple(g) for g in kind_groups)
-    m = max(d for d in range(1, nproc + 1) if nproc % d == 0 and d <= size)
+def plan_context(doc: dict) -> PlanContext:
+    """The plan's model, layout, sequence, racks, routing, framework and efficiency terms (its --calibration file
+    where it names one; flagged and the shipped terms used where that file cannot be read here)."""
+    lay, model = plan_layout(doc), plan_model(doc)
+    inputs = doc["inputs"]
+    flags: list[str] = []
+    cal = CALIBRATED
+    source = inputs.get("calibration", "shipped")
+    if isinstance(source, str) and source != "shipped":
+        from commbench.planner.calibrate.fit import read_calibration_file
+
+        try:
+            cal = read_calibration_file(source).calibration
+        except CommbenchError as exc:
+            flags.append(f"the plan's calibration file {source} cannot be read here ({exc}): predictions use the "
+                         "shipped efficiency terms (all_to_all_efficiency, dp_bucket_params)")
+    framework = doc.get("framework")
+    return PlanContext(model=model, layout=lay, seq_len=int(inputs.get("seq_len", model.seq_len)),
+                       gpus=int(inputs["gpus"]), per_rack=int(doc["placement"]["gpus_per_rack"]),
+                       imbalance=float(inputs.get("moe_imbalance", 1.0)), calibration=cal,
+                       framework=str(framework.get("name", "megatron")) if isinstance(framework, dict) else "megatron",
+                       flags=tuple(flags))
+
+
+def _scaled_groups(size: int, nproc: int, divides: int = 0) -> tuple[tuple[int, ...], ...]:
+    """Consecutive groups of the largest divisor of `nproc` up to `size` (that also divides `divides`)."""
+    m = max(d for d in range(1, nproc + 1) if nproc % d == 0 and d <= size and (not divides or divides % d == 0))
     return tuple(tuple(range(s, s + m)) for s in range(0, nproc, m))
 
 
-def plan_items(doc: dict, nproc: int, max_bytes: int) -> tuple[list[CommItem], list[str]]:
+def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = None) -> tuple[list[CommItem], list[str]]:
     """The plan's collectives scaled to `nproc` ranks and at most `max_bytes` per buffer, and the flags."""
-    lay, model = plan_layout(doc), plan_model(doc)
-    seq = int(doc["inputs"]["seq_len"])
-    gpus = int(doc["inputs"]["gpus"])
-    exact = gpus == nproc
-    flags = [] if exact else [f"the plan has {gpus} ranks, this run {nproc}: groups are cut to consecutive ranks of at "
-                              "most the plan's size (placement across racks is not reproduced)"]
-    placement = place(lay, gpus, int(doc["placement"]["gpus_per_rack"])) if exact else None
-    def groups_of(kind: str, size: int):
-        return _groups(placement.groups[kind] if placement else [], size, nproc, exact)
-    tokens_mb = lay.mbs * seq
-    items: list[CommItem] = []
-    act = int(tokens_mb / lay.cp * model.hidden * ACT_BYTES)
+    ctx = ctx or plan_context(doc)
+    lay, model = ctx.layout, ctx.model
+    exact = ctx.gpus == nproc
+    flags = list(ctx.flags)
+    if not exact:
+        flags.append(f"the plan has {ctx.gpus} ranks, this run {nproc}: groups are cut to consecutive ranks of at "
+                     "most the plan's size (placement across racks is not reproduced)")
+    placement = place(lay, ctx.gpus, ctx.per_rack) if exact else None
+
+    def groups_of(kind: str, size: int, divides: int = 0):
+        if placement is not None:
+            return tuple(tuple(g) for g in placement.groups[kind])
+        return _scaled_groups(size, nproc, divides)
+
+    def plan_domains(span: int, group: int) -> int:
+        return int(domains_touched(np.array(span), np.array(group), ctx.per_rack))
+
     def scaled(plan_bytes: int, label: str) -> int:
         if plan_bytes > max_bytes:
             flags.append(f"{label}: {plan_bytes:,} B in the plan, measured at {max_bytes:,} B (--max-bytes); "
-                         "the prediction is given at the measured size")
+                         "'predicted' is at the measured size, 'plan predicted' at the plan's")
         return int(min(plan_bytes, max_bytes))
-    if lay.tp > 1:
-        names = ("reduce_scatter", "all_gather") if lay.sequence_parallel else ("all_reduce",)
-        for name in names:
-            items.append(CommItem(label=f"TP {name}", kind="tp", collective=name, size_bytes=scaled(act, f"TP {name}"),
-                                  plan_size_bytes=act, groups=groups_of("tp", lay.tp), plan_group_size=lay.tp))
-    if model.is_moe and lay.ep > 1:
-        tokens_rank = tokens_mb // (lay.tp * lay.cp)
-        plan_bytes = tokens_rank * model.top_k * model.hidden * ACT_BYTES
-        row_bytes = model.top_k * model.hidden * ACT_BYTES
-        if row_bytes > max_bytes:  # one token is the least the all-to-all can move: checked before ranks start
-            from commbench.errors import CommbenchError
 
-            raise CommbenchError(f"the plan's model (hidden={model.hidden}, top_k={model.top_k}) moves {row_bytes:,} "
-                                 f"bytes per token in its EP all-to-all, more than --max-bytes={max_bytes:,}: "
-                                 "raise --max-bytes, or check the plan's model")
-        cap = max(1, min(tokens_rank, max_bytes // row_bytes))
-        if cap < tokens_rank:
-            flags.append(f"EP all-to-all: {tokens_rank} tokens per rank in the plan, measured with {cap} (--max-bytes)")
-        g = groups_of("ep", lay.ep)
-        params = {"tokens_per_rank": int(cap), "hidden": model.hidden, "top_k": model.top_k,
-                  "num_experts": model.num_routed_experts, "routing": "uniform",
-                  "dispatch_mode": "per-rank" if lay.dispatcher == "flex" else "per-expert",
-                  "dispatch_dtype": "bf16", "combine_dtype": "bf16", "seed": 0}
-        items.append(CommItem(label="EP all-to-all (dispatch + combine)", kind="ep", collective="moe_all_to_all",
-                              size_bytes=int(cap * model.top_k * model.hidden * ACT_BYTES), plan_size_bytes=plan_bytes,
-                              groups=g, plan_group_size=lay.ep, params=params))
-        imbalance = float(doc["inputs"].get("moe_imbalance", 1.0))
-        flags.append(f"routing: the plan assumes the busiest EP rank gets {imbalance:g}x the mean; measured with "
-                     "uniform random routing (the workload records its own imbalance)")
-    dense_group = lay.dp * lay.cp
-    if dense_group > 1:
-        local = param_counts(model).non_expert / (lay.tp * lay.pp)
-        bucket = int(min(CALIBRATED.dp_bucket_params, local) * 2)
-        items.append(CommItem(label="DP grad bucket reduce-scatter", kind="dp", collective="reduce_scatter",
-                              size_bytes=scaled(bucket, "DP bucket"), plan_size_bytes=bucket,
-                              groups=groups_of("dp_cp", dense_group), plan_group_size=dense_group))
+    tokens_mb = lay.mbs * ctx.seq_len
+    items: list[CommItem] = []
+    if lay.tp > 1:
+        elements = tokens_mb / lay.cp * model.hidden
+        gather = float(tp_comm.gather_bytes_per_element(np.array([code_of("precision", lay.precision)]),
+                                                        ctx.framework)[0])
+        names = (("reduce_scatter", ACT_BYTES), ("all_gather", gather)) if lay.sequence_parallel \
+            else (("all_reduce", ACT_BYTES),)
+        for name, per_element in names:
+            plan_bytes = int(round(elements * per_element))
+            items.append(CommItem(label=f"TP {name}", kind="tp", collective=name,
+                                  size_bytes=scaled(plan_bytes, f"TP {name}"), plan_size_bytes=plan_bytes,
+                                  groups=groups_of("tp", lay.tp), plan_group_size=lay.tp,
+                                  plan_domains=plan_domains(lay.tp, lay.tp)))
+    if model.is_moe and lay.ep > 1:
+        items.append(_ep_item(ctx, tokens_mb, max_bytes, groups_of("ep", lay.ep, model.num_routed_experts),
+                              plan_domains(lay.etp * lay.ep, lay.ep), flags))
+    pc = param_counts(model)
+    what = "reduce-scatter" if lay.distributed_optimizer else "all-reduce"
+    stage_ranks = ctx.gpus // lay.pp   # the DP and expert-DP groups stride over one pipeline stage's ranks
+    for kind, label, local, group in (
+            ("dp_cp", f"DP grad bucket {what}", pc.non_expert / (lay.tp * lay.pp), lay.dp * lay.cp),
+            ("edp", f"DP expert grad bucket {what}", pc.expert / (lay.etp * lay.ep * lay.pp), lay.edp)):
+        if group <= 1 or local <= 0:
+            continue
+        plan_bytes = int(min(ctx.calibration.dp_bucket_params, local) * GRAD_BYTES)
+        items.append(CommItem(label=label, kind=kind, collective="reduce_scatter" if lay.distributed_optimizer
+                              else "all_reduce", size_bytes=scaled(plan_bytes, label), plan_size_bytes=plan_bytes,
+                              groups=groups_of(kind, group), plan_group_size=group,
+                              plan_domains=plan_domains(stage_ranks, group)))
+    if lay.fsdp:
+        flags.append("FSDP: the plan reduce-scatters and gathers per layer every micro-batch over its shard groups; "
+                     "measured here as one gradient bucket over the whole DP group")
+    for item in items:
+        if len(item.groups[0]) < 2:
+            flags.append(f"{item.label}: not measured: no group of 2 to {item.plan_group_size} ranks (the plan's "
+                         f"size{', dividing its ' + str(model.num_routed_experts) + ' experts' if item.kind == 'ep' else ''})"
+                         f" divides the {nproc} ranks of this run; run a rank count its groups divide")
     return [i for i in items if len(i.groups[0]) > 1], flags
 
 
-def predicted_s(fabric, item: CommItem, per_rack: int, plan_imbalance: float = 1.0) -> float:
-    """The cost model's time for `item` at its measured size on the plan's group size and racks."""
-    from commbench.costmodel import collective_time_s, moe_all_to_all_time_s
-    from commbench.planner.layout.placement import racks_spanned
-    n = item.plan_group_size
-    domains = int(racks_spanned(n, per_rack)) if item.kind != "tp" else 1
-    if item.collective == "moe_all_to_all":
-        one = moe_all_to_all_time_s(fabric, np.array([float(item.size_bytes)]), np.array([n]), np.array([domains]),
-                                    plan_imbalance)
-        return float(2.0 * one[0] / CALIBRATED.all_to_all_efficiency)
-    return float(collective_time_s(fabric, item.collective, np.array([float(item.size_bytes)]), np.array([n]),
-                                   np.array([domains]))[0])
+def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom: int, flags: list[str]) -> CommItem:
+    """The EP all-to-all: the plan's bytes per rank (moe_comm's accounting), measured with as many tokens as
+    --max-bytes allows on the measured group."""
+    lay, model = ctx.layout, ctx.model
+    tokens_rank = tokens_mb / (lay.tp * lay.cp)
+    width = model.expert_width
+    per_element = float(moe_comm.dispatch_bytes_per_element(ctx.quantised))
+
+    def dispatch_bytes(tokens: float, ep: int, dom: int) -> int:
+        elements = moe_comm.dispatch_elements(model, tokens_rank=np.array([float(tokens)]), ep=np.array([ep]),
+                                              ep_dom=np.array([dom]), flex=np.array([ctx.flex]))[0]
+        return int(round(elements * per_element))
+
+    row_bytes = model.top_k * width * ACT_BYTES   # the largest buffer a token fills: the bf16 combine of top-k rows
+    if row_bytes > max_bytes:  # one token is the least the all-to-all can move: checked before ranks start
+        raise CommbenchError(f"the plan's model (expert width {width}, top_k={model.top_k}) moves {row_bytes:,} "
+                             f"bytes per token in its EP all-to-all, more than --max-bytes={max_bytes:,}: "
+                             "raise --max-bytes, or check the plan's model")
+    whole = int(tokens_rank)
+    cap = max(1, min(whole, max_bytes // row_bytes))
+    if cap < whole:
+        flags.append(f"EP all-to-all: {whole} tokens per rank in the plan, measured with {cap} (--max-bytes)")
+    dtype = "fp8" if ctx.quantised else "bf16"
+    params = {"tokens_per_rank": int(cap), "hidden": width, "top_k": model.top_k,
+              "num_experts": model.num_routed_experts, "routing": "uniform",
+              "dispatch_mode": "per-rank" if ctx.flex else "per-expert",
+              "dispatch_dtype": dtype, "combine_dtype": "bf16", "seed": 0}
+    flags.append(f"routing: the plan assumes the busiest EP rank gets {ctx.imbalance:g}x the mean; measured with "
+                 "uniform random routing (the workload records its own imbalance)")
+    return CommItem(label="EP all-to-all (dispatch + combine)", kind="ep", collective="moe_all_to_all",
+                    size_bytes=dispatch_bytes(cap, len(groups[0]), 1), plan_size_bytes=dispatch_bytes(
+                        tokens_rank, lay.ep, plan_dom), groups=groups, plan_group_size=lay.ep, plan_domains=plan_dom,
+                    plan_tokens_per_rank=tokens_rank, params=params)
+
+
+def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, tokens: float, group: int,
+                domains: int, imbalance: float | None = None) -> float:
+    """The plan's cost model for `item` at `size_bytes` (EP: `tokens` per rank, the busiest rank receiving
+    `imbalance` x the mean, the plan's by default) on `group` ranks over `domains` scale-up domains (at most the
+    fabric's): what the step model charges for one such call."""
+    from commbench.costmodel import collective_time_s, hierarchical_reduce_scatter_time_s, moe_all_to_all_time_s
+
+    most = int(getattr(fabric, "num_domains", 0) or 0)
+    dom = max(1, min(domains, group, most) if most else min(domains, group))
+    if item.kind == "ep":
+        dispatch, _, combine = moe_comm.ep_phases_s(
+            ctx.model, fabric, tokens_rank=np.array([float(tokens)]), ep=np.array([group]), ep_dom=np.array([dom]),
+            flex=np.array([ctx.flex]), quantised=np.array([ctx.quantised]),
+            moe_imbalance=ctx.imbalance if imbalance is None else imbalance,
+            collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s)
+        return float((dispatch[0] + combine[0]) / ctx.calibration.all_to_all_efficiency)
+    if item.kind in ("dp_cp", "edp"):
+        return float(grad_sync_s(fabric, collective_time_s, hierarchical_reduce_scatter_time_s,
+                                 params=size_bytes / GRAD_BYTES, group=group, domains=dom,
+                                 dist=ctx.layout.distributed_optimizer)[0])
+    return float(collective_time_s(fabric, item.collective, np.array([float(size_bytes)]), np.array([group]),
+                                   np.array([dom]))[0])
+
+
+def measured_domains(groups, ranks_per_rack: int | None) -> int:
+    """Scale-up domains the widest measured group spans: 1 on one host (`ranks_per_rack` None)."""
+    if not ranks_per_rack:
+        return 1
+    return max(len({r // ranks_per_rack for r in g}) for g in groups)
+
+
+def mismatch_flags(points: list[dict], comparable: bool | None = None) -> list[str]:
+    """A flag per point whose measured / predicted lies beyond MISMATCH_RATIO either way, where the plan's fabric
+    describes the backend measured (`comparable`, else each point's own "comparable")."""
+    out = []
+    for p in points:
+        ratio = p.get("measured_over_predicted")
+        if not (p.get("comparable") if comparable is None else comparable) or not ratio:
+            continue
+        if ratio > MISMATCH_RATIO or ratio < 1 / MISMATCH_RATIO:
+            out.append(f"MISMATCH: {p['collective']} measured {ratio:.1f}x the prediction (beyond {MISMATCH_RATIO:g}x "
+                       "either way): the plan's fabric model does not hold for it here; measure the fabric (`commbench "
+                       "tune` or `sweep` + `fit`) and plan on the fitted profile")
+    return out
 
 
 def verify_rank(rank_env, job: VerifyJob) -> list[dict]:
@@ -146,15 +282,16 @@ def verify_rank(rank_env, job: VerifyJob) -> list[dict]:
     try:
         for item in job.items:
             collective = get_collective(item.collective)
-            dtype = get_dtype("bfloat16" if item.collective == "moe_all_to_all" else "float32")
-            spec = PointSpec(size_bytes=item.size_bytes, dtype=dtype, params=dict(item.params))
+            spec = PointSpec(size_bytes=item.size_bytes, dtype=get_dtype("float32"), params=dict(item.params))
             if item.collective == "moe_all_to_all":
                 spec = collective.plan_specs(dict(item.params) | {"tokens_per_rank": [item.params["tokens_per_rank"]]},
                                              len(item.groups[0]))[0][0]
             comm = comms.get(item.groups)
             rec = measure_point(backend, comm, collective, spec, loop, run_id=run_id,
                                 group=GroupInfo(layout=item.kind, num_groups=len(item.groups)))
-            rows.append({"label": item.label, "time_us_median": rec.time_us_median, "num_wrong": rec.num_wrong,
+            # EP: dispatch + combine (the plan's pair), not the count exchange the workload also times
+            time_us = rec.metrics.get("round_trip_us") or rec.time_us_median
+            rows.append({"label": item.label, "time_us_median": time_us, "num_wrong": rec.num_wrong,
                          "size_bytes": rec.size_bytes, "group_size": comm.size, "metrics": dict(rec.metrics)})
     finally:
         backend.shutdown()

@@ -36,6 +36,7 @@ __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_a
 PLAN_FORMAT = "commbench-plan"
 PLAN_VERSION = 3
 READABLE_PLAN_VERSIONS = (1, 2, 3)  # the layout and model spec read the same in all
+MAX_SEQ_LEN = 1 << 24  # tokens per sequence a plan may name: 16M, beyond any published context
 EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
@@ -146,8 +147,17 @@ def load_plan(path: str | Path) -> dict[str, Any]:
         _check_plan_magnitudes(doc)
     except ValueError as exc:
         raise CommbenchError(f"plan file {str(path)!r}: {exc}") from None
-    plan_layout(doc)
-    plan_model(doc)
+    lay = plan_layout(doc)
+    model = plan_model(doc)
+    gpus = doc["inputs"]["gpus"]
+    if lay.world != gpus:
+        raise CommbenchError(f"plan file {str(path)!r}: its layout holds {lay.world} ranks (tp x cp x dp x pp = "
+                             f"{lay.tp} x {lay.cp} x {lay.dp} x {lay.pp}), not the {gpus} of field 'inputs.gpus': "
+                             "a hand edit changed one and not the other (write the plan again with `commbench plan`)")
+    seq_len = doc["inputs"].get("seq_len", model.seq_len)  # plans that never recorded it ran the model's
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or not 1 <= seq_len <= MAX_SEQ_LEN:
+        raise CommbenchError(f"plan file {str(path)!r}: field 'inputs.seq_len'={seq_len!r} is invalid: a whole "
+                             f"number of tokens from 1 to {MAX_SEQ_LEN:,}")
     return doc
 
 

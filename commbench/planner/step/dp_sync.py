@@ -54,6 +54,16 @@ def _totals(system, coll, hier_rs, local, g, domains, dist_on, param_bytes):
     return rs, np.where(dist_on, ag, 0.0)
 
 
+def grad_sync_s(system, coll, hier_rs, *, params, group, domains, dist) -> np.ndarray:
+    """Seconds of one gradient reduce-scatter (all-reduce without the distributed optimizer) of `params`
+    parameters over `group` ranks in `domains` domains, priced as dp_sync_s prices the step's: across domains
+    the cheaper of a flat ring and the two-stage reduce-scatter (`verify-plan` prices one bucket with it)."""
+    p, g, d, dist_ = np.broadcast_arrays(np.atleast_1d(np.asarray(params, float)), np.asarray(group, float),
+                                         np.asarray(domains, float), np.asarray(dist, bool))
+    rs, _ = _totals(system, coll, hier_rs, p, g, d, dist_, np.full(p.shape, float(PARAM_BYTES)))
+    return rs
+
+
 def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_overlap, rs_window, ag_window,
               param_bytes=PARAM_BYTES):
     """(RS total, RS exposed, AG total, AG exposed) seconds per layout. `coll` and `hier_rs` are the

@@ -21,25 +21,32 @@ ACT_BYTES = 2                         # bf16 activations and gradients on the wi
 FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
 
 
-def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, rack_gpus, max_domains,
-                    moe_imbalance, cal, collective_time_s, moe_all_to_all_time_s) -> tuple[np.ndarray, np.ndarray]:
-    """(EP all-to-all seconds, ETP gather/scatter seconds) per micro-batch; zeros for dense models."""
-    if not model.is_moe:
-        return np.zeros(len(a)), np.zeros(len(a))
-    tokens_rank = tokens_mb / (tp * cp)
+def rank_fanout(model, ep, flex) -> np.ndarray:
+    """Copies of a token a rank's dispatch sends inside one domain: top-k with the alltoall dispatcher, the
+    expected distinct destination ranks (uniform routing over `ep` ranks) with the deduplicating flex one."""
     k = float(model.top_k)
     distinct = ep * (1.0 - (1.0 - 1.0 / ep) ** k)
-    flex = a.dispatcher == CODE_FIELDS["dispatcher"].index("flex")
-    fanout = np.where(flex, np.minimum(distinct, k), k)
-    # Dispatch element size: the flex backends (DeepEP / HybridEP) quantise the tokens before
-    # sending them when the expert GEMMs run in an 8-bit (or 4-bit) recipe — 1 B per element plus
-    # one scale per block (fp32 per 128 or E8M0 per 32: ~1/32 B) — the "FP8 dispatch / BF16
-    # combine" of DeepEP's published figures (hardware.toml). The alltoall dispatcher sends bf16.
-    # Combine always returns bf16 expert outputs (they are summed in higher precision).
-    low_bits = a.precision != CODE_FIELDS["precision"].index("bf16")
-    ep_dom = domains_touched(etp * ep, ep, rack_gpus, max_domains)
-    # Across domains the flex kernels send one copy per destination domain (ep_traffic.py).
-    elems_rank = tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.expert_width
+    return np.where(flex, np.minimum(distinct, k), k)
+
+
+def dispatch_elements(model, *, tokens_rank, ep, ep_dom, flex) -> np.ndarray:
+    """Elements per rank one dispatch (or combine) moves: tokens x copies (ep_traffic.dispatch_copies: across
+    domains the flex kernels send one copy per destination domain) x the expert width."""
+    fanout = rank_fanout(model, ep, flex)
+    return tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.expert_width
+
+
+def dispatch_bytes_per_element(quantised) -> np.ndarray:
+    """Bytes per element on the wire of a dispatch: 8-bit + block scales where quantised, else bf16."""
+    return np.where(quantised, FP8_DISPATCH_BYTES, float(ACT_BYTES))
+
+
+def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_imbalance, collective_time_s,
+                moe_all_to_all_time_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dispatch, bf16 dispatch, combine) seconds of one MoE layer's EP all-to-alls for one micro-batch, before the
+    all-to-all efficiency: the dispatch 8-bit where `quantised`, the bf16 one its backward twin."""
+    fanout = rank_fanout(model, ep, flex)
+    elems_rank = dispatch_elements(model, tokens_rank=tokens_rank, ep=ep, ep_dom=ep_dom, flex=flex)
     # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
     # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
     # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
@@ -47,7 +54,6 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # NVLink at a fraction of the SMs and is documented as the fastest choice there (Megatron-Bridge
     # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
     # same (deduplicated) bytes.
-    quantised = flex & low_bits
 
     def phase_times(elems, group, domains, flex, quantised):
         """(8-bit-where-quantised dispatch, bf16 dispatch, combine) seconds of one kernel moving
@@ -61,7 +67,7 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
                                                                     phase="combine"), nccl_bf16_s), nccl_bf16_s)
         if not np.any(quantised):
             return dispatch_bf16_s, dispatch_bf16_s, combine_s
-        q_bytes = elems * np.where(quantised, FP8_DISPATCH_BYTES, ACT_BYTES)
+        q_bytes = elems * dispatch_bytes_per_element(quantised)
         q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, group, domains, moe_imbalance, phase="dispatch"),
                          collective_time_s(system, "all_to_all", q_bytes, group, domains, imbalance=moe_imbalance))
         return np.where(quantised, q_s, dispatch_bf16_s), dispatch_bf16_s, combine_s
@@ -82,6 +88,27 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
         for leg, fan_leg in zip(legs, fan):
             leg[rows] = np.maximum(leg[rows], fan_leg)
         dispatch_s, dispatch_bf16_s, combine_s = legs
+    return dispatch_s, dispatch_bf16_s, combine_s
+
+
+def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, rack_gpus, max_domains,
+                    moe_imbalance, cal, collective_time_s, moe_all_to_all_time_s) -> tuple[np.ndarray, np.ndarray]:
+    """(EP all-to-all seconds, ETP gather/scatter seconds) per micro-batch; zeros for dense models."""
+    if not model.is_moe:
+        return np.zeros(len(a)), np.zeros(len(a))
+    tokens_rank = tokens_mb / (tp * cp)
+    flex = a.dispatcher == CODE_FIELDS["dispatcher"].index("flex")
+    fanout = rank_fanout(model, ep, flex)
+    # Dispatch element size: the flex backends (DeepEP / HybridEP) quantise the tokens before
+    # sending them when the expert GEMMs run in an 8-bit (or 4-bit) recipe — 1 B per element plus
+    # one scale per block (fp32 per 128 or E8M0 per 32: ~1/32 B) — the "FP8 dispatch / BF16
+    # combine" of DeepEP's published figures (hardware.toml). The alltoall dispatcher sends bf16.
+    # Combine always returns bf16 expert outputs (they are summed in higher precision).
+    quantised = flex & (a.precision != CODE_FIELDS["precision"].index("bf16"))
+    ep_dom = domains_touched(etp * ep, ep, rack_gpus, max_domains)
+    dispatch_s, dispatch_bf16_s, combine_s = ep_phases_s(
+        model, system, tokens_rank=tokens_rank, ep=ep, ep_dom=ep_dom, flex=flex, quantised=quantised,
+        moe_imbalance=moe_imbalance, collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s)
     # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
     # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
     ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s

@@ -1,0 +1,59 @@
+"""`commbench predict` as a user acting on it: on a fitted profile, sizes and groups beyond what was measured are
+said extrapolated (table and JSON); an option the collective does not take is refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from tests.test_costmodel_cli import _write_sweep
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory):
+    """all_reduce measured on 4 gloo ranks from 1 KiB to 16 MiB (tests.test_costmodel_cli._write_sweep)."""
+    folder = tmp_path_factory.mktemp("fit")
+    _write_sweep(folder / "ar.jsonl", "all_reduce", 4, 200e-6, 2e9)
+    result = CliRunner().invoke(app, ["fit", str(folder / "ar.jsonl"), "-O", str(folder / "fabric.json")])
+    assert result.exit_code == 0, result.output
+    return folder / "fabric.json"
+
+
+def _json(args):
+    result = CliRunner().invoke(app, ["predict", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_sizes_beyond_the_fitted_range_are_extrapolated(profile):
+    """256 B and 64 MiB lie outside the 1 KiB..16 MiB measured: they were printed like the rest."""
+    doc = _json(["--fabric", str(profile), "-c", "all_reduce", "-g", "4", "-b", "256", "-e", "64M", "-f", "4"])
+    marks = {row["size_bytes"]: row["extrapolated"] for row in doc["rows"]}
+    assert marks[256] and marks[64 << 20] and not marks[1 << 10] and not marks[16 << 20] and not marks[1 << 20]
+    assert doc["fitted_range"]["min_size_bytes"] == 1 << 10 and doc["fitted_range"]["max_size_bytes"] == 16 << 20
+    table = CliRunner().invoke(app, ["predict", "--fabric", str(profile), "-c", "all_reduce", "-g", "4", "-b", "256",
+                                     "-e", "64M", "-f", "4"], env={"COLUMNS": "160"})
+    assert table.exit_code == 0
+    assert "extrapolated" in table.output and "1 KiB..16 MiB" in table.output
+
+
+def test_a_group_never_measured_is_extrapolated_at_every_size(profile):
+    doc = _json(["--fabric", str(profile), "-c", "all_reduce", "-g", "2", "-b", "1M", "-e", "1M"])
+    assert all(row["extrapolated"] for row in doc["rows"])
+    assert doc["fitted_range"]["group_sizes"] == [4]
+
+
+def test_a_preset_has_no_fitted_range():
+    doc = _json(["--system", "gb300-nvl72", "-c", "all_reduce", "-g", "8", "-b", "1M", "-e", "1M"])
+    assert doc["fitted_range"] is None and not any(row["extrapolated"] for row in doc["rows"])
+
+
+def test_imbalance_is_refused_where_it_would_be_ignored():
+    """--imbalance 2 with all_reduce printed the same sweep as without it."""
+    result = CliRunner().invoke(app, ["predict", "--system", "gb300-nvl72", "-c", "all_reduce", "-g", "8",
+                                      "--imbalance", "2"])
+    assert result.exit_code == 2 and "--imbalance" in result.output and "moe_all_to_all" in result.output
+    assert len(result.output.strip().splitlines()) == 1

@@ -1,0 +1,54 @@
+"""`commbench report` of runs measured on `commbench emulate`: the plots' captions said EMULATED, but README.md
+("All numbers are measured."), its tables and the printed tables did not; a reader of the report took the
+emulator's loopback and tbf links for a real network. Now every place the numbers appear says so."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
+
+EMULATED = {"emulated": True, "tool": "commbench emulate", "num_racks": 2, "ranks_per_rack": 1,
+            "scale_out_rate_bits_per_s": 2e8}
+
+
+def _write(path, run_id: str, emulated: dict | None, host: str) -> None:
+    with JsonlWriter(path) as writer:
+        writer.write(RunHeader(run_id=run_id, started_at="2026-12-03T00:00:00+00:00", argv=[], commbench_version="0",
+                               python_version="3", torch_version=None, nccl_version=None, cuda_version=None,
+                               cupy_version=None, backend="gloo", world_size=2, hostnames=[host, host],
+                               devices=["cpu"] * 2, nccl_env={}, launcher="torchrun", emulated=emulated))
+        for p in (20, 21):
+            writer.write(Measurement(run_id=run_id, collective="sendrecv", backend="gloo", size_bytes=1 << p,
+                                     count=(1 << p) // 4, dtype="float32", op=None, in_place=False, world_size=2,
+                                     group_size=2, iters=3, warmup_iters=1, time_us_median=80000.0 * (p - 19),
+                                     algbw_gbps=0.013, busbw_gbps=0.013, num_wrong=0))
+
+
+def test_emulated_runs_are_said_in_readme_and_tables(tmp_path):
+    results = tmp_path / "em.jsonl"
+    _write(results, "emu", EMULATED, "vm")
+    result = CliRunner().invoke(app, ["report", str(results), "-O", str(tmp_path / "report")],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    title = next(line for line in result.output.splitlines() if line.startswith("sendrecv"))
+    assert "EMULATED" in title
+    readme = (tmp_path / "report" / "README.md").read_text()
+    assert "All numbers are measured." not in readme
+    assert "EMULATED" in readme.split("##", 1)[0]                       # the summary line says it
+    assert "### gloo float32 n=2 (EMULATED fabric" in readme            # and the table's heading
+
+
+def test_real_runs_stay_unmarked_beside_emulated_ones(tmp_path):
+    real, emulated = tmp_path / "real.jsonl", tmp_path / "em.jsonl"
+    _write(real, "real", None, "vm")
+    _write(emulated, "emu", EMULATED, "vm")
+    result = CliRunner().invoke(app, ["report", str(real), str(emulated), "-O", str(tmp_path / "report")],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    titles = [line for line in result.output.splitlines() if line.startswith("sendrecv")]
+    assert len(titles) == 2 and sum("emulated" in t.lower() for t in titles) == 1
+    headings = [line for line in (tmp_path / "report" / "README.md").read_text().splitlines()
+                if line.startswith("### ")]
+    assert len(headings) == 2 and sum("emulated" in h.lower() for h in headings) == 1

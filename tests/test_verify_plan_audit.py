@@ -1,0 +1,215 @@
+"""`commbench verify-plan` as a user acting on it: the plan's folder is taken; its sizes, groups and predictions are
+the plan's own (EP bytes as the step model counts them, 8-bit TP gathers and dispatches, expert DP); a scaled-down run
+is predicted for what it measured; a mismatch is flagged where the comparison means something; an emulated fabric
+is said; a hand-edited plan is refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.costmodel import collective_time_s, load_preset
+from commbench.planner.emit.plan import load_plan
+from commbench.planner.step.moe_comm import FP8_DISPATCH_BYTES
+from commbench.planner.step.tp_comm import GATHER_BYTES
+from commbench.workflows.verify import mismatch_flags, plan_context, plan_items, predicted_s
+
+
+def _plan(folder, *args: str):
+    result = CliRunner().invoke(app, ["plan", *args, "-O", str(folder), "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    return folder / "plan.json"
+
+
+@pytest.fixture(scope="module")
+def mxfp8_flex_plan(tmp_path_factory):
+    """4 B200s, qwen3-30b-a3b in MXFP8 with the flex dispatcher: the dispatch is quantised, the TP gathers too."""
+    return _plan(tmp_path_factory.mktemp("mx"), "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4",
+                 "--gbs", "64", "--layout", "tp=2,pp=1,vp=1,ep=2,etp=1,cp=1,mbs=1,dispatcher=flex,precision=mxfp8")
+
+
+def test_plan_folder_is_taken_and_a_folder_without_plan_json_is_one_line(mxfp8_flex_plan, tmp_path):
+    """`plan -O DIR` writes a folder; `verify-plan DIR` said "cannot be read: Is a directory"."""
+    result = CliRunner().invoke(app, ["verify-plan", str(mxfp8_flex_plan.parent), "--max-bytes", "64K",
+                                      "--iters", "1", "--nproc", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["points"]
+    # the routing the workload measured is said (the flag promised it; it read a metric the workload never writes)
+    assert any("measured routing imbalance" in f for f in doc["unmet_assumptions"])
+    empty = CliRunner().invoke(app, ["verify-plan", str(tmp_path)])
+    assert empty.exit_code == 2 and "plan.json" in empty.output and "Traceback" not in empty.output
+    assert len(empty.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda d: d["layout"].update(tp=4), "inputs.gpus"),            # layout of 8 ranks in a 4-GPU plan
+    (lambda d: d["inputs"].update(seq_len="abc"), "inputs.seq_len"),
+    (lambda d: d["inputs"].update(seq_len=None), "inputs.seq_len"),
+    (lambda d: d["inputs"].update(seq_len=0), "inputs.seq_len"),
+])
+def test_hand_edited_plan_is_refused_in_one_line(mxfp8_flex_plan, tmp_path, edit, match):
+    doc = json.loads(mxfp8_flex_plan.read_text())
+    edit(doc)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(app, ["verify-plan", str(path), "--max-bytes", "64K", "--iters", "1"])
+    assert result.exit_code == 2, result.output
+    assert match in result.output and "Traceback" not in result.output, result.output
+
+
+def test_an_older_plan_without_seq_len_reads_the_models(mxfp8_flex_plan):
+    doc = json.loads(mxfp8_flex_plan.read_text())
+    del doc["inputs"]["seq_len"]
+    ctx = plan_context(doc)
+    assert ctx.seq_len == doc["inputs"]["model_spec"]["seq_len"]
+
+
+def test_sizes_are_the_plans_bytes(mxfp8_flex_plan):
+    """EP: tokens x distinct destination ranks (flex dedup) x expert width x the 8-bit dispatch's bytes; TP: the
+    all-gather of an MXFP8 recipe moves 1 + 1/32 B per element; MoE: the expert gradients' bucket on the EDP group."""
+    doc = load_plan(mxfp8_flex_plan)
+    items, _ = plan_items(doc, 4, 1 << 40)
+    by_label = {i.label: i for i in items}
+    tokens_rank = 4096 // 2                      # mbs x seq / (tp x cp)
+    distinct = 2 * (1 - (1 - 1 / 2) ** 8)        # EP2, top-8: expected distinct destination ranks
+    ep = next(i for i in items if i.kind == "ep")
+    assert ep.plan_size_bytes == pytest.approx(tokens_rank * distinct * 2048 * FP8_DISPATCH_BYTES, rel=1e-6)
+    assert ep.params["dispatch_dtype"] == "fp8" and ep.params["dispatch_mode"] == "per-rank"
+    assert ep.params["hidden"] == 2048
+    gather = by_label["TP all_gather"]
+    assert gather.plan_size_bytes == pytest.approx(4096 * 2048 * GATHER_BYTES["mxfp8"], rel=1e-6)
+    assert by_label["TP reduce_scatter"].plan_size_bytes == 4096 * 2048 * 2
+    expert = next(i for i in items if i.kind == "edp")
+    assert expert.groups == tuple(tuple(g) for g in doc["placement"]["groups"]["edp"])
+
+
+def test_latent_moe_moves_the_latent_width(tmp_path):
+    """Nemotron-3 Super's experts see a 1024-wide latent, not the 4096 hidden: the plan's dispatch moves that."""
+    path = _plan(tmp_path, "--model", "nemotron-3-super-120b-a12b", "--system", "b200-hgx", "--gpus", "16",
+                 "--gbs", "64", "--layout", "tp=1,pp=1,vp=1,ep=8,etp=1,cp=1,mbs=1,dispatcher=alltoall,precision=bf16")
+    items, _ = plan_items(load_plan(path), 4, 1 << 40)
+    ep = next(i for i in items if i.kind == "ep")
+    assert ep.params["hidden"] == 1024 and ep.params["dispatch_dtype"] == "bf16"
+    assert ep.plan_size_bytes == 8192 * 22 * 1024 * 2        # alltoall: top-k copies
+
+
+@pytest.mark.parametrize("dispatcher", ["alltoall", "flex"])
+def test_ep_plan_prediction_is_the_step_models(tmp_path, dispatcher):
+    """The plan's EP all-to-all per MoE layer and micro-batch, forward (dispatch + combine), is what the step model
+    charges: its ep_total_s over micro-batches, MoE layers and the backward's equal pair (bf16, pp=1)."""
+    path = _plan(tmp_path, "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64",
+                 "--layout", f"tp=1,pp=1,vp=1,ep=8,etp=1,cp=1,mbs=1,dispatcher={dispatcher},precision=bf16")
+    doc = load_plan(path)
+    fabric = load_preset("b200-hgx", num_gpus=8)
+    ctx = plan_context(doc)
+    (ep,) = [i for i in plan_items(doc, 8, 1 << 40)[0] if i.kind == "ep"]
+    plan_s = predicted_s(fabric, ep, ctx, size_bytes=ep.plan_size_bytes, tokens=ep.plan_tokens_per_rank,
+                         group=ep.plan_group_size, domains=ep.plan_domains)
+    n_mb = 64 // 8
+    charged = doc["predicted"]["ep_total_s"] / (n_mb * 48 * 2)
+    assert plan_s == pytest.approx(charged, rel=1e-9)
+
+
+def test_dp_group_across_racks_is_predicted_across_racks(tmp_path):
+    """TP8 DP32 on 256 GB300s (4 racks of 64): each DP group strides over all 4 racks; it was predicted as if its
+    32 ranks sat in one rack (NVLink, a flat ring). Now it is priced as the step model prices the plan's gradient
+    reduce-scatter (its dp_dense_rs_total_s, at the whole local gradient)."""
+    from commbench.planner.models.counts import param_counts
+
+    path = _plan(tmp_path, "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "256",
+                 "--layout", "tp=8,pp=1,vp=1,ep=1,cp=1,mbs=1")
+    doc = load_plan(path)
+    (dp,) = [i for i in plan_items(doc, 4, 16 << 20)[0] if i.kind == "dp_cp"]
+    assert dp.plan_group_size == 32 and dp.plan_domains == 4
+    fabric = load_preset("gb300-nvl72", num_gpus=256)
+    ctx = plan_context(doc)
+    whole = param_counts(ctx.model).non_expert / 8 * 2    # the local gradient, bf16
+    plan_s = predicted_s(fabric, dp, ctx, size_bytes=whole, tokens=0, group=32, domains=dp.plan_domains)
+    assert plan_s == pytest.approx(doc["predicted"]["dp_dense_rs_total_s"], rel=1e-9)
+    in_rack = float(collective_time_s(fabric, "reduce_scatter", np.array([whole]), np.array([32]), np.array([1]))[0])
+    assert plan_s != pytest.approx(in_rack, rel=1e-3)   # the old price: one rack, flat
+
+
+@pytest.mark.timeout(120)
+def test_scaled_run_is_predicted_for_what_it_measured(tmp_path):
+    """A 256-GPU plan on 2 ranks: 'predicted' beside 'measured' is the plan's fabric at the measured size and group
+    (2 ranks, one host); the plan's own figure (its group, its racks, its size) is given apart."""
+    path = _plan(tmp_path, "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "256",
+                 "--layout", "tp=8,pp=1,vp=1,ep=1,cp=1,mbs=1")
+    result = CliRunner().invoke(app, ["verify-plan", str(path), "--nproc", "2", "--max-bytes", "64K", "--iters", "1",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    fabric = load_preset("gb300-nvl72", num_gpus=256)
+    dp = next(p for p in doc["points"] if p["collective"].startswith("DP"))
+    assert (dp["group_size"], dp["num_domains"], dp["plan_group_size"], dp["plan_num_domains"]) == (2, 1, 32, 4)
+    here = float(collective_time_s(fabric, "reduce_scatter", np.array([float(dp["size_bytes"])]), np.array([2]),
+                                   np.array([1]))[0]) * 1e6
+    assert dp["predicted_time_us"] == pytest.approx(here, rel=1e-9)
+    assert dp["plan_predicted_time_us"] > dp["predicted_time_us"]
+    assert any("'predicted' is for the group measured" in f for f in doc["unmet_assumptions"])
+
+
+def test_mismatch_flags_only_where_the_fabric_describes_this_backend():
+    points = [{"collective": "TP all_reduce", "measured_over_predicted": 3.0},
+              {"collective": "DP grad bucket reduce-scatter", "measured_over_predicted": 1.2},
+              {"collective": "EP all-to-all", "measured_over_predicted": 0.3}]
+    flags = mismatch_flags(points, comparable=True)
+    assert len(flags) == 2 and flags[0].startswith("MISMATCH: TP all_reduce measured 3.0x")
+    assert "EP all-to-all" in flags[1] and "0.3x" in flags[1]
+    assert mismatch_flags(points, comparable=False) == []
+
+
+@pytest.mark.timeout(120)
+def test_plan_on_a_gloo_fitted_profile_is_compared_on_gloo(tmp_path):
+    """A profile fitted from gloo runs describes gloo: verifying its plan on gloo was said to check 'not its
+    bandwidth'; now the comparison stands (comparable: true) and a mismatch would be flagged."""
+    from tests.test_costmodel_cli import _write_sweep
+
+    fabric, folder = tmp_path / "fabric.json", tmp_path / "plan"
+    collectives = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv")
+    for collective in collectives:
+        _write_sweep(tmp_path / f"{collective}.jsonl", collective, 2, 200e-6, 2e9)
+    fitted = CliRunner().invoke(app, ["fit", *(str(tmp_path / f"{c}.jsonl") for c in collectives), "-O", str(fabric)])
+    assert fitted.exit_code == 0, fitted.output
+    planned = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", str(fabric), "--gpu", "gb300",
+                                       "--gpus", "2", "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1", "-O", str(folder)])
+    assert planned.exit_code == 0, planned.output
+    result = CliRunner().invoke(app, ["verify-plan", str(folder), "--max-bytes", "64K", "--iters", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["comparable"] is True
+    assert not any("not its bandwidth" in f for f in doc["unmet_assumptions"])
+
+
+@pytest.mark.timeout(120)
+def test_emulated_fabric_is_said(mxfp8_flex_plan, monkeypatch):
+    """verify-plan under `commbench emulate` printed 'measured here' with no word of the emulated fabric."""
+    emulated = {"emulated": True, "tool": "commbench emulate", "num_racks": 2, "ranks_per_rack": 1,
+                "scale_out_rate_bits_per_s": 1e9}
+    monkeypatch.setenv("COMMBENCH_EMULATED", json.dumps(emulated))
+    result = CliRunner().invoke(app, ["verify-plan", str(mxfp8_flex_plan), "--nproc", "2", "--max-bytes", "64K",
+                                      "--iters", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["emulated"] == emulated
+    assert any(f.startswith("EMULATED fabric") for f in doc["unmet_assumptions"])
+    table = CliRunner().invoke(app, ["verify-plan", str(mxfp8_flex_plan), "--nproc", "2", "--max-bytes", "64K",
+                                     "--iters", "1"], env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "EMULATED" in table.output.splitlines()[0]
+
+
+def test_a_collective_no_group_fits_is_said_not_dropped(tmp_path):
+    """8-GPU plan (TP2, EP4 of 128 experts) on 3 ranks: no TP group of 2 and no EP group dividing 128 experts fits;
+    both were left out without a word, the table holding DP alone."""
+    path = _plan(tmp_path, "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64",
+                 "--layout", "tp=2,pp=1,vp=1,ep=4,etp=1,cp=1,mbs=1")
+    items, flags = plan_items(load_plan(path), 3, 1 << 20)
+    assert [i.kind for i in items] == ["dp_cp"]
+    for label in ("TP reduce_scatter", "TP all_gather", "EP all-to-all"):
+        assert any(f.startswith(label) and "not measured" in f for f in flags), (label, flags)
