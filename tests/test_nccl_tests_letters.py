@@ -167,3 +167,12 @@ def test_interrupt_in_a_later_run_cycle_counts_the_earlier_cycles_points(tmp_pat
     assert result.exit_code == 130, result.output
     assert " ".join(result.output.split()) == (f"interrupted (SIGINT): 1 point(s) kept in {out}; also the 3 "
                                                "point(s) of the 1 cycle(s) before it (-N: cycle 2 of 3 stopped)")
+
+
+def test_bench_help_lists_every_rs_impl_the_readme_names():
+    """The README names duplex, the default on gloo; --help listed auto, native and pairwise only."""
+    from collectives.grad_reduce_scatter import RS_IMPLS
+
+    text = " ".join(runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output.split())
+    line = text[text.index("--rs-impl"):][:300]
+    assert all(impl in line for impl in RS_IMPLS) and "duplex on gloo" in line, line
