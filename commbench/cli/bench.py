@@ -29,11 +29,14 @@ from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range
 
 
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
-    """Every NCCL tuning combination of the job in its own processes, into one results file."""
+    """Every NCCL tuning combination of the job in its own processes, into one results file; exit 1 when a
+    point of any combination (NCCL's default included) found wrong data, as `sweep` does."""
     from commbench.cli.nccl_tuner import print_combinations
-    from commbench.sweep.tuned_bench import run_tuned_bench
+    from commbench.sweep import tuned_bench
 
-    print_combinations(run_tuned_bench(config, combos, nproc=nproc), config.output_path)
+    offset = tuned_bench.file_size(config.output_path)  # -J appends: judge only this launch's records
+    results = tuned_bench.run_tuned_bench(config, combos, nproc=nproc)
+    print_combinations(results, config.output_path, wrong=tuned_bench.wrong_points(config.output_path, offset))
 
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:

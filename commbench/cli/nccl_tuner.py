@@ -43,7 +43,7 @@ def print_combinations(results: list, output_path: str, again: str = "", wrong: 
     if wrong:
         raise fail(f"{len(wrong)} point(s) found wrong data in the data checks (first: {wrong[0]}); records in "
                    f"{output_path}", exit_code=1)
-    console.print(styled("[green]done[/]: {} combination(s); records in {} (next: commbench nccl-tuner {} -o "
+    console.print(styled("[green]done[/]: {} combination(s); records in {} (next: commbench nccl-tuner {} -O "
                          "nccl_tuner.conf)", len(results), output_path, output_path), highlight=False)
 
 

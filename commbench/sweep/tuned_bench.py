@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
+import os
 
 from collectives import get_collective
 from commbench.comm.backends import max_local_ranks
@@ -105,6 +107,39 @@ def summary_lines(results: list[ComboResult]) -> list[str]:
         else:
             lines.append(f"measured {result.combo.label}: {result.num_recorded} point(s)")
     return lines
+
+
+def file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def wrong_points(path: str, offset: int) -> tuple[str, ...]:
+    """'combination collective dtype size: N wrong element(s)' for every measurement appended to `path` after
+    byte `offset` that found wrong data. A combination NCCL refuses is data (skipped); wrong data is not."""
+    from commbench.comm.nccl_tuning import combo_from_params
+    from commbench.results.records import from_dict
+    from commbench.units import format_size
+
+    out: list[str] = []
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            for line in handle:
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(data, dict) or data.get("record_type") != "measurement" or not data.get("num_wrong"):
+                    continue
+                rec = from_dict(data)
+                out.append(f"{combo_from_params(rec.params).label} {rec.collective} {rec.dtype} "
+                           f"{format_size(rec.size_bytes)}: {rec.num_wrong} wrong element(s)")
+    except OSError:
+        return ()
+    return tuple(out)
 
 
 def baseline_failed(results: list[ComboResult]) -> str | None:
