@@ -142,3 +142,17 @@ def test_torchtitan_02_activation_checkpoint_mode_is_one_torchtitan_reads(recomp
         assert ac == {"mode": "selective", "selective_ac_option": "op"} and len(stood_in) == 1, doc["notes"]
     else:
         assert ac == {"mode": recompute} and not stood_in
+
+
+def test_plan_says_launch_env_only_where_it_writes_one(tmp_path):
+    """The README's `plan --model gpt-oss-120b ... --framework torchtitan -O plan/` printed 'launch.env: (nothing
+    needed)' while Megatron refuses the model and no launch.env is written."""
+    result = CliRunner().invoke(app, ["plan", "--model", "gpt-oss-120b", "--system", "gb200-nvl72", "--gpus", "64",
+                                      "--framework", "torchtitan", "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "launch.env").exists() and "Megatron-LM core_v0.16.1 cannot build gpt-oss-120b" in result.output
+    assert "launch.env" not in result.output, result.output
+    result = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
+                                      "-O", str(tmp_path / "dense")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and (tmp_path / "dense" / "launch.env").exists()
+    assert any(line.startswith("launch.env: ") for line in result.output.splitlines()), result.output
