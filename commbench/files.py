@@ -227,6 +227,12 @@ def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what
     return lock
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # read it: the only portable way sets it, so set it back at once
+    os.umask(mask)
+    return mask
+
+
 def write_output(path: str | os.PathLike[str], text: str, option: str, *, marker: str, what: str,
                  force: bool = False, claimed: bool = False) -> None:
     """Write `text` as the whole of `path` under claim_output's rules (`claimed`: the caller holds the
@@ -244,6 +250,8 @@ def write_output(path: str | os.PathLike[str], text: str, option: str, *, marker
                                              delete=False) as handle:
                 temporary = handle.name
                 handle.write(text)
+                # a temporary file is 0600: give the file the mode a plain open() would (the umask's)
+                os.chmod(handle.fileno(), 0o666 & ~_umask())
             os.replace(temporary, target)
         except OSError as exc:
             if temporary is not None:
