@@ -130,3 +130,16 @@ def test_tune_run_again_replaces_its_own_sweep(tmp_path):
                    "--system", "b200-hgx")
     assert again.exit_code == 0, again.output
     assert results.read_text() != "\n".join([json.dumps(header), *lines[1:]]) + "\n"
+
+
+def test_tune_refuses_a_foreign_fabric_measured_json_before_the_sweep(tmp_path):
+    """tune ran its whole sweep and wrote fabric.json, then refused OUT/fabric-measured.json (a file commbench did
+    not write); the README: an output path that cannot be written is found before any rank starts."""
+    out = tmp_path / "tune"
+    out.mkdir()
+    (out / "fabric-measured.json").write_text("my notes\n")
+    result = runner.invoke(app, ["tune", "-O", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "fabric-measured.json' exists and is not a fabric profile written by commbench" in " ".join(result.output.split())
+    assert sorted(p.name for p in out.iterdir()) == ["fabric-measured.json"]  # nothing measured, nothing written
+    assert (out / "fabric-measured.json").read_text() == "my notes\n"
