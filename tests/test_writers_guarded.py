@@ -63,10 +63,19 @@ def test_a_foreign_file_is_replaced_only_with_force(tmp_path, command, marker):
     assert target.read_text() == FOREIGN
     again = invoke(*command, str(target))  # still foreign: refused again (nothing half-written)
     assert again.exit_code == 2 and target.read_text() == FOREIGN
-    if command[0] == "fit":
-        assert invoke(*command, str(target), "--force").exit_code == 0
-        assert marker in target.read_text()
-        assert invoke(*command, str(target)).exit_code == 0  # its own output: replaced without --force
+    # nccl-tuner's refusal said "pass --force" while nccl-tuner had no --force: "No such option"
+    assert invoke(*command, str(target), "--force").exit_code == 0
+    assert marker in target.read_text()
+    assert invoke(*command, str(target)).exit_code == 0  # its own output: replaced without --force
+
+
+def test_nccl_tuner_writes_nothing_when_csv_is_refused(tmp_path):
+    """nccl-tuner wrote -O, then refused a foreign --csv: exit 2 with a config written. Both are claimed first."""
+    conf, csv = tmp_path / "t.conf", tmp_path / "perf.csv"
+    csv.write_text(FOREIGN)
+    line = one_line(invoke("nccl-tuner", "--system", "gb300-nvl72", "--gpus", "8", "-O", str(conf), "--csv", str(csv)))
+    assert "--csv=" in line and "exists and is not a CSV file" in line
+    assert not conf.exists() and csv.read_text() == FOREIGN
 
 
 def test_report_with_an_empty_out_never_touches_the_working_folder(tmp_path, monkeypatch):
