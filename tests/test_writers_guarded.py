@@ -152,3 +152,12 @@ def test_tune_refuses_a_foreign_fabric_measured_json_before_the_sweep(tmp_path):
     assert "fabric-measured.json' exists and is not a fabric profile written by commbench" in " ".join(result.output.split())
     assert sorted(p.name for p in out.iterdir()) == ["fabric-measured.json"]  # nothing measured, nothing written
     assert (out / "fabric-measured.json").read_text() == "my notes\n"
+
+
+def test_emulate_counters_out_refusal_offers_no_option_emulate_lacks(tmp_path):
+    """emulate --counters-out FOREIGN said 'pass --force to replace it'; emulate has no --force."""
+    target = tmp_path / "counters.json"
+    target.write_text(FOREIGN)
+    line = one_line(invoke("emulate", "--counters-out", str(target), "--", "env"))
+    assert "exists and is not a counters file written by commbench: choose another path" in line
+    assert "--force" not in line and target.read_text() == FOREIGN
