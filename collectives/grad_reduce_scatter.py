@@ -51,11 +51,11 @@ _DEVICE_ACCUMULATE = ("gloo", "nccl")
 
 def resolve_impl(rs_impl: str, backend_name: str) -> str:
     if rs_impl not in RS_IMPLS:
-        raise invalid("rs_impl", rs_impl, f"allowed: {', '.join(RS_IMPLS)}")
+        raise invalid("--rs-impl", rs_impl, f"allowed: {', '.join(RS_IMPLS)}")
     if rs_impl == "auto":
         return "duplex" if backend_name == "gloo" else "native"
     if rs_impl == "duplex" and backend_name not in ("gloo", "nccl"):
-        raise invalid("rs_impl", rs_impl, "duplex needs torch.distributed point-to-point (gloo or nccl)")
+        raise invalid("--rs-impl", rs_impl, "duplex needs torch.distributed point-to-point (gloo or nccl)")
     if rs_impl in ("pairwise", "duplex") and backend_name not in _DEVICE_ACCUMULATE:
         raise invalid("--rs-impl", rs_impl, f"{backend_name} has no device-side sum of received chunks (it would "
                       "run on the host inside the timed stage): use native or auto")

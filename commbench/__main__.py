@@ -27,6 +27,14 @@ def main() -> None:
     except KeyboardInterrupt as exc:
         sys.stderr.write(f"interrupted ({str(exc) or 'SIGINT'}) while starting: nothing was run\n")
         sys.exit(130)
+    except ModuleNotFoundError as exc:  # a --no-deps install into an environment that lacks a requirement
+        from commbench.errors import missing_requirement
+
+        message = missing_requirement(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"error: {message}\n")
+        sys.exit(2)
     run_cli()
 
 

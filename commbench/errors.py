@@ -1,6 +1,11 @@
 """User-facing errors: one line naming the field, the value and what is allowed; exit code 2."""
 
+import sys
 from pathlib import Path
+
+# pyproject.toml [project] dependencies: what a `pip install --no-deps` must bring itself
+REQUIREMENTS = {"torch": "torch>=2.3", "numpy": "numpy>=1.24", "rich": "rich>=13", "typer": "typer>=0.12",
+                "tomli": "tomli>=2 (on Python < 3.11)"}
 
 
 class CommbenchError(Exception):
@@ -58,3 +63,12 @@ def decode_user_text(raw: bytes, path: str | Path, what: str, *, errors: str = "
     except UnicodeDecodeError as exc:
         line = first_line_number + raw.count(b"\n", 0, exc.start)
         raise CommbenchError(f"{what} {str(path)!r} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})") from None
+
+
+def missing_requirement(exc: ModuleNotFoundError) -> str | None:
+    """The one line for a core requirement this Python lacks (a --no-deps install); None for another module."""
+    module = (exc.name or "").split(".")[0]
+    if module not in REQUIREMENTS:
+        return None
+    return (f"{module} is not installed in this Python ({sys.executable}): commbench needs {REQUIREMENTS[module]}; "
+            "install it there (keep the torch your training uses) and run again")

@@ -211,7 +211,7 @@ def _head(path: Path, num_bytes: int = 4096) -> bytes:
 
 
 def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what: str,
-                 force: bool = False) -> OutputLock:
+                 force: bool = False, force_option: str | None = "--force") -> OutputLock:
     """Lock a file that will be written whole (replaced). Refused in one line when it is empty text
     (an unset shell variable), in use by another commbench run, or holds something that is not a
     `what` (no `marker` in its first 4 KiB), unless `force`: nothing the command did not make is lost."""
@@ -226,12 +226,18 @@ def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what
     if not force and target.is_file() and target.stat().st_size and marker.encode() not in _head(target):
         lock.release()
         raise CommbenchError(f"{option}={str(path)!r} exists and is not a {what} written by commbench: "
-                             "choose another path, or pass --force to replace it")
+                             "choose another path" + (f", or pass {force_option} to replace it" if force_option else ""))
     return lock
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # read it: the only portable way sets it, so set it back at once
+    os.umask(mask)
+    return mask
+
+
 def write_output(path: str | os.PathLike[str], text: str, option: str, *, marker: str, what: str,
-                 force: bool = False, claimed: bool = False) -> None:
+                 force: bool = False, claimed: bool = False, force_option: str | None = "--force") -> None:
     """Write `text` as the whole of `path` under claim_output's rules (`claimed`: the caller holds the
     claim already); one line when the disk refuses."""
     import contextlib
@@ -239,7 +245,8 @@ def write_output(path: str | os.PathLike[str], text: str, option: str, *, marker
 
     from commbench.errors import CommbenchError
 
-    with contextlib.nullcontext() if claimed else claim_output(path, option, marker=marker, what=what, force=force):
+    with contextlib.nullcontext() if claimed else claim_output(path, option, marker=marker, what=what, force=force,
+                                                                force_option=force_option):
         target = Path(path).resolve()
         temporary = None
         try:  # a new file renamed over the old: a full disk leaves the old one whole
@@ -247,6 +254,8 @@ def write_output(path: str | os.PathLike[str], text: str, option: str, *, marker
                                              delete=False) as handle:
                 temporary = handle.name
                 handle.write(text)
+                # a temporary file is 0600: give the file the mode a plain open() would (the umask's)
+                os.chmod(handle.fileno(), 0o666 & ~_umask())
             os.replace(temporary, target)
         except OSError as exc:
             if temporary is not None:

@@ -48,7 +48,7 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     # the busiest of 8 ranks receives at most 8x the mean: 100 is no traffic pattern
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "100"],
      "--imbalance=100.0 is invalid: a number from 1 to the group size, 8"),
-    (["bench", "grad_reduce_scatter", "--rs-impl", "foo"], "rs_impl='foo' is invalid"),
+    (["bench", "grad_reduce_scatter", "--rs-impl", "foo"], "--rs-impl='foo' is invalid: allowed: auto, native, pairwise, duplex"),
     (["bench", "all_reduce", "--rs-impl", "native"], "all_reduce has no reduce-scatter implementation"),
     (["emulate", "--racks", "3", "--ranks-per-rack", "100", "--", "bench", "all_reduce"], "is too many"),
     (["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "0"], "--gbs=0"),

@@ -178,3 +178,13 @@ def test_a_slowdown_at_every_size_fails_as_a_collective_even_when_each_point_is_
     assert cli.exit_code == 1 and "slower as a whole" in cli.output
     same = compare(base, base, max_regression=0.1, statistic="median")
     assert same.regressed_collectives == [] and same.geomean_by_collective["all_reduce"] == 1.0
+
+
+def test_help_describes_the_gate_the_readme_describes():
+    """compare --help described the old gate (a point fails beyond the 95% interval of its per-iteration
+    samples; NEW's repeated runs give the run-to-run noise) while the gate takes the larger of the run-to-run
+    noise and the within-run interval, and measures the run shift from baseline runs only."""
+    text = " ".join(CliRunner().invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).output.split())
+    text = text.replace("│ ", "")
+    assert "larger of the run-to-run noise and the within-run interval" in text, text
+    assert "never from NEW" in text and "repeated runs appended to BASE or NEW give it" not in text

@@ -141,3 +141,23 @@ def test_predict_names_nccls_algorithm_and_protocol_per_size_and_can_force_them(
     assert bad.exit_code == 2 and "protocol='LL64'" in bad.output
     checks = json.loads(_invoke("systems", "--checks", "--json").output)["checks"]
     assert any(r["regime"] == "latency" and r["nccl_choice"] == "nvls/Simple" for r in checks)
+
+
+def test_a_fabric_without_a_tier_a_plan_needs_says_what_to_measure(tmp_path):
+    """The README's `fit results/*.jsonl -O fabric.json` on ci-small (racks of 2) and then `plan --system
+    fabric.json` ended in "collective='all_gather' has no scale_up curve in fabric 'fitted'": no word of what
+    the fabric has or what to do."""
+    import dataclasses
+
+    preset = load_preset("h100-hgx", num_gpus=8)
+    cut = dataclasses.replace(preset, nccl=None, curves=tuple(
+        c for c in preset.curves if not (c.collective == "all_gather" and c.tier == "scale_up")))
+    path = tmp_path / "fabric.json"
+    path.write_text(cut.to_json())
+    for args in (["predict", "--fabric", str(path), "-c", "all_gather", "-g", "8"],
+                 ["plan", "--model", "llama3-8b", "--system", str(path), "--gpus", "8"]):
+        result = _invoke(*args)
+        assert result.exit_code == 2, result.output
+        line = " ".join(result.output.split())
+        assert ("collective='all_gather' has no scale_up curve in fabric 'h100-hgx' (it has all_gather on scale_out): "
+                "measure all_gather inside one scale-up domain and fit again") in line, line

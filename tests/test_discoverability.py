@@ -42,3 +42,14 @@ def test_plan_help_lists_the_zoo_and_every_layout_key_uncut(columns):
         assert key in text, key
     tune = CliRunner().invoke(app, ["tune", "--help"], env={"COLUMNS": str(columns)}, terminal_width=columns)
     assert "…" not in tune.output and "fused_moe" in " ".join(tune.output.replace("│", " ").split())
+
+
+def test_readme_names_every_shipped_sweep():
+    """The README's list of shipped sweeps left out nccl-tuning-node, which `sweep --help` offers."""
+    from pathlib import Path
+
+    from commbench.sweep.shipped import shipped_sweeps
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    missing = [name for name in shipped_sweeps() if f"`{name}`" not in text]
+    assert not missing, missing

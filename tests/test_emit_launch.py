@@ -125,3 +125,34 @@ def test_cli_writes_launch_files_and_refuses_bad_torchtitan_input(tmp_path):
     refused = runner.invoke(app, ["plan", "--model", "mixtral-8x7b", "--system", "h100-hgx", "--gpus", "64",
                                   "--gbs", "512", "--emit", "torchtitan"])
     assert refused.exit_code == 2 and "no mixtral-8x7b model" in refused.output
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full", "mla_up_proj", "moe_act"])
+def test_torchtitan_02_activation_checkpoint_mode_is_one_torchtitan_reads(recompute):
+    """plan --emit torchtitan --torchtitan-version 0.2 (the README's example) wrote mode = "mla_up_proj" for the
+    default DeepSeek-V3 plan; torchtitan 0.2.2's ActivationCheckpoint.mode is Literal["selective", "full",
+    "memory_budget", "none"], so TorchTitan refused the file. A Megatron light-module recompute now gets op-level
+    selective AC, with a note saying what the prediction assumed."""
+    lay = Layout(tp=1, pp=2, vp=8, ep=32, etp=1, dp=128, mbs=1, gbs=4096, precision="mxfp8", recompute=recompute)
+    doc = torchtitan_plan(lay, DSV3, version="0.2")
+    ac = tomllib.loads(torchtitan_toml(doc))["activation_checkpoint"]
+    assert ac["mode"] in {"selective", "full", "memory_budget", "none"} and set(ac) <= JOB_CONFIG_022["activation_checkpoint"]
+    stood_in = [n for n in doc["notes"] if "activation checkpointing" in n and f"recompute={recompute}" in n]
+    if recompute in ("mla_up_proj", "moe_act"):
+        assert ac == {"mode": "selective", "selective_ac_option": "op"} and len(stood_in) == 1, doc["notes"]
+    else:
+        assert ac == {"mode": recompute} and not stood_in
+
+
+def test_plan_says_launch_env_only_where_it_writes_one(tmp_path):
+    """The README's `plan --model gpt-oss-120b ... --framework torchtitan -O plan/` printed 'launch.env: (nothing
+    needed)' while Megatron refuses the model and no launch.env is written."""
+    result = CliRunner().invoke(app, ["plan", "--model", "gpt-oss-120b", "--system", "gb200-nvl72", "--gpus", "64",
+                                      "--framework", "torchtitan", "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "launch.env").exists() and "Megatron-LM core_v0.16.1 cannot build gpt-oss-120b" in result.output
+    assert "launch.env" not in result.output, result.output
+    result = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
+                                      "-O", str(tmp_path / "dense")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and (tmp_path / "dense" / "launch.env").exists()
+    assert any(line.startswith("launch.env: ") for line in result.output.splitlines()), result.output

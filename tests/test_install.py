@@ -91,3 +91,42 @@ def test_editable_install_keeps_the_torch_already_installed(tmp_path):
     assert "torch" not in resolve.stdout.split("Successfully installed")[-1].split("\n")[0]
     after = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     assert after == before
+
+
+def test_readme_cautious_install_names_every_core_requirement_but_torch(requirements):
+    """The README's `pip install --no-deps -e . && pip install numpy rich typer` left out tomli, which
+    commbench imports on Python 3.10 (requires-python >= 3.10): sweep, plan and tune then died in a traceback."""
+    import shlex
+
+    line = next(x for x in (ROOT / "README.md").read_text().splitlines() if x.startswith("pip install --no-deps -e ."))
+    named = {Requirement(arg).name: Requirement(arg) for arg in shlex.split(line.split("&&")[1].split("#")[0])[2:]}
+    core = [r for r in requirements if r.marker is None or "extra" not in str(r.marker)]
+    assert {r.name for r in core} - {"torch"} == set(named), named
+    for req in core:
+        if req.name != "torch":
+            assert str(req.marker) == str(named[req.name].marker), req  # tomli only where Python lacks tomllib
+
+
+def test_a_missing_core_requirement_is_one_line_not_a_traceback(monkeypatch):
+    """After the cautious --no-deps install into an environment without torch, `commbench env` (the command
+    meant to say what is installed) ended in a ModuleNotFoundError traceback."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ModuleNotFoundError(name="torch")
+    result = CliRunner().invoke(app, ["env"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "torch is not installed in this Python" in lines[0] and "torch>=2.3" in lines[0], lines
+
+
+def test_a_requirement_missing_when_the_cli_loads_is_one_line_too():
+    """tomli missing on Python 3.10 (or numpy anywhere) failed while the CLI's modules were imported, before any
+    command's error handling: a traceback."""
+    code = ("import sys; sys.modules['numpy'] = None; sys.argv = ['commbench', 'env']; "
+            "from commbench.__main__ import main; main()")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: numpy is not installed in this Python"), lines

@@ -31,6 +31,19 @@ def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
     assert all(p["iters"] == 3 for p in points)
 
 
+def test_m_on_an_in_place_sum_checks_one_operation_not_m(tmp_path):
+    """bench all_reduce --nproc 2 -m 2 (the README's nccl-tests letter) reported every element wrong, exit 1:
+    the check after the timed loop ran the aggregated callable, two in-place sums, so the buffer held the
+    sum of the sum. nccl-tests checks one operation after timing; so does commbench now."""
+    out = tmp_path / "ar.jsonl"
+    for op in ("sum", "prod"):
+        result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-f", "8", "-n", "2",
+                                     "-w", "1", "-m", "3", "-o", op, "-d", "int32", "-T", "60", "-J", str(out)])
+        assert result.exit_code == 0, result.output
+    points = [r for r in records(out) if r["record_type"] != "header"]
+    assert len(points) == 4 and all(p["num_wrong"] == 0 and p["params"]["agg_iters"] == 3 for p in points)
+
+
 def test_N_prints_nccl_tests_layout_one_banner_all_cycles_rows_one_footer(tmp_path):
     """bench -N 3 --format nccl-tests printed a banner, a table header and a footer per cycle; nccl-tests prints
     them once (src/common.cu: the cycles loop inside one test, writeResultFooter after it), the footer over every
@@ -154,3 +167,12 @@ def test_interrupt_in_a_later_run_cycle_counts_the_earlier_cycles_points(tmp_pat
     assert result.exit_code == 130, result.output
     assert " ".join(result.output.split()) == (f"interrupted (SIGINT): 1 point(s) kept in {out}; also the 3 "
                                                "point(s) of the 1 cycle(s) before it (-N: cycle 2 of 3 stopped)")
+
+
+def test_bench_help_lists_every_rs_impl_the_readme_names():
+    """The README names duplex, the default on gloo; --help listed auto, native and pairwise only."""
+    from collectives.grad_reduce_scatter import RS_IMPLS
+
+    text = " ".join(runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output.split())
+    line = text[text.index("--rs-impl"):][:300]
+    assert all(impl in line for impl in RS_IMPLS) and "duplex on gloo" in line, line

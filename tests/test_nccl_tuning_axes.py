@@ -257,41 +257,45 @@ def test_a_tuning_sweep_with_wrong_data_in_any_combination_exits_1(tmp_path, mon
     assert stop.value.exit_code == 1
 
 
-def test_a_tuning_bench_with_wrong_data_in_any_combination_exits_1(tmp_path, monkeypatch):
-    """bench --nccl-algo/--nccl-proto ended 'done', exit 0, with wrong data in a combination (only a failed
-    default counted); a refused combination is data, a wrong result is not. Points of earlier runs in the file
-    are not this launch's."""
+def _wrong_under_ll(rank_env, config: BenchConfig) -> BenchOutcome:
+    """fake_rank, whose records under a forced LL protocol found 3 wrong elements."""
+    outcome = fake_rank(rank_env, config)
+    if rank_env.rank == 0 and config.params.get("nccl_proto") == "ll":
+        path = config.output_path
+        lines = [json.loads(line) for line in open(path).read().splitlines()]
+        lines[-1]["num_wrong"] = 3
+        with open(path, "w") as out:
+            out.write("".join(json.dumps(r) + "\n" for r in lines))
+    return outcome
+
+
+@pytest.mark.parametrize("rank_fn, exit_code", [(fake_rank, 0), (_wrong_under_ll, 1)])
+def test_a_tuning_bench_with_wrong_data_in_any_combination_exits_1(tmp_path, monkeypatch, capsys, rank_fn, exit_code):
+    """bench --nccl-proto ll ended 'done', exit 0, with wrong data in a forced combination (sweep exits 1 there);
+    only this launch's records count (-J appends to a file that may hold an earlier run's wrong point)."""
     import typer
 
-    from commbench.cli import bench as bench_cli
+    from commbench.cli.bench import run_bench_axes
     from commbench.sweep import tuned_bench
 
     monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
     config = _config(tmp_path)
-    combos = parse_axes(None, "ll", None)
-    results = run_tuned_bench(config, combos, nproc=1, start_method="fork", rank_fn=fake_rank)
-    clean = (tmp_path / "tuned.jsonl").read_text()
-    lines = [json.loads(line) for line in clean.splitlines()]
-    spoilt = next(i for i, r in enumerate(lines) if r.get("params", {}).get("nccl_proto") == "ll")
-    lines[spoilt]["num_wrong"] = 3
-    spoilt_text = "".join(json.dumps(r) + "\n" for r in lines)
-
-    def rerun(text):
-        def run(config, combos, nproc):   # this launch appends its records, as the ranks would
-            with open(config.output_path, "a") as f:
-                f.write(text)
-            return results
-        return run
-
-    out = tmp_path / "tuned.jsonl"
-    out.write_text("")
-    monkeypatch.setattr(tuned_bench, "run_tuned_bench", rerun(clean))
-    bench_cli.run_bench_axes(config, combos, 1)              # clean data: done
-    out.write_text("")
-    monkeypatch.setattr(tuned_bench, "run_tuned_bench", rerun(spoilt_text))
-    with pytest.raises(typer.Exit) as stop:
-        bench_cli.run_bench_axes(config, combos, 1)
-    assert stop.value.exit_code == 1
-    assert tuned_bench.wrong_points_since(str(out), set()) == ("*/ll/* all_reduce float32 1 KiB: 3 wrong element(s)",)
-    earlier = tuned_bench.run_ids_in(str(out))               # the same records, now an earlier launch's
-    assert tuned_bench.wrong_points_since(str(out), earlier) == ()
+    earlier = skipped_header(backend="nccl", world_size=1, combo=TuningCombo(), env={}, argv=[], launcher="fake", reason="")
+    with JsonlWriter(config.output_path) as writer:
+        writer.write(earlier)
+        writer.write(Measurement(run_id=earlier.run_id, collective="all_reduce", backend="nccl", size_bytes=8, count=2,
+                                 dtype="float32", op="sum", in_place=False, world_size=1, group_size=1, iters=1,
+                                 warmup_iters=0, time_us_median=10.0, num_wrong=5))
+    real = tuned_bench.run_tuned_bench
+    monkeypatch.setattr(tuned_bench, "run_tuned_bench", lambda config, combos, nproc: real(
+        config, combos, nproc=nproc, start_method="fork", rank_fn=rank_fn))
+    if exit_code:
+        with pytest.raises(typer.Exit) as stop:
+            run_bench_axes(config, parse_axes(None, "ll", None), 1)
+        assert stop.value.exit_code == 1
+        err = " ".join(capsys.readouterr().err.split())
+        assert "1 point(s) found wrong data" in err and "*/ll/* all_reduce float32 4 KiB: 3 wrong element(s)" in err, err
+    else:
+        run_bench_axes(config, parse_axes(None, "ll", None), 1)
+        out = " ".join(capsys.readouterr().out.split())
+        assert "done: 2 combination(s)" in out and "-O nccl_tuner.conf" in out, out

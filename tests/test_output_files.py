@@ -139,3 +139,21 @@ def test_two_sweeps_on_one_file_the_second_is_refused(tmp_path):
     finally:
         first.kill()
         first.wait()
+
+
+def test_files_written_whole_get_the_umask_mode_like_appended_results(tmp_path):
+    """`commbench tune` left plan.json, fabric.json, launch.env, ... at mode 0600 (a temporary file renamed into
+    place) beside its 0644 results file: a colleague or a job under another account could not read the plan."""
+    old = os.umask(0o022)
+    try:
+        result = runner.invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
+                                     "-O", str(tmp_path / "plan")])
+        assert result.exit_code == 0, result.output
+        os.umask(0o027)
+        result = runner.invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "8", "-O", str(tmp_path / "t.conf")])
+        assert result.exit_code == 0, result.output
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "plan").iterdir()}
+    assert modes and set(modes.values()) == {0o644}, modes
+    assert (tmp_path / "t.conf").stat().st_mode & 0o777 == 0o640

@@ -63,10 +63,19 @@ def test_a_foreign_file_is_replaced_only_with_force(tmp_path, command, marker):
     assert target.read_text() == FOREIGN
     again = invoke(*command, str(target))  # still foreign: refused again (nothing half-written)
     assert again.exit_code == 2 and target.read_text() == FOREIGN
-    if command[0] == "fit":
-        assert invoke(*command, str(target), "--force").exit_code == 0
-        assert marker in target.read_text()
-        assert invoke(*command, str(target)).exit_code == 0  # its own output: replaced without --force
+    # nccl-tuner's refusal said "pass --force" while nccl-tuner had no --force: "No such option"
+    assert invoke(*command, str(target), "--force").exit_code == 0
+    assert marker in target.read_text()
+    assert invoke(*command, str(target)).exit_code == 0  # its own output: replaced without --force
+
+
+def test_nccl_tuner_writes_nothing_when_csv_is_refused(tmp_path):
+    """nccl-tuner wrote -O, then refused a foreign --csv: exit 2 with a config written. Both are claimed first."""
+    conf, csv = tmp_path / "t.conf", tmp_path / "perf.csv"
+    csv.write_text(FOREIGN)
+    line = one_line(invoke("nccl-tuner", "--system", "gb300-nvl72", "--gpus", "8", "-O", str(conf), "--csv", str(csv)))
+    assert "--csv=" in line and "exists and is not a CSV file" in line
+    assert not conf.exists() and csv.read_text() == FOREIGN
 
 
 def test_report_with_an_empty_out_never_touches_the_working_folder(tmp_path, monkeypatch):
@@ -130,3 +139,25 @@ def test_tune_run_again_replaces_its_own_sweep(tmp_path):
                    "--system", "b200-hgx")
     assert again.exit_code == 0, again.output
     assert results.read_text() != "\n".join([json.dumps(header), *lines[1:]]) + "\n"
+
+
+def test_tune_refuses_a_foreign_fabric_measured_json_before_the_sweep(tmp_path):
+    """tune ran its whole sweep and wrote fabric.json, then refused OUT/fabric-measured.json (a file commbench did
+    not write); the README: an output path that cannot be written is found before any rank starts."""
+    out = tmp_path / "tune"
+    out.mkdir()
+    (out / "fabric-measured.json").write_text("my notes\n")
+    result = runner.invoke(app, ["tune", "-O", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "fabric-measured.json' exists and is not a fabric profile written by commbench" in " ".join(result.output.split())
+    assert sorted(p.name for p in out.iterdir()) == ["fabric-measured.json"]  # nothing measured, nothing written
+    assert (out / "fabric-measured.json").read_text() == "my notes\n"
+
+
+def test_emulate_counters_out_refusal_offers_no_option_emulate_lacks(tmp_path):
+    """emulate --counters-out FOREIGN said 'pass --force to replace it'; emulate has no --force."""
+    target = tmp_path / "counters.json"
+    target.write_text(FOREIGN)
+    line = one_line(invoke("emulate", "--counters-out", str(target), "--", "env"))
+    assert "exists and is not a counters file written by commbench: choose another path" in line
+    assert "--force" not in line and target.read_text() == FOREIGN

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from commbench.comm.stop_signals import release_stops, signal_name
-from commbench.errors import CommbenchError, Interrupted
+from commbench.errors import CommbenchError, Interrupted, missing_requirement
 from commbench.results.render import stdout_console, styled
 
 app = typer.Typer(
@@ -87,6 +87,11 @@ def command(name: str | None = None, *, on: typer.Typer = app, **kwargs) -> Call
             except KeyboardInterrupt as exc:
                 err_console.print(f"interrupted ({signal_name(exc)}): results written so far are kept")
                 raise typer.Exit(130) from None
+            except ModuleNotFoundError as exc:  # `pip install --no-deps` into an environment that lacks one
+                message = missing_requirement(exc)
+                if message is None:
+                    raise
+                raise fail(message) from None
 
         on.command(name, **kwargs)(wrapper)
         return func

@@ -29,7 +29,8 @@ from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range
 
 
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
-    """Every NCCL tuning combination of the job in its own processes, into one results file."""
+    """Every NCCL tuning combination of the job in its own processes, into one results file; exit 1 when a
+    point of any combination (NCCL's default included) found wrong data, as `sweep` does."""
     from commbench.cli.nccl_tuner import print_combinations
     from commbench.sweep.tuned_bench import run_ids_in, run_tuned_bench, wrong_points_since
 
@@ -102,7 +103,7 @@ def bench(
     group_sizes: Annotated[Optional[str], typer.Option("--group-sizes", help="Sub-group sweep: pow2 (2,4,8..N) or a list like 2,4,8.")] = None,
     group_layout: Annotated[Optional[str], typer.Option("--group-layout", help="Sub-group layout: contiguous, strided, or both (comma-separated).")] = None,
     algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="grad_reduce_scatter: flat, hierarchical, hierarchical-allreduce (comma list; default flat,hierarchical).")] = None,
-    rs_impl: Annotated[Optional[str], typer.Option("--rs-impl", help="grad_reduce_scatter: auto, native (backend RS) or pairwise (all_to_all + local sum).")] = None,
+    rs_impl: Annotated[Optional[str], typer.Option("--rs-impl", help="grad_reduce_scatter: auto (duplex on gloo, else native), native (backend RS), pairwise (all_to_all + local sum) or duplex (pairwise point-to-point, each direction on its own communicator).")] = None,
     # --- raw NCCL options (issue 6) ---
     cuda_graph: Annotated[bool, typer.Option("--cuda-graph", help="cupy-nccl: capture each stage in a CUDA graph once and time its replays (as nccl-tests -G); recorded with params.cuda_graph.")] = False,
     compare_backends: Annotated[Optional[str], typer.Option("--compare-backends", help="Measure the same points on several backends in one launch, e.g. torch-nccl,cupy-nccl; reports each one's time ratio to the last.")] = None,

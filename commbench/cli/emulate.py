@@ -51,7 +51,8 @@ def emulate(
     if counters_out:
         from commbench.files import claim_output
 
-        claim_output(counters_out, "--counters-out", marker='"uplinks"', what="counters file").release()
+        claim_output(counters_out, "--counters-out", marker='"uplinks"', what="counters file",
+                     force_option=None).release()  # emulate has no --force
     spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
                       scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
                       prefix=f"cb{os.getpid()}" if netns_prefix is None else netns_prefix)
@@ -79,6 +80,6 @@ def emulate(
 
         write_output(counters_out, json.dumps({"fabric": emulated_description(spec), "command": command_args,
                                                "exit_code": exit_code, "wall_s": wall_s, "uplinks": counters}, indent=1),
-                     "--counters-out", marker='"uplinks"', what="counters file")
+                     "--counters-out", marker='"uplinks"', what="counters file", force_option=None)
     if exit_code:
         raise typer.Exit(exit_code)

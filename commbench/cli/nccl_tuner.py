@@ -4,6 +4,7 @@ predicted) per-size winners of the NCCL tuning axes."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 from typing import Annotated, Optional
@@ -16,12 +17,24 @@ from commbench.errors import CommbenchError, invalid
 from commbench.results.render import styled
 
 
-def _write(path: str, text: str, what: str, option: str = "--out") -> None:
-    """Replace `path` under the output lock; a file that is not one commbench wrote is refused."""
+_OUTPUTS = {"--out": ("commbench nccl-tuner", "config file"), "--csv": ("collective,", "CSV file")}
+
+
+def _claim(path: str, option: str, force: bool):
+    """Lock `path` before anything is computed or written: a file that is not one commbench wrote is refused
+    (unless --force), so -O is never written when --csv is then refused."""
+    from commbench.files import claim_output
+
+    marker, what = _OUTPUTS[option]
+    return claim_output(path, option, marker=marker, what=what, force=force)
+
+
+def _write(path: str, text: str, option: str = "--out") -> None:
+    """Replace `path`, claimed already (_claim)."""
     from commbench.files import write_output
 
-    marker = "commbench nccl-tuner" if option == "--out" else "collective,"
-    write_output(path, text, option, marker=marker, what=what)
+    marker, what = _OUTPUTS[option]
+    write_output(path, text, option, marker=marker, what=what, claimed=True)
 
 
 def print_combinations(results: list, output_path: str, again: str = "", wrong: tuple[str, ...] = ()) -> None:
@@ -43,7 +56,7 @@ def print_combinations(results: list, output_path: str, again: str = "", wrong: 
     if wrong:
         raise fail(f"{len(wrong)} point(s) found wrong data in the data checks (first: {wrong[0]}); records in "
                    f"{output_path}", exit_code=1)
-    console.print(styled("[green]done[/]: {} combination(s); records in {} (next: commbench nccl-tuner {} -o "
+    console.print(styled("[green]done[/]: {} combination(s); records in {} (next: commbench nccl-tuner {} -O "
                          "nccl_tuner.conf)", len(results), output_path, output_path), highlight=False)
 
 
@@ -67,14 +80,13 @@ def nccl_tuner(
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size (8G, as every command that predicts).")] = "8G",
     target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
     build_plugin_dir: Annotated[Optional[str], typer.Option("--build-plugin", metavar="DIR", help="Compile commbench's tuner plugin with the system C compiler into DIR/libnccl-tuner-commbench.so (load it with NCCL_TUNER_PLUGIN) and exit.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace -O/--out and --csv even when they are not files commbench wrote.")] = False,
 ) -> None:
     """Rules only where a combination beats NCCL's default by more than the noise; see docs/nccl-tuner.md."""
     if old_output is not None:
         output = renamed(None, old_output, old="-o/--output", new="-O/--out")
     from commbench.results.nccl_tuner import STATISTICS
-    from commbench.results.nccl_tuner_file import optimize_config_csv, plugin_config_text
     from commbench.results.nccl_tuner_targets import TARGETS
-    from commbench.workflows import nccl_tuner as flow
 
     if build_plugin_dir is not None:
         from commbench.tuner_plugin import build_plugin
@@ -90,6 +102,21 @@ def nccl_tuner(
         raise invalid("--statistic", statistic, f"allowed {', '.join(STATISTICS)}")
     if not math.isfinite(min_gain) or min_gain < 0:
         raise invalid("--min-gain", min_gain, "a finite fraction >= 0")
+    if csv_path is not None and Path(csv_path).resolve() == Path(output).resolve():
+        raise invalid("--csv", csv_path, "a file other than -O/--out")
+    with contextlib.ExitStack() as held:
+        held.enter_context(_claim(output, "--out", force))
+        if csv_path:
+            held.enter_context(_claim(csv_path, "--csv", force))
+        _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpus, nodes, channels, min_bytes,
+              max_bytes, target)
+
+
+def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpus, nodes, channels, min_bytes,
+          max_bytes, target) -> None:
+    from commbench.results.nccl_tuner_file import optimize_config_csv, plugin_config_text
+    from commbench.workflows import nccl_tuner as flow
+
     predicted = fabric_path is not None or system is not None
     if predicted and files:
         raise invalid("RESULTS", files[0], "give results files or --fabric/--system, not both")
@@ -136,7 +163,7 @@ def nccl_tuner(
                  + (f" and {100 * min_gain:g}%" if min_gain else ""), *result.notes]
     text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic, target=target,
                               switch_backs=result.switch_backs)
-    _write(output, text, "config file")
+    _write(output, text)
     for note in result.notes:
         console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     kept = sum(1 for cell in result.cells if cell.choice is None)
@@ -148,6 +175,6 @@ def nccl_tuner(
                          else "<DIR>/libnccl-tuner-commbench.so (commbench nccl-tuner --build-plugin DIR)", output),
                   highlight=False)
     if csv_path:
-        _write(csv_path, optimize_config_csv(result.points, statistic), "CSV file", "--csv")
+        _write(csv_path, optimize_config_csv(result.points, statistic), "--csv")
         console.print(styled("[green]wrote[/] {} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py)",
                              csv_path), highlight=False)

@@ -101,9 +101,10 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
             console.print(line, highlight=False, markup=False)
         console.print("Megatron-LM: " + (meg["refused"] if "refused" in meg else megatron_text(meg)), highlight=False,
                       markup=False, soft_wrap=True)
-        env = doc["megatron"]["launch_env"]
-        console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
-                      highlight=False, markup=False)
+        if "refused" not in meg:  # launch.env is the Megatron launch's environment: written only with its arguments
+            env = meg["launch_env"]
+            console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
+                          highlight=False, markup=False)
         console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
                       f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)

@@ -44,7 +44,7 @@ def tune(
                                            "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
                                            "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
-    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
 ) -> None:
     from commbench.costmodel import preset_names
@@ -96,7 +96,14 @@ def _claim(folder: Path, *, measure: bool, force: bool) -> list:
     from commbench.planner.emit.plan_files import check_plan_folder
 
     check_plan_folder(folder, force=force)
-    locks = [claim_output(folder / "fabric.json", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)]
+    locks = []
+    for name in ("fabric.json", "fabric-measured.json"):  # both before the sweep: refused after it, hours are lost
+        try:
+            locks.append(claim_output(folder / name, "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force))
+        except CommbenchError:
+            for held in locks:
+                held.release()
+            raise
     if measure:
         results = folder / "tune-sweep.jsonl"
         lock = OutputLock(results, "--out")
@@ -149,7 +156,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
                      what="fabric profile", claimed=True)
         if fitted is not None:
             write_output(folder / "fabric-measured.json", fitted.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
-                         what="fabric profile", force=force)
+                         what="fabric profile", claimed=True)
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
                                                          f"curve(s) → {folder / 'fabric-measured.json'}; planned "
                                                          f"with {folder / 'fabric.json'}")

@@ -246,8 +246,13 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
         best = np.broadcast_to(best, n.shape)
         if np.isinf(best.max()):
             tier = "scale_out" if np.any(crosses & np.isinf(best)) else "scale_up"
+            has = sorted({c.tier for c in fabric.curves if c.collective == collective})
+            where = "inside one scale-up domain" if tier == "scale_up" else "across scale-up domains"
             raise CommbenchError(f"collective={collective!r} has no {tier} curve in fabric {fabric.name!r}"
-                                 + (f" for algorithm={group!r}" if group else ""))
+                                 + (f" for algorithm={group!r}" if group else "")
+                                 + f" (it has {collective} on {' and '.join(has) or 'no tier'}): measure {collective} "
+                                 f"{where} and fit again, or use a preset or `commbench tune`'s fabric.json, which "
+                                 "takes the preset's curves for what was not measured")
         results.append(np.where(n <= 1, 0.0, best))
     return results
 

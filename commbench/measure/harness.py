@@ -206,8 +206,8 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
     # Refill after the check (and fill without it): never time uninitialised or check-run memory:
     # stray NaNs or denormals change how fast a CPU reduces.
     prepared.fill()
-    stages = aggregated(backend, ready_stages(backend, prepared, loop.warmup_iters, loop.cuda_graph),
-                        loop.agg_iters, loop.blocking)
+    timed = ready_stages(backend, prepared, loop.warmup_iters, loop.cuda_graph)
+    stages = aggregated(backend, timed, loop.agg_iters, loop.blocking)
     measured = time_loop(backend, stages, loop.iters)
     if loop.agg_iters > 1:  # per operation, as nccl-tests divides by iters * agg_iters
         measured = LoopTimes(iter_us=measured.iter_us / loop.agg_iters,
@@ -219,8 +219,9 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
     if len(prepared.stages) > 1:
         stage_us = time_stages(backend, stages, loop.iters) / loop.agg_iters
         stage_medians = {name: float(np.median(stage_us[:, i])) for i, (name, _) in enumerate(prepared.stages)}
-    if loop.check:  # again after the timed loop, on its buffers and callables, with fresh data (nccl-tests -c)
-        num_wrong += check_point(backend, prepared, salt=1, stages=stages)
+    if loop.check:  # again after the timed loop, on its buffers and callables, with fresh data (nccl-tests -c):
+        # one operation, not -m of them (an in-place sum run twice holds the sum of the sum)
+        num_wrong += check_point(backend, prepared, salt=1, stages=aggregated(backend, timed, 1, loop.blocking))
     metrics = dict(prepared.metrics)
     if prepared.stage_metrics is not None:
         metrics.update(prepared.stage_metrics(stage_medians))

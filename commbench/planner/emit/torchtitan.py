@@ -38,6 +38,9 @@ from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, 
                                                       converter_refusal)
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
+# torchtitan 0.2.2 torchtitan/config/job_config.py ActivationCheckpoint.mode: Literal["selective", "full",
+# "memory_budget", "none"]; the layout's recompute values TorchTitan 0.2 has by name
+AC_MODES_02 = ("none", "selective", "full")
 DEFAULT_TORCHTITAN = "0.3"
 
 
@@ -257,7 +260,13 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
                               "converters": converters_02(layout.precision, model)}} | sections
-        sections["activation_checkpoint"] = {"mode": layout.recompute}
+        if layout.recompute in AC_MODES_02:
+            sections["activation_checkpoint"] = {"mode": layout.recompute}
+        else:  # a Megatron light-module recompute (mla_up_proj, moe_act): no such mode in TorchTitan 0.2
+            sections["activation_checkpoint"] = {"mode": "selective", "selective_ac_option": "op"}
+            notes.append(f"TorchTitan 0.2 has no {layout.recompute} activation checkpointing (its modes: none, "
+                         "selective, full, memory_budget): op-level selective AC stands in; the prediction assumed "
+                         f"recompute={layout.recompute}")
         sections |= quantize_02(layout.precision, model)
         doc |= {"sections": sections}
     return doc | {"notes": notes}
