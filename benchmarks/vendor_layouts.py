@@ -44,7 +44,7 @@ import numpy as np
 
 from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.planner.calibrate import coverage
-from commbench.planner.calibrate.gain_error import layout_pair_errors, median_gain_error, run_key, structure_key
+from commbench.planner.calibrate.gain_error import layout_pair_errors, median_gain_error, run_key, run_structure
 from commbench.planner.calibrate.published import predict_runs, published_runs, _preset
 from commbench.planner.layout.placement import ep_domains
 from commbench.planner.layout.recipes import releases
@@ -117,7 +117,7 @@ def later_layout_gain(rows: list[dict], pool=()) -> None:
         run = r["run"]
         mine = float(run.row["tokens_per_s_per_gpu"])
         gains = [float(q.row["tokens_per_s_per_gpu"]) / mine - 1.0 for q in candidates.values()
-                 if run_key(q) == run_key(run) and release(q) > release(run) and structure_key(q) != structure_key(run)]
+                 if run_key(q) == run_key(run) and release(q) > release(run) and run_structure(q) != run_structure(run)]
         r["later"] = max(gains) if gains and max(gains) > 0 else None
 
 

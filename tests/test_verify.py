@@ -65,10 +65,9 @@ def test_verify_plan_json_validates_against_its_schema(small_plan):
     assert any("NCCL over NVLink and the NIC" in flag for flag in doc["unmet_assumptions"])   # a preset's plan
 
 
-@pytest.mark.timeout(120)
-def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_path):
-    """A plan made on a fitted fabric .json was verified with no prediction at all ('-') and no word why; now the
-    prediction comes from that profile, and a profile missing or changed since the plan is flagged."""
+def plan_on_a_gloo_fitted_profile(tmp_path):
+    """(fabric.json, plan folder): a profile fitted from 2-rank gloo sweeps of every collective, and a TP2 plan
+    made on it with `plan -O`."""
     from tests.test_costmodel_cli import _write_sweep
 
     fabric, folder = tmp_path / "fabric.json", tmp_path / "plan"
@@ -80,6 +79,14 @@ def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_p
     planned = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", str(fabric), "--gpu", "gb300",
                                        "--gpus", "2", "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1", "-O", str(folder)])
     assert planned.exit_code == 0, planned.output
+    return fabric, folder
+
+
+@pytest.mark.timeout(120)
+def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_path):
+    """A plan made on a fitted fabric .json was verified with no prediction at all ('-') and no word why; now the
+    prediction comes from that profile, and a profile missing or changed since the plan is flagged."""
+    fabric, folder = plan_on_a_gloo_fitted_profile(tmp_path)
     verify = ["verify-plan", str(folder / "plan.json"), "--max-bytes", "64K", "--iters", "1", "--json"]
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert doc["points"] and all(p["predicted_time_us"] and p["predicted_time_us"] > 0 for p in doc["points"])

@@ -169,17 +169,9 @@ def test_mismatch_flags_only_where_the_fabric_describes_this_backend():
 def test_plan_on_a_gloo_fitted_profile_is_compared_on_gloo(tmp_path):
     """A profile fitted from gloo runs describes gloo: verifying its plan on gloo was said to check 'not its
     bandwidth'; now the comparison stands (comparable: true) and a mismatch would be flagged."""
-    from tests.test_costmodel_cli import _write_sweep
+    from tests.test_verify import plan_on_a_gloo_fitted_profile
 
-    fabric, folder = tmp_path / "fabric.json", tmp_path / "plan"
-    collectives = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv")
-    for collective in collectives:
-        _write_sweep(tmp_path / f"{collective}.jsonl", collective, 2, 200e-6, 2e9)
-    fitted = CliRunner().invoke(app, ["fit", *(str(tmp_path / f"{c}.jsonl") for c in collectives), "-O", str(fabric)])
-    assert fitted.exit_code == 0, fitted.output
-    planned = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", str(fabric), "--gpu", "gb300",
-                                       "--gpus", "2", "--layout", "tp=2,pp=1,vp=1,ep=1,mbs=1", "-O", str(folder)])
-    assert planned.exit_code == 0, planned.output
+    fabric, folder = plan_on_a_gloo_fitted_profile(tmp_path)
     result = CliRunner().invoke(app, ["verify-plan", str(folder), "--max-bytes", "64K", "--iters", "1", "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

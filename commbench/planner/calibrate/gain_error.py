@@ -2,7 +2,7 @@
 
 NVIDIA publishes one layout per run and release, and retunes it between releases: where two published rows are
 the same run (model, system, GPU count, precision, sequence, global batch: `run_key`) with different layout
-structures (`structure_key`), the ratio of their published throughputs is a measured gain, and the ratio of the
+structures (`run_structure`), the ratio of their published throughputs is a measured gain, and the ratio of the
 model's predictions for them (each with its own release's recipe) is the predicted one. The error of a predicted
 gain is |log(predicted ratio) - log(published ratio)|, software moves between the releases included (every such
 pair in the tables is across releases: there is no same-release pair of layouts to measure). Its median per
@@ -17,10 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.calibrate.published import PublishedRun, predict_runs
+from commbench.planner.layout.spec import STRUCTURE
 from commbench.planner.step.terms import CALIBRATED, Calibration
 
-# The layout fields whose difference makes two published rows two layouts of one run.
-STRUCTURE_FIELDS = ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")
 
 
 def run_key(run: PublishedRun) -> tuple:
@@ -29,9 +28,9 @@ def run_key(run: PublishedRun) -> tuple:
     return (run.model.name, run.preset, int(run.row["num_gpus"]), lay.precision, int(run.row["seq_len"]), lay.gbs)
 
 
-def structure_key(run: PublishedRun) -> tuple:
-    """The row's layout structure (STRUCTURE_FIELDS)."""
-    return tuple(getattr(run.layout, name) for name in STRUCTURE_FIELDS)
+def run_structure(run: PublishedRun) -> tuple:
+    """The row's layout structure (layout.spec.STRUCTURE)."""
+    return tuple(getattr(run.layout, name) for name in STRUCTURE)
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def layout_pair_errors(runs: list[PublishedRun], cal: Calibration = CALIBRATED) 
     """Every pair of modelled published rows of one run with different structures, one pair per (run, structures,
     releases), each row predicted with its own release's recipe."""
     p = predict_runs(runs, cal)
-    items = [(run_key(run), structure_key(run), str(run.row.get("release") or ""), float(p.published_tokens[j]),
+    items = [(run_key(run), run_structure(run), str(run.row.get("release") or ""), float(p.published_tokens[j]),
               float(p.predicted_tokens[j]), run) for j, run in enumerate(p.runs)]
     seen, out = set(), []
     for i, a in enumerate(items):
@@ -72,4 +71,4 @@ def median_gain_error(pairs: list[GainError]) -> dict[str, float]:
     return out
 
 
-__all__ = ["GainError", "STRUCTURE_FIELDS", "layout_pair_errors", "median_gain_error", "run_key", "structure_key"]
+__all__ = ["GainError", "layout_pair_errors", "median_gain_error", "run_key", "run_structure"]

@@ -57,6 +57,9 @@ BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", 
 # the first N layers of its chunk; the recipes' recompute_num_layers, Megatron-Bridge
 # scripts/performance/utils/overrides.py _set_recompute_overrides); 0 = every layer (method uniform).
 COUNT_FIELDS = ("cpu_offload_layers", "recompute_layers")
+# The fields that make a layout's structure, its flags aside (what a user choosing a layout compares; the
+# search's distinct structures, a published run's layout beside another release's).
+STRUCTURE = ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")
 CODE_FIELDS = {"recompute": RECOMPUTE, "dispatcher": DISPATCHERS, "precision": PRECISIONS, "cuda_graph": CUDA_GRAPHS}
 
 

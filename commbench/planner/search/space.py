@@ -33,7 +33,7 @@ from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framew
 from commbench.errors import CommbenchError, invalid
 from commbench.limits import MAX_MOE_IMBALANCE
 from commbench.planner.step.terms import CALIBRATED, Calibration
-from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS, RULE_BITS, RULES,
+from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS, RULE_BITS, RULES, STRUCTURE,
                                       LayoutArrays)
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.graph_scope import scope_mask, scope_text
@@ -43,7 +43,6 @@ from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 from commbench.planner.search.candidates import candidates
 
 CHUNK = 262_144
-STRUCTURE = ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")
 DEFAULT_HEADROOM = 0.05
 
 
