@@ -205,3 +205,64 @@ def test_a_collective_no_group_fits_is_said_not_dropped(tmp_path):
     assert [i.kind for i in items] == ["dp_cp"]
     for label in ("TP reduce_scatter", "TP all_gather", "EP all-to-all"):
         assert any(f.startswith(label) and "not measured" in f for f in flags), (label, flags)
+
+
+@pytest.mark.parametrize("size,nproc,per_rack,plan_domains,expect_m,expect_span", [
+    (8, 16, 8, 8, 8, 2), (32, 16, 8, 4, 16, 2), (4, 16, 4, 4, 4, 4), (8, 32, 8, 2, 8, 2), (6, 12, 4, 3, 6, 3),
+    (8, 16, None, 8, 8, 1), (8, 16, 8, 1, 8, 1), (8, 8, 4, 1, 4, 1), (2, 16, 8, 8, 2, 2), (16, 24, 8, 3, 12, 3),
+])
+def test_scaled_groups_span_the_racks_the_plan_spans(size, nproc, per_rack, plan_domains, expect_m, expect_span):
+    """On fewer ranks than the plan, groups were consecutive: a plan's expert-DP group of 8 strided over 8 racks,
+    verified on 16 ranks of 2 racks, was measured inside one rack (NVLink), never over the network the plan prices;
+    and a one-rack TP group of 8 on racks of 4 was measured across two. Now each group spans as many of the run's
+    racks as the plan's does where the run has them, and never more (a smaller group rather than another tier);
+    the groups partition the run's ranks, take an equal share of each rack they span, and stay consecutive on one
+    host."""
+    from commbench.workflows.verify import _scaled_groups
+
+    groups = _scaled_groups(size, nproc, ranks_per_rack=per_rack, plan_domains=plan_domains)
+    assert sorted(r for g in groups for r in g) == list(range(nproc))
+    assert {len(g) for g in groups} == {expect_m}
+    rack = per_rack or nproc
+    assert {len({r // rack for r in g}) for g in groups} == {expect_span}
+    assert expect_span <= plan_domains
+    for g in groups:
+        counts = {}
+        for r in g:
+            counts[r // rack] = counts.get(r // rack, 0) + 1
+        assert set(counts.values()) == {expect_m // expect_span}
+    if expect_span == 1:
+        assert groups == tuple(tuple(range(s, s + expect_m)) for s in range(0, nproc, expect_m))
+
+
+def test_scaled_run_over_racks_measures_the_plan_groups_over_racks(tmp_path):
+    """A 256-GPU GB300 plan whose DP group of 32 spans 4 racks, verified on 8 ranks of 2 racks (4 each): its DP
+    groups span both racks and the flag says how groups were cut; on one host they stay consecutive."""
+    path = _plan(tmp_path, "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "256",
+                 "--layout", "tp=8,pp=1,vp=1,ep=1,cp=1,mbs=1")
+    doc = load_plan(path)
+    (dp,), flags = ([i for i in plan_items(doc, 8, 16 << 20, ranks_per_rack=4)[0] if i.kind == "dp_cp"],
+                    plan_items(doc, 8, 16 << 20, ranks_per_rack=4)[1])
+    assert dp.plan_domains == 4 and all(len({r // 4 for r in g}) == 2 for g in dp.groups)
+    assert any("spanning as many of this run's 2 racks" in f for f in flags)
+    tp = [i for i in plan_items(doc, 8, 16 << 20, ranks_per_rack=4)[0] if i.kind == "tp"]
+    assert tp and all(len(g) == 4 and len({r // 4 for r in g}) == 1 for i in tp for g in i.groups)  # one rack's
+    (dp1,), flags1 = ([i for i in plan_items(doc, 8, 16 << 20)[0] if i.kind == "dp_cp"], plan_items(doc, 8, 16 << 20)[1])
+    assert dp1.groups == (tuple(range(8)),) and any("consecutive ranks" in f for f in flags1)
+
+
+@pytest.mark.timeout(120)
+def test_verify_plan_on_two_racks_measures_dp_over_both(tmp_path, monkeypatch):
+    """The whole command on 4 gloo ranks in 2 racks of 2 (COMMBENCH_RANKS_PER_RACK, as `commbench emulate` sets it):
+    the plan's TP group (one rack) is measured inside a rack, its DP group (4 racks) over both racks."""
+    from commbench.comm.topology import RANKS_PER_RACK_ENV
+
+    path = _plan(tmp_path, "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "256",
+                 "--layout", "tp=8,pp=1,vp=1,ep=1,cp=1,mbs=1")
+    monkeypatch.setenv(RANKS_PER_RACK_ENV, "2")
+    result = CliRunner().invoke(app, ["verify-plan", str(path), "--nproc", "4", "--max-bytes", "64K", "--iters", "1",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    flags = json.loads(result.stdout)["unmet_assumptions"]
+    assert any(f.startswith("DP grad bucket") and "(4 ranks, 2 scale-up domain(s))" in f for f in flags), flags
+    assert any(f.startswith("TP reduce_scatter") and "(2 ranks, 1 scale-up domain(s))" in f for f in flags), flags

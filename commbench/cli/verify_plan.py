@@ -85,7 +85,8 @@ def verify_plan(
         raise invalid("--nproc", ranks, f"from 2 (the least any collective needs) to {most} on {resolved} ({why})")
     check_iters(iters, "--iters")
     ctx = plan_context(doc)
-    items, flags = plan_items(doc, ranks, parse_size_bytes(max_bytes, "--max-bytes"), ctx)
+    per_rack_here = _ranks_per_rack(under_launcher, ctx)
+    items, flags = plan_items(doc, ranks, parse_size_bytes(max_bytes, "--max-bytes"), ctx, per_rack_here)
     if not items:
         raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
     system = doc["inputs"]["system"]
@@ -110,7 +111,7 @@ def verify_plan(
     rows = outcomes.get(0)
     if rows is None:
         return
-    points = _points(items, rows, fabric, ctx, described, resolved, _ranks_per_rack(under_launcher, ctx), flags)
+    points = _points(items, rows, fabric, ctx, described, resolved, per_rack_here, flags)
     if as_json:
         console.print_json(json.dumps({"format": "commbench-verify-plan", "version": 2, "plan": plan_file,
                                        "system": system, "backend": resolved, "ranks": ranks, "emulated": emulated,

@@ -113,27 +113,50 @@ def plan_context(doc: dict) -> PlanContext:
                        flags=tuple(flags))
 
 
-def _scaled_groups(size: int, nproc: int, divides: int = 0) -> tuple[tuple[int, ...], ...]:
-    """Consecutive groups of the largest divisor of `nproc` up to `size` (that also divides `divides`)."""
-    m = max(d for d in range(1, nproc + 1) if nproc % d == 0 and d <= size and (not divides or divides % d == 0))
-    return tuple(tuple(range(s, s + m)) for s in range(0, nproc, m))
+def _scaled_groups(size: int, nproc: int, divides: int = 0, *, ranks_per_rack: int | None = None,
+                   plan_domains: int = 1) -> tuple[tuple[int, ...], ...]:
+    """Groups of the largest divisor m of `nproc` up to `size` (that also divides `divides`). Where this run spans
+    several racks (`ranks_per_rack` ranks each), each group spans as many of them as the plan's group spans of its
+    own (`plan_domains`) where the run allows, and never more: m/d ranks from each of d racks, as Megatron's
+    data-parallel groups stride over the racks of a stage; a smaller group inside fewer racks rather than a larger one
+    over a tier the plan's group does not use. Consecutive ranks on one host (`ranks_per_rack` None) or rack."""
+    sizes = sorted((m for m in range(1, nproc + 1) if nproc % m == 0 and m <= size and (not divides or divides % m == 0)),
+                   reverse=True)
+    racks = nproc // ranks_per_rack if ranks_per_rack and nproc % ranks_per_rack == 0 else 1
+    if racks <= 1:
+        return tuple(tuple(range(s, s + sizes[0])) for s in range(0, nproc, sizes[0]))
+    for m in sizes:
+        spans = [d for d in range(1, min(plan_domains, racks, m) + 1)
+                 if m % d == 0 and racks % d == 0 and ranks_per_rack % (m // d) == 0]
+        if spans:
+            d, per_rack = max(spans), m // max(spans)
+            return tuple(tuple((block * d + k) * ranks_per_rack + j * per_rack + t for k in range(d)
+                               for t in range(per_rack))
+                         for block in range(racks // d) for j in range(ranks_per_rack // per_rack))
+    raise AssertionError("a group of 1 fits one rack")
 
 
-def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = None) -> tuple[list[CommItem], list[str]]:
-    """The plan's collectives scaled to `nproc` ranks and at most `max_bytes` per buffer, and the flags."""
+def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = None,
+               ranks_per_rack: int | None = None) -> tuple[list[CommItem], list[str]]:
+    """The plan's collectives scaled to `nproc` ranks and at most `max_bytes` per buffer, and the flags; on fewer
+    ranks than the plan, a group spans as many of this run's racks (`ranks_per_rack` each; None: one host) as the
+    plan's group spans of its own, where the run has them."""
     ctx = ctx or plan_context(doc)
     lay, model = ctx.layout, ctx.model
     exact = ctx.gpus == nproc
     flags = list(ctx.flags)
     if not exact:
-        flags.append(f"the plan has {ctx.gpus} ranks, this run {nproc}: groups are cut to consecutive ranks of at "
-                     "most the plan's size (placement across racks is not reproduced)")
+        where = (f"each spanning as many of this run's {nproc // ranks_per_rack} racks as the plan's group spans "
+                 "of its own, where the run has them" if ranks_per_rack and nproc > ranks_per_rack
+                 and nproc % ranks_per_rack == 0 else "consecutive ranks (this run is one host or rack)")
+        flags.append(f"the plan has {ctx.gpus} ranks, this run {nproc}: groups are cut to at most the plan's size, "
+                     f"{where}")
     placement = place(lay, ctx.gpus, ctx.per_rack) if exact else None
 
-    def groups_of(kind: str, size: int, divides: int = 0):
+    def groups_of(kind: str, size: int, divides: int = 0, domains: int = 1):
         if placement is not None:
             return tuple(tuple(g) for g in placement.groups[kind])
-        return _scaled_groups(size, nproc, divides)
+        return _scaled_groups(size, nproc, divides, ranks_per_rack=ranks_per_rack, plan_domains=domains)
 
     def plan_domains(span: int, group: int) -> int:
         return int(domains_touched(np.array(span), np.array(group), ctx.per_rack))
@@ -156,11 +179,13 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
             plan_bytes = int(round(elements * per_element))
             items.append(CommItem(label=f"TP {name}", kind="tp", collective=name,
                                   size_bytes=scaled(plan_bytes, f"TP {name}"), plan_size_bytes=plan_bytes,
-                                  groups=groups_of("tp", lay.tp), plan_group_size=lay.tp,
+                                  groups=groups_of("tp", lay.tp, domains=plan_domains(lay.tp, lay.tp)),
+                                  plan_group_size=lay.tp,
                                   plan_domains=plan_domains(lay.tp, lay.tp)))
     if model.is_moe and lay.ep > 1:
-        items.append(_ep_item(ctx, tokens_mb, max_bytes, groups_of("ep", lay.ep, model.num_routed_experts),
-                              plan_domains(lay.etp * lay.ep, lay.ep), flags))
+        ep_domains = plan_domains(lay.etp * lay.ep, lay.ep)
+        items.append(_ep_item(ctx, tokens_mb, max_bytes, groups_of("ep", lay.ep, model.num_routed_experts, ep_domains),
+                              ep_domains, flags))
     pc = param_counts(model)
     what = "reduce-scatter" if lay.distributed_optimizer else "all-reduce"
     stage_ranks = ctx.gpus // lay.pp   # the DP and expert-DP groups stride over one pipeline stage's ranks
@@ -172,8 +197,8 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
         plan_bytes = int(min(ctx.calibration.dp_bucket_params, local) * GRAD_BYTES)
         items.append(CommItem(label=label, kind=kind, collective="reduce_scatter" if lay.distributed_optimizer
                               else "all_reduce", size_bytes=scaled(plan_bytes, label), plan_size_bytes=plan_bytes,
-                              groups=groups_of(kind, group), plan_group_size=group,
-                              plan_domains=plan_domains(stage_ranks, group)))
+                              groups=groups_of(kind, group, domains=plan_domains(stage_ranks, group)),
+                              plan_group_size=group, plan_domains=plan_domains(stage_ranks, group)))
     if lay.fsdp:
         flags.append("FSDP: the plan reduce-scatters and gathers per layer every micro-batch over its shard groups; "
                      "measured here as one gradient bucket over the whole DP group")
