@@ -146,9 +146,13 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
     exact = ctx.gpus == nproc
     flags = list(ctx.flags)
     if not exact:
-        where = (f"each spanning as many of this run's {nproc // ranks_per_rack} racks as the plan's group spans "
-                 "of its own, where the run has them" if ranks_per_rack and nproc > ranks_per_rack
-                 and nproc % ranks_per_rack == 0 else "consecutive ranks (this run is one host or rack)")
+        if not ranks_per_rack or nproc <= ranks_per_rack:
+            where = "consecutive ranks (this run is one host or rack)"
+        elif nproc % ranks_per_rack:
+            where = f"consecutive ranks (this run's {nproc} ranks are not whole racks of {ranks_per_rack})"
+        else:
+            where = (f"each spanning as many of this run's {nproc // ranks_per_rack} racks as the plan's group spans "
+                     "of its own, where the run has them")
         flags.append(f"the plan has {ctx.gpus} ranks, this run {nproc}: groups are cut to at most the plan's size, "
                      f"{where}")
     placement = place(lay, ctx.gpus, ctx.per_rack) if exact else None
