@@ -440,3 +440,24 @@ def test_a_plan_says_when_the_release_runs_ep_overlap_beside_full_graphs_its_tar
         assert bool(line) is said and (not said or "megatron-core 0.16.1" in line[0]), doc["explanation"]
         lay = doc["layout"]
         assert not (lay["cuda_graph"] == "full" and lay["moe_a2a_overlap"])
+
+
+def test_a_moe_model_no_recipe_covers_takes_full_graphs_only_where_moe_recipes_run_them():
+    """Nemotron-3-Nano has no recipe in the table: its features came from any model's on the GPU at the precision,
+    so on GB200 MXFP8 in 26.02.01 the search ran it under a full-iteration CUDA graph that only Llama's recipes
+    run there (no MoE recipe does before 26.06: dropless MoE copies its token counts to the host). MoE models now
+    take MoE recipes' features where the scope has any; a dense model still takes every model's."""
+    from commbench.planner import load_model
+    from commbench.planner.layout.recipes import release_features
+    from commbench.planner.search.space import SearchRequest, search
+
+    assert "full" in release_features("26.02.01", "gb200", "mxfp8", "nemotron-3-nano-30b-a3b")["cuda_graph"]
+    assert "full" not in release_features("26.02.01", "gb200", "mxfp8", "nemotron-3-nano-30b-a3b", True)["cuda_graph"]
+    assert "layer" in release_features("26.02.01", "gb200", "mxfp8", "nemotron-3-nano-30b-a3b", True)["cuda_graph"]
+    assert "full" in release_features("26.08", "gb200", "mxfp8", "nemotron-3-nano-30b-a3b", True)["cuda_graph"]
+    assert "full" in release_features("26.02.01", "gb200", "mxfp8", "my-dense", False)["cuda_graph"]
+    kw = dict(model=load_model("nemotron-3-nano-30b-a3b"), fabric=load_preset("gb200-nvl72", num_gpus=8), num_gpus=8,
+              gbs=512, precision="mxfp8")
+    old = search(SearchRequest(software="26.02.01", **kw))
+    assert 2 not in set(old.layouts.cuda_graph.tolist())
+    assert 2 in set(search(SearchRequest(software="26.08", **kw)).layouts.cuda_graph.tolist())

@@ -161,12 +161,13 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
 
 
 def _feature_entries(release: str, gpu: str | None, precision: str | None,
-                     model: str | None) -> tuple[list[dict[str, Any]], str]:
+                     model: str | None, is_moe: bool | None = None) -> tuple[list[dict[str, Any]], str]:
     """The recipe entries release_features reads and how narrowly they match ("model", "precision", "gpu"
     or "any"): for the model on the GPU at the precision, the newest release's (not newer than `release`)
     that has such recipes (a later release may turn a feature off for the model: the 26.02 Llama 3.1 70B
     NVFP4 recipes on GB200 run eager where 25.11's ran a full-iteration graph); else, of that release or
-    an older one, any model's there, else the GPU's at any precision, else anywhere's."""
+    an older one, any model's there, else the GPU's at any precision, else anywhere's; for a MoE model (`is_moe`),
+    other models' narrowed to MoE models' where there are any (_same_kind)."""
     order = {r: i for i, r in enumerate(releases())}
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
@@ -177,15 +178,33 @@ def _feature_entries(release: str, gpu: str | None, precision: str | None,
     if for_model:
         newest = max(order[e["release"]] for e in for_model)
         for_model = [e for e in for_model if order[e["release"]] == newest]
-    for chosen, scope in ((for_model, "model"), (at_precision, "precision"), (on_gpu, "gpu")):
+    for chosen, scope in ((for_model, "model"), (at_precision, "precision"), (on_gpu, "gpu"), (entries, "any")):
         if chosen:
-            return chosen, scope
+            return (chosen if scope == "model" else _same_kind(chosen, is_moe)), scope
     return entries, "any"
 
 
 @functools.cache
+def _recipe_model_is_moe(name: str) -> bool:
+    from commbench.planner.models.zoo import load_model
+    return load_model(name).is_moe
+
+
+def _same_kind(entries: list[dict[str, Any]], is_moe: bool | None) -> list[dict[str, Any]]:
+    """Other models' recipes for a MoE model (`is_moe`), narrowed to MoE models' where the scope has any: what a
+    release runs for dense models is no evidence it runs for a dropless MoE. Before 26.06 no MoE recipe runs a
+    full-iteration CUDA graph (only Llama's do): capturing a whole iteration of a dropless MoE needs its token
+    counts kept on the device (megatron-core 0.16.1's alltoall dispatcher copies the splits to the host,
+    token_dispatcher.py cuda_dtoh_point), which the MoE recipes of 26.06 on run. A dense model keeps every model's:
+    what MoE recipes run (per-layer graphs) a dense layer runs too."""
+    if not is_moe:
+        return entries
+    return [e for e in entries if _recipe_model_is_moe(e["model"])] or entries
+
+
+@functools.cache
 def release_features(release: str, gpu: str | None = None, precision: str | None = None,
-                     model: str | None = None) -> dict[str, frozenset]:
+                     model: str | None = None, is_moe: bool | None = None) -> dict[str, frozenset]:
     """Field -> the values the release's recipes (or an older release's) use for `model` (a zoo name) on
     `gpu` (a GPU or preset name) at `precision`: what the release runs there. Where no recipe covers the
     model there, any model's recipes on that GPU at that precision; then the GPU's at any precision; then
@@ -196,7 +215,7 @@ def release_features(release: str, gpu: str | None = None, precision: str | None
     other models' recipes there do: a feature a release runs for one model is not one it has tuned for
     another, so the search credits the model's own (a --layout pin may still ask for what any recipe
     there runs: check_pins_in_release)."""
-    entries, _ = _feature_entries(release, gpu, precision, model)
+    entries, _ = _feature_entries(release, gpu, precision, model, is_moe)
     out: dict[str, set] = {k: set() for k in RECIPE_KEYS}
     out["cpu_offload"] = set()
     for entry in entries:
@@ -214,19 +233,19 @@ def release_features(release: str, gpu: str | None = None, precision: str | None
 
 
 def runs_ep_overlap_with_full_graph(release: str, gpu: str | None = None, precision: str | None = None,
-                                    model: str | None = None) -> bool:
+                                    model: str | None = None, is_moe: bool | None = None) -> bool:
     """Whether a recipe release_features reads runs the EP all-to-all overlap beside a full-iteration CUDA
     graph (Megatron-Bridge 26.06 on, e.g. DeepSeek-V3 and gpt-oss on GB200/GB300 NVL72): a pair that
     megatron-core 0.16.1, the plans' target, refuses (TransformerConfig: a CUDA graph with
     overlap_moe_expert_parallel_comm must be transformer_engine's per-layer one)."""
-    entries, _ = _feature_entries(release, gpu, precision, model)
+    entries, _ = _feature_entries(release, gpu, precision, model, is_moe)
     return any(e.get("cuda_graph") == "full" and e.get("moe_a2a_overlap") for e in entries)
 
 
 def release_features_scope(release: str, gpu: str | None = None, precision: str | None = None,
-                           model: str | None = None) -> str:
+                           model: str | None = None, is_moe: bool | None = None) -> str:
     """How narrowly release_features matched: "model", "precision", "gpu" or "any"."""
-    return _feature_entries(release, gpu, precision, model)[1]
+    return _feature_entries(release, gpu, precision, model, is_moe)[1]
 
 
 @functools.cache

@@ -103,7 +103,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     alltoall is dominated."""
     pins = req.pins
     # what the release runs for the model there (recipes.py)
-    has = release_features(req.software, req.gpu_name, req.precision, req.model.name)
+    has = release_features(req.software, req.gpu_name, req.precision, req.model.name, req.model.is_moe)
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
     up_proj = req.model.attention in ("mla", "dsv4") and "mla_up_proj" in has["recompute"]
     light = [3] if up_proj else []  # DeepSeek-V3's and V4's recipes

@@ -194,8 +194,8 @@ def caveats(result: SearchResult) -> list[str]:
         out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")
-    has = release_features(req.software, req.gpu_name, req.precision, model.name)
-    for_model = release_features_scope(req.software, req.gpu_name, req.precision, model.name) == "model"
+    has = release_features(req.software, req.gpu_name, req.precision, model.name, model.is_moe)
+    for_model = release_features_scope(req.software, req.gpu_name, req.precision, model.name, model.is_moe) == "model"
 
     def lacking(features: dict) -> list[str]:
         return [name for name, ok in (("per-layer CUDA graphs", "layer" in features["cuda_graph"]),
@@ -224,7 +224,7 @@ def caveats(result: SearchResult) -> list[str]:
                    "(published runs of those recipes do, and are faster by it).")
     from commbench.planner.layout.recipes import runs_ep_overlap_with_full_graph
     if (model.is_moe and req.framework == "megatron"
-            and runs_ep_overlap_with_full_graph(req.software, req.gpu_name, req.precision, model.name)):
+            and runs_ep_overlap_with_full_graph(req.software, req.gpu_name, req.precision, model.name, model.is_moe)):
         out.append(f"The release's recipes run the EP all-to-all overlap beside a full-iteration CUDA graph; "
                    f"{FRAMEWORK_VERSIONS['megatron']} refuses that pair, so no layout here has both (published runs "
                    "of those recipes do, and a newer Megatron-Core would run them).")

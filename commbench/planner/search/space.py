@@ -305,7 +305,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
               moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
     bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
-    has = release_features(req.software, req.gpu_name, req.precision, req.model.name)
+    has = release_features(req.software, req.gpu_name, req.precision, req.model.name, req.model.is_moe)
     if "cuda_graph" not in req.pins and "full" in has["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
