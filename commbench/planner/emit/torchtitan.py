@@ -34,7 +34,8 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
 from commbench.planner.search.frameworks import graphs_allowed, titan_mla_refusal, titan_zoo_name
-from commbench.planner.emit.torchtitan_mla import MLA_BASE, MLA_MODULE, mla_function, mla_model_lines, mla_rope, mla_router
+from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
+                                                   mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -270,6 +271,8 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes.append("activation checkpointing stays as the config function sets it; "
                      f"the prediction assumed recompute={layout.recompute}")
         notes += titan_architecture_notes(titan, model)
+        if titan.mla:
+            notes += mla_balancing_notes(model)
         doc |= _config_03(titan, model, layout.precision) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
