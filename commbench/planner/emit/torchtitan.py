@@ -179,7 +179,8 @@ def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel
     full = TORCHTITAN_VERSIONS[version]
     titan = titan_model_of(model)
     if titan is None:
-        return None, titan_mla_refusal(model) if model.attention == "mla" else f"TorchTitan {full} has no {model.name} model"
+        mla = titan_mla_refusal(model) if model.attention == "mla" else None
+        return None, mla or f"TorchTitan {full} has no {model.name} model"
     if titan.mla and version == "0.2":
         return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
                        "--torchtitan-version 0.3")
