@@ -176,7 +176,7 @@ def hf_softmax_scale(hf: dict) -> float:
 
 @pytest.mark.parametrize("name,pins", [("DeepSeek-V2-Lite", {}), ("Moonlight-16B-A3B", {}),
                                        ("Moonlight-16B-A3B", {"pp": 2, "vp": 2})])
-def test_an_mla_model_no_flavor_is_is_built_by_torchtitan_as_its_hf_config(name, pins, tmp_path, monkeypatch):
+def test_an_mla_model_with_no_flavor_is_built_by_torchtitan_as_its_hf_config(name, pins, tmp_path, monkeypatch):
     """plan --framework torchtitan for DeepSeek-V2-Lite / Moonlight (MLA without the query low rank) said "TorchTitan
     0.3.0 has no ... model": the searched layout's launch now goes through TorchTitan's whole configuration path, and
     the model TorchTitan builds from it is the HF config's: its card's parameter count (and commbench's, exactly), `wq`
