@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -33,7 +34,7 @@ from torchtitan.distributed.pipeline_parallel import (  # noqa: E402
     _generate_llm_fqn_per_model_part, _get_pipeline_metadata, _get_pp_rank_to_stage_indices_mapping)
 
 from commbench.costmodel import load_preset  # noqa: E402
-from commbench.planner.emit.torchtitan import TITAN_MODELS, torchtitan_args, torchtitan_plan  # noqa: E402
+from commbench.planner.emit.torchtitan import TITAN_MODELS, titan_model_of, torchtitan_args, torchtitan_plan  # noqa: E402
 from commbench.planner.layout.split import best_split  # noqa: E402
 from commbench.planner.models.counts import param_counts  # noqa: E402
 
@@ -72,7 +73,7 @@ def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, mo
     assert dims.ep == (lay.ep if model.is_moe else 1)
     assert training.disable_cuda_graphs == (lay.cuda_graph != "full" or lay.pp > 1 or dims.ep > 1)
     from torchtitan.models.common.config_utils import decoder_vocab_size
-    assert (config.model_spec.flavor, decoder_vocab_size(config.model_spec)) == (TITAN_MODELS[model.name].flavor, model.vocab)
+    assert (config.model_spec.flavor, decoder_vocab_size(config.model_spec)) == (titan_model_of(model).flavor, model.vocab)
     assert quantized_kinds(config.model_spec.model) == QUANTIZED[lay.precision]
     if lay.pp == 1:
         assert training.local_batch_size == lay.mbs
@@ -157,3 +158,67 @@ def test_a_flavor_that_is_not_the_model_asked_for_is_said_in_the_plan():
     notes = torchtitan_plan(moe, load_model("qwen3-235b-a22b"))["notes"]
     assert any("rotary base 5e+06 (the model: 1e+06)" in n for n in notes), notes
     assert not any("builds" in n for n in torchtitan_plan(lay, load_model("llama3.1-70b"))["notes"])
+
+
+# Total parameters on the Hugging Face model cards (deepseek-ai/DeepSeek-V2-Lite: 15.7B; moonshotai/Moonlight-16B-A3B: 16B)
+MLA_CARD_PARAMS = {"DeepSeek-V2-Lite": 15.7e9, "Moonlight-16B-A3B": 16e9}
+
+
+def hf_softmax_scale(hf: dict) -> float:
+    """HF DeepseekV2Attention / DeepseekV3Attention: (nope + rope)^-0.5, times yarn_get_mscale(factor, mscale_all_dim)^2
+    when rope_scaling names a nonzero mscale_all_dim (yarn_get_mscale: 0.1 m ln(factor) + 1 for factor > 1)."""
+    scale = (hf["qk_nope_head_dim"] + hf["qk_rope_head_dim"]) ** -0.5
+    rope = hf.get("rope_scaling") or {}
+    if rope.get("mscale_all_dim") and rope["factor"] > 1:
+        scale *= (0.1 * rope["mscale_all_dim"] * math.log(rope["factor"]) + 1.0) ** 2
+    return scale
+
+
+@pytest.mark.parametrize("name,pins", [("DeepSeek-V2-Lite", {}), ("Moonlight-16B-A3B", {}),
+                                       ("Moonlight-16B-A3B", {"pp": 2, "vp": 2})])
+def test_an_mla_model_with_no_flavor_is_built_by_torchtitan_as_its_hf_config(name, pins, tmp_path, monkeypatch):
+    """plan --framework torchtitan for DeepSeek-V2-Lite / Moonlight (MLA without the query low rank) said "TorchTitan
+    0.3.0 has no ... model": the searched layout's launch now goes through TorchTitan's whole configuration path, and
+    the model TorchTitan builds from it is the HF config's: its card's parameter count (and commbench's, exactly), `wq`
+    without a low rank, the attention softmax scale HF computes (YaRN mscale_all_dim), the RoPE, the dense layers,
+    the router (score, top-k renormalisation, scale) and the norm epsilons."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from commbench.planner import load_model
+    from commbench.planner.search.space import SearchRequest, search
+    path = Path(__file__).parent / "data" / "hf" / name
+    hf = json.loads((path / "config.json").read_text())
+    model = load_model(f"hf:{path}")
+    res = search(SearchRequest(model=model, fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=512,
+                               precision="bf16", framework="torchtitan", pins=dict(pins), keep=1))
+    lay = res.layouts.layout(0)
+    assert (lay.pp, lay.vp) == (pins.get("pp", lay.pp), pins.get("vp", lay.vp))
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and doc["module"] == "commbench_torchtitan", doc
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch, pipeline=lay.pp > 1)
+    config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    with torch.device("meta"):
+        built = config.model_spec.model.build()
+    total = sum(p.numel() for p in built.parameters())
+    assert total == pytest.approx(MLA_CARD_PARAMS[name], rel=0.01)
+    assert total == param_counts(model).total
+    layers = list(built.layers.values())
+    attention = layers[0].attention
+    assert hf["q_lora_rank"] is None and hasattr(attention, "wq") and not hasattr(attention, "wq_a")
+    assert attention.softmax_scale == pytest.approx(hf_softmax_scale(hf), rel=1e-12)
+    rope, scaling = attention.rope.config, hf.get("rope_scaling")
+    assert rope.theta == hf["rope_theta"] and rope.scaling == ("yarn" if scaling else "none")
+    if scaling:   # HF yarn_find_correction_range floors / ceils: truncate
+        assert (rope.rope_factor, rope.beta_fast, rope.beta_slow, rope.original_seq_len, rope.truncate) == \
+            (scaling["factor"], scaling["beta_fast"], scaling["beta_slow"],
+             scaling["original_max_position_embeddings"], True)
+    assert [layer.moe_enabled for layer in layers] == [i >= hf["first_k_dense_replace"] for i in range(len(layers))]
+    router = layers[-1].moe.router
+    assert (router.score_func, router.route_norm, router.route_scale, router.top_k) == \
+        (hf["scoring_func"], hf["norm_topk_prob"], hf["routed_scaling_factor"], hf["num_experts_per_tok"])
+    assert hf["n_group"] == 1 and router.num_expert_groups is None   # one group: no group-limited routing
+    assert {built.norm.eps, layers[0].attention_norm.eps, layers[-1].ffn_norm.eps} == {hf["rms_norm_eps"]}
+    assert attention.kv_norm.eps == 1e-6   # HF builds kv_a_layernorm with its RMSNorm's default eps

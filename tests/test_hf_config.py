@@ -443,3 +443,49 @@ def test_a_config_trains_with_the_load_balancing_megatron_bridge_gives_its_model
     args = architecture_args(m, 4096)
     assert args[args.index("--moe-router-load-balancing-type") + 1] == balancing
     assert float(args[args.index("--moe-aux-loss-coeff") + 1]) == pytest.approx(coeff)
+
+
+@pytest.mark.parametrize("folder,builds", [
+    ("DeepSeek-V2-Lite", ("q_lora_rank=0,", "mscale=0.707,", "router_score_func='softmax'", "router_route_norm=False",
+                          "router_route_scale=1.0,", "scaling='yarn', rope_factor=40.0", "eps = 1e-06")),
+    ("Moonlight-16B-A3B", ("q_lora_rank=0,", "router_score_func='sigmoid'", "router_route_norm=True",
+                           "router_route_scale=2.446,", "theta=50000.0, scaling='none'", "vocab_size=163840",
+                           "dense_hidden_dim=11264,", "eps = 1e-05")),
+])
+def test_plan_framework_torchtitan_builds_an_mla_model_no_flavor_is(folder, builds, tmp_path):
+    """DeepSeek-V2-Lite and Moonlight (MLA, q_lora_rank null) were refused with 'TorchTitan 0.3.0 has no ... model':
+    TorchTitan's deepseek_v3 model builds them (tests/test_emit_torchtitan_real.py runs the launch through it); the
+    plan writes the config function with the HF config's values, and says what TorchTitan's balancing trains."""
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{HF / folder}", "--system", "h100-hgx", "--gpus", "8",
+                                      "--framework", "torchtitan", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    titan = json.loads((tmp_path / "plan.json").read_text())["torchtitan"]
+    assert "refused" not in titan and titan["module"] == "commbench_torchtitan", titan
+    text = (tmp_path / "commbench_torchtitan.py").read_text()
+    assert text == titan["config_module"]["text"] and f"def {titan['config']}():" in text
+    assert [b for b in builds if b not in text] == []
+    assert any("balances experts only by an expert bias" in n for n in titan["notes"]), titan["notes"]
+
+
+@pytest.mark.parametrize("changes,says", [
+    ({"rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
+                       "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.707}},
+     "architecture.yarn_mscale=1.0 with yarn_mscale_all_dim=0.707, it builds yarn_mscale = yarn_mscale_all_dim only"),
+    ({"model_type": "deepseek_v3", "scoring_func": "sigmoid", "topk_method": "noaux_tc", "n_group": 64, "topk_group": 8},
+     "architecture.router_groups=64, it builds groups that divide the 64 experts into groups of >= 2"),
+])
+def test_plan_framework_torchtitan_refuses_an_mla_model_it_cannot_build_by_field(changes, says, tmp_path):
+    """What TorchTitan 0.3.0's deepseek_v3 model cannot express (a RoPE mscale apart from the softmax's: its RoPE
+    applies none; expert groups of one) is one line naming the field, the value and what it builds, not 'no model'."""
+    from commbench.cli.app import app
+    raw = json.loads((HF / "DeepSeek-V2-Lite" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, **changes)))
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{tmp_path}", "--system", "h100-hgx", "--gpus", "8",
+                                      "--framework", "torchtitan", "--out", str(tmp_path / "out")])
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert lines[0].startswith("error: TorchTitan 0.3.0's deepseek_v3 model (DeepSeekV3Model.Config) cannot build hf:")
+    assert says in lines[0] and lines[0].endswith("; plan it with --framework megatron"), lines[0]
+    assert CliRunner().invoke(app, ["plan", "--model", f"hf:{tmp_path}", "--system", "h100-hgx", "--gpus", "8",
+                                    "--emit", "json"]).exit_code == 0   # Megatron-LM builds it

@@ -33,7 +33,9 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import graphs_allowed, titan_zoo_name
+from commbench.planner.search.frameworks import graphs_allowed, titan_mla_refusal, titan_zoo_name
+from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
+                                                   mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -64,6 +66,8 @@ class TitanModel:
     norm_epsilon_03: float = 1e-5
     # Its MoE router: (score function, top-k weights renormalised to sum to 1, scale); None for a dense model.
     router_03: tuple[str, bool, float] | None = None
+    # An MLA model no flavor is: the generated config function builds it (torchtitan_mla.py); flavor = its name.
+    mla: bool = False
 
 
 # Sources: torchtitan 0.3.0 wheel, torchtitan/models/{llama3,qwen3,deepseek_v3,gpt_oss}/config_registry.py
@@ -158,16 +162,28 @@ def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[
 
 
 def titan_model_of(model: ModelSpec) -> TitanModel | None:
-    """TorchTitan's model for a zoo name, or for a model with a TorchTitan zoo model's sizes (titan_zoo_name)."""
+    """TorchTitan's model for a zoo name, or for a model with a TorchTitan zoo model's sizes (titan_zoo_name), or
+    for an MLA model its deepseek_v3 model builds exactly (titan_mla_refusal; torchtitan_mla.py)."""
     name = titan_zoo_name(model)
-    return None if name is None else TITAN_MODELS[name]
+    if name is not None:
+        return TITAN_MODELS[name]
+    if model.attention != "mla" or titan_mla_refusal(model):
+        return None
+    return TitanModel(module=MLA_MODULE, flavor=model.name, base_03=MLA_BASE, flavor_config_03=mla_function(model),
+                      hf_assets_03=f"./assets/hf/{model.name.removeprefix('hf:')}", pipeline_02=False,
+                      rope_03=mla_rope(model), norm_epsilon_03=float(model.architecture.norm_epsilon),
+                      router_03=mla_router(model) if model.is_moe else None, mla=True)
 
 
 def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
     full = TORCHTITAN_VERSIONS[version]
     titan = titan_model_of(model)
     if titan is None:
-        return None, f"TorchTitan {full} has no {model.name} model"
+        mla = titan_mla_refusal(model) if model.attention == "mla" else None
+        return None, mla or f"TorchTitan {full} has no {model.name} model"
+    if titan.mla and version == "0.2":
+        return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
+                       "--torchtitan-version 0.3")
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
         return titan, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function): plan with pp=1"
     if version == "0.3" and layout.precision not in titan.configs_03:
@@ -256,6 +272,8 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes.append("activation checkpointing stays as the config function sets it; "
                      f"the prediction assumed recompute={layout.recompute}")
         notes += titan_architecture_notes(titan, model)
+        if titan.mla:
+            notes += mla_balancing_notes(model)
         doc |= _config_03(titan, model, layout.precision) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
@@ -279,7 +297,8 @@ def _config_03(titan: TitanModel, model: ModelSpec, precision: str) -> dict[str,
         return {"module": titan.module, "config": shipped}
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
-                              hf_assets=titan.hf_assets_03)
+                              hf_assets=titan.hf_assets_03,
+                              model_lines=mla_model_lines(model, titan.hf_assets_03) if titan.mla else None)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,
                               "launch": f"PYTHONPATH=<plan folder>:$PYTHONPATH (TorchTitan imports --module {MODULE_NAME})"}}

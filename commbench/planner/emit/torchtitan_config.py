@@ -7,7 +7,8 @@ model spec is built (model_registry(..., converters=[...]) in every shipped *_fl
 When no shipped function matches, the plan writes `commbench_torchtitan.py` next to plan.json: a
 function that starts from the shipped config of the same model (its optimizer, data, checkpointing and
 activation checkpointing), swaps the model spec's flavor where the zoo model is another shipped flavor
-(Qwen3-235B-A22B: flavor "235B-A22B" on qwen3_30b_a3b's recipe, the only shipped Qwen3 MoE recipe), and
+(Qwen3-235B-A22B: flavor "235B-A22B" on qwen3_30b_a3b's recipe, the only shipped Qwen3 MoE recipe) or builds
+the model itself where no flavor is it (`model_lines`: an MLA model on deepseek_v3_16b's recipe, torchtitan_mla.py), and
 applies the converters the shipped quantized configs use, with torch.compile on the model as
 llama3_8b_mxfp8 enables it for them:
 - fp8: Float8LinearConverter (lm_head and the router gate kept in BF16, as deepseek_v3_671b_float8)
@@ -42,8 +43,10 @@ def converter_refusal(precision: str, is_moe: bool) -> str | None:
 
 
 def config_module_text(*, module: str, base: str, flavor: str, flavor_config: str | None, precision: str,
-                       is_moe: bool, hf_assets: str | None) -> str:
-    """The Python source of commbench_torchtitan.py with one config function."""
+                       is_moe: bool, hf_assets: str | None,
+                       model_lines: tuple[list[str], list[str]] | None = None) -> str:
+    """The Python source of commbench_torchtitan.py with one config function; `model_lines` (imports, body) set the
+    model spec in place of the flavor's."""
     name = config_name(base, flavor_config, precision)
     linear, grouped = _CONVERTERS.get(precision, (None, None))
     converters = [c for c in (linear, grouped if is_moe else None) if c]
@@ -55,11 +58,15 @@ def config_module_text(*, module: str, base: str, flavor: str, flavor_config: st
         lines += [f"from torchtitan.components.quantization import {', '.join(kinds)}",
                   "from torchtitan.config import CompileConfig",
                   "from torchtitan.models.utils import validate_converter_order"]
-    if flavor_config:
+    if model_lines:
+        lines += model_lines[0]
+    elif flavor_config:
         lines.append(f"from torchtitan.models.{module} import model_registry")
     lines += [f"from torchtitan.models.{module}.config_registry import {base}", "", "",
               f"def {name}():", f"    config = {base}()"]
-    if flavor_config:
+    if model_lines:
+        lines += model_lines[1]
+    elif flavor_config:
         lines.append(f"    config.model_spec = model_registry({flavor!r})")
         if hf_assets:
             lines.append(f"    config.hf_assets_path = {hf_assets!r}")

@@ -17,6 +17,8 @@ TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - The optimizer is FSDP (ZeRO-3, always sharded, overlapped); activation checkpointing is whatever the
   config function sets (not a command-line option): TORCHTITAN_RECOMPUTE.
 - Pipeline schedules 1F1B (vp = 1) and Interleaved1F1B (vp > 1).
+- An MLA model with no shipped flavor's sizes (DeepSeek-V2-Lite, Moonlight) is built exactly by its deepseek_v3
+  model (titan_mla_refusal says when not): the plan writes a config function (emit/torchtitan_mla.py).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ FRAMEWORK_VERSIONS = {"megatron": "Megatron-LM core_v0.16.1 (megatron-core 0.16.
 TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama3.1-405b": "full",
                         "qwen3-30b-a3b": "full", "qwen3-235b-a22b": "full", "deepseek-v3": "selective",
                         "gpt-oss-120b": "full", "gpt-oss-20b": "full"}
+
+# deepseek_v3_16b (torchtitan/models/deepseek_v3/config_registry.py) sets SelectiveAC: the recipe a generated MLA
+# config function starts from (emit/torchtitan_mla.py).
+TORCHTITAN_MLA_RECOMPUTE = "selective"
 
 SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
                       "published_flops_per_token_gflop", "architecture", "extra")
@@ -81,6 +87,50 @@ def check_framework(framework: str) -> str:
 
 def _num(value: float) -> str:
     return f"{value:g}"
+
+
+# What TorchTitan 0.3.0's DeepSeek-V3 MLA + MoE model builds, where a model could ask for other (field, what it builds,
+# where): models/deepseek_v3/__init__.py make_mla_attention_config (bias-free Linear layers, RMSNorm q/kv norms),
+# build_mla_moe_layers (make_ffn_config: SwiGLU FeedForward, ungated shared experts), DeepSeekV3Model.Config
+# (models/common/decoder.py: untied lm_head unless enable_weight_tying, no sliding window or attention sinks).
+_TITAN_MLA_FIXED = (("architecture.activation", "swiglu"), ("architecture.normalization", "RMSNorm"),
+                    ("architecture.norm_zero_centered_gamma", False), ("architecture.linear_bias", False),
+                    ("architecture.qkv_bias", False), ("architecture.softmax_type", "vanilla"),
+                    ("architecture.rotary_percent", 1.0), ("architecture.shared_expert_gate", False),
+                    ("architecture.capacity_factor", 0.0), ("sliding_window", 0), ("tied_embeddings", False))
+
+
+def titan_mla_refusal(model: ModelSpec) -> str | None:
+    """Why TorchTitan 0.3.0's deepseek_v3 model cannot build this MLA model exactly (field, value, what it builds), or
+    None. Beyond _TITAN_MLA_FIXED: RoPE none or YaRN (models/common/rope.py RoPE.Config.scaling; ComplexRoPE's YaRN
+    is a pure rotation, _yarn_inv_freq "mscale is intentionally NOT applied here"), and one mscale, folded into the
+    softmax scale as (0.1 mscale ln(rope_factor) + 1)^2 (models/deepseek_v3/model.py Attention.__init__): HF's
+    DeepSeek-V2/V3 multiplies that scale by yarn_get_mscale(factor, mscale_all_dim)^2 and cos/sin by
+    yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim), so mscale must equal mscale_all_dim;
+    a softmax or sigmoid router (models/common/moe.py TokenChoiceTopKRouter.Config.score_func) whose expert groups
+    divide the experts into groups of >= 2 (_get_node_limited_routing_scores)."""
+    arch = model.architecture
+    head = f"TorchTitan 0.3.0's deepseek_v3 model (DeepSeekV3Model.Config) cannot build {model.name} exactly:"
+    if arch is None:
+        return f"{head} its architecture (RoPE, norms, router) is not recorded; plan it with --framework megatron"
+    for name, built in _TITAN_MLA_FIXED:
+        value = getattr(arch if name.startswith("architecture.") else model, name.rsplit(".", 1)[-1])
+        if value != built:
+            return f"{head} {name}={value!r}, it builds {name}={built!r} only; plan it with --framework megatron"
+    problems = []
+    if arch.rope_scaling not in ("none", "yarn"):
+        problems.append(f"architecture.rope_scaling={arch.rope_scaling!r}, it builds none or yarn (ComplexRoPE)")
+    elif arch.rope_scaling == "yarn" and arch.yarn_mscale != arch.yarn_mscale_all_dim:
+        problems.append(f"architecture.yarn_mscale={arch.yarn_mscale!r} with yarn_mscale_all_dim="
+                        f"{arch.yarn_mscale_all_dim!r}, it builds yarn_mscale = yarn_mscale_all_dim only (its RoPE "
+                        "applies no mscale; Attention.mscale scales the softmax alone)")
+    if model.is_moe and arch.router_score not in ("softmax", "sigmoid"):
+        problems.append(f"architecture.router_score={arch.router_score!r}, it builds softmax or sigmoid")
+    groups = arch.router_groups
+    if model.is_moe and groups and (model.num_routed_experts % groups or model.num_routed_experts // groups < 2):
+        problems.append(f"architecture.router_groups={groups!r}, it builds groups that divide the "
+                        f"{model.num_routed_experts} experts into groups of >= 2")
+    return f"{head} {problems[0]}; plan it with --framework megatron" if problems else None
 
 
 def megatron_unbuildable(model: ModelSpec) -> str | None:
@@ -127,12 +177,16 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
-    if titan not in TORCHTITAN_RECOMPUTE:
+    if titan is None and model.attention == "mla":   # built by TorchTitan's deepseek_v3 model, or refused by field
+        reason = titan_mla_refusal(model)
+        if reason:
+            raise CommbenchError(reason)
+    elif titan not in TORCHTITAN_RECOMPUTE:
         elsewhere = ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
                      if megatron_cannot_launch(model) else "plan it with --framework megatron")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
                              f"gpt_oss): {elsewhere}")
-    fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[titan])
+    fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[titan] if titan else TORCHTITAN_MLA_RECOMPUTE)
     if not model.is_moe:
         fixed.pop("etp")
     out = dict(pins)
