@@ -154,6 +154,19 @@ def test_dense_qwen3_5_reads_as_gated_deltanet_with_a_dense_mlp(folder, hidden, 
     assert (a.rotary_base, a.rotary_percent, a.norm_epsilon) == (10**7, 0.25, 1e-6)
 
 
+def test_a_dense_mtp_layer_is_gated_attention_and_the_dense_mlp():
+    """Qwen3.5-27B's MTP layer: gated full attention + the dense MLP (Megatron-Bridge qwen35_bridge.py
+    _get_dense_mtp_mappings; Megatron-LM core_v0.16.1 gpt_builders.py builds it from the last decoder layer's spec),
+    its 2h -> h projection and norms. Before, a dense model's MTP layer had no MLP in the weights or the FLOPs
+    (training.py num_floating_point_operations counts it as one more dense layer when the last layer is dense)."""
+    m = hf("Qwen3.5-27B")
+    h, ffn = 5120, 17408
+    attention = h * (2 * 24 * 256 + 2 * 4 * 256) + 24 * 256 * h
+    assert param_counts(m).mtp == attention + 3 * h * ffn + 2 * h + 2 * h * h + 3 * h
+    fl, without = flops_breakdown(m, 4096), flops_breakdown(m, 4096, include_mtp=False)
+    assert (fl.dense_mlp, without.dense_mlp) == (6.0 * 3 * h * ffn * 65, 6.0 * 3 * h * ffn * 64)
+
+
 def test_a_vl_configs_top_level_tie_word_embeddings_is_the_models(tmp_path):
     """Megatron-Bridge qwen35_vl_bridge.py: "For VLMs, tie_word_embeddings lives on the top-level config, not
     text_config" (text_config inherits PretrainedConfig's True, "wrong for 9B/27B")."""
