@@ -252,7 +252,8 @@ def test_mlp_layer_types_give_the_leading_dense_layers(tmp_path):
     assert (model.num_dense_layers, model.num_moe_layers) == (1, 46)
 
 
-@pytest.mark.parametrize("folder", ["DeepSeek-V2-Lite", "Moonlight-16B-A3B", "GLM-4.7-Flash", "Qwen3.5-35B-A3B"])
+@pytest.mark.parametrize("folder", ["DeepSeek-V2-Lite", "Moonlight-16B-A3B", "GLM-4.7-Flash", "Qwen3.5-35B-A3B",
+                                    "Qwen3.5-27B", "Qwen3.5-4B"])
 def test_the_new_model_types_plan_launches_in_megatron(folder, monkeypatch):
     """The plan's arguments pass Megatron-LM's own parse/validate and megatron-core's TransformerConfig (MLA without
     --q-lora-rank builds linear_q_proj), and build this model's architecture (tests/megatron_lm.py)."""
