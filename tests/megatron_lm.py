@@ -144,6 +144,16 @@ def assert_architecture(args, cfg, model) -> None:
     assert args.untie_embeddings_and_output_weights == (not model.tied_embeddings)
     assert (cfg.num_layers, cfg.hidden_size, cfg.num_attention_heads) == (model.num_layers, model.hidden, model.num_heads)
     assert (cfg.mtp_num_layers or 0) == model.num_mtp_layers
+    # Gated DeltaNet layers (Qwen3-Next, Qwen3.5): the variant, its layer pattern and sizes, full attention's gate
+    assert cfg.experimental_attention_variant == ("gated_delta_net" if model.linear_attention_freq else None)
+    if model.linear_attention_freq:
+        assert (cfg.linear_attention_freq, cfg.linear_conv_kernel_dim, cfg.linear_num_key_heads,
+                cfg.linear_num_value_heads, cfg.linear_key_head_dim, cfg.linear_value_head_dim) == (
+            model.linear_attention_freq, model.gdn_conv_kernel, model.gdn_num_key_heads, model.gdn_num_value_heads,
+            model.gdn_key_head_dim, model.gdn_value_head_dim)
+        assert cfg.attention_output_gate == model.attention_gate
+    if model.num_dense_layers:  # the dense MLP's width (Qwen3.5-27B: every layer)
+        assert cfg.ffn_hidden_size == model.dense_ffn
     if not model.is_moe:
         assert cfg.num_moe_experts is None
         return

@@ -37,6 +37,29 @@ def test_blocks_rules_and_step_terms():
     assert bd.valid[0] and bd.mem_activations_bytes[0] != full.mem_activations_bytes[0]
 
 
+def test_a_dense_gated_deltanet_model_is_searched_and_stepped():
+    """Qwen3.5-27B (dense: every layer's MLP of 17408, no experts): its blocks (the MTP layer gated attention + the
+    dense MLP), the GDN rules (16 key / 48 value heads divide TP, no CP) and a search whose layouts all keep them."""
+    from commbench.planner.search.space import SearchRequest, search
+    m = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / 'Qwen3.5-27B'}")
+    c = block_counts(m)
+    assert (c.attention, c.linear, c.dense, c.moe, c.layers) == (17, 48, 65, 0, 65)
+    arr = LayoutArrays.from_layouts([Layout(tp=2, pp=1, dp=32, mbs=1, gbs=512),
+                                     Layout(tp=1, cp=2, pp=1, dp=32, mbs=1, gbs=512),
+                                     Layout(tp=32, pp=1, dp=2, mbs=1, gbs=512)])
+    bits = layout_violations(m, arr, 64)
+    assert not bits[0] and bits[1] & RULE_BITS["heads"] and bits[2] & RULE_BITS["heads"]
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    bd = evaluate_layouts(m, fabric, arr.take(np.array([0])))
+    full = evaluate_layouts(dataclasses.replace(m, linear_attention_freq=0), fabric, arr.take(np.array([0])))
+    # 17 attention cores (16 + the MTP layer's) where all-attention would have 65; GDN activations kept instead
+    assert bd.valid[0] and bd.attention_s[0] < full.attention_s[0] * 17 / 65 * 1.01
+    assert bd.mem_activations_bytes[0] != full.mem_activations_bytes[0]
+    found = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=50)).layouts
+    tp, cp = np.asarray(found.tp), np.asarray(found.cp)
+    assert len(tp) and (16 % tp == 0).all() and (cp == 1).all()
+
+
 @pytest.mark.parametrize("kw", [dict(tp=1, pp=1, ep=64, etp=1, dp=64), dict(tp=2, pp=2, ep=16, etp=1, dp=16)])
 def test_emitted_flags_build_a_megatron_core_config(kw):
     pytest.importorskip("megatron.core")

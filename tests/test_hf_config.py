@@ -55,6 +55,11 @@ PUBLISHED = [
     ("Qwen3.5-397B-A17B", 397.0, 17.0, 1.0, ""),
     ("Qwen3.5-122B-A10B", 122.0, 10.0, 1.0, ""),
     ("Qwen3.5-35B-A3B", 35.0, 3.0, 1.0, ""),
+    # dense Qwen3.5 (model_type qwen3_5): within 1% of the cards' "27B" and "9B" (a step below 1% of either);
+    # Qwen3.5-4B's count is 4.21B, the name's "4B" rounded to whole billions (the vision encoder is left out here)
+    ("Qwen3.5-27B", 27.0, None, 0.01, ""),
+    ("Qwen3.5-9B", 9.0, None, 0.01, ""),
+    ("Qwen3.5-4B", 4.0, None, 1.0, ""),
     # the read model types checked on configs of other sizes
     ("Qwen2-57B-A14B", 57.0, 14.0, 1.0, ""),
     ("Qwen1.5-MoE-A2.7B", 14.3, 2.7, 0.1, ""),

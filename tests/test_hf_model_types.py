@@ -1,5 +1,5 @@
 """`--model hf:PATH` for the model types read beyond the first ones: MLA without the query low rank
-(DeepSeek-V2-Lite, Moonlight), GLM-4.7-Flash (glm4_moe_lite), Qwen3.5 MoE; the RoPE of configs that
+(DeepSeek-V2-Lite, Moonlight), GLM-4.7-Flash (glm4_moe_lite), Qwen3.5 MoE and dense; the RoPE of configs that
 transformers >= 5 writes (rope_parameters); and the model types refused by name, each in one line
 through the CLI. Published parameter counts of these configs: test_hf_config.py PUBLISHED; sources:
 tests/data/hf/SOURCES.md."""
@@ -133,6 +133,64 @@ def test_a_qwen3_5_text_config_alone_reads_as_the_vl_one(tmp_path):
         load_model(f"hf:{tmp_path}")
 
 
+@pytest.mark.parametrize("folder, hidden, ffn, layers, heads, value_heads, tied", [
+    ("Qwen3.5-27B", 5120, 17408, 64, 24, 48, False), ("Qwen3.5-9B", 4096, 12288, 32, 16, 32, False),
+    ("Qwen3.5-4B", 2560, 9216, 32, 16, 32, True)])
+def test_dense_qwen3_5_reads_as_gated_deltanet_with_a_dense_mlp(folder, hidden, ffn, layers, heads, value_heads, tied):
+    """The dense Qwen3.5 models (model_type qwen3_5, text_config qwen3_5_text) were refused ("model_type='qwen3_5_text'
+    is not known"). Every 4th layer gated full attention (4 KV heads of 256), the rest Gated DeltaNet (16 key heads,
+    value heads as the config, of 128), a dense SwiGLU MLP on every layer, one MTP layer, Qwen3-Next's norms."""
+    m = hf(folder)
+    assert (m.hidden, m.num_layers, m.num_heads, m.num_kv_heads, m.head_dim, m.vocab) == (
+        hidden, layers, heads, 4, 256, 248320)
+    assert (m.is_moe, m.num_dense_layers, m.dense_ffn, m.num_mtp_layers, m.tied_embeddings) == (
+        False, layers, ffn, 1, tied)
+    assert (m.num_attention_layers, m.num_linear_attention_layers, m.linear_attention_freq) == (
+        layers // 4, layers - layers // 4, 4)
+    assert (m.gdn_num_key_heads, m.gdn_num_value_heads, m.gdn_key_head_dim, m.gdn_value_head_dim, m.gdn_conv_kernel,
+            m.attention_gate) == (16, value_heads, 128, 128, 4, True)
+    a = m.architecture
+    assert (a.activation, a.norm_zero_centered_gamma, a.qk_norm, a.shared_expert_gate) == ("swiglu", True, True, False)
+    assert (a.rotary_base, a.rotary_percent, a.norm_epsilon) == (10**7, 0.25, 1e-6)
+
+
+def test_a_dense_mtp_layer_is_gated_attention_and_the_dense_mlp():
+    """Qwen3.5-27B's MTP layer: gated full attention + the dense MLP (Megatron-Bridge qwen35_bridge.py
+    _get_dense_mtp_mappings; Megatron-LM core_v0.16.1 gpt_builders.py builds it from the last decoder layer's spec),
+    its 2h -> h projection and norms. Before, a dense model's MTP layer had no MLP in the weights or the FLOPs
+    (training.py num_floating_point_operations counts it as one more dense layer when the last layer is dense)."""
+    m = hf("Qwen3.5-27B")
+    h, ffn = 5120, 17408
+    attention = h * (2 * 24 * 256 + 2 * 4 * 256) + 24 * 256 * h
+    assert param_counts(m).mtp == attention + 3 * h * ffn + 2 * h + 2 * h * h + 3 * h
+    fl, without = flops_breakdown(m, 4096), flops_breakdown(m, 4096, include_mtp=False)
+    assert (fl.dense_mlp, without.dense_mlp) == (6.0 * 3 * h * ffn * 65, 6.0 * 3 * h * ffn * 64)
+
+
+def test_a_vl_configs_top_level_tie_word_embeddings_is_the_models(tmp_path):
+    """Megatron-Bridge qwen35_vl_bridge.py: "For VLMs, tie_word_embeddings lives on the top-level config, not
+    text_config" (text_config inherits PretrainedConfig's True, "wrong for 9B/27B")."""
+    raw = json.loads((HF / "Qwen3.5-9B" / "config.json").read_text())
+    raw["text_config"]["tie_word_embeddings"] = True
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert not load_model(f"hf:{tmp_path}").tied_embeddings
+    raw["tie_word_embeddings"] = True
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert load_model(f"hf:{tmp_path}").tied_embeddings
+
+
+def test_dense_qwen3_5_plans_dense_gated_deltanet_flags():
+    args = _plan_args(f"hf:{HF / 'Qwen3.5-27B'}")
+    assert {"--attention-output-gate", "--apply-layernorm-1p", "--qk-layernorm",
+            "--untie-embeddings-and-output-weights"} <= set(args)
+    assert "--num-experts" not in args and "--moe-layer-freq" not in args
+    assert (_value(args, "--experimental-attention-variant"), _value(args, "--linear-attention-freq"),
+            _value(args, "--linear-num-value-heads"), _value(args, "--ffn-hidden-size"),
+            _value(args, "--mtp-num-layers"), _value(args, "--num-query-groups")) == (
+        "gated_delta_net", "4", "48", "17408", "1", "4")
+    assert "--untie-embeddings-and-output-weights" not in _plan_args(f"hf:{HF / 'Qwen3.5-4B'}", gpus=8)
+
+
 def test_a_transformers_5_config_reads_its_rope_from_rope_parameters(tmp_path):
     """transformers >= 5 saves rope_theta and the scaling keys in rope_parameters: the same Llama 3.1 read either way
     (before, rope_theta fell back to 10000 and the llama3 scaling was dropped, without a word)."""
@@ -174,6 +232,13 @@ def test_a_refused_vl_language_model_is_named_by_its_text_config(tmp_path):
      r"mlp_layer_types='dense' is invalid: a list"),
     ("Qwen3-Next-80B-A3B-Instruct", dict(layer_types=4), (), r"layer_types=4 is invalid: a list"),
     ("Qwen2-57B-A14B", dict(mlp_only_layers=["0"]), (), r"mlp_only_layers\[0\]='0' is invalid: a whole number"),
+    # a dense Qwen3.5 config: its Gated DeltaNet sizes named, its layer kinds as full_attention_interval
+    ("Qwen3.5-27B", dict(text_config=dict(json.loads((HF / "Qwen3.5-27B" / "config.json").read_text())["text_config"],
+                                          linear_num_key_heads=None)), (),
+     r"lacks 'linear_num_key_heads' \(needed for model_type 'qwen3_5'\)"),
+    ("Qwen3.5-9B", dict(text_config=dict(json.loads((HF / "Qwen3.5-9B" / "config.json").read_text())["text_config"],
+                                         layer_types=["linear_attention", "full_attention"] * 16)), (),
+     r"layer_types is not modelled unless every 4-th layer is full attention"),
 ])
 def test_an_mla_or_rope_config_the_planner_cannot_model_is_one_line(tmp_path, folder, changes, drop, message):
     out = _refusal(_config(tmp_path, folder, drop, **changes))
@@ -187,7 +252,8 @@ def test_mlp_layer_types_give_the_leading_dense_layers(tmp_path):
     assert (model.num_dense_layers, model.num_moe_layers) == (1, 46)
 
 
-@pytest.mark.parametrize("folder", ["DeepSeek-V2-Lite", "Moonlight-16B-A3B", "GLM-4.7-Flash", "Qwen3.5-35B-A3B"])
+@pytest.mark.parametrize("folder", ["DeepSeek-V2-Lite", "Moonlight-16B-A3B", "GLM-4.7-Flash", "Qwen3.5-35B-A3B",
+                                    "Qwen3.5-27B", "Qwen3.5-4B"])
 def test_the_new_model_types_plan_launches_in_megatron(folder, monkeypatch):
     """The plan's arguments pass Megatron-LM's own parse/validate and megatron-core's TransformerConfig (MLA without
     --q-lora-rank builds linear_q_proj), and build this model's architecture (tests/megatron_lm.py)."""

@@ -76,11 +76,14 @@ class FlopsPerToken:
 
 
 def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> FlopsPerToken:
-    """FLOPs per token by kind, exactly FLOPS.md's formula (MTP layers count as extra MoE layers)."""
+    """FLOPs per token by kind, exactly FLOPS.md's formula. MTP layers count as extra MoE layers, or as extra dense
+    layers in a dense model (Qwen3.5-27B): Megatron-LM core_v0.16.1 training.py num_floating_point_operations adds
+    them to the MoE layers when the last decoder layer is MoE, to the dense ones otherwise (last_layer_is_moe)."""
     s = seq_len or m.seq_len
     n_mtp = m.num_mtp_layers if include_mtp else 0
     n_layers = m.num_attention_layers + n_mtp
     n_moe = m.num_moe_layers + n_mtp
+    n_dense = m.num_dense_layers + (0 if m.is_moe else n_mtp)
     h, g = m.hidden, m.glu_factor
     if m.attention == "dsv4":  # every layer's kind differs: the sums over layers (models/dsv4.py)
         proj_total, core_total = dsv4.attention_macs_per_token(m, s, include_mtp)
@@ -90,7 +93,7 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
     return FlopsPerToken(
         attention_proj=6.0 * proj_total,
         attention_core=6.0 * core_total,
-        dense_mlp=6.0 * h * m.dense_ffn * g * m.num_dense_layers,
+        dense_mlp=6.0 * h * m.dense_ffn * g * n_dense,
         routed_experts=6.0 * m.expert_width * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
         shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
         mtp_proj=6.0 * n_mtp * (3 * h + 2 * h * h),
@@ -186,7 +189,10 @@ def param_counts(m: ModelSpec) -> ParamCounts:
     moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * shared_expert + latent_proj
                  + h * m.num_routed_experts + 2 * h + _attention_params(m) + dsv4.hyper_connection_params(m))
     mtp_weight_layers = min(m.num_mtp_layers, 1) if m.mtp_shared_weights else m.num_mtp_layers
-    mtp = mtp_weight_layers * (moe_layer + 2 * h * h + 3 * h)
+    # an MTP layer is a MoE layer, or in a dense model a dense one (its MLP of dense_ffn; Megatron-LM core_v0.16.1
+    # gpt_builders.py builds it from the last decoder layer's spec), + its h <-> 2h projection and three norms
+    mtp_mlp = 0 if m.is_moe else g * h * m.dense_ffn
+    mtp = mtp_weight_layers * (moe_layer + mtp_mlp + 2 * h * h + 3 * h)
     return ParamCounts(
         attention=(sum(_attention_params(m, kind) for kind in m.csa_pattern) if m.attention == "dsv4"
                    else m.num_attention_layers * _attention_params(m)),

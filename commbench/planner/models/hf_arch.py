@@ -20,9 +20,12 @@ from typing import Any
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
 
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe_lite")  # latent q/kv norms: Megatron's qk_layernorm
-QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "deepseek_v4") + MLA_TYPES
-# Qwen3-Next and Qwen3.5 MoE: zero-centred norms (weight + 1) and the shared expert's sigmoid gate
-QWEN_NEXT_TYPES = ("qwen3_next", "qwen3_5_moe")
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5", "deepseek_v4") + MLA_TYPES
+# Qwen3-Next and Qwen3.5 (MoE and dense): zero-centred norms (weight + 1) and the shared expert's sigmoid gate (the
+# dense one has no shared expert; transformers modular_qwen3_5.py builds Qwen3_5RMSNorm and Qwen3_5Attention's q/k
+# norms from Qwen3-Next's, as Megatron-Bridge qwen35_bridge.py _apply_qwen35_common_config sets
+# layernorm_zero_centered_gamma and qk_layernorm for both)
+QWEN_NEXT_TYPES = ("qwen3_next", "qwen3_5_moe", "qwen3_5")
 SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h", "glm4_moe", "glm4_moe_lite")
 EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe", "glm4_moe_lite")  # the modeling code always has the correction bias
 # A config.json carries no bias update rate (a training setting): megatron-core's TransformerConfig default

@@ -158,10 +158,24 @@ def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
     full_attention_interval-th layer (layer_types, when given, must say the same; Qwen3.5's configs give
     layer_types, its configuration class defaults the interval to 4), and their MTP layers (mtp_num_hidden_layers:
     gated full attention + MoE, as Megatron-Bridge's qwen3_next_bridge.py and qwen35_bridge.py map them)."""
-    out = _qwen_moe(c, name)
+    return _gated_deltanet(c, _qwen_moe(c, name))
+
+
+def _qwen3_5(c: _Config, name: str) -> dict[str, Any]:
+    """Qwen3.5 dense (Qwen3.5-27B, -9B and smaller; model_type qwen3_5, its text_config qwen3_5_text): Qwen3.5 MoE's
+    network with a dense SwiGLU MLP of intermediate_size on every layer (transformers modular_qwen3_5.py: Qwen3_5MLP
+    from Qwen3NextMLP, Qwen3_5TextConfig deletes the MoE keys), its MTP layer gated full attention + that dense MLP
+    (Megatron-Bridge qwen35_bridge.py _get_dense_mtp_mappings: mtp.layers.0.mlp.gate_proj/up_proj/down_proj)."""
+    return _gated_deltanet(c, _dense(c, name))
+
+
+def _gated_deltanet(c: _Config, out: dict[str, Any]) -> dict[str, Any]:
+    """Gated DeltaNet layers with gated full attention every full_attention_interval-th layer (layer_types, when
+    given, must say the same; Qwen3.5's configs give layer_types, its configuration classes default the interval to
+    4: configuration_qwen3_5.py, configuration_qwen3_5_moe.py), the GDN head sizes and the MTP layers."""
     kinds = c.seq("layer_types") if c.get("layer_types") is not None else None
     first_full = kinds.index("full_attention") + 1 if kinds and "full_attention" in kinds else 4
-    freq = c.int("full_attention_interval", first_full if c.model_type == "qwen3_5_moe" else None)
+    freq = c.int("full_attention_interval", first_full if c.model_type in ("qwen3_5_moe", "qwen3_5") else None)
     if freq == 0:
         raise c.fail("full_attention_interval=0 is invalid: > 0")
     if kinds is not None:
@@ -319,9 +333,10 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "nemotron_h": _nemotron_h,
     # Qwen3.5 MoE is Qwen3-Next's network with MTP (transformers modular_qwen3_5_moe.py builds it from Qwen3-Next's
     # attention, Gated DeltaNet, MoE block and norms; Megatron-Bridge qwen35_bridge.py)
-    "qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_next,
+    "qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_next, "qwen3_5": _qwen3_5,
 }
-ALIASES = {"qwen3_5_moe_text": "qwen3_5_moe"}  # a VL config's text_config names its language model so
+# a VL config's text_config names its language model so
+ALIASES = {"qwen3_5_moe_text": "qwen3_5_moe", "qwen3_5_text": "qwen3_5"}
 
 
 def config_path(path: str) -> Path:
@@ -340,7 +355,11 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     if not isinstance(raw, dict):
         raise CommbenchError(f"{where}: a JSON object (a Hugging Face config.json) is needed")
     if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw:
-        raw = dict(raw["text_config"], model_type=raw["text_config"].get("model_type", raw.get("model_type")))
+        text = raw["text_config"]
+        # a VL model's tie_word_embeddings is the top-level key (Megatron-Bridge qwen35_vl_bridge.py: "For VLMs,
+        # tie_word_embeddings lives on the top-level config, not text_config"; Qwen3.5-4B ties, -9B and -27B do not)
+        tied = {"tie_word_embeddings": raw["tie_word_embeddings"]} if raw.get("tie_word_embeddings") is not None else {}
+        raw = dict(text, model_type=text.get("model_type", raw.get("model_type")), **tied)
     raw = dict(raw, model_type=ALIASES.get(str(raw.get("model_type", "")), raw.get("model_type")))
     c = _Config(raw, where)
     reader = READERS.get(c.model_type)
