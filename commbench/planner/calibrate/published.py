@@ -151,6 +151,10 @@ def _check_gpu_runs(row: dict, where: str) -> None:
 
 
 def precision_of(label: str | None) -> str:
+    """The step model's precision for a table's label (see the module docstring); ValueError for a label it
+    cannot read, text or not (a bare 8 in a JSON row is no precision name)."""
+    if label is not None and not isinstance(label, str):
+        raise ValueError(f"unknown precision label {label!r} (not text)")
     text = (label or "fp8").lower()
     if "nvfp4" in text:
         return "nvfp4"
