@@ -2,9 +2,10 @@
 model's prediction for each, and the fit of the calibration terms.
 
 Mapping assumptions, the same for every row (the tables do not state them):
-- precision: FP8 / FP8-CS / FP8-blockwise -> fp8; MXFP8 / FP8-MX -> mxfp8; NVFP4; BF16; a row
-  with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
-  release, whose throughput matches the FP8-CS rows of 25.11;
+- precision: FP8 / FP8-CS / FP8-DS / FP8-blockwise -> fp8; MXFP8 / FP8-MX -> mxfp8; NVFP4; BF16 (any case);
+  a row with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
+  release, whose throughput matches the FP8-CS rows of 25.11; a format the model has no kernels for
+  (MXFP4, FP4, FP16, ...) is listed as not modelled, never read as another;
 - expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
 - recipe features (RECIPE_FIELDS: recompute and its block count recompute_layers, cpu_offload_layers,
   dispatcher, moe_a2a_overlap, cuda_graph, fp8_attention, fused_moe), in rising precedence: the defaults below; the Megatron-Bridge recipe of
@@ -143,7 +144,7 @@ def _check_gpu_runs(row: dict, where: str) -> None:
     from commbench.data.reference import gpu_names, gpu_spec
     from commbench.errors import CommbenchError
     gpu = str(row.get("gpu", "")).lower()
-    if gpu in gpu_names():
+    if gpu in gpu_names() and not unmodelled_precision(row.get("precision")):
         spec, precision = gpu_spec(gpu), precision_of(row.get("precision"))
         if precision not in spec.precisions:
             raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; {gpu.upper()} supports "
@@ -158,13 +159,34 @@ def precision_of(label: str | None) -> str:
     text = (label or "fp8").lower()
     if "nvfp4" in text:
         return "nvfp4"
-    if "mx" in text:
-        return "mxfp8"
-    if "fp8" in text:
-        return "fp8"
+    if "fp8" in text:   # MXFP8, FP8-MX: microscaled; FP8, FP8-CS, FP8-DS, FP8 blockwise: fp8 ("mx" alone is MXFP4 too)
+        return "mxfp8" if "mx" in text else "fp8"
     if "bf16" in text:
         return "bf16"
     raise ValueError(f"unknown precision label {label!r}")
+
+
+# Number formats a table may name that the step model has no kernels for (MXFP4: gpt-oss's weights; FP16, FP32):
+# a run in one is listed as not modelled, naming the field and value, where an unreadable label is refused.
+UNMODELLED_PRECISION = re.compile(r"(mx|nv)?fp(4|6)(e\dm\d)?|fp(16|32)|tf32|int(4|8)")
+MODELLED_PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
+
+
+def unmodelled_precision(label: Any) -> str:
+    """'' when the step model reads the row's precision or cannot read it at all (check_row refuses that);
+    else the reason a real number format it lacks is not modelled."""
+    if not isinstance(label, str):
+        return ""
+    try:
+        precision_of(label)
+        return ""
+    except ValueError:
+        pass
+    text = re.sub(r"\(.*?\)|[\s_\-]", "", label.lower())
+    if not UNMODELLED_PRECISION.fullmatch(text):
+        return ""
+    return f"field 'precision' = {label!r}: a number format the step model has no kernels for (it has " \
+           f"{', '.join(MODELLED_PRECISIONS)})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,7 +279,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "
                              "allowed: a positive number")
     try:
-        precision_of(row.get("precision"))
+        if not unmodelled_precision(row.get("precision")):   # one the model lacks: published_runs lists it
+            precision_of(row.get("precision"))
     except ValueError:
         raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; allowed: "
                              "BF16, FP8, MXFP8, NVFP4") from None
@@ -323,6 +346,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         elif _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
             reason = (f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (not a divisor: "
                       "no whole number of HSDP replicas)")
+        elif unmodelled_precision(r.get("precision")):
+            reason = unmodelled_precision(r.get("precision"))
         elif not r.get("tokens_per_s_per_gpu"):
             reason = "no tokens_per_s_per_gpu to compare with"
         if reason:
