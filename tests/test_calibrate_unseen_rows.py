@@ -63,3 +63,20 @@ def test_an_unreadable_precision_is_still_one_line(tmp_path, label):
     result = _evaluate(tmp_path, [_row(precision=label), _row("Qwen3_30B_a3B", "DGX-GB200")])
     assert result.exit_code == 2 and "field 'precision'" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("field", ["vp", "ep", "etp", "cp"])
+@pytest.mark.parametrize("spelling", ["n/a", "N/A", "-", ""])
+def test_a_tables_n_a_reads_as_unset(tmp_path, field, spelling):
+    """The tables print "n/a" where a size does not apply (tools/published_tables.py reads it as unset); a row
+    copied with it was refused as 'allowed: a positive integer', stopping every other row."""
+    unset = _evaluate(tmp_path, [_row("GPT OSS 120B", "DGX-GB200", **{field: None})], "--json")
+    spelled = _evaluate(tmp_path, [_row("GPT OSS 120B", "DGX-GB200", **{field: spelling})], "--json")
+    assert unset.exit_code == 0 and spelled.exit_code == 0, spelled.output
+    a, b = json.loads(unset.output)["rows"][0], json.loads(spelled.output)["rows"][0]
+    assert a["predicted_tokens_per_s_per_gpu"] == b["predicted_tokens_per_s_per_gpu"]
+
+
+def test_n_a_in_a_required_size_is_still_one_line(tmp_path):
+    result = _evaluate(tmp_path, [_row(tp="n/a")])
+    assert result.exit_code == 2 and "field 'tp'" in result.output and len(result.output.strip().splitlines()) == 1

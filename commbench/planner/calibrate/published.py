@@ -6,7 +6,8 @@ Mapping assumptions, the same for every row (the tables do not state them):
   a row with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
   release, whose throughput matches the FP8-CS rows of 25.11; a format the model has no kernels for
   (MXFP4, FP4, FP16, ...) is listed as not modelled, never read as another;
-- expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
+- expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting); cp, vp, ep, etp given as the
+  tables' "n/a" (or "-") are not published: 1;
 - recipe features (RECIPE_FIELDS: recompute and its block count recompute_layers, cpu_offload_layers,
   dispatcher, moe_a2a_overlap, cuda_graph, fp8_attention, fused_moe), in rising precedence: the defaults below; the Megatron-Bridge recipe of
   the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
@@ -249,12 +250,28 @@ def _near_miss(keys, known, where: str, what: str) -> None:
             raise CommbenchError(f"{where}: {what} {key!r} is not read: did you mean {close[0]!r}?")
 
 
+# The sizes a table leaves out where they do not apply, and its spellings of "not applicable" (the tables print
+# n/a; tools/published_tables.py reads it as unset): such a size reads as unset, i.e. 1.
+OPTIONAL_SIZES = ("cp", "vp", "ep", "etp")
+NOT_APPLICABLE = frozenset({"n/a", "na", "-", "\u2013", "\u2014", ""})
+
+
+def read_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as the model reads it: an optional size spelled as a table's "n/a" is unset (None). The same
+    object when nothing changes."""
+    if not isinstance(row, dict):
+        return row
+    absent = [k for k in OPTIONAL_SIZES if isinstance(row.get(k), str) and row[k].strip().lower() in NOT_APPLICABLE]
+    return dict(row, **{k: None for k in absent}) if absent else row
+
+
 def check_row(row: dict[str, Any], where: str) -> None:
     """One line naming the first field a user's run lacks or holds badly (CommbenchError). A well-formed
     run the model does not cover (a model outside the zoo, a GPU without a preset, Megatron-FSDP, no
     tokens/s figure) is not an error here: published_runs marks it not modelled, with the reason."""
     from commbench.errors import CommbenchError
     from commbench.planner.layout.recipes import RELEASE_NAME
+    row = read_row(row)
     _near_miss(row, READ_KEYS, where, "field")
     if isinstance(row.get("recipe"), dict):
         _near_miss(row["recipe"], frozenset(RECIPE_FIELDS), where, "recipe field")
@@ -332,7 +349,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
     place, as its messages name it (default "row N")."""
     from commbench.data.reference import calibration_runs
     out = []
-    rows = rows if rows is not None else calibration_runs()
+    rows = tuple(read_row(r) for r in (rows if rows is not None else calibration_runs()))
     places = tuple(where) if where is not None else tuple(f"row {i + 1}" for i in range(len(rows)))
     assert len(places) == len(rows), (len(places), len(rows))
     for i, r in enumerate(rows):
