@@ -16,8 +16,9 @@ from commbench.planner.calibrate.published import precision_of, published_runs
 ROWS = json.loads((Path(__file__).parents[1] / "benchmarks" / "data" / "newer-release-runs.json").read_text())
 
 
-def _row(model: str = "DeepSeekV3", gpu: str = "DGX-GB300", release: str = "26.08", **changes) -> dict:
-    row = next(r for r in ROWS if r["model"] == model and r["gpu"] == gpu and r["release"] == release)
+def _row(of: str = "DeepSeekV3", on: str = "DGX-GB300", **changes) -> dict:
+    """A 26.08 row of newer-release-runs.json (model `of`, GPU `on`) with `changes`."""
+    row = next(r for r in ROWS if r["model"] == of and r["gpu"] == on and r["release"] == "26.08")
     return dict(row, **changes)
 
 
@@ -80,3 +81,24 @@ def test_a_tables_n_a_reads_as_unset(tmp_path, field, spelling):
 def test_n_a_in_a_required_size_is_still_one_line(tmp_path):
     result = _evaluate(tmp_path, [_row(tp="n/a")])
     assert result.exit_code == 2 and "field 'tp'" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("changes,needles", [
+    # 26.10 reads 26.08's recipes, which have none for DeepSeek-V3 on H200: said, with the defaults taken
+    (dict(gpu="H200", precision="FP8", release="26.10"), ("26.10 is not in the recipe table", "26.08",
+                                                          "no recipe for deepseek-v3 on h200-hgx at fp8")),
+    (dict(of="Nemotron_3_Super", model="Nemotron-3-Super", release="26.12"),
+     ("26.12 is not in the recipe table", "no recipe for nemotron-3-super-120b-a12b")),
+    (dict(release="24.07"), ("24.07 is older than the recipe table's oldest release", "default recipe flags")),
+])
+def test_a_release_the_table_lacks_says_what_stood_in_even_without_a_recipe(tmp_path, changes, needles):
+    result = _evaluate(tmp_path, [_row(**changes)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "not modelled" not in text and all(n in text for n in needles), text
+
+
+def test_a_table_release_or_user_run_has_no_release_note(tmp_path):
+    for release in ("26.08", "user", None):
+        result = _evaluate(tmp_path, [_row(gpu="H200", precision="FP8", release=release)])
+        assert result.exit_code == 0 and "note:" not in result.output, result.output

@@ -14,7 +14,7 @@ Mapping assumptions, the same for every row (the tables do not state them):
   the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
   (a user's run states its own);
   a release the table lacks reads the newest table release not newer than it (26.10 -> 26.08),
-  noted in the row's layout_note;
+  noted in the row's layout_note (also when that release has no recipe for the run: the defaults below);
 - otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
@@ -389,11 +389,29 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None, skip_reason=broken,
                                     where=places[i]))
             continue
-        stood_in = (release_recipe(r, preset, name) or {}).get("release_note", "")
+        stood_in = _release_note(r, preset, name, layout.precision)
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
                                 layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in) if n),
                                 where=places[i]))
     return out
+
+
+def _release_note(row: dict[str, Any], preset: str, model_name: str, precision: str) -> str:
+    """Whose recipe stood in for a row's release the recipe table lacks (26.10 -> 26.08), also when that release
+    has no recipe for the run and the defaults stood in; '' for a release the table has, "user" or none."""
+    from commbench.planner.layout.recipes import resolve_release
+    recipe = release_recipe(row, preset, model_name)
+    if recipe is not None:
+        return recipe.get("release_note", "")
+    release = row.get("release")
+    if not isinstance(release, str) or release.strip() in ("", "user"):
+        return ""
+    stand, note = resolve_release(release)
+    if not note:
+        return ""
+    if stand is None:
+        return f"{note}: the default recipe flags"
+    return f"{note}, and {stand} has no recipe for {model_name} on {preset} at {precision}: the default recipe flags"
 
 
 # Per layout rule (layout.spec.RULES), the optional row fields it reads: where the row leaves one out, its value
