@@ -102,3 +102,12 @@ def test_a_table_release_or_user_run_has_no_release_note(tmp_path):
     for release in ("26.08", "user", None):
         result = _evaluate(tmp_path, [_row(gpu="H200", precision="FP8", release=release)])
         assert result.exit_code == 0 and "note:" not in result.output, result.output
+
+
+@pytest.mark.parametrize("note", ["FSDP=8", "fsdp=8", "FSDP = 8", "Megatron-FSDP: 8"])
+def test_fsdp_in_the_notes_is_read_however_spelled(note):
+    """FSDP=N in the notes makes the run Megatron-FSDP; "fsdp=8" was passed over without a word and the run
+    modelled (and fitted) as plain DP."""
+    row = _row("Qwen3_30B_a3B", "DGX-GB200", notes=f"26.10 table; {note}", release="26.10", num_gpus=64, gbs=512)
+    (run,) = published_runs((row,))
+    assert run.layout is not None and run.layout.fsdp, run.skip_reason

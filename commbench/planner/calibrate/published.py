@@ -27,7 +27,7 @@ Mapping assumptions, the same for every row (the tables do not state them):
   (FLEX_EVERYWHERE); elsewhere the
   alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
-- rows with Megatron-FSDP (FSDP=N in the notes: N of the DP ranks shard) are modelled with fsdp
+- rows with Megatron-FSDP (FSDP=N in the notes, any case, "FSDP: N" too: N of the DP ranks shard) are modelled with fsdp
   (step/fsdp.py), as HSDP with dp/N replicas when N < dp; N not dividing dp and models outside the zoo
   are listed but not modelled.
 """
@@ -312,7 +312,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
 
 
 def _fsdp(notes: str) -> int:
-    match = re.search(r"FSDP=(\d+)", notes or "")
+    """N of "FSDP=N" in a row's notes (any case, "FSDP: N" too); 0 when none."""
+    match = re.search(r"\bFSDP\s*[=:]\s*(\d+)", notes or "", re.IGNORECASE)
     return int(match.group(1)) if match else 0
 
 
