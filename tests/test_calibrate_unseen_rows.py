@@ -111,3 +111,10 @@ def test_fsdp_in_the_notes_is_read_however_spelled(note):
     row = _row("Qwen3_30B_a3B", "DGX-GB200", notes=f"26.10 table; {note}", release="26.10", num_gpus=64, gbs=512)
     (run,) = published_runs((row,))
     assert run.layout is not None and run.layout.fsdp, run.skip_reason
+
+
+@pytest.mark.parametrize("notes", [5, ["FSDP=8"], {"fsdp": 8}])
+def test_notes_that_are_not_text_are_one_line(tmp_path, notes):
+    result = _evaluate(tmp_path, [_row(notes=notes)])
+    assert result.exit_code == 2, result.output
+    assert "field 'notes'" in result.output and len(result.output.strip().splitlines()) == 1, result.output

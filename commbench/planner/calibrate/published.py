@@ -282,6 +282,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
         value = row.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: a positive integer")
+    if row.get("notes") is not None and not isinstance(row["notes"], str):   # read for FSDP=N, GA=N, w/o MTP
+        raise CommbenchError(f"{where}: field 'notes' = {row['notes']!r}; allowed: text (e.g. \"FSDP=8; GA=4\")")
     parallel = row["tp"] * row["pp"] * (row.get("cp") or 1)
     if parallel > row["num_gpus"]:  # dp would be 0
         raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at least tp*pp*cp = {parallel}")
