@@ -118,3 +118,17 @@ def test_notes_that_are_not_text_are_one_line(tmp_path, notes):
     result = _evaluate(tmp_path, [_row(notes=notes)])
     assert result.exit_code == 2, result.output
     assert "field 'notes'" in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+@pytest.mark.parametrize("field", ["num_gpus", "gbs", "mbs", "seq_len", "vp", "ep", "etp", "recompute_layers",
+                                   "cpu_offload_layers"])
+def test_a_size_past_any_run_is_one_line_not_an_overflow(tmp_path, field):
+    """2**70 in a size overflowed numpy's int64 in the step model: an OverflowError traceback, exit 1."""
+    result = _evaluate(tmp_path, [_row(**{field: 2 ** 70}), _row("Qwen3_30B_a3B", "DGX-GB200")])
+    assert result.exit_code == 2, result.output
+    assert f"field {field!r}" in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_a_recipe_objects_size_past_any_run_is_one_line(tmp_path):
+    result = _evaluate(tmp_path, [_row(recipe={"recompute_layers": 2 ** 70})])
+    assert result.exit_code == 2 and "recompute_layers" in result.output, result.output

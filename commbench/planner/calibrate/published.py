@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from commbench.limits import MAX_GPUS
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import Layout, LayoutArrays
 from commbench.planner.models.spec import ModelSpec
@@ -229,6 +230,7 @@ def _preset_name(gpu: str) -> str | None:
 # What a run must state to be read at all; its tokens_per_s_per_gpu is what the prediction is compared
 # with (a run without it is listed as not modelled, like one whose model is outside the zoo).
 REQUIRED_FIELDS = ("model", "gpu", "num_gpus", "seq_len", "gbs", "mbs", "tp", "pp")
+MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...): far past real ones, products fit int64
 
 
 # The keys a run row is read by (the published tables' columns, the recipe fields); any other is kept as
@@ -282,6 +284,13 @@ def check_row(row: dict[str, Any], where: str) -> None:
         value = row.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: a positive integer")
+    if row["num_gpus"] > MAX_GPUS:
+        raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at most {MAX_GPUS:,} "
+                             "(commbench's bound on the GPUs of one run)")
+    recipe = row.get("recipe") if isinstance(row.get("recipe"), dict) else {}
+    for name, value in (*row.items(), *recipe.items()):   # past int64 in the step model's arrays: an overflow
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_SIZE:
+            raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: an integer below {MAX_SIZE:,}")
     if row.get("notes") is not None and not isinstance(row["notes"], str):   # read for FSDP=N, GA=N, w/o MTP
         raise CommbenchError(f"{where}: field 'notes' = {row['notes']!r}; allowed: text (e.g. \"FSDP=8; GA=4\")")
     parallel = row["tp"] * row["pp"] * (row.get("cp") or 1)
