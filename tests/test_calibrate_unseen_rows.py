@@ -132,3 +132,14 @@ def test_a_size_past_any_run_is_one_line_not_an_overflow(tmp_path, field):
 def test_a_recipe_objects_size_past_any_run_is_one_line(tmp_path):
     result = _evaluate(tmp_path, [_row(recipe={"recompute_layers": 2 ** 70})])
     assert result.exit_code == 2 and "recompute_layers" in result.output, result.output
+
+
+@pytest.mark.parametrize("changes,needle", [(dict(gpu="VR200"), "field 'gpu' = 'VR200'"),
+                                            (dict(gpu="MI355X"), "field 'gpu' = 'MI355X'"),
+                                            (dict(model="Kimi-K3"), "field 'model' = 'Kimi-K3'"),
+                                            (dict(tokens_per_s_per_gpu=None), "tokens_per_s_per_gpu")])
+def test_a_row_not_modelled_names_its_field_and_value(tmp_path, changes, needle):
+    result = _evaluate(tmp_path, [_row(release="26.10", **changes), _row("Qwen3_30B_a3B", "DGX-GB200")], "--json")
+    assert result.exit_code == 0, result.output
+    (skipped,) = json.loads(result.output)["skipped"]
+    assert needle in skipped["reason"], skipped

@@ -369,9 +369,9 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         preset = _preset_name(str(r["gpu"]))
         reason = ""
         if name is None:
-            reason = "model not in the zoo (`commbench plan --help` lists the zoo)"
+            reason = f"model not in the zoo: field 'model' = {r['model']!r} (`commbench plan --help` lists the zoo)"
         elif preset is None:
-            reason = f"GPU has no preset (known: {', '.join(sorted(PRESETS))})"
+            reason = f"GPU has no preset: field 'gpu' = {r['gpu']!r} (known: {', '.join(sorted(PRESETS))})"
         elif _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
             reason = (f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (not a divisor: "
                       "no whole number of HSDP replicas)")
