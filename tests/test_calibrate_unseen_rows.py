@@ -143,3 +143,17 @@ def test_a_row_not_modelled_names_its_field_and_value(tmp_path, changes, needle)
     assert result.exit_code == 0, result.output
     (skipped,) = json.loads(result.output)["skipped"]
     assert needle in skipped["reason"], skipped
+
+
+def test_json_rows_say_what_stood_in(tmp_path):
+    """--json had the rows but not the note the text output prints (26.10 read as 26.08): a script comparing a
+    newer release could not tell which recipe stood in."""
+    import jsonschema
+    schema = json.loads((Path(__file__).resolve().parents[1] / "commbench/data/schemas/calibrate.schema.json").read_text())
+    result = _evaluate(tmp_path, [_row(release="26.10"), _row("Qwen3_30B_a3B", "DGX-GB200")], "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    newer, same = doc["rows"]
+    assert "26.10 is not in the recipe table" in newer["layout_note"] and "26.08's" in newer["layout_note"]
+    assert same["layout_note"] == ""

@@ -137,8 +137,9 @@ def run_key(r) -> str:
 
 
 def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> list[dict]:
-    """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured) and
-    in_sample (the calibration was fitted on this run: its error is not a held-out one)."""
+    """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured),
+    in_sample (the calibration was fitted on this run: its error is not a held-out one) and layout_note (where
+    the modelled run departs from the row: whose recipe stood in for its release, an mbs from its recipe)."""
     from commbench.planner.calibrate.published import predict_runs
     p = predict_runs(runs, calibration)
     out = []
@@ -146,7 +147,7 @@ def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> li
         pred = float(p.predicted_tokens[j])
         out.append(dict(r.row, predicted_tokens_per_s_per_gpu=pred,
                         error_pct=(pred / float(p.published_tokens[j]) - 1.0) * 100.0, fits=bool(p.fits[j]),
-                        in_sample=run_key(r) in fitted_on))
+                        in_sample=run_key(r) in fitted_on, layout_note=r.layout_note))
     return out
 
 
