@@ -157,3 +157,13 @@ def test_json_rows_say_what_stood_in(tmp_path):
     newer, same = doc["rows"]
     assert "26.10 is not in the recipe table" in newer["layout_note"] and "26.08's" in newer["layout_note"]
     assert same["layout_note"] == ""
+
+
+def test_a_runs_file_with_a_byte_order_mark_is_read_as_json(tmp_path):
+    """A JSON list saved with a UTF-8 byte-order mark (PowerShell, Excel exports) was taken for a TorchTitan log:
+    'give --model and --system for it'."""
+    path = tmp_path / "runs.json"
+    path.write_text("\ufeff" + json.dumps([_row(release="26.10")]), encoding="utf-8")
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.output)["rows"]) == 1

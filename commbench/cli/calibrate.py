@@ -26,8 +26,8 @@ RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recip
 def _per_log(values: list | None, name: str, paths: list[str]) -> list:
     """--model/--system/--gpus for each RUNS file: one value for every log, or one per log in RUNS order
     (JSON run lists name their own model and system per row and take none)."""
-    from commbench.errors import read_user_file
-    logs = [p for p in paths if not read_user_file(p, "runs file", errors="replace").lstrip().startswith("[")]
+    from commbench.planner.calibrate.runlogs import runs_file_text
+    logs = [p for p in paths if not runs_file_text(p).lstrip().startswith("[")]
     values = list(values or [])
     if len(values) > 1 and len(values) != len(logs):
         raise CommbenchError(f"{name} given {len(values)} times for {len(logs)} training log(s) "

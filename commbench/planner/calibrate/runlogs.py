@@ -376,9 +376,15 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
 
 
+def runs_file_text(path: str) -> str:
+    """A RUNS file's text, without the UTF-8 byte-order mark some editors and exports put first (it would hide
+    the JSON list's "[" and JSON refuses it)."""
+    return read_user_file(path, "runs file", errors="replace").removeprefix("\ufeff")
+
+
 def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None = None) -> list[dict[str, Any]]:
     """Rows from one RUNS file: a JSON list, a Megatron-LM log or a TorchTitan log."""
-    text = read_user_file(path, "runs file", errors="replace")
+    text = runs_file_text(path)
     stripped = text.lstrip()
     if stripped.startswith("{"):  # JSON, but not the list of runs (it was called a TorchTitan log)
         try:
