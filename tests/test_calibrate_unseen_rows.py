@@ -167,3 +167,12 @@ def test_a_runs_file_with_a_byte_order_mark_is_read_as_json(tmp_path):
     result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(path), "--json"])
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)["rows"]) == 1
+
+
+def test_a_field_given_twice_in_one_row_is_one_line(tmp_path):
+    """{"tp": 1, ..., "tp": 2}: JSON keeps the last without a word, so the run was modelled (and fitted) at tp 2."""
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([_row(release="26.10")]).replace('"tp": 1', '"tp": 1, "tp": 2'))
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "'tp'" in result.output and "twice" in result.output and len(result.output.strip().splitlines()) == 1
