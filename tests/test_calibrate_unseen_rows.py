@@ -176,3 +176,11 @@ def test_a_field_given_twice_in_one_row_is_one_line(tmp_path):
     result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(path)])
     assert result.exit_code == 2, result.output
     assert "'tp'" in result.output and "twice" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_units_mismatch_names_the_file_row(tmp_path):
+    """The units check named 'run 2' only: with several RUNS files the user had to count rows across them."""
+    rows = [_row("Qwen3_30B_a3B", "DGX-GB200"), _row(release="26.10", tflops_per_gpu=99999)]
+    result = _evaluate(tmp_path, rows)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert f"{tmp_path / 'runs.json'} row 2" in " ".join(result.output.split()) and "tflops_per_gpu=99999" in result.output

@@ -94,7 +94,7 @@ def check_units(runs, calibration) -> None:
     for j, r in enumerate(p.runs):
         measured = float(p.published_tokens[j])
         tflops = float(p.model_tflops_per_gpu[j]) * measured / max(float(p.predicted_tokens[j]), 1e-30)
-        where = f"run {r.index + 1} ({r.label})"
+        where = f"{r.where + ': ' if r.where else ''}run {r.index + 1} ({r.label})"
         if tflops > float(p.peak_tflops[j]):
             raise CommbenchError(f"{where}: tokens_per_s_per_gpu={measured:,.6g} means {tflops:,.0f} model TFLOP/s "
                                  f"per GPU, above the GPU's {float(p.peak_tflops[j]):,.0f} peak; allowed: tokens/s "
