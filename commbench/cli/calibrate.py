@@ -26,8 +26,8 @@ RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recip
 def _per_log(values: list | None, name: str, paths: list[str]) -> list:
     """--model/--system/--gpus for each RUNS file: one value for every log, or one per log in RUNS order
     (JSON run lists name their own model and system per row and take none)."""
-    from commbench.errors import read_user_file
-    logs = [p for p in paths if not read_user_file(p, "runs file", errors="replace").lstrip().startswith("[")]
+    from commbench.planner.calibrate.runlogs import runs_file_text
+    logs = [p for p in paths if not runs_file_text(p).lstrip().startswith("[")]
     values = list(values or [])
     if len(values) > 1 and len(values) != len(logs):
         raise CommbenchError(f"{name} given {len(values)} times for {len(logs)} training log(s) "
@@ -94,7 +94,7 @@ def check_units(runs, calibration) -> None:
     for j, r in enumerate(p.runs):
         measured = float(p.published_tokens[j])
         tflops = float(p.model_tflops_per_gpu[j]) * measured / max(float(p.predicted_tokens[j]), 1e-30)
-        where = f"run {r.index + 1} ({r.label})"
+        where = f"{r.where + ': ' if r.where else ''}run {r.index + 1} ({r.label})"
         if tflops > float(p.peak_tflops[j]):
             raise CommbenchError(f"{where}: tokens_per_s_per_gpu={measured:,.6g} means {tflops:,.0f} model TFLOP/s "
                                  f"per GPU, above the GPU's {float(p.peak_tflops[j]):,.0f} peak; allowed: tokens/s "
@@ -137,8 +137,9 @@ def run_key(r) -> str:
 
 
 def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> list[dict]:
-    """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured) and
-    in_sample (the calibration was fitted on this run: its error is not a held-out one)."""
+    """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured),
+    in_sample (the calibration was fitted on this run: its error is not a held-out one) and layout_note (where
+    the modelled run departs from the row: whose recipe stood in for its release, an mbs from its recipe)."""
     from commbench.planner.calibrate.published import predict_runs
     p = predict_runs(runs, calibration)
     out = []
@@ -146,7 +147,7 @@ def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> li
         pred = float(p.predicted_tokens[j])
         out.append(dict(r.row, predicted_tokens_per_s_per_gpu=pred,
                         error_pct=(pred / float(p.published_tokens[j]) - 1.0) * 100.0, fits=bool(p.fits[j]),
-                        in_sample=run_key(r) in fitted_on))
+                        in_sample=run_key(r) in fitted_on, layout_note=r.layout_note))
     return out
 
 

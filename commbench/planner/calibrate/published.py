@@ -2,17 +2,19 @@
 model's prediction for each, and the fit of the calibration terms.
 
 Mapping assumptions, the same for every row (the tables do not state them):
-- precision: FP8 / FP8-CS / FP8-blockwise -> fp8; MXFP8 / FP8-MX -> mxfp8; NVFP4; BF16; a row
-  with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
-  release, whose throughput matches the FP8-CS rows of 25.11;
-- expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting);
+- precision: FP8 / FP8-CS / FP8-DS / FP8-blockwise -> fp8; MXFP8 / FP8-MX -> mxfp8; NVFP4; BF16 (any case);
+  a row with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
+  release, whose throughput matches the FP8-CS rows of 25.11; a format the model has no kernels for
+  (MXFP4, FP4, FP16, ...) is listed as not modelled, never read as another;
+- expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting); cp, vp, ep, etp given as the
+  tables' "n/a" (or "-") are not published: 1;
 - recipe features (RECIPE_FIELDS: recompute and its block count recompute_layers, cpu_offload_layers,
   dispatcher, moe_a2a_overlap, cuda_graph, fp8_attention, fused_moe), in rising precedence: the defaults below; the Megatron-Bridge recipe of
   the row's `release` for its model, GPU and precision (layout/recipes.py, commbench/data/recipes.json:
   the recipe file at that release's tag, cited per entry); the row's "recipe" object or top-level keys
   (a user's run states its own);
   a release the table lacks reads the newest table release not newer than it (26.10 -> 26.08),
-  noted in the row's layout_note;
+  noted in the row's layout_note (also when that release has no recipe for the run: the defaults below);
 - otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
@@ -25,7 +27,7 @@ Mapping assumptions, the same for every row (the tables do not state them):
   (FLEX_EVERYWHERE); elsewhere the
   alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
-- rows with Megatron-FSDP (FSDP=N in the notes: N of the DP ranks shard) are modelled with fsdp
+- rows with Megatron-FSDP (FSDP=N in the notes, any case, "FSDP: N" too: N of the DP ranks shard) are modelled with fsdp
   (step/fsdp.py), as HSDP with dp/N replicas when N < dp; N not dividing dp and models outside the zoo
   are listed but not modelled.
 """
@@ -39,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from commbench.limits import MAX_GPUS
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import Layout, LayoutArrays
 from commbench.planner.models.spec import ModelSpec
@@ -143,7 +146,7 @@ def _check_gpu_runs(row: dict, where: str) -> None:
     from commbench.data.reference import gpu_names, gpu_spec
     from commbench.errors import CommbenchError
     gpu = str(row.get("gpu", "")).lower()
-    if gpu in gpu_names():
+    if gpu in gpu_names() and not unmodelled_precision(row.get("precision")):
         spec, precision = gpu_spec(gpu), precision_of(row.get("precision"))
         if precision not in spec.precisions:
             raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; {gpu.upper()} supports "
@@ -151,16 +154,41 @@ def _check_gpu_runs(row: dict, where: str) -> None:
 
 
 def precision_of(label: str | None) -> str:
+    """The step model's precision for a table's label (see the module docstring); ValueError for a label it
+    cannot read, text or not (a bare 8 in a JSON row is no precision name)."""
+    if label is not None and not isinstance(label, str):
+        raise ValueError(f"unknown precision label {label!r} (not text)")
     text = (label or "fp8").lower()
     if "nvfp4" in text:
         return "nvfp4"
-    if "mx" in text:
-        return "mxfp8"
-    if "fp8" in text:
-        return "fp8"
+    if "fp8" in text:   # MXFP8, FP8-MX: microscaled; FP8, FP8-CS, FP8-DS, FP8 blockwise: fp8 ("mx" alone is MXFP4 too)
+        return "mxfp8" if "mx" in text else "fp8"
     if "bf16" in text:
         return "bf16"
     raise ValueError(f"unknown precision label {label!r}")
+
+
+# Number formats a table may name that the step model has no kernels for (MXFP4: gpt-oss's weights; FP16, FP32):
+# a run in one is listed as not modelled, naming the field and value, where an unreadable label is refused.
+UNMODELLED_PRECISION = re.compile(r"(mx|nv)?fp(4|6)(e\dm\d)?|fp(16|32)|tf32|int(4|8)")
+MODELLED_PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
+
+
+def unmodelled_precision(label: Any) -> str:
+    """'' when the step model reads the row's precision or cannot read it at all (check_row refuses that);
+    else the reason a real number format it lacks is not modelled."""
+    if not isinstance(label, str):
+        return ""
+    try:
+        precision_of(label)
+        return ""
+    except ValueError:
+        pass
+    text = re.sub(r"\(.*?\)|[\s_\-]", "", label.lower())
+    if not UNMODELLED_PRECISION.fullmatch(text):
+        return ""
+    return f"field 'precision' = {label!r}: a number format the step model has no kernels for (it has " \
+           f"{', '.join(MODELLED_PRECISIONS)})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,6 +230,7 @@ def _preset_name(gpu: str) -> str | None:
 # What a run must state to be read at all; its tokens_per_s_per_gpu is what the prediction is compared
 # with (a run without it is listed as not modelled, like one whose model is outside the zoo).
 REQUIRED_FIELDS = ("model", "gpu", "num_gpus", "seq_len", "gbs", "mbs", "tp", "pp")
+MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...): far past real ones, products fit int64
 
 
 # The keys a run row is read by (the published tables' columns, the recipe fields); any other is kept as
@@ -223,12 +252,28 @@ def _near_miss(keys, known, where: str, what: str) -> None:
             raise CommbenchError(f"{where}: {what} {key!r} is not read: did you mean {close[0]!r}?")
 
 
+# The sizes a table leaves out where they do not apply, and its spellings of "not applicable" (the tables print
+# n/a; tools/published_tables.py reads it as unset): such a size reads as unset, i.e. 1.
+OPTIONAL_SIZES = ("cp", "vp", "ep", "etp")
+NOT_APPLICABLE = frozenset({"n/a", "na", "-", "\u2013", "\u2014", ""})
+
+
+def read_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as the model reads it: an optional size spelled as a table's "n/a" is unset (None). The same
+    object when nothing changes."""
+    if not isinstance(row, dict):
+        return row
+    absent = [k for k in OPTIONAL_SIZES if isinstance(row.get(k), str) and row[k].strip().lower() in NOT_APPLICABLE]
+    return dict(row, **{k: None for k in absent}) if absent else row
+
+
 def check_row(row: dict[str, Any], where: str) -> None:
     """One line naming the first field a user's run lacks or holds badly (CommbenchError). A well-formed
     run the model does not cover (a model outside the zoo, a GPU without a preset, Megatron-FSDP, no
     tokens/s figure) is not an error here: published_runs marks it not modelled, with the reason."""
     from commbench.errors import CommbenchError
     from commbench.planner.layout.recipes import RELEASE_NAME
+    row = read_row(row)
     _near_miss(row, READ_KEYS, where, "field")
     if isinstance(row.get("recipe"), dict):
         _near_miss(row["recipe"], frozenset(RECIPE_FIELDS), where, "recipe field")
@@ -239,6 +284,15 @@ def check_row(row: dict[str, Any], where: str) -> None:
         value = row.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: a positive integer")
+    if row["num_gpus"] > MAX_GPUS:
+        raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at most {MAX_GPUS:,} "
+                             "(commbench's bound on the GPUs of one run)")
+    recipe = row.get("recipe") if isinstance(row.get("recipe"), dict) else {}
+    for name, value in (*row.items(), *recipe.items()):   # past int64 in the step model's arrays: an overflow
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_SIZE:
+            raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: an integer below {MAX_SIZE:,}")
+    if row.get("notes") is not None and not isinstance(row["notes"], str):   # read for FSDP=N, GA=N, w/o MTP
+        raise CommbenchError(f"{where}: field 'notes' = {row['notes']!r}; allowed: text (e.g. \"FSDP=8; GA=4\")")
     parallel = row["tp"] * row["pp"] * (row.get("cp") or 1)
     if parallel > row["num_gpus"]:  # dp would be 0
         raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at least tp*pp*cp = {parallel}")
@@ -253,7 +307,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "
                              "allowed: a positive number")
     try:
-        precision_of(row.get("precision"))
+        if not unmodelled_precision(row.get("precision")):   # one the model lacks: published_runs lists it
+            precision_of(row.get("precision"))
     except ValueError:
         raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; allowed: "
                              "BF16, FP8, MXFP8, NVFP4") from None
@@ -268,7 +323,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
 
 
 def _fsdp(notes: str) -> int:
-    match = re.search(r"FSDP=(\d+)", notes or "")
+    """N of "FSDP=N" in a row's notes (any case, "FSDP: N" too); 0 when none."""
+    match = re.search(r"\bFSDP\s*[=:]\s*(\d+)", notes or "", re.IGNORECASE)
     return int(match.group(1)) if match else 0
 
 
@@ -305,7 +361,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
     place, as its messages name it (default "row N")."""
     from commbench.data.reference import calibration_runs
     out = []
-    rows = rows if rows is not None else calibration_runs()
+    rows = tuple(read_row(r) for r in (rows if rows is not None else calibration_runs()))
     places = tuple(where) if where is not None else tuple(f"row {i + 1}" for i in range(len(rows)))
     assert len(places) == len(rows), (len(places), len(rows))
     for i, r in enumerate(rows):
@@ -313,12 +369,14 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         preset = _preset_name(str(r["gpu"]))
         reason = ""
         if name is None:
-            reason = "model not in the zoo (`commbench plan --help` lists the zoo)"
+            reason = f"model not in the zoo: field 'model' = {r['model']!r} (`commbench plan --help` lists the zoo)"
         elif preset is None:
-            reason = f"GPU has no preset (known: {', '.join(sorted(PRESETS))})"
+            reason = f"GPU has no preset: field 'gpu' = {r['gpu']!r} (known: {', '.join(sorted(PRESETS))})"
         elif _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
             reason = (f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (not a divisor: "
                       "no whole number of HSDP replicas)")
+        elif unmodelled_precision(r.get("precision")):
+            reason = unmodelled_precision(r.get("precision"))
         elif not r.get("tokens_per_s_per_gpu"):
             reason = "no tokens_per_s_per_gpu to compare with"
         if reason:
@@ -343,11 +401,29 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None, skip_reason=broken,
                                     where=places[i]))
             continue
-        stood_in = (release_recipe(r, preset, name) or {}).get("release_note", "")
+        stood_in = _release_note(r, preset, name, layout.precision)
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
                                 layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in) if n),
                                 where=places[i]))
     return out
+
+
+def _release_note(row: dict[str, Any], preset: str, model_name: str, precision: str) -> str:
+    """Whose recipe stood in for a row's release the recipe table lacks (26.10 -> 26.08), also when that release
+    has no recipe for the run and the defaults stood in; '' for a release the table has, "user" or none."""
+    from commbench.planner.layout.recipes import resolve_release
+    recipe = release_recipe(row, preset, model_name)
+    if recipe is not None:
+        return recipe.get("release_note", "")
+    release = row.get("release")
+    if not isinstance(release, str) or release.strip() in ("", "user"):
+        return ""
+    stand, note = resolve_release(release)
+    if not note:
+        return ""
+    if stand is None:
+        return f"{note}: the default recipe flags"
+    return f"{note}, and {stand} has no recipe for {model_name} on {preset} at {precision}: the default recipe flags"
 
 
 # Per layout rule (layout.spec.RULES), the optional row fields it reads: where the row leaves one out, its value

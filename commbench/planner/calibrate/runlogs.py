@@ -376,9 +376,26 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
 
 
+def _one_value_per_key(pairs: list[tuple[str, Any]], path: str) -> dict[str, Any]:
+    """A JSON object of a runs file; a key given twice is refused (JSON would keep the last without a word)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CommbenchError(f"runs file {path!r}: field {key!r} given twice in one object ({out[key]!r} and "
+                                 f"{value!r}): give it once")
+        out[key] = value
+    return out
+
+
+def runs_file_text(path: str) -> str:
+    """A RUNS file's text, without the UTF-8 byte-order mark some editors and exports put first (it would hide
+    the JSON list's "[" and JSON refuses it)."""
+    return read_user_file(path, "runs file", errors="replace").removeprefix("\ufeff")
+
+
 def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None = None) -> list[dict[str, Any]]:
     """Rows from one RUNS file: a JSON list, a Megatron-LM log or a TorchTitan log."""
-    text = read_user_file(path, "runs file", errors="replace")
+    text = runs_file_text(path)
     stripped = text.lstrip()
     if stripped.startswith("{"):  # JSON, but not the list of runs (it was called a TorchTitan log)
         try:
@@ -390,7 +407,7 @@ def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | 
                                  "like calibration-runs.json")
     if stripped.startswith("["):
         try:
-            rows = json.loads(text)
+            rows = json.loads(text, object_pairs_hook=lambda pairs: _one_value_per_key(pairs, path))
         except json.JSONDecodeError as exc:
             raise CommbenchError(f"runs file {path!r}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
         if not all(isinstance(r, dict) for r in rows):
