@@ -33,7 +33,7 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import graphs_allowed, titan_mla_refusal, titan_zoo_name
+from commbench.planner.search.frameworks import graphs_allowed, titan_mla_refusal, titan_seq_len_limit, titan_zoo_name
 from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
@@ -175,12 +175,17 @@ def titan_model_of(model: ModelSpec) -> TitanModel | None:
                       router_03=mla_router(model) if model.is_moe else None, mla=True)
 
 
-def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
+def _refusal(layout: Layout, model: ModelSpec, version: str,
+             seq_len: int | None = None) -> tuple[TitanModel | None, str | None]:
     full = TORCHTITAN_VERSIONS[version]
     titan = titan_model_of(model)
     if titan is None:
         mla = titan_mla_refusal(model) if model.attention == "mla" else None
         return None, mla or f"TorchTitan {full} has no {model.name} model"
+    limit = titan_seq_len_limit(model) if version == "0.3" else None
+    if limit is not None and (seq_len or model.seq_len) > limit:
+        return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} precomputes RoPE for at most {limit} tokens "
+                       f"and refuses training.seq_len {seq_len or model.seq_len}: plan with --seq-len <= {limit}")
     if titan.mla and version == "0.2":
         return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
                        "--torchtitan-version 0.3")
@@ -248,7 +253,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     if version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     doc: dict[str, Any] = {"version": TORCHTITAN_VERSIONS[version]}
-    titan, refused = _refusal(layout, model, version)
+    titan, refused = _refusal(layout, model, version, seq_len)
     if refused:
         return doc | {"refused": refused}
     notes = [("HSDP: FSDP2 over data_parallel_shard_degree, replicated over data_parallel_replicate_degree "

@@ -41,6 +41,14 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
                         "qwen3-30b-a3b": "full", "qwen3-235b-a22b": "full", "deepseek-v3": "selective",
                         "gpt-oss-120b": "full", "gpt-oss-20b": "full"}
 
+# The longest training.seq_len each TorchTitan 0.3.0 model takes: its flavor's RoPE max_seq_len (torchtitan/models/
+# {llama3,qwen3,deepseek_v3,gpt_oss}/__init__.py); Decoder.Config.update_from_config refuses a longer one ("Training
+# sequence length ... exceeds attention RoPE maximum supported sequence length"). An MLA model built by the generated
+# config function precomputes RoPE for max(max_position_embeddings, seq_len) (emit/torchtitan_mla.py): no limit.
+TORCHTITAN_MAX_SEQ_LEN = {"llama3-8b": 131072, "llama3.1-70b": 131072, "llama3.1-405b": 131072,
+                          "qwen3-30b-a3b": 40960, "qwen3-235b-a22b": 40960, "deepseek-v3": 16384,
+                          "gpt-oss-120b": 131072, "gpt-oss-20b": 131072}
+
 # deepseek_v3_16b (torchtitan/models/deepseek_v3/config_registry.py) sets SelectiveAC: the recipe a generated MLA
 # config function starts from (emit/torchtitan_mla.py).
 TORCHTITAN_MLA_RECOMPUTE = "selective"
@@ -156,6 +164,21 @@ def megatron_cannot_launch(model: ModelSpec) -> str | None:
                 "release (Megatron-Bridge 0.6.0 trains it on a Megatron-Core development build); the prediction "
                 "models them")
     return None
+
+
+def titan_seq_len_limit(model: ModelSpec) -> int | None:
+    """The longest sequence TorchTitan 0.3.0's model for `model` trains (TORCHTITAN_MAX_SEQ_LEN), or None: no limit."""
+    name = titan_zoo_name(model)
+    return TORCHTITAN_MAX_SEQ_LEN.get(name) if name else None
+
+
+def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int) -> None:
+    """TorchTitan 0.3.0 refuses a training.seq_len beyond its flavor's RoPE max_seq_len (DeepSeek-V3 671B: 16384)."""
+    limit = titan_seq_len_limit(model) if framework == "torchtitan" else None
+    if limit is not None and seq_len > limit:
+        raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: TorchTitan 0.3.0's "
+                             f"{titan_zoo_name(model)} model precomputes RoPE for at most {limit} tokens and refuses a "
+                             f"longer training.seq_len; plan with --seq-len <= {limit}, or with --framework megatron")
 
 
 def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
