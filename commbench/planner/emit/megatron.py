@@ -63,6 +63,12 @@ def megatron_target(model: ModelSpec | None = None) -> str:
 
 
 MEGATRON_TARGET = megatron_target()
+# arguments.py lists TransformerConfig.fp8_dot_product_attention among the fields "no CLI argument exists for": its
+# parse_args rejects --fp8-dot-product-attention ("unrecognized arguments"), so pretrain_gpt.py cannot turn FP8 attention on.
+MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELEASE}'s arguments.py has no "
+                             "--fp8-dot-product-attention (TransformerConfig.fp8_dot_product_attention has no CLI "
+                             "argument there), so pretrain_gpt.py cannot run FP8 attention; set it in the model provider "
+                             "(e.g. Megatron-Bridge) or plan with fp8_attention=false")
 HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
 
 PRECISION_ARGS = {
@@ -227,7 +233,7 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
         if model.is_moe and a.ep > 1:  # validate_args demands it with local graphs and EP; only inference reads it
             out.append("--moe-pad-experts-for-cuda-graph-inference")
     if a.fp8_attention:
-        out.append("--fp8-dot-product-attention")
+        raise CommbenchError(MEGATRON_NO_FP8_ATTENTION)
     if a.fused_moe and model.is_moe:
         out.append("--moe-permute-fusion")
     return out
