@@ -189,6 +189,21 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
                              "train in nvfp4 (plan it in mxfp8, or with --framework megatron)")
 
 
+def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str | None:
+    """A light-module recompute the model has no module for: megatron-core 0.16.1's TransformerConfig refuses
+    --recompute-modules mla_up_proj without multi_latent_attention and moe_act without MoE (moe_grouped_gemm);
+    the search proposes each only where it applies (candidates.py), a pin of it elsewhere is refused here."""
+    if recompute == "mla_up_proj" and model.attention not in ("mla", "dsv4"):
+        return (f"recompute='mla_up_proj' is invalid for {model.name}: it recomputes MLA's up-projections and the model "
+                f"has {model.attention} attention (megatron-core's TransformerConfig refuses mla_up_proj without "
+                "multi_latent_attention); one of none, selective, full" + (", moe_act" if model.is_moe else ""))
+    if recompute == "moe_act" and not model.is_moe:
+        return (f"recompute='moe_act' is invalid for {model.name}: it recomputes the experts' activation and the model "
+                "has no MoE layers (megatron-core's TransformerConfig refuses moe_act without moe_grouped_gemm); one of "
+                "none, selective, full" + (", mla_up_proj" if model.attention in ("mla", "dsv4") else ""))
+    return None
+
+
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build."""
@@ -198,6 +213,9 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
+        light = megatron_light_recompute_refusal(model, pins.get("recompute"))
+        if light:
+            raise CommbenchError(light)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
     if titan is None and model.attention == "mla":   # built by TorchTitan's deepseek_v3 model, or refused by field
