@@ -253,6 +253,7 @@ def test_a_sequence_longer_than_the_flavor_s_rope_is_refused_in_one_line(tmp_pat
         run_titan(longer, 64, "gb200-nvl72", tmp_path, monkeypatch)   # TorchTitan's own refusal, what a user hit
     refused = torchtitan_plan(lay, model, seq_len=32768)["refused"]
     assert refused.startswith("TorchTitan 0.3.0") and "\n" not in refused and "16384" in refused and "32768" in refused
-    with pytest.raises(CommbenchError, match=r"--seq-len=32768 is invalid with --framework torchtitan: .* at most 16384"):
+    with pytest.raises(CommbenchError,
+                       match=r"--seq-len=32768 is invalid with --framework torchtitan: .* at most 16384"):
         SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=64,
                       precision="bf16", seq_len=32768, framework="torchtitan")

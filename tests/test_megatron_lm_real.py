@@ -112,5 +112,6 @@ def test_a_light_recompute_pin_the_model_has_no_module_for_is_refused_in_one_lin
     with pytest.raises(CommbenchError, match=rf"^recompute='{recompute}' is invalid for {name}: .*; one of none, "
                                              r"selective, full"):
         framework_pins("megatron", load_model(name), {"recompute": recompute})
-    assert framework_pins("megatron", load_model("deepseek-v3"), {"recompute": "mla_up_proj"})["recompute"] == "mla_up_proj"
+    assert framework_pins("megatron", load_model("deepseek-v3"), {"recompute": "mla_up_proj"})["recompute"] == \
+        "mla_up_proj"
     assert framework_pins("megatron", load_model("qwen3-30b-a3b"), {"recompute": "moe_act"})["recompute"] == "moe_act"

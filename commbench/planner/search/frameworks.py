@@ -194,13 +194,13 @@ def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str
     --recompute-modules mla_up_proj without multi_latent_attention and moe_act without MoE (moe_grouped_gemm);
     the search proposes each only where it applies (candidates.py), a pin of it elsewhere is refused here."""
     if recompute == "mla_up_proj" and model.attention not in ("mla", "dsv4"):
-        return (f"recompute='mla_up_proj' is invalid for {model.name}: it recomputes MLA's up-projections and the model "
-                f"has {model.attention} attention (megatron-core's TransformerConfig refuses mla_up_proj without "
+        return (f"recompute='mla_up_proj' is invalid for {model.name}: it recomputes MLA's up-projections and the "
+                f"model has {model.attention} attention (megatron-core's TransformerConfig refuses mla_up_proj without "
                 "multi_latent_attention); one of none, selective, full" + (", moe_act" if model.is_moe else ""))
     if recompute == "moe_act" and not model.is_moe:
-        return (f"recompute='moe_act' is invalid for {model.name}: it recomputes the experts' activation and the model "
-                "has no MoE layers (megatron-core's TransformerConfig refuses moe_act without moe_grouped_gemm); one of "
-                "none, selective, full" + (", mla_up_proj" if model.attention in ("mla", "dsv4") else ""))
+        return (f"recompute='moe_act' is invalid for {model.name}: it recomputes the experts' activation and the "
+                "model has no MoE layers (megatron-core's TransformerConfig refuses moe_act without moe_grouped_gemm); "
+                "one of none, selective, full" + (", mla_up_proj" if model.attention in ("mla", "dsv4") else ""))
     return None
 
 
