@@ -67,8 +67,8 @@ MEGATRON_TARGET = megatron_target()
 # parse_args rejects --fp8-dot-product-attention ("unrecognized arguments"): pretrain_gpt.py cannot turn it on.
 MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELEASE}'s arguments.py has no "
                              "--fp8-dot-product-attention (TransformerConfig.fp8_dot_product_attention has no CLI "
-                             "argument there), so pretrain_gpt.py cannot run FP8 attention; set it in the model "
-                             "provider (e.g. Megatron-Bridge) or plan with fp8_attention=false")
+                             "argument there), so pretrain_gpt.py / pretrain_mamba.py cannot run FP8 attention; set it in "
+                             "the model provider (e.g. Megatron-Bridge) or plan with fp8_attention=false")
 HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
 
 PRECISION_ARGS = {
