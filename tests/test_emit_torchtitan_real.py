@@ -257,3 +257,20 @@ def test_a_sequence_longer_than_the_flavor_s_rope_is_refused_in_one_line(tmp_pat
                        match=r"--seq-len=32768 is invalid with --framework torchtitan: .* at most 16384"):
         SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=64,
                       precision="bf16", seq_len=32768, framework="torchtitan")
+
+
+def test_a_generated_mla_config_precomputes_rope_for_the_plan_s_sequence(tmp_path, monkeypatch):
+    """Moonlight-16B-A3B (max_position_embeddings 8192) planned with --seq-len 32768: the generated config function
+    precomputed RoPE for max(8192, the model's default 8192) tokens and TorchTitan refused the launch ("Training sequence
+    length 32768 exceeds attention RoPE maximum supported sequence length 8192"); it now covers the plan's sequence, and
+    the launch goes through TorchTitan 0.3.0's configuration path."""
+    from pathlib import Path
+
+    from commbench.planner import Layout, load_model
+    model = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / 'Moonlight-16B-A3B'}")
+    assert model.architecture.max_position_embeddings == 8192
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64, recompute="selective")
+    doc = torchtitan_plan(lay, model, seq_len=32768)
+    assert "refused" not in doc and doc["sections"]["training"]["seq_len"] == 32768
+    assert "max_seq_len=32768" in doc["config_module"]["text"]
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch)

@@ -279,7 +279,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes += titan_architecture_notes(titan, model)
         if titan.mla:
             notes += mla_balancing_notes(model)
-        doc |= _config_03(titan, model, layout.precision) | {"sections": sections}
+        doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
                               "converters": converters_02(layout.precision, model)}} | sections
@@ -295,7 +295,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     return doc | {"notes": notes}
 
 
-def _config_03(titan: TitanModel, model: ModelSpec, precision: str) -> dict[str, Any]:
+def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int | None = None) -> dict[str, Any]:
     """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
     shipped = titan.configs_03.get(precision)
     if shipped is not None:
@@ -303,7 +303,7 @@ def _config_03(titan: TitanModel, model: ModelSpec, precision: str) -> dict[str,
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
                               hf_assets=titan.hf_assets_03,
-                              model_lines=mla_model_lines(model, titan.hf_assets_03) if titan.mla else None)
+                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else None)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,
                               "launch": f"PYTHONPATH=<plan folder>:$PYTHONPATH (TorchTitan imports --module {MODULE_NAME})"}}
