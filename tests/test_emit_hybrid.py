@@ -195,3 +195,26 @@ def test_megatron_lm_parse_and_validate_args_accept_the_hybrid_plan(name, gpus, 
     assert args.hybrid_override_pattern == m.layer_pattern and args.num_layers == len(m.layer_pattern)
     assert args.is_hybrid_model and args.mamba_num_heads == m.mamba_num_heads
     assert shlex.join(argv)
+
+
+@pytest.mark.parametrize("model, script", [(f"hf:{HF / 'Nemotron-H-8B-Base-8K'}", "pretrain_mamba.py"),
+                                           (NANO, "pretrain_mamba.py"), ("llama3-8b", "pretrain_gpt.py")])
+def test_the_plan_names_the_script_that_builds_the_model(model, script, tmp_path):
+    """A hybrid plan's Megatron-LM flags are pretrain_mamba.py's: pretrain_gpt.py builds a GPTModel (gpt_builders.py)
+    and ignores --hybrid-override-pattern. plan.json said "pretrain_gpt.py flags" for Nemotron-H, so a user launching
+    what it named trained a model without its Mamba layers; the plan (target, script, the printed line) names it now."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "h100-hgx", "--gpus", "8", "--gbs", "64",
+                                      "--top", "1", "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    other = ({"pretrain_gpt.py", "pretrain_mamba.py"} - {script}).pop()
+    assert doc["megatron"]["script"] == script
+    for target in (doc["megatron"]["target"], doc["emitters"]["megatron"]):
+        assert f"({script} flags" in target and other not in target
+    assert f"Megatron-LM: {script} --num-layers " in result.output
+    assert ("--is-hybrid-model" in (tmp_path / "megatron_args.txt").read_text()) == (script == "pretrain_mamba.py")

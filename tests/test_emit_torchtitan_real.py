@@ -222,3 +222,55 @@ def test_an_mla_model_with_no_flavor_is_built_by_torchtitan_as_its_hf_config(nam
     assert hf["n_group"] == 1 and router.num_expert_groups is None   # one group: no group-limited routing
     assert {built.norm.eps, layers[0].attention_norm.eps, layers[-1].ffn_norm.eps} == {hf["rms_norm_eps"]}
     assert attention.kv_norm.eps == 1e-6   # HF builds kv_a_layernorm with its RMSNorm's default eps
+
+
+@pytest.mark.parametrize("name", sorted(TITAN_MODELS))
+def test_the_recorded_longest_sequence_of_each_flavor_is_torchtitan_s(name):
+    """TORCHTITAN_MAX_SEQ_LEN is each flavor's RoPE max_seq_len, the longest training.seq_len TorchTitan takes."""
+    import importlib
+
+    from commbench.planner.search.frameworks import TORCHTITAN_MAX_SEQ_LEN
+    titan = TITAN_MODELS[name]
+    model = importlib.import_module(f"torchtitan.models.{titan.module}").model_registry(titan.flavor).model
+    assert model.layers[0].attention.rope.max_seq_len == TORCHTITAN_MAX_SEQ_LEN[name]
+
+
+def test_a_sequence_longer_than_the_flavor_s_rope_is_refused_in_one_line(tmp_path, monkeypatch):
+    """plan --framework torchtitan --seq-len 32768 for DeepSeek-V3 emitted a launch TorchTitan 0.3.0 refuses ("Training
+    sequence length 32768 exceeds attention RoPE maximum supported sequence length 16384": the 671B flavor's RoPE is
+    precomputed for 16384 tokens). Now the search refuses it in one line naming --seq-len, the value and the limit, and
+    a Megatron plan's TorchTitan section says why; at the limit the launch goes through TorchTitan's path."""
+    from commbench.errors import CommbenchError
+    from commbench.planner import Layout, load_model
+    from commbench.planner.search.space import SearchRequest
+    model = load_model("deepseek-v3")
+    lay = Layout(tp=8, pp=1, ep=64, etp=1, dp=8, mbs=1, gbs=64, recompute="selective")
+    doc = torchtitan_plan(lay, model, seq_len=16384)
+    assert "refused" not in doc
+    check_titan_plan(doc, lay, model, 64, "gb200-nvl72", tmp_path, monkeypatch)
+    longer = dict(doc, sections=dict(doc["sections"], training=dict(doc["sections"]["training"], seq_len=32768)))
+    with pytest.raises(ValueError, match="exceeds attention RoPE maximum supported sequence length 16384"):
+        run_titan(longer, 64, "gb200-nvl72", tmp_path, monkeypatch)   # TorchTitan's own refusal, what a user hit
+    refused = torchtitan_plan(lay, model, seq_len=32768)["refused"]
+    assert refused.startswith("TorchTitan 0.3.0") and "\n" not in refused and "16384" in refused and "32768" in refused
+    with pytest.raises(CommbenchError,
+                       match=r"--seq-len=32768 is invalid with --framework torchtitan: .* at most 16384"):
+        SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=64,
+                      precision="bf16", seq_len=32768, framework="torchtitan")
+
+
+def test_a_generated_mla_config_precomputes_rope_for_the_plan_s_sequence(tmp_path, monkeypatch):
+    """Moonlight-16B-A3B (max_position_embeddings 8192) planned with --seq-len 32768: the generated config function
+    precomputed RoPE for max(8192, the model's default 8192) tokens and TorchTitan refused the launch ("Training sequence
+    length 32768 exceeds attention RoPE maximum supported sequence length 8192"); it now covers the plan's sequence, and
+    the launch goes through TorchTitan 0.3.0's configuration path."""
+    from pathlib import Path
+
+    from commbench.planner import Layout, load_model
+    model = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / 'Moonlight-16B-A3B'}")
+    assert model.architecture.max_position_embeddings == 8192
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64, recompute="selective")
+    doc = torchtitan_plan(lay, model, seq_len=32768)
+    assert "refused" not in doc and doc["sections"]["training"]["seq_len"] == 32768
+    assert "max_seq_len=32768" in doc["config_module"]["text"]
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch)

@@ -30,3 +30,88 @@ def test_megatron_lm_accepts_the_emitted_plan(index, monkeypatch):
     argv = megatron_args(case.layout, case.model)
     megatron_whole_path(arguments_module(), argv, layout=case.layout, model=case.model, gpus=case.gpus, gpu=gpu,
                         env=launch_env(case.layout, gpu.name), monkeypatch=monkeypatch)
+
+
+def _fp8_attention_layout():
+    from commbench.planner import Layout
+    return Layout.for_world(16, tp=1, pp=1, mbs=1, gbs=128, precision="mxfp8", fp8_attention=True)
+
+
+@needs_megatron_lm
+def test_megatron_lm_has_no_fp8_attention_flag(monkeypatch):
+    """Megatron-LM core_v0.16.1's parse_args rejects --fp8-dot-product-attention (arguments.py lists
+    TransformerConfig.fp8_dot_product_attention among the fields with no CLI argument): the flag a plan pinned with
+    fp8_attention=true wrote, so pretrain_gpt.py exited 2 on it. Without the flag the same plan parses."""
+    import dataclasses
+
+    from commbench.planner import load_model
+    from tests.megatron_lm import megatron_config, target_gpu
+    model, lay = load_model("llama3-8b"), _fp8_attention_layout()
+    argv = megatron_args(dataclasses.replace(lay, fp8_attention=False), model)
+    with target_gpu(monkeypatch, (10, 0)):
+        megatron_config(arguments_module(), argv, 16, {}, monkeypatch)
+        with pytest.raises(SystemExit):
+            megatron_config(arguments_module(), argv + ["--fp8-dot-product-attention"], 16, {}, monkeypatch)
+
+
+def test_a_plan_pinned_with_fp8_attention_says_megatron_lm_cannot_launch_it(tmp_path):
+    """plan --layout fp8_attention=true (GB200, mxfp8) wrote megatron_args.txt with --fp8-dot-product-attention, which
+    Megatron-LM core_v0.16.1 refuses; the Megatron section is now refused in one line naming the flag and what to do,
+    and no megatron_args.txt is written (the prediction stays, as for other combinations Megatron refuses)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.errors import CommbenchError
+    from commbench.planner import load_model
+    with pytest.raises(CommbenchError, match="has no --fp8-dot-product-attention"):
+        megatron_args(_fp8_attention_layout(), load_model("llama3-8b"))
+    result = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "gb200-nvl72", "--gpus", "16",
+                                      "--precision", "mxfp8", "--gbs", "128", "--layout", "fp8_attention=true",
+                                      "--top", "1", "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    refused = json.loads((tmp_path / "plan.json").read_text())["megatron"]["refused"]
+    assert "\n" not in refused and refused.startswith("fp8_attention=true: Megatron-LM core_v0.16.1") and \
+        "fp8_attention=false" in refused
+    assert not (tmp_path / "megatron_args.txt").exists() and f"Megatron-LM: {refused}" in result.output
+
+
+LIGHT_RECOMPUTE_MISFITS = [("qwen3-30b-a3b", "mla_up_proj", "only supported with multi_latent_attention"),
+                           ("llama3-8b", "moe_act", "only supported with moe_grouped_gemm"),
+                           ("llama3-8b", "mla_up_proj", "only supported with multi_latent_attention")]
+
+
+@needs_megatron_lm
+@pytest.mark.parametrize("name, recompute, why", LIGHT_RECOMPUTE_MISFITS)
+def test_megatron_refuses_a_light_recompute_the_model_has_no_module_for(name, recompute, why, monkeypatch):
+    """What plan --layout recompute=mla_up_proj (a model without MLA) or recompute=moe_act (a dense model) emitted,
+    --recompute-modules <it>, through Megatron-LM core_v0.16.1's parse_args -> validate_args ->
+    core_transformer_config_from_args: megatron-core's TransformerConfig refuses it."""
+    import dataclasses
+
+    from commbench.planner import Layout, load_model
+    from tests.megatron_lm import megatron_config, target_gpu
+    model = load_model(name)
+    lay = Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64)
+    argv = megatron_args(dataclasses.replace(lay, recompute=recompute), model)
+    assert argv[argv.index("--recompute-modules") + 1] == recompute
+    with target_gpu(monkeypatch, (10, 0)), pytest.raises(ValueError, match=why):
+        megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
+
+
+@pytest.mark.parametrize("name, recompute, why", LIGHT_RECOMPUTE_MISFITS)
+def test_a_light_recompute_pin_the_model_has_no_module_for_is_refused_in_one_line(name, recompute, why):
+    """Pinned, that recompute was planned and its megatron_args.txt failed in TransformerConfig; the search (plan and
+    plan --layout) now refuses the pin in one line naming the field, the value and what the model takes. The models
+    with the module keep it (DeepSeek-V3 mla_up_proj, Qwen3-30B-A3B moe_act)."""
+    from commbench.errors import CommbenchError
+    from commbench.planner import load_model
+    from commbench.planner.search.frameworks import framework_pins
+
+    with pytest.raises(CommbenchError, match=rf"^recompute='{recompute}' is invalid for {name}: .*; one of none, "
+                                             r"selective, full"):
+        framework_pins("megatron", load_model(name), {"recompute": recompute})
+    assert framework_pins("megatron", load_model("deepseek-v3"), {"recompute": "mla_up_proj"})["recompute"] == \
+        "mla_up_proj"
+    assert framework_pins("megatron", load_model("qwen3-30b-a3b"), {"recompute": "moe_act"})["recompute"] == "moe_act"

@@ -36,7 +36,7 @@ from commbench.planner.layout.graph_scope import WHOLE_LAYER_NAME, default_scope
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
-from commbench.planner.emit.hybrid import hybrid_model_args, linear_attention_args
+from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
 from commbench.planner.search.frameworks import megatron_cannot_launch
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
@@ -45,8 +45,30 @@ from commbench.planner.search.frameworks import megatron_cannot_launch
 MEGATRON_FSDP_ARGS = ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
                       "--ckpt-format", "fsdp_dtensor"]
 
-MEGATRON_TARGET = (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 (pretrain_gpt.py flags; parse_args, "
-                   "validate_args and TransformerConfig checks)")
+# The training script that builds the model from these flags: pretrain_gpt.py builds a GPTModel (gpt_builders.py)
+# and ignores --is-hybrid-model / --hybrid-override-pattern; a hybrid Mamba model is built by pretrain_mamba.py.
+MEGATRON_SCRIPT = "pretrain_gpt.py"
+
+
+def megatron_script(model: ModelSpec) -> str:
+    """The Megatron-LM training script that builds `model` from the emitted flags."""
+    return HYBRID_SCRIPT if model.is_hybrid else MEGATRON_SCRIPT
+
+
+def megatron_target(model: ModelSpec | None = None) -> str:
+    """plan.json's Megatron target: the release and the script whose flags the arguments are."""
+    script = megatron_script(model) if model is not None else MEGATRON_SCRIPT
+    return (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 ({script} flags; parse_args, "
+            "validate_args and TransformerConfig checks)")
+
+
+MEGATRON_TARGET = megatron_target()
+# arguments.py lists TransformerConfig.fp8_dot_product_attention among the fields "no CLI argument exists for": its
+# parse_args rejects --fp8-dot-product-attention ("unrecognized arguments"): pretrain_gpt.py cannot turn it on.
+MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELEASE}'s arguments.py has no "
+                             "--fp8-dot-product-attention (TransformerConfig.fp8_dot_product_attention has no CLI "
+                             "argument there), so pretrain_gpt.py / pretrain_mamba.py cannot run FP8 attention; set it in "
+                             "the model provider (e.g. Megatron-Bridge) or plan with fp8_attention=false")
 HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
 
 PRECISION_ARGS = {
@@ -211,7 +233,7 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
         if model.is_moe and a.ep > 1:  # validate_args demands it with local graphs and EP; only inference reads it
             out.append("--moe-pad-experts-for-cuda-graph-inference")
     if a.fp8_attention:
-        out.append("--fp8-dot-product-attention")
+        raise CommbenchError(MEGATRON_NO_FP8_ATTENTION)
     if a.fused_moe and model.is_moe:
         out.append("--moe-permute-fusion")
     return out

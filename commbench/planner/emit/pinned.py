@@ -12,7 +12,6 @@ from typing import Any
 from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_inputs, efficiency_terms, fabric_lines,
                                          fabric_summary, framework_assumptions, framework_record, layout_dict,
                                          megatron_section, model_dict)
-from commbench.planner.emit.megatron import MEGATRON_TARGET
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
@@ -46,7 +45,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(num_gpus)]},
         "framework": framework_record(framework, torchtitan),
-        "emitters": {"megatron": MEGATRON_TARGET, "torchtitan": torchtitan["version"]},
+        "emitters": {"megatron": megatron["target"], "torchtitan": torchtitan["version"]},
         "megatron_args": megatron.get("args", []),
         "megatron": megatron,
         "torchtitan": torchtitan,

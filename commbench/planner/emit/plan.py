@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
-from commbench.planner.emit.megatron import (MEGATRON_TARGET, launch_env, launch_env_text, megatron_args,
-                                             parse_megatron_args, precision_notes)
+from commbench.planner.emit.megatron import (launch_env, launch_env_text, megatron_args, megatron_script,
+                                             megatron_target, parse_megatron_args, precision_notes)
 from commbench.planner.emit.megatron_arch import architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
@@ -49,7 +49,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
         args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
         args = {"refused": str(exc)}
-    return {"target": MEGATRON_TARGET, **args,
+    return {"target": megatron_target(model), "script": megatron_script(model), **args,
             "layer_split": split.summary(stage_weights(model)),
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
@@ -305,7 +305,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(req.num_gpus)]},
         "framework": framework_record(framework, torchtitan),
-        "emitters": {"megatron": MEGATRON_TARGET, "torchtitan": torchtitan["version"]},
+        "emitters": {"megatron": megatron["target"], "torchtitan": torchtitan["version"]},
         "megatron_args": megatron.get("args", []),
         "megatron": megatron,
         "torchtitan": torchtitan,

@@ -33,7 +33,7 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import graphs_allowed, titan_mla_refusal, titan_zoo_name
+from commbench.planner.search.frameworks import graphs_allowed, titan_mla_refusal, titan_seq_len_limit, titan_zoo_name
 from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
@@ -175,12 +175,17 @@ def titan_model_of(model: ModelSpec) -> TitanModel | None:
                       router_03=mla_router(model) if model.is_moe else None, mla=True)
 
 
-def _refusal(layout: Layout, model: ModelSpec, version: str) -> tuple[TitanModel | None, str | None]:
+def _refusal(layout: Layout, model: ModelSpec, version: str,
+             seq_len: int | None = None) -> tuple[TitanModel | None, str | None]:
     full = TORCHTITAN_VERSIONS[version]
     titan = titan_model_of(model)
     if titan is None:
         mla = titan_mla_refusal(model) if model.attention == "mla" else None
         return None, mla or f"TorchTitan {full} has no {model.name} model"
+    limit = titan_seq_len_limit(model) if version == "0.3" else None
+    if limit is not None and (seq_len or model.seq_len) > limit:
+        return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} precomputes RoPE for at most {limit} tokens "
+                       f"and refuses training.seq_len {seq_len or model.seq_len}: plan with --seq-len <= {limit}")
     if titan.mla and version == "0.2":
         return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
                        "--torchtitan-version 0.3")
@@ -248,7 +253,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     if version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     doc: dict[str, Any] = {"version": TORCHTITAN_VERSIONS[version]}
-    titan, refused = _refusal(layout, model, version)
+    titan, refused = _refusal(layout, model, version, seq_len)
     if refused:
         return doc | {"refused": refused}
     notes = [("HSDP: FSDP2 over data_parallel_shard_degree, replicated over data_parallel_replicate_degree "
@@ -274,7 +279,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes += titan_architecture_notes(titan, model)
         if titan.mla:
             notes += mla_balancing_notes(model)
-        doc |= _config_03(titan, model, layout.precision) | {"sections": sections}
+        doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
                               "converters": converters_02(layout.precision, model)}} | sections
@@ -290,7 +295,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     return doc | {"notes": notes}
 
 
-def _config_03(titan: TitanModel, model: ModelSpec, precision: str) -> dict[str, Any]:
+def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int | None = None) -> dict[str, Any]:
     """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
     shipped = titan.configs_03.get(precision)
     if shipped is not None:
@@ -298,7 +303,7 @@ def _config_03(titan: TitanModel, model: ModelSpec, precision: str) -> dict[str,
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
                               hf_assets=titan.hf_assets_03,
-                              model_lines=mla_model_lines(model, titan.hf_assets_03) if titan.mla else None)
+                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else None)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,
                               "launch": f"PYTHONPATH=<plan folder>:$PYTHONPATH (TorchTitan imports --module {MODULE_NAME})"}}

@@ -66,9 +66,11 @@ def mla_balancing_notes(model: ModelSpec) -> list[str]:
             f"auxiliary loss): the launch trains {model.name} {' and '.join(p for p in (loss, bias) if p)}"]
 
 
-def _rope_config(model: ModelSpec) -> str:
+def _rope_config(model: ModelSpec, seq_len: int | None = None) -> str:
+    """Its RoPE, precomputed for the model's positions or the plan's sequence if longer (TorchTitan refuses a
+    training.seq_len beyond max_seq_len)."""
     arch = model.architecture
-    args = {"dim": model.qk_rope_head_dim, "max_seq_len": max(arch.max_position_embeddings, model.seq_len),
+    args = {"dim": model.qk_rope_head_dim, "max_seq_len": max(arch.max_position_embeddings, seq_len or model.seq_len),
             "theta": float(arch.rotary_base), "scaling": arch.rope_scaling}
     if arch.rope_scaling == "yarn":
         args |= {"rope_factor": float(arch.rope_scaling_factor), "beta_fast": float(arch.yarn_beta_fast),
@@ -93,14 +95,14 @@ def _layers_call(model: ModelSpec) -> str:
     return f"deepseek_v3._build_dsv3_layers({', '.join(f'{k}={v!r}' for k, v in args.items())}, rope=rope)"
 
 
-def mla_model_lines(model: ModelSpec, hf_assets: str) -> tuple[list[str], list[str]]:
+def mla_model_lines(model: ModelSpec, hf_assets: str, seq_len: int | None = None) -> tuple[list[str], list[str]]:
     """(imports, body lines) that set the config's model spec to `model` as TorchTitan's deepseek_v3 model."""
     eps, d, vocab = float(model.architecture.norm_epsilon), model.hidden, model.vocab
     imports = ["from torchtitan.models import deepseek_v3",
                "from torchtitan.models.common import ComplexRoPE, Embedding, Linear, RMSNorm",
                "from torchtitan.models.common.config_utils import decoder_vocab_size"]
     body = [f"    # {model.name} as TorchTitan's deepseek_v3 model: the flavors' builder with the model's values",
-            f"    rope = {_rope_config(model)}",
+            f"    rope = {_rope_config(model, seq_len)}",
             f"    layers = {_layers_call(model)}",
             "    for layer in layers:  # the builder leaves RMSNorm.Config's eps (1e-5)",
             f"        layer.attention_norm.eps = layer.ffn_norm.eps = {eps!r}",

@@ -41,6 +41,14 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
                         "qwen3-30b-a3b": "full", "qwen3-235b-a22b": "full", "deepseek-v3": "selective",
                         "gpt-oss-120b": "full", "gpt-oss-20b": "full"}
 
+# The longest training.seq_len each TorchTitan 0.3.0 model takes: its flavor's RoPE max_seq_len (torchtitan/models/
+# {llama3,qwen3,deepseek_v3,gpt_oss}/__init__.py); Decoder.Config.update_from_config refuses a longer one ("Training
+# sequence length ... exceeds attention RoPE maximum supported sequence length"). An MLA model built by the generated
+# config function precomputes RoPE for max(max_position_embeddings, seq_len) (emit/torchtitan_mla.py): no limit.
+TORCHTITAN_MAX_SEQ_LEN = {"llama3-8b": 131072, "llama3.1-70b": 131072, "llama3.1-405b": 131072,
+                          "qwen3-30b-a3b": 40960, "qwen3-235b-a22b": 40960, "deepseek-v3": 16384,
+                          "gpt-oss-120b": 131072, "gpt-oss-20b": 131072}
+
 # deepseek_v3_16b (torchtitan/models/deepseek_v3/config_registry.py) sets SelectiveAC: the recipe a generated MLA
 # config function starts from (emit/torchtitan_mla.py).
 TORCHTITAN_MLA_RECOMPUTE = "selective"
@@ -158,12 +166,42 @@ def megatron_cannot_launch(model: ModelSpec) -> str | None:
     return None
 
 
+def titan_seq_len_limit(model: ModelSpec) -> int | None:
+    """The longest sequence TorchTitan 0.3.0's model for `model` trains (TORCHTITAN_MAX_SEQ_LEN), or None: no limit."""
+    name = titan_zoo_name(model)
+    return TORCHTITAN_MAX_SEQ_LEN.get(name) if name else None
+
+
+def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int) -> None:
+    """TorchTitan 0.3.0 refuses a training.seq_len beyond its flavor's RoPE max_seq_len (DeepSeek-V3 671B: 16384)."""
+    limit = titan_seq_len_limit(model) if framework == "torchtitan" else None
+    if limit is not None and seq_len > limit:
+        raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: TorchTitan 0.3.0's "
+                             f"{titan_zoo_name(model)} model precomputes RoPE for at most {limit} tokens and refuses a "
+                             f"longer training.seq_len; plan with --seq-len <= {limit}, or with --framework megatron")
+
+
 def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
     """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
     Linear layers only): an MoE model cannot train in NVFP4 there."""
     if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
         raise CommbenchError(f"TorchTitan 0.3.0 has no NVFP4 grouped-experts converter: {model.name}'s experts cannot "
                              "train in nvfp4 (plan it in mxfp8, or with --framework megatron)")
+
+
+def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str | None:
+    """A light-module recompute the model has no module for: megatron-core 0.16.1's TransformerConfig refuses
+    --recompute-modules mla_up_proj without multi_latent_attention and moe_act without MoE (moe_grouped_gemm);
+    the search proposes each only where it applies (candidates.py), a pin of it elsewhere is refused here."""
+    if recompute == "mla_up_proj" and model.attention not in ("mla", "dsv4"):
+        return (f"recompute='mla_up_proj' is invalid for {model.name}: it recomputes MLA's up-projections and the "
+                f"model has {model.attention} attention (megatron-core's TransformerConfig refuses mla_up_proj without "
+                "multi_latent_attention); one of none, selective, full" + (", moe_act" if model.is_moe else ""))
+    if recompute == "moe_act" and not model.is_moe:
+        return (f"recompute='moe_act' is invalid for {model.name}: it recomputes the experts' activation and the "
+                "model has no MoE layers (megatron-core's TransformerConfig refuses moe_act without moe_grouped_gemm); "
+                "one of none, selective, full" + (", mla_up_proj" if model.attention in ("mla", "dsv4") else ""))
+    return None
 
 
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
@@ -175,6 +213,9 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
+        light = megatron_light_recompute_refusal(model, pins.get("recompute"))
+        if light:
+            raise CommbenchError(light)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
     if titan is None and model.attention == "mla":   # built by TorchTitan's deepseek_v3 model, or refused by field
