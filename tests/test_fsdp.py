@@ -14,7 +14,7 @@ import pytest
 
 from commbench.costmodel import load_preset
 from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
-from commbench.planner.emit.megatron import launch_env, megatron_args, parse_megatron_args
+from commbench.planner.emit.megatron import launch_env, launch_env_text, megatron_args, parse_megatron_args
 from commbench.planner.emit.torchtitan import torchtitan_plan
 from commbench.planner.layout.spec import RULE_BITS, layout_violations
 from commbench.planner.search.space import SearchRequest, search
@@ -70,7 +70,10 @@ def test_fsdp_emitters():
     assert "--use-megatron-fsdp" in args and args[i + 1] == "optim_grads_params"
     assert args[args.index("--ckpt-format") + 1] == "fsdp_dtensor"
     assert parse_megatron_args(args, 64) == lay
-    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in launch_env(lay, "h100")   # Megatron-FSDP refuses 1
+    # Megatron-FSDP refuses 1, which launch scripts often export: the plan sets CUDA's default on every GPU
+    assert launch_env(lay, "h100") == launch_env(lay, "gb200") == {"CUDA_DEVICE_MAX_CONNECTIONS": "8"}
+    text = launch_env_text(launch_env(lay, "h100"), gpu_name="h100", fabric_name="h100-hgx")
+    assert "CUDA_DEVICE_MAX_CONNECTIONS=8" in text.splitlines() and "Megatron-FSDP" in text
     titan = torchtitan_plan(dataclasses.replace(lay, precision="bf16"), m)  # TorchTitan ships 70B in bf16
     par = titan["sections"]["parallelism"]
     assert par["data_parallel_shard_degree"] == 32 and par["fsdp_reshard_after_forward"] == "always"
@@ -108,7 +111,7 @@ def test_megatron_lm_parse_and_validate_args_accept_fsdp_plans(name, gpus, kw, m
     m = load_model(name)
     lay = Layout(**kw, fsdp=True)
     argv = megatron_args(lay, m) + ["--vocab-size", str(m.vocab)]
-    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1")   # as NeMo launch scripts export it: launch.env overrides
     with target_gpu(monkeypatch, (10, 0)):
         args, _ = megatron_config(args_mod, argv, gpus, launch_env(lay, "gb200"), monkeypatch)
     assert args.use_megatron_fsdp and args.data_parallel_sharding_strategy == "optim_grads_params"

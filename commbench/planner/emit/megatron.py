@@ -256,10 +256,18 @@ def precision_notes(layout: Layout) -> list[str]:
 def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
     """Environment variables Megatron needs for this layout on `gpu_name` (launch.env)."""
     env: dict[str, str] = {}
-    # Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args); with TP/CP it only warns
-    if gpu_name.lower() in HOPPER_OR_OLDER and (layout.tp > 1 or layout.cp > 1) and not layout.fsdp:
+    # Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 on every GPU (validate_args: "FSDP always requires
+    # CUDA_DEVICE_MAX_CONNECTIONS value large than one"), and NeMo/NGC launch scripts often export 1: the plan sets
+    # CUDA's own default, 8 (CUDA C Programming Guide, environment variables), so an inherited 1 cannot fail it.
+    # Without FSDP, TP/CP on Hopper or older need 1 (validate_args asserts it there; Blackwell does not).
+    if layout.fsdp:
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = FSDP_DEVICE_MAX_CONNECTIONS
+    elif gpu_name.lower() in HOPPER_OR_OLDER and (layout.tp > 1 or layout.cp > 1):
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     return env
+
+
+FSDP_DEVICE_MAX_CONNECTIONS = "8"
 
 
 MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"
@@ -267,7 +275,10 @@ MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tun
 
 def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8) -> str:
     lines = ["# commbench plan: environment for the Megatron-LM launch (source it: set -a; . ./launch.env)"]
-    if "CUDA_DEVICE_MAX_CONNECTIONS" in env:
+    if env.get("CUDA_DEVICE_MAX_CONNECTIONS") == FSDP_DEVICE_MAX_CONNECTIONS:
+        lines.append("# Megatron-FSDP: validate_args refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (often exported by "
+                     "launch scripts); CUDA's default, 8, set here")
+    elif "CUDA_DEVICE_MAX_CONNECTIONS" in env:
         lines.append(f"# {gpu_name} is Hopper or older and the layout uses TP/CP: Megatron's validate_args "
                      "requires CUDA_DEVICE_MAX_CONNECTIONS=1")
     lines.append(f"# NCCL: the prediction used the {fabric_name} fabric curves with NCCL's defaults; "
