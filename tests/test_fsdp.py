@@ -218,3 +218,32 @@ def test_pinned_hsdp_on_a_moe_model_is_one_line_naming_the_rule_and_rows_say_hsd
     assert res.exit_code == 2 and "hsdp rule" in res.output and "MoE" in res.output and "Traceback" not in res.output
     lay = Layout(tp=1, pp=1, dp=128, mbs=1, gbs=512, fsdp=True, fsdp_replicas=2)
     assert short(lay).endswith(" hsdp2") and short(dataclasses.replace(lay, fsdp_replicas=1)).endswith(" fsdp")
+
+
+def test_torchtitan_without_pp_is_searched_and_charged_as_the_fsdp_it_runs():
+    """TorchTitan 0.3.0 runs FSDP2 at every layout; without PP its trainer accumulates gradients with no no_sync and
+    reshards after forward, so every micro-batch gathers parameters twice and reduce-scatters: the search offered
+    pp = 1 layouts charged as the distributed optimizer (one gather and one reduce-scatter a step), faster than what
+    TorchTitan would run. Now pp = 1 rows are FSDP; PP rows keep the distributed optimizer's charge (torch's
+    pipeline stage syncs gradients at the last micro-batch only)."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    kw = dict(model=load_model("llama3-8b"), fabric=load_preset("h100-hgx", num_gpus=16), num_gpus=16, gbs=256,
+              precision="bf16")
+    titan = search(SearchRequest(framework="torchtitan", **kw)).layouts
+    flat = titan.pp == 1
+    assert flat.any() and titan.fsdp[flat].all() and (titan.pp > 1).any()
+    megatron = search(SearchRequest(framework="megatron", **kw)).layouts
+    assert (~megatron.fsdp[megatron.pp == 1]).any()      # Megatron keeps its distributed optimizer without PP
+    pinned = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "16",
+                                      "--framework", "torchtitan", "--precision", "bf16",
+                                      "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,fsdp=false"])
+    assert pinned.exit_code == 2 and "fsdp=false with pp=1" in pinned.output and "Traceback" not in pinned.output
+    full = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "16",
+                                    "--framework", "torchtitan", "--precision", "bf16", "--json",
+                                    "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1"])
+    assert full.exit_code == 0, full.output
+    import json
+    assert json.loads(full.stdout)["layout"]["fsdp"] is True

@@ -260,8 +260,10 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
               f"(fsdp_replicas={layout.fsdp_replicas}), resharding after forward as the prediction charged"
               if layout.fsdp_replicas > 1 else
               "FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)")
-             if layout.fsdp else "the distributed optimizer maps to FSDP (data_parallel_shard_degree); TorchTitan's "
-             "FSDP also shards parameters (ZeRO-3)"]
+             if layout.fsdp else "the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): with PP, "
+             "torch's pipeline stage gathers the parameters once a step and reduce-scatters gradients at the last "
+             "micro-batch (set_requires_gradient_sync), what the prediction charged; TorchTitan's FSDP also shards "
+             "parameters (ZeRO-3)"]
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
                      "the prediction includes")

@@ -17,6 +17,7 @@ TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - The optimizer is FSDP (ZeRO-3, always sharded, overlapped); activation checkpointing is whatever the
   config function sets (not a command-line option): TORCHTITAN_RECOMPUTE.
 - Pipeline schedules 1F1B (vp = 1) and Interleaved1F1B (vp > 1).
+- Data parallelism is FSDP2 at every layout, and what it sends depends on PP (TITAN_DP_WITHOUT_PP).
 - An MLA model with no shipped flavor's sizes (DeepSeek-V2-Lite, Moonlight) is built exactly by its deepseek_v3
   model (titan_mla_refusal says when not): the plan writes a config function (emit/torchtitan_mla.py).
 """
@@ -48,6 +49,17 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
 TORCHTITAN_MAX_SEQ_LEN = {"llama3-8b": 131072, "llama3.1-70b": 131072, "llama3.1-405b": 131072,
                           "qwen3-30b-a3b": 40960, "qwen3-235b-a22b": 40960, "deepseek-v3": 16384,
                           "gpt-oss-120b": 131072, "gpt-oss-20b": 131072}
+
+# TorchTitan 0.3.0's data parallelism is FSDP2 (data_parallel_shard_degree) at every layout. Without PP its trainer
+# accumulates gradients with no no_sync (trainer.py train_step) and reshards after forward (distributed/fsdp.py
+# get_fsdp_reshard_after_forward_policy "default": not pp_enabled), so every micro-batch gathers the parameters for
+# forward and again for backward and reduce-scatters its gradients: the search keeps only FSDP rows there
+# (step/fsdp.py charges exactly that). With PP, torch.distributed.pipelining's stage turns gradient sync and
+# resharding after backward off but for the last micro-batch (stage.py set_requires_gradient_sync /
+# set_reshard_after_backward) and the policy keeps parameters gathered after forward: one gather and one
+# reduce-scatter per step, what the distributed optimizer's charge is (step/dp_sync.py).
+TITAN_DP_WITHOUT_PP = ("TorchTitan 0.3.0 runs FSDP2 at every layout and, without PP, gathers parameters every micro-batch "
+                       "(its trainer accumulates gradients without no_sync)")
 
 # deepseek_v3_16b (torchtitan/models/deepseek_v3/config_registry.py) sets SelectiveAC: the recipe a generated MLA
 # config function starts from (emit/torchtitan_mla.py).
@@ -227,6 +239,9 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
                      if megatron_cannot_launch(model) else "plan it with --framework megatron")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
                              f"gpt_oss): {elsewhere}")
+    if pins.get("fsdp") is False and pins.get("pp") == 1:
+        raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan: {TITAN_DP_WITHOUT_PP}; "
+                             "pin fsdp=true, or pp > 1")
     fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[titan] if titan else TORCHTITAN_MLA_RECOMPUTE)
     if not model.is_moe:
         fixed.pop("etp")
@@ -258,11 +273,12 @@ def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray) -> np.ndarray
 def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool,
                      model: ModelSpec | None = None) -> dict[str, np.ndarray]:
     """TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
-    full graph keeps only the layouts its validation accepts; and only pp x vp splits TorchTitan can build
-    from the model's layers without MTP (its configs train none; emit/torchtitan.py splits the same way)."""
+    full graph keeps only the layouts its validation accepts; only pp x vp splits TorchTitan can build
+    from the model's layers without MTP (its configs train none; emit/torchtitan.py splits the same way);
+    and without PP only FSDP rows (TITAN_DP_WITHOUT_PP)."""
     if framework != "torchtitan":
         return cols
-    keep = np.ones(len(cols["tp"]), dtype=bool)
+    keep = cols["fsdp"] | (cols["pp"] > 1)
     if model is not None and model.num_mtp_layers:
         import dataclasses
 
