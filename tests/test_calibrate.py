@@ -41,6 +41,12 @@ def test_torchtitan_log_parses_config_and_tps():
     assert row["ep"] == 8 and row["mbs"] == 4 and row["gbs"] == 512 and row["seq_len"] == 4096
     assert row["precision"] == "MXFP8" and row["num_gpus"] == 8
     assert row["tokens_per_s_per_gpu"] == 24420.0   # median of steps 2..4 (24,311 24,506 24,420)
+    # without PP TorchTitan's FSDP2 syncs every micro-batch: the row is modelled as the FSDP it ran, not as the
+    # distributed optimizer (one gather a step), which it was before
+    from commbench.planner.calibrate.published import published_runs
+    assert row["pp"] == 1 and "FSDP=8" in row["notes"]
+    (run,) = published_runs((row,))
+    assert run.layout.fsdp and run.layout.fsdp_replicas == 1 and run.layout.dp == 8
 
 
 @pytest.mark.parametrize("name,needle", [("megatron_no_iterations.log", "no 'elapsed time per iteration (ms)' lines"),

@@ -371,7 +371,11 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
             "ep": ep, "etp": None, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
-            "notes": f"TorchTitan log; {len(steps)} steps", "release": "user",
+            # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
+            # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
+            # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
+            "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else ""),
+            "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
 
