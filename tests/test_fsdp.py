@@ -247,3 +247,18 @@ def test_torchtitan_without_pp_is_searched_and_charged_as_the_fsdp_it_runs():
     assert full.exit_code == 0, full.output
     import json
     assert json.loads(full.stdout)["layout"]["fsdp"] is True
+
+
+def test_a_megatron_plan_s_torchtitan_section_says_what_torchtitan_runs_otherwise():
+    """A Megatron plan's TorchTitan launch dropped the flex dispatcher and TP overlap without a word, and said its
+    distributed optimizer maps to FSDP as if that cost the same: without PP TorchTitan gathers every micro-batch."""
+    from commbench.planner import Layout
+
+    moe = Layout(tp=1, pp=1, dp=8, ep=8, mbs=1, gbs=64, precision="bf16", dispatcher="flex", tp_comm_overlap=True)
+    notes = torchtitan_plan(moe, load_model("qwen3-30b-a3b"))["notes"]
+    assert any("runs dispatcher=alltoall, tp_comm_overlap=false where the layout has dispatcher=flex, "
+               "tp_comm_overlap=true" in n for n in notes), notes
+    assert any("without PP, gathers parameters every micro-batch" in n for n in notes), notes
+    piped = torchtitan_plan(Layout(tp=2, pp=2, dp=2, mbs=1, gbs=64, precision="bf16"), load_model("llama3-8b"))["notes"]
+    assert any("once a step" in n for n in piped) and not any(" runs " in n and "where the layout has" in n
+                                                               for n in piped)

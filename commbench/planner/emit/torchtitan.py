@@ -33,7 +33,8 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import graphs_allowed, titan_mla_refusal, titan_seq_len_limit, titan_zoo_name
+from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, graphs_allowed, titan_mla_refusal,
+                                                 titan_runs_otherwise, titan_seq_len_limit, titan_zoo_name)
 from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
@@ -263,7 +264,10 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
              if layout.fsdp else "the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): with PP, "
              "torch's pipeline stage gathers the parameters once a step and reduce-scatters gradients at the last "
              "micro-batch (set_requires_gradient_sync), what the prediction charged; TorchTitan's FSDP also shards "
-             "parameters (ZeRO-3)"]
+             "parameters (ZeRO-3)" if layout.pp > 1 else
+             f"the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): {TITAN_DP_WITHOUT_PP}, where the "
+             "prediction charged one gather and one reduce-scatter a step (plan with --framework torchtitan to charge "
+             "what TorchTitan runs)"]
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
                      "the prediction includes")
@@ -278,6 +282,12 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "(plan with --framework torchtitan to charge what TorchTitan runs)")
         notes.append("activation checkpointing stays as the config function sets it; "
                      f"the prediction assumed recompute={layout.recompute}")
+        dropped = titan_runs_otherwise(layout, model)
+        if dropped:
+            notes.append("TorchTitan 0.3.0 runs " + ", ".join(f"{k}={str(v).lower()}" for k, _, v in dropped)
+                         + " where the layout has " + ", ".join(f"{k}={str(x).lower()}" for k, x, _ in dropped)
+                         + ": the prediction is the layout's (plan with --framework torchtitan to charge what "
+                         "TorchTitan runs)")
         notes += titan_architecture_notes(titan, model)
         if titan.mla:
             notes += mla_balancing_notes(model)

@@ -93,6 +93,14 @@ _TITAN_FIXED = {"etp": 1, "dispatcher": "alltoall", "moe_a2a_overlap": False, "t
                 "cpu_offload_layers": 0}
 
 
+def titan_runs_otherwise(layout, model: ModelSpec) -> list[tuple[str, object, object]]:
+    """(field, the layout's value, what TorchTitan 0.3.0 runs) for each _TITAN_FIXED field the layout (planned for
+    another framework) sets otherwise: what its TorchTitan launch drops."""
+    fixed = dict(_TITAN_FIXED) if model.is_moe else {k: v for k, v in _TITAN_FIXED.items()
+                                                     if k not in ("etp", "dispatcher", "moe_a2a_overlap", "fused_moe")}
+    return [(k, getattr(layout, k), v) for k, v in fixed.items() if getattr(layout, k) != v]
+
+
 MEGATRON_NO_FUSED_MLP = (f"fused_moe=true is invalid with --framework megatron: Megatron-LM {MEGATRON_LM_RELEASE} has no "
                          "fused grouped MLP (TransformerConfig.use_transformer_engine_op_fuser for MoE came after it, "
                          "Megatron-LM 6815c0f); Megatron-Bridge 26.06's recipes run a newer Megatron-Core")
