@@ -99,10 +99,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         shipped = [efficiency_terms(calibration_file, calibration_shipped_terms)] if calibration_shipped_terms else []
         for line in lines + fabric_lines(req.fabric) + shipped:
             console.print(line, highlight=False, markup=False)
-        script = meg.get("script", "pretrain_gpt.py")
-        meg_line = meg["refused"] if "refused" in meg else f"{script} {megatron_text(meg)}"
-        console.print("Megatron-LM: " + meg_line, highlight=False,
-                      markup=False, soft_wrap=True)
+        meg_line = meg["refused"] if "refused" in meg else f"{meg['script']} {megatron_text(meg)}"
+        console.print("Megatron-LM: " + meg_line, highlight=False, markup=False, soft_wrap=True)
         if "refused" not in meg:  # launch.env is the Megatron launch's environment: written only with its arguments
             env = meg["launch_env"]
             console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),

@@ -181,11 +181,11 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
             else (("all_reduce", ACT_BYTES),)
         for name, per_element in names:
             plan_bytes = int(round(elements * per_element))
+            tp_domains = plan_domains(lay.tp, lay.tp)
             items.append(CommItem(label=f"TP {name}", kind="tp", collective=name,
                                   size_bytes=scaled(plan_bytes, f"TP {name}"), plan_size_bytes=plan_bytes,
-                                  groups=groups_of("tp", lay.tp, domains=plan_domains(lay.tp, lay.tp)),
-                                  plan_group_size=lay.tp,
-                                  plan_domains=plan_domains(lay.tp, lay.tp)))
+                                  groups=groups_of("tp", lay.tp, domains=tp_domains), plan_group_size=lay.tp,
+                                  plan_domains=tp_domains))
     if model.is_moe and lay.ep > 1:
         ep_domains = plan_domains(lay.etp * lay.ep, lay.ep)
         items.append(_ep_item(ctx, tokens_mb, max_bytes, groups_of("ep", lay.ep, model.num_routed_experts, ep_domains),
@@ -199,10 +199,11 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
         if group <= 1 or local <= 0:
             continue
         plan_bytes = int(min(ctx.calibration.dp_bucket_params, local) * GRAD_BYTES)
+        dp_domains = plan_domains(stage_ranks, group)
         items.append(CommItem(label=label, kind=kind, collective="reduce_scatter" if lay.distributed_optimizer
                               else "all_reduce", size_bytes=scaled(plan_bytes, label), plan_size_bytes=plan_bytes,
-                              groups=groups_of(kind, group, domains=plan_domains(stage_ranks, group)),
-                              plan_group_size=group, plan_domains=plan_domains(stage_ranks, group)))
+                              groups=groups_of(kind, group, domains=dp_domains), plan_group_size=group,
+                              plan_domains=dp_domains))
     if lay.fsdp:
         flags.append("FSDP: the plan reduce-scatters and gathers per layer every micro-batch over its shard groups; "
                      "measured here as one gradient bucket over the whole DP group")

@@ -375,8 +375,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         elif _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
             reason = (f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (not a divisor: "
                       "no whole number of HSDP replicas)")
-        elif unmodelled_precision(r.get("precision")):
-            reason = unmodelled_precision(r.get("precision"))
+        elif lacking := unmodelled_precision(r.get("precision")):
+            reason = lacking
         elif not r.get("tokens_per_s_per_gpu"):
             reason = "no tokens_per_s_per_gpu to compare with"
         if reason:

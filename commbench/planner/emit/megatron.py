@@ -55,14 +55,12 @@ def megatron_script(model: ModelSpec) -> str:
     return HYBRID_SCRIPT if model.is_hybrid else MEGATRON_SCRIPT
 
 
-def megatron_target(model: ModelSpec | None = None) -> str:
+def megatron_target(model: ModelSpec) -> str:
     """plan.json's Megatron target: the release and the script whose flags the arguments are."""
-    script = megatron_script(model) if model is not None else MEGATRON_SCRIPT
-    return (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 ({script} flags; parse_args, "
+    return (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 ({megatron_script(model)} flags; parse_args, "
             "validate_args and TransformerConfig checks)")
 
 
-MEGATRON_TARGET = megatron_target()
 # arguments.py lists TransformerConfig.fp8_dot_product_attention among the fields "no CLI argument exists for": its
 # parse_args rejects --fp8-dot-product-attention ("unrecognized arguments"): pretrain_gpt.py cannot turn it on.
 MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELEASE}'s arguments.py has no "
@@ -253,6 +251,9 @@ def precision_notes(layout: Layout) -> list[str]:
     return notes
 
 
+FSDP_DEVICE_MAX_CONNECTIONS = "8"
+
+
 def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
     """Environment variables Megatron needs for this layout on `gpu_name` (launch.env)."""
     env: dict[str, str] = {}
@@ -265,9 +266,6 @@ def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
     elif gpu_name.lower() in HOPPER_OR_OLDER and (layout.tp > 1 or layout.cp > 1):
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     return env
-
-
-FSDP_DEVICE_MAX_CONNECTIONS = "8"
 
 
 MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"

@@ -257,17 +257,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     titan, refused = _refusal(layout, model, version, seq_len)
     if refused:
         return doc | {"refused": refused}
-    notes = [("HSDP: FSDP2 over data_parallel_shard_degree, replicated over data_parallel_replicate_degree "
-              f"(fsdp_replicas={layout.fsdp_replicas}), resharding after forward as the prediction charged"
-              if layout.fsdp_replicas > 1 else
-              "FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)")
-             if layout.fsdp else "the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): with PP, "
-             "torch's pipeline stage gathers the parameters once a step and reduce-scatters gradients at the last "
-             "micro-batch (set_requires_gradient_sync), what the prediction charged; TorchTitan's FSDP also shards "
-             "parameters (ZeRO-3)" if layout.pp > 1 else
-             f"the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): {TITAN_DP_WITHOUT_PP}, where the "
-             "prediction charged one gather and one reduce-scatter a step (plan with --framework torchtitan to charge "
-             "what TorchTitan runs)"]
+    notes = [_data_parallel_note(layout)]
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
                      "the prediction includes")
@@ -305,6 +295,23 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         sections |= quantize_02(layout.precision, model)
         doc |= {"sections": sections}
     return doc | {"notes": notes}
+
+
+def _data_parallel_note(layout: Layout) -> str:
+    """How the layout's data parallelism runs as TorchTitan's FSDP2, beside what the prediction charged."""
+    if layout.fsdp and layout.fsdp_replicas > 1:
+        return ("HSDP: FSDP2 over data_parallel_shard_degree, replicated over data_parallel_replicate_degree "
+                f"(fsdp_replicas={layout.fsdp_replicas}), resharding after forward as the prediction charged")
+    if layout.fsdp:
+        return "FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)"
+    if layout.pp > 1:
+        return ("the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): with PP, torch's pipeline stage "
+                "gathers the parameters once a step and reduce-scatters gradients at the last micro-batch "
+                "(set_requires_gradient_sync), what the prediction charged; TorchTitan's FSDP also shards parameters "
+                "(ZeRO-3)")
+    return (f"the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): {TITAN_DP_WITHOUT_PP}, where the "
+            "prediction charged one gather and one reduce-scatter a step (plan with --framework torchtitan to charge "
+            "what TorchTitan runs)")
 
 
 def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int | None = None) -> dict[str, Any]:
