@@ -63,10 +63,30 @@ def test_log_without_model_and_json_without_field_are_one_line(tmp_path):
         read_runs(str(MEGATRON), model=None, gpu=None)
     bad = tmp_path / "runs.json"
     bad.write_text(json.dumps([{"model": "deepseek-v3", "gpu": "gb300-nvl72", "num_gpus": 256, "seq_len": 4096,
-                                "gbs": 4096, "mbs": 1, "tp": 1, "pp": 2}]))
+                                "gbs": 4096, "mbs": 1, "tp": 1, "pp": 2, "precision": "MXFP8"}]))
     result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(bad)])
     assert result.exit_code == 2 and "no tokens_per_s_per_gpu to compare with" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("release, refused", [(None, True), ("26.02", True), ("user", True), ("25.09", False),
+                                              ("NeMo 25.09", False)])
+def test_row_without_precision_is_refused_unless_its_table_had_none(tmp_path, release, refused):
+    """A user's row without a precision is not guessed as FP8: only the 25.09 tables, which have no precision
+    column, are read so; any other row names its field, one line."""
+    row = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "seq_len": 4096, "gbs": 512, "mbs": 1, "tp": 1,
+           "pp": 1, "ep": 8, "tokens_per_s_per_gpu": 10000.0}
+    if release is not None:
+        row["release"] = release
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row]))
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)])
+    if refused:
+        assert result.exit_code == 2, result.output
+        assert "field 'precision' is missing" in result.output and len(result.output.strip().splitlines()) == 1
+    else:
+        assert result.exit_code == 0, result.output
+        assert "field 'precision'" not in result.output
 
 
 def test_one_scoring_path_plan_search_and_evaluate(tmp_path):
@@ -543,3 +563,24 @@ def test_a_torchtitan_log_of_another_model_than_model_is_refused():
     same = CliRunner().invoke(app, ["calibrate", "--evaluate", str(DATA / "torchtitan_qwen3_30b_b200.log"), "--model",
                                     "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8"])
     assert same.exit_code == 0, same.output
+
+
+@pytest.mark.parametrize("converters, precision", [
+    ("[]", "BF16"), ("['mx']", "MXFP8"), ("['float8']", "FP8"),
+    ("['quantize.linear.float8', 'quantize.grouped_mm.float8']", "FP8"),
+    ("['quantize.linear.mx', 'quantize.grouped_mm.mx']", "MXFP8"),
+    ("['MXFP8LinearConverter', 'MXFP8GroupedExpertsConverter']", "MXFP8"), ("['NVFP4LinearConverter']", "NVFP4"),
+    ("['quantize.linear.nvfp4']", "NVFP4")])
+def test_torchtitan_converters_name_the_precision_in_every_spelling(converters, precision):
+    text = TITAN.read_text().replace("'converters': ['mx']", f"'converters': {converters}")
+    assert parse_torchtitan_log(text, source="t.log", model="m", gpu="g", num_gpus=8)["precision"] == precision
+
+
+@pytest.mark.parametrize("converters, needle", [
+    ("['int8_quant']", "'int8_quant', a converter of no number format"),
+    ("['quantize.linear.mx', 'quantize.grouped_mm.float8']", "train in FP8 and MXFP8"),
+    ("'mx,float8'", "train in FP8 and MXFP8"), ("3", "model.converters = 3")])
+def test_a_torchtitan_converter_of_no_known_format_is_refused_not_read_as_bf16(converters, needle):
+    text = TITAN.read_text().replace("'converters': ['mx']", f"'converters': {converters}")
+    with pytest.raises(CommbenchError, match=re.escape(needle)):
+        parse_torchtitan_log(text, source="t.log", model="m", gpu="g", num_gpus=8)

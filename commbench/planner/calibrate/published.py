@@ -4,7 +4,8 @@ model's prediction for each, and the fit of the calibration terms.
 Mapping assumptions, the same for every row (the tables do not state them):
 - precision: FP8 / FP8-CS / FP8-DS / FP8-blockwise -> fp8; MXFP8 / FP8-MX -> mxfp8; NVFP4; BF16 (any case);
   a row with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
-  release, whose throughput matches the FP8-CS rows of 25.11; a format the model has no kernels for
+  release, whose throughput matches the FP8-CS rows of 25.11; a user's row of any other release must name
+  its precision (check_row refuses it without one); a format the model has no kernels for
   (MXFP4, FP4, FP16, ...) is listed as not modelled, never read as another;
 - expert TP 1 when not published (the Megatron-Bridge MoE recipes' setting); cp, vp, ep, etp given as the
   tables' "n/a" (or "-") are not published: 1;
@@ -168,6 +169,17 @@ def precision_of(label: str | None) -> str:
     raise ValueError(f"unknown precision label {label!r}")
 
 
+# Releases whose published tables have no precision column: a row of one without a precision reads as FP8
+# (see the module docstring); any other row must name its number format (check_row).
+RELEASES_WITHOUT_PRECISION = ("25.09",)
+
+
+def precision_unpublished(release: Any) -> bool:
+    """Whether a row of `release` may leave its precision out (RELEASES_WITHOUT_PRECISION)."""
+    from commbench.planner.layout.recipes import normalised_release
+    return isinstance(release, str) and normalised_release(release) in RELEASES_WITHOUT_PRECISION
+
+
 # Number formats a table may name that the step model has no kernels for (MXFP4: gpt-oss's weights; FP16, FP32):
 # a run in one is listed as not modelled, naming the field and value, where an unreadable label is refused.
 UNMODELLED_PRECISION = re.compile(r"(mx|nv)?fp(4|6)(e\dm\d)?|fp(16|32)|tf32|int(4|8)")
@@ -272,7 +284,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
     run the model does not cover (a model outside the zoo, a GPU without a preset, Megatron-FSDP, no
     tokens/s figure) is not an error here: published_runs marks it not modelled, with the reason."""
     from commbench.errors import CommbenchError
-    from commbench.planner.layout.recipes import RELEASE_NAME
+    from commbench.planner.layout.recipes import RELEASE_NAME, normalised_release
     row = read_row(row)
     _near_miss(row, READ_KEYS, where, "field")
     if isinstance(row.get("recipe"), dict):
@@ -298,7 +310,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
         raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at least tp*pp*cp = {parallel}")
     release = row.get("release")
     if release not in (None, "", "user") and not (isinstance(release, str) and RELEASE_NAME.fullmatch(
-            release.strip().lower().removeprefix("nemo").removeprefix(":").strip())):
+            normalised_release(release))):
         # a typo read no recipe at all, silently: the run was modelled with other flags than its release's
         raise CommbenchError(f"{where}: field 'release' = {release!r}; allowed: a NeMo release as a string, "
                              "\"YY.MM\" or \"YY.MM.NN\" (e.g. \"26.02.01\"), or \"user\"")
@@ -306,6 +318,11 @@ def check_row(row: dict[str, Any], where: str) -> None:
             not isinstance(row["tokens_per_s_per_gpu"], (int, float)) or row["tokens_per_s_per_gpu"] <= 0):
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "
                              "allowed: a positive number")
+    if row.get("precision") in (None, "") and not precision_unpublished(row.get("release")):
+        # read as fp8 only where the table had no precision column: elsewhere a silent guess at the format
+        raise CommbenchError(f"{where}: field 'precision' is missing; allowed: BF16, FP8, MXFP8, NVFP4 (only rows "
+                             f"of release {', '.join(RELEASES_WITHOUT_PRECISION)}, whose tables have no precision "
+                             "column, are read without one, as FP8)")
     try:
         if not unmodelled_precision(row.get("precision")):   # one the model lacks: published_runs lists it
             precision_of(row.get("precision"))

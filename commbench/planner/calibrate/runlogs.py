@@ -286,6 +286,33 @@ def _entry(config: Any, dotted: str) -> Any:
     return config
 
 
+# TorchTitan's quantization converters by the number format they train in, as its configs name them: "float8" /
+# "mx" (0.1), quantize.linear.float8 / quantize.grouped_mm.mx (0.2.2 job_config), Float8* / MXFP8* / NVFP4*
+# converter configs (0.3.0). Its MX converters are MXFP8 only (MX.recipe_name: "mxfp8*"; 0.3.0 "mxfp8_rceil").
+TITAN_CONVERTER_PRECISION = (("nvfp4", "NVFP4"), ("mxfp8", "MXFP8"), ("float8", "FP8"), ("fp8", "FP8"), ("mx", "MXFP8"))
+
+
+def titan_precision(log: str, converters: Any) -> str:
+    """The row's precision from a TorchTitan config's model.converters (TITAN_CONVERTER_PRECISION): BF16 without
+    any; a converter of no known format, or converters of two formats, is one line naming it."""
+    if isinstance(converters, str):   # a command-line override's comma-separated list
+        converters = [part.strip() for part in converters.split(",") if part.strip()]
+    if not isinstance(converters, (list, tuple)):
+        raise CommbenchError(f"{log}: model.converters = {converters!r}; allowed: a list of converter names")
+    found = set()
+    for name in converters:
+        text = str(name).lower()
+        got = next((fmt for key, fmt in TITAN_CONVERTER_PRECISION if key in text), None)
+        if got is None:
+            raise CommbenchError(f"{log}: model.converters holds {name!r}, a converter of no number format the step "
+                                 "model reads (float8, mx, nvfp4)")
+        found.add(got)
+    if len(found) > 1:
+        raise CommbenchError(f"{log}: model.converters {list(converters)!r} train in {' and '.join(sorted(found))}; "
+                             "the step model prices one number format per run")
+    return found.pop() if found else "BF16"
+
+
 def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None) -> dict[str, Any]:
     """One row from a TorchTitan training log (see the module docstring)."""
     clean = ANSI.sub("", text)
@@ -365,8 +392,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     if gbs < 1:
         gbs = mbs * dp
     check_titan_flavor(log, config.get("model", {}), model)
-    converters = " ".join(config.get("model", {}).get("converters", []) or [])
-    precision = "MXFP8" if "mx" in converters else ("FP8" if "float8" in converters else "BF16")
+    precision = titan_precision(log, config.get("model", {}).get("converters", []))
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,

@@ -62,7 +62,8 @@ def newest_release() -> str:
 RELEASE_NAME = re.compile(r"\d{2}\.\d{2}(\.\d{1,2})?")   # NeMo Framework container tags: YY.MM[.NN]
 
 
-def _normalised(text: str) -> str:
+def normalised_release(text: str) -> str:
+    """A release as the table names it: "NeMo 25.09" and "nemo:25.09 " read 25.09."""
     return str(text).strip().lower().removeprefix("nemo").removeprefix(":").strip()
 
 
@@ -71,7 +72,7 @@ def resolve_release(text: str) -> tuple[str | None, str]:
     A release in the table reads its own; one the table lacks reads the newest table release not newer
     than it (26.06.02 -> 26.06.01, 26.10 -> 26.08), with a note saying so; one older than the table's
     oldest, or not a YY.MM[.NN] name, reads none (None, and a note saying why)."""
-    name = _normalised(text)
+    name = normalised_release(text)
     if name in releases():
         return name, ""
     if not RELEASE_NAME.fullmatch(name):
@@ -275,7 +276,7 @@ def flex_backend(domain_size: int, release: str | None = None) -> str:
     flex_dispatcher_backend.py at v0.3.0), DeepEP elsewhere, except in a container without it
     (CONTAINERS_WITHOUT_DEEPEP), where HybridEP, which the same file allows on Hopper, B200 and B300 and
     the 26.02 DeepSeek-V3 H100 recipe uses, stands in."""
-    if int(domain_size) > 8 or (release is not None and _normalised(release) in CONTAINERS_WITHOUT_DEEPEP):
+    if int(domain_size) > 8 or (release is not None and normalised_release(release) in CONTAINERS_WITHOUT_DEEPEP):
         return "hybridep"
     return "deepep"
 
@@ -316,7 +317,7 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
                                  f"{where}")
 
 
-__all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
+__all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "normalised_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
            "release_features", "release_features_scope", "runs_ep_overlap_with_full_graph", "check_pins_in_release",
            "flex_backend",
            "tp_overlap_recipes", "tp_overlap_unrun",
