@@ -204,14 +204,18 @@ def _attention_params(m: ModelSpec, kind: str = "W") -> float:
 
 
 def _mlp_bias(m: ModelSpec, ffn: int, width: int) -> int:
-    """An MLP's biases (none counted yet)."""
-    return 0
+    """An MLP's biases with linear_bias (gpt-oss, modeling_gpt_oss.py GptOssExperts: gate_up_proj_bias of
+    2 x intermediate_size and down_proj_bias of hidden_size per expert): the up (and gate) and the down projection's."""
+    a = m.architecture
+    return (m.glu_factor - 1) * ffn + width if a is not None and a.linear_bias else 0
 
 
 def _router_params(m: ModelSpec) -> int:
-    """One router: its h x experts weight. The correction bias of an aux-loss-free router is a buffer, not a
-    parameter (module docstring)."""
-    return m.hidden * m.num_routed_experts
+    """One router: its h x experts weight, + a bias per expert with linear_bias (modeling_gpt_oss.py
+    GptOssTopKRouter.bias). The correction bias of an aux-loss-free router is a buffer, not a parameter (module
+    docstring)."""
+    a = m.architecture
+    return m.hidden * m.num_routed_experts + (m.num_routed_experts if a is not None and a.linear_bias else 0)
 
 
 def param_counts(m: ModelSpec) -> ParamCounts:
