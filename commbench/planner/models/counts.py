@@ -212,10 +212,12 @@ def _mlp_bias(m: ModelSpec, ffn: int, width: int) -> int:
 
 def _router_params(m: ModelSpec) -> int:
     """One router: its h x experts weight, + a bias per expert with linear_bias (modeling_gpt_oss.py
-    GptOssTopKRouter.bias). The correction bias of an aux-loss-free router is a buffer, not a parameter (module
-    docstring)."""
+    GptOssTopKRouter.bias), + the shared expert's h -> 1 sigmoid gate (shared_expert_gate: modeling_qwen2_moe.py
+    Qwen2MoeSparseMoeBlock.shared_expert_gate = Linear(hidden_size, 1, bias=False); Qwen3-Next and Qwen3.5 MoE inherit
+    it). The correction bias of an aux-loss-free router is a buffer, not a parameter (module docstring)."""
     a = m.architecture
-    return m.hidden * m.num_routed_experts + (m.num_routed_experts if a is not None and a.linear_bias else 0)
+    return (m.hidden * m.num_routed_experts + (m.num_routed_experts if a is not None and a.linear_bias else 0)
+            + (m.hidden if a is not None and a.shared_expert_gate and m.num_shared_experts else 0))
 
 
 def param_counts(m: ModelSpec) -> ParamCounts:
