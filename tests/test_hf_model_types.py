@@ -161,7 +161,7 @@ def test_a_dense_mtp_layer_is_gated_attention_and_the_dense_mlp():
     (training.py num_floating_point_operations counts it as one more dense layer when the last layer is dense)."""
     m = hf("Qwen3.5-27B")
     h, ffn = 5120, 17408
-    attention = h * (2 * 24 * 256 + 2 * 4 * 256) + 24 * 256 * h
+    attention = h * (2 * 24 * 256 + 2 * 4 * 256) + 24 * 256 * h + 2 * 256   # + its q/k norms (Qwen3_5Attention)
     assert param_counts(m).mtp == attention + 3 * h * ffn + 2 * h + 2 * h * h + 3 * h
     fl, without = flops_breakdown(m, 4096), flops_breakdown(m, 4096, include_mtp=False)
     assert (fl.dense_mlp, without.dense_mlp) == (6.0 * 3 * h * ffn * 65, 6.0 * 3 * h * ffn * 64)

@@ -3,7 +3,11 @@
 FLOPs follow Megatron-LM `training.py::num_floating_point_operations` as transcribed in
 commbench/data/FLOPS.md (forward + backward = 3 x forward, 2 FLOPs per multiply-add, causal
 attention, top-k routed + shared experts, logits per output head, MTP). Parameter counts are
-the weight matrices plus norms and router, per layer kind.
+every parameter the Hugging Face transformers module of the architecture creates (weight matrices, norms, router,
+biases, q/k norms, attention sinks, shared-expert gates), per layer kind; biases, norms and sinks are not GEMMs and
+add no FLOPs. Buffers are not parameters: the aux-loss-free router's correction bias (DeepSeek-V3, GLM-4.5,
+Nemotron-H: `register_buffer("e_score_correction_bias", ...)` in transformers modeling_deepseek_v3.py /
+modeling_glm4_moe.py, as megatron-core's TopKRouter expert_bias) is left out.
 """
 
 from __future__ import annotations
@@ -168,8 +172,26 @@ class ParamCounts:
         return self.total + self.mtp - self.mtp_routed_experts - self.routed_experts
 
 
+def _gqa_extra_params(m: ModelSpec) -> float:
+    """A GQA block's parameters beside its projection weights, as the transformers modules create them:
+      q/k norms of head_dim each (qk_norm: modeling_qwen3.py / modeling_qwen3_moe.py Qwen3*Attention q_norm, k_norm;
+        modeling_qwen3_next.py and modeling_qwen3_5.py inherit them; modeling_glm4_moe.py with use_qk_norm),
+      Q, K, V biases (qkv_bias: modeling_qwen2.py / modeling_qwen2_moe.py q/k/v_proj bias=True, o_proj none;
+        modeling_glm4_moe.py bias=config.attention_bias on q/k/v, o_proj bias=False),
+      and with linear_bias (gpt-oss, modeling_gpt_oss.py GptOssAttention: q/k/v/o_proj bias=config.attention_bias) the
+        output projection's bias too,
+      attention sinks, one per head (softmax_type learnable: GptOssAttention.sinks of num_attention_heads).
+    MLA's latent norms are in _attention_params; Nemotron-H's attention has none of these (attention_bias false)."""
+    a = m.architecture
+    if a is None or m.attention != "gqa":
+        return 0.0
+    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    return float((q + 2 * kv if a.qkv_bias or a.linear_bias else 0) + (m.hidden if a.linear_bias else 0)
+                 + (2 * m.head_dim if a.qk_norm else 0) + (m.num_heads if a.softmax_type == "learnable" else 0))
+
+
 def _attention_params(m: ModelSpec, kind: str = "W") -> float:
-    """One attention block's weights (`kind`: a DeepSeek-V4 layer's attention kind, models/dsv4.py)."""
+    """One attention block's parameters (`kind`: a DeepSeek-V4 layer's attention kind, models/dsv4.py)."""
     h = m.hidden
     if m.attention == "dsv4":
         return dsv4.attention_params(m, kind)
@@ -178,28 +200,48 @@ def _attention_params(m: ModelSpec, kind: str = "W") -> float:
         return (_mla_query_weights(m) + h * (m.kv_lora_rank + m.qk_rope_head_dim)
                 + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim) + H * m.v_head_dim * h + m.kv_lora_rank)
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
-    return h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
+    return h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h + _gqa_extra_params(m)
+
+
+def _mlp_bias(m: ModelSpec, ffn: int, width: int) -> int:
+    """An MLP's biases with linear_bias (gpt-oss, modeling_gpt_oss.py GptOssExperts: gate_up_proj_bias of
+    2 x intermediate_size and down_proj_bias of hidden_size per expert): the up (and gate) and the down projection's."""
+    a = m.architecture
+    return (m.glu_factor - 1) * ffn + width if a is not None and a.linear_bias else 0
+
+
+def _router_params(m: ModelSpec) -> int:
+    """One router: its h x experts weight, + a bias per expert with linear_bias (modeling_gpt_oss.py
+    GptOssTopKRouter.bias), + the shared expert's h -> 1 sigmoid gate (shared_expert_gate: modeling_qwen2_moe.py
+    Qwen2MoeSparseMoeBlock.shared_expert_gate = Linear(hidden_size, 1, bias=False); Qwen3-Next and Qwen3.5 MoE inherit
+    it). The correction bias of an aux-loss-free router is a buffer, not a parameter (module docstring)."""
+    a = m.architecture
+    return (m.hidden * m.num_routed_experts + (m.num_routed_experts if a is not None and a.linear_bias else 0)
+            + (m.hidden if a is not None and a.shared_expert_gate and m.num_shared_experts else 0))
 
 
 def param_counts(m: ModelSpec) -> ParamCounts:
     h, g = m.hidden, m.glu_factor
-    per_expert = g * m.expert_width * m.expert_ffn
-    shared_expert = g * h * m.expert_ffn
+    per_expert = g * m.expert_width * m.expert_ffn + _mlp_bias(m, m.expert_ffn, m.expert_width)
+    shared_expert = g * h * m.expert_ffn + _mlp_bias(m, m.expert_ffn, h)
+    dense_mlp = g * h * m.dense_ffn + _mlp_bias(m, m.dense_ffn, h)
     latent_proj = 2 * h * m.moe_latent_size
+    router = _router_params(m) if m.is_moe else 0
     moe_layer = (m.num_routed_experts * per_expert + m.num_shared_experts * shared_expert + latent_proj
-                 + h * m.num_routed_experts + 2 * h + _attention_params(m) + dsv4.hyper_connection_params(m))
+                 + router + 2 * h + _attention_params(m) + dsv4.hyper_connection_params(m))
     mtp_weight_layers = min(m.num_mtp_layers, 1) if m.mtp_shared_weights else m.num_mtp_layers
     # an MTP layer is a MoE layer, or in a dense model a dense one (its MLP of dense_ffn; Megatron-LM core_v0.16.1
     # gpt_builders.py builds it from the last decoder layer's spec), + its h <-> 2h projection and three norms
-    mtp_mlp = 0 if m.is_moe else g * h * m.dense_ffn
+    mtp_mlp = 0 if m.is_moe else dense_mlp
     mtp = mtp_weight_layers * (moe_layer + mtp_mlp + 2 * h * h + 3 * h)
     return ParamCounts(
         attention=(sum(_attention_params(m, kind) for kind in m.csa_pattern) if m.attention == "dsv4"
                    else m.num_attention_layers * _attention_params(m)),
-        dense_mlp=m.num_dense_layers * g * h * m.dense_ffn,
+        dense_mlp=m.num_dense_layers * dense_mlp,
         routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
         shared_experts=m.num_moe_layers * m.num_shared_experts * shared_expert,
-        router=(m.num_moe_layers - m.hash_layers) * h * m.num_routed_experts,
+        # hash-routed layers (DeepSeek-V4) have no router weights
+        router=(m.num_moe_layers - m.hash_layers) * router,
         norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
         embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,

@@ -7,8 +7,9 @@ does not model is refused by name (e.g. a sliding window on every layer, dense l
 MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
 that it would have to approximate (hf_refused.py, each with what it lacks).
 
-Not counted (below 0.1% of any supported model's parameters): attention/expert biases (Qwen2,
-gpt-oss), gpt-oss's attention sinks, DeepSeek's router correction bias.
+Parameters are counted as the transformers modules create them (models/counts.py): Qwen2's and GLM-4.5's QKV
+biases, gpt-oss's attention, expert and router biases and attention sinks, q/k norms, shared-expert gates. The
+aux-loss-free router's correction bias (DeepSeek-V3, GLM-4.5, Nemotron-H) is a buffer there, not a parameter.
 Nemotron-H's MTP layer (num_nextn_predict_layers with mtp_hybrid_override_pattern "*E") is an
 attention + MoE layer, as the planner's MTP layers are.
 """

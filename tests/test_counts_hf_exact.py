@@ -1,0 +1,100 @@
+"""Parameter counts equal, to the parameter, what the Hugging Face transformers module of each architecture creates
+(sum(p.numel() for p in model.parameters()) of XForCausalLM built from the config.json in tests/data/hf/), each
+derived term by term from the modeling source; buffers (the aux-loss-free router's correction bias) are not
+parameters. MTP layers are not built by transformers and are left out of `total` (commbench counts them apart)."""
+
+from pathlib import Path
+
+import pytest
+
+from commbench.planner.models.counts import param_counts
+from commbench.planner.models.zoo import load_model
+
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def _counts(folder: str):
+    return param_counts(load_model(f"hf:{HF / folder}"))
+
+
+def test_qwen3_8b_dense():
+    """transformers modeling_qwen3.py (Qwen3-8B: hidden 4096, 36 layers, 32 heads / 8 KV of 128, intermediate 12288,
+    vocab 151936, untied). Per layer: Qwen3Attention q/k/v/o_proj without bias (attention_bias false) + q_norm and
+    k_norm of head_dim; Qwen3MLP gate/up/down; input_layernorm + post_attention_layernorm. Then embed_tokens,
+    lm_head and the final norm."""
+    h, heads, kv, d, ffn, vocab, layers = 4096, 32, 8, 128, 12288, 151936, 36
+    attention = h * heads * d + 2 * h * kv * d + heads * d * h + 2 * d
+    layer = attention + 3 * h * ffn + 2 * h
+    total = layers * layer + 2 * vocab * h + h
+    assert total == 8_190_735_360
+    assert _counts("Qwen3-8B").total == total
+
+
+def test_qwen3_30b_a3b():
+    """transformers modeling_qwen3_moe.py (hidden 2048, 48 layers, 32 heads / 4 KV of 128, 128 experts of 768,
+    vocab 151936, untied, every layer MoE). Per layer: Qwen3MoeAttention (no bias) + q_norm, k_norm of head_dim;
+    the router Linear(hidden, 128, bias=False); 128 experts of gate/up/down; two norms."""
+    h, heads, kv, d, experts, ffn, vocab, layers = 2048, 32, 4, 128, 128, 768, 151936, 48
+    attention = h * heads * d + 2 * h * kv * d + heads * d * h + 2 * d
+    routed = experts * 3 * h * ffn
+    layer = attention + h * experts + routed + 2 * h
+    total = layers * layer + 2 * vocab * h + h
+    assert total == 30_532_122_624
+    p = _counts("Qwen3-30B-A3B")
+    assert (p.total, p.expert, p.non_expert) == (total, layers * routed, total - layers * routed)
+
+
+def test_gpt_oss_120b():
+    """transformers modeling_gpt_oss.py (hidden 2880, 36 layers, 64 heads / 8 KV of 64, 128 experts of 2880, vocab
+    201088, untied). Per layer: GptOssAttention q/k/v/o_proj with bias (attention_bias true) and sinks (one per head);
+    GptOssTopKRouter weight and bias (one per expert); GptOssExperts gate_up_proj (hidden x 2 intermediate) and its
+    bias (2 intermediate), down_proj (intermediate x hidden) and its bias (hidden), per expert; two norms. The total
+    is the OpenAI model card's 116.83B."""
+    h, heads, kv, d, experts, ffn, vocab, layers = 2880, 64, 8, 64, 128, 2880, 201088, 36
+    q, kvw = heads * d, kv * d
+    attention = (h * q + q) + 2 * (h * kvw + kvw) + (q * h + h) + heads
+    router = experts * h + experts
+    routed = experts * (h * 2 * ffn + 2 * ffn + ffn * h + h)
+    layer = attention + router + routed + 2 * h
+    total = layers * layer + 2 * vocab * h + h
+    assert total == 116_829_156_672
+    p = _counts("gpt-oss-120b")
+    assert (p.total, p.expert, p.non_expert) == (total, layers * routed, total - layers * routed)
+
+
+def test_deepseek_v3():
+    """transformers modeling_deepseek_v3.py (hidden 7168, 61 layers of which the first 3 dense of 18432, 128 heads,
+    q_lora 1536, kv_lora 512, nope 128 / rope 64 / v 128, 256 routed experts + 1 shared of 2048, vocab 129280,
+    untied). DeepseekV3Attention: q_a_proj, q_a_layernorm (q_lora), q_b_proj, kv_a_proj_with_mqa (kv_lora + rope),
+    kv_a_layernorm (kv_lora), kv_b_proj, o_proj, no bias (attention_bias false). DeepseekV3TopkRouter: weight only;
+    its e_score_correction_bias is register_buffer, not a parameter (the released checkpoint also stores those
+    58 x 256 = 14,848 values: 671,026,419,200 tensors' elements). The MTP layer (model.layers.61) is not built
+    (_keys_to_ignore_on_load_unexpected)."""
+    h, heads, ql, kvl, nope, rope, v = 7168, 128, 1536, 512, 128, 64, 128
+    dense, moe_layers, dense_ffn, experts, ffn, vocab = 3, 58, 18432, 256, 2048, 129280
+    attention = (h * ql + ql + ql * heads * (nope + rope) + h * (kvl + rope) + kvl + kvl * heads * (nope + v)
+                 + heads * v * h)
+    routed = experts * 3 * h * ffn
+    moe = h * experts + routed + 3 * h * ffn
+    total = (dense + moe_layers) * (attention + 2 * h) + dense * 3 * h * dense_ffn + moe_layers * moe \
+        + 2 * vocab * h + h
+    assert total == 671_026_404_352
+    assert total + moe_layers * experts == 671_026_419_200
+    p = _counts("DeepSeek-V3")
+    assert (p.total, p.routed_experts) == (total, moe_layers * routed)   # p.expert adds the MTP layer's
+
+
+@pytest.mark.parametrize("folder, total", [
+    # transformers modeling_qwen2.py: q/k/v_proj bias=True, o_proj none
+    ("Qwen2.5-7B", 7_615_616_512),
+    # modeling_qwen2_moe.py: the QKV biases and Qwen2MoeSparseMoeBlock.shared_expert_gate Linear(hidden, 1, bias=False)
+    ("Qwen1.5-MoE-A2.7B", 14_315_784_192), ("Qwen2-57B-A14B", 57_408_658_944),
+    # modeling_glm4_moe.py: q/k/v bias=attention_bias, q_norm / k_norm with use_qk_norm (GLM-4.5 only), router buffer
+    ("GLM-4.5-Air", 106_852_245_504), ("GLM-4.5", 352_797_814_784),
+    # modeling_qwen3_next.py / modeling_qwen3_5.py: gated q_proj, q/k norms, the shared expert's gate
+    ("Qwen3-Next-80B-A3B-Instruct", 79_674_391_296), ("Qwen3.5-35B-A3B", 34_660_610_688),
+    ("Qwen3.5-27B", 26_895_998_464),
+])
+def test_the_other_biased_and_normed_models_count_their_hf_parameters(folder, total):
+    """The totals of the same term-by-term derivation (Qwen3-Next's is also its safetensors' weight count)."""
+    assert _counts(folder).total == total
