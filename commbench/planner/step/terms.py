@@ -17,7 +17,12 @@ Terms (why each exists):
   datasheet peak = 0.534 at GB200's power-limited rate (kernels.sustained_tensor_fraction 0.956), so
   0.559 of the sustained rate (NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization/
   deepseek-v3-gb200-optimization.md, section 1 item 3). Shape (few tokens per expert) is the roofline
-  term of gemm_shape.py.
+  term of gemm_shape.py. The bf16 one held at that anchor (planner_calibration.py --fit --hold
+  grouped_gemm_efficiency=0.534, session 20) is worse on every held-out table than the FIT_START fit (GB300
+  7.3% -> 8.7%, leave-one-release-out 26.02 5.6% -> 6.6%, leave-one-GPU-out MoE 6.4% -> 7.0%; in-sample
+  3.3% -> 5.0%) and puts attention_efficiency and moe_sync_s at bounds: most bf16 MoE rows are gpt-oss-120b's,
+  which fit at the fitted value, while DeepSeek-V3 and Qwen3-235B-A22B in bf16 on GB200 / GB300 (25.11) are
+  predicted 14-28% slow at it; no published bf16 grouped-GEMM throughput separates the two.
 - attention_efficiency: the flash-attention core's tensor-core work as a fraction of the peak of
   its precision (bf16, or fp8 with fp8_attention); the exp (SFU) side is hardware.toml's rate.
 - hbm_efficiency: achieved fraction of HBM bandwidth by the memory-bound kernels.
