@@ -51,7 +51,8 @@ from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
 from commbench.planner.layout.spec import LayoutArrays
 from commbench.planner.step.evaluate import evaluate_layouts
-from commbench.planner.step.terms import CALIBRATED, MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_MEDIAN_ABS_ERROR
+from commbench.planner.step.terms import (CALIBRATED, MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR,
+                                         MODEL_MEDIAN_ABS_ERROR)
 
 HELD_OUT = Path(__file__).parent / "data" / "heldout-gb300-runs.json"
 NEWER = Path(__file__).parent / "data" / "newer-release-runs.json"
@@ -171,6 +172,12 @@ def summary(rows: list[dict], title: str) -> dict[str, tuple[float, float]]:
             print(f"  without those {len(beaten)}: {len(kept)} layouts, median rank {rank:.0f}, "
                   f"predicted gain within the band for {within * 100:.0f}% (as published; a diagnostic, not the bar)")
     ranked = [r for r in rows if r.get("gain") is not None]
+    if ranked:   # the wider band plan also states: 4 in 5 measured gain errors are below it
+        within = np.mean([r["gain"] <= MODEL_GAIN_P80_ABS_ERROR["moe" if r["run"].model.is_moe else "dense"]
+                          for r in ranked])
+        print(f"  within the 80th percentile of the gain error instead (MODEL_GAIN_P80_ABS_ERROR: MoE "
+              f"{MODEL_GAIN_P80_ABS_ERROR['moe'] * 100:.1f}%, dense {MODEL_GAIN_P80_ABS_ERROR['dense'] * 100:.1f}%): "
+              f"{within * 100:.0f}% (as published; a diagnostic, not the bar)")
     if ranked:   # the band stated before the gain's own error was measured: one throughput's
         within = np.mean([r["gain"] <= MODEL_MEDIAN_ABS_ERROR["moe" if r["run"].model.is_moe else "dense"]
                           for r in ranked])

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commbench.planner.calibrate.gain_error import GainError, layout_pair_errors, median_gain_error
+from commbench.planner.calibrate.gain_error import GainError, gain_error_quantile, layout_pair_errors, median_gain_error
 from commbench.planner.calibrate.published import published_runs
-from commbench.planner.step.terms import MODEL_GAIN_MEDIAN_ABS_ERROR
+from commbench.planner.step.terms import MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR
 
 TABLES = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 
@@ -52,5 +52,16 @@ def test_the_stated_gain_band_is_what_the_shipped_tables_measure():
     pairs = layout_pair_errors(runs)
     assert sum(q.moe for q in pairs) >= 30 and sum(not q.moe for q in pairs) >= 5
     measured = median_gain_error(pairs)
+    p80 = gain_error_quantile(pairs, 0.8)
     for family in ("moe", "dense"):
         assert MODEL_GAIN_MEDIAN_ABS_ERROR[family] == pytest.approx(measured[family], abs=0.0015), family
+        assert MODEL_GAIN_P80_ABS_ERROR[family] == pytest.approx(p80[family], abs=0.0015), family
+        assert MODEL_GAIN_P80_ABS_ERROR[family] >= MODEL_GAIN_MEDIAN_ABS_ERROR[family]
+
+
+def test_a_quantile_of_the_gain_error_is_per_family_and_the_median_is_its_half():
+    pairs = [GainError(error=e, moe=True, model="m", releases=("a", "b")) for e in (0.1, 0.2, 0.3, 0.4, 0.5)]
+    pairs += [GainError(error=0.05, moe=False, model="d", releases=("a", "b"))]
+    assert gain_error_quantile(pairs, 0.8)["moe"] == pytest.approx(0.42)
+    assert gain_error_quantile(pairs, 0.8)["dense"] == pytest.approx(0.05)
+    assert median_gain_error(pairs) == gain_error_quantile(pairs, 0.5)

@@ -37,6 +37,25 @@ def test_pinned_plan_names_the_best_its_rank_gap_and_term_differences():
     flat = " ".join(text.split())   # the console wraps long lines where it likes
     assert f"({v['structure_rank']:,} of {v['num_fitting_structures']:,} distinct structures" in flat
     assert "Per step, this layout vs the best: " in flat and "compute +" in flat
+    # the best's gain over it, set against the model's measured gain errors (median, 80th percentile)
+    assert v["best_gain_pct"] == pytest.approx(100 * (v["best_tokens_per_s_per_gpu"] / v["pinned_tokens_per_s_per_gpu"] - 1))
+    assert v["gain_error_family"] == "moe" and v["gain_error_median_pct"] < v["gain_error_p80_pct"]
+    assert f"The best is predicted {v['best_gain_pct']:+.1f}% over this layout" in flat
+
+
+@pytest.mark.parametrize("gain, verdict", [(0.0, "best"), (0.05, "tie"), (0.15, "likely"), (0.5, "beyond_p80")])
+def test_the_best_gain_is_read_against_the_measured_gain_errors(gain, verdict):
+    """A predicted gain within the median error is a tie, past it but within the 80th percentile 'likely', past that
+    beyond 4 in 5 of the model's errors; the line says what to do and never calls the gain measured."""
+    from commbench.planner.search.pinned_gap import gain_verdict, gain_verdict_line
+    from commbench.planner.step.terms import MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR
+    assert MODEL_GAIN_MEDIAN_ABS_ERROR["moe"] < 0.15 < MODEL_GAIN_P80_ABS_ERROR["moe"] < 0.5
+    v = gain_verdict(gain, moe=True)
+    assert v["gain_verdict"] == verdict
+    line = gain_verdict_line(v)
+    assert ("searched best" in line) == (verdict == "best")
+    assert "measure" in line or verdict == "best"
+    assert "measured gain" not in line
 
 
 def test_the_searched_winner_pinned_ranks_first():

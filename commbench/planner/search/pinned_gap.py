@@ -73,7 +73,36 @@ def versus_best(result: SearchResult, pinned_bd, i: int = 0) -> dict:
             "num_fitting": int(result.num_fit),
             "structure_rank": structure_rank_of(result, tok) if room_ok else None,
             "num_fitting_structures": int(len(result.fitting_structures_desc)),
-            "term_deltas_s": [{"term": label, "key": key, "delta_s": d} for label, key, d in deltas if abs(d) > 1e-4]}
+            "term_deltas_s": [{"term": label, "key": key, "delta_s": d} for label, key, d in deltas if abs(d) > 1e-4],
+            **gain_verdict(best_tok / tok - 1.0 if tok > 0 else float("inf"), result.request.model.is_moe)}
+
+
+def gain_verdict(gain: float, moe: bool) -> dict:
+    """The best's predicted gain over a layout against the model's MEASURED error of a predicted gain
+    (step.terms.MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR; calibrate/gain_error.py): "best" when the
+    layout is the best, "tie" within the median error, "likely" beyond it but within the 80th percentile,
+    "beyond_p80" past that."""
+    from commbench.planner.step.terms import MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR
+    family = "moe" if moe else "dense"
+    median, p80 = MODEL_GAIN_MEDIAN_ABS_ERROR[family], MODEL_GAIN_P80_ABS_ERROR[family]
+    verdict = ("best" if gain <= 1e-9 else "tie" if gain <= median else "likely" if gain <= p80 else "beyond_p80")
+    return {"best_gain_pct": 100.0 * gain, "gain_error_family": family, "gain_error_median_pct": 100.0 * median,
+            "gain_error_p80_pct": 100.0 * p80, "gain_verdict": verdict}
+
+
+def gain_verdict_line(v: dict) -> str:
+    """What the best's predicted gain over the pinned layout is worth, given the model's measured gain errors."""
+    if v["gain_verdict"] == "best":
+        return "This layout is the searched best (predicted)."
+    family = "MoE" if v["gain_error_family"] == "moe" else "dense"
+    errors = (f"a predicted gain between two published {family} layouts of one run errs by {v['gain_error_median_pct']:.1f}% "
+              f"at the median, by less than {v['gain_error_p80_pct']:.1f}% in 4 of 5 pairs")
+    gain = f"The best is predicted {v['best_gain_pct']:+.1f}% over this layout"
+    if v["gain_verdict"] == "tie":
+        return f"{gain}: a tie ({errors}); measure (verify-plan) before switching for it."
+    if v["gain_verdict"] == "likely":
+        return f"{gain}: beyond the median error, within the 4-in-5 one ({errors}); measure both (verify-plan) first."
+    return f"{gain}: beyond 4 in 5 of the model's errors ({errors}); still predicted: measure before switching."
 
 
 def _fields(layout: Layout) -> dict:
@@ -94,7 +123,9 @@ def versus_best_lines(v: dict) -> list[str]:
                      f" (step {v['pinned_step_s']:.3f} s vs {v['best_step_s']:.3f} s).")
     else:
         lines.append("Per step it matches the best term by term.")
+    if "gain_verdict" in v:
+        lines.append(gain_verdict_line(v))
     return lines
 
 
-__all__ = ["defaults_taken", "defaults_line", "versus_best", "versus_best_lines"]
+__all__ = ["defaults_taken", "defaults_line", "gain_verdict", "gain_verdict_line", "versus_best", "versus_best_lines"]
