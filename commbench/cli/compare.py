@@ -108,6 +108,11 @@ def statistic_line(result) -> str:
     if any(name in TAIL_STATISTICS for name in names):
         text += (" (the low tail of the per-iteration times: on a shared host it moves far less between runs "
                  "than the median, which is shown beside it, not judged)")
+    if result.trimmed:
+        counts = sorted(set(result.trimmed.values()))
+        text += (f"; {len(result.trimmed)} point(s) measured with different iteration counts in the files: their "
+                 f"tail over the first {', '.join(map(str, counts))} iteration(s) of each record, as many on every "
+                 "side (the fastest of more iterations is faster by chance)")
     return text
 
 
