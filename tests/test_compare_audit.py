@@ -30,3 +30,20 @@ def test_the_fastest_iteration_is_compared_over_as_many_iterations_on_both_sides
     assert not slower.passed and slower.regressed_collectives == ["all_reduce"]
     equal = compare(_run(rng, "a", 30), _run(rng, "b", 30), max_regression=0.1)
     assert equal.trimmed == {}
+
+
+def test_a_point_that_failed_in_a_run_fails_even_beside_a_good_copy_of_it_in_that_run():
+    """A run of NEW holding a point twice (its records appended twice, one copy failed or wrong) kept the first
+    copy only: a good first copy hid the failure and the gate passed. The failed copy now decides."""
+    import dataclasses
+
+    rng = np.random.default_rng(1)
+    base, new = _run(rng, "b", 30), _run(rng, "n", 30)
+    failed = dataclasses.replace(new[3], status="failed", error="NCCL error: unhandled system error",
+                                 time_us_median=None, time_us_mean=None, time_us_min=None, time_us_max=None,
+                                 iter_times_us=[], loop_time_us={}, algbw_gbps=None, busbw_gbps=None, num_wrong=None)
+    wrong = dataclasses.replace(new[5], num_wrong=3)
+    result = compare(base, [*new, failed, wrong], max_regression=0.1)
+    assert not result.passed
+    assert {p.verdict for p in result.regressions} == {"newly failed", "newly wrong"}
+    assert compare(base, [*new, *new], max_regression=0.1).passed  # good copies only: as before

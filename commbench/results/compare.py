@@ -242,10 +242,14 @@ def check_present(statistic: str, records: list[Measurement], side: str) -> None
 
 
 def split_runs(records: Iterable[Measurement]) -> list[dict[tuple, Measurement]]:
-    """The runs of a file in order of appearance (by run_id), each {point key: record}."""
+    """The runs of a file in order of appearance (by run_id), each {point key: record}. A run holding a point
+    twice keeps its first record, or the first failed or wrong one: a failure of the point in that run is never
+    hidden behind a good copy (a file concatenated with its own run's records, say)."""
     runs: dict[str, dict[tuple, Measurement]] = {}
     for m in records:
-        runs.setdefault(m.run_id, {}).setdefault(match_key(m), m)
+        run, key = runs.setdefault(m.run_id, {}), match_key(m)
+        if key not in run or (is_bad(m) and not is_bad(run[key])):
+            run[key] = m
     return list(runs.values())
 
 
