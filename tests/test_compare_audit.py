@@ -47,3 +47,33 @@ def test_a_point_that_failed_in_a_run_fails_even_beside_a_good_copy_of_it_in_tha
     assert not result.passed
     assert {p.verdict for p in result.regressions} == {"newly failed", "newly wrong"}
     assert compare(base, [*new, *new], max_regression=0.1).passed  # good copies only: as before
+
+
+def test_a_line_of_the_new_file_that_cannot_be_read_fails_the_gate_even_with_allow_missing(tmp_path):
+    """A record the reader refuses (a NaN, zero or negative time; a status this version does not know) was
+    skipped with a warning and its point counted as missing, which --allow-missing passed: a failed point could
+    pass unseen. Now such a line fails the gate (exit 1) with or without --allow-missing, in the --json
+    document too; a clean file still passes."""
+    import json
+    import pathlib
+    import re
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from tests.test_compare import write
+
+    rng = np.random.default_rng(2)
+    base = write(tmp_path / "b.jsonl", _run(rng, "b", 30))
+    new = write(tmp_path / "n.jsonl", _run(rng, "n", 30))
+    assert CliRunner().invoke(app, ["compare", base, new, "--allow-missing"]).exit_code == 0
+    lines = pathlib.Path(new).read_text().splitlines()
+    lines[4] = re.sub(r'"status": ?"ok"', '"status":"timeout"', lines[4])
+    pathlib.Path(new).write_text("\n".join(lines) + "\n")
+    for args in ((), ("--allow-missing",)):
+        result = CliRunner().invoke(app, ["compare", base, new, *args])
+        assert result.exit_code == 1 and "could not be read" in result.output, result.output
+    result = CliRunner().invoke(app, ["compare", base, new, "--allow-missing", "--json"])
+    assert result.exit_code == 1
+    document = result.stdout[result.stdout.index("{"):result.stdout.rindex("}") + 1]
+    assert json.loads(document)["passed"] is False
