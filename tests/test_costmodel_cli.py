@@ -130,6 +130,23 @@ def test_fit_on_a_preset_refuses_results_not_measured_with_nccl_on_its_gpu(tmp_p
     assert not (tmp_path / "f.json").exists()
 
 
+@pytest.mark.parametrize("device, system", [("NVIDIA GB200", "b200-hgx"), ("NVIDIA GH200 480GB", "h200-hgx"),
+                                            ("NVIDIA GB300", "b300-hgx")])
+def test_fit_on_a_preset_refuses_a_gpu_whose_name_only_contains_the_presets(tmp_path, device, system):
+    """'b200' is a substring of 'NVIDIA GB200' (and 'h200' of GH200, 'b300' of GB300): GB200 NVL72 curves replaced
+    b200-hgx's (and tune planned on them as measured). The preset's GPU must be the device's model, not a part
+    of another model's name."""
+    from commbench.costmodel.profile import device_is_gpu
+
+    results = tmp_path / "r.jsonl"
+    _write_sweep(results, "all_reduce", 8, 30e-6, 300e9, backend="nccl", device=device)
+    result = _invoke("fit", str(results), "--system", system, "-O", str(tmp_path / "f.json"))
+    assert result.exit_code == 2 and f"--system='{system}' is invalid" in result.output, result.output
+    assert not (tmp_path / "f.json").exists()
+    assert device_is_gpu("NVIDIA B200", "b200") and device_is_gpu("NVIDIA H100 80GB HBM3", "h100")
+    assert device_is_gpu("NVIDIA GB200", "gb200") and not device_is_gpu("NVIDIA H1000", "h100")
+
+
 def test_predict_names_nccls_algorithm_and_protocol_per_size_and_can_force_them():
     result = _invoke("predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "-b", "1K", "-e", "8G", "-f", "64")
     assert result.exit_code == 0, result.output

@@ -472,6 +472,39 @@ def test_results_of_different_nccl_versions_or_hosts_are_refused_in_one_line(tmp
     assert result.exit_code == 0, result.output
 
 
+def test_results_measured_under_other_nccl_settings_are_refused_but_the_tuning_axes_and_logging_may_differ(tmp_path):
+    """NCCL's default measured with NCCL_NVLS_ENABLE=0 exported (NVLS off: a slower default) and a ring/LL run
+    without it: the 'win' is the missing NVLS, and the rule would force ring/LL where NCCL picks NVLS. Refused
+    in one line naming the runs; the combinations' own NCCL_ALGO/NCCL_PROTO/NCCL_*_NCHANNELS and NCCL_DEBUG
+    differ in every real tuning sweep and are fine."""
+    import dataclasses
+
+    def write(name, runs):
+        path = tmp_path / name
+        with JsonlWriter(path) as writer:
+            for header, combo, time_us in runs:
+                writer.write(header)
+                for size in (1024, 4096):
+                    writer.write(_record(header.run_id, size, combo, time_us, world=header.world_size))
+        return str(path)
+
+    conf = str(tmp_path / "c.conf")
+    handicapped = write("nvls-off.jsonl", [
+        (dataclasses.replace(_header("base", ["h"] * 4), nccl_env={"NCCL_NVLS_ENABLE": "0"}), DEFAULT, 40.0),
+        (dataclasses.replace(_header("tuned", ["h"] * 4), nccl_env={**RING_LL.env()}), RING_LL, 10.0)])
+    result = CliRunner().invoke(app, ["nccl-tuner", handicapped, "-O", conf])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "NCCL_* environments" in result.output and "NCCL_NVLS_ENABLE=0: run base" in result.output
+    assert len(result.output.splitlines()) == 1
+    same = write("same.jsonl", [
+        (dataclasses.replace(_header("base", ["h"] * 4), nccl_env={"NCCL_IB_HCA": "mlx5", "NCCL_DEBUG": "INFO"}),
+         DEFAULT, 40.0),
+        (dataclasses.replace(_header("tuned", ["h"] * 4), nccl_env={"NCCL_IB_HCA": "mlx5", **RING_LL.env()}),
+         RING_LL, 10.0)])
+    result = CliRunner().invoke(app, ["nccl-tuner", same, "-O", conf])
+    assert result.exit_code == 0 and "ring,ll,16" in open(conf).read(), result.output
+
+
 def test_a_winner_stops_at_its_measured_size_towards_a_size_where_nccl_default_was_kept(tmp_path):
     """ring/ll/16 beat NCCL at 4 KiB and did not at 64 KiB: nothing says it still does at 30 KiB, so from 4 KiB up
     to 64 KiB NCCL decides (commbench's plugin); towards another winner the midpoint stands."""

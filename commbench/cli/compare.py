@@ -27,10 +27,14 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
           "slower (within noise)": "yellow"}
 
 
-def read_measurements(path: str):
+def read_measurements(path: str, unreadable: list | None = None):
+    """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
+    `unreadable`, appended to it as "line N (reason)")."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
+        if unreadable is not None:
+            unreadable.append(f"line {number} ({reason})")
 
     records = read_records([path], on_bad_line=bad_line)
     note_resumed_elsewhere(path, records)
@@ -108,6 +112,11 @@ def statistic_line(result) -> str:
     if any(name in TAIL_STATISTICS for name in names):
         text += (" (the low tail of the per-iteration times: on a shared host it moves far less between runs "
                  "than the median, which is shown beside it, not judged)")
+    if result.trimmed:
+        counts = sorted(set(result.trimmed.values()))
+        text += (f"; {len(result.trimmed)} point(s) measured with different iteration counts in the files: their "
+                 f"tail over the first {', '.join(map(str, counts))} iteration(s) of each record, as many on every "
+                 "side (the fastest of more iterations is faster by chance)")
     return text
 
 
@@ -144,11 +153,12 @@ def point_identity(key: tuple) -> dict:
             "num_groups": num_groups, "params": json.loads(params)}
 
 
-def comparison_document(result, base: str, new: str) -> dict:
-    """`compare --json`: every matched point with its verdict; ratios are new/base of measured times."""
+def comparison_document(result, base: str, new: str, *, unreadable: int = 0) -> dict:
+    """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
+    `unreadable`: lines of NEW that could not be read (the gate fails on them)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
-            "max_regression": result.max_regression, "passed": result.passed,
+            "max_regression": result.max_regression, "passed": result.passed and not unreadable,
             "points": [{"collective": p.collective, **point_identity(p.key), "point": p.label, "statistic": p.statistic,
                         "base_time_us": p.base_us, "new_time_us": p.new_us, "ratio": p.ratio,
                         "ratio_low": p.ratio_low, "ratio_high": p.ratio_high, "median_ratio": p.median_ratio,
@@ -184,11 +194,12 @@ def compare_cmd(
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
     NEW is judged on its own and all together."""
     threshold = parse_threshold(max_regression)
-    result = compare(read_measurements(base), read_measurements(new), max_regression=threshold,
+    unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
+    result = compare(read_measurements(base), read_measurements(new, unreadable), max_regression=threshold,
                      statistic=check_statistic(statistic), history=read_history(history) if history else (),
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked)
     if as_json:
-        console.print_json(json.dumps(comparison_document(result, base, new)))
+        console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable))))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)
@@ -226,7 +237,7 @@ def compare_cmd(
                           highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
-    if not result.passed:
+    if not result.passed or unreadable:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
         parts = [f"{name} slower as a whole: geomean x{result.geomean_by_collective[name]:.2f} beyond "
@@ -245,6 +256,9 @@ def compare_cmd(
         if result.unchecked and not allow_unchecked:
             parts.append(f"{len(result.unchecked)} point run(s) of the new file measured without the data check "
                          f"(-c 0) where the base checked (first: {result.unchecked[0]}); --allow-unchecked permits that")
+        if unreadable:
+            parts.append(f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): what "
+                         "they held (a failed or wrong point, say) is unknown; --allow-missing does not permit that")
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)

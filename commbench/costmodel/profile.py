@@ -203,6 +203,17 @@ def _run_text(header) -> str:
 NCCL_BACKENDS = ("nccl", "cupy-nccl")
 
 
+def device_is_gpu(device: str, gpu: str) -> bool:
+    """Whether a device name (as torch reports it, e.g. "NVIDIA H100 80GB HBM3") is the preset's GPU model
+    (e.g. "h100"): the model as a name of its own, not a part of another model's ("NVIDIA GB200" is no B200,
+    "NVIDIA GH200 480GB" no H200, "NVIDIA GB300" no B300). An empty `gpu` (a fabric without one) is any device."""
+    import re
+
+    if not gpu:
+        return True
+    return re.search(rf"(?<![a-z0-9]){re.escape(gpu.lower())}(?![0-9])", device.lower()) is not None
+
+
 def check_on_base(points: list, runs: dict, base: Fabric) -> None:
     """Refuse to replace a preset's curves with results not measured with NCCL on the preset's GPU (gloo on CPU
     ranks measures TCP and memory copies, never NVLink or the NIC: a gb300 plan would run on them)."""
@@ -212,7 +223,7 @@ def check_on_base(points: list, runs: dict, base: Fabric) -> None:
     used = {m.run_id: m.backend for m in points if m.status == "ok"}
     devices = {r: sorted(set(runs[r].devices)) if r in runs else [] for r in used}  # no header: devices unknown
     off = {r: f"{backend} on {', '.join(devices[r]) or 'unknown devices'}" for r, backend in used.items()
-           if backend not in NCCL_BACKENDS or any(gpu.lower() not in d.lower() for d in devices[r])}
+           if backend not in NCCL_BACKENDS or not all(device_is_gpu(d, gpu) for d in devices[r])}
     if off:
         first = sorted(off)[0]
         raise invalid("--system", base.name, f"the results were measured with {off[first]} (run {first}"

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.errors import CommbenchError
-from commbench.results.compare import (GATE_STATISTICS, Comparison, CollectiveShift, PointComparison, bad_reason,
-                                       choose_statistic, gate_time_us, is_bad, is_unchecked, log_table, point_label,
-                                       record_within_sd)
+from commbench.results.compare import (GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS, Comparison,
+                                       CollectiveShift, PointComparison, bad_reason, choose_statistic, gate_time_us,
+                                       is_bad, is_unchecked, log_table, point_label, record_within_sd)
 from commbench.results.alpha_split import AlphaSplit
 from commbench.results.noise import RunToRun, estimate_run_to_run, pair_scatter, t_quantile
 
@@ -174,6 +174,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                 for side in ([m for b, _ in both for m in b], [m for _, n in both for m in n])]
         raise CommbenchError(f"no point has a time statistic both files hold (base: {held[0]}; new: {held[1]}): "
                              "nothing can be compared; nccl-tests logs need the same -a mode")
+    base_runs, new_runs, hist_runs, trimmed = _same_sample_counts(stats, base_runs, new_runs, hist_runs)
     bt, nt, ht = (log_table(runs, stats) for runs in (base_runs, new_runs, hist_runs))
     collective_of = {k: first[k].collective for k in stats}
     # the run shift from baseline runs only (a slow run of NEW is the news); the points' scatter from NEW's too
@@ -229,7 +230,31 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                       quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new,
-                      unchecked=unchecked, allow_unchecked=allow_unchecked)
+                      unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed)
+
+
+def _same_sample_counts(stats: dict, base_runs, new_runs, hist_runs):
+    """The runs with a tail statistic (the fastest / 10th percentile of the iterations) taken over the same
+    number of iterations on every side: the fastest of 200 iterations is faster by chance than the fastest of
+    20, so a NEW measured with fewer iterations looked slower (and one with more hid a slowdown). Where the
+    records of a point hold different numbers of samples, each keeps its first n (loop order: what a run of n
+    iterations measures), n the fewest any of them holds. Returns the runs and {key: n} of the points trimmed."""
+    counts: dict = {}
+    for runs in (base_runs, new_runs, hist_runs):
+        for run in runs:
+            for key, m in run.items():
+                if stats.get(key) in TAIL_STATISTICS and len(m.iter_times_us) >= MIN_SAMPLES_FOR_TAIL:
+                    counts.setdefault(key, set()).add(len(m.iter_times_us))
+    common = {key: min(found) for key, found in counts.items() if len(found) > 1}
+    if not common:
+        return base_runs, new_runs, hist_runs, {}
+
+    def trim(runs):
+        return [{key: dataclasses.replace(m, iter_times_us=list(m.iter_times_us[:common[key]]))
+                 if key in common and len(m.iter_times_us) > common[key] else m for key, m in run.items()}
+                for run in runs]
+
+    return trim(base_runs), trim(new_runs), trim(hist_runs), common
 
 
 def _with_their_collective(points, collective_regressed, threshold) -> list[PointComparison]:

@@ -56,10 +56,26 @@ def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
     return cells, uncovered, switch_backs(cells, points, statistic)
 
 
+# NCCL_* variables that never set how fast a collective runs, or that a combination sets itself (its axes)
+_NOT_SETTINGS = ("NCCL_DEBUG", "NCCL_TUNER_CONFIG_FILE")
+
+
+def setting_environment(nccl_env: dict) -> str:
+    """A run's NCCL_* settings other than the tuning axes a combination sets in its own processes
+    (NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS) and logging (NCCL_DEBUG*): what else made NCCL run as it did."""
+    from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
+
+    kept = sorted(f"{key}={value}" for key, value in nccl_env.items()
+                  if key not in TUNED_ENV_KEYS and not key.startswith(_NOT_SETTINGS))
+    return ", ".join(kept) or "no other NCCL_* setting"
+
+
 def check_one_system(records: list, points: list[TunedPoint]) -> None:
-    """Refuse results whose runs differ in NCCL version or GPU models, or, at one scale (collective, nNodes,
-    nRanks), in hosts: a cell would compare NCCL's default measured by one with a winner measured by another,
-    and the rule could be slower than NCCL's real choice. Only the runs that give points count."""
+    """Refuse results whose runs differ in NCCL version, NCCL_* settings other than the tuning axes (a baseline
+    measured with NCCL_NVLS_ENABLE=0 or NCCL_P2P_DISABLE=1 is not NCCL's default where the rules apply) or GPU
+    models, or, at one scale (collective, nNodes, nRanks), in hosts: a cell would compare NCCL's default
+    measured by one with a winner measured by another, and the rule could be slower than NCCL's real choice.
+    Only the runs that give points count."""
     from commbench.results.records import RunHeader, mixed_runs_text
 
     used = {p.run_id for p in points}
@@ -73,6 +89,7 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
                                  "per NCCL version and system, from the results measured with it")
 
     check("NCCL versions", {run_id: f"NCCL {h.nccl_version or 'unknown'}" for run_id, h in runs.items()})
+    check("NCCL_* environments", {run_id: setting_environment(h.nccl_env) for run_id, h in runs.items()})
     check("GPU models", {run_id: ", ".join(sorted(set(h.devices))) or "devices unknown" for run_id, h in runs.items()})
     for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
         check(f"hosts for {scale[0]} on {scale[1]} node(s), {scale[2]} rank(s)",

@@ -45,8 +45,10 @@ def coverage(results_paths: list[str], target: Fabric) -> Coverage:
     hdrs, points = headers(records), measurements(records)
     backends = sorted({h.backend for h in hdrs} | {m.backend for m in points})
     devices = tuple(sorted({d for h in hdrs for d in h.devices}))
+    from commbench.costmodel.profile import device_is_gpu
+
     gpu = target.gpu.name if target.gpu is not None else ""
-    on_target = backends == ["nccl"] and bool(devices) and all(gpu.lower() in d.lower() for d in devices)
+    on_target = backends == ["nccl"] and bool(devices) and all(device_is_gpu(d, gpu) for d in devices)
     reasons = []
     if not on_target:
         reasons.append(f"measured with backend {', '.join(backends) or 'none'} on {', '.join(devices) or 'unknown devices'}, "

@@ -1,0 +1,79 @@
+"""compare audit: cases a CI gate meets that the other compare tests do not build (see each test)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.results.compare import compare
+from tests.test_compare import record
+
+SIZES = tuple(1 << k for k in range(6, 18))  # 12 points
+
+
+def _run(rng, prefix, iters, factor=1.0, sd=0.15):
+    """One run: every point's per-iteration times drawn from one log-normal (sd `sd`), x `factor`."""
+    return [record(size, (50 + size / 1000) * factor * np.exp(rng.normal(0, sd, iters)), run_id=prefix)
+            for size in SIZES]
+
+
+def test_the_fastest_iteration_is_compared_over_as_many_iterations_on_both_sides():
+    """The gate judges the fastest iteration (auto: min): the fastest of 400 draws is ~15% below the fastest of
+    20 from the same distribution (log sd 0.15). Unchanged code measured with -n 20 against a -n 400 baseline
+    failed as a regression (x1.14), and a -n 400 run hid a 25% slowdown against a -n 20 baseline (x1.04). Now the tail is taken over the
+    first n iterations of each record, n the fewest on any side, and said."""
+    rng = np.random.default_rng(5)
+    long, short = _run(rng, "long", 400), _run(rng, "short", 20)
+    same = compare(long, short, max_regression=0.1)
+    assert same.passed, [(p.label, p.ratio, p.verdict) for p in same.regressions] + same.regressed_collectives
+    assert set(same.trimmed.values()) == {20} and len(same.trimmed) == len(SIZES)
+    slower = compare(_run(rng, "base", 20), _run(rng, "new", 400, factor=1.25), max_regression=0.1)
+    assert not slower.passed and slower.regressed_collectives == ["all_reduce"]
+    equal = compare(_run(rng, "a", 30), _run(rng, "b", 30), max_regression=0.1)
+    assert equal.trimmed == {}
+
+
+def test_a_point_that_failed_in_a_run_fails_even_beside_a_good_copy_of_it_in_that_run():
+    """A run of NEW holding a point twice (its records appended twice, one copy failed or wrong) kept the first
+    copy only: a good first copy hid the failure and the gate passed. The failed copy now decides."""
+    import dataclasses
+
+    rng = np.random.default_rng(1)
+    base, new = _run(rng, "b", 30), _run(rng, "n", 30)
+    failed = dataclasses.replace(new[3], status="failed", error="NCCL error: unhandled system error",
+                                 time_us_median=None, time_us_mean=None, time_us_min=None, time_us_max=None,
+                                 iter_times_us=[], loop_time_us={}, algbw_gbps=None, busbw_gbps=None, num_wrong=None)
+    wrong = dataclasses.replace(new[5], num_wrong=3)
+    result = compare(base, [*new, failed, wrong], max_regression=0.1)
+    assert not result.passed
+    assert {p.verdict for p in result.regressions} == {"newly failed", "newly wrong"}
+    assert compare(base, [*new, *new], max_regression=0.1).passed  # good copies only: as before
+
+
+def test_a_line_of_the_new_file_that_cannot_be_read_fails_the_gate_even_with_allow_missing(tmp_path):
+    """A record the reader refuses (a NaN, zero or negative time; a status this version does not know) was
+    skipped with a warning and its point counted as missing, which --allow-missing passed: a failed point could
+    pass unseen. Now such a line fails the gate (exit 1) with or without --allow-missing, in the --json
+    document too; a clean file still passes."""
+    import json
+    import pathlib
+    import re
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from tests.test_compare import write
+
+    rng = np.random.default_rng(2)
+    base = write(tmp_path / "b.jsonl", _run(rng, "b", 30))
+    new = write(tmp_path / "n.jsonl", _run(rng, "n", 30))
+    assert CliRunner().invoke(app, ["compare", base, new, "--allow-missing"]).exit_code == 0
+    lines = pathlib.Path(new).read_text().splitlines()
+    lines[4] = re.sub(r'"status": ?"ok"', '"status":"timeout"', lines[4])
+    pathlib.Path(new).write_text("\n".join(lines) + "\n")
+    for args in ((), ("--allow-missing",)):
+        result = CliRunner().invoke(app, ["compare", base, new, *args])
+        assert result.exit_code == 1 and "could not be read" in result.output, result.output
+    result = CliRunner().invoke(app, ["compare", base, new, "--allow-missing", "--json"])
+    assert result.exit_code == 1
+    document = result.stdout[result.stdout.index("{"):result.stdout.rindex("}") + 1]
+    assert json.loads(document)["passed"] is False
