@@ -114,7 +114,7 @@ def bench(
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     output = renamed(output, old_output, old="--output", new="-O/--out")
-    if racks is not None and not racks.strip().isdigit():  # the old meaning: a rank list
+    if racks is not None and not racks.strip().isdecimal():  # the old meaning: a rank list
         rack_ranks, racks = renamed(rack_ranks, racks, old="--racks with a rank list", new="--rack-ranks"), None
     elif racks is not None and rack_ranks is not None:
         raise CommbenchError("--racks and --rack-ranks conflict: give one way to describe racks")

@@ -60,7 +60,7 @@ def _whole(log: str, key: str, value: Any, minimum: int = 1) -> int:
         number = value
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) < 20:
+    elif isinstance(value, str) and value.strip().lstrip("-").isdecimal() and len(value.strip()) < 20:
         number = int(value.strip())
     if number is None or not minimum <= number <= MAX_LOG_COUNT:
         raise CommbenchError(f"{log}: {key}={value!r} is invalid: a whole number from {minimum} to {MAX_LOG_COUNT:,}")

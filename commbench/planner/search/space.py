@@ -275,11 +275,11 @@ def parse_pins(text: str | None) -> dict[str, object]:
         if key == "cuda_graph_scope":   # modules joined by '+' (layout/graph_scope.py)
             out[key] = scope_text(scope_mask(raw))
         elif key in COUNT_FIELDS:
-            if not raw.isdigit() or int(raw) > MAX_LAYOUT_INT:
+            if not raw.isdecimal() or int(raw) > MAX_LAYOUT_INT:
                 raise invalid(key, raw, f"a non-negative integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in INT_FIELDS:
-            if not raw.isdigit() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
+            if not raw.isdecimal() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
                 raise invalid(key, raw, f"a positive integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in BOOL_FIELDS:

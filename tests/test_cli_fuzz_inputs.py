@@ -1,0 +1,33 @@
+"""User errors found by fuzzing the CLI: each is one line naming the option or field, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+runner = CliRunner()
+PLAN = ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8"]
+
+
+def one_line_error(args: list[str], must: str) -> str:
+    result = runner.invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert must in lines[0], result.output
+    return lines[0]
+
+
+# str.isdigit() is true for '²' and '①', which int() refuses: the check passed and int() raised ValueError
+@pytest.mark.parametrize("args,must", [
+    (PLAN + ["--layout", "tp=²"], "tp='²' is invalid"),
+    (PLAN + ["--layout", "recompute_layers=①"], "recompute_layers='①' is invalid"),
+    (PLAN + ["--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,recompute_layers=²"], "recompute_layers='²' is invalid"),
+    (["bench", "all_reduce", "--backend", "gloo", "--nccl-channels", "²"], "--nccl-channels='²' is invalid"),
+    (["sweep", "ci-small", "--dry-run", "--nccl-channels", "²"], "--nccl-channels='²' is invalid"),
+])
+def test_non_ascii_digits_are_one_line(args, must):
+    one_line_error(args, must)
