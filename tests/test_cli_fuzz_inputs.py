@@ -31,3 +31,9 @@ def one_line_error(args: list[str], must: str) -> str:
 ])
 def test_non_ascii_digits_are_one_line(args, must):
     one_line_error(args, must)
+
+
+# 2**70 overflowed the search's int64 arrays (OverflowError); a plan.json refuses more than 16M tokens already
+@pytest.mark.parametrize("value", [str(2 ** 70), str((1 << 24) + 1)])
+def test_plan_seq_len_is_bounded(value):
+    one_line_error(PLAN + ["--seq-len", value], f"--seq-len={value} is invalid: a sequence length in tokens from 1 to 16,777,216")
