@@ -37,3 +37,10 @@ def test_non_ascii_digits_are_one_line(args, must):
 @pytest.mark.parametrize("value", [str(2 ** 70), str((1 << 24) + 1)])
 def test_plan_seq_len_is_bounded(value):
     one_line_error(PLAN + ["--seq-len", value], f"--seq-len={value} is invalid: a sequence length in tokens from 1 to 16,777,216")
+
+
+# a dry run looked the name up in its estimate tables: KeyError traceback
+@pytest.mark.parametrize("value", ["bogus", "", "cupy-nccl"])
+def test_sweep_backend_is_checked(value):
+    one_line_error(["sweep", "ci-small", "--dry-run", "--backend", value],
+                   f"--backend={value!r} is invalid: allowed auto, nccl, gloo")
