@@ -44,3 +44,17 @@ def test_plan_seq_len_is_bounded(value):
 def test_sweep_backend_is_checked(value):
     one_line_error(["sweep", "ci-small", "--dry-run", "--backend", value],
                    f"--backend={value!r} is invalid: allowed auto, nccl, gloo")
+
+
+# verify-plan called .get() on it: AttributeError traceback
+@pytest.mark.parametrize("value", [5, "x", None, [1]])
+def test_plan_file_fabric_must_be_an_object(tmp_path, value):
+    import json
+
+    out = tmp_path / "plan"
+    assert runner.invoke(app, PLAN + ["-O", str(out)]).exit_code == 0
+    doc = json.loads((out / "plan.json").read_text())
+    doc["inputs"]["fabric"] = value
+    (out / "plan.json").write_text(json.dumps(doc))
+    one_line_error(["verify-plan", str(out / "plan.json"), "--backend", "gloo", "--nproc", "2"],
+                   "field 'inputs.fabric'=")
