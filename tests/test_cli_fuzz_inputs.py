@@ -58,3 +58,34 @@ def test_plan_file_fabric_must_be_an_object(tmp_path, value):
     (out / "plan.json").write_text(json.dumps(doc))
     one_line_error(["verify-plan", str(out / "plan.json"), "--backend", "gloo", "--nproc", "2"],
                    "field 'inputs.fabric'=")
+
+
+RUNS = "commbench/data/calibration-runs.json"
+
+
+# --evaluate -O FILE exited 0 without writing FILE; --model/--system/--gpus beside JSON run lists were read by nothing
+@pytest.mark.parametrize("extra,must", [
+    (["--evaluate", "-O", "never-written.json"], "-O/--out='never-written.json' and --evaluate conflict"),
+    (["--evaluate", "--model", "llama3-8b"], "--model='llama3-8b' is invalid here"),
+    (["--evaluate", "--system", "h100-hgx"], "--system='h100-hgx' is invalid here"),
+    (["--evaluate", "--gpus", "8"], "--gpus=8 is invalid here"),
+])
+def test_calibrate_options_that_would_be_ignored(extra, must):
+    one_line_error(["calibrate", RUNS, "--no-loo", *extra], must)
+
+
+# a log whose first line opens with a bracket (torchrun's "[rank0]:" prefix, a "[date]" stamp) was read as a JSON
+# list: "not valid JSON", and the --model given for it counted no log
+@pytest.mark.parametrize("first", ["", "[2026-01-10 10:00:00] launcher started\n"])
+def test_calibrate_reads_a_log_that_opens_with_a_bracket(tmp_path, first):
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parent / "data" / "torchtitan_qwen3_30b_b200.log"
+    raw = first + "".join(line for line in log.read_text().splitlines(keepends=True) if not line.startswith("#"))
+    assert raw.startswith("[")
+    path = tmp_path / "train.log"
+    path.write_text(raw)
+    result = runner.invoke(app, ["calibrate", "--evaluate", str(path), "--model", "qwen3-30b-a3b", "--system", "b200",
+                                 "--gpus", "8"])
+    assert result.exit_code == 0, result.output
+    assert "median |error|" in result.output
