@@ -89,3 +89,10 @@ def test_calibrate_reads_a_log_that_opens_with_a_bracket(tmp_path, first):
                                  "--gpus", "8"])
     assert result.exit_code == 0, result.output
     assert "median |error|" in result.output
+
+
+# -N 2**70 was accepted and ran the size sweep cycle after cycle until killed
+@pytest.mark.parametrize("cycles", [str(2 ** 70), "150000"])
+def test_bench_run_cycles_are_bounded(cycles):
+    one_line_error(["bench", "all_reduce", "--backend", "gloo", "--nproc", "2", "-b", "8", "-e", "16", "-N", cycles],
+                   f"-N={cycles} cycles of 2 size(s) would plan")
