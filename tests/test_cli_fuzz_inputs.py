@@ -96,3 +96,14 @@ def test_calibrate_reads_a_log_that_opens_with_a_bracket(tmp_path, first):
 def test_bench_run_cycles_are_bounded(cycles):
     one_line_error(["bench", "all_reduce", "--backend", "gloo", "--nproc", "2", "-b", "8", "-e", "16", "-N", cycles],
                    f"-N={cycles} cycles of 2 size(s) would plan")
+
+
+# a dense model's etp pin was dropped: the plan showed ETP1 (or ETP=tp) for --layout etp=2
+@pytest.mark.parametrize("layout", ["etp=2", "tp=2,etp=1", "tp=1,pp=1,vp=1,ep=1,mbs=1,etp=2"])
+def test_plan_refuses_etp_pin_on_a_dense_model(layout):
+    one_line_error(PLAN + ["--layout", layout], "etp=")
+
+
+@pytest.mark.parametrize("layout", ["etp=1", "tp=2,etp=2", "tp=1,pp=1,vp=1,ep=1,mbs=1,etp=1"])
+def test_plan_keeps_a_dense_etp_pin_that_is_tp(layout):
+    assert runner.invoke(app, PLAN + ["--layout", layout]).exit_code == 0
