@@ -107,3 +107,14 @@ def test_plan_refuses_etp_pin_on_a_dense_model(layout):
 @pytest.mark.parametrize("layout", ["etp=1", "tp=2,etp=2", "tp=1,pp=1,vp=1,ep=1,mbs=1,etp=1"])
 def test_plan_keeps_a_dense_etp_pin_that_is_tp(layout):
     assert runner.invoke(app, PLAN + ["--layout", layout]).exit_code == 0
+
+
+# 2**70 ranks (or racks) were predicted as if they were a system
+@pytest.mark.parametrize("extra,option", [
+    (["-g", str(2 ** 70), "--gpus", str(2 ** 70)], "--group"),
+    (["-g", "8", "--gpus", str(2 ** 70)], "--gpus"),
+    (["-g", "8", "--racks", str(2 ** 70)], "--racks"),
+])
+def test_predict_rank_counts_are_bounded(extra, option):
+    one_line_error(["predict", "-c", "all_reduce", "--system", "h100-hgx", *extra],
+                   f"{option}={2 ** 70} is invalid: an integer from 1 to 131,072")
