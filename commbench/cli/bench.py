@@ -114,7 +114,7 @@ def bench(
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     output = renamed(output, old_output, old="--output", new="-O/--out")
-    if racks is not None and not racks.strip().isdigit():  # the old meaning: a rank list
+    if racks is not None and not racks.strip().isdecimal():  # the old meaning: a rank list
         rack_ranks, racks = renamed(rack_ranks, racks, old="--racks with a rank list", new="--rack-ranks"), None
     elif racks is not None and rack_ranks is not None:
         raise CommbenchError("--racks and --rack-ranks conflict: give one way to describe racks")
@@ -136,6 +136,9 @@ def bench(
     else:
         sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or MEASURED_MAX_BYTES, "--max-bytes"),
                            step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None)
+    if letters.get("run_cycles", 1) > 1:  # -N 2**70 ran cycle after cycle (no point bound saw the cycles)
+        from commbench.limits import check_point_count
+        check_point_count(letters["run_cycles"] * len(sizes), f"-N={letters['run_cycles']} cycles of {len(sizes)} size(s)")
     backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
         raise CommbenchError("--cuda-graph needs --backend cupy-nccl (and only cupy-nccl in --compare-backends)")

@@ -26,9 +26,12 @@ RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recip
 def _per_log(values: list | None, name: str, paths: list[str]) -> list:
     """--model/--system/--gpus for each RUNS file: one value for every log, or one per log in RUNS order
     (JSON run lists name their own model and system per row and take none)."""
-    from commbench.planner.calibrate.runlogs import runs_file_text
-    logs = [p for p in paths if not runs_file_text(p).lstrip().startswith("[")]
+    from commbench.planner.calibrate.runlogs import is_json_list, runs_file_text
+    logs = [p for p in paths if not is_json_list(runs_file_text(p))]
     values = list(values or [])
+    if values and not logs:  # every row of a JSON run list names its own: the value was read by nothing
+        raise CommbenchError(f"{name}={values[0]!r} is invalid here: it names the runs of training logs, and RUNS "
+                             f"({', '.join(paths)}) holds only JSON run lists, whose rows name their own")
     if len(values) > 1 and len(values) != len(logs):
         raise CommbenchError(f"{name} given {len(values)} times for {len(logs)} training log(s) "
                              f"({', '.join(logs) or 'none'}): give it once for every log, or once per log in order")
@@ -190,6 +193,8 @@ def calibrate(
     out = renamed(out, old_out, old="-o", new="-O/--out")
     if not evaluate and out is None:
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
+    if evaluate and out is not None:  # --evaluate fits nothing: -O was left unwritten without a word
+        raise CommbenchError(f"-O/--out={out!r} and --evaluate conflict: --evaluate fits no terms to write; give one")
     if out is not None and not evaluate:
         from commbench.files import claim_output
         from commbench.planner.step.terms import CALIBRATION_KIND

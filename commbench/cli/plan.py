@@ -151,6 +151,9 @@ def plan(
     for option, value in (("--gbs", gbs), ("--seq-len", seq_len)):
         if value is not None and value < 1:
             raise invalid(option, value, "a positive number")
+    from commbench.planner.emit.plan import MAX_SEQ_LEN
+    if seq_len is not None and seq_len > MAX_SEQ_LEN:  # larger overflowed the search's int64 arrays (a traceback)
+        raise invalid("--seq-len", seq_len, f"a sequence length in tokens from 1 to {MAX_SEQ_LEN:,}")
     if out is not None:
         from commbench.files import check_output_dir
 

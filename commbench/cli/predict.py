@@ -106,6 +106,10 @@ def predict(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows instead of a table.")] = False,
 ) -> None:
     """Sizes from -b to -e; time, algbw and busbw as nccl-tests would print them, all predicted."""
+    from commbench.limits import check_world_size
+    for option, value in (("--group", group), ("--gpus", gpus), ("--racks", racks)):  # 2**70 ranks were predicted
+        if value is not None and value >= 1:
+            check_world_size(value, option)
     fabric = resolve_fabric(fabric_path, system, racks, gpus)
     if collective not in COLLECTIVES:
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")

@@ -197,6 +197,8 @@ def sweep(
         from commbench.comm.nccl_tuning import parse_axes
 
         spec = dataclasses.replace(spec, tuning=tuple(parse_axes(nccl_algo, nccl_proto, nccl_channels)))
+    if backend is not None and backend not in ("auto", "nccl", "gloo"):  # a dry run indexed its estimates by it
+        raise CommbenchError(f"--backend={backend!r} is invalid: allowed auto, nccl, gloo (as [sweep] backend)")
     requested = backend or spec.backend
     if dry_run:
         # what the launch would run: --nproc (as given on the same line) before the file's world_size

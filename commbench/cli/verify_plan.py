@@ -199,7 +199,7 @@ def _ranks_per_rack(under_launcher: bool, ctx) -> int | None:
     from commbench.comm.topology import RANKS_PER_RACK_ENV
 
     value = os.environ.get(RANKS_PER_RACK_ENV, "")
-    if value.isdigit() and int(value) > 0:
+    if value.isdecimal() and int(value) > 0:
         return int(value)
     return ctx.per_rack if under_launcher else None
 

@@ -46,7 +46,7 @@ def first_slurm_host(nodelist: str) -> str:
 
 def _int(env: Mapping[str, str], key: str) -> int:
     text = env[key].strip()
-    if not text.isdigit() or len(text) > 9:
+    if not text.isdecimal() or len(text) > 9:
         raise CommbenchError(f"{key}={env[key]!r} is invalid: expected a whole number from 0 to 999,999,999")
     return int(text)
 

@@ -73,7 +73,7 @@ def apply_thread_limit() -> None:
     (benchmarks/gloo_reduce_scatter.py)."""
     torch = sys.modules.get("torch")
     value = os.environ.get("OMP_NUM_THREADS", "")
-    if torch is not None and value.isdigit() and int(value) > 0 and torch.get_num_threads() != int(value):
+    if torch is not None and value.isdecimal() and int(value) > 0 and torch.get_num_threads() != int(value):
         torch.set_num_threads(int(value))
 
 

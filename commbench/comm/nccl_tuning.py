@@ -109,7 +109,7 @@ def parse_axes(algos: str | list | None, protos: str | list | None, channels: st
         for item in items:
             if item == DEFAULT:
                 out.append(None)
-            elif not item.isdigit() or not 1 <= int(item) <= NCCL_MAX_CHANNELS:
+            elif not item.isdecimal() or not 1 <= int(item) <= NCCL_MAX_CHANNELS:
                 raise CommbenchError(f"{option}={item!r} is invalid: allowed channel counts from 1 to {NCCL_MAX_CHANNELS} "
                                      f"(NCCL's MAXCHANNELS) or {DEFAULT}")
             else:

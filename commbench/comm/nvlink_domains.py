@@ -97,7 +97,7 @@ def visible_device(cuda_index: int, visible: str | None) -> tuple[str | None, in
     if cuda_index >= len(entries):
         return None, cuda_index
     entry = entries[cuda_index]
-    if entry.isdigit():
+    if entry.isdecimal():
         return None, int(entry)
     return (entry, cuda_index) if entry.startswith("GPU-") else (None, cuda_index)
 

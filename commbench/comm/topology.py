@@ -209,7 +209,7 @@ class TopologySpec:
             return from_ranks_per_rack(world_size, self.ranks_per_rack)
         if self.preset is not None:
             return from_preset(self.preset, world_size)
-        if self.racks is not None and self.racks.strip().isdigit():  # a count, as --racks means elsewhere
+        if self.racks is not None and self.racks.strip().isdecimal():  # a count, as --racks means elsewhere
             count = int(self.racks)
             if count < 1 or world_size % count:
                 raise invalid("--racks", count, f"a number of racks that divides the {world_size} ranks "

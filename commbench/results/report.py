@@ -51,7 +51,7 @@ def series_label(key: tuple) -> str:
     named = dict(params)
     extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if named.get(k) not in (None, "None", ""))
     if any(k in named for k in _TUNING_PARAMS):  # measured under --nccl-algo/--nccl-proto/--nccl-channels
-        tuning = {k: int(v) if k == "nccl_channels" and v.isdigit() else v  # the key holds str(value)
+        tuning = {k: int(v) if k == "nccl_channels" and v.isdecimal() else v  # the key holds str(value)
                   for k, v in named.items() if k in _TUNING_PARAMS}
         combo = combo_from_params(tuning).label
         extra += f" {combo}" if combo == "NCCL default" else f" NCCL {combo}"

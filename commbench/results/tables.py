@@ -42,7 +42,7 @@ class Col:
 def stdout_width(fallback: int) -> int:
     """COLUMNS when set, else the width of the terminal on stdout/stderr/stdin, else `fallback` (no terminal)."""
     columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
+    if columns.isdecimal() and int(columns) > 0:
         return int(columns)
     for fd in (1, 2, 0):
         try:

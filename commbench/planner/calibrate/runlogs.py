@@ -60,7 +60,7 @@ def _whole(log: str, key: str, value: Any, minimum: int = 1) -> int:
         number = value
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) < 20:
+    elif isinstance(value, str) and value.strip().lstrip("-").isdecimal() and len(value.strip()) < 20:
         number = int(value.strip())
     if number is None or not minimum <= number <= MAX_LOG_COUNT:
         raise CommbenchError(f"{log}: {key}={value!r} is invalid: a whole number from {minimum} to {MAX_LOG_COUNT:,}")
@@ -423,6 +423,27 @@ def runs_file_text(path: str) -> str:
     return read_user_file(path, "runs file", errors="replace").removeprefix("\ufeff")
 
 
+# A JSON list opens with a value; a log line that opens with a bracket is a prefix, "[rank0]:[titan] ..."
+_JSON_LIST_START = re.compile(r'\[\s*(?:[{\["\]-]|\d|true\b|false\b|null\b|$)')
+
+
+def _log_kind(text: str) -> str | None:
+    return ("megatron" if re.search(r"-+ arguments -+|elapsed time per iteration", text)
+            else "torchtitan" if re.search(r"tps:|Running with args", text) else None)
+
+
+def is_json_list(text: str) -> bool:
+    """Whether a RUNS file's text is a JSON list (of runs), not a training log whose lines open with a bracket
+    ("[rank0]:[titan] ...", "[2026-01-10 10:00:00] ..."): broken JSON is JSON unless it reads as a log."""
+    if not _JSON_LIST_START.match(text.lstrip()):
+        return False
+    try:
+        json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return _log_kind(text) is None
+    return True
+
+
 def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None = None) -> list[dict[str, Any]]:
     """Rows from one RUNS file: a JSON list, a Megatron-LM log or a TorchTitan log."""
     text = runs_file_text(path)
@@ -435,7 +456,7 @@ def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | 
         else:
             raise CommbenchError(f"runs file {path!r}: a JSON object; a runs file is a JSON list of objects shaped "
                                  "like calibration-runs.json")
-    if stripped.startswith("["):
+    if is_json_list(stripped):
         try:
             rows = json.loads(text, object_pairs_hook=lambda pairs: _one_value_per_key(pairs, path))
         except json.JSONDecodeError as exc:
@@ -443,8 +464,7 @@ def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | 
         if not all(isinstance(r, dict) for r in rows):
             raise CommbenchError(f"runs file {path!r}: a JSON list of objects shaped like calibration-runs.json")
         return rows
-    kind = ("megatron" if re.search(r"-+ arguments -+|elapsed time per iteration", text)
-            else "torchtitan" if re.search(r"tps:|Running with args", text) else None)
+    kind = _log_kind(text)
     if kind is None:
         raise CommbenchError(f"runs file {path!r}: neither a JSON list of runs, a Megatron-LM log "
                              "(arguments block + 'elapsed time per iteration') nor a TorchTitan log ('tps:')")

@@ -144,6 +144,9 @@ def load_plan(path: str | Path) -> dict[str, Any]:
             value = doc[section].get(key)
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise ValueError(f"field '{section}.{key}'={value!r} has the wrong type: expected {kind.__name__}")
+        if "fabric" in doc["inputs"] and not isinstance(doc["inputs"]["fabric"], dict):  # verify-plan reads its source
+            raise ValueError(f"field 'inputs.fabric'={doc['inputs']['fabric']!r} has the wrong type: expected a JSON "
+                             "object (the fabric summary `commbench plan` writes)")
         _check_plan_magnitudes(doc)
     except ValueError as exc:
         raise CommbenchError(f"plan file {str(path)!r}: {exc}") from None

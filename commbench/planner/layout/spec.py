@@ -156,7 +156,7 @@ def parse_layout(text: str, num_gpus: int, **defaults) -> Layout:
                 raise invalid(key, raw, "true/false (or on/off, 1/0)")
             values[key] = raw.lower() in ("1", "true", "on", "yes")
         elif key in COUNT_FIELDS:
-            if not raw.isdigit():
+            if not raw.isdecimal():
                 raise invalid(key, raw, "a non-negative integer")
             values[key] = int(raw)
         else:

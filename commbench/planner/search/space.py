@@ -76,6 +76,11 @@ class SearchRequest:
         object.__setattr__(self, "software_note", release_note(self.software) if self.software else "")
         object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision)  # the user's pins, first
+        etp = self.pins.get("etp")
+        if etp is not None and not self.model.is_moe and etp != self.pins.get("tp", etp if etp == 1 else None):
+            # a dense model has no expert layer: the search set etp = tp and dropped the pin without a word
+            raise invalid("etp", etp, f"only for a MoE model's experts: {self.model.name} is dense (its etp is tp; "
+                          "leave etp out)")
         object.__setattr__(self, "framework", check_framework(self.framework))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
         check_precision_runs(self.framework, self.model, self.precision)
@@ -275,11 +280,11 @@ def parse_pins(text: str | None) -> dict[str, object]:
         if key == "cuda_graph_scope":   # modules joined by '+' (layout/graph_scope.py)
             out[key] = scope_text(scope_mask(raw))
         elif key in COUNT_FIELDS:
-            if not raw.isdigit() or int(raw) > MAX_LAYOUT_INT:
+            if not raw.isdecimal() or int(raw) > MAX_LAYOUT_INT:
                 raise invalid(key, raw, f"a non-negative integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in INT_FIELDS:
-            if not raw.isdigit() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
+            if not raw.isdecimal() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
                 raise invalid(key, raw, f"a positive integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in BOOL_FIELDS:

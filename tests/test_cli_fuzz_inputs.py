@@ -1,0 +1,120 @@
+"""User errors found by fuzzing the CLI: each is one line naming the option or field, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+runner = CliRunner()
+PLAN = ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8"]
+
+
+def one_line_error(args: list[str], must: str) -> str:
+    result = runner.invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert must in lines[0], result.output
+    return lines[0]
+
+
+# str.isdigit() is true for '²' and '①', which int() refuses: the check passed and int() raised ValueError
+@pytest.mark.parametrize("args,must", [
+    (PLAN + ["--layout", "tp=²"], "tp='²' is invalid"),
+    (PLAN + ["--layout", "recompute_layers=①"], "recompute_layers='①' is invalid"),
+    (PLAN + ["--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,recompute_layers=²"], "recompute_layers='²' is invalid"),
+    (["bench", "all_reduce", "--backend", "gloo", "--nccl-channels", "²"], "--nccl-channels='²' is invalid"),
+    (["sweep", "ci-small", "--dry-run", "--nccl-channels", "²"], "--nccl-channels='²' is invalid"),
+])
+def test_non_ascii_digits_are_one_line(args, must):
+    one_line_error(args, must)
+
+
+# 2**70 overflowed the search's int64 arrays (OverflowError); a plan.json refuses more than 16M tokens already
+@pytest.mark.parametrize("value", [str(2 ** 70), str((1 << 24) + 1)])
+def test_plan_seq_len_is_bounded(value):
+    one_line_error(PLAN + ["--seq-len", value], f"--seq-len={value} is invalid: a sequence length in tokens from 1 to 16,777,216")
+
+
+# a dry run looked the name up in its estimate tables: KeyError traceback
+@pytest.mark.parametrize("value", ["bogus", "", "cupy-nccl"])
+def test_sweep_backend_is_checked(value):
+    one_line_error(["sweep", "ci-small", "--dry-run", "--backend", value],
+                   f"--backend={value!r} is invalid: allowed auto, nccl, gloo")
+
+
+# verify-plan called .get() on it: AttributeError traceback
+@pytest.mark.parametrize("value", [5, "x", None, [1]])
+def test_plan_file_fabric_must_be_an_object(tmp_path, value):
+    import json
+
+    out = tmp_path / "plan"
+    assert runner.invoke(app, PLAN + ["-O", str(out)]).exit_code == 0
+    doc = json.loads((out / "plan.json").read_text())
+    doc["inputs"]["fabric"] = value
+    (out / "plan.json").write_text(json.dumps(doc))
+    one_line_error(["verify-plan", str(out / "plan.json"), "--backend", "gloo", "--nproc", "2"],
+                   "field 'inputs.fabric'=")
+
+
+RUNS = "commbench/data/calibration-runs.json"
+
+
+# --evaluate -O FILE exited 0 without writing FILE; --model/--system/--gpus beside JSON run lists were read by nothing
+@pytest.mark.parametrize("extra,must", [
+    (["--evaluate", "-O", "never-written.json"], "-O/--out='never-written.json' and --evaluate conflict"),
+    (["--evaluate", "--model", "llama3-8b"], "--model='llama3-8b' is invalid here"),
+    (["--evaluate", "--system", "h100-hgx"], "--system='h100-hgx' is invalid here"),
+    (["--evaluate", "--gpus", "8"], "--gpus=8 is invalid here"),
+])
+def test_calibrate_options_that_would_be_ignored(extra, must):
+    one_line_error(["calibrate", RUNS, "--no-loo", *extra], must)
+
+
+# a log whose first line opens with a bracket (torchrun's "[rank0]:" prefix, a "[date]" stamp) was read as a JSON
+# list: "not valid JSON", and the --model given for it counted no log
+@pytest.mark.parametrize("first", ["", "[2026-01-10 10:00:00] launcher started\n"])
+def test_calibrate_reads_a_log_that_opens_with_a_bracket(tmp_path, first):
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parent / "data" / "torchtitan_qwen3_30b_b200.log"
+    raw = first + "".join(line for line in log.read_text().splitlines(keepends=True) if not line.startswith("#"))
+    assert raw.startswith("[")
+    path = tmp_path / "train.log"
+    path.write_text(raw)
+    result = runner.invoke(app, ["calibrate", "--evaluate", str(path), "--model", "qwen3-30b-a3b", "--system", "b200",
+                                 "--gpus", "8"])
+    assert result.exit_code == 0, result.output
+    assert "median |error|" in result.output
+
+
+# -N 2**70 was accepted and ran the size sweep cycle after cycle until killed
+@pytest.mark.parametrize("cycles", [str(2 ** 70), "150000"])
+def test_bench_run_cycles_are_bounded(cycles):
+    one_line_error(["bench", "all_reduce", "--backend", "gloo", "--nproc", "2", "-b", "8", "-e", "16", "-N", cycles],
+                   f"-N={cycles} cycles of 2 size(s) would plan")
+
+
+# a dense model's etp pin was dropped: the plan showed ETP1 (or ETP=tp) for --layout etp=2
+@pytest.mark.parametrize("layout", ["etp=2", "tp=2,etp=1", "tp=1,pp=1,vp=1,ep=1,mbs=1,etp=2"])
+def test_plan_refuses_etp_pin_on_a_dense_model(layout):
+    one_line_error(PLAN + ["--layout", layout], "etp=")
+
+
+@pytest.mark.parametrize("layout", ["etp=1", "tp=2,etp=2", "tp=1,pp=1,vp=1,ep=1,mbs=1,etp=1"])
+def test_plan_keeps_a_dense_etp_pin_that_is_tp(layout):
+    assert runner.invoke(app, PLAN + ["--layout", layout]).exit_code == 0
+
+
+# 2**70 ranks (or racks) were predicted as if they were a system
+@pytest.mark.parametrize("extra,option", [
+    (["-g", str(2 ** 70), "--gpus", str(2 ** 70)], "--group"),
+    (["-g", "8", "--gpus", str(2 ** 70)], "--gpus"),
+    (["-g", "8", "--racks", str(2 ** 70)], "--racks"),
+])
+def test_predict_rank_counts_are_bounded(extra, option):
+    one_line_error(["predict", "-c", "all_reduce", "--system", "h100-hgx", *extra],
+                   f"{option}={2 ** 70} is invalid: an integer from 1 to 131,072")
