@@ -29,9 +29,11 @@ def _per_log(values: list | None, name: str, paths: list[str]) -> list:
     from commbench.planner.calibrate.runlogs import is_json_list, runs_file_text
     logs = [p for p in paths if not is_json_list(runs_file_text(p))]
     values = list(values or [])
-    if values and not logs:  # every row of a JSON run list names its own: the value was read by nothing
-        raise CommbenchError(f"{name}={values[0]!r} is invalid here: it names the runs of training logs, and RUNS "
-                             f"({', '.join(paths)}) holds only JSON run lists, whose rows name their own")
+    if values and not logs:  # every row of a JSON run list names its own: said, not silently dropped
+        err_console.print(styled("[yellow]warning:[/] {}={} is not used: it names the runs of training logs, and "
+                                 "RUNS ({}) holds only JSON run lists, whose rows name their own", name,
+                                 repr(values[0]), ", ".join(paths)), highlight=False)
+        return [None] * len(paths)
     if len(values) > 1 and len(values) != len(logs):
         raise CommbenchError(f"{name} given {len(values)} times for {len(logs)} training log(s) "
                              f"({', '.join(logs) or 'none'}): give it once for every log, or once per log in order")
