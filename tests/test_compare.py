@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
+from commbench.errors import CommbenchError
 from commbench.results.compare import compare, median_interval, parse_threshold
 from commbench.results.records import JsonlWriter, Measurement, measurements, read_records
 
@@ -161,6 +162,10 @@ def test_user_errors_exit_2(tmp_path):
     assert run(base, base, "--max-regression", "lots").exit_code == 2
     assert run(base, base, "--statistic", "p50").exit_code == 2
     assert parse_threshold("10%") == pytest.approx(0.1) and parse_threshold("0.25") == 0.25
+    assert parse_threshold("500%") == pytest.approx(5.0) and parse_threshold("0.999") == pytest.approx(0.999)
+    for bare in ("5", "1", "1.5"):   # as a fraction 500%: a user typing 5 means 5%, so it is refused, not read as 500%
+        with pytest.raises(CommbenchError, match="ambiguous"):
+            parse_threshold(bare)
 
 
 def test_a_slowdown_at_every_size_fails_as_a_collective_even_when_each_point_is_noisy(tmp_path):
