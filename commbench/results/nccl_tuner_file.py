@@ -64,8 +64,9 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     speedups = [s for s in rule.speedups if s is not None]
     if rule.filled:
         versus = f", {_speedups(tuple(speedups))}" if speedups else ""
-        return comment(f"{scale}: no winner at {where} (within noise of NCCL default{versus}): fastest with a channel "
-                       f"count, so the example plugin does not run 1 channel; {_origin(rule)}")
+        return comment(f"{scale}: no winner at {where} (nothing beat NCCL default beyond noise{versus}): fastest with "
+                       f"a channel count, so the example plugin does not run 1 channel; it may be slower than NCCL's own "
+                       f"choice, which that plugin cannot keep; {_origin(rule)}")
     if not speedups:
         return comment(f"{scale}: fastest predicted curve at {where}; {_origin(rule)}")
     return comment(f"{scale}: {_speedups(tuple(speedups))} faster than NCCL default ({statistic}) at {where}; "
