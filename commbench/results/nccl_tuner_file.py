@@ -64,9 +64,9 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     speedups = [s for s in rule.speedups if s is not None]
     if rule.filled:
         versus = f", {_speedups(tuple(speedups))}" if speedups else ""
-        return comment(f"{scale}: no winner at {where} (nothing beat NCCL default beyond noise{versus}): fastest with "
-                       f"a channel count, so the example plugin does not run 1 channel; it may be slower than NCCL's own "
-                       f"choice, which that plugin cannot keep; {_origin(rule)}")
+        # the example plugin runs a call it has no rule for on 1 channel: the fastest with a channel count stands in
+        return comment(f"{scale}: no winner at {where} (none beat NCCL default{versus}); fastest with channels, may "
+                       f"be slower than NCCL's choice; {_origin(rule)}")
     if not speedups:
         return comment(f"{scale}: fastest predicted curve at {where}; {_origin(rule)}")
     return comment(f"{scale}: {_speedups(tuple(speedups))} faster than NCCL default ({statistic}) at {where}; "
