@@ -1,0 +1,94 @@
+"""Options a mode does not use, explicitly empty values and out-of-range plan.json layouts: one line naming
+the option or field, exit 2, no traceback, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from tests.test_nccl_tuner import _results_file
+
+runner = CliRunner()
+PREDICTED = ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16"]
+
+
+def one_line_error(args: list[str], must: str) -> str:
+    result = runner.invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert must in lines[0], result.output
+    return lines[0]
+
+
+# measured mode read none of these (even --channels -1 or -b bogus) and wrote the same file as without them
+@pytest.mark.parametrize("extra,must", [
+    (["--gpus", "8"], "--gpus=8 is not used with results files"),
+    (["--nodes", "0"], "--nodes=0 is not used with results files"),
+    (["--channels", "-1"], "--channels=-1 is not used with results files"),
+    (["-b", "bogus"], "--min-bytes='bogus' is not used with results files"),
+    (["-e", "8G"], "--max-bytes='8G' is not used with results files"),  # the documented default, typed: still unused
+])
+def test_nccl_tuner_refuses_predicted_options_beside_results(tmp_path, extra, must):
+    path, _ = _results_file(tmp_path)
+    out = tmp_path / "o.conf"
+    one_line_error(["nccl-tuner", str(path), "-O", str(out), *extra], must)
+    assert not out.exists()
+
+
+# predicted mode wrote the same rules whatever the threshold or statistic (--min-gain 1e308 too)
+@pytest.mark.parametrize("extra,must", [
+    (["--min-gain", "1e308"], "--min-gain=1e+308 is not used with --system/--fabric"),
+    (["--min-gain", "0"], "--min-gain=0.0 is not used with --system/--fabric"),
+    (["--statistic", "p99"], "--statistic='p99' is not used with --system/--fabric"),
+    (["--stat", "mean"], "--statistic='mean' is not used with --system/--fabric"),
+])
+def test_nccl_tuner_refuses_measured_options_beside_a_system(tmp_path, extra, must):
+    out = tmp_path / "p.conf"
+    result = runner.invoke(app, [*PREDICTED, "-O", str(out), *extra])
+    assert result.exit_code == 2 and must in result.output and "Traceback" not in result.output, result.output
+    assert not out.exists()
+
+
+def test_nccl_tuner_options_of_each_mode_still_work(tmp_path):
+    path, _ = _results_file(tmp_path)
+    measured = runner.invoke(app, ["nccl-tuner", str(path), "-O", str(tmp_path / "m.conf"), "--statistic", "p99",
+                                   "--min-gain", "0.05"])
+    assert measured.exit_code == 0, measured.output
+    assert "p99 beats NCCL's default by more than the noise and 5%" in (tmp_path / "m.conf").read_text()
+    predicted = runner.invoke(app, [*PREDICTED, "-O", str(tmp_path / "p.conf"), "-b", "4K", "-e", "1M",
+                                    "--channels", "8", "--nodes", "2"])
+    assert predicted.exit_code == 0, predicted.output
+    rules = [line.split(",") for line in (tmp_path / "p.conf").read_text().splitlines() if not line.startswith("#")]
+    assert rules and all(r[6:8] == ["2", "16"] and r[5] == "8" for r in rules)  # nNodes, nRanks, channels
+    assert min(int(r[1]) for r in rules) == 4096 and max(int(r[2]) for r in rules) == 1 << 20
+    default = runner.invoke(app, [*PREDICTED, "-O", str(tmp_path / "d.conf")])  # the defaults: 1K..8G
+    assert default.exit_code == 0, default.output
+    rules = [line.split(",") for line in (tmp_path / "d.conf").read_text().splitlines() if not line.startswith("#")]
+    assert min(int(r[1]) for r in rules) == 1024 and max(int(r[2]) for r in rules) == 8 << 30
+    help_text = " ".join(runner.invoke(app, ["nccl-tuner", "--help"], env={"COLUMNS": "250"}).output.split())
+    assert "default 1K" in help_text and "default 8G" in help_text and "default 0" in help_text
+
+
+def test_nccl_tuner_build_plugin_takes_no_config_options(tmp_path):
+    path, _ = _results_file(tmp_path)
+    one_line_error(["nccl-tuner", "--build-plugin", str(tmp_path / "lib"), str(path)],
+                   "RESULTS=")
+    one_line_error(["nccl-tuner", "--build-plugin", str(tmp_path / "lib"), "--system", "h100-hgx"],
+                   "--system='h100-hgx' is not used with --build-plugin")
+    assert not (tmp_path / "lib").exists()
+
+
+# '' was read as "not given": the default release, no preset, 64K, 8 B, median, and a build into the cwd
+@pytest.mark.parametrize("args,must", [
+    (["nccl-tuner", "x.jsonl", "--statistic", ""], "--statistic='' is invalid: allowed median, mean, min, max, p99"),
+    (["nccl-tuner", "--build-plugin", ""], "--build-plugin='' is invalid: a directory"),
+    (["nccl-tuner", "x.jsonl", "--csv", ""], "--csv='' is empty: give a file path"),
+    (["nccl-tuner", "--fabric", "", "--gpus", "8"], "--fabric='' is invalid: a fabric profile file"),
+])
+def test_empty_values_are_refused_not_defaulted(tmp_path, monkeypatch, args, must):
+    monkeypatch.chdir(tmp_path)
+    one_line_error(args, must)
+    assert list(tmp_path.iterdir()) == []  # nothing built or written (--build-plugin '' built into the cwd)
