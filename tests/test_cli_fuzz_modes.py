@@ -83,10 +83,18 @@ def test_nccl_tuner_build_plugin_takes_no_config_options(tmp_path):
 
 # '' was read as "not given": the default release, no preset, 64K, 8 B, median, and a build into the cwd
 @pytest.mark.parametrize("args,must", [
+    (["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--software", ""],
+     "--software='' is invalid: a NeMo release"),
+    (["fit", "x.jsonl", "--system", ""], "--system='' is invalid: known presets"),
+    (["fit", "x.jsonl", "--heldout-min", ""], "--heldout-min='' is invalid: a positive whole byte count"),
+    (["bench", "all_reduce", "--backend", "gloo", "-b", ""], "--min-bytes='' is invalid: a positive whole byte count"),
+    (["bench", "all_reduce", "--backend", "gloo", "-e", ""], "--max-bytes='' is invalid"),
+    (["bench", "all_reduce", "--backend", "gloo", "-i", ""], "--step-bytes='' is invalid"),
     (["nccl-tuner", "x.jsonl", "--statistic", ""], "--statistic='' is invalid: allowed median, mean, min, max, p99"),
     (["nccl-tuner", "--build-plugin", ""], "--build-plugin='' is invalid: a directory"),
     (["nccl-tuner", "x.jsonl", "--csv", ""], "--csv='' is empty: give a file path"),
     (["nccl-tuner", "--fabric", "", "--gpus", "8"], "--fabric='' is invalid: a fabric profile file"),
+    (["predict", "--fabric", "", "-c", "all_reduce", "-g", "8"], "--fabric='' is invalid: a fabric profile file"),
 ])
 def test_empty_values_are_refused_not_defaulted(tmp_path, monkeypatch, args, must):
     monkeypatch.chdir(tmp_path)

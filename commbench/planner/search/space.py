@@ -73,8 +73,9 @@ class SearchRequest:
 
     def __post_init__(self) -> None:
         from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
-        object.__setattr__(self, "software_note", release_note(self.software) if self.software else "")
-        object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
+        given = self.software is not None  # '' is given (and refused), not read as the newest release
+        object.__setattr__(self, "software_note", release_note(self.software) if given else "")
+        object.__setattr__(self, "software", check_release(self.software) if given else newest_release())
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision)  # the user's pins, first
         etp = self.pins.get("etp")
         if etp is not None and not self.model.is_moe and etp != self.pins.get("tp", etp if etp == 1 else None):
