@@ -100,3 +100,71 @@ def test_empty_values_are_refused_not_defaulted(tmp_path, monkeypatch, args, mus
     monkeypatch.chdir(tmp_path)
     one_line_error(args, must)
     assert list(tmp_path.iterdir()) == []  # nothing built or written (--build-plugin '' built into the cwd)
+
+
+# verify-plan ran a hand-edited plan.json with ep/vp/mbs/gbs = 2**70 (and an ep the stage's ranks do not hold);
+# on a dense model an ep > 1 (its EP item) silently disappeared. 0 or -1 said "ep=0 is invalid" naming no file.
+PLANS = {"dense": ["--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8"],
+         "moe": ["--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "16"]}
+VERIFY = ["--backend", "gloo", "--nproc", "2", "-e", "64K", "--iters", "1"]
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory):
+    out = {}
+    for name, args in PLANS.items():
+        folder = tmp_path_factory.mktemp(name)
+        result = runner.invoke(app, ["plan", *args, "-O", str(folder)])
+        assert result.exit_code == 0, result.output
+        out[name] = folder / "plan.json"
+    return out
+
+
+def edited(plans, tmp_path, name: str, **layout) -> str:
+    import json
+
+    doc = json.loads(plans[name].read_text())
+    doc["layout"].update(layout)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_plans_the_planner_writes_still_verify(plans, name):
+    result = runner.invoke(app, ["verify-plan", str(plans[name]), *VERIFY])
+    assert result.exit_code == 0, result.output
+    assert ("EP" in result.output) == (name == "moe")
+
+
+@pytest.mark.parametrize("name,field,value,must", [
+    ("moe", "ep", 2 ** 70, "field 'layout.ep'=1180591620717411303424 is invalid: a positive integer up to 16,777,216"),
+    ("moe", "ep", 0, "field 'layout.ep'=0 is invalid: a positive integer"),
+    ("moe", "ep", -1, "field 'layout.ep'=-1 is invalid"),
+    ("moe", "vp", 2 ** 70, "field 'layout.vp'="),
+    ("moe", "mbs", 0, "field 'layout.mbs'=0 is invalid"),
+    ("moe", "gbs", 2 ** 70, "field 'layout.gbs'="),
+    ("moe", "etp", -2, "field 'layout.etp'=-2 is invalid"),
+    ("moe", "fsdp_replicas", 2 ** 70, "field 'layout.fsdp_replicas'="),
+    ("moe", "recompute_layers", -1, "field 'layout.recompute_layers'=-1 is invalid: a non-negative integer"),
+    ("moe", "cpu_offload_layers", 2 ** 70, "field 'layout.cpu_offload_layers'="),
+    ("moe", "ep", 3, "fields 'layout.ep'=3 and 'layout.etp'=1 are invalid: ep x etp (3 x 1) must divide tp x cp x dp"),
+    ("dense", "ep", 2, "field 'layout.ep'=2 is invalid: 1 for a dense model (llama3-8b has no experts)"),
+    ("dense", "etp", 2, "field 'layout.etp'=2 is invalid: tp (1) or absent for a dense model"),
+    ("dense", "ep", 2 ** 70, "field 'layout.ep'=1180591620717411303424 is invalid"),
+])
+def test_verify_plan_refuses_out_of_range_layout_fields(plans, tmp_path, name, field, value, must):
+    line = one_line_error(["verify-plan", edited(plans, tmp_path, name, **{field: value}), *VERIFY], must)
+    assert "plan file" in line
+
+
+def test_a_dense_plan_without_etp_still_loads(plans, tmp_path):
+    import json
+
+    doc = json.loads(plans["dense"].read_text())
+    del doc["layout"]["etp"]  # Layout reads a missing etp as tp
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    from commbench.planner.emit.plan import load_plan
+
+    assert load_plan(path)["layout"].get("etp") is None

@@ -31,7 +31,7 @@ import numpy as np
 from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs,
                                                   check_seq_len_runs, framework_pins, graphs_allowed)
 from commbench.errors import CommbenchError, invalid
-from commbench.limits import MAX_MOE_IMBALANCE
+from commbench.limits import MAX_LAYOUT_INT, MAX_MOE_IMBALANCE
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS, RULE_BITS, RULES, STRUCTURE,
                                       LayoutArrays)
@@ -264,7 +264,6 @@ def structure_key(arr: LayoutArrays, i: int) -> tuple:
     return tuple(int(getattr(arr, k)[i]) for k in STRUCTURE + ("dp",))
 
 
-MAX_LAYOUT_INT = 1 << 24  # larger tp/ep/gbs/... overflow the planner's int64 arrays: a typo, not a layout
 
 
 def parse_pins(text: str | None) -> dict[str, object]:
