@@ -159,8 +159,9 @@ def load_plan(path: str | Path) -> dict[str, Any]:
                              f"dense model ({model.name} has no experts)")
     if (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):  # Megatron: etp x ep x expert-dp = tp x cp x dp
         raise CommbenchError(f"plan file {str(path)!r}: fields 'layout.ep'={lay.ep!r} and 'layout.etp'={lay.etp!r} "
-                             f"are invalid: ep x etp ({lay.ep} x {lay.etp}) must divide tp x cp x dp ({lay.tp} x {lay.cp} x {lay.dp}), the ranks of a "
-                             "pipeline stage (write the plan again with `commbench plan`)")
+                             f"are invalid: ep x etp ({lay.ep} x {lay.etp}) must divide tp x cp x dp ({lay.tp} x "
+                             f"{lay.cp} x {lay.dp}), the ranks of a pipeline stage (write the plan again with "
+                             "`commbench plan`)")
     gpus = doc["inputs"]["gpus"]
     if lay.world != gpus:
         raise CommbenchError(f"plan file {str(path)!r}: its layout holds {lay.world} ranks (tp x cp x dp x pp = "

@@ -264,8 +264,6 @@ def structure_key(arr: LayoutArrays, i: int) -> tuple:
     return tuple(int(getattr(arr, k)[i]) for k in STRUCTURE + ("dp",))
 
 
-
-
 def parse_pins(text: str | None) -> dict[str, object]:
     """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them."""
     names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS) | set(COUNT_FIELDS) | {"cuda_graph_scope"}
