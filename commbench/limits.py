@@ -14,6 +14,7 @@ MAX_ITERS = 1_000_000  # timed or warm-up iterations per point: every timed one 
 MAX_PLANNED_POINTS = 200_000  # points one launch (bench or sweep) may plan: days of measuring at 1 s each
 MAX_GPUS = 131_072  # GPUs a plan may name: beyond any published training run; the search grows with it
 MAX_MOE_IMBALANCE = 4096  # busiest / mean EP rank tokens: at most the EP size, which no layout here exceeds
+MAX_LAYOUT_INT = 1 << 24  # a layout's tp/ep/vp/mbs/gbs/...: larger ones overflow the planner's int64 arrays (a typo)
 
 
 def check_world_size(value: int, field: str) -> int:

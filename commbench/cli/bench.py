@@ -131,6 +131,9 @@ def bench(
     if check not in (0, 1):
         raise CommbenchError(f"--check={check} is invalid: allowed 0 or 1")
     workload = get_collective(collective)
+    for option, value in (("--min-bytes", min_bytes), ("--max-bytes", max_bytes), ("--step-bytes", step_bytes)):
+        if value is not None:  # '' too: an empty value is refused here, not read below as the default
+            parse_size_bytes(value, option)
     if workload.default_sizes_bytes and (min_bytes, max_bytes, step_factor, step_bytes) == (None, None, None, None):
         sizes = list(workload.default_sizes_bytes)
     else:

@@ -43,10 +43,10 @@ def fit(
     out = renamed(out, old_out, old="-o/--output", new="-O/--out")
     if out is not None:
         claim_output(out, "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force).release()
-    if racks is not None and not system:
+    if racks is not None and system is None:
         raise CommbenchError(f"--racks={racks} needs --system: it scales the preset the fit starts from")
-    base = load_preset(system, num_racks=racks) if system else None
-    min_heldout = parse_size_bytes(heldout_min, "--heldout-min") if heldout_min else MIN_HELDOUT_BYTES
+    base = load_preset(system, num_racks=racks) if system is not None else None  # --system '' is refused there
+    min_heldout = parse_size_bytes(heldout_min, "--heldout-min")  # '' too: refused, not read as the default
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
                                            min_heldout_bytes=min_heldout)
     if as_json:

@@ -37,6 +37,25 @@ def _write(path: str, text: str, option: str = "--out") -> None:
     write_output(path, text, option, marker=marker, what=what, claimed=True)
 
 
+_OPTION_NAMES = {"files": "RESULTS", "statistic": "--statistic", "old_stat": "--stat", "min_gain": "--min-gain",
+                 "csv_path": "--csv", "fabric_path": "--fabric", "system": "--system", "gpus": "--gpus",
+                 "nodes": "--nodes", "channels": "--channels", "min_bytes": "--min-bytes", "max_bytes": "--max-bytes"}
+
+
+def _typed(**values) -> dict[str, object]:
+    """The options given on the command line (None is not given; an empty value is given), by their names."""
+    return {_OPTION_NAMES[key]: (value[0] if isinstance(value, list) else value) for key, value in values.items()
+            if value is not None and value != []}
+
+
+def _refuse_unused(where: str, why: str, given: dict[str, object]) -> None:
+    """An option the mode does nothing with is refused in one line, not dropped: each changes what the file
+    would say (a scale, a channel count, a size range, a threshold), so its being ignored can only mislead."""
+    if given:
+        option, value = next(iter(given.items()))
+        raise CommbenchError(f"{option}={value!r} is not used {where}: {why}; leave it out")
+
+
 def print_combinations(results: list, output_path: str, again: str = "", wrong: tuple[str, ...] = ()) -> None:
     """After a run over the NCCL tuning axes (rank 0 only): one line per combination, then done, or
     exit 1 when NCCL's default itself failed (refused combinations are data, not failures) or when a
@@ -67,17 +86,17 @@ def nccl_tuner(
     files: Annotated[Optional[list[str]], typer.Argument(help="Results files (JSONL) with NCCL-default and tuned points.")] = None,
     output: Annotated[str, typer.Option("-O", "--out", help="Config file to write (the plugin reads NCCL_TUNER_CONFIG_FILE, default nccl_tuner.conf).")] = "nccl_tuner.conf",
     old_output: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
-    statistic: Annotated[Optional[str], typer.Option("--statistic", help="Statistic that ranks combinations: median (default), mean, min, max or p99 (p99 needs >= 100 iterations); the same option name as compare's.")] = None,
+    statistic: Annotated[Optional[str], typer.Option("--statistic", help="Measured: statistic that ranks combinations: median (default), mean, min, max or p99 (p99 needs >= 100 iterations); the same option name as compare's.")] = None,
     old_stat: Annotated[Optional[str], typer.Option("--stat", hidden=True)] = None,
-    min_gain: Annotated[float, typer.Option("--min-gain", help="Also require the winner to beat NCCL's default by this fraction (0.05 = 5%), on top of the measured noise.")] = 0.0,
+    min_gain: Annotated[Optional[float], typer.Option("--min-gain", help="Measured: also require the winner to beat NCCL's default by this fraction (0.05 = 5%; default 0), on top of the measured noise.")] = None,
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the measurements as the input CSV of NCCL's scripts/optimize_config.py.")] = None,
     fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="PREDICTED rules from a fabric profile (commbench fit) instead of results.")] = None,
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
     channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default 0: NCCL's own count).")] = None,
-    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Predicted: smallest size.")] = "1K",
-    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Predicted: largest size (8G, as every command that predicts).")] = "8G",
+    min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Predicted: smallest size (default 1K).")] = None,
+    max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Predicted: largest size (default 8G, as every command that predicts).")] = None,
     target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
     build_plugin_dir: Annotated[Optional[str], typer.Option("--build-plugin", metavar="DIR", help="Compile commbench's tuner plugin with the system C compiler into DIR/libnccl-tuner-commbench.so (load it with NCCL_TUNER_PLUGIN) and exit.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace -O/--out and --csv even when they are not files commbench wrote.")] = False,
@@ -91,22 +110,42 @@ def nccl_tuner(
     if build_plugin_dir is not None:
         from commbench.tuner_plugin import build_plugin
 
+        if not build_plugin_dir.strip():  # Path('') is the current directory
+            raise invalid("--build-plugin", build_plugin_dir, "a directory to build into (an empty name is none)")
+        _refuse_unused("with --build-plugin", "it builds the plugin and exits, writing no config: build it in one "
+                       "command and write the config in another", _typed(files=files, statistic=statistic,
+                       old_stat=old_stat, min_gain=min_gain, csv_path=csv_path, fabric_path=fabric_path, system=system,
+                       gpus=gpus, nodes=nodes, channels=channels, min_bytes=min_bytes, max_bytes=max_bytes))
+
         library = build_plugin(build_plugin_dir)
         console.print(styled("[green]built[/] {}: export NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE=<config from "
                              "commbench nccl-tuner>", library, library.resolve()), highlight=False, soft_wrap=True)
         return
     if target not in TARGETS:
         raise invalid("--for", target, f"allowed {', '.join(TARGETS)}")
-    statistic = renamed(statistic, old_stat, old="--stat", new="--statistic") or "median"
-    if statistic not in STATISTICS:
+    statistic = renamed(statistic, old_stat, old="--stat", new="--statistic")
+    if statistic is not None and statistic not in STATISTICS:  # '' too: an empty value is not the default
         raise invalid("--statistic", statistic, f"allowed {', '.join(STATISTICS)}")
-    if not math.isfinite(min_gain) or min_gain < 0:
+    if min_gain is not None and (not math.isfinite(min_gain) or min_gain < 0):
         raise invalid("--min-gain", min_gain, "a finite fraction >= 0")
+    predicted = fabric_path is not None or system is not None
+    if predicted and files:
+        raise invalid("RESULTS", files[0], "give results files or --fabric/--system, not both")
+    if predicted:  # one predicted time per point, no measured NCCL default: nothing to rank or to beat
+        _refuse_unused("with --system/--fabric (predicted rules)", "it applies to measured rules (results files): "
+                       "a predicted point has one time and no measured NCCL default to beat",
+                       _typed(statistic=statistic, min_gain=min_gain))
+    elif files:  # the results name their own scales, channel counts and sizes
+        _refuse_unused("with results files (measured rules)", "it sets predicted rules (--system/--fabric); "
+                       "results name their own ranks, nodes, channel counts and sizes",
+                       _typed(gpus=gpus, nodes=nodes, channels=channels, min_bytes=min_bytes, max_bytes=max_bytes))
+    statistic = statistic or "median"
+    min_gain = min_gain or 0.0
     if csv_path is not None and Path(csv_path).resolve() == Path(output).resolve():
         raise invalid("--csv", csv_path, "a file other than -O/--out")
     with contextlib.ExitStack() as held:
         held.enter_context(_claim(output, "--out", force))
-        if csv_path:
+        if csv_path is not None:  # --csv '' is refused there (empty), not taken as "no CSV"
             held.enter_context(_claim(csv_path, "--csv", force))
         _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpus, nodes, channels, min_bytes,
               max_bytes, target)
@@ -118,11 +157,9 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
     from commbench.workflows import nccl_tuner as flow
 
     predicted = fabric_path is not None or system is not None
-    if predicted and files:
-        raise invalid("RESULTS", files[0], "give results files or --fabric/--system, not both")
     if predicted:
         from commbench.cli.predict import resolve_fabric
-        from commbench.units import parse_size_bytes, size_range
+        from commbench.units import PREDICTED_MAX_BYTES, parse_size_bytes, size_range
 
         from commbench.costmodel import preset_names
         if system is not None and system not in preset_names():  # the name first: --gpus would not make it valid
@@ -138,7 +175,8 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         if channels is not None and not 1 <= channels <= NCCL_MAX_CHANNELS:
             raise invalid("--channels", channels, f"from 1 to {NCCL_MAX_CHANNELS} (NCCL's MAXCHANNELS)")
         fabric = resolve_fabric(fabric_path, system, None, gpus)
-        sizes = size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"), 2.0, None)
+        sizes = size_range(parse_size_bytes(min_bytes or "1K", "--min-bytes"),
+                           parse_size_bytes(max_bytes or PREDICTED_MAX_BYTES, "--max-bytes"), 2.0, None)
         from commbench.results.nccl_nodes import predicted_node_count
 
         num_nodes, kind, why = predicted_node_count(fabric, gpus)

@@ -27,6 +27,8 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
     if (fabric_path is None) == (system is None):
         raise invalid("--fabric/--system", fabric_path or system, "give exactly one of --fabric FILE or --system PRESET")
     if fabric_path is not None:
+        if not fabric_path.strip():  # read as the current directory: "cannot be read: Is a directory"
+            raise invalid("--fabric", fabric_path, "a fabric profile file (commbench fit -O FILE); the name is empty")
         fabric = Fabric.from_json(fabric_path)
         if racks is not None or gpus is not None:
             total = gpus if gpus is not None else racks * fabric.domain_size

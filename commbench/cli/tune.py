@@ -66,7 +66,7 @@ def tune(
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
-    check_pins_in_release(pins, check_release(software) if software else newest_release(), system,
+    check_pins_in_release(pins, check_release(software) if software is not None else newest_release(), system,
                           precision.lower())  # before the sweep
     from commbench.files import check_output_dir
     from commbench.planner.calibrate.fit import read_calibration_file

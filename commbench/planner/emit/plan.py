@@ -148,10 +148,20 @@ def load_plan(path: str | Path) -> dict[str, Any]:
             raise ValueError(f"field 'inputs.fabric'={doc['inputs']['fabric']!r} has the wrong type: expected a JSON "
                              "object (the fabric summary `commbench plan` writes)")
         _check_plan_magnitudes(doc)
+        _check_layout_counts(doc["layout"])
     except ValueError as exc:
         raise CommbenchError(f"plan file {str(path)!r}: {exc}") from None
     lay = plan_layout(doc)
     model = plan_model(doc)
+    if not model.is_moe and (lay.ep, lay.etp) != (1, lay.tp):  # the plan writes ep 1, etp = tp: no EP item to run
+        key, value, allowed = ("ep", lay.ep, "1") if lay.ep != 1 else ("etp", lay.etp, f"tp ({lay.tp}) or absent")
+        raise CommbenchError(f"plan file {str(path)!r}: field 'layout.{key}'={value!r} is invalid: {allowed} for a "
+                             f"dense model ({model.name} has no experts)")
+    if (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):  # Megatron: etp x ep x expert-dp = tp x cp x dp
+        raise CommbenchError(f"plan file {str(path)!r}: fields 'layout.ep'={lay.ep!r} and 'layout.etp'={lay.etp!r} "
+                             f"are invalid: ep x etp ({lay.ep} x {lay.etp}) must divide tp x cp x dp ({lay.tp} x "
+                             f"{lay.cp} x {lay.dp}), the ranks of a pipeline stage (write the plan again with "
+                             "`commbench plan`)")
     gpus = doc["inputs"]["gpus"]
     if lay.world != gpus:
         raise CommbenchError(f"plan file {str(path)!r}: its layout holds {lay.world} ranks (tp x cp x dp x pp = "
@@ -173,6 +183,20 @@ def _check_plan_magnitudes(doc: dict[str, Any]) -> None:
         value = doc[section].get(key, 1)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             raise ValueError(f"field '{section}.{key}'={value!r} is invalid: a number from {low} to {high:,}")
+
+
+def _check_layout_counts(layout: dict[str, Any]) -> None:
+    """A hand-edited layout's integers in the ranges `plan --layout` accepts (search/space.py parse_pins): tp, ep,
+    vp, mbs, gbs, ... from 1, the layer counts from 0, all up to MAX_LAYOUT_INT. Their types and the layout's
+    other rules are left to Layout and to the plan that wrote them."""
+    from commbench.limits import MAX_LAYOUT_INT
+    from commbench.planner.layout.spec import COUNT_FIELDS, INT_FIELDS
+
+    for names, low, what in ((INT_FIELDS, 1, "a positive integer"), (COUNT_FIELDS, 0, "a non-negative integer")):
+        for name in names:
+            value = layout.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= MAX_LAYOUT_INT:
+                raise ValueError(f"field 'layout.{name}'={value!r} is invalid: {what} up to {MAX_LAYOUT_INT:,}")
 
 
 def plan_layout(doc: dict[str, Any]) -> Layout:

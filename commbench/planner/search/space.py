@@ -31,7 +31,7 @@ import numpy as np
 from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs,
                                                   check_seq_len_runs, framework_pins, graphs_allowed)
 from commbench.errors import CommbenchError, invalid
-from commbench.limits import MAX_MOE_IMBALANCE
+from commbench.limits import MAX_LAYOUT_INT, MAX_MOE_IMBALANCE
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELDS, INT_FIELDS, RULE_BITS, RULES, STRUCTURE,
                                       LayoutArrays)
@@ -73,8 +73,9 @@ class SearchRequest:
 
     def __post_init__(self) -> None:
         from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
-        object.__setattr__(self, "software_note", release_note(self.software) if self.software else "")
-        object.__setattr__(self, "software", check_release(self.software) if self.software else newest_release())
+        given = self.software is not None  # '' is given (and refused), not read as the newest release
+        object.__setattr__(self, "software_note", release_note(self.software) if given else "")
+        object.__setattr__(self, "software", check_release(self.software) if given else newest_release())
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision)  # the user's pins, first
         etp = self.pins.get("etp")
         if etp is not None and not self.model.is_moe and etp != self.pins.get("tp", etp if etp == 1 else None):
@@ -261,9 +262,6 @@ def no_fit_message(req: SearchRequest) -> str:
 
 def structure_key(arr: LayoutArrays, i: int) -> tuple:
     return tuple(int(getattr(arr, k)[i]) for k in STRUCTURE + ("dp",))
-
-
-MAX_LAYOUT_INT = 1 << 24  # larger tp/ep/gbs/... overflow the planner's int64 arrays: a typo, not a layout
 
 
 def parse_pins(text: str | None) -> dict[str, object]:
