@@ -7,20 +7,11 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
+from tests.test_cli_fuzz_inputs import one_line_error
 from tests.test_nccl_tuner import _results_file
 
 runner = CliRunner()
 PREDICTED = ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16"]
-
-
-def one_line_error(args: list[str], must: str) -> str:
-    result = runner.invoke(app, args)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    assert must in lines[0], result.output
-    return lines[0]
 
 
 # measured mode read none of these (even --channels -1 or -b bogus) and wrote the same file as without them

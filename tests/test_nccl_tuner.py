@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import math
 
@@ -440,20 +441,24 @@ def test_commbench_rules_match_one_collective_per_call_as_measured(tmp_path):
     assert {c["pipe_ops"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}
 
 
+def _write_runs(folder, name, runs):
+    """A results file of (header, combination, time) runs, each at 1 KiB and 4 KiB."""
+    path = folder / name
+    with JsonlWriter(path) as writer:
+        for header, combo, time_us in runs:
+            writer.write(header)
+            for size in (1024, 4096):
+                writer.write(_record(header.run_id, size, combo, time_us, world=header.world_size))
+    return str(path)
+
+
 def test_results_of_different_nccl_versions_or_hosts_are_refused_in_one_line(tmp_path):
     """NCCL's default measured by NCCL 2.27 'beaten' by a combination measured by NCCL 2.21 (or on another
     host) is no evidence: the rule could be slower than NCCL's real choice. Refused, naming runs and versions;
     other hosts at another scale (1 node beside 2) are fine."""
     import dataclasses
 
-    def write(name, runs):
-        path = tmp_path / name
-        with JsonlWriter(path) as writer:
-            for header, combo, time_us in runs:
-                writer.write(header)
-                for size in (1024, 4096):
-                    writer.write(_record(header.run_id, size, combo, time_us, world=header.world_size))
-        return str(path)
+    write = functools.partial(_write_runs, tmp_path)
 
     conf = str(tmp_path / "c.conf")
     versions = write("versions.jsonl", [(_header("old", ["h"] * 4), DEFAULT, 40.0),
@@ -479,14 +484,7 @@ def test_results_measured_under_other_nccl_settings_are_refused_but_the_tuning_a
     differ in every real tuning sweep and are fine."""
     import dataclasses
 
-    def write(name, runs):
-        path = tmp_path / name
-        with JsonlWriter(path) as writer:
-            for header, combo, time_us in runs:
-                writer.write(header)
-                for size in (1024, 4096):
-                    writer.write(_record(header.run_id, size, combo, time_us, world=header.world_size))
-        return str(path)
+    write = functools.partial(_write_runs, tmp_path)
 
     conf = str(tmp_path / "c.conf")
     handicapped = write("nvls-off.jsonl", [
