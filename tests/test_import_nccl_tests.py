@@ -189,3 +189,19 @@ def test_run_cycles_under_one_banner_import_as_one_run_per_cycle(tmp_path):
         mine = [p for p in points if p.run_id == header.run_id]
         assert [(p.size_bytes, p.in_place) for p in mine] == [(s, f) for s in (8, 1024, 1048576, 134217728)
                                                               for f in (False, True)]
+
+
+def test_cputime_tables_and_json_are_refused_in_one_line(tmp_path):
+    """-C 1 prints cputime: the host time to launch the loop, taken before the GPU finishes, on one rank, while
+    algbw/busbw still come from the real time (src/common.cu BenchTime). It was stored as nccl-tests' loop time
+    (1 MiB all_reduce at 4.31 us beside algbw 26 GB/s, i.e. 40 us); now the table is refused in one line."""
+    result = import_file(str(DATA / "all_reduce_perf-cputime-2.13.log"))
+    assert split(result)[1] == []
+    assert [(line, "cputime" in reason and "-C" in reason) for _, line, _, reason in result.problems] == [(15, True)]
+    data = json.loads((DATA / "sendrecv.json").read_text())
+    for row in data["results"]:
+        for key in ("out_of_place", "in_place"):
+            row[key]["cpu_time"] = row[key].pop("time")
+    (tmp_path / "sendrecv_perf-C.json").write_text(json.dumps(data))
+    result = import_file(str(tmp_path / "sendrecv_perf-C.json"))
+    assert result.records == [] and len(result.problems) == 1 and "cpu_time" in result.problems[0][3]

@@ -3,7 +3,8 @@
 Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every layout seen in logs:
 - with and without the `root` column (it arrived with the rooted tests in nccl-tests 2.x);
 - `error` (older: max abs error, a float such as 0e+00) or `#wrong` (newer: wrong elements);
-- `time` or `cputime`, per-iteration columns (i_min i_max i_p99 i_cv%), a trailing timestamp;
+- `time`, per-iteration columns (i_min i_max i_p99 i_cv%), a trailing timestamp; a `cputime` table (-C 1)
+  is refused in one line (CPUTIME_REFUSAL), its rows skipped;
 - `N/A` cells (#wrong without -c, in-place of tests that have none) and rows with only one placement;
 - the banner (`# nThread ... iters: ...`, `# nccl-tests version ...`), `# Using devices` + `#  Rank`
   lines, `NCCL INFO`/`NCCL WARN` lines interleaved, launcher command lines, footers;
@@ -58,6 +59,11 @@ PRINTS_UNUSED_OP = frozenset({"sendrecv"})
 POINT_LINE = "commbench point:"  # commbench's --format nccl-tests (results/nccl_tests_text.py POINT_PREFIX)
 POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm")
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
+# -C 1 (src/common.cu BenchTime: cputimeSec is taken before completeColl, on the printing rank alone, and algbw/busbw
+# still come from deltaSec): the column is the host time to enqueue the loop, not the collective's time.
+CPUTIME_REFUSAL = ("time column is cputime (nccl-tests -C 1: host time to launch the loop, taken before the GPU "
+                   "finishes and on one rank; algbw/busbw come from the real time): its rows are not imported, "
+                   "rerun without -C")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
@@ -121,6 +127,7 @@ class _TextRun:
         self.source, self.default = source, collective
         self.collective = collective
         self.columns: list[str] | None = None
+        self.refused: str | None = None  # why the current table's rows are skipped (said once, at its header)
         self.iters = self.warmup = 0
         self.threads_gpus = 1
         self.hosts: list[str] = []
@@ -152,7 +159,7 @@ class _TextRun:
 
 def _group_layout(columns: list[str]) -> tuple[list[str], list[list[str]]]:
     """Split header columns into the leading ones and the per-placement groups (each starts at time)."""
-    starts = [i for i, c in enumerate(columns) if c in ("time", "cputime")]
+    starts = [i for i, c in enumerate(columns) if c in ("time", "cputime")]  # cputime: refused at the header
     if not starts:
         raise ValueError("no time column")
     ends = starts[1:] + [len(columns)]
@@ -235,7 +242,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     made = []
     for in_place, cells in chunks:
         values = dict(zip(groups[1] if in_place and len(groups) > 1 else groups[0], cells))
-        time_us = _cell(values.get("time", values.get("cputime", "N/A")))
+        time_us = _cell(values.get("time", "N/A"))
         if time_us is None:
             continue
         metrics = {}
@@ -249,8 +256,6 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         for key in ("i_min", "i_max", "i_p99", "i_cv%"):
             if key in values and values[key] != "N/A":
                 metrics[f"nccl_tests_{key.replace('%', '_pct')}"] = float(values[key])
-        if "cputime" in values:
-            metrics["nccl_tests_cputime"] = True
         made.append(_measurement(
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
@@ -263,7 +268,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         result.records.append(record)
 
 
-def _comment(state: _TextRun, line: str) -> None:
+def _comment(state: _TextRun, line: str) -> str | None:
+    """Reads a comment line into `state`; returns why the table it heads is refused, if it does."""
     body = line.lstrip("#").strip()
     if (match := _AVERAGE_RE.search(body)) and "-a" in body:
         state.average = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))]
@@ -287,6 +293,9 @@ def _comment(state: _TextRun, line: str) -> None:
     elif body.split()[:2] == ["size", "count"]:
         state.new_run(forget_devices=False)  # a second table without a banner: same devices
         state.columns = body.split()
+        state.refused = CPUTIME_REFUSAL if "cputime" in state.columns else None
+        return state.refused
+    return None
 
 
 def parse_text(text: str | Iterable[str], source: str, collective: str | None = None,
@@ -301,12 +310,15 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if not line:
             continue
         if line.startswith("#"):
-            _comment(state, line)
+            if (refused := _comment(state, line)):
+                result.problems.append((source, number, raw, refused))
             continue
         if "NCCL INFO" in line or "NCCL WARN" in line:
             continue
         tokens = line.split()
         if tokens[0].isdigit() and state.columns:
+            if state.refused:
+                continue  # said once at the table's header
             try:
                 _parse_row(state, tokens, result, raw)
             except (ValueError, KeyError) as exc:
@@ -339,6 +351,11 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
     if name is None:
         result.problems.append((source, 1, "", "which collective is this? args[0] names no *_perf binary: pass --collective"))
         return result
+    rows = data["results"] if isinstance(data["results"], list) else []
+    if any(isinstance(cell, dict) and "cpu_time" in cell
+           for row in rows if isinstance(row, dict) for cell in (row.get("out_of_place"), row.get("in_place"))):
+        result.problems.append((source, 1, "", f"results hold cpu_time, not time: {CPUTIME_REFUSAL}"))
+        return result
     config = data.get("config", {})
     devices = config.get("devices", [])
     world = max(1, len(devices)) * int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
@@ -357,7 +374,7 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
                 cell = row.get(key)
                 if not cell:
                     continue
-                time_us = cell.get("time", cell.get("cpu_time"))
+                time_us = cell.get("time")
                 if time_us in (None, "nan"):
                     continue
                 wrong = cell.get("nwrong")
