@@ -205,3 +205,14 @@ def test_cputime_tables_and_json_are_refused_in_one_line(tmp_path):
     (tmp_path / "sendrecv_perf-C.json").write_text(json.dumps(data))
     result = import_file(str(tmp_path / "sendrecv_perf-C.json"))
     assert result.records == [] and len(result.problems) == 1 and "cpu_time" in result.problems[0][3]
+
+
+def test_json_takes_the_average_mode_from_its_args(tmp_path):
+    """-J files keep the command line in 'args' and no other field names -a (src/util.cu jsonOutputInit): a run
+    with -a 2 (min over ranks) or --average=3 was stored as loop_time_us['avg']; now under the mode it ran."""
+    data = json.loads((DATA / "sendrecv.json").read_text())
+    for flag, mode in ((["-a", "2"], "min"), (["--average=3"], "max"), (["-a0"], "rank0"), ([], "avg")):
+        data["args"] = ["./build/sendrecv_perf", "-b", "8", "-e", "128M", *flag, "-J", "sendrecv.json"]
+        (tmp_path / "sendrecv.json").write_text(json.dumps(data))
+        points = split(import_file(str(tmp_path / "sendrecv.json")))[1]
+        assert [set(p.loop_time_us) for p in points] == [{mode}] * 4 and points[2].loop_time_us[mode] == 1103.5

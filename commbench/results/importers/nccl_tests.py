@@ -341,7 +341,8 @@ def _guess_from_name(source: str) -> str | None:
 
 
 def parse_json(data: dict, source: str, collective: str | None = None) -> ImportResult:
-    """nccl-tests' -J file (util.cu, JSON_FILE_VERSION 2)."""
+    """nccl-tests' -J file (src/util.cu, JSON_FILE_VERSION 1 to 3: later versions add per-iteration keys only).
+    The -a mode comes from args, the command line the file keeps."""
     result = ImportResult()
     if not isinstance(data, dict) or "results" not in data:
         result.problems.append((source, 1, "", "not an nccl-tests JSON file (no 'results')"))
@@ -356,6 +357,9 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
            for row in rows if isinstance(row, dict) for cell in (row.get("out_of_place"), row.get("in_place"))):
         result.problems.append((source, 1, "", f"results hold cpu_time, not time: {CPUTIME_REFUSAL}"))
         return result
+    # the -a mode is in no JSON field, only in the command line it keeps (args)
+    average = _AVERAGE_RE.search(" ".join(args[1:]))
+    average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
     config = data.get("config", {})
     devices = config.get("devices", [])
     world = max(1, len(devices)) * int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
@@ -383,7 +387,7 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
                     iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
                     time_us=float(time_us), algbw=float(cell["alg_bw"]), busbw=float(cell["bus_bw"]),
-                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}))
+                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}, average=average))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             for record in made:
