@@ -141,7 +141,7 @@ def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):
     result = runner.invoke(app, ["import", "nccl-tests", *map(str, sorted(DATA.iterdir())), "-O", str(out)])
     assert result.exit_code == 0, result.output
     records = read_records([out])
-    assert sum(isinstance(r, Measurement) for r in records) == 33
+    assert sum(isinstance(r, Measurement) for r in records) == 39
     empty = tmp_path / "empty.log"
     empty.write_text("hello\n")
     result = runner.invoke(app, ["import", "nccl-tests", str(empty), "-o", str(tmp_path / "x.jsonl")])
@@ -216,3 +216,19 @@ def test_json_takes_the_average_mode_from_its_args(tmp_path):
         (tmp_path / "sendrecv.json").write_text(json.dumps(data))
         points = split(import_file(str(tmp_path / "sendrecv.json")))[1]
         assert [set(p.loop_time_us) for p in points] == [{mode}] * 4 and points[2].loop_time_us[mode] == 1103.5
+
+
+def test_pre_2_9_all_gather_algbw_is_size_over_time():
+    """nccl-tests before 2.9 printed all_gather/reduce_scatter algbw = (n-1) chunks / time, the same number as busbw
+    (src/all_gather.cu GetBw until ec1b5e2). It was stored as algbw (36.91 GB/s for 1 MiB in 24.86 us); commbench's
+    algbw is size / time (42.18), now rescaled from busbw by n/(n-1) where the two formulas print differently."""
+    result = import_file(str(DATA / "all_gather_perf-2.0.0.log"))
+    headers, points = split(result)
+    assert result.problems == [] and headers[0].world_size == 8 and len(points) == 6
+    mib = next(p for p in points if p.size_bytes == 1048576 and not p.in_place)
+    assert round(mib.algbw_gbps, 2) == round(1048576 / 24.86e3, 2) == 42.18 and mib.busbw_gbps == 36.91
+    assert mib.metrics["nccl_tests_printed_algbw_gbps"] == 36.91 and "n/(n-1)" in mib.notes[1]
+    small = next(p for p in points if p.size_bytes == 1024 and not p.in_place)  # 0.07 / 0.07: the formulas agree
+    assert small.algbw_gbps == 0.07 and len(small.notes) == 1
+    current = split(import_file(str(DATA / "multi-collective-2.14.log")))[1]  # algbw 42.18 busbw 36.91: as printed
+    assert [p.algbw_gbps for p in current if p.size_bytes == 1048576 and p.collective == "all_gather"] == [42.18, 46.81]

@@ -106,7 +106,8 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
-                 num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None) -> Measurement:
+                 num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None,
+                 notes: Iterable[str] = ()) -> Measurement:
     point = point or {}
     params = {} if root is None or root < 0 else {"root": root}
     return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
@@ -117,7 +118,7 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
                        iters=iters, warmup_iters=warmup, loop_time_us={average: time_us}, algbw_gbps=algbw,
                        busbw_gbps=busbw, num_wrong=num_wrong,
                        params={**params, **({"algorithm": point["algorithm"]} if "algorithm" in point else {})},
-                       metrics=metrics, notes=[TIME_NOTE])
+                       metrics=metrics, notes=[TIME_NOTE, *notes])
 
 
 class _TextRun:
@@ -185,6 +186,25 @@ def count_mismatch(collective: str, size: int, count: int, nccl_type: str, world
         ranks = f"{world} ranks" if world else "a whole number of ranks"
         return f"size {size} B is not count {count} x {item} B ({nccl_type}) x {ranks} ({collective} counts one rank's chunk)"
     return None
+
+
+# nccl-tests before 2.9 printed all_gather's and reduce_scatter's algbw as count x type bytes x (n-1) / time, the
+# same number as busbw (src/all_gather.cu, src/reduce_scatter.cu GetBw until commit ec1b5e2, June 2020: "This change
+# makes algbw higher; busbw is unchanged"); since then algbw = size / time and busbw = algbw x (n-1)/n.
+OLD_ALGBW_NOTE = ("algbw rescaled by n/(n-1) from busbw: the row printed algbw = busbw, nccl-tests < 2.9's all_gather/"
+                  "reduce_scatter formula ((n-1) chunks / time); commbench's algbw is size / time")
+
+
+def old_algbw(collective: str, algbw: str, busbw: str, ranks: int) -> float | None:
+    """size / time for an all_gather or reduce_scatter row printed with nccl-tests' pre-2.9 algbw (the same text as
+    busbw), from busbw x n/(n-1); None for any other row, or where the two formulas would print alike (the
+    difference under 1.5 units of the printed last digit, so the row cannot tell them apart)."""
+    if collective not in ("all_gather", "reduce_scatter") or ranks < 2 or algbw != busbw or "e" in busbw.lower():
+        return None
+    value = float(busbw)
+    unit = 10.0 ** -len(busbw.partition(".")[2])
+    rescaled = value * ranks / (ranks - 1)
+    return rescaled if rescaled - value > 1.5 * unit else None
 
 
 BLANK_CELL_GAP = 20  # characters between root and the first number when the out-of-place cell is blank:
@@ -256,11 +276,15 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         for key in ("i_min", "i_max", "i_p99", "i_cv%"):
             if key in values and values[key] != "N/A":
                 metrics[f"nccl_tests_{key.replace('%', '_pct')}"] = float(values[key])
+        algbw, notes = float(values["algbw"]), []
+        if (rescaled := old_algbw(state.collective, values["algbw"], values["busbw"], group or world)) is not None:
+            algbw, notes = rescaled, [OLD_ALGBW_NOTE]
+            metrics["nccl_tests_printed_algbw_gbps"] = float(values["algbw"])
         made.append(_measurement(
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
-            warmup=state.warmup, time_us=time_us, algbw=float(values["algbw"]), busbw=float(values["busbw"]),
-            num_wrong=wrong, metrics=metrics, average=state.average, point=state.point))
+            warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
+            num_wrong=wrong, metrics=metrics, average=state.average, point=state.point, notes=notes))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
