@@ -232,3 +232,19 @@ def test_pre_2_9_all_gather_algbw_is_size_over_time():
     assert small.algbw_gbps == 0.07 and len(small.notes) == 1
     current = split(import_file(str(DATA / "multi-collective-2.14.log")))[1]  # algbw 42.18 busbw 36.91: as printed
     assert [p.algbw_gbps for p in current if p.size_bytes == 1048576 and p.collective == "all_gather"] == [42.18, 46.81]
+
+
+def test_json_run_cycles_import_as_one_run_per_cycle(tmp_path):
+    """-N 2 with -J appends every cycle's rows to one results list (src/common.cu TimeTest's run_cycles loop): they
+    were one run holding each size twice; now a row repeating one of its run's starts the next cycle's run, as for
+    text logs. A results entry that is not an object is an unparsed line, not a traceback."""
+    data = json.loads((DATA / "sendrecv.json").read_text())
+    data["args"] += ["-N", "2"]
+    data["results"] = data["results"] + json.loads(json.dumps(data["results"])) + [7]
+    data["results"][2]["out_of_place"]["time"] = 9.30
+    (tmp_path / "sendrecv.json").write_text(json.dumps(data))
+    result = import_file(str(tmp_path / "sendrecv.json"))
+    headers, points = split(result)
+    assert len(headers) == 2 and [r.run_id for r in points] == [headers[0].run_id] * 4 + [headers[1].run_id] * 4
+    assert [p.loop_time_us["avg"] for p in points if p.size_bytes == 8 and not p.in_place] == [9.12, 9.30]
+    assert [(line, "not an object" in reason) for _, line, _, reason in result.problems] == [(5, True)]

@@ -388,14 +388,27 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
     devices = config.get("devices", [])
     world = max(1, len(devices)) * int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
     env = {k: v for k, _, v in (e.partition("=") for e in data.get("env", [])) if k.startswith("NCCL_")}
-    run_id = new_run_id()
-    result.records.append(_header(run_id, source=source, world=world,
-                                  hosts=[d.get("hostname", "unknown") for d in devices] or ["unknown"],
-                                  devices=[d.get("device_info", "unknown") for d in devices] or ["unknown"],
-                                  argv=args, version=nccl_version(data.get("nccl_version")),
-                                  started=str(data.get("start_time", "")), nccl_env=env))
+
+    def new_run() -> str:
+        run_id = new_run_id()
+        result.records.append(_header(run_id, source=source, world=world,
+                                      hosts=[d.get("hostname", "unknown") for d in devices] or ["unknown"],
+                                      devices=[d.get("device_info", "unknown") for d in devices] or ["unknown"],
+                                      argv=args, version=nccl_version(data.get("nccl_version")),
+                                      started=str(data.get("start_time", "")), nccl_env=env))
+        return run_id
+
+    run_id, seen = new_run(), set()
     for index, row in enumerate(data["results"]):
         try:
+            if not isinstance(row, dict):
+                raise TypeError(f"a {type(row).__name__}, not an object")
+            # -N cycles: every cycle's rows follow one another in results (src/common.cu TimeTest's run_cycles loop);
+            # a row repeating one of the run's starts the next cycle's run, as for text logs
+            key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
+            if key in seen:
+                run_id, seen = new_run(), set()
+            seen.add(key)
             root = int(str(row.get("root", "-1")).strip())
             made = []
             for in_place, key in ((False, "out_of_place"), (True, "in_place")):
