@@ -248,3 +248,17 @@ def test_json_run_cycles_import_as_one_run_per_cycle(tmp_path):
     assert len(headers) == 2 and [r.run_id for r in points] == [headers[0].run_id] * 4 + [headers[1].run_id] * 4
     assert [p.loop_time_us["avg"] for p in points if p.size_bytes == 8 and not p.in_place] == [9.12, 9.30]
     assert [(line, "not an object" in reason) for _, line, _, reason in result.problems] == [(5, True)]
+
+
+def test_nccl_tests_1_x_tables_are_refused_in_one_line(tmp_path):
+    """nccl-tests 1.x printed 'bytes N type op ... res' with time in ms and its banner and footer without '#'
+    (v1.0.0 src/common.cu:573, :865, :1027). Each line was 'not an nccl-tests line', and after a 2.x table in the
+    same file its rows were read with that table's columns: 0.118 ms stored as 0.118 us. Now one line refuses it."""
+    result = import_file(str(DATA / "all_reduce_perf-1.0.0.log"))
+    assert split(result)[1] == [] and [(line, reason.split(" (")[0]) for _, line, _, reason in result.problems] == [
+        (11, "nccl-tests 1.x table")]
+    log = tmp_path / "all_reduce_perf-both.log"
+    log.write_text((DATA / "all_reduce_perf-2018.log").read_text() + (DATA / "all_reduce_perf-1.0.0.log").read_text())
+    result = import_file(str(log))
+    assert len(split(result)[1]) == 8 and all(p.loop_time_us["avg"] > 30 for p in split(result)[1])
+    assert [line for _, line, _, _ in result.problems] == [22 + 11]

@@ -4,7 +4,7 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
 - with and without the `root` column (it arrived with the rooted tests in nccl-tests 2.x);
 - `error` (older: max abs error, a float such as 0e+00) or `#wrong` (newer: wrong elements);
 - `time`, per-iteration columns (i_min i_max i_p99 i_cv%), a trailing timestamp; a `cputime` table (-C 1)
-  is refused in one line (CPUTIME_REFUSAL), its rows skipped;
+  is refused in one line (CPUTIME_REFUSAL), its rows skipped; so is nccl-tests 1.x's (V1_REFUSAL: time in ms);
 - `N/A` cells (#wrong without -c, in-place of tests that have none) and rows with only one placement;
 - the banner (`# nThread ... iters: ...`, `# nccl-tests version ...`), `# Using devices` + `#  Rank`
   lines, `NCCL INFO`/`NCCL WARN` lines interleaved, launcher command lines, footers;
@@ -61,6 +61,12 @@ POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm")
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 # -C 1 (src/common.cu BenchTime: cputimeSec is taken before completeColl, on the printing rank alone, and algbw/busbw
 # still come from deltaSec): the column is the host time to enqueue the loop, not the collective's time.
+# nccl-tests 1.x (tag v1.0.0, 2018; src/<test>.cu print_header, src/common.cu BenchTime): columns 'bytes N type op
+# [root] time algbw busbw res', time in ms ("%7.3f" of seconds x 1e3), its banner and footer lines without '#'.
+V1_REFUSAL = ("nccl-tests 1.x table (columns 'bytes N ... res', time in ms, before v2.0.0): not read, its rows are "
+              "skipped; rerun with nccl-tests 2.x")
+V1_BARE_LINES = ("nThread ", "Out of bounds values", "Avg bus bandwidth", "Swap Comms Enabled", "Blocking Enabled",
+                 "Parallel Init Enabled")
 CPUTIME_REFUSAL = ("time column is cputime (nccl-tests -C 1: host time to launch the loop, taken before the GPU "
                    "finishes and on one rank; algbw/busbw come from the real time): its rows are not imported, "
                    "rerun without -C")
@@ -319,6 +325,10 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.columns = body.split()
         state.refused = CPUTIME_REFUSAL if "cputime" in state.columns else None
         return state.refused
+    elif body.split()[:2] == ["bytes", "N"]:  # nccl-tests 1.x's table header
+        state.new_run(forget_devices=False)
+        state.columns, state.refused = body.split(), V1_REFUSAL
+        return state.refused
     return None
 
 
@@ -338,6 +348,9 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
                 result.problems.append((source, number, raw, refused))
             continue
         if "NCCL INFO" in line or "NCCL WARN" in line:
+            continue
+        if line.startswith(V1_BARE_LINES):  # nccl-tests 1.x printed its banner and footer without '#'
+            _comment(state, "# " + line)
             continue
         tokens = line.split()
         if tokens[0].isdigit() and state.columns:
