@@ -262,3 +262,13 @@ def test_nccl_tests_1_x_tables_are_refused_in_one_line(tmp_path):
     result = import_file(str(log))
     assert len(split(result)[1]) == 8 and all(p.loop_time_us["avg"] > 30 for p in split(result)[1])
     assert [line for _, line, _, _ in result.problems] == [22 + 11]
+
+
+def test_a_command_line_without_a_is_average_even_after_one_with_a():
+    """Two runs in one log, the first launched with -a 2: the second's command line names no -a (nccl-tests' default,
+    1 = average) but its points were stored as 'min', the -a of the line before; each command line now says its own."""
+    log = (DATA / "reduce_scatter-root-error.log").read_text()
+    result = parse_text(log.replace("-g 1", "-g 1 -a 2") + log, "two.log")
+    headers, points = split(result)
+    assert len(headers) == 2 and result.problems == []
+    assert [set(p.loop_time_us) for p in points] == [{"min"}] * 6 + [{"avg"}] * 6

@@ -364,8 +364,8 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if (match := _PERF_RE.search(line)) and not tokens[0].isdigit():
             state.collective = collective_name(match.group(1)) or state.default  # a command line names the test
             state.argv = line.lstrip("+$ ").split()
-            if (average := _AVERAGE_RE.search(line)):
-                state.average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))]
+            average = _AVERAGE_RE.search(line)  # each command line says its own -a; none: nccl-tests' default, 1
+            state.average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
             state.new_run()
             continue
         result.problems.append((source, number, raw, "not an nccl-tests line"))
