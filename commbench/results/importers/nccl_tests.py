@@ -378,7 +378,7 @@ def _guess_from_name(source: str) -> str | None:
 
 
 def parse_json(data: dict, source: str, collective: str | None = None) -> ImportResult:
-    """nccl-tests' -J file (src/util.cu, JSON_FILE_VERSION 1 to 3: later versions add per-iteration keys only).
+    """nccl-tests' -J file (src/util.cu, JSON_FILE_VERSION 1 to 3: the keys read here are the same in all three).
     The -a mode comes from args, the command line the file keeps."""
     result = ImportResult()
     if not isinstance(data, dict) or "results" not in data:
