@@ -141,7 +141,7 @@ def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):
     result = runner.invoke(app, ["import", "nccl-tests", *map(str, sorted(DATA.iterdir())), "-O", str(out)])
     assert result.exit_code == 0, result.output
     records = read_records([out])
-    assert sum(isinstance(r, Measurement) for r in records) == 33
+    assert sum(isinstance(r, Measurement) for r in records) == 39
     empty = tmp_path / "empty.log"
     empty.write_text("hello\n")
     result = runner.invoke(app, ["import", "nccl-tests", str(empty), "-o", str(tmp_path / "x.jsonl")])
@@ -189,3 +189,86 @@ def test_run_cycles_under_one_banner_import_as_one_run_per_cycle(tmp_path):
         mine = [p for p in points if p.run_id == header.run_id]
         assert [(p.size_bytes, p.in_place) for p in mine] == [(s, f) for s in (8, 1024, 1048576, 134217728)
                                                               for f in (False, True)]
+
+
+def test_cputime_tables_and_json_are_refused_in_one_line(tmp_path):
+    """-C 1 prints cputime: the host time to launch the loop, taken before the GPU finishes, on one rank, while
+    algbw/busbw still come from the real time (src/common.cu BenchTime). It was stored as nccl-tests' loop time
+    (1 MiB all_reduce at 4.31 us beside algbw 26 GB/s, i.e. 40 us); now the table is refused in one line."""
+    result = import_file(str(DATA / "all_reduce_perf-cputime-2.13.log"))
+    assert split(result)[1] == []
+    assert [(line, "cputime" in reason and "-C" in reason) for _, line, _, reason in result.problems] == [(15, True)]
+    data = json.loads((DATA / "sendrecv.json").read_text())
+    for row in data["results"]:
+        for key in ("out_of_place", "in_place"):
+            row[key]["cpu_time"] = row[key].pop("time")
+    (tmp_path / "sendrecv_perf-C.json").write_text(json.dumps(data))
+    result = import_file(str(tmp_path / "sendrecv_perf-C.json"))
+    assert result.records == [] and len(result.problems) == 1 and "cpu_time" in result.problems[0][3]
+
+
+def test_json_takes_the_average_mode_from_its_args(tmp_path):
+    """-J files keep the command line in 'args' and no other field names -a (src/util.cu jsonOutputInit): a run
+    with -a 2 (min over ranks) or --average=3 was stored as loop_time_us['avg']; now under the mode it ran."""
+    data = json.loads((DATA / "sendrecv.json").read_text())
+    for flag, mode in ((["-a", "2"], "min"), (["--average=3"], "max"), (["-a0"], "rank0"), ([], "avg")):
+        data["args"] = ["./build/sendrecv_perf", "-b", "8", "-e", "128M", *flag, "-J", "sendrecv.json"]
+        (tmp_path / "sendrecv.json").write_text(json.dumps(data))
+        points = split(import_file(str(tmp_path / "sendrecv.json")))[1]
+        assert [set(p.loop_time_us) for p in points] == [{mode}] * 4 and points[2].loop_time_us[mode] == 1103.5
+
+
+def test_pre_2_9_all_gather_algbw_is_size_over_time():
+    """nccl-tests before 2.9 printed all_gather/reduce_scatter algbw = (n-1) chunks / time, the same number as busbw
+    (src/all_gather.cu GetBw until ec1b5e2). It was stored as algbw (36.91 GB/s for 1 MiB in 24.86 us); commbench's
+    algbw is size / time (42.18), now rescaled from busbw by n/(n-1) where the two formulas print differently."""
+    result = import_file(str(DATA / "all_gather_perf-2.0.0.log"))
+    headers, points = split(result)
+    assert result.problems == [] and headers[0].world_size == 8 and len(points) == 6
+    mib = next(p for p in points if p.size_bytes == 1048576 and not p.in_place)
+    assert round(mib.algbw_gbps, 2) == round(1048576 / 24.86e3, 2) == 42.18 and mib.busbw_gbps == 36.91
+    assert mib.metrics["nccl_tests_printed_algbw_gbps"] == 36.91 and "n/(n-1)" in mib.notes[1]
+    small = next(p for p in points if p.size_bytes == 1024 and not p.in_place)  # 0.07 / 0.07: the formulas agree
+    assert small.algbw_gbps == 0.07 and len(small.notes) == 1
+    current = split(import_file(str(DATA / "multi-collective-2.14.log")))[1]  # algbw 42.18 busbw 36.91: as printed
+    assert [p.algbw_gbps for p in current if p.size_bytes == 1048576 and p.collective == "all_gather"] == [42.18, 46.81]
+
+
+def test_json_run_cycles_import_as_one_run_per_cycle(tmp_path):
+    """-N 2 with -J appends every cycle's rows to one results list (src/common.cu TimeTest's run_cycles loop): they
+    were one run holding each size twice; now a row repeating one of its run's starts the next cycle's run, as for
+    text logs. A results entry that is not an object is an unparsed line, not a traceback."""
+    data = json.loads((DATA / "sendrecv.json").read_text())
+    data["args"] += ["-N", "2"]
+    data["results"] = data["results"] + json.loads(json.dumps(data["results"])) + [7]
+    data["results"][2]["out_of_place"]["time"] = 9.30
+    (tmp_path / "sendrecv.json").write_text(json.dumps(data))
+    result = import_file(str(tmp_path / "sendrecv.json"))
+    headers, points = split(result)
+    assert len(headers) == 2 and [r.run_id for r in points] == [headers[0].run_id] * 4 + [headers[1].run_id] * 4
+    assert [p.loop_time_us["avg"] for p in points if p.size_bytes == 8 and not p.in_place] == [9.12, 9.30]
+    assert [(line, "not an object" in reason) for _, line, _, reason in result.problems] == [(5, True)]
+
+
+def test_nccl_tests_1_x_tables_are_refused_in_one_line(tmp_path):
+    """nccl-tests 1.x printed 'bytes N type op ... res' with time in ms and its banner and footer without '#'
+    (v1.0.0 src/common.cu:573, :865, :1027). Each line was 'not an nccl-tests line', and after a 2.x table in the
+    same file its rows were read with that table's columns: 0.118 ms stored as 0.118 us. Now one line refuses it."""
+    result = import_file(str(DATA / "all_reduce_perf-1.0.0.log"))
+    assert split(result)[1] == [] and [(line, reason.split(" (")[0]) for _, line, _, reason in result.problems] == [
+        (11, "nccl-tests 1.x table")]
+    log = tmp_path / "all_reduce_perf-both.log"
+    log.write_text((DATA / "all_reduce_perf-2018.log").read_text() + (DATA / "all_reduce_perf-1.0.0.log").read_text())
+    result = import_file(str(log))
+    assert len(split(result)[1]) == 8 and all(p.loop_time_us["avg"] > 30 for p in split(result)[1])
+    assert [line for _, line, _, _ in result.problems] == [22 + 11]
+
+
+def test_a_command_line_without_a_is_average_even_after_one_with_a():
+    """Two runs in one log, the first launched with -a 2: the second's command line names no -a (nccl-tests' default,
+    1 = average) but its points were stored as 'min', the -a of the line before; each command line now says its own."""
+    log = (DATA / "reduce_scatter-root-error.log").read_text()
+    result = parse_text(log.replace("-g 1", "-g 1 -a 2") + log, "two.log")
+    headers, points = split(result)
+    assert len(headers) == 2 and result.problems == []
+    assert [set(p.loop_time_us) for p in points] == [{"min"}] * 6 + [{"avg"}] * 6

@@ -3,7 +3,8 @@
 Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every layout seen in logs:
 - with and without the `root` column (it arrived with the rooted tests in nccl-tests 2.x);
 - `error` (older: max abs error, a float such as 0e+00) or `#wrong` (newer: wrong elements);
-- `time` or `cputime`, per-iteration columns (i_min i_max i_p99 i_cv%), a trailing timestamp;
+- `time`, per-iteration columns (i_min i_max i_p99 i_cv%), a trailing timestamp; a `cputime` table (-C 1)
+  is refused in one line (CPUTIME_REFUSAL), its rows skipped; so is nccl-tests 1.x's (V1_REFUSAL: time in ms);
 - `N/A` cells (#wrong without -c, in-place of tests that have none) and rows with only one placement;
 - the banner (`# nThread ... iters: ...`, `# nccl-tests version ...`), `# Using devices` + `#  Rank`
   lines, `NCCL INFO`/`NCCL WARN` lines interleaved, launcher command lines, footers;
@@ -58,6 +59,17 @@ PRINTS_UNUSED_OP = frozenset({"sendrecv"})
 POINT_LINE = "commbench point:"  # commbench's --format nccl-tests (results/nccl_tests_text.py POINT_PREFIX)
 POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm")
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
+# -C 1 (src/common.cu BenchTime: cputimeSec is taken before completeColl, on the printing rank alone, and algbw/busbw
+# still come from deltaSec): the column is the host time to enqueue the loop, not the collective's time.
+# nccl-tests 1.x (tag v1.0.0, 2018; src/<test>.cu print_header, src/common.cu BenchTime): columns 'bytes N type op
+# [root] time algbw busbw res', time in ms ("%7.3f" of seconds x 1e3), its banner and footer lines without '#'.
+V1_REFUSAL = ("nccl-tests 1.x table (columns 'bytes N ... res', time in ms, before v2.0.0): not read, its rows are "
+              "skipped; rerun with nccl-tests 2.x")
+V1_BARE_LINES = ("nThread ", "Out of bounds values", "Avg bus bandwidth", "Swap Comms Enabled", "Blocking Enabled",
+                 "Parallel Init Enabled")
+CPUTIME_REFUSAL = ("time column is cputime (nccl-tests -C 1: host time to launch the loop, taken before the GPU "
+                   "finishes and on one rank; algbw/busbw come from the real time): its rows are not imported, "
+                   "rerun without -C")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
@@ -100,7 +112,8 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
-                 num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None) -> Measurement:
+                 num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None,
+                 notes: Iterable[str] = ()) -> Measurement:
     point = point or {}
     params = {} if root is None or root < 0 else {"root": root}
     return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
@@ -111,7 +124,7 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
                        iters=iters, warmup_iters=warmup, loop_time_us={average: time_us}, algbw_gbps=algbw,
                        busbw_gbps=busbw, num_wrong=num_wrong,
                        params={**params, **({"algorithm": point["algorithm"]} if "algorithm" in point else {})},
-                       metrics=metrics, notes=[TIME_NOTE])
+                       metrics=metrics, notes=[TIME_NOTE, *notes])
 
 
 class _TextRun:
@@ -121,6 +134,7 @@ class _TextRun:
         self.source, self.default = source, collective
         self.collective = collective
         self.columns: list[str] | None = None
+        self.refused: str | None = None  # why the current table's rows are skipped (said once, at its header)
         self.iters = self.warmup = 0
         self.threads_gpus = 1
         self.hosts: list[str] = []
@@ -152,7 +166,7 @@ class _TextRun:
 
 def _group_layout(columns: list[str]) -> tuple[list[str], list[list[str]]]:
     """Split header columns into the leading ones and the per-placement groups (each starts at time)."""
-    starts = [i for i, c in enumerate(columns) if c in ("time", "cputime")]
+    starts = [i for i, c in enumerate(columns) if c in ("time", "cputime")]  # cputime: refused at the header
     if not starts:
         raise ValueError("no time column")
     ends = starts[1:] + [len(columns)]
@@ -178,6 +192,25 @@ def count_mismatch(collective: str, size: int, count: int, nccl_type: str, world
         ranks = f"{world} ranks" if world else "a whole number of ranks"
         return f"size {size} B is not count {count} x {item} B ({nccl_type}) x {ranks} ({collective} counts one rank's chunk)"
     return None
+
+
+# nccl-tests before 2.9 printed all_gather's and reduce_scatter's algbw as count x type bytes x (n-1) / time, the
+# same number as busbw (src/all_gather.cu, src/reduce_scatter.cu GetBw until commit ec1b5e2, June 2020: "This change
+# makes algbw higher; busbw is unchanged"); since then algbw = size / time and busbw = algbw x (n-1)/n.
+OLD_ALGBW_NOTE = ("algbw rescaled by n/(n-1) from busbw: the row printed algbw = busbw, nccl-tests < 2.9's all_gather/"
+                  "reduce_scatter formula ((n-1) chunks / time); commbench's algbw is size / time")
+
+
+def old_algbw(collective: str, algbw: str, busbw: str, ranks: int) -> float | None:
+    """size / time for an all_gather or reduce_scatter row printed with nccl-tests' pre-2.9 algbw (the same text as
+    busbw), from busbw x n/(n-1); None for any other row, or where the two formulas would print alike (the
+    difference under 1.5 units of the printed last digit, so the row cannot tell them apart)."""
+    if collective not in ("all_gather", "reduce_scatter") or ranks < 2 or algbw != busbw or "e" in busbw.lower():
+        return None
+    value = float(busbw)
+    unit = 10.0 ** -len(busbw.partition(".")[2])
+    rescaled = value * ranks / (ranks - 1)
+    return rescaled if rescaled - value > 1.5 * unit else None
 
 
 BLANK_CELL_GAP = 20  # characters between root and the first number when the out-of-place cell is blank:
@@ -235,7 +268,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     made = []
     for in_place, cells in chunks:
         values = dict(zip(groups[1] if in_place and len(groups) > 1 else groups[0], cells))
-        time_us = _cell(values.get("time", values.get("cputime", "N/A")))
+        time_us = _cell(values.get("time", "N/A"))
         if time_us is None:
             continue
         metrics = {}
@@ -249,13 +282,15 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         for key in ("i_min", "i_max", "i_p99", "i_cv%"):
             if key in values and values[key] != "N/A":
                 metrics[f"nccl_tests_{key.replace('%', '_pct')}"] = float(values[key])
-        if "cputime" in values:
-            metrics["nccl_tests_cputime"] = True
+        algbw, notes = float(values["algbw"]), []
+        if (rescaled := old_algbw(state.collective, values["algbw"], values["busbw"], group or world)) is not None:
+            algbw, notes = rescaled, [OLD_ALGBW_NOTE]
+            metrics["nccl_tests_printed_algbw_gbps"] = float(values["algbw"])
         made.append(_measurement(
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
-            warmup=state.warmup, time_us=time_us, algbw=float(values["algbw"]), busbw=float(values["busbw"]),
-            num_wrong=wrong, metrics=metrics, average=state.average, point=state.point))
+            warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
+            num_wrong=wrong, metrics=metrics, average=state.average, point=state.point, notes=notes))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -263,7 +298,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         result.records.append(record)
 
 
-def _comment(state: _TextRun, line: str) -> None:
+def _comment(state: _TextRun, line: str) -> str | None:
+    """Reads a comment line into `state`; returns why the table it heads is refused, if it does."""
     body = line.lstrip("#").strip()
     if (match := _AVERAGE_RE.search(body)) and "-a" in body:
         state.average = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))]
@@ -287,6 +323,13 @@ def _comment(state: _TextRun, line: str) -> None:
     elif body.split()[:2] == ["size", "count"]:
         state.new_run(forget_devices=False)  # a second table without a banner: same devices
         state.columns = body.split()
+        state.refused = CPUTIME_REFUSAL if "cputime" in state.columns else None
+        return state.refused
+    elif body.split()[:2] == ["bytes", "N"]:  # nccl-tests 1.x's table header
+        state.new_run(forget_devices=False)
+        state.columns, state.refused = body.split(), V1_REFUSAL
+        return state.refused
+    return None
 
 
 def parse_text(text: str | Iterable[str], source: str, collective: str | None = None,
@@ -301,12 +344,18 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if not line:
             continue
         if line.startswith("#"):
-            _comment(state, line)
+            if (refused := _comment(state, line)):
+                result.problems.append((source, number, raw, refused))
             continue
         if "NCCL INFO" in line or "NCCL WARN" in line:
             continue
+        if line.startswith(V1_BARE_LINES):  # nccl-tests 1.x printed its banner and footer without '#'
+            _comment(state, "# " + line)
+            continue
         tokens = line.split()
         if tokens[0].isdigit() and state.columns:
+            if state.refused:
+                continue  # said once at the table's header
             try:
                 _parse_row(state, tokens, result, raw)
             except (ValueError, KeyError) as exc:
@@ -315,8 +364,8 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if (match := _PERF_RE.search(line)) and not tokens[0].isdigit():
             state.collective = collective_name(match.group(1)) or state.default  # a command line names the test
             state.argv = line.lstrip("+$ ").split()
-            if (average := _AVERAGE_RE.search(line)):
-                state.average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))]
+            average = _AVERAGE_RE.search(line)  # each command line says its own -a; none: nccl-tests' default, 1
+            state.average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
             state.new_run()
             continue
         result.problems.append((source, number, raw, "not an nccl-tests line"))
@@ -329,7 +378,8 @@ def _guess_from_name(source: str) -> str | None:
 
 
 def parse_json(data: dict, source: str, collective: str | None = None) -> ImportResult:
-    """nccl-tests' -J file (util.cu, JSON_FILE_VERSION 2)."""
+    """nccl-tests' -J file (src/util.cu, JSON_FILE_VERSION 1 to 3: the keys read here are the same in all three).
+    The -a mode comes from args, the command line the file keeps."""
     result = ImportResult()
     if not isinstance(data, dict) or "results" not in data:
         result.problems.append((source, 1, "", "not an nccl-tests JSON file (no 'results')"))
@@ -339,25 +389,46 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
     if name is None:
         result.problems.append((source, 1, "", "which collective is this? args[0] names no *_perf binary: pass --collective"))
         return result
+    rows = data["results"] if isinstance(data["results"], list) else []
+    if any(isinstance(cell, dict) and "cpu_time" in cell
+           for row in rows if isinstance(row, dict) for cell in (row.get("out_of_place"), row.get("in_place"))):
+        result.problems.append((source, 1, "", f"results hold cpu_time, not time: {CPUTIME_REFUSAL}"))
+        return result
+    # the -a mode is in no JSON field, only in the command line it keeps (args)
+    average = _AVERAGE_RE.search(" ".join(args[1:]))
+    average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
     config = data.get("config", {})
     devices = config.get("devices", [])
     world = max(1, len(devices)) * int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
     env = {k: v for k, _, v in (e.partition("=") for e in data.get("env", [])) if k.startswith("NCCL_")}
-    run_id = new_run_id()
-    result.records.append(_header(run_id, source=source, world=world,
-                                  hosts=[d.get("hostname", "unknown") for d in devices] or ["unknown"],
-                                  devices=[d.get("device_info", "unknown") for d in devices] or ["unknown"],
-                                  argv=args, version=nccl_version(data.get("nccl_version")),
-                                  started=str(data.get("start_time", "")), nccl_env=env))
+
+    def new_run() -> str:
+        run_id = new_run_id()
+        result.records.append(_header(run_id, source=source, world=world,
+                                      hosts=[d.get("hostname", "unknown") for d in devices] or ["unknown"],
+                                      devices=[d.get("device_info", "unknown") for d in devices] or ["unknown"],
+                                      argv=args, version=nccl_version(data.get("nccl_version")),
+                                      started=str(data.get("start_time", "")), nccl_env=env))
+        return run_id
+
+    run_id, seen = new_run(), set()
     for index, row in enumerate(data["results"]):
         try:
+            if not isinstance(row, dict):
+                raise TypeError(f"a {type(row).__name__}, not an object")
+            # -N cycles: every cycle's rows follow one another in results (src/common.cu TimeTest's run_cycles loop);
+            # a row repeating one of the run's starts the next cycle's run, as for text logs
+            key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
+            if key in seen:
+                run_id, seen = new_run(), set()
+            seen.add(key)
             root = int(str(row.get("root", "-1")).strip())
             made = []
             for in_place, key in ((False, "out_of_place"), (True, "in_place")):
                 cell = row.get(key)
                 if not cell:
                     continue
-                time_us = cell.get("time", cell.get("cpu_time"))
+                time_us = cell.get("time")
                 if time_us in (None, "nan"):
                     continue
                 wrong = cell.get("nwrong")
@@ -366,7 +437,7 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
                     iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
                     time_us=float(time_us), algbw=float(cell["alg_bw"]), busbw=float(cell["bus_bw"]),
-                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}))
+                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}, average=average))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             for record in made:
