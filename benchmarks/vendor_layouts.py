@@ -85,7 +85,9 @@ def rank_rows(runs, cal=CALIBRATED) -> list[dict]:
         mine = float(p.predicted_tokens[j])
         best = float(res.fitting_tokens_desc[0])
         lay = r.layout
-        pins = dict(tp=lay.tp, pp=lay.pp, vp=lay.vp, ep=lay.ep, etp=lay.etp, cp=lay.cp, mbs=lay.mbs)
+        pins = dict(tp=lay.tp, pp=lay.pp, vp=lay.vp, ep=lay.ep, cp=lay.cp, mbs=lay.mbs)
+        if r.model.is_moe:   # a dense model has no expert TP to pin (the search refuses etp other than tp there)
+            pins["etp"] = lay.etp
         try:
             chosen, bd = best_for_pins(dataclasses.replace(res.request, pins=pins))
             structure, flagged = float(bd.tokens_per_s_per_gpu[0]), chosen.layout(0)

@@ -96,3 +96,15 @@ def test_a_later_releases_faster_layout_in_another_table_is_credited_as_measured
     rows = [dict(run=run)]
     vendor_layouts.later_layout_gain(rows)          # no pool: the row alone has nothing later
     assert rows[0]["later"] is None
+
+
+def test_a_dense_published_structure_is_read_with_the_searchs_flags():
+    """The 'structure, search's flags' reading pins the published tp/pp/vp/ep/cp/mbs (and a MoE row's expert TP):
+    a dense row's etp (1 in the table beside tp 4) is no pin the search takes, so pinning it lost every dense TP
+    row from that reading (61 of 87 calibration layouts, when the search began refusing etp pins on dense models)."""
+    runs = [r for r in published_runs() if r.layout is not None and not r.model.is_moe and r.layout.tp > 1
+            and r.layout.etp != r.layout.tp][:2]
+    assert runs
+    rows = vendor_layouts.rank_rows(runs)
+    assert all(r["srank"] is not None and r["flagged"] is not None for r in rows), [r["run"].label for r in rows]
+    assert all(r["flagged"].tp == r["run"].layout.tp and r["flagged"].pp == r["run"].layout.pp for r in rows)
