@@ -41,14 +41,16 @@ _TUNING_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
 
 
 def series_key(m: Measurement) -> tuple:
-    """Points of one curve share everything but their size: backend, dtype, group, and workload params."""
+    """Points of one curve share everything but their size: backend, dtype, group, workload params, reduction
+    op and timed iterations (a sweep may measure all_reduce sum and max, or one size at two -n, in one run)."""
     params = tuple(sorted((k, str(v)) for k, v in m.params.items() if k not in _SWEPT_PARAMS))
-    return (m.backend, m.dtype, m.group_size, m.group_layout, m.in_place, params)
+    return (m.backend, m.dtype, m.group_size, m.group_layout, m.in_place, params, m.op or "", m.iters)
 
 
 def series_label(key: tuple) -> str:
-    backend, dtype, group_size, layout, in_place, params = key
+    backend, dtype, group_size, layout, in_place, params, op, _iters = key
     named = dict(params)
+    extra_op = f" op={op}" if op not in ("", "sum") else ""  # sum, the default (nccl-tests' too), goes unnamed
     extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if named.get(k) not in (None, "None", ""))
     if any(k in named for k in _TUNING_PARAMS):  # measured under --nccl-algo/--nccl-proto/--nccl-channels
         tuning = {k: int(v) if k == "nccl_channels" and v.isdecimal() else v  # the key holds str(value)
@@ -57,7 +59,7 @@ def series_label(key: tuple) -> str:
         extra += f" {combo}" if combo == "NCCL default" else f" NCCL {combo}"
     dtype = "" if "hidden" in named else f" {dtype}"  # MoE: the dtype is the byte payload, not a data type
     return (f"{backend}{dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
-            + (" in-place" if in_place else "") + extra)
+            + (" in-place" if in_place else "") + extra_op + extra)
 
 
 def series_labels(keys: Iterable[tuple]) -> dict[tuple, str]:
@@ -69,7 +71,7 @@ def series_labels(keys: Iterable[tuple]) -> dict[tuple, str]:
         same.setdefault(series_label(key), []).append(key)
     labels = {}
     for label, group in same.items():
-        params = [dict(key[5]) for key in group]
+        params = [{**dict(key[5]), "op": key[6] or "-", "iters": key[7]} for key in group]
         differ = sorted({k for p in params for k in p if len({q.get(k) for q in params}) > 1})
         for key, p in zip(group, params):
             labels[key] = label + "".join(f" {k}={p.get(k, '-')}" for k in differ)
