@@ -55,3 +55,31 @@ def test_two_iteration_counts_are_two_curves_told_apart():
     assert sorted(series_labels(series).values()) == ["gloo float32 n=2 in-place iters=5",
                                                       "gloo float32 n=2 in-place iters=50"]
     assert all([m.size_bytes for m in r] == [1024, 8192] for r in series.values())
+
+
+def test_failed_and_wrong_points_are_named_by_curve_on_the_terminal_and_in_the_markdown(tmp_path):
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter
+
+    def bcast(size: int, root: int, **changes) -> Measurement:
+        m = dataclasses.replace(record(size), collective="broadcast", op=None, params={"root": root})
+        return dataclasses.replace(m, **changes)
+
+    failed = dict(status="failed", error="RuntimeError: boom", time_us_median=None, algbw_gbps=None, busbw_gbps=None,
+                  num_wrong=None)
+    path = tmp_path / "r.jsonl"
+    with JsonlWriter(path) as writer:
+        for m in (bcast(1024, 0), bcast(8192, 0), bcast(1024, 1), bcast(8192, 1, num_wrong=3), bcast(4096, 1, **failed)):
+            writer.write(m)
+    result = CliRunner().invoke(app, ["report", str(path), "-O", str(tmp_path / "rep")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert ("no measurement (not drawn, not in the tables): broadcast gloo float32 n=2 in-place root=1 4 KiB: failed "
+            "(RuntimeError: boom) (run r1)") in text
+    assert "wrong data (not drawn, not in the tables): broadcast gloo float32 n=2 in-place root=1 8 KiB: #wrong 3" in text
+    md = (tmp_path / "rep" / "README.md").read_text()
+    assert "- broadcast gloo float32 n=2 in-place root=1 4 KiB: failed (RuntimeError: boom) (run r1)" in md

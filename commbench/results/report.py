@@ -20,7 +20,7 @@ import numpy as np
 from commbench.comm.nccl_tuning import combo_from_params
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
-from commbench.results.render import is_moe, tail_text
+from commbench.results.render import is_moe, record_label, tail_text
 from commbench.results.run_setup import labels_by_what_differs
 from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
@@ -130,10 +130,30 @@ def run_curves(rows: list[Measurement], runs: dict[str, RunHeader]) -> list[tupl
     return [(labels[run_id], run_rows) for run_id, run_rows in by_run.items()]
 
 
+def _point_names(records: list[Measurement], among: list[Measurement]) -> list[str]:
+    """'collective curve size' per record, the curve told apart among its collective's curves in `among` (every
+    record of the report; series_labels: broadcast root=1, all_reduce op=max), MoE points by tokens per rank."""
+    keys: dict[str, dict[tuple, None]] = {}
+    for m in [*among, *records]:
+        keys.setdefault(m.collective, {})[series_key(m)] = None
+    labels = {c: series_labels(k) for c, k in keys.items()}
+    return [f"{m.collective} {labels[m.collective][series_key(m)]} {record_label(m)}" for m in records]
+
+
 def wrong_data_lines(records: Iterable[Measurement]) -> list[str]:
     """One line per point with wrong data: collective, curve, size, #wrong and run (plain text)."""
-    return [f"{m.collective} {series_label(series_key(m))} {format_size(m.size_bytes)}: #wrong {m.num_wrong} "
-            f"(run {m.run_id})" for m in records if is_wrong(m)]
+    records = list(records)
+    wrong = [m for m in records if is_wrong(m)]
+    return [f"{name}: #wrong {m.num_wrong} (run {m.run_id})" for name, m in zip(_point_names(wrong, records), wrong)]
+
+
+def failed_lines(records: Iterable[Measurement]) -> list[str]:
+    """One line per failed or skipped point (no time, never drawn or tabled): collective, curve, size, status,
+    error and run (plain text)."""
+    records = list(records)
+    failed = [m for m in records if m.status != "ok"]
+    return [f"{name}: {m.status} ({m.error or 'no error recorded'}) (run {m.run_id})"
+            for name, m in zip(_point_names(failed, records), failed)]
 
 
 def plot_collective(collective: str, series: dict[tuple, list[Measurement]], stem: Path,
@@ -215,7 +235,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
     runs = {h.run_id: h for h in headers}
-    failed = [m for m in records if m.status != "ok"]
+    failed = failed_lines(records)
     wrong = wrong_data_lines(records)
     emulated = any(h.emulated for h in headers if h.run_id in {m.run_id for m in records})
     md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
@@ -255,7 +275,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
                "The data check found wrong elements at these points: their times are not valid measurements.", ""]
         md += [f"- {line}" for line in wrong] + [""]
     if failed:
-        md += ["## Failed or skipped points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
+        md += ["## Failed or skipped points (not drawn, not in the tables above)", ""] + [f"- {line}" for line in failed] + [""]
     path = out / "README.md"
     write_output(path, "\n".join(md), "--out", marker=REPORT_MARKER, what="commbench report", force=force)
     return ReportFiles(markdown=path, plots=plots)
