@@ -42,3 +42,23 @@ def test_typo_is_named_with_the_closest_key(data, expected):
 def test_a_key_close_to_nothing_gets_no_guess():
     message = refused({"run": [{**RUN, "zzz": 1}]})
     assert "zzz=1 is invalid: unknown key; allowed keys:" in message and "did you mean" not in message
+
+
+def test_sizes_that_alignment_moves_or_merges_are_stated_by_dry_run(tmp_path):
+    """reduce_scatter sizes 4..64 B on 3 ranks plan 12, 24, 48 B (5 sizes, 3 points): said, never silent."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    path = tmp_path / "s.toml"
+    path.write_text('[sweep]\nbackend = "gloo"\n[[run]]\ncollective = "reduce_scatter"\n'
+                    'sizes = {min = "4", max = "64", factor = 2}\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K"]\n')
+    result = CliRunner().invoke(app, ["sweep", str(path), "--dry-run", "--world-size", "3"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert ("note: run[0] (0:reduce_scatter) float32 on 3 ranks: 5 size(s) give 3 point(s), aligned as nccl-tests "
+            "aligns them: 4 B -> 12 B, 8 B -> 12 B, 16 B -> 12 B, 32 B -> 24 B (+1 more)") in text
+    assert "run[1]" not in text.split("note:", 1)[1]  # 1 KiB all_reduce is measured as given
+    import json
+    doc = json.loads(CliRunner().invoke(app, ["sweep", str(path), "--dry-run", "--world-size", "3", "--json"]).stdout)
+    assert len(doc["size_notes"]) == 1 and [p["size_bytes"] for p in doc["points"]] == [12, 24, 48, 1024]
