@@ -109,7 +109,7 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import (by_collective, curve_label, run_curves, series_labels, shown_rows, write_report,
+    from commbench.results.report import (by_collective, curve_label, failed_lines, run_curves, series_labels, shown_rows, write_report,
                                           wrong_data_lines)
     from commbench.results.records import headers, measurements
 
@@ -137,6 +137,8 @@ def report(
                                                 + (f" — {left_out}" if left_out else ""), shown, console.width))
     for line in wrong_data_lines(records):
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
+    for line in failed_lines(records):
+        console.print(styled("[red]no measurement[/] (not drawn, not in the tables): {}", line), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),

@@ -20,7 +20,7 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
-from commbench.sweep.plan import describe
+from commbench.sweep.plan import describe, size_notes
 from commbench.sweep.resume import (check_resume_identity, earlier_problems, finished_before_launch, has_records,
                                     sweep_identity)
 from commbench.results.tables import Col, print_table
@@ -56,7 +56,7 @@ def dry_run_document(sweep, world_size: int, backend: str) -> dict:
                        "estimated_s": estimate_point_s(point, world_size, backend)})
     return {"format": "commbench-sweep-plan", "version": 1, "sweep": sweep.name, "description": sweep.description,
             "world_size": world_size, "backend": backend, "num_entries": len(sweep.entries), "points": points,
-            "estimated_total_s": sum(p["estimated_s"] for p in points)}
+            "estimated_total_s": sum(p["estimated_s"] for p in points), "size_notes": size_notes(sweep, world_size)}
 
 
 def print_dry_run(doc: dict) -> None:
@@ -70,6 +70,8 @@ def print_dry_run(doc: dict) -> None:
                 "(dry run)", cols, rows)
     if doc["description"]:
         console.print(doc["description"], highlight=False, markup=False)
+    for note in doc.get("size_notes", ()):
+        console.print(f"note: {note}", highlight=False, markup=False)
     console.print(f"valid: {doc['num_entries']} entr(y/ies), {len(rows)} point(s); estimated run time "
                   f"{doc['estimated_total_s']:.0f} s (a rough alpha-beta estimate for {doc['backend']}, not a measurement); "
                   "nothing launched", highlight=False)
@@ -240,6 +242,12 @@ def sweep(
             # under torchrun/srun/mpirun the other ranks wait for this one at the rendezvous: only own ranks are spared
             if launched is None and not spec.tuning and finished_on_resume(spec, output, world, resolved):
                 return
+        if writer:
+            from commbench.comm.job import DEFAULT_NPROC
+
+            planned_world = launched.world_size if launched is not None else (local_nproc or DEFAULT_NPROC)
+            for note in size_notes(spec, planned_world):
+                err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
         again = resume_command(file, output, local_nproc)
         if spec.tuning:

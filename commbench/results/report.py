@@ -20,7 +20,7 @@ import numpy as np
 from commbench.comm.nccl_tuning import combo_from_params
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
-from commbench.results.render import is_moe, tail_text
+from commbench.results.render import is_moe, record_label, tail_text
 from commbench.results.run_setup import labels_by_what_differs
 from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
@@ -41,14 +41,16 @@ _TUNING_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
 
 
 def series_key(m: Measurement) -> tuple:
-    """Points of one curve share everything but their size: backend, dtype, group, and workload params."""
+    """Points of one curve share everything but their size: backend, dtype, group, workload params, reduction
+    op and timed iterations (a sweep may measure all_reduce sum and max, or one size at two -n, in one run)."""
     params = tuple(sorted((k, str(v)) for k, v in m.params.items() if k not in _SWEPT_PARAMS))
-    return (m.backend, m.dtype, m.group_size, m.group_layout, m.in_place, params)
+    return (m.backend, m.dtype, m.group_size, m.group_layout, m.in_place, params, m.op or "", m.iters)
 
 
 def series_label(key: tuple) -> str:
-    backend, dtype, group_size, layout, in_place, params = key
+    backend, dtype, group_size, layout, in_place, params, op, _iters = key
     named = dict(params)
+    extra_op = f" op={op}" if op not in ("", "sum") else ""  # sum, the default (nccl-tests' too), goes unnamed
     extra = "".join(f" {named[k]}" for k in _LABELLED_PARAMS if named.get(k) not in (None, "None", ""))
     if any(k in named for k in _TUNING_PARAMS):  # measured under --nccl-algo/--nccl-proto/--nccl-channels
         tuning = {k: int(v) if k == "nccl_channels" and v.isdecimal() else v  # the key holds str(value)
@@ -57,7 +59,7 @@ def series_label(key: tuple) -> str:
         extra += f" {combo}" if combo == "NCCL default" else f" NCCL {combo}"
     dtype = "" if "hidden" in named else f" {dtype}"  # MoE: the dtype is the byte payload, not a data type
     return (f"{backend}{dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
-            + (" in-place" if in_place else "") + extra)
+            + (" in-place" if in_place else "") + extra_op + extra)
 
 
 def series_labels(keys: Iterable[tuple]) -> dict[tuple, str]:
@@ -69,7 +71,7 @@ def series_labels(keys: Iterable[tuple]) -> dict[tuple, str]:
         same.setdefault(series_label(key), []).append(key)
     labels = {}
     for label, group in same.items():
-        params = [dict(key[5]) for key in group]
+        params = [{**dict(key[5]), "op": key[6] or "-", "iters": key[7]} for key in group]
         differ = sorted({k for p in params for k in p if len({q.get(k) for q in params}) > 1})
         for key, p in zip(group, params):
             labels[key] = label + "".join(f" {k}={p.get(k, '-')}" for k in differ)
@@ -128,10 +130,30 @@ def run_curves(rows: list[Measurement], runs: dict[str, RunHeader]) -> list[tupl
     return [(labels[run_id], run_rows) for run_id, run_rows in by_run.items()]
 
 
+def _point_names(records: list[Measurement], among: list[Measurement]) -> list[str]:
+    """'collective curve size' per record, the curve told apart among its collective's curves in `among` (every
+    record of the report; series_labels: broadcast root=1, all_reduce op=max), MoE points by tokens per rank."""
+    keys: dict[str, dict[tuple, None]] = {}
+    for m in [*among, *records]:
+        keys.setdefault(m.collective, {})[series_key(m)] = None
+    labels = {c: series_labels(k) for c, k in keys.items()}
+    return [f"{m.collective} {labels[m.collective][series_key(m)]} {record_label(m)}" for m in records]
+
+
 def wrong_data_lines(records: Iterable[Measurement]) -> list[str]:
     """One line per point with wrong data: collective, curve, size, #wrong and run (plain text)."""
-    return [f"{m.collective} {series_label(series_key(m))} {format_size(m.size_bytes)}: #wrong {m.num_wrong} "
-            f"(run {m.run_id})" for m in records if is_wrong(m)]
+    records = list(records)
+    wrong = [m for m in records if is_wrong(m)]
+    return [f"{name}: #wrong {m.num_wrong} (run {m.run_id})" for name, m in zip(_point_names(wrong, records), wrong)]
+
+
+def failed_lines(records: Iterable[Measurement]) -> list[str]:
+    """One line per failed or skipped point (no time, never drawn or tabled): collective, curve, size, status,
+    error and run (plain text)."""
+    records = list(records)
+    failed = [m for m in records if m.status != "ok"]
+    return [f"{name}: {m.status} ({m.error or 'no error recorded'}) (run {m.run_id})"
+            for name, m in zip(_point_names(failed, records), failed)]
 
 
 def plot_collective(collective: str, series: dict[tuple, list[Measurement]], stem: Path,
@@ -213,7 +235,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
     runs = {h.run_id: h for h in headers}
-    failed = [m for m in records if m.status != "ok"]
+    failed = failed_lines(records)
     wrong = wrong_data_lines(records)
     emulated = any(h.emulated for h in headers if h.run_id in {m.run_id for m in records})
     md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
@@ -253,7 +275,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
                "The data check found wrong elements at these points: their times are not valid measurements.", ""]
         md += [f"- {line}" for line in wrong] + [""]
     if failed:
-        md += ["## Failed or skipped points", ""] + [f"- {m.collective} {format_size(m.size_bytes)}: {m.error}" for m in failed] + [""]
+        md += ["## Failed or skipped points (not drawn, not in the tables above)", ""] + [f"- {line}" for line in failed] + [""]
     path = out / "README.md"
     write_output(path, "\n".join(md), "--out", marker=REPORT_MARKER, what="commbench report", force=force)
     return ReportFiles(markdown=path, plots=plots)

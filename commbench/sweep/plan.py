@@ -135,3 +135,29 @@ def describe(point: SweepPoint) -> dict[str, str]:
     where = f"{point.point.group.num_groups} x {len(groups[0])} {point.point.group.layout}" if groups else "world"
     return {"entry": point.entry.name, "collective": point.config.collective, "dtype": spec.dtype.name,
             "size": format_size(spec.size_bytes), "groups": where, "params": params}
+
+
+def size_notes(sweep: Sweep, world_size: int) -> list[str]:
+    """Entries whose listed sizes are not all measured as given on `world_size` ranks: nccl-tests' alignment
+    (a whole number of elements, per rank for the chunked collectives) moves a size, and sizes that align
+    alike are one point. Stated by --dry-run and before a launch, never a silent narrowing."""
+    from commbench.dtypes import get_dtype
+
+    notes = []
+    for entry in sweep.entries:
+        collective = get_collective(entry.collective)
+        if not collective.takes_size:
+            continue
+        for dtype in entry.dtypes:
+            itemsize = get_dtype(dtype).itemsize
+            moved = [(s, collective.count_for(s, itemsize, world_size)[1]) for s in entry.sizes_bytes]
+            changed = [(s, a) for s, a in moved if s != a]
+            if not changed:
+                continue
+            points = len(dict.fromkeys(a for _, a in moved))
+            shown = ", ".join(f"{format_size(s)} -> {format_size(a)}" for s, a in changed[:4])
+            notes.append(f"run[{entry.index}] ({entry.name}) {dtype} on {world_size} ranks: {len(moved)} size(s) give "
+                         f"{points} point(s), aligned as nccl-tests aligns them: {shown}"
+                         + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""))
+    return notes
+

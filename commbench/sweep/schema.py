@@ -31,7 +31,8 @@ ranks_per_rack, topology (preset nvl72 | hgx8), racks, nodes_per_rack, rack_node
 group_layout. One launch has one rack topology: entries that describe racks must agree (put it in
 [defaults]); the rest use it too. Any other key is a parameter the collective declares in
 `param_names` (MoE routing, grad_reduce_scatter's algorithm, ...); others are refused. Every error
-names the entry index, the field, the value and what is allowed.
+names the entry index, the field, the value and what is allowed; a misspelt key (itres, sizs) is named,
+with the closest known key, before anything it leaves missing.
 """
 
 from __future__ import annotations
@@ -121,6 +122,19 @@ def _bad(where: str, key: str, value: Any, allowed: str) -> EntryError:
     return EntryError(f"{where}: {key}={value!r} is invalid: {allowed}")
 
 
+def _closest(key: str, known: tuple[str, ...]) -> str:
+    """' (did you mean iters?)' for a typo of a known key (itres), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _unknown(where: str, key: str, value: Any, known: tuple[str, ...], allowed: str, what: str = "key") -> EntryError:
+    """An unknown key (a typo such as itres), refused by name with the closest known key when one is close."""
+    return _bad(where, key, value, f"unknown {what}{_closest(key, known)}; {allowed}")
+
+
 def _int(where: str, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _bad(where, key, value, f"an integer >= {minimum}")
@@ -163,7 +177,8 @@ def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
         raise _bad(where, "sizes", value, "a list such as [\"1K\", \"1M\"] or a table {min = \"8\", max = \"16M\", factor = 2}")
     unknown = sorted(set(value) - set(SIZE_TABLE_KEYS))
     if unknown:
-        raise _bad(where, f"sizes.{unknown[0]}", value[unknown[0]], f"allowed keys: {', '.join(SIZE_TABLE_KEYS)}")
+        raise _unknown(where, f"sizes.{unknown[0]}", value[unknown[0]], tuple(f"sizes.{k}" for k in SIZE_TABLE_KEYS),
+                       f"allowed keys: {', '.join(SIZE_TABLE_KEYS)}")
     for key in ("min", "max"):
         if key not in value:
             raise _bad(where, f"sizes.{key}", None, "a range needs both min and max")
@@ -204,7 +219,7 @@ def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, An
     unknown = sorted(set(params) - set(collective.param_names))
     if unknown:
         allowed = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS, *collective.param_names)
-        raise _bad(where, unknown[0], params[unknown[0]], f"unknown key; allowed keys: {', '.join(allowed)}")
+        raise _unknown(where, unknown[0], params[unknown[0]], allowed, f"allowed keys: {', '.join(allowed)}")
     return dict(params)
 
 
@@ -272,11 +287,17 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         merged.pop("dtype")
     name = merged.get("collective")
     if name is None:
+        typo = next((k for k in raw if k not in STANDARD_KEYS and _closest(k, ("collective",))), None)
+        if typo is not None:  # colective = "all_reduce": name the typo, not a missing key
+            raise _unknown(where, typo, raw[typo], STANDARD_KEYS, f"allowed keys: {', '.join(STANDARD_KEYS)}")
         raise _bad(where, "collective", None, f"required; allowed: {', '.join(REGISTRY)}")
     if name not in REGISTRY:
-        raise _bad(where, "collective", name, f"allowed: {', '.join(REGISTRY)}")
+        hint = _closest(name, tuple(REGISTRY)) if isinstance(name, str) else ""
+        raise _bad(where, "collective", name, f"unknown collective{hint}; allowed: {', '.join(REGISTRY)}")
     collective = REGISTRY[name]
     where = _where(path, index, name)
+    # an unknown key (sizs, itres) is named before what it leaves missing (sizes required) is reported
+    check_params(where, collective, {k: v for k, v in raw.items() if k not in STANDARD_KEYS})
     if not collective.takes_size:  # swept by its own parameters (e.g. MoE tokens_per_rank)
         if "sizes" in raw:
             raise _bad(where, "sizes", raw["sizes"], f"{name} is swept by its own parameters, not by sizes: remove it")
@@ -315,17 +336,21 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     )
 
 
-def stray_defaults(where: str, defaults: dict[str, Any], entries: tuple[SweepEntry, ...]) -> None:
+def stray_defaults(where: str, defaults: dict[str, Any], runs: list[Any]) -> None:
     """Refuse a [defaults] key that is neither an entry key nor a parameter of any entry's collective (a typo
-    such as itres, or hidden in a file with no MoE entry), naming [defaults] rather than an entry."""
+    such as itres, or hidden in a file with no MoE entry), naming [defaults] rather than an entry. Checked
+    before the entries, so a typo (sizs) is named rather than what it leaves missing (sizes)."""
     from collectives import REGISTRY
 
-    taken = list(dict.fromkeys(k for e in entries for k in REGISTRY[e.collective].param_names))
+    names = [r.get("collective") for r in runs if isinstance(r, dict)]
+    taken = list(dict.fromkeys(k for n in names if isinstance(n, str) and n in REGISTRY
+                               for k in REGISTRY[n].param_names))
     stray = [k for k in defaults if k not in STANDARD_KEYS and k not in taken]
     if stray:
         takers = f"; parameters of this file's collectives: {', '.join(taken)}" if taken else ""
         raise _bad(f"{where}: [defaults]", stray[0], defaults[stray[0]],
-                   f"no [[run]] entry takes it; allowed keys: {', '.join(STANDARD_KEYS)}{takers}")
+                   f"no [[run]] entry takes it{_closest(stray[0], (*STANDARD_KEYS, *taken))}; "
+                   f"allowed keys: {', '.join(STANDARD_KEYS)}{takers}")
 
 
 def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
@@ -333,7 +358,8 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
     where = _where(path, None)
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
-        raise _bad(where, unknown[0], data[unknown[0]], "unknown top-level key; allowed: [sweep], [defaults], [[run]]")
+        raise _unknown(where, unknown[0], data[unknown[0]], TOP_KEYS, "allowed: [sweep], [defaults], [[run]]",
+                       what="top-level key")
     head = data.get("sweep", {})
     defaults = data.get("defaults", {})
     runs = data.get("run", [])
@@ -345,7 +371,7 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
         raise _bad(where, "run", runs, "a list of tables [[run]]")
     bad = sorted(set(head) - set(SWEEP_KEYS))
     if bad:
-        raise _bad(f"{where}: [sweep]", bad[0], head[bad[0]], f"unknown key; allowed: {', '.join(SWEEP_KEYS)}")
+        raise _unknown(f"{where}: [sweep]", bad[0], head[bad[0]], SWEEP_KEYS, f"allowed: {', '.join(SWEEP_KEYS)}")
     bad = sorted(set(defaults) & {"collective", "name"})
     if bad:
         raise _bad(f"{where}: [defaults]", bad[0], defaults[bad[0]], "set per [[run]] entry, not in [defaults]")
@@ -354,8 +380,8 @@ def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:
         raise _bad(f"{where}: [sweep]", "backend", backend, "allowed: auto, nccl, gloo")
     nproc = _int(f"{where}: [sweep]", "nproc", head["nproc"], 1, MAX_WORLD_SIZE) if "nproc" in head else None
     world = _int(f"{where}: [sweep]", "world_size", head["world_size"], 1, MAX_WORLD_SIZE) if "world_size" in head else None
+    stray_defaults(where, defaults, runs)
     entries = tuple(parse_entry(path, i, raw, defaults) for i, raw in enumerate(runs))
-    stray_defaults(where, defaults, entries)
     tuning = parse_axes(*(head.get(k) for k in TUNING_KEYS), names=tuple(f"{where}: [sweep] {k}" for k in TUNING_KEYS))
     return Sweep(path=path, name=str(head.get("name", Path(path).stem)), description=str(head.get("description", "")),
                  backend=backend, nproc=nproc, world_size=world, entries=entries,
