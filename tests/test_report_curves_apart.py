@@ -83,3 +83,23 @@ def test_failed_and_wrong_points_are_named_by_curve_on_the_terminal_and_in_the_m
     assert "wrong data (not drawn, not in the tables): broadcast gloo float32 n=2 in-place root=1 8 KiB: #wrong 3" in text
     md = (tmp_path / "rep" / "README.md").read_text()
     assert "- broadcast gloo float32 n=2 in-place root=1 4 KiB: failed (RuntimeError: boom) (run r1)" in md
+
+
+def test_a_curve_measured_without_the_data_check_is_marked_unchecked(tmp_path):
+    """-c 0 points (num_wrong None: never verified) were drawn and tabled like checked data; the curve's label, its
+    Markdown heading and a note now say they are unchecked, and a checked curve says nothing."""
+    import dataclasses
+
+    from commbench.results.report import curve_label, unchecked_mark
+
+    checked = [record(1024), record(8192)]
+    unchecked = [dataclasses.replace(m, op="max", num_wrong=None) for m in checked]
+    assert unchecked_mark(checked) == "" and unchecked_mark(unchecked) == " (unchecked: -c 0)"
+    assert unchecked_mark([checked[0], unchecked[1]]) == " (1 of 2 points unchecked: -c 0)"
+    assert curve_label("gloo", "", unchecked).endswith("(unchecked: -c 0)")
+    files = write_report(checked + unchecked, tmp_path / "out", sources=["r.jsonl"])
+    text = files.markdown.read_text()
+    assert "### gloo float32 n=2 in-place op=max (unchecked: -c 0)" in text
+    assert "### gloo float32 n=2 in-place\n" in text and "## Unchecked points" in text
+    only_checked = write_report(checked, tmp_path / "checked", sources=["r.jsonl"]).markdown.read_text()
+    assert "Unchecked" not in only_checked and "unchecked" not in only_checked

@@ -101,7 +101,18 @@ def curve_label(label: str, run_label: str, rows: list[Measurement] = (), runs: 
     `commbench emulate` (`rows`' run header), that its fabric was emulated, unless the run label says it already."""
     text = label + (f" ({run_label})" if run_label else "")
     mark = emulated_mark(rows, runs or {})
-    return text + (f" ({mark})" if mark and "emulated" not in run_label else "")
+    return text + (f" ({mark})" if mark and "emulated" not in run_label else "") + unchecked_mark(rows)
+
+
+def unchecked_mark(rows: list[Measurement]) -> str:
+    """' (unchecked: -c 0)' for a curve measured without the data check, ' (k of n unchecked)' for one partly so:
+    its results were never verified, so it must not read as checked data ('' when every point was checked)."""
+    from commbench.results.compare import is_unchecked
+
+    n = sum(1 for m in rows if is_unchecked(m))
+    if not n:
+        return ""
+    return " (unchecked: -c 0)" if n == len(rows) else f" ({n} of {len(rows)} points unchecked: -c 0)"
 
 
 def emulated_mark(rows: list[Measurement], runs: dict[str, RunHeader]) -> str:
@@ -197,7 +208,7 @@ def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Pr
             if predict is not None and not is_moe(run_rows[0]):
                 sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
                 seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
-            curves.append(Series(label=curve_label(labels[key], run_label), rows=run_rows, predicted_s=seconds,
+            curves.append(Series(label=curve_label(labels[key], run_label, run_rows), rows=run_rows, predicted_s=seconds,
                                  time_name=headline_time(run_rows[0])[0]))
     return curves
 
@@ -276,6 +287,9 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         md += [f"- {line}" for line in wrong] + [""]
     if failed:
         md += ["## Failed or skipped points (not drawn, not in the tables above)", ""] + [f"- {line}" for line in failed] + [""]
+    if any(unchecked_mark(rows) for series in grouped.values() for rows in series.values()):
+        md += ["## Unchecked points", "", "Curves marked \"unchecked: -c 0\" were measured without the data check "
+               "(`#wrong` shows -): their times are measured, their results were never verified.", ""]
     path = out / "README.md"
     write_output(path, "\n".join(md), "--out", marker=REPORT_MARKER, what="commbench report", force=force)
     return ReportFiles(markdown=path, plots=plots)
