@@ -62,3 +62,22 @@ def test_sizes_that_alignment_moves_or_merges_are_stated_by_dry_run(tmp_path):
     import json
     doc = json.loads(CliRunner().invoke(app, ["sweep", str(path), "--dry-run", "--world-size", "3", "--json"]).stdout)
     assert len(doc["size_notes"]) == 1 and [p["size_bytes"] for p in doc["points"]] == [12, 24, 48, 1024]
+
+
+def test_the_dry_run_listing_tells_points_apart_by_op_placement_and_iterations():
+    """Two entries differing only in op (or in-place, or iters) listed identical rows: the listing now says how
+    each point is measured, in the table and in --json (what the run's records and the report keep apart)."""
+    import json
+
+    from commbench.cli.sweep import dry_run_document
+
+    sweep = parse_sweep({"sweep": {"name": "ops", "backend": "gloo"},
+                         "run": [RUN, {**RUN, "op": "max"}, {**RUN, "in_place": True, "iters": 7}]}, "t.toml")
+    doc = dry_run_document(sweep, 2, "gloo")
+    hows = [p["how"] for p in doc["points"]]
+    assert hows == ["sum, out-of-place, iters 20", "max, out-of-place, iters 20", "sum, in-place, iters 7"]
+    assert len(set(hows)) == len(hows)
+    broadcast = parse_sweep({"sweep": {"name": "b", "backend": "gloo"},
+                             "run": [{"collective": "broadcast", "sizes": ["1K"], "root": 1}]}, "t.toml")
+    assert dry_run_document(broadcast, 2, "gloo")["points"][0]["how"].startswith("out-of-place, root 1")
+    assert json.loads(json.dumps(doc))["points"][1]["how"].startswith("max")

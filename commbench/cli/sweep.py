@@ -52,7 +52,7 @@ def dry_run_document(sweep, world_size: int, backend: str) -> dict:
         row = describe(point)
         points.append({"number": number, "entry": row["entry"], "collective": row["collective"], "dtype": row["dtype"],
                        "size_bytes": point.point.spec.size_bytes, "groups": row["groups"],
-                       "params": {k: v for k, v in sorted(point.point.spec.params.items())},
+                       "params": {k: v for k, v in sorted(point.point.spec.params.items())}, "how": row["how"],
                        "estimated_s": estimate_point_s(point, world_size, backend)})
     return {"format": "commbench-sweep-plan", "version": 1, "sweep": sweep.name, "description": sweep.description,
             "world_size": world_size, "backend": backend, "num_entries": len(sweep.entries), "points": points,
@@ -62,9 +62,10 @@ def dry_run_document(sweep, world_size: int, backend: str) -> dict:
 def print_dry_run(doc: dict) -> None:
     cols = [Col(name="#"), Col(name="entry", numeric=False, keep=2), Col(name="collective", numeric=False),
             Col(name="dtype", numeric=False, keep=1), Col(name="size"), Col(name="groups", numeric=False, keep=3),
-            Col(name="params", numeric=False, keep=4), Col(name="est. time (s)")]
+            Col(name="how", numeric=False, keep=5), Col(name="params", numeric=False, keep=4), Col(name="est. time (s)")]
     rows = [[str(p["number"]), escape(p["entry"]), p["collective"], p["dtype"], format_size(p["size_bytes"]),
-             p["groups"], escape(", ".join(f"{k}={v}" for k, v in p["params"].items())), f"{p['estimated_s']:.2f}"]
+             p["groups"], p["how"], escape(", ".join(f"{k}={v}" for k, v in p["params"].items())),
+             f"{p['estimated_s']:.2f}"]
             for p in doc["points"]]
     print_table(console, f"sweep {doc['sweep']}: {len(rows)} point(s) on {doc['world_size']} rank(s), {doc['backend']} "
                 "(dry run)", cols, rows)

@@ -134,7 +134,17 @@ def describe(point: SweepPoint) -> dict[str, str]:
     groups = point.point.groups
     where = f"{point.point.group.num_groups} x {len(groups[0])} {point.point.group.layout}" if groups else "world"
     return {"entry": point.entry.name, "collective": point.config.collective, "dtype": spec.dtype.name,
-            "size": format_size(spec.size_bytes), "groups": where, "params": params}
+            "size": format_size(spec.size_bytes), "groups": where, "params": params, "how": how_measured(point)}
+
+
+def how_measured(point: SweepPoint) -> str:
+    """What else tells two points of one collective, dtype and size apart (the point key's op, placement, root and
+    timed iterations): 'sum, in-place, iters 20'; the op only where the collective reduces, a root other than 0."""
+    spec, collective = point.point.spec, get_collective(point.config.collective)
+    parts = ([spec.op] if collective.reduces and spec.op else []) + ["in-place" if spec.in_place else "out-of-place"]
+    if spec.root:
+        parts.append(f"root {spec.root}")
+    return ", ".join(parts + [f"iters {point.config.loop.iters}"])
 
 
 def size_notes(sweep: Sweep, world_size: int) -> list[str]:
