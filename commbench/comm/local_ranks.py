@@ -30,7 +30,7 @@ from typing import Any, Callable
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
 from commbench.comm.progress import RankProgress, append_record, last_record_is
 from commbench.comm.rank_state import RankState as _Rank, laggards as _laggards
-from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_raise
+from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_ignored, stops_raise
 from commbench.errors import CommbenchError, Interrupted, first_line
 from commbench.files import results_so_far
 
@@ -184,13 +184,15 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                 ranks.append(_Rank(rank=rank, process=process, conn=receive))
             return _watch(ranks, grace_s, output_path)
         except KeyboardInterrupt as exc:
-            _kill(ranks)
-            for r in ranks:   # the progress messages the ranks sent before they stopped: every recorded point counts
-                r.drain()
-            kept = ranks[0].num_recorded if ranks else 0
-            raise Interrupted(f"interrupted ({signal_name(exc)}): {kept} point(s) kept in {output_path}") from None
+            with stops_ignored():  # a second signal must not cut this short (nor replace its line)
+                _kill(ranks)
+                for r in ranks:   # the progress messages the ranks sent before they stopped: every recorded point counts
+                    r.drain()
+                kept = ranks[0].num_recorded if ranks else 0
+                raise Interrupted(f"interrupted ({signal_name(exc)}): {kept} point(s) kept in {output_path}") from None
         finally:
-            _kill(ranks)
+            with stops_ignored():
+                _kill(ranks)
 
 
 def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:

@@ -81,6 +81,23 @@ def stops_raise() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def stops_ignored() -> Iterator[None]:
+    """Within the block (main thread only), stop signals are ignored: the launcher's clean-up after the
+    first one (stopping the ranks, counting what they recorded) runs to its end when a second comes (Ctrl-C
+    pressed twice; `timeout -s INT` and batch systems signal the launcher, then its whole process group).
+    Raised there, the second one replaced the line saying what was kept. SIGKILL still ends everything."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+
+
 def restore_terminal() -> None:
     """After ranks were killed mid-display: show the cursor their live view hid and end the progress-bar
     line, so what follows starts on a line of its own (a terminal only; files and pipes get nothing)."""

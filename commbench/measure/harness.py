@@ -8,7 +8,8 @@ Per point (as nccl-tests, with per-iteration statistics beside nccl-tests' own t
    check runs again after the timed loop (and stage loop) on the same buffers and timed callables
    with a salted seed (as nccl-tests' -c checks after timing): a collective that stops working after
    its first call, or leaves the first call's data, fails; #wrong is the sum of both checks;
-2. warm-up: `warmup_iters` untimed iterations, then a device sync and a world barrier;
+2. warm-up: `warmup_iters` untimed iterations (at least one call before timing, as nccl-tests' "Sync"
+   call: the check's, else one here), then a device sync and a world barrier;
 3. timed loop: `iters` iterations back to back, a stopwatch mark between iterations (CUDA events on
    GPU; the host clock after a device sync on CPU) and the host clock around the whole loop, read
    after a device sync (nccl-tests' BenchTime: loop time / iters);
@@ -206,7 +207,10 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
     # Refill after the check (and fill without it): never time uninitialised or check-run memory:
     # stray NaNs or denormals change how fast a CPU reduces.
     prepared.fill()
-    timed = ready_stages(backend, prepared, loop.warmup_iters, loop.cuda_graph)
+    # nccl-tests' BenchTime makes one untimed call before its loop whatever -w and -c are (its "Sync"):
+    # the check's call is that one; with neither a check nor a warm-up, make it here (else the first timed
+    # iteration is a cold first call: first touch, lazy connections).
+    timed = ready_stages(backend, prepared, loop.warmup_iters or (0 if loop.check else 1), loop.cuda_graph)
     stages = aggregated(backend, timed, loop.agg_iters, loop.blocking)
     measured = time_loop(backend, stages, loop.iters)
     if loop.agg_iters > 1:  # per operation, as nccl-tests divides by iters * agg_iters
