@@ -369,3 +369,24 @@ def test_curves_measured_on_different_hosts_say_which_host_each_came_from(tmp_pa
     assert not any("different hosts" in n for n in fit_result_files(paths[:1])[0].notes)
     (same,), _ = fit_all([_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in SIZES[8:]], {})
     assert same.hosts == () and same.hosts_text == "hosts unknown"
+
+
+@pytest.mark.parametrize("busiest", ["bytes_sent_max", "bytes_received_max"])
+def test_a_moe_record_is_fitted_against_its_busiest_side_sending_or_receiving(tmp_path, busiest):
+    """moe/accounting.py writes bytes_sent_max and bytes_received_max; the fit read bytes_recv_max, which nothing
+    writes, so a receiver-bound all-to-all (skewed routing: one rank receives 1.3x what any sends) was fitted
+    against the bytes sent and its bandwidth read 1.3x low."""
+    rng = np.random.default_rng(11)
+    path = tmp_path / "moe.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("m"))
+        for tokens in (256, 512, 1024, 2048, 4096, 8192, 16384):
+            payload = tokens * 8 * 7168
+            t = _noisy(np.array(30e-6 + payload * 1.3 * 7 / 8 / 150e9), rng, 0.02)
+            other = "bytes_received_max" if busiest == "bytes_sent_max" else "bytes_sent_max"
+            writer.write(_record("moe_all_to_all", payload, float(t) * 1e6, 8, run_id="m",
+                                 params={"tokens_per_rank": tokens, "hidden": 7168, "top_k": 8, "num_experts": 64},
+                                 metrics={busiest: payload * 1.3, other: payload}))
+    _, fits, _ = fit_result_files([str(path)])
+    moe = next(f for f in fits if f.key.collective == "moe_all_to_all")
+    assert moe.fit.busbw_bytes_per_s[-1] / 1e9 == pytest.approx(150, rel=0.05)

@@ -11,8 +11,8 @@ composition rules of `formulas`.
 Stages of composite records that are plain collectives (MoE dispatch/combine, the reduce-scatters
 of a hierarchical gradient reduce-scatter: see `stages`) become points of those collectives;
 other stages, and the totals of staged records, are fitted and reported but not used to predict.
-MoE records without stages are fitted against the busiest rank's bytes (metrics bytes_sent_max /
-bytes_recv_max when present, else size).
+MoE records without stages are fitted against the busiest rank's bytes (the larger of metrics bytes_sent_max /
+bytes_received_max, as moe/accounting.py writes them, else size).
 
 Each curve names the runs its points come from and their hosts (CurveFit.runs / hosts): one profile may
 join curves measured apart (all-reduce on one node, all-to-all on another of the same cluster), and
@@ -149,7 +149,7 @@ def forced_nccl(record: Measurement, header: RunHeader | None) -> str | None:
 
 
 def _payload_bytes(record: Measurement) -> float:
-    busiest = [float(record.metrics[k]) for k in ("bytes_sent_max", "bytes_recv_max")
+    busiest = [float(record.metrics[k]) for k in ("bytes_sent_max", "bytes_received_max")
                if isinstance(record.metrics.get(k), (int, float))]
     return max(busiest) if busiest else float(record.size_bytes)
 
