@@ -107,17 +107,23 @@ def test_two_tier_fit_recovers_the_scale_out_rate():
     assert four == pytest.approx(float(collective_time_s(truth, "all_reduce", big, 8, 2, algorithm="ring")), rel=0.2)
 
 
+def _moe_records(writer, rng, metrics_of) -> None:
+    """DeepSeek-V3-shaped MoE all-to-all points on 8 ranks whose busiest rank moves 1.3x the payload at 150 GB/s
+    bus bandwidth; `metrics_of(payload)` gives each record's metrics."""
+    for tokens in (256, 512, 1024, 2048, 4096, 8192, 16384):
+        payload = tokens * 8 * 7168
+        t = _noisy(np.array(30e-6 + payload * 1.3 * 7 / 8 / 150e9), rng, 0.02)
+        writer.write(_record("moe_all_to_all", payload, float(t) * 1e6, 8, run_id="m",
+                             params={"tokens_per_rank": tokens, "hidden": 7168, "top_k": 8, "num_experts": 64},
+                             metrics=metrics_of(payload)))
+
+
 def test_moe_and_staged_records_are_fitted_generically(tmp_path):
     rng = np.random.default_rng(5)
     path = tmp_path / "moe.jsonl"
     with JsonlWriter(path) as writer:
         writer.write(_header("m"))
-        for tokens in (256, 512, 1024, 2048, 4096, 8192, 16384):
-            payload = tokens * 8 * 7168
-            t = _noisy(np.array(30e-6 + payload * 1.3 * 7 / 8 / 150e9), rng, 0.02)
-            writer.write(_record("moe_all_to_all", payload, float(t) * 1e6, 8, run_id="m",
-                                 params={"tokens_per_rank": tokens, "hidden": 7168, "top_k": 8, "num_experts": 64},
-                                 metrics={"bytes_sent_max": payload * 1.3}))
+        _moe_records(writer, rng, lambda payload: {"bytes_sent_max": payload * 1.3})
         for size in SIZES[10::2]:
             intra, inter = 20e-6 + size / 300e9, 40e-6 + size / 8 / 40e9
             writer.write(_record("grad_reduce_scatter", size, (intra + inter) * 1e6, 16, run_id="m",
@@ -376,17 +382,11 @@ def test_a_moe_record_is_fitted_against_its_busiest_side_sending_or_receiving(tm
     """moe/accounting.py writes bytes_sent_max and bytes_received_max; the fit read bytes_recv_max, which nothing
     writes, so a receiver-bound all-to-all (skewed routing: one rank receives 1.3x what any sends) was fitted
     against the bytes sent and its bandwidth read 1.3x low."""
-    rng = np.random.default_rng(11)
+    other = "bytes_received_max" if busiest == "bytes_sent_max" else "bytes_sent_max"
     path = tmp_path / "moe.jsonl"
     with JsonlWriter(path) as writer:
         writer.write(_header("m"))
-        for tokens in (256, 512, 1024, 2048, 4096, 8192, 16384):
-            payload = tokens * 8 * 7168
-            t = _noisy(np.array(30e-6 + payload * 1.3 * 7 / 8 / 150e9), rng, 0.02)
-            other = "bytes_received_max" if busiest == "bytes_sent_max" else "bytes_sent_max"
-            writer.write(_record("moe_all_to_all", payload, float(t) * 1e6, 8, run_id="m",
-                                 params={"tokens_per_rank": tokens, "hidden": 7168, "top_k": 8, "num_experts": 64},
-                                 metrics={busiest: payload * 1.3, other: payload}))
+        _moe_records(writer, np.random.default_rng(11), lambda payload: {busiest: payload * 1.3, other: payload})
     _, fits, _ = fit_result_files([str(path)])
     moe = next(f for f in fits if f.key.collective == "moe_all_to_all")
     assert moe.fit.busbw_bytes_per_s[-1] / 1e9 == pytest.approx(150, rel=0.05)
