@@ -272,3 +272,25 @@ def test_the_new_model_types_plan_launches_in_megatron(folder, monkeypatch):
                             env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
     else:
         check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)
+
+
+def test_mistral_nemo_reads_with_its_own_head_dim_and_counts_as_transformers_builds_it():
+    """Mistral-Nemo-Base-2407 (model_type mistral, sliding_window null): head_dim 128 where hidden / heads is 160.
+    transformers modeling_mistral.py: q/k/v/o_proj without bias, gate/up/down, two RMSNorms a layer, untied
+    lm_head: 12,247,782,400 parameters (the model card's "12B")."""
+    m = hf("Mistral-Nemo-Base-2407")
+    h, heads, kv, d, ffn, vocab, layers = 5120, 32, 8, 128, 14336, 131072, 40
+    layer = h * heads * d + 2 * h * kv * d + heads * d * h + 3 * h * ffn + 2 * h
+    assert (m.head_dim, m.num_kv_heads, m.architecture.sliding_window) == (128, 8, 0)
+    assert param_counts(m).total == layers * layer + 2 * vocab * h + h == 12_247_782_400
+
+
+@pytest.mark.parametrize("window, shown", [(4096, "sliding_window=4096"),
+                                           (None, "sliding_window=absent (the configuration class's 4096)")])
+def test_a_mistral_window_on_every_layer_is_refused_by_name(tmp_path, window, shown):
+    """Mistral-7B-v0.1's config.json has sliding_window 4096, which MistralAttention applies on every layer (and
+    MistralConfig defaults the key to 4096 where a config leaves it out). It was planned as full attention, silently:
+    only Qwen's use_sliding_window was checked."""
+    model = _config(tmp_path, "Mistral-Nemo-Base-2407", sliding_window=window) if window else \
+        _config(tmp_path, "Mistral-Nemo-Base-2407", drop=("sliding_window",))
+    assert f"{shown} is not modelled for model_type 'mistral'" in _refusal(model)

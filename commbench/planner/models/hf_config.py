@@ -100,9 +100,21 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
     )
 
 
+# model types whose attention layers all take config.sliding_window, with the configuration class's default where
+# config.json leaves the key out (transformers configuration_mistral.py: sliding_window=4096, Mistral-7B-v0.1's;
+# modeling_mistral.py MistralAttention passes it on every layer); null is full attention
+WINDOW_ON_EVERY_LAYER = {"mistral": 4096}
+
+
 def _dense(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
+    if c.model_type in WINDOW_ON_EVERY_LAYER:
+        window = c.raw.get("sliding_window", WINDOW_ON_EVERY_LAYER[c.model_type])
+        if window is not None:
+            shown = f"absent (the configuration class's {window})" if "sliding_window" not in c.raw else repr(window)
+            raise c.fail(f"sliding_window={shown} is not modelled for model_type {c.model_type!r}: a window on every "
+                         "layer (null, full attention, is read; only gpt-oss's alternating windows are modelled)")
     out = _common(c, name)
     return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"))
 
