@@ -294,3 +294,18 @@ def test_a_mistral_window_on_every_layer_is_refused_by_name(tmp_path, window, sh
     model = _config(tmp_path, "Mistral-Nemo-Base-2407", sliding_window=window) if window else \
         _config(tmp_path, "Mistral-Nemo-Base-2407", drop=("sliding_window",))
     assert f"{shown} is not modelled for model_type 'mistral'" in _refusal(model)
+
+
+@pytest.mark.parametrize("drop", ["n_shared_experts", "first_k_dense_replace"])
+def test_an_mla_config_without_its_shared_experts_or_dense_layers_is_one_line(tmp_path, drop):
+    """DeepseekV3Config defaults n_shared_experts to 1 and first_k_dense_replace to 3 (DeepseekV2Config otherwise):
+    a config leaving either out was read with none, silently (a model without its shared expert or dense layers).
+    The MLA reader serves several model types whose classes default them differently, so it names the key."""
+    assert f"lacks '{drop}'" in _refusal(_config(tmp_path, "DeepSeek-V3", drop=(drop,)))
+
+
+def test_a_glm4_moe_config_without_its_shared_expert_or_dense_layer_takes_the_class_defaults(tmp_path):
+    """Glm4MoeConfig: first_k_dense_replace=1, n_shared_experts=1; both were read as 0 when left out."""
+    m = load_model(_config(tmp_path, "GLM-4.5-Air", drop=("n_shared_experts", "first_k_dense_replace")))
+    assert (m.num_dense_layers, m.num_shared_experts) == (1, 1)
+    assert param_counts(m).total == param_counts(hf("GLM-4.5-Air")).total

@@ -235,6 +235,8 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is None:
+        raise c.fail(f"lacks 'first_k_dense_replace' (or 'mlp_layer_types'), needed for model_type {c.model_type!r}")
     dense = c.int("first_k_dense_replace") if c.get("first_k_dense_replace") is not None else \
         _leading(c, "mlp_layer_types", "dense", "dense layers") or 0
     return dict(out, attention="mla", num_dense_layers=dense,
@@ -242,7 +244,7 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                 kv_lora_rank=c.int("kv_lora_rank"),
                 qk_nope_head_dim=c.int("qk_nope_head_dim"), qk_rope_head_dim=c.int("qk_rope_head_dim"),
                 v_head_dim=c.int("v_head_dim"), dense_ffn=c.int("intermediate_size"),
-                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts"),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
@@ -297,8 +299,9 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     out = _common(c, name)
     extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
-    return dict(out, num_dense_layers=c.int("first_k_dense_replace", 0), dense_ffn=c.int("intermediate_size"),
-                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
+    # absent keys at Glm4MoeConfig's defaults (first_k_dense_replace 1, n_shared_experts 1; they were read as 0)
+    return dict(out, num_dense_layers=c.int("first_k_dense_replace", 1), dense_ffn=c.int("intermediate_size"),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 1),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
