@@ -309,3 +309,11 @@ def test_a_glm4_moe_config_without_its_shared_expert_or_dense_layer_takes_the_cl
     m = load_model(_config(tmp_path, "GLM-4.5-Air", drop=("n_shared_experts", "first_k_dense_replace")))
     assert (m.num_dense_layers, m.num_shared_experts) == (1, 1)
     assert param_counts(m).total == param_counts(hf("GLM-4.5-Air")).total
+
+
+def test_a_key_given_twice_is_one_line_naming_it(tmp_path):
+    """json.loads keeps the last of two equal keys silently: a hand-edited config.json giving hidden_size twice was
+    planned at one of them without a word."""
+    text = (HF / "Qwen3-8B" / "config.json").read_text().replace('"hidden_size": 4096', '"hidden_size": 4096, "hidden_size": 1024')
+    (tmp_path / "config.json").write_text(text)
+    assert "key 'hidden_size' appears twice" in _refusal(f"hf:{tmp_path}")

@@ -355,6 +355,20 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
 ALIASES = {"qwen3_5_moe_text": "qwen3_5_moe", "qwen3_5_text": "qwen3_5"}
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; a key given twice (which json.loads resolves to the last, silently) is refused."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def config_path(path: str) -> Path:
     p = Path(path)
     return p / "config.json" if p.is_dir() else p
@@ -365,7 +379,10 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     path = config_path(spec[len(PREFIX):] if spec.startswith(PREFIX) else spec)
     where = f"--model hf:{path}"
     try:
-        raw = json.loads(read_user_file(path, "--model hf:"))
+        raw = json.loads(read_user_file(path, "--model hf:"), object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise CommbenchError(f"{where}: key {exc.args[0]!r} appears twice in one object (json takes the last one "
+                             "silently): keep one") from None
     except json.JSONDecodeError as exc:
         raise CommbenchError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, dict):
