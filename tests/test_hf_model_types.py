@@ -317,3 +317,10 @@ def test_a_key_given_twice_is_one_line_naming_it(tmp_path):
     text = (HF / "Qwen3-8B" / "config.json").read_text().replace('"hidden_size": 4096', '"hidden_size": 4096, "hidden_size": 1024')
     (tmp_path / "config.json").write_text(text)
     assert "key 'hidden_size' appears twice" in _refusal(f"hf:{tmp_path}")
+
+
+def test_a_llama_mlp_bias_is_refused_by_name(tmp_path):
+    """LlamaMLP builds gate/up/down_proj with bias=config.mlp_bias; mlp_bias true was planned (and counted) without
+    those biases, silently. false (Llama 3.x configs) is read."""
+    assert "mlp_bias=true is not modelled for model_type 'llama'" in _refusal(_config(tmp_path, "Llama-3.1-8B", mlp_bias=True))
+    assert load_model(_config(tmp_path, "Llama-3.1-8B", mlp_bias=False)).num_layers == 32
