@@ -98,3 +98,16 @@ def test_deepseek_v3():
 def test_the_other_biased_and_normed_models_count_their_hf_parameters(folder, total):
     """The totals of the same term-by-term derivation (Qwen3-Next's is also its safetensors' weight count)."""
     assert _counts(folder).total == total
+
+
+def test_gpt_oss_20b():
+    """gpt-oss-120b's terms (modeling_gpt_oss.py) at gpt-oss-20b's sizes: 24 layers, 32 experts of 2880, vocab
+    201088, untied. The total is the model card's 20.91B."""
+    h, heads, kv, d, experts, ffn, vocab, layers = 2880, 64, 8, 64, 32, 2880, 201088, 24
+    q, kvw = heads * d, kv * d
+    attention = (h * q + q) + 2 * (h * kvw + kvw) + (q * h + h) + heads
+    routed = experts * (h * 2 * ffn + 2 * ffn + ffn * h + h)
+    total = layers * (attention + experts * h + experts + routed + 2 * h) + 2 * vocab * h + h
+    assert total == 20_914_757_184
+    p = _counts("gpt-oss-20b")
+    assert (p.total, p.expert) == (total, layers * routed)

@@ -272,3 +272,55 @@ def test_the_new_model_types_plan_launches_in_megatron(folder, monkeypatch):
                             env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
     else:
         check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)
+
+
+def test_mistral_nemo_reads_with_its_own_head_dim_and_counts_as_transformers_builds_it():
+    """Mistral-Nemo-Base-2407 (model_type mistral, sliding_window null): head_dim 128 where hidden / heads is 160.
+    transformers modeling_mistral.py: q/k/v/o_proj without bias, gate/up/down, two RMSNorms a layer, untied
+    lm_head: 12,247,782,400 parameters (the model card's "12B")."""
+    m = hf("Mistral-Nemo-Base-2407")
+    h, heads, kv, d, ffn, vocab, layers = 5120, 32, 8, 128, 14336, 131072, 40
+    layer = h * heads * d + 2 * h * kv * d + heads * d * h + 3 * h * ffn + 2 * h
+    assert (m.head_dim, m.num_kv_heads, m.architecture.sliding_window) == (128, 8, 0)
+    assert param_counts(m).total == layers * layer + 2 * vocab * h + h == 12_247_782_400
+
+
+@pytest.mark.parametrize("window, shown", [(4096, "sliding_window=4096"),
+                                           (None, "sliding_window=absent (the configuration class's 4096)")])
+def test_a_mistral_window_on_every_layer_is_refused_by_name(tmp_path, window, shown):
+    """Mistral-7B-v0.1's config.json has sliding_window 4096, which MistralAttention applies on every layer (and
+    MistralConfig defaults the key to 4096 where a config leaves it out). It was planned as full attention, silently:
+    only Qwen's use_sliding_window was checked."""
+    model = _config(tmp_path, "Mistral-Nemo-Base-2407", sliding_window=window) if window else \
+        _config(tmp_path, "Mistral-Nemo-Base-2407", drop=("sliding_window",))
+    assert f"{shown} is not modelled for model_type 'mistral'" in _refusal(model)
+
+
+@pytest.mark.parametrize("drop", ["n_shared_experts", "first_k_dense_replace"])
+def test_an_mla_config_without_its_shared_experts_or_dense_layers_is_one_line(tmp_path, drop):
+    """DeepseekV3Config defaults n_shared_experts to 1 and first_k_dense_replace to 3 (DeepseekV2Config otherwise):
+    a config leaving either out was read with none, silently (a model without its shared expert or dense layers).
+    The MLA reader serves several model types whose classes default them differently, so it names the key."""
+    assert f"lacks '{drop}'" in _refusal(_config(tmp_path, "DeepSeek-V3", drop=(drop,)))
+
+
+def test_a_glm4_moe_config_without_its_shared_expert_or_dense_layer_takes_the_class_defaults(tmp_path):
+    """Glm4MoeConfig: first_k_dense_replace=1, n_shared_experts=1; both were read as 0 when left out."""
+    m = load_model(_config(tmp_path, "GLM-4.5-Air", drop=("n_shared_experts", "first_k_dense_replace")))
+    assert (m.num_dense_layers, m.num_shared_experts) == (1, 1)
+    assert param_counts(m).total == param_counts(hf("GLM-4.5-Air")).total
+
+
+def test_a_key_given_twice_is_one_line_naming_it(tmp_path):
+    """json.loads keeps the last of two equal keys silently: a hand-edited config.json giving hidden_size twice was
+    planned at one of them without a word."""
+    text = (HF / "Qwen3-8B" / "config.json").read_text().replace('"hidden_size": 4096', '"hidden_size": 4096, "hidden_size": 1024')
+    (tmp_path / "config.json").write_text(text)
+    assert "key 'hidden_size' appears twice" in _refusal(f"hf:{tmp_path}")
+
+
+def test_a_llama_mlp_bias_is_refused_by_name(tmp_path):
+    """LlamaMLP builds gate/up/down_proj with bias=config.mlp_bias; mlp_bias true was planned (and counted) without
+    those biases, silently. false (Llama 3.x configs) is read."""
+    assert "mlp_bias=true is not modelled for model_type 'llama'" in _refusal(_config(tmp_path, "Llama-3.1-8B", mlp_bias=True))
+    assert load_model(_config(tmp_path, "Llama-3.1-8B", mlp_bias=False)).num_layers == 32

@@ -114,6 +114,9 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         raise c.fail(f"attention_bias=true is not modelled for model_type {t!r}: biases on Q, K, V and the output "
                      "projection have no Megatron-LM flag (--add-qkv-bias is QKV only, --add-bias-linear adds the "
                      "MLP's)")
+    if t == "llama" and c.flag("mlp_bias", False):  # LlamaMLP: gate/up/down_proj bias=config.mlp_bias
+        raise c.fail("mlp_bias=true is not modelled for model_type 'llama': biases on the MLP's gate, up and down "
+                     "projections alone have no Megatron-LM flag (--add-bias-linear adds the attention's too)")
     out: dict[str, Any] = {
         "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
         "swiglu" if fields.get("glu", True) else "gelu",

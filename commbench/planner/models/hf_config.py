@@ -100,9 +100,21 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
     )
 
 
+# model types whose attention layers all take config.sliding_window, with the configuration class's default where
+# config.json leaves the key out (transformers configuration_mistral.py: sliding_window=4096, Mistral-7B-v0.1's;
+# modeling_mistral.py MistralAttention passes it on every layer); null is full attention
+WINDOW_ON_EVERY_LAYER = {"mistral": 4096}
+
+
 def _dense(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
+    if c.model_type in WINDOW_ON_EVERY_LAYER:
+        window = c.raw.get("sliding_window", WINDOW_ON_EVERY_LAYER[c.model_type])
+        if window is not None:
+            shown = f"absent (the configuration class's {window})" if "sliding_window" not in c.raw else repr(window)
+            raise c.fail(f"sliding_window={shown} is not modelled for model_type {c.model_type!r}: a window on every "
+                         "layer (null, full attention, is read; only gpt-oss's alternating windows are modelled)")
     out = _common(c, name)
     return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"))
 
@@ -223,6 +235,8 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is None:
+        raise c.fail(f"lacks 'first_k_dense_replace' (or 'mlp_layer_types'), needed for model_type {c.model_type!r}")
     dense = c.int("first_k_dense_replace") if c.get("first_k_dense_replace") is not None else \
         _leading(c, "mlp_layer_types", "dense", "dense layers") or 0
     return dict(out, attention="mla", num_dense_layers=dense,
@@ -230,7 +244,7 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                 kv_lora_rank=c.int("kv_lora_rank"),
                 qk_nope_head_dim=c.int("qk_nope_head_dim"), qk_rope_head_dim=c.int("qk_rope_head_dim"),
                 v_head_dim=c.int("v_head_dim"), dense_ffn=c.int("intermediate_size"),
-                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts"),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
@@ -285,8 +299,9 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     out = _common(c, name)
     extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
-    return dict(out, num_dense_layers=c.int("first_k_dense_replace", 0), dense_ffn=c.int("intermediate_size"),
-                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 0),
+    # absent keys at Glm4MoeConfig's defaults (first_k_dense_replace 1, n_shared_experts 1; they were read as 0)
+    return dict(out, num_dense_layers=c.int("first_k_dense_replace", 1), dense_ffn=c.int("intermediate_size"),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 1),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
@@ -340,6 +355,20 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
 ALIASES = {"qwen3_5_moe_text": "qwen3_5_moe", "qwen3_5_text": "qwen3_5"}
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; a key given twice (which json.loads resolves to the last, silently) is refused."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def config_path(path: str) -> Path:
     p = Path(path)
     return p / "config.json" if p.is_dir() else p
@@ -350,7 +379,10 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     path = config_path(spec[len(PREFIX):] if spec.startswith(PREFIX) else spec)
     where = f"--model hf:{path}"
     try:
-        raw = json.loads(read_user_file(path, "--model hf:"))
+        raw = json.loads(read_user_file(path, "--model hf:"), object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise CommbenchError(f"{where}: key {exc.args[0]!r} appears twice in one object (json takes the last one "
+                             "silently): keep one") from None
     except json.JSONDecodeError as exc:
         raise CommbenchError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, dict):
