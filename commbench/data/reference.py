@@ -130,6 +130,10 @@ def sustained_tensor_fraction(name: str) -> float | None:
     taken to hold at its own TDP) on the dense FP8 rate, whose per-SM-per-clock width is the same
     across a family. E.g. B300 (160 SMs, 1.1 kW, the same 4.5 PF FP8 datasheet as B200's 148 SMs at
     1 kW) sustains 1.087x its datasheet; GB200 (148 SMs, 1.2 kW, datasheet +11% over B200) 0.956x.
+    The same fraction serves NVFP4, whose per-SM width is 1.5x on Blackwell Ultra: charging that width's
+    power too ((SMs x width)^(2/3), GB300 0.926x of its NVFP4 datasheet; session 21) made the newer
+    releases' dense NVFP4 rows worse (Llama3-70B GB300/GB200 published x1.51, predicted x1.47 -> x1.39;
+    dense 5.1% -> 7.5%), so it is not charged.
     None when hardware.toml lacks the GPU's TDP or reference (the step model then refuses).
     """
     table = hardware_toml()["gpu"]
