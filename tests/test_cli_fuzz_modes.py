@@ -159,3 +159,13 @@ def test_a_dense_plan_without_etp_still_loads(plans, tmp_path):
     from commbench.planner.emit.plan import load_plan
 
     assert load_plan(path)["layout"].get("etp") is None
+
+
+@pytest.mark.parametrize("target, must", [
+    ("example-plugin", "--for='example-plugin' is not used with --build-plugin: it builds commbench's own plugin"),
+    ("foo", "--for='foo' is invalid: allowed commbench, example-plugin")])
+def test_nccl_tuner_build_plugin_refuses_another_plugin(tmp_path, target, must):
+    """--build-plugin DIR --for example-plugin built commbench's plugin, silently, as if NCCL's example plugin had
+    been built; NCCL's example plugin is built from NCCL's source, not by commbench: refused in one line."""
+    one_line_error(["nccl-tuner", "--build-plugin", str(tmp_path / "lib"), "--for", target], must)
+    assert not (tmp_path / "lib").exists()

@@ -178,3 +178,38 @@ def test_a_fabric_without_a_tier_a_plan_needs_says_what_to_measure(tmp_path):
         line = " ".join(result.output.split())
         assert ("collective='all_gather' has no scale_up curve in fabric 'h100-hgx' (it has all_gather on scale_out): "
                 "measure all_gather inside one scale-up domain and fit again") in line, line
+
+
+@pytest.mark.parametrize("device, system, form", [
+    ("NVIDIA H100 PCIe", "h100-hgx", "a PCIe card"), ("NVIDIA H100 NVL", "h100-hgx", "a PCIe NVL card"),
+    ("NVIDIA H200 NVL", "h200-hgx", "a PCIe NVL card"), ("NVIDIA H800 PCIe", "h800-hgx", "a PCIe card")])
+def test_fit_on_a_preset_refuses_a_pcie_or_nvl_card_of_its_gpu(tmp_path, device, system, form):
+    """A PCIe H100 (no NVLink switch) passed as h100-hgx's GPU: its numbers replaced HGX H100's NVLink 4 curves.
+    torch's names for the PCIe and NVL cards are refused in one line naming the device, the preset and what it
+    expects; the SXM names still fit."""
+    results = tmp_path / "r.jsonl"
+    _write_sweep(results, "all_reduce", 8, 30e-6, 30e9, backend="nccl", device=device)
+    result = _invoke("fit", str(results), "--system", system, "-O", str(tmp_path / "f.json"))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert f"--system='{system}' is invalid" in result.output and f"measured on {device} (run cli)" in result.output
+    assert form in result.output and "expects SXM" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "f.json").exists()
+
+
+@pytest.mark.parametrize("device, gpu", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
+                                         ("NVIDIA B200", "b200"), ("NVIDIA GB200", "gb200"),
+                                         ("NVIDIA GB300 NVL", "gb300"), ("NVIDIA H800", "h800")])
+def test_sxm_device_names_are_the_presets_gpu(device, gpu):
+    from commbench.costmodel.profile import device_form_factor, device_is_gpu
+
+    assert device_is_gpu(device, gpu) and device_form_factor(device, gpu) is None
+    assert device_form_factor("NVIDIA A100-PCIE-40GB", "a100") == "a PCIe card (no NVLink switch)"
+    assert not device_is_gpu("NVIDIA A100-PCIE-40GB", "a100") and device_is_gpu("NVIDIA A100-SXM4-80GB", "a100")
+
+
+def test_fit_on_gb300_accepts_its_nvl_device_name(tmp_path):
+    results = tmp_path / "r.jsonl"
+    _write_sweep(results, "all_reduce", 8, 30e-6, 600e9, backend="nccl", device="NVIDIA GB300 NVL")
+    result = _invoke("fit", str(results), "--system", "gb300-nvl72", "-O", str(tmp_path / "f.json"))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "f.json").exists()

@@ -272,3 +272,63 @@ def test_a_command_line_without_a_is_average_even_after_one_with_a():
     headers, points = split(result)
     assert len(headers) == 2 and result.problems == []
     assert [set(p.loop_time_us) for p in points] == [{"min"}] * 6 + [{"avg"}] * 6
+
+
+def _two_process_log(tmp_path, first_line: str = "") -> Path:
+    """all_reduce_perf-2018.log as 2 MPI processes of 4 GPUs (mpirun -np 2 ... -g 4): 8 ranks, 2 timing threads."""
+    lines = (DATA / "all_reduce_perf-2018.log").read_text().replace("nGpus 8", "nGpus 4").splitlines()
+    lines = [line.replace("Pid  31219", "Pid  31220") if any(f"Rank  {r} " in line for r in range(4, 8)) else line
+             for line in lines]
+    log = tmp_path / "all_reduce_perf-2proc.log"
+    log.write_text("\n".join(([first_line] if first_line else []) + lines) + "\n")
+    return log
+
+
+def test_multi_process_time_before_2_10_is_rank0s_not_the_average(tmp_path):
+    """nccl-tests < 2.10.0 printed process 0's own time (src/common.cu at v2.9.0: PRINT on the main thread, no
+    reduction over ranks; -a arrived in v2.10.0), but a 2-process log's time was stored as loop_time_us['avg'],
+    read downstream as the average over ranks. With --nccl-tests-version 2.9.0 it is stored as rank 0's."""
+    log = _two_process_log(tmp_path)
+    old = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "--nccl-tests-version", "2.9.0",
+                                   "-O", str(tmp_path / "old.jsonl")])
+    assert old.exit_code == 0, old.output
+    records = read_records([str(tmp_path / "old.jsonl")])
+    points = [r for r in records if isinstance(r, Measurement)]
+    header = next(r for r in records if isinstance(r, RunHeader))
+    assert header.world_size == 8 and any("rank 0's" in n for n in header.notes)
+    big = next(p for p in points if p.size_bytes == 134217728 and not p.in_place)
+    assert big.loop_time_us == {"rank0": 1431.4} and any("nccl-tests < 2.10.0" in n for n in big.notes)
+    assert all("avg" not in p.loop_time_us for p in points) and "unknown" not in old.stderr
+    new = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "--nccl-tests-version", "v2.10.1",
+                                   "-O", str(tmp_path / "new.jsonl")])
+    assert new.exit_code == 0, new.output
+    points = [r for r in read_records([str(tmp_path / "new.jsonl")]) if isinstance(r, Measurement)]
+    assert all(set(p.loop_time_us) == {"avg"} for p in points)
+
+
+def test_multi_process_time_of_an_unknown_version_is_warned_and_noted(tmp_path):
+    log = _two_process_log(tmp_path)
+    result = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "-O", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "nccl-tests version unknown" in result.stderr and "--nccl-tests-version" in result.stderr
+    header = next(r for r in read_records([str(tmp_path / "out.jsonl")]) if isinstance(r, RunHeader))
+    assert any("before 2.10.0 the time is rank 0's" in n for n in header.notes)
+    # one process timing all its GPUs: rank 0's time is every rank's, no warning
+    quiet = CliRunner().invoke(app, ["import", "nccl-tests", str(DATA / "all_reduce_perf-2018.log"),
+                                     "-O", str(tmp_path / "one.jsonl")])
+    assert quiet.exit_code == 0 and "version unknown" not in quiet.stderr
+    # a -a on the command line: the binary has -a, so >= 2.10.0
+    flagged = _two_process_log(tmp_path, "$ mpirun -np 2 ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 4 -a 1")
+    result = CliRunner().invoke(app, ["import", "nccl-tests", str(flagged), "-O", str(tmp_path / "a.jsonl")])
+    assert result.exit_code == 0 and "version unknown" not in result.stderr, result.output
+
+
+def test_nccl_tests_version_option_is_checked_in_one_line(tmp_path):
+    bad = CliRunner().invoke(app, ["import", "nccl-tests", str(DATA / "all_reduce_perf-2018.log"),
+                                   "--nccl-tests-version", "two", "-O", str(tmp_path / "x.jsonl")])
+    assert bad.exit_code == 2 and "--nccl-tests-version='two' is invalid: an nccl-tests release" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1 and not (tmp_path / "x.jsonl").exists()
+    printed = CliRunner().invoke(app, ["import", "nccl-tests", str(DATA / "multi-collective-2.14.log"),
+                                       "--nccl-tests-version", "2.9.0", "-O", str(tmp_path / "y.jsonl")])
+    assert printed.exit_code == 2 and "the log says nccl-tests version 2.14.1" in printed.output, printed.output
+    assert len(printed.output.strip().splitlines()) == 1

@@ -191,3 +191,20 @@ def test_cli_bad_input_is_one_line_exit_2(args, field):
 def test_cli_refuses_moe_options_for_other_collectives():
     result = CliRunner().invoke(app, ["bench", "all_reduce", "--nproc", "2", "--top-k", "2"])
     assert result.exit_code == 2 and "--top-k" in result.output
+
+
+def test_moe_algbw_formula_is_stated_where_the_other_collectives_are():
+    """README said algbw = size / median time for every collective, and moe_all_to_all's algbw "from the busiest
+    rank's bytes": its algbw is (dispatch + combine bytes) / the whole iteration's median while size_bytes is the
+    dispatch bytes alone, so size / time was half of it. The README and bench --help now say which bytes over
+    which time (tests/test_moe_dist.py checks the numbers against the same formula)."""
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    assert "`moe_all_to_all` is the one record whose algbw is not size / time" in readme
+    assert ("algbw = (busiest dispatch bytes + busiest combine bytes) / the median time of the whole iteration "
+            "(count exchange + dispatch + combine)") in readme
+    assert "`dispatch_algbw_gbps` = busiest dispatch bytes / dispatch median" in readme
+    help_text = " ".join(CliRunner().invoke(app, ["bench", "--help"], env={"COLUMNS": "300"}).output.split())
+    assert "algbw is the round trip's: (busiest dispatch + busiest combine bytes) / the whole iteration's median" \
+        in help_text.replace("│ ", "").replace(" │", "")

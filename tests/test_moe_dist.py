@@ -87,6 +87,13 @@ def test_moe_all_to_all_on_gloo(world, tmp_path):
     assert m.metrics["round_trip_us"] == pytest.approx(m.metrics["dispatch_us"] + m.metrics["combine_us"])
     assert m.metrics["dispatch_algbw_gbps"] == pytest.approx(m.size_bytes / m.metrics["dispatch_us"] / 1e3)
     assert m.metrics["dispatch_busbw_gbps"] == pytest.approx(m.metrics["dispatch_algbw_gbps"] * (world - 1) / world)
+    # as README states: the record's algbw is the round trip's bytes over the whole iteration's median
+    # (count exchange + dispatch + combine); each stage's algbw is its own bytes over its own median
+    round_trip = m.size_bytes + m.metrics["combine_bytes_max"]
+    assert m.metrics["round_trip_bytes_max"] == round_trip
+    assert m.algbw_gbps == pytest.approx(round_trip / m.time_us_median / 1e3)
+    assert m.busbw_gbps == pytest.approx(m.algbw_gbps * (world - 1) / world)
+    assert m.metrics["combine_algbw_gbps"] == pytest.approx(m.metrics["combine_bytes_max"] / m.metrics["combine_us"] / 1e3)
 
 
 def test_plan_specs_sweep_tokens_and_label_points():

@@ -83,7 +83,7 @@ def bench(
     refused_r: Annotated[Optional[str], typer.Option("-R", hidden=True)] = None,
     average: Annotated[int, typer.Option("-a", "--average", help="nccl-tests -a: the time --format nccl-tests prints, the loop time / iters over ranks: 0 rank 0, 1 average (default), 2 min, 3 max. All four are recorded.")] = 1,
     # --- MoE all-to-all options (issue 3) go below this line ---
-    moe_tokens: Annotated[Optional[str], typer.Option("--tokens", help="moe_all_to_all: tokens per rank, a comma list (default 128,512,2048); replaces -b/-e.")] = None,
+    moe_tokens: Annotated[Optional[str], typer.Option("--tokens", help="moe_all_to_all: tokens per rank, a comma list (default 128,512,2048); replaces -b/-e. Its algbw is the round trip's: (busiest dispatch + busiest combine bytes) / the whole iteration's median (count exchange + dispatch + combine); dispatch and combine algbw apart are each stage's bytes / its median; busbw = algbw x (n-1)/n.")] = None,
     moe_hidden: Annotated[Optional[int], typer.Option("--hidden", help="moe_all_to_all: hidden size (channels per token; default 4096).")] = None,
     moe_top_k: Annotated[Optional[int], typer.Option("--top-k", help="moe_all_to_all: experts per token (default 8).")] = None,
     moe_experts: Annotated[Optional[int], typer.Option("--experts", help="moe_all_to_all: routed experts, divisible by the EP size (default 64).")] = None,

@@ -21,12 +21,14 @@ def import_nccl_tests(
     old_output: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     collective: Annotated[Optional[str], typer.Option("--collective", help="Collective of logs that name no *_perf binary, e.g. all_reduce.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any line could not be parsed.")] = False,
+    tests_version: Annotated[Optional[str], typer.Option("--nccl-tests-version", help="The nccl-tests release of logs that print no '# nccl-tests version' line (before 2.17.4), e.g. 2.9.0: before 2.10.0 the time column of a run of several processes or threads is rank 0's, not the average, and is stored as rank 0's (loop_time_us['rank0']).")] = None,
 ) -> None:
     output = renamed(output, old_output, old="-o/--output", new="-O/--out")
     if output is None:
         raise fail("-O/--out is required: the JSONL file to append the imported records to")
     from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
-    from commbench.results.importers.nccl_tests import ImportResult, import_file, world_size_warnings
+    from commbench.results.importers.nccl_tests import (ImportResult, import_file, parse_tests_version, time_warnings,
+                                                        world_size_warnings)
     from commbench.results.importers.stream import FirstProblems, RecordSink
     from commbench.results.records import JsonlWriter
 
@@ -35,6 +37,7 @@ def import_nccl_tests(
     try:
         if collective is not None and collective not in REGISTRY:
             raise CommbenchError(f"--collective={collective!r} is invalid: allowed {', '.join(REGISTRY)}")
+        version = parse_tests_version(tests_version)
         check_results_target(output, "--out")
         check_output_file(output, "--out")
         problems = FirstProblems()
@@ -43,7 +46,7 @@ def import_nccl_tests(
             with JsonlWriter(output, sync_each=False) as writer:
                 sink = RecordSink(writer)
                 for path in files:
-                    import_file(path, collective, ImportResult(records=sink, problems=problems))
+                    import_file(path, collective, ImportResult(records=sink, problems=problems), version)
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
     for source, line, text, reason in problems.shown:
@@ -54,7 +57,7 @@ def import_nccl_tests(
                                  f"{problems.count - len(problems.shown):,}"), highlight=False)
     if sink.num_points == 0:
         raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
-    for warning in world_size_warnings(sink.summary_records()):
+    for warning in world_size_warnings(sink.summary_records()) + time_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
     console.print(styled("[green]imported[/] {} measured point(s) ({}) from {} file(s) into {}; {} line(s) not parsed",
                          sink.num_points, ", ".join(sorted(sink.collectives)), len(files), output, problems.count),

@@ -98,7 +98,7 @@ def nccl_tuner(
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Predicted: smallest size (default 1K).")] = None,
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Predicted: largest size (default 8G, as every command that predicts).")] = None,
     target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
-    build_plugin_dir: Annotated[Optional[str], typer.Option("--build-plugin", metavar="DIR", help="Compile commbench's tuner plugin with the system C compiler into DIR/libnccl-tuner-commbench.so (load it with NCCL_TUNER_PLUGIN) and exit.")] = None,
+    build_plugin_dir: Annotated[Optional[str], typer.Option("--build-plugin", metavar="DIR", help="Compile commbench's tuner plugin with the system C compiler into DIR/libnccl-tuner-commbench.so (load it with NCCL_TUNER_PLUGIN) and exit. Only commbench's: with --for example-plugin it is refused (NCCL's example plugin is built from NCCL's source, plugins/tuner/example).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace -O/--out and --csv even when they are not files commbench wrote.")] = False,
 ) -> None:
     """Rules only where a combination beats NCCL's default by more than the noise; see docs/nccl-tuner.md."""
@@ -107,8 +107,16 @@ def nccl_tuner(
     from commbench.results.nccl_tuner import STATISTICS
     from commbench.results.nccl_tuner_targets import TARGETS
 
+    if target not in TARGETS:
+        raise invalid("--for", target, f"allowed {', '.join(TARGETS)}")
     if build_plugin_dir is not None:
         from commbench.tuner_plugin import build_plugin
+
+        if target != "commbench":  # was ignored: commbench's plugin was built in its place, silently
+            raise CommbenchError(f"--for={target!r} is not used with --build-plugin: it builds commbench's own "
+                                 "plugin only; NCCL's example plugin is built from NCCL's source (git clone "
+                                 "https://github.com/NVIDIA/nccl && make -C nccl/plugins/tuner/example); leave --for "
+                                 "out")
 
         if not build_plugin_dir.strip():  # Path('') is the current directory
             raise invalid("--build-plugin", build_plugin_dir, "a directory to build into (an empty name is none)")
@@ -121,8 +129,6 @@ def nccl_tuner(
         console.print(styled("[green]built[/] {}: export NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE=<config from "
                              "commbench nccl-tuner>", library, library.resolve()), highlight=False, soft_wrap=True)
         return
-    if target not in TARGETS:
-        raise invalid("--for", target, f"allowed {', '.join(TARGETS)}")
     statistic = renamed(statistic, old_stat, old="--stat", new="--statistic")
     if statistic is not None and statistic not in STATISTICS:  # '' too: an empty value is not the default
         raise invalid("--statistic", statistic, f"allowed {', '.join(STATISTICS)}")

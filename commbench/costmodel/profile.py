@@ -203,20 +203,46 @@ def _run_text(header) -> str:
 NCCL_BACKENDS = ("nccl", "cupy-nccl")
 
 
+# Form factors whose fabric is not the one a preset describes (every preset is SXM GPUs on an NVLink switch).
+# torch.cuda.get_device_name spellings: "NVIDIA H100 PCIe", "NVIDIA H800 PCIe", "NVIDIA A100-PCIE-40GB",
+# "NVIDIA A100 80GB PCIe" (PCIe cards: no NVSwitch); "NVIDIA H100 NVL", "NVIDIA H200 NVL" (PCIe cards joined
+# in pairs or fours by an NVLink bridge). Grace Blackwell reads "NVIDIA GB300 NVL": there NVL is the rack's
+# NVLink switch, the fabric the gb*-nvl72 presets describe. SXM names carry no marker: "NVIDIA H100 80GB HBM3",
+# "NVIDIA H200", "NVIDIA B200", "NVIDIA GB200".
+_OFF_FABRIC = (("pcie", "a PCIe card (no NVLink switch)"),
+               ("nvl", "a PCIe NVL card (an NVLink bridge between 2-4 cards, no NVLink switch)"))
+
+
+def device_form_factor(device: str, gpu: str) -> str | None:
+    """What `device` is when its form factor puts it on a different fabric than the preset GPU `gpu`'s (a PCIe or
+    NVL card where every preset has SXM GPUs on an NVLink switch); None when nothing in its name says so."""
+    import re
+
+    for word, what in _OFF_FABRIC:
+        if word == "nvl" and gpu.lower().startswith("gb"):
+            continue  # "NVIDIA GB300 NVL": the NVL72 rack's own superchip
+        if re.search(rf"(?<![a-z0-9]){word}(?![a-z0-9])", device.lower()):
+            return what
+    return None
+
+
 def device_is_gpu(device: str, gpu: str) -> bool:
     """Whether a device name (as torch reports it, e.g. "NVIDIA H100 80GB HBM3") is the preset's GPU model
     (e.g. "h100"): the model as a name of its own, not a part of another model's ("NVIDIA GB200" is no B200,
-    "NVIDIA GH200 480GB" no H200, "NVIDIA GB300" no B300). An empty `gpu` (a fabric without one) is any device."""
+    "NVIDIA GH200 480GB" no H200, "NVIDIA GB300" no B300), and not a form factor on another fabric ("NVIDIA H100
+    PCIe", "NVIDIA H100 NVL": see device_form_factor). An empty `gpu` (a fabric without one) is any device."""
     import re
 
     if not gpu:
         return True
-    return re.search(rf"(?<![a-z0-9]){re.escape(gpu.lower())}(?![0-9])", device.lower()) is not None
+    return re.search(rf"(?<![a-z0-9]){re.escape(gpu.lower())}(?![0-9])", device.lower()) is not None \
+        and device_form_factor(device, gpu) is None
 
 
 def check_on_base(points: list, runs: dict, base: Fabric) -> None:
     """Refuse to replace a preset's curves with results not measured with NCCL on the preset's GPU (gloo on CPU
-    ranks measures TCP and memory copies, never NVLink or the NIC: a gb300 plan would run on them)."""
+    ranks measures TCP and memory copies, never NVLink or the NIC: a gb300 plan would run on them), nor on a
+    PCIe/NVL form factor of that GPU (another fabric: a PCIe H100's numbers are no HGX H100's)."""
     from commbench.errors import invalid
 
     gpu = base.gpu.name if base.gpu is not None else ""
@@ -226,10 +252,16 @@ def check_on_base(points: list, runs: dict, base: Fabric) -> None:
            if backend not in NCCL_BACKENDS or not all(device_is_gpu(d, gpu) for d in devices[r])}
     if off:
         first = sorted(off)[0]
-        raise invalid("--system", base.name, f"the results were measured with {off[first]} (run {first}"
-                      + (f" and {len(off) - 1} more" if len(off) > 1 else "") + f"), not NCCL on {gpu.upper()}: "
-                      f"they would replace {base.name}'s {base.tiers['scale_up'].name} numbers; fit without --system "
-                      "(plan with --gpu), or measure with NCCL on that GPU")
+        more = f" and {len(off) - 1} more" if len(off) > 1 else ""
+        scale_up = base.tiers['scale_up'].name
+        form = next(((d, device_form_factor(d, gpu)) for d in devices[first] if device_form_factor(d, gpu)), None)
+        if form is not None and used[first] in NCCL_BACKENDS:
+            raise invalid("--system", base.name, f"the results were measured on {form[0]} (run {first}{more}), "
+                          f"{form[1]}; {base.name} expects {'' if gpu.startswith('gb') else 'SXM '}{gpu.upper()} GPUs on {scale_up}: its numbers would "
+                          "be replaced by another fabric's; fit without --system, or measure on that system")
+        raise invalid("--system", base.name, f"the results were measured with {off[first]} (run {first}{more}), "
+                      f"not NCCL on {gpu.upper()}: they would replace {base.name}'s {scale_up} numbers; fit without "
+                      "--system (plan with --gpu), or measure with NCCL on that GPU")
 
 
 def check_one_fabric(points: list, runs: dict) -> list[str]:

@@ -18,7 +18,9 @@ And the `-J` JSON file (JSON_FILE_VERSION 2: config, devices, results[].out_of_p
 nccl-tests' `time` is the timed loop's time / iters, reduced over ranks by its -a mode (average by
 default; `-a N` on a command line in the log, or commbench's own `(-a N)` comment, says otherwise): it
 is stored as Measurement.loop_time_us[mode], never as the per-iteration median (which nccl-tests does
-not report), so compare and fits know which statistic they hold. Lines that are none of the above
+not report), so compare and fits know which statistic they hold. Before nccl-tests 2.10.0 there was no -a and
+the time is rank 0's (AVERAGE_SINCE): a run of several timing processes/threads from such a version (its printed
+version, or --nccl-tests-version) is stored as loop_time_us['rank0']; one of unknown version is noted and warned. Lines that are none of the above
 are returned as problems with their line number, never dropped silently.
 
 The collective comes from `X_perf` in the log or the file name; a name that is not a known nccl-tests
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Iterable
 
 from commbench import __version__
+from commbench.errors import CommbenchError
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
@@ -70,6 +73,18 @@ V1_BARE_LINES = ("nThread ", "Out of bounds values", "Avg bus bandwidth", "Swap 
 CPUTIME_REFUSAL = ("time column is cputime (nccl-tests -C 1: host time to launch the loop, taken before the GPU "
                    "finishes and on one rank; algbw/busbw come from the real time): its rows are not imported, "
                    "rerun without -C")
+# Before nccl-tests 2.10.0 the time column is rank 0's, never an average: BenchTime (src/common.cu at tag v2.9.0) divides
+# each thread's own loop time by iters, and PRINT (src/common.h: `if (is_main_thread)`, process 0's thread 0) prints
+# that thread's deltaSec with the algbw/busbw computed from it. -a/--average (default 1 = the average over ranks) arrived
+# in v2.10.0 (src/common.cu, commit 1dfc76e "Added new option to report average iteration time"). The printed layout
+# is the same in 2.9 and 2.10, so only a version says which it is: the log's `# nccl-tests version` line (printed since
+# v2.17.4), --nccl-tests-version, or a column or flag those versions lack (-a; #wrong, since v2.13.0).
+AVERAGE_SINCE = (2, 10, 0)
+RANK0_TIME_NOTE = ("nccl-tests < 2.10.0: time (and algbw/busbw) is rank 0's (process 0, thread 0) loop time / iters, "
+                   "not an average over ranks (src/common.cu at v2.9.0; -a arrived in v2.10.0): stored as "
+                   "loop_time_us['rank0']")
+UNKNOWN_VERSION_NOTE = ("nccl-tests version unknown (the log prints none): if it is before 2.10.0 the time is rank 0's, "
+                        "not the average over its {} ranks' timing threads; pass --nccl-tests-version to record which")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
@@ -90,6 +105,23 @@ def collective_name(perf_name: str) -> str | None:
         return COLLECTIVE_NAMES[perf_name]
     known = [name for name in COLLECTIVE_NAMES if perf_name.endswith("_" + name)]
     return COLLECTIVE_NAMES[max(known, key=len)] if known else None
+
+
+def tests_version(text: str) -> tuple[int, ...] | None:
+    """nccl-tests' version as numbers ("2.9.0", "v2.10.1" -> (2, 9, 0), (2, 10, 1)); None if it is not one."""
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+    return tuple(int(g or 0) for g in match.groups()) if match else None
+
+
+def parse_tests_version(text: str | None) -> tuple[int, ...] | None:
+    """--nccl-tests-version, checked: None when not given, else its numbers, or one line naming it."""
+    if text is None:
+        return None
+    version = tests_version(text)
+    if version is None:
+        raise CommbenchError(f"--nccl-tests-version={text!r} is invalid: an nccl-tests release such as 2.9.0 or v2.13.4 "
+                             "(the tag the log's binaries were built from)")
+    return version
 
 
 def nccl_version(code: int | str | None) -> str | None:
@@ -130,8 +162,9 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
 class _TextRun:
     """State while reading one text log."""
 
-    def __init__(self, source: str, collective: str | None) -> None:
+    def __init__(self, source: str, collective: str | None, given_version: tuple[int, ...] | None = None) -> None:
         self.source, self.default = source, collective
+        self.given_version = given_version  # --nccl-tests-version
         self.collective = collective
         self.columns: list[str] | None = None
         self.refused: str | None = None  # why the current table's rows are skipped (said once, at its header)
@@ -143,6 +176,10 @@ class _TextRun:
         self.argv: list[str] = []
         self.run_id: str | None = None
         self.average = "avg"
+        self.average_given = False  # a -a on a command line: nccl-tests >= 2.10.0, which has -a
+        self.tests_version = given_version  # nccl-tests' own version (printed, or --nccl-tests-version)
+        self.newer_columns = False  # a #wrong column: nccl-tests >= 2.13.0
+        self.threads = 1  # the banner's nThread: timing threads per process
         self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
         self.rows_seen: set[tuple] = set()  # the run's rows so far (leading columns, point): a repeat is -N's next cycle
 
@@ -258,9 +295,16 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     world = len(state.devices) or state.threads_gpus
     if state.next_cycle(tuple(tokens[:len(lead)])):
         state.run_id = None  # the same devices and banner: a new header for the cycle's run
+    timers = (world // state.threads_gpus if state.threads_gpus and world % state.threads_gpus == 0 else 1) * state.threads
+    average, time_notes = state.average, []
+    if timers > 1 and state.tests_version is not None and state.tests_version < AVERAGE_SINCE:
+        average, time_notes = "rank0", [RANK0_TIME_NOTE]
     if state.run_id is None:
         state.run_id = new_run_id()
         notes = [] if state.devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
+        notes += time_notes
+        if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
+            notes.append(UNKNOWN_VERSION_NOTE.format(timers))
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
                                       notes=notes))
@@ -290,7 +334,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
-            num_wrong=wrong, metrics=metrics, average=state.average, point=state.point, notes=notes))
+            num_wrong=wrong, metrics=metrics, average=average, point=state.point, notes=notes + time_notes))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -302,7 +346,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
     """Reads a comment line into `state`; returns why the table it heads is refused, if it does."""
     body = line.lstrip("#").strip()
     if (match := _AVERAGE_RE.search(body)) and "-a" in body:
-        state.average = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))]
+        state.average, state.average_given = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))], True
     if body.startswith(POINT_LINE):  # commbench's own text: what the rows below measured beyond the columns
         pairs = [item.partition("=") for item in body[len(POINT_LINE):].split()]
         state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}
@@ -312,8 +356,14 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.new_run()
     elif (match := _VERSION_RE.search(body)):
         state.version = nccl_version(match.group(2))
+        printed = tests_version(match.group(1))
+        if printed is not None and state.given_version is not None and printed != state.given_version:
+            raise CommbenchError(f"--nccl-tests-version={'.'.join(map(str, state.given_version))!r} is invalid for "
+                                 f"{state.source}: the log says nccl-tests version {match.group(1)}; leave it out")
+        state.tests_version = printed or state.tests_version
     elif (match := _BANNER_RE.search(body)):
         state.threads_gpus = int(match.group(1)) * int(match.group(2))
+        state.threads = int(match.group(1))
         state.warmup, state.iters = int(match.group(3)), int(match.group(4))
     elif body.startswith("Using devices"):
         state.hosts, state.devices = [], []
@@ -323,6 +373,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
     elif body.split()[:2] == ["size", "count"]:
         state.new_run(forget_devices=False)  # a second table without a banner: same devices
         state.columns = body.split()
+        state.newer_columns = state.newer_columns or "#wrong" in state.columns
         state.refused = CPUTIME_REFUSAL if "cputime" in state.columns else None
         return state.refused
     elif body.split()[:2] == ["bytes", "N"]:  # nccl-tests 1.x's table header
@@ -333,11 +384,12 @@ def _comment(state: _TextRun, line: str) -> str | None:
 
 
 def parse_text(text: str | Iterable[str], source: str, collective: str | None = None,
-               result: ImportResult | None = None) -> ImportResult:
+               result: ImportResult | None = None, version: tuple[int, ...] | None = None) -> ImportResult:
     """Records from an nccl-tests text log: `text` whole, or its lines one by one (a file object: a
-    200 MB log is streamed); `result`: where records and problems go (anything with append)."""
+    200 MB log is streamed); `result`: where records and problems go (anything with append); `version`:
+    nccl-tests' own (--nccl-tests-version), for logs that print none (before 2.10.0 the time is rank 0's)."""
     result = ImportResult() if result is None else result
-    state = _TextRun(source, collective or _guess_from_name(source))
+    state = _TextRun(source, collective or _guess_from_name(source), version)
     lines = text.splitlines() if isinstance(text, str) else (line.rstrip("\r\n") for line in text)
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
@@ -366,6 +418,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             state.argv = line.lstrip("+$ ").split()
             average = _AVERAGE_RE.search(line)  # each command line says its own -a; none: nccl-tests' default, 1
             state.average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
+            state.average_given = average is not None
             state.new_run()
             continue
         result.problems.append((source, number, raw, "not an nccl-tests line"))
@@ -447,8 +500,10 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
     return result
 
 
-def import_file(path: str, collective: str | None = None, result: ImportResult | None = None) -> ImportResult:
-    """Records from one nccl-tests output file (-J JSON, or a text log read line by line)."""
+def import_file(path: str, collective: str | None = None, result: ImportResult | None = None,
+                version: tuple[int, ...] | None = None) -> ImportResult:
+    """Records from one nccl-tests output file (-J JSON, or a text log read line by line); `version`: nccl-tests'
+    own, for text logs that print none (-J JSON exists since v2.18.5, after -a: its time is what -a says)."""
     from commbench.errors import CommbenchError, decode_user_text
 
     result = ImportResult() if result is None else result
@@ -476,7 +531,7 @@ def import_file(path: str, collective: str | None = None, result: ImportResult |
                 result.problems.append(problem)
             return result
         with io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="") as lines:
-            return parse_text(lines, path, collective, result)
+            return parse_text(lines, path, collective, result, version)
 
 
 def implied_world_size(collective: str, algbw_gbps: float, busbw_gbps: float) -> int | None:
@@ -490,6 +545,13 @@ def implied_world_size(collective: str, algbw_gbps: float, busbw_gbps: float) ->
     if collective not in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all") or free <= 1e-3:
         return None
     return round(scale / free)
+
+
+def time_warnings(records: list[Record]) -> list[str]:
+    """One line per imported run of several timing threads whose log says no nccl-tests version: its time may be
+    rank 0's (before 2.10.0), not the average it is stored as."""
+    return [f"run {r.run_id}: {note}" for r in records if isinstance(r, RunHeader)
+            for note in r.notes if note.startswith("nccl-tests version unknown")]
 
 
 def world_size_warnings(records: list[Record]) -> list[str]:
