@@ -25,6 +25,7 @@ from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf
 from commbench.planner.models.hf_refused import NOT_MODELLED
+from commbench.planner.models.hf_router import router_value
 from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
@@ -227,14 +228,17 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
     if c.int("moe_layer_freq", 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
-    if str(c.get("topk_method", "")) == "group_limited_greedy" and c.int("n_group", 1) > 1:
+    if c.get("topk_method") == "group_limited_greedy" and c.get("n_group") is None:
+        raise c.fail("topk_method='group_limited_greedy' lacks 'n_group' (DeepseekV2Config defaults it to null, on "
+                     "which DeepseekV2TopkRouter fails): give n_group and topk_group")
+    if c.get("topk_method") == "group_limited_greedy" and c.int("n_group", 1) > 1:
         raise c.fail(f"topk_method='group_limited_greedy' is not modelled: it picks topk_group={c.get('topk_group')!r} "
                      f"of n_group={c.get('n_group')!r} expert groups by each group's best score, megatron-core 0.16.1 "
                      "by the sum of each group's top (top_k / topk_group) scores (moe_utils.group_limited_topk), "
                      "another router")
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
-    extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
     if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is None:
         raise c.fail(f"lacks 'first_k_dense_replace' (or 'mlp_layer_types'), needed for model_type {c.model_type!r}")
     dense = c.int("first_k_dense_replace") if c.get("first_k_dense_replace") is not None else \
@@ -298,7 +302,7 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
     if (c.int("moe_layer_freq", 1) or 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     out = _common(c, name)
-    extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
     # absent keys at Glm4MoeConfig's defaults (first_k_dense_replace 1, n_shared_experts 1; they were read as 0)
     return dict(out, num_dense_layers=c.int("first_k_dense_replace", 1), dense_ffn=c.int("intermediate_size"),
                 num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 1),
