@@ -67,6 +67,7 @@ PUBLISHED = [
     ("GLM-4.5", 355.0, 32.0, 1.0, "input"),
     ("Nemotron-H-47B-Base-8K", 47.0, None, 1.0, ""),
     ("Nemotron-H-56B-Base-8K", 56.0, None, 1.0, ""),
+    ("phi-4", 14.0, None, 1.0, ""),   # model_type phi3; the card's "14B" (this count: 14.66B)
 ]
 
 
