@@ -111,3 +111,19 @@ def test_gpt_oss_20b():
     assert total == 20_914_757_184
     p = _counts("gpt-oss-20b")
     assert (p.total, p.expert) == (total, layers * routed)
+
+
+def test_phi_4():
+    """transformers 5.25.0 modeling_phi3.py (microsoft/phi-4, model_type phi3: hidden 5120, 40 layers, 40 heads / 10 KV
+    of 128, intermediate 17920, vocab 100352, untied). Per layer: Phi3Attention qkv_proj Linear(hidden, heads * d +
+    2 * kv * d, bias=False) and o_proj, Phi3MLP gate_up_proj Linear(hidden, 2 * intermediate, bias=False) and
+    down_proj, input_layernorm + post_attention_layernorm; then embed_tokens, lm_head and the final norm. The fused
+    projections hold Llama's q/k/v and gate/up weights, no more. Phi3ForCausalLM built from this config (on the meta
+    device) has 14,659,507,200 parameters; the model card's "14B"."""
+    h, heads, kv, d, ffn, vocab, layers = 5120, 40, 10, 128, 17920, 100352, 40
+    attention = h * (heads * d + 2 * kv * d) + heads * d * h
+    layer = attention + h * 2 * ffn + ffn * h + 2 * h
+    total = layers * layer + 2 * vocab * h + h
+    assert total == 14_659_507_200
+    p = _counts("phi-4")
+    assert (p.total, p.expert) == (total, 0)

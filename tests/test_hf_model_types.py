@@ -214,6 +214,16 @@ def test_a_refused_vl_language_model_is_named_by_its_text_config(tmp_path):
         f"hf:{tmp_path}")
 
 
+def test_qwen3_vl_is_refused_saying_it_is_a_vision_language_model(tmp_path):
+    """Its text_config reads like a Qwen3 decoder, but the model trained adds visual features to its early layers
+    (DeepStack): refused, not planned as the text model; it was 'model_type='qwen3_vl_text' is not known'."""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "qwen3_vl", "vision_config": {"model_type": "qwen3_vl", "depth": 27},
+        "text_config": {"model_type": "qwen3_vl_text", "hidden_size": 4096, "num_hidden_layers": 36}}))
+    out = _refusal(f"hf:{tmp_path}")
+    assert "model_type='qwen3_vl_text' is not modelled: a vision-language model" in out, out
+
+
 @pytest.mark.parametrize("folder, changes, drop, message", [
     # DeepSeek-V2 (236B)'s router: groups by their best expert, megatron-core by the sum of their top experts
     ("DeepSeek-V2-Lite", dict(topk_method="group_limited_greedy", n_group=8, topk_group=3), (),

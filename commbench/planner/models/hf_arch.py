@@ -4,12 +4,13 @@ Keys as the transformers configuration classes name them: hidden_act / mlp_hidde
 (layer_norm_epsilon, norm_eps), rope_theta, rope_scaling (rope_type llama3 / yarn, factor,
 original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim), sliding_window
 with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
-topk_method (noaux_tc = expert bias). What a model type fixes in its modeling code rather than its
-config (Qwen3's and MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset,
-Qwen2's QKV bias (GLM-4.5's where attention_bias says so), GLM-4.5's sigmoid router with its correction
-bias, Qwen3-Next's zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU and position-free
-attention) is set per model type; the router's training settings (balancing loss, pre-softmax scores, bias
-update rate) as Megatron-Bridge's bridge for the model type sets them.
+topk_method (noaux_tc = expert bias), norm_topk_prob, each at its configuration class default where left
+out (hf_router.py). What a model type fixes in its modeling code rather than its config (Qwen3's and
+MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset, Qwen2's QKV bias
+(GLM-4.5's where attention_bias says so), GLM-4.5's sigmoid router with its correction bias, Qwen3-Next's
+zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU and position-free attention) is set
+per model type; the router's training settings (balancing loss, pre-softmax scores, bias update rate) as
+Megatron-Bridge's bridge for the model type sets them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
+from commbench.planner.models.hf_router import HF_GROUP_TOP, router_value
 
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe_lite")  # latent q/kv norms: Megatron's qk_layernorm
 QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5", "deepseek_v4") + MLA_TYPES
@@ -26,8 +28,8 @@ QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5", "
 # norms from Qwen3-Next's, as Megatron-Bridge qwen35_bridge.py _apply_qwen35_common_config sets
 # layernorm_zero_centered_gamma and qk_layernorm for both)
 QWEN_NEXT_TYPES = ("qwen3_next", "qwen3_5_moe", "qwen3_5")
-SIGMOID_DEFAULT_TYPES = ("deepseek_v3", "kimi_k2", "nemotron_h", "glm4_moe", "glm4_moe_lite")
-EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe", "glm4_moe_lite")  # the modeling code always has the correction bias
+# the modeling code always has the correction bias, whatever topk_method says (hf_router.py)
+EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe", "glm4_moe_lite", "deepseek_v4")
 # A config.json carries no bias update rate (a training setting): megatron-core's TransformerConfig default
 # moe_router_bias_update_rate = 1e-3, which Megatron-Bridge's DeepSeek / Kimi / Nemotron providers leave, and
 # DeepSeek-V3's bias update speed (arXiv 2412.19437, section 4.2: 0.001). Zero would freeze the bias.
@@ -46,7 +48,9 @@ BALANCING = {"qwen3_moe": ("aux_loss", 1e-3), "qwen3_next": ("global_aux_loss", 
              "deepseek_v4": ("seq_aux_loss", 1e-4), "deepseek_v2": ("seq_aux_loss", None),
              "glm4_moe_lite": ("seq_aux_loss", 1e-3), "qwen3_5_moe": ("global_aux_loss", None)}
 DEFAULT_AUX_COEFF = {"deepseek_v3": 1e-4,  # DeepSeekV3Bridge: "The released V3 configs omit this" (aux_loss_alpha)
-                     "qwen3_5_moe": 1e-3}  # Qwen3_5MoeTextConfig router_aux_loss_coef=0.001
+                     "qwen3_5_moe": 1e-3,  # Qwen3_5MoeTextConfig router_aux_loss_coef=0.001
+                     # transformers 5.25.0 MixtralConfig / Qwen2MoeConfig router_aux_loss_coef=0.001 (was read as 0)
+                     "mixtral": 1e-3, "qwen2_moe": 1e-3}
 # DeepSeekV3Bridge / KimiK2Bridge / GLM47FlashBridge: moe_router_pre_softmax = True
 PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2", "glm4_moe_lite")
 # Qwen MoE routers: softmax over every expert, top-k, then renormalised over the k only with norm_topk_prob
@@ -55,7 +59,12 @@ PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2", "glm4_moe_lite")
 # The key's default: transformers 4.57.1 configuration_<type>.py (False for qwen2_moe and qwen3_moe, True for qwen3_next).
 # DeepSeek-V2's softmax router is the same (DeepseekV2Config norm_topk_prob False; DeepSeekV2Bridge pre-softmax);
 # Qwen3.5 MoE's router always renormalises its top-k (Qwen3VLMoeTextTopKRouter; its config deletes norm_topk_prob).
-NORM_TOPK_PROB_DEFAULT = {"qwen2_moe": False, "qwen3_moe": False, "qwen3_next": True, "deepseek_v2": False}
+# The sigmoid routers (DeepSeek-V3's, GLM's, Nemotron-H's) renormalise their top-k with norm_topk_prob; megatron-core
+# 0.16.1 always does (moe_utils.topk_routing_with_score_function: scores / scores.sum for top_k > 1): false is refused.
+# Defaults: hf_router.py ROUTER_DEFAULTS (or NORM_TOPK_PROB_DEFAULT for the Qwen softmax routers).
+NORM_TOPK_PROB_DEFAULT = {"qwen2_moe": False, "qwen3_moe": False, "qwen3_next": True}
+NORM_TOPK_PROB_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "glm4_moe_lite", "nemotron_h",
+                        *NORM_TOPK_PROB_DEFAULT)
 
 
 # attention_bias as the modeling code applies it: gpt-oss's every linear layer (Megatron --add-bias-linear), GLM-4.5's
@@ -102,6 +111,38 @@ def _rope(c, out: dict[str, Any]) -> None:
                    yarn_mscale=scaling.num("mscale", 0.0), yarn_mscale_all_dim=scaling.num("mscale_all_dim", 0.0))
 
 
+def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
+    """The router fields; a key config.json leaves out is its model type's class default (hf_router.py)."""
+    t, top_k = c.model_type, fields.get("top_k", 0)
+    score, method = router_value(c, "scoring_func"), router_value(c, "topk_method")
+    groups, group_topk = router_value(c, "n_group"), router_value(c, "topk_group")
+    out.update(router_score=score, router_topk_scaling=router_value(c, "routed_scaling_factor"),
+               router_expert_bias=method == "noaux_tc" or t in EXPERT_BIAS_TYPES)
+    if out["router_expert_bias"]:
+        out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
+    norm = True
+    if t in NORM_TOPK_PROB_DEFAULT:
+        norm = c.flag("norm_topk_prob", NORM_TOPK_PROB_DEFAULT[t])
+    elif t in NORM_TOPK_PROB_TYPES:
+        norm = router_value(c, "norm_topk_prob")
+    if score != "softmax" and not norm and top_k > 1:
+        raise c.fail(f"norm_topk_prob=false is not modelled with scoring_func {score!r}: megatron-core 0.16.1 "
+                     "renormalises the top-k scores of a sigmoid router (moe_utils.topk_routing_with_score_function)")
+    out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES or (score == "softmax" and not norm)
+    kind, coeff = BALANCING.get(t, ("aux_loss", None))
+    if t == "deepseek_v2" and c.get("aux_loss_alpha") is None and c.get("router_aux_loss_coef") is None:
+        raise c.fail("lacks 'aux_loss_alpha' (needed for model_type 'deepseek_v2': the seq_aux_loss coefficient "
+                     "Megatron-Bridge's DeepSeekV2Bridge trains with; DeepseekV2Config has no default for it)")
+    stated = c.num("router_aux_loss_coef", c.num("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
+    out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))
+    if groups > 1:
+        if 0 < group_topk <= groups and top_k // group_topk != HF_GROUP_TOP and score != "softmax":
+            raise c.fail(f"n_group={groups} with topk_group={group_topk} is not modelled for num_experts_per_tok="
+                         f"{top_k}: transformers ranks expert groups by their top-{HF_GROUP_TOP} scores, megatron-core "
+                         f"0.16.1 by their top (num_experts_per_tok / topk_group = {top_k // group_topk})")
+        out.update(router_groups=groups, router_group_topk=group_topk)
+
+
 def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     """Architecture of config `c` (hf_config._Config) for the ModelSpec `fields` read from it."""
     t = c.model_type
@@ -146,18 +187,6 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     if fields.get("sliding_window"):
         out.update(sliding_window=int(fields["sliding_window"]), window_skip_freq=2)
     if fields.get("num_routed_experts"):
-        score = str(c.get("scoring_func", "sigmoid" if t in SIGMOID_DEFAULT_TYPES else "softmax"))
-        groups, group_topk = (c.int(k, 0) if c.get(k) is not None else 0 for k in ("n_group", "topk_group"))
-        out.update(router_score=score, router_topk_scaling=c.num("routed_scaling_factor", 0.0),
-                   router_expert_bias=str(c.get("topk_method", "")) == "noaux_tc" or t in EXPERT_BIAS_TYPES)
-        if out["router_expert_bias"]:
-            out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
-        out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES or (
-            t in NORM_TOPK_PROB_DEFAULT and not c.flag("norm_topk_prob", NORM_TOPK_PROB_DEFAULT[t]))
-        kind, coeff = BALANCING.get(t, ("aux_loss", None))
-        stated = c.num("router_aux_loss_coef", c.num("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
-        out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))
-        if groups > 1:
-            out.update(router_groups=groups, router_group_topk=group_topk)
+        _router(c, fields, out)
     source = Source(key="hf-config", repo="huggingface config.json", path=str(path), commit="local file")
     return Architecture(**out, sources={name: source for name in ARCH_FIELDS})

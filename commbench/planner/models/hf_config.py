@@ -23,8 +23,9 @@ from typing import Any, Callable
 
 from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
-from commbench.planner.models.hf_arch import architecture_from_hf
+from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
 from commbench.planner.models.hf_refused import NOT_MODELLED
+from commbench.planner.models.hf_router import router_value
 from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
@@ -117,6 +118,34 @@ def _dense(c: _Config, name: str) -> dict[str, Any]:
                          "layer (null, full attention, is read; only gpt-oss's alternating windows are modelled)")
     out = _common(c, name)
     return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"))
+
+
+def _phi3(c: _Config, name: str) -> dict[str, Any]:
+    """Phi-3 / Phi-3.5 / Phi-4 (model_type phi3): Llama's network with q/k/v fused into one qkv_proj and gate/up
+    into one gate_up_proj, neither biased (transformers 5.25.0 modeling_phi3.py Phi3Attention, Phi3MLP: the same
+    parameters, the same SwiGLU). Read only where it is exactly that: plain RoPE on the whole head, and no sliding
+    window, or one no shorter than max_position_embeddings (which masks nothing a sequence of at most that many
+    tokens attends to). Phi3Config reads rope type "su" and "yarn" as "longrope" (configuration_phi3.py
+    convert_rope_params_to_dict) and allows only "default" and "longrope"."""
+    rope = rope_table(c)
+    key = "rope_type" if rope.get("rope_type") is not None else "type"
+    kind = rope.get(key, "default")
+    if kind != "default":
+        what = ("LongRoPE (Phi3Config reads 'su' and 'yarn' as 'longrope'): per-frequency short/long rescale factors "
+                "that no Megatron-LM RoPE flag gives" if kind in ("su", "yarn", "longrope") else
+                "Phi3Config allows only 'default' and 'longrope'")
+        raise c.fail(f"{rope.prefix}{key}={kind!r} is not modelled for model_type 'phi3': {what} (plain RoPE, "
+                     "rope_scaling null or rope_type 'default', is read)")
+    rotary = rope.num("partial_rotary_factor", c.num("partial_rotary_factor", 1.0))
+    if rotary != 1.0:
+        raise c.fail(f"partial_rotary_factor={rotary:g} is not modelled for model_type 'phi3': RoPE on the whole "
+                     "head (1.0) is read")
+    positions = c.int("max_position_embeddings", 4096)   # Phi3Config: max_position_embeddings 4096
+    if c.get("sliding_window") is not None and c.int("sliding_window") < positions:
+        raise c.fail(f"sliding_window={c.get('sliding_window')!r} is not modelled for model_type 'phi3': a window on "
+                     f"every layer shorter than max_position_embeddings={positions} (null, or a window of at least "
+                     "max_position_embeddings, is read as full attention)")
+    return _dense(c, name)
 
 
 def _leading_dense(c: _Config, key: str) -> int:
@@ -227,14 +256,17 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
     if c.int("moe_layer_freq", 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
-    if str(c.get("topk_method", "")) == "group_limited_greedy" and c.int("n_group", 1) > 1:
+    if c.get("topk_method") == "group_limited_greedy" and c.get("n_group") is None:
+        raise c.fail("topk_method='group_limited_greedy' lacks 'n_group' (DeepseekV2Config defaults it to null, on "
+                     "which DeepseekV2TopkRouter fails): give n_group and topk_group")
+    if c.get("topk_method") == "group_limited_greedy" and c.int("n_group", 1) > 1:
         raise c.fail(f"topk_method='group_limited_greedy' is not modelled: it picks topk_group={c.get('topk_group')!r} "
                      f"of n_group={c.get('n_group')!r} expert groups by each group's best score, megatron-core 0.16.1 "
                      "by the sum of each group's top (top_k / topk_group) scores (moe_utils.group_limited_topk), "
                      "another router")
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
-    extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
     if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is None:
         raise c.fail(f"lacks 'first_k_dense_replace' (or 'mlp_layer_types'), needed for model_type {c.model_type!r}")
     dense = c.int("first_k_dense_replace") if c.get("first_k_dense_replace") is not None else \
@@ -298,7 +330,7 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
     if (c.int("moe_layer_freq", 1) or 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     out = _common(c, name)
-    extra = {k: c.int(k) for k in ("n_group", "topk_group") if c.get(k) is not None}
+    extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
     # absent keys at Glm4MoeConfig's defaults (first_k_dense_replace 1, n_shared_experts 1; they were read as 0)
     return dict(out, num_dense_layers=c.int("first_k_dense_replace", 1), dense_ffn=c.int("intermediate_size"),
                 num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 1),
@@ -338,7 +370,7 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
 
 
 READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
-    "llama": _dense, "qwen2": _dense, "qwen3": _dense, "mistral": _dense,
+    "llama": _dense, "qwen2": _dense, "qwen3": _dense, "mistral": _dense, "phi3": _phi3,
     "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "mixtral": _mixtral, "gpt_oss": _gpt_oss,
     # MLA + MoE: Kimi-K2 and Moonlight ship DeepSeek-V3's architecture; DeepSeek-V2(-Lite) its softmax-routed

@@ -40,4 +40,12 @@ NOT_MODELLED = {
     "kimi_linear": "its Kimi Delta Attention layers have no step-model term (Qwen3-Next's Gated DeltaNet is a "
                    "different layer)",
 }
+# Qwen3-VL: its text_config reads as a Qwen3 (MoE) decoder, but the model trained is the vision-language one
+# (transformers modeling_qwen3_vl.py: Qwen3VLVisionModel's deepstack_merger_list adds visual features to the
+# decoder's hidden states at deepstack_visual_indexes), so it is refused rather than planned as its text decoder
+_QWEN3_VL = ("a vision-language model: its text_config's decoder alone is not the model trained (its vision "
+             "encoder and the DeepStack mergers adding visual features to early decoder layers have no step-model "
+             "term), so it is not planned as a text model")
+NOT_MODELLED.update({"qwen3_vl": _QWEN3_VL, "qwen3_vl_text": _QWEN3_VL, "qwen3_vl_moe": _QWEN3_VL,
+                     "qwen3_vl_moe_text": _QWEN3_VL})
 NOT_MODELLED.update({"llama4_text": NOT_MODELLED["llama4"], "gemma3_text": NOT_MODELLED["gemma3"]})
