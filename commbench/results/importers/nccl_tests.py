@@ -88,6 +88,10 @@ UNKNOWN_VERSION_NOTE = ("nccl-tests version unknown (the log prints none): if it
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
+# commbench's own terminal intro above its --format nccl-tests banner (measure/view.py): "commbench 0.1.0: all_reduce on
+# gloo, 2 rank(s) ..."
+_COMMBENCH_INTRO_RE = re.compile(r"commbench \S+: \S+ on ([a-z-]+),")
+COMMBENCH_BACKENDS = ("nccl", "cupy-nccl", "gloo")
 _VERSION_RE = re.compile(r"nccl-tests version (\S+).*?nccl-library=(\d+)")
 _RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
 
@@ -134,10 +138,11 @@ def nccl_version(code: int | str | None) -> str | None:
 
 
 def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: list[str], argv: list[str],
-            version: str | None, started: str = "", nccl_env: dict | None = None, notes: list[str] = ()) -> RunHeader:
+            version: str | None, started: str = "", nccl_env: dict | None = None, notes: list[str] = (),
+            backend: str = "nccl") -> RunHeader:
     return RunHeader(run_id=run_id, started_at=started, argv=argv, commbench_version=__version__,
                      python_version=sys.version.split()[0], torch_version=None, nccl_version=version,
-                     cuda_version=None, cupy_version=None, backend="nccl", world_size=world, hostnames=hosts,
+                     cuda_version=None, cupy_version=None, backend=backend, world_size=world, hostnames=hosts,
                      devices=devices, nccl_env=dict(nccl_env or {}), launcher="nccl-tests",
                      notes=[f"imported from nccl-tests output {source}", *notes])
 
@@ -145,10 +150,10 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
                  num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None,
-                 notes: Iterable[str] = ()) -> Measurement:
+                 notes: Iterable[str] = (), backend: str = "nccl") -> Measurement:
     point = point or {}
     params = {} if root is None or root < 0 else {"root": root}
-    return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
+    return Measurement(run_id=run_id, collective=collective, backend=backend, size_bytes=size, count=count,
                        dtype=DTYPE_NAMES.get(dtype, dtype),
                        op=None if redop in ("none", "") or collective in PRINTS_UNUSED_OP else redop,
                        in_place=in_place, world_size=world, group_size=int(point.get("group_size", world)),
@@ -173,6 +178,9 @@ class _TextRun:
         self.hosts: list[str] = []
         self.devices: list[str] = []
         self.version: str | None = None
+        # commbench's own --format nccl-tests text says the backend it ran (its intro line, or nccl-library=0 in its
+        # version line: no NCCL, so gloo); nccl-tests' own logs are NCCL's
+        self.backend = "nccl"
         self.argv: list[str] = []
         self.run_id: str | None = None
         self.average = "avg"
@@ -307,6 +315,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             notes.append(UNKNOWN_VERSION_NOTE.format(timers))
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
+                                      backend=state.backend,
                                       notes=notes))
     root = int(row["root"]) if "root" in row else None
     made = []
@@ -334,7 +343,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
-            num_wrong=wrong, metrics=metrics, average=average, point=state.point, notes=notes + time_notes))
+            num_wrong=wrong, metrics=metrics, average=average, point=state.point, notes=notes + time_notes,
+            backend=state.backend))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -354,8 +364,14 @@ def _comment(state: _TextRun, line: str) -> str | None:
         match = _PERF_RE.search(body)
         state.collective = (collective_name(match.group(1)) if match else None) or state.default
         state.new_run()
+    elif (match := _COMMBENCH_INTRO_RE.match(body)) and match.group(1) in COMMBENCH_BACKENDS:
+        state.backend = match.group(1)
     elif (match := _VERSION_RE.search(body)):
         state.version = nccl_version(match.group(2))
+        if match.group(1).startswith("commbench-") and int(match.group(2)) == 0:
+            # commbench's text of a run without NCCL (results/nccl_tests_text.banner): gloo, and no NCCL version
+            state.version = None
+            state.backend = "gloo" if state.backend == "nccl" else state.backend
         printed = tests_version(match.group(1))
         if printed is not None and state.given_version is not None and printed != state.given_version:
             raise CommbenchError(f"--nccl-tests-version={'.'.join(map(str, state.given_version))!r} is invalid for "
