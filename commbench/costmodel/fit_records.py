@@ -33,7 +33,7 @@ from commbench.costmodel.fit import PiecewiseFit, fit_piecewise, leave_one_out_e
 from commbench.costmodel.accuracy import REGIMES
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
 from commbench.costmodel.nccl_tables import NCCL_ALGO_NAMES
-from commbench.costmodel.stages import stage_points
+from commbench.costmodel.stages import STAGE_MAPS, stage_points
 from commbench.results.records import Measurement, RunHeader, headline_time
 
 MIN_HELDOUT_BYTES = 64 * 1024
@@ -154,10 +154,24 @@ def _payload_bytes(record: Measurement) -> float:
     return max(busiest) if busiest else float(record.size_bytes)
 
 
+def _round_trip_bytes(record: Measurement) -> float:
+    """A MoE record's busiest dispatch + combine bytes: its metrics, or (nccl-tests text, which prints none) what its
+    own algbw says it moved in its time (commbench's MoE algbw is the round trip's bytes / the iteration's time)."""
+    metrics = record.metrics
+    if isinstance(metrics.get("round_trip_bytes_max"), (int, float)):
+        return float(metrics["round_trip_bytes_max"])
+    if isinstance(metrics.get("combine_bytes_max"), (int, float)):
+        return _payload_bytes(record) + float(metrics["combine_bytes_max"])
+    time_us = headline_time(record)[1]
+    if record.algbw_gbps and time_us:
+        return max(record.algbw_gbps * 1e3 * time_us, _payload_bytes(record))
+    return _payload_bytes(record)
+
+
 def _bus_bytes(record: Measurement) -> float | None:
     n = record.group_size
-    if record.collective == "moe_all_to_all":
-        return _payload_bytes(record) * (n - 1) / n
+    if record.collective == "moe_all_to_all":  # its time is the round trip: busiest dispatch + combine (bench's algbw)
+        return _round_trip_bytes(record) * (n - 1) / n
     if record.collective in COLLECTIVES:
         return float(bus_factor(record.collective, n)) * record.size_bytes
     return float(record.size_bytes) * (n - 1) / n if n > 1 else None  # staged / unknown: RS-like
@@ -206,11 +220,18 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             skip("no bytes moved")
             continue
         staged = bool(record.stages_us_median)
+        # A composite workload's time is its whole iteration (moe_all_to_all: count exchange + dispatch + combine),
+        # never one collective's: without stage times (nccl-tests text) it is reported, not used to predict one.
+        whole = staged or record.collective in STAGE_MAPS
+        if record.collective in STAGE_MAPS and not staged and "total" not in mapped:
+            skip(f"as predictors, {record.collective} points without stage times (nccl-tests text): their time is "
+                 "the whole iteration, fitted only as the report-only 'stage total' curve; fit commbench's JSONL of "
+                 "the run to predict its stages")
         if "total" not in mapped:
             forced = forced_nccl(record, headers.get(record.run_id)) if not staged else None
             key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
-                           stage="total" if staged else None, algorithm=forced,
-                           for_prediction=record.collective in COLLECTIVES and not mapped, **common)
+                           stage="total" if whole else None, algorithm=forced,
+                           for_prediction=record.collective in COLLECTIVES and not mapped and not whole, **common)
             add(key, (x, time_us * 1e-6, record.size_bytes), record.run_id)
         for stage, stage_us in (record.stages_us_median or {}).items():
             if stage not in mapped and stage_us and stage_us > 0:
