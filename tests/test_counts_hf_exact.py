@@ -127,3 +127,13 @@ def test_phi_4():
     assert total == 14_659_507_200
     p = _counts("phi-4")
     assert (p.total, p.expert) == (total, 0)
+
+
+def test_deepseek_v4_flash():
+    """transformers 5.25.0 modeling_deepseek_v4.py DeepseekV4ForCausalLM built on the meta device from
+    tests/data/hf/DeepSeek-V4-Flash/config.json: 284,332,230,231 parameters (MTP not built). Its 3 hash-routed
+    layers choose experts by token id (tid2eid, a buffer) but keep the learned gate weight (DeepseekV4HashRouter
+    .weight, 256 x 4096) that scores them: every one of the 43 MoE layers has a router; commbench counted 40."""
+    c = _counts("DeepSeek-V4-Flash")
+    assert c.router == 43 * 256 * 4096
+    assert c.total == 284_332_230_231

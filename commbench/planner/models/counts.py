@@ -240,8 +240,9 @@ def param_counts(m: ModelSpec) -> ParamCounts:
         dense_mlp=m.num_dense_layers * dense_mlp,
         routed_experts=m.num_moe_layers * m.num_routed_experts * per_expert,
         shared_experts=m.num_moe_layers * m.num_shared_experts * shared_expert,
-        # hash-routed layers (DeepSeek-V4) have no router weights
-        router=(m.num_moe_layers - m.hash_layers) * router,
+        # hash-routed layers (DeepSeek-V4) choose their experts by token id but keep the learned gate weight that
+        # scores them (transformers 5.25.0 modeling_deepseek_v4.py DeepseekV4HashRouter.weight): every MoE layer
+        router=m.num_moe_layers * router,
         norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
         embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,

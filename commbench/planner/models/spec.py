@@ -70,7 +70,7 @@ class ModelSpec:
     # DeepSeek-V4's hybrid attention (attention = "dsv4"; models/dsv4.py): per decoder layer W / C / H
     # (window-only, compressed sparse, heavily compressed), the window, the indexer of C layers, the grouped
     # low-rank output projection; hc_mult residual streams (mHC; 0: a plain residual); the first
-    # hash_layers MoE layers route by token id (no router weights).
+    # hash_layers MoE layers choose experts by token id (their gate weight still scores them).
     csa_pattern: str = ""
     csa_window: int = 0
     index_heads: int = 0
