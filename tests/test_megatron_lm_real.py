@@ -115,3 +115,52 @@ def test_a_light_recompute_pin_the_model_has_no_module_for_is_refused_in_one_lin
     assert framework_pins("megatron", load_model("deepseek-v3"), {"recompute": "mla_up_proj"})["recompute"] == \
         "mla_up_proj"
     assert framework_pins("megatron", load_model("qwen3-30b-a3b"), {"recompute": "moe_act"})["recompute"] == "moe_act"
+
+
+# A pinned per-layer CUDA-graph scope megatron-core 0.16.1's TransformerConfig refuses for the model (model, scope, why)
+GRAPH_SCOPE_MISFITS = [("llama3-8b", "attn+moe_router+moe_preprocess", "moe cuda graph is only supported for MoE"),
+                       ("qwen3-30b-a3b", "attn+mlp", "mlp cuda graph is only supported for dense layers"),
+                       ("qwen3-30b-a3b", "moe", "moe cuda graph is only supported with drop-padding MoE")]
+
+
+@needs_megatron_lm
+@pytest.mark.parametrize("name, scope, why", GRAPH_SCOPE_MISFITS)
+def test_megatron_refuses_a_graph_scope_the_model_has_no_module_for(name, scope, why, monkeypatch):
+    """What plan --layout cuda_graph=layer,cuda_graph_scope=<scope> emitted (--cuda-graph-scope <modules>) through
+    Megatron-LM core_v0.16.1's parse_args -> validate_args -> core_transformer_config_from_args: TransformerConfig
+    asserts (a traceback at launch)."""
+    import dataclasses
+
+    from commbench.planner import Layout, load_model
+    from tests.megatron_lm import megatron_config, target_gpu
+    model = load_model(name)
+    lay = Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64, cuda_graph="layer")
+    argv = megatron_args(dataclasses.replace(lay, cuda_graph_scope=scope), model)
+    i = argv.index("--cuda-graph-scope")
+    assert argv[i + 1:i + 1 + len(scope.split("+"))] == scope.split("+")
+    with target_gpu(monkeypatch, (10, 0)), pytest.raises(AssertionError, match=why):
+        megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
+
+
+@pytest.mark.parametrize("name, scope, why", GRAPH_SCOPE_MISFITS)
+def test_a_graph_scope_pin_the_model_cannot_take_is_refused_in_one_line(name, scope, why, tmp_path):
+    """Pinned, those scopes were planned and megatron_args.txt failed in TransformerConfig's __post_init__ (an
+    AssertionError traceback); plan now refuses the pin in one line naming the field, the value, the model and the
+    modules it takes. Scopes the model takes keep planning (DeepSeek-V3 has dense layers for mlp; a MoE model's router)."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.errors import CommbenchError
+    from commbench.planner import load_model
+    from commbench.planner.search.frameworks import framework_pins
+    import re
+    with pytest.raises(CommbenchError, match=rf"^cuda_graph_scope='{re.escape(scope)}' is invalid for {name}: .*megatron-core 0\.16\.1"):
+        framework_pins("megatron", load_model(name), {"cuda_graph": "layer", "cuda_graph_scope": scope})
+    assert framework_pins("megatron", load_model("deepseek-v3"), {"cuda_graph_scope": "attn+mlp"})
+    assert framework_pins("megatron", load_model("qwen3-30b-a3b"), {"cuda_graph_scope": "attn+moe_router"})
+    result = CliRunner().invoke(app, ["plan", "--model", name, "--system", "gb200-nvl72", "--gpus", "8", "--gbs", "64",
+                                      "--layout", f"cuda_graph=layer,cuda_graph_scope={scope}", "--top", "1",
+                                      "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and result.output.startswith("error: cuda_graph_scope=") and \
+        len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "megatron_args.txt").exists()
