@@ -164,3 +164,27 @@ def test_a_graph_scope_pin_the_model_cannot_take_is_refused_in_one_line(name, sc
     assert result.exit_code == 2 and result.output.startswith("error: cuda_graph_scope=") and \
         len(result.output.strip().splitlines()) == 1, result.output
     assert not (tmp_path / "megatron_args.txt").exists()
+
+
+def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypatch):
+    """plan --layout cuda_graph=layer for DeepSeek-V3 on 64 GB200 picked recompute=full (the only recompute that
+    fits there), which megatron-core refuses under per-layer graphs ("full recompute is only supported with full
+    iteration CUDA graph"): the plan's Megatron section was refused. The search now keeps per-layer graphs off
+    full-recompute rows, and pinning both is refused in one line; the planned layout launches."""
+    from commbench.errors import CommbenchError
+    from commbench.planner import load_model
+    from commbench.planner.search.space import SearchRequest, search
+    model, gpus = load_model("deepseek-v3"), 64
+    fabric = load_preset("gb200-nvl72", num_gpus=gpus)
+    res = search(SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",
+                               pins={"cuda_graph": "layer"}, keep=5))
+    assert len(res.layouts) and (res.layouts.cuda_graph == 1).all() and (res.layouts.recompute != 2).all()
+    lay = res.layouts.layout(0)
+    argv = megatron_args(lay, model)   # the emitter's own refusal used to fire here
+    if arguments_module() is not None:
+        gpu = fabric.gpu
+        megatron_whole_path(arguments_module(), argv, layout=lay, model=model, gpus=gpus, gpu=gpu,
+                            env=launch_env(lay, gpu.name), monkeypatch=monkeypatch)
+    with pytest.raises(CommbenchError, match=r"^cuda_graph='layer' is invalid with recompute='full': megatron-core"):
+        SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",
+                      pins={"cuda_graph": "layer", "recompute": "full"})

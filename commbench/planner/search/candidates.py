@@ -155,6 +155,10 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
         eager = (cols["recompute"] == 2) | (int(pins.get("cpu_offload_layers", 0)) > 0)
         cols["cuda_graph"] = np.where(eager, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
                                       cols["cuda_graph"]).astype(np.int8)
+    elif pins["cuda_graph"] == "layer":   # megatron-core: full recompute only under the full-iteration graph
+        graphable = cols["recompute"] != CODE_FIELDS["recompute"].index("full")
+        cols = {k: v[graphable] for k, v in cols.items()}
+        tp = cols["tp"]
     cols["dp_overlap"] = np.full(len(tp), bool(pins.get("dp_overlap", True)))
     # Fused permute + grouped MLP: on for MoE in MXFP8 on Blackwell (cutedsl_fused_grouped_mlp), where
     # it exists; it only removes HBM traffic. FP8 attention changes numerics: only when pinned.

@@ -266,6 +266,11 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
+        if pins.get("cuda_graph") == "layer" and pins.get("recompute") == "full":
+            raise CommbenchError("cuda_graph='layer' is invalid with recompute='full': megatron-core 0.16.1 runs full "
+                                 "recompute only under the full-iteration graph (TransformerConfig: 'full recompute is "
+                                 "only supported with full iteration CUDA graph'); pin cuda_graph=full or none, or "
+                                 "recompute none or selective")
         light = megatron_light_recompute_refusal(model, pins.get("recompute")) or \
             megatron_graph_scope_refusal(model, pins.get("cuda_graph_scope"))
         if light:
