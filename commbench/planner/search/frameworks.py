@@ -301,6 +301,10 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
     if out.get("cuda_graph") == "layer":
         raise CommbenchError("cuda_graph='layer' is invalid with --framework torchtitan: TorchTitan 0.3.0 graphs "
                              "the whole forward-backward (cuda_graph=full) or nothing")
+    if int(out.get("recompute_layers", 0) or 0) > 0:   # the emitter refuses it (emit/torchtitan.py): not searched
+        raise CommbenchError(f"recompute_layers={out['recompute_layers']} is invalid with --framework torchtitan: "
+                             "TorchTitan 0.3.0 checkpoints activations per layer with no count per model chunk "
+                             "(Megatron's --recompute-method block); plan with recompute_layers=0")
     return out
 
 
