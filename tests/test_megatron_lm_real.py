@@ -188,3 +188,51 @@ def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypat
     with pytest.raises(CommbenchError, match=r"^cuda_graph='layer' is invalid with recompute='full': megatron-core"):
         SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",
                       pins={"cuda_graph": "layer", "recompute": "full"})
+
+
+def _with_capacity_factor(name: str, factor: float):
+    import dataclasses
+
+    from commbench.planner import load_model
+    model = load_model(name)
+    return dataclasses.replace(model, architecture=dataclasses.replace(model.architecture, capacity_factor=factor))
+
+
+def test_a_capacity_factor_model_is_never_planned_with_a_synced_preprocess_graph(monkeypatch):
+    """A MoE model with a capacity factor (a --model-file's capacity_factor, emitted as --moe-expert-capacity-factor)
+    planned with per-layer graphs and the alltoall dispatcher got the recipes' scope attn+moe_router+moe_preprocess,
+    which megatron-core's TransformerConfig refuses there ("moe_preprocess cuda graph is not supported when there are
+    DtoH copies and synchronizations in the preprocess step"): an AssertionError traceback at launch. Those rows now
+    run eager (cuda_graph searched) or are dropped (cuda_graph pinned), and a pin leaving none is refused in one line;
+    a scope without moe_preprocess launches."""
+    from commbench.errors import CommbenchError
+    from commbench.planner.search.space import SearchRequest, search
+    model, gpus = _with_capacity_factor("qwen3-30b-a3b", 1.25), 16
+    fabric = load_preset("gb200-nvl72", num_gpus=gpus)
+
+    def req(**pins):
+        return SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=128, precision="mxfp8",
+                             pins=dict(dispatcher="alltoall", mbs=1, **pins), keep=5)
+    searched = search(req()).layouts
+    assert (searched.cuda_graph != 1).all()   # eager or the full-iteration graph, never per-layer over moe_preprocess
+    with pytest.raises(CommbenchError, match=r"^cuda_graph_scope='attn\+moe_router\+moe_preprocess' is invalid for "
+                                             r"qwen3-30b-a3b with the alltoall dispatcher: .*capacity factor 1\.25"):
+        search(req(cuda_graph="layer"))
+    lay = search(req(cuda_graph="layer", cuda_graph_scope="attn+moe_router")).layouts.layout(0)
+    argv = megatron_args(lay, model)
+    assert "--moe-expert-capacity-factor" in argv and "moe_preprocess" not in argv
+    if arguments_module() is not None:
+        megatron_whole_path(arguments_module(), argv, layout=lay, model=model, gpus=gpus, gpu=fabric.gpu,
+                            env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
+
+
+@needs_megatron_lm
+def test_megatron_refuses_a_preprocess_graph_with_a_capacity_factor_and_alltoall(monkeypatch):
+    """The launch those plans emitted, through Megatron-LM core_v0.16.1's configuration path."""
+    from commbench.planner import Layout
+    from tests.megatron_lm import megatron_config, target_gpu
+    model = _with_capacity_factor("qwen3-30b-a3b", 1.25)
+    lay = Layout.for_world(8, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=64, cuda_graph="layer", dispatcher="alltoall")
+    argv = megatron_args(lay, model)
+    with target_gpu(monkeypatch, (10, 0)), pytest.raises(AssertionError, match="moe_preprocess cuda graph is not supported"):
+        megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
