@@ -274,3 +274,26 @@ def test_a_generated_mla_config_precomputes_rope_for_the_plan_s_sequence(tmp_pat
     assert "refused" not in doc and doc["sections"]["training"]["seq_len"] == 32768
     assert "max_seq_len=32768" in doc["config_module"]["text"]
     check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch)
+
+
+def test_a_recompute_layers_pin_is_refused_with_framework_torchtitan(tmp_path):
+    """plan --framework torchtitan --layout recompute=full,recompute_layers=2 (Qwen3-30B-A3B, whose TorchTitan config
+    runs full recompute) was searched and predicted with block recompute of 2 layers per chunk, then its TorchTitan
+    section refused it: a --framework torchtitan plan TorchTitan cannot launch. The pin is now refused in one line
+    before the search, as the other features TorchTitan 0.3.0 does not run."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.errors import CommbenchError
+    from commbench.planner import load_model
+    from commbench.planner.search.frameworks import framework_pins
+    with pytest.raises(CommbenchError, match=r"^recompute_layers=2 is invalid with --framework torchtitan: TorchTitan 0\.3\.0"):
+        framework_pins("torchtitan", load_model("qwen3-30b-a3b"), {"recompute": "full", "recompute_layers": 2})
+    assert framework_pins("torchtitan", load_model("qwen3-30b-a3b"), {"recompute_layers": 0})["recompute"] == "full"
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "8",
+                                      "--gbs", "64", "--framework", "torchtitan", "--layout",
+                                      "recompute=full,recompute_layers=2", "--top", "1", "-O", str(tmp_path)],
+                             env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and result.output.startswith("error: recompute_layers=2 is invalid") and \
+        len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "plan.json").exists()

@@ -115,3 +115,124 @@ def test_a_light_recompute_pin_the_model_has_no_module_for_is_refused_in_one_lin
     assert framework_pins("megatron", load_model("deepseek-v3"), {"recompute": "mla_up_proj"})["recompute"] == \
         "mla_up_proj"
     assert framework_pins("megatron", load_model("qwen3-30b-a3b"), {"recompute": "moe_act"})["recompute"] == "moe_act"
+
+
+# A pinned per-layer CUDA-graph scope megatron-core 0.16.1's TransformerConfig refuses for the model (model, scope, why)
+GRAPH_SCOPE_MISFITS = [("llama3-8b", "attn+moe_router+moe_preprocess", "moe cuda graph is only supported for MoE"),
+                       ("qwen3-30b-a3b", "attn+mlp", "mlp cuda graph is only supported for dense layers"),
+                       ("qwen3-30b-a3b", "moe", "moe cuda graph is only supported with drop-padding MoE")]
+
+
+@needs_megatron_lm
+@pytest.mark.parametrize("name, scope, why", GRAPH_SCOPE_MISFITS)
+def test_megatron_refuses_a_graph_scope_the_model_has_no_module_for(name, scope, why, monkeypatch):
+    """What plan --layout cuda_graph=layer,cuda_graph_scope=<scope> emitted (--cuda-graph-scope <modules>) through
+    Megatron-LM core_v0.16.1's parse_args -> validate_args -> core_transformer_config_from_args: TransformerConfig
+    asserts (a traceback at launch)."""
+    import dataclasses
+
+    from commbench.planner import Layout, load_model
+    from tests.megatron_lm import megatron_config, target_gpu
+    model = load_model(name)
+    lay = Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64, cuda_graph="layer")
+    argv = megatron_args(dataclasses.replace(lay, cuda_graph_scope=scope), model)
+    i = argv.index("--cuda-graph-scope")
+    assert argv[i + 1:i + 1 + len(scope.split("+"))] == scope.split("+")
+    with target_gpu(monkeypatch, (10, 0)), pytest.raises(AssertionError, match=why):
+        megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
+
+
+@pytest.mark.parametrize("name, scope, why", GRAPH_SCOPE_MISFITS)
+def test_a_graph_scope_pin_the_model_cannot_take_is_refused_in_one_line(name, scope, why, tmp_path):
+    """Pinned, those scopes were planned and megatron_args.txt failed in TransformerConfig's __post_init__ (an
+    AssertionError traceback); plan now refuses the pin in one line naming the field, the value, the model and the
+    modules it takes. Scopes the model takes keep planning (DeepSeek-V3 has dense layers for mlp; a MoE model's router)."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.errors import CommbenchError
+    from commbench.planner import load_model
+    from commbench.planner.search.frameworks import framework_pins
+    import re
+    with pytest.raises(CommbenchError, match=rf"^cuda_graph_scope='{re.escape(scope)}' is invalid for {name}: .*megatron-core 0\.16\.1"):
+        framework_pins("megatron", load_model(name), {"cuda_graph": "layer", "cuda_graph_scope": scope})
+    assert framework_pins("megatron", load_model("deepseek-v3"), {"cuda_graph_scope": "attn+mlp"})
+    assert framework_pins("megatron", load_model("qwen3-30b-a3b"), {"cuda_graph_scope": "attn+moe_router"})
+    result = CliRunner().invoke(app, ["plan", "--model", name, "--system", "gb200-nvl72", "--gpus", "8", "--gbs", "64",
+                                      "--layout", f"cuda_graph=layer,cuda_graph_scope={scope}", "--top", "1",
+                                      "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and result.output.startswith("error: cuda_graph_scope=") and \
+        len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "megatron_args.txt").exists()
+
+
+def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypatch):
+    """plan --layout cuda_graph=layer for DeepSeek-V3 on 64 GB200 picked recompute=full (the only recompute that
+    fits there), which megatron-core refuses under per-layer graphs ("full recompute is only supported with full
+    iteration CUDA graph"): the plan's Megatron section was refused. The search now keeps per-layer graphs off
+    full-recompute rows, and pinning both is refused in one line; the planned layout launches."""
+    from commbench.errors import CommbenchError
+    from commbench.planner import load_model
+    from commbench.planner.search.space import SearchRequest, search
+    model, gpus = load_model("deepseek-v3"), 64
+    fabric = load_preset("gb200-nvl72", num_gpus=gpus)
+    res = search(SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",
+                               pins={"cuda_graph": "layer"}, keep=5))
+    assert len(res.layouts) and (res.layouts.cuda_graph == 1).all() and (res.layouts.recompute != 2).all()
+    lay = res.layouts.layout(0)
+    argv = megatron_args(lay, model)   # the emitter's own refusal used to fire here
+    if arguments_module() is not None:
+        gpu = fabric.gpu
+        megatron_whole_path(arguments_module(), argv, layout=lay, model=model, gpus=gpus, gpu=gpu,
+                            env=launch_env(lay, gpu.name), monkeypatch=monkeypatch)
+    with pytest.raises(CommbenchError, match=r"^cuda_graph='layer' is invalid with recompute='full': megatron-core"):
+        SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",
+                      pins={"cuda_graph": "layer", "recompute": "full"})
+
+
+def _with_capacity_factor(name: str, factor: float):
+    import dataclasses
+
+    from commbench.planner import load_model
+    model = load_model(name)
+    return dataclasses.replace(model, architecture=dataclasses.replace(model.architecture, capacity_factor=factor))
+
+
+def test_a_capacity_factor_model_is_never_planned_with_a_synced_preprocess_graph(monkeypatch):
+    """A MoE model with a capacity factor (a --model-file's capacity_factor, emitted as --moe-expert-capacity-factor)
+    planned with per-layer graphs and the alltoall dispatcher got the recipes' scope attn+moe_router+moe_preprocess,
+    which megatron-core's TransformerConfig refuses there ("moe_preprocess cuda graph is not supported when there are
+    DtoH copies and synchronizations in the preprocess step"): an AssertionError traceback at launch. Those rows now
+    run eager (cuda_graph searched) or are dropped (cuda_graph pinned), and a pin leaving none is refused in one line;
+    a scope without moe_preprocess launches."""
+    from commbench.errors import CommbenchError
+    from commbench.planner.search.space import SearchRequest, search
+    model, gpus = _with_capacity_factor("qwen3-30b-a3b", 1.25), 16
+    fabric = load_preset("gb200-nvl72", num_gpus=gpus)
+
+    def req(**pins):
+        return SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=128, precision="mxfp8",
+                             pins=dict(dispatcher="alltoall", mbs=1, **pins), keep=5)
+    searched = search(req()).layouts
+    assert (searched.cuda_graph != 1).all()   # eager or the full-iteration graph, never per-layer over moe_preprocess
+    with pytest.raises(CommbenchError, match=r"^cuda_graph_scope='attn\+moe_router\+moe_preprocess' is invalid for "
+                                             r"qwen3-30b-a3b with the alltoall dispatcher: .*capacity factor 1\.25"):
+        search(req(cuda_graph="layer"))
+    lay = search(req(cuda_graph="layer", cuda_graph_scope="attn+moe_router")).layouts.layout(0)
+    argv = megatron_args(lay, model)
+    assert "--moe-expert-capacity-factor" in argv and "moe_preprocess" not in argv
+    if arguments_module() is not None:
+        megatron_whole_path(arguments_module(), argv, layout=lay, model=model, gpus=gpus, gpu=fabric.gpu,
+                            env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
+
+
+@needs_megatron_lm
+def test_megatron_refuses_a_preprocess_graph_with_a_capacity_factor_and_alltoall(monkeypatch):
+    """The launch those plans emitted, through Megatron-LM core_v0.16.1's configuration path."""
+    from commbench.planner import Layout
+    from tests.megatron_lm import megatron_config, target_gpu
+    model = _with_capacity_factor("qwen3-30b-a3b", 1.25)
+    lay = Layout.for_world(8, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=64, cuda_graph="layer", dispatcher="alltoall")
+    argv = megatron_args(lay, model)
+    with target_gpu(monkeypatch, (10, 0)), pytest.raises(AssertionError, match="moe_preprocess cuda graph is not supported"):
+        megatron_config(arguments_module(), argv, 8, {}, monkeypatch)

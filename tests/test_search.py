@@ -123,8 +123,7 @@ def test_pinned_counts_that_break_a_flag_rule_are_refused_naming_it(pins, rule):
 
 
 @pytest.mark.parametrize("pins", ["moe_a2a_overlap=true,recompute=full", "moe_a2a_overlap=true,cuda_graph=full",
-                                  "moe_a2a_overlap=true,pp=2,vp=1", "moe_a2a_overlap=true,ep=1",
-                                  "moe_a2a_overlap=true,cuda_graph=layer,cuda_graph_scope=attn+moe"])
+                                  "moe_a2a_overlap=true,pp=2,vp=1", "moe_a2a_overlap=true,ep=1"])
 def test_a_pinned_ep_overlap_megatron_refuses_is_refused_naming_the_rule(pins):
     """A pinned moe_a2a_overlap=true was silently planned without it where Megatron refuses it (full recompute,
     pp > 1 without vp, no EP); with a pinned full-iteration graph the plan kept both and emitted no Megatron-LM

@@ -11,7 +11,7 @@ import numpy as np
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
-from commbench.planner.layout.graph_scope import BIT, scope_mask
+from commbench.planner.layout.graph_scope import BIT, default_scope, resolved_masks, scope_mask
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
@@ -155,6 +155,10 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
         eager = (cols["recompute"] == 2) | (int(pins.get("cpu_offload_layers", 0)) > 0)
         cols["cuda_graph"] = np.where(eager, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
                                       cols["cuda_graph"]).astype(np.int8)
+    elif pins["cuda_graph"] == "layer":   # megatron-core: full recompute only under the full-iteration graph
+        graphable = cols["recompute"] != CODE_FIELDS["recompute"].index("full")
+        cols = {k: v[graphable] for k, v in cols.items()}
+        tp = cols["tp"]
     cols["dp_overlap"] = np.full(len(tp), bool(pins.get("dp_overlap", True)))
     # Fused permute + grouped MLP: on for MoE in MXFP8 on Blackwell (cutedsl_fused_grouped_mlp), where
     # it exists; it only removes HBM traffic. FP8 attention changes numerics: only when pinned.
@@ -166,8 +170,34 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned
     cols["recompute_layers"] = np.full(len(tp), int(pins.get("recompute_layers", 0)))      # only when pinned
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
+    cols = _without_synced_preprocess_graphs(cols, req)
     return restrict_columns(req.framework, _with_offload(_with_fsdp(cols, pins, req), pins, req, has),
                             "cuda_graph" in pins, req.model)
+
+
+def _without_synced_preprocess_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
+    """megatron-core 0.16.1 (TransformerConfig): with a capacity factor (--moe-expert-capacity-factor) the all-to-all
+    dispatcher's preprocess copies to the host, and a per-layer graph over moe_preprocess is refused ("moe_preprocess
+    cuda graph is not supported when there are DtoH copies and synchronizations in the preprocess step"). Those
+    rows run eager, as full recompute's do, unless cuda_graph is pinned: then they are dropped, and when none is
+    left the pin is refused in one line."""
+    if not (req.model.is_moe and req.model.architecture.capacity_factor):
+        return cols
+    layer = CODE_FIELDS["cuda_graph"].index("layer")
+    synced = ((cols["cuda_graph"] == layer) & (cols["dispatcher"] == CODE_FIELDS["dispatcher"].index("alltoall"))
+              & (resolved_masks(req.model, cols["cuda_graph_scope"]) & BIT["moe_preprocess"] != 0))
+    if not synced.any():
+        return cols
+    if "cuda_graph" not in req.pins:
+        cols["cuda_graph"] = np.where(synced, np.int8(CODE_FIELDS["cuda_graph"].index("none")), cols["cuda_graph"]).astype(np.int8)
+        return cols
+    if synced.all():
+        scope = req.pins.get("cuda_graph_scope") or "+".join(default_scope(req.model))
+        raise CommbenchError(f"cuda_graph_scope={scope!r} is invalid for {req.model.name} with the alltoall dispatcher: "
+                             f"with its capacity factor {req.model.architecture.capacity_factor:g} the dispatcher's "
+                             "preprocess copies to the host, and megatron-core 0.16.1 refuses a moe_preprocess CUDA graph "
+                             "there; pin dispatcher=flex or a cuda_graph_scope without moe_preprocess (e.g. attn+moe_router)")
+    return {k: v[~synced] for k, v in cols.items()}
 
 
 OFFLOAD_SHARES = (1 / 8, 1 / 4, 3 / 8, 1 / 2, 5 / 8, 3 / 4)  # of the layers; the recipes offload 5-40 of 80, 10-95 of 126

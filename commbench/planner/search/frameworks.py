@@ -224,6 +224,39 @@ def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str
     return None
 
 
+def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
+    """A per-layer CUDA-graph scope megatron-core 0.16.1's TransformerConfig refuses for this model (__post_init__,
+    "Check cuda graph scopes"): moe with moe_router; moe_preprocess without moe_router; moe or moe_router in a model
+    without MoE ("moe cuda graph is only supported for MoE"); mlp where every layer is MoE (moe_layer_freq 1, as the
+    emitter writes it for those and for hybrid models: "mlp cuda graph is only supported for dense layers"); moe, which
+    needs drop-and-pad MoE (a capacity factor with --moe-pad-expert-input-to-capacity, which no plan emits). The search
+    never proposes a scope (it takes the recipes' default_scope); a pin of one of these is refused here, in one line."""
+    from commbench.planner.layout.graph_scope import BIT, MODULES, WHOLE_LAYER, WHOLE_LAYER_NAME, scope_mask, scope_text
+    mask = scope_mask(str(scope or ""))
+    if not mask or mask & WHOLE_LAYER:
+        return None
+    every_layer_moe = model.is_moe and (model.is_hybrid or model.num_dense_layers == 0)
+    if mask & BIT["moe"] and mask & BIT["moe_router"]:
+        why = "moe and moe_router capture the same MoE block (TransformerConfig: 'must not contain both')"
+    elif mask & BIT["moe_preprocess"] and not mask & BIT["moe_router"]:
+        why = "moe_preprocess is captured only with moe_router"
+    elif not model.is_moe and mask & (BIT["moe"] | BIT["moe_router"] | BIT["moe_preprocess"]):
+        why = "the model has no MoE layers (TransformerConfig: 'moe cuda graph is only supported for MoE')"
+    elif every_layer_moe and mask & BIT["mlp"]:
+        why = "every layer of the model is MoE, with no dense MLP to capture (TransformerConfig: 'mlp cuda graph is " \
+              "only supported for dense layers')"
+    elif mask & BIT["moe"]:
+        why = "moe captures only drop-and-pad MoE (TransformerConfig: 'moe cuda graph is only supported with " \
+              "drop-padding MoE'), and the model's MoE is dropless; moe_router (+moe_preprocess) captures its router"
+    else:
+        return None
+    allowed = [m for m in MODULES if not (
+        (not model.is_moe and m.startswith("moe")) or m == "moe" or (m == "mlp" and every_layer_moe))]
+    return (f"cuda_graph_scope={scope_text(mask)!r} is invalid for {model.name}: {why}; megatron-core "
+            f"{MEGATRON_LM_RELEASE.removeprefix('core_v')} refuses it. Use '' (the recipes' scope), "
+            f"'{WHOLE_LAYER_NAME}' or modules from {', '.join(allowed)} (moe_preprocess only with moe_router)")
+
+
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build."""
@@ -233,7 +266,13 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
-        light = megatron_light_recompute_refusal(model, pins.get("recompute"))
+        if pins.get("cuda_graph") == "layer" and pins.get("recompute") == "full":
+            raise CommbenchError("cuda_graph='layer' is invalid with recompute='full': megatron-core 0.16.1 runs full "
+                                 "recompute only under the full-iteration graph (TransformerConfig: 'full recompute is "
+                                 "only supported with full iteration CUDA graph'); pin cuda_graph=full or none, or "
+                                 "recompute none or selective")
+        light = megatron_light_recompute_refusal(model, pins.get("recompute")) or \
+            megatron_graph_scope_refusal(model, pins.get("cuda_graph_scope"))
         if light:
             raise CommbenchError(light)
         return dict(pins)
@@ -262,6 +301,10 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
     if out.get("cuda_graph") == "layer":
         raise CommbenchError("cuda_graph='layer' is invalid with --framework torchtitan: TorchTitan 0.3.0 graphs "
                              "the whole forward-backward (cuda_graph=full) or nothing")
+    if int(out.get("recompute_layers", 0) or 0) > 0:   # the emitter refuses it (emit/torchtitan.py): not searched
+        raise CommbenchError(f"recompute_layers={out['recompute_layers']} is invalid with --framework torchtitan: "
+                             "TorchTitan 0.3.0 checkpoints activations per layer with no count per model chunk "
+                             "(Megatron's --recompute-method block); plan with recompute_layers=0")
     return out
 
 
