@@ -163,3 +163,16 @@ def test_a_pinned_tp_overlap_megatron_refuses_is_refused(pins, others):
     kept = search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8",
                                 pins=parse_pins("tp_comm_overlap=true")))
     assert kept.layouts.tp_comm_overlap.all() and (kept.layouts.tp > 1).all()
+
+
+def test_a_pinned_ep_overlap_beside_a_per_layer_mlp_graph_is_refused_naming_the_rule():
+    """The EP overlap with a per-layer graph over the dense MLP (megatron-core 0.16.1 refuses the pair), on a model
+    whose dense layers make the mlp scope itself valid (Moonlight: its first layer is dense)."""
+    from pathlib import Path
+
+    model = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / 'Moonlight-16B-A3B'}")
+    assert model.num_dense_layers > 0
+    fabric = load_preset("b200-hgx", num_gpus=16)
+    pins = parse_pins("moe_a2a_overlap=true,cuda_graph=layer,cuda_graph_scope=attn+mlp")
+    with pytest.raises(CommbenchError, match=r"moe_a2a_overlap=True is invalid: Megatron's --overlap-moe-expert-parallel"):
+        search(SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=256, precision="fp8", pins=pins))
