@@ -117,3 +117,18 @@ def test_a_phi3_config_the_planner_cannot_model_is_one_line(tmp_path, changes, m
     out = _refusal(_config(tmp_path, **changes))
     assert re.search(message, out), out
 
+
+
+@pytest.mark.parametrize("folder", ["phi-4", "Mistral-Nemo-Base-2407", "Mixtral-8x7B-v0.1"])
+def test_attention_bias_a_model_type_never_builds_is_read_as_none(tmp_path, folder):
+    """modeling_phi3.py, modeling_mistral.py and modeling_mixtral.py (transformers 5.25.0) build Q/K/V and the output
+    projection with bias=False whatever config.attention_bias says: a config with it true is the same model (it was
+    refused as biases no Megatron-LM flag gives)."""
+    from commbench.planner.models.counts import param_counts
+
+    raw = json.loads((HF / folder / "config.json").read_text())
+    raw["attention_bias"] = True
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    biased, plain = load_model(f"hf:{tmp_path}"), load_model(f"hf:{HF / folder}")
+    assert biased.architecture == plain.architecture
+    assert param_counts(biased).total == param_counts(plain).total

@@ -72,6 +72,10 @@ NORM_TOPK_PROB_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "gl
 # the output projection, which no Megatron-LM flag gives alone (--add-qkv-bias is QKV only, --add-bias-linear adds
 # the MLP's too).
 ATTENTION_BIAS_TYPES = ("gpt_oss", "glm4_moe", "qwen2", "qwen2_moe")
+# Types whose modeling code builds Q, K, V and the output projection with bias=False whatever attention_bias says
+# (transformers 5.25.0 modeling_mistral.py, modeling_mixtral.py, modeling_phi3.py, modeling_nemotron_h.py): the key
+# is read there as the model has it, none.
+ATTENTION_BIAS_IGNORED_TYPES = ("mistral", "mixtral", "phi3", "nemotron_h")
 
 # hidden_act values the read model types use: SiLU gating (SwiGLU) and Nemotron-H's squared ReLU (relu2). Any other
 # (gelu for GeGLU, say) would be planned and emitted as --swiglu: a different model.
@@ -151,7 +155,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         key = "mlp_hidden_act" if c.get("mlp_hidden_act") is not None else "hidden_act"
         raise c.fail(f"{key}={act!r} is not modelled: one of {', '.join(KNOWN_ACTIVATIONS)} "
                      "(SwiGLU, squared ReLU)")
-    if c.flag("attention_bias", False) and t not in ATTENTION_BIAS_TYPES:
+    if c.flag("attention_bias", False) and t not in ATTENTION_BIAS_TYPES + ATTENTION_BIAS_IGNORED_TYPES:
         raise c.fail(f"attention_bias=true is not modelled for model_type {t!r}: biases on Q, K, V and the output "
                      "projection have no Megatron-LM flag (--add-qkv-bias is QKV only, --add-bias-linear adds the "
                      "MLP's)")
