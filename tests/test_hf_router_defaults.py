@@ -168,3 +168,13 @@ def test_a_left_out_aux_loss_coefficient_is_the_class_default(tmp_path, folder, 
     load-balancing loss at all)."""
     m = load_model(_write(tmp_path, folder, "c", drop=("router_aux_loss_coef",)))
     assert m.architecture.load_balancing == "aux_loss" and m.architecture.aux_loss_coeff == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("folder", ["Qwen3-30B-A3B", "Mixtral-8x7B-v0.1", "gpt-oss-20b"])
+def test_router_keys_a_softmax_model_type_never_reads_change_nothing(tmp_path, folder):
+    """transformers' Qwen3-MoE, Mixtral and gpt-oss code reads no scoring_func / topk_method / n_group / topk_group /
+    routed_scaling_factor: stray ones in config.json leave the model as it is (a sigmoid scoring_func was planned)."""
+    raw = json.loads((HF / folder / "config.json").read_text())
+    raw.update(scoring_func="sigmoid", topk_method="noaux_tc", n_group=4, topk_group=2, routed_scaling_factor=2.5)
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert load_model(f"hf:{tmp_path}").architecture == load_model(f"hf:{HF / folder}").architecture

@@ -50,9 +50,19 @@ ROUTER_DEFAULTS: dict[str, dict[str, Any]] = {
 HF_GROUP_TOP = 2
 
 
+# Softmax model types whose configuration and modeling code read none of these keys (transformers 5.25.0: no
+# scoring_func, topk_method, n_group, topk_group or routed_scaling_factor anywhere in models/<type>/): a stray one in
+# config.json changes nothing in the model transformers builds, so it is not read (it was, and a Qwen3-MoE config
+# with scoring_func "sigmoid" was planned and emitted with a sigmoid router).
+UNREAD_KEYS = {t: ("scoring_func", "topk_method", "n_group", "topk_group", "routed_scaling_factor")
+               for t in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "mixtral", "gpt_oss")}
+
+
 def router_value(c, key: str) -> Any:
     """config.json's `key` (c: hf_config._Config), else its model type's default; none: one line naming it."""
     defaults = ROUTER_DEFAULTS.get(c.model_type, {})
+    if key in UNREAD_KEYS.get(c.model_type, ()):
+        return defaults[key]
     if c.raw.get(key) is None:
         if key not in defaults:
             why = ("transformers has no configuration class for it to default from" if c.model_type == "kimi_k2"
