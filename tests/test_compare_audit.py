@@ -77,3 +77,28 @@ def test_a_line_of_the_new_file_that_cannot_be_read_fails_the_gate_even_with_all
     assert result.exit_code == 1
     document = result.stdout[result.stdout.index("{"):result.stdout.rindex("}") + 1]
     assert json.loads(document)["passed"] is False
+
+
+def test_compare_json_says_which_points_were_compared_over_fewer_iterations(tmp_path):
+    """README: where a point was measured with different -n, the tail is taken over the first n iterations and
+    'the output says so'; the table's statistic line did, the --json document (what a script reads) did not.
+    Each point now carries iterations_compared (n, or null when every record was used whole)."""
+    import json
+
+    import jsonschema
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from tests.test_compare import write
+    from tests.test_json_output import schema
+
+    rng = np.random.default_rng(7)
+    base = write(tmp_path / "b.jsonl", _run(rng, "b", 400))
+    new = write(tmp_path / "n.jsonl", _run(rng, "n", 20))
+    same = write(tmp_path / "s.jsonl", _run(rng, "s", 400))
+    for other, expected in ((new, {20}), (same, {None})):
+        result = CliRunner().invoke(app, ["compare", base, other, "--json"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        jsonschema.validate(doc, schema("compare"), cls=jsonschema.Draft202012Validator)
+        assert {p["iterations_compared"] for p in doc["points"]} == expected and len(doc["points"]) == len(SIZES)

@@ -141,5 +141,5 @@ def test_bad_algorithm_and_op_are_one_line_errors():
                                                            params={"algorithm": "ring"}))
     with pytest.raises(CommbenchError, match="--op='max'"):
         collective.prepare(_Comm(), _Backend(), PointSpec(size_bytes=64, dtype=get_dtype("float32"), op="max"))
-    with pytest.raises(CommbenchError, match="--racks"):
+    with pytest.raises(CommbenchError, match="--rack-ranks"):
         parse_rack_list("0,1;1,2", 3)

@@ -128,7 +128,8 @@ def test_aggregated_stage_runs_m_times_and_syncs_when_blocking():
     (["bench", "all_reduce", "-G", "10000000"], "-G=10000000 is invalid: allowed 0 (no CUDA graph) or 1 to 1,000,000"),
     (["bench", "all_reduce", "-N", "0"], "forever is not supported"),
     (["bench", "all_reduce", "-z", "2"], "-z=2 is invalid"),
-    (["bench", "all_reduce", "-G", "1", "--backend", "gloo"], "--cuda-graph needs --backend cupy-nccl"),
+    (["bench", "all_reduce", "-G", "1", "--backend", "gloo"], "-G 1 needs --backend cupy-nccl"),
+    (["bench", "all_reduce", "--cuda-graph", "--backend", "gloo"], "--cuda-graph needs --backend cupy-nccl"),
     (["sweep", "ci-small", "-g", "8"], "one process per GPU here"),
     (["sweep", "ci-small", "-n", "5"], "set them in its [defaults] or [[run]] tables"),
 ])

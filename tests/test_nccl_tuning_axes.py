@@ -191,6 +191,19 @@ def test_sweep_file_axes_are_checked_and_refused_on_gloo(tmp_path):
     assert result.exit_code == 2 and "need an NCCL backend, got --backend=gloo" in result.output
 
 
+def test_sweep_dry_run_refuses_axes_on_gloo_as_the_launch_does(tmp_path):
+    """--dry-run validated a gloo sweep with NCCL axes (exit 0) that the launch then refused (exit 2)."""
+    on_gloo = tmp_path / "g.toml"
+    on_gloo.write_text('[sweep]\nbackend = "gloo"\nnccl_algo = ["ring"]\n[[run]]\ncollective = "all_reduce"\n'
+                       'sizes = ["1K"]\n')
+    for args in (["sweep", str(on_gloo), "--dry-run"], ["sweep", str(on_gloo), "--dry-run", "--json"],
+                 ["sweep", "ci-small", "--dry-run", "--backend", "gloo", "--nccl-algo", "ring"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and "need an NCCL backend, got --backend=gloo" in result.output, args
+    result = CliRunner().invoke(app, ["sweep", str(on_gloo), "--dry-run", "--backend", "nccl"])
+    assert result.exit_code == 0, result.output
+
+
 def test_fit_keys_forced_algorithms_and_leaves_out_forced_channel_counts():
     from commbench.costmodel.fit_records import collect_points
 

@@ -144,7 +144,9 @@ def bench(
         check_point_count(letters["run_cycles"] * len(sizes), f"-N={letters['run_cycles']} cycles of {len(sizes)} size(s)")
     backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
-        raise CommbenchError("--cuda-graph needs --backend cupy-nccl (and only cupy-nccl in --compare-backends)")
+        given = f"-G {graph_launches}" if letters.get("graph_launches") else "--cuda-graph"  # name what was typed
+        raise CommbenchError(f"{given} needs --backend cupy-nccl (and only cupy-nccl in --compare-backends): "
+                             "it times CUDA-graph replays")
     config = BenchConfig(
         collective=collective, sizes_bytes=tuple(sizes), dtype=dtype, op=op, in_place=in_place,
         out_of_place=out_of_place, root=root,

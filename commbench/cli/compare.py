@@ -162,6 +162,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0) -> 
             "points": [{"collective": p.collective, **point_identity(p.key), "point": p.label, "statistic": p.statistic,
                         "base_time_us": p.base_us, "new_time_us": p.new_us, "ratio": p.ratio,
                         "ratio_low": p.ratio_low, "ratio_high": p.ratio_high, "median_ratio": p.median_ratio,
+                        "iterations_compared": result.trimmed.get(p.key),
                         "noise": p.noise_text(),
                         "noise_source": p.noise_source or None, "verdict": p.verdict,
                         "verdict_code": VERDICT_CODES[p.verdict], "regressed": p.regressed, "detail": p.detail}

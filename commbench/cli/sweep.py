@@ -208,6 +208,9 @@ def sweep(
         world = next((n for n in (world_size, nproc, spec.world_size, spec.nproc) if n is not None), 2)
         check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
                          else "[sweep] world_size")
+        if requested == "gloo":  # as the launch refuses it; auto may be nccl on the machine the sweep is for
+            from commbench.comm.nccl_tuning import refuse_on_backend
+            refuse_on_backend(requested, list(spec.tuning))
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
         if as_json:

@@ -123,20 +123,21 @@ def _parse_ranks(text: str, world_size: int, budget: list[int]) -> list[int]:
     return ranks
 
 
-def parse_rack_list(text: str, world_size: int) -> Topology:
-    """'0-3;4-7' or '0,2/1,3': racks separated by ';' or '/', ranks by ',' with a-b ranges."""
+def parse_rack_list(text: str, world_size: int, option: str = "--rack-ranks") -> Topology:
+    """'0-3;4-7' or '0,2/1,3': racks separated by ';' or '/', ranks by ',' with a-b ranges (`bench --rack-ranks`,
+    a sweep file's racks)."""
     budget = [world_size]
     try:
         racks = tuple(tuple(_parse_ranks(part, world_size, budget)) for part in re.split(r"[;/]", text) if part.strip())
     except OverflowError as exc:
-        raise invalid("--racks", text, f"{str(exc).strip()!r} goes past the {world_size} ranks: must list every rank "
+        raise invalid(option, text, f"{str(exc).strip()!r} goes past the {world_size} ranks: must list every rank "
                                        f"0..{world_size - 1} exactly once") from None
     except ValueError:
-        raise invalid("--racks", text, "racks separated by ';' of ranks like 0-3 or 0,2,5") from None
+        raise invalid(option, text, "racks separated by ';' of ranks like 0-3 or 0,2,5") from None
     flat = sorted(r for rack in racks for r in rack)
     if flat != list(range(world_size)):
-        raise invalid("--racks", text, f"must list every rank 0..{world_size - 1} exactly once")
-    return Topology(racks=racks, source="--racks")
+        raise invalid(option, text, f"must list every rank 0..{world_size - 1} exactly once")
+    return Topology(racks=racks, source=option)
 
 
 def format_racks(racks: Sequence[Sequence[int]], limit: int | None = None) -> str:
@@ -183,7 +184,7 @@ class TopologySpec:
 
     def __post_init__(self) -> None:
         given = [name for name, value in (("--ranks-per-rack", self.ranks_per_rack), ("--topology", self.preset),
-                                          ("--racks", self.racks), ("--nodes-per-rack", self.nodes_per_rack),
+                                          (self._racks_option, self.racks), ("--nodes-per-rack", self.nodes_per_rack),
                                           ("--rack-nodes", self.rack_nodes)) if value is not None]
         if len(given) > 1:
             raise CommbenchError(f"{' and '.join(given)} conflict: give one way to describe racks")
@@ -193,6 +194,11 @@ class TopologySpec:
             raise invalid("--ranks-per-rack", self.ranks_per_rack, "must be >= 1")
         if self.nodes_per_rack is not None and self.nodes_per_rack < 1:
             raise invalid("--nodes-per-rack", self.nodes_per_rack, "must be >= 1")
+
+    @property
+    def _racks_option(self) -> str:
+        """--racks counts racks; a rank list is --rack-ranks (bench maps both onto `racks`)."""
+        return "--racks" if self.racks is None or self.racks.strip().isdecimal() else "--rack-ranks"
 
     @property
     def needs_hostnames(self) -> bool:

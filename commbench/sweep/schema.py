@@ -223,7 +223,7 @@ def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, An
     return dict(params)
 
 
-OPTION_KEYS = {"timeout": "timeout_s"}  # `commbench bench` options whose sweep key is spelt otherwise
+OPTION_KEYS = {"timeout": "timeout_s", "rack-ranks": "racks"}  # `commbench bench` options spelt otherwise in a sweep
 
 
 def sweep_words(message: str, keys: tuple[str, ...] = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)) -> str:
