@@ -233,3 +233,24 @@ def megatron_whole_path(args_mod, argv: list[str], *, layout, model, gpus: int, 
     assert mtp == [s.count("m") for s in split.stages]
     assert args.data_parallel_size == gpus // (layout.tp * layout.pp * layout.cp)
     return args, cfg
+
+
+def best_plan_through_megatron(model, monkeypatch, *, preset: str = "gb200-nvl72", gpus: int = 64, gbs: int = 512,
+                               precision: str = "mxfp8"):
+    """The search's best layout for `model`, its Megatron-LM arguments put through Megatron-LM's whole path
+    (megatron_whole_path, where MEGATRON_LM_ROOT names a checkout) or else through the installed megatron-core's
+    checks (test_emit_megatron_real.check_megatron_plan): (the arguments, megatron-core's config or None)."""
+    from commbench.costmodel import load_preset
+    from commbench.planner.emit.megatron import launch_env, megatron_args
+    from commbench.planner.search.space import SearchRequest, search
+    from tests.test_emit_megatron_real import check_megatron_plan
+    fabric = load_preset(preset, num_gpus=gpus)
+    lay = search(SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=gbs, precision=precision,
+                               keep=1)).layouts.layout(0)
+    args = megatron_args(lay, model)
+    if arguments_module() is not None:
+        _, config = megatron_whole_path(arguments_module(), args, layout=lay, model=model, gpus=gpus, gpu=fabric.gpu,
+                                        env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
+        return args, config
+    check_megatron_plan(args, lay, model, gpus, fabric.gpu.name, monkeypatch)
+    return args, None

@@ -405,21 +405,9 @@ def test_glm_4_5_air_reads_as_gqa_with_dense_first_layers_shared_experts_and_mtp
 
 def test_glm_4_5_air_plans_launch_in_megatron_lms_whole_configuration_path(monkeypatch):
     pytest.importorskip("megatron.core", reason="megatron-core is not installed (requirements-frameworks.txt)")
-    from commbench.costmodel import load_preset
-    from commbench.planner.emit.megatron import launch_env, megatron_args
-    from commbench.planner.search.space import SearchRequest, search
-    from tests.megatron_lm import arguments_module, megatron_whole_path
-    from tests.test_emit_megatron_real import check_megatron_plan
-    m = hf("GLM-4.5-Air")
-    fabric = load_preset("gb200-nvl72", num_gpus=64)
-    lay = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=1)).layouts.layout(0)
-    args = megatron_args(lay, m)
+    from tests.megatron_lm import best_plan_through_megatron
+    args, _ = best_plan_through_megatron(hf("GLM-4.5-Air"), monkeypatch)
     assert "--add-qkv-bias" in args and args[args.index("--rotary-percent") + 1] == "0.5"
-    if arguments_module() is not None:
-        megatron_whole_path(arguments_module(), args, layout=lay, model=m, gpus=64, gpu=fabric.gpu,
-                            env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
-    else:
-        check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)
 
 
 @pytest.mark.parametrize("folder", ["DeepSeek-V3", "Kimi-K2-Instruct", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",

@@ -268,20 +268,8 @@ def test_the_new_model_types_plan_launches_in_megatron(folder, monkeypatch):
     """The plan's arguments pass Megatron-LM's own parse/validate and megatron-core's TransformerConfig (MLA without
     --q-lora-rank builds linear_q_proj), and build this model's architecture (tests/megatron_lm.py)."""
     pytest.importorskip("megatron.core", reason="megatron-core is not installed (requirements-frameworks.txt)")
-    from commbench.costmodel import load_preset
-    from commbench.planner.emit.megatron import launch_env, megatron_args
-    from commbench.planner.search.space import SearchRequest, search
-    from tests.megatron_lm import arguments_module, megatron_whole_path
-    from tests.test_emit_megatron_real import check_megatron_plan
-    m = hf(folder)
-    fabric = load_preset("gb200-nvl72", num_gpus=64)
-    lay = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=1)).layouts.layout(0)
-    args = megatron_args(lay, m)
-    if arguments_module() is not None:
-        megatron_whole_path(arguments_module(), args, layout=lay, model=m, gpus=64, gpu=fabric.gpu,
-                            env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
-    else:
-        check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)
+    from tests.megatron_lm import best_plan_through_megatron
+    best_plan_through_megatron(hf(folder), monkeypatch)
 
 
 def test_mistral_nemo_reads_with_its_own_head_dim_and_counts_as_transformers_builds_it():

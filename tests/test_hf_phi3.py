@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.planner.models.zoo import load_model
+from tests.test_hf_model_types import _refusal
 
 HF = Path(__file__).parent / "data" / "hf"
 PHI4 = f"hf:{HF / 'phi-4'}"
@@ -27,14 +28,6 @@ def _config(tmp_path, drop=(), **changes) -> str:
         raw.pop(key)
     (tmp_path / "config.json").write_text(json.dumps(raw))
     return f"hf:{tmp_path}"
-
-
-def _refusal(model: str) -> str:
-    result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "b200-hgx", "--gpus", "16"])
-    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
-    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1, result.output
-    assert "Traceback" not in result.output
-    return result.output
 
 
 def test_phi_4_reads_as_llamas_network_with_its_own_sizes():
@@ -66,21 +59,10 @@ def test_phi_4_plan_launches_in_megatron_lms_configuration_path(monkeypatch):
     """The plan's arguments pass Megatron-LM's own parse_args / validate_args and megatron-core's TransformerConfig
     and build this model's architecture (tests/megatron_lm.py), as the other hf model types' plans do."""
     pytest.importorskip("megatron.core", reason="megatron-core is not installed (requirements-frameworks.txt)")
-    from commbench.costmodel import load_preset
-    from commbench.planner.emit.megatron import launch_env, megatron_args
-    from commbench.planner.search.space import SearchRequest, search
-    from tests.megatron_lm import arguments_module, megatron_whole_path
-    from tests.test_emit_megatron_real import check_megatron_plan
-    m = load_model(PHI4)
-    fabric = load_preset("gb200-nvl72", num_gpus=64)
-    lay = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=1)).layouts.layout(0)
-    args = megatron_args(lay, m)
-    if arguments_module() is not None:
-        _, config = megatron_whole_path(arguments_module(), args, layout=lay, model=m, gpus=64, gpu=fabric.gpu,
-                                        env=launch_env(lay, fabric.gpu.name), monkeypatch=monkeypatch)
+    from tests.megatron_lm import best_plan_through_megatron
+    _, config = best_plan_through_megatron(load_model(PHI4), monkeypatch)
+    if config is not None:
         assert (config.num_layers, config.num_query_groups, config.ffn_hidden_size) == (40, 10, 17920)
-    else:
-        check_megatron_plan(args, lay, m, 64, fabric.gpu.name, monkeypatch)
 
 
 @pytest.mark.parametrize("window", [16384, 262144])

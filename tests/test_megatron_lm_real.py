@@ -82,24 +82,6 @@ LIGHT_RECOMPUTE_MISFITS = [("qwen3-30b-a3b", "mla_up_proj", "only supported with
                            ("llama3-8b", "mla_up_proj", "only supported with multi_latent_attention")]
 
 
-@needs_megatron_lm
-@pytest.mark.parametrize("name, recompute, why", LIGHT_RECOMPUTE_MISFITS)
-def test_megatron_refuses_a_light_recompute_the_model_has_no_module_for(name, recompute, why, monkeypatch):
-    """What plan --layout recompute=mla_up_proj (a model without MLA) or recompute=moe_act (a dense model) emitted,
-    --recompute-modules <it>, through Megatron-LM core_v0.16.1's parse_args -> validate_args ->
-    core_transformer_config_from_args: megatron-core's TransformerConfig refuses it."""
-    import dataclasses
-
-    from commbench.planner import Layout, load_model
-    from tests.megatron_lm import megatron_config, target_gpu
-    model = load_model(name)
-    lay = Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64)
-    argv = megatron_args(dataclasses.replace(lay, recompute=recompute), model)
-    assert argv[argv.index("--recompute-modules") + 1] == recompute
-    with target_gpu(monkeypatch, (10, 0)), pytest.raises(ValueError, match=why):
-        megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
-
-
 @pytest.mark.parametrize("name, recompute, why", LIGHT_RECOMPUTE_MISFITS)
 def test_a_light_recompute_pin_the_model_has_no_module_for_is_refused_in_one_line(name, recompute, why):
     """Pinned, that recompute was planned and its megatron_args.txt failed in TransformerConfig; the search (plan and
@@ -123,22 +105,29 @@ GRAPH_SCOPE_MISFITS = [("llama3-8b", "attn+moe_router+moe_preprocess", "moe cuda
                        ("qwen3-30b-a3b", "moe", "moe cuda graph is only supported with drop-padding MoE")]
 
 
+# Both lists as the flags the plan emitted: (model, layout field, value, its flag, what TransformerConfig raises, why)
+MODULE_MISFITS = ([(n, "recompute", v, "--recompute-modules", ValueError, w) for n, v, w in LIGHT_RECOMPUTE_MISFITS]
+                  + [(n, "cuda_graph_scope", v, "--cuda-graph-scope", AssertionError, w) for n, v, w in GRAPH_SCOPE_MISFITS])
+
+
 @needs_megatron_lm
-@pytest.mark.parametrize("name, scope, why", GRAPH_SCOPE_MISFITS)
-def test_megatron_refuses_a_graph_scope_the_model_has_no_module_for(name, scope, why, monkeypatch):
-    """What plan --layout cuda_graph=layer,cuda_graph_scope=<scope> emitted (--cuda-graph-scope <modules>) through
-    Megatron-LM core_v0.16.1's parse_args -> validate_args -> core_transformer_config_from_args: TransformerConfig
-    asserts (a traceback at launch)."""
+@pytest.mark.parametrize("name, field, value, flag, error, why", MODULE_MISFITS)
+def test_megatron_refuses_a_module_pin_the_model_has_no_module_for(name, field, value, flag, error, why, monkeypatch):
+    """What plan --layout recompute=mla_up_proj (a model without MLA) or moe_act (a dense model), or cuda_graph=layer
+    with a cuda_graph_scope the model has no module for, emitted (--recompute-modules / --cuda-graph-scope <it>),
+    through Megatron-LM core_v0.16.1's parse_args -> validate_args -> core_transformer_config_from_args: megatron-core's
+    TransformerConfig refuses it (the graph scopes with an AssertionError, a traceback at launch)."""
     import dataclasses
 
     from commbench.planner import Layout, load_model
     from tests.megatron_lm import megatron_config, target_gpu
     model = load_model(name)
-    lay = Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64, cuda_graph="layer")
-    argv = megatron_args(dataclasses.replace(lay, cuda_graph_scope=scope), model)
-    i = argv.index("--cuda-graph-scope")
-    assert argv[i + 1:i + 1 + len(scope.split("+"))] == scope.split("+")
-    with target_gpu(monkeypatch, (10, 0)), pytest.raises(AssertionError, match=why):
+    graph = {"cuda_graph": "layer"} if field == "cuda_graph_scope" else {}
+    lay = Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64, **graph)
+    argv = megatron_args(dataclasses.replace(lay, **{field: value}), model)
+    i = argv.index(flag)
+    assert argv[i + 1:i + 1 + len(value.split("+"))] == value.split("+")
+    with target_gpu(monkeypatch, (10, 0)), pytest.raises(error, match=why):
         megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
 
 
