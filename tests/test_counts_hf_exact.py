@@ -137,3 +137,21 @@ def test_deepseek_v4_flash():
     c = _counts("DeepSeek-V4-Flash")
     assert c.router == 43 * 256 * 4096
     assert c.total == 284_332_230_231
+
+
+# transformers 5.25.0: AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder)) built on the meta device,
+# sum(p.numel() for p in model.parameters()) (session 21); the configs not derived term by term above
+TRANSFORMERS_5_25_TOTALS = {
+    "DeepSeek-V2-Lite": 15_706_484_224, "GLM-4.7-Flash": 29_943_390_976, "Moonlight-16B-A3B": 15_960_108_544,
+    "Llama-3.1-8B": 8_030_261_248, "Llama-3.1-70B": 70_553_706_496, "Mistral-Nemo-Base-2407": 12_247_782_400,
+    "Mixtral-8x7B-v0.1": 46_702_792_704, "Mixtral-8x22B-v0.1": 140_620_634_112, "Qwen3-235B-A22B": 235_093_634_560,
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_937_344, "NVIDIA-Nemotron-3-Super-120B-A12B-BF16": 120_668_687_360,
+    "Nemotron-H-8B-Base-8K": 8_100_852_736, "Nemotron-H-47B-Base-8K": 46_791_554_816,
+    "Nemotron-H-56B-Base-8K": 56_324_350_464, "Qwen3.5-4B": 4_205_751_296, "Qwen3.5-9B": 8_953_803_264,
+    "Qwen3.5-122B-A10B": 122_111_526_912, "Qwen3.5-397B-A17B": 396_346_350_336,
+}
+
+
+@pytest.mark.parametrize("folder, total", sorted(TRANSFORMERS_5_25_TOTALS.items()))
+def test_every_other_config_counts_what_transformers_builds(folder, total):
+    assert _counts(folder).total == total
