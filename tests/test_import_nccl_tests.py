@@ -332,3 +332,21 @@ def test_nccl_tests_version_option_is_checked_in_one_line(tmp_path):
                                        "--nccl-tests-version", "2.9.0", "-O", str(tmp_path / "y.jsonl")])
     assert printed.exit_code == 2 and "the log says nccl-tests version 2.14.1" in printed.output, printed.output
     assert len(printed.output.strip().splitlines()) == 1
+
+
+def test_nccl_tests_2_10_0_with_several_gpus_per_process_is_warned_as_n_times_low(tmp_path):
+    """nccl-tests 2.10.0 built with MPI sums one time per process and divides by nProcs x nThreads x nGpus (src/common.cu
+    at v2.10.0; v2.10.1 fixed it): with 4 GPUs per process the printed average is a quarter of it. Kept as printed
+    (the log does not say whether MPI was built), noted on the run and warned; 2.10.1 is not."""
+    log = _two_process_log(tmp_path)
+    result = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "--nccl-tests-version", "2.10.0",
+                                      "-O", str(tmp_path / "a.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "nccl-tests 2.10.0: built with MPI" in result.stderr and "4x low" in result.stderr
+    records = read_records([str(tmp_path / "a.jsonl")])
+    header = next(r for r in records if isinstance(r, RunHeader))
+    assert any(n.startswith("nccl-tests 2.10.0:") for n in header.notes)
+    assert all(set(p.loop_time_us) == {"avg"} for p in records if isinstance(p, Measurement))
+    fixed = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "--nccl-tests-version", "2.10.1",
+                                     "-O", str(tmp_path / "b.jsonl")])
+    assert fixed.exit_code == 0 and "2.10.0" not in fixed.stderr, fixed.output

@@ -85,6 +85,14 @@ RANK0_TIME_NOTE = ("nccl-tests < 2.10.0: time (and algbw/busbw) is rank 0's (pro
                    "loop_time_us['rank0']")
 UNKNOWN_VERSION_NOTE = ("nccl-tests version unknown (the log prints none): if it is before 2.10.0 the time is rank 0's, "
                         "not the average over its {} ranks' timing threads; pass --nccl-tests-version to record which")
+# nccl-tests 2.10.0 exactly, built with MPI: -a 1 sums one time per process (MPI_Allreduce over MPI_COMM_WORLD) and divides
+# the sum by nProcs x nThreads x nGpus (src/common.cu at v2.10.0, BenchTime); v2.10.1 averages over every rank. With N
+# GPUs or threads per process the printed time is then 1/N of the average and algbw/busbw N x high; a build without
+# MPI prints the process's own time. The log says neither, so the rows are kept as printed, noted and warned.
+AVERAGE_2_10_0 = (2, 10, 0)
+AVERAGE_2_10_0_NOTE = ("nccl-tests 2.10.0: built with MPI, its -a 1 time is the per-process sum divided by nProcs x "
+                       "nThreads x nGpus (src/common.cu at v2.10.0; fixed in v2.10.1), so with {} GPUs/threads per "
+                       "process it reads {}x low and algbw/busbw {}x high; kept as printed (a build without MPI is right)")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
@@ -313,6 +321,9 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         notes += time_notes
         if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
             notes.append(UNKNOWN_VERSION_NOTE.format(timers))
+        per_process = state.threads_gpus
+        if state.tests_version == AVERAGE_2_10_0 and state.average == "avg" and per_process > 1:
+            notes.append(AVERAGE_2_10_0_NOTE.format(per_process, per_process, per_process))
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
                                       backend=state.backend,
@@ -564,10 +575,11 @@ def implied_world_size(collective: str, algbw_gbps: float, busbw_gbps: float) ->
 
 
 def time_warnings(records: list[Record]) -> list[str]:
-    """One line per imported run of several timing threads whose log says no nccl-tests version: its time may be
-    rank 0's (before 2.10.0), not the average it is stored as."""
+    """One line per imported run whose time may not be the average it is stored as: several timing threads and no
+    nccl-tests version in the log (before 2.10.0 it is rank 0's), or nccl-tests 2.10.0 with several GPUs or threads
+    per process (AVERAGE_2_10_0_NOTE)."""
     return [f"run {r.run_id}: {note}" for r in records if isinstance(r, RunHeader)
-            for note in r.notes if note.startswith("nccl-tests version unknown")]
+            for note in r.notes if note.startswith(("nccl-tests version unknown", "nccl-tests 2.10.0:"))]
 
 
 def world_size_warnings(records: list[Record]) -> list[str]:
