@@ -5,6 +5,7 @@ difference, for every -a mode. Ranks are forked in-process (fast); the CLI path 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,8 @@ def test_own_nccl_tests_text_round_trips(capsys, collective, average):
     for record in mine:
         view.add(record)
     view.close()
-    imported = parse_text(capsys.readouterr().out, "log.txt")
+    text = capsys.readouterr().out
+    imported = parse_text(text, "log.txt")
     assert imported.problems == []
     (imported_header,) = headers(imported.records)
     assert imported_header.world_size == 3  # from the `#  Rank` lines
@@ -54,6 +56,10 @@ def test_own_nccl_tests_text_round_trips(capsys, collective, average):
     # 0.0.0, and a gloo run imported so passed for an NCCL one
     assert mine[0].backend == "gloo" and all(m.backend == "gloo" for m in theirs)
     assert imported_header.backend == "gloo" and imported_header.nccl_version is None
+    # an nccl-tests log after it in the same file is NCCL's again: each run's version line sets its backend
+    real = (Path(__file__).parent / "data" / "nccl-tests" / "multi-collective-2.14.log").read_text()
+    later = headers(parse_text(text + real, "both.txt").records)[1:]
+    assert later and all(h.backend == "nccl" and h.nccl_version for h in later)
     comparison = compare(theirs, mine, max_regression=0.1)
     assert len(comparison.points) == len(mine) and comparison.only_in_base == comparison.only_in_new == 0
     for point in comparison.points:

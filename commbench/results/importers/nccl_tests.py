@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Iterable
 
 from commbench import __version__
+from commbench.comm.backends import BACKEND_NAMES
 from commbench.errors import CommbenchError
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
 
@@ -85,21 +86,21 @@ RANK0_TIME_NOTE = ("nccl-tests < 2.10.0: time (and algbw/busbw) is rank 0's (pro
                    "loop_time_us['rank0']")
 UNKNOWN_VERSION_NOTE = ("nccl-tests version unknown (the log prints none): if it is before 2.10.0 the time is rank 0's, "
                         "not the average over its {} ranks' timing threads; pass --nccl-tests-version to record which")
-# nccl-tests 2.10.0 exactly, built with MPI: -a 1 sums one time per process (MPI_Allreduce over MPI_COMM_WORLD) and divides
-# the sum by nProcs x nThreads x nGpus (src/common.cu at v2.10.0, BenchTime); v2.10.1 averages over every rank. With N
-# GPUs or threads per process the printed time is then 1/N of the average and algbw/busbw N x high; a build without
-# MPI prints the process's own time. The log says neither, so the rows are kept as printed, noted and warned.
-AVERAGE_2_10_0 = (2, 10, 0)
+# The release that brought -a (AVERAGE_SINCE, 2.10.0 exactly), built with MPI: -a 1 sums one time per process
+# (MPI_Allreduce over MPI_COMM_WORLD) and divides the sum by nProcs x nThreads x nGpus (src/common.cu at v2.10.0,
+# BenchTime); v2.10.1 averages over every rank. With N GPUs or threads per process the printed time is then 1/N of the
+# average and algbw/busbw N x high; a build without MPI prints the process's own time. The log says neither, so the
+# rows are kept as printed, noted and warned.
 AVERAGE_2_10_0_NOTE = ("nccl-tests 2.10.0: built with MPI, its -a 1 time is the per-process sum divided by nProcs x "
-                       "nThreads x nGpus (src/common.cu at v2.10.0; fixed in v2.10.1), so with {} GPUs/threads per "
-                       "process it reads {}x low and algbw/busbw {}x high; kept as printed (a build without MPI is right)")
+                       "nThreads x nGpus (src/common.cu at v2.10.0; fixed in v2.10.1), so with {n} GPUs/threads per "
+                       "process it reads {n}x low and algbw/busbw {n}x high; kept as printed (a build without MPI is "
+                       "right)")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
 # commbench's own terminal intro above its --format nccl-tests banner (measure/view.py): "commbench 0.1.0: all_reduce on
 # gloo, 2 rank(s) ..."
 _COMMBENCH_INTRO_RE = re.compile(r"commbench \S+: \S+ on ([a-z-]+),")
-COMMBENCH_BACKENDS = ("nccl", "cupy-nccl", "gloo")
 _VERSION_RE = re.compile(r"nccl-tests version (\S+).*?nccl-library=(\d+)")
 _RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
 
@@ -187,8 +188,9 @@ class _TextRun:
         self.devices: list[str] = []
         self.version: str | None = None
         # commbench's own --format nccl-tests text says the backend it ran (its intro line, or nccl-library=0 in its
-        # version line: no NCCL, so gloo); nccl-tests' own logs are NCCL's
+        # version line: no NCCL, so gloo); nccl-tests' own logs are NCCL's. Set by each run's version line.
         self.backend = "nccl"
+        self.intro_backend: str | None = None  # commbench's intro line above the version line it heads
         self.argv: list[str] = []
         self.run_id: str | None = None
         self.average = "avg"
@@ -321,9 +323,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         notes += time_notes
         if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
             notes.append(UNKNOWN_VERSION_NOTE.format(timers))
-        per_process = state.threads_gpus
-        if state.tests_version == AVERAGE_2_10_0 and state.average == "avg" and per_process > 1:
-            notes.append(AVERAGE_2_10_0_NOTE.format(per_process, per_process, per_process))
+        if state.tests_version == AVERAGE_SINCE and state.average == "avg" and state.threads_gpus > 1:
+            notes.append(AVERAGE_2_10_0_NOTE.format(n=state.threads_gpus))
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
                                       backend=state.backend,
@@ -375,14 +376,15 @@ def _comment(state: _TextRun, line: str) -> str | None:
         match = _PERF_RE.search(body)
         state.collective = (collective_name(match.group(1)) if match else None) or state.default
         state.new_run()
-    elif (match := _COMMBENCH_INTRO_RE.match(body)) and match.group(1) in COMMBENCH_BACKENDS:
-        state.backend = match.group(1)
+    elif (match := _COMMBENCH_INTRO_RE.match(body)) and match.group(1) in BACKEND_NAMES:
+        state.intro_backend = match.group(1)
     elif (match := _VERSION_RE.search(body)):
         state.version = nccl_version(match.group(2))
-        if match.group(1).startswith("commbench-") and int(match.group(2)) == 0:
-            # commbench's text of a run without NCCL (results/nccl_tests_text.banner): gloo, and no NCCL version
+        without_nccl = match.group(1).startswith("commbench-") and int(match.group(2)) == 0
+        if without_nccl:  # commbench's text of a run without NCCL (results/nccl_tests_text.banner): no NCCL version
             state.version = None
-            state.backend = "gloo" if state.backend == "nccl" else state.backend
+        state.backend = state.intro_backend or ("gloo" if without_nccl else "nccl")
+        state.intro_backend = None
         printed = tests_version(match.group(1))
         if printed is not None and state.given_version is not None and printed != state.given_version:
             raise CommbenchError(f"--nccl-tests-version={'.'.join(map(str, state.given_version))!r} is invalid for "
