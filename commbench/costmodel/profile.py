@@ -254,7 +254,7 @@ def check_on_base(points: list, runs: dict, base: Fabric) -> None:
         first = sorted(off)[0]
         more = f" and {len(off) - 1} more" if len(off) > 1 else ""
         scale_up = base.tiers['scale_up'].name
-        form = next(((d, device_form_factor(d, gpu)) for d in devices[first] if device_form_factor(d, gpu)), None)
+        form = next(((d, what) for d in devices[first] if (what := device_form_factor(d, gpu))), None)
         if form is not None and used[first] in NCCL_BACKENDS:
             raise invalid("--system", base.name, f"the results were measured on {form[0]} (run {first}{more}), "
                           f"{form[1]}; {base.name} expects {'' if gpu.startswith('gb') else 'SXM '}{gpu.upper()} GPUs on {scale_up}: its numbers would "

@@ -22,7 +22,11 @@ ROUTER_KEYS = ("scoring_func", "topk_method", "n_group", "topk_group", "routed_s
 _SIGMOID = dict(scoring_func="sigmoid", topk_method="noaux_tc")
 # Softmax routers with none of these keys in their class (Qwen2/3 MoE, Qwen3-Next, Qwen3.5 MoE, Mixtral, gpt-oss):
 # no groups, no scaling, no correction bias; norm_topk_prob where the class has it (hf_arch.py), else renormalised.
+# Their configuration and modeling code read none of _SOFTMAX's keys (transformers 5.25.0: none of them anywhere in
+# models/<type>/): a stray one in config.json changes nothing in the model transformers builds, so it is not read
+# (it was, and a Qwen3-MoE config with scoring_func "sigmoid" was planned and emitted with a sigmoid router).
 _SOFTMAX = dict(scoring_func="softmax", topk_method="greedy", n_group=0, topk_group=0, routed_scaling_factor=0.0)
+SOFTMAX_TYPES = ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "mixtral", "gpt_oss")
 
 ROUTER_DEFAULTS: dict[str, dict[str, Any]] = {
     # DeepseekV3Config: n_group 8, topk_group 4, routed_scaling_factor 2.5, norm_topk_prob True
@@ -43,26 +47,18 @@ ROUTER_DEFAULTS: dict[str, dict[str, Any]] = {
                         routed_scaling_factor=1.5, norm_topk_prob=True),
     # no transformers class: every router key from config.json
     "kimi_k2": {},
-    **{t: _SOFTMAX for t in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "mixtral", "gpt_oss")},
+    **{t: _SOFTMAX for t in SOFTMAX_TYPES},
 }
 # megatron-core 0.16.1 (moe_utils.group_limited_topk) ranks expert groups by the sum of each group's top
 # (top_k / topk_group) scores; the transformers sigmoid routers above (and DeepSeek's own remote code) by the top 2.
 HF_GROUP_TOP = 2
 
 
-# Softmax model types whose configuration and modeling code read none of these keys (transformers 5.25.0: no
-# scoring_func, topk_method, n_group, topk_group or routed_scaling_factor anywhere in models/<type>/): a stray one in
-# config.json changes nothing in the model transformers builds, so it is not read (it was, and a Qwen3-MoE config
-# with scoring_func "sigmoid" was planned and emitted with a sigmoid router).
-UNREAD_KEYS = {t: ("scoring_func", "topk_method", "n_group", "topk_group", "routed_scaling_factor")
-               for t in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "mixtral", "gpt_oss")}
-
-
 def router_value(c, key: str) -> Any:
     """config.json's `key` (c: hf_config._Config), else its model type's default; none: one line naming it."""
     defaults = ROUTER_DEFAULTS.get(c.model_type, {})
-    if key in UNREAD_KEYS.get(c.model_type, ()):
-        return defaults[key]
+    if c.model_type in SOFTMAX_TYPES and key in _SOFTMAX:  # keys its transformers code never reads
+        return _SOFTMAX[key]
     if c.raw.get(key) is None:
         if key not in defaults:
             why = ("transformers has no configuration class for it to default from" if c.model_type == "kimi_k2"
