@@ -254,7 +254,8 @@ def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
         (not model.is_moe and m.startswith("moe")) or m == "moe" or (m == "mlp" and every_layer_moe))]
     return (f"cuda_graph_scope={scope_text(mask)!r} is invalid for {model.name}: {why}; megatron-core "
             f"{MEGATRON_LM_RELEASE.removeprefix('core_v')} refuses it. Use '' (the recipes' scope), "
-            f"'{WHOLE_LAYER_NAME}' or modules from {', '.join(allowed)} (moe_preprocess only with moe_router)")
+            f"'{WHOLE_LAYER_NAME}' or modules from {', '.join(allowed)}"
+            + (" (moe_preprocess only with moe_router)" if model.is_moe else ""))
 
 
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
