@@ -33,8 +33,9 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, graphs_allowed, titan_mla_refusal,
-                                                 titan_runs_otherwise, titan_seq_len_limit, titan_zoo_name)
+from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS, graphs_allowed,
+                                                 titan_mla_refusal, titan_runs_otherwise, titan_seq_len_limit,
+                                                 titan_zoo_name)
 from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
@@ -208,9 +209,8 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
     if model.is_moe and (dp_shard * layout.cp * layout.tp) % (layout.ep * (layout.etp if version == "0.2" else 1)):
         return titan, f"TorchTitan {full} needs ep to divide dp_shard*cp*tp = {dp_shard * layout.cp * layout.tp}"
     if layout.recompute_layers:
-        return titan, (f"TorchTitan {full} checkpoints activations per layer with no count per model chunk "
-                       f"(recompute_layers={layout.recompute_layers}, Megatron's --recompute-method block): plan with "
-                       "recompute_layers=0")
+        return titan, (f"TorchTitan {full} {TITAN_NO_RECOMPUTE_LAYERS} (recompute_layers={layout.recompute_layers}): "
+                       "plan with recompute_layers=0")
     if layout.cpu_offload_layers:
         return titan, (f"TorchTitan {full} has no activation offloading (training.enable_cpu_offload offloads FSDP2's "
                        f"parameters and optimizer state): the layout offloads {layout.cpu_offload_layers} layers' "

@@ -258,6 +258,11 @@ def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
             + (" (moe_preprocess only with moe_router)" if model.is_moe else ""))
 
 
+# Why TorchTitan runs no recompute_layers (its activation checkpointing has no count per model chunk)
+TITAN_NO_RECOMPUTE_LAYERS = ("checkpoints activations per layer with no count per model chunk (Megatron's "
+                             "--recompute-method block)")
+
+
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build."""
@@ -304,8 +309,7 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
                              "the whole forward-backward (cuda_graph=full) or nothing")
     if int(out.get("recompute_layers", 0) or 0) > 0:   # the emitter refuses it (emit/torchtitan.py): not searched
         raise CommbenchError(f"recompute_layers={out['recompute_layers']} is invalid with --framework torchtitan: "
-                             "TorchTitan 0.3.0 checkpoints activations per layer with no count per model chunk "
-                             "(Megatron's --recompute-method block); plan with recompute_layers=0")
+                             f"TorchTitan 0.3.0 {TITAN_NO_RECOMPUTE_LAYERS}; plan with recompute_layers=0")
     return out
 
 
