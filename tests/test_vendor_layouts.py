@@ -108,3 +108,16 @@ def test_a_dense_published_structure_is_read_with_the_searchs_flags():
     rows = vendor_layouts.rank_rows(runs)
     assert all(r["srank"] is not None and r["flagged"] is not None for r in rows), [r["run"].label for r in rows]
     assert all(r["flagged"].tp == r["run"].layout.tp and r["flagged"].pp == r["run"].layout.pp for r in rows)
+
+
+def test_flags_are_published_only_where_a_recipe_or_the_row_gives_them():
+    """A row of a family the recipe table does not read (Nemotron-3) takes the default recipe's flags, assumed: the
+    summary counts it apart. The same row with its own recipe fields, and a row whose release has a recipe, are
+    published facts."""
+    runs = [r for r in published_runs() if r.layout is not None]
+    nano = next(r for r in runs if r.model.name.startswith("nemotron-3-nano"))
+    qwen = next(r for r in runs if r.model.name == "qwen3-30b-a3b" and r.row.get("release") == "26.02")
+    assert not vendor_layouts.flags_published(nano)
+    assert vendor_layouts.flags_published(qwen)
+    told = dataclasses.replace(nano, row=dict(nano.row, recipe={"recompute": "none"}))
+    assert vendor_layouts.flags_published(told)
