@@ -16,6 +16,7 @@ from commbench.planner.emit.plan import (EMIT_KINDS, efficiency_terms, fabric_li
                                          torchtitan_text)
 from commbench.planner.emit.plan_files import write_plan_files
 from commbench.planner.search.explain import explain, short
+from commbench.planner.search.recipe_gap import versus_recipe, versus_recipe_lines
 from commbench.planner.search.space import SearchRequest, SearchResult, search
 from commbench.results.tables import Col, print_table
 
@@ -73,11 +74,15 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     lines, rows = explain(result)
     lines += coverage_lines(model=req.model, layout=result.layouts.layout(0), ep_domains=int(result.ep_racks[0]),
                             domain_size=result.gpus_per_rack, system=req.fabric.name, calibration=req.calibration)
+    tuned = versus_recipe(result)   # NVIDIA's recipe layout for this request, where the release has one
+    lines += versus_recipe_lines(tuned)
     backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
                         torchtitan_version=torchtitan_version, calibration_file=calibration_file,
                         calibration_shipped_terms=calibration_shipped_terms)
+    if tuned is not None:
+        doc["versus_recipe"] = tuned
     meg = doc["megatron"]
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":
