@@ -256,17 +256,24 @@ def record_time_us(record, statistic: str) -> float | None:
     return getattr(record, f"time_us_{statistic}", None)
 
 
+# The fewest iterations with a 95% interval of the median: the order-statistic interval (min, max) of n samples
+# covers the median with 1 - 2 x 2^-n (Hollander & Wolfe, ch. 3): 93.75% at n = 5, 96.9% at n = 6
+# (noise.median_interval falls back to (min, max) below that, zero for equal samples).
+MIN_ITERS_FOR_NOISE = 6
+
+
 def record_noise_rel(record, statistic: str = "median") -> float:
     """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
     per-iteration samples, widened for their autocorrelation (noise.within_run_sd, as the compare gate
     uses it: median, mean, min), over the statistic; without samples (older files) the spread from the
-    median to the p99 (or max) over the median, conservatively. Unknown -- one iteration (-n 1: its max is
-    its median), or neither samples nor a p99 or max -- is infinite: such a point never makes a rule."""
+    median to the p99 (or max) over the median, conservatively. Unknown -- fewer than MIN_ITERS_FOR_NOISE
+    iterations (-n 1: its max is its median; 3 equal ones: a (min, max) of zero width), or neither samples
+    nor a p99 or max -- is infinite: such a point never makes a rule."""
     from commbench.results.noise import Z95, within_run_sd
 
     value = record_time_us(record, statistic)
     samples = getattr(record, "iter_times_us", None) or []
-    if len(samples) < 2 and record.iters < 2:
+    if (len(samples) if samples else record.iters) < MIN_ITERS_FOR_NOISE:
         return math.inf
     if value and len(samples) >= 2 and statistic in ("median", "mean", "min"):
         sd = within_run_sd(samples, statistic)

@@ -82,7 +82,7 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     else:
         why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), "
                + (f"within noise {100 * cell.noise_rel:.1f}% or below --min-gain" if math.isfinite(cell.noise_rel)
-                  else "noise unknown (one iteration, or no samples nor p99)"))
+                  else "noise unknown (one iteration or fewer than 6, or no samples nor p99)"))
     return comment(f"{scale}: NCCL default kept at {format_size(cell.size_bytes)}: {why}; {_origin(cell)}")
 
 

@@ -1,0 +1,76 @@
+"""`commbench nccl-tuner` on adversarial evidence: a rule only where a measured override beat NCCL's default
+measured the same way, with enough iterations to say so (the plugin file is read with the reproduction of
+NCCL's example plugin in tests/test_nccl_tuner.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.results.records import JsonlWriter
+from tests.test_nccl_tuner import DEFAULT, RING_LL, _header, _record, reproduced_plugin_load
+
+
+def _rules(tmp_path, records, *options) -> tuple[list[dict], str]:
+    """The rules `nccl-tuner` writes from one run's records (header "a", 4 ranks on one host), and the file text."""
+    path, conf = tmp_path / "r.jsonl", tmp_path / "c.conf"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for record in records:
+            writer.write(record)
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), *options])
+    assert result.exit_code == 0, result.output
+    text = conf.read_text()
+    return reproduced_plugin_load(text)[0], text
+
+
+def _few(size, combo, samples):
+    """A record of len(samples) iterations, with those samples."""
+    ordered = sorted(samples)
+    median = ordered[len(ordered) // 2]
+    return dataclasses.replace(_record("a", size, combo, median), iters=len(samples), iter_times_us=list(samples),
+                               time_us_p99=None, time_us_max=ordered[-1], time_us_min=ordered[0],
+                               time_us_mean=sum(samples) / len(samples))
+
+
+def test_a_few_iterations_give_no_95_percent_interval_and_make_no_rule(tmp_path):
+    """With 2-5 iterations the median's 95% order-statistic interval does not exist (n < 6: both tails of
+    Binomial(n, 1/2) hold more than 5%); median_interval falls back to (min, max), zero for equal samples, so
+    three equal iterations 2% faster were a rule. Too few iterations say nothing about the noise: no rule."""
+    configs, text = _rules(tmp_path, [_few(1024, DEFAULT, [20.0] * 3), _few(1024, RING_LL, [19.6] * 3)])
+    assert configs == [] and "noise unknown" in text
+    no_samples = [dataclasses.replace(_few(1024, combo, [t] * 5), iter_times_us=[]) for combo, t in
+                  ((DEFAULT, 20.0), (RING_LL, 19.6))]  # older records: max == median read as zero spread
+    assert _rules(tmp_path, no_samples)[0] == []
+    enough = [_few(1024, DEFAULT, [20.0, 20.1] * 10), _few(1024, RING_LL, [10.0, 10.1] * 10)]
+    assert [c["algo"] for c in _rules(tmp_path, enough)[0]] == ["ring"]  # 20 iterations: a 2x win is a rule
+
+
+def test_points_of_aggregated_group_calls_make_no_rule(tmp_path):
+    """-m N (agg_iters) puts N collectives in one group call: NCCL aggregates them (src/enqueue.cc
+    ncclPrepareTasks) and asks the tuner once for nBytes = N x the size, so the point's combination competed at
+    another size than the rule would name (numPipeOps 1, one call of that size)."""
+    records = [dataclasses.replace(r, params={**r.params, "agg_iters": 4})
+               for r in (_record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 10.0))]
+    configs, text = _rules(tmp_path, records)
+    assert configs == [] and "aggregated" in text
+
+
+def test_a_winner_is_compared_only_with_nccls_default_measured_the_same_way(tmp_path):
+    """A default measured on torch-nccl against a ring/ll measured on cupy-nccl (no framework overhead), eagerly
+    against a CUDA-graph replay (NCCL_GRAPH_REGISTER=0: regBuff 0 for both), in place against out of place, or
+    blocking against not: the gain is the measurement's, not ring/ll's. Each way measured is its own comparison,
+    and a rule needs a win in each, as with dtypes."""
+    ways = {"backend": lambda r: dataclasses.replace(r, backend="cupy-nccl"),
+            "graph": lambda r: dataclasses.replace(r, params={**r.params, "cuda_graph": True}),
+            "in place": lambda r: dataclasses.replace(r, in_place=True),
+            "blocking": lambda r: dataclasses.replace(r, params={**r.params, "blocking": True})}
+    for name, other_way in ways.items():
+        records = [_record("a", 1024, DEFAULT, 20.0), other_way(_record("a", 1024, RING_LL, 10.0))]
+        assert _rules(tmp_path, records)[0] == [], name
+        # NCCL's example plugin gets ring/ll/16 written anyway (its only explicit count), but not as a winner
+        assert "faster than NCCL default" not in _rules(tmp_path, records, "--for", "example-plugin")[1], name
+        both = records + [other_way(_record("a", 1024, DEFAULT, 20.0)), _record("a", 1024, RING_LL, 10.0)]
+        assert {c["algo"] for c in _rules(tmp_path, both)[0]} == {"ring"}, name  # beaten both ways: a rule
