@@ -15,7 +15,8 @@ from tests.test_nccl_tuner import DEFAULT, RING_LL, _header, _record, reproduced
 
 def _rules(tmp_path, records, *options) -> tuple[list[dict], str]:
     """The rules `nccl-tuner` writes from one run's records (header "a", 4 ranks on one host), and the file text."""
-    path, conf = tmp_path / "r.jsonl", tmp_path / "c.conf"
+    index = len(list(tmp_path.glob("r*.jsonl")))  # a fresh file each call: JsonlWriter appends
+    path, conf = tmp_path / f"r{index}.jsonl", tmp_path / "c.conf"
     with JsonlWriter(path) as writer:
         writer.write(_header("a", ["h"] * 4))
         for record in records:
@@ -54,6 +55,7 @@ def test_points_of_aggregated_group_calls_make_no_rule(tmp_path):
     another size than the rule would name (numPipeOps 1, one call of that size)."""
     records = [dataclasses.replace(r, params={**r.params, "agg_iters": 4})
                for r in (_record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 10.0))]
+    records.append(_record("a", 4096, DEFAULT, 30.0))  # one usable point, so the file is written
     configs, text = _rules(tmp_path, records)
     assert configs == [] and "aggregated" in text
 

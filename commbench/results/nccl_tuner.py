@@ -61,6 +61,7 @@ class TunedPoint:
     predicted: bool = False
     dtype: str = ""  # compared within a dtype only (the plugin cannot tell dtypes apart: all must agree)
     reg_buff: int = 0  # NCCL's regBuff for these calls: 1 under CUDA-graph capture (buffers registered)
+    way: str = ""  # how it was measured besides the combination (measured_way): compared within one way only
 
     def __post_init__(self) -> None:
         if self.collective not in PLUGIN_COLLECTIVES.values():
@@ -155,14 +156,15 @@ def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float) -> tuple[floa
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
                  any_channels: bool = False) -> list[Cell]:
     """One Cell per (collective, nodes, ranks, regBuff regime, measured size); a later point replaces an earlier
-    one for the same combination, dtype and size (file order: the latest measurement counts). Per size the
-    dtypes with NCCL's default measured are judged, each against its own default: the best combination (the
-    highest worst-dtype speed-up, measured in each of them) wins where it beats the default in every one.
+    one for the same combination, dtype, way of measuring and size (file order: the latest measurement counts).
+    Per size the (dtype, way) pairs with NCCL's default measured are judged, each against its own default: the
+    best combination (the highest worst-pair speed-up, measured in each of them) wins where it beats the default
+    in every one.
     `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins."""
     table: dict[tuple, dict[int, dict[str, dict[TuningCombo, TunedPoint]]]] = {}
     for p in points:
         key = (p.collective, p.nodes, p.ranks, p.reg_buff)
-        table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault(p.dtype, {})[p.combo] = p
+        table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})[p.combo] = p
     cells = []
     for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
         sizes = sorted(by_size)
@@ -305,6 +307,20 @@ def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
     return any(nccl_env.get(key) and value is None for key, value in axes)
 
 
+# Measurement params that are not how it was measured: the tuning axes (the combination itself)
+_NOT_WAY_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
+
+
+def measured_way(record) -> str:
+    """How a point was measured besides its combination, size and dtype: the backend (torch-nccl pays a framework
+    overhead cupy-nccl does not), the op, in place or not, and the workload's params (cuda_graph: replays without
+    launch cost, blocking, root, ...). A combination is compared with NCCL's default measured the same way only:
+    across ways the gain would be the measurement's, not the combination's."""
+    params = ",".join(f"{key}={record.params[key]}" for key in sorted(record.params) if key not in _NOT_WAY_PARAMS)
+    return (f"{record.backend} op={record.op} {'in-place' if record.in_place else 'out-of-place'}"
+            + (f" {params}" if params else ""))
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
@@ -350,6 +366,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
         elif scale_combo(r) in wrong:
             why = "points of a combination that gave wrong data at another size of that collective and scale"
+        elif int(r.params.get("agg_iters", 1)) > 1:
+            why = ("points of aggregated group calls (-m N: NCCL tunes the N calls as one of N x the size, "
+                   "src/enqueue.cc ncclPrepareTasks; a rule names one call of the size)")
         elif r.num_wrong is None and not combo_from_params(r.params).is_default:
             why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
         time_us = None if why else record_time_us(r, statistic)
@@ -362,7 +381,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
                                  noise_rel=record_noise_rel(r, statistic), run_id=r.run_id, dtype=r.dtype,
-                                 reg_buff=graph_registered(r.params, env_of[r.run_id])))
+                                 reg_buff=graph_registered(r.params, env_of[r.run_id]), way=measured_way(r)))
     notes = [f"left out {n} {why}" for why, n in left_out.items()]
     used = {p.run_id for p in points}
     notes += [f"nNodes = {kind}: {why}" for kind, why in dict.fromkeys(
@@ -371,6 +390,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     if len(dtypes) > 1:
         notes.append(f"several dtypes ({', '.join(dtypes)}): the plugin matches bytes only, so a rule needs its "
                      "combination to beat NCCL's default in each dtype measured at that size")
+    ways = sorted({p.way for p in points})
+    if len(ways) > 1:
+        notes.append(f"measured {len(ways)} ways ({'; '.join(ways)}): each combination is compared with NCCL's default "
+                     "measured the same way, and a rule needs a win in each way measured at that size")
     if len({p.reg_buff for p in points}) > 1:
         notes.append("points with and without CUDA-graph capture (regBuff 1 and 0 to NCCL): rules for each apart")
     return points, notes
