@@ -76,3 +76,17 @@ def test_a_winner_is_compared_only_with_nccls_default_measured_the_same_way(tmp_
         assert "faster than NCCL default" not in _rules(tmp_path, records, "--for", "example-plugin")[1], name
         both = records + [other_way(_record("a", 1024, DEFAULT, 20.0)), _record("a", 1024, RING_LL, 10.0)]
         assert {c["algo"] for c in _rules(tmp_path, both)[0]} == {"ring"}, name  # beaten both ways: a rule
+
+
+def test_repeated_measurements_count_against_a_rule_whatever_their_order(tmp_path):
+    """NCCL's default measured twice (20 us, then 25 us in a slower run) and ring/ll once at 22 us: the latest
+    record counted, so file order made ring/ll a 1.14x winner although NCCL's default ran at 20 us. A rule must
+    beat the fastest measurement of NCCL's default with the slowest of its own."""
+    first, slow = _record("a", 1024, DEFAULT, 20.0), _record("a", 1024, DEFAULT, 25.0)
+    ring = _record("a", 1024, RING_LL, 22.0)
+    for order in ([first, ring, slow], [slow, ring, first]):
+        assert _rules(tmp_path, order)[0] == []
+    rings = [_record("a", 1024, RING_LL, 10.0), _record("a", 1024, RING_LL, 21.0)]
+    for order in (rings, rings[::-1]):
+        assert _rules(tmp_path, [first, *order])[0] == []  # ring/ll's own slow run: no rule either
+    assert [c["algo"] for c in _rules(tmp_path, [first, slow, rings[0]])[0]] == ["ring"]

@@ -153,18 +153,30 @@ def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float) -> tuple[floa
     return speedup, noise, speedup - 1.0 > max(noise, min_gain)
 
 
+def against_a_rule(kept: TunedPoint | None, new: TunedPoint) -> TunedPoint:
+    """Of two measurements of one point, the one least favourable to a rule: NCCL's default at its fastest, a
+    combination at its slowest. Repeats that differ show run-to-run noise the within-run noise leaves out; the
+    latest one (file order) counting would let a slow run of the default make a rule."""
+    if kept is None:
+        return new
+    faster = new if new.time_us < kept.time_us else kept
+    slower = kept if faster is new else new
+    return faster if new.combo.is_default else slower
+
+
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
                  any_channels: bool = False) -> list[Cell]:
-    """One Cell per (collective, nodes, ranks, regBuff regime, measured size); a later point replaces an earlier
-    one for the same combination, dtype, way of measuring and size (file order: the latest measurement counts).
+    """One Cell per (collective, nodes, ranks, regBuff regime, measured size); of repeated points of one
+    combination, dtype, way of measuring and size the one least favourable to a rule counts (against_a_rule).
     Per size the (dtype, way) pairs with NCCL's default measured are judged, each against its own default: the
     best combination (the highest worst-pair speed-up, measured in each of them) wins where it beats the default
     in every one.
     `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins."""
-    table: dict[tuple, dict[int, dict[str, dict[TuningCombo, TunedPoint]]]] = {}
+    table: dict[tuple, dict[int, dict[tuple, dict[TuningCombo, TunedPoint]]]] = {}
     for p in points:
         key = (p.collective, p.nodes, p.ranks, p.reg_buff)
-        table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})[p.combo] = p
+        same = table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})
+        same[p.combo] = against_a_rule(same.get(p.combo), p)
     cells = []
     for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
         sizes = sorted(by_size)
