@@ -90,3 +90,12 @@ def test_repeated_measurements_count_against_a_rule_whatever_their_order(tmp_pat
     for order in (rings, rings[::-1]):
         assert _rules(tmp_path, [first, *order])[0] == []  # ring/ll's own slow run: no rule either
     assert [c["algo"] for c in _rules(tmp_path, [first, slow, rings[0]])[0]] == ["ring"]
+
+
+def test_a_size_measured_only_with_overrides_is_left_to_nccl_and_says_why(tmp_path):
+    """ring/ll wins 1 KiB; 4 KiB has ring/ll (fast) but no NCCL default: nothing shows it beats NCCL there, so the
+    rule stops at 1 KiB, and the file says the default was not measured (it said no combination was)."""
+    configs, text = _rules(tmp_path, [_record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 10.0),
+                                      _record("a", 4096, RING_LL, 5.0)])
+    assert [(c["min"], c["max"], c["algo"]) for c in configs] == [(1024, 1024, "ring")]
+    assert "NCCL default kept at 4 KiB: NCCL default was not measured at this size" in text

@@ -200,6 +200,11 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                 choice, used = best, [by_dtype[d][best] for d in judged]
             elif not combos and need_baseline:
                 used = [by_dtype[d][TuningCombo()] for d in judged]
+                if not judged:  # measured with overrides only: nothing shows one beats NCCL here (no speed-up)
+                    fastest = min((p for d in by_dtype.values() for c, p in d.items()
+                                   if expressible(c, any_channels=any_channels)),
+                                  key=lambda p: (p.time_us, p.combo.label), default=None)
+                    best = fastest.combo if fastest else None
             run_ids = tuple(dict.fromkeys(p.run_id for p in used if p.run_id))
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
                               size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
