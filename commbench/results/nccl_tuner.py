@@ -165,13 +165,15 @@ def against_a_rule(kept: TunedPoint | None, new: TunedPoint) -> TunedPoint:
 
 
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
-                 any_channels: bool = False) -> list[Cell]:
+                 any_channels: bool = False, predicted_margin: float = 0.0) -> list[Cell]:
     """One Cell per (collective, nodes, ranks, regBuff regime, measured size); of repeated points of one
     combination, dtype, way of measuring and size the one least favourable to a rule counts (against_a_rule).
     Per size the (dtype, way) pairs with NCCL's default measured are judged, each against its own default: the
     best combination (the highest worst-pair speed-up, measured in each of them) wins where it beats the default
     in every one.
-    `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins."""
+    `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins where it leads
+    every other combination by more than `predicted_margin` (the model's error: within it NCCL's own model may
+    rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin)."""
     table: dict[tuple, dict[int, dict[tuple, dict[TuningCombo, TunedPoint]]]] = {}
     for p in points:
         key = (p.collective, p.nodes, p.ranks, p.reg_buff)
@@ -196,8 +198,16 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                     choice = best
                 used = [by_dtype[d][c] for d in judged for c in (TuningCombo(), best)]
             elif combos and not need_baseline:
-                best = min(combos, key=lambda c: (max(by_dtype[d][c].time_us for d in judged), c.label))
-                choice, used = best, [by_dtype[d][best] for d in judged]
+                def slowest(c):
+                    return max(by_dtype[d][c].time_us for d in judged)
+
+                best, *others = sorted(combos, key=lambda c: (slowest(c), c.label))
+                used = [by_dtype[d][best] for d in judged]
+                lead = min((slowest(c) / slowest(best) for c in others), default=math.inf)
+                if lead - 1.0 > predicted_margin:
+                    choice = best
+                if others:
+                    speedup, noise = lead, predicted_margin
             elif not combos and need_baseline:
                 used = [by_dtype[d][TuningCombo()] for d in judged]
                 if not judged:  # measured with overrides only: nothing shows one beats NCCL here (no speed-up)
