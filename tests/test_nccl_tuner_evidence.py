@@ -124,3 +124,23 @@ def test_predicted_rules_only_where_the_fastest_pair_leads_by_more_than_the_cost
     assert CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "8", "-O", str(conf)]).exit_code == 0
     assert "allreduce nodes=1 ranks=8 [1024-1536]: NCCL default kept at 1 KiB" in conf.read_text()
     assert "faster than NCCL default" not in conf.read_text()  # a predicted lead is over the next pair
+
+
+def test_a_record_naming_no_valid_combination_is_one_error_line_never_a_rule(tmp_path):
+    """A hand-edited or foreign results file: an unknown algorithm, a channel count NCCL cannot hold (100 > 64:
+    it was written into a rule), or one that is not an integer ("16", true) was a traceback or a rule."""
+    for field, value in (("nccl_algo", "bogus"), ("nccl_channels", 100), ("nccl_channels", "16"),
+                         ("nccl_channels", True), ("nccl_channels", 0), ("nccl_proto", 3)):
+        ring = _record("a", 1024, RING_LL, 10.0)
+        path = tmp_path / f"bad-{field}-{value}.jsonl"
+        with JsonlWriter(path) as writer:
+            writer.write(_header("a", ["h"] * 4))
+            writer.write(_record("a", 1024, DEFAULT, 20.0))
+            writer.write(dataclasses.replace(ring, params={**ring.params, field: value}))
+        result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(tmp_path / "c.conf")])
+        assert result.exit_code == 2, (value, result.exception)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:") and f"params.{field}={value!r}" in lines[0], lines
+        assert "allowed" in lines[0] and not (tmp_path / "c.conf").exists()
+    odd = dataclasses.replace(_record("a", 1024, RING_LL, 10.0), params={**RING_LL.params(), "agg_iters": "x"})
+    assert _rules(tmp_path, [_record("a", 1024, DEFAULT, 20.0), odd, _record("a", 4096, DEFAULT, 20.0)])[0] == []

@@ -34,7 +34,8 @@ from typing import Iterable
 
 import numpy as np
 
-from commbench.comm.nccl_tuning import TuningCombo, combo_from_params
+from commbench.comm.nccl_tuning import DEFAULT, NCCL_MAX_CHANNELS, TuningCombo, combo_from_params
+from commbench.errors import CommbenchError
 
 # commbench collective -> the plugin's collective_type (plugin.c parseCollType)
 PLUGIN_COLLECTIVES = {"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
@@ -348,6 +349,23 @@ def measured_way(record) -> str:
             + (f" {params}" if params else ""))
 
 
+def record_combo(record) -> TuningCombo:
+    """The combination a record was measured under; CommbenchError in one line (the run, the point, the field,
+    its value and what is allowed) where its params name none: an unknown name, or a channel count that is not an
+    integer NCCL can hold (1..NCCL_MAX_CHANNELS) would be a traceback, or a rule the plugins drop or misread."""
+    where = f"results of run {record.run_id}, {record.collective} at {record.size_bytes} B"
+    channels = record.params.get("nccl_channels", DEFAULT)
+    if channels != DEFAULT and (type(channels) is not int or not 1 <= channels <= NCCL_MAX_CHANNELS):
+        raise CommbenchError(f"{where}: params.nccl_channels={channels!r} is invalid: allowed {DEFAULT!r} or an "
+                             f"integer from 1 to {NCCL_MAX_CHANNELS} (NCCL's MAXCHANNELS)")
+    try:
+        return combo_from_params(record.params)
+    except ValueError as error:  # TuningCombo: "algo='x' is invalid: allowed ..."
+        field = "nccl_algo" if str(error).startswith("algo=") else "nccl_proto"
+        raise CommbenchError(f"{where}: params.{field}={record.params.get(field)!r} is invalid: "
+                             f"{str(error).split(': ', 1)[-1]}") from None
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
@@ -367,12 +385,12 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         return r.num_groups == 1 and r.group_size == r.world_size
 
     def scale_combo(r) -> tuple:
-        return PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, combo_from_params(r.params)
+        return PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, record_combo(r)
 
     # NCCL's default takes another path per size, so only its wrong points go; a combination's path is fixed
     wrong = {scale_combo(r) for r in records if isinstance(r, Measurement) and r.collective in PLUGIN_COLLECTIVES
              and r.status == "ok" and r.num_wrong and whole_world(r) and r.run_id in nodes_of
-             and not combo_from_params(r.params).is_default}
+             and not record_combo(r).is_default}
     points, left_out = [], {}
     for r in records:
         if not isinstance(r, Measurement):
@@ -388,15 +406,15 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
-        elif forced_by_environment(combo_from_params(r.params), env_of[r.run_id]):
+        elif forced_by_environment(record_combo(r), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
         elif scale_combo(r) in wrong:
             why = "points of a combination that gave wrong data at another size of that collective and scale"
-        elif int(r.params.get("agg_iters", 1)) > 1:
+        elif r.params.get("agg_iters", 1) != 1:
             why = ("points of aggregated group calls (-m N: NCCL tunes the N calls as one of N x the size, "
                    "src/enqueue.cc ncclPrepareTasks; a rule names one call of the size)")
-        elif r.num_wrong is None and not combo_from_params(r.params).is_default:
+        elif r.num_wrong is None and not record_combo(r).is_default:
             why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
@@ -404,7 +422,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         if why:
             left_out[why] = left_out.get(why, 0) + 1
             continue
-        combo = combo_from_params(r.params)
+        combo = record_combo(r)
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
                                  noise_rel=record_noise_rel(r, statistic), run_id=r.run_id, dtype=r.dtype,
