@@ -144,3 +144,16 @@ def test_a_record_naming_no_valid_combination_is_one_error_line_never_a_rule(tmp
         assert "allowed" in lines[0] and not (tmp_path / "c.conf").exists()
     odd = dataclasses.replace(_record("a", 1024, RING_LL, 10.0), params={**RING_LL.params(), "agg_iters": "x"})
     assert _rules(tmp_path, [_record("a", 1024, DEFAULT, 20.0), odd, _record("a", 4096, DEFAULT, 20.0)])[0] == []
+
+
+def test_a_combination_measured_in_a_dtype_without_nccls_default_there_makes_no_rule(tmp_path):
+    """ring/ll wins float32 (10 us against 20) but was measured in bfloat16 too (30 us) with no bfloat16 default:
+    the plugin applies the rule to bfloat16 calls of those bytes, where nothing shows it beats NCCL (and 30 us
+    hints it does not). Only the float32 comparison counted; now every way the combination was measured needs
+    NCCL's default beside it."""
+    records = [_record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 10.0),
+               _record("a", 1024, RING_LL, 30.0, dtype="bfloat16")]
+    configs, text = _rules(tmp_path, records)
+    assert configs == [] and "NCCL default was not measured at this size" in text
+    both = [*records, _record("a", 1024, DEFAULT, 40.0, dtype="bfloat16")]
+    assert [c["algo"] for c in _rules(tmp_path, both)[0]] == ["ring"]

@@ -171,7 +171,8 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     combination, dtype, way of measuring and size the one least favourable to a rule counts (against_a_rule).
     Per size the (dtype, way) pairs with NCCL's default measured are judged, each against its own default: the
     best combination (the highest worst-pair speed-up, measured in each of them) wins where it beats the default
-    in every one.
+    in every one; a combination also measured in a pair without NCCL's default wins nowhere at that size (the
+    plugin would apply it to those calls too, and nothing shows it beats NCCL there).
     `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins where it leads
     every other combination by more than `predicted_margin` (the model's error: within it NCCL's own model may
     rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin)."""
@@ -187,7 +188,8 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
             by_dtype = by_size[size]
             judged = [d for d in sorted(by_dtype) if TuningCombo() in by_dtype[d]] if need_baseline else sorted(by_dtype)
             combos = {c for d in judged for c in by_dtype[d] if expressible(c, any_channels=any_channels)}
-            combos = [c for c in combos if all(c in by_dtype[d] for d in judged)]
+            combos = [c for c in combos if all(c in by_dtype[d] for d in judged)
+                      and (not need_baseline or all(TuningCombo() in way for way in by_dtype.values() if c in way))]
             choice, speedup, noise, best, used = None, None, 0.0, None, []
             if judged and combos and need_baseline:
                 verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain) for d in judged]
@@ -211,7 +213,8 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                     speedup, noise = lead, predicted_margin
             elif not combos and need_baseline:
                 used = [by_dtype[d][TuningCombo()] for d in judged]
-                if not judged:  # measured with overrides only: nothing shows one beats NCCL here (no speed-up)
+                if any(c != TuningCombo() for way in by_dtype.values() for c in way):
+                    # measured without NCCL's default beside it: nothing shows one beats NCCL here (no speed-up)
                     fastest = min((p for d in by_dtype.values() for c, p in d.items()
                                    if expressible(c, any_channels=any_channels)),
                                   key=lambda p: (p.time_us, p.combo.label), default=None)

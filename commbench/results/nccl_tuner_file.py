@@ -84,7 +84,7 @@ def kept_comment(cell: Cell, statistic: str) -> str:
         why = (f"best {cell.best.label} leads the next by {cell.speedup:.2f}x, within the cost model's "
                f"{100 * cell.noise_rel:g}% error")
     elif cell.speedup is None:
-        why = "NCCL default was not measured at this size"
+        why = "NCCL default was not measured at this size (in each dtype and way a combination was)"
     else:
         why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), "
                + (f"within noise {100 * cell.noise_rel:.1f}% or below --min-gain" if math.isfinite(cell.noise_rel)
