@@ -157,3 +157,18 @@ def test_a_combination_measured_in_a_dtype_without_nccls_default_there_makes_no_
     assert configs == [] and "NCCL default was not measured at this size" in text
     both = [*records, _record("a", 1024, DEFAULT, 40.0, dtype="bfloat16")]
     assert [c["algo"] for c in _rules(tmp_path, both)[0]] == ["ring"]
+
+
+def test_a_point_whose_run_forced_another_combination_than_its_record_names_makes_no_rule(tmp_path):
+    """A record saying ring/ll/16 from a run whose header shows NCCL_ALGO=Tree (or 8 channels) ran tree (8
+    channels): a rule would force what was not measured."""
+    for env in ({"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"}, {"NCCL_ALGO": "ring", "NCCL_MIN_NCHANNELS": "8"}):
+        path, conf = tmp_path / f"env-{len(env)}-{sorted(env)[-1]}.jsonl", tmp_path / "c.conf"
+        with JsonlWriter(path) as writer:
+            writer.write(_header("a", ["h"] * 4))
+            writer.write(_record("a", 1024, DEFAULT, 20.0))
+            writer.write(dataclasses.replace(_header("b", ["h"] * 4), nccl_env=env))
+            writer.write(_record("b", 1024, RING_LL, 10.0))
+        result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+        assert result.exit_code == 0, result.output
+        assert reproduced_plugin_load(conf.read_text())[0] == [] and "contradict" in conf.read_text(), env

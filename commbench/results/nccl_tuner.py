@@ -338,6 +338,15 @@ def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
     return any(nccl_env.get(key) and value is None for key, value in axes)
 
 
+def contradicts_environment(combo: TuningCombo, nccl_env: dict) -> bool:
+    """Whether a point's run set one of the combination's own axes to another value than the record names
+    (NCCL_ALGO=Tree beside a ring record, NCCL_MIN_NCHANNELS=8 beside 16): it ran what its header says, and a
+    rule would force what was not measured. NCCL reads the names in any case (src/graph/tuning.cc parseList:
+    strcasecmp); a list ("Ring,Tree") is not the one name a combination sets, so it contradicts too."""
+    return any(key in nccl_env and str(nccl_env[key]).strip().lower() != value.lower()
+               for key, value in combo.env().items())
+
+
 # Measurement params that are not how it was measured: the tuning axes (the combination itself)
 _NOT_WAY_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
 
@@ -412,6 +421,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         elif forced_by_environment(record_combo(r), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
+        elif contradicts_environment(record_combo(r), env_of[r.run_id]):
+            why = ("points whose run's NCCL_ALGO, NCCL_PROTO or NCCL_*_NCHANNELS contradict the combination their "
+                   "record names (it ran what the environment says)")
         elif scale_combo(r) in wrong:
             why = "points of a combination that gave wrong data at another size of that collective and scale"
         elif r.params.get("agg_iters", 1) != 1:
