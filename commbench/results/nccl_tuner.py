@@ -34,7 +34,8 @@ from typing import Iterable
 
 import numpy as np
 
-from commbench.comm.nccl_tuning import TuningCombo, combo_from_params
+from commbench.comm.nccl_tuning import DEFAULT, NCCL_MAX_CHANNELS, TuningCombo, combo_from_params
+from commbench.errors import CommbenchError
 
 # commbench collective -> the plugin's collective_type (plugin.c parseCollType)
 PLUGIN_COLLECTIVES = {"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
@@ -61,6 +62,7 @@ class TunedPoint:
     predicted: bool = False
     dtype: str = ""  # compared within a dtype only (the plugin cannot tell dtypes apart: all must agree)
     reg_buff: int = 0  # NCCL's regBuff for these calls: 1 under CUDA-graph capture (buffers registered)
+    way: str = ""  # how it was measured besides the combination (measured_way): compared within one way only
 
     def __post_init__(self) -> None:
         if self.collective not in PLUGIN_COLLECTIVES.values():
@@ -152,17 +154,33 @@ def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float) -> tuple[floa
     return speedup, noise, speedup - 1.0 > max(noise, min_gain)
 
 
+def against_a_rule(kept: TunedPoint | None, new: TunedPoint) -> TunedPoint:
+    """Of two measurements of one point, the one least favourable to a rule: NCCL's default at its fastest, a
+    combination at its slowest. Repeats that differ show run-to-run noise the within-run noise leaves out; the
+    latest one (file order) counting would let a slow run of the default make a rule."""
+    if kept is None:
+        return new
+    faster = new if new.time_us < kept.time_us else kept
+    slower = kept if faster is new else new
+    return faster if new.combo.is_default else slower
+
+
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
-                 any_channels: bool = False) -> list[Cell]:
-    """One Cell per (collective, nodes, ranks, regBuff regime, measured size); a later point replaces an earlier
-    one for the same combination, dtype and size (file order: the latest measurement counts). Per size the
-    dtypes with NCCL's default measured are judged, each against its own default: the best combination (the
-    highest worst-dtype speed-up, measured in each of them) wins where it beats the default in every one.
-    `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins."""
-    table: dict[tuple, dict[int, dict[str, dict[TuningCombo, TunedPoint]]]] = {}
+                 any_channels: bool = False, predicted_margin: float = 0.0) -> list[Cell]:
+    """One Cell per (collective, nodes, ranks, regBuff regime, measured size); of repeated points of one
+    combination, dtype, way of measuring and size the one least favourable to a rule counts (against_a_rule).
+    Per size the (dtype, way) pairs with NCCL's default measured are judged, each against its own default: the
+    best combination (the highest worst-pair speed-up, measured in each of them) wins where it beats the default
+    in every one; a combination also measured in a pair without NCCL's default wins nowhere at that size (the
+    plugin would apply it to those calls too, and nothing shows it beats NCCL there).
+    `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins where it leads
+    every other combination by more than `predicted_margin` (the model's error: within it NCCL's own model may
+    rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin)."""
+    table: dict[tuple, dict[int, dict[tuple, dict[TuningCombo, TunedPoint]]]] = {}
     for p in points:
         key = (p.collective, p.nodes, p.ranks, p.reg_buff)
-        table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault(p.dtype, {})[p.combo] = p
+        same = table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})
+        same[p.combo] = against_a_rule(same.get(p.combo), p)
     cells = []
     for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
         sizes = sorted(by_size)
@@ -170,7 +188,8 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
             by_dtype = by_size[size]
             judged = [d for d in sorted(by_dtype) if TuningCombo() in by_dtype[d]] if need_baseline else sorted(by_dtype)
             combos = {c for d in judged for c in by_dtype[d] if expressible(c, any_channels=any_channels)}
-            combos = [c for c in combos if all(c in by_dtype[d] for d in judged)]
+            combos = [c for c in combos if all(c in by_dtype[d] for d in judged)
+                      and (not need_baseline or all(TuningCombo() in way for way in by_dtype.values() if c in way))]
             choice, speedup, noise, best, used = None, None, 0.0, None, []
             if judged and combos and need_baseline:
                 verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain) for d in judged]
@@ -182,10 +201,24 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                     choice = best
                 used = [by_dtype[d][c] for d in judged for c in (TuningCombo(), best)]
             elif combos and not need_baseline:
-                best = min(combos, key=lambda c: (max(by_dtype[d][c].time_us for d in judged), c.label))
-                choice, used = best, [by_dtype[d][best] for d in judged]
+                def slowest(c):
+                    return max(by_dtype[d][c].time_us for d in judged)
+
+                best, *others = sorted(combos, key=lambda c: (slowest(c), c.label))
+                used = [by_dtype[d][best] for d in judged]
+                lead = min((slowest(c) / slowest(best) for c in others), default=math.inf)
+                if lead - 1.0 > predicted_margin:
+                    choice = best
+                if others:
+                    speedup, noise = lead, predicted_margin
             elif not combos and need_baseline:
                 used = [by_dtype[d][TuningCombo()] for d in judged]
+                if any(c != TuningCombo() for way in by_dtype.values() for c in way):
+                    # measured without NCCL's default beside it: nothing shows one beats NCCL here (no speed-up)
+                    fastest = min((p for d in by_dtype.values() for c, p in d.items()
+                                   if expressible(c, any_channels=any_channels)),
+                                  key=lambda p: (p.time_us, p.combo.label), default=None)
+                    best = fastest.combo if fastest else None
             run_ids = tuple(dict.fromkeys(p.run_id for p in used if p.run_id))
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
                               size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
@@ -256,17 +289,24 @@ def record_time_us(record, statistic: str) -> float | None:
     return getattr(record, f"time_us_{statistic}", None)
 
 
+# The fewest iterations with a 95% interval of the median: the order-statistic interval (min, max) of n samples
+# covers the median with 1 - 2 x 2^-n (Hollander & Wolfe, ch. 3): 93.75% at n = 5, 96.9% at n = 6
+# (noise.median_interval falls back to (min, max) below that, zero for equal samples).
+MIN_ITERS_FOR_NOISE = 6
+
+
 def record_noise_rel(record, statistic: str = "median") -> float:
     """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
     per-iteration samples, widened for their autocorrelation (noise.within_run_sd, as the compare gate
     uses it: median, mean, min), over the statistic; without samples (older files) the spread from the
-    median to the p99 (or max) over the median, conservatively. Unknown -- one iteration (-n 1: its max is
-    its median), or neither samples nor a p99 or max -- is infinite: such a point never makes a rule."""
+    median to the p99 (or max) over the median, conservatively. Unknown -- fewer than MIN_ITERS_FOR_NOISE
+    iterations (-n 1: its max is its median; 3 equal ones: a (min, max) of zero width), or neither samples
+    nor a p99 or max -- is infinite: such a point never makes a rule."""
     from commbench.results.noise import Z95, within_run_sd
 
     value = record_time_us(record, statistic)
     samples = getattr(record, "iter_times_us", None) or []
-    if len(samples) < 2 and record.iters < 2:
+    if (len(samples) if samples else record.iters) < MIN_ITERS_FOR_NOISE:
         return math.inf
     if value and len(samples) >= 2 and statistic in ("median", "mean", "min"):
         sd = within_run_sd(samples, statistic)
@@ -298,6 +338,46 @@ def forced_by_environment(combo: TuningCombo, nccl_env: dict) -> bool:
     return any(nccl_env.get(key) and value is None for key, value in axes)
 
 
+def contradicts_environment(combo: TuningCombo, nccl_env: dict) -> bool:
+    """Whether a point's run set one of the combination's own axes to another value than the record names
+    (NCCL_ALGO=Tree beside a ring record, NCCL_MIN_NCHANNELS=8 beside 16): it ran what its header says, and a
+    rule would force what was not measured. NCCL reads the names in any case (src/graph/tuning.cc parseList:
+    strcasecmp); a list ("Ring,Tree") is not the one name a combination sets, so it contradicts too."""
+    return any(key in nccl_env and str(nccl_env[key]).strip().lower() != value.lower()
+               for key, value in combo.env().items())
+
+
+# Measurement params that are not how it was measured: the tuning axes (the combination itself)
+_NOT_WAY_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
+
+
+def measured_way(record) -> str:
+    """How a point was measured besides its combination, size and dtype: the backend (torch-nccl pays a framework
+    overhead cupy-nccl does not), the op, in place or not, and the workload's params (cuda_graph: replays without
+    launch cost, blocking, root, ...). A combination is compared with NCCL's default measured the same way only:
+    across ways the gain would be the measurement's, not the combination's."""
+    params = ",".join(f"{key}={record.params[key]}" for key in sorted(record.params) if key not in _NOT_WAY_PARAMS)
+    return (f"{record.backend} op={record.op} {'in-place' if record.in_place else 'out-of-place'}"
+            + (f" {params}" if params else ""))
+
+
+def record_combo(record) -> TuningCombo:
+    """The combination a record was measured under; CommbenchError in one line (the run, the point, the field,
+    its value and what is allowed) where its params name none: an unknown name, or a channel count that is not an
+    integer NCCL can hold (1..NCCL_MAX_CHANNELS) would be a traceback, or a rule the plugins drop or misread."""
+    where = f"results of run {record.run_id}, {record.collective} at {record.size_bytes} B"
+    channels = record.params.get("nccl_channels", DEFAULT)
+    if channels != DEFAULT and (type(channels) is not int or not 1 <= channels <= NCCL_MAX_CHANNELS):
+        raise CommbenchError(f"{where}: params.nccl_channels={channels!r} is invalid: allowed {DEFAULT!r} or an "
+                             f"integer from 1 to {NCCL_MAX_CHANNELS} (NCCL's MAXCHANNELS)")
+    try:
+        return combo_from_params(record.params)
+    except ValueError as error:  # TuningCombo: "algo='x' is invalid: allowed ..."
+        field = "nccl_algo" if str(error).startswith("algo=") else "nccl_proto"
+        raise CommbenchError(f"{where}: params.{field}={record.params.get(field)!r} is invalid: "
+                             f"{str(error).split(': ', 1)[-1]}") from None
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
@@ -317,12 +397,12 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         return r.num_groups == 1 and r.group_size == r.world_size
 
     def scale_combo(r) -> tuple:
-        return PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, combo_from_params(r.params)
+        return PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, record_combo(r)
 
     # NCCL's default takes another path per size, so only its wrong points go; a combination's path is fixed
     wrong = {scale_combo(r) for r in records if isinstance(r, Measurement) and r.collective in PLUGIN_COLLECTIVES
              and r.status == "ok" and r.num_wrong and whole_world(r) and r.run_id in nodes_of
-             and not combo_from_params(r.params).is_default}
+             and not record_combo(r).is_default}
     points, left_out = [], {}
     for r in records:
         if not isinstance(r, Measurement):
@@ -338,12 +418,18 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
-        elif forced_by_environment(combo_from_params(r.params), env_of[r.run_id]):
+        elif forced_by_environment(record_combo(r), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
+        elif contradicts_environment(record_combo(r), env_of[r.run_id]):
+            why = ("points whose run's NCCL_ALGO, NCCL_PROTO or NCCL_*_NCHANNELS contradict the combination their "
+                   "record names (it ran what the environment says)")
         elif scale_combo(r) in wrong:
             why = "points of a combination that gave wrong data at another size of that collective and scale"
-        elif r.num_wrong is None and not combo_from_params(r.params).is_default:
+        elif r.params.get("agg_iters", 1) != 1:
+            why = ("points of aggregated group calls (-m N: NCCL tunes the N calls as one of N x the size, "
+                   "src/enqueue.cc ncclPrepareTasks; a rule names one call of the size)")
+        elif r.num_wrong is None and not record_combo(r).is_default:
             why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
@@ -351,11 +437,11 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         if why:
             left_out[why] = left_out.get(why, 0) + 1
             continue
-        combo = combo_from_params(r.params)
+        combo = record_combo(r)
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
                                  noise_rel=record_noise_rel(r, statistic), run_id=r.run_id, dtype=r.dtype,
-                                 reg_buff=graph_registered(r.params, env_of[r.run_id])))
+                                 reg_buff=graph_registered(r.params, env_of[r.run_id]), way=measured_way(r)))
     notes = [f"left out {n} {why}" for why, n in left_out.items()]
     used = {p.run_id for p in points}
     notes += [f"nNodes = {kind}: {why}" for kind, why in dict.fromkeys(
@@ -364,6 +450,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     if len(dtypes) > 1:
         notes.append(f"several dtypes ({', '.join(dtypes)}): the plugin matches bytes only, so a rule needs its "
                      "combination to beat NCCL's default in each dtype measured at that size")
+    ways = sorted({p.way for p in points})
+    if len(ways) > 1:
+        notes.append(f"measured {len(ways)} ways ({'; '.join(ways)}): each combination is compared with NCCL's default "
+                     "measured the same way, and a rule needs a win in each way measured at that size")
     if len({p.reg_buff for p in points}) > 1:
         notes.append("points with and without CUDA-graph capture (regBuff 1 and 0 to NCCL): rules for each apart")
     return points, notes

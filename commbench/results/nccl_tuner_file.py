@@ -67,6 +67,9 @@ def rule_comment(rule: Rule, statistic: str) -> str:
         # the example plugin runs a call it has no rule for on 1 channel: the fastest with a channel count stands in
         return comment(f"{scale}: no winner at {where} (none beat NCCL default{versus}); fastest with channels, may "
                        f"be slower than NCCL's choice; {_origin(rule)}")
+    if rule.predicted:
+        lead = f", leads the next by {_speedups(tuple(speedups))}" if speedups else ""
+        return comment(f"{scale}: fastest predicted pair at {where}{lead}; {_origin(rule)}")
     if not speedups:
         return comment(f"{scale}: fastest predicted curve at {where}; {_origin(rule)}")
     return comment(f"{scale}: {_speedups(tuple(speedups))} faster than NCCL default ({statistic}) at {where}; "
@@ -77,12 +80,15 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     scale = f"{cell.collective} nodes={cell.nodes} ranks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}]"
     if cell.best is None:
         why = "no combination naming an algorithm, a protocol and a channel count was measured"
+    elif cell.predicted:
+        why = (f"best {cell.best.label} leads the next by {cell.speedup:.2f}x, within the cost model's "
+               f"{100 * cell.noise_rel:g}% error")
     elif cell.speedup is None:
-        why = "NCCL default was not measured at this size"
+        why = "NCCL default was not measured at this size (in each dtype and way a combination was)"
     else:
         why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), "
                + (f"within noise {100 * cell.noise_rel:.1f}% or below --min-gain" if math.isfinite(cell.noise_rel)
-                  else "noise unknown (one iteration, or no samples nor p99)"))
+                  else "noise unknown (one iteration or fewer than 6, or no samples nor p99)"))
     return comment(f"{scale}: NCCL default kept at {format_size(cell.size_bytes)}: {why}; {_origin(cell)}")
 
 
