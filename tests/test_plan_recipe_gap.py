@@ -94,3 +94,10 @@ def test_the_searched_plan_prints_the_recipe_line_and_its_json_carries_it():
     doc = json.loads(CliRunner().invoke(app, args + ["--json"]).stdout)
     assert doc["versus_recipe"]["recipe_release"] == "26.04"
     assert doc["versus_recipe"]["recipe_layout"].startswith("TP1 PP1 VP1 EP8")
+
+
+def test_a_recipe_layout_that_cannot_run_at_the_request_says_which_rule_it_breaks():
+    v = versus_recipe(_result(gbs=384, software="26.04"))
+    assert "gbs = 384 is not a multiple of mbs*dp" in v["unavailable"]
+    assert versus_recipe_lines(v)[0].endswith(v["unavailable"] + ".")
+    assert "rank" not in v and "gain_verdict" not in v

@@ -71,8 +71,18 @@ def versus_recipe(result: SearchResult) -> dict | None:
                           calibration=req.calibration, moe_imbalance=req.moe_imbalance,
                           moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
     if not bool(bd.valid[0]):
-        return where | {"recipe_layout": short(lay), "unavailable": f"its layout breaks a layout rule at gbs {req.gbs}"}
+        return where | {"recipe_layout": short(lay), "unavailable": f"its layout {short(lay)} {_broken(result, lay, bd)}"}
     return where | {"recipe_layout": short(lay), "recipe_flags": _flags(lay)} | versus_best(result, bd)
+
+
+def _broken(result: SearchResult, lay: Layout, bd) -> str:
+    """Which layout rule the recipe's layout breaks at the request, in RULES' words with the values."""
+    from commbench.planner.layout.spec import RULE_BITS, RULES, rule_detail
+    req, bits = result.request, int(bd.violations[0])
+    name = next((n for n, _ in RULES if bits & RULE_BITS[n]), "")
+    if not name:   # valid by the rules, but the GPU has no such precision (no peak): the search refuses it too
+        return f"cannot run {req.precision} on {req.fabric.gpu.name}"
+    return f"breaks the {name} rule here: {rule_detail(name, req.model, lay, req.num_gpus, req.seq_len)}"
 
 
 def _flags(lay: Layout) -> str:
