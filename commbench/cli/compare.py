@@ -18,7 +18,8 @@ from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, parse_threshold)
-from commbench.results.records import read_records
+from commbench.results.records import RunHeader, read_records
+from commbench.results.run_setup import setup_changes
 from commbench.results.resumed import with_resumed_runs_joined
 from commbench.results.tables import Col, print_table
 
@@ -27,9 +28,9 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
           "slower (within noise)": "yellow"}
 
 
-def read_measurements(path: str, unreadable: list | None = None):
+def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
-    `unreadable`, appended to it as "line N (reason)")."""
+    `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
@@ -37,6 +38,8 @@ def read_measurements(path: str, unreadable: list | None = None):
             unreadable.append(f"line {number} ({reason})")
 
     records = read_records([path], on_bad_line=bad_line)
+    if headers is not None:
+        headers += [r for r in records if isinstance(r, RunHeader)]
     note_resumed_elsewhere(path, records)
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
@@ -74,6 +77,23 @@ def read_history(folder: str) -> list:
         # run ids are unique per run; a copied file must not merge with another's runs
         records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file))]
     return records
+
+
+def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool) -> None:
+    """NEW measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or
+    the reverse) is another measurement: refused in one line naming what differs unless --allow-setup-change
+    (then said on a line of its own); other hosts with the same setup (CI runners) are only noted."""
+    changes = setup_changes(base_headers, new_headers)
+    if changes and not allow_setup_change:
+        raise CommbenchError(f"the new file was measured on another setup than the base: {'; '.join(changes)}; its "
+                             "times are not the base's measurement repeated; --allow-setup-change judges them all the "
+                             "same (an NCCL upgrade against the old baseline, say)")
+    if changes:
+        err_console.print(styled("allowed: the new file was measured on another setup (--allow-setup-change): {}",
+                                 "; ".join(changes)), highlight=False, soft_wrap=True)
+    for text in setup_changes(base_headers, new_headers, fields=("hosts",)):
+        err_console.print(styled("[yellow]note:[/] the new file was measured on other hosts: {}", text),
+                          highlight=False, soft_wrap=True)
 
 
 def noise_summary(result) -> str:
@@ -190,13 +210,19 @@ def compare_cmd(
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
+    allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
     NEW is judged on its own and all together."""
     threshold = parse_threshold(max_regression)
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
-    result = compare(read_measurements(base), read_measurements(new, unreadable), max_regression=threshold,
+    base_headers: list = []
+    new_headers: list = []
+    base_records = read_measurements(base, headers=base_headers)
+    new_records = read_measurements(new, unreadable, headers=new_headers)
+    check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
+    result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=read_history(history) if history else (),
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked)
     if as_json:
