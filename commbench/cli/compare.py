@@ -198,6 +198,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0) -> 
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
             "missing": result.missing, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
+            "known_failed": result.known_failed,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -262,6 +263,11 @@ def compare_cmd(
                                  "checked: {}", len(result.unchecked),
                                  ", ".join(result.unchecked[:20]) + (" ..." if len(result.unchecked) > 20 else "")),
                           highlight=False)
+        if result.known_failed:
+            console.print(styled("[yellow]known[/]: {} point(s) failed in both files, in the new no more often than "
+                                 "in the base (failed in the base too: no change, not judged where they failed): {}",
+                                 len(result.known_failed), ", ".join(result.known_failed[:20])
+                                 + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
     if not result.passed or unreadable:
@@ -290,7 +296,9 @@ def compare_cmd(
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
         console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}, none slower than {} beyond the noise, "
-                             "none failed or wrong{}", len(result.points) - apart, result.runs["new"],
+                             "none {}failed or wrong{}{}", len(result.points) - apart, result.runs["new"],
                              f" ({apart} not comparable: no statistic in both files)" if apart else "",
-                             f"{threshold:.0%}", f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
+                             f"{threshold:.0%}", "newly " if result.known_failed else "",
+                             f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
+                             f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
                              if result.unchecked else ""), highlight=False)

@@ -138,6 +138,7 @@ class Comparison:
     unchecked: list[str] = field(default_factory=list)  # "label (run i)": measured without the data check, BASE checked
     allow_unchecked: bool = False
     trimmed: dict = field(default_factory=dict)  # key -> n: a tail statistic over each record's first n iterations
+    known_failed: list[str] = field(default_factory=list)  # labels: failed in NEW no more often than in BASE
 
     @property
     def only_in_base(self) -> int:
