@@ -42,3 +42,11 @@ def test_same_setup_on_other_hosts_passes_and_is_noted(tmp_path):
     out = CliRunner().invoke(app, ["compare", str(A), new])
     assert out.exit_code == 0 and "note:" in out.output and "hosts" in out.output
     assert CliRunner().invoke(app, ["compare", str(A), str(A)]).output.count("note:") == 0
+
+
+def test_a_setup_a_file_does_not_know_is_no_change(tmp_path):
+    """An nccl-tests log names no devices (or an old one no NCCL version): unknown is not another setup."""
+    for devices in ([], ["unknown"] * 2):  # the importer's placeholder where a log names none
+        new = _with_header(tmp_path, "new.jsonl", devices=devices, hostnames=["unknown"], nccl_version=None)
+        assert CliRunner().invoke(app, ["compare", str(A), new]).exit_code == 0
+        assert CliRunner().invoke(app, ["compare", new, str(A)]).output.count("note:") == 0
