@@ -112,11 +112,12 @@ def _pair_scatter(bt, nt, collective_of) -> RunToRun | None:
     return pair_scatter(diffs, collective_of, inverse)
 
 
-def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] | None:
+def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset()) -> tuple[str, str, list[int]] | None:
     """(verdict, detail, missing run numbers) for failed/wrong/missing records of a key in NEW. A point is
     missing where NEW holds it in fewer runs than BASE does (at most NEW's run count): a run that stopped
-    short. Runs that measured different sizes, as BASE's own runs did, are no loss (a file against itself
-    passes)."""
+    short; or where a run of NEW in `comparable` (its numbers from 1: the runs holding a point of BASE) lacks a
+    point every run of BASE holds. Runs that measured different sizes, as BASE's own runs did, are no loss (a
+    file against itself passes)."""
     base_ok = any(key in run and not is_bad(run[key]) for run in base_runs)
     shared = _failures_base_shares(key, base_runs, new_runs, stat)
     missing, worst = [], None
@@ -134,7 +135,10 @@ def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] |
             worst = (("newly " if base_ok else "") + reason, f"run {index}/{len(new_runs)}: {detail}"[:80])
     expected = min(sum(key in run for run in base_runs), len(new_runs))
     if len(new_runs) - len(missing) >= expected:
-        missing = []
+        # a run of NEW that compares with BASE (holds one of its points) still misses a point every run of BASE
+        # holds: an earlier complete run left in the file must not cover a run that stopped short after it
+        every_base_run = all(key in run for run in base_runs)
+        missing = [i for i in missing if every_base_run and i in comparable]
     if worst:
         return worst[0], worst[1], missing
     if missing:
@@ -215,11 +219,12 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
             tests[k].extend(found)
         shifts.extend(scope_shifts)
     points, missing, unchecked, known_failed = [], [], [], []
+    comparable = {i for i, run in enumerate(new_runs, start=1) if any(k in run for k in base_keys)}
     collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
-        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key))
+        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key), comparable)
         if _failures_base_shares(key, base_runs, new_runs, stats.get(key)):
             known_failed.append(ident["label"])
         unchecked += [f"{ident['label']} (run {i}/{num_new})" for i in _unchecked_runs(key, base_runs, new_runs)]
