@@ -394,3 +394,17 @@ def test_a_moe_record_is_fitted_against_its_busiest_side_sending_or_receiving(tm
     _, fits, _ = fit_result_files([str(path)])
     moe = next(f for f in fits if f.key.collective == "moe_all_to_all")
     assert moe.fit.busbw_bytes_per_s[-1] / 1e9 == pytest.approx(150, rel=0.05)
+
+
+def test_a_size_regime_no_point_covers_is_named():
+    """8 B..512 KiB of a 100 us + 2.7 GB/s curve is neither latency-bound at its largest size nor bandwidth-bound at
+    its smallest, so no warning said the bandwidth regime (>= 64 MiB, where gradient reduce-scatters run) was never
+    measured: a profile used there predicts 100x beyond its data. Each regime with no point is now named."""
+    sizes = [8 * 4 ** k for k in range(9)]  # 8 B .. 512 KiB
+    (fit,), _ = fit_all([_record("all_reduce", s, 100.0 + s / 2.7e3, 4, world=4) for s in sizes], {})
+    assert [w for w in fit.warnings if "regime" in w] == [
+        "no size in the bandwidth regime (>= 64 MiB): measured 8 B..512 KiB; predictions there are extrapolated"]
+    (whole,), _ = fit_all([_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in SIZES], {})
+    assert not any("regime" in w for w in whole.warnings)  # 1 KiB .. 64 MiB: every regime has a point
+    (big,), _ = fit_all([_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in SIZES[-8:]], {})
+    assert any(w.startswith("no size in the latency regime (< 512 KiB)") for w in big.warnings)
