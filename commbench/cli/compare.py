@@ -263,6 +263,11 @@ def compare_cmd(
                                  "checked: {}", len(result.unchecked),
                                  ", ".join(result.unchecked[:20]) + (" ..." if len(result.unchecked) > 20 else "")),
                           highlight=False)
+        for side, count in result.repeated_runs.items():
+            console.print(styled("[yellow]note[/]: {}: {} run(s) repeating an earlier run of the file record for "
+                                 "record: counted once (the same log imported twice, the baseline copied into the "
+                                 "history, say; two copies would make the run-to-run noise zero)",
+                                 "history" if side == "history" else f"{side} file", count), highlight=False)
         if result.known_failed:
             console.print(styled("[yellow]known[/]: {} point(s) failed in both files, in the new no more often than "
                                  "in the base (failed in the base too: no change, not judged where they failed): {}",
