@@ -50,3 +50,12 @@ def test_a_setup_a_file_does_not_know_is_no_change(tmp_path):
         new = _with_header(tmp_path, "new.jsonl", devices=devices, hostnames=["unknown"], nccl_version=None)
         assert CliRunner().invoke(app, ["compare", str(A), new]).exit_code == 0
         assert CliRunner().invoke(app, ["compare", new, str(A)]).output.count("note:") == 0
+
+
+def test_a_history_of_another_setup_is_refused_too(tmp_path):
+    """--history runs set the run-to-run noise: runs on other devices would set it from another machine."""
+    history = tmp_path / "history"
+    history.mkdir()
+    _with_header(history, "h100.jsonl", devices=["NVIDIA H100 80GB HBM3"] * 2)
+    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", str(history)])
+    assert out.exit_code == 2 and "error: the history" in out.output and "devices" in out.output, out.output

@@ -64,8 +64,9 @@ def note_resumed_elsewhere(path: str, records) -> None:
                                  differs), highlight=False)
 
 
-def read_history(folder: str) -> list:
-    """Every run of every *.jsonl in a baseline-history folder (one run or several per file)."""
+def read_history(folder: str, headers: list | None = None) -> list:
+    """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
+    run headers are appended to it."""
     path = Path(folder)
     if not path.is_dir():
         raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
@@ -75,24 +76,26 @@ def read_history(folder: str) -> list:
     records = []
     for index, file in enumerate(files):
         # run ids are unique per run; a copied file must not merge with another's runs
-        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file))]
+        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers)]
     return records
 
 
-def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool) -> None:
-    """NEW measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or
-    the reverse) is another measurement: refused in one line naming what differs unless --allow-setup-change
-    (then said on a line of its own); other hosts with the same setup (CI runners) are only noted."""
+def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
+                     side: str = "the new file") -> None:
+    """NEW (or the history: `side`) measured with another NCCL version, on other devices or on an emulated instead
+    of a real fabric (or the reverse) is another measurement: refused in one line naming what differs unless
+    --allow-setup-change (then said on a line of its own); other hosts with the same setup (CI runners) are only
+    noted."""
     changes = setup_changes(base_headers, new_headers)
     if changes and not allow_setup_change:
-        raise CommbenchError(f"the new file was measured on another setup than the base: {'; '.join(changes)}; its "
+        raise CommbenchError(f"{side} was measured on another setup than the base: {'; '.join(changes)}; its "
                              "times are not the base's measurement repeated; --allow-setup-change judges them all the "
                              "same (an NCCL upgrade against the old baseline, say)")
     if changes:
-        err_console.print(styled("allowed: the new file was measured on another setup (--allow-setup-change): {}",
+        err_console.print(styled("allowed: {} was measured on another setup (--allow-setup-change): {}", side,
                                  "; ".join(changes)), highlight=False, soft_wrap=True)
     for text in setup_changes(base_headers, new_headers, fields=("hosts",)):
-        err_console.print(styled("[yellow]note:[/] the new file was measured on other hosts: {}", text),
+        err_console.print(styled("[yellow]note:[/] {} was measured on other hosts: {}", side, text),
                           highlight=False, soft_wrap=True)
 
 
@@ -223,8 +226,12 @@ def compare_cmd(
     base_records = read_measurements(base, headers=base_headers)
     new_records = read_measurements(new, unreadable, headers=new_headers)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
+    history_headers: list = []
+    history_records = read_history(history, history_headers) if history else ()
+    check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
+                     side=f"the history {history!r}")
     result = compare(base_records, new_records, max_regression=threshold,
-                     statistic=check_statistic(statistic), history=read_history(history) if history else (),
+                     statistic=check_statistic(statistic), history=history_records,
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked)
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable))))
