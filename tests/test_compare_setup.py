@@ -59,3 +59,8 @@ def test_a_history_of_another_setup_is_refused_too(tmp_path):
     _with_header(history, "h100.jsonl", devices=["NVIDIA H100 80GB HBM3"] * 2)
     out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", str(history)])
     assert out.exit_code == 2 and "error: the history" in out.output and "devices" in out.output, out.output
+
+
+def test_an_empty_history_option_is_refused_not_ignored():
+    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", ""])
+    assert out.exit_code == 2 and out.output.startswith("error: --history='' is invalid"), out.output

@@ -68,7 +68,7 @@ def read_history(folder: str, headers: list | None = None) -> list:
     """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
     run headers are appended to it."""
     path = Path(folder)
-    if not path.is_dir():
+    if not folder.strip() or not path.is_dir():
         raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
     files = sorted(path.glob("*.jsonl"))
     if not files:
@@ -227,7 +227,7 @@ def compare_cmd(
     new_records = read_measurements(new, unreadable, headers=new_headers)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
-    history_records = read_history(history, history_headers) if history else ()
+    history_records = read_history(history, history_headers) if history is not None else ()
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
                      side=f"the history {history!r}")
     result = compare(base_records, new_records, max_regression=threshold,
