@@ -64,3 +64,10 @@ def test_a_history_of_another_setup_is_refused_too(tmp_path):
 def test_an_empty_history_option_is_refused_not_ignored():
     out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", ""])
     assert out.exit_code == 2 and out.output.startswith("error: --history='' is invalid"), out.output
+
+
+def test_another_nccl_environment_is_judged_and_named(tmp_path):
+    """NCCL_* settings are what the gate judges (NCCL_ALGO forced, say), so they pass, but the output names them."""
+    new = _with_header(tmp_path, "new.jsonl", nccl_env={"NCCL_ALGO": "Tree"})
+    out = CliRunner().invoke(app, ["compare", str(A), new])
+    assert out.exit_code == 0 and "note:" in out.output and "NCCL_ALGO=Tree" in out.output, out.output
