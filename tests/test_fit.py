@@ -311,7 +311,8 @@ def _two_runs(path, second: dict) -> None:
 
 @pytest.mark.parametrize("second, mixed", [({"nccl_version": "2.21.5"}, "NCCL versions"),
                                            ({"devices": ["NVIDIA A100"]}, "devices"),
-                                           ({"emulated": {"emulated": True, "num_racks": 2}}, "emulated and real")])
+                                           ({"emulated": {"emulated": True, "num_racks": 2}}, "emulated and real"),
+                                           ({"nccl_env": {"NCCL_P2P_DISABLE": "1"}}, "NCCL_\\* settings")])
 def test_runs_of_different_systems_are_not_merged_into_one_fit(tmp_path, second, mixed):
     """Medians per size of two NCCL versions, two GPU models or an emulated and a real fabric made one curve of
     no real fabric, silently; now refused in one line naming the runs."""
@@ -408,3 +409,11 @@ def test_a_size_regime_no_point_covers_is_named():
     assert not any("regime" in w for w in whole.warnings)  # 1 KiB .. 64 MiB: every regime has a point
     (big,), _ = fit_all([_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in SIZES[-8:]], {})
     assert any(w.startswith("no size in the latency regime (< 512 KiB)") for w in big.warnings)
+
+
+def test_runs_apart_only_in_what_the_fit_keys_or_logs_are_one_fit(tmp_path):
+    """NCCL_ALGO/NCCL_PROTO runs are fitted apart and forced channel counts skipped (fit_records), NCCL_DEBUG only
+    logs: none of them makes the runs another fabric."""
+    path = tmp_path / "same.jsonl"
+    _two_runs(path, {"nccl_env": {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}})
+    fit_result_files([str(path)])
