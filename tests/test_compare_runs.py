@@ -258,3 +258,18 @@ def test_an_interval_a_few_points_leave_astronomically_wide_is_printed_in_signif
     assert _interval(0.951, 1.0523) == "0.951..1.052"
     assert _interval(3.8e-21, 2.606e20) == "3.8e-21..2.61e+20"   # was 0.000..260616122026578837504.000
     assert _interval(None, None) == "-"
+
+
+def test_a_partial_run_appended_after_a_complete_stale_one_is_missing_points():
+    """NEW = an earlier complete run left in the output file + this run, which crashed half-way (bench -O appends):
+    every point was in 'one run of NEW, as many as BASE', so nothing was missing and the gate passed a crashed run.
+    A run of NEW lacking a point every run of BASE holds now misses it; the same file against itself still passes."""
+    rng = np.random.default_rng(8)
+    base, stale, fresh = runs(rng, 1, prefix="b"), runs(rng, 1, prefix="s"), runs(rng, 1, prefix="f")
+    new = stale + fresh[:5]
+    result = compare(base, new, max_regression=0.1)
+    assert not result.passed and len(result.missing) == len(SIZES) - 5
+    assert all(text.endswith("(run 2/2)") for text in result.missing), result.missing
+    assert compare(base, new, max_regression=0.1, allow_missing=True).passed
+    assert compare(new, new, max_regression=0.1).passed
+    assert compare(base, stale + fresh, max_regression=0.1).passed

@@ -311,7 +311,8 @@ def _two_runs(path, second: dict) -> None:
 
 @pytest.mark.parametrize("second, mixed", [({"nccl_version": "2.21.5"}, "NCCL versions"),
                                            ({"devices": ["NVIDIA A100"]}, "devices"),
-                                           ({"emulated": {"emulated": True, "num_racks": 2}}, "emulated and real")])
+                                           ({"emulated": {"emulated": True, "num_racks": 2}}, "emulated and real"),
+                                           ({"nccl_env": {"NCCL_P2P_DISABLE": "1"}}, "NCCL_\\* settings")])
 def test_runs_of_different_systems_are_not_merged_into_one_fit(tmp_path, second, mixed):
     """Medians per size of two NCCL versions, two GPU models or an emulated and a real fabric made one curve of
     no real fabric, silently; now refused in one line naming the runs."""
@@ -394,3 +395,25 @@ def test_a_moe_record_is_fitted_against_its_busiest_side_sending_or_receiving(tm
     _, fits, _ = fit_result_files([str(path)])
     moe = next(f for f in fits if f.key.collective == "moe_all_to_all")
     assert moe.fit.busbw_bytes_per_s[-1] / 1e9 == pytest.approx(150, rel=0.05)
+
+
+def test_a_size_regime_no_point_covers_is_named():
+    """8 B..512 KiB of a 100 us + 2.7 GB/s curve is neither latency-bound at its largest size nor bandwidth-bound at
+    its smallest, so no warning said the bandwidth regime (>= 64 MiB, where gradient reduce-scatters run) was never
+    measured: a profile used there predicts 100x beyond its data. Each regime with no point is now named."""
+    sizes = [8 * 4 ** k for k in range(9)]  # 8 B .. 512 KiB
+    (fit,), _ = fit_all([_record("all_reduce", s, 100.0 + s / 2.7e3, 4, world=4) for s in sizes], {})
+    assert [w for w in fit.warnings if "regime" in w] == [
+        "no size in the bandwidth regime (>= 64 MiB): measured 8 B..512 KiB; predictions there are extrapolated"]
+    (whole,), _ = fit_all([_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in SIZES], {})
+    assert not any("regime" in w for w in whole.warnings)  # 1 KiB .. 64 MiB: every regime has a point
+    (big,), _ = fit_all([_record("all_reduce", s, 20.0 + s / 1e4, 4, world=4) for s in SIZES[-8:]], {})
+    assert any(w.startswith("no size in the latency regime (< 512 KiB)") for w in big.warnings)
+
+
+def test_runs_apart_only_in_what_the_fit_keys_or_logs_are_one_fit(tmp_path):
+    """NCCL_ALGO/NCCL_PROTO runs are fitted apart and forced channel counts skipped (fit_records), NCCL_DEBUG only
+    logs: none of them makes the runs another fabric."""
+    path = tmp_path / "same.jsonl"
+    _two_runs(path, {"nccl_env": {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}})
+    fit_result_files([str(path)])

@@ -11,7 +11,7 @@ import typer
 
 from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
-from commbench.cli.base import command, console, fail, renamed
+from commbench.cli.base import command, console, err_console, fail, renamed
 from commbench.cli.nccl_flags import nccl_tests_loop, refuse_nccl_tests_flags
 from commbench.results.nccl_tests_text import stopped_line
 from commbench.results.render import styled
@@ -37,6 +37,17 @@ def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None
     earlier = run_ids_in(config.output_path)
     results = run_tuned_bench(config, combos, nproc=nproc)
     print_combinations(results, config.output_path, wrong=wrong_points_since(config.output_path, earlier))
+
+
+def note_appending(path: str) -> None:
+    """One line where -O already holds results: the run goes after them as a run of its own (-J appends, as
+    nccl-tests'), which compare and report count; never a silent second run in a file meant as one."""
+    from pathlib import Path
+
+    if Path(path).is_file() and Path(path).stat().st_size > 0:
+        err_console.print(styled("[yellow]note:[/] --out={} already holds results: this run is appended after them "
+                                 "as a run of its own (compare and report count every run; -O a new file for this "
+                                 "run alone)", path), highlight=False, soft_wrap=True)
 
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:
@@ -177,6 +188,7 @@ def bench(
     with lock:
         if launched is None or launched.rank == 0:
             repair_torn_tail(config.output_path)  # a run cut off mid-line: the new header starts a line
+            note_appending(config.output_path)
         if combos:
             run_bench_axes(config, combos, nproc)
             return

@@ -18,7 +18,8 @@ from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, parse_threshold)
-from commbench.results.records import read_records
+from commbench.results.records import RunHeader, read_records
+from commbench.results.run_setup import setup_changes
 from commbench.results.resumed import with_resumed_runs_joined
 from commbench.results.tables import Col, print_table
 
@@ -27,9 +28,9 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
           "slower (within noise)": "yellow"}
 
 
-def read_measurements(path: str, unreadable: list | None = None):
+def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
-    `unreadable`, appended to it as "line N (reason)")."""
+    `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
@@ -37,6 +38,8 @@ def read_measurements(path: str, unreadable: list | None = None):
             unreadable.append(f"line {number} ({reason})")
 
     records = read_records([path], on_bad_line=bad_line)
+    if headers is not None:
+        headers += [r for r in records if isinstance(r, RunHeader)]
     note_resumed_elsewhere(path, records)
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
@@ -61,10 +64,11 @@ def note_resumed_elsewhere(path: str, records) -> None:
                                  differs), highlight=False)
 
 
-def read_history(folder: str) -> list:
-    """Every run of every *.jsonl in a baseline-history folder (one run or several per file)."""
+def read_history(folder: str, headers: list | None = None) -> list:
+    """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
+    run headers are appended to it."""
     path = Path(folder)
-    if not path.is_dir():
+    if not folder.strip() or not path.is_dir():
         raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
     files = sorted(path.glob("*.jsonl"))
     if not files:
@@ -72,8 +76,33 @@ def read_history(folder: str) -> list:
     records = []
     for index, file in enumerate(files):
         # run ids are unique per run; a copied file must not merge with another's runs
-        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file))]
+        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers)]
     return records
+
+
+def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
+                     side: str = "the new file") -> None:
+    """NEW (or the history: `side`) measured with another NCCL version, on other devices or on an emulated instead
+    of a real fabric (or the reverse) is another measurement: refused in one line naming what differs unless
+    --allow-setup-change (then said on a line of its own); other hosts with the same setup (CI runners) are only
+    noted."""
+    changes = setup_changes(base_headers, new_headers)
+    if changes and not allow_setup_change:
+        raise CommbenchError(f"{side} was measured on another setup than the base: {'; '.join(changes)}; its "
+                             "times are not the base's measurement repeated; --allow-setup-change judges them all the "
+                             "same (an NCCL upgrade against the old baseline, say)")
+    if changes:
+        err_console.print(styled("allowed: {} was measured on another setup (--allow-setup-change): {}", side,
+                                 "; ".join(changes)), highlight=False, soft_wrap=True)
+    envs = [sorted({" ".join(f"{k}={v}" for k, v in sorted(h.nccl_env.items())) or "none" for h in side})
+            for side in (base_headers, new_headers)]
+    if base_headers and new_headers and not set(envs[1]) <= set(envs[0]):
+        err_console.print(styled("[yellow]note:[/] {} was measured with other NCCL_* settings (judged as the change "
+                                 "under test): base {}; new {}", side, " | ".join(envs[0]), " | ".join(envs[1])),
+                          highlight=False, soft_wrap=True)
+    for text in setup_changes(base_headers, new_headers, fields=("hosts",)):
+        err_console.print(styled("[yellow]note:[/] {} was measured on other hosts: {}", side, text),
+                          highlight=False, soft_wrap=True)
 
 
 def noise_summary(result) -> str:
@@ -178,6 +207,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0) -> 
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
             "missing": result.missing, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
+            "known_failed": result.known_failed,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -190,14 +220,24 @@ def compare_cmd(
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
+    allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
     NEW is judged on its own and all together."""
     threshold = parse_threshold(max_regression)
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
-    result = compare(read_measurements(base), read_measurements(new, unreadable), max_regression=threshold,
-                     statistic=check_statistic(statistic), history=read_history(history) if history else (),
+    base_headers: list = []
+    new_headers: list = []
+    base_records = read_measurements(base, headers=base_headers)
+    new_records = read_measurements(new, unreadable, headers=new_headers)
+    check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
+    history_headers: list = []
+    history_records = read_history(history, history_headers) if history is not None else ()
+    check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
+                     side=f"the history {history!r}")
+    result = compare(base_records, new_records, max_regression=threshold,
+                     statistic=check_statistic(statistic), history=history_records,
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked)
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable))))
@@ -236,6 +276,16 @@ def compare_cmd(
                                  "checked: {}", len(result.unchecked),
                                  ", ".join(result.unchecked[:20]) + (" ..." if len(result.unchecked) > 20 else "")),
                           highlight=False)
+        for side, count in result.repeated_runs.items():
+            console.print(styled("[yellow]note[/]: {}: {} run(s) repeating an earlier run of the file record for "
+                                 "record: counted once (the same log imported twice, the baseline copied into the "
+                                 "history, say; two copies would make the run-to-run noise zero)",
+                                 "history" if side == "history" else f"{side} file", count), highlight=False)
+        if result.known_failed:
+            console.print(styled("[yellow]known[/]: {} point(s) failed in both files, in the new no more often than "
+                                 "in the base (failed in the base too: no change, not judged where they failed): {}",
+                                 len(result.known_failed), ", ".join(result.known_failed[:20])
+                                 + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
     if not result.passed or unreadable:
@@ -247,6 +297,10 @@ def compare_cmd(
             worst = max(slow, key=lambda p: p.ratio)
             parts.append(f"{len(slow)} point(s) regressed beyond {threshold:.0%} and the noise; worst: {worst.label} "
                          f"x{worst.ratio:.2f} ({worst.statistic}, {worst.detail}, noise {worst.noise_text()})")
+        if (slow or result.regressed_collectives) and not (result.run_to_run and result.run_to_run.shift_known):
+            parts.append("run-to-run noise not measured (one baseline run, no --history): assumed, so a point that "
+                         "moves between runs on a shared host can fail unchanged code; append repeated runs to BASE "
+                         "or pass --history DIR to measure it")
         missing = [p for p in bad if p.verdict == "missing"]
         bad = [p for p in bad if p.verdict != "missing"]
         if bad:
@@ -264,7 +318,9 @@ def compare_cmd(
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
         console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}, none slower than {} beyond the noise, "
-                             "none failed or wrong{}", len(result.points) - apart, result.runs["new"],
+                             "none {}failed or wrong{}{}", len(result.points) - apart, result.runs["new"],
                              f" ({apart} not comparable: no statistic in both files)" if apart else "",
-                             f"{threshold:.0%}", f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
+                             f"{threshold:.0%}", "newly " if result.known_failed else "",
+                             f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
+                             f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
                              if result.unchecked else ""), highlight=False)

@@ -26,7 +26,8 @@ def _write_fabric(fabric, out: str, force: bool) -> None:
 
 @command("fit", help="Fit latency and bandwidth per collective, group and tier from measured JSONL results. The "
                      "profile names the runs it was fitted from and each curve the hosts it was measured on; runs of "
-                     "different NCCL versions, devices or emulation (real vs commbench emulate) are refused, not merged.")
+                     "different NCCL versions, devices, emulation (real vs commbench emulate) or NCCL_* settings "
+                     "(beyond NCCL_ALGO/NCCL_PROTO/channels and NCCL_DEBUG) are refused, not merged.")
 def fit(
     results: Annotated[list[str], typer.Argument(help="commbench JSONL results files (bench, sweep or import).")],
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="Write the fabric profile JSON here.")] = None,

@@ -27,8 +27,8 @@ def import_nccl_tests(
     if output is None:
         raise fail("-O/--out is required: the JSONL file to append the imported records to")
     from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
-    from commbench.results.importers.nccl_tests import (ImportResult, import_file, parse_tests_version, time_warnings,
-                                                        world_size_warnings)
+    from commbench.results.importers.nccl_tests import (STOPPED_RUN, ImportResult, import_file, parse_tests_version,
+                                                        time_warnings, world_size_warnings)
     from commbench.results.importers.stream import FirstProblems, RecordSink
     from commbench.results.records import JsonlWriter
 
@@ -41,12 +41,14 @@ def import_nccl_tests(
         check_results_target(output, "--out")
         check_output_file(output, "--out")
         problems = FirstProblems()
+        stopped: list[tuple[str, int]] = []  # runs with no footer: nccl-tests stopped during them
         with OutputLock(output, "--out"):
             repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
             with JsonlWriter(output, sync_each=False) as writer:
                 sink = RecordSink(writer)
                 for path in files:
-                    import_file(path, collective, ImportResult(records=sink, problems=problems), version)
+                    import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped),
+                                version)
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
     for source, line, text, reason in problems.shown:
@@ -59,8 +61,11 @@ def import_nccl_tests(
         raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
     for warning in world_size_warnings(sink.summary_records()) + time_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
+    for source, line in stopped:
+        err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, STOPPED_RUN), highlight=False,
+                          soft_wrap=True)
     console.print(styled("[green]imported[/] {} measured point(s) ({}) from {} file(s) into {}; {} line(s) not parsed",
                          sink.num_points, ", ".join(sorted(sink.collectives)), len(files), output, problems.count),
                   highlight=False)
-    if strict and problems:
+    if strict and (problems or stopped):
         raise typer.Exit(1)

@@ -147,4 +147,7 @@ def report(
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():
         console.print(styled("[yellow]note:[/] no predicted line for {}: {}", curve, why), highlight=False)
+    if result.removed:
+        console.print(styled("[yellow]note:[/] removed {} figure(s) of the earlier report in {} that this one does not "
+                             "draw: {}", len(result.removed), out, ", ".join(result.removed)), highlight=False)
     console.print(styled("[green]report[/]: {} and {} plot(s) in {}", result.markdown, len(result.plots), out), highlight=False)

@@ -252,6 +252,21 @@ def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray,
     return x, t, sizes
 
 
+def _uncovered_regimes(sizes: np.ndarray) -> list[str]:
+    """One warning per size regime (latency / middle / bandwidth) below or above every measured size: the
+    profile predicts there from the other regimes' points."""
+    from commbench.units import format_size
+
+    measured = f"measured {format_size(int(sizes[0]))}..{format_size(int(sizes[-1]))}"
+    out = []
+    for name, lo, hi in REGIMES:
+        if not np.any((sizes >= lo) & (sizes < hi)) and (hi <= sizes[0] or lo > sizes[-1]):
+            bounds = f"< {format_size(int(hi))}" if lo == 0 else (
+                f">= {format_size(int(lo))}" if hi == float("inf") else f"{format_size(int(lo))}..{format_size(int(hi))}")
+            out.append(f"no size in the {name} regime ({bounds}): {measured}; predictions there are extrapolated")
+    return out
+
+
 def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
               min_heldout_bytes: int = MIN_HELDOUT_BYTES) -> CurveFit | None:
     x, t, sizes = _median_by_size(points)
@@ -278,6 +293,7 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
         warnings.append("largest size is latency-bound: bandwidth is poorly determined (measure larger sizes)")
     if float(x[0]) / fit.busbw_bytes_per_s[0] > fit.latency_s:
         warnings.append("smallest size is bandwidth-bound: latency is poorly determined (measure smaller sizes)")
+    warnings += _uncovered_regimes(sizes)
     return CurveFit(key=key, fit=fit, num_points=len(x), min_size_bytes=int(sizes[0]),
                     max_size_bytes=int(sizes[-1]), heldout_median_rel_error=heldout,
                     heldout_num_points=int(np.sum(big)), warnings=tuple(warnings), heldout_by_regime=by_regime)

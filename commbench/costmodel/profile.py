@@ -264,9 +264,20 @@ def check_on_base(points: list, runs: dict, base: Fabric) -> None:
                       "--system (plan with --gpu), or measure with NCCL on that GPU")
 
 
+def _fabric_env(header) -> str:
+    """A run's NCCL_* settings that change the fabric NCCL uses (NCCL_P2P_DISABLE, NCCL_IB_HCA, ...): not the
+    tuned ones (NCCL_ALGO/NCCL_PROTO are fitted apart, forced channel counts skipped: fit_records) nor NCCL_DEBUG*."""
+    from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
+
+    kept = {k: v for k, v in sorted((header.nccl_env or {}).items())
+            if k not in TUNED_ENV_KEYS and not k.startswith("NCCL_DEBUG")}
+    return " ".join(f"{k}={v}" for k, v in kept.items()) or "no NCCL_* settings"
+
+
 def check_one_fabric(points: list, runs: dict) -> list[str]:
-    """Refuse points whose runs differ in NCCL version, devices or emulation (real vs `commbench emulate`,
-    or two emulated fabrics): their medians per size would be merged into one curve of no real fabric.
+    """Refuse points whose runs differ in NCCL version, devices, emulation (real vs `commbench emulate`, or two
+    emulated fabrics) or NCCL_* settings (_fabric_env): their medians per size would be merged into one curve of
+    no real fabric.
     Returns a note per run used (its provenance), for the profile."""
     from commbench.errors import CommbenchError
     from commbench.results.records import mixed_runs_text
@@ -277,7 +288,8 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
     checks = (("NCCL versions", lambda h: f"NCCL {h.nccl_version or 'none'}"),
               ("devices", lambda h: ", ".join(sorted(set(h.devices))) or "devices unknown"),
               ("emulated and real fabrics", lambda h: ("emulated " + json.dumps(h.emulated, sort_keys=True))
-               if h.emulated else "real"))
+               if h.emulated else "real"),
+              ("NCCL_* settings", _fabric_env))
     for what, value in checks:
         named = mixed_runs_text({run_id: value(h) for run_id, h in known.items()})
         if named:

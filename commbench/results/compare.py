@@ -41,6 +41,7 @@ checked it fails the gate too (unchecked data never counts as wrong: it is unver
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -138,6 +139,8 @@ class Comparison:
     unchecked: list[str] = field(default_factory=list)  # "label (run i)": measured without the data check, BASE checked
     allow_unchecked: bool = False
     trimmed: dict = field(default_factory=dict)  # key -> n: a tail statistic over each record's first n iterations
+    known_failed: list[str] = field(default_factory=list)  # labels: failed in NEW no more often than in BASE
+    repeated_runs: dict = field(default_factory=dict)  # side -> runs left out: an earlier run's records repeated
 
     @property
     def only_in_base(self) -> int:
@@ -256,6 +259,26 @@ def split_runs(records: Iterable[Measurement]) -> list[dict[tuple, Measurement]]
     return list(runs.values())
 
 
+def _fingerprint(run: dict[tuple, Measurement]) -> frozenset:
+    return frozenset((key, json.dumps({**m.__dict__, "run_id": None}, sort_keys=True, default=str))
+                     for key, m in run.items())
+
+
+def without_repeated_runs(runs: list[dict[tuple, Measurement]], earlier: list[dict[tuple, Measurement]] = ()
+                          ) -> tuple[list[dict[tuple, Measurement]], int]:
+    """The runs less those that repeat an earlier run (or one of `earlier`: BASE's, for the history) record for
+    record under another run id (an nccl-tests log imported twice into one file, the baseline copied into
+    --history): one measurement counted twice would be two runs with no scatter between them, a run-to-run noise
+    of zero. Also the number of runs left out."""
+    seen, kept = {_fingerprint(run) for run in earlier}, []
+    for run in runs:
+        fingerprint = _fingerprint(run)
+        if fingerprint not in seen:
+            seen.add(fingerprint)
+            kept.append(run)
+    return kept, len(runs) - len(kept)
+
+
 def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
     """One line saying which identity fields differ between two files with no point in common."""
     differ = []
@@ -282,14 +305,17 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     if statistic != AUTO:
         check_present(statistic, base, "base")
         check_present(statistic, new, "new")
-    base_runs, new_runs = split_runs(base), split_runs(new)
+    (base_runs, base_repeats), (new_runs, new_repeats) = (without_repeated_runs(split_runs(side)) for side in (base, new))
+    hist_runs, hist_repeats = without_repeated_runs(split_runs(history), earlier=base_runs)
     base_keys = list(dict.fromkeys(k for run in base_runs for k in run))
     new_keys = set(k for run in new_runs for k in run)
     if not any(k in new_keys for k in base_keys):
         raise CommbenchError(mismatch_message(base, new))
-    return judge(base_runs, new_runs, split_runs(history), base_keys, max_regression=max_regression,
-                 statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
-                 only_in_new=len(new_keys - set(base_keys)))
+    result = judge(base_runs, new_runs, hist_runs, base_keys, max_regression=max_regression,
+                   statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
+                   only_in_new=len(new_keys - set(base_keys)))
+    repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
+    return dataclasses.replace(result, repeated_runs=repeated) if repeated else result
 
 
 def log_table(runs: list[dict[tuple, Measurement]], stats: dict[tuple, str]) -> list[dict[tuple, float]]:

@@ -112,12 +112,14 @@ def _pair_scatter(bt, nt, collective_of) -> RunToRun | None:
     return pair_scatter(diffs, collective_of, inverse)
 
 
-def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] | None:
+def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset()) -> tuple[str, str, list[int]] | None:
     """(verdict, detail, missing run numbers) for failed/wrong/missing records of a key in NEW. A point is
     missing where NEW holds it in fewer runs than BASE does (at most NEW's run count): a run that stopped
-    short. Runs that measured different sizes, as BASE's own runs did, are no loss (a file against itself
-    passes)."""
+    short; or where a run of NEW in `comparable` (its numbers from 1: the runs holding a point of BASE) lacks a
+    point every run of BASE holds. Runs that measured different sizes, as BASE's own runs did, are no loss (a
+    file against itself passes)."""
     base_ok = any(key in run and not is_bad(run[key]) for run in base_runs)
+    shared = _failures_base_shares(key, base_runs, new_runs, stat)
     missing, worst = [], None
     for index, run in enumerate(new_runs, start=1):
         m = run.get(key)
@@ -125,7 +127,7 @@ def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] |
             missing.append(index)
             continue
         reason = bad_reason(m, stat)
-        if reason == "skipped" and not base_ok:
+        if reason == "skipped" and not base_ok or reason in ("failed", "skipped") and shared:
             continue
         if reason is not None and worst is None:
             reason = "failed" if reason == "skipped" else reason
@@ -133,13 +135,28 @@ def _bad_verdict(key, base_runs, new_runs, stat) -> tuple[str, str, list[int]] |
             worst = (("newly " if base_ok else "") + reason, f"run {index}/{len(new_runs)}: {detail}"[:80])
     expected = min(sum(key in run for run in base_runs), len(new_runs))
     if len(new_runs) - len(missing) >= expected:
-        missing = []
+        # a run of NEW that compares with BASE (holds one of its points) still misses a point every run of BASE
+        # holds: an earlier complete run left in the file must not cover a run that stopped short after it
+        every_base_run = all(key in run for run in base_runs)
+        missing = [i for i in missing if every_base_run and i in comparable]
     if worst:
         return worst[0], worst[1], missing
     if missing:
         where = "every run" if len(missing) == len(new_runs) else "run " + ",".join(map(str, missing))
         return "missing", f"not in {where} of the new file", missing
     return None
+
+
+def _failed_share(key, runs, stat) -> float:
+    """The share of `runs` whose record of `key` failed (no time, skipped or failed; not wrong)."""
+    failed = sum(1 for run in runs if key in run and bad_reason(run[key], stat) in ("failed", "skipped"))
+    return failed / len(runs) if runs else 0.0
+
+
+def _failures_base_shares(key, base_runs, new_runs, stat) -> bool:
+    """NEW's runs fail `key` no more often than BASE's (a file against itself, a known failure): no change, so no
+    failure of the gate; the point is named (failed in the base too). Wrong data never counts as shared."""
+    return 0 < _failed_share(key, new_runs, stat) <= _failed_share(key, base_runs, None)
 
 
 def _unchecked_runs(key, base_runs, new_runs) -> list[int]:
@@ -201,12 +218,15 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         for k, found in per_key.items():
             tests[k].extend(found)
         shifts.extend(scope_shifts)
-    points, missing, unchecked = [], [], []
+    points, missing, unchecked, known_failed = [], [], [], []
+    comparable = {i for i, run in enumerate(new_runs, start=1) if any(k in run for k in base_keys)}
     collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
-        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key))
+        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key), comparable)
+        if _failures_base_shares(key, base_runs, new_runs, stats.get(key)):
+            known_failed.append(ident["label"])
         unchecked += [f"{ident['label']} (run {i}/{num_new})" for i in _unchecked_runs(key, base_runs, new_runs)]
         if bad and bad[2]:
             missing += [f"{ident['label']} (run {i}/{num_new})" for i in bad[2]]
@@ -217,7 +237,9 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
             if bad:
                 points.append(PointComparison(**ident, statistic="-", verdict="missing", detail=bad[1]))
             elif not any(key in run and not is_bad(run[key]) for run in base_runs):
-                points.append(PointComparison(**ident, statistic="-", verdict="not ok in base", detail="base failed or wrong"))
+                points.append(PointComparison(**ident, statistic="-", verdict="not ok in base",
+                                              detail="failed in the base too" if ident["label"] in known_failed
+                                              else "base failed or wrong"))
             else:
                 points.append(PointComparison(**ident, statistic="-", verdict="not comparable",
                                               detail="no statistic in both files"))
@@ -230,7 +252,8 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                       quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new,
-                      unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed)
+                      unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed,
+                      known_failed=known_failed)
 
 
 def _same_sample_counts(stats: dict, base_runs, new_runs, hist_runs):

@@ -20,6 +20,7 @@ import numpy as np
 from commbench.comm.nccl_tuning import combo_from_params
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
+from commbench.results.report_figures import earlier_figures, figures_line, remove_stale_figures
 from commbench.results.render import is_moe, record_label, tail_text
 from commbench.results.run_setup import labels_by_what_differs
 from commbench.files import safe_file_stem, write_output
@@ -32,6 +33,7 @@ Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_b
 class ReportFiles:
     markdown: Path
     plots: list[Path]
+    removed: tuple[str, ...] = ()  # the earlier report's figures in the folder that this one did not draw
 
 
 REPORT_MARKER = "# commbench report"  # README.md's first line: a README that lacks it is not replaced
@@ -291,5 +293,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         md += ["## Unchecked points", "", "Curves marked \"unchecked: -c 0\" were measured without the data check "
                "(`#wrong` shows -): their times are measured, their results were never verified.", ""]
     path = out / "README.md"
-    write_output(path, "\n".join(md), "--out", marker=REPORT_MARKER, what="commbench report", force=force)
-    return ReportFiles(markdown=path, plots=plots)
+    earlier = earlier_figures(path)
+    write_output(path, "\n".join([*md, figures_line(plots)]), "--out", marker=REPORT_MARKER, what="commbench report",
+                 force=force)
+    return ReportFiles(markdown=path, plots=plots, removed=tuple(remove_stale_figures(out, earlier, plots)))

@@ -32,6 +32,7 @@ SETUP_FIELDS: dict[str, Callable[[RunHeader], str]] = {
     "fabrics": _fabric,
 }
 SYSTEM_FIELDS = ("NCCL versions", "devices", "hosts")  # what makes an NCCL tuning result another system's
+GATE_FIELDS = ("NCCL versions", "devices", "fabrics")  # what makes `compare`'s NEW another measurement than BASE
 
 
 def setup_of(header: RunHeader, fields=tuple(SETUP_FIELDS)) -> tuple:
@@ -67,6 +68,24 @@ def labels_by_what_differs(runs: dict[str, RunHeader | None], fields=tuple(SETUP
         else:
             out[run_id] = labels[run_id]
     return out
+
+
+def _known(header: RunHeader, what: str) -> bool:
+    """Whether the header records `what` (imports of nccl-tests logs may name no devices or NCCL version)."""
+    return {"devices": bool(set(header.devices) - {"unknown"}), "hosts": bool(set(header.hostnames) - {"unknown"}),
+            "NCCL versions": header.nccl_version is not None or header.backend == "gloo"}.get(what, True)
+
+
+def setup_changes(base: list[RunHeader], new: list[RunHeader], fields=GATE_FIELDS) -> list[str]:
+    """"devices (base: cpu (x86_64); new: NVIDIA H100 80GB HBM3)" per field in which a run of `new` holds a value
+    no run of `base` does; none where either side has no header (provenance unknown)."""
+    texts = []
+    for what in fields if base and new else ():
+        def values(side):  # a header that does not know the field (an nccl-tests log's devices) is no change
+            return sorted({SETUP_FIELDS[what](h) for h in side if _known(h, what)})
+        if values(base) and not set(values(new)) <= set(values(base)):
+            texts.append(f"{what} (base: {' | '.join(values(base))}; new: {' | '.join(values(new))})")
+    return texts
 
 
 def mixed_setup_texts(runs: dict[str, RunHeader], fields=tuple(SETUP_FIELDS)) -> list[str]:

@@ -69,6 +69,10 @@ TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters ove
 # [root] time algbw busbw res', time in ms ("%7.3f" of seconds x 1e3), its banner and footer lines without '#'.
 V1_REFUSAL = ("nccl-tests 1.x table (columns 'bytes N ... res', time in ms, before v2.0.0): not read, its rows are "
               "skipped; rerun with nccl-tests 2.x")
+FOOTER_LINES = ("Out of bounds values", "Avg bus bandwidth")  # what nccl-tests prints after a run's last row
+STOPPED_RUN = ("the run whose rows start here stopped during it (no footer, '# Out of bounds values' / '# Avg bus "
+               "bandwidth', after its rows: an NCCL failure, a kill or a time limit): the sizes it had still to "
+               "measure are not in the records")
 V1_BARE_LINES = ("nThread ", "Out of bounds values", "Avg bus bandwidth", "Swap Comms Enabled", "Blocking Enabled",
                  "Parallel Init Enabled")
 CPUTIME_REFUSAL = ("time column is cputime (nccl-tests -C 1: host time to launch the loop, taken before the GPU "
@@ -109,6 +113,7 @@ _RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(
 class ImportResult:
     records: list[Record] = field(default_factory=list)
     problems: list[tuple[str, int, str, str]] = field(default_factory=list)  # (source, line, text, reason)
+    stopped: list[tuple[str, int]] = field(default_factory=list)  # (source, first row line): a run with no footer
 
 
 def collective_name(perf_name: str) -> str | None:
@@ -200,8 +205,13 @@ class _TextRun:
         self.threads = 1  # the banner's nThread: timing threads per process
         self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
         self.rows_seen: set[tuple] = set()  # the run's rows so far (leading columns, point): a repeat is -N's next cycle
+        self.rows_from: int | None = None  # the line of the first row no footer has closed yet
+        self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
 
     def new_run(self, *, forget_devices: bool = True) -> None:
+        if self.rows_from is not None:
+            self.stopped.append(self.rows_from)
+            self.rows_from = None
         self.run_id = None
         self.point = {}
         self.rows_seen = set()
@@ -425,6 +435,8 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if not line:
             continue
         if line.startswith("#"):
+            if line.lstrip("# ").startswith(FOOTER_LINES):
+                state.rows_from = None
             if (refused := _comment(state, line)):
                 result.problems.append((source, number, raw, refused))
             continue
@@ -437,6 +449,8 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if tokens[0].isdigit() and state.columns:
             if state.refused:
                 continue  # said once at the table's header
+            if state.rows_from is None:
+                state.rows_from = number
             try:
                 _parse_row(state, tokens, result, raw)
             except (ValueError, KeyError) as exc:
@@ -451,6 +465,9 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             state.new_run()
             continue
         result.problems.append((source, number, raw, "not an nccl-tests line"))
+    state.new_run()
+    for line in state.stopped:
+        result.stopped.append((source, line))
     return result
 
 

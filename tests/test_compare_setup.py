@@ -1,0 +1,73 @@
+"""compare: BASE and NEW measured on another setup (NCCL version, devices, a real vs an emulated fabric, from the
+runs' headers) are not the same measurement: the gate refuses them in one line naming what differs, unless
+--allow-setup-change (an NCCL upgrade judged against the old baseline), and then still says so."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from tests.test_compare import A
+
+
+def _with_header(tmp_path, name: str, **header) -> str:
+    lines = [json.loads(line) for line in A.read_text().splitlines()]
+    lines[0].update(header)
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+@pytest.mark.parametrize("header, named", [
+    ({"devices": ["NVIDIA H100 80GB HBM3"] * 2}, "devices"),
+    ({"nccl_version": "2.21.5"}, "NCCL versions"),
+    ({"emulated": {"racks": 2}}, "fabrics"),
+])
+def test_another_setup_fails_in_one_line_unless_allowed(tmp_path, header, named):
+    new = _with_header(tmp_path, "new.jsonl", **header)
+    out = CliRunner().invoke(app, ["compare", str(A), new])
+    assert out.exit_code == 2, out.output
+    errors = [line for line in out.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and named in errors[0] and "--allow-setup-change" in errors[0]
+    allowed = CliRunner().invoke(app, ["compare", str(A), new, "--allow-setup-change"])
+    assert allowed.exit_code == 0, allowed.output
+    assert "allowed: the new file was measured on another setup" in allowed.output and named in allowed.output
+
+
+def test_same_setup_on_other_hosts_passes_and_is_noted(tmp_path):
+    new = _with_header(tmp_path, "new.jsonl", hostnames=["ci-7", "ci-7"])
+    out = CliRunner().invoke(app, ["compare", str(A), new])
+    assert out.exit_code == 0 and "note:" in out.output and "hosts" in out.output
+    assert CliRunner().invoke(app, ["compare", str(A), str(A)]).output.count("note:") == 0
+
+
+def test_a_setup_a_file_does_not_know_is_no_change(tmp_path):
+    """An nccl-tests log names no devices (or an old one no NCCL version): unknown is not another setup."""
+    for devices in ([], ["unknown"] * 2):  # the importer's placeholder where a log names none
+        new = _with_header(tmp_path, "new.jsonl", devices=devices, hostnames=["unknown"], nccl_version=None)
+        assert CliRunner().invoke(app, ["compare", str(A), new]).exit_code == 0
+        assert CliRunner().invoke(app, ["compare", new, str(A)]).output.count("note:") == 0
+
+
+def test_a_history_of_another_setup_is_refused_too(tmp_path):
+    """--history runs set the run-to-run noise: runs on other devices would set it from another machine."""
+    history = tmp_path / "history"
+    history.mkdir()
+    _with_header(history, "h100.jsonl", devices=["NVIDIA H100 80GB HBM3"] * 2)
+    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", str(history)])
+    assert out.exit_code == 2 and "error: the history" in out.output and "devices" in out.output, out.output
+
+
+def test_an_empty_history_option_is_refused_not_ignored():
+    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", ""])
+    assert out.exit_code == 2 and out.output.startswith("error: --history='' is invalid"), out.output
+
+
+def test_another_nccl_environment_is_judged_and_named(tmp_path):
+    """NCCL_* settings are what the gate judges (NCCL_ALGO forced, say), so they pass, but the output names them."""
+    new = _with_header(tmp_path, "new.jsonl", nccl_env={"NCCL_ALGO": "Tree"})
+    out = CliRunner().invoke(app, ["compare", str(A), new])
+    assert out.exit_code == 0 and "note:" in out.output and "NCCL_ALGO=Tree" in out.output, out.output
