@@ -101,3 +101,12 @@ def test_a_recipe_layout_that_cannot_run_at_the_request_says_which_rule_it_break
     assert "gbs = 384 is not a multiple of mbs*dp" in v["unavailable"]
     assert versus_recipe_lines(v)[0].endswith(v["unavailable"] + ".")
     assert "rank" not in v and "gain_verdict" not in v
+
+
+def test_the_line_gives_the_recipe_structure_as_plan_layout_takes_it(dsv3_2604):
+    v = versus_recipe(dsv3_2604)
+    pins = dict(kv.split("=") for kv in v["recipe_pins"].split(","))
+    entry = recipe_entry("26.04", "deepseek-v3", "gb300", "mxfp8", {"num_gpus": 256, "gbs": 4096})
+    assert {k: int(x) for k, x in pins.items()} == {k: int(entry.get(k) or 1) for k in pins}
+    assert set(pins) == {"tp", "pp", "vp", "ep", "etp", "cp", "mbs"}
+    assert f"`plan --layout {v['recipe_pins']}`" in versus_recipe_lines(v)[0]

@@ -72,7 +72,8 @@ def versus_recipe(result: SearchResult) -> dict | None:
                           moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
     if not bool(bd.valid[0]):
         return where | {"recipe_layout": short(lay), "unavailable": f"its layout {short(lay)} {_broken(result, lay, bd)}"}
-    return where | {"recipe_layout": short(lay), "recipe_flags": _flags(lay)} | versus_best(result, bd)
+    return where | {"recipe_layout": short(lay), "recipe_flags": _flags(lay), "recipe_pins": _pins(lay, req.model)} \
+        | versus_best(result, bd)
 
 
 def _broken(result: SearchResult, lay: Layout, bd) -> str:
@@ -83,6 +84,13 @@ def _broken(result: SearchResult, lay: Layout, bd) -> str:
     if not name:   # valid by the rules, but the GPU has no such precision (no peak): the search refuses it too
         return f"cannot run {req.precision} on {req.fabric.gpu.name}"
     return f"breaks the {name} rule here: {rule_detail(name, req.model, lay, req.num_gpus, req.seq_len)}"
+
+
+def _pins(lay: Layout, model) -> str:
+    """The recipe's structure as `plan --layout` takes it (the search then chooses the flags the target framework
+    runs, and prints its arguments)."""
+    fields = ("tp", "pp", "vp", "ep", "etp", "cp", "mbs") if model.is_moe else ("tp", "pp", "vp", "cp", "mbs")
+    return ",".join(f"{name}={getattr(lay, name)}" for name in fields)
 
 
 def _flags(lay: Layout) -> str:
@@ -111,7 +119,7 @@ def versus_recipe_lines(v: dict | None) -> list[str]:
              f"above every one of the {v['num_fitting']:,} fitting layouts searched" if faster else
              f"rank {v['rank']:,} of {v['num_fitting']:,} fitting layouts")
     line = (f"{head}): {v['recipe_layout']} {v['recipe_flags']}, predicted {v['pinned_tokens_per_s_per_gpu']:,.0f} "
-            f"tokens/s/GPU, {where}{batch}.")
+            f"tokens/s/GPU, {where}{batch}; `plan --layout {v['recipe_pins']}` gives its launch arguments.")
     gain = v["best_gain_pct"]
     if faster:
         extra = sorted(set(v["recipe_flags"].split()) - set(_flags(_layout_of(v["best_layout_fields"])).split()))
