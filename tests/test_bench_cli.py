@@ -85,6 +85,15 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "--format", "csv"], "--format"),
     (["bench", "all_reduce", "-c", "2"], "--check"),
     (["bench", "broadcast", "--nproc", "2", "-r", "5"], "--root"),
+    # a root outside the measured sub-groups (ranks of a group are 0..g-1) was taken modulo g: -r 3 measured root 1
+    (["bench", "broadcast", "--nproc", "4", "--group-sizes", "2,4", "-r", "3"], "--root=3"),
+    # moe_all_to_all is swept by --tokens and sends --dispatch-dtype rows: size and dtype letters were ignored
+    (["bench", "moe_all_to_all", "-b", "8"], "--min-bytes"),
+    (["bench", "moe_all_to_all", "-e", "1M"], "--max-bytes"),
+    (["bench", "moe_all_to_all", "-f", "4"], "--step-factor"),
+    (["bench", "moe_all_to_all", "-i", "1K"], "--step-bytes"),
+    (["bench", "moe_all_to_all", "-d", "int8"], "--dtype"),
+    (["bench", "moe_all_to_all", "-d", "float32"], "--dispatch-dtype"),
     (["bench", "all_reduce", "--algorithm", "flat"], "no named algorithms"),
     (["bench", "grad_reduce_scatter", "--algorithm", "tree"], "--algorithm"),
 ])

@@ -97,6 +97,10 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if timeout_problem(config.timeout_s):
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
+    smallest = min(measured_group_sizes(config, world_size))
+    if config.root >= smallest:  # the root is a rank of each measured group (it was taken modulo the group size)
+        raise CommbenchError(f"--root={config.root} is invalid with --group-sizes {smallest}: allowed 0..{smallest - 1} "
+                             "(the root is a rank of each measured group)")
     collective.check_params(dict(config.params), config.backend)
     if config.sizes_bytes and config.backend != "cupy-nccl":
         check_memory(max(config.sizes_bytes), world_size, config.backend)
