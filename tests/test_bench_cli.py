@@ -182,3 +182,23 @@ def test_moe_experts_are_checked_against_the_measured_group_sizes(tmp_path):
     assert result.exit_code == 0, result.output
     (record,) = [r for r in _lines(out) if r["record_type"] == "measurement"]
     assert record["group_size"] == 2 and record["params"]["ep_size"] == 2 and record["num_wrong"] == 0
+
+
+def test_sizes_moved_or_merged_by_alignment_are_stated(tmp_path):
+    """reduce_scatter on 3 ranks, -b 4 -e 64: 5 sizes measured as 12, 12, 12, 24 and 48 B (nccl-tests' 16 B per
+    rank trim; below it nccl-tests runs 0 elements, commbench one untrimmed chunk) were 3 rows with nothing said.
+    The run's header (JSONL and screen) now says which sizes moved and how many points they gave."""
+    out = tmp_path / "rs.jsonl"
+    result = runner.invoke(app, ["bench", "reduce_scatter", "--nproc", "3", "-b", "4", "-e", "64", "-n", "2", "-w", "0",
+                                 "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    header, *records = _lines(out)
+    assert [r["size_bytes"] for r in records] == [12, 24, 48]
+    notes = [n for n in header["notes"] if "aligned as nccl-tests" in n]
+    assert len(notes) == 1, header["notes"]
+    assert "5 size(s) give 3 point(s) on 3 ranks" in notes[0] and "4 B -> 12 B" in notes[0] and "32 B -> 24 B" in notes[0]
+    assert "0 elements" in notes[0]  # 4..32 B: nccl-tests would run none
+    exact = tmp_path / "ar.jsonl"
+    assert runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-f", "8", "-n", "2",
+                               "-O", str(exact)]).exit_code == 0
+    assert not [n for n in _lines(exact)[0]["notes"] if "aligned" in n]

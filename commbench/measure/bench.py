@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from collectives import get_collective
-from collectives.base import Collective, PointSpec
+from collectives.base import ChunkedCollective, Collective, PointSpec
 from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
@@ -163,6 +163,32 @@ def aligned_sizes(collective: Collective, sizes_bytes: tuple[int, ...], itemsize
     return list(seen)
 
 
+def alignment_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
+    """Requested sizes that nccl-tests' alignment moves or merges on the measured groups, said once in the run's
+    header (never a silent narrowing): a whole number of elements, for the chunked collectives 16 B multiples per
+    rank; where nccl-tests would run 0 elements (less than that), one untrimmed element or chunk."""
+    if not collective.takes_size or not config.sizes_bytes:
+        return []
+    itemsize = get_dtype(config.dtype).itemsize
+    notes = []
+    for ranks in measured_group_sizes(config, world_size):
+        moved = [(s, collective.count_for(s, itemsize, ranks)[1]) for s in config.sizes_bytes]
+        changed = [(s, a) for s, a in moved if s != a]
+        if not changed:
+            continue
+        chunked = isinstance(collective, ChunkedCollective)
+        empty = [s for s, _ in changed if (s // itemsize // ranks) // max(1, 16 // itemsize) == 0] if chunked else \
+            [s for s, _ in changed if s < itemsize]
+        shown = ", ".join(f"{format_size(s)} -> {format_size(a)}" for s, a in changed[:4])
+        notes.append(f"{len(moved)} size(s) give {len(dict.fromkeys(a for _, a in moved))} point(s) on {ranks} ranks in "
+                     f"{config.dtype}, aligned as nccl-tests aligns them (whole elements"
+                     f"{', 16 B multiples per rank' if chunked else ''}): {shown}"
+                     + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else "")
+                     + (f"; up to {format_size(max(empty))}, where nccl-tests runs 0 elements, one "
+                        f"{'untrimmed chunk' if chunked else 'element'} is measured" if empty else ""))
+    return notes
+
+
 def plan_points(config: BenchConfig, collective: Collective, world_size: int) -> list[PlannedPoint]:
     """The points of a bench job, in order: every (aligned) size on the whole world, or the
     workload's own points when it is swept by its parameters (takes_size False)."""
@@ -224,7 +250,8 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                   file=sys.stderr if config.output_format == "markdown" else sys.stdout)
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
                                 topology=topology.to_dict(),
-                                notes=backend.notes(collective.name))
+                                notes=backend.notes(collective.name)
+                                + alignment_notes(config, collective, backend.world_size))
         points = expand_points(plan_points(config, collective, backend.world_size), config, collective,
                                backend.world_size, topology)
         comms = GroupCache(backend)
