@@ -202,3 +202,14 @@ def test_sizes_moved_or_merged_by_alignment_are_stated(tmp_path):
     assert runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-f", "8", "-n", "2",
                                "-O", str(exact)]).exit_code == 0
     assert not [n for n in _lines(exact)[0]["notes"] if "aligned" in n]
+
+
+def test_moe_buffers_that_cannot_fit_are_refused_before_launch(tmp_path):
+    """moe_all_to_all's buffers (tokens x top-k rows of hidden channels per rank) escaped the memory check, which
+    only saw the size range it does not use: --hidden 1000000000 launched the ranks and failed inside them."""
+    out = tmp_path / "moe.jsonl"
+    result = runner.invoke(app, ["bench", "moe_all_to_all", "--nproc", "2", "--experts", "4", "--top-k", "2",
+                                 "--tokens", "16,1000", "--hidden", "1000000000", "-O", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "--tokens 1000" in result.output and "too large here" in result.output and "Traceback" not in result.output
+    assert not out.exists()

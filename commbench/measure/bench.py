@@ -106,7 +106,12 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
         check_memory(max(config.sizes_bytes), world_size, config.backend)
     if not collective.takes_size:
         for group_size in measured_group_sizes(config, world_size):
-            collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
+            specs = collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
+            if specs and config.backend != "cupy-nccl":  # its own buffers, not the size range it does not use
+                spec, label = max(specs, key=lambda item: item[0].size_bytes)
+                tokens = spec.params.get("tokens_per_rank")
+                check_memory(spec.size_bytes, world_size, config.backend,
+                             point=f"--tokens {tokens}" if tokens is not None else label)
     return collective
 
 
@@ -127,15 +132,18 @@ def memory_limit_bytes(backend: str) -> tuple[int | None, str]:
     return torch.cuda.get_device_properties(0).total_memory, "one GPU's memory (per rank)"
 
 
-def check_memory(max_size_bytes: int, world_size: int, backend: str) -> None:
-    """Refuse, before launch, a largest size whose buffers cannot fit (they would crash the ranks)."""
+def check_memory(max_size_bytes: int, world_size: int, backend: str, point: str | None = None) -> None:
+    """Refuse, before launch, a largest size whose buffers cannot fit (they would crash the ranks); `point` names
+    a workload's largest point when it is not swept by size (its size is then its nominal bytes per rank)."""
     limit, what = memory_limit_bytes(backend)
     if limit is None:
         return
     ranks_sharing = world_size if backend == "gloo" else 1
     needed = BUFFERS_PER_RANK * max_size_bytes * ranks_sharing
     if needed > limit:
-        raise CommbenchError(f"the largest size, {format_size(max_size_bytes)}, is too large here: {ranks_sharing} "
+        largest = (f"the largest point, {point} ({format_size(max_size_bytes)} per buffer)" if point
+                   else f"the largest size, {format_size(max_size_bytes)},")
+        raise CommbenchError(f"{largest} is too large here: {ranks_sharing} "
                              f"rank(s) x {BUFFERS_PER_RANK} buffers need {needed / 1e9:.1f} GB, more than {what} "
                              f"({limit / 1e9:.1f} GB); use a smaller size or fewer ranks per machine")
 
