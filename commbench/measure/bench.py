@@ -98,6 +98,9 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
     smallest = min(measured_group_sizes(config, world_size))
+    if smallest < needed:  # the world passed above; a sub-group is measured on its own ranks
+        raise CommbenchError(f"--group-sizes {smallest} is invalid for {collective.name} on {config.backend}: it needs "
+                             f"at least {needed} ranks per group")
     if config.root >= smallest:  # the root is a rank of each measured group (it was taken modulo the group size)
         raise CommbenchError(f"--root={config.root} is invalid with --group-sizes {smallest}: allowed 0..{smallest - 1} "
                              "(the root is a rank of each measured group)")
