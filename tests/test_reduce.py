@@ -3,7 +3,6 @@ root's output checked against the exact reduction, both forms in nccl-tests' tex
 `bench reduce` used to be refused ("collective='reduce' is invalid") though nccl-tests, the importer and
 the tuner plugin all know it."""
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -65,7 +64,7 @@ def _reduce_wrong(backend, mode):
             continue
         spec = PointSpec(size_bytes=world * 64, dtype=get_dtype(dtype), op=op, out_of_place=out_of_place,
                          root=world - 1, seed=index + 1)
-        out[(dtype, op, out_of_place)] = measure_point(backend, comm, REGISTRY["reduce"], dataclasses.replace(spec),
+        out[(dtype, op, out_of_place)] = measure_point(backend, comm, REGISTRY["reduce"], spec,
                                                        LoopOptions(iters=2, warmup_iters=1), run_id="reduce").num_wrong
     return out
 
