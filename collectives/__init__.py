@@ -9,13 +9,14 @@ from collectives.base import Collective, PointSpec, PreparedPoint
 from collectives.broadcast import Broadcast
 from collectives.grad_reduce_scatter import GradReduceScatter
 from collectives.moe_all_to_all import MoeAllToAll
+from collectives.reduce import Reduce
 from collectives.reduce_scatter import ReduceScatter
 from collectives.sendrecv import SendRecv
 from commbench.errors import invalid
 
 REGISTRY: dict[str, Collective] = {
     c.name: c
-    for c in (AllReduce(), ReduceScatter(), AllGather(), AllToAll(), SendRecv(), Broadcast(), MoeAllToAll())
+    for c in (AllReduce(), ReduceScatter(), AllGather(), AllToAll(), SendRecv(), Broadcast(), Reduce(), MoeAllToAll())
 }
 REGISTRY[GradReduceScatter.name] = GradReduceScatter()
 

@@ -124,6 +124,12 @@ class FaultyComm:
         else:
             self._run(lambda: self.comm.broadcast(buf, root), buf, buf)
 
+    def reduce(self, buf, root, op):
+        self._run(lambda: self.comm.reduce(buf, root, op), buf, buf)
+
+    def reduce_into(self, out, inp, root, op):
+        self._run(lambda: self.comm.reduce_into(out, inp, root, op), out, inp)
+
     def send_recv(self, send_buf, dst, recv_buf, src):
         self._run(lambda: self.comm.send_recv(send_buf, dst, recv_buf, src), recv_buf, send_buf)
 

@@ -79,12 +79,23 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "--nproc", "0"], "--nproc=0"),
     (["bench", "all_reduce", "--nproc", "10000"], "--nproc=10000"),
     (["bench", "sendrecv", "--nproc", "1"], "at least 2 ranks"),
+    # a sub-group of 1 rank failed mid-run on gloo (a pair never connected) after the world's 2 were accepted
+    (["bench", "sendrecv", "--nproc", "2", "--group-sizes", "1,2"], "--group-sizes 1"),
     (["bench", "all_to_all", "--in-place"], "--in-place"),
     (["bench", "all_reduce", "--in-place", "--out-of-place"], "--out-of-place"),
     (["bench", "all_reduce", "--backend", "mpi"], "--backend"),
     (["bench", "all_reduce", "--format", "csv"], "--format"),
     (["bench", "all_reduce", "-c", "2"], "--check"),
     (["bench", "broadcast", "--nproc", "2", "-r", "5"], "--root"),
+    # a root outside the measured sub-groups (ranks of a group are 0..g-1) was taken modulo g: -r 3 measured root 1
+    (["bench", "broadcast", "--nproc", "4", "--group-sizes", "2,4", "-r", "3"], "--root=3"),
+    # moe_all_to_all is swept by --tokens and sends --dispatch-dtype rows: size and dtype letters were ignored
+    (["bench", "moe_all_to_all", "-b", "8"], "--min-bytes"),
+    (["bench", "moe_all_to_all", "-e", "1M"], "--max-bytes"),
+    (["bench", "moe_all_to_all", "-f", "4"], "--step-factor"),
+    (["bench", "moe_all_to_all", "-i", "1K"], "--step-bytes"),
+    (["bench", "moe_all_to_all", "-d", "int8"], "--dtype"),
+    (["bench", "moe_all_to_all", "-d", "float32"], "--dispatch-dtype"),
     (["bench", "all_reduce", "--algorithm", "flat"], "no named algorithms"),
     (["bench", "grad_reduce_scatter", "--algorithm", "tree"], "--algorithm"),
 ])
@@ -173,3 +184,34 @@ def test_moe_experts_are_checked_against_the_measured_group_sizes(tmp_path):
     assert result.exit_code == 0, result.output
     (record,) = [r for r in _lines(out) if r["record_type"] == "measurement"]
     assert record["group_size"] == 2 and record["params"]["ep_size"] == 2 and record["num_wrong"] == 0
+
+
+def test_sizes_moved_or_merged_by_alignment_are_stated(tmp_path):
+    """reduce_scatter on 3 ranks, -b 4 -e 64: 5 sizes measured as 12, 12, 12, 24 and 48 B (nccl-tests' 16 B per
+    rank trim; below it nccl-tests runs 0 elements, commbench one untrimmed chunk) were 3 rows with nothing said.
+    The run's header (JSONL and screen) now says which sizes moved and how many points they gave."""
+    out = tmp_path / "rs.jsonl"
+    result = runner.invoke(app, ["bench", "reduce_scatter", "--nproc", "3", "-b", "4", "-e", "64", "-n", "2", "-w", "0",
+                                 "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    header, *records = _lines(out)
+    assert [r["size_bytes"] for r in records] == [12, 24, 48]
+    notes = [n for n in header["notes"] if "aligned as nccl-tests" in n]
+    assert len(notes) == 1, header["notes"]
+    assert "5 size(s) give 3 point(s) on 3 ranks" in notes[0] and "4 B -> 12 B" in notes[0] and "32 B -> 24 B" in notes[0]
+    assert "0 elements" in notes[0]  # 4..32 B: nccl-tests would run none
+    exact = tmp_path / "ar.jsonl"
+    assert runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-f", "8", "-n", "2",
+                               "-O", str(exact)]).exit_code == 0
+    assert not [n for n in _lines(exact)[0]["notes"] if "aligned" in n]
+
+
+def test_moe_buffers_that_cannot_fit_are_refused_before_launch(tmp_path):
+    """moe_all_to_all's buffers (tokens x top-k rows of hidden channels per rank) escaped the memory check, which
+    only saw the size range it does not use: --hidden 1000000000 launched the ranks and failed inside them."""
+    out = tmp_path / "moe.jsonl"
+    result = runner.invoke(app, ["bench", "moe_all_to_all", "--nproc", "2", "--experts", "4", "--top-k", "2",
+                                 "--tokens", "16,1000", "--hidden", "1000000000", "-O", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "--tokens 1000" in result.output and "too large here" in result.output and "Traceback" not in result.output
+    assert not out.exists()

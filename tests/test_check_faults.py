@@ -15,13 +15,13 @@ from commbench.measure.harness import LoopOptions, check_point, measure_point
 from tests.distributed import run_ranks
 from tests.faulty_comm import MODES, FaultyComm
 
-STANDARD = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast")
+STANDARD = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast", "reduce")
 
 
 def _specs(world):
     specs = [(name, PointSpec(size_bytes=world * 256, dtype=get_dtype("float32"), root=world - 1)) for name in STANDARD]
     specs.append(("reduce_scatter", PointSpec(size_bytes=world * 256, dtype=get_dtype("bfloat16"), in_place=True)))
-    for name in ("all_reduce", "broadcast"):  # their out-of-place forms
+    for name in ("all_reduce", "broadcast", "reduce"):  # their out-of-place forms
         specs.append((name, PointSpec(size_bytes=world * 256, dtype=get_dtype("int32"), out_of_place=True, root=1)))
     specs.append(("all_reduce", PointSpec(size_bytes=256, dtype=get_dtype("int8"), op="max")))
     specs.append(("all_reduce", PointSpec(size_bytes=256, dtype=get_dtype("float16"), op="prod")))

@@ -7,7 +7,7 @@ from commbench.dtypes import get_dtype
 from commbench.measure.harness import check_point
 from tests.distributed import run_ranks
 
-STANDARD = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast")
+STANDARD = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast", "reduce")
 
 
 def _wrong_elements(backend, cases):

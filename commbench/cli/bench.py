@@ -60,6 +60,15 @@ def report_outcomes(outcomes: dict, output_path: str) -> None:
         raise fail(f"{wrong} wrong element(s) in the data check (see #wrong in {output_path})", exit_code=1)
 
 
+def refuse_size_options(collective: str, given: dict) -> None:
+    """Size and dtype options a workload swept by its own parameters would ignore: refused in one line."""
+    for option, value in given.items():
+        if value is not None:
+            instead = "--dispatch-dtype and --combine-dtype" if option == "--dtype" else "--tokens"
+            raise CommbenchError(f"{option}={value} does not apply to {collective}: it is swept by --tokens (tokens per "
+                                 f"rank) and its rows travel in --dispatch-dtype/--combine-dtype; use {instead}")
+
+
 @command("bench", short_help="Measure one collective over a range of message sizes, nccl-tests style.",
          help="Measure one collective over a range of message sizes, nccl-tests style. Exit 0: every size measured with correct data; 1: a size failed or found wrong data (with NCCL tuning axes: in any combination; one NCCL refuses is recorded as data); 2: bad input, found before any rank starts; 130: interrupted (what was measured is kept).")
 def bench(
@@ -72,11 +81,11 @@ def bench(
     iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size (all kept in the record; p99 recorded from 100 on).")] = 20,
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
     check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element before and after the timed loop of each size (outside timing, with fresh data each time); 0: skip.")] = 1,
-    dtype: Annotated[str, typer.Option("-d", "--dtype", help="float32, bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = "float32",
+    dtype: Annotated[Optional[str], typer.Option("-d", "--dtype", help="float32 (default), bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = None,
     op: Annotated[str, typer.Option("-o", "--op", help="Reduction: sum, prod, max, min, avg.")] = "sum",
-    root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast).")] = 0,
-    in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce and broadcast are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
-    out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,
+    root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast, reduce).")] = 0,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce, broadcast and reduce are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
+    out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast, reduce: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
     timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run (-T as nccl-tests).")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
@@ -142,6 +151,10 @@ def bench(
     if check not in (0, 1):
         raise CommbenchError(f"--check={check} is invalid: allowed 0 or 1")
     workload = get_collective(collective)
+    if not workload.takes_size:  # swept by its own parameters (moe_all_to_all: --tokens, rows in --dispatch-dtype)
+        refuse_size_options(workload.name, {"--min-bytes": min_bytes, "--max-bytes": max_bytes, "--step-factor": step_factor,
+                                            "--step-bytes": step_bytes, "--dtype": dtype})
+    dtype = dtype or "float32"
     for option, value in (("--min-bytes", min_bytes), ("--max-bytes", max_bytes), ("--step-bytes", step_bytes)):
         if value is not None:  # '' too: an empty value is refused here, not read below as the default
             parse_size_bytes(value, option)

@@ -33,6 +33,9 @@ class Communicator(Protocol):
         """Out-of-place all_reduce (nccl-tests' first group); `out_of_place_note` says how it is done
         when not natively."""
     def broadcast_into(self, out: Buffer, inp: Buffer, root: int) -> None: ...
+    def reduce(self, buf: Buffer, root: int, op: str) -> None:
+        """In-place reduce to group rank `root`; the other ranks' `buf` is undefined afterwards (gloo's scratch)."""
+    def reduce_into(self, out: Buffer, inp: Buffer, root: int, op: str) -> None: ...
     def send_recv(self, send_buf: Buffer, dst: int, recv_buf: Buffer, src: int) -> None: ...
     def start_send(self, buf: Buffer, dst: int) -> Any:
         """Begin sending `buf` to group rank `dst`; returns a handle with wait(). Optional: workloads

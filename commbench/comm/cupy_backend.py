@@ -88,7 +88,15 @@ class CupyCommunicator:
     def broadcast(self, buf, root: int) -> None:
         self._comm.broadcast(buf.data.ptr, buf.data.ptr, buf.size, nccl_dtype_of(buf.dtype), root, self._stream.ptr)
 
-    out_of_place_note = None  # ncclAllReduce / ncclBroadcast take separate send and receive buffers
+    def reduce(self, buf, root: int, op: str) -> None:
+        self._comm.reduce(buf.data.ptr, buf.data.ptr, buf.size, nccl_dtype_of(buf.dtype), NCCL_OPS[op], root,
+                          self._stream.ptr)
+
+    def reduce_into(self, out, inp, root: int, op: str) -> None:
+        self._comm.reduce(inp.data.ptr, out.data.ptr, out.size, nccl_dtype_of(out.dtype), NCCL_OPS[op], root,
+                          self._stream.ptr)
+
+    out_of_place_note = None  # ncclAllReduce / ncclBroadcast / ncclReduce take separate send and receive buffers
 
     def all_reduce_into(self, out, inp, op: str) -> None:
         self._comm.allReduce(inp.data.ptr, out.data.ptr, out.size, nccl_dtype_of(out.dtype), NCCL_OPS[op],

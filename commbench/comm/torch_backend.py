@@ -52,7 +52,10 @@ class TorchCommunicator:
     def broadcast(self, buf: torch.Tensor, root: int) -> None:
         dist.broadcast(buf, src=self.global_ranks[root], group=self.group)
 
-    out_of_place_note = ("out-of-place all_reduce/broadcast on torch.distributed: a device copy into the output, "
+    def reduce(self, buf: torch.Tensor, root: int, op: str) -> None:
+        dist.reduce(buf, dst=self.global_ranks[root], op=_TORCH_OPS[op], group=self.group)
+
+    out_of_place_note = ("out-of-place all_reduce/broadcast/reduce on torch.distributed: a device copy into the output, "
                          "then the in-place call (torch has no out-of-place form); the time includes the copy")
 
     def all_reduce_into(self, out: torch.Tensor, inp: torch.Tensor, op: str) -> None:
@@ -63,6 +66,10 @@ class TorchCommunicator:
         if self.rank == root:
             out.copy_(inp)
         dist.broadcast(out, src=self.global_ranks[root], group=self.group)
+
+    def reduce_into(self, out: torch.Tensor, inp: torch.Tensor, root: int, op: str) -> None:
+        out.copy_(inp)
+        dist.reduce(out, dst=self.global_ranks[root], op=_TORCH_OPS[op], group=self.group)
 
     def send_recv(self, send_buf: torch.Tensor, dst: int, recv_buf: torch.Tensor, src: int) -> None:
         ops = [dist.P2POp(dist.isend, send_buf, self.global_ranks[dst], self.group),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from collectives import get_collective
-from collectives.base import Collective, PointSpec
+from collectives.base import ChunkedCollective, Collective, PointSpec
 from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
@@ -97,12 +97,24 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if timeout_problem(config.timeout_s):
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
+    smallest = min(measured_group_sizes(config, world_size))
+    if smallest < needed:  # the world passed above; a sub-group is measured on its own ranks
+        raise CommbenchError(f"--group-sizes {smallest} is invalid for {collective.name} on {config.backend}: it needs "
+                             f"at least {needed} ranks per group")
+    if config.root >= smallest:  # the root is a rank of each measured group (it was taken modulo the group size)
+        raise CommbenchError(f"--root={config.root} is invalid with --group-sizes {smallest}: allowed 0..{smallest - 1} "
+                             "(the root is a rank of each measured group)")
     collective.check_params(dict(config.params), config.backend)
     if config.sizes_bytes and config.backend != "cupy-nccl":
         check_memory(max(config.sizes_bytes), world_size, config.backend)
     if not collective.takes_size:
         for group_size in measured_group_sizes(config, world_size):
-            collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
+            specs = collective.plan_specs(dict(config.params), group_size)  # raises on bad workload parameters
+            if specs and config.backend != "cupy-nccl":  # its own buffers, not the size range it does not use
+                spec, label = max(specs, key=lambda item: item[0].size_bytes)
+                tokens = spec.params.get("tokens_per_rank")
+                check_memory(spec.size_bytes, world_size, config.backend,
+                             point=f"--tokens {tokens}" if tokens is not None else label)
     return collective
 
 
@@ -123,15 +135,18 @@ def memory_limit_bytes(backend: str) -> tuple[int | None, str]:
     return torch.cuda.get_device_properties(0).total_memory, "one GPU's memory (per rank)"
 
 
-def check_memory(max_size_bytes: int, world_size: int, backend: str) -> None:
-    """Refuse, before launch, a largest size whose buffers cannot fit (they would crash the ranks)."""
+def check_memory(max_size_bytes: int, world_size: int, backend: str, point: str | None = None) -> None:
+    """Refuse, before launch, a largest size whose buffers cannot fit (they would crash the ranks); `point` names
+    a workload's largest point when it is not swept by size (its size is then its nominal bytes per rank)."""
     limit, what = memory_limit_bytes(backend)
     if limit is None:
         return
     ranks_sharing = world_size if backend == "gloo" else 1
     needed = BUFFERS_PER_RANK * max_size_bytes * ranks_sharing
     if needed > limit:
-        raise CommbenchError(f"the largest size, {format_size(max_size_bytes)}, is too large here: {ranks_sharing} "
+        largest = (f"the largest point, {point} ({format_size(max_size_bytes)} per buffer)" if point
+                   else f"the largest size, {format_size(max_size_bytes)},")
+        raise CommbenchError(f"{largest} is too large here: {ranks_sharing} "
                              f"rank(s) x {BUFFERS_PER_RANK} buffers need {needed / 1e9:.1f} GB, more than {what} "
                              f"({limit / 1e9:.1f} GB); use a smaller size or fewer ranks per machine")
 
@@ -157,6 +172,32 @@ def aligned_sizes(collective: Collective, sizes_bytes: tuple[int, ...], itemsize
     for size in sizes_bytes:
         seen.setdefault(collective.count_for(size, itemsize, num_ranks)[1], None)
     return list(seen)
+
+
+def alignment_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
+    """Requested sizes that nccl-tests' alignment moves or merges on the measured groups, said once in the run's
+    header (never a silent narrowing): a whole number of elements, for the chunked collectives 16 B multiples per
+    rank; where nccl-tests would run 0 elements (less than that), one untrimmed element or chunk."""
+    if not collective.takes_size or not config.sizes_bytes:
+        return []
+    itemsize = get_dtype(config.dtype).itemsize
+    notes = []
+    for ranks in measured_group_sizes(config, world_size):
+        moved = [(s, collective.count_for(s, itemsize, ranks)[1]) for s in config.sizes_bytes]
+        changed = [(s, a) for s, a in moved if s != a]
+        if not changed:
+            continue
+        chunked = isinstance(collective, ChunkedCollective)
+        empty = [s for s, _ in changed if (s // itemsize // ranks) // max(1, 16 // itemsize) == 0] if chunked else \
+            [s for s, _ in changed if s < itemsize]
+        shown = ", ".join(f"{format_size(s)} -> {format_size(a)}" for s, a in changed[:4])
+        notes.append(f"{len(moved)} size(s) give {len(dict.fromkeys(a for _, a in moved))} point(s) on {ranks} ranks in "
+                     f"{config.dtype}, aligned as nccl-tests aligns them (whole elements"
+                     f"{', 16 B multiples per rank' if chunked else ''}): {shown}"
+                     + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else "")
+                     + (f"; up to {format_size(max(empty))}, where nccl-tests runs 0 elements, one "
+                        f"{'untrimmed chunk' if chunked else 'element'} is measured" if empty else ""))
+    return notes
 
 
 def plan_points(config: BenchConfig, collective: Collective, world_size: int) -> list[PlannedPoint]:
@@ -220,7 +261,8 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                   file=sys.stderr if config.output_format == "markdown" else sys.stdout)
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
                                 topology=topology.to_dict(),
-                                notes=backend.notes(collective.name))
+                                notes=backend.notes(collective.name)
+                                + alignment_notes(config, collective, backend.world_size))
         points = expand_points(plan_points(config, collective, backend.world_size), config, collective,
                                backend.world_size, topology)
         comms = GroupCache(backend)
