@@ -249,3 +249,31 @@ def test_dry_run_with_out_checks_the_file_as_the_launch_would(tmp_path):
     fresh = tmp_path / "new" / "out.jsonl"
     assert runner.invoke(app, [*dry, "-O", str(fresh)]).exit_code == 0 and not fresh.parent.exists()  # touches nothing
     json.loads(runner.invoke(app, [*dry, "--json", "-O", str(out), "--resume"]).output)
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "broadcast", "reduce"])
+def test_the_point_says_the_form_it_measures_and_out_of_place_is_asked_as_bench_asks_it(collective):
+    """all_reduce, broadcast and reduce are in-place unless asked otherwise (bench --out-of-place): a sweep entry
+    without in_place measured in-place but its point key and dry run said out-of-place; out_of_place = true now
+    measures that form, and the key, the description and the planned spec agree with what is measured."""
+    from collectives import get_collective
+    from commbench.sweep.plan import how_measured
+    plain, oop = parse(entry(collective=collective), entry(collective=collective, out_of_place=True)).entries
+    points = plan_sweep(parse(entry(collective=collective), entry(collective=collective, out_of_place=True)), 4,
+                        backend="gloo")
+    by_entry = {p.entry.index: p for p in points}
+    first, second = (by_entry[e.index] for e in (plain, oop))
+    measured = get_collective(collective)
+    assert measured.is_in_place(first.point.spec) and not measured.is_in_place(second.point.spec)
+    assert "/ip/" in first.key and "/oop/" in second.key
+    assert "in-place" in how_measured(first) and "out-of-place" in how_measured(second)
+
+
+@pytest.mark.parametrize("run, fragment", [
+    (dict(collective="all_gather", out_of_place=True), "remove out_of_place"),
+    (dict(collective="all_to_all", in_place=True), "has no in-place form"),
+    (dict(collective="all_reduce", in_place=True, out_of_place=True), "exclude each other"),
+])
+def test_a_form_the_collective_does_not_have_is_refused_by_entry_and_field(run, fragment):
+    with pytest.raises(CommbenchError, match=fragment):
+        parse(entry(**run))

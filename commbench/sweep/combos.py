@@ -126,7 +126,7 @@ def skipped_record(planned, *, run_id: str, collective, backend: str, world_size
     spec = planned.spec
     return Measurement(
         run_id=run_id, collective=collective.name, backend=backend, size_bytes=spec.size_bytes, count=0,
-        dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=spec.in_place,
+        dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=collective.is_in_place(spec),
         world_size=world_size, group_size=world_size if planned.groups is None else len(planned.groups[0]),
         group_layout=planned.group.layout, num_groups=planned.group.num_groups, iters=loop.iters,
         warmup_iters=loop.warmup_iters, status="skipped", error=f"NCCL refused {combo.label}: {reason}",

@@ -49,7 +49,8 @@ def entry_configs(entry: SweepEntry, *, backend: str, topology: TopologySpec | N
     loop = LoopOptions(iters=entry.iters, warmup_iters=entry.warmup_iters, check=entry.check)
     params = {**get_collective(entry.collective).default_params, **entry.params}  # as `commbench bench` does
     return [BenchConfig(collective=entry.collective, sizes_bytes=entry.sizes_bytes, dtype=dtype, op=entry.op,
-                        in_place=entry.in_place, root=entry.root, loop=loop, backend=backend,
+                        in_place=entry.in_place, out_of_place=entry.out_of_place, root=entry.root, loop=loop,
+                        backend=backend,
                         timeout_s=entry.timeout_s, output_path=output_path, argv=argv, params=params,
                         topology=topology, subgroups=entry.subgroups)
             for dtype in entry.dtypes]
@@ -59,7 +60,8 @@ def point_key(config: BenchConfig, point: PlannedPoint, world_size: int) -> str:
     spec = point.spec
     # make_groups is a function of (world size, group size, layout): those three name the groups
     groups = "world" if point.groups is None else f"{point.group.layout}:g{len(point.groups[0])}"
-    key = (f"{config.collective}/{spec.dtype.name}/{spec.op}/{'ip' if spec.in_place else 'oop'}/root{spec.root}/"
+    in_place = get_collective(config.collective).is_in_place(spec)   # what is measured, as the record says
+    key = (f"{config.collective}/{spec.dtype.name}/{spec.op}/{'ip' if in_place else 'oop'}/root{spec.root}/"
            f"{spec.size_bytes}B/{groups}/w{world_size}/n{config.loop.iters}")
     if spec.params:
         digest = hashlib.sha1(json.dumps(spec.params, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -141,7 +143,8 @@ def how_measured(point: SweepPoint) -> str:
     """What else tells two points of one collective, dtype and size apart (the point key's op, placement, root and
     timed iterations): 'sum, in-place, iters 20'; the op only where the collective reduces, a root other than 0."""
     spec, collective = point.point.spec, get_collective(point.config.collective)
-    parts = ([spec.op] if collective.reduces and spec.op else []) + ["in-place" if spec.in_place else "out-of-place"]
+    parts = ([spec.op] if collective.reduces and spec.op else []) + \
+        ["in-place" if collective.is_in_place(spec) else "out-of-place"]
     if spec.root:
         parts.append(f"root {spec.root}")
     return ", ".join(parts + [f"iters {point.config.loop.iters}"])

@@ -25,8 +25,9 @@
     group_sizes = [2, 4]         # or "pow2" (2, 4, 8 .. N) or "2,4"
     group_layout = "contiguous"  # or "strided", or ["contiguous", "strided"]
 
-Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, root, iters, warmup_iters,
-check, timeout_s; racks and sub-groups with `commbench bench`'s option names and meanings:
+Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, out_of_place, root, iters, warmup_iters,
+check, timeout_s (in_place and out_of_place as bench's --in-place / --out-of-place: all_reduce, broadcast and reduce
+are in-place unless out_of_place = true; reduce_scatter and all_gather out-of-place unless in_place = true); racks and sub-groups with `commbench bench`'s option names and meanings:
 ranks_per_rack, topology (preset nvl72 | hgx8), racks, nodes_per_rack, rack_nodes, group_sizes,
 group_layout. One launch has one rack topology: entries that describe racks must agree (put it in
 [defaults]); the rest use it too. Any other key is a parameter the collective declares in
@@ -55,7 +56,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ENTRY_KEYS = ("collective", "name", "sizes", "dtypes", "dtype", "op", "in_place", "root", "iters",
+ENTRY_KEYS = ("collective", "name", "sizes", "dtypes", "dtype", "op", "in_place", "out_of_place", "root", "iters",
               "warmup_iters", "check", "timeout_s")
 RACK_KEYS = ("ranks_per_rack", "topology", "racks", "nodes_per_rack", "rack_nodes")  # TopologySpec, as bench
 GROUP_KEYS = ("group_sizes", "group_layout")  # SubgroupSpec, as bench
@@ -78,6 +79,7 @@ class SweepEntry:
     dtypes: tuple[str, ...]
     op: str = "sum"
     in_place: bool = False
+    out_of_place: bool = False  # all_reduce, broadcast, reduce: their out-of-place form (bench --out-of-place)
     root: int = 0
     iters: int = 20
     warmup_iters: int = 5
@@ -325,15 +327,33 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     params = {k: v for k, v in defaults.items() if k not in STANDARD_KEYS and k in collective.param_names}
     params.update({k: v for k, v in raw.items() if k not in STANDARD_KEYS})
     topology, subgroups = rack_options(where, merged)
+    in_place, out_of_place = placement_forms(where, collective, merged)
     return SweepEntry(
         index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
-        in_place=_bool(where, "in_place", merged.get("in_place", False)),
+        in_place=in_place, out_of_place=out_of_place,
         root=_int(where, "root", merged.get("root", 0), 0),
         iters=_int(where, "iters", merged.get("iters", 20), 1, MAX_ITERS),
         warmup_iters=_int(where, "warmup_iters", merged.get("warmup_iters", 5), 0, MAX_ITERS),
         check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),
         params=check_params(where, collective, params), topology=topology, subgroups=subgroups,
     )
+
+
+def placement_forms(where: str, collective, merged: dict[str, Any]) -> tuple[bool, bool]:
+    """(in_place, out_of_place) as bench's --in-place / --out-of-place take them: a form the collective does not
+    have is refused, as is asking for both (one entry measures one form; --format nccl-tests' both forms are
+    bench's)."""
+    in_place = _bool(where, "in_place", merged.get("in_place", False))
+    out_of_place = _bool(where, "out_of_place", merged.get("out_of_place", False))
+    mode = collective.in_place_mode
+    if in_place and mode == "never":
+        raise _bad(where, "in_place", True, f"{collective.name} has no in-place form: remove in_place")
+    if out_of_place and mode != "both":
+        raise _bad(where, "out_of_place", True, f"{collective.name} is out-of-place unless in_place = true "
+                   "(out_of_place is for all_reduce, broadcast and reduce, in-place by default): remove out_of_place")
+    if in_place and out_of_place:
+        raise _bad(where, "out_of_place", True, "in_place = true and out_of_place = true exclude each other: give one")
+    return in_place, out_of_place
 
 
 def stray_defaults(where: str, defaults: dict[str, Any], runs: list[Any]) -> None:
