@@ -72,12 +72,13 @@ def test_the_dry_run_listing_tells_points_apart_by_op_placement_and_iterations()
     from commbench.cli.sweep import dry_run_document
 
     sweep = parse_sweep({"sweep": {"name": "ops", "backend": "gloo"},
-                         "run": [RUN, {**RUN, "op": "max"}, {**RUN, "in_place": True, "iters": 7}]}, "t.toml")
+                         "run": [RUN, {**RUN, "op": "max"}, {**RUN, "out_of_place": True, "iters": 7}]}, "t.toml")
     doc = dry_run_document(sweep, 2, "gloo")
     hows = [p["how"] for p in doc["points"]]
-    assert hows == ["sum, out-of-place, iters 20", "max, out-of-place, iters 20", "sum, in-place, iters 7"]
+    # all_reduce is in-place unless out_of_place = true (as bench): the listing says the form the records will say
+    assert hows == ["sum, in-place, iters 20", "max, in-place, iters 20", "sum, out-of-place, iters 7"]
     assert len(set(hows)) == len(hows)
     broadcast = parse_sweep({"sweep": {"name": "b", "backend": "gloo"},
                              "run": [{"collective": "broadcast", "sizes": ["1K"], "root": 1}]}, "t.toml")
-    assert dry_run_document(broadcast, 2, "gloo")["points"][0]["how"].startswith("out-of-place, root 1")
+    assert dry_run_document(broadcast, 2, "gloo")["points"][0]["how"].startswith("in-place, root 1")
     assert json.loads(json.dumps(doc))["points"][1]["how"].startswith("max")
