@@ -45,11 +45,12 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors). Runs the
     model does not cover come back with layout None and their skip_reason; none covered is an error.
     `model`, `system`, `gpus`: one value (or a list: one for every log, or one per log in order)."""
-    from commbench.planner.calibrate.published import check_row, published_runs
+    from commbench.planner.calibrate.published import READ_KEYS, check_row, published_runs, unread_fields
     from commbench.planner.calibrate.runlogs import read_runs
     as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
+    _check_distinct_files(paths)
     rows, places = [], []
     for path, m, g, n in zip(paths, models, systems, counts):
         try:
@@ -59,11 +60,21 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
             # most fields itself: this keeps the rest to one line
             raise CommbenchError(f"runs file {path!r} holds values no run can have: {type(exc).__name__}: "
                                  f"{first_line(exc)}") from None
+        unread: dict[str, None] = {}
         for i, row in enumerate(read):
             check_row(row, f"{path} row {i + 1}")
             _check_measured(row, f"{path} row {i + 1}")
+            _check_not_repeated(row, f"{path} row {i + 1}", rows, places)
+            unread.update(dict.fromkeys(unread_fields(row)))
             rows.append(row)
             places.append(f"{path} row {i + 1}")
+        if unread:
+            err_console.print(f"warning: runs file {path}: field(s) {', '.join(map(repr, unread))} not read (kept as "
+                              f"information); a run is read from: {', '.join(sorted(READ_KEYS))}", highlight=False,
+                              markup=False, soft_wrap=True)
+        for row in read:
+            if row.get("left_out"):   # a log's lines it did not count (runlogs.py): said, not dropped silently
+                err_console.print(f"note: {path}: {row['left_out']}", highlight=False, markup=False, soft_wrap=True)
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
     runs = published_runs(tuple(rows), tuple(places))
@@ -72,6 +83,34 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
         raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.where} ({r.label}): "
                              f"{r.skip_reason}")
     return runs
+
+
+def _check_distinct_files(paths: list[str]) -> None:
+    """The same run given twice would be fitted as two runs (and listed twice in the calibration file): a RUNS file
+    named twice, or two files of the same text (a copy), is refused in one line."""
+    import hashlib
+    import os
+
+    from commbench.planner.calibrate.runlogs import runs_file_text
+    seen: dict[tuple, int] = {}
+    for i, path in enumerate(paths):
+        real = os.path.realpath(path)
+        digest = hashlib.sha256(runs_file_text(path).encode()).hexdigest()
+        for key, what in (((real,), "given twice"), ((digest,), "the same text")):
+            if key in seen:
+                first = seen[key]
+                raise CommbenchError(f"RUNS {first + 1} and {i + 1} ({paths[first]!r}, {path!r}): {what}; each run "
+                                     "would be fitted twice: give each runs file once")
+            seen[key] = i
+
+
+def _check_not_repeated(row: dict, where: str, rows: list[dict], places: list[str]) -> None:
+    """A row equal to an earlier one in every field (its measured figure too) is the same run again, not a repeat
+    measurement: refused in one line naming both."""
+    for other, place in zip(rows, places):
+        if other == row:
+            raise CommbenchError(f"{where} is {place} again (every field, the measured figure too): the same run "
+                                 "would be fitted twice; give each run once (a repeat measurement has its own figure)")
 
 
 def _check_measured(row, where: str) -> None:

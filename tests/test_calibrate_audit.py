@@ -1,0 +1,141 @@
+"""`commbench calibrate` on inputs that would narrow or stale the data it fits: a field it does not read, the
+same run given twice, a log cut off mid-line, a calibration file fitted on another GPU family."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.planner.calibrate.runlogs import parse_megatron_log, parse_torchtitan_log
+
+DATA = Path(__file__).parent / "data"
+MEGATRON = DATA / "megatron_deepseek_v3_gb300.log"
+TITAN = DATA / "torchtitan_qwen3_30b_b200.log"
+ROW = dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8", seq_len=4096, tp=1, pp=2, vp=8,
+           ep=32, etp=1, cp=1, mbs=1, gbs=4096, tokens_per_s_per_gpu=6300.0)
+LOG_ARGS = ["--model", "deepseek-v3", "--system", "gb300-nvl72"]
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
+
+
+def _one_error_line(result, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("renamed,into", [("ep", "EP"), ("seq_len", "Seq-Len"), ("vp", "VP")])
+def test_a_read_field_in_another_case_is_refused_not_read_as_unset(tmp_path, renamed, into):
+    # {"EP": 32} (no near miss of 'ep' by spelling) was dropped without a word: the run was modelled as ep=1
+    row = dict(ROW)
+    row[into] = row.pop(renamed)
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row]))
+    _one_error_line(_invoke("calibrate", "--evaluate", str(runs)), "row 1", repr(into), f"did you mean {renamed!r}")
+
+
+@pytest.mark.parametrize("renamed,into", [("vp", "virtual_pipeline_size"), ("cp", "context_parallel")])
+def test_a_field_calibrate_does_not_read_is_named(tmp_path, renamed, into):
+    # a size under a name it does not read reads as unset (1): the run is modelled as another layout, not a word
+    row = dict(ROW, cluster="eos")
+    row[into] = row.pop(renamed)
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([row, dict(row, gbs=2048)]))
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "not read" in line]
+    assert len(warnings) == 1 and f"'cluster', '{into}' not read" in warnings[0] and str(runs) in warnings[0]
+    assert warnings[0].endswith(", tp, tp_comm_overlap, vp")
+
+
+def test_an_unread_recipe_field_is_refused(tmp_path):
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([dict(ROW, recipe={"recompute": "full", "a2a_overlap": True})]))
+    _one_error_line(_invoke("calibrate", "--evaluate", str(runs)), "'a2a_overlap'", "moe_a2a_overlap")
+
+
+def test_the_same_runs_file_twice_is_refused(tmp_path):
+    # it was fitted as two runs (the in-sample table listed it twice, the file recorded it twice)
+    out = tmp_path / "cal.json"
+    _one_error_line(_invoke("calibrate", str(MEGATRON), str(MEGATRON), *LOG_ARGS, "-O", str(out), "--no-loo"),
+                    "given twice", "RUNS 1 and 2")
+    assert not out.exists()
+    copy = tmp_path / "copy.log"
+    copy.write_text(MEGATRON.read_text())
+    _one_error_line(_invoke("calibrate", "--evaluate", str(MEGATRON), str(copy), *LOG_ARGS), "the same text",
+                    str(copy))
+
+
+def test_the_same_row_twice_is_refused(tmp_path):
+    runs, other = tmp_path / "runs.json", tmp_path / "other.json"
+    runs.write_text(json.dumps([ROW, dict(ROW, tokens_per_s_per_gpu=6200.0)]))
+    assert _invoke("calibrate", "--evaluate", str(runs)).exit_code == 0   # a repeat with its own figure is a run
+    other.write_text(json.dumps([dict(ROW, gbs=2048), ROW]))
+    _one_error_line(_invoke("calibrate", "--evaluate", str(runs), str(other)), f"{other} row 2",
+                    f"{runs} row 1 again")
+
+
+def _cut_after(text: str, label: str, keep_chars: int) -> str:
+    """`text` up to `keep_chars` characters into the figure after the last `label`: a log whose writer stopped
+    mid-line."""
+    at = text.rstrip("\n").rfind(label) + len(label)
+    return text[:at + keep_chars]
+
+
+def _megatron_lines(keep: int) -> str:
+    text = MEGATRON.read_text()
+    lines = text.splitlines(keepends=True)
+    iteration = [i for i, line in enumerate(lines) if "elapsed time per iteration" in line]
+    return "".join(lines[:iteration[keep - 1] + 1])
+
+
+def test_a_megatron_log_cut_off_mid_line_leaves_the_cut_figure_out_and_says_so():
+    # "elapsed time per iteration (ms): 10" (of 10402.9) was read as a 10 ms iteration: 2x the throughput here
+    whole = _megatron_lines(3)
+    cut = _cut_after(whole, "elapsed time per iteration (ms): ", 2)
+    without = parse_megatron_log(_megatron_lines(2), source="x", model="deepseek-v3", gpu="gb300-nvl72")
+    row = parse_megatron_log(cut, source="x", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(without["tokens_per_s_per_gpu"])
+    assert "last line cut off" in row["notes"]
+
+
+def test_a_torchtitan_log_cut_off_mid_line_leaves_the_cut_figure_out_and_says_so():
+    text = TITAN.read_text()
+    cut = _cut_after(text, "tps: ", 2)   # "tps: 24" of 24,420
+    whole = parse_torchtitan_log(text, source="x", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    row = parse_torchtitan_log(cut, source="x", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(24_408.5)   # median of 24,311 and 24,506, not 24
+    assert whole["tokens_per_s_per_gpu"] == pytest.approx(24_420.0)
+    assert "last line cut off" in row["notes"]
+
+
+def test_the_cli_names_a_cut_off_line(tmp_path):
+    log = tmp_path / "cut.log"
+    log.write_text(_cut_after(MEGATRON.read_text(), "elapsed time per iteration (ms): ", 2))
+    result = _invoke("calibrate", "--evaluate", str(log), *LOG_ARGS)
+    assert result.exit_code == 0, result.output
+    assert "last line cut off" in result.output and str(log) in result.output
+
+
+def test_a_calibration_fitted_on_another_gpu_family_is_named_on_plan(tmp_path):
+    # terms fitted on GB300 runs planned an H100 run without a word (its Hopper GEMM term is the shipped one,
+    # the shared terms are Blackwell's)
+    out = tmp_path / "cal.json"
+    assert _invoke("calibrate", str(MEGATRON), *LOG_ARGS, "-O", str(out), "--no-loo").exit_code == 0
+    plan = ["plan", "--model", "deepseek-v3", "--gpus", "256", "--gbs", "4096", "--calibration", str(out)]
+    hopper = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--layout", "tp=1,pp=8,vp=4,ep=32,mbs=1")
+    assert hopper.exit_code == 0, hopper.output
+    assert "fitted on runs of gb300 (Blackwell) only" in hopper.output and "h100 (Hopper)" in hopper.output
+    searched = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--top", "1")
+    assert searched.exit_code == 0 and "h100 (Hopper)" in searched.output, searched.output
+    same = _invoke(*plan, "--system", "gb200-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1")
+    assert same.exit_code == 0, same.output
+    assert "fitted on runs of" not in same.output
