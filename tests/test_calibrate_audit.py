@@ -139,3 +139,13 @@ def test_a_calibration_fitted_on_another_gpu_family_is_named_on_plan(tmp_path):
     same = _invoke(*plan, "--system", "gb200-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1")
     assert same.exit_code == 0, same.output
     assert "fitted on runs of" not in same.output
+
+
+def test_a_whole_last_line_without_a_line_break_is_counted():
+    text = MEGATRON.read_text().rstrip("\n")
+    whole = parse_megatron_log(text + "\n", source="x", model="deepseek-v3", gpu="gb300-nvl72")
+    row = parse_megatron_log(text, source="x", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == whole["tokens_per_s_per_gpu"] and not row["left_out"]
+    titan = TITAN.read_text().rstrip("\n")
+    row = parse_torchtitan_log(titan, source="x", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(24_420.0) and not row["left_out"]

@@ -46,7 +46,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     model does not cover come back with layout None and their skip_reason; none covered is an error.
     `model`, `system`, `gpus`: one value (or a list: one for every log, or one per log in order)."""
     from commbench.planner.calibrate.published import READ_KEYS, check_row, published_runs, unread_fields
-    from commbench.planner.calibrate.runlogs import read_runs
+    from commbench.planner.calibrate.runlogs import read_runs_noted
     as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
@@ -54,7 +54,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     rows, places = [], []
     for path, m, g, n in zip(paths, models, systems, counts):
         try:
-            read = read_runs(path, model=m, gpu=g, num_gpus=n)
+            read, left_out = read_runs_noted(path, model=m, gpu=g, num_gpus=n)
         except (ZeroDivisionError, ValueError, TypeError, KeyError) as exc:
             # a log's numbers that cannot make a run (elapsed 0 ms, world size 0, tp=abc); runlogs.py names
             # most fields itself: this keeps the rest to one line
@@ -72,9 +72,8 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
             err_console.print(f"warning: runs file {path}: field(s) {', '.join(map(repr, unread))} not read (kept as "
                               f"information); a run is read from: {', '.join(sorted(READ_KEYS))}", highlight=False,
                               markup=False, soft_wrap=True)
-        for row in read:
-            if row.get("left_out"):   # a log's lines it did not count (runlogs.py): said, not dropped silently
-                err_console.print(f"note: {path}: {row['left_out']}", highlight=False, markup=False, soft_wrap=True)
+        for text in left_out:   # a log's lines it read but did not count: said, not dropped silently
+            err_console.print(f"note: {path}: {text}", highlight=False, markup=False, soft_wrap=True)
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
     runs = published_runs(tuple(rows), tuple(places))

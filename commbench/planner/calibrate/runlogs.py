@@ -13,6 +13,8 @@ Three inputs (`read_runs` picks by content):
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
   over the steps after the first (warm-up), as for Megatron-LM.
+A last line cut off mid-write (no line break after it, and its figure at the end of the line) is left out and
+named (read_runs_noted), never read as a figure: "elapsed time per iteration (ms): 10" of 10402.9 would be 1000x.
 The model and system of a log come from the command line (logs do not name a zoo model).
 A log missing what a prediction needs raises one line naming what is missing.
 """
@@ -76,6 +78,18 @@ def _positive(log: str, key: str, text: str) -> float:
     if not 0 < number < 1e30:
         raise CommbenchError(f"{log}: {key}={text!r} is invalid: a positive finite number")
     return number
+
+
+def cut_last_line(text: str) -> int | None:
+    """The index (in text.splitlines()) of a last line cut off mid-write: a log whose writer stopped (a kill, a full
+    disk, a log read while the run writes it) ends without a line break, and its last figure may be cut short
+    ("elapsed time per iteration (ms): 10" of 10402.9). None when the text ends with a line break."""
+    if not text or text.endswith(("\n", "\r")):
+        return None
+    return len(text.splitlines()) - 1
+
+
+CUT_NOTE = "last line cut off mid-write (no line break after it): its figure left out"
 
 
 # A Megatron-LM argument and the model field it is emitted from (emit/megatron.py model_args)
@@ -154,8 +168,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     log = f"Megatron-LM log {source!r}"
     blocks: list[dict[str, Any]] = []
     lines: list[tuple[int, float, float | None, bool]] = []   # (arguments block before it, ms, TFLOP/s, skipped any)
-    inside = False
-    for line in text.splitlines():
+    inside, cut, cut_left_out = False, cut_last_line(text), False
+    for number, line in enumerate(text.splitlines()):
         line = ANSI.sub("", line)
         if re.search(r"-+ end of arguments -+", line):
             inside = False
@@ -168,7 +182,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         if match:
             blocks[-1][match.group(1)] = _value(match.group(2))
         elapsed = MEGATRON_ITER.search(line)
-        if elapsed:
+        if elapsed and number == cut and not line.rstrip().endswith("|"):   # a whole line ends with its last '|'
+            cut_left_out = True
+        elif elapsed:
             rate = MEGATRON_TFLOPS.search(line)
             lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
                           _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
@@ -203,6 +219,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
                              "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
                              "of iterations that trained")
+    left_out_text = "; ".join(([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
+                                 "iterations left out"] if len(healthy) < len(steady_lines) else [])
+                               + ([CUT_NOTE] if cut_left_out else []))
     steady = [ms for _, ms, _, _ in healthy]
     tflops = [t for _, _, t, _ in healthy if t is not None]
     left_out = len(steady_lines) - len(healthy)
@@ -230,7 +249,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
            "notes": f"Megatron-LM log; {len(lines)} iterations" + (
-               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else ""), "release": "user",
+               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else "") + (
+               f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
@@ -319,7 +339,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     log = f"TorchTitan log {source!r}"
     configs: list[Any] = []
     steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
-    for line in clean.splitlines():
+    cut, cut_left_out = cut_last_line(clean), False
+    for number, line in enumerate(clean.splitlines()):
         match = TITAN_CONFIG.search(line)
         if match:
             try:
@@ -328,7 +349,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                 configs.append(None)
             continue
         match = TITAN_STEP.search(line)
-        if match:
+        if match and number == cut and match.end(2) >= len(line.rstrip()):   # nothing after tps: cut within it
+            cut_left_out = True
+        elif match:
             rank = TITAN_RANK.match(line)
             steps.append(((max(len(configs), 1), rank.group(1) if rank else ""), int(match.group(1)),
                           _positive(log, "tps", match.group(2))))
@@ -400,7 +423,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
             # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
-            "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else ""),
+            "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
+            + (f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": CUT_NOTE if cut_left_out else "",
             "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
@@ -446,6 +470,20 @@ def is_json_list(text: str) -> bool:
 
 def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None = None) -> list[dict[str, Any]]:
     """Rows from one RUNS file: a JSON list, a Megatron-LM log or a TorchTitan log."""
+    return read_runs_noted(path, model=model, gpu=gpu, num_gpus=num_gpus)[0]
+
+
+def read_runs_noted(path: str, *, model: str | None, gpu: str | None,
+                    num_gpus: int | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """read_runs' rows, and for a log what it read but did not count (lines of skipped or NaN iterations, a last
+    line cut off mid-write): one line each, for calibrate to print."""
+    rows = _read_rows(path, model=model, gpu=gpu, num_gpus=num_gpus)
+    notes = [row.pop("left_out") for row in rows if row.get("source") == path and "left_out" in row
+             and str(row.get("notes", "")).startswith(("Megatron-LM log", "TorchTitan log"))]
+    return rows, [n for n in notes if n]
+
+
+def _read_rows(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None) -> list[dict[str, Any]]:
     text = runs_file_text(path)
     stripped = text.lstrip()
     if stripped.startswith("{"):  # JSON, but not the list of runs (it was called a TorchTitan log)
