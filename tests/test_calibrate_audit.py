@@ -149,3 +149,13 @@ def test_a_whole_last_line_without_a_line_break_is_counted():
     titan = TITAN.read_text().rstrip("\n")
     row = parse_torchtitan_log(titan, source="x", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
     assert row["tokens_per_s_per_gpu"] == pytest.approx(24_420.0) and not row["left_out"]
+
+
+def test_megatron_iterations_going_back_without_an_arguments_block_are_two_runs():
+    # a second run's lines appended with no arguments block: its warm-up iteration (15.9 s) was counted as steady
+    text = MEGATRON.read_text()
+    iterations = "".join(line for line in text.splitlines(keepends=True) if "elapsed time per iteration" in line)
+    from commbench.errors import CommbenchError
+    with pytest.raises(CommbenchError, match=r"iteration numbers go back \(iteration 5, then iteration 1\) with no "
+                                             r"arguments block"):
+        parse_megatron_log(text + iterations, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")

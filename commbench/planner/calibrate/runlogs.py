@@ -35,6 +35,7 @@ MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
+MEGATRON_ITER_NUMBER = re.compile(r"\biteration\s+(\d+)\s*/")   # training_log's "iteration   5/   100 |"
 MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
 # training_log's counts over the interval: iterations whose optimizer step was skipped (loss-scale overflow) or
 # whose loss/gradients were NaN; their time is not a training iteration's
@@ -162,6 +163,18 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm")
 
 
+def _check_iteration_order(log: str, number, start: int, last: dict[int, int]) -> None:
+    """Iteration numbers rise within one start (arguments block): a number that goes back is another run's line
+    appended without its arguments block, whose warm-up iteration would count as steady. One line naming both."""
+    if number is None:
+        return
+    iteration = int(number.group(1))
+    if start in last and iteration <= last[start]:
+        raise CommbenchError(f"{log}: iteration numbers go back (iteration {last[start]}, then iteration {iteration}) "
+                             "with no arguments block between: two runs in one log; give each run its own file")
+    last[start] = iteration
+
+
 def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None = None) -> dict[str, Any]:
     """One row from a Megatron-LM training log (see the module docstring); `num_gpus` (--gpus), when given, must
     be the log's world_size."""
@@ -169,6 +182,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     blocks: list[dict[str, Any]] = []
     lines: list[tuple[int, float, float | None, bool]] = []   # (arguments block before it, ms, TFLOP/s, skipped any)
     inside, cut, cut_left_out = False, cut_last_line(text), False
+    last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     for number, line in enumerate(text.splitlines()):
         line = ANSI.sub("", line)
         if re.search(r"-+ end of arguments -+", line):
@@ -185,6 +199,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         if elapsed and number == cut and not line.rstrip().endswith("|"):   # a whole line ends with its last '|'
             cut_left_out = True
         elif elapsed:
+            _check_iteration_order(log, MEGATRON_ITER_NUMBER.search(line), len(blocks), last_iteration)
             rate = MEGATRON_TFLOPS.search(line)
             lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
                           _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
