@@ -162,6 +162,11 @@ def load_plan(path: str | Path) -> dict[str, Any]:
                              f"are invalid: ep x etp ({lay.ep} x {lay.etp}) must divide tp x cp x dp ({lay.tp} x "
                              f"{lay.cp} x {lay.dp}), the ranks of a pipeline stage (write the plan again with "
                              "`commbench plan`)")
+    said, ran = doc["inputs"].get("precision"), doc["layout"].get("precision")
+    if isinstance(said, str) and isinstance(ran, str) and said.lower() != ran.lower():
+        raise CommbenchError(f"plan file {str(path)!r}: field 'inputs.precision'={said!r} but field "
+                             f"'layout.precision'={ran!r}: a hand edit changed one and not the other (write the plan "
+                             "again with `commbench plan`)")
     gpus = doc["inputs"]["gpus"]
     if lay.world != gpus:
         raise CommbenchError(f"plan file {str(path)!r}: its layout holds {lay.world} ranks (tp x cp x dp x pp = "
