@@ -159,3 +159,23 @@ def test_megatron_iterations_going_back_without_an_arguments_block_are_two_runs(
     with pytest.raises(CommbenchError, match=r"iteration numbers go back \(iteration 5, then iteration 1\) with no "
                                              r"arguments block"):
         parse_megatron_log(text + iterations, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+def _titan_on(device: str) -> str:
+    lines = TITAN.read_text().splitlines(keepends=True)
+    said = (f"[rank0]:[titan] 2026-01-10 10:00:00,500 - root - INFO - CUDA capacity: {device} with 178.36GiB "
+            "memory\n")
+    return "".join(lines[:4]) + said + "".join(lines[4:])
+
+
+def test_a_torchtitan_log_of_another_gpu_than_its_system_is_refused():
+    # TorchTitan names the device it ran on; an H100 run said to be --system b200-hgx was predicted as a B200's
+    from commbench.errors import CommbenchError
+    row = parse_torchtitan_log(_titan_on("NVIDIA B200"), source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(24_420.0)
+    with pytest.raises(CommbenchError, match=r"ran on 'NVIDIA H100 80GB HBM3' \(its 'CUDA capacity' line\), but "
+                                             r"--system b200-hgx has b200 GPUs"):
+        parse_torchtitan_log(_titan_on("NVIDIA H100 80GB HBM3"), source="t", model="qwen3-30b-a3b", gpu="b200-hgx",
+                             num_gpus=8)
+    # a device it cannot name (GH200) is not checked
+    parse_torchtitan_log(_titan_on("NVIDIA GH200 480GB"), source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)

@@ -12,7 +12,8 @@ Three inputs (`read_runs` picks by content):
   one iteration (the warm-up) is refused.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
-  over the steps after the first (warm-up), as for Megatron-LM.
+  over the steps after the first (warm-up), as for Megatron-LM; the device its 'CUDA capacity' line names must be
+  the --system's GPU.
 A last line cut off mid-write (no line break after it, and its figure at the end of the line) is left out and
 named (read_runs_noted), never read as a figure: "elapsed time per iteration (ms): 10" of 10402.9 would be 1000x.
 The model and system of a log come from the command line (logs do not name a zoo model).
@@ -308,6 +309,25 @@ def mesh_world_size(text: str) -> int | None:
     return prod(sizes)
 
 
+# TorchTitan names the device at start (components/metrics.py build_device_memory_monitor: "CUDA capacity: NVIDIA
+# H100 80GB HBM3 with 79.11GiB memory"); the GPU names hardware.toml has, as torch.cuda.get_device_name spells them
+TITAN_DEVICE = re.compile(r"(?:CUDA|GPU) capacity: (.+?) with [\d.]+\s*GiB memory")
+DEVICE_GPU = re.compile(r"\b(gb300|gb200|b300|b200|h100|h200|h800)\b", re.IGNORECASE)
+
+
+def check_titan_device(log: str, text: str, system: str) -> None:
+    """One line when a TorchTitan log ran on another GPU than the --system's (an H100 run said to be b200-hgx would
+    be predicted as a B200's); a device it cannot name (GH200) or a system outside the presets is not checked."""
+    from commbench.planner.calibrate.published import _preset_name
+    device = TITAN_DEVICE.search(text)
+    ran = DEVICE_GPU.search(device.group(1)) if device else None
+    preset = _preset_name(system)
+    said = preset.split("-")[0] if preset else None
+    if ran and said and ran.group(1).lower() != said:
+        raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), but --system "
+                             f"{system} has {said} GPUs: give the --system it ran on")
+
+
 TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
 TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
 # The config entries a run's row is read from (and the model): two configs that differ in one are two runs
@@ -430,6 +450,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     if gbs < 1:
         gbs = mbs * dp
     check_titan_flavor(log, config.get("model", {}), model)
+    check_titan_device(log, clean, gpu)
     precision = titan_precision(log, config.get("model", {}).get("converters", []))
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
