@@ -179,3 +179,11 @@ def test_a_torchtitan_log_of_another_gpu_than_its_system_is_refused():
                              num_gpus=8)
     # a device it cannot name (GH200) is not checked
     parse_torchtitan_log(_titan_on("NVIDIA GH200 480GB"), source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+
+
+@pytest.mark.parametrize("count", ["0", "-8", "1000000000"])
+def test_a_gpu_count_no_run_has_is_refused_naming_the_option(count):
+    # --gpus 0 read as not given ("give it with --gpus"); -8 was named as a row's num_gpus, not the option
+    result = _invoke("calibrate", "--evaluate", str(TITAN), "--model", "qwen3-30b-a3b", "--system", "b200-hgx",
+                     "--gpus", count)
+    _one_error_line(result, f"--gpus={count} is invalid", "a GPU count from 1 to")

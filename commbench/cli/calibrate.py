@@ -84,6 +84,15 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     return runs
 
 
+def _check_gpu_counts(counts: list[int] | None) -> None:
+    """--gpus: each a GPU count a run can have (0 read as not given, -8 named as a row's field)."""
+    from commbench.errors import invalid
+    from commbench.limits import MAX_GPUS
+    for count in counts or []:
+        if not 1 <= count <= MAX_GPUS:
+            raise invalid("--gpus", count, f"a GPU count from 1 to {MAX_GPUS:,}")
+
+
 def _check_distinct_files(paths: list[str]) -> None:
     """The same run given twice would be fitted as two runs (and listed twice in the calibration file): a RUNS file
     named twice, or two files of the same text (a copy), is refused in one line."""
@@ -245,6 +254,7 @@ def calibrate(
     shipped_terms = {"calibration_shipped_terms": list(start_file.shipped_terms)} if start_file else {}
     if start_file and start_file.shipped_terms and not as_json:   # --json carries calibration_shipped_terms
         err_console.print(f"note: {start_file.note()}", highlight=False, markup=False, soft_wrap=True)
+    _check_gpu_counts(gpus)
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]
