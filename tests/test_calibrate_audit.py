@@ -187,3 +187,20 @@ def test_a_gpu_count_no_run_has_is_refused_naming_the_option(count):
     result = _invoke("calibrate", "--evaluate", str(TITAN), "--model", "qwen3-30b-a3b", "--system", "b200-hgx",
                      "--gpus", count)
     _one_error_line(result, f"--gpus={count} is invalid", "a GPU count from 1 to")
+
+
+def test_a_calibration_term_outside_the_fit_range_is_named(tmp_path):
+    # gemm_efficiency_blackwell 0.557 -> 0.95 by hand: inside the hard range (0 to 1], so read as a fitted value
+    out = tmp_path / "cal.json"
+    assert _invoke("calibrate", str(MEGATRON), *LOG_ARGS, "-O", str(out), "--no-loo").exit_code == 0
+    plan = ["plan", "--model", "deepseek-v3", "--gpus", "256", "--gbs", "4096", "--system", "gb300-nvl72",
+            "--precision", "mxfp8", "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1", "--calibration", str(out)]
+    assert "outside the range a fit reaches" not in _invoke(*plan).output
+    doc = json.loads(out.read_text())
+    doc["terms"]["gemm_efficiency_blackwell"] = 0.95
+    out.write_text(json.dumps(doc))
+    result = _invoke(*plan)
+    assert result.exit_code == 0, result.output
+    assert "gemm_efficiency_blackwell=0.95 (0.45 to 0.8) outside the range a fit reaches" in result.output
+    evaluate = _invoke("calibrate", "--evaluate", str(MEGATRON), *LOG_ARGS, "--calibration", str(out))
+    assert "gemm_efficiency_blackwell=0.95" in evaluate.output

@@ -252,6 +252,8 @@ def calibrate(
     start_file = read_calibration_file(calibration) if calibration else None
     start = start_file.calibration if start_file else CALIBRATED
     shipped_terms = {"calibration_shipped_terms": list(start_file.shipped_terms)} if start_file else {}
+    for line in start_file.warnings() if start_file else []:
+        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     if start_file and start_file.shipped_terms and not as_json:   # --json carries calibration_shipped_terms
         err_console.print(f"note: {start_file.note()}", highlight=False, markup=False, soft_wrap=True)
     _check_gpu_counts(gpus)

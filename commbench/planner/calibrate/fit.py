@@ -53,6 +53,21 @@ class CalibrationFile:
     shipped_terms: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()   # the GPUs of the runs it was fitted on (its "runs"); () for a file without them
 
+    def bounds_note(self) -> str:
+        """'' when every term lies in its BOUNDS (where `commbench calibrate` fits it); else one line naming those
+        that do not: inside the hard range (read_calibration_file refuses beyond it), but no fit ends there, so a
+        hand edit or a benchmark's held value."""
+        outside = [f"{t}={getattr(self.calibration, t):.4g} ({BOUNDS[t][0]:g} to {BOUNDS[t][1]:g})" for t in BOUNDS
+                   if not BOUNDS[t][0] <= getattr(self.calibration, t) <= BOUNDS[t][1]]
+        if not outside:
+            return ""
+        return (f"calibration file {self.path}: {', '.join(outside)} outside the range a fit reaches: not what "
+                "`commbench calibrate` writes (a hand edit?); used as it stands")
+
+    def warnings(self, gpu_name: str | None = None) -> list[str]:
+        """The lines a plan, tune or calibrate prints about the file before using it (bounds_note, family_note)."""
+        return [w for w in (self.bounds_note(), self.family_note(gpu_name) if gpu_name else "") if w]
+
     def family_note(self, gpu_name: str) -> str:
         """'' when the file was fitted on runs of `gpu_name`'s family (Hopper or Blackwell, step.terms.HOPPER: each
         has its own GEMM term) or does not say which GPUs; else one line naming both: its Hopper or Blackwell GEMM
