@@ -204,3 +204,31 @@ def test_a_calibration_term_outside_the_fit_range_is_named(tmp_path):
     assert "gemm_efficiency_blackwell=0.95 (0.45 to 0.8) outside the range a fit reaches" in result.output
     evaluate = _invoke("calibrate", "--evaluate", str(MEGATRON), *LOG_ARGS, "--calibration", str(out))
     assert "gemm_efficiency_blackwell=0.95" in evaluate.output
+
+
+def _megatron_with(**args) -> str:
+    text = MEGATRON.read_text()
+    extra = "".join(f"  {k} {'.' * (40 - len(k))} {v}\n" for k, v in args.items())
+    return text.replace("-------------------- end of arguments", extra + "-------------------- end of arguments", 1)
+
+
+def test_a_megatron_fsdp_log_is_modelled_as_fsdp():
+    # use_megatron_fsdp was not read: the run was modelled as distributed-optimizer DP
+    from commbench.planner.calibrate.published import published_runs
+    assert "end of arguments" in MEGATRON.read_text()
+    row = parse_megatron_log(_megatron_with(use_megatron_fsdp=True), source="m", model="deepseek-v3",
+                             gpu="gb300-nvl72")
+    assert "FSDP=128" in row["notes"]   # 256 GPUs / (tp1 pp2 cp1): every DP rank shards
+    # the step model prices FSDP without PP only: this pp=2 run is listed as not modelled, by the fsdp rule
+    assert "breaks the fsdp rule" in published_runs((row,))[0].skip_reason
+    hsdp = parse_megatron_log(_megatron_with(use_megatron_fsdp=True, num_distributed_optimizer_instances=2),
+                              source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    assert "FSDP=64" in hsdp["notes"]
+    plain = parse_megatron_log(MEGATRON.read_text(), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    assert "FSDP" not in plain["notes"] and not published_runs((plain,))[0].layout.fsdp
+
+
+def test_a_torch_fsdp2_megatron_log_is_refused():
+    from commbench.errors import CommbenchError
+    with pytest.raises(CommbenchError, match=r"ran with use_torch_fsdp2=True: .* give the run as a JSON row"):
+        parse_megatron_log(_megatron_with(use_torch_fsdp2=True), source="m", model="deepseek-v3", gpu="gb300-nvl72")

@@ -161,7 +161,22 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
                      "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
                      "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
-                     "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm")
+                     "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
+                     "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances")
+
+
+def megatron_fsdp_note(log: str, args: dict[str, Any], dp: int) -> str:
+    """"FSDP=N" for a Megatron-FSDP run (N of its DP ranks shard; the row's notes, as the published tables say it),
+    '' otherwise: --use-megatron-fsdp (--use-custom-fsdp before core 0.14) shards over dp /
+    num_distributed_optimizer_instances ranks (HSDP beyond one instance), as emit/megatron.py reads the flags back.
+    Torch FSDP2 under Megatron-LM (--use-torch-fsdp2) is refused: the step model does not price it."""
+    if args.get("use_torch_fsdp2"):
+        raise CommbenchError(f"{log}: ran with use_torch_fsdp2=True: torch FSDP2 under Megatron-LM, which the step "
+                             "model does not price; give the run as a JSON row (notes \"FSDP=N\" for Megatron-FSDP)")
+    if not (args.get("use_megatron_fsdp") or args.get("use_custom_fsdp")):
+        return ""
+    instances = _whole(log, "num_distributed_optimizer_instances", args.get("num_distributed_optimizer_instances") or 1)
+    return f"FSDP={max(dp // instances, 1)}"
 
 
 def _check_iteration_order(log: str, number, start: int, last: dict[int, int]) -> None:
@@ -249,6 +264,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     if num_gpus and num_gpus != world:
         raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "
                              "on, or none (a Megatron-LM log states its own)")
+    fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
+        "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
     recompute = args.get("recompute_granularity") or "none"
     modules = args.get("recompute_modules") or []
     if recompute == "selective" and modules and "core_attn" not in modules:
@@ -264,7 +281,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(lines)} iterations" + (
+           "notes": f"Megatron-LM log; {len(lines)} iterations" + (f"; {fsdp}" if fsdp else "") + (
                f" ({left_out} counting skipped or NaN iterations left out)" if left_out else "") + (
                f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",
            "recipe": {"recompute": recompute,
