@@ -232,3 +232,17 @@ def test_a_torch_fsdp2_megatron_log_is_refused():
     from commbench.errors import CommbenchError
     with pytest.raises(CommbenchError, match=r"ran with use_torch_fsdp2=True: .* give the run as a JSON row"):
         parse_megatron_log(_megatron_with(use_torch_fsdp2=True), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+def test_a_megatron_log_without_mtp_is_modelled_without_it():
+    # mtp_num_layers None (Megatron's default: no MTP) was predicted with DeepSeek-V3's MTP layer: more compute
+    from commbench.errors import CommbenchError
+    from commbench.planner.calibrate.published import published_runs
+    with_mtp = parse_megatron_log(_megatron_with(mtp_num_layers=1), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    without = parse_megatron_log(_megatron_with(mtp_num_layers=None), source="m", model="deepseek-v3",
+                                 gpu="gb300-nvl72")
+    assert "w/o MTP" in without["notes"] and "w/o MTP" not in with_mtp["notes"]
+    assert published_runs((without,))[0].model.num_mtp_layers == 0
+    assert published_runs((with_mtp,))[0].model.num_mtp_layers == 1
+    with pytest.raises(CommbenchError, match=r"ran with mtp_num_layers=3, but --model deepseek-v3 has 1"):
+        parse_megatron_log(_megatron_with(mtp_num_layers=3), source="m", model="deepseek-v3", gpu="gb300-nvl72")

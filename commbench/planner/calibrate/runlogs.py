@@ -143,6 +143,24 @@ def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
                                  "is of another model (or a cut-down one); give the --model it trained")
 
 
+def megatron_mtp_note(log: str, args: dict[str, Any], model: str) -> str:
+    """"w/o MTP" (the published tables' tag, published.py drops the zoo model's MTP layers) for a log that ran
+    without the MTP layers its --model has (mtp_num_layers None, Megatron's default); one line for another depth;
+    '' where the log does not print the argument or agrees."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    name = _zoo_name(model)
+    if "mtp_num_layers" not in args or name is None:
+        return ""
+    ran, have = args["mtp_num_layers"] or 0, load_model(name).num_mtp_layers
+    if ran == have:
+        return ""
+    if ran == 0:
+        return "w/o MTP"
+    raise CommbenchError(f"{log}: ran with mtp_num_layers={ran!r}, but --model {model} has {have}: give the --model "
+                         "it trained")
+
+
 def megatron_precision(args: dict[str, Any]) -> str:
     if args.get("fp4"):
         return "NVFP4"
@@ -162,7 +180,8 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
                      "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
-                     "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances")
+                     "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
+                     "mtp_num_layers")
 
 
 def megatron_fsdp_note(log: str, args: dict[str, Any], dp: int) -> str:
@@ -264,6 +283,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     if num_gpus and num_gpus != world:
         raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "
                              "on, or none (a Megatron-LM log states its own)")
+    mtp = megatron_mtp_note(log, args, model)
     fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
         "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
     recompute = args.get("recompute_granularity") or "none"
@@ -281,7 +301,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(lines)} iterations" + (f"; {fsdp}" if fsdp else "") + (
+           "notes": f"Megatron-LM log; {len(lines)} iterations" + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
                f" ({left_out} counting skipped or NaN iterations left out)" if left_out else "") + (
                f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",
            "recipe": {"recompute": recompute,
