@@ -246,3 +246,11 @@ def test_a_megatron_log_without_mtp_is_modelled_without_it():
     assert published_runs((with_mtp,))[0].model.num_mtp_layers == 1
     with pytest.raises(CommbenchError, match=r"ran with mtp_num_layers=3, but --model deepseek-v3 has 1"):
         parse_megatron_log(_megatron_with(mtp_num_layers=3), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+def test_a_megatron_log_of_another_dense_ffn_is_refused():
+    # the model check compared layers, width, heads and experts: a cut-down dense FFN passed as the zoo model
+    from commbench.errors import CommbenchError
+    parse_megatron_log(_megatron_with(ffn_hidden_size=18432), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    with pytest.raises(CommbenchError, match=r"ran with ffn_hidden_size=4096, but --model deepseek-v3 has 18432"):
+        parse_megatron_log(_megatron_with(ffn_hidden_size=4096), source="m", model="deepseek-v3", gpu="gb300-nvl72")

@@ -97,7 +97,7 @@ CUT_NOTE = "last line cut off mid-write (no line break after it): its figure lef
 # A Megatron-LM argument and the model field it is emitted from (emit/megatron.py model_args)
 MEGATRON_MODEL_ARGS = (("num_layers", "num_layers"), ("hidden_size", "hidden"), ("num_attention_heads", "num_heads"),
                        ("num_experts", "num_routed_experts"), ("moe_router_topk", "top_k"),
-                       ("moe_ffn_hidden_size", "expert_ffn"))
+                       ("moe_ffn_hidden_size", "expert_ffn"), ("ffn_hidden_size", "dense_ffn"))
 
 
 FLAVOR_PARAMS_RE = re.compile(r"^(\d+(?:\.\d+)?)[bB]\b")   # TorchTitan flavors name total params: 30B-A3B, 671B, 120b
@@ -138,6 +138,8 @@ def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
         want, got = getattr(spec, field_name), args[arg]
         if field_name in ("num_routed_experts", "top_k", "expert_ffn") and not spec.is_moe:
             want = None if arg == "num_experts" else got   # a dense model: only num_experts tells
+        if field_name == "dense_ffn" and not want:
+            want = got   # a model of MoE layers only: Megatron prints its default ffn_hidden_size, unused
         if (got or None) != (want or None):
             raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want or None!r}: the log "
                                  "is of another model (or a cut-down one); give the --model it trained")
