@@ -50,3 +50,25 @@ def test_a_layout_precision_other_than_the_inputs_is_refused(plan_file, tmp_path
     line = result.output.strip()
     assert line.startswith("error:") and len(line.splitlines()) == 1
     assert "'inputs.precision'='bf16'" in line and "'layout.precision'='mxfp8'" in line
+
+
+def test_a_calibration_file_changed_since_the_plan_is_flagged(tmp_path):
+    # the plan records only the file's path: a refit since then was read as the plan's terms, not a word
+    from pathlib import Path
+    megatron = Path(__file__).parent / "data" / "megatron_deepseek_v3_gb300.log"
+    cal = tmp_path / "cal.json"
+    fit = CliRunner().invoke(app, ["calibrate", str(megatron), "--model", "deepseek-v3", "--system", "gb300-nvl72",
+                                   "-O", str(cal), "--no-loo"])
+    assert fit.exit_code == 0, fit.output
+    folder = tmp_path / "plan"
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4",
+                                      "--gbs", "64", "--layout", "tp=2,pp=1,ep=2,mbs=1", "-O", str(folder),
+                                      "--emit", "json", "--calibration", str(cal)])
+    assert result.exit_code == 0, result.output
+    doc = load_plan(folder / "plan.json")
+    assert not [f for f in plan_context(doc).flags if "changed since" in f]
+    edited = json.loads(cal.read_text())
+    edited["terms"]["all_to_all_efficiency"] = 0.5
+    cal.write_text(json.dumps(edited))
+    flags = [f for f in plan_context(doc).flags if "changed since" in f]
+    assert len(flags) == 1 and str(cal) in flags[0] and "all_to_all_efficiency" in flags[0], plan_context(doc).flags

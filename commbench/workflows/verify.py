@@ -110,6 +110,24 @@ def model_spec_flag(inputs: dict) -> str:
             "model_spec's")
 
 
+def _recorded_terms(inputs: dict) -> dict[str, float] | None:
+    """The fitted terms a plan recorded (inputs.calibration_terms, plans from this commbench on); None for an older
+    plan. A hand edit that is not every fitted term as a finite number is refused in one line."""
+    import math
+
+    from commbench.planner.step.terms import FITTED_TERMS
+    terms = inputs.get("calibration_terms")
+    if terms is None:
+        return None
+    if not isinstance(terms, dict) or set(terms) != set(FITTED_TERMS) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+            for v in terms.values()):
+        raise CommbenchError(f"plan field 'inputs.calibration_terms' = {str(terms)[:80]!r} is invalid: every fitted "
+                             f"term ({', '.join(FITTED_TERMS)}) as a number >= 0 (write the plan again with "
+                             "`commbench plan`)")
+    return {t: float(v) for t, v in terms.items()}
+
+
 def plan_context(doc: dict) -> PlanContext:
     """The plan's model, layout, sequence, racks, routing, framework and efficiency terms (its --calibration file
     where it names one; flagged and the shipped terms used where that file cannot be read here)."""
@@ -118,14 +136,27 @@ def plan_context(doc: dict) -> PlanContext:
     flags: list[str] = []
     cal = CALIBRATED
     source = inputs.get("calibration", "shipped")
+    recorded = _recorded_terms(inputs)
     if isinstance(source, str) and source != "shipped":
         from commbench.planner.calibrate.fit import read_calibration_file
 
         try:
             cal = read_calibration_file(source).calibration
         except CommbenchError as exc:
-            flags.append(f"the plan's calibration file {source} cannot be read here ({exc}): predictions use the "
-                         "shipped efficiency terms (all_to_all_efficiency, dp_bucket_params)")
+            flags.append(f"the plan's calibration file {source} cannot be read here ({exc}): predictions use "
+                         + ("the terms the plan recorded" if recorded else "the shipped efficiency terms "
+                            "(all_to_all_efficiency, dp_bucket_params)"))
+        else:
+            changed = [t for t, v in (recorded or {}).items() if getattr(cal, t) != v]
+            if changed:
+                flags.append(f"the plan's calibration file {source} has changed since the plan ({', '.join(changed)} "
+                             "differ): predictions use the terms the plan recorded (inputs.calibration_terms)")
+        if recorded:
+            try:
+                cal = CALIBRATED.with_values(**recorded)
+            except ValueError as exc:
+                raise CommbenchError(f"plan field 'inputs.calibration_terms' is invalid: {exc} (write the plan "
+                                     "again with `commbench plan`)") from None
     flags.extend(filter(None, [model_spec_flag(inputs)]))
     framework = doc.get("framework")
     return PlanContext(model=model, layout=lay, seq_len=int(inputs.get("seq_len", model.seq_len)),

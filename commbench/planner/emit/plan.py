@@ -278,10 +278,15 @@ def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...
 
 def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, ...] = ()) -> dict[str, Any]:
     """plan.json inputs on the efficiency terms: "calibration" (the file or "shipped") and, with a file, the terms
-    it does not set, taken from the shipped calibration ("calibration_shipped_terms")."""
+    it does not set, taken from the shipped calibration ("calibration_shipped_terms"), and the fitted terms it held
+    when planned ("calibration_terms": verify-plan predicts with them, and names a file changed since)."""
     if calibration_file is None:
         return {"calibration": "shipped"}
-    return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms)}
+    from commbench.planner.calibrate.fit import read_calibration_file
+    from commbench.planner.step.terms import FITTED_TERMS
+    cal = read_calibration_file(calibration_file).calibration
+    return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms),
+            "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}}
 
 
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],
