@@ -51,7 +51,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
     _check_distinct_files(paths)
-    rows, places = [], []
+    rows, places, seen = [], [], {}
     for path, m, g, n in zip(paths, models, systems, counts):
         try:
             read, left_out = read_runs_noted(path, model=m, gpu=g, num_gpus=n)
@@ -64,7 +64,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
         for i, row in enumerate(read):
             check_row(row, f"{path} row {i + 1}")
             _check_measured(row, f"{path} row {i + 1}")
-            _check_not_repeated(row, f"{path} row {i + 1}", rows, places)
+            _check_not_repeated(row, f"{path} row {i + 1}", seen)
             unread.update(dict.fromkeys(unread_fields(row)))
             rows.append(row)
             places.append(f"{path} row {i + 1}")
@@ -112,13 +112,14 @@ def _check_distinct_files(paths: list[str]) -> None:
             seen[key] = i
 
 
-def _check_not_repeated(row: dict, where: str, rows: list[dict], places: list[str]) -> None:
+def _check_not_repeated(row: dict, where: str, seen: dict[str, str]) -> None:
     """A row equal to an earlier one in every field (its measured figure too) is the same run again, not a repeat
-    measurement: refused in one line naming both."""
-    for other, place in zip(rows, places):
-        if other == row:
-            raise CommbenchError(f"{where} is {place} again (every field, the measured figure too): the same run "
-                                 "would be fitted twice; give each run once (a repeat measurement has its own figure)")
+    measurement: refused in one line naming both. `seen`: each earlier row's canonical JSON -> its place."""
+    key = json.dumps(row, sort_keys=True, default=repr)
+    if key in seen:
+        raise CommbenchError(f"{where} is {seen[key]} again (every field, the measured figure too): the same run "
+                             "would be fitted twice; give each run once (a repeat measurement has its own figure)")
+    seen[key] = where
 
 
 def _check_measured(row, where: str) -> None:
