@@ -72,6 +72,9 @@ def test_the_same_runs_file_twice_is_refused(tmp_path):
     copy.write_text(MEGATRON.read_text())
     _one_error_line(_invoke("calibrate", "--evaluate", str(MEGATRON), str(copy), *LOG_ARGS), "the same text",
                     str(copy))
+    copy.write_text(MEGATRON.read_text() + "[after training] done\n")   # a line more: not the same text
+    _one_error_line(_invoke("calibrate", "--evaluate", str(MEGATRON), str(copy), *LOG_ARGS),
+                    f"{copy} row 1 is {MEGATRON} row 1 again")
 
 
 def test_the_same_row_twice_is_refused(tmp_path):

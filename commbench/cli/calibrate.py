@@ -113,11 +113,12 @@ def _check_distinct_files(paths: list[str]) -> None:
 
 
 def _check_not_repeated(row: dict, where: str, seen: dict[str, str]) -> None:
-    """A row equal to an earlier one in every field (its measured figure too) is the same run again, not a repeat
+    """A row equal to an earlier one in every field but its source (its measured figure too) is the same run again, not a repeat
     measurement: refused in one line naming both. `seen`: each earlier row's canonical JSON -> its place."""
-    key = json.dumps(row, sort_keys=True, default=repr)
-    if key in seen:
-        raise CommbenchError(f"{where} is {seen[key]} again (every field, the measured figure too): the same run "
+    key = json.dumps({k: v for k, v in row.items() if k != "source"}, sort_keys=True, default=repr)
+    if key in seen:   # a log's row names its file (source): a copy of the log with a line more is the same run
+        raise CommbenchError(f"{where} is {seen[key]} again (every field but its source, the measured figure too): "
+                             "the same run "
                              "would be fitted twice; give each run once (a repeat measurement has its own figure)")
     seen[key] = where
 
