@@ -257,3 +257,16 @@ def test_a_megatron_log_of_another_dense_ffn_is_refused():
     parse_megatron_log(_megatron_with(ffn_hidden_size=18432), source="m", model="deepseek-v3", gpu="gb300-nvl72")
     with pytest.raises(CommbenchError, match=r"ran with ffn_hidden_size=4096, but --model deepseek-v3 has 18432"):
         parse_megatron_log(_megatron_with(ffn_hidden_size=4096), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+@pytest.mark.parametrize("section", ["'compile': {'enable': True}", "'quantize': {'grouped_mm': {'mx': {}}}"])
+def test_a_torchtitan_log_whose_second_config_compiles_or_quantizes_otherwise_is_two_runs(section):
+    # a restart with torch.compile (or another quantization) turned on mixed both runs' steps into one median
+    from commbench.errors import CommbenchError
+    text = TITAN.read_text()
+    body = "".join(line for line in text.splitlines(keepends=True) if "Running with args" in line or "tps:" in line)
+    changed = body.replace("'activation_checkpoint'", section + ", 'activation_checkpoint'")
+    assert changed != body
+    parse_torchtitan_log(text + body, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    with pytest.raises(CommbenchError, match=r"holds 2 runs: config 2 has (compile|quantize)="):
+        parse_torchtitan_log(text + changed, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)

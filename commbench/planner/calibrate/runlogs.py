@@ -369,8 +369,10 @@ def check_titan_device(log: str, text: str, system: str) -> None:
 
 TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
 TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
-# The config entries a run's row is read from (and the model): two configs that differ in one are two runs
-TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "training.seq_len", "training.local_batch_size",
+# The config entries a run's row is read from (and the model), and those that change its speed (torch.compile, the
+# quantization sections of 0.1 float8/mx and 0.2 quantize): two configs that differ in one are two runs
+TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "compile", "quantize", "float8", "mx",
+                    "training.seq_len", "training.local_batch_size",
                     "training.global_batch_size")
 
 
