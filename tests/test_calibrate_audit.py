@@ -270,3 +270,14 @@ def test_a_torchtitan_log_whose_second_config_compiles_or_quantizes_otherwise_is
     parse_torchtitan_log(text + body, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
     with pytest.raises(CommbenchError, match=r"holds 2 runs: config 2 has (compile|quantize)="):
         parse_torchtitan_log(text + changed, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+
+
+def test_megatron_iterations_of_a_batch_size_ramp_up_are_left_out_and_named():
+    # --rampup-batch-size: early iterations run a smaller global batch in less time; every line was read as a
+    # global_batch_size iteration, the throughput overstated
+    text = MEGATRON.read_text()
+    line2 = next(line for line in text.splitlines() if "(ms): 10433.1" in line)
+    ramped = line2.replace("(ms): 10433.1", "(ms): 2600.0").replace("global batch size:  4096", "global batch size:  1024")
+    row = parse_megatron_log(text.replace(line2, ramped), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.4029 * 256))   # median of 3, 4, 5
+    assert "1 iteration line(s) of a batch-size ramp-up (a global batch size below 4096) left out" in row["left_out"]

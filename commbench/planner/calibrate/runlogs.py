@@ -8,7 +8,8 @@ Three inputs (`read_runs` picks by content):
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
   `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
   tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
-  logged iterations after the first (warm-up), leaving out lines counting skipped or NaN iterations; a log of
+  logged iterations after the first (warm-up), leaving out lines counting skipped or NaN iterations and lines of a
+  --rampup-batch-size ramp (a logged global batch size below global_batch_size); a log of
   one iteration (the warm-up) is refused.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
@@ -37,6 +38,8 @@ MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
 MEGATRON_ITER_NUMBER = re.compile(r"\biteration\s+(\d+)\s*/")   # training_log's "iteration   5/   100 |"
+# training_log's "global batch size:  4096": below --global-batch-size while --rampup-batch-size ramps it up
+MEGATRON_LOGGED_GBS = re.compile(r"global batch size:\s*(\d+)")
 MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
 # training_log's counts over the interval: iterations whose optimizer step was skipped (loss-scale overflow) or
 # whose loss/gradients were NaN; their time is not a training iteration's
@@ -217,7 +220,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     be the log's world_size."""
     log = f"Megatron-LM log {source!r}"
     blocks: list[dict[str, Any]] = []
-    lines: list[tuple[int, float, float | None, bool]] = []   # (arguments block before it, ms, TFLOP/s, skipped any)
+    # (arguments block before it, ms, TFLOP/s, skipped any, the global batch size the line logs)
+    lines: list[tuple[int, float, float | None, bool, int | None]] = []
     inside, cut, cut_left_out = False, cut_last_line(text), False
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     for number, line in enumerate(text.splitlines()):
@@ -240,7 +244,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
             rate = MEGATRON_TFLOPS.search(line)
             lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
                           _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
-                          any(int(n) for n in MEGATRON_SKIPPED.findall(line))))
+                          any(int(n) for n in MEGATRON_SKIPPED.findall(line)),
+                          int(batch.group(1)) if (batch := MEGATRON_LOGGED_GBS.search(line)) else None))
     args = blocks[0] if blocks else {}
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
@@ -266,16 +271,25 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 "
                              "'elapsed time per iteration' lines (a smaller --log-interval or more --train-iters)")
+    full_batch = _whole(log, "global_batch_size", args["global_batch_size"])
+    ramp = [x for x in steady_lines if x[4] is not None and x[4] != full_batch]
+    if ramp and len(ramp) == len(steady_lines):
+        raise CommbenchError(f"{log}: every iteration line after the warm-up logs a global batch size other than "
+                             f"global_batch_size={full_batch} (a --rampup-batch-size ramp): not the run's throughput "
+                             "at its batch; give a log that reaches it")
+    steady_lines = [x for x in steady_lines if x not in ramp]
     healthy = [x for x in steady_lines if not x[3]]
     if not healthy:
         raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
                              "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
                              "of iterations that trained")
-    left_out_text = "; ".join(([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
+    left_out_text = "; ".join(([f"{len(ramp)} iteration line(s) of a batch-size ramp-up (a global batch size below "
+                                 f"{full_batch}) left out"] if ramp else [])
+                               + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
                                  "iterations left out"] if len(healthy) < len(steady_lines) else [])
                                + ([CUT_NOTE] if cut_left_out else []))
-    steady = [ms for _, ms, _, _ in healthy]
-    tflops = [t for _, _, t, _ in healthy if t is not None]
+    steady = [ms for _, ms, _, _, _ in healthy]
+    tflops = [t for _, _, t, _, _ in healthy if t is not None]
     left_out = len(steady_lines) - len(healthy)
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
