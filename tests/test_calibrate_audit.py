@@ -281,3 +281,22 @@ def test_megatron_iterations_of_a_batch_size_ramp_up_are_left_out_and_named():
     row = parse_megatron_log(text.replace(line2, ramped), source="m", model="deepseek-v3", gpu="gb300-nvl72")
     assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.4029 * 256))   # median of 3, 4, 5
     assert "1 iteration line(s) of a batch-size ramp-up (a global batch size below 4096) left out" in row["left_out"]
+
+
+@pytest.mark.parametrize("edit,precision", [(dict(fp16=True, bf16=False), "FP16"), (dict(bf16=False), "FP32")])
+def test_a_megatron_log_in_fp16_or_fp32_is_listed_not_read_as_bf16(edit, precision):
+    # megatron_precision read any run without fp8/fp4 as BF16: an FP16 run was predicted as a BF16 one
+    from commbench.planner.calibrate.published import published_runs
+    text = MEGATRON.read_text().replace("  fp8 ............................................. e4m3\n", "")
+    text = text.replace("  bf16 ............................................ True\n", "")
+    row = parse_megatron_log(_with_args(text, **edit), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["precision"] == precision
+    run = published_runs((row,))[0]
+    assert run.layout is None and f"'precision' = '{precision}'" in run.skip_reason
+    bf16 = parse_megatron_log(_with_args(text, bf16=True), source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    assert bf16["precision"] == "BF16"
+
+
+def _with_args(text: str, **args) -> str:
+    extra = "".join(f"  {k} {'.' * (40 - len(k))} {v}\n" for k, v in args.items())
+    return text.replace("-------------------- end of arguments", extra + "-------------------- end of arguments", 1)

@@ -167,11 +167,15 @@ def megatron_mtp_note(log: str, args: dict[str, Any], model: str) -> str:
 
 
 def megatron_precision(args: dict[str, Any]) -> str:
+    """The row's precision from the logged --fp4/--fp8/--fp8-recipe/--fp16/--bf16: FP16, and FP32 where the block
+    prints bf16 False without fp16, are named (the step model lists them as not modelled), not read as BF16."""
     if args.get("fp4"):
         return "NVFP4"
     if args.get("fp8"):
         return "MXFP8" if str(args.get("fp8_recipe", "")).lower() == "mxfp8" else "FP8"
-    return "BF16"
+    if args.get("fp16"):
+        return "FP16"
+    return "FP32" if "bf16" in args and not args["bf16"] else "BF16"
 
 
 # The arguments a run's row is read from (and the model's shape): two arguments blocks that differ in one of these
@@ -186,7 +190,7 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
                      "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
-                     "mtp_num_layers")
+                     "mtp_num_layers", "fp16", "bf16")
 
 
 def megatron_fsdp_note(log: str, args: dict[str, Any], dp: int) -> str:
