@@ -300,3 +300,17 @@ def test_a_megatron_log_in_fp16_or_fp32_is_listed_not_read_as_bf16(edit, precisi
 def _with_args(text: str, **args) -> str:
     extra = "".join(f"  {k} {'.' * (40 - len(k))} {v}\n" for k, v in args.items())
     return text.replace("-------------------- end of arguments", extra + "-------------------- end of arguments", 1)
+
+
+def test_a_torchtitan_log_without_bf16_mixed_precision_is_not_read_as_bf16():
+    # training.mixed_precision_param float32 (no mixed precision) was read as BF16
+    text = TITAN.read_text().replace("'converters': ['mx']", "'converters': []")
+    fp32 = text.replace("'seq_len': 4096,", "'seq_len': 4096, 'mixed_precision_param': 'float32',")
+    assert fp32 != text
+    row = parse_torchtitan_log(fp32, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    assert row["precision"] == "FP32"
+    bf16 = text.replace("'seq_len': 4096,", "'seq_len': 4096, 'mixed_precision_param': 'bfloat16',")
+    assert parse_torchtitan_log(bf16, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)[
+        "precision"] == "BF16"
+    assert parse_torchtitan_log(text, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)[
+        "precision"] == "BF16"

@@ -511,6 +511,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     check_titan_flavor(log, config.get("model", {}), model)
     check_titan_device(log, clean, gpu)
     precision = titan_precision(log, config.get("model", {}).get("converters", []))
+    if precision == "BF16":   # no converter: the FSDP mixed-precision parameter dtype (training.mixed_precision_param)
+        param = str(training.get("mixed_precision_param") or "bfloat16").lower()
+        precision = {"bfloat16": "BF16", "float32": "FP32", "float16": "FP16"}.get(param, param.upper())
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
