@@ -391,7 +391,7 @@ TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
 # quantization sections of 0.1 float8/mx and 0.2 quantize): two configs that differ in one are two runs
 TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "compile", "quantize", "float8", "mx",
                     "training.seq_len", "training.local_batch_size",
-                    "training.global_batch_size")
+                    "training.global_batch_size", "training.mixed_precision_param")
 
 
 def _entry(config: Any, dotted: str) -> Any:
