@@ -137,6 +137,10 @@ def test_a_calibration_fitted_on_another_gpu_family_is_named_on_plan(tmp_path):
     hopper = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--layout", "tp=1,pp=8,vp=4,ep=32,mbs=1")
     assert hopper.exit_code == 0, hopper.output
     assert "fitted on runs of gb300 (Blackwell) only" in hopper.output and "h100 (Hopper)" in hopper.output
+    as_json = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--layout", "tp=1,pp=8,vp=4,ep=32,mbs=1",
+                      "--json")
+    assert json.loads(as_json.stdout)["inputs"]["calibration"] == str(out)   # the warning is on stderr
+    assert "h100 (Hopper)" in as_json.stderr
     searched = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--top", "1")
     assert searched.exit_code == 0 and "h100 (Hopper)" in searched.output, searched.output
     same = _invoke(*plan, "--system", "gb200-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1")
@@ -314,3 +318,20 @@ def test_a_torchtitan_log_without_bf16_mixed_precision_is_not_read_as_bf16():
         "precision"] == "BF16"
     assert parse_torchtitan_log(text, source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)[
         "precision"] == "BF16"
+
+
+@pytest.mark.parametrize("written_by,needle", [(None, "records no commbench version"),
+                                               ("0.0.9", "written by commbench 0.0.9")])
+def test_a_calibration_file_of_another_commbench_is_named(tmp_path, written_by, needle):
+    # its terms were fitted to another release's step model, and were read as this one's without a word
+    out = tmp_path / "cal.json"
+    assert _invoke("calibrate", str(MEGATRON), *LOG_ARGS, "-O", str(out), "--no-loo").exit_code == 0
+    evaluate = ["calibrate", "--evaluate", str(MEGATRON), *LOG_ARGS, "--calibration", str(out)]
+    assert "commbench version" not in _invoke(*evaluate).output and "written by" not in _invoke(*evaluate).output
+    doc = json.loads(out.read_text())
+    doc.pop("commbench_version")
+    if written_by:
+        doc["commbench_version"] = written_by
+    out.write_text(json.dumps(doc))
+    result = _invoke(*evaluate)
+    assert result.exit_code == 0 and needle in result.output, result.output

@@ -52,6 +52,18 @@ class CalibrationFile:
     calibration: Calibration
     shipped_terms: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()   # the GPUs of the runs it was fitted on (its "runs"); () for a file without them
+    written_by: str | None = None   # its "commbench_version": the release whose step model its terms were fitted to
+
+    def version_note(self) -> str:
+        """'' for a file this commbench release wrote; else one line: its terms were fitted to another release's step
+        model (or one that recorded no version), and are read as this one's."""
+        from commbench import __version__
+        if self.written_by == __version__:
+            return ""
+        by = (f"was written by commbench {self.written_by}" if self.written_by
+              else "records no commbench version (written before it was recorded)")
+        return (f"calibration file {self.path} {by}; this is {__version__}: its terms were fitted to that release's "
+                "step model and are read as this one's (refit with `commbench calibrate -O` to be sure)")
 
     def bounds_note(self) -> str:
         """'' when every term lies in its BOUNDS (where `commbench calibrate` fits it); else one line naming those
@@ -66,7 +78,8 @@ class CalibrationFile:
 
     def warnings(self, gpu_name: str | None = None) -> list[str]:
         """The lines a plan, tune or calibrate prints about the file before using it (bounds_note, family_note)."""
-        return [w for w in (self.bounds_note(), self.family_note(gpu_name) if gpu_name else "") if w]
+        return [w for w in (self.version_note(), self.bounds_note(), self.family_note(gpu_name) if gpu_name else "")
+                if w]
 
     def family_note(self, gpu_name: str) -> str:
         """'' when the file was fitted on runs of `gpu_name`'s family (Hopper or Blackwell, step.terms.HOPPER: each
@@ -129,7 +142,17 @@ def read_calibration_file(path: str) -> CalibrationFile:
         value = getattr(cal, term)
         if not lo <= value <= hi:
             raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
-    return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=fitted_gpus(path))
+    return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=fitted_gpus(path),
+                           written_by=_written_by(path))
+
+
+def _written_by(path: str) -> str | None:
+    """A calibration file's "commbench_version" (None when it records none)."""
+    import json
+
+    from commbench.errors import read_user_file
+    version = json.loads(read_user_file(path, "calibration file")).get("commbench_version")
+    return version if isinstance(version, str) else None
 
 
 def load_calibration_file(path: str) -> Calibration:
