@@ -335,3 +335,16 @@ def test_a_calibration_file_of_another_commbench_is_named(tmp_path, written_by, 
     out.write_text(json.dumps(doc))
     result = _invoke(*evaluate)
     assert result.exit_code == 0 and needle in result.output, result.output
+
+
+def test_a_throughput_far_below_any_published_run_is_named(tmp_path):
+    # 6.3 (thousands of tokens/s/GPU) was fitted as a run at 0.1% of the GPU's peak; published runs reach >= 4%
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([ROW]))
+    assert "of the GPU's" not in _invoke("calibrate", "--evaluate", str(runs)).output
+    runs.write_text(json.dumps([dict(ROW, tokens_per_s_per_gpu=6.3)]))
+    result = _invoke("calibrate", "--evaluate", str(runs))
+    assert result.exit_code == 0, result.output
+    warning = [line for line in result.stderr.splitlines() if "peak" in line]
+    assert len(warning) == 1 and "tokens_per_s_per_gpu=6.3 means 2 model TFLOP/s per GPU" in warning[0], warning
+    assert "0.0% of the GPU's" in warning[0] and "row 1" in warning[0]
