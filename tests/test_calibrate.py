@@ -545,10 +545,10 @@ def test_a_plan_says_which_calibration_it_was_predicted_with(tmp_path):
     mine.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 0.4}}))
     common = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64", "--json"]
     for layout in ([], ["--layout", "tp=1,pp=1,ep=8,mbs=1"]):   # the search, and one pinned layout
-        shipped = json.loads(CliRunner().invoke(app, [*common, *layout]).output)
+        shipped = json.loads(CliRunner().invoke(app, [*common, *layout]).stdout)
         assert shipped["inputs"]["calibration"] == "shipped"
         assert any("fitted to published runs" in a for a in shipped["assumptions"])
-        user = json.loads(CliRunner().invoke(app, [*common, *layout, "--calibration", str(mine)]).output)
+        user = json.loads(CliRunner().invoke(app, [*common, *layout, "--calibration", str(mine)]).stdout)
         assert user["inputs"]["calibration"] == str(mine)
         assert any(str(mine) in a for a in user["assumptions"])
         assert not any("fitted to published runs" in a for a in user["assumptions"])

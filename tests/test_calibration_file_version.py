@@ -50,7 +50,7 @@ def test_a_file_the_current_release_writes_still_loads(tmp_path):
 def test_terms_a_file_does_not_set_are_named_in_the_plan(tmp_path, layout):
     old = _write(tmp_path / "old.json", {"kind": "commbench-calibration", "terms": OLD_TERMS})
     missing = [t for t in FITTED_TERMS if t not in OLD_TERMS]
-    doc = json.loads(CliRunner().invoke(app, [*PLAN, *layout, "--json", "--calibration", old]).output)
+    doc = json.loads(CliRunner().invoke(app, [*PLAN, *layout, "--json", "--calibration", old]).stdout)
     assert doc["inputs"]["calibration"] == old and doc["inputs"]["calibration_shipped_terms"] == missing
     (line,) = [a for a in doc["assumptions"] if a.startswith("efficiency terms:")]
     assert f"except {', '.join(missing)}:" in line and "shipped values" in line

@@ -45,25 +45,35 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors). Runs the
     model does not cover come back with layout None and their skip_reason; none covered is an error.
     `model`, `system`, `gpus`: one value (or a list: one for every log, or one per log in order)."""
-    from commbench.planner.calibrate.published import check_row, published_runs
-    from commbench.planner.calibrate.runlogs import read_runs
+    from commbench.planner.calibrate.published import READ_KEYS, check_row, published_runs, unread_fields
+    from commbench.planner.calibrate.runlogs import read_runs_noted
     as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
-    rows, places = [], []
+    _check_distinct_files(paths)
+    rows, places, seen = [], [], {}
     for path, m, g, n in zip(paths, models, systems, counts):
         try:
-            read = read_runs(path, model=m, gpu=g, num_gpus=n)
+            read, left_out = read_runs_noted(path, model=m, gpu=g, num_gpus=n)
         except (ZeroDivisionError, ValueError, TypeError, KeyError) as exc:
             # a log's numbers that cannot make a run (elapsed 0 ms, world size 0, tp=abc); runlogs.py names
             # most fields itself: this keeps the rest to one line
             raise CommbenchError(f"runs file {path!r} holds values no run can have: {type(exc).__name__}: "
                                  f"{first_line(exc)}") from None
+        unread: dict[str, None] = {}
         for i, row in enumerate(read):
             check_row(row, f"{path} row {i + 1}")
             _check_measured(row, f"{path} row {i + 1}")
+            _check_not_repeated(row, f"{path} row {i + 1}", seen)
+            unread.update(dict.fromkeys(unread_fields(row)))
             rows.append(row)
             places.append(f"{path} row {i + 1}")
+        if unread:
+            err_console.print(f"warning: runs file {path}: field(s) {', '.join(map(repr, unread))} not read (kept as "
+                              f"information); a run is read from: {', '.join(sorted(READ_KEYS))}", highlight=False,
+                              markup=False, soft_wrap=True)
+        for text in left_out:   # a log's lines it read but did not count: said, not dropped silently
+            err_console.print(f"note: {path}: {text}", highlight=False, markup=False, soft_wrap=True)
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
     runs = published_runs(tuple(rows), tuple(places))
@@ -72,6 +82,45 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
         raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.where} ({r.label}): "
                              f"{r.skip_reason}")
     return runs
+
+
+def _check_gpu_counts(counts: list[int] | None) -> None:
+    """--gpus: each a GPU count a run can have (0 read as not given, -8 named as a row's field)."""
+    from commbench.errors import invalid
+    from commbench.limits import MAX_GPUS
+    for count in counts or []:
+        if not 1 <= count <= MAX_GPUS:
+            raise invalid("--gpus", count, f"a GPU count from 1 to {MAX_GPUS:,}")
+
+
+def _check_distinct_files(paths: list[str]) -> None:
+    """The same run given twice would be fitted as two runs (and listed twice in the calibration file): a RUNS file
+    named twice, or two files of the same text (a copy), is refused in one line."""
+    import hashlib
+    import os
+
+    from commbench.planner.calibrate.runlogs import runs_file_text
+    seen: dict[tuple, int] = {}
+    for i, path in enumerate(paths):
+        real = os.path.realpath(path)
+        digest = hashlib.sha256(runs_file_text(path).encode()).hexdigest()
+        for key, what in (((real,), "given twice"), ((digest,), "the same text")):
+            if key in seen:
+                first = seen[key]
+                raise CommbenchError(f"RUNS {first + 1} and {i + 1} ({paths[first]!r}, {path!r}): {what}; each run "
+                                     "would be fitted twice: give each runs file once")
+            seen[key] = i
+
+
+def _check_not_repeated(row: dict, where: str, seen: dict[str, str]) -> None:
+    """A row equal to an earlier one in every field but its source (its measured figure too) is the same run again, not a repeat
+    measurement: refused in one line naming both. `seen`: each earlier row's canonical JSON -> its place."""
+    key = json.dumps({k: v for k, v in row.items() if k != "source"}, sort_keys=True, default=repr)
+    if key in seen:   # a log's row names its file (source): a copy of the log with a line more is the same run
+        raise CommbenchError(f"{where} is {seen[key]} again (every field but its source, the measured figure too): "
+                             "the same run "
+                             "would be fitted twice; give each run once (a repeat measurement has its own figure)")
+    seen[key] = where
 
 
 def _check_measured(row, where: str) -> None:
@@ -87,13 +136,18 @@ def _check_measured(row, where: str) -> None:
 
 
 TFLOPS_AGREE = (0.5, 2.0)  # a row's tflops_per_gpu over the model TFLOP/s its tokens/s means (published: 0.83-1.13)
+# The least measured model TFLOP/s over the GPU's peak at the run's precision a run is read without a word: the 328
+# modelled published runs (calibration-runs.json and benchmarks/data/*-runs.json) reach 4.3% to 74%, median 18%; a
+# figure under 1% is more likely in other units (thousands of tokens/s) than a run that slow
+LEAST_PEAK_FRACTION = 0.01
 
 
 def check_units(runs, calibration) -> None:
     """One line for a modelled run whose measured figures cannot be per-GPU tokens/s: more model TFLOP/s per GPU
     than the GPU's datasheet peak (tokens/s over all GPUs?), or a tflops_per_gpu that disagrees with the
     tokens/s by more than TFLOPS_AGREE (one of them in other units). Measured model TFLOP/s = the predicted
-    model TFLOP/s scaled by measured / predicted tokens/s (the same model FLOPs per token)."""
+    model TFLOP/s scaled by measured / predicted tokens/s (the same model FLOPs per token). A figure under
+    LEAST_PEAK_FRACTION of the peak is named in a warning line."""
     from commbench.planner.calibrate.published import predict_runs
     p = predict_runs(runs, calibration)
     for j, r in enumerate(p.runs):
@@ -105,6 +159,11 @@ def check_units(runs, calibration) -> None:
                                  f"per GPU, above the GPU's {float(p.peak_tflops[j]):,.0f} peak; allowed: tokens/s "
                                  f"per GPU (over all {r.row['num_gpus']} GPUs it would be "
                                  f"{measured / int(r.row['num_gpus']):,.6g} per GPU)")
+        if tflops < LEAST_PEAK_FRACTION * float(p.peak_tflops[j]):
+            err_console.print(f"warning: {where}: tokens_per_s_per_gpu={measured:,.6g} means {tflops:,.0f} model "
+                              f"TFLOP/s per GPU, {100 * tflops / float(p.peak_tflops[j]):.1f}% of the GPU's "
+                              f"{float(p.peak_tflops[j]):,.0f} peak (published runs reach 4% or more): is it tokens/s "
+                              "per GPU, not thousands of them?", highlight=False, markup=False, soft_wrap=True)
         logged = r.row.get("tflops_per_gpu")
         if logged and not TFLOPS_AGREE[0] <= float(logged) / tflops <= TFLOPS_AGREE[1]:
             raise CommbenchError(f"{where}: tflops_per_gpu={logged!r} but tokens_per_s_per_gpu={measured:,.6g} means "
@@ -205,8 +264,11 @@ def calibrate(
     start_file = read_calibration_file(calibration) if calibration else None
     start = start_file.calibration if start_file else CALIBRATED
     shipped_terms = {"calibration_shipped_terms": list(start_file.shipped_terms)} if start_file else {}
+    for line in start_file.warnings() if start_file else []:
+        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     if start_file and start_file.shipped_terms and not as_json:   # --json carries calibration_shipped_terms
         err_console.print(f"note: {start_file.note()}", highlight=False, markup=False, soft_wrap=True)
+    _check_gpu_counts(gpus)
     everything = load_runs(runs, model=model, system=system, gpus=gpus)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]

@@ -174,6 +174,9 @@ def plan(
     complete = layout is not None and is_complete(pins) and gbs is None
     fabric = _system(system, gpus, gpu)
     precision = resolve_precision(precision, pins, fabric.gpu)
+    for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
+        from commbench.cli.base import err_console
+        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
                         gbs=resolve_gbs(gbs, pins), precision=precision,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,

@@ -73,6 +73,9 @@ def tune(
     from commbench.planner.step.terms import CALIBRATED
     cal_file = read_calibration_file(calibration) if calibration else None
     cal = cal_file.calibration if cal_file else CALIBRATED
+    for line in cal_file.warnings(load_preset(system, num_gpus=gpus).gpu.name) if cal_file else []:
+        from commbench.cli.base import err_console
+        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)

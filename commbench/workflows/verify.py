@@ -19,6 +19,8 @@ flags each unmet assumption.
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,6 +91,43 @@ class VerifyJob:
     timeout_s: float = 120.0
 
 
+def model_spec_flag(inputs: dict) -> str:
+    """'' when the plan's model_spec is the zoo model it names (or names none in the zoo); else one line naming the
+    first field that differs: a hand edit, a --model-file of the same name or an older zoo, whose sizes verify-plan
+    measures as they stand."""
+    from commbench.planner.emit.plan import model_dict
+    from commbench.planner.models.zoo import load_model, model_names
+
+    name, spec = inputs.get("model"), inputs.get("model_spec")
+    if not isinstance(name, str) or name not in model_names() or not isinstance(spec, dict):
+        return ""
+    zoo = json.loads(json.dumps(model_dict(load_model(name)), default=float))
+    differ = next((k for k in zoo if k in spec and spec[k] != zoo[k]), None)
+    if differ is None:
+        return ""
+    return (f"the plan's model_spec has {differ}={spec[differ]!r}, but zoo model {name} has {zoo[differ]!r}: a hand "
+            "edit, a --model-file model of that name or another commbench's zoo; the sizes measured are the plan's "
+            "model_spec's")
+
+
+def _recorded_terms(inputs: dict) -> dict[str, float] | None:
+    """The fitted terms a plan recorded (inputs.calibration_terms, plans from this commbench on); None for an older
+    plan. A hand edit that is not every fitted term as a finite number is refused in one line."""
+    import math
+
+    from commbench.planner.step.terms import FITTED_TERMS
+    terms = inputs.get("calibration_terms")
+    if terms is None:
+        return None
+    if not isinstance(terms, dict) or set(terms) != set(FITTED_TERMS) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+            for v in terms.values()):
+        raise CommbenchError(f"plan field 'inputs.calibration_terms' = {str(terms)[:80]!r} is invalid: every fitted "
+                             f"term ({', '.join(FITTED_TERMS)}) as a number >= 0 (write the plan again with "
+                             "`commbench plan`)")
+    return {t: float(v) for t, v in terms.items()}
+
+
 def plan_context(doc: dict) -> PlanContext:
     """The plan's model, layout, sequence, racks, routing, framework and efficiency terms (its --calibration file
     where it names one; flagged and the shipped terms used where that file cannot be read here)."""
@@ -97,14 +136,28 @@ def plan_context(doc: dict) -> PlanContext:
     flags: list[str] = []
     cal = CALIBRATED
     source = inputs.get("calibration", "shipped")
+    recorded = _recorded_terms(inputs)
     if isinstance(source, str) and source != "shipped":
         from commbench.planner.calibrate.fit import read_calibration_file
 
         try:
             cal = read_calibration_file(source).calibration
         except CommbenchError as exc:
-            flags.append(f"the plan's calibration file {source} cannot be read here ({exc}): predictions use the "
-                         "shipped efficiency terms (all_to_all_efficiency, dp_bucket_params)")
+            flags.append(f"the plan's calibration file {source} cannot be read here ({exc}): predictions use "
+                         + ("the terms the plan recorded" if recorded else "the shipped efficiency terms "
+                            "(all_to_all_efficiency, dp_bucket_params)"))
+        else:
+            changed = [t for t, v in (recorded or {}).items() if getattr(cal, t) != v]
+            if changed:
+                flags.append(f"the plan's calibration file {source} has changed since the plan ({', '.join(changed)} "
+                             "differ): predictions use the terms the plan recorded (inputs.calibration_terms)")
+        if recorded:
+            try:
+                cal = CALIBRATED.with_values(**recorded)
+            except ValueError as exc:
+                raise CommbenchError(f"plan field 'inputs.calibration_terms' is invalid: {exc} (write the plan "
+                                     "again with `commbench plan`)") from None
+    flags.extend(filter(None, [model_spec_flag(inputs)]))
     framework = doc.get("framework")
     return PlanContext(model=model, layout=lay, seq_len=int(inputs.get("seq_len", model.seq_len)),
                        gpus=int(inputs["gpus"]), per_rack=int(doc["placement"]["gpus_per_rack"]),

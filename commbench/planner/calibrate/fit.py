@@ -51,6 +51,49 @@ class CalibrationFile:
     path: str
     calibration: Calibration
     shipped_terms: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()   # the GPUs of the runs it was fitted on (its "runs"); () for a file without them
+    written_by: str | None = None   # its "commbench_version": the release whose step model its terms were fitted to
+
+    def version_note(self) -> str:
+        """'' for a file this commbench release wrote; else one line: its terms were fitted to another release's step
+        model (or one that recorded no version), and are read as this one's."""
+        from commbench import __version__
+        if self.written_by == __version__:
+            return ""
+        by = (f"was written by commbench {self.written_by}" if self.written_by
+              else "records no commbench version (written before it was recorded)")
+        return (f"calibration file {self.path} {by}; this is {__version__}: its terms were fitted to that release's "
+                "step model and are read as this one's (refit with `commbench calibrate -O` to be sure)")
+
+    def bounds_note(self) -> str:
+        """'' when every term lies in its BOUNDS (where `commbench calibrate` fits it); else one line naming those
+        that do not: inside the hard range (read_calibration_file refuses beyond it), but no fit ends there, so a
+        hand edit or a benchmark's held value."""
+        outside = [f"{t}={getattr(self.calibration, t):.4g} ({BOUNDS[t][0]:g} to {BOUNDS[t][1]:g})" for t in BOUNDS
+                   if not BOUNDS[t][0] <= getattr(self.calibration, t) <= BOUNDS[t][1]]
+        if not outside:
+            return ""
+        return (f"calibration file {self.path}: {', '.join(outside)} outside the range a fit reaches: not what "
+                "`commbench calibrate` writes (a hand edit?); used as it stands")
+
+    def warnings(self, gpu_name: str | None = None) -> list[str]:
+        """The lines a plan, tune or calibrate prints about the file before using it (bounds_note, family_note)."""
+        return [w for w in (self.version_note(), self.bounds_note(), self.family_note(gpu_name) if gpu_name else "")
+                if w]
+
+    def family_note(self, gpu_name: str) -> str:
+        """'' when the file was fitted on runs of `gpu_name`'s family (Hopper or Blackwell, step.terms.HOPPER: each
+        has its own GEMM term) or does not say which GPUs; else one line naming both: its Hopper or Blackwell GEMM
+        term is then the shipped one, and the terms every GPU shares were fitted on the other family's runs."""
+        if not self.gpus:
+            return ""
+        have = {gpu_family(g) for g in self.gpus}
+        if gpu_family(gpu_name) in have:
+            return ""
+        fitted = ", ".join(f"{g} ({gpu_family(g)})" for g in self.gpus)
+        return (f"calibration file {self.path} was fitted on runs of {fitted} only; this plan is {gpu_name.lower()} "
+                f"({gpu_family(gpu_name)}): its GEMM efficiency is the shipped value and the terms every GPU shares "
+                "were fitted on other GPUs' runs (refit with runs of this GPU)")
 
     def note(self) -> str:
         """'' when the file sets every fitted term; else one line naming the terms filled from the shipped values."""
@@ -59,6 +102,30 @@ class CalibrationFile:
         return (f"calibration file {self.path} sets no {', '.join(self.shipped_terms)}: these {len(self.shipped_terms)} "
                 f"of the {len(FITTED_TERMS)} fitted terms are the shipped calibration's values, not fitted to your runs "
                 "(a file of an older commbench fitted fewer terms)")
+
+
+def gpu_family(gpu_name: str) -> str:
+    """'Hopper' or 'Blackwell': the GPU generations the step model has a GEMM term each for (step.terms.HOPPER)."""
+    from commbench.planner.step.terms import HOPPER
+    return "Hopper" if gpu_name.lower() in HOPPER else "Blackwell"
+
+
+RUN_GPU = re.compile(r"\s(\S+)x\d+\s")   # calibrate's run_key: "MODEL GPUxN PRECISION ..."
+
+
+def fitted_gpus(path: str) -> tuple[str, ...]:
+    """The GPUs (hardware.toml names) of the runs a calibration file lists (step.terms.fitted_runs), in order."""
+    from commbench.data.reference import gpu_names
+    from commbench.planner.calibrate.published import _preset_name
+    from commbench.planner.step.terms import fitted_runs
+    found: dict[str, None] = {}
+    for run in fitted_runs(path):
+        match = RUN_GPU.search(run)
+        preset = _preset_name(match.group(1)) if match else None
+        gpu = preset.split("-")[0] if preset else None
+        if gpu in gpu_names():
+            found[gpu] = None
+    return tuple(found)
 
 
 def read_calibration_file(path: str) -> CalibrationFile:
@@ -75,7 +142,17 @@ def read_calibration_file(path: str) -> CalibrationFile:
         value = getattr(cal, term)
         if not lo <= value <= hi:
             raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
-    return CalibrationFile(path=path, calibration=cal, shipped_terms=missing)
+    return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=fitted_gpus(path),
+                           written_by=_written_by(path))
+
+
+def _written_by(path: str) -> str | None:
+    """A calibration file's "commbench_version" (None when it records none)."""
+    import json
+
+    from commbench.errors import read_user_file
+    version = json.loads(read_user_file(path, "calibration file")).get("commbench_version")
+    return version if isinstance(version, str) else None
 
 
 def load_calibration_file(path: str) -> Calibration:

@@ -246,8 +246,9 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 
 
 # The keys a run row is read by (the published tables' columns, the recipe fields); any other is kept as
-# information (a date, a cluster name), but one a letter or two off a read key is a typo whose value would
-# otherwise be dropped without a word: check_row refuses it, naming the key it resembles.
+# information (a date, a cluster name) and named by calibrate (unread_fields), but one a letter or two off a read
+# key, or a read key in another case, is a typo whose value would otherwise be dropped: check_row refuses it,
+# naming the key it resembles.
 READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
                        "tflops_per_gpu", "notes", "source", "recipe", *RECIPE_FIELDS))
 
@@ -262,6 +263,29 @@ def _near_miss(keys, known, where: str, what: str) -> None:
         close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
         if close:
             raise CommbenchError(f"{where}: {what} {key!r} is not read: did you mean {close[0]!r}?")
+
+
+
+def _folded(key: str) -> str:
+    return key.lower().replace("-", "_").replace(" ", "_")
+
+
+def _other_case(keys, known, where: str, what: str) -> None:
+    """A read key in another case or with dashes ({"EP": 32}, "Seq-Len") is refused by name: dropped, an optional
+    size would read as unset (1) and the run be modelled as another layout."""
+    from commbench.errors import CommbenchError
+    folded = {_folded(k): k for k in known}
+    for key in keys:
+        if isinstance(key, str) and key not in known and _folded(key) in folded:
+            raise CommbenchError(f"{where}: {what} {key!r} is not read: did you mean {folded[_folded(key)]!r}? "
+                                 "(names are lower case, as calibration-runs.json spells them)")
+
+
+def unread_fields(row: dict[str, Any]) -> list[str]:
+    """The row's keys (and recipe keys) no run is read from: kept as information, but named (calibrate prints
+    them), since a size under another name ("virtual_pipeline_size") reads as unset."""
+    recipe = row.get("recipe") if isinstance(row.get("recipe"), dict) else {}
+    return [k for k in row if k not in READ_KEYS] + [f"recipe.{k}" for k in recipe if k not in RECIPE_FIELDS]
 
 
 # The sizes a table leaves out where they do not apply, and its spellings of "not applicable" (the tables print
@@ -289,6 +313,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
     _near_miss(row, READ_KEYS, where, "field")
     if isinstance(row.get("recipe"), dict):
         _near_miss(row["recipe"], frozenset(RECIPE_FIELDS), where, "recipe field")
+        _other_case(row["recipe"], frozenset(RECIPE_FIELDS), where, "recipe field")
+    _other_case(row, READ_KEYS, where, "field")
     for name in REQUIRED_FIELDS:
         if row.get(name) in (None, ""):
             raise CommbenchError(f"{where}: field {name!r} is missing (required: {', '.join(REQUIRED_FIELDS)})")

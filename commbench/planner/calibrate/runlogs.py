@@ -8,11 +8,15 @@ Three inputs (`read_runs` picks by content):
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
   `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
   tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
-  logged iterations after the first (warm-up), leaving out lines counting skipped or NaN iterations; a log of
+  logged iterations after the first (warm-up), leaving out lines counting skipped or NaN iterations and lines of a
+  --rampup-batch-size ramp (a logged global batch size below global_batch_size); a log of
   one iteration (the warm-up) is refused.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
-  over the steps after the first (warm-up), as for Megatron-LM.
+  over the steps after the first (warm-up), as for Megatron-LM; the device its 'CUDA capacity' line names must be
+  the --system's GPU.
+A last line cut off mid-write (no line break after it, and its figure at the end of the line) is left out and
+named (read_runs_noted), never read as a figure: "elapsed time per iteration (ms): 10" of 10402.9 would be 1000x.
 The model and system of a log come from the command line (logs do not name a zoo model).
 A log missing what a prediction needs raises one line naming what is missing.
 """
@@ -33,6 +37,9 @@ MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
+MEGATRON_ITER_NUMBER = re.compile(r"\biteration\s+(\d+)\s*/")   # training_log's "iteration   5/   100 |"
+# training_log's "global batch size:  4096": below --global-batch-size while --rampup-batch-size ramps it up
+MEGATRON_LOGGED_GBS = re.compile(r"global batch size:\s*(\d+)")
 MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
 # training_log's counts over the interval: iterations whose optimizer step was skipped (loss-scale overflow) or
 # whose loss/gradients were NaN; their time is not a training iteration's
@@ -78,10 +85,22 @@ def _positive(log: str, key: str, text: str) -> float:
     return number
 
 
+def cut_last_line(text: str) -> int | None:
+    """The index (in text.splitlines()) of a last line cut off mid-write: a log whose writer stopped (a kill, a full
+    disk, a log read while the run writes it) ends without a line break, and its last figure may be cut short
+    ("elapsed time per iteration (ms): 10" of 10402.9). None when the text ends with a line break."""
+    if not text or text.endswith(("\n", "\r")):
+        return None
+    return len(text.splitlines()) - 1
+
+
+CUT_NOTE = "last line cut off mid-write (no line break after it): its figure left out"
+
+
 # A Megatron-LM argument and the model field it is emitted from (emit/megatron.py model_args)
 MEGATRON_MODEL_ARGS = (("num_layers", "num_layers"), ("hidden_size", "hidden"), ("num_attention_heads", "num_heads"),
                        ("num_experts", "num_routed_experts"), ("moe_router_topk", "top_k"),
-                       ("moe_ffn_hidden_size", "expert_ffn"))
+                       ("moe_ffn_hidden_size", "expert_ffn"), ("ffn_hidden_size", "dense_ffn"))
 
 
 FLAVOR_PARAMS_RE = re.compile(r"^(\d+(?:\.\d+)?)[bB]\b")   # TorchTitan flavors name total params: 30B-A3B, 671B, 120b
@@ -122,17 +141,41 @@ def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
         want, got = getattr(spec, field_name), args[arg]
         if field_name in ("num_routed_experts", "top_k", "expert_ffn") and not spec.is_moe:
             want = None if arg == "num_experts" else got   # a dense model: only num_experts tells
+        if field_name == "dense_ffn" and not want:
+            want = got   # a model of MoE layers only: Megatron prints its default ffn_hidden_size, unused
         if (got or None) != (want or None):
             raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want or None!r}: the log "
                                  "is of another model (or a cut-down one); give the --model it trained")
 
 
+def megatron_mtp_note(log: str, args: dict[str, Any], model: str) -> str:
+    """"w/o MTP" (the published tables' tag, published.py drops the zoo model's MTP layers) for a log that ran
+    without the MTP layers its --model has (mtp_num_layers None, Megatron's default); one line for another depth;
+    '' where the log does not print the argument or agrees."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    name = _zoo_name(model)
+    if "mtp_num_layers" not in args or name is None:
+        return ""
+    ran, have = args["mtp_num_layers"] or 0, load_model(name).num_mtp_layers
+    if ran == have:
+        return ""
+    if ran == 0:
+        return "w/o MTP"
+    raise CommbenchError(f"{log}: ran with mtp_num_layers={ran!r}, but --model {model} has {have}: give the --model "
+                         "it trained")
+
+
 def megatron_precision(args: dict[str, Any]) -> str:
+    """The row's precision from the logged --fp4/--fp8/--fp8-recipe/--fp16/--bf16: FP16, and FP32 where the block
+    prints bf16 False without fp16, are named (the step model lists them as not modelled), not read as BF16."""
     if args.get("fp4"):
         return "NVFP4"
     if args.get("fp8"):
         return "MXFP8" if str(args.get("fp8_recipe", "")).lower() == "mxfp8" else "FP8"
-    return "BF16"
+    if args.get("fp16"):
+        return "FP16"
+    return "FP32" if "bf16" in args and not args["bf16"] else "BF16"
 
 
 # The arguments a run's row is read from (and the model's shape): two arguments blocks that differ in one of these
@@ -145,7 +188,35 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
                      "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
                      "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
-                     "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm")
+                     "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
+                     "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
+                     "mtp_num_layers", "fp16", "bf16")
+
+
+def megatron_fsdp_note(log: str, args: dict[str, Any], dp: int) -> str:
+    """"FSDP=N" for a Megatron-FSDP run (N of its DP ranks shard; the row's notes, as the published tables say it),
+    '' otherwise: --use-megatron-fsdp (--use-custom-fsdp before core 0.14) shards over dp /
+    num_distributed_optimizer_instances ranks (HSDP beyond one instance), as emit/megatron.py reads the flags back.
+    Torch FSDP2 under Megatron-LM (--use-torch-fsdp2) is refused: the step model does not price it."""
+    if args.get("use_torch_fsdp2"):
+        raise CommbenchError(f"{log}: ran with use_torch_fsdp2=True: torch FSDP2 under Megatron-LM, which the step "
+                             "model does not price; give the run as a JSON row (notes \"FSDP=N\" for Megatron-FSDP)")
+    if not (args.get("use_megatron_fsdp") or args.get("use_custom_fsdp")):
+        return ""
+    instances = _whole(log, "num_distributed_optimizer_instances", args.get("num_distributed_optimizer_instances") or 1)
+    return f"FSDP={max(dp // instances, 1)}"
+
+
+def _check_iteration_order(log: str, number, start: int, last: dict[int, int]) -> None:
+    """Iteration numbers rise within one start (arguments block): a number that goes back is another run's line
+    appended without its arguments block, whose warm-up iteration would count as steady. One line naming both."""
+    if number is None:
+        return
+    iteration = int(number.group(1))
+    if start in last and iteration <= last[start]:
+        raise CommbenchError(f"{log}: iteration numbers go back (iteration {last[start]}, then iteration {iteration}) "
+                             "with no arguments block between: two runs in one log; give each run its own file")
+    last[start] = iteration
 
 
 def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None = None) -> dict[str, Any]:
@@ -153,9 +224,11 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     be the log's world_size."""
     log = f"Megatron-LM log {source!r}"
     blocks: list[dict[str, Any]] = []
-    lines: list[tuple[int, float, float | None, bool]] = []   # (arguments block before it, ms, TFLOP/s, skipped any)
-    inside = False
-    for line in text.splitlines():
+    # (arguments block before it, ms, TFLOP/s, skipped any, the global batch size the line logs)
+    lines: list[tuple[int, float, float | None, bool, int | None]] = []
+    inside, cut, cut_left_out = False, cut_last_line(text), False
+    last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
+    for number, line in enumerate(text.splitlines()):
         line = ANSI.sub("", line)
         if re.search(r"-+ end of arguments -+", line):
             inside = False
@@ -168,11 +241,15 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         if match:
             blocks[-1][match.group(1)] = _value(match.group(2))
         elapsed = MEGATRON_ITER.search(line)
-        if elapsed:
+        if elapsed and number == cut and not line.rstrip().endswith("|"):   # a whole line ends with its last '|'
+            cut_left_out = True
+        elif elapsed:
+            _check_iteration_order(log, MEGATRON_ITER_NUMBER.search(line), len(blocks), last_iteration)
             rate = MEGATRON_TFLOPS.search(line)
             lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
                           _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
-                          any(int(n) for n in MEGATRON_SKIPPED.findall(line))))
+                          any(int(n) for n in MEGATRON_SKIPPED.findall(line)),
+                          int(batch.group(1)) if (batch := MEGATRON_LOGGED_GBS.search(line)) else None))
     args = blocks[0] if blocks else {}
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
@@ -198,13 +275,25 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 "
                              "'elapsed time per iteration' lines (a smaller --log-interval or more --train-iters)")
+    full_batch = _whole(log, "global_batch_size", args["global_batch_size"])
+    ramp = [x for x in steady_lines if x[4] is not None and x[4] != full_batch]
+    if ramp and len(ramp) == len(steady_lines):
+        raise CommbenchError(f"{log}: every iteration line after the warm-up logs a global batch size other than "
+                             f"global_batch_size={full_batch} (a --rampup-batch-size ramp): not the run's throughput "
+                             "at its batch; give a log that reaches it")
+    steady_lines = [x for x in steady_lines if x not in ramp]
     healthy = [x for x in steady_lines if not x[3]]
     if not healthy:
         raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
                              "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
                              "of iterations that trained")
-    steady = [ms for _, ms, _, _ in healthy]
-    tflops = [t for _, _, t, _ in healthy if t is not None]
+    left_out_text = "; ".join(([f"{len(ramp)} iteration line(s) of a batch-size ramp-up (a global batch size below "
+                                 f"{full_batch}) left out"] if ramp else [])
+                               + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
+                                 "iterations left out"] if len(healthy) < len(steady_lines) else [])
+                               + ([CUT_NOTE] if cut_left_out else []))
+    steady = [ms for _, ms, _, _, _ in healthy]
+    tflops = [t for _, _, t, _, _ in healthy if t is not None]
     left_out = len(steady_lines) - len(healthy)
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
@@ -214,6 +303,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     if num_gpus and num_gpus != world:
         raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "
                              "on, or none (a Megatron-LM log states its own)")
+    mtp = megatron_mtp_note(log, args, model)
+    fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
+        "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
     recompute = args.get("recompute_granularity") or "none"
     modules = args.get("recompute_modules") or []
     if recompute == "selective" and modules and "core_attn" not in modules:
@@ -229,8 +321,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(lines)} iterations" + (
-               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else ""), "release": "user",
+           "notes": f"Megatron-LM log; {len(lines)} iterations" + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
+               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else "") + (
+               f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
@@ -273,11 +366,32 @@ def mesh_world_size(text: str) -> int | None:
     return prod(sizes)
 
 
+# TorchTitan names the device at start (components/metrics.py build_device_memory_monitor: "CUDA capacity: NVIDIA
+# H100 80GB HBM3 with 79.11GiB memory"); the GPU names hardware.toml has, as torch.cuda.get_device_name spells them
+TITAN_DEVICE = re.compile(r"(?:CUDA|GPU) capacity: (.+?) with [\d.]+\s*GiB memory")
+DEVICE_GPU = re.compile(r"\b(gb300|gb200|b300|b200|h100|h200|h800)\b", re.IGNORECASE)
+
+
+def check_titan_device(log: str, text: str, system: str) -> None:
+    """One line when a TorchTitan log ran on another GPU than the --system's (an H100 run said to be b200-hgx would
+    be predicted as a B200's); a device it cannot name (GH200) or a system outside the presets is not checked."""
+    from commbench.planner.calibrate.published import _preset_name
+    device = TITAN_DEVICE.search(text)
+    ran = DEVICE_GPU.search(device.group(1)) if device else None
+    preset = _preset_name(system)
+    said = preset.split("-")[0] if preset else None
+    if ran and said and ran.group(1).lower() != said:
+        raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), but --system "
+                             f"{system} has {said} GPUs: give the --system it ran on")
+
+
 TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
 TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
-# The config entries a run's row is read from (and the model): two configs that differ in one are two runs
-TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "training.seq_len", "training.local_batch_size",
-                    "training.global_batch_size")
+# The config entries a run's row is read from (and the model), and those that change its speed (torch.compile, the
+# quantization sections of 0.1 float8/mx and 0.2 quantize): two configs that differ in one are two runs
+TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "compile", "quantize", "float8", "mx",
+                    "training.seq_len", "training.local_batch_size",
+                    "training.global_batch_size", "training.mixed_precision_param")
 
 
 def _entry(config: Any, dotted: str) -> Any:
@@ -319,7 +433,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     log = f"TorchTitan log {source!r}"
     configs: list[Any] = []
     steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
-    for line in clean.splitlines():
+    cut, cut_left_out = cut_last_line(clean), False
+    for number, line in enumerate(clean.splitlines()):
         match = TITAN_CONFIG.search(line)
         if match:
             try:
@@ -328,7 +443,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                 configs.append(None)
             continue
         match = TITAN_STEP.search(line)
-        if match:
+        if match and number == cut and match.end(2) >= len(line.rstrip()):   # nothing after tps: cut within it
+            cut_left_out = True
+        elif match:
             rank = TITAN_RANK.match(line)
             steps.append(((max(len(configs), 1), rank.group(1) if rank else ""), int(match.group(1)),
                           _positive(log, "tps", match.group(2))))
@@ -392,7 +509,11 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     if gbs < 1:
         gbs = mbs * dp
     check_titan_flavor(log, config.get("model", {}), model)
+    check_titan_device(log, clean, gpu)
     precision = titan_precision(log, config.get("model", {}).get("converters", []))
+    if precision == "BF16":   # no converter: the FSDP mixed-precision parameter dtype (training.mixed_precision_param)
+        param = str(training.get("mixed_precision_param") or "bfloat16").lower()
+        precision = {"bfloat16": "BF16", "float32": "FP32", "float16": "FP16"}.get(param, param.upper())
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
@@ -400,7 +521,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
             # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
-            "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else ""),
+            "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
+            + (f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": CUT_NOTE if cut_left_out else "",
             "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
@@ -446,6 +568,20 @@ def is_json_list(text: str) -> bool:
 
 def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None = None) -> list[dict[str, Any]]:
     """Rows from one RUNS file: a JSON list, a Megatron-LM log or a TorchTitan log."""
+    return read_runs_noted(path, model=model, gpu=gpu, num_gpus=num_gpus)[0]
+
+
+def read_runs_noted(path: str, *, model: str | None, gpu: str | None,
+                    num_gpus: int | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """read_runs' rows, and for a log what it read but did not count (lines of skipped or NaN iterations, a last
+    line cut off mid-write): one line each, for calibrate to print."""
+    rows = _read_rows(path, model=model, gpu=gpu, num_gpus=num_gpus)
+    notes = [row.pop("left_out") for row in rows if row.get("source") == path and "left_out" in row
+             and str(row.get("notes", "")).startswith(("Megatron-LM log", "TorchTitan log"))]
+    return rows, [n for n in notes if n]
+
+
+def _read_rows(path: str, *, model: str | None, gpu: str | None, num_gpus: int | None) -> list[dict[str, Any]]:
     text = runs_file_text(path)
     stripped = text.lstrip()
     if stripped.startswith("{"):  # JSON, but not the list of runs (it was called a TorchTitan log)

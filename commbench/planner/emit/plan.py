@@ -162,6 +162,11 @@ def load_plan(path: str | Path) -> dict[str, Any]:
                              f"are invalid: ep x etp ({lay.ep} x {lay.etp}) must divide tp x cp x dp ({lay.tp} x "
                              f"{lay.cp} x {lay.dp}), the ranks of a pipeline stage (write the plan again with "
                              "`commbench plan`)")
+    said, ran = doc["inputs"].get("precision"), doc["layout"].get("precision")
+    if isinstance(said, str) and isinstance(ran, str) and said.lower() != ran.lower():
+        raise CommbenchError(f"plan file {str(path)!r}: field 'inputs.precision'={said!r} but field "
+                             f"'layout.precision'={ran!r}: a hand edit changed one and not the other (write the plan "
+                             "again with `commbench plan`)")
     gpus = doc["inputs"]["gpus"]
     if lay.world != gpus:
         raise CommbenchError(f"plan file {str(path)!r}: its layout holds {lay.world} ranks (tp x cp x dp x pp = "
@@ -273,10 +278,15 @@ def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...
 
 def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, ...] = ()) -> dict[str, Any]:
     """plan.json inputs on the efficiency terms: "calibration" (the file or "shipped") and, with a file, the terms
-    it does not set, taken from the shipped calibration ("calibration_shipped_terms")."""
+    it does not set, taken from the shipped calibration ("calibration_shipped_terms"), and the fitted terms it held
+    when planned ("calibration_terms": verify-plan predicts with them, and names a file changed since)."""
     if calibration_file is None:
         return {"calibration": "shipped"}
-    return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms)}
+    from commbench.planner.calibrate.fit import read_calibration_file
+    from commbench.planner.step.terms import FITTED_TERMS
+    cal = read_calibration_file(calibration_file).calibration
+    return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms),
+            "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}}
 
 
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],

@@ -1,0 +1,74 @@
+"""`commbench verify-plan` on a plan.json whose model or precision was edited by hand: named, not measured as if
+it were the plan `commbench plan` wrote."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.planner.emit.plan import load_plan
+from commbench.workflows.verify import plan_context
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("plan")
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4",
+                                      "--gbs", "64", "--layout", "tp=2,pp=1,ep=2,mbs=1", "-O", str(folder),
+                                      "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    return folder / "plan.json"
+
+
+def _edited(plan_file, tmp_path, edit) -> str:
+    doc = json.loads(plan_file.read_text())
+    edit(doc)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_the_plan_as_written_has_no_edit_flag(plan_file):
+    assert not [f for f in plan_context(load_plan(plan_file)).flags if "model_spec" in f]
+
+
+def test_a_model_spec_that_is_not_the_zoo_model_it_names_is_flagged(plan_file, tmp_path):
+    # hidden 2048 -> 4096 by hand: the sizes measured were another model's, with no word
+    path = _edited(plan_file, tmp_path, lambda d: d["inputs"]["model_spec"].__setitem__("hidden", 4096))
+    flags = plan_context(load_plan(path)).flags
+    named = [f for f in flags if "model_spec" in f]
+    assert len(named) == 1 and "hidden=4096" in named[0] and "qwen3-30b-a3b has 2048" in named[0], flags
+
+
+def test_a_layout_precision_other_than_the_inputs_is_refused(plan_file, tmp_path):
+    path = _edited(plan_file, tmp_path, lambda d: d["inputs"].__setitem__("precision", "bf16"))
+    result = CliRunner().invoke(app, ["verify-plan", path, "--nproc", "2"], env={"COLUMNS": "400"})
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert line.startswith("error:") and len(line.splitlines()) == 1
+    assert "'inputs.precision'='bf16'" in line and "'layout.precision'='mxfp8'" in line
+
+
+def test_a_calibration_file_changed_since_the_plan_is_flagged(tmp_path):
+    # the plan records only the file's path: a refit since then was read as the plan's terms, not a word
+    from pathlib import Path
+    megatron = Path(__file__).parent / "data" / "megatron_deepseek_v3_gb300.log"
+    cal = tmp_path / "cal.json"
+    fit = CliRunner().invoke(app, ["calibrate", str(megatron), "--model", "deepseek-v3", "--system", "gb300-nvl72",
+                                   "-O", str(cal), "--no-loo"])
+    assert fit.exit_code == 0, fit.output
+    folder = tmp_path / "plan"
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4",
+                                      "--gbs", "64", "--layout", "tp=2,pp=1,ep=2,mbs=1", "-O", str(folder),
+                                      "--emit", "json", "--calibration", str(cal)])
+    assert result.exit_code == 0, result.output
+    doc = load_plan(folder / "plan.json")
+    assert not [f for f in plan_context(doc).flags if "changed since" in f]
+    edited = json.loads(cal.read_text())
+    edited["terms"]["all_to_all_efficiency"] = 0.5
+    cal.write_text(json.dumps(edited))
+    flags = [f for f in plan_context(doc).flags if "changed since" in f]
+    assert len(flags) == 1 and str(cal) in flags[0] and "all_to_all_efficiency" in flags[0], plan_context(doc).flags
