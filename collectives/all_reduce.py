@@ -9,10 +9,7 @@ notes say so).
 
 from __future__ import annotations
 
-import numpy as np
-
-from collectives.base import (POISON, PointSpec, PreparedPoint, WholeBufferCollective, count_wrong,
-                              out_of_place_notes, per_seed, reduction_data, salted)
+from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, out_of_place_notes, reduction_buffers
 
 
 class AllReduce(WholeBufferCollective):
@@ -25,21 +22,9 @@ class AllReduce(WholeBufferCollective):
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         count, size_bytes = self.count_for(spec.size_bytes, spec.dtype.itemsize, comm.size)
-        data = per_seed(lambda seed: reduction_data(spec.op, spec.dtype, comm.rank, comm.size, 0, count, seed))
-        in_place = self.is_in_place(spec)
-        out = backend.empty(count, spec.dtype)
-        inp = out if in_place else backend.empty(count, spec.dtype)
-
-        def fill(salt: int = 0) -> None:
-            if not in_place:
-                backend.write(out, np.full(count, POISON))
-            backend.write(inp, data(salted(spec.seed, salt))[0])
-
-        def check(salt: int = 0) -> int:
-            _, expected, rel_tol = data(salted(spec.seed, salt))
-            return count_wrong(backend.download(out), expected, spec.dtype, rel_tol)
-
-        run = (lambda: comm.all_reduce(out, spec.op)) if in_place else (lambda: comm.all_reduce_into(out, inp, spec.op))
+        b = reduction_buffers(self, comm, backend, spec, count)
+        run = ((lambda: comm.all_reduce(b.out, spec.op)) if b.in_place
+               else (lambda: comm.all_reduce_into(b.out, b.inp, spec.op)))
         return PreparedPoint(size_bytes=size_bytes, count=count, busbw_factor=self.busbw_factor(comm.size),
-                             stages=[("all_reduce", run)], fill=fill, check=check,
-                             notes=out_of_place_notes(comm, in_place))
+                             stages=[("all_reduce", run)], fill=b.fill, check=b.check,
+                             notes=out_of_place_notes(comm, b.in_place))

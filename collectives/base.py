@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
+import numpy as np
+
 
 from collectives.patterns import (POISON, avg_rel_bound, count_wrong, pattern, per_seed,  # noqa: F401 (re-exported)
                                   reduced_expected, reduction_data, reduction_inputs, salted, value_range)
@@ -110,6 +112,37 @@ class WholeBufferCollective(Collective):
     def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
         count = max(1, size_bytes // itemsize)
         return count, count * itemsize
+
+
+@dataclass(frozen=True)
+class ReductionBuffers:
+    """A whole-buffer reduction's buffers in its measured form (all_reduce, reduce): `out` receives the result,
+    `inp` is `out` in place or a buffer of its own; `fill` writes the inputs (and poisons a separate output) and
+    `check` counts the wrong elements of `out` against the exact reduction (reduction_data)."""
+
+    out: Any
+    inp: Any
+    in_place: bool
+    fill: Callable[..., None]
+    check: Callable[..., int]
+
+
+def reduction_buffers(collective: Collective, comm, backend, spec: PointSpec, count: int) -> ReductionBuffers:
+    data = per_seed(lambda seed: reduction_data(spec.op, spec.dtype, comm.rank, comm.size, 0, count, seed))
+    in_place = collective.is_in_place(spec)
+    out = backend.empty(count, spec.dtype)
+    inp = out if in_place else backend.empty(count, spec.dtype)
+
+    def fill(salt: int = 0) -> None:
+        if not in_place:
+            backend.write(out, np.full(count, POISON))
+        backend.write(inp, data(salted(spec.seed, salt))[0])
+
+    def check(salt: int = 0) -> int:
+        _, expected, rel_tol = data(salted(spec.seed, salt))
+        return count_wrong(backend.download(out), expected, spec.dtype, rel_tol)
+
+    return ReductionBuffers(out=out, inp=inp, in_place=in_place, fill=fill, check=check)
 
 
 class ChunkedCollective(Collective):
