@@ -16,3 +16,18 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+SMALL_PLAN = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4", "--gbs", "64", "--emit", "json"]
+
+
+@pytest.fixture(scope="module")
+def small_plan(tmp_path_factory):
+    """plan.json of a small pinned MoE layout (TP2 EP2 ETP1 on 4 B200): what verify-plan's tests run and edit."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    folder = tmp_path_factory.mktemp("plan")
+    result = CliRunner().invoke(app, SMALL_PLAN + ["--layout", "tp=2,pp=1,ep=2,etp=1,cp=1", "--out", str(folder)])
+    assert result.exit_code == 0, result.output
+    return folder / "plan.json"

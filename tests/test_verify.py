@@ -12,16 +12,6 @@ from commbench.planner.emit.plan import load_plan
 from commbench.workflows.verify import plan_items
 
 
-@pytest.fixture(scope="module")
-def small_plan(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("plan")
-    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4",
-                                      "--gbs", "64", "--layout", "tp=2,pp=1,ep=2,etp=1,cp=1", "--out", str(folder),
-                                      "--emit", "json"])
-    assert result.exit_code == 0, result.output
-    return folder / "plan.json"
-
-
 def test_plan_items_use_the_plan_groups(small_plan):
     doc = load_plan(small_plan)
     items, flags = plan_items(doc, 4, 1 << 20)

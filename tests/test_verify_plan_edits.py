@@ -13,38 +13,28 @@ from commbench.planner.emit.plan import load_plan
 from commbench.workflows.verify import plan_context
 
 
-@pytest.fixture(scope="module")
-def plan_file(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("plan")
-    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4",
-                                      "--gbs", "64", "--layout", "tp=2,pp=1,ep=2,mbs=1", "-O", str(folder),
-                                      "--emit", "json"])
-    assert result.exit_code == 0, result.output
-    return folder / "plan.json"
-
-
-def _edited(plan_file, tmp_path, edit) -> str:
-    doc = json.loads(plan_file.read_text())
+def _edited(small_plan, tmp_path, edit) -> str:
+    doc = json.loads(small_plan.read_text())
     edit(doc)
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(doc))
     return str(path)
 
 
-def test_the_plan_as_written_has_no_edit_flag(plan_file):
-    assert not [f for f in plan_context(load_plan(plan_file)).flags if "model_spec" in f]
+def test_the_plan_as_written_has_no_edit_flag(small_plan):
+    assert not [f for f in plan_context(load_plan(small_plan)).flags if "model_spec" in f]
 
 
-def test_a_model_spec_that_is_not_the_zoo_model_it_names_is_flagged(plan_file, tmp_path):
+def test_a_model_spec_that_is_not_the_zoo_model_it_names_is_flagged(small_plan, tmp_path):
     # hidden 2048 -> 4096 by hand: the sizes measured were another model's, with no word
-    path = _edited(plan_file, tmp_path, lambda d: d["inputs"]["model_spec"].__setitem__("hidden", 4096))
+    path = _edited(small_plan, tmp_path, lambda d: d["inputs"]["model_spec"].__setitem__("hidden", 4096))
     flags = plan_context(load_plan(path)).flags
     named = [f for f in flags if "model_spec" in f]
     assert len(named) == 1 and "hidden=4096" in named[0] and "qwen3-30b-a3b has 2048" in named[0], flags
 
 
-def test_a_layout_precision_other_than_the_inputs_is_refused(plan_file, tmp_path):
-    path = _edited(plan_file, tmp_path, lambda d: d["inputs"].__setitem__("precision", "bf16"))
+def test_a_layout_precision_other_than_the_inputs_is_refused(small_plan, tmp_path):
+    path = _edited(small_plan, tmp_path, lambda d: d["inputs"].__setitem__("precision", "bf16"))
     result = CliRunner().invoke(app, ["verify-plan", path, "--nproc", "2"], env={"COLUMNS": "400"})
     assert result.exit_code == 2, result.output
     line = result.output.strip()
