@@ -294,12 +294,37 @@ def test_a_mistral_window_on_every_layer_is_refused_by_name(tmp_path, window, sh
     assert f"{shown} is not modelled for model_type 'mistral'" in _refusal(model)
 
 
+@pytest.mark.parametrize("fixture, drop, want", [
+    ("DeepSeek-V3", ("n_shared_experts",), dict(num_shared_experts=1)),
+    ("DeepSeek-V3", ("first_k_dense_replace",), dict(num_dense_layers=3)),
+    ("DeepSeek-V2-Lite", ("n_shared_experts", "first_k_dense_replace"), dict(num_shared_experts=2, num_dense_layers=0)),
+    ("GLM-4.7-Flash", ("n_shared_experts", "first_k_dense_replace"),
+     dict(num_shared_experts=1, num_dense_layers=1)),
+])
+def test_an_mla_config_without_its_shared_experts_or_dense_layers_takes_its_class_defaults(tmp_path, fixture, drop,
+                                                                                          want):
+    """A key config.json leaves out is what transformers' class for its model_type builds (hf_config.MLA_CLASS_DEFAULTS,
+    transformers 5.25.0): DeepseekV3Config n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0;
+    Glm4MoeLiteConfig 1 and one leading dense layer. They were refused in one line; read as none (session 19) they
+    planned a model without its shared expert or dense layers."""
+    m = load_model(_config(tmp_path, fixture, drop=drop))
+    assert {k: getattr(m, k) for k in want} == want
+    given = {key: want[field] for key, field in (("n_shared_experts", "num_shared_experts"),
+                                                  ("first_k_dense_replace", "num_dense_layers")) if field in want}
+    (tmp_path / "explicit").mkdir()
+    explicit = load_model(_config(tmp_path / "explicit", fixture, drop=tuple(k for k in drop if k not in given),
+                                  **given))
+    assert param_counts(m).total == param_counts(explicit).total
+
+
 @pytest.mark.parametrize("drop", ["n_shared_experts", "first_k_dense_replace"])
-def test_an_mla_config_without_its_shared_experts_or_dense_layers_is_one_line(tmp_path, drop):
-    """DeepseekV3Config defaults n_shared_experts to 1 and first_k_dense_replace to 3 (DeepseekV2Config otherwise):
-    a config leaving either out was read with none, silently (a model without its shared expert or dense layers).
-    The MLA reader serves several model types whose classes default them differently, so it names the key."""
-    assert f"lacks '{drop}'" in _refusal(_config(tmp_path, "DeepSeek-V3", drop=(drop,)))
+def test_kimi_k2_without_its_shared_experts_or_dense_layers_is_one_line(tmp_path, drop):
+    """Kimi-K2 has no transformers class (its hub remote code): a key it leaves out has no default to take."""
+    assert f"lacks '{drop}'" in _refusal(_config(tmp_path, "Kimi-K2-Instruct", drop=(drop,)))
+
+
+def test_an_explicit_null_shared_expert_count_is_refused(tmp_path):
+    assert "n_shared_experts=null is invalid" in _refusal(_config(tmp_path, "DeepSeek-V3", n_shared_experts=None))
 
 
 def test_a_glm4_moe_config_without_its_shared_expert_or_dense_layer_takes_the_class_defaults(tmp_path):

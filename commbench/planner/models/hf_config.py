@@ -251,6 +251,29 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
                 expert_ffn=c.int("intermediate_size"), sliding_window=window)
 
 
+# What transformers' configuration class of each MLA model type builds where config.json leaves a key out
+# (transformers 5.25.0 configuration_<type>.py: DeepseekV3Config n_shared_experts 1, first_k_dense_replace 3;
+# DeepseekV2Config 2 and 0; Glm4MoeLiteConfig n_shared_experts 1 and mlp_layer_types ['dense'] + ['sparse'] * (layers
+# - 1): one leading dense layer). kimi_k2 has no class (its hub remote code): a key left out is named.
+MLA_CLASS_DEFAULTS = {"deepseek_v3": {"n_shared_experts": 1, "first_k_dense_replace": 3},
+                      "deepseek_v2": {"n_shared_experts": 2, "first_k_dense_replace": 0},
+                      "glm4_moe_lite": {"n_shared_experts": 1, "first_k_dense_replace": 1}}
+
+
+def _mla_class_int(c: _Config, key: str) -> int:
+    """config.json's `key`, else the MLA model type's class default (MLA_CLASS_DEFAULTS); null, or left out where the
+    type has no class, is one line naming it."""
+    if c.get(key) is not None:
+        return c.int(key)
+    if key in c.raw:   # transformers keeps an explicit null, on which its MoE block fails
+        raise c.fail(f"{key}=null is invalid for model_type {c.model_type!r}: a whole number")
+    default = MLA_CLASS_DEFAULTS.get(c.model_type, {}).get(key)
+    if default is None:
+        raise c.fail(f"lacks {key!r} (needed for model_type {c.model_type!r}: transformers has no configuration class "
+                     "for it to default from)")
+    return default
+
+
 def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     """MLA + MoE (DeepSeek-V2 / V3, Kimi-K2, Moonlight, GLM-4.7-Flash): the first first_k_dense_replace layers (or
     mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
@@ -267,16 +290,16 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
-    if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is None:
-        raise c.fail(f"lacks 'first_k_dense_replace' (or 'mlp_layer_types'), needed for model_type {c.model_type!r}")
-    dense = c.int("first_k_dense_replace") if c.get("first_k_dense_replace") is not None else \
-        _leading(c, "mlp_layer_types", "dense", "dense layers") or 0
+    if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is not None:
+        dense = _leading(c, "mlp_layer_types", "dense", "dense layers") or 0
+    else:
+        dense = _mla_class_int(c, "first_k_dense_replace")
     return dict(out, attention="mla", num_dense_layers=dense,
                 q_lora_rank=0 if "q_lora_rank" in c.raw and c.raw["q_lora_rank"] is None else c.int("q_lora_rank"),
                 kv_lora_rank=c.int("kv_lora_rank"),
                 qk_nope_head_dim=c.int("qk_nope_head_dim"), qk_rope_head_dim=c.int("qk_rope_head_dim"),
                 v_head_dim=c.int("v_head_dim"), dense_ffn=c.int("intermediate_size"),
-                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts"),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=_mla_class_int(c, "n_shared_experts"),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
