@@ -94,8 +94,8 @@ def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_chang
     if changes:
         err_console.print(styled("allowed: {} was measured on another setup (--allow-setup-change): {}", side,
                                  "; ".join(changes)), highlight=False, soft_wrap=True)
-    envs = [sorted({" ".join(f"{k}={v}" for k, v in sorted(h.nccl_env.items())) or "none" for h in side})
-            for side in (base_headers, new_headers)]
+    envs = [sorted({" ".join(f"{k}={v}" for k, v in sorted(h.nccl_env.items())) or "none" for h in headers})
+            for headers in (base_headers, new_headers)]
     if base_headers and new_headers and not set(envs[1]) <= set(envs[0]):
         err_console.print(styled("[yellow]note:[/] {} was measured with other NCCL_* settings (judged as the change "
                                  "under test): base {}; new {}", side, " | ".join(envs[0]), " | ".join(envs[1])),

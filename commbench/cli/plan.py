@@ -206,7 +206,8 @@ def plan(
         doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric, req.software),
                                    torchtitan_version=torchtitan_version, framework=req.framework,
-                                   calibration_file=calibration, calibration_shipped_terms=shipped_terms)
+                                   calibration_file=calibration, calibration_shipped_terms=shipped_terms,
+                                   calibration=cal)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json:

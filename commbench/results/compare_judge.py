@@ -112,14 +112,15 @@ def _pair_scatter(bt, nt, collective_of) -> RunToRun | None:
     return pair_scatter(diffs, collective_of, inverse)
 
 
-def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset()) -> tuple[str, str, list[int]] | None:
+def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset(), shared=False
+                 ) -> tuple[str, str, list[int]] | None:
     """(verdict, detail, missing run numbers) for failed/wrong/missing records of a key in NEW. A point is
     missing where NEW holds it in fewer runs than BASE does (at most NEW's run count): a run that stopped
     short; or where a run of NEW in `comparable` (its numbers from 1: the runs holding a point of BASE) lacks a
     point every run of BASE holds. Runs that measured different sizes, as BASE's own runs did, are no loss (a
-    file against itself passes)."""
+    file against itself passes). `shared`: NEW fails the point no more often than BASE (_failures_base_shares), so
+    its failed and skipped records are no verdict."""
     base_ok = any(key in run and not is_bad(run[key]) for run in base_runs)
-    shared = _failures_base_shares(key, base_runs, new_runs, stat)
     missing, worst = [], None
     for index, run in enumerate(new_runs, start=1):
         m = run.get(key)
@@ -224,8 +225,9 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
-        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key), comparable)
-        if _failures_base_shares(key, base_runs, new_runs, stats.get(key)):
+        shared = _failures_base_shares(key, base_runs, new_runs, stats.get(key))
+        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key), comparable, shared)
+        if shared:
             known_failed.append(ident["label"])
         unchecked += [f"{ident['label']} (run {i}/{num_new})" for i in _unchecked_runs(key, base_runs, new_runs)]
         if bad and bad[2]:

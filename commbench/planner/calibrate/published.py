@@ -480,10 +480,9 @@ def broken_rule_text(model: ModelSpec, layout: Layout, row: dict[str, Any]) -> s
     """'' when the run's layout keeps every layout rule; else the first rule it breaks, in words (layout.spec.RULES),
     with the row's fields and values that break it, e.g. "its layout breaks the batch rule: gbs must be a multiple
     of mbs*dp: gbs = 500 is not a multiple of mbs*dp = 32 (4*8); dp = num_gpus/(tp*pp*cp) = 8/1 = 8"."""
-    from commbench.planner.layout.spec import RULE_BITS, RULES, layout_violations, rule_detail
+    from commbench.planner.layout.spec import RULES, first_broken_rule, layout_violations, rule_detail
     num_gpus, seq_len = int(row["num_gpus"]), int(row["seq_len"])
-    bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
-    name = next((n for n, _ in RULES if bits & RULE_BITS[n]), "")
+    name = first_broken_rule(int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0]))
     if not name:
         return ""
     tp, pp, cp = layout.tp, layout.pp, layout.cp

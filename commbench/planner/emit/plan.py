@@ -276,15 +276,19 @@ def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...
             "not fitted to your runs")
 
 
-def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, ...] = ()) -> dict[str, Any]:
+def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, ...] = (),
+                       calibration=None) -> dict[str, Any]:
     """plan.json inputs on the efficiency terms: "calibration" (the file or "shipped") and, with a file, the terms
-    it does not set, taken from the shipped calibration ("calibration_shipped_terms"), and the fitted terms it held
-    when planned ("calibration_terms": verify-plan predicts with them, and names a file changed since)."""
+    it does not set, taken from the shipped calibration ("calibration_shipped_terms"), and the fitted terms the plan
+    was predicted with (`calibration`, as read when planning, not the file read again: "calibration_terms";
+    verify-plan predicts with them, and names a file changed since)."""
     if calibration_file is None:
         return {"calibration": "shipped"}
-    from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import FITTED_TERMS
-    cal = read_calibration_file(calibration_file).calibration
+    cal = calibration
+    if cal is None:
+        from commbench.planner.calibrate.fit import read_calibration_file
+        cal = read_calibration_file(calibration_file).calibration
     return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms),
             "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}}
 
@@ -333,7 +337,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                    "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,
                    "pins": dict(req.pins), "fabric": fabric_summary(req.fabric),
                    "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
-                   **calibration_inputs(calibration_file, calibration_shipped_terms)},
+                   **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration)},
         "assumptions": assumptions,
         "layout": layout_dict(lay),
         "predicted": bd.row(0) | {"mem_headroom_bytes": float(result.headroom_bytes[0]),

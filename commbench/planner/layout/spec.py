@@ -346,6 +346,11 @@ def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_
     }[name]
 
 
+def first_broken_rule(bits: int) -> str:
+    """The name of the first rule of RULES set in a layout's violation bits (layout_violations); '' for none."""
+    return next((n for n, _ in RULES if bits & RULE_BITS[n]), "")
+
+
 def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None, *,
                  given: set[str] | None = None) -> None:
     """Raise CommbenchError naming the first rule `layout` breaks for `model` on `num_gpus` GPUs.
@@ -353,7 +358,8 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
     bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
     if not bits:
         return
-    name, rule = next((n, r) for n, r in RULES if bits & RULE_BITS[n])
+    name = first_broken_rule(bits)
+    rule = dict(RULES)[name]
     detail = rule_detail(name, model, layout, num_gpus, seq_len)
     if name == "expert_fold" and given is not None and "etp" not in given:
         detail += f"; etp was not given and defaulted to tp = {layout.tp} (Megatron-LM's default)"

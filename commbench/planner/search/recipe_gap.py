@@ -78,9 +78,8 @@ def versus_recipe(result: SearchResult) -> dict | None:
 
 def _broken(result: SearchResult, lay: Layout, bd) -> str:
     """Which layout rule the recipe's layout breaks at the request, in RULES' words with the values."""
-    from commbench.planner.layout.spec import RULE_BITS, RULES, rule_detail
-    req, bits = result.request, int(bd.violations[0])
-    name = next((n for n, _ in RULES if bits & RULE_BITS[n]), "")
+    from commbench.planner.layout.spec import first_broken_rule, rule_detail
+    req, name = result.request, first_broken_rule(int(bd.violations[0]))
     if not name:   # valid by the rules, but the GPU has no such precision (no peak): the search refuses it too
         return f"cannot run {req.precision} on {req.fabric.gpu.name}"
     return f"breaks the {name} rule here: {rule_detail(name, req.model, lay, req.num_gpus, req.seq_len)}"
@@ -101,10 +100,6 @@ def _flags(lay: Layout) -> str:
     return " ".join(parts)
 
 
-def _layout_of(fields: dict) -> Layout:
-    return Layout(**fields)
-
-
 def versus_recipe_lines(v: dict | None) -> list[str]:
     """The plan's lines about the recipe's layout ([] when no recipe covers the request)."""
     if v is None:
@@ -122,7 +117,7 @@ def versus_recipe_lines(v: dict | None) -> list[str]:
             f"tokens/s/GPU, {where}{batch}; `plan --layout {v['recipe_pins']}` gives its launch arguments.")
     gain = v["best_gain_pct"]
     if faster:
-        extra = sorted(set(v["recipe_flags"].split()) - set(_flags(_layout_of(v["best_layout_fields"])).split()))
+        extra = sorted(set(v["recipe_flags"].split()) - set(_flags(Layout(**v["best_layout_fields"])).split()))
         return [line, f"It is predicted {v['gap_pct']:.1f}% faster than this plan by what it runs that the plan does "
                       f"not ({', '.join(extra) or 'its structure'}): the notes above say which of these the target "
                       "framework cannot launch; the plan is the best the search found among what it can."]
