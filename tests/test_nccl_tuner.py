@@ -441,6 +441,22 @@ def test_commbench_rules_match_one_collective_per_call_as_measured(tmp_path):
     assert {c["pipe_ops"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}
 
 
+def test_the_file_says_why_group_calls_are_left_to_nccl(tmp_path):
+    """NCCL tunes a group of collectives as one call of their summed bytes, numPipeOps = ceil(collectives /
+    channels) (src/enqueue.cc ncclPrepareTasks, NVIDIA/nccl v2.30.7-1): the file's header says which groups its
+    numPipeOps leaves to NCCL, and that a group of up to nChannels collectives cannot be told from one call."""
+    path, _ = _results_file(tmp_path)
+    for target, says in (("commbench", ("# numPipeOps 1: each point was one call", "numPipeOps > 1: never measured, "
+                                        "NCCL decides", "a group of up to nChannels collectives arrives as numPipeOps 1")),
+                         ("example-plugin", ("# numPipeOps -1 (any)", "takes the rule of that sum"))):
+        conf = tmp_path / f"{target}.conf"
+        result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--for", target])
+        assert result.exit_code == 0, result.output
+        text = conf.read_text()
+        header = text[:text.index("\nallreduce,")]
+        assert all(phrase in header for phrase in says), (target, header)
+
+
 def _write_runs(folder, name, runs):
     """A results file of (header, combination, time) runs, each at 1 KiB and 4 KiB."""
     path = folder / name

@@ -427,8 +427,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         elif scale_combo(r) in wrong:
             why = "points of a combination that gave wrong data at another size of that collective and scale"
         elif r.params.get("agg_iters", 1) != 1:
-            why = ("points of aggregated group calls (-m N: NCCL tunes the N calls as one of N x the size, "
-                   "src/enqueue.cc ncclPrepareTasks; a rule names one call of the size)")
+            why = ("points of aggregated iterations (-m N: per-operation times of N calls back to back; nccl-tests' "
+                   "-m groups them, and NCCL tunes a group as one call of N x the size with numPipeOps "
+                   "ceil(N / channels), src/enqueue.cc ncclPrepareTasks: not the one call of the size a rule names)")
         elif r.num_wrong is None and not record_combo(r).is_default:
             why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
         time_us = None if why else record_time_us(r, statistic)
