@@ -274,6 +274,23 @@ def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
     assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text
 
 
+def test_the_report_shows_a_repeated_point_as_nccl_tuner_judges_it():
+    """A point measured twice: the report showed the last record of each (file order) beside nccl-tuner's
+    speed-up, which takes NCCL's default at its fastest and a combination at its slowest (against_a_rule); the
+    table and the heat map now show those times."""
+    from commbench.results.tuning_report import winner_rows, winner_tables
+
+    records = [_header("a", ["h"] * 4), _record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 12.0),
+               _header("b", ["h"] * 4), _record("b", 1024, DEFAULT, 30.0), _record("b", 1024, RING_LL, 10.0)]
+    (table,), _ = winner_tables(records)
+    (_, row), = winner_rows(table.cells, table.points)
+    assert row[:5] == ["1 KiB", "20.00", "ring/ll/16", "12.00", "1.67x"], row
+    from commbench.results.tuning_report import judged_times_us
+
+    judged = judged_times_us(table.points)
+    assert judged[("allreduce", 1, 4, 0, 1024, DEFAULT)] == 20.0 and judged[("allreduce", 1, 4, 0, 1024, RING_LL)] == 12.0
+
+
 def test_noise_comes_from_the_per_iteration_samples_when_the_record_has_them():
     import dataclasses
 
@@ -439,6 +456,22 @@ def test_commbench_rules_match_one_collective_per_call_as_measured(tmp_path):
     example = tmp_path / "e.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
     assert {c["pipe_ops"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}
+
+
+def test_the_file_says_why_group_calls_are_left_to_nccl(tmp_path):
+    """NCCL tunes a group of collectives as one call of their summed bytes, numPipeOps = ceil(collectives /
+    channels) (src/enqueue.cc ncclPrepareTasks, NVIDIA/nccl v2.30.7-1): the file's header says which groups its
+    numPipeOps leaves to NCCL, and that a group of up to nChannels collectives cannot be told from one call."""
+    path, _ = _results_file(tmp_path)
+    for target, says in (("commbench", ("# numPipeOps 1: each point was one call", "numPipeOps > 1: never measured, "
+                                        "NCCL decides", "a group of up to nChannels collectives arrives as numPipeOps 1")),
+                         ("example-plugin", ("# numPipeOps -1 (any)", "takes the rule of that sum"))):
+        conf = tmp_path / f"{target}.conf"
+        result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--for", target])
+        assert result.exit_code == 0, result.output
+        text = conf.read_text()
+        header = text[:text.index("\nallreduce,")]
+        assert all(phrase in header for phrase in says), (target, header)
 
 
 def _write_runs(folder, name, runs):

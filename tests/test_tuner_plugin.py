@@ -56,7 +56,7 @@ class Driver:
         assert self.tuner.init(ctypes.byref(self.context), 1, ranks, nodes, self._logger, None, None) == 0
 
     def call(self, coll: str, nbytes: int, *, ignored: tuple[tuple[str, str], ...] = (),
-             costs: dict[tuple[str, str], float] | None = None) -> tuple[int, list[list[float]]]:
+             costs: dict[tuple[str, str], float] | None = None, pipe_ops: int = 1) -> tuple[int, list[list[float]]]:
         table = CostTable()
         for a in range(len(ALGORITHMS)):
             for p in range(len(PROTOCOLS)):
@@ -65,7 +65,7 @@ class Driver:
             table[ALGORITHMS.index(algo)][PROTOCOLS.index(proto)] = cost
         channels = ctypes.c_int(0)
         as_pointers = ctypes.cast(table, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)))
-        result = self.tuner.getCollInfo(self.context, FUNCS[coll], nbytes, 1, as_pointers, len(ALGORITHMS),
+        result = self.tuner.getCollInfo(self.context, FUNCS[coll], nbytes, pipe_ops, as_pointers, len(ALGORITHMS),
                                         len(PROTOCOLS), 0, ctypes.byref(channels))
         assert result == 0
         return channels.value, [list(row) for row in table]
@@ -132,6 +132,26 @@ def test_every_measured_rule_applies_and_other_calls_are_left_to_nccl(library, t
         other = Driver(library, conf, ranks=ranks, nodes=nodes)
         assert all(other.call("allreduce", n) == (0, untouched()) for n in (0, 1024, 16 << 20))
         other.close()
+
+
+def test_rules_from_single_calls_leave_groups_of_more_than_one_pipe_op_to_nccl(library, tmp_path, config_env):
+    """NCCL asks the tuner once per group of collectives with their summed bytes and numPipeOps = ceil(collectives /
+    channels) (src/enqueue.cc ncclPrepareTasks, NVIDIA/nccl v2.30.7-1): the generated rules (numPipeOps 1, every
+    point one call) leave numPipeOps 2 and 8 to NCCL, while a hand-written -1 still matches any."""
+    path, _ = _results_file(tmp_path)
+    conf, configs = write_config(tmp_path, str(path))
+    assert {c["pipe_ops"] for c in configs} == {1}
+    driver = check_every_rule(library, conf, configs, ranks=4, nodes=2)  # numPipeOps 1: each rule applies
+    for c in configs:
+        for pipe_ops in (2, 8):
+            assert driver.call(c["coll"], c["min"], pipe_ops=pipe_ops) == (0, untouched()), (c, pipe_ops)
+    driver.close()
+    any_pipe = tmp_path / "any.conf"
+    any_pipe.write_text("allreduce,0,1000,ring,ll,8,1,8,-1,-1\nallreduce,1001,2000,tree,ll,4,1,8,2,-1\n")
+    driver = Driver(library, str(any_pipe), ranks=8, nodes=1)
+    assert [driver.call("allreduce", 500, pipe_ops=n)[0] for n in (1, 2, 8)] == [8, 8, 8]
+    assert [driver.call("allreduce", 1500, pipe_ops=n)[0] for n in (1, 2, 3)] == [0, 4, 0]
+    driver.close()
 
 
 def test_every_predicted_rule_applies_with_nccl_own_channel_count(library, tmp_path, config_env):

@@ -131,7 +131,7 @@ def forced_nccl(record: Measurement, header: RunHeader | None) -> str | None:
     environment; None when neither is forced to a single value."""
     settings: dict[str, Any] = {}
     if header is not None:
-        settings.update(header.nccl_env or {})
+        settings.update(header.nccl_settings())  # NCCL's configuration files too
     for source in (record.params.get("nccl"), getattr(record, "nccl", None)):
         if isinstance(source, dict):
             settings.update(source)

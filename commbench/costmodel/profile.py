@@ -269,7 +269,7 @@ def _fabric_env(header) -> str:
     tuned ones (NCCL_ALGO/NCCL_PROTO are fitted apart, forced channel counts skipped: fit_records) nor NCCL_DEBUG*."""
     from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
 
-    kept = {k: v for k, v in sorted((header.nccl_env or {}).items())
+    kept = {k: v for k, v in sorted(header.nccl_settings().items())  # with NCCL's configuration files'
             if k not in TUNED_ENV_KEYS and not k.startswith("NCCL_DEBUG")}
     return " ".join(f"{k}={v}" for k, v in kept.items()) or "no NCCL_* settings"
 

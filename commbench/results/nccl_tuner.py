@@ -378,6 +378,20 @@ def record_combo(record) -> TuningCombo:
                              f"{str(error).split(': ', 1)[-1]}") from None
 
 
+def _by_file(combo: TuningCombo, header, judge) -> str:
+    """' in FILE (KEY=VALUE, ...)' where `judge` finds the run's settings at fault only with its NCCL configuration
+    files' (comm.nccl_conf: NCCL reads them as variables the environment leaves unset), else ''."""
+    if judge(combo, header.nccl_env or {}):
+        return ""
+    from commbench.comm.nccl_conf import from_files
+
+    origin = from_files(header.nccl_env or {}, header.nccl_conf)
+    settings = header.nccl_settings()
+    files = dict.fromkeys(origin.values())
+    return "".join(f" in {path} ({', '.join(f'{key}={settings[key]}' for key, where in origin.items() if where == path)})"
+                   for path in files)
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
@@ -390,7 +404,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     from commbench.results.records import Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
-    env_of = {r.run_id: r.nccl_env for r in records if isinstance(r, RunHeader)}
+    # a setting from NCCL's configuration files counts as the same variable exported (RunHeader.nccl_settings)
+    env_of = {r.run_id: r.nccl_settings() for r in records if isinstance(r, RunHeader)}
+    headers_of = {r.run_id: r for r in records if isinstance(r, RunHeader)}
     nodes_of = {run_id: count for run_id, (count, _, _) in counted.items()}
 
     def whole_world(r) -> bool:
@@ -420,15 +436,19 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = "points without their run header"
         elif forced_by_environment(record_combo(r), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
-                   "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set): not NCCL's own choice")
+                   "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set)" + _by_file(record_combo(r), headers_of[r.run_id],
+                                                                             forced_by_environment)
+                   + ": not NCCL's own choice")
         elif contradicts_environment(record_combo(r), env_of[r.run_id]):
             why = ("points whose run's NCCL_ALGO, NCCL_PROTO or NCCL_*_NCHANNELS contradict the combination their "
-                   "record names (it ran what the environment says)")
+                   "record names" + _by_file(record_combo(r), headers_of[r.run_id], contradicts_environment)
+                   + " (it ran what the environment says)")
         elif scale_combo(r) in wrong:
             why = "points of a combination that gave wrong data at another size of that collective and scale"
         elif r.params.get("agg_iters", 1) != 1:
-            why = ("points of aggregated group calls (-m N: NCCL tunes the N calls as one of N x the size, "
-                   "src/enqueue.cc ncclPrepareTasks; a rule names one call of the size)")
+            why = ("points of aggregated iterations (-m N: per-operation times of N calls back to back; nccl-tests' "
+                   "-m groups them, and NCCL tunes a group as one call of N x the size with numPipeOps "
+                   "ceil(N / channels), src/enqueue.cc ncclPrepareTasks: not the one call of the size a rule names)")
         elif r.num_wrong is None and not record_combo(r).is_default:
             why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
         time_us = None if why else record_time_us(r, statistic)

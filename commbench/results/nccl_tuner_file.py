@@ -36,6 +36,18 @@ TARGET_LINES = {
         "if NCCL disallows a rule's algorithm/protocol for a call, the plugin tries later rules (none overlap here): "
         "one channel; commbench's plugin (--build-plugin) leaves such calls to NCCL"),
 }
+# Why group calls are left to NCCL (results.nccl_tuner_targets.RULE_PIPE_OPS; NVIDIA/nccl src/enqueue.cc
+# ncclPrepareTasks, v2.30.7-1): one line each, under MAX_LINE_CHARS.
+GROUP_LINES = {
+    "commbench": (
+        "numPipeOps 1: each point was one call; a group (ncclGroupStart/End) of more collectives than channels "
+        "reaches the tuner as one call of the summed bytes, numPipeOps > 1: never measured, NCCL decides",
+        "a group of up to nChannels collectives arrives as numPipeOps 1 with the summed bytes (src/enqueue.cc): "
+        "no column tells it from one call, so it may take the rule of that size"),
+    "example-plugin": (
+        "numPipeOps -1 (any): the example plugin runs a call without a rule on one channel, so a group (one tuner "
+        "call of the summed bytes) takes the rule of that sum, measured as one call only",),
+}
 OPTIMIZE_CONFIG_FIELDS = ("collective", "size_bytes", "algorithm", "protocol", "channels", "nodes", "ranks", "pipeOps",
                           "regBuff", "cost_metric", "bandwidth_gbps", "latency_us")
 
@@ -97,6 +109,7 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     """The plugin's CSV: comments first (target plugin, where each rule came from), then one rule a line."""
     lines = [comment(text) for text in intro]
     lines += [comment(text) for text in TARGET_LINES[target]]
+    lines += [comment(text) for text in GROUP_LINES[target]]
     lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
     lines.append(comment("sizes between measured points go to the nearer one (midpoint)"
                          + ("; next to a size where NCCL's default was kept, below the smallest and above the largest: "

@@ -23,10 +23,15 @@ from commbench.results.nccl_tuner import Cell, TunedPoint, expressible
 from commbench.units import format_size
 
 TARGETS = ("commbench", "example-plugin")
-# numPipeOps a rule names. Every point is one collective per NCCL call: numPipeOps 1. NCCL passes more for
-# aggregated group calls (src/enqueue.cc: nTasksPerChannel) and its model amortises their latency there
-# (src/graph/tuning.cc ncclTopoGetAlgoTime), a regime never measured: commbench's plugin leaves it to NCCL.
-# NCCL's example plugin would run such calls on one channel without a rule: -1 (any) for it.
+# numPipeOps a rule names. Every point is one collective per NCCL call of its size: numPipeOps 1. In a group
+# (ncclGroupStart/End) NCCL asks the tuner once for the collectives of one function, op and type within 4x of
+# each other's size, with their summed bytes and numPipeOps = ceil(collectives in the group / the
+# communicator's channels) (src/enqueue.cc ncclPrepareTasks: nTasksPerChannel; NVIDIA/nccl v2.24.3-1 to
+# v2.30.7-1, 73cf1122), and its model amortises their latency there (src/graph/tuning.cc ncclTopoGetAlgoTime):
+# a regime never measured, so commbench's plugin leaves numPipeOps > 1 to NCCL. A group of up to nChannels
+# collectives still arrives as numPipeOps 1 with the summed bytes: no column tells it from one call
+# (GROUP_LINES say so in the file). NCCL's example plugin would run such calls on one channel without a
+# rule: -1 (any) for it.
 RULE_PIPE_OPS = {"commbench": 1, "example-plugin": -1}
 SIZE_MAX_BYTES = 2**64 - 1  # size_t max: the plugin parses bounds with strtoull
 PROTOCOL_ORDER = {"ll": 0, "ll128": 1, "simple": 2}  # NCCL's protocols from latency- to bandwidth-bound

@@ -11,6 +11,7 @@ import sys
 
 from commbench import __version__
 from commbench.comm.backend import Backend, gather_strings
+from commbench.comm.nccl_conf import read_conf_files
 from commbench.results.records import RunHeader
 
 
@@ -72,6 +73,7 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
         hostnames=gather_strings(backend, socket.gethostname()),
         devices=gather_strings(backend, device_name(backend)),
         nccl_env={k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
+        nccl_conf=read_conf_files(os.environ),
         launcher=launcher, topology=topology,
         emulated=_emulated_record(emulated),
         notes=list(notes or []) + ([LOCAL_LAUNCH_NOTE, _threads_note()] if launcher in ("local", "single") else []),

@@ -52,6 +52,16 @@ class RunHeader:
     emulated: dict[str, Any] | None = None  # set when the fabric was emulated (commbench emulate)
     notes: list[str] = field(default_factory=list)
     sweep_identity: str | None = None  # a sweep's entries + world size + backend, hashed (--resume checks it)
+    # NCCL's configuration files read on this host, in NCCL's order -> their NCCL_* settings (comm.nccl_conf)
+    nccl_conf: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def nccl_settings(self) -> dict[str, str]:
+        """The NCCL_* settings NCCL ran with: `nccl_env`, then the files' where the environment leaves a key unset
+        (NCCL's setenv(key, value, 0): comm.nccl_conf.effective_settings). A setting from a file counts exactly
+        as the same variable exported."""
+        from commbench.comm.nccl_conf import effective_settings
+
+        return effective_settings(self.nccl_env or {}, self.nccl_conf)
 
 
 @dataclass(frozen=True, kw_only=True)

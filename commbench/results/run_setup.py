@@ -45,7 +45,7 @@ def setup_of(header: RunHeader, fields=tuple(SETUP_FIELDS)) -> tuple:
 def same_setup(a: RunHeader | None, b: RunHeader | None) -> bool:
     """Both headers known, their setups equal and their NCCL_* environments too (a combination of an NCCL
     tuning sweep is a launch with its own NCCL_ALGO/NCCL_PROTO: not a continuation of NCCL's default)."""
-    return a is not None and b is not None and setup_of(a) == setup_of(b) and a.nccl_env == b.nccl_env
+    return a is not None and b is not None and setup_of(a) == setup_of(b) and a.nccl_settings() == b.nccl_settings()
 
 
 def labels_by_what_differs(runs: dict[str, RunHeader | None], fields=tuple(SETUP_FIELDS), *,

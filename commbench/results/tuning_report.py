@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commbench.files import safe_file_stem
-from commbench.results.nccl_tuner import Cell, TunedPoint, choose_cells, points_from_records
+from commbench.comm.nccl_tuning import TuningCombo
+from commbench.results.nccl_tuner import Cell, TunedPoint, against_a_rule, choose_cells, points_from_records
 from commbench.units import format_size
 
 
@@ -72,15 +73,27 @@ def winner_tables(records: list) -> tuple[list[WinnerTable], list[str]]:
 WINNER_COLUMNS = ("size", "NCCL default (µs)", "best combination", "best (µs)", "speed-up", "noise", "rule")
 
 
+def judged_times_us(points: list[TunedPoint]) -> dict[tuple, float]:
+    """(collective, nodes, ranks, regBuff, size, combination) -> the time nccl-tuner judges it by: of a point
+    measured more than once (repeats, several dtypes or ways) NCCL's default at its fastest and a combination at
+    its slowest (results.nccl_tuner.against_a_rule), whatever the file order."""
+    kept: dict[tuple, TunedPoint] = {}
+    for p in points:
+        key = (p.collective, p.nodes, p.ranks, p.reg_buff, p.size_bytes, p.combo)
+        kept[key] = against_a_rule(kept.get(key), p)
+    return {key: p.time_us for key, p in kept.items()}
+
+
 def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple, list[str]]]:
-    """((collective, nodes, ranks), row) per cell, columns as WINNER_COLUMNS (all measured)."""
-    default_us = {(p.collective, p.nodes, p.ranks, p.size_bytes): p.time_us for p in points if p.combo.is_default}
-    time_us = {(p.collective, p.nodes, p.ranks, p.size_bytes, p.combo): p.time_us for p in points}
+    """((collective, nodes, ranks), row) per cell, columns as WINNER_COLUMNS (all measured; times as nccl-tuner
+    judges them: judged_times_us)."""
+    time_us = judged_times_us(points)
     rows = []
     for cell in cells:
         scale = (cell.collective, cell.nodes, cell.ranks)
-        base = default_us.get((*scale, cell.size_bytes))
-        best = time_us.get((*scale, cell.size_bytes, cell.best)) if cell.best else None
+        at = (*scale, cell.reg_buff, cell.size_bytes)
+        base = time_us.get((*at, TuningCombo()))
+        best = time_us.get((*at, cell.best)) if cell.best else None
         rows.append((scale, [format_size(cell.size_bytes), "-" if base is None else f"{base:.2f}",
                              cell.best.label if cell.best else "-", "-" if best is None else f"{best:.2f}",
                              "-" if cell.speedup is None else f"{cell.speedup:.2f}x",
@@ -93,7 +106,8 @@ def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[s
     md = ["## NCCL tuning: per-size winners (measured)", "",
           "Speed-up = NCCL default time / best time (median). A winner is kept only beyond the measured noise "
           "(of the ratio: both points' 95% half-widths in quadrature; unknown for one iteration or no samples) "
-          "(`commbench nccl-tuner` writes these as plugin rules).", ""] + [f"- note: {note}" for note in notes]
+          "(`commbench nccl-tuner` writes these as plugin rules). A point measured more than once shows as "
+          "nccl-tuner judges it: NCCL's default at its fastest, a combination at its slowest.", ""] + [f"- note: {note}" for note in notes]
     for table in tables:
         md += ["", f"### {table.title}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",
                "|---:|---:|---|---:|---:|---:|---|"]
@@ -102,7 +116,8 @@ def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[s
 
 
 def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path, title: str = "") -> Path | None:
-    """Rows: combinations; columns: sizes; colour: NCCL default time / combination time (points of one system)."""
+    """Rows: combinations; columns: sizes; colour: NCCL default time / combination time (points of one system;
+    repeats as nccl-tuner judges them: judged_times_us)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,15 +125,17 @@ def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path, t
     import numpy as np
 
     mine = [p for p in points if (p.collective, p.nodes, p.ranks) == scale]
-    base = {p.size_bytes: p.time_us for p in mine if p.combo.is_default}
+    judged = judged_times_us(mine)  # repeats: the default at its fastest, a combination at its slowest
+    base = {(reg_buff, size): time_us for (*_, reg_buff, size, combo), time_us in judged.items() if combo.is_default}
     combos = sorted({p.combo for p in mine if not p.combo.is_default}, key=lambda c: c.label)
-    sizes = sorted(base)
+    sizes = sorted({size for _, size in base})
     if not combos or not sizes:
         return None
     grid = np.full((len(combos), len(sizes)), np.nan)
-    for p in mine:
-        if p.combo in combos and p.size_bytes in base:
-            grid[combos.index(p.combo), sizes.index(p.size_bytes)] = base[p.size_bytes] / p.time_us
+    for (*_, reg_buff, size, combo), time_us in judged.items():
+        if combo in combos and (reg_buff, size) in base:
+            cell = (combos.index(combo), sizes.index(size))  # against its regBuff regime's default; the least
+            grid[cell] = np.fmin(grid[cell], base[reg_buff, size] / time_us)  # favourable of the regimes
     fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(sizes) + 3), max(2.5, 0.35 * len(combos) + 1.5)))
     spread = max(0.05, float(np.nanmax(np.abs(np.log2(grid))))) if np.isfinite(grid).any() else 1.0
     image = ax.imshow(np.log2(grid), cmap="RdBu", vmin=-spread, vmax=spread, aspect="auto")

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from commbench import __version__
 from commbench.comm.launch import DEFAULT_MASTER_PORT
+from commbench.comm.nccl_conf import read_conf_files
 from commbench.comm.nccl_tuning import TUNED_ENV_KEYS, TuningCombo
 from commbench.errors import first_line
 from commbench.results.records import JsonlWriter, Measurement, RunHeader, new_run_id
@@ -117,7 +118,7 @@ def skipped_header(*, backend: str, world_size: int, combo: TuningCombo, env: di
         argv=argv, commbench_version=__version__, python_version=sys.version.split()[0], torch_version=None,
         nccl_version=None, cuda_version=None, cupy_version=None, backend=backend, world_size=world_size,
         hostnames=[socket.gethostname()], devices=[], nccl_env={k: v for k, v in sorted(env.items()) if k.startswith("NCCL_")},
-        launcher=launcher, notes=[f"NCCL tuning combination {combo.label} refused before any point: {reason}"])
+        nccl_conf=read_conf_files(env), launcher=launcher, notes=[f"NCCL tuning combination {combo.label} refused before any point: {reason}"])
 
 
 def skipped_record(planned, *, run_id: str, collective, backend: str, world_size: int, loop, combo: TuningCombo,

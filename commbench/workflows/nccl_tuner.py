@@ -68,7 +68,8 @@ _NOT_SETTINGS = ("NCCL_DEBUG", "NCCL_TUNER_CONFIG_FILE")
 
 def setting_environment(nccl_env: dict) -> str:
     """A run's NCCL_* settings other than the tuning axes a combination sets in its own processes
-    (NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS) and logging (NCCL_DEBUG*): what else made NCCL run as it did."""
+    (NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS) and logging (NCCL_DEBUG*): what else made NCCL run as it did
+    (give RunHeader.nccl_settings(): a setting of NCCL's configuration files is the same as one exported)."""
     from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
 
     kept = sorted(f"{key}={value}" for key, value in nccl_env.items()
@@ -95,7 +96,8 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
                                  "per NCCL version and system, from the results measured with it")
 
     check("NCCL versions", {run_id: f"NCCL {h.nccl_version or 'unknown'}" for run_id, h in runs.items()})
-    check("NCCL_* environments", {run_id: setting_environment(h.nccl_env) for run_id, h in runs.items()})
+    check("NCCL_* environments (exported or from NCCL's configuration files)",
+          {run_id: setting_environment(h.nccl_settings()) for run_id, h in runs.items()})
     check("GPU models", {run_id: ", ".join(sorted(set(h.devices))) or "devices unknown" for run_id, h in runs.items()})
     for scale in sorted({(p.collective, p.nodes, p.ranks) for p in points}):
         check(f"hosts for {scale[0]} on {scale[1]} node(s), {scale[2]} rank(s)",
