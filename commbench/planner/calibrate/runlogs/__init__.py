@@ -8,9 +8,13 @@ Three inputs (`read_runs` picks by content):
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
   `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
   tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
-  logged iterations after the first (warm-up), leaving out lines counting skipped or NaN iterations and lines of a
+  logged iterations after the warm-up, leaving out lines counting skipped or NaN iterations and lines of a
   --rampup-batch-size ramp (a logged global batch size below global_batch_size); a log of
-  one iteration (the warm-up) is refused.
+  warm-up iterations only is refused. Warm-up (megatron_warmup.py): the first iteration after each start, and with
+  full-iteration or Transformer Engine CUDA graphs the first cuda_graph_warmup_steps + 1 (eager warm-up and
+  capture); a line is left out when any iteration it averages is warm-up. An arguments block that does not say
+  whether the run used CUDA graphs (no cuda_graph_impl) has an obvious spike right after a start left out and
+  named.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
   over the steps after the first (warm-up), as for Megatron-LM; the device its 'CUDA capacity' line names must be
@@ -20,7 +24,8 @@ named (read_runs_noted), never read as a figure: "elapsed time per iteration (ms
 The model and system of a log come from the command line (logs do not name a zoo model).
 A log missing what a prediction needs raises one line naming what is missing.
 
-Modules: common.py (shared checks), megatron.py, torchtitan.py, files.py (a RUNS file: which kind, its rows).
+Modules: common.py (shared checks), megatron.py, megatron_warmup.py (which iterations are warm-up),
+torchtitan.py, files.py (a RUNS file: which kind, its rows).
 """
 
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, MAX_LOG_COUNT, _positive, _value, _whole,

@@ -56,8 +56,8 @@ def read_runs(path: str, *, model: str | None, gpu: str | None, num_gpus: int | 
 
 def read_runs_noted(path: str, *, model: str | None, gpu: str | None,
                     num_gpus: int | None = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """read_runs' rows, and for a log what it read but did not count (lines of skipped or NaN iterations, a last
-    line cut off mid-write): one line each, for calibrate to print."""
+    """read_runs' rows, and for a log what it read but did not count (lines of CUDA-graph warm-up and capture,
+    of skipped or NaN iterations, a last line cut off mid-write): one line each, for calibrate to print."""
     rows = _read_rows(path, model=model, gpu=gpu, num_gpus=num_gpus)
     notes = [row.pop("left_out") for row in rows if row.get("source") == path and "left_out" in row
              and str(row.get("notes", "")).startswith(("Megatron-LM log", "TorchTitan log"))]

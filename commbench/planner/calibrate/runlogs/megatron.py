@@ -9,6 +9,9 @@ from typing import Any
 
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _value, _whole, cut_last_line
+from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
+                                                                  capture_spikes, iterations_before,
+                                                                  warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
@@ -128,9 +131,10 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     be the log's world_size."""
     log = f"Megatron-LM log {source!r}"
     blocks: list[dict[str, Any]] = []
-    # (arguments block before it, ms, TFLOP/s, skipped any, the global batch size the line logs)
-    lines: list[tuple[int, float, float | None, bool, int | None]] = []
+    # (arguments block before it, ms, TFLOP/s, skipped any, the global batch size the line logs, its iteration)
+    lines: list[tuple[int, float, float | None, bool, int | None, int | None]] = []
     inside, cut, cut_left_out = False, cut_last_line(text), False
+    loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     for number, line in enumerate(text.splitlines()):
         line = ANSI.sub("", line)
@@ -144,16 +148,21 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         match = MEGATRON_ARG.match(line) if inside else None
         if match:
             blocks[-1][match.group(1)] = _value(match.group(2))
+        loaded = MEGATRON_LOADED_AT.search(line)
+        if loaded:
+            loaded_at.setdefault(max(len(blocks), 1), int(loaded.group(1)))
         elapsed = MEGATRON_ITER.search(line)
         if elapsed and number == cut and not line.rstrip().endswith("|"):   # a whole line ends with its last '|'
             cut_left_out = True
         elif elapsed:
-            _check_iteration_order(log, MEGATRON_ITER_NUMBER.search(line), len(blocks), last_iteration)
+            iteration = MEGATRON_ITER_NUMBER.search(line)
+            _check_iteration_order(log, iteration, len(blocks), last_iteration)
             rate = MEGATRON_TFLOPS.search(line)
             lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
                           _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
                           any(int(n) for n in MEGATRON_SKIPPED.findall(line)),
-                          int(batch.group(1)) if (batch := MEGATRON_LOGGED_GBS.search(line)) else None))
+                          int(batch.group(1)) if (batch := MEGATRON_LOGGED_GBS.search(line)) else None,
+                          int(iteration.group(1)) if iteration else None))
     args = blocks[0] if blocks else {}
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
@@ -172,9 +181,25 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     check_logged_model(log, args, model)
     if not lines:
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
-    # the first iteration after each start (arguments block: a resumed run starts again) is warm-up
-    firsts = {i for i in range(len(lines)) if i == 0 or lines[i][0] != lines[i - 1][0]}
-    steady_lines = [x for i, x in enumerate(lines) if i not in firsts]
+    # the first iteration after each start (arguments block: a resumed run starts again) is warm-up, and with CUDA
+    # graphs the warm-up and capture iterations after it (megatron_warmup.py)
+    warmup, graph_why = warmup_iterations(args)
+    log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") else 1
+    steady_lines, graph_lines, spikes = [], 0, []
+    for start in dict.fromkeys(x[0] for x in lines):
+        ours = [x for x in lines if x[0] == start]
+        before = iterations_before([x[5] for x in ours], loaded_at=loaded_at.get(start), log_interval=log_interval)
+        kept = [(x, b) for x, b in zip(ours, before) if b >= warmup]
+        graph_lines += sum(1 for b in before[1:] if b < warmup)
+        if kept and not any(key in args for key in GRAPH_ARGS):   # the log does not say: an obvious spike is named
+            count = capture_spikes([x[1] for x, _ in kept], [b for _, b in kept])
+            spikes += [x for x, _ in kept[:count]]
+            kept = kept[count:]
+        steady_lines += [x for x, _ in kept]
+    if not steady_lines and warmup > 1:
+        raise CommbenchError(f"{log}: only warm-up iterations logged: {graph_why}, which are not the run's "
+                             "throughput; give a log with iteration lines after them (a smaller --log-interval or "
+                             "more --train-iters)")
     if not steady_lines:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
         raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 "
@@ -191,13 +216,21 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
                              "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
                              "of iterations that trained")
-    left_out_text = "; ".join(([f"{len(ramp)} iteration line(s) of a batch-size ramp-up (a global batch size below "
+    spike_names = ", ".join(f"iteration {x[5]}" if x[5] is not None else f"line {lines.index(x) + 1}"
+                            for x in spikes)
+    left_out_text = "; ".join(([f"{graph_lines} iteration line(s) after the first of CUDA-graph warm-up and "
+                                 f"capture left out ({graph_why})"] if graph_lines else [])
+                               + ([f"{spike_names} left out: over {SPIKE_TIME_RATIO:g}x the median iteration time "
+                                   "after them, right after a start, as CUDA-graph warm-up and capture are (the "
+                                   "arguments block does not say whether the run used CUDA graphs: no "
+                                   "cuda_graph_impl)"] if spikes else [])
+                               + ([f"{len(ramp)} iteration line(s) of a batch-size ramp-up (a global batch size below "
                                  f"{full_batch}) left out"] if ramp else [])
                                + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
                                  "iterations left out"] if len(healthy) < len(steady_lines) else [])
                                + ([CUT_NOTE] if cut_left_out else []))
-    steady = [ms for _, ms, _, _, _ in healthy]
-    tflops = [t for _, _, t, _, _ in healthy if t is not None]
+    steady = [x[1] for x in healthy]
+    tflops = [x[2] for x in healthy if x[2] is not None]
     left_out = len(steady_lines) - len(healthy)
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
@@ -227,6 +260,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "tflops_per_gpu": median(tflops) if tflops else None,
            "notes": f"Megatron-LM log; {len(lines)} iterations" + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
                f" ({left_out} counting skipped or NaN iterations left out)" if left_out else "") + (
+               f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
+               else "") + (
                f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
