@@ -123,3 +123,16 @@ def test_calibrate_prints_the_graph_warm_up_note(tmp_path):
                                       "gb300-nvl72"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "CUDA-graph warm-up and capture left out" in result.output
+
+
+@pytest.mark.parametrize("graph_args, recipe", [
+    # the deprecated spelling of transformer_engine (core_v0.16.1 arguments.py renames it): read as no graphs
+    ({"external_cuda_graph": "True", "cuda_graph_warmup_steps": "3"}, "layer"),
+    # core_v0.19.0's full-iteration implementation, named without a scope: read as no graphs
+    ({"cuda_graph_impl": "full_iteration", "cuda_graph_warmup_steps": "3"}, "full"),
+    ({"enable_cuda_graph": "True", "cuda_graph_warmup_steps": "3"}, "layer"),
+    ({"cuda_graph_impl": "none"}, "none"),
+])
+def test_every_spelling_of_cuda_graphs_is_read_into_the_recipe(graph_args, recipe):
+    row = _parse(_log(graph_args=graph_args, times_ms=GRAPHED))
+    assert row["recipe"]["cuda_graph"] == recipe

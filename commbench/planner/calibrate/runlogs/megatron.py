@@ -10,7 +10,7 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _value, _whole, cut_last_line
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
-                                                                  capture_spikes, iterations_before,
+                                                                  capture_spikes, graph_impl, iterations_before,
                                                                   warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
@@ -248,9 +248,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     if recompute == "selective" and modules and "core_attn" not in modules:
         recompute = next((m for m in ("mla_up_proj", "moe_act") if m in modules), "selective")
     scope = args.get("cuda_graph_scope") or []
-    impl = str(args.get("cuda_graph_impl") or ("local" if args.get("enable_cuda_graph") else "none"))
-    graph = "full" if "full_iteration" in (scope if isinstance(scope, list) else [scope]) else \
-        ("layer" if impl in ("local", "transformer_engine") else "none")
+    impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
+    graph = "full" if impl == "full_iteration" or "full_iteration" in (scope if isinstance(scope, list) else [scope]) \
+        else ("layer" if impl in ("local", "transformer_engine") else "none")
     row = {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": megatron_precision(args),
            "seq_len": seq, "gbs": gbs, "mbs": sizes["micro_batch_size"],
            "tp": sizes["tensor_model_parallel_size"], "pp": sizes["pipeline_model_parallel_size"],
