@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -136,3 +137,54 @@ def test_calibrate_prints_the_graph_warm_up_note(tmp_path):
 def test_every_spelling_of_cuda_graphs_is_read_into_the_recipe(graph_args, recipe):
     row = _parse(_log(graph_args=graph_args, times_ms=GRAPHED))
     assert row["recipe"]["cuda_graph"] == recipe
+
+
+TITAN = DATA / "torchtitan_qwen3_30b_b200.log"
+
+
+def _titan(training: str, tps: list[str], starts_at: int | None = None) -> str:
+    """The TorchTitan fixture with its training config's global batch size replaced by `training` and one metrics
+    line per tps, steps 1, 2, ..."""
+    text = TITAN.read_text()
+    head = "".join(line for line in text.splitlines(keepends=True) if "tps:" not in line)
+    head = head.replace("'global_batch_size': 512", training)
+    if starts_at is not None:
+        head += f"[rank0]:[titan] 2026-01-10 10:00:00,500 - root - INFO - Training starts at step {starts_at}\n"
+    template = next(line for line in text.splitlines() if "tps: 24,311" in line)
+    return head + "".join(re.sub(r"step: +2 ", f"step: {(starts_at or 1) + i:2d} ", template)
+                          .replace("tps: 24,311", f"tps: {t}") + "\n" for i, t in enumerate(tps))
+
+
+def _titan_row(text: str) -> dict:
+    from commbench.planner.calibrate.runlogs import parse_torchtitan_log
+    return parse_torchtitan_log(text, source="t.log", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+
+
+TITAN_TPS = ["9,012", "15,000", "24,311", "24,506", "24,420"]   # step 2 captures the graph
+
+
+def test_a_torchtitan_graph_capture_step_is_left_out_and_named():
+    # torchtitan 0.3.0: one eager forward-backward, the capture on the second call; one micro-batch a step
+    # (global batch 32 = local 4 x dp 8) puts the capture in step 2, which was counted
+    row = _titan_row(_titan("'global_batch_size': 32, 'disable_cuda_graphs': False", TITAN_TPS))
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(24_420.0)
+    assert "1 step line(s) after the first of CUDA-graph warm-up and capture left out" in row["left_out"]
+    # resumed at step 51: counted from there
+    resumed = _titan_row(_titan("'global_batch_size': 32, 'disable_cuda_graphs': False", TITAN_TPS, starts_at=51))
+    assert resumed["tokens_per_s_per_gpu"] == pytest.approx(24_420.0)
+
+
+@pytest.mark.parametrize("training", [
+    "'global_batch_size': 32, 'disable_cuda_graphs': True",    # graphs off
+    "'global_batch_size': 512, 'disable_cuda_graphs': False",  # 16 micro-batches a step: the capture is in step 1
+    "'global_batch_size': 32",                                 # a TorchTitan without CUDA graphs
+])
+def test_a_torchtitan_step_2_without_a_capture_counts(training):
+    row = _titan_row(_titan(training, TITAN_TPS))
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(np.median([15_000, 24_311, 24_506, 24_420]))
+    assert not row["left_out"]
+
+
+def test_a_torchtitan_log_of_warm_up_steps_only_is_refused():
+    with pytest.raises(CommbenchError, match="only warm-up steps logged: CUDA graphs"):
+        _titan_row(_titan("'global_batch_size': 32, 'disable_cuda_graphs': False", TITAN_TPS[:2]))

@@ -17,8 +17,9 @@ Three inputs (`read_runs` picks by content):
   named.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
-  over the steps after the first (warm-up), as for Megatron-LM; the device its 'CUDA capacity' line names must be
-  the --system's GPU.
+  over the steps after the warm-up, as for Megatron-LM: the first step after each start, and step 2 too where
+  CUDA graphs capture there (training.disable_cuda_graphs false, one micro-batch a step: torchtitan.py
+  titan_warmup_steps); the device its 'CUDA capacity' line names must be the --system's GPU.
 A last line cut off mid-write (no line break after it, and its figure at the end of the line) is left out and
 named (read_runs_noted), never read as a figure: "elapsed time per iteration (ms): 10" of 10402.9 would be 1000x.
 The model and system of a log come from the command line (logs do not name a zoo model).

@@ -13,6 +13,20 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _whole, cut_last_line
 
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
+TITAN_STARTS_AT = re.compile(r"Training starts at step (\d+)")   # trainer.py train(): the first step of a start
+
+
+def titan_warmup_steps(training: dict[str, Any], pp: int, accumulation_steps: int) -> tuple[int, str]:
+    """How many steps after each start are warm-up, and why when more than the first. torchtitan 0.3.0
+    (requirements-frameworks.txt) trainer.py wraps the forward-backward in CUDA graphs unless
+    training.disable_cuda_graphs (not with PP, which it refuses), and distributed/cudagraph.py CUDAGraphWrapper runs
+    its first call eagerly (_warmup_remaining = 1) and captures on the second: the forward-backward runs once a
+    micro-batch, so with one micro-batch a step (no gradient accumulation) the capture is step 2. A config without
+    the entry (TorchTitan before CUDA graphs) or with it true: the first step only."""
+    if "disable_cuda_graphs" not in training or training["disable_cuda_graphs"] or pp > 1 or accumulation_steps > 1:
+        return 1, ""
+    return 2, ("CUDA graphs (training.disable_cuda_graphs false): step 1 runs the forward-backward eagerly and step "
+               "2 captures it, with one micro-batch a step")
 
 
 FLAVOR_PARAMS_RE = re.compile(r"^(\d+(?:\.\d+)?)[bB]\b")   # TorchTitan flavors name total params: 30B-A3B, 671B, 120b
@@ -119,6 +133,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     configs: list[Any] = []
     steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
     cut, cut_left_out = cut_last_line(clean), False
+    starts_at: dict[int, int] = {}   # per start (configs printed before it), the step its 'Training starts at' names
     for number, line in enumerate(clean.splitlines()):
         match = TITAN_CONFIG.search(line)
         if match:
@@ -127,6 +142,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             except (ValueError, SyntaxError):
                 configs.append(None)
             continue
+        begins = TITAN_STARTS_AT.search(line)
+        if begins:
+            starts_at.setdefault(max(len(configs), 1), int(begins.group(1)))
         match = TITAN_STEP.search(line)
         if match and number == cut and match.end(2) >= len(line.rstrip()):   # nothing after tps: cut within it
             cut_left_out = True
@@ -147,15 +165,17 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     if not steps:
         raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
     last: dict[tuple[int, str], int] = {}
-    steady = []
+    after: list[tuple[int, int, float]] = []   # per metrics line after a start's first: start, step logged before, tps
+    firsts: dict[int, int] = {}   # per start, the first step it logged
     for start, step, tps in steps:   # the first step after each start (a config printed: a resumed run) is warm-up
         if start in last and step <= last[start]:
             raise CommbenchError(f"{log}: step numbers go back (step {last[start]}, then step {step}) with no config "
                                  "printed between: two runs in one log; give each run its own file")
         if start in last:
-            steady.append(tps)
+            after.append((start[0], last[start], tps))
+        firsts.setdefault(start[0], step)
         last[start] = step
-    if not steady:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+    if not after:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
         raise CommbenchError(f"{log}: only 1 step logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 metrics "
                              "lines (a smaller metrics.log_freq or more training.steps)")
@@ -193,6 +213,18 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
         gbs = mbs * dp
+    # the warm-up steps after each start: a line is steady when the step logged before it is past them (it averages
+    # the steps since); the start is the step before 'Training starts at step N', else before the first logged step
+    warmup, graph_why = titan_warmup_steps(training, pp, gbs // (mbs * dp))
+    begun = {s: min(starts_at.get(s, first) - 1, first - 1) for s, first in firsts.items()}
+    steady = [tps for s, before, tps in after if before - begun[s] >= warmup]
+    graph_lines = len(after) - len(steady)
+    if not steady:
+        raise CommbenchError(f"{log}: only warm-up steps logged: {graph_why}, which are not the run's throughput; "
+                             "give a log with metrics lines after them (a smaller metrics.log_freq or more "
+                             "training.steps)")
+    graph_note = (f"{graph_lines} step line(s) after the first of CUDA-graph warm-up and capture left out "
+                  f"({graph_why})") if graph_lines else ""
     check_titan_flavor(log, config.get("model", {}), model)
     check_titan_device(log, clean, gpu)
     precision = titan_precision(log, config.get("model", {}).get("converters", []))
@@ -207,7 +239,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
             "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
-            + (f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": CUT_NOTE if cut_left_out else "",
+            + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
+            + (f"; {CUT_NOTE}" if cut_left_out else ""),
+            "left_out": "; ".join(n for n in (graph_note, CUT_NOTE if cut_left_out else "") if n),
             "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
