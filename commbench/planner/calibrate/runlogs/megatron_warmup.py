@@ -74,9 +74,9 @@ def iterations_before(numbers: list[int | None], *, loaded_at: int | None, log_i
     where the first line falls in the first --log-interval (a fresh run); else just before the first line (where it
     began is not logged: at most one line more is left out); never after the first line. Lines without numbers
     count one --log-interval each."""
-    if any(n is None for n in numbers):
+    if not numbers or any(n is None for n in numbers):
         return [i * log_interval for i in range(len(numbers))]
-    first = numbers[0] if numbers else 0
+    first = numbers[0]
     start = min(loaded_at if loaded_at is not None else (0 if first <= log_interval else first - 1), first - 1)
     return [0] + [numbers[i - 1] - start for i in range(1, len(numbers))]
 
