@@ -56,7 +56,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
         try:
             read, left_out = read_runs_noted(path, model=m, gpu=g, num_gpus=n)
         except (ZeroDivisionError, ValueError, TypeError, KeyError) as exc:
-            # a log's numbers that cannot make a run (elapsed 0 ms, world size 0, tp=abc); runlogs.py names
+            # a log's numbers that cannot make a run (elapsed 0 ms, world size 0, tp=abc); runlogs/ names
             # most fields itself: this keeps the rest to one line
             raise CommbenchError(f"runs file {path!r} holds values no run can have: {type(exc).__name__}: "
                                  f"{first_line(exc)}") from None

@@ -1,0 +1,292 @@
+"""A Megatron-LM training log as a row shaped like calibration-runs.json (see runlogs/__init__.py): the
+arguments block `_print_args` prints and the per-iteration lines of `training_log`."""
+
+from __future__ import annotations
+
+import re
+from statistics import median
+from typing import Any
+
+from commbench.errors import CommbenchError
+from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _value, _whole, cut_last_line
+from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
+                                                                  capture_spikes, graph_impl, iterations_before,
+                                                                  warmup_iterations)
+
+MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
+# A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
+# name (_positive), not skipped as if the line were not there
+MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
+MEGATRON_ITER_NUMBER = re.compile(r"\biteration\s+(\d+)\s*/")   # training_log's "iteration   5/   100 |"
+# training_log's "global batch size:  4096": below --global-batch-size while --rampup-batch-size ramps it up
+MEGATRON_LOGGED_GBS = re.compile(r"global batch size:\s*(\d+)")
+MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
+# training_log's counts over the interval: iterations whose optimizer step was skipped (loss-scale overflow) or
+# whose loss/gradients were NaN; their time is not a training iteration's
+MEGATRON_SKIPPED = re.compile(r"number of (?:skipped|nan) iterations:\s*(\d+)")
+
+
+# A Megatron-LM argument and the model field it is emitted from (emit/megatron.py model_args)
+MEGATRON_MODEL_ARGS = (("num_layers", "num_layers"), ("hidden_size", "hidden"), ("num_attention_heads", "num_heads"),
+                       ("num_experts", "num_routed_experts"), ("moe_router_topk", "top_k"),
+                       ("moe_ffn_hidden_size", "expert_ffn"), ("ffn_hidden_size", "dense_ffn"))
+
+
+def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
+    """One line when the arguments a Megatron-LM log ran with are not the --model it is said to be (another model,
+    or a cut-down proxy of it): its run would be predicted as the other network. A model outside the zoo is not
+    checked here (the run is listed as not modelled)."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    name = _zoo_name(model)
+    if name is None:
+        return
+    spec = load_model(name)
+    for arg, field_name in MEGATRON_MODEL_ARGS:
+        if arg not in args or (arg != "num_experts" and args[arg] is None):
+            continue
+        want, got = getattr(spec, field_name), args[arg]
+        if field_name in ("num_routed_experts", "top_k", "expert_ffn") and not spec.is_moe:
+            want = None if arg == "num_experts" else got   # a dense model: only num_experts tells
+        if field_name == "dense_ffn" and not want:
+            want = got   # a model of MoE layers only: Megatron prints its default ffn_hidden_size, unused
+        if (got or None) != (want or None):
+            raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want or None!r}: the log "
+                                 "is of another model (or a cut-down one); give the --model it trained")
+
+
+def megatron_mtp_note(log: str, args: dict[str, Any], model: str) -> str:
+    """"w/o MTP" (the published tables' tag, published.py drops the zoo model's MTP layers) for a log that ran
+    without the MTP layers its --model has (mtp_num_layers None, Megatron's default); one line for another depth;
+    '' where the log does not print the argument or agrees."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    name = _zoo_name(model)
+    if "mtp_num_layers" not in args or name is None:
+        return ""
+    ran, have = args["mtp_num_layers"] or 0, load_model(name).num_mtp_layers
+    if ran == have:
+        return ""
+    if ran == 0:
+        return "w/o MTP"
+    raise CommbenchError(f"{log}: ran with mtp_num_layers={ran!r}, but --model {model} has {have}: give the --model "
+                         "it trained")
+
+
+def megatron_precision(args: dict[str, Any]) -> str:
+    """The row's precision from the logged --fp4/--fp8/--fp8-recipe/--fp16/--bf16: FP16, and FP32 where the block
+    prints bf16 False without fp16, are named (the step model lists them as not modelled), not read as BF16."""
+    if args.get("fp4"):
+        return "NVFP4"
+    if args.get("fp8"):
+        return "MXFP8" if str(args.get("fp8_recipe", "")).lower() == "mxfp8" else "FP8"
+    if args.get("fp16"):
+        return "FP16"
+    return "FP32" if "bf16" in args and not args["bf16"] else "BF16"
+
+
+# The arguments a run's row is read from (and the model's shape): two arguments blocks that differ in one of these
+# are two runs in one log; a resumed run prints the same values again (its checkpoint paths may differ)
+MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "micro_batch_size",
+                     "global_batch_size", "seq_length", "context_parallel_size", "virtual_pipeline_model_parallel_size",
+                     "expert_model_parallel_size", "expert_tensor_parallel_size", "num_layers", "hidden_size",
+                     "ffn_hidden_size", "num_attention_heads", "num_experts", "moe_ffn_hidden_size", "moe_router_topk",
+                     "fp4", "fp8", "fp8_recipe", "recompute_granularity", "recompute_modules", "recompute_method",
+                     "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
+                     "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
+                     "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
+                     "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
+                     "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
+                     "mtp_num_layers", "fp16", "bf16")
+
+
+def megatron_fsdp_note(log: str, args: dict[str, Any], dp: int) -> str:
+    """"FSDP=N" for a Megatron-FSDP run (N of its DP ranks shard; the row's notes, as the published tables say it),
+    '' otherwise: --use-megatron-fsdp (--use-custom-fsdp before core 0.14) shards over dp /
+    num_distributed_optimizer_instances ranks (HSDP beyond one instance), as emit/megatron.py reads the flags back.
+    Torch FSDP2 under Megatron-LM (--use-torch-fsdp2) is refused: the step model does not price it."""
+    if args.get("use_torch_fsdp2"):
+        raise CommbenchError(f"{log}: ran with use_torch_fsdp2=True: torch FSDP2 under Megatron-LM, which the step "
+                             "model does not price; give the run as a JSON row (notes \"FSDP=N\" for Megatron-FSDP)")
+    if not (args.get("use_megatron_fsdp") or args.get("use_custom_fsdp")):
+        return ""
+    instances = _whole(log, "num_distributed_optimizer_instances", args.get("num_distributed_optimizer_instances") or 1)
+    return f"FSDP={max(dp // instances, 1)}"
+
+
+def _check_iteration_order(log: str, number, start: int, last: dict[int, int]) -> None:
+    """Iteration numbers rise within one start (arguments block): a number that goes back is another run's line
+    appended without its arguments block, whose warm-up iteration would count as steady. One line naming both."""
+    if number is None:
+        return
+    iteration = int(number.group(1))
+    if start in last and iteration <= last[start]:
+        raise CommbenchError(f"{log}: iteration numbers go back (iteration {last[start]}, then iteration {iteration}) "
+                             "with no arguments block between: two runs in one log; give each run its own file")
+    last[start] = iteration
+
+
+def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None = None) -> dict[str, Any]:
+    """One row from a Megatron-LM training log (see the module docstring); `num_gpus` (--gpus), when given, must
+    be the log's world_size."""
+    log = f"Megatron-LM log {source!r}"
+    blocks: list[dict[str, Any]] = []
+    # (arguments block before it, ms, TFLOP/s, skipped any, the global batch size the line logs, its iteration)
+    lines: list[tuple[int, float, float | None, bool, int | None, int | None]] = []
+    inside, cut, cut_left_out = False, cut_last_line(text), False
+    loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
+    last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
+    for number, line in enumerate(text.splitlines()):
+        line = ANSI.sub("", line)
+        if re.search(r"-+ end of arguments -+", line):
+            inside = False
+            continue
+        if re.search(r"-+ arguments -+", line):
+            inside = True
+            blocks.append({})
+            continue
+        match = MEGATRON_ARG.match(line) if inside else None
+        if match:
+            blocks[-1][match.group(1)] = _value(match.group(2))
+        loaded = MEGATRON_LOADED_AT.search(line)
+        if loaded:
+            loaded_at.setdefault(max(len(blocks), 1), int(loaded.group(1)))
+        elapsed = MEGATRON_ITER.search(line)
+        if elapsed and number == cut and not line.rstrip().endswith("|"):   # a whole line ends with its last '|'
+            cut_left_out = True
+        elif elapsed:
+            iteration = MEGATRON_ITER_NUMBER.search(line)
+            _check_iteration_order(log, iteration, len(blocks), last_iteration)
+            rate = MEGATRON_TFLOPS.search(line)
+            lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
+                          _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
+                          any(int(n) for n in MEGATRON_SKIPPED.findall(line)),
+                          int(batch.group(1)) if (batch := MEGATRON_LOGGED_GBS.search(line)) else None,
+                          int(iteration.group(1)) if iteration else None))
+    args = blocks[0] if blocks else {}
+    if not args:
+        raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
+                             "'---- end of arguments ----'); run with the default argument printing on")
+    for number, other in enumerate(blocks[1:], start=2):
+        differ = next((k for k in MEGATRON_RUN_ARGS if args.get(k) != other.get(k)), None)
+        if differ:  # two runs' lines in one file: the median would mix their iterations
+            raise CommbenchError(f"{log}: holds {len(blocks)} runs: arguments block {number} has {differ}="
+                                 f"{other.get(differ)!r} where block 1 has {args.get(differ)!r}; give each run "
+                                 "its own file")
+    need = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "micro_batch_size",
+            "global_batch_size", "seq_length")
+    missing = [k for k in need if args.get(k) is None]
+    if missing:
+        raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
+    check_logged_model(log, args, model)
+    if not lines:
+        raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
+    # the first iteration after each start (arguments block: a resumed run starts again) is warm-up, and with CUDA
+    # graphs the warm-up and capture iterations after it (megatron_warmup.py)
+    warmup, graph_why = warmup_iterations(args)
+    log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") else 1
+    steady_lines, graph_lines, spikes = [], 0, []
+    for start in dict.fromkeys(x[0] for x in lines):
+        ours = [x for x in lines if x[0] == start]
+        before = iterations_before([x[5] for x in ours], loaded_at=loaded_at.get(start), log_interval=log_interval)
+        kept = [(x, b) for x, b in zip(ours, before) if b >= warmup]
+        graph_lines += sum(1 for b in before[1:] if b < warmup)
+        if kept and not any(key in args for key in GRAPH_ARGS):   # the log does not say: an obvious spike is named
+            count = capture_spikes([x[1] for x, _ in kept], [b for _, b in kept])
+            spikes += [x for x, _ in kept[:count]]
+            kept = kept[count:]
+        steady_lines += [x for x, _ in kept]
+    if not steady_lines and warmup > 1:
+        raise CommbenchError(f"{log}: only warm-up iterations logged: {graph_why}, which are not the run's "
+                             "throughput; give a log with iteration lines after them (a smaller --log-interval or "
+                             "more --train-iters)")
+    if not steady_lines:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+        raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
+                             "set-up), which is not the run's throughput; give a log with at least 2 "
+                             "'elapsed time per iteration' lines (a smaller --log-interval or more --train-iters)")
+    full_batch = _whole(log, "global_batch_size", args["global_batch_size"])
+    ramp = [x for x in steady_lines if x[4] is not None and x[4] != full_batch]
+    if ramp and len(ramp) == len(steady_lines):
+        raise CommbenchError(f"{log}: every iteration line after the warm-up logs a global batch size other than "
+                             f"global_batch_size={full_batch} (a --rampup-batch-size ramp): not the run's throughput "
+                             "at its batch; give a log that reaches it")
+    steady_lines = [x for x in steady_lines if x not in ramp]
+    healthy = [x for x in steady_lines if not x[3]]
+    if not healthy:
+        raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
+                             "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
+                             "of iterations that trained")
+    spike_names = ", ".join(f"iteration {x[5]}" if x[5] is not None else f"line {lines.index(x) + 1}"
+                            for x in spikes)
+    left_out_text = "; ".join(([f"{graph_lines} iteration line(s) after the first of CUDA-graph warm-up and "
+                                 f"capture left out ({graph_why})"] if graph_lines else [])
+                               + ([f"{spike_names} left out: over {SPIKE_TIME_RATIO:g}x the median iteration time "
+                                   "after them, right after a start, as CUDA-graph warm-up and capture are (the "
+                                   "arguments block does not say whether the run used CUDA graphs: no "
+                                   "cuda_graph_impl)"] if spikes else [])
+                               + ([f"{len(ramp)} iteration line(s) of a batch-size ramp-up (a global batch size below "
+                                 f"{full_batch}) left out"] if ramp else [])
+                               + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
+                                 "iterations left out"] if len(healthy) < len(steady_lines) else [])
+                               + ([CUT_NOTE] if cut_left_out else []))
+    steady = [x[1] for x in healthy]
+    tflops = [x[2] for x in healthy if x[2] is not None]
+    left_out = len(steady_lines) - len(healthy)
+    sizes = {key: _whole(log, key, args[key]) for key in need}
+    for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
+                "expert_tensor_parallel_size"):
+        sizes[key] = _whole(log, key, args[key]) if args.get(key) else None
+    world, gbs, seq = sizes["world_size"], sizes["global_batch_size"], sizes["seq_length"]
+    if num_gpus and num_gpus != world:
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "
+                             "on, or none (a Megatron-LM log states its own)")
+    mtp = megatron_mtp_note(log, args, model)
+    fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
+        "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
+    recompute = args.get("recompute_granularity") or "none"
+    modules = args.get("recompute_modules") or []
+    if recompute == "selective" and modules and "core_attn" not in modules:
+        recompute = next((m for m in ("mla_up_proj", "moe_act") if m in modules), "selective")
+    scope = args.get("cuda_graph_scope") or []
+    impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
+    graph = "full" if impl == "full_iteration" or "full_iteration" in (scope if isinstance(scope, list) else [scope]) \
+        else ("layer" if impl in ("local", "transformer_engine") else "none")
+    row = {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": megatron_precision(args),
+           "seq_len": seq, "gbs": gbs, "mbs": sizes["micro_batch_size"],
+           "tp": sizes["tensor_model_parallel_size"], "pp": sizes["pipeline_model_parallel_size"],
+           "cp": sizes["context_parallel_size"] or 1, "vp": sizes["virtual_pipeline_model_parallel_size"] or 1,
+           "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
+           "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
+           "tflops_per_gpu": median(tflops) if tflops else None,
+           "notes": f"Megatron-LM log; {len(lines)} iterations" + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
+               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else "") + (
+               f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
+               else "") + (
+               f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",
+           "recipe": {"recompute": recompute,
+                      # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
+                      "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
+                      if recompute == "full" and args.get("recompute_method") == "block"
+                      and args.get("recompute_num_layers") else 0,
+                      "cpu_offload_layers": _whole(log, "cpu_offloading_num_layers", args["cpu_offloading_num_layers"])
+                      if args.get("cpu_offloading") and args.get("cpu_offloading_num_layers") else 0,
+                      "dispatcher": "flex" if args.get("moe_token_dispatcher_type") == "flex" else "alltoall",
+                      "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
+                      "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
+                      "dp_overlap": bool(args.get("overlap_grad_reduce")),
+                      "sequence_parallel": bool(args.get("sequence_parallel")) or sizes["tensor_model_parallel_size"] == 1,
+                      "distributed_optimizer": bool(args.get("use_distributed_optimizer")),
+                      "cuda_graph": graph, "cuda_graph_scope": _graph_modules(graph, scope),
+                      "fp8_attention": bool(args.get("fp8_dot_product_attention")),
+                      "fused_moe": bool(args.get("moe_permute_fusion")) and bool(args.get("moe_grouped_gemm"))}}
+    return row
+
+
+def _graph_modules(graph: str, scope) -> str:
+    """The logged --cuda-graph-scope as the layout field (graph_scope.py): its capture modules joined by
+    '+', 'layer' for per-layer graphs of the whole layer (an empty scope, or Megatron-Core's older 'full')."""
+    from commbench.planner.layout.graph_scope import MODULES, WHOLE_LAYER_NAME
+    if graph != "layer":
+        return ""
+    names = list(dict.fromkeys(m for m in re.findall(r"[a-z_]+", str(scope)) if m in MODULES))
+    return "+".join(names) or WHOLE_LAYER_NAME

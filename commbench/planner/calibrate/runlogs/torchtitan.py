@@ -1,0 +1,248 @@
+"""A TorchTitan training log as a row shaped like calibration-runs.json (see runlogs/__init__.py): the config
+dict printed at start and the metrics line per step."""
+
+from __future__ import annotations
+
+import ast
+import re
+from math import prod
+from statistics import median
+from typing import Any
+
+from commbench.errors import CommbenchError
+from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _whole, cut_last_line
+
+TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
+TITAN_STARTS_AT = re.compile(r"Training starts at step (\d+)")   # trainer.py train(): the first step of a start
+
+
+def titan_warmup_steps(training: dict[str, Any], pp: int, accumulation_steps: int) -> tuple[int, str]:
+    """How many steps after each start are warm-up, and why when more than the first. torchtitan 0.3.0
+    (requirements-frameworks.txt) trainer.py wraps the forward-backward in CUDA graphs unless
+    training.disable_cuda_graphs (not with PP, which it refuses), and distributed/cudagraph.py CUDAGraphWrapper runs
+    its first call eagerly (_warmup_remaining = 1) and captures on the second: the forward-backward runs once a
+    micro-batch, so with one micro-batch a step (no gradient accumulation) the capture is step 2. A config without
+    the entry (TorchTitan before CUDA graphs) or with it true: the first step only."""
+    if "disable_cuda_graphs" not in training or training["disable_cuda_graphs"] or pp > 1 or accumulation_steps > 1:
+        return 1, ""
+    return 2, ("CUDA graphs (training.disable_cuda_graphs false): step 1 runs the forward-backward eagerly and step "
+               "2 captures it, with one micro-batch a step")
+
+
+FLAVOR_PARAMS_RE = re.compile(r"^(\d+(?:\.\d+)?)[bB]\b")   # TorchTitan flavors name total params: 30B-A3B, 671B, 120b
+FLAVOR_PARAMS_AGREE = (0.8, 1.25)   # the name rounds (gpt-oss-120b holds 117B): a factor beyond is another model
+
+
+def check_titan_flavor(log: str, logged: Any, model: str) -> None:
+    """One line when a TorchTitan log's model flavor names a parameter count the --model does not have (a
+    Qwen3 30B-A3B log said to be qwen3-235b-a22b would be predicted as the larger network); a flavor
+    without a count (debugmodel) or a model outside the zoo is not checked."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.counts import param_counts
+    from commbench.planner.models.zoo import load_model
+    flavor = str(logged.get("flavor", "")) if isinstance(logged, dict) else ""
+    match, name = FLAVOR_PARAMS_RE.match(flavor), _zoo_name(model)
+    if match is None or name is None:
+        return
+    have = param_counts(load_model(name)).total / 1e9
+    said = float(match.group(1))
+    if not FLAVOR_PARAMS_AGREE[0] <= said / have <= FLAVOR_PARAMS_AGREE[1]:
+        raise CommbenchError(f"{log}: model.flavor={flavor!r} ({logged.get('name', '?')}) is a {said:g}B-parameter "
+                             f"model, but --model {model} has {have:,.0f}B: give the --model the log trained")
+
+
+
+TITAN_MESH = re.compile(r"Building \d+-D device mesh with \[[^\]]*\], \[([0-9, ]*)\]")
+
+
+def mesh_world_size(text: str) -> int | None:
+    """The GPU count TorchTitan's ParallelDims logs (`Building N-D device mesh with [names], [sizes]`:
+    the sizes of the dimensions above 1, whose product is the world size); None without that line."""
+    match = TITAN_MESH.search(text)
+    if not match:
+        return None
+    sizes = [int(x) for x in match.group(1).replace(" ", "").split(",") if x]
+    return prod(sizes)
+
+
+# TorchTitan names the device at start (components/metrics.py build_device_memory_monitor: "CUDA capacity: NVIDIA
+# H100 80GB HBM3 with 79.11GiB memory"); the GPU names hardware.toml has, as torch.cuda.get_device_name spells them
+TITAN_DEVICE = re.compile(r"(?:CUDA|GPU) capacity: (.+?) with [\d.]+\s*GiB memory")
+DEVICE_GPU = re.compile(r"\b(gb300|gb200|b300|b200|h100|h200|h800)\b", re.IGNORECASE)
+
+
+def check_titan_device(log: str, text: str, system: str) -> None:
+    """One line when a TorchTitan log ran on another GPU than the --system's (an H100 run said to be b200-hgx would
+    be predicted as a B200's); a device it cannot name (GH200) or a system outside the presets is not checked."""
+    from commbench.planner.calibrate.published import _preset_name
+    device = TITAN_DEVICE.search(text)
+    ran = DEVICE_GPU.search(device.group(1)) if device else None
+    preset = _preset_name(system)
+    said = preset.split("-")[0] if preset else None
+    if ran and said and ran.group(1).lower() != said:
+        raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), but --system "
+                             f"{system} has {said} GPUs: give the --system it ran on")
+
+
+TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
+TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
+# The config entries a run's row is read from (and the model), and those that change its speed (torch.compile, the
+# quantization sections of 0.1 float8/mx and 0.2 quantize): two configs that differ in one are two runs
+TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "compile", "quantize", "float8", "mx",
+                    "training.seq_len", "training.local_batch_size",
+                    "training.global_batch_size", "training.mixed_precision_param")
+
+
+def _entry(config: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        config = config.get(key) if isinstance(config, dict) else None
+    return config
+
+
+# TorchTitan's quantization converters by the number format they train in, as its configs name them: "float8" /
+# "mx" (0.1), quantize.linear.float8 / quantize.grouped_mm.mx (0.2.2 job_config), Float8* / MXFP8* / NVFP4*
+# converter configs (0.3.0). Its MX converters are MXFP8 only (MX.recipe_name: "mxfp8*"; 0.3.0 "mxfp8_rceil").
+TITAN_CONVERTER_PRECISION = (("nvfp4", "NVFP4"), ("mxfp8", "MXFP8"), ("float8", "FP8"), ("fp8", "FP8"), ("mx", "MXFP8"))
+
+
+def titan_precision(log: str, converters: Any) -> str:
+    """The row's precision from a TorchTitan config's model.converters (TITAN_CONVERTER_PRECISION): BF16 without
+    any; a converter of no known format, or converters of two formats, is one line naming it."""
+    if isinstance(converters, str):   # a command-line override's comma-separated list
+        converters = [part.strip() for part in converters.split(",") if part.strip()]
+    if not isinstance(converters, (list, tuple)):
+        raise CommbenchError(f"{log}: model.converters = {converters!r}; allowed: a list of converter names")
+    found = set()
+    for name in converters:
+        text = str(name).lower()
+        got = next((fmt for key, fmt in TITAN_CONVERTER_PRECISION if key in text), None)
+        if got is None:
+            raise CommbenchError(f"{log}: model.converters holds {name!r}, a converter of no number format the step "
+                                 "model reads (float8, mx, nvfp4)")
+        found.add(got)
+    if len(found) > 1:
+        raise CommbenchError(f"{log}: model.converters {list(converters)!r} train in {' and '.join(sorted(found))}; "
+                             "the step model prices one number format per run")
+    return found.pop() if found else "BF16"
+
+
+def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None) -> dict[str, Any]:
+    """One row from a TorchTitan training log (see the module docstring)."""
+    clean = ANSI.sub("", text)
+    log = f"TorchTitan log {source!r}"
+    configs: list[Any] = []
+    steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
+    cut, cut_left_out = cut_last_line(clean), False
+    starts_at: dict[int, int] = {}   # per start (configs printed before it), the step its 'Training starts at' names
+    for number, line in enumerate(clean.splitlines()):
+        match = TITAN_CONFIG.search(line)
+        if match:
+            try:
+                configs.append(ast.literal_eval(match.group(1)))
+            except (ValueError, SyntaxError):
+                configs.append(None)
+            continue
+        begins = TITAN_STARTS_AT.search(line)
+        if begins:
+            starts_at.setdefault(max(len(configs), 1), int(begins.group(1)))
+        match = TITAN_STEP.search(line)
+        if match and number == cut and match.end(2) >= len(line.rstrip()):   # nothing after tps: cut within it
+            cut_left_out = True
+        elif match:
+            rank = TITAN_RANK.match(line)
+            steps.append(((max(len(configs), 1), rank.group(1) if rank else ""), int(match.group(1)),
+                          _positive(log, "tps", match.group(2))))
+    config = configs[0] if configs else None
+    if not isinstance(config, dict):
+        raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
+                             "run with --job.print_args (print_config) on")
+    for number, other in enumerate(configs[1:], start=2):
+        differ = next((k for k in TITAN_RUN_CONFIG if _entry(config, k) != _entry(other, k)), None)
+        if differ:  # two runs' lines in one file: the median would mix their steps
+            raise CommbenchError(f"{log}: holds {len(configs)} runs: config {number} has {differ}="
+                                 f"{_entry(other, differ)!r} where config 1 has {_entry(config, differ)!r}; give "
+                                 "each run its own file")
+    if not steps:
+        raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
+    last: dict[tuple[int, str], int] = {}
+    after: list[tuple[int, int, float]] = []   # per metrics line after a start's first: start, step logged before, tps
+    firsts: dict[int, int] = {}   # per start, the first step it logged
+    for start, step, tps in steps:   # the first step after each start (a config printed: a resumed run) is warm-up
+        if start in last and step <= last[start]:
+            raise CommbenchError(f"{log}: step numbers go back (step {last[start]}, then step {step}) with no config "
+                                 "printed between: two runs in one log; give each run its own file")
+        if start in last:
+            after.append((start[0], last[start], tps))
+        firsts.setdefault(start[0], step)
+        last[start] = step
+    if not after:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
+        raise CommbenchError(f"{log}: only 1 step logged, the first, warm-up (compilation, allocator, NCCL "
+                             "set-up), which is not the run's throughput; give a log with at least 2 metrics "
+                             "lines (a smaller metrics.log_freq or more training.steps)")
+    par, training = config.get("parallelism", {}), config.get("training", {})
+    if not isinstance(par, dict) or not isinstance(training, dict):
+        raise CommbenchError(f"{log}: the config's parallelism and training entries are not dicts")
+    missing = [k for k in ("seq_len", "local_batch_size") if training.get(k) is None]
+    if missing:
+        raise CommbenchError(f"TorchTitan log {source!r}: the config lacks training.{', training.'.join(missing)}")
+    tp, pp, cp, ep, rep = (_whole(log, f"parallelism.{key}_degree", par.get(f"{key}_degree", 1))
+                           for key in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel",
+                                       "data_parallel_replicate"))
+    shard = _whole(log, "parallelism.data_parallel_shard_degree", par.get("data_parallel_shard_degree", -1), -1)
+    meshed, group = mesh_world_size(clean), tp * pp * cp * rep
+    if num_gpus and meshed and num_gpus != meshed:
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but its device mesh line ('Building N-D device mesh') holds "
+                             f"{meshed} GPU(s): give the --gpus it ran on, or none")
+    said = "--gpus" if num_gpus else "its device mesh line"
+    num_gpus = num_gpus or meshed
+    if shard < 1:
+        if not num_gpus:
+            raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto) and the log has "
+                                 "no 'Building N-D device mesh with [...], [...]' line to read the GPU count from; "
+                                 "give it with --gpus (one value for every log, or one per log in order)")
+        if num_gpus % group:  # TorchTitan's ParallelDims refuses it: the run cannot have had this layout
+            raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}) are not a whole number of "
+                                 f"tp*pp*cp*dp_replicate = {group}")
+        shard = num_gpus // group
+    elif num_gpus and num_gpus != shard * group:
+        raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}), but its parallelism degrees hold dp_shard*"
+                             f"dp_replicate*cp*tp*pp = {shard * group}: give the --gpus it ran on, or none")
+    dp = shard * rep
+    world = dp * tp * pp * cp
+    mbs = _whole(log, "training.local_batch_size", training["local_batch_size"])
+    gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
+    if gbs < 1:
+        gbs = mbs * dp
+    # the warm-up steps after each start: a line is steady when the step logged before it is past them (it averages
+    # the steps since); the start is the step before 'Training starts at step N', else before the first logged step
+    warmup, graph_why = titan_warmup_steps(training, pp, gbs // (mbs * dp))
+    begun = {s: min(starts_at.get(s, first) - 1, first - 1) for s, first in firsts.items()}
+    steady = [tps for s, before, tps in after if before - begun[s] >= warmup]
+    graph_lines = len(after) - len(steady)
+    if not steady:
+        raise CommbenchError(f"{log}: only warm-up steps logged: {graph_why}, which are not the run's throughput; "
+                             "give a log with metrics lines after them (a smaller metrics.log_freq or more "
+                             "training.steps)")
+    graph_note = (f"{graph_lines} step line(s) after the first of CUDA-graph warm-up and capture left out "
+                  f"({graph_why})") if graph_lines else ""
+    check_titan_flavor(log, config.get("model", {}), model)
+    check_titan_device(log, clean, gpu)
+    precision = titan_precision(log, config.get("model", {}).get("converters", []))
+    if precision == "BF16":   # no converter: the FSDP mixed-precision parameter dtype (training.mixed_precision_param)
+        param = str(training.get("mixed_precision_param") or "bfloat16").lower()
+        precision = {"bfloat16": "BF16", "float32": "FP32", "float16": "FP16"}.get(param, param.upper())
+    mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
+    return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
+            "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
+            "ep": ep, "etp": None, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
+            # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
+            # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
+            # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
+            "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
+            + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
+            + (f"; {CUT_NOTE}" if cut_left_out else ""),
+            "left_out": "; ".join(n for n in (graph_note, CUT_NOTE if cut_left_out else "") if n),
+            "release": "user",
+            "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
+                       "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
+
