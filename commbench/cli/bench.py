@@ -91,7 +91,7 @@ def bench(
     timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run (-T as nccl-tests).")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
     old_output: Annotated[Optional[str], typer.Option("--output", hidden=True)] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table (rich), nccl-tests (classic text for existing parsers) or markdown (one table at the end, to paste).")] = "table",
+    output_format: Annotated[str, typer.Option("--format", help="table (rich), nccl-tests (classic text for existing parsers; moe_all_to_all's banner states its tokens per rank and MoE layer where a size sweep's minBytes/maxBytes/step stand) or markdown (one table at the end, to paste).")] = "table",
     graph_launches: Annotated[Optional[int], typer.Option("-G", "--graph-launches", help="nccl-tests -G: N > 0 times CUDA-graph replays (as --cuda-graph, cupy-nccl), N launches of the -n iterations (n*N replays of one iteration's graph); 0 none.")] = None,
     run_cycles: Annotated[Optional[int], typer.Option("-N", "--run-cycles", help="nccl-tests -N: run the whole size sweep this many times, each cycle's records appended to the same file (compare widens its noise to their range).")] = None,
     agg_iters: Annotated[Optional[int], typer.Option("-m", "--agg-iters", help="nccl-tests -m: each timed iteration runs the collective this many times back to back; times are per operation (recorded as params.agg_iters).")] = None,

@@ -49,7 +49,8 @@ def plan_path(plan: str) -> str:
 
 @command("verify-plan", help="Run a plan's own communication (EP all-to-all, TP collectives, DP bucket "
                              "reduce-scatter) on this machine or cluster; print measured vs predicted per collective "
-                             "and flag every assumption the cluster does not meet. 'predicted' is the plan's fabric at "
+                             "and flag every assumption the cluster does not meet. 'size measured' is the buffer measured (the "
+                             "EP all-to-all's: the busiest rank's dispatch as routed here). 'predicted' is the plan's fabric at "
                              "what was measured here (size, group, racks); 'plan predicted' is the plan's own figure; "
                              "a ratio beyond 1.5x either way is flagged MISMATCH where the plan's fabric describes the "
                              "backend measured.")
