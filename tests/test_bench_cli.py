@@ -215,3 +215,19 @@ def test_moe_buffers_that_cannot_fit_are_refused_before_launch(tmp_path):
     assert result.exit_code == 2, result.output
     assert "--tokens 1000" in result.output and "too large here" in result.output and "Traceback" not in result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("typed, recorded", [("SUM", "sum"), ("Max", "max")])
+def test_op_is_read_in_either_case_as_dtype_is(tmp_path, typed, recorded):
+    """-o SUM (as nccl-tests users type it) was refused while -d FLOAT was read: the op takes either case too."""
+    out = tmp_path / "ar.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-f", "8", "-n", "2",
+                                 "-w", "1", "-o", typed, "-O", str(out), "--timeout", "60"])
+    assert result.exit_code == 0, result.output
+    assert {r["op"] for r in _lines(out)[1:]} == {recorded}
+
+
+def test_an_unknown_op_is_one_line_naming_the_value_and_the_allowed_ones(tmp_path):
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-o", "Mean", "-O", str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: --op='Mean' is invalid: allowed: sum, prod, max, min, avg (either case)"

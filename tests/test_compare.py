@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
 from commbench.results.compare import compare, median_interval, parse_threshold
-from commbench.results.records import JsonlWriter, Measurement, measurements, read_records
+from commbench.results.records import JsonlWriter, Measurement, RunHeader, headers, measurements, read_records
 
 DATA = Path(__file__).parent / "data" / "compare"
 A, B = DATA / "gloo_all_reduce_a.jsonl", DATA / "gloo_all_reduce_b.jsonl"  # two real 2-rank gloo runs, 60 iters
@@ -31,9 +31,25 @@ def record(size, samples_us, *, run_id="r", **kw):
                        algbw_gbps=1.0, busbw_gbps=1.0, num_wrong=0, **kw)
 
 
-def write(path, records):
+def header_for(m: Measurement) -> RunHeader:
+    """The header a run's first record stands under, as bench and sweep write one (the same setup every run)."""
+    return RunHeader(run_id=m.run_id, started_at="t", argv=[], commbench_version="0", python_version="3",
+                     torch_version=None, nccl_version=None, cuda_version=None, cupy_version=None, backend=m.backend,
+                     world_size=m.world_size, hostnames=["h"] * m.world_size, devices=["cpu"] * m.world_size,
+                     nccl_env={}, launcher="local")
+
+
+def write(path, records, *, with_headers=True):
+    """A results file of `records`, each run under its header (the one given among `records`, else a made one;
+    `with_headers` False: none, as a hand-made file)."""
+    seen = set()
     with JsonlWriter(path) as writer:
         for r in records:
+            if isinstance(r, RunHeader):  # a run's own header, given: kept
+                seen.add(r.run_id)
+            elif with_headers and r.run_id not in seen:
+                seen.add(r.run_id)
+                writer.write(header_for(r))
             writer.write(r)
     return str(path)
 
@@ -91,7 +107,7 @@ def test_a_newly_failed_or_wrong_point_fails(tmp_path):
               for i, m in enumerate(base)]
     wrong = [dataclasses.replace(m, num_wrong=3) if i == 2 else m for i, m in enumerate(base)]
     for new, verdict in ((failed, "newly failed"), (wrong, "newly wrong")):
-        result = run(A, write(tmp_path / f"{verdict}.jsonl", new))
+        result = run(A, write(tmp_path / f"{verdict}.jsonl", [*headers(read_records([A])), *new]))
         assert result.exit_code == 1 and verdict in result.output, result.output
         assert [p.verdict for p in compare(base, new, max_regression=0.1).regressions] == [verdict]
 

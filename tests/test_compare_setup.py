@@ -71,3 +71,34 @@ def test_another_nccl_environment_is_judged_and_named(tmp_path):
     new = _with_header(tmp_path, "new.jsonl", nccl_env={"NCCL_ALGO": "Tree"})
     out = CliRunner().invoke(app, ["compare", str(A), new])
     assert out.exit_code == 0 and "note:" in out.output and "NCCL_ALGO=Tree" in out.output, out.output
+
+
+def _headerless(tmp_path, name: str) -> str:
+    path = tmp_path / name
+    path.write_text("".join(line + "\n" for line in A.read_text().splitlines()[1:]))
+    return str(path)
+
+
+@pytest.mark.parametrize("side", ["new", "base"])
+def test_a_file_without_a_header_is_said_to_be_unchecked_not_silently_passed(tmp_path, side):
+    """A run without a header record passed the setup check in silence (setup_changes skips a side it knows
+    nothing of). Its setup cannot be checked: one warning line names the file; the points are still judged (what
+    bench, sweep and import write always starts with a header, so refusing it would fail a gate on no change)."""
+    headerless = _headerless(tmp_path, f"{side}.jsonl")
+    files = [str(A), headerless] if side == "new" else [headerless, str(A)]
+    out = CliRunner().invoke(app, ["compare", *files], env={"COLUMNS": "400"})
+    assert out.exit_code == 0, out.output
+    warned = [line for line in out.output.splitlines() if "without a header record" in line]
+    assert len(warned) == 1 and warned[0].startswith(f"warning: {headerless}: 1 run(s)"), out.output
+    assert "setup (NCCL version, devices, emulated fabric) is unknown and cannot be checked" in warned[0]
+    doc = json.loads(CliRunner().invoke(app, ["compare", *files, "--json"]).stdout)
+    assert [entry.split(": run ")[0] for entry in doc["setup_unknown"]] == [headerless] and doc["passed"]
+    assert json.loads(CliRunner().invoke(app, ["compare", str(A), str(A), "--json"]).stdout)["setup_unknown"] == []
+
+
+def test_a_headerless_history_file_is_said_too(tmp_path):
+    history = tmp_path / "history"
+    history.mkdir()
+    _headerless(history, "old.jsonl")
+    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", str(history)], env={"COLUMNS": "400"})
+    assert out.exit_code == 0 and out.output.count("without a header record") == 1 and "old.jsonl" in out.output, out.output

@@ -246,3 +246,20 @@ def test_banner_states_graph_launches_and_their_iterations_as_nccl_tests(capsys)
         BenchView(config, _header(), 0).close()
         banner = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# nThread"))
         assert banner.endswith(expected), banner
+
+
+def test_moe_banner_states_its_tokens_and_layer_not_a_size_range(capsys):
+    """moe_all_to_all is swept by --tokens, its sizes by tokens, hidden and top-k: nccl-tests' banner printed the
+    -b/-e default range (minBytes 8 maxBytes 16777216 step: 2(factor)) it never used. It states what the table
+    format's title does, and import still reads the banner (nThread ... iters)."""
+    from commbench.results.importers.nccl_tests import _BANNER_RE
+
+    config = BenchConfig(collective="moe_all_to_all", sizes_bytes=(8, 16, 32), output_format="nccl-tests",
+                         params={"tokens_per_rank": [16, 32], "hidden": 64, "num_experts": None, "top_k": 2})
+    BenchView(config, _header(), 0).close()
+    banner = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# nThread"))
+    assert "minBytes" not in banner and "step:" not in banner, banner
+    assert banner.startswith("# nThread 1 nGpus 1 tokens per rank: 16,32 (hidden 64, 64 experts, top-2, uniform "
+                             "routing, per-expert dispatch in bf16, combine in bf16; size: the busiest rank's "
+                             "dispatch bytes) warmup iters: 5 iters: 20 "), banner
+    assert _BANNER_RE.search(banner).groups() == ("1", "1", "5", "20")

@@ -123,11 +123,11 @@ def test_too_narrow_for_the_numbers_keeps_them_whole():
 
 
 VERIFY_POINTS = [{"collective": "EP all-to-all (dispatch)", "group_size": 4, "plan_group_size": 32,
-                  "size_bytes": 4 << 20, "plan_size_bytes": 939524096, "measured_time_us": 131072.5,
+                  "size_bytes": 4 << 20, "measured_size_bytes": 4 << 20, "plan_size_bytes": 939524096, "measured_time_us": 131072.5,
                   "predicted_time_us": 1234.5, "measured_over_predicted": 106.2, "plan_predicted_time_us": 20480.0,
                   "num_wrong": 0},
                  {"collective": "DP grad bucket reduce-scatter", "group_size": 4, "plan_group_size": 64,
-                  "size_bytes": 1 << 20, "plan_size_bytes": 1 << 30, "measured_time_us": 8192.25,
+                  "size_bytes": 1 << 20, "measured_size_bytes": 1 << 20, "plan_size_bytes": 1 << 30, "measured_time_us": 8192.25,
                   "predicted_time_us": None, "measured_over_predicted": None, "plan_predicted_time_us": None,
                   "num_wrong": 0}]
 

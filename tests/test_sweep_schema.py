@@ -277,3 +277,8 @@ def test_the_point_says_the_form_it_measures_and_out_of_place_is_asked_as_bench_
 def test_a_form_the_collective_does_not_have_is_refused_by_entry_and_field(run, fragment):
     with pytest.raises(CommbenchError, match=fragment):
         parse(entry(**run))
+
+
+def test_op_is_read_in_either_case_as_bench_reads_it():
+    """`op = "SUM"` (as nccl-tests users type it) is sum, as bench's -o and a sweep's dtype take either case."""
+    assert [e.op for e in parse(entry(op="SUM"), entry(op="Max")).entries] == ["sum", "max"]

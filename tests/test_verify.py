@@ -92,3 +92,23 @@ def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_p
     fabric.unlink()
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert any("no prediction" in f and "cannot be read" in f for f in doc["unmet_assumptions"])
+
+
+@pytest.mark.timeout(120)
+def test_verify_plan_shows_the_size_it_measured(small_plan):
+    """The EP row's size was the plan's accounting at the tokens measured, not the buffer measured (the busiest
+    rank's dispatch as routed here, which can differ): the table's 'size measured' and the JSON's
+    measured_size_bytes are the record's size, and where the plan's figure differs a flag gives both."""
+    from commbench.cli.verify_plan import verify_rows
+
+    result = CliRunner().invoke(app, ["verify-plan", str(small_plan), "--max-bytes", "64K", "--iters", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    ep = next(p for p in doc["points"] if p["collective"].startswith("EP"))
+    assert ep["measured_size_bytes"] > 0 and all(p["measured_size_bytes"] == p["size_bytes"]
+                                                 for p in doc["points"] if p is not ep)
+    assert ep["measured_size_bytes"] != ep["size_bytes"]   # this plan at 64K: 8,448 B measured, 8,415 B accounted
+    assert any(f"measured buffer {ep['measured_size_bytes']:,} B" in f and f"{ep['size_bytes']:,} B" in f
+               for f in doc["unmet_assumptions"])
+    point = dict(ep, measured_size_bytes=37_000, size_bytes=33_660)   # as a plan's rounding of tokens can differ
+    assert verify_rows([point])[0][2] == "37000 B"

@@ -16,6 +16,7 @@ from commbench.cli.nccl_flags import nccl_tests_loop, refuse_nccl_tests_flags
 from commbench.results.nccl_tests_text import stopped_line
 from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
+from commbench.comm.backend import reduce_op
 from commbench.comm.backends import resolve_backend
 from commbench.comm.job import run_job
 from commbench.comm.launch import detect_rank_env
@@ -82,7 +83,7 @@ def bench(
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
     check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element before and after the timed loop of each size (outside timing, with fresh data each time); 0: skip.")] = 1,
     dtype: Annotated[Optional[str], typer.Option("-d", "--dtype", help="float32 (default), bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = None,
-    op: Annotated[str, typer.Option("-o", "--op", help="Reduction: sum, prod, max, min, avg.")] = "sum",
+    op: Annotated[str, typer.Option("-o", "--op", help="Reduction op of all_reduce, reduce_scatter, reduce and grad_reduce_scatter: sum (default), prod, max, min, avg (avg: floating-point -d only); either case (SUM = sum), as -d.")] = "sum",
     root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast, reduce).")] = 0,
     in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce, broadcast and reduce are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast, reduce: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,
@@ -90,7 +91,7 @@ def bench(
     timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run (-T as nccl-tests).")] = 300.0,
     output: Annotated[Optional[str], typer.Option("-O", "--out", "-J", help="JSONL results file (default results/<collective>-<time>.jsonl); -J as nccl-tests' output file.")] = None,
     old_output: Annotated[Optional[str], typer.Option("--output", hidden=True)] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table (rich), nccl-tests (classic text for existing parsers) or markdown (one table at the end, to paste).")] = "table",
+    output_format: Annotated[str, typer.Option("--format", help="table (rich), nccl-tests (classic text for existing parsers; moe_all_to_all's banner states its tokens per rank and MoE layer where a size sweep's minBytes/maxBytes/step stand) or markdown (one table at the end, to paste).")] = "table",
     graph_launches: Annotated[Optional[int], typer.Option("-G", "--graph-launches", help="nccl-tests -G: N > 0 times CUDA-graph replays (as --cuda-graph, cupy-nccl), N launches of the -n iterations (n*N replays of one iteration's graph); 0 none.")] = None,
     run_cycles: Annotated[Optional[int], typer.Option("-N", "--run-cycles", help="nccl-tests -N: run the whole size sweep this many times, each cycle's records appended to the same file (compare widens its noise to their range).")] = None,
     agg_iters: Annotated[Optional[int], typer.Option("-m", "--agg-iters", help="nccl-tests -m: each timed iteration runs the collective this many times back to back; times are per operation (recorded as params.agg_iters).")] = None,
@@ -151,6 +152,8 @@ def bench(
     if check not in (0, 1):
         raise CommbenchError(f"--check={check} is invalid: allowed 0 or 1")
     workload = get_collective(collective)
+    if workload.reduces:  # 'SUM' as nccl-tests users type it is sum; an unknown op is refused in one line
+        op = reduce_op(op, "--op")
     if not workload.takes_size:  # swept by its own parameters (moe_all_to_all: --tokens, rows in --dispatch-dtype)
         refuse_size_options(workload.name, {"--min-bytes": min_bytes, "--max-bytes": max_bytes, "--step-factor": step_factor,
                                             "--step-bytes": step_bytes, "--dtype": dtype})

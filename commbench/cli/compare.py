@@ -28,9 +28,12 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
           "slower (within noise)": "yellow"}
 
 
-def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None):
+def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
+                      headerless: list | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
-    `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it."""
+    `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
+    without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
+    as "PATH: run ID"."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
@@ -40,9 +43,29 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
     records = read_records([path], on_bad_line=bad_line)
     if headers is not None:
         headers += [r for r in records if isinstance(r, RunHeader)]
+    note_setup_unknown(path, records, headerless)
     note_resumed_elsewhere(path, records)
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
+
+
+def note_setup_unknown(path: str, records, headerless: list | None) -> None:
+    """One line where runs of the file have no header record: their setup (NCCL version, devices, emulated fabric)
+    is unknown, so the setup check cannot refuse them; they are still judged (a warning, not a refusal: what bench,
+    sweep and import write always starts with a header, an imported log's unknown fields included, so such a file
+    was written elsewhere or lost its header line, and refusing it would fail a gate on no change)."""
+    from commbench.results.run_setup import runs_without_header
+
+    runs = runs_without_header(records)
+    if not runs:
+        return
+    if headerless is not None:
+        headerless += [f"{path}: run {run_id}" for run_id in runs]
+    err_console.print(styled("[yellow]warning:[/] {}: {} run(s) without a header record (run {}): their setup (NCCL "
+                             "version, devices, emulated fabric) is unknown and cannot be checked against the other "
+                             "file's; judged as measured", path, len(runs),
+                             ", ".join(runs[:3]) + (" ..." if len(runs) > 3 else "")),
+                      highlight=False)  # wrapped to the terminal, as the tables are
 
 
 def note_resumed_elsewhere(path: str, records) -> None:
@@ -64,9 +87,9 @@ def note_resumed_elsewhere(path: str, records) -> None:
                                  differs), highlight=False)
 
 
-def read_history(folder: str, headers: list | None = None) -> list:
+def read_history(folder: str, headers: list | None = None, headerless: list | None = None) -> list:
     """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
-    run headers are appended to it."""
+    run headers are appended to it (and `headerless`: as read_measurements)."""
     path = Path(folder)
     if not folder.strip() or not path.is_dir():
         raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
@@ -76,7 +99,8 @@ def read_history(folder: str, headers: list | None = None) -> list:
     records = []
     for index, file in enumerate(files):
         # run ids are unique per run; a copied file must not merge with another's runs
-        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers)]
+        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers,
+                                                                                         headerless=headerless)]
     return records
 
 
@@ -182,9 +206,10 @@ def point_identity(key: tuple) -> dict:
             "num_groups": num_groups, "params": json.loads(params)}
 
 
-def comparison_document(result, base: str, new: str, *, unreadable: int = 0) -> dict:
+def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = ()) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
-    `unreadable`: lines of NEW that could not be read (the gate fails on them)."""
+    `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
+    per run without a header record (its setup was not checked)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression, "passed": result.passed and not unreadable,
@@ -207,7 +232,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0) -> 
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
             "missing": result.missing, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
-            "known_failed": result.known_failed,
+            "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -220,7 +245,7 @@ def compare_cmd(
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
-    allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused.")] = False,
+    allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
@@ -229,18 +254,20 @@ def compare_cmd(
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
     base_headers: list = []
     new_headers: list = []
-    base_records = read_measurements(base, headers=base_headers)
-    new_records = read_measurements(new, unreadable, headers=new_headers)
+    headerless: list[str] = []  # runs whose setup is unknown: warned about, never refused (note_setup_unknown)
+    base_records = read_measurements(base, headers=base_headers, headerless=headerless)
+    new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
-    history_records = read_history(history, history_headers) if history is not None else ()
+    history_records = read_history(history, history_headers, headerless) if history is not None else ()
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
                      side=f"the history {history!r}")
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked)
     if as_json:
-        console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable))))
+        console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
+                                                          setup_unknown=headerless)))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)

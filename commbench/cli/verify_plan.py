@@ -15,7 +15,7 @@ from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
 
-VERIFY_COLUMNS = (Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size"),
+VERIFY_COLUMNS = (Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size measured"),
                   Col(name="plan size", keep=3), Col(name="measured (µs)"), Col(name="predicted (µs)"),
                   Col(name="measured/predicted", keep=1), Col(name="plan predicted (µs)", keep=3), Col(name="#wrong"))
 
@@ -25,8 +25,9 @@ def _us(value: float | None) -> str:
 
 
 def verify_rows(points: list[dict]) -> list[list[str]]:
-    """Table cells of `verify-plan --json`'s points (sizes in KiB/MiB as bench prints them)."""
-    return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["size_bytes"]),
+    """Table cells of `verify-plan --json`'s points (sizes in KiB/MiB as bench prints them; the size measured, the
+    EP all-to-all's the busiest rank's dispatch buffer, as bench's moe_all_to_all records it)."""
+    return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["measured_size_bytes"]),
              format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
              "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
              _us(p["plan_predicted_time_us"]), str(p["num_wrong"])] for p in points]
@@ -48,7 +49,8 @@ def plan_path(plan: str) -> str:
 
 @command("verify-plan", help="Run a plan's own communication (EP all-to-all, TP collectives, DP bucket "
                              "reduce-scatter) on this machine or cluster; print measured vs predicted per collective "
-                             "and flag every assumption the cluster does not meet. 'predicted' is the plan's fabric at "
+                             "and flag every assumption the cluster does not meet. 'size measured' is the buffer measured (the "
+                             "EP all-to-all's: the busiest rank's dispatch as routed here). 'predicted' is the plan's fabric at "
                              "what was measured here (size, group, racks); 'plan predicted' is the plan's own figure; "
                              "a ratio beyond 1.5x either way is flagged MISMATCH where the plan's fabric describes the "
                              "backend measured.")
@@ -155,9 +157,15 @@ def _points(items, rows, fabric, ctx, described, resolved, ranks_per_rack, flags
             flags.append(f"{item.label}: 'predicted' is for the group measured ({group} ranks, {domains} scale-up "
                          f"domain(s)); the plan's is {item.plan_group_size} ranks over {item.plan_domains} domain(s): "
                          "'plan predicted'")
+        measured_bytes = int(row["size_bytes"])
+        if item.kind == "ep" and measured_bytes != item.size_bytes:
+            flags.append(f"{item.label}: measured buffer {measured_bytes:,} B (the busiest rank's dispatch, as routed "
+                         f"here: the 'size measured' column); the plan's accounting at the {item.params.get('tokens_per_rank')}"
+                         f" tokens per rank measured gives {item.size_bytes:,} B per rank")
         points.append({"collective": item.label, "group_size": group, "plan_group_size": item.plan_group_size,
                        "num_domains": domains, "plan_num_domains": item.plan_domains,
-                       "size_bytes": item.size_bytes, "plan_size_bytes": item.plan_size_bytes,
+                       "size_bytes": item.size_bytes, "measured_size_bytes": measured_bytes,
+                       "plan_size_bytes": item.plan_size_bytes,
                        "measured_time_us": meas, "predicted_time_us": pred_us,
                        "measured_over_predicted": meas / pred_us if meas and pred_us else None,
                        "plan_predicted_time_us": plan_us,

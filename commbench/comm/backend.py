@@ -10,10 +10,20 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from commbench.dtypes import DType, get_dtype
+from commbench.errors import invalid
 
 Buffer = Any  # a torch.Tensor for torch backends, a cupy.ndarray for cupy-nccl
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "avg")
+
+
+def reduce_op(name: str, field: str = "--op") -> str:
+    """A reduction op as typed (`SUM`, `Sum`, `sum`: nccl-tests users type either case, as `-d`) -> its name in
+    REDUCE_OPS; an unknown one is refused in one line naming `field`, the value and the allowed ones."""
+    key = name.strip().lower() if isinstance(name, str) else name
+    if key not in REDUCE_OPS:
+        raise invalid(field, name, f"allowed: {', '.join(REDUCE_OPS)} (either case)")
+    return key
 
 
 class Communicator(Protocol):

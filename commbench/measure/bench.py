@@ -75,10 +75,12 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     collective = get_collective(config.collective)
     dtype = get_dtype(config.dtype)
     if collective.reduces:
-        from commbench.comm.backend import REDUCE_OPS
+        from commbench.comm.backend import REDUCE_OPS, reduce_op
 
-        if config.op not in REDUCE_OPS:
-            raise CommbenchError(f"--op={config.op!r} is invalid: allowed {', '.join(REDUCE_OPS)}")
+        if config.op not in REDUCE_OPS:  # the CLI and sweep files pass the op's name ('SUM' typed is 'sum')
+            reduce_op(config.op)  # an unknown op: one line naming it and the allowed ones
+            raise CommbenchError(f"op={config.op!r} is invalid here: pass {reduce_op(config.op)!r} "
+                                 "(commbench.comm.backend.reduce_op)")
         if config.op == "avg" and not dtype.is_float:
             raise CommbenchError(f"--op=avg needs a floating-point --dtype, got {dtype.name}")
     if config.in_place and collective.in_place_mode == "never":

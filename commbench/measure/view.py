@@ -19,11 +19,11 @@ from rich.console import Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from commbench.moe.params import DEFAULTS as MOE_DEFAULTS
+from commbench.moe.params import DEFAULT_TOKENS_PER_RANK as MOE_DEFAULT_TOKENS, DEFAULTS as MOE_DEFAULTS
 from commbench.moe.presets import preset_params
 from commbench.results import nccl_tests_text as text
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
-from commbench.results.render import measurement_table, run_title, stdout_console, styled
+from commbench.results.render import measurement_table, moe_setup, run_title, stdout_console, styled
 
 HEARTBEAT_S = float(os.environ.get("COMMBENCH_HEARTBEAT_S", "30"))  # the env var is for tests
 
@@ -103,7 +103,8 @@ class BenchView:
                                     step=text.size_step(config.sizes_bytes), iters=iters,
                                     warmup_iters=config.loop.warmup_iters, check=config.loop.check,
                                     graph_launches=launches, commbench_version=header.commbench_version,
-                                    agg_iters=config.loop.agg_iters, blocking=config.loop.blocking):
+                                    agg_iters=config.loop.agg_iters, blocking=config.loop.blocking,
+                                    swept=moe_swept(config.params)):
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
@@ -118,11 +119,7 @@ class BenchView:
         for note in header.notes:
             self.console.print(styled("[yellow]note:[/] {}", note), highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
-        params = config.params
-        if "tokens_per_rank" in params:  # MoE: spell out what the defaults and the preset resolve to
-            params = {**MOE_DEFAULTS, **(preset_params(params["preset"]) if params.get("preset") else {}),
-                      **{k: v for k, v in params.items() if v is not None}}
-        self.title = run_title(config.collective, header.world_size, params)
+        self.title = run_title(config.collective, header.world_size, moe_resolved(config.params))
         if self.text_rows:  # no terminal: nccl-tests' rows as points finish, the table at the end
             for line in text.table_header():
                 self._print(line)
@@ -212,6 +209,25 @@ class BenchView:
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))
+
+
+def moe_resolved(params: dict) -> dict:
+    """A bench job's params, for MoE spelled out as the defaults and the preset resolve them (the rest as given)."""
+    if "tokens_per_rank" not in params:
+        return params
+    return {**MOE_DEFAULTS, **(preset_params(params["preset"]) if params.get("preset") else {}),
+            **{k: v for k, v in params.items() if v is not None}}
+
+
+def moe_swept(params: dict) -> str | None:
+    """What an MoE job measures, for nccl-tests' banner in place of the size range it does not use (the table
+    format's title says the same): its tokens per rank and MoE layer, and what a row's size is; None otherwise."""
+    if "tokens_per_rank" not in params:
+        return None
+    tokens = params.get("tokens_per_rank") or MOE_DEFAULT_TOKENS
+    tokens = [tokens] if isinstance(tokens, int) else tokens
+    return (f"tokens per rank: {','.join(str(t) for t in tokens)} ({moe_setup(moe_resolved(params))}; size: the "
+            "busiest rank's dispatch bytes)")
 
 
 def banner_iters(config) -> tuple[int, int]:

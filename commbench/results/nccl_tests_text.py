@@ -61,16 +61,19 @@ def nccl_version_code(version: str | None) -> int:
 
 def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int, step: tuple[int, str],
            iters: int, warmup_iters: int, check: bool, graph_launches: int, commbench_version: str,
-           agg_iters: int = 1, blocking: bool = False) -> list[str]:
+           agg_iters: int = 1, blocking: bool = False, swept: str | None = None) -> list[str]:
     """The lines nccl-tests prints before its table: version, test name, parameters, devices (one
     process per rank: nThread 1 nGpus 1, one `#  Rank` line per rank). The version names commbench
     (we are not nccl-tests); nccl-library is the NCCL the ranks ran, 0 without NCCL. `iters` is -n and
     `graph_launches` -G as nccl-tests prints them (iters: n, graph: N launches of the n-iteration graph,
-    0 without graphs), whatever the loop runs to time them; commbench never offsets buffers: unalign: 0."""
+    0 without graphs), whatever the loop runs to time them; commbench never offsets buffers: unalign: 0.
+    `swept`: what a workload swept by its own parameters measures (moe_all_to_all: its tokens per rank and MoE
+    layer), printed where a size sweep's minBytes/maxBytes/step would stand (it has no size range)."""
+    sizes = swept if swept is not None else f"minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]})"
     lines = [f"# nccl-tests version commbench-{commbench_version} nccl-headers=0 "
              f"nccl-library={nccl_version_code(header.nccl_version)}",
              f"# Collective test starting: {program_name(collective)}",
-             f"# nThread 1 nGpus 1 minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]}) warmup iters: "
+             f"# nThread 1 nGpus 1 {sizes} warmup iters: "
              f"{warmup_iters} iters: {iters} agg iters: {agg_iters} validation: {int(check)} graph: {graph_launches} "
              "unalign: 0",
              *(["# Blocking Enabled: wait and barrier after each inner iteration (-m) "] if blocking else []),

@@ -76,6 +76,15 @@ def _known(header: RunHeader, what: str) -> bool:
             "NCCL versions": header.nccl_version is not None or header.backend == "gloo"}.get(what, True)
 
 
+def runs_without_header(records) -> list[str]:
+    """The run ids of a file's measurements that no header record of the file describes, in file order: a file
+    written without one (by hand, by another tool, its header line lost) has a setup nobody can check."""
+    from commbench.results.records import Measurement
+
+    described = {r.run_id for r in records if isinstance(r, RunHeader)}
+    return list(dict.fromkeys(r.run_id for r in records if isinstance(r, Measurement) and r.run_id not in described))
+
+
 def setup_changes(base: list[RunHeader], new: list[RunHeader], fields=GATE_FIELDS) -> list[str]:
     """"devices (base: cpu (x86_64); new: NVIDIA H100 80GB HBM3)" per field in which a run of `new` holds a value
     no run of `base` does; none where either side has no header (provenance unknown)."""

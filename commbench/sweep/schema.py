@@ -312,8 +312,9 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     if collective.reduces:
         from commbench.comm.backend import REDUCE_OPS
 
-        if op not in REDUCE_OPS:
-            raise _bad(where, "op", op, f"allowed: {', '.join(REDUCE_OPS)}")
+        if not isinstance(op, str) or op.lower() not in REDUCE_OPS:  # either case, as bench's -o and dtype
+            raise _bad(where, "op", op, f"allowed: {', '.join(REDUCE_OPS)} (either case)")
+        op = op.lower()
     elif "op" in raw:
         raise _bad(where, "op", op, f"{name} does not reduce: remove op")
     timeout = merged.get("timeout_s", DEFAULT_TIMEOUT_S)
