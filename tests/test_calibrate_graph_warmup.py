@@ -79,8 +79,9 @@ def test_a_missing_warm_up_steps_argument_takes_megatron_cores_default_and_says_
 def test_per_layer_local_graphs_capture_in_the_first_iteration_only():
     # cuda_graphs.py create_cudagraphs: recorded and captured in the first step; the second is a replay
     row = _parse(_log(graph_args={"cuda_graph_impl": "local", "cuda_graph_warmup_steps": "3"},
-                      times_ms=[15890.0, *STEADY_MS]))
-    assert row["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10401.0)) and not row["left_out"]
+                      times_ms=[15890.0, 13146.0, *STEADY_MS]))   # line 2 averages iterations 1 and 2
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10401.0))
+    assert "CUDA-graph" not in row["left_out"] and "iteration 2 left out" in row["left_out"]
 
 
 def test_a_line_averaging_a_capture_iteration_is_left_out_with_a_log_interval():
@@ -101,15 +102,17 @@ def test_a_log_of_graph_warm_up_only_is_refused_in_one_line():
 
 
 def test_a_log_that_does_not_say_leaves_an_obvious_capture_spike_out_and_names_it():
-    row = _parse(_log(graph_args=None, times_ms=[15890.0, 30500.0, *STEADY_MS]))
+    # line 2 averages iterations 1 and 2 (Megatron-LM's timer goes on after the first line): left out either way
+    row = _parse(_log(graph_args=None, times_ms=[15890.0, 13146.0, 30500.0, *STEADY_MS]))
     assert row["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10401.0))
-    assert "iteration 2 left out" in row["left_out"] and "does not say whether the run used CUDA graphs" in row[
+    assert "iteration 3 left out" in row["left_out"] and "does not say whether the run used CUDA graphs" in row[
         "left_out"]
-    # no spike: every line after the first counts, as before
-    plain = _parse(_log(graph_args=None, times_ms=[15890.0, *STEADY_MS]))
-    assert plain["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10401.0)) and not plain["left_out"]
-    # a log that says it ran without graphs: a slow second iteration is the run's, counted
-    said = _parse(_log(graph_args={"cuda_graph_impl": "none"}, times_ms=[15890.0, 30500.0, *STEADY_MS]))
+    # no spike: every line after those two counts, as before
+    plain = _parse(_log(graph_args=None, times_ms=[15890.0, 13146.0, *STEADY_MS]))
+    assert plain["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10401.0))
+    assert "does not say" not in plain["left_out"]
+    # a log that says it ran without graphs: a slow third line is the run's, counted
+    said = _parse(_log(graph_args={"cuda_graph_impl": "none"}, times_ms=[15890.0, 13146.0, 30500.0, *STEADY_MS]))
     assert said["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10402.0))
 
 
@@ -188,3 +191,16 @@ def test_a_torchtitan_step_2_without_a_capture_counts(training):
 def test_a_torchtitan_log_of_warm_up_steps_only_is_refused():
     with pytest.raises(CommbenchError, match="only warm-up steps logged: CUDA graphs"):
         _titan_row(_titan("'global_batch_size': 32, 'disable_cuda_graphs': False", TITAN_TPS[:2]))
+
+
+def test_the_line_after_the_first_iteration_still_averages_it_and_is_left_out():
+    # training_log (core_v0.16.0 on): the first iteration is logged without restarting the interval timer, so the
+    # next line (iteration 10 at --log-interval 10) averages iterations 1..10, the warm-up included: 13,000 ms there
+    # against 10,400 steady. With two steady lines the median (their mean) read 1.6% slow; a 3-line log, 12% slow
+    lines_0_10_20_30 = _log(graph_args=None, times_ms=[15890.0, 13000.0, 10402.0, 10398.0], first=0, interval=10)
+    row = _parse(lines_0_10_20_30.replace("iteration        0/", "iteration        1/"))
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10400.0))
+    assert "iteration 10 left out" in row["left_out"] and "interval timer" in row["left_out"]
+    # a start whose first line is not its first iteration (older Megatron-LM at --log-interval 10): nothing more
+    old = _parse(_log(graph_args=None, times_ms=[13000.0, 10402.0, 10398.0], first=10, interval=10))
+    assert old["tokens_per_s_per_gpu"] == pytest.approx(_tokens(10400.0)) and "interval timer" not in old["left_out"]

@@ -10,7 +10,8 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _value, _whole, cut_last_line
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
-                                                                  capture_spikes, graph_impl, iterations_before,
+                                                                  averages_the_first, capture_spikes, graph_impl,
+                                                                  iterations_before,
                                                                   warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
@@ -126,6 +127,14 @@ def _check_iteration_order(log: str, number, start: int, last: dict[int, int]) -
     last[start] = iteration
 
 
+FIRST_AVERAGED = ("Megatron-LM (core_v0.16.0 on) logs a start's first iteration without restarting its interval timer, "
+                  "so the next line's average includes that warm-up iteration")
+
+
+def _line_names(chosen: list, lines: list) -> str:
+    return ", ".join(f"iteration {x[5]}" if x[5] is not None else f"line {lines.index(x) + 1}" for x in chosen)
+
+
 def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None = None) -> dict[str, Any]:
     """One row from a Megatron-LM training log (see the module docstring); `num_gpus` (--gpus), when given, must
     be the log's world_size."""
@@ -185,12 +194,17 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     # graphs the warm-up and capture iterations after it (megatron_warmup.py)
     warmup, graph_why = warmup_iterations(args)
     log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") else 1
-    steady_lines, graph_lines, spikes = [], 0, []
+    steady_lines, graph_lines, spikes, first_averaged = [], 0, [], []
     for start in dict.fromkeys(x[0] for x in lines):
         ours = [x for x in lines if x[0] == start]
-        before = iterations_before([x[5] for x in ours], loaded_at=loaded_at.get(start), log_interval=log_interval)
-        kept = [(x, b) for x, b in zip(ours, before) if b >= warmup]
+        numbers = [x[5] for x in ours]
+        before = iterations_before(numbers, loaded_at=loaded_at.get(start), log_interval=log_interval)
         graph_lines += sum(1 for b in before[1:] if b < warmup)
+        if before[1:2] and before[1] >= warmup and averages_the_first(numbers, loaded_at=loaded_at.get(start),
+                                                                      log_interval=log_interval):
+            first_averaged.append(ours[1])
+            before[1] = 0
+        kept = [(x, b) for x, b in zip(ours, before) if b >= warmup]
         if kept and not any(key in args for key in GRAPH_ARGS):   # the log does not say: an obvious spike is named
             count = capture_spikes([x[1] for x, _ in kept], [b for _, b in kept])
             spikes += [x for x, _ in kept[:count]]
@@ -200,6 +214,10 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"{log}: only warm-up iterations logged: {graph_why}, which are not the run's "
                              "throughput; give a log with iteration lines after them (a smaller --log-interval or "
                              "more --train-iters)")
+    if not steady_lines and first_averaged:
+        raise CommbenchError(f"{log}: only the first iteration and the line averaging it logged: {FIRST_AVERAGED}; "
+                             "give a log with at least 3 'elapsed time per iteration' lines (a smaller "
+                             "--log-interval or more --train-iters)")
     if not steady_lines:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
         raise CommbenchError(f"{log}: only 1 iteration logged, the first, warm-up (compilation, allocator, NCCL "
                              "set-up), which is not the run's throughput; give a log with at least 2 "
@@ -220,6 +238,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                             for x in spikes)
     left_out_text = "; ".join(([f"{graph_lines} iteration line(s) after the first of CUDA-graph warm-up and "
                                  f"capture left out ({graph_why})"] if graph_lines else [])
+                               + ([f"{_line_names(first_averaged, lines)} left out: {FIRST_AVERAGED}"]
+                                  if first_averaged else [])
                                + ([f"{spike_names} left out: over {SPIKE_TIME_RATIO:g}x the median iteration time "
                                    "after them, right after a start, as CUDA-graph warm-up and capture are (the "
                                    "arguments block does not say whether the run used CUDA graphs: no "

@@ -81,6 +81,20 @@ def iterations_before(numbers: list[int | None], *, loaded_at: int | None, log_i
     return [0] + [numbers[i - 1] - start for i in range(1, len(numbers))]
 
 
+def averages_the_first(numbers: list[int | None], *, loaded_at: int | None, log_interval: int) -> bool:
+    """Whether a start's second line still averages its first iteration: the start's first line is that first
+    iteration (iterations_before's start + 1). Megatron-LM logs a process's first iteration without restarting the
+    interval timer or the iteration counts (training_log: `should_reset = not is_first_iteration`, from core_v0.16.0
+    to core_v0.19.0; not in core_v0.15.0), so the next line is the average of every iteration since the start, the
+    first included. Older releases log no first-iteration line unless it falls on --log-interval; where the interval
+    is 1 a log cannot tell them apart, and the line is left out either way (one line of data, never a biased one)."""
+    if len(numbers) < 2 or any(n is None for n in numbers[:2]):
+        return False
+    first = numbers[0]
+    start = min(loaded_at if loaded_at is not None else (0 if first <= log_interval else first - 1), first - 1)
+    return first == start + 1
+
+
 def capture_spikes(times_ms: list[float], before: list[int]) -> int:
     """For a start's steady lines (ms each, and the iterations since the start before each line's interval), in a log
     whose arguments do not say whether the run used CUDA graphs: how many leading lines are an obvious graph
