@@ -106,3 +106,20 @@ def test_other_nccl_settings_from_a_file_count_as_exported_ones(tmp_path):
     exported = dataclasses.replace(tuned, nccl_env={**RING_LL.env(), "NCCL_NVLS_ENABLE": "0"})
     code, text = _tune(tmp_path, [(base, DEFAULT, 40.0), (exported, RING_LL, 10.0)])
     assert code == 0 and [c["algo"] for c in reproduced_plugin_load(text)[0]] == ["ring"], text
+
+
+def test_env_shows_the_files_and_which_settings_the_environment_overrides(fake_conf, monkeypatch):
+    # `commbench env` listed NCCL_* variables only: a host whose /etc/nccl.conf forces NCCL_ALGO showed nothing of it
+    from tests.test_json_output import validate
+
+    named, _ = fake_conf
+    monkeypatch.setenv("NCCL_IB_HCA", "mlx5_2:1")
+    shown = CliRunner().invoke(app, ["env"], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    row = next(line for line in shown.output.splitlines() if "NCCL config" in line)
+    assert str(named) in row and "NCCL_ALGO=Tree" in row and "overrides NCCL_IB_HCA" in row and "mlx5_0" not in row
+    assert ".nccl.conf" not in shown.output   # NCCL_CONF_FILE is set: NCCL does not read ~/.nccl.conf
+    as_json = CliRunner().invoke(app, ["env", "--json"])
+    doc = json.loads(as_json.stdout)
+    assert doc["machine"]["nccl_conf"][str(named)]["NCCL_ALGO"] == "Tree"
+    validate(doc, "env")

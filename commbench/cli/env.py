@@ -13,6 +13,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console
 from commbench.comm.backends import BACKEND_NAMES, backend_status, resolve_backend
 from commbench.comm.launch import detect_rank_env
+from commbench.comm.nccl_conf import read_conf_files
 from commbench.comm.nccl_libs import cupy_nccl, torch_nccl, version_mismatch
 from commbench.results.provenance import package_version, torch_versions
 from commbench.results.tables import Col, print_table
@@ -45,6 +46,11 @@ def environment_rows() -> list[tuple[str, str]]:
     rows.append(("launch", f"{launch.launcher}: rank {launch.rank} of {launch.world_size}" if launch
                  else "none detected (commbench starts --nproc local ranks)"))
     rows.extend((k, v) for k, v in sorted(os.environ.items()) if k.startswith("NCCL_"))
+    for path, settings in read_conf_files(os.environ).items():   # NCCL reads them as unset variables (nccl_conf.py)
+        shown = {k: v for k, v in settings.items() if k not in os.environ}
+        overridden = sorted(set(settings) - set(shown))
+        rows.append((f"NCCL config {path}", (", ".join(f"{k}={v}" for k, v in shown.items()) or "no NCCL_* setting")
+                     + (f" (the environment overrides {', '.join(overridden)})" if overridden else "")))
     return rows
 
 
@@ -73,6 +79,7 @@ def environment_fields() -> dict:
         "backend": chosen, "launch": ({"launcher": launch.launcher, "rank": launch.rank, "world_size": launch.world_size}
                                       if launch else None),
         "nccl_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
+        "nccl_conf": read_conf_files(os.environ),
     }
 
 
