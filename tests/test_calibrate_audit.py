@@ -145,7 +145,11 @@ def test_a_calibration_fitted_on_another_gpu_family_is_named_on_plan(tmp_path):
     assert searched.exit_code == 0 and "h100 (Hopper)" in searched.output, searched.output
     same = _invoke(*plan, "--system", "gb200-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1")
     assert same.exit_code == 0, same.output
-    assert "fitted on runs of" not in same.output
+    # the same family, another GPU: the terms are shared, and the note says what that carries over
+    assert "fitted on runs of gb300 only; this plan is gb200 (also Blackwell)" in same.output, same.output
+    assert "(Hopper)" not in same.output and "GEMM efficiency is the shipped value" not in same.output
+    own = _invoke(*plan, "--system", "gb300-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1")
+    assert own.exit_code == 0 and "fitted on runs of" not in own.output, own.output
 
 
 def test_a_whole_last_line_without_a_line_break_is_counted():

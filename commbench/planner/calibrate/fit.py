@@ -78,8 +78,19 @@ class CalibrationFile:
 
     def warnings(self, gpu_name: str | None = None) -> list[str]:
         """The lines a plan, tune or calibrate prints about the file before using it (bounds_note, family_note)."""
-        return [w for w in (self.version_note(), self.bounds_note(), self.family_note(gpu_name) if gpu_name else "")
-                if w]
+        return [w for w in (self.version_note(), self.bounds_note(),
+                            (self.family_note(gpu_name) or self.other_gpu_note(gpu_name)) if gpu_name else "") if w]
+
+    def other_gpu_note(self, gpu_name: str) -> str:
+        """'' when the file's runs include `gpu_name` or do not say which GPUs; else one line: fitted on other GPUs of
+        the same family, every term is shared, so whatever is particular to those GPUs' runs (their kernels and
+        software, and the step model's error from one GPU to another, which a fit cannot see) comes along."""
+        if not self.gpus or gpu_name.lower() in self.gpus:
+            return ""
+        return (f"calibration file {self.path} was fitted on runs of {', '.join(self.gpus)} only; this plan is "
+                f"{gpu_name.lower()} (also {gpu_family(gpu_name)}): the terms are shared, so what is particular to "
+                "those GPUs' runs comes along, and the difference between the GPUs is the step model's hardware "
+                "physics alone (refit with runs of this GPU to be sure)")
 
     def family_note(self, gpu_name: str) -> str:
         """'' when the file was fitted on runs of `gpu_name`'s family (Hopper or Blackwell, step.terms.HOPPER: each
