@@ -30,7 +30,7 @@ TARGET_LINES = {
         "scales) on ONE channel; write with --for example-plugin for it"),
     "example-plugin": (
         "for NCCL's example tuner plugin: it sets nChannels=1 before matching and NCCL keeps it, so each collective "
-        "and scale below is covered from 0 bytes up with explicit channel counts",
+        "and scale below is covered from 0 bytes up, with channels N or 0 (NCCL's count), never -1",
         "sizes below the smallest (above the largest) measured one take its choice; calls of collectives or scales not listed below still run on "
         "ONE channel with that plugin",
         "if NCCL disallows a rule's algorithm/protocol for a call, the plugin tries later rules (none overlap here): "
