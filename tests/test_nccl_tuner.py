@@ -241,7 +241,8 @@ def test_predicted_rules_are_marked_and_parse(tmp_path):
     CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-O", str(conf), "--channels", "8"])
     counted = reproduced_plugin_load(conf.read_text())[0]
     assert {c["channels"] for c in counted} == {0, 8}  # 0 where NCCL lowers 8 channels by size
-    assert all(c["channels"] == 8 for c in counted if c["min"] >= 8 * 512 * 64 * 16)
+    assert all(c["channels"] == (0 if c["algo"] == "nvls_tree" else 8)  # NVLS tree: nvlsChannels, not 8
+               for c in counted if c["min"] >= 8 * 512 * 64 * 16)
 
 
 def test_user_errors_are_one_line(tmp_path):

@@ -104,14 +104,32 @@ def test_a_rule_across_the_size_where_nccl_stops_lowering_becomes_two(tmp_path):
     _check_every_rule_runs_as_measured(configs, {("ring", "simple"): 8})
 
 
-def test_nvls_and_pat_keep_their_count_nccl_lowers_neither(tmp_path):
+def test_pat_keeps_its_count_and_nccl_lowers_no_nvls_count(tmp_path):
     """NVLS takes comm->nvlsChannels whatever the size, PAT's maxThreads is never set (0): no lowering."""
     assert lowering_bound_bytes(NVLS_16, 8, {}) == 0
     assert lowering_bound_bytes(TuningCombo(algo="pat", proto="simple", channels=8), 8, {}) == 0
     assert lowering_bound_bytes(TuningCombo(algo="collnet_direct", proto="simple", channels=8), 8, {}) is None
-    points = [(1024, DEFAULT, 100.0), (1024, NVLS_16, 50.0)]
-    configs, _ = _rules(tmp_path, _write(tmp_path, points))
-    assert [(c["algo"], c["channels"]) for c in configs] == [("nvls", 16)]
+    pat = TuningCombo(algo="pat", proto="simple", channels=8)
+    configs, _ = _rules(tmp_path, _write(tmp_path, [(1024, DEFAULT, 100.0), (1024, pat, 50.0)]))
+    assert [(c["algo"], c["channels"]) for c in configs] == [("pat", 8)]
+
+
+def test_nvls_on_one_node_ran_on_nccls_nvls_count_so_its_rule_says_zero(tmp_path):
+    """NCCL_MIN/MAX_NCHANNELS set comm->nChannels, not nvlsChannels (src/transport/nvls.cc), and one-node NVLS and
+    NVLS tree run on nvlsChannels (src/enqueue.cc topoGetAlgoInfo): the measured 16 was never the count, and a rule
+    saying 16 would cap a 24- or 32-channel NVLS (SM100) at 16. Across nodes NVLS ran on min(nvlsChannels, N): N kept."""
+    nvls_tree = TuningCombo(algo="nvls_tree", proto="simple", channels=16)
+    points = [(1024, DEFAULT, 100.0), (1024, NVLS_16, 50.0), (1 << 20, DEFAULT, 100.0), (1 << 20, nvls_tree, 50.0)]
+    configs, text = _rules(tmp_path, _write(tmp_path, points))
+    assert [(c["algo"], c["channels"]) for c in configs] == [("nvls", 0), ("nvls_tree", 0)]
+    assert "measured with NCCL_MIN/MAX_NCHANNELS=16, which nvls does not run on here" in text
+    path = tmp_path / "two.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["n1", "n1", "n2", "n2"]))
+        for size, combo, median in points[:2]:
+            writer.write(_record("a", size, combo, median))
+    configs, _ = _rules(tmp_path, str(path))
+    assert [(c["algo"], c["nodes"], c["channels"]) for c in configs] == [("nvls", 2, 16)]
 
 
 @pytest.mark.parametrize("env, combo, ranks, expected", [

@@ -11,7 +11,14 @@ v2.30.7-1): with `nc = comm->nChannels`, `nt = comm->maxThreads[algo][proto]` an
     threadThreshold)))) channels: lowered exactly where nBytes < N * nt * threadThreshold, and below that
     the result does not depend on the starting count;
   * NVLS, NVLS tree: `nc = comm->nvlsChannels` (2.28+: min(nvlsChannels, nChannels) for NVLS across
-    nodes), no lowering by size;
+    nodes), no lowering by size -- and nvlsChannels is not N: src/transport/nvls.cc sets it from the GPU
+    (NVLS_NCHANNELS_SM90 16, SM100 24/32), NCCL_NVLS_NCHANNELS and NCCL_MIN/MAX_CTAS, while NCCL_MIN/MAX_NCHANNELS
+    shape comm->nChannels only (src/graph/connect.cc ncclMinNchannels/ncclMaxNchannels). So NVLS tree, and
+    NVLS on one node, ran on nvlsChannels whatever N; a rule's N would run min(N, nvlsChannels) (the scheduler
+    caps NVLS at nvlsChannels: scheduleCollTasksToPlan), fewer than measured where N < nvlsChannels. Those
+    rules say 0 at every size (`count_not_measured`). NVLS across nodes ran on min(nvlsChannels, N) in 2.28+,
+    which N reproduces (the cap there is min(nChannels, nvlsChannels)); in 2.24-2.27 it ran on nvlsChannels,
+    which N reproduces only from N >= nvlsChannels: kept as N;
   * PAT: the branch of ring/tree, but NCCL never sets comm->maxThreads[PAT] (src/graph/tuning.cc
     ncclTopoTuneModel; the communicator is calloc'ed, src/init.cc), so nt = 0 and nothing is lowered;
   * CollNet direct: a loop of its own by `collnetDirect.nHeads` that halves the threshold on the way down,
@@ -123,6 +130,13 @@ def lowering_bound_bytes(combo: TuningCombo, ranks: int, nccl_env: dict) -> int 
     return combo.channels * threads * thread_threshold(combo.algo, combo.proto, ranks, nccl_env)
 
 
+def count_not_measured(combo: TuningCombo, nodes: int) -> bool:
+    """Whether NCCL ran `combo` on a count its channels did not set: NVLS tree, and NVLS on one node (nNodes as
+    NCCL counts it), run on comm->nvlsChannels, which NCCL_MIN/MAX_NCHANNELS leave alone (src/enqueue.cc
+    topoGetAlgoInfo, src/transport/nvls.cc, v2.24.3-1 to v2.30.7-1)."""
+    return combo.channels is not None and (combo.algo == "nvls_tree" or (combo.algo == "nvls" and nodes == 1))
+
+
 def _part(rule, lo: int, hi: int, channels: int, lowered: bool):
     """The rule's sizes [lo, hi] with `channels`; the measured sizes (and their speed-ups) within it, or the
     nearest one where none is: the measurement that part of the range follows."""
@@ -141,13 +155,17 @@ def leave_lowered_channels_to_nccl(rules: list, env_of_run: dict[str, dict]) -> 
     """Each rule with a channel count N, at the sizes where NCCL may have lowered N while it was measured
     (lowering_bound_bytes, the largest over the rule's runs' NCCL_* settings; none given: NCCL's defaults), says
     channels 0 instead -- NCCL's own count, lowered by NCCL as in the measurement -- and keeps N from that size up;
-    a rule across that size becomes two. Rules whose bound is unknown (CollNet direct) are kept as they are."""
+    a rule across that size becomes two. Rules whose bound is unknown (CollNet direct) are kept as they are; NVLS
+    tree and one-node NVLS rules, measured on nvlsChannels whatever N (count_not_measured), say 0 at every size."""
     out = []
     for rule in rules:
         if rule.channels <= 0:
             out.append(rule)
             continue
         combo = TuningCombo(algo=rule.algo, proto=rule.proto, channels=rule.channels)
+        if count_not_measured(combo, rule.nodes):
+            out.append(dataclasses.replace(rule, channels=0, nvls_channels=rule.channels))
+            continue
         bounds = [lowering_bound_bytes(combo, rule.ranks, env_of_run.get(run_id, {}))
                   for run_id in (rule.run_ids or ("",))]
         if any(bound is None for bound in bounds):

@@ -118,6 +118,7 @@ class Rule:
     # it was measured, so the rule leaves the count to NCCL there (results.nccl_channels)
     lowered_channels: int = 0
     lowered_below_bytes: int = 0
+    nvls_channels: int = 0  # channels 0 written for a measured N that NVLS does not run on (nvlsChannels instead)
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_bytes <= self.max_bytes:

@@ -147,6 +147,10 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
         body.append(rule_comment(rule, statistic))
         if rule.lowered_channels:
             body.append(lowered_comment(rule))
+        if rule.nvls_channels:
+            body.append(comment(f"channels 0 (NCCL's NVLS count, nvlsChannels): measured with NCCL_MIN/MAX_NCHANNELS="
+                                f"{rule.nvls_channels}, which {rule.algo} does not run on here (src/enqueue.cc, "
+                                f"src/transport/nvls.cc); a count here would cap it at {rule.nvls_channels}"))
         body.append(",".join(rule.csv_fields()))
     if not rules:
         lines.append(comment("no rule: NCCL keeps its own choice at every size (the lines above say why)"))
