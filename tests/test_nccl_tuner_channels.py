@@ -5,6 +5,8 @@ NCCL's loop, not against the code under test."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from typer.testing import CliRunner
 
@@ -49,7 +51,6 @@ def _write(tmp_path, points, name="r.jsonl", ranks=4, nccl_env=None):
     with JsonlWriter(path) as writer:
         header = _header("a", ["h"] * ranks)
         if nccl_env:
-            import dataclasses
             header = dataclasses.replace(header, nccl_env=nccl_env)
         writer.write(header)
         for size, combo, median in points:

@@ -12,8 +12,8 @@ v2.30.7-1): with `nc = comm->nChannels`, `nt = comm->maxThreads[algo][proto]` an
     the result does not depend on the starting count;
   * NVLS, NVLS tree: `nc = comm->nvlsChannels` (2.28+: min(nvlsChannels, nChannels) for NVLS across
     nodes), no lowering by size -- and nvlsChannels is not N: src/transport/nvls.cc sets it from the GPU
-    (NVLS_NCHANNELS_SM90 16, SM100 24/32), NCCL_NVLS_NCHANNELS and NCCL_MIN/MAX_CTAS, while NCCL_MIN/MAX_NCHANNELS
-    shape comm->nChannels only (src/graph/connect.cc ncclMinNchannels/ncclMaxNchannels). So NVLS tree, and
+    (2.27+: NVLS_NCHANNELS_SM90 16, SM100 24/32; 2.24: 16), NCCL_NVLS_NCHANNELS and NCCL_MIN/MAX_CTAS,
+    while NCCL_MIN/MAX_NCHANNELS shape comm->nChannels only (src/graph/connect.cc ncclMinNchannels/ncclMaxNchannels). So NVLS tree, and
     NVLS on one node, ran on nvlsChannels whatever N; a rule's N would run min(N, nvlsChannels) (the scheduler
     caps NVLS at nvlsChannels: scheduleCollTasksToPlan), fewer than measured where N < nvlsChannels. Those
     rules say 0 at every size (`count_not_measured`). NVLS across nodes ran on min(nvlsChannels, N) in 2.28+,
