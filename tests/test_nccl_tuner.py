@@ -198,7 +198,8 @@ def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_si
     assert all(c["min"] <= c["max"] for c in configs)
     spans = sorted((c["min"], c["max"]) for c in configs)
     assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))  # one collective, one scale: no overlap
-    expected = {1024: ("ring", "ll", 16), 4096: ("ring", "ll", 16), 65536: None, 1 << 20: None,
+    # ring/ll/16 ran 1 KiB and 4 KiB on NCCL's lowered count (below 16 x 512 x 32 B): channels 0 (test_nccl_tuner_channels)
+    expected = {1024: ("ring", "ll", 0), 4096: ("ring", "ll", 0), 65536: None, 1 << 20: None,
                 16 << 20: ("tree", "simple", 8)}
     for size in sizes:
         chosen = reproduced_plugin_select(configs, "allreduce", size, nodes=2, ranks=4)
@@ -238,7 +239,10 @@ def test_predicted_rules_are_marked_and_parse(tmp_path):
     assert "PREDICTED" in text.splitlines()[0] and "cost model's NCCL structure" in text
     assert {c["proto"] for c in configs} >= {"ll", "simple"}
     CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-O", str(conf), "--channels", "8"])
-    assert {c["channels"] for c in reproduced_plugin_load(conf.read_text())[0]} == {8}
+    counted = reproduced_plugin_load(conf.read_text())[0]
+    assert {c["channels"] for c in counted} == {0, 8}  # 0 where NCCL lowers 8 channels by size
+    assert all(c["channels"] == (0 if c["algo"] == "nvls_tree" else 8)  # NVLS tree: nvlsChannels, not 8
+               for c in counted if c["min"] >= 8 * 512 * 64 * 16)
 
 
 def test_user_errors_are_one_line(tmp_path):
@@ -339,7 +343,8 @@ def test_sizes_below_the_smallest_measured_one_are_left_to_nccl(tmp_path):
     example = tmp_path / "e.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
     configs, _ = reproduced_plugin_load(example.read_text())
-    assert reproduced_plugin_select(configs, "allreduce", 8, nodes=1, ranks=4)["channels"] == 8
+    assert reproduced_plugin_select(configs, "allreduce", 8, nodes=1, ranks=4)["channels"] == 0  # NCCL lowers 8 there
+    assert reproduced_plugin_select(configs, "allreduce", 1 << 20, nodes=1, ranks=4)["channels"] == 8
 
 
 def test_a_combination_with_wrong_data_never_becomes_a_rule(tmp_path):
@@ -533,7 +538,7 @@ def test_results_measured_under_other_nccl_settings_are_refused_but_the_tuning_a
         (dataclasses.replace(_header("tuned", ["h"] * 4), nccl_env={"NCCL_IB_HCA": "mlx5", **RING_LL.env()}),
          RING_LL, 10.0)])
     result = CliRunner().invoke(app, ["nccl-tuner", same, "-O", conf])
-    assert result.exit_code == 0 and "ring,ll,16" in open(conf).read(), result.output
+    assert result.exit_code == 0 and "ring,ll,0" in open(conf).read(), result.output  # 1 KiB: NCCL's lowered count
 
 
 def test_a_winner_stops_at_its_measured_size_towards_a_size_where_nccl_default_was_kept(tmp_path):

@@ -66,17 +66,17 @@ def test_example_plugin_output_leaves_no_gap_at_the_measured_scale(tmp_path):
     assert result.exit_code == 0, result.output
     text = conf.read_text()
     configs, problems = reproduced_plugin_load(text)
-    assert problems == [] and all(c["channels"] >= 1 for c in configs)
+    assert problems == [] and all(c["channels"] >= 0 for c in configs)  # 0: NCCL's own count, lowered by size
     spans = sorted((c["min"], c["max"]) for c in configs)
     assert spans[0][0] == 0 and spans[-1][1] == SIZE_MAX_BYTES
     assert all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))  # contiguous: no gap, no overlap
-    winners = {1024: ("ring", "ll", 16), 4096: ("ring", "ll", 16), 16 << 20: ("tree", "simple", 8)}
+    winners = {1024: ("ring", "ll", 0), 4096: ("ring", "ll", 0), 16 << 20: ("tree", "simple", 8)}
     for size in sizes:
         chosen = reproduced_plugin_select(configs, "allreduce", size, nodes=2, ranks=4)
         if size in winners:
             assert (chosen["algo"], chosen["proto"], chosen["channels"]) == winners[size]
         else:  # NCCL's default kept: the fastest measured combination with a channel count, said so
-            assert (chosen["algo"], chosen["proto"], chosen["channels"]) in {("ring", "ll", 16), ("tree", "simple", 8)}
+            assert (chosen["algo"], chosen["proto"], chosen["channels"]) in {("ring", "ll", 0), ("tree", "simple", 8)}
     assert "no winner at 64 KiB (none beat NCCL default" in text
     assert "may be slower than NCCL's choice; measured" in text   # whole: not cut at the line limit and "covered (collective/nNodes/nRanks): allreduce/2/4" in text
 
@@ -88,7 +88,7 @@ def test_predicted_example_plugin_output_needs_a_channel_count(tmp_path):
     assert invoke("--system", "gb300-nvl72", "--gpus", "72", "-O", str(conf), "--for", "example-plugin",
                   "--channels", "24").exit_code == 0
     configs, _ = reproduced_plugin_load(conf.read_text())
-    assert {c["channels"] for c in configs} == {24}
+    assert {c["channels"] for c in configs} <= {0, 24} and any(c["channels"] == 24 for c in configs)
     for coll in {c["coll"] for c in configs}:
         mine = sorted((c["min"], c["max"]) for c in configs if c["coll"] == coll)
         assert mine[0][0] == 0 and mine[-1][1] == SIZE_MAX_BYTES

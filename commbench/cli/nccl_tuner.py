@@ -94,7 +94,7 @@ def nccl_tuner(
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
-    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count every rule names (default 0: NCCL's own count).")] = None,
+    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count rules name (default 0: NCCL's own count); 0 still at sizes where NCCL would lower it (docs/nccl-tuner.md).")] = None,
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Predicted: smallest size (default 1K).")] = None,
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Predicted: largest size (default 8G, as every command that predicts).")] = None,
     target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",

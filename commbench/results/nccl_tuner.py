@@ -20,7 +20,10 @@ scale:
     results.nccl_tuner_targets); for commbench's plugin a winner's cell stops at its measured size on
     the side of a size where NCCL's default was kept (`hold_to_measured`): nothing says the winner
     still beats NCCL towards a size where it did not;
-  * adjacent cells with the same winner merge into one rule.
+  * adjacent cells with the same winner merge into one rule;
+  * a rule with a channel count N says 0 (NCCL's own count) at the sizes where NCCL may have lowered the N
+    channels it was measured with (results.nccl_channels: src/enqueue.cc topoGetAlgoInfo lowers the
+    communicator's count for small calls, a tuner's count is not lowered), so it forces no count never measured.
 The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
 inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
 and scale and always name nNodes/nRanks, so order does not matter.
@@ -111,6 +114,11 @@ class Rule:
     run_ids: tuple[str, ...] = ()
     predicted: bool = False
     filled: bool = False
+    # channels 0 written for a measured count: NCCL may have lowered lowered_channels below lowered_below_bytes while
+    # it was measured, so the rule leaves the count to NCCL there (results.nccl_channels)
+    lowered_channels: int = 0
+    lowered_below_bytes: int = 0
+    nvls_channels: int = 0  # channels 0 written for a measured N that NVLS does not run on (nvlsChannels instead)
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_bytes <= self.max_bytes:

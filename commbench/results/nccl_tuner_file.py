@@ -30,7 +30,7 @@ TARGET_LINES = {
         "scales) on ONE channel; write with --for example-plugin for it"),
     "example-plugin": (
         "for NCCL's example tuner plugin: it sets nChannels=1 before matching and NCCL keeps it, so each collective "
-        "and scale below is covered from 0 bytes up with explicit channel counts",
+        "and scale below is covered from 0 bytes up, with channels N or 0 (NCCL's count), never -1",
         "sizes below the smallest (above the largest) measured one take its choice; calls of collectives or scales not listed below still run on "
         "ONE channel with that plugin",
         "if NCCL disallows a rule's algorithm/protocol for a call, the plugin tries later rules (none overlap here): "
@@ -48,6 +48,14 @@ GROUP_LINES = {
         "numPipeOps -1 (any): the example plugin runs a call without a rule on one channel, so a group (one tuner "
         "call of the summed bytes) takes the rule of that sum, measured as one call only",),
 }
+# Why a rule measured with N channels says 0 at small sizes (results.nccl_channels; NVIDIA/nccl src/enqueue.cc
+# topoGetAlgoInfo and ncclGetAlgoInfo, v2.24.3-1 to v2.30.7-1): one line each, under MAX_LINE_CHARS.
+CHANNEL_LINES = (
+    "channels N: measured as the communicator's count (NCCL_MIN/MAX_NCHANNELS=N), which NCCL lowers for calls under "
+    "N x threads x threshold bytes (src/enqueue.cc); a tuner's count is not lowered",
+    "so below that size (largest threads and threshold NCCL could use) a rule says channels 0: NCCL lowers its own "
+    "count there as in the measurement; from it up, N (docs/nccl-tuner.md)",
+)
 OPTIMIZE_CONFIG_FIELDS = ("collective", "size_bytes", "algorithm", "protocol", "channels", "nodes", "ranks", "pipeOps",
                           "regBuff", "cost_metric", "bandwidth_gbps", "latency_us")
 
@@ -88,6 +96,12 @@ def rule_comment(rule: Rule, statistic: str) -> str:
                    f"{_origin(rule)}")
 
 
+def lowered_comment(rule: Rule) -> str:
+    return comment(f"channels 0 (NCCL's own, lowered by size): measured with {rule.lowered_channels} channels, which "
+                   f"NCCL may lower below {rule.lowered_below_bytes} B (src/enqueue.cc); a count here would force "
+                   f"{rule.lowered_channels}")
+
+
 def kept_comment(cell: Cell, statistic: str) -> str:
     scale = f"{cell.collective} nodes={cell.nodes} ranks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}]"
     if cell.best is None:
@@ -117,12 +131,12 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     if target == "example-plugin":
         scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
         lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))
-    most = max((rule.channels for rule in rules), default=0)
+    most = max((max(rule.channels, rule.lowered_channels) for rule in rules), default=0)
     if most > 0:
-        lines.append(comment(f"channels: measured as the communicator's count (NCCL_MIN/MAX_NCHANNELS), which NCCL lowers "
-                             f"for small calls; a rule sets the call's count (docs/nccl-tuner.md)"))
-        lines.append(comment(f"a rule's count is capped by the communicator's: if NCCL creates fewer than {most} "
-                             f"(NCCL_DEBUG=INFO) set NCCL_MIN_NCHANNELS={most}"))
+        lines += [comment(text) for text in CHANNEL_LINES]
+        lines.append(comment(f"a rule's count is capped by the communicator's, and a 0 below such a size matches the "
+                             f"measurement only from as many: if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set "
+                             f"NCCL_MIN_NCHANNELS={most}"))
     for note in switch_backs:
         lines.append(comment(f"switches back: {note}"))
     for cell in cells:
@@ -131,6 +145,12 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     body = []
     for rule in rules:
         body.append(rule_comment(rule, statistic))
+        if rule.lowered_channels:
+            body.append(lowered_comment(rule))
+        if rule.nvls_channels:
+            body.append(comment(f"channels 0 (NCCL's NVLS count, nvlsChannels): measured with NCCL_MIN/MAX_NCHANNELS="
+                                f"{rule.nvls_channels}, which {rule.algo} does not run on here (src/enqueue.cc, "
+                                f"src/transport/nvls.cc); a count here would cap it at {rule.nvls_channels}"))
         body.append(",".join(rule.csv_fields()))
     if not rules:
         lines.append(comment("no rule: NCCL keeps its own choice at every size (the lines above say why)"))

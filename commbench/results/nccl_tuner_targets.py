@@ -7,7 +7,8 @@
 * `example-plugin`: NCCL's example plugin (plugins/tuner/example/plugin.c) sets `*nChannels = 1` before
   matching and NCCL keeps any non-zero count (src/enqueue.cc), so every call WITHOUT a matching rule runs
   on one channel. Here every measured (collective, scale) is covered from 0 bytes to SIZE_MAX_BYTES with
-  measured, explicit channel counts: where NCCL's default was kept, the fastest measured combination
+  measured, explicit channel counts (0 -- NCCL's own count, which the example plugin passes on: it keeps 1
+  for -1 only -- at the sizes where NCCL lowered the measured count: results.nccl_channels): where NCCL's default was kept, the fastest measured combination
   with a channel count is written (it is within the noise of the default there), and sizes below the
   smallest (above the largest) measured one take its choice. A size with no such measurement is refused (`--nccl-channels`).
 """

@@ -62,6 +62,15 @@ def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
     return cells, uncovered, switch_backs(cells, points, statistic)
 
 
+def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict]) -> list[Rule]:
+    """The target's rules from its cells: merged, and leaving the channel count to NCCL where NCCL may have lowered
+    the measured count (results.nccl_channels; `env_of_run`: each run's NCCL_* settings, {} for predicted rules)."""
+    from commbench.results.nccl_channels import leave_lowered_channels_to_nccl
+
+    merged = merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench")
+    return leave_lowered_channels_to_nccl(merged, env_of_run)
+
+
 # NCCL_* variables that never set how fast a collective runs, or that a combination sets itself (its axes)
 _NOT_SETTINGS = ("NCCL_DEBUG", "NCCL_TUNER_CONFIG_FILE")
 
@@ -147,9 +156,10 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target],
-                                                                      name_reg_buff=target == "commbench"), notes=notes, switch_backs=switches,
-                       sources=[h.run_id for h in headers(records)], requires=system_requirements(records, points))
+    env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
+    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run), notes=notes,
+                       switch_backs=switches, sources=[h.run_id for h in headers(records)],
+                       requires=system_requirements(records, points))
 
 
 def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
@@ -217,6 +227,5 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
-    return TunerResult(points=points, cells=cells, rules=merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target],
-                                                                      name_reg_buff=target == "commbench"), notes=notes, switch_backs=switches,
-                       sources=[fabric.name])
+    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, {}), notes=notes,
+                       switch_backs=switches, sources=[fabric.name])
