@@ -62,6 +62,21 @@ def test_bench_format_markdown_prints_one_pasteable_table(tmp_path):
     assert "┃" not in result.stdout and "topology:" not in result.stdout
 
 
+def test_bench_moe_format_markdown_states_its_layer_and_its_columns(tmp_path):
+    # the markdown table of an MoE run had the plain collectives' size/time columns and no word of the layer
+    # measured (tokens per rank, hidden, experts, top-k, routing): the terminal table's were lost in the paste
+    result = runner.invoke(app, ["bench", "moe_all_to_all", "--nproc", "1", "--tokens", "16,32", "--hidden", "64",
+                                 "--experts", "4", "--top-k", "2", "-n", "2", "-w", "0", "--format", "markdown",
+                                 "-J", str(tmp_path / "m.jsonl")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert any("hidden 64, 4 experts, top-2, uniform routing" in line for line in lines), result.stdout
+    table = [line for line in lines if line.startswith("|")]
+    assert table[0].startswith("| tok/rank | size | imbalance |") and "dispatch busbw" in table[0]
+    assert "p99\\|max" in table[0] and table[0].count(" | ") == table[2].count(" | ")   # a pipe stays in its cell
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| 16", "| 32"] and len(table) == 4
+
+
 def test_fit_keeps_the_warning_column_at_80_columns(tmp_path):
     rng = np.random.default_rng(0)
     path = tmp_path / "junk.jsonl"

@@ -23,7 +23,8 @@ from commbench.moe.params import DEFAULT_TOKENS_PER_RANK as MOE_DEFAULT_TOKENS, 
 from commbench.moe.presets import preset_params
 from commbench.results import nccl_tests_text as text
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
-from commbench.results.render import measurement_table, moe_setup, run_title, stdout_console, styled
+from commbench.results.render import (is_moe, measurement_table, moe_markdown_table, moe_setup, run_title,
+                                      stdout_console, styled)
 
 HEARTBEAT_S = float(os.environ.get("COMMBENCH_HEARTBEAT_S", "30"))  # the env var is for tests
 
@@ -91,6 +92,7 @@ class BenchView:
         self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
         if self.format == "markdown":  # printed whole at the end, to paste
             self.intro = intro
+            self.title = run_title(config.collective, header.world_size, moe_resolved(config.params))
             return
         if self.format == "nccl-tests":
             if not self.cycle.first:  # -N: this cycle's rows continue the table the first cycle started
@@ -186,7 +188,11 @@ class BenchView:
         if self.format == "markdown":
             from commbench.results.report import markdown_table
             avg = footer[1].split(":", 1)[1].strip()
-            lines = [f"**{self.intro}** (measured)", "", *markdown_table(self.rows), "",
+            if self.rows and all(is_moe(m) for m in self.rows):   # the MoE layer measured and its own columns
+                table = [self.title, "", *moe_markdown_table(self.rows)]
+            else:
+                table = markdown_table(self.rows)
+            lines = [f"**{self.intro}** (measured)", "", *table, "",
                      f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, measured)"]
             self._print("\n".join(lines))
             return

@@ -128,6 +128,25 @@ def _moe_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[Me
     ]
 
 
+def moe_markdown_table(records: Sequence[Measurement]) -> list[str]:
+    """MoE all-to-all points as a markdown table with the columns of the terminal's (_moe_columns): `bench
+    --format markdown` printed the plain collectives' size/time columns, without tokens per rank, imbalance or
+    dispatch and combine apart."""
+    def pipe_safe(text: str) -> str:   # "p99|max" would end a markdown cell
+        return text.replace("|", "\\|")
+
+    columns = _moe_columns(records)
+    lines = ["| " + " | ".join(pipe_safe(col.name) for col, _ in columns) + " | #wrong |",
+             "|" + "---:|" * (len(columns) + 1)]
+    for m in records:
+        cells = [cell(m) if (m.status == "ok" or col.name in ("point", "size", "tok/rank")) else ""
+                 for col, cell in columns]
+        wrong = "failed" if m.status != "ok" else ("-" if m.num_wrong is None else str(m.num_wrong))
+        lines.append("| " + " | ".join(pipe_safe(c) for c in cells + [wrong]) + " |")
+    failed = [f"failed {record_label(m)}: {m.error or 'no error recorded'}" for m in records if m.status != "ok"]
+    return lines + ([""] + failed if failed else [])
+
+
 def measurement_table(title: str | None, records: Sequence[Measurement], width: int) -> Group:
     """The measured points of one collective, fitted to `width`: plain collectives as nccl-tests' columns
     (without the ones that say nothing: point when it repeats size, redop where there is none); MoE
