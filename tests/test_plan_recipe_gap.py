@@ -71,6 +71,28 @@ def test_a_recipe_running_what_the_search_cannot_is_said_faster_and_names_it():
     lines = versus_recipe_lines(v)
     assert "faster than this plan" in lines[1] and "fused_moe" in lines[1]
     assert "above every one of the" in lines[0]
+    # its fp8 attention is one the search can run but leaves off unless pinned: the plan says what pinning gives,
+    # and it is the pinned search's own best
+    fp8 = v["with_fp8_attention"]
+    pinned = _result(software="26.08", pins={"fp8_attention": True})
+    assert fp8["tokens_per_s_per_gpu"] == pytest.approx(float(pinned.fitting_tokens_desc[0]))
+    assert fp8["gain_pct"] > 0 and "fp8_attention=true" in lines[2] and f"{fp8['gain_pct']:+.1f}%" in lines[2]
+
+
+def test_no_fp8_attention_line_where_the_recipe_runs_none(dsv3_2604):
+    # 26.04's DeepSeek-V3 GB300 recipe runs no fp8 attention and is not predicted faster than the plan
+    v = versus_recipe(dsv3_2604)
+    assert "fp8_attention" not in v["recipe_flags"] and "with_fp8_attention" not in v
+    assert not any("fp8_attention is off unless pinned" in line for line in versus_recipe_lines(v))
+
+
+def test_the_fp8_attention_follow_up_is_in_the_plan_json(tmp_path):
+    from tests.test_json_output import validate
+    args = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "4096",
+            "--precision", "mxfp8", "--software", "26.06", "--json"]
+    doc = json.loads(CliRunner().invoke(app, args).stdout)
+    assert doc["versus_recipe"]["with_fp8_attention"]["gain_pct"] > 0
+    validate(doc, "plan")
 
 
 @pytest.mark.parametrize("kw", [dict(gpus=512), dict(framework="torchtitan", precision="bf16"),

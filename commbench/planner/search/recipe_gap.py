@@ -72,8 +72,28 @@ def versus_recipe(result: SearchResult) -> dict | None:
                           moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
     if not bool(bd.valid[0]):
         return where | {"recipe_layout": short(lay), "unavailable": f"its layout {short(lay)} {_broken(result, lay, bd)}"}
-    return where | {"recipe_layout": short(lay), "recipe_flags": _flags(lay), "recipe_pins": _pins(lay, req.model)} \
+    out = where | {"recipe_layout": short(lay), "recipe_flags": _flags(lay), "recipe_pins": _pins(lay, req.model)} \
         | versus_best(result, bd)
+    if lay.fp8_attention and not result.layouts.layout(0).fp8_attention and out["best_gain_pct"] < 0:
+        out["with_fp8_attention"] = _with_fp8_attention(result)
+    return out
+
+
+def _with_fp8_attention(result: SearchResult) -> dict:
+    """The search again with fp8_attention pinned, where the recipe runs it and the plan does not: the search leaves
+    it off unless pinned (it changes numerics: pinned_gap.DEFAULT_REASONS), so the user sees what that choice costs
+    by the same model. {"unavailable": why} when no layout can run it here."""
+    import dataclasses
+
+    from commbench.errors import CommbenchError
+    from commbench.planner.search.space import search
+    try:
+        pinned = search(dataclasses.replace(result.request, pins={"fp8_attention": True}, keep=1))
+    except CommbenchError as exc:
+        return {"unavailable": str(exc)}
+    best, plan = float(pinned.fitting_tokens_desc[0]), float(result.fitting_tokens_desc[0])
+    return {"best_layout": short(pinned.layouts.layout(0)), "tokens_per_s_per_gpu": best,
+            "gain_pct": (best / plan - 1.0) * 100.0}
 
 
 def _broken(result: SearchResult, lay: Layout, bd) -> str:
@@ -118,9 +138,18 @@ def versus_recipe_lines(v: dict | None) -> list[str]:
     gain = v["best_gain_pct"]
     if faster:
         extra = sorted(set(v["recipe_flags"].split()) - set(_flags(Layout(**v["best_layout_fields"])).split()))
-        return [line, f"It is predicted {v['gap_pct']:.1f}% faster than this plan by what it runs that the plan does "
-                      f"not ({', '.join(extra) or 'its structure'}): the notes above say which of these the target "
-                      "framework cannot launch; the plan is the best the search found among what it can."]
+        lines = [line, f"It is predicted {v['gap_pct']:.1f}% faster than this plan by what it runs that the plan does "
+                       f"not ({', '.join(extra) or 'its structure'}): the notes above say which of these the target "
+                       "framework cannot launch; the plan is the best the search found among what it can."]
+        fp8 = v.get("with_fp8_attention")
+        if fp8 and "unavailable" in fp8:
+            lines.append(f"fp8_attention is off unless pinned (it changes numerics); pinned, no layout runs here: "
+                         f"{fp8['unavailable']}")
+        elif fp8:
+            lines.append(f"fp8_attention is off unless pinned (it changes numerics): with `--layout "
+                         f"fp8_attention=true` the best is {fp8['best_layout']} at {fp8['tokens_per_s_per_gpu']:,.0f} "
+                         f"tokens/s/GPU ({fp8['gain_pct']:+.1f}% over this plan, predicted).")
+        return lines
     same = v["recipe_layout"] == v["best_layout"]
     verdict = {"best": "This plan is the recipe's layout." if same else "It is predicted as fast as this plan.",
                "tie": f"This plan's predicted gain over it, {gain:+.1f}%, is a tie (within the model's median error "
