@@ -57,3 +57,21 @@ def test_imbalance_is_refused_where_it_would_be_ignored():
                                       "--imbalance", "2"])
     assert result.exit_code == 2 and "--imbalance" in result.output and "moe_all_to_all" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_fit_warnings_shown_are_those_of_the_collective_predicted(profile, tmp_path):
+    """A profile fitted on all_gather and all_reduce lists all_gather's warnings first: predict -c all_reduce showed
+    the first five (all all_gather's) and hid 'all_reduce ... poor fit ... unreliable'; --json had none."""
+    doc = json.loads(profile.read_text())
+    other = [f"all_gather gloo n={n} world (1 domain): only 2 sizes: no held-out error (need >= 4)" for n in range(2, 8)]
+    poor = "all_reduce gloo n=4 world (1 domain): poor fit: median held-out error 23% (> 10%); unreliable"
+    doc["warnings"] = other + list(doc["warnings"]) + [poor, "emulated fabric: not on a real network"]
+    edited = tmp_path / "fabric.json"
+    edited.write_text(json.dumps(doc))
+    args = ["predict", "--fabric", str(edited), "-c", "all_reduce", "-g", "4", "-b", "1M", "-e", "1M"]
+    table = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert table.exit_code == 0, table.output
+    assert "poor fit" in table.output and "emulated fabric" in table.output and "all_gather" not in table.output
+    listed = _json(args[1:])["fit_warnings"]
+    assert poor in listed and not any(w.startswith("all_gather") for w in listed)
+    assert _json(["--system", "gb300-nvl72", "-c", "all_reduce", "-g", "8", "-b", "1M", "-e", "1M"])["fit_warnings"] == []

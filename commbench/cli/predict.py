@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Annotated, Optional
 
 import numpy as np
@@ -80,6 +81,25 @@ def fitted_range(fabric: Fabric, collective: str, num_domains: int) -> dict | No
     return {"curve": f"{collective} ({tier})", "min_size_bytes": min(int(r["min_size_bytes"]) for r in rows),
             "max_size_bytes": max(int(r["max_size_bytes"]) for r in rows),
             "group_sizes": sorted({int(r["group_size"]) for r in rows})}
+
+
+MAX_SHOWN_WARNINGS = 5
+
+
+def fit_warnings(fabric: Fabric, collective: str) -> list[str]:
+    """The profile's fit warnings about `collective` (and the curve that stands in for it) or about no collective
+    in particular (an emulated fabric): a profile's first five warnings may all be another collective's, which
+    hid 'poor fit ... unreliable' on the curve predicted."""
+    from collectives import REGISTRY
+
+    named = {*COLLECTIVES, *REGISTRY}
+    mine = {collective, "all_to_all"} if collective == "moe_all_to_all" else {collective}
+
+    def about(warning: str) -> str | None:
+        match = re.match(r"([a-z_]+)[\[ :]", warning)
+        return match.group(1) if match and match.group(1) in named else None
+
+    return [w for w in fabric.warnings if about(w) in (None, *mine)]
 
 
 def extrapolated(measured: dict | None, sizes: np.ndarray, group: int) -> list[bool]:
@@ -162,7 +182,8 @@ def predict(
                 for s, t, a, b, name, proto, x in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond)]
         console.print_json(json.dumps({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
                                        "source": fabric.source, "collective": collective, "group_size": group,
-                                       "num_domains": num_domains, "fitted_range": measured, "rows": rows}))
+                                       "num_domains": num_domains, "fitted_range": measured,
+                                       "fit_warnings": fit_warnings(fabric, collective), "rows": rows}))
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
     rows = [[format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}"] for s, t, a, b in zip(sizes, time_s, algbw, busbw)]
@@ -183,5 +204,9 @@ def predict(
                              sum(beyond), len(beyond), fabric.name, measured["curve"], groups,
                              format_size(measured["min_size_bytes"]), format_size(measured["max_size_bytes"])),
                       highlight=False)
-    for warning in fabric.warnings[:5]:
+    warnings = fit_warnings(fabric, collective)
+    for warning in warnings[:MAX_SHOWN_WARNINGS]:
         console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)
+    if len(warnings) > MAX_SHOWN_WARNINGS:
+        console.print(styled("[yellow]fit warning:[/] {} more for {} (--json fit_warnings lists them all)",
+                             len(warnings) - MAX_SHOWN_WARNINGS, collective), highlight=False)
