@@ -75,3 +75,13 @@ def test_fit_warnings_shown_are_those_of_the_collective_predicted(profile, tmp_p
     listed = _json(args[1:])["fit_warnings"]
     assert poor in listed and not any(w.startswith("all_gather") for w in listed)
     assert _json(["--system", "gb300-nvl72", "-c", "all_reduce", "-g", "8", "-b", "1M", "-e", "1M"])["fit_warnings"] == []
+
+
+@pytest.mark.parametrize("scale, named", [(["--racks", "2", "--gpus", "12"], "--racks/--gpus"),
+                                          (["--racks", "-1"], "--racks=-1"), (["--gpus", "0"], "--gpus=0")])
+def test_a_profiles_scale_is_checked_as_a_presets(profile, scale, named):
+    """--fabric with --racks 2 --gpus 12 predicted on 12 GPUs, --racks unread (a preset refuses both); --racks -1 was
+    refused as 'num_gpus=-3', a field the user never typed."""
+    result = CliRunner().invoke(app, ["predict", "--fabric", str(profile), "-c", "all_reduce", "-g", "2", *scale])
+    assert result.exit_code == 2 and result.output.startswith(f"error: {named}"), result.output
+    assert len(result.output.strip().splitlines()) == 1

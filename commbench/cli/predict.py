@@ -27,6 +27,11 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
     """The fabric named by --fabric FILE or --system PRESET [--racks K | --gpus N]."""
     if (fabric_path is None) == (system is None):
         raise invalid("--fabric/--system", fabric_path or system, "give exactly one of --fabric FILE or --system PRESET")
+    if racks is not None and gpus is not None:  # with --fabric too: --gpus won and --racks went unread
+        raise invalid("--racks/--gpus", (racks, gpus), "give one of --racks or --gpus")
+    for option, value in (("--racks", racks), ("--gpus", gpus)):  # a profile's scale was refused as num_gpus=-3
+        if value is not None and value < 1:
+            raise invalid(option, value, "must be >= 1")
     if fabric_path is not None:
         if not fabric_path.strip():  # read as the current directory: "cannot be read: Is a directory"
             raise invalid("--fabric", fabric_path, "a fabric profile file (commbench fit -O FILE); the name is empty")
@@ -35,8 +40,6 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
             total = gpus if gpus is not None else racks * fabric.domain_size
             fabric = fabric.scaled(num_gpus=total)
         return fabric
-    if racks is not None and gpus is not None:
-        raise invalid("--racks/--gpus", (racks, gpus), "give one of --racks or --gpus")
     return load_preset(system, num_gpus=gpus, num_racks=racks)
 
 
