@@ -85,3 +85,13 @@ def test_a_profiles_scale_is_checked_as_a_presets(profile, scale, named):
     result = CliRunner().invoke(app, ["predict", "--fabric", str(profile), "-c", "all_reduce", "-g", "2", *scale])
     assert result.exit_code == 2 and result.output.startswith(f"error: {named}"), result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_algorithm_and_protocol_refused_on_a_profile_name_the_options(profile):
+    """--protocol LL on a fitted profile was refused as 'protocol=' (a library argument); --algorithm ring read
+    'all_reduce on fitted has fitted' (the profile and its one algorithm are both named fitted)."""
+    base = ["predict", "--fabric", str(profile), "-c", "all_reduce", "-g", "4"]
+    protocol = CliRunner().invoke(app, [*base, "--protocol", "LL"])
+    assert protocol.exit_code == 2 and protocol.output.startswith("error: --protocol='LL' is invalid"), protocol.output
+    algorithm = CliRunner().invoke(app, [*base, "--algorithm", "ring"], env={"COLUMNS": "200"})
+    assert algorithm.exit_code == 2 and "the algorithms fabric 'fitted' has for all_reduce: fitted" in algorithm.output

@@ -168,7 +168,7 @@ def predict(
                 time_s = collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=algorithm,
                                            protocol=protocol)
         except CommbenchError as error:   # the cost model names its argument; the user typed the option
-            raise as_option(error, "algorithm", "--algorithm") from None
+            raise as_option(as_option(error, "algorithm", "--algorithm"), "protocol", "--protocol") from None
     if chosen is not None:
         picked, protocols = [str(a) for a in chosen.algorithm], [str(p) for p in chosen.protocol]
     else:
