@@ -95,3 +95,14 @@ def test_algorithm_and_protocol_refused_on_a_profile_name_the_options(profile):
     assert protocol.exit_code == 2 and protocol.output.startswith("error: --protocol='LL' is invalid"), protocol.output
     algorithm = CliRunner().invoke(app, [*base, "--algorithm", "ring"], env={"COLUMNS": "200"})
     assert algorithm.exit_code == 2 and "the algorithms fabric 'fitted' has for all_reduce: fitted" in algorithm.output
+
+
+def test_a_results_file_given_as_the_profile_is_named(tmp_path):
+    """--fabric results.jsonl (the file fit reads, not the profile it writes) said only 'fabric profile is not valid
+    JSON: Extra data: line 2 column 1', naming no file."""
+    results = tmp_path / "ar.jsonl"
+    _write_sweep(results, "all_reduce", 4, 200e-6, 2e9)
+    result = CliRunner().invoke(app, ["predict", "--fabric", str(results), "-c", "all_reduce", "-g", "4"],
+                                env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and str(results) in result.output and "commbench fit -O" in result.output
+    assert len(result.output.strip().splitlines()) == 1
