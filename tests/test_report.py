@@ -43,7 +43,7 @@ def test_predicted_overlay_is_labelled(tmp_path):
     records = [m for m in import_file(str(DATA / "all_reduce_perf-2018.log")).records if isinstance(m, Measurement)]
     calls = []
 
-    def predict(collective, sizes, group_size):
+    def predict(collective, sizes, group_size, row, header):
         calls.append((collective, group_size))
         return 20e-6 + np.asarray(sizes) / 100e9
 

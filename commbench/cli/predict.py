@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Annotated, Optional
 
 import numpy as np
@@ -26,6 +27,11 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
     """The fabric named by --fabric FILE or --system PRESET [--racks K | --gpus N]."""
     if (fabric_path is None) == (system is None):
         raise invalid("--fabric/--system", fabric_path or system, "give exactly one of --fabric FILE or --system PRESET")
+    if racks is not None and gpus is not None:  # with --fabric too: --gpus won and --racks went unread
+        raise invalid("--racks/--gpus", (racks, gpus), "give one of --racks or --gpus")
+    for option, value in (("--racks", racks), ("--gpus", gpus)):  # a profile's scale was refused as num_gpus=-3
+        if value is not None and value < 1:
+            raise invalid(option, value, "must be >= 1")
     if fabric_path is not None:
         if not fabric_path.strip():  # read as the current directory: "cannot be read: Is a directory"
             raise invalid("--fabric", fabric_path, "a fabric profile file (commbench fit -O FILE); the name is empty")
@@ -34,8 +40,6 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
             total = gpus if gpus is not None else racks * fabric.domain_size
             fabric = fabric.scaled(num_gpus=total)
         return fabric
-    if racks is not None and gpus is not None:
-        raise invalid("--racks/--gpus", (racks, gpus), "give one of --racks or --gpus")
     return load_preset(system, num_gpus=gpus, num_racks=racks)
 
 
@@ -80,6 +84,25 @@ def fitted_range(fabric: Fabric, collective: str, num_domains: int) -> dict | No
     return {"curve": f"{collective} ({tier})", "min_size_bytes": min(int(r["min_size_bytes"]) for r in rows),
             "max_size_bytes": max(int(r["max_size_bytes"]) for r in rows),
             "group_sizes": sorted({int(r["group_size"]) for r in rows})}
+
+
+MAX_SHOWN_WARNINGS = 5
+
+
+def fit_warnings(fabric: Fabric, collective: str) -> list[str]:
+    """The profile's fit warnings about `collective` (and the curve that stands in for it) or about no collective
+    in particular (an emulated fabric): a profile's first five warnings may all be another collective's, which
+    hid 'poor fit ... unreliable' on the curve predicted."""
+    from collectives import REGISTRY
+
+    named = {*COLLECTIVES, *REGISTRY}
+    mine = {collective, "all_to_all"} if collective == "moe_all_to_all" else {collective}
+
+    def about(warning: str) -> str | None:
+        match = re.match(r"([a-z_]+)[\[ :]", warning)
+        return match.group(1) if match and match.group(1) in named else None
+
+    return [w for w in fabric.warnings if about(w) in (None, *mine)]
 
 
 def extrapolated(measured: dict | None, sizes: np.ndarray, group: int) -> list[bool]:
@@ -145,7 +168,7 @@ def predict(
                 time_s = collective_time_s(fabric, collective, sizes, group, num_domains, algorithm=algorithm,
                                            protocol=protocol)
         except CommbenchError as error:   # the cost model names its argument; the user typed the option
-            raise as_option(error, "algorithm", "--algorithm") from None
+            raise as_option(as_option(error, "algorithm", "--algorithm"), "protocol", "--protocol") from None
     if chosen is not None:
         picked, protocols = [str(a) for a in chosen.algorithm], [str(p) for p in chosen.protocol]
     else:
@@ -162,7 +185,8 @@ def predict(
                 for s, t, a, b, name, proto, x in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond)]
         console.print_json(json.dumps({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
                                        "source": fabric.source, "collective": collective, "group_size": group,
-                                       "num_domains": num_domains, "fitted_range": measured, "rows": rows}))
+                                       "num_domains": num_domains, "fitted_range": measured,
+                                       "fit_warnings": fit_warnings(fabric, collective), "rows": rows}))
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
     rows = [[format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}"] for s, t, a, b in zip(sizes, time_s, algbw, busbw)]
@@ -183,5 +207,9 @@ def predict(
                              sum(beyond), len(beyond), fabric.name, measured["curve"], groups,
                              format_size(measured["min_size_bytes"]), format_size(measured["max_size_bytes"])),
                       highlight=False)
-    for warning in fabric.warnings[:5]:
+    warnings = fit_warnings(fabric, collective)
+    for warning in warnings[:MAX_SHOWN_WARNINGS]:
         console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)
+    if len(warnings) > MAX_SHOWN_WARNINGS:
+        console.print(styled("[yellow]fit warning:[/] {} more for {} (--json fit_warnings lists them all)",
+                             len(warnings) - MAX_SHOWN_WARNINGS, collective), highlight=False)

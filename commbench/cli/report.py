@@ -13,22 +13,25 @@ from commbench.errors import CommbenchError
 
 
 def fabric_predictor(path: str, unpredicted: dict[str, str]):
-    """predict(collective, sizes, group size) -> seconds from a fitted fabric; a curve the fabric cannot
-    predict gets no dashed line (NaN) and its reason in `unpredicted`, never a failed report."""
+    """predict(collective, sizes, group size, row, header) -> seconds from a fitted fabric, on the scale-up domains
+    the curve's group spanned; a curve the fabric cannot predict gets no dashed line (NaN) and its reason in
+    `unpredicted`, never a failed report."""
     import numpy as np
 
     from commbench.costmodel import collective_time_s, load_fabric
+    from commbench.costmodel.fit_records import num_domains_of
 
     fabric = load_fabric(path)
 
-    def predict(collective, sizes, group_size):
-        # a group larger than one scale-up domain spans ceil(g / domain) of them (ranks placed contiguously,
-        # as --ranks-per-rack places them); the fitted fabric refuses a one-domain group that large
-        domains = max(1, -(-int(group_size) // fabric.domain_size))
+    def predict(collective, sizes, group_size, row, header):
+        # the racks the measured group crossed, as fit reads them (a strided pair across 2 racks was predicted
+        # inside one domain); a group larger than one of the fabric's domains spans ceil(g / domain) of them
+        domains = max(num_domains_of(row, header), -(-int(group_size) // fabric.domain_size))
         try:
             return collective_time_s(fabric, collective, sizes, group_size, domains)
         except (CommbenchError, ValueError) as exc:
-            unpredicted.setdefault(f"{collective} on {group_size} ranks", str(exc))
+            unpredicted.setdefault(f"{collective} on {group_size} ranks" + (f" across {domains} domains" if domains > 1
+                                                                         else ""), str(exc))
             return np.full(np.shape(sizes), np.nan)
 
     return predict

@@ -233,8 +233,10 @@ class Fabric:
             text = read_user_file(path_or_text, "fabric profile")
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CommbenchError(f"fabric profile is not valid JSON: {exc}") from None
+        except json.JSONDecodeError as exc:  # a results file (JSONL) given for the profile fitted from it
+            named = "" if text is str(path_or_text) else f" {str(path_or_text)!r}"
+            raise CommbenchError(f"fabric profile{named} is not valid JSON ({exc}): a profile is one JSON object, "
+                                 "as `commbench fit -O FILE` writes it") from None
         if not isinstance(data, dict):
             raise invalid("fabric profile", type(data).__name__, "a JSON object")
         try:

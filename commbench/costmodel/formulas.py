@@ -191,7 +191,8 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
                              f"it covers: {', '.join(fabric.collectives) or 'nothing'}")
     for name in groups:
         if name is not None and name not in up and name not in out:
-            raise invalid("algorithm", name, f"{collective} on {fabric.name} has {', '.join(sorted(set(up) | set(out)))}")
+            raise invalid("algorithm", name, f"one of the algorithms fabric {fabric.name!r} has for {collective}: "
+                                           f"{', '.join(sorted(set(up) | set(out)))}")
     crosses = d > 1
     any_cross, all_cross = bool(crosses.any()), bool(crosses.all())
     bus_bytes = shape.bus_factor(n) * size

@@ -5,8 +5,9 @@ dtype, group size, layout) and run; MoE all-to-all against tokens per rank. Runs
 are drawn and tabled apart, each labelled by what sets it apart (results.run_setup: NCCL version,
 devices, hosts, world size, fabric; else its run id); a resumed sweep is one run (results.resumed, as
 `compare` counts it). Every figure is measured unless
-a line says "predicted": pass `predict(collective, sizes_bytes, group_size) -> seconds` (e.g. from a
-fitted fabric) to overlay predictions as dashed lines with cross markers.
+a line says "predicted": pass `predict(collective, sizes_bytes, group_size, row, header) -> seconds` (e.g. from
+a fitted fabric; `row` and its run's `header` say where the curve was measured: a strided group crosses racks) to
+overlay predictions as dashed lines with cross markers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from commbench.results.run_setup import labels_by_what_differs
 from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
 
-Predictor = Callable[[str, np.ndarray, int], np.ndarray]  # (collective, sizes_bytes, group_size) -> seconds
+# (collective, sizes_bytes, group_size, a row of the curve, its run's header or None) -> seconds
+Predictor = Callable[[str, np.ndarray, int, Measurement, "RunHeader | None"], np.ndarray]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,7 +211,8 @@ def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Pr
             seconds = None
             if predict is not None and not is_moe(run_rows[0]):
                 sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
-                seconds = np.asarray(predict(collective, sizes, key[2]), dtype=float)
+                seconds = np.asarray(predict(collective, sizes, key[2], run_rows[0], runs.get(run_rows[0].run_id)),
+                                     dtype=float)
             curves.append(Series(label=curve_label(labels[key], run_label, run_rows), rows=run_rows, predicted_s=seconds,
                                  time_name=headline_time(run_rows[0])[0]))
     return curves

@@ -1,0 +1,36 @@
+"""report --fabric: the dashed (predicted) line of a curve is predicted on the scale-up domains its group crossed,
+as `fit` reads them from the run's racks; a strided pair across two racks was predicted inside one NVLink domain."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commbench.cli.report import fabric_predictor
+from commbench.costmodel import collective_time_s, load_preset
+from commbench.results.records import Measurement, RunHeader
+
+
+def _header() -> RunHeader:
+    return RunHeader(run_id="r", started_at="t", argv=[], commbench_version="0", python_version="3",
+                     torch_version=None, nccl_version=None, cuda_version=None, cupy_version=None, backend="nccl",
+                     world_size=16, hostnames=["a"] * 8 + ["b"] * 8, devices=["h100"] * 16, nccl_env={},
+                     launcher="local", topology={"num_racks": 2, "ranks_per_rack": 8})
+
+
+def _row(layout: str) -> Measurement:
+    return Measurement(run_id="r", collective="all_reduce", backend="nccl", size_bytes=1 << 20, count=1 << 18,
+                       dtype="float32", op="sum", in_place=True, world_size=16, group_size=2, group_layout=layout,
+                       num_groups=8, iters=10, warmup_iters=2, time_us_median=50.0)
+
+
+def test_a_strided_pair_across_racks_is_predicted_across_them(tmp_path):
+    fabric = load_preset("h100-hgx", num_gpus=16)
+    path = tmp_path / "fabric.json"
+    path.write_text(fabric.to_json())
+    sizes = np.array([1 << 20, 1 << 26], dtype=float)
+    predict = fabric_predictor(str(path), {})
+    strided = predict("all_reduce", sizes, 2, _row("strided"), _header())
+    contiguous = predict("all_reduce", sizes, 2, _row("contiguous"), _header())
+    assert np.allclose(strided, collective_time_s(fabric, "all_reduce", sizes, 2, 2))
+    assert np.allclose(contiguous, collective_time_s(fabric, "all_reduce", sizes, 2, 1))
+    assert (strided > contiguous).all()   # across the NICs, not NVLink
