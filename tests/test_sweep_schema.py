@@ -251,6 +251,39 @@ def test_dry_run_with_out_checks_the_file_as_the_launch_would(tmp_path):
     json.loads(runner.invoke(app, [*dry, "--json", "-O", str(out), "--resume"]).output)
 
 
+@pytest.mark.parametrize("written_by", ["this", "earlier"])
+def test_resume_survives_reordered_entries_as_the_point_keys_do(tmp_path, written_by):
+    # the point keys name what was measured, not where the entry sits (plan.py), but the sweep identity hashed
+    # the entries in order: a sweep file with its entries reordered was refused on --resume as another sweep.
+    # A file written before (its identity of the entries in order) still resumes with its entries in that order.
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter, RunHeader
+    from commbench.sweep.resume import sweep_identity
+
+    a = '[[run]]\ncollective = "all_reduce"\nsizes = ["1K"]\n'
+    b = '[[run]]\ncollective = "all_gather"\nsizes = ["2K"]\n'
+    first, reordered = tmp_path / "ab.toml", tmp_path / "ba.toml"
+    first.write_text('[sweep]\nbackend = "gloo"\n' + a + b)
+    reordered.write_text('[sweep]\nbackend = "gloo"\n' + b + a)
+    identity = sweep_identity(load_sweep(str(first)), 2, "gloo", ordered=written_by == "earlier")
+    out = tmp_path / "out.jsonl"
+    with JsonlWriter(str(out)) as writer:
+        writer.write(RunHeader(run_id="r1", started_at="2025-01-01T00:00:00+00:00", argv=["commbench", "sweep"],
+                               commbench_version="0", python_version="3", torch_version=None, nccl_version=None,
+                               cuda_version=None, cupy_version=None, backend="gloo", world_size=2, hostnames=["h"],
+                               devices=[], nccl_env={}, launcher="local", sweep_identity=identity))
+    runner = CliRunner()
+    for sweep_file in ((first, reordered) if written_by == "this" else (first,)):
+        resumed = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--nproc", "2", "-O", str(out),
+                                      "--resume"])
+        assert resumed.exit_code == 0, resumed.output
+    changed = tmp_path / "changed.toml"
+    changed.write_text('[sweep]\nbackend = "gloo"\n' + b + a.replace("1K", "4K"))
+    refused = runner.invoke(app, ["sweep", str(changed), "--dry-run", "--nproc", "2", "-O", str(out), "--resume"])
+    assert refused.exit_code == 2 and "is refused: it holds sweep identity" in refused.output, refused.output
+
+
 @pytest.mark.parametrize("collective", ["all_reduce", "broadcast", "reduce"])
 def test_the_point_says_the_form_it_measures_and_out_of_place_is_asked_as_bench_asks_it(collective):
     """all_reduce, broadcast and reduce are in-place unless asked otherwise (bench --out-of-place): a sweep entry

@@ -22,7 +22,7 @@ from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe, size_notes
 from commbench.sweep.resume import (check_resume_identity, earlier_problems, finished_before_launch, has_records,
-                                    sweep_identity)
+                                    resume_identities)
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
@@ -97,7 +97,7 @@ def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, fi
     if not resume:
         raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
                              f"or choose another -O/--out")
-    check_resume_identity(output, sweep_identity(spec, world, backend), f"this sweep ({file} on {world} rank(s), {backend})")
+    check_resume_identity(output, resume_identities(spec, world, backend), f"this sweep ({file} on {world} rank(s), {backend})")
     done = recorded_keys(output)
     return sum(point.key in done for point in plan_sweep(spec, world, backend=backend))
 
@@ -241,7 +241,7 @@ def sweep(
             from commbench.comm.job import DEFAULT_NPROC
 
             world = launched.world_size if launched is not None else (DEFAULT_NPROC if local_nproc is None else local_nproc)
-            check_resume_identity(output, sweep_identity(spec, world, resolved),
+            check_resume_identity(output, resume_identities(spec, world, resolved),
                                   f"this sweep ({file} on {world} rank(s), {resolved})")
             # under torchrun/srun/mpirun the other ranks wait for this one at the rendezvous: only own ranks are spared
             if launched is None and not spec.tuning and finished_on_resume(spec, output, world, resolved):

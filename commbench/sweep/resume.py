@@ -68,20 +68,34 @@ def has_records(path: str | os.PathLike[str]) -> bool:
     return target.exists() and target.stat().st_size > 0
 
 
-def sweep_identity(sweep, world_size: int, backend: str) -> str:
+def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False) -> str:
     """What makes two runs the same sweep: its normalised entries (after defaults), the world size and
-    the backend, hashed. The file's name, path and description do not count."""
-    entries = [{k: v for k, v in dataclasses.asdict(e).items() if k != "index"} for e in sweep.entries]
-    blob = json.dumps({"entries": entries, "world_size": world_size, "backend": backend}, sort_keys=True, default=str)
+    the backend, hashed. The file's name, path and description do not count, nor the entries' order or names (a
+    point's key names what it measures, not where its entry sits or what it is called: plan.py; an entry's default
+    name is its index). `ordered`: the identity commbench wrote before order and names stopped counting (entries in
+    order, names included), so files of earlier sweeps still resume, in their entries' order."""
+    left_out = ("index",) if ordered else ("index", "name")
+    entries = [json.dumps({k: v for k, v in dataclasses.asdict(e).items() if k not in left_out}, sort_keys=True,
+                          default=str) for e in sweep.entries]
+    blob = json.dumps({"entries": [json.loads(e) for e in (entries if ordered else sorted(entries))],
+                       "world_size": world_size, "backend": backend}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def check_resume_identity(path: str | os.PathLike[str], identity: str, what: str) -> None:
-    """Refuse to --resume into a file whose runs were another sweep (or not a sweep at all)."""
+def resume_identities(sweep, world_size: int, backend: str) -> tuple[str, str]:
+    """(this sweep's identity, the one an earlier commbench wrote for it): check_resume_identity accepts either."""
+    return (sweep_identity(sweep, world_size, backend), sweep_identity(sweep, world_size, backend, ordered=True))
+
+
+def check_resume_identity(path: str | os.PathLike[str], identity: str | tuple[str, ...], what: str) -> None:
+    """Refuse to --resume into a file whose runs were another sweep (or not a sweep at all). `identity`: this
+    sweep's, or a tuple of the ones that count as it (resume_identities), the first named in the refusal."""
     if not has_records(path):
         return
+    accepted = (identity,) if isinstance(identity, str) else tuple(identity)
+    identity = accepted[0]
     for record in iter_records(path):
-        if isinstance(record, RunHeader) and record.sweep_identity != identity:
+        if isinstance(record, RunHeader) and record.sweep_identity not in accepted:
             theirs = (f"sweep identity {record.sweep_identity}" if record.sweep_identity
                       else f"a run of `{' '.join(record.argv[1:3]) or 'another command'}`, not this sweep")
             raise CommbenchError(f"--resume into {str(path)!r} is refused: it holds {theirs}; {what} is {identity} "
