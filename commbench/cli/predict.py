@@ -138,8 +138,8 @@ def predict(
     fabric = resolve_fabric(fabric_path, system, racks, gpus)
     if collective not in COLLECTIVES:
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
-    if group < 1:
-        raise invalid("--group", group, "at least 1 rank")
+    if group < 2:   # one rank sends nothing: the cost model's 0 s (and 0 GB/s) would read as a prediction
+        raise invalid("--group", group, "at least 2 ranks (a group of one communicates nothing)")
     if collective != "moe_all_to_all" and imbalance != 1.0:   # no other curve reads it: the sweep would not change
         raise invalid("--imbalance", imbalance, "only for moe_all_to_all (max/mean bytes received per rank)")
     if not 1 <= imbalance <= group:   # the busiest rank receives at most every byte: group x the mean
