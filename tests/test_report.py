@@ -95,3 +95,12 @@ def test_wrong_data_is_not_drawn_and_is_listed(tmp_path, monkeypatch):
     assert "999.000" not in md and "## Wrong data" in md
     assert f"- all_reduce nccl float32 n=8 {format_size(rows[3].size_bytes)}: #wrong 5 (run {rows[3].run_id})" in md
     assert "wrong data" in result.output and "#wrong 5" in result.output
+
+
+def test_a_report_refused_for_want_of_measurements_leaves_no_empty_folder(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = tmp_path / "rep"
+    result = CliRunner().invoke(app, ["report", str(empty), "-O", str(out)])
+    assert result.exit_code == 2 and "no measurements in" in result.output, result.output
+    assert not out.exists()

@@ -121,14 +121,14 @@ def report(
     from commbench.files import claim_output
     from commbench.results.report import REPORT_MARKER
 
-    check_output_dir(out, "--out")
-    claim_output(f"{out}/README.md", "--out", marker=REPORT_MARKER, what="commbench report", force=force).release()
     unpredicted: dict[str, str] = {}
     predict = fabric_predictor(fabric, unpredicted) if fabric else None  # a wrong --fabric: refused before any table
     everything, not_read = read_for_report(files)
     records = measurements(everything)
-    if not records:
+    if not records:   # refused before --out is made: a failed report leaves no empty folder behind
         raise CommbenchError(f"no measurements in {', '.join(files)}")
+    check_output_dir(out, "--out")
+    claim_output(f"{out}/README.md", "--out", marker=REPORT_MARKER, what="commbench report", force=force).release()
     runs = {h.run_id: h for h in headers(everything)}
     for collective, series in sorted(by_collective(records).items()):
         labels = series_labels(series)
