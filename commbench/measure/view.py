@@ -91,6 +91,8 @@ class BenchView:
         self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
         if self.format == "markdown":  # printed whole at the end, to paste
             self.intro = intro
+            setup = moe_setup(moe_resolved(config.params))  # MoE: the layer measured, as the table's title says
+            self.setup_line = f"{config.collective}: {setup}" if setup else ""
             return
         if self.format == "nccl-tests":
             if not self.cycle.first:  # -N: this cycle's rows continue the table the first cycle started
@@ -186,7 +188,8 @@ class BenchView:
         if self.format == "markdown":
             from commbench.results.report import markdown_table
             avg = footer[1].split(":", 1)[1].strip()
-            lines = [f"**{self.intro}** (measured)", "", *markdown_table(self.rows), "",
+            lines = [f"**{self.intro}** (measured)", *([self.setup_line] if self.setup_line else []), "",
+                     *markdown_table(self.rows), "",
                      f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, measured)"]
             self._print("\n".join(lines))
             return
