@@ -239,3 +239,12 @@ def test_bench_records_and_header_carry_the_capacity(tmp_path):
     assert any("capacity_factor=1.25, pad_to_capacity=true" in note for note in header["notes"])
     assert records and all(r["params"]["capacity_factor"] == 1.25 and r["params"]["pad_to_capacity"] is True
                            and r["num_wrong"] == 0 and r["metrics"]["capacity_tokens"] == 5 for r in records)
+
+
+def test_dropless_points_record_no_capacity_keys():
+    """A dropless point's params are what they were before the capacity existed, so compare and --resume still
+    match its records with earlier ones; a capacity point carries both keys."""
+    (dropless,) = _specs(2)
+    assert "capacity_factor" not in dropless.params and "pad_to_capacity" not in dropless.params
+    (capped,) = _specs(2, capacity_factor=1.0)
+    assert capped.params["capacity_factor"] == 1.0 and capped.params["pad_to_capacity"] is False

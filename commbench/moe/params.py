@@ -109,7 +109,12 @@ class MoeParams:
                                  f"experts must be divisible by the expert-parallel size ({ep_size})")
 
     def as_params(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Measurement.params; a dropless point leaves out capacity_factor / pad_to_capacity, so its records
+        match (compare, --resume) those measured before the capacity existed."""
+        params = dataclasses.asdict(self)
+        if self.capacity_factor is None:
+            del params["capacity_factor"], params["pad_to_capacity"]  # pad_to_capacity needs a capacity factor
+        return params
 
 
 def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
@@ -161,6 +166,4 @@ def cli_params(collective: str, *, tokens: str | None, **options: Any) -> dict[s
         return {}
     unknown = set(given) - set(DEFAULTS)
     assert not unknown, unknown
-    # the expert capacity is always stated (the run header records it: None / False = dropless)
-    return {"tokens_per_rank": parse_tokens(tokens) if tokens is not None else None, "capacity_factor": None,
-            "pad_to_capacity": False, **given}
+    return {"tokens_per_rank": parse_tokens(tokens) if tokens is not None else None, **given}
