@@ -10,6 +10,13 @@ the experts would return. Each timed iteration runs three stages, as a real laye
 3. `combine`: the reverse trip, each row back to its source in the original order.
 The harness's total is all three; `round_trip_us` = dispatch + combine medians.
 
+Expert capacity (`capacity_factor`, `pad_to_capacity`; commbench.moe.capacity, after megatron-core 0.16.1
+transformer/moe/moe_utils.py get_capacity / apply_router_token_dropping and token_dispatcher.py): each rank's
+slots beyond an expert's capacity are dropped before the exchange (not sent, not counted); with padding
+every (rank, expert) buffer holds exactly `capacity` rows, so every split is fixed and, as Megatron's
+drop-and-pad dispatcher, no count exchange runs (the stage is absent). Bytes, the busbw and the data check
+all follow the rows actually moved, padding included.
+
 Wire formats: bf16 rows are bfloat16 tensors; fp8 rows are uint8 tensors of hidden + 4*ceil(hidden/128)
 bytes (fp8 payload + fp32 scales, as DeepEP; all_to_all moves bytes, so uint8 is byte-for-byte the same).
 
@@ -33,7 +40,8 @@ import numpy as np
 from collectives.base import Collective, PointSpec, PreparedPoint
 from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError
-from commbench.moe.accounting import moe_traffic
+from commbench.moe.accounting import expert_load, imbalance, moe_traffic, tokens_per_expert
+from commbench.moe.capacity import DROP_POLICY, drop_over_capacity, padding_rows
 from commbench.moe.params import DEFAULTS, MoeParams, sweep_params
 from commbench.moe.payload import HEADER_CHANNELS, dispatch_rows, encode, foreign_rows
 from commbench.moe.routing import parse_routing, route
@@ -63,6 +71,18 @@ def payload(rows, width: int, dtype, salt: int = 0) -> np.ndarray:
         channel = np.arange(HEADER_CHANNELS, width, dtype=np.int64)[None, :]
         filler[:] = filler * 65536 + ((filler * 2654435761 + channel * 40503) & 0xFFFF)
     return out.ravel()
+
+
+def capacity_metrics(routed: np.ndarray, kept: np.ndarray, pad, capacity: int | None, num_experts: int) -> dict[str, Any]:
+    """What the expert capacity did to the layer's token copies (all ranks): the capacity (per expert, per rank),
+    copies dropped and their fraction, padding copies, and the expert imbalance as routed (`imbalance_expert` is
+    the load after the capacity, which moved); {} when dropless."""
+    if capacity is None:
+        return {}
+    dropped = int(np.count_nonzero(kept < 0))
+    return {"capacity_tokens": capacity, "dropped_tokens": dropped, "drop_fraction": dropped / max(1, routed.size),
+            "padding_tokens": 0 if pad is None else len(pad), "token_drop_policy": DROP_POLICY,
+            "imbalance_expert_routed": imbalance(expert_load(routed, num_experts))}
 
 
 def _gbps(num_bytes: float, time_us: float) -> float:
@@ -102,11 +122,15 @@ class MoeAllToAll(Collective):
         except CommbenchError as exc:
             raise ValueError(str(exc)) from None  # the bench runner records a failed point
         experts_per_rank = p.num_experts // n
-        ids = route(parse_routing(p.routing), num_ranks=n, tokens_per_rank=p.tokens_per_rank,
-                    num_experts=p.num_experts, top_k=p.top_k, seed=p.seed)
+        routed = route(parse_routing(p.routing), num_ranks=n, tokens_per_rank=p.tokens_per_rank,
+                       num_experts=p.num_experts, top_k=p.top_k, seed=p.seed)
+        capacity, ids, pad = p.capacity(), routed, None
+        if capacity is not None:
+            ids = drop_over_capacity(routed, p.num_experts, capacity)  # dropped slots: -1
+            pad = padding_rows(ids, p.num_experts, capacity) if p.pad_to_capacity else None
         traffic = moe_traffic(ids, num_experts=p.num_experts, hidden=p.hidden, mode=p.dispatch_mode,
-                              dispatch_dtype=p.dispatch_dtype, combine_dtype=p.combine_dtype)
-        table = dispatch_rows(ids, p.num_experts, p.dispatch_mode)
+                              dispatch_dtype=p.dispatch_dtype, combine_dtype=p.combine_dtype, pad=pad)
+        table = dispatch_rows(ids, p.num_experts, p.dispatch_mode, pad)
         sent, received = table.where(table.src == rank), table.where(table.dst == rank)
         rows = traffic.rows
         assert len(sent) == rows[rank].sum() and len(received) == rows[:, rank].sum()
@@ -120,7 +144,7 @@ class MoeAllToAll(Collective):
         c_in_splits = [int(v) * c_width for v in rows[:, rank]]
         c_out_splits = [int(v) * c_width for v in rows[rank]]
 
-        per_expert = np.stack([np.bincount(ids[s].ravel(), minlength=p.num_experts) for s in range(n)])
+        per_expert = tokens_per_expert(ids, p.num_experts, pad)
         # counts[s, d] = [rows s sends d, then s's tokens for each of d's experts]
         counts = np.concatenate([rows[:, :, None], per_expert.reshape(n, n, experts_per_rank)], axis=2)
         count_in, count_out = backend.upload(counts[rank].ravel(), _INT64), backend.empty(counts[:, rank].size, _INT64)
@@ -134,9 +158,9 @@ class MoeAllToAll(Collective):
 
         def check(salt: int = 0) -> int:
             got_dispatch = backend.download(d_out)
-            wrong = int(np.count_nonzero(backend.download(count_out) != counts[:, rank].ravel()))
+            wrong = 0 if p.pad_to_capacity else int(np.count_nonzero(backend.download(count_out) != counts[:, rank].ravel()))
             wrong += int(np.count_nonzero(got_dispatch != payload(received, d_width, d_dtype, salt)))
-            wrong += foreign_rows(got_dispatch, d_width, ids, rank, p.num_experts, p.dispatch_mode)
+            wrong += foreign_rows(got_dispatch, d_width, ids, rank, p.num_experts, p.dispatch_mode, pad)
             wrong += int(np.count_nonzero(backend.download(c_out) != payload(sent, c_width, c_dtype, salt)))
             return wrong
 
@@ -147,8 +171,9 @@ class MoeAllToAll(Collective):
         def stage_metrics(median_us: dict[str, float]) -> dict[str, Any]:
             dispatch_us, combine_us = median_us.get("dispatch", 0.0), median_us.get("combine", 0.0)
             dispatch_algbw, combine_algbw = _gbps(size_bytes, dispatch_us), _gbps(combine_bytes, combine_us)
+            counted = {} if p.pad_to_capacity else {"count_exchange_us": median_us.get("count_exchange", 0.0)}
             return {
-                "count_exchange_us": median_us.get("count_exchange", 0.0), "dispatch_us": dispatch_us,
+                **counted, "dispatch_us": dispatch_us,
                 "combine_us": combine_us, "round_trip_us": dispatch_us + combine_us,
                 "dispatch_algbw_gbps": dispatch_algbw, "dispatch_busbw_gbps": dispatch_algbw * factor,
                 "dispatch_remote_gbps": _gbps(traffic.busiest_remote_bytes(traffic.dispatch_row_bytes), dispatch_us),
@@ -159,11 +184,12 @@ class MoeAllToAll(Collective):
 
         return PreparedPoint(
             size_bytes=size_bytes, count=size_bytes // d_dtype.itemsize, busbw_factor=factor,
-            stages=[("count_exchange", lambda: comm.all_to_all(count_out, count_in)),
+            stages=[*([] if p.pad_to_capacity else [("count_exchange", lambda: comm.all_to_all(count_out, count_in))]),
                     ("dispatch", lambda: comm.all_to_all(d_out, d_in, d_out_splits, d_in_splits)),
                     ("combine", lambda: comm.all_to_all(c_out, c_in, c_out_splits, c_in_splits))],
             fill=fill, check=check, algbw_bytes=size_bytes + combine_bytes,
             params={"ep_size": n, "experts_per_rank": experts_per_rank},
-            metrics={**traffic.metrics(), "round_trip_bytes_max": size_bytes + combine_bytes},
+            metrics={**traffic.metrics(), "round_trip_bytes_max": size_bytes + combine_bytes,
+                     **capacity_metrics(routed, ids, pad, capacity, p.num_experts)},
             stage_metrics=stage_metrics,
         )

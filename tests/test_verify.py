@@ -112,3 +112,20 @@ def test_verify_plan_shows_the_size_it_measured(small_plan):
                for f in doc["unmet_assumptions"])
     point = dict(ep, measured_size_bytes=37_000, size_bytes=33_660)   # as a plan's rounding of tokens can differ
     assert verify_rows([point])[0][2] == "37000 B"
+
+
+def test_plan_items_measure_the_models_expert_capacity(small_plan):
+    """A model with a capacity factor (Megatron's --moe-expert-capacity-factor) is measured with it: the EP item's
+    params carry it (no padding: no plan emits --moe-pad-expert-input-to-capacity), and a flag says so."""
+    doc = load_plan(small_plan)
+    ep = next(i for i in plan_items(doc, 4, 1 << 20)[0] if i.kind == "ep")
+    assert ep.params.get("capacity_factor") is None  # the zoo model is dropless
+    doc["inputs"]["model_spec"]["architecture"]["capacity_factor"] = 1.25
+    items, flags = plan_items(doc, 4, 1 << 20)
+    ep = next(i for i in items if i.kind == "ep")
+    assert ep.params["capacity_factor"] == 1.25 and ep.params["pad_to_capacity"] is False
+    assert any("capacity factor 1.25" in f for f in flags)
+    from collectives import REGISTRY
+
+    (spec, _), = REGISTRY["moe_all_to_all"].plan_specs({**ep.params, "tokens_per_rank": [ep.params["tokens_per_rank"]]}, 2)
+    assert spec.params["capacity_factor"] == 1.25

@@ -114,6 +114,8 @@ def bench(
     moe_combine_dtype: Annotated[Optional[str], typer.Option("--combine-dtype", help="moe_all_to_all: bf16 (default) or fp32.")] = None,
     moe_seed: Annotated[Optional[int], typer.Option("--seed", help="moe_all_to_all: routing seed (default 0; every rank derives the same routing).")] = None,
     moe_preset: Annotated[Optional[str], typer.Option("--preset", help="moe_all_to_all: deepseek-v3, qwen3-235b, mixtral-8x22b (explicit options override).")] = None,
+    moe_capacity_factor: Annotated[Optional[float], typer.Option("--capacity-factor", help="moe_all_to_all: expert capacity factor C > 0 (Megatron's --moe-expert-capacity-factor): each expert takes at most ceil(tokens x top-k / experts x C) of each rank's tokens, the earliest; the rest are dropped (not sent). Default: dropless.")] = None,
+    moe_pad_to_capacity: Annotated[bool, typer.Option("--pad-to-capacity", help="moe_all_to_all: pad every expert's buffer from every rank to the capacity (Megatron's --moe-pad-expert-input-to-capacity): fixed all-to-all sizes, no count exchange. Needs --capacity-factor and --dispatch-mode per-expert.")] = False,
     # --- topology / sub-group options (issue 4) go below this line ---
     ranks_per_rack: Annotated[Optional[int], typer.Option("--ranks-per-rack", help="Ranks per rack (scale-up domain): ranks r*R..r*R+R-1 share rack r.")] = None,
     topology: Annotated[Optional[str], typer.Option("--topology", help="Rack preset: nvl72 (72 per rack) or hgx8 (8 per node).")] = None,
@@ -187,7 +189,8 @@ def bench(
         argv=tuple(sys.argv),
         params={**workload.default_params, **moe_cli_params(collective, tokens=moe_tokens, hidden=moe_hidden, top_k=moe_top_k, num_experts=moe_experts,
                               routing=moe_routing, dispatch_mode=moe_dispatch_mode, dispatch_dtype=moe_dispatch_dtype,
-                              combine_dtype=moe_combine_dtype, seed=moe_seed, preset=moe_preset)},
+                              combine_dtype=moe_combine_dtype, seed=moe_seed, preset=moe_preset,
+                              capacity_factor=moe_capacity_factor, pad_to_capacity=moe_pad_to_capacity or None)},
     )
     config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks or rack_ranks, nodes_per_rack=nodes_per_rack,
                                rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,

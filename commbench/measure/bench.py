@@ -176,6 +176,19 @@ def aligned_sizes(collective: Collective, sizes_bytes: tuple[int, ...], itemsize
     return list(seen)
 
 
+def capacity_notes(params: dict) -> list[str]:
+    """moe_all_to_all with an expert capacity: the header says so (each record's params carry it too)."""
+    factor = params.get("capacity_factor")
+    if factor is None:
+        return []
+    padded = params.get("pad_to_capacity")
+    return [f"moe expert capacity: capacity_factor={factor:g}, pad_to_capacity={'true' if padded else 'false'} "
+            "(Megatron-Core 0.16.1 drop-and-pad: each expert takes at most ceil(tokens per rank x top-k / experts x "
+            "capacity_factor) of each rank's tokens, the earliest; the rest are not sent"
+            + ("; every expert's buffer from every rank padded to the capacity: fixed sizes, no count exchange)"
+               if padded else ")")]
+
+
 def alignment_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
     """Requested sizes that nccl-tests' alignment moves or merges on the measured groups, said once in the run's
     header (never a silent narrowing): a whole number of elements, for the chunked collectives 16 B multiples per
@@ -264,7 +277,8 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
         header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
                                 topology=topology.to_dict(),
                                 notes=backend.notes(collective.name)
-                                + alignment_notes(config, collective, backend.world_size))
+                                + alignment_notes(config, collective, backend.world_size)
+                                + capacity_notes(config.params))
         points = expand_points(plan_points(config, collective, backend.world_size), config, collective,
                                backend.world_size, topology)
         comms = GroupCache(backend)

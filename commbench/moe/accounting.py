@@ -9,6 +9,9 @@ Dispatch modes:
 
 Bytes per row (DeepEP's accounting): bf16 = 2 B per channel; fp8 = 1 B per channel plus one fp32
 scale per 128 channels (DeepEP's per-token, per-128-channel block scales); fp32 = 4 B per channel.
+With an expert capacity (commbench.moe.capacity) a slot the capacity dropped holds expert id -1 and
+moves nothing; padding copies (`pad`, per-expert only) are rows like any other.
+
 Byte counts include the rank's own chunk (the local copy all_to_all_single also makes) unless named
 `remote_`. Imbalance = max / mean (1.0 is perfectly even).
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.errors import invalid
+from commbench.moe.payload import Rows
 
 DISPATCH_MODES = ("per-expert", "per-rank")
 DISPATCH_DTYPES = ("bf16", "fp8")
@@ -39,9 +43,25 @@ def bytes_per_token(hidden: int, dtype: str) -> int:
     raise invalid("dtype", dtype, f"allowed: {', '.join(DISPATCH_DTYPES + COMBINE_DTYPES[1:])}")
 
 
-def expert_load(expert_ids: np.ndarray, num_experts: int) -> np.ndarray:
-    """Token copies each expert receives, shape (num_experts,)."""
-    return np.bincount(expert_ids.ravel(), minlength=num_experts).astype(np.int64)
+def expert_load(expert_ids: np.ndarray, num_experts: int, pad: Rows | None = None) -> np.ndarray:
+    """Token copies each expert receives (dropped slots, id -1, excluded; padding copies included), shape (num_experts,)."""
+    ids = expert_ids.ravel()
+    ids = ids[ids >= 0]
+    if pad is not None:
+        ids = np.concatenate([ids, pad.tag])
+    return np.bincount(ids, minlength=num_experts).astype(np.int64)
+
+
+def tokens_per_expert(expert_ids: np.ndarray, num_experts: int, pad: Rows | None = None) -> np.ndarray:
+    """counts[s, e]: token copies rank s sends expert e (what the count exchange carries), shape (n, E)."""
+    num_ranks = expert_ids.shape[0]
+    src = np.broadcast_to(np.arange(num_ranks)[:, None, None], expert_ids.shape).ravel()
+    ids = expert_ids.ravel()
+    valid = ids >= 0
+    key = src[valid] * num_experts + ids[valid]
+    if pad is not None:
+        key = np.concatenate([key, pad.src * num_experts + pad.tag])
+    return np.bincount(key, minlength=num_ranks * num_experts).reshape(num_ranks, num_experts).astype(np.int64)
 
 
 def destination_ranks(expert_ids: np.ndarray, num_experts: int, num_ranks: int) -> np.ndarray:
@@ -49,23 +69,27 @@ def destination_ranks(expert_ids: np.ndarray, num_experts: int, num_ranks: int) 
     return expert_ids // (num_experts // num_ranks)
 
 
-def split_rows(expert_ids: np.ndarray, num_experts: int, mode: str) -> np.ndarray:
+def split_rows(expert_ids: np.ndarray, num_experts: int, mode: str, pad: Rows | None = None) -> np.ndarray:
     """rows[s, d]: rows rank s sends rank d in dispatch (and d returns to s in combine), shape (n, n).
 
-    `expert_ids` has shape (num_ranks, tokens_per_rank, top_k)."""
+    `expert_ids` has shape (num_ranks, tokens_per_rank, top_k); -1 = a slot the capacity dropped.
+    `pad`: padding copies (per-expert only)."""
     num_ranks = expert_ids.shape[0]
     dest = destination_ranks(expert_ids, num_experts, num_ranks)
     src = np.broadcast_to(np.arange(num_ranks)[:, None, None], dest.shape)
     if mode == "per-expert":
-        keep = np.ones(dest.shape, dtype=bool)
+        keep = expert_ids >= 0
     elif mode == "per-rank":
-        ordered = np.sort(dest, axis=2)
-        keep = np.ones(dest.shape, dtype=bool)
-        keep[:, :, 1:] = ordered[:, :, 1:] != ordered[:, :, :-1]
+        assert pad is None, "padding is refused with per-rank dispatch"
+        ordered = np.sort(np.where(expert_ids >= 0, dest, num_ranks), axis=2)  # dropped slots sort last
+        keep = ordered < num_ranks
+        keep[:, :, 1:] &= ordered[:, :, 1:] != ordered[:, :, :-1]
         dest = ordered
     else:
         raise invalid("--dispatch-mode", mode, f"allowed: {', '.join(DISPATCH_MODES)}")
     flat = (src * num_ranks + dest)[keep]
+    if pad is not None:
+        flat = np.concatenate([flat, pad.src * num_ranks + pad.dst])
     return np.bincount(flat, minlength=num_ranks * num_ranks).reshape(num_ranks, num_ranks).astype(np.int64)
 
 
@@ -139,8 +163,8 @@ class MoeTraffic:
 
 
 def moe_traffic(expert_ids: np.ndarray, *, num_experts: int, hidden: int, mode: str, dispatch_dtype: str,
-                combine_dtype: str) -> MoeTraffic:
-    return MoeTraffic(rows=split_rows(expert_ids, num_experts, mode),
+                combine_dtype: str, pad: Rows | None = None) -> MoeTraffic:
+    return MoeTraffic(rows=split_rows(expert_ids, num_experts, mode, pad),
                       dispatch_row_bytes=bytes_per_token(hidden, dispatch_dtype),
                       combine_row_bytes=bytes_per_token(hidden, combine_dtype),
-                      expert_load=expert_load(expert_ids, num_experts))
+                      expert_load=expert_load(expert_ids, num_experts, pad))

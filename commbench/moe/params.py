@@ -1,24 +1,28 @@
 """The parameters of one MoE all-to-all point, validated, and the sweep a bench job expands to.
 
 Precedence: built-in defaults < `--preset` < explicit options. The keys are those recorded in
-Measurement.params (the cost model fits time against them).
+Measurement.params (the cost model fits time against them). `capacity_factor` / `pad_to_capacity` are
+Megatron-Core's --moe-expert-capacity-factor / --moe-pad-expert-input-to-capacity (commbench.moe.capacity);
+None / False = dropless, as no preset changes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from commbench.errors import CommbenchError, invalid
 from commbench.moe.accounting import COMBINE_DTYPES, DISPATCH_DTYPES, DISPATCH_MODES
+from commbench.moe.capacity import expert_capacity
 from commbench.moe.presets import preset_params
 from commbench.moe.routing import check_routing, load_trace, parse_routing
 
 DEFAULT_TOKENS_PER_RANK = (128, 512, 2048)
 DEFAULTS: dict[str, Any] = {"hidden": 4096, "num_experts": 64, "top_k": 8, "routing": "uniform",
                             "dispatch_mode": "per-expert", "dispatch_dtype": "bf16", "combine_dtype": "bf16",
-                            "seed": 0, "preset": None}
+                            "seed": 0, "preset": None, "capacity_factor": None, "pad_to_capacity": False}
 MAX_TOKENS_PER_RANK = 1 << 24  # the payload encodes token indices in three base-256 digits
 MIN_HIDDEN = 16  # the payload's 8 header channels plus filler channels
 MAX_EXPERTS = 1 << 24  # expert ids and per-rank slot masks travel as three base-256 digits
@@ -36,6 +40,8 @@ class MoeParams:
     combine_dtype: str
     seed: int
     preset: str | None = None
+    capacity_factor: float | None = None  # None: dropless
+    pad_to_capacity: bool = False
 
     def __post_init__(self) -> None:
         for field in ("tokens_per_rank", "hidden", "top_k", "num_experts", "seed"):
@@ -63,6 +69,39 @@ class MoeParams:
         if self.seed < 0:
             raise invalid("--seed", self.seed, "allowed: >= 0")
         check_routing(parse_routing(self.routing), num_experts=self.num_experts, top_k=self.top_k)
+        self._check_capacity()
+
+    def _check_capacity(self) -> None:
+        """megatron-core 0.16.1 transformer_config.py: padding needs a capacity factor, and the flex dispatcher's
+        DeepEP backend (per-rank dispatch here) refuses padding; a capacity factor alone works with both."""
+        factor = self.capacity_factor
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                                   or not math.isfinite(factor) or factor <= 0):
+            raise invalid("--capacity-factor", factor, "allowed: a number > 0 (expert capacity = ceil(tokens per "
+                                                       "rank x top-k / experts x C)); omit it for dropless")
+        if not isinstance(self.pad_to_capacity, bool):
+            raise invalid("--pad-to-capacity", self.pad_to_capacity, "allowed: true or false")
+        if not self.pad_to_capacity:
+            return
+        if factor is None:
+            raise invalid("--pad-to-capacity", True, "allowed only with --capacity-factor (Megatron-Core refuses "
+                                                     "moe_pad_expert_input_to_capacity without a capacity factor)")
+        if self.dispatch_mode == "per-rank":
+            raise invalid("--pad-to-capacity", True, "allowed only with --dispatch-mode per-expert (Megatron-Core's "
+                                                     "DeepEP dispatcher does not support padding to capacity)")
+        capacity = self.capacity()
+        if capacity > self.tokens_per_rank:
+            raise invalid("--capacity-factor", factor, f"allowed with --pad-to-capacity: capacity <= tokens per rank "
+                          f"(ceil({self.tokens_per_rank} x {self.top_k} / {self.num_experts} x {factor:g}) = {capacity} "
+                          f"> --tokens {self.tokens_per_rank}; Megatron-Core pads no expert past its rank's tokens), "
+                          f"i.e. C <= experts / top-k = {self.num_experts / self.top_k:g}")
+
+    def capacity(self) -> int | None:
+        """Tokens each expert takes from each rank (None: dropless)."""
+        if self.capacity_factor is None:
+            return None
+        return expert_capacity(tokens_per_rank=self.tokens_per_rank, num_experts=self.num_experts, top_k=self.top_k,
+                               capacity_factor=self.capacity_factor)
 
     def check_ep_size(self, ep_size: int) -> None:
         if self.num_experts % ep_size:
@@ -70,7 +109,12 @@ class MoeParams:
                                  f"experts must be divisible by the expert-parallel size ({ep_size})")
 
     def as_params(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Measurement.params; a dropless point leaves out capacity_factor / pad_to_capacity, so its records
+        match (compare, --resume) those measured before the capacity existed."""
+        params = dataclasses.asdict(self)
+        if self.capacity_factor is None:
+            del params["capacity_factor"], params["pad_to_capacity"]  # pad_to_capacity needs a capacity factor
+        return params
 
 
 def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
@@ -113,7 +157,7 @@ def parse_tokens(text: str) -> list[int]:
 def cli_params(collective: str, *, tokens: str | None, **options: Any) -> dict[str, Any]:
     """BenchConfig.params from `commbench bench` MoE options (None = not given); refuses them for
     other collectives so a typo'd collective does not silently ignore them."""
-    given = {k: v for k, v in options.items() if v is not None}
+    given = {k: v for k, v in options.items() if v is not None and v is not False}  # a flag left off: not given
     if collective != "moe_all_to_all":
         if tokens is not None or given:
             names = (["tokens"] if tokens is not None else []) + list(given)

@@ -44,23 +44,34 @@ def _stable_order(key: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
-def dispatch_rows(expert_ids: np.ndarray, num_experts: int, mode: str) -> Rows:
-    """Every dispatch row of the layer, sorted by (source, destination, tag order, token)."""
+def dispatch_rows(expert_ids: np.ndarray, num_experts: int, mode: str, pad: Rows | None = None) -> Rows:
+    """Every dispatch row of the layer, sorted by (source, destination, tag order, token). A slot with expert
+    id -1 (dropped by the expert capacity) moves nothing; `pad` (per-expert only): padding copies, which follow
+    the expert's kept rows, as Megatron's drop-and-pad permutation puts routed tokens first."""
     num_ranks, num_tokens, top_k = expert_ids.shape
     experts_per_rank = num_experts // num_ranks
     src = np.repeat(np.arange(num_ranks, dtype=np.int64), num_tokens * top_k)
     token = np.tile(np.repeat(np.arange(num_tokens, dtype=np.int64), top_k), num_ranks)
     if mode == "per-expert":
         tag = expert_ids.ravel().astype(np.int64)
-        order = _stable_order(src * num_experts + tag)  # rows are in (src, token) order already
+        valid = tag >= 0
+        src, token, tag = src[valid], token[valid], tag[valid]
+        is_pad = np.zeros(src.size, dtype=np.int64)
+        if pad is not None and len(pad):
+            src, token, tag = (np.concatenate([a, b]) for a, b in ((src, pad.src), (token, pad.token), (tag, pad.tag)))
+            is_pad = np.r_[is_pad, np.ones(len(pad), dtype=np.int64)]
+        order = _stable_order((src * num_experts + tag) * 2 + is_pad)  # rows are in (src, token) order already
         return Rows(src=src[order], dst=tag[order] // experts_per_rank, token=token[order], tag=tag[order])
-    slot_order = np.argsort(expert_ids // experts_per_rank, axis=2, kind="stable")
-    dest = np.take_along_axis(expert_ids // experts_per_rank, slot_order, axis=2).reshape(-1, top_k)
+    assert pad is None, "padding is refused with per-rank dispatch"
+    routed_dest = np.where(expert_ids >= 0, expert_ids // experts_per_rank, num_ranks)  # dropped slots sort last
+    slot_order = np.argsort(routed_dest, axis=2, kind="stable")
+    dest = np.take_along_axis(routed_dest, slot_order, axis=2).reshape(-1, top_k)
     first = np.ones(dest.shape, dtype=bool)
     first[:, 1:] = dest[:, 1:] != dest[:, :-1]  # the first slot of each (token, destination) run
     group = np.cumsum(first.ravel()) - 1
     mask = np.bincount(group, weights=(1 << slot_order.ravel()).astype(np.float64)).astype(np.int64)
-    keep = first.ravel()
+    mask = mask[(dest < num_ranks).ravel()[first.ravel()]]  # the runs of dropped slots move nothing
+    keep = (first & (dest < num_ranks)).ravel()
     src, token, dst = src[keep], token[keep], dest.ravel()[keep].astype(np.int64)
     order = _stable_order(src * num_ranks + dst)
     return Rows(src=src[order], dst=dst[order], token=token[order], tag=mask[order])
@@ -91,9 +102,10 @@ def decode_header(values: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarra
 
 
 def foreign_rows(values: np.ndarray, width: int, expert_ids: np.ndarray, rank: int, num_experts: int,
-                 mode: str) -> int:
+                 mode: str, pad: Rows | None = None) -> int:
     """Received rows that name no (source, token) of the layer, or experts not held by `rank`, or
-    (per-rank) not exactly the token's slots routed to `rank`."""
+    (per-rank) not exactly the token's slots routed to `rank`. Slots with id -1 (dropped by the capacity) are
+    not routed; a (source, token, expert) of `pad` (padding copies) is."""
     if values.size == 0:
         return 0
     num_ranks, num_tokens, top_k = expert_ids.shape
@@ -102,7 +114,11 @@ def foreign_rows(values: np.ndarray, width: int, expert_ids: np.ndarray, rank: i
     exists = (src >= 0) & (src < num_ranks) & (token >= 0) & (token < num_tokens)
     chosen = expert_ids[np.where(exists, src, 0), np.where(exists, token, 0)]  # (rows, top_k)
     if mode == "per-expert":
-        ok = (tag // experts_per_rank == rank) & np.any(chosen == tag[:, None], axis=1)
+        routed = np.any(chosen == tag[:, None], axis=1)
+        if pad is not None and len(pad):
+            key = (src * num_tokens + token) * num_experts + tag
+            routed |= np.isin(key, (pad.src * num_tokens + pad.token) * num_experts + pad.tag)
+        ok = (tag // experts_per_rank == rank) & routed
     else:
         mine = (chosen // experts_per_rank == rank) @ (1 << np.arange(top_k))
         ok = (tag == mine) & (mine != 0)

@@ -63,6 +63,9 @@ def moe_setup(params: dict) -> str:
     text = (f"hidden {params['hidden']}, {params.get('num_experts')} experts, top-{params.get('top_k')}, "
             f"{params.get('routing')} routing, {params.get('dispatch_mode')} dispatch in {params.get('dispatch_dtype')}, "
             f"combine in {params.get('combine_dtype')}")
+    if params.get("capacity_factor") is not None:  # Megatron's drop-and-pad MoE; dropless goes unsaid, as before
+        text += (f", capacity factor {params['capacity_factor']:g} ("
+                 + ("padded to capacity" if params.get("pad_to_capacity") else "tokens over capacity dropped") + ")")
     return f"preset {params['preset']}: {text}" if params.get("preset") else text
 
 

@@ -4,7 +4,8 @@ The plan's collectives, sized and priced as the step model does (planner/step/ev
 - EP all-to-all (one MoE layer's dispatch + combine, forward): the `moe_all_to_all` workload with the plan's
   tokens per rank (mbs x seq / (tp x cp)), expert width (the latent size for latent MoE), top-k, experts and
   dispatcher (per-expert copies with alltoall, per-rank deduplicated with flex), the dispatch in 8-bit where the
-  plan quantises it (flex in an 8/4-bit recipe); priced by moe_comm.ep_phases_s over the all-to-all efficiency;
+  plan quantises it (flex in an 8/4-bit recipe), and the model's expert capacity factor where it has one
+  (tokens over capacity dropped, no padding); priced by moe_comm.ep_phases_s over the all-to-all efficiency;
 - TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or with sequence parallel its
   reduce-scatter (bf16) and all-gather (8-bit + scales in an 8-bit recipe, tp_comm.GATHER_BYTES);
 - DP: one gradient bucket (Megatron's bucket, the calibration's dp_bucket_params x 2 B, or the local params if
@@ -295,6 +296,12 @@ def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom:
               "num_experts": model.num_routed_experts, "routing": "uniform",
               "dispatch_mode": "per-rank" if ctx.flex else "per-expert",
               "dispatch_dtype": dtype, "combine_dtype": "bf16", "seed": 0}
+    factor = model.architecture.capacity_factor if model.architecture is not None else 0.0
+    if factor:  # drop-and-pad MoE: the dispatcher moves at most the capacity (the plan emits no padding)
+        params.update(capacity_factor=float(factor), pad_to_capacity=False)
+        flags.append(f"EP all-to-all: measured with the model's expert capacity factor {factor:g} (Megatron-Core "
+                     "0.16.1: tokens over ceil(tokens x top-k / experts x C) per expert and rank dropped, not sent; "
+                     "no padding, as the plan emits no --moe-pad-expert-input-to-capacity)")
     flags.append(f"routing: the plan assumes the busiest EP rank gets {ctx.imbalance:g}x the mean; measured with "
                  "uniform random routing (the workload records its own imbalance)")
     return CommItem(label="EP all-to-all (dispatch + combine)", kind="ep", collective="moe_all_to_all",
