@@ -36,3 +36,16 @@ def test_plan_user_errors_are_one_line():
     assert bad_model.exit_code == 2 and "known models" in bad_model.output
     bad_system = CliRunner().invoke(app, ARGS[:4] + ["nosuch"] + ARGS[5:])
     assert bad_system.exit_code == 2 and "--system" in bad_system.output
+
+
+def test_a_full_layout_is_evaluated_whether_gbs_is_pinned_or_given_with_gbs():
+    # `--layout tp=..,pp=..,vp=..,ep=..,mbs=..` evaluates that one layout (--layout help, README, json-output.md:
+    # mode pinned, versus_best, defaults_taken); given the batch as --gbs 4096 instead of gbs=4096 it silently
+    # searched instead (mode search, no versus_best), for the same request
+    pinned = CliRunner().invoke(app, ARGS + ["--json"])
+    assert pinned.exit_code == 0, pinned.output
+    with_option = CliRunner().invoke(app, ARGS[:-1] + ["tp=1,pp=2,vp=8,ep=32,mbs=1", "--gbs", "4096", "--json"])
+    assert with_option.exit_code == 0, with_option.output
+    a, b = json.loads(pinned.output), json.loads(with_option.output)
+    assert b["mode"] == "pinned" and "versus_best" in b and "defaults_taken" in b
+    assert a["layout"] == b["layout"] and a["predicted"] == b["predicted"]

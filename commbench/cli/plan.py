@@ -171,7 +171,7 @@ def plan(
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     given = set(pins)
-    complete = layout is not None and is_complete(pins) and gbs is None
+    complete = layout is not None and is_complete(pins)
     fabric = _system(system, gpus, gpu)
     precision = resolve_precision(precision, pins, fabric.gpu)
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
