@@ -36,3 +36,30 @@ def test_plan_user_errors_are_one_line():
     assert bad_model.exit_code == 2 and "known models" in bad_model.output
     bad_system = CliRunner().invoke(app, ARGS[:4] + ["nosuch"] + ARGS[5:])
     assert bad_system.exit_code == 2 and "--system" in bad_system.output
+
+
+def test_a_full_layout_is_evaluated_whether_gbs_is_pinned_or_given_with_gbs():
+    # `--layout tp=..,pp=..,vp=..,ep=..,mbs=..` evaluates that one layout (--layout help, README, json-output.md:
+    # mode pinned, versus_best, defaults_taken); given the batch as --gbs 4096 instead of gbs=4096 it silently
+    # searched instead (mode search, no versus_best), for the same request
+    pinned = CliRunner().invoke(app, ARGS + ["--json"])
+    assert pinned.exit_code == 0, pinned.output
+    with_option = CliRunner().invoke(app, ARGS[:-1] + ["tp=1,pp=2,vp=8,ep=32,mbs=1", "--gbs", "4096", "--json"])
+    assert with_option.exit_code == 0, with_option.output
+    a, b = json.loads(pinned.output), json.loads(with_option.output)
+    assert b["mode"] == "pinned" and "versus_best" in b and "defaults_taken" in b
+    assert a["layout"] == b["layout"] and a["predicted"] == b["predicted"]
+
+
+def test_emit_prints_a_pinned_layouts_plan_as_it_does_a_searched_one():
+    # README: `plan ... --emit megatron -O plan/`, `plan ... --emit torchtitan --torchtitan-version 0.2`; with a
+    # --layout naming tp, pp, vp, ep and mbs --emit was dropped without a word (the breakdown table was printed)
+    megatron = CliRunner().invoke(app, ARGS + ["--emit", "megatron"])
+    assert megatron.exit_code == 0, megatron.output
+    assert "--pipeline-model-parallel-size 2" in megatron.output and "predicted step" not in megatron.output
+    toml = CliRunner().invoke(app, ARGS + ["--emit", "torchtitan", "--torchtitan-version", "0.2"])
+    assert toml.exit_code == 0 and "[parallelism]" in toml.output, toml.output
+    as_json = CliRunner().invoke(app, ARGS + ["--emit", "json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output)["mode"] == "pinned"
+    bad = CliRunner().invoke(app, ARGS + ["--emit", "yaml"])
+    assert bad.exit_code == 2 and "--emit" in bad.output and "Traceback" not in bad.output

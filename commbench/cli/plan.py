@@ -123,7 +123,7 @@ def plan(
     # --- layout search options (issue 9) ---
     gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
-    emit: Annotated[Optional[str], typer.Option(help="print the chosen plan as json, megatron or torchtitan (search)")] = None,
+    emit: Annotated[Optional[str], typer.Option(help="print the plan (the chosen or the --layout one) as json, megatron or torchtitan")] = None,
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="folder for plan.json, megatron_args.txt, launch.env "
                                               "and the TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2)")] = None,
     torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
@@ -171,7 +171,7 @@ def plan(
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     given = set(pins)
-    complete = layout is not None and is_complete(pins) and gbs is None
+    complete = layout is not None and is_complete(pins)
     fabric = _system(system, gpus, gpu)
     precision = resolve_precision(precision, pins, fabric.gpu)
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
@@ -190,6 +190,9 @@ def plan(
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
+    from commbench.planner.emit.plan import EMIT_KINDS
+    if emit is not None and emit not in EMIT_KINDS:
+        raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
     req.pins.setdefault("cp", 1)
     req.pins.setdefault("etp", req.pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
@@ -199,7 +202,7 @@ def plan(
     lay = arr.layout(0)
     row = bd.row(0)
     versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"})
-    if as_json or out:
+    if as_json or out or emit:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files
         from commbench.planner.emit.pinned import pinned_plan_document
@@ -210,8 +213,13 @@ def plan(
                                    calibration=cal)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
-        if as_json:
+        if as_json or emit == "json":
             console.print_json(json.dumps(doc, default=float))
+            return
+        if emit in ("megatron", "torchtitan"):
+            from commbench.planner.emit.plan import megatron_text, torchtitan_text
+            text = megatron_text(doc["megatron"]) if emit == "megatron" else torchtitan_text(doc["torchtitan"])
+            console.print(text, highlight=False, markup=False, soft_wrap=True)
             return
     step = row["step_s"]
     rows = [["compute (GEMM + attention + memory-bound + overhead + recompute)", f"{row['compute_s']:.3f}",
