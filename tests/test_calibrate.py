@@ -103,11 +103,14 @@ def test_one_scoring_path_plan_search_and_evaluate(tmp_path):
     plan = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--json"])
     assert plan.exit_code == 0, plan.output
     planned = json.loads(plan.output)["predicted"]["tokens_per_s_per_gpu"]  # one plan schema, pinned or searched
-    listing = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--gbs", "4096", "--json", "--top", "1"])
-    assert listing.exit_code == 0, listing.output
-    listed = json.loads(listing.output)
-    searched = listed["top"][0]["tokens_per_s_per_gpu"]
-    assert listed["predicted"]["tokens_per_s_per_gpu"] == searched
+    # the search listing with every field pinned (plan --layout with --gbs now evaluates the layout, as above)
+    from commbench.costmodel import load_preset
+    from commbench.planner.models.zoo import load_model
+    from commbench.planner.search.space import SearchRequest, parse_pins, search
+    pins = {k: v for k, v in parse_pins(layout).items() if k != "gbs"}
+    listed = search(SearchRequest(model=load_model("deepseek-v3"), fabric=load_preset("gb300-nvl72", num_gpus=256),
+                                  num_gpus=256, gbs=4096, precision="mxfp8", pins=pins, keep=1))
+    searched = float(listed.fitting_tokens_desc[0])
     runs = tmp_path / "runs.json"
     runs.write_text(json.dumps([dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8",
                                      seq_len=4096, tokens_per_s_per_gpu=6300.0, **RECORD, recipe=flags)]))

@@ -33,7 +33,9 @@ def test_calibrate_writes_its_format_version_and_plan_reads_every_term_from_it(t
     data = json.loads(out.read_text())
     assert data["version"] == CALIBRATION_VERSION and isinstance(data["commbench_version"], str)
     assert set(data["terms"]) == set(FITTED_TERMS)
-    doc = json.loads(CliRunner().invoke(app, [*PLAN, *PINNED, "--json", "--calibration", str(out)]).output)
+    planned = CliRunner().invoke(app, [*PLAN, *PINNED, "--json", "--calibration", str(out)])
+    doc = json.loads(planned.stdout)   # stderr: the file was fitted on GB300 runs only, this plan is B200
+    assert "fitted on runs of gb300 only; this plan is b200" in planned.stderr
     assert doc["inputs"]["calibration"] == str(out) and doc["inputs"]["calibration_shipped_terms"] == []
     assert any("it sets every fitted term" in a for a in doc["assumptions"])
 
