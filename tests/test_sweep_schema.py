@@ -315,3 +315,20 @@ def test_a_form_the_collective_does_not_have_is_refused_by_entry_and_field(run, 
 def test_op_is_read_in_either_case_as_bench_reads_it():
     """`op = "SUM"` (as nccl-tests users type it) is sum, as bench's -o and a sweep's dtype take either case."""
     assert [e.op for e in parse(entry(op="SUM"), entry(op="Max")).entries] == ["sum", "max"]
+
+
+def test_a_dry_run_refuses_the_local_ranks_the_launch_refuses(tmp_path):
+    # --dry-run --nproc 100000 said "valid" on a 2-core host whose launch refuses more than max(8, 4 x cores) gloo
+    # ranks; --world-size still plans for another machine
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.comm.backends import max_local_ranks
+
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('[sweep]\nbackend = "gloo"\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K"]\n')
+    too_many = max_local_ranks("gloo")[0] + 1
+    runner = CliRunner()
+    refused = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--nproc", str(too_many)])
+    assert refused.exit_code == 2 and refused.output.startswith(f"error: --nproc={too_many} is invalid"), refused.output
+    planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", str(too_many)])
+    assert planned.exit_code == 0 and "valid:" in planned.output, planned.output

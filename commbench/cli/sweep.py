@@ -211,6 +211,12 @@ def sweep(
         if requested == "gloo":  # as the launch refuses it; auto may be nccl on the machine the sweep is for
             from commbench.comm.nccl_tuning import refuse_on_backend
             refuse_on_backend(requested, list(spec.tuning))
+        if world_size is None and nproc is not None:   # --nproc: ranks started here, as the launch checks them
+            from commbench.comm.backends import max_local_ranks   # (--world-size plans for another machine)
+            limit, why = max_local_ranks(dry_run_backend(requested))
+            if not 1 <= nproc <= limit:
+                raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on "
+                                     f"{dry_run_backend(requested)} ({why}); --world-size plans for another machine")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
         if as_json:
