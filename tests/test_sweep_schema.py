@@ -332,3 +332,11 @@ def test_a_dry_run_refuses_the_local_ranks_the_launch_refuses(tmp_path):
     assert refused.exit_code == 2 and refused.output.startswith(f"error: --nproc={too_many} is invalid"), refused.output
     planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", str(too_many)])
     assert planned.exit_code == 0 and "valid:" in planned.output, planned.output
+    # NCCL tuning axes with backend auto: on this CPU host auto is gloo, which the launch refuses them on
+    auto = tmp_path / "auto.toml"
+    auto.write_text('[sweep]\nbackend = "auto"\n[[run]]\ncollective = "all_reduce"\nsizes = ["1K"]\n')
+    tuned = runner.invoke(app, ["sweep", str(auto), "--dry-run", "--nproc", "2", "--nccl-algo", "ring"])
+    if max_local_ranks("nccl")[0] == 0:   # no GPU here
+        assert tuned.exit_code == 2 and "need an NCCL backend" in tuned.output, tuned.output
+    elsewhere = runner.invoke(app, ["sweep", str(auto), "--dry-run", "--world-size", "2", "--nccl-algo", "ring"])
+    assert elsewhere.exit_code == 0, elsewhere.output

@@ -213,6 +213,8 @@ def sweep(
             refuse_on_backend(requested, list(spec.tuning))
         if world_size is None and nproc is not None:   # --nproc: ranks started here, as the launch checks them
             from commbench.comm.backends import max_local_ranks   # (--world-size plans for another machine)
+            from commbench.comm.nccl_tuning import refuse_on_backend
+            refuse_on_backend(dry_run_backend(requested), list(spec.tuning))   # auto: what it resolves to here
             limit, why = max_local_ranks(dry_run_backend(requested))
             if not 1 <= nproc <= limit:
                 raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on "
