@@ -350,3 +350,27 @@ def test_nccl_tests_2_10_0_with_several_gpus_per_process_is_warned_as_n_times_lo
     fixed = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "--nccl-tests-version", "2.10.1",
                                      "-O", str(tmp_path / "b.jsonl")])
     assert fixed.exit_code == 0 and "2.10.0" not in fixed.stderr, fixed.output
+
+
+def test_aggregated_and_graph_launched_logs_keep_how_they_were_measured(tmp_path):
+    # the banner's "agg iters: 4" (-m 4: four calls in one ncclGroupStart/End, src/common.cu) and "graph: 5" (-G) were
+    # dropped: the points read as single eager calls of their size, and nccl-tuner made rules from them
+    from commbench.results.nccl_tuner import points_from_records
+    text = (DATA / "broadcast-per-iter.log").read_text().replace("agg iters: 1", "agg iters: 4")
+    log = tmp_path / "broadcast-m4.log"
+    log.write_text(text)
+    headers, points = split(import_file(str(log)))
+    assert points and all(p.params == {"root": 0, "agg_iters": 4} for p in points)
+    tuned, notes = points_from_records(import_file(str(log)).records)
+    assert tuned == [] and any("aggregated" in note for note in notes), notes
+    graphed = tmp_path / "broadcast-g5.log"
+    graphed.write_text((DATA / "broadcast-per-iter.log").read_text().replace("graph: 0", "graph: 5"))
+    assert all(p.params.get("cuda_graph") is True for p in split(import_file(str(graphed)))[1])
+    # the JSON form: aggregated_iterations, graph and blocking_collectives (nccl-tests src/util.cu), strings as printed
+    doc = json.loads((DATA / "sendrecv.json").read_text())
+    doc["config"].update(aggregated_iterations=2, graph=0, blocking_collectives="true")
+    as_json = tmp_path / "m2.json"
+    as_json.write_text(json.dumps(doc))
+    assert all(p.params == {"agg_iters": 2, "blocking": True} for p in split(import_file(str(as_json)))[1])
+    plain = split(import_file(str(DATA / "sendrecv.json")))[1]
+    assert all("agg_iters" not in p.params and "blocking" not in p.params for p in plain)

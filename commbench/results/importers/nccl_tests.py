@@ -102,6 +102,9 @@ AVERAGE_2_10_0_NOTE = ("nccl-tests 2.10.0: built with MPI, its -a 1 time is the 
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
+# the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
+_AGG_RE = re.compile(r"\bagg iters: (\d+)")
+_GRAPH_RE = re.compile(r"\bgraph: (\d+)")
 # commbench's own terminal intro above its --format nccl-tests banner (measure/view.py): "commbench 0.1.0: all_reduce on
 # gloo, 2 rank(s) ..."
 _COMMBENCH_INTRO_RE = re.compile(r"commbench \S+: \S+ on ([a-z-]+),")
@@ -161,12 +164,20 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
                      notes=[f"imported from nccl-tests output {source}", *notes])
 
 
+def loop_params(agg_iters: int, graph_launches: int, blocking: bool) -> dict:
+    """nccl-tests' -m, -G and -z as a commbench record's params hold them (measure/harness.py: agg_iters above 1,
+    cuda_graph, blocking): an imported -m 4 point read as one call of its size, and nccl-tuner made rules from it
+    (src/common.cu: -m groups the calls in ncclGroupStart/End; the time is per call)."""
+    return {**({"agg_iters": agg_iters} if agg_iters > 1 else {}), **({"cuda_graph": True} if graph_launches > 0 else {}),
+            **({"blocking": True} if blocking else {})}
+
+
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
                  num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None,
-                 notes: Iterable[str] = (), backend: str = "nccl") -> Measurement:
+                 notes: Iterable[str] = (), backend: str = "nccl", loop: dict | None = None) -> Measurement:
     point = point or {}
-    params = {} if root is None or root < 0 else {"root": root}
+    params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {})}
     return Measurement(run_id=run_id, collective=collective, backend=backend, size_bytes=size, count=count,
                        dtype=DTYPE_NAMES.get(dtype, dtype),
                        op=None if redop in ("none", "") or collective in PRINTS_UNUSED_OP else redop,
@@ -188,6 +199,7 @@ class _TextRun:
         self.columns: list[str] | None = None
         self.refused: str | None = None  # why the current table's rows are skipped (said once, at its header)
         self.iters = self.warmup = 0
+        self.loop: dict = {}   # the banner's -m / -G as commbench records them (loop_params)
         self.threads_gpus = 1
         self.hosts: list[str] = []
         self.devices: list[str] = []
@@ -366,7 +378,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
             num_wrong=wrong, metrics=metrics, average=average, point=state.point, notes=notes + time_notes,
-            backend=state.backend))
+            backend=state.backend, loop=state.loop))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -404,6 +416,8 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.threads_gpus = int(match.group(1)) * int(match.group(2))
         state.threads = int(match.group(1))
         state.warmup, state.iters = int(match.group(3)), int(match.group(4))
+        agg, graph = _AGG_RE.search(body), _GRAPH_RE.search(body)
+        state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False)
     elif body.startswith("Using devices"):
         state.hosts, state.devices = [], []
     elif (match := _RANK_RE.match(line.strip())):
@@ -536,7 +550,9 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
                     iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
                     time_us=float(time_us), algbw=float(cell["alg_bw"]), busbw=float(cell["bus_bw"]),
-                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}, average=average))
+                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}, average=average,
+                    loop=loop_params(int(config.get("aggregated_iterations", 1) or 1), int(config.get("graph", 0) or 0),
+                                     str(config.get("blocking_collectives", "false")).lower() == "true")))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             for record in made:
