@@ -204,6 +204,9 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         raise invalid("--top", top, "a positive number of layouts")
     if req.precision not in PRECISIONS:
         raise invalid("--precision", req.precision, f"one of {', '.join(PRECISIONS)}")
+    for option, value in (("--sweep", sweep_file), ("--nproc", nproc)):
+        if results is not None and value is not None:  # it was ignored: the plan named no sweep of those
+            raise invalid(option, value, "not with --results, which skips the sweep: give one or the other")
     if results is None:
         from commbench.comm.backends import resolve_backend
         from commbench.sweep import load_sweep, parse_sweep, plan_sweep
