@@ -19,6 +19,9 @@ from commbench.cli.app import app
     (["--layout", "tp=3,pp=1,vp=1,ep=1,mbs=1"], "deepseek-v3"),
     (["--sweep", "no-such-sweep"], "no-such-sweep"),
     (["--results", "/nonexistent/results.jsonl"], "cannot be read"),
+    # --results skips the sweep: --sweep and --nproc were ignored without a word
+    (["--results", "r.jsonl", "--sweep", "s.toml"], "--sweep='s.toml' is invalid: not with --results"),
+    (["--results", "r.jsonl", "--nproc", "4"], "--nproc=4 is invalid: not with --results"),
 ])
 def test_bad_input_for_a_later_stage_stops_before_the_sweep(tmp_path, args, needle):
     out = tmp_path / "tune"

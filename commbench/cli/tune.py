@@ -117,7 +117,22 @@ def _claim(folder: Path, *, measure: bool, force: bool) -> list:
             raise CommbenchError(f"--out={str(folder)!r} already holds a sweep's results ({results}): plan from them "
                                  f"with --results {results}, choose another --out, or pass --force to measure again")
         results.write_bytes(b"")
+        _remove_previous(folder)  # the old plan's measurements are gone: so are the files made from them
     return locks
+
+
+def _remove_previous(folder: Path) -> None:
+    """Delete an earlier tune's fabric.json, fabric-measured.json and plan files in `folder` (those
+    commbench wrote; the caller holds the fabric files' locks) once this run replaces them: an
+    interrupted or failed run never leaves the old plan beside the new sweep or fit."""
+    from commbench.costmodel.fabric import PROFILE_FORMAT
+    from commbench.files import _head
+    from commbench.planner.emit.plan_files import remove_plan_files
+
+    remove_plan_files(folder)
+    for name in ("fabric.json", "fabric-measured.json"):
+        if (folder / name).is_file() and PROFILE_FORMAT.encode() in _head(folder / name):
+            (folder / name).unlink()
 
 
 def _written_by_tune(path: Path) -> bool:
@@ -153,6 +168,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             progress.add_task(f"1/3 sweep: skipped, using {results}", total=1, completed=1)
         task = progress.add_task("2/3 fit", total=1)
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
+        _remove_previous(folder)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
         # so `plan --system fabric.json` re-plans tune's result; the fit alone: fabric-measured.json
         write_output(folder / "fabric.json", fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
@@ -188,6 +204,9 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         raise invalid("--top", top, "a positive number of layouts")
     if req.precision not in PRECISIONS:
         raise invalid("--precision", req.precision, f"one of {', '.join(PRECISIONS)}")
+    for option, value in (("--sweep", sweep_file), ("--nproc", nproc)):
+        if results is not None and value is not None:  # it was ignored: the plan named no sweep of those
+            raise invalid(option, value, "not with --results, which skips the sweep: give one or the other")
     if results is None:
         from commbench.comm.backends import resolve_backend
         from commbench.sweep import load_sweep, parse_sweep, plan_sweep

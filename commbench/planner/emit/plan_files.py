@@ -11,12 +11,15 @@ from typing import Any
 from commbench.planner.emit.plan import PLAN_FORMAT, plan_json_text, torchtitan_text
 from commbench.planner.emit.torchtitan_config import MODULE_FILE
 
-__all__ = ["PLAN_FILE_MARKERS", "check_plan_folder", "plan_files", "write_plan_files"]
+__all__ = ["PLAN_FILE_MARKERS", "check_plan_folder", "plan_files", "remove_plan_files", "write_plan_files"]
 
 # What each plan file starts with when commbench wrote it (files.claim_output looks in its first 4 KiB).
 PLAN_FILE_MARKERS = {"plan.json": f'"{PLAN_FORMAT}"', "megatron_args.txt": "--num-layers ",
                      "launch.env": "# commbench plan", "torchtitan_args.txt": "--parallelism.",
                      "torchtitan.toml": "# commbench plan"}
+
+
+_ALL_MARKERS = {**PLAN_FILE_MARKERS, MODULE_FILE: "commbench plan"}
 
 
 def plan_files(doc: dict[str, Any]) -> dict[str, str]:
@@ -40,15 +43,40 @@ def check_plan_folder(folder: str | Path, *, force: bool = False, option: str = 
     files of those names commbench did not write (unless `force`)."""
     from commbench.files import claim_output
 
-    for name, marker in PLAN_FILE_MARKERS.items() | {(MODULE_FILE, "commbench plan")}:
+    for name, marker in _ALL_MARKERS.items():
         claim_output(Path(folder) / name, option, marker=marker, what=f"plan file ({name})", force=force).release()
+
+
+def remove_plan_files(folder: str | Path, *, keep: tuple[str, ...] = (), option: str = "--out") -> list[str]:
+    """Delete the plan files in `folder` that commbench wrote (their marker in the first 4 KiB), except
+    `keep`, under the output lock: an earlier plan's megatron_args.txt or TorchTitan file is never left
+    beside a new plan. A file of those names commbench did not write is kept. Returns the names removed."""
+    from commbench.files import claim_output
+
+    removed = []
+    for name, marker in _ALL_MARKERS.items():
+        if name not in keep and (Path(folder) / name).is_file():
+            with claim_output(Path(folder) / name, option, marker=marker, what=f"plan file ({name})", force=True):
+                removed += [name] if _remove_if_ours(Path(folder) / name, marker) else []
+    return removed
+
+
+def _remove_if_ours(path: Path, marker: str) -> bool:
+    from commbench.files import _head
+
+    if path.is_file() and marker.encode() in _head(path):
+        path.unlink()
+        return True
+    return False
 
 
 def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = False,
                      option: str = "--out") -> list[str]:
     """Write plan_files(doc) into `folder` under the output lock (files.claim_output): another run
     writing them, or a file of that name commbench did not write, is refused in one line before
-    anything is written, unless `force`. Returns the names written."""
+    anything is written, unless `force`. Plan files an earlier plan wrote there that this one has not
+    and the old plan.json are deleted first, and plan.json is written last: a
+    folder with a plan.json holds that plan's files only. Returns the names written."""
     from commbench.files import claim_output, write_output
 
     folder = Path(folder)
@@ -59,8 +87,15 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = F
         for name in files:
             marker = PLAN_FILE_MARKERS.get(name, "commbench plan")
             locks.append(claim_output(folder / name, option, marker=marker, what=f"plan file ({name})", force=force))
-        for name, text in files.items():
-            write_output(folder / name, text, option, marker="", what="", claimed=True)
+        stale = [name for name in _ALL_MARKERS if name not in files and (folder / name).is_file()]
+        for name in stale:  # another plan's files: a file commbench did not write is kept
+            locks.append(claim_output(folder / name, option, marker=_ALL_MARKERS[name], what=f"plan file ({name})",
+                                      force=True))
+        # plan.json too: it names the files beside it, so it goes first and comes back last
+        for name in [*stale, "plan.json"]:
+            _remove_if_ours(folder / name, _ALL_MARKERS[name])
+        for name in sorted(files, key=lambda name: name == "plan.json"):
+            write_output(folder / name, files[name], option, marker="", what="", claimed=True)
     finally:
         for lock in locks:
             lock.release()
