@@ -210,6 +210,16 @@ def _head(path: Path, num_bytes: int = 4096) -> bytes:
         return b""
 
 
+def remove_if_written(path: str | os.PathLike[str], marker: str) -> bool:
+    """Delete `path` when it is a file commbench wrote (its `marker` in the first 4 KiB, as claim_output checks);
+    a file of that name someone else wrote is kept. Whether it was deleted."""
+    target = Path(path)
+    if target.is_file() and marker.encode() in _head(target):
+        target.unlink()
+        return True
+    return False
+
+
 def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what: str,
                  force: bool = False, force_option: str | None = "--force") -> OutputLock:
     """Lock a file that will be written whole (replaced). Refused in one line when it is empty text

@@ -126,13 +126,12 @@ def _remove_previous(folder: Path) -> None:
     commbench wrote; the caller holds the fabric files' locks) once this run replaces them: an
     interrupted or failed run never leaves the old plan beside the new sweep or fit."""
     from commbench.costmodel.fabric import PROFILE_FORMAT
-    from commbench.files import _head
+    from commbench.files import remove_if_written
     from commbench.planner.emit.plan_files import remove_plan_files
 
     remove_plan_files(folder)
     for name in ("fabric.json", "fabric-measured.json"):
-        if (folder / name).is_file() and PROFILE_FORMAT.encode() in _head(folder / name):
-            (folder / name).unlink()
+        remove_if_written(folder / name, PROFILE_FORMAT)
 
 
 def _written_by_tune(path: Path) -> bool:

@@ -131,6 +131,12 @@ def _moe_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[Me
     ]
 
 
+def _cells(m: Measurement, columns) -> list[str]:
+    """A record's cells: a failed point shows only what names it (point, size, tokens per rank) and #wrong."""
+    return [cell(m) if (m.status == "ok" or col.name in ("point", "size", "tok/rank", "#wrong")) else ""
+            for col, cell in columns]
+
+
 def moe_markdown_table(records: Sequence[Measurement]) -> list[str]:
     """MoE all-to-all points as a markdown table with the columns of the terminal's (_moe_columns): `bench
     --format markdown` printed the plain collectives' size/time columns, without tokens per rank, imbalance or
@@ -142,8 +148,7 @@ def moe_markdown_table(records: Sequence[Measurement]) -> list[str]:
     lines = ["| " + " | ".join(pipe_safe(col.name) for col, _ in columns) + " | #wrong |",
              "|" + "---:|" * (len(columns) + 1)]
     for m in records:
-        cells = [cell(m) if (m.status == "ok" or col.name in ("point", "size", "tok/rank")) else ""
-                 for col, cell in columns]
+        cells = _cells(m, columns)
         wrong = "failed" if m.status != "ok" else ("-" if m.num_wrong is None else str(m.num_wrong))
         lines.append("| " + " | ".join(pipe_safe(c) for c in cells + [wrong]) + " |")
     failed = [f"failed {record_label(m)}: {m.error or 'no error recorded'}" for m in records if m.status != "ok"]
@@ -157,8 +162,7 @@ def measurement_table(title: str | None, records: Sequence[Measurement], width: 
     points print under the table."""
     columns = _moe_columns(records) if records and all(is_moe(m) for m in records) else _plain_columns(records)
     columns.append((Col(name="#wrong"), _wrong))
-    rows = [[cell(m) if (m.status == "ok" or col.name in ("point", "size", "tok/rank", "#wrong")) else ""
-             for col, cell in columns] for m in records]
+    rows = [_cells(m, columns) for m in records]
     failed = [f"[red]failed[/] {escape(record_label(m))}: {escape(m.error or 'no error recorded')}"
               for m in records if m.status != "ok"]
     return fitted_table(title, [col for col, _ in columns], rows, width, caption="\n".join(failed) or None)

@@ -51,23 +51,14 @@ def remove_plan_files(folder: str | Path, *, keep: tuple[str, ...] = (), option:
     """Delete the plan files in `folder` that commbench wrote (their marker in the first 4 KiB), except
     `keep`, under the output lock: an earlier plan's megatron_args.txt or TorchTitan file is never left
     beside a new plan. A file of those names commbench did not write is kept. Returns the names removed."""
-    from commbench.files import claim_output
+    from commbench.files import claim_output, remove_if_written
 
     removed = []
     for name, marker in _ALL_MARKERS.items():
         if name not in keep and (Path(folder) / name).is_file():
             with claim_output(Path(folder) / name, option, marker=marker, what=f"plan file ({name})", force=True):
-                removed += [name] if _remove_if_ours(Path(folder) / name, marker) else []
+                removed += [name] if remove_if_written(Path(folder) / name, marker) else []
     return removed
-
-
-def _remove_if_ours(path: Path, marker: str) -> bool:
-    from commbench.files import _head
-
-    if path.is_file() and marker.encode() in _head(path):
-        path.unlink()
-        return True
-    return False
 
 
 def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = False,
@@ -77,7 +68,7 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = F
     anything is written, unless `force`. Plan files an earlier plan wrote there that this one has not
     and the old plan.json are deleted first, and plan.json is written last: a
     folder with a plan.json holds that plan's files only. Returns the names written."""
-    from commbench.files import claim_output, write_output
+    from commbench.files import claim_output, remove_if_written, write_output
 
     folder = Path(folder)
     files = plan_files(doc)
@@ -93,7 +84,7 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = F
                                       force=True))
         # plan.json too: it names the files beside it, so it goes first and comes back last
         for name in [*stale, "plan.json"]:
-            _remove_if_ours(folder / name, _ALL_MARKERS[name])
+            remove_if_written(folder / name, _ALL_MARKERS[name])
         for name in sorted(files, key=lambda name: name == "plan.json"):
             write_output(folder / name, files[name], option, marker="", what="", claimed=True)
     finally:

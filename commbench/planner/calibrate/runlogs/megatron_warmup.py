@@ -76,9 +76,13 @@ def iterations_before(numbers: list[int | None], *, loaded_at: int | None, log_i
     count one --log-interval each."""
     if not numbers or any(n is None for n in numbers):
         return [i * log_interval for i in range(len(numbers))]
-    first = numbers[0]
-    start = min(loaded_at if loaded_at is not None else (0 if first <= log_interval else first - 1), first - 1)
+    start = _start(numbers[0], loaded_at, log_interval)
     return [0] + [numbers[i - 1] - start for i in range(1, len(numbers))]
+
+
+def _start(first: int, loaded_at: int | None, log_interval: int) -> int:
+    """The iteration a start began after (iterations_before says how it is read), from its first line's number."""
+    return min(loaded_at if loaded_at is not None else (0 if first <= log_interval else first - 1), first - 1)
 
 
 def averages_the_first(numbers: list[int | None], *, loaded_at: int | None, log_interval: int) -> bool:
@@ -90,9 +94,7 @@ def averages_the_first(numbers: list[int | None], *, loaded_at: int | None, log_
     is 1 a log cannot tell them apart, and the line is left out either way (one line of data, never a biased one)."""
     if len(numbers) < 2 or any(n is None for n in numbers[:2]):
         return False
-    first = numbers[0]
-    start = min(loaded_at if loaded_at is not None else (0 if first <= log_interval else first - 1), first - 1)
-    return first == start + 1
+    return numbers[0] == _start(numbers[0], loaded_at, log_interval) + 1
 
 
 def capture_spikes(times_ms: list[float], before: list[int]) -> int:
