@@ -100,6 +100,27 @@ def test_the_other_biased_and_normed_models_count_their_hf_parameters(folder, to
     assert _counts(folder).total == total
 
 
+def test_qwen3_coder_480b_a35b():
+    """Qwen3-30B-A3B's terms (modeling_qwen3_moe.py) at Qwen3-Coder-480B-A35B's sizes: 62 layers of 6144, 96 / 8 heads of
+    128 with q/k norms, every layer MoE (160 experts of 2560, router Linear(hidden, 160), no shared expert), untied."""
+    h, heads, kv, d, experts, ffn, vocab, layers = 6144, 96, 8, 128, 160, 2560, 151936, 62
+    attention = h * heads * d + 2 * h * kv * d + heads * d * h + 2 * d
+    layer = attention + experts * h + experts * 3 * h * ffn + 2 * h
+    total = layers * layer + 2 * vocab * h + h
+    assert total == 480_154_875_392
+    assert _counts("Qwen3-Coder-480B-A35B-Instruct").total == total
+
+
+def test_llama_3_2_1b_ties_its_output_layer_to_the_input_embedding():
+    """modeling_llama.py with tie_word_embeddings true: lm_head shares embed_tokens' weight, counted once (hidden 2048,
+    16 layers, 32 / 8 heads of 64, intermediate 8192, vocab 128256): 1,235,814,400, the card's "1.23B"."""
+    h, heads, kv, d, ffn, vocab, layers = 2048, 32, 8, 64, 8192, 128256, 16
+    layer = h * heads * d + 2 * h * kv * d + heads * d * h + 3 * h * ffn + 2 * h
+    total = layers * layer + vocab * h + h
+    assert total == 1_235_814_400
+    assert _counts("Llama-3.2-1B-Instruct").total == total
+
+
 def test_gpt_oss_20b():
     """gpt-oss-120b's terms (modeling_gpt_oss.py) at gpt-oss-20b's sizes: 24 layers, 32 experts of 2880, vocab
     201088, untied. The total is the model card's 20.91B."""

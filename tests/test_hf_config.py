@@ -68,6 +68,9 @@ PUBLISHED = [
     ("Nemotron-H-47B-Base-8K", 47.0, None, 1.0, ""),
     ("Nemotron-H-56B-Base-8K", 56.0, None, 1.0, ""),
     ("phi-4", 14.0, None, 1.0, ""),   # model_type phi3; the card's "14B" (this count: 14.66B)
+    # audited since (SOURCES.md): Qwen3-MoE at 160 experts; a Llama whose output layer is its input embedding
+    ("Qwen3-Coder-480B-A35B-Instruct", 480.0, 35.0, 1.0, ""),
+    ("Llama-3.2-1B-Instruct", 1.23, None, 0.01, ""),
 ]
 
 

@@ -347,3 +347,19 @@ def test_a_llama_mlp_bias_is_refused_by_name(tmp_path):
     those biases, silently. false (Llama 3.x configs) is read."""
     assert "mlp_bias=true is not modelled for model_type 'llama'" in _refusal(_config(tmp_path, "Llama-3.1-8B", mlp_bias=True))
     assert load_model(_config(tmp_path, "Llama-3.1-8B", mlp_bias=False)).num_layers == 32
+
+
+@pytest.mark.parametrize("folder, want", [("Mixtral-8x7B-v0.1", 4096 // 32), ("Mixtral-8x22B-v0.1", 6144 // 48),
+                                          ("Mistral-Nemo-Base-2407", 5120 // 32), ("Llama-3.1-8B", 4096 // 32)])
+def test_a_null_head_dim_is_hidden_over_heads_as_transformers_builds_it(tmp_path, folder, want):
+    """"head_dim": null is hidden_size // num_attention_heads for these types: transformers@00d4b3d modeling_mixtral.py
+    MixtralAttention `getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads` (its
+    MixtralConfig keeps head_dim None, transformers@008e574 configuration_mixtral.py, so a saved config carries the
+    null: llm-d/llm-d-benchmark issue #426 reads it from mistralai/Mixtral-8x22B-Instruct-v0.1; tenstorrent/vllm PR
+    #148 and HabanaAI/vllm-fork PR #1294 from Mistral-7B configs); transformers@001f85b configuration_mistral.py
+    MistralConfig `head_dim if head_dim is not None else hidden_size // num_attention_heads`; LlamaConfig the same.
+    It was one line, `lacks 'head_dim' (needed for model_type 'mixtral')`, for a config transformers loads."""
+    m = load_model(_config(tmp_path, folder, head_dim=None))
+    assert m.head_dim == want
+    (tmp_path / "explicit").mkdir()
+    assert param_counts(m).total == param_counts(load_model(_config(tmp_path / "explicit", folder, head_dim=want))).total

@@ -31,6 +31,10 @@ from commbench.planner.models.spec import ModelSpec
 PREFIX = "hf:"
 DEFAULT_SEQ_LEN = 4096  # config.json holds the context window, not a training sequence length
 HYBRID_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # Nemotron layers_block_type
+# "head_dim": null is hidden_size // num_attention_heads (transformers@008e574 LlamaConfig.__post_init__;
+# transformers@001f85b MistralConfig; transformers@00d4b3d MixtralAttention `getattr(config, "head_dim", None) or
+# hidden_size // num_attention_heads`, its MixtralConfig keeping the None, so configs it saves carry the null)
+NULL_HEAD_DIM_TYPES = ("llama", "mistral", "mixtral")
 
 
 class _Config:
@@ -91,10 +95,12 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
     hidden = c.int("hidden_size")
     if heads == 0:
         raise c.fail("num_attention_heads=0 is invalid: > 0")
+    head_dim = c.int("attention_head_dim", hidden // heads)
+    if not (c.model_type in NULL_HEAD_DIM_TYPES and "head_dim" in c.raw and c.raw["head_dim"] is None):
+        head_dim = c.int("head_dim", head_dim)
     return dict(
         name=name, num_layers=c.int("num_hidden_layers"), hidden=hidden, num_heads=heads,
-        num_kv_heads=c.int("num_key_value_heads", heads),
-        head_dim=c.int("head_dim", c.int("attention_head_dim", hidden // heads)),
+        num_kv_heads=c.int("num_key_value_heads", heads), head_dim=head_dim,
         vocab=c.int("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings", False),
         seq_len=min(DEFAULT_SEQ_LEN, c.int("max_position_embeddings", DEFAULT_SEQ_LEN)) or DEFAULT_SEQ_LEN,
         glu=True,
