@@ -65,3 +65,19 @@ def test_a_plan_on_a_fitted_fabric_says_what_was_measured_borrowed_and_extrapola
     preset = runner.invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "16",
                                  "--layout", "tp=8,pp=1,vp=1,ep=1,mbs=1"])
     assert preset.exit_code == 0 and "network: " not in preset.output
+
+
+def test_tune_says_which_collectives_the_measured_curves_replace(tmp_path):
+    """tune's planning line said the measured curves "replace preset h100-hgx on scale_up" after a sweep of
+    all_reduce alone: every other collective (all_gather, the EP all-to-all, p2p...) was still the preset's."""
+    from commbench.workflows.tune import planning_fabric
+    from tests.test_costmodel_cli import _write_sweep
+
+    results = tmp_path / "ar.jsonl"
+    _write_sweep(results, "all_reduce", 8, 30e-6, 300e9, backend="nccl", device="NVIDIA H100 80GB HBM3")
+    _, lines, _ = planning_fabric([str(results)], "h100-hgx", 8)
+    line = next(x for x in lines if x.startswith("network: measured curves"))
+    assert "replace preset h100-hgx for all_reduce on scale_up" in line, line
+    kept = line.split("; ")[-1]
+    assert kept.endswith("stay the preset's") and "all_gather" in kept and "moe_all_to_all" in kept
+    assert "all_reduce" not in kept

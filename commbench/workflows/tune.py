@@ -63,6 +63,23 @@ def coverage(results_paths: list[str], target: Fabric) -> Coverage:
                     reasons=tuple(reasons))
 
 
+def replaced_line(results_paths: list[str], system: str, fits, cov: Coverage) -> str:
+    """What the measured curves replace: the collectives measured on each covered tier (a fitted curve replaces
+    the preset's for its collective and tier only: Fabric.with_curves), and the collectives whose numbers stay
+    the preset's."""
+    from commbench.costmodel.formulas import COLLECTIVES
+    ok = {"scale_up": cov.scale_up, "scale_out": cov.scale_out}
+    by_tier: dict[str, set[str]] = {}
+    for f in fits:
+        if f.key.for_prediction and f.key.collective in COLLECTIVES and ok.get(f.tier):
+            by_tier.setdefault(f.tier, set()).add(f.key.collective)
+    measured = set().union(*by_tier.values()) if by_tier else set()
+    parts = "; ".join(f"{', '.join(sorted(names))} on {tier}" for tier, names in sorted(by_tier.items()))
+    kept = sorted(set(COLLECTIVES) - measured)
+    return (f"network: measured curves ({', '.join(results_paths)}) replace preset {system} for {parts or 'nothing'}"
+            + (f"; {', '.join(kept)} stay the preset's" if kept else ""))
+
+
 def planning_fabric(results_paths: list[str], system: str, num_gpus: int) -> tuple[Fabric, list[str], Fabric | None]:
     """(fabric to plan with, assumption lines naming the numbers used, the fitted fabric or None)."""
     from commbench.costmodel.profile import fit_result_files
@@ -71,10 +88,9 @@ def planning_fabric(results_paths: list[str], system: str, num_gpus: int) -> tup
     fitted, _, _ = fit_result_files(results_paths)
     lines = []
     if cov.scale_up or cov.scale_out:
-        fabric, _, _ = fit_result_files(results_paths, base=preset)
+        fabric, fits, _ = fit_result_files(results_paths, base=preset)
         fabric = fabric.scaled(num_gpus=num_gpus)
-        used = [t for t, ok in (("scale_up", cov.scale_up), ("scale_out", cov.scale_out)) if ok]
-        lines.append(f"network: measured curves ({', '.join(results_paths)}) replace preset {system} on {', '.join(used)}")
+        lines.append(replaced_line(results_paths, system, fits, cov))
     else:
         fabric = preset
     presets = [(tier, preset.tiers[tier]) for tier, ok in (("scale_up", cov.scale_up), ("scale_out", cov.scale_out))
