@@ -13,6 +13,12 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _whole, cut_last_line
 
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
+# components/metrics.py log_validation (torchtitan 0.3.0): "validate step: N ... tps: T", the validator's forward-only
+# pass over the validation set (validator.freq, default 10, and step 1: every training line's step at the default
+# metrics.log_freq 10); not a training step
+TITAN_VALIDATE = re.compile(r"validate step:\s*\d+")
+VALIDATE_NOTE = ("validation line(s) ('validate step:', the validator's forward-only pass) left out: not training "
+                 "steps")
 TITAN_STARTS_AT = re.compile(r"Training starts at step (\d+)")   # trainer.py train(): the first step of a start
 
 
@@ -134,6 +140,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
     cut, cut_left_out = cut_last_line(clean), False
     starts_at: dict[int, int] = {}   # per start (configs printed before it), the step its 'Training starts at' names
+    validation_lines = 0
     for number, line in enumerate(clean.splitlines()):
         match = TITAN_CONFIG.search(line)
         if match:
@@ -145,6 +152,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
         begins = TITAN_STARTS_AT.search(line)
         if begins:
             starts_at.setdefault(max(len(configs), 1), int(begins.group(1)))
+        if TITAN_VALIDATE.search(line):
+            validation_lines += 1
+            continue
         match = TITAN_STEP.search(line)
         if match and number == cut and match.end(2) >= len(line.rstrip()):   # nothing after tps: cut within it
             cut_left_out = True
@@ -240,8 +250,10 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
             "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
             + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
+            + (f"; {validation_lines} validation line(s) left out" if validation_lines else "")
             + (f"; {CUT_NOTE}" if cut_left_out else ""),
-            "left_out": "; ".join(n for n in (graph_note, CUT_NOTE if cut_left_out else "") if n),
+            "left_out": "; ".join(n for n in (graph_note, f"{validation_lines} {VALIDATE_NOTE}" if validation_lines
+                                              else "", CUT_NOTE if cut_left_out else "") if n),
             "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
