@@ -60,3 +60,16 @@ def test_the_cli_names_the_validation_lines_left_out(tmp_path):
                      "--gpus", "8")
     assert result.exit_code == 0, result.output
     assert f"note: {log}: 1 validation line(s)" in result.output
+
+
+@pytest.mark.parametrize("label", ["[default0]:", "[rank0]: ", "0: ", "  3: "])
+def test_a_megatron_log_under_a_launchers_rank_label_is_read(label):
+    # torchrun --tee's '[default0]:' and srun -l's '0: ' before every line: the arguments lines were not read and
+    # the log was refused as having "no arguments block ... run with the default argument printing on"
+    from commbench.planner.calibrate.runlogs import parse_megatron_log
+    text = (DATA / "megatron_deepseek_v3_gb300.log").read_text()
+    plain = parse_megatron_log(text, source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    labelled = "".join(label + line for line in text.splitlines(keepends=True))
+    row = parse_megatron_log(labelled, source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(plain["tokens_per_s_per_gpu"])
+    assert row["recipe"] == plain["recipe"] and row["left_out"] == plain["left_out"]

@@ -15,6 +15,9 @@ from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEG
                                                                   warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
+# A launcher's per-line rank label: torchrun --tee's "[default0]:" (its --role; "[rank0]:" with --role rank) and
+# srun -l's "0: ". An arguments line under it was not read, and the log was refused as having no arguments block
+LAUNCHER_LABEL = re.compile(r"^\s*(?:\[[A-Za-z_]*\d+\]:|\d+:)\s?")
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
@@ -146,7 +149,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     for number, line in enumerate(text.splitlines()):
-        line = ANSI.sub("", line)
+        line = LAUNCHER_LABEL.sub("", ANSI.sub("", line), count=1)
         if re.search(r"-+ end of arguments -+", line):
             inside = False
             continue
