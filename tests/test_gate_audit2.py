@@ -73,3 +73,17 @@ def test_a_megatron_log_under_a_launchers_rank_label_is_read(label):
     row = parse_megatron_log(labelled, source="m", model="deepseek-v3", gpu="gb300-nvl72")
     assert row["tokens_per_s_per_gpu"] == pytest.approx(plain["tokens_per_s_per_gpu"])
     assert row["recipe"] == plain["recipe"] and row["left_out"] == plain["left_out"]
+
+
+@pytest.mark.parametrize("role", ["rank", "default"])
+def test_a_torchtitan_log_of_two_ranks_interleaved_is_read_per_rank(role):
+    # plain torchrun --tee labels lines '[default0]:', '[default1]:' (its --role; run_train.sh passes --role rank):
+    # rank 1's 'step: 1' after rank 0's was refused as "step numbers go back ...: two runs in one log"; with
+    # '[rankN]:' the notes said '8 steps' for 4 steps of 2 ranks
+    out = []
+    for line in TITAN.read_text().splitlines(keepends=True):
+        line = line.replace("[rank0]:", f"[{role}0]:")
+        out += [line, line.replace(f"[{role}0]:", f"[{role}1]:")] if "step:" in line else [line]
+    row = parse_torchtitan_log("".join(out), source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(24_420.0)
+    assert row["notes"].startswith("TorchTitan log; 4 steps (logged by 2 ranks)")

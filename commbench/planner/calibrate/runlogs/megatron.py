@@ -8,16 +8,14 @@ from statistics import median
 from typing import Any
 
 from commbench.errors import CommbenchError
-from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _value, _whole, cut_last_line
+from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _positive, _value, _whole,
+                                                       cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
                                                                   iterations_before,
                                                                   warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
-# A launcher's per-line rank label: torchrun --tee's "[default0]:" (its --role; "[rank0]:" with --role rank) and
-# srun -l's "0: ". An arguments line under it was not read, and the log was refused as having no arguments block
-LAUNCHER_LABEL = re.compile(r"^\s*(?:\[[A-Za-z_]*\d+\]:|\d+:)\s?")
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
