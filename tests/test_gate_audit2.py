@@ -87,3 +87,59 @@ def test_a_torchtitan_log_of_two_ranks_interleaved_is_read_per_rank(role):
     row = parse_torchtitan_log("".join(out), source="t", model="qwen3-30b-a3b", gpu="b200-hgx", num_gpus=8)
     assert row["tokens_per_s_per_gpu"] == pytest.approx(24_420.0)
     assert row["notes"].startswith("TorchTitan log; 4 steps (logged by 2 ranks)")
+
+
+COMPARE = DATA / "compare"
+
+
+def _records(path: Path) -> list[dict]:
+    import json
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _write(path: Path, records: list[dict]) -> str:
+    import json
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def _failed_like(record: dict, **changes) -> dict:
+    """`record` as harness.failed_measurement writes a point that raised: identity and error, no numbers."""
+    keep = ("record_type", "run_id", "collective", "backend", "size_bytes", "dtype", "op", "in_place", "world_size",
+            "group_size", "group_layout", "num_groups", "iters", "warmup_iters", "params", "point_key")
+    return {**{k: record[k] for k in keep}, "count": 0, "status": "failed", "error": "timed out after 5 s", **changes}
+
+
+def test_a_failed_point_of_an_aggregated_loop_keeps_its_loop_params():
+    # bench/sweep -m 2 (-z 1, -G 1): a good record's params hold agg_iters (blocking, cuda_graph), a failed one's
+    # did not, so compare found no base point for it: 'missing' (passed by --allow-missing), not 'newly failed'
+    from types import SimpleNamespace
+
+    from collectives import get_collective
+    from collectives.base import PointSpec
+    from commbench.dtypes import get_dtype
+    from commbench.measure.harness import LoopOptions, failed_measurement
+    spec = PointSpec(size_bytes=512, dtype=get_dtype("float32"), op="sum")
+    record = failed_measurement(get_collective("all_reduce"), spec, SimpleNamespace(name="gloo", world_size=2), 2,
+                                LoopOptions(agg_iters=2, blocking=True, cuda_graph=True), run_id="r", error="x")
+    assert record.params == {"agg_iters": 2, "blocking": True, "cuda_graph": True}
+
+
+@pytest.mark.parametrize("flags", [(), ("--allow-missing",)])
+def test_a_failed_point_the_base_does_not_hold_fails_the_gate(tmp_path, flags):
+    # a failed record whose key matched no base point (its params short of the loop's agg_iters, or a size only NEW
+    # measured) was '1 point(s) only in NEW (not judged)', and --allow-missing passed: 'pass: ... none failed'
+    base = [dict(r, params={"agg_iters": 2}) if r["record_type"] == "measurement" else r
+            for r in _records(COMPARE / "gloo_all_reduce_a.jsonl")]
+    new = [dict(r, params={"agg_iters": 2}) if r["record_type"] == "measurement" else r
+           for r in _records(COMPARE / "gloo_all_reduce_b.jsonl")]
+    new[3] = _failed_like(new[3], params={})
+    extra = _failed_like(new[2], size_bytes=new[-1]["size_bytes"] * 16, params={"agg_iters": 2})
+    result = _invoke("compare", _write(tmp_path / "base.jsonl", base), _write(tmp_path / "new.jsonl", new + [extra]),
+                     *flags)
+    assert result.exit_code == 1, result.output
+    assert "2 point run(s) failed or wrong in the new file at points the base does not hold" in result.output
+    result = _invoke("compare", str(tmp_path / "base.jsonl"), str(tmp_path / "new.jsonl"), "--json", *flags)
+    import json
+    document = json.loads(result.stdout)
+    assert result.exit_code == 1 and document["passed"] is False and len(document["failed_only_in_new"]) == 2

@@ -233,6 +233,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "missing": result.missing, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
+            "failed_only_in_new": result.failed_only_in_new,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -315,6 +316,11 @@ def compare_cmd(
                                  + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
+        if result.failed_only_in_new:
+            console.print(styled("[bold red]failed[/]: {} point run(s) of the new file failed or wrong at points the "
+                                 "base does not hold: {}", len(result.failed_only_in_new),
+                                 ", ".join(result.failed_only_in_new[:5])
+                                 + (" ..." if len(result.failed_only_in_new) > 5 else "")), highlight=False)
     if not result.passed or unreadable:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
@@ -338,6 +344,10 @@ def compare_cmd(
         if result.unchecked and not allow_unchecked:
             parts.append(f"{len(result.unchecked)} point run(s) of the new file measured without the data check "
                          f"(-c 0) where the base checked (first: {result.unchecked[0]}); --allow-unchecked permits that")
+        if result.failed_only_in_new:
+            parts.append(f"{len(result.failed_only_in_new)} point run(s) failed or wrong in the new file at points the "
+                         f"base does not hold (first: {result.failed_only_in_new[0]}); --allow-missing does not "
+                         "permit that")
         if unreadable:
             parts.append(f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): what "
                          "they held (a failed or wrong point, say) is unknown; --allow-missing does not permit that")

@@ -141,6 +141,7 @@ class Comparison:
     trimmed: dict = field(default_factory=dict)  # key -> n: a tail statistic over each record's first n iterations
     known_failed: list[str] = field(default_factory=list)  # labels: failed in NEW no more often than in BASE
     repeated_runs: dict = field(default_factory=dict)  # side -> runs left out: an earlier run's records repeated
+    failed_only_in_new: list[str] = field(default_factory=list)  # "label (run i/n: why)": failed/wrong, no BASE point
 
     @property
     def only_in_base(self) -> int:
@@ -165,7 +166,8 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        return not (self.regressions or self.regressed_collectives or (self.unchecked and not self.allow_unchecked))
+        return not (self.regressions or self.regressed_collectives or (self.unchecked and not self.allow_unchecked)
+                    or self.failed_only_in_new)
 
 
 def match_key(m: Measurement) -> tuple:
@@ -315,7 +317,22 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                    statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
                    only_in_new=len(new_keys - set(base_keys)))
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
-    return dataclasses.replace(result, repeated_runs=repeated) if repeated else result
+    return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys))
+
+
+def failed_only_in_new(new_runs: list[dict[tuple, Measurement]], base_keys) -> list[str]:
+    """"label (run i/n: why)" per failed or wrong record of NEW at a point no run of BASE holds: not judged as a point
+    (nothing to compare it with), but a failed run all the same, so the gate fails on it. A failed record can also miss
+    its BASE point by its params alone (a point that failed before the collective said its parameters), where the
+    BASE point is then missing, which --allow-missing would permit."""
+    known, out = set(base_keys), []
+    for index, run in enumerate(new_runs, start=1):
+        for key, m in run.items():
+            reason = bad_reason(m)
+            if key not in known and reason in ("failed", "wrong"):
+                why = m.error or (f"#wrong {m.num_wrong}" if reason == "wrong" else "failed")
+                out.append(f"{point_label(m)} (run {index}/{len(new_runs)}: {reason}: {why})"[:160])
+    return out
 
 
 def log_table(runs: list[dict[tuple, Measurement]], stats: dict[tuple, str]) -> list[dict[tuple, float]]:
