@@ -143,3 +143,25 @@ def test_a_failed_point_the_base_does_not_hold_fails_the_gate(tmp_path, flags):
     import json
     document = json.loads(result.stdout)
     assert result.exit_code == 1 and document["passed"] is False and len(document["failed_only_in_new"]) == 2
+
+
+def _with_nccl(records: list[dict], version: str) -> list[dict]:
+    return [dict(r, nccl_version=version) if r["record_type"] == "header" else r for r in records]
+
+
+def test_a_base_of_runs_on_two_setups_is_refused(tmp_path):
+    # a baseline file appended to across an NCCL upgrade (2.21.5, then 2.23.4) passed a 2.23.4 run against the mean
+    # of both versions, the step between them read as run-to-run noise: 'pass: 5 point(s) ...', exit 0
+    a, b = _records(COMPARE / "gloo_all_reduce_a.jsonl"), _records(COMPARE / "gloo_all_reduce_b.jsonl")
+    second = [dict(r, run_id="second") for r in a]
+    base = _write(tmp_path / "base.jsonl", _with_nccl(a, "2.21.5") + _with_nccl(second, "2.23.4"))
+    new = _write(tmp_path / "new.jsonl", _with_nccl(b, "2.23.4"))
+    result = _invoke("compare", base, new)
+    assert result.exit_code == 2, result.output
+    assert "holds runs measured on different setups: NCCL versions (NCCL 2.21.5: run" in result.output
+    assert "NCCL 2.23.4: run second)" in result.output
+    result = _invoke("compare", base, new, "--allow-setup-change")
+    assert result.exit_code == 0 and "allowed: the base file" in result.output, result.output
+    # one setup's repeated runs are a baseline as before
+    one = _write(tmp_path / "one.jsonl", _with_nccl(a, "2.23.4") + _with_nccl(second, "2.23.4"))
+    assert _invoke("compare", one, new).exit_code == 0

@@ -29,11 +29,11 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
 
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
-                      headerless: list | None = None):
+                      headerless: list | None = None, continuations: set | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
     `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
     without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
-    as "PATH: run ID"."""
+    as "PATH: run ID"; with `continuations`, the run ids that continue an earlier run of the file are added to it."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
@@ -45,6 +45,9 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
         headers += [r for r in records if isinstance(r, RunHeader)]
     note_setup_unknown(path, records, headerless)
     note_resumed_elsewhere(path, records)
+    if continuations is not None:
+        from commbench.results.resumed import continued_run_ids
+        continuations.update(continued_run_ids(records))
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
 
@@ -102,6 +105,28 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
         records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers,
                                                                                          headerless=headerless)]
     return records
+
+
+def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
+    """BASE's runs measured on different setups among themselves (another NCCL version, other devices, a real and an
+    emulated fabric: a baseline file appended to across an NCCL upgrade, say) are refused in one line naming the runs,
+    unless --allow-setup-change (then said): their mean is no setup's reference, and the step between the setups
+    reads as run-to-run noise, which widens every interval. NEW is held only to being one of BASE's setups, so such
+    a BASE passed a run of either. A resumed sweep's continuation on another setup is noted where it is read."""
+    from commbench.results.run_setup import GATE_FIELDS, SETUP_FIELDS, _known
+    from commbench.results.records import mixed_runs_text
+
+    runs = [h for h in base_headers if h.run_id not in continuations]
+    texts = [f"{what} ({named})" for what in GATE_FIELDS
+             if (named := mixed_runs_text({h.run_id: SETUP_FIELDS[what](h) for h in runs if _known(h, what)}))]
+    if texts and not allow_setup_change:
+        raise CommbenchError(f"the base file {base} holds runs measured on different setups: {'; '.join(texts)}; "
+                             "their mean is no setup's baseline and the step between them would read as run-to-run "
+                             "noise: keep one setup's runs in BASE (--allow-setup-change judges against them all the "
+                             "same)")
+    if texts:
+        err_console.print(styled("allowed: the base file {} holds runs measured on different setups "
+                                 "(--allow-setup-change): {}", base, "; ".join(texts)), highlight=False, soft_wrap=True)
 
 
 def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
@@ -256,8 +281,11 @@ def compare_cmd(
     base_headers: list = []
     new_headers: list = []
     headerless: list[str] = []  # runs whose setup is unknown: warned about, never refused (note_setup_unknown)
-    base_records = read_measurements(base, headers=base_headers, headerless=headerless)
+    base_continuations: set[str] = set()
+    base_records = read_measurements(base, headers=base_headers, headerless=headerless,
+                                     continuations=base_continuations)
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless)
+    check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
     history_records = read_history(history, history_headers, headerless) if history is not None else ()
