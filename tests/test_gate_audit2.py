@@ -165,3 +165,21 @@ def test_a_base_of_runs_on_two_setups_is_refused(tmp_path):
     # one setup's repeated runs are a baseline as before
     one = _write(tmp_path / "one.jsonl", _with_nccl(a, "2.23.4") + _with_nccl(second, "2.23.4"))
     assert _invoke("compare", one, new).exit_code == 0
+
+
+def test_fit_refuses_results_of_two_loop_modes(tmp_path):
+    # an eager run and a bench -m 2 run of the same points were merged into one curve by their medians per size
+    # (exit 0, no word): a -m call's launch overlaps the previous call's, so its time per call is another loop's
+    eager = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    aggregated = [dict(r, run_id="agg", **({"params": {"agg_iters": 2}} if r["record_type"] == "measurement" else {}))
+                  for r in _records(COMPARE / "gloo_all_reduce_b.jsonl")]
+    mixed = _write(tmp_path / "mixed.jsonl", eager + aggregated)
+    result = _invoke("fit", mixed)
+    assert result.exit_code == 2, result.output
+    assert "mix loop modes (-m 2 aggregated calls: run agg; eager single calls: run" in result.output
+    import json
+    result = _invoke("fit", _write(tmp_path / "agg.jsonl", aggregated), "--json")
+    assert result.exit_code == 0, result.output
+    assert "every point measured as -m 2 aggregated calls: the curves' latencies are of that loop, not of eager " \
+           "single calls" in json.loads(result.stdout)["notes"]
+    assert _invoke("fit", _write(tmp_path / "eager.jsonl", eager)).exit_code == 0
