@@ -183,3 +183,23 @@ def test_fit_refuses_results_of_two_loop_modes(tmp_path):
     assert "every point measured as -m 2 aggregated calls: the curves' latencies are of that loop, not of eager " \
            "single calls" in json.loads(result.stdout)["notes"]
     assert _invoke("fit", _write(tmp_path / "eager.jsonl", eager)).exit_code == 0
+
+
+def test_a_report_readme_names_what_it_could_not_read(tmp_path, monkeypatch):
+    # a run cut off mid-line (its 32 KiB record torn) gave a README whose table ended at 4 KiB without a word (only
+    # the terminal said 'skipped line 6'); past the report's bound, likewise the measurements not read
+    import commbench.cli.report as report_cli
+    text = (COMPARE / "gloo_all_reduce_a.jsonl").read_text()
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(text.rstrip("\n")[:-200] + "\n")
+    result = _invoke("report", str(torn), "--out", str(tmp_path / "rep"))
+    assert result.exit_code == 0, result.output
+    readme = (tmp_path / "rep" / "README.md").read_text()
+    assert "## Not read (not drawn, not in the tables above)" in readme
+    assert f"- {torn} line 6: " in readme
+    result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--out", str(tmp_path / "rep3"))
+    assert "Not read" not in (tmp_path / "rep3" / "README.md").read_text()
+    monkeypatch.setattr(report_cli, "MAX_REPORT_MEASUREMENTS", 3)
+    result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--out", str(tmp_path / "rep2"))
+    assert result.exit_code == 0, result.output
+    assert "this report holds the first 3 measurements read" in (tmp_path / "rep2" / "README.md").read_text()
