@@ -203,3 +203,25 @@ def test_a_report_readme_names_what_it_could_not_read(tmp_path, monkeypatch):
     result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--out", str(tmp_path / "rep2"))
     assert result.exit_code == 0, result.output
     assert "this report holds the first 3 measurements read" in (tmp_path / "rep2" / "README.md").read_text()
+
+
+def test_a_run_that_stopped_before_its_first_point_misses_every_point(tmp_path):
+    # bench -O appends: last night's complete run, then tonight's header and nothing (a crash at start-up); the gate
+    # judged last night's run alone: 'pass: 5 point(s) in 1 run(s) compared', exit 0
+    import json
+    base, new = _records(COMPARE / "gloo_all_reduce_a.jsonl"), _records(COMPARE / "gloo_all_reduce_b.jsonl")
+    crashed = [dict(new[0], run_id="tonight")]
+    base_path = _write(tmp_path / "base.jsonl", base)
+    new_path = _write(tmp_path / "new.jsonl", new + crashed)
+    result = _invoke("compare", base_path, new_path)
+    assert result.exit_code == 1, result.output
+    assert "1 run(s) of the new file hold a header and no measurement (first: run tonight)" in result.output
+    result = _invoke("compare", base_path, new_path, "--json")
+    assert result.exit_code == 1 and json.loads(result.stdout)["empty_runs"] == ["tonight"]
+    allowed = _invoke("compare", base_path, new_path, "--allow-missing")
+    assert allowed.exit_code == 0 and "allowed: 1 run(s) of the new file hold a header" in allowed.output
+    # the same file twice is no change; a sweep launch resumed by a later launch of the same sweep is no loss
+    assert _invoke("compare", new_path, new_path).exit_code == 0
+    swept = [dict(r, sweep_identity="s1") if r["record_type"] == "header" else r for r in new]
+    resumed = [dict(swept[0], run_id="died")] + swept
+    assert _invoke("compare", base_path, _write(tmp_path / "resumed.jsonl", resumed)).exit_code == 0

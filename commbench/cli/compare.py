@@ -17,7 +17,7 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
-                                       check_statistic, compare, parse_threshold)
+                                       check_statistic, compare, empty_runs_of, parse_threshold)
 from commbench.results.records import RunHeader, read_records
 from commbench.results.run_setup import setup_changes
 from commbench.results.resumed import with_resumed_runs_joined
@@ -258,7 +258,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "missing": result.missing, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
-            "failed_only_in_new": result.failed_only_in_new,
+            "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -293,7 +293,10 @@ def compare_cmd(
                      side=f"the history {history!r}")
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,
-                     allow_missing=allow_missing, allow_unchecked=allow_unchecked)
+                     allow_missing=allow_missing, allow_unchecked=allow_unchecked,
+                     # a run empty in BASE too (the same file, a copy) is no change
+                     empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
+                                 if run not in empty_runs_of([*base_headers, *base_records])])
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
                                                           setup_unknown=headerless)))
@@ -326,6 +329,11 @@ def compare_cmd(
                                  + ": {} point run(s) missing in the new file: {}", len(result.missing),
                                  ", ".join(result.missing[:20]) + (" ..." if len(result.missing) > 20 else "")),
                           highlight=False)
+        if result.empty_runs:
+            console.print(styled(("allowed" if allow_missing else "[bold red]missing[/]")
+                                 + ": {} run(s) of the new file hold a header and no measurement (run {}): stopped "
+                                 "before their first point; the file's other runs were judged",
+                                 len(result.empty_runs), ", ".join(result.empty_runs[:3])), highlight=False)
         if result.unchecked:
             console.print(styled(("allowed" if allow_unchecked else "[bold red]unchecked[/]")
                                  + ": {} point run(s) of the new file measured without the data check where the base "
@@ -372,6 +380,10 @@ def compare_cmd(
         if result.unchecked and not allow_unchecked:
             parts.append(f"{len(result.unchecked)} point run(s) of the new file measured without the data check "
                          f"(-c 0) where the base checked (first: {result.unchecked[0]}); --allow-unchecked permits that")
+        if result.empty_runs and not allow_missing:
+            parts.append(f"{len(result.empty_runs)} run(s) of the new file hold a header and no measurement (first: "
+                         f"run {result.empty_runs[0]}): stopped before their first point, every point of the base "
+                         "missing there; --allow-missing permits that")
         if result.failed_only_in_new:
             parts.append(f"{len(result.failed_only_in_new)} point run(s) failed or wrong in the new file at points the "
                          f"base does not hold (first: {result.failed_only_in_new[0]}); --allow-missing does not "
@@ -382,10 +394,13 @@ def compare_cmd(
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
+        compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
         console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}, none slower than {} beyond the noise, "
-                             "none {}failed or wrong{}{}", len(result.points) - apart, result.runs["new"],
+                             "none {}failed or wrong{}{}{}", len(result.points) - apart, compared,
                              f" ({apart} not comparable: no statistic in both files)" if apart else "",
                              f"{threshold:.0%}", "newly " if result.known_failed else "",
                              f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
-                             if result.unchecked else ""), highlight=False)
+                             if result.unchecked else "",
+                             f"; {result.runs['new'] - compared} other run(s) of the new file hold no point of the "
+                             "base: not judged" if compared < result.runs["new"] else ""), highlight=False)
