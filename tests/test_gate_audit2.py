@@ -225,3 +225,16 @@ def test_a_run_that_stopped_before_its_first_point_misses_every_point(tmp_path):
     swept = [dict(r, sweep_identity="s1") if r["record_type"] == "header" else r for r in new]
     resumed = [dict(swept[0], run_id="died")] + swept
     assert _invoke("compare", base_path, _write(tmp_path / "resumed.jsonl", resumed)).exit_code == 0
+
+
+def test_a_base_of_runs_with_other_nccl_settings_is_refused_but_not_a_tuning_sweep(tmp_path):
+    a, b = _records(COMPARE / "gloo_all_reduce_a.jsonl"), _records(COMPARE / "gloo_all_reduce_b.jsonl")
+    second = [dict(r, run_id="second", **({"nccl_env": {"NCCL_P2P_DISABLE": "1"}} if r["record_type"] == "header"
+                                          else {})) for r in a]
+    new = _write(tmp_path / "new.jsonl", b)
+    result = _invoke("compare", _write(tmp_path / "base.jsonl", a + second), new)
+    assert result.exit_code == 2 and "NCCL_* settings (NCCL_P2P_DISABLE=1: run second; no NCCL_* settings" in \
+        result.output, result.output
+    tuned = [dict(r, run_id="second", **({"nccl_env": {"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}}
+                                         if r["record_type"] == "header" else {})) for r in a]
+    assert _invoke("compare", _write(tmp_path / "tuned.jsonl", a + tuned), new).exit_code == 0

@@ -109,16 +109,22 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
 
 def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
     """BASE's runs measured on different setups among themselves (another NCCL version, other devices, a real and an
-    emulated fabric: a baseline file appended to across an NCCL upgrade, say) are refused in one line naming the runs,
+    emulated fabric, other NCCL_* settings but the tuned ones: a baseline file appended to across an NCCL upgrade, say)
+    are refused in one line naming the runs,
     unless --allow-setup-change (then said): their mean is no setup's reference, and the step between the setups
     reads as run-to-run noise, which widens every interval. NEW is held only to being one of BASE's setups, so such
     a BASE passed a run of either. A resumed sweep's continuation on another setup is noted where it is read."""
     from commbench.results.run_setup import GATE_FIELDS, SETUP_FIELDS, _known
     from commbench.results.records import mixed_runs_text
 
+    from commbench.costmodel.profile import _fabric_env
+
     runs = [h for h in base_headers if h.run_id not in continuations]
     texts = [f"{what} ({named})" for what in GATE_FIELDS
              if (named := mixed_runs_text({h.run_id: SETUP_FIELDS[what](h) for h in runs if _known(h, what)}))]
+    # NCCL_* settings but the tuned ones (a tuning sweep's records key them in their params) and NCCL_DEBUG*
+    if named := mixed_runs_text({h.run_id: _fabric_env(h) for h in runs}):
+        texts.append(f"NCCL_* settings ({named})")
     if texts and not allow_setup_change:
         raise CommbenchError(f"the base file {base} holds runs measured on different setups: {'; '.join(texts)}; "
                              "their mean is no setup's baseline and the step between them would read as run-to-run "
