@@ -89,6 +89,14 @@ def test_a_torchtitan_log_of_two_ranks_interleaved_is_read_per_rank(role):
     assert row["notes"].startswith("TorchTitan log; 4 steps (logged by 2 ranks)")
 
 
+
+def test_a_clock_at_the_start_of_a_line_is_no_rank_label():
+    # a log line opening with its time ('10:00:01 ...') is not srun -l's '10: ' rank label
+    from commbench.planner.calibrate.runlogs.common import LAUNCHER_LABEL
+    assert LAUNCHER_LABEL.match("10:00:01,000 - root - INFO - step: 1") is None
+    assert LAUNCHER_LABEL.match("10: [titan] step: 1").group(2) == "10"
+
+
 COMPARE = DATA / "compare"
 
 
