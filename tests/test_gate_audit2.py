@@ -246,3 +246,23 @@ def test_a_base_of_runs_with_other_nccl_settings_is_refused_but_not_a_tuning_swe
     tuned = [dict(r, run_id="second", **({"nccl_env": {"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}}
                                          if r["record_type"] == "header" else {})) for r in a]
     assert _invoke("compare", _write(tmp_path / "tuned.jsonl", a + tuned), new).exit_code == 0
+
+
+def test_a_fit_from_a_calibration_file_carries_its_runs(tmp_path):
+    # calibrate -O b200.json --calibration gb300.json listed only the B200 run, though its held terms are the GB300
+    # fit's (hbm_efficiency +29.6% from one GB300 log) and its fitted ones were pulled toward them: a plan of an H100
+    # or GB300 then heard nothing of the GB300 run
+    import json
+
+    from commbench.planner.calibrate.fit import fitted_gpus
+    first, second = tmp_path / "gb300.json", tmp_path / "b200.json"
+    result = _invoke("calibrate", str(DATA / "megatron_deepseek_v3_gb300.log"), "--model", "deepseek-v3", "--system",
+                     "gb300-nvl72", "-O", str(first), "--no-loo")
+    assert result.exit_code == 0, result.output
+    result = _invoke("calibrate", str(TITAN), "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8",
+                     "--calibration", str(first), "-O", str(second), "--no-loo")
+    assert result.exit_code == 0, result.output
+    written = json.loads(second.read_text())
+    assert written["runs"][0] == json.loads(first.read_text())["runs"][0] and len(written["runs"]) == 2
+    assert str(first) in written["fitted_on"]
+    assert set(fitted_gpus(str(second))) == {"gb300", "b200"}
