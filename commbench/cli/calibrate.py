@@ -308,7 +308,12 @@ def calibrate(
     rows = evaluation_rows(loaded, fitted, frozenset(run_key(r) for r in loaded))   # all in-sample
     after = np.abs([r["error_pct"] for r in rows])
     from commbench.planner.step.terms import save_calibration
-    data = save_calibration(out, fitted, fitted_on=sorted(set(runs)), force=force, runs=[run_key(r) for r in loaded])
+    # a --calibration start file's terms are held or pulled toward: its runs are in the result as much as these
+    # (else a chain of fits names the last runs alone, and a plan of the first runs' GPU hears nothing)
+    from commbench.planner.step.terms import fitted_runs
+    carried = fitted_runs(calibration) if calibration else []
+    data = save_calibration(out, fitted, fitted_on=sorted(set(runs)) + ([calibration] if calibration else []),
+                            force=force, runs=list(dict.fromkeys([*carried, *(run_key(r) for r in loaded)])))
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     if as_json:
         console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",

@@ -17,7 +17,7 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
-                                       check_statistic, compare, parse_threshold)
+                                       check_statistic, compare, empty_runs_of, parse_threshold)
 from commbench.results.records import RunHeader, read_records
 from commbench.results.run_setup import setup_changes
 from commbench.results.resumed import with_resumed_runs_joined
@@ -29,11 +29,11 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
 
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
-                      headerless: list | None = None):
+                      headerless: list | None = None, continuations: set | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
     `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
     without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
-    as "PATH: run ID"."""
+    as "PATH: run ID"; with `continuations`, the run ids that continue an earlier run of the file are added to it."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
@@ -45,6 +45,9 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
         headers += [r for r in records if isinstance(r, RunHeader)]
     note_setup_unknown(path, records, headerless)
     note_resumed_elsewhere(path, records)
+    if continuations is not None:
+        from commbench.results.resumed import continued_run_ids
+        continuations.update(continued_run_ids(records))
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
 
@@ -102,6 +105,34 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
         records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers,
                                                                                          headerless=headerless)]
     return records
+
+
+def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
+    """BASE's runs measured on different setups among themselves (another NCCL version, other devices, a real and an
+    emulated fabric, other NCCL_* settings but the tuned ones: a baseline file appended to across an NCCL upgrade, say)
+    are refused in one line naming the runs,
+    unless --allow-setup-change (then said): their mean is no setup's reference, and the step between the setups
+    reads as run-to-run noise, which widens every interval. NEW is held only to being one of BASE's setups, so such
+    a BASE passed a run of either. A resumed sweep's continuation on another setup is noted where it is read."""
+    from commbench.results.run_setup import GATE_FIELDS, SETUP_FIELDS, _known
+    from commbench.results.records import mixed_runs_text
+
+    from commbench.costmodel.profile import _fabric_env
+
+    runs = [h for h in base_headers if h.run_id not in continuations]
+    texts = [f"{what} ({named})" for what in GATE_FIELDS
+             if (named := mixed_runs_text({h.run_id: SETUP_FIELDS[what](h) for h in runs if _known(h, what)}))]
+    # NCCL_* settings but the tuned ones (a tuning sweep's records key them in their params) and NCCL_DEBUG*
+    if named := mixed_runs_text({h.run_id: _fabric_env(h) for h in runs}):
+        texts.append(f"NCCL_* settings ({named})")
+    if texts and not allow_setup_change:
+        raise CommbenchError(f"the base file {base} holds runs measured on different setups: {'; '.join(texts)}; "
+                             "their mean is no setup's baseline and the step between them would read as run-to-run "
+                             "noise: keep one setup's runs in BASE (--allow-setup-change judges against them all the "
+                             "same)")
+    if texts:
+        err_console.print(styled("allowed: the base file {} holds runs measured on different setups "
+                                 "(--allow-setup-change): {}", base, "; ".join(texts)), highlight=False, soft_wrap=True)
 
 
 def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
@@ -233,6 +264,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "missing": result.missing, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
+            "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -255,8 +287,11 @@ def compare_cmd(
     base_headers: list = []
     new_headers: list = []
     headerless: list[str] = []  # runs whose setup is unknown: warned about, never refused (note_setup_unknown)
-    base_records = read_measurements(base, headers=base_headers, headerless=headerless)
+    base_continuations: set[str] = set()
+    base_records = read_measurements(base, headers=base_headers, headerless=headerless,
+                                     continuations=base_continuations)
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless)
+    check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
     history_records = read_history(history, history_headers, headerless) if history is not None else ()
@@ -264,7 +299,10 @@ def compare_cmd(
                      side=f"the history {history!r}")
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,
-                     allow_missing=allow_missing, allow_unchecked=allow_unchecked)
+                     allow_missing=allow_missing, allow_unchecked=allow_unchecked,
+                     # a run empty in BASE too (the same file, a copy) is no change
+                     empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
+                                 if run not in empty_runs_of([*base_headers, *base_records])])
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
                                                           setup_unknown=headerless)))
@@ -297,6 +335,11 @@ def compare_cmd(
                                  + ": {} point run(s) missing in the new file: {}", len(result.missing),
                                  ", ".join(result.missing[:20]) + (" ..." if len(result.missing) > 20 else "")),
                           highlight=False)
+        if result.empty_runs:
+            console.print(styled(("allowed" if allow_missing else "[bold red]missing[/]")
+                                 + ": {} run(s) of the new file hold a header and no measurement (run {}): stopped "
+                                 "before their first point; the file's other runs were judged",
+                                 len(result.empty_runs), ", ".join(result.empty_runs[:3])), highlight=False)
         if result.unchecked:
             console.print(styled(("allowed" if allow_unchecked else "[bold red]unchecked[/]")
                                  + ": {} point run(s) of the new file measured without the data check where the base "
@@ -315,6 +358,11 @@ def compare_cmd(
                                  + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
+        if result.failed_only_in_new:
+            console.print(styled("[bold red]failed[/]: {} point run(s) of the new file failed or wrong at points the "
+                                 "base does not hold: {}", len(result.failed_only_in_new),
+                                 ", ".join(result.failed_only_in_new[:5])
+                                 + (" ..." if len(result.failed_only_in_new) > 5 else "")), highlight=False)
     if not result.passed or unreadable:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
@@ -338,16 +386,27 @@ def compare_cmd(
         if result.unchecked and not allow_unchecked:
             parts.append(f"{len(result.unchecked)} point run(s) of the new file measured without the data check "
                          f"(-c 0) where the base checked (first: {result.unchecked[0]}); --allow-unchecked permits that")
+        if result.empty_runs and not allow_missing:
+            parts.append(f"{len(result.empty_runs)} run(s) of the new file hold a header and no measurement (first: "
+                         f"run {result.empty_runs[0]}): stopped before their first point, every point of the base "
+                         "missing there; --allow-missing permits that")
+        if result.failed_only_in_new:
+            parts.append(f"{len(result.failed_only_in_new)} point run(s) failed or wrong in the new file at points the "
+                         f"base does not hold (first: {result.failed_only_in_new[0]}); --allow-missing does not "
+                         "permit that")
         if unreadable:
             parts.append(f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): what "
                          "they held (a failed or wrong point, say) is unknown; --allow-missing does not permit that")
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
+        compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
         console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}, none slower than {} beyond the noise, "
-                             "none {}failed or wrong{}{}", len(result.points) - apart, result.runs["new"],
+                             "none {}failed or wrong{}{}{}", len(result.points) - apart, compared,
                              f" ({apart} not comparable: no statistic in both files)" if apart else "",
                              f"{threshold:.0%}", "newly " if result.known_failed else "",
                              f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
-                             if result.unchecked else ""), highlight=False)
+                             if result.unchecked else "",
+                             f"; {result.runs['new'] - compared} other run(s) of the new file hold no point of the "
+                             "base: not judged" if compared < result.runs["new"] else ""), highlight=False)

@@ -55,12 +55,13 @@ def print_tuning_winners(records: list) -> None:
 MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iteration samples (~3 KB each)
 
 
-def read_for_report(files: list[str]) -> tuple[list, str]:
+def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[list, str]:
     """The records of `files`, streamed without per-iteration samples (a report never draws them), up to
     MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so.
     A resumed sweep's runs in one file are one run (results.resumed, as `compare` counts them) where they
     were measured on one setup (results.run_setup): one curve and one table, not one per launch. A point of
-    a run already read from an earlier file (the same file given twice, a copy) is read once, and said."""
+    a run already read from an earlier file (the same file given twice, a copy) is read once, and said. Each line that
+    cannot be read is said, and with `unreadable` appended to it as "PATH line N: why"."""
     from commbench.results.compare import match_key
     from commbench.results.records import Measurement, iter_records
     from commbench.results.resumed import resumed_runs_joined
@@ -88,8 +89,12 @@ def read_for_report(files: list[str]) -> tuple[list, str]:
 
     for index, path in enumerate(files):
         mine: list = []
-        for record in iter_records(path, drop_samples=True, on_bad_line=lambda n, why, path=path: console.print(
-                styled("[yellow]skipped line {} of {}[/]: {}", n, path, why), highlight=False)):
+        def bad_line(number: int, why: str, path: str = path) -> None:
+            console.print(styled("[yellow]skipped line {} of {}[/]: {}", number, path, why), highlight=False)
+            if unreadable is not None:
+                unreadable.append(f"{path} line {number}: {why}")
+
+        for record in iter_records(path, drop_samples=True, on_bad_line=bad_line):
             if isinstance(record, Measurement):
                 count += 1
                 if count > MAX_REPORT_MEASUREMENTS:
@@ -123,7 +128,8 @@ def report(
 
     unpredicted: dict[str, str] = {}
     predict = fabric_predictor(fabric, unpredicted) if fabric else None  # a wrong --fabric: refused before any table
-    everything, not_read = read_for_report(files)
+    unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
+    everything, not_read = read_for_report(files, unreadable)
     records = measurements(everything)
     if not records:   # refused before --out is made: a failed report leaves no empty folder behind
         raise CommbenchError(f"no measurements in {', '.join(files)}")
@@ -145,7 +151,8 @@ def report(
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
-                          run_records=everything, together=together, force=force)
+                          run_records=everything, together=together, force=force,
+                          left_out=[*unreadable, *([not_read] if not_read else [])])
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():

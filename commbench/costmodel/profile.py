@@ -170,10 +170,11 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
     runs = {h.run_id: h for h in header_records(records)}
     sources = check_one_fabric(points, runs)
+    loop_note = check_one_loop(points)
     if base is not None:
         check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
-    notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes
+    notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes + [loop_note] * bool(loop_note)
     if not fits:
         raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
                              f">= 2 ranks at >= 2 sizes" + (f" ({'; '.join(notes)})" if notes else ""))
@@ -298,6 +299,39 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
                                  "system)")
     return [_run_text(h) for h in known.values()] + \
         [f"{len(used) - len(known)} run(s) without a header (provenance unknown)"] * (len(used) > len(known))
+
+
+def loop_mode(m) -> str:
+    """How a record's timed loop ran, as its params keep it (harness.loop_params; nccl-tests imports the same):
+    CUDA graph replays (-G), -m N calls back to back per iteration, blocking (-z 1), or eager single calls."""
+    agg = int(m.params.get("agg_iters") or 1)
+    parts = (["CUDA graph (-G)"] if m.params.get("cuda_graph") else []) + \
+        ([f"-m {agg} aggregated calls"] if agg > 1 else []) + (["blocking (-z 1)"] if m.params.get("blocking") else [])
+    return ", ".join(parts) or "eager single calls"
+
+
+def check_one_loop(points: list) -> str:
+    """Refuse ok points measured in different loop modes (loop_mode): a call's time differs between them by its
+    launch and synchronisation (a -m N call's launch overlaps the previous call; -z 1 waits after each), so their
+    medians per size would merge into a curve of neither. '' for eager single calls, else a note naming the mode
+    the profile's latencies are of."""
+    from commbench.errors import CommbenchError
+
+    by_mode: dict[str, list[str]] = {}
+    for m in points:
+        if m.status == "ok":
+            runs = by_mode.setdefault(loop_mode(m), [])
+            if m.run_id not in runs:
+                runs.append(m.run_id)
+    if len(by_mode) > 1:
+        named = "; ".join(f"{mode}: run {', '.join(ids[:3])}" + (" ..." if len(ids) > 3 else "")
+                          for mode, ids in sorted(by_mode.items()))
+        raise CommbenchError(f"the results mix loop modes ({named}): a call's time differs between them by its launch "
+                             "and synchronisation, so one fit would merge them into curves of neither; fit each "
+                             "mode's results apart")
+    mode = next(iter(by_mode), "eager single calls")
+    return "" if mode == "eager single calls" else (f"every point measured as {mode}: the curves' latencies are "
+                                                    "of that loop, not of eager single calls")
 
 
 def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:

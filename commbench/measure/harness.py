@@ -239,11 +239,17 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
         **stats, algbw_gbps=algbw_gbps,
         busbw_gbps=algbw_gbps * prepared.busbw_factor, num_wrong=num_wrong,
         stages_us_median=stage_medians, metrics=metrics,
-        params={**spec.params, **prepared.params, **({"cuda_graph": True} if loop.cuda_graph else {}),
-                **({"agg_iters": loop.agg_iters} if loop.agg_iters > 1 else {}),
-                **({"blocking": True} if loop.blocking else {})},
+        params={**spec.params, **prepared.params, **loop_params(loop)},
         notes=backend.notes(collective.name) + prepared.notes, point_key=point_key,
     )
+
+
+def loop_params(loop: LoopOptions) -> dict:
+    """The params a record keeps of how its loop ran (CUDA graph, -m aggregated calls, -z blocking): a failed point's
+    record holds them too, so it matches the point it failed at (compare's key holds the params)."""
+    return {**({"cuda_graph": True} if loop.cuda_graph else {}),
+            **({"agg_iters": loop.agg_iters} if loop.agg_iters > 1 else {}),
+            **({"blocking": True} if loop.blocking else {})}
 
 
 def failed_measurement(collective: Collective, spec: PointSpec, backend: Backend, comm_size: int,
@@ -255,5 +261,5 @@ def failed_measurement(collective: Collective, spec: PointSpec, backend: Backend
         count=0, dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=collective.is_in_place(spec),
         world_size=backend.world_size, group_size=comm_size, group_layout=group.layout,
         num_groups=group.num_groups, iters=loop.iters, warmup_iters=loop.warmup_iters,
-        status="failed", error=error, params=dict(spec.params), point_key=point_key,
+        status="failed", error=error, params={**spec.params, **loop_params(loop)}, point_key=point_key,
     )

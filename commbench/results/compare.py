@@ -141,6 +141,9 @@ class Comparison:
     trimmed: dict = field(default_factory=dict)  # key -> n: a tail statistic over each record's first n iterations
     known_failed: list[str] = field(default_factory=list)  # labels: failed in NEW no more often than in BASE
     repeated_runs: dict = field(default_factory=dict)  # side -> runs left out: an earlier run's records repeated
+    failed_only_in_new: list[str] = field(default_factory=list)  # "label (run i/n: why)": failed/wrong, no BASE point
+    num_new_compared: int | None = None  # runs of NEW holding a point of BASE (the others are judged on nothing)
+    empty_runs: list[str] = field(default_factory=list)  # run ids of NEW with a header and no record: stopped at once
 
     @property
     def only_in_base(self) -> int:
@@ -165,7 +168,8 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        return not (self.regressions or self.regressed_collectives or (self.unchecked and not self.allow_unchecked))
+        return not (self.regressions or self.regressed_collectives or (self.unchecked and not self.allow_unchecked)
+                    or self.failed_only_in_new or (self.empty_runs and not self.allow_missing))
 
 
 def match_key(m: Measurement) -> tuple:
@@ -295,8 +299,9 @@ def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
 
 def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regression: float,
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
-            allow_unchecked: bool = False, alpha: float = ALPHA) -> Comparison:
-    """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise)."""
+            allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = ()) -> Comparison:
+    """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
+    NEW's file with a header and no record (empty_runs_of): each misses every point of BASE."""
     from commbench.results.compare_judge import judge
 
     base, new, history = list(base), list(new), list(history)
@@ -315,7 +320,40 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                    statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
                    only_in_new=len(new_keys - set(base_keys)))
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
-    return dataclasses.replace(result, repeated_runs=repeated) if repeated else result
+    return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
+                               empty_runs=list(empty_runs))
+
+
+def empty_runs_of(records) -> list[str]:
+    """The run ids of a file's runs that have a header and no measurement: a launch that stopped before its first
+    point was written (a crash at start-up, a kill), whose file holds an earlier run's records (bench -O appends), so
+    the gate would judge that earlier run alone. A sweep launch followed by a later launch of the same sweep (its
+    resume) is no loss: the later one measures what it did not."""
+    from commbench.results.records import RunHeader
+
+    measured = {r.run_id for r in records if isinstance(r, Measurement)}
+    headers = [r for r in records if isinstance(r, RunHeader)]
+    empty = []
+    for index, header in enumerate(headers):
+        resumed = header.sweep_identity is not None and any(
+            later.sweep_identity == header.sweep_identity for later in headers[index + 1:])
+        if header.run_id not in measured and not resumed:
+            empty.append(header.run_id)
+    return empty
+
+def failed_only_in_new(new_runs: list[dict[tuple, Measurement]], base_keys) -> list[str]:
+    """"label (run i/n: why)" per failed or wrong record of NEW at a point no run of BASE holds: not judged as a point
+    (nothing to compare it with), but a failed run all the same, so the gate fails on it. A failed record can also miss
+    its BASE point by its params alone (a point that failed before the collective said its parameters), where the
+    BASE point is then missing, which --allow-missing would permit."""
+    known, out = set(base_keys), []
+    for index, run in enumerate(new_runs, start=1):
+        for key, m in run.items():
+            reason = bad_reason(m)
+            if key not in known and reason in ("failed", "wrong"):
+                why = m.error or (f"#wrong {m.num_wrong}" if reason == "wrong" else "failed")
+                out.append(f"{point_label(m)} (run {index}/{len(new_runs)}: {reason}: {why})"[:160])
+    return out
 
 
 def log_table(runs: list[dict[tuple, Measurement]], stats: dict[tuple, str]) -> list[dict[tuple, float]]:

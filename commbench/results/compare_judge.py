@@ -255,7 +255,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, allow_missing=allow_missing, only_in_new=only_in_new,
                       unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed,
-                      known_failed=known_failed)
+                      known_failed=known_failed, num_new_compared=len(comparable))
 
 
 def _same_sample_counts(stats: dict, base_runs, new_runs, hist_runs):

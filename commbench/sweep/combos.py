@@ -124,6 +124,7 @@ def skipped_header(*, backend: str, world_size: int, combo: TuningCombo, env: di
 def skipped_record(planned, *, run_id: str, collective, backend: str, world_size: int, loop, combo: TuningCombo,
                    reason: str, point_key: str | None = None) -> Measurement:
     """The record of a planned point (commbench.measure.bench.PlannedPoint) a refused combination never measured."""
+    from commbench.measure.harness import loop_params
     spec = planned.spec
     return Measurement(
         run_id=run_id, collective=collective.name, backend=backend, size_bytes=spec.size_bytes, count=0,
@@ -131,7 +132,7 @@ def skipped_record(planned, *, run_id: str, collective, backend: str, world_size
         world_size=world_size, group_size=world_size if planned.groups is None else len(planned.groups[0]),
         group_layout=planned.group.layout, num_groups=planned.group.num_groups, iters=loop.iters,
         warmup_iters=loop.warmup_iters, status="skipped", error=f"NCCL refused {combo.label}: {reason}",
-        params=dict(spec.params), point_key=point_key)
+        params={**spec.params, **loop_params(loop)}, point_key=point_key)
 
 
 def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo], str | None], *, output_path: str,

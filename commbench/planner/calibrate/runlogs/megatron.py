@@ -8,7 +8,8 @@ from statistics import median
 from typing import Any
 
 from commbench.errors import CommbenchError
-from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _value, _whole, cut_last_line
+from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _positive, _value, _whole,
+                                                       cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
                                                                   iterations_before,
@@ -146,7 +147,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     for number, line in enumerate(text.splitlines()):
-        line = ANSI.sub("", line)
+        line = LAUNCHER_LABEL.sub("", ANSI.sub("", line), count=1)
         if re.search(r"-+ end of arguments -+", line):
             inside = False
             continue

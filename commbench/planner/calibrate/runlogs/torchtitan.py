@@ -10,9 +10,16 @@ from statistics import median
 from typing import Any
 
 from commbench.errors import CommbenchError
-from commbench.planner.calibrate.runlogs.common import ANSI, CUT_NOTE, _positive, _whole, cut_last_line
+from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _positive, _whole,
+                                                       cut_last_line)
 
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
+# components/metrics.py log_validation (torchtitan 0.3.0): "validate step: N ... tps: T", the validator's forward-only
+# pass over the validation set (validator.freq, default 10, and step 1: every training line's step at the default
+# metrics.log_freq 10); not a training step
+TITAN_VALIDATE = re.compile(r"validate step:\s*\d+")
+VALIDATE_NOTE = ("validation line(s) ('validate step:', the validator's forward-only pass) left out: not training "
+                 "steps")
 TITAN_STARTS_AT = re.compile(r"Training starts at step (\d+)")   # trainer.py train(): the first step of a start
 
 
@@ -85,7 +92,7 @@ def check_titan_device(log: str, text: str, system: str) -> None:
 
 
 TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
-TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
+TITAN_RANK = LAUNCHER_LABEL   # "[rank0]:" (run_train.sh's --role rank), "[default0]:", "0: ": one key per rank
 # The config entries a run's row is read from (and the model), and those that change its speed (torch.compile, the
 # quantization sections of 0.1 float8/mx and 0.2 quantize): two configs that differ in one are two runs
 TITAN_RUN_CONFIG = ("model", "parallelism", "activation_checkpoint", "compile", "quantize", "float8", "mx",
@@ -134,6 +141,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
     cut, cut_left_out = cut_last_line(clean), False
     starts_at: dict[int, int] = {}   # per start (configs printed before it), the step its 'Training starts at' names
+    validation_lines = 0
     for number, line in enumerate(clean.splitlines()):
         match = TITAN_CONFIG.search(line)
         if match:
@@ -145,13 +153,16 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
         begins = TITAN_STARTS_AT.search(line)
         if begins:
             starts_at.setdefault(max(len(configs), 1), int(begins.group(1)))
+        if TITAN_VALIDATE.search(line):
+            validation_lines += 1
+            continue
         match = TITAN_STEP.search(line)
         if match and number == cut and match.end(2) >= len(line.rstrip()):   # nothing after tps: cut within it
             cut_left_out = True
         elif match:
             rank = TITAN_RANK.match(line)
-            steps.append(((max(len(configs), 1), rank.group(1) if rank else ""), int(match.group(1)),
-                          _positive(log, "tps", match.group(2))))
+            key = (max(len(configs), 1), (rank.group(1) or rank.group(2)) if rank else "")
+            steps.append((key, int(match.group(1)), _positive(log, "tps", match.group(2))))
     config = configs[0] if configs else None
     if not isinstance(config, dict):
         raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
@@ -238,10 +249,14 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
             # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
-            "notes": f"TorchTitan log; {len(steps)} steps" + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
+            "notes": f"TorchTitan log; {len({(start[0], step) for start, step, _ in steps})} steps"
+            + (f" (logged by {ranks} ranks)" if (ranks := len({start[1] for start, _, _ in steps})) > 1 else "")
+            + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
             + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
+            + (f"; {validation_lines} validation line(s) left out" if validation_lines else "")
             + (f"; {CUT_NOTE}" if cut_left_out else ""),
-            "left_out": "; ".join(n for n in (graph_note, CUT_NOTE if cut_left_out else "") if n),
+            "left_out": "; ".join(n for n in (graph_note, f"{validation_lines} {VALIDATE_NOTE}" if validation_lines
+                                              else "", CUT_NOTE if cut_left_out else "") if n),
             "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
