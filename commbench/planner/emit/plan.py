@@ -75,6 +75,20 @@ def torchtitan_text(section: dict[str, Any]) -> str:
     return torchtitan_toml(section)
 
 
+def torchtitan_emit_text(section: dict[str, Any], *, out: str | None) -> str:
+    """What `plan --emit torchtitan` prints. A 0.3 launch whose --module is the config function the plan generates
+    (commbench_torchtitan.py) is launchable only beside that file, which only --out writes: without --out the
+    printed line fails in TorchTitan's ConfigManager ("Cannot import module 'commbench_torchtitan'"), so it is
+    refused in one line saying what to add."""
+    text = torchtitan_text(section)
+    module = section.get("config_module")
+    if module is not None and not out:
+        raise CommbenchError(f"--emit torchtitan needs --out here: the launch's --module {section['module']} --config "
+                             f"{section['config']} is a config function this plan generates ({module['file']}), which "
+                             f"only --out writes; add -O DIR and launch with PYTHONPATH=DIR")
+    return text
+
+
 def framework_assumptions(framework: str) -> list[str]:
     """What the prediction charges differently from what the framework runs (plan.json assumptions)."""
     if framework != "torchtitan":
