@@ -225,3 +225,42 @@ def test_megatron_refuses_a_preprocess_graph_with_a_capacity_factor_and_alltoall
     argv = megatron_args(lay, model)
     with target_gpu(monkeypatch, (10, 0)), pytest.raises(AssertionError, match="moe_preprocess cuda graph is not supported"):
         megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
+
+
+def test_a_moe_plan_never_takes_a_full_iteration_graph_megatron_core_cannot_capture(monkeypatch):
+    """plan --model mixtral-8x7b --system b200-hgx --gpus 16 --precision mxfp8 picked a full-iteration CUDA graph
+    ('--cuda-graph-impl local --cuda-graph-scope full_iteration' with dropless MoE and the DeepEP flex dispatcher).
+    megatron-core 0.16.1 cannot capture dropless MoE (per-expert token counts change every step and are read on the
+    host; Megatron-Bridge pads them with Megatron-Core's paged stashing, which 0.16.1 lacks, and 0.16.1's only padding,
+    --moe-pad-expert-input-to-capacity, drops tokens and is refused with DeepEP). The search keeps MoE layouts off the
+    full-iteration graph under --framework megatron, the pin is refused in one line, and the plan says why."""
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.errors import CommbenchError
+    from commbench.planner import Layout, load_model
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    from tests.megatron_lm import best_plan_through_megatron
+    fields = {f.name for f in dataclasses.fields(TransformerConfig)}
+    assert "moe_paged_stash" not in fields and "moe_expert_rank_capacity_factor" not in fields
+    with pytest.raises(ValueError, match="does not support moe_pad_expert_input_to_capacity"):
+        TransformerConfig(num_layers=2, hidden_size=64, num_attention_heads=4, num_moe_experts=8, moe_router_topk=2,
+                          moe_token_dispatcher_type="flex", moe_flex_dispatcher_backend="deepep",
+                          moe_expert_capacity_factor=1.0, moe_pad_expert_input_to_capacity=True)
+    model = load_model("mixtral-8x7b")
+    args, _ = best_plan_through_megatron(model, monkeypatch, preset="b200-hgx", gpus=16, gbs=256, precision="mxfp8")
+    assert "full_iteration" not in args and "--num-experts" in args
+    base = ["plan", "--model", "mixtral-8x7b", "--system", "b200-hgx", "--gpus", "16", "--gbs", "256", "--precision",
+            "mxfp8", "--top", "1"]
+    out = CliRunner().invoke(app, base, env={"COLUMNS": "200"})
+    assert out.exit_code == 0 and "cannot capture dropless MoE" in out.output, out.output
+    pinned = CliRunner().invoke(app, base + ["--layout", "cuda_graph=full"], env={"COLUMNS": "200"})
+    assert pinned.exit_code == 2 and len(pinned.output.strip().splitlines()) == 1, pinned.output
+    assert pinned.output.startswith("error: cuda_graph='full' is invalid for mixtral-8x7b with --framework megatron")
+    with pytest.raises(CommbenchError, match="cannot capture dropless MoE"):
+        megatron_args(Layout.for_world(16, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, cuda_graph="full"), model)
+    # a dense model keeps it (llama3-8b on B200: the searched plan's full-iteration graph goes through Megatron-LM)
+    dense, _ = best_plan_through_megatron(load_model("llama3-8b"), monkeypatch, preset="b200-hgx", gpus=8, gbs=256)
+    assert "full_iteration" in dense

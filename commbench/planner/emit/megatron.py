@@ -37,7 +37,7 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
-from commbench.planner.search.frameworks import megatron_cannot_launch
+from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -157,6 +157,8 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
                    "pp > 1 with an MTP layer" if model.num_mtp_layers and a.pp == 1 else "")
         if problem:
             raise invalid("moe_a2a_overlap", True, f"Megatron's --overlap-moe-expert-parallel-comm needs {problem}")
+    if a.cuda_graph == "full" and model.is_moe:
+        raise invalid("cuda_graph", "full", f"layer or none for {model.name}: {MEGATRON_NO_FULL_GRAPH_MOE}")
 
 
 def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,

@@ -316,7 +316,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
         # megatron-core refuses the full-iteration (local) graph with the EP all-to-all overlap.
         # No recipe runs activation offloading under a CUDA graph: offloading rows stay eager.
-        better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & graphs_allowed(req.framework, arr.pp, arr.ep)
+        better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & graphs_allowed(req.framework, arr.pp, arr.ep, req.model.is_moe)
                   & (arr.cpu_offload_layers == 0))
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
         bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
