@@ -264,3 +264,33 @@ def test_a_moe_plan_never_takes_a_full_iteration_graph_megatron_core_cannot_capt
     # a dense model keeps it (llama3-8b on B200: the searched plan's full-iteration graph goes through Megatron-LM)
     dense, _ = best_plan_through_megatron(load_model("llama3-8b"), monkeypatch, preset="b200-hgx", gpus=8, gbs=256)
     assert "full_iteration" in dense
+
+
+def test_launch_env_names_the_script_a_hybrid_model_s_flags_are_for(tmp_path, monkeypatch):
+    """plan -O for Nemotron-3-Nano wrote megatron_args.txt (--is-hybrid-model --hybrid-override-pattern ...) and a
+    launch.env that named no script: Megatron-LM core_v0.16.1's pretrain_gpt.py parses those flags and builds a
+    GPTModel without the Mamba layers (gpt_builders.py reads neither); only pretrain_mamba.py builds the model. launch.env
+    now names the script; the files go through Megatron-LM's whole configuration path as written."""
+    import json
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.planner import Layout, load_model
+    for name, script in (("nemotron-3-nano-30b-a3b", "pretrain_mamba.py"), ("qwen3-30b-a3b", "pretrain_gpt.py")):
+        out = tmp_path / name
+        res = CliRunner().invoke(app, ["plan", "--model", name, "--system", "gb200-nvl72", "--gpus", "16", "--gbs", "256",
+                                       "--top", "1", "-O", str(out)], env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        doc = json.loads((out / "plan.json").read_text())
+        env_text = (out / "launch.env").read_text()
+        assert doc["megatron"]["script"] == script and f"# Megatron-LM script: {script} " in env_text
+        assert ("without the hybrid pattern's Mamba layers" in env_text) == (script == "pretrain_mamba.py")
+        if arguments_module() is None:
+            continue
+        env = dict(line.split("=", 1) for line in env_text.splitlines() if line and not line.startswith("#"))
+        model, lay = load_model(name), Layout(**doc["layout"])
+        megatron_whole_path(arguments_module(), shlex.split((out / "megatron_args.txt").read_text()), layout=lay,
+                            model=model, gpus=16, gpu=load_preset("gb200-nvl72", num_gpus=16).gpu, env=env,
+                            monkeypatch=monkeypatch)

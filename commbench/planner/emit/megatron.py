@@ -273,8 +273,14 @@ def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
 MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"
 
 
-def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8) -> str:
+def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8,
+                    script: str | None = None) -> str:
     lines = ["# commbench plan: environment for the Megatron-LM launch (source it: set -a; . ./launch.env)"]
+    if script == HYBRID_SCRIPT:   # pretrain_gpt.py parses these flags too and builds a GPTModel without the Mamba layers
+        lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags; pretrain_gpt.py would build "
+                     "a transformer from them, without the hybrid pattern's Mamba layers)")
+    elif script:
+        lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags)")
     if env.get("CUDA_DEVICE_MAX_CONNECTIONS") == FSDP_DEVICE_MAX_CONNECTIONS:
         lines.append("# Megatron-FSDP: validate_args refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (often exported by "
                      "launch scripts); CUDA's default, 8, set here")

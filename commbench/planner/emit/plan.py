@@ -53,7 +53,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "layer_split": split.summary(stage_weights(model)),
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
-                                               domain_size=domain_size),
+                                               domain_size=domain_size, script=megatron_script(model)),
             "notes": precision_notes(layout) + architecture_notes(model) + ([] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
