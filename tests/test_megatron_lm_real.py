@@ -294,3 +294,33 @@ def test_launch_env_names_the_script_a_hybrid_model_s_flags_are_for(tmp_path, mo
         megatron_whole_path(arguments_module(), shlex.split((out / "megatron_args.txt").read_text()), layout=lay,
                             model=model, gpus=16, gpu=load_preset("gb200-nvl72", num_gpus=16).gpu, env=env,
                             monkeypatch=monkeypatch)
+
+
+def test_a_pinned_capture_scope_plans_the_per_layer_graph_it_is_for(tmp_path, monkeypatch):
+    """plan --layout cuda_graph_scope=attn (Llama 3 8B, 8 GB200) planned cuda_graph=full: plan.json said
+    cuda_graph 'full' with cuda_graph_scope 'attn' and megatron_args.txt captured the full iteration
+    (--cuda-graph-scope full_iteration), the pinned scope dropped without a word. A scope now pins cuda_graph=layer
+    (the graph it belongs to), and beside cuda_graph=full or none it is refused in one line."""
+    import json
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.planner import Layout, load_model
+    base = ["plan", "--model", "llama3-8b", "--system", "gb200-nvl72", "--gpus", "8", "--gbs", "128", "--top", "1"]
+    res = CliRunner().invoke(app, base + ["--layout", "cuda_graph_scope=attn", "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    assert (doc["layout"]["cuda_graph"], doc["layout"]["cuda_graph_scope"]) == ("layer", "attn")
+    argv = shlex.split((tmp_path / "megatron_args.txt").read_text())
+    i = argv.index("--cuda-graph-impl")
+    assert argv[i:i + 4] == ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"]
+    if arguments_module() is not None:
+        _, cfg = megatron_whole_path(arguments_module(), argv, layout=Layout(**doc["layout"]), model=load_model("llama3-8b"),
+                                     gpus=8, gpu=load_preset("gb200-nvl72", num_gpus=8).gpu, env={}, monkeypatch=monkeypatch)
+        assert [s.name for s in cfg.cuda_graph_scope] == ["attn"] and cfg.cuda_graph_impl == "transformer_engine"
+    for graph in ("full", "none"):
+        bad = CliRunner().invoke(app, base + ["--layout", f"cuda_graph_scope=attn,cuda_graph={graph}"], env={"COLUMNS": "200"})
+        assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1, bad.output
+        assert bad.output.startswith(f"error: cuda_graph_scope='attn' is invalid: '' with cuda_graph={graph}")
