@@ -297,3 +297,42 @@ def test_a_recompute_layers_pin_is_refused_with_framework_torchtitan(tmp_path):
     assert result.exit_code == 2 and result.output.startswith("error: recompute_layers=2 is invalid") and \
         len(result.output.strip().splitlines()) == 1, result.output
     assert not (tmp_path / "plan.json").exists()
+
+
+@pytest.mark.parametrize("pins", [[], ["--layout", "tp=1,pp=2,vp=2,ep=8,mbs=1"]], ids=["searched", "pinned"])
+def test_emit_torchtitan_prints_a_launch_only_beside_its_generated_config(pins, tmp_path, monkeypatch):
+    """plan --emit torchtitan (no -O) for Qwen3-30B-A3B on GB200 (default precision mxfp8: TorchTitan ships no MXFP8
+    Qwen3 config) printed `--module commbench_torchtitan --config qwen3_30b_a3b_mxfp8 ...` and wrote nothing:
+    TorchTitan 0.3.0's ConfigManager.parse_args refused that line (ImportError "Cannot import module 'commbench_torchtitan'").
+    Without --out it is now refused in one line saying to add -O; with -O the printed line is the file's and goes
+    through TorchTitan's whole configuration path with the folder on the path."""
+    import json
+    import shlex
+    import sys
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.planner import Layout, load_model
+    base = ["plan", "--model", "qwen3-30b-a3b", "--system", "gb200-nvl72", "--gpus", "16", "--gbs", "128", "--top", "1",
+            "--emit", "torchtitan", *pins]
+    bare = CliRunner().invoke(app, base, env={"COLUMNS": "200"})
+    assert bare.exit_code == 2 and len(bare.output.strip().splitlines()) == 1, bare.output
+    assert bare.output.startswith("error: --emit torchtitan needs --out") and "commbench_torchtitan.py" in bare.output
+    monkeypatch.delitem(sys.modules, "commbench_torchtitan", raising=False)   # one an earlier test imported
+    with pytest.raises(ImportError, match="Cannot import module .commbench_torchtitan."):   # what the line met
+        titan_config(["--module", "commbench_torchtitan", "--config", "qwen3_30b_a3b_mxfp8"], world=16,
+                     capability=(10, 0), plan_dir=None, monkeypatch=monkeypatch)
+    out = tmp_path / "plan"
+    res = CliRunner().invoke(app, base + ["-O", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    argv = shlex.split(res.output)
+    assert argv == shlex.split((out / "torchtitan_args.txt").read_text()) and argv[:2] == ["--module", "commbench_torchtitan"]
+    doc = json.loads((out / "plan.json").read_text())
+    lay, model = Layout(**doc["layout"]), load_model("qwen3-30b-a3b")
+    config, dims, _ = titan_config(argv, world=16, capability=(10, 0), plan_dir=out, monkeypatch=monkeypatch)
+    assert (dims.tp, dims.pp, dims.ep, dims.dp_shard * dims.dp_replicate) == (lay.tp, lay.pp, lay.ep, lay.dp)
+    assert quantized_kinds(config.model_spec.model) == QUANTIZED["mxfp8"] and config.training.global_batch_size == 128
+    # a launch from a shipped config needs no file: printed without --out as before
+    shipped = CliRunner().invoke(app, base + ["--precision", "bf16"], env={"COLUMNS": "200"})
+    assert shipped.exit_code == 0 and shlex.split(shipped.output)[:4] == ["--module", "qwen3", "--config", "qwen3_30b_a3b"]

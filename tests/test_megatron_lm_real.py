@@ -225,3 +225,102 @@ def test_megatron_refuses_a_preprocess_graph_with_a_capacity_factor_and_alltoall
     argv = megatron_args(lay, model)
     with target_gpu(monkeypatch, (10, 0)), pytest.raises(AssertionError, match="moe_preprocess cuda graph is not supported"):
         megatron_config(arguments_module(), argv, 8, {}, monkeypatch)
+
+
+def test_a_moe_plan_never_takes_a_full_iteration_graph_megatron_core_cannot_capture(monkeypatch):
+    """plan --model mixtral-8x7b --system b200-hgx --gpus 16 --precision mxfp8 picked a full-iteration CUDA graph
+    ('--cuda-graph-impl local --cuda-graph-scope full_iteration' with dropless MoE and the DeepEP flex dispatcher).
+    megatron-core 0.16.1 cannot capture dropless MoE (per-expert token counts change every step and are read on the
+    host; Megatron-Bridge pads them with Megatron-Core's paged stashing, which 0.16.1 lacks, and 0.16.1's only padding,
+    --moe-pad-expert-input-to-capacity, drops tokens and is refused with DeepEP). The search keeps MoE layouts off the
+    full-iteration graph under --framework megatron, the pin is refused in one line, and the plan says why."""
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.errors import CommbenchError
+    from commbench.planner import Layout, load_model
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    from tests.megatron_lm import best_plan_through_megatron
+    fields = {f.name for f in dataclasses.fields(TransformerConfig)}
+    assert "moe_paged_stash" not in fields and "moe_expert_rank_capacity_factor" not in fields
+    with pytest.raises(ValueError, match="does not support moe_pad_expert_input_to_capacity"):
+        TransformerConfig(num_layers=2, hidden_size=64, num_attention_heads=4, num_moe_experts=8, moe_router_topk=2,
+                          moe_token_dispatcher_type="flex", moe_flex_dispatcher_backend="deepep",
+                          moe_expert_capacity_factor=1.0, moe_pad_expert_input_to_capacity=True)
+    model = load_model("mixtral-8x7b")
+    args, _ = best_plan_through_megatron(model, monkeypatch, preset="b200-hgx", gpus=16, gbs=256, precision="mxfp8")
+    assert "full_iteration" not in args and "--num-experts" in args
+    base = ["plan", "--model", "mixtral-8x7b", "--system", "b200-hgx", "--gpus", "16", "--gbs", "256", "--precision",
+            "mxfp8", "--top", "1"]
+    out = CliRunner().invoke(app, base, env={"COLUMNS": "200"})
+    assert out.exit_code == 0 and "cannot capture dropless MoE" in out.output, out.output
+    pinned = CliRunner().invoke(app, base + ["--layout", "cuda_graph=full"], env={"COLUMNS": "200"})
+    assert pinned.exit_code == 2 and len(pinned.output.strip().splitlines()) == 1, pinned.output
+    assert pinned.output.startswith("error: cuda_graph='full' is invalid for mixtral-8x7b with --framework megatron")
+    with pytest.raises(CommbenchError, match="cannot capture dropless MoE"):
+        megatron_args(Layout.for_world(16, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, cuda_graph="full"), model)
+    # a dense model keeps it (llama3-8b on B200: the searched plan's full-iteration graph goes through Megatron-LM)
+    dense, _ = best_plan_through_megatron(load_model("llama3-8b"), monkeypatch, preset="b200-hgx", gpus=8, gbs=256)
+    assert "full_iteration" in dense
+
+
+def test_launch_env_names_the_script_a_hybrid_model_s_flags_are_for(tmp_path, monkeypatch):
+    """plan -O for Nemotron-3-Nano wrote megatron_args.txt (--is-hybrid-model --hybrid-override-pattern ...) and a
+    launch.env that named no script: Megatron-LM core_v0.16.1's pretrain_gpt.py parses those flags and builds a
+    GPTModel without the Mamba layers (gpt_builders.py reads neither); only pretrain_mamba.py builds the model. launch.env
+    now names the script; the files go through Megatron-LM's whole configuration path as written."""
+    import json
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.planner import Layout, load_model
+    for name, script in (("nemotron-3-nano-30b-a3b", "pretrain_mamba.py"), ("qwen3-30b-a3b", "pretrain_gpt.py")):
+        out = tmp_path / name
+        res = CliRunner().invoke(app, ["plan", "--model", name, "--system", "gb200-nvl72", "--gpus", "16", "--gbs", "256",
+                                       "--top", "1", "-O", str(out)], env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        doc = json.loads((out / "plan.json").read_text())
+        env_text = (out / "launch.env").read_text()
+        assert doc["megatron"]["script"] == script and f"# Megatron-LM script: {script} " in env_text
+        assert ("without the hybrid pattern's Mamba layers" in env_text) == (script == "pretrain_mamba.py")
+        if arguments_module() is None:
+            continue
+        env = dict(line.split("=", 1) for line in env_text.splitlines() if line and not line.startswith("#"))
+        model, lay = load_model(name), Layout(**doc["layout"])
+        megatron_whole_path(arguments_module(), shlex.split((out / "megatron_args.txt").read_text()), layout=lay,
+                            model=model, gpus=16, gpu=load_preset("gb200-nvl72", num_gpus=16).gpu, env=env,
+                            monkeypatch=monkeypatch)
+
+
+def test_a_pinned_capture_scope_plans_the_per_layer_graph_it_is_for(tmp_path, monkeypatch):
+    """plan --layout cuda_graph_scope=attn (Llama 3 8B, 8 GB200) planned cuda_graph=full: plan.json said
+    cuda_graph 'full' with cuda_graph_scope 'attn' and megatron_args.txt captured the full iteration
+    (--cuda-graph-scope full_iteration), the pinned scope dropped without a word. A scope now pins cuda_graph=layer
+    (the graph it belongs to), and beside cuda_graph=full or none it is refused in one line."""
+    import json
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.planner import Layout, load_model
+    base = ["plan", "--model", "llama3-8b", "--system", "gb200-nvl72", "--gpus", "8", "--gbs", "128", "--top", "1"]
+    res = CliRunner().invoke(app, base + ["--layout", "cuda_graph_scope=attn", "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    assert (doc["layout"]["cuda_graph"], doc["layout"]["cuda_graph_scope"]) == ("layer", "attn")
+    argv = shlex.split((tmp_path / "megatron_args.txt").read_text())
+    i = argv.index("--cuda-graph-impl")
+    assert argv[i:i + 4] == ["--cuda-graph-impl", "transformer_engine", "--cuda-graph-scope", "attn"]
+    if arguments_module() is not None:
+        _, cfg = megatron_whole_path(arguments_module(), argv, layout=Layout(**doc["layout"]), model=load_model("llama3-8b"),
+                                     gpus=8, gpu=load_preset("gb200-nvl72", num_gpus=8).gpu, env={}, monkeypatch=monkeypatch)
+        assert [s.name for s in cfg.cuda_graph_scope] == ["attn"] and cfg.cuda_graph_impl == "transformer_engine"
+    for graph in ("full", "none"):
+        bad = CliRunner().invoke(app, base + ["--layout", f"cuda_graph_scope=attn,cuda_graph={graph}"], env={"COLUMNS": "200"})
+        assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1, bad.output
+        assert bad.output.startswith(f"error: cuda_graph_scope='attn' is invalid: '' with cuda_graph={graph}")

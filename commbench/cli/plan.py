@@ -217,8 +217,8 @@ def plan(
             console.print_json(json.dumps(doc, default=float))
             return
         if emit in ("megatron", "torchtitan"):
-            from commbench.planner.emit.plan import megatron_text, torchtitan_text
-            text = megatron_text(doc["megatron"]) if emit == "megatron" else torchtitan_text(doc["torchtitan"])
+            from commbench.planner.emit.plan import megatron_text, torchtitan_emit_text
+            text = megatron_text(doc["megatron"]) if emit == "megatron" else torchtitan_emit_text(doc["torchtitan"], out=out)
             console.print(text, highlight=False, markup=False, soft_wrap=True)
             return
     step = row["step_s"]

@@ -13,7 +13,7 @@ from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.calibrate.coverage import coverage_lines
 from commbench.planner.emit.plan import (EMIT_KINDS, efficiency_terms, fabric_lines, megatron_text, plan_document,
-                                         torchtitan_text)
+                                         torchtitan_emit_text)
 from commbench.planner.emit.plan_files import write_plan_files
 from commbench.planner.search.explain import explain, short
 from commbench.planner.search.recipe_gap import versus_recipe, versus_recipe_lines
@@ -93,7 +93,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     elif emit == "megatron":
         console.print(megatron_text(meg), highlight=False, soft_wrap=True)
     elif emit == "torchtitan":
-        console.print(torchtitan_text(doc["torchtitan"]), highlight=False, markup=False, soft_wrap=True)
+        console.print(torchtitan_emit_text(doc["torchtitan"], out=out), highlight=False, markup=False, soft_wrap=True)
     else:
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
                  f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}, for {req.framework}; "

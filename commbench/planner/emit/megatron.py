@@ -37,7 +37,7 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
-from commbench.planner.search.frameworks import megatron_cannot_launch
+from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -157,6 +157,8 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
                    "pp > 1 with an MTP layer" if model.num_mtp_layers and a.pp == 1 else "")
         if problem:
             raise invalid("moe_a2a_overlap", True, f"Megatron's --overlap-moe-expert-parallel-comm needs {problem}")
+    if a.cuda_graph == "full" and model.is_moe:
+        raise invalid("cuda_graph", "full", f"layer or none for {model.name}: {MEGATRON_NO_FULL_GRAPH_MOE}")
 
 
 def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,
@@ -271,8 +273,14 @@ def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
 MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"
 
 
-def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8) -> str:
+def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8,
+                    script: str | None = None) -> str:
     lines = ["# commbench plan: environment for the Megatron-LM launch (source it: set -a; . ./launch.env)"]
+    if script == HYBRID_SCRIPT:   # pretrain_gpt.py parses these flags too and builds a GPTModel without the Mamba layers
+        lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags; pretrain_gpt.py would build "
+                     "a transformer from them, without the hybrid pattern's Mamba layers)")
+    elif script:
+        lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags)")
     if env.get("CUDA_DEVICE_MAX_CONNECTIONS") == FSDP_DEVICE_MAX_CONNECTIONS:
         lines.append("# Megatron-FSDP: validate_args refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (often exported by "
                      "launch scripts); CUDA's default, 8, set here")

@@ -53,7 +53,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "layer_split": split.summary(stage_weights(model)),
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
-                                               domain_size=domain_size),
+                                               domain_size=domain_size, script=megatron_script(model)),
             "notes": precision_notes(layout) + architecture_notes(model) + ([] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
@@ -73,6 +73,20 @@ def torchtitan_text(section: dict[str, Any]) -> str:
     if "config" in section:
         return shlex.join(torchtitan_args(section)) + "\n"
     return torchtitan_toml(section)
+
+
+def torchtitan_emit_text(section: dict[str, Any], *, out: str | None) -> str:
+    """What `plan --emit torchtitan` prints. A 0.3 launch whose --module is the config function the plan generates
+    (commbench_torchtitan.py) is launchable only beside that file, which only --out writes: without --out the
+    printed line fails in TorchTitan's ConfigManager ("Cannot import module 'commbench_torchtitan'"), so it is
+    refused in one line saying what to add."""
+    text = torchtitan_text(section)
+    module = section.get("config_module")
+    if module is not None and not out:
+        raise CommbenchError(f"--emit torchtitan needs --out here: the launch's --module {section['module']} --config "
+                             f"{section['config']} is a config function this plan generates ({module['file']}), which "
+                             f"only --out writes; add -O DIR and launch with PYTHONPATH=DIR")
+    return text
 
 
 def framework_assumptions(framework: str) -> list[str]:

@@ -222,6 +222,10 @@ def caveats(result: SearchResult) -> list[str]:
         out.append(f"The release's recipes fuse the experts' grouped MLP (Transformer Engine); "
                    f"{FRAMEWORK_VERSIONS[result.request.framework]} cannot run it, so no layout here uses it "
                    "(published runs of those recipes do, and are faster by it).")
+    if model.is_moe and req.framework == "megatron" and "full" in has["cuda_graph"] and "cuda_graph" not in req.pins:
+        from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE
+        out.append(f"The release's recipes run full-iteration CUDA graphs; {MEGATRON_NO_FULL_GRAPH_MOE}, so no layout "
+                   "here uses one (published runs of those recipes do, and are faster by it).")
     from commbench.planner.layout.recipes import runs_ep_overlap_with_full_graph
     if (model.is_moe and req.framework == "megatron"
             and runs_ep_overlap_with_full_graph(req.software, req.gpu_name, req.precision, model.name, model.is_moe)):

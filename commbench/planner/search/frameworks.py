@@ -105,6 +105,17 @@ MEGATRON_NO_FUSED_MLP = (f"fused_moe=true is invalid with --framework megatron: 
                          "fused grouped MLP (TransformerConfig.use_transformer_engine_op_fuser for MoE came after it, "
                          "Megatron-LM 6815c0f); Megatron-Bridge 26.06's recipes run a newer Megatron-Core")
 
+# A full-iteration CUDA graph needs static shapes; dropless MoE's per-expert token counts change every step, and
+# megatron-core 0.16.1's dispatchers and grouped GEMMs read them on the host (token_dispatcher.py: the all-to-all
+# splits .tolist(), HybridEP's num_permuted_tokens = tokens_per_expert.sum(); DeepEP refuses padding). Megatron-Bridge's
+# recipes capture it by padding every expert to a fixed capacity with Megatron-Core's paged stashing (MCore PR #4247:
+# moe_paged_stash, moe_expert_rank_capacity_factor; Megatron-Bridge scripts/performance/configs/deepseek/
+# deepseek_llm_pretrain.py set_full_iter_cg_configs at fcbb603: "Dropless MoE produces variable-shaped per-expert
+# tensors that CG cannot capture"), which megatron-core 0.16.1 does not have.
+MEGATRON_NO_FULL_GRAPH_MOE = (f"Megatron-LM {MEGATRON_LM_RELEASE} (megatron-core 0.16.1) cannot capture dropless MoE in a "
+                              "full-iteration CUDA graph (its per-expert token counts change every step; Megatron-Bridge's "
+                              "recipes pad them with Megatron-Core's paged stashing, which came after 0.16.1)")
+
 
 def check_framework(framework: str) -> str:
     value = framework.lower()
@@ -272,6 +283,9 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
+        if pins.get("cuda_graph") == "full" and model.is_moe:
+            raise CommbenchError(f"cuda_graph='full' is invalid for {model.name} with --framework megatron: "
+                                 f"{MEGATRON_NO_FULL_GRAPH_MOE}; pin cuda_graph=layer or none")
         if pins.get("cuda_graph") == "layer" and pins.get("recompute") == "full":
             raise CommbenchError("cuda_graph='layer' is invalid with recompute='full': megatron-core 0.16.1 runs full "
                                  "recompute only under the full-iteration graph (TransformerConfig: 'full recompute is "
@@ -319,11 +333,12 @@ def runs_fused_grouped_mlp(framework: str) -> bool:
     return False
 
 
-def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray) -> np.ndarray:
-    """Where the framework runs a full-iteration CUDA graph (TorchTitan: pp = 1 and ep = 1)."""
+def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray, moe: bool = False) -> np.ndarray:
+    """Where the framework runs a full-iteration CUDA graph (TorchTitan: pp = 1 and ep = 1; Megatron-LM: not for
+    a MoE model, MEGATRON_NO_FULL_GRAPH_MOE)."""
     if framework == "torchtitan":
         return (pp == 1) & (ep == 1)
-    return np.ones(len(pp), dtype=bool)
+    return np.full(len(pp), not moe, dtype=bool)
 
 
 def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool,

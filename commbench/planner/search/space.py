@@ -293,6 +293,11 @@ def parse_pins(text: str | None) -> dict[str, object]:
             if raw not in CODE_FIELDS[key]:
                 raise invalid(key, raw, f"one of {', '.join(CODE_FIELDS[key])}")
             out[key] = raw
+    scope = out.get("cuda_graph_scope")
+    if scope:   # what a per-layer graph captures: alone it was kept beside a searched cuda_graph=none/full, unused
+        if out.setdefault("cuda_graph", "layer") != "layer":
+            raise invalid("cuda_graph_scope", scope, f"'' with cuda_graph={out['cuda_graph']} (a capture scope is the "
+                          "per-layer graph's: pin cuda_graph=layer, or leave the scope out)")
     return out
 
 
@@ -316,7 +321,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
         # megatron-core refuses the full-iteration (local) graph with the EP all-to-all overlap.
         # No recipe runs activation offloading under a CUDA graph: offloading rows stay eager.
-        better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & graphs_allowed(req.framework, arr.pp, arr.ep)
+        better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & graphs_allowed(req.framework, arr.pp, arr.ep, req.model.is_moe)
                   & (arr.cpu_offload_layers == 0))
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
         bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
