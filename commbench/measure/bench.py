@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ class BenchOutcome:
     num_wrong: int
     error: str | None
     text_cycle: TextCycle | None = None  # rank 0's text so far, for the next -N cycle to continue (None elsewhere)
+    failed_at_s: float | None = None  # time.time() when `error` happened: the CLI names the rank that failed first
 
 
 def default_output_path(collective: str) -> str:
@@ -267,7 +269,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     backend = create_backend(config.backend, rank_env, config.timeout_s)
     is_writer = backend.rank == 0
     records: list[Measurement] = []
-    error = None
+    error, failed_at_s = None, None
     try:
         run_id = new_run_id()
         topology = resolve_on_ranks(config.topology, backend)
@@ -302,6 +304,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                 except (RuntimeError, ValueError, MemoryError) as exc:
                     reason = first_line(exc)
                     error = f"failed while measuring {point.label}: {reason}"
+                    failed_at_s = time.time()
                     progress.failed(step, reason)
                     record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
                                                 run_id=run_id, error=error, group=point.group)
@@ -328,4 +331,4 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
             backend.shutdown()
     num_wrong = sum(r.num_wrong or 0 for r in records)
     return BenchOutcome(num_points=len(records), num_wrong=num_wrong, error=error,
-                        text_cycle=view.carried() if view else None)
+                        text_cycle=view.carried() if view else None, failed_at_s=failed_at_s)
