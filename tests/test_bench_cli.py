@@ -254,7 +254,8 @@ class _RaisesOnLastRank(AllReduce):
 def test_the_error_line_names_the_rank_that_failed_first(tmp_path):
     """4 local ranks, rank 3 raised at 1 KiB: the line was rank 0's symptom, 'error: failed while measuring 1 KiB:
     [.../pair.cc:553] Connection closed by peer [127.0.0.1]:39054. This is typically caused by a remote worker
-    crashing...', and rank 3's own error was printed nowhere. The line now gives the first failure and its rank."""
+    crashing...', and rank 3's own error was printed nowhere, nor written in the failed record. The line and the
+    record now give the first failure and its rank."""
     out = tmp_path / "fail.jsonl"
     collectives.REGISTRY[_RaisesOnLastRank.name] = _RaisesOnLastRank()
     try:
@@ -267,4 +268,8 @@ def test_the_error_line_names_the_rank_that_failed_first(tmp_path):
     assert "rank 3 failed first: failed while measuring 1 KiB: injected: this rank's own failure" in " ".join(
         result.output.split()), result.output
     assert line.count("error:") <= 1
-    assert [r["status"] for r in _lines(out)[1:]] == ["ok", "failed"]
+    records = _lines(out)[1:]
+    assert [r["status"] for r in records] == ["ok", "failed"]
+    # the record (rank 0 writes it) leads with the cause too, then rank 0's own symptom
+    assert records[1]["error"].startswith("failed while measuring 1 KiB: rank 3 failed first: injected: this rank's "
+                                          "own failure (then rank 0: ")

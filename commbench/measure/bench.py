@@ -274,6 +274,29 @@ class GroupCache:
         return self._made[groups]
 
 
+def first_failure(reason: str, rank: int, config: BenchConfig, step: int) -> str:
+    """This rank's failure `reason`, led by a peer's that failed before it (the cause: this rank's is then most
+    often the broken connection it left, 'Connection closed by peer'). Ranks post their failures through the
+    launch's store in the order they happen; nothing waits. Without a store (no torch.distributed job), `reason`."""
+    try:
+        import datetime
+
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        store, base = _get_default_store(), f"commbench/bench/cycle{config.text_cycle.cycle}/point{step}"
+        order = store.add(f"{base}/num_failed", 1)
+        store.set(f"{base}/failed/{order}", f"{rank}\t{reason}")
+        for earlier in range(1, order):
+            key = f"{base}/failed/{earlier}"
+            if store.check([key]):
+                store.wait([key], datetime.timedelta(seconds=1))
+                peer, _, why = store.get(key).decode().partition("\t")
+                return f"rank {peer} failed first: {why} (then rank {rank}: {reason})"
+    except Exception:  # noqa: BLE001 - the record keeps this rank's own reason
+        pass
+    return reason
+
+
 def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     """Run the job on this rank (every rank of the launch calls this)."""
     from commbench.comm.backends import create_backend
@@ -318,7 +341,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                            group=point.group)
                 except (RuntimeError, ValueError, MemoryError) as exc:
                     reason = first_line(exc)
-                    error = f"failed while measuring {point.label}: {reason}"
+                    error = f"failed while measuring {point.label}: {first_failure(reason, backend.rank, config, step)}"
                     failed_at_s = time.time()
                     progress.failed(step, reason)
                     record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
