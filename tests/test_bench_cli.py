@@ -87,6 +87,8 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "--format", "csv"], "--format"),
     (["bench", "all_reduce", "-c", "2"], "--check"),
     (["bench", "broadcast", "--nproc", "2", "-r", "5"], "--root"),
+    # --compare-backends measured every point on the whole world: sub-groups asked for were dropped unsaid
+    (["bench", "all_reduce", "--compare-backends", "torch-nccl,cupy-nccl", "--group-sizes", "2"], "--group-sizes"),
     # a root outside the measured sub-groups (ranks of a group are 0..g-1) was taken modulo g: -r 3 measured root 1
     (["bench", "broadcast", "--nproc", "4", "--group-sizes", "2,4", "-r", "3"], "--root=3"),
     # moe_all_to_all is swept by --tokens and sends --dispatch-dtype rows: size and dtype letters were ignored

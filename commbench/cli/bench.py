@@ -178,6 +178,10 @@ def bench(
     if letters.get("run_cycles", 1) > 1:  # -N 2**70 ran cycle after cycle (no point bound saw the cycles)
         from commbench.limits import check_point_count
         check_point_count(letters["run_cycles"] * len(sizes), f"-N={letters['run_cycles']} cycles of {len(sizes)} size(s)")
+    if compare_backends and (group_sizes or group_layout):  # run_compare_rank measures the whole world only
+        given = "--group-sizes" if group_sizes else "--group-layout"
+        raise CommbenchError(f"{given} cannot be combined with --compare-backends: it measures every point on the "
+                             "whole world; compare sub-groups with one bench run per backend")
     backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
         given = f"-G {graph_launches}" if letters.get("graph_launches") else "--cuda-graph"  # name what was typed
