@@ -63,6 +63,7 @@ def out_of_place_notes(comm, in_place: bool) -> list[str]:
 class Collective(ABC):
     name: ClassVar[str]
     reduces: ClassVar[bool] = False  # takes --op
+    takes_root: ClassVar[bool] = False  # takes --root (broadcast, reduce); a sweep entry of another refuses root
     # "optional": out-of-place by default, --in-place allowed; "both": in-place by default (the torch
     # API's form), --out-of-place allowed (all_reduce, broadcast); "never": no in-place form
     # (all_to_all, sendrecv).

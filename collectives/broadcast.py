@@ -15,6 +15,7 @@ from collectives.base import (POISON, PointSpec, PreparedPoint, WholeBufferColle
 
 class Broadcast(WholeBufferCollective):
     name = "broadcast"
+    takes_root = True
     in_place_mode = "both"
 
     def busbw_factor(self, num_ranks: int) -> float:

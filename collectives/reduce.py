@@ -14,6 +14,7 @@ from collectives.base import PointSpec, PreparedPoint, WholeBufferCollective, ou
 
 class Reduce(WholeBufferCollective):
     name = "reduce"
+    takes_root = True
     reduces = True
     in_place_mode = "both"
 

@@ -114,7 +114,9 @@ def size_range(min_bytes: int, max_bytes: int, step_factor: float | None = None,
         return list(range(min_bytes, max_bytes + 1, step_bytes))
     factor = 2.0 if step_factor is None else step_factor
     if not (math.isfinite(factor) and factor > 1):
-        raise invalid(names[1], step_factor, "a finite number > 1")
+        raise invalid(names[1], step_factor, "a finite number > 1" + (
+            f"; for steps of a fixed size give {names[0]} (-i SIZE, or -f 1 -i SIZE as nccl-tests)"
+            if names[0] == "--step-bytes" else ""))
     count = math.floor(math.log(max_bytes / max(min_bytes, 1)) / math.log(factor)) + 1 if min_bytes > 0 else MAX_POINTS + 1
     if count > MAX_POINTS:
         raise invalid(names[1], step_factor, f"about {count:,} sizes from {min_bytes} to {max_bytes}; at most "

@@ -87,6 +87,8 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "--format", "csv"], "--format"),
     (["bench", "all_reduce", "-c", "2"], "--check"),
     (["bench", "broadcast", "--nproc", "2", "-r", "5"], "--root"),
+    # --compare-backends measured every point on the whole world: sub-groups asked for were dropped unsaid
+    (["bench", "all_reduce", "--compare-backends", "torch-nccl,cupy-nccl", "--group-sizes", "2"], "--group-sizes"),
     # a root outside the measured sub-groups (ranks of a group are 0..g-1) was taken modulo g: -r 3 measured root 1
     (["bench", "broadcast", "--nproc", "4", "--group-sizes", "2,4", "-r", "3"], "--root=3"),
     # moe_all_to_all is swept by --tokens and sends --dispatch-dtype rows: size and dtype letters were ignored
@@ -231,3 +233,45 @@ def test_an_unknown_op_is_one_line_naming_the_value_and_the_allowed_ones(tmp_pat
     result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-o", "Mean", "-O", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 2
     assert result.output.strip() == "error: --op='Mean' is invalid: allowed: sum, prod, max, min, avg (either case)"
+
+
+class _RaisesOnLastRank(AllReduce):
+    """all_reduce whose last rank raises at once at sizes >= 1 KiB (its peers then lose the connection)."""
+
+    name = "all_reduce_raises_last"
+
+    def prepare(self, comm, backend, spec):
+        prepared = super().prepare(comm, backend, spec)
+        name, stage = prepared.stages[0]
+
+        def raising():
+            if comm.rank == comm.size - 1 and spec.size_bytes >= 1024:
+                raise RuntimeError("injected: this rank's own failure")
+            stage()
+
+        prepared.stages = [(name, raising)]
+        return prepared
+
+
+def test_the_error_line_names_the_rank_that_failed_first(tmp_path):
+    """4 local ranks, rank 3 raised at 1 KiB: the line was rank 0's symptom, 'error: failed while measuring 1 KiB:
+    [.../pair.cc:553] Connection closed by peer [127.0.0.1]:39054. This is typically caused by a remote worker
+    crashing...', and rank 3's own error was printed nowhere, nor written in the failed record. The line and the
+    record now give the first failure and its rank."""
+    out = tmp_path / "fail.jsonl"
+    collectives.REGISTRY[_RaisesOnLastRank.name] = _RaisesOnLastRank()
+    try:
+        result = runner.invoke(app, ["bench", _RaisesOnLastRank.name, "--nproc", "4", "-b", "256", "-e", "4K", "-f", "4",
+                                     "-n", "2", "-w", "0", "-T", "5", "-O", str(out)])
+    finally:
+        del collectives.REGISTRY[_RaisesOnLastRank.name]
+    assert result.exit_code == 1, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert "rank 3 failed first: failed while measuring 1 KiB: injected: this rank's own failure" in " ".join(
+        result.output.split()), result.output
+    assert line.count("error:") <= 1
+    records = _lines(out)[1:]
+    assert [r["status"] for r in records] == ["ok", "failed"]
+    # the record (rank 0 writes it) leads with the cause too, then rank 0's own symptom
+    assert records[1]["error"].startswith("failed while measuring 1 KiB: rank 3 failed first: injected: this rank's "
+                                          "own failure (then rank 0: ")

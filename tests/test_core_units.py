@@ -120,3 +120,11 @@ def test_launcher_detection():
         detect_rank_env({"RANK": "x", "WORLD_SIZE": "2"})
     assert first_slurm_host("node7") == "node7"
     assert first_slurm_host("a[1-3],b2") == "a1"
+
+
+def test_step_factor_1_without_a_step_says_how_nccl_tests_steps_by_bytes():
+    """-f 1 alone was refused as 'a finite number > 1', yet -f 1 -i 8 runs (nccl-tests' loop adds stepBytes when
+    stepFactor is not > 1, src/common.cu v2.19.6): the line now says to give the step."""
+    with pytest.raises(CommbenchError, match=r"--step-factor=1\.0 is invalid: .*> 1.*-i SIZE") as info:
+        size_range(8, 64, 1.0)
+    assert "\n" not in str(info.value)

@@ -94,3 +94,16 @@ def test_bad_options_are_one_line_exit_2(args, match):
     result = CliRunner().invoke(app, ["bench", "grad_reduce_scatter", "--nproc", "4", "-b", "1K", "-e", "1K", *args])
     assert result.exit_code == 2
     assert match in result.output and "Traceback" not in result.output
+
+
+def test_sizes_on_sub_groups_are_aligned_on_the_group_not_on_the_world(tmp_path):
+    """all_gather on 4 ranks, -b 100 --group-sizes 2,4: the 2-rank groups measured 64 B (100 B aligned for 4 ranks,
+    then for 2), while the header said '100 B -> 96 B' on 2 ranks, what nccl-tests measures on 2 ranks (4 B x
+    (25 // 2 & -4) x 2). Each group size's sizes are now aligned on that group size."""
+    out = tmp_path / "ag.jsonl"
+    result = CliRunner().invoke(app, ["bench", "all_gather", "--nproc", "4", "-b", "100", "-e", "100", "-n", "2", "-w", "0",
+                                      "--group-sizes", "2,4", "-J", str(out)])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert [(r["group_size"], r["size_bytes"], r["count"], r["num_wrong"]) for r in records] == [
+        (2, 96, 12, 0), (4, 64, 4, 0)]

@@ -214,3 +214,46 @@ def test_a_resumed_sweep_over_a_failed_point_exits_1(tmp_path):
     out.write_text(clean)
     done = CliRunner().invoke(app, ["sweep", str(sweep_file), "-O", str(out), "--resume"])
     assert done.exit_code == 0 and "nothing to do" in done.output, done.output
+
+
+class FailOnLastRank(Collective):
+    """all_reduce, except that the last rank raises at once at the HANG_SIZE point (its peers then time out)."""
+
+    name = "test_fail_last_rank"
+    reduces = True
+    in_place_mode = "both"
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return 1.0
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        return size_bytes // itemsize, size_bytes
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        buf = backend.empty(spec.size_bytes // spec.dtype.itemsize, spec.dtype)
+
+        def stage() -> None:
+            if spec.size_bytes == HANG_SIZE and comm.rank == comm.size - 1:
+                raise RuntimeError("injected: this rank's own failure")
+            comm.all_reduce(buf, "sum")
+
+        return PreparedPoint(size_bytes=spec.size_bytes, count=len(buf), busbw_factor=1.0, stages=[("all_reduce", stage)],
+                             fill=lambda *_: None, check=lambda *_: 0)
+
+
+def test_the_failed_record_names_the_rank_that_failed_first_not_only_its_peers_timeouts(tmp_path):
+    """On 4 ranks, rank 3 raised at once and ranks 0-2 timed out waiting for it: the record kept the first three
+    errors by rank number, three gloo timeouts and '...', and lost rank 3's, the cause. Now the errors are in the
+    order the ranks reported them: the cause first."""
+    REGISTRY[FailOnLastRank.name] = FailOnLastRank()
+    try:
+        out = tmp_path / "out.jsonl"
+        spec = small_sweep({"collective": "test_fail_last_rank", "sizes": ["1K", HANG_SIZE, "4K"], "timeout_s": 1.0})
+        job = SweepJob(sweep=spec, backend="gloo", output_path=str(out), show_progress=False)
+        outcomes = run_ranks(run_sweep_on_backend, 4, args=(job,), timeout_s=60)
+    finally:
+        del REGISTRY[FailOnLastRank.name]
+    assert outcomes[0].num_ok == 2 and outcomes[0].num_failed == 1 and outcomes[0].stopped is None
+    failed = [r for r in measurements_of(out) if r.status == "failed"]
+    assert len(failed) == 1 and failed[0].size_bytes == HANG_SIZE
+    assert "(timeout 1 s): rank 3: RuntimeError: injected: this rank's own failure; rank " in failed[0].error

@@ -340,3 +340,15 @@ def test_a_dry_run_refuses_the_local_ranks_the_launch_refuses(tmp_path):
         assert tuned.exit_code == 2 and "need an NCCL backend" in tuned.output, tuned.output
     elsewhere = runner.invoke(app, ["sweep", str(auto), "--dry-run", "--world-size", "2", "--nccl-algo", "ring"])
     assert elsewhere.exit_code == 0, elsewhere.output
+
+
+def test_root_on_a_collective_without_one_is_refused_and_a_default_root_skips_it():
+    """A run of all_reduce with root = 1 was accepted: the dry run listed it as 'sum, in-place, root 1', and beside a
+    run without root the same all_reduce point was measured twice (two point keys, root0 and root1): two identical
+    rows in the report. root is now refused where the collective has none (as op where it does not reduce), and a
+    [defaults] root goes to broadcast and reduce only."""
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): root=1 is invalid: all_reduce has no root"):
+        parse(entry(root=1))
+    spec = parse(entry(), entry(collective="broadcast"), defaults={"root": 1})
+    assert [e.root for e in spec.entries] == [0, 1]
+    assert parse(entry(collective="reduce", root=1)).entries[0].root == 1

@@ -115,3 +115,16 @@ def test_keys_with_racks_from_host_names_are_known_only_on_the_ranks(monkeypatch
     assert keys_known_before_launch(sweep_of(PAIRS))  # all_reduce's keys hold no racks
     assert keys_known_before_launch(sweep_of(GRAD_RS, ranks_per_rack=2))
     assert not keys_known_before_launch(sweep_of(GRAD_RS))
+
+
+def test_sub_group_points_and_their_size_notes_are_aligned_on_the_group():
+    """all_gather of 100 B on 2-rank groups of a 4-rank world was planned as 64 B (aligned for 4 ranks) and the dry
+    run's note said '100 B -> 64 B' on 4 ranks; nccl-tests on 2 ranks measures 96 B. Both now align on the group."""
+    from commbench.sweep.plan import size_notes
+
+    spec = parse_sweep({"defaults": {"iters": 2}, "run": [{"collective": "all_gather", "sizes": ["100"],
+                                                           "group_sizes": [2, 4]}]}, "t.toml")
+    points = plan_sweep(spec, 4, backend="gloo")
+    assert [(len(p.point.groups[0]), p.point.spec.size_bytes) for p in points] == [(2, 96), (4, 64)]
+    notes = size_notes(spec, 4)
+    assert len(notes) == 2 and "on 2 ranks" in notes[0] and "100 B -> 96 B" in notes[0] and "100 B -> 64 B" in notes[1]

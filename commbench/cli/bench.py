@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from contextlib import nullcontext
 from typing import Annotated, Optional
@@ -53,9 +54,15 @@ def note_appending(path: str) -> None:
 
 def report_outcomes(outcomes: dict, output_path: str) -> None:
     """Exit non-zero, with one line, when a point failed or returned wrong data."""
-    errors = [o.error for o in outcomes.values() if o.error]
-    if errors:
-        raise fail(f"{errors[0]}; results measured so far are in {output_path}", exit_code=1)
+    # the rank that failed first is the cause; its peers then fail on the broken connection ('Connection closed
+    # by peer'), so rank 0's error alone hid it
+    failed = sorted((math.inf if o.failed_at_s is None else o.failed_at_s, rank, o.error)
+                    for rank, o in outcomes.items() if o.error)
+    if failed:
+        _, rank, error = failed[0]
+        first = (f"rank {rank} failed first: {error} ({len(failed) - 1} other rank(s) failed after it)"
+                 if len(failed) > 1 else error)
+        raise fail(f"{first}; results measured so far are in {output_path}", exit_code=1)
     wrong = max((o.num_wrong for o in outcomes.values()), default=0)
     if wrong:
         raise fail(f"{wrong} wrong element(s) in the data check (see #wrong in {output_path})", exit_code=1)
@@ -171,6 +178,10 @@ def bench(
     if letters.get("run_cycles", 1) > 1:  # -N 2**70 ran cycle after cycle (no point bound saw the cycles)
         from commbench.limits import check_point_count
         check_point_count(letters["run_cycles"] * len(sizes), f"-N={letters['run_cycles']} cycles of {len(sizes)} size(s)")
+    if compare_backends and (group_sizes or group_layout):  # run_compare_rank measures the whole world only
+        given = "--group-sizes" if group_sizes else "--group-layout"
+        raise CommbenchError(f"{given} cannot be combined with --compare-backends: it measures every point on the "
+                             "whole world; compare sub-groups with one bench run per backend")
     backends = parse_compare_backends(compare_backends) if compare_backends else (resolve_backend(backend),)
     if cuda_graph and any(name != "cupy-nccl" for name in backends):
         given = f"-G {graph_launches}" if letters.get("graph_launches") else "--cuda-graph"  # name what was typed

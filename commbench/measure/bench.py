@@ -7,8 +7,10 @@ process group) is recorded as failed and ends the run: the communicator cannot b
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +64,7 @@ class BenchOutcome:
     num_wrong: int
     error: str | None
     text_cycle: TextCycle | None = None  # rank 0's text so far, for the next -N cycle to continue (None elsewhere)
+    failed_at_s: float | None = None  # time.time() when `error` happened: the CLI names the rank that failed first
 
 
 def default_output_path(collective: str) -> str:
@@ -215,8 +218,9 @@ def alignment_notes(config: BenchConfig, collective: Collective, world_size: int
     return notes
 
 
-def plan_points(config: BenchConfig, collective: Collective, world_size: int) -> list[PlannedPoint]:
-    """The points of a bench job, in order: every (aligned) size on the whole world, or the
+def plan_points(config: BenchConfig, collective: Collective, world_size: int, *,
+                align_ranks: int | None = None) -> list[PlannedPoint]:
+    """The points of a bench job, in order: every size aligned on `align_ranks` (default the whole world), or the
     workload's own points when it is swept by its parameters (takes_size False)."""
     if not collective.takes_size:
         group_size = measured_group_sizes(config, world_size)[0]
@@ -226,8 +230,22 @@ def plan_points(config: BenchConfig, collective: Collective, world_size: int) ->
     return [PlannedPoint(spec=PointSpec(size_bytes=size, dtype=dtype, op=config.op, in_place=in_place,
                                         out_of_place=out_of_place, root=config.root, params=dict(config.params)),
                          label=format_size(size) + ("" if len(forms) == 1 else " out-of-place" if out_of_place else " in-place"))
-            for size in aligned_sizes(collective, config.sizes_bytes, dtype.itemsize, world_size)
+            for size in aligned_sizes(collective, config.sizes_bytes, dtype.itemsize, align_ranks or world_size)
             for in_place, out_of_place in forms]
+
+
+def planned_points(config: BenchConfig, collective: Collective, world_size: int, topology=None) -> list[PlannedPoint]:
+    """plan_points expanded by algorithm and sub-group (expand_points); on sub-groups every group size's sizes are
+    aligned on that group size, as nccl-tests aligns them on the ranks it runs on (aligned on the world first, a
+    2-rank all_gather of -b 100 on 4 ranks measured 64 B, not 96 B)."""
+    if config.subgroups is None or not collective.takes_size:
+        return expand_points(plan_points(config, collective, world_size), config, collective, world_size, topology)
+    points: list[PlannedPoint] = []
+    for size in config.subgroups.sizes_for(world_size):
+        one = dataclasses.replace(config, subgroups=dataclasses.replace(config.subgroups, sizes=(size,)))
+        points += expand_points(plan_points(config, collective, world_size, align_ranks=size), one, collective,
+                                world_size, topology)
+    return points
 
 
 def placements(config: BenchConfig, collective: Collective) -> list[tuple[bool, bool]]:
@@ -256,6 +274,29 @@ class GroupCache:
         return self._made[groups]
 
 
+def first_failure(reason: str, rank: int, config: BenchConfig, step: int) -> str:
+    """This rank's failure `reason`, led by a peer's that failed before it (the cause: this rank's is then most
+    often the broken connection it left, 'Connection closed by peer'). Ranks post their failures through the
+    launch's store in the order they happen; nothing waits. Without a store (no torch.distributed job), `reason`."""
+    try:
+        import datetime
+
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        store, base = _get_default_store(), f"commbench/bench/cycle{config.text_cycle.cycle}/point{step}"
+        order = store.add(f"{base}/num_failed", 1)
+        store.set(f"{base}/failed/{order}", f"{rank}\t{reason}")
+        for earlier in range(1, order):
+            key = f"{base}/failed/{earlier}"
+            if store.check([key]):
+                store.wait([key], datetime.timedelta(seconds=1))
+                peer, _, why = store.get(key).decode().partition("\t")
+                return f"rank {peer} failed first: {why} (then rank {rank}: {reason})"
+    except Exception:  # noqa: BLE001 - the record keeps this rank's own reason
+        pass
+    return reason
+
+
 def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     """Run the job on this rank (every rank of the launch calls this)."""
     from commbench.comm.backends import create_backend
@@ -267,7 +308,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     backend = create_backend(config.backend, rank_env, config.timeout_s)
     is_writer = backend.rank == 0
     records: list[Measurement] = []
-    error = None
+    error, failed_at_s = None, None
     try:
         run_id = new_run_id()
         topology = resolve_on_ranks(config.topology, backend)
@@ -279,8 +320,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                 notes=backend.notes(collective.name)
                                 + alignment_notes(config, collective, backend.world_size)
                                 + capacity_notes(config.params))
-        points = expand_points(plan_points(config, collective, backend.world_size), config, collective,
-                               backend.world_size, topology)
+        points = planned_points(config, collective, backend.world_size, topology)
         comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
         paired = len(placements(config, collective)) if collective.takes_size else 1
@@ -301,7 +341,8 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                            group=point.group)
                 except (RuntimeError, ValueError, MemoryError) as exc:
                     reason = first_line(exc)
-                    error = f"failed while measuring {point.label}: {reason}"
+                    error = f"failed while measuring {point.label}: {first_failure(reason, backend.rank, config, step)}"
+                    failed_at_s = time.time()
                     progress.failed(step, reason)
                     record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
                                                 run_id=run_id, error=error, group=point.group)
@@ -328,4 +369,4 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
             backend.shutdown()
     num_wrong = sum(r.num_wrong or 0 for r in records)
     return BenchOutcome(num_points=len(records), num_wrong=num_wrong, error=error,
-                        text_cycle=view.carried() if view else None)
+                        text_cycle=view.carried() if view else None, failed_at_s=failed_at_s)

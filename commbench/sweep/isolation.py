@@ -101,13 +101,15 @@ class Coordinator:
         return self.store.get(key).decode()
 
     def agree(self, step: str, error: str | None, timeout_s: float) -> list[tuple[int, str]]:
-        """Report this rank's outcome for `step`; return every failed rank's (rank, error).
+        """Report this rank's outcome for `step`; return every failed rank's (rank, error) in the order the
+        ranks reported them: a rank that raised at once comes before the peers that then timed out waiting
+        for it (by rank number, the cause on rank 3 of 4 fell behind three timeouts and was cut off).
 
         Raises TimeoutError when some rank does not report within `timeout_s`."""
         base = f"{self.prefix}/{step}"
         if error is not None:
-            self.store.set(f"{base}/err/{self.rank}", error)
-            self.store.add(f"{base}/num_failed", 1)
+            order = self.store.add(f"{base}/num_failed", 1)
+            self.store.set(f"{base}/err/{self.rank}", f"{order}:{error}")
         self.store.set(f"{base}/done/{self.rank}", "1")
         keys = [f"{base}/done/{r}" for r in range(self.world_size)]
         try:
@@ -120,5 +122,6 @@ class Coordinator:
         failed = []
         for r in range(self.world_size):
             if self.store.check([f"{base}/err/{r}"]):
-                failed.append((r, self.store.get(f"{base}/err/{r}").decode()))
-        return failed
+                order, _, text = self.store.get(f"{base}/err/{r}").decode().partition(":")
+                failed.append((int(order), r, text))
+        return [(r, text) for _, r, text in sorted(failed)]

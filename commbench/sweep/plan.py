@@ -1,7 +1,7 @@
 """From a Sweep to the ordered list of points one launch measures, each with a stable key.
 
-A sweep entry is a BenchConfig per dtype; its points come from `commbench.measure.bench.plan_points` and
-`commbench.measure.subgroups.expand_points` with the launch's rack topology, the same planner `commbench
+A sweep entry is a BenchConfig per dtype; its points come from `commbench.measure.bench.planned_points` (plan_points and
+`commbench.measure.subgroups.expand_points`) with the launch's rack topology, the same planner `commbench
 bench` uses, so sub-group, rack-aware and MoE workloads plan their points in one place.
 The point key names what was measured (collective, dtype, op, placement, size, group size and
 layout, params incl. racks for rack-aware workloads, world size), not where it sits in the file,
@@ -15,11 +15,10 @@ import json
 from dataclasses import dataclass
 
 from collectives import get_collective
-from commbench.measure.bench import BenchConfig, PlannedPoint, plan_points, validate
+from commbench.measure.bench import BenchConfig, PlannedPoint, planned_points, validate
 from commbench.limits import check_point_count
 from commbench.errors import CommbenchError
 from commbench.measure.harness import LoopOptions
-from commbench.measure.subgroups import expand_points
 from commbench.sweep.schema import ENTRY_KEYS, GROUP_KEYS, RACK_KEYS, Sweep, SweepEntry, sweep_words
 from commbench.comm.topology import Topology, TopologySpec, resolve_before_launch
 from commbench.units import format_size
@@ -85,8 +84,7 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
             try:
                 collective = validate(config, world_size)
                 racks = topology or resolve_before_launch(config.topology, world_size)
-                planned = expand_points(plan_points(config, collective, world_size), config, collective,
-                                        world_size, racks)
+                planned = planned_points(config, collective, world_size, racks)
             except (CommbenchError, ValueError) as exc:  # named by the file's keys, not bench's options
                 keys = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS, *get_collective(entry.collective).param_names)
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) "
@@ -161,15 +159,16 @@ def size_notes(sweep: Sweep, world_size: int) -> list[str]:
         collective = get_collective(entry.collective)
         if not collective.takes_size:
             continue
-        for dtype in entry.dtypes:
+        group_sizes = entry.subgroups.sizes_for(world_size) if entry.subgroups else [world_size]  # aligned per group
+        for dtype, ranks in ((d, g) for d in entry.dtypes for g in group_sizes):
             itemsize = get_dtype(dtype).itemsize
-            moved = [(s, collective.count_for(s, itemsize, world_size)[1]) for s in entry.sizes_bytes]
+            moved = [(s, collective.count_for(s, itemsize, ranks)[1]) for s in entry.sizes_bytes]
             changed = [(s, a) for s, a in moved if s != a]
             if not changed:
                 continue
             points = len(dict.fromkeys(a for _, a in moved))
             shown = ", ".join(f"{format_size(s)} -> {format_size(a)}" for s, a in changed[:4])
-            notes.append(f"run[{entry.index}] ({entry.name}) {dtype} on {world_size} ranks: {len(moved)} size(s) give "
+            notes.append(f"run[{entry.index}] ({entry.name}) {dtype} on {ranks} ranks: {len(moved)} size(s) give "
                          f"{points} point(s), aligned as nccl-tests aligns them: {shown}"
                          + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""))
     return notes

@@ -25,7 +25,7 @@
     group_sizes = [2, 4]         # or "pow2" (2, 4, 8 .. N) or "2,4"
     group_layout = "contiguous"  # or "strided", or ["contiguous", "strided"]
 
-Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, out_of_place, root, iters, warmup_iters,
+Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, out_of_place, root (broadcast and reduce only), iters, warmup_iters,
 check, timeout_s (in_place and out_of_place as bench's --in-place / --out-of-place: all_reduce, broadcast and reduce
 are in-place unless out_of_place = true; reduce_scatter and all_gather out-of-place unless in_place = true); racks and sub-groups with `commbench bench`'s option names and meanings:
 ranks_per_rack, topology (preset nvl72 | hgx8), racks, nodes_per_rack, rack_nodes, group_sizes,
@@ -317,6 +317,8 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         op = op.lower()
     elif "op" in raw:
         raise _bad(where, "op", op, f"{name} does not reduce: remove op")
+    if "root" in raw and not collective.takes_root:  # a root would only split one point into two point keys
+        raise _bad(where, "root", raw["root"], f"{name} has no root (broadcast and reduce take one): remove root")
     timeout = merged.get("timeout_s", DEFAULT_TIMEOUT_S)
     if timeout_problem(timeout):
         raise _bad(where, "timeout_s", timeout, timeout_problem(timeout))
@@ -332,7 +334,7 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     return SweepEntry(
         index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
         in_place=in_place, out_of_place=out_of_place,
-        root=_int(where, "root", merged.get("root", 0), 0),
+        root=_int(where, "root", merged.get("root", 0), 0) if collective.takes_root else 0,
         iters=_int(where, "iters", merged.get("iters", 20), 1, MAX_ITERS),
         warmup_iters=_int(where, "warmup_iters", merged.get("warmup_iters", 5), 0, MAX_ITERS),
         check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),

@@ -14,8 +14,7 @@ from commbench.comm.job import DEFAULT_NPROC, run_job
 from commbench.errors import CommbenchError
 from commbench.comm.launch import detect_rank_env
 from commbench.comm.nccl_tuning import TuningCombo
-from commbench.measure.bench import BenchConfig, plan_points, validate
-from commbench.measure.subgroups import expand_points
+from commbench.measure.bench import BenchConfig, planned_points, validate
 from commbench.comm.topology import resolve_before_launch
 from commbench.results.records import Measurement
 from commbench.sweep.combos import (ComboResult, RankFailure, guarded_rank, run_combinations, skipped_header,
@@ -57,7 +56,7 @@ def bench_combo(combo: TuningCombo, *, config: BenchConfig, nproc: int | None, r
 def planned_specs(config: BenchConfig, world_size: int) -> list:
     collective = get_collective(config.collective)
     racks = resolve_before_launch(config.topology, world_size)
-    return expand_points(plan_points(config, collective, world_size), config, collective, world_size, racks)
+    return planned_points(config, collective, world_size, racks)
 
 
 def skipped_bench_records(combo: TuningCombo, reason: str, run_id: str, num_recorded: int, *, config: BenchConfig,
