@@ -123,22 +123,33 @@ def test_env_reports_the_backend_choice():
     assert "a run would use" in result.output and "backend gloo" in result.output
 
 
-class _HangsOnRank1(AllReduce):
-    """all_reduce whose rank 1 stalls past the timeout at sizes >= 1 KiB (a hung rank)."""
+class _Faulty(AllReduce):
+    """all_reduce whose `fault(comm)` runs before the stage at sizes >= 1 KiB (a fault injected on some rank)."""
 
-    name = "all_reduce_hang"
+    def fault(self, comm) -> None:
+        raise NotImplementedError
 
     def prepare(self, comm, backend, spec):
         prepared = super().prepare(comm, backend, spec)
         name, stage = prepared.stages[0]
 
-        def stalled():
-            if comm.rank == 1 and spec.size_bytes >= 1024:
-                time.sleep(4)
+        def faulty():
+            if spec.size_bytes >= 1024:
+                self.fault(comm)
             stage()
 
-        prepared.stages = [(name, stalled)]
+        prepared.stages = [(name, faulty)]
         return prepared
+
+
+class _HangsOnRank1(_Faulty):
+    """Rank 1 stalls past the timeout (a hung rank)."""
+
+    name = "all_reduce_hang"
+
+    def fault(self, comm) -> None:
+        if comm.rank == 1:
+            time.sleep(4)
 
 
 def _rank(rank, port, config, queue):
@@ -235,22 +246,14 @@ def test_an_unknown_op_is_one_line_naming_the_value_and_the_allowed_ones(tmp_pat
     assert result.output.strip() == "error: --op='Mean' is invalid: allowed: sum, prod, max, min, avg (either case)"
 
 
-class _RaisesOnLastRank(AllReduce):
-    """all_reduce whose last rank raises at once at sizes >= 1 KiB (its peers then lose the connection)."""
+class _RaisesOnLastRank(_Faulty):
+    """The last rank raises at once (its peers then lose the connection)."""
 
     name = "all_reduce_raises_last"
 
-    def prepare(self, comm, backend, spec):
-        prepared = super().prepare(comm, backend, spec)
-        name, stage = prepared.stages[0]
-
-        def raising():
-            if comm.rank == comm.size - 1 and spec.size_bytes >= 1024:
-                raise RuntimeError("injected: this rank's own failure")
-            stage()
-
-        prepared.stages = [(name, raising)]
-        return prepared
+    def fault(self, comm) -> None:
+        if comm.rank == comm.size - 1:
+            raise RuntimeError("injected: this rank's own failure")
 
 
 def test_the_error_line_names_the_rank_that_failed_first(tmp_path):
