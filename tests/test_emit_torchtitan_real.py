@@ -336,3 +336,117 @@ def test_emit_torchtitan_prints_a_launch_only_beside_its_generated_config(pins, 
     # a launch from a shipped config needs no file: printed without --out as before
     shipped = CliRunner().invoke(app, base + ["--precision", "bf16"], env={"COLUMNS": "200"})
     assert shipped.exit_code == 0 and shlex.split(shipped.output)[:4] == ["--module", "qwen3", "--config", "qwen3_30b_a3b"]
+
+
+def titan_dense_sizes(model_config) -> dict:
+    """What TorchTitan builds, in commbench's size names, from a dense qwen3 / llama3 model config."""
+    attention, ffn = model_config.layers[0].attention, model_config.layers[0].feed_forward
+    qkv = attention.qkv_linear
+    return {"num_layers": len(model_config.layers), "hidden": model_config.dim, "num_heads": attention.n_heads,
+            "num_kv_heads": attention.n_kv_heads, "head_dim": qkv.head_dim or model_config.dim // attention.n_heads,
+            "dense_ffn": ffn.w1.out_features, "vocab": model_config.vocab_size,
+            "tied_embeddings": model_config.enable_weight_tying, "qk_norm": attention.qk_norm is not None,
+            "qkv_bias": qkv.wqkv.bias, "linear_bias": attention.wo.bias or ffn.w1.bias}
+
+
+@pytest.mark.parametrize("name", sorted(__import__("commbench.planner.search.frameworks",
+                                                   fromlist=["x"]).TITAN_DENSE_FLAVORS))
+def test_each_recorded_dense_flavor_is_what_torchtitan_builds(name):
+    """TITAN_DENSE_FLAVORS (what an hf: model is matched to) holds the sizes, tying and qk-norm TorchTitan 0.3.0's
+    model_registry(flavor) builds."""
+    import importlib
+
+    from commbench.planner.search.frameworks import TITAN_DENSE_FLAVORS, TITAN_FLAVOR_ARCH
+    module, flavor, sizes = TITAN_DENSE_FLAVORS[name]
+    assert (TITAN_MODELS[name].module, TITAN_MODELS[name].flavor) == (module, flavor)
+    built = titan_dense_sizes(importlib.import_module(f"torchtitan.models.{module}").model_registry(flavor).model)
+    assert {k: built[k] for k in sizes} == sizes
+    assert built["qk_norm"] == dict(TITAN_FLAVOR_ARCH[module])["architecture.qk_norm"]
+    assert not built["qkv_bias"] and not built["linear_bias"]
+    assert TITAN_MODELS[name].tied == sizes["tied_embeddings"]
+
+
+# The hf: fixtures' published totals (tests/data/hf/SOURCES.md): Qwen/Qwen3-8B "8.2B" (model card); meta-llama/
+# Llama-3.2-1B-Instruct 1,235,814,400 (its count, the input embedding shared with the output layer; card "1.23B").
+DENSE_CARD_PARAMS = {"Qwen3-8B": (8.2e9, 0.01), "Llama-3.2-1B-Instruct": (1.23e9, 0.01)}
+
+
+@pytest.mark.parametrize("name,flavor,precision", [("Qwen3-8B", "8B", "bf16"), ("Qwen3-8B", "8B", "fp8"),
+                                                   ("Llama-3.2-1B-Instruct", "1B", "bf16")])
+def test_an_hf_model_that_is_a_shipped_dense_flavor_plans_and_torchtitan_builds_it(name, flavor, precision, tmp_path,
+                                                                                   monkeypatch):
+    """plan --model hf:Qwen3-8B --framework torchtitan was refused ("TorchTitan 0.3.0 has no hf:Qwen3-8B model (it ships
+    llama3, qwen3, deepseek_v3, gpt_oss)") though TorchTitan 0.3.0's qwen3 model has an 8B flavor of exactly its
+    architecture (models/qwen3/__init__.py), and so was Llama-3.2-1B (llama3 1B). The searched layout's launch now goes
+    through TorchTitan's whole configuration path, and the model it builds is the config.json's: every size, the tying,
+    qk-norm, and the parameter count (commbench's and the card's)."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from commbench.planner import load_model
+    from commbench.planner.search.space import SearchRequest, search
+    path = Path(__file__).parent / "data" / "hf" / name
+    hf = json.loads((path / "config.json").read_text())
+    model = load_model(f"hf:{path}")
+    res = search(SearchRequest(model=model, fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=64,
+                               precision=precision, framework="torchtitan", keep=1))
+    lay = res.layouts.layout(0)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc, doc
+    assert titan_model_of(model).flavor == flavor
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch)
+    config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    assert (config.model_spec.name, config.model_spec.flavor) == (titan_model_of(model).module, flavor)
+    built = titan_dense_sizes(config.model_spec.model)
+    assert built == {"num_layers": hf["num_hidden_layers"], "hidden": hf["hidden_size"],
+                     "num_heads": hf["num_attention_heads"], "num_kv_heads": hf["num_key_value_heads"],
+                     "head_dim": hf.get("head_dim", hf["hidden_size"] // hf["num_attention_heads"]),
+                     "dense_ffn": hf["intermediate_size"], "vocab": hf["vocab_size"],
+                     "tied_embeddings": hf["tie_word_embeddings"], "qk_norm": hf["model_type"] == "qwen3",
+                     "qkv_bias": hf.get("attention_bias", False), "linear_bias": hf.get("mlp_bias", False)}
+    rope = config.model_spec.model.layers[0].attention.rope
+    assert rope.theta == hf["rope_theta"] and config.model_spec.model.norm.eps == hf["rms_norm_eps"]
+    with torch.device("meta"):
+        total = sum(p.numel() for p in config.model_spec.model.build().parameters())
+    assert total == param_counts(model).total
+    card, rel = DENSE_CARD_PARAMS[name]
+    assert total == pytest.approx(card, rel=rel)
+
+
+def test_a_tied_flavor_is_planned_without_pipeline_parallelism():
+    """TorchTitan 0.3.0 refuses weight tying with PP (models/common/decoder.py update_from_config): Llama-3.2-1B (llama3
+    1B, enable_weight_tying) is searched at pp=1, a pp pin is refused in one line, and so is a pp=2 launch."""
+    from pathlib import Path
+
+    from commbench.errors import CommbenchError
+    from commbench.planner import Layout, load_model
+    from commbench.planner.search.frameworks import framework_pins
+    model = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / 'Llama-3.2-1B-Instruct'}")
+    assert framework_pins("torchtitan", model, {})["pp"] == 1
+    with pytest.raises(CommbenchError, match=r"^pp=2 is invalid with --framework torchtitan for .*ties its embeddings"):
+        framework_pins("torchtitan", model, {"pp": 2})
+    refused = torchtitan_plan(Layout(tp=1, pp=2, dp=4, mbs=1, gbs=64), model)["refused"]
+    assert refused.startswith("TorchTitan 0.3.0's llama3 1B ties its embeddings") and "\n" not in refused
+    assert "refused" in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, fsdp=True), model, version="0.2")
+
+
+@pytest.mark.parametrize("name,says", [
+    ("Qwen2.5-7B", "has no hf:Qwen2.5-7B model (its modules: llama3, qwen3, qwen3_5, deepseek_v3, gpt_oss, kimi_k2_7"),
+    ("Qwen3.5-9B", "ships hf:Qwen3.5-9B's family as its qwen3_5 model (flavor 9B"),
+])
+def test_a_model_no_flavor_builds_is_refused_in_one_line_naming_what_torchtitan_ships(name, says, tmp_path):
+    """The refusal listed 'it ships llama3, qwen3, deepseek_v3, gpt_oss' (0.3.0 also ships qwen3_5, kimi_k2_7,
+    muse_glimmer, flux): it now lists every module, names the nearest dense flavor and the fields it differs in, and says where TorchTitan does ship the family (Qwen3.5: qwen3_5) that commbench emits no
+    launch for it."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    res = CliRunner().invoke(app, ["plan", "--model", f"hf:{Path(__file__).parent / 'data' / 'hf' / name}", "--system",
+                                   "h100-hgx", "--gpus", "8", "--gbs", "64", "--framework", "torchtitan", "--top", "1",
+                                   "-O", str(tmp_path / "p")], env={"COLUMNS": "400"})
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert res.output.startswith(f"error: TorchTitan 0.3.0 {says}") and "--framework megatron" in res.output
