@@ -368,18 +368,21 @@ def test_each_recorded_dense_flavor_is_what_torchtitan_builds(name):
 
 # The hf: fixtures' published totals (tests/data/hf/SOURCES.md): Qwen/Qwen3-8B "8.2B" (model card); meta-llama/
 # Llama-3.2-1B-Instruct 1,235,814,400 (its count, the input embedding shared with the output layer; card "1.23B").
-DENSE_CARD_PARAMS = {"Qwen3-8B": (8.2e9, 0.01), "Llama-3.2-1B-Instruct": (1.23e9, 0.01)}
+# microsoft/phi-4 14,659,507,200 (what transformers' Phi3ForCausalLM builds from the config; card "14B").
+DENSE_CARD_PARAMS = {"Qwen3-8B": (8.2e9, 0.01), "Llama-3.2-1B-Instruct": (1.23e9, 0.01), "phi-4": (14_659_507_200, 0)}
 
 
-@pytest.mark.parametrize("name,flavor,precision", [("Qwen3-8B", "8B", "bf16"), ("Qwen3-8B", "8B", "fp8"),
-                                                   ("Llama-3.2-1B-Instruct", "1B", "bf16")])
-def test_an_hf_model_that_is_a_shipped_dense_flavor_plans_and_torchtitan_builds_it(name, flavor, precision, tmp_path,
-                                                                                   monkeypatch):
+@pytest.mark.parametrize("name,flavor,precision,pins", [
+    ("Qwen3-8B", "8B", "bf16", {}), ("Qwen3-8B", "8B", "fp8", {"pp": 2}), ("Llama-3.2-1B-Instruct", "1B", "bf16", {}),
+    ("phi-4", "hf:phi-4", "bf16", {}), ("phi-4", "hf:phi-4", "bf16", {"pp": 2, "vp": 2})])
+def test_an_hf_model_of_a_dense_family_plans_and_torchtitan_builds_it(name, flavor, precision, pins, tmp_path,
+                                                                      monkeypatch):
     """plan --model hf:Qwen3-8B --framework torchtitan was refused ("TorchTitan 0.3.0 has no hf:Qwen3-8B model (it ships
     llama3, qwen3, deepseek_v3, gpt_oss)") though TorchTitan 0.3.0's qwen3 model has an 8B flavor of exactly its
-    architecture (models/qwen3/__init__.py), and so was Llama-3.2-1B (llama3 1B). The searched layout's launch now goes
-    through TorchTitan's whole configuration path, and the model it builds is the config.json's: every size, the tying,
-    qk-norm, and the parameter count (commbench's and the card's)."""
+    architecture (models/qwen3/__init__.py), and so was Llama-3.2-1B (llama3 1B) and phi-4 (Llama's layers at sizes no
+    flavor has: now built by the llama3 builder in a generated config). The searched layout's launch now goes through
+    TorchTitan's whole configuration path, and the model it builds is the config.json's: every size, the tying,
+    qk-norm, RoPE base, norm eps, and the parameter count (commbench's and the card's)."""
     import json
     from pathlib import Path
 
@@ -391,12 +394,13 @@ def test_an_hf_model_that_is_a_shipped_dense_flavor_plans_and_torchtitan_builds_
     hf = json.loads((path / "config.json").read_text())
     model = load_model(f"hf:{path}")
     res = search(SearchRequest(model=model, fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=64,
-                               precision=precision, framework="torchtitan", keep=1))
+                               precision=precision, framework="torchtitan", pins=dict(pins), keep=1))
     lay = res.layouts.layout(0)
+    assert (lay.pp, lay.vp) == (pins.get("pp", lay.pp), pins.get("vp", lay.vp))
     doc = torchtitan_plan(lay, model)
     assert "refused" not in doc, doc
     assert titan_model_of(model).flavor == flavor
-    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch)
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch, pipeline=lay.pp > 1)
     config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
     assert (config.model_spec.name, config.model_spec.flavor) == (titan_model_of(model).module, flavor)
     built = titan_dense_sizes(config.model_spec.model)
@@ -404,7 +408,7 @@ def test_an_hf_model_that_is_a_shipped_dense_flavor_plans_and_torchtitan_builds_
                      "num_heads": hf["num_attention_heads"], "num_kv_heads": hf["num_key_value_heads"],
                      "head_dim": hf.get("head_dim", hf["hidden_size"] // hf["num_attention_heads"]),
                      "dense_ffn": hf["intermediate_size"], "vocab": hf["vocab_size"],
-                     "tied_embeddings": hf["tie_word_embeddings"], "qk_norm": hf["model_type"] == "qwen3",
+                     "tied_embeddings": hf.get("tie_word_embeddings", False), "qk_norm": hf["model_type"] == "qwen3",
                      "qkv_bias": hf.get("attention_bias", False), "linear_bias": hf.get("mlp_bias", False)}
     rope = config.model_spec.model.layers[0].attention.rope
     assert rope.theta == hf["rope_theta"] and config.model_spec.model.norm.eps == hf["rms_norm_eps"]
@@ -435,10 +439,13 @@ def test_a_tied_flavor_is_planned_without_pipeline_parallelism():
 @pytest.mark.parametrize("name,says", [
     ("Qwen2.5-7B", "has no hf:Qwen2.5-7B model (its modules: llama3, qwen3, qwen3_5, deepseek_v3, gpt_oss, kimi_k2_7"),
     ("Qwen3.5-9B", "ships hf:Qwen3.5-9B's family as its qwen3_5 model (flavor 9B"),
+    ("Mistral-Nemo-Base-2407", "cannot build hf:Mistral-Nemo-Base-2407 with its llama3 layers (no flavor has its "
+                               "sizes): head_dim=128, its layers build hidden / heads = 160"),
 ])
 def test_a_model_no_flavor_builds_is_refused_in_one_line_naming_what_torchtitan_ships(name, says, tmp_path):
     """The refusal listed 'it ships llama3, qwen3, deepseek_v3, gpt_oss' (0.3.0 also ships qwen3_5, kimi_k2_7,
-    muse_glimmer, flux): it now lists every module, names the nearest dense flavor and the fields it differs in, and says where TorchTitan does ship the family (Qwen3.5: qwen3_5) that commbench emits no
+    muse_glimmer, flux): it now lists every module, names the nearest dense flavor and the fields it differs in (or,
+    for a Llama-architecture model, what the llama3 layers cannot build at its sizes: Mistral-Nemo's head_dim), and says where TorchTitan does ship the family (Qwen3.5: qwen3_5) that commbench emits no
     launch for it."""
     from pathlib import Path
 
@@ -450,3 +457,29 @@ def test_a_model_no_flavor_builds_is_refused_in_one_line_naming_what_torchtitan_
                                    "-O", str(tmp_path / "p")], env={"COLUMNS": "400"})
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
     assert res.output.startswith(f"error: TorchTitan 0.3.0 {says}") and "--framework megatron" in res.output
+
+
+def test_a_qwen3_model_no_flavor_is_is_built_by_torchtitan_s_qwen3_layers(tmp_path, monkeypatch):
+    """A Qwen3 config at sizes no flavor has (Qwen3-8B's config.json with 12 layers and rms_norm_eps 1e-5, derived
+    here) was refused; the plan now writes a config function building it with TorchTitan's qwen3 layers, which goes
+    through the configuration path and builds the model asked for (layers, qk-norm eps, parameter count)."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from commbench.planner import Layout, load_model
+    raw = json.loads((Path(__file__).parent / "data" / "hf" / "Qwen3-8B" / "config.json").read_text())
+    folder = tmp_path / "Qwen3-12L"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(raw, num_hidden_layers=12, rms_norm_eps=1e-5)))
+    model = load_model(f"hf:{folder}")
+    lay = Layout(tp=2, pp=2, dp=2, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and "qwen3._build_qwen3_layers(n_layers=12" in doc["config_module"]["text"], doc
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch, pipeline=True)
+    config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    built = config.model_spec.model
+    assert len(built.layers) == 12 and {built.norm.eps, built.layers[0].attention.qk_norm.eps} == {1e-5}
+    with torch.device("meta"):
+        assert sum(p.numel() for p in built.build().parameters()) == param_counts(model).total

@@ -34,10 +34,12 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
 from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS, graphs_allowed,
-                                                 titan_mla_refusal, titan_nearest_flavor, titan_runs_otherwise,
+                                                 titan_dense_family, titan_dense_refusal, titan_mla_refusal,
+                                                 titan_nearest_flavor, titan_runs_otherwise,
                                                  titan_seq_len_limit, titan_unemitted, titan_zoo_name)
 from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
+from commbench.planner.emit.torchtitan_dense import DENSE_BASE, dense_function, dense_model_lines
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -70,6 +72,8 @@ class TitanModel:
     router_03: tuple[str, bool, float] | None = None
     # An MLA model no flavor is: the generated config function builds it (torchtitan_mla.py); flavor = its name.
     mla: bool = False
+    # A qwen3 / llama3 model no flavor is: the generated config function builds it (torchtitan_dense.py).
+    dense: bool = False
     in_02: bool = True             # torchtitan 0.2.2 has the flavor (its llama3 has no 1B / 3B)
     tied: bool = False             # enable_weight_tying: Decoder.Config.update_from_config refuses it with PP > 1
 
@@ -190,10 +194,19 @@ def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[
 
 def titan_model_of(model: ModelSpec) -> TitanModel | None:
     """TorchTitan's model for a zoo name, or for a model with a TorchTitan zoo model's sizes (titan_zoo_name), or
-    for an MLA model its deepseek_v3 model builds exactly (titan_mla_refusal; torchtitan_mla.py)."""
+    for a dense model of its qwen3 / llama3 family at other sizes (titan_dense_refusal; torchtitan_dense.py), or for an
+    MLA model its deepseek_v3 model builds exactly (titan_mla_refusal; torchtitan_mla.py)."""
     name = titan_zoo_name(model)
     if name is not None:
         return TITAN_MODELS[name]
+    family = titan_dense_family(model)
+    if family is not None and not titan_dense_refusal(model):
+        arch = model.architecture
+        return TitanModel(module=family, flavor=model.name, base_03=DENSE_BASE[family],
+                          flavor_config_03=dense_function(model),
+                          hf_assets_03=f"./assets/hf/{model.name.removeprefix('hf:')}", pipeline_02=False,
+                          rope_03=(float(arch.rotary_base), "none", 1.0), norm_epsilon_03=float(arch.norm_epsilon),
+                          in_02=False, tied=bool(model.tied_embeddings), dense=True)
     if model.attention != "mla" or titan_mla_refusal(model):
         return None
     return TitanModel(module=MLA_MODULE, flavor=model.name, base_03=MLA_BASE, flavor_config_03=mla_function(model),
@@ -208,15 +221,15 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
     titan = titan_model_of(model)
     if titan is None:
         mla = titan_mla_refusal(model) if model.attention == "mla" else None
-        return None, mla or (titan_unemitted(model) if version == "0.3" else None) or \
+        return None, mla or titan_dense_refusal(model) or (titan_unemitted(model) if version == "0.3" else None) or \
             f"TorchTitan {full} has no {model.name} model{titan_nearest_flavor(model)}"
     limit = titan_seq_len_limit(model) if version == "0.3" else None
     if limit is not None and (seq_len or model.seq_len) > limit:
         return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} precomputes RoPE for at most {limit} tokens "
                        f"and refuses training.seq_len {seq_len or model.seq_len}: plan with --seq-len <= {limit}")
     if not titan.in_02 and version == "0.2":
-        return titan, (f"TorchTitan {full} has no {titan.module} {titan.flavor} flavor (torchtitan 0.2.2 "
-                       "models/llama3/__init__.py: 8B, 70B, 405B): plan it with --torchtitan-version 0.3")
+        return titan, (f"TorchTitan {full} has no {titan.module} flavor {titan.flavor} (its TOML names a shipped one; "
+                       "torchtitan 0.2.2's llama3 has 8B, 70B, 405B): plan it with --torchtitan-version 0.3")
     if titan.tied and version == "0.3" and layout.pp > 1:
         return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} ties its embeddings and refuses pipeline "
                        "parallelism with weight tying (models/common/decoder.py: 'Weight tying is not supported with "
@@ -355,7 +368,9 @@ def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
                               hf_assets=titan.hf_assets_03,
-                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else None)
+                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else
+                              dense_model_lines(model, titan.module, titan.hf_assets_03, seq_len) if titan.dense
+                              else None)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,
                               "launch": f"PYTHONPATH=<plan folder>:$PYTHONPATH (TorchTitan imports --module {MODULE_NAME})"}}

@@ -21,7 +21,8 @@ TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - An MLA model with no shipped flavor's sizes (DeepSeek-V2-Lite, Moonlight) is built exactly by its deepseek_v3
   model (titan_mla_refusal says when not): the plan writes a config function (emit/torchtitan_mla.py).
 - A dense hf: model with exactly a qwen3 / llama3 flavor's sizes and attention is that flavor (TITAN_DENSE_FLAVORS);
-  a tied one runs at pp = 1 (TorchTitan refuses weight tying with PP).
+  a tied one runs at pp = 1 (TorchTitan refuses weight tying with PP). One with a family's layers at other sizes
+  (phi-4: Llama's) is built by the family's builder in a generated config function (emit/torchtitan_dense.py).
 """
 
 from __future__ import annotations
@@ -149,13 +150,18 @@ def _flavor_differences(model: ModelSpec, name: str) -> list[str]:
     """'field value (the flavor: value)' for each size or TITAN_FLAVOR_ARCH field where `model` is not the flavor."""
     module, _, flavor = TITAN_DENSE_FLAVORS[name]
     sizes = _dense_sizes(flavor)
-    out = [f"{k} {getattr(model, k)!r} (the flavor: {v!r})" for k, v in sizes.items() if getattr(model, k) != v]
-    arch = model.architecture
+    return titan_family_differences(model, module) + \
+        [f"{k} {getattr(model, k)!r} (the flavor: {v!r})" for k, v in sizes.items() if getattr(model, k) != v]
+
+
+def titan_family_differences(model: ModelSpec, module: str) -> list[str]:
+    """'field value (the flavor: value)' for each TITAN_FLAVOR_ARCH field of `module` (what its layers build whatever
+    the sizes) where `model` is otherwise."""
+    out, arch = [], model.architecture
     for field, built in TITAN_FLAVOR_ARCH[module]:
         owner = arch if field.startswith("architecture.") else model
         if owner is None:
-            out.append("architecture not recorded")
-            break
+            return ["architecture not recorded"]
         value = getattr(owner, field.rsplit(".", 1)[-1])
         if value != built:
             out.append(f"{field} {value!r} (the flavor: {built!r})")
@@ -178,6 +184,34 @@ def titan_unemitted(model: ModelSpec) -> str | None:
     return (f"TorchTitan 0.3.0 ships {model.name}'s family as its qwen3_5 model (flavor {flavor}: a vision-language "
             "model built with its vision encoder, whose module imports flash-linear-attention), and commbench emits no "
             "qwen3_5 launch")
+
+
+# The recipes a generated qwen3 / llama3 model starts from (emit/torchtitan_dense.py: qwen3_14b FullAC, llama3_8b
+# SelectiveAC, torchtitan 0.3.0 config_registry.py).
+TORCHTITAN_DENSE_RECOMPUTE = {"qwen3": "full", "llama3": "selective"}
+
+
+def titan_dense_family(model: ModelSpec) -> str | None:
+    """The TorchTitan 0.3.0 family (qwen3, llama3) whose layers are this dense model's (TITAN_FLAVOR_ARCH), for a
+    model no flavor is; None otherwise."""
+    if model.is_moe or model.attention != "gqa" or model.architecture is None or titan_zoo_name(model):
+        return None
+    return next((m for m in TITAN_FLAVOR_ARCH if not titan_family_differences(model, m)), None)
+
+
+def titan_dense_refusal(model: ModelSpec) -> str | None:
+    """Why the family's layers cannot build this model at its sizes (emit/torchtitan_dense.py), or None."""
+    module = titan_dense_family(model)
+    if module is None:
+        return None
+    arch, why = model.architecture, None
+    if arch.rope_scaling != "none":
+        why = (f"architecture.rope_scaling={arch.rope_scaling!r}, a generated {module} model builds unscaled RoPE only "
+               "(commbench does not read Llama 3.1 scaling's frequency factors)")
+    elif module == "llama3" and model.head_dim != model.hidden // model.num_heads:
+        why = f"head_dim={model.head_dim}, its layers build hidden / heads = {model.hidden // model.num_heads}"
+    return None if why is None else \
+        f"TorchTitan 0.3.0 cannot build {model.name} with its {module} layers (no flavor has its sizes): {why}"
 
 
 def titan_nearest_flavor(model: ModelSpec) -> str:
@@ -402,10 +436,14 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(light)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
+    family = titan_dense_family(model)   # a qwen3 / llama3 model at other sizes: built by the family's layers
     if titan is None and model.attention == "mla":   # built by TorchTitan's deepseek_v3 model, or refused by field
         reason = titan_mla_refusal(model)
         if reason:
             raise CommbenchError(reason)
+    elif family is not None:
+        if titan_dense_refusal(model):
+            raise CommbenchError(f"{titan_dense_refusal(model)}; plan it with --framework megatron")
     elif titan not in TORCHTITAN_RECOMPUTE:
         if titan_unemitted(model):
             raise CommbenchError(f"{titan_unemitted(model)}: plan it with --framework megatron")
@@ -416,9 +454,11 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
     if pins.get("fsdp") is False and pins.get("pp") == 1:
         raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan: {TITAN_DP_WITHOUT_PP}; "
                              "pin fsdp=true, or pp > 1")
-    fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[titan] if titan else TORCHTITAN_MLA_RECOMPUTE)
-    if titan in TITAN_DENSE_FLAVORS and TITAN_DENSE_FLAVORS[titan][2]["tied_embeddings"]:
-        module, flavor, _ = TITAN_DENSE_FLAVORS[titan]
+    recompute = TORCHTITAN_RECOMPUTE[titan] if titan else \
+        TORCHTITAN_DENSE_RECOMPUTE[family] if family else TORCHTITAN_MLA_RECOMPUTE
+    fixed = dict(_TITAN_FIXED, recompute=recompute)
+    if (titan in TITAN_DENSE_FLAVORS or family) and model.tied_embeddings:
+        module, flavor, _ = TITAN_DENSE_FLAVORS[titan] if titan else (family, model.name, None)
         if int(pins.get("pp", 1) or 1) > 1:
             raise CommbenchError(f"pp={pins['pp']} is invalid with --framework torchtitan for {model.name}: TorchTitan "
                                  f"0.3.0's {module} {flavor} ties its embeddings and refuses pipeline parallelism with "
