@@ -194,7 +194,8 @@ TORCHTITAN_DENSE_RECOMPUTE = {"qwen3": "full", "llama3": "selective"}
 def titan_dense_family(model: ModelSpec) -> str | None:
     """The TorchTitan 0.3.0 family (qwen3, llama3) whose layers are this dense model's (TITAN_FLAVOR_ARCH), for a
     model no flavor is; None otherwise."""
-    if model.is_moe or model.attention != "gqa" or model.architecture is None or titan_zoo_name(model):
+    if model.is_moe or model.attention != "gqa" or model.architecture is None or model.layer_pattern or \
+            model.linear_attention_freq or titan_zoo_name(model):
         return None
     return next((m for m in TITAN_FLAVOR_ARCH if not titan_family_differences(model, m)), None)
 
@@ -216,7 +217,7 @@ def titan_dense_refusal(model: ModelSpec) -> str | None:
 
 def titan_nearest_flavor(model: ModelSpec) -> str:
     """For a dense model no TorchTitan 0.3.0 flavor is: the dense flavor with the fewest differing fields, and them."""
-    if model.is_moe or model.attention != "gqa":
+    if model.is_moe or model.attention != "gqa" or model.layer_pattern or model.linear_attention_freq:
         return ""
     name = min(TITAN_DENSE_FLAVORS, key=lambda n: len(_flavor_differences(model, n)))
     module, flavor, _ = TITAN_DENSE_FLAVORS[name]
