@@ -483,3 +483,32 @@ def test_a_qwen3_model_no_flavor_is_is_built_by_torchtitan_s_qwen3_layers(tmp_pa
     assert len(built.layers) == 12 and {built.norm.eps, built.layers[0].attention.qk_norm.eps} == {1e-5}
     with torch.device("meta"):
         assert sum(p.numel() for p in built.build().parameters()) == param_counts(model).total
+
+
+def test_a_qwen3_moe_model_no_flavor_is_is_built_by_torchtitan_s_qwen3_moe_layers(tmp_path, monkeypatch):
+    """hf:Qwen3-Coder-480B-A35B-Instruct (qwen3_moe: 62 layers of 6144, 160 experts top-8 of 2560, no shared experts)
+    was refused ("TorchTitan 0.3.0 has no ... model"); TorchTitan 0.3.0's qwen3 MoE layers build it at its sizes: the
+    launch goes through the configuration path and builds its 480,154,875,392 parameters (tests/test_counts_hf_exact.py),
+    with its router (softmax, top-k renormalised) and RoPE base; the plan says the balancing differs."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from commbench.planner import Layout, load_model
+    path = Path(__file__).parent / "data" / "hf" / "Qwen3-Coder-480B-A35B-Instruct"
+    hf = json.loads((path / "config.json").read_text())
+    model = load_model(f"hf:{path}")
+    lay = Layout(tp=4, pp=4, ep=16, etp=1, dp=16, mbs=1, gbs=256)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and "config = qwen3_30b_a3b()" in doc["config_module"]["text"], doc
+    assert any("balances experts only by an expert bias" in n for n in doc["notes"])
+    check_titan_plan(doc, lay, model, 256, "gb200-nvl72", tmp_path, monkeypatch)
+    config, _, _ = run_titan(doc, 256, "gb200-nvl72", tmp_path, monkeypatch)
+    built = config.model_spec.model
+    moe = built.layers[-1].moe
+    assert (len(built.layers), built.dim, moe.router.top_k, moe.router.score_func, moe.router.route_norm) == \
+        (hf["num_hidden_layers"], hf["hidden_size"], hf["num_experts_per_tok"], "softmax", hf["norm_topk_prob"])
+    assert built.layers[0].attention.rope.theta == hf["rope_theta"]
+    with torch.device("meta"):
+        assert sum(p.numel() for p in built.build().parameters()) == param_counts(model).total == 480_154_875_392

@@ -39,7 +39,7 @@ from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, TITAN_NO_R
                                                  titan_seq_len_limit, titan_unemitted, titan_zoo_name)
 from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
-from commbench.planner.emit.torchtitan_dense import DENSE_BASE, dense_function, dense_model_lines
+from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, dense_model_lines
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -202,10 +202,11 @@ def titan_model_of(model: ModelSpec) -> TitanModel | None:
     family = titan_dense_family(model)
     if family is not None and not titan_dense_refusal(model):
         arch = model.architecture
-        return TitanModel(module=family, flavor=model.name, base_03=DENSE_BASE[family],
+        return TitanModel(module=family, flavor=model.name, base_03=dense_base(family, model.is_moe),
                           flavor_config_03=dense_function(model),
                           hf_assets_03=f"./assets/hf/{model.name.removeprefix('hf:')}", pipeline_02=False,
                           rope_03=(float(arch.rotary_base), "none", 1.0), norm_epsilon_03=float(arch.norm_epsilon),
+                          router_03=_SOFTMAX_RENORMALISED if model.is_moe else None,
                           in_02=False, tied=bool(model.tied_embeddings), dense=True)
     if model.attention != "mla" or titan_mla_refusal(model):
         return None
@@ -325,7 +326,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          + ": the prediction is the layout's (plan with --framework torchtitan to charge what "
                          "TorchTitan runs)")
         notes += titan_architecture_notes(titan, model)
-        if titan.mla:
+        if titan.mla or titan.dense:
             notes += mla_balancing_notes(model)
         doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:

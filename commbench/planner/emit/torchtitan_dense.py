@@ -7,6 +7,8 @@ ComplexRoPE) and a Decoder config (Qwen3Model / Llama3Model: embedding, final RM
 A model whose attention and FFN are the family's (search/frameworks.py TITAN_FLAVOR_ARCH) at other sizes is built by
 those builders with its own sizes: the plan writes a config function that starts from the family's pre-training
 recipe (qwen3_14b, llama3_8b: config_registry.py) and sets the model spec, the way torchtitan_mla.py does for MLA.
+A Qwen3 MoE model (every layer MoE, no shared experts: Qwen3-Coder-480B-A35B) is built by _build_qwen3_moe_layers
+(softmax router renormalising the top-k, as the flavors) on qwen3_30b_a3b's recipe.
 The builders leave RMSNorm eps at the family's (qwen3 _EPS 1e-6, llama3 RMSNorm.Config's 1e-5); every norm is set to
 the model's after (HF Qwen3 builds q_norm / k_norm with rms_norm_eps too). RoPE: unscaled only (the llama3 family's
 Llama 3.1 scaling needs low/high frequency factors commbench does not read); precomputed for max(the model's
@@ -20,6 +22,11 @@ import re
 from commbench.planner.models.spec import ModelSpec
 
 DENSE_BASE = {"qwen3": "qwen3_14b", "llama3": "llama3_8b"}
+MOE_BASE = "qwen3_30b_a3b"   # the only shipped Qwen3 MoE pre-training recipe
+
+
+def dense_base(module: str, is_moe: bool) -> str:
+    return MOE_BASE if is_moe else DENSE_BASE[module]
 
 
 def dense_function(model: ModelSpec) -> str:
@@ -36,7 +43,13 @@ def dense_model_lines(model: ModelSpec, module: str, hf_assets: str,
     positions = max(arch.max_position_embeddings, seq_len or model.seq_len)
     tied = bool(model.tied_embeddings)
     embedding_init = f"{module}._EMBEDDING_SKIP_INIT" if tied else f"{module}._EMBEDDING_INIT"
-    if module == "qwen3":
+    if module == "qwen3" and model.is_moe:
+        decoder, rope_class, out_init = "Qwen3Model", "CosSinRoPE", f"{module}._LINEAR_INIT"
+        layers = (f"qwen3._build_qwen3_moe_layers(n_layers={model.num_layers}, dim={d}, n_heads={model.num_heads}, "
+                  f"n_kv_heads={model.num_kv_heads}, head_dim={head_dim}, moe_hidden_dim={model.expert_ffn}, "
+                  f"num_experts={model.num_routed_experts}, top_k={model.top_k}, fuse_qkv=True, attn_backend='flex', "
+                  "moe_comm_backend='standard', rope=rope)")
+    elif module == "qwen3":
         decoder, rope_class, out_init = "Qwen3Model", "CosSinRoPE", f"{module}._LINEAR_INIT"
         layers = (f"qwen3._build_qwen3_layers(n_layers={model.num_layers}, dim={d}, n_heads={model.num_heads}, "
                   f"n_kv_heads={model.num_kv_heads}, head_dim={head_dim}, hidden_dim={model.dense_ffn}, fuse_qkv=True, "

@@ -186,18 +186,22 @@ def titan_unemitted(model: ModelSpec) -> str | None:
             "qwen3_5 launch")
 
 
-# The recipes a generated qwen3 / llama3 model starts from (emit/torchtitan_dense.py: qwen3_14b FullAC, llama3_8b
-# SelectiveAC, torchtitan 0.3.0 config_registry.py).
+# The recipes a generated qwen3 / llama3 model starts from (emit/torchtitan_dense.py: qwen3_14b and, for MoE,
+# qwen3_30b_a3b FullAC, llama3_8b SelectiveAC, torchtitan 0.3.0 config_registry.py).
 TORCHTITAN_DENSE_RECOMPUTE = {"qwen3": "full", "llama3": "selective"}
 
 
 def titan_dense_family(model: ModelSpec) -> str | None:
-    """The TorchTitan 0.3.0 family (qwen3, llama3) whose layers are this dense model's (TITAN_FLAVOR_ARCH), for a
-    model no flavor is; None otherwise."""
-    if model.is_moe or model.attention != "gqa" or model.architecture is None or model.layer_pattern or \
+    """The TorchTitan 0.3.0 family (qwen3, llama3) whose layers are this model's (TITAN_FLAVOR_ARCH), for a model no
+    flavor is; None otherwise. An MoE model only as qwen3's MoE layers build it (_build_qwen3_moe_layers: every layer
+    MoE, no shared experts)."""
+    if model.attention != "gqa" or model.architecture is None or model.layer_pattern or \
             model.linear_attention_freq or titan_zoo_name(model):
         return None
-    return next((m for m in TITAN_FLAVOR_ARCH if not titan_family_differences(model, m)), None)
+    if model.is_moe and (model.num_dense_layers or model.num_shared_experts or not model.expert_ffn):
+        return None
+    families = ("qwen3",) if model.is_moe else tuple(TITAN_FLAVOR_ARCH)
+    return next((m for m in families if not titan_family_differences(model, m)), None)
 
 
 def titan_dense_refusal(model: ModelSpec) -> str | None:
