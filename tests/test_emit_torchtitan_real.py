@@ -336,3 +336,179 @@ def test_emit_torchtitan_prints_a_launch_only_beside_its_generated_config(pins, 
     # a launch from a shipped config needs no file: printed without --out as before
     shipped = CliRunner().invoke(app, base + ["--precision", "bf16"], env={"COLUMNS": "200"})
     assert shipped.exit_code == 0 and shlex.split(shipped.output)[:4] == ["--module", "qwen3", "--config", "qwen3_30b_a3b"]
+
+
+def titan_dense_sizes(model_config) -> dict:
+    """What TorchTitan builds, in commbench's size names, from a dense qwen3 / llama3 model config."""
+    attention, ffn = model_config.layers[0].attention, model_config.layers[0].feed_forward
+    qkv = attention.qkv_linear
+    return {"num_layers": len(model_config.layers), "hidden": model_config.dim, "num_heads": attention.n_heads,
+            "num_kv_heads": attention.n_kv_heads, "head_dim": qkv.head_dim or model_config.dim // attention.n_heads,
+            "dense_ffn": ffn.w1.out_features, "vocab": model_config.vocab_size,
+            "tied_embeddings": model_config.enable_weight_tying, "qk_norm": attention.qk_norm is not None,
+            "qkv_bias": qkv.wqkv.bias, "linear_bias": attention.wo.bias or ffn.w1.bias}
+
+
+@pytest.mark.parametrize("name", sorted(__import__("commbench.planner.search.frameworks",
+                                                   fromlist=["x"]).TITAN_DENSE_FLAVORS))
+def test_each_recorded_dense_flavor_is_what_torchtitan_builds(name):
+    """TITAN_DENSE_FLAVORS (what an hf: model is matched to) holds the sizes, tying and qk-norm TorchTitan 0.3.0's
+    model_registry(flavor) builds."""
+    import importlib
+
+    from commbench.planner.search.frameworks import TITAN_DENSE_FLAVORS, TITAN_FLAVOR_ARCH
+    module, flavor, sizes = TITAN_DENSE_FLAVORS[name]
+    assert (TITAN_MODELS[name].module, TITAN_MODELS[name].flavor) == (module, flavor)
+    built = titan_dense_sizes(importlib.import_module(f"torchtitan.models.{module}").model_registry(flavor).model)
+    assert {k: built[k] for k in sizes} == sizes
+    assert built["qk_norm"] == dict(TITAN_FLAVOR_ARCH[module])["architecture.qk_norm"]
+    assert not built["qkv_bias"] and not built["linear_bias"]
+    assert TITAN_MODELS[name].tied == sizes["tied_embeddings"]
+
+
+# The hf: fixtures' published totals (tests/data/hf/SOURCES.md): Qwen/Qwen3-8B "8.2B" (model card); meta-llama/
+# Llama-3.2-1B-Instruct 1,235,814,400 (its count, the input embedding shared with the output layer; card "1.23B").
+# microsoft/phi-4 14,659,507,200 (what transformers' Phi3ForCausalLM builds from the config; card "14B").
+DENSE_CARD_PARAMS = {"Qwen3-8B": (8.2e9, 0.01), "Llama-3.2-1B-Instruct": (1.23e9, 0.01), "phi-4": (14_659_507_200, 0)}
+
+
+@pytest.mark.parametrize("name,flavor,precision,pins", [
+    ("Qwen3-8B", "8B", "bf16", {}), ("Qwen3-8B", "8B", "fp8", {"pp": 2}), ("Llama-3.2-1B-Instruct", "1B", "bf16", {}),
+    ("phi-4", "hf:phi-4", "bf16", {}), ("phi-4", "hf:phi-4", "bf16", {"pp": 2, "vp": 2})])
+def test_an_hf_model_of_a_dense_family_plans_and_torchtitan_builds_it(name, flavor, precision, pins, tmp_path,
+                                                                      monkeypatch):
+    """plan --model hf:Qwen3-8B --framework torchtitan was refused ("TorchTitan 0.3.0 has no hf:Qwen3-8B model (it ships
+    llama3, qwen3, deepseek_v3, gpt_oss)") though TorchTitan 0.3.0's qwen3 model has an 8B flavor of exactly its
+    architecture (models/qwen3/__init__.py), and so was Llama-3.2-1B (llama3 1B) and phi-4 (Llama's layers at sizes no
+    flavor has: now built by the llama3 builder in a generated config). The searched layout's launch now goes through
+    TorchTitan's whole configuration path, and the model it builds is the config.json's: every size, the tying,
+    qk-norm, RoPE base, norm eps, and the parameter count (commbench's and the card's)."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from commbench.planner import load_model
+    from commbench.planner.search.space import SearchRequest, search
+    path = Path(__file__).parent / "data" / "hf" / name
+    hf = json.loads((path / "config.json").read_text())
+    model = load_model(f"hf:{path}")
+    res = search(SearchRequest(model=model, fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=64,
+                               precision=precision, framework="torchtitan", pins=dict(pins), keep=1))
+    lay = res.layouts.layout(0)
+    assert (lay.pp, lay.vp) == (pins.get("pp", lay.pp), pins.get("vp", lay.vp))
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc, doc
+    assert titan_model_of(model).flavor == flavor
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch, pipeline=lay.pp > 1)
+    config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    assert (config.model_spec.name, config.model_spec.flavor) == (titan_model_of(model).module, flavor)
+    built = titan_dense_sizes(config.model_spec.model)
+    assert built == {"num_layers": hf["num_hidden_layers"], "hidden": hf["hidden_size"],
+                     "num_heads": hf["num_attention_heads"], "num_kv_heads": hf["num_key_value_heads"],
+                     "head_dim": hf.get("head_dim", hf["hidden_size"] // hf["num_attention_heads"]),
+                     "dense_ffn": hf["intermediate_size"], "vocab": hf["vocab_size"],
+                     "tied_embeddings": hf.get("tie_word_embeddings", False), "qk_norm": hf["model_type"] == "qwen3",
+                     "qkv_bias": hf.get("attention_bias", False), "linear_bias": hf.get("mlp_bias", False)}
+    rope = config.model_spec.model.layers[0].attention.rope
+    assert rope.theta == hf["rope_theta"] and config.model_spec.model.norm.eps == hf["rms_norm_eps"]
+    with torch.device("meta"):
+        total = sum(p.numel() for p in config.model_spec.model.build().parameters())
+    assert total == param_counts(model).total
+    card, rel = DENSE_CARD_PARAMS[name]
+    assert total == pytest.approx(card, rel=rel)
+
+
+def test_a_tied_flavor_is_planned_without_pipeline_parallelism():
+    """TorchTitan 0.3.0 refuses weight tying with PP (models/common/decoder.py update_from_config): Llama-3.2-1B (llama3
+    1B, enable_weight_tying) is searched at pp=1, a pp pin is refused in one line, and so is a pp=2 launch."""
+    from pathlib import Path
+
+    from commbench.errors import CommbenchError
+    from commbench.planner import Layout, load_model
+    from commbench.planner.search.frameworks import framework_pins
+    model = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / 'Llama-3.2-1B-Instruct'}")
+    assert framework_pins("torchtitan", model, {})["pp"] == 1
+    with pytest.raises(CommbenchError, match=r"^pp=2 is invalid with --framework torchtitan for .*ties its embeddings"):
+        framework_pins("torchtitan", model, {"pp": 2})
+    refused = torchtitan_plan(Layout(tp=1, pp=2, dp=4, mbs=1, gbs=64), model)["refused"]
+    assert refused.startswith("TorchTitan 0.3.0's llama3 1B ties its embeddings") and "\n" not in refused
+    assert "refused" in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, fsdp=True), model, version="0.2")
+
+
+@pytest.mark.parametrize("name,says", [
+    ("Qwen2.5-7B", "has no hf:Qwen2.5-7B model (its modules: llama3, qwen3, qwen3_5, deepseek_v3, gpt_oss, kimi_k2_7"),
+    ("Qwen3.5-9B", "ships hf:Qwen3.5-9B's family as its qwen3_5 model (flavor 9B"),
+    ("Mistral-Nemo-Base-2407", "cannot build hf:Mistral-Nemo-Base-2407 with its llama3 layers (no flavor has its "
+                               "sizes): head_dim=128, its layers build hidden / heads = 160"),
+])
+def test_a_model_no_flavor_builds_is_refused_in_one_line_naming_what_torchtitan_ships(name, says, tmp_path):
+    """The refusal listed 'it ships llama3, qwen3, deepseek_v3, gpt_oss' (0.3.0 also ships qwen3_5, kimi_k2_7,
+    muse_glimmer, flux): it now lists every module, names the nearest dense flavor and the fields it differs in (or,
+    for a Llama-architecture model, what the llama3 layers cannot build at its sizes: Mistral-Nemo's head_dim), and says where TorchTitan does ship the family (Qwen3.5: qwen3_5) that commbench emits no
+    launch for it."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    res = CliRunner().invoke(app, ["plan", "--model", f"hf:{Path(__file__).parent / 'data' / 'hf' / name}", "--system",
+                                   "h100-hgx", "--gpus", "8", "--gbs", "64", "--framework", "torchtitan", "--top", "1",
+                                   "-O", str(tmp_path / "p")], env={"COLUMNS": "400"})
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert res.output.startswith(f"error: TorchTitan 0.3.0 {says}") and "--framework megatron" in res.output
+
+
+def test_a_qwen3_model_no_flavor_is_is_built_by_torchtitan_s_qwen3_layers(tmp_path, monkeypatch):
+    """A Qwen3 config at sizes no flavor has (Qwen3-8B's config.json with 12 layers and rms_norm_eps 1e-5, derived
+    here) was refused; the plan now writes a config function building it with TorchTitan's qwen3 layers, which goes
+    through the configuration path and builds the model asked for (layers, qk-norm eps, parameter count)."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from commbench.planner import Layout, load_model
+    raw = json.loads((Path(__file__).parent / "data" / "hf" / "Qwen3-8B" / "config.json").read_text())
+    folder = tmp_path / "Qwen3-12L"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(raw, num_hidden_layers=12, rms_norm_eps=1e-5)))
+    model = load_model(f"hf:{folder}")
+    lay = Layout(tp=2, pp=2, dp=2, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and "qwen3._build_qwen3_layers(n_layers=12" in doc["config_module"]["text"], doc
+    check_titan_plan(doc, lay, model, 8, "h100-hgx", tmp_path, monkeypatch, pipeline=True)
+    config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    built = config.model_spec.model
+    assert len(built.layers) == 12 and {built.norm.eps, built.layers[0].attention.qk_norm.eps} == {1e-5}
+    with torch.device("meta"):
+        assert sum(p.numel() for p in built.build().parameters()) == param_counts(model).total
+
+
+def test_a_qwen3_moe_model_no_flavor_is_is_built_by_torchtitan_s_qwen3_moe_layers(tmp_path, monkeypatch):
+    """hf:Qwen3-Coder-480B-A35B-Instruct (qwen3_moe: 62 layers of 6144, 160 experts top-8 of 2560, no shared experts)
+    was refused ("TorchTitan 0.3.0 has no ... model"); TorchTitan 0.3.0's qwen3 MoE layers build it at its sizes: the
+    launch goes through the configuration path and builds its 480,154,875,392 parameters (tests/test_counts_hf_exact.py),
+    with its router (softmax, top-k renormalised) and RoPE base; the plan says the balancing differs."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from commbench.planner import Layout, load_model
+    path = Path(__file__).parent / "data" / "hf" / "Qwen3-Coder-480B-A35B-Instruct"
+    hf = json.loads((path / "config.json").read_text())
+    model = load_model(f"hf:{path}")
+    lay = Layout(tp=4, pp=4, ep=16, etp=1, dp=16, mbs=1, gbs=256)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and "config = qwen3_30b_a3b()" in doc["config_module"]["text"], doc
+    assert any("balances experts only by an expert bias" in n for n in doc["notes"])
+    check_titan_plan(doc, lay, model, 256, "gb200-nvl72", tmp_path, monkeypatch)
+    config, _, _ = run_titan(doc, 256, "gb200-nvl72", tmp_path, monkeypatch)
+    built = config.model_spec.model
+    moe = built.layers[-1].moe
+    assert (len(built.layers), built.dim, moe.router.top_k, moe.router.score_func, moe.router.route_norm) == \
+        (hf["num_hidden_layers"], hf["hidden_size"], hf["num_experts_per_tok"], "softmax", hf["norm_topk_prob"])
+    assert built.layers[0].attention.rope.theta == hf["rope_theta"]
+    with torch.device("meta"):
+        assert sum(p.numel() for p in built.build().parameters()) == param_counts(model).total == 480_154_875_392

@@ -34,10 +34,12 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
 from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS, graphs_allowed,
-                                                 titan_mla_refusal, titan_runs_otherwise, titan_seq_len_limit,
-                                                 titan_zoo_name)
+                                                 titan_dense_family, titan_dense_refusal, titan_mla_refusal,
+                                                 titan_nearest_flavor, titan_runs_otherwise,
+                                                 titan_seq_len_limit, titan_unemitted, titan_zoo_name)
 from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
+from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, dense_model_lines
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -70,6 +72,10 @@ class TitanModel:
     router_03: tuple[str, bool, float] | None = None
     # An MLA model no flavor is: the generated config function builds it (torchtitan_mla.py); flavor = its name.
     mla: bool = False
+    # A qwen3 / llama3 model no flavor is: the generated config function builds it (torchtitan_dense.py).
+    dense: bool = False
+    in_02: bool = True             # torchtitan 0.2.2 has the flavor (its llama3 has no 1B / 3B)
+    tied: bool = False             # enable_weight_tying: Decoder.Config.update_from_config refuses it with PP > 1
 
 
 # Sources: torchtitan 0.3.0 wheel, torchtitan/models/{llama3,qwen3,deepseek_v3,gpt_oss}/config_registry.py
@@ -109,6 +115,29 @@ TITAN_MODELS = {
     "gpt-oss-20b": TitanModel(module="gpt_oss", flavor="20b", configs_03={"bf16": "gpt_oss_20b"},
                               base_03="gpt_oss_20b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0),
                               router_03=_SOFTMAX_RENORMALISED),
+    # Dense flavors no zoo model is, matched to an hf: model by their sizes (search/frameworks.py TITAN_DENSE_FLAVORS).
+    # Shipped config functions: qwen3_0_6b, qwen3_1_7b, qwen3_14b, qwen3_32b (torchtitan 0.3.0
+    # models/qwen3/config_registry.py); none for qwen3 4B / 8B (sft_qwen3_8b_math is a fine-tuning recipe) or llama3
+    # 1B / 3B: the generated function swaps the flavor into the nearest shipped pre-training recipe. torchtitan 0.2.2
+    # has the qwen3 flavors (models/qwen3/__init__.py qwen3_configs) and no llama3 1B / 3B.
+    "qwen3-0.6b": TitanModel(module="qwen3", flavor="0.6B", configs_03={"bf16": "qwen3_0_6b"}, base_03="qwen3_0_6b",
+                             pipeline_02=False, rope_03=(1e6, "none", 1.0), norm_epsilon_03=1e-6, tied=True),
+    "qwen3-1.7b": TitanModel(module="qwen3", flavor="1.7B", configs_03={"bf16": "qwen3_1_7b"}, base_03="qwen3_1_7b",
+                             pipeline_02=False, rope_03=(1e6, "none", 1.0), norm_epsilon_03=1e-6, tied=True),
+    "qwen3-4b": TitanModel(module="qwen3", flavor="4B", base_03="qwen3_1_7b", flavor_config_03="qwen3_4b",
+                           hf_assets_03="./assets/hf/Qwen3-4B", pipeline_02=False, rope_03=(1e6, "none", 1.0),
+                           norm_epsilon_03=1e-6, tied=True),
+    "qwen3-8b": TitanModel(module="qwen3", flavor="8B", base_03="qwen3_14b", flavor_config_03="qwen3_8b",
+                           hf_assets_03="./assets/hf/Qwen3-8B", pipeline_02=False, rope_03=(1e6, "none", 1.0),
+                           norm_epsilon_03=1e-6),
+    "qwen3-14b": TitanModel(module="qwen3", flavor="14B", configs_03={"bf16": "qwen3_14b"}, base_03="qwen3_14b",
+                            pipeline_02=False, rope_03=(1e6, "none", 1.0), norm_epsilon_03=1e-6),
+    "qwen3-32b": TitanModel(module="qwen3", flavor="32B", configs_03={"bf16": "qwen3_32b"}, base_03="qwen3_32b",
+                            pipeline_02=False, rope_03=(1e6, "none", 1.0), norm_epsilon_03=1e-6),
+    "llama3.2-1b": TitanModel(module="llama3", flavor="1B", base_03="llama3_8b", flavor_config_03="llama3_1b",
+                              hf_assets_03="./assets/hf/Llama-3.2-1B", rope_03=_LLAMA31_ROPE, in_02=False, tied=True),
+    "llama3.2-3b": TitanModel(module="llama3", flavor="3B", base_03="llama3_8b", flavor_config_03="llama3_3b",
+                              hf_assets_03="./assets/hf/Llama-3.2-3B", rope_03=_LLAMA31_ROPE, in_02=False, tied=True),
 }
 
 
@@ -165,10 +194,20 @@ def titan_stages(model: ModelSpec, pp: int, vp: int, version: str) -> list[list[
 
 def titan_model_of(model: ModelSpec) -> TitanModel | None:
     """TorchTitan's model for a zoo name, or for a model with a TorchTitan zoo model's sizes (titan_zoo_name), or
-    for an MLA model its deepseek_v3 model builds exactly (titan_mla_refusal; torchtitan_mla.py)."""
+    for a dense model of its qwen3 / llama3 family at other sizes (titan_dense_refusal; torchtitan_dense.py), or for an
+    MLA model its deepseek_v3 model builds exactly (titan_mla_refusal; torchtitan_mla.py)."""
     name = titan_zoo_name(model)
     if name is not None:
         return TITAN_MODELS[name]
+    family = titan_dense_family(model)
+    if family is not None and not titan_dense_refusal(model):
+        arch = model.architecture
+        return TitanModel(module=family, flavor=model.name, base_03=dense_base(family, model.is_moe),
+                          flavor_config_03=dense_function(model),
+                          hf_assets_03=f"./assets/hf/{model.name.removeprefix('hf:')}", pipeline_02=False,
+                          rope_03=(float(arch.rotary_base), "none", 1.0), norm_epsilon_03=float(arch.norm_epsilon),
+                          router_03=_SOFTMAX_RENORMALISED if model.is_moe else None,
+                          in_02=False, tied=bool(model.tied_embeddings), dense=True)
     if model.attention != "mla" or titan_mla_refusal(model):
         return None
     return TitanModel(module=MLA_MODULE, flavor=model.name, base_03=MLA_BASE, flavor_config_03=mla_function(model),
@@ -183,11 +222,19 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
     titan = titan_model_of(model)
     if titan is None:
         mla = titan_mla_refusal(model) if model.attention == "mla" else None
-        return None, mla or f"TorchTitan {full} has no {model.name} model"
+        return None, mla or titan_dense_refusal(model) or (titan_unemitted(model) if version == "0.3" else None) or \
+            f"TorchTitan {full} has no {model.name} model{titan_nearest_flavor(model)}"
     limit = titan_seq_len_limit(model) if version == "0.3" else None
     if limit is not None and (seq_len or model.seq_len) > limit:
         return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} precomputes RoPE for at most {limit} tokens "
                        f"and refuses training.seq_len {seq_len or model.seq_len}: plan with --seq-len <= {limit}")
+    if not titan.in_02 and version == "0.2":
+        return titan, (f"TorchTitan {full} has no {titan.module} flavor {titan.flavor} (its TOML names a shipped one; "
+                       "torchtitan 0.2.2's llama3 has 8B, 70B, 405B): plan it with --torchtitan-version 0.3")
+    if titan.tied and version == "0.3" and layout.pp > 1:
+        return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} ties its embeddings and refuses pipeline "
+                       "parallelism with weight tying (models/common/decoder.py: 'Weight tying is not supported with "
+                       "Pipeline Parallel'): plan with pp=1")
     if titan.mla and version == "0.2":
         return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
                        "--torchtitan-version 0.3")
@@ -279,7 +326,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          + ": the prediction is the layout's (plan with --framework torchtitan to charge what "
                          "TorchTitan runs)")
         notes += titan_architecture_notes(titan, model)
-        if titan.mla:
+        if titan.mla or titan.dense:
             notes += mla_balancing_notes(model)
         doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:
@@ -322,7 +369,9 @@ def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
                               hf_assets=titan.hf_assets_03,
-                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else None)
+                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else
+                              dense_model_lines(model, titan.module, titan.hf_assets_03, seq_len) if titan.dense
+                              else None)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,
                               "launch": f"PYTHONPATH=<plan folder>:$PYTHONPATH (TorchTitan imports --module {MODULE_NAME})"}}

@@ -20,6 +20,9 @@ TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - Data parallelism is FSDP2 at every layout, and what it sends depends on PP (TITAN_DP_WITHOUT_PP).
 - An MLA model with no shipped flavor's sizes (DeepSeek-V2-Lite, Moonlight) is built exactly by its deepseek_v3
   model (titan_mla_refusal says when not): the plan writes a config function (emit/torchtitan_mla.py).
+- A dense hf: model with exactly a qwen3 / llama3 flavor's sizes and attention is that flavor (TITAN_DENSE_FLAVORS);
+  a tied one runs at pp = 1 (TorchTitan refuses weight tying with PP). One with a family's layers at other sizes
+  (phi-4: Llama's) is built by the family's builder in a generated config function (emit/torchtitan_dense.py).
 """
 
 from __future__ import annotations
@@ -38,9 +41,51 @@ FRAMEWORK_VERSIONS = {"megatron": "Megatron-LM core_v0.16.1 (megatron-core 0.16.
 # Activation checkpointing the TorchTitan 0.3.0 config functions set (torchtitan/models/*/config_registry.py:
 # llama3_8b SelectiveAC, llama3_70b/llama3_405b FullAC, qwen3_30b_a3b FullAC, deepseek_v3_671b SelectiveAC,
 # gpt_oss_20b and gpt_oss_120b FullAC); Qwen3-235B-A22B is built from qwen3_30b_a3b's config (emit/torchtitan.py).
+# The dense flavors with no zoo model start from these configs (emit/torchtitan.py): qwen3_0_6b / qwen3_1_7b
+# SelectiveAC, qwen3_14b / qwen3_32b FullAC; Qwen3 4B from qwen3_1_7b, 8B from qwen3_14b, Llama 3.2 1B / 3B from
+# llama3_8b (TorchTitan 0.3.0 ships no config function for those flavors).
 TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama3.1-405b": "full",
                         "qwen3-30b-a3b": "full", "qwen3-235b-a22b": "full", "deepseek-v3": "selective",
-                        "gpt-oss-120b": "full", "gpt-oss-20b": "full"}
+                        "gpt-oss-120b": "full", "gpt-oss-20b": "full",
+                        "qwen3-0.6b": "selective", "qwen3-1.7b": "selective", "qwen3-4b": "selective",
+                        "qwen3-8b": "full", "qwen3-14b": "full", "qwen3-32b": "full",
+                        "llama3.2-1b": "selective", "llama3.2-3b": "selective"}
+
+# TorchTitan 0.3.0's dense flavors that no zoo model is, by their sizes (torchtitan/models/qwen3/__init__.py
+# _0_6b ... _32b: qk_norm RMSNorm, no biases, enable_weight_tying for 0.6B / 1.7B / 4B; torchtitan/models/llama3/
+# __init__.py _1b / _3b: hidden_dim compute_ffn_hidden_dim(dim, multiple_of=1024, ffn_dim_multiplier 1.5 / 1.0) =
+# 8192, head_dim dim / n_heads, enable_weight_tying). An hf: model with exactly these sizes and the family's attention
+# (TITAN_FLAVOR_ARCH) is that flavor; key -> (module, flavor, sizes).
+_QWEN3 = dict(head_dim=128, vocab=151936)
+TITAN_DENSE_FLAVORS = {
+    "qwen3-0.6b": ("qwen3", "0.6B", dict(_QWEN3, num_layers=28, hidden=1024, num_heads=16, num_kv_heads=8,
+                                         dense_ffn=3072, tied_embeddings=True)),
+    "qwen3-1.7b": ("qwen3", "1.7B", dict(_QWEN3, num_layers=28, hidden=2048, num_heads=16, num_kv_heads=8,
+                                         dense_ffn=6144, tied_embeddings=True)),
+    "qwen3-4b": ("qwen3", "4B", dict(_QWEN3, num_layers=36, hidden=2560, num_heads=32, num_kv_heads=8,
+                                     dense_ffn=9728, tied_embeddings=True)),
+    "qwen3-8b": ("qwen3", "8B", dict(_QWEN3, num_layers=36, hidden=4096, num_heads=32, num_kv_heads=8,
+                                     dense_ffn=12288, tied_embeddings=False)),
+    "qwen3-14b": ("qwen3", "14B", dict(_QWEN3, num_layers=40, hidden=5120, num_heads=40, num_kv_heads=8,
+                                       dense_ffn=17408, tied_embeddings=False)),
+    "qwen3-32b": ("qwen3", "32B", dict(_QWEN3, num_layers=64, hidden=5120, num_heads=64, num_kv_heads=8,
+                                       dense_ffn=25600, tied_embeddings=False)),
+    "llama3.2-1b": ("llama3", "1B", dict(num_layers=16, hidden=2048, num_heads=32, num_kv_heads=8, head_dim=64,
+                                         dense_ffn=8192, vocab=128256, tied_embeddings=True)),
+    "llama3.2-3b": ("llama3", "3B", dict(num_layers=28, hidden=3072, num_heads=24, num_kv_heads=8, head_dim=128,
+                                         dense_ffn=8192, vocab=128256, tied_embeddings=True)),
+}
+# What each family's layers build besides the sizes (make_gqa_config: bias-free wqkv / wo, qk_norm only in qwen3;
+# make_ffn_config: SwiGLU; RMSNorm; full RoPE, no sliding window, no attention sinks or output gate).
+_DENSE_ARCH = (("architecture.activation", "swiglu"), ("architecture.normalization", "RMSNorm"),
+               ("architecture.norm_zero_centered_gamma", False), ("architecture.linear_bias", False),
+               ("architecture.qkv_bias", False), ("architecture.softmax_type", "vanilla"),
+               ("architecture.rotary_percent", 1.0), ("architecture.position_embedding", "rope"),
+               ("sliding_window", 0), ("attention", "gqa"), ("attention_gate", False), ("glu", True))
+TITAN_FLAVOR_ARCH = {"qwen3": _DENSE_ARCH + (("architecture.qk_norm", True),),
+                     "llama3": _DENSE_ARCH + (("architecture.qk_norm", False),)}
+# Every model module TorchTitan 0.3.0 ships (torchtitan/models/*/__init__.py; flux is a diffusion model).
+TITAN_MODULES = "llama3, qwen3, qwen3_5, deepseek_v3, gpt_oss, kimi_k2_7, muse_glimmer, flux"
 
 # The longest training.seq_len each TorchTitan 0.3.0 model takes: its flavor's RoPE max_seq_len (torchtitan/models/
 # {llama3,qwen3,deepseek_v3,gpt_oss}/__init__.py); Decoder.Config.update_from_config refuses a longer one ("Training
@@ -48,7 +93,9 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
 # config function precomputes RoPE for max(max_position_embeddings, seq_len) (emit/torchtitan_mla.py): no limit.
 TORCHTITAN_MAX_SEQ_LEN = {"llama3-8b": 131072, "llama3.1-70b": 131072, "llama3.1-405b": 131072,
                           "qwen3-30b-a3b": 40960, "qwen3-235b-a22b": 40960, "deepseek-v3": 16384,
-                          "gpt-oss-120b": 131072, "gpt-oss-20b": 131072}
+                          "gpt-oss-120b": 131072, "gpt-oss-20b": 131072,
+                          "qwen3-0.6b": 40960, "qwen3-1.7b": 40960, "qwen3-4b": 40960, "qwen3-8b": 40960,
+                          "qwen3-14b": 40960, "qwen3-32b": 40960, "llama3.2-1b": 131072, "llama3.2-3b": 131072}
 
 # TorchTitan 0.3.0's data parallelism is FSDP2 (data_parallel_shard_degree) at every layout. Without PP its trainer
 # accumulates gradients with no no_sync (trainer.py train_step) and reshards after forward (distributed/fsdp.py
@@ -80,10 +127,107 @@ def titan_zoo_name(model) -> str | None:
         return model.name.lower()
     sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
     for name in TORCHTITAN_RECOMPUTE:   # the models TorchTitan ships (emit.torchtitan.TITAN_MODELS)
+        if name in TITAN_DENSE_FLAVORS:
+            continue
         zoo = load_model(name)
         if sizes == {k: getattr(zoo, k) for k in sizes}:
             return name
+    for name, (_, _, flavor) in TITAN_DENSE_FLAVORS.items():
+        if sizes == _dense_sizes(flavor) and not _flavor_differences(model, name):
+            return name
     return None
+
+
+def _dense_sizes(flavor: dict) -> dict:
+    """A dense TITAN_DENSE_FLAVORS entry as the size fields titan_zoo_name compares (every other one at ModelSpec's
+    default: no MoE, MLA, Mamba, MTP, ...)."""
+    import dataclasses
+    spec = ModelSpec(name="flavor", num_dense_layers=flavor["num_layers"], seq_len=4096, **flavor)
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name not in SIZE_FIELDS_IGNORED}
+
+
+def _flavor_differences(model: ModelSpec, name: str) -> list[str]:
+    """'field value (the flavor: value)' for each size or TITAN_FLAVOR_ARCH field where `model` is not the flavor."""
+    module, _, flavor = TITAN_DENSE_FLAVORS[name]
+    sizes = _dense_sizes(flavor)
+    return titan_family_differences(model, module) + \
+        [f"{k} {getattr(model, k)!r} (the flavor: {v!r})" for k, v in sizes.items() if getattr(model, k) != v]
+
+
+def titan_family_differences(model: ModelSpec, module: str) -> list[str]:
+    """'field value (the flavor: value)' for each TITAN_FLAVOR_ARCH field of `module` (what its layers build whatever
+    the sizes) where `model` is otherwise."""
+    out, arch = [], model.architecture
+    for field, built in TITAN_FLAVOR_ARCH[module]:
+        owner = arch if field.startswith("architecture.") else model
+        if owner is None:
+            return ["architecture not recorded"]
+        value = getattr(owner, field.rsplit(".", 1)[-1])
+        if value != built:
+            out.append(f"{field} {value!r} (the flavor: {built!r})")
+    return out
+
+
+# TorchTitan 0.3.0's qwen3_5 flavors by (hidden, layers), vocabulary 248320 (torchtitan/models/qwen3_5/__init__.py
+# qwen3_5_configs). Its module imports flash-linear-attention (qwen3_5/model.py: `from fla.modules.conv.triton.ops
+# import ...`) and builds the vision encoder with the language model (Qwen35Model.Config.vision_encoder, pipeline_vlm):
+# commbench emits no launch for it.
+QWEN35_FLAVORS = {(1024, 24): "0.8B", (2048, 24): "2B", (2560, 32): "4B", (4096, 32): "9B", (5120, 64): "27B",
+                  (2048, 40): "35B-A3B", (3072, 48): "122B-A10B", (4096, 60): "397B-A17B"}
+
+
+def titan_unemitted(model: ModelSpec) -> str | None:
+    """Why commbench emits no TorchTitan 0.3.0 launch for a model TorchTitan does ship a flavor of, or None."""
+    flavor = QWEN35_FLAVORS.get((model.hidden, model.num_layers))
+    if flavor is None or model.vocab != 248320 or not model.gdn_num_key_heads:
+        return None
+    return (f"TorchTitan 0.3.0 ships {model.name}'s family as its qwen3_5 model (flavor {flavor}: a vision-language "
+            "model built with its vision encoder, whose module imports flash-linear-attention), and commbench emits no "
+            "qwen3_5 launch")
+
+
+# The recipes a generated qwen3 / llama3 model starts from (emit/torchtitan_dense.py: qwen3_14b and, for MoE,
+# qwen3_30b_a3b FullAC, llama3_8b SelectiveAC, torchtitan 0.3.0 config_registry.py).
+TORCHTITAN_DENSE_RECOMPUTE = {"qwen3": "full", "llama3": "selective"}
+
+
+def titan_dense_family(model: ModelSpec) -> str | None:
+    """The TorchTitan 0.3.0 family (qwen3, llama3) whose layers are this model's (TITAN_FLAVOR_ARCH), for a model no
+    flavor is; None otherwise. An MoE model only as qwen3's MoE layers build it (_build_qwen3_moe_layers: every layer
+    MoE, no shared experts)."""
+    if model.attention != "gqa" or model.architecture is None or model.layer_pattern or \
+            model.linear_attention_freq or titan_zoo_name(model):
+        return None
+    if model.is_moe and (model.num_dense_layers or model.num_shared_experts or not model.expert_ffn):
+        return None
+    families = ("qwen3",) if model.is_moe else tuple(TITAN_FLAVOR_ARCH)
+    return next((m for m in families if not titan_family_differences(model, m)), None)
+
+
+def titan_dense_refusal(model: ModelSpec) -> str | None:
+    """Why the family's layers cannot build this model at its sizes (emit/torchtitan_dense.py), or None."""
+    module = titan_dense_family(model)
+    if module is None:
+        return None
+    arch, why = model.architecture, None
+    if arch.rope_scaling != "none":
+        why = (f"architecture.rope_scaling={arch.rope_scaling!r}, a generated {module} model builds unscaled RoPE only "
+               "(commbench does not read Llama 3.1 scaling's frequency factors)")
+    elif module == "llama3" and model.head_dim != model.hidden // model.num_heads:
+        why = f"head_dim={model.head_dim}, its layers build hidden / heads = {model.hidden // model.num_heads}"
+    return None if why is None else \
+        f"TorchTitan 0.3.0 cannot build {model.name} with its {module} layers (no flavor has its sizes): {why}"
+
+
+def titan_nearest_flavor(model: ModelSpec) -> str:
+    """For a dense model no TorchTitan 0.3.0 flavor is: the dense flavor with the fewest differing fields, and them."""
+    if model.is_moe or model.attention != "gqa" or model.layer_pattern or model.linear_attention_freq:
+        return ""
+    name = min(TITAN_DENSE_FLAVORS, key=lambda n: len(_flavor_differences(model, n)))
+    module, flavor, _ = TITAN_DENSE_FLAVORS[name]
+    off = _flavor_differences(model, name)
+    more = f" and {len(off) - 4} more" if len(off) > 4 else ""
+    return f"; its nearest flavor, {module} {flavor}, differs in {', '.join(off[:4])}{more}"
 
 
 # Layout fields TorchTitan 0.3 fixes, and the value it runs.
@@ -297,19 +441,34 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(light)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
+    family = titan_dense_family(model)   # a qwen3 / llama3 model at other sizes: built by the family's layers
     if titan is None and model.attention == "mla":   # built by TorchTitan's deepseek_v3 model, or refused by field
         reason = titan_mla_refusal(model)
         if reason:
             raise CommbenchError(reason)
+    elif family is not None:
+        if titan_dense_refusal(model):
+            raise CommbenchError(f"{titan_dense_refusal(model)}; plan it with --framework megatron")
     elif titan not in TORCHTITAN_RECOMPUTE:
+        if titan_unemitted(model):
+            raise CommbenchError(f"{titan_unemitted(model)}: plan it with --framework megatron")
         elsewhere = ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
                      if megatron_cannot_launch(model) else "plan it with --framework megatron")
-        raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (it ships llama3, qwen3, deepseek_v3, "
-                             f"gpt_oss): {elsewhere}")
+        raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (its modules: {TITAN_MODULES}"
+                             f"{titan_nearest_flavor(model)}): {elsewhere}")
     if pins.get("fsdp") is False and pins.get("pp") == 1:
         raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan: {TITAN_DP_WITHOUT_PP}; "
                              "pin fsdp=true, or pp > 1")
-    fixed = dict(_TITAN_FIXED, recompute=TORCHTITAN_RECOMPUTE[titan] if titan else TORCHTITAN_MLA_RECOMPUTE)
+    recompute = TORCHTITAN_RECOMPUTE[titan] if titan else \
+        TORCHTITAN_DENSE_RECOMPUTE[family] if family else TORCHTITAN_MLA_RECOMPUTE
+    fixed = dict(_TITAN_FIXED, recompute=recompute)
+    if (titan in TITAN_DENSE_FLAVORS or family) and model.tied_embeddings:
+        module, flavor, _ = TITAN_DENSE_FLAVORS[titan] if titan else (family, model.name, None)
+        if int(pins.get("pp", 1) or 1) > 1:
+            raise CommbenchError(f"pp={pins['pp']} is invalid with --framework torchtitan for {model.name}: TorchTitan "
+                                 f"0.3.0's {module} {flavor} ties its embeddings and refuses pipeline parallelism with "
+                                 "weight tying (models/common/decoder.py); pin pp=1")
+        fixed["pp"] = 1
     if not model.is_moe:
         fixed.pop("etp")
     out = dict(pins)
