@@ -213,7 +213,7 @@ def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Pr
                 sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
                 seconds = np.asarray(predict(collective, sizes, key[2], run_rows[0], runs.get(run_rows[0].run_id)),
                                      dtype=float)
-            curves.append(Series(label=curve_label(labels[key], run_label, run_rows), rows=run_rows, predicted_s=seconds,
+            curves.append(Series(label=curve_label(labels[key], run_label, run_rows, runs), rows=run_rows, predicted_s=seconds,
                                  time_name=headline_time(run_rows[0])[0]))
     return curves
 
