@@ -22,7 +22,7 @@ from commbench.comm.nccl_tuning import combo_from_params
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.results.report_figures import earlier_figures, figures_line, remove_stale_figures
-from commbench.results.render import is_moe, record_label, tail_text
+from commbench.results.render import is_moe, moe_markdown_table, record_label, tail_text
 from commbench.results.run_setup import labels_by_what_differs
 from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
@@ -230,6 +230,9 @@ def shown_rows(rows: list) -> tuple[list, str]:
 
 
 def markdown_table(rows: list[Measurement]) -> list[str]:
+    if rows and all(is_moe(m) for m in rows):  # the terminal's MoE columns: tokens per rank, dispatch/combine apart
+        rows, left_out = shown_rows(rows)
+        return moe_markdown_table(rows) + (["", f"({left_out})"] if left_out else [])
     lines = ["| size | time (µs, measured) | statistic | tail (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
              "|---:|---:|---|---:|---:|---:|---:|"]
     rows, left_out = shown_rows(rows)
