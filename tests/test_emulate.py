@@ -141,3 +141,20 @@ def test_nproc_other_than_the_fabric_is_one_line_before_the_fabric(monkeypatch):
     result = CliRunner().invoke(app, ["emulate", "--racks", "2", "--ranks-per-rack", "1", "--",
                                       "bench", "all_reduce", "--nproc", "2"])
     assert isinstance(result.exception, Reached)   # the fabric's own count: let through
+
+
+def test_ranks_stderr_lines_print_once_across_ranks():
+    """Every emulated rank checks its own arguments: `emulate -- bench all_reduce -b foo` on 2 racks x 2 printed
+    "error: --min-bytes='foo' is invalid: ..." four times. Now a line many ranks print comes once; a line of one
+    rank alone (the rank that failed first), and a line one rank prints twice, still come."""
+    import io
+
+    from commbench.emulate.ranks import OnceAcrossRanks
+
+    out = io.StringIO()
+    once = OnceAcrossRanks(out)
+    error = b"error: --min-bytes='foo' is invalid\n"
+    for rank_lines in ([error, b"note: a\n", b"note: a\n"], [error, b"note: a\n"], [error, b"rank 2 failed: boom\n"]):
+        once.forward(io.BytesIO(b"".join(rank_lines)))
+    assert out.getvalue().splitlines() == ["error: --min-bytes='foo' is invalid", "note: a", "note: a",
+                                           "rank 2 failed: boom"]
