@@ -200,6 +200,11 @@ def predict(
     print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}; {how})",
                 cols, rows)
     console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
+    if fabric.source == "preset":   # the sources `commbench systems` names for the same curves
+        gpu = f" (GPU: {fabric.gpu.source})" if fabric.gpu is not None and fabric.gpu.source else ""
+        console.print(f"sources: {fabric.name}: {fabric.notes[0] if fabric.notes else ''}{gpu}; link rates from "
+                      "commbench/data/hardware.toml, efficiencies from its [[measured]] figures (commbench systems "
+                      "--checks)", highlight=False, markup=False)
     if any(beyond):
         groups = ", ".join(map(str, measured["group_sizes"]))
         console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) lie beyond what the profile '{}' measured for {} (group "
