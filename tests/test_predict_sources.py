@@ -20,3 +20,17 @@ def test_preset_prediction_cites_the_systems_sources():
     assert "commbench/data/hardware.toml" in line and "commbench systems --checks" in line
     # the curve is the one systems states (8 GiB busbw in one domain)
     assert f"{row['all_reduce_domain_busbw_gbps']:.3f}" in result.output
+
+
+def test_step_factor_one_names_an_option_predict_has():
+    """`predict -f 1` said 'for steps of a fixed size give --step-bytes (-i SIZE, or -f 1 -i SIZE as nccl-tests)',
+    and then '-i' was 'No such option: -i'. predict now takes -i/--step-bytes as bench does (nccl-tests' -i)."""
+    import json
+
+    result = CliRunner().invoke(app, ["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-b", "1M",
+                                      "-e", "4M", "-i", "1M", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [row["size_bytes"] for row in json.loads(result.output)["rows"]] == [1 << 20, 2 << 20, 3 << 20, 4 << 20]
+    result = CliRunner().invoke(app, ["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-b", "1M",
+                                      "-e", "4M", "-f", "4", "-i", "1M", "--json"])   # both: -f > 1 wins, as nccl-tests
+    assert [row["size_bytes"] for row in json.loads(result.output)["rows"]] == [1 << 20, 4 << 20]

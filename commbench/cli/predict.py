@@ -124,7 +124,8 @@ def predict(
     layout: Annotated[str, typer.Option("--layout", help="contiguous (fill a domain first) or strided (one rank per domain).")] = "contiguous",
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
-    step_factor: Annotated[float, typer.Option("-f", "--step-factor", help="Multiply the size by this each step.")] = 2.0,
+    step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
+    step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
     algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets; default: NCCL's fastest).")] = None,
     protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple (NCCL collectives on presets).")] = None,
     imbalance: Annotated[float, typer.Option("--imbalance", help="moe_all_to_all: max/mean bytes received per rank.")] = 1.0,
@@ -147,7 +148,8 @@ def predict(
                       "received per rank)")
     num_domains = num_domains_for(fabric, group, layout)
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
-                                step_factor), dtype=np.float64)
+                                step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None),
+                     dtype=np.float64)
     chosen = None
     if protocol is not None and protocol not in NCCL_PROTOCOLS:
         raise invalid("--protocol", protocol, f"one of {', '.join(NCCL_PROTOCOLS)}")
