@@ -22,8 +22,19 @@ def fabric_predictor(path: str, unpredicted: dict[str, str]):
     from commbench.costmodel.fit_records import num_domains_of
 
     fabric = load_fabric(path)
+    described = fabric.backends()
+
+    def nccl_named(backend: str) -> str:   # raw NCCL through CuPy is NCCL
+        return "nccl" if backend in ("nccl", "cupy-nccl") else backend
 
     def predict(collective, sizes, group_size, row, header):
+        # a curve fitted on gloo is no prediction of an NCCL run (nor the reverse): its dashed line would be labelled
+        # with the measured curve's backend, 'predicted: nccl float32 n=2', 60x below on CPU figures
+        backends = described.get(collective, set())
+        if backends and "None" not in backends and nccl_named(row.backend) not in {nccl_named(b) for b in backends}:
+            unpredicted.setdefault(f"{collective} on {row.backend}", f"{path}'s {collective} curves describe "
+                                   f"{', '.join(sorted(backends))}, not {row.backend}")
+            return np.full(np.shape(sizes), np.nan)
         # the racks the measured group crossed, as fit reads them (a strided pair across 2 racks was predicted
         # inside one domain); a group larger than one of the fabric's domains spans ceil(g / domain) of them
         domains = max(num_domains_of(row, header), -(-int(group_size) // fabric.domain_size))
