@@ -68,3 +68,28 @@ def test_a_curve_fitted_on_another_backend_draws_no_predicted_line(tmp_path):
     preset.write_text(load_preset("h100-hgx", num_gpus=16).to_json())
     assert np.isfinite(fabric_predictor(str(preset), {})("all_reduce", sizes, 2,
                                                           dataclasses.replace(nccl_row, backend="cupy-nccl"), None)).all()
+
+
+def test_readme_names_the_curves_without_a_predicted_line(tmp_path):
+    """README.md said 'dashed lines are predicted from fab.json' where no curve had one (a group larger than the
+    profile's, another backend's curve): only the terminal said 'no predicted line for ...'. Now README says it too."""
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter
+
+    results = tmp_path / "nccl.jsonl"
+    with JsonlWriter(results) as writer:
+        writer.write(_header())
+        for s in (1 << 20, 1 << 22):
+            writer.write(dataclasses.replace(_row("world"), group_size=16, num_groups=1, size_bytes=s, count=s // 4,
+                                             algbw_gbps=20.0, busbw_gbps=37.5, num_wrong=0))
+    fabric = tmp_path / "h100.json"
+    fabric.write_text(load_preset("h100-hgx", num_gpus=8).to_json())
+    result = CliRunner().invoke(app, ["report", str(results), "-O", str(tmp_path / "rep"), "--fabric", str(fabric)])
+    assert result.exit_code == 0, result.output
+    readme = (tmp_path / "rep" / "README.md").read_text()
+    assert "## Not predicted" in readme
+    assert "- all_reduce on 16 ranks across 2 domains: group_size=16 is invalid" in readme

@@ -163,7 +163,7 @@ def report(
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
-                          left_out=[*unreadable, *([not_read] if not_read else [])])
+                          left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted)
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():
