@@ -199,6 +199,9 @@ def predict(
         cols.append(Col(name="fit", numeric=False, keep=2))
         rows = [row + ["extrapolated" if x else "in range"] for row, x in zip(rows, beyond)]
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
+    if collective == "moe_all_to_all" and not algorithm and {"dispatch", "combine"} <= {
+            c.algorithm for c in fabric.curves if c.collective == "moe_all_to_all"}:   # formulas.moe_all_to_all_time_s
+        how = "the mean of one dispatch and one combine (--algorithm dispatch or combine for one)"
     print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}; {how})",
                 cols, rows)
     console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
