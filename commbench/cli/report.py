@@ -128,7 +128,7 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import (by_collective, curve_label, failed_lines, run_curves, series_labels, shown_rows, write_report,
+    from commbench.results.report import (by_collective, curve_label, curve_notes, failed_lines, run_curves, series_labels, shown_rows, write_report,
                                           wrong_data_lines)
     from commbench.results.records import headers, measurements
 
@@ -155,6 +155,8 @@ def report(
                 shown, left_out = shown_rows(run_rows)
                 console.print(measurement_table(f"{collective} — {curve_label(labels[key], run_label, run_rows, runs)} (measured)"
                                                 + (f" — {left_out}" if left_out else ""), shown, console.width))
+                for note in curve_notes(run_rows):
+                    console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     for line in wrong_data_lines(records):
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
     for line in failed_lines(records):

@@ -133,6 +133,12 @@ def emulated_mark(rows: list[Measurement], runs: dict[str, RunHeader]) -> str:
             + (f", {float(rate) / 1e9:g} Gbit/s per rack uplink" if rate else ""))
 
 
+def curve_notes(rows: list[Measurement]) -> list[str]:
+    """The distinct notes a curve's records carry (gloo's reduce_scatter is a full all-reduce; an out-of-place
+    all_reduce on torch.distributed times a copy too; an imported nccl-tests time is no median), first seen first."""
+    return list(dict.fromkeys(note for m in rows for note in m.notes))
+
+
 def run_curves(rows: list[Measurement], runs: dict[str, RunHeader]) -> list[tuple[str, list[Measurement]]]:
     """The rows of one series split by run -- one curve and one table each, never a zig-zag line or a table
     holding each size twice -- with what tells each run apart ('' when the series holds one run)."""
@@ -286,6 +292,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         for key, rows in sorted(series.items()):
             for run_label, run_rows in run_curves(rows, runs):
                 md += [f"### {curve_label(labels[key], run_label, run_rows, runs)}", "", *markdown_table(run_rows), ""]
+                md += [f"Note: {note}" for note in curve_notes(run_rows)] + ([""] if curve_notes(run_rows) else [])
     if run_records:
         from commbench.results.tuning_report import tuning_section
 
