@@ -296,7 +296,7 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     if run_records:
         from commbench.results.tuning_report import tuning_section
 
-        tuning_md, tuning_plots = tuning_section(run_records, out)
+        tuning_md, tuning_plots = tuning_section(run_records, out, formats)
         md += tuning_md
         plots += tuning_plots
     if wrong:
