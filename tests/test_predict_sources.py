@@ -45,3 +45,23 @@ def test_moe_prediction_says_it_is_the_mean_of_dispatch_and_combine():
     assert result.exit_code == 0, result.output
     title = result.output.splitlines()[0]
     assert "fastest" not in title and "mean of one dispatch and one combine" in title
+
+
+def test_moe_on_a_profile_without_all_to_all_names_what_was_asked(tmp_path):
+    """`predict -c moe_all_to_all` on a profile fitted on all_reduce alone said "collective='all_to_all' is not
+    covered by fabric 'fitted'": a collective the user never named. Now the line names --collective moe_all_to_all
+    and the all_to_all curve it would fall back on."""
+    from commbench.costmodel import load_preset
+
+    import dataclasses
+
+    fabric = load_preset("h100-hgx", num_gpus=8)
+
+    only_ar = dataclasses.replace(fabric, curves=tuple(c for c in fabric.curves if c.collective == "all_reduce"),
+                                  nccl=None)
+    path = tmp_path / "ar.json"
+    path.write_text(only_ar.to_json())
+    result = CliRunner().invoke(app, ["predict", "-c", "moe_all_to_all", "-g", "8", "--fabric", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "--collective='moe_all_to_all'" in result.output and "all_to_all" in result.output
+    assert "collective='all_to_all'" not in result.output

@@ -158,6 +158,10 @@ def predict(
             raise invalid("--protocol", protocol, "only for NCCL collectives (all_reduce, reduce_scatter, all_gather, broadcast)")
         if algorithm not in (None, "dispatch", "combine"):
             raise invalid("--algorithm", algorithm, "for moe_all_to_all: dispatch or combine (default: both phases)")
+        if not {"moe_all_to_all", "all_to_all"} & set(fabric.collectives):   # the formula falls back on all_to_all
+            raise invalid("--collective", collective, f"fabric {fabric.name!r} has no moe_all_to_all curve nor the "
+                          f"all_to_all one it falls back on (it covers: {', '.join(fabric.collectives) or 'nothing'}): "
+                          "measure moe_all_to_all or all_to_all and fit them")
         time_s = moe_all_to_all_time_s(fabric, sizes, group, num_domains, imbalance,
                                        phase=algorithm if algorithm in ("dispatch", "combine") else None)
     else:
