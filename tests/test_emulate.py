@@ -116,3 +116,45 @@ def test_hierarchical_beats_flat_on_an_emulated_two_rack_fabric(tmp_path):
     print(f"measured/predicted at link rate (informational): {link_ratios}")
     per_byte_ratio = link_ratios["flat"] / link_ratios["cross_rack_rs"]
     assert abs(per_byte_ratio - 1) <= 0.25, f"flat vs cross-rack stage, time per scale-out byte: {per_byte_ratio:.3f}"
+
+
+def test_nproc_other_than_the_fabric_is_one_line_before_the_fabric(monkeypatch):
+    """`emulate --racks 2 --ranks-per-rack 1 -- bench ... --nproc 4` built the fabric, then every rank printed
+    'error: --nproc=4 conflicts with the torchrun launch of 2 ranks' (one line per rank, naming a torchrun the
+    user never ran) and the uplink counters followed; now one line, before any namespace is made."""
+    import commbench.cli.emulate as emulate_cli
+
+    class Reached(Exception):
+        pass
+
+    def fabric(spec):
+        raise Reached()
+
+    monkeypatch.setattr(emulate_cli, "Fabric", fabric)
+    for nproc in (["--nproc", "4"], ["--nproc=4"]):
+        result = CliRunner().invoke(app, ["emulate", "--racks", "2", "--ranks-per-rack", "1", "--",
+                                          "bench", "all_reduce", *nproc])
+        assert result.exit_code == 2, result.output
+        errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "--nproc=4" in errors[0] and "2 ranks" in errors[0], result.output
+        assert "--racks 2 x --ranks-per-rack 1" in errors[0] and "torchrun" not in errors[0]
+    result = CliRunner().invoke(app, ["emulate", "--racks", "2", "--ranks-per-rack", "1", "--",
+                                      "bench", "all_reduce", "--nproc", "2"])
+    assert isinstance(result.exception, Reached)   # the fabric's own count: let through
+
+
+def test_ranks_stderr_lines_print_once_across_ranks():
+    """Every emulated rank checks its own arguments: `emulate -- bench all_reduce -b foo` on 2 racks x 2 printed
+    "error: --min-bytes='foo' is invalid: ..." four times. Now a line many ranks print comes once; a line of one
+    rank alone (the rank that failed first), and a line one rank prints twice, still come."""
+    import io
+
+    from commbench.emulate.ranks import OnceAcrossRanks
+
+    out = io.StringIO()
+    once = OnceAcrossRanks(out)
+    error = b"error: --min-bytes='foo' is invalid\n"
+    for rank_lines in ([error, b"note: a\n", b"note: a\n"], [error, b"note: a\n"], [error, b"rank 2 failed: boom\n"]):
+        once.forward(io.BytesIO(b"".join(rank_lines)))
+    assert out.getvalue().splitlines() == ["error: --min-bytes='foo' is invalid", "note: a", "note: a",
+                                           "rank 2 failed: boom"]

@@ -52,3 +52,24 @@ def test_real_runs_stay_unmarked_beside_emulated_ones(tmp_path):
     headings = [line for line in (tmp_path / "report" / "README.md").read_text().splitlines()
                 if line.startswith("### ")]
     assert len(headings) == 2 and sum("emulated" in h.lower() for h in headings) == 1
+
+
+def test_emulated_curve_is_said_in_the_plot_legend(tmp_path, monkeypatch):
+    """The legend of an emulated run's curve read 'measured (median time): gloo float32 n=2' like a real network's,
+    only the caption saying 'EMULATED fabric' of a run, not of which curve; now the legend entry says it."""
+    from commbench.results.plots import Series
+    from commbench.results import report as report_mod
+
+    results = tmp_path / "em.jsonl"
+    _write(results, "emu", EMULATED, "vm")
+    drawn: list[Series] = []
+    real_busbw = report_mod.busbw_figure
+
+    def spy(collective, series, note=""):
+        drawn.extend(series)
+        return real_busbw(collective, series, note)
+
+    monkeypatch.setattr(report_mod, "busbw_figure", spy)
+    result = CliRunner().invoke(app, ["report", str(results), "-O", str(tmp_path / "report")])
+    assert result.exit_code == 0, result.output
+    assert [s.label for s in drawn] == ["gloo float32 n=2 (EMULATED fabric: 2 racks x 1 ranks, 0.2 Gbit/s per rack uplink)"]

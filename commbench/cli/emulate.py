@@ -18,6 +18,20 @@ from commbench.errors import CommbenchError, Interrupted
 from commbench.units import parse_rate_bits_per_s
 
 
+def _check_nproc(command_args: list[str], racks: int, ranks_per_rack: int) -> None:
+    """The command's --nproc, where it is not the fabric's rank count, refused in one line before the fabric is
+    made: each rank refused it alone, one line per rank naming the torchrun launch emulate starts."""
+    for i, arg in enumerate(command_args):
+        if arg == "--":
+            return
+        value = arg.split("=", 1)[1] if arg.startswith("--nproc=") else (
+            command_args[i + 1] if arg == "--nproc" and i + 1 < len(command_args) else None)
+        if value is not None and value.strip().isdecimal() and int(value) != racks * ranks_per_rack:
+            raise CommbenchError(f"--nproc={value.strip()} conflicts with the emulated fabric's {racks * ranks_per_rack} "
+                                 f"ranks (--racks {racks} x --ranks-per-rack {ranks_per_rack}): omit --nproc under "
+                                 "commbench emulate, which starts one rank per --ranks-per-rack in each rack")
+
+
 @command("emulate", help="Run a commbench command on an emulated multi-rack fabric (network namespaces; needs root).",
          context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def emulate(
@@ -56,6 +70,7 @@ def emulate(
     spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
                       scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
                       prefix=f"cb{os.getpid()}" if netns_prefix is None else netns_prefix)
+    _check_nproc(command_args, racks, ranks_per_rack)
     previous = {signum: signal.signal(signum, raise_stop_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with Fabric(spec) as fabric:

@@ -124,7 +124,8 @@ def predict(
     layout: Annotated[str, typer.Option("--layout", help="contiguous (fill a domain first) or strided (one rank per domain).")] = "contiguous",
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
-    step_factor: Annotated[float, typer.Option("-f", "--step-factor", help="Multiply the size by this each step.")] = 2.0,
+    step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
+    step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
     algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets; default: NCCL's fastest).")] = None,
     protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple (NCCL collectives on presets).")] = None,
     imbalance: Annotated[float, typer.Option("--imbalance", help="moe_all_to_all: max/mean bytes received per rank.")] = 1.0,
@@ -147,7 +148,8 @@ def predict(
                       "received per rank)")
     num_domains = num_domains_for(fabric, group, layout)
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
-                                step_factor), dtype=np.float64)
+                                step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None),
+                     dtype=np.float64)
     chosen = None
     if protocol is not None and protocol not in NCCL_PROTOCOLS:
         raise invalid("--protocol", protocol, f"one of {', '.join(NCCL_PROTOCOLS)}")
@@ -156,6 +158,10 @@ def predict(
             raise invalid("--protocol", protocol, "only for NCCL collectives (all_reduce, reduce_scatter, all_gather, broadcast)")
         if algorithm not in (None, "dispatch", "combine"):
             raise invalid("--algorithm", algorithm, "for moe_all_to_all: dispatch or combine (default: both phases)")
+        if not {"moe_all_to_all", "all_to_all"} & set(fabric.collectives):   # the formula falls back on all_to_all
+            raise invalid("--collective", collective, f"fabric {fabric.name!r} has no moe_all_to_all curve nor the "
+                          f"all_to_all one it falls back on (it covers: {', '.join(fabric.collectives) or 'nothing'}): "
+                          "measure moe_all_to_all or all_to_all and fit them")
         time_s = moe_all_to_all_time_s(fabric, sizes, group, num_domains, imbalance,
                                        phase=algorithm if algorithm in ("dispatch", "combine") else None)
     else:
@@ -197,9 +203,17 @@ def predict(
         cols.append(Col(name="fit", numeric=False, keep=2))
         rows = [row + ["extrapolated" if x else "in range"] for row, x in zip(rows, beyond)]
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
+    if collective == "moe_all_to_all" and not algorithm and {"dispatch", "combine"} <= {
+            c.algorithm for c in fabric.curves if c.collective == "moe_all_to_all"}:   # formulas.moe_all_to_all_time_s
+        how = "the mean of one dispatch and one combine (--algorithm dispatch or combine for one)"
     print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}; {how})",
                 cols, rows)
     console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
+    if fabric.source == "preset":   # the sources `commbench systems` names for the same curves
+        gpu = f" (GPU: {fabric.gpu.source})" if fabric.gpu is not None and fabric.gpu.source else ""
+        console.print(f"sources: {fabric.name}: {fabric.notes[0] if fabric.notes else ''}{gpu}; link rates from "
+                      "commbench/data/hardware.toml, efficiencies from its [[measured]] figures (commbench systems "
+                      "--checks)", highlight=False, markup=False)
     if any(beyond):
         groups = ", ".join(map(str, measured["group_sizes"]))
         console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) lie beyond what the profile '{}' measured for {} (group "

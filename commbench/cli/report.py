@@ -22,8 +22,19 @@ def fabric_predictor(path: str, unpredicted: dict[str, str]):
     from commbench.costmodel.fit_records import num_domains_of
 
     fabric = load_fabric(path)
+    described = fabric.backends()
+
+    def nccl_named(backend: str) -> str:   # raw NCCL through CuPy is NCCL
+        return "nccl" if backend in ("nccl", "cupy-nccl") else backend
 
     def predict(collective, sizes, group_size, row, header):
+        # a curve fitted on gloo is no prediction of an NCCL run (nor the reverse): its dashed line would be labelled
+        # with the measured curve's backend, 'predicted: nccl float32 n=2', 60x below on CPU figures
+        backends = described.get(collective, set())
+        if backends and "None" not in backends and nccl_named(row.backend) not in {nccl_named(b) for b in backends}:
+            unpredicted.setdefault(f"{collective} on {row.backend}", f"{path}'s {collective} curves describe "
+                                   f"{', '.join(sorted(backends))}, not {row.backend}")
+            return np.full(np.shape(sizes), np.nan)
         # the racks the measured group crossed, as fit reads them (a strided pair across 2 racks was predicted
         # inside one domain); a group larger than one of the fabric's domains spans ceil(g / domain) of them
         domains = max(num_domains_of(row, header), -(-int(group_size) // fabric.domain_size))
@@ -117,7 +128,7 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Replace OUT/README.md even when it is not a commbench report.")] = False,
 ) -> None:
     from commbench.results.render import measurement_table
-    from commbench.results.report import (by_collective, curve_label, failed_lines, run_curves, series_labels, shown_rows, write_report,
+    from commbench.results.report import (by_collective, curve_label, curve_notes, failed_lines, run_curves, series_labels, shown_rows, write_report,
                                           wrong_data_lines)
     from commbench.results.records import headers, measurements
 
@@ -144,6 +155,8 @@ def report(
                 shown, left_out = shown_rows(run_rows)
                 console.print(measurement_table(f"{collective} — {curve_label(labels[key], run_label, run_rows, runs)} (measured)"
                                                 + (f" — {left_out}" if left_out else ""), shown, console.width))
+                for note in curve_notes(run_rows):
+                    console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     for line in wrong_data_lines(records):
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
     for line in failed_lines(records):
@@ -152,7 +165,7 @@ def report(
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
-                          left_out=[*unreadable, *([not_read] if not_read else [])])
+                          left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted)
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():

@@ -186,17 +186,7 @@ def _describes(described: dict[str, set[str]], item, backend: str) -> bool:
 def _fabric_backends(doc: dict, fabric) -> dict[str, set[str]]:
     """Per collective, the backends the plan's fabric describes: NCCL for a preset (and a profile's preset
     curves), the measured backends for a fitted profile's curves."""
-    if fabric is None:
-        return {}
-    fitted: dict[str, set[str]] = {}
-    for r in fabric.fit_report:
-        if r.get("for_prediction"):
-            fitted.setdefault(str(r.get("collective")), set()).add(str(r.get("backend")))
-    out = {}
-    for curve in fabric.curves:
-        measured = curve.source.startswith("fitted")
-        out.setdefault(curve.collective, set()).update(fitted.get(curve.collective, set()) if measured else {"nccl"})
-    return out
+    return {} if fabric is None else fabric.backends()
 
 
 def _ranks_per_rack(under_launcher: bool, ctx) -> int | None:

@@ -135,6 +135,19 @@ class Fabric:
             index.setdefault((curve.collective, curve.tier), []).append(curve)
         return {key: tuple(value) for key, value in index.items()}
 
+    def backends(self) -> dict[str, set[str]]:
+        """Per collective, the backends its curves describe: NCCL for a preset's curves, the measured backends
+        for a fitted profile's (its fit report's curves used for prediction)."""
+        fitted: dict[str, set[str]] = {}
+        for r in self.fit_report:
+            if r.get("for_prediction"):
+                fitted.setdefault(str(r.get("collective")), set()).add(str(r.get("backend")))
+        out: dict[str, set[str]] = {}
+        for curve in self.curves:
+            measured = curve.source.startswith("fitted")
+            out.setdefault(curve.collective, set()).update(fitted.get(curve.collective, set()) if measured else {"nccl"})
+        return out
+
     def scaled(self, *, num_gpus: int) -> "Fabric":
         """The same fabric with a different number of GPUs (racks/nodes are added or removed)."""
         return dataclasses.replace(self, num_gpus=num_gpus)

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from commbench.comm.local_ranks import die_with_parent, kill_groups
@@ -44,14 +45,41 @@ def rank_env(spec: FabricSpec, rank: int) -> dict[str, str]:
     return env
 
 
+class OnceAcrossRanks:
+    """Forwards the ranks' stderr lines as they come, each line once however many ranks print it: every rank
+    checks its own arguments, so a bad -b was 'error: --min-bytes=...' once per rank. A rank's k-th copy of a
+    line is printed only where no rank printed a k-th copy before; a line of one rank alone always prints."""
+
+    def __init__(self, out=None) -> None:
+        self.out = out or sys.stderr
+        self.lock = threading.Lock()
+        self.printed: dict[bytes, int] = {}
+
+    def forward(self, stream) -> None:
+        mine: dict[bytes, int] = {}
+        for line in iter(stream.readline, b""):
+            with self.lock:
+                mine[line] = mine.get(line, 0) + 1
+                if mine[line] > self.printed.get(line, 0):
+                    self.printed[line] = mine[line]
+                    self.out.buffer.write(line) if hasattr(self.out, "buffer") else self.out.write(line.decode(errors="replace"))
+                    self.out.flush()
+        stream.close()
+
+
 def run_ranks(spec: FabricSpec, command: list[str]) -> int:
     """Run `commbench <command>` as every rank; return the first non-zero exit code (or 0)."""
     procs: list[subprocess.Popen] = []
+    readers: list[threading.Thread] = []
+    stderr = OnceAcrossRanks()
     try:
         for rank in range(spec.num_racks * spec.ranks_per_rack):
             ns = spec.rack_ns(rank // spec.ranks_per_rack)
             procs.append(subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "commbench", *command],
-                                          env=rank_env(spec, rank), start_new_session=True, preexec_fn=die_with_parent))
+                                          env=rank_env(spec, rank), start_new_session=True, preexec_fn=die_with_parent,
+                                          stderr=subprocess.PIPE))
+            readers.append(threading.Thread(target=stderr.forward, args=(procs[-1].stderr,), daemon=True))
+            readers[-1].start()
         failed_at = None
         while True:
             codes = [p.poll() for p in procs]
@@ -67,3 +95,5 @@ def run_ranks(spec: FabricSpec, command: list[str]) -> int:
         kill_groups([proc.pid for proc in procs if proc.poll() is None])
         for proc in procs:
             proc.wait()
+        for reader in readers:
+            reader.join(timeout=5)

@@ -84,6 +84,8 @@ class BenchView:
         intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
                  f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
                  f"{'...' if len(hosts) > 4 else ''}), devices: {header.devices[0]}")
+        # what every figure of this run is: measured, on commbench emulate's fabric where the header says so
+        self.what = "measured on an EMULATED fabric" if header.emulated else "measured"
         if header.emulated:
             rate = header.emulated.get("scale_out_rate_bits_per_s")
             intro += (f"; EMULATED fabric: {header.emulated.get('num_racks')} racks joined at "
@@ -92,7 +94,7 @@ class BenchView:
         self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
         if self.format == "markdown":  # printed whole at the end, to paste
             self.intro = intro
-            self.title = run_title(config.collective, header.world_size, moe_resolved(config.params))
+            self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what)
             return
         if self.format == "nccl-tests":
             if not self.cycle.first:  # -N: this cycle's rows continue the table the first cycle started
@@ -121,7 +123,7 @@ class BenchView:
         for note in header.notes:
             self.console.print(styled("[yellow]note:[/] {}", note), highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
-        self.title = run_title(config.collective, header.world_size, moe_resolved(config.params))
+        self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what)
         if self.text_rows:  # no terminal: nccl-tests' rows as points finish, the table at the end
             for line in text.table_header():
                 self._print(line)
@@ -192,8 +194,8 @@ class BenchView:
                 table = [self.title, "", *moe_markdown_table(self.rows)]
             else:
                 table = markdown_table(self.rows)
-            lines = [f"**{self.intro}** (measured)", "", *table, "",
-                     f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, measured)"]
+            lines = [f"**{self.intro}** ({self.what})", "", *table, "",
+                     f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, {self.what})"]
             self._print("\n".join(lines))
             return
         if self.text_rows and not stopped:
@@ -211,7 +213,7 @@ class BenchView:
         if not self.console.is_terminal:
             self.console.print()
         # nccl-tests' closing line, as its text mode prints it (busbw at nccl-tests' time, -a mode)
-        self.console.print(footer[1] + "(GB/s, measured)", highlight=False)
+        self.console.print(footer[1] + f"(GB/s, {self.what})", highlight=False)
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))

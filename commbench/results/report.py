@@ -22,7 +22,7 @@ from commbench.comm.nccl_tuning import combo_from_params
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.results.report_figures import earlier_figures, figures_line, remove_stale_figures
-from commbench.results.render import is_moe, record_label, tail_text
+from commbench.results.render import is_moe, moe_markdown_table, record_label, tail_text
 from commbench.results.run_setup import labels_by_what_differs
 from commbench.files import safe_file_stem, write_output
 from commbench.units import format_size
@@ -133,6 +133,12 @@ def emulated_mark(rows: list[Measurement], runs: dict[str, RunHeader]) -> str:
             + (f", {float(rate) / 1e9:g} Gbit/s per rack uplink" if rate else ""))
 
 
+def curve_notes(rows: list[Measurement]) -> list[str]:
+    """The distinct notes a curve's records carry (gloo's reduce_scatter is a full all-reduce; an out-of-place
+    all_reduce on torch.distributed times a copy too; an imported nccl-tests time is no median), first seen first."""
+    return list(dict.fromkeys(note for m in rows for note in m.notes))
+
+
 def run_curves(rows: list[Measurement], runs: dict[str, RunHeader]) -> list[tuple[str, list[Measurement]]]:
     """The rows of one series split by run -- one curve and one table each, never a zig-zag line or a table
     holding each size twice -- with what tells each run apart ('' when the series holds one run)."""
@@ -213,7 +219,7 @@ def _curves(collective: str, series: dict[tuple, list[Measurement]], predict: Pr
                 sizes = np.array([m.size_bytes for m in run_rows], dtype=float)
                 seconds = np.asarray(predict(collective, sizes, key[2], run_rows[0], runs.get(run_rows[0].run_id)),
                                      dtype=float)
-            curves.append(Series(label=curve_label(labels[key], run_label, run_rows), rows=run_rows, predicted_s=seconds,
+            curves.append(Series(label=curve_label(labels[key], run_label, run_rows, runs), rows=run_rows, predicted_s=seconds,
                                  time_name=headline_time(run_rows[0])[0]))
     return curves
 
@@ -230,6 +236,9 @@ def shown_rows(rows: list) -> tuple[list, str]:
 
 
 def markdown_table(rows: list[Measurement]) -> list[str]:
+    if rows and all(is_moe(m) for m in rows):  # the terminal's MoE columns: tokens per rank, dispatch/combine apart
+        rows, left_out = shown_rows(rows)
+        return moe_markdown_table(rows) + (["", f"({left_out})"] if left_out else [])
     lines = ["| size | time (µs, measured) | statistic | tail (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |",
              "|---:|---:|---|---:|---:|---:|---:|"]
     rows, left_out = shown_rows(rows)
@@ -243,11 +252,13 @@ def markdown_table(rows: list[Measurement]) -> list[str]:
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
                  predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
                  formats: tuple[str, ...] = ("png",), run_records: list | None = None,
-                 together: bool = False, force: bool = False, left_out: list[str] = ()) -> ReportFiles:
+                 together: bool = False, force: bool = False, left_out: list[str] = (),
+                 unpredicted: dict[str, str] | None = None) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*. `left_out`: what of the sources the report does not hold (lines that could not be read,
-    measurements beyond what it reads), listed in its own section: a reader of README.md sees no terminal."""
+    measurements beyond what it reads), listed in its own section: a reader of README.md sees no terminal.
+    `unpredicted`: filled by `predict` while the figures are drawn, 'curve' -> why it has no predicted line."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
@@ -281,10 +292,11 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         for key, rows in sorted(series.items()):
             for run_label, run_rows in run_curves(rows, runs):
                 md += [f"### {curve_label(labels[key], run_label, run_rows, runs)}", "", *markdown_table(run_rows), ""]
+                md += [f"Note: {note}" for note in curve_notes(run_rows)] + ([""] if curve_notes(run_rows) else [])
     if run_records:
         from commbench.results.tuning_report import tuning_section
 
-        tuning_md, tuning_plots = tuning_section(run_records, out)
+        tuning_md, tuning_plots = tuning_section(run_records, out, formats)
         md += tuning_md
         plots += tuning_plots
     if wrong:
@@ -298,6 +310,8 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
                "What these lines held (a point, failed or not) is unknown: the tables and plots may lack points of "
                "the sources.", ""] + [f"- {line}" for line in left_out[:20]] + (
             [f"- ... and {len(left_out) - 20} more"] if len(left_out) > 20 else []) + [""]
+    if predict and unpredicted:
+        md += ["## Not predicted (no dashed line)", ""] + [f"- {curve}: {why}" for curve, why in unpredicted.items()] + [""]
     if any(unchecked_mark(rows) for series in grouped.values() for rows in series.values()):
         md += ["## Unchecked points", "", "Curves marked \"unchecked: -c 0\" were measured without the data check "
                "(`#wrong` shows -): their times are measured, their results were never verified.", ""]

@@ -115,7 +115,8 @@ def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[s
     return md + [""]
 
 
-def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path, title: str = "") -> Path | None:
+def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], stem: Path, title: str = "",
+            formats: tuple[str, ...] = ("png",)) -> list[Path]:
     """Rows: combinations; columns: sizes; colour: NCCL default time / combination time (points of one system;
     repeats as nccl-tuner judges them: judged_times_us)."""
     import matplotlib
@@ -130,7 +131,7 @@ def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path, t
     combos = sorted({p.combo for p in mine if not p.combo.is_default}, key=lambda c: c.label)
     sizes = sorted({size for _, size in base})
     if not combos or not sizes:
-        return None
+        return []
     grid = np.full((len(combos), len(sizes)), np.nan)
     for (*_, reg_buff, size, combo), time_us in judged.items():
         if combo in combos and (reg_buff, size) in base:
@@ -148,13 +149,14 @@ def heatmap(points: list[TunedPoint], scale: tuple[str, int, int], path: Path, t
     ax.set_title(f"{title or scale_title(*scale)}\nspeed-up over NCCL default (measured; blue = faster)", fontsize=9)
     fig.colorbar(image, ax=ax, label="log2(default time / time)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    from commbench.results.plots import save
+
+    return save(fig, stem, formats)   # as every report figure: PNG at 150 dpi, SVG with --svg
 
 
-def tuning_section(records: list, out: Path) -> tuple[list[str], list[Path]]:
-    """Markdown lines and heat-map PNGs for the tuned runs among `records` (nothing when there are none)."""
+def tuning_section(records: list, out: Path, formats: tuple[str, ...] = ("png",)) -> tuple[list[str], list[Path]]:
+    """Markdown lines and heat maps (`formats`, the first linked) for the tuned runs among `records` (nothing when
+    there are none)."""
     tables, notes = winner_tables(records)  # cells as nccl-tuner writes by default (channels 0: NCCL's count)
     if not tables:
         return [], []
@@ -164,9 +166,8 @@ def tuning_section(records: list, out: Path) -> tuple[list[str], list[Path]]:
         scale = table.scale
         count[scale] = count.get(scale, 0) + 1
         system = f"-system{count[scale]}" if table.system else ""  # one heat map per system of a scale
-        stem = safe_file_stem(f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r{system}.png")
-        png = heatmap(table.points, scale, out / stem, table.title)
-        if png is not None:
-            plots.append(png)
-    md = winners_markdown(tables, notes) + [f"![NCCL tuning heat map]({png.name})" for png in plots] + [""]
+        stem = safe_file_stem(f"nccl-tuning-{scale[0]}-{scale[1]}n-{scale[2]}r{system}")
+        plots += heatmap(table.points, scale, out / stem, table.title, formats)
+    md = winners_markdown(tables, notes) + [f"![NCCL tuning heat map]({path.name})" for path in plots
+                                            if path.suffix == f".{formats[0]}"] + [""]
     return md, plots

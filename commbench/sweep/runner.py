@@ -104,7 +104,8 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name))
     writer = JsonlWriter(job.output_path) if is_writer else None
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
-                      num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path)
+                      num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path,
+                      emulated=bool(header.emulated))
             if is_writer and job.show_progress else None)
     if view:
         view.console.print(topology.describe(), highlight=False)

@@ -11,17 +11,19 @@ from commbench.results.records import Measurement
 from commbench.results.render import stdout_console, styled
 
 
-def point_summary(record: Measurement) -> Text:
+def point_summary(record: Measurement, what: str = "measured") -> Text:
     if record.status != "ok":
         return styled("[red]failed[/]: {}", record.error)
     wrong = styled(", [bold red]{} wrong[/]", record.num_wrong) if record.num_wrong else ""
-    return Text.assemble(f"{record.time_us_median:.1f} µs (median, measured), busbw {record.busbw_gbps:.3f} GB/s", wrong)
+    return Text.assemble(f"{record.time_us_median:.1f} µs (median, {what}), busbw {record.busbw_gbps:.3f} GB/s", wrong)
 
 
 class SweepView:
     def __init__(self, *, title: str, num_points: int, num_skipped: int, output_path: str,
-                 console: Console | None = None) -> None:
+                 console: Console | None = None, emulated: bool = False) -> None:
         self.console = console or stdout_console()
+        self.what = "measured on an EMULATED fabric" if emulated else "measured"  # commbench emulate's runs say so
+        title += " (EMULATED fabric)" if emulated else ""
         self.num_points = num_points
         self.done = 0
         self.console.print(f"{title}: {num_points} point(s) to measure"
@@ -41,7 +43,7 @@ class SweepView:
 
     def finished(self, label: str, record: Measurement) -> None:
         self.done += 1
-        line = Text.assemble(f"[{self.done}/{self.num_points}] {label}: ", point_summary(record))
+        line = Text.assemble(f"[{self.done}/{self.num_points}] {label}: ", point_summary(record, self.what))
         if self.progress:
             self.progress.advance(self.task)
             if record.status != "ok":
