@@ -323,4 +323,4 @@ def test_a_pinned_capture_scope_plans_the_per_layer_graph_it_is_for(tmp_path, mo
     for graph in ("full", "none"):
         bad = CliRunner().invoke(app, base + ["--layout", f"cuda_graph_scope=attn,cuda_graph={graph}"], env={"COLUMNS": "200"})
         assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1, bad.output
-        assert bad.output.startswith(f"error: cuda_graph_scope='attn' is invalid: '' with cuda_graph={graph}")
+        assert bad.output.startswith(f"error: cuda_graph_scope='attn' is invalid: no scope with cuda_graph={graph}")

@@ -296,8 +296,8 @@ def parse_pins(text: str | None) -> dict[str, object]:
     scope = out.get("cuda_graph_scope")
     if scope:   # what a per-layer graph captures: alone it was kept beside a searched cuda_graph=none/full, unused
         if out.setdefault("cuda_graph", "layer") != "layer":
-            raise invalid("cuda_graph_scope", scope, f"'' with cuda_graph={out['cuda_graph']} (a capture scope is the "
-                          "per-layer graph's: pin cuda_graph=layer, or leave the scope out)")
+            raise invalid("cuda_graph_scope", scope, f"no scope with cuda_graph={out['cuda_graph']} (a capture scope is "
+                          "the per-layer graph's: pin cuda_graph=layer, or leave the scope out)")
     return out
 
 
