@@ -206,8 +206,10 @@ def predict(
     if collective == "moe_all_to_all" and not algorithm and {"dispatch", "combine"} <= {
             c.algorithm for c in fabric.curves if c.collective == "moe_all_to_all"}:   # formulas.moe_all_to_all_time_s
         how = "the mean of one dispatch and one combine (--algorithm dispatch or combine for one)"
-    print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}; {how})",
-                cols, rows)
+    # a profile fitted on `commbench emulate` runs (profile.fit_result_files' warning) predicts the emulator's links
+    emulated = ", an EMULATED fabric" if any(w.startswith("emulated fabric") for w in fabric.warnings) else ""
+    print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}"
+                         f"{emulated}; {how})", cols, rows)
     console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
     if fabric.source == "preset":   # the sources `commbench systems` names for the same curves
         gpu = f" (GPU: {fabric.gpu.source})" if fabric.gpu is not None and fabric.gpu.source else ""
