@@ -20,12 +20,13 @@ def fabric_predictor(path: str, unpredicted: dict[str, str]):
 
     from commbench.costmodel import collective_time_s, load_fabric
     from commbench.costmodel.fit_records import num_domains_of
+    from commbench.costmodel.profile import NCCL_BACKENDS
 
     fabric = load_fabric(path)
     described = fabric.backends()
 
     def nccl_named(backend: str) -> str:   # raw NCCL through CuPy is NCCL
-        return "nccl" if backend in ("nccl", "cupy-nccl") else backend
+        return "nccl" if backend in NCCL_BACKENDS else backend
 
     def predict(collective, sizes, group_size, row, header):
         # a curve fitted on gloo is no prediction of an NCCL run (nor the reverse): its dashed line would be labelled

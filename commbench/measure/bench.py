@@ -279,8 +279,6 @@ def first_failure(reason: str, rank: int, config: BenchConfig, step: int) -> str
     often the broken connection it left, 'Connection closed by peer'). Ranks post their failures through the
     launch's store in the order they happen; nothing waits. Without a store (no torch.distributed job), `reason`."""
     try:
-        import datetime
-
         from torch.distributed.distributed_c10d import _get_default_store
 
         store, base = _get_default_store(), f"commbench/bench/cycle{config.text_cycle.cycle}/point{step}"
@@ -289,7 +287,6 @@ def first_failure(reason: str, rank: int, config: BenchConfig, step: int) -> str
         for earlier in range(1, order):
             key = f"{base}/failed/{earlier}"
             if store.check([key]):
-                store.wait([key], datetime.timedelta(seconds=1))
                 peer, _, why = store.get(key).decode().partition("\t")
                 return f"rank {peer} failed first: {why} (then rank {rank}: {reason})"
     except Exception:  # noqa: BLE001 - the record keeps this rank's own reason

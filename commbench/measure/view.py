@@ -23,8 +23,8 @@ from commbench.moe.params import DEFAULT_TOKENS_PER_RANK as MOE_DEFAULT_TOKENS, 
 from commbench.moe.presets import preset_params
 from commbench.results import nccl_tests_text as text
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
-from commbench.results.render import (is_moe, measurement_table, moe_markdown_table, moe_setup, run_title,
-                                      stdout_console, styled)
+from commbench.results.render import (is_moe, measured_label, measurement_table, moe_markdown_table, moe_setup,
+                                      run_title, stdout_console, styled)
 
 HEARTBEAT_S = float(os.environ.get("COMMBENCH_HEARTBEAT_S", "30"))  # the env var is for tests
 
@@ -85,7 +85,7 @@ class BenchView:
                  f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
                  f"{'...' if len(hosts) > 4 else ''}), devices: {header.devices[0]}")
         # what every figure of this run is: measured, on commbench emulate's fabric where the header says so
-        self.what = "measured on an EMULATED fabric" if header.emulated else "measured"
+        self.what = measured_label(header.emulated)
         if header.emulated:
             rate = header.emulated.get("scale_out_rate_bits_per_s")
             intro += (f"; EMULATED fabric: {header.emulated.get('num_racks')} racks joined at "

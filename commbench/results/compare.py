@@ -341,6 +341,7 @@ def empty_runs_of(records) -> list[str]:
             empty.append(header.run_id)
     return empty
 
+
 def failed_only_in_new(new_runs: list[dict[tuple, Measurement]], base_keys) -> list[str]:
     """"label (run i/n: why)" per failed or wrong record of NEW at a point no run of BASE holds: not judged as a point
     (nothing to compare it with), but a failed run all the same, so the gate fails on it. A failed record can also miss

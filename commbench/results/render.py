@@ -69,6 +69,11 @@ def moe_setup(params: dict) -> str:
     return f"preset {params['preset']}: {text}" if params.get("preset") else text
 
 
+def measured_label(emulated) -> str:
+    """What a run's figures are: measured, on commbench emulate's fabric where its header says so."""
+    return "measured on an EMULATED fabric" if emulated else "measured"
+
+
 def run_title(collective: str, world_size: int, params: dict, what: str = "measured") -> str:
     setup = moe_setup(params)
     return f"{collective} ({what}, {world_size} ranks)" + (f"; {setup}" if setup else "")

@@ -291,8 +291,9 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         labels = series_labels(series)
         for key, rows in sorted(series.items()):
             for run_label, run_rows in run_curves(rows, runs):
+                notes = curve_notes(run_rows)
                 md += [f"### {curve_label(labels[key], run_label, run_rows, runs)}", "", *markdown_table(run_rows), ""]
-                md += [f"Note: {note}" for note in curve_notes(run_rows)] + ([""] if curve_notes(run_rows) else [])
+                md += [f"Note: {note}" for note in notes] + ([""] if notes else [])
     if run_records:
         from commbench.results.tuning_report import tuning_section
 

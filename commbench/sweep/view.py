@@ -8,7 +8,7 @@ from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from commbench.results.records import Measurement
-from commbench.results.render import stdout_console, styled
+from commbench.results.render import measured_label, stdout_console, styled
 
 
 def point_summary(record: Measurement, what: str = "measured") -> Text:
@@ -22,7 +22,7 @@ class SweepView:
     def __init__(self, *, title: str, num_points: int, num_skipped: int, output_path: str,
                  console: Console | None = None, emulated: bool = False) -> None:
         self.console = console or stdout_console()
-        self.what = "measured on an EMULATED fabric" if emulated else "measured"  # commbench emulate's runs say so
+        self.what = measured_label(emulated)  # commbench emulate's runs say so
         title += " (EMULATED fabric)" if emulated else ""
         self.num_points = num_points
         self.done = 0

@@ -51,29 +51,29 @@ TORCHTITAN_RECOMPUTE = {"llama3-8b": "selective", "llama3.1-70b": "full", "llama
                         "qwen3-8b": "full", "qwen3-14b": "full", "qwen3-32b": "full",
                         "llama3.2-1b": "selective", "llama3.2-3b": "selective"}
 
+
+def _flavor(module: str, flavor: str, layers: int, hidden: int, heads: int, ffn: int, tied: bool, **more) -> tuple:
+    """A TITAN_DENSE_FLAVORS entry: (module, flavor, sizes), 8 KV heads as every one of them has."""
+    return module, flavor, dict(num_layers=layers, hidden=hidden, num_heads=heads, num_kv_heads=8, dense_ffn=ffn,
+                                tied_embeddings=tied, **more)
+
+
 # TorchTitan 0.3.0's dense flavors that no zoo model is, by their sizes (torchtitan/models/qwen3/__init__.py
 # _0_6b ... _32b: qk_norm RMSNorm, no biases, enable_weight_tying for 0.6B / 1.7B / 4B; torchtitan/models/llama3/
 # __init__.py _1b / _3b: hidden_dim compute_ffn_hidden_dim(dim, multiple_of=1024, ffn_dim_multiplier 1.5 / 1.0) =
 # 8192, head_dim dim / n_heads, enable_weight_tying). An hf: model with exactly these sizes and the family's attention
 # (TITAN_FLAVOR_ARCH) is that flavor; key -> (module, flavor, sizes).
 _QWEN3 = dict(head_dim=128, vocab=151936)
+_LLAMA3 = dict(vocab=128256)
 TITAN_DENSE_FLAVORS = {
-    "qwen3-0.6b": ("qwen3", "0.6B", dict(_QWEN3, num_layers=28, hidden=1024, num_heads=16, num_kv_heads=8,
-                                         dense_ffn=3072, tied_embeddings=True)),
-    "qwen3-1.7b": ("qwen3", "1.7B", dict(_QWEN3, num_layers=28, hidden=2048, num_heads=16, num_kv_heads=8,
-                                         dense_ffn=6144, tied_embeddings=True)),
-    "qwen3-4b": ("qwen3", "4B", dict(_QWEN3, num_layers=36, hidden=2560, num_heads=32, num_kv_heads=8,
-                                     dense_ffn=9728, tied_embeddings=True)),
-    "qwen3-8b": ("qwen3", "8B", dict(_QWEN3, num_layers=36, hidden=4096, num_heads=32, num_kv_heads=8,
-                                     dense_ffn=12288, tied_embeddings=False)),
-    "qwen3-14b": ("qwen3", "14B", dict(_QWEN3, num_layers=40, hidden=5120, num_heads=40, num_kv_heads=8,
-                                       dense_ffn=17408, tied_embeddings=False)),
-    "qwen3-32b": ("qwen3", "32B", dict(_QWEN3, num_layers=64, hidden=5120, num_heads=64, num_kv_heads=8,
-                                       dense_ffn=25600, tied_embeddings=False)),
-    "llama3.2-1b": ("llama3", "1B", dict(num_layers=16, hidden=2048, num_heads=32, num_kv_heads=8, head_dim=64,
-                                         dense_ffn=8192, vocab=128256, tied_embeddings=True)),
-    "llama3.2-3b": ("llama3", "3B", dict(num_layers=28, hidden=3072, num_heads=24, num_kv_heads=8, head_dim=128,
-                                         dense_ffn=8192, vocab=128256, tied_embeddings=True)),
+    "qwen3-0.6b": _flavor("qwen3", "0.6B", 28, 1024, 16, 3072, True, **_QWEN3),
+    "qwen3-1.7b": _flavor("qwen3", "1.7B", 28, 2048, 16, 6144, True, **_QWEN3),
+    "qwen3-4b": _flavor("qwen3", "4B", 36, 2560, 32, 9728, True, **_QWEN3),
+    "qwen3-8b": _flavor("qwen3", "8B", 36, 4096, 32, 12288, False, **_QWEN3),
+    "qwen3-14b": _flavor("qwen3", "14B", 40, 5120, 40, 17408, False, **_QWEN3),
+    "qwen3-32b": _flavor("qwen3", "32B", 64, 5120, 64, 25600, False, **_QWEN3),
+    "llama3.2-1b": _flavor("llama3", "1B", 16, 2048, 32, 8192, True, head_dim=64, **_LLAMA3),
+    "llama3.2-3b": _flavor("llama3", "3B", 28, 3072, 24, 8192, True, head_dim=128, **_LLAMA3),
 }
 # What each family's layers build besides the sizes (make_gqa_config: bias-free wqkv / wo, qk_norm only in qwen3;
 # make_ffn_config: SwiGLU; RMSNorm; full RoPE, no sliding window, no attention sinks or output gate).
