@@ -119,7 +119,7 @@ def test_dp_group_across_racks_is_predicted_across_racks(tmp_path):
     """TP8 DP32 on 256 GB300s (4 racks of 64): each DP group strides over all 4 racks; it was predicted as if its
     32 ranks sat in one rack (NVLink, a flat ring). Now it is priced as the step model prices the plan's gradient
     reduce-scatter (its dp_dense_rs_total_s, at the whole local gradient)."""
-    from commbench.planner.models.counts import param_counts
+    from commbench.planner.models.counts import param_counts, step_vocab
 
     path = _plan(tmp_path, "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "256",
                  "--layout", "tp=8,pp=1,vp=1,ep=1,cp=1,mbs=1")
@@ -128,7 +128,9 @@ def test_dp_group_across_racks_is_predicted_across_racks(tmp_path):
     assert dp.plan_group_size == 32 and dp.plan_domains == 4
     fabric = load_preset("gb300-nvl72", num_gpus=256)
     ctx = plan_context(doc)
-    whole = param_counts(ctx.model).non_expert / 8 * 2    # the local gradient, bf16
+    # the local gradient, bf16, with the embedding/output rows Megatron builds (128,256 padded to 129,024 at TP8)
+    assert step_vocab(ctx.model, 8, ctx.framework) == 129024
+    whole = param_counts(ctx.model, vocab=129024).non_expert / 8 * 2
     plan_s = predicted_s(fabric, dp, ctx, size_bytes=whole, tokens=0, group=32, domains=dp.plan_domains)
     assert plan_s == pytest.approx(doc["predicted"]["dp_dense_rs_total_s"], rel=1e-9)
     in_rack = float(collective_time_s(fabric, "reduce_scatter", np.array([whole]), np.array([32]), np.array([1]))[0])

@@ -30,7 +30,7 @@ from commbench.errors import CommbenchError
 from commbench.planner.emit.plan import plan_layout, plan_model
 from commbench.planner.layout.placement import domains_touched, place
 from commbench.planner.layout.spec import Layout, code_of
-from commbench.planner.models.counts import param_counts
+from commbench.planner.models.counts import param_counts, step_vocab
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.step import moe_comm, tp_comm
 from commbench.planner.step.dp_sync import GRAD_BYTES, grad_sync_s
@@ -244,7 +244,7 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
         ep_domains = plan_domains(lay.etp * lay.ep, lay.ep)
         items.append(_ep_item(ctx, tokens_mb, max_bytes, groups_of("ep", lay.ep, model.num_routed_experts, ep_domains),
                               ep_domains, flags))
-    pc = param_counts(model)
+    pc = param_counts(model, vocab=step_vocab(model, lay.tp, ctx.framework))  # the embedding/output rows it builds
     what = "reduce-scatter" if lay.distributed_optimizer else "all-reduce"
     stage_ranks = ctx.gpus // lay.pp   # the DP and expert-DP groups stride over one pipeline stage's ranks
     for kind, label, local, group in (

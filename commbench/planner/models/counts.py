@@ -8,16 +8,49 @@ biases, q/k norms, attention sinks, shared-expert gates), per layer kind; biases
 add no FLOPs. Buffers are not parameters: the aux-loss-free router's correction bias (DeepSeek-V3, GLM-4.5,
 Nemotron-H: `register_buffer("e_score_correction_bias", ...)` in transformers modeling_deepseek_v3.py /
 modeling_glm4_moe.py, as megatron-core's TopKRouter expert_bias) is left out.
+
+Vocabulary: the model's own (`ModelSpec.vocab`, the model card's) unless `vocab=` says otherwise. The step
+model passes the rows the framework builds (`step_vocab`): Megatron-LM pads the vocabulary to a multiple of
+make_vocab_size_divisible_by x TP, TorchTitan does not. Parameter counts that describe the model (what `plan`
+reports as its size) stay unpadded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from commbench.planner.models import dsv4
 from commbench.planner.models.gdn import gdn_macs_per_token, gdn_params_per_layer
 from commbench.planner.models.mamba import mamba_flops_fwd_per_token, mamba_params_per_layer
 from commbench.planner.models.spec import ModelSpec
+
+
+# Megatron-LM core_v0.16.1 megatron/training/arguments.py: --make-vocab-size-divisible-by defaults to 128 (what a
+# plan without an [arch] table runs: emit/megatron_arch.py passes no --make-vocab-size-divisible-by then).
+MEGATRON_VOCAB_DIVISIBLE_BY = 128
+
+
+def step_vocab(m: ModelSpec, tp, framework: str = "megatron"):
+    """Rows of the embedding and output layer the framework builds, per TP size (array in, array out).
+
+    megatron: Megatron-LM core_v0.16.1 megatron/training/tokenizer/tokenizer.py `_vocab_size_with_padding` pads
+      the vocabulary to ceil(vocab / (make_vocab_size_divisible_by x TP)) x that multiple; gpt_builders.py builds
+      the embedding and output layer with `args.padded_vocab_size`, and training.py num_floating_point_operations
+      (as Megatron-Bridge's flop_utils.py, via calculate_padded_vocab_size) counts the logits with it. The divisor
+      is the one the emitted plan passes (`Architecture.vocab_divisible_by`, emit/megatron_arch.py), else
+      Megatron-LM's default 128. DeepSeek-V3 (129,280, divisor 1280): 129,280 rows at TP1, 130,560 at TP2,
+      133,120 at TP4 and TP8.
+    torchtitan: 0.3.0 builds Embedding(num_embeddings=vocab_size) and the lm_head Linear(out_features=vocab_size)
+      with the model's vocabulary (emit/torchtitan_dense.py, torchtitan_mla.py; the loss's global_vocab_size is
+      config_utils.decoder_vocab_size, the same number): no padding."""
+    tp = np.asarray(tp)
+    if framework != "megatron":
+        return np.full(tp.shape, float(m.vocab)) if tp.ndim else float(m.vocab)
+    divisor = m.architecture.vocab_divisible_by if m.architecture is not None else MEGATRON_VOCAB_DIVISIBLE_BY
+    multiple = divisor * tp
+    return np.ceil(m.vocab / multiple) * multiple
 
 
 def _mla_query_weights(m: ModelSpec) -> float:
@@ -79,10 +112,13 @@ class FlopsPerToken:
         return self.total - self.attention_core - self.mamba_accounting
 
 
-def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> FlopsPerToken:
+def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True,
+                    vocab=None) -> FlopsPerToken:
     """FLOPs per token by kind, exactly FLOPS.md's formula. MTP layers count as extra MoE layers, or as extra dense
     layers in a dense model (Qwen3.5-27B): Megatron-LM core_v0.16.1 training.py num_floating_point_operations adds
-    them to the MoE layers when the last decoder layer is MoE, to the dense ones otherwise (last_layer_is_moe)."""
+    them to the MoE layers when the last decoder layer is MoE, to the dense ones otherwise (last_layer_is_moe).
+    `vocab`: the output layer's rows (default the model's; the step model passes `step_vocab`, an array per
+    layout, and then `logits` and the totals are arrays)."""
     s = seq_len or m.seq_len
     n_mtp = m.num_mtp_layers if include_mtp else 0
     n_layers = m.num_attention_layers + n_mtp
@@ -101,7 +137,7 @@ def flops_breakdown(m: ModelSpec, seq_len: int | None = None, include_mtp: bool 
         routed_experts=6.0 * m.expert_width * m.expert_ffn * m.top_k * g * n_moe if m.is_moe else 0.0,
         shared_experts=6.0 * h * m.expert_ffn * m.num_shared_experts * g * n_moe if m.is_moe else 0.0,
         mtp_proj=6.0 * n_mtp * (3 * h + 2 * h * h),
-        logits=6.0 * h * m.vocab * (n_mtp + 1),
+        logits=6.0 * h * (m.vocab if vocab is None else vocab) * (n_mtp + 1),
         mamba=3.0 * m.num_mamba_layers * mamba_flops_fwd_per_token(m),
         moe_latent_proj=6.0 * 2 * h * m.moe_latent_size * n_moe if m.is_moe else 0.0,
         linear_attention=6.0 * m.num_linear_attention_layers * gdn_macs_per_token(m),
@@ -220,7 +256,9 @@ def _router_params(m: ModelSpec) -> int:
             + (m.hidden if a is not None and a.shared_expert_gate and m.num_shared_experts else 0))
 
 
-def param_counts(m: ModelSpec) -> ParamCounts:
+def param_counts(m: ModelSpec, vocab=None) -> ParamCounts:
+    """Parameters by kind. `vocab`: the embedding's and output layer's rows (default the model's, as model cards
+    count; the step model passes `step_vocab` for the weights, gradients and optimizer state a framework holds)."""
     h, g = m.hidden, m.glu_factor
     per_expert = g * m.expert_width * m.expert_ffn + _mlp_bias(m, m.expert_ffn, m.expert_width)
     shared_expert = g * h * m.expert_ffn + _mlp_bias(m, m.expert_ffn, h)
@@ -244,7 +282,7 @@ def param_counts(m: ModelSpec) -> ParamCounts:
         # scores them (transformers 5.25.0 modeling_deepseek_v4.py DeepseekV4HashRouter.weight): every MoE layer
         router=m.num_moe_layers * router,
         norms=(1 if m.is_hybrid else 2) * h * m.num_layers + h,  # a hybrid layer has one pre-norm
-        embeddings=m.vocab * h * (1 if m.tied_embeddings else 2),
+        embeddings=(m.vocab if vocab is None else vocab) * h * (1 if m.tied_embeddings else 2),
         mtp=mtp,
         mtp_routed_experts=mtp_weight_layers * m.num_routed_experts * per_expert,
         mamba=m.num_mamba_layers * mamba_params_per_layer(m),

@@ -48,7 +48,7 @@ from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_viol
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
 from commbench.planner.layout.split import stage_imbalance
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.models.counts import flops_breakdown, param_counts, up_projection_flops
+from commbench.planner.models.counts import flops_breakdown, param_counts, step_vocab, up_projection_flops
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
 FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))
@@ -168,7 +168,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     n_mb = gbs // (mbs * dp)
     sp = a.sequence_parallel | (tp == 1)
 
-    fl = flops_breakdown(model, s)
+    # The output layer's rows as the framework builds them (Megatron-LM pads to make_vocab_size_divisible_by x TP:
+    # models/counts.step_vocab): its GEMM, weights, gradients, optimizer state and logits are charged at these rows.
+    vocab = step_vocab(model, tp, framework)
+    fl = flops_breakdown(model, s, vocab=vocab)
     tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
     tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced stages)
     fp4_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"), cal.fp4_gemm_ratio, 1.0)
@@ -186,7 +189,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Roofline per GEMM kind (kernels.smooth_max): compute at the fitted efficiency vs the compulsory
     # operand traffic of its shape (gemm_shape.py) at HBM bandwidth.
     dense_traffic, routed_traffic = gemm_shape.traffic_bytes_per_token(
-        model, fl, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, precision=a.precision)
+        model, fl, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, precision=a.precision, vocab=vocab)
     hbm = gpu.hbm_tbps * 1e12
     dense_gemm_s = kernels.smooth_max(tokens_gpu * other_gemm / dense_rate,
                                       tokens_gpu * cal.gemm_traffic_factor * dense_traffic / hbm)
@@ -308,7 +311,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     bubble_s = (pp - 1) / vp * t_mb
 
     # Data parallel: dense params over DP x CP, expert params over EDP.
-    pc = param_counts(model)
+    pc = param_counts(model, vocab=vocab)
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
     dense_group, expert_group = dp * cp, edp
@@ -366,6 +369,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     step_s = n_mb * t_mb + bubble_s + d_rs_x + d_ag_x + e_rs_x + e_ag_x + optimizer_s
     step_s = np.where(valid, step_s, np.inf)
     tokens_per_s_per_gpu = np.where(valid, gbs * s / (step_s * world), 0.0)
+    # in the framework's own currency: Megatron-LM's training.py (and Megatron-Bridge's flop_utils.py) count the
+    # logits at the padded vocabulary, so a Megatron plan's figure is what its log prints
     model_tflops = tokens_per_s_per_gpu * fl.total / 1e12
 
     mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,

@@ -10,7 +10,9 @@ sequence parallel, only the head/FFN-sized ones without) and CP; experts hold to
 per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
 (PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
 keeps only each layer's input; selective drops norm outputs, activation-function outputs and
-MLA's up-projections (they are recomputed). The last stage also holds the bf16 logits (their gradient, written in place by the fused cross entropy). Blocks are
+MLA's up-projections (they are recomputed). The last stage also holds the bf16 logits (their gradient, written in place by the fused cross entropy). The embedding, output layer and logits have the rows the
+framework builds (models/counts.step_vocab: Megatron-LM's vocabulary padded to make_vocab_size_divisible_by x TP,
+TorchTitan's unpadded). Blocks are
 counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
 layers each add their own terms (Mamba's in step/mamba.py).
 """
@@ -24,7 +26,7 @@ import numpy as np
 from commbench.planner.layout.spec import PRECISIONS
 from commbench.planner.models import dsv4
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.models.counts import param_counts
+from commbench.planner.models.counts import param_counts, step_vocab
 from commbench.planner.step import fsdp, gdn, mamba
 from commbench.planner.step.dp_sync import param_gather_bytes
 from commbench.planner.step.mamba import block_counts
@@ -174,7 +176,8 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
     mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
     first_stage = per_mb_stage * mb_equiv
-    logits = tokens_mb / (tp * cp) * model.vocab * LOGITS_BYTES[framework] * (1 + model.num_mtp_layers)
+    logits = (tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * LOGITS_BYTES[framework]
+              * (1 + model.num_mtp_layers))
     last_stage = per_mb_stage + logits
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
 
@@ -192,7 +195,7 @@ LOGITS_BYTES = {"megatron": 2.0, "torchtitan": 8.0}
 def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, dense_group, expert_group,
                    n_mb, tokens_mb, sp, framework: str = "megatron",
                    offloaded_bytes=None) -> MemoryBytes:
-    pc = param_counts(model)
+    pc = param_counts(model, vocab=step_vocab(model, tp, framework))  # the embedding/output rows it builds
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
     local = dense_local + expert_local

@@ -1,0 +1,106 @@
+"""Step model: the output layer, embedding and logits at the vocabulary each framework builds.
+
+Megatron-LM core_v0.16.1 (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding) pads the
+vocabulary to a multiple of make_vocab_size_divisible_by x TP: DeepSeek-V3's 129,280 with the divisor 1280
+its plan passes is 130,560 rows at TP2. TorchTitan 0.3.0 builds the model's 129,280.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from commbench.data.reference import gpu_spec
+from commbench.planner import Calibration, Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner.layout.split import stage_imbalance
+from commbench.planner.models.counts import flops_breakdown, param_counts, step_vocab
+from commbench.planner.step import evaluate as step_module
+from commbench.planner.step import kernels, memory
+
+DSV3_TP2_ROWS = 130560          # ceil(129280 / (1280 x 2)) x 2560
+
+
+def _fabric(num_gpus=64, gpu="gb200", domain_size=72):
+    return SimpleNamespace(gpu=gpu_spec(gpu), domain_size=domain_size, num_gpus=num_gpus)
+
+
+def _stand_in(monkeypatch):
+    """Every collective takes size x 1e-12 s (0 for a group of one)."""
+    def collective(fabric, collective, size_bytes, group_size, num_domains=1, imbalance=1.0):
+        size, n = np.broadcast_arrays(np.asarray(size_bytes, float), np.asarray(group_size, float))
+        return np.where(n > 1, size * 1e-12, 0.0)
+
+    def a2a(fabric, bytes_per_rank, ep_size, num_domains=1, imbalance=1.0, *, phase=None):
+        return collective(fabric, "all_to_all", bytes_per_rank, ep_size)
+
+    monkeypatch.setattr(step_module, "_costmodel", lambda: (collective, a2a))
+    monkeypatch.setattr(step_module, "_hierarchical", lambda: lambda f, size, g, m: collective(f, "rs", size, g))
+
+
+def _dsv3_tp2():
+    return LayoutArrays.from_layouts([Layout(tp=2, pp=1, ep=32, etp=1, dp=32, mbs=1, gbs=64, precision="bf16",
+                                             recompute="none", distributed_optimizer=True)])
+
+
+def test_megatron_pads_the_vocabulary_to_divisor_times_tp_torchtitan_does_not():
+    m = load_model("deepseek-v3")
+    assert m.vocab == 129280 and m.architecture.vocab_divisible_by == 1280
+    assert step_vocab(m, np.array([1, 2, 4, 8])).tolist() == [129280, DSV3_TP2_ROWS, 133120, 133120]
+    assert step_vocab(m, np.array([2]), "torchtitan").tolist() == [129280]
+    # a model without an [arch] table: Megatron-LM's default --make-vocab-size-divisible-by 128
+    bare = dataclasses.replace(load_model("mixtral-8x7b"), architecture=None)
+    assert step_vocab(bare, np.array([1, 4, 8])).tolist() == [32000, 32256, 32768]
+    # the model card's size stays the model's own vocabulary
+    assert param_counts(m).embeddings == 2 * 129280 * m.hidden
+
+
+def test_output_layer_gemm_is_charged_at_the_padded_rows(monkeypatch):
+    _stand_in(monkeypatch)
+    m, f, arr = load_model("deepseek-v3"), _fabric(), _dsv3_tp2()
+    off = Calibration(gemm_traffic_factor=0.0)
+    mega = evaluate_layouts(m, f, arr, calibration=off, framework="megatron")
+    titan = evaluate_layouts(m, f, arr, calibration=off, framework="torchtitan")
+    assert mega.valid[0] and titan.valid[0]
+    gpu = f.gpu
+    rate = gpu.bf16_tflops * 1e12 * kernels.sustained_tensor_fraction(gpu) * off.gemm_efficiency(gpu.name)
+    tokens_gpu = m.seq_len / 2 * float(stage_imbalance(m, np.array([1]), np.array([1]))[0])
+    # the logits GEMM over 1,280 more rows, main head + the MTP head, fwd + bwd, for each of the 2 micro-batches
+    extra_flops = 6.0 * m.hidden * (DSV3_TP2_ROWS - m.vocab) * (1 + m.num_mtp_layers)
+    assert mega.gemm_s[0] - titan.gemm_s[0] == pytest.approx(2 * tokens_gpu * extra_flops / rate, rel=1e-9)
+    # model TFLOP/s in Megatron's own currency (training.py num_floating_point_operations: padded_vocab_size)
+    fl = flops_breakdown(m, vocab=DSV3_TP2_ROWS)
+    assert mega.model_tflops_per_gpu[0] == pytest.approx(mega.tokens_per_s_per_gpu[0] * fl.total / 1e12, rel=1e-12)
+
+
+def test_embedding_and_output_weights_gradients_and_dp_traffic_at_the_padded_rows(monkeypatch):
+    _stand_in(monkeypatch)
+    m, f, arr = load_model("deepseek-v3"), _fabric(), _dsv3_tp2()
+    mega = evaluate_layouts(m, f, arr, framework="megatron")
+    titan = evaluate_layouts(m, f, arr, framework="torchtitan")
+    extra_params = 2 * m.hidden * (DSV3_TP2_ROWS - m.vocab) / 2       # untied input + output rows, over TP2
+    assert mega.mem_grads_bytes[0] - titan.mem_grads_bytes[0] == pytest.approx(2.0 * extra_params, rel=1e-9)
+    assert mega.mem_weights_bytes[0] - titan.mem_weights_bytes[0] == pytest.approx(2.0 * extra_params, rel=1e-9)
+    # the distributed optimizer's 12 B per owned parameter over DP x CP = 32
+    assert mega.mem_optimizer_bytes[0] - titan.mem_optimizer_bytes[0] == pytest.approx(12.0 * extra_params / 32)
+    # the gradient reduce-scatter moves the padded rows' gradients (stand-in: 1e-12 s per byte)
+    assert mega.dp_dense_rs_total_s[0] - titan.dp_dense_rs_total_s[0] == pytest.approx(
+        2.0 * extra_params * 1e-12, rel=1e-9)
+
+
+def test_logits_memory_at_the_padded_rows():
+    m, arr = load_model("deepseek-v3"), _dsv3_tp2()
+    one = np.ones(1, dtype=np.int64)
+    kw = dict(tp=2 * one, cp=one, pp=one, vp=one, etp=one, n_mb=2 * one, tokens_mb=np.array([float(m.seq_len)]),
+              sp=np.array([True]), framework="megatron")
+    padded = memory.activation_bytes(m, arr, **kw)[0]
+    # the same model with --make-vocab-size-divisible-by 1: TP2 pads 129,280 to 129,280
+    no_pad = dataclasses.replace(m, architecture=dataclasses.replace(m.architecture, vocab_divisible_by=1))
+    # bf16 logits of the micro-batch's tokens over TP, main head + MTP head, 1,280 more rows
+    assert padded - memory.activation_bytes(no_pad, arr, **kw)[0] == pytest.approx(
+        m.seq_len / 2 * (DSV3_TP2_ROWS - m.vocab) * 2.0 * 2, rel=1e-9)
+    # TorchTitan keeps the model's rows (and its fp32 copy + log-probabilities, memory.LOGITS_BYTES)
+    kw["framework"] = "torchtitan"
+    assert memory.activation_bytes(m, arr, **kw)[0] == pytest.approx(memory.activation_bytes(no_pad, arr, **kw)[0])
