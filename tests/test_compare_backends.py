@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -109,3 +111,62 @@ def test_harness_times_replays_of_captured_stages_under_cuda_graph():
     # one warm replay after capture, the timed iterations, then the data check after the loop (on the replay)
     assert captured == 1 and replays == 1 + 4 + 1
     assert params == {"cuda_graph": True} and num_wrong == 0 and finite
+
+
+def _compare_rank_with_algorithms(rank, port, config, queue):
+    """run_compare_rank on a real gloo world, its second backend the same group renamed (no second CPU backend)."""
+    import commbench.comm.backends as backends_module
+    from commbench.comm.launch import RankEnv
+    from commbench.measure.compare_backends import CompareConfig, run_compare_rank
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    real = backends_module.create_backend
+    made = {}
+
+    def create(name, rank_env, timeout_s):
+        if name == "gloo":
+            made["gloo"] = real("gloo", rank_env, timeout_s)
+            return made["gloo"]
+        return Renamed(made["gloo"], name)  # not shut down twice: Renamed forwards to the same group
+
+    backends_module.create_backend = create
+    env = RankEnv(rank=rank, world_size=4, local_rank=rank, launcher="single", master_addr="127.0.0.1", master_port=port)
+    try:
+        outcome = run_compare_rank(env, CompareConfig(bench=config, backends=("gloo", "gloo-again")))
+        queue.put((rank, outcome.error, outcome.num_points))
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        queue.put((rank, f"raised {exc!r}", 0))
+
+
+def test_compare_backends_measures_each_algorithm_of_a_list(tmp_path):
+    """--compare-backends with grad_reduce_scatter --algorithm flat,hierarchical measured the list as one raw
+    'flat,hierarchical' point (plan_points, not the per-algorithm expansion a one-backend bench does), with no racks
+    in its params. Each algorithm is now its own point on every backend, with the racks, as bench does."""
+    import json
+    import multiprocessing as mp
+
+    from commbench.measure.subgroups import with_rack_options
+    from tests.distributed import free_port
+
+    out = tmp_path / "cmp.jsonl"
+    config = BenchConfig(collective="grad_reduce_scatter", sizes_bytes=(4096,), backend="gloo", output_path=str(out),
+                         output_format="jsonl", loop=LoopOptions(iters=2, warmup_iters=1), timeout_s=30.0)
+    config = with_rack_options(config, ranks_per_rack=2, preset=None, racks=None, nodes_per_rack=None, rack_nodes=None,
+                               group_sizes=None, group_layout=None, algorithm="flat,hierarchical", rs_impl=None)
+    ctx = mp.get_context("fork")
+    queue, port = ctx.Queue(), free_port()
+    procs = [ctx.Process(target=_compare_rank_with_algorithms, args=(r, port, config, queue), daemon=True)
+             for r in range(4)]
+    for proc in procs:
+        proc.start()
+    results = sorted(queue.get(timeout=60) for _ in procs)
+    for proc in procs:
+        proc.join(timeout=10)
+    assert [error for _, error, _ in results] == [None] * 4, results
+    assert results[0][2] == 2  # two points: one per algorithm
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    points = [r for r in records if r.get("kind", r.get("record")) != "header" and "size_bytes" in r]
+    assert sorted((r["backend"], r["params"]["algorithm"]) for r in points) == [
+        ("gloo", "flat"), ("gloo", "hierarchical"), ("gloo-again", "flat"), ("gloo-again", "hierarchical")]
+    assert all(r["params"].get("ranks_per_rack") == 2 or r["params"].get("racks") for r in points), points[0]["params"]
+    assert all(r["status"] == "ok" and r["num_wrong"] == 0 for r in points)

@@ -228,7 +228,7 @@ def test_compare_backends_table_fits(width, monkeypatch, capsys):
     texts = []
     for columns in (width, 400):
         monkeypatch.setenv("COLUMNS", str(columns))
-        print_comparison(rows, ["torch-nccl", "cupy-nccl"])
+        print_comparison(rows, ["torch-nccl", "cupy-nccl"], ["8 B", "1 MiB", "8 GiB"])
         texts.append(capsys.readouterr().out)
     check_fits(texts[0], texts[1], width)
     assert "1.062" in texts[0] or "1.063" in texts[0]

@@ -16,8 +16,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from commbench.measure.bench import BenchConfig, BenchOutcome, GroupCache, PlannedPoint, plan_points, validate
+from commbench.measure.bench import BenchConfig, BenchOutcome, GroupCache, PlannedPoint, planned_points, validate
 from commbench.comm.launch import RankEnv
+from commbench.comm.topology import resolve_on_ranks
 from commbench.errors import CommbenchError, first_line
 from commbench.measure.harness import failed_measurement, measure_point
 from commbench.results.records import JsonlWriter, Measurement, new_run_id
@@ -105,16 +106,21 @@ def run_compare_rank(rank_env: RankEnv, config: CompareConfig) -> BenchOutcome:
             validate(dataclasses.replace(bench, backend=name), rank_env.world_size)
             backends.append(create_backend(name, rank_env, bench.timeout_s))
         run_ids = [new_run_id() for _ in backends]
+        # the points a single-backend bench measures: one per --algorithm, with the racks in their params
+        topology = resolve_on_ranks(bench.topology, backends[0])
         headers = [collect_header(b, run_id=run_id, argv=list(bench.argv), launcher=rank_env.launcher,
-                                  notes=b.notes(collective.name)) for b, run_id in zip(backends, run_ids)]
-        points = plan_points(bench, collective, rank_env.world_size)
+                                  topology=topology.to_dict(), notes=b.notes(collective.name))
+                   for b, run_id in zip(backends, run_ids)]
+        points = planned_points(bench, collective, rank_env.world_size, topology)
         writer = JsonlWriter(bench.output_path) if rank_env.rank == 0 else None
         rows: list[list[Measurement]] = []
+        labels: list[str] = []
         try:
             for header in headers if writer else ():
                 writer.write(header)
-            for records in compare_points(backends, collective, points, bench, run_ids):
+            for point, records in zip(points, compare_points(backends, collective, points, bench, run_ids)):
                 rows.append(records)
+                labels.append(point.label)
                 for record in records if writer else ():
                     writer.write(record)
         finally:
@@ -124,27 +130,27 @@ def run_compare_rank(rank_env: RankEnv, config: CompareConfig) -> BenchOutcome:
         for backend in reversed(backends):
             backend.shutdown()
     if rank_env.rank == 0 and bench.output_format == "table":
-        print_comparison(rows, [b.name for b in backends])
+        print_comparison(rows, [b.name for b in backends], labels)
     errors = [r.error for row in rows for r in row if r.error]
     return BenchOutcome(num_points=len(rows), num_wrong=sum(r.num_wrong or 0 for row in rows for r in row),
                         error=errors[0] if errors else None)
 
 
-def print_comparison(rows: list[list[Measurement]], names: list[str]) -> None:
+def print_comparison(rows: list[list[Measurement]], names: list[str], labels: list[str]) -> None:
+    """One line per point, named by its label (size, and algorithm or sub-group where the job has several)."""
     from commbench.results.render import stdout_console
     from commbench.results.tables import Col, print_table
-    from commbench.units import format_size
 
     baseline = names[-1]
-    cols = [Col(name="size")] + [Col(name=f"{name} (µs)") for name in names]
+    cols = [Col(name="point")] + [Col(name=f"{name} (µs)") for name in names]
     cols += [Col(name=f"{name} / {baseline}") for name in names[:-1]]
     cells = []
-    for row in rows:
+    for row, label in zip(rows, labels):
         times = [f"{r.time_us_median:.2f}" if r.status == "ok" else "failed" for r in row]
         times += [""] * (len(names) - len(times))
         ratios = [f"{r.metrics['time_ratio_to_baseline']:.3f}" if "time_ratio_to_baseline" in r.metrics else "-"
                   for r in row[:len(names) - 1]]
         ratios += ["-"] * (len(names) - 1 - len(ratios))
-        cells.append([format_size(row[0].size_bytes), *times, *ratios])
+        cells.append([label, *times, *ratios])
     print_table(stdout_console(), f"measured median time per backend; ratio = backend / {baseline}",
                 cols, cells)
