@@ -158,3 +158,30 @@ def test_ranks_stderr_lines_print_once_across_ranks():
         once.forward(io.BytesIO(b"".join(rank_lines)))
     assert out.getvalue().splitlines() == ["error: --min-bytes='foo' is invalid", "note: a", "note: a",
                                            "rank 2 failed: boom"]
+
+
+def test_a_ranks_error_line_looks_like_this_processes():
+    """A rank's stderr is a pipe, so under `commbench emulate -- bench all_reduce -b 64K -e 32K` on a terminal its
+    "error: --min-bytes=65536 is invalid: ..." came without the bold red 'error:' the same command prints alone.
+    The parent now prints such lines (and warning:/note:) as base.fail does; other lines pass as they are."""
+    import io
+
+    from rich.console import Console
+
+    from commbench.cli.base import ERROR_LINE
+    from commbench.cli.emulate import rank_line_printer
+    from commbench.emulate.ranks import OnceAcrossRanks
+    from commbench.results.render import styled
+
+    def terminal() -> Console:
+        return Console(file=io.StringIO(), force_terminal=True, color_system="standard", markup=False)
+
+    message = "--min-bytes=65536 is invalid: must be <= --max-bytes (32768)"
+    parent = terminal()
+    parent.print(styled(ERROR_LINE, message), highlight=False, soft_wrap=True)   # as base.fail prints it
+    ranks, raw = terminal(), io.StringIO()
+    once = OnceAcrossRanks(raw, restyle=rank_line_printer(ranks))
+    for _ in range(2):   # two ranks, one line
+        once.forward(io.BytesIO(f"error: {message}\nTraceback-free other line\n".encode()))
+    assert ranks.file.getvalue() == parent.file.getvalue() and "\x1b[1;31merror:" in parent.file.getvalue()
+    assert raw.getvalue() == "Traceback-free other line\n"

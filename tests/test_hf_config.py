@@ -296,7 +296,8 @@ def test_plan_cli_takes_hf_model_and_refuses_bad_one_in_one_line(tmp_path):
 
 ARCH_FIELDS_COMPARED = ("activation", "glu_linear_offset", "activation_clamp", "normalization", "norm_epsilon",
                         "qk_norm", "linear_bias", "qkv_bias", "position_embedding", "rotary_base", "rope_scaling",
-                        "rope_scaling_factor", "rope_original_max_positions", "yarn_beta_fast", "yarn_beta_slow",
+                        "rope_scaling_factor", "rope_original_max_positions", "llama3_low_freq_factor",
+                        "llama3_high_freq_factor", "llama3_original_positions", "yarn_beta_fast", "yarn_beta_slow",
                         "yarn_mscale", "yarn_mscale_all_dim", "sliding_window", "window_skip_freq", "softmax_type",
                         "router_score", "router_topk_scaling", "router_groups", "router_group_topk",
                         "router_expert_bias", "norm_zero_centered_gamma", "shared_expert_gate", "router_pre_softmax",

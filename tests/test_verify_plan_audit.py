@@ -268,3 +268,24 @@ def test_verify_plan_on_two_racks_measures_dp_over_both(tmp_path, monkeypatch):
     flags = json.loads(result.stdout)["unmet_assumptions"]
     assert any(f.startswith("DP grad bucket") and "(4 ranks, 2 scale-up domain(s))" in f for f in flags), flags
     assert any(f.startswith("TP reduce_scatter") and "(2 ranks, 1 scale-up domain(s))" in f for f in flags), flags
+
+
+def test_cupy_nccl_is_nccl_for_the_fabric_a_plan_predicts_with():
+    """`_describes` compared backend names as strings: a plan on a preset (NCCL curves) verified with
+    --backend cupy-nccl was flagged 'measured times here check the plan's sizes and groups, not its bandwidth' and
+    comparable: false, so no MISMATCH could show; and a profile fitted on cupy-nccl runs did not describe torch's
+    nccl. Both are NCCL (profile.NCCL_BACKENDS); gloo stays apart."""
+    from types import SimpleNamespace
+
+    from commbench.cli.verify_plan import _describes
+    from commbench.costmodel import load_preset
+
+    preset = load_preset("h100-hgx", num_gpus=16).backends()
+    tp = SimpleNamespace(kind="tp", collective="all_reduce")
+    ep = SimpleNamespace(kind="ep", collective="moe_all_to_all")
+    for item in (tp, ep):
+        assert _describes(preset, item, "cupy-nccl") and _describes(preset, item, "nccl")
+        assert not _describes(preset, item, "gloo")
+    fitted = {"all_reduce": {"cupy-nccl"}}
+    assert _describes(fitted, tp, "nccl") and _describes(fitted, tp, "cupy-nccl") and not _describes(fitted, tp, "gloo")
+    assert _describes({"all_reduce": {"gloo"}}, tp, "gloo") and not _describes({"all_reduce": {"gloo"}}, tp, "cupy-nccl")

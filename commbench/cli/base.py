@@ -47,9 +47,12 @@ HUGE_INTEGER = ("an input holds an integer of more than 4,300 digits: no count, 
                 "that large")
 
 
+ERROR_LINE = "[bold red]error:[/] {}"   # how an error line looks (emulate restyles its ranks' lines so)
+
+
 def fail(message: str, exit_code: int = 2) -> typer.Exit:
     """Print one error line on stderr and return the Exit to raise."""
-    err_console.print(styled("[bold red]error:[/] {}", message), highlight=False, soft_wrap=True)
+    err_console.print(styled(ERROR_LINE, message), highlight=False, soft_wrap=True)
     return typer.Exit(exit_code)
 
 

@@ -6,16 +6,34 @@ import json
 import os
 import signal
 import time
-from typing import Annotated, List, Optional
+from typing import Annotated, Callable, List, Optional
 
 import typer
 
-from commbench.cli.base import command, console
+from commbench.cli.base import ERROR_LINE, command, console, err_console
+from commbench.results.render import styled
 from commbench.emulate.fabric import Fabric, FabricSpec
 from commbench.emulate.ranks import emulated_description, run_ranks
 from commbench.comm.stop_signals import raise_stop_signal, signal_name
 from commbench.errors import CommbenchError, Interrupted
 from commbench.units import parse_rate_bits_per_s
+
+
+# A rank's stderr is a pipe, so its rich console prints 'error: ...' without the colour the same line has from
+# this process: the lines that start so are printed again here, styled as base.fail (and the notes) style them.
+RANK_LINE_STYLES = {"error: ": ERROR_LINE, "warning: ": "[yellow]warning:[/] {}", "note: ": "[yellow]note:[/] {}"}
+
+
+def rank_line_printer(out) -> Callable[[str], bool]:
+    """A function printing a rank's stderr line on the console `out` as this process prints that kind of line
+    (True), or doing nothing for a line of another kind (False)."""
+    def restyle(line: str) -> bool:
+        for prefix, template in RANK_LINE_STYLES.items():
+            if line.startswith(prefix):
+                out.print(styled(template, line[len(prefix):].rstrip("\r\n")), highlight=False, soft_wrap=True)
+                return True
+        return False
+    return restyle
 
 
 def _check_nproc(command_args: list[str], racks: int, ranks_per_rack: int) -> None:
@@ -78,7 +96,7 @@ def emulate(
                           f"namespace, scale-out = {scale_out_rate} tbf per rack uplink (EMULATED, bandwidth only)",
                           highlight=False)
             started = time.monotonic()
-            exit_code = run_ranks(spec, command_args)
+            exit_code = run_ranks(spec, command_args, restyle=rank_line_printer(err_console))
             wall_s = time.monotonic() - started
             counters = fabric.uplink_counters()
     except KeyboardInterrupt as exc:

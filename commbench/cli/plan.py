@@ -81,17 +81,24 @@ def resolve_precision(precision: str | None, pins: dict, gpu) -> str:
     return check_precision(precision, gpu) if precision is not None else default_precision(gpu)
 
 
-DEFAULT_GBS = 4096
+GBS_HELP = ("global batch size in sequences (search). Default: the global batch of the --software release's "
+            "Megatron-Bridge recipe for this model, GPU, precision and GPU count; without one, 16 per GPU (the median "
+            "of those recipes; 128 on 8 GPUs, 4096 on 256); the plan says which it took")
 
 
-def resolve_gbs(gbs: int | None, pins: dict) -> int:
-    """--gbs (or a pinned gbs=), the one global batch size; default DEFAULT_GBS."""
+def resolve_gbs(gbs: int | None, pins: dict, *, model: str, gpu: str | None, precision: str, num_gpus: int,
+                software: str | None) -> tuple[int, str | None]:
+    """--gbs (or a pinned gbs=), the one global batch size, and None; without either, recipes.default_gbs and the
+    line saying where that default comes from (4096 on any GPU count planned Qwen3-8B on 8 H100 at a predicted 133 s step)."""
     if "gbs" in pins:
         pinned = int(pins.pop("gbs"))
         if gbs is not None and gbs != pinned:
             raise invalid("--gbs", gbs, f"the same as the pinned gbs={pinned}")
-        return pinned
-    return DEFAULT_GBS if gbs is None else gbs
+        return pinned, None
+    if gbs is not None:
+        return gbs, None
+    from commbench.planner.layout.recipes import default_gbs
+    return default_gbs(software, model, gpu, precision, num_gpus)
 
 
 def _gpu_option(gpu: str, gpu_spec, gpu_names):
@@ -121,7 +128,7 @@ def plan(
         help="expert capacity / mean tokens, the padding full-iteration CUDA graphs need (default: --moe-imbalance)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     # --- layout search options (issue 9) ---
-    gbs: Annotated[Optional[int], typer.Option(help="global batch size in sequences (search; default 4096)")] = None,
+    gbs: Annotated[Optional[int], typer.Option(help=GBS_HELP)] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
     emit: Annotated[Optional[str], typer.Option(help="print the plan (the chosen or the --layout one) as json, megatron or torchtitan")] = None,
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="folder for plan.json, megatron_args.txt, launch.env "
@@ -177,8 +184,10 @@ def plan(
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec.name, gpu=fabric.gpu.name if fabric.gpu else None,
+                                precision=precision, num_gpus=gpus, software=software)
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
-                        gbs=resolve_gbs(gbs, pins), precision=precision,
+                        gbs=gbs, precision=precision,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
                         pins=pins, calibration=cal, framework=framework, software=software)
@@ -186,7 +195,7 @@ def plan(
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
                         torchtitan_version=torchtitan_version, force=force, calibration_file=calibration,
-                        calibration_shipped_terms=shipped_terms)
+                        calibration_shipped_terms=shipped_terms, gbs_note=gbs_note)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -202,6 +211,8 @@ def plan(
     lay = arr.layout(0)
     row = bd.row(0)
     versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"})
+    if gbs_note:   # the line under the table names the default and where it comes from
+        taken.append({"field": "gbs", "value": req.gbs, "why": gbs_note})
     if as_json or out or emit:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files
@@ -249,7 +260,7 @@ def plan(
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
-            ([defaults_line(taken)] if taken else []) + fabric_lines(fabric) + \
+            ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms)] if shipped_terms else []):
         console.print(line, highlight=False, markup=False)
     if out:

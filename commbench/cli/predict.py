@@ -16,11 +16,13 @@ from commbench.costmodel.nccl_tables import PROTOCOLS as NCCL_PROTOCOLS
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
                                  moe_all_to_all_time_s)
 from commbench.costmodel.choice import uses_nccl_model
+from commbench.costmodel.formulas import MOE_PHASES
 from commbench.errors import CommbenchError, as_option, invalid
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes, size_range
 
 LAYOUTS = ("contiguous", "strided")
+MOE_MEAN = "mean(dispatch,combine)"   # what a moe_all_to_all row is, with both phases and no --algorithm
 
 
 def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | None, gpus: int | None) -> Fabric:
@@ -68,6 +70,12 @@ def picked_algorithms(fabric: Fabric, collective: str, sizes: np.ndarray, group:
             times.append(np.full(len(sizes), np.inf))
     best = np.argmin(np.vstack(times), axis=0)
     return [names[int(i)] for i in best]
+
+
+def both_moe_phases(fabric: Fabric) -> bool:
+    """The fabric has dispatch and combine curves, so a moe_all_to_all prediction without --algorithm is their mean
+    (formulas.moe_all_to_all_time_s)."""
+    return set(MOE_PHASES) <= {c.algorithm for c in fabric.curves if c.collective == "moe_all_to_all"}
 
 
 def fitted_range(fabric: Fabric, collective: str, num_domains: int) -> dict | None:
@@ -150,7 +158,7 @@ def predict(
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None),
                      dtype=np.float64)
-    chosen = None
+    chosen, algorithm_used = None, algorithm
     if protocol is not None and protocol not in NCCL_PROTOCOLS:
         raise invalid("--protocol", protocol, f"one of {', '.join(NCCL_PROTOCOLS)}")
     if collective == "moe_all_to_all":
@@ -164,6 +172,8 @@ def predict(
                           "measure moe_all_to_all or all_to_all and fit them")
         time_s = moe_all_to_all_time_s(fabric, sizes, group, num_domains, imbalance,
                                        phase=algorithm if algorithm in ("dispatch", "combine") else None)
+        if algorithm is None and both_moe_phases(fabric):   # --json said algorithm null for this mean
+            algorithm_used = MOE_MEAN
     else:
         try:
             if uses_nccl_model(fabric, collective):
@@ -178,7 +188,8 @@ def predict(
     if chosen is not None:
         picked, protocols = [str(a) for a in chosen.algorithm], [str(p) for p in chosen.protocol]
     else:
-        picked = [algorithm] * len(sizes) if algorithm else picked_algorithms(fabric, collective, sizes, group, num_domains)
+        picked = ([algorithm_used] * len(sizes) if algorithm_used
+                  else picked_algorithms(fabric, collective, sizes, group, num_domains))
         protocols = [protocol] * len(sizes)
     algbw = np.divide(sizes, time_s, out=np.zeros_like(sizes), where=time_s > 0) / 1e9
     busbw = algbw * bus_factor(collective, group)
@@ -203,8 +214,7 @@ def predict(
         cols.append(Col(name="fit", numeric=False, keep=2))
         rows = [row + ["extrapolated" if x else "in range"] for row, x in zip(rows, beyond)]
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
-    if collective == "moe_all_to_all" and not algorithm and {"dispatch", "combine"} <= {
-            c.algorithm for c in fabric.curves if c.collective == "moe_all_to_all"}:   # formulas.moe_all_to_all_time_s
+    if algorithm_used == MOE_MEAN:
         how = "the mean of one dispatch and one combine (--algorithm dispatch or combine for one)"
     # a profile fitted on `commbench emulate` runs (profile.fit_result_files' warning) predicts the emulator's links
     emulated = ", an EMULATED fabric" if any(w.startswith("emulated fabric") for w in fabric.warnings) else ""

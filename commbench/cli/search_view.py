@@ -63,9 +63,10 @@ PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), C
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
                     as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
                     force: bool = False, calibration_file: str | None = None,
-                    calibration_shipped_terms: tuple[str, ...] = ()) -> dict:
+                    calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None) -> dict:
     """Search, explain, print (or emit one form), and write the plan files; returns the plan document.
-    `calibration_shipped_terms`: the terms the --calibration file does not set (the shipped values stand in)."""
+    `calibration_shipped_terms`: the terms the --calibration file does not set (the shipped values stand in);
+    `gbs_note`: where a default global batch came from (an assumption, and a line under the table)."""
     if emit is not None and emit not in EMIT_KINDS:
         raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
     if top < 1:
@@ -76,9 +77,11 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                             domain_size=result.gpus_per_rack, system=req.fabric.name, calibration=req.calibration)
     tuned = versus_recipe(result)   # NVIDIA's recipe layout for this request, where the release has one
     lines += versus_recipe_lines(tuned)
+    if gbs_note:
+        lines.insert(0, gbs_note)
     backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
-                        extra_assumptions=list(extra_assumptions), top=top, flex_backend=backend,
+                        extra_assumptions=list(extra_assumptions) + ([gbs_note] if gbs_note else []), top=top, flex_backend=backend,
                         torchtitan_version=torchtitan_version, calibration_file=calibration_file,
                         calibration_shipped_terms=calibration_shipped_terms)
     if tuned is not None:
@@ -96,7 +99,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         console.print(torchtitan_emit_text(doc["torchtitan"], out=out), highlight=False, markup=False, soft_wrap=True)
     else:
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
-                 f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}, for {req.framework}; "
+                 f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}{' (default)' if gbs_note else ''}, for {req.framework}; "
                  f"* = on the Pareto front")
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "

@@ -12,14 +12,14 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
-from commbench.cli.plan import LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP
+from commbench.cli.plan import GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.precision import DEFAULT_HELP
 
 
 @command("tune", help="Sweep the fabric, fit cost curves, and plan the best parallel layout in one command. "
                       "With no options: a small built-in gloo sweep on 2 local ranks, then a plan for DeepSeek-V3 "
-                      "on 256 GB300 NVL72 GPUs (gbs 4096, in the GPU's default precision: mxfp8 on GB300).")
+                      "on 256 GB300 NVL72 GPUs (gbs 4096, its Megatron-Bridge recipe's, in the GPU's default precision: mxfp8 on GB300).")
 def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
@@ -28,8 +28,7 @@ def tune(
                                                            "shipped models.toml")] = None,
     system: Annotated[str, typer.Option(help="system preset to plan for")] = "gb300-nvl72",
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
-    gbs: Annotated[Optional[int], typer.Option(help="global batch size (sequences); default 4096, or the "
-                                                    "--layout gbs= pin")] = None,
+    gbs: Annotated[Optional[int], typer.Option(help=GBS_HELP + "; or the --layout gbs= pin")] = None,
     precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
     layout: Annotated[Optional[str], typer.Option(help=f"pins for the search, key=value pairs as for `commbench plan`. "
                                                        f"Keys: {LAYOUT_KEYS}")] = None,
@@ -62,7 +61,8 @@ def tune(
     from commbench.cli.plan import resolve_gbs, resolve_precision
     from commbench.costmodel import load_preset
     precision = resolve_precision(precision, pins, load_preset(system, num_gpus=gpus).gpu)
-    gbs = resolve_gbs(gbs, pins)
+    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec.name, gpu=load_preset(system, num_gpus=gpus).gpu.name,
+                                precision=precision.lower(), num_gpus=gpus, software=software)
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
@@ -86,7 +86,7 @@ def tune(
         for lock in locks:
             held.enter_context(lock)
         _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
-                 cal_file.shipped_terms if cal_file else ())
+                 cal_file.shipped_terms if cal_file else (), gbs_note)
 
 
 def _claim(folder: Path, *, measure: bool, force: bool) -> list:
@@ -149,7 +149,7 @@ def _written_by_tune(path: Path) -> bool:
 
 
 def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
-             calibration_shipped_terms: tuple[str, ...] = ()) -> None:
+             calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -186,7 +186,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             console.print(line, highlight=False, markup=False)
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
                     extra_assumptions=list(dict.fromkeys(assumptions)), force=force, calibration_file=calibration_file,
-                    calibration_shipped_terms=calibration_shipped_terms)
+                    calibration_shipped_terms=calibration_shipped_terms, gbs_note=gbs_note)
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,

@@ -57,7 +57,7 @@ def plan_path(plan: str) -> str:
 def verify_plan(
     plan_file: Annotated[str, typer.Argument(help="plan.json written by `commbench plan --out` or `commbench tune`, or the folder holding it")],
     nproc: Annotated[Optional[int], typer.Option(help="local ranks (default: the plan's GPU count, at most 4 on gloo)")] = None,
-    backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl or gloo")] = "auto",
+    backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl, cupy-nccl (NCCL through CuPy) or gloo")] = "auto",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="largest buffer to measure (K/M/G; 16M, as every command that measures); the plan's larger sizes are cut and flagged")] = "16M",
     iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="print measured vs predicted per collective as JSON (schema: docs/json-output.md)")] = False,
@@ -177,10 +177,16 @@ def _points(items, rows, fabric, ctx, described, resolved, ranks_per_rack, flags
 
 def _describes(described: dict[str, set[str]], item, backend: str) -> bool:
     """Whether the fabric curves a prediction of `item` reads describe `backend` (EP: the all-to-all curves the
-    fabric has, its MoE curves where it has them)."""
+    fabric has, its MoE curves where it has them). NCCL through torch and through CuPy (profile.NCCL_BACKENDS) are
+    one library: a preset's NCCL curves describe a cupy-nccl run, and a profile fitted on either the other."""
+    from commbench.costmodel.profile import NCCL_BACKENDS
+
+    def library(name: str) -> str:
+        return "nccl" if name in NCCL_BACKENDS else name
+
     curves = [c for c in (("all_to_all", "moe_all_to_all") if item.kind == "ep" else (item.collective,))
               if c in described]
-    return bool(curves) and all(backend in described[c] for c in curves)
+    return bool(curves) and all(library(backend) in {library(b) for b in described[c]} for c in curves)
 
 
 def _fabric_backends(doc: dict, fabric) -> dict[str, set[str]]:

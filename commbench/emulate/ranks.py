@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Callable
 
 from commbench.comm.local_ranks import die_with_parent, kill_groups
 from commbench.emulate.fabric import UPLINK, FabricSpec
@@ -50,8 +51,9 @@ class OnceAcrossRanks:
     checks its own arguments, so a bad -b was 'error: --min-bytes=...' once per rank. A rank's k-th copy of a
     line is printed only where no rank printed a k-th copy before; a line of one rank alone always prints."""
 
-    def __init__(self, out=None) -> None:
+    def __init__(self, out=None, restyle: Callable[[str], bool] | None = None) -> None:
         self.out = out or sys.stderr
+        self.restyle = restyle   # prints a line as this process would (True), or leaves it to be written as is
         self.lock = threading.Lock()
         self.printed: dict[bytes, int] = {}
 
@@ -62,16 +64,19 @@ class OnceAcrossRanks:
                 mine[line] = mine.get(line, 0) + 1
                 if mine[line] > self.printed.get(line, 0):
                     self.printed[line] = mine[line]
+                    if self.restyle is not None and self.restyle(line.decode(errors="replace")):
+                        continue
                     self.out.buffer.write(line) if hasattr(self.out, "buffer") else self.out.write(line.decode(errors="replace"))
                     self.out.flush()
         stream.close()
 
 
-def run_ranks(spec: FabricSpec, command: list[str]) -> int:
-    """Run `commbench <command>` as every rank; return the first non-zero exit code (or 0)."""
+def run_ranks(spec: FabricSpec, command: list[str], restyle: Callable[[str], bool] | None = None) -> int:
+    """Run `commbench <command>` as every rank; return the first non-zero exit code (or 0). `restyle`: see
+    OnceAcrossRanks (a rank's stderr is a pipe, so its rich console prints no colour)."""
     procs: list[subprocess.Popen] = []
     readers: list[threading.Thread] = []
-    stderr = OnceAcrossRanks()
+    stderr = OnceAcrossRanks(restyle=restyle)
     try:
         for rank in range(spec.num_racks * spec.ranks_per_rack):
             ns = spec.rack_ns(rank // spec.ranks_per_rack)

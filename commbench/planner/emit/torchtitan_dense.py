@@ -11,7 +11,7 @@ A Qwen3 MoE model (every layer MoE, no shared experts: Qwen3-Coder-480B-A35B) is
 (softmax router renormalising the top-k, as the flavors) on qwen3_30b_a3b's recipe.
 The builders leave RMSNorm eps at the family's (qwen3 _EPS 1e-6, llama3 RMSNorm.Config's 1e-5); every norm is set to
 the model's after (HF Qwen3 builds q_norm / k_norm with rms_norm_eps too). RoPE: unscaled only (the llama3 family's
-Llama 3.1 scaling needs low/high frequency factors commbench does not read); precomputed for max(the model's
+Llama 3.1 scaling is not written into the generated function); precomputed for max(the model's
 positions, the plan's sequence), so no sequence limit.
 """
 

@@ -137,6 +137,29 @@ def recipe_entry(release: str, model: str, gpu: str, precision: str,
     return max(entries, key=score)
 
 
+# The global batch per GPU a plan takes when no recipe covers the request: the median (and the most common) global
+# batch per GPU of the newest release's performance recipes in commbench/data/recipes.json (26.08, Megatron-Bridge
+# v0.6.0: llama3_8b_pretrain_8gpu_h100 128 on 8 GPUs, llama3_8b 32gpu 512, deepseek_v3_pretrain_256gpu_gb300 4096,
+# kimi_k2 256gpu_gb300 4096, deepseek_v4_flash 128gpu 2048). A multiple of the GPU count, so every dp divides it.
+GBS_PER_GPU = 16
+
+
+def default_gbs(release: str | None, model: str, gpu: str | None, precision: str, num_gpus: int) -> tuple[int, str]:
+    """(the global batch size a plan takes without --gbs, a line saying where it comes from): the release's recipe
+    for exactly this model, GPU, precision and GPU count (its published global_batch_size), else GBS_PER_GPU per
+    GPU."""
+    stand = resolve_release(release)[0] if release is not None else newest_release()
+    entry = recipe_entry(stand, model, gpu, precision, {"num_gpus": num_gpus}) if stand and gpu else None
+    if entry is not None and int(entry["num_gpus"]) == num_gpus:
+        gbs = int(entry["gbs"])
+        return gbs, (f"gbs {gbs:,} (default; --gbs to change): the global batch of Megatron-Bridge {entry['release']}'s "
+                     f"recipe {entry['config']} for {model} on {num_gpus} {gpu} at {precision}")
+    gbs = GBS_PER_GPU * num_gpus
+    return gbs, (f"gbs {gbs:,} (default; --gbs to change): {GBS_PER_GPU} sequences per GPU x {num_gpus} GPU(s), the "
+                 f"median global batch per GPU of Megatron-Bridge {newest_release()}'s performance recipes "
+                 f"(commbench/data/recipes.json); none is for {model} on {num_gpus} {gpu} at {precision}")
+
+
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
     """The recipe flags (RECIPE_KEYS, OVERLAP_KEYS, cpu_offload_layers, recompute_layers, the per-layer graphs' cuda_graph_scope

@@ -66,6 +66,12 @@ class Architecture:
     rope_scaling: str = "none"           # llama3 (Llama 3.1 frequency scaling) or yarn
     rope_scaling_factor: float = 1.0
     rope_original_max_positions: int = 0  # YaRN's original context
+    # Llama 3.1 scaling's frequency bands (rope_scaling.low_freq_factor, high_freq_factor,
+    # original_max_position_embeddings); read with rope_scaling llama3. The defaults are every Llama 3.x config's
+    # and what megatron-core 0.16.1 and TorchTitan 0.3.0 build (search/frameworks.py LLAMA3_ROPE_BUILT)
+    llama3_low_freq_factor: float = 1.0
+    llama3_high_freq_factor: float = 4.0
+    llama3_original_positions: int = 8192
     yarn_beta_fast: float = 0.0
     yarn_beta_slow: float = 0.0
     yarn_mscale: float = 0.0             # MLA YaRN [mscale, mscale_all_dim]

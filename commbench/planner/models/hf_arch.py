@@ -2,7 +2,7 @@
 
 Keys as the transformers configuration classes name them: hidden_act / mlp_hidden_act, rms_norm_eps
 (layer_norm_epsilon, norm_eps), rope_theta, rope_scaling (rope_type llama3 / yarn, factor,
-original_max_position_embeddings, beta_fast, beta_slow, mscale, mscale_all_dim), sliding_window
+original_max_position_embeddings, llama3's low_freq_factor / high_freq_factor, beta_fast, beta_slow, mscale, mscale_all_dim), sliding_window
 with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
 topk_method (noaux_tc = expert bias), norm_topk_prob, each at its configuration class default where left
 out (hf_router.py). What a model type fixes in its modeling code rather than its config (Qwen3's and
@@ -109,6 +109,10 @@ def _rope(c, out: dict[str, Any]) -> None:
         raise c.fail(f"{scaling.prefix}{key}={kind!r} is not modelled: one of {', '.join(ROPE_KINDS[1:])}")
     if kind in ("llama3", "yarn"):
         out.update(rope_scaling=kind, rope_scaling_factor=scaling.num("factor", 1.0))
+    if kind == "llama3":   # the frameworks build fixed bands: search/frameworks.py llama3_rope_refusal
+        out.update(llama3_low_freq_factor=scaling.num("low_freq_factor", 1.0),
+                   llama3_high_freq_factor=scaling.num("high_freq_factor", 4.0),
+                   llama3_original_positions=scaling.int("original_max_position_embeddings", 8192))
     if kind == "yarn":
         out.update(rope_original_max_positions=scaling.int("original_max_position_embeddings", 0),
                    yarn_beta_fast=scaling.num("beta_fast", 32.0), yarn_beta_slow=scaling.num("beta_slow", 1.0),

@@ -212,7 +212,7 @@ def titan_dense_refusal(model: ModelSpec) -> str | None:
     arch, why = model.architecture, None
     if arch.rope_scaling != "none":
         why = (f"architecture.rope_scaling={arch.rope_scaling!r}, a generated {module} model builds unscaled RoPE only "
-               "(commbench does not read Llama 3.1 scaling's frequency factors)")
+               "(the generated config function sets no RoPE scaling)")
     elif module == "llama3" and model.head_dim != model.hidden // model.num_heads:
         why = f"head_dim={model.head_dim}, its layers build hidden / heads = {model.hidden // model.num_heads}"
     return None if why is None else \
@@ -316,6 +316,35 @@ def titan_mla_refusal(model: ModelSpec) -> str | None:
     return f"{head} {problems[0]}; plan it with --framework megatron" if problems else None
 
 
+# Llama 3.1 RoPE scaling's bands as both frameworks build them, whatever the config says: megatron-core 0.16.1
+# models/common/embeddings/rotary_pos_embedding.py RotaryEmbedding calls _apply_scaling(inv_freq, factor=...) and
+# takes its defaults low_freq_factor=1, high_freq_factor=4, original_max_position_embeddings=8192 (Megatron-LM
+# core_v0.16.1 arguments.py: --use-rope-scaling and --rope-scaling-factor only); TorchTitan 0.3.0
+# models/common/rope.py RoPE.Config defaults low_freq_factor 1.0, high_freq_factor 4.0,
+# original_max_position_embeddings 8192, which no llama3 flavor (models/llama3/__init__.py) sets otherwise.
+LLAMA3_ROPE_BUILT = (("low_freq_factor", "llama3_low_freq_factor", 1.0),
+                     ("high_freq_factor", "llama3_high_freq_factor", 4.0),
+                     ("original_max_position_embeddings", "llama3_original_positions", 8192))
+_LLAMA3_ROPE_WHERE = {
+    "megatron": f"Megatron-LM {MEGATRON_LM_RELEASE} (megatron-core 0.16.1 RotaryEmbedding._apply_scaling's default; "
+                "pretrain_gpt.py sets only --rope-scaling-factor)",
+    "torchtitan": "TorchTitan 0.3.0 (models/common/rope.py RoPE.Config's default; no llama3 flavor sets it)"}
+
+
+def llama3_rope_refusal(model: ModelSpec, framework: str) -> str | None:
+    """Why `framework` cannot build this model's Llama 3.1 RoPE scaling (a band other than the one it builds,
+    LLAMA3_ROPE_BUILT), or None."""
+    arch = model.architecture
+    if arch is None or arch.rope_scaling != "llama3":
+        return None
+    for key, name, built in LLAMA3_ROPE_BUILT:
+        value = getattr(arch, name)
+        if value != built:
+            return (f"{model.name}: rope_scaling.{key}={value:g} is invalid with --framework {framework}: "
+                    f"{_LLAMA3_ROPE_WHERE[framework]} builds {built:g}, so its launch would train another model")
+    return None
+
+
 def megatron_unbuildable(model: ModelSpec) -> str | None:
     """Why Megatron-LM core_v0.16.1's pretrain_gpt.py cannot build this model, or None: YaRN RoPE on
     non-MLA attention (gpt-oss) has no flag there (--position-embedding-type offers no 'yarn'; later
@@ -327,7 +356,7 @@ def megatron_unbuildable(model: ModelSpec) -> str | None:
                 f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
                 "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
                 "context); plan it with --framework torchtitan")
-    return None
+    return llama3_rope_refusal(model, "megatron")
 
 
 def megatron_cannot_launch(model: ModelSpec) -> str | None:
@@ -441,6 +470,9 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(light)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
+    reason = llama3_rope_refusal(model, "torchtitan")
+    if reason:
+        raise CommbenchError(reason)
     family = titan_dense_family(model)   # a qwen3 / llama3 model at other sizes: built by the family's layers
     if titan is None and model.attention == "mla":   # built by TorchTitan's deepseek_v3 model, or refused by field
         reason = titan_mla_refusal(model)
