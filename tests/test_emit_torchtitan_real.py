@@ -564,3 +564,24 @@ def test_a_flavor_launch_builds_the_model_asked_for(name, precision, system, tmp
             assert (router.score_func, router.route_norm, float(router.route_scale)) == \
                 (arch.router_score, router_renormalises(arch, model.top_k), float(arch.router_topk_scaling or 1.0))
     assert not any("trains that" in n for n in doc["notes"]), doc["notes"]
+
+
+@pytest.mark.parametrize("name, says", [("llama3-8b", "RoPE scaling llama3 (the model: none)"),
+                                        ("qwen3-235b-a22b", "rotary base 5e+06 (the model: 1e+06)"),
+                                        ("deepseek-v3", "norm epsilon 1e-05 (the model: 1e-06)")])
+def test_a_torchtitan_0_2_launch_of_another_flavor_says_so(name, says):
+    """--torchtitan-version 0.2 wrote a TOML naming the flavor (llama3 8B, qwen3 235B-A22B, deepseek_v3 671B) with no
+    word that TorchTitan 0.2.2 builds it with another RoPE / norm epsilon than the model (torchtitan v0.2.2
+    models/llama3/model/model.py precompute_freqs_cis scales by RoPEScalingArgs' factor 8 always; models/qwen3/__init__.py
+    235B-A22B rope_theta 5000000; models/deepseek_v3/model/args.py norm_eps 1e-5): its notes said nothing. A 0.2 TOML sets
+    none of these, so the plan now says the launch trains the flavor's and names --torchtitan-version 0.3."""
+    from commbench.planner import Layout, load_model
+    model = load_model(name)
+    moe = {"ep": 8, "etp": 1} if model.is_moe else {}
+    doc = torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, **moe), model, version="0.2")
+    assert "refused" not in doc, doc
+    said = [n for n in doc["notes"] if says in n]
+    assert len(said) == 1 and said[0].startswith("TorchTitan 0.2.2's ") and "--torchtitan-version 0.3" in said[0], \
+        doc["notes"]
+    assert not any("builds" in n for n in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64),
+                                                          load_model("llama3.1-70b"), version="0.2")["notes"])

@@ -223,13 +223,21 @@ def flavor_fix_lines(titan: TitanModel, model: ModelSpec) -> list[str] | None:
     return lines
 
 
-def titan_architecture_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
-    """Where TorchTitan 0.3's flavor builds another RoPE, norm epsilon or MoE router than the model asked for: the
-    plan's config function sets the model's (flavor_fix_lines), or, where no line can, the launch trains the flavor's."""
+def titan_architecture_notes(titan: TitanModel, model: ModelSpec, version: str = "0.3") -> list[str]:
+    """Where TorchTitan's flavor builds another RoPE, norm epsilon or MoE router than the model asked for: with 0.3 the
+    plan's config function sets the model's (flavor_fix_lines), or, where no line can, the launch trains the flavor's;
+    a 0.2 TOML names the flavor and sets none of them. torchtitan 0.2.2's flavors build what rope_03 /
+    norm_epsilon_03 / router_03 record for 0.3.0 (v0.2.2 models/llama3/model/model.py precompute_freqs_cis scales by
+    RoPEScalingArgs' factor 8 always; qwen3/__init__.py rope_theta, 235B-A22B 5000000, args.py norm_eps 1e-6;
+    deepseek_v3/model/args.py rope_theta 10000, rope_factor 40, norm_eps 1e-5; gpt_oss 150000, 32, 1e-5)."""
     off = [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
            for name, a, b in _flavor_misfits(titan, model)]
     if not off:
         return []
+    if version == "0.2":
+        return [f"TorchTitan 0.2.2's {titan.module} {titan.flavor} builds {', '.join(off)}: the launch trains that, not "
+                f"{model.name}'s (a 0.2 TOML names the flavor and sets none of these); plan with --torchtitan-version "
+                f"0.3 to train {model.name}"]
     if flavor_fix_lines(titan, model) is not None:
         return [f"TorchTitan 0.3.0's {titan.module} {titan.flavor} builds {', '.join(off)}: the plan's config function "
                 f"({MODULE_FILE}) sets {model.name}'s values on it"]
@@ -401,6 +409,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "selective, full, memory_budget): op-level selective AC stands in; the prediction assumed "
                          f"recompute={layout.recompute}")
         sections |= quantize_02(layout.precision, model)
+        notes += titan_architecture_notes(titan, model, version)
         doc |= {"sections": sections}
     return doc | {"notes": notes}
 
