@@ -214,6 +214,8 @@ def megatron_whole_path(args_mod, argv: list[str], *, layout, model, gpus: int, 
     with target_gpu(monkeypatch, gpu.compute_capability), contextlib.redirect_stdout(io.StringIO()):
         args, cfg = megatron_config(args_mod, argv, gpus, env, monkeypatch)
     assert_architecture(args, cfg, model)
+    if getattr(args, "is_hybrid_model", False):  # pretrain_mamba.py's mamba_builders.mamba_builder raises without one
+        assert cfg.transformer_impl == "inference_optimized" or args.spec is not None, "no --spec for mamba_builder"
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=gpus)
     try:
         parallel_state.initialize_model_parallel(
