@@ -125,6 +125,10 @@ def assert_architecture(args, cfg, model) -> None:
     assert args.use_rope_scaling == (arch.rope_scaling == "llama3")
     if arch.rope_scaling == "llama3":
         assert args.rope_scaling_factor == arch.rope_scaling_factor
+        # gpt_builders.gpt_builder (core_v0.16.1) passes GPTModel no factor: it builds its default 8, said in the notes
+        if arch.rope_scaling_factor != 8.0:
+            from commbench.planner.emit.megatron_arch import architecture_notes
+            assert any("rope_scaling_factor" in n for n in architecture_notes(model)), arch.rope_scaling_factor
     if model.attention == "mla":
         # the query low rank, or none (q_lora_rank 0: --q-lora-rank left at arguments.py's None, linear_q_proj)
         assert (cfg.q_lora_rank or 0, cfg.kv_lora_rank) == (model.q_lora_rank, model.kv_lora_rank)
@@ -214,6 +218,8 @@ def megatron_whole_path(args_mod, argv: list[str], *, layout, model, gpus: int, 
     with target_gpu(monkeypatch, gpu.compute_capability), contextlib.redirect_stdout(io.StringIO()):
         args, cfg = megatron_config(args_mod, argv, gpus, env, monkeypatch)
     assert_architecture(args, cfg, model)
+    if getattr(args, "is_hybrid_model", False):  # pretrain_mamba.py's mamba_builders.mamba_builder raises without one
+        assert cfg.transformer_impl == "inference_optimized" or args.spec is not None, "no --spec for mamba_builder"
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=gpus)
     try:
         parallel_state.initialize_model_parallel(

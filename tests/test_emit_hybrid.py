@@ -218,3 +218,26 @@ def test_the_plan_names_the_script_that_builds_the_model(model, script, tmp_path
         assert f"({script} flags" in target and other not in target
     assert f"Megatron-LM: {script} --num-layers " in result.output
     assert ("--is-hybrid-model" in (tmp_path / "megatron_args.txt").read_text()) == (script == "pretrain_mamba.py")
+
+
+@pytest.mark.parametrize("model", [f"hf:{HF / 'Nemotron-H-8B-Base-8K'}", NANO])
+def test_a_hybrid_plan_names_the_layer_spec_pretrain_mamba_builds_with(model):
+    """Megatron-LM core_v0.16.1's pretrain_mamba.py builds the model with mamba_builders.mamba_builder, which raises
+    ValueError('You must provide a valid Mamba layer spec via --spec') unless --spec names one (transformer_impl is
+    transformer_engine by default; arguments.py's --spec defaults to None). Every hybrid plan (Nemotron-H,
+    nemotron-3-nano) wrote no --spec, so its launch stopped at the model build; it now writes the spec
+    examples/mamba/train.sh passes, megatron-core 0.16.1's mamba_layer_specs.mamba_stack_spec (spec_utils.import_module
+    reads it as [module, name])."""
+    import importlib.util
+    import re
+
+    from tests.megatron_lm import argv_values
+    m = load_model(model)
+    lay = Layout.for_world(8, tp=1, pp=1, mbs=1, gbs=64, **({"ep": 8, "etp": 1} if m.is_moe else {}))
+    spec = argv_values(megatron_args(lay, m)).get("--spec")
+    assert spec == ["megatron.core.models.mamba.mamba_layer_specs", "mamba_stack_spec"], spec
+    # the module is megatron-core 0.16.1's and defines that ModuleSpec (importing it needs GPU-only Triton)
+    source = Path(importlib.util.find_spec("megatron.core.models.mamba").submodule_search_locations[0],
+                  "mamba_layer_specs.py").read_text()
+    assert re.search(r"^mamba_stack_spec = ModuleSpec\(", source, re.M)
+    assert "--spec" not in megatron_args(Layout.for_world(8, tp=1, pp=1, mbs=1, gbs=64), load_model("llama3-8b"))

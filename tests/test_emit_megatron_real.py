@@ -73,7 +73,7 @@ ARGUMENTS_PY_FLAGS = {
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
     "--num-distributed-optimizer-instances",
     # _add_network_size_args (hybrid models, pretrain_mamba.py)
-    "--hybrid-override-pattern", "--is-hybrid-model",
+    "--hybrid-override-pattern", "--is-hybrid-model", "--spec",
 }
 RENAMED = {"fp8_format": "fp8", "fp4_format": "fp4", "num_experts": "num_moe_experts",
            "decoder_first_pipeline_num_layers": "num_layers_in_first_pipeline_stage",

@@ -34,7 +34,8 @@ from torchtitan.distributed.pipeline_parallel import (  # noqa: E402
     _generate_llm_fqn_per_model_part, _get_pipeline_metadata, _get_pp_rank_to_stage_indices_mapping)
 
 from commbench.costmodel import load_preset  # noqa: E402
-from commbench.planner.emit.torchtitan import TITAN_MODELS, titan_model_of, torchtitan_args, torchtitan_plan  # noqa: E402
+from commbench.planner.emit.torchtitan import (TITAN_MODELS, router_renormalises, titan_model_of, torchtitan_args,  # noqa: E402
+                                              torchtitan_plan)
 from commbench.planner.layout.split import best_split  # noqa: E402
 from commbench.planner.models.counts import param_counts  # noqa: E402
 
@@ -512,3 +513,75 @@ def test_a_qwen3_moe_model_no_flavor_is_is_built_by_torchtitan_s_qwen3_moe_layer
     assert built.layers[0].attention.rope.theta == hf["rope_theta"]
     with torch.device("meta"):
         assert sum(p.numel() for p in built.build().parameters()) == param_counts(model).total == 480_154_875_392
+
+
+FLAVOR_MISFITS = [("llama3-8b", "bf16", "b200-hgx"), ("llama3-8b", "mxfp8", "b200-hgx"),
+                  ("qwen3-235b-a22b", "mxfp8", "b200-hgx"), ("deepseek-v3", "fp8", "h100-hgx"),
+                  ("deepseek-v3", "bf16", "h100-hgx"), ("norm_topk_prob=false", "bf16", "h100-hgx")]
+
+
+@pytest.mark.parametrize("name, precision, system", FLAVOR_MISFITS, ids=[f"{n}-{p}" for n, p, _ in FLAVOR_MISFITS])
+def test_a_flavor_launch_builds_the_model_asked_for(name, precision, system, tmp_path, monkeypatch):
+    """TorchTitan 0.3.0's llama3 8B builds Llama 3.1's RoPE scaling x8, its qwen3 235B-A22B the 2507 release's rope
+    base 5e6, its deepseek_v3 671B every RMSNorm with eps 1e-5, its qwen3 30B-A3B a renormalising router: launches of
+    llama3-8b (rope scaling none), qwen3-235b-a22b (rope base 1e6), deepseek-v3 (eps 1e-6; latent q/kv norms 1e-6 as
+    HF's DeepseekV3RMSNorm default) and an hf: Qwen3-30B-A3B with norm_topk_prob false trained those models, and the
+    plan only said so in a note. The launch's config function now sets the model's values on the flavor, and
+    TorchTitan's configuration path builds them."""
+    import json
+    from pathlib import Path
+
+    from commbench.planner import Layout, load_model
+    if name.startswith("norm_topk_prob"):
+        raw = json.loads((Path(__file__).parent / "data" / "hf" / "Qwen3-30B-A3B" / "config.json").read_text())
+        (tmp_path / "hf").mkdir()
+        (tmp_path / "hf" / "config.json").write_text(json.dumps(dict(raw, norm_topk_prob=False)))
+        model = load_model(f"hf:{tmp_path / 'hf'}")
+    else:
+        model = load_model(name)
+    moe = {"ep": 8, "etp": 1} if model.is_moe else {}
+    lay = Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, precision=precision, **moe)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc, doc
+    config, _, _ = run_titan(doc, 8, system, tmp_path, monkeypatch)
+    built, arch = config.model_spec.model, model.architecture
+    assert quantized_kinds(built) == QUANTIZED[precision]
+    assert built.norm.eps == arch.norm_epsilon
+    for layer in built.layers:
+        rope = layer.attention.rope
+        scaling = {"llama": "llama3"}.get(rope.scaling, rope.scaling)
+        factor = {"llama3": rope.scaling_factor, "yarn": rope.rope_factor, "none": 1.0}[scaling]
+        want = float(arch.rope_scaling_factor) if arch.rope_scaling != "none" else 1.0
+        assert (float(rope.theta), scaling, float(factor)) == (float(arch.rotary_base), arch.rope_scaling, want)
+        assert layer.attention_norm.eps == layer.ffn_norm.eps == arch.norm_epsilon
+        for latent in ("q_norm", "kv_norm"):
+            if getattr(layer.attention, latent, None) is not None:
+                assert getattr(layer.attention, latent).eps == 1e-6
+        if getattr(layer.attention, "qk_norm", None) is not None:
+            assert layer.attention.qk_norm.eps == arch.norm_epsilon
+        if getattr(layer, "moe", None) is not None:
+            router = layer.moe.router
+            assert (router.score_func, router.route_norm, float(router.route_scale)) == \
+                (arch.router_score, router_renormalises(arch, model.top_k), float(arch.router_topk_scaling or 1.0))
+    assert not any("trains that" in n for n in doc["notes"]), doc["notes"]
+
+
+@pytest.mark.parametrize("name, says", [("llama3-8b", "RoPE scaling llama3 (the model: none)"),
+                                        ("qwen3-235b-a22b", "rotary base 5e+06 (the model: 1e+06)"),
+                                        ("deepseek-v3", "norm epsilon 1e-05 (the model: 1e-06)")])
+def test_a_torchtitan_0_2_launch_of_another_flavor_says_so(name, says):
+    """--torchtitan-version 0.2 wrote a TOML naming the flavor (llama3 8B, qwen3 235B-A22B, deepseek_v3 671B) with no
+    word that TorchTitan 0.2.2 builds it with another RoPE / norm epsilon than the model (torchtitan v0.2.2
+    models/llama3/model/model.py precompute_freqs_cis scales by RoPEScalingArgs' factor 8 always; models/qwen3/__init__.py
+    235B-A22B rope_theta 5000000; models/deepseek_v3/model/args.py norm_eps 1e-5): its notes said nothing. A 0.2 TOML sets
+    none of these, so the plan now says the launch trains the flavor's and names --torchtitan-version 0.3."""
+    from commbench.planner import Layout, load_model
+    model = load_model(name)
+    moe = {"ep": 8, "etp": 1} if model.is_moe else {}
+    doc = torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, **moe), model, version="0.2")
+    assert "refused" not in doc, doc
+    said = [n for n in doc["notes"] if says in n]
+    assert len(said) == 1 and said[0].startswith("TorchTitan 0.2.2's ") and "--torchtitan-version 0.3" in said[0], \
+        doc["notes"]
+    assert not any("builds" in n for n in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64),
+                                                          load_model("llama3.1-70b"), version="0.2")["notes"])

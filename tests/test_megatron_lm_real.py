@@ -324,3 +324,26 @@ def test_a_pinned_capture_scope_plans_the_per_layer_graph_it_is_for(tmp_path, mo
         bad = CliRunner().invoke(app, base + ["--layout", f"cuda_graph_scope=attn,cuda_graph={graph}"], env={"COLUMNS": "200"})
         assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1, bad.output
         assert bad.output.startswith(f"error: cuda_graph_scope='attn' is invalid: no scope with cuda_graph={graph}")
+
+
+def test_a_llama_rope_scaling_factor_pretrain_gpt_does_not_build_is_said_in_the_plan():
+    """Megatron-LM core_v0.16.1's pretrain_gpt.py builds GPTModel with gpt_builders.gpt_builder, which passes
+    rope_scaling=args.use_rope_scaling and no rope_scaling_factor, so GPTModel keeps its default 8.0 (megatron-core
+    0.16.1 models/gpt/gpt_model.py); --rope-scaling-factor is parsed and used nowhere else in that release.
+    hf:Llama-3.2-1B-Instruct (rope_scaling factor 32) was emitted with '--use-rope-scaling --rope-scaling-factor 32'
+    and trained factor 8, the plan saying nothing; its Megatron notes now say so. Llama 3.1 (factor 8) gets no note."""
+    import inspect
+    from pathlib import Path
+
+    from megatron.core.models.gpt.gpt_model import GPTModel
+
+    from commbench.planner import Layout, load_model
+    from commbench.planner.emit.megatron_arch import architecture_notes
+    assert inspect.signature(GPTModel.__init__).parameters["rope_scaling_factor"].default == 8.0
+    hf = Path(__file__).parent / "data" / "hf"
+    model = load_model(f"hf:{hf / 'Llama-3.2-1B-Instruct'}")
+    assert "--rope-scaling-factor" in megatron_args(Layout.for_world(8, tp=1, pp=1, mbs=1, gbs=64), model)
+    said = [n for n in architecture_notes(model) if "rope_scaling_factor" in n]
+    assert len(said) == 1 and "32" in said[0] and "8" in said[0] and "gpt_builder" in said[0], architecture_notes(model)
+    assert not architecture_notes(load_model("llama3.1-70b"))
+    assert not architecture_notes(load_model(f"hf:{hf / 'Llama-3.1-8B'}"))

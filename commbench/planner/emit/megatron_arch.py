@@ -14,7 +14,8 @@ What that release cannot express is refused in one line (`unbuildable`): YaRN fo
 (gpt-oss): its --position-embedding-type has no 'yarn' (later Megatron-LM has it), and the ModelOpt
 `--enable-gpt-oss` switch sets a 131072-token original context where gpt-oss has 4096.
 What it builds differently is said in the plan's notes (`architecture_notes`): MLA YaRN betas other
-than megatron-core's (Kimi-K2's beta_fast 1), which no flag of that release sets.
+than megatron-core's (Kimi-K2's beta_fast 1), which no flag of that release sets, and a Llama 3 RoPE scaling
+factor other than 8 (Llama 3.2's 32), which its pretrain_gpt.py parses and never passes to GPTModel.
 """
 
 from __future__ import annotations
@@ -99,10 +100,22 @@ def router_args(model: ModelSpec, arch: Architecture) -> list[str]:
     return out
 
 
+# megatron-core 0.16.1 GPTModel's rope_scaling_factor default; Megatron-LM core_v0.16.1 gpt_builders.gpt_builder passes
+# rope_scaling=args.use_rope_scaling and no factor, so pretrain_gpt.py builds Llama 3.1 scaling with this one.
+MCORE_LLAMA3_ROPE_FACTOR = 8.0
+
+
 def architecture_notes(model: ModelSpec) -> list[str]:
     """What the emitted flags cannot say about the architecture (plan.json megatron.notes): MLA YaRN
-    betas other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1)."""
+    betas other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), and a
+    Llama 3.x RoPE scaling factor other than 8, which pretrain_gpt.py parses and does not build (Llama 3.2's 32)."""
     arch = model.architecture
+    if arch is not None and arch.rope_scaling == "llama3" and arch.rope_scaling_factor != MCORE_LLAMA3_ROPE_FACTOR:
+        return [f"{model.name}'s Llama 3 RoPE scaling has rope_scaling_factor {_num(arch.rope_scaling_factor)}: "
+                f"Megatron-LM {MEGATRON_LM_RELEASE}'s pretrain_gpt.py parses --rope-scaling-factor but its "
+                "gpt_builders.gpt_builder passes GPTModel no factor, so it trains GPTModel's default "
+                f"{_num(MCORE_LLAMA3_ROPE_FACTOR)}; pass rope_scaling_factor to GPTModel in the model provider (e.g. "
+                f"Megatron-Bridge) to train {model.name}'s"]
     if arch is None or model.attention != "mla" or arch.rope_scaling != "yarn":
         return []
     off = [f"{name} = {_num(have)} (megatron-core uses {_num(default)})"

@@ -37,8 +37,8 @@ from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, TITAN_NO_R
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
                                                  titan_nearest_flavor, titan_runs_otherwise,
                                                  titan_seq_len_limit, titan_unemitted, titan_zoo_name)
-from commbench.planner.emit.torchtitan_mla import (MLA_BASE, MLA_MODULE, mla_balancing_notes, mla_function,
-                                                   mla_model_lines, mla_rope, mla_router)
+from commbench.planner.emit.torchtitan_mla import (LATENT_NORM_EPS, MLA_BASE, MLA_MODULE, mla_balancing_notes,
+                                                   mla_function, mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, dense_model_lines
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
@@ -150,11 +150,11 @@ def router_renormalises(arch, top_k: int) -> bool:
     return arch.router_score == "sigmoid" and top_k > 1
 
 
-def titan_architecture_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
-    """Where TorchTitan 0.3's flavor builds another RoPE, norm epsilon or MoE router than the model asked for
-    (its shipped flavors are not always the published model: llama3 8B is Llama 3.1's, 235B-A22B the 2507
-    release's rope base; an hf: model is matched to a flavor by its sizes); no override of the emitted launch
-    sets them."""
+def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any, Any]]:
+    """(what, the model's, the flavor's) where TorchTitan 0.3's flavor builds another RoPE, norm epsilon or MoE router
+    than the model asked for (its shipped flavors are not always the published model: llama3 8B is Llama 3.1's,
+    235B-A22B the 2507 release's rope base, deepseek_v3 671B's RMSNorms eps 1e-5; an hf: model is matched to a flavor
+    by its sizes)."""
     arch = model.architecture
     if arch is None:
         return []
@@ -168,10 +168,79 @@ def titan_architecture_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
         pairs += [("router score", arch.router_score, score),
                   ("top-k weights renormalised", router_renormalises(arch, model.top_k), renormalised),
                   ("router scale", float(arch.router_topk_scaling or 1.0), scale)]
-    off = [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
-           for name, a, b in pairs if a != b]
+    return [(name, a, b) for name, a, b in pairs if a != b]
+
+
+# TorchTitan 0.3.0 models/common/rope.py: RoPE.Config.scaling is "none", "llama" (Llama 3.1's, factor scaling_factor)
+# or "yarn" (factor rope_factor); the config function sets a field of the model asked for on every layer's config.
+_TITAN_SCALING = {"none": "none", "llama3": "llama"}
+
+
+def flavor_fix_lines(titan: TitanModel, model: ModelSpec) -> list[str] | None:
+    """Lines of the generated config function that set the model asked for's RoPE, norm epsilons and router on the
+    flavor's model config (TorchTitan 0.3.0 model configs are mutable dataclasses; every layer holds its own
+    attention.rope, norms and moe.router), or None where a difference has no such line (YaRN against another
+    scaling: its other parameters are not the model's). [] where the flavor is the model."""
+    off = {name: a for name, a, _ in _flavor_misfits(titan, model)}
     if not off:
         return []
+    arch = model.architecture
+    theta, scaling, _ = titan.rope_03
+    rope: dict[str, Any] = {}
+    if "rotary base" in off:
+        rope["theta"] = float(arch.rotary_base)
+    if "RoPE scaling" in off:
+        if arch.rope_scaling not in _TITAN_SCALING or scaling not in _TITAN_SCALING:
+            return None
+        rope["scaling"] = _TITAN_SCALING[arch.rope_scaling]
+        if arch.rope_scaling == "llama3":
+            rope["scaling_factor"] = float(arch.rope_scaling_factor)
+    elif "RoPE scaling factor" in off:
+        rope["scaling_factor" if scaling == "llama3" else "rope_factor"] = float(arch.rope_scaling_factor)
+    router = {"score_func": off.get("router score"), "route_norm": off.get("top-k weights renormalised"),
+              "route_scale": off.get("router scale")}
+    router = {k: v for k, v in router.items() if v is not None}
+    eps = float(arch.norm_epsilon)
+    lines = [f"    # {model.name}, where TorchTitan 0.3.0's {titan.module} {titan.flavor} builds another "
+             + ", ".join(off), "    model = config.model_spec.model"]
+    if "norm epsilon" in off:
+        lines.append(f"    model.norm.eps = {eps!r}")
+    lines.append("    for layer in model.layers:")
+    lines += [f"        layer.attention.rope.{k} = {v!r}" for k, v in rope.items()]
+    if "norm epsilon" in off:
+        lines += [f"        layer.attention_norm.eps = layer.ffn_norm.eps = {eps!r}",
+                  "        if getattr(layer.attention, 'qk_norm', None) is not None:",
+                  f"            layer.attention.qk_norm.eps = {eps!r}"]
+        if model.attention == "mla":  # HF DeepseekV3RMSNorm's default on q_a/kv_a_layernorm (torchtitan_mla.py)
+            lines += ["        if layer.attention.q_norm is not None:",
+                      f"            layer.attention.q_norm.eps = {LATENT_NORM_EPS!r}",
+                      f"        layer.attention.kv_norm.eps = {LATENT_NORM_EPS!r}"]
+    if router:
+        lines.append("        if getattr(layer, 'moe', None) is not None:")
+        lines += [f"            layer.moe.router.{k} = {v!r}" for k, v in router.items()]
+    if lines[-1] == "    for layer in model.layers:":
+        lines.pop()
+    return lines
+
+
+def titan_architecture_notes(titan: TitanModel, model: ModelSpec, version: str = "0.3") -> list[str]:
+    """Where TorchTitan's flavor builds another RoPE, norm epsilon or MoE router than the model asked for: with 0.3 the
+    plan's config function sets the model's (flavor_fix_lines), or, where no line can, the launch trains the flavor's;
+    a 0.2 TOML names the flavor and sets none of them. torchtitan 0.2.2's flavors build what rope_03 /
+    norm_epsilon_03 / router_03 record for 0.3.0 (v0.2.2 models/llama3/model/model.py precompute_freqs_cis scales by
+    RoPEScalingArgs' factor 8 always; qwen3/__init__.py rope_theta, 235B-A22B 5000000, args.py norm_eps 1e-6;
+    deepseek_v3/model/args.py rope_theta 10000, rope_factor 40, norm_eps 1e-5; gpt_oss 150000, 32, 1e-5)."""
+    off = [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
+           for name, a, b in _flavor_misfits(titan, model)]
+    if not off:
+        return []
+    if version == "0.2":
+        return [f"TorchTitan 0.2.2's {titan.module} {titan.flavor} builds {', '.join(off)}: the launch trains that, not "
+                f"{model.name}'s (a 0.2 TOML names the flavor and sets none of these); plan with --torchtitan-version "
+                f"0.3 to train {model.name}"]
+    if flavor_fix_lines(titan, model) is not None:
+        return [f"TorchTitan 0.3.0's {titan.module} {titan.flavor} builds {', '.join(off)}: the plan's config function "
+                f"({MODULE_FILE}) sets {model.name}'s values on it"]
     return [f"TorchTitan 0.3.0's {titan.module} {titan.flavor} builds {', '.join(off)}: the launch trains that, not "
             f"{model.name}'s; set it in the config function's model spec to train {model.name}"]
 
@@ -340,6 +409,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "selective, full, memory_budget): op-level selective AC stands in; the prediction assumed "
                          f"recompute={layout.recompute}")
         sections |= quantize_02(layout.precision, model)
+        notes += titan_architecture_notes(titan, model, version)
         doc |= {"sections": sections}
     return doc | {"notes": notes}
 
@@ -364,14 +434,15 @@ def _data_parallel_note(layout: Layout) -> str:
 def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int | None = None) -> dict[str, Any]:
     """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
     shipped = titan.configs_03.get(precision)
-    if shipped is not None:
+    fix = flavor_fix_lines(titan, model) if not (titan.mla or titan.dense) else []
+    if shipped is not None and not fix:
         return {"module": titan.module, "config": shipped}
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
                               hf_assets=titan.hf_assets_03,
                               model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else
                               dense_model_lines(model, titan.module, titan.hf_assets_03, seq_len) if titan.dense
-                              else None)
+                              else None, shipped=shipped, arch_lines=fix)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,
                               "launch": f"PYTHONPATH=<plan folder>:$PYTHONPATH (TorchTitan imports --module {MODULE_NAME})"}}

@@ -16,6 +16,8 @@ llama3_8b_mxfp8 enables it for them:
 - mxfp8: MXFP8LinearConverter + MXFP8GroupedExpertsConverter for MoE;
 - nvfp4: NVFP4LinearConverter over the decoder layers (lm_head in BF16, as qwen3_debugmodel_nvfp4);
   TorchTitan 0.3 has no NVFP4 grouped-experts converter, so MoE models are refused in NVFP4.
+A flavor that builds another RoPE, norm epsilon or router than the model asked for (torchtitan.flavor_fix_lines)
+gets a function too, from the shipped config where one trains the precision, setting the model's values.
 """
 
 from __future__ import annotations
@@ -44,11 +46,14 @@ def converter_refusal(precision: str, is_moe: bool) -> str | None:
 
 def config_module_text(*, module: str, base: str, flavor: str, flavor_config: str | None, precision: str,
                        is_moe: bool, hf_assets: str | None,
-                       model_lines: tuple[list[str], list[str]] | None = None) -> str:
+                       model_lines: tuple[list[str], list[str]] | None = None,
+                       shipped: str | None = None, arch_lines: list[str] | None = None) -> str:
     """The Python source of commbench_torchtitan.py with one config function; `model_lines` (imports, body) set the
-    model spec in place of the flavor's."""
+    model spec in place of the flavor's; `shipped` (a shipped config function that already trains the model in the
+    precision) is called in place of `base` and converted no further; `arch_lines` set the model asked for's values
+    on the flavor's model config (torchtitan.flavor_fix_lines)."""
     name = config_name(base, flavor_config, precision)
-    linear, grouped = _CONVERTERS.get(precision, (None, None))
+    linear, grouped = _CONVERTERS.get(precision, (None, None)) if shipped is None else (None, None)
     converters = [c for c in (linear, grouped if is_moe else None) if c]
     lines = [f'"""commbench plan: a TorchTitan 0.3 config function (launch with PYTHONPATH=<this folder> and',
              f'--module {MODULE_NAME} --config {name}). Generated; see commbench/planner/emit/torchtitan_config.py."""',
@@ -60,16 +65,21 @@ def config_module_text(*, module: str, base: str, flavor: str, flavor_config: st
                   "from torchtitan.models.utils import validate_converter_order"]
     if model_lines:
         lines += model_lines[0]
-    elif flavor_config:
+    elif flavor_config and shipped is None:
         lines.append(f"from torchtitan.models.{module} import model_registry")
-    lines += [f"from torchtitan.models.{module}.config_registry import {base}", "", "",
-              f"def {name}():", f"    config = {base}()"]
+    if shipped is not None:  # imported under another name: the generated function may share the shipped one's
+        lines += [f"from torchtitan.models.{module}.config_registry import {shipped} as shipped_config", "", "",
+                  f"def {name}():", "    config = shipped_config()"]
+    else:
+        lines += [f"from torchtitan.models.{module}.config_registry import {base}", "", "",
+                  f"def {name}():", f"    config = {base}()"]
     if model_lines:
         lines += model_lines[1]
-    elif flavor_config:
+    elif flavor_config and shipped is None:
         lines.append(f"    config.model_spec = model_registry({flavor!r})")
         if hf_assets:
             lines.append(f"    config.hf_assets_path = {hf_assets!r}")
+    lines += arch_lines or []
     if converters:
         lines += ["    converters = [", *(f"        {c}," for c in converters), "    ]",
                   "    validate_converter_order(converters)",
