@@ -60,6 +60,16 @@ def pareto_rows(result: SearchResult, limit: int = 12) -> list[list[str]]:
 PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), Col(name="free (GB)"))
 
 
+def print_launch_notes(section: dict) -> None:
+    """A framework section's notes (plan.json megatron.notes / torchtitan.notes: what the launch needs, or trains
+    otherwise than the model asked for, e.g. Llama 3.2's RoPE factor on Megatron-LM) as 'note:' lines on stderr, so
+    `--emit` output stays the arguments alone for a pipe and the notes still reach the terminal."""
+    from commbench.cli.base import err_console
+
+    for note in section.get("notes", []) if "refused" not in section else []:
+        err_console.print(styled("[yellow]note:[/] {}", note), highlight=False)
+
+
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
                     as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
                     force: bool = False, calibration_file: str | None = None,
@@ -95,8 +105,10 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                                       default=float))
     elif emit == "megatron":
         console.print(megatron_text(meg), highlight=False, soft_wrap=True)
+        print_launch_notes(meg)
     elif emit == "torchtitan":
         console.print(torchtitan_emit_text(doc["torchtitan"], out=out), highlight=False, markup=False, soft_wrap=True)
+        print_launch_notes(doc["torchtitan"])
     else:
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
                  f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}{' (default)' if gbs_note else ''}, for {req.framework}; "
@@ -109,6 +121,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
             console.print(line, highlight=False, markup=False)
         meg_line = meg["refused"] if "refused" in meg else f"{meg['script']} {megatron_text(meg)}"
         console.print("Megatron-LM: " + meg_line, highlight=False, markup=False, soft_wrap=True)
+        for note in meg.get("notes", []) if "refused" not in meg else []:
+            console.print("  note: " + note, highlight=False, markup=False)   # prose: wrapped to the terminal
         if "refused" not in meg:  # launch.env is the Megatron launch's environment: written only with its arguments
             env = meg["launch_env"]
             console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
