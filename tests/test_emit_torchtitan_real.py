@@ -327,7 +327,7 @@ def test_emit_torchtitan_prints_a_launch_only_beside_its_generated_config(pins, 
     out = tmp_path / "plan"
     res = CliRunner().invoke(app, base + ["-O", str(out)], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    argv = shlex.split(res.output)
+    argv = shlex.split(res.stdout)   # the plan's notes go to stderr
     assert argv == shlex.split((out / "torchtitan_args.txt").read_text()) and argv[:2] == ["--module", "commbench_torchtitan"]
     doc = json.loads((out / "plan.json").read_text())
     lay, model = Layout(**doc["layout"]), load_model("qwen3-30b-a3b")
@@ -336,7 +336,7 @@ def test_emit_torchtitan_prints_a_launch_only_beside_its_generated_config(pins, 
     assert quantized_kinds(config.model_spec.model) == QUANTIZED["mxfp8"] and config.training.global_batch_size == 128
     # a launch from a shipped config needs no file: printed without --out as before
     shipped = CliRunner().invoke(app, base + ["--precision", "bf16"], env={"COLUMNS": "200"})
-    assert shipped.exit_code == 0 and shlex.split(shipped.output)[:4] == ["--module", "qwen3", "--config", "qwen3_30b_a3b"]
+    assert shipped.exit_code == 0 and shlex.split(shipped.stdout)[:4] == ["--module", "qwen3", "--config", "qwen3_30b_a3b"]
 
 
 def titan_dense_sizes(model_config) -> dict:

@@ -44,7 +44,7 @@ def test_phi_4_emits_the_megatron_arguments_of_its_config():
     result = CliRunner().invoke(app, ["plan", "--model", PHI4, "--system", "gb200-nvl72", "--gpus", "64",
                                       "--gbs", "512", "--emit", "megatron"])
     assert result.exit_code == 0, result.output
-    args = shlex.split(result.output.strip().splitlines()[-1])
+    args = shlex.split(result.stdout.strip().splitlines()[-1])
     value = {flag: args[args.index(flag) + 1] for flag in ("--num-layers", "--hidden-size", "--ffn-hidden-size",
                                                            "--num-attention-heads", "--num-query-groups",
                                                            "--rotary-base", "--kv-channels")}

@@ -38,7 +38,7 @@ def _plan_args(model: str, gpus: int) -> list[str]:
     result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "gb200-nvl72", "--gpus", str(gpus),
                                       "--gbs", "512", "--emit", "megatron"])
     assert result.exit_code == 0, result.output
-    return shlex.split(result.output.strip().splitlines()[-1])
+    return shlex.split(result.stdout.strip().splitlines()[-1])
 
 
 def _refusal(model: str) -> str:
