@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
@@ -44,3 +45,34 @@ def test_a_sweep_resumed_after_its_first_points_is_no_empty_run(tmp_path):
     stopped = [header, *points[:2], dict(header, run_id="resumed")]
     result = _invoke("compare", base_path, _write(tmp_path / "stopped.jsonl", stopped), "--json")
     assert result.exit_code == 1 and json.loads(result.stdout)["empty_runs"] == ["resumed"]
+
+
+@pytest.mark.timeout(180)
+def test_verify_plan_predicts_from_the_fabric_tune_planned_on(tmp_path):
+    # tune on NCCL results of an H100 node records inputs.system 'h100-hgx' (the preset) and plans on the preset with
+    # the measured curves in it (its fabric.json); verify-plan predicted from the bare preset: 'predicted' 14.5 us for
+    # a 64 KiB reduce-scatter on 2 ranks where the profile the plan used gives 72.0 us (a measured 500 us latency)
+    import numpy as np
+
+    from commbench.costmodel import collective_time_s, load_fabric
+    from tests.test_costmodel_cli import _write_sweep
+
+    results, folder = tmp_path / "rs.jsonl", tmp_path / "tune"
+    _write_sweep(results, "reduce_scatter", 8, 500e-6, 100e9, backend="nccl", device="NVIDIA H100 80GB HBM3")
+    tuned = _invoke("tune", "--results", str(results), "--system", "h100-hgx", "--gpus", "16", "--model", "llama3-8b",
+                    "-O", str(folder))
+    assert tuned.exit_code == 0, tuned.output
+    doc = json.loads((folder / "plan.json").read_text())
+    assert doc["inputs"]["system"] == "h100-hgx" and doc["inputs"]["fabric"]["source"] != "preset"
+    verify = ["verify-plan", str(folder), "--nproc", "2", "--max-bytes", "64K", "--iters", "1", "--json"]
+    result = _invoke(*verify)
+    assert result.exit_code == 0, result.output
+    point = next(p for p in json.loads(result.stdout)["points"] if "reduce-scatter" in p["collective"])
+    used = load_fabric(str(folder / "fabric.json")).scaled(num_gpus=16)
+    expected = collective_time_s(used, "reduce_scatter", np.array([65536.0]), np.array([2]))[0] * 1e6
+    assert point["size_bytes"] == 65536 and abs(point["predicted_time_us"] - expected) < 1e-6 * expected
+    # without that profile beside the plan, no prediction (and why), not the preset's
+    (folder / "fabric.json").unlink()
+    doc = json.loads(_invoke(*verify).stdout)
+    assert all(p["predicted_time_us"] is None for p in doc["points"])
+    assert any("no prediction" in f and "fabric.json" in f for f in doc["unmet_assumptions"])
