@@ -76,3 +76,33 @@ def test_verify_plan_predicts_from_the_fabric_tune_planned_on(tmp_path):
     doc = json.loads(_invoke(*verify).stdout)
     assert all(p["predicted_time_us"] is None for p in doc["points"])
     assert any("no prediction" in f and "fabric.json" in f for f in doc["unmet_assumptions"])
+
+
+@pytest.mark.timeout(180)
+def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
+    # a sweep killed after 3 of its 6 points: `report` tabled 1 KiB..16 KiB and `fit` fitted them (exit 0) without a
+    # word that the sweep planned 64 KiB and an all_gather too; the header now says how many points the sweep plans
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('[sweep]\nname = "s"\nbackend = "gloo"\nnproc = 2\n[defaults]\ndtypes = ["float32"]\niters = 3\n'
+                     'warmup_iters = 1\ntimeout_s = 30\n[[run]]\ncollective = "all_reduce"\n'
+                     'sizes = { min = "1K", max = "64K", factor = 4 }\n[[run]]\ncollective = "all_gather"\n'
+                     'sizes = ["4K", "64K"]\n')
+    whole = tmp_path / "whole.jsonl"
+    result = _invoke("sweep", str(sweep), "-O", str(whole))
+    assert result.exit_code == 0, result.output
+    records = _records(whole)
+    assert records[0]["sweep_points"] == 6
+    cut = _write(tmp_path / "cut.jsonl", records[:4])
+    said = "holds 3 of the 6 point(s) its sweep plans: it was cut short, the other 3 were never measured"
+    result = _invoke("report", cut, "-O", str(tmp_path / "rep"))
+    assert result.exit_code == 0 and said in result.output, result.output
+    assert "## Sweeps cut short" in (tmp_path / "rep" / "README.md").read_text()
+    result = _invoke("fit", cut, "--json")
+    assert result.exit_code == 0 and any(said in n for n in json.loads(result.stdout)["notes"]), result.output
+    from commbench.workflows.nccl_tuner import from_results
+    assert any(said in n for n in from_results([cut], statistic="median", min_gain=0.0).notes)
+    # resumed, the sweep is whole again: nothing said
+    assert _invoke("sweep", str(sweep), "-O", cut, "--resume").exit_code == 0
+    assert "cut short" not in _invoke("report", cut, "-O", str(tmp_path / "rep2")).output
+    assert not any("cut short" in n for n in json.loads(_invoke("fit", cut, "--json").stdout)["notes"])
+    assert "cut short" not in _invoke("report", str(whole), "-O", str(tmp_path / "rep3")).output

@@ -162,11 +162,16 @@ def report(
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
     for line in failed_lines(records):
         console.print(styled("[red]no measurement[/] (not drawn, not in the tables): {}", line), highlight=False)
+    from commbench.results.resumed import sweeps_cut_short
+    cut_short = sweeps_cut_short(everything)
+    for line in cut_short:
+        console.print(styled("[yellow]cut short[/] (points never measured): {}", line), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
-                          left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted)
+                          left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted,
+                          cut_short=cut_short)
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():

@@ -154,6 +154,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     Raises CommbenchError when nothing usable is found or several backends are mixed without
     `backend` choosing one."""
     from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, fit_all
+    from commbench.results.resumed import sweeps_cut_short
     from commbench.errors import CommbenchError, invalid
     from commbench.results.records import headers as header_records, measurements, read_records
 
@@ -175,6 +176,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes + [loop_note] * bool(loop_note)
+    notes += sweeps_cut_short(records)
     if not fits:
         raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
                              f">= 2 ranks at >= 2 sizes" + (f" ({'; '.join(notes)})" if notes else ""))

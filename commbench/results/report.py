@@ -253,12 +253,13 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
                  predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
                  formats: tuple[str, ...] = ("png",), run_records: list | None = None,
                  together: bool = False, force: bool = False, left_out: list[str] = (),
-                 unpredicted: dict[str, str] | None = None) -> ReportFiles:
+                 unpredicted: dict[str, str] | None = None, cut_short: list[str] = ()) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*. `left_out`: what of the sources the report does not hold (lines that could not be read,
     measurements beyond what it reads), listed in its own section: a reader of README.md sees no terminal.
-    `unpredicted`: filled by `predict` while the figures are drawn, 'curve' -> why it has no predicted line."""
+    `unpredicted`: filled by `predict` while the figures are drawn, 'curve' -> why it has no predicted line.
+    `cut_short`: the sweeps whose runs hold fewer points than they plan (results.resumed.sweeps_cut_short)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
@@ -306,6 +307,10 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         md += [f"- {line}" for line in wrong] + [""]
     if failed:
         md += ["## Failed or skipped points (not drawn, not in the tables above)", ""] + [f"- {line}" for line in failed] + [""]
+    if cut_short:
+        md += ["## Sweeps cut short (points never measured)", "",
+               "These sweeps stopped before their last point: the tables and plots hold only the points they reached.",
+               ""] + [f"- {line}" for line in cut_short] + [""]
     if left_out:
         md += ["## Not read (not drawn, not in the tables above)", "",
                "What these lines held (a point, failed or not) is unknown: the tables and plots may lack points of "

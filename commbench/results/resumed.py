@@ -69,3 +69,32 @@ def resumed_runs_joined(records: list[Record], *, joinable=None) -> list[Record]
                      if joinable(header.get(run_id), header.get(first))}
     return [dataclasses.replace(r, run_id=continues[r.run_id]) if isinstance(r, Measurement) and r.run_id in continues
             else r for r in records]
+
+
+def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
+    """One line per sweep whose runs in `records` hold fewer distinct points than the sweep plans (its headers'
+    `sweep_points`; every launch of one sweep, resumed ones included, shares its identity): a sweep stopped part-way
+    (a crash, a kill, a time limit) and not resumed, whose missing points a report or a fit would otherwise pass over
+    without a word. Headers written before `sweep_points` was recorded say nothing here."""
+    planned: dict[str, int] = {}
+    runs: dict[str, list[str]] = {}
+    named: dict[str, str] = {}
+    sweep_of: dict[str, str] = {}
+    held: dict[str, set] = {}
+    for record in records:
+        if isinstance(record, RunHeader) and record.sweep_identity and record.sweep_points:
+            sweep = record.sweep_identity
+            planned[sweep] = max(planned.get(sweep, 0), record.sweep_points)
+            runs.setdefault(sweep, []).append(record.run_id)
+            named.setdefault(sweep, " ".join(record.argv[1:3]) or "sweep")
+            sweep_of[record.run_id] = sweep
+        elif isinstance(record, Measurement) and record.run_id in sweep_of:
+            held.setdefault(sweep_of[record.run_id], set()).add(record.point_key or id(record))
+    out = []
+    for sweep, count in planned.items():
+        have = len(held.get(sweep, ()))
+        if have < count:
+            out.append(f"`{named[sweep]}` (run {', '.join(dict.fromkeys(runs[sweep]))}) holds {have} of the {count} "
+                       f"point(s) its sweep plans: it was cut short, the other {count - have} were never measured "
+                       "(`commbench sweep ... --resume` into the same file measures them)")
+    return out
