@@ -106,3 +106,17 @@ def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
     assert "cut short" not in _invoke("report", cut, "-O", str(tmp_path / "rep2")).output
     assert not any("cut short" in n for n in json.loads(_invoke("fit", cut, "--json").stdout)["notes"])
     assert "cut short" not in _invoke("report", str(whole), "-O", str(tmp_path / "rep3")).output
+
+
+def test_fit_says_it_fitted_points_measured_without_the_data_check(tmp_path):
+    # `bench -c 0` records (num_wrong null) were fitted without a word, exit 0, where compare fails them against a
+    # checked base and nccl-tuner leaves them out: a collective that skipped its work looks fast
+    records = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    unchecked = [dict(r, num_wrong=None) if r["record_type"] == "measurement" else r for r in records]
+    result = _invoke("fit", _write(tmp_path / "c0.jsonl", unchecked), "--json")
+    assert result.exit_code == 0, result.output
+    points = sum(r["record_type"] == "measurement" for r in records)
+    assert f"{points} point(s) fitted were measured without the data check (-c 0: #wrong unknown)" in \
+        " ".join(json.loads(result.stdout)["notes"])
+    result = _invoke("fit", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--json")
+    assert not any("without the data check" in n for n in json.loads(result.stdout)["notes"])
