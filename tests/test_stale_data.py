@@ -78,15 +78,21 @@ def test_verify_plan_predicts_from_the_fabric_tune_planned_on(tmp_path):
     assert any("no prediction" in f and "fabric.json" in f for f in doc["unmet_assumptions"])
 
 
-@pytest.mark.timeout(180)
-def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
-    # a sweep killed after 3 of its 6 points: `report` tabled 1 KiB..16 KiB and `fit` fitted them (exit 0) without a
-    # word that the sweep planned 64 KiB and an all_gather too; the header now says how many points the sweep plans
+def _sweep_file(tmp_path: Path) -> Path:
+    """6 points on 2 gloo ranks: all_reduce 1 KiB..64 KiB x4, all_gather 4 KiB and 64 KiB."""
     sweep = tmp_path / "s.toml"
     sweep.write_text('[sweep]\nname = "s"\nbackend = "gloo"\nnproc = 2\n[defaults]\ndtypes = ["float32"]\niters = 3\n'
                      'warmup_iters = 1\ntimeout_s = 30\n[[run]]\ncollective = "all_reduce"\n'
                      'sizes = { min = "1K", max = "64K", factor = 4 }\n[[run]]\ncollective = "all_gather"\n'
                      'sizes = ["4K", "64K"]\n')
+    return sweep
+
+
+@pytest.mark.timeout(180)
+def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
+    # a sweep killed after 3 of its 6 points: `report` tabled 1 KiB..16 KiB and `fit` fitted them (exit 0) without a
+    # word that the sweep planned 64 KiB and an all_gather too; the header now says how many points the sweep plans
+    sweep = _sweep_file(tmp_path)
     whole = tmp_path / "whole.jsonl"
     result = _invoke("sweep", str(sweep), "-O", str(whole))
     assert result.exit_code == 0, result.output
@@ -120,3 +126,35 @@ def test_fit_says_it_fitted_points_measured_without_the_data_check(tmp_path):
         " ".join(json.loads(result.stdout)["notes"])
     result = _invoke("fit", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--json")
     assert not any("without the data check" in n for n in json.loads(result.stdout)["notes"])
+
+
+@pytest.mark.timeout(180)
+def test_a_sweep_resumed_on_another_setup_says_so(tmp_path):
+    # a sweep killed on host a, resumed on host b with NCCL_P2P_DISABLE=1: 'done: 4 point(s) measured', exit 0, and no
+    # word that one file now holds two setups' points (fit then refuses it; compare judges it as one run)
+    sweep, out = _sweep_file(tmp_path), tmp_path / "out.jsonl"
+    assert _invoke("sweep", str(sweep), "-O", str(out)).exit_code == 0
+    whole = _records(out)
+    records = whole[:3]
+    records[0] = dict(records[0], hostnames=["elsewhere", "elsewhere"], nccl_env={"NCCL_P2P_DISABLE": "1"})
+    _write(out, records)
+    said = _resume(sweep, out)
+    assert f"note: resuming run {records[0]['run_id']} of {out} on another setup: hosts (" in said
+    assert "NCCL_* settings (NCCL_P2P_DISABLE=1 -> none)" in said
+    # the same setup: nothing said
+    _write(out, whole[:3])
+    assert "another setup" not in _resume(sweep, out)
+
+
+def _resume(sweep: Path, out: Path) -> str:
+    """`sweep --resume` in a process of its own (rank 0 prints from a forked process, past CliRunner's capture)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]), COLUMNS="400")
+    env.pop("NCCL_P2P_DISABLE", None)
+    done = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(sweep), "-O", str(out), "--resume"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return " ".join(done.stdout.split())
