@@ -158,3 +158,31 @@ def _resume(sweep: Path, out: Path) -> str:
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return " ".join(done.stdout.split())
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("fault", ["failed", "wrong"])
+def test_tune_does_not_plan_on_a_sweep_with_failed_or_wrong_points(tmp_path, monkeypatch, fault):
+    # tune's sweep lost its 64 KiB all_reduce (a timeout) or found wrong data there: tune said '1/3 sweep: 5 point(s)'
+    # and fitted, planned and exited 0 on the rest, where `sweep` on the same file exits 1
+    import commbench.sweep.runner as runner
+
+    measure = runner.measure_point
+
+    def faulty(iso, comm, collective, spec, loop, **kw):  # the forked ranks inherit it
+        record = measure(iso, comm, collective, spec, loop, **kw)
+        if collective.name == "all_reduce" and spec.size_bytes == 65536:
+            if fault == "failed":
+                raise RuntimeError("injected: timed out")
+            record = __import__("dataclasses").replace(record, num_wrong=3)
+        return record
+
+    monkeypatch.setattr(runner, "measure_point", faulty)
+    folder = tmp_path / "tune"
+    result = _invoke("tune", "--sweep", str(_sweep_file(tmp_path)), "--nproc", "2", "-O", str(folder))
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    why = "1 of 6 point(s) failed" if fault == "failed" else "3 wrong element(s) in the data checks"
+    assert f"the sweep did not measure every point correctly ({why}); records in {folder}/tune-sweep.jsonl" in said
+    assert f"commbench tune --results {folder}/tune-sweep.jsonl -O {folder}" in said
+    assert not (folder / "plan.json").exists() and not (folder / "fabric.json").exists()
