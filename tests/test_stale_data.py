@@ -186,3 +186,18 @@ def test_tune_does_not_plan_on_a_sweep_with_failed_or_wrong_points(tmp_path, mon
     assert f"the sweep did not measure every point correctly ({why}); records in {folder}/tune-sweep.jsonl" in said
     assert f"commbench tune --results {folder}/tune-sweep.jsonl -O {folder}" in said
     assert not (folder / "plan.json").exists() and not (folder / "fabric.json").exists()
+
+
+def test_tune_from_results_says_what_the_fit_left_out(tmp_path):
+    # tune --results on a file with a failed point planned (exit 0) without a word on the terminal or in plan.json;
+    # only fabric-measured.json's notes said '1 point(s) skipped: failed or without a time'
+    records = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    records[3] = dict(records[3], status="failed", error="timed out", time_us_median=None, time_us_mean=None,
+                      time_us_min=None, time_us_max=None, algbw_gbps=None, busbw_gbps=None, iter_times_us=[],
+                      loop_time_us={})
+    path = _write(tmp_path / "r.jsonl", records)
+    result = _invoke("tune", "--results", path, "-O", str(tmp_path / "t"))
+    assert result.exit_code == 0, result.output
+    said = f"results {path}: 1 point(s) skipped: failed or without a time"
+    assert said in " ".join(result.output.split())
+    assert said in json.loads((tmp_path / "t" / "plan.json").read_text())["assumptions"]
