@@ -201,3 +201,26 @@ def test_tune_from_results_says_what_the_fit_left_out(tmp_path):
     said = f"results {path}: 1 point(s) skipped: failed or without a time"
     assert said in " ".join(result.output.split())
     assert said in json.loads((tmp_path / "t" / "plan.json").read_text())["assumptions"]
+
+
+@pytest.mark.timeout(180)
+def test_verify_plan_gives_no_prediction_from_a_profile_refitted_since_the_plan(tmp_path):
+    # a plan made on fabric.json, then another run appended to the results and `fit -O fabric.json --force` again
+    # (same name 'fitted', same source): verify-plan predicted from the refit as if the plan had been made on it
+    from tests.test_costmodel_cli import _write_sweep
+    from tests.test_verify import plan_on_a_gloo_fitted_profile
+
+    fabric, folder = plan_on_a_gloo_fitted_profile(tmp_path)
+    verify = ["verify-plan", str(folder / "plan.json"), "--max-bytes", "64K", "--iters", "1", "--json"]
+    doc = json.loads(_invoke(*verify).stdout)
+    assert all(p["predicted_time_us"] for p in doc["points"])
+    collectives = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv")
+    again = tmp_path / "again.jsonl"
+    _write_sweep(again, "all_reduce", 2, 900e-6, 1e9)
+    ar = tmp_path / "all_reduce.jsonl"
+    ar.write_text(ar.read_text() + "".join(json.dumps(dict(r, run_id="later")) + "\n" for r in _records(again)))
+    refit = _invoke("fit", *(str(tmp_path / f"{c}.jsonl") for c in collectives), "-O", str(fabric), "--force")
+    assert refit.exit_code == 0, refit.output
+    doc = json.loads(_invoke(*verify).stdout)
+    assert all(p["predicted_time_us"] is None for p in doc["points"])
+    assert any("has changed since the plan was made on it (its notes" in f for f in doc["unmet_assumptions"])

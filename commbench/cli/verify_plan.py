@@ -244,4 +244,11 @@ def _plan_fabric(doc: dict, gpus: int, flags: list[str], path: str | None = None
         flags.append(f"no prediction: {system} is now fabric {fabric.name!r} ({fabric.source}), not the "
                      f"{planned.get('name')!r} ({planned.get('source')}) the plan was made on")
         return None
+    from commbench.planner.emit.plan import fabric_summary
+    now = fabric_summary(fabric)   # a refit under the same name and source (results appended, fit -O again --force)
+    changed = [k for k in ("notes", "curve_sources", "tiers", "warnings") if k in planned and planned[k] != now[k]]
+    if changed:
+        flags.append(f"no prediction: {system} has changed since the plan was made on it (its {', '.join(changed)} "
+                     "differ from plan.json inputs.fabric: refitted?); plan again on it, or restore the profile")
+        return None
     return fabric
