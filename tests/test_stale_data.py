@@ -224,3 +224,23 @@ def test_verify_plan_gives_no_prediction_from_a_profile_refitted_since_the_plan(
     doc = json.loads(_invoke(*verify).stdout)
     assert all(p["predicted_time_us"] is None for p in doc["points"])
     assert any("has changed since the plan was made on it (its notes" in f for f in doc["unmet_assumptions"])
+
+
+def test_report_says_where_its_predicted_lines_are_extrapolated(tmp_path):
+    # report --fabric drew the dashed 'predicted' line over every measured size, 64 KiB included, from a profile fitted
+    # on 1..16 KiB, and said only 'dashed lines are predicted from fab.json'; predict marks such sizes 'extrapolated'
+    records = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    sizes = sorted(r["size_bytes"] for r in records if r["record_type"] == "measurement")
+    small = _write(tmp_path / "small.jsonl", [r for r in records if r.get("size_bytes", 0) <= sizes[2]])
+    fab = tmp_path / "fab.json"
+    assert _invoke("fit", small, "-O", str(fab)).exit_code == 0
+    result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--fabric", str(fab), "-O", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    said = f"{len(sizes) - 3} of {len(sizes)} size(s) beyond what {fab} measured for all_reduce (scale_up)"
+    assert said in " ".join(result.output.split())
+    readme = (tmp_path / "r" / "README.md").read_text()
+    assert "## Extrapolated (dashed lines beyond what the profile measured)" in readme and said in readme
+    # a profile fitted on every size: nothing extrapolated
+    assert _invoke("fit", str(COMPARE / "gloo_all_reduce_a.jsonl"), "-O", str(fab), "--force").exit_code == 0
+    result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--fabric", str(fab), "-O", str(tmp_path / "r2"))
+    assert "xtrapolated" not in result.output and "Extrapolated" not in (tmp_path / "r2" / "README.md").read_text()
