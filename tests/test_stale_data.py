@@ -97,9 +97,9 @@ def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
     result = _invoke("sweep", str(sweep), "-O", str(whole))
     assert result.exit_code == 0, result.output
     records = _records(whole)
-    assert records[0]["sweep_points"] == 6
+    assert records[0]["planned_points"] == 6
     cut = _write(tmp_path / "cut.jsonl", records[:4])
-    said = "holds 3 of the 6 point(s) its sweep plans: it was cut short, the other 3 were never measured"
+    said = "holds 3 of the 6 point(s) it plans: it was cut short, the other 3 were never measured"
     result = _invoke("report", cut, "-O", str(tmp_path / "rep"))
     assert result.exit_code == 0 and said in result.output, result.output
     assert "## Sweeps cut short" in (tmp_path / "rep" / "README.md").read_text()
@@ -244,3 +244,26 @@ def test_report_says_where_its_predicted_lines_are_extrapolated(tmp_path):
     assert _invoke("fit", str(COMPARE / "gloo_all_reduce_a.jsonl"), "-O", str(fab), "--force").exit_code == 0
     result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--fabric", str(fab), "-O", str(tmp_path / "r2"))
     assert "xtrapolated" not in result.output and "Extrapolated" not in (tmp_path / "r2" / "README.md").read_text()
+
+
+@pytest.mark.timeout(180)
+def test_a_bench_that_stopped_at_a_failed_point_says_what_it_never_measured(tmp_path, monkeypatch):
+    # bench stops at its first failed point (16 KiB here): the file held 1 KiB, 4 KiB and the failed 16 KiB, and
+    # `report` listed the failure but not that 64 KiB was never measured; fit fitted 1..4 KiB without a word
+    import commbench.measure.bench as bench
+
+    measure = bench.measure_point
+
+    def faulty(backend, comm, collective, spec, loop, **kw):  # the forked ranks inherit it
+        if spec.size_bytes == 16384:
+            raise RuntimeError("injected: connection reset")
+        return measure(backend, comm, collective, spec, loop, **kw)
+
+    monkeypatch.setattr(bench, "measure_point", faulty)
+    out = tmp_path / "b.jsonl"
+    result = _invoke("bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "2", "-O", str(out))
+    assert result.exit_code == 1, result.output
+    assert _records(out)[0]["planned_points"] == 4
+    said = "holds 3 of the 4 point(s) it plans: it was cut short, the other 1 were never measured (run it again"
+    assert said in " ".join(_invoke("report", str(out), "-O", str(tmp_path / "r")).output.split())
+    assert any(said in n for n in json.loads(_invoke("fit", str(out), "--json").stdout)["notes"])

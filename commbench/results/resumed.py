@@ -72,29 +72,31 @@ def resumed_runs_joined(records: list[Record], *, joinable=None) -> list[Record]
 
 
 def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
-    """One line per sweep whose runs in `records` hold fewer distinct points than the sweep plans (its headers'
-    `sweep_points`; every launch of one sweep, resumed ones included, shares its identity): a sweep stopped part-way
-    (a crash, a kill, a time limit) and not resumed, whose missing points a report or a fit would otherwise pass over
-    without a word. Headers written before `sweep_points` was recorded say nothing here."""
+    """One line per run, or sweep, whose records in `records` hold fewer distinct points than its header plans
+    (`planned_points`; every launch of one sweep, resumed ones included, shares the sweep's identity and count): a
+    bench or sweep stopped part-way (a crash, a failed point that ends a bench, a kill, a time limit) and not
+    resumed, whose missing points a report or a fit would otherwise pass over without a word. Headers written
+    before `planned_points` was recorded say nothing here."""
     planned: dict[str, int] = {}
     runs: dict[str, list[str]] = {}
     named: dict[str, str] = {}
-    sweep_of: dict[str, str] = {}
+    group_of: dict[str, str] = {}
     held: dict[str, set] = {}
     for record in records:
-        if isinstance(record, RunHeader) and record.sweep_identity and record.sweep_points:
-            sweep = record.sweep_identity
-            planned[sweep] = max(planned.get(sweep, 0), record.sweep_points)
-            runs.setdefault(sweep, []).append(record.run_id)
-            named.setdefault(sweep, " ".join(record.argv[1:3]) or "sweep")
-            sweep_of[record.run_id] = sweep
-        elif isinstance(record, Measurement) and record.run_id in sweep_of:
-            held.setdefault(sweep_of[record.run_id], set()).add(record.point_key or id(record))
+        if isinstance(record, RunHeader) and record.planned_points:
+            group = f"sweep {record.sweep_identity}" if record.sweep_identity else f"run {record.run_id}"
+            planned[group] = max(planned.get(group, 0), record.planned_points)
+            runs.setdefault(group, []).append(record.run_id)
+            named.setdefault(group, " ".join(record.argv[1:3]) or "run")
+            group_of[record.run_id] = group
+        elif isinstance(record, Measurement) and record.run_id in group_of:
+            held.setdefault(group_of[record.run_id], set()).add(record.point_key or id(record))
     out = []
-    for sweep, count in planned.items():
-        have = len(held.get(sweep, ()))
+    for group, count in planned.items():
+        have = len(held.get(group, ()))
         if have < count:
-            out.append(f"`{named[sweep]}` (run {', '.join(dict.fromkeys(runs[sweep]))}) holds {have} of the {count} "
-                       f"point(s) its sweep plans: it was cut short, the other {count - have} were never measured "
-                       "(`commbench sweep ... --resume` into the same file measures them)")
+            again = ("`commbench sweep ... --resume` into the same file measures them" if group.startswith("sweep")
+                     else "run it again to measure them")
+            out.append(f"`{named[group]}` (run {', '.join(dict.fromkeys(runs[group]))}) holds {have} of the {count} "
+                       f"point(s) it plans: it was cut short, the other {count - have} were never measured ({again})")
     return out

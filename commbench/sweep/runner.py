@@ -103,7 +103,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher, topology=topology.to_dict(),
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
     header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name),
-                                 sweep_points=len(points))
+                                 planned_points=len(points))
     writer = JsonlWriter(job.output_path) if is_writer else None
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
                       num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path,
