@@ -99,10 +99,10 @@ def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
     records = _records(whole)
     assert records[0]["planned_points"] == 6
     cut = _write(tmp_path / "cut.jsonl", records[:4])
-    said = "holds 3 of the 6 point(s) it plans: it was cut short, the other 3 were never measured"
+    said = "holds 3 of the 6 point(s) it plans: it was cut short, 3 not in the file"
     result = _invoke("report", cut, "-O", str(tmp_path / "rep"))
     assert result.exit_code == 0 and said in result.output, result.output
-    assert "## Sweeps cut short" in (tmp_path / "rep" / "README.md").read_text()
+    assert "## Runs cut short" in (tmp_path / "rep" / "README.md").read_text()
     result = _invoke("fit", cut, "--json")
     assert result.exit_code == 0 and any(said in n for n in json.loads(result.stdout)["notes"]), result.output
     from commbench.workflows.nccl_tuner import from_results
@@ -264,6 +264,6 @@ def test_a_bench_that_stopped_at_a_failed_point_says_what_it_never_measured(tmp_
     result = _invoke("bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "2", "-O", str(out))
     assert result.exit_code == 1, result.output
     assert _records(out)[0]["planned_points"] == 4
-    said = "holds 3 of the 4 point(s) it plans: it was cut short, the other 1 were never measured (run it again"
+    said = "holds 3 of the 4 point(s) it plans: it was cut short, 1 not in the file (run it again"
     assert said in " ".join(_invoke("report", str(out), "-O", str(tmp_path / "r")).output.split())
     assert any(said in n for n in json.loads(_invoke("fit", str(out), "--json").stdout)["notes"])

@@ -178,9 +178,9 @@ def report(
     for line in failed_lines(records):
         console.print(styled("[red]no measurement[/] (not drawn, not in the tables): {}", line), highlight=False)
     from commbench.results.resumed import sweeps_cut_short
-    cut_short = sweeps_cut_short(everything)
+    cut_short = [] if not_read else sweeps_cut_short(everything)   # past the report's bound: not_read says so
     for line in cut_short:
-        console.print(styled("[yellow]cut short[/] (points never measured): {}", line), highlight=False)
+        console.print(styled("[yellow]cut short[/] (points not in the file): {}", line), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),

@@ -310,8 +310,8 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     if failed:
         md += ["## Failed or skipped points (not drawn, not in the tables above)", ""] + [f"- {line}" for line in failed] + [""]
     if cut_short:
-        md += ["## Sweeps cut short (points never measured)", "",
-               "These sweeps stopped before their last point: the tables and plots hold only the points they reached.",
+        md += ["## Runs cut short (points not in the file)", "",
+               "These sweeps or bench runs stopped before their last point: the tables and plots hold only the points they reached.",
                ""] + [f"- {line}" for line in cut_short] + [""]
     if left_out:
         md += ["## Not read (not drawn, not in the tables above)", "",

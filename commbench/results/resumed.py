@@ -98,5 +98,5 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
             again = ("`commbench sweep ... --resume` into the same file measures them" if group.startswith("sweep")
                      else "run it again to measure them")
             out.append(f"`{named[group]}` (run {', '.join(dict.fromkeys(runs[group]))}) holds {have} of the {count} "
-                       f"point(s) it plans: it was cut short, the other {count - have} were never measured ({again})")
+                       f"point(s) it plans: it was cut short, {count - have} not in the file ({again})")
     return out
