@@ -267,3 +267,22 @@ def test_a_bench_that_stopped_at_a_failed_point_says_what_it_never_measured(tmp_
     said = "holds 3 of the 4 point(s) it plans: it was cut short, 1 not in the file (run it again"
     assert said in " ".join(_invoke("report", str(out), "-O", str(tmp_path / "r")).output.split())
     assert any(said in n for n in json.loads(_invoke("fit", str(out), "--json").stdout)["notes"])
+
+
+def test_predict_and_plan_say_a_profile_is_older_than_the_results_it_was_fitted_from(tmp_path, monkeypatch):
+    # fit results.jsonl -O fab.json, then another run appended to results.jsonl (bench -O appends, sweep --resume):
+    # predict and plan read fab.json's curves as the measurement of that file, without a word about the new run
+    monkeypatch.chdir(tmp_path)
+    first = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    _write(tmp_path / "results.jsonl", first)
+    assert _invoke("fit", "results.jsonl", "-O", "fab.json").exit_code == 0
+    predict = ["predict", "--fabric", "fab.json", "-c", "all_reduce", "-g", "2", "-b", "1K", "-e", "4K"]
+    result = _invoke(*predict)
+    assert result.exit_code == 0 and "not fitted on" not in result.output, result.output
+    later = _records(COMPARE / "gloo_all_reduce_b.jsonl")
+    _write(tmp_path / "results.jsonl", first + later)
+    said = (f"warning: results.jsonl now holds 1 run(s) the profile fab.json was not fitted on (run {later[0]['run_id']}):"
+            " results added since the fit; refit")
+    assert said in " ".join(_invoke(*predict).output.split())
+    planned = _invoke("plan", "--model", "llama3-8b", "--system", "fab.json", "--gpu", "h100", "--gpus", "2")
+    assert said in " ".join(planned.output.split())   # (this profile then lacks reduce_scatter: refused after it)

@@ -177,6 +177,11 @@ def plan(
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+    if system.endswith(".json"):   # a fitted profile older than the results it was fitted from
+        from commbench.cli.base import err_console
+        from commbench.costmodel.profile import runs_since_fit
+        for line in runs_since_fit(system):
+            err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
                         gbs=resolve_gbs(gbs, pins), precision=precision,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
