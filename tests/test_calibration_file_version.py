@@ -88,3 +88,15 @@ def test_an_unknown_format_version_is_refused_in_one_line(tmp_path, version, mes
         assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
     if version == CALIBRATION_VERSION + 1:
         assert "written by a newer commbench (9.0.0)" in result.output
+
+
+def test_a_term_this_release_does_not_fit_names_the_file_and_its_release(tmp_path):
+    # a file of another release's step model (a term since removed or renamed) was refused as "calibration
+    # term='old_term' is invalid: one of ..." with neither the file nor the release that wrote it named
+    data = dict(calibration_json(CALIBRATED, fitted_on=["x.log"]), commbench_version="0.0.9")
+    path = _write(tmp_path / "old.json", dict(data, terms=dict(data["terms"], old_term=0.5)))
+    result = CliRunner().invoke(app, [*PLAN, *PINNED, "--calibration", path])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"error: calibration file {path}: term 'old_term' is not one this commbench" in said
+    assert "the file was written by commbench 0.0.9" in said and "calibrate -O" in said

@@ -290,7 +290,9 @@ def compare_cmd(
     base_continuations: set[str] = set()
     base_records = read_measurements(base, headers=base_headers, headerless=headerless,
                                      continuations=base_continuations)
-    new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless)
+    new_continuations: set[str] = set()
+    new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
+                                    continuations=new_continuations)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
@@ -300,9 +302,11 @@ def compare_cmd(
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked,
-                     # a run empty in BASE too (the same file, a copy) is no change
+                     # a run empty in BASE too (the same file, a copy) is no change; a run that continues an earlier
+                     # one (sweep --resume) holds points, carried under the continued run's id in new_records
                      empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
-                                 if run not in empty_runs_of([*base_headers, *base_records])])
+                                 if run not in empty_runs_of([*base_headers, *base_records])
+                                 and run not in new_continuations])
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
                                                           setup_unknown=headerless)))

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, err_console
 from commbench.results.render import styled
 from commbench.costmodel.nccl_tables import PROTOCOLS as NCCL_PROTOCOLS
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
@@ -145,6 +145,10 @@ def predict(
         if value is not None and value >= 1:
             check_world_size(value, option)
     fabric = resolve_fabric(fabric_path, system, racks, gpus)
+    if fabric_path is not None:   # a fitted profile older than the results it was fitted from
+        from commbench.costmodel.profile import runs_since_fit
+        for line in runs_since_fit(fabric_path):
+            err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     if collective not in COLLECTIVES:
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if group < 2:   # one rank sends nothing: the cost model's 0 s (and 0 GB/s) would read as a prediction

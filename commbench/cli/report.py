@@ -12,11 +12,15 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
 
-def fabric_predictor(path: str, unpredicted: dict[str, str]):
+def fabric_predictor(path: str, unpredicted: dict[str, str], beyond: dict[str, str] | None = None):
     """predict(collective, sizes, group size, row, header) -> seconds from a fitted fabric, on the scale-up domains
     the curve's group spanned; a curve the fabric cannot predict gets no dashed line (NaN) and its reason in
-    `unpredicted`, never a failed report."""
+    `unpredicted`, never a failed report. `beyond` gets the curves whose dashed line reaches sizes or a group size the
+    profile never measured (predict's 'extrapolated'), with what it measured."""
     import numpy as np
+
+    from commbench.cli.predict import extrapolated, fitted_range
+    from commbench.units import format_size
 
     from commbench.costmodel import collective_time_s, load_fabric
     from commbench.costmodel.fit_records import num_domains_of
@@ -40,11 +44,21 @@ def fabric_predictor(path: str, unpredicted: dict[str, str]):
         # inside one domain); a group larger than one of the fabric's domains spans ceil(g / domain) of them
         domains = max(num_domains_of(row, header), -(-int(group_size) // fabric.domain_size))
         try:
-            return collective_time_s(fabric, collective, sizes, group_size, domains)
+            times = collective_time_s(fabric, collective, sizes, group_size, domains)
         except (CommbenchError, ValueError) as exc:
             unpredicted.setdefault(f"{collective} on {group_size} ranks" + (f" across {domains} domains" if domains > 1
                                                                          else ""), str(exc))
             return np.full(np.shape(sizes), np.nan)
+        measured = fitted_range(fabric, collective, domains)
+        out = extrapolated(measured, np.atleast_1d(sizes), int(group_size))
+        if beyond is not None and any(out):
+            beyond.setdefault(f"{collective} on {group_size} ranks" + (f" across {domains} domains" if domains > 1
+                                                                        else ""),
+                              f"{sum(out)} of {len(out)} size(s) beyond what {path} measured for {measured['curve']} "
+                              f"(group size(s) {', '.join(map(str, measured['group_sizes']))}, "
+                              f"{format_size(measured['min_size_bytes'])}..{format_size(measured['max_size_bytes'])}): "
+                              "the alpha-beta formula gives them, not a measurement")
+        return times
 
     return predict
 
@@ -139,7 +153,8 @@ def report(
     from commbench.results.report import REPORT_MARKER
 
     unpredicted: dict[str, str] = {}
-    predict = fabric_predictor(fabric, unpredicted) if fabric else None  # a wrong --fabric: refused before any table
+    beyond: dict[str, str] = {}   # dashed lines past what the profile measured (predict's 'extrapolated')
+    predict = fabric_predictor(fabric, unpredicted, beyond) if fabric else None  # a wrong --fabric: refused before any table
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)
     records = measurements(everything)
@@ -162,15 +177,22 @@ def report(
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
     for line in failed_lines(records):
         console.print(styled("[red]no measurement[/] (not drawn, not in the tables): {}", line), highlight=False)
+    from commbench.results.resumed import sweeps_cut_short
+    cut_short = [] if not_read else sweeps_cut_short(everything)   # past the report's bound: not_read says so
+    for line in cut_short:
+        console.print(styled("[yellow]cut short[/] (points not in the file): {}", line), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
-                          left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted)
+                          left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted,
+                          cut_short=cut_short, extrapolated=beyond)
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():
         console.print(styled("[yellow]note:[/] no predicted line for {}: {}", curve, why), highlight=False)
+    for curve, why in beyond.items():
+        console.print(styled("[yellow]extrapolated[/] predicted line for {}: {}", curve, why), highlight=False)
     if result.removed:
         console.print(styled("[yellow]note:[/] removed {} figure(s) of the earlier report in {} that this one does not "
                              "draw: {}", len(result.removed), out, ", ".join(result.removed)), highlight=False)

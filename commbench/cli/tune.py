@@ -239,6 +239,17 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
     outcome = outcomes.get(0)
     if outcome is not None and outcome.num_ok == 0:
         raise CommbenchError(f"the sweep measured nothing ({outcome.stopped or 'every point failed'}); see {output}")
+    if outcome is not None and (outcome.stopped or outcome.num_failed or outcome.num_wrong):
+        # a failed run is not planned on as if whole (the fit would leave those points out): exit 1, as sweep's
+        from commbench.comm.local_ranks import RunFailed
+        what = "; ".join(filter(None, (f"stopped: {outcome.stopped}" if outcome.stopped else "",
+                                       f"{outcome.num_failed} of {outcome.num_planned} point(s) failed"
+                                       if outcome.num_failed else "",
+                                       f"{outcome.num_wrong} wrong element(s) in the data checks"
+                                       if outcome.num_wrong else "")))
+        raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; nothing "
+                        f"fitted or planned (to plan from what it measured, the fit leaving those points out: commbench tune "
+                        f"--results {output} -O {folder})")
     return output, (outcome.num_ok if outcome is not None else 0)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -92,7 +93,12 @@ def verify_plan(
     if not items:
         raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
     system = doc["inputs"]["system"]
-    fabric = load_preset(system, num_gpus=gpus) if system in preset_names() else _plan_fabric(doc, gpus, flags)
+    if system not in preset_names():
+        fabric = _plan_fabric(doc, gpus, flags)
+    elif (doc["inputs"].get("fabric") or {}).get("source", "preset") == "preset":
+        fabric = load_preset(system, num_gpus=gpus)
+    else:  # tune: the preset with measured curves, saved beside the plan as fabric.json (cli/tune.py)
+        fabric = _plan_fabric(doc, gpus, flags, str(Path(plan_file).parent / "fabric.json"))
     described = _fabric_backends(doc, fabric)
     if not all(_describes(described, i, resolved) for i in items):
         preset = doc["inputs"].get("fabric", {}).get("source") == "preset"
@@ -227,12 +233,13 @@ def _rank(rank_env, job):
     return verify_rank(rank_env, job)
 
 
-def _plan_fabric(doc: dict, gpus: int, flags: list[str]):
+def _plan_fabric(doc: dict, gpus: int, flags: list[str], path: str | None = None):
     """The fitted fabric .json the plan was made on, for the predictions beside the measurements; None (and a flag
-    saying why no prediction is given) when it cannot be read here or is not the profile the plan names."""
+    saying why no prediction is given) when it cannot be read here or is not the profile the plan names. `path`: where
+    that profile is when the plan names a preset whose curves measured ones replaced (`tune`'s fabric.json)."""
     from commbench.costmodel import load_fabric
 
-    system = str(doc["inputs"]["system"])
+    system = str(doc["inputs"]["system"]) if path is None else path
     try:
         fabric = load_fabric(system).scaled(num_gpus=gpus)
     except CommbenchError as exc:
@@ -242,5 +249,12 @@ def _plan_fabric(doc: dict, gpus: int, flags: list[str]):
     if (planned.get("name"), planned.get("source")) != (fabric.name, fabric.source):
         flags.append(f"no prediction: {system} is now fabric {fabric.name!r} ({fabric.source}), not the "
                      f"{planned.get('name')!r} ({planned.get('source')}) the plan was made on")
+        return None
+    from commbench.planner.emit.plan import fabric_summary
+    now = fabric_summary(fabric)   # a refit under the same name and source (results appended, fit -O again --force)
+    changed = [k for k in ("notes", "curve_sources", "tiers", "warnings") if k in planned and planned[k] != now[k]]
+    if changed:
+        flags.append(f"no prediction: {system} has changed since the plan was made on it (its {', '.join(changed)} "
+                     "differ from plan.json inputs.fabric: refitted?); plan again on it, or restore the profile")
         return None
     return fabric

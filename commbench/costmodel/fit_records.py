@@ -193,6 +193,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         points_of.setdefault(key, []).append(point)
         runs_of.setdefault(key, set()).add(run_id)
 
+    unchecked = 0
     for record in records:
         time_us = headline_time(record)[1]  # nccl-tests' time for records imported from nccl-tests
         if record.status != "ok" or not time_us or time_us <= 0:
@@ -204,6 +205,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         if record.group_size < 2:
             skip("group of one rank")
             continue
+        unchecked += record.num_wrong is None
         if combo_from_params(record.params).channels is not None:  # forced algorithms are keyed: forced_nccl
             skip("forced NCCL channel count (curves model NCCL's own channel choice)")
             continue
@@ -238,7 +240,11 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
                 key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                                stage=stage, for_prediction=False, **common)
                 add(key, (x, stage_us * 1e-6, record.size_bytes), record.run_id)
-    return points_of, [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
+    notes = [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
+    if unchecked:  # used (their times are measured), but said: compare fails them, nccl-tuner leaves them out
+        notes.append(f"{unchecked} point(s) fitted were measured without the data check (-c 0: #wrong unknown): "
+                     "a collective that skipped its work would look fast; measure with -c 1 to be sure")
+    return points_of, notes
 
 
 def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -154,6 +154,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     Raises CommbenchError when nothing usable is found or several backends are mixed without
     `backend` choosing one."""
     from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, fit_all
+    from commbench.results.resumed import sweeps_cut_short
     from commbench.errors import CommbenchError, invalid
     from commbench.results.records import headers as header_records, measurements, read_records
 
@@ -175,6 +176,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes + [loop_note] * bool(loop_note)
+    notes += sweeps_cut_short(records)
     if not fits:
         raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
                              f">= 2 ranks at >= 2 sizes" + (f" ({'; '.join(notes)})" if notes else ""))
@@ -350,4 +352,43 @@ def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:
             fitted = fit.fit.busbw_bytes_per_s[-1] / 1e9
             lines.append(f"emulated scale-out rate {rate_gbps:.4g} GB/s per rack uplink; {key.label} fitted "
                          f"busbw {fitted:.4g} GB/s ({fitted / rate_gbps - 1:+.1%})")
+    return lines
+
+
+def runs_since_fit(profile_path: str) -> list[str]:
+    """One line per results file a fitted profile was fitted from (its "fitted:" source, found as given or beside the
+    profile) that now holds runs the profile's curves were not fitted on (each curve's fit_report "runs"): results
+    appended since the fit (a sweep resumed, another bench -O), so the profile is older than the results beside it.
+    Only runs of a backend the profile fitted and holding a point fit would use count; [] for a preset, a profile
+    that records no runs, or sources that cannot be read here."""
+    from pathlib import Path
+
+    from commbench.errors import CommbenchError
+    from commbench.results.records import Measurement, iter_records
+
+    try:
+        data = json.loads(Path(profile_path).read_text())
+    except (OSError, ValueError):
+        return []
+    source = data.get("source") if isinstance(data, dict) else None
+    report = [r for r in data.get("fit_report") or [] if isinstance(r, dict)] if isinstance(data, dict) else []
+    fitted = {run for r in report for run in r.get("runs") or []}
+    backends = {r.get("backend") for r in report}
+    if not isinstance(source, str) or not source.startswith("fitted:") or not fitted:
+        return []
+    lines = []
+    for name in source[len("fitted:"):].split(","):
+        path = next((p for p in (Path(name), Path(profile_path).parent / name) if p.is_file()), None)
+        if path is None:
+            continue
+        try:
+            fresh = {r.run_id for r in iter_records(path, drop_samples=True) if isinstance(r, Measurement)
+                     and r.status == "ok" and not r.num_wrong and r.group_size >= 2 and r.backend in backends}
+        except CommbenchError:
+            continue
+        new = sorted(fresh - fitted)
+        if new:
+            lines.append(f"{name} now holds {len(new)} run(s) the profile {profile_path} was not fitted on (run "
+                         f"{', '.join(new[:3])}{' ...' if len(new) > 3 else ''}): results added since the fit; refit "
+                         f"(`commbench fit ... -O {profile_path} --force`) to plan on them")
     return lines

@@ -318,6 +318,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                 + alignment_notes(config, collective, backend.world_size)
                                 + capacity_notes(config.params))
         points = planned_points(config, collective, backend.world_size, topology)
+        header = dataclasses.replace(header, planned_points=len(points))   # report/fit say when a run holds fewer
         comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
         paired = len(placements(config, collective)) if collective.takes_size else 1

@@ -253,12 +253,15 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
                  predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
                  formats: tuple[str, ...] = ("png",), run_records: list | None = None,
                  together: bool = False, force: bool = False, left_out: list[str] = (),
-                 unpredicted: dict[str, str] | None = None) -> ReportFiles:
+                 unpredicted: dict[str, str] | None = None, cut_short: list[str] = (),
+                 extrapolated: dict[str, str] | None = None) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*. `left_out`: what of the sources the report does not hold (lines that could not be read,
     measurements beyond what it reads), listed in its own section: a reader of README.md sees no terminal.
-    `unpredicted`: filled by `predict` while the figures are drawn, 'curve' -> why it has no predicted line."""
+    `unpredicted`: filled by `predict` while the figures are drawn, 'curve' -> why it has no predicted line.
+    `cut_short`: the sweeps whose runs hold fewer points than they plan (results.resumed.sweeps_cut_short).
+    `extrapolated`: filled by `predict` too, 'curve' -> the sizes its dashed line takes beyond what the profile measured."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
@@ -306,6 +309,10 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         md += [f"- {line}" for line in wrong] + [""]
     if failed:
         md += ["## Failed or skipped points (not drawn, not in the tables above)", ""] + [f"- {line}" for line in failed] + [""]
+    if cut_short:
+        md += ["## Runs cut short (points not in the file)", "",
+               "These sweeps or bench runs stopped before their last point: the tables and plots hold only the points they reached.",
+               ""] + [f"- {line}" for line in cut_short] + [""]
     if left_out:
         md += ["## Not read (not drawn, not in the tables above)", "",
                "What these lines held (a point, failed or not) is unknown: the tables and plots may lack points of "
@@ -313,6 +320,9 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
             [f"- ... and {len(left_out) - 20} more"] if len(left_out) > 20 else []) + [""]
     if predict and unpredicted:
         md += ["## Not predicted (no dashed line)", ""] + [f"- {curve}: {why}" for curve, why in unpredicted.items()] + [""]
+    if predict and extrapolated:
+        md += ["## Extrapolated (dashed lines beyond what the profile measured)", ""] + [
+            f"- {curve}: {why}" for curve, why in extrapolated.items()] + [""]
     if any(unchecked_mark(rows) for series in grouped.values() for rows in series.values()):
         md += ["## Unchecked points", "", "Curves marked \"unchecked: -c 0\" were measured without the data check "
                "(`#wrong` shows -): their times are measured, their results were never verified.", ""]

@@ -69,3 +69,34 @@ def resumed_runs_joined(records: list[Record], *, joinable=None) -> list[Record]
                      if joinable(header.get(run_id), header.get(first))}
     return [dataclasses.replace(r, run_id=continues[r.run_id]) if isinstance(r, Measurement) and r.run_id in continues
             else r for r in records]
+
+
+def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
+    """One line per run, or sweep, whose records in `records` hold fewer distinct points than its header plans
+    (`planned_points`; every launch of one sweep, resumed ones included, shares the sweep's identity and count): a
+    bench or sweep stopped part-way (a crash, a failed point that ends a bench, a kill, a time limit) and not
+    resumed, whose missing points a report or a fit would otherwise pass over without a word. Headers written
+    before `planned_points` was recorded say nothing here."""
+    planned: dict[str, int] = {}
+    runs: dict[str, list[str]] = {}
+    named: dict[str, str] = {}
+    group_of: dict[str, str] = {}
+    held: dict[str, set] = {}
+    for record in records:
+        if isinstance(record, RunHeader) and record.planned_points:
+            group = f"sweep {record.sweep_identity}" if record.sweep_identity else f"run {record.run_id}"
+            planned[group] = max(planned.get(group, 0), record.planned_points)
+            runs.setdefault(group, []).append(record.run_id)
+            named.setdefault(group, " ".join(record.argv[1:3]) or "run")
+            group_of[record.run_id] = group
+        elif isinstance(record, Measurement) and record.run_id in group_of:
+            held.setdefault(group_of[record.run_id], set()).add(record.point_key or id(record))
+    out = []
+    for group, count in planned.items():
+        have = len(held.get(group, ()))
+        if have < count:
+            again = ("`commbench sweep ... --resume` into the same file measures them" if group.startswith("sweep")
+                     else "run it again to measure them")
+            out.append(f"`{named[group]}` (run {', '.join(dict.fromkeys(runs[group]))}) holds {have} of the {count} "
+                       f"point(s) it plans: it was cut short, {count - have} not in the file ({again})")
+    return out

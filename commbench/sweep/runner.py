@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from dataclasses import dataclass
 
 from collectives import get_collective
@@ -101,7 +102,8 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     notes = list(dict.fromkeys(n for p in points for n in backend.notes(p.config.collective)))
     header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher, topology=topology.to_dict(),
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
-    header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name))
+    header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name),
+                                 planned_points=len(points))
     writer = JsonlWriter(job.output_path) if is_writer else None
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
                       num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path,
@@ -109,6 +111,9 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
             if is_writer and job.show_progress else None)
     if view:
         view.console.print(topology.describe(), highlight=False)
+        if job.resume:
+            for line in resumed_elsewhere(job.output_path, header):
+                view.console.print(line, highlight=False, markup=False)
     try:
         if writer:
             writer.write(header)
@@ -172,6 +177,26 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
         except Exception as exc:  # noqa: BLE001
             stopped = f"could not make fresh process groups after {point.label}: {typed_first_line(exc)}"
     return record, stopped
+
+
+def resumed_elsewhere(path, header) -> list[str]:
+    """A note when this launch resumes a run of `path` measured on another setup (hosts, NCCL version, devices,
+    fabric, NCCL_* environment): its points join that run in one file, which `compare` judges as one run, `report`
+    draws as two curves and `fit` refuses as a mix (results.run_setup)."""
+    from commbench.results.records import RunHeader, iter_records
+    from commbench.results.run_setup import mixed_setup_texts, same_setup
+
+    earlier = [r for r in iter_records(path) if isinstance(r, RunHeader)] if Path(path).exists() else []
+    if not earlier or same_setup(earlier[-1], header):
+        return []
+    last = earlier[-1]
+    def env(h) -> str:
+        return " ".join(f"{k}={v}" for k, v in sorted(h.nccl_settings().items())) or "none"
+    differs = "; ".join(mixed_setup_texts({last.run_id: last, header.run_id: header})
+                        + ([f"NCCL_* settings ({env(last)} -> {env(header)})"] * (env(last) != env(header))))
+    return [f"note: resuming run {last.run_id} of {path} on another setup: {differs}. Its points and this launch's "
+            "share one file: `compare` judges them as one run, `report` draws them apart, `fit` refuses results of "
+            "two NCCL versions, devices, fabrics or NCCL_* settings; for one setup's results, sweep into another -O"]
 
 
 def run_sweep_rank(rank_env: RankEnv, job: SweepJob) -> SweepOutcome:

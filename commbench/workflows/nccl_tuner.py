@@ -156,6 +156,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
+    from commbench.results.resumed import sweeps_cut_short
+    notes += sweeps_cut_short(records)
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
     return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run), notes=notes,
                        switch_backs=switches, sources=[h.run_id for h in headers(records)],

@@ -85,8 +85,9 @@ def planning_fabric(results_paths: list[str], system: str, num_gpus: int) -> tup
     from commbench.costmodel.profile import fit_result_files
     preset = load_preset(system, num_gpus=num_gpus)
     cov = coverage(results_paths, preset)
-    fitted, _, _ = fit_result_files(results_paths)
-    lines = []
+    fitted, _, fit_notes = fit_result_files(results_paths)
+    # what the fit left out or could not vouch for (failed or wrong points, a sweep cut short, -c 0): said, as fit says it
+    lines = [f"results {', '.join(results_paths)}: {note}" for note in fit_notes]
     if cov.scale_up or cov.scale_out:
         fabric, fits, _ = fit_result_files(results_paths, base=preset)
         fabric = fabric.scaled(num_gpus=num_gpus)

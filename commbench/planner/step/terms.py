@@ -262,8 +262,12 @@ def read_calibration(path: str) -> tuple[Calibration, tuple[str, ...]]:
                              "`commbench calibrate -O`")
     terms = data["terms"]
     unknown = sorted(set(terms) - set(FITTED_TERMS))
-    if unknown:
-        raise invalid("calibration term", unknown[0], f"one of {', '.join(FITTED_TERMS)}")
+    if unknown:  # a term of another release's step model: its other terms were fitted beside it, so none is used
+        by = data.get("commbench_version")
+        written = f"written by commbench {by}" if isinstance(by, str) else "which records no commbench version"
+        raise CommbenchError(f"calibration file {path}: term {unknown[0]!r} is not one this commbench ({__version__}) "
+                             f"fits, the file was {written}: allowed terms are {', '.join(FITTED_TERMS)}; refit with "
+                             "this one's `commbench calibrate -O`")
     bad = [k for k, v in terms.items() if not isinstance(v, (int, float)) or isinstance(v, bool)]
     if bad:
         raise invalid(bad[0], terms[bad[0]], "a number")

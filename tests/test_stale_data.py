@@ -1,0 +1,288 @@
+"""Stale and narrowed data audit: results files reused after a change, cut short or resumed, read by the gate and
+the fits as what they are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+COMPARE = Path(__file__).parent / "data" / "compare"
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _write(path: Path, records: list[dict]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def test_a_sweep_resumed_after_its_first_points_is_no_empty_run(tmp_path):
+    # sweep, killed after 2 points, then `sweep --resume` (a new header, the other points under its run id): the gate
+    # said '1 run(s) of the new file hold a header and no measurement (first: run resumed): stopped before their
+    # first point', exit 1, on an unchanged, complete sweep (the continuation's points are joined to the first run)
+    base = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    new = [dict(r, sweep_identity="s1") if r["record_type"] == "header" else r
+           for r in _records(COMPARE / "gloo_all_reduce_b.jsonl")]
+    header, points = new[0], new[1:]
+    resumed = [header, *points[:2], dict(header, run_id="resumed"),
+               *[dict(p, run_id="resumed") for p in points[2:]]]
+    base_path = _write(tmp_path / "base.jsonl", base)
+    result = _invoke("compare", base_path, _write(tmp_path / "resumed.jsonl", resumed))
+    assert result.exit_code == 0, result.output
+    assert "header and no measurement" not in result.output
+    # a resumed sweep whose continuation wrote its header and nothing is still empty where nothing resumes it
+    stopped = [header, *points[:2], dict(header, run_id="resumed")]
+    result = _invoke("compare", base_path, _write(tmp_path / "stopped.jsonl", stopped), "--json")
+    assert result.exit_code == 1 and json.loads(result.stdout)["empty_runs"] == ["resumed"]
+
+
+@pytest.mark.timeout(180)
+def test_verify_plan_predicts_from_the_fabric_tune_planned_on(tmp_path):
+    # tune on NCCL results of an H100 node records inputs.system 'h100-hgx' (the preset) and plans on the preset with
+    # the measured curves in it (its fabric.json); verify-plan predicted from the bare preset: 'predicted' 14.5 us for
+    # a 64 KiB reduce-scatter on 2 ranks where the profile the plan used gives 72.0 us (a measured 500 us latency)
+    import numpy as np
+
+    from commbench.costmodel import collective_time_s, load_fabric
+    from tests.test_costmodel_cli import _write_sweep
+
+    results, folder = tmp_path / "rs.jsonl", tmp_path / "tune"
+    _write_sweep(results, "reduce_scatter", 8, 500e-6, 100e9, backend="nccl", device="NVIDIA H100 80GB HBM3")
+    tuned = _invoke("tune", "--results", str(results), "--system", "h100-hgx", "--gpus", "16", "--model", "llama3-8b",
+                    "-O", str(folder))
+    assert tuned.exit_code == 0, tuned.output
+    doc = json.loads((folder / "plan.json").read_text())
+    assert doc["inputs"]["system"] == "h100-hgx" and doc["inputs"]["fabric"]["source"] != "preset"
+    verify = ["verify-plan", str(folder), "--nproc", "2", "--max-bytes", "64K", "--iters", "1", "--json"]
+    result = _invoke(*verify)
+    assert result.exit_code == 0, result.output
+    point = next(p for p in json.loads(result.stdout)["points"] if "reduce-scatter" in p["collective"])
+    used = load_fabric(str(folder / "fabric.json")).scaled(num_gpus=16)
+    expected = collective_time_s(used, "reduce_scatter", np.array([65536.0]), np.array([2]))[0] * 1e6
+    assert point["size_bytes"] == 65536 and abs(point["predicted_time_us"] - expected) < 1e-6 * expected
+    # without that profile beside the plan, no prediction (and why), not the preset's
+    (folder / "fabric.json").unlink()
+    doc = json.loads(_invoke(*verify).stdout)
+    assert all(p["predicted_time_us"] is None for p in doc["points"])
+    assert any("no prediction" in f and "fabric.json" in f for f in doc["unmet_assumptions"])
+
+
+def _sweep_file(tmp_path: Path) -> Path:
+    """6 points on 2 gloo ranks: all_reduce 1 KiB..64 KiB x4, all_gather 4 KiB and 64 KiB."""
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('[sweep]\nname = "s"\nbackend = "gloo"\nnproc = 2\n[defaults]\ndtypes = ["float32"]\niters = 3\n'
+                     'warmup_iters = 1\ntimeout_s = 30\n[[run]]\ncollective = "all_reduce"\n'
+                     'sizes = { min = "1K", max = "64K", factor = 4 }\n[[run]]\ncollective = "all_gather"\n'
+                     'sizes = ["4K", "64K"]\n')
+    return sweep
+
+
+@pytest.mark.timeout(180)
+def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
+    # a sweep killed after 3 of its 6 points: `report` tabled 1 KiB..16 KiB and `fit` fitted them (exit 0) without a
+    # word that the sweep planned 64 KiB and an all_gather too; the header now says how many points the sweep plans
+    sweep = _sweep_file(tmp_path)
+    whole = tmp_path / "whole.jsonl"
+    result = _invoke("sweep", str(sweep), "-O", str(whole))
+    assert result.exit_code == 0, result.output
+    records = _records(whole)
+    assert records[0]["planned_points"] == 6
+    cut = _write(tmp_path / "cut.jsonl", records[:4])
+    said = "holds 3 of the 6 point(s) it plans: it was cut short, 3 not in the file"
+    result = _invoke("report", cut, "-O", str(tmp_path / "rep"))
+    assert result.exit_code == 0 and said in result.output, result.output
+    assert "## Runs cut short" in (tmp_path / "rep" / "README.md").read_text()
+    result = _invoke("fit", cut, "--json")
+    assert result.exit_code == 0 and any(said in n for n in json.loads(result.stdout)["notes"]), result.output
+    from commbench.workflows.nccl_tuner import from_results
+    assert any(said in n for n in from_results([cut], statistic="median", min_gain=0.0).notes)
+    # resumed, the sweep is whole again: nothing said
+    assert _invoke("sweep", str(sweep), "-O", cut, "--resume").exit_code == 0
+    assert "cut short" not in _invoke("report", cut, "-O", str(tmp_path / "rep2")).output
+    assert not any("cut short" in n for n in json.loads(_invoke("fit", cut, "--json").stdout)["notes"])
+    assert "cut short" not in _invoke("report", str(whole), "-O", str(tmp_path / "rep3")).output
+
+
+def test_fit_says_it_fitted_points_measured_without_the_data_check(tmp_path):
+    # `bench -c 0` records (num_wrong null) were fitted without a word, exit 0, where compare fails them against a
+    # checked base and nccl-tuner leaves them out: a collective that skipped its work looks fast
+    records = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    unchecked = [dict(r, num_wrong=None) if r["record_type"] == "measurement" else r for r in records]
+    result = _invoke("fit", _write(tmp_path / "c0.jsonl", unchecked), "--json")
+    assert result.exit_code == 0, result.output
+    points = sum(r["record_type"] == "measurement" for r in records)
+    assert f"{points} point(s) fitted were measured without the data check (-c 0: #wrong unknown)" in \
+        " ".join(json.loads(result.stdout)["notes"])
+    result = _invoke("fit", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--json")
+    assert not any("without the data check" in n for n in json.loads(result.stdout)["notes"])
+
+
+@pytest.mark.timeout(180)
+def test_a_sweep_resumed_on_another_setup_says_so(tmp_path):
+    # a sweep killed on host a, resumed on host b with NCCL_P2P_DISABLE=1: 'done: 4 point(s) measured', exit 0, and no
+    # word that one file now holds two setups' points (fit then refuses it; compare judges it as one run)
+    sweep, out = _sweep_file(tmp_path), tmp_path / "out.jsonl"
+    assert _invoke("sweep", str(sweep), "-O", str(out)).exit_code == 0
+    whole = _records(out)
+    records = whole[:3]
+    records[0] = dict(records[0], hostnames=["elsewhere", "elsewhere"], nccl_env={"NCCL_P2P_DISABLE": "1"})
+    _write(out, records)
+    said = _resume(sweep, out)
+    assert f"note: resuming run {records[0]['run_id']} of {out} on another setup: hosts (" in said
+    assert "NCCL_* settings (NCCL_P2P_DISABLE=1 -> none)" in said
+    # the same setup: nothing said
+    _write(out, whole[:3])
+    assert "another setup" not in _resume(sweep, out)
+
+
+def _resume(sweep: Path, out: Path) -> str:
+    """`sweep --resume` in a process of its own (rank 0 prints from a forked process, past CliRunner's capture)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]), COLUMNS="400")
+    env.pop("NCCL_P2P_DISABLE", None)
+    done = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(sweep), "-O", str(out), "--resume"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return " ".join(done.stdout.split())
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("fault", ["failed", "wrong"])
+def test_tune_does_not_plan_on_a_sweep_with_failed_or_wrong_points(tmp_path, monkeypatch, fault):
+    # tune's sweep lost its 64 KiB all_reduce (a timeout) or found wrong data there: tune said '1/3 sweep: 5 point(s)'
+    # and fitted, planned and exited 0 on the rest, where `sweep` on the same file exits 1
+    import commbench.sweep.runner as runner
+
+    measure = runner.measure_point
+
+    def faulty(iso, comm, collective, spec, loop, **kw):  # the forked ranks inherit it
+        record = measure(iso, comm, collective, spec, loop, **kw)
+        if collective.name == "all_reduce" and spec.size_bytes == 65536:
+            if fault == "failed":
+                raise RuntimeError("injected: timed out")
+            record = __import__("dataclasses").replace(record, num_wrong=3)
+        return record
+
+    monkeypatch.setattr(runner, "measure_point", faulty)
+    folder = tmp_path / "tune"
+    result = _invoke("tune", "--sweep", str(_sweep_file(tmp_path)), "--nproc", "2", "-O", str(folder))
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    why = "1 of 6 point(s) failed" if fault == "failed" else "3 wrong element(s) in the data checks"
+    assert f"the sweep did not measure every point correctly ({why}); records in {folder}/tune-sweep.jsonl" in said
+    assert f"commbench tune --results {folder}/tune-sweep.jsonl -O {folder}" in said
+    assert not (folder / "plan.json").exists() and not (folder / "fabric.json").exists()
+
+
+def test_tune_from_results_says_what_the_fit_left_out(tmp_path):
+    # tune --results on a file with a failed point planned (exit 0) without a word on the terminal or in plan.json;
+    # only fabric-measured.json's notes said '1 point(s) skipped: failed or without a time'
+    records = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    records[3] = dict(records[3], status="failed", error="timed out", time_us_median=None, time_us_mean=None,
+                      time_us_min=None, time_us_max=None, algbw_gbps=None, busbw_gbps=None, iter_times_us=[],
+                      loop_time_us={})
+    path = _write(tmp_path / "r.jsonl", records)
+    result = _invoke("tune", "--results", path, "-O", str(tmp_path / "t"))
+    assert result.exit_code == 0, result.output
+    said = f"results {path}: 1 point(s) skipped: failed or without a time"
+    assert said in " ".join(result.output.split())
+    assert said in json.loads((tmp_path / "t" / "plan.json").read_text())["assumptions"]
+
+
+@pytest.mark.timeout(180)
+def test_verify_plan_gives_no_prediction_from_a_profile_refitted_since_the_plan(tmp_path):
+    # a plan made on fabric.json, then another run appended to the results and `fit -O fabric.json --force` again
+    # (same name 'fitted', same source): verify-plan predicted from the refit as if the plan had been made on it
+    from tests.test_costmodel_cli import _write_sweep
+    from tests.test_verify import plan_on_a_gloo_fitted_profile
+
+    fabric, folder = plan_on_a_gloo_fitted_profile(tmp_path)
+    verify = ["verify-plan", str(folder / "plan.json"), "--max-bytes", "64K", "--iters", "1", "--json"]
+    doc = json.loads(_invoke(*verify).stdout)
+    assert all(p["predicted_time_us"] for p in doc["points"])
+    collectives = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv")
+    again = tmp_path / "again.jsonl"
+    _write_sweep(again, "all_reduce", 2, 900e-6, 1e9)
+    ar = tmp_path / "all_reduce.jsonl"
+    ar.write_text(ar.read_text() + "".join(json.dumps(dict(r, run_id="later")) + "\n" for r in _records(again)))
+    refit = _invoke("fit", *(str(tmp_path / f"{c}.jsonl") for c in collectives), "-O", str(fabric), "--force")
+    assert refit.exit_code == 0, refit.output
+    doc = json.loads(_invoke(*verify).stdout)
+    assert all(p["predicted_time_us"] is None for p in doc["points"])
+    assert any("has changed since the plan was made on it (its notes" in f for f in doc["unmet_assumptions"])
+
+
+def test_report_says_where_its_predicted_lines_are_extrapolated(tmp_path):
+    # report --fabric drew the dashed 'predicted' line over every measured size, 64 KiB included, from a profile fitted
+    # on 1..16 KiB, and said only 'dashed lines are predicted from fab.json'; predict marks such sizes 'extrapolated'
+    records = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    sizes = sorted(r["size_bytes"] for r in records if r["record_type"] == "measurement")
+    small = _write(tmp_path / "small.jsonl", [r for r in records if r.get("size_bytes", 0) <= sizes[2]])
+    fab = tmp_path / "fab.json"
+    assert _invoke("fit", small, "-O", str(fab)).exit_code == 0
+    result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--fabric", str(fab), "-O", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    said = f"{len(sizes) - 3} of {len(sizes)} size(s) beyond what {fab} measured for all_reduce (scale_up)"
+    assert said in " ".join(result.output.split())
+    readme = (tmp_path / "r" / "README.md").read_text()
+    assert "## Extrapolated (dashed lines beyond what the profile measured)" in readme and said in readme
+    # a profile fitted on every size: nothing extrapolated
+    assert _invoke("fit", str(COMPARE / "gloo_all_reduce_a.jsonl"), "-O", str(fab), "--force").exit_code == 0
+    result = _invoke("report", str(COMPARE / "gloo_all_reduce_a.jsonl"), "--fabric", str(fab), "-O", str(tmp_path / "r2"))
+    assert "xtrapolated" not in result.output and "Extrapolated" not in (tmp_path / "r2" / "README.md").read_text()
+
+
+@pytest.mark.timeout(180)
+def test_a_bench_that_stopped_at_a_failed_point_says_what_it_never_measured(tmp_path, monkeypatch):
+    # bench stops at its first failed point (16 KiB here): the file held 1 KiB, 4 KiB and the failed 16 KiB, and
+    # `report` listed the failure but not that 64 KiB was never measured; fit fitted 1..4 KiB without a word
+    import commbench.measure.bench as bench
+
+    measure = bench.measure_point
+
+    def faulty(backend, comm, collective, spec, loop, **kw):  # the forked ranks inherit it
+        if spec.size_bytes == 16384:
+            raise RuntimeError("injected: connection reset")
+        return measure(backend, comm, collective, spec, loop, **kw)
+
+    monkeypatch.setattr(bench, "measure_point", faulty)
+    out = tmp_path / "b.jsonl"
+    result = _invoke("bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "2", "-O", str(out))
+    assert result.exit_code == 1, result.output
+    assert _records(out)[0]["planned_points"] == 4
+    said = "holds 3 of the 4 point(s) it plans: it was cut short, 1 not in the file (run it again"
+    assert said in " ".join(_invoke("report", str(out), "-O", str(tmp_path / "r")).output.split())
+    assert any(said in n for n in json.loads(_invoke("fit", str(out), "--json").stdout)["notes"])
+
+
+def test_predict_and_plan_say_a_profile_is_older_than_the_results_it_was_fitted_from(tmp_path, monkeypatch):
+    # fit results.jsonl -O fab.json, then another run appended to results.jsonl (bench -O appends, sweep --resume):
+    # predict and plan read fab.json's curves as the measurement of that file, without a word about the new run
+    monkeypatch.chdir(tmp_path)
+    first = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    _write(tmp_path / "results.jsonl", first)
+    assert _invoke("fit", "results.jsonl", "-O", "fab.json").exit_code == 0
+    predict = ["predict", "--fabric", "fab.json", "-c", "all_reduce", "-g", "2", "-b", "1K", "-e", "4K"]
+    result = _invoke(*predict)
+    assert result.exit_code == 0 and "not fitted on" not in result.output, result.output
+    later = _records(COMPARE / "gloo_all_reduce_b.jsonl")
+    _write(tmp_path / "results.jsonl", first + later)
+    said = (f"warning: results.jsonl now holds 1 run(s) the profile fab.json was not fitted on (run {later[0]['run_id']}):"
+            " results added since the fit; refit")
+    assert said in " ".join(_invoke(*predict).output.split())
+    planned = _invoke("plan", "--model", "llama3-8b", "--system", "fab.json", "--gpu", "h100", "--gpus", "2")
+    assert said in " ".join(planned.output.split())   # (this profile then lacks reduce_scatter: refused after it)
