@@ -286,3 +286,16 @@ def test_predict_and_plan_say_a_profile_is_older_than_the_results_it_was_fitted_
     assert said in " ".join(_invoke(*predict).output.split())
     planned = _invoke("plan", "--model", "llama3-8b", "--system", "fab.json", "--gpu", "h100", "--gpus", "2")
     assert said in " ".join(planned.output.split())   # (this profile then lacks reduce_scatter: refused after it)
+
+
+def test_a_run_fit_never_uses_is_no_sign_of_a_newer_file(tmp_path, monkeypatch):
+    # a tuning sweep's forced-channel runs are never fitted (fit_records.collect_points): counting every ok run of the
+    # file, the stale-profile check warned 'results added since the fit' on a file unchanged since its fit
+    monkeypatch.chdir(tmp_path)
+    first = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    forced = [dict(r, run_id="forced0000001", params={**(r.get("params") or {}), "nccl_channels": 4})
+              for r in _records(COMPARE / "gloo_all_reduce_b.jsonl")]
+    _write(tmp_path / "results.jsonl", first + forced)
+    assert _invoke("fit", "results.jsonl", "-O", "fab.json").exit_code == 0
+    result = _invoke("predict", "--fabric", "fab.json", "-c", "all_reduce", "-g", "2", "-b", "1K", "-e", "4K")
+    assert result.exit_code == 0 and "not fitted on" not in result.output, result.output

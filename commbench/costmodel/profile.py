@@ -364,7 +364,8 @@ def runs_since_fit(profile_path: str) -> list[str]:
     from pathlib import Path
 
     from commbench.errors import CommbenchError
-    from commbench.results.records import Measurement, iter_records
+    from commbench.costmodel.fit_records import collect_points
+    from commbench.results.records import Measurement, headers as header_records, iter_records
 
     try:
         data = json.loads(Path(profile_path).read_text())
@@ -382,10 +383,15 @@ def runs_since_fit(profile_path: str) -> list[str]:
         if path is None:
             continue
         try:
-            fresh = {r.run_id for r in iter_records(path, drop_samples=True) if isinstance(r, Measurement)
-                     and r.status == "ok" and not r.num_wrong and r.group_size >= 2 and r.backend in backends}
+            records = list(iter_records(path, drop_samples=True))
         except CommbenchError:
             continue
+        # the runs fit itself would use (its own point collection: a tuning sweep's forced-channel runs are never
+        # fitted, so they are no sign of a newer file)
+        runs_of: dict = {}
+        collect_points([r for r in records if isinstance(r, Measurement) and r.backend in backends],
+                       {h.run_id: h for h in header_records(records)}, runs_of)
+        fresh = set().union(*runs_of.values()) if runs_of else set()
         new = sorted(fresh - fitted)
         if new:
             lines.append(f"{name} now holds {len(new)} run(s) the profile {profile_path} was not fitted on (run "
