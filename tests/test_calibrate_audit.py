@@ -335,6 +335,7 @@ def test_a_calibration_file_of_another_commbench_is_named(tmp_path, written_by, 
     assert "commbench version" not in _invoke(*evaluate).output and "written by" not in _invoke(*evaluate).output
     doc = json.loads(out.read_text())
     doc.pop("commbench_version")
+    doc.pop("step_model")   # a file of an older commbench records no step model either
     if written_by:
         doc["commbench_version"] = written_by
     out.write_text(json.dumps(doc))

@@ -312,3 +312,62 @@ def test_a_tuning_bench_with_wrong_data_in_any_combination_exits_1(tmp_path, mon
         run_bench_axes(config, parse_axes(None, "ll", None), 1)
         out = " ".join(capsys.readouterr().out.split())
         assert "done: 2 combination(s)" in out and "-O nccl_tuner.conf" in out, out
+
+
+def _drop_combination(path, label: str) -> None:
+    """The file as a launch stopped before `label` started leaves it: none of that combination's records."""
+    lines = [json.loads(line) for line in open(path).read().splitlines()]
+    gone = {r["run_id"] for r in lines if r["record_type"] == "header"
+            and (r.get("nccl_tuning") or {}).get("combination") == label}
+    assert gone, label
+    with open(path, "w") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in lines if r["run_id"] not in gone))
+
+
+def test_a_tuning_bench_cut_short_before_a_combination_started_says_which(tmp_path, monkeypatch):
+    """bench --nccl-algo ring,tree stopped before tree started left default and ring, each whole: report, fit and
+    nccl-tuner said nothing, and nccl-tuner's rules chose among two combinations as if tree had lost."""
+    monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
+    config = _config(tmp_path)
+    run_tuned_bench(config, parse_axes("ring,tree", None, None), nproc=2, start_method="fork", rank_fn=fake_rank)
+    tuning = [h.nccl_tuning for h in headers(read_records([config.output_path]))]
+    assert [t["combination"] for t in tuning] == ["NCCL default", "ring/*/*", "tree/*/*"]
+    assert all(t["combinations"] == ["NCCL default", "ring/*/*", "tree/*/*"] for t in tuning)
+    assert len({t["plan"] for t in tuning}) == 1
+    whole = CliRunner().invoke(app, ["fit", config.output_path, "--json"])
+    assert whole.exit_code == 0 and not any("tuning combination" in n for n in json.loads(whole.stdout)["notes"])
+    _drop_combination(config.output_path, "tree/*/*")
+    said = "plans 3 NCCL tuning combination(s) and holds 2: it was cut short before tree/*/* started"
+    fit = CliRunner().invoke(app, ["fit", config.output_path, "--json"])
+    assert any(said in n for n in json.loads(fit.stdout)["notes"]), fit.output
+    report = CliRunner().invoke(app, ["report", config.output_path, "-O", str(tmp_path / "rep")])
+    assert said in " ".join(report.output.split()), report.output
+    conf = tmp_path / "t.conf"
+    tuner = CliRunner().invoke(app, ["nccl-tuner", config.output_path, "-O", str(conf)])
+    assert tuner.exit_code == 0, tuner.output
+    out = " ".join(tuner.output.split())
+    assert said in out and "a combination never measured may be faster than the one a rule names" in out
+    assert "never measured may be faster" in conf.read_text()
+
+
+def test_a_tuning_sweep_cut_short_is_said_until_resumed(tmp_path):
+    """The real sweep runner on gloo: each combination's header (collect_header) names the launch's plan; a file
+    missing a combination says so, and --resume (the same plan) measures it and the note goes."""
+    from commbench.results.resumed import sweeps_cut_short
+    from commbench.sweep import SweepJob, parse_sweep
+    from commbench.sweep.tuned_sweep import run_tuned_sweep
+
+    spec = parse_sweep({"sweep": {"nccl_proto": ["ll", "simple"]},
+                        "run": [{"collective": "all_reduce", "sizes": ["1K"], "iters": 2, "warmup_iters": 0,
+                                 "timeout_s": 30}]})
+    out = str(tmp_path / "s.jsonl")
+    run_tuned_sweep(SweepJob(sweep=spec, backend="gloo", output_path=out, show_progress=False, argv=("commbench",
+                             "sweep", "t.toml")), nproc=1, start_method="fork")
+    assert sweeps_cut_short(read_records([out])) == []
+    _drop_combination(out, "*/simple/*")
+    (line,) = sweeps_cut_short(read_records([out]))
+    assert "plans 3 NCCL tuning combination(s) and holds 2: it was cut short before */simple/* started" in line
+    assert "--resume` into the same file measures them" in line
+    run_tuned_sweep(SweepJob(sweep=spec, backend="gloo", output_path=out, resume=True, show_progress=False),
+                    nproc=1, start_method="fork")
+    assert sweeps_cut_short(read_records([out])) == []

@@ -31,7 +31,8 @@ def verify_rows(points: list[dict]) -> list[list[str]]:
     return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["measured_size_bytes"]),
              format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
              "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
-             _us(p["plan_predicted_time_us"]), str(p["num_wrong"])] for p in points]
+             _us(p["plan_predicted_time_us"]) + (" extrapolated" if p.get("plan_predicted_extrapolated") else ""),
+             str(p["num_wrong"])] for p in points]
 
 
 def plan_path(plan: str) -> str:
@@ -158,6 +159,7 @@ def _points(items, rows, fabric, ctx, described, resolved, ranks_per_rack, flags
                                       domains=item.plan_domains, tokens=item.plan_tokens_per_rank) * 1e6
             except CommbenchError as exc:
                 flags.append(f"{item.label}: no prediction ({exc})")
+        beyond = plan_us is not None and _plan_extrapolated(fabric, item, ctx, flags)
         meas = row["time_us_median"]
         if (group, domains) != (item.plan_group_size, item.plan_domains):
             flags.append(f"{item.label}: 'predicted' is for the group measured ({group} ranks, {domains} scale-up "
@@ -174,11 +176,38 @@ def _points(items, rows, fabric, ctx, described, resolved, ranks_per_rack, flags
                        "plan_size_bytes": item.plan_size_bytes,
                        "measured_time_us": meas, "predicted_time_us": pred_us,
                        "measured_over_predicted": meas / pred_us if meas and pred_us else None,
-                       "plan_predicted_time_us": plan_us,
+                       "plan_predicted_time_us": plan_us, "plan_predicted_extrapolated": bool(beyond),
                        "comparable": _describes(described, item, resolved),
                        "num_wrong": row["num_wrong"]})
     flags.extend(mismatch_flags(points))
     return points
+
+
+def _plan_extrapolated(fabric, item, ctx, flags: list[str]) -> bool:
+    """Whether 'plan predicted' lies beyond what a fitted profile measured for the curve that prices it (predict's
+    fitted_range / extrapolated: the plan's sizes or group size outside the fitted ones, on the tier of the plan's
+    domains); False on a preset (nothing measured). Adds a flag saying what was measured when it does."""
+    import numpy as np
+
+    from commbench.cli.predict import extrapolated, fitted_range
+    from commbench.planner.step import moe_comm
+    from commbench.workflows.verify import ACT_BYTES
+
+    most = int(getattr(fabric, "num_domains", 0) or 0)
+    group = item.plan_group_size
+    domains = max(1, min(item.plan_domains, group, most) if most else min(item.plan_domains, group))
+    sizes = [item.plan_size_bytes]
+    if item.kind == "ep":   # the dispatch's bytes, and the bf16 bytes its backward twin and the combine move
+        sizes.append(int(round(item.plan_size_bytes * ACT_BYTES / float(moe_comm.dispatch_bytes_per_element(
+            ctx.quantised)))))
+    measured = fitted_range(fabric, "moe_all_to_all" if item.kind == "ep" else item.collective, domains)
+    if not any(extrapolated(measured, np.array(sizes), group)):
+        return False
+    flags.append(f"{item.label}: 'plan predicted' is EXTRAPOLATED: the plan's {', '.join(format_size(b) for b in sizes)} "
+                 f"on {group} ranks lies beyond what the profile {fabric.name!r} measured for {measured['curve']} "
+                 f"({format_size(measured['min_size_bytes'])} to {format_size(measured['max_size_bytes'])}, group "
+                 f"size(s) {', '.join(map(str, measured['group_sizes']))})")
+    return True
 
 
 def _describes(described: dict[str, set[str]], item, backend: str) -> bool:

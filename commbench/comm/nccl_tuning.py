@@ -69,6 +69,29 @@ class TuningCombo:
         return "/".join(str(v) if v is not None else "*" for v in (self.algo, self.proto, self.channels))
 
 
+# A tuning launch's plan, set in each combination's processes (commbench.sweep.combos.combo_environ) as JSON
+# {"plan": id, "combinations": [labels, NCCL's default first]}: every header a combination writes carries it with its
+# own label (RunHeader.nccl_tuning), so a file cut short before some combinations started says which it lacks
+# (results.resumed.sweeps_cut_short); a combination never started writes nothing else.
+TUNING_ENV = "COMMBENCH_NCCL_TUNING"
+COMBO_ENV = "COMMBENCH_NCCL_COMBO"  # the combination's label, set in its processes
+
+
+def tuning_from_env(env) -> dict | None:
+    """A header's `nccl_tuning` in a tuning combination's processes: {"plan", "combinations", "combination"} (this
+    one's label); None outside a tuning launch."""
+    import json
+
+    try:
+        plan = json.loads(env.get(TUNING_ENV) or "null")
+    except ValueError:
+        return None
+    if not isinstance(plan, dict) or not env.get(COMBO_ENV):
+        return None
+    return {"plan": plan.get("plan"), "combinations": list(plan.get("combinations") or []),
+            "combination": env[COMBO_ENV]}
+
+
 def combo_from_params(params: dict) -> TuningCombo:
     """The combination a record was measured under (records without the keys: NCCL's default)."""
     def get(key):

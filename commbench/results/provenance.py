@@ -12,6 +12,7 @@ import sys
 from commbench import __version__
 from commbench.comm.backend import Backend, gather_strings
 from commbench.comm.nccl_conf import read_conf_files
+from commbench.comm.nccl_tuning import tuning_from_env
 from commbench.results.records import RunHeader
 
 
@@ -75,7 +76,7 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
         nccl_env={k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
         nccl_conf=read_conf_files(os.environ),
         launcher=launcher, topology=topology,
-        emulated=_emulated_record(emulated),
+        emulated=_emulated_record(emulated), nccl_tuning=tuning_from_env(os.environ),
         notes=list(notes or []) + ([LOCAL_LAUNCH_NOTE, _threads_note()] if launcher in ("local", "single") else []),
     )
 

@@ -52,6 +52,9 @@ class RunHeader:
     emulated: dict[str, Any] | None = None  # set when the fabric was emulated (commbench emulate)
     notes: list[str] = field(default_factory=list)
     sweep_identity: str | None = None  # a sweep's entries + world size + backend, hashed (--resume checks it)
+    # a combination of an NCCL tuning launch (bench/sweep --nccl-*): {"plan": id, "combinations": [every label the
+    # launch plans], "combination": this one's} (comm.nccl_tuning.tuning_from_env); None elsewhere
+    nccl_tuning: dict[str, Any] | None = None
     planned_points: int | None = None  # the points the run (a sweep: every launch of it) plans; report and fit say when fewer are held
     # NCCL's configuration files read on this host, in NCCL's order -> their NCCL_* settings (comm.nccl_conf)
     nccl_conf: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -76,7 +76,9 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     (`planned_points`; every launch of one sweep, resumed ones included, shares the sweep's identity and count): a
     bench or sweep stopped part-way (a crash, a failed point that ends a bench, a kill, a time limit) and not
     resumed, whose missing points a report or a fit would otherwise pass over without a word. Headers written
-    before `planned_points` was recorded say nothing here."""
+    before `planned_points` was recorded say nothing here. An NCCL tuning launch cut short before some of its
+    combinations started is said too (combinations_not_started)."""
+    records = list(records)
     planned: dict[str, int] = {}
     runs: dict[str, list[str]] = {}
     named: dict[str, str] = {}
@@ -91,7 +93,7 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
             group_of[record.run_id] = group
         elif isinstance(record, Measurement) and record.run_id in group_of:
             held.setdefault(group_of[record.run_id], set()).add(record.point_key or id(record))
-    out = []
+    out = combinations_not_started(records)
     for group, count in planned.items():
         have = len(held.get(group, ()))
         if have < count:
@@ -99,4 +101,31 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
                      else "run it again to measure them")
             out.append(f"`{named[group]}` (run {', '.join(dict.fromkeys(runs[group]))}) holds {have} of the {count} "
                        f"point(s) it plans: it was cut short, {count - have} not in the file ({again})")
+    return out
+
+
+def combinations_not_started(records: Iterable[Record]) -> list[str]:
+    """One line per NCCL tuning launch (bench/sweep --nccl-*, RunHeader.nccl_tuning; a sweep's --resume continues
+    its plan) of which the file holds no header of some planned combination: the launch was stopped (a kill, a time
+    limit, a crash of the launcher) before they started, and they leave no record at all, so their runs' own
+    `planned_points` cannot tell. A combination NCCL refused has a header and skipped records: not counted here.
+    Headers written before `nccl_tuning` was recorded say nothing."""
+    plans: dict[tuple, dict] = {}
+    for record in records:
+        tuning = record.nccl_tuning if isinstance(record, RunHeader) else None
+        if not isinstance(tuning, dict) or not tuning.get("combinations"):
+            continue
+        key = (tuning.get("plan"), tuple(tuning["combinations"]))
+        plan = plans.setdefault(key, {"runs": [], "started": set(), "named": " ".join(record.argv[1:3]) or "run"})
+        plan["runs"].append(record.run_id)
+        plan["started"].add(tuning.get("combination"))
+    out = []
+    for (_, combinations), plan in plans.items():
+        missing = [c for c in combinations if c not in plan["started"]]
+        if missing:
+            out.append(f"`{plan['named']}` (run {', '.join(dict.fromkeys(plan['runs']))}) plans {len(combinations)} NCCL "
+                       f"tuning combination(s) and holds {len(combinations) - len(missing)}: it was cut short before "
+                       f"{', '.join(missing)} started: never measured (not refused, not beaten; "
+                       + ("`commbench sweep ... --resume` into the same file measures them)"
+                          if plan["named"].startswith("sweep") else "run it again to measure them)"))
     return out

@@ -24,12 +24,11 @@ from typing import Any, Callable
 from commbench import __version__
 from commbench.comm.launch import DEFAULT_MASTER_PORT
 from commbench.comm.nccl_conf import read_conf_files
-from commbench.comm.nccl_tuning import TUNED_ENV_KEYS, TuningCombo
+from commbench.comm.nccl_tuning import COMBO_ENV, TUNED_ENV_KEYS, TUNING_ENV, TuningCombo, tuning_from_env
 from commbench.errors import first_line
 from commbench.results.records import JsonlWriter, Measurement, RunHeader, new_run_id
 
 POLL_S = 0.2
-COMBO_ENV = "COMMBENCH_NCCL_COMBO"  # the combination's label, set in its processes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,14 +55,17 @@ def guarded_rank(rank_env, payload: tuple[Callable, Any]) -> Any:
         return RankFailure(reason=line if line != type(exc).__name__ else type(exc).__name__)
 
 
-def combo_environ(combo: TuningCombo, index: int, base: dict[str, str]) -> dict[str, str]:
+def combo_environ(combo: TuningCombo, index: int, base: dict[str, str], plan: dict | None = None) -> dict[str, str]:
     """The environment of a combination's processes: the tuned keys replaced by the combination's
-    (inherited values dropped, so the baseline really is NCCL's default). Under an outside launcher,
+    (inherited values dropped, so the baseline really is NCCL's default), and the launch's `plan`
+    (TUNING_ENV: every combination it runs, which each header records). Under an outside launcher,
     each combination rendezvouses on its own port (MASTER_PORT + 1 + index), hosted by rank 0,
     so no store key of one combination is seen by the next."""
     env = {k: v for k, v in base.items() if k not in TUNED_ENV_KEYS}
     env.update(combo.env())
     env[COMBO_ENV] = combo.label
+    if plan is not None:
+        env[TUNING_ENV] = json.dumps(plan)
     if "RANK" in base or "SLURM_PROCID" in base or "OMPI_COMM_WORLD_RANK" in base:
         env["MASTER_PORT"] = str(int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT)) + 1 + index)
         env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
@@ -118,7 +120,7 @@ def skipped_header(*, backend: str, world_size: int, combo: TuningCombo, env: di
         argv=argv, commbench_version=__version__, python_version=sys.version.split()[0], torch_version=None,
         nccl_version=None, cuda_version=None, cupy_version=None, backend=backend, world_size=world_size,
         hostnames=[socket.gethostname()], devices=[], nccl_env={k: v for k, v in sorted(env.items()) if k.startswith("NCCL_")},
-        nccl_conf=read_conf_files(env), launcher=launcher, notes=[f"NCCL tuning combination {combo.label} refused before any point: {reason}"])
+        nccl_conf=read_conf_files(env), launcher=launcher, nccl_tuning=tuning_from_env(env), notes=[f"NCCL tuning combination {combo.label} refused before any point: {reason}"])
 
 
 def skipped_record(planned, *, run_id: str, collective, backend: str, world_size: int, loop, combo: TuningCombo,
@@ -139,7 +141,7 @@ def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo],
                      total_points: int, skipped_records: Callable[[TuningCombo, str, str, int], list[Measurement]],
                      make_header: Callable[[TuningCombo, dict[str, str], str], RunHeader], is_writer: bool = True,
                      show_progress: bool = True, start_method: str = "spawn",
-                     stall_timeout_s: float | None = None) -> list[ComboResult]:
+                     stall_timeout_s: float | None = None, plan_id: str | None = None) -> list[ComboResult]:
     """Run `run_one(combo)` for every combination, each in a fresh child process with its NCCL_*
     environment; `run_one` returns None or the reason the combination failed (picklable callable).
 
@@ -149,13 +151,17 @@ def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo],
     the ranks wrote none. Only the writer (rank 0 / the local parent) writes or shows anything.
     `stall_timeout_s`: a combination whose results file does not grow for this long (a hung NCCL
     init, say) is terminated and recorded as skipped.
+    `plan_id`: what ties the launches of one plan together (a sweep's identity, so --resume continues it; a fresh
+    id when None): with the combinations' labels it goes in every header (RunHeader.nccl_tuning), so a launch cut
+    short before some combinations started leaves a file that says which.
     """
     context = multiprocessing.get_context(start_method)
     results: list[ComboResult] = []
+    plan = {"plan": plan_id or new_run_id(), "combinations": [c.label for c in combos]}
     progress = _progress(total_points * len(combos), output_path) if is_writer and show_progress else None
     try:
         for index, combo in enumerate(combos):
-            env = combo_environ(combo, index, dict(os.environ))
+            env = combo_environ(combo, index, dict(os.environ), plan)
             offset = _size(output_path)
             if progress:
                 progress.describe(f"{combo.label} ({index + 1}/{len(combos)})")

@@ -15,6 +15,7 @@ from commbench.results.records import Measurement
 from commbench.sweep.combos import (ComboResult, RankFailure, guarded_rank, run_combinations, skipped_header,
                                     skipped_record)
 from commbench.sweep.plan import plan_sweep
+from commbench.sweep.resume import sweep_identity
 from commbench.sweep.runner import SweepJob, run_sweep_rank
 from commbench.sweep.tuned_bench import stall_timeout_s, world_size_of
 from commbench.sweep.schema import Sweep
@@ -82,4 +83,5 @@ def run_tuned_sweep(job: SweepJob, *, nproc: int | None, start_method: str = "sp
             backend=job.backend, world_size=world, combo=combo, env=env, argv=list(job.argv),
             launcher=rank_env.launcher if rank_env else "local", reason=reason),
         is_writer=is_writer, show_progress=is_writer and job.show_progress, start_method=start_method,
-        stall_timeout_s=stall_timeout_s(max(e.timeout_s for e in job.sweep.entries)))
+        stall_timeout_s=stall_timeout_s(max(e.timeout_s for e in job.sweep.entries)),
+        plan_id=sweep_identity(job.sweep, world, job.backend))   # --resume continues the same plan

@@ -156,8 +156,11 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
-    from commbench.results.resumed import sweeps_cut_short
+    from commbench.results.resumed import combinations_not_started, sweeps_cut_short
     notes += sweeps_cut_short(records)
+    if combinations_not_started(records):   # a rule's choice is the fastest of those measured, not of those planned
+        notes.append("these rules choose among the combinations the file holds: a combination never measured may be "
+                     "faster than the one a rule names (measure it, then run nccl-tuner again)")
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
     return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run), notes=notes,
                        switch_backs=switches, sources=[h.run_id for h in headers(records)],

@@ -52,18 +52,27 @@ class CalibrationFile:
     calibration: Calibration
     shipped_terms: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()   # the GPUs of the runs it was fitted on (its "runs"); () for a file without them
-    written_by: str | None = None   # its "commbench_version": the release whose step model its terms were fitted to
+    written_by: str | None = None   # its "commbench_version": the release that wrote it
+    step_model: str | None = None   # its "step_model": the step model (step.terms.STEP_MODEL) its terms were fitted to
 
     def version_note(self) -> str:
-        """'' for a file this commbench release wrote; else one line: its terms were fitted to another release's step
-        model (or one that recorded no version), and are read as this one's."""
+        """'' for a file fitted to this commbench's step model (step.terms.STEP_MODEL); else one line naming the file
+        and both step models: its terms were fitted to another one (or to one it does not record: a file written
+        before step models were recorded, whose release string says nothing, commbench being 0.1.0 throughout), and
+        are read as this one's."""
         from commbench import __version__
-        if self.written_by == __version__:
+        from commbench.planner.step.terms import STEP_MODEL
+        if self.step_model == STEP_MODEL:
             return ""
-        by = (f"was written by commbench {self.written_by}" if self.written_by
-              else "records no commbench version (written before it was recorded)")
-        return (f"calibration file {self.path} {by}; this is {__version__}: its terms were fitted to that release's "
-                "step model and are read as this one's (refit with `commbench calibrate -O` to be sure)")
+        by = f"was written by commbench {self.written_by}" if self.written_by else "records no commbench version"
+        if self.step_model is not None:
+            return (f"calibration file {self.path} was fitted to step model {self.step_model} ({by.replace('was ', '')}"
+                    f"); this commbench ({__version__}) has step model {STEP_MODEL}: its terms are read as this one's "
+                    "(refit with `commbench calibrate -O`)")
+        return (f"calibration file {self.path} {by} and records no step model (written before step models were "
+                f"recorded), so the step model its terms were fitted to is unknown; this commbench ({__version__}) has "
+                f"step model {STEP_MODEL}: its terms are read as this one's (refit with `commbench calibrate -O` to be "
+                "sure)")
 
     def bounds_note(self) -> str:
         """'' when every term lies in its BOUNDS (where `commbench calibrate` fits it); else one line naming those
@@ -154,16 +163,16 @@ def read_calibration_file(path: str) -> CalibrationFile:
         if not lo <= value <= hi:
             raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
     return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=fitted_gpus(path),
-                           written_by=_written_by(path))
+                           written_by=_recorded(path, "commbench_version"), step_model=_recorded(path, "step_model"))
 
 
-def _written_by(path: str) -> str | None:
-    """A calibration file's "commbench_version" (None when it records none)."""
+def _recorded(path: str, field: str) -> str | None:
+    """A calibration file's "commbench_version" or "step_model" (None when it records none)."""
     import json
 
     from commbench.errors import read_user_file
-    version = json.loads(read_user_file(path, "calibration file")).get("commbench_version")
-    return version if isinstance(version, str) else None
+    value = json.loads(read_user_file(path, "calibration file")).get(field)
+    return value if isinstance(value, str) else None
 
 
 def load_calibration_file(path: str) -> Calibration:

@@ -197,15 +197,24 @@ CALIBRATION_KIND = "commbench-calibration"
 # The calibration file's format version. Files written before it was recorded (no "version") have the same shape and
 # read as version 1; a file of a later version is refused (read_calibration), not read as if it were this one.
 CALIBRATION_VERSION = 1
+# The step model a calibration file's terms were fitted to: the physics of commbench/planner/step (what each term
+# multiplies), not the file's format (CALIBRATION_VERSION) nor the release (commbench's version string has been
+# 0.1.0 throughout). Set to the day's date whenever that physics changes, so that a file fitted before is told
+# apart (calibrate.fit.CalibrationFile.version_note). A hand-set identifier, not a hash of the source: a hash moves
+# with every comment and refactor (every file would warn), and one of the model's outputs with a model-zoo or
+# hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of the step model to this
+# value, so a physics change that forgets to set it fails there.
+STEP_MODEL = "2026-12-04"
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None) -> dict:
-    """The file `commbench calibrate -O` writes: its format version and the commbench that wrote it, the fitted terms,
+    """The file `commbench calibrate -O` writes: its format version, the commbench that wrote it and the step model
+    (STEP_MODEL) its terms were fitted to, the fitted terms,
     the files they came from and (`runs`) each run fitted, as calibrate's run_key names it (so --evaluate can tell
     those runs from held-out ones)."""
     from commbench import __version__
     data = {"kind": CALIBRATION_KIND, "version": CALIBRATION_VERSION, "commbench_version": __version__,
-            "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
+            "step_model": STEP_MODEL, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
     return data if runs is None else dict(data, runs=runs)
 
 

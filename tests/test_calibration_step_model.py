@@ -1,0 +1,77 @@
+"""A calibration file records the step model its terms were fitted to (step.terms.STEP_MODEL): commbench's version
+string is 0.1.0 throughout its history, so a file fitted to an older step model was read as current without a word.
+A file of another step model is warned about in one line naming the file and both; one that records none (written
+before they were) reads as before, with a note that its step model is unknown."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench import __version__
+from commbench.cli.app import app
+from commbench.costmodel import load_preset
+from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
+from commbench.planner.step.terms import CALIBRATED, STEP_MODEL, Calibration, calibration_json
+
+PLAN = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64",
+        "--layout", "tp=1,pp=1,vp=1,ep=8,mbs=1"]
+
+
+def _plan_with(tmp_path, **fields):
+    data = dict(calibration_json(CALIBRATED, fitted_on=["x.log"]), commbench_version=__version__)
+    data.update(fields)
+    data = {k: v for k, v in data.items() if v is not None}
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, [*PLAN, "--calibration", str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    return str(path), [" ".join(line.split()) for line in result.stderr.splitlines() if "step model" in line]
+
+
+def test_calibrate_writes_the_step_model_and_a_current_file_reads_without_a_note(tmp_path):
+    assert calibration_json(CALIBRATED, fitted_on=[])["step_model"] == STEP_MODEL
+    assert _plan_with(tmp_path)[1] == []
+
+
+def test_a_file_of_another_step_model_names_the_file_and_both(tmp_path):
+    # the same release string (0.1.0), an older step model: read as current without a word before
+    path, lines = _plan_with(tmp_path, step_model="2026-01-01")
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"warning: calibration file {path} was fitted to step model 2026-01-01")
+    assert f"has step model {STEP_MODEL}" in lines[0] and "calibrate -O" in lines[0]
+
+
+def test_a_file_without_a_step_model_reads_with_a_note_that_it_is_unknown(tmp_path):
+    # written by this very release string before step models were recorded: no note at all before
+    path, lines = _plan_with(tmp_path, step_model=None)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"warning: calibration file {path} was written by commbench {__version__} and records "
+                               "no step model")
+    assert "is unknown" in lines[0] and f"has step model {STEP_MODEL}" in lines[0]
+
+
+# Fixed terms (not CALIBRATED, which moves with a refit) so only the step model's physics moves these figures.
+TERMS = dict(gemm_efficiency_hopper=0.7, gemm_efficiency_blackwell=0.55, fp4_gemm_ratio=0.8,
+             grouped_gemm_efficiency=0.4, attention_efficiency=0.4, hbm_efficiency=0.4, layer_overhead_s=0.005,
+             graph_layer_residual=0.4, moe_sync_s=1e-5, all_to_all_efficiency=1.0, overlap_efficiency=0.3,
+             ep_overlap_efficiency=0.5, gemm_traffic_factor=1.0, expert_gemm_kernel_s=2e-5,
+             grouped_gemm_8bit_efficiency=0.56)
+# STEP_MODEL -> step_s of the two layouts below. A physics change moves them: set STEP_MODEL to the day's date
+# (calibration files fitted before are then warned about) and pin the new figures under it.
+REFERENCE = {"2026-12-04": [17.08518673837645, 29.74069125735474]}
+
+
+def test_the_step_model_identifier_moves_with_the_physics():
+    model = load_model("deepseek-v3")
+    fabric = load_preset("gb200-nvl72", num_gpus=256)
+    arrays = LayoutArrays.from_layouts([
+        Layout(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, precision="mxfp8"),
+        Layout(tp=2, pp=8, vp=2, ep=16, etp=1, dp=16, mbs=1, gbs=4096, precision="bf16")])
+    step_s = evaluate_layouts(model, fabric, arrays, calibration=Calibration(**TERMS)).step_s
+    assert STEP_MODEL in REFERENCE, f"pin this step model's figures: {STEP_MODEL}: {list(map(float, step_s))}"
+    assert list(step_s) == pytest.approx(REFERENCE[STEP_MODEL], rel=1e-9), (
+        f"the step model's predictions moved ({list(map(float, step_s))}): set step.terms.STEP_MODEL to today's "
+        "date and pin these figures under it")
