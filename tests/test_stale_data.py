@@ -299,3 +299,29 @@ def test_a_run_fit_never_uses_is_no_sign_of_a_newer_file(tmp_path, monkeypatch):
     assert _invoke("fit", "results.jsonl", "-O", "fab.json").exit_code == 0
     result = _invoke("predict", "--fabric", "fab.json", "-c", "all_reduce", "-g", "2", "-b", "1K", "-e", "4K")
     assert result.exit_code == 0 and "not fitted on" not in result.output, result.output
+
+
+def _cut_short(tmp_path) -> str:
+    """gloo_all_reduce_b.jsonl as a run that planned 3 points more than it wrote (a crash after its last one)."""
+    records = _records(COMPARE / "gloo_all_reduce_b.jsonl")
+    points = [r for r in records if r.get("record") != "header" and "size_bytes" in r]
+    for r in records:
+        if "size_bytes" not in r:   # the header
+            r["planned_points"] = len(points) + 3
+    return _write(tmp_path / "cut.jsonl", records)
+
+
+def test_compare_fails_a_run_cut_short_even_with_allow_missing(tmp_path):
+    # --allow-missing passed a NEW that crashed part-way ('--allow-missing passes cut-short runs'): the header's
+    # planned_points tells a crash from a narrower plan, and a crash is a failed run
+    base = str(COMPARE / "gloo_all_reduce_a.jsonl")
+    cut = _cut_short(tmp_path)
+    result = _invoke("compare", base, cut, "--allow-missing")
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "cut short:" in said and "--allow-cut-short judges the points it holds" in said
+    allowed = _invoke("compare", base, cut, "--allow-missing", "--allow-cut-short", "--json")
+    doc = json.loads(allowed.stdout)
+    assert allowed.exit_code == 0 and doc["passed"] and doc["allow_cut_short"] and len(doc["cut_short"]) == 1
+    whole = _invoke("compare", base, str(COMPARE / "gloo_all_reduce_b.jsonl"), "--json")
+    assert json.loads(whole.stdout)["cut_short"] == []

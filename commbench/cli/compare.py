@@ -237,13 +237,24 @@ def point_identity(key: tuple) -> dict:
             "num_groups": num_groups, "params": json.loads(params)}
 
 
-def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = ()) -> dict:
+def runs_cut_short(path: str) -> list[str]:
+    """results.resumed.sweeps_cut_short of the file as written (headers' planned_points; a resumed sweep's launches
+    together), read whole and leniently: an unreadable line is the gate's own failure, said apart."""
+    from commbench.results.records import read_records
+    from commbench.results.resumed import sweeps_cut_short
+
+    return sweeps_cut_short(read_records([path], on_bad_line=lambda *_: None, drop_samples=True))
+
+
+def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = (),
+                        cut_short: list[str] = (), allow_cut_short: bool = False) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
     `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
     per run without a header record (its setup was not checked)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
-            "max_regression": result.max_regression, "passed": result.passed and not unreadable,
+            "max_regression": result.max_regression,
+            "passed": result.passed and not unreadable and not (cut_short and not allow_cut_short),
             "points": [{"collective": p.collective, **point_identity(p.key), "point": p.label, "statistic": p.statistic,
                         "base_time_us": p.base_us, "new_time_us": p.new_us, "ratio": p.ratio,
                         "ratio_low": p.ratio_low, "ratio_high": p.ratio_high, "median_ratio": p.median_ratio,
@@ -265,6 +276,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
+            "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -276,6 +288,7 @@ def compare_cmd(
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
+    allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
@@ -293,6 +306,7 @@ def compare_cmd(
     new_continuations: set[str] = set()
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations)
+    cut_short = runs_cut_short(new)   # a crash, not a narrower plan: fails unless --allow-cut-short
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
@@ -309,7 +323,8 @@ def compare_cmd(
                                  and run not in new_continuations])
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
-                                                          setup_unknown=headerless)))
+                                                          setup_unknown=headerless, cut_short=cut_short,
+                                                          allow_cut_short=allow_cut_short)))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)
@@ -362,12 +377,16 @@ def compare_cmd(
                                  + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
+        for line in cut_short:
+            console.print(styled(("allowed" if allow_cut_short else "[bold red]cut short[/]") + ": {}", line),
+                          highlight=False)
         if result.failed_only_in_new:
             console.print(styled("[bold red]failed[/]: {} point run(s) of the new file failed or wrong at points the "
                                  "base does not hold: {}", len(result.failed_only_in_new),
                                  ", ".join(result.failed_only_in_new[:5])
                                  + (" ..." if len(result.failed_only_in_new) > 5 else "")), highlight=False)
-    if not result.passed or unreadable:
+    failed_cut = cut_short and not allow_cut_short
+    if not result.passed or unreadable or failed_cut:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
         parts = [f"{name} slower as a whole: geomean x{result.geomean_by_collective[name]:.2f} beyond "
@@ -398,6 +417,10 @@ def compare_cmd(
             parts.append(f"{len(result.failed_only_in_new)} point run(s) failed or wrong in the new file at points the "
                          f"base does not hold (first: {result.failed_only_in_new[0]}); --allow-missing does not "
                          "permit that")
+        if failed_cut:
+            parts.append(f"{len(cut_short)} run(s) of the new file cut short (first: {cut_short[0]}): a run that "
+                         "stopped part-way failed; --allow-cut-short judges the points it holds (--allow-missing does "
+                         "not permit that)")
         if unreadable:
             parts.append(f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): what "
                          "they held (a failed or wrong point, say) is unknown; --allow-missing does not permit that")
