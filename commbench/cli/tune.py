@@ -164,7 +164,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             progress.update(task, completed=1, description=f"1/3 sweep: {num_points} point(s) → {results_path}")
         else:
             results_path = results
-            progress.add_task(f"1/3 sweep: skipped, using {results}", total=1, completed=1)
+            task = progress.add_task(f"1/3 sweep: skipped, using {results}", total=1)
+            progress.update(task, completed=1)  # finished (a task added completed still shows its spinner)
         task = progress.add_task("2/3 fit", total=1)
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
         _remove_previous(folder)  # with --results: only once the fit has succeeded
