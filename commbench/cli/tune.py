@@ -215,7 +215,7 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         ranks = (spec.nproc or 2) if nproc is None else nproc
         if ranks < 1:
             raise invalid("--nproc", ranks, "at least 1 rank")
-        plan_sweep(spec, ranks, backend=resolve_backend(spec.backend))
+        plan_sweep(spec, ranks, backend=_sweep_backend(spec, sweep_file, nproc)[0])
     else:
         from commbench.errors import read_user_file
         read_user_file(results, "results file")
@@ -229,7 +229,9 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
     from commbench.workflows.tune import BUILTIN_SWEEP
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
-    backend = resolve_backend(spec.backend)
+    backend, note = _sweep_backend(spec, sweep_file, nproc)
+    if note:
+        progress.console.print(f"note: {note}", highlight=False, markup=False)
     output = str(folder / "tune-sweep.jsonl")  # claimed (locked, empty) by _claim
     ranks = nproc or spec.nproc or 2
     progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)")
@@ -252,6 +254,22 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
                         f"fitted or planned (to plan from what it measured, the fit leaving those points out: commbench tune "
                         f"--results {output} -O {folder})")
     return output, (outcome.num_ok if outcome is not None else 0)
+
+
+def _sweep_backend(spec, sweep_file: str | None, nproc: int | None) -> tuple[str, str | None]:
+    """The sweep's backend, and a note where the built-in sweep (no --sweep, no --nproc) runs on gloo because fewer
+    CUDA GPUs are visible than its ranks: NCCL runs one rank per GPU (a one-GPU workstation was refused
+    '--nproc=2 is invalid' though no --nproc was given)."""
+    from commbench.comm.backends import max_local_ranks, resolve_backend
+
+    backend = resolve_backend(spec.backend)
+    ranks = nproc or spec.nproc or 2
+    if sweep_file is None and nproc is None and backend == "nccl":
+        gpus, _ = max_local_ranks("nccl")
+        if gpus < ranks:
+            return "gloo", (f"{gpus} CUDA GPU{'' if gpus == 1 else 's'} visible: the built-in sweep's {ranks} ranks run "
+                            f"on gloo (CPU processes), as NCCL runs one rank per GPU")
+    return backend, None
 
 
 def _sweep_rank(rank_env, job):
