@@ -28,3 +28,10 @@ def test_an_explicit_nccl_sweep_on_one_gpu_is_still_refused(tmp_path, monkeypatc
     monkeypatch.setattr(backends, "cuda_device_count", lambda: 1)
     result = CliRunner().invoke(app, ["tune", "--nproc", "2", "-O", str(tmp_path / "t")], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "--nproc=2 is invalid" in result.output
+
+
+def test_help_says_which_backend_the_built_in_sweep_runs_on():
+    # it said 'a small built-in gloo sweep on 2 local ranks' while a machine with 2 GPUs runs it on NCCL
+    result = CliRunner().invoke(app, ["tune", "--help"], env={"COLUMNS": "400"})
+    text = " ".join(result.output.split())
+    assert "built-in gloo sweep" not in text and "NCCL where 2 CUDA GPUs are visible, else gloo" in text

@@ -18,7 +18,8 @@ from commbench.planner.layout.precision import DEFAULT_HELP
 
 
 @command("tune", help="Sweep the fabric, fit cost curves, and plan the best parallel layout in one command. "
-                      "With no options: a small built-in gloo sweep on 2 local ranks, then a plan for DeepSeek-V3 "
+                      "With no options: a small built-in sweep on 2 local ranks (NCCL where 2 CUDA GPUs are visible, "
+                      "else gloo), then a plan for DeepSeek-V3 "
                       "on 256 GB300 NVL72 GPUs (gbs 4096, its Megatron-Bridge recipe's, in the GPU's default precision: mxfp8 on GB300).")
 def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
