@@ -161,7 +161,8 @@ def sensitivity_lines(rows: list[dict], winner: str) -> list[str]:
     lines = []
     for r in rows:
         if r["decision_changes"]:
-            lines.append(f"- With {r['scenario']}, {r['best_layout']} overtakes the plan by {r['best_margin_pct']:.1f}% "
+            margin = f"{r['best_margin_pct']:.1f}%" if r["best_margin_pct"] >= 0.05 else "less than 0.1%"  # not "0.0%"
+            lines.append(f"- With {r['scenario']}, {r['best_layout']} overtakes the plan by {margin} "
                          f"(the plan changes {r['winner_change_pct']:+.1f}% to {r['winner_tokens_per_s_per_gpu']:,.0f}).")
         else:
             lines.append(f"- With {r['scenario']}, the plan stays best at {r['winner_tokens_per_s_per_gpu']:,.0f} "
