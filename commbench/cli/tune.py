@@ -216,7 +216,16 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         ranks = (spec.nproc or 2) if nproc is None else nproc
         if ranks < 1:
             raise invalid("--nproc", ranks, "at least 1 rank")
-        plan_sweep(spec, ranks, backend=_sweep_backend(spec, sweep_file, nproc)[0])
+        backend = _sweep_backend(spec, sweep_file, nproc)[0]
+        from commbench.comm.backends import max_local_ranks
+        from commbench.comm.launch import detect_rank_env
+        rank_env = detect_rank_env()
+        limit, why = max_local_ranks(backend)
+        if (rank_env is None or rank_env.launcher == "local") and ranks > limit:  # as run_job refuses it, but before
+            # _claim empties the folder's earlier sweep and deletes its plan
+            where = "--nproc" if nproc is not None else f"{sweep_file}: nproc"
+            raise CommbenchError(f"{where}={ranks} is invalid: allowed 1..{limit} on {backend} ({why})")
+        plan_sweep(spec, ranks, backend=backend)
     else:
         from commbench.errors import read_user_file
         read_user_file(results, "results file")
