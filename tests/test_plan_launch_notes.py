@@ -35,3 +35,17 @@ def test_a_model_the_framework_builds_as_asked_has_no_note():
     result = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
                                       "--emit", "megatron"], env={"COLUMNS": "400"})
     assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_table_view_prints_the_torchtitan_notes_too(tmp_path):
+    """`tune` (and `plan --out`) write torchtitan_args.txt beside megatron_args.txt, and `--framework torchtitan`
+    plans for TorchTitan; its notes (deepseek-v3: 'TorchTitan's deepseek-v3 config trains without the 1 MTP layer(s)
+    the prediction includes') were only in plan.json: the terminal printed the Megatron notes alone."""
+    result = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
+                                      "--framework", "torchtitan", "--top", "1", "-O", str(tmp_path)],
+                                env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("TorchTitan 0.3.0"))
+    assert "torchtitan_args.txt" in lines[at]
+    assert any(line.startswith("  note: ") and "without the 1 MTP layer(s)" in line for line in lines[at + 1:])

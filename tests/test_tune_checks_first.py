@@ -31,3 +31,18 @@ def test_bad_input_for_a_later_stage_stops_before_the_sweep(tmp_path, args, need
     assert needle in text and "1/3 sweep" not in text and "3/3 plan" not in text
     assert not (out / "tune-sweep.jsonl").exists() and not (out / "fabric.json").exists()
     assert not out.exists()   # the -O folder is made only once every option is known good
+
+
+def test_more_local_ranks_than_the_machine_runs_is_refused_before_the_earlier_run_is_deleted(tmp_path):
+    # `tune --nproc 99 -O DIR` on a folder holding an earlier tune emptied DIR/tune-sweep.jsonl and deleted its
+    # fabric and plan files, then said 'error: --nproc=99 is invalid: allowed 1..8 on gloo' (exit 2)
+    from tests.test_plan_files_guarded import DATA
+    out = tmp_path / "tune"
+    first = CliRunner().invoke(app, ["tune", "--results", str(DATA), "--system", "h100-hgx", "--gpus", "16",
+                                     "--model", "mixtral-8x7b", "--top", "1", "-O", str(out)])
+    assert first.exit_code == 0, first.output
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    result = CliRunner().invoke(app, ["tune", "--nproc", "99", "-O", str(out)])
+    assert result.exit_code == 2 and "--nproc=99 is invalid" in result.output, result.output
+    assert "1/3 sweep" not in result.output
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

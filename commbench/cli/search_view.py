@@ -132,6 +132,13 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
         if "refused" in doc["torchtitan"]:
             console.print("TorchTitan: " + doc["torchtitan"]["refused"], highlight=False, markup=False)
+        elif doc["torchtitan"].get("notes"):  # its launch is written too (--out) or emitted: its notes reach the terminal
+            tt_files = [name for name in written if name.startswith(("torchtitan", "commbench_torchtitan"))]
+            console.print(f"TorchTitan {doc['torchtitan'].get('version', '')} launch "
+                          f"({', '.join(tt_files) if tt_files else 'plan --emit torchtitan'}):", highlight=False,
+                          markup=False)
+            for note in doc["torchtitan"]["notes"]:
+                console.print("  note: " + note, highlight=False, markup=False)
         if out:
             console.print(styled("[green]plan[/] → {}: {}", Path(out), ", ".join(written)), highlight=False)
     return doc

@@ -18,7 +18,8 @@ from commbench.planner.layout.precision import DEFAULT_HELP
 
 
 @command("tune", help="Sweep the fabric, fit cost curves, and plan the best parallel layout in one command. "
-                      "With no options: a small built-in gloo sweep on 2 local ranks, then a plan for DeepSeek-V3 "
+                      "With no options: a small built-in sweep on 2 local ranks (NCCL where 2 CUDA GPUs are visible, "
+                      "else gloo), then a plan for DeepSeek-V3 "
                       "on 256 GB300 NVL72 GPUs (gbs 4096, its Megatron-Bridge recipe's, in the GPU's default precision: mxfp8 on GB300).")
 def tune(
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
@@ -164,7 +165,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             progress.update(task, completed=1, description=f"1/3 sweep: {num_points} point(s) → {results_path}")
         else:
             results_path = results
-            progress.add_task(f"1/3 sweep: skipped, using {results}", total=1, completed=1)
+            task = progress.add_task(f"1/3 sweep: skipped, using {results}", total=1)
+            progress.update(task, completed=1)  # finished (a task added completed still shows its spinner)
         task = progress.add_task("2/3 fit", total=1)
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
         _remove_previous(folder)  # with --results: only once the fit has succeeded
@@ -214,7 +216,16 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         ranks = (spec.nproc or 2) if nproc is None else nproc
         if ranks < 1:
             raise invalid("--nproc", ranks, "at least 1 rank")
-        plan_sweep(spec, ranks, backend=resolve_backend(spec.backend))
+        backend = _sweep_backend(spec, sweep_file, nproc)[0]
+        from commbench.comm.backends import max_local_ranks
+        from commbench.comm.launch import detect_rank_env
+        rank_env = detect_rank_env()
+        limit, why = max_local_ranks(backend)
+        if (rank_env is None or rank_env.launcher == "local") and ranks > limit:  # as run_job refuses it, but before
+            # _claim empties the folder's earlier sweep and deletes its plan
+            where = "--nproc" if nproc is not None else f"{sweep_file}: nproc"
+            raise CommbenchError(f"{where}={ranks} is invalid: allowed 1..{limit} on {backend} ({why})")
+        plan_sweep(spec, ranks, backend=backend)
     else:
         from commbench.errors import read_user_file
         read_user_file(results, "results file")
@@ -228,7 +239,9 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
     from commbench.workflows.tune import BUILTIN_SWEEP
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
-    backend = resolve_backend(spec.backend)
+    backend, note = _sweep_backend(spec, sweep_file, nproc)
+    if note:
+        progress.console.print(f"note: {note}", highlight=False, markup=False)
     output = str(folder / "tune-sweep.jsonl")  # claimed (locked, empty) by _claim
     ranks = nproc or spec.nproc or 2
     progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)")
@@ -251,6 +264,22 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
                         f"fitted or planned (to plan from what it measured, the fit leaving those points out: commbench tune "
                         f"--results {output} -O {folder})")
     return output, (outcome.num_ok if outcome is not None else 0)
+
+
+def _sweep_backend(spec, sweep_file: str | None, nproc: int | None) -> tuple[str, str | None]:
+    """The sweep's backend, and a note where the built-in sweep (no --sweep, no --nproc) runs on gloo because fewer
+    CUDA GPUs are visible than its ranks: NCCL runs one rank per GPU (a one-GPU workstation was refused
+    '--nproc=2 is invalid' though no --nproc was given)."""
+    from commbench.comm.backends import max_local_ranks, resolve_backend
+
+    backend = resolve_backend(spec.backend)
+    ranks = nproc or spec.nproc or 2
+    if sweep_file is None and nproc is None and backend == "nccl":
+        gpus, _ = max_local_ranks("nccl")
+        if gpus < ranks:
+            return "gloo", (f"{gpus} CUDA GPU{'' if gpus == 1 else 's'} visible: the built-in sweep's {ranks} ranks run "
+                            f"on gloo (CPU processes), as NCCL runs one rank per GPU")
+    return backend, None
 
 
 def _sweep_rank(rank_env, job):

@@ -189,7 +189,9 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                 for r in ranks:   # the progress messages the ranks sent before they stopped: every recorded point counts
                     r.drain()
                 kept = ranks[0].num_recorded if ranks else 0
-                raise Interrupted(f"interrupted ({signal_name(exc)}): {kept} point(s) kept in {output_path}") from None
+                where = (str(output_path).strip("()") if str(output_path).startswith("(")  # verify-plan: no file
+                         else f"{kept} point(s) kept in {output_path}")
+                raise Interrupted(f"interrupted ({signal_name(exc)}): {where}") from None
         finally:
             with stops_ignored():
                 _kill(ranks)

@@ -82,6 +82,7 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     planned: dict[str, int] = {}
     runs: dict[str, list[str]] = {}
     named: dict[str, str] = {}
+    builtin: dict[str, bool] = {}
     group_of: dict[str, str] = {}
     held: dict[str, set] = {}
     for record in records:
@@ -90,6 +91,7 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
             planned[group] = max(planned.get(group, 0), record.planned_points)
             runs.setdefault(group, []).append(record.run_id)
             named.setdefault(group, " ".join(record.argv[1:3]) or "run")
+            builtin.setdefault(group, _tune_builtin_sweep(record.argv))
             group_of[record.run_id] = group
         elif isinstance(record, Measurement) and record.run_id in group_of:
             held.setdefault(group_of[record.run_id], set()).add(record.point_key or id(record))
@@ -97,11 +99,19 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     for group, count in planned.items():
         have = len(held.get(group, ()))
         if have < count:
-            again = ("`commbench sweep ... --resume` into the same file measures them" if group.startswith("sweep")
+            again = ("tune's built-in sweep has no file for `sweep --resume`: `commbench tune` again measures it "
+                     "anew" if builtin[group] else
+                     "`commbench sweep ... --resume` into the same file measures them" if group.startswith("sweep")
                      else "run it again to measure them")
             out.append(f"`{named[group]}` (run {', '.join(dict.fromkeys(runs[group]))}) holds {have} of the {count} "
                        f"point(s) it plans: it was cut short, {count - have} not in the file ({again})")
     return out
+
+
+def _tune_builtin_sweep(argv) -> bool:
+    """Whether a header's launch is `commbench tune` on its built-in sweep (no --sweep FILE to resume)."""
+    argv = list(argv or ())
+    return len(argv) > 1 and argv[1] == "tune" and not any(a == "--sweep" or a.startswith("--sweep=") for a in argv)
 
 
 def combinations_not_started(records: Iterable[Record]) -> list[str]:

@@ -23,7 +23,7 @@ BUILTIN_SWEEP = {
     "sweep": {"name": "tune-builtin", "description": "built-in tune sweep: step-model collectives, small sizes",
               "backend": "auto", "nproc": 2, "world_size": 2},
     "defaults": {"dtypes": ["float32"], "iters": 5, "warmup_iters": 1, "check": True, "timeout_s": 60},
-    "run": [{"collective": c, "sizes": {"min": "16K", "max": "2M", "factor": 8}}
+    "run": [{"collective": c, "sizes": {"min": "16K", "max": "1M", "factor": 4}}
             for c in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")],
 }
 

@@ -85,7 +85,10 @@ def exposed_lines(result: SearchResult, i: int = 0) -> list[str]:
     exposed = sum(t[1] for t in terms)
     lines.append(f"Exposed communication is {exposed:.3f} s of the {step:.3f} s step ({100 * exposed / step:.1f}%); "
                  f"pipeline bubble {float(bd.bubble_s[i]):.3f} s ({100 * float(bd.bubble_s[i]) / step:.1f}%), "
-                 f"compute {float(bd.compute_s[i]):.3f} s.")
+                 f"compute {float(bd.compute_s[i]):.3f} s"
+                 + (f", exposed host offload {float(bd.offload_exposed_s[i]):.3f} s" if float(bd.offload_exposed_s[i]) > 0
+                    else "")
+                 + f", optimizer step {float(bd.optimizer_s[i]):.3f} s.")  # every term of step_s (step/evaluate.py)
     for label, exp, total, key in sorted(terms, key=lambda t: -t[1])[:3]:
         why = _why(key, lay, per_rack, req.model)
         hidden = 100 * (1 - exp / total) if total else 0
@@ -161,7 +164,8 @@ def sensitivity_lines(rows: list[dict], winner: str) -> list[str]:
     lines = []
     for r in rows:
         if r["decision_changes"]:
-            lines.append(f"- With {r['scenario']}, {r['best_layout']} overtakes the plan by {r['best_margin_pct']:.1f}% "
+            margin = f"{r['best_margin_pct']:.1f}%" if r["best_margin_pct"] >= 0.05 else "less than 0.1%"  # not "0.0%"
+            lines.append(f"- With {r['scenario']}, {r['best_layout']} overtakes the plan by {margin} "
                          f"(the plan changes {r['winner_change_pct']:+.1f}% to {r['winner_tokens_per_s_per_gpu']:,.0f}).")
         else:
             lines.append(f"- With {r['scenario']}, the plan stays best at {r['winner_tokens_per_s_per_gpu']:,.0f} "
