@@ -3,8 +3,9 @@
 Runs `commbench bench all_reduce` R times as separate processes with `--hogs` CPU hogs beside them
 (a busy, shared CI runner), then judges, with the new gate (commbench.results.compare) and the old one
 (benchmarks/legacy_compare.py: within-run intervals only):
-- A/A: one run vs another (disjoint pairs; the new gate with --history = up to 10 other runs), and
-  3 runs per file vs 3 others (no history: BASE's own 3 runs give the run-to-run noise);
+- A/A: one run vs another (disjoint pairs; the new gate with --history = up to 10 other runs, and without
+  one: the run shift then assumed, noise.ASSUMED_SHIFT_PER_POINT_SD), and 3 runs per file vs 3 others (no
+  history: BASE's own 3 runs give the run-to-run noise);
 - detection: one run scaled x1.3 (and x1.1) at every point vs another run (+ history), every ordered
   pair; x1.3 at every point of 3 runs; one point x1.3 in all 3 runs of NEW (3 runs per file), every
   point in turn, without and with a history of 10 other runs (the old gate takes no history);
@@ -17,7 +18,7 @@ Runs `commbench bench all_reduce` R times as separate processes with `--hogs` CP
 Goals (issue 26): A/A pass >= 95%, x1.3 everywhere >= 95%, one point x1.3 with 3 runs >= 80%.
 Not a timed test: it prints rates side by side.
 
-    python benchmarks/gate_accuracy.py [--runs 20] [--hogs 2] [-b 8 -e 1M -f 4 -n 40] [--keep DIR]
+    python benchmarks/gate_accuracy.py [--runs 20] [--hogs 2] [-b 8 -e 1M -f 4 -n 40] [--keep DIR] [--assumed-shift X]
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import numpy as np  # noqa: E402
 
 from commbench.results.compare import choose_statistic, compare, gate_time_us, match_key  # noqa: E402
 from commbench.results.alpha_split import AlphaSplit  # noqa: E402
+from commbench.results import noise  # noqa: E402
 from commbench.results.noise import estimate_run_to_run, normal_quantile  # noqa: E402
 from commbench.results.records import measurements, read_records  # noqa: E402
 
@@ -135,9 +137,13 @@ def main() -> None:
     parser.add_argument("-f", default="4")
     parser.add_argument("-n", default="40")
     parser.add_argument("--statistic", default="auto", help="the new gate's --statistic (auto: min with >= 20 samples)")
+    parser.add_argument("--assumed-shift", type=float, default=noise.ASSUMED_SHIFT_PER_POINT_SD,
+                        help="the new gate's assumed run shift / point scatter without repeated baseline runs "
+                             "(noise.ASSUMED_SHIFT_PER_POINT_SD; judge the same --keep runs with another to compare)")
     args = parser.parse_args()
     global STATISTIC
     STATISTIC = args.statistic
+    noise.ASSUMED_SHIFT_PER_POINT_SD = args.assumed_shift
     folder = Path(args.keep or tempfile.mkdtemp(prefix="gate-accuracy-"))
     folder.mkdir(parents=True, exist_ok=True)
     runs = measure(args.runs, args.hogs, ["-b", args.b, "-e", args.e, "-f", args.f, "-n", args.n], folder)
@@ -163,7 +169,8 @@ def main() -> None:
     # that point against its run's shift (taken as known); one run per file (1 + 1) or 3 + 3
     everywhere_sd = math.sqrt(sigma_run ** 2 + sigma_point ** 2 / num_points)
     print(f"{n} runs of bench all_reduce --nproc 2 -b {args.b} -e {args.e} -f {args.f} -n {args.n} beside "
-          f"{args.hogs} CPU hogs; {num_points} points per run; new gate --statistic {STATISTIC} ({statistic}); runs in "
+          f"{args.hogs} CPU hogs; {num_points} points per run; new gate --statistic {STATISTIC} ({statistic}), assumed "
+          f"shift {noise.ASSUMED_SHIFT_PER_POINT_SD:g} x the point scatter without repeated baseline runs; runs in "
           f"{folder}\nnoise of the {statistic} over all {n} runs (log sd): run shift {sigma_run:.3f}, point "
           f"{sigma_point:.3f}; slowest run: run{slowest:02d}, x{slowest_factor:.2f} at every point\n"
           f"bound: the best any one-sided 5% test reaches at that noise, Phi(delta/sigma - 1.645) / "
@@ -178,6 +185,8 @@ def main() -> None:
          [new_gate(joined(a), joined(b)) for a, b in triple_pairs], [old_gate(joined(a), joined(b)) for a, b in triple_pairs]),
     ]
     rows += [
+        ("A/A pass, one run per file, no history (disjoint)", None,
+         [new_gate(runs[a], runs[b]) for a, b in pairs], [old_gate(runs[a], runs[b]) for a, b in pairs]),
         ("A/A pass, one run per file, no history (all pairs)", None,
          [new_gate(runs[a], runs[b]) for a, b in ordered], [old_gate(runs[a], runs[b]) for a, b in ordered]),
         ("x1.3 at every point, one run per file, no history", (math.log(1.3), everywhere_sd * math.sqrt(2), "collective", 1),
