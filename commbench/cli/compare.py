@@ -29,11 +29,14 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
 
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
-                      headerless: list | None = None, continuations: set | None = None):
+                      headerless: list | None = None, continuations: set | None = None,
+                      cut_short: list | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
     `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
     without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
-    as "PATH: run ID"; with `continuations`, the run ids that continue an earlier run of the file are added to it."""
+    as "PATH: run ID"; with `continuations`, the run ids that continue an earlier run of the file are added to it;
+    with `cut_short`, a line per run (a resumed sweep's launches together) holding fewer points than its header
+    plans (results.resumed.sweeps_cut_short, on the file as written)."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
@@ -48,6 +51,9 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
     if continuations is not None:
         from commbench.results.resumed import continued_run_ids
         continuations.update(continued_run_ids(records))
+    if cut_short is not None:
+        from commbench.results.resumed import sweeps_cut_short
+        cut_short += sweeps_cut_short(records)
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
 
@@ -237,15 +243,6 @@ def point_identity(key: tuple) -> dict:
             "num_groups": num_groups, "params": json.loads(params)}
 
 
-def runs_cut_short(path: str) -> list[str]:
-    """results.resumed.sweeps_cut_short of the file as written (headers' planned_points; a resumed sweep's launches
-    together), read whole and leniently: an unreadable line is the gate's own failure, said apart."""
-    from commbench.results.records import read_records
-    from commbench.results.resumed import sweeps_cut_short
-
-    return sweeps_cut_short(read_records([path], on_bad_line=lambda *_: None, drop_samples=True))
-
-
 def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = (),
                         cut_short: list[str] = (), allow_cut_short: bool = False) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
@@ -304,9 +301,9 @@ def compare_cmd(
     base_records = read_measurements(base, headers=base_headers, headerless=headerless,
                                      continuations=base_continuations)
     new_continuations: set[str] = set()
+    cut_short: list[str] = []   # a crash, not a narrower plan: fails unless --allow-cut-short
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
-                                    continuations=new_continuations)
-    cut_short = runs_cut_short(new)   # a crash, not a narrower plan: fails unless --allow-cut-short
+                                    continuations=new_continuations, cut_short=cut_short)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []

@@ -60,13 +60,18 @@ def pareto_rows(result: SearchResult, limit: int = 12) -> list[list[str]]:
 PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), Col(name="free (GB)"))
 
 
-def print_launch_notes(section: dict) -> None:
+def launch_notes(section: dict) -> list[str]:
     """A framework section's notes (plan.json megatron.notes / torchtitan.notes: what the launch needs, or trains
-    otherwise than the model asked for, e.g. Llama 3.2's RoPE factor on Megatron-LM) as 'note:' lines on stderr, so
-    `--emit` output stays the arguments alone for a pipe and the notes still reach the terminal."""
+    otherwise than the model asked for, e.g. Llama 3.2's RoPE factor on Megatron-LM); none for a refused launch."""
+    return [] if "refused" in section else list(section.get("notes", []))
+
+
+def print_launch_notes(section: dict) -> None:
+    """launch_notes as 'note:' lines on stderr, so `--emit` output stays the arguments alone for a pipe and the notes
+    still reach the terminal."""
     from commbench.cli.base import err_console
 
-    for note in section.get("notes", []) if "refused" not in section else []:
+    for note in launch_notes(section):
         err_console.print(styled("[yellow]note:[/] {}", note), highlight=False)
 
 
@@ -121,7 +126,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
             console.print(line, highlight=False, markup=False)
         meg_line = meg["refused"] if "refused" in meg else f"{meg['script']} {megatron_text(meg)}"
         console.print("Megatron-LM: " + meg_line, highlight=False, markup=False, soft_wrap=True)
-        for note in meg.get("notes", []) if "refused" not in meg else []:
+        for note in launch_notes(meg):
             console.print("  note: " + note, highlight=False, markup=False)   # prose: wrapped to the terminal
         if "refused" not in meg:  # launch.env is the Megatron launch's environment: written only with its arguments
             env = meg["launch_env"]
@@ -132,12 +137,12 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
         if "refused" in doc["torchtitan"]:
             console.print("TorchTitan: " + doc["torchtitan"]["refused"], highlight=False, markup=False)
-        elif doc["torchtitan"].get("notes"):  # its launch is written too (--out) or emitted: its notes reach the terminal
+        elif launch_notes(doc["torchtitan"]):  # its launch is written too (--out) or emitted: its notes reach the terminal
             tt_files = [name for name in written if name.startswith(("torchtitan", "commbench_torchtitan"))]
             console.print(f"TorchTitan {doc['torchtitan'].get('version', '')} launch "
                           f"({', '.join(tt_files) if tt_files else 'plan --emit torchtitan'}):", highlight=False,
                           markup=False)
-            for note in doc["torchtitan"]["notes"]:
+            for note in launch_notes(doc["torchtitan"]):
                 console.print("  note: " + note, highlight=False, markup=False)
         if out:
             console.print(styled("[green]plan[/] → {}: {}", Path(out), ", ".join(written)), highlight=False)

@@ -61,9 +61,10 @@ def tune(
     pins = parse_pins(layout)
     from commbench.cli.plan import resolve_gbs, resolve_precision
     from commbench.costmodel import load_preset
-    precision = resolve_precision(precision, pins, load_preset(system, num_gpus=gpus).gpu)
-    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec.name, gpu=load_preset(system, num_gpus=gpus).gpu.name,
-                                precision=precision.lower(), num_gpus=gpus, software=software)
+    gpu = load_preset(system, num_gpus=gpus).gpu
+    precision = resolve_precision(precision, pins, gpu)
+    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec.name, gpu=gpu.name, precision=precision.lower(), num_gpus=gpus,
+                                software=software)
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release

@@ -186,7 +186,7 @@ def resumed_elsewhere(path, header) -> list[str]:
     from commbench.results.records import RunHeader, iter_records
     from commbench.results.run_setup import mixed_setup_texts, same_setup
 
-    earlier = [r for r in iter_records(path) if isinstance(r, RunHeader)] if Path(path).exists() else []
+    earlier = [r for r in iter_records(path, drop_samples=True) if isinstance(r, RunHeader)] if Path(path).exists() else []
     if not earlier or same_setup(earlier[-1], header):
         return []
     last = earlier[-1]
