@@ -163,16 +163,16 @@ def read_calibration_file(path: str) -> CalibrationFile:
         if not lo <= value <= hi:
             raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
     return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=fitted_gpus(path),
-                           written_by=_recorded(path, "commbench_version"), step_model=_recorded(path, "step_model"))
+                           **_recorded(path, written_by="commbench_version", step_model="step_model"))
 
 
-def _recorded(path: str, field: str) -> str | None:
-    """A calibration file's "commbench_version" or "step_model" (None when it records none)."""
+def _recorded(path: str, **fields: str) -> dict[str, str | None]:
+    """A calibration file's string fields by the names given (None where it records none), from one read."""
     import json
 
     from commbench.errors import read_user_file
-    value = json.loads(read_user_file(path, "calibration file")).get(field)
-    return value if isinstance(value, str) else None
+    data = json.loads(read_user_file(path, "calibration file"))
+    return {name: data.get(key) if isinstance(data.get(key), str) else None for name, key in fields.items()}
 
 
 def load_calibration_file(path: str) -> Calibration:
