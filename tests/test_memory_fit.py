@@ -106,3 +106,23 @@ def test_memory_fit_terms_add_up_and_savers_are_removed(capsys):
     fake = dict(row, published=dict(p, total=p["capacity"] + 1e9))
     memory_fit.show([fake], "t", only_flagged=True)
     assert "OVER HBM" in capsys.readouterr().out
+
+
+def test_moe_norm_output_is_kept_in_bf16_by_the_router():
+    """Per token of a MoE layer (tp = cp = etp = 1, no recompute), in bf16-element units: residual input h, the norm
+    output the router keeps in bf16 (h; megatron-core 0.16.1 RouterGatingLinearFunction saves its input), plus a
+    shared expert FC1's fp8 copy (h/2) in 8-bit recipes, the top-k probabilities k, and per routed copy the fp8 FC1
+    input (w/2), the bf16 SwiGLU input (2 ffn) and the fp8 FC2 input (ffn/2); a shared expert 2 ffn + ffn/2.
+    Qwen3-30B-A3B (h 2048, k 8, ffn 768, no shared): fp8 2048 + 2048 + 8 + 8 (1024 + 1536 + 384) = 27656;
+    bf16 2048 + 2048 + 8 + 8 (2048 + 1536 + 768) = 38920. DeepSeek-V3 (h 7168, k 8, ffn 2048, one shared) fp8:
+    7168 + 10752 + 8 + 8 (3584 + 4096 + 1024) + (4096 + 1024) = 92680."""
+    from commbench.planner.step import memory
+    one, sp, none = np.array([1]), np.array([True]), np.array([0])
+    fp8, bf16 = np.array([PRECISIONS.index("fp8")]), np.array([PRECISIONS.index("bf16")])
+
+    def moe(name, precision):
+        return memory._per_token_elements(load_model(name), one, one, one, sp, none, precision)[2][0]
+
+    assert moe("qwen3-30b-a3b", fp8) == pytest.approx(27656)
+    assert moe("qwen3-30b-a3b", bf16) == pytest.approx(38920)
+    assert moe("deepseek-v3", fp8) == pytest.approx(92680)

@@ -101,7 +101,9 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
 
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
     Transformer Engine keeps them; expert probabilities are fused into the activation function,
-    so the expert output is not kept. Selective recompute drops norm outputs and activation-
+    so the expert output is not kept. The router's GEMM is not Transformer Engine's: it keeps the MoE
+    block's norm output in bf16 whatever the recipe (megatron-core 0.16.1 transformer/moe/router.py gating ->
+    moe_utils.py RouterGatingLinearFunction.forward, ctx.save_for_backward(inp, weight, bias)). Selective recompute drops norm outputs and activation-
     function outputs (and MLA's up-projected q, k, v)."""
     h, g = model.hidden, model.glu_factor
     seq_shard = np.where(sp, tp, 1) * cp       # h-sized tensors
@@ -129,7 +131,11 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         w = model.expert_width  # latent MoE: experts read the latent width (its projections ~ a shared expert)
         routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
-        moe_mlp = (res + keep * h * gemm_in + k) / seq_shard + routed + shared
+        # The MoE block's norm output: the router keeps it in bf16 (h), its own GEMM input; a shared expert's FC1
+        # (a Transformer Engine Linear) keeps its own quantized copy beside it in 8/4-bit recipes (in bf16 the
+        # two are one tensor).
+        norm_out = h * (1.0 + np.where((gemm_in < 1.0) & (model.num_shared_experts > 0), gemm_in, 0.0))
+        moe_mlp = (res + keep * norm_out + k) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
