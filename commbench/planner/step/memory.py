@@ -2,7 +2,9 @@
 of the memory-bound kernels, vectorised over layouts.
 
 Static memory follows ZeRO/Megatron mixed precision (Rajbhandari et al., arXiv 1910.02054): bf16
-weights (2 B; mxfp8 / nvfp4, and per-tensor fp8 on Hopper, add the cached quantized copies, quantized_weight_cache_bytes), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights + Adam m, v (12 B), the last
+weights (2 B; mxfp8 / nvfp4, and per-tensor fp8 on Hopper, add the cached quantized copies,
+quantized_weight_cache_bytes), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights
++ Adam m, v (12 B), the last
 sharded over DP x CP (dense) / EDP (experts) by the distributed optimizer.
 Activations: the tensors each layer keeps for backward (Korthikanti et al., arXiv 2205.05198,
 with flash attention so no s^2 term), per token, in bf16, sharded by TP (all of them with
@@ -102,9 +104,9 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
     Transformer Engine keeps them; expert probabilities are fused into the activation function,
     so the expert output is not kept. The router's GEMM is not Transformer Engine's: it keeps the MoE
-    block's norm output in bf16 whatever the recipe (megatron-core 0.16.1 transformer/moe/router.py gating ->
-    moe_utils.py RouterGatingLinearFunction.forward, ctx.save_for_backward(inp, weight, bias)). Selective recompute drops norm outputs and activation-
-    function outputs (and MLA's up-projected q, k, v)."""
+    block's norm output in bf16 whatever the recipe (megatron-core 0.16.1 transformer/moe/router.py
+    gating -> moe_utils.py RouterGatingLinearFunction.forward: ctx.save_for_backward(inp, weight, bias)).
+    Selective recompute drops norm outputs and activation-function outputs (and MLA's up-projected q, k, v)."""
     h, g = model.hidden, model.glu_factor
     seq_shard = np.where(sp, tp, 1) * cp       # h-sized tensors
     head_shard = tp * cp                         # head / FFN-sized tensors
@@ -122,6 +124,10 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     else:
         qkv = model.q_dim + model.kv_dim
     attn = (res + keep * h * gemm_in) / seq_shard + (qkv + attn_out) / head_shard
+    # (g - 1) x FFN: the activation function's whole input, bf16. glu_factor counts the MLP's matrices (3 with a
+    # GLU), so for SwiGLU this is the 2 x FFN FC1 output megatron-core 0.16.1 fusions/fused_bias_swiglu.py saves
+    # (activation_func_fp8_input_store, default False, is set by no Megatron-Bridge performance recipe), for a
+    # plain MLP the FFN-wide activation input. Adding another FFN for "the whole SwiGLU input" counts it twice.
     dense_mlp = (res + keep * h * gemm_in) / seq_shard \
         + (model.dense_ffn * (g - 1) + keep * model.dense_ffn * gemm_in) / head_shard
     if model.is_moe:
