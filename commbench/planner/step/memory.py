@@ -2,7 +2,9 @@
 of the memory-bound kernels, vectorised over layouts.
 
 Static memory follows ZeRO/Megatron mixed precision (Rajbhandari et al., arXiv 1910.02054): bf16
-weights (2 B; mxfp8 / nvfp4 add the cached block-scaled copies, quantized_weight_cache_bytes), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights + Adam m, v (12 B), the last
+weights (2 B; mxfp8 / nvfp4, and per-tensor fp8 on Hopper, add the cached quantized copies,
+quantized_weight_cache_bytes), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights
++ Adam m, v (12 B), the last
 sharded over DP x CP (dense) / EDP (experts) by the distributed optimizer.
 Activations: the tensors each layer keeps for backward (Korthikanti et al., arXiv 2205.05198,
 with flash attention so no s^2 term), per token, in bf16, sharded by TP (all of them with
@@ -62,7 +64,8 @@ def saved_gemm_input(precision):
     return np.select([precision == NVFP4, precision > 0], [0.5625 / BF16, 0.5], 1.0)
 
 
-def quantized_weight_cache_bytes(precision, primary_bytes, framework: str = "megatron") -> np.ndarray:
+def quantized_weight_cache_bytes(precision, primary_bytes, framework: str = "megatron", *,
+                                 fp8_transpose=False) -> np.ndarray:
     """Bytes per parameter of the block-scaled weight copies the GEMMs read, held for the whole step beside
     the primary weights. Megatron-Core caches them across micro-batches (TransformerConfig.
     disable_parameter_transpose_cache, default False: "the parameter transposes are cached"); fprop reads
@@ -72,12 +75,27 @@ def quantized_weight_cache_bytes(precision, primary_bytes, framework: str = "meg
     copy is the weight itself; with bf16 primary weights both copies are extra ("Dual precision weights
     (default): maintains both BF16 and FP8 weight copies ... uses more memory than BF16 training alone",
     Megatron-LM docs/discussions/deepseek-v3-gb200-optimization, section 1).
-    Per-tensor / blockwise fp8 is not counted: Hopper's fp8 transposes would put published recipes that
-    ran (Nemotron-3-Nano on 16 H100) over HBM in this model, so something else over-counts there first.
+    Per-tensor fp8 where the GPU's fp8 GEMMs take only the TN layout (`fp8_transpose`: Hopper,
+    fp8_transpose_needed): dgrad reads the weight's fp8 transpose, a copy of its own, 1 B per parameter
+    (Transformer Engine v2.9 pytorch/csrc/quantizer.cpp Float8 quantizers: with_transpose = columnwise_usage
+    && !nvte_is_non_tn_fp8_gemm_supported(), which common/transformer_engine.cpp answers true only for
+    compute capability 10.x and >= 13.0); with bf16 primary weights the cached rowwise fp8 copy too
+    (module/base.py get_weight_workspace, kept across micro-batches like the block-scaled ones). Blackwell
+    reads per-tensor fp8 data in either layout: no copy there.
     TorchTitan (torchao) quantizes the weight at each GEMM call and caches nothing across micro-batches: 0."""
-    copy = np.select([precision == MXFP8, precision == NVFP4], [1.0 + 1 / 32, 0.5625], 0.0)
+    copy = np.select([precision == MXFP8, precision == NVFP4, (precision == FP8) & np.asarray(fp8_transpose)],
+                     [1.0 + 1 / 32, 0.5625, 1.0], 0.0)
     copies = np.where(np.asarray(primary_bytes) < 2, 1.0, 2.0)
     return copy * copies * (framework == "megatron")
+
+
+def fp8_transpose_needed(gpu) -> bool:
+    """Whether per-tensor fp8 GEMMs on `gpu` need the transposed fp8 operand (a copy of its own): compute capability
+    below 10.0 (Hopper), as Transformer Engine's nvte_is_non_tn_fp8_gemm_supported decides (v2.9
+    common/transformer_engine.cpp: non-TN fp8 GEMMs only on 10.x and >= 13.0; 12.x, consumer Blackwell, is not
+    in the planner's GPU table)."""
+    cc = gpu.compute_capability
+    return cc is not None and not (10 <= cc[0] < 12 or cc[0] >= 13)
 
 
 def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision):
@@ -85,8 +103,10 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
 
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
     Transformer Engine keeps them; expert probabilities are fused into the activation function,
-    so the expert output is not kept. Selective recompute drops norm outputs and activation-
-    function outputs (and MLA's up-projected q, k, v)."""
+    so the expert output is not kept. The router's GEMM is not Transformer Engine's: it keeps the MoE
+    block's norm output in bf16 whatever the recipe (megatron-core 0.16.1 transformer/moe/router.py
+    gating -> moe_utils.py RouterGatingLinearFunction.forward: ctx.save_for_backward(inp, weight, bias)).
+    Selective recompute drops norm outputs and activation-function outputs (and MLA's up-projected q, k, v)."""
     h, g = model.hidden, model.glu_factor
     seq_shard = np.where(sp, tp, 1) * cp       # h-sized tensors
     head_shard = tp * cp                         # head / FFN-sized tensors
@@ -104,6 +124,10 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     else:
         qkv = model.q_dim + model.kv_dim
     attn = (res + keep * h * gemm_in) / seq_shard + (qkv + attn_out) / head_shard
+    # (g - 1) x FFN: the activation function's whole input, bf16. glu_factor counts the MLP's matrices (3 with a
+    # GLU), so for SwiGLU this is the 2 x FFN FC1 output megatron-core 0.16.1 fusions/fused_bias_swiglu.py saves
+    # (activation_func_fp8_input_store, default False, is set by no Megatron-Bridge performance recipe), for a
+    # plain MLP the FFN-wide activation input. Adding another FFN for "the whole SwiGLU input" counts it twice.
     dense_mlp = (res + keep * h * gemm_in) / seq_shard \
         + (model.dense_ffn * (g - 1) + keep * model.dense_ffn * gemm_in) / head_shard
     if model.is_moe:
@@ -113,7 +137,11 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         w = model.expert_width  # latent MoE: experts read the latent width (its projections ~ a shared expert)
         routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
-        moe_mlp = (res + keep * h * gemm_in + k) / seq_shard + routed + shared
+        # The MoE block's norm output: the router keeps it in bf16 (h), its own GEMM input; a shared expert's FC1
+        # (a Transformer Engine Linear) keeps its own quantized copy beside it in 8/4-bit recipes (in bf16 the
+        # two are one tensor).
+        norm_out = h * (1.0 + np.where((gemm_in < 1.0) & (model.num_shared_experts > 0), gemm_in, 0.0))
+        moe_mlp = (res + keep * norm_out + k) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
@@ -211,7 +239,8 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
     # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes.
     weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8), framework)
-    weights = local * (weight_bytes + quantized_weight_cache_bytes(arr.precision, weight_bytes, framework))
+    weights = local * (weight_bytes + quantized_weight_cache_bytes(arr.precision, weight_bytes, framework,
+                                                                   fp8_transpose=fp8_transpose_needed(gpu)))
     grads = local * 2.0
     if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
         c = block_counts(model)
