@@ -88,7 +88,8 @@ def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_p
     fabric.write_text(fabric.read_text().replace('"name": "fitted"', '"name": "other"'))
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert all(p["predicted_time_us"] is None for p in doc["points"])
-    assert any("no prediction" in f and "'other'" in f for f in doc["unmet_assumptions"])
+    assert doc["fabric_check"]["status"] == "changed"
+    assert any(f.startswith("FABRIC CHANGED") and "now 'other'" in f for f in doc["unmet_assumptions"])
     fabric.unlink()
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert any("no prediction" in f and "cannot be read" in f for f in doc["unmet_assumptions"])

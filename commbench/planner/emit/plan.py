@@ -243,14 +243,33 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
 
 
 def fabric_summary(fabric) -> dict[str, Any]:
-    """Which network numbers the plan used: tiers, and per (collective, tier) the curve sources."""
+    """Which network numbers the plan used: tiers, per (collective, tier) the curve sources, and `content_sha256`
+    (fabric_digest: `verify-plan` names a preset or fabric .json changed since the plan was made on it)."""
     sources: dict[str, set[str]] = {}
     for c in fabric.curves:
         sources.setdefault(f"{c.collective}/{c.tier}", set()).add(c.source)
     return {"name": fabric.name, "source": fabric.source, "domain_size": fabric.domain_size,
             "tiers": {k: {"name": t.name, "link_gbps_per_gpu": t.link_gbps_per_gpu} for k, t in fabric.tiers.items()},
             "curve_sources": {k: sorted(v) for k, v in sorted(sources.items())},
-            "notes": list(fabric.notes), "warnings": list(fabric.warnings)}
+            "notes": list(fabric.notes), "warnings": list(fabric.warnings),
+            "content_sha256": fabric_digest(fabric)}
+
+
+# Fields of Fabric.to_dict that do not change a communication prediction at a given GPU count: the GPU count
+# (plan and verify-plan scale the profile to theirs) and the GPU's name (`plan --gpu` names one for a profile
+# fitted without a GPU; a preset's GPU sets its link rates, which the tiers and curves hold).
+_NOT_DIGESTED = ("num_gpus", "gpu")
+
+
+def fabric_digest(fabric) -> str:
+    """SHA-256 of the fabric's content as loaded (Fabric.to_dict less _NOT_DIGESTED, keys sorted, compact JSON):
+    every tier, curve, fit-report entry, note, warning and NCCL parameter, so any edit of a fabric .json, or of a
+    preset (hardware.toml, costmodel/presets.py) that moves a number, changes it."""
+    import hashlib
+
+    content = {k: v for k, v in fabric.to_dict().items() if k not in _NOT_DIGESTED}
+    blob = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def fabric_lines(fabric) -> list[str]:
