@@ -16,20 +16,41 @@ from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
 
-VERIFY_COLUMNS = (Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size measured"),
-                  Col(name="plan size", keep=3), Col(name="measured (µs)"), Col(name="predicted (µs)"),
-                  Col(name="measured/predicted", keep=1), Col(name="plan predicted (µs)", keep=3), Col(name="#wrong"))
+SIZE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
+
+
+def size_unit(points: list[dict]) -> tuple[str, int]:
+    """One binary unit for both size columns of the table (the measured and the plan's sizes side by side read in
+    one unit): the largest in which the smallest size of either column is at least 1."""
+    sizes = [int(p[k]) for p in points for k in ("measured_size_bytes", "plan_size_bytes") if int(p[k]) > 0]
+    smallest = min(sizes, default=1)
+    return next((name, mult) for name, mult in SIZE_UNITS if smallest >= mult)
+
+
+def verify_columns(points: list[dict]) -> list[Col]:
+    unit = size_unit(points)[0]
+    return [Col(name="collective", numeric=False), Col(name="group (plan)", keep=2),
+            Col(name=f"size measured ({unit})"), Col(name=f"plan size ({unit})", keep=3), Col(name="measured (µs)"),
+            Col(name="predicted (µs)"), Col(name="measured/predicted", keep=1), Col(name="plan predicted (µs)", keep=3),
+            Col(name="#wrong")]
 
 
 def _us(value: float | None) -> str:
     return "-" if value is None or value != value else f"{value:,.1f}"
 
 
+def _in_unit(size_bytes: int, unit: tuple[str, int]) -> str:
+    return f"{int(size_bytes):,}" if unit[1] == 1 else f"{int(size_bytes) / unit[1]:,.2f}"
+
+
 def verify_rows(points: list[dict]) -> list[list[str]]:
-    """Table cells of `verify-plan --json`'s points (sizes in KiB/MiB as bench prints them; the size measured, the
-    EP all-to-all's the busiest rank's dispatch buffer, as bench's moe_all_to_all records it)."""
-    return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["measured_size_bytes"]),
-             format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
+    """Table cells of `verify-plan --json`'s points, under verify_columns' headers: both sizes in the one unit of
+    size_unit (exact bytes in --json and in the flags; the size measured, the EP all-to-all's the busiest rank's
+    dispatch buffer, as bench's moe_all_to_all records it)."""
+    unit = size_unit(points)
+    return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})",
+             _in_unit(p["measured_size_bytes"], unit), _in_unit(p["plan_size_bytes"], unit),
+             _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
              "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
              _us(p["plan_predicted_time_us"]) + (" extrapolated" if p.get("plan_predicted_extrapolated") else ""),
              str(p["num_wrong"])] for p in points]
@@ -140,7 +161,7 @@ def verify_plan(
     else:
         where = " on an EMULATED fabric" if emulated is not None else ""
         print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s){where}; measured here vs "
-                             f"predicted for {system}", VERIFY_COLUMNS, verify_rows(points))
+                             f"predicted for {system}", verify_columns(points), verify_rows(points))
         for flag in flags:
             console.print(styled("[bold red]{}[/]" if flag.startswith(("MISMATCH", FABRIC_CHANGED))
                                  else "[yellow]unmet assumption:[/] {}", flag), highlight=False)
