@@ -27,7 +27,7 @@ from commbench.typed_json import check_fields, non_finite_path
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.layout.split import choose_split, stage_weights
+from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
 
 __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
@@ -43,14 +43,15 @@ EMIT_KINDS = ("json", "megatron", "torchtitan")
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep") -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env."""
-    split = choose_split(model, layout.pp, layout.vp)
+    vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
+    split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
     try:
         args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
         args = {"refused": str(exc)}
     return {"target": megatron_target(model), "script": megatron_script(model), **args,
-            "layer_split": split.summary(stage_weights(model)),
+            "layer_split": split.summary(stage_weights(model, vocab)),
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model)),
