@@ -87,3 +87,15 @@ def test_a_preset_changed_since_the_plan_is_named(small_plan, monkeypatch):
     monkeypatch.setattr("commbench.costmodel.load_preset", slower)
     check = _verify(small_plan)["fabric_check"]
     assert check["status"] == "changed" and check["fabric"] == "preset b200-hgx", check
+
+
+def test_a_digest_that_is_not_one_is_a_one_line_error(fabric_plan, tmp_path):
+    fabric, folder = fabric_plan
+    doc = json.loads((folder / "plan.json").read_text())
+    doc["inputs"]["fabric"]["content_sha256"] = 5   # hand-edited: was a TypeError traceback slicing it
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    result = CliRunner().invoke(app, ["verify-plan", str(bad)] + FAST)
+    line = result.output.strip()
+    assert result.exit_code == 2 and len(line.splitlines()) == 1, result.output
+    assert line.startswith("error: inputs.fabric.content_sha256=5 is invalid")

@@ -226,6 +226,10 @@ def _fabric_check(doc: dict, fabric, where: str) -> dict:
     from commbench.planner.emit.plan import fabric_digest
 
     planned = (doc["inputs"].get("fabric") or {}).get("content_sha256")
+    if planned is not None and not (isinstance(planned, str) and len(planned) == 64
+                                    and all(c in "0123456789abcdef" for c in planned)):
+        raise invalid("inputs.fabric.content_sha256", planned, "64 lowercase hex digits, the SHA-256 `commbench plan` "
+                                                               "writes (or no field: a plan written before it)")
     now = fabric_digest(fabric) if fabric is not None else None
     check = {"fabric": where, "plan_sha256": planned, "now_sha256": now}
     if now is None:
