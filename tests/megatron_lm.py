@@ -233,7 +233,8 @@ def megatron_whole_path(args_mod, argv: list[str], *, layout, model, gpus: int, 
     finally:
         parallel_state.destroy_model_parallel()
         dist.destroy_process_group()
-    split = choose_split(model, layout.pp, layout.vp)
+    from commbench.planner.layout.split import split_vocab
+    split = choose_split(model, layout.pp, layout.vp, split_vocab(model, layout.tp))   # the rows the step model charged
     assert built == split.decoder_layers()
     assert sum(built) == model.num_layers and offsets == [sum(built[:i]) for i in range(len(built))]
     assert mtp == [s.count("m") for s in split.stages]

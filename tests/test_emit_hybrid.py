@@ -138,7 +138,8 @@ def test_emitted_hybrid_flags_build_in_megatron_core(gpus, kw):
         num_layers_in_last_pipeline_stage=ns.get("decoder_last_pipeline_num_layers"),
         params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16, bf16=True)
     # MambaStack's own slicing of the pattern per pipeline rank equals the split the step model charged
-    split = choose_split(m, lay.pp, lay.vp)
+    from commbench.planner.layout.split import split_vocab
+    split = choose_split(m, lay.pp, lay.vp, split_vocab(m, lay.tp))   # the rows the step model charged
     built = []
     for rank in range(lay.pp):
         fake = types.SimpleNamespace(config=cfg, pp_group=types.SimpleNamespace(rank=lambda r=rank: r,

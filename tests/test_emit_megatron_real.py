@@ -236,7 +236,8 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
     finally:
         parallel_state.destroy_model_parallel()
         dist.destroy_process_group()
-    split = choose_split(model, lay.pp, lay.vp)
+    from commbench.planner.layout.split import split_vocab
+    split = choose_split(model, lay.pp, lay.vp, split_vocab(model, lay.tp))   # the rows the step model charged
     # Megatron builds exactly the split the step model charged, every layer once and in order.
     assert built == split.decoder_layers()
     assert sum(built) == model.num_layers and offsets == [sum(built[:i]) for i in range(len(built))]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from collectives import REGISTRY
 from commbench.cli.app import app
-from commbench.cli.verify_plan import VERIFY_COLUMNS, verify_rows
+from commbench.cli.verify_plan import verify_columns, verify_rows
 from commbench.results.records import JsonlWriter, Measurement
 from commbench.results.render import measurement_table, run_title
 from commbench.results.tables import Col, fitted_table, print_table
@@ -134,10 +134,12 @@ VERIFY_POINTS = [{"collective": "EP all-to-all (dispatch)", "group_size": 4, "pl
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_verify_plan_table_fits_and_uses_size_units(width):
-    narrow = render(fitted_table("verify-plan", VERIFY_COLUMNS, verify_rows(VERIFY_POINTS), width), width)
-    wide = render(fitted_table("verify-plan", VERIFY_COLUMNS, verify_rows(VERIFY_POINTS), 400), 400)
+    cols = verify_columns(VERIFY_POINTS)
+    narrow = render(fitted_table("verify-plan", cols, verify_rows(VERIFY_POINTS), width), width)
+    wide = render(fitted_table("verify-plan", cols, verify_rows(VERIFY_POINTS), 400), 400)
     check_fits(narrow, wide, width)
-    assert "4 MiB" in narrow and "131,072.5" in narrow and "4194304" not in narrow
+    assert "4.00" in narrow and "131,072.5" in narrow and "4194304" not in narrow
+    assert "size measured (MiB)" in " ".join(wide.split()) and "896.00" in wide   # 939,524,096 B: plan size, in MiB
 
 
 def cli(args: list[str], width: int) -> str:

@@ -81,8 +81,10 @@ def test_etp_communication_by_hand(monkeypatch):
     assert bd.etp_total_s[0] == 0.0
     tokens_rank = m.seq_len / 2                           # SP shard of one micro-batch
     buf = 8 * tokens_rank * m.top_k * m.hidden * 2        # ETP all-gather output, bf16
-    moe_stage = (m.num_moe_layers + m.num_mtp_layers) / 16 * step_module.stage_imbalance(m, np.array([16]),
-                                                                                          np.array([1]))[0]
+    from commbench.planner.models.counts import step_vocab
+    # the busiest pipeline rank, its loss stage at the rows charged at TP 2 (Megatron's padded 130,560)
+    moe_stage = (m.num_moe_layers + m.num_mtp_layers) / 16 * step_module.stage_imbalance(
+        m, np.array([16]), np.array([1]), np.array([step_vocab(m, 2, "megatron")]))[0]
     n_mb = 64 // 4
     # per MoE layer: (AG + RS) forward and the mirror backward
     assert bd.etp_total_s[1] == pytest.approx(n_mb * moe_stage * 4 * buf * SECONDS_PER_BYTE, rel=1e-9)

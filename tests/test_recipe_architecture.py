@@ -32,7 +32,10 @@ QWEN3_COMMON = ("--disable-bias-linear --untie-embeddings-and-output-weights --p
                 "--normalization RMSNorm --swiglu --group-query-attention --num-query-groups 4 --kv-channels 128 "
                 "--qk-layernorm --num-experts 128 --moe-router-topk 8 --moe-router-dtype fp32 --moe-aux-loss-coeff 1e-3 "
                 "--moe-router-load-balancing-type aux_loss --max-position-embeddings 40960 "
-                "--make-vocab-size-divisible-by 1187 --rotary-percent 1.0 --rotary-base 1000000")
+                "--rotary-percent 1.0 --rotary-base 1000000")
+# The ModelOpt examples' --make-vocab-size-divisible-by 1187 (151936 = 128 x 1187: an unpadded export) is left
+# out: the zoo pads as Megatron-Bridge's Qwen3 MoE providers, whose published runs it models, train it (128:
+# test_qwen3_pads_its_vocabulary_as_megatron_bridge_trains_it).
 NANO_FLAGS = (
     "--is-hybrid-model --hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME "
     "--num-layers 52 --hidden-size 2688 --mamba-num-heads 64 --kv-channels 128 --mamba-state-dim 128 "
@@ -263,3 +266,16 @@ def test_kimi_k2_yarn_beta_fast_without_a_megatron_flag_is_said_in_the_plan_note
         assert "--beta-fast" not in text and "--yarn-beta-fast" not in text
         mcore = pytest.importorskip("megatron.core.transformer.transformer_config")
         assert mcore.MLATransformerConfig.__dataclass_fields__["beta_fast"].default == 32
+
+
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "qwen3-235b-a22b"])
+def test_qwen3_pads_its_vocabulary_as_megatron_bridge_trains_it(name):
+    """Megatron-Bridge (dc805f5 and every release recipes.json reads): GPTModelProvider.make_vocab_size_divisible_by
+    = 128, not overridden by Qwen3MoEModelProvider; model_bridge.make_vocab_size_divisible_by(151936) = 128. The zoo
+    had Megatron-LM ModelOpt's 1187, so TP 2 charged 151,936 rows where Megatron-Core pads to 152,064."""
+    from commbench.planner.models.counts import step_vocab
+
+    model = load_model(name)
+    assert flag_values(model_args(model))["--make-vocab-size-divisible-by"] == "128"
+    assert model.architecture.vocab_divisible_by == 128
+    assert step_vocab(model, 2, "megatron") == 152_064   # ceil(151936 / 256) x 256

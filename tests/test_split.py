@@ -165,3 +165,36 @@ def test_plan_with_a_pinned_unbuildable_split_names_layers_and_pp_through_the_cl
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "32 layers" in lines[0] and "pp=16 x vp=4" in lines[0], result.output
+
+
+def test_the_loss_stage_weighs_the_padded_vocabulary_the_step_model_charges(monkeypatch):
+    """The split weighed the output layer at the model's 129,280 rows while the step model charged Megatron's
+    padded 133,120 (DeepSeek-V3 at TP 8: divisor 1280 x 8, models/counts.step_vocab): the split chosen and the
+    busiest rank charged were another vocabulary's. Now both weigh the rows charged."""
+    from commbench.planner.emit.plan import megatron_section
+    from commbench.planner.layout.split import split_vocab
+    from commbench.planner.models.counts import step_vocab
+
+    vocab = split_vocab(DSV3, 8)
+    assert vocab == step_vocab(DSV3, 8, "megatron") == 133_120 and split_vocab(DSV3, 8, "torchtitan") == 129_280
+    assert stage_weights(DSV3, vocab).loss == pytest.approx(stage_weights(DSV3).loss * 133_120 / 129_280)
+    padded, unpadded = choose_split(DSV3, 8, 1, vocab), choose_split(DSV3, 8, 1)
+    assert padded.stages != unpadded.stages   # the heavier loss stage moves a layer off the last rank
+    section = megatron_section(Layout(tp=8, pp=8, ep=8, etp=1, dp=8, mbs=1, gbs=4096), DSV3, gpu_name="h100",
+                               fabric_name="h100-hgx")
+    assert section["layer_split"]["layout"] == padded.layout != unpadded.layout
+    # the step model charges the busiest rank of that split, at those rows
+    from commbench.planner.step import evaluate
+    seen = []
+
+    def recorded(model, pp, vp, vocab=None):
+        seen.append(None if vocab is None else np.asarray(vocab).ravel().tolist())
+        return stage_imbalance(model, pp, vp, vocab)
+
+    monkeypatch.setattr(evaluate, "stage_imbalance", recorded)
+    from commbench.planner.search.space import SearchRequest, best_for_pins
+    from commbench.costmodel import load_preset
+    req = SearchRequest(model=DSV3, fabric=load_preset("h100-hgx", num_gpus=512), num_gpus=512, gbs=4096,
+                        precision="fp8", pins={"tp": 8, "pp": 8, "vp": 1, "ep": 8, "etp": 1, "cp": 1, "mbs": 1})
+    best_for_pins(req)
+    assert seen and all(v is not None and set(v) == {133_120.0} for v in seen), seen

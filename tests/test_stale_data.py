@@ -223,7 +223,8 @@ def test_verify_plan_gives_no_prediction_from_a_profile_refitted_since_the_plan(
     assert refit.exit_code == 0, refit.output
     doc = json.loads(_invoke(*verify).stdout)
     assert all(p["predicted_time_us"] is None for p in doc["points"])
-    assert any("has changed since the plan was made on it (its notes" in f for f in doc["unmet_assumptions"])
+    assert doc["fabric_check"]["status"] == "changed"
+    assert any(f.startswith("FABRIC CHANGED") and "notes" in f for f in doc["unmet_assumptions"])
 
 
 def test_report_says_where_its_predicted_lines_are_extrapolated(tmp_path):

@@ -206,7 +206,7 @@ def test_a_plain_ctrl_c_is_named_sigint(monkeypatch):
     monkeypatch.setattr("commbench.cli.sweep.load_sweep", ctrl_c)
     result = CliRunner().invoke(app, ["sweep", "ci-small"])
     assert result.exit_code == 130
-    assert result.output.strip() == "interrupted (SIGINT): results written so far are kept", result.output
+    assert result.output.strip() == "interrupted (SIGINT) before the command finished", result.output
 
 
 @pytest.fixture

@@ -107,8 +107,9 @@ def test_dispatcher_sm_fraction_and_overlap_cost():
 
 def _sync_s(model, layout, num_microbatches):
     """The MoE token-count syncs of a step (eager launches): the part of compute no overlap can use."""
-    from commbench.planner.layout.split import stage_imbalance
-    imbalance = float(stage_imbalance(model, np.array([layout.pp]), np.array([layout.vp]))[0])
+    from commbench.planner.layout.split import split_vocab, stage_imbalance
+    imbalance = float(stage_imbalance(model, np.array([layout.pp]), np.array([layout.vp]),
+                                      np.array([split_vocab(model, layout.tp)]))[0])
     moe_stage = (model.num_moe_layers + model.num_mtp_layers) / layout.pp * imbalance
     return num_microbatches * float(kernels.moe_sync_time_s(moe_stage, np.array([0]), Calibration())[0])
 

@@ -88,7 +88,8 @@ def test_verify_plan_predicts_from_the_plans_fitted_fabric_or_says_why_not(tmp_p
     fabric.write_text(fabric.read_text().replace('"name": "fitted"', '"name": "other"'))
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert all(p["predicted_time_us"] is None for p in doc["points"])
-    assert any("no prediction" in f and "'other'" in f for f in doc["unmet_assumptions"])
+    assert doc["fabric_check"]["status"] == "changed"
+    assert any(f.startswith("FABRIC CHANGED") and "now 'other'" in f for f in doc["unmet_assumptions"])
     fabric.unlink()
     doc = json.loads(CliRunner().invoke(app, verify).stdout)
     assert any("no prediction" in f and "cannot be read" in f for f in doc["unmet_assumptions"])
@@ -111,7 +112,28 @@ def test_verify_plan_shows_the_size_it_measured(small_plan):
     assert any(f"measured buffer {ep['measured_size_bytes']:,} B" in f and f"{ep['size_bytes']:,} B" in f
                for f in doc["unmet_assumptions"])
     point = dict(ep, measured_size_bytes=37_000, size_bytes=33_660)   # as a plan's rounding of tokens can differ
-    assert verify_rows([point])[0][2] == "37000 B"
+    row = verify_rows([point])[0]
+    assert row[2] == f"{37_000 / 1024:,.2f}" and row[3] == f"{point['plan_size_bytes'] / 1024:,.2f}"
+
+
+def test_verify_plan_sizes_read_in_one_unit_named_in_the_header():
+    # the two size columns mixed units: '2160576 B' measured beside '8415 KiB' planned, '16 MiB' beside '80 MB'
+    from commbench.cli.verify_plan import verify_columns, verify_rows
+
+    points = [{"collective": "EP all-to-all", "group_size": 2, "plan_group_size": 2, "measured_size_bytes": 2_160_576,
+               "plan_size_bytes": 8415 << 10, "measured_time_us": 1.0, "predicted_time_us": None,
+               "measured_over_predicted": None, "plan_predicted_time_us": None, "num_wrong": 0},
+              {"collective": "DP grad bucket reduce-scatter", "group_size": 2, "plan_group_size": 2,
+               "measured_size_bytes": 16 << 20, "plan_size_bytes": 80_000_000, "measured_time_us": 1.0,
+               "predicted_time_us": None, "measured_over_predicted": None, "plan_predicted_time_us": None,
+               "num_wrong": 0}]
+    names = [c.name for c in verify_columns(points)]
+    assert "size measured (MiB)" in names and "plan size (MiB)" in names
+    rows = verify_rows(points)
+    assert [r[2:4] for r in rows] == [["2.06", "8.22"], ["16.00", "76.29"]]
+    assert not any(unit in cell for r in rows for cell in r[2:4] for unit in ("B", "KiB", "MiB", "MB"))
+    small = [dict(points[0], measured_size_bytes=512)]   # below 1 KiB: whole bytes, the header says B
+    assert "size measured (B)" in [c.name for c in verify_columns(small)] and verify_rows(small)[0][2] == "512"
 
 
 def test_plan_items_measure_the_models_expert_capacity(small_plan):

@@ -61,4 +61,7 @@ def main() -> None:
         err_console.print(f"error: {exc.format_message().rstrip('.')}{got}; see {where} --help", highlight=False,
                           soft_wrap=True)
         sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    from commbench.comm.stop_signals import exit_on_stop
+    exit_on_stop(code)   # a Ctrl-C during the teardown that follows is no interrupted run
+    sys.exit(code)

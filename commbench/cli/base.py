@@ -88,7 +88,10 @@ def command(name: str | None = None, *, on: typer.Typer = app, **kwargs) -> Call
                     raise
                 raise fail(HUGE_INTEGER) from None
             except KeyboardInterrupt as exc:
-                err_console.print(f"interrupted ({signal_name(exc)}): results written so far are kept")
+                # a command that writes as it runs says what it kept (run_job's Interrupted, tune's stages); here
+                # nothing is known of what was written, so nothing is claimed ("results written so far are kept"
+                # was said where none had been written)
+                err_console.print(f"interrupted ({signal_name(exc)}) before the command finished", highlight=False)
                 raise typer.Exit(130) from None
             except ModuleNotFoundError as exc:  # `pip install --no-deps` into an environment that lacks one
                 message = missing_requirement(exc)

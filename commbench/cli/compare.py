@@ -28,9 +28,21 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
           "slower (within noise)": "yellow"}
 
 
+def plan_change_text(base_headers: list, plans: dict[str, str]) -> str:
+    """How the plans differ, from the headers: each side's launches, their planned point counts and sweep
+    identities (a BASE header written before planned_points was recorded: its count unknown)."""
+    def side(texts) -> str:
+        return "; ".join(dict.fromkeys(texts)) or "unknown"
+
+    base = [f"`{' '.join(h.argv[1:3]) or 'run'}`: " + (f"{h.planned_points} point(s)" if h.planned_points else
+                                                       "points not recorded")
+            + (f", sweep {h.sweep_identity}" if h.sweep_identity else "") for h in base_headers]
+    return f"the plan differs: base {side(base)}; new {side(plans.values())}, every point held"
+
+
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
                       headerless: list | None = None, continuations: set | None = None,
-                      cut_short: list | None = None):
+                      cut_short: list | None = None, plans: dict | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
     `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
     without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
@@ -54,6 +66,9 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
     if cut_short is not None:
         from commbench.results.resumed import sweeps_cut_short
         cut_short += sweeps_cut_short(records)
+    if plans is not None:   # runs holding every point they plan: what they lack of BASE was not planned
+        from commbench.results.resumed import runs_holding_their_plan
+        plans.update(runs_holding_their_plan(records))
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
 
@@ -269,7 +284,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
                       "run_shift_measured": bool(r2r and r2r.shift_known),
                       "point_scatter_from": r2r.scatter_from if r2r else None,
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
-            "missing": result.missing, "allow_missing": result.allow_missing,
+            "missing": result.missing, "not_planned": result.not_planned, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
@@ -284,7 +299,7 @@ def compare_cmd(
     max_regression: Annotated[str, typer.Option("--max-regression", help="Allowed slowdown per point, e.g. 10% or 0.1 (a bare number of 1 or more is refused as ambiguous: write 500% for 5x); a point (or a collective's shared shift) fails only beyond this AND beyond the noise: the larger of the run-to-run noise and the within-run interval, at a quantile that keeps the whole comparison of unchanged code to 5% false alarms.")] = "10%",
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
-    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails.")] = False,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
@@ -302,8 +317,9 @@ def compare_cmd(
                                      continuations=base_continuations)
     new_continuations: set[str] = set()
     cut_short: list[str] = []   # a crash, not a narrower plan: fails unless --allow-cut-short
+    plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
-                                    continuations=new_continuations, cut_short=cut_short)
+                                    continuations=new_continuations, cut_short=cut_short, plans=plans)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
@@ -317,7 +333,9 @@ def compare_cmd(
                      # one (sweep --resume) holds points, carried under the continued run's id in new_records
                      empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
                                  if run not in empty_runs_of([*base_headers, *base_records])
-                                 and run not in new_continuations])
+                                 and run not in new_continuations],
+                     complete_runs=plans)
+    plan_change = plan_change_text(base_headers, plans) if result.not_planned else ""
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
                                                           setup_unknown=headerless, cut_short=cut_short,
@@ -346,11 +364,17 @@ def compare_cmd(
                       "[bold red]REGRESSED[/]" if s.regressed else "ok"] for s in result.shifts])
         console.print(statistic_line(result), highlight=False)
         console.print(noise_summary(result), highlight=False)
-        if result.missing:
+        lost = [m for m in result.missing if m not in set(result.not_planned)]
+        if lost:
             console.print(styled(("allowed" if allow_missing else "[bold red]missing[/]")
-                                 + ": {} point run(s) missing in the new file: {}", len(result.missing),
-                                 ", ".join(result.missing[:20]) + (" ..." if len(result.missing) > 20 else "")),
+                                 + ": {} point run(s) missing in the new file: {}", len(lost),
+                                 ", ".join(lost[:20]) + (" ..." if len(lost) > 20 else "")),
                           highlight=False)
+        if result.not_planned:
+            console.print(styled(("allowed" if allow_missing else "[bold red]not planned[/]")
+                                 + ": {} point run(s) of the base that the new file's run(s) did not plan ({}): {}",
+                                 len(result.not_planned), plan_change, ", ".join(result.not_planned[:20])
+                                 + (" ..." if len(result.not_planned) > 20 else "")), highlight=False)
         if result.empty_runs:
             console.print(styled(("allowed" if allow_missing else "[bold red]missing[/]")
                                  + ": {} run(s) of the new file hold a header and no measurement (run {}): stopped "
@@ -400,9 +424,14 @@ def compare_cmd(
         bad = [p for p in bad if p.verdict != "missing"]
         if bad:
             parts.append(f"{len(bad)} point(s) {bad[0].verdict} in the new file (first: {bad[0].label}, {bad[0].detail})")
-        if missing:
-            parts.append(f"{len(result.missing)} point run(s) missing in the new file (first: {result.missing[0]}); "
+        lost = [m for m in result.missing if m not in set(result.not_planned)]
+        if missing and lost:
+            parts.append(f"{len(lost)} point run(s) missing in the new file (first: {lost[0]}); "
                          f"--allow-missing permits that")
+        if missing and result.not_planned:
+            parts.append(f"{len(result.not_planned)} point run(s) of the base not planned by the new file (first: "
+                         f"{result.not_planned[0]}; {plan_change}): it checks less than the base did; "
+                         "--allow-missing accepts the new plan, or compare against a base measured with it")
         if result.unchecked and not allow_unchecked:
             parts.append(f"{len(result.unchecked)} point run(s) of the new file measured without the data check "
                          f"(-c 0) where the base checked (first: {result.unchecked[0]}); --allow-unchecked permits that")

@@ -259,8 +259,9 @@ def plan(
                      f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/]"])
     print_table(console, "memory per GPU (predicted, GB = 1e9 B)", [Col(name="kind", numeric=False), Col(name="GB")],
                 mem_rows)
-    from commbench.planner.layout.split import choose_split, stage_weights
-    split = choose_split(spec, lay.pp, lay.vp).summary(stage_weights(spec))
+    from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
+    vocab = split_vocab(spec, lay.tp, req.framework)   # the loss stage's rows, as the step model charged them
+    split = choose_split(spec, lay.pp, lay.vp, vocab).summary(stage_weights(spec, vocab))
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
                   f"x{split['imbalance']} the mean (charged)", highlight=False)

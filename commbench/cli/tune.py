@@ -81,14 +81,84 @@ def tune(
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
-    _check_every_stage(sweep, results, nproc, system, req, top)
-    folder = check_output_dir(out, "--out")   # made only once every option is known good
-    with contextlib.ExitStack() as held:
-        locks = _claim(folder, measure=results is None, force=force)
-        for lock in locks:
-            held.enter_context(lock)
-        _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
-                 cal_file.shipped_terms if cal_file else (), gbs_note)
+    state = TuneState()
+    with interrupt_says_what_was_written(state):
+        _check_every_stage(sweep, results, nproc, system, req, top)
+        folder = check_output_dir(out, "--out")   # made only once every option is known good
+        with contextlib.ExitStack() as held:
+            state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
+            state.measuring, state.stage = results is None, "claimed"   # the file's points are counted as they are
+            locks = _claim(folder, measure=results is None, force=force)
+            for lock in locks:
+                held.enter_context(lock)
+            _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
+                     cal_file.shipped_terms if cal_file else (), gbs_note, state)
+
+
+@dataclasses.dataclass
+class TuneState:
+    """How far tune got, for the line an interrupt prints (interrupted_line): `stage` checks (nothing written),
+    claimed (the output files claimed; with a sweep to run, OUT/tune-sweep.jsonl emptied and an earlier tune's
+    fabric and plan files removed), sweep, fit, replaced (this run's fit replaced an earlier tune's files in
+    `folder`), plan (fabric.json written: planning)."""
+
+    stage: str = "checks"
+    folder: Path | None = None
+    results: Path | None = None   # tune-sweep.jsonl, or the --results file (read, never written)
+    measuring: bool = True
+
+
+def _points_in(path: Path) -> int:
+    """Measurement records in a results file (a line each), 0 when it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for line in handle if b'"record_type":"measurement"' in line.replace(b" ", b""))
+    except OSError:
+        return 0
+
+
+def interrupted_line(signal: str, state: TuneState) -> str:
+    """What an interrupted tune kept, true at every stage: nothing before its files were claimed; else the measured
+    points in the results file, the fabric files and the plan this run wrote, and how to go on from them."""
+    head = f"interrupted ({signal})"
+    if state.folder is None or state.stage == "checks":
+        return f"{head} before tune wrote anything: nothing was written"
+    folder, results = state.folder, state.results
+    if not state.measuring:
+        source = f"the results file {results} is unchanged (tune only reads it)"
+    else:
+        points = _points_in(results)
+        source = (f"{points} measured point(s) kept in {results}" if points else
+                  f"no point measured ({results} {'holds none' if results.is_file() else 'was not written'})")
+    if state.stage in ("claimed", "sweep", "fit"):
+        kept = [name for name in ("fabric.json", "fabric-measured.json", "plan.json") if (folder / name).is_file()]
+        earlier = (f"; the earlier {', '.join(kept)} in {folder} kept" if kept and not state.measuring else "")
+        resume = (f" (to fit and plan from them: commbench tune --results {results} -O {folder})"
+                  if state.measuring and _points_in(results) else "")
+        return f"{head} before the fit was written: {source}; nothing fitted or planned{resume}{earlier}"
+    fabric = [name for name in ("fabric.json", "fabric-measured.json") if (folder / name).is_file()]
+    written = f"{', '.join(str(folder / n) for n in fabric)} written" if fabric else "no fabric written"
+    if state.stage == "replaced":
+        return f"{head} while writing the fit: {source}; {written}; no plan (the earlier tune's plan files were removed)"
+    planned = "plan.json written" if (folder / "plan.json").is_file() else "no plan.json written (planning stopped)"
+    return f"{head} while planning: {source}; {written}; {planned}"
+
+
+@contextlib.contextmanager
+def interrupt_says_what_was_written(state: TuneState):
+    """A stop signal anywhere in tune ends in one line saying what was kept (interrupted_line), exit 130; the
+    sweep's own line (run_job: the points kept) gets what was not fitted or planned."""
+    from commbench.comm.stop_signals import signal_name
+    from commbench.errors import Interrupted
+
+    try:
+        yield
+    except Interrupted as exc:   # the sweep's ranks were stopped: "interrupted (SIG): N point(s) kept in PATH"
+        text = str(exc)
+        signal = text[text.find("(") + 1:text.find(")")] if text.startswith("interrupted (") else "SIGINT"
+        raise Interrupted(interrupted_line(signal, state)) from None
+    except KeyboardInterrupt as exc:
+        raise Interrupted(interrupted_line(signal_name(exc), state)) from None
 
 
 def _claim(folder: Path, *, measure: bool, force: bool) -> list:
@@ -151,7 +221,8 @@ def _written_by_tune(path: Path) -> bool:
 
 
 def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
-             calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None) -> None:
+             calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
+             state: TuneState | None = None) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -160,7 +231,10 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                   console=err_console if as_json else console,
                   transient=False) as progress:
+        state = state if state is not None else TuneState()
+        state.measuring = results is None
         if results is None:
+            state.stage = "sweep"
             task = progress.add_task("1/3 sweep: starting ranks", total=1)
             results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task)
             progress.update(task, completed=1, description=f"1/3 sweep: {num_points} point(s) → {results_path}")
@@ -169,7 +243,9 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             task = progress.add_task(f"1/3 sweep: skipped, using {results}", total=1)
             progress.update(task, completed=1)  # finished (a task added completed still shows its spinner)
         task = progress.add_task("2/3 fit", total=1)
+        state.stage = "fit"
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
+        state.stage = "replaced"
         _remove_previous(folder)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
         # so `plan --system fabric.json` re-plans tune's result; the fit alone: fabric-measured.json
@@ -181,6 +257,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
                                                          f"curve(s) → {folder / 'fabric-measured.json'}; planned "
                                                          f"with {folder / 'fabric.json'}")
+        state.stage = "plan"
         task = progress.add_task("3/3 plan: searching layouts", total=1)
         req = dataclasses.replace(req, fabric=fabric)
         progress.update(task, completed=1, description="3/3 plan: done")

@@ -16,20 +16,41 @@ from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
 
-VERIFY_COLUMNS = (Col(name="collective", numeric=False), Col(name="group (plan)", keep=2), Col(name="size measured"),
-                  Col(name="plan size", keep=3), Col(name="measured (µs)"), Col(name="predicted (µs)"),
-                  Col(name="measured/predicted", keep=1), Col(name="plan predicted (µs)", keep=3), Col(name="#wrong"))
+SIZE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
+
+
+def size_unit(points: list[dict]) -> tuple[str, int]:
+    """One binary unit for both size columns of the table (the measured and the plan's sizes side by side read in
+    one unit): the largest in which the smallest size of either column is at least 1."""
+    sizes = [int(p[k]) for p in points for k in ("measured_size_bytes", "plan_size_bytes") if int(p[k]) > 0]
+    smallest = min(sizes, default=1)
+    return next((name, mult) for name, mult in SIZE_UNITS if smallest >= mult)
+
+
+def verify_columns(points: list[dict]) -> list[Col]:
+    unit = size_unit(points)[0]
+    return [Col(name="collective", numeric=False), Col(name="group (plan)", keep=2),
+            Col(name=f"size measured ({unit})"), Col(name=f"plan size ({unit})", keep=3), Col(name="measured (µs)"),
+            Col(name="predicted (µs)"), Col(name="measured/predicted", keep=1), Col(name="plan predicted (µs)", keep=3),
+            Col(name="#wrong")]
 
 
 def _us(value: float | None) -> str:
     return "-" if value is None or value != value else f"{value:,.1f}"
 
 
+def _in_unit(size_bytes: int, unit: tuple[str, int]) -> str:
+    return f"{int(size_bytes):,}" if unit[1] == 1 else f"{int(size_bytes) / unit[1]:,.2f}"
+
+
 def verify_rows(points: list[dict]) -> list[list[str]]:
-    """Table cells of `verify-plan --json`'s points (sizes in KiB/MiB as bench prints them; the size measured, the
-    EP all-to-all's the busiest rank's dispatch buffer, as bench's moe_all_to_all records it)."""
-    return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})", format_size(p["measured_size_bytes"]),
-             format_size(p["plan_size_bytes"]), _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
+    """Table cells of `verify-plan --json`'s points, under verify_columns' headers: both sizes in the one unit of
+    size_unit (exact bytes in --json and in the flags; the size measured, the EP all-to-all's the busiest rank's
+    dispatch buffer, as bench's moe_all_to_all records it)."""
+    unit = size_unit(points)
+    return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})",
+             _in_unit(p["measured_size_bytes"], unit), _in_unit(p["plan_size_bytes"], unit),
+             _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
              "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
              _us(p["plan_predicted_time_us"]) + (" extrapolated" if p.get("plan_predicted_extrapolated") else ""),
              str(p["num_wrong"])] for p in points]
@@ -95,11 +116,19 @@ def verify_plan(
         raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
     system = doc["inputs"]["system"]
     if system not in preset_names():
+        where = str(system)
         fabric = _plan_fabric(doc, gpus, flags)
     elif (doc["inputs"].get("fabric") or {}).get("source", "preset") == "preset":
+        where = f"preset {system}"
         fabric = load_preset(system, num_gpus=gpus)
     else:  # tune: the preset with measured curves, saved beside the plan as fabric.json (cli/tune.py)
-        fabric = _plan_fabric(doc, gpus, flags, str(Path(plan_file).parent / "fabric.json"))
+        where = str(Path(plan_file).parent / "fabric.json")
+        fabric = _plan_fabric(doc, gpus, flags, where)
+    fabric_check = _fabric_check(doc, fabric, where)
+    if fabric_check["status"] == "changed":
+        fabric = None   # neither prediction would be the plan's: its figures came from the fabric as it was
+    elif fabric_check["status"] == "unchecked":
+        flags.append(fabric_check["line"])
     described = _fabric_backends(doc, fabric)
     if not all(_describes(described, i, resolved) for i in items):
         preset = doc["inputs"].get("fabric", {}).get("source") == "preset"
@@ -121,18 +150,21 @@ def verify_plan(
     if rows is None:
         return
     points = _points(items, rows, fabric, ctx, described, resolved, per_rack_here, flags)
+    if fabric_check["status"] == "changed":
+        flags.insert(0, fabric_check["line"])   # first: every prediction column is empty for it
     if as_json:
         console.print_json(json.dumps({"format": "commbench-verify-plan", "version": 2, "plan": plan_file,
-                                       "system": system, "backend": resolved, "ranks": ranks, "emulated": emulated,
+                                       "system": system, "fabric_check": fabric_check, "backend": resolved,
+                                       "ranks": ranks, "emulated": emulated,
                                        "comparable": all(p["comparable"] for p in points), "points": points,
                                        "unmet_assumptions": flags}))
     else:
         where = " on an EMULATED fabric" if emulated is not None else ""
         print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s){where}; measured here vs "
-                             f"predicted for {system}", VERIFY_COLUMNS, verify_rows(points))
+                             f"predicted for {system}", verify_columns(points), verify_rows(points))
         for flag in flags:
-            console.print(styled("[bold red]{}[/]" if flag.startswith("MISMATCH") else "[yellow]unmet assumption:[/] {}",
-                                 flag), highlight=False)
+            console.print(styled("[bold red]{}[/]" if flag.startswith(("MISMATCH", FABRIC_CHANGED))
+                                 else "[yellow]unmet assumption:[/] {}", flag), highlight=False)
     if any(row["num_wrong"] for row in rows):
         raise CommbenchError("a collective returned wrong data (see the #wrong column)")
 
@@ -181,6 +213,50 @@ def _points(items, rows, fabric, ctx, described, resolved, ranks_per_rack, flags
                        "num_wrong": row["num_wrong"]})
     flags.extend(mismatch_flags(points))
     return points
+
+
+FABRIC_CHANGED = "FABRIC CHANGED"
+
+
+def _fabric_check(doc: dict, fabric, where: str) -> dict:
+    """Whether the fabric read here is the one the plan was made on, by content (plan.json inputs.fabric
+    content_sha256, emit.plan.fabric_digest): status `same`, `changed` (its predicted figures are not the ones
+    this fabric gives: no prediction is made), `unchecked` (a plan written before the digest was recorded) or
+    `unread` (no fabric could be read here; a flag already says why); `line`: what the user is told."""
+    from commbench.planner.emit.plan import fabric_digest
+
+    planned = (doc["inputs"].get("fabric") or {}).get("content_sha256")
+    if planned is not None and not (isinstance(planned, str) and len(planned) == 64
+                                    and all(c in "0123456789abcdef" for c in planned)):
+        raise invalid("inputs.fabric.content_sha256", planned, "64 lowercase hex digits, the SHA-256 `commbench plan` "
+                                                               "writes (or no field: a plan written before it)")
+    now = fabric_digest(fabric) if fabric is not None else None
+    check = {"fabric": where, "plan_sha256": planned, "now_sha256": now}
+    if now is None:
+        return check | {"status": "unread", "line": None}
+    if planned is None:
+        return check | {"status": "unchecked", "line": (
+            f"{where}: the plan records no content digest of its fabric (written before commbench recorded one): "
+            "whether it was edited since the plan was made cannot be checked; predictions use it as it is now")}
+    if planned == now:
+        return check | {"status": "same", "line": None}
+    return check | {"status": "changed", "line": (
+        f"{FABRIC_CHANGED}: {where} is not the fabric the plan was made on ({_what_changed(doc, fabric)}; content "
+        f"sha256 {now[:12]} here, {planned[:12]} in plan.json inputs.fabric): the plan's predicted figures came from "
+        "the fabric as it was; no prediction is given, the measurements stand; plan again on it (or restore it) to "
+        "compare")}
+
+
+def _what_changed(doc: dict, fabric) -> str:
+    """What of plan.json inputs.fabric differs from the fabric read here: its name or source (both named), the
+    fields of its summary that differ, else its numbers (a curve's latency or bandwidth, an NCCL parameter)."""
+    from commbench.planner.emit.plan import fabric_summary
+
+    planned, now = doc["inputs"].get("fabric") or {}, fabric_summary(fabric)
+    if (planned.get("name"), planned.get("source")) != (now["name"], now["source"]):
+        return f"now {now['name']!r} ({now['source']}), not {planned.get('name')!r} ({planned.get('source')})"
+    fields = [k for k in ("domain_size", "tiers", "curve_sources", "notes", "warnings") if planned.get(k) != now[k]]
+    return f"its {', '.join(fields)} differ" if fields else "its curves' or NCCL parameters' numbers differ"
 
 
 def _plan_extrapolated(fabric, item, ctx, flags: list[str]) -> bool:
@@ -275,6 +351,8 @@ def _plan_fabric(doc: dict, gpus: int, flags: list[str], path: str | None = None
         flags.append(f"no prediction: the plan's fabric {system} cannot be read here ({exc})")
         return None
     planned = doc["inputs"].get("fabric") or {}
+    if planned.get("content_sha256"):   # its content is checked whole (_fabric_check): name, source, curves, notes
+        return fabric
     if (planned.get("name"), planned.get("source")) != (fabric.name, fabric.source):
         flags.append(f"no prediction: {system} is now fabric {fabric.name!r} ({fabric.source}), not the "
                      f"{planned.get('name')!r} ({planned.get('source')}) the plan was made on")

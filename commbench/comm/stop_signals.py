@@ -62,6 +62,39 @@ def release_stops() -> None:
         raise StopSignal(held[0])
 
 
+def exit_on_stop(code: int) -> None:
+    """The command has finished and printed all it prints: its output is flushed, and a stop signal from here on (the
+    interpreter's teardown, torch's and multiprocessing's exit handlers: about half a second) ends the process at
+    once with the command's own exit code and one line saying so, not a silent exit 130 after complete output.
+    Main thread only (signal handlers)."""
+    import os
+    import sys
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+
+    def finished(signum, frame) -> None:
+        line = f"interrupted ({signal.Signals(signum).name}) after the command finished: its output is complete\n"
+        try:
+            os.write(2, line.encode())
+        except OSError:
+            pass
+        os._exit(code)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, finished)
+    # CPython's finalization resets a Python-level handler to SIG_DFL (signal module fini, before the modules are
+    # torn down): a Ctrl-C then killed the finished process, exit 130 and no word. An ignored SIGINT stays ignored.
+    import atexit
+
+    atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)
+
+
 def signal_name(exc: BaseException) -> str:
     """The signal a KeyboardInterrupt came from ('SIGINT' for a plain Ctrl-C)."""
     return str(exc) or "SIGINT"

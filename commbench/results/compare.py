@@ -134,6 +134,9 @@ class Comparison:
     quantile_collective: float = math.nan  # the collective test's (all runs): half of alpha over collectives
     runs: dict = field(default_factory=dict)  # number of runs: base, new, history
     missing: list[str] = field(default_factory=list)  # "label (run i)" of points NEW lacks
+    # those of `missing` whose run of NEW holds every point it plans (results.resumed.runs_holding_their_plan): not
+    # in its plan, which differs from BASE's; lost points (a run cut short, a header without planned_points) are not
+    not_planned: list[str] = field(default_factory=list)
     allow_missing: bool = False
     only_in_new: int = 0
     unchecked: list[str] = field(default_factory=list)  # "label (run i)": measured without the data check, BASE checked
@@ -299,9 +302,12 @@ def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
 
 def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regression: float,
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
-            allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = ()) -> Comparison:
+            allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = (),
+            complete_runs: Iterable[str] = ()) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
-    NEW's file with a header and no record (empty_runs_of): each misses every point of BASE."""
+    NEW's file with a header and no record (empty_runs_of): each misses every point of BASE. `complete_runs`: run
+    ids of NEW whose records hold every point their header plans (results.resumed.runs_holding_their_plan): a point
+    of BASE they lack was not planned (Comparison.not_planned), still missing for the gate."""
     from commbench.results.compare_judge import judge
 
     base, new, history = list(base), list(new), list(history)
@@ -316,9 +322,11 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     new_keys = set(k for run in new_runs for k in run)
     if not any(k in new_keys for k in base_keys):
         raise CommbenchError(mismatch_message(base, new))
+    complete = set(complete_runs)
+    planned_whole = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in complete}
     result = judge(base_runs, new_runs, hist_runs, base_keys, max_regression=max_regression,
                    statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
-                   only_in_new=len(new_keys - set(base_keys)))
+                   only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole)
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
                                empty_runs=list(empty_runs))

@@ -173,7 +173,9 @@ def _unchecked_runs(key, base_runs, new_runs) -> list[int]:
 
 
 def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statistic, allow_missing, alpha,
-          only_in_new, allow_unchecked=False) -> Comparison:
+          only_in_new, allow_unchecked=False, planned_whole=frozenset()) -> Comparison:
+    """`planned_whole`: numbers (from 1) of NEW's runs that hold every point they plan: what they miss of BASE is
+    named not planned (Comparison.not_planned) beside missing."""
     first = {}
     for run in (*base_runs, *new_runs):
         for key, m in run.items():
@@ -219,7 +221,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         for k, found in per_key.items():
             tests[k].extend(found)
         shifts.extend(scope_shifts)
-    points, missing, unchecked, known_failed = [], [], [], []
+    points, missing, unchecked, known_failed, not_planned = [], [], [], [], []
     comparable = {i for i, run in enumerate(new_runs, start=1) if any(k in run for k in base_keys)}
     collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
@@ -232,6 +234,10 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         unchecked += [f"{ident['label']} (run {i}/{num_new})" for i in _unchecked_runs(key, base_runs, new_runs)]
         if bad and bad[2]:
             missing += [f"{ident['label']} (run {i}/{num_new})" for i in bad[2]]
+            not_planned += [f"{ident['label']} (run {i}/{num_new})" for i in bad[2] if i in planned_whole]
+            if bad[0] == "missing" and set(bad[2]) <= set(planned_whole):
+                where = "every run" if len(bad[2]) == num_new else "run " + ",".join(map(str, bad[2]))
+                bad = ("missing", f"not planned by {where} of the new file (its plan differs)", bad[2])
         if bad and bad[0] != "missing":
             points.append(PointComparison(**ident, statistic=stats.get(key, "-"), verdict=bad[0], detail=bad[1]))
             continue
@@ -253,7 +259,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     return Comparison(points=points, shifts=shifts, max_regression=max_regression, run_to_run=r2r, quantile=q,
                       quantile_collective=q_collective,
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
-                      missing=missing, allow_missing=allow_missing, only_in_new=only_in_new,
+                      missing=missing, not_planned=not_planned, allow_missing=allow_missing, only_in_new=only_in_new,
                       unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed,
                       known_failed=known_failed, num_new_compared=len(comparable))
 

@@ -108,6 +108,33 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     return out
 
 
+def runs_holding_their_plan(records: Iterable[Record]) -> dict[str, str]:
+    """Run id -> what it planned ("`sweep FILE`: N point(s), sweep IDENTITY"), for each run (a resumed sweep's
+    launches together) whose records hold every point its header plans (`planned_points`): a point of another file
+    that such a run lacks was not in its plan (its plan differs), not lost. A run cut short (sweeps_cut_short) or
+    whose header predates `planned_points` is not here: what it lacks may be lost."""
+    planned: dict[str, int] = {}
+    runs: dict[str, list[str]] = {}
+    named: dict[str, str] = {}
+    group_of: dict[str, str] = {}
+    held: dict[str, set] = {}
+    for record in records:
+        if isinstance(record, RunHeader) and record.planned_points:
+            group = f"sweep {record.sweep_identity}" if record.sweep_identity else f"run {record.run_id}"
+            planned[group] = max(planned.get(group, 0), record.planned_points)
+            runs.setdefault(group, []).append(record.run_id)
+            named.setdefault(group, " ".join(record.argv[1:3]) or "run")
+            group_of[record.run_id] = group
+        elif isinstance(record, Measurement) and record.run_id in group_of:
+            held.setdefault(group_of[record.run_id], set()).add(record.point_key or id(record))
+    out = {}
+    for group, count in planned.items():
+        if len(held.get(group, ())) >= count:
+            what = f"`{named[group]}`: {count} point(s)" + (f", {group}" if group.startswith("sweep") else "")
+            out.update({run_id: what for run_id in runs[group]})
+    return out
+
+
 def _tune_builtin_sweep(argv) -> bool:
     """Whether a header's launch is `commbench tune` on its built-in sweep (no --sweep FILE to resume)."""
     argv = list(argv or ())

@@ -35,7 +35,7 @@ from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architectu
 from commbench.planner.layout.graph_scope import WHOLE_LAYER_NAME, default_scope
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.layout.split import choose_split, parse_layout_text
+from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
 from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch
 
@@ -167,7 +167,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     recompute, precision."""
     a = layout
     check_megatron_layout(a, model)
-    split = choose_split(model, a.pp, a.vp)
+    split = choose_split(model, a.pp, a.vp, split_vocab(model, a.tp, "megatron"))   # as the step model's
     out = model_args(model, seq_len)
     out += ["--tensor-model-parallel-size", str(a.tp), "--pipeline-model-parallel-size", str(a.pp)]
     out += split.megatron_args()

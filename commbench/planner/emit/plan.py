@@ -27,7 +27,7 @@ from commbench.typed_json import check_fields, non_finite_path
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.layout.split import choose_split, stage_weights
+from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
 
 __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
@@ -43,14 +43,15 @@ EMIT_KINDS = ("json", "megatron", "torchtitan")
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep") -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env."""
-    split = choose_split(model, layout.pp, layout.vp)
+    vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
+    split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
     try:
         args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
         args = {"refused": str(exc)}
     return {"target": megatron_target(model), "script": megatron_script(model), **args,
-            "layer_split": split.summary(stage_weights(model)),
+            "layer_split": split.summary(stage_weights(model, vocab)),
             "launch_env": env, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model)),
@@ -243,14 +244,33 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
 
 
 def fabric_summary(fabric) -> dict[str, Any]:
-    """Which network numbers the plan used: tiers, and per (collective, tier) the curve sources."""
+    """Which network numbers the plan used: tiers, per (collective, tier) the curve sources, and `content_sha256`
+    (fabric_digest: `verify-plan` names a preset or fabric .json changed since the plan was made on it)."""
     sources: dict[str, set[str]] = {}
     for c in fabric.curves:
         sources.setdefault(f"{c.collective}/{c.tier}", set()).add(c.source)
     return {"name": fabric.name, "source": fabric.source, "domain_size": fabric.domain_size,
             "tiers": {k: {"name": t.name, "link_gbps_per_gpu": t.link_gbps_per_gpu} for k, t in fabric.tiers.items()},
             "curve_sources": {k: sorted(v) for k, v in sorted(sources.items())},
-            "notes": list(fabric.notes), "warnings": list(fabric.warnings)}
+            "notes": list(fabric.notes), "warnings": list(fabric.warnings),
+            "content_sha256": fabric_digest(fabric)}
+
+
+# Fields of Fabric.to_dict that do not change a communication prediction at a given GPU count: the GPU count
+# (plan and verify-plan scale the profile to theirs) and the GPU's name (`plan --gpu` names one for a profile
+# fitted without a GPU; a preset's GPU sets its link rates, which the tiers and curves hold).
+_NOT_DIGESTED = ("num_gpus", "gpu")
+
+
+def fabric_digest(fabric) -> str:
+    """SHA-256 of the fabric's content as loaded (Fabric.to_dict less _NOT_DIGESTED, keys sorted, compact JSON):
+    every tier, curve, fit-report entry, note, warning and NCCL parameter, so any edit of a fabric .json, or of a
+    preset (hardware.toml, costmodel/presets.py) that moves a number, changes it."""
+    import hashlib
+
+    content = {k: v for k, v in fabric.to_dict().items() if k not in _NOT_DIGESTED}
+    blob = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def fabric_lines(fabric) -> list[str]:

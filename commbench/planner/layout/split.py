@@ -34,7 +34,7 @@ import numpy as np
 
 from commbench.errors import CommbenchError
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.models.counts import flops_breakdown
+from commbench.planner.models.counts import flops_breakdown, step_vocab
 
 METHODS = ("single", "even", "account", "uneven", "layout")  # also the order of preference on ties
 STAGE_CHARS = "EtmL"
@@ -149,12 +149,21 @@ class StageWeights:
         return out
 
 
+def split_vocab(model: ModelSpec, tp: int = 1, framework: str = "megatron") -> float:
+    """The output layer's rows the step model charges at this TP (models/counts.step_vocab: Megatron-LM's padded
+    vocabulary, TorchTitan's own): the loss stage is weighed with the same rows."""
+    return float(step_vocab(model, int(tp), framework))
+
+
 @lru_cache(maxsize=256)
-def stage_weights(model: ModelSpec) -> StageWeights:
-    main = flops_breakdown(model, include_mtp=False)
-    logits = 6.0 * model.hidden * model.vocab
+def stage_weights(model: ModelSpec, vocab: float | None = None) -> StageWeights:
+    """Each stage item's FLOPs per token in mean-decoder-layer units; the loss (logits: 6 x hidden x vocab) and MTP
+    heads at `vocab` output rows (split_vocab: what the step model charges; default the model's own)."""
+    vocab = float(model.vocab if vocab is None else vocab)
+    main = flops_breakdown(model, include_mtp=False, vocab=vocab)
+    logits = 6.0 * model.hidden * vocab
     per_layer = (main.total - logits) / model.num_layers
-    mtp_total = flops_breakdown(model).total - main.total
+    mtp_total = flops_breakdown(model, vocab=vocab).total - main.total
     layer_costs: tuple[float, ...] = ()
     if model.is_hybrid:  # one block's FLOPs per token by kind (the layer's own, not Megatron's count)
         n = {k: max(model.layer_pattern.count(k), 1) for k in "M*-E"}
@@ -243,9 +252,9 @@ def _water_fill(extras: list[float], allowed: list[bool], layers: int) -> list[i
     return counts
 
 
-def _custom_layouts(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
+def _custom_layouts(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> list[PipelineSplit]:
     L, M, S = model.num_layers, model.num_mtp_layers, pp * vp
-    w = stage_weights(model)
+    w = stage_weights(model, vocab)
     out = []
     tail_options = [(S - 1, [True] * S)]
     if M and S >= 2 and pp >= 2:  # MTP alone-ish on the last chunk of rank pp-2, loss alone on the last stage
@@ -310,8 +319,9 @@ def split_from_layout(model: ModelSpec, pp: int, text: str) -> PipelineSplit:
     return PipelineSplit(pp=pp, vp=vp, method="layout", stages=stages)
 
 
-def split_options(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
-    """Every split of `model` over pp x vp that Megatron builds (each virtual stage non-empty)."""
+def split_options(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> list[PipelineSplit]:
+    """Every split of `model` over pp x vp that Megatron builds (each virtual stage non-empty); `vocab`: the
+    output rows the layout-string splits are balanced with (stage_weights)."""
     if pp < 1 or vp < 1 or (pp == 1 and vp > 1):
         return []
     if pp == 1:
@@ -324,25 +334,26 @@ def split_options(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
             return []
         found = [s for s in _even_like(model, pp, vp) if s.method == "even"] + _uneven(model, pp, vp)
     else:
-        found = _even_like(model, pp, vp) + _uneven(model, pp, vp) + _custom_layouts(model, pp, vp)
+        found = _even_like(model, pp, vp) + _uneven(model, pp, vp) + _custom_layouts(model, pp, vp, vocab)
     return [s for s in found if all(s.stages)]
 
 
 @lru_cache(maxsize=4096)
-def best_split(model: ModelSpec, pp: int, vp: int) -> PipelineSplit | None:
-    """The buildable split whose busiest rank is lightest (then busiest stage; then simplest flags)."""
-    w = stage_weights(model)
+def best_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> PipelineSplit | None:
+    """The buildable split whose busiest rank is lightest (then busiest stage; then simplest flags), its loss
+    stage weighed at `vocab` output rows (split_vocab; default the model's own)."""
+    w = stage_weights(model, vocab)
 
     def key(s: PipelineSplit):
         return (round(max(s.rank_costs(w)), 6), round(max(w.stage_costs(s.stages)), 6), METHODS.index(s.method))
 
-    options = split_options(model, pp, vp)
+    options = split_options(model, pp, vp, vocab)
     return min(options, key=key) if options else None
 
 
-def choose_split(model: ModelSpec, pp: int, vp: int) -> PipelineSplit:
+def choose_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> PipelineSplit:
     """`best_split`, or a one-line CommbenchError naming the layer count and PP when there is none."""
-    split = best_split(model, pp, vp)
+    split = best_split(model, pp, vp, vocab)
     if split is None:
         mtp = f" + {model.num_mtp_layers} MTP" if model.num_mtp_layers else ""
         why = "vp>1 needs pp>1" if pp == 1 and vp > 1 else \
@@ -361,15 +372,23 @@ def buildable(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
     return ok[inverse].reshape(shape)
 
 
-def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None) -> np.ndarray:
     """Busiest pipeline rank's cost / the mean rank's under `best_split` (1.0 without PP or without a
-    buildable split, which layout_violations marks invalid)."""
-    pairs, inverse, shape = _distinct_pairs(pp, vp)
-    w = stage_weights(model)
+    buildable split, which layout_violations marks invalid). `vocab`: per layout, the output rows the step model
+    charges (split_vocab / models.counts.step_vocab, an array like pp); default the model's own."""
+    if vocab is None:
+        pairs, inverse, shape = _distinct_pairs(pp, vp)
+        rows = [(p, v, None) for p, v in pairs]
+    else:
+        pp, vp, vocab = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64),
+                                            np.asarray(vocab, dtype=np.float64))
+        keys, inverse = np.unique(np.stack([pp.ravel(), vp.ravel(), vocab.ravel()], axis=1), axis=0,
+                                  return_inverse=True)
+        rows, inverse, shape = [(int(p), int(v), float(n)) for p, v, n in keys], np.ravel(inverse), pp.shape
     values = []
-    for p, v in pairs:
-        split = best_split(model, p, v)
-        costs = split.rank_costs(w) if split is not None else [1.0]
+    for p, v, n in rows:
+        split = best_split(model, p, v, n)
+        costs = split.rank_costs(stage_weights(model, n)) if split is not None else [1.0]
         values.append(max(costs) * len(costs) / sum(costs))
     return np.array(values, dtype=np.float64)[inverse].reshape(shape)
 

@@ -184,7 +184,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     grouped_eff = np.where(low_bit, cal.grouped_gemm_8bit_efficiency, cal.grouped_gemm_efficiency)
     grouped_rate = peak * 1e12 * sustained * grouped_eff * fp4_ratio
     other_gemm = fl.gemm - fl.routed_experts - mamba.counted_scan_flops_per_token(model)  # SSD: below
-    imbalance = stage_imbalance(model, pp, vp)
+    imbalance = stage_imbalance(model, pp, vp, vocab)   # the loss stage at the rows charged here
     tokens_gpu = tokens_gpu * imbalance
     # Roofline per GEMM kind (kernels.smooth_max): compute at the fitted efficiency vs the compulsory
     # operand traffic of its shape (gemm_shape.py) at HBM bandwidth.
