@@ -199,11 +199,11 @@ CALIBRATION_KIND = "commbench-calibration"
 CALIBRATION_VERSION = 1
 # The step model a calibration file's terms were fitted to: the physics of commbench/planner/step (what each term
 # multiplies), not the file's format (CALIBRATION_VERSION) nor the release (commbench's version string has been
-# 0.1.0 throughout). Set to the day's date whenever that physics changes (a second change that day: .2, .3), so
-# that a file fitted before is told apart (calibrate.fit.CalibrationFile.version_note). A hand-set identifier, not a hash of the source: a hash moves
-# with every comment and refactor (every file would warn), and one of the model's outputs with a model-zoo or
-# hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of the step model to this
-# value, so a physics change that forgets to set it fails there.
+# 0.1.0 throughout). Set to the day's date whenever that physics changes (a second change that day: .2, .3), so that
+# a file fitted before is told apart (calibrate.fit.CalibrationFile.version_note). A hand-set identifier, not a hash
+# of the source: a hash moves with every comment and refactor (every file would warn), and one of the model's
+# outputs with a model-zoo or hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of
+# the step model to this value, so a physics change that forgets to set it fails there.
 STEP_MODEL = "2026-12-04.2"   # the pipeline split weighs the padded vocabulary (layout/split.py)
 
 
