@@ -13,6 +13,7 @@ point one of them lacks is still missing. Runs without a sweep identity (`bench`
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from commbench.results.records import Measurement, Record, RunHeader
@@ -79,31 +80,15 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     before `planned_points` was recorded say nothing here. An NCCL tuning launch cut short before some of its
     combinations started is said too (combinations_not_started)."""
     records = list(records)
-    planned: dict[str, int] = {}
-    runs: dict[str, list[str]] = {}
-    named: dict[str, str] = {}
-    builtin: dict[str, bool] = {}
-    group_of: dict[str, str] = {}
-    held: dict[str, set] = {}
-    for record in records:
-        if isinstance(record, RunHeader) and record.planned_points:
-            group = f"sweep {record.sweep_identity}" if record.sweep_identity else f"run {record.run_id}"
-            planned[group] = max(planned.get(group, 0), record.planned_points)
-            runs.setdefault(group, []).append(record.run_id)
-            named.setdefault(group, " ".join(record.argv[1:3]) or "run")
-            builtin.setdefault(group, _tune_builtin_sweep(record.argv))
-            group_of[record.run_id] = group
-        elif isinstance(record, Measurement) and record.run_id in group_of:
-            held.setdefault(group_of[record.run_id], set()).add(record.point_key or id(record))
     out = combinations_not_started(records)
-    for group, count in planned.items():
-        have = len(held.get(group, ()))
+    for group, g in _planned_groups(records).items():
+        have, count = len(g.held), g.planned
         if have < count:
             again = ("tune's built-in sweep has no file for `sweep --resume`: `commbench tune` again measures it "
-                     "anew" if builtin[group] else
+                     "anew" if g.builtin else
                      "`commbench sweep ... --resume` into the same file measures them" if group.startswith("sweep")
                      else "run it again to measure them")
-            out.append(f"`{named[group]}` (run {', '.join(dict.fromkeys(runs[group]))}) holds {have} of the {count} "
+            out.append(f"`{g.named}` (run {', '.join(dict.fromkeys(g.runs))}) holds {have} of the {count} "
                        f"point(s) it plans: it was cut short, {count - have} not in the file ({again})")
     return out
 
@@ -113,26 +98,41 @@ def runs_holding_their_plan(records: Iterable[Record]) -> dict[str, str]:
     launches together) whose records hold every point its header plans (`planned_points`): a point of another file
     that such a run lacks was not in its plan (its plan differs), not lost. A run cut short (sweeps_cut_short) or
     whose header predates `planned_points` is not here: what it lacks may be lost."""
-    planned: dict[str, int] = {}
-    runs: dict[str, list[str]] = {}
-    named: dict[str, str] = {}
+    out = {}
+    for group, g in _planned_groups(records).items():
+        if len(g.held) >= g.planned:
+            what = f"`{g.named}`: {g.planned} point(s)" + (f", {group}" if group.startswith("sweep") else "")
+            out.update({run_id: what for run_id in g.runs})
+    return out
+
+
+@dataclass
+class _PlannedGroup:
+    planned: int = 0                                   # the most points a header of the group plans
+    runs: list[str] = field(default_factory=list)      # its launches' run ids (a resumed sweep's several)
+    named: str = "run"                                 # its command, for the lines that name it
+    builtin: bool = False                              # tune's built-in sweep
+    held: set = field(default_factory=set)             # the distinct points its records hold
+
+
+def _planned_groups(records: Iterable[Record]) -> dict[str, _PlannedGroup]:
+    """The runs whose headers plan a point count (`planned_points`), grouped as one sweep's launches share it
+    ("sweep IDENTITY", else "run ID"), with the points their records hold."""
+    groups: dict[str, _PlannedGroup] = {}
     group_of: dict[str, str] = {}
-    held: dict[str, set] = {}
     for record in records:
         if isinstance(record, RunHeader) and record.planned_points:
             group = f"sweep {record.sweep_identity}" if record.sweep_identity else f"run {record.run_id}"
-            planned[group] = max(planned.get(group, 0), record.planned_points)
-            runs.setdefault(group, []).append(record.run_id)
-            named.setdefault(group, " ".join(record.argv[1:3]) or "run")
+            g = groups.get(group)
+            if g is None:
+                g = groups[group] = _PlannedGroup(named=" ".join(record.argv[1:3]) or "run",
+                                                  builtin=_tune_builtin_sweep(record.argv))
+            g.planned = max(g.planned, record.planned_points)
+            g.runs.append(record.run_id)
             group_of[record.run_id] = group
         elif isinstance(record, Measurement) and record.run_id in group_of:
-            held.setdefault(group_of[record.run_id], set()).add(record.point_key or id(record))
-    out = {}
-    for group, count in planned.items():
-        if len(held.get(group, ())) >= count:
-            what = f"`{named[group]}`: {count} point(s)" + (f", {group}" if group.startswith("sweep") else "")
-            out.update({run_id: what for run_id in runs[group]})
-    return out
+            groups[group_of[record.run_id]].held.add(record.point_key or id(record))
+    return groups
 
 
 def _tune_builtin_sweep(argv) -> bool:
