@@ -382,9 +382,13 @@ def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None
     else:
         pp, vp, vocab = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64),
                                             np.asarray(vocab, dtype=np.float64))
-        keys, inverse = np.unique(np.stack([pp.ravel(), vp.ravel(), vocab.ravel()], axis=1), axis=0,
+        # one int key per layout, as _distinct_pairs (np.unique over stacked rows sorts them field by field: slow)
+        vocabs, which = np.unique(vocab.ravel(), return_inverse=True)
+        keys, inverse = np.unique((pp.ravel() * (1 << 20) + vp.ravel()) * len(vocabs) + np.ravel(which),
                                   return_inverse=True)
-        rows, inverse, shape = [(int(p), int(v), float(n)) for p, v, n in keys], np.ravel(inverse), pp.shape
+        rows = [(int(k // len(vocabs)) >> 20, int(k // len(vocabs)) & ((1 << 20) - 1), float(vocabs[k % len(vocabs)]))
+                for k in keys]
+        inverse, shape = np.ravel(inverse), pp.shape
     values = []
     for p, v, n in rows:
         split = best_split(model, p, v, n)
