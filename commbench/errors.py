@@ -15,9 +15,13 @@ class CommbenchError(Exception):
 
 
 class Interrupted(CommbenchError):
-    """Stopped by SIGINT/SIGTERM/SIGHUP; the message says what was kept. Exit code 130."""
+    """Stopped by SIGINT/SIGTERM/SIGHUP; the message says what was kept, `signal` names the signal. Exit code 130."""
 
     exit_code = 130
+
+    def __init__(self, message: str, *, signal: str = "SIGINT") -> None:
+        super().__init__(message)
+        self.signal = signal
 
 
 def invalid(field: str, value: object, allowed: str) -> CommbenchError:

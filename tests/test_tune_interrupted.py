@@ -50,7 +50,7 @@ def test_during_the_sweep_the_points_kept_and_how_to_go_on(tmp_path, monkeypatch
     def two_points_then_stopped(sweep_file, nproc, where, progress, task):
         results = where / "tune-sweep.jsonl"
         results.write_text(lines[0] + "".join(measured))
-        raise Interrupted(f"interrupted (SIGTERM): 2 point(s) kept in {results}")
+        raise Interrupted(f"interrupted (SIGTERM): 2 point(s) kept in {results}", signal="SIGTERM")  # as launch_local
 
     monkeypatch.setattr(tune_cli, "_run_sweep", two_points_then_stopped)
     line = _run(MEASURE + ["-O", str(folder)])

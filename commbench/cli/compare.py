@@ -31,11 +31,12 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
 def plan_change_text(base_headers: list, plans: dict[str, str]) -> str:
     """How the plans differ, from the headers: each side's launches, their planned point counts and sweep
     identities (a BASE header written before planned_points was recorded: its count unknown)."""
+    from commbench.results.resumed import launch_name
+
     def side(texts) -> str:
         return "; ".join(dict.fromkeys(texts)) or "unknown"
 
-    base = [f"`{' '.join(h.argv[1:3]) or 'run'}`: " + (f"{h.planned_points} point(s)" if h.planned_points else
-                                                       "points not recorded")
+    base = [f"`{launch_name(h.argv)}`: " + (f"{h.planned_points} point(s)" if h.planned_points else "points not recorded")
             + (f", sweep {h.sweep_identity}" if h.sweep_identity else "") for h in base_headers]
     return f"the plan differs: base {side(base)}; new {side(plans.values())}, every point held"
 
@@ -364,7 +365,7 @@ def compare_cmd(
                       "[bold red]REGRESSED[/]" if s.regressed else "ok"] for s in result.shifts])
         console.print(statistic_line(result), highlight=False)
         console.print(noise_summary(result), highlight=False)
-        lost = [m for m in result.missing if m not in set(result.not_planned)]
+        lost = result.lost
         if lost:
             console.print(styled(("allowed" if allow_missing else "[bold red]missing[/]")
                                  + ": {} point run(s) missing in the new file: {}", len(lost),
@@ -424,7 +425,7 @@ def compare_cmd(
         bad = [p for p in bad if p.verdict != "missing"]
         if bad:
             parts.append(f"{len(bad)} point(s) {bad[0].verdict} in the new file (first: {bad[0].label}, {bad[0].detail})")
-        lost = [m for m in result.missing if m not in set(result.not_planned)]
+        lost = result.lost
         if missing and lost:
             parts.append(f"{len(lost)} point run(s) missing in the new file (first: {lost[0]}); "
                          f"--allow-missing permits that")

@@ -101,7 +101,7 @@ def emulate(
             counters = fabric.uplink_counters()
     except KeyboardInterrupt as exc:
         raise Interrupted(f"interrupted ({signal_name(exc)}): the emulated fabric and its ranks are removed; "
-                          f"records already written are kept") from None
+                          f"records already written are kept", signal=signal_name(exc)) from None
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

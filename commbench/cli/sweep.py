@@ -155,7 +155,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
                               soft_wrap=True)
             job = dataclasses.replace(job, resume=True)
         except Interrupted as exc:
-            raise Interrupted(f"{exc}; continue with: {again}") from None
+            raise Interrupted(f"{exc}; continue with: {again}", signal=exc.signal) from None
         except RunFailed as exc:
             raise RunFailed(f"{exc}; continue with: {again}") from None
 

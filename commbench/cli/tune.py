@@ -124,17 +124,16 @@ def interrupted_line(signal: str, state: TuneState) -> str:
     if state.folder is None or state.stage == "checks":
         return f"{head} before tune wrote anything: nothing was written"
     folder, results = state.folder, state.results
+    points = _points_in(results) if state.measuring else 0
     if not state.measuring:
         source = f"the results file {results} is unchanged (tune only reads it)"
     else:
-        points = _points_in(results)
         source = (f"{points} measured point(s) kept in {results}" if points else
                   f"no point measured ({results} {'holds none' if results.is_file() else 'was not written'})")
     if state.stage in ("claimed", "sweep", "fit"):
         kept = [name for name in ("fabric.json", "fabric-measured.json", "plan.json") if (folder / name).is_file()]
         earlier = (f"; the earlier {', '.join(kept)} in {folder} kept" if kept and not state.measuring else "")
-        resume = (f" (to fit and plan from them: commbench tune --results {results} -O {folder})"
-                  if state.measuring and _points_in(results) else "")
+        resume = f" (to fit and plan from them: commbench tune --results {results} -O {folder})" if points else ""
         return f"{head} before the fit was written: {source}; nothing fitted or planned{resume}{earlier}"
     fabric = [name for name in ("fabric.json", "fabric-measured.json") if (folder / name).is_file()]
     written = f"{', '.join(str(folder / n) for n in fabric)} written" if fabric else "no fabric written"
@@ -154,11 +153,9 @@ def interrupt_says_what_was_written(state: TuneState):
     try:
         yield
     except Interrupted as exc:   # the sweep's ranks were stopped: "interrupted (SIG): N point(s) kept in PATH"
-        text = str(exc)
-        signal = text[text.find("(") + 1:text.find(")")] if text.startswith("interrupted (") else "SIGINT"
-        raise Interrupted(interrupted_line(signal, state)) from None
+        raise Interrupted(interrupted_line(exc.signal, state), signal=exc.signal) from None
     except KeyboardInterrupt as exc:
-        raise Interrupted(interrupted_line(signal_name(exc), state)) from None
+        raise Interrupted(interrupted_line(signal_name(exc), state), signal=signal_name(exc)) from None
 
 
 def _claim(folder: Path, *, measure: bool, force: bool) -> list:
@@ -295,14 +292,13 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         if ranks < 1:
             raise invalid("--nproc", ranks, "at least 1 rank")
         backend = _sweep_backend(spec, sweep_file, nproc)[0]
-        from commbench.comm.backends import max_local_ranks
+        from commbench.comm.job import check_local_ranks
         from commbench.comm.launch import detect_rank_env
         rank_env = detect_rank_env()
-        limit, why = max_local_ranks(backend)
-        if (rank_env is None or rank_env.launcher == "local") and ranks > limit:  # as run_job refuses it, but before
-            # _claim empties the folder's earlier sweep and deletes its plan
-            where = "--nproc" if nproc is not None else f"{sweep_file}: nproc"
-            raise CommbenchError(f"{where}={ranks} is invalid: allowed 1..{limit} on {backend} ({why})")
+        if rank_env is None or rank_env.launcher == "local":  # run_job's check, before _claim empties the folder's
+            # earlier sweep and deletes its plan
+            check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
+                              f"{sweep_file or 'the built-in sweep'}: nproc")
         plan_sweep(spec, ranks, backend=backend)
     else:
         from commbench.errors import read_user_file

@@ -38,6 +38,14 @@ def check_gloo_interface() -> None:
                              f"(this machine has {', '.join(have)})")
 
 
+def check_local_ranks(nproc: int, backend: str, *, option: str = "--nproc") -> None:
+    """Refuse more (or fewer than 1) local ranks than this machine runs for `backend` (backends.max_local_ranks), in
+    one line naming `option`: run_job's check before it starts ranks; tune's before it empties its folder."""
+    limit, why = max_local_ranks(backend)
+    if not 1 <= nproc <= limit:
+        raise CommbenchError(f"{option}={nproc} is invalid: allowed 1..{limit} on {backend} ({why})")
+
+
 def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int | None, backend: str,
             validate_world: Callable[[int], None], output_path: str,
             timeout_s: float | None = None) -> dict[int, Any]:
@@ -61,11 +69,10 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
                 return {rank_env.rank: rank_fn(rank_env, config)}
             except KeyboardInterrupt as exc:
                 raise Interrupted(f"interrupted ({signal_name(exc)}): rank {rank_env.rank} of the "
-                                  f"{rank_env.launcher} launch stopped; {results_so_far(output_path)}") from None
+                                  f"{rank_env.launcher} launch stopped; {results_so_far(output_path)}",
+                                  signal=signal_name(exc)) from None
     nproc = DEFAULT_NPROC if nproc is None else nproc
-    limit, why = max_local_ranks(backend)
-    if not 1 <= nproc <= limit:
-        raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on {backend} ({why})")
+    check_local_ranks(nproc, backend)
     validate_world(nproc)
     if nproc == 1:
         import tempfile

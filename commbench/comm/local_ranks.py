@@ -191,7 +191,7 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                 kept = ranks[0].num_recorded if ranks else 0
                 where = (str(output_path).strip("()") if str(output_path).startswith("(")  # verify-plan: no file
                          else f"{kept} point(s) kept in {output_path}")
-                raise Interrupted(f"interrupted ({signal_name(exc)}): {where}") from None
+                raise Interrupted(f"interrupted ({signal_name(exc)}): {where}", signal=signal_name(exc)) from None
         finally:
             with stops_ignored():
                 _kill(ranks)

@@ -149,6 +149,13 @@ class Comparison:
     empty_runs: list[str] = field(default_factory=list)  # run ids of NEW with a header and no record: stopped at once
 
     @property
+    def lost(self) -> list[str]:
+        """Those of `missing` that NEW's run planned (or may have: a header without planned_points) and does not
+        hold: points lost, not left out of a narrower plan (not_planned)."""
+        not_planned = set(self.not_planned)
+        return [m for m in self.missing if m not in not_planned]
+
+    @property
     def only_in_base(self) -> int:
         return sum(p.verdict == "missing" for p in self.points)
 

@@ -125,7 +125,7 @@ def _planned_groups(records: Iterable[Record]) -> dict[str, _PlannedGroup]:
             group = f"sweep {record.sweep_identity}" if record.sweep_identity else f"run {record.run_id}"
             g = groups.get(group)
             if g is None:
-                g = groups[group] = _PlannedGroup(named=" ".join(record.argv[1:3]) or "run",
+                g = groups[group] = _PlannedGroup(named=launch_name(record.argv),
                                                   builtin=_tune_builtin_sweep(record.argv))
             g.planned = max(g.planned, record.planned_points)
             g.runs.append(record.run_id)
@@ -133,6 +133,12 @@ def _planned_groups(records: Iterable[Record]) -> dict[str, _PlannedGroup]:
         elif isinstance(record, Measurement) and record.run_id in group_of:
             groups[group_of[record.run_id]].held.add(record.point_key or id(record))
     return groups
+
+
+def launch_name(argv) -> str:
+    """A header's launch as the lines that name a run say it: the command and its first argument ('sweep FILE',
+    'tune --model'), or 'run' where the header records no argv."""
+    return " ".join(list(argv or ())[1:3]) or "run"
 
 
 def _tune_builtin_sweep(argv) -> bool:
@@ -153,7 +159,7 @@ def combinations_not_started(records: Iterable[Record]) -> list[str]:
         if not isinstance(tuning, dict) or not tuning.get("combinations"):
             continue
         key = (tuning.get("plan"), tuple(tuning["combinations"]))
-        plan = plans.setdefault(key, {"runs": [], "started": set(), "named": " ".join(record.argv[1:3]) or "run"})
+        plan = plans.setdefault(key, {"runs": [], "started": set(), "named": launch_name(record.argv)})
         plan["runs"].append(record.run_id)
         plan["started"].add(tuning.get("combination"))
     out = []
