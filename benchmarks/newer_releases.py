@@ -12,7 +12,8 @@ fit) are listed and counted apart.
 - shipped: every row predicted with the shipped calibration (step/terms.py);
 - transfer: per (release, GPU), `commbench calibrate`'s fit (calibrate/regularise.py: the terms the runs
   determine, a prior toward the shipped values) on that release's rows of the other GPUs, then that
-  GPU's rows predicted. Each fit takes 1-2 min on 2 cores: `--transfer` names the releases (default
+  GPU's rows predicted as `plan` uses such a file: its software terms, the kernel terms shipped
+  (step.terms.KERNEL_TERMS; every term the file's beside it, as a diagnostic). Each fit takes 1-2 min on 2 cores: `--transfer` names the releases (default
   none; `all` for every release).
 
 - release steps: each row against the same configuration in the preceding release (calibration-level
@@ -39,6 +40,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # cli_args, when imported as a module
 
 from commbench.planner.calibrate.published import predict_runs, published_runs  # noqa: E402
+from commbench.planner.calibrate.fit import kernel_terms_of  # noqa: E402
 from commbench.planner.calibrate.regularise import calibrate_report  # noqa: E402
 from cli_args import calibration_argument, calibration_of  # noqa: E402
 
@@ -163,10 +165,11 @@ def _gpu_steps_summary(steps, show_rows: bool) -> None:
             print(f"  {pair:12s} {label:58s} published x{pub:.2f} predicted x{pred:.2f}")
 
 
-def transfer(runs, releases, calibration) -> tuple[list, list]:
+def transfer(runs, releases, calibration) -> tuple[list, list, list]:
     """Per (release, GPU) in `releases`: fit on the release's other GPUs' rows (calibrate's prior: `calibration`),
-    predict this GPU's."""
-    held, errors = [], []
+    predict this GPU's as `plan` does with that file (its kernel terms the prior's: calibrate.fit.kernel_terms_of);
+    the third list: the same predicted with every term the fit's (the diagnostic that chose the split)."""
+    held, errors, every_term = [], [], []
     for release in releases:
         mine = [r for r in runs if r.row["release"] == release]
         for gpu in sorted({str(r.row["gpu"]) for r in mine}):
@@ -176,12 +179,13 @@ def transfer(runs, releases, calibration) -> tuple[list, list]:
                 print(f"  {release} {gpu}: no other GPU's rows to calibrate on", file=sys.stderr)
                 continue
             fitted = calibrate_report(train, calibration, loo=False).fitted
-            errs = _errors(test, fitted)
+            errs = _errors(test, kernel_terms_of(fitted, calibration))
+            every_term += _errors(test, fitted)
             print(f"  {release} {gpu}: calibrated on {len(train)} rows of the other GPUs, {len(test)} predicted, "
                   f"median |error| {_median([abs(e) for e in errs]):.1f}%", file=sys.stderr, flush=True)
             held += test
             errors += errs
-    return held, errors
+    return held, errors, every_term
 
 
 def main() -> None:
@@ -208,8 +212,11 @@ def main() -> None:
     _steps_summary(release_steps(runs, errors), args.rows)
     _gpu_steps_summary(gpu_steps(runs, errors), args.rows)
     if args.transfer:
-        held, errs = transfer(runs, releases, calibration)
-        _summary(f"predicted after calibrate on the release's other GPUs vs published (transfer; {', '.join(releases)})", held, errs)
+        held, errs, every_term = transfer(runs, releases, calibration)
+        _summary(f"predicted after calibrate on the release's other GPUs vs published (transfer; {', '.join(releases)}; "
+                 "the file's software terms, the kernel terms shipped, as plan uses it)", held, errs)
+        _summary("  diagnostic, every term the file's (as plan used it before the kernel terms were scoped to the "
+                 "file's GPUs)", held, every_term)
     print("goals (issue 24): " + ", ".join(f"{k} <= {v:g}%" for k, v in GOALS.items()))
 
 

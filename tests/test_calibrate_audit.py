@@ -1,5 +1,5 @@
 """`commbench calibrate` on inputs that would narrow or stale the data it fits: a field it does not read, the
-same run given twice, a log cut off mid-line, a calibration file fitted on another GPU family."""
+same run given twice, a log cut off mid-line, a calibration file fitted on other GPUs."""
 
 from __future__ import annotations
 
@@ -128,28 +128,83 @@ def test_the_cli_names_a_cut_off_line(tmp_path):
     assert "last line cut off" in result.output and str(log) in result.output
 
 
-def test_a_calibration_fitted_on_another_gpu_family_is_named_on_plan(tmp_path):
-    # terms fitted on GB300 runs planned an H100 run without a word (its Hopper GEMM term is the shipped one,
-    # the shared terms are Blackwell's)
+def test_a_calibration_fitted_on_other_gpus_keeps_their_kernel_terms_out_of_a_plan_of_this_gpu(tmp_path):
+    # terms fitted on GB300 runs planned an H100 or GB200 run whole: GB300's kernel efficiencies (its GEMMs, its
+    # attention) came along, which on the newer releases predicted other GPUs worse than the shipped terms
+    # (step.terms.KERNEL_TERMS); now the plan takes those from the shipped calibration, says so, and records it
+    from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, KERNEL_TERMS
+
     out = tmp_path / "cal.json"
     assert _invoke("calibrate", str(MEGATRON), *LOG_ARGS, "-O", str(out), "--no-loo").exit_code == 0
+    data = json.loads(out.read_text())   # one log moves one term: move a software and a kernel term by hand
+    data["terms"].update(layer_overhead_s=0.004, gemm_efficiency_blackwell=0.6, gemm_efficiency_hopper=0.6)
+    out.write_text(json.dumps(data))
+    fitted = data["terms"]
     plan = ["plan", "--model", "deepseek-v3", "--gpus", "256", "--gbs", "4096", "--calibration", str(out)]
-    hopper = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--layout", "tp=1,pp=8,vp=4,ep=32,mbs=1")
-    assert hopper.exit_code == 0, hopper.output
-    assert "fitted on runs of gb300 (Blackwell) only" in hopper.output and "h100 (Hopper)" in hopper.output
-    as_json = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--layout", "tp=1,pp=8,vp=4,ep=32,mbs=1",
-                      "--json")
-    assert json.loads(as_json.stdout)["inputs"]["calibration"] == str(out)   # the warning is on stderr
-    assert "h100 (Hopper)" in as_json.stderr
-    searched = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--top", "1")
-    assert searched.exit_code == 0 and "h100 (Hopper)" in searched.output, searched.output
-    same = _invoke(*plan, "--system", "gb200-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1")
-    assert same.exit_code == 0, same.output
-    # the same family, another GPU: the terms are shared, and the note says what that carries over
-    assert "fitted on runs of gb300 only; this plan is gb200 (also Blackwell)" in same.output, same.output
-    assert "(Hopper)" not in same.output and "GEMM efficiency is the shipped value" not in same.output
-    own = _invoke(*plan, "--system", "gb300-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1")
-    assert own.exit_code == 0 and "fitted on runs of" not in own.output, own.output
+    for system, precision, layout in (("h100-hgx", "fp8", "tp=1,pp=8,vp=4,ep=32,mbs=1"),
+                                      ("gb200-nvl72", "mxfp8", "tp=1,pp=4,vp=4,ep=64,mbs=1")):
+        shown = _invoke(*plan, "--system", system, "--precision", precision, "--layout", layout)
+        assert shown.exit_code == 0, shown.output
+        gpu = system.split("-")[0]
+        assert f"fitted on runs of gb300 only; this plan is {gpu}: its kernel terms" in shown.output, shown.output
+        assert "kernel terms on other GPUs' runs" in shown.output   # the efficiency-terms line names them too
+        as_json = _invoke(*plan, "--system", system, "--precision", precision, "--layout", layout, "--json")
+        inputs = json.loads(as_json.stdout)["inputs"]
+        assert inputs["calibration_other_gpu_terms"] == list(KERNEL_TERMS)
+        used = inputs["calibration_terms"]
+        assert all(used[t] == getattr(CALIBRATED, t) for t in KERNEL_TERMS)
+        assert all(used[t] == fitted[t] for t in FITTED_TERMS if t not in KERNEL_TERMS)
+        assert "this plan is" in as_json.stderr   # the warning is on stderr
+    searched = _invoke(*plan, "--system", "h100-hgx", "--precision", "fp8", "--top", "1", "--json")
+    assert json.loads(searched.stdout)["inputs"]["calibration_other_gpu_terms"] == list(KERNEL_TERMS)
+    own = _invoke(*plan, "--system", "gb300-nvl72", "--precision", "mxfp8", "--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1",
+                  "--json")
+    assert own.exit_code == 0 and "fitted on runs of" not in own.stderr, own.output
+    inputs = json.loads(own.stdout)["inputs"]
+    assert inputs["calibration_other_gpu_terms"] == [] and inputs["calibration_terms"] == fitted
+
+
+def test_verify_plan_does_not_call_the_shipped_kernel_terms_of_an_other_gpu_plan_a_changed_file(tmp_path):
+    from commbench.workflows.verify import plan_context
+
+    out = tmp_path / "cal.json"
+    assert _invoke("calibrate", str(MEGATRON), *LOG_ARGS, "-O", str(out), "--no-loo").exit_code == 0
+    planned = _invoke("plan", "--model", "deepseek-v3", "--gpus", "256", "--gbs", "4096", "--calibration", str(out),
+                      "--system", "h100-hgx", "--precision", "fp8", "--layout", "tp=1,pp=8,vp=4,ep=32,mbs=1", "--json")
+    doc = json.loads(planned.stdout)
+    assert not [f for f in plan_context(doc).flags if "has changed" in f]
+    data = json.loads(out.read_text())
+    data["terms"]["layer_overhead_s"] *= 2   # a term the plan took from the file: that change is named
+    out.write_text(json.dumps(data))
+    assert [f for f in plan_context(doc).flags if "has changed" in f and "layer_overhead_s" in f]
+    doc["inputs"]["calibration_other_gpu_terms"] = "gemm_efficiency_hopper"
+    with pytest.raises(Exception, match="calibration_other_gpu_terms"):
+        plan_context(doc)
+
+
+def test_calibrate_evaluate_predicts_each_run_as_plan_would_with_the_file(tmp_path):
+    # --evaluate with --calibration predicted every run with the whole file: a run of a GPU the file was not fitted on
+    # got that file's kernel terms, which plan no longer gives it; both runs in one call, in their order
+    out = tmp_path / "cal.json"
+    assert _invoke("calibrate", str(MEGATRON), *LOG_ARGS, "-O", str(out), "--no-loo").exit_code == 0
+    data = json.loads(out.read_text())
+    data["terms"]["gemm_efficiency_blackwell"] = 0.6   # only a kernel term differs from the shipped calibration
+    out.write_text(json.dumps(data))
+    both = [str(MEGATRON), str(TITAN), "--model", "deepseek-v3", "--model", "qwen3-30b-a3b", "--system",
+            "gb300-nvl72", "--system", "b200-hgx", "--gpus", "256", "--gpus", "8"]
+
+    def rows(*extra):
+        result = _invoke("calibrate", "--evaluate", *both, "--json", *extra)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout), result.stderr
+
+    shipped, _ = rows()
+    scoped, stderr = rows("--calibration", str(out))
+    assert [r["gpu"] for r in scoped["rows"]] == ["gb300-nvl72", "b200-hgx"]
+    assert scoped["calibration_other_gpus"] == ["b200"] and "this plan is b200: its kernel terms" in stderr
+    gb300, b200 = scoped["rows"]
+    assert b200["predicted_tokens_per_s_per_gpu"] == shipped["rows"][1]["predicted_tokens_per_s_per_gpu"]
+    assert gb300["predicted_tokens_per_s_per_gpu"] != shipped["rows"][0]["predicted_tokens_per_s_per_gpu"]
 
 
 def test_a_whole_last_line_without_a_line_break_is_counted():

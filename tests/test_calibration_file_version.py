@@ -33,11 +33,17 @@ def test_calibrate_writes_its_format_version_and_plan_reads_every_term_from_it(t
     data = json.loads(out.read_text())
     assert data["version"] == CALIBRATION_VERSION and isinstance(data["commbench_version"], str)
     assert set(data["terms"]) == set(FITTED_TERMS)
-    planned = CliRunner().invoke(app, [*PLAN, *PINNED, "--json", "--calibration", str(out)])
-    doc = json.loads(planned.stdout)   # stderr: the file was fitted on GB300 runs only, this plan is B200
-    assert "fitted on runs of gb300 only; this plan is b200" in planned.stderr
+    own_gpu = [a.replace("b200-hgx", "gb300-nvl72") for a in PLAN]   # the GPU of the file's runs: every term is its
+    planned = CliRunner().invoke(app, [*own_gpu, *PINNED, "--json", "--calibration", str(out)])
+    doc = json.loads(planned.stdout)
+    assert "fitted on runs of" not in planned.stderr
     assert doc["inputs"]["calibration"] == str(out) and doc["inputs"]["calibration_shipped_terms"] == []
+    assert doc["inputs"]["calibration_terms"] == data["terms"]
     assert any("it sets every fitted term" in a for a in doc["assumptions"])
+    other = CliRunner().invoke(app, [*PLAN, *PINNED, "--json", "--calibration", str(out)])
+    # stderr: the file was fitted on GB300 runs only, this plan is B200: its kernel terms are the shipped ones
+    assert "fitted on runs of gb300 only; this plan is b200" in other.stderr
+    assert json.loads(other.stdout)["inputs"]["calibration_shipped_terms"] == []   # the file sets every term
 
 
 def test_a_file_the_current_release_writes_still_loads(tmp_path):

@@ -215,6 +215,23 @@ def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> li
     return out
 
 
+def scoped_evaluation_rows(runs, cal_file, fitted_on: frozenset) -> list[dict]:
+    """evaluation_rows with each run predicted as `plan --calibration` predicts its GPU (CalibrationFile.for_gpu: on a
+    GPU the file's runs do not include, the shipped kernel terms), in the runs' order; one warning per such GPU
+    (stderr, also under --json)."""
+    by_gpu: dict[str, list[int]] = {}
+    for i, r in enumerate(runs):
+        by_gpu.setdefault(str(r.preset).split("-")[0], []).append(i)
+    rows: list[dict] = [{}] * len(runs)
+    for gpu, picks in by_gpu.items():
+        note = cal_file.other_gpu_note(gpu)
+        if note:
+            err_console.print(f"warning: {note}", highlight=False, markup=False, soft_wrap=True)
+        for i, row in zip(picks, evaluation_rows([runs[i] for i in picks], cal_file.for_gpu(gpu)[0], fitted_on)):
+            rows[i] = row
+    return rows
+
+
 RUN_COLUMNS = (Col(name="run", numeric=False), Col(name="layout", numeric=False, keep=1), Col(name="measured tok/s/GPU"),
                Col(name="predicted tok/s/GPU"), Col(name="error"))
 
@@ -275,7 +292,11 @@ def calibrate(
     check_units(loaded, start)
     if evaluate:
         from commbench.planner.step.terms import fitted_runs
-        rows = evaluation_rows(loaded, start, frozenset(fitted_runs(calibration)) if calibration else frozenset())
+        in_file = frozenset(fitted_runs(calibration)) if calibration else frozenset()
+        rows = (scoped_evaluation_rows(loaded, start_file, in_file) if start_file
+                else evaluation_rows(loaded, start, in_file))
+        other_gpus = sorted({str(r.preset).split("-")[0] for r in loaded} - set(start_file.gpus)) if (
+            start_file and start_file.gpus) else []
         in_sample = sum(r["in_sample"] for r in rows)
         errors = np.abs([r["error_pct"] for r in rows])
         from commbench.planner.calibrate.fit import median_error_by_family
@@ -283,7 +304,7 @@ def calibrate(
         if as_json:
             console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",
                                            "kind": "predicted", "calibration": calibration or "shipped",
-                                           **shipped_terms, "rows": rows,
+                                           **shipped_terms, "calibration_other_gpus": other_gpus, "rows": rows,
                                            "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
                                            "num_in_sample": in_sample,
                                            "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}

@@ -141,7 +141,9 @@ def plan(
                                                     "(--module/--config + --section.option overrides) or 0.2 (TOML)")] = "0.3",
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
-                                                       "(default: the shipped calibration)")] = None,
+                                                       "(default: the shipped calibration); on a GPU the file's runs "
+                                                       "do not include, its kernel terms are the shipped ones (said)")
+                   ] = None,
     framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
                                            "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
                                            "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
@@ -178,13 +180,14 @@ def plan(
     from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED
     cal_file = read_calibration_file(calibration) if calibration else None
-    cal, shipped_terms = (cal_file.calibration, cal_file.shipped_terms) if cal_file else (CALIBRATED, ())
     from commbench.planner.search.space import SearchRequest, best_for_pins, is_complete, parse_pins
     pins = parse_pins(layout)
     given = set(pins)
     complete = layout is not None and is_complete(pins)
     fabric = _system(system, gpus, gpu)
     precision = resolve_precision(precision, pins, fabric.gpu)
+    (cal, other_gpu_terms), shipped_terms = ((cal_file.for_gpu(fabric.gpu.name), cal_file.shipped_terms) if cal_file
+                                             else ((CALIBRATED, ()), ()))
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
@@ -199,7 +202,8 @@ def plan(
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
                         torchtitan_version=torchtitan_version, force=force, calibration_file=calibration,
-                        calibration_shipped_terms=shipped_terms, gbs_note=gbs_note)
+                        calibration_shipped_terms=shipped_terms, gbs_note=gbs_note,
+                        calibration_other_gpu_terms=other_gpu_terms)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -225,7 +229,7 @@ def plan(
                                    moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric, req.software),
                                    torchtitan_version=torchtitan_version, framework=req.framework,
                                    calibration_file=calibration, calibration_shipped_terms=shipped_terms,
-                                   calibration=cal)
+                                   calibration=cal, calibration_other_gpu_terms=other_gpu_terms)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json or emit == "json":
@@ -268,7 +272,8 @@ def plan(
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + fabric_lines(fabric) + \
-            ([efficiency_terms(calibration, shipped_terms)] if shipped_terms else []):
+            ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if shipped_terms or other_gpu_terms
+             else []):
         console.print(line, highlight=False, markup=False)
     if out:
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)

@@ -78,9 +78,11 @@ def print_launch_notes(section: dict) -> None:
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
                     as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
                     force: bool = False, calibration_file: str | None = None,
-                    calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None) -> dict:
+                    calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
+                    calibration_other_gpu_terms: tuple[str, ...] = ()) -> dict:
     """Search, explain, print (or emit one form), and write the plan files; returns the plan document.
-    `calibration_shipped_terms`: the terms the --calibration file does not set (the shipped values stand in);
+    `calibration_shipped_terms`: the terms the --calibration file does not set, `calibration_other_gpu_terms` the
+    kernel terms it fitted on other GPUs (calibrate.fit.CalibrationFile.for_gpu; the shipped values stand in);
     `gbs_note`: where a default global batch came from (an assumption, and a line under the table)."""
     if emit is not None and emit not in EMIT_KINDS:
         raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
@@ -98,7 +100,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions) + ([gbs_note] if gbs_note else []), top=top, flex_backend=backend,
                         torchtitan_version=torchtitan_version, calibration_file=calibration_file,
-                        calibration_shipped_terms=calibration_shipped_terms)
+                        calibration_shipped_terms=calibration_shipped_terms,
+                        calibration_other_gpu_terms=calibration_other_gpu_terms)
     if tuned is not None:
         doc["versus_recipe"] = tuned
     meg = doc["megatron"]
@@ -121,7 +124,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
                     "both)", PARETO_COLUMNS, pareto_rows(result))
-        shipped = [efficiency_terms(calibration_file, calibration_shipped_terms)] if calibration_shipped_terms else []
+        shipped = ([efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
+                   if calibration_shipped_terms or calibration_other_gpu_terms else [])
         for line in lines + fabric_lines(req.fabric) + shipped:
             console.print(line, highlight=False, markup=False)
         meg_line = meg["refused"] if "refused" in meg else f"{meg['script']} {megatron_text(meg)}"

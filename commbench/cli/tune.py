@@ -38,7 +38,9 @@ def tune(
     top: Annotated[int, typer.Option(help="layouts to show")] = 10,
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total")] = 0.05,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
-                                                       "(default: the shipped calibration)")] = None,
+                                                       "(default: the shipped calibration); on a GPU the file's runs "
+                                                       "do not include, its kernel terms are the shipped ones (said)")
+                   ] = None,
     framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
                                            "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
                                            "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
@@ -74,8 +76,9 @@ def tune(
     from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED
     cal_file = read_calibration_file(calibration) if calibration else None
-    cal = cal_file.calibration if cal_file else CALIBRATED
-    for line in cal_file.warnings(load_preset(system, num_gpus=gpus).gpu.name) if cal_file else []:
+    gpu_name = load_preset(system, num_gpus=gpus).gpu.name
+    cal, other_gpu_terms = cal_file.for_gpu(gpu_name) if cal_file else (CALIBRATED, ())
+    for line in cal_file.warnings(gpu_name) if cal_file else []:
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
@@ -92,7 +95,7 @@ def tune(
             for lock in locks:
                 held.enter_context(lock)
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
-                     cal_file.shipped_terms if cal_file else (), gbs_note, state)
+                     cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms)
 
 
 @dataclasses.dataclass
@@ -219,7 +222,7 @@ def _written_by_tune(path: Path) -> bool:
 
 def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
              calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
-             state: TuneState | None = None) -> None:
+             state: TuneState | None = None, calibration_other_gpu_terms: tuple[str, ...] = ()) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -263,7 +266,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             console.print(line, highlight=False, markup=False)
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
                     extra_assumptions=list(dict.fromkeys(assumptions)), force=force, calibration_file=calibration_file,
-                    calibration_shipped_terms=calibration_shipped_terms, gbs_note=gbs_note)
+                    calibration_shipped_terms=calibration_shipped_terms, gbs_note=gbs_note,
+                    calibration_other_gpu_terms=calibration_other_gpu_terms)
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,

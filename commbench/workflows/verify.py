@@ -111,6 +111,18 @@ def model_spec_flag(inputs: dict) -> str:
             "model_spec's")
 
 
+def _other_gpu_terms(inputs: dict) -> set[str]:
+    """The kernel terms a plan of a GPU its calibration file was not fitted on took from the shipped calibration
+    (inputs.calibration_other_gpu_terms; CalibrationFile.for_gpu): not the file's, so not "changed" when they differ
+    from it. A hand edit that is not a list of fitted terms is refused in one line."""
+    from commbench.planner.step.terms import FITTED_TERMS
+    terms = inputs.get("calibration_other_gpu_terms", [])
+    if not isinstance(terms, list) or not all(isinstance(t, str) and t in FITTED_TERMS for t in terms):
+        raise CommbenchError(f"plan field 'inputs.calibration_other_gpu_terms' = {str(terms)[:80]!r} is invalid: a list "
+                             f"of fitted terms ({', '.join(FITTED_TERMS)}) (write the plan again with `commbench plan`)")
+    return set(terms)
+
+
 def _recorded_terms(inputs: dict) -> dict[str, float] | None:
     """The fitted terms a plan recorded (inputs.calibration_terms, plans from this commbench on); None for an older
     plan. A hand edit that is not every fitted term as a finite number is refused in one line."""
@@ -148,7 +160,8 @@ def plan_context(doc: dict) -> PlanContext:
                          + ("the terms the plan recorded" if recorded else "the shipped efficiency terms "
                             "(all_to_all_efficiency, dp_bucket_params)"))
         else:
-            changed = [t for t, v in (recorded or {}).items() if getattr(cal, t) != v]
+            shipped_instead = _other_gpu_terms(inputs)
+            changed = [t for t, v in (recorded or {}).items() if t not in shipped_instead and getattr(cal, t) != v]
             if changed:
                 flags.append(f"the plan's calibration file {source} has changed since the plan ({', '.join(changed)} "
                              "differ): predictions use the terms the plan recorded (inputs.calibration_terms)")

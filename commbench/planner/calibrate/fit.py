@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.calibrate.published import PublishedRun, predict_runs
-from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, MOE_TERMS, Calibration
+from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, KERNEL_TERMS, MOE_TERMS, Calibration
 
 # Physical ranges: large cuBLAS/TE GEMMs reach 45-80% of the dense datasheet peak in training (power
 # cap, tile quantisation); bf16 grouped (expert) GEMMs 25-90% (the 8-bit ones are not fitted: terms.py);
@@ -86,34 +86,33 @@ class CalibrationFile:
                 "`commbench calibrate` writes (a hand edit?); used as it stands")
 
     def warnings(self, gpu_name: str | None = None) -> list[str]:
-        """The lines a plan, tune or calibrate prints about the file before using it (bounds_note, family_note)."""
-        return [w for w in (self.version_note(), self.bounds_note(),
-                            (self.family_note(gpu_name) or self.other_gpu_note(gpu_name)) if gpu_name else "") if w]
+        """The lines a plan, tune or calibrate prints about the file before using it (bounds_note, other_gpu_note)."""
+        return [w for w in (self.version_note(), self.bounds_note(), self.other_gpu_note(gpu_name) if gpu_name else "")
+                if w]
+
+    def fitted_on(self, gpu_name: str) -> bool:
+        """Whether the file's runs include `gpu_name`; True for a file that does not say which GPUs (all its terms
+        are then used, as before GPUs were recorded)."""
+        return not self.gpus or gpu_name.lower() in self.gpus
+
+    def for_gpu(self, gpu_name: str) -> tuple[Calibration, tuple[str, ...]]:
+        """The terms a plan of `gpu_name` uses, and those of them that are the file's no more: on a GPU its runs do not
+        include, its kernel terms (step.terms.KERNEL_TERMS) are the shipped values; the terms of the software and its
+        schedule carry (terms.py has the measurement that chose the split)."""
+        if self.fitted_on(gpu_name):
+            return self.calibration, ()
+        return kernel_terms_of(self.calibration, CALIBRATED), KERNEL_TERMS
 
     def other_gpu_note(self, gpu_name: str) -> str:
-        """'' when the file's runs include `gpu_name` or do not say which GPUs; else one line: fitted on other GPUs of
-        the same family, every term is shared, so whatever is particular to those GPUs' runs (their kernels and
-        software, and the step model's error from one GPU to another, which a fit cannot see) comes along."""
-        if not self.gpus or gpu_name.lower() in self.gpus:
+        """'' when the file's runs include `gpu_name` or do not say which GPUs; else one line: which terms are the
+        file's and which the shipped ones (for_gpu)."""
+        if self.fitted_on(gpu_name):
             return ""
+        carried = [t for t in FITTED_TERMS if t not in KERNEL_TERMS]
         return (f"calibration file {self.path} was fitted on runs of {', '.join(self.gpus)} only; this plan is "
-                f"{gpu_name.lower()} (also {gpu_family(gpu_name)}): the terms are shared, so what is particular to "
-                "those GPUs' runs comes along, and the difference between the GPUs is the step model's hardware "
-                "physics alone (refit with runs of this GPU to be sure)")
-
-    def family_note(self, gpu_name: str) -> str:
-        """'' when the file was fitted on runs of `gpu_name`'s family (Hopper or Blackwell, step.terms.HOPPER: each
-        has its own GEMM term) or does not say which GPUs; else one line naming both: its Hopper or Blackwell GEMM
-        term is then the shipped one, and the terms every GPU shares were fitted on the other family's runs."""
-        if not self.gpus:
-            return ""
-        have = {gpu_family(g) for g in self.gpus}
-        if gpu_family(gpu_name) in have:
-            return ""
-        fitted = ", ".join(f"{g} ({gpu_family(g)})" for g in self.gpus)
-        return (f"calibration file {self.path} was fitted on runs of {fitted} only; this plan is {gpu_name.lower()} "
-                f"({gpu_family(gpu_name)}): its GEMM efficiency is the shipped value and the terms every GPU shares "
-                "were fitted on other GPUs' runs (refit with runs of this GPU)")
+                f"{gpu_name.lower()}: its kernel terms ({', '.join(KERNEL_TERMS)}) are the shipped values, and only "
+                f"the software's ({', '.join(carried)}) are the file's (fitted on other GPUs, the kernel terms made "
+                "predictions worse than the shipped ones: step.terms.KERNEL_TERMS; refit with runs of this GPU)")
 
     def note(self) -> str:
         """'' when the file sets every fitted term; else one line naming the terms filled from the shipped values."""
@@ -124,10 +123,11 @@ class CalibrationFile:
                 "(a file of an older commbench fitted fewer terms)")
 
 
-def gpu_family(gpu_name: str) -> str:
-    """'Hopper' or 'Blackwell': the GPU generations the step model has a GEMM term each for (step.terms.HOPPER)."""
-    from commbench.planner.step.terms import HOPPER
-    return "Hopper" if gpu_name.lower() in HOPPER else "Blackwell"
+def kernel_terms_of(fitted: Calibration, shipped: Calibration) -> Calibration:
+    """`fitted` with the kernel terms (step.terms.KERNEL_TERMS) of `shipped`: a calibration fitted on other GPUs'
+    runs, as a plan of a GPU it was not fitted on uses it (CalibrationFile.for_gpu; benchmarks/newer_releases.py
+    --transfer predicts the same way)."""
+    return fitted.with_values(**{t: getattr(shipped, t) for t in KERNEL_TERMS})
 
 
 RUN_GPU = re.compile(r"\s(\S+)x\d+\s")   # calibrate's run_key: "MODEL GPUxN PRECISION ..."

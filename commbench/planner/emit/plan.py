@@ -298,24 +298,32 @@ def fabric_lines(fabric) -> list[str]:
     return lines
 
 
-def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...] = ()) -> str:
+def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...] = (),
+                     other_gpu_terms: tuple[str, ...] = ()) -> str:
     """The plan's line on where its efficiency terms come from: the shipped ones, or a calibrate -O file and, by name,
-    the terms that file does not set (`shipped_terms`: the shipped values stand in for them)."""
+    the terms that file does not set (`shipped_terms`) and the kernel terms it sets for other GPUs than the plan's
+    (`other_gpu_terms`: calibrate.fit.CalibrationFile.for_gpu): the shipped values stand in for both."""
     if calibration_file is None:
         return "efficiency terms: commbench.planner.step.terms (fitted to published runs)"
-    if not shipped_terms:
+    if not shipped_terms and not other_gpu_terms:
         return f"efficiency terms: {calibration_file} (commbench calibrate -O; it sets every fitted term)"
-    return (f"efficiency terms: {calibration_file} (commbench calibrate -O), except {', '.join(shipped_terms)}: the "
-            f"file does not set these {len(shipped_terms)}, so they are the shipped values (commbench.planner.step.terms), "
-            "not fitted to your runs")
+    parts = []
+    if shipped_terms:
+        parts.append(f"{', '.join(shipped_terms)}: the file does not set these {len(shipped_terms)}")
+    if other_gpu_terms:
+        parts.append(f"{', '.join(other_gpu_terms)}: the file fitted these {len(other_gpu_terms)} kernel terms on "
+                     "other GPUs' runs than this plan's GPU")
+    return (f"efficiency terms: {calibration_file} (commbench calibrate -O), except {'; and '.join(parts)}; so "
+            "they are the shipped values (commbench.planner.step.terms), not fitted to your runs of this GPU")
 
 
 def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, ...] = (),
-                       calibration=None) -> dict[str, Any]:
+                       calibration=None, other_gpu_terms: tuple[str, ...] = ()) -> dict[str, Any]:
     """plan.json inputs on the efficiency terms: "calibration" (the file or "shipped") and, with a file, the terms
     it does not set, taken from the shipped calibration ("calibration_shipped_terms"), and the fitted terms the plan
     was predicted with (`calibration`, as read when planning, not the file read again: "calibration_terms";
-    verify-plan predicts with them, and names a file changed since)."""
+    verify-plan predicts with them, and names a file changed since) and, for a plan of a GPU the file was not fitted
+    on, its kernel terms taken from the shipped calibration ("calibration_other_gpu_terms")."""
     if calibration_file is None:
         return {"calibration": "shipped"}
     from commbench.planner.step.terms import FITTED_TERMS
@@ -324,15 +332,18 @@ def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, .
         from commbench.planner.calibrate.fit import read_calibration_file
         cal = read_calibration_file(calibration_file).calibration
     return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms),
+            "calibration_other_gpu_terms": list(other_gpu_terms),
             "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}}
 
 
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],
                   extra_assumptions: list[str] = (), top: int = 10, flex_backend: str = "deepep",
                   torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None,
-                  calibration_shipped_terms: tuple[str, ...] = ()) -> dict[str, Any]:
+                  calibration_shipped_terms: tuple[str, ...] = (),
+                  calibration_other_gpu_terms: tuple[str, ...] = ()) -> dict[str, Any]:
     """The schema-versioned plan.json for the winner of a SearchResult (every figure predicted).
-    `calibration_shipped_terms`: the terms the --calibration file does not set (plan.json names them)."""
+    `calibration_shipped_terms`: the terms the --calibration file does not set; `calibration_other_gpu_terms`: the
+    kernel terms it fitted on other GPUs (plan.json names both: the shipped values stand in)."""
     from commbench.planner.search.explain import short
     from commbench.planner.layout.placement import place
     req, bd = result.request, result.breakdown
@@ -351,7 +362,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
         "overlaps on where Megatron allows them (they never lengthen a step in the model)",
-        efficiency_terms(calibration_file, calibration_shipped_terms),
+        efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
@@ -371,7 +382,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                    "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,
                    "pins": dict(req.pins), "fabric": fabric_summary(req.fabric),
                    "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
-                   **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration)},
+                   **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration,
+                                        calibration_other_gpu_terms)},
         "assumptions": assumptions,
         "layout": layout_dict(lay),
         "predicted": bd.row(0) | {"mem_headroom_bytes": float(result.headroom_bytes[0]),

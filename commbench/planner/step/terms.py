@@ -161,6 +161,18 @@ FITTED_TERMS = ("gemm_efficiency_hopper", "gemm_efficiency_blackwell", "fp4_gemm
 PUBLISHED_FIT_TERMS = tuple(t for t in FITTED_TERMS if t not in ("all_to_all_efficiency",
                                                                  "grouped_gemm_8bit_efficiency",
                                                                  "gemm_traffic_factor"))
+# The terms of one GPU's kernels: its GEMMs (dense, 4-bit, grouped, 8-bit grouped, their HBM traffic), attention,
+# memory-bound kernels and per-expert GEMM launches. A calibration file fitted on other GPUs' runs keeps the shipped
+# values of these for a plan of this GPU (calibrate/fit.CalibrationFile.for_gpu); the other fitted terms (host time
+# per layer, what CUDA graphs leave, the MoE syncs, the overlap the schedule gets, the all-to-all's efficiency)
+# describe the software release and its schedule and carry. Measured (benchmarks/newer_releases.py --transfer all:
+# `commbench calibrate` on a release's other GPUs, that GPU's 154 rows predicted): every term carried, median |error|
+# 6.4% (26.08 12.1%, 26.06 7.6%); these kept shipped, 6.2% (26.08 7.4%, 26.06 6.2%; mean 9.5% against 9.0%: a few
+# rows lose); the shipped calibration alone 5.0% (26.08 9.5%). expert_gemm_kernel_s carried as well: 6.1%, 26.08 7.4%
+# (a kernel's launch gap and last wave are the GPU's, so it stays here).
+KERNEL_TERMS = ("gemm_efficiency_hopper", "gemm_efficiency_blackwell", "fp4_gemm_ratio", "grouped_gemm_efficiency",
+                "grouped_gemm_8bit_efficiency", "attention_efficiency", "hbm_efficiency", "gemm_traffic_factor",
+                "expert_gemm_kernel_s")
 # Terms that change only MoE rows' predictions: fitted on MoE rows alone after the joint fit.
 MOE_TERMS = ("grouped_gemm_efficiency", "grouped_gemm_8bit_efficiency", "moe_sync_s", "all_to_all_efficiency",
              "ep_overlap_efficiency", "expert_gemm_kernel_s")
