@@ -140,6 +140,18 @@ def test_tune_takes_a_calibration_file(results_file, tmp_path):
     assert calibrated["layout"] == base["layout"]
     before, after = (d["predicted"]["tokens_per_s_per_gpu"] for d in (base, calibrated))
     assert after < 0.9 * before
+    # the same term fitted on B200 runs: tune plans GB300 (its --system) with the shipped kernel terms, and says so
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_8bit_efficiency": 0.2},
+                                 "runs": ["Qwen3-30B-A3B B200x8 MXFP8 tp1 pp1 ep8: 1 tokens/s/GPU"]}))
+    scoped = CliRunner().invoke(app, ["tune", "--results", str(results_file), "--out", str(tmp_path / "d"), "--top",
+                                      "2", "--json", "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096",
+                                      "--calibration", str(other)])
+    assert scoped.exit_code == 0, scoped.output
+    doc = json.loads(scoped.stdout)
+    validate(doc, "plan")
+    assert "grouped_gemm_8bit_efficiency" in doc["inputs"]["calibration_other_gpu_terms"]
+    assert doc["predicted"]["tokens_per_s_per_gpu"] == before and "this plan is gb300" in scoped.stderr
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 3}}))
     refused = CliRunner().invoke(app, ["tune", "--results", str(results_file), "--out", str(tmp_path / "c"),
