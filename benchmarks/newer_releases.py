@@ -67,6 +67,11 @@ def _summary(name: str, runs, errors) -> None:
     for r, e in zip(runs, errors):
         by_release[r.row["release"]].append(abs(e))
     print("  by release: " + ", ".join(f"{k} {_median(v):.1f}% ({len(v)})" for k, v in sorted(by_release.items())))
+    by_gpu = collections.defaultdict(list)   # signed: where the model sits high or low, not only how far
+    for r, e in zip(runs, errors):
+        by_gpu[f"{str(r.row['gpu']).removeprefix('DGX-')} {r.row.get('precision') or '?'}"].append(e)
+    print("  median signed error by GPU and precision: " + ", ".join(
+        f"{k} {_median(v):+.1f}% ({len(v)})" for k, v in sorted(by_gpu.items())))
 
 
 def _footnoted(run) -> bool:
