@@ -207,6 +207,18 @@ def test_calibrate_evaluate_predicts_each_run_as_plan_would_with_the_file(tmp_pa
     assert gb300["predicted_tokens_per_s_per_gpu"] != shipped["rows"][0]["predicted_tokens_per_s_per_gpu"]
 
 
+def test_a_fit_on_runs_of_two_gpus_says_their_kernel_terms_are_one_set(tmp_path):
+    # a file fitted on GB300 and B200 runs holds one GEMM/attention efficiency for both: said once, on stderr
+    both = [str(MEGATRON), str(TITAN), "--model", "deepseek-v3", "--model", "qwen3-30b-a3b", "--system",
+            "gb300-nvl72", "--system", "b200-hgx", "--gpus", "256", "--gpus", "8", "--no-loo"]
+    two = _invoke("calibrate", *both, "-O", str(tmp_path / "two.json"), "--json")
+    assert two.exit_code == 0, two.output
+    assert "lists runs of 2 GPUs (gb300, b200): its kernel terms" in two.stderr
+    json.loads(two.stdout)   # the note stays off the JSON
+    one = _invoke("calibrate", str(MEGATRON), *LOG_ARGS, "-O", str(tmp_path / "one.json"), "--no-loo")
+    assert one.exit_code == 0 and "kernel terms" not in one.stderr, one.output
+
+
 def test_a_whole_last_line_without_a_line_break_is_counted():
     text = MEGATRON.read_text().rstrip("\n")
     whole = parse_megatron_log(text + "\n", source="x", model="deepseek-v3", gpu="gb300-nvl72")

@@ -232,6 +232,20 @@ def scoped_evaluation_rows(runs, cal_file, fitted_on: frozenset) -> list[dict]:
     return rows
 
 
+def shared_kernel_terms_note(path: str) -> str:
+    """'' when the calibration file written at `path` lists runs of one GPU (or names none); else one line: its kernel
+    terms (step.terms.KERNEL_TERMS) are one set fitted to all of those GPUs' runs (a --calibration start file's runs
+    included), which a plan of each of them uses whole (calibrate.fit.CalibrationFile.for_gpu)."""
+    from commbench.planner.calibrate.fit import fitted_gpus
+    from commbench.planner.step.terms import KERNEL_TERMS
+    gpus = fitted_gpus(path)
+    if len(gpus) < 2:
+        return ""
+    return (f"{path} lists runs of {len(gpus)} GPUs ({', '.join(gpus)}): its kernel terms ({', '.join(KERNEL_TERMS)}) "
+            "are one set fitted to all of them, and a plan of any of these GPUs uses that set; fit each GPU's runs "
+            "into a file of its own for the kernel terms particular to that GPU")
+
+
 RUN_COLUMNS = (Col(name="run", numeric=False), Col(name="layout", numeric=False, keep=1), Col(name="measured tok/s/GPU"),
                Col(name="predicted tok/s/GPU"), Col(name="error"))
 
@@ -336,6 +350,9 @@ def calibrate(
     data = save_calibration(out, fitted, fitted_on=sorted(set(runs)) + ([calibration] if calibration else []),
                             force=force, runs=list(dict.fromkeys([*carried, *(run_key(r) for r in loaded)])))
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
+    shared = shared_kernel_terms_note(out)
+    if shared:
+        err_console.print(f"note: {shared}", highlight=False, markup=False, soft_wrap=True)
     if as_json:
         console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",
                                        "out": out, "start": calibration or "shipped", **shipped_terms,
