@@ -41,8 +41,8 @@ def test_calibrate_writes_its_format_version_and_plan_reads_every_term_from_it(t
     assert doc["inputs"]["calibration_terms"] == data["terms"]
     assert any("it sets every fitted term" in a for a in doc["assumptions"])
     other = CliRunner().invoke(app, [*PLAN, *PINNED, "--json", "--calibration", str(out)])
-    # stderr: the file was fitted on GB300 runs only, this plan is B200: its kernel terms are the shipped ones
-    assert "fitted on runs of gb300 only; this plan is b200" in other.stderr
+    # stderr: the file was fitted on GB300 runs only, for B200 its kernel terms are the shipped ones
+    assert "fitted on runs of gb300 only; for b200: its kernel terms" in other.stderr
     assert json.loads(other.stdout)["inputs"]["calibration_shipped_terms"] == []   # the file sets every term
 
 
@@ -121,3 +121,16 @@ def test_a_file_that_does_not_name_its_gpus_is_used_whole_on_every_gpu(tmp_path)
     scoped = kernel_terms_of(moved, CALIBRATED)
     assert scoped.gemm_efficiency_blackwell == CALIBRATED.gemm_efficiency_blackwell and scoped.layer_overhead_s == 0.004
     assert set(KERNEL_TERMS) < set(FITTED_TERMS)
+
+
+def test_a_kernel_term_the_file_does_not_set_is_named_once():
+    """Planned on a GPU the file was not fitted on, a kernel term it does not set is one of its shipped_terms, not also
+    one of the kernel terms taken from the shipped calibration (the efficiency-terms line names each term once)."""
+    from commbench.planner.calibrate.fit import CalibrationFile
+    from commbench.planner.step.terms import KERNEL_TERMS
+
+    cal_file = CalibrationFile(path="f.json", calibration=CALIBRATED, shipped_terms=("grouped_gemm_8bit_efficiency",),
+                               gpus=("gb300",))
+    _, other = cal_file.for_gpu("h100")
+    assert "grouped_gemm_8bit_efficiency" not in other and set(other) | {"grouped_gemm_8bit_efficiency"} == set(KERNEL_TERMS)
+    assert cal_file.for_gpu("gb300") == (CALIBRATED, ())

@@ -151,7 +151,7 @@ def test_tune_takes_a_calibration_file(results_file, tmp_path):
     doc = json.loads(scoped.stdout)
     validate(doc, "plan")
     assert "grouped_gemm_8bit_efficiency" in doc["inputs"]["calibration_other_gpu_terms"]
-    assert doc["predicted"]["tokens_per_s_per_gpu"] == before and "this plan is gb300" in scoped.stderr
+    assert doc["predicted"]["tokens_per_s_per_gpu"] == before and "b200 only; for gb300: its kernel terms" in scoped.stderr
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 3}}))
     refused = CliRunner().invoke(app, ["tune", "--results", str(results_file), "--out", str(tmp_path / "c"),

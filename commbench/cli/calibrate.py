@@ -215,21 +215,22 @@ def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> li
     return out
 
 
-def scoped_evaluation_rows(runs, cal_file, fitted_on: frozenset) -> list[dict]:
+def scoped_evaluation_rows(runs, cal_file, fitted_on: frozenset) -> tuple[list[dict], list[str]]:
     """evaluation_rows with each run predicted as `plan --calibration` predicts its GPU (CalibrationFile.for_gpu: on a
-    GPU the file's runs do not include, the shipped kernel terms), in the runs' order; one warning per such GPU
-    (stderr, also under --json)."""
+    GPU the file's runs do not include, the shipped kernel terms), in the runs' order, and those GPUs (sorted); one
+    warning per such GPU (stderr, also under --json)."""
+    from commbench.planner.calibrate.fit import preset_gpu
     by_gpu: dict[str, list[int]] = {}
     for i, r in enumerate(runs):
-        by_gpu.setdefault(str(r.preset).split("-")[0], []).append(i)
-    rows: list[dict] = [{}] * len(runs)
+        by_gpu.setdefault(preset_gpu(r.preset), []).append(i)
+    rows: list[dict | None] = [None] * len(runs)
     for gpu, picks in by_gpu.items():
         note = cal_file.other_gpu_note(gpu)
         if note:
             err_console.print(f"warning: {note}", highlight=False, markup=False, soft_wrap=True)
         for i, row in zip(picks, evaluation_rows([runs[i] for i in picks], cal_file.for_gpu(gpu)[0], fitted_on)):
             rows[i] = row
-    return rows
+    return rows, sorted(gpu for gpu in by_gpu if not cal_file.fitted_on(gpu))
 
 
 def shared_kernel_terms_note(path: str) -> str:
@@ -307,10 +308,8 @@ def calibrate(
     if evaluate:
         from commbench.planner.step.terms import fitted_runs
         in_file = frozenset(fitted_runs(calibration)) if calibration else frozenset()
-        rows = (scoped_evaluation_rows(loaded, start_file, in_file) if start_file
-                else evaluation_rows(loaded, start, in_file))
-        other_gpus = sorted({str(r.preset).split("-")[0] for r in loaded} - set(start_file.gpus)) if (
-            start_file and start_file.gpus) else []
+        rows, other_gpus = (scoped_evaluation_rows(loaded, start_file, in_file) if start_file
+                            else (evaluation_rows(loaded, start, in_file), []))
         in_sample = sum(r["in_sample"] for r in rows)
         errors = np.abs([r["error_pct"] for r in rows])
         from commbench.planner.calibrate.fit import median_error_by_family

@@ -186,8 +186,8 @@ def plan(
     complete = layout is not None and is_complete(pins)
     fabric = _system(system, gpus, gpu)
     precision = resolve_precision(precision, pins, fabric.gpu)
-    (cal, other_gpu_terms), shipped_terms = ((cal_file.for_gpu(fabric.gpu.name), cal_file.shipped_terms) if cal_file
-                                             else ((CALIBRATED, ()), ()))
+    cal, other_gpu_terms = cal_file.for_gpu(fabric.gpu.name) if cal_file else (CALIBRATED, ())
+    shipped_terms = cal_file.shipped_terms if cal_file else ()
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)

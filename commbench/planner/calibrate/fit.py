@@ -101,7 +101,9 @@ class CalibrationFile:
         schedule carry (terms.py has the measurement that chose the split)."""
         if self.fitted_on(gpu_name):
             return self.calibration, ()
-        return kernel_terms_of(self.calibration, CALIBRATED), KERNEL_TERMS
+        # a kernel term the file does not set is one of shipped_terms already: named once, there
+        return (kernel_terms_of(self.calibration, CALIBRATED),
+                tuple(t for t in KERNEL_TERMS if t not in self.shipped_terms))
 
     def other_gpu_note(self, gpu_name: str) -> str:
         """'' when the file's runs include `gpu_name` or do not say which GPUs; else one line: which terms are the
@@ -109,8 +111,9 @@ class CalibrationFile:
         if self.fitted_on(gpu_name):
             return ""
         carried = [t for t in FITTED_TERMS if t not in KERNEL_TERMS]
-        return (f"calibration file {self.path} was fitted on runs of {', '.join(self.gpus)} only; this plan is "
-                f"{gpu_name.lower()}: its kernel terms ({', '.join(KERNEL_TERMS)}) are the shipped values, and only "
+        shipped_here = ", ".join(self.for_gpu(gpu_name)[1])
+        return (f"calibration file {self.path} was fitted on runs of {', '.join(self.gpus)} only; for "
+                f"{gpu_name.lower()}: its kernel terms ({shipped_here}) are the shipped values, and only "
                 f"the software's ({', '.join(carried)}) are the file's (fitted on other GPUs, the kernel terms made "
                 "predictions worse than the shipped ones: step.terms.KERNEL_TERMS; refit with runs of this GPU)")
 
@@ -141,11 +144,15 @@ def fitted_gpus(path: str) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for run in fitted_runs(path):
         match = RUN_GPU.search(run)
-        preset = _preset_name(match.group(1)) if match else None
-        gpu = preset.split("-")[0] if preset else None
+        gpu = preset_gpu(_preset_name(match.group(1)) if match else None)
         if gpu in gpu_names():
             found[gpu] = None
     return tuple(found)
+
+
+def preset_gpu(preset: str | None) -> str | None:
+    """The GPU of a system preset name ("gb300-nvl72" -> "gb300"), as a calibration file's runs name it."""
+    return preset.split("-")[0] if preset else None
 
 
 def read_calibration_file(path: str) -> CalibrationFile:
