@@ -86,6 +86,35 @@ def test_every_default_is_named_with_the_flag_it_implies():
     assert moe["layout"]["cuda_graph"] != "full" and "--no-check-for-nan-in-loss-and-grad" not in moe["megatron_args"]
 
 
+def test_every_layout_field_the_user_did_not_give_is_named():
+    """A field `plan --layout` chose (FSDP, HSDP replicas, offloaded layers, graph scope) changes the launch: it is
+    listed with why, or the user runs a layout they did not see. Every Layout field is given, derived from the
+    request (gbs, precision) or in DEFAULT_REASONS."""
+    import dataclasses
+
+    from commbench.planner.layout.spec import Layout
+    from commbench.planner.search.pinned_gap import DEFAULT_REASONS
+    from commbench.planner.search.space import FULL_KEYS
+
+    fields = {f.name for f in dataclasses.fields(Layout)}
+    assert fields - set(FULL_KEYS) - {"gbs", "precision"} - set(DEFAULT_REASONS) == set()
+    dense = ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--precision", "fp8",
+             "--software", "25.09", "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,gbs=128"]
+    doc = json.loads(run(dense + ["--json"]).stdout)
+    taken = {e["field"]: e["value"] for e in doc["defaults_taken"]}
+    assert taken["fsdp"] is doc["layout"]["fsdp"]
+    assert ("fsdp_replicas" in taken) == doc["layout"]["fsdp"]
+    assert taken["cpu_offload_layers"] == doc["layout"]["cpu_offload_layers"]
+    text = " ".join(run(dense).stdout.split())
+    assert f"fsdp={str(doc['layout']['fsdp']).lower()}" in text
+    pinned = json.loads(run(dense[:-1] + [dense[-1] + ",fsdp=false,cpu_offload_layers=0", "--json"]).stdout)
+    assert {"fsdp", "fsdp_replicas", "cpu_offload_layers"}.isdisjoint(e["field"] for e in pinned["defaults_taken"])
+    moe = {e["field"]: e["value"] for e in json.loads(run(PLAN + ["--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1",
+                                                                  "--json"]).stdout)["defaults_taken"]}
+    assert moe["cuda_graph"] != "layer" or moe["cuda_graph_scope"] == "attn+moe_router+moe_preprocess"
+    assert "recompute_layers" not in moe or moe["recompute"] == "full"
+
+
 def test_etp_fold_error_says_etp_defaulted_to_tp():
     result = run(["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "64",
                   "--layout", "tp=4,pp=4,vp=1,ep=16,mbs=1"], exit_code=2)

@@ -218,7 +218,7 @@ def plan(
     arr, bd = best_for_pins(req)
     lay = arr.layout(0)
     row = bd.row(0)
-    versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"})
+    versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"}, spec)
     if gbs_note:   # the line under the table names the default and where it comes from
         taken.append({"field": "gbs", "value": req.gbs, "why": gbs_note})
     if as_json or out or emit:

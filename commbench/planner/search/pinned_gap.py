@@ -27,6 +27,20 @@ DEFAULT_REASONS = {
     "dp_overlap": "gradient reduce / param gather overlapped (Megatron's --overlap-grad-reduce/--overlap-param-gather)",
     "fused_moe": "fused permute + grouped MLP for MoE in MXFP8 on Blackwell, where the kernels exist",
     "fp8_attention": "off unless pinned (it changes numerics)",
+    "fsdp": "FSDP (ZeRO-3) or the distributed optimizer, whichever is faster and fits (as the search chooses; pp = 1 "
+            "only)",
+    "fsdp_replicas": "with FSDP, HSDP with one shard group per scale-up domain or plain FSDP, whichever is faster "
+                     "(as the search chooses)",
+    "cpu_offload_layers": "layers whose activations go to host memory, where the release's recipes offload on this "
+                          "GPU (as the search chooses; 0 = none)",
+    "recompute_layers": "with recompute=full, every layer of each model chunk (0) unless pinned",
+    "cuda_graph_scope": "with per-layer CUDA graphs, the modules the release's recipes capture for this kind of model",
+}
+# Fields that only mean something beside another value: named only then (a dense eager layout lists no graph scope).
+APPLIES = {
+    "fsdp_replicas": lambda lay: lay.fsdp,
+    "recompute_layers": lambda lay: lay.recompute == "full",
+    "cuda_graph_scope": lambda lay: lay.cuda_graph == "layer",
 }
 IMPLIED_FLAGS = {  # Megatron arguments a default drags in, with why
     ("cuda_graph", "full"): "--no-check-for-nan-in-loss-and-grad (Megatron's validate_args: the full-iteration "
@@ -34,13 +48,18 @@ IMPLIED_FLAGS = {  # Megatron arguments a default drags in, with why
 }
 
 
-def defaults_taken(layout: Layout, given: set[str]) -> list[dict]:
-    """One entry per layout field the user did not give: field, value, why, and flags it implies."""
+def defaults_taken(layout: Layout, given: set[str], model=None) -> list[dict]:
+    """One entry per layout field the user did not give (and that applies: APPLIES): field, value, why, and flags
+    it implies. With `model`, the recipes' graph scope ("" in a Layout) is named by its modules."""
+    from commbench.planner.layout.graph_scope import default_scope
+
     out = []
     for name, why in DEFAULT_REASONS.items():
-        if name in given:
+        if name in given or not APPLIES.get(name, lambda lay: True)(layout):
             continue
         value = getattr(layout, name)
+        if name == "cuda_graph_scope" and not value:
+            value = "+".join(default_scope(model)) if model is not None else "the recipes' scope"
         entry = {"field": name, "value": value, "why": why}
         implied = IMPLIED_FLAGS.get((name, value))
         if implied:
