@@ -107,6 +107,12 @@ def test_every_layout_field_the_user_did_not_give_is_named():
     assert taken["cpu_offload_layers"] == doc["layout"]["cpu_offload_layers"]
     text = " ".join(run(dense).stdout.split())
     assert f"fsdp={str(doc['layout']['fsdp']).lower()}" in text
+    from commbench.planner.emit.megatron import MEGATRON_FSDP_ARGS
+    from commbench.planner.search.pinned_gap import IMPLIED_FLAGS
+    assert IMPLIED_FLAGS[("fsdp", True)].startswith(" ".join(MEGATRON_FSDP_ARGS) + " (")  # as the emitter writes them
+    if doc["layout"]["fsdp"]:
+        assert " ".join(MEGATRON_FSDP_ARGS) in " ".join(doc["megatron_args"])
+        assert "(adds --use-megatron-fsdp" in text
     pinned = json.loads(run(dense[:-1] + [dense[-1] + ",fsdp=false,cpu_offload_layers=0", "--json"]).stdout)
     assert {"fsdp", "fsdp_replicas", "cpu_offload_layers"}.isdisjoint(e["field"] for e in pinned["defaults_taken"])
     moe = {e["field"]: e["value"] for e in json.loads(run(PLAN + ["--layout", "tp=1,pp=4,vp=4,ep=64,mbs=1",

@@ -45,6 +45,9 @@ APPLIES = {
 IMPLIED_FLAGS = {  # Megatron arguments a default drags in, with why
     ("cuda_graph", "full"): "--no-check-for-nan-in-loss-and-grad (Megatron's validate_args: the full-iteration "
                             "graph cannot check for NaN; pin cuda_graph=layer to keep the check)",
+    ("fsdp", True): "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params --ckpt-format "
+                    "fsdp_dtensor (Megatron-FSDP writes its own checkpoint format; pin fsdp=false to keep the "
+                    "distributed optimizer's)",
 }
 
 
