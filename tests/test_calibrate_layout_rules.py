@@ -23,7 +23,12 @@ ROW = {"model": "qwen3-30b-a3b", "gpu": "B200", "num_gpus": 8, "precision": "MXF
     (dict(ep=16), ("etp*ep must divide tp*cp*dp", "etp*ep = 16 (1*16) does not divide tp*cp*dp = 8 (1*1*8)",
                    "dp = num_gpus/(tp*pp*cp) = 8/1 = 8", "not in the row", "etp = 1")),
     (dict(gbs=500), ("gbs must be a multiple of mbs*dp", "gbs = 500 is not a multiple of mbs*dp = 32 (4*8)")),
-    (dict(seq_len=4097), ("seq_len must be divisible by 2*cp", "seq_len = 4097 is not divisible by 2*cp = 2")),
+    (dict(cp=2, ep=4, seq_len=4098), ("seq_len must be divisible by 2*cp when cp>1",
+                                      "seq_len = 4098 is not divisible by 2*cp = 4")),
+    (dict(tp=2, ep=4, seq_len=4097), ("each CP rank's seq_len/cp tokens must split over tp",
+                                      "seq_len = 4097 is not divisible by 2 (tp = 2, cp = 1")),
+    (dict(pp=2, vp=2, ep=4, gbs=48), ("with vp>1 a multiple of pp and at least pp", "microbatch_group_size_per_vp_stage",
+                                      "3 micro-batches (gbs/(mbs*dp) = 48/(4*4)) with pp = 2, vp = 2")),
     (dict(ep=3, num_gpus=6, gbs=480), ("ep must divide the routed experts", "ep = 3 does not divide routed experts = 128")),
     (dict(tp=8, ep=1), ("tp must divide the attention heads", "tp = 8, heads = 32, kv_heads = 4")),
     (dict(vp=2), ("vp>1 needs pp>1", "pp = 1 x vp = 2 (vp > 1 with pp = 1)")),
@@ -42,6 +47,15 @@ def test_a_run_breaking_a_layout_rule_is_one_line_with_the_rule_in_words(tmp_pat
     assert "breaks rule" not in result.output   # the old cryptic form: "published layout breaks rule world"
     for needle in needles:
         assert needle in result.output, (needle, result.output)
+
+
+def test_an_odd_sequence_without_context_or_sequence_parallelism_breaks_no_rule(tmp_path):
+    """Megatron-LM checks seq_len against 2*cp only with context parallelism on (arguments.py), and an odd length
+    splits over no TP rank at tp=1: such a run is modelled, not refused."""
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([dict(ROW, seq_len=4097)]))
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0 and "not modelled" not in result.output, result.output
 
 
 def test_a_run_breaking_a_rule_beside_good_ones_is_listed_with_its_file_and_row(tmp_path):

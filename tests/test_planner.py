@@ -73,6 +73,8 @@ def _bits(model, num_gpus, **kw):
     ("pipeline", dict(tp=1, pp=1, vp=2, dp=16, gbs=16)),
     ("batch", dict(tp=1, pp=1, dp=16, mbs=3, gbs=16)),
     ("context", dict(tp=1, cp=16, pp=1, dp=1, mbs=1, gbs=16)),
+    ("schedule", dict(tp=1, pp=2, vp=2, dp=8, mbs=1, gbs=24)),     # 3 micro-batches over pp 2, interleaved
+    ("sequence", dict(tp=16, pp=1, dp=1, ep=1, etp=1, gbs=16)),   # with 32 heads and 16 KV heads (set below)
 ])
 def test_each_layout_rule(rule, kw):
     model = load_model("qwen3-30b-a3b")  # 32 heads, 4 KV heads, 128 experts, 48 layers
@@ -80,6 +82,8 @@ def test_each_layout_rule(rule, kw):
         model = dataclasses.replace(model, num_routed_experts=120)
     if rule == "context":
         model = dataclasses.replace(model, seq_len=4104)
+    if rule == "sequence":
+        model = dataclasses.replace(model, seq_len=4104, num_kv_heads=16)   # 4104 = 8 * 513: not over tp 16
     bits = _bits(model, 16, **kw)
     assert bits == RULE_BITS[rule], (rule, bits)  # exactly this rule broken
     layout = LayoutArrays.from_columns(**kw).layout(0)

@@ -213,7 +213,7 @@ def plan(
     req.pins.setdefault("cp", 1)
     req.pins.setdefault("etp", req.pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
-    check_layout(spec, lay, gpus, seq_len, given=given)
+    check_layout(spec, lay, gpus, seq_len, given=given, framework=req.framework)
     fabric = req.fabric
     arr, bd = best_for_pins(req)
     lay = arr.layout(0)

@@ -267,7 +267,14 @@ RULES: tuple[tuple[str, str], ...] = (
     ("pipeline", "the layers must split over pp*vp virtual stages as Megatron builds them (each stage holds a "
                  "layer, the embedding, the MTP or the loss), and vp>1 needs pp>1"),
     ("batch", "gbs must be a multiple of mbs*dp"),
-    ("context", "seq_len must be divisible by 2*cp (load-balanced causal CP)"),
+    ("schedule", "the pipeline schedule must take the step's gbs/(mbs*dp) micro-batches: with vp>1 a multiple of pp "
+                 "and at least pp (megatron-core 0.16.1 schedules.py groups pp micro-batches per virtual stage, "
+                 "microbatch_group_size_per_vp_stage = pp, and raises otherwise; TorchTitan's Interleaved1F1B takes "
+                 "the same), and under TorchTitan at least pp with pp>1 (torch's Schedule1F1B)"),
+    ("context", "seq_len must be divisible by 2*cp when cp>1 (load-balanced causal CP)"),
+    ("sequence", "with sequence parallelism (tp>1) each CP rank's seq_len/cp tokens must split over tp (Megatron-Core "
+                 "scatters the sequence over TP ranks); TorchTitan 0.3.0 needs seq_len divisible by tp*2*cp (cp>1) or "
+                 "tp (its trainer's sequence/context check)"),
     ("fsdp", "fsdp needs pp=1 and the distributed optimizer (FSDP plans here run without pipeline parallelism)"),
     ("hsdp", "fsdp_replicas > 1 (HSDP) needs fsdp, dp divisible by fsdp_replicas and, for a MoE model, ep*etp dividing "
              "a shard group's dp/fsdp_replicas*cp*tp ranks (TorchTitan 0.3's efsdp mesh; Megatron-FSDP in megatron-core "
@@ -280,8 +287,9 @@ RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
 
 def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.ndarray,
-                      seq_len: int | None = None) -> np.ndarray:
-    """Bitmask per layout of the RULES it breaks (0 = valid)."""
+                      seq_len: int | None = None, framework: str = "megatron") -> np.ndarray:
+    """Bitmask per layout of the RULES it breaks (0 = valid); `framework` (megatron, torchtitan) for the rules
+    whose terms differ between them (schedule, sequence)."""
     s = seq_len or model.seq_len
     bits = np.zeros(len(arr), dtype=np.int64)
     attn_group = arr.tp * arr.cp * arr.dp
@@ -297,7 +305,9 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     bits |= np.where(experts_bad, RULE_BITS["experts"], 0)
     bits |= np.where(~buildable(model, arr.pp, arr.vp), RULE_BITS["pipeline"], 0)
     bits |= np.where(arr.gbs % (arr.mbs * arr.dp) != 0, RULE_BITS["batch"], 0)
-    bits |= np.where(s % (2 * arr.cp) != 0, RULE_BITS["context"], 0)
+    bits |= np.where(schedule_bad(arr, framework), RULE_BITS["schedule"], 0)
+    bits |= np.where((arr.cp > 1) & (s % (2 * arr.cp) != 0), RULE_BITS["context"], 0)
+    bits |= np.where(s % sequence_divisor(arr, framework) != 0, RULE_BITS["sequence"], 0)
     bits |= np.where(arr.fsdp & ((arr.pp > 1) | ~arr.distributed_optimizer), RULE_BITS["fsdp"], 0)
     hsdp = arr.fsdp_replicas > 1
     shard_ranks = arr.dp // np.maximum(arr.fsdp_replicas, 1) * arr.cp * arr.tp
@@ -311,7 +321,31 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     return bits
 
 
-def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None) -> str:
+def microbatches(arr) -> np.ndarray:
+    """Micro-batches per step per pipeline: gbs / (mbs * dp) (the batch rule makes it whole)."""
+    return arr.gbs // np.maximum(arr.mbs * arr.dp, 1)
+
+
+def schedule_bad(arr, framework: str = "megatron") -> np.ndarray:
+    """Layouts whose micro-batch count the pipeline schedule refuses (rule schedule)."""
+    n_mb = microbatches(arr)
+    bad = (arr.vp > 1) & ((n_mb % arr.pp != 0) | (n_mb < arr.pp))
+    if framework == "torchtitan":
+        bad |= (arr.pp > 1) & (n_mb < arr.pp)
+    return bad
+
+
+def sequence_divisor(arr, framework: str = "megatron") -> np.ndarray:
+    """What seq_len must be a multiple of for sequence parallelism (rule sequence): Megatron-Core tp*cp (each CP
+    rank's seq_len/cp tokens scattered over TP), TorchTitan tp*2*cp with cp>1, else tp; 1 without it (tp = 1 or
+    sequence parallelism off: the context rule alone then)."""
+    sp = np.asarray(arr.sequence_parallel, dtype=bool) & (arr.tp > 1)
+    context = np.where(arr.cp > 1, 2 * arr.cp, 1) if framework == "torchtitan" else arr.cp
+    return np.where(sp, arr.tp * context, 1)
+
+
+def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None,
+                framework: str = "megatron") -> str:
     """The fields and values by which `layout` breaks the rule `name` of RULES (its words are RULES'), e.g.
     "gbs = 500 is not a multiple of mbs*dp = 32 (4*8)"."""
     a = layout
@@ -335,7 +369,13 @@ def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_
         "pipeline": f"{model.num_layers} layers + {model.num_mtp_layers} MTP over pp = {a.pp} x vp = {a.vp}"
                     + (" (vp > 1 with pp = 1)" if a.vp > 1 and a.pp == 1 else ""),
         "batch": f"gbs = {a.gbs} is not a multiple of mbs*dp = {a.mbs * a.dp} ({a.mbs}*{a.dp})",
+        "schedule": f"{a.gbs // max(a.mbs * a.dp, 1)} micro-batches (gbs/(mbs*dp) = {a.gbs}/({a.mbs}*{a.dp})) with "
+                    f"pp = {a.pp}, vp = {a.vp}" + (", framework torchtitan" if framework == "torchtitan" else ""),
         "context": f"seq_len = {seq_len or model.seq_len} is not divisible by 2*cp = {2 * a.cp}",
+        "sequence": f"seq_len = {seq_len or model.seq_len} is not divisible by "
+                    f"{int(sequence_divisor(LayoutArrays.from_layouts([a]), framework)[0])} (tp = {a.tp}, cp = {a.cp}, "
+                    f"sequence_parallel = {a.sequence_parallel}" + (", framework torchtitan)" if framework == "torchtitan"
+                                                                    else ")"),
         "fsdp": f"fsdp = {a.fsdp}, pp = {a.pp}, distributed_optimizer = {a.distributed_optimizer}",
         "hsdp": f"fsdp_replicas = {a.fsdp_replicas}, fsdp = {a.fsdp}, dp = {a.dp}, "
                 f"{'MoE' if model.is_moe else 'dense'} model" + (f", ep*etp = {a.ep * a.etp}, shard group "
@@ -352,15 +392,15 @@ def first_broken_rule(bits: int) -> str:
 
 
 def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int | None = None, *,
-                 given: set[str] | None = None) -> None:
+                 given: set[str] | None = None, framework: str = "megatron") -> None:
     """Raise CommbenchError naming the first rule `layout` breaks for `model` on `num_gpus` GPUs.
     `given`: the fields the user wrote (a rule broken by a defaulted field says it defaulted)."""
-    bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len)[0])
+    bits = int(layout_violations(model, LayoutArrays.from_layouts([layout]), num_gpus, seq_len, framework)[0])
     if not bits:
         return
     name = first_broken_rule(bits)
     rule = dict(RULES)[name]
-    detail = rule_detail(name, model, layout, num_gpus, seq_len)
+    detail = rule_detail(name, model, layout, num_gpus, seq_len, framework)
     if name == "expert_fold" and given is not None and "etp" not in given:
         detail += f"; etp was not given and defaulted to tp = {layout.tp} (Megatron-LM's default)"
         if (layout.tp * layout.cp * layout.dp) % layout.ep == 0:

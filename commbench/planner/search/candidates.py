@@ -280,14 +280,14 @@ def candidates(req: SearchRequest) -> tuple[LayoutArrays, np.ndarray, int]:
     per_rack = gpus_per_rack(req.num_gpus, int(req.fabric.domain_size))
     g = _structures(req, per_rack)
     probe = LayoutArrays.from_columns(gbs=req.gbs, precision=req.precision, **g)
-    bits = layout_violations(req.model, probe, req.num_gpus, req.seq_len)
+    bits = layout_violations(req.model, probe, req.num_gpus, req.seq_len, req.framework)
     bits |= placement_violations(probe.tp, probe.etp, per_rack)
     ok = bits == 0
     cols = _with_flags({k: v[ok] for k, v in g.items()}, req)
     arr = LayoutArrays.from_columns(gbs=req.gbs, precision=req.precision, **cols)
     if np.any(arr.recompute_layers > 0) or np.any(arr.cpu_offload_layers > 0):
         # pinned counts whose rules depend on the flags (offload, recompute_layers): checked on the layouts
-        flag_bits = layout_violations(req.model, arr, req.num_gpus, req.seq_len)
+        flag_bits = layout_violations(req.model, arr, req.num_gpus, req.seq_len, req.framework)
         arr = arr.take(np.flatnonzero(flag_bits == 0))
         bits = np.concatenate([bits, flag_bits[flag_bits != 0]])
     return arr, bits, per_rack

@@ -102,7 +102,7 @@ def _broken(result: SearchResult, lay: Layout, bd) -> str:
     req, name = result.request, first_broken_rule(int(bd.violations[0]))
     if not name:   # valid by the rules, but the GPU has no such precision (no peak): the search refuses it too
         return f"cannot run {req.precision} on {req.fabric.gpu.name}"
-    return f"breaks the {name} rule here: {rule_detail(name, req.model, lay, req.num_gpus, req.seq_len)}"
+    return f"breaks the {name} rule here: {rule_detail(name, req.model, lay, req.num_gpus, req.seq_len, req.framework)}"
 
 
 def _pins(lay: Layout, model) -> str:

@@ -153,7 +153,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     max_dom = int(getattr(system, "num_domains", 0) or 0) or None
     s = seq_len or model.seq_len
     a = layouts
-    violations = layout_violations(model, a, system.num_gpus, s)
+    violations = layout_violations(model, a, system.num_gpus, s, framework)
     peak = peak_tflops(gpu, a.precision)
     valid = (violations == 0) & np.isfinite(peak)
     one = np.ones(len(a), dtype=np.int64)

@@ -1,0 +1,84 @@
+"""Layouts the frameworks refuse only once training starts are never planned (layout.spec rules schedule, context,
+sequence). Megatron-LM's validate_args accepts them; the failures come later:
+- megatron-core 0.16.1 pipeline_parallel/schedules.py (forward_backward_pipelining_with_interleaving) raises unless
+  the micro-batch count M is at least microbatch_group_size_per_vp_stage (= pp, model_parallel_config.py) and
+  M % pp is 0 or >= pp, i.e. with vp > 1 M must be a multiple of pp;
+- torch's ScheduleInterleaved1F1B (TorchTitan's schedule for vp > 1) needs M a multiple of max(1, M // pp), and its
+  Schedule1F1B (vp = 1) M >= pp;
+- sequence parallelism scatters each CP rank's seq_len/cp tokens over TP (megatron-core tensor_parallel/mappings.py:
+  "First dimension of the tensor should be divisible by tensor parallel size"); TorchTitan 0.3.0's trainer needs
+  seq_len divisible by tp (with sequence parallelism) times 2*cp (cp > 1);
+- Megatron-LM checks seq_len against 2*cp only when cp > 1 (arguments.py), so an odd seq_len at cp = 1 is valid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.costmodel import load_preset
+from commbench.planner import load_model
+from commbench.planner.search.space import SearchRequest, search
+
+
+def _search(gbs: int, framework: str = "megatron", seq_len: int | None = None, gpus: int = 8):
+    return search(SearchRequest(model=load_model("llama3-8b"), fabric=load_preset("h100-hgx", num_gpus=gpus),
+                                num_gpus=gpus, gbs=gbs, precision="fp8", framework=framework, seq_len=seq_len))
+
+
+def _microbatches(arr):
+    return arr.gbs // (arr.mbs * arr.dp)
+
+
+@pytest.mark.parametrize("gbs", [20, 36, 44])
+def test_an_interleaved_layout_has_whole_groups_of_pp_micro_batches(gbs):
+    res = _search(gbs)
+    arr = res.layouts
+    n_mb, inter = _microbatches(arr), arr.vp > 1
+    assert np.all((n_mb[inter] % arr.pp[inter] == 0) & (n_mb[inter] >= arr.pp[inter]))
+    # before the rule the best of gbs 36 was PP2 VP8 with 9 micro-batches (megatron-core raises at step 1)
+    best = res.layouts.layout(0)
+    assert best.vp == 1 or (_microbatches(res.layouts)[0] % best.pp == 0)
+
+
+@pytest.mark.parametrize("gbs", [20, 36])
+def test_torchtitan_schedules_take_the_micro_batch_count(gbs):
+    arr = _search(gbs, framework="torchtitan").layouts
+    n_mb, pp = _microbatches(arr), arr.pp
+    inter, single = arr.vp > 1, (arr.vp == 1) & (pp > 1)
+    rounds = np.maximum(1, n_mb // pp)
+    assert np.all(n_mb[inter] % rounds[inter] == 0)          # ScheduleInterleaved1F1B
+    assert np.all(n_mb[single] >= pp[single])                 # Schedule1F1B
+
+
+def test_sequence_parallel_layouts_split_each_cp_ranks_tokens_over_tp():
+    arr = _search(64, seq_len=4098).layouts             # 4098 = 2 * 2049: tp 1 or 2 with sequence parallelism
+    sp = arr.sequence_parallel & (arr.tp > 1)
+    assert np.all((4098 // arr.cp[sp]) % arr.tp[sp] == 0) and np.all(4098 % arr.cp[sp] == 0)
+    titan = _search(64, framework="torchtitan", seq_len=4098).layouts
+    divisor = np.where(titan.sequence_parallel & (titan.tp > 1), titan.tp, 1) * np.where(titan.cp > 1, 2 * titan.cp, 1)
+    assert np.all(4098 % divisor == 0)
+
+
+def _plan(*args: str):
+    return CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", *args])
+
+
+def test_a_pinned_layout_the_schedule_refuses_is_one_line_naming_its_micro_batches():
+    result = _plan("--layout", "tp=1,pp=4,vp=2,ep=1,mbs=1,gbs=4")
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.output.split())
+    assert "layout schedule rule broken" in line and "2 micro-batches (gbs/(mbs*dp) = 4/(1*2)) with pp = 4, vp = 2" in line
+    assert "Traceback" not in result.output
+    titan = _plan("--framework", "torchtitan", "--layout", "tp=1,pp=4,vp=1,ep=1,mbs=1,gbs=4")
+    assert titan.exit_code == 2 and "framework torchtitan" in " ".join(titan.output.split()), titan.output
+    assert _plan("--layout", "tp=1,pp=4,vp=1,ep=1,mbs=1,gbs=4").exit_code == 0   # Megatron's 1F1B runs it
+
+
+def test_sequence_and_context_rules_apply_only_where_their_parallelism_is_on():
+    odd = _plan("--seq-len", "4097", "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1")
+    assert odd.exit_code == 0, odd.output
+    split = _plan("--seq-len", "4098", "--layout", "tp=4,pp=1,vp=1,ep=1,mbs=1")
+    assert split.exit_code == 2 and "layout sequence rule broken" in split.output, split.output
+    assert "seq_len = 4098 is not divisible by 4 (tp = 4, cp = 1" in " ".join(split.output.split())
