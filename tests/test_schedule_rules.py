@@ -82,3 +82,55 @@ def test_sequence_and_context_rules_apply_only_where_their_parallelism_is_on():
     split = _plan("--seq-len", "4098", "--layout", "tp=4,pp=1,vp=1,ep=1,mbs=1")
     assert split.exit_code == 2 and "layout sequence rule broken" in split.output, split.output
     assert "seq_len = 4098 is not divisible by 4 (tp = 4, cp = 1" in " ".join(split.output.split())
+
+
+def _megatron_core_schedule_error(pp: int, vp: int, n_mb: int) -> str | None:
+    """What megatron-core's interleaved schedule entry says of n_mb micro-batches over pp x vp before it runs one
+    (its group-size checks), None when it gets past them. Its process groups and model chunks are stand-ins: only
+    the sizes the checks read are real."""
+    import types
+
+    import torch
+    from megatron.core.enums import ModelType
+    from megatron.core.model_parallel_config import ModelParallelConfig
+    from megatron.core.pipeline_parallel import schedules
+
+    cfg = ModelParallelConfig(pipeline_model_parallel_size=pp, virtual_pipeline_model_parallel_size=vp,
+                              pipeline_dtype=torch.bfloat16)   # __post_init__: microbatch_group_size_per_vp_stage = pp
+
+    class Chunk(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config, self.model_type = cfg, ModelType.encoder_or_decoder
+
+    group = types.SimpleNamespace(size=lambda: pp, rank=lambda: 0)
+    groups = types.SimpleNamespace(tp=None, cp=None, embd=None, pos_embd=None, pp=group, dp_cp=None)
+    zeros = torch.zeros
+    torch.zeros = lambda *a, **k: zeros(*a, **{x: y for x, y in k.items() if x != "device"})  # its "cuda" counter
+    try:
+        schedules.forward_backward_pipelining_with_interleaving(
+            forward_step_func=None, data_iterator=[iter([])] * vp, model=[Chunk() for _ in range(vp)],
+            num_microbatches=n_mb, seq_length=8, micro_batch_size=1,
+            p2p_communicator=types.SimpleNamespace(config=cfg, pp_group=group), pg_collection=groups)
+    except (ValueError, RuntimeError) as exc:
+        if "micro-batches" in str(exc):
+            return str(exc)
+        raise
+    except AttributeError:   # past the checks: the stand-in config has no model sizes
+        return None
+    finally:
+        torch.zeros = zeros
+    return None
+
+
+def test_the_schedule_rule_is_megatron_cores_own_check():
+    pytest.importorskip("megatron.core", reason="megatron-core 0.16.1 (requirements-frameworks.txt)")
+    from commbench.planner.layout.spec import LayoutArrays, schedule_bad
+
+    for pp in (2, 3, 4, 8):
+        for vp in (2, 3):
+            for n_mb in range(1, 3 * pp + 2):
+                arr = LayoutArrays.from_columns(pp=np.array([pp]), vp=np.array([vp]), dp=np.array([1]),
+                                                mbs=np.array([1]), gbs=np.array([n_mb]))
+                refused = _megatron_core_schedule_error(pp, vp, n_mb) is not None
+                assert bool(schedule_bad(arr)[0]) == refused, (pp, vp, n_mb)
