@@ -26,6 +26,7 @@ import numpy as np
 from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.planner.calibrate.published import _preset, published_runs
 from commbench.planner.layout.spec import LayoutArrays
+from commbench.planner.search.space import DEFAULT_HEADROOM
 from commbench.planner.step.evaluate import evaluate_layouts
 from commbench.planner.step.terms import CALIBRATED
 
@@ -83,6 +84,12 @@ def over_hbm(row: dict) -> bool:
     return p["total"] > p["capacity"]
 
 
+def within_headroom(row: dict) -> bool:
+    """The published layout uses more than the search's default share of HBM (search.space.DEFAULT_HEADROOM)."""
+    p = row["published"]
+    return p["total"] > p["capacity"] * (1.0 - DEFAULT_HEADROOM)
+
+
 def removed_fits(row: dict) -> bool:
     r = row["removed"]
     return r is not None and r["total"] <= r["capacity"]
@@ -118,6 +125,10 @@ def show(rows: list[dict], title: str, only_flagged: bool) -> None:
           + (f": rows {', '.join(str(r['run'].index) for r in over)}" if over else "") + f"); {len(with_savers)} pay "
           f"for a memory saver, of which {len(fits)} are PREDICTED to fit without it"
           + (f" (median headroom {np.median(heads):.1f} GB)" if len(fits) else ""))
+    tight = [r for r in rows if not over_hbm(r) and within_headroom(r)]
+    print(f"  {len(tight)} more fit but leave less than the search's {DEFAULT_HEADROOM:.0%} HBM headroom (PREDICTED; "
+          f"`plan` would not propose them, though they ran)"
+          + (f": rows {', '.join(str(r['run'].index) for r in tight)}" if tight else ""))
 
 
 def main(argv: list[str]) -> int:

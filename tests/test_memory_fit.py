@@ -106,6 +106,9 @@ def test_memory_fit_terms_add_up_and_savers_are_removed(capsys):
     fake = dict(row, published=dict(p, total=p["capacity"] + 1e9))
     memory_fit.show([fake], "t", only_flagged=True)
     assert "OVER HBM" in capsys.readouterr().out
+    tight = dict(row, published=dict(p, total=p["capacity"] * 0.97))   # fits, inside the search's 5% headroom
+    memory_fit.show([row, tight], "t", only_flagged=False)
+    assert "1 more fit but leave less than the search's 5% HBM headroom" in capsys.readouterr().out
 
 
 def test_moe_norm_output_is_kept_in_bf16_by_the_router():
