@@ -604,3 +604,30 @@ def test_rules_name_the_regbuff_they_were_measured_with(tmp_path):
     example = tmp_path / "e.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
     assert {c["reg_buff"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}
+
+
+def test_an_unreadable_line_writes_no_rule_it_might_have_ruled_out(tmp_path):
+    """A combination that gave wrong data at one size is ruled out at every size; with one line unreadable (a run
+    killed mid-write, a corrupt copy) that line may be the wrong point, so nccl-tuner writes no config (one line,
+    exit 2) instead of a rule forcing the combination where it was measured fast."""
+    path = tmp_path / "tuned.jsonl"
+    hosts = ["n1", "n1", "n2", "n2"]
+    sizes = (1 << 20, 4 << 20, 16 << 20)
+    with JsonlWriter(path) as writer:
+        writer.write(_header("d", hosts))
+        for size in sizes:
+            writer.write(_record("d", size, DEFAULT, 100.0 * size / (1 << 20)))
+        writer.write(_header("r", hosts))
+        for size in sizes:
+            writer.write(_record("r", size, RING_LL, 50.0 * size / (1 << 20), num_wrong=7 if size == sizes[-1] else 0))
+    whole = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(tmp_path / "whole.conf")])
+    rules = [r for r in (tmp_path / "whole.conf").read_text().splitlines() if r and not r.startswith("#")]
+    assert whole.exit_code == 0 and not any(",ring," in r for r in rules), whole.output
+    text = path.read_text()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(text[:text.rstrip("\n").rfind("\n") + 1] + text.rstrip("\n").rsplit("\n", 1)[1][:-30] + "\n")
+    result = CliRunner().invoke(app, ["nccl-tuner", str(cut), "-O", str(tmp_path / "cut.conf")])
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.output.split())
+    assert "1 line(s) of" in line and "could not be read" in line and "no rule is written" in line
+    assert "Traceback" not in result.output and not (tmp_path / "cut.conf").exists()

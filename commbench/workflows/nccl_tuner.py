@@ -139,6 +139,11 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
 
     bad: list[str] = []
     records = read_records(paths, on_bad_line=lambda n, why: bad.append(f"line {n}: {why}"))
+    if bad:   # one wrong size rules a combination out at every size: an unreadable record may have been that one
+        raise CommbenchError(f"{len(bad)} line(s) of {', '.join(paths)} could not be read ({'; '.join(bad[:3])}"
+                             + ("; ..." if len(bad) > 3 else "") + "): what they held is unknown, and a failed or "
+                             "wrong point there would rule its combination out, so no rule is written; remove them "
+                             "if you know what they held, or measure again")
     points, notes = points_from_records(records, statistic)
     if not points:
         raise CommbenchError(f"no usable measurements in {', '.join(paths)}: need ok whole-world points of "
@@ -155,7 +160,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                      + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)")
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
-    notes += uncovered + ([f"skipped {len(bad)} unreadable line(s)"] if bad else [])
+    notes += uncovered
     from commbench.results.resumed import combinations_not_started, sweeps_cut_short
     notes += sweeps_cut_short(records)
     if combinations_not_started(records):   # a rule's choice is the fastest of those measured, not of those planned
