@@ -102,3 +102,23 @@ def test_compare_json_says_which_points_were_compared_over_fewer_iterations(tmp_
         doc = json.loads(result.stdout)
         jsonschema.validate(doc, schema("compare"), cls=jsonschema.Draft202012Validator)
         assert {p["iterations_compared"] for p in doc["points"]} == expected and len(doc["points"]) == len(SIZES)
+
+
+def test_the_pass_line_counts_only_the_points_it_compared(tmp_path):
+    """With --allow-missing, a base point the new file lacks was counted among the points 'compared' on the pass
+    line CI logs show (5 of 5 with one missing). It counts the points both files hold and names the others."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from tests.test_compare import write
+
+    rng = np.random.default_rng(3)
+    base_run, new_run = _run(rng, "b", 30), _run(rng, "n", 30)
+    base = write(tmp_path / "b.jsonl", base_run)
+    new = write(tmp_path / "n.jsonl", new_run[:-1])
+    result = CliRunner().invoke(app, ["compare", base, new, "--allow-missing"])
+    line = next(s for s in " ".join(result.output.split()).split("pass: ")[1:2])
+    assert result.exit_code == 0, result.output
+    assert line.startswith(f"{len(SIZES) - 1} point(s) in 1 run(s) compared (1 of the base's not in the new file")
+    whole = CliRunner().invoke(app, ["compare", base, write(tmp_path / "w.jsonl", new_run)])
+    assert f"pass: {len(SIZES)} point(s) in 1 run(s) compared," in " ".join(whole.output.split()), whole.output

@@ -454,10 +454,12 @@ def compare_cmd(
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
+        absent = result.only_in_base   # the base's points NEW lacks (allowed, or the gate failed above): not compared
         compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
-        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}, none slower than {} beyond the noise, "
-                             "none {}failed or wrong{}{}{}", len(result.points) - apart, compared,
+        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}, none slower than {} beyond the "
+                             "noise, none {}failed or wrong{}{}{}", len(result.points) - apart - absent, compared,
                              f" ({apart} not comparable: no statistic in both files)" if apart else "",
+                             f" ({absent} of the base's not in the new file: --allow-missing)" if absent else "",
                              f"{threshold:.0%}", "newly " if result.known_failed else "",
                              f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
