@@ -374,3 +374,37 @@ def test_aggregated_and_graph_launched_logs_keep_how_they_were_measured(tmp_path
     assert all(p.params == {"agg_iters": 2, "blocking": True} for p in split(import_file(str(as_json)))[1])
     plain = split(import_file(str(DATA / "sendrecv.json")))[1]
     assert all("agg_iters" not in p.params and "blocking" not in p.params for p in plain)
+
+
+def test_a_log_stopped_during_its_rows_is_imported_as_cut_short(tmp_path):
+    """A log with no footer after its rows (nccl-tests killed, an NCCL failure, a time limit) was imported with no
+    planned point count, so compare --allow-missing passed it on the rows it held. Its header now plans what the
+    banner's size sweep plans (minBytes 1024 to maxBytes 4096, step x2: 3 sizes, 2 cells a row), as a bench run's
+    does, and the gate fails it as cut short; the whole log plans nothing more than it holds."""
+    from commbench.results.importers.nccl_tests import banner_sizes
+
+    assert (banner_sizes(1024, 4096, 2, "factor"), banner_sizes(8, 134217728, 2, "factor")) == (3, 25)
+    assert (banner_sizes(1000, 5000, 1000, "bytes"), banner_sizes(8, 1024, 1, "factor")) == (5, None)
+    lines = (DATA / "all_gather_perf-2.0.0.log").read_text().splitlines()
+    lines[1] = lines[1].replace("minBytes 1048576 maxBytes 134217728", "minBytes 1024 maxBytes 4096")
+    table = lines[:16]
+    rows = ["        1024            32   float    12.00    0.07    0.07  0e+00    11.87    0.08    0.08  0e+00",
+            "        2048            64   float    12.50    0.14    0.14  0e+00    12.10    0.15    0.15  0e+00",
+            "        4096           128   float    13.00    0.28    0.28  0e+00    12.90    0.28    0.28  0e+00"]
+    whole, cut = tmp_path / "all_gather_perf.log", tmp_path / "all_gather_perf_cut.log"
+    whole.write_text("\n".join(table + rows + lines[19:]) + "\n")
+    cut.write_text("\n".join(table + rows[:2]) + "\n")
+    runner = CliRunner()
+    for log, out in ((whole, "whole.jsonl"), (cut, "cut.jsonl")):
+        result = runner.invoke(app, ["import", "nccl-tests", str(log), "-O", str(tmp_path / out),
+                                     "--collective", "all_gather"])
+        assert result.exit_code == 0, result.output
+    (whole_header,) = [r for r in read_records([tmp_path / "whole.jsonl"]) if isinstance(r, RunHeader)]
+    (cut_header,) = [r for r in read_records([tmp_path / "cut.jsonl"]) if isinstance(r, RunHeader)]
+    assert whole_header.planned_points is None
+    assert cut_header.planned_points == 6 and "banner's 3 size(s)" in cut_header.notes[-1]
+    gate = runner.invoke(app, ["compare", str(tmp_path / "whole.jsonl"), str(tmp_path / "cut.jsonl"), "--allow-missing"])
+    assert gate.exit_code == 1 and "cut short" in gate.output and "holds 4 of the 6 point(s)" in gate.output, gate.output
+    assert runner.invoke(app, ["compare", str(tmp_path / "whole.jsonl"), str(tmp_path / "whole.jsonl")]).exit_code == 0
+    listed = parse_text("\n".join(table + rows[:2]), "cut.log", "all_gather")   # in memory: the header itself
+    assert [r.planned_points for r in listed.records if isinstance(r, RunHeader)] == [6]

@@ -29,7 +29,7 @@ def import_nccl_tests(
     from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
     from commbench.results.importers.nccl_tests import (STOPPED_RUN, ImportResult, import_file, parse_tests_version,
                                                         time_warnings, world_size_warnings)
-    from commbench.results.importers.stream import FirstProblems, RecordSink
+    from commbench.results.importers.stream import FirstProblems, RecordSink, set_planned_points
     from commbench.results.records import JsonlWriter
 
     from collectives import REGISTRY
@@ -42,13 +42,15 @@ def import_nccl_tests(
         check_output_file(output, "--out")
         problems = FirstProblems()
         stopped: list[tuple[str, int]] = []  # runs with no footer: nccl-tests stopped during them
+        planned: dict[str, tuple[int, str]] = {}  # those of them whose banner says what they planned
         with OutputLock(output, "--out"):
             repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
             with JsonlWriter(output, sync_each=False) as writer:
                 sink = RecordSink(writer)
                 for path in files:
-                    import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped),
-                                version)
+                    import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped,
+                                                               planned=planned), version)
+            set_planned_points(output, planned)   # cut short, as compare, fit and report read a bench run
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
     for source, line, text, reason in problems.shown:

@@ -102,6 +102,8 @@ AVERAGE_2_10_0_NOTE = ("nccl-tests 2.10.0: built with MPI, its -a 1 time is the 
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
+# the same banner's size sweep (src/common.cu: "minBytes %ld maxBytes %ld step: %ld(%s)", factor or bytes)
+_SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|bytes)\)")
 # the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
 _AGG_RE = re.compile(r"\bagg iters: (\d+)")
 _GRAPH_RE = re.compile(r"\bgraph: (\d+)")
@@ -117,6 +119,8 @@ class ImportResult:
     records: list[Record] = field(default_factory=list)
     problems: list[tuple[str, int, str, str]] = field(default_factory=list)  # (source, line, text, reason)
     stopped: list[tuple[str, int]] = field(default_factory=list)  # (source, first row line): a run with no footer
+    # run id -> (planned_points, note) for a stopped run whose banner says what it planned (planned_for_stopped)
+    planned: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def collective_name(perf_name: str) -> str | None:
@@ -219,10 +223,16 @@ class _TextRun:
         self.rows_seen: set[tuple] = set()  # the run's rows so far (leading columns, point): a repeat is -N's next cycle
         self.rows_from: int | None = None  # the line of the first row no footer has closed yet
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
+        self.stopped_runs: list[str] = []  # their run ids
+        self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
+        self.run_sizes: dict[str, int | None] = {}  # run id -> the sizes its banner plans
+        self.run_rows: dict[str, dict[tuple, int]] = {}  # run id -> records per (type, op, root, size) row
 
     def new_run(self, *, forget_devices: bool = True) -> None:
         if self.rows_from is not None:
             self.stopped.append(self.rows_from)
+            if self.run_id is not None:
+                self.stopped_runs.append(self.run_id)
             self.rows_from = None
         self.run_id = None
         self.point = {}
@@ -341,6 +351,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         average, time_notes = "rank0", [RANK0_TIME_NOTE]
     if state.run_id is None:
         state.run_id = new_run_id()
+        state.run_sizes[state.run_id] = state.sizes
         notes = [] if state.devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
         notes += time_notes
         if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
@@ -384,6 +395,9 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         raise ValueError(why)
     for record in made:   # result.records may be a sink with append only
         result.records.append(record)
+        rows = state.run_rows.setdefault(record.run_id, {})
+        key = (record.dtype, record.op, (record.params or {}).get("root"), record.size_bytes)
+        rows[key] = rows.get(key, 0) + 1
 
 
 def _comment(state: _TextRun, line: str) -> str | None:
@@ -416,6 +430,9 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.threads_gpus = int(match.group(1)) * int(match.group(2))
         state.threads = int(match.group(1))
         state.warmup, state.iters = int(match.group(3)), int(match.group(4))
+        sizes = _SIZES_RE.search(body)
+        state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), int(sizes.group(3)),
+                                   sizes.group(4)) if sizes else None
         agg, graph = _AGG_RE.search(body), _GRAPH_RE.search(body)
         state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False)
     elif body.startswith("Using devices"):
@@ -482,7 +499,50 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
     state.new_run()
     for line in state.stopped:
         result.stopped.append((source, line))
+    for run_id in state.stopped_runs:
+        planned = planned_for_stopped(state.run_sizes.get(run_id), state.run_rows.get(run_id, {}))
+        if planned is not None:
+            result.planned[run_id] = planned
+    if isinstance(result.records, list):   # a sink has written the headers: the import command sets them after
+        result.records[:] = with_planned(result.records, result.planned)
     return result
+
+
+def banner_sizes(min_bytes: int, max_bytes: int, step: int, kind: str) -> int | None:
+    """How many sizes nccl-tests' loop measures from its banner's sweep (src/common.cu: from minBytes while <=
+    maxBytes, times the step factor or plus the step bytes); None where the banner's step cannot advance."""
+    if min_bytes <= 0 or max_bytes < min_bytes or step <= (1 if kind == "factor" else 0):
+        return None
+    count, size = 0, min_bytes
+    while size <= max_bytes:
+        count += 1
+        size = size * step if kind == "factor" else size + step
+    return count
+
+
+def planned_for_stopped(sizes: int | None, rows: dict[tuple, int]) -> tuple[int, str] | None:
+    """(planned_points, note) for a run that stopped during its rows (no footer): its banner's sizes for each data
+    type / op / root it reached, times the records a row gives (out-of-place, in-place), as a bench run records
+    what it plans, so that compare, fit and report treat it as cut short, not complete. Types, ops or roots it never
+    reached (-d all, -o all) are not counted: at least this many. None where the banner gives no sizes or the run
+    holds them all."""
+    if not sizes or not rows:
+        return None
+    combos, per_row = {row[:3] for row in rows}, max(rows.values())
+    planned = len(combos) * sizes * per_row
+    if planned <= sum(rows.values()):
+        return None
+    return planned, (f"stopped during its rows: planned_points {planned} from the banner's {sizes} size(s) x "
+                     f"{len(combos)} data type/op/root x {per_row} record(s) a row (at least: types, ops or roots it "
+                     "never reached are not counted)")
+
+
+def with_planned(records: list, planned: dict[str, tuple[int, str]]) -> list:
+    """`records` with each header of a run in `planned` carrying its planned_points and the note saying whence."""
+    import dataclasses
+
+    return [dataclasses.replace(r, planned_points=planned[r.run_id][0], notes=[*r.notes, planned[r.run_id][1]])
+            if isinstance(r, RunHeader) and r.run_id in planned else r for r in records]
 
 
 def _guess_from_name(source: str) -> str | None:

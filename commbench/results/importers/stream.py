@@ -54,3 +54,32 @@ class FirstProblems:
 
     def __bool__(self) -> bool:
         return self.count > 0
+
+
+def set_planned_points(path, planned: dict[str, tuple[int, str]]) -> None:
+    """Give the headers in results file `path` of the runs in `planned` (run id -> (planned_points, note)) their
+    planned point count and the note saying whence: an nccl-tests run that stopped during its rows is known to have
+    stopped only after its header was written (nccl_tests.planned_for_stopped). The other lines stay as written;
+    the file is replaced whole (a temporary file renamed over it)."""
+    import json
+    import os
+
+    if not planned:
+        return
+    path = str(path)
+    tmp = f"{path}.planned.tmp"
+    with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as out:
+        for line in src:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                data = None
+            if isinstance(data, dict) and data.get("record_type") == "header" and data.get("run_id") in planned:
+                count, note = planned[data["run_id"]]
+                data["planned_points"] = count
+                data["notes"] = [*(data.get("notes") or []), note]
+                line = json.dumps(data, separators=(",", ":")) + "\n"
+            out.write(line)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
