@@ -122,3 +122,25 @@ def test_the_pass_line_counts_only_the_points_it_compared(tmp_path):
     assert line.startswith(f"{len(SIZES) - 1} point(s) in 1 run(s) compared (1 of the base's not in the new file")
     whole = CliRunner().invoke(app, ["compare", base, write(tmp_path / "w.jsonl", new_run)])
     assert f"pass: {len(SIZES)} point(s) in 1 run(s) compared," in " ".join(whole.output.split()), whole.output
+
+
+def test_one_base_run_and_one_history_run_measure_the_run_shift(tmp_path):
+    """--history with one run beside a BASE of one run was ignored (the shift comes from a set of two runs or more,
+    and BASE and history were two sets of one), and the gate then said 'no --history'. Together they are two
+    baseline runs: the noise line counts both, and an error names the history it had."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from tests.test_compare import write
+
+    rng = np.random.default_rng(4)
+    base = write(tmp_path / "b.jsonl", _run(rng, "b", 30))
+    history = tmp_path / "history"
+    history.mkdir()
+    write(history / "h.jsonl", _run(rng, "h", 30))
+    same = CliRunner().invoke(app, ["compare", base, write(tmp_path / "n.jsonl", _run(rng, "n", 30)),
+                                    "--history", str(history)])
+    text = " ".join(same.output.split())
+    assert same.exit_code == 0 and "noise: run-to-run from 2 runs (runs: base 1, new 1, history 1)" in text, text
+    alone = CliRunner().invoke(app, ["compare", base, write(tmp_path / "n2.jsonl", _run(rng, "n2", 30))])
+    assert "the run shift is not measured" in " ".join(alone.output.split())

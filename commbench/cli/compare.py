@@ -418,9 +418,10 @@ def compare_cmd(
             parts.append(f"{len(slow)} point(s) regressed beyond {threshold:.0%} and the noise; worst: {worst.label} "
                          f"x{worst.ratio:.2f} ({worst.statistic}, {worst.detail}, noise {worst.noise_text()})")
         if (slow or result.regressed_collectives) and not (result.run_to_run and result.run_to_run.shift_known):
-            parts.append("run-to-run noise not measured (one baseline run, no --history): assumed, so a point that "
-                         "moves between runs on a shared host can fail unchanged code; append repeated runs to BASE "
-                         "or pass --history DIR to measure it")
+            parts.append(f"run-to-run noise not measured (one baseline run, "
+                         f"{'no --history' if not result.runs.get('history') else 'no --history run sharing its points'}"
+                         "): assumed, so a point that moves between runs on a shared host can fail unchanged code; "
+                         "append repeated runs to BASE or pass --history DIR to measure it")
         missing = [p for p in bad if p.verdict == "missing"]
         bad = [p for p in bad if p.verdict != "missing"]
         if bad:

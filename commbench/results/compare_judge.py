@@ -197,8 +197,10 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     base_runs, new_runs, hist_runs, trimmed = _same_sample_counts(stats, base_runs, new_runs, hist_runs)
     bt, nt, ht = (log_table(runs, stats) for runs in (base_runs, new_runs, hist_runs))
     collective_of = {k: first[k].collective for k in stats}
-    # the run shift from baseline runs only (a slow run of NEW is the news); the points' scatter from NEW's too
-    r2r = estimate_run_to_run([bt, ht], scatter_sets=[nt]) or _pair_scatter(bt, nt, collective_of)
+    # the run shift from baseline runs only (a slow run of NEW is the news); the points' scatter from NEW's too.
+    # One BASE run and one --history run are one set of two baseline runs: apart, neither measures a shift.
+    shift_sets = [bt + ht] if len(bt) < 2 and len(ht) < 2 else [bt, ht]
+    r2r = estimate_run_to_run(shift_sets, scatter_sets=[nt]) or _pair_scatter(bt, nt, collective_of)
     within = [[{k: record_within_sd(m, stats[k]) for k, m in run.items() if k in stats} for run in runs]
               for runs in (base_runs, new_runs)]
     num_new = len(new_runs)
