@@ -144,3 +144,27 @@ def test_one_base_run_and_one_history_run_measure_the_run_shift(tmp_path):
     assert same.exit_code == 0 and "noise: run-to-run from 2 runs (runs: base 1, new 1, history 1)" in text, text
     alone = CliRunner().invoke(app, ["compare", base, write(tmp_path / "n2.jsonl", _run(rng, "n2", 30))])
     assert "the run shift is not measured" in " ".join(alone.output.split())
+
+
+def test_a_point_twice_in_one_run_with_different_timings_is_refused_in_either_order(tmp_path):
+    """A hand-concatenated file held a 10x slower copy of one point in the same run: the first copy was judged, so
+    the verdict flipped with the order of the lines. commbench measures a point once a run: two differing good
+    copies are refused in one line naming the point (an identical copy is harmless and still read once)."""
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from tests.test_compare import write
+
+    rng = np.random.default_rng(6)
+    base_run, new_run = _run(rng, "b", 30), _run(rng, "n", 30)
+    base = write(tmp_path / "b.jsonl", base_run)
+    slow = dataclasses.replace(new_run[3], iter_times_us=[t * 10 for t in new_run[3].iter_times_us],
+                               time_us_min=new_run[3].time_us_min * 10, time_us_median=new_run[3].time_us_median * 10)
+    for name, records in (("after", [*new_run, slow]), ("before", [slow, *new_run])):
+        result = CliRunner().invoke(app, ["compare", base, write(tmp_path / f"{name}.jsonl", records)])
+        line = " ".join(result.output.split())
+        assert result.exit_code == 2 and "holds all_reduce float32" in line and "twice with different" in line, line
+    same = CliRunner().invoke(app, ["compare", base, write(tmp_path / "copy.jsonl", [*new_run, new_run[3]])])
+    assert same.exit_code == 0, same.output

@@ -261,13 +261,19 @@ def check_present(statistic: str, records: list[Measurement], side: str) -> None
                              f"first {point_label(lacking[0])}{need}; --statistic {AUTO} picks what both files hold")
 
 
-def split_runs(records: Iterable[Measurement]) -> list[dict[tuple, Measurement]]:
+def split_runs(records: Iterable[Measurement], side: str = "") -> list[dict[tuple, Measurement]]:
     """The runs of a file in order of appearance (by run_id), each {point key: record}. A run holding a point
     twice keeps its first record, or the first failed or wrong one: a failure of the point in that run is never
-    hidden behind a good copy (a file concatenated with its own run's records, say)."""
+    hidden behind a good copy (a file concatenated with its own run's records, say). Two good copies that differ
+    (commbench never measures a point twice in a run; a hand-concatenated file does) are refused in one line
+    naming `side`: which one the gate judged would decide its verdict."""
     runs: dict[str, dict[tuple, Measurement]] = {}
     for m in records:
         run, key = runs.setdefault(m.run_id, {}), match_key(m)
+        if key in run and not is_bad(m) and not is_bad(run[key]) and _fingerprint({key: m}) != _fingerprint({key: run[key]}):
+            raise CommbenchError(f"{side or 'a'} file's run {m.run_id} holds {point_label(m)} twice with different "
+                                 "measurements (commbench measures a point once a run; a file concatenated by hand?): "
+                                 "which to judge is unknown; keep one copy, or give each its own run")
         if key not in run or (is_bad(m) and not is_bad(run[key])):
             run[key] = m
     return list(runs.values())
@@ -323,8 +329,9 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     if statistic != AUTO:
         check_present(statistic, base, "base")
         check_present(statistic, new, "new")
-    (base_runs, base_repeats), (new_runs, new_repeats) = (without_repeated_runs(split_runs(side)) for side in (base, new))
-    hist_runs, hist_repeats = without_repeated_runs(split_runs(history), earlier=base_runs)
+    (base_runs, base_repeats), (new_runs, new_repeats) = (without_repeated_runs(split_runs(records, side))
+                                                          for records, side in ((base, "base"), (new, "new")))
+    hist_runs, hist_repeats = without_repeated_runs(split_runs(history, "a --history"), earlier=base_runs)
     base_keys = list(dict.fromkeys(k for run in base_runs for k in run))
     new_keys = set(k for run in new_runs for k in run)
     if not any(k in new_keys for k in base_keys):
