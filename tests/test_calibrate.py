@@ -562,6 +562,15 @@ def test_a_plan_says_which_calibration_it_was_predicted_with(tmp_path):
         assert user["inputs"]["calibration"] == str(mine)
         assert any(str(mine) in a for a in user["assumptions"])
         assert not any("fitted to published runs" in a for a in user["assumptions"])
+        # the terminal says it too, also for a file that sets every term (it printed nothing for one: found from outside)
+        from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS
+        full = tmp_path / "full.json"
+        full.write_text(json.dumps({"kind": "commbench-calibration",
+                                    "terms": {t: getattr(CALIBRATED, t) for t in FITTED_TERMS}}))
+        for cal in (mine, full):
+            text = " ".join(CliRunner().invoke(app, [*common[:-1], *layout, "--calibration", str(cal)],
+                                               env={"COLUMNS": "300"}).stdout.split())
+            assert f"efficiency terms: {cal} (commbench calibrate -O" in text, text[-600:]
 
 
 def test_a_torchtitan_log_of_another_model_than_model_is_refused():

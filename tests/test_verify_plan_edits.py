@@ -61,3 +61,35 @@ def test_a_calibration_file_changed_since_the_plan_is_flagged(tmp_path):
     cal.write_text(json.dumps(edited))
     flags = [f for f in plan_context(doc).flags if "changed since" in f]
     assert len(flags) == 1 and str(cal) in flags[0] and "all_to_all_efficiency" in flags[0], plan_context(doc).flags
+
+
+def _refused(path) -> str:
+    result = CliRunner().invoke(app, ["verify-plan", path, "--nproc", "2"], env={"COLUMNS": "400"})
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert line.startswith("error:") and len(line.splitlines()) == 1 and "Traceback" not in result.output
+    return line
+
+
+def test_a_deleted_layout_field_is_refused_not_defaulted(small_plan, tmp_path):
+    """A plan missing layout.precision was read as bf16 (every size doubled, the arguments still fp8) and one missing
+    layout.ep as ep 1 (the all-to-all dropped), each with exit 0; a missing tp blamed ep and etp. Every field a plan
+    writes must be there; a key Layout does not have is named too (found from outside)."""
+    for name in ("precision", "ep", "tp"):
+        line = _refused(_edited(small_plan, tmp_path, lambda d, n=name: d["layout"].pop(n)))
+        assert f"field 'layout.{name}' is missing" in line, line
+    line = _refused(_edited(small_plan, tmp_path, lambda d: d["layout"].__setitem__("foo", 3)))
+    assert "'layout.foo' is not a layout field" in line
+
+
+def test_a_layout_edited_apart_from_its_launch_arguments_is_refused(small_plan, tmp_path):
+    """tp, etp and dp edited in layout (the rank count kept) while megatron_args, pins and predictions still said the
+    plan's: verify-plan measured the edit and exited 0. The plan's arguments must describe its layout."""
+    doc = json.loads(small_plan.read_text())
+    lay = doc["layout"]
+    assert doc["megatron_args"], "the fixture's plan has Megatron arguments"
+    line = _refused(_edited(small_plan, tmp_path, lambda d: d["layout"].update(
+        mbs=lay["mbs"] * 2, gbs=lay["gbs"] * 2)))
+    assert "field 'layout' and field 'megatron_args' describe different layouts" in line
+    assert f"mbs {lay['mbs'] * 2} vs {lay['mbs']}" in line
+    assert load_plan(small_plan)["layout"] == lay   # the plan as written still loads

@@ -164,6 +164,7 @@ def load_plan(path: str | Path) -> dict[str, Any]:
                              "object (the fabric summary `commbench plan` writes)")
         _check_plan_magnitudes(doc)
         _check_layout_counts(doc["layout"])
+        _check_layout_keys(doc["layout"])
     except ValueError as exc:
         raise CommbenchError(f"plan file {str(path)!r}: {exc}") from None
     lay = plan_layout(doc)
@@ -191,6 +192,7 @@ def load_plan(path: str | Path) -> dict[str, Any]:
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or not 1 <= seq_len <= MAX_SEQ_LEN:
         raise CommbenchError(f"plan file {str(path)!r}: field 'inputs.seq_len'={seq_len!r} is invalid: a whole "
                              f"number of tokens from 1 to {MAX_SEQ_LEN:,}")
+    _check_args_match_layout(doc, lay, model, path)   # last: the checks above name a single field more plainly
     return doc
 
 
@@ -217,6 +219,50 @@ def _check_layout_counts(layout: dict[str, Any]) -> None:
             value = layout.get(name)
             if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= MAX_LAYOUT_INT:
                 raise ValueError(f"field 'layout.{name}'={value!r} is invalid: {what} up to {MAX_LAYOUT_INT:,}")
+
+
+# The layout fields every plan writes (plan.schema.json's layout "required", less etp: a dense plan may leave it out,
+# Layout's default then being tp as Megatron's): a plan missing one would be read with Layout's default for it
+# (bf16, ep 1), a different plan from the one its arguments launch.
+REQUIRED_LAYOUT_FIELDS = ("tp", "pp", "vp", "ep", "cp", "dp", "mbs", "gbs", "precision")
+# What a plan's Megatron arguments and its layout must agree on (parse_megatron_args reads them back).
+ARGS_LAYOUT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs", "precision")
+
+
+def _check_layout_keys(layout: dict[str, Any]) -> None:
+    """A hand-edited layout: every field a plan writes is there, and no key is one Layout does not have."""
+    import dataclasses
+
+    missing = [name for name in REQUIRED_LAYOUT_FIELDS if name not in layout]
+    if missing:
+        raise ValueError(f"field 'layout.{missing[0]}' is missing" + (f" (and {', '.join(missing[1:])})" if missing[1:]
+                         else "") + ": every plan writes it, and a default in its place would be another plan (write "
+                         "the plan again with `commbench plan`)")
+    known = {f.name for f in dataclasses.fields(Layout)}
+    unknown = sorted(set(layout) - known)
+    if unknown:
+        raise ValueError(f"field 'layout.{unknown[0]}' is not a layout field (known: {', '.join(sorted(known))})")
+
+
+def _check_args_match_layout(doc: dict[str, Any], lay: Layout, model, path) -> None:
+    """The plan's Megatron arguments describe its layout (ARGS_LAYOUT_FIELDS): a hand edit of one and not the other
+    is refused in one line, since verify-plan would check one plan and the launch run another."""
+    args = doc.get("megatron_args")
+    if not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args):
+        return   # refused for Megatron (empty), or a plan without arguments: nothing to hold the layout to
+    from commbench.planner.emit.megatron import parse_megatron_args
+
+    try:
+        launched = parse_megatron_args(args, int(doc["inputs"]["gpus"]), model)
+    except CommbenchError as exc:
+        raise CommbenchError(f"plan file {str(path)!r}: field 'megatron_args' does not parse ({exc}) (write the plan "
+                             "again with `commbench plan`)") from None
+    differ = [f"{name} {getattr(lay, name)!r} vs {getattr(launched, name)!r}" for name in ARGS_LAYOUT_FIELDS
+              if str(getattr(lay, name)).lower() != str(getattr(launched, name)).lower()]
+    if differ:
+        raise CommbenchError(f"plan file {str(path)!r}: field 'layout' and field 'megatron_args' describe different "
+                             f"layouts ({'; '.join(differ)}, layout vs arguments): a hand edit changed one and not the "
+                             "other (write the plan again with `commbench plan`)")
 
 
 def plan_layout(doc: dict[str, Any]) -> Layout:
