@@ -334,11 +334,23 @@ def calibrate(
         _print_skipped(skipped)
         _print_notes(loaded)
         return
+    from commbench.planner.calibrate.fit import preset_gpu
     from commbench.planner.calibrate.regularise import calibrate_report
+    here = sorted({preset_gpu(r.preset) for r in loaded})
+    if start_file is not None and here and not any(start_file.fitted_on(gpu) for gpu in here):
+        # as plan and --evaluate predict these GPUs from the file: its software terms, the shipped kernel terms
+        start = start_file.for_gpu(here[0])[0]
+        if not as_json:
+            err_console.print(f"note: {calibration} was fitted on runs of {', '.join(start_file.gpus)}, not of "
+                              f"{', '.join(here)}: the fit starts the kernel terms from the shipped values, as plan "
+                              "predicts these GPUs with it, and the software terms from the file", highlight=False,
+                              markup=False, soft_wrap=True)
     with console.status(f"fitting the terms {len(loaded)} run(s) determine"):
         report = calibrate_report(loaded, start, loo=loo)
     fitted = report.fitted
-    before = np.abs([r["error_pct"] for r in evaluation_rows(loaded, start)])
+    start_rows = (scoped_evaluation_rows(loaded, start_file, frozenset())[0] if start_file
+                  else evaluation_rows(loaded, start))
+    before = np.abs([r["error_pct"] for r in start_rows])   # as --evaluate with the same file says
     rows = evaluation_rows(loaded, fitted, frozenset(run_key(r) for r in loaded))   # all in-sample
     after = np.abs([r["error_pct"] for r in rows])
     from commbench.planner.step.terms import save_calibration
