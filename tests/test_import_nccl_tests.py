@@ -385,6 +385,7 @@ def test_a_log_stopped_during_its_rows_is_imported_as_cut_short(tmp_path):
 
     assert (banner_sizes(1024, 4096, 2, "factor"), banner_sizes(8, 134217728, 2, "factor")) == (3, 25)
     assert (banner_sizes(1000, 5000, 1000, "bytes"), banner_sizes(8, 1024, 1, "factor")) == (5, None)
+    assert banner_sizes(1, 8 << 30, 1, "bytes") == 8 << 30   # counted, not stepped through a billion sizes
     lines = (DATA / "all_gather_perf-2.0.0.log").read_text().splitlines()
     lines[1] = lines[1].replace("minBytes 1048576 maxBytes 134217728", "minBytes 1024 maxBytes 4096")
     table = lines[:16]

@@ -336,21 +336,15 @@ def calibrate(
         return
     from commbench.planner.calibrate.fit import preset_gpu
     from commbench.planner.calibrate.regularise import calibrate_report
-    here = sorted({preset_gpu(r.preset) for r in loaded})
-    if start_file is not None and here and not any(start_file.fitted_on(gpu) for gpu in here):
-        # as plan and --evaluate predict these GPUs from the file: its software terms, the shipped kernel terms
-        start = start_file.for_gpu(here[0])[0]
-        if not as_json:
-            err_console.print(f"note: {calibration} was fitted on runs of {', '.join(start_file.gpus)}, not of "
-                              f"{', '.join(here)}: the fit starts the kernel terms from the shipped values, as plan "
-                              "predicts these GPUs with it, and the software terms from the file", highlight=False,
-                              markup=False, soft_wrap=True)
+    # "before" as --evaluate with the same file says it; its warning names each GPU the file's runs do not include
+    start_rows, other_gpus = (scoped_evaluation_rows(loaded, start_file, frozenset()) if start_file
+                              else (evaluation_rows(loaded, start), []))
+    if other_gpus and not any(start_file.fitted_on(preset_gpu(r.preset)) for r in loaded):
+        start = start_file.for_gpu(other_gpus[0])[0]   # the fit starts where plan predicts these GPUs with the file
     with console.status(f"fitting the terms {len(loaded)} run(s) determine"):
         report = calibrate_report(loaded, start, loo=loo)
     fitted = report.fitted
-    start_rows = (scoped_evaluation_rows(loaded, start_file, frozenset())[0] if start_file
-                  else evaluation_rows(loaded, start))
-    before = np.abs([r["error_pct"] for r in start_rows])   # as --evaluate with the same file says
+    before = np.abs([r["error_pct"] for r in start_rows])
     rows = evaluation_rows(loaded, fitted, frozenset(run_key(r) for r in loaded))   # all in-sample
     after = np.abs([r["error_pct"] for r in rows])
     from commbench.planner.step.terms import save_calibration

@@ -272,8 +272,7 @@ def plan(
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + fabric_lines(fabric) + \
-            ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)]
-             if calibration or shipped_terms or other_gpu_terms else []):
+            ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []):
         console.print(line, highlight=False, markup=False)
     if out:
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)

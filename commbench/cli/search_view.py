@@ -125,7 +125,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
                     "both)", PARETO_COLUMNS, pareto_rows(result))
         shipped = ([efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
-                   if calibration_file or calibration_shipped_terms or calibration_other_gpu_terms else [])
+                   if calibration_file else [])
         for line in lines + fabric_lines(req.fabric) + shipped:
             console.print(line, highlight=False, markup=False)
         meg_line = meg["refused"] if "refused" in meg else f"{meg['script']} {megatron_text(meg)}"

@@ -198,6 +198,11 @@ class LayoutArrays:
     recompute_layers: np.ndarray
     cuda_graph_scope: np.ndarray   # graph_scope.scope_mask per layout (0: the recipes' scope for the model)
 
+    @property
+    def num_microbatches(self) -> np.ndarray:
+        """Micro-batches per step per pipeline, as Layout.num_microbatches (the batch rule makes them whole)."""
+        return self.gbs // (self.mbs * self.dp)
+
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
@@ -321,14 +326,9 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     return bits
 
 
-def microbatches(arr) -> np.ndarray:
-    """Micro-batches per step per pipeline: gbs / (mbs * dp) (the batch rule makes it whole)."""
-    return arr.gbs // np.maximum(arr.mbs * arr.dp, 1)
-
-
 def schedule_bad(arr, framework: str = "megatron") -> np.ndarray:
     """Layouts whose micro-batch count the pipeline schedule refuses (rule schedule)."""
-    n_mb = microbatches(arr)
+    n_mb = arr.num_microbatches
     bad = (arr.vp > 1) & ((n_mb % arr.pp != 0) | (n_mb < arr.pp))
     if framework == "torchtitan":
         bad |= (arr.pp > 1) & (n_mb < arr.pp)
@@ -369,7 +369,7 @@ def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_
         "pipeline": f"{model.num_layers} layers + {model.num_mtp_layers} MTP over pp = {a.pp} x vp = {a.vp}"
                     + (" (vp > 1 with pp = 1)" if a.vp > 1 and a.pp == 1 else ""),
         "batch": f"gbs = {a.gbs} is not a multiple of mbs*dp = {a.mbs * a.dp} ({a.mbs}*{a.dp})",
-        "schedule": f"{a.gbs // max(a.mbs * a.dp, 1)} micro-batches (gbs/(mbs*dp) = {a.gbs}/({a.mbs}*{a.dp})) with "
+        "schedule": f"{a.num_microbatches} micro-batches (gbs/(mbs*dp) = {a.gbs}/({a.mbs}*{a.dp})) with "
                     f"pp = {a.pp}, vp = {a.vp}" + (", framework torchtitan" if framework == "torchtitan" else ""),
         "context": f"seq_len = {seq_len or model.seq_len} is not divisible by 2*cp = {2 * a.cp}",
         "sequence": f"seq_len = {seq_len or model.seq_len} is not divisible by "

@@ -513,10 +513,12 @@ def banner_sizes(min_bytes: int, max_bytes: int, step: int, kind: str) -> int | 
     maxBytes, times the step factor or plus the step bytes); None where the banner's step cannot advance."""
     if min_bytes <= 0 or max_bytes < min_bytes or step <= (1 if kind == "factor" else 0):
         return None
+    if kind != "factor":   # an added step: counted, not stepped through (a 1-byte step over GiBs is 1e9 sizes)
+        return (max_bytes - min_bytes) // step + 1
     count, size = 0, min_bytes
-    while size <= max_bytes:
+    while size <= max_bytes:   # a factor of 2 or more: at most 64 steps
         count += 1
-        size = size * step if kind == "factor" else size + step
+        size *= step
     return count
 
 
