@@ -462,10 +462,57 @@ def test_iterations_counting_skipped_or_nan_steps_are_left_out():
     bad = line3.replace("(ms): 10398.7", "(ms): 5000.0").replace("skipped iterations:   0", "skipped iterations:   7")
     row = parse_megatron_log(text.replace(line3, bad), source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
     assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.4072 * 256))   # median of 4, 5
-    assert "1 counting skipped or NaN iterations left out" in row["notes"]
+    assert "1 counting skipped or NaN iterations, or with a NaN loss or grad norm, left out" in row["notes"]
     every = re.sub(r"nan iterations: +0", "nan iterations:   2", text)
     with pytest.raises(CommbenchError, match="every iteration line after the warm-up counts skipped or NaN"):
         parse_megatron_log(every, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+@pytest.mark.parametrize("edit", [
+    # a NaN loss printed (Megatron-LM's {:.6E} of NaN) with both counters at 0: an iteration not skipped counts in
+    # neither (training.py training_log), as a bf16 run under --no-check-for-nan-in-loss-and-grad does
+    lambda line: line.replace("lm loss: 1.012345E+01", "lm loss: NAN"),
+    lambda line: line.replace("grad norm: 1.234", "grad norm: nan"),
+    lambda line: line.replace("grad norm: 1.234", "grad norm: inf"),
+    # core_v0.16.1 prints a loss only where its average is > 0: a NaN average leaves the field out
+    lambda line: line.replace(" lm loss: 1.012345E+01 |", ""),
+])
+def test_iterations_of_a_diverged_run_are_left_out_though_not_counted_as_nan(edit):
+    # a diverged run's fast NaN iterations were the row's throughput (11,916 tok/s against 9,362 healthy, found
+    # from outside), and the fit moved the Hopper GEMM efficiency to its bound on them
+    text = MEGATRON.read_text()
+    lines = [line for line in text.splitlines() if "elapsed time per iteration" in line]
+    diverged = text
+    for line in lines[3:]:   # iterations 4 and 5 diverge, three times faster
+        fast = re.sub(r"\(ms\): [\d.]+", "(ms): 3000.0", line)
+        diverged = diverged.replace(line, edit(fast))
+    row = parse_megatron_log(diverged, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+    assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.3987 * 256))   # iteration 3 alone
+    assert "2 counting skipped or NaN iterations, or with a NaN loss or grad norm, left out" in row["notes"]
+    assert "NaN or infinite loss or grad norm" in row["left_out"]
+    every = text
+    for line in lines:
+        every = every.replace(line, edit(line))
+    if every.count("lm loss") or "grad norm: 1.234" not in every:   # a missing loss needs another line printing it
+        with pytest.raises(CommbenchError, match="every iteration line after the warm-up counts skipped or NaN "
+                                                 "iterations or has a NaN or infinite loss"):
+            parse_megatron_log(every, source="m.log", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+@pytest.mark.parametrize("field, value", [("loss", "nan"), ("grad_norm", "nan"), ("loss", "inf")])
+def test_torchtitan_steps_with_a_nan_loss_are_left_out(field, value):
+    text = TITAN.read_text()
+    healthy = parse_torchtitan_log(text, source="t.log", model="m", gpu="g", num_gpus=8)
+    assert "NaN" not in healthy["notes"] and "NaN" not in healthy["left_out"]
+    last = [line for line in text.splitlines() if "tps:" in line][-1]
+    diverged = re.sub(r"tps: [\d,]+", "tps: 99,999", re.sub(field + r": +\S+", f"{field}: {value}", last, count=1))
+    row = parse_torchtitan_log(text.replace(last, diverged), source="t.log", model="m", gpu="g", num_gpus=8)
+    assert row["tokens_per_s_per_gpu"] < 99_999 and row["tokens_per_s_per_gpu"] != healthy["tokens_per_s_per_gpu"]
+    assert "1 step line(s) with a NaN loss or grad_norm left out" in row["notes"]
+    assert "1 step line(s) with a NaN or infinite loss or grad_norm" in row["left_out"]
+    every = re.sub(field + r": +[\d.]+", f"{field}: {value}", text)
+    with pytest.raises(CommbenchError, match="every step line after the warm-up has a NaN or infinite loss"):
+        parse_torchtitan_log(every, source="t.log", model="m", gpu="g", num_gpus=8)
 
 
 @pytest.mark.parametrize("edit, model, message", [

@@ -356,7 +356,7 @@ def test_megatron_iterations_of_a_batch_size_ramp_up_are_left_out_and_named():
     ramped = line3.replace("(ms): 10398.7", "(ms): 2600.0").replace("global batch size:  4096", "global batch size:  1024")
     row = parse_megatron_log(text.replace(line3, ramped), source="m", model="deepseek-v3", gpu="gb300-nvl72")
     assert row["tokens_per_s_per_gpu"] == pytest.approx(4096 * 4096 / (10.4072 * 256))   # median of 4, 5
-    assert "1 iteration line(s) of a batch-size ramp-up (a global batch size below 4096) left out" in row["left_out"]
+    assert "1 iteration line(s) of a batch-size ramp-up (a global batch size other than global_batch_size=4096) left out" in row["left_out"]
 
 
 @pytest.mark.parametrize("edit,precision", [(dict(fp16=True, bf16=False), "FP16"), (dict(bf16=False), "FP32")])

@@ -8,8 +8,10 @@ Three inputs (`read_runs` picks by content):
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
   `training_log` (`elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y`).
   tokens/s/GPU = global_batch_size x seq_length / (iteration s x world_size), median over the
-  logged iterations after the warm-up, leaving out lines counting skipped or NaN iterations and lines of a
-  --rampup-batch-size ramp (a logged global batch size below global_batch_size); a log of
+  logged iterations after the warm-up, leaving out lines counting skipped or NaN iterations, lines with a NaN or
+  infinite loss or grad norm or lacking a loss the other lines print (a diverged iteration that was not skipped
+  counts in neither number, and Megatron-LM prints no NaN loss average), and lines of a
+  --rampup-batch-size ramp (a logged global batch size other than global_batch_size); a log of
   warm-up iterations only is refused. Warm-up (megatron_warmup.py): the first iteration after each start, and with
   full-iteration or Transformer Engine CUDA graphs the first cuda_graph_warmup_steps + 1 (eager warm-up and
   capture); a line is left out when any iteration it averages is warm-up. An arguments block that does not say
@@ -17,7 +19,7 @@ Three inputs (`read_runs` picks by content):
   named.
 - TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
-  over the steps after the warm-up, as for Megatron-LM: the first step after each start, and step 2 too where
+  over the steps after the warm-up, leaving out steps with a NaN or infinite loss or grad_norm, as for Megatron-LM: the first step after each start, and step 2 too where
   CUDA graphs capture there (training.disable_cuda_graphs false, one micro-batch a step: torchtitan.py
   titan_warmup_steps); the device its 'CUDA capacity' line names must be the --system's GPU.
 A last line cut off mid-write (no line break after it, and its figure at the end of the line) is left out and

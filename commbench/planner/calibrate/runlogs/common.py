@@ -5,6 +5,7 @@ mid-write found (a last line without a line break: its figure may be cut short).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Any
 
@@ -52,6 +53,15 @@ def _positive(log: str, key: str, text: str) -> float:
     if not 0 < number < 1e30:
         raise CommbenchError(f"{log}: {key}={text!r} is invalid: a positive finite number")
     return number
+
+
+def _finite(text: str) -> bool:
+    """Whether a logged loss or gradient norm is a finite number ('nan', 'NAN', 'inf' are not): a step whose loss
+    diverged trained nothing, and its speed is not the run's (a NaN forward can be faster or slower)."""
+    try:
+        return math.isfinite(float(text.replace(",", "")))
+    except ValueError:
+        return False
 
 
 def cut_last_line(text: str) -> int | None:

@@ -8,8 +8,8 @@ from statistics import median
 from typing import Any
 
 from commbench.errors import CommbenchError
-from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _positive, _value, _whole,
-                                                       cut_last_line)
+from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
+                                                       _whole, cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
                                                                   iterations_before,
@@ -26,12 +26,21 @@ MEGATRON_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*([^\s|]+)")
 # training_log's counts over the interval: iterations whose optimizer step was skipped (loss-scale overflow) or
 # whose loss/gradients were NaN; their time is not a training iteration's
 MEGATRON_SKIPPED = re.compile(r"number of (?:skipped|nan) iterations:\s*(\d+)")
+# training_log's losses (" lm loss: 2.3E+00 |", " load_balancing_loss: ... |") and " grad norm: 1.234 |". An iteration
+# that was not skipped counts in neither number above even when its loss or gradients were NaN (a bf16 run with
+# --no-check-for-nan-in-loss-and-grad, which full-iteration CUDA graphs need: training.py training_log counts NaN only
+# among skipped iterations), and a NaN or non-positive loss average is not printed at all ("if avg > 0.0",
+# core_v0.16.1 training.py 2069): a non-finite figure or a loss other lines print and this one lacks marks it
+MEGATRON_HEALTH = re.compile(r"\|\s*([^|:]*?(?:loss|grad norm)):\s*([^\s|]+)")
 
 
 # A Megatron-LM argument and the model field it is emitted from (emit/megatron.py model_args)
 MEGATRON_MODEL_ARGS = (("num_layers", "num_layers"), ("hidden_size", "hidden"), ("num_attention_heads", "num_heads"),
                        ("num_experts", "num_routed_experts"), ("moe_router_topk", "top_k"),
                        ("moe_ffn_hidden_size", "expert_ffn"), ("ffn_hidden_size", "dense_ffn"))
+
+
+NAN_FIGURES = "NaN or infinite loss or grad norm, or a loss other lines print missing (Megatron-LM prints no NaN average)"
 
 
 def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
@@ -146,6 +155,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     inside, cut, cut_left_out = False, cut_last_line(text), False
     loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
+    printed: list[frozenset[str]] = []   # per iteration line, the losses it prints
     for number, line in enumerate(text.splitlines()):
         line = LAUNCHER_LABEL.sub("", ANSI.sub("", line), count=1)
         if re.search(r"-+ end of arguments -+", line):
@@ -168,11 +178,16 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
             iteration = MEGATRON_ITER_NUMBER.search(line)
             _check_iteration_order(log, iteration, len(blocks), last_iteration)
             rate = MEGATRON_TFLOPS.search(line)
+            figures = dict(MEGATRON_HEALTH.findall(line))
             lines.append((max(len(blocks), 1), _positive(log, "elapsed time per iteration (ms)", elapsed.group(1)),
                           _positive(log, "throughput per GPU (TFLOP/s/GPU)", rate.group(1)) if rate else None,
-                          any(int(n) for n in MEGATRON_SKIPPED.findall(line)),
+                          any(int(n) for n in MEGATRON_SKIPPED.findall(line)) or not all(map(_finite,
+                                                                                              figures.values())),
                           int(batch.group(1)) if (batch := MEGATRON_LOGGED_GBS.search(line)) else None,
                           int(iteration.group(1)) if iteration else None))
+            printed.append(frozenset(k.strip() for k in figures if k.strip().endswith("loss")))
+    losses = frozenset().union(*printed)   # a loss another line prints and a line lacks: its average was NaN
+    lines = [x[:3] + (x[3] or not losses <= keys,) + x[4:] for x, keys in zip(lines, printed)]
     args = blocks[0] if blocks else {}
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
@@ -233,8 +248,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     healthy = [x for x in steady_lines if not x[3]]
     if not healthy:
         raise CommbenchError(f"{log}: every iteration line after the warm-up counts skipped or NaN iterations "
-                             "(a skipped optimizer step, a NaN loss): not a training run's throughput; give a log "
-                             "of iterations that trained")
+                             f"or has a {NAN_FIGURES} (a skipped optimizer step, a diverged run): not a training "
+                             "run's throughput; give a log of iterations that trained")
     spike_names = ", ".join(f"iteration {x[5]}" if x[5] is not None else f"line {lines.index(x) + 1}"
                             for x in spikes)
     left_out_text = "; ".join(([f"{graph_lines} iteration line(s) after the first of CUDA-graph warm-up and "
@@ -245,10 +260,10 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                                    "after them, right after a start, as CUDA-graph warm-up and capture are (the "
                                    "arguments block does not say whether the run used CUDA graphs: no "
                                    "cuda_graph_impl)"] if spikes else [])
-                               + ([f"{len(ramp)} iteration line(s) of a batch-size ramp-up (a global batch size below "
-                                 f"{full_batch}) left out"] if ramp else [])
+                               + ([f"{len(ramp)} iteration line(s) of a batch-size ramp-up (a global batch size other "
+                                 f"than global_batch_size={full_batch}) left out"] if ramp else [])
                                + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
-                                 "iterations left out"] if len(healthy) < len(steady_lines) else [])
+                                 f"iterations, or with a {NAN_FIGURES}, left out"] if len(healthy) < len(steady_lines) else [])
                                + ([CUT_NOTE] if cut_left_out else []))
     steady = [x[1] for x in healthy]
     tflops = [x[2] for x in healthy if x[2] is not None]
@@ -279,8 +294,10 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(lines)} iterations" + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
-               f" ({left_out} counting skipped or NaN iterations left out)" if left_out else "") + (
+           "notes": f"Megatron-LM log; {len(lines)} iteration line(s)"
+           + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
+               f" ({left_out} counting skipped or NaN iterations, or with a NaN loss or grad norm, left out)"
+               if left_out else "") + (
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
                else "") + (
                f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",

@@ -10,13 +10,17 @@ from statistics import median
 from typing import Any
 
 from commbench.errors import CommbenchError
-from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _positive, _whole,
+from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _whole,
                                                        cut_last_line)
 
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
 # components/metrics.py log_validation (torchtitan 0.3.0): "validate step: N ... tps: T", the validator's forward-only
 # pass over the validation set (validator.freq, default 10, and step 1: every training line's step at the default
 # metrics.log_freq 10); not a training step
+# components/metrics.py log(): "loss: {global_avg_loss:8.5f}  grad_norm: {grad_norm:7.4f}", 'nan' or 'inf' once the
+# run diverged: the step trained nothing and its tps is not the run's
+TITAN_HEALTH = re.compile(r"\b(loss|grad_norm):\s*(\S+)")
+NAN_NOTE = "step line(s) with a NaN or infinite loss or grad_norm (a diverged run) left out"
 TITAN_VALIDATE = re.compile(r"validate step:\s*\d+")
 VALIDATE_NOTE = ("validation line(s) ('validate step:', the validator's forward-only pass) left out: not training "
                  "steps")
@@ -138,7 +142,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     clean = ANSI.sub("", text)
     log = f"TorchTitan log {source!r}"
     configs: list[Any] = []
-    steps: list[tuple[tuple[int, str], int, float]] = []   # ((configs before it, rank), step, tps) per metrics line
+    # ((configs before it, rank), step, tps, loss and grad_norm finite) per metrics line
+    steps: list[tuple[tuple[int, str], int, float, bool]] = []
     cut, cut_left_out = cut_last_line(clean), False
     starts_at: dict[int, int] = {}   # per start (configs printed before it), the step its 'Training starts at' names
     validation_lines = 0
@@ -162,7 +167,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
         elif match:
             rank = TITAN_RANK.match(line)
             key = (max(len(configs), 1), (rank.group(1) or rank.group(2)) if rank else "")
-            steps.append((key, int(match.group(1)), _positive(log, "tps", match.group(2))))
+            steps.append((key, int(match.group(1)), _positive(log, "tps", match.group(2)),
+                          all(_finite(value) for _, value in TITAN_HEALTH.findall(line))))
     config = configs[0] if configs else None
     if not isinstance(config, dict):
         raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
@@ -176,14 +182,14 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     if not steps:
         raise CommbenchError(f"TorchTitan log {source!r}: no metrics lines with 'tps:'")
     last: dict[tuple[int, str], int] = {}
-    after: list[tuple[int, int, float]] = []   # per metrics line after a start's first: start, step logged before, tps
-    firsts: dict[int, int] = {}   # per start, the first step it logged
-    for start, step, tps in steps:   # the first step after each start (a config printed: a resumed run) is warm-up
+    after: list[tuple[int, int, float, bool]] = []   # per metrics line after a start's first: start, step before, tps,
+    firsts: dict[int, int] = {}   # per start, the first step it logged                       # finite loss
+    for start, step, tps, finite in steps:   # the first step after each start (a config printed: a resumed run) is warm-up
         if start in last and step <= last[start]:
             raise CommbenchError(f"{log}: step numbers go back (step {last[start]}, then step {step}) with no config "
                                  "printed between: two runs in one log; give each run its own file")
         if start in last:
-            after.append((start[0], last[start], tps))
+            after.append((start[0], last[start], tps, finite))
         firsts.setdefault(start[0], step)
         last[start] = step
     if not after:  # a crashed or cut-short run: its one figure is the warm-up the median leaves out
@@ -228,12 +234,17 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     # the steps since); the start is the step before 'Training starts at step N', else before the first logged step
     warmup, graph_why = titan_warmup_steps(training, pp, gbs // (mbs * dp))
     begun = {s: min(starts_at.get(s, first) - 1, first - 1) for s, first in firsts.items()}
-    steady = [tps for s, before, tps in after if before - begun[s] >= warmup]
-    graph_lines = len(after) - len(steady)
-    if not steady:
+    past = [(tps, finite) for s, before, tps, finite in after if before - begun[s] >= warmup]
+    graph_lines = len(after) - len(past)
+    if not past:
         raise CommbenchError(f"{log}: only warm-up steps logged: {graph_why}, which are not the run's throughput; "
                              "give a log with metrics lines after them (a smaller metrics.log_freq or more "
                              "training.steps)")
+    steady = [tps for tps, finite in past if finite]
+    nan_lines = len(past) - len(steady)
+    if not steady:
+        raise CommbenchError(f"{log}: every step line after the warm-up has a NaN or infinite loss or grad_norm (a "
+                             "diverged run): not a training run's throughput; give a log of steps that trained")
     graph_note = (f"{graph_lines} step line(s) after the first of CUDA-graph warm-up and capture left out "
                   f"({graph_why})") if graph_lines else ""
     check_titan_flavor(log, config.get("model", {}), model)
@@ -249,14 +260,16 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
             # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
-            "notes": f"TorchTitan log; {len({(start[0], step) for start, step, _ in steps})} steps"
-            + (f" (logged by {ranks} ranks)" if (ranks := len({start[1] for start, _, _ in steps})) > 1 else "")
+            "notes": f"TorchTitan log; {len({(start[0], step) for start, step, *_ in steps})} steps"
+            + (f" (logged by {ranks} ranks)" if (ranks := len({start[1] for start, *_ in steps})) > 1 else "")
             + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
             + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
             + (f"; {validation_lines} validation line(s) left out" if validation_lines else "")
+            + (f"; {nan_lines} step line(s) with a NaN loss or grad_norm left out" if nan_lines else "")
             + (f"; {CUT_NOTE}" if cut_left_out else ""),
             "left_out": "; ".join(n for n in (graph_note, f"{validation_lines} {VALIDATE_NOTE}" if validation_lines
-                                              else "", CUT_NOTE if cut_left_out else "") if n),
+                                              else "", f"{nan_lines} {NAN_NOTE}" if nan_lines else "",
+                                              CUT_NOTE if cut_left_out else "") if n),
             "release": "user",
             "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
