@@ -21,14 +21,15 @@ def import_nccl_tests(
     old_output: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
     collective: Annotated[Optional[str], typer.Option("--collective", help="Collective of logs that name no *_perf binary, e.g. all_reduce.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any line could not be parsed.")] = False,
+    ranks_per_rack: Annotated[Optional[int], typer.Option("--ranks-per-rack", help="Ranks per scale-up (NVLink) domain, contiguous. Default: a domain per host the log names (its '#  Rank ... on HOST' lines), as a launch without NVLink fabric information groups them; a GB200/GB300 NVL72 rack joins its hosts over NVLink: give its size (72, or the ranks the job has in one rack).")] = None,
     tests_version: Annotated[Optional[str], typer.Option("--nccl-tests-version", help="The nccl-tests release of logs that print no '# nccl-tests version' line (before 2.17.4), e.g. 2.9.0: before 2.10.0 the time column of a run of several processes or threads is rank 0's, not the average, and is stored as rank 0's (loop_time_us['rank0']).")] = None,
 ) -> None:
     output = renamed(output, old_output, old="-o/--output", new="-O/--out")
     if output is None:
         raise fail("-O/--out is required: the JSONL file to append the imported records to")
     from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
-    from commbench.results.importers.nccl_tests import (STOPPED_RUN, ImportResult, import_file, parse_tests_version,
-                                                        time_warnings, world_size_warnings)
+    from commbench.results.importers.nccl_tests import (STOPPED_RUN, ImportResult, host_domain_warnings, import_file,
+                                                        parse_tests_version, time_warnings, world_size_warnings)
     from commbench.results.importers.stream import FirstProblems, RecordSink, set_planned_points
     from commbench.results.records import JsonlWriter
 
@@ -49,7 +50,7 @@ def import_nccl_tests(
                 sink = RecordSink(writer)
                 for path in files:
                     import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped,
-                                                               planned=planned), version)
+                                                               planned=planned, ranks_per_rack=ranks_per_rack), version)
             set_planned_points(output, planned)   # cut short, as compare, fit and report read a bench run
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
@@ -62,6 +63,8 @@ def import_nccl_tests(
     if sink.num_points == 0:
         raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
     for warning in world_size_warnings(sink.summary_records()) + time_warnings(sink.summary_records()):
+        err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
+    for warning in host_domain_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
     for source, line in stopped:
         err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, STOPPED_RUN), highlight=False,

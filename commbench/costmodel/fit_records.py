@@ -4,7 +4,8 @@ A curve is every ok point of one (collective, backend, group size, layout, domai
 is fitted with `fit.fit_piecewise` against bus bytes, and judged by leave-one-out error on the
 sizes >= `min_heldout_bytes`. Which tier a curve measures comes from `num_domains_of`: the
 record's params ("num_domains"), else the run header's topology or emulation ("domain_size" /
-"ranks_per_node"), else one domain. That is the hook for two-tier fabrics (real or emulated):
+"ranks_per_node", or its racks), else its hosts (one host name per rank on several hosts: a domain each, as a
+launch without NVLink fabric information groups ranks), else one domain. That is the hook for two-tier fabrics (real or emulated):
 curves spanning domains become scale-out curves, with the scale-out rate recovered from the
 composition rules of `formulas`.
 
@@ -108,8 +109,22 @@ class CurveFit:
         }
 
 
+def host_racks(header: RunHeader | None) -> list[list[int]]:
+    """The ranks of each host, where the header names one host per rank on several hosts and says nothing else of its
+    domains (no topology, not emulated): an imported nccl-tests log written before its import recorded them. As a
+    launch with no NVLink fabric information groups its ranks (comm/topology.py): a host is a domain."""
+    if header is None or header.topology or header.emulated:
+        return []
+    hosts = list(header.hostnames or [])
+    if len(hosts) != header.world_size or len(set(hosts)) < 2:
+        return []
+    return [[rank for rank, h in enumerate(hosts) if h == host] for host in dict.fromkeys(hosts)]
+
+
 def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
-    """Scale-up domains the record's group spans (1 when nothing says otherwise)."""
+    """Scale-up domains the record's group spans (1 when nothing says otherwise): the record's num_domains, else its
+    run's rack size (topology or emulation), else its racks (uneven ones: the world spans them all, a subgroup its
+    size over the largest), else its hosts (host_racks)."""
     if "num_domains" in record.params:
         return max(int(record.params["num_domains"]), 1)
     info: dict[str, Any] = {}
@@ -117,6 +132,11 @@ def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
         info = {**(header.topology or {}), **(header.emulated or {})}
     info.update({k: v for k, v in record.params.items() if k in _DOMAIN_KEYS})
     domain_size = next((int(info[k]) for k in _DOMAIN_KEYS if info.get(k)), None)
+    racks = [r for r in info.get("racks") or () if r] or host_racks(header)
+    if not domain_size and len(racks) > 1:
+        if record.group_layout == "world" or record.group_size >= record.world_size:
+            return len(racks)
+        domain_size = max(len(r) for r in racks)
     if not domain_size or domain_size >= record.world_size:
         return 1
     n = record.group_size

@@ -121,6 +121,29 @@ class ImportResult:
     stopped: list[tuple[str, int]] = field(default_factory=list)  # (source, first row line): a run with no footer
     # run id -> (planned_points, note) for a stopped run whose banner says what it planned (planned_for_stopped)
     planned: dict[str, tuple[int, str]] = field(default_factory=dict)
+    ranks_per_rack: int | None = None   # --ranks-per-rack: the scale-up domain, where hosts are not (log_topology)
+
+
+HOST_DOMAINS = "nccl-tests log host names: a host per scale-up domain"
+
+
+def log_topology(hosts: list[str], world: int, ranks_per_rack: int | None) -> dict | None:
+    """The run's scale-up domains as a header records them (comm/topology.py Topology.to_dict): --ranks-per-rack
+    where given, else a domain per host where the '#  Rank ... on HOST' lines (or -J's hostnames) name one per rank
+    on several hosts, as a commbench launch without NVLink fabric information groups ranks; None on one host. Without
+    it a 16-rank log over two 8-GPU hosts was fitted as one NVLink domain of 16 (its IB curve then stood for NVLink,
+    8x off). A multi-node NVLink rack (GB200/GB300 NVL72: hosts of 4 GPUs share one domain) needs --ranks-per-rack."""
+    from commbench.comm.topology import Topology, from_ranks_per_rack
+
+    if ranks_per_rack is not None:
+        if ranks_per_rack < 1 or world % ranks_per_rack:
+            raise CommbenchError(f"--ranks-per-rack={ranks_per_rack} is invalid for a log of {world} ranks: a whole "
+                                 f"number >= 1 that divides {world}")
+        return from_ranks_per_rack(world, ranks_per_rack).to_dict()
+    if len(hosts) != world or len(set(hosts)) < 2 or "unknown" in hosts:
+        return None
+    racks = tuple(tuple(r for r, h in enumerate(hosts) if h == host) for host in dict.fromkeys(hosts))
+    return Topology(racks=racks, source=HOST_DOMAINS).to_dict()
 
 
 def collective_name(perf_name: str) -> str | None:
@@ -160,11 +183,12 @@ def nccl_version(code: int | str | None) -> str | None:
 
 def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: list[str], argv: list[str],
             version: str | None, started: str = "", nccl_env: dict | None = None, notes: list[str] = (),
-            backend: str = "nccl") -> RunHeader:
+            backend: str = "nccl", ranks_per_rack: int | None = None) -> RunHeader:
     return RunHeader(run_id=run_id, started_at=started, argv=argv, commbench_version=__version__,
                      python_version=sys.version.split()[0], torch_version=None, nccl_version=version,
                      cuda_version=None, cupy_version=None, backend=backend, world_size=world, hostnames=hosts,
                      devices=devices, nccl_env=dict(nccl_env or {}), launcher="nccl-tests",
+                     topology=log_topology(hosts, world, ranks_per_rack),
                      notes=[f"imported from nccl-tests output {source}", *notes])
 
 
@@ -360,7 +384,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             notes.append(AVERAGE_2_10_0_NOTE.format(n=state.threads_gpus))
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
-                                      backend=state.backend,
+                                      backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
                                       notes=notes))
     root = int(row["root"]) if "root" in row else None
     made = []
@@ -552,7 +576,7 @@ def _guess_from_name(source: str) -> str | None:
     return collective_name(match.group(1)) if match else None
 
 
-def parse_json(data: dict, source: str, collective: str | None = None) -> ImportResult:
+def parse_json(data: dict, source: str, collective: str | None = None, ranks_per_rack: int | None = None) -> ImportResult:
     """nccl-tests' -J file (src/util.cu, JSON_FILE_VERSION 1 to 3: the keys read here are the same in all three).
     The -a mode comes from args, the command line the file keeps."""
     result = ImportResult()
@@ -583,7 +607,8 @@ def parse_json(data: dict, source: str, collective: str | None = None) -> Import
                                       hosts=[d.get("hostname", "unknown") for d in devices] or ["unknown"],
                                       devices=[d.get("device_info", "unknown") for d in devices] or ["unknown"],
                                       argv=args, version=nccl_version(data.get("nccl_version")),
-                                      started=str(data.get("start_time", "")), nccl_env=env))
+                                      started=str(data.get("start_time", "")), nccl_env=env,
+                                      ranks_per_rack=ranks_per_rack))
         return run_id
 
     run_id, seen = new_run(), set()
@@ -648,7 +673,7 @@ def import_file(path: str, collective: str | None = None, result: ImportResult |
             except RecursionError:
                 result.problems.append((path, 1, "", "invalid JSON: nested too deeply"))
                 return result
-            parsed = parse_json(data, path, collective)
+            parsed = parse_json(data, path, collective, result.ranks_per_rack)
             for record in parsed.records:
                 result.records.append(record)
             for problem in parsed.problems:
@@ -669,6 +694,19 @@ def implied_world_size(collective: str, algbw_gbps: float, busbw_gbps: float) ->
     if collective not in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all") or free <= 1e-3:
         return None
     return round(scale / free)
+
+
+MULTI_NODE_NVLINK = ("gb200", "gb300")   # their NVL72 racks join hosts of 4 GPUs in one NVLink domain
+
+
+def host_domain_warnings(records: list[Record]) -> list[str]:
+    """One line per imported run whose domains were taken from its hosts (log_topology) on GPUs whose racks join hosts
+    over NVLink: there a host is not a domain, and its curves would be read as the scale-out network's."""
+    return [f"run {r.run_id}: {len(r.topology['racks'])} hosts of {r.devices[0]} GPUs, each taken as a scale-up "
+            "domain; a GB200/GB300 NVL72 rack joins its hosts over NVLink (multi-node NVLink): import again with "
+            "--ranks-per-rack (72, or the job's ranks in one rack) if these hosts shared one"
+            for r in records if isinstance(r, RunHeader) and (r.topology or {}).get("source") == HOST_DOMAINS
+            and any(g in " ".join(r.devices).lower() for g in MULTI_NODE_NVLINK)]
 
 
 def time_warnings(records: list[Record]) -> list[str]:
