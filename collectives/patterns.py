@@ -10,7 +10,7 @@ from commbench.dtypes import DType
 # Patterns use each dtype's full width: integers draw from the whole range (sign bit included), floats
 # are integers in [2^(p-1), 2^p] (p = significand bits), so every significand bit is random and data
 # that passed through a narrower type (fp32 via bf16/fp16, fp64 via fp32, int32/int64 via uint8)
-# differs. Reductions: per index one lead rank (cycling with the index and seed) holds a full-width
+# differs. Reductions: per index one lead rank (drawn per index from the seed) holds a full-width
 # value, `ones` other ranks hold 1 (the sum counts every rank's contribution), the rest 0, so every
 # partial sum is an integer the dtype holds exactly whatever the rank count or reduction order: sum,
 # max, min and prod are compared exactly. avg divides: its bound is derived from NCCL's order
@@ -94,9 +94,12 @@ def _sum_shape(dtype: DType, num_ranks: int, op: str = "sum") -> tuple[int, int]
 
 
 def _roles(rank: int, num_ranks: int, start: int, count: int, seed: int) -> np.ndarray:
-    """Per index, this rank's position after the index's lead rank (0 = lead), cycling over ranks."""
-    idx = np.arange(start, start + count, dtype=np.int64)
-    return (rank - idx - seed) % num_ranks
+    """Per index, this rank's position after the index's lead rank (0 = lead): the lead is drawn per index from the
+    seed's hash, and the other roles follow it cyclically (each role held by one rank). Drawn, not (index + seed) mod n:
+    `salted` keeps the seed mod 16, so at 2, 4, 8 or 16 ranks the check after the timed loop had the same leads as the
+    one before it, and an in-place max/min reduce whose root kept its own input where it leads passed both alike."""
+    lead_rank = _draw(_index_hash(start, count, 1 << 21, seed), 0, num_ranks - 1)
+    return (rank - lead_rank) % num_ranks
 
 
 def _lead(dtype: DType, start: int, count: int, seed: int, low: int, high: int, salt: int = 0) -> np.ndarray:

@@ -129,3 +129,18 @@ def test_pairwise_on_a_backend_without_device_sum_is_refused_in_one_line():
             get_collective("grad_reduce_scatter").check_params({"rs_impl": impl}, "cupy-nccl")
         assert "\n" not in str(caught.value) and impl in str(caught.value)
     assert resolve_impl("auto", "cupy-nccl") == "native" and resolve_impl("pairwise", "gloo") == "pairwise"
+
+
+@pytest.mark.parametrize("num_ranks", [2, 3, 4, 8, 16])
+def test_the_check_after_the_timed_loop_draws_its_lead_ranks_afresh(num_ranks):
+    # the lead rank was (index + seed) mod n and `salted` keeps the seed mod 16: at 2, 4, 8 and 16 ranks both checks of
+    # a point had the same leads, so an in-place max/min reduce whose root kept its own input at an element where it
+    # leads (its input is then the answer) passed both checks alike, missed 1/n of the time, not 1/n^2 (found from
+    # outside); each index must draw its lead per seed, every role still held by one rank
+    from collectives.patterns import _roles, salted
+    seeds = range(1, 4001)
+    both = np.mean([_roles(0, num_ranks, 0, 1, salted(s, 0))[0] == 0 and _roles(0, num_ranks, 0, 1, salted(s, 1))[0] == 0
+                    for s in seeds])
+    assert both < 1.6 / num_ranks ** 2 + 0.01 and both > 0.5 / num_ranks ** 2 - 0.01
+    roles = np.stack([_roles(rank, num_ranks, 5, 64, 12345) for rank in range(num_ranks)])
+    assert (np.sort(roles, axis=0) == np.arange(num_ranks)[:, None]).all()   # a permutation of the roles per index
