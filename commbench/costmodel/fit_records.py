@@ -214,7 +214,16 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         runs_of.setdefault(key, set()).add(run_id)
 
     unchecked = 0
+    records = list(records)
+    # A curve is one form of the collective: where a run measured a point both in place and out of place (nccl-tests'
+    # two column groups, bench --format nccl-tests), the out-of-place time goes (commbench's out-of-place all_reduce,
+    # reduce and broadcast add a copy into the output).
+    in_place = {_form_key(r) for r in records if r.in_place}
     for record in records:
+        if not record.in_place and _form_key(record) in in_place:
+            skip("out of place where the same point was also measured in place (a curve is the in-place form: "
+                 "commbench's out-of-place all_reduce, reduce and broadcast times include a copy into the output)")
+            continue
         time_us = headline_time(record)[1]  # nccl-tests' time for records imported from nccl-tests
         if record.status != "ok" or not time_us or time_us <= 0:
             skip("failed or without a time")
@@ -265,6 +274,12 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         notes.append(f"{unchecked} point(s) fitted were measured without the data check (-c 0: #wrong unknown): "
                      "a collective that skipped its work would look fast; measure with -c 1 to be sure")
     return points_of, notes
+
+
+def _form_key(record: Measurement) -> tuple:
+    """A point of a run but for its in-place / out-of-place form."""
+    return (record.run_id, record.collective, record.backend, record.size_bytes, record.dtype, record.op,
+            record.group_size, record.group_layout, record.num_groups, repr(sorted(record.params.items())))
 
 
 def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,44 @@
+"""A curve is one form of a collective: where a run measured a point in place and out of place (nccl-tests' two column
+groups, `bench --format nccl-tests`), the fit takes the in-place time; the two were pooled into one median per size
+('points 6' from 12 records), and commbench's out-of-place all_reduce time includes a copy into the output (found from
+outside: 432 us against 543 us at 64 KiB, one curve, no note)."""
+
+from __future__ import annotations
+
+import pytest
+
+from commbench.costmodel.fit_records import collect_points
+from commbench.results.importers.nccl_tests import parse_text
+from commbench.results.records import Measurement, RunHeader
+
+SIZES = (1 << 16, 1 << 20, 1 << 24)
+
+
+def log(out_of_place_slower: float) -> str:
+    lines = ["# Collective test starting: all_reduce_perf",
+             "# nThread 1 nGpus 2 minBytes 65536 maxBytes 16777216 step: 16(factor) warmup iters: 5 iters: 20",
+             "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+             "busbw #wrong"]
+    for size in SIZES:
+        t = 10 + size / 50e9 * 1e6
+        cells = [(t * out_of_place_slower), t]
+        row = " ".join(f"{x:8.2f} {size / x / 1e3:7.2f} {size / x / 1e3:7.2f}      0" for x in cells)
+        lines.append(f"{size:12d} {size // 4:13d}     float     sum      -1 {row}")
+    lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0", ""]
+    return "\n".join(lines)
+
+
+def test_a_point_measured_in_both_forms_is_fitted_in_place():
+    records = parse_text(log(1.25), "ar.log").records
+    headers = {r.run_id: r for r in records if isinstance(r, RunHeader)}
+    measured = [r for r in records if isinstance(r, Measurement)]
+    assert len(measured) == 2 * len(SIZES)
+    points, notes = collect_points(measured, headers)
+    (curve,) = points.values()
+    assert len(curve) == len(SIZES)
+    for (_, seconds, size) in curve:
+        assert seconds == pytest.approx((10 + size / 50e9 * 1e6) * 1e-6, rel=1e-3)   # the in-place times
+    assert any(f"{len(SIZES)} point(s) skipped: out of place where the same point was also measured in place" in n
+               for n in notes)
+    alone, alone_notes = collect_points([r for r in measured if not r.in_place], headers)   # one form: kept
+    assert len(next(iter(alone.values()))) == len(SIZES) and not any("out of place" in n for n in alone_notes)
