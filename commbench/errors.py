@@ -45,13 +45,18 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def read_user_file(path: str | Path, what: str, *, errors: str = "strict") -> str:
+def read_user_file(path: str | Path, what: str, *, errors: str = "strict", max_bytes: int | None = None) -> str:
     """The text of a file the user named, or one line saying `<what> '<path>' cannot be read: <why>`
-    (missing, a folder, binary, not UTF-8)."""
+    (missing, a folder, binary, not UTF-8, or beyond `max_bytes`: a weights file or /dev/zero named where a small
+    text file belongs is refused, not read until memory runs out)."""
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     except OSError as exc:
         raise CommbenchError(f"{what} {str(path)!r} cannot be read: {exc.strerror}") from None
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise CommbenchError(f"{what} {str(path)!r} is over {max_bytes >> 20} MiB: not the small text file it names "
+                             "(a weights file?)")
     return decode_user_text(raw, path, what, errors=errors)
 
 

@@ -136,7 +136,11 @@ def assert_architecture(args, cfg, model) -> None:
     if model.attention == "mla" and arch.rope_scaling == "yarn":
         assert (cfg.rotary_scaling_factor, cfg.mscale, cfg.mscale_all_dim) == (
             arch.rope_scaling_factor, arch.yarn_mscale, arch.yarn_mscale_all_dim)
-        assert cfg.original_max_position_embeddings == arch.rope_original_max_positions
+        # no core_v0.16.1 flag sets the original context either: another than megatron-core's 4096 is noted
+        from commbench.planner.emit.megatron_arch import architecture_notes
+        if cfg.original_max_position_embeddings != arch.rope_original_max_positions:
+            assert any("original_max_position_embeddings" in n for n in architecture_notes(model))
+            assert cfg.original_max_position_embeddings == 4096   # MLATransformerConfig's default
         # No core_v0.16.1 flag sets the YaRN betas: where the model's differ from megatron-core's (Kimi-K2's
         # beta_fast 1), Megatron-LM builds its default and the plan's notes must say so (architecture_notes).
         from commbench.planner.emit.megatron_arch import architecture_notes

@@ -490,3 +490,55 @@ def test_plan_framework_torchtitan_refuses_an_mla_model_it_cannot_build_by_field
     assert says in lines[0] and lines[0].endswith("; plan it with --framework megatron"), lines[0]
     assert CliRunner().invoke(app, ["plan", "--model", f"hf:{tmp_path}", "--system", "h100-hgx", "--gpus", "8",
                                     "--emit", "json"]).exit_code == 0   # Megatron-LM builds it
+
+
+@pytest.mark.parametrize("folder, changes, message", [
+    # megatron-core 0.16.1's MambaMixer builds conv_bias=True, bias=False (ssm/mamba_mixer.py): other values were read
+    # as the built ones and planned silently (found from outside)
+    ("Nemotron-H-8B-Base-8K", dict(use_conv_bias=False), r"use_conv_bias=False is not modelled: Nemotron-H as "
+                                                         r"megatron-core 0.16.1 builds it has use_conv_bias=true"),
+    ("Nemotron-H-8B-Base-8K", dict(use_bias=True), "use_bias=True is not modelled"),
+    ("Nemotron-H-8B-Base-8K", dict(mlp_bias=True), "mlp_bias=True is not modelled"),
+    # HF builds a dense MLP of intermediate_size in every layer of a Qwen MoE config without experts; it was modelled
+    # with no MLP at all and emitted without --ffn-hidden-size
+    ("Qwen3-30B-A3B", dict(num_experts=0), "num_experts=0 is not modelled as model_type 'qwen3_moe': every layer is "
+                                           "then a dense MLP of intermediate_size"),
+    ("Qwen3-30B-A3B", dict(decoder_sparse_step=2), "decoder_sparse_step=2 is not modelled: 1"),
+    # a RoPE base of 0 or 0.5 (truncated to 0 by int()) was emitted as --rotary-base 0; a scaling factor of 0 accepted
+    ("Llama-3.1-8B", dict(rope_theta=0), r"rope_theta=0 is invalid: a whole number > 1"),
+    ("Llama-3.1-8B", dict(rope_theta=0.5), r"rope_theta=0.5 is invalid: a whole number > 1"),
+    ("Llama-3.1-8B", dict(rope_theta=10000.5), r"rope_theta=10000.5 is invalid: a whole number > 1"),
+    ("Llama-3.1-8B", dict(rope_scaling={"rope_type": "llama3", "factor": 0.0, "low_freq_factor": 1.0,
+                                        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+     r"rope_scaling.factor=0.0 is invalid: >= 1"),
+])
+def test_a_config_megatron_core_builds_otherwise_is_refused_in_one_line(tmp_path, folder, changes, message):
+    raw = json.loads((HF / folder / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, **changes)))
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{tmp_path}", "--system", "gb200-nvl72", "--gpus", "64"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
+    assert re.search(message, result.output), result.output
+
+
+def test_a_mamba_convolution_megatron_core_does_not_build_is_refused_for_megatron(tmp_path):
+    raw = json.loads((HF / "Nemotron-H-8B-Base-8K" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, conv_kernel=2)))
+    model = load_model(f"hf:{tmp_path}")
+    assert model.mamba_conv_kernel == 2   # the step model counts it
+    from commbench.planner.search.frameworks import megatron_unbuildable
+    assert "its Mamba convolution kernel is 2 wide, and megatron-core's MambaMixer builds 4" in megatron_unbuildable(model)
+    assert megatron_unbuildable(load_model(f"hf:{HF / 'Nemotron-H-8B-Base-8K'}")) is None
+    mixer = pytest.importorskip("megatron.core.ssm.mamba_mixer")
+    import inspect
+    defaults = inspect.signature(mixer.MambaMixer.__init__).parameters
+    assert (defaults["d_conv"].default, defaults["conv_bias"].default, defaults["bias"].default) == (4, True, False)
+
+
+def test_a_config_path_to_a_huge_file_is_refused_unread(tmp_path):
+    big = tmp_path / "config.json"
+    with open(big, "wb") as handle:   # sparse: 17 MiB of nothing, no disk used
+        handle.truncate(17 << 20)
+    with pytest.raises(CommbenchError, match=r"is over 16 MiB: not the small text file it names"):
+        load_model(f"hf:{tmp_path}")

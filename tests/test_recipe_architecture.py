@@ -268,6 +268,26 @@ def test_kimi_k2_yarn_beta_fast_without_a_megatron_flag_is_said_in_the_plan_note
         assert mcore.MLATransformerConfig.__dataclass_fields__["beta_fast"].default == 32
 
 
+def test_an_mla_yarn_original_context_other_than_megatron_cores_is_said_in_the_plan_notes():
+    """A DeepSeek-V2/V3-style config with rope_scaling.original_max_position_embeddings 8192: megatron-core 0.16.1's
+    MLATransformerConfig keeps 4096 and Megatron-LM core_v0.16.1 has no flag for it, so pretrain_gpt.py trains YaRN
+    over another context; the plan said nothing (found from outside)."""
+    import dataclasses
+    from commbench.planner.emit.plan import megatron_section
+    from commbench.planner.layout.spec import Layout
+    deepseek = load_model("deepseek-v3")
+    longer = dataclasses.replace(deepseek, architecture=dataclasses.replace(deepseek.architecture,
+                                                                           rope_original_max_positions=8192))
+    layout = Layout(tp=1, pp=16, ep=64, etp=1, dp=64, mbs=1, gbs=4096)
+    notes = megatron_section(layout, longer, gpu_name="h100", fabric_name="h100-hgx")["notes"]
+    assert any("original_max_position_embeddings = 8192 (megatron-core uses 4096)" in n
+               and "MLATransformerConfig.original_max_position_embeddings" in n for n in notes)
+    assert not any("original_max_position_embeddings" in n
+                   for n in megatron_section(layout, deepseek, gpu_name="h100", fabric_name="h100-hgx")["notes"])
+    mcore = pytest.importorskip("megatron.core.transformer.transformer_config")
+    assert mcore.MLATransformerConfig.__dataclass_fields__["original_max_position_embeddings"].default == 4096
+
+
 @pytest.mark.parametrize("name", ["qwen3-30b-a3b", "qwen3-235b-a22b"])
 def test_qwen3_pads_its_vocabulary_as_megatron_bridge_trains_it(name):
     """Megatron-Bridge (dc805f5 and every release recipes.json reads): GPTModelProvider.make_vocab_size_divisible_by

@@ -13,8 +13,9 @@ TransformerConfig flags are generated from megatron-core 0.16's dataclass fields
 What that release cannot express is refused in one line (`unbuildable`): YaRN for non-MLA attention
 (gpt-oss): its --position-embedding-type has no 'yarn' (later Megatron-LM has it), and the ModelOpt
 `--enable-gpt-oss` switch sets a 131072-token original context where gpt-oss has 4096.
-What it builds differently is said in the plan's notes (`architecture_notes`): MLA YaRN betas other
-than megatron-core's (Kimi-K2's beta_fast 1), which no flag of that release sets, and a Llama 3 RoPE scaling
+What it builds differently is said in the plan's notes (`architecture_notes`): MLA YaRN betas or original context
+other than megatron-core's (Kimi-K2's beta_fast 1; a config's original_max_position_embeddings other than 4096), which
+no flag of that release sets, and a Llama 3 RoPE scaling
 factor other than 8 (Llama 3.2's 32), which its pretrain_gpt.py parses and never passes to GPTModel.
 """
 
@@ -32,6 +33,9 @@ __all__ = ["MEGATRON_LM_RELEASE", "architecture_args", "architecture_notes", "ma
 # core_transformer_config_from_args copies only the dataclass fields that have a parsed argument,
 # so pretrain_gpt.py always trains MLA YaRN with these.
 MCORE_MLA_YARN_BETA_FAST, MCORE_MLA_YARN_BETA_SLOW = 32.0, 1.0
+# ... and its YaRN original context (original_max_position_embeddings = 4096), which no core_v0.16.1 flag sets either
+# (arguments.py has no --original-max-position-embeddings): DeepSeek-V2/V3's 4096, another model's is not built
+MCORE_MLA_YARN_ORIGINAL_POSITIONS = 4096
 
 
 def _num(value: float) -> str:
@@ -107,7 +111,7 @@ MCORE_LLAMA3_ROPE_FACTOR = 8.0
 
 def architecture_notes(model: ModelSpec) -> list[str]:
     """What the emitted flags cannot say about the architecture (plan.json megatron.notes): MLA YaRN
-    betas other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), and a
+    betas or original context other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), and a
     Llama 3.x RoPE scaling factor other than 8, which pretrain_gpt.py parses and does not build (Llama 3.2's 32)."""
     arch = model.architecture
     if arch is not None and arch.rope_scaling == "llama3" and arch.rope_scaling_factor != MCORE_LLAMA3_ROPE_FACTOR:
@@ -118,16 +122,19 @@ def architecture_notes(model: ModelSpec) -> list[str]:
                 f"Megatron-Bridge) to train {model.name}'s"]
     if arch is None or model.attention != "mla" or arch.rope_scaling != "yarn":
         return []
-    off = [f"{name} = {_num(have)} (megatron-core uses {_num(default)})"
+    off = [(name, f"{name} = {_num(have)} (megatron-core uses {_num(default)})")
            for name, have, default in (("beta_fast", arch.yarn_beta_fast, MCORE_MLA_YARN_BETA_FAST),
-                                       ("beta_slow", arch.yarn_beta_slow, MCORE_MLA_YARN_BETA_SLOW))
+                                       ("beta_slow", arch.yarn_beta_slow, MCORE_MLA_YARN_BETA_SLOW),
+                                       ("original_max_position_embeddings", arch.rope_original_max_positions,
+                                        MCORE_MLA_YARN_ORIGINAL_POSITIONS))
            if have and have != default]
     if not off:
         return []
-    return [f"{model.name}'s YaRN RoPE has {', '.join(off)}: Megatron-LM {MEGATRON_LM_RELEASE} has no flag for it "
-            "(arguments.py defines no --beta-fast/--beta-slow; MLATransformerConfig keeps its default), so "
-            "pretrain_gpt.py with these arguments trains a different RoPE; set MLATransformerConfig.beta_fast/"
-            "beta_slow in the model provider (e.g. Megatron-Bridge) to train this model's"]
+    return [f"{model.name}'s YaRN RoPE has {', '.join(text for _, text in off)}: Megatron-LM {MEGATRON_LM_RELEASE} "
+            "has no flag for it (arguments.py defines no --beta-fast/--beta-slow/--original-max-position-embeddings; "
+            "MLATransformerConfig keeps its default), so pretrain_gpt.py with these arguments trains a different RoPE; "
+            f"set MLATransformerConfig.{'/'.join(name for name, _ in off)} in the model provider (e.g. "
+            "Megatron-Bridge) to train this model's"]
 
 
 def architecture_args(model: ModelSpec, seq_len: int) -> list[str]:

@@ -101,6 +101,18 @@ def rope_table(c):
     return rope
 
 
+def _rope_theta(c) -> int:
+    """RoPE's base: > 1 (at 1 every frequency is 1, and 0 divides by zero) and a whole number, as Megatron-LM's
+    --rotary-base is (arguments.py type=int); 0.5 was truncated to 0 and emitted."""
+    table = rope_table(c)
+    where = table if table.get("rope_theta") is not None else c
+    theta = where.num("rope_theta", 10000)
+    if theta <= 1 or theta != int(theta):
+        raise where.fail(f"{where.prefix}rope_theta={where.get('rope_theta')!r} is invalid: a whole number > 1 (RoPE's "
+                         "base; Megatron-LM's --rotary-base is an integer)")
+    return int(theta)
+
+
 def _rope(c, out: dict[str, Any]) -> None:
     scaling = rope_table(c)
     kind = scaling.get("rope_type", scaling.get("type", "none"))
@@ -108,7 +120,11 @@ def _rope(c, out: dict[str, Any]) -> None:
         key = "rope_type" if scaling.get("rope_type") is not None else "type"
         raise c.fail(f"{scaling.prefix}{key}={kind!r} is not modelled: one of {', '.join(ROPE_KINDS[1:])}")
     if kind in ("llama3", "yarn"):
-        out.update(rope_scaling=kind, rope_scaling_factor=scaling.num("factor", 1.0))
+        factor = scaling.num("factor", 1.0)
+        if factor < 1:   # transformers modeling_rope_utils _validate_llama3/yarn_parameters: "a float >= 1"
+            raise scaling.fail(f"{scaling.prefix}factor={scaling.get('factor')!r} is invalid: >= 1 (a {kind} RoPE "
+                               "scaling stretches the context)")
+        out.update(rope_scaling=kind, rope_scaling_factor=factor)
     if kind == "llama3":   # the frameworks build fixed bands: search/frameworks.py llama3_rope_refusal
         out.update(llama3_low_freq_factor=scaling.num("low_freq_factor", 1.0),
                    llama3_high_freq_factor=scaling.num("high_freq_factor", 4.0),
@@ -175,7 +191,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "qkv_bias": t == "qwen2" or (t == "qwen2_moe" and c.flag("qkv_bias", True))
         or (t == "glm4_moe" and c.flag("attention_bias", False)),
         "position_embedding": "none" if t == "nemotron_h" else "rope",
-        "rotary_base": int(rope_table(c).num("rope_theta", c.num("rope_theta", 10000))),
+        "rotary_base": _rope_theta(c),
         "rotary_percent": rope_table(c).num("partial_rotary_factor", c.num("partial_rotary_factor", 1.0)),
         "max_position_embeddings": c.int("max_position_embeddings", fields["seq_len"]),
     }

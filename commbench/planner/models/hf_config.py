@@ -191,6 +191,15 @@ SHARED_FFN_DEFAULT = {"qwen2_moe": 5632, "qwen3_next": 512, "qwen3_5_moe": 512} 
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):  # Qwen2/3-MoE have it as the dense Qwen models do (read as none)
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
+    # Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer (transformers): a layer is sparse where num_experts > 0 and
+    # (layer + 1) % decoder_sparse_step == 0, else a dense MLP of intermediate_size; only every layer sparse is read
+    if c.int("num_experts", 1) == 0:
+        raise c.fail(f"num_experts=0 is not modelled as model_type {c.model_type!r}: every layer is then a dense MLP "
+                     "of intermediate_size (Qwen MoE decoder layers); give the dense model's config (model_type "
+                     f"{c.model_type.replace('_moe', '')!r})")
+    if c.int("decoder_sparse_step", 1) != 1:
+        raise c.fail(f"decoder_sparse_step={c.get('decoder_sparse_step')!r} is not modelled: 1 (every layer MoE, but "
+                     "mlp_only_layers); other steps interleave dense MLP layers")
     out = _common(c, name)
     ffn = c.int("moe_intermediate_size")
     shared = _shared_count(c, c.int("shared_expert_intermediate_size", SHARED_FFN_DEFAULT.get(c.model_type, 0)), ffn,
@@ -382,6 +391,13 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     if not isinstance(pattern, str) or not pattern:
         raise c.fail("lacks 'hybrid_override_pattern' (or 'layers_block_type'), needed for model_type 'nemotron_h'")
     out = _common(c, name)
+    # transformers NemotronHConfig defaults (use_conv_bias True, use_bias False, mlp_bias False) are the layers
+    # megatron-core 0.16.1 builds (MambaMixer conv_bias=True, bias=False; no MLP bias); others are not modelled
+    for key, built in (("use_conv_bias", True), ("use_bias", False), ("mlp_bias", False)):
+        if c.flag(key, built) != built:
+            raise c.fail(f"{key}={c.get(key)!r} is not modelled: Nemotron-H as megatron-core 0.16.1 builds it has "
+                         f"{key}={str(built).lower()} (ssm/mamba_mixer.py MambaMixer conv_bias=True, bias=False; "
+                         "MLPs without bias)")
     moe = "E" in pattern
     ffn = c.int("moe_intermediate_size") if moe else 0
     shared = (_shared_count(c, c.int("moe_shared_expert_intermediate_size", 0), ffn,
@@ -396,6 +412,9 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
                 mamba_state_dim=c.int("ssm_state_size"), mamba_num_groups=c.int("n_groups"),
                 mamba_conv_kernel=c.int("conv_kernel", 4), moe_latent_size=c.int("moe_latent_size", 0) if moe else 0,
                 num_mtp_layers=mtp)
+
+
+CONFIG_MAX_BYTES = 16 << 20   # a config.json is kilobytes; a path to weights (GBs) or /dev/zero is refused unread
 
 
 READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
@@ -440,7 +459,8 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     path = config_path(spec[len(PREFIX):] if spec.startswith(PREFIX) else spec)
     where = f"--model hf:{path}"
     try:
-        raw = json.loads(read_user_file(path, "--model hf:"), object_pairs_hook=_no_duplicate_keys)
+        raw = json.loads(read_user_file(path, "--model hf:", max_bytes=CONFIG_MAX_BYTES),
+                         object_pairs_hook=_no_duplicate_keys)
     except _DuplicateKey as exc:
         raise CommbenchError(f"{where}: key {exc.args[0]!r} appears twice in one object (json takes the last one "
                              "silently): keep one") from None

@@ -356,7 +356,16 @@ def megatron_unbuildable(model: ModelSpec) -> str | None:
                 f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
                 "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
                 "context); plan it with --framework torchtitan")
+    if model.is_hybrid and "M" in (model.layer_pattern or "") and model.mamba_conv_kernel != MCORE_MAMBA_CONV_KERNEL:
+        return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its Mamba convolution kernel is "
+                f"{model.mamba_conv_kernel} wide, and megatron-core's MambaMixer builds {MCORE_MAMBA_CONV_KERNEL} "
+                "(ssm/mamba_mixer.py d_conv=4; no TransformerConfig field or flag sets it)")
     return llama3_rope_refusal(model, "megatron")
+
+
+# megatron-core 0.16.1 ssm/mamba_mixer.py MambaMixer.__init__(d_conv=4, conv_bias=True, bias=False): the hybrid
+# stack builds it with no other values (mamba_layer passes only config and d_model), so no config reaches them
+MCORE_MAMBA_CONV_KERNEL = 4
 
 
 def megatron_cannot_launch(model: ModelSpec) -> str | None:
