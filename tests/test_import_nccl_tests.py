@@ -133,6 +133,10 @@ def test_log_naming_no_collective_needs_the_option(tmp_path):
     log.write_text((DATA / "all_reduce_perf-2018.log").read_text())
     assert split(import_file(str(log)))[1] == []
     assert len(split(import_file(str(log), "all_reduce"))[1]) == 8
+    # the command says so in one line (it printed an 'unparsed ... pass --collective' line per row first)
+    result = CliRunner().invoke(app, ["import", "nccl-tests", str(log), "-O", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "no nccl-tests result rows found" in result.output and "pass --collective" in result.output
 
 
 def test_cli_writes_records_and_exits_2_when_nothing_parses(tmp_path):

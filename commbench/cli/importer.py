@@ -54,14 +54,16 @@ def import_nccl_tests(
             set_planned_points(output, planned)   # cut short, as compare, fit and report read a bench run
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    if sink.num_points == 0:   # nothing imported: one line, the first reason (a log naming no *_perf binary: ~20
+        first = (f": {problems.count} line(s) not parsed, the first ({problems.shown[0][0]}:{problems.shown[0][1]}) "
+                 f"because {problems.shown[0][3]}") if problems.shown else ""   # lines, each 'pass --collective')
+        raise fail(f"no nccl-tests result rows found in {', '.join(files)}{first}", exit_code=2)
     for source, line, text, reason in problems.shown:
         err_console.print(styled("[yellow]unparsed[/] {}:{}: {}: {}", source, line, reason, text.strip()[:100]), highlight=False,
                           soft_wrap=True)
     if problems.count > len(problems.shown):
         err_console.print(styled("[yellow]unparsed[/]: {} more line(s) not shown",
                                  f"{problems.count - len(problems.shown):,}"), highlight=False)
-    if sink.num_points == 0:
-        raise fail(f"no nccl-tests result rows found in {', '.join(files)}", exit_code=2)
     for warning in world_size_warnings(sink.summary_records()) + time_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
     for warning in host_domain_warnings(sink.summary_records()):
