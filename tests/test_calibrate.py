@@ -674,3 +674,26 @@ def test_a_start_file_of_another_gpu_starts_the_fit_as_plan_predicts_that_gpu(tm
     text = " ".join(fit.output.split())
     assert f"median |error| {evaluated['median_abs_error_pct']:.1f}% before" in text, text
     assert "for b200: its kernel terms (" in text and text.count("are the shipped values") == 1   # once, as --evaluate
+
+
+def test_runs_a_start_file_was_fitted_on_are_refused_as_counted_twice(tmp_path):
+    """`calibrate runs1.json new.log --calibration cal1.json` where cal1.json was fitted on runs1.json: its runs
+    counted once through the start terms the fit is pulled toward and again as data ('3 runs, 2 fitted toward the
+    cal1.json values'), and the written file listed each once, so the double weight could not be seen (found from
+    outside). Refused in one line; the new runs alone fit from it."""
+    old = [dict(model="Llama3-8B", gpu="H100", num_gpus=8, precision="FP8", seq_len=8192, gbs=gbs, mbs=1, tp=1, pp=1,
+                cp=1, tokens_per_s_per_gpu=tok) for gbs, tok in ((128, 14000), (256, 14500))]
+    new = [dict(old[0], gbs=512, tokens_per_s_per_gpu=14800)]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    first = CliRunner().invoke(app, ["calibrate", str(tmp_path / "old.json"), "-O", str(tmp_path / "cal.json")])
+    assert first.exit_code == 0, first.output
+    start = ["--calibration", str(tmp_path / "cal.json"), "-O", str(tmp_path / "next.json")]
+    again = CliRunner().invoke(app, ["calibrate", str(tmp_path / "old.json"), str(tmp_path / "new.json"), *start])
+    assert again.exit_code == 2 and isinstance(again.exception, SystemExit), again.output
+    assert "was fitted on 2 of these runs already" in again.output and "would count twice" in again.output
+    assert not (tmp_path / "next.json").exists()
+    fresh = CliRunner().invoke(app, ["calibrate", str(tmp_path / "new.json"), *start])
+    assert fresh.exit_code == 0, fresh.output
+    listed = json.loads((tmp_path / "next.json").read_text())["runs"]
+    assert len(listed) == 3 and len(set(listed)) == 3   # the start file's two runs carried, the new one added

@@ -336,6 +336,13 @@ def calibrate(
         return
     from commbench.planner.calibrate.fit import preset_gpu
     from commbench.planner.calibrate.regularise import calibrate_report
+    from commbench.planner.step.terms import fitted_runs
+    again = [run_key(r) for r in loaded if run_key(r) in frozenset(fitted_runs(calibration))] if calibration else []
+    if again:   # the start file's terms carry its runs already: fitted again they would weigh twice, unseen in -O
+        raise CommbenchError(f"--calibration {calibration} was fitted on {len(again)} of these runs already "
+                             f"({again[0]!r}{' and others' if len(again) > 1 else ''}): its terms carry them, so they "
+                             "would count twice; give only runs it was not fitted on, or fit every run from the "
+                             "shipped calibration (no --calibration)")
     # "before" as --evaluate with the same file says it; its warning names each GPU the file's runs do not include
     start_rows, other_gpus = (scoped_evaluation_rows(loaded, start_file, frozenset()) if start_file
                               else (evaluation_rows(loaded, start), []))
