@@ -397,6 +397,12 @@ def calibrate(
                                  "the runs do not determine it there, and may want it beyond (another term or the "
                                  "model is off for them); predictions leaning on it are less trustworthy", b["term"],
                                  f"{b['value']:.4g}", b["bound"]), highlight=False, soft_wrap=True)
+    if report.num_distinct_runs < 2 and report.moved:   # the in-sample figure below is ~0 by construction
+        err_console.print(styled("[yellow]warning:[/] one distinct run moved {}: a fit reproduces its one run by "
+                                 "construction, so its in-sample error says nothing of other layouts or batch sizes; "
+                                 "how far these terms carry is unmeasured (add runs of other layouts: leave-one-out "
+                                 "needs 2)", ", ".join(m["term"] for m in report.moved)), highlight=False,
+                          soft_wrap=True)
     loo_text = (f"{loo_median:.1f}% leave-one-out over {len(report.loo_abs_error_pct)} distinct runs"
                 if loo_median is not None else f"leave-one-out {report.loo_note}")
     why = (" (the fit minimises a weighted Huber loss pulled toward the start terms, not this median)"
