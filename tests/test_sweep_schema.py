@@ -394,3 +394,23 @@ def test_a_value_from_defaults_is_named_in_defaults(defaults, field):
         parse({**runs[0], **defaults})
     assert str(info.value).startswith("sweep test.toml: run[0] ("), info.value
 
+
+def test_the_files_nproc_is_checked_by_the_dry_run_and_named_by_the_launch(tmp_path):
+    """`[sweep] nproc = 1000` passed --dry-run as 'valid' and the launch then refused `--nproc=1000`, an option never
+    given; both now refuse it as the file's [sweep] nproc (--world-size still plans for another machine)."""
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.comm.backends import max_local_ranks
+
+    too_many = max_local_ranks("gloo")[0] + 1
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text(f'[sweep]\nbackend = "gloo"\nnproc = {too_many}\n[[run]]\ncollective = "all_reduce"\n'
+                          'sizes = ["1K"]\n')
+    runner = CliRunner()
+    said = f"error: sweep {sweep_file}: [sweep] nproc={too_many} is invalid: allowed 1..{too_many - 1} on gloo"
+    for args in (["--dry-run"], ["-O", str(tmp_path / "out.jsonl")]):
+        refused = runner.invoke(app, ["sweep", str(sweep_file), *args])
+        assert refused.exit_code == 2 and refused.output.startswith(said), refused.output
+    assert not (tmp_path / "out.jsonl").exists()
+    planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", "4"])
+    assert planned.exit_code == 0 and "valid:" in planned.output, planned.output
