@@ -145,8 +145,13 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
     from commbench.comm.local_ranks import RanksHung, RunFailed
     from commbench.errors import Interrupted
 
+    from commbench.sweep.resume import recorded_keys
+
     timeout_s = max(entry.timeout_s for entry in spec.entries)
     earlier = (0, 0)
+    # what the file held before this command: after a hang, fresh ranks resume it, and the point this command
+    # recorded failed was reported again as one recorded 'before this launch'
+    before = frozenset(recorded_keys(job.output_path)) if job.resume else frozenset()
     while True:
         try:
             return run_job(run_sweep_rank, job, nproc=nproc, backend=backend, timeout_s=timeout_s,
@@ -158,7 +163,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
             earlier = (earlier[0] + exc.num_ok, earlier[1] + exc.num_failed)
             err_console.print(f"{exc}; starting fresh ranks for the remaining points", highlight=False,
                               soft_wrap=True)
-            job = dataclasses.replace(job, resume=True)
+            job = dataclasses.replace(job, resume=True, recorded_before=before)
         except Interrupted as exc:
             raise Interrupted(f"{exc}; continue with: {again}", signal=exc.signal) from None
         except RunFailed as exc:
