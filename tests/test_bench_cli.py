@@ -62,7 +62,7 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
                                 "-O", str(tmp_path / "table.jsonl")], env={"COLUMNS": "100"})
     assert table.exit_code == 0, table.output
     rows = [from_dict(r) for r in _lines(tmp_path / "table.jsonl") if r["record_type"] == "measurement"]
-    assert nccl_tests_footer(rows, "broadcast")[1] + "(GB/s, measured)" in table.output  # nccl-tests' closing line
+    assert nccl_tests_footer(rows, "broadcast")[1] + "(GB/s, measured; nccl-tests' figure" in table.output  # its closing line
     final = table.output.split("(measured")[1]  # without a terminal: nccl-tests' rows first, the table last
     assert "redop" not in final and "┃ point" not in final  # broadcast has no reduction
 

@@ -102,6 +102,7 @@ iters = 3
     records = [r for r in lines(output) if r["record_type"] == "measurement"]
     assert [(r["size_bytes"], r["status"]) for r in records] == [(8, "failed"), (8, "ok"), (16, "ok")]
     assert "2 point(s) measured, 1 failed, 0 skipped" in err
+    assert "before this launch" not in err   # the point this command failed, not one recorded before it
     assert not alive(pids[1])
 
 

@@ -257,3 +257,30 @@ def test_the_failed_record_names_the_rank_that_failed_first_not_only_its_peers_t
     failed = [r for r in measurements_of(out) if r.status == "failed"]
     assert len(failed) == 1 and failed[0].size_bytes == HANG_SIZE
     assert "(timeout 1 s): rank 3: RuntimeError: injected: this rank's own failure; rank " in failed[0].error
+
+
+def test_after_a_hang_a_point_this_command_failed_is_not_reported_as_recorded_before(tmp_path):
+    """After a hung point the same command resumes with fresh ranks; the failed record it had just written was read
+    back as a point 'recorded before this launch' ('1 failed ...; 1 point(s) ... recorded before this launch failed').
+    The keys the file held before the command (SweepJob.recorded_before) tell the two apart."""
+    import dataclasses
+
+    from commbench.results.records import JsonlWriter
+    from commbench.sweep.runner import _pending
+    from tests.test_nccl_tests_text import record
+
+    spec = parse_sweep({"sweep": {"backend": "gloo"}, "run": [{"collective": "all_reduce", "sizes": [8, 16, 32]}]},
+                       "t.toml")
+    points = plan_sweep(spec, 2, backend="gloo")
+    output = tmp_path / "s.jsonl"
+    writer = JsonlWriter(str(output))
+    for point in points[:2]:   # 8 B failed in an earlier command, 16 B in this one before its ranks were restarted
+        writer.write(dataclasses.replace(record(point.point.spec.size_bytes, 1.0, in_place=True), status="failed",
+                                         error="hung", point_key=point.key, time_us_median=None, algbw_gbps=None,
+                                         busbw_gbps=None, num_wrong=None, loop_time_us={}))
+    writer.close()
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(output), resume=True)
+    plan, earlier = _pending(job, points, 0)
+    assert json.loads(plan)["pending"] == [2] and len(earlier) == 2   # --resume given: both were recorded before
+    plan, earlier = _pending(dataclasses.replace(job, recorded_before=frozenset({points[0].key})), points, 0)
+    assert json.loads(plan)["pending"] == [2] and len(earlier) == 1 and earlier[0].startswith(points[0].label), earlier

@@ -352,3 +352,65 @@ def test_root_on_a_collective_without_one_is_refused_and_a_default_root_skips_it
     spec = parse(entry(), entry(collective="broadcast"), defaults={"root": 1})
     assert [e.root for e in spec.entries] == [0, 1]
     assert parse(entry(collective="reduce", root=1)).entries[0].root == 1
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "broadcast", "reduce"])
+def test_in_place_false_asks_for_the_out_of_place_form_and_neither_form_is_refused(collective):
+    """`in_place = false` on a collective in-place by default was accepted and measured in place (the dry run said
+    'in-place'); it now asks for the out-of-place form, from an entry or [defaults], and beside out_of_place = false
+    (neither form) it is refused naming the entry."""
+    from commbench.sweep.plan import how_measured
+    spec = parse(entry(collective=collective, in_place=False), entry(collective="all_gather", in_place=False))
+    assert [(e.in_place, e.out_of_place) for e in spec.entries] == [(False, True), (False, False)]
+    point = next(p for p in plan_sweep(spec, 2, backend="gloo") if p.entry.index == 0)
+    assert "/oop/" in point.key and "out-of-place" in how_measured(point)
+    assert parse(entry(collective=collective), defaults={"in_place": False}).entries[0].out_of_place
+    assert not parse(entry(collective=collective, in_place=True)).entries[0].out_of_place
+    with pytest.raises(CommbenchError) as info:
+        parse(entry(), entry(collective=collective, in_place=False, out_of_place=False))
+    assert "run[1]" in str(info.value) and "in_place=False is invalid" in str(info.value), info.value
+
+
+@pytest.mark.parametrize("defaults, field", [
+    ({"iters": 0}, "iters"),
+    ({"warmup_iters": -1}, "warmup_iters"),
+    ({"dtypes": ["float33"]}, "dtypes"),
+    ({"timeout_s": 0}, "timeout_s"),
+    ({"sizes": []}, "sizes"),
+    ({"check": "yes"}, "check"),
+    ({"in_place": True}, "in_place"),   # all_to_all has no in-place form: the entry takes it from [defaults]
+])
+def test_a_value_from_defaults_is_named_in_defaults(defaults, field):
+    """`[defaults] iters = 0` was reported as `run[0] (all_reduce): iters=0`, a key that entry never wrote; the
+    same value in the entry still names the entry."""
+    runs = [{"collective": "all_to_all", "sizes": ["1K"]}] if field == "in_place" else [{"collective": "all_reduce"}]
+    if field != "sizes":
+        runs[0].setdefault("sizes", ["1K"])
+    with pytest.raises(CommbenchError) as info:
+        parse(*runs, defaults=defaults)
+    message = str(info.value)
+    assert message.startswith("sweep test.toml: [defaults], for run[0] (") and f": {field}=" in message, message
+    with pytest.raises(CommbenchError) as info:
+        parse({**runs[0], **defaults})
+    assert str(info.value).startswith("sweep test.toml: run[0] ("), info.value
+
+
+def test_the_files_nproc_is_checked_by_the_dry_run_and_named_by_the_launch(tmp_path):
+    """`[sweep] nproc = 1000` passed --dry-run as 'valid' and the launch then refused `--nproc=1000`, an option never
+    given; both now refuse it as the file's [sweep] nproc (--world-size still plans for another machine)."""
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.comm.backends import max_local_ranks
+
+    too_many = max_local_ranks("gloo")[0] + 1
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text(f'[sweep]\nbackend = "gloo"\nnproc = {too_many}\n[[run]]\ncollective = "all_reduce"\n'
+                          'sizes = ["1K"]\n')
+    runner = CliRunner()
+    said = f"error: sweep {sweep_file}: [sweep] nproc={too_many} is invalid: allowed 1..{too_many - 1} on gloo"
+    for args in (["--dry-run"], ["-O", str(tmp_path / "out.jsonl")]):
+        refused = runner.invoke(app, ["sweep", str(sweep_file), *args])
+        assert refused.exit_code == 2 and refused.output.startswith(said), refused.output
+    assert not (tmp_path / "out.jsonl").exists()
+    planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", "4"])
+    assert planned.exit_code == 0 and "valid:" in planned.output, planned.output

@@ -37,6 +37,11 @@ def resume_command(file: str, output: str, nproc: Optional[int]) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def file_nproc(spec) -> str:
+    """How an error names the sweep file's [sweep] nproc (the ranks a launch without --nproc starts here)."""
+    return f"sweep {spec.path}: [sweep] nproc"
+
+
 def dry_run_backend(declared: str) -> str:
     if declared != "auto":
         return declared
@@ -140,8 +145,13 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
     from commbench.comm.local_ranks import RanksHung, RunFailed
     from commbench.errors import Interrupted
 
+    from commbench.sweep.resume import recorded_keys
+
     timeout_s = max(entry.timeout_s for entry in spec.entries)
     earlier = (0, 0)
+    # what the file held before this command: after a hang, fresh ranks resume it, and the point this command
+    # recorded failed was reported again as one recorded 'before this launch'
+    before = frozenset(recorded_keys(job.output_path)) if job.resume else frozenset()
     while True:
         try:
             return run_job(run_sweep_rank, job, nproc=nproc, backend=backend, timeout_s=timeout_s,
@@ -153,7 +163,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
             earlier = (earlier[0] + exc.num_ok, earlier[1] + exc.num_failed)
             err_console.print(f"{exc}; starting fresh ranks for the remaining points", highlight=False,
                               soft_wrap=True)
-            job = dataclasses.replace(job, resume=True)
+            job = dataclasses.replace(job, resume=True, recorded_before=before)
         except Interrupted as exc:
             raise Interrupted(f"{exc}; continue with: {again}", signal=exc.signal) from None
         except RunFailed as exc:
@@ -219,6 +229,12 @@ def sweep(
             if not 1 <= nproc <= limit:
                 raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on "
                                      f"{dry_run_backend(requested)} ({why}); --world-size plans for another machine")
+        elif world_size is None and spec.nproc is not None:   # the file's nproc: the ranks a launch here starts
+            from commbench.comm.backends import max_local_ranks
+            limit, why = max_local_ranks(dry_run_backend(requested))
+            if limit > 0 and not spec.nproc <= limit:   # 0: no such device here, the file is for another machine
+                raise CommbenchError(f"{file_nproc(spec)}={spec.nproc} is invalid: allowed 1..{limit} on "
+                                     f"{dry_run_backend(requested)} ({why}); --world-size plans for another machine")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
         if as_json:
@@ -240,6 +256,9 @@ def sweep(
     output = output or default_output(spec.name)
     launched = detect_rank_env()
     local_nproc = None if launched is not None and launched.launcher != "local" else (nproc if nproc is not None else spec.nproc)
+    if local_nproc is not None and nproc is None:   # the file's nproc, named as such (not as a --nproc never given)
+        from commbench.comm.job import check_local_ranks
+        check_local_ranks(local_nproc, resolved, option=file_nproc(spec))
     writer = launched is None or launched.rank == 0
     with OutputLock(output, "--out") if writer else nullcontext():
         if has_records(output) and not resume and writer:

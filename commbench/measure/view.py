@@ -19,6 +19,7 @@ from rich.console import Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from collectives import get_collective
 from commbench.moe.params import DEFAULT_TOKENS_PER_RANK as MOE_DEFAULT_TOKENS, DEFAULTS as MOE_DEFAULTS
 from commbench.moe.presets import preset_params
 from commbench.results import nccl_tests_text as text
@@ -80,9 +81,13 @@ class BenchView:
         self.console = stdout_console()
         self.lock = threading.Lock()
         self.text_rows = self.format == "nccl-tests" or (self.format != "markdown" and not self.console.is_terminal)
+        # record notes already on the screen: the header's (printed below, but for markdown) and, for a -N cycle of
+        # nccl-tests' text, those an earlier cycle printed
+        self.shown_notes = dict.fromkeys([*self.cycle.notes, *(header.notes if self.format != "markdown" else ())])
+        self.form = measured_form(config)
         hosts = sorted(set(header.hostnames))
         intro = (f"commbench {header.commbench_version}: {config.collective} on {header.backend}, "
-                 f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
+                 + (f"{self.form}, " if self.form else "") + f"{header.world_size} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
                  f"{'...' if len(hosts) > 4 else ''}), devices: {header.devices[0]}")
         # what every figure of this run is: measured, on commbench emulate's fabric where the header says so
         self.what = measured_label(header.emulated)
@@ -94,7 +99,8 @@ class BenchView:
         self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
         if self.format == "markdown":  # printed whole at the end, to paste
             self.intro = intro
-            self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what)
+            self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what,
+                                   self.form)
             return
         if self.format == "nccl-tests":
             if not self.cycle.first:  # -N: this cycle's rows continue the table the first cycle started
@@ -123,7 +129,7 @@ class BenchView:
         for note in header.notes:
             self.console.print(styled("[yellow]note:[/] {}", note), highlight=False)
         self.console.print(f"results → {config.output_path}", highlight=False)
-        self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what)
+        self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what, self.form)
         if self.text_rows:  # no terminal: nccl-tests' rows as points finish, the table at the end
             for line in text.table_header():
                 self._print(line)
@@ -168,8 +174,18 @@ class BenchView:
             if context != self.context:
                 self._print(text.POINT_PREFIX + (context or "group_layout=world"))
                 self.context = context
+            if self.format == "nccl-tests":  # before the first row it concerns: a '#' line the import skips
+                for note in self.new_notes(self.pending):
+                    self._print(f"# note: {note}")
             self._print(text.row(out_of_place, in_place, self.average))
             self.pending = []
+
+    def new_notes(self, records) -> list[str]:
+        """The notes of `records` (an out-of-place all_reduce's time includes a copy; gloo's reduce_scatter is a
+        full all-reduce) not yet shown, each once, marked shown."""
+        fresh = [note for note in dict.fromkeys(n for m in records for n in m.notes) if note not in self.shown_notes]
+        self.shown_notes.update(dict.fromkeys(fresh))
+        return fresh
 
     def _renderable(self) -> Group:
         """The table fitted to the terminal's width now, above the progress bar."""
@@ -178,7 +194,8 @@ class BenchView:
     def carried(self) -> text.TextCycle:
         """What the next -N cycle's text continues from: this cycle's cells added to the footer's counts, the
         context its last row stands under."""
-        return dataclasses.replace(self.cycle.with_cells(self.rows, self.average), context=self.context)
+        return dataclasses.replace(self.cycle.with_cells(self.rows, self.average), context=self.context,
+                                   notes=tuple(self.shown_notes))
 
     def close(self, *, stopped: bool = False, last: bool = True) -> None:
         """End the view. `stopped`: the run was stopped by a signal: a size measured only in part is not
@@ -194,8 +211,9 @@ class BenchView:
                 table = [self.title, "", *moe_markdown_table(self.rows)]
             else:
                 table = markdown_table(self.rows)
-            lines = [f"**{self.intro}** ({self.what})", "", *table, "",
-                     f"Avg bus bandwidth: {avg} GB/s (nccl-tests' figure, {self.what})"]
+            notes = [f"Note: {note}" for note in self.new_notes(self.rows)]   # as `report` writes a curve's notes
+            lines = [f"**{self.intro}** ({self.what})", "", *table, "", *notes, *([""] if notes else []),
+                     f"Avg bus bandwidth: {avg} GB/s ({self.what}; {text.footer_statistic(self.average)})"]
             self._print("\n".join(lines))
             return
         if self.text_rows and not stopped:
@@ -210,13 +228,28 @@ class BenchView:
             self.live.stop()
         else:
             self.console.print(measurement_table(self.title, self.rows, self.console.width))
+        for note in self.new_notes(self.rows):
+            self.console.print(styled("[yellow]note:[/] {}", note), highlight=False)
         if not self.console.is_terminal:
             self.console.print()
-        # nccl-tests' closing line, as its text mode prints it (busbw at nccl-tests' time, -a mode)
-        self.console.print(footer[1] + f"(GB/s, {self.what})", highlight=False)
+        # nccl-tests' closing line, as its text mode prints it (busbw at nccl-tests' time, -a mode), saying so: the
+        # table's busbw column is at the median
+        self.console.print(footer[1] + f"(GB/s, {self.what}; {text.footer_statistic(self.average)})", highlight=False)
         wrong = sum(r.num_wrong or 0 for r in self.rows)
         if wrong:
             self.console.print(styled("[bold red]{} wrong element(s)[/]: the collective returned incorrect data", wrong))
+
+
+def measured_form(config) -> str:
+    """'in-place' or 'out-of-place': the one form a job of a collective with both measures (all_reduce, broadcast
+    and reduce in place unless --out-of-place; reduce_scatter and all_gather out of place unless --in-place); ''
+    where the collective has one form, or where nccl-tests' format measures both (its columns name them)."""
+    mode = get_collective(config.collective).in_place_mode
+    if mode == "never" or config.output_format == "nccl-tests":
+        return ""
+    if mode == "both":
+        return "out-of-place" if config.out_of_place and not config.in_place else "in-place"
+    return "in-place" if config.in_place else "out-of-place"
 
 
 def moe_resolved(params: dict) -> dict:

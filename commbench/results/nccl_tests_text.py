@@ -152,6 +152,7 @@ class TextCycle:
     busbw_sum_gbps: float = 0.0
     num_busbw_cells: int = 0
     context: str = ""
+    notes: tuple[str, ...] = ()  # the record notes printed so far ('# note:' lines), each printed once
 
     def __post_init__(self) -> None:
         assert 0 <= self.cycle < self.num_cycles, (self.cycle, self.num_cycles)
@@ -183,6 +184,13 @@ def footer(records: Iterable[Measurement], collective: str, average: int = 1,
     errors = totals.num_error_cells
     return [f"# Out of bounds values : {errors} {'FAILED' if errors else 'OK'}",
             f"# Avg bus bandwidth    : {avg:g} ", "#", f"# Collective test concluded: {program_name(collective)}"]
+
+
+def footer_statistic(average: int = 1) -> str:
+    """What the footer's average busbw is computed from, for the formats that show it beside a table whose busbw
+    column is at each point's median time (table, markdown): nccl-tests' figure, at its -a time."""
+    return (f"nccl-tests' figure: busbw at the timed loop's time / iters, {NCCL_TESTS_AVERAGE_MODES[average]} over "
+            f"ranks (-a {average}); the busbw column is at the median time")
 
 
 def stopped_line(reason: str) -> str:

@@ -74,9 +74,10 @@ def measured_label(emulated) -> str:
     return "measured on an EMULATED fabric" if emulated else "measured"
 
 
-def run_title(collective: str, world_size: int, params: dict, what: str = "measured") -> str:
+def run_title(collective: str, world_size: int, params: dict, what: str = "measured", form: str = "") -> str:
+    """'all_reduce (measured, 2 ranks, out-of-place)': `form` names the placement where the collective has two."""
     setup = moe_setup(params)
-    return f"{collective} ({what}, {world_size} ranks)" + (f"; {setup}" if setup else "")
+    return f"{collective} ({what}, {world_size} ranks{', ' + form if form else ''})" + (f"; {setup}" if setup else "")
 
 
 def _num(value: float | None, fmt: str) -> str:

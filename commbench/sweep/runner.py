@@ -40,6 +40,9 @@ class SweepJob:
     resume: bool = False
     argv: tuple[str, ...] = ()
     show_progress: bool = True
+    # the point keys the file held before this command, when it restarts ranks after a hang (None: every key there
+    # was): a point this command recorded failed is its own failure, not one 'recorded before this launch'
+    recorded_before: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +78,8 @@ def _pending(job: SweepJob, points: list[SweepPoint], rank: int) -> tuple[str | 
         repair_torn_tail(job.output_path)
         done = recorded_keys(job.output_path)
     pending = [i for i, p in enumerate(points) if p.key not in done]
-    earlier = earlier_problems(job.output_path, [p for p in points if p.key in done]) if done else ()
+    before = done if job.recorded_before is None else done & job.recorded_before
+    earlier = earlier_problems(job.output_path, [p for p in points if p.key in before]) if before else ()
     return json.dumps({"run_id": new_run_id(), "pending": pending}), earlier
 
 

@@ -27,12 +27,14 @@
 
 Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, out_of_place, root (broadcast and reduce only), iters, warmup_iters,
 check, timeout_s (in_place and out_of_place as bench's --in-place / --out-of-place: all_reduce, broadcast and reduce
-are in-place unless out_of_place = true; reduce_scatter and all_gather out-of-place unless in_place = true); racks and sub-groups with `commbench bench`'s option names and meanings:
+are in-place unless out_of_place = true, or in_place = false; reduce_scatter and all_gather out-of-place unless
+in_place = true); racks and sub-groups with `commbench bench`'s option names and meanings:
 ranks_per_rack, topology (preset nvl72 | hgx8), racks, nodes_per_rack, rack_nodes, group_sizes,
 group_layout. One launch has one rack topology: entries that describe racks must agree (put it in
 [defaults]); the rest use it too. Any other key is a parameter the collective declares in
 `param_names` (MoE routing, grad_reduce_scatter's algorithm, ...); others are refused. Every error
-names the entry index, the field, the value and what is allowed; a misspelt key (itres, sizs) is named,
+names the entry index, the field, the value and what is allowed (a value an entry takes from [defaults] is named
+there: `[defaults], for run[0] (all_reduce): iters=0`); a misspelt key (itres, sizs) is named,
 with the closest known key, before anything it leaves missing.
 """
 
@@ -118,6 +120,21 @@ def _where(path: str, index: int | None, collective: str | None = None) -> str:
     if index is None:
         return f"sweep {path}"
     return f"sweep {path}: run[{index}]" + (f" ({collective})" if collective else "")
+
+
+def _origin(path: str, index: int, collective: str, raw: dict[str, Any], defaults: dict[str, Any]):
+    """where(key): where the entry's value of `key` was written, for its error: the entry, or [defaults] when the
+    entry took it from there (an `iters = 0` in [defaults] was reported as the first entry's). A check of several
+    keys names [defaults] when every one of them given came from there."""
+    entry = _where(path, index, collective)
+
+    def where(*keys: str) -> str:
+        given = [k for k in keys if k in raw or k in defaults]
+        if given and not any(k in raw for k in given):
+            return f"sweep {path}: [defaults], for run[{index}] ({collective})"
+        return entry
+
+    return where
 
 
 def _bad(where: str, key: str, value: Any, allowed: str) -> EntryError:
@@ -298,6 +315,7 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         raise _bad(where, "collective", name, f"unknown collective{hint}; allowed: {', '.join(REGISTRY)}")
     collective = REGISTRY[name]
     where = _where(path, index, name)
+    origin = _origin(path, index, name, raw, defaults)
     # an unknown key (sizs, itres) is named before what it leaves missing (sizes required) is reported
     check_params(where, collective, {k: v for k, v in raw.items() if k not in STANDARD_KEYS})
     if not collective.takes_size:  # swept by its own parameters (e.g. MoE tokens_per_rank)
@@ -307,13 +325,13 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     elif "sizes" not in merged:
         raise _bad(where, "sizes", None, "required: a list or a {min, max, factor} table")
     else:
-        sizes = parse_sizes(where, merged["sizes"])
+        sizes = parse_sizes(origin("sizes"), merged["sizes"])
     op = merged.get("op", "sum")
     if collective.reduces:
         from commbench.comm.backend import REDUCE_OPS
 
         if not isinstance(op, str) or op.lower() not in REDUCE_OPS:  # either case, as bench's -o and dtype
-            raise _bad(where, "op", op, f"allowed: {', '.join(REDUCE_OPS)} (either case)")
+            raise _bad(origin("op"), "op", op, f"allowed: {', '.join(REDUCE_OPS)} (either case)")
         op = op.lower()
     elif "op" in raw:
         raise _bad(where, "op", op, f"{name} does not reduce: remove op")
@@ -321,7 +339,7 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         raise _bad(where, "root", raw["root"], f"{name} has no root (broadcast and reduce take one): remove root")
     timeout = merged.get("timeout_s", DEFAULT_TIMEOUT_S)
     if timeout_problem(timeout):
-        raise _bad(where, "timeout_s", timeout, timeout_problem(timeout))
+        raise _bad(origin("timeout_s"), "timeout_s", timeout, timeout_problem(timeout))
     label = merged.get("name", f"{index}:{name}")
     if not isinstance(label, str) or not label:
         raise _bad(where, "name", label, "a non-empty string")
@@ -329,33 +347,43 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     # collectives that do not reduce); one no entry takes is refused in parse_sweep, naming [defaults]
     params = {k: v for k, v in defaults.items() if k not in STANDARD_KEYS and k in collective.param_names}
     params.update({k: v for k, v in raw.items() if k not in STANDARD_KEYS})
-    topology, subgroups = rack_options(where, merged)
-    in_place, out_of_place = placement_forms(where, collective, merged)
+    topology, subgroups = rack_options(origin(*RACK_KEYS, *GROUP_KEYS), merged)
+    in_place, out_of_place = placement_forms(origin, collective, merged)
     return SweepEntry(
-        index=index, collective=name, name=label, sizes_bytes=sizes, dtypes=_dtypes(where, merged), op=op,
+        index=index, collective=name, name=label, sizes_bytes=sizes,
+        dtypes=_dtypes(origin("dtypes" if "dtypes" in merged else "dtype"), merged), op=op,
         in_place=in_place, out_of_place=out_of_place,
-        root=_int(where, "root", merged.get("root", 0), 0) if collective.takes_root else 0,
-        iters=_int(where, "iters", merged.get("iters", 20), 1, MAX_ITERS),
-        warmup_iters=_int(where, "warmup_iters", merged.get("warmup_iters", 5), 0, MAX_ITERS),
-        check=_bool(where, "check", merged.get("check", True)), timeout_s=float(timeout),
+        root=_int(origin("root"), "root", merged.get("root", 0), 0) if collective.takes_root else 0,
+        iters=_int(origin("iters"), "iters", merged.get("iters", 20), 1, MAX_ITERS),
+        warmup_iters=_int(origin("warmup_iters"), "warmup_iters", merged.get("warmup_iters", 5), 0, MAX_ITERS),
+        check=_bool(origin("check"), "check", merged.get("check", True)), timeout_s=float(timeout),
         params=check_params(where, collective, params), topology=topology, subgroups=subgroups,
     )
 
 
-def placement_forms(where: str, collective, merged: dict[str, Any]) -> tuple[bool, bool]:
+def placement_forms(origin, collective, merged: dict[str, Any]) -> tuple[bool, bool]:
     """(in_place, out_of_place) as bench's --in-place / --out-of-place take them: a form the collective does not
     have is refused, as is asking for both (one entry measures one form; --format nccl-tests' both forms are
-    bench's)."""
-    in_place = _bool(where, "in_place", merged.get("in_place", False))
-    out_of_place = _bool(where, "out_of_place", merged.get("out_of_place", False))
+    bench's). `in_place = false` on a collective in-place by default (all_reduce, broadcast, reduce) asks for its
+    other form, out-of-place (it was taken as bench's absent --in-place and measured in place); beside
+    `out_of_place = false` it asks for neither form and is refused. `origin(*keys)`: where those keys were written."""
+    in_place = _bool(origin("in_place"), "in_place", merged.get("in_place", False))
+    out_of_place = _bool(origin("out_of_place"), "out_of_place", merged.get("out_of_place", False))
     mode = collective.in_place_mode
     if in_place and mode == "never":
-        raise _bad(where, "in_place", True, f"{collective.name} has no in-place form: remove in_place")
+        raise _bad(origin("in_place"), "in_place", True, f"{collective.name} has no in-place form: remove in_place")
     if out_of_place and mode != "both":
-        raise _bad(where, "out_of_place", True, f"{collective.name} is out-of-place unless in_place = true "
-                   "(out_of_place is for all_reduce, broadcast and reduce, in-place by default): remove out_of_place")
+        raise _bad(origin("out_of_place"), "out_of_place", True, f"{collective.name} is out-of-place unless in_place = "
+                   "true (out_of_place is for all_reduce, broadcast and reduce, in-place by default): remove out_of_place")
     if in_place and out_of_place:
-        raise _bad(where, "out_of_place", True, "in_place = true and out_of_place = true exclude each other: give one")
+        raise _bad(origin("in_place", "out_of_place"), "out_of_place", True,
+                   "in_place = true and out_of_place = true exclude each other: give one")
+    if mode == "both" and "in_place" in merged and not in_place:
+        if "out_of_place" in merged and not out_of_place:
+            raise _bad(origin("in_place", "out_of_place"), "in_place", False,
+                       f"in_place = false and out_of_place = false ask for neither of {collective.name}'s forms: give "
+                       "out_of_place = true for its out-of-place form, or neither key for in-place")
+        out_of_place = True
     return in_place, out_of_place
 
 
