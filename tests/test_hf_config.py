@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -542,3 +543,117 @@ def test_a_config_path_to_a_huge_file_is_refused_unread(tmp_path):
         handle.truncate(17 << 20)
     with pytest.raises(CommbenchError, match=r"is over 16 MiB: not the small text file it names"):
         load_model(f"hf:{tmp_path}")
+
+
+# A key config.json leaves out is the transformers configuration class's default (hf_defaults.CLASS_DEFAULTS); it
+# was commbench's generic value, so a hand-written config planned another model than transformers builds from it.
+def _dropped(tmp_path, folder: str, drop=(), **changes):
+    raw = json.loads((HF / folder / "config.json").read_text())
+    text = raw["text_config"] if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw else raw
+    for key in drop:
+        text.pop(key)
+    text.update(changes)
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    return load_model(f"hf:{tmp_path}")
+
+
+def _arg(model, flag: str, ep: int = 1) -> str:
+    from commbench.planner.emit.megatron import megatron_args
+    from commbench.planner import Layout
+    args = megatron_args(Layout(tp=1, pp=1, ep=ep, etp=1, dp=8, mbs=1, gbs=64), model)
+    return args[args.index(flag) + 1]
+
+
+def test_a_qwen3_config_without_head_dim_takes_qwen3configs_128(tmp_path):
+    """Qwen3Config head_dim: int = 128 (transformers@008e574 configuration_qwen3.py). Qwen3-0.6B's shape (1024 wide,
+    16 heads) without the key was planned with hidden / heads = 64: --kv-channels 64, another model."""
+    m = _dropped(tmp_path, "Qwen3-8B", drop=("head_dim",), hidden_size=1024, num_attention_heads=16,
+                 num_key_value_heads=8)
+    assert m.head_dim == 128 and _arg(m, "--kv-channels") == "128"
+
+
+def test_qwen3_kv_heads_left_out_are_the_class_32_and_null_is_the_head_count(tmp_path):
+    """Qwen3Config num_key_value_heads: int | None = 32; __post_init__ makes an explicit null num_attention_heads."""
+    absent = _dropped(tmp_path, "Qwen3-8B", drop=("num_key_value_heads", "rms_norm_eps"), num_attention_heads=64)
+    assert (absent.num_kv_heads, absent.architecture.norm_epsilon) == (32, 1e-6)
+    assert _arg(absent, "--num-query-groups") == "32"
+    (tmp_path / "null").mkdir()
+    null = _dropped(tmp_path / "null", "Qwen3-8B", num_attention_heads=64, num_key_value_heads=None)
+    assert null.num_kv_heads == 64
+
+
+def test_a_glm_4_5_config_without_rope_fraction_eps_or_kv_heads_takes_glm4moeconfigs(tmp_path):
+    """Glm4MoeConfig: partial_rotary_factor 0.5, rms_norm_eps 1e-5, num_key_value_heads 8; they were read as 1
+    (--rotary-percent 1), 1e-6 and the head count (96)."""
+    m = _dropped(tmp_path, "GLM-4.5-Air", drop=("partial_rotary_factor", "rms_norm_eps", "num_key_value_heads"))
+    assert (m.architecture.rotary_percent, m.architecture.norm_epsilon, m.num_kv_heads) == (0.5, 1e-5, 8)
+    assert _arg(m, "--rotary-percent", ep=8) == "0.5" and _arg(m, "--num-query-groups", ep=8) == "8"
+    assert m.architecture == hf("GLM-4.5-Air").architecture
+
+
+def test_a_mixtral_config_without_rope_theta_takes_mixtralconfigs_default_theta(tmp_path):
+    """MixtralConfig default_theta = 1e6, rms_norm_eps 1e-5 (were 10000 and 1e-6)."""
+    m = _dropped(tmp_path, "Mixtral-8x7B-v0.1", drop=("rope_theta", "rms_norm_eps"))
+    assert (m.architecture.rotary_base, m.architecture.norm_epsilon) == (1000000, 1e-5)
+    assert _arg(m, "--rotary-base", ep=8) == "1000000"
+
+
+def test_llama_nulls_are_derived_as_llamaconfig_does(tmp_path):
+    """LlamaConfig.__post_init__: head_dim None -> hidden_size // num_attention_heads, num_key_value_heads None ->
+    num_attention_heads (an explicit null of either was refused or kept)."""
+    m = _dropped(tmp_path, "Llama-3.1-8B", head_dim=None, num_key_value_heads=None)
+    assert (m.head_dim, m.num_kv_heads) == (128, 32)
+
+
+@pytest.mark.parametrize("folder, drop", [
+    # GptOssConfig: head_dim 64, attention_bias True, sliding_window 128, default_theta 150000 and, rope_parameters
+    # None, YaRN x32 of 4096: the released config's own values (a config without them lost the biases, the window
+    # and YaRN, and head_dim was 2880 / 64 = 45)
+    ("gpt-oss-20b", ("head_dim", "attention_bias", "sliding_window", "rope_theta", "rope_scaling", "swiglu_limit")),
+    # Qwen3NextConfig: head_dim 256, partial_rotary_factor 0.25, a full attention layer every 4th (was refused)
+    ("Qwen3-Next-80B-A3B-Instruct", ("head_dim", "partial_rotary_factor", "full_attention_interval",
+                                      "num_key_value_heads")),
+    # DeepseekV4Config: head_dim 512, hc_mult 4, n_shared_experts 1, one MTP layer, swiglu_limit 10 (were 64, 0, 0, 0,
+    # no clamp)
+    ("DeepSeek-V4-Flash", ("head_dim", "hc_mult", "n_shared_experts", "num_nextn_predict_layers", "swiglu_limit")),
+    # DeepseekV3Config num_mtp_layers 1 (num_nextn_predict_layers)
+    ("DeepSeek-V3", ("num_nextn_predict_layers", "first_k_dense_replace", "n_shared_experts")),
+])
+def test_a_config_without_keys_it_gives_at_the_class_default_reads_the_same(tmp_path, folder, drop):
+    raw = json.loads((HF / folder / "config.json").read_text())
+    assert all(key in raw for key in drop)
+    assert _dropped(tmp_path, folder, drop=drop) == replace(hf(folder), name=f"hf:{tmp_path.name}")
+
+
+def _shipped():
+    return sorted(p.name for p in HF.iterdir() if (p / "config.json").is_file())
+
+
+@pytest.mark.parametrize("folder", _shipped())
+def test_a_shipped_config_reads_the_same_without_the_keys_it_gives_at_the_class_default(tmp_path, folder):
+    """Every key a released config gives at its class's default (hf_defaults.CLASS_DEFAULTS) can be left out."""
+    from commbench.planner.models.hf_config import ALIASES
+    from commbench.planner.models.hf_defaults import CLASS_DEFAULTS
+    raw = json.loads((HF / folder / "config.json").read_text())
+    text = raw["text_config"] if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw else raw
+    defaults = CLASS_DEFAULTS.get(ALIASES.get(text["model_type"], text["model_type"]), {})
+    rope, dropped = text.get("rope_parameters") or {}, []
+    for key, value in defaults.items():
+        if key == "rope_parameters" or key == "tie_word_embeddings" and text is not raw:
+            continue   # a VL config's top-level tie_word_embeddings is its own key
+        for where in (text, rope):
+            if key in where and where[key] == value and isinstance(where[key], bool) == isinstance(value, bool):
+                dropped.append(where.pop(key))
+    assert dropped or folder == "Kimi-K2-Instruct"   # kimi_k2: no transformers class
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert load_model(f"hf:{tmp_path}") == replace(hf(folder), name=f"hf:{tmp_path.name}")
+
+
+@pytest.mark.parametrize("folder", _shipped())
+def test_a_shipped_config_gives_every_key_the_class_default_table_holds(monkeypatch, folder):
+    """The released configs give every key they use: emptying the class-default table changes none of them."""
+    from commbench.planner.models import hf_defaults
+    model = hf(folder)
+    monkeypatch.setattr(hf_defaults, "CLASS_DEFAULTS", {})
+    monkeypatch.setattr(hf_defaults, "NULL_DERIVED", {})
+    assert hf(folder) == model

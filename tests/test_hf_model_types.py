@@ -303,7 +303,7 @@ def test_a_mistral_window_on_every_layer_is_refused_by_name(tmp_path, window, sh
 ])
 def test_an_mla_config_without_its_shared_experts_or_dense_layers_takes_its_class_defaults(tmp_path, fixture, drop,
                                                                                           want):
-    """A key config.json leaves out is what transformers' class for its model_type builds (hf_config.MLA_CLASS_DEFAULTS,
+    """A key config.json leaves out is what transformers' class for its model_type builds (hf_defaults.CLASS_DEFAULTS,
     transformers 5.25.0): DeepseekV3Config n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0;
     Glm4MoeLiteConfig 1 and one leading dense layer. They were refused in one line; read as none (session 19) they
     planned a model without its shared expert or dense layers."""

@@ -5,7 +5,8 @@ Keys as the transformers configuration classes name them: hidden_act / mlp_hidde
 original_max_position_embeddings, llama3's low_freq_factor / high_freq_factor, beta_fast, beta_slow, mscale, mscale_all_dim), sliding_window
 with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
 topk_method (noaux_tc = expert bias), norm_topk_prob, each at its configuration class default where left
-out (hf_router.py). What a model type fixes in its modeling code rather than its config (Qwen3's and
+out (hf_defaults.py; the router's in hf_router.py).
+What a model type fixes in its modeling code rather than its config (Qwen3's and
 MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset, Qwen2's QKV bias
 (GLM-4.5's where attention_bias says so), GLM-4.5's sigmoid router with its correction bias, Qwen3-Next's
 zero-centred norms and shared-expert gate, Nemotron-H's squared ReLU and position-free attention) is set
@@ -92,6 +93,10 @@ def rope_table(c):
     """rope_scaling, or the rope_parameters transformers >= 5 writes in its place (which also holds rope_theta and
     partial_rotary_factor); one set for every layer (a table per layer type is refused by name)."""
     if c.get("rope_parameters") is None:
+        default = c.absent("rope_parameters", None)
+        if c.get("rope_scaling") is None and default is not None:
+            # neither given: the class's own RoPE (hf_defaults.py; GptOssConfig.__post_init__: YaRN x32 of 4096)
+            return type(c)(dict(default, model_type=c.model_type), c.where, "rope_parameters.")
         return c.table("rope_scaling")
     rope = c.table("rope_parameters")
     nested = [key for key, value in rope.raw.items() if isinstance(value, dict)]

@@ -2,7 +2,8 @@
 
 Keys are those of the transformers configuration classes (configuration_<model_type>.py) for
 each model_type below (READERS; a vision-language config's text_config is its language model); a key the
-class defaults is taken at that default, any other missing key is one line naming it. What the planner
+reader has a fallback for is taken, where config.json leaves it out, at the class's default (hf_defaults.py, which
+also says where an explicit null is derived), any other missing key is one line naming it. What the planner
 does not model is refused by name (e.g. a sliding window on every layer, dense layers after MoE ones, an
 MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
 that it would have to approximate (hf_refused.py, each with what it lacks).
@@ -24,6 +25,7 @@ from typing import Any, Callable
 from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
+from commbench.planner.models.hf_defaults import class_default, null_is_derived
 from commbench.planner.models.hf_refused import NOT_MODELLED
 from commbench.planner.models.hf_router import router_value
 from commbench.planner.models.spec import ModelSpec
@@ -31,14 +33,12 @@ from commbench.planner.models.spec import ModelSpec
 PREFIX = "hf:"
 DEFAULT_SEQ_LEN = 4096  # config.json holds the context window, not a training sequence length
 HYBRID_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # Nemotron layers_block_type
-# "head_dim": null is hidden_size // num_attention_heads (transformers@008e574 LlamaConfig.__post_init__;
-# transformers@001f85b MistralConfig; transformers@00d4b3d MixtralAttention `getattr(config, "head_dim", None) or
-# hidden_size // num_attention_heads`, its MixtralConfig keeping the None, so configs it saves carry the null)
-NULL_HEAD_DIM_TYPES = ("llama", "mistral", "mixtral")
 
 
 class _Config:
-    """config.json's keys with the one-line error for a missing or ill-typed one."""
+    """config.json's keys with the one-line error for a missing or ill-typed one. A top-level key config.json leaves
+    out is its model type's configuration-class default where hf_defaults.CLASS_DEFAULTS has one, else the `default`
+    the reader passes; an explicit null is `default` where the class derives it (hf_defaults.NULL_DERIVED)."""
 
     def __init__(self, raw: dict[str, Any], where: str, prefix: str = "") -> None:
         self.raw, self.where, self.prefix = raw, where, prefix   # prefix: "rope_scaling." for a nested object
@@ -47,8 +47,20 @@ class _Config:
     def fail(self, what: str) -> CommbenchError:
         return CommbenchError(f"{self.where}: {what}")
 
+    def absent(self, key: str, default: Any) -> Any:
+        """What a key config.json leaves out reads as: the class default (hf_defaults.py), else `default`."""
+        return default if self.prefix else class_default(self.model_type, key, default)
+
+    def _value(self, key: str, default: Any) -> Any:
+        """config.json's `key`; left out, absent(); null, `default` (num and flag) or None (int, unless derived)."""
+        if key not in self.raw:
+            return self.absent(key, default)
+        return self.raw[key]
+
     def int(self, key: str, default: int | None = None) -> int:
-        value = self.raw.get(key, default)
+        value = self._value(key, default)
+        if value is None and key in self.raw and not self.prefix and null_is_derived(self.model_type, key):
+            value = default   # __post_init__ derives the null (num_attention_heads, hidden_size // heads)
         if value is None:
             raise self.fail(f"lacks {self.prefix}{key!r} (needed for model_type {self.model_type!r})")
         if isinstance(value, float) and value.is_integer():
@@ -58,15 +70,17 @@ class _Config:
         return value
 
     def num(self, key: str, default: float) -> float:
-        """A finite number (null or absent: `default`); "1e-6", true and 1e400 are refused by name."""
-        value = self.get(key, default)
+        """A finite number (null: `default`; absent: absent()); "1e-6", true and 1e400 are refused by name."""
+        value = self._value(key, default)
+        value = default if value is None else value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: a finite number")
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
-        """A JSON boolean (null or absent: `default`); a string such as "false" would read as true."""
-        value = self.get(key, default)
+        """A JSON boolean (null: `default`; absent: absent()); a string such as "false" would read as true."""
+        value = self._value(key, default)
+        value = default if value is None else value
         if not isinstance(value, bool):
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: true or false")
         return value
@@ -95,9 +109,9 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
     hidden = c.int("hidden_size")
     if heads == 0:
         raise c.fail("num_attention_heads=0 is invalid: > 0")
-    head_dim = c.int("attention_head_dim", hidden // heads)
-    if not (c.model_type in NULL_HEAD_DIM_TYPES and "head_dim" in c.raw and c.raw["head_dim"] is None):
-        head_dim = c.int("head_dim", head_dim)
+    # head_dim and num_key_value_heads left out: the class default (Qwen3Config head_dim 128), else derived as
+    # __post_init__ or the modeling code's getattr does (hidden_size // num_attention_heads, num_attention_heads)
+    head_dim = c.int("head_dim", c.int("attention_head_dim", hidden // heads))
     return dict(
         name=name, num_layers=c.int("num_hidden_layers"), hidden=hidden, num_heads=heads,
         num_kv_heads=c.int("num_key_value_heads", heads), head_dim=head_dim,
@@ -108,16 +122,16 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
 
 
 # model types whose attention layers all take config.sliding_window, with the configuration class's default where
-# config.json leaves the key out (transformers configuration_mistral.py: sliding_window=4096, Mistral-7B-v0.1's;
+# config.json leaves the key out (hf_defaults.py: MistralConfig sliding_window=4096, Mistral-7B-v0.1's;
 # modeling_mistral.py MistralAttention passes it on every layer); null is full attention
-WINDOW_ON_EVERY_LAYER = {"mistral": 4096}
+WINDOW_ON_EVERY_LAYER = ("mistral",)
 
 
 def _dense(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
     if c.model_type in WINDOW_ON_EVERY_LAYER:
-        window = c.raw.get("sliding_window", WINDOW_ON_EVERY_LAYER[c.model_type])
+        window = c.raw["sliding_window"] if "sliding_window" in c.raw else c.absent("sliding_window", None)
         if window is not None:
             shown = f"absent (the configuration class's {window})" if "sliding_window" not in c.raw else repr(window)
             raise c.fail(f"sliding_window={shown} is not modelled for model_type {c.model_type!r}: a window on every "
@@ -183,11 +197,6 @@ def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int
     return shared_ffn // expert_ffn
 
 
-# shared_expert_intermediate_size where a config omits it: the transformers configuration class's default
-# (configuration_qwen2_moe.py 5632, configuration_qwen3_next.py 512; Qwen3MoeConfig has no shared expert).
-SHARED_FFN_DEFAULT = {"qwen2_moe": 5632, "qwen3_next": 512, "qwen3_5_moe": 512}  # configuration_qwen3_5_moe.py: 512
-
-
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):  # Qwen2/3-MoE have it as the dense Qwen models do (read as none)
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
@@ -202,8 +211,9 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
                      "mlp_only_layers); other steps interleave dense MLP layers")
     out = _common(c, name)
     ffn = c.int("moe_intermediate_size")
-    shared = _shared_count(c, c.int("shared_expert_intermediate_size", SHARED_FFN_DEFAULT.get(c.model_type, 0)), ffn,
-                           "shared_expert_intermediate_size")
+    # left out: the class default (hf_defaults.py: Qwen2MoeConfig 5632, Qwen3NextConfig 512, Qwen3_5MoeTextConfig
+    # 512); Qwen3MoeConfig has no shared expert
+    shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")
     dense = _leading_dense(c, "mlp_only_layers")
     return dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
                 num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
@@ -228,11 +238,13 @@ def _qwen3_5(c: _Config, name: str) -> dict[str, Any]:
 
 def _gated_deltanet(c: _Config, out: dict[str, Any]) -> dict[str, Any]:
     """Gated DeltaNet layers with gated full attention every full_attention_interval-th layer (layer_types, when
-    given, must say the same; Qwen3.5's configs give layer_types, its configuration classes default the interval to
-    4: configuration_qwen3_5.py, configuration_qwen3_5_moe.py), the GDN head sizes and the MTP layers."""
+    given, must say the same; Qwen3.5's configs give layer_types, their configuration classes default the interval to
+    4: configuration_qwen3_next.py, configuration_qwen3_5.py, configuration_qwen3_5_moe.py `kwargs.pop(
+    "full_attention_interval", 4)`; a Qwen3-Next config without either was refused), the GDN head sizes and the MTP
+    layers."""
     kinds = c.seq("layer_types") if c.get("layer_types") is not None else None
     first_full = kinds.index("full_attention") + 1 if kinds and "full_attention" in kinds else 4
-    freq = c.int("full_attention_interval", first_full if c.model_type in ("qwen3_5_moe", "qwen3_5") else None)
+    freq = c.int("full_attention_interval", first_full)
     if freq == 0:
         raise c.fail("full_attention_interval=0 is invalid: > 0")
     if kinds is not None:
@@ -266,23 +278,15 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
                 expert_ffn=c.int("intermediate_size"), sliding_window=window)
 
 
-# What transformers' configuration class of each MLA model type builds where config.json leaves a key out
-# (transformers 5.25.0 configuration_<type>.py: DeepseekV3Config n_shared_experts 1, first_k_dense_replace 3;
-# DeepseekV2Config 2 and 0; Glm4MoeLiteConfig n_shared_experts 1 and mlp_layer_types ['dense'] + ['sparse'] * (layers
-# - 1): one leading dense layer). kimi_k2 has no class (its hub remote code): a key left out is named.
-MLA_CLASS_DEFAULTS = {"deepseek_v3": {"n_shared_experts": 1, "first_k_dense_replace": 3},
-                      "deepseek_v2": {"n_shared_experts": 2, "first_k_dense_replace": 0},
-                      "glm4_moe_lite": {"n_shared_experts": 1, "first_k_dense_replace": 1}}
-
-
 def _mla_class_int(c: _Config, key: str) -> int:
-    """config.json's `key`, else the MLA model type's class default (MLA_CLASS_DEFAULTS); null, or left out where the
-    type has no class, is one line naming it."""
+    """config.json's `key`, else the MLA model type's class default (hf_defaults.py: DeepseekV3Config
+    n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0; Glm4MoeLiteConfig 1 and one leading dense
+    layer); null, or left out where the type has no class (kimi_k2: its hub remote code), is one line naming it."""
     if c.get(key) is not None:
         return c.int(key)
     if key in c.raw:   # transformers keeps an explicit null, on which its MoE block fails
         raise c.fail(f"{key}=null is invalid for model_type {c.model_type!r}: a whole number")
-    default = MLA_CLASS_DEFAULTS.get(c.model_type, {}).get(key)
+    default = c.absent(key, None)
     if default is None:
         raise c.fail(f"lacks {key!r} (needed for model_type {c.model_type!r}: transformers has no configuration class "
                      "for it to default from)")
@@ -339,8 +343,8 @@ def _csa_pattern(c: _Config, layers: int, mtp: int) -> str:
 
 def _hash_layers(c: _Config, layers: int) -> int:
     """The leading hash-routed MoE layers: num_hash_layers, or the prefix of mlp_layer_types."""
-    if c.get("num_hash_layers") is not None:
-        return c.int("num_hash_layers")
+    if c.get("num_hash_layers") is not None or c.get("mlp_layer_types") is None:
+        return c.int("num_hash_layers", 0)   # neither: DeepseekV4Config's 3 (hf_defaults.py)
     n = _leading(c, "mlp_layer_types", "hash_moe", "hash-routed MoE layers") or 0
     if n > layers:
         raise c.fail("mlp_layer_types is not modelled unless the hash-routed MoE layers come first")
@@ -369,9 +373,10 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     out = _common(c, name)
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
-    # absent keys at Glm4MoeConfig's defaults (first_k_dense_replace 1, n_shared_experts 1; they were read as 0)
-    return dict(out, num_dense_layers=c.int("first_k_dense_replace", 1), dense_ffn=c.int("intermediate_size"),
-                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts", 1),
+    # absent keys at Glm4MoeConfig's defaults (hf_defaults.py: first_k_dense_replace 1, n_shared_experts 1,
+    # num_nextn_predict_layers 1; the first two were read as 0)
+    return dict(out, num_dense_layers=c.int("first_k_dense_replace"), dense_ffn=c.int("intermediate_size"),
+                num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts"),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
