@@ -657,3 +657,11 @@ def test_a_shipped_config_gives_every_key_the_class_default_table_holds(monkeypa
     monkeypatch.setattr(hf_defaults, "CLASS_DEFAULTS", {})
     monkeypatch.setattr(hf_defaults, "NULL_DERIVED", {})
     assert hf(folder) == model
+
+
+@pytest.mark.parametrize("drop", ["experts_per_token", "num_experts_per_tok"])
+def test_a_gpt_oss_config_gives_its_top_k_under_either_key(tmp_path, drop):
+    # the other key was read eagerly as the fallback's default: a config with num_experts_per_tok alone was refused
+    raw = json.loads((HF / "gpt-oss-20b" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in raw.items() if k != drop}))
+    assert load_model(f"hf:{tmp_path}").top_k == 4

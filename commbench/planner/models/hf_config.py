@@ -274,7 +274,8 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
     if window and kinds and kinds.count("sliding_attention") * 2 != len(kinds):
         raise c.fail("layer_types: only half the layers sliding (gpt-oss's alternation) is modelled")
     return dict(out, num_dense_layers=0, num_routed_experts=c.int("num_local_experts"),
-                top_k=c.int("num_experts_per_tok", c.int("experts_per_token")),
+                top_k=c.int("num_experts_per_tok") if c.get("num_experts_per_tok") is not None
+                else c.int("experts_per_token"),   # either key (the other one's default read lazily)
                 expert_ffn=c.int("intermediate_size"), sliding_window=window)
 
 
