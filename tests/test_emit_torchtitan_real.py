@@ -585,3 +585,37 @@ def test_a_torchtitan_0_2_launch_of_another_flavor_says_so(name, says):
         doc["notes"]
     assert not any("builds" in n for n in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64),
                                                           load_model("llama3.1-70b"), version="0.2")["notes"])
+
+
+def hf_variant(tmp_path, name: str, **changes) -> "ModelSpec":
+    """The hf: fixture `name` with `changes` to its config.json, read from tmp_path."""
+    import json
+    from pathlib import Path
+
+    from commbench.planner import load_model
+    raw = json.loads((Path(__file__).parent / "data" / "hf" / name / "config.json").read_text())
+    folder = tmp_path / f"{name}-variant"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(raw, **changes)))
+    return load_model(f"hf:{folder}")
+
+
+@pytest.mark.parametrize("renormalised", [False, True])
+def test_a_generated_qwen3_moe_model_builds_the_router_the_plan_says(renormalised, tmp_path, monkeypatch):
+    """Qwen3-Coder-480B with norm_topk_prob false: the plan said "TorchTitan 0.3.0's qwen3 ... builds top-k weights
+    renormalised True (the model: False): the plan's config function sets ...'s values on it", but the generated model
+    function (qwen3._build_qwen3_moe_layers, which hard-codes route_norm=True) was written without the router line,
+    and TorchTitan's parsed config renormalised. It now sets route_norm on every MoE layer, as the note says."""
+    from commbench.planner import Layout
+    model = hf_variant(tmp_path, "Qwen3-Coder-480B-A35B-Instruct", norm_topk_prob=renormalised)
+    lay = Layout(tp=4, pp=4, ep=16, etp=1, dp=16, mbs=1, gbs=256)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and "_build_qwen3_moe_layers" in doc["config_module"]["text"], doc
+    said = [n for n in doc["notes"] if "top-k weights renormalised" in n]
+    assert said == ([] if renormalised else [f"TorchTitan 0.3.0's qwen3 {model.name} builds top-k weights renormalised "
+                                             f"True (the model: False): the plan's config function "
+                                             f"(commbench_torchtitan.py) sets {model.name}'s values on it"])
+    config, _, _ = run_titan(doc, 256, "gb200-nvl72", tmp_path, monkeypatch)
+    layers = config.model_spec.model.layers
+    assert len(layers) == 62 and {layer.moe.router.route_norm for layer in layers} == {renormalised}
+

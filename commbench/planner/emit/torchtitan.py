@@ -434,7 +434,7 @@ def _data_parallel_note(layout: Layout) -> str:
 def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int | None = None) -> dict[str, Any]:
     """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
     shipped = titan.configs_03.get(precision)
-    fix = flavor_fix_lines(titan, model) if not (titan.mla or titan.dense) else []
+    fix = flavor_fix_lines(titan, model)
     if shipped is not None and not fix:
         return {"module": titan.module, "config": shipped}
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,

@@ -17,7 +17,8 @@ llama3_8b_mxfp8 enables it for them:
 - nvfp4: NVFP4LinearConverter over the decoder layers (lm_head in BF16, as qwen3_debugmodel_nvfp4);
   TorchTitan 0.3 has no NVFP4 grouped-experts converter, so MoE models are refused in NVFP4.
 A flavor that builds another RoPE, norm epsilon or router than the model asked for (torchtitan.flavor_fix_lines)
-gets a function too, from the shipped config where one trains the precision, setting the model's values.
+gets a function too, from the shipped config where one trains the precision, setting the model's values; a generated
+model gets the same lines after its own (its builder hard-codes the flavors' router).
 """
 
 from __future__ import annotations
