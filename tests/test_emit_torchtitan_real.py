@@ -145,7 +145,7 @@ def test_an_hf_model_whose_router_is_not_the_flavor_s_is_said_in_the_plan(tmp_pa
     notes = torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"]
     assert any("top-k weights renormalised True (the model: False)" in n for n in notes), notes
     (tmp_path / "config.json").write_text(json.dumps(dict(raw, norm_topk_prob=True)))
-    assert not any("router" in n or "top-k" in n for n in torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"])
+    assert not any("top-k" in n for n in torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"])
 
 
 def test_a_flavor_that_is_not_the_model_asked_for_is_said_in_the_plan():
@@ -334,9 +334,15 @@ def test_emit_torchtitan_prints_a_launch_only_beside_its_generated_config(pins, 
     config, dims, _ = titan_config(argv, world=16, capability=(10, 0), plan_dir=out, monkeypatch=monkeypatch)
     assert (dims.tp, dims.pp, dims.ep, dims.dp_shard * dims.dp_replicate) == (lay.tp, lay.pp, lay.ep, lay.dp)
     assert quantized_kinds(config.model_spec.model) == QUANTIZED["mxfp8"] and config.training.global_batch_size == 128
-    # a launch from a shipped config needs no file: printed without --out as before
-    shipped = CliRunner().invoke(app, base + ["--precision", "bf16"], env={"COLUMNS": "200"})
-    assert shipped.exit_code == 0 and shlex.split(shipped.stdout)[:4] == ["--module", "qwen3", "--config", "qwen3_30b_a3b"]
+    # a launch from a shipped config needs no file: printed without --out as before (qwen3_30b_a3b in bf16 now has
+    # one: it sets load_balance_coeff None, Qwen3-30B-A3B having no expert bias)
+    shipped = CliRunner().invoke(app, ["plan", "--model", "llama3.1-70b", "--system", "gb200-nvl72", "--gpus", "16",
+                                       "--gbs", "128", "--top", "1", "--emit", "torchtitan", "--precision", "bf16",
+                                       "--framework", "torchtitan"],
+                                 env={"COLUMNS": "200"})
+    assert shipped.exit_code == 0 and shlex.split(shipped.stdout)[:4] == ["--module", "llama3", "--config", "llama3_70b"]
+    bf16 = CliRunner().invoke(app, base + ["--precision", "bf16"], env={"COLUMNS": "200"})
+    assert bf16.exit_code == 2 and bf16.output.startswith("error: --emit torchtitan needs --out"), bf16.output
 
 
 def titan_dense_sizes(model_config) -> dict:
@@ -618,4 +624,47 @@ def test_a_generated_qwen3_moe_model_builds_the_router_the_plan_says(renormalise
     config, _, _ = run_titan(doc, 256, "gb200-nvl72", tmp_path, monkeypatch)
     layers = config.model_spec.model.layers
     assert len(layers) == 62 and {layer.moe.router.route_norm for layer in layers} == {renormalised}
+
+
+BALANCED = ["qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b", "deepseek-v3", "hf:Qwen3-30B-A3B", "hf:DeepSeek-V2-Lite",
+            "hf:Moonlight-16B-A3B"]
+
+
+@pytest.mark.parametrize("name", BALANCED)
+def test_every_torchtitan_moe_launch_balances_as_the_model_or_says_how_not(name, tmp_path, monkeypatch):
+    """plan --framework torchtitan for qwen3-30b-a3b, gpt-oss-20b, deepseek-v3 (and hf: Qwen3 configs) said nothing of
+    balancing, though TorchTitan's config put an expert bias (load_balance_coeff 1e-3, make_moe_config's default) on
+    every MoE layer of models that have none, and trains no auxiliary loss; only a generated model got a note. Every
+    MoE launch now sets load_balance_coeff to the model's (None without an expert bias: TorchTitan's router then picks
+    on its scores, and register_moe_load_balancing_hook registers no bias update), and the one note names the
+    balancing loss the launch trains without."""
+    from pathlib import Path
+
+    import torch
+    from torchtitan.components.optimizer import register_moe_load_balancing_hook
+
+    from commbench.planner import Layout, load_model
+    from commbench.planner.emit.torchtitan import model_balance_coeff
+    model = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / name[3:]}" if name.startswith("hf:") else name)
+    arch = model.architecture
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc, doc
+    config, dims, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    want = model_balance_coeff(model)
+    assert want == (1e-3 if arch.router_expert_bias else None)
+    moes = [layer.moe for layer in config.model_spec.model.layers if getattr(layer, "moe", None) is not None]
+    assert moes and {moe.load_balance_coeff for moe in moes} == {want}
+    said = [n for n in doc["notes"] if "balances experts" in n]
+    aux = bool(arch.aux_loss_coeff) and arch.load_balancing != "none"
+    assert len(said) == (1 if aux or want is None else 0), doc["notes"]
+    assert all(n.startswith("TorchTitan 0.3.0's MoE balances experts only by an expert bias") for n in said)
+    assert any(f"without its {arch.load_balancing} (coefficient {arch.aux_loss_coeff:g})" in n for n in said) == aux
+    if param_counts(model).total < PIPELINE_BUILD_MAX_PARAMS:   # TorchTitan's own hook registration on the model
+        with torch.device("meta"):
+            built = config.model_spec.model.build()
+        hooks = []
+        register_moe_load_balancing_hook(SimpleNamespace(register_step_pre_hook=hooks.append), [built], dims)
+        assert len(hooks) == (want is not None)
+        assert all((m.moe.expert_bias_E is None) == (want is None) for m in built.layers.values() if m.moe_enabled)
 
