@@ -668,3 +668,89 @@ def test_every_torchtitan_moe_launch_balances_as_the_model_or_says_how_not(name,
         assert len(hooks) == (want is not None)
         assert all((m.moe.expert_bias_E is None) == (want is None) for m in built.layers.values() if m.moe_enabled)
 
+
+def test_each_shipped_flavor_s_recorded_architecture_is_what_torchtitan_builds():
+    """TITAN_FLAVOR_ARCH (what an hf: model of a shipped flavor's sizes is compared with) holds what TorchTitan 0.3.0's
+    model_registry(flavor) builds: biases, qk-norm, attention window and sinks, swiglu limit, YaRN, expert groups,
+    balancing; TITAN_ZOO_FLAVORS names TITAN_MODELS' flavors, and each zoo model is its flavor in every field."""
+    import importlib
+
+    from commbench.planner import load_model
+    from commbench.planner.search.frameworks import TITAN_FLAVOR_ARCH, TITAN_ZOO_FLAVORS, titan_arch_misfits
+    for name, (module, flavor) in TITAN_ZOO_FLAVORS.items():
+        assert (TITAN_MODELS[name].module, TITAN_MODELS[name].flavor) == (module, flavor)
+        assert titan_arch_misfits(load_model(name), module) == [], name
+        recorded = dict(TITAN_FLAVOR_ARCH[module])
+        built = importlib.import_module(f"torchtitan.models.{module}").model_registry(flavor).model
+        first, second, last = built.layers[0], built.layers[1], built.layers[-1]
+        attention, rope = first.attention, first.attention.rope
+        if module == "deepseek_v3":
+            assert (attention.kv_norm is not None, attention.mscale) == \
+                (recorded["architecture.qk_norm"], recorded["architecture.yarn_mscale_all_dim"])
+            assert attention.wkv_a.bias is recorded["architecture.linear_bias"] is False
+        else:
+            qkv = attention.qkv_linear.wqkv
+            assert getattr(attention, "qk_norm", None) is not None if recorded["architecture.qk_norm"] else \
+                getattr(attention, "qk_norm", None) is None
+            assert (attention.wo.bias, qkv.bias and not attention.wo.bias) == \
+                (recorded["architecture.linear_bias"], recorded["architecture.qkv_bias"])
+            window = getattr(attention, "sliding_window_size", None)
+            assert (window or 0, 2 if window and second.attention.sliding_window_size is None else 0) == \
+                (recorded["sliding_window"], recorded["architecture.window_skip_freq"] if window else 0)
+            assert ("sinks" in (attention.param_init or {})) == (recorded["architecture.softmax_type"] == "learnable")
+        if rope.scaling == "yarn":
+            assert (rope.beta_fast, rope.beta_slow, rope.original_seq_len) == \
+                (recorded["architecture.yarn_beta_fast"], recorded["architecture.yarn_beta_slow"],
+                 recorded["architecture.rope_original_max_positions"])
+        moe = getattr(last, "moe", None)
+        if moe is not None:
+            router = moe.router
+            assert (router.num_expert_groups or 0, router.num_limited_groups or 0, moe.shared_experts) == \
+                (recorded["architecture.router_groups"], recorded.get("architecture.router_group_topk", 0), None) \
+                or module == "deepseek_v3"
+            assert moe.load_balance_coeff == TITAN_MODELS[name].load_balance_03
+            limit = getattr(moe.routed_experts.inner_experts, "swiglu_limit", 0.0)
+            assert limit == recorded["architecture.activation_clamp"]
+
+
+def test_a_model_at_a_flavor_s_sizes_with_other_attention_biases_is_refused_naming_the_field(tmp_path):
+    """A Qwen2 config at Llama-3.1-8B's sizes (model_type qwen2: QKV biases) was launched as `--config llama3_8b_bf16`,
+    bias-free, with no note, while its Megatron plan had --add-qkv-bias: titan_zoo_name matched sizes only. TorchTitan's
+    llama3 layers build no QKV bias, so the TorchTitan launch is refused in one line naming the field, the model's
+    value and the flavor's; the Megatron plan is as before."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    model = hf_variant(tmp_path, "Llama-3.1-8B", model_type="qwen2", architectures=["Qwen2ForCausalLM"])
+    assert model.architecture.qkv_bias
+    base = ["plan", "--model", f"hf:{tmp_path / 'Llama-3.1-8B-variant'}", "--system", "h100-hgx", "--gpus", "8", "--gbs", "64", "--top", "1"]
+    res = CliRunner().invoke(app, base + ["--framework", "torchtitan", "-O", str(tmp_path / "t")], env={"COLUMNS": "400"})
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert res.output.startswith(f"error: TorchTitan 0.3.0 has no {model.name} model") and \
+        "its flavor of the same sizes, llama3 8B, builds it otherwise: architecture.qkv_bias True (the flavor: False)" \
+        in res.output and "--framework megatron" in res.output
+    res = CliRunner().invoke(app, base + ["-O", str(tmp_path / "m")], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    plan = json.loads((tmp_path / "m" / "plan.json").read_text())
+    assert "--add-qkv-bias" in plan["megatron_args"] and "qkv_bias True" in plan["torchtitan"]["refused"]
+
+
+@pytest.mark.parametrize("limit", [10.0, 7.0])
+def test_a_gpt_oss_model_s_swiglu_limit_is_built_by_the_launch(limit, tmp_path, monkeypatch):
+    """gpt-oss-20b's config with swiglu_limit 10 launched gpt_oss 20b, whose experts clamp at 7.0
+    (GptOssGroupedExperts.Config.swiglu_limit's default), with no note. The config function now sets the model's limit
+    on every layer's experts, said in one note; TorchTitan's parsed config holds it."""
+    from commbench.planner import Layout
+    model = hf_variant(tmp_path, "gpt-oss-20b", swiglu_limit=limit)
+    assert model.architecture.activation_clamp == limit
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and doc["config"] == "gpt_oss_20b_bf16", doc
+    said = [n for n in doc["notes"] if "activation_clamp" in n]
+    assert said == ([] if limit == 7.0 else [f"TorchTitan 0.3.0's gpt_oss 20b builds architecture.activation_clamp 7 "
+                                             f"(the model: 10): the plan's config function (commbench_torchtitan.py) "
+                                             f"sets {model.name}'s values on it"])
+    config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    assert {layer.moe.routed_experts.inner_experts.swiglu_limit for layer in config.model_spec.model.layers} == {limit}

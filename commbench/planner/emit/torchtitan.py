@@ -33,7 +33,8 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS, graphs_allowed,
+from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS,
+                                                 graphs_allowed, titan_arch_misfits,
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
                                                  titan_nearest_flavor, titan_runs_otherwise,
                                                  titan_seq_len_limit, titan_unemitted, titan_zoo_name)
@@ -154,10 +155,10 @@ def router_renormalises(arch, top_k: int) -> bool:
 
 
 def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any, Any]]:
-    """(what, the model's, the flavor's) where TorchTitan 0.3's flavor builds another RoPE, norm epsilon or MoE router
-    than the model asked for (its shipped flavors are not always the published model: llama3 8B is Llama 3.1's,
-    235B-A22B the 2507 release's rope base, deepseek_v3 671B's RMSNorms eps 1e-5; an hf: model is matched to a flavor
-    by its sizes)."""
+    """(what, the model's, the flavor's) where TorchTitan 0.3's flavor builds another RoPE, norm epsilon, MoE router or
+    settable architecture field (TITAN_ARCH_SETTABLE: gpt_oss's swiglu limit) than the model asked for (its shipped
+    flavors are not always the published model: llama3 8B is Llama 3.1's, 235B-A22B the 2507 release's rope base,
+    deepseek_v3 671B's RMSNorms eps 1e-5; an hf: model is matched to a flavor by its sizes)."""
     arch = model.architecture
     if arch is None:
         return []
@@ -171,6 +172,8 @@ def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any,
         pairs += [("router score", arch.router_score, score),
                   ("top-k weights renormalised", router_renormalises(arch, model.top_k), renormalised),
                   ("router scale", float(arch.router_topk_scaling or 1.0), scale)]
+    pairs += [(field, a, b) for field, a, b in titan_arch_misfits(model, titan.module)
+              if (titan.module, field) in TITAN_ARCH_SETTABLE]
     return [(name, a, b) for name, a, b in pairs if a != b]
 
 
@@ -218,9 +221,12 @@ def flavor_fix_lines(titan: TitanModel, model: ModelSpec) -> list[str] | None:
             lines += ["        if layer.attention.q_norm is not None:",
                       f"            layer.attention.q_norm.eps = {LATENT_NORM_EPS!r}",
                       f"        layer.attention.kv_norm.eps = {LATENT_NORM_EPS!r}"]
-    if router:
+    settable = [(TITAN_ARCH_SETTABLE[titan.module, name], a) for name, a in off.items()
+                if (titan.module, name) in TITAN_ARCH_SETTABLE]
+    if router or settable:
         lines.append("        if getattr(layer, 'moe', None) is not None:")
         lines += [f"            layer.moe.router.{k} = {v!r}" for k, v in router.items()]
+        lines += [f"            layer.{attr} = {v!r}" for attr, v in settable]
     if lines[-1] == "    for layer in model.layers:":
         lines.pop()
     return lines
