@@ -232,13 +232,21 @@ def flavor_fix_lines(titan: TitanModel, model: ModelSpec) -> list[str] | None:
     return lines
 
 
+TITAN_BALANCE_COEFF = 1e-3   # make_moe_config's load_balance_coeff, every shipped MoE flavor's
+
+
 def model_balance_coeff(model: ModelSpec) -> float | None:
     """The load_balance_coeff that balances as the model does where TorchTitan 0.3.0 can: its expert bias's update
     rate (models/common/moe.py MoE: the router picks the top-k of scores + expert_bias_E; components/optimizer/
-    optimizer.py _update_expert_bias adds coeff * sign(mean - tokens) before each step), None where it has no
-    expert bias (MoE.__init__: no expert_bias_E, the router picks on its scores alone)."""
+    optimizer.py _update_expert_bias adds coeff * sign(mean - tokens) before each step). A model balanced by an
+    auxiliary loss alone (Qwen3's aux_loss) keeps TorchTitan's expert bias in its place: TorchTitan has no auxiliary
+    loss, and a run with no balancing at all can collapse its routing (and is not the balanced routing the step model
+    prices), so the flavors' stand-in is kept and noted. None where the model balances by neither (gpt-oss: MoE.__init__
+    then builds no expert_bias_E, the router picks on its scores alone)."""
     arch = model.architecture
-    return float(arch.router_bias_update_rate) if arch.router_expert_bias else None
+    if arch.router_expert_bias:
+        return float(arch.router_bias_update_rate)
+    return TITAN_BALANCE_COEFF if arch.aux_loss_coeff and arch.load_balancing != "none" else None
 
 
 def balancing_lines(titan: TitanModel, model: ModelSpec) -> list[str]:
@@ -274,7 +282,10 @@ def titan_balancing_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
                     "fixed (load_balance_coeff must be > 0)")
     if arch.aux_loss_coeff and arch.load_balancing != "none":
         said.append(f"the launch trains {model.name} without its {arch.load_balancing} (coefficient "
-                    f"{arch.aux_loss_coeff:g})" + (", with no balancing at all" if want is None else ""))
+                    f"{arch.aux_loss_coeff:g})" + ("" if arch.router_expert_bias else
+                                                    f", balanced in its place by an expert bias {model.name} does not "
+                                                    f"have (load_balance_coeff {want:g}): the bias steers training's "
+                                                    "routing and is not in the model's Hugging Face weights"))
     return [("TorchTitan 0.3.0's MoE balances experts only by an expert bias (MoE.Config.load_balance_coeff; no "
              "auxiliary loss): " + "; ".join(said))] if said else []
 
