@@ -145,7 +145,7 @@ def test_an_hf_model_whose_router_is_not_the_flavor_s_is_said_in_the_plan(tmp_pa
     notes = torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"]
     assert any("top-k weights renormalised True (the model: False)" in n for n in notes), notes
     (tmp_path / "config.json").write_text(json.dumps(dict(raw, norm_topk_prob=True)))
-    assert not any("router" in n or "top-k" in n for n in torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"])
+    assert not any("top-k" in n for n in torchtitan_plan(moe, load_model(f"hf:{tmp_path}"))["notes"])
 
 
 def test_a_flavor_that_is_not_the_model_asked_for_is_said_in_the_plan():
@@ -334,7 +334,8 @@ def test_emit_torchtitan_prints_a_launch_only_beside_its_generated_config(pins, 
     config, dims, _ = titan_config(argv, world=16, capability=(10, 0), plan_dir=out, monkeypatch=monkeypatch)
     assert (dims.tp, dims.pp, dims.ep, dims.dp_shard * dims.dp_replicate) == (lay.tp, lay.pp, lay.ep, lay.dp)
     assert quantized_kinds(config.model_spec.model) == QUANTIZED["mxfp8"] and config.training.global_batch_size == 128
-    # a launch from a shipped config needs no file: printed without --out as before
+    # a launch from a shipped config needs no file: printed without --out as before (Qwen3's aux loss: the flavor's
+    # expert bias stands in, noted)
     shipped = CliRunner().invoke(app, base + ["--precision", "bf16"], env={"COLUMNS": "200"})
     assert shipped.exit_code == 0 and shlex.split(shipped.stdout)[:4] == ["--module", "qwen3", "--config", "qwen3_30b_a3b"]
 
@@ -585,3 +586,168 @@ def test_a_torchtitan_0_2_launch_of_another_flavor_says_so(name, says):
         doc["notes"]
     assert not any("builds" in n for n in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64),
                                                           load_model("llama3.1-70b"), version="0.2")["notes"])
+
+
+def hf_variant(tmp_path, name: str, **changes) -> "ModelSpec":
+    """The hf: fixture `name` with `changes` to its config.json, read from tmp_path."""
+    import json
+    from pathlib import Path
+
+    from commbench.planner import load_model
+    raw = json.loads((Path(__file__).parent / "data" / "hf" / name / "config.json").read_text())
+    folder = tmp_path / f"{name}-variant"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(raw, **changes)))
+    return load_model(f"hf:{folder}")
+
+
+@pytest.mark.parametrize("renormalised", [False, True])
+def test_a_generated_qwen3_moe_model_builds_the_router_the_plan_says(renormalised, tmp_path, monkeypatch):
+    """Qwen3-Coder-480B with norm_topk_prob false: the plan said "TorchTitan 0.3.0's qwen3 ... builds top-k weights
+    renormalised True (the model: False): the plan's config function sets ...'s values on it", but the generated model
+    function (qwen3._build_qwen3_moe_layers, which hard-codes route_norm=True) was written without the router line,
+    and TorchTitan's parsed config renormalised. It now sets route_norm on every MoE layer, as the note says."""
+    from commbench.planner import Layout
+    model = hf_variant(tmp_path, "Qwen3-Coder-480B-A35B-Instruct", norm_topk_prob=renormalised)
+    lay = Layout(tp=4, pp=4, ep=16, etp=1, dp=16, mbs=1, gbs=256)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and "_build_qwen3_moe_layers" in doc["config_module"]["text"], doc
+    said = [n for n in doc["notes"] if "top-k weights renormalised" in n]
+    assert said == ([] if renormalised else [f"TorchTitan 0.3.0's qwen3 {model.name} builds top-k weights renormalised "
+                                             f"True (the model: False): the plan's config function "
+                                             f"(commbench_torchtitan.py) sets {model.name}'s values on it"])
+    config, _, _ = run_titan(doc, 256, "gb200-nvl72", tmp_path, monkeypatch)
+    layers = config.model_spec.model.layers
+    assert len(layers) == 62 and {layer.moe.router.route_norm for layer in layers} == {renormalised}
+
+
+BALANCED = ["qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b", "deepseek-v3", "hf:Qwen3-30B-A3B", "hf:DeepSeek-V2-Lite",
+            "hf:Moonlight-16B-A3B"]
+
+
+@pytest.mark.parametrize("name", BALANCED)
+def test_every_torchtitan_moe_launch_balances_as_the_model_or_says_how_not(name, tmp_path, monkeypatch):
+    """plan --framework torchtitan for qwen3-30b-a3b, gpt-oss-20b, deepseek-v3 (and hf: Qwen3 configs) said nothing of
+    balancing, though TorchTitan's config put an expert bias (load_balance_coeff 1e-3, make_moe_config's default) on
+    every MoE layer of models that have none, and trains no auxiliary loss; only a generated model got a note. Every
+    MoE launch now sets load_balance_coeff to the model's (None without an expert bias: TorchTitan's router then picks
+    on its scores, and register_moe_load_balancing_hook registers no bias update), and the one note names the
+    balancing loss the launch trains without."""
+    from pathlib import Path
+
+    import torch
+    from torchtitan.components.optimizer import register_moe_load_balancing_hook
+
+    from commbench.planner import Layout, load_model
+    from commbench.planner.emit.torchtitan import model_balance_coeff
+    model = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / name[3:]}" if name.startswith("hf:") else name)
+    arch = model.architecture
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc, doc
+    config, dims, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    want = model_balance_coeff(model)
+    aux = bool(arch.aux_loss_coeff) and arch.load_balancing != "none"
+    # an aux-loss model keeps TorchTitan's expert bias in the loss's place (no balancing at all can collapse routing)
+    assert want == (1e-3 if arch.router_expert_bias or aux else None)
+    moes = [layer.moe for layer in config.model_spec.model.layers if getattr(layer, "moe", None) is not None]
+    assert moes and {moe.load_balance_coeff for moe in moes} == {want}
+    said = [n for n in doc["notes"] if "balances experts" in n]
+    assert len(said) == (1 if aux or want is None else 0), doc["notes"]
+    assert all(n.startswith("TorchTitan 0.3.0's MoE balances experts only by an expert bias") for n in said)
+    assert any(f"without its {arch.load_balancing} (coefficient {arch.aux_loss_coeff:g})" in n for n in said) == aux
+    assert any("an expert bias" in n and "does not have" in n for n in said) == (aux and not arch.router_expert_bias)
+    if param_counts(model).total < PIPELINE_BUILD_MAX_PARAMS:   # TorchTitan's own hook registration on the model
+        with torch.device("meta"):
+            built = config.model_spec.model.build()
+        hooks = []
+        register_moe_load_balancing_hook(SimpleNamespace(register_step_pre_hook=hooks.append), [built], dims)
+        assert len(hooks) == (want is not None)
+        assert all((m.moe.expert_bias_E is None) == (want is None) for m in built.layers.values() if m.moe_enabled)
+
+
+def test_each_shipped_flavor_s_recorded_architecture_is_what_torchtitan_builds():
+    """TITAN_FLAVOR_ARCH (what an hf: model of a shipped flavor's sizes is compared with) holds what TorchTitan 0.3.0's
+    model_registry(flavor) builds: biases, qk-norm, attention window and sinks, swiglu limit, YaRN, expert groups,
+    balancing; TITAN_ZOO_FLAVORS names TITAN_MODELS' flavors, and each zoo model is its flavor in every field."""
+    import importlib
+
+    from commbench.planner import load_model
+    from commbench.planner.search.frameworks import TITAN_FLAVOR_ARCH, TITAN_ZOO_FLAVORS, titan_arch_misfits
+    for name, (module, flavor) in TITAN_ZOO_FLAVORS.items():
+        assert (TITAN_MODELS[name].module, TITAN_MODELS[name].flavor) == (module, flavor)
+        assert titan_arch_misfits(load_model(name), module) == [], name
+        recorded = dict(TITAN_FLAVOR_ARCH[module])
+        built = importlib.import_module(f"torchtitan.models.{module}").model_registry(flavor).model
+        first, second, last = built.layers[0], built.layers[1], built.layers[-1]
+        attention, rope = first.attention, first.attention.rope
+        if module == "deepseek_v3":
+            assert (attention.kv_norm is not None, attention.mscale) == \
+                (recorded["architecture.qk_norm"], recorded["architecture.yarn_mscale_all_dim"])
+            assert attention.wkv_a.bias is recorded["architecture.linear_bias"] is False
+        else:
+            qkv = attention.qkv_linear.wqkv
+            assert getattr(attention, "qk_norm", None) is not None if recorded["architecture.qk_norm"] else \
+                getattr(attention, "qk_norm", None) is None
+            assert (attention.wo.bias, qkv.bias and not attention.wo.bias) == \
+                (recorded["architecture.linear_bias"], recorded["architecture.qkv_bias"])
+            window = getattr(attention, "sliding_window_size", None)
+            assert (window or 0, 2 if window and second.attention.sliding_window_size is None else 0) == \
+                (recorded["sliding_window"], recorded["architecture.window_skip_freq"] if window else 0)
+            assert ("sinks" in (attention.param_init or {})) == (recorded["architecture.softmax_type"] == "learnable")
+        if rope.scaling == "yarn":
+            assert (rope.beta_fast, rope.beta_slow, rope.original_seq_len) == \
+                (recorded["architecture.yarn_beta_fast"], recorded["architecture.yarn_beta_slow"],
+                 recorded["architecture.rope_original_max_positions"])
+        moe = getattr(last, "moe", None)
+        if moe is not None:
+            router = moe.router
+            assert (router.num_expert_groups or 0, router.num_limited_groups or 0, moe.shared_experts) == \
+                (recorded["architecture.router_groups"], recorded.get("architecture.router_group_topk", 0), None) \
+                or module == "deepseek_v3"
+            assert moe.load_balance_coeff == TITAN_MODELS[name].load_balance_03
+            limit = getattr(moe.routed_experts.inner_experts, "swiglu_limit", 0.0)
+            assert limit == recorded["architecture.activation_clamp"]
+
+
+def test_a_model_at_a_flavor_s_sizes_with_other_attention_biases_is_refused_naming_the_field(tmp_path):
+    """A Qwen2 config at Llama-3.1-8B's sizes (model_type qwen2: QKV biases) was launched as `--config llama3_8b_bf16`,
+    bias-free, with no note, while its Megatron plan had --add-qkv-bias: titan_zoo_name matched sizes only. TorchTitan's
+    llama3 layers build no QKV bias, so the TorchTitan launch is refused in one line naming the field, the model's
+    value and the flavor's; the Megatron plan is as before."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    model = hf_variant(tmp_path, "Llama-3.1-8B", model_type="qwen2", architectures=["Qwen2ForCausalLM"])
+    assert model.architecture.qkv_bias
+    base = ["plan", "--model", f"hf:{tmp_path / 'Llama-3.1-8B-variant'}", "--system", "h100-hgx", "--gpus", "8", "--gbs", "64", "--top", "1"]
+    res = CliRunner().invoke(app, base + ["--framework", "torchtitan", "-O", str(tmp_path / "t")], env={"COLUMNS": "400"})
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert res.output.startswith(f"error: TorchTitan 0.3.0 has no {model.name} model") and \
+        "its flavor of the same sizes, llama3 8B, builds it otherwise: architecture.qkv_bias True (the flavor: False)" \
+        in res.output and "--framework megatron" in res.output
+    res = CliRunner().invoke(app, base + ["-O", str(tmp_path / "m")], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    plan = json.loads((tmp_path / "m" / "plan.json").read_text())
+    assert "--add-qkv-bias" in plan["megatron_args"] and "qkv_bias True" in plan["torchtitan"]["refused"]
+
+
+@pytest.mark.parametrize("limit", [10.0, 7.0])
+def test_a_gpt_oss_model_s_swiglu_limit_is_built_by_the_launch(limit, tmp_path, monkeypatch):
+    """gpt-oss-20b's config with swiglu_limit 10 launched gpt_oss 20b, whose experts clamp at 7.0
+    (GptOssGroupedExperts.Config.swiglu_limit's default), with no note. The config function now sets the model's limit
+    on every layer's experts, said in one note; TorchTitan's parsed config holds it."""
+    from commbench.planner import Layout
+    model = hf_variant(tmp_path, "gpt-oss-20b", swiglu_limit=limit)
+    assert model.architecture.activation_clamp == limit
+    lay = Layout(tp=1, pp=1, ep=8, etp=1, dp=8, mbs=1, gbs=64)
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc and doc["config"] == "gpt_oss_20b_bf16", doc
+    said = [n for n in doc["notes"] if "activation_clamp" in n]
+    assert said == ([] if limit == 7.0 else [f"TorchTitan 0.3.0's gpt_oss 20b builds architecture.activation_clamp 7 "
+                                             f"(the model: 10): the plan's config function (commbench_torchtitan.py) "
+                                             f"sets {model.name}'s values on it"])
+    config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
+    assert {layer.moe.routed_experts.inner_experts.swiglu_limit for layer in config.model_spec.model.layers} == {limit}

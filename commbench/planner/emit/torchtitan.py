@@ -33,12 +33,13 @@ from commbench.errors import invalid
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
-from commbench.planner.search.frameworks import (TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS, graphs_allowed,
+from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS,
+                                                 graphs_allowed, titan_arch_misfits,
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
                                                  titan_nearest_flavor, titan_runs_otherwise,
                                                  titan_seq_len_limit, titan_unemitted, titan_zoo_name)
-from commbench.planner.emit.torchtitan_mla import (LATENT_NORM_EPS, MLA_BASE, MLA_MODULE, mla_balancing_notes,
-                                                   mla_function, mla_model_lines, mla_rope, mla_router)
+from commbench.planner.emit.torchtitan_mla import (LATENT_NORM_EPS, MLA_BASE, MLA_MODULE, mla_function,
+                                                   mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, dense_model_lines
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
@@ -70,6 +71,9 @@ class TitanModel:
     norm_epsilon_03: float = 1e-5
     # Its MoE router: (score function, top-k weights renormalised to sum to 1, scale); None for a dense model.
     router_03: tuple[str, bool, float] | None = None
+    # Its MoE layers' expert-bias update rate (MoE.Config.load_balance_coeff; None: no expert bias): 1e-3 in every
+    # shipped MoE flavor (models/common/config_utils.py make_moe_config default, gpt_oss/__init__.py _20b / _120b).
+    load_balance_03: float | None = 1e-3
     # An MLA model no flavor is: the generated config function builds it (torchtitan_mla.py); flavor = its name.
     mla: bool = False
     # A qwen3 / llama3 model no flavor is: the generated config function builds it (torchtitan_dense.py).
@@ -151,10 +155,10 @@ def router_renormalises(arch, top_k: int) -> bool:
 
 
 def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any, Any]]:
-    """(what, the model's, the flavor's) where TorchTitan 0.3's flavor builds another RoPE, norm epsilon or MoE router
-    than the model asked for (its shipped flavors are not always the published model: llama3 8B is Llama 3.1's,
-    235B-A22B the 2507 release's rope base, deepseek_v3 671B's RMSNorms eps 1e-5; an hf: model is matched to a flavor
-    by its sizes)."""
+    """(what, the model's, the flavor's) where TorchTitan 0.3's flavor builds another RoPE, norm epsilon, MoE router or
+    settable architecture field (TITAN_ARCH_SETTABLE: gpt_oss's swiglu limit) than the model asked for (its shipped
+    flavors are not always the published model: llama3 8B is Llama 3.1's, 235B-A22B the 2507 release's rope base,
+    deepseek_v3 671B's RMSNorms eps 1e-5; an hf: model is matched to a flavor by its sizes)."""
     arch = model.architecture
     if arch is None:
         return []
@@ -168,6 +172,8 @@ def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any,
         pairs += [("router score", arch.router_score, score),
                   ("top-k weights renormalised", router_renormalises(arch, model.top_k), renormalised),
                   ("router scale", float(arch.router_topk_scaling or 1.0), scale)]
+    pairs += [(field, a, b) for field, a, b in titan_arch_misfits(model, titan.module)
+              if (titan.module, field) in TITAN_ARCH_SETTABLE]
     return [(name, a, b) for name, a, b in pairs if a != b]
 
 
@@ -215,12 +221,73 @@ def flavor_fix_lines(titan: TitanModel, model: ModelSpec) -> list[str] | None:
             lines += ["        if layer.attention.q_norm is not None:",
                       f"            layer.attention.q_norm.eps = {LATENT_NORM_EPS!r}",
                       f"        layer.attention.kv_norm.eps = {LATENT_NORM_EPS!r}"]
-    if router:
+    settable = [(TITAN_ARCH_SETTABLE[titan.module, name], a) for name, a in off.items()
+                if (titan.module, name) in TITAN_ARCH_SETTABLE]
+    if router or settable:
         lines.append("        if getattr(layer, 'moe', None) is not None:")
         lines += [f"            layer.moe.router.{k} = {v!r}" for k, v in router.items()]
+        lines += [f"            layer.{attr} = {v!r}" for attr, v in settable]
     if lines[-1] == "    for layer in model.layers:":
         lines.pop()
     return lines
+
+
+TITAN_BALANCE_COEFF = 1e-3   # make_moe_config's load_balance_coeff, every shipped MoE flavor's
+
+
+def model_balance_coeff(model: ModelSpec) -> float | None:
+    """The load_balance_coeff that balances as the model does where TorchTitan 0.3.0 can: its expert bias's update
+    rate (models/common/moe.py MoE: the router picks the top-k of scores + expert_bias_E; components/optimizer/
+    optimizer.py _update_expert_bias adds coeff * sign(mean - tokens) before each step). A model balanced by an
+    auxiliary loss alone (Qwen3's aux_loss) keeps TorchTitan's expert bias in its place: TorchTitan has no auxiliary
+    loss, and a run with no balancing at all can collapse its routing (and is not the balanced routing the step model
+    prices), so the flavors' stand-in is kept and noted. None where the model balances by neither (gpt-oss: MoE.__init__
+    then builds no expert_bias_E, the router picks on its scores alone)."""
+    arch = model.architecture
+    if arch.router_expert_bias:
+        return float(arch.router_bias_update_rate)
+    return TITAN_BALANCE_COEFF if arch.aux_loss_coeff and arch.load_balancing != "none" else None
+
+
+def balancing_lines(titan: TitanModel, model: ModelSpec) -> list[str]:
+    """Config-function lines that set every MoE layer's load_balance_coeff to the model's (model_balance_coeff) where
+    the flavor's is another; [] where they agree or TorchTitan cannot express it (an expert bias that is never updated:
+    MoE.__init__ asserts load_balance_coeff > 0)."""
+    want = model_balance_coeff(model) if model.is_moe and model.architecture is not None else titan.load_balance_03
+    if want == titan.load_balance_03 or want == 0.0:
+        return []
+    has = "has no expert bias" if want is None else f"updates its expert bias by {want:g} a step"
+    return [f"    # {model.name} {has} (TorchTitan 0.3.0's {titan.module} {titan.flavor}: load_balance_coeff "
+            f"{titan.load_balance_03!r})",
+            "    for layer in config.model_spec.model.layers:",
+            "        if getattr(layer, 'moe', None) is not None:",
+            f"            layer.moe.load_balance_coeff = {want!r}"]
+
+
+def titan_balancing_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
+    """TorchTitan 0.3.0's MoE balances experts by an expert bias alone, and has no auxiliary loss anywhere: one line
+    saying where the config function sets the model's expert bias (balancing_lines), where it cannot, and the
+    balancing loss the launch trains without."""
+    arch = model.architecture
+    if not model.is_moe or arch is None:
+        return []
+    want, flavor, said = model_balance_coeff(model), f"{titan.module} {titan.flavor}'s", []
+    if balancing_lines(titan, model):
+        said.append(f"{model.name} has no expert bias, so the plan's config function ({MODULE_FILE}) sets "
+                    f"load_balance_coeff None on every MoE layer ({flavor}: {titan.load_balance_03:g})" if want is None
+                    else f"the plan's config function ({MODULE_FILE}) sets load_balance_coeff {want:g} on every MoE "
+                    f"layer, {model.name}'s expert-bias update rate ({flavor}: {titan.load_balance_03})")
+    elif want == 0.0:
+        said.append(f"the launch updates an expert bias by {titan.load_balance_03:g} a step where {model.name}'s is "
+                    "fixed (load_balance_coeff must be > 0)")
+    if arch.aux_loss_coeff and arch.load_balancing != "none":
+        said.append(f"the launch trains {model.name} without its {arch.load_balancing} (coefficient "
+                    f"{arch.aux_loss_coeff:g})" + ("" if arch.router_expert_bias else
+                                                    f", balanced in its place by an expert bias {model.name} does not "
+                                                    f"have (load_balance_coeff {want:g}): the bias steers training's "
+                                                    "routing and is not in the model's Hugging Face weights"))
+    return [("TorchTitan 0.3.0's MoE balances experts only by an expert bias (MoE.Config.load_balance_coeff; no "
+             "auxiliary loss): " + "; ".join(said))] if said else []
 
 
 def titan_architecture_notes(titan: TitanModel, model: ModelSpec, version: str = "0.3") -> list[str]:
@@ -395,8 +462,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          + ": the prediction is the layout's (plan with --framework torchtitan to charge what "
                          "TorchTitan runs)")
         notes += titan_architecture_notes(titan, model)
-        if titan.mla or titan.dense:
-            notes += mla_balancing_notes(model)
+        notes += titan_balancing_notes(titan, model)
         doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
@@ -434,7 +500,7 @@ def _data_parallel_note(layout: Layout) -> str:
 def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int | None = None) -> dict[str, Any]:
     """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
     shipped = titan.configs_03.get(precision)
-    fix = flavor_fix_lines(titan, model) if not (titan.mla or titan.dense) else []
+    fix = (flavor_fix_lines(titan, model) or []) + balancing_lines(titan, model)
     if shipped is not None and not fix:
         return {"module": titan.module, "config": shipped}
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,

@@ -16,8 +16,10 @@ llama3_8b_mxfp8 enables it for them:
 - mxfp8: MXFP8LinearConverter + MXFP8GroupedExpertsConverter for MoE;
 - nvfp4: NVFP4LinearConverter over the decoder layers (lm_head in BF16, as qwen3_debugmodel_nvfp4);
   TorchTitan 0.3 has no NVFP4 grouped-experts converter, so MoE models are refused in NVFP4.
-A flavor that builds another RoPE, norm epsilon or router than the model asked for (torchtitan.flavor_fix_lines)
-gets a function too, from the shipped config where one trains the precision, setting the model's values.
+A flavor that builds another RoPE, norm epsilon, router or swiglu limit than the model asked for
+(torchtitan.flavor_fix_lines), or balances experts by an expert bias the model does not have (torchtitan.balancing_lines),
+gets a function too, from the shipped config where one trains the precision, setting the model's values; a generated
+model gets the same lines after its own (its builder hard-codes the flavors' router and load_balance_coeff).
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ A model whose attention and FFN are the family's (search/frameworks.py TITAN_FLA
 those builders with its own sizes: the plan writes a config function that starts from the family's pre-training
 recipe (qwen3_14b, llama3_8b: config_registry.py) and sets the model spec, the way torchtitan_mla.py does for MLA.
 A Qwen3 MoE model (every layer MoE, no shared experts: Qwen3-Coder-480B-A35B) is built by _build_qwen3_moe_layers
-(softmax router renormalising the top-k, as the flavors) on qwen3_30b_a3b's recipe.
+(softmax router renormalising the top-k, load_balance_coeff 1e-3, as the flavors: torchtitan/models/qwen3/__init__.py
+make_router_config(score_func="softmax", route_norm=True), make_moe_config's default) on qwen3_30b_a3b's recipe; where
+the model's router or balancing is another, the lines after the builder set it (emit/torchtitan.py flavor_fix_lines,
+balancing_lines), as for a shipped flavor.
 The builders leave RMSNorm eps at the family's (qwen3 _EPS 1e-6, llama3 RMSNorm.Config's 1e-5); every norm is set to
 the model's after (HF Qwen3 builds q_norm / k_norm with rms_norm_eps too). RoPE: unscaled only (the llama3 family's
 Llama 3.1 scaling is not written into the generated function); precomputed for max(the model's

@@ -53,19 +53,6 @@ def mla_rope(model: ModelSpec) -> tuple[float, str, float]:
     return float(arch.rotary_base), arch.rope_scaling, float(arch.rope_scaling_factor) if yarn else 1.0
 
 
-def mla_balancing_notes(model: ModelSpec) -> list[str]:
-    """TorchTitan 0.3.0's MoE balances experts by an expert bias alone (models/common/moe.py MoE.Config
-    load_balance_coeff=1e-3, aux-loss-free; no auxiliary loss anywhere): the router's forward is the model's, its
-    training objective is not where the model has a balancing loss, or no expert bias."""
-    arch = model.architecture
-    if not model.is_moe or (arch.router_expert_bias and not arch.aux_loss_coeff):
-        return []
-    loss = f"without its {arch.load_balancing} (coefficient {arch.aux_loss_coeff:g})" if arch.aux_loss_coeff else ""
-    bias = "" if arch.router_expert_bias else "with an expert bias it does not have"
-    return [f"TorchTitan 0.3.0's MoE balances experts only by an expert bias (MoE.Config.load_balance_coeff 1e-3, no "
-            f"auxiliary loss): the launch trains {model.name} {' and '.join(p for p in (loss, bias) if p)}"]
-
-
 def _rope_config(model: ModelSpec, seq_len: int | None = None) -> str:
     """Its RoPE, precomputed for the model's positions or the plan's sequence if longer (TorchTitan refuses a
     training.seq_len beyond max_seq_len)."""

@@ -20,6 +20,9 @@ TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - Data parallelism is FSDP2 at every layout, and what it sends depends on PP (TITAN_DP_WITHOUT_PP).
 - An MLA model with no shipped flavor's sizes (DeepSeek-V2-Lite, Moonlight) is built exactly by its deepseek_v3
   model (titan_mla_refusal says when not): the plan writes a config function (emit/torchtitan_mla.py).
+- An hf: model with exactly a shipped MoE or llama3 flavor's sizes is that flavor only where its architecture is what
+  the flavor builds (TITAN_FLAVOR_ARCH; the gpt_oss swiglu limit is set by the plan's config function); otherwise the
+  launch is refused naming each field, the model's value and the flavor's.
 - A dense hf: model with exactly a qwen3 / llama3 flavor's sizes and attention is that flavor (TITAN_DENSE_FLAVORS);
   a tied one runs at pp = 1 (TorchTitan refuses weight tying with PP). One with a family's layers at other sizes
   (phi-4: Llama's) is built by the family's builder in a generated config function (emit/torchtitan_dense.py).
@@ -82,8 +85,48 @@ _DENSE_ARCH = (("architecture.activation", "swiglu"), ("architecture.normalizati
                ("architecture.qkv_bias", False), ("architecture.softmax_type", "vanilla"),
                ("architecture.rotary_percent", 1.0), ("architecture.position_embedding", "rope"),
                ("sliding_window", 0), ("attention", "gqa"), ("attention_gate", False), ("glu", True))
+# No clamp or offset on the GLU (feed_forward.py FeedForward: w2(silu(w1 x) * w3 x)); an MoE layer's router is
+# ungrouped and dropless, with no shared-expert gate (make_router_config / make_moe_config defaults).
+_DENSE_ARCH += (("architecture.glu_linear_offset", 0.0), ("architecture.activation_clamp", 0.0),
+                ("architecture.router_groups", 0), ("architecture.shared_expert_gate", False),
+                ("architecture.capacity_factor", 0.0))
+# gpt_oss (models/gpt_oss/__init__.py _build_gptoss_layers, both flavors): biased wqkv / wo, router gate and experts
+# (linear_bias), learnable attention sinks, a 128-token window on even layers (window_skip_freq 2), YaRN with
+# beta_fast 32, beta_slow 1 over 4096 tokens, no qk-norm; experts apply swiglu(alpha 1.702, limit 7.0) to
+# (x_linear + 1) (models/gpt_oss/moe.py swiglu: Megatron's quick_geglu with glu_linear_offset 1, clamp 7).
+_GPT_OSS_ARCH = (("architecture.activation", "quick_geglu"), ("architecture.glu_linear_offset", 1.0),
+                 ("architecture.activation_clamp", 7.0), ("architecture.normalization", "RMSNorm"),
+                 ("architecture.norm_zero_centered_gamma", False), ("architecture.qk_norm", False),
+                 ("architecture.linear_bias", True), ("architecture.qkv_bias", False),
+                 ("architecture.softmax_type", "learnable"), ("architecture.rotary_percent", 1.0),
+                 ("architecture.position_embedding", "yarn"), ("architecture.yarn_beta_fast", 32.0),
+                 ("architecture.yarn_beta_slow", 1.0), ("architecture.rope_original_max_positions", 4096),
+                 ("sliding_window", 128), ("architecture.window_skip_freq", 2), ("attention", "gqa"),
+                 ("attention_gate", False), ("glu", True), ("architecture.router_groups", 0),
+                 ("architecture.shared_expert_gate", False), ("architecture.capacity_factor", 0.0))
+# deepseek_v3 671B (models/deepseek_v3/__init__.py _671b): what every deepseek_v3 model builds (_TITAN_MLA_FIXED
+# below) and its flavor's YaRN (beta_fast 32, beta_slow 1 over 4096 tokens, mscale 1.0) and expert groups
+# (router_num_expert_groups 8, router_num_limited_groups 4); its RoPE base and factor, norm eps and router score
+# are compared by the emitter (TitanModel.rope_03, norm_epsilon_03, router_03).
+_DSV3_671B_ARCH = (("attention", "mla"), ("architecture.qk_norm", True), ("architecture.glu_linear_offset", 0.0),
+                   ("architecture.activation_clamp", 0.0), ("architecture.yarn_beta_fast", 32.0),
+                   ("architecture.yarn_beta_slow", 1.0), ("architecture.rope_original_max_positions", 4096),
+                   ("architecture.yarn_mscale", 1.0), ("architecture.yarn_mscale_all_dim", 1.0),
+                   ("architecture.router_groups", 8), ("architecture.router_group_topk", 4))
 TITAN_FLAVOR_ARCH = {"qwen3": _DENSE_ARCH + (("architecture.qk_norm", True),),
-                     "llama3": _DENSE_ARCH + (("architecture.qk_norm", False),)}
+                     "llama3": _DENSE_ARCH + (("architecture.qk_norm", False),),
+                     "gpt_oss": _GPT_OSS_ARCH}
+TITAN_DENSE_FAMILIES = ("qwen3", "llama3")   # the families a generated config function builds (torchtitan_dense.py)
+# TITAN_FLAVOR_ARCH fields the plan's config function sets on the flavor's model config, by module: each layer's
+# attribute (emit/torchtitan.py flavor_fix_lines). gpt_oss's experts read their clamp from GptOssGroupedExperts.Config
+# .swiglu_limit (models/gpt_oss/moe.py:80, default 7.0, used by forward at :175).
+TITAN_ARCH_SETTABLE = {("gpt_oss", "architecture.activation_clamp"): "moe.routed_experts.inner_experts.swiglu_limit"}
+# The shipped models an hf: model is matched to by its sizes (titan_zoo_name): zoo name -> (module, flavor), as
+# emit/torchtitan.py TITAN_MODELS names them.
+TITAN_ZOO_FLAVORS = {"llama3-8b": ("llama3", "8B"), "llama3.1-70b": ("llama3", "70B"),
+                     "llama3.1-405b": ("llama3", "405B"), "qwen3-30b-a3b": ("qwen3", "30B-A3B"),
+                     "qwen3-235b-a22b": ("qwen3", "235B-A22B"), "deepseek-v3": ("deepseek_v3", "671B"),
+                     "gpt-oss-120b": ("gpt_oss", "120b"), "gpt-oss-20b": ("gpt_oss", "20b")}
 # Every model module TorchTitan 0.3.0 ships (torchtitan/models/*/__init__.py; flux is a diffusion model).
 TITAN_MODULES = "llama3, qwen3, qwen3_5, deepseek_v3, gpt_oss, kimi_k2_7, muse_glimmer, flux"
 
@@ -118,32 +161,36 @@ SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published
 
 def titan_zoo_name(model) -> str | None:
     """The zoo name of TorchTitan's model for `model`: its own name, or for a model read elsewhere (hf:PATH,
-    --model-file) the zoo model whose sizes it has exactly (TorchTitan's shipped config builds that network)."""
-    import dataclasses
-
-    from commbench.planner.models.zoo import load_model
-
+    --model-file) the zoo model whose sizes it has exactly and whose architecture its flavor builds (TITAN_FLAVOR_ARCH;
+    a field TITAN_ARCH_SETTABLE names is set by the plan's config function): TorchTitan's config builds that network."""
     if model.name.lower() in TORCHTITAN_RECOMPUTE:
         return model.name.lower()
-    sizes = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
-    for name in TORCHTITAN_RECOMPUTE:   # the models TorchTitan ships (emit.torchtitan.TITAN_MODELS)
-        if name in TITAN_DENSE_FLAVORS:
-            continue
-        zoo = load_model(name)
-        if sizes == {k: getattr(zoo, k) for k in sizes}:
-            return name
+    name = titan_sized_flavor(model)
+    if name is not None and not titan_family_differences(model, TITAN_ZOO_FLAVORS[name][0]):
+        return name
     for name, (_, _, flavor) in TITAN_DENSE_FLAVORS.items():
-        if sizes == _dense_sizes(flavor) and not _flavor_differences(model, name):
+        if _sizes(model) == _dense_sizes(flavor) and not _flavor_differences(model, name):
             return name
     return None
+
+
+def _sizes(model: ModelSpec) -> dict:
+    import dataclasses
+    return {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
+
+
+def titan_sized_flavor(model: ModelSpec) -> str | None:
+    """The TITAN_ZOO_FLAVORS model whose sizes `model` has exactly, whatever its architecture; None if none."""
+    from commbench.planner.models.zoo import load_model
+    sizes = _sizes(model)
+    return next((name for name in TITAN_ZOO_FLAVORS if sizes == {k: getattr(load_model(name), k) for k in sizes}),
+                None)
 
 
 def _dense_sizes(flavor: dict) -> dict:
     """A dense TITAN_DENSE_FLAVORS entry as the size fields titan_zoo_name compares (every other one at ModelSpec's
     default: no MoE, MLA, Mamba, MTP, ...)."""
-    import dataclasses
-    spec = ModelSpec(name="flavor", num_dense_layers=flavor["num_layers"], seq_len=4096, **flavor)
-    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name not in SIZE_FIELDS_IGNORED}
+    return _sizes(ModelSpec(name="flavor", num_dense_layers=flavor["num_layers"], seq_len=4096, **flavor))
 
 
 def _flavor_differences(model: ModelSpec, name: str) -> list[str]:
@@ -156,15 +203,21 @@ def _flavor_differences(model: ModelSpec, name: str) -> list[str]:
 
 def titan_family_differences(model: ModelSpec, module: str) -> list[str]:
     """'field value (the flavor: value)' for each TITAN_FLAVOR_ARCH field of `module` (what its layers build whatever
-    the sizes) where `model` is otherwise."""
+    the sizes) where `model` is otherwise and the plan's config function cannot set it (TITAN_ARCH_SETTABLE)."""
+    if model.architecture is None:
+        return ["architecture not recorded"]
+    return [f"{field} {value!r} (the flavor: {built!r})" for field, value, built in titan_arch_misfits(model, module)
+            if (module, field) not in TITAN_ARCH_SETTABLE]
+
+
+def titan_arch_misfits(model: ModelSpec, module: str) -> list[tuple[str, object, object]]:
+    """(field, the model's value, what `module` builds) for each TITAN_FLAVOR_ARCH field of `module` where `model` is
+    otherwise ([] for a model whose architecture is not recorded)."""
     out, arch = [], model.architecture
-    for field, built in TITAN_FLAVOR_ARCH[module]:
-        owner = arch if field.startswith("architecture.") else model
-        if owner is None:
-            return ["architecture not recorded"]
-        value = getattr(owner, field.rsplit(".", 1)[-1])
+    for field, built in TITAN_FLAVOR_ARCH[module] if arch is not None else ():
+        value = getattr(arch if field.startswith("architecture.") else model, field.rsplit(".", 1)[-1])
         if value != built:
-            out.append(f"{field} {value!r} (the flavor: {built!r})")
+            out.append((field, value, built))
     return out
 
 
@@ -200,7 +253,7 @@ def titan_dense_family(model: ModelSpec) -> str | None:
         return None
     if model.is_moe and (model.num_dense_layers or model.num_shared_experts or not model.expert_ffn):
         return None
-    families = ("qwen3",) if model.is_moe else tuple(TITAN_FLAVOR_ARCH)
+    families = ("qwen3",) if model.is_moe else TITAN_DENSE_FAMILIES
     return next((m for m in families if not titan_family_differences(model, m)), None)
 
 
@@ -220,7 +273,13 @@ def titan_dense_refusal(model: ModelSpec) -> str | None:
 
 
 def titan_nearest_flavor(model: ModelSpec) -> str:
-    """For a dense model no TorchTitan 0.3.0 flavor is: the dense flavor with the fewest differing fields, and them."""
+    """For a model no TorchTitan 0.3.0 flavor is: the shipped flavor of its sizes and the architecture fields it builds
+    otherwise; or for a dense model, the dense flavor with the fewest differing fields, and them."""
+    sized = titan_sized_flavor(model)
+    if sized is not None:
+        module, flavor = TITAN_ZOO_FLAVORS[sized]
+        return (f"; its flavor of the same sizes, {module} {flavor}, builds it otherwise: "
+                + ", ".join(titan_family_differences(model, module)))
     if model.is_moe or model.attention != "gqa" or model.layer_pattern or model.linear_attention_freq:
         return ""
     name = min(TITAN_DENSE_FLAVORS, key=lambda n: len(_flavor_differences(model, n)))
@@ -281,6 +340,7 @@ _TITAN_MLA_FIXED = (("architecture.activation", "swiglu"), ("architecture.normal
                     ("architecture.qkv_bias", False), ("architecture.softmax_type", "vanilla"),
                     ("architecture.rotary_percent", 1.0), ("architecture.shared_expert_gate", False),
                     ("architecture.capacity_factor", 0.0), ("sliding_window", 0), ("tied_embeddings", False))
+TITAN_FLAVOR_ARCH["deepseek_v3"] = _TITAN_MLA_FIXED + _DSV3_671B_ARCH
 
 
 def titan_mla_refusal(model: ModelSpec) -> str | None:
