@@ -118,19 +118,22 @@ def test_pat_keeps_its_count_and_nccl_lowers_no_nvls_count(tmp_path):
 def test_nvls_on_one_node_ran_on_nccls_nvls_count_so_its_rule_says_zero(tmp_path):
     """NCCL_MIN/MAX_NCHANNELS set comm->nChannels, not nvlsChannels (src/transport/nvls.cc), and one-node NVLS and
     NVLS tree run on nvlsChannels (src/enqueue.cc topoGetAlgoInfo): the measured 16 was never the count, and a rule
-    saying 16 would cap a 24- or 32-channel NVLS (SM100) at 16. Across nodes NVLS ran on min(nvlsChannels, N): N kept."""
+    saying 16 would cap a 24- or 32-channel NVLS (SM100) at 16. Across nodes NVLS ran on min(nvlsChannels, N) from
+    NCCL 2.28 (N kept) and on nvlsChannels before (v2.27.7-1 topoGetAlgoInfo: nc = comm->nvlsChannels for every NVLS
+    call): a rule measured with 2.27 said N, a count never run (found from outside), and says 0 now."""
     nvls_tree = TuningCombo(algo="nvls_tree", proto="simple", channels=16)
     points = [(1024, DEFAULT, 100.0), (1024, NVLS_16, 50.0), (1 << 20, DEFAULT, 100.0), (1 << 20, nvls_tree, 50.0)]
     configs, text = _rules(tmp_path, _write(tmp_path, points))
     assert [(c["algo"], c["channels"]) for c in configs] == [("nvls", 0), ("nvls_tree", 0)]
     assert "measured with NCCL_MIN/MAX_NCHANNELS=16, which nvls does not run on here" in text
-    path = tmp_path / "two.jsonl"
-    with JsonlWriter(path) as writer:
-        writer.write(_header("a", ["n1", "n1", "n2", "n2"]))
-        for size, combo, median in points[:2]:
-            writer.write(_record("a", size, combo, median))
-    configs, _ = _rules(tmp_path, str(path))
-    assert [(c["algo"], c["nodes"], c["channels"]) for c in configs] == [("nvls", 2, 16)]
+    for version, channels in (("2.27.3", 0), ("2.28.3", 16), ("2.30.7+cuda13.0", 16)):
+        path = tmp_path / f"two-{version}.jsonl"
+        with JsonlWriter(path) as writer:
+            writer.write(dataclasses.replace(_header("a", ["n1", "n1", "n2", "n2"]), nccl_version=version))
+            for size, combo, median in points[:2]:
+                writer.write(_record("a", size, combo, median))
+        configs, _ = _rules(tmp_path, str(path))
+        assert [(c["algo"], c["nodes"], c["channels"]) for c in configs] == [("nvls", 2, channels)], version
 
 
 @pytest.mark.parametrize("env, combo, ranks, expected", [

@@ -17,8 +17,8 @@ v2.30.7-1): with `nc = comm->nChannels`, `nt = comm->maxThreads[algo][proto]` an
     NVLS on one node, ran on nvlsChannels whatever N; a rule's N would run min(N, nvlsChannels) (the scheduler
     caps NVLS at nvlsChannels: scheduleCollTasksToPlan), fewer than measured where N < nvlsChannels. Those
     rules say 0 at every size (`count_not_measured`). NVLS across nodes ran on min(nvlsChannels, N) in 2.28+,
-    which N reproduces (the cap there is min(nChannels, nvlsChannels)); in 2.24-2.27 it ran on nvlsChannels,
-    which N reproduces only from N >= nvlsChannels: kept as N;
+    which N reproduces (the cap there is min(nChannels, nvlsChannels)); in 2.24-2.27 it ran on nvlsChannels
+    whatever N, so a rule measured with those releases (the run headers' NCCL version) says 0 too;
   * PAT: the branch of ring/tree, but NCCL never sets comm->maxThreads[PAT] (src/graph/tuning.cc
     ncclTopoTuneModel; the communicator is calloc'ed, src/init.cc), so nt = 0 and nothing is lowered;
   * CollNet direct: a loop of its own by `collnetDirect.nHeads` that halves the threshold on the way down,
@@ -130,11 +130,27 @@ def lowering_bound_bytes(combo: TuningCombo, ranks: int, nccl_env: dict) -> int 
     return combo.channels * threads * thread_threshold(combo.algo, combo.proto, ranks, nccl_env)
 
 
-def count_not_measured(combo: TuningCombo, nodes: int) -> bool:
+NVLS_CHANNELS_ACROSS_NODES = (2, 28)   # from 2.28.3-1 multi-node NVLS runs min(nvlsChannels, nChannels)
+
+
+def count_not_measured(combo: TuningCombo, nodes: int, nccl_versions: tuple[str | None, ...] = ()) -> bool:
     """Whether NCCL ran `combo` on a count its channels did not set: NVLS tree, and NVLS on one node (nNodes as
     NCCL counts it), run on comm->nvlsChannels, which NCCL_MIN/MAX_NCHANNELS leave alone (src/enqueue.cc
-    topoGetAlgoInfo, src/transport/nvls.cc, v2.24.3-1 to v2.30.7-1)."""
-    return combo.channels is not None and (combo.algo == "nvls_tree" or (combo.algo == "nvls" and nodes == 1))
+    topoGetAlgoInfo, src/transport/nvls.cc, v2.24.3-1 to v2.30.7-1); and NVLS across nodes where a run measuring it
+    had an NCCL before 2.28 (`nccl_versions`, the rule's runs': v2.27.7-1 topoGetAlgoInfo sets nc = nvlsChannels for
+    every NVLS call, v2.28.3-1 min(nvlsChannels, nChannels) across nodes). An unknown version keeps the count."""
+    if combo.channels is None:
+        return False
+    if combo.algo == "nvls_tree" or (combo.algo == "nvls" and nodes == 1):
+        return True
+    return combo.algo == "nvls" and any(v is not None and v < NVLS_CHANNELS_ACROSS_NODES
+                                        for v in map(_release, nccl_versions))
+
+
+def _release(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) of an NCCL version string ("2.27.3", "2.27.3+cuda12.9"); None when it is not one."""
+    parts = str(version or "").split("+")[0].split(".")
+    return (int(parts[0]), int(parts[1])) if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
 
 
 def _part(rule, lo: int, hi: int, channels: int, lowered: bool):
@@ -151,19 +167,21 @@ def _part(rule, lo: int, hi: int, channels: int, lowered: bool):
                                speedups=tuple(rule.speedups[i] for i in inside) if rule.speedups else ())
 
 
-def leave_lowered_channels_to_nccl(rules: list, env_of_run: dict[str, dict]) -> list:
+def leave_lowered_channels_to_nccl(rules: list, env_of_run: dict[str, dict],
+                                   version_of_run: dict[str, str | None] | None = None) -> list:
     """Each rule with a channel count N, at the sizes where NCCL may have lowered N while it was measured
     (lowering_bound_bytes, the largest over the rule's runs' NCCL_* settings; none given: NCCL's defaults), says
     channels 0 instead -- NCCL's own count, lowered by NCCL as in the measurement -- and keeps N from that size up;
     a rule across that size becomes two. Rules whose bound is unknown (CollNet direct) are kept as they are; NVLS
-    tree and one-node NVLS rules, measured on nvlsChannels whatever N (count_not_measured), say 0 at every size."""
+    tree and one-node NVLS rules (and multi-node NVLS measured with NCCL before 2.28: `version_of_run`), measured on
+    nvlsChannels whatever N (count_not_measured), say 0 at every size."""
     out = []
     for rule in rules:
         if rule.channels <= 0:
             out.append(rule)
             continue
         combo = TuningCombo(algo=rule.algo, proto=rule.proto, channels=rule.channels)
-        if count_not_measured(combo, rule.nodes):
+        if count_not_measured(combo, rule.nodes, tuple((version_of_run or {}).get(r) for r in rule.run_ids)):
             out.append(dataclasses.replace(rule, channels=0, nvls_channels=rule.channels))
             continue
         bounds = [lowering_bound_bytes(combo, rule.ranks, env_of_run.get(run_id, {}))

@@ -62,13 +62,15 @@ def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
     return cells, uncovered, switch_backs(cells, points, statistic)
 
 
-def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict]) -> list[Rule]:
+def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict],
+              version_of_run: dict[str, str | None] | None = None) -> list[Rule]:
     """The target's rules from its cells: merged, and leaving the channel count to NCCL where NCCL may have lowered
-    the measured count (results.nccl_channels; `env_of_run`: each run's NCCL_* settings, {} for predicted rules)."""
+    the measured count (results.nccl_channels; `env_of_run`: each run's NCCL_* settings, {} for predicted rules;
+    `version_of_run`: each run's NCCL version)."""
     from commbench.results.nccl_channels import leave_lowered_channels_to_nccl
 
     merged = merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench")
-    return leave_lowered_channels_to_nccl(merged, env_of_run)
+    return leave_lowered_channels_to_nccl(merged, env_of_run, version_of_run)
 
 
 # NCCL_* variables that never set how fast a collective runs, or that a combination sets itself (its axes)
@@ -167,7 +169,9 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
         notes.append("these rules choose among the combinations the file holds: a combination never measured may be "
                      "faster than the one a rule names (measure it, then run nccl-tuner again)")
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
-    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run), notes=notes,
+    version_of_run = {h.run_id: h.nccl_version for h in headers(records)}
+    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run, version_of_run),
+                       notes=notes,
                        switch_backs=switches, sources=[h.run_id for h in headers(records)],
                        requires=system_requirements(records, points))
 
