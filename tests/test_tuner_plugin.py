@@ -199,6 +199,18 @@ def test_bad_lines_are_dropped_not_guessed_and_a_missing_file_means_no_rules(lib
     missing = Driver(library, str(tmp_path / "nope.conf"), ranks=8, nodes=1)
     assert missing.call("allreduce", 50) == (0, untouched()) and any("cannot open" in f for f in missing.formats)
     missing.close()
+    # a NUL byte cut the rule at it (strlen after getline): read as a broader 8-field rule, no word (found from
+    # outside); a folder read as a file of 0 rules, with no WARN: both now say so
+    nul = tmp_path / "nul.conf"
+    nul.write_bytes(b"allreduce,0,100,ring,ll,8,1,8\0,2,1\nallreduce,0,100,tree,ll,8,1,8\n")
+    cut = Driver(library, str(nul), ranks=8, nodes=1)
+    assert any("holds a NUL byte" in f for f in cut.formats), cut.formats
+    channels, table = cut.call("allreduce", 50, pipe_ops=5)
+    assert picked(table) == ("tree", "ll")   # the next rule, not the cut one
+    cut.close()
+    folder = Driver(library, str(tmp_path), ranks=8, nodes=1)
+    assert folder.call("allreduce", 50) == (0, untouched()) and any("cannot read" in f for f in folder.formats)
+    folder.close()
 
 
 def test_example_plugin_output_covers_every_size_with_explicit_channels(library, tmp_path, config_env):
@@ -261,9 +273,13 @@ def _table_with(costs: dict[tuple[str, str], float]) -> list[list[float]]:
     return table
 
 
-def test_any_negative_cost_is_a_pair_nccl_does_not_take(library, tmp_path, config_env):
-    """NCCL takes only entries >= 0 (topoGetAlgoInfo); NCCL 2.28.7+ multiplies ring's entries by 1024 for fp8
-    beyond 8 ranks (updateCollCostTable), so a ring/proto NCCL ignores there reads -1024, not -1.0."""
+def test_any_negative_cost_is_a_pair_nccl_does_not_take_and_a_relegated_ring_is_left_to_nccl(library, tmp_path,
+                                                                                              config_env):
+    """NCCL takes only entries >= 0 (topoGetAlgoInfo); NCCL multiplies ring's entries by 1024 for fp8 beyond 8 ranks
+    (updateCollCostTable, v2.24.3-1 to v2.30.7-1: "a partition between lossy and non-lossy algos"), so a ring/proto
+    NCCL ignores there reads -1024, not -1.0, and one it allows stays positive: a ring rule (measured on another type
+    of the same bytes; the plugin cannot see the type) forced the lossy path NCCL relegated (found from outside). A
+    ring entry over 256x the cheapest other algorithm's is left to NCCL; one within it is applied."""
     conf = tmp_path / "fp8.conf"
     conf.write_text("allreduce,0,1000,ring,ll128,16,2,16,-1,-1\n")
     driver = Driver(library, str(conf), ranks=16, nodes=2)
@@ -272,7 +288,11 @@ def test_any_negative_cost_is_a_pair_nccl_does_not_take(library, tmp_path, confi
         channels, table = driver.call("allreduce", 500, costs=costs)
         assert channels == 0 and table[1][0] == 102400.0 and table[1][2] == 112640.0, cost
         assert table[1][1] == cost or (cost != cost and table[1][1] != table[1][1])  # untouched (NaN != NaN)
-    channels, table = driver.call("allreduce", 500, costs={("ring", "ll128"): 1024.0 * 111})  # relegated, allowed
+    relegated = {("ring", p): 1024.0 * (110 + i) for i, p in enumerate(PROTOCOLS)}
+    assert driver.call("allreduce", 500, costs=relegated) == (0, _table_with(relegated))   # NCCL's choice: tree
+    assert any("or has relegated it" in f for f in driver.formats)
+    slow = {("ring", "ll128"): 111.0 * 200}   # a ring NCCL merely prices high (200x tree's): the rule applies
+    channels, table = driver.call("allreduce", 500, costs=slow)
     assert (channels, picked(table)) == (16, ("ring", "ll128"))
     driver.close()
 

@@ -7,9 +7,11 @@
  *   - channels -1 or 0: nChannels is not touched (NCCL keeps its own count: src/enqueue.cc
  *     `info->nMaxChannels = nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`);
  *   - the first matching rule decides; if NCCL does not consider its algorithm/protocol for this call (a
- *     negative cost: NCCL_ALGO_PROTO_IGNORE, -1.0, or that times NCCL 2.28.7+'s x1024 relegation of ring
- *     for fp8 beyond 8 ranks; NCCL itself takes only costs >= 0), NCCL's own choice stands (no later rule
- *     is tried) and that is logged once per rule;
+ *     negative cost: NCCL_ALGO_PROTO_IGNORE, -1.0, or -1024 where that is relegated; NCCL itself takes only
+ *     costs >= 0), or has relegated it (ring for fp8 beyond 8 ranks: src/enqueue.cc updateCollCostTable
+ *     multiplies ring's entries by 1024, v2.24.3-1 to v2.30.7-1, "a partition between lossy and non-lossy
+ *     algos": they stay positive, so a ring rule, measured on another type of the same bytes, would force
+ *     the lossy path), NCCL's own choice stands (no later rule is tried) and that is logged once per rule;
  *   - a line with an unknown name, a bad number, a wrong field count, a channel count above NCCL's
  *     MAXCHANNELS (64; NCCL keeps it in an 8-bit field) or a CollNet rule with an explicit channel count
  *     (NCCL uses a CollNet count unbounded by the channels it set up: src/enqueue.cc) is dropped and
@@ -92,6 +94,7 @@ typedef struct {
 
 static const char* const COLLECTIVES[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
 /* NCCL_ALGO_* and NCCL_PROTO_* indices (nccl_tuner.h) */
+enum { CB_ALGO_RING = 1 }; /* NCCL_ALGO_RING: ALGORITHMS below are in NCCL's order (nccl_common.h) */
 static const char* const ALGORITHMS[] = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree",
                                          "pat"};
 static const char* const PROTOCOLS[] = {"ll", "ll128", "simple"};
@@ -274,8 +277,14 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
   char* line = NULL;
   size_t capacity = 0;
   int lineNumber = 0, dropped = 0, outOfMemory = 0;
-  while (getline(&line, &capacity, file) >= 0) {
+  ssize_t length;
+  while ((length = getline(&line, &capacity, file)) >= 0) {
     lineNumber++;
+    if (memchr(line, '\0', (size_t)length)) { /* the text after a NUL would be cut off: a rule read short */
+      dropped++;
+      WARN_FILE(ctx, PREFIX "%s line %d dropped: it holds a NUL byte", path, lineNumber);
+      continue;
+    }
     char* text = trim(line);
     if (text[0] == '#') readRequirement(text, &wanted);
     if (text[0] == '#' || text[0] == '\0') continue;
@@ -296,7 +305,15 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
     ctx->rules[ctx->numRules++] = rule;
   }
   free(line);
+  int readError = ferror(file) ? errno : 0;
   fclose(file);
+  if (readError) { /* a folder, an I/O error: the rules read so far are not the file's */
+    dropRules(ctx);
+    WARN_FILE(ctx, PREFIX "cannot read %s (%s): no rules, NCCL decides every call", path, strerror(readError));
+    LOG(ctx, CB_LOG_INFO, PREFIX "no rules (cannot read %s) for nNodes=%zu nRanks=%zu: NCCL decides every call",
+        path, ctx->nNodes, ctx->nRanks);
+    return;
+  }
   if (outOfMemory) {
     dropRules(ctx);
     LOG(ctx, CB_LOG_WARN, PREFIX "out of memory reading %s: no rules, NCCL decides every call", path);
@@ -375,6 +392,25 @@ static int matches(const Rule* r, const Context* ctx, ncclFunc_t collType, size_
          (r->numPipeOps == -1 || r->numPipeOps == numPipeOps) && (r->regBuff == -1 || r->regBuff == regBuff);
 }
 
+/* Whether NCCL relegated ring for this call: updateCollCostTable multiplies ring's entries by 1024 for fp8 beyond 8
+ * ranks (src/enqueue.cc, v2.24.3-1 to v2.30.7-1) and the plugin cannot see the type. A ring entry over
+ * RELEGATED_RATIO times the cheapest allowed entry of another algorithm is taken as relegated: NCCL's own ring
+ * estimates stay within ~100x tree's even at small sizes over many ranks (its latency grows with the ring), far
+ * below 1024x. */
+#define RELEGATED_RATIO 256.0f
+static int relegated(const float* table, int numAlgo, int numProto, int algorithm, int protocol) {
+  if (algorithm != CB_ALGO_RING) return 0;
+  float cheapest = -1.0f;
+  for (int a = 0; a < numAlgo; a++) {
+    if (a == CB_ALGO_RING) continue;
+    for (int p = 0; p < numProto; p++) {
+      float cost = table[a * numProto + p];
+      if (cost >= 0.0f && (cheapest < 0.0f || cost < cheapest)) cheapest = cost;
+    }
+  }
+  return cheapest > 0.0f && table[algorithm * numProto + protocol] > RELEGATED_RATIO * cheapest;
+}
+
 /* Never fails: NCCL fails the collective when getCollInfo does (src/enqueue.cc NCCLCHECK), whatever the
  * interface's comment says about falling back. */
 static ncclResult_t pluginGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
@@ -387,13 +423,15 @@ static ncclResult_t pluginGetCollInfo(void* context, ncclFunc_t collType, size_t
   for (int i = 0; i < ctx->numRules; i++) {
     Rule* r = &ctx->rules[i];
     if (!matches(r, ctx, collType, nBytes, numPipeOps, regBuff)) continue;
-    /* NCCL takes only entries >= 0 (src/enqueue.cc topoGetAlgoInfo): -1.0 is NCCL_ALGO_PROTO_IGNORE, and
-     * NCCL 2.28.7+ multiplies ring's entries by 1024 for fp8 beyond 8 ranks, an ignored -1.0 too */
-    if (r->algorithm >= numAlgo || r->protocol >= numProto || !(table[r->algorithm * numProto + r->protocol] >= 0.0f)) {
+    /* NCCL takes only entries >= 0 (src/enqueue.cc topoGetAlgoInfo): -1.0 is NCCL_ALGO_PROTO_IGNORE (x1024 where
+     * relegated); a relegated ring (relegated()) stays positive */
+    if (r->algorithm >= numAlgo || r->protocol >= numProto || !(table[r->algorithm * numProto + r->protocol] >= 0.0f) ||
+        relegated(table, numAlgo, numProto, r->algorithm, r->protocol)) {
       if (!r->ignoreLogged) {
         r->ignoreLogged = 1;
         LOG(ctx, CB_LOG_INFO, PREFIX "rule on line %d (%s %s/%s) not applied: NCCL does not allow %s/%s for this "
-            "call (e.g. %zu bytes); NCCL's own choice stands (logged once)", r->lineNumber, COLLECTIVES[r->collType],
+            "call, or has relegated it (ring for fp8 beyond 8 ranks) (e.g. %zu bytes); NCCL's own choice stands "
+            "(logged once)", r->lineNumber, COLLECTIVES[r->collType],
             ALGORITHMS[r->algorithm], PROTOCOLS[r->protocol], ALGORITHMS[r->algorithm], PROTOCOLS[r->protocol],
             nBytes);
       }
