@@ -631,3 +631,13 @@ def test_an_unreadable_line_writes_no_rule_it_might_have_ruled_out(tmp_path):
     line = " ".join(result.output.split())
     assert "1 line(s) of" in line and "could not be read" in line and "no rule is written" in line
     assert "Traceback" not in result.output and not (tmp_path / "cut.conf").exists()
+
+
+def test_a_comment_line_is_cut_in_bytes_not_characters():
+    """The example plugin reads a line with fgets(256) (bytes): a results path of 80 CJK characters made a first line
+    of 158 characters and 318 bytes, whose rest it counted as a configuration line of its own (found from outside)."""
+    from commbench.results.nccl_tuner_file import MAX_LINE_CHARS, comment
+    line = comment("measured rules from /data/" + "漢" * 80 + ".jsonl")
+    assert len(line.encode()) <= MAX_LINE_CHARS and line.endswith("...")
+    line.encode().decode("utf-8")   # never half a character
+    assert comment("short") == "# short"

@@ -231,8 +231,13 @@ def test_build_plugin_command_and_its_one_line_error(tmp_path, monkeypatch):
     assert (tmp_path / "out" / LIBRARY_NAME).exists() and "NCCL_TUNER_PLUGIN=" in result.output
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     missing = CliRunner().invoke(app, ["nccl-tuner", "--build-plugin", str(tmp_path / "out2")])
-    assert missing.exit_code == 2 and "no C compiler found" in missing.output
+    # $CC is used alone when set: the error names it (it said "no C compiler found" with gcc on PATH)
+    assert missing.exit_code == 2 and "is not a command on PATH: set CC to your C compiler" in missing.output
     assert len(missing.output.strip().splitlines()) == 1
+    monkeypatch.setenv("CC", "")
+    monkeypatch.setenv("PATH", str(tmp_path))   # no compiler anywhere
+    none = CliRunner().invoke(app, ["nccl-tuner", "--build-plugin", str(tmp_path / "out3")])
+    assert none.exit_code == 2 and "no C compiler found (looked for cc, gcc, clang on PATH)" in none.output
 
 
 INIT_V4 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t, LOGGER, ctypes.POINTER(ctypes.c_void_p))

@@ -18,7 +18,7 @@ import math
 from commbench.results.nccl_tuner import Cell, Rule, TunedPoint, expressible
 from commbench.units import format_size
 
-MAX_LINE_CHARS = 200  # the plugin reads 255 characters a line; a longer comment would spill into a rule
+MAX_LINE_CHARS = 200  # the plugins read 255 bytes a line (fgets); a longer comment would spill into a rule
 PLUGIN_FIELDS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
 TARGET_LINES = {
     "commbench": (
@@ -61,8 +61,13 @@ OPTIMIZE_CONFIG_FIELDS = ("collective", "size_bytes", "algorithm", "protocol", "
 
 
 def comment(text: str) -> str:
+    """One comment line of at most MAX_LINE_CHARS bytes in UTF-8: the example plugin's fgets counts bytes, and a
+    path of 80 CJK characters made a 158-character, 318-byte line whose rest it read as a line of its own."""
     line = "# " + " ".join(text.split())
-    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 3] + "..."
+    if len(line.encode()) <= MAX_LINE_CHARS:
+        return line
+    cut = line.encode()[:MAX_LINE_CHARS - 3].decode("utf-8", errors="ignore")   # never half a character
+    return cut + "..."
 
 
 def _speedups(values: tuple[float, ...]) -> str:
@@ -155,7 +160,7 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     if not rules:
         lines.append(comment("no rule: NCCL keeps its own choice at every size (the lines above say why)"))
     text = "\n".join([*lines, *body]) + "\n"
-    assert all(len(line) < 255 for line in text.splitlines())
+    assert all(len(line.encode()) < 255 for line in text.splitlines())
     assert all(rule.channels != -1 for rule in rules)  # -1 is one channel with NCCL's example plugin
     return text
 

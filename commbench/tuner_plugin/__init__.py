@@ -42,8 +42,11 @@ def build_plugin(out_dir: str | Path) -> Path:
     """Compile the plugin into OUT_DIR/libnccl-tuner-commbench.so; one-line CommbenchError when no C
     compiler is found or it fails (with its first error line)."""
     compiler = find_compiler()
+    if compiler is None and os.environ.get("CC", "").strip():   # $CC is used alone when set, as make does
+        raise CommbenchError(f"CC={os.environ['CC'].strip()!r} is not a command on PATH: set CC to your C compiler, or "
+                             "unset it to use cc, gcc or clang")
     if compiler is None:
-        raise CommbenchError("no C compiler found (looked for $CC, cc, gcc, clang on PATH): install one "
+        raise CommbenchError("no C compiler found (looked for cc, gcc, clang on PATH): install one "
                              "(e.g. apt-get install gcc) to build the tuner plugin")
     out = Path(out_dir)
     try:
