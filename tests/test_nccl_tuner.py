@@ -601,6 +601,17 @@ def test_rules_name_the_regbuff_they_were_measured_with(tmp_path):
     assert result.exit_code == 0, result.output
     configs, _ = reproduced_plugin_load(conf.read_text())
     assert sorted((c["reg_buff"], c["algo"]) for c in configs) == [(0, "ring"), (1, "tree")]
+    # NCCL passes regBuff 1 for eager calls on registered buffers too (src/enqueue.cc): the file says its graph rules
+    # were never measured there (found from outside); a file of regBuff-0 rules alone says nothing of it
+    header = " ".join(line[2:] for line in conf.read_text().splitlines() if line.startswith("#"))
+    assert "NCCL also passes regBuff 1 for eager calls on registered buffers" in header
+    eager = tmp_path / "eager.jsonl"
+    with JsonlWriter(eager) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for combo in (DEFAULT, RING_LL):
+            writer.write(_record("a", 1024, combo, 10.0 if combo == RING_LL else 20.0))
+    assert CliRunner().invoke(app, ["nccl-tuner", str(eager), "-O", str(tmp_path / "e0.conf")]).exit_code == 0
+    assert "registered buffers" not in (tmp_path / "e0.conf").read_text()
     example = tmp_path / "e.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(example), "--for", "example-plugin"]).exit_code == 0
     assert {c["reg_buff"] for c in reproduced_plugin_load(example.read_text())[0]} == {-1}

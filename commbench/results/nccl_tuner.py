@@ -330,7 +330,8 @@ def record_noise_rel(record, statistic: str = "median") -> float:
 def graph_registered(params: dict, nccl_env: dict) -> int:
     """NCCL's regBuff for a point's calls: 1 where they were captured in a CUDA graph (params.cuda_graph) and
     NCCL_GRAPH_REGISTER is not 0 (NCCL registers graph buffers by default: src/enqueue.cc), else 0 (commbench
-    registers no buffer otherwise)."""
+    registers no buffer otherwise). NCCL passes 1 for eager calls on registered buffers too (ncclCommRegister,
+    ncclMemAlloc): the file says its regBuff-1 rules were measured under graphs only (REGISTERED_LINES)."""
     return int(bool(params.get("cuda_graph")) and str(nccl_env.get("NCCL_GRAPH_REGISTER", "1")).strip() != "0")
 
 

@@ -60,6 +60,15 @@ OPTIMIZE_CONFIG_FIELDS = ("collective", "size_bytes", "algorithm", "protocol", "
                           "regBuff", "cost_metric", "bandwidth_gbps", "latency_us")
 
 
+# NCCL's regBuff (src/enqueue.cc, v2.24.3-1 to v2.30.7-1): (registered send and receive buffers) || (CUDA-graph capture
+# && NCCL_GRAPH_REGISTER): commbench measures regBuff 1 under graph capture only
+REGISTERED_LINES = (
+    "regBuff 1 rules come from CUDA-graph points; NCCL also passes regBuff 1 for eager calls on registered buffers",
+    "(ncclCommRegister, ncclMemAlloc, a registering memory pool: src/enqueue.cc), never measured here: drop those",
+    "rules if your job registers buffers outside CUDA graphs",
+)
+
+
 def comment(text: str) -> str:
     """One comment line of at most MAX_LINE_CHARS bytes in UTF-8: the example plugin's fgets counts bytes, and a
     path of 80 CJK characters made a 158-character, 318-byte line whose rest it read as a line of its own."""
@@ -142,6 +151,8 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
         lines.append(comment(f"a rule's count is capped by the communicator's, and a 0 below such a size matches the "
                              f"measurement only from as many: if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set "
                              f"NCCL_MIN_NCHANNELS={most}"))
+    if any(rule.reg_buff == 1 for rule in rules):
+        lines += [comment(text) for text in REGISTERED_LINES]
     for note in switch_backs:
         lines.append(comment(f"switches back: {note}"))
     for cell in cells:
