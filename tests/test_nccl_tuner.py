@@ -652,3 +652,27 @@ def test_a_comment_line_is_cut_in_bytes_not_characters():
     assert len(line.encode()) <= MAX_LINE_CHARS and line.endswith("...")
     line.encode().decode("utf-8")   # never half a character
     assert comment("short") == "# short"
+
+
+def test_gloo_results_are_refused_and_mixed_ones_tuned_from_their_nccl_points(tmp_path):
+    """`nccl-tuner results/ci.jsonl` (a gloo sweep) wrote a config of 0 rules whose notes called the gloo points
+    'compared with NCCL's default measured the same way' (found from outside): gloo's times say nothing of NCCL's
+    algorithms. Refused in one line; beside NCCL points, gloo ones are left out and counted."""
+    gloo = tmp_path / "gloo.jsonl"
+    with JsonlWriter(gloo) as writer:
+        writer.write(dataclasses.replace(_header("g", ["h"] * 4), backend="gloo"))
+        for combo in (DEFAULT, RING_LL):
+            writer.write(dataclasses.replace(_record("g", 1024, combo, 10.0), backend="gloo"))
+    refused = CliRunner().invoke(app, ["nccl-tuner", str(gloo), "-O", str(tmp_path / "g.conf")])
+    assert refused.exit_code == 2 and "holds no NCCL measurement (backend gloo)" in refused.output, refused.output
+    assert not (tmp_path / "g.conf").exists()
+    both = tmp_path / "both.jsonl"
+    with JsonlWriter(both) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for combo in (DEFAULT, RING_LL):
+            writer.write(_record("a", 1024, combo, 10.0 if combo == RING_LL else 20.0))
+        writer.write(dataclasses.replace(_header("g", ["h"] * 4), backend="gloo"))
+        writer.write(dataclasses.replace(_record("g", 1024, DEFAULT, 1.0), backend="gloo"))
+    mixed = CliRunner().invoke(app, ["nccl-tuner", str(both), "-O", str(tmp_path / "b.conf")], env={"COLUMNS": "250"})
+    assert mixed.exit_code == 0, mixed.output
+    assert "1 gloo points (not NCCL" in " ".join(mixed.output.split()) or "gloo points" in (tmp_path / "b.conf").read_text()

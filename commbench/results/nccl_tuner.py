@@ -401,6 +401,9 @@ def _by_file(combo: TuningCombo, header, judge) -> str:
                    for path in files)
 
 
+NCCL_BACKENDS = ("nccl", "cupy-nccl")   # comm/backends.py BACKEND_NAMES less gloo
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
@@ -433,7 +436,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         if not isinstance(r, Measurement):
             continue
         why = None
-        if r.collective not in PLUGIN_COLLECTIVES:
+        if r.backend not in NCCL_BACKENDS:   # gloo's times say nothing of NCCL's algorithms and protocols
+            why = f"{r.backend} points (not NCCL: a tuner config chooses among NCCL's algorithms and protocols)"
+        elif r.collective not in PLUGIN_COLLECTIVES:
             why = f"{r.collective}: not a collective the plugin tunes"
         elif r.status != "ok":
             why = f"{r.status} points"

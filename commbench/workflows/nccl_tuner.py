@@ -137,7 +137,7 @@ def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
 
 
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
-    from commbench.results.records import headers, read_records
+    from commbench.results.records import Measurement, headers, read_records
 
     bad: list[str] = []
     records = read_records(paths, on_bad_line=lambda n, why: bad.append(f"line {n}: {why}"))
@@ -147,6 +147,12 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                              "wrong point there would rule its combination out, so no rule is written; remove them "
                              "if you know what they held, or measure again")
     points, notes = points_from_records(records, statistic)
+    from commbench.results.nccl_tuner import NCCL_BACKENDS
+    backends = sorted({r.backend for r in records if isinstance(r, Measurement)})
+    if backends and not set(backends) & set(NCCL_BACKENDS):
+        raise CommbenchError(f"{', '.join(paths)} hold{'s' if len(paths) == 1 else ''} no NCCL measurement (backend "
+                             f"{', '.join(backends)}): a tuner config chooses among NCCL's algorithms and protocols, "
+                             "so it needs points measured with NCCL (bench --backend nccl --nccl-algo/--nccl-proto)")
     if not points:
         raise CommbenchError(f"no usable measurements in {', '.join(paths)}: need ok whole-world points of "
                              f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)")
