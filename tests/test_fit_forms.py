@@ -42,3 +42,38 @@ def test_a_point_measured_in_both_forms_is_fitted_in_place():
                for n in notes)
     alone, alone_notes = collect_points([r for r in measured if not r.in_place], headers)   # one form: kept
     assert len(next(iter(alone.values()))) == len(SIZES) and not any("out of place" in n for n in alone_notes)
+
+
+def test_runs_that_disagree_on_the_scale_up_domain_are_refused_together_and_fitted_apart(tmp_path):
+    """ci-small's runs (racks of 2 on one host) fitted with a 4-rank one-rack run made a profile of one 4-rank domain
+    that could not predict the ci runs' own 2-domain curves: report said 'num_domains=2 is invalid: at most the 1
+    domains of fitted' for every collective (found from outside). Refused in one line; each alone fits, the racks'
+    profile with their domain size."""
+    import dataclasses
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter
+
+    racks = parse_text(log(1.0).replace("nGpus 2", "nGpus 4"), "ar.log").records
+    def write(path, topology, run_id):
+        with JsonlWriter(path) as writer:
+            for record in racks:
+                if isinstance(record, RunHeader):
+                    record = dataclasses.replace(record, topology=topology, world_size=4, hostnames=["h"] * 4)
+                else:
+                    record = dataclasses.replace(record, world_size=4, group_size=4)
+                writer.write(dataclasses.replace(record, run_id=run_id))
+    two = {"ranks_per_rack": 2, "racks": [[0, 1], [2, 3]], "num_racks": 2, "source": "--ranks-per-rack"}
+    one = {"ranks_per_rack": 4, "racks": [[0, 1, 2, 3]], "num_racks": 1, "source": "hostnames"}
+    write(tmp_path / "two.jsonl", two, "a")
+    write(tmp_path / "one.jsonl", one, "b")
+    both = CliRunner().invoke(app, ["fit", str(tmp_path / "two.jsonl"), str(tmp_path / "one.jsonl")])
+    assert both.exit_code == 2 and "disagree on the scale-up domain (run a: racks of 2; run b: 4 ranks on one " \
+        "rack)" in " ".join(both.output.split()), both.output
+    alone = CliRunner().invoke(app, ["fit", str(tmp_path / "two.jsonl"), "-O", str(tmp_path / "p.json")])
+    assert alone.exit_code == 0, alone.output
+    assert json.loads((tmp_path / "p.json").read_text())["domain_size"] == 2
+    assert CliRunner().invoke(app, ["fit", str(tmp_path / "one.jsonl")]).exit_code == 0

@@ -106,7 +106,9 @@ def test_a_sweep_cut_short_is_said_by_report_fit_and_nccl_tuner(tmp_path):
     result = _invoke("fit", cut, "--json")
     assert result.exit_code == 0 and any(said in n for n in json.loads(result.stdout)["notes"]), result.output
     from commbench.workflows.nccl_tuner import from_results
-    assert any(said in n for n in from_results([cut], statistic="median", min_gain=0.0).notes)
+    # nccl-tuner takes NCCL points only: the same cut sweep as NCCL measured it (gloo here, no GPU)
+    as_nccl = _write(tmp_path / "cut-nccl.jsonl", [dict(r, backend="nccl") for r in records[:4]])
+    assert any(said in n for n in from_results([as_nccl], statistic="median", min_gain=0.0).notes)
     # resumed, the sweep is whole again: nothing said
     assert _invoke("sweep", str(sweep), "-O", cut, "--resume").exit_code == 0
     assert "cut short" not in _invoke("report", cut, "-O", str(tmp_path / "rep2")).output

@@ -171,6 +171,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
     runs = {h.run_id: h for h in header_records(records)}
     sources = check_one_fabric(points, runs)
+    domain = check_one_domain(points, runs)
     loop_note = check_one_loop(points)
     if base is not None:
         check_on_base(points, runs, base)
@@ -184,7 +185,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     world = max((m.world_size for m in points), default=None)
     label = name or (f"{base.name}+fitted" if base else "fitted")
     fabric = fabric_from_fits(fits, base=base, name=label, source="fitted:" + ",".join(paths),
-                              num_gpus=world, notes=notes + sources)
+                              num_gpus=world, notes=notes + sources, domain_size=domain if base is None else None)
     emulated = sorted({json.dumps(runs[r].emulated, sort_keys=True) for r in {m.run_id for m in points}
                        if r in runs and runs[r].emulated})
     if emulated:  # a profile of the emulator's loopback and tbf links, never of a real network
@@ -301,6 +302,40 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
                                  "system)")
     return [_run_text(h) for h in known.values()] + \
         [f"{len(used) - len(known)} run(s) without a header (provenance unknown)"] * (len(used) > len(known))
+
+
+def run_domain_size(header) -> tuple[int, bool] | None:
+    """(ranks per scale-up domain, exact) a run's header says: its racks' size where it has several (exact), the
+    largest where they are uneven (exact), else its world on one rack (at least that many: a lower bound); None when
+    it says nothing (no topology: fit_records.host_racks reads hosts then)."""
+    from commbench.costmodel.fit_records import host_racks
+    info = {**(header.topology or {}), **(header.emulated or {})}
+    racks = [r for r in info.get("racks") or () if r] or host_racks(header)
+    size = info.get("ranks_per_rack") or (max(len(r) for r in racks) if racks else None)
+    if not size:
+        return None
+    exact = len(racks) > 1 or int(size) < header.world_size
+    return int(size), exact
+
+
+def check_one_domain(points: list, runs: dict) -> int | None:
+    """The scale-up domain size the runs agree on (None when none says it exactly), or one line refusing runs that
+    disagree: ci-small's racks of 2 and a one-rack 4-rank run fitted together made a profile of one 4-rank domain
+    that could not predict the ci runs' own 2-domain curves (report: 'num_domains=2 is invalid: at most the 1
+    domains of fitted'; found from outside). A run of one rack says only that its ranks share a domain."""
+    from commbench.errors import CommbenchError
+
+    said = {r: run_domain_size(runs[r]) for r in sorted({m.run_id for m in points if m.status == "ok"}) if r in runs}
+    exact = {r: size for r, (size, is_exact) in ((r, v) for r, v in said.items() if v) if is_exact}
+    at_least = {r: size for r, (size, is_exact) in ((r, v) for r, v in said.items() if v) if not is_exact}
+    sizes = sorted(set(exact.values()))
+    if len(sizes) > 1 or (sizes and any(size > sizes[0] for size in at_least.values())):
+        shown = "; ".join(f"run {r}: {'racks of ' + str(size) if r in exact else str(size) + ' ranks on one rack'}"
+                          for r, size in list({**exact, **at_least}.items())[:4])
+        raise CommbenchError(f"the results' runs disagree on the scale-up domain ({shown}): one profile has one domain "
+                             "size, and its curves would not predict the runs they came from; fit each topology's "
+                             "results apart")
+    return sizes[0] if sizes else None
 
 
 def loop_mode(m) -> str:
