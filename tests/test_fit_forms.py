@@ -77,3 +77,18 @@ def test_runs_that_disagree_on_the_scale_up_domain_are_refused_together_and_fitt
     assert alone.exit_code == 0, alone.output
     assert json.loads((tmp_path / "p.json").read_text())["domain_size"] == 2
     assert CliRunner().invoke(app, ["fit", str(tmp_path / "one.jsonl")]).exit_code == 0
+
+
+def test_a_curve_whose_time_does_not_grow_with_size_has_no_bandwidth_and_predicts_nothing():
+    """Gloo on a loaded host: times flat over 4 KiB..1 MiB; the fit stored busbw 1e21 GB/s and `predict` printed
+    2,566 GB/s for 8 GiB from it (found from outside). The curve is reported with the bandwidth undetermined and
+    kept out of prediction."""
+    from commbench.costmodel.fit_records import MAX_PLAUSIBLE_BUSBW, CurveKey, fit_curve
+    key = CurveKey(collective="all_reduce", backend="gloo", group_size=4, layout="world", num_domains=1)
+    sizes = [4096, 65536, 262144, 1048576]
+    flat = fit_curve(key, [(2 * 3 / 4 * s, 5e-3 * (1.0 - 0.01 * i), s) for i, s in enumerate(sizes)])   # falls
+    assert max(flat.fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW and not flat.key.for_prediction
+    assert any(w.startswith("bandwidth undetermined: time does not grow with size") for w in flat.warnings)
+    rising = fit_curve(key, [(2 * 3 / 4 * s, 50e-6 + 2 * 3 / 4 * s / 10e9, s) for s in sizes])
+    assert rising.key.for_prediction and not any("undetermined" in w for w in rising.warnings)
+    assert rising.fit.busbw_bytes_per_s[0] == pytest.approx(10e9, rel=0.01)

@@ -12,7 +12,7 @@ from commbench.cli.base import command, console, renamed
 from commbench.results.render import styled
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
-from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT
+from commbench.costmodel.fit_records import MAX_PLAUSIBLE_BUSBW, MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.fabric import PROFILE_FORMAT
 from commbench.costmodel.profile import fit_result_files
 from commbench.files import claim_output, write_output
@@ -70,7 +70,9 @@ def fit(
         per_regime = " / ".join(f"{regimes[r]:.1%}" if r in regimes else "-" for r in ("latency", "middle", "bandwidth"))
         rows.append([escape(f.key.label), *([escape(f.hosts_text)] if per_curve else []), str(f.num_points),
                      f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
-                     f"{f.fit.latency_s * 1e6:.2f}", " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
+                     f"{f.fit.latency_s * 1e6:.2f}",
+                     "-" if max(f.fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW   # undetermined: its warning says so
+                     else " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
                      err_text, per_regime, escape("; ".join(f.warnings)) or "-"])
     print_table(console, f"fitted curves ({len(fits)}{'' if per_curve else ', measured on ' + hosts[0]}); "
                 f"held-out error on sizes >= {format_size(min_heldout)}, and per size regime (latency < 512 KiB <= "

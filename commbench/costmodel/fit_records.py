@@ -43,6 +43,10 @@ _NCCL_ALGORITHMS = {name.lower(): key for key, name in NCCL_ALGO_NAMES.items()} 
                                                                                    "nvls_tree": "nvls_tree"}
 _NCCL_PROTOCOLS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 POOR_FIT = 0.10  # median held-out relative error above which a fit is called poor
+# A fitted bus bandwidth beyond 100 TB/s per rank is no link's (NVLink 5: 0.9 TB/s a direction; HBM3e: 8 TB/s): the
+# times did not grow with size (noise, or a loaded CPU host) and the fit's slope is ~0; 1e21 GB/s was stored and
+# `predict` printed 2,566 GB/s for 8 GiB on gloo from it
+MAX_PLAUSIBLE_BUSBW = 1e14
 _DOMAIN_KEYS = ("ranks_per_rack", "domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node")
 MAX_HOSTS_SHOWN = 3  # a curve's hosts in one line; the fit report lists them all
 
@@ -329,6 +333,11 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
     elif heldout > POOR_FIT:
         warnings.append(f"poor fit: median held-out error {heldout:.0%} (> {POOR_FIT:.0%}); "
                         "predictions from this curve are unreliable")
+    if max(fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW:   # time does not grow with size: no bandwidth to fit
+        key = dataclasses.replace(key, for_prediction=False)
+        from commbench.units import format_size
+        warnings.append(f"bandwidth undetermined: time does not grow with size ({format_size(int(sizes[0]))}.."
+                        f"{format_size(int(sizes[-1]))}); reported, not used to predict")
     bandwidth_s = float(x[-1]) / fit.busbw_bytes_per_s[-1]
     if bandwidth_s < fit.latency_s:
         warnings.append("largest size is latency-bound: bandwidth is poorly determined (measure larger sizes)")
