@@ -105,6 +105,10 @@ def megatron_config(args_mod, argv: list[str], world: int, env: dict[str, str], 
         monkeypatch.setenv(key, value)
     args = args_mod.parse_args()
     args_mod.validate_args(args, {})
+    # the gradient buffers the step model charges (2 B): under --bf16 validate_args turns fp32 accumulation on
+    # unless --grad-reduce-in-bf16 (arguments.py 720-723), and the DDP buffer is then fp32 (found from outside)
+    if "--grad-reduce-in-bf16" in argv:
+        assert args.grad_reduce_in_bf16 and not args.accumulate_allreduce_grads_in_fp32
     return args, args_mod.core_transformer_config_from_args(args)
 
 

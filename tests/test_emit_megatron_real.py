@@ -57,7 +57,8 @@ ARGUMENTS_PY_FLAGS = {
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--pipeline-model-parallel-layout",
     "--num-virtual-stages-per-pipeline-rank", "--overlap-grad-reduce", "--overlap-param-gather",
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--use-distributed-optimizer", "--context-parallel-size", "--bf16", "--reuse-grad-buf-for-mxfp8-param-ag",
+    "--use-distributed-optimizer", "--context-parallel-size", "--bf16", "--grad-reduce-in-bf16",
+    "--reuse-grad-buf-for-mxfp8-param-ag",
     "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-experts", "--moe-layer-freq",
     "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--moe-grouped-gemm", "--moe-router-topk",
     "--moe-token-dispatcher-type", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
@@ -218,7 +219,11 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
                                       overlap_grad_reduce=bool(ns.get("overlap_grad_reduce")),
                                       overlap_param_gather=bool(ns.get("overlap_param_gather")),
                                       fp8_param_gather=bool(ns.get("fp8_param_gather")),
-                                      reuse_grad_buf_for_mxfp8_param_ag=bool(ns.get("reuse_grad_buf_for_mxfp8_param_ag")))
+                                      reuse_grad_buf_for_mxfp8_param_ag=bool(ns.get("reuse_grad_buf_for_mxfp8_param_ag")),
+                                      # training.py passes accumulate_allreduce_grads_in_fp32, which --bf16 turns on
+                                      # unless --grad-reduce-in-bf16 (arguments.py 720-723): the 2 B the model charges
+                                      grad_reduce_in_fp32=not ns.get("grad_reduce_in_bf16"))
+    assert ns.get("grad_reduce_in_bf16"), "a plan without --grad-reduce-in-bf16 trains fp32 gradient buffers"
     dp = gpus // (lay.tp * lay.pp * lay.cp)
     calc = ConstantNumMicroBatchesCalculator(lay.gbs, lay.mbs, dp, None, 0)  # asserts gbs % (mbs*dp) == 0
     assert calc.get() == lay.num_microbatches

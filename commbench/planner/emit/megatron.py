@@ -15,7 +15,8 @@ megatron-core 0.16):
   (current scaling); mxfp8 = `--fp8-format e4m3 --fp8-recipe mxfp8` plus `--fp8-param-gather
   --reuse-grad-buf-for-mxfp8-param-ag` with the distributed optimizer (without them megatron-core's
   OptimizerConfig warns that mxfp8 "will use significant amount additional GPU memory");
-  nvfp4 = `--fp4-format e2m1 --fp4-recipe nvfp4`; always `--bf16` params; fp8 also gathers its
+  nvfp4 = `--fp4-format e2m1 --fp4-recipe nvfp4`; always `--bf16` params and `--grad-reduce-in-bf16` (bf16 gradient
+  buffers, as the recipes' grad_reduce_in_fp32 = False; Megatron-LM's default under --bf16 is fp32); fp8 also gathers its
   params in fp8 (`--fp8-param-gather` with the distributed optimizer, as bf16_with_fp8_current_scaling_mixed);
   the step model's memory counts fp8 weights for both (step/memory.py);
 - the fused Transformer Engine cross entropy (`--cross-entropy-loss-fusion --cross-entropy-fusion-impl te`,
@@ -205,7 +206,12 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     elif a.recompute in ("mla_up_proj", "moe_act"):
         out += ["--recompute-granularity", "selective", "--recompute-modules", a.recompute]
     out += recipe_args(a, model)
-    out.append("--bf16")
+    # bf16 gradient buffers and reduce-scatters, as every Megatron-Bridge performance recipe sets them (ddp and
+    # mixed_precision grad_reduce_in_fp32 = False, scripts/performance/configs/* v0.3.0, perf_recipes/_common.py
+    # v0.6.0) and the step model charges them (step/dp_sync.py GRAD_BYTES, step/memory.py): without the flag
+    # Megatron-LM's validate_args sets accumulate_allreduce_grads_in_fp32 under --bf16 (arguments.py 722), and
+    # the DDP buffer holds fp32 gradients, twice the memory and reduce-scatter bytes the plan predicted
+    out += ["--bf16", "--grad-reduce-in-bf16"]
     out += PRECISION_ARGS[a.precision]
     if a.precision == "mxfp8" and a.distributed_optimizer:
         out += ["--fp8-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag"]
