@@ -17,6 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
+
+
+def grad_bytes(framework: str = "megatron") -> float:
+    """Bytes per gradient element reduce-scattered and kept: bf16 (2) under Megatron, whose plans say
+    --grad-reduce-in-bf16 as the Megatron-Bridge performance recipes set it (emit/megatron.py); fp32 (4) under
+    TorchTitan 0.3.0, whose FSDP2 reduces in training.mixed_precision_reduce, Literal["float32"] only
+    (config/configs.py; parallelize.py MixedPrecisionPolicy(reduce_dtype=...)), into its fp32 sharded parameters."""
+    return 4.0 if framework == "torchtitan" else float(GRAD_BYTES)
 PARAM_BYTES = 2    # bf16 parameter all-gather
 
 
@@ -37,20 +45,20 @@ def hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarr
     return np.maximum(total - efficiency * np.minimum(total, window), 0.0)
 
 
-def _totals(system, coll, hier_rs, local, g, domains, dist_on, param_bytes):
-    """(gradient RS or AR, parameter AG) seconds for distinct rows."""
-    flat_rs = coll(system, "reduce_scatter", local * GRAD_BYTES, g, domains)
+def _totals(system, coll, hier_rs, local, g, domains, dist_on, param_bytes, grad_size=GRAD_BYTES):
+    """(gradient RS or AR, parameter AG) seconds for distinct rows (`grad_size`: bytes per gradient, grad_bytes)."""
+    flat_rs = coll(system, "reduce_scatter", local * grad_size, g, domains)
     ag_flat = coll(system, "all_gather", local * param_bytes, g, domains)
     per_dom = g // np.maximum(domains, 1)
     two_stage = (domains > 1) & (g % np.maximum(domains, 1) == 0)
     hier = np.full(len(g), np.inf)
     if np.any(two_stage):
         sel = np.flatnonzero(two_stage)
-        hier[sel] = hier_rs(system, (local * GRAD_BYTES)[sel], g[sel], per_dom[sel])
+        hier[sel] = hier_rs(system, (local * grad_size)[sel], g[sel], per_dom[sel])
     rs = np.minimum(flat_rs, hier)
-    ag = np.minimum(ag_flat, hier * param_bytes / GRAD_BYTES)
+    ag = np.minimum(ag_flat, hier * param_bytes / grad_size)
     if np.any(~dist_on):
-        rs = np.where(dist_on, rs, coll(system, "all_reduce", local * GRAD_BYTES, g, domains))
+        rs = np.where(dist_on, rs, coll(system, "all_reduce", local * grad_size, g, domains))
     return rs, np.where(dist_on, ag, 0.0)
 
 
@@ -65,7 +73,7 @@ def grad_sync_s(system, coll, hier_rs, *, params, group, domains, dist) -> np.nd
 
 
 def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_overlap, rs_window, ag_window,
-              param_bytes=PARAM_BYTES):
+              param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES):
     """(RS total, RS exposed, AG total, AG exposed) seconds per layout. `coll` and `hier_rs` are the
     cost model's collective_time_s and hierarchical_reduce_scatter_time_s (or test stand-ins);
     `param_bytes` per parameter gathered (param_gather_bytes)."""
@@ -80,7 +88,7 @@ def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_ove
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     u_rs, u_ag = _totals(system, coll, hier_rs, loc[first], g_[first].astype(float), dom_[first].astype(float),
-                         dist_[first], pb_[first])
+                         dist_[first], pb_[first], grad_size)
     rs, ag = np.where(active, u_rs[inverse], 0.0), np.where(active, u_ag[inverse], 0.0)
     last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
     rs_exp = np.where(dp_overlap, hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)

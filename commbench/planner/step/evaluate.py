@@ -42,7 +42,7 @@ import numpy as np
 
 from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
-from commbench.planner.step.dp_sync import dp_sync_s, hidden as _hidden, param_gather_bytes
+from commbench.planner.step.dp_sync import dp_sync_s, grad_bytes, hidden as _hidden, param_gather_bytes
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
@@ -331,7 +331,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     def dp_terms(local, group, domains):
         return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
-                         param_bytes=param_bytes,
+                         param_bytes=param_bytes, grad_size=grad_bytes(framework),
                          group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
                          rs_window=rs_window, ag_window=ag_window)
 
@@ -359,7 +359,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                    n_mb=n_mb[sel], units=blocks.layers, compute_mb=compute_mb[sel],
                                    dp_overlap=a.dp_overlap[sel], replicas=replicas[sel],
                                    replica_domains=np.broadcast_to(replica_dom, tp.shape)[sel],
-                                   param_bytes=param_bytes[sel])
+                                   param_bytes=param_bytes[sel], grad_size=grad_bytes(framework))
             for out, value in zip(terms, got):
                 out[sel] = value
     owned = np.where(dist, dense_local / shard_group + expert_local / expert_shard_group,

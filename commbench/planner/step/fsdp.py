@@ -41,7 +41,7 @@ GATHERED_UNITS = 2  # the running unit and the prefetched one
 
 
 def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap,
-                replicas=1, replica_domains=1, param_bytes=PARAM_BYTES):
+                replicas=1, replica_domains=1, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES):
     """(RS total, RS exposed, AG total, AG exposed) seconds per step for parameters `local` per GPU
     (before sharding) over `group` ranks, in `units` FSDP units: sharded over group/replicas ranks
     spanning `domains` racks, all-reduced across `replicas` spanning `replica_domains` racks (HSDP;
@@ -50,8 +50,8 @@ def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, comput
     g = np.maximum(group // replicas, 1).astype(float)
     active = g > 1
     ag_once = np.where(active, coll(system, "all_gather", local * param_bytes, g, domains), 0.0)
-    rs_once = np.where(active, coll(system, "reduce_scatter", local * GRAD_BYTES, g, domains), 0.0)
-    ar = np.where(replicas > 1, coll(system, "all_reduce", local / g * GRAD_BYTES, replicas.astype(float),
+    rs_once = np.where(active, coll(system, "reduce_scatter", local * grad_size, g, domains), 0.0)
+    ar = np.where(replicas > 1, coll(system, "all_reduce", local / g * grad_size, replicas.astype(float),
                                      replica_domains), 0.0)
     edge = 1.0 / np.maximum(units, 1)
     fwd, bwd = compute_mb / 3.0, compute_mb * 2.0 / 3.0
@@ -78,7 +78,7 @@ def unit_params(model, dense_local, expert_local, num_layers: int, moe_layers: i
     return dense_unit + (expert_local / max(moe_layers, 1) if model.is_moe else 0.0)
 
 
-def fsdp_memory_bytes(shard, unit):
+def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):
     """(weights, gradients) bytes per GPU under FSDP: the `shard` of parameters this GPU owns plus the
-    gathered buffers of `unit` parameters."""
-    return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * GRAD_BYTES + unit * GRAD_BYTES
+    gathered buffers of `unit` parameters; gradients of `grad_size` bytes (dp_sync.grad_bytes)."""
+    return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * grad_size + unit * grad_size

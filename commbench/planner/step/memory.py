@@ -30,7 +30,7 @@ from commbench.planner.models import dsv4
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import param_counts, step_vocab
 from commbench.planner.step import fsdp, gdn, mamba
-from commbench.planner.step.dp_sync import param_gather_bytes
+from commbench.planner.step.dp_sync import grad_bytes, param_gather_bytes
 from commbench.planner.step.mamba import block_counts
 
 BF16 = 2
@@ -241,12 +241,12 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8), framework)
     weights = local * (weight_bytes + quantized_weight_cache_bytes(arr.precision, weight_bytes, framework,
                                                                    fp8_transpose=fp8_transpose_needed(gpu)))
-    grads = local * 2.0
+    grads = local * grad_bytes(framework)   # bf16 under Megatron (--grad-reduce-in-bf16), fp32 under TorchTitan
     if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
         c = block_counts(model)
         f_weights, f_grads = fsdp.fsdp_memory_bytes(
             dense_local / dense_group + expert_local / expert_group,
-            fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe))
+            fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe), grad_bytes(framework))
         f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
         weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
     # CPU offloading at pp = 1 holds one micro-batch's offloaded activations in host memory at a time.
