@@ -98,13 +98,13 @@ def exposed_lines(result: SearchResult, i: int = 0) -> list[str]:
 
 def _why(key: str, lay: Layout, per_rack: int, model) -> str:
     if key == "ep":
-        racks = int(racks_spanned(lay.etp * lay.ep, per_rack))
+        racks = int(racks_spanned(lay.etp * lay.ep, per_rack, lay.world))
         where = "inside one rack (NVLink)" if racks == 1 else f"across {racks} racks (scale-out network)"
         over = "overlapped with the other micro-batch's compute" if lay.moe_a2a_overlap else "not overlapped"
         return f"; EP{lay.ep} groups run {where}, {over}"
     if key.startswith("dp"):
         group = lay.dp * lay.cp if "dense" in key else lay.edp
-        racks = int(racks_spanned(lay.world // lay.pp, per_rack)) if group > 1 else 1
+        racks = int(racks_spanned(lay.world // lay.pp, per_rack, lay.world)) if group > 1 else 1
         window = ("each layer's compute, every micro-batch (FSDP: gathered per layer forward and backward)"
                   if lay.fsdp else "one micro-batch's compute" if lay.vp == 1 else
                   f"one micro-batch's compute plus the later model chunks' cool-down (VP{lay.vp})")

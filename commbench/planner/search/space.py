@@ -192,7 +192,7 @@ def search(req: SearchRequest) -> SearchResult:
                                     for name in STRUCTURE})
     headroom = bd.mem_capacity_bytes - bd.mem_total_bytes
     from commbench.planner.layout.placement import ep_domains
-    ep_racks = ep_domains(final.ep, final.etp, per_rack)
+    ep_racks = ep_domains(final.ep, final.etp, per_rack, req.num_gpus)
     return SearchResult(request=req, layouts=final, breakdown=bd, headroom_bytes=headroom, ep_racks=ep_racks,
                         pareto=pareto_front(bd.tokens_per_s_per_gpu, headroom), num_enumerated=len(arr) + int(np.count_nonzero(bits)),
                         num_valid=len(valid_idx), num_fit=num_fit, elapsed_s=time.perf_counter() - start,

@@ -1,0 +1,36 @@
+"""The racks a group spans are the most any of the layout's groups spans, as megatron-core's RankGenerator places them
+(found from outside: DeepSeek-V3's EP64 groups on 1,152 GB200, 14 of 18 straddling two racks, were charged NVLink only,
+their plan saying "across 2 racks"; Kimi-K2's EP96 on 288 GB300 said "across 3 racks" where each spans 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from commbench.planner.layout.placement import domains_touched, racks_spanned
+
+CASES = [  # (world, per_rack, etp, ep, pp)
+    (1152, 72, 1, 64, 2), (1152, 72, 1, 32, 1), (288, 72, 1, 96, 1), (2304, 72, 1, 128, 1), (2304, 72, 2, 64, 1),
+    (256, 64, 1, 64, 4), (576, 72, 1, 16, 2), (144, 72, 1, 8, 1), (4608, 72, 1, 256, 2), (216, 72, 1, 8, 3),
+]
+
+
+def _rank_groups(world: int, etp: int, ep: int, pp: int) -> list[list[int]]:
+    """The EP groups megatron-core 0.16.1 builds: the expert grid's order etp-ep-edp-pp (parallel_state)."""
+    generator = pytest.importorskip("megatron.core.parallel_state").RankGenerator
+    return generator(tp=etp, ep=ep, dp=world // (etp * ep * pp), pp=pp, cp=1, order="tp-ep-dp-pp").get_ranks("ep")
+
+
+@pytest.mark.parametrize("world, per_rack, etp, ep, pp", CASES)
+def test_ep_racks_are_the_most_megatron_cores_groups_span(world, per_rack, etp, ep, pp):
+    groups = _rank_groups(world, etp, ep, pp)
+    most = max(len({rank // per_rack for rank in group}) for group in groups)
+    assert int(racks_spanned(etp * ep, per_rack, world)) == most
+    assert domains_touched(np.array([etp * ep]), np.array([ep]), per_rack, world // per_rack)[0] == min(most, ep)
+
+
+def test_spans_that_divide_or_are_divided_by_the_rack_keep_the_aligned_count():
+    spans = np.array([8, 72, 144, 64, 256])
+    assert list(domains_touched(spans, spans, 72)) == [1, 1, 2, 2, 5]   # 64 and 256 straddle; 8, 72, 144 do not
+    assert list(domains_touched(np.array([64, 256]), np.array([64, 256]), 64)) == [1, 4]
+    assert np.shape(domains_touched(64.0, 64, 72)) == () and int(racks_spanned(8, 72)) == 1
