@@ -34,3 +34,14 @@ def test_spans_that_divide_or_are_divided_by_the_rack_keep_the_aligned_count():
     assert list(domains_touched(spans, spans, 72)) == [1, 1, 2, 2, 5]   # 64 and 256 straddle; 8, 72, 144 do not
     assert list(domains_touched(np.array([64, 256]), np.array([64, 256]), 64)) == [1, 4]
     assert np.shape(domains_touched(64.0, 64, 72)) == () and int(racks_spanned(8, 72)) == 1
+
+
+@pytest.mark.parametrize("gpus, per_rack", [(1148, 72), (1151, 72), (4600, 72), (100, 72), (256, 64), (512, 64),
+                                             (1152, 72), (216, 72), (48, 48)])
+def test_a_gpu_count_off_the_racks_is_whole_racks_and_a_partial_one_not_an_invented_rack_size(gpus, per_rack):
+    """1,148 GB300 (one 4-GPU tray down from 16 racks) were modelled as 28 'racks' of 41, so a tray-aligned EP4 group
+    read 'across 2 racks'; 1,151 as one GPU per NVLink domain (found from outside). A divisor filling a rack to 85%
+    stays the usual deployment (256 = 4 x 64); otherwise racks of 72, the last partial."""
+    from commbench.planner.layout.placement import gpus_per_rack
+    assert gpus_per_rack(gpus, 72) == per_rack
+    assert int(racks_spanned(4, gpus_per_rack(gpus, 72), gpus)) == 1   # a tray-aligned group stays in its rack

@@ -57,15 +57,22 @@ def domains_touched(span: np.ndarray, group: np.ndarray, domain_size: int, max_d
     return np.minimum(out, max_domains) if max_domains else out
 
 
+FULL_ENOUGH = 0.85   # a rack filled to this share of its GPUs (64 of 72) is a deployment; fewer is a partial rack
+
+
 def gpus_per_rack(num_gpus: int, domain_size: int) -> int:
     """GPUs used per scale-up domain: all of them when the count is a multiple of the domain (or
-    fits in one), else the largest divisor of the count that fits a domain (256 GPUs on NVL72 racks
-    -> 4 racks x 64, the usual deployment: every power-of-two group stays aligned to a rack)."""
+    fits in one); else the largest divisor of the count that fills a domain to FULL_ENOUGH (256 GPUs on NVL72
+    racks -> 4 racks x 64, the usual deployment: every power-of-two group stays aligned to a rack); else whole
+    domains with the last one partial (1,148 GB300 = 15 racks and 68 GPUs: one 4-GPU tray down). The largest
+    divisor was taken whatever it was: 1,148 became 28 "racks" of 41, 1,151 (prime) one GPU per NVLink domain
+    (found from outside)."""
     if num_gpus <= domain_size:
         return num_gpus
     if num_gpus % domain_size == 0:
         return domain_size
-    return max(d for d in range(1, domain_size + 1) if num_gpus % d == 0)
+    divisor = max(d for d in range(1, domain_size + 1) if num_gpus % d == 0)
+    return divisor if divisor >= FULL_ENOUGH * domain_size else domain_size
 
 
 def racks_spanned(span: np.ndarray | int, per_rack: int, num_gpus: int | None = None) -> np.ndarray:
@@ -74,7 +81,7 @@ def racks_spanned(span: np.ndarray | int, per_rack: int, num_gpus: int | None = 
     wherever neither divides the other: Kimi-K2's EP96 on 288 GB300 read "across 3 racks" where every group spans 2."""
     span = np.asarray(span, dtype=np.int64)
     return domains_touched(span, np.maximum(span, 1), per_rack,
-                           max(1, num_gpus // per_rack) if num_gpus else None).astype(np.int64)
+                           max(1, -(-num_gpus // per_rack)) if num_gpus else None).astype(np.int64)
 
 
 def ep_domains(ep: np.ndarray | int, etp: np.ndarray | int, per_rack: int, num_gpus: int | None = None) -> np.ndarray:
