@@ -134,3 +134,21 @@ def test_the_schedule_rule_is_megatron_cores_own_check():
                                                 mbs=np.array([1]), gbs=np.array([n_mb]))
                 refused = _megatron_core_schedule_error(pp, vp, n_mb) is not None
                 assert bool(schedule_bad(arr)[0]) == refused, (pp, vp, n_mb)
+
+
+def test_a_megatron_plan_whose_layout_torchtitan_cannot_schedule_refuses_its_torchtitan_section(tmp_path):
+    """DeepSeek-V3 on 1,152 GB300, gbs 512, PP9 EP128: Megatron takes 4 micro-batches over 9 stages (vp 1), and the
+    plan wrote a torchtitan_args.txt that TorchTitan refuses at start-up (torch's Schedule1F1B: 'Number of
+    microbatches (4) must be greater than or equal to the number of stages (9)'; found from outside)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    out = tmp_path / "plan"
+    result = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "1152",
+                                      "--gbs", "512", "--layout", "tp=1,pp=9,vp=1,ep=128,mbs=1", "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "plan.json").read_text())
+    assert "megatron" in doc and "layout schedule rule broken" in doc["torchtitan"]["refused"]
+    assert "4 micro-batches" in doc["torchtitan"]["refused"] and not (out / "torchtitan_args.txt").exists()

@@ -29,8 +29,8 @@ import numpy as np
 from dataclasses import dataclass, field
 from typing import Any
 
-from commbench.errors import invalid
-from commbench.planner.layout.spec import Layout
+from commbench.errors import CommbenchError, invalid
+from commbench.planner.layout.spec import Layout, check_layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
 from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS,
@@ -401,6 +401,14 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
     if layout.pp > 1 and titan_stages(model, layout.pp, layout.vp, version) is None:
         return titan, (f"TorchTitan {full} cannot split {model.num_layers} layers (its configs train no MTP) into non-empty pp={layout.pp} x "
                        f"vp={layout.vp} stages")
+    # the layout rules as TorchTitan checks them (its 1F1B needs as many micro-batches as stages, its sequence
+    # split 2 x cp chunks): a Megatron plan's layout may pass Megatron's and break these, and its TorchTitan section
+    # then wrote a launch TorchTitan refuses at start-up (torch Schedule1F1B: 4 micro-batches, 9 stages; found from
+    # outside)
+    try:
+        check_layout(model, layout, layout.world, seq_len, framework="torchtitan")
+    except CommbenchError as exc:
+        return titan, f"TorchTitan {full}: {exc}"
     return titan, None
 
 
