@@ -236,8 +236,10 @@ def test_summary_exits_1_only_when_the_baseline_failed(capsys):
 def test_too_many_local_ranks_fail_before_any_combination_starts(tmp_path):
     from commbench.sweep.tuned_bench import world_size_of
 
-    with pytest.raises(CommbenchError, match=r"--nproc=999 is invalid: allowed 1\.\.\d+ on nccl"):
-        world_size_of(999, "nccl")  # one NCCL rank per visible GPU
+    # one NCCL rank per visible GPU; with none visible it cannot launch here ('allowed 1..0' was printed)
+    with pytest.raises(CommbenchError, match=r"--nproc=999 (is invalid: allowed 1\.\.\d+ on nccl|cannot launch here: "
+                                             r"nccl runs one rank per visible GPU, and this machine has none)"):
+        world_size_of(999, "nccl")
     assert world_size_of(None, "gloo") == 2
 
 

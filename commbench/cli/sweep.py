@@ -227,8 +227,9 @@ def sweep(
             refuse_on_backend(dry_run_backend(requested), list(spec.tuning))   # auto: what it resolves to here
             limit, why = max_local_ranks(dry_run_backend(requested))
             if not 1 <= nproc <= limit:
-                raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on "
-                                     f"{dry_run_backend(requested)} ({why}); --world-size plans for another machine")
+                from commbench.comm.backends import ranks_allowed
+                line = ranks_allowed("--nproc", nproc, dry_run_backend(requested), limit, why)
+                raise CommbenchError(line if limit <= 0 else f"{line}; --world-size plans for another machine")
         elif world_size is None and spec.nproc is not None:   # the file's nproc: the ranks a launch here starts
             from commbench.comm.backends import max_local_ranks
             limit, why = max_local_ranks(dry_run_backend(requested))

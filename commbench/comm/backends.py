@@ -59,6 +59,15 @@ def max_local_ranks(backend: str) -> tuple[int, str]:
     return max(8, 4 * cores), f"gloo ranks are processes sharing {cores} CPU core(s)"
 
 
+def ranks_allowed(option: str, nproc: int, backend: str, limit: int, why: str) -> str:
+    """The one line refusing `nproc` local ranks against max_local_ranks' `limit`: with no device ('allowed
+    1..0 on nccl' was printed where no GPU is visible) it says the backend cannot launch here."""
+    if limit <= 0:
+        return (f"{option}={nproc} cannot launch here: {backend} runs {why}, and this machine has none "
+                "(--world-size plans for another machine)")
+    return f"{option}={nproc} is invalid: allowed 1..{limit} on {backend} ({why})"
+
+
 def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
     """Join the job as `rank_env` on backend `name` (collective: every rank calls it)."""
     if name == "cupy-nccl":

@@ -43,7 +43,8 @@ def check_local_ranks(nproc: int, backend: str, *, option: str = "--nproc") -> N
     one line naming `option`: run_job's check before it starts ranks; tune's before it empties its folder."""
     limit, why = max_local_ranks(backend)
     if not 1 <= nproc <= limit:
-        raise CommbenchError(f"{option}={nproc} is invalid: allowed 1..{limit} on {backend} ({why})")
+        from commbench.comm.backends import ranks_allowed
+        raise CommbenchError(ranks_allowed(option, nproc, backend, limit, why))
 
 
 def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int | None, backend: str,

@@ -33,7 +33,8 @@ def world_size_of(nproc: int | None, backend: str) -> int:
     nproc = DEFAULT_NPROC if nproc is None else nproc
     limit, why = max_local_ranks(backend)
     if not 1 <= nproc <= limit:
-        raise CommbenchError(f"--nproc={nproc} is invalid: allowed 1..{limit} on {backend} ({why})")
+        from commbench.comm.backends import ranks_allowed
+        raise CommbenchError(ranks_allowed("--nproc", nproc, backend, limit, why))
     return nproc
 
 
