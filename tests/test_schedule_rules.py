@@ -152,3 +152,17 @@ def test_a_megatron_plan_whose_layout_torchtitan_cannot_schedule_refuses_its_tor
     doc = json.loads((out / "plan.json").read_text())
     assert "megatron" in doc and "layout schedule rule broken" in doc["torchtitan"]["refused"]
     assert "4 micro-batches" in doc["torchtitan"]["refused"] and not (out / "torchtitan_args.txt").exists()
+
+
+def test_a_refusal_advises_only_what_is_accepted():
+    """gpt-oss-120b in nvfp4 under TorchTitan was told '(plan it in mxfp8, or with --framework megatron)', and Megatron-LM
+    core_v0.16.1 refuses gpt-oss outright (its YaRN RoPE; found from outside)."""
+    from commbench.errors import CommbenchError
+    from commbench.planner.search.frameworks import check_precision_runs, megatron_unbuildable
+    gpt_oss, qwen = load_model("gpt-oss-120b"), load_model("qwen3-30b-a3b")
+    assert megatron_unbuildable(gpt_oss) and not megatron_unbuildable(qwen)
+    with pytest.raises(CommbenchError) as refused:
+        check_precision_runs("torchtitan", gpt_oss, "nvfp4")
+    assert "--framework megatron" not in str(refused.value) and "plan it in mxfp8" in str(refused.value)
+    with pytest.raises(CommbenchError, match="plan it in mxfp8, or with --framework megatron"):
+        check_precision_runs("torchtitan", qwen, "nvfp4")

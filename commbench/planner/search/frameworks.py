@@ -451,15 +451,18 @@ def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int) -> None:
     if limit is not None and seq_len > limit:
         raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: TorchTitan 0.3.0's "
                              f"{titan_zoo_name(model)} model precomputes RoPE for at most {limit} tokens and refuses a "
-                             f"longer training.seq_len; plan with --seq-len <= {limit}, or with --framework megatron")
+                             f"longer training.seq_len; plan with --seq-len <= {limit}"
+                             + ("" if megatron_unbuildable(model) else ", or with --framework megatron"))
 
 
 def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
     """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
     Linear layers only): an MoE model cannot train in NVFP4 there."""
     if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
+        # only the advice that leads somewhere: Megatron-LM core_v0.16.1 cannot build gpt-oss at all
         raise CommbenchError(f"TorchTitan 0.3.0 has no NVFP4 grouped-experts converter: {model.name}'s experts cannot "
-                             "train in nvfp4 (plan it in mxfp8, or with --framework megatron)")
+                             "train in nvfp4 (plan it in mxfp8" + ("" if megatron_unbuildable(model) else
+                                                                   ", or with --framework megatron") + ")")
 
 
 def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str | None:
