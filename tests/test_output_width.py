@@ -234,3 +234,14 @@ def test_compare_backends_table_fits(width, monkeypatch, capsys):
         texts.append(capsys.readouterr().out)
     check_fits(texts[0], texts[1], width)
     assert "1.062" in texts[0] or "1.063" in texts[0]
+
+
+def test_notes_on_a_redirected_stderr_are_as_wide_as_tables_not_80_columns(monkeypatch):
+    """rich's own stderr Console wrapped notes at 80 columns in CI logs, mid-sentence, where the README says 200
+    (found from outside); the stderr console takes stdout's width rule."""
+    from commbench.cli.base import err_console
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr("os.get_terminal_size", lambda fd=0: (_ for _ in ()).throw(OSError()))
+    assert err_console.width == 200 and err_console.stderr
+    monkeypatch.setenv("COLUMNS", "93")
+    assert err_console.width == 93

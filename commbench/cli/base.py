@@ -6,11 +6,11 @@ import functools
 from typing import Callable
 
 import typer
-from rich.console import Console
 
 from commbench.comm.stop_signals import release_stops, signal_name
 from commbench.errors import CommbenchError, Interrupted, missing_requirement
 from commbench.results.render import stdout_console, styled
+from commbench.results.tables import StdoutConsole
 
 app = typer.Typer(
     help="commbench: measure MoE/TP/DP collectives (nccl-tests semantics), fit fabric cost models, "
@@ -38,7 +38,9 @@ def _main(version: bool = typer.Option(False, "--version", "-V", is_eager=True, 
 
 
 console = stdout_console()  # COLUMNS, else the terminal, else 200 columns (tables fit it when printed)
-err_console = Console(stderr=True, markup=False)  # strings print as they are; colours via styled()
+# notes and warnings: as wide as stdout's console (COLUMNS, the terminal, else 200), so a CI log's lines stay whole
+# and greppable (rich's own Console wraps a redirected stderr at 80 columns; found from outside)
+err_console = StdoutConsole(piped_width=200, stderr=True, markup=False)  # strings print as they are; colours: styled()
 
 
 NESTED_TOO_DEEPLY = ("an input file is nested too deeply to read (over ~1,000 levels of brackets or tables): "
