@@ -92,3 +92,24 @@ def test_a_curve_whose_time_does_not_grow_with_size_has_no_bandwidth_and_predict
     rising = fit_curve(key, [(2 * 3 / 4 * s, 50e-6 + 2 * 3 / 4 * s / 10e9, s) for s in sizes])
     assert rising.key.for_prediction and not any("undetermined" in w for w in rising.warnings)
     assert rising.fit.busbw_bytes_per_s[0] == pytest.approx(10e9, rel=0.01)
+
+
+def test_a_fabric_whose_only_curve_has_no_bandwidth_says_so_when_asked_to_predict():
+    """'collective=all_reduce is not covered' read as if it was never measured: the error names the kept curve."""
+    import dataclasses
+
+    import numpy as np
+
+    from commbench.costmodel.fit_records import CurveKey, fit_curve
+    from commbench.costmodel.formulas import collective_time_s
+    from commbench.costmodel.profile import fabric_from_fits
+    from commbench.errors import CommbenchError
+    key = CurveKey(collective="all_reduce", backend="gloo", group_size=2, layout="world", num_domains=1)
+    sizes = [4096, 65536, 262144, 1048576]
+    flat = fit_curve(key, [(s, 5e-3 * (1.0 - 0.01 * i), s) for i, s in enumerate(sizes)])
+    rising = fit_curve(dataclasses.replace(key, collective="all_gather"),
+                       [(s / 2, 50e-6 + s / 2 / 10e9, s) for s in sizes])
+    fabric = fabric_from_fits([flat, rising], base=None, name="fitted", source="x")
+    with pytest.raises(CommbenchError, match=r"not covered by fabric 'fitted': its measured curve's bandwidth "
+                                             r"undetermined: time does not grow with size"):
+        collective_time_s(fabric, "all_reduce", np.array([1e6]), np.array([2]), np.array([1]))

@@ -14,7 +14,9 @@ runner = CliRunner()
 def test_bench_fit_plan_without_a_gpu_names_it_or_refuses(tmp_path):
     results, fabric = tmp_path / "base.jsonl", tmp_path / "fabric.json"
     for collective in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv"):
-        bench = runner.invoke(app, ["bench", collective, "--nproc", "2", "-b", "1K", "-e", "1M", "-f", "8",
+        # up to 4 MiB: gloo's times then grow with size on a loaded host too (a curve whose times do not is kept
+        # from prediction, bandwidth undetermined, and the plan below would have no all_reduce to price)
+        bench = runner.invoke(app, ["bench", collective, "--nproc", "2", "-b", "1K", "-e", "4M", "-f", "8",
                                     "-n", "2", "-w", "0", "-J", str(results)])
         assert bench.exit_code == 0, bench.output
     fit = runner.invoke(app, ["fit", str(results), "-O", str(fabric)])

@@ -125,18 +125,27 @@ def host_racks(header: RunHeader | None) -> list[list[int]]:
     return [[rank for rank, h in enumerate(hosts) if h == host] for host in dict.fromkeys(hosts)]
 
 
+def header_domains(header: RunHeader | None) -> tuple[dict[str, Any], list[list[int]]]:
+    """What a run's header says of its scale-up domains: its topology and emulation merged (the rack-size keys,
+    _DOMAIN_KEYS), and its racks (else its hosts': host_racks)."""
+    info = {**(header.topology or {}), **(header.emulated or {})} if header is not None else {}
+    return info, [r for r in info.get("racks") or () if r] or host_racks(header)
+
+
+def domain_size_in(info: dict[str, Any]) -> int | None:
+    """The rack size a merged topology / emulation / params dict states, by _DOMAIN_KEYS' order."""
+    return next((int(info[k]) for k in _DOMAIN_KEYS if info.get(k)), None)
+
+
 def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
     """Scale-up domains the record's group spans (1 when nothing says otherwise): the record's num_domains, else its
     run's rack size (topology or emulation), else its racks (uneven ones: the world spans them all, a subgroup its
     size over the largest), else its hosts (host_racks)."""
     if "num_domains" in record.params:
         return max(int(record.params["num_domains"]), 1)
-    info: dict[str, Any] = {}
-    if header is not None:
-        info = {**(header.topology or {}), **(header.emulated or {})}
+    info, racks = header_domains(header)
     info.update({k: v for k, v in record.params.items() if k in _DOMAIN_KEYS})
-    domain_size = next((int(info[k]) for k in _DOMAIN_KEYS if info.get(k)), None)
-    racks = [r for r in info.get("racks") or () if r] or host_racks(header)
+    domain_size = domain_size_in(info)
     if not domain_size and len(racks) > 1:
         if record.group_layout == "world" or record.group_size >= record.world_size:
             return len(racks)

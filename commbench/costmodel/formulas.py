@@ -187,8 +187,12 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
     up = _by_algorithm(fabric.curves_for(collective, "scale_up"))
     out = _by_algorithm(fabric.curves_for(collective, "scale_out"))
     if not up and not out:
-        raise CommbenchError(f"collective={collective!r} is not covered by fabric {fabric.name!r}; "
-                             f"it covers: {', '.join(fabric.collectives) or 'nothing'}")
+        # a curve fitted but kept from prediction (its bandwidth undetermined: fit_records.fit_curve) says why
+        kept = next((w for c in fabric.fit_report or () if c.get("collective") == collective and not
+                     c.get("for_prediction", True) for w in c.get("warnings", ()) if "undetermined" in w), None)
+        raise CommbenchError(f"collective={collective!r} is not covered by fabric {fabric.name!r}"
+                             + (f": its measured curve's {kept}; measure larger sizes" if kept else "")
+                             + f"; it covers: {', '.join(fabric.collectives) or 'nothing'}")
     for name in groups:
         if name is not None and name not in up and name not in out:
             raise invalid("algorithm", name, f"one of the algorithms fabric {fabric.name!r} has for {collective}: "

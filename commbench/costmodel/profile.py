@@ -308,14 +308,12 @@ def run_domain_size(header) -> tuple[int, bool] | None:
     """(ranks per scale-up domain, exact) a run's header says: its racks' size where it has several (exact), the
     largest where they are uneven (exact), else its world on one rack (at least that many: a lower bound); None when
     it says nothing (no topology: fit_records.host_racks reads hosts then)."""
-    from commbench.costmodel.fit_records import host_racks
-    info = {**(header.topology or {}), **(header.emulated or {})}
-    racks = [r for r in info.get("racks") or () if r] or host_racks(header)
-    size = info.get("ranks_per_rack") or (max(len(r) for r in racks) if racks else None)
+    from commbench.costmodel.fit_records import domain_size_in, header_domains
+    info, racks = header_domains(header)   # as num_domains_of reads them
+    size = domain_size_in(info) or (max(len(r) for r in racks) if racks else None)
     if not size:
         return None
-    exact = len(racks) > 1 or int(size) < header.world_size
-    return int(size), exact
+    return size, len(racks) > 1 or size < header.world_size
 
 
 def check_one_domain(points: list, runs: dict) -> int | None:
@@ -325,9 +323,10 @@ def check_one_domain(points: list, runs: dict) -> int | None:
     domains of fitted'; found from outside). A run of one rack says only that its ranks share a domain."""
     from commbench.errors import CommbenchError
 
-    said = {r: run_domain_size(runs[r]) for r in sorted({m.run_id for m in points if m.status == "ok"}) if r in runs}
-    exact = {r: size for r, (size, is_exact) in ((r, v) for r, v in said.items() if v) if is_exact}
-    at_least = {r: size for r, (size, is_exact) in ((r, v) for r, v in said.items() if v) if not is_exact}
+    said = {r: told for r in sorted({m.run_id for m in points if m.status == "ok"})
+            if r in runs and (told := run_domain_size(runs[r]))}
+    exact = {r: size for r, (size, is_exact) in said.items() if is_exact}
+    at_least = {r: size for r, (size, is_exact) in said.items() if not is_exact}
     sizes = sorted(set(exact.values()))
     if len(sizes) > 1 or (sizes and any(size > sizes[0] for size in at_least.values())):
         shown = "; ".join(f"run {r}: {'racks of ' + str(size) if r in exact else str(size) + ' ranks on one rack'}"
