@@ -87,6 +87,39 @@ def test_joining_a_launch_with_no_peer_ends_at_the_timeout_in_one_line(tmp_path)
     assert not output.exists()
 
 
+ABANDONED_HELPER = """
+import os, sys, time
+from commbench.comm import rendezvous
+from commbench.comm.local_ranks import RunFailed
+rendezvous.MARGIN_S = 0.0
+
+def connect():  # torch's store: blocked in C++, then logging its failure to fd 2 after the wait gave up
+    time.sleep(0.6)
+    os.write(2, b"[c10d] The client socket has timed out\\n")
+    time.sleep(60)
+
+try:
+    rendezvous.join_within(connect, timeout_s=0.2, where="at tcp://x as rank 1 of 2")
+except RunFailed as exc:
+    print(f"error: {exc}", file=sys.stderr)
+time.sleep(1.0)
+rendezvous.exit_if_abandoned(1)
+sys.exit(3)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_rendezvous_helper_left_blocked_neither_logs_under_the_one_line_nor_outlives_the_exit_code():
+    """CI saw `terminate called without an active exception` (exit -6) and torch's 40-frame connect log under
+    the one-line timeout error: the helper thread was still in C++ when the wait ended and at teardown."""
+    proc = subprocess.run([sys.executable, "-c", ABANDONED_HELPER], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=50)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["error: rendezvous at tcp://x as rank 1 of 2 did not complete "
+                                                "within --timeout=0.2 s (is every rank of the launch running, "
+                                                "and MASTER_ADDR/MASTER_PORT right?)"]
+
+
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_joining_ends_at_once(tmp_path, signum):

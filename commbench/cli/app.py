@@ -33,6 +33,16 @@ def _given_value(opts, argv: list[str]) -> str | None:
 
 def main() -> None:
     """Run the CLI; a usage error (unknown option, a value of the wrong type) is one line, exit 2."""
+    from commbench.comm.rendezvous import exit_if_abandoned
+
+    try:
+        _run()
+    except SystemExit as exc:
+        exit_if_abandoned(exc.code if isinstance(exc.code, int) else int(exc.code is not None))
+        raise
+
+
+def _run() -> None:
     import sys
 
     import typer

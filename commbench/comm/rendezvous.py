@@ -14,12 +14,15 @@ from typing import Any, Callable, Iterator
 from commbench.errors import first_line
 
 MARGIN_S = 5.0  # past --timeout: torch's own timeout error, when it comes, is the better message
+_abandoned: list[threading.Thread] = []  # helpers left blocked in torch's C++ when the wait ended
 
 
 @contextlib.contextmanager
-def quiet_stderr() -> Iterator[None]:
+def quiet_stderr(helper: threading.Thread) -> Iterator[None]:
     """File descriptor 2 to /dev/null for the block: torch's C++ store logs each failed connect with a
-    40-frame stack; the one-line error that follows names the cause."""
+    40-frame stack; the one-line error that follows names the cause. A `helper` still blocked in C++ when
+    the block ends keeps fd 2 on /dev/null (it would log its stack under the one line); sys.stderr then
+    writes to the original stream through a copy of the descriptor."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
@@ -27,8 +30,27 @@ def quiet_stderr() -> Iterator[None]:
             os.dup2(null.fileno(), 2)
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        if helper.is_alive():
+            _abandoned.append(helper)
+            sys.stderr = open(saved, "w", encoding=sys.stderr.encoding or "utf-8", errors="backslashreplace",
+                              buffering=1)
+        else:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def exit_if_abandoned(code: int) -> None:
+    """End the process now (output flushed, no interpreter teardown) when a rendezvous helper is still
+    blocked in torch's C++: at teardown CPython stops such a thread mid-C++ and the process aborts
+    ('terminate called without an active exception', exit -6 instead of the command's code)."""
+    if not any(helper.is_alive() for helper in _abandoned):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def join_within(connect: Callable[[], Any], *, timeout_s: float, where: str) -> Any:
@@ -45,7 +67,7 @@ def join_within(connect: Callable[[], Any], *, timeout_s: float, where: str) -> 
             outcome["error"] = exc
 
     helper = threading.Thread(target=attempt, name="commbench-rendezvous", daemon=True)
-    with quiet_stderr():
+    with quiet_stderr(helper):
         helper.start()
         helper.join(timeout_s + MARGIN_S)
     if helper.is_alive():
