@@ -57,7 +57,12 @@ def _exchange(rank: int, world_size: int, port: int, queue) -> None:
                 return fake_unique_id(SEEDS[key])
             results.append(share_unique_id(store, key, is_creator=rank == creator, make_id=make_id, timeout_s=20))
         queue.put((rank, results))
-        store.wait(["done"]) if rank == 0 else store.set("done", b"1")  # keep the server up until read
+        # rank 0 hosts the store: it stays up until every other rank has read both ids (one 'done' for the first
+        # reader let rank 0 exit while the last rank was still reading: a loaded CI host saw the recv fail)
+        if rank == 0:
+            store.wait([f"done{r}" for r in range(1, world_size)])
+        else:
+            store.set(f"done{rank}", b"1")
     except BaseException as exc:  # noqa: BLE001 - report to the parent
         queue.put((rank, repr(exc)))
 
