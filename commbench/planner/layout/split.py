@@ -32,6 +32,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from commbench.row_groups import RowGroups
+
 from commbench.errors import CommbenchError
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import flops_breakdown, step_vocab
@@ -366,39 +368,25 @@ def choose_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None)
 
 
 def buildable(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
-    """Per layout: True where `best_split` finds a split (computed once per distinct (pp, vp))."""
-    pairs, inverse, shape = _distinct_pairs(pp, vp)
-    ok = np.array([best_split(model, p, v) is not None for p, v in pairs], dtype=bool)
-    return ok[inverse].reshape(shape)
+    """Per layout: True where `best_split` finds a split (computed once per group of equal (pp, vp))."""
+    groups = RowGroups(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64))
+    ok = [best_split(model, p, v) is not None for p, v in zip(groups.of(pp).tolist(), groups.of(vp).tolist())]
+    return groups.expand(np.array(ok, dtype=bool))
 
 
 def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None) -> np.ndarray:
     """Busiest pipeline rank's cost / the mean rank's under `best_split` (1.0 without PP or without a
     buildable split, which layout_violations marks invalid). `vocab`: per layout, the output rows the step model
-    charges (split_vocab / models.counts.step_vocab, an array like pp); default the model's own."""
-    if vocab is None:
-        pairs, inverse, shape = _distinct_pairs(pp, vp)
-        rows = [(p, v, None) for p, v in pairs]
-    else:
-        pp, vp, vocab = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64),
-                                            np.asarray(vocab, dtype=np.float64))
-        # one int key per layout, as _distinct_pairs (np.unique over stacked rows sorts them field by field: slow)
-        vocabs, which = np.unique(vocab.ravel(), return_inverse=True)
-        keys, inverse = np.unique((pp.ravel() * (1 << 20) + vp.ravel()) * len(vocabs) + np.ravel(which),
-                                  return_inverse=True)
-        rows = [(int(k // len(vocabs)) >> 20, int(k // len(vocabs)) & ((1 << 20) - 1), float(vocabs[k % len(vocabs)]))
-                for k in keys]
-        inverse, shape = np.ravel(inverse), pp.shape
+    charges (split_vocab / models.counts.step_vocab, an array like pp); default the model's own. Computed once per
+    group of equal (pp, vp, vocab) (commbench.row_groups)."""
+    pp, vp = np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64)
+    columns = (pp, vp) if vocab is None else (pp, vp, np.asarray(vocab, dtype=np.float64))
+    groups = RowGroups(*columns)
+    rows = zip(groups.of(pp).tolist(), groups.of(vp).tolist(),
+               [None] * len(groups) if vocab is None else groups.of(columns[2]).tolist())
     values = []
     for p, v, n in rows:
         split = best_split(model, p, v, n)
         costs = split.rank_costs(stage_weights(model, n)) if split is not None else [1.0]
         values.append(max(costs) * len(costs) / sum(costs))
-    return np.array(values, dtype=np.float64)[inverse].reshape(shape)
-
-
-def _distinct_pairs(pp, vp) -> tuple[list[tuple[int, int]], np.ndarray, tuple[int, ...]]:
-    """Distinct (pp, vp) pairs of many layouts and each layout's index into them (one int key each: fast)."""
-    pp, vp = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64))
-    keys, inverse = np.unique(pp.ravel() * (1 << 20) + vp.ravel(), return_inverse=True)
-    return [(int(k >> 20), int(k & ((1 << 20) - 1))) for k in keys], np.ravel(inverse), pp.shape
+    return groups.expand(np.array(values, dtype=np.float64))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from commbench.row_groups import RowGroups
+
 GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
 
 
@@ -81,15 +83,11 @@ def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_ove
     g = np.maximum(group, 1)
     loc, g_, dom_, dist_, pb_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist,
                                                     np.asarray(param_bytes, dtype=float))
-    _, loc_code = np.unique(loc, return_inverse=True)
-    # one int64 key per row (a 1-D unique sorts fast; a row-wise unique over floats does not)
-    key = (((loc_code.ravel().astype(np.int64) * 65536 + g_.astype(np.int64)) * 4096
-            + dom_.astype(np.int64)) * 2 + dist_.astype(np.int64)) * 2 + (pb_ < PARAM_BYTES).astype(np.int64)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    u_rs, u_ag = _totals(system, coll, hier_rs, loc[first], g_[first].astype(float), dom_[first].astype(float),
-                         dist_[first], pb_[first], grad_size)
-    rs, ag = np.where(active, u_rs[inverse], 0.0), np.where(active, u_ag[inverse], 0.0)
+    groups = RowGroups(loc, g_, dom_, dist_, pb_ < PARAM_BYTES)   # the totals once per group of equal inputs
+    first = groups.first
+    u_rs, u_ag = _totals(system, coll, hier_rs, loc.ravel()[first], g_.ravel()[first].astype(float),
+                         dom_.ravel()[first].astype(float), dist_.ravel()[first], pb_.ravel()[first], grad_size)
+    rs, ag = np.where(active, groups.expand(u_rs), 0.0), np.where(active, groups.expand(u_ag), 0.0)
     last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
     rs_exp = np.where(dp_overlap, hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
     ag_exp = np.where(dp_overlap, hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)

@@ -24,6 +24,8 @@ from math import comb
 
 import numpy as np
 
+from commbench.row_groups import RowGroups
+
 from commbench.planner.models.spec import ModelSpec
 
 
@@ -50,10 +52,10 @@ def distinct_domains_per_token(model: ModelSpec, domains: np.ndarray) -> np.ndar
     out = _distinct_uniform(d, float(model.top_k))
     groups, picked = model.router_groups
     if groups and 0 < picked < groups:
-        values, where = np.unique(d, return_inverse=True)   # few distinct domain counts per search
+        counts = RowGroups(d)   # few distinct domain counts per search
         capped = np.array([_distinct_domains_grouped(int(x), groups, picked) if x <= groups else np.inf
-                           for x in values])
-        out = np.minimum(out, capped[where].reshape(d.shape))
+                           for x in counts.of(d).tolist()])
+        out = np.minimum(out, counts.expand(capped))
     return out
 
 

@@ -1,0 +1,59 @@
+"""Rows of a vectorised evaluation grouped by a few key columns, so that a term is computed once per group.
+
+A search enumerates layouts in nested loops, so equal keys come in long runs: where the runs are few, the groups
+are the runs (np.repeat spreads the per-group values back: no sort, no gather); otherwise the distinct keys
+(np.unique, a sort). The same key may then head several groups: a group is computed once, not necessarily a key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+RUNS_PER_ROW = 1 / 16   # at most this many runs per row: runs; more: distinct keys
+
+
+class RowGroups:
+    """`first[g]`: a row of group g; `expand(values)`: values per group -> values per row (the key columns' shape)."""
+
+    def __init__(self, *columns) -> None:
+        cols = [np.ravel(c) for c in np.broadcast_arrays(*(np.asarray(c) for c in columns))]
+        self.shape = np.broadcast_shapes(*(np.shape(c) for c in columns))
+        n = cols[0].size
+        self._lengths = self._inverse = None
+        if n == 0:
+            self.first = np.zeros(0, dtype=np.int64)
+            self._inverse = np.zeros(0, dtype=np.int64)
+            return
+        change = np.zeros(n - 1, dtype=bool)
+        for c in cols:
+            change |= c[1:] != c[:-1]
+        starts = np.flatnonzero(change) + 1
+        if len(starts) + 1 <= max(n * RUNS_PER_ROW, 1):
+            self.first = np.concatenate(([0], starts))
+            self._lengths = np.diff(np.append(self.first, n))
+            return
+        if len(cols) == 1:
+            key = cols[0]
+        else:
+            key = np.zeros(n, dtype=np.int64)
+            for c in cols:   # each column's code (its offset, or its rank among its distinct values) in one int key
+                if c.dtype.kind in "biu" and int(c.max()) - int(c.min()) < 1 << 20:
+                    low = int(c.min())
+                    key = key * (int(c.max()) - low + 1) + (c.astype(np.int64) - low)
+                else:
+                    values, code = np.unique(c, return_inverse=True)
+                    key = key * len(values) + np.ravel(code)
+        _, self.first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        self._inverse = np.ravel(inverse)
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def of(self, column) -> np.ndarray:
+        """A key (or any per-row) column's value per group."""
+        return np.ravel(np.broadcast_to(np.asarray(column), self.shape))[self.first]
+
+    def expand(self, values) -> np.ndarray:
+        values = np.asarray(values)
+        out = np.repeat(values, self._lengths) if self._lengths is not None else values[self._inverse]
+        return out.reshape(self.shape)
