@@ -261,8 +261,9 @@ def plan(
     mem_rows = [[kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}"] for kind in MEM_ROWS]
     mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.0f} ({verdict})",
                      f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/]"])
-    print_table(console, "memory per GPU (predicted, GB = 1e9 B)", [Col(name="kind", numeric=False), Col(name="GB")],
-                mem_rows)
+    on_rank = f" on pipeline rank {row['mem_pipeline_rank']} (the one that holds the most)" if lay.pp > 1 else ""
+    print_table(console, f"memory per GPU{on_rank} (predicted, GB = 1e9 B)",
+                [Col(name="kind", numeric=False), Col(name="GB")], mem_rows)
     from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
     vocab = split_vocab(spec, lay.tp, req.framework)   # the loss stage's rows, as the step model charged them
     split = choose_split(spec, lay.pp, lay.vp, vocab).summary(stage_weights(spec, vocab))

@@ -42,7 +42,7 @@ from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 from commbench.planner.search.candidates import candidates
 
-CHUNK = 262_144
+CHUNK = 65_536
 DEFAULT_HEADROOM = 0.05
 
 

@@ -113,6 +113,7 @@ class StepBreakdown:
     mem_total_bytes: np.ndarray
     mem_capacity_bytes: np.ndarray
     mem_host_offload_bytes: np.ndarray   # host memory CPU offloading fills (fits needs it within the host's share)
+    mem_pipeline_rank: np.ndarray        # the pipeline rank the mem_* bytes are of: the one that holds the most
     fits: np.ndarray
 
     def row(self, index: int) -> dict[str, float | bool | int]:
@@ -396,5 +397,6 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         mem_weights_bytes=mem.weights, mem_grads_bytes=mem.grads, mem_optimizer_bytes=mem.optimizer,
         mem_activations_bytes=mem.activations, mem_reserve_bytes=mem.reserve, mem_total_bytes=mem.total,
         mem_capacity_bytes=mem.capacity, mem_host_offload_bytes=mem.host_offload,
+        mem_pipeline_rank=np.broadcast_to(mem.rank, np.shape(mem.capacity)).astype(np.int64),
         fits=valid & (mem.total <= mem.capacity) & (mem.host_offload <= mem.host_capacity),
     )

@@ -74,8 +74,8 @@ def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, comput
 
 def unit_params(model, dense_local, expert_local, num_layers: int, moe_layers: int):
     """Parameters of the largest FSDP unit on one GPU (a MoE layer holds its experts' share)."""
-    dense_unit = dense_local / max(num_layers, 1)
-    return dense_unit + (expert_local / max(moe_layers, 1) if model.is_moe else 0.0)
+    dense_unit = dense_local / np.maximum(num_layers, 1)
+    return dense_unit + (expert_local / np.maximum(moe_layers, 1) if model.is_moe else 0.0)
 
 
 def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):

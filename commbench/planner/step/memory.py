@@ -21,6 +21,7 @@ layers each add their own terms (Mamba's in step/mamba.py).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ from commbench.planner.models.counts import param_counts, step_vocab
 from commbench.planner.step import fsdp, gdn, mamba
 from commbench.planner.step.dp_sync import grad_bytes, param_gather_bytes
 from commbench.planner.step.mamba import block_counts
+from commbench.planner.step.stage_memory import RankArrays, candidate_arrays
 
 BF16 = 2
 FP8, MXFP8 = PRECISIONS.index("fp8"), PRECISIONS.index("mxfp8")
@@ -47,6 +49,7 @@ class MemoryBytes:
     capacity: np.ndarray
     host_offload: np.ndarray    # activations CPU offloading keeps in host memory
     host_capacity: np.ndarray   # host memory per GPU less the host reserve (inf without offloading)
+    rank: np.ndarray            # the pipeline rank these bytes are of (the one that holds the most)
 
     @property
     def total(self) -> np.ndarray:
@@ -157,35 +160,59 @@ def full_recompute_share(model: ModelSpec, arr) -> np.ndarray:
     return np.where(arr.recompute_layers > 0, np.minimum(arr.recompute_layers, chunk) / chunk, 1.0)
 
 
-def _per_token_stage_elements(model: ModelSpec, arr, recompute, *, tp, cp, etp, sp) -> np.ndarray:
-    attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, arr.precision)
-    c = block_counts(model)
-    per_token = attn * c.attention + dense_mlp * c.dense + moe_mlp * c.moe
-    if c.linear:  # Gated DeltaNet blocks in place of attention (step/gdn.py); full recompute keeps the input
-        per_token = per_token + c.linear * np.where(recompute == 2, model.hidden / (np.where(sp, tp, 1) * cp),
-                                                    gdn.activation_elements(model, tp, cp, sp, recompute,
-                                                                            arr.precision))
-    if model.is_hybrid:  # every hybrid block is a layer of its own: full recompute keeps each one's input
-        per_token = per_token + c.mamba * mamba.activation_elements(model, tp, cp, sp, recompute, arr.precision)
-        per_token = np.where(recompute == 2, c.layers * model.hidden / (np.where(sp, tp, 1) * cp), per_token)
-    return per_token
+class SavedElements:
+    """Saved activation elements per token per block of each kind under each row's recompute, computed once per
+    layout array; `of(counts)` sums them over the blocks a rank (or the whole model) holds."""
+
+    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp):
+        self.model, self.arr = model, arr
+        self.input_elements = model.hidden / (np.where(sp, tp, 1) * cp)   # a layer's input: full recompute keeps it
+        self.kinds = self._kinds(arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
+        self.share = self.stored = None
+        if np.any(arr.recompute_layers > 0):   # block recompute: the layers it does not recompute keep everything
+            self.share = full_recompute_share(model, arr)
+            self.stored = self._kinds(np.zeros_like(arr.recompute), tp=tp, cp=cp, etp=etp, sp=sp)
+
+    def _kinds(self, recompute, *, tp, cp, etp, sp) -> dict:
+        model, precision = self.model, self.arr.precision
+        attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision)
+        kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
+        if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
+            kinds["linear"] = np.where(recompute == 2, self.input_elements,
+                                       gdn.activation_elements(model, tp, cp, sp, recompute, precision))
+        if model.is_hybrid:
+            kinds["mamba"] = mamba.activation_elements(model, tp, cp, sp, recompute, precision)
+        return kinds
+
+    def _sum(self, kinds: dict, counts) -> np.ndarray:
+        per_token = kinds["attention"] * counts.attention + kinds["dense"] * counts.dense + kinds["moe"] * counts.moe
+        if "linear" in kinds:
+            per_token = per_token + kinds["linear"] * counts.linear
+        if "mamba" in kinds:  # every hybrid block is a layer of its own: full recompute keeps each one's input
+            per_token = per_token + kinds["mamba"] * counts.mamba
+            per_token = np.where(kinds["recompute"] == 2, counts.layers * self.input_elements, per_token)
+        return per_token
+
+    def of(self, counts=None) -> np.ndarray:
+        """Elements per token of the blocks `counts` holds (default the whole model's, step/mamba.block_counts)."""
+        counts = block_counts(self.model) if counts is None else counts
+        per_token = self._sum(self.kinds, counts)
+        if self.stored is not None:
+            per_token = self.share * per_token + (1.0 - self.share) * self._sum(self.stored, counts)
+        return per_token
 
 
 def _saved_elements_per_token(model: ModelSpec, arr, *, tp, cp, etp, sp) -> np.ndarray:
     """Saved activation elements per token of the whole model (all stages) under each row's recompute."""
-    per_token = _per_token_stage_elements(model, arr, arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
-    if np.any(arr.recompute_layers > 0):   # block recompute: the layers it does not recompute keep everything
-        share = full_recompute_share(model, arr)
-        stored = _per_token_stage_elements(model, arr, np.zeros_like(arr.recompute), tp=tp, cp=cp, etp=etp, sp=sp)
-        per_token = share * per_token + (1.0 - share) * stored
-    return per_token
+    return SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp).of()
 
 
-def offloaded_share(model: ModelSpec, arr, pp) -> np.ndarray:
+def offloaded_share(model: ModelSpec, arr, pp, layers_local=None) -> np.ndarray:
     """Share of a rank's layers whose activations CPU offloading moves to host memory (Transformer Engine
     get_cpu_offload_context via Megatron-Core cpu_offloading_num_layers: that many of the rank's layers,
-    each once its forward ends; at least one layer stays on the GPU)."""
-    layers_local = block_counts(model).layers / pp
+    each once its forward ends; at least one layer stays on the GPU). `layers_local`: the rank's layers
+    (default the mean rank's)."""
+    layers_local = block_counts(model).layers / pp if layers_local is None else np.maximum(layers_local, 1)
     return np.minimum(arr.cpu_offload_layers, np.maximum(layers_local - 1, 0)) / layers_local
 
 
@@ -196,18 +223,35 @@ def offloaded_bytes_per_microbatch(model: ModelSpec, arr, *, tp, cp, pp, etp, to
     return offloaded_share(model, arr, pp) * tokens_mb * per_token * BF16 / pp
 
 
+def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megatron") -> np.ndarray:
+    """The loss stage's logits of one micro-batch (main head and MTP heads) at the rows the framework builds."""
+    return (tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * LOGITS_BYTES[framework]
+            * (1 + model.num_mtp_layers))
+
+
+def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
+                          logits) -> np.ndarray:
+    """Activation bytes one pipeline rank (`load`: stage_memory.candidate_arrays) keeps at its peak: its blocks'
+    saved tensors for the micro-batches it keeps in flight, and the `logits` (logits_bytes) where it holds the
+    loss."""
+    per_mb_rank = tokens_mb * saved.of(load.counts) * BF16              # one micro-batch, all chunks of the rank
+    if np.any(arr.cpu_offload_layers):                                  # offloading keeps the other layers'
+        per_mb_rank = per_mb_rank * (1.0 - offloaded_share(model, arr, None, layers_local=load.counts.layers))
+    # --overlap-moe-expert-parallel-comm runs one more forward chunk before the steady state (megatron-core 0.16.1
+    # pipeline_parallel/schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, interleaved only)
+    chunks = load.chunks_in_flight + np.where(arr.moe_a2a_overlap & (vp > 1), 1, 0)
+    mb_equiv = np.minimum(chunks / vp, n_mb)                              # micro-batches' worth in flight
+    return per_mb_rank * mb_equiv + np.where(load.loss, logits, 0.0)
+
+
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
                      framework: str = "megatron") -> np.ndarray:
-    per_token = _saved_elements_per_token(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
-    kept = 1.0 - offloaded_share(model, arr, pp)     # CPU offloading keeps the other layers' activations
-    per_mb_stage = kept * tokens_mb * per_token * BF16 / pp                 # one micro-batch, all chunks of a stage
-    chunks_in_flight = np.where(vp > 1, pp * vp + pp - 1, pp)
-    mb_equiv = np.minimum(chunks_in_flight / vp, n_mb)               # micro-batches' worth of stage activations
-    first_stage = per_mb_stage * mb_equiv
-    logits = (tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * LOGITS_BYTES[framework]
-              * (1 + model.num_mtp_layers))
-    last_stage = per_mb_stage + logits
-    return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
+    """The largest pipeline rank's activation bytes (rank_activation_bytes over stage_memory's candidates)."""
+    saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
+    logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework)
+    return np.max([rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
+                                         logits=logits)
+                   for load in candidate_arrays(model, pp, vp, tp, framework)], axis=0)
 
 
 # Bytes per vocab entry of the loss's logits at their peak, by framework:
@@ -223,47 +267,72 @@ LOGITS_BYTES = {"megatron": 2.0, "torchtitan": 8.0}
 def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, dense_group, expert_group,
                    n_mb, tokens_mb, sp, framework: str = "megatron",
                    offloaded_bytes=None) -> MemoryBytes:
-    pc = param_counts(model, vocab=step_vocab(model, tp, framework))  # the embedding/output rows it builds
-    dense_local = pc.non_expert / (tp * pp)
-    expert_local = pc.expert / (etp * ep * pp)
-    local = dense_local + expert_local
-    dist = arr.distributed_optimizer
-    owned = np.where(dist, dense_local / dense_group + expert_local / expert_group, local)
+    """Memory of the pipeline rank that holds the most (stage_memory: what each rank's stages build and keep in
+    flight); MemoryBytes.rank names it."""
+    vocab = step_vocab(model, tp, framework)   # the embedding/output rows it builds
     capacity = np.full(len(tp), gpu.usable_hbm_bytes)
-    activations = activation_bytes(model, arr, tp=tp, cp=cp, pp=pp, vp=vp, etp=etp, n_mb=n_mb, tokens_mb=tokens_mb, sp=sp,
-                                   framework=framework)
-    # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
-    # for a full-iteration graph a share of the activations the pool cannot reuse.
-    graph_bytes = np.select([arr.cuda_graph == 1, arr.cuda_graph == 2],
-                            [np.full(len(tp), cal.graph_layer_bytes), cal.graph_full_fraction * activations], 0.0)
     # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
     # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes.
     weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8), framework)
-    weights = local * (weight_bytes + quantized_weight_cache_bytes(arr.precision, weight_bytes, framework,
-                                                                   fp8_transpose=fp8_transpose_needed(gpu)))
-    grads = local * grad_bytes(framework)   # bf16 under Megatron (--grad-reduce-in-bf16), fp32 under TorchTitan
-    if np.any(arr.fsdp):  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
-        c = block_counts(model)
-        f_weights, f_grads = fsdp.fsdp_memory_bytes(
-            dense_local / dense_group + expert_local / expert_group,
-            fsdp.unit_params(model, dense_local, expert_local, c.layers, c.moe), grad_bytes(framework))
-        f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
-        weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
+    cache_bytes = quantized_weight_cache_bytes(arr.precision, weight_bytes, framework,
+                                               fp8_transpose=fp8_transpose_needed(gpu))
+    dist = arr.distributed_optimizer
     # CPU offloading at pp = 1 holds one micro-batch's offloaded activations in host memory at a time.
     host = np.zeros(len(tp)) if offloaded_bytes is None else np.asarray(offloaded_bytes, dtype=float)
     host_capacity = np.full(len(tp), np.inf)
     if np.any(host > 0):
         from commbench.planner.step.kernels import host_memory_bytes
         host_capacity[:] = host_memory_bytes(gpu) * (1.0 - cal.host_reserve_fraction)
+    saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
+    # bytes per parameter of the rank (non-expert over TP, expert over EP x ETP), before its parameter counts
+    dense_share, expert_share = 1.0 / tp, 1.0 / (etp * ep)
+    held_bytes = weight_bytes + cache_bytes
+    vocab_params = vocab * model.hidden
+    optimizer_dense = 12.0 * np.where(dist, dense_share / dense_group, dense_share)
+    optimizer_expert = 12.0 * np.where(dist, expert_share / expert_group, expert_share)
+    graph_full = np.where(arr.cuda_graph == 2, cal.graph_full_fraction, 0.0)  # of the activations
+    any_fsdp = bool(np.any(arr.fsdp))
+    best = None
+    logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework)
+    for load in candidate_arrays(model, pp, vp, tp, framework):
+        dense_local = (load.non_expert_params + load.vocab_matrices * vocab_params) * dense_share
+        expert_local = load.expert_params * expert_share
+        local = dense_local + expert_local
+        weights = local * held_bytes
+        grads = local * grad_bytes(framework)   # bf16 under Megatron (--grad-reduce-in-bf16), fp32 under TorchTitan
+        if any_fsdp:  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
+            f_weights, f_grads = fsdp.fsdp_memory_bytes(
+                dense_local / dense_group + expert_local / expert_group,
+                fsdp.unit_params(model, dense_local, expert_local, load.counts.layers, load.counts.moe),
+                grad_bytes(framework))
+            f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
+            weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
+        optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
+            + load.expert_params * optimizer_expert
+        activations = rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
+                                            logits=logits)
+        terms = (weights, grads, optimizer, activations, np.broadcast_to(load.rank, np.shape(tp)))
+        total = weights + grads + optimizer + activations * (1.0 + graph_full)
+        if best is None:
+            best, best_total = terms, total
+            continue
+        more = total > best_total
+        best = tuple(np.where(more, new, old) for new, old in zip(terms, best))
+        best_total = np.maximum(total, best_total)
+    weights, grads, optimizer, activations, rank = best
+    # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
+    # for a full-iteration graph a share of the activations the pool cannot reuse.
+    graph_bytes = np.where(arr.cuda_graph == 1, cal.graph_layer_bytes, graph_full * activations)
     return MemoryBytes(
         weights=weights,
         grads=grads,
-        optimizer=owned * 12.0,
+        optimizer=optimizer,
         activations=activations,
-        reserve=np.full(len(tp), cal.reserve_fixed_bytes) + cal.reserve_fraction * capacity + graph_bytes,
+        reserve=cal.reserve_fixed_bytes + cal.reserve_fraction * capacity + graph_bytes,
         capacity=capacity,
         host_offload=host,
         host_capacity=host_capacity,
+        rank=rank,
     )
 
 
