@@ -45,3 +45,26 @@ def test_a_gpu_count_off_the_racks_is_whole_racks_and_a_partial_one_not_an_inven
     from commbench.planner.layout.placement import gpus_per_rack
     assert gpus_per_rack(gpus, 72) == per_rack
     assert int(racks_spanned(4, gpus_per_rack(gpus, 72), gpus)) == 1   # a tray-aligned group stays in its rack
+
+
+@pytest.mark.parametrize("world, per_rack, etp, ep, pp", CASES)
+def test_the_thin_side_is_the_fewest_members_megatron_cores_groups_have_in_one_rack(world, per_rack, etp, ep, pp):
+    """An EP64 group split 8 + 56 over two racks: its 8 ranks' NICs carry their traffic to the other 56, not an even
+    split's 32 (formulas.collective_time_s fewest_per_domain)."""
+    from commbench.planner.layout.placement import fewest_in_one_domain
+    groups = _rank_groups(world, etp, ep, pp)
+    fewest = min(min(sum(1 for rank in group if rank // per_rack == rack) for rack in {r // per_rack for r in group})
+                 for group in groups)
+    assert fewest_in_one_domain(np.array([etp * ep]), np.array([ep]), per_rack, world // per_rack)[0] == fewest
+
+
+def test_an_uneven_split_sends_the_thin_sides_bytes_through_its_own_nics():
+    """All-to-all over 64 ranks in two domains: each rank's off-domain share is (64 - m) / 64 with m ranks on its
+    side; 8 + 56 leaves 56/64 of the thin side's bytes to its NICs, an even 32 + 32 only 32/64."""
+    from commbench.costmodel import collective_time_s, load_preset
+    fabric = load_preset("gb200-nvl72", num_gpus=1152)
+    size = np.array([256e6])
+    even = collective_time_s(fabric, "all_to_all", size, 64, 2)
+    thin = collective_time_s(fabric, "all_to_all", size, 64, 2, fewest_per_domain=8)
+    assert thin[0] / even[0] == pytest.approx(56 / 32, rel=0.05)
+    assert collective_time_s(fabric, "all_to_all", size, 64, 2, fewest_per_domain=32)[0] == pytest.approx(even[0])

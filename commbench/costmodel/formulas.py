@@ -149,10 +149,15 @@ def _min_into(best: np.ndarray | float, new: np.ndarray | float) -> np.ndarray |
 
 def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
                       num_domains: ArrayLike = 1, *, algorithm: str | None = None,
-                      imbalance: ArrayLike = 1.0, protocol: str | None = None) -> np.ndarray:
+                      imbalance: ArrayLike = 1.0, protocol: str | None = None,
+                      fewest_per_domain: ArrayLike | None = None) -> np.ndarray:
     """Predicted seconds for `collective` of `size_bytes` (nccl-tests' size) over `group_size` ranks
     spread over `num_domains` scale-up domains. Arguments broadcast; the fastest algorithm wins
     unless `algorithm` names one. `imbalance` (>= 1) scales the busiest rank's bytes (all-to-all).
+    `fewest_per_domain`: the group's ranks in its least-populated domain where the domains do not hold it evenly
+    (a group of 64 split 8 + 56 over two racks; default ceil(group / domains)): the all-to-all bytes leaving that
+    side and a ring's edge between domains go through its NICs alone (alpha-beta curves; the NCCL-structure
+    collectives take the even split).
     On fabrics with NCCL parameters the NCCL collectives use NCCL's algorithm x protocol structure
     (choice.py; `protocol` forces one of LL, LL128, Simple); elsewhere the alpha-beta curves."""
     if uses_nccl_model(fabric, collective):
@@ -165,13 +170,15 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
         raise invalid("protocol", protocol, f"{collective} on {fabric.name} is predicted from alpha-beta curves, "
                       "which have no protocols")
     (time_s,) = _algorithm_times(fabric, collective, size_bytes, group_size, num_domains, imbalance,
-                                 [algorithm] if algorithm else None)
+                                 [algorithm] if algorithm else None, fewest_per_domain)
     return time_s
 
 
 def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
-                     num_domains: ArrayLike, imbalance: ArrayLike, groups: list[str] | None) -> list[np.ndarray]:
-    """One time array per entry of `groups` (an algorithm name, or None: the fastest of all)."""
+                     num_domains: ArrayLike, imbalance: ArrayLike, groups: list[str] | None,
+                     fewest_per_domain: ArrayLike | None = None) -> list[np.ndarray]:
+    """One time array per entry of `groups` (an algorithm name, or None: the fastest of all); `fewest_per_domain`
+    as collective_time_s."""
     shape = _shape(collective)
     size, n, d, skew = np.broadcast_arrays(np.asarray(size_bytes, dtype=np.float64),
                                            np.asarray(group_size, dtype=np.float64),
@@ -201,10 +208,14 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
     any_cross, all_cross = bool(crosses.any()), bool(crosses.all())
     bus_bytes = shape.bus_factor(n) * size
     skewed_bus_bytes = bus_bytes * skew if skew.max() != 1.0 or skew.min() != 1.0 else bus_bytes
+    # the side of the group with the fewest ranks in one domain: its NICs carry the most per rank (an even split
+    # unless the placement says otherwise); the fullest side's ranks exchange the most over NVLink
+    fewest = ranks_per_domain if fewest_per_domain is None else np.clip(
+        np.broadcast_to(np.asarray(fewest_per_domain, dtype=np.float64), n.shape), 1, ranks_per_domain)
     if any_cross and shape.spread:
         sent = skew * size / n
-        bytes_out, bytes_in = sent * (n - ranks_per_domain), sent * (ranks_per_domain - 1)
-    shares_domain = ranks_per_domain > 1 if any_cross and not shape.spread else None
+        bytes_out, bytes_in = sent * (n - fewest), sent * (ranks_per_domain - 1)
+    shares_domain = fewest > 1 if any_cross and not shape.spread else None
     step_cache: dict[tuple[str, str], np.ndarray] = {}
 
     def cached_steps(name: str, which: str) -> np.ndarray:
@@ -236,8 +247,7 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
             if shape.spread:
                 wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw)
             else:
-                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(ranks_per_domain * busbw_o, busbw),
-                                                   busbw_o)
+                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(fewest * busbw_o, busbw), busbw_o)
             time_out += wire
         return time_up, time_out
 
@@ -267,13 +277,13 @@ MOE_PHASES = ("dispatch", "combine")
 
 def moe_all_to_all_time_s(fabric: Fabric, bytes_per_rank: ArrayLike, ep_size: ArrayLike,
                           num_domains: ArrayLike = 1, imbalance: ArrayLike = 1.0, *,
-                          phase: str | None = None) -> np.ndarray:
+                          phase: str | None = None, fewest_per_domain: ArrayLike | None = None) -> np.ndarray:
     """One MoE dispatch (or combine): each rank sends `bytes_per_rank` (its tokens x top-k x hidden
     x bytes per element, the local share included) spread over the `ep_size` ranks; the busiest
     receiver gets `imbalance` x the mean, and sets the time (DeepEP's "bottleneck bandwidth",
     deepseek-ai/DeepEP README). `phase` picks the dispatch or combine curve where the fabric has
     both; by default their mean, so twice it is one dispatch plus one combine. Falls back to the
-    plain all_to_all curves when the fabric has no MoE-specific ones."""
+    plain all_to_all curves when the fabric has no MoE-specific ones. `fewest_per_domain` as collective_time_s."""
     if np.any(np.asarray(imbalance, dtype=np.float64) < 1.0):
         raise invalid("imbalance", float(np.min(imbalance)), "max/mean bytes per rank, so >= 1")
     if phase is not None and phase not in MOE_PHASES:
@@ -282,11 +292,11 @@ def moe_all_to_all_time_s(fabric: Fabric, bytes_per_rank: ArrayLike, ep_size: Ar
     algorithms = {c.algorithm for c in fabric.curves if c.collective == collective}
     args = (fabric, collective, bytes_per_rank, ep_size, num_domains, imbalance)
     if phase is not None and phase in algorithms:
-        return _algorithm_times(*args, [phase])[0]
+        return _algorithm_times(*args, [phase], fewest_per_domain)[0]
     if phase is None and set(MOE_PHASES) <= algorithms:
-        dispatch, combine = _algorithm_times(*args, list(MOE_PHASES))
+        dispatch, combine = _algorithm_times(*args, list(MOE_PHASES), fewest_per_domain)
         return 0.5 * (dispatch + combine)
-    return _algorithm_times(*args, None)[0]
+    return _algorithm_times(*args, None, fewest_per_domain)[0]
 
 
 def hierarchical_reduce_scatter_time_s(fabric: Fabric, size_bytes: ArrayLike, group_size: ArrayLike,

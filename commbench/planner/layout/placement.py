@@ -57,6 +57,39 @@ def domains_touched(span: np.ndarray, group: np.ndarray, domain_size: int, max_d
     return np.minimum(out, max_domains) if max_domains else out
 
 
+@functools.lru_cache(maxsize=4096)
+def _fewest_in_one_rack(span: int, per_rack: int, blocks: int) -> int:
+    """The fewest ranks a block of `span` consecutive ranks (placed as in _worst_block_racks) has in one of the racks
+    it touches, over the first `blocks` blocks: the thin side of a straddling group (8 of EP64 in a rack of 72)."""
+    period = per_rack // math.gcd(span, per_rack)
+    fewest = span
+    for k in range(min(blocks, period)):
+        start, end = k * span, (k + 1) * span
+        for rack in range(start // per_rack, (end - 1) // per_rack + 1):
+            fewest = min(fewest, min(end, (rack + 1) * per_rack) - max(start, rack * per_rack))
+    return fewest
+
+
+def fewest_in_one_domain(span: np.ndarray, group: np.ndarray, domain_size: int,
+                         max_domains: int | None = None) -> np.ndarray:
+    """Members of a group of `group` ranks spread over `span` consecutive ranks (stride span / group) in the scale-up
+    domain that holds the fewest of them, over the layout's groups placed as domains_touched places them: where a
+    group straddles racks unevenly (EP64 on 72-GPU racks: 8 + 56), its thin side's NICs carry that side's ranks'
+    traffic to the other 56 (formulas.collective_time_s fewest_per_domain), not an even split's."""
+    span_arr = np.maximum(np.rint(np.atleast_1d(np.asarray(span, dtype=float))).astype(np.int64), 1)
+    group_arr = np.broadcast_to(np.maximum(np.asarray(group, dtype=np.int64), 1), span_arr.shape)
+    fewest = np.minimum(span_arr, domain_size).astype(float)    # aligned: every domain it touches is full
+    odd = (span_arr % domain_size != 0) & (domain_size % span_arr != 0)
+    if np.any(odd):
+        blocks = (int(max_domains) * domain_size) if max_domains else None
+        values, inverse = np.unique(span_arr[odd], return_inverse=True)
+        fewest[odd] = np.array([_fewest_in_one_rack(int(v), int(domain_size),
+                                                    max(1, (blocks // int(v)) if blocks else 1 << 30))
+                                for v in values], dtype=float)[inverse]
+    members = np.maximum(np.floor(fewest * group_arr / span_arr), 1)
+    return members.reshape(np.shape(span)) if np.ndim(span) else members
+
+
 FULL_ENOUGH = 0.85   # a rack filled to this share of its GPUs (64 of 72) is a deployment; fewer is a partial rack
 
 

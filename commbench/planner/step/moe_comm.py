@@ -15,7 +15,7 @@ import numpy as np
 
 from commbench.planner.step import ep_traffic
 from commbench.planner.layout.spec import CODE_FIELDS
-from commbench.planner.layout.placement import domains_touched
+from commbench.planner.layout.placement import domains_touched, fewest_in_one_domain
 
 ACT_BYTES = 2                         # bf16 activations and gradients on the wire
 FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
@@ -42,9 +42,11 @@ def dispatch_bytes_per_element(quantised) -> np.ndarray:
 
 
 def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_imbalance, collective_time_s,
-                moe_all_to_all_time_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                moe_all_to_all_time_s, ep_fewest=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dispatch, bf16 dispatch, combine) seconds of one MoE layer's EP all-to-alls for one micro-batch, before the
-    all-to-all efficiency: the dispatch 8-bit where `quantised`, the bf16 one its backward twin."""
+    all-to-all efficiency: the dispatch 8-bit where `quantised`, the bf16 one its backward twin. `ep_fewest`: EP
+    ranks in a group's least-populated domain (placement.fewest_in_one_domain) where some group straddles domains
+    unevenly; its NICs set the pace."""
     fanout = rank_fanout(model, ep, flex)
     elems_rank = dispatch_elements(model, tokens_rank=tokens_rank, ep=ep, ep_dom=ep_dom, flex=flex)
     # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
@@ -55,24 +57,30 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
     # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
     # same (deduplicated) bytes.
 
-    def phase_times(elems, group, domains, flex, quantised):
+    def phase_times(elems, group, domains, flex, quantised, fewest=None):
         """(8-bit-where-quantised dispatch, bf16 dispatch, combine) seconds of one kernel moving
         `elems` elements per rank over `group` ranks in `domains` domains (arrays of equal length)."""
+        thin = {} if fewest is None else {"fewest_per_domain": fewest}   # only where a split is uneven
         bf16_bytes = elems * ACT_BYTES
-        nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, group, domains, imbalance=moe_imbalance)
+        nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, group, domains, imbalance=moe_imbalance,
+                                        **thin)
         dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, group, domains,
-                                                                          moe_imbalance, phase="dispatch"),
+                                                                          moe_imbalance, phase="dispatch", **thin),
                                                     nccl_bf16_s), nccl_bf16_s)
         combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, group, domains, moe_imbalance,
-                                                                    phase="combine"), nccl_bf16_s), nccl_bf16_s)
+                                                                    phase="combine", **thin), nccl_bf16_s), nccl_bf16_s)
         if not np.any(quantised):
             return dispatch_bf16_s, dispatch_bf16_s, combine_s
         q_bytes = elems * dispatch_bytes_per_element(quantised)
-        q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, group, domains, moe_imbalance, phase="dispatch"),
-                         collective_time_s(system, "all_to_all", q_bytes, group, domains, imbalance=moe_imbalance))
+        q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, group, domains, moe_imbalance, phase="dispatch",
+                                               **thin),
+                         collective_time_s(system, "all_to_all", q_bytes, group, domains, imbalance=moe_imbalance,
+                                           **thin))
         return np.where(quantised, q_s, dispatch_bf16_s), dispatch_bf16_s, combine_s
 
-    dispatch_s, dispatch_bf16_s, combine_s = phase_times(elems_rank, ep, ep_dom, flex, quantised)
+    uneven = ep_fewest is not None and np.any((ep_dom > 1) & (ep_fewest < np.ceil(ep / np.maximum(ep_dom, 1))))
+    dispatch_s, dispatch_bf16_s, combine_s = phase_times(elems_rank, ep, ep_dom, flex, quantised,
+                                                         ep_fewest if uneven else None)
     # The flex kernels' hierarchical forwarding across domains runs two legs at once (DeepEP's
     # internode kernels pipeline the RDMA sends and the NVLink forwarding in chunks): the RDMA leg
     # above (one copy per destination domain) and, inside every domain, the NVLink fan-out of each
@@ -106,9 +114,11 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # Combine always returns bf16 expert outputs (they are summed in higher precision).
     quantised = flex & (a.precision != CODE_FIELDS["precision"].index("bf16"))
     ep_dom = domains_touched(etp * ep, ep, rack_gpus, max_domains)
+    ep_fewest = fewest_in_one_domain(etp * ep, ep, rack_gpus, max_domains)
     dispatch_s, dispatch_bf16_s, combine_s = ep_phases_s(
         model, system, tokens_rank=tokens_rank, ep=ep, ep_dom=ep_dom, flex=flex, quantised=quantised,
-        moe_imbalance=moe_imbalance, collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s)
+        moe_imbalance=moe_imbalance, collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s,
+        ep_fewest=ep_fewest)
     # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
     # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
     ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
