@@ -79,3 +79,17 @@ def test_bench_cli_out_of_place_markdown_says_the_copy(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("**commbench ") and "reduce on gloo, out-of-place," in result.stdout.splitlines()[0]
     assert result.stdout.count("the time includes the copy") == 1, result.stdout
+
+
+def test_piped_table_rows_name_their_statistic_before_the_first_row(tmp_path):
+    """With no terminal, bench streams nccl-tests' rows (the timed loop's time / iters) before its table (median
+    first): the rows' 'time' column is said to be nccl-tests' figure, not the table's median (found from outside)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    result = subprocess.run([sys.executable, "-m", "commbench", "bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e",
+                             "2K", "-n", "2", "-w", "0", "-O", str(tmp_path / "x.jsonl")], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    first_row = next(i for i, line in enumerate(lines) if line.strip().startswith("1024"))
+    said = [line for line in lines[:first_row] if line.startswith("# time:")]
+    assert len(said) == 1 and "timed loop's time / iters, avg over ranks (-a 1)" in said[0] and "median" in said[0]

@@ -118,10 +118,7 @@ class BenchView:
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
-            mode = NCCL_TESTS_AVERAGE_MODES[config.average]
-            self._print(f"# time: nccl-tests' time, the timed loop's time / iters, {mode} over ranks "
-                        f"(-a {config.average}); algbw/busbw from it. The per-iteration median is "
-                        "time_us_median in the JSONL.")
+            self._print(self._time_line(config))
             for line in text.table_header():
                 self._print(line)
             return
@@ -131,6 +128,7 @@ class BenchView:
         self.console.print(f"results → {config.output_path}", highlight=False)
         self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what, self.form)
         if self.text_rows:  # no terminal: nccl-tests' rows as points finish, the table at the end
+            self._print(self._time_line(config, table_after=True))
             for line in text.table_header():
                 self._print(line)
             return
@@ -165,6 +163,15 @@ class BenchView:
             return
         self.progress.advance(self.task)
         self.live.update(self._renderable())  # fitted here, between points: never in the refresh thread while timing
+
+    @staticmethod
+    def _time_line(config, table_after: bool = False) -> str:
+        """What the streamed rows' time is (nccl-tests' statistic, not the median the tables lead with)."""
+        mode = NCCL_TESTS_AVERAGE_MODES[config.average]
+        median = ("the table at the end gives the per-iteration median beside it" if table_after else
+                  "the per-iteration median is time_us_median in the JSONL")
+        return (f"# time: nccl-tests' time, the timed loop's time / iters, {mode} over ranks (-a {config.average}); "
+                f"algbw/busbw from it; {median}.")
 
     def _flush_row(self) -> None:
         if self.pending:
