@@ -543,12 +543,16 @@ def test_results_measured_under_other_nccl_settings_are_refused_but_the_tuning_a
 
 def test_a_winner_stops_at_its_measured_size_towards_a_size_where_nccl_default_was_kept(tmp_path):
     """ring/ll/16 beat NCCL at 4 KiB and did not at 64 KiB: nothing says it still does at 30 KiB, so from 4 KiB up
-    to 64 KiB NCCL decides (commbench's plugin); towards another winner the midpoint stands."""
+    to 64 KiB NCCL decides (commbench's plugin); towards another winner the midpoint stands where each was measured
+    at the other's size and was not slower than NCCL's default there."""
     from commbench.results.nccl_tuner import hold_to_measured
 
     points = []
     for size, best in ((1024, RING_LL), (4096, RING_LL), (65536, None), (1 << 20, TREE_SIMPLE_8), (4 << 20, RING_LL)):
         points += [point(size, DEFAULT, 100.0, noise=0.01), point(size, best or RING_LL, 50.0 if best else 99.5)]
+    unmeasured = merge_rules(hold_to_measured(choose_cells(points)))  # neither measured at the other's size: held
+    assert [(r.min_bytes, r.max_bytes) for r in unmeasured][1:] == [(1 << 20, 1 << 20), (4 << 20, 4 << 20)]
+    points += [point(1 << 20, RING_LL, 99.0, noise=0.01), point(4 << 20, TREE_SIMPLE_8, 99.0, noise=0.01)]
     cells = hold_to_measured(choose_cells(points))
     assert [(c.min_bytes, c.max_bytes) for c in cells] == [
         (1024, 2560), (2561, 4096), (4097, (1 << 20) - 1), (1 << 20, (1 << 20) + (3 << 19)),
@@ -676,3 +680,27 @@ def test_gloo_results_are_refused_and_mixed_ones_tuned_from_their_nccl_points(tm
     mixed = CliRunner().invoke(app, ["nccl-tuner", str(both), "-O", str(tmp_path / "b.conf")], env={"COLUMNS": "250"})
     assert mixed.exit_code == 0, mixed.output
     assert "1 gloo points (not NCCL" in " ".join(mixed.output.split()) or "gloo points" in (tmp_path / "b.conf").read_text()
+
+
+@pytest.mark.parametrize("at_16m", ["slower", "failed"])
+def test_a_winner_stops_at_its_size_towards_a_winner_where_its_own_combination_lost_or_failed(tmp_path, at_16m):
+    """ring/ll/16 beat NCCL at 1 MiB and was 2x slower (or failed) at 16 MiB, where tree/simple/8 won: the midpoint
+    rule stretched ring/ll/16 up to 8.5 MiB, next to a size where it lost. Each rule now ends at its measured size
+    (tree/simple/8 was also slower than NCCL at 1 MiB), and the sizes between are NCCL's."""
+    path = tmp_path / "lost.jsonl"
+    times = {DEFAULT: (200.0, 1000.0), RING_LL: (100.0, 2000.0), TREE_SIMPLE_8: (300.0, 700.0)}
+    with JsonlWriter(path) as writer:
+        for index, (combo, (small, large)) in enumerate(times.items()):
+            writer.write(_header(f"run{index}", ["h"] * 8))
+            writer.write(_record(f"run{index}", 1 << 20, combo, small, world=8))
+            failed = at_16m == "failed" and combo == RING_LL
+            writer.write(_record(f"run{index}", 16 << 20, combo, large, world=8, status="failed" if failed else "ok"))
+    conf = tmp_path / "lost.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, problems = reproduced_plugin_load(conf.read_text())
+    assert problems == []
+    assert max(c["max"] for c in configs if c["algo"] == "ring") == 1 << 20
+    assert [(c["min"], c["max"]) for c in configs if c["algo"] == "tree"] == [(16 << 20, 16 << 20)]
+    for nbytes in ((1 << 20) + 1, 8 << 20, 8912896, (16 << 20) - 1):
+        assert reproduced_plugin_select(configs, "allreduce", nbytes, nodes=1, ranks=8) is None, nbytes

@@ -18,8 +18,9 @@ scale:
     sizes below s_0 and above s_n were not measured and are left to NCCL (NCCL's example plugin, which
     runs an uncovered call on one channel, gets the nearest cell stretched to 0 and to SIZE_MAX:
     results.nccl_tuner_targets); for commbench's plugin a winner's cell stops at its measured size on
-    the side of a size where NCCL's default was kept (`hold_to_measured`): nothing says the winner
-    still beats NCCL towards a size where it did not;
+    the side of a size where NCCL's default was kept, or where its own combination was slower than NCCL's
+    default, failed or was not measured (`hold_to_measured`): nothing says the winner still beats NCCL
+    towards a size where it did not;
   * adjacent cells with the same winner merge into one rule;
   * a rule with a channel count N says 0 (NCCL's own count) at the sizes where NCCL may have lowered the N
     channels it was measured with (results.nccl_channels: src/enqueue.cc topoGetAlgoInfo lowers the
@@ -93,6 +94,10 @@ class Cell:
     predicted: bool = False
     filled: bool = False  # choice written only so NCCL's example plugin does not run the size on one channel
     reg_buff: int = 0  # the regBuff regime measured (a scale of its own: NCCL chooses and runs otherwise)
+    # the combinations measured ok at this size and not slower than NCCL's default in any (dtype, way) judged: a
+    # neighbour's winner may stretch towards this size only if it is one of them (hold_to_measured); None: not
+    # judged (predicted cells have no NCCL default)
+    not_slower: frozenset | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,17 +233,24 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                                   key=lambda p: (p.time_us, p.combo.label), default=None)
                     best = fastest.combo if fastest else None
             run_ids = tuple(dict.fromkeys(p.run_id for p in used if p.run_id))
+            not_slower = None
+            if need_baseline:   # a failed (or wrong) point is no point here: its combination is not among them
+                not_slower = frozenset(c for c in combos if judged and all(
+                    by_dtype[d][c].time_us <= by_dtype[d][TuningCombo()].time_us for d in judged))
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
                               size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
-                              run_ids=run_ids, reg_buff=reg_buff,
+                              run_ids=run_ids, reg_buff=reg_buff, not_slower=not_slower,
                               predicted=any(p.predicted for d in by_dtype.values() for p in d.values())))
     return cells
 
 
 def hold_to_measured(cells: list[Cell]) -> list[Cell]:
     """A winner's cell ends at its measured size on the side of a neighbour where NCCL's default was kept (or
-    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Between two
-    winners the midpoint stands: each beat NCCL's default at its own end."""
+    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Towards a
+    neighbouring winner the midpoint stands only where the winner's own combination was measured there and was
+    not slower than NCCL's default (Cell.not_slower); where it was slower, failed or was not measured ok there,
+    its cell ends at its own size too and the gap up to the neighbour's cell has no rule (NCCL decides): nothing
+    says the combination still beats NCCL towards a size where it lost. Cells only shrink here."""
     import dataclasses
 
     held = list(cells)
@@ -250,13 +262,19 @@ def hold_to_measured(cells: list[Cell]) -> list[Cell]:
             if not 0 <= j < len(cells):
                 continue
             other = cells[j]
-            if (other.collective, other.nodes, other.ranks, other.reg_buff) != scale or other.choice is not None:
+            if (other.collective, other.nodes, other.ranks, other.reg_buff) != scale:
+                continue
+            kept = other.choice is None
+            if not kept and (other.choice == cell.choice or other.not_slower is None
+                             or cell.choice in other.not_slower):
                 continue
             if side == "lo" and held[i].min_bytes < cell.size_bytes:
-                held[j] = dataclasses.replace(held[j], max_bytes=cell.size_bytes - 1)
+                if kept:
+                    held[j] = dataclasses.replace(held[j], max_bytes=cell.size_bytes - 1)
                 held[i] = dataclasses.replace(held[i], min_bytes=cell.size_bytes)
             elif side == "hi" and held[i].max_bytes > cell.size_bytes:
-                held[j] = dataclasses.replace(held[j], min_bytes=cell.size_bytes + 1)
+                if kept:
+                    held[j] = dataclasses.replace(held[j], min_bytes=cell.size_bytes + 1)
                 held[i] = dataclasses.replace(held[i], max_bytes=cell.size_bytes)
     return held
 
