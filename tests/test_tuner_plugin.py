@@ -454,3 +454,24 @@ def test_a_generated_file_names_its_nccl_and_gpu_and_is_not_used_under_another_n
     driver = Driver(library, conf, ranks=4, nodes=2, logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
     assert all(driver.call(c["coll"], c["min"]) == (0, untouched()) for c in configs)
     driver.close()
+
+
+@pytest.mark.parametrize("first, second", [("nccl 2.27.3", "nccl 2.28.3"),
+                                           ("gpu NVIDIA H100 80GB HBM3", "gpu NVIDIA H200")])
+def test_a_file_with_conflicting_requirements_is_not_used(library, tmp_path, config_env, first, second):
+    """Two configs joined (one measured on H100, one on H200; or under two NCCL versions): the last `# requires:`
+    line used to govern the whole file, so the H100 rule applied on the H200. No rule, one WARN naming both; the
+    same requirement twice is no conflict."""
+    rule = "allreduce,0,1000,tree,ll,8,1,8,1,-1\n"
+    conf = tmp_path / "joined.conf"
+    conf.write_text(f"# requires: {first}\n{rule}# requires: {second}\nallreduce,0,1000,ring,ll,16,1,8,1,-1\n")
+    driver = Driver(library, str(conf), ranks=8, nodes=1)
+    assert driver.call("allreduce", 500) == (0, untouched())
+    warns = [f for level, f in driver.logged if level == 2]
+    assert len(warns) == 1 and "requires both" in warns[0], driver.logged
+    driver.close()
+    same = tmp_path / "same.conf"
+    same.write_text(f"# requires: {first}\n{rule}# requires: {first}\n")
+    driver = Driver(library, str(same), ranks=8, nodes=1)
+    assert driver.call("allreduce", 500)[0] == 8 and not [f for level, f in driver.logged if level == 2]
+    driver.close()

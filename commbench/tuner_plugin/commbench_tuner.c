@@ -19,6 +19,7 @@
  *   - `# requires: nccl X.Y.Z` / `# requires: gpu NAME` lines (commbench nccl-tuner writes them): where the
  *     NCCL that loaded the plugin, or the GPU, is another, no rule is used; where it cannot be told here
  *     (no ncclGetVersion beside NCCL's logger, no CUDA context), the rules are used and the log says so;
+ *     two different values of one requirement (configs joined) use no rule either, with one WARN naming both;
  *   - it never fails NCCL: init and getCollInfo return ncclSuccess always (NCCL aborts the communicator
  *     or the call on an error), without rules on any trouble;
  *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): per communicator one line (the rules loaded, or
@@ -246,15 +247,27 @@ static void runningGpu(char* out, int size) {
 
 typedef struct {
   char nccl[64], gpu[256]; /* what the file requires ("" none) */
+  char conflict[640];      /* two different values of one requirement ("" none): the file is refused */
 } Requirements;
+
+/* Sets `slot` to `value`, or notes a conflict where an earlier line of the file required another value: a
+ * file of two configs joined (one measured on H100, one on H200) must not have its last line govern all. */
+static void require(Requirements* wanted, const char* what, char* slot, size_t size, const char* value) {
+  if (slot[0] && strcmp(slot, value) != 0) {
+    if (!wanted->conflict[0])
+      snprintf(wanted->conflict, sizeof(wanted->conflict), "%s %s and %s %s", what, slot, what, value);
+    return;
+  }
+  snprintf(slot, size, "%s", value);
+}
 
 /* "# requires: nccl X.Y.Z" or "# requires: gpu NAME" (a comment to NCCL's example plugin) */
 static void readRequirement(char* text, Requirements* wanted) {
   const char* key = "# requires:";
   if (strncmp(text, key, strlen(key)) != 0) return;
   char* rest = trim(text + strlen(key));
-  if (strncmp(rest, "nccl ", 5) == 0) snprintf(wanted->nccl, sizeof(wanted->nccl), "%s", trim(rest + 5));
-  else if (strncmp(rest, "gpu ", 4) == 0) snprintf(wanted->gpu, sizeof(wanted->gpu), "%s", trim(rest + 4));
+  if (strncmp(rest, "nccl ", 5) == 0) require(wanted, "nccl", wanted->nccl, sizeof(wanted->nccl), trim(rest + 5));
+  else if (strncmp(rest, "gpu ", 4) == 0) require(wanted, "gpu", wanted->gpu, sizeof(wanted->gpu), trim(rest + 4));
 }
 
 static void dropRules(Context* ctx) {
@@ -273,7 +286,7 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
         path, ctx->nNodes, ctx->nRanks);
     return;
   }
-  Requirements wanted = {"", ""};
+  Requirements wanted = {"", "", ""};
   char* line = NULL;
   size_t capacity = 0;
   int lineNumber = 0, dropped = 0, outOfMemory = 0;
@@ -317,6 +330,14 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
   if (outOfMemory) {
     dropRules(ctx);
     LOG(ctx, CB_LOG_WARN, PREFIX "out of memory reading %s: no rules, NCCL decides every call", path);
+    return;
+  }
+  if (wanted.conflict[0]) {
+    WARN_FILE(ctx, PREFIX "%s requires both %s: no rules, NCCL decides every call (one config per NCCL version "
+              "and system; do not join configs)", path, wanted.conflict);
+    LOG(ctx, CB_LOG_INFO, PREFIX "no rules (%s requires both %s) for nNodes=%zu nRanks=%zu", path, wanted.conflict,
+        ctx->nNodes, ctx->nRanks);
+    dropRules(ctx);
     return;
   }
   char nccl[64] = "", gpu[256] = "";
