@@ -704,3 +704,41 @@ def test_a_winner_stops_at_its_size_towards_a_winner_where_its_own_combination_l
     assert [(c["min"], c["max"]) for c in configs if c["algo"] == "tree"] == [(16 << 20, 16 << 20)]
     for nbytes in ((1 << 20) + 1, 8 << 20, 8912896, (16 << 20) - 1):
         assert reproduced_plugin_select(configs, "allreduce", nbytes, nodes=1, ranks=8) is None, nbytes
+
+
+def _gb200_runs(tmp_path, source: str) -> str:
+    """72 GB200 ranks on 18 trays of 4; NCCL's default 30 us and ring/LL 15 us at 64 KiB; topology from `source`."""
+    hosts = [f"tray{rank // 4:02d}" for rank in range(72)]
+    racks = [list(range(k, k + 4)) for k in range(0, 72, 4)]
+    runs = []
+    for run_id, combo, time_us in (("d", DEFAULT, 30.0), ("r", TuningCombo(algo="ring", proto="ll"), 15.0)):
+        header = dataclasses.replace(_header(run_id, hosts, devices=["NVIDIA GB200"] * 72),
+                                     topology={"racks": racks, "source": source})
+        runs.append((header, combo, time_us))
+    return _write_runs(tmp_path, f"gb200-{len(source)}.jsonl", runs)
+
+
+def test_gb200_runs_whose_nvlink_domains_were_not_detected_make_no_rule_keyed_on_hosts(tmp_path):
+    """NCCL counts one node per NVLink domain: the 18 trays of one NVL72 are nNodes=1. Without NVML fabric info the
+    header took each tray for a domain ("NVLink domains not detected"), and a rule for nNodes=18 was written: never
+    applied on the rack it was measured on, applied to 72 ranks over 18 racks (another fabric). Refused in one line
+    naming the missing detection and --ranks-per-rack; a tray-per-domain topology described on purpose is used."""
+    conf = str(tmp_path / "c.conf")
+    undetected = _gb200_runs(tmp_path, "hostnames (NVLink domains not detected: pynvml is not installed)")
+    result = CliRunner().invoke(app, ["nccl-tuner", undetected, "-O", conf])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "NVLink domains were not detected" in result.output and "--ranks-per-rack" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    described = _gb200_runs(tmp_path, "hostnames")   # e.g. --nodes-per-rack 1: each tray its own rack, as told
+    result = CliRunner().invoke(app, ["nccl-tuner", described, "-O", conf])
+    assert result.exit_code == 0, result.output
+    assert ",18,72," in open(conf).read()
+
+
+def test_the_topology_source_in_the_nnodes_note_has_balanced_parentheses():
+    from commbench.results.nccl_nodes import header_node_count
+
+    header = dataclasses.replace(_header("a", ["h1", "h2"]),
+                                 topology={"racks": [[0], [1]], "source": "hostnames (NVLink domains not detected: x)"})
+    why = header_node_count(header)[2]
+    assert "(topology from hostnames (NVLink domains not detected))" in why and why.count("(") == why.count(")")

@@ -430,10 +430,11 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     algorithm/protocol path, not in one size; NCCL's default, which changes path with size, loses only its
     wrong points), and a combination's points measured without the data check
     (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it."""
-    from commbench.results.nccl_nodes import header_node_count
+    from commbench.results.nccl_nodes import header_node_count, unknown_node_count
     from commbench.results.records import Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
+    unknown_nodes = {r.run_id: why for r in records if isinstance(r, RunHeader) and (why := unknown_node_count(r))}
     # a setting from NCCL's configuration files counts as the same variable exported (RunHeader.nccl_settings)
     env_of = {r.run_id: r.nccl_settings() for r in records if isinstance(r, RunHeader)}
     headers_of = {r.run_id: r for r in records if isinstance(r, RunHeader)}
@@ -466,6 +467,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
+        elif r.run_id in unknown_nodes:
+            why = f"points of runs on {unknown_nodes[r.run_id]}"
         elif forced_by_environment(record_combo(r), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set)" + _by_file(record_combo(r), headers_of[r.run_id],

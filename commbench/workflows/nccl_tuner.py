@@ -154,8 +154,10 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                              f"{', '.join(backends)}): a tuner config chooses among NCCL's algorithms and protocols, "
                              "so it needs points measured with NCCL (bench --backend nccl --nccl-algo/--nccl-proto)")
     if not points:
+        left_out = [note for note in notes if note.startswith("left out")]
         raise CommbenchError(f"no usable measurements in {', '.join(paths)}: need ok whole-world points of "
-                             f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)")
+                             f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)"
+                             + "".join(f"; {note}" for note in left_out))
     check_one_system(records, points)
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
