@@ -116,6 +116,10 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
                if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs})
 
 
+NCCL_VERSION_UNKNOWN = ("NCCL version unknown (the run headers give none): no 'requires: nccl' line, so commbench's "
+                        "plugin uses these rules under any NCCL; use this file only with the NCCL it was measured with")
+
+
 def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
     """The NCCL version and GPU model the rules were measured with (one each: check_one_system), as commbench's
     plugin reads them from `# requires:` lines and refuses the file under another NCCL or GPU; a value the
@@ -176,12 +180,15 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if combinations_not_started(records):   # a rule's choice is the fastest of those measured, not of those planned
         notes.append("these rules choose among the combinations the file holds: a combination never measured may be "
                      "faster than the one a rule names (measure it, then run nccl-tuner again)")
+    requires = system_requirements(records, points)
+    if not any(what.startswith("nccl ") for what in requires):
+        notes.append(NCCL_VERSION_UNKNOWN)
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
     version_of_run = {h.run_id: h.nccl_version for h in headers(records)}
     return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run, version_of_run),
                        notes=notes,
                        switch_backs=switches, sources=[h.run_id for h in headers(records)],
-                       requires=system_requirements(records, points))
+                       requires=requires)
 
 
 def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
