@@ -201,9 +201,10 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         runs = ",".join(result.sources[:6]) + ("..." if len(result.sources) > 6 else "")
         intro = [f"commbench nccl-tuner: measured rules from {', '.join(files)}", f"runs {runs}",
                  *(f"requires: {what}" for what in result.requires),
-                 *(["commbench's plugin uses no rule of this file under another NCCL version or GPU (requires: lines)"]
+                 *(["commbench's plugin uses no rule of this file under another NCCL version, GPU or NCCL_* setting "
+                    "(requires: lines)"]
                    if result.requires else []),
-                 f"a rule only where the {statistic} beats NCCL's default by more than the noise"
+                 result.measured, f"a rule only where the {statistic} beats NCCL's default by more than the noise"
                  + (f" and {100 * min_gain:g}%" if min_gain else ""), *result.notes]
     text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic, target=target,
                               switch_backs=result.switch_backs)

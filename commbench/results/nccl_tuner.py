@@ -67,6 +67,7 @@ class TunedPoint:
     dtype: str = ""  # compared within a dtype only (the plugin cannot tell dtypes apart: all must agree)
     reg_buff: int = 0  # NCCL's regBuff for these calls: 1 under CUDA-graph capture (buffers registered)
     way: str = ""  # how it was measured besides the combination (measured_way): compared within one way only
+    op: str = ""  # the reduction op measured (sum, ...): said in the file, as the plugin cannot tell ops apart
 
     def __post_init__(self) -> None:
         if self.collective not in PLUGIN_COLLECTIVES.values():
@@ -496,7 +497,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
                                  noise_rel=record_noise_rel(r, statistic), run_id=r.run_id, dtype=r.dtype,
-                                 reg_buff=graph_registered(r.params, env_of[r.run_id]), way=measured_way(r)))
+                                 reg_buff=graph_registered(r.params, env_of[r.run_id]), way=measured_way(r),
+                                 op=r.op or ""))
     notes = [f"left out {n} {why}" for why, n in left_out.items()]
     used = {p.run_id for p in points}
     notes += [f"nNodes = {kind}: {why}" for kind, why in dict.fromkeys(

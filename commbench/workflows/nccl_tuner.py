@@ -44,7 +44,8 @@ class TunerResult:
     notes: list[str]
     sources: list[str]  # run ids or the fabric's name
     switch_backs: list[str] = dataclasses.field(default_factory=list)  # why a choice goes back with size
-    requires: list[str] = dataclasses.field(default_factory=list)  # "nccl X.Y.Z", "gpu NAME": what commbench's plugin checks
+    requires: list[str] = dataclasses.field(default_factory=list)  # "nccl X.Y.Z", "gpu NAME", "env K=V": what commbench's plugin checks
+    measured: str = ""  # the dtypes and ops measured (measured_with), a comment of the file
 
 
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
@@ -77,15 +78,19 @@ def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict],
 _NOT_SETTINGS = ("NCCL_DEBUG", "NCCL_TUNER_CONFIG_FILE")
 
 
-def setting_environment(nccl_env: dict) -> str:
+def run_settings(nccl_env: dict) -> dict[str, str]:
     """A run's NCCL_* settings other than the tuning axes a combination sets in its own processes
     (NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS) and logging (NCCL_DEBUG*): what else made NCCL run as it did
     (give RunHeader.nccl_settings(): a setting of NCCL's configuration files is the same as one exported)."""
     from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
 
-    kept = sorted(f"{key}={value}" for key, value in nccl_env.items()
-                  if key not in TUNED_ENV_KEYS and not key.startswith(_NOT_SETTINGS))
-    return ", ".join(kept) or "no other NCCL_* setting"
+    return {key: str(value) for key, value in sorted(nccl_env.items())
+            if key not in TUNED_ENV_KEYS and not key.startswith(_NOT_SETTINGS)}
+
+
+def setting_environment(nccl_env: dict) -> str:
+    """run_settings as text ("NCCL_IB_HCA=mlx5, NCCL_NVLS_ENABLE=0"), for comparing runs."""
+    return ", ".join(f"{key}={value}" for key, value in run_settings(nccl_env).items()) or "no other NCCL_* setting"
 
 
 def check_one_system(records: list, points: list[TunedPoint]) -> None:
@@ -121,9 +126,10 @@ NCCL_VERSION_UNKNOWN = ("NCCL version unknown (the run headers give none): no 'r
 
 
 def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
-    """The NCCL version and GPU model the rules were measured with (one each: check_one_system), as commbench's
-    plugin reads them from `# requires:` lines and refuses the file under another NCCL or GPU; a value the
-    headers do not give (NCCL version unknown, CPU devices) is left out."""
+    """The NCCL version, GPU model and NCCL_* settings the rules were measured with (one each: check_one_system), as
+    commbench's plugin reads them from `# requires:` lines (`nccl X.Y.Z`, `gpu NAME`, `env KEY=VALUE`: checked with
+    getenv) and refuses the file under another NCCL, GPU or setting; a value the headers do not give (NCCL version
+    unknown, CPU devices), or that no line can hold (unwritable_settings), is left out."""
     import re
 
     from commbench.results.records import RunHeader
@@ -137,7 +143,39 @@ def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
     gpus = {name.strip() for r in runs for name in r.devices}
     if len(gpus) == 1 and not (gpu := gpus.pop()).startswith("cpu"):
         requires.append(f"gpu {gpu}")
+    # every run's (check_one_system): NCCL's default was measured under them, and is another without them
+    settings = run_settings(runs[0].nccl_settings()) if runs else {}
+    requires += [f"env {key}={value}" for key, value in settings.items() if writable_setting(key, value)]
     return requires
+
+
+def writable_setting(key: str, value: str) -> bool:
+    """Whether `# requires: env KEY=VALUE` holds the setting exactly on one line of the file (no blank runs, which
+    comment lines collapse, nor a line cut at MAX_LINE_CHARS)."""
+    from commbench.results.nccl_tuner_file import MAX_LINE_CHARS
+
+    line = f"# requires: env {key}={value}"
+    return value == " ".join(value.split()) and value != "" and len(line.encode()) <= MAX_LINE_CHARS
+
+
+def unwritable_settings(records: list, points: list[TunedPoint]) -> list[str]:
+    """Notes on NCCL_* settings of every run that no `# requires: env` line can hold (system_requirements)."""
+    from commbench.results.records import RunHeader
+
+    used = {p.run_id for p in points}
+    runs = [r for r in records if isinstance(r, RunHeader) and r.run_id in used]
+    settings = run_settings(runs[0].nccl_settings()) if runs else {}
+    return [f"{key} was set in every run but its value cannot be written on one line (blank, too long or with "
+            "blank runs): the plugin does not check it; use this file only with that setting"
+            for key, value in settings.items() if not writable_setting(key, value)]
+
+
+def measured_with(points: list[TunedPoint]) -> str:
+    """The dtypes and ops the rules were measured with: the plugin matches bytes, never the type or op."""
+    dtypes = sorted({p.dtype for p in points if p.dtype}) or ["unknown"]
+    ops = sorted({p.op for p in points if p.op}) or ["unknown"]
+    return (f"measured with dtype {', '.join(dtypes)} and op {', '.join(ops)}: the plugin sees bytes only, so a rule "
+            "also applies to other dtypes and ops of its sizes, never measured")
 
 
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
@@ -183,12 +221,13 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     requires = system_requirements(records, points)
     if not any(what.startswith("nccl ") for what in requires):
         notes.append(NCCL_VERSION_UNKNOWN)
+    notes += unwritable_settings(records, points)
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
     version_of_run = {h.run_id: h.nccl_version for h in headers(records)}
     return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run, version_of_run),
                        notes=notes,
                        switch_backs=switches, sources=[h.run_id for h in headers(records)],
-                       requires=requires)
+                       requires=requires, measured=measured_with(points))
 
 
 def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
