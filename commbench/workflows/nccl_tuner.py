@@ -46,6 +46,9 @@ class TunerResult:
     switch_backs: list[str] = dataclasses.field(default_factory=list)  # why a choice goes back with size
     requires: list[str] = dataclasses.field(default_factory=list)  # "nccl X.Y.Z", "gpu NAME", "env K=V": what commbench's plugin checks
     measured: str = ""  # the dtypes and ops measured (measured_with), a comment of the file
+    # the cells and rules --csv writes from (optimize_config_csv): commbench's plugin's, whatever the target
+    csv_cells: list[Cell] = dataclasses.field(default_factory=list)
+    csv_rules: list[Rule] = dataclasses.field(default_factory=list)
 
 
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
@@ -204,6 +207,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
     any_channels = target == "commbench"  # NCCL's own count is a rule (channels 0) for commbench's plugin
+    measured_points = points
     if target == "example-plugin":  # its rules say regBuff -1: one regime per scale, as NCCL's example matches
         points = [dataclasses.replace(p, reg_buff=0) for p in points]
     if not any(expressible(p.combo, any_channels=any_channels) for p in points):
@@ -224,7 +228,14 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     notes += unwritable_settings(records, points)
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
     version_of_run = {h.run_id: h.nccl_version for h in headers(records)}
-    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run, version_of_run),
+    rules = rules_for(cells, target, env_of_run, version_of_run)
+    csv_cells, csv_rules = cells, rules
+    if target != "commbench":   # --csv: only the wins, as commbench's plugin's rules name them (optimize_config_csv)
+        from commbench.results.nccl_tuner import hold_to_measured
+
+        csv_cells = hold_to_measured(choose_cells(measured_points, min_gain=min_gain, any_channels=True))
+        csv_rules = rules_for(csv_cells, "commbench", env_of_run, version_of_run)
+    return TunerResult(points=measured_points, cells=cells, rules=rules, csv_cells=csv_cells, csv_rules=csv_rules,
                        notes=notes,
                        switch_backs=switches, sources=[h.run_id for h in headers(records)],
                        requires=requires, measured=measured_with(points))
@@ -295,5 +306,6 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
-    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, {}), notes=notes,
+    rules = rules_for(cells, target, {})
+    return TunerResult(points=points, cells=cells, rules=rules, notes=notes, csv_cells=cells, csv_rules=rules,
                        switch_backs=switches, sources=[fabric.name])
