@@ -793,3 +793,17 @@ def test_the_csv_for_optimize_config_holds_only_combinations_that_beat_nccls_def
     subprocess.run([sys.executable, str(tmp_path / "oc.py"), lost + ".csv", "-o", str(out)], capture_output=True,
                    timeout=60, check=False)
     assert not out.exists() or reproduced_plugin_load(out.read_text())[0] == []   # no rule slower than NCCL
+
+
+def test_p99_on_results_of_fewer_than_100_iterations_names_the_iterations_needed(tmp_path):
+    """p99 is recorded from 100 iterations on: ranking 20-iteration results by p99 said only "no usable measurements
+    ... (measure with --nccl-algo/--nccl-proto)", which they were."""
+    path = tmp_path / "short.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for combo, median in ((DEFAULT, 20.0), (RING_LL, 10.0)):
+            writer.write(dataclasses.replace(_record("a", 1024, combo, median), time_us_p99=None))
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(tmp_path / "c.conf"), "--statistic", "p99"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "p99 is recorded from 100 iterations on" in result.output and "-n 20" in result.output
+    assert "-n 100 or more" in result.output

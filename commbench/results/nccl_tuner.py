@@ -432,7 +432,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     wrong points), and a combination's points measured without the data check
     (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it."""
     from commbench.results.nccl_nodes import header_node_count, unknown_node_count
-    from commbench.results.records import Measurement, RunHeader
+    from commbench.results.records import MIN_ITERS_FOR_P99, Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
     unknown_nodes = {r.run_id: why for r in records if isinstance(r, RunHeader) and (why := unknown_node_count(r))}
@@ -490,6 +490,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
             why = f"points without a {statistic} time"
+            if statistic == "p99" and (r.iters or 0) < MIN_ITERS_FOR_P99:   # records.py: p99 from 100 iterations on
+                why = (f"points without a p99 time: p99 is recorded from {MIN_ITERS_FOR_P99} iterations on, these "
+                       f"ran fewer (-n {r.iters}); measure with -n {MIN_ITERS_FOR_P99} or more, or rank by another "
+                       "--statistic (median, mean, min, max)")
         if why:
             left_out[why] = left_out.get(why, 0) + 1
             continue
