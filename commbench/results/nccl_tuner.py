@@ -99,6 +99,9 @@ class Cell:
     # neighbour's winner may stretch towards this size only if it is one of them (hold_to_measured); None: not
     # judged (predicted cells have no NCCL default)
     not_slower: frozenset | None = None
+    # NCCL's default measured more than once here: the largest run-to-run spread (slowest / fastest - 1) over the
+    # (dtype, way) pairs judged; 0.0 for a single measurement (repeat_spread_notes)
+    default_spread: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,10 +194,13 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     every other combination by more than `predicted_margin` (the model's error: within it NCCL's own model may
     rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin)."""
     table: dict[tuple, dict[int, dict[tuple, dict[TuningCombo, TunedPoint]]]] = {}
+    default_times: dict[tuple, list[float]] = {}  # (scale, size, dtype, way) -> NCCL's default's times, repeats too
     for p in points:
         key = (p.collective, p.nodes, p.ranks, p.reg_buff)
         same = table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})
         same[p.combo] = against_a_rule(same.get(p.combo), p)
+        if p.combo.is_default:
+            default_times.setdefault((key, p.size_bytes, p.dtype, p.way), []).append(p.time_us)
     cells = []
     for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
         sizes = sorted(by_size)
@@ -238,11 +244,27 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
             if need_baseline:   # a failed (or wrong) point is no point here: its combination is not among them
                 not_slower = frozenset(c for c in combos if judged and all(
                     by_dtype[d][c].time_us <= by_dtype[d][TuningCombo()].time_us for d in judged))
+            spreads = [max(t) / min(t) - 1.0 for d in judged if need_baseline
+                       for t in [default_times.get(((collective, nodes, ranks, reg_buff), size, *d), [])] if t]
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
                               size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
                               run_ids=run_ids, reg_buff=reg_buff, not_slower=not_slower,
+                              default_spread=max(spreads, default=0.0),
                               predicted=any(p.predicted for d in by_dtype.values() for p in d.values())))
     return cells
+
+
+def repeat_spread_notes(cells: list[Cell]) -> list[str]:
+    """A note per rule cell whose NCCL default, measured more than once, differs run to run by more than the gain
+    the rule claims: the runs' noise bounds each one's own samples only, and a shift of a whole run (clocks,
+    load, placement) as large as the gain may be all the 'win' is (--min-gain above the spread drops it)."""
+    from commbench.units import format_size
+
+    return [f"{c.collective} nNodes={c.nodes} nRanks={c.ranks} at {format_size(c.size_bytes)}: NCCL's default varies "
+            f"{100 * c.default_spread:.1f}% run to run, more than the rule's {c.speedup:.2f}x gain: maybe noise "
+            f"(--min-gain {math.ceil(100 * c.default_spread) / 100:g} drops it)"
+            for c in cells if c.choice is not None and c.speedup is not None and not c.predicted
+            and c.default_spread > c.speedup - 1.0]
 
 
 def hold_to_measured(cells: list[Cell]) -> list[Cell]:
