@@ -176,9 +176,10 @@ def unwritable_settings(records: list, points: list[TunedPoint]) -> list[str]:
 def measured_with(points: list[TunedPoint]) -> str:
     """The dtypes and ops the rules were measured with: the plugin matches bytes, never the type or op."""
     dtypes = sorted({p.dtype for p in points if p.dtype}) or ["unknown"]
-    ops = sorted({p.op for p in points if p.op}) or ["unknown"]
-    return (f"measured with dtype {', '.join(dtypes)} and op {', '.join(ops)}: the plugin sees bytes only, so a rule "
-            "also applies to other dtypes and ops of its sizes, never measured")
+    ops = sorted({p.op for p in points if p.op})
+    op_text = f"op {', '.join(ops)}" if ops else "no reduction op"
+    return (f"measured with dtype {', '.join(dtypes)} and {op_text}: the plugin sees bytes only, so a rule also applies "
+            "to other dtypes and ops of its sizes, never measured")
 
 
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
