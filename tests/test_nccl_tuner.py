@@ -210,7 +210,10 @@ def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_si
     assert "set NCCL_MIN_NCHANNELS=16" in text
     rows = list(csv.DictReader(io.StringIO(table.read_text())))
     assert tuple(rows[0]) == OPTIMIZE_CONFIG_FIELDS
-    assert {r["algorithm"] for r in rows} == {"ring", "tree"} and len(rows) == 10  # no "default" rows
+    # only the wins, as the rules name them (no "default" row, no combination that lost): test_optimize_config_...
+    assert [(int(r["size_bytes"]), r["algorithm"], r["protocol"], r["channels"], r["pipeOps"], r["regBuff"])
+            for r in rows] == [(1024, "ring", "ll", "0", "1", "0"), (4096, "ring", "ll", "0", "1", "0"),
+                               (16 << 20, "tree", "simple", "8", "1", "0")]
 
 
 def test_statistic_option_changes_the_choice(tmp_path):
@@ -261,7 +264,7 @@ def test_user_errors_are_one_line(tmp_path):
 def test_file_text_without_rules_says_so():
     text = plugin_config_text([], [], intro=["x"], statistic="median")
     assert reproduced_plugin_load(text) == ([], []) and "no rule" in text
-    assert optimize_config_csv([], "median").strip() == ",".join(OPTIMIZE_CONFIG_FIELDS)
+    assert optimize_config_csv([], [], []).strip() == ",".join(OPTIMIZE_CONFIG_FIELDS)
 
 
 def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
@@ -543,12 +546,16 @@ def test_results_measured_under_other_nccl_settings_are_refused_but_the_tuning_a
 
 def test_a_winner_stops_at_its_measured_size_towards_a_size_where_nccl_default_was_kept(tmp_path):
     """ring/ll/16 beat NCCL at 4 KiB and did not at 64 KiB: nothing says it still does at 30 KiB, so from 4 KiB up
-    to 64 KiB NCCL decides (commbench's plugin); towards another winner the midpoint stands."""
+    to 64 KiB NCCL decides (commbench's plugin); towards another winner the midpoint stands where each was measured
+    at the other's size and was not slower than NCCL's default there."""
     from commbench.results.nccl_tuner import hold_to_measured
 
     points = []
     for size, best in ((1024, RING_LL), (4096, RING_LL), (65536, None), (1 << 20, TREE_SIMPLE_8), (4 << 20, RING_LL)):
         points += [point(size, DEFAULT, 100.0, noise=0.01), point(size, best or RING_LL, 50.0 if best else 99.5)]
+    unmeasured = merge_rules(hold_to_measured(choose_cells(points)))  # neither measured at the other's size: held
+    assert [(r.min_bytes, r.max_bytes) for r in unmeasured][1:] == [(1 << 20, 1 << 20), (4 << 20, 4 << 20)]
+    points += [point(1 << 20, RING_LL, 99.0, noise=0.01), point(4 << 20, TREE_SIMPLE_8, 99.0, noise=0.01)]
     cells = hold_to_measured(choose_cells(points))
     assert [(c.min_bytes, c.max_bytes) for c in cells] == [
         (1024, 2560), (2561, 4096), (4097, (1 << 20) - 1), (1 << 20, (1 << 20) + (3 << 19)),
@@ -676,3 +683,144 @@ def test_gloo_results_are_refused_and_mixed_ones_tuned_from_their_nccl_points(tm
     mixed = CliRunner().invoke(app, ["nccl-tuner", str(both), "-O", str(tmp_path / "b.conf")], env={"COLUMNS": "250"})
     assert mixed.exit_code == 0, mixed.output
     assert "1 gloo points (not NCCL" in " ".join(mixed.output.split()) or "gloo points" in (tmp_path / "b.conf").read_text()
+
+
+@pytest.mark.parametrize("at_16m", ["slower", "failed"])
+def test_a_winner_stops_at_its_size_towards_a_winner_where_its_own_combination_lost_or_failed(tmp_path, at_16m):
+    """ring/ll/16 beat NCCL at 1 MiB and was 2x slower (or failed) at 16 MiB, where tree/simple/8 won: the midpoint
+    rule stretched ring/ll/16 up to 8.5 MiB, next to a size where it lost. Each rule now ends at its measured size
+    (tree/simple/8 was also slower than NCCL at 1 MiB), and the sizes between are NCCL's."""
+    path = tmp_path / "lost.jsonl"
+    times = {DEFAULT: (200.0, 1000.0), RING_LL: (100.0, 2000.0), TREE_SIMPLE_8: (300.0, 700.0)}
+    with JsonlWriter(path) as writer:
+        for index, (combo, (small, large)) in enumerate(times.items()):
+            writer.write(_header(f"run{index}", ["h"] * 8))
+            writer.write(_record(f"run{index}", 1 << 20, combo, small, world=8))
+            failed = at_16m == "failed" and combo == RING_LL
+            writer.write(_record(f"run{index}", 16 << 20, combo, large, world=8, status="failed" if failed else "ok"))
+    conf = tmp_path / "lost.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    configs, problems = reproduced_plugin_load(conf.read_text())
+    assert problems == []
+    assert max(c["max"] for c in configs if c["algo"] == "ring") == 1 << 20
+    assert [(c["min"], c["max"]) for c in configs if c["algo"] == "tree"] == [(16 << 20, 16 << 20)]
+    for nbytes in ((1 << 20) + 1, 8 << 20, 8912896, (16 << 20) - 1):
+        assert reproduced_plugin_select(configs, "allreduce", nbytes, nodes=1, ranks=8) is None, nbytes
+
+
+def _gb200_runs(tmp_path, source: str) -> str:
+    """72 GB200 ranks on 18 trays of 4; NCCL's default 30 us and ring/LL 15 us at 64 KiB; topology from `source`."""
+    hosts = [f"tray{rank // 4:02d}" for rank in range(72)]
+    racks = [list(range(k, k + 4)) for k in range(0, 72, 4)]
+    runs = []
+    for run_id, combo, time_us in (("d", DEFAULT, 30.0), ("r", TuningCombo(algo="ring", proto="ll"), 15.0)):
+        header = dataclasses.replace(_header(run_id, hosts, devices=["NVIDIA GB200"] * 72),
+                                     topology={"racks": racks, "source": source})
+        runs.append((header, combo, time_us))
+    return _write_runs(tmp_path, f"gb200-{len(source)}.jsonl", runs)
+
+
+def test_gb200_runs_whose_nvlink_domains_were_not_detected_make_no_rule_keyed_on_hosts(tmp_path):
+    """NCCL counts one node per NVLink domain: the 18 trays of one NVL72 are nNodes=1. Without NVML fabric info the
+    header took each tray for a domain ("NVLink domains not detected"), and a rule for nNodes=18 was written: never
+    applied on the rack it was measured on, applied to 72 ranks over 18 racks (another fabric). Refused in one line
+    naming the missing detection and --ranks-per-rack; a tray-per-domain topology described on purpose is used."""
+    conf = str(tmp_path / "c.conf")
+    undetected = _gb200_runs(tmp_path, "hostnames (NVLink domains not detected: pynvml is not installed)")
+    result = CliRunner().invoke(app, ["nccl-tuner", undetected, "-O", conf])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "NVLink domains were not detected" in result.output and "--ranks-per-rack" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    described = _gb200_runs(tmp_path, "hostnames")   # e.g. --nodes-per-rack 1: each tray its own rack, as told
+    result = CliRunner().invoke(app, ["nccl-tuner", described, "-O", conf])
+    assert result.exit_code == 0, result.output
+    assert ",18,72," in open(conf).read()
+
+
+def test_the_topology_source_in_the_nnodes_note_has_balanced_parentheses():
+    from commbench.results.nccl_nodes import header_node_count
+
+    header = dataclasses.replace(_header("a", ["h1", "h2"]),
+                                 topology={"racks": [[0], [1]], "source": "hostnames (NVLink domains not detected: x)"})
+    why = header_node_count(header)[2]
+    assert "(topology from hostnames (NVLink domains not detected))" in why and why.count("(") == why.count(")")
+
+
+def _optimize_config_script():
+    """NVIDIA's scripts/optimize_config.py (plugins/tuner/example, v2.30.7-1) from the local NCCL mirror, if any."""
+    import subprocess
+
+    mirror = "/work/.mirror/NVIDIA+nccl/repo"
+    done = subprocess.run(["git", "--git-dir", mirror, "show", "v2.30.7-1:plugins/tuner/example/scripts/optimize_config.py"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout if done.returncode == 0 else None
+
+
+def test_the_csv_for_optimize_config_holds_only_combinations_that_beat_nccls_default(tmp_path):
+    """NVIDIA's optimize_config.py writes a rule of the fastest CSV row per size and cannot say "NCCL's default":
+    given every combination (as before) it chose ring/LL/16 and tree/simple/8 where NCCL's default beat both (1.5x,
+    1.4x slower), with pipeOps/regBuff -1. Now: a win only, as the rule names it (pipeOps 1, regBuff measured,
+    channels 0 where NCCL lowered the count); where NCCL's default won everywhere, no row at all."""
+    import subprocess
+    import sys
+
+    def results(name, times):
+        path = tmp_path / name
+        with JsonlWriter(path) as writer:
+            for index, (combo, row) in enumerate(times.items()):
+                writer.write(_header(f"{name}{index}", ["h"] * 8))
+                for size, median in zip((1 << 20, 16 << 20), row):
+                    writer.write(_record(f"{name}{index}", size, combo, median, world=8))
+        return str(path)
+
+    lost = results("lost.jsonl", {DEFAULT: (100.0, 500.0), RING_LL: (150.0, 2000.0), TREE_SIMPLE_8: (200.0, 700.0)})
+    won = results("won.jsonl", {DEFAULT: (200.0, 1000.0), RING_LL: (100.0, 2000.0), TREE_SIMPLE_8: (300.0, 700.0)})
+    for path, expected in ((lost, []), (won, [("1048576", "ring", "ll", "16", "1", "0"),
+                                              ("16777216", "tree", "simple", "8", "1", "0")])):
+        table = tmp_path / (path + ".csv")
+        result = CliRunner().invoke(app, ["nccl-tuner", path, "-O", str(tmp_path / "c.conf"), "--csv", str(table)])
+        assert result.exit_code == 0, result.output
+        rows = list(csv.DictReader(io.StringIO(table.read_text())))
+        assert [(r["size_bytes"], r["algorithm"], r["protocol"], r["channels"], r["pipeOps"], r["regBuff"])
+                for r in rows] == expected
+        assert "stretches each CSV size" in result.output
+    script = _optimize_config_script()
+    if script is None:
+        return
+    (tmp_path / "oc.py").write_text(script)
+    out = tmp_path / "opt.conf"
+    subprocess.run([sys.executable, str(tmp_path / "oc.py"), lost + ".csv", "-o", str(out)], capture_output=True,
+                   timeout=60, check=False)
+    assert not out.exists() or reproduced_plugin_load(out.read_text())[0] == []   # no rule slower than NCCL
+
+
+def test_p99_on_results_of_fewer_than_100_iterations_names_the_iterations_needed(tmp_path):
+    """p99 is recorded from 100 iterations on: ranking 20-iteration results by p99 said only "no usable measurements
+    ... (measure with --nccl-algo/--nccl-proto)", which they were."""
+    path = tmp_path / "short.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for combo, median in ((DEFAULT, 20.0), (RING_LL, 10.0)):
+            writer.write(dataclasses.replace(_record("a", 1024, combo, median), time_us_p99=None))
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(tmp_path / "c.conf"), "--statistic", "p99"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "p99 is recorded from 100 iterations on" in result.output and "-n 20" in result.output
+    assert "-n 100 or more" in result.output
+
+
+def test_a_gain_smaller_than_the_defaults_run_to_run_spread_is_warned(tmp_path):
+    """NCCL's default measured twice, 100 and 80 us (25% apart), ring/simple/16 at 78 us: a 1.03x 'win' over the
+    fastest default is within what the file itself shows one run differs from another. The command and the file
+    say so, naming the --min-gain that drops it; a gain beyond the spread is not warned."""
+    ring_simple = TuningCombo(algo="ring", proto="simple", channels=16)
+    conf = tmp_path / "c.conf"
+    for ring_us, warned in ((78.0, True), (40.0, False)):
+        runs = [(_header("d0", ["h"] * 4), DEFAULT, 100.0), (_header("d1", ["h"] * 4), DEFAULT, 80.0),
+                (_header("r", ["h"] * 4), ring_simple, ring_us)]
+        result = CliRunner().invoke(app, ["nccl-tuner", _write_runs(tmp_path, f"r{ring_us}.jsonl", runs), "-O", str(conf)])
+        assert result.exit_code == 0, result.output
+        text = conf.read_text()
+        assert reproduced_plugin_load(text)[0]   # the rule stays: beyond the within-run noise
+        said = "varies 25.0% run to run" in text and "--min-gain 0.25 drops it" in " ".join(result.output.split())
+        assert said == warned, result.output

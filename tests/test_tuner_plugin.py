@@ -454,3 +454,69 @@ def test_a_generated_file_names_its_nccl_and_gpu_and_is_not_used_under_another_n
     driver = Driver(library, conf, ranks=4, nodes=2, logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
     assert all(driver.call(c["coll"], c["min"]) == (0, untouched()) for c in configs)
     driver.close()
+
+
+@pytest.mark.parametrize("first, second", [("nccl 2.27.3", "nccl 2.28.3"),
+                                           ("gpu NVIDIA H100 80GB HBM3", "gpu NVIDIA H200")])
+def test_a_file_with_conflicting_requirements_is_not_used(library, tmp_path, config_env, first, second):
+    """Two configs joined (one measured on H100, one on H200; or under two NCCL versions): the last `# requires:`
+    line used to govern the whole file, so the H100 rule applied on the H200. No rule, one WARN naming both; the
+    same requirement twice is no conflict."""
+    rule = "allreduce,0,1000,tree,ll,8,1,8,1,-1\n"
+    conf = tmp_path / "joined.conf"
+    conf.write_text(f"# requires: {first}\n{rule}# requires: {second}\nallreduce,0,1000,ring,ll,16,1,8,1,-1\n")
+    fake = ctypes.CDLL(_compile(tmp_path, "libfakenccl-joined.so", FAKE_NCCL, "-DFAKE_VERSION=22703"))
+    driver = Driver(library, str(conf), ranks=8, nodes=1,
+                    logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)  # formats the lines
+    assert driver.call("allreduce", 500) == (0, untouched())
+    log = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(fake, "fakeLogText"))).decode()
+    assert log.count("2|") == 1 and f"requires both {first} and {second}: no rules" in log, log
+    driver.close()
+    same = tmp_path / "same.conf"
+    same.write_text(f"# requires: {first}\n{rule}# requires: {first}\n")
+    driver = Driver(library, str(same), ranks=8, nodes=1)
+    assert driver.call("allreduce", 500)[0] == 8 and not [f for level, f in driver.logged if level == 2]
+    driver.close()
+
+
+@pytest.mark.parametrize("runtime, applied", [("0", True), (None, False), ("1", False)])
+def test_a_file_measured_under_an_nccl_setting_is_used_only_under_it(library, tmp_path, config_env, monkeypatch,
+                                                                      runtime, applied):
+    """Every run had NCCL_NVLS_ENABLE=0: the default they measured had NVLS off, and in a job without the setting
+    NCCL's NVLS is faster than the ring rule. The generated file says `# requires: env NCCL_NVLS_ENABLE=0` and the
+    plugin (getenv) uses no rule where the process has it unset or another value (one WARN)."""
+    import dataclasses
+
+    from tests.test_nccl_tuner import DEFAULT, RING_LL, _header, _write_runs
+
+    runs = [(dataclasses.replace(_header(run_id, ["h"] * 4), nccl_env={"NCCL_NVLS_ENABLE": "0", **combo.env()}),
+             combo, time_us) for run_id, combo, time_us in (("d", DEFAULT, 40.0), ("r", RING_LL, 10.0))]
+    conf, configs = write_config(tmp_path, _write_runs(tmp_path, "nvls-off.jsonl", runs))
+    text = open(conf).read()
+    assert "# requires: env NCCL_NVLS_ENABLE=0\n" in text and "NCCL_ALGO" not in text
+    assert "# measured with dtype float32 and op sum:" in text
+    if runtime is None:
+        monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    else:
+        monkeypatch.setenv("NCCL_NVLS_ENABLE", runtime)
+    driver = Driver(library, conf, ranks=4, nodes=1)
+    channels, table = driver.call(configs[-1]["coll"], configs[-1]["max"])
+    warns = [f for level, f in driver.logged if level == 2]
+    if applied:
+        assert picked(table) == ("ring", "ll") and warns == []
+    else:
+        assert (channels, table) == (0, untouched())
+        assert len(warns) == 1 and "was measured with" in warns[0], driver.logged
+    driver.close()
+
+
+def test_conflicting_or_unreadable_env_requirements_refuse_the_file(library, tmp_path, config_env, monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    for name, lines in (("two", "# requires: env NCCL_NVLS_ENABLE=0\n# requires: env NCCL_NVLS_ENABLE=1\n"),
+                        ("bad", "# requires: env NCCL_NVLS_ENABLE\n")):
+        conf = tmp_path / f"{name}.conf"
+        conf.write_text(lines + "allreduce,0,1000,tree,ll,8,1,8,1,-1\n")
+        driver = Driver(library, str(conf), ranks=8, nodes=1)
+        assert driver.call("allreduce", 500) == (0, untouched())
+        assert [f for level, f in driver.logged if level == 2 and "requires %s: no rules" in f], driver.logged
+        driver.close()

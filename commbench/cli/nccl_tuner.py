@@ -17,6 +17,13 @@ from commbench.errors import CommbenchError, invalid
 from commbench.results.render import styled
 
 
+# optimize_config.py (v2.30.7-1, auto_determine_size_ranges) stretches each size in its CSV to the midpoints of the
+# sizes beside it, the smallest from 0 bytes: it cannot leave a size to NCCL
+CSV_RANGES_NOTE = ("optimize_config.py stretches each CSV size to the midpoints of its neighbours and the smallest "
+                   "down to 0 bytes: its ranges also cover sizes where NCCL's default was kept (not in the CSV) and "
+                   "run a winner towards sizes where it lost; -O's config leaves those sizes to NCCL")
+
+
 _OUTPUTS = {"--out": ("commbench nccl-tuner", "config file"), "--csv": ("collective,", "CSV file")}
 
 
@@ -89,7 +96,7 @@ def nccl_tuner(
     statistic: Annotated[Optional[str], typer.Option("--statistic", help="Measured: statistic that ranks combinations: median (default), mean, min, max or p99 (p99 needs >= 100 iterations); the same option name as compare's.")] = None,
     old_stat: Annotated[Optional[str], typer.Option("--stat", hidden=True)] = None,
     min_gain: Annotated[Optional[float], typer.Option("--min-gain", help="Measured: also require the winner to beat NCCL's default by this fraction (0.05 = 5%; default 0), on top of the measured noise.")] = None,
-    csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the measurements as the input CSV of NCCL's scripts/optimize_config.py.")] = None,
+    csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the input CSV of NCCL's scripts/optimize_config.py: only the sizes where a combination beat NCCL's default, that combination only (the script cannot say 'NCCL default'; docs/nccl-tuner.md).")] = None,
     fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="PREDICTED rules from a fabric profile (commbench fit) instead of results.")] = None,
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
@@ -201,9 +208,10 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         runs = ",".join(result.sources[:6]) + ("..." if len(result.sources) > 6 else "")
         intro = [f"commbench nccl-tuner: measured rules from {', '.join(files)}", f"runs {runs}",
                  *(f"requires: {what}" for what in result.requires),
-                 *(["commbench's plugin uses no rule of this file under another NCCL version or GPU (requires: lines)"]
+                 *(["commbench's plugin uses no rule of this file under another NCCL version, GPU or NCCL_* setting "
+                    "(requires: lines)"]
                    if result.requires else []),
-                 f"a rule only where the {statistic} beats NCCL's default by more than the noise"
+                 result.measured, f"a rule only where the {statistic} beats NCCL's default by more than the noise"
                  + (f" and {100 * min_gain:g}%" if min_gain else ""), *result.notes]
     text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic, target=target,
                               switch_backs=result.switch_backs)
@@ -219,6 +227,8 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
                          else "<DIR>/libnccl-tuner-commbench.so (commbench nccl-tuner --build-plugin DIR)", output),
                   highlight=False)
     if csv_path:
-        _write(csv_path, optimize_config_csv(result.points, statistic), "--csv")
-        console.print(styled("[green]wrote[/] {} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py)",
+        _write(csv_path, optimize_config_csv(result.csv_cells, result.csv_rules, result.points), "--csv")
+        console.print(styled("[green]wrote[/] {} (input of NCCL's plugins/tuner/example/scripts/optimize_config.py): "
+                             "only the sizes where a combination beat NCCL's default, that combination only",
                              csv_path), highlight=False)
+        console.print(styled("[yellow]note:[/] {}", CSV_RANGES_NOTE), highlight=False)

@@ -26,7 +26,7 @@ def header_node_count(header) -> tuple[int, str, str]:
     hostnames = list(header.hostnames or [])
     num_hosts = len(set(hostnames)) or 1
     topology = header.topology or {}
-    source = str(topology.get("source", "?")).split(":")[0]  # what decided, without its details
+    source = _source_name(topology)
     if header.emulated:
         return num_hosts, HOSTS, "emulated fabric: NCCL counts hosts"
     racks = _racks(topology, header.world_size)
@@ -40,6 +40,39 @@ def header_node_count(header) -> tuple[int, str, str]:
                     f"{len(racks)} NVLink domain(s) over {num_hosts} host(s) (topology from {source}): multi-node "
                     "NVLink, NCCL counts one node per domain")
     return num_hosts, HOSTS, f"{num_hosts} host(s) in the run header, no NVLink domain spans hosts (topology from {source})"
+
+
+def _source_name(topology: dict) -> str:
+    """What decided the topology, without its details ("hostnames (NVLink domains not detected: no pynvml)" ->
+    "hostnames (NVLink domains not detected)"): parentheses balanced."""
+    name = str(topology.get("source", "?")).split(":")[0].strip()
+    return name + ")" * max(0, name.count("(") - name.count(")"))
+
+
+# GPUs whose racks join hosts in one NVLink domain (GB200/GB300 NVL72: 18 trays of 4 GPUs): there a host is not
+# NCCL's node, and the domains must have been detected (NVML fabric info) or described (--ranks-per-rack, ...)
+MULTI_NODE_NVLINK_GPUS = ("gb200", "gb300")
+# topology sources that took hosts for domains without knowing (comm/nvlink_domains.py topology_from_fabric;
+# importers/nccl_tests.py HOST_DOMAINS: an nccl-tests log imported without --ranks-per-rack)
+_UNDETECTED = ("NVLink domains not detected", "nccl-tests log host names")
+
+
+def unknown_node_count(header) -> str | None:
+    """Why nNodes cannot be told for a run, or None: GPU ranks of a multi-node NVLink system (GB200/GB300) on
+    several hosts whose NVLink domains were neither detected nor described. NCCL counts one node per domain
+    there, so the 18 hosts of one NVL72 are ONE node to NCCL, and a rule keyed on the host count would never
+    match that rack but would match a communicator over as many racks (another fabric)."""
+    topology = header.topology or {}
+    source = str(topology.get("source", ""))
+    gpus = " ".join(header.devices or []).lower()
+    hosts = len(set(header.hostnames or []))
+    if header.emulated or hosts < 2 or not any(g in gpus for g in MULTI_NODE_NVLINK_GPUS) \
+            or not any(mark in source for mark in _UNDETECTED):
+        return None
+    return (f"{hosts} hosts of {header.devices[0]} GPUs whose NVLink domains were not detected ({source}): NCCL "
+            "counts one node per NVLink domain (an NVL72 rack is one node), so nNodes is unknown; measure again with "
+            "pynvml installed (NVML fabric info), or describe the racks (bench --ranks-per-rack / --topology nvl72; "
+            "import nccl-tests --ranks-per-rack)")
 
 
 def _racks(topology: dict, world_size: int) -> list[list[int]]:

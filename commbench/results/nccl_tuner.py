@@ -18,8 +18,9 @@ scale:
     sizes below s_0 and above s_n were not measured and are left to NCCL (NCCL's example plugin, which
     runs an uncovered call on one channel, gets the nearest cell stretched to 0 and to SIZE_MAX:
     results.nccl_tuner_targets); for commbench's plugin a winner's cell stops at its measured size on
-    the side of a size where NCCL's default was kept (`hold_to_measured`): nothing says the winner
-    still beats NCCL towards a size where it did not;
+    the side of a size where NCCL's default was kept, or where its own combination was slower than NCCL's
+    default, failed or was not measured (`hold_to_measured`): nothing says the winner still beats NCCL
+    towards a size where it did not;
   * adjacent cells with the same winner merge into one rule;
   * a rule with a channel count N says 0 (NCCL's own count) at the sizes where NCCL may have lowered the N
     channels it was measured with (results.nccl_channels: src/enqueue.cc topoGetAlgoInfo lowers the
@@ -66,6 +67,7 @@ class TunedPoint:
     dtype: str = ""  # compared within a dtype only (the plugin cannot tell dtypes apart: all must agree)
     reg_buff: int = 0  # NCCL's regBuff for these calls: 1 under CUDA-graph capture (buffers registered)
     way: str = ""  # how it was measured besides the combination (measured_way): compared within one way only
+    op: str = ""  # the reduction op measured (sum, ...): said in the file, as the plugin cannot tell ops apart
 
     def __post_init__(self) -> None:
         if self.collective not in PLUGIN_COLLECTIVES.values():
@@ -93,6 +95,13 @@ class Cell:
     predicted: bool = False
     filled: bool = False  # choice written only so NCCL's example plugin does not run the size on one channel
     reg_buff: int = 0  # the regBuff regime measured (a scale of its own: NCCL chooses and runs otherwise)
+    # the combinations measured ok at this size and not slower than NCCL's default in any (dtype, way) judged: a
+    # neighbour's winner may stretch towards this size only if it is one of them (hold_to_measured); None: not
+    # judged (predicted cells have no NCCL default)
+    not_slower: frozenset | None = None
+    # NCCL's default measured more than once here: the largest run-to-run spread (slowest / fastest - 1) over the
+    # (dtype, way) pairs judged; 0.0 for a single measurement (repeat_spread_notes)
+    default_spread: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,10 +194,13 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     every other combination by more than `predicted_margin` (the model's error: within it NCCL's own model may
     rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin)."""
     table: dict[tuple, dict[int, dict[tuple, dict[TuningCombo, TunedPoint]]]] = {}
+    default_times: dict[tuple, list[float]] = {}  # (scale, size, dtype, way) -> NCCL's default's times, repeats too
     for p in points:
         key = (p.collective, p.nodes, p.ranks, p.reg_buff)
         same = table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})
         same[p.combo] = against_a_rule(same.get(p.combo), p)
+        if p.combo.is_default:
+            default_times.setdefault((key, p.size_bytes, p.dtype, p.way), []).append(p.time_us)
     cells = []
     for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
         sizes = sorted(by_size)
@@ -228,17 +240,40 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                                   key=lambda p: (p.time_us, p.combo.label), default=None)
                     best = fastest.combo if fastest else None
             run_ids = tuple(dict.fromkeys(p.run_id for p in used if p.run_id))
+            not_slower = None
+            if need_baseline:   # a failed (or wrong) point is no point here: its combination is not among them
+                not_slower = frozenset(c for c in combos if judged and all(
+                    by_dtype[d][c].time_us <= by_dtype[d][TuningCombo()].time_us for d in judged))
+            spreads = [max(t) / min(t) - 1.0 for d in judged if need_baseline
+                       for t in [default_times.get(((collective, nodes, ranks, reg_buff), size, *d), [])] if t]
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
                               size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
-                              run_ids=run_ids, reg_buff=reg_buff,
+                              run_ids=run_ids, reg_buff=reg_buff, not_slower=not_slower,
+                              default_spread=max(spreads, default=0.0),
                               predicted=any(p.predicted for d in by_dtype.values() for p in d.values())))
     return cells
 
 
+def repeat_spread_notes(cells: list[Cell]) -> list[str]:
+    """A note per rule cell whose NCCL default, measured more than once, differs run to run by more than the gain
+    the rule claims: the runs' noise bounds each one's own samples only, and a shift of a whole run (clocks,
+    load, placement) as large as the gain may be all the 'win' is (--min-gain above the spread drops it)."""
+    from commbench.units import format_size
+
+    return [f"{c.collective} nNodes={c.nodes} nRanks={c.ranks} at {format_size(c.size_bytes)}: NCCL's default varies "
+            f"{100 * c.default_spread:.1f}% run to run, more than the rule's {c.speedup:.2f}x gain: maybe noise "
+            f"(--min-gain {math.ceil(100 * c.default_spread) / 100:g} drops it)"
+            for c in cells if c.choice is not None and c.speedup is not None and not c.predicted
+            and c.default_spread > c.speedup - 1.0]
+
+
 def hold_to_measured(cells: list[Cell]) -> list[Cell]:
     """A winner's cell ends at its measured size on the side of a neighbour where NCCL's default was kept (or
-    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Between two
-    winners the midpoint stands: each beat NCCL's default at its own end."""
+    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Towards a
+    neighbouring winner the midpoint stands only where the winner's own combination was measured there and was
+    not slower than NCCL's default (Cell.not_slower); where it was slower, failed or was not measured ok there,
+    its cell ends at its own size too and the gap up to the neighbour's cell has no rule (NCCL decides): nothing
+    says the combination still beats NCCL towards a size where it lost. Cells only shrink here."""
     import dataclasses
 
     held = list(cells)
@@ -250,13 +285,19 @@ def hold_to_measured(cells: list[Cell]) -> list[Cell]:
             if not 0 <= j < len(cells):
                 continue
             other = cells[j]
-            if (other.collective, other.nodes, other.ranks, other.reg_buff) != scale or other.choice is not None:
+            if (other.collective, other.nodes, other.ranks, other.reg_buff) != scale:
+                continue
+            kept = other.choice is None
+            if not kept and (other.choice == cell.choice or other.not_slower is None
+                             or cell.choice in other.not_slower):
                 continue
             if side == "lo" and held[i].min_bytes < cell.size_bytes:
-                held[j] = dataclasses.replace(held[j], max_bytes=cell.size_bytes - 1)
+                if kept:
+                    held[j] = dataclasses.replace(held[j], max_bytes=cell.size_bytes - 1)
                 held[i] = dataclasses.replace(held[i], min_bytes=cell.size_bytes)
             elif side == "hi" and held[i].max_bytes > cell.size_bytes:
-                held[j] = dataclasses.replace(held[j], min_bytes=cell.size_bytes + 1)
+                if kept:
+                    held[j] = dataclasses.replace(held[j], min_bytes=cell.size_bytes + 1)
                 held[i] = dataclasses.replace(held[i], max_bytes=cell.size_bytes)
     return held
 
@@ -412,10 +453,11 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     algorithm/protocol path, not in one size; NCCL's default, which changes path with size, loses only its
     wrong points), and a combination's points measured without the data check
     (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it."""
-    from commbench.results.nccl_nodes import header_node_count
-    from commbench.results.records import Measurement, RunHeader
+    from commbench.results.nccl_nodes import header_node_count, unknown_node_count
+    from commbench.results.records import MIN_ITERS_FOR_P99, Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
+    unknown_nodes = {r.run_id: why for r in records if isinstance(r, RunHeader) and (why := unknown_node_count(r))}
     # a setting from NCCL's configuration files counts as the same variable exported (RunHeader.nccl_settings)
     env_of = {r.run_id: r.nccl_settings() for r in records if isinstance(r, RunHeader)}
     headers_of = {r.run_id: r for r in records if isinstance(r, RunHeader)}
@@ -448,6 +490,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:
             why = "points without their run header"
+        elif r.run_id in unknown_nodes:
+            why = f"points of runs on {unknown_nodes[r.run_id]}"
         elif forced_by_environment(record_combo(r), env_of[r.run_id]):
             why = ("points with an NCCL-default axis forced by the environment (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_*_NCHANNELS or NCCL_TUNER_PLUGIN set)" + _by_file(record_combo(r), headers_of[r.run_id],
@@ -468,6 +512,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         time_us = None if why else record_time_us(r, statistic)
         if why is None and not time_us:
             why = f"points without a {statistic} time"
+            if statistic == "p99" and (r.iters or 0) < MIN_ITERS_FOR_P99:   # records.py: p99 from 100 iterations on
+                why = (f"points without a p99 time: p99 is recorded from {MIN_ITERS_FOR_P99} iterations on, these "
+                       f"ran fewer (-n {r.iters}); measure with -n {MIN_ITERS_FOR_P99} or more, or rank by another "
+                       "--statistic (median, mean, min, max)")
         if why:
             left_out[why] = left_out.get(why, 0) + 1
             continue
@@ -475,7 +523,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         points.append(TunedPoint(collective=PLUGIN_COLLECTIVES[r.collective], nodes=nodes_of[r.run_id],
                                  ranks=r.group_size, size_bytes=r.size_bytes, combo=combo, time_us=time_us,
                                  noise_rel=record_noise_rel(r, statistic), run_id=r.run_id, dtype=r.dtype,
-                                 reg_buff=graph_registered(r.params, env_of[r.run_id]), way=measured_way(r)))
+                                 reg_buff=graph_registered(r.params, env_of[r.run_id]), way=measured_way(r),
+                                 op=r.op or ""))
     notes = [f"left out {n} {why}" for why, n in left_out.items()]
     used = {p.run_id for p in points}
     notes += [f"nNodes = {kind}: {why}" for kind, why in dict.fromkeys(

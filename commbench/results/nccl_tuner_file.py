@@ -140,8 +140,8 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     lines += [comment(text) for text in GROUP_LINES[target]]
     lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
     lines.append(comment("sizes between measured points go to the nearer one (midpoint)"
-                         + ("; next to a size where NCCL's default was kept, below the smallest and above the largest: "
-                            "NCCL" if target == "commbench" else "")))
+                         + ("; next to a size where NCCL's default was kept or the rule's combination lost or failed, "
+                            "below the smallest and above the largest: NCCL" if target == "commbench" else "")))
     if target == "example-plugin":
         scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
         lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))
@@ -176,18 +176,32 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     return text
 
 
-def optimize_config_csv(points: list[TunedPoint], statistic: str) -> str:
-    """Measurements in the input format of NVIDIA's scripts/optimize_config.py. Only combinations
-    that name an algorithm and a protocol are written: the script copies names into rules, and the
-    plugin reads an unknown name (such as "default") as ring/simple. latency_us and cost_metric: the
-    chosen statistic; bandwidth_gbps: size / that time (GB = 1e9 B)."""
+def optimize_config_csv(cells: list[Cell], rules: list[Rule], points: list[TunedPoint]) -> str:
+    """Rows in the input format of NVIDIA's scripts/optimize_config.py (plugins/tuner/example/scripts, v2.30.7-1):
+    one per size where a combination beat NCCL's default (a cell with a choice; `rules`: the rules written from
+    those cells for commbench's plugin), that combination only. The script writes, per size range, a rule for the
+    fastest row it was given and has no way to say "NCCL's default" (it copies names, and the plugins read an
+    unknown name as ring/simple), so a row of a combination that lost, or of any combination where NCCL's
+    default was kept, would become a rule slower than NCCL: those are left out. Each row names what was measured:
+    the rule's channels there (0, NCCL's own count, where NCCL lowered the measured count: results.nccl_channels),
+    its numPipeOps (1: one call) and the regBuff measured. latency_us and cost_metric: the combination's slowest
+    time at that size over the dtypes and ways measured (the chosen statistic); bandwidth_gbps: size / that time
+    (GB = 1e9 B)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(OPTIMIZE_CONFIG_FIELDS)
-    for p in points:
-        if not expressible(p.combo):
+    for cell in cells:
+        if cell.choice is None or cell.filled:
             continue
-        channels = -1 if p.combo.channels is None else p.combo.channels
-        writer.writerow([p.collective, p.size_bytes, p.combo.algo, p.combo.proto, channels, p.nodes, p.ranks, -1, -1,
-                         f"{p.time_us:.3f}", f"{p.size_bytes / p.time_us / 1e3:.4f}", f"{p.time_us:.3f}"])
+        scale = (cell.collective, cell.nodes, cell.ranks)
+        rule = next((r for r in rules if (r.collective, r.nodes, r.ranks) == scale and r.reg_buff in (-1, cell.reg_buff)
+                     and r.min_bytes <= cell.size_bytes <= r.max_bytes and not r.filled), None)
+        times = [p.time_us for p in points if (p.collective, p.nodes, p.ranks) == scale and p.combo == cell.choice
+                 and p.size_bytes == cell.size_bytes and p.reg_buff == cell.reg_buff]
+        if rule is None or not times:
+            continue
+        time_us = max(times)
+        writer.writerow([cell.collective, cell.size_bytes, rule.algo, rule.proto, rule.channels, cell.nodes,
+                         cell.ranks, rule.pipe_ops, cell.reg_buff, f"{time_us:.3f}",
+                         f"{cell.size_bytes / time_us / 1e3:.4f}", f"{time_us:.3f}"])
     return out.getvalue()

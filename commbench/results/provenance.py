@@ -40,6 +40,18 @@ def torch_versions() -> dict[str, str | None]:
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl}
 
 
+def measured_nccl_version(backend: Backend, torch_nccl: str | None) -> str | None:
+    """The version of the NCCL library the run measured: for --backend cupy-nccl CuPy's own NCCL
+    (cupy.cuda.nccl.get_version(), which CupyNcclBackend keeps as `nccl_version`; it may differ from the NCCL torch
+    was built with, README), else torch's (`torch_nccl`, torch.cuda.nccl.version()); None when unknown."""
+    if backend.name == "cupy-nccl":
+        from commbench.comm.nccl_types import format_nccl_version
+
+        code = getattr(backend, "nccl_version", None)
+        return format_nccl_version(code) if isinstance(code, int) and code > 0 else None
+    return torch_nccl
+
+
 def device_name(backend: Backend) -> str:
     if backend.device.startswith("cuda"):
         import torch
@@ -68,7 +80,7 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
         run_id=run_id,
         started_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         argv=list(argv), commbench_version=__version__, python_version=sys.version.split()[0],
-        torch_version=versions["torch"], nccl_version=versions["nccl"], cuda_version=versions["cuda"],
+        torch_version=versions["torch"], nccl_version=measured_nccl_version(backend, versions["nccl"]), cuda_version=versions["cuda"],
         cupy_version=package_version("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x"),
         backend=backend.name, world_size=backend.world_size,
         hostnames=gather_strings(backend, socket.gethostname()),

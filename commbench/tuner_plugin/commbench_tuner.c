@@ -19,6 +19,9 @@
  *   - `# requires: nccl X.Y.Z` / `# requires: gpu NAME` lines (commbench nccl-tuner writes them): where the
  *     NCCL that loaded the plugin, or the GPU, is another, no rule is used; where it cannot be told here
  *     (no ncclGetVersion beside NCCL's logger, no CUDA context), the rules are used and the log says so;
+ *     `# requires: env NAME=VALUE` lines: where getenv(NAME) is unset or another value, no rule is used (NCCL's
+ *     default was measured under that setting);
+ *     two different values of one requirement (configs joined) use no rule either, with one WARN naming both;
  *   - it never fails NCCL: init and getCollInfo return ncclSuccess always (NCCL aborts the communicator
  *     or the call on an error), without rules on any trouble;
  *   - logging (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING): per communicator one line (the rules loaded, or
@@ -244,17 +247,66 @@ static void runningGpu(char* out, int size) {
   dlclose(cuda);
 }
 
+#define CB_MAX_ENV 64 /* `# requires: env` lines a file may hold (more: the file is refused) */
+typedef struct {
+  char name[128], value[256];
+} EnvRequirement;
+
 typedef struct {
   char nccl[64], gpu[256]; /* what the file requires ("" none) */
+  EnvRequirement env[CB_MAX_ENV];
+  int numEnv;
+  char conflict[640];      /* "both X and Y" of one requirement, or a line not read ("" none): the file is refused */
 } Requirements;
 
-/* "# requires: nccl X.Y.Z" or "# requires: gpu NAME" (a comment to NCCL's example plugin) */
+/* Sets `slot` to `value`, or notes a conflict where an earlier line of the file required another value: a
+ * file of two configs joined (one measured on H100, one on H200) must not have its last line govern all. */
+static void require(Requirements* wanted, const char* what, char* slot, size_t size, const char* value) {
+  if (slot[0] && strcmp(slot, value) != 0) {
+    if (!wanted->conflict[0])
+      snprintf(wanted->conflict, sizeof(wanted->conflict), "both %s %s and %s %s", what, slot, what, value);
+    return;
+  }
+  snprintf(slot, size, "%s", value);
+}
+
+/* "NAME=VALUE" of `# requires: env`: NAME once per file (another value is a conflict); a line without '=', an
+ * empty or overlong NAME or VALUE, or more than CB_MAX_ENV of them refuse the file (the check could not be made). */
+static void requireEnv(Requirements* wanted, char* text) {
+  char* equals = strchr(text, '=');
+  if (!equals || equals == text || (size_t)(equals - text) >= sizeof(wanted->env[0].name) ||
+      strlen(equals + 1) >= sizeof(wanted->env[0].value) || !equals[1]) {
+    if (!wanted->conflict[0]) snprintf(wanted->conflict, sizeof(wanted->conflict), "an unreadable env line (%.200s)", text);
+    return;
+  }
+  *equals = '\0';
+  const char* name = trim(text);
+  const char* value = trim(equals + 1);
+  for (int i = 0; i < wanted->numEnv; i++) {
+    if (strcmp(wanted->env[i].name, name) != 0) continue;
+    if (strcmp(wanted->env[i].value, value) != 0 && !wanted->conflict[0])
+      snprintf(wanted->conflict, sizeof(wanted->conflict), "both env %s=%.200s and env %s=%.200s", name,
+               wanted->env[i].value, name, value);
+    return;
+  }
+  if (wanted->numEnv == CB_MAX_ENV) {
+    if (!wanted->conflict[0]) snprintf(wanted->conflict, sizeof(wanted->conflict), "more than %d env lines", CB_MAX_ENV);
+    return;
+  }
+  snprintf(wanted->env[wanted->numEnv].name, sizeof(wanted->env[0].name), "%s", name);
+  snprintf(wanted->env[wanted->numEnv].value, sizeof(wanted->env[0].value), "%s", value);
+  wanted->numEnv++;
+}
+
+/* "# requires: nccl X.Y.Z", "# requires: gpu NAME" or "# requires: env NAME=VALUE" (comments to NCCL's example
+ * plugin) */
 static void readRequirement(char* text, Requirements* wanted) {
   const char* key = "# requires:";
   if (strncmp(text, key, strlen(key)) != 0) return;
   char* rest = trim(text + strlen(key));
-  if (strncmp(rest, "nccl ", 5) == 0) snprintf(wanted->nccl, sizeof(wanted->nccl), "%s", trim(rest + 5));
-  else if (strncmp(rest, "gpu ", 4) == 0) snprintf(wanted->gpu, sizeof(wanted->gpu), "%s", trim(rest + 4));
+  if (strncmp(rest, "nccl ", 5) == 0) require(wanted, "nccl", wanted->nccl, sizeof(wanted->nccl), trim(rest + 5));
+  else if (strncmp(rest, "gpu ", 4) == 0) require(wanted, "gpu", wanted->gpu, sizeof(wanted->gpu), trim(rest + 4));
+  else if (strncmp(rest, "env ", 4) == 0) requireEnv(wanted, trim(rest + 4));
 }
 
 static void dropRules(Context* ctx) {
@@ -273,7 +325,8 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
         path, ctx->nNodes, ctx->nRanks);
     return;
   }
-  Requirements wanted = {"", ""};
+  static const Requirements none;
+  Requirements wanted = none;
   char* line = NULL;
   size_t capacity = 0;
   int lineNumber = 0, dropped = 0, outOfMemory = 0;
@@ -318,6 +371,31 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
     dropRules(ctx);
     LOG(ctx, CB_LOG_WARN, PREFIX "out of memory reading %s: no rules, NCCL decides every call", path);
     return;
+  }
+  if (wanted.conflict[0]) {
+    WARN_FILE(ctx, PREFIX "%s requires %s: no rules, NCCL decides every call (one config per NCCL version "
+              "and system; do not join configs)", path, wanted.conflict);
+    LOG(ctx, CB_LOG_INFO, PREFIX "no rules (%s requires %s) for nNodes=%zu nRanks=%zu", path, wanted.conflict,
+        ctx->nNodes, ctx->nRanks);
+    dropRules(ctx);
+    return;
+  }
+  for (int i = 0; i < wanted.numEnv; i++) {
+    /* NCCL sets its configuration files' settings in its environment (setenv, not overwriting) at its first
+     * call, before it loads a tuner: getenv sees an /etc/nccl.conf setting as an exported one */
+    const char* now = getenv(wanted.env[i].name);
+    char have[256] = "", found[400] = "it unset";
+    if (now) snprintf(have, sizeof(have), "%s", now);
+    if (now) snprintf(found, sizeof(found), "%s=%s", wanted.env[i].name, trim(have));
+    if (!now || strcmp(trim(have), wanted.env[i].value) != 0) {
+      WARN_FILE(ctx, PREFIX "%s was measured with %s=%s, this process has %s: no rules, NCCL decides every call "
+                "(NCCL's default differs under other settings)", path, wanted.env[i].name, wanted.env[i].value,
+                found);
+      LOG(ctx, CB_LOG_INFO, PREFIX "no rules (%s requires %s=%s) for nNodes=%zu nRanks=%zu", path, wanted.env[i].name,
+          wanted.env[i].value, ctx->nNodes, ctx->nRanks);
+      dropRules(ctx);
+      return;
+    }
   }
   char nccl[64] = "", gpu[256] = "";
   if (wanted.nccl[0]) {

@@ -44,7 +44,11 @@ class TunerResult:
     notes: list[str]
     sources: list[str]  # run ids or the fabric's name
     switch_backs: list[str] = dataclasses.field(default_factory=list)  # why a choice goes back with size
-    requires: list[str] = dataclasses.field(default_factory=list)  # "nccl X.Y.Z", "gpu NAME": what commbench's plugin checks
+    requires: list[str] = dataclasses.field(default_factory=list)  # "nccl X.Y.Z", "gpu NAME", "env K=V": what commbench's plugin checks
+    measured: str = ""  # the dtypes and ops measured (measured_with), a comment of the file
+    # the cells and rules --csv writes from (optimize_config_csv): commbench's plugin's, whatever the target
+    csv_cells: list[Cell] = dataclasses.field(default_factory=list)
+    csv_rules: list[Rule] = dataclasses.field(default_factory=list)
 
 
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
@@ -77,15 +81,19 @@ def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict],
 _NOT_SETTINGS = ("NCCL_DEBUG", "NCCL_TUNER_CONFIG_FILE")
 
 
-def setting_environment(nccl_env: dict) -> str:
+def run_settings(nccl_env: dict) -> dict[str, str]:
     """A run's NCCL_* settings other than the tuning axes a combination sets in its own processes
     (NCCL_ALGO, NCCL_PROTO, NCCL_*_NCHANNELS) and logging (NCCL_DEBUG*): what else made NCCL run as it did
     (give RunHeader.nccl_settings(): a setting of NCCL's configuration files is the same as one exported)."""
     from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
 
-    kept = sorted(f"{key}={value}" for key, value in nccl_env.items()
-                  if key not in TUNED_ENV_KEYS and not key.startswith(_NOT_SETTINGS))
-    return ", ".join(kept) or "no other NCCL_* setting"
+    return {key: str(value) for key, value in sorted(nccl_env.items())
+            if key not in TUNED_ENV_KEYS and not key.startswith(_NOT_SETTINGS)}
+
+
+def setting_environment(nccl_env: dict) -> str:
+    """run_settings as text ("NCCL_IB_HCA=mlx5, NCCL_NVLS_ENABLE=0"), for comparing runs."""
+    return ", ".join(f"{key}={value}" for key, value in run_settings(nccl_env).items()) or "no other NCCL_* setting"
 
 
 def check_one_system(records: list, points: list[TunedPoint]) -> None:
@@ -116,10 +124,15 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
                if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs})
 
 
+NCCL_VERSION_UNKNOWN = ("NCCL version unknown (the run headers give none): no 'requires: nccl' line, so commbench's "
+                        "plugin uses these rules under any NCCL; use this file only with the NCCL it was measured with")
+
+
 def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
-    """The NCCL version and GPU model the rules were measured with (one each: check_one_system), as commbench's
-    plugin reads them from `# requires:` lines and refuses the file under another NCCL or GPU; a value the
-    headers do not give (NCCL version unknown, CPU devices) is left out."""
+    """The NCCL version, GPU model and NCCL_* settings the rules were measured with (one each: check_one_system), as
+    commbench's plugin reads them from `# requires:` lines (`nccl X.Y.Z`, `gpu NAME`, `env KEY=VALUE`: checked with
+    getenv) and refuses the file under another NCCL, GPU or setting; a value the headers do not give (NCCL version
+    unknown, CPU devices), or that no line can hold (unwritable_settings), is left out."""
     import re
 
     from commbench.results.records import RunHeader
@@ -133,7 +146,40 @@ def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
     gpus = {name.strip() for r in runs for name in r.devices}
     if len(gpus) == 1 and not (gpu := gpus.pop()).startswith("cpu"):
         requires.append(f"gpu {gpu}")
+    # every run's (check_one_system): NCCL's default was measured under them, and is another without them
+    settings = run_settings(runs[0].nccl_settings()) if runs else {}
+    requires += [f"env {key}={value}" for key, value in settings.items() if writable_setting(key, value)]
     return requires
+
+
+def writable_setting(key: str, value: str) -> bool:
+    """Whether `# requires: env KEY=VALUE` holds the setting exactly on one line of the file (no blank runs, which
+    comment lines collapse, nor a line cut at MAX_LINE_CHARS)."""
+    from commbench.results.nccl_tuner_file import MAX_LINE_CHARS
+
+    line = f"# requires: env {key}={value}"
+    return value == " ".join(value.split()) and value != "" and len(line.encode()) <= MAX_LINE_CHARS
+
+
+def unwritable_settings(records: list, points: list[TunedPoint]) -> list[str]:
+    """Notes on NCCL_* settings of every run that no `# requires: env` line can hold (system_requirements)."""
+    from commbench.results.records import RunHeader
+
+    used = {p.run_id for p in points}
+    runs = [r for r in records if isinstance(r, RunHeader) and r.run_id in used]
+    settings = run_settings(runs[0].nccl_settings()) if runs else {}
+    return [f"{key} was set in every run but its value cannot be written on one line (blank, too long or with "
+            "blank runs): the plugin does not check it; use this file only with that setting"
+            for key, value in settings.items() if not writable_setting(key, value)]
+
+
+def measured_with(points: list[TunedPoint]) -> str:
+    """The dtypes and ops the rules were measured with: the plugin matches bytes, never the type or op."""
+    dtypes = sorted({p.dtype for p in points if p.dtype}) or ["unknown"]
+    ops = sorted({p.op for p in points if p.op})
+    op_text = f"op {', '.join(ops)}" if ops else "no reduction op"
+    return (f"measured with dtype {', '.join(dtypes)} and {op_text}: the plugin sees bytes only, so a rule also applies "
+            "to other dtypes and ops of its sizes, never measured")
 
 
 def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
@@ -154,12 +200,15 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                              f"{', '.join(backends)}): a tuner config chooses among NCCL's algorithms and protocols, "
                              "so it needs points measured with NCCL (bench --backend nccl --nccl-algo/--nccl-proto)")
     if not points:
+        left_out = [note for note in notes if note.startswith("left out")]
         raise CommbenchError(f"no usable measurements in {', '.join(paths)}: need ok whole-world points of "
-                             f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)")
+                             f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)"
+                             + "".join(f"; {note}" for note in left_out))
     check_one_system(records, points)
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
     any_channels = target == "commbench"  # NCCL's own count is a rule (channels 0) for commbench's plugin
+    measured_points = points
     if target == "example-plugin":  # its rules say regBuff -1: one regime per scale, as NCCL's example matches
         points = [dataclasses.replace(p, reg_buff=0) for p in points]
     if not any(expressible(p.combo, any_channels=any_channels) for p in points):
@@ -169,17 +218,30 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered
+    from commbench.results.nccl_tuner import repeat_spread_notes
+    notes += repeat_spread_notes(cells)
     from commbench.results.resumed import combinations_not_started, sweeps_cut_short
     notes += sweeps_cut_short(records)
     if combinations_not_started(records):   # a rule's choice is the fastest of those measured, not of those planned
         notes.append("these rules choose among the combinations the file holds: a combination never measured may be "
                      "faster than the one a rule names (measure it, then run nccl-tuner again)")
+    requires = system_requirements(records, points)
+    if not any(what.startswith("nccl ") for what in requires):
+        notes.append(NCCL_VERSION_UNKNOWN)
+    notes += unwritable_settings(records, points)
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
     version_of_run = {h.run_id: h.nccl_version for h in headers(records)}
-    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, env_of_run, version_of_run),
+    rules = rules_for(cells, target, env_of_run, version_of_run)
+    csv_cells, csv_rules = cells, rules
+    if target != "commbench":   # --csv: only the wins, as commbench's plugin's rules name them (optimize_config_csv)
+        from commbench.results.nccl_tuner import hold_to_measured
+
+        csv_cells = hold_to_measured(choose_cells(measured_points, min_gain=min_gain, any_channels=True))
+        csv_rules = rules_for(csv_cells, "commbench", env_of_run, version_of_run)
+    return TunerResult(points=measured_points, cells=cells, rules=rules, csv_cells=csv_cells, csv_rules=csv_rules,
                        notes=notes,
                        switch_backs=switches, sources=[h.run_id for h in headers(records)],
-                       requires=system_requirements(records, points))
+                       requires=requires, measured=measured_with(points))
 
 
 def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
@@ -247,5 +309,6 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
-    return TunerResult(points=points, cells=cells, rules=rules_for(cells, target, {}), notes=notes,
+    rules = rules_for(cells, target, {})
+    return TunerResult(points=points, cells=cells, rules=rules, notes=notes, csv_cells=cells, csv_rules=rules,
                        switch_backs=switches, sources=[fabric.name])
