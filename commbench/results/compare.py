@@ -20,7 +20,9 @@ runs in BASE and in `--history DIR` (never NEW's: a slow run there is the news),
 scatter from those and from NEW's repeated runs (or, with no repeated run at all, from the pair's
 points around their collective's median). Without repeated baseline runs the run shift's sd is
 assumed (noise.ASSUMED_SHIFT_PER_POINT_SD x the points' scatter, said in the output) and a point is
-judged against its run only. Three tests per judged run, each one-sided at its share of
+judged against its run only (a point of a collective too small for that, against BASE with the assumed shift and
+the points' scatter). Where the scatter came from the pair's own points, each test's quantile is at that
+estimate's df whichever noise is larger (compare_judge._df). Three tests per judged run, each one-sided at its share of
 5% (alpha_split.py: half to the collective tests, half to the point tests; Bonferroni: the whole
 comparison of unchanged code fails at most 5% of the time under the model), q being Student's t
 quantile with the degrees of freedom of the noise estimate used (a point's own runs, or the run

@@ -40,6 +40,17 @@ def _sd(within_var: float | None, between_var: float | None) -> tuple[float | No
     return math.sqrt(between_var), "run to run"
 
 
+def _df(r2r: RunToRun | None, source: str, run_to_run_df: float) -> float:
+    """Degrees of freedom of a test's noise: the run-to-run estimate's where it is the larger noise; the within-run
+    interval's (normal) otherwise, unless the run-to-run noise came from the pair's own few points (one run a side,
+    no history): then that estimate's df whichever is larger, since a run-to-run scatter read from three points can
+    fall far below its true value (a point's min moved 12% sd between runs where the pair's points said 0.5% and
+    its within-run interval 5%: a third of unchanged 5-point sweeps failed; found from outside)."""
+    if source == "run to run" or (r2r is not None and r2r.scatter_from == "the pair"):
+        return run_to_run_df
+    return math.inf
+
+
 def _mean_sq(values: list) -> float | None:
     return None if not values or any(v is None for v in values) else float(np.mean(np.square(values)))
 
@@ -65,10 +76,13 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         wn = _mean_sq([nw[i].get(key) for i in run_indices if key in nt[i]])
         wb = _mean_sq([w.get(key) for row, w in zip(bt, bw) if key in row])
         within = None if wn is None or wb is None else wb / len(xb) + wn / len(xn)
-        between = (r2r.sigma_run ** 2 + r2r.sigma_point(key) ** 2) * inv if shift_known else None
+        # against BASE a point carries the run shift: measured, or (no repeated baseline run) assumed from the
+        # points' scatter (RunToRun.shift_sd); within-run intervals alone say nothing of how a point moves between
+        # runs (the min of 20 iterations moved 12% sd run to run where its interval said 5%: found from outside)
+        between = None if r2r is None else (r2r.shift_sd(r2r.sigma_point(key) ** 2) ** 2 + r2r.sigma_point(key) ** 2) * inv
         diff = float(np.mean(xn) - np.mean(xb))
         sd, source = _sd(within, between)
-        qk = q(r2r.point_df(key) if source == "run to run" else math.inf, "point", key)
+        qk = q(_df(r2r, source, r2r.point_df(key) if r2r else math.inf), "point", key)
         judged = split.vs_base_judged(key)
         per_key[key] = [_Test(scope, "point", diff, diff, sd, source, judged and _beyond(diff, sd, qk, threshold), qk,
                               judged)]
@@ -85,7 +99,9 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
             point_var = float(np.mean([r2r.sigma_point(k) ** 2 for k in mine]))
             between = (r2r.shift_sd(point_var) ** 2 + point_var / count) * inv
         sd, source = _sd(within, between)
-        qc = q(r2r.df_run if source == "run to run" and shift_known else math.inf, "collective", collective)
+        # an assumed shift is as uncertain as the points' scatter it is taken from: that estimate's df
+        qc = q(_df(r2r, source, (r2r.df_run if shift_known else r2r.df) if r2r else math.inf), "collective",
+               collective)
         low, high = (None, None) if sd is None else (math.exp(mean_diff - qc * sd), math.exp(mean_diff + qc * sd))
         shifts.append(CollectiveShift(collective=collective, scope=scope, num_points=count, geomean=math.exp(mean_diff),
                                       low=low, high=high, regressed=_beyond(mean_diff, sd, qc, threshold)))
@@ -96,7 +112,7 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
             rel = diffs[k] - run_shift
             between = r2r.sigma_point(k) ** 2 * rn_rb[k] * (1 + _MEDIAN_EFFICIENCY / count)
             sd, source = _sd(within_vars[k], between)
-            qk = q(r2r.point_df(k) if source == "run to run" else math.inf, "vs its run", k)
+            qk = q(_df(r2r, source, r2r.point_df(k)), "vs its run", k)
             slower = _beyond(rel, sd, qk, threshold) and math.exp(diffs[k]) - 1 > threshold + 1e-9
             per_key[k].append(_Test(scope, "vs its run", rel, diffs[k], sd, source, slower, qk))
     return per_key, shifts
@@ -212,7 +228,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     any_key = next(iter(collective_of), None)
     q = t_quantile(1 - split.alpha_of("point", any_key, True), r2r.df if r2r else math.inf) if any_key else math.nan
     q_collective = t_quantile(1 - split.alpha_of("collective", None, True),
-                              r2r.df_run if r2r and r2r.shift_known else math.inf)
+                              (r2r.df_run if r2r.shift_known else r2r.df) if r2r else math.inf)
     tests: dict = {k: [] for k in stats}
     shifts = []
     for scope, indices in scopes:
