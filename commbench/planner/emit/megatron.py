@@ -38,7 +38,8 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
-from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch
+from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
+                                                  megatron_hybrid_refusal)
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -145,6 +146,10 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:
         raise invalid("fsdp_replicas", a.fsdp_replicas, f"1 for {model.name} under Megatron-LM {MEGATRON_LM_RELEASE} "
                       "(Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP; TorchTitan 0.3 does)")
+    hybrid = megatron_hybrid_refusal(model, {"moe_a2a_overlap": a.moe_a2a_overlap and a.ep > 1,
+                                             "recompute": a.recompute, "recompute_layers": a.recompute_layers})
+    if hybrid:
+        raise CommbenchError(hybrid)
     if a.cuda_graph == "layer" and a.recompute == "full":
         raise invalid("recompute", "full", "selective recompute with per-layer CUDA graphs (megatron-core: full "
                       "recompute only with the full-iteration graph)")
