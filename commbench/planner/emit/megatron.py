@@ -33,7 +33,7 @@ import shlex
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
-from commbench.planner.layout.graph_scope import WHOLE_LAYER_NAME, default_scope
+from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, default_scope, scope_mask
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
@@ -161,6 +161,12 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
                    "vp > 1 when pp > 1" if a.pp > 1 and a.vp == 1 else
                    "at most 1 MTP layer" if model.num_mtp_layers > 1 else
                    "pp > 1 with an MTP layer" if model.num_mtp_layers and a.pp == 1 else "")
+        scope = a.cuda_graph_scope or "+".join(default_scope(model))
+        if not problem and a.cuda_graph == "layer" and scope_mask(scope) & (WHOLE_LAYER | BIT["moe"] | BIT["mlp"]):
+            # TransformerConfig refuses moe / mlp; an empty scope (the whole layer) passes it and
+            # TransformerLayer._te_cuda_graph_replay asserts "EP overlap must be disabled when CUDA graph captures
+            # the whole MLP/MoE part" at the first replay
+            problem = f"no per-layer CUDA graph over moe, mlp or the whole layer (cuda_graph_scope={scope!r})"
         if problem:
             raise invalid("moe_a2a_overlap", True, f"Megatron's --overlap-moe-expert-parallel-comm needs {problem}")
     if a.cuda_graph == "full" and model.is_moe:

@@ -11,7 +11,7 @@ import numpy as np
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
-from commbench.planner.layout.graph_scope import BIT, default_scope, resolved_masks, scope_mask
+from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, default_scope, resolved_masks, scope_mask
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
@@ -80,7 +80,8 @@ def _structures(req: SearchRequest, per_rack: int) -> dict[str, np.ndarray]:
 
 A2A_OVERLAP_NEEDS = ("Megatron's --overlap-moe-expert-parallel-comm needs ep > 1, no full recompute, vp > 1 when pp > 1, "
                      "at most one MTP layer (and pp > 1 with it), no full-iteration CUDA graph, no per-layer one over "
-                     "moe or mlp (megatron-core 0.16.1 TransformerConfig) and a GPTModel (not a hybrid model)")
+                     "moe, mlp or the whole layer (megatron-core 0.16.1 TransformerConfig, TransformerLayer) and a "
+                     "GPTModel (not a hybrid model)")
 
 
 TP_OVERLAP_NEEDS = "Megatron's --tp-comm-overlap needs tp > 1 with sequence parallelism (validate_args)"
@@ -138,11 +139,13 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["tp_comm_overlap"] = np.asarray(tp_overlap) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
     # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer; no
-    # full-iteration graph (megatron-core 0.16.1), nor a per-layer one over moe or mlp (a pinned scope).
+    # full-iteration graph (megatron-core 0.16.1), nor a per-layer one over moe, mlp or the whole layer (a pinned
+    # scope; the whole layer: TransformerLayer._te_cuda_graph_replay asserts "EP overlap must be disabled when CUDA
+    # graph captures the whole MLP/MoE part" for an empty scope, which TransformerConfig's check does not catch).
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
     a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("full")
     a2a_ok &= runs["moe_a2a_overlap"]   # MambaModel has no combined 1F1B schedule (frameworks.py)
-    if scope_mask(str(pins.get("cuda_graph_scope", ""))) & (BIT["moe"] | BIT["mlp"]):
+    if scope_mask(str(pins.get("cuda_graph_scope", ""))) & (BIT["moe"] | BIT["mlp"] | WHOLE_LAYER):
         a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("layer")
     if pins.get("moe_a2a_overlap"):  # pinned on: only where Megatron runs it (it was turned off, unsaid)
         cols = _only_where(cols, a2a_ok, "moe_a2a_overlap", A2A_OVERLAP_NEEDS, pins)
