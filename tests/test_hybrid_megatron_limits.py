@@ -84,3 +84,17 @@ def test_the_emitter_refuses_them_for_a_hybrid_layout():
         megatron_args(Layout.for_world(16, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, moe_a2a_overlap=True), model)
     with pytest.raises(CommbenchError, match="MambaStack does no activation checkpointing"):
         megatron_args(Layout.for_world(16, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, recompute="full"), model)
+
+
+def test_vp_on_a_hybrid_model_names_mamba_stack_s_refusal(tmp_path):
+    """The error said the 52 layers must split over pp*vp virtual stages (they split evenly over 4): the real reason is
+    that MambaStack refuses interleaving (megatron-core 0.16.1 ssm/mamba_block.py)."""
+    out = CliRunner().invoke(app, ["plan", "--model", HYBRID, "--system", "h100-hgx", "--gpus", "32", "--layout",
+                                   "tp=1,pp=2,vp=2,ep=8,mbs=1"], env={"COLUMNS": "200"})
+    assert out.exit_code == 2 and len(out.output.strip().splitlines()) == 1, out.output
+    assert out.output.startswith(f"error: vp=2 is invalid for {HYBRID}: ") and "MambaStack" in out.output
+    assert "pin vp=1" in out.output
+    pytest.importorskip("megatron.core")
+    from megatron.core.ssm.mamba_block import MambaStack
+    assert "virtual_pipeline_model_parallel_size is None" in inspect.getsource(
+        MambaStack._select_layers_for_pipeline_parallel)
