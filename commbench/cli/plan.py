@@ -275,7 +275,10 @@ def plan(
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []):
         console.print(line, highlight=False, markup=False)
-    if out:
+    if out:   # the launches written: their notes reach the terminal, not only plan.json
+        from commbench.cli.search_view import print_megatron_notes, print_torchtitan_section
+        print_megatron_notes(doc)
+        print_torchtitan_section(doc, written)
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)
 
 
