@@ -256,12 +256,26 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     return out
 
 
+# Megatron-Bridge's bf16_with_nvfp4_mixed sets fp4_param_gather=True from v0.5.0 (src/megatron/bridge/training/
+# mixed_precision.py; not in v0.3.0 / v0.4.0). Megatron-LM core_v0.16.1 parses --fp4-param-gather (TransformerConfig
+# fp4_param), but its distributed optimizer quantizes the updated master weights only through Transformer Engine's
+# cast_master_weights_to_fp8 (fp8_utils.quantize_param_shard; TE casts NVFP4 weights in a separate
+# cast_master_weights_to_nvfp4) and sizes a quantized parameter's buffer at one byte per element (uint8,
+# distributed_data_parallel.py): no 4-bit gather the plan could charge. The plan gathers bf16 and says so.
+NVFP4_PARAM_GATHER_NOTE = ("NVFP4 here gathers parameters in bf16: Megatron-Bridge (>= 0.5.0) recipes set "
+                           "fp4_param_gather=True, but megatron-core 0.16.1's distributed optimizer re-quantizes "
+                           "master weights only through Transformer Engine's cast_master_weights_to_fp8, so the plan "
+                           "emits no --fp4-param-gather and charges the bf16 all-gather")
+
+
 def precision_notes(layout: Layout) -> list[str]:
     """What the launch must provide or will warn about (plan.json megatron.notes, assumptions)."""
     notes = []
     if layout.precision == "mxfp8" and not layout.distributed_optimizer:
         notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
                      "(--fp8-param-gather needs it) and warns mxfp8 will use significant additional GPU memory")
+    if layout.precision == "nvfp4" and (layout.distributed_optimizer or layout.fsdp):
+        notes.append(NVFP4_PARAM_GATHER_NOTE)
     if layout.fused_moe:
         notes.append("--moe-permute-fusion needs Transformer Engine's fused permute kernels (TE >= 2.1)")
     if layout.cuda_graph == "layer" and layout.moe_a2a_overlap:
