@@ -37,8 +37,9 @@ LAYOUTS = [  # (gpus, layout): the published recipe, and TP / PP / CP / ETP vari
     (16, dict(tp=2, pp=2, ep=8, etp=1, mbs=1, gbs=512, sequence_parallel=True)),
     (32, dict(tp=1, pp=4, ep=8, etp=1, mbs=1, gbs=512)),
     (16, dict(tp=2, pp=1, cp=2, ep=8, etp=2, mbs=1, gbs=256, sequence_parallel=True)),
-    # what the search picks on 8 GB200 (flex dispatcher, EP overlap, per-layer CUDA graphs)
-    (8, dict(tp=1, pp=1, ep=8, etp=1, mbs=2, gbs=512, dispatcher="flex", moe_a2a_overlap=True, cuda_graph="layer",
+    # what the search picks on 8 GB200 (flex dispatcher, per-layer CUDA graphs; no EP overlap, which MambaModel
+    # cannot run: test_hybrid_megatron_limits.py)
+    (8, dict(tp=1, pp=1, ep=8, etp=1, mbs=2, gbs=512, dispatcher="flex", moe_a2a_overlap=False, cuda_graph="layer",
              recompute="none")),
 ]
 

@@ -751,3 +751,24 @@ def test_a_gpt_oss_model_s_swiglu_limit_is_built_by_the_launch(limit, tmp_path, 
                                              f"sets {model.name}'s values on it"])
     config, _, _ = run_titan(doc, 8, "h100-hgx", tmp_path, monkeypatch)
     assert {layer.moe.routed_experts.inner_experts.swiglu_limit for layer in config.model_spec.model.layers} == {limit}
+
+
+@pytest.mark.parametrize("precision, quantized", [("bf16", set()), ("mxfp8", {"MXFP8"})])
+def test_a_405b_launch_in_another_precision_trains_the_405b_recipe(precision, quantized, tmp_path, monkeypatch):
+    """The bf16 / mxfp8 Llama 3.1 405B config function started from llama3_70b() and swapped the flavor in, so the
+    405B trained with the 70B recipe (lr 1.5e-4, no warmup, no compile; found by an outside probe). It now starts
+    from llama3_405b() (lr 8e-5, 600 warmup steps) with its Float8 converter dropped."""
+    from commbench.planner import Layout, load_model
+    from torchtitan.models.llama3.config_registry import llama3_405b
+    model = load_model("llama3.1-405b")
+    lay = Layout(tp=8, pp=1, dp=2, mbs=1, gbs=16, precision=precision, fsdp=True, distributed_optimizer=True,
+                 recompute="full")
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc, doc
+    config, _, _ = run_titan(doc, 16, "gb200-nvl72", tmp_path, monkeypatch)
+    shipped = llama3_405b()
+    lr = [g.optimizer_kwargs["lr"] for g in config.optimizer.param_groups]
+    assert lr == [g.optimizer_kwargs["lr"] for g in shipped.optimizer.param_groups] == [8e-5]
+    assert config.lr_scheduler.warmup_steps == shipped.lr_scheduler.warmup_steps == 600
+    assert config.model_spec.flavor == "405B" and quantized_kinds(config.model_spec.model) == quantized
+    assert "Float8" in quantized_kinds(shipped.model_spec.model)   # what was dropped

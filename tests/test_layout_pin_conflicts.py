@@ -27,7 +27,7 @@ def test_a_key_given_twice_is_refused():
 
 def test_plan_gbs_pin_against_gbs_option_is_refused_and_agreeing_is_fine():
     result = CliRunner().invoke(app, [*PLAN, "--layout", "gbs=256", "--gbs", "512"])
-    assert result.exit_code == 2 and "--gbs=512 is invalid: the same as the pinned gbs=256" in result.output
+    assert result.exit_code == 2 and "--gbs=512 is invalid: must equal the pinned gbs=256" in result.output
     agreed = CliRunner().invoke(app, [*PLAN, "--layout", "gbs=256", "--gbs", "256", "--emit", "json"])
     assert agreed.exit_code == 0, agreed.output
     assert json.loads(agreed.output)["layout"]["gbs"] == 256
@@ -39,7 +39,7 @@ def test_tune_takes_the_gbs_pin_and_refuses_a_conflicting_gbs(tmp_path):
     assert imported.exit_code == 0, imported.output
     tune = ["tune", "--results", str(results), "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16"]
     refused = CliRunner().invoke(app, [*tune, "-O", str(tmp_path / "a"), "--gbs", "512", "--layout", "gbs=256"])
-    assert refused.exit_code == 2 and "the same as the pinned gbs=256" in refused.output
+    assert refused.exit_code == 2 and "must equal the pinned gbs=256" in refused.output
     out = tmp_path / "b"
     planned = CliRunner().invoke(app, [*tune, "-O", str(out), "--layout", "gbs=256"], env={"COLUMNS": "200"})
     assert planned.exit_code == 0, planned.output

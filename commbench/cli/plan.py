@@ -80,7 +80,7 @@ def resolve_precision(precision: str | None, pins: dict, gpu) -> str:
     if "precision" in pins:
         pinned = check_precision(str(pins.pop("precision")), gpu, "precision")
         if precision is not None and precision.lower() != pinned:
-            raise invalid("--precision", precision, f"the same as the pinned precision={pinned}")
+            raise invalid("--precision", precision, f"must equal the pinned precision={pinned} (or leave one out)")
         return pinned
     return check_precision(precision, gpu) if precision is not None else default_precision(gpu)
 
@@ -97,7 +97,7 @@ def resolve_gbs(gbs: int | None, pins: dict, *, model: str, gpu: str | None, pre
     if "gbs" in pins:
         pinned = int(pins.pop("gbs"))
         if gbs is not None and gbs != pinned:
-            raise invalid("--gbs", gbs, f"the same as the pinned gbs={pinned}")
+            raise invalid("--gbs", gbs, f"must equal the pinned gbs={pinned} (or leave one out)")
         return pinned, None
     if gbs is not None:
         return gbs, None
@@ -275,7 +275,10 @@ def plan(
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []):
         console.print(line, highlight=False, markup=False)
-    if out:
+    if out:   # the launches written: their notes reach the terminal, not only plan.json
+        from commbench.cli.search_view import print_megatron_notes, print_torchtitan_section
+        print_megatron_notes(doc)
+        print_torchtitan_section(doc, written)
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)
 
 

@@ -75,6 +75,35 @@ def print_launch_notes(section: dict) -> None:
         err_console.print(styled("[yellow]note:[/] {}", note), highlight=False)
 
 
+def print_torchtitan_section(doc: dict, written: list[str]) -> None:
+    """The TorchTitan section of a plan whose terminal output is not the TorchTitan launch: its refusal, or where its
+    launch is written (or how to emit it) and its notes, which otherwise reach only plan.json."""
+    section = doc.get("torchtitan")
+    if not section:
+        return
+    if "refused" in section:
+        console.print("TorchTitan: " + section["refused"], highlight=False, markup=False)
+    elif launch_notes(section):  # its launch is written too (--out) or emitted: its notes reach the terminal
+        tt_files = [name for name in written if name.startswith(("torchtitan", "commbench_torchtitan"))]
+        console.print(f"TorchTitan {section.get('version', '')} launch "
+                      f"({', '.join(tt_files) if tt_files else 'plan --emit torchtitan'}):", highlight=False,
+                      markup=False)
+        for note in launch_notes(section):
+            console.print("  note: " + note, highlight=False, markup=False)
+
+
+def print_megatron_notes(doc: dict) -> None:
+    """The Megatron-LM section's notes (or its refusal) under a plan that does not print its arguments."""
+    section = doc.get("megatron")
+    if not section:
+        return
+    if "refused" in section:
+        console.print("Megatron-LM: " + section["refused"], highlight=False, markup=False)
+        return
+    for note in launch_notes(section):
+        console.print("Megatron-LM note: " + note, highlight=False, markup=False)
+
+
 def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | None, out: str | None,
                     as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
                     force: bool = False, calibration_file: str | None = None,
@@ -139,15 +168,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
                       f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
-        if "refused" in doc["torchtitan"]:
-            console.print("TorchTitan: " + doc["torchtitan"]["refused"], highlight=False, markup=False)
-        elif launch_notes(doc["torchtitan"]):  # its launch is written too (--out) or emitted: its notes reach the terminal
-            tt_files = [name for name in written if name.startswith(("torchtitan", "commbench_torchtitan"))]
-            console.print(f"TorchTitan {doc['torchtitan'].get('version', '')} launch "
-                          f"({', '.join(tt_files) if tt_files else 'plan --emit torchtitan'}):", highlight=False,
-                          markup=False)
-            for note in launch_notes(doc["torchtitan"]):
-                console.print("  note: " + note, highlight=False, markup=False)
+        print_torchtitan_section(doc, written)
         if out:
             console.print(styled("[green]plan[/] → {}: {}", Path(out), ", ".join(written)), highlight=False)
     return doc

@@ -33,12 +33,13 @@ import shlex
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
-from commbench.planner.layout.graph_scope import WHOLE_LAYER_NAME, default_scope
+from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, default_scope, scope_mask
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
-from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch
+from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
+                                                  megatron_hybrid_refusal)
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -145,6 +146,10 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:
         raise invalid("fsdp_replicas", a.fsdp_replicas, f"1 for {model.name} under Megatron-LM {MEGATRON_LM_RELEASE} "
                       "(Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP; TorchTitan 0.3 does)")
+    hybrid = megatron_hybrid_refusal(model, {"moe_a2a_overlap": a.moe_a2a_overlap and a.ep > 1,
+                                             "recompute": a.recompute, "recompute_layers": a.recompute_layers})
+    if hybrid:
+        raise CommbenchError(hybrid)
     if a.cuda_graph == "layer" and a.recompute == "full":
         raise invalid("recompute", "full", "selective recompute with per-layer CUDA graphs (megatron-core: full "
                       "recompute only with the full-iteration graph)")
@@ -156,6 +161,12 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
                    "vp > 1 when pp > 1" if a.pp > 1 and a.vp == 1 else
                    "at most 1 MTP layer" if model.num_mtp_layers > 1 else
                    "pp > 1 with an MTP layer" if model.num_mtp_layers and a.pp == 1 else "")
+        scope = a.cuda_graph_scope or "+".join(default_scope(model))
+        if not problem and a.cuda_graph == "layer" and scope_mask(scope) & (WHOLE_LAYER | BIT["moe"] | BIT["mlp"]):
+            # TransformerConfig refuses moe / mlp; an empty scope (the whole layer) passes it and
+            # TransformerLayer._te_cuda_graph_replay asserts "EP overlap must be disabled when CUDA graph captures
+            # the whole MLP/MoE part" at the first replay
+            problem = f"no per-layer CUDA graph over moe, mlp or the whole layer (cuda_graph_scope={scope!r})"
         if problem:
             raise invalid("moe_a2a_overlap", True, f"Megatron's --overlap-moe-expert-parallel-comm needs {problem}")
     if a.cuda_graph == "full" and model.is_moe:
@@ -245,12 +256,26 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     return out
 
 
+# Megatron-Bridge's bf16_with_nvfp4_mixed sets fp4_param_gather=True from v0.5.0 (src/megatron/bridge/training/
+# mixed_precision.py; not in v0.3.0 / v0.4.0). Megatron-LM core_v0.16.1 parses --fp4-param-gather (TransformerConfig
+# fp4_param), but its distributed optimizer quantizes the updated master weights only through Transformer Engine's
+# cast_master_weights_to_fp8 (fp8_utils.quantize_param_shard; TE casts NVFP4 weights in a separate
+# cast_master_weights_to_nvfp4) and sizes a quantized parameter's buffer at one byte per element (uint8,
+# distributed_data_parallel.py): no 4-bit gather the plan could charge. The plan gathers bf16 and says so.
+NVFP4_PARAM_GATHER_NOTE = ("NVFP4 here gathers parameters in bf16: Megatron-Bridge (>= 0.5.0) recipes set "
+                           "fp4_param_gather=True, but megatron-core 0.16.1's distributed optimizer re-quantizes "
+                           "master weights only through Transformer Engine's cast_master_weights_to_fp8, so the plan "
+                           "emits no --fp4-param-gather and charges the bf16 all-gather")
+
+
 def precision_notes(layout: Layout) -> list[str]:
     """What the launch must provide or will warn about (plan.json megatron.notes, assumptions)."""
     notes = []
     if layout.precision == "mxfp8" and not layout.distributed_optimizer:
         notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
                      "(--fp8-param-gather needs it) and warns mxfp8 will use significant additional GPU memory")
+    if layout.precision == "nvfp4" and (layout.distributed_optimizer or layout.fsdp):
+        notes.append(NVFP4_PARAM_GATHER_NOTE)
     if layout.fused_moe:
         notes.append("--moe-permute-fusion needs Transformer Engine's fused permute kernels (TE >= 2.1)")
     if layout.cuda_graph == "layer" and layout.moe_a2a_overlap:

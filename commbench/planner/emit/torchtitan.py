@@ -109,8 +109,9 @@ TITAN_MODELS = {
                             base_03="llama3_8b", rope_03=_LLAMA31_ROPE),
     "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}, base_03="llama3_70b",
                                rope_03=_LLAMA31_ROPE),
-    # llama3_405b applies Float8 converters itself: a bf16 or mxfp8 405B starts from llama3_70b's recipe
-    "llama3.1-405b": TitanModel(module="llama3", flavor="405B", configs_03={"fp8": "llama3_405b"}, base_03="llama3_70b",
+    # llama3_405b applies Float8 converters itself: a bf16 / mxfp8 / nvfp4 405B starts from llama3_405b's recipe
+    # (lr 8e-5, warmup 600, compile with async TP) with the converter-free model_registry("405B") in its place
+    "llama3.1-405b": TitanModel(module="llama3", flavor="405B", configs_03={"fp8": "llama3_405b"}, base_03="llama3_405b",
                                 flavor_config_03="llama3_405b", hf_assets_03="./assets/hf/Llama-3.1-405B",
                                 rope_03=_LLAMA31_ROPE),
     "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"},

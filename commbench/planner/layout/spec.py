@@ -270,7 +270,8 @@ RULES: tuple[tuple[str, str], ...] = (
               "hybrid attention tp its output-projection groups and cp=1"),
     ("experts", "ep must divide the routed experts (ep=1 for a dense model)"),
     ("pipeline", "the layers must split over pp*vp virtual stages as Megatron builds them (each stage holds a "
-                 "layer, the embedding, the MTP or the loss), and vp>1 needs pp>1"),
+                 "layer, the embedding, the MTP or the loss), and vp>1 needs pp>1 (and a model that is not hybrid: "
+                 "megatron-core's MambaStack builds no virtual stages)"),
     ("batch", "gbs must be a multiple of mbs*dp"),
     ("schedule", "the pipeline schedule must take the step's gbs/(mbs*dp) micro-batches: with vp>1 a multiple of pp "
                  "and at least pp (megatron-core 0.16.1 schedules.py groups pp micro-batches per virtual stage, "
@@ -399,6 +400,11 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
     if not bits:
         return
     name = first_broken_rule(bits)
+    if name == "pipeline" and model.is_hybrid and layout.vp > 1 and layout.pp > 1:
+        raise CommbenchError(f"vp={layout.vp} is invalid for {model.name}: a hybrid model is built by megatron-core's "
+                             "MambaStack, which refuses virtual pipeline stages (0.16.1 ssm/mamba_block.py asserts "
+                             "virtual_pipeline_model_parallel_size is None: 'does not currently support "
+                             "virtual/interleaved pipeline parallelism'); pin vp=1")
     rule = dict(RULES)[name]
     detail = rule_detail(name, model, layout, num_gpus, seq_len, framework)
     if name == "expert_fold" and given is not None and "etp" not in given:

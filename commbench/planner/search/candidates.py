@@ -11,11 +11,11 @@ import numpy as np
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
-from commbench.planner.layout.graph_scope import BIT, default_scope, resolved_masks, scope_mask
+from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, default_scope, resolved_masks, scope_mask
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.search.frameworks import restrict_columns, runs_fused_grouped_mlp
+from commbench.planner.search.frameworks import megatron_runs_on_hybrid, restrict_columns, runs_fused_grouped_mlp
 
 if TYPE_CHECKING:
     from commbench.planner.search.space import SearchRequest
@@ -79,8 +79,9 @@ def _structures(req: SearchRequest, per_rack: int) -> dict[str, np.ndarray]:
 
 
 A2A_OVERLAP_NEEDS = ("Megatron's --overlap-moe-expert-parallel-comm needs ep > 1, no full recompute, vp > 1 when pp > 1, "
-                     "at most one MTP layer (and pp > 1 with it), no full-iteration CUDA graph and no per-layer one "
-                     "over moe or mlp (megatron-core 0.16.1 TransformerConfig)")
+                     "at most one MTP layer (and pp > 1 with it), no full-iteration CUDA graph, no per-layer one over "
+                     "moe, mlp or the whole layer (megatron-core 0.16.1 TransformerConfig, TransformerLayer) and a "
+                     "GPTModel (not a hybrid model)")
 
 
 TP_OVERLAP_NEEDS = "Megatron's --tp-comm-overlap needs tp > 1 with sequence parallelism (validate_args)"
@@ -107,7 +108,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
     up_proj = req.model.attention in ("mla", "dsv4") and "mla_up_proj" in has["recompute"]
     light = [3] if up_proj else []  # DeepSeek-V3's and V4's recipes
-    rec = _pinned([0, 1, 2] + light, codes, "recompute")
+    runs = megatron_runs_on_hybrid(req.framework, req.model)   # a hybrid under Megatron: no full recompute, EP overlap
+    rec = _pinned([0, 1] + ([2] if runs["full_recompute"] else []) + light, codes, "recompute")
     # CUDA graphs: per-layer graphs in the enumeration (where the release has them); the full-iteration
     # variant of each kept layout is tried afterwards (with_full_graphs), keeping the enumeration's time.
     graph = "layer" if "layer" in has["cuda_graph"] else "none"
@@ -137,10 +139,13 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["tp_comm_overlap"] = np.asarray(tp_overlap) & sp_on & (tp > 1)
     a2a_ok = (cols["ep"] > 1) & (cols["recompute"] != 2) & ((cols["pp"] == 1) | (cols["vp"] > 1))
     # Megatron (TransformerConfig): with MTP the EP overlap needs pp > 1 and at most one MTP layer; no
-    # full-iteration graph (megatron-core 0.16.1), nor a per-layer one over moe or mlp (a pinned scope).
+    # full-iteration graph (megatron-core 0.16.1), nor a per-layer one over moe, mlp or the whole layer (a pinned
+    # scope; the whole layer: TransformerLayer._te_cuda_graph_replay asserts "EP overlap must be disabled when CUDA
+    # graph captures the whole MLP/MoE part" for an empty scope, which TransformerConfig's check does not catch).
     a2a_ok &= (req.model.num_mtp_layers == 0) | ((cols["pp"] > 1) & (req.model.num_mtp_layers == 1))
     a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("full")
-    if scope_mask(str(pins.get("cuda_graph_scope", ""))) & (BIT["moe"] | BIT["mlp"]):
+    a2a_ok &= runs["moe_a2a_overlap"]   # MambaModel has no combined 1F1B schedule (frameworks.py)
+    if scope_mask(str(pins.get("cuda_graph_scope", ""))) & (BIT["moe"] | BIT["mlp"] | WHOLE_LAYER):
         a2a_ok &= cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("layer")
     if pins.get("moe_a2a_overlap"):  # pinned on: only where Megatron runs it (it was turned off, unsaid)
         cols = _only_where(cols, a2a_ok, "moe_a2a_overlap", A2A_OVERLAP_NEEDS, pins)

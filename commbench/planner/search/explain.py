@@ -105,7 +105,9 @@ def _why(key: str, lay: Layout, per_rack: int, model) -> str:
     if key.startswith("dp"):
         group = lay.dp * lay.cp if "dense" in key else lay.edp
         racks = int(racks_spanned(lay.world // lay.pp, per_rack, lay.world)) if group > 1 else 1
-        window = ("each layer's compute, every micro-batch (FSDP: gathered per layer forward and backward)"
+        kept = ("; the Mamba layers, not Megatron-FSDP units, stay gathered all step"
+                if getattr(model, "num_mamba_layers", 0) else "")
+        window = (f"each layer's compute, every micro-batch (FSDP: gathered per layer forward and backward{kept})"
                   if lay.fsdp else "one micro-batch's compute" if lay.vp == 1 else
                   f"one micro-batch's compute plus the later model chunks' cool-down (VP{lay.vp})")
         return f"; a group of {group} ranks over {racks} rack(s), hidden behind {window}"

@@ -514,6 +514,43 @@ def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
             + (" (moe_preprocess only with moe_router)" if model.is_moe else ""))
 
 
+# A hybrid model (a layer pattern) is MambaModel under Megatron-LM core_v0.16.1 (pretrain_mamba.py, emit/hybrid.py).
+# --overlap-moe-expert-parallel-comm runs the combined 1F1B schedule (schedules.py forward_backward_no_pipelining /
+# the interleaved schedule -> combined_1f1b.py combined_forward_backward_step), which looks up the model's
+# build_schedule_plan (only GPTModel has one: "only GPTModel is supported for EP A2A overlapping") and calls
+# forward_step(..., return_schedule_plan=True), which pretrain_mamba.py's forward_step does not take.
+MEGATRON_HYBRID_NO_A2A_OVERLAP = ("megatron-core 0.16.1 runs --overlap-moe-expert-parallel-comm only for a GPTModel (the "
+                                  "combined 1F1B schedule calls build_schedule_plan; pretrain_mamba.py's MambaModel has "
+                                  "none)")
+# megatron-core 0.16.1 checkpoints whole layers only in TransformerBlock._checkpointed_forward (transformer_block.py,
+# recompute_granularity 'full') and the MTP block; MambaStack.forward (ssm/mamba_block.py) is a plain loop over its
+# layers, so --recompute-granularity full keeps every activation of a hybrid model.
+MEGATRON_HYBRID_NO_FULL_RECOMPUTE = ("megatron-core 0.16.1's MambaStack does no activation checkpointing (only "
+                                     "TransformerBlock runs recompute_granularity 'full'), so a hybrid model keeps "
+                                     "every activation")
+
+
+def megatron_runs_on_hybrid(framework: str, model: ModelSpec) -> dict[str, bool]:
+    """What the framework runs for this model that it does not for every model: {'moe_a2a_overlap': ...,
+    'full_recompute': ...}; both False for a hybrid (MambaModel) model under Megatron-LM core_v0.16.1."""
+    hybrid = framework == "megatron" and model.is_hybrid
+    return {"moe_a2a_overlap": not hybrid, "full_recompute": not hybrid}
+
+
+def megatron_hybrid_refusal(model: ModelSpec, pins: dict[str, object]) -> str | None:
+    """A pin Megatron-LM core_v0.16.1 cannot run on a hybrid (MambaModel) model, in one line; None otherwise."""
+    if not model.is_hybrid:
+        return None
+    if pins.get("moe_a2a_overlap"):
+        return (f"moe_a2a_overlap=True is invalid for {model.name} with --framework megatron: "
+                f"{MEGATRON_HYBRID_NO_A2A_OVERLAP}; pin moe_a2a_overlap=false or leave it out")
+    if pins.get("recompute") == "full" or int(pins.get("recompute_layers", 0) or 0) > 0:
+        what = f"recompute_layers={pins['recompute_layers']}" if pins.get("recompute") != "full" else "recompute='full'"
+        return (f"{what} is invalid for {model.name} with --framework megatron: {MEGATRON_HYBRID_NO_FULL_RECOMPUTE}; "
+                "pin recompute none or selective" + (", moe_act" if model.is_moe else ""))
+    return None
+
+
 # Why TorchTitan runs no recompute_layers (its activation checkpointing has no count per model chunk)
 TITAN_NO_RECOMPUTE_LAYERS = ("checkpoints activations per layer with no count per model chunk (Megatron's "
                              "--recompute-method block)")
@@ -536,8 +573,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
                                  "recompute only under the full-iteration graph (TransformerConfig: 'full recompute is "
                                  "only supported with full iteration CUDA graph'); pin cuda_graph=full or none, or "
                                  "recompute none or selective")
-        light = megatron_light_recompute_refusal(model, pins.get("recompute")) or \
-            megatron_graph_scope_refusal(model, pins.get("cuda_graph_scope"))
+        light = megatron_hybrid_refusal(model, pins) or megatron_light_recompute_refusal(model, pins.get("recompute")) \
+            or megatron_graph_scope_refusal(model, pins.get("cuda_graph_scope"))
         if light:
             raise CommbenchError(light)
         return dict(pins)

@@ -23,7 +23,7 @@ DEFAULT_REASONS = {
     "distributed_optimizer": "the faster choice that fits (as the search chooses)",
     "sequence_parallel": "on with TP (Megatron requires it for MoE with TP)",
     "tp_comm_overlap": "on where sequence parallel and TP > 1 allow it",
-    "moe_a2a_overlap": "on where Megatron allows it (EP > 1, no full recompute, VP > 1 or PP = 1, MTP rules)",
+    "moe_a2a_overlap": "on where Megatron allows it (EP > 1, no full recompute, VP > 1 or PP = 1, MTP rules, not a hybrid model)",
     "dp_overlap": "gradient reduce / param gather overlapped (Megatron's --overlap-grad-reduce/--overlap-param-gather)",
     "fused_moe": "fused permute + grouped MLP for MoE in MXFP8 on Blackwell, where the kernels exist",
     "fp8_attention": "off unless pinned (it changes numerics)",

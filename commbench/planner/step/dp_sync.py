@@ -34,7 +34,8 @@ def param_gather_bytes(precision, distributed_optimizer, fp8_codes, framework: s
     """Bytes per parameter the DP all-gather moves (and the sharded weights hold): 1 where the recipe
     keeps the weights in fp8 (Megatron-Bridge's bf16_with_fp8_current_scaling_mixed and
     bf16_with_mxfp8_mixed set fp8_param_gather=True; nvfp4 does not: src/megatron/bridge/training/
-    mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0; Megatron-LM allows it only with the distributed
+    mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0; its fp4_param_gather=True from v0.5.0 has no 4-bit gather in
+    megatron-core 0.16.1, emit/megatron.py NVFP4_PARAM_GATHER_NOTE; Megatron-LM allows it only with the distributed
     optimizer or FSDP, arguments.py; Megatron-Core DDPConfig.fp8_param_gather: "perform the param
     all-gather in fp8"), else bf16's 2. TorchTitan 0.3.0 has no fp8 all-gather (FSDP2 gathers its
     mixed-precision param_dtype, bf16): 2 there."""

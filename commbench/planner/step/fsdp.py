@@ -29,6 +29,15 @@ A MoE model's experts follow TorchTitan 0.3's sparse mesh (pp, dp_replicate, efs
 ParallelDims.build_mesh): efsdp = dp_shard*cp*tp/ep ranks of a replica shard them, and the same
 replicas all-reduce their gradient shards, so their shard group is EDP/replicas (step/evaluate.py).
 Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP: Megatron plans refuse it.
+
+Megatron-FSDP's units are TransformerLayers only (megatron-core 0.16.1 distributed/fsdp/mcore_fsdp_adapter.py: with
+optim_grads_params and no fsdp_unit_modules, which Megatron-LM's training.py passes none of, fsdp_unit_modules =
+[TransformerLayer]). A hybrid model's MambaLayer is not one: megatron_fsdp.py gives every other module a pre-forward
+unshard hook and registers the post-forward release (`_post_forward`) on units only, and the root pre-backward marks
+only units' buckets releasable (`group.fsdp_unit_id is not None`), so a Mamba layer's weights stay gathered for the
+rest of the step once its first forward has gathered them (megatron_memory_kept_gathered). Its gradients go through
+the same per-parameter post-accumulate hooks and bucketed reduce-scatters as the rest (`_process_post_backward_gradients`),
+so they are charged as the units' are.
 """
 
 from __future__ import annotations
@@ -82,3 +91,13 @@ def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):
     """(weights, gradients) bytes per GPU under FSDP: the `shard` of parameters this GPU owns plus the
     gathered buffers of `unit` parameters; gradients of `grad_size` bytes (dp_sync.grad_bytes)."""
     return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * grad_size + unit * grad_size
+
+
+def megatron_kept_gathered_params(model, mamba_blocks, dense_share, group, framework: str = "megatron"):
+    """Parameters per GPU beyond its shard that Megatron-FSDP keeps gathered all step: the rank's `mamba_blocks`
+    Mamba layers (not FSDP units, module docstring), TP-sharded by `dense_share`, less the 1/`group` shard already
+    charged. 0 under TorchTitan (it builds no hybrid model) and for a model without Mamba layers."""
+    if framework != "megatron" or not getattr(model, "num_mamba_layers", 0):
+        return 0.0
+    from commbench.planner.models.mamba import mamba_params_per_layer
+    return mamba_blocks * mamba_params_per_layer(model) * dense_share * (1.0 - 1.0 / np.maximum(group, 1))

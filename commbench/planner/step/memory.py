@@ -305,6 +305,9 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                 dense_local / dense_group + expert_local / expert_group,
                 fsdp.unit_params(model, dense_local, expert_local, load.counts.layers, load.counts.moe),
                 grad_bytes(framework))
+            # a hybrid's Mamba layers are not Megatron-FSDP units: gathered all step (step/fsdp.py)
+            f_weights = f_weights + fsdp.PARAM_BYTES * fsdp.megatron_kept_gathered_params(
+                model, load.counts.mamba, dense_share, dense_group, framework)
             f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
