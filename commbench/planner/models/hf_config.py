@@ -271,8 +271,20 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     kinds = c.seq("layer_types")
     window = c.int("sliding_window", 0)
-    if window and kinds and kinds.count("sliding_attention") * 2 != len(kinds):
-        raise c.fail("layer_types: only half the layers sliding (gpt-oss's alternation) is modelled")
+    # which layers, not only how many: TorchTitan 0.3.0's gpt_oss flavors window the even-indexed layers
+    # (models/gpt_oss/__init__.py: sliding_window_size=128 if layer_id % 2 == 0), as megatron-core 0.16.1's
+    # window_attn_skip_freq 2 does (transformer/utils.py is_layer_window_attention: 1-based layer_number % 2 != 0),
+    # and the released configs (layer 0 sliding); half the layers sliding elsewhere was launched as that pattern
+    if kinds and len(kinds) != out["num_layers"]:
+        raise c.fail(f"layer_types has {len(kinds)} entries for num_hidden_layers={out['num_layers']}: one per layer")
+    alternation = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(len(kinds))]
+    if window and kinds and kinds != alternation:
+        sliding = [i for i, kind in enumerate(kinds) if kind == "sliding_attention"]
+        shown = ", ".join(map(str, sliding[:6])) + (", ..." if len(sliding) > 6 else "") if sliding else "none"
+        raise c.fail(f"layer_types is not modelled for model_type 'gpt_oss' with sliding layers {shown}: gpt-oss's "
+                     "alternation, 'sliding_attention' on layers 0, 2, 4, ... and 'full_attention' on 1, 3, 5, ... "
+                     "(where TorchTitan 0.3.0's gpt_oss flavors and Megatron's --window-attn-skip-freq 2 put the "
+                     "windows), is read")
     return dict(out, num_dense_layers=0, num_routed_experts=c.int("num_local_experts"),
                 top_k=c.int("num_experts_per_tok") if c.get("num_experts_per_tok") is not None
                 else c.int("experts_per_token"),   # either key (the other one's default read lazily)

@@ -1,0 +1,74 @@
+"""`plan --model hf:PATH` plans launch the model and precision the config.json asks for, or refuse in one line
+naming the config.json key, its value and what is allowed (found from outside: probe D, 2026-12-05)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.errors import CommbenchError
+from commbench.planner.models.zoo import load_model
+
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def _variant(tmp_path, folder: str, drop=(), **changes) -> str:
+    raw = json.loads((HF / folder / "config.json").read_text())
+    raw.update(changes)
+    for key in drop:
+        raw.pop(key)
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    return f"hf:{tmp_path}"
+
+
+def _refused(model: str, *args: str, gpus: int = 64) -> str:
+    """The CLI's one-line refusal of a plan (asserted to be one line, exit 2, no traceback)."""
+    res = CliRunner().invoke(app, ["plan", "--model", model, "--system", "h100-hgx", "--gpus", str(gpus), *args],
+                             env={"COLUMNS": "400"})
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output
+    assert res.output.startswith("error: ") and len(res.output.strip().splitlines()) == 1, res.output
+    return res.output.strip()
+
+
+# --- gpt-oss layer_types: which layers slide, not only how many ---------------------------------------------------
+
+def _oss_kinds(pattern: str) -> list[str]:
+    return ["sliding_attention" if k == "s" else "full_attention" for k in pattern]
+
+
+@pytest.mark.parametrize("pattern, shown", [
+    ("fs" * 12, "sliding layers 1, 3, 5, 7, 9, 11, ..."),        # the alternation shifted by one layer
+    ("s" * 12 + "f" * 12, "sliding layers 0, 1, 2, 3, 4, 5, ..."),  # half sliding, as a block
+])
+def test_gpt_oss_layer_types_sliding_elsewhere_than_the_flavor_s_layers_are_refused(tmp_path, pattern, shown):
+    """Half the layers sliding anywhere was read as gpt-oss's alternation and launched as TorchTitan's gpt_oss 20b,
+    whose windows sit on the even layers: a model with windows on the odd layers trained with them on the even."""
+    model = _variant(tmp_path, "gpt-oss-20b", layer_types=_oss_kinds(pattern))
+    line = _refused(model, "--layout", "tp=1,pp=1,ep=8,mbs=1", "--framework", "torchtitan")
+    assert f"layer_types is not modelled for model_type 'gpt_oss' with {shown}" in line, line
+    assert "'sliding_attention' on layers 0, 2, 4, ... and 'full_attention' on 1, 3, 5, ..." in line, line
+
+
+def test_gpt_oss_layer_types_of_another_length_are_refused(tmp_path):
+    with pytest.raises(CommbenchError, match=r"layer_types has 22 entries for num_hidden_layers=24: one per layer"):
+        load_model(_variant(tmp_path, "gpt-oss-20b", layer_types=_oss_kinds("sf" * 11)))
+
+
+def test_the_released_gpt_oss_alternation_is_where_torchtitan_builds_its_windows():
+    """The pattern read (sliding on layers 0, 2, ...) is gpt-oss-20b's config.json and TorchTitan 0.3.0's gpt_oss
+    20b flavor's per-layer sliding_window_size, layer by layer."""
+    kinds = json.loads((HF / "gpt-oss-20b" / "config.json").read_text())["layer_types"]
+    assert kinds == _oss_kinds("sf" * 12)
+    assert load_model(f"hf:{HF / 'gpt-oss-20b'}").architecture.window_skip_freq == 2
+    pytest.importorskip("torchtitan")
+    from tests.torchtitan_train import install_stand_ins
+    install_stand_ins()   # triton / GPU-only imports, as the other TorchTitan tests answer them on a CPU machine
+    import torchtitan.models.gpt_oss as gpt_oss
+    layers = gpt_oss.model_registry("20b").model.layers
+    assert [("sliding_attention" if layer.attention.sliding_window_size else "full_attention")
+            for layer in layers] == kinds
