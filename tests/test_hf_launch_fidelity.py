@@ -72,3 +72,31 @@ def test_the_released_gpt_oss_alternation_is_where_torchtitan_builds_its_windows
     layers = gpt_oss.model_registry("20b").model.layers
     assert [("sliding_attention" if layer.attention.sliding_window_size else "full_attention")
             for layer in layers] == kinds
+
+
+# --- Nemotron-H activations: what the emitted flags build, or one line ------------------------------------------
+
+@pytest.mark.parametrize("changes, line", [
+    # NemotronHMLP applies ACT2FN["silu"] ungated; it was planned as activation "gelu" and emitted with neither
+    # --squared-relu nor --swiglu, so Megatron built F.gelu
+    (dict(mlp_hidden_act="silu"), "mlp_hidden_act='silu' is not modelled for model_type 'nemotron_h': 'relu2'"),
+    (dict(mlp_hidden_act="gelu"), "mlp_hidden_act='gelu' is not modelled for model_type 'nemotron_h': 'relu2'"),
+    # megatron-core's MambaMixer applies SiLU whatever the config says; it was accepted unread
+    (dict(mamba_hidden_act="gelu"), "mamba_hidden_act='gelu' is not modelled for model_type 'nemotron_h': 'silu'"),
+])
+def test_a_nemotron_h_activation_megatron_does_not_build_is_one_line(tmp_path, changes, line):
+    said = _refused(_variant(tmp_path, "Nemotron-H-8B-Base-8K", **changes), "--layout", "tp=2,pp=1,ep=1,vp=1,mbs=1",
+                    "--emit", "megatron", gpus=16)
+    assert line in said, said
+
+
+@pytest.mark.parametrize("changes, drop", [
+    ({}, ("mlp_hidden_act", "hidden_act", "mamba_hidden_act")),   # NemotronHConfig's defaults: relu2, silu
+    (dict(mamba_hidden_act="swish"), ()),                          # ACT2FN["swish"] is SiLU
+])
+def test_nemotron_h_activations_at_the_class_defaults_are_squared_relu_and_silu(tmp_path, changes, drop):
+    """A config without mlp_hidden_act (NemotronHConfig's default relu2) read as "silu" and was planned with GELU."""
+    model = load_model(_variant(tmp_path, "Nemotron-H-8B-Base-8K", drop=drop, **changes))
+    assert model.architecture.activation == "squared_relu" and not model.glu
+    from commbench.planner.emit.megatron_arch import architecture_args
+    assert "--squared-relu" in architecture_args(model, 4096)

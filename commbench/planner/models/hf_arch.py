@@ -172,10 +172,33 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
         out.update(router_groups=groups, router_group_topk=group_topk)
 
 
+# Nemotron-H's MLP and expert activation: NemotronHConfig mlp_hidden_act (default "relu2"; NemotronHMLP
+# ACT2FN[config.mlp_hidden_act], up + down projections, no gate) is read only as squared ReLU, what Megatron-LM's
+# --squared-relu builds (Megatron-Bridge's NemotronHBridge sets activation_func = squared_relu whatever the config
+# says); "silu" there was planned as an ungated GELU (Megatron's default activation). Its Mamba activation,
+# mamba_hidden_act (default "silu"), is SiLU in megatron-core 0.16.1 whatever is asked (ssm/mamba_mixer.py MambaMixer:
+# self.activation = "silu"); "swish" is SiLU in transformers' ACT2FN too.
+NEMOTRON_H_MLP_ACT, NEMOTRON_H_MAMBA_ACTS = "relu2", ("silu", "swish")
+
+
+def _nemotron_h_activations(c) -> None:
+    key = "mlp_hidden_act" if c.get("mlp_hidden_act") is not None else "hidden_act"
+    act = c.get(key, NEMOTRON_H_MLP_ACT)
+    if act != NEMOTRON_H_MLP_ACT:
+        raise c.fail(f"{key}={act!r} is not modelled for model_type 'nemotron_h': 'relu2' (the squared-ReLU MLP "
+                     "Megatron-LM's --squared-relu builds, as Megatron-Bridge's NemotronHBridge trains every Nemotron-H)")
+    mamba = c.get("mamba_hidden_act", "silu")
+    if mamba not in NEMOTRON_H_MAMBA_ACTS:
+        raise c.fail(f"mamba_hidden_act={mamba!r} is not modelled for model_type 'nemotron_h': 'silu' (megatron-core "
+                     "0.16.1's MambaMixer applies SiLU whatever the config says: ssm/mamba_mixer.py)")
+
+
 def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     """Architecture of config `c` (hf_config._Config) for the ModelSpec `fields` read from it."""
     t = c.model_type
-    act = c.get("mlp_hidden_act", c.get("hidden_act", "silu"))
+    if t == "nemotron_h":
+        _nemotron_h_activations(c)
+    act = c.get("mlp_hidden_act", c.get("hidden_act", NEMOTRON_H_MLP_ACT if t == "nemotron_h" else "silu"))
     if act not in KNOWN_ACTIVATIONS and t != "gpt_oss":  # gpt-oss's clamped GLU is its modeling code's, whatever the key
         key = "mlp_hidden_act" if c.get("mlp_hidden_act") is not None else "hidden_act"
         raise c.fail(f"{key}={act!r} is not modelled: one of {', '.join(KNOWN_ACTIVATIONS)} "
