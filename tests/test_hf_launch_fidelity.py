@@ -100,3 +100,34 @@ def test_nemotron_h_activations_at_the_class_defaults_are_squared_relu_and_silu(
     assert model.architecture.activation == "squared_relu" and not model.glu
     from commbench.planner.emit.megatron_arch import architecture_args
     assert "--squared-relu" in architecture_args(model, 4096)
+
+
+# --- MLA latent norms: megatron-core builds them at --norm-epsilon, HF at 1e-6 ----------------------------------
+
+@pytest.mark.parametrize("folder, norms", [("Moonlight-16B-A3B", "(kv_a_layernorm)"),
+                                           ("GLM-4.7-Flash", "(q_a_layernorm / kv_a_layernorm)")])
+def test_a_megatron_plan_says_its_mla_latent_norms_train_at_the_model_s_norm_epsilon(folder, norms, monkeypatch):
+    """Moonlight (rms_norm_eps 1e-5) was emitted with --norm-epsilon 1e-05 --qk-layernorm and no note: megatron-core
+    0.16.1 builds the latent q/kv norms at that eps, HF's modeling code at 1e-6 (as the TorchTitan plan sets them)."""
+    res = CliRunner().invoke(app, ["plan", "--model", f"hf:{HF / folder}", "--system", "h100-hgx", "--gpus", "64",
+                                   "--layout", "tp=1,pp=1,ep=8,vp=1,mbs=1", "--json"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    notes = json.loads(res.output)["megatron"]["notes"]
+    said = [n for n in notes if "latent norms" in n]
+    assert len(said) == 1 and f"MLA latent norms {norms} have eps 1e-06" in said[0] and \
+        "--norm-epsilon 1e-05" in said[0], notes
+    mla = pytest.importorskip("megatron.core.transformer.multi_latent_attention")
+    import inspect
+    source = inspect.getsource(mla.MLASelfAttention.__init__)   # what the note says of the installed megatron-core
+    assert re.search(r"q_layernorm = build_module\([^)]*eps=self\.config\.layernorm_epsilon", source, re.S)
+    assert re.search(r"kv_layernorm = build_module\([^)]*eps=self\.config\.layernorm_epsilon", source, re.S)
+    from tests.megatron_lm import best_plan_through_megatron
+    model = load_model(f"hf:{HF / folder}")
+    _, config = best_plan_through_megatron(model, monkeypatch)
+    if config is not None:   # MEGATRON_LM_ROOT: the config pretrain_gpt.py builds the latent norms from
+        assert config.layernorm_epsilon == 1e-5 and config.qk_layernorm
+
+
+def test_an_mla_model_whose_norms_are_the_latent_norms_eps_has_no_such_note():
+    from commbench.planner.emit.megatron_arch import architecture_notes
+    assert not [n for n in architecture_notes(load_model(f"hf:{HF / 'DeepSeek-V3'}")) if "latent norms" in n]
