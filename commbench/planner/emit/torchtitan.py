@@ -177,6 +177,16 @@ def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any,
     return [(name, a, b) for name, a, b in pairs if a != b]
 
 
+ROPE_MISFITS = ("rotary base", "RoPE scaling", "RoPE scaling factor")
+
+
+def _rope_misfits(titan: TitanModel, model: ModelSpec) -> list[str]:
+    """Where the flavor's RoPE (base, scaling, factor) is not the model's, as `what flavor's (the model: model's)`: a
+    0.2 TOML names the flavor and sets none of them, so such a launch trains another positional encoding."""
+    return [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
+            for name, a, b in _flavor_misfits(titan, model) if name in ROPE_MISFITS]
+
+
 # TorchTitan 0.3.0 models/common/rope.py: RoPE.Config.scaling is "none", "llama" (Llama 3.1's, factor scaling_factor)
 # or "yarn" (factor rope_factor); the config function sets a field of the model asked for on every layer's config.
 _TITAN_SCALING = {"none": "none", "llama3": "llama"}
@@ -374,6 +384,12 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
     if titan.mla and version == "0.2":
         return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
                        "--torchtitan-version 0.3")
+    rope = _rope_misfits(titan, model) if version == "0.2" else []
+    if rope:
+        fix = ("plan it with --torchtitan-version 0.3 (its config function sets the model's RoPE)"
+               if flavor_fix_lines(titan, model) is not None else "no TorchTitan launch trains it")
+        return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} builds {', '.join(rope)}, and its TOML "
+                       f"names the flavor and sets no RoPE, so it would train another model than {model.name}: {fix}")
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
         return titan, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function): plan with pp=1"
     if version == "0.3" and layout.precision not in titan.configs_03:
