@@ -131,3 +131,68 @@ def test_a_megatron_plan_says_its_mla_latent_norms_train_at_the_model_s_norm_eps
 def test_an_mla_model_whose_norms_are_the_latent_norms_eps_has_no_such_note():
     from commbench.planner.emit.megatron_arch import architecture_notes
     assert not [n for n in architecture_notes(load_model(f"hf:{HF / 'DeepSeek-V3'}")) if "latent norms" in n]
+
+
+# --- a window on every layer (Mistral-7B-v0.1): full attention where the sequence fits in it ---------------------
+
+MISTRAL_7B_V01 = {"architectures": ["MistralForCausalLM"], "hidden_act": "silu", "hidden_size": 4096,
+                  "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+                  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                  "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": False, "vocab_size": 32000}
+
+
+def _mistral(tmp_path, name: str, **changes) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(MISTRAL_7B_V01, **changes)))
+    return f"hf:{folder}"
+
+
+def _plan_json(model: str, *args: str) -> dict:
+    res = CliRunner().invoke(app, ["plan", "--model", model, "--system", "h100-hgx", "--gpus", "8", "--layout",
+                                   "tp=1,pp=1,mbs=1", "--json", *args], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+@pytest.mark.parametrize("seq", [[], ["--seq-len", "4096"], ["--seq-len", "2048"]])
+def test_a_window_on_every_layer_no_shorter_than_the_sequence_is_planned_as_full_attention(tmp_path, seq):
+    """Mistral-7B-v0.1 (sliding_window 4096 on every layer) was refused at any sequence length; over at most 4096
+    tokens the window masks nothing (token i sees tokens i-4095..i), so it plans as the same config with null (full
+    attention) does, and both frameworks' notes say so."""
+    windowed, full = _mistral(tmp_path, "w"), _mistral(tmp_path, "f", sliding_window=None)
+    plan, same = _plan_json(windowed, *seq), _plan_json(full, *seq)
+    assert plan["predicted"] == same["predicted"]
+    assert plan["megatron"]["args"] == same["megatron"]["args"] and "--window-size" not in plan["megatron"]["args"]
+    for notes in (plan["megatron"]["notes"], plan["torchtitan"]["notes"]):
+        said = [n for n in notes if "a window on every layer" in n]
+        assert len(said) == 1 and "sliding_window=4096 (a window on every layer) is planned as full attention" in \
+            said[0] and "masks nothing" in said[0], notes
+    assert not [n for n in same["megatron"]["notes"] + same["torchtitan"]["notes"] if "window" in n]
+
+
+@pytest.mark.parametrize("changes, seq, shown", [
+    ({}, "8192", "sliding_window=4096"),
+    (dict(sliding_window=2048), None, "sliding_window=2048"),   # the default 4096-token sequence crosses it
+])
+def test_a_sequence_longer_than_a_window_on_every_layer_is_refused_naming_the_key(tmp_path, changes, seq, shown):
+    said = _refused(_mistral(tmp_path, "w", **changes), *(["--seq-len", seq] if seq else []), gpus=8)
+    window = changes.get("sliding_window", 4096)
+    assert f"{shown} (a window on every layer) is not modelled at seq_len {seq or 4096}" in said, said
+    assert f"plan with --seq-len <= {window}, where a {window}-token window masks nothing (full attention)" in said
+
+
+def test_a_mixtral_window_on_every_layer_is_read_as_mistral_s(tmp_path):
+    """MixtralAttention passes sliding_window on every layer as MistralAttention does: within the window it plans."""
+    raw = json.loads((HF / "Mixtral-8x7B-v0.1" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, sliding_window=4096)))
+    model = load_model(f"hf:{tmp_path}")
+    assert model.extra["every_layer_window"] == 4096 and model.sliding_window == 0
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, sliding_window=1024)))
+    assert "sliding_window=1024 (a window on every layer) is not modelled at seq_len 4096" in _refused(f"hf:{tmp_path}")
+
+
+@pytest.mark.parametrize("value", [0, "4k", True])
+def test_an_ill_typed_every_layer_window_is_one_line(tmp_path, value):
+    with pytest.raises(CommbenchError, match=r"sliding_window=.* is invalid: a whole number of tokens > 0, or null"):
+        load_model(_mistral(tmp_path, "w", sliding_window=value))

@@ -116,6 +116,21 @@ def architecture_notes(model: ModelSpec) -> list[str]:
     betas or original context other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), a
     Llama 3.x RoPE scaling factor other than 8, which pretrain_gpt.py parses and does not build (Llama 3.2's 32), and
     MLA's latent q/kv norm epsilon where the model's norm epsilon is another (Moonlight's 1e-5; _latent_norm_note)."""
+    return window_notes(model) + _arch_notes(model)
+
+
+def window_notes(model: ModelSpec) -> list[str]:
+    """A window on every layer planned as full attention (hf_config._every_layer_window; longer sequences are refused
+    by search/frameworks.check_window_seq_len): the plan says so, for Megatron and TorchTitan alike."""
+    window = model.extra.get("every_layer_window")
+    if not window:
+        return []
+    return [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as full "
+            f"attention: this plan's sequences are at most {window} tokens, so each token's window holds every token "
+            f"before it, the window masks nothing and the launch sets none (a --seq-len over {window} is refused)"]
+
+
+def _arch_notes(model: ModelSpec) -> list[str]:
     arch = model.architecture
     if arch is not None and arch.rope_scaling == "llama3" and arch.rope_scaling_factor != MCORE_LLAMA3_ROPE_FACTOR:
         return [f"{model.name}'s Llama 3 RoPE scaling has rope_scaling_factor {_num(arch.rope_scaling_factor)}: "

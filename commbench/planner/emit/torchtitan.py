@@ -41,6 +41,7 @@ from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_W
 from commbench.planner.emit.torchtitan_mla import (LATENT_NORM_EPS, MLA_BASE, MLA_MODULE, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, dense_model_lines
+from commbench.planner.emit.megatron_arch import window_notes
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -464,7 +465,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     titan, refused = _refusal(layout, model, version, seq_len)
     if refused:
         return doc | {"refused": refused}
-    notes = [_data_parallel_note(layout)]
+    notes = [_data_parallel_note(layout)] + window_notes(model)
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
                      "the prediction includes")

@@ -4,8 +4,8 @@ Keys are those of the transformers configuration classes (configuration_<model_t
 each model_type below (READERS; a vision-language config's text_config is its language model); a key the
 reader has a fallback for is taken, where config.json leaves it out, at the class's default (hf_defaults.py, which
 also says where an explicit null is derived), any other missing key is one line naming it. What the planner
-does not model is refused by name (e.g. a sliding window on every layer, dense layers after MoE ones, an
-MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
+does not model is refused by name (e.g. a sliding window on every layer over a longer sequence than the window, dense
+layers after MoE ones, an MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
 that it would have to approximate (hf_refused.py, each with what it lacks).
 
 Parameters are counted as the transformers modules create them (models/counts.py): Qwen2's and GLM-4.5's QKV
@@ -122,22 +122,38 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
 
 
 # model types whose attention layers all take config.sliding_window, with the configuration class's default where
-# config.json leaves the key out (hf_defaults.py: MistralConfig sliding_window=4096, Mistral-7B-v0.1's;
-# modeling_mistral.py MistralAttention passes it on every layer); null is full attention
-WINDOW_ON_EVERY_LAYER = ("mistral",)
+# config.json leaves the key out (hf_defaults.py: MistralConfig sliding_window=4096, Mistral-7B-v0.1's; MixtralConfig
+# none; modeling_mistral.py MistralAttention and modeling_mixtral.py MixtralAttention pass it on every layer); null is
+# full attention
+WINDOW_ON_EVERY_LAYER = ("mistral", "mixtral")
+
+
+def _every_layer_window(c: _Config) -> dict[str, Any]:
+    """A window on every layer (WINDOW_ON_EVERY_LAYER): token i attends to the `sliding_window` tokens up to itself
+    (transformers masking_utils sliding_window_overlay: kv_idx > q_idx - sliding_window; Megatron-Bridge
+    mistral_bridge.py window_size = (sliding_window - 1, 0)). Over a sequence of at most that many tokens it masks
+    nothing: the model is planned as full attention with the window kept in `extra` (search/frameworks.py
+    check_window_seq_len refuses a longer sequence, whose windows the step model does not price; the plan's notes say
+    it). {} where there is none."""
+    if c.model_type not in WINDOW_ON_EVERY_LAYER:
+        return {}
+    given = "sliding_window" in c.raw
+    window = c.raw["sliding_window"] if given else c.absent("sliding_window", None)
+    if window is None:
+        return {}
+    shown = repr(window) if given else f"absent (the configuration class's {window})"
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise c.fail(f"sliding_window={window!r} is invalid: a whole number of tokens > 0, or null (full attention)")
+    return {"every_layer_window": window, "every_layer_window_key": f"sliding_window={shown}"}
 
 
 def _dense(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
-    if c.model_type in WINDOW_ON_EVERY_LAYER:
-        window = c.raw["sliding_window"] if "sliding_window" in c.raw else c.absent("sliding_window", None)
-        if window is not None:
-            shown = f"absent (the configuration class's {window})" if "sliding_window" not in c.raw else repr(window)
-            raise c.fail(f"sliding_window={shown} is not modelled for model_type {c.model_type!r}: a window on every "
-                         "layer (null, full attention, is read; only gpt-oss's alternating windows are modelled)")
     out = _common(c, name)
-    return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"))
+    window = _every_layer_window(c)
+    return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"),
+                **({"extra": window} if window else {}))
 
 
 def _phi3(c: _Config, name: str) -> dict[str, Any]:
@@ -260,11 +276,11 @@ def _gated_deltanet(c: _Config, out: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mixtral(c: _Config, name: str) -> dict[str, Any]:
-    if c.get("sliding_window"):
-        raise c.fail(f"sliding_window={c.get('sliding_window')!r} is not modelled for mixtral (null)")
     out = _common(c, name)
+    window = _every_layer_window(c)
     return dict(out, num_dense_layers=0, num_routed_experts=c.int("num_local_experts"),
-                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("intermediate_size"))
+                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("intermediate_size"),
+                **({"extra": window} if window else {}))
 
 
 def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
