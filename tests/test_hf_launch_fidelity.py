@@ -171,6 +171,18 @@ def test_a_window_on_every_layer_no_shorter_than_the_sequence_is_planned_as_full
     assert not [n for n in same["megatron"]["notes"] + same["torchtitan"]["notes"] if "window" in n]
 
 
+def test_mistral_7b_v0_1_planned_as_full_attention_launches_in_megatron(tmp_path, monkeypatch):
+    """Its arguments through Megatron-LM's parse/validate and core_transformer_config_from_args (MEGATRON_LM_ROOT), else
+    the installed megatron-core's checks: full attention (no window) with Mistral's sizes."""
+    pytest.importorskip("megatron.core")
+    from tests.megatron_lm import best_plan_through_megatron
+    args, config = best_plan_through_megatron(load_model(_mistral(tmp_path, "w")), monkeypatch, preset="h100-hgx",
+                                              gpus=8, gbs=64, precision="bf16")
+    assert "--window-size" not in args
+    if config is not None:
+        assert config.window_size is None and (config.num_layers, config.num_query_groups) == (32, 8)
+
+
 @pytest.mark.parametrize("changes, seq, shown", [
     ({}, "8192", "sliding_window=4096"),
     (dict(sliding_window=2048), None, "sliding_window=2048"),   # the default 4096-token sequence crosses it
