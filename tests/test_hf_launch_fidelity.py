@@ -208,3 +208,27 @@ def test_a_mixtral_window_on_every_layer_is_read_as_mistral_s(tmp_path):
 def test_an_ill_typed_every_layer_window_is_one_line(tmp_path, value):
     with pytest.raises(CommbenchError, match=r"sliding_window=.* is invalid: a whole number of tokens > 0, or null"):
         load_model(_mistral(tmp_path, "w", sliding_window=value))
+
+
+# --- refusals name the config.json key and value the user wrote ---------------------------------------------------
+
+@pytest.mark.parametrize("folder, changes, line", [
+    # was `architecture.router_group_topk=9 is invalid: 0 < group_topk <= groups (8), or both 0` (no --model prefix)
+    ("DeepSeek-V3", dict(topk_group=9), "topk_group=9 is invalid: 0 < topk_group <= n_group (8), or both 0"),
+    # was `hf:NAME.arch.router_groups=7 is invalid: a divisor of routed_experts`
+    ("DeepSeek-V3", dict(n_group=7), "n_group=7 is invalid: a divisor of n_routed_experts (256)"),
+    # was `hf:NAME.kv_heads=6 is invalid: a divisor of heads (32)`
+    ("Llama-3.1-8B", dict(num_key_value_heads=6), "num_key_value_heads=6 is invalid: a divisor of num_attention_heads (32)"),
+    # was `hf:NAME.glu=True is invalid: False (architecture.activation = squared_relu)`: the user never wrote glu
+    ("Llama-3.1-8B", dict(hidden_act="relu2"), "hidden_act='relu2' is not modelled for model_type 'llama': one of silu, swish"),
+    ("Qwen3-30B-A3B", dict(hidden_act="relu2"), "hidden_act='relu2' is not modelled for model_type 'qwen3_moe'"),
+    # was `hf:NAME.top_k=200 is invalid: MoE models need 0 < top_k <= routed_experts and expert_ffn > 0`
+    ("Qwen3-30B-A3B", dict(num_experts_per_tok=200), "num_experts_per_tok=200 is invalid: 0 < num_experts_per_tok <= "
+                                                     "num_experts (128)"),
+    ("Mixtral-8x7B-v0.1", dict(num_experts_per_tok=0), "num_experts_per_tok=0 is invalid: 0 < num_experts_per_tok <= "
+                                                       "num_local_experts (8)"),
+    ("DeepSeek-V3", dict(first_k_dense_replace=70), "first_k_dense_replace=70 is invalid: 0..num_hidden_layers (61)"),
+])
+def test_a_refusal_names_the_config_json_key_and_value(tmp_path, folder, changes, line):
+    said = _refused(_variant(tmp_path, folder, **changes), gpus=256)
+    assert said.startswith(f"error: --model hf:{tmp_path / 'config.json'}: {line}"), said

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
+from commbench.planner.models.hf_checks import check_sizes
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
 from commbench.planner.models.hf_refused import NOT_MODELLED
 from commbench.planner.models.hf_router import router_value
@@ -520,6 +521,7 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     fields = reader(c, f"hf:{name}")
     if seq_len:
         fields["seq_len"] = seq_len
+    check_sizes(c, fields)
     fields["architecture"] = architecture_from_hf(c, fields, path)
     try:
         return ModelSpec(**fields)
