@@ -92,9 +92,9 @@ def test_torchtitan_02_toml_uses_only_job_config_fields_and_the_quantization_con
 
 
 def test_torchtitan_refuses_what_it_cannot_run_in_one_line():
-    qwen = load_model("qwen3-235b-a22b")
     piped = Layout(tp=1, pp=4, vp=12, ep=16, etp=1, dp=64, gbs=2048)
-    assert "cannot pipeline" in torchtitan_plan(piped, qwen, version="0.2")["refused"]  # qwen3: no pipelining_fn in 0.2
+    # qwen3: no pipelining_fn in 0.2 (qwen3-30b-a3b: its flavor's RoPE is the model's; 235B-A22B's is refused for that)
+    assert "cannot pipeline" in torchtitan_plan(piped, load_model("qwen3-30b-a3b"), version="0.2")["refused"]
     mixtral = torchtitan_plan(Layout(tp=2, ep=8, etp=1, dp=32, gbs=512), load_model("mixtral-8x7b"))
     assert mixtral["refused"] == "TorchTitan 0.3.0 has no mixtral-8x7b model"
     with pytest.raises(CommbenchError, match="mixtral"):
@@ -118,8 +118,13 @@ def test_cli_writes_launch_files_and_refuses_bad_torchtitan_input(tmp_path):
     assert plan["inputs"]["precision"] == "fp8"
     assert argv[:4] == ["--module", "commbench_torchtitan", "--config", "llama3_8b_fp8"]
     assert "Float8LinearConverter" in (tmp_path / "commbench_torchtitan.py").read_text()
+    # torchtitan 0.2.2's llama3 8B is Llama 3.1's (x8 RoPE scaling) and its TOML sets no RoPE: refused, not launched
     toml = runner.invoke(app, base + ["--emit", "torchtitan", "--torchtitan-version", "0.2"])
-    assert toml.exit_code == 0 and 'flavor = "8B"' in toml.output
+    assert toml.exit_code == 2 and len(toml.output.strip().splitlines()) == 1, toml.output
+    assert "RoPE scaling llama3 (the model: none)" in toml.output and "--torchtitan-version 0.3" in toml.output
+    toml = runner.invoke(app, ["plan", "--model", "llama3.1-70b", "--system", "h100-hgx", "--gpus", "32", "--gbs", "64",
+                               "--layout", "tp=8,pp=1,mbs=1", "--emit", "torchtitan", "--torchtitan-version", "0.2"])
+    assert toml.exit_code == 0 and 'flavor = "70B"' in toml.output, toml.output
     bad = runner.invoke(app, base + ["--torchtitan-version", "0.4"])
     assert bad.exit_code == 2 and "--torchtitan-version" in bad.output and "Traceback" not in bad.output
     refused = runner.invoke(app, ["plan", "--model", "mixtral-8x7b", "--system", "h100-hgx", "--gpus", "64",

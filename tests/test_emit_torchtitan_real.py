@@ -568,20 +568,30 @@ def test_a_flavor_launch_builds_the_model_asked_for(name, precision, system, tmp
 
 
 @pytest.mark.parametrize("name, says", [("llama3-8b", "RoPE scaling llama3 (the model: none)"),
-                                        ("qwen3-235b-a22b", "rotary base 5e+06 (the model: 1e+06)"),
-                                        ("deepseek-v3", "norm epsilon 1e-05 (the model: 1e-06)")])
-def test_a_torchtitan_0_2_launch_of_another_flavor_says_so(name, says):
-    """--torchtitan-version 0.2 wrote a TOML naming the flavor (llama3 8B, qwen3 235B-A22B, deepseek_v3 671B) with no
-    word that TorchTitan 0.2.2 builds it with another RoPE / norm epsilon than the model (torchtitan v0.2.2
-    models/llama3/model/model.py precompute_freqs_cis scales by RoPEScalingArgs' factor 8 always; models/qwen3/__init__.py
-    235B-A22B rope_theta 5000000; models/deepseek_v3/model/args.py norm_eps 1e-5): its notes said nothing. A 0.2 TOML sets
-    none of these, so the plan now says the launch trains the flavor's and names --torchtitan-version 0.3."""
+                                        ("qwen3-235b-a22b", "rotary base 5e+06 (the model: 1e+06)")])
+def test_a_torchtitan_0_2_launch_of_a_flavor_with_another_rope_is_refused(name, says):
+    """--torchtitan-version 0.2 wrote a TOML naming the flavor (llama3 8B, qwen3 235B-A22B) that TorchTitan 0.2.2 builds
+    with another RoPE than the model (torchtitan v0.2.2 models/llama3/model/model.py precompute_freqs_cis scales by
+    RoPEScalingArgs' factor 8 always; models/qwen3/__init__.py 235B-A22B rope_theta 5000000), with a note: a 0.2 TOML
+    sets no RoPE, so the launch trained another positional encoding. It is refused in one line, as a flavor size 0.2
+    lacks is, naming --torchtitan-version 0.3 (whose config function sets the model's RoPE)."""
     from commbench.planner import Layout, load_model
     model = load_model(name)
     moe = {"ep": 8, "etp": 1} if model.is_moe else {}
     doc = torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, **moe), model, version="0.2")
+    assert doc["refused"].startswith("TorchTitan 0.2.2's ") and says in doc["refused"] and \
+        doc["refused"].endswith("plan it with --torchtitan-version 0.3 (its config function sets the model's RoPE)"), doc
+    assert "\n" not in doc["refused"] and "sections" not in doc
+    assert "refused" not in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, **moe), model, version="0.3")
+
+
+def test_a_torchtitan_0_2_launch_of_a_flavor_with_another_norm_epsilon_says_so():
+    """deepseek_v3 671B's RMSNorms are eps 1e-5 (torchtitan v0.2.2 models/deepseek_v3/model/args.py norm_eps), the
+    model's 1e-6: its RoPE is the model's, so the TOML is written, and its notes say the launch trains the flavor's eps."""
+    from commbench.planner import Layout, load_model
+    doc = torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, ep=8, etp=1), load_model("deepseek-v3"), version="0.2")
     assert "refused" not in doc, doc
-    said = [n for n in doc["notes"] if says in n]
+    said = [n for n in doc["notes"] if "norm epsilon 1e-05 (the model: 1e-06)" in n]
     assert len(said) == 1 and said[0].startswith("TorchTitan 0.2.2's ") and "--torchtitan-version 0.3" in said[0], \
         doc["notes"]
     assert not any("builds" in n for n in torchtitan_plan(Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64),

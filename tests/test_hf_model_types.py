@@ -285,13 +285,18 @@ def test_mistral_nemo_reads_with_its_own_head_dim_and_counts_as_transformers_bui
 
 @pytest.mark.parametrize("window, shown", [(4096, "sliding_window=4096"),
                                            (None, "sliding_window=absent (the configuration class's 4096)")])
-def test_a_mistral_window_on_every_layer_is_refused_by_name(tmp_path, window, shown):
+def test_a_mistral_window_on_every_layer_longer_sequences_cross_is_refused_by_name(tmp_path, window, shown):
     """Mistral-7B-v0.1's config.json has sliding_window 4096, which MistralAttention applies on every layer (and
     MistralConfig defaults the key to 4096 where a config leaves it out). It was planned as full attention, silently:
-    only Qwen's use_sliding_window was checked."""
+    only Qwen's use_sliding_window was checked. Over more than 4096 tokens the window masks, and the step model prices
+    no window on every layer: refused in one line (at most 4096 tokens it is full attention: test_hf_launch_fidelity)."""
     model = _config(tmp_path, "Mistral-Nemo-Base-2407", sliding_window=window) if window else \
         _config(tmp_path, "Mistral-Nemo-Base-2407", drop=("sliding_window",))
-    assert f"{shown} is not modelled for model_type 'mistral'" in _refusal(model)
+    result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "b200-hgx", "--gpus", "16",
+                                      "--seq-len", "8192"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1, result.output
+    assert f"{shown} (a window on every layer) is not modelled at seq_len 8192" in result.output.replace("\n", " ")
 
 
 @pytest.mark.parametrize("fixture, drop, want", [

@@ -15,12 +15,14 @@ What that release cannot express is refused in one line (`unbuildable`): YaRN fo
 `--enable-gpt-oss` switch sets a 131072-token original context where gpt-oss has 4096.
 What it builds differently is said in the plan's notes (`architecture_notes`): MLA YaRN betas or original context
 other than megatron-core's (Kimi-K2's beta_fast 1; a config's original_max_position_embeddings other than 4096), which
-no flag of that release sets, and a Llama 3 RoPE scaling
-factor other than 8 (Llama 3.2's 32), which its pretrain_gpt.py parses and never passes to GPTModel.
+no flag of that release sets, a Llama 3 RoPE scaling
+factor other than 8 (Llama 3.2's 32), which its pretrain_gpt.py parses and never passes to GPTModel, and MLA latent
+q/kv norms built at --norm-epsilon where Hugging Face builds them at 1e-6 (Moonlight, GLM-4.7-Flash: 1e-5).
 """
 
 from __future__ import annotations
 
+from commbench.planner.emit.torchtitan_mla import LATENT_NORM_EPS
 from commbench.planner.models.architecture import Architecture
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.search.frameworks import MEGATRON_LM_RELEASE, megatron_unbuildable as unbuildable
@@ -111,8 +113,24 @@ MCORE_LLAMA3_ROPE_FACTOR = 8.0
 
 def architecture_notes(model: ModelSpec) -> list[str]:
     """What the emitted flags cannot say about the architecture (plan.json megatron.notes): MLA YaRN
-    betas or original context other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), and a
-    Llama 3.x RoPE scaling factor other than 8, which pretrain_gpt.py parses and does not build (Llama 3.2's 32)."""
+    betas or original context other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), a
+    Llama 3.x RoPE scaling factor other than 8, which pretrain_gpt.py parses and does not build (Llama 3.2's 32), and
+    MLA's latent q/kv norm epsilon where the model's norm epsilon is another (Moonlight's 1e-5; _latent_norm_note)."""
+    return window_notes(model) + _arch_notes(model)
+
+
+def window_notes(model: ModelSpec) -> list[str]:
+    """A window on every layer planned as full attention (hf_config._every_layer_window; longer sequences are refused
+    by search/frameworks.check_window_seq_len): the plan says so, for Megatron and TorchTitan alike."""
+    window = model.extra.get("every_layer_window")
+    if not window:
+        return []
+    return [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as full "
+            f"attention: this plan's sequences are at most {window} tokens, so each token's window holds every token "
+            f"before it, the window masks nothing and the launch sets none (a --seq-len over {window} is refused)"]
+
+
+def _arch_notes(model: ModelSpec) -> list[str]:
     arch = model.architecture
     if arch is not None and arch.rope_scaling == "llama3" and arch.rope_scaling_factor != MCORE_LLAMA3_ROPE_FACTOR:
         return [f"{model.name}'s Llama 3 RoPE scaling has rope_scaling_factor {_num(arch.rope_scaling_factor)}: "
@@ -120,7 +138,31 @@ def architecture_notes(model: ModelSpec) -> list[str]:
                 "gpt_builders.gpt_builder passes GPTModel no factor, so it trains GPTModel's default "
                 f"{_num(MCORE_LLAMA3_ROPE_FACTOR)}; pass rope_scaling_factor to GPTModel in the model provider (e.g. "
                 f"Megatron-Bridge) to train {model.name}'s"]
-    if arch is None or model.attention != "mla" or arch.rope_scaling != "yarn":
+    if arch is None or model.attention != "mla":
+        return []
+    return _latent_norm_note(model) + _mla_yarn_note(model)
+
+
+def _latent_norm_note(model: ModelSpec) -> list[str]:
+    """MLA's latent q/kv RMSNorms: Hugging Face builds them at its RMSNorm's default eps 1e-6 (modeling_deepseek_v3.py
+    DeepseekV3RMSNorm(q_lora_rank) / (kv_lora_rank), as torchtitan_mla.LATENT_NORM_EPS), megatron-core 0.16.1 at the
+    model's norm epsilon (multi_latent_attention.py MLASelfAttention.__init__: q_layernorm and kv_layernorm with
+    eps=self.config.layernorm_epsilon, the one --norm-epsilon); no core_v0.16.1 flag sets them apart."""
+    arch = model.architecture
+    if arch.norm_epsilon == LATENT_NORM_EPS:
+        return []
+    norms = "q_a_layernorm / kv_a_layernorm" if model.q_lora_rank else "kv_a_layernorm"
+    return [f"{model.name}'s MLA latent norms ({norms}) have eps {_num(LATENT_NORM_EPS)} (the Hugging Face RMSNorm "
+            f"default) and its other norms {_num(arch.norm_epsilon)}: megatron-core {MEGATRON_LM_RELEASE.removeprefix('core_v')}"
+            " builds q_layernorm / kv_layernorm with eps=config.layernorm_epsilon (multi_latent_attention.py), the "
+            f"one --norm-epsilon {_num(arch.norm_epsilon)}, and no Megatron-LM {MEGATRON_LM_RELEASE} flag sets them "
+            "apart, so the launch trains them at that eps; set their eps in the model provider's layer spec to train "
+            f"{model.name}'s"]
+
+
+def _mla_yarn_note(model: ModelSpec) -> list[str]:
+    arch = model.architecture
+    if arch.rope_scaling != "yarn":
         return []
     off = [(name, f"{name} = {_num(have)} (megatron-core uses {_num(default)})")
            for name, have, default in (("beta_fast", arch.yarn_beta_fast, MCORE_MLA_YARN_BETA_FAST),

@@ -41,6 +41,7 @@ from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_W
 from commbench.planner.emit.torchtitan_mla import (LATENT_NORM_EPS, MLA_BASE, MLA_MODULE, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
 from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, dense_model_lines
+from commbench.planner.emit.megatron_arch import window_notes
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal)
 
@@ -176,6 +177,16 @@ def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any,
     pairs += [(field, a, b) for field, a, b in titan_arch_misfits(model, titan.module)
               if (titan.module, field) in TITAN_ARCH_SETTABLE]
     return [(name, a, b) for name, a, b in pairs if a != b]
+
+
+ROPE_MISFITS = ("rotary base", "RoPE scaling", "RoPE scaling factor")
+
+
+def _rope_misfits(titan: TitanModel, model: ModelSpec) -> list[str]:
+    """Where the flavor's RoPE (base, scaling, factor) is not the model's, as `what flavor's (the model: model's)`: a
+    0.2 TOML names the flavor and sets none of them, so such a launch trains another positional encoding."""
+    return [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
+            for name, a, b in _flavor_misfits(titan, model) if name in ROPE_MISFITS]
 
 
 # TorchTitan 0.3.0 models/common/rope.py: RoPE.Config.scaling is "none", "llama" (Llama 3.1's, factor scaling_factor)
@@ -375,6 +386,12 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
     if titan.mla and version == "0.2":
         return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
                        "--torchtitan-version 0.3")
+    rope = _rope_misfits(titan, model) if version == "0.2" else []
+    if rope:
+        fix = ("plan it with --torchtitan-version 0.3 (its config function sets the model's RoPE)"
+               if flavor_fix_lines(titan, model) is not None else "no TorchTitan launch trains it")
+        return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} builds {', '.join(rope)}, and its TOML "
+                       f"names the flavor and sets no RoPE, so it would train another model than {model.name}: {fix}")
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
         return titan, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function): plan with pp=1"
     if version == "0.3" and layout.precision not in titan.configs_03:
@@ -449,7 +466,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     titan, refused = _refusal(layout, model, version, seq_len)
     if refused:
         return doc | {"refused": refused}
-    notes = [_data_parallel_note(layout)]
+    notes = [_data_parallel_note(layout)] + window_notes(model)
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
                      "the prediction includes")

@@ -19,7 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from commbench.errors import CommbenchError
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
+from commbench.planner.models.hf_checks import check_router_groups
 from commbench.planner.models.hf_router import HF_GROUP_TOP, router_value
 
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe_lite")  # latent q/kv norms: Megatron's qk_layernorm
@@ -78,9 +80,10 @@ ATTENTION_BIAS_TYPES = ("gpt_oss", "glm4_moe", "qwen2", "qwen2_moe")
 # is read there as the model has it, none.
 ATTENTION_BIAS_IGNORED_TYPES = ("mistral", "mixtral", "phi3", "nemotron_h")
 
-# hidden_act values the read model types use: SiLU gating (SwiGLU) and Nemotron-H's squared ReLU (relu2). Any other
-# (gelu for GeGLU, say) would be planned and emitted as --swiglu: a different model.
-KNOWN_ACTIVATIONS = ("silu", "swish", "relu2")
+# hidden_act values the gated-MLP model types use: SiLU gating (SwiGLU). Any other (gelu for GeGLU, say) would be
+# planned and emitted as --swiglu: a different model; relu2 (squared ReLU) is Nemotron-H's ungated MLP
+# (_nemotron_h_activations), not a gate of these types (it was refused naming commbench's glu field).
+KNOWN_ACTIVATIONS = ("silu", "swish")
 
 
 # RoPE kinds read: none / default (plain RoPE; Qwen3.5's interleaved multimodal RoPE is plain RoPE on text, whose three
@@ -165,6 +168,7 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
     stated = c.num("router_aux_loss_coef", c.num("aux_loss_alpha", DEFAULT_AUX_COEFF.get(t, 0.0)))
     out.update(load_balancing=kind, aux_loss_coeff=float(stated if coeff is None else coeff))
     if groups > 1:
+        check_router_groups(c, groups, group_topk, fields.get("num_routed_experts", 0))
         if 0 < group_topk <= groups and top_k // group_topk != HF_GROUP_TOP and score != "softmax":
             raise c.fail(f"n_group={groups} with topk_group={group_topk} is not modelled for num_experts_per_tok="
                          f"{top_k}: transformers ranks expert groups by their top-{HF_GROUP_TOP} scores, megatron-core "
@@ -172,14 +176,38 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
         out.update(router_groups=groups, router_group_topk=group_topk)
 
 
+# Nemotron-H's MLP and expert activation: NemotronHConfig mlp_hidden_act (default "relu2"; NemotronHMLP
+# ACT2FN[config.mlp_hidden_act], up + down projections, no gate) is read only as squared ReLU, what Megatron-LM's
+# --squared-relu builds (Megatron-Bridge's NemotronHBridge sets activation_func = squared_relu whatever the config
+# says); "silu" there was planned as an ungated GELU (Megatron's default activation). Its Mamba activation,
+# mamba_hidden_act (default "silu"), is SiLU in megatron-core 0.16.1 whatever is asked (ssm/mamba_mixer.py MambaMixer:
+# self.activation = "silu"); "swish" is SiLU in transformers' ACT2FN too.
+NEMOTRON_H_MLP_ACT, NEMOTRON_H_MAMBA_ACTS = "relu2", ("silu", "swish")
+
+
+def _nemotron_h_activations(c) -> None:
+    key = "mlp_hidden_act" if c.get("mlp_hidden_act") is not None else "hidden_act"
+    act = c.get(key, NEMOTRON_H_MLP_ACT)
+    if act != NEMOTRON_H_MLP_ACT:
+        raise c.fail(f"{key}={act!r} is not modelled for model_type 'nemotron_h': 'relu2' (the squared-ReLU MLP "
+                     "Megatron-LM's --squared-relu builds, as Megatron-Bridge's NemotronHBridge trains every Nemotron-H)")
+    mamba = c.get("mamba_hidden_act", "silu")
+    if mamba not in NEMOTRON_H_MAMBA_ACTS:
+        raise c.fail(f"mamba_hidden_act={mamba!r} is not modelled for model_type 'nemotron_h': 'silu' (megatron-core "
+                     "0.16.1's MambaMixer applies SiLU whatever the config says: ssm/mamba_mixer.py)")
+
+
 def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     """Architecture of config `c` (hf_config._Config) for the ModelSpec `fields` read from it."""
     t = c.model_type
-    act = c.get("mlp_hidden_act", c.get("hidden_act", "silu"))
-    if act not in KNOWN_ACTIVATIONS and t != "gpt_oss":  # gpt-oss's clamped GLU is its modeling code's, whatever the key
+    if t == "nemotron_h":
+        _nemotron_h_activations(c)
+    act = c.get("mlp_hidden_act", c.get("hidden_act", NEMOTRON_H_MLP_ACT if t == "nemotron_h" else "silu"))
+    # gpt-oss's clamped GLU is its modeling code's, whatever the key; Nemotron-H's checked above
+    if act not in KNOWN_ACTIVATIONS and t not in ("gpt_oss", "nemotron_h"):
         key = "mlp_hidden_act" if c.get("mlp_hidden_act") is not None else "hidden_act"
-        raise c.fail(f"{key}={act!r} is not modelled: one of {', '.join(KNOWN_ACTIVATIONS)} "
-                     "(SwiGLU, squared ReLU)")
+        raise c.fail(f"{key}={act!r} is not modelled for model_type {t!r}: one of {', '.join(KNOWN_ACTIVATIONS)} "
+                     "(the gate of its SwiGLU MLP)")
     if c.flag("attention_bias", False) and t not in ATTENTION_BIAS_TYPES + ATTENTION_BIAS_IGNORED_TYPES:
         raise c.fail(f"attention_bias=true is not modelled for model_type {t!r}: biases on Q, K, V and the output "
                      "projection have no Megatron-LM flag (--add-qkv-bias is QKV only, --add-bias-linear adds the "
@@ -218,4 +246,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     if fields.get("num_routed_experts"):
         _router(c, fields, out)
     source = Source(key="hf-config", repo="huggingface config.json", path=str(path), commit="local file")
-    return Architecture(**out, sources={name: source for name in ARCH_FIELDS})
+    try:
+        return Architecture(**out, sources={name: source for name in ARCH_FIELDS})
+    except CommbenchError as exc:   # named by --model as every other refusal of the file (it had no prefix)
+        raise c.fail(str(exc)) from None

@@ -4,8 +4,8 @@ Keys are those of the transformers configuration classes (configuration_<model_t
 each model_type below (READERS; a vision-language config's text_config is its language model); a key the
 reader has a fallback for is taken, where config.json leaves it out, at the class's default (hf_defaults.py, which
 also says where an explicit null is derived), any other missing key is one line naming it. What the planner
-does not model is refused by name (e.g. a sliding window on every layer, dense layers after MoE ones, an
-MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
+does not model is refused by name (e.g. a sliding window on every layer over a longer sequence than the window, dense
+layers after MoE ones, an MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
 that it would have to approximate (hf_refused.py, each with what it lacks).
 
 Parameters are counted as the transformers modules create them (models/counts.py): Qwen2's and GLM-4.5's QKV
@@ -25,6 +25,7 @@ from typing import Any, Callable
 from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
+from commbench.planner.models.hf_checks import check_sizes
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
 from commbench.planner.models.hf_refused import NOT_MODELLED
 from commbench.planner.models.hf_router import router_value
@@ -122,22 +123,38 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
 
 
 # model types whose attention layers all take config.sliding_window, with the configuration class's default where
-# config.json leaves the key out (hf_defaults.py: MistralConfig sliding_window=4096, Mistral-7B-v0.1's;
-# modeling_mistral.py MistralAttention passes it on every layer); null is full attention
-WINDOW_ON_EVERY_LAYER = ("mistral",)
+# config.json leaves the key out (hf_defaults.py: MistralConfig sliding_window=4096, Mistral-7B-v0.1's; MixtralConfig
+# none; modeling_mistral.py MistralAttention and modeling_mixtral.py MixtralAttention pass it on every layer); null is
+# full attention
+WINDOW_ON_EVERY_LAYER = ("mistral", "mixtral")
+
+
+def _every_layer_window(c: _Config) -> dict[str, Any]:
+    """A window on every layer (WINDOW_ON_EVERY_LAYER): token i attends to the `sliding_window` tokens up to itself
+    (transformers masking_utils sliding_window_overlay: kv_idx > q_idx - sliding_window; Megatron-Bridge
+    mistral_bridge.py window_size = (sliding_window - 1, 0)). Over a sequence of at most that many tokens it masks
+    nothing: the model is planned as full attention with the window kept in `extra` (search/frameworks.py
+    check_window_seq_len refuses a longer sequence, whose windows the step model does not price; the plan's notes say
+    it). {} where there is none."""
+    if c.model_type not in WINDOW_ON_EVERY_LAYER:
+        return {}
+    given = "sliding_window" in c.raw
+    window = c.raw["sliding_window"] if given else c.absent("sliding_window", None)
+    if window is None:
+        return {}
+    shown = repr(window) if given else f"absent (the configuration class's {window})"
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise c.fail(f"sliding_window={window!r} is invalid: a whole number of tokens > 0, or null (full attention)")
+    return {"every_layer_window": window, "every_layer_window_key": f"sliding_window={shown}"}
 
 
 def _dense(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
-    if c.model_type in WINDOW_ON_EVERY_LAYER:
-        window = c.raw["sliding_window"] if "sliding_window" in c.raw else c.absent("sliding_window", None)
-        if window is not None:
-            shown = f"absent (the configuration class's {window})" if "sliding_window" not in c.raw else repr(window)
-            raise c.fail(f"sliding_window={shown} is not modelled for model_type {c.model_type!r}: a window on every "
-                         "layer (null, full attention, is read; only gpt-oss's alternating windows are modelled)")
     out = _common(c, name)
-    return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"))
+    window = _every_layer_window(c)
+    return dict(out, num_dense_layers=out["num_layers"], dense_ffn=c.int("intermediate_size"),
+                **({"extra": window} if window else {}))
 
 
 def _phi3(c: _Config, name: str) -> dict[str, Any]:
@@ -260,19 +277,31 @@ def _gated_deltanet(c: _Config, out: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mixtral(c: _Config, name: str) -> dict[str, Any]:
-    if c.get("sliding_window"):
-        raise c.fail(f"sliding_window={c.get('sliding_window')!r} is not modelled for mixtral (null)")
     out = _common(c, name)
+    window = _every_layer_window(c)
     return dict(out, num_dense_layers=0, num_routed_experts=c.int("num_local_experts"),
-                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("intermediate_size"))
+                top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("intermediate_size"),
+                **({"extra": window} if window else {}))
 
 
 def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     kinds = c.seq("layer_types")
     window = c.int("sliding_window", 0)
-    if window and kinds and kinds.count("sliding_attention") * 2 != len(kinds):
-        raise c.fail("layer_types: only half the layers sliding (gpt-oss's alternation) is modelled")
+    # which layers, not only how many: TorchTitan 0.3.0's gpt_oss flavors window the even-indexed layers
+    # (models/gpt_oss/__init__.py: sliding_window_size=128 if layer_id % 2 == 0), as megatron-core 0.16.1's
+    # window_attn_skip_freq 2 does (transformer/utils.py is_layer_window_attention: 1-based layer_number % 2 != 0),
+    # and the released configs (layer 0 sliding); half the layers sliding elsewhere was launched as that pattern
+    if kinds and len(kinds) != out["num_layers"]:
+        raise c.fail(f"layer_types has {len(kinds)} entries for num_hidden_layers={out['num_layers']}: one per layer")
+    alternation = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(len(kinds))]
+    if window and kinds and kinds != alternation:
+        sliding = [i for i, kind in enumerate(kinds) if kind == "sliding_attention"]
+        shown = ", ".join(map(str, sliding[:6])) + (", ..." if len(sliding) > 6 else "") if sliding else "none"
+        raise c.fail(f"layer_types is not modelled for model_type 'gpt_oss' with sliding layers {shown}: gpt-oss's "
+                     "alternation, 'sliding_attention' on layers 0, 2, 4, ... and 'full_attention' on 1, 3, 5, ... "
+                     "(where TorchTitan 0.3.0's gpt_oss flavors and Megatron's --window-attn-skip-freq 2 put the "
+                     "windows), is read")
     return dict(out, num_dense_layers=0, num_routed_experts=c.int("num_local_experts"),
                 top_k=c.int("num_experts_per_tok") if c.get("num_experts_per_tok") is not None
                 else c.int("experts_per_token"),   # either key (the other one's default read lazily)
@@ -492,6 +521,7 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     fields = reader(c, f"hf:{name}")
     if seq_len:
         fields["seq_len"] = seq_len
+    check_sizes(c, fields)
     fields["architecture"] = architecture_from_hf(c, fields, path)
     try:
         return ModelSpec(**fields)

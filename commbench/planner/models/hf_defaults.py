@@ -34,7 +34,7 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     # configuration_qwen3.py Qwen3Config: head_dim 128, num_key_value_heads 32 (null: num_attention_heads)
     "qwen3": dict(_QWEN, num_key_value_heads=32, head_dim=128, attention_bias=False),
     # configuration_mistral.py MistralConfig: num_key_value_heads 8, head_dim None (derived), sliding_window 4096
-    # (Mistral-7B-v0.1's; hf_config.WINDOW_ON_EVERY_LAYER refuses it)
+    # (Mistral-7B-v0.1's; hf_config._every_layer_window: full attention over at most that many tokens)
     "mistral": dict(num_key_value_heads=8, rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False,
                     max_position_embeddings=4096 * 32, sliding_window=4096),
     # configuration_phi3.py Phi3Config: num_key_value_heads None (derived), rms_norm_eps 1e-5,

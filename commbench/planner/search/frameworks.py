@@ -455,6 +455,18 @@ def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int) -> None:
                              + ("" if megatron_unbuildable(model) else ", or with --framework megatron"))
 
 
+def check_window_seq_len(model: ModelSpec, seq_len: int) -> None:
+    """A window on every layer (an hf: Mistral / Mixtral config's sliding_window; hf_config._every_layer_window) is
+    planned as full attention, which it is over at most `window` tokens; over more it masks, and the step model
+    prices no window on every layer (models/counts.py: alternate layers only): refused in one line."""
+    window = model.extra.get("every_layer_window")
+    if window and seq_len > window:
+        raise CommbenchError(
+            f"--model {model.name}: {model.extra['every_layer_window_key']} (a window on every layer) is not modelled "
+            f"at seq_len {seq_len}: the step model prices full attention and windows on alternate layers only; plan "
+            f"with --seq-len <= {window}, where a {window}-token window masks nothing (full attention)")
+
+
 def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
     """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
     Linear layers only): an MoE model cannot train in NVFP4 there."""

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs,
-                                                  check_seq_len_runs, framework_pins, graphs_allowed)
+                                                  check_seq_len_runs, check_window_seq_len, framework_pins,
+                                                  graphs_allowed)
 from commbench.errors import CommbenchError, invalid
 from commbench.limits import MAX_LAYOUT_INT, MAX_MOE_IMBALANCE
 from commbench.planner.step.terms import CALIBRATED, Calibration
@@ -86,6 +87,7 @@ class SearchRequest:
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
         check_precision_runs(self.framework, self.model, self.precision)
         check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len)
+        check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
         if not 0 <= self.headroom_fraction < 1:
             raise invalid("--mem-headroom", self.headroom_fraction, "a fraction of HBM in [0, 1)")
         if self.num_gpus < 1:
