@@ -18,12 +18,9 @@ HF = Path(__file__).parent / "data" / "hf"
 
 
 def _variant(tmp_path, folder: str, drop=(), **changes) -> str:
-    raw = json.loads((HF / folder / "config.json").read_text())
-    raw.update(changes)
-    for key in drop:
-        raw.pop(key)
-    (tmp_path / "config.json").write_text(json.dumps(raw))
-    return f"hf:{tmp_path}"
+    from tests.test_hf_model_types import _config
+
+    return _config(tmp_path, folder, drop, **changes)
 
 
 def _refused(model: str, *args: str, gpus: int = 64) -> str:

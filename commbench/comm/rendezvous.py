@@ -45,11 +45,9 @@ def exit_if_abandoned(code: int) -> None:
     ('terminate called without an active exception', exit -6 instead of the command's code)."""
     if not any(helper.is_alive() for helper in _abandoned):
         return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
+    from commbench.comm.stop_signals import flush_std_streams
+
+    flush_std_streams()
     os._exit(code)
 
 

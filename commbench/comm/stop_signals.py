@@ -62,6 +62,17 @@ def release_stops() -> None:
         raise StopSignal(held[0])
 
 
+def flush_std_streams() -> None:
+    """Flush stdout and stderr, whatever state they are in (closed, replaced, absent)."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
 def exit_on_stop(code: int) -> None:
     """The command has finished and printed all it prints: its output is flushed, and a stop signal from here on (the
     interpreter's teardown, torch's and multiprocessing's exit handlers: about half a second) ends the process at
@@ -72,11 +83,7 @@ def exit_on_stop(code: int) -> None:
 
     if threading.current_thread() is not threading.main_thread():
         return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
+    flush_std_streams()
 
     def finished(signum, frame) -> None:
         line = f"interrupted ({signal.Signals(signum).name}) after the command finished: its output is complete\n"
