@@ -112,9 +112,11 @@ def note_resumed_elsewhere(path: str, records) -> None:
                                  differs), highlight=False)
 
 
-def read_history(folder: str, headers: list | None = None, headerless: list | None = None) -> list:
+def read_history(folder: str, headers: list | None = None, headerless: list | None = None,
+                 leave_out: set | None = None, left_out: list | None = None) -> list:
     """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
-    run headers are appended to it (and `headerless`: as read_measurements)."""
+    run headers are appended to it (and `headerless`: as read_measurements). Runs whose run id is in `leave_out` (NEW's
+    own runs: the history file is NEW, or a copy of it) are left out, each named in `left_out` as "FILE: run ID"."""
     path = Path(folder)
     if not folder.strip() or not path.is_dir():
         raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
@@ -124,8 +126,12 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
     records = []
     for index, file in enumerate(files):
         # run ids are unique per run; a copied file must not merge with another's runs
-        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers,
-                                                                                         headerless=headerless)]
+        for m in read_measurements(str(file), headers=headers, headerless=headerless):
+            if leave_out and m.run_id in leave_out:
+                if left_out is not None and f"{file.name}: run {m.run_id}" not in left_out:
+                    left_out.append(f"{file.name}: run {m.run_id}")
+                continue
+            records.append(dataclasses.replace(m, run_id=f"{index}:{m.run_id}"))
     return records
 
 
@@ -324,7 +330,10 @@ def compare_cmd(
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
-    history_records = read_history(history, history_headers, headerless) if history is not None else ()
+    history_of_new: list[str] = []   # history runs that are NEW's own (its run ids): never a baseline run
+    new_run_ids = {h.run_id for h in new_headers} | {m.run_id for m in new_records} | new_continuations
+    history_records = (read_history(history, history_headers, headerless, leave_out=new_run_ids,
+                                    left_out=history_of_new) if history is not None else ())
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
                      side=f"the history {history!r}")
     result = compare(base_records, new_records, max_regression=threshold,
@@ -392,6 +401,13 @@ def compare_cmd(
                                  "record: counted once (the same log imported twice, the baseline copied into the "
                                  "history, say; two copies would make the run-to-run noise zero)",
                                  "history" if side == "history" else f"{side} file", count), highlight=False)
+        if history_of_new or result.history_of_new:
+            console.print(styled("[yellow]note[/]: history: {} run(s) are the new file's own run ({}): left out of the "
+                                 "baseline runs (the run shift is never measured from NEW: a slowdown of NEW would "
+                                 "read as noise)", len(history_of_new) + result.history_of_new,
+                                 ", ".join(history_of_new[:3] + (["the same records under another run id"]
+                                                                 if result.history_of_new else []))),
+                          highlight=False)
         if result.known_failed:
             console.print(styled("[yellow]known[/]: {} point(s) failed in both files, in the new no more often than "
                                  "in the base (failed in the base too: no change, not judged where they failed): {}",

@@ -147,6 +147,7 @@ class Comparison:
     failed_only_in_new: list[str] = field(default_factory=list)  # "label (run i/n: why)": failed/wrong, no BASE point
     num_new_compared: int | None = None  # runs of NEW holding a point of BASE (the others are judged on nothing)
     empty_runs: list[str] = field(default_factory=list)  # run ids of NEW with a header and no record: stopped at once
+    history_of_new: int = 0  # history runs holding NEW's own records (a copy of NEW in --history): left out
 
     @property
     def lost(self) -> list[str]:
@@ -299,6 +300,17 @@ def without_repeated_runs(runs: list[dict[tuple, Measurement]], earlier: list[di
     return kept, len(runs) - len(kept)
 
 
+def without_runs_of(runs: list[dict[tuple, Measurement]], others: list[dict[tuple, Measurement]]
+                    ) -> tuple[list[dict[tuple, Measurement]], int]:
+    """The history runs less those holding one of NEW's runs record for record (any run id: NEW copied into the
+    --history folder, the CI layout `-O baselines/NEW.jsonl` then `--history baselines/`), and how many were left
+    out. The run shift is measured from baseline runs only: NEW's own run there made its slowdown the noise (a x3
+    slowdown passed as "run shift sd 53%")."""
+    theirs = {_fingerprint(run) for run in others}
+    kept = [run for run in runs if _fingerprint(run) not in theirs]
+    return kept, len(runs) - len(kept)
+
+
 def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
     """One line saying which identity fields differ between two files with no point in common."""
     differ = []
@@ -332,6 +344,7 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     (base_runs, base_repeats), (new_runs, new_repeats) = (without_repeated_runs(split_runs(records, side))
                                                           for records, side in ((base, "base"), (new, "new")))
     hist_runs, hist_repeats = without_repeated_runs(split_runs(history, "a --history"), earlier=base_runs)
+    hist_runs, history_of_new = without_runs_of(hist_runs, new_runs)
     base_keys = list(dict.fromkeys(k for run in base_runs for k in run))
     new_keys = set(k for run in new_runs for k in run)
     if not any(k in new_keys for k in base_keys):
@@ -343,7 +356,7 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                    only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole)
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
-                               empty_runs=list(empty_runs))
+                               empty_runs=list(empty_runs), history_of_new=history_of_new)
 
 
 def empty_runs_of(records) -> list[str]:
