@@ -135,6 +135,27 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
     return records
 
 
+def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *, allow_same_run: bool) -> None:
+    """NEW whose every run is a run of BASE (results.compare.runs_of_base: by run id or records, not by path) is
+    refused in one line unless --allow-same-run (then said): the gate would pass on no new measurement. Where only
+    some runs of NEW are BASE's (bench -O appended to a copy of the baseline), a note names them: each is judged,
+    and passes, as BASE against itself."""
+    from commbench.results.compare import runs_of_base
+
+    same = runs_of_base(base_records, new_records)
+    runs = len({m.run_id for m in new_records})
+    if not same:
+        return
+    named = ", ".join(f"run {run_id} ({why})" for run_id, why in list(same.items())[:3]) + (" ..." if len(same) > 3 else "")
+    if len(same) == runs and not allow_same_run:
+        raise CommbenchError(f"the new file {new} holds no run of its own: its {runs} run(s) are the base's ({named}; "
+                             f"base {base}): the gate would pass on no new measurement; give NEW this change's "
+                             "results, or --allow-same-run to compare them all the same")
+    what = "allowed (--allow-same-run)" if len(same) == runs else "[yellow]note[/]"
+    err_console.print(styled(what + ": {} of the new file's {} run(s) are the base's ({}): judged, as the base against "
+                             "itself", len(same), runs, named), highlight=False, soft_wrap=True)
+
+
 def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
     """BASE's runs measured on different setups among themselves (another NCCL version, other devices, a real and an
     emulated fabric, other NCCL_* settings but the tuned ones: a baseline file appended to across an NCCL upgrade, say)
@@ -310,6 +331,7 @@ def compare_cmd(
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
+    allow_same_run: Annotated[bool, typer.Option("--allow-same-run", help="Compare although every run of NEW is a run of BASE (the same run id, or the same records under another: the same file, a copy, a log imported twice): without it that is refused (exit 2), as a gate that compares the baseline with itself passes on no new measurement.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
@@ -327,6 +349,7 @@ def compare_cmd(
     plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations, cut_short=cut_short, plans=plans)
+    check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []

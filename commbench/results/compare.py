@@ -311,6 +311,27 @@ def without_runs_of(runs: list[dict[tuple, Measurement]], others: list[dict[tupl
     return kept, len(runs) - len(kept)
 
 
+def runs_of_base(base: Iterable[Measurement], new: Iterable[Measurement]) -> dict[str, str]:
+    """{run id of NEW: why it is a run of BASE} for each run of NEW that BASE holds: the same run id with the same
+    measurements at every point NEW holds, or the same records under another run id (a log imported twice, a copied
+    file re-imported). A NEW made only of such runs is no new measurement: a CI step that wrote nothing, or the wrong
+    path, would pass the gate on BASE compared with itself. A run id alone does not decide (a file edited by hand
+    keeps its run ids and is another measurement)."""
+    base_runs = split_runs(base, "base")
+    by_id = {next(iter(run.values())).run_id: run for run in base_runs}
+    prints = {_fingerprint(run) for run in base_runs}
+    out = {}
+    for run in split_runs(new, "new"):
+        run_id = next(iter(run.values())).run_id
+        same = by_id.get(run_id)
+        if same is not None and all(key in same and _fingerprint({key: m}) == _fingerprint({key: same[key]})
+                                    for key, m in run.items()):
+            out[run_id] = "the same run id and measurements"
+        elif _fingerprint(run) in prints:
+            out[run_id] = "the same records under another run id"
+    return out
+
+
 def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
     """One line saying which identity fields differ between two files with no point in common."""
     differ = []
