@@ -68,6 +68,12 @@ def import_nccl_tests(
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
     for warning in host_domain_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
+    for why, (count, first) in sink.not_ok.items():
+        from commbench.results.compare import point_label
+        err_console.print(styled("[yellow]warning:[/] {} point(s) {}, kept as such (compare fails on "
+                                 "them): first {}: {}", count, "failed" if why == "failed" else "with wrong data",
+                                 point_label(first), first.error or f"#wrong {first.num_wrong}"),
+                          highlight=False, soft_wrap=True)
     for source, line in stopped:
         err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, STOPPED_RUN), highlight=False,
                           soft_wrap=True)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -69,6 +70,10 @@ TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters ove
 # [root] time algbw busbw res', time in ms ("%7.3f" of seconds x 1e3), its banner and footer lines without '#'.
 V1_REFUSAL = ("nccl-tests 1.x table (columns 'bytes N ... res', time in ms, before v2.0.0): not read, its rows are "
               "skipped; rerun with nccl-tests 2.x")
+# A time cell nccl-tests printed as nan (or any number that is no time): the point ran and gave no valid time, a
+# failed point kept as one (status failed, no time), never dropped: a dropped point reads as missing, which
+# compare --allow-missing permits, where a failed one fails the gate
+NAN_TIME = "nccl-tests printed no valid time for this point: time"
 FOOTER_LINES = ("Out of bounds values", "Avg bus bandwidth")  # what nccl-tests prints after a run's last row
 STOPPED_RUN = ("the run whose rows start here stopped during it (no footer, '# Out of bounds values' / '# Avg bus "
                "bandwidth', after its rows: an NCCL failure, a kill or a time limit): the sizes it had still to "
@@ -206,13 +211,17 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
                  notes: Iterable[str] = (), backend: str = "nccl", loop: dict | None = None) -> Measurement:
     point = point or {}
     params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {})}
+    timed = isinstance(time_us, (int, float)) and math.isfinite(time_us) and time_us > 0
+    if not timed:   # nccl-tests printed no time it measured (nan: util.cu jsonDouble / "%7s" of a NaN): a failed point
+        algbw = busbw = num_wrong = None
     return Measurement(run_id=run_id, collective=collective, backend=backend, size_bytes=size, count=count,
                        dtype=DTYPE_NAMES.get(dtype, dtype),
                        op=None if redop in ("none", "") or collective in PRINTS_UNUSED_OP else redop,
                        in_place=in_place, world_size=world, group_size=int(point.get("group_size", world)),
                        group_layout=point.get("group_layout", "world"), num_groups=int(point.get("num_groups", 1)),
-                       iters=iters, warmup_iters=warmup, loop_time_us={average: time_us}, algbw_gbps=algbw,
-                       busbw_gbps=busbw, num_wrong=num_wrong,
+                       iters=iters, warmup_iters=warmup, loop_time_us={average: time_us} if timed else {},
+                       algbw_gbps=algbw, busbw_gbps=busbw, num_wrong=num_wrong,
+                       **({} if timed else {"status": "failed", "error": f"{NAN_TIME} {time_us!r}"}),
                        params={**params, **({"algorithm": point["algorithm"]} if "algorithm" in point else {})},
                        metrics=metrics, notes=[TIME_NOTE, *notes])
 
@@ -629,15 +638,16 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                 if not cell:
                     continue
                 time_us = cell.get("time")
-                if time_us in (None, "nan"):
+                if time_us is None:
                     continue
+                time_us = float(time_us)   # "nan" (util.cu jsonDouble writes a NaN so): a failed point, kept
                 wrong = cell.get("nwrong")
                 made.append(_measurement(
                     run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
                     iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
-                    time_us=float(time_us), algbw=float(cell["alg_bw"]), busbw=float(cell["bus_bw"]),
-                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}, average=average,
+                    time_us=time_us, algbw=float(cell.get("alg_bw", "nan")), busbw=float(cell.get("bus_bw", "nan")),
+                    num_wrong=None if wrong in (None, "nan") else int(float(wrong)), metrics={}, average=average,
                     loop=loop_params(int(config.get("aggregated_iterations", 1) or 1), int(config.get("graph", 0) or 0),
                                      str(config.get("blocking_collectives", "false")).lower() == "true")))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):

@@ -20,6 +20,7 @@ class RecordSink:
         self.best: dict[str, Measurement] = {}
         self.collectives: set[str] = set()
         self.num_points = 0
+        self.not_ok: dict[str, list] = {}   # "failed" / "wrong" -> [count, the first such record]
 
     def append(self, record: Record) -> None:
         if isinstance(record, RunHeader):
@@ -32,6 +33,10 @@ class RecordSink:
         self._writer.write(record)
         self.num_points += 1
         self.collectives.add(record.collective)
+        why = "failed" if record.status != "ok" else "wrong" if record.num_wrong else None
+        if why is not None:
+            entry = self.not_ok.setdefault(why, [0, record])
+            entry[0] += 1
         best = self.best.get(record.run_id)
         if record.algbw_gbps and (best is None or record.algbw_gbps > (best.algbw_gbps or 0)):
             self.best[record.run_id] = record
