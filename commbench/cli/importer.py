@@ -74,8 +74,9 @@ def import_nccl_tests(
                                  "them): first {}: {}", count, "failed" if why == "failed" else "with wrong data",
                                  point_label(first), first.error or f"#wrong {first.num_wrong}"),
                           highlight=False, soft_wrap=True)
-    for source, line in stopped:
-        err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, STOPPED_RUN), highlight=False,
+    for source, line, *why in stopped:
+        err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, why[0] if why else STOPPED_RUN),
+                          highlight=False,
                           soft_wrap=True)
     console.print(styled("[green]imported[/] {} measured point(s) ({}) from {} file(s) into {}; {} line(s) not parsed",
                          sink.num_points, ", ".join(sorted(sink.collectives)), len(files), output, problems.count),

@@ -78,6 +78,9 @@ FOOTER_LINES = ("Out of bounds values", "Avg bus bandwidth")  # what nccl-tests 
 STOPPED_RUN = ("the run whose rows start here stopped during it (no footer, '# Out of bounds values' / '# Avg bus "
                "bandwidth', after its rows: an NCCL failure, a kill or a time limit): the sizes it had still to "
                "measure are not in the records")
+STOPPED_JSON_RUN = ("the -J file has no out_of_bounds / average_bus_bandwidth / end_time keys, which nccl-tests writes "
+                    "after a run's last size: its (last) run stopped during it (an NCCL failure, a kill, a time "
+                    "limit): the sizes it had still to measure are not in the records")
 V1_BARE_LINES = ("nThread ", "Out of bounds values", "Avg bus bandwidth", "Swap Comms Enabled", "Blocking Enabled",
                  "Parallel Init Enabled")
 CPUTIME_REFUSAL = ("time column is cputime (nccl-tests -C 1: host time to launch the loop, taken before the GPU "
@@ -123,7 +126,8 @@ _RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(
 class ImportResult:
     records: list[Record] = field(default_factory=list)
     problems: list[tuple[str, int, str, str]] = field(default_factory=list)  # (source, line, text, reason)
-    stopped: list[tuple[str, int]] = field(default_factory=list)  # (source, first row line): a run with no footer
+    # (source, first row line[, why]): a run with no footer (why: STOPPED_RUN unless given, as for a -J file)
+    stopped: list[tuple] = field(default_factory=list)
     # run id -> (planned_points, note) for a stopped run whose banner says what it planned (planned_for_stopped)
     planned: dict[str, tuple[int, str]] = field(default_factory=dict)
     ranks_per_rack: int | None = None   # --ranks-per-rack: the scale-up domain, where hosts are not (log_topology)
@@ -621,6 +625,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
         return run_id
 
     run_id, seen = new_run(), set()
+    rows_made: dict[tuple, int] = {}   # the last run's records per (type, op, root, size): planned_for_stopped
     for index, row in enumerate(data["results"]):
         try:
             if not isinstance(row, dict):
@@ -629,7 +634,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
             # a row repeating one of the run's starts the next cycle's run, as for text logs
             key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
             if key in seen:
-                run_id, seen = new_run(), set()
+                run_id, seen, rows_made = new_run(), set(), {}
             seen.add(key)
             root = int(str(row.get("root", "-1")).strip())
             made = []
@@ -654,8 +659,25 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                 raise ValueError(why)
             for record in made:
                 result.records.append(record)
+                point = (record.dtype, record.op, record.params.get("root"), record.size_bytes)
+                rows_made[point] = rows_made.get(point, 0) + 1
         except (KeyError, TypeError, ValueError) as exc:
             result.problems.append((source, index + 1, json.dumps(row)[:200], f"results[{index}] unparsable: {exc}"))
+    if "out_of_bounds" not in data and rows_made:
+        # the footer's keys (writeResultFooter: out_of_bounds, average_bus_bandwidth; then end_time) are written
+        # after a run's last size; a run that failed mid-way leaves a file without them (main calls
+        # outputFileFinalize before TESTCHECK(result), and jsonOutputFinalize only closes the open lists):
+        # its last run stopped, planned as the text importer plans a footer-less run
+        result.stopped.append((source, 1, STOPPED_JSON_RUN))
+        step = "factor" if "step_factor" in config else "bytes"
+        try:
+            sizes = banner_sizes(int(config["minimum_bytes"]), int(config["maximum_bytes"]),
+                                 int(config.get("step_factor", config.get("step_bytes", 0))), step)
+        except (KeyError, TypeError, ValueError):
+            sizes = None
+        planned = planned_for_stopped(sizes, rows_made)
+        if planned is not None:
+            result.records[:] = with_planned(result.records, {run_id: planned})
     return result
 
 
@@ -688,6 +710,8 @@ def import_file(path: str, collective: str | None = None, result: ImportResult |
                 result.records.append(record)
             for problem in parsed.problems:
                 result.problems.append(problem)
+            for stopped in parsed.stopped:   # its headers already carry planned_points (parse_json)
+                result.stopped.append(stopped)
             return result
         with io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="") as lines:
             return parse_text(lines, path, collective, result, version)
