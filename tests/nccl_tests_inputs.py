@@ -53,3 +53,20 @@ def json_file(results=None, *, closed: bool = True, devices=None, ngpus: int = 1
         data.update({"out_of_bounds": {"count": 0, "okay": "true"},
                      "average_bus_bandwidth": {"bandwidth": 85.3, "okay": "unchecked"}, "end_time": "2026-12-01 10:01:00"})
     return json.dumps(data)
+
+
+def v211_log(errors=("2e-07", "2e-07", "2e-07"), *, footer: str | None = "# Out of bounds values : 0 OK") -> str:
+    """A 2-rank all_reduce_perf log in nccl-tests 2.11.0's layout (no version line, no root column, `error` = the
+    max deviation, "%5.0le", in both cells of a row)."""
+    lines = ["# nThread 1 nGpus 1 minBytes 1048576 maxBytes 16777216 step: 4(factor) warmup iters: 5 iters: 20 "
+             "validation: 1 ", "#", "# Using devices",
+             "#   Rank  0 Pid   1000 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3",
+             "#   Rank  1 Pid   1001 on     node-a device  1 [0x19] NVIDIA H100 80GB HBM3", "#",
+             "#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error",
+             "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"]
+    for k, (size, error) in enumerate(zip((1 << 20, 1 << 22, 1 << 24), errors)):
+        lines.append(f"{size:12d}  {size // 4:12d}     float     sum  {20.0 * k + 10:7.2f}   38.85   38.85  {error}  "
+                     f"{20.0 * k + 9:7.2f}   39.64   39.64  {error}")
+    if footer is not None:
+        lines += [footer, "# Avg bus bandwidth    : 85.3 ", "#"]
+    return "\n".join(lines) + "\n"

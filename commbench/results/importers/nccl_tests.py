@@ -74,6 +74,20 @@ V1_REFUSAL = ("nccl-tests 1.x table (columns 'bytes N ... res', time in ms, befo
 # failed point kept as one (status failed, no time), never dropped: a dropped point reads as missing, which
 # compare --allow-missing permits, where a failed one fails the gate
 NAN_TIME = "nccl-tests printed no valid time for this point: time"
+# nccl-tests before 2.13 printed, per point, the max deviation from the expected result (`error`, "%5.0le") and
+# counted a failed check where it exceeds DeltaMaxValue(type) x (nranks - 1) (src/common.cu CheckData, v2.9.0-v2.11.0),
+# the count only in the footer ("# Out of bounds values : N FAILED"). A printed error beyond that bound (strictly:
+# one significant digit, so the true value is beyond it too) is a failed check: num_wrong 1, at least one element
+# wrong (how many, nccl-tests < 2.13 does not print); integer types' bound is 1e-200: any error.
+DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12, "int8": 1e-200, "uint8": 1e-200,
+             "int32": 1e-200, "uint32": 1e-200, "int64": 1e-200, "uint64": 1e-200}
+OLD_CHECK_NOTE = ("nccl-tests < 2.13 data check failed: max error {error:g} beyond its bound {bound:g} (DeltaMaxValue x "
+                  "(nranks - 1), src/common.cu CheckData); num_wrong 1 stands for at least one wrong element (the "
+                  "count is not printed)")
+FOOTER_CHECK_NOTE = ("nccl-tests' footer says '# Out of bounds values : {count} FAILED' and no row's printed error "
+                     "tells which point: each point of the run with a nonzero max error is taken as wrong (num_wrong "
+                     "1: at least one element)")
+_OUT_OF_BOUNDS_RE = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+FAILED")
 FOOTER_LINES = ("Out of bounds values", "Avg bus bandwidth")  # what nccl-tests prints after a run's last row
 STOPPED_RUN = ("the run whose rows start here stopped during it (no footer, '# Out of bounds values' / '# Avg bus "
                "bandwidth', after its rows: an NCCL failure, a kill or a time limit): the sizes it had still to "
@@ -130,6 +144,8 @@ class ImportResult:
     stopped: list[tuple] = field(default_factory=list)
     # run id -> (planned_points, note) for a stopped run whose banner says what it planned (planned_for_stopped)
     planned: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # run id -> note for a run whose footer says its data check FAILED where no row said which point (with_failed_check)
+    failed_checks: dict[str, str] = field(default_factory=dict)
     ranks_per_rack: int | None = None   # --ranks-per-rack: the scale-up domain, where hosts are not (log_topology)
 
 
@@ -264,6 +280,7 @@ class _TextRun:
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
         self.run_sizes: dict[str, int | None] = {}  # run id -> the sizes its banner plans
         self.run_rows: dict[str, dict[tuple, int]] = {}  # run id -> records per (type, op, root, size) row
+        self.footer_runs: dict[str, bool] = {}  # runs since the last footer -> whether a record of theirs is wrong
 
     def new_run(self, *, forget_devices: bool = True) -> None:
         if self.rows_from is not None:
@@ -407,17 +424,20 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         if time_us is None:
             continue
         metrics = {}
-        wrong = None
+        wrong, check_notes = None, []
         if "#wrong" in values:
             wrong = _cell(values["#wrong"], lambda t: int(float(t)))
         elif "error" in values:
             error = _cell(values["error"])
             metrics["max_abs_error"] = error
             wrong = 0 if error == 0 else None
+            bound = DELTA_MAX.get(row["type"], math.nan) * (world - 1)
+            if error is not None and error > bound:   # nan bound (an unknown type, one rank): never
+                wrong, check_notes = 1, [OLD_CHECK_NOTE.format(error=error, bound=bound)]
         for key in ("i_min", "i_max", "i_p99", "i_cv%"):
             if key in values and values[key] != "N/A":
                 metrics[f"nccl_tests_{key.replace('%', '_pct')}"] = float(values[key])
-        algbw, notes = float(values["algbw"]), []
+        algbw, notes = float(values["algbw"]), list(check_notes)
         if (rescaled := old_algbw(state.collective, values["algbw"], values["busbw"], group or world)) is not None:
             algbw, notes = rescaled, [OLD_ALGBW_NOTE]
             metrics["nccl_tests_printed_algbw_gbps"] = float(values["algbw"])
@@ -432,6 +452,9 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         raise ValueError(why)
     for record in made:   # result.records may be a sink with append only
         result.records.append(record)
+        state.footer_runs.setdefault(record.run_id, False)
+        if record.num_wrong:
+            state.footer_runs[record.run_id] = True
         rows = state.run_rows.setdefault(record.run_id, {})
         key = (record.dtype, record.op, (record.params or {}).get("root"), record.size_bytes)
         rows[key] = rows.get(key, 0) + 1
@@ -505,6 +528,12 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if line.startswith("#"):
             if line.lstrip("# ").startswith(FOOTER_LINES):
                 state.rows_from = None
+                failed = _OUT_OF_BOUNDS_RE.search(line)
+                if failed and int(failed.group(1)) > 0 and not any(state.footer_runs.values()):
+                    result.failed_checks.update({run: FOOTER_CHECK_NOTE.format(count=failed.group(1))
+                                                 for run in state.footer_runs})
+                if failed or "Out of bounds" not in line:
+                    state.footer_runs = {}
             if (refused := _comment(state, line)):
                 result.problems.append((source, number, raw, refused))
             continue
@@ -542,6 +571,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             result.planned[run_id] = planned
     if isinstance(result.records, list):   # a sink has written the headers: the import command sets them after
         result.records[:] = with_planned(result.records, result.planned)
+        result.records[:] = [with_failed_check(r, result.failed_checks) for r in result.records]
     return result
 
 
@@ -582,6 +612,24 @@ def with_planned(records: list, planned: dict[str, tuple[int, str]]) -> list:
 
     return [dataclasses.replace(r, planned_points=planned[r.run_id][0], notes=[*r.notes, planned[r.run_id][1]])
             if isinstance(r, RunHeader) and r.run_id in planned else r for r in records]
+
+
+def with_failed_check(record, failed_checks: dict[str, str]):
+    """`record` (a Measurement, or a results file's line as a dict) marked wrong where its run's footer says the data
+    check FAILED and no row told which point (FOOTER_CHECK_NOTE): a point with a nonzero max error gets num_wrong 1."""
+    import dataclasses
+
+    if isinstance(record, dict):
+        if record.get("record_type") != "measurement" or record.get("run_id") not in failed_checks:
+            return record
+        if not (record.get("metrics") or {}).get("max_abs_error") or record.get("num_wrong"):
+            return record
+        return {**record, "num_wrong": 1, "notes": [*(record.get("notes") or []), failed_checks[record["run_id"]]]}
+    if not isinstance(record, Measurement) or record.run_id not in failed_checks:
+        return record
+    if not record.metrics.get("max_abs_error") or record.num_wrong:
+        return record
+    return dataclasses.replace(record, num_wrong=1, notes=[*record.notes, failed_checks[record.run_id]])
 
 
 def _guess_from_name(source: str) -> str | None:
