@@ -48,6 +48,7 @@ def tune(
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
+    leave_out_wrong: Annotated[bool, typer.Option("--leave-out-wrong", help="with --results: fit and plan although points failed their data check (#wrong > 0), leaving them out (said); without it such results are refused (exit 1): a path that returns wrong data is no fabric to plan on")] = False,
 ) -> None:
     from commbench.costmodel import preset_names
     from commbench.planner import load_model
@@ -95,7 +96,8 @@ def tune(
             for lock in locks:
                 held.enter_context(lock)
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
-                     cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms)
+                     cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms,
+                     leave_out_wrong=leave_out_wrong)
 
 
 @dataclasses.dataclass
@@ -222,7 +224,8 @@ def _written_by_tune(path: Path) -> bool:
 
 def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
              calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
-             state: TuneState | None = None, calibration_other_gpu_terms: tuple[str, ...] = ()) -> None:
+             state: TuneState | None = None, calibration_other_gpu_terms: tuple[str, ...] = (),
+             leave_out_wrong: bool = False) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -244,7 +247,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             progress.update(task, completed=1)  # finished (a task added completed still shows its spinner)
         task = progress.add_task("2/3 fit", total=1)
         state.stage = "fit"
-        fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
+        fabric, assumptions, fitted = planning_fabric([results_path], system, gpus, leave_out_wrong=leave_out_wrong)
         state.stage = "replaced"
         _remove_previous(folder)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
@@ -340,7 +343,7 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
                                        if outcome.num_wrong else "")))
         raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; nothing "
                         f"fitted or planned (to plan from what it measured, the fit leaving those points out: commbench tune "
-                        f"--results {output} -O {folder})")
+                        f"--results {output} -O {folder}" + (" --leave-out-wrong" if outcome.num_wrong else "") + ")")
     return output, (outcome.num_ok if outcome is not None else 0)
 
 

@@ -146,10 +146,29 @@ def _peak(curves: list[AlgorithmCurve]) -> float | None:
     return max((c.busbw_gbps for c in curves), default=None)
 
 
+def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
+    """Results holding a point whose data check failed (#wrong > 0: the collective returned wrong data at that size)
+    describe no fabric to plan on, whatever the other points say: refused in one line naming the points (exit 1, a
+    failed run's, as compare fails it), unless `leave_out_wrong` (--leave-out-wrong): then fit_all leaves them out
+    and its notes count them."""
+    from commbench.errors import DataCheckFailed
+    from commbench.results.compare import point_label
+
+    wrong = [m for m in points if m.status == "ok" and m.num_wrong]
+    if wrong and not leave_out_wrong:
+        named = ", ".join(f"{point_label(m)} (#wrong {m.num_wrong})" for m in wrong[:4]) + (" ..." if len(wrong) > 4 else "")
+        raise DataCheckFailed(f"{len(wrong)} point(s) in {', '.join(map(str, paths))} failed their data check: {named}; "
+                              "a path that returns wrong data is no fabric to plan on: fix it and measure again, or "
+                              "--leave-out-wrong to fit without those points (said in the notes)")
+
+
 def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: str | None = None,
-                     name: str | None = None, min_heldout_bytes: int | None = None
+                     name: str | None = None, min_heldout_bytes: int | None = None, leave_out_wrong: bool = False
                      ) -> tuple[Fabric, list[CurveFit], list[str]]:
     """Read commbench JSONL results, fit every curve, build the profile: (fabric, fits, notes).
+
+    Points whose data check failed (#wrong > 0) refuse the fit (check_no_wrong_data, exit 1) unless
+    `leave_out_wrong` (then they are left out and said in the notes); failed points (no time) are left out and said.
 
     Raises CommbenchError when nothing usable is found or several backends are mixed without
     `backend` choosing one."""
@@ -169,6 +188,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         points = [m for m in points if m.backend == backend]
     elif len(backends) > 1:
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
+    check_no_wrong_data(points, paths, leave_out_wrong)
     runs = {h.run_id: h for h in header_records(records)}
     sources = check_one_fabric(points, runs)
     domain = check_one_domain(points, runs)
