@@ -129,6 +129,7 @@ _SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|byte
 # the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
 _AGG_RE = re.compile(r"\bagg iters: (\d+)")
 _GRAPH_RE = re.compile(r"\bgraph: (\d+)")
+_UNALIGN_RE = re.compile(r"\bunalign: (\d+)")
 # commbench's own terminal intro above its --format nccl-tests banner (measure/view.py): "commbench 0.1.0: all_reduce on
 # gloo, 2 rank(s) ..."
 _COMMBENCH_INTRO_RE = re.compile(r"commbench \S+: \S+ on ([a-z-]+),")
@@ -217,12 +218,16 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
                      notes=[f"imported from nccl-tests output {source}", *notes])
 
 
-def loop_params(agg_iters: int, graph_launches: int, blocking: bool) -> dict:
+def loop_params(agg_iters: int, graph_launches: int, blocking: bool, unalign: int = 0) -> dict:
     """nccl-tests' -m, -G and -z as a commbench record's params hold them (measure/harness.py: agg_iters above 1,
     cuda_graph, blocking): an imported -m 4 point read as one call of its size, and nccl-tuner made rules from it
-    (src/common.cu: -m groups the calls in ncclGroupStart/End; the time is per call)."""
+    (src/common.cu: -m groups the calls in ncclGroupStart/End; the time is per call). -u N (`unalign: N` in a text
+    banner; the -J file does not record it) offsets the buffers by N elements: params.unalign where N > 0. Text logs
+    say -z in a `# Blocking Enabled: ...` line after the banner (src/util.cu writeDeviceReport), -J files in
+    config.blocking_collectives (a bool, whichever -z mode): both are params.blocking, so compare refuses such a run
+    beside an ordinary one (their points do not match)."""
     return {**({"agg_iters": agg_iters} if agg_iters > 1 else {}), **({"cuda_graph": True} if graph_launches > 0 else {}),
-            **({"blocking": True} if blocking else {})}
+            **({"blocking": True} if blocking else {}), **({"unalign": unalign} if unalign > 0 else {})}
 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
@@ -493,8 +498,11 @@ def _comment(state: _TextRun, line: str) -> str | None:
         sizes = _SIZES_RE.search(body)
         state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), int(sizes.group(3)),
                                    sizes.group(4)) if sizes else None
-        agg, graph = _AGG_RE.search(body), _GRAPH_RE.search(body)
-        state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False)
+        agg, graph, unalign = _AGG_RE.search(body), _GRAPH_RE.search(body), _UNALIGN_RE.search(body)
+        state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
+                                 int(unalign.group(1)) if unalign else 0)
+    elif body.startswith("Blocking Enabled"):   # -z, printed after the banner it qualifies
+        state.loop = {**state.loop, "blocking": True}
     elif body.startswith("Using devices"):
         state.hosts, state.devices = [], []
     elif (match := _RANK_RE.match(line.strip())):
