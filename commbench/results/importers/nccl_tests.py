@@ -667,7 +667,12 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
     average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
     config = data.get("config", {})
     devices = config.get("devices", [])
-    world = max(1, len(devices)) * int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
+    # one entry per process (src/util.cu writeDeviceReport: jsonRankInfo of the first '#  Rank' line of each
+    # process's block), each process driving nthreads x ngpus ranks: its host and device stand for all of them, so a
+    # 2-process -g 8 run has 16 ranks on 2 hosts, a domain per host as the text path reads its rank lines
+    per_process = int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
+    world = max(1, len(devices)) * per_process
+    devices = [d for d in devices if isinstance(d, dict) for _ in range(per_process)]
     env = {k: v for k, _, v in (e.partition("=") for e in data.get("env", [])) if k.startswith("NCCL_")}
 
     def new_run() -> str:
