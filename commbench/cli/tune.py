@@ -48,6 +48,8 @@ def tune(
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
+    fit_dtype: Annotated[Optional[str], typer.Option("--fit-dtype", help="fit only this data type's points (as fit --dtype): needed where the results mix data types within a collective")] = None,
+    fit_op: Annotated[Optional[str], typer.Option("--fit-op", help="fit only this reduction op's points (as fit --op): needed where the results mix reduction ops within a collective")] = None,
     leave_out_wrong: Annotated[bool, typer.Option("--leave-out-wrong", help="with --results: fit and plan although points failed their data check (#wrong > 0), leaving them out (said); without it such results are refused (exit 1): a path that returns wrong data is no fabric to plan on")] = False,
 ) -> None:
     from commbench.costmodel import preset_names
@@ -97,7 +99,7 @@ def tune(
                 held.enter_context(lock)
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
                      cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms,
-                     leave_out_wrong=leave_out_wrong)
+                     leave_out_wrong=leave_out_wrong, fit_dtype=fit_dtype, fit_op=fit_op)
 
 
 @dataclasses.dataclass
@@ -225,7 +227,7 @@ def _written_by_tune(path: Path) -> bool:
 def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
              calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
              state: TuneState | None = None, calibration_other_gpu_terms: tuple[str, ...] = (),
-             leave_out_wrong: bool = False) -> None:
+             leave_out_wrong: bool = False, fit_dtype: str | None = None, fit_op: str | None = None) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -247,7 +249,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             progress.update(task, completed=1)  # finished (a task added completed still shows its spinner)
         task = progress.add_task("2/3 fit", total=1)
         state.stage = "fit"
-        fabric, assumptions, fitted = planning_fabric([results_path], system, gpus, leave_out_wrong=leave_out_wrong)
+        fabric, assumptions, fitted = planning_fabric([results_path], system, gpus, leave_out_wrong=leave_out_wrong,
+                                                        dtype=fit_dtype, op=fit_op)
         state.stage = "replaced"
         _remove_previous(folder)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),

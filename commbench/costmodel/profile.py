@@ -180,8 +180,8 @@ def check_one_dtype_op(points: list) -> None:
         named = "; ".join(f"{c}: " + ", ".join(f"{d}{' ' + o if o else ''} ({n} points)" for (d, o), n in sorted(
             kinds.items(), key=lambda item: (item[0][0], item[0][1] or ""))) for c, kinds in sorted(mixed.items()))
         raise CommbenchError(f"the results mix data types or reduction ops within a collective ({named}): one curve "
-                             "would merge them into the time of no real call; `fit --dtype D --op OP` fits one (tune --results: give it a "
-                             "file of one)")
+                             "would merge them into the time of no real call; `fit --dtype D --op OP` fits one (tune: --fit-dtype / "
+                             "--fit-op)")
 
 
 def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
