@@ -33,3 +33,12 @@ def test_mixed_ops_or_dtypes_are_refused_and_named_and_one_is_fitted_on_request(
     assert CliRunner().invoke(app, ["fit", types, "--dtype", "bfloat16"]).exit_code == 0
     bad = CliRunner().invoke(app, ["fit", types, "--dtype", "float16"])
     assert bad.exit_code == 2 and "--dtype='float16' is invalid: the results hold bfloat16, float32" in bad.output
+
+
+def test_tune_refuses_a_sweep_mixing_data_types_before_it_runs(tmp_path):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('[sweep]\nname = "s"\nbackend = "gloo"\nnproc = 2\n[defaults]\niters = 2\nwarmup_iters = 1\n'
+                     '[[run]]\ncollective = "all_reduce"\nsizes = ["1K", "4K"]\ndtypes = ["float32", "bfloat16"]\n')
+    result = CliRunner().invoke(app, ["tune", "--sweep", str(sweep), "-O", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "the sweep would measure points that mix" in " ".join(result.output.split())
+    assert not (tmp_path / "out" / "tune-sweep.jsonl").exists()

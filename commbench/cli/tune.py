@@ -89,7 +89,7 @@ def tune(
                         software=software)
     state = TuneState()
     with interrupt_says_what_was_written(state):
-        _check_every_stage(sweep, results, nproc, system, req, top)
+        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op)
         folder = check_output_dir(out, "--out")   # made only once every option is known good
         with contextlib.ExitStack() as held:
             state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
@@ -277,7 +277,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
-                       top: int) -> None:
+                       top: int, fit_dtype: str | None = None, fit_op: str | None = None) -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
     (or the results file reads), and the plan's search finds a layout on the preset's GPUs and domains
     (validity and memory do not depend on the measured curves the fit adds)."""
@@ -309,11 +309,24 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
             # earlier sweep and deletes its plan
             check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
                               f"{sweep_file or 'the built-in sweep'}: nproc")
-        plan_sweep(spec, ranks, backend=backend)
+        points = plan_sweep(spec, ranks, backend=backend)
+        _check_one_dtype_op(points, fit_dtype, fit_op)
     else:
         from commbench.errors import read_user_file
         read_user_file(results, "results file")
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
+
+
+def _check_one_dtype_op(points, fit_dtype: str | None, fit_op: str | None) -> None:
+    """A sweep that measures a collective in several data types or ops would be refused by the fit after it ran
+    (profile.check_one_dtype_op): refused before it runs unless --fit-dtype / --fit-op leave one."""
+    from commbench.costmodel.profile import check_one_dtype_op
+    from types import SimpleNamespace
+
+    check_one_dtype_op([SimpleNamespace(status="ok", collective=p.entry.collective, dtype=p.config.dtype,
+                                        op=p.config.op) for p in points
+                        if fit_dtype in (None, p.config.dtype) and fit_op in (None, p.config.op)],
+                       what="the sweep would measure points that")
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:

@@ -164,7 +164,7 @@ def only_dtype_op(points: list, dtype: str | None, op: str | None) -> list:
     return points
 
 
-def check_one_dtype_op(points: list) -> None:
+def check_one_dtype_op(points: list, what: str = "the results") -> None:
     """Refuse a collective whose ok points mix data types or reduction ops (nccl-tests -d all / -o all, a sweep over
     dtypes): a curve keyed by collective and group would take the median of sum and avg (or float and half) per size,
     a time of no real call (an -o all log fitted to avg's 210 GB/s instead of sum's 262). Named, with --dtype / --op."""
@@ -179,7 +179,7 @@ def check_one_dtype_op(points: list) -> None:
     if mixed:
         named = "; ".join(f"{c}: " + ", ".join(f"{d}{' ' + o if o else ''} ({n} points)" for (d, o), n in sorted(
             kinds.items(), key=lambda item: (item[0][0], item[0][1] or ""))) for c, kinds in sorted(mixed.items()))
-        raise CommbenchError(f"the results mix data types or reduction ops within a collective ({named}): one curve "
+        raise CommbenchError(f"{what} mix data types or reduction ops within a collective ({named}): one curve "
                              "would merge them into the time of no real call; `fit --dtype D --op OP` fits one (tune: --fit-dtype / "
                              "--fit-op)")
 
