@@ -129,6 +129,9 @@ _SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|byte
 # the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
 _AGG_RE = re.compile(r"\bagg iters: (\d+)")
 _GRAPH_RE = re.compile(r"\bgraph: (\d+)")
+# what a launcher puts before each line it forwards: `mpirun --tag-output` ("[1,0]<stdout>:"; Open MPI's job, rank)
+# and `srun -l` ("0: ", the task number right-aligned); nccl-tests' own lines never start with either
+_LAUNCHER_PREFIX_RE = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
 _UNALIGN_RE = re.compile(r"\bunalign: (\d+)")
 # commbench's own terminal intro above its --format nccl-tests banner (measure/view.py): "commbench 0.1.0: all_reduce on
 # gloo, 2 rank(s) ..."
@@ -530,6 +533,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
     state = _TextRun(source, collective or _guess_from_name(source), version)
     lines = text.splitlines() if isinstance(text, str) else (line.rstrip("\r\n") for line in text)
     for number, raw in enumerate(lines, start=1):
+        raw = _LAUNCHER_PREFIX_RE.sub("", raw, count=1)
         line = raw.strip()
         if not line:
             continue
