@@ -70,7 +70,7 @@ TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters ove
 # [root] time algbw busbw res', time in ms ("%7.3f" of seconds x 1e3), its banner and footer lines without '#'.
 V1_REFUSAL = ("nccl-tests 1.x table (columns 'bytes N ... res', time in ms, before v2.0.0): not read, its rows are "
               "skipped; rerun with nccl-tests 2.x")
-# A time cell nccl-tests printed as nan (or any number that is no time): the point ran and gave no valid time, a
+# A time cell nccl-tests printed as nan: the point ran and gave no valid time, a
 # failed point kept as one (status failed, no time), never dropped: a dropped point reads as missing, which
 # compare --allow-missing permits, where a failed one fails the gate
 NAN_TIME = "nccl-tests printed no valid time for this point: time"
@@ -239,8 +239,9 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
                  notes: Iterable[str] = (), backend: str = "nccl", loop: dict | None = None) -> Measurement:
     point = point or {}
     params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {})}
-    timed = isinstance(time_us, (int, float)) and math.isfinite(time_us) and time_us > 0
+    timed = not (isinstance(time_us, float) and math.isnan(time_us))
     if not timed:   # nccl-tests printed no time it measured (nan: util.cu jsonDouble / "%7s" of a NaN): a failed point
+        # (a negative, zero or infinite time is no nccl-tests output: the record's own check refuses the row)
         algbw = busbw = num_wrong = None
     return Measurement(run_id=run_id, collective=collective, backend=backend, size_bytes=size, count=count,
                        dtype=DTYPE_NAMES.get(dtype, dtype),
