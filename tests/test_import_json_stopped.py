@@ -36,3 +36,4 @@ def test_a_json_file_without_its_closing_keys_is_a_stopped_run_with_its_plan(tmp
         assert out.exit_code == 0, out.output
     gate = runner.invoke(app, ["compare", str(tmp_path / "whole.jsonl"), str(tmp_path / "cut.jsonl"), "--allow-missing"])
     assert gate.exit_code == 1 and "cut short" in gate.output and "holds 4 of the 6 point(s)" in gate.output, gate.output
+    assert "`all_reduce_perf` (run" in gate.output, gate.output   # its binary, not "-b 1M"

@@ -154,8 +154,11 @@ def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
 
 def launch_name(argv) -> str:
     """A header's launch as the lines that name a run say it: the command and its first argument ('sweep FILE',
-    'tune --model'), or 'run' where the header records no argv."""
-    return " ".join(list(argv or ())[1:3]) or "run"
+    'tune --model'), an imported nccl-tests run's binary ('all_reduce_perf', not its first option), or 'run' where
+    the header records no argv."""
+    argv = [str(a) for a in argv or ()]
+    perf = next((a.rsplit("/", 1)[-1] for a in argv if a.rsplit("/", 1)[-1].endswith(("_perf", "_perf_mpi"))), None)
+    return perf or " ".join(argv[1:3]) or "run"
 
 
 def _tune_builtin_sweep(argv) -> bool:
