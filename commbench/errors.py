@@ -14,6 +14,13 @@ class CommbenchError(Exception):
     exit_code = 2
 
 
+class DataCheckFailed(CommbenchError):
+    """Results whose data check failed (#wrong > 0) given to a command that would build on them (fit, tune --results):
+    the measurement failed, the input was read fine. Exit code 1."""
+
+    exit_code = 1
+
+
 class Interrupted(CommbenchError):
     """Stopped by SIGINT/SIGTERM/SIGHUP; the message says what was kept, `signal` names the signal. Exit code 130."""
 

@@ -5,13 +5,14 @@ made the run-to-run noise zero and the gate judged on nothing but the threshold.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.results.compare import compare
 from commbench.results.records import measurements, read_records
-from tests.test_compare import A, B
+from tests.test_compare import A, B, scaled
 from tests.test_import_nccl_tests import DATA as NCCL_TESTS
 
 
@@ -30,7 +31,7 @@ def test_a_log_imported_twice_is_one_run_and_the_compare_says_so(tmp_path):
     for _ in range(2):
         assert CliRunner().invoke(app, ["import", "nccl-tests", str(NCCL_TESTS / "all_gather_perf-2.0.0.log"),
                                         "-O", str(out)]).exit_code == 0
-    result = CliRunner().invoke(app, ["compare", str(out), str(out)])
+    result = CliRunner().invoke(app, ["compare", str(out), str(out), "--allow-same-run"])
     assert result.exit_code == 0, result.output
     assert "1 run(s) repeating an earlier run of the file record for record: counted once" in result.output
 
@@ -39,7 +40,10 @@ def test_the_baseline_copied_into_the_history_is_not_a_second_run(tmp_path):
     history = tmp_path / "history"
     history.mkdir()
     (history / "base.jsonl").write_text(A.read_text())
-    (history / "other.jsonl").write_text(B.read_text())
+    # another baseline run: B's times x1.02 under a run id of its own (B itself there is NEW's own run, left out:
+    # test_compare_history_of_new.py)
+    other = scaled(B, 1.02, history / "other.jsonl")
+    Path(other).write_text(Path(other).read_text().replace("7491bab432c1", "0the3other0"))
     result = CliRunner().invoke(app, ["compare", str(A), str(B), "--history", str(history)])
     assert "history: 1 run(s) repeating an earlier run" in result.output, result.output
     assert "history 1" in result.output  # runs: base 1, new 1, history 1

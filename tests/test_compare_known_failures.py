@@ -27,7 +27,7 @@ def _with_failed(path, index: int, run_id: str):
 
 def test_a_file_with_a_failed_point_against_itself_passes_and_names_it(tmp_path):
     one = write(tmp_path / "one.jsonl", _with_failed(A, 1, "a"))
-    out = CliRunner().invoke(app, ["compare", one, one])
+    out = CliRunner().invoke(app, ["compare", one, one, "--allow-same-run"])
     assert out.exit_code == 0, out.output
     assert "failed in the base too" in out.output and "1 point(s) failed in both files" in out.output
 
@@ -37,7 +37,7 @@ def test_two_runs_one_with_a_failed_point_against_themselves_pass(tmp_path):
     runs = _with_failed(A, 1, "a") + [dataclasses.replace(m, run_id="b") for m in measurements(read_records([B]))]
     assert compare(runs, runs, max_regression=0.1).passed
     path = write(tmp_path / "runs.jsonl", runs)
-    assert CliRunner().invoke(app, ["compare", path, path]).exit_code == 0
+    assert CliRunner().invoke(app, ["compare", path, path, "--allow-same-run"]).exit_code == 0
 
 
 def test_a_point_new_fails_more_often_than_base_fails():

@@ -154,7 +154,7 @@ def test_a_run_measured_without_the_data_check_fails_unless_allowed_and_is_named
     both = [dataclasses.replace(m, num_wrong=None) for m in base]
     assert compare(both, [dataclasses.replace(m, num_wrong=None) for m in new], max_regression=0.1).passed
     mixed = write(tmp_path / "mixed.jsonl", base + unchecked)   # checked and unchecked runs in one file
-    assert run_cli(mixed, mixed).exit_code == 0 and compare(base + unchecked, base + unchecked,
+    assert run_cli(mixed, mixed, "--allow-same-run").exit_code == 0 and compare(base + unchecked, base + unchecked,
                                                             max_regression=0.1).unchecked == []
 
 
@@ -165,11 +165,11 @@ def test_a_file_of_runs_with_different_sizes_passes_against_itself_and_a_short_r
     first = [m for m in runs(rng, 1, prefix="a") if m.size_bytes <= SIZES[5]]
     second = [m for m in runs(rng, 1, prefix="b") if m.size_bytes > SIZES[5]]
     both = write(tmp_path / "both.jsonl", first + second)
-    same = run_cli(both, both)
+    same = run_cli(both, both, "--allow-same-run")
     assert same.exit_code == 0 and "missing" not in same.output and "pass" in same.output, same.output
     assert "[bold red]" not in same.output
     short = write(tmp_path / "short.jsonl", first + [m for m in second if m.size_bytes != SIZES[-1]])
-    failed = run_cli(both, short)
+    failed = run_cli(both, short, "--allow-same-run")   # a copy of BASE less a point: no new run, refused without it
     assert failed.exit_code == 1 and "missing" in failed.output and "[bold red]" not in failed.output, failed.output
     assert "128 KiB" in failed.output, failed.output
 
@@ -216,7 +216,7 @@ def test_a_sweep_resumed_on_other_hosts_is_one_run_and_the_user_is_told(tmp_path
     """`sweep --resume` on another node: compare still counts the continuation as the run it resumes (nothing
     missing), and says so in a note naming both runs and what differs (report draws it as a curve of its own)."""
     resumed = _sweep_runs(tmp_path, "resumed.jsonl", resume_after=2)
-    same = run_cli(resumed, resumed, "--max-regression", "900%")
+    same = run_cli(resumed, resumed, "--max-regression", "900%", "--allow-same-run")
     assert "another setup" not in same.output, same.output
     lines = [json.loads(line) for line in resumed.read_text().splitlines()]
     headers = [row for row in lines if row["record_type"] == "header"]
@@ -224,9 +224,9 @@ def test_a_sweep_resumed_on_other_hosts_is_one_run_and_the_user_is_told(tmp_path
     headers[1]["hostnames"] = ["node-b"] * len(headers[1]["hostnames"])
     moved = tmp_path / "moved.jsonl"
     moved.write_text("".join(json.dumps(row) + "\n" for row in lines))
-    result = run_cli(resumed, moved, "--max-regression", "900%", "--json")
+    result = run_cli(resumed, moved, "--max-regression", "900%", "--allow-same-run", "--json")
     assert json.JSONDecoder().raw_decode(result.stdout)[0]["missing"] == [], result.output
-    note = " ".join(run_cli(resumed, moved, "--max-regression", "900%").output.split())   # wrapped at 80 columns
+    note = " ".join(run_cli(resumed, moved, "--max-regression", "900%", "--allow-same-run").output.split())   # wrapped at 80 columns
     assert f"run {headers[1]['run_id']} resumes run {headers[0]['run_id']}" in note and "node-b" in note, note
 
 

@@ -1,6 +1,7 @@
 """compare: BASE and NEW measured on another setup (NCCL version, devices, a real vs an emulated fabric, from the
 runs' headers) are not the same measurement: the gate refuses them in one line naming what differs, unless
---allow-setup-change (an NCCL upgrade judged against the old baseline), and then still says so."""
+--allow-setup-change (an NCCL upgrade judged against the old baseline), and then still says so. NEW is B, another
+run of A's points, under an edited header (A itself there is refused as no new run: test_compare_same_run.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from tests.test_compare import A
+from tests.test_compare import A, B
 
 
 def _with_header(tmp_path, name: str, **header) -> str:
-    lines = [json.loads(line) for line in A.read_text().splitlines()]
+    lines = [json.loads(line) for line in B.read_text().splitlines()]
     lines[0].update(header)
     path = tmp_path / name
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -41,7 +42,7 @@ def test_same_setup_on_other_hosts_passes_and_is_noted(tmp_path):
     new = _with_header(tmp_path, "new.jsonl", hostnames=["ci-7", "ci-7"])
     out = CliRunner().invoke(app, ["compare", str(A), new])
     assert out.exit_code == 0 and "note:" in out.output and "hosts" in out.output
-    assert CliRunner().invoke(app, ["compare", str(A), str(A)]).output.count("note:") == 0
+    assert CliRunner().invoke(app, ["compare", str(A), str(B)]).output.count("note:") == 0
 
 
 def test_a_setup_a_file_does_not_know_is_no_change(tmp_path):
@@ -57,12 +58,12 @@ def test_a_history_of_another_setup_is_refused_too(tmp_path):
     history = tmp_path / "history"
     history.mkdir()
     _with_header(history, "h100.jsonl", devices=["NVIDIA H100 80GB HBM3"] * 2)
-    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", str(history)])
+    out = CliRunner().invoke(app, ["compare", str(A), str(B), "--history", str(history)])
     assert out.exit_code == 2 and "error: the history" in out.output and "devices" in out.output, out.output
 
 
 def test_an_empty_history_option_is_refused_not_ignored():
-    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", ""])
+    out = CliRunner().invoke(app, ["compare", str(A), str(B), "--history", ""])
     assert out.exit_code == 2 and out.output.startswith("error: --history='' is invalid"), out.output
 
 
@@ -73,9 +74,9 @@ def test_another_nccl_environment_is_judged_and_named(tmp_path):
     assert out.exit_code == 0 and "note:" in out.output and "NCCL_ALGO=Tree" in out.output, out.output
 
 
-def _headerless(tmp_path, name: str) -> str:
+def _headerless(tmp_path, name: str, source=B) -> str:
     path = tmp_path / name
-    path.write_text("".join(line + "\n" for line in A.read_text().splitlines()[1:]))
+    path.write_text("".join(line + "\n" for line in source.read_text().splitlines()[1:]))
     return str(path)
 
 
@@ -84,8 +85,8 @@ def test_a_file_without_a_header_is_said_to_be_unchecked_not_silently_passed(tmp
     """A run without a header record passed the setup check in silence (setup_changes skips a side it knows
     nothing of). Its setup cannot be checked: one warning line names the file; the points are still judged (what
     bench, sweep and import write always starts with a header, so refusing it would fail a gate on no change)."""
-    headerless = _headerless(tmp_path, f"{side}.jsonl")
-    files = [str(A), headerless] if side == "new" else [headerless, str(A)]
+    headerless = _headerless(tmp_path, f"{side}.jsonl", B if side == "new" else A)
+    files = [str(A), headerless] if side == "new" else [headerless, str(B)]
     out = CliRunner().invoke(app, ["compare", *files], env={"COLUMNS": "400"})
     assert out.exit_code == 0, out.output
     warned = [line for line in out.output.splitlines() if "without a header record" in line]
@@ -93,12 +94,12 @@ def test_a_file_without_a_header_is_said_to_be_unchecked_not_silently_passed(tmp
     assert "setup (NCCL version, devices, emulated fabric) is unknown and cannot be checked" in warned[0]
     doc = json.loads(CliRunner().invoke(app, ["compare", *files, "--json"]).stdout)
     assert [entry.split(": run ")[0] for entry in doc["setup_unknown"]] == [headerless] and doc["passed"]
-    assert json.loads(CliRunner().invoke(app, ["compare", str(A), str(A), "--json"]).stdout)["setup_unknown"] == []
+    assert json.loads(CliRunner().invoke(app, ["compare", str(A), str(B), "--json"]).stdout)["setup_unknown"] == []
 
 
 def test_a_headerless_history_file_is_said_too(tmp_path):
     history = tmp_path / "history"
     history.mkdir()
     _headerless(history, "old.jsonl")
-    out = CliRunner().invoke(app, ["compare", str(A), str(A), "--history", str(history)], env={"COLUMNS": "400"})
+    out = CliRunner().invoke(app, ["compare", str(A), str(B), "--history", str(history)], env={"COLUMNS": "400"})
     assert out.exit_code == 0 and out.output.count("without a header record") == 1 and "old.jsonl" in out.output, out.output

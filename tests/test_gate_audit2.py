@@ -229,7 +229,7 @@ def test_a_run_that_stopped_before_its_first_point_misses_every_point(tmp_path):
     allowed = _invoke("compare", base_path, new_path, "--allow-missing")
     assert allowed.exit_code == 0 and "allowed: 1 run(s) of the new file hold a header" in allowed.output
     # the same file twice is no change; a sweep launch resumed by a later launch of the same sweep is no loss
-    assert _invoke("compare", new_path, new_path).exit_code == 0
+    assert _invoke("compare", new_path, new_path, "--allow-same-run").exit_code == 0
     swept = [dict(r, sweep_identity="s1") if r["record_type"] == "header" else r for r in new]
     resumed = [dict(swept[0], run_id="died")] + swept
     assert _invoke("compare", base_path, _write(tmp_path / "resumed.jsonl", resumed)).exit_code == 0

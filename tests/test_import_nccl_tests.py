@@ -410,6 +410,6 @@ def test_a_log_stopped_during_its_rows_is_imported_as_cut_short(tmp_path):
     assert cut_header.planned_points == 6 and "banner's 3 size(s)" in cut_header.notes[-1]
     gate = runner.invoke(app, ["compare", str(tmp_path / "whole.jsonl"), str(tmp_path / "cut.jsonl"), "--allow-missing"])
     assert gate.exit_code == 1 and "cut short" in gate.output and "holds 4 of the 6 point(s)" in gate.output, gate.output
-    assert runner.invoke(app, ["compare", str(tmp_path / "whole.jsonl"), str(tmp_path / "whole.jsonl")]).exit_code == 0
+    assert runner.invoke(app, ["compare", str(tmp_path / "whole.jsonl"), str(tmp_path / "whole.jsonl"), "--allow-same-run"]).exit_code == 0
     listed = parse_text("\n".join(table + rows[:2]), "cut.log", "all_gather")   # in memory: the header itself
     assert [r.planned_points for r in listed.records if isinstance(r, RunHeader)] == [6]

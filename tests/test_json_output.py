@@ -71,7 +71,7 @@ def test_plan_schema_refuses_a_document_missing_its_layout():
 
 
 def test_compare_json(results_file):
-    doc = run_json(["compare", str(results_file), str(results_file), "--json"])
+    doc = run_json(["compare", str(results_file), str(results_file), "--allow-same-run", "--json"])
     validate(doc, "compare")
     assert doc["passed"] and len(doc["points"]) == 7 and {p["verdict"] for p in doc["points"]} == {"ok"}
     # typed fields for scripts beside the display text (issue 29 item 6)

@@ -112,9 +112,11 @@ def note_resumed_elsewhere(path: str, records) -> None:
                                  differs), highlight=False)
 
 
-def read_history(folder: str, headers: list | None = None, headerless: list | None = None) -> list:
+def read_history(folder: str, headers: list | None = None, headerless: list | None = None,
+                 leave_out: set | None = None, left_out: list | None = None) -> list:
     """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
-    run headers are appended to it (and `headerless`: as read_measurements)."""
+    run headers are appended to it (and `headerless`: as read_measurements). Runs whose run id is in `leave_out` (NEW's
+    own runs: the history file is NEW, or a copy of it) are left out, each named in `left_out` as "FILE: run ID"."""
     path = Path(folder)
     if not folder.strip() or not path.is_dir():
         raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
@@ -124,9 +126,34 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
     records = []
     for index, file in enumerate(files):
         # run ids are unique per run; a copied file must not merge with another's runs
-        records += [dataclasses.replace(m, run_id=f"{index}:{m.run_id}") for m in read_measurements(str(file), headers=headers,
-                                                                                         headerless=headerless)]
+        for m in read_measurements(str(file), headers=headers, headerless=headerless):
+            if leave_out and m.run_id in leave_out:
+                if left_out is not None and f"{file.name}: run {m.run_id}" not in left_out:
+                    left_out.append(f"{file.name}: run {m.run_id}")
+                continue
+            records.append(dataclasses.replace(m, run_id=f"{index}:{m.run_id}"))
     return records
+
+
+def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *, allow_same_run: bool) -> None:
+    """NEW whose every run is a run of BASE (results.compare.runs_of_base: by run id or records, not by path) is
+    refused in one line unless --allow-same-run (then said): the gate would pass on no new measurement. Where only
+    some runs of NEW are BASE's (bench -O appended to a copy of the baseline), a note names them: each is judged,
+    and passes, as BASE against itself."""
+    from commbench.results.compare import runs_of_base
+
+    same = runs_of_base(base_records, new_records)
+    runs = len({m.run_id for m in new_records})
+    if not same:
+        return
+    named = ", ".join(f"run {run_id} ({why})" for run_id, why in list(same.items())[:3]) + (" ..." if len(same) > 3 else "")
+    if len(same) == runs and not allow_same_run:
+        raise CommbenchError(f"the new file {new} holds no run of its own: its {runs} run(s) are the base's ({named}; "
+                             f"base {base}): the gate would pass on no new measurement; give NEW this change's "
+                             "results, or --allow-same-run to compare them all the same")
+    what = "allowed (--allow-same-run)" if len(same) == runs else "[yellow]note[/]"
+    err_console.print(styled(what + ": {} of the new file's {} run(s) are the base's ({}): judged, as the base against "
+                             "itself", len(same), runs, named), highlight=False, soft_wrap=True)
 
 
 def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
@@ -304,6 +331,7 @@ def compare_cmd(
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
+    allow_same_run: Annotated[bool, typer.Option("--allow-same-run", help="Compare although every run of NEW is a run of BASE (the same run id, or the same records under another: the same file, a copy, a log imported twice): without it that is refused (exit 2), as a gate that compares the baseline with itself passes on no new measurement.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
@@ -321,10 +349,14 @@ def compare_cmd(
     plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations, cut_short=cut_short, plans=plans)
+    check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
     history_headers: list = []
-    history_records = read_history(history, history_headers, headerless) if history is not None else ()
+    history_of_new: list[str] = []   # history runs that are NEW's own (its run ids): never a baseline run
+    new_run_ids = {h.run_id for h in new_headers} | {m.run_id for m in new_records} | new_continuations
+    history_records = (read_history(history, history_headers, headerless, leave_out=new_run_ids,
+                                    left_out=history_of_new) if history is not None else ())
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
                      side=f"the history {history!r}")
     result = compare(base_records, new_records, max_regression=threshold,
@@ -392,6 +424,13 @@ def compare_cmd(
                                  "record: counted once (the same log imported twice, the baseline copied into the "
                                  "history, say; two copies would make the run-to-run noise zero)",
                                  "history" if side == "history" else f"{side} file", count), highlight=False)
+        if history_of_new or result.history_of_new:
+            console.print(styled("[yellow]note[/]: history: {} run(s) are the new file's own run ({}): left out of the "
+                                 "baseline runs (the run shift is never measured from NEW: a slowdown of NEW would "
+                                 "read as noise)", len(history_of_new) + result.history_of_new,
+                                 ", ".join(history_of_new[:3] + (["the same records under another run id"]
+                                                                 if result.history_of_new else []))),
+                          highlight=False)
         if result.known_failed:
             console.print(styled("[yellow]known[/]: {} point(s) failed in both files, in the new no more often than "
                                  "in the base (failed in the base too: no change, not judged where they failed): {}",

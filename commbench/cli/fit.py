@@ -39,6 +39,9 @@ def fit(
     heldout_min: Annotated[str, typer.Option("--heldout-min", help="Report held-out error over sizes >= this.")] = "64K",
     as_json: Annotated[bool, typer.Option("--json", help="Print the fitted curves as JSON (schema: docs/json-output.md).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace -O/--out even when it is not a fabric profile.")] = False,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Fit only this data type's points (commbench's name: float32, bfloat16, ...); needed where a collective's points mix data types (nccl-tests -d all).")] = None,
+    op: Annotated[Optional[str], typer.Option("--op", help="Fit only this reduction op's points (sum, avg, ...; collectives that reduce nothing are kept); needed where a collective's points mix ops (nccl-tests -o all).")] = None,
+    leave_out_wrong: Annotated[bool, typer.Option("--leave-out-wrong", help="Fit although points failed their data check (#wrong > 0), leaving them out (counted in a note); without it such results are refused (exit 1, naming the points): a path that returns wrong data is no fabric to plan on. Failed points (no time) are always left out, counted in a note.")] = False,
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""
     out = renamed(out, old_out, old="-o/--output", new="-O/--out")
@@ -49,7 +52,8 @@ def fit(
     base = load_preset(system, num_racks=racks) if system is not None else None  # --system '' is refused there
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min")  # '' too: refused, not read as the default
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
-                                           min_heldout_bytes=min_heldout)
+                                           min_heldout_bytes=min_heldout, leave_out_wrong=leave_out_wrong,
+                                           dtype=dtype, op=op)
     if as_json:
         if out:
             _write_fabric(fabric, out, force)

@@ -44,14 +44,16 @@ def import_nccl_tests(
         problems = FirstProblems()
         stopped: list[tuple[str, int]] = []  # runs with no footer: nccl-tests stopped during them
         planned: dict[str, tuple[int, str]] = {}  # those of them whose banner says what they planned
+        failed_checks: dict[str, str] = {}  # runs whose footer says their data check FAILED, no row telling where
         with OutputLock(output, "--out"):
             repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
             with JsonlWriter(output, sync_each=False) as writer:
                 sink = RecordSink(writer)
                 for path in files:
                     import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped,
-                                                               planned=planned, ranks_per_rack=ranks_per_rack), version)
-            set_planned_points(output, planned)   # cut short, as compare, fit and report read a bench run
+                                                               planned=planned, ranks_per_rack=ranks_per_rack,
+                                                               failed_checks=failed_checks), version)
+            set_planned_points(output, planned, failed_checks)   # cut short, as compare, fit and report read a bench run
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
     if sink.num_points == 0:   # nothing imported: one line, the first reason (a log naming no *_perf binary: ~20
@@ -68,8 +70,17 @@ def import_nccl_tests(
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
     for warning in host_domain_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
-    for source, line in stopped:
-        err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, STOPPED_RUN), highlight=False,
+    for why, (count, first) in sink.not_ok.items():
+        from commbench.results.compare import point_label
+        err_console.print(styled("[yellow]warning:[/] {} point(s) {}, kept as such (compare fails on "
+                                 "them): first {}: {}", count, "failed" if why == "failed" else "with wrong data",
+                                 point_label(first), first.error or f"#wrong {first.num_wrong}"),
+                          highlight=False, soft_wrap=True)
+    for run_id, note in failed_checks.items():
+        err_console.print(styled("[yellow]warning:[/] run {}: {}", run_id, note), highlight=False, soft_wrap=True)
+    for source, line, *why in stopped:
+        err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, why[0] if why else STOPPED_RUN),
+                          highlight=False,
                           soft_wrap=True)
     console.print(styled("[green]imported[/] {} measured point(s) ({}) from {} file(s) into {}; {} line(s) not parsed",
                          sink.num_points, ", ".join(sorted(sink.collectives)), len(files), output, problems.count),

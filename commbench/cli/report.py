@@ -86,9 +86,12 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
     MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so.
     A resumed sweep's runs in one file are one run (results.resumed, as `compare` counts them) where they
     were measured on one setup (results.run_setup): one curve and one table, not one per launch. A point of
-    a run already read from an earlier file (the same file given twice, a copy) is read once, and said. Each line that
+    a run already read from an earlier file (the same file given twice, a copy) is read once, and said; one that differs
+    there (the same run id, other measurements: a file edited or concatenated by hand) is refused in one line, as
+    compare refuses it: which copy to table would decide what the report shows. Each line that
     cannot be read is said, and with `unreadable` appended to it as "PATH line N: why"."""
-    from commbench.results.compare import match_key
+    from commbench.errors import CommbenchError
+    from commbench.results.compare import _fingerprint, match_key, point_label
     from commbench.results.records import Measurement, iter_records
     from commbench.results.resumed import resumed_runs_joined
     from commbench.results.run_setup import same_setup
@@ -96,6 +99,7 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
     kept: list = []
     count = 0
     seen: dict[tuple, int] = {}  # (run id, point or "header") -> the index of the file it was first read from
+    first_copy: dict[tuple, Measurement] = {}  # (run id, point) -> its record as first read
 
     def once(index: int, mine: list) -> list:
         fresh, again = [], {}
@@ -104,7 +108,14 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
             first = seen.setdefault(key, index)
             if first == index:
                 fresh.append(record)
+                if isinstance(record, Measurement):
+                    first_copy.setdefault(key, record)
             elif isinstance(record, Measurement):
+                if _fingerprint({key: record}) != _fingerprint({key: first_copy[key]}):
+                    raise CommbenchError(f"run {record.run_id} holds {point_label(record)} in {files[first]} and in "
+                                         f"{files[index]} with different measurements (a file edited or concatenated "
+                                         "by hand?): which to table is unknown; report one of them, or give each "
+                                         "copy its own run id")
                 again.setdefault(first, {}).setdefault(record.run_id, 0)
                 again[first][record.run_id] += 1
         for first, runs in again.items():
@@ -145,7 +156,7 @@ def report(
     from commbench.results.render import measurement_table
     from commbench.results.report import (by_collective, curve_label, curve_notes, failed_lines, run_curves, series_labels, shown_rows, write_report,
                                           wrong_data_lines)
-    from commbench.results.records import headers, measurements
+    from commbench.results.records import Measurement, headers, measurements
 
     from commbench.files import check_output_dir
 
@@ -177,6 +188,12 @@ def report(
         console.print(styled("[bold red]wrong data[/] (not drawn, not in the tables): {}", line), highlight=False)
     for line in failed_lines(records):
         console.print(styled("[red]no measurement[/] (not drawn, not in the tables): {}", line), highlight=False)
+    without_busbw = [m for m in records if isinstance(m, Measurement) and m.status == "ok" and not m.num_wrong
+                     and m.busbw_gbps is None]
+    if without_busbw:   # a file written by another tool (or by hand): drawn and tabled nowhere, said here
+        from commbench.results.compare import point_label
+        console.print(styled("[yellow]no busbw[/] (not drawn, not in the tables): {} ok point(s) hold no busbw_gbps, "
+                             "first {}", len(without_busbw), point_label(without_busbw[0])), highlight=False)
     from commbench.results.resumed import sweeps_cut_short
     cut_short = [] if not_read else sweeps_cut_short(everything)   # past the report's bound: not_read says so
     for line in cut_short:

@@ -48,6 +48,9 @@ def tune(
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
+    fit_dtype: Annotated[Optional[str], typer.Option("--fit-dtype", help="fit only this data type's points (as fit --dtype): needed where the results mix data types within a collective")] = None,
+    fit_op: Annotated[Optional[str], typer.Option("--fit-op", help="fit only this reduction op's points (as fit --op): needed where the results mix reduction ops within a collective")] = None,
+    leave_out_wrong: Annotated[bool, typer.Option("--leave-out-wrong", help="with --results: fit and plan although points failed their data check (#wrong > 0), leaving them out (said); without it such results are refused (exit 1): a path that returns wrong data is no fabric to plan on")] = False,
 ) -> None:
     from commbench.costmodel import preset_names
     from commbench.planner import load_model
@@ -86,7 +89,7 @@ def tune(
                         software=software)
     state = TuneState()
     with interrupt_says_what_was_written(state):
-        _check_every_stage(sweep, results, nproc, system, req, top)
+        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op)
         folder = check_output_dir(out, "--out")   # made only once every option is known good
         with contextlib.ExitStack() as held:
             state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
@@ -95,7 +98,8 @@ def tune(
             for lock in locks:
                 held.enter_context(lock)
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
-                     cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms)
+                     cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms,
+                     leave_out_wrong=leave_out_wrong, fit_dtype=fit_dtype, fit_op=fit_op)
 
 
 @dataclasses.dataclass
@@ -222,7 +226,8 @@ def _written_by_tune(path: Path) -> bool:
 
 def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
              calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
-             state: TuneState | None = None, calibration_other_gpu_terms: tuple[str, ...] = ()) -> None:
+             state: TuneState | None = None, calibration_other_gpu_terms: tuple[str, ...] = (),
+             leave_out_wrong: bool = False, fit_dtype: str | None = None, fit_op: str | None = None) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -244,7 +249,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
             progress.update(task, completed=1)  # finished (a task added completed still shows its spinner)
         task = progress.add_task("2/3 fit", total=1)
         state.stage = "fit"
-        fabric, assumptions, fitted = planning_fabric([results_path], system, gpus)
+        fabric, assumptions, fitted = planning_fabric([results_path], system, gpus, leave_out_wrong=leave_out_wrong,
+                                                        dtype=fit_dtype, op=fit_op)
         state.stage = "replaced"
         _remove_previous(folder)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
@@ -271,7 +277,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
-                       top: int) -> None:
+                       top: int, fit_dtype: str | None = None, fit_op: str | None = None) -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
     (or the results file reads), and the plan's search finds a layout on the preset's GPUs and domains
     (validity and memory do not depend on the measured curves the fit adds)."""
@@ -303,11 +309,24 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
             # earlier sweep and deletes its plan
             check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
                               f"{sweep_file or 'the built-in sweep'}: nproc")
-        plan_sweep(spec, ranks, backend=backend)
+        points = plan_sweep(spec, ranks, backend=backend)
+        _check_one_dtype_op(points, fit_dtype, fit_op)
     else:
         from commbench.errors import read_user_file
         read_user_file(results, "results file")
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
+
+
+def _check_one_dtype_op(points, fit_dtype: str | None, fit_op: str | None) -> None:
+    """A sweep that measures a collective in several data types or ops would be refused by the fit after it ran
+    (profile.check_one_dtype_op): refused before it runs unless --fit-dtype / --fit-op leave one."""
+    from commbench.costmodel.profile import check_one_dtype_op
+    from types import SimpleNamespace
+
+    check_one_dtype_op([SimpleNamespace(status="ok", collective=p.entry.collective, dtype=p.config.dtype,
+                                        op=p.config.op) for p in points
+                        if fit_dtype in (None, p.config.dtype) and fit_op in (None, p.config.op)],
+                       what="the sweep would measure points that")
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:
@@ -340,7 +359,7 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
                                        if outcome.num_wrong else "")))
         raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; nothing "
                         f"fitted or planned (to plan from what it measured, the fit leaving those points out: commbench tune "
-                        f"--results {output} -O {folder})")
+                        f"--results {output} -O {folder}" + (" --leave-out-wrong" if outcome.num_wrong else "") + ")")
     return output, (outcome.num_ok if outcome is not None else 0)
 
 

@@ -146,10 +146,67 @@ def _peak(curves: list[AlgorithmCurve]) -> float | None:
     return max((c.busbw_gbps for c in curves), default=None)
 
 
+def only_dtype_op(points: list, dtype: str | None, op: str | None) -> list:
+    """The points of data type `dtype` and reduction op `op` (--dtype, --op; None: every one); a value the results
+    do not hold is refused in one line naming those they do. `op` keeps the collectives that reduce nothing too."""
+    from commbench.errors import invalid
+
+    if dtype is not None:
+        held = sorted({m.dtype for m in points})
+        if dtype not in held:
+            raise invalid("--dtype", dtype, f"the results hold {', '.join(held) or 'no measurements'}")
+        points = [m for m in points if m.dtype == dtype]
+    if op is not None:
+        held = sorted({m.op for m in points if m.op is not None})
+        if op not in held:
+            raise invalid("--op", op, f"the results' reductions are {', '.join(held) or 'none'}")
+        points = [m for m in points if m.op in (op, None)]
+    return points
+
+
+def check_one_dtype_op(points: list, what: str = "the results") -> None:
+    """Refuse a collective whose ok points mix data types or reduction ops (nccl-tests -d all / -o all, a sweep over
+    dtypes): a curve keyed by collective and group would take the median of sum and avg (or float and half) per size,
+    a time of no real call (an -o all log fitted to avg's 210 GB/s instead of sum's 262). Named, with --dtype / --op."""
+    from commbench.errors import CommbenchError
+
+    mixes = {}
+    for m in points:
+        if m.status == "ok":
+            kinds = mixes.setdefault(m.collective, {})
+            kinds[(m.dtype, m.op)] = kinds.get((m.dtype, m.op), 0) + 1
+    mixed = {c: kinds for c, kinds in mixes.items() if len(kinds) > 1}
+    if mixed:
+        named = "; ".join(f"{c}: " + ", ".join(f"{d}{' ' + o if o else ''} ({n} points)" for (d, o), n in sorted(
+            kinds.items(), key=lambda item: (item[0][0], item[0][1] or ""))) for c, kinds in sorted(mixed.items()))
+        raise CommbenchError(f"{what} mix data types or reduction ops within a collective ({named}): one curve "
+                             "would merge them into the time of no real call; `fit --dtype D --op OP` fits one (tune: --fit-dtype / "
+                             "--fit-op)")
+
+
+def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
+    """Results holding a point whose data check failed (#wrong > 0: the collective returned wrong data at that size)
+    describe no fabric to plan on, whatever the other points say: refused in one line naming the points (exit 1, a
+    failed run's, as compare fails it), unless `leave_out_wrong` (--leave-out-wrong): then fit_all leaves them out
+    and its notes count them."""
+    from commbench.errors import DataCheckFailed
+    from commbench.results.compare import point_label
+
+    wrong = [m for m in points if m.status == "ok" and m.num_wrong]
+    if wrong and not leave_out_wrong:
+        named = ", ".join(f"{point_label(m)} (#wrong {m.num_wrong})" for m in wrong[:4]) + (" ..." if len(wrong) > 4 else "")
+        raise DataCheckFailed(f"{len(wrong)} point(s) in {', '.join(map(str, paths))} failed their data check: {named}; "
+                              "a path that returns wrong data is no fabric to plan on: fix it and measure again, or "
+                              "--leave-out-wrong to fit without those points (said in the notes)")
+
+
 def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: str | None = None,
-                     name: str | None = None, min_heldout_bytes: int | None = None
-                     ) -> tuple[Fabric, list[CurveFit], list[str]]:
+                     name: str | None = None, min_heldout_bytes: int | None = None, leave_out_wrong: bool = False,
+                     dtype: str | None = None, op: str | None = None) -> tuple[Fabric, list[CurveFit], list[str]]:
     """Read commbench JSONL results, fit every curve, build the profile: (fabric, fits, notes).
+
+    Points whose data check failed (#wrong > 0) refuse the fit (check_no_wrong_data, exit 1) unless
+    `leave_out_wrong` (then they are left out and said in the notes); failed points (no time) are left out and said.
 
     Raises CommbenchError when nothing usable is found or several backends are mixed without
     `backend` choosing one."""
@@ -169,6 +226,9 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         points = [m for m in points if m.backend == backend]
     elif len(backends) > 1:
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
+    points = only_dtype_op(points, dtype, op)
+    check_one_dtype_op(points)
+    check_no_wrong_data(points, paths, leave_out_wrong)
     runs = {h.run_id: h for h in header_records(records)}
     sources = check_one_fabric(points, runs)
     domain = check_one_domain(points, runs)

@@ -149,6 +149,7 @@ class Comparison:
     failed_only_in_new: list[str] = field(default_factory=list)  # "label (run i/n: why)": failed/wrong, no BASE point
     num_new_compared: int | None = None  # runs of NEW holding a point of BASE (the others are judged on nothing)
     empty_runs: list[str] = field(default_factory=list)  # run ids of NEW with a header and no record: stopped at once
+    history_of_new: int = 0  # history runs holding NEW's own records (a copy of NEW in --history): left out
 
     @property
     def lost(self) -> list[str]:
@@ -239,11 +240,11 @@ def parse_threshold(text: str) -> float:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
         raise CommbenchError(f"--max-regression={text!r} is invalid: a fraction like 0.1 or a percentage like 10%") from None
-    if not 0 <= value < 10:
-        raise CommbenchError(f"--max-regression={text!r} is invalid: between 0% and 1000%")
-    if value >= 1 and not raw.endswith("%"):   # '5' is 500% as a fraction: almost surely 5% meant
+    if value >= 1 and not raw.endswith("%"):   # '5' is 500% as a fraction: almost surely 5% meant ('10': 10%)
         raise CommbenchError(f"--max-regression={text!r} is ambiguous: a fraction like 0.05 or a percentage like "
                              f"5%; a bare number of 1 or more would be {value:.0%}, write it with % if meant")
+    if not 0 <= value < 10:
+        raise CommbenchError(f"--max-regression={text!r} is invalid: from 0% up to (not including) 1000%")
     return value
 
 
@@ -301,6 +302,38 @@ def without_repeated_runs(runs: list[dict[tuple, Measurement]], earlier: list[di
     return kept, len(runs) - len(kept)
 
 
+def without_runs_of(runs: list[dict[tuple, Measurement]], others: list[dict[tuple, Measurement]]
+                    ) -> tuple[list[dict[tuple, Measurement]], int]:
+    """The history runs less those holding one of NEW's runs record for record (any run id: NEW copied into the
+    --history folder, the CI layout `-O baselines/NEW.jsonl` then `--history baselines/`), and how many were left
+    out. The run shift is measured from baseline runs only: NEW's own run there made its slowdown the noise (a x3
+    slowdown passed as "run shift sd 53%")."""
+    theirs = {_fingerprint(run) for run in others}
+    kept = [run for run in runs if _fingerprint(run) not in theirs]
+    return kept, len(runs) - len(kept)
+
+
+def runs_of_base(base: Iterable[Measurement], new: Iterable[Measurement]) -> dict[str, str]:
+    """{run id of NEW: why it is a run of BASE} for each run of NEW that BASE holds: the same run id with the same
+    measurements at every point NEW holds, or the same records under another run id (a log imported twice, a copied
+    file re-imported). A NEW made only of such runs is no new measurement: a CI step that wrote nothing, or the wrong
+    path, would pass the gate on BASE compared with itself. A run id alone does not decide (a file edited by hand
+    keeps its run ids and is another measurement)."""
+    base_runs = split_runs(base, "base")
+    by_id = {next(iter(run.values())).run_id: run for run in base_runs}
+    prints = {_fingerprint(run) for run in base_runs}
+    out = {}
+    for run in split_runs(new, "new"):
+        run_id = next(iter(run.values())).run_id
+        same = by_id.get(run_id)
+        if same is not None and all(key in same and _fingerprint({key: m}) == _fingerprint({key: same[key]})
+                                    for key, m in run.items()):
+            out[run_id] = "the same run id and measurements"
+        elif _fingerprint(run) in prints:
+            out[run_id] = "the same records under another run id"
+    return out
+
+
 def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
     """One line saying which identity fields differ between two files with no point in common."""
     differ = []
@@ -334,6 +367,7 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     (base_runs, base_repeats), (new_runs, new_repeats) = (without_repeated_runs(split_runs(records, side))
                                                           for records, side in ((base, "base"), (new, "new")))
     hist_runs, hist_repeats = without_repeated_runs(split_runs(history, "a --history"), earlier=base_runs)
+    hist_runs, history_of_new = without_runs_of(hist_runs, new_runs)
     base_keys = list(dict.fromkeys(k for run in base_runs for k in run))
     new_keys = set(k for run in new_runs for k in run)
     if not any(k in new_keys for k in base_keys):
@@ -345,7 +379,7 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                    only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole)
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
-                               empty_runs=list(empty_runs))
+                               empty_runs=list(empty_runs), history_of_new=history_of_new)
 
 
 def empty_runs_of(records) -> list[str]:

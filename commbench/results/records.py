@@ -175,6 +175,11 @@ def from_dict(data: Any) -> Record:
     if cls is None:
         raise ValueError(f"record_type={kind!r}: expected 'header' or 'measurement'")
     fields = check_fields(cls, data)
+    if cls is Measurement and "status" not in data:   # every writer writes it: without it the outcome is unknown
+        raise ValueError("field 'status' is missing: whether the point was measured (ok), failed or skipped is unknown")
+    if cls is RunHeader and fields.get("schema_version", SCHEMA_VERSION) > SCHEMA_VERSION:
+        raise ValueError(f"schema_version={data['schema_version']} is newer than this commbench reads "
+                         f"({SCHEMA_VERSION}): its fields may mean something else; read it with a newer commbench")
     if cls is Measurement and not fields.get("loop_time_us") and any(
             str(note).startswith(_OLD_IMPORT_NOTE) for note in fields.get("notes", [])):
         # written by an importer that stored nccl-tests' time as the median: put it where it belongs

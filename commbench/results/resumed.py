@@ -81,7 +81,8 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     combinations started is said too (combinations_not_started)."""
     records = list(records)
     out = combinations_not_started(records)
-    for group, g in _planned_groups(records).items():
+    for g in _planned_groups(records).values():
+        group = g.label
         have, count = len(g.held), g.planned
         if have < count:
             again = ("tune's built-in sweep has no file for `sweep --resume`: `commbench tune` again measures it "
@@ -99,7 +100,8 @@ def runs_holding_their_plan(records: Iterable[Record]) -> dict[str, str]:
     that such a run lacks was not in its plan (its plan differs), not lost. A run cut short (sweeps_cut_short) or
     whose header predates `planned_points` is not here: what it lacks may be lost."""
     out = {}
-    for group, g in _planned_groups(records).items():
+    for g in _planned_groups(records).values():
+        group = g.label
         if len(g.held) >= g.planned:
             what = f"`{g.named}`: {g.planned} point(s)" + (f", {group}" if group.startswith("sweep") else "")
             out.update({run_id: what for run_id in g.runs})
@@ -113,23 +115,38 @@ class _PlannedGroup:
     named: str = "run"                                 # its command, for the lines that name it
     builtin: bool = False                              # tune's built-in sweep
     held: set = field(default_factory=set)             # the distinct points its records hold
+    label: str = ""                                    # "sweep IDENTITY" or "run ID"
 
 
-def _planned_groups(records: Iterable[Record]) -> dict[str, _PlannedGroup]:
-    """The runs whose headers plan a point count (`planned_points`), grouped as one sweep's launches share it
-    ("sweep IDENTITY", else "run ID"), with the points their records hold."""
-    groups: dict[str, _PlannedGroup] = {}
-    group_of: dict[str, str] = {}
+def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
+    """The runs whose headers plan a point count (`planned_points`), grouped as compare counts runs: a sweep's launches
+    that continue one another (continued_run_ids: `sweep --resume`) are one group ("sweep IDENTITY"), two separate runs
+    of one sweep (files appended together, sharing the points both reached) are two, each held to its own plan, so a
+    complete run beside a cut-short one no longer made the pair read as one complete run; else "run ID". A launch of a
+    sweep with no record at all beside launches of it that hold some (it died at start-up and was resumed, or a resume
+    found nothing left) plans nothing of its own (compare.empty_runs_of says the one that was not resumed)."""
+    records = list(records)
+    continues = continued_run_ids(records)
+    measured = {r.run_id for r in records if isinstance(r, Measurement)}
+    sweeps_measured = {r.sweep_identity for r in records
+                       if isinstance(r, RunHeader) and r.sweep_identity and r.run_id in measured}
+    groups: dict[tuple, _PlannedGroup] = {}
+    group_of: dict[str, tuple] = {}
     for record in records:
         if isinstance(record, RunHeader) and record.planned_points:
-            group = f"sweep {record.sweep_identity}" if record.sweep_identity else f"run {record.run_id}"
-            g = groups.get(group)
+            if record.sweep_identity:
+                if record.run_id not in measured and record.sweep_identity in sweeps_measured:
+                    continue
+                key = (f"sweep {record.sweep_identity}", continues.get(record.run_id, record.run_id))
+            else:
+                key = (f"run {record.run_id}", record.run_id)
+            g = groups.get(key)
             if g is None:
-                g = groups[group] = _PlannedGroup(named=launch_name(record.argv),
-                                                  builtin=_tune_builtin_sweep(record.argv))
+                g = groups[key] = _PlannedGroup(named=launch_name(record.argv), builtin=_tune_builtin_sweep(record.argv),
+                                                label=key[0])
             g.planned = max(g.planned, record.planned_points)
             g.runs.append(record.run_id)
-            group_of[record.run_id] = group
+            group_of[record.run_id] = key
         elif isinstance(record, Measurement) and record.run_id in group_of:
             groups[group_of[record.run_id]].held.add(record.point_key or id(record))
     return groups
@@ -137,8 +154,11 @@ def _planned_groups(records: Iterable[Record]) -> dict[str, _PlannedGroup]:
 
 def launch_name(argv) -> str:
     """A header's launch as the lines that name a run say it: the command and its first argument ('sweep FILE',
-    'tune --model'), or 'run' where the header records no argv."""
-    return " ".join(list(argv or ())[1:3]) or "run"
+    'tune --model'), an imported nccl-tests run's binary ('all_reduce_perf', not its first option), or 'run' where
+    the header records no argv."""
+    argv = [str(a) for a in argv or ()]
+    perf = next((a.rsplit("/", 1)[-1] for a in argv if a.rsplit("/", 1)[-1].endswith(("_perf", "_perf_mpi"))), None)
+    return perf or " ".join(argv[1:3]) or "run"
 
 
 def _tune_builtin_sweep(argv) -> bool:

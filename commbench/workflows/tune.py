@@ -80,16 +80,19 @@ def replaced_line(results_paths: list[str], system: str, fits, cov: Coverage) ->
             + (f"; {', '.join(kept)} stay the preset's" if kept else ""))
 
 
-def planning_fabric(results_paths: list[str], system: str, num_gpus: int) -> tuple[Fabric, list[str], Fabric | None]:
-    """(fabric to plan with, assumption lines naming the numbers used, the fitted fabric or None)."""
+def planning_fabric(results_paths: list[str], system: str, num_gpus: int, *, leave_out_wrong: bool = False,
+                    dtype: str | None = None, op: str | None = None) -> tuple[Fabric, list[str], Fabric | None]:
+    """(fabric to plan with, assumption lines naming the numbers used, the fitted fabric or None). Results with a
+    point whose data check failed are refused (profile.check_no_wrong_data) unless `leave_out_wrong`."""
     from commbench.costmodel.profile import fit_result_files
     preset = load_preset(system, num_gpus=num_gpus)
     cov = coverage(results_paths, preset)
-    fitted, _, fit_notes = fit_result_files(results_paths)
+    fitted, _, fit_notes = fit_result_files(results_paths, leave_out_wrong=leave_out_wrong, dtype=dtype, op=op)
     # what the fit left out or could not vouch for (failed or wrong points, a sweep cut short, -c 0): said, as fit says it
     lines = [f"results {', '.join(results_paths)}: {note}" for note in fit_notes]
     if cov.scale_up or cov.scale_out:
-        fabric, fits, _ = fit_result_files(results_paths, base=preset)
+        fabric, fits, _ = fit_result_files(results_paths, base=preset, leave_out_wrong=leave_out_wrong, dtype=dtype,
+                                           op=op)
         fabric = fabric.scaled(num_gpus=num_gpus)
         lines.append(replaced_line(results_paths, system, fits, cov))
     else:

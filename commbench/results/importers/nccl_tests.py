@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -69,10 +70,31 @@ TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters ove
 # [root] time algbw busbw res', time in ms ("%7.3f" of seconds x 1e3), its banner and footer lines without '#'.
 V1_REFUSAL = ("nccl-tests 1.x table (columns 'bytes N ... res', time in ms, before v2.0.0): not read, its rows are "
               "skipped; rerun with nccl-tests 2.x")
+# A time cell nccl-tests printed as nan: the point ran and gave no valid time, a
+# failed point kept as one (status failed, no time), never dropped: a dropped point reads as missing, which
+# compare --allow-missing permits, where a failed one fails the gate
+NAN_TIME = "nccl-tests printed no valid time for this point: time"
+# nccl-tests before 2.13 printed, per point, the max deviation from the expected result (`error`, "%5.0le") and
+# counted a failed check where it exceeds DeltaMaxValue(type) x (nranks - 1) (src/common.cu CheckData, v2.9.0-v2.11.0),
+# the count only in the footer ("# Out of bounds values : N FAILED"). A printed error beyond that bound (strictly:
+# one significant digit, so the true value is beyond it too) is a failed check: num_wrong 1, at least one element
+# wrong (how many, nccl-tests < 2.13 does not print); integer types' bound is 1e-200: any error.
+DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12, "int8": 1e-200, "uint8": 1e-200,
+             "int32": 1e-200, "uint32": 1e-200, "int64": 1e-200, "uint64": 1e-200}
+OLD_CHECK_NOTE = ("nccl-tests < 2.13 data check failed: max error {error:g} beyond its bound {bound:g} (DeltaMaxValue x "
+                  "(nranks - 1), src/common.cu CheckData); num_wrong 1 stands for at least one wrong element (the "
+                  "count is not printed)")
+FOOTER_CHECK_NOTE = ("nccl-tests' footer says '# Out of bounds values : {count} FAILED' and no row's printed error "
+                     "tells which point: each point of the run with a nonzero max error is taken as wrong (num_wrong "
+                     "1: at least one element)")
+_OUT_OF_BOUNDS_RE = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+FAILED")
 FOOTER_LINES = ("Out of bounds values", "Avg bus bandwidth")  # what nccl-tests prints after a run's last row
 STOPPED_RUN = ("the run whose rows start here stopped during it (no footer, '# Out of bounds values' / '# Avg bus "
                "bandwidth', after its rows: an NCCL failure, a kill or a time limit): the sizes it had still to "
                "measure are not in the records")
+STOPPED_JSON_RUN = ("the -J file has no out_of_bounds / average_bus_bandwidth / end_time keys, which nccl-tests writes "
+                    "after a run's last size: its (last) run stopped during it (an NCCL failure, a kill, a time "
+                    "limit): the sizes it had still to measure are not in the records")
 V1_BARE_LINES = ("nThread ", "Out of bounds values", "Avg bus bandwidth", "Swap Comms Enabled", "Blocking Enabled",
                  "Parallel Init Enabled")
 CPUTIME_REFUSAL = ("time column is cputime (nccl-tests -C 1: host time to launch the loop, taken before the GPU "
@@ -107,6 +129,10 @@ _SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|byte
 # the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
 _AGG_RE = re.compile(r"\bagg iters: (\d+)")
 _GRAPH_RE = re.compile(r"\bgraph: (\d+)")
+# what a launcher puts before each line it forwards: `mpirun --tag-output` ("[1,0]<stdout>:"; Open MPI's job, rank)
+# and `srun -l` ("0: ", the task number right-aligned); nccl-tests' own lines never start with either
+_LAUNCHER_PREFIX_RE = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
+_UNALIGN_RE = re.compile(r"\bunalign: (\d+)")
 # commbench's own terminal intro above its --format nccl-tests banner (measure/view.py): "commbench 0.1.0: all_reduce on
 # gloo, 2 rank(s) ..."
 _COMMBENCH_INTRO_RE = re.compile(r"commbench \S+: \S+ on ([a-z-]+),")
@@ -118,9 +144,12 @@ _RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(
 class ImportResult:
     records: list[Record] = field(default_factory=list)
     problems: list[tuple[str, int, str, str]] = field(default_factory=list)  # (source, line, text, reason)
-    stopped: list[tuple[str, int]] = field(default_factory=list)  # (source, first row line): a run with no footer
+    # (source, first row line[, why]): a run with no footer (why: STOPPED_RUN unless given, as for a -J file)
+    stopped: list[tuple] = field(default_factory=list)
     # run id -> (planned_points, note) for a stopped run whose banner says what it planned (planned_for_stopped)
     planned: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # run id -> note for a run whose footer says its data check FAILED where no row said which point (with_failed_check)
+    failed_checks: dict[str, str] = field(default_factory=dict)
     ranks_per_rack: int | None = None   # --ranks-per-rack: the scale-up domain, where hosts are not (log_topology)
 
 
@@ -192,12 +221,16 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
                      notes=[f"imported from nccl-tests output {source}", *notes])
 
 
-def loop_params(agg_iters: int, graph_launches: int, blocking: bool) -> dict:
+def loop_params(agg_iters: int, graph_launches: int, blocking: bool, unalign: int = 0) -> dict:
     """nccl-tests' -m, -G and -z as a commbench record's params hold them (measure/harness.py: agg_iters above 1,
     cuda_graph, blocking): an imported -m 4 point read as one call of its size, and nccl-tuner made rules from it
-    (src/common.cu: -m groups the calls in ncclGroupStart/End; the time is per call)."""
+    (src/common.cu: -m groups the calls in ncclGroupStart/End; the time is per call). -u N (`unalign: N` in a text
+    banner; the -J file does not record it) offsets the buffers by N elements: params.unalign where N > 0. Text logs
+    say -z in a `# Blocking Enabled: ...` line after the banner (src/util.cu writeDeviceReport), -J files in
+    config.blocking_collectives (a bool, whichever -z mode): both are params.blocking, so compare refuses such a run
+    beside an ordinary one (their points do not match)."""
     return {**({"agg_iters": agg_iters} if agg_iters > 1 else {}), **({"cuda_graph": True} if graph_launches > 0 else {}),
-            **({"blocking": True} if blocking else {})}
+            **({"blocking": True} if blocking else {}), **({"unalign": unalign} if unalign > 0 else {})}
 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
@@ -206,13 +239,18 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
                  notes: Iterable[str] = (), backend: str = "nccl", loop: dict | None = None) -> Measurement:
     point = point or {}
     params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {})}
+    timed = not (isinstance(time_us, float) and math.isnan(time_us))
+    if not timed:   # nccl-tests printed no time it measured (nan: util.cu jsonDouble / "%7s" of a NaN): a failed point
+        # (a negative, zero or infinite time is no nccl-tests output: the record's own check refuses the row)
+        algbw = busbw = num_wrong = None
     return Measurement(run_id=run_id, collective=collective, backend=backend, size_bytes=size, count=count,
                        dtype=DTYPE_NAMES.get(dtype, dtype),
                        op=None if redop in ("none", "") or collective in PRINTS_UNUSED_OP else redop,
                        in_place=in_place, world_size=world, group_size=int(point.get("group_size", world)),
                        group_layout=point.get("group_layout", "world"), num_groups=int(point.get("num_groups", 1)),
-                       iters=iters, warmup_iters=warmup, loop_time_us={average: time_us}, algbw_gbps=algbw,
-                       busbw_gbps=busbw, num_wrong=num_wrong,
+                       iters=iters, warmup_iters=warmup, loop_time_us={average: time_us} if timed else {},
+                       algbw_gbps=algbw, busbw_gbps=busbw, num_wrong=num_wrong,
+                       **({} if timed else {"status": "failed", "error": f"{NAN_TIME} {time_us!r}"}),
                        params={**params, **({"algorithm": point["algorithm"]} if "algorithm" in point else {})},
                        metrics=metrics, notes=[TIME_NOTE, *notes])
 
@@ -251,6 +289,7 @@ class _TextRun:
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
         self.run_sizes: dict[str, int | None] = {}  # run id -> the sizes its banner plans
         self.run_rows: dict[str, dict[tuple, int]] = {}  # run id -> records per (type, op, root, size) row
+        self.footer_runs: dict[str, bool] = {}  # runs since the last footer -> whether a record of theirs is wrong
 
     def new_run(self, *, forget_devices: bool = True) -> None:
         if self.rows_from is not None:
@@ -394,17 +433,20 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         if time_us is None:
             continue
         metrics = {}
-        wrong = None
+        wrong, check_notes = None, []
         if "#wrong" in values:
             wrong = _cell(values["#wrong"], lambda t: int(float(t)))
         elif "error" in values:
             error = _cell(values["error"])
             metrics["max_abs_error"] = error
             wrong = 0 if error == 0 else None
+            bound = DELTA_MAX.get(row["type"], math.nan) * (world - 1)
+            if error is not None and error > bound:   # nan bound (an unknown type, one rank): never
+                wrong, check_notes = 1, [OLD_CHECK_NOTE.format(error=error, bound=bound)]
         for key in ("i_min", "i_max", "i_p99", "i_cv%"):
             if key in values and values[key] != "N/A":
                 metrics[f"nccl_tests_{key.replace('%', '_pct')}"] = float(values[key])
-        algbw, notes = float(values["algbw"]), []
+        algbw, notes = float(values["algbw"]), list(check_notes)
         if (rescaled := old_algbw(state.collective, values["algbw"], values["busbw"], group or world)) is not None:
             algbw, notes = rescaled, [OLD_ALGBW_NOTE]
             metrics["nccl_tests_printed_algbw_gbps"] = float(values["algbw"])
@@ -419,6 +461,9 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         raise ValueError(why)
     for record in made:   # result.records may be a sink with append only
         result.records.append(record)
+        state.footer_runs.setdefault(record.run_id, False)
+        if record.num_wrong:
+            state.footer_runs[record.run_id] = True
         rows = state.run_rows.setdefault(record.run_id, {})
         key = (record.dtype, record.op, (record.params or {}).get("root"), record.size_bytes)
         rows[key] = rows.get(key, 0) + 1
@@ -457,8 +502,11 @@ def _comment(state: _TextRun, line: str) -> str | None:
         sizes = _SIZES_RE.search(body)
         state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), int(sizes.group(3)),
                                    sizes.group(4)) if sizes else None
-        agg, graph = _AGG_RE.search(body), _GRAPH_RE.search(body)
-        state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False)
+        agg, graph, unalign = _AGG_RE.search(body), _GRAPH_RE.search(body), _UNALIGN_RE.search(body)
+        state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
+                                 int(unalign.group(1)) if unalign else 0)
+    elif body.startswith("Blocking Enabled"):   # -z, printed after the banner it qualifies
+        state.loop = {**state.loop, "blocking": True}
     elif body.startswith("Using devices"):
         state.hosts, state.devices = [], []
     elif (match := _RANK_RE.match(line.strip())):
@@ -486,12 +534,19 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
     state = _TextRun(source, collective or _guess_from_name(source), version)
     lines = text.splitlines() if isinstance(text, str) else (line.rstrip("\r\n") for line in text)
     for number, raw in enumerate(lines, start=1):
+        raw = _LAUNCHER_PREFIX_RE.sub("", raw, count=1)
         line = raw.strip()
         if not line:
             continue
         if line.startswith("#"):
             if line.lstrip("# ").startswith(FOOTER_LINES):
                 state.rows_from = None
+                failed = _OUT_OF_BOUNDS_RE.search(line)
+                if failed and int(failed.group(1)) > 0 and not any(state.footer_runs.values()):
+                    result.failed_checks.update({run: FOOTER_CHECK_NOTE.format(count=failed.group(1))
+                                                 for run in state.footer_runs})
+                if failed or "Out of bounds" not in line:
+                    state.footer_runs = {}
             if (refused := _comment(state, line)):
                 result.problems.append((source, number, raw, refused))
             continue
@@ -529,6 +584,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             result.planned[run_id] = planned
     if isinstance(result.records, list):   # a sink has written the headers: the import command sets them after
         result.records[:] = with_planned(result.records, result.planned)
+        result.records[:] = [with_failed_check(r, result.failed_checks) for r in result.records]
     return result
 
 
@@ -571,6 +627,24 @@ def with_planned(records: list, planned: dict[str, tuple[int, str]]) -> list:
             if isinstance(r, RunHeader) and r.run_id in planned else r for r in records]
 
 
+def with_failed_check(record, failed_checks: dict[str, str]):
+    """`record` (a Measurement, or a results file's line as a dict) marked wrong where its run's footer says the data
+    check FAILED and no row told which point (FOOTER_CHECK_NOTE): a point with a nonzero max error gets num_wrong 1."""
+    import dataclasses
+
+    if isinstance(record, dict):
+        if record.get("record_type") != "measurement" or record.get("run_id") not in failed_checks:
+            return record
+        if not (record.get("metrics") or {}).get("max_abs_error") or record.get("num_wrong"):
+            return record
+        return {**record, "num_wrong": 1, "notes": [*(record.get("notes") or []), failed_checks[record["run_id"]]]}
+    if not isinstance(record, Measurement) or record.run_id not in failed_checks:
+        return record
+    if not record.metrics.get("max_abs_error") or record.num_wrong:
+        return record
+    return dataclasses.replace(record, num_wrong=1, notes=[*record.notes, failed_checks[record.run_id]])
+
+
 def _guess_from_name(source: str) -> str | None:
     match = _PERF_RE.search(Path(source).name)
     return collective_name(match.group(1)) if match else None
@@ -598,7 +672,12 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
     average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
     config = data.get("config", {})
     devices = config.get("devices", [])
-    world = max(1, len(devices)) * int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
+    # one entry per process (src/util.cu writeDeviceReport: jsonRankInfo of the first '#  Rank' line of each
+    # process's block), each process driving nthreads x ngpus ranks: its host and device stand for all of them, so a
+    # 2-process -g 8 run has 16 ranks on 2 hosts, a domain per host as the text path reads its rank lines
+    per_process = int(config.get("nthreads", 1)) * int(config.get("ngpus", 1))
+    world = max(1, len(devices)) * per_process
+    devices = [d for d in devices if isinstance(d, dict) for _ in range(per_process)]
     env = {k: v for k, _, v in (e.partition("=") for e in data.get("env", [])) if k.startswith("NCCL_")}
 
     def new_run() -> str:
@@ -612,6 +691,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
         return run_id
 
     run_id, seen = new_run(), set()
+    rows_made: dict[tuple, int] = {}   # the last run's records per (type, op, root, size): planned_for_stopped
     for index, row in enumerate(data["results"]):
         try:
             if not isinstance(row, dict):
@@ -620,7 +700,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
             # a row repeating one of the run's starts the next cycle's run, as for text logs
             key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
             if key in seen:
-                run_id, seen = new_run(), set()
+                run_id, seen, rows_made = new_run(), set(), {}
             seen.add(key)
             root = int(str(row.get("root", "-1")).strip())
             made = []
@@ -629,23 +709,41 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                 if not cell:
                     continue
                 time_us = cell.get("time")
-                if time_us in (None, "nan"):
+                if time_us is None:
                     continue
+                time_us = float(time_us)   # "nan" (util.cu jsonDouble writes a NaN so): a failed point, kept
                 wrong = cell.get("nwrong")
                 made.append(_measurement(
                     run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
                     iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
-                    time_us=float(time_us), algbw=float(cell["alg_bw"]), busbw=float(cell["bus_bw"]),
-                    num_wrong=None if wrong in (None, "nan") else int(wrong), metrics={}, average=average,
+                    time_us=time_us, algbw=float(cell.get("alg_bw", "nan")), busbw=float(cell.get("bus_bw", "nan")),
+                    num_wrong=None if wrong in (None, "nan") else int(float(wrong)), metrics={}, average=average,
                     loop=loop_params(int(config.get("aggregated_iterations", 1) or 1), int(config.get("graph", 0) or 0),
                                      str(config.get("blocking_collectives", "false")).lower() == "true")))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             for record in made:
                 result.records.append(record)
+                point = (record.dtype, record.op, record.params.get("root"), record.size_bytes)
+                rows_made[point] = rows_made.get(point, 0) + 1
         except (KeyError, TypeError, ValueError) as exc:
             result.problems.append((source, index + 1, json.dumps(row)[:200], f"results[{index}] unparsable: {exc}"))
+    if "out_of_bounds" not in data and rows_made:
+        # the footer's keys (writeResultFooter: out_of_bounds, average_bus_bandwidth; then end_time) are written
+        # after a run's last size; a run that failed mid-way leaves a file without them (main calls
+        # outputFileFinalize before TESTCHECK(result), and jsonOutputFinalize only closes the open lists):
+        # its last run stopped, planned as the text importer plans a footer-less run
+        result.stopped.append((source, 1, STOPPED_JSON_RUN))
+        step = "factor" if "step_factor" in config else "bytes"
+        try:
+            sizes = banner_sizes(int(config["minimum_bytes"]), int(config["maximum_bytes"]),
+                                 int(config.get("step_factor", config.get("step_bytes", 0))), step)
+        except (KeyError, TypeError, ValueError):
+            sizes = None
+        planned = planned_for_stopped(sizes, rows_made)
+        if planned is not None:
+            result.records[:] = with_planned(result.records, {run_id: planned})
     return result
 
 
@@ -678,6 +776,8 @@ def import_file(path: str, collective: str | None = None, result: ImportResult |
                 result.records.append(record)
             for problem in parsed.problems:
                 result.problems.append(problem)
+            for stopped in parsed.stopped:   # its headers already carry planned_points (parse_json)
+                result.stopped.append(stopped)
             return result
         with io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="") as lines:
             return parse_text(lines, path, collective, result, version)

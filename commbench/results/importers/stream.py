@@ -20,6 +20,7 @@ class RecordSink:
         self.best: dict[str, Measurement] = {}
         self.collectives: set[str] = set()
         self.num_points = 0
+        self.not_ok: dict[str, list] = {}   # "failed" / "wrong" -> [count, the first such record]
 
     def append(self, record: Record) -> None:
         if isinstance(record, RunHeader):
@@ -32,6 +33,10 @@ class RecordSink:
         self._writer.write(record)
         self.num_points += 1
         self.collectives.add(record.collective)
+        why = "failed" if record.status != "ok" else "wrong" if record.num_wrong else None
+        if why is not None:
+            entry = self.not_ok.setdefault(why, [0, record])
+            entry[0] += 1
         best = self.best.get(record.run_id)
         if record.algbw_gbps and (best is None or record.algbw_gbps > (best.algbw_gbps or 0)):
             self.best[record.run_id] = record
@@ -56,15 +61,20 @@ class FirstProblems:
         return self.count > 0
 
 
-def set_planned_points(path, planned: dict[str, tuple[int, str]]) -> None:
+def set_planned_points(path, planned: dict[str, tuple[int, str]], failed_checks: dict[str, str] | None = None) -> None:
     """Give the headers in results file `path` of the runs in `planned` (run id -> (planned_points, note)) their
     planned point count and the note saying whence: an nccl-tests run that stopped during its rows is known to have
-    stopped only after its header was written (nccl_tests.planned_for_stopped). The other lines stay as written;
+    stopped only after its header was written (nccl_tests.planned_for_stopped); and the measurements of the runs in
+    `failed_checks` (a footer's failed data check, known only after the rows: nccl_tests.with_failed_check) their
+    num_wrong. The other lines stay as written;
     the file is replaced whole (a temporary file renamed over it)."""
     import json
     import os
 
-    if not planned:
+    from commbench.results.importers.nccl_tests import with_failed_check
+
+    failed_checks = failed_checks or {}
+    if not planned and not failed_checks:
         return
     path = str(path)
     tmp = f"{path}.planned.tmp"
@@ -79,6 +89,8 @@ def set_planned_points(path, planned: dict[str, tuple[int, str]]) -> None:
                 data["planned_points"] = count
                 data["notes"] = [*(data.get("notes") or []), note]
                 line = json.dumps(data, separators=(",", ":")) + "\n"
+            elif isinstance(data, dict) and (marked := with_failed_check(data, failed_checks)) is not data:
+                line = json.dumps(marked, separators=(",", ":")) + "\n"   # the footer's failed data check
             out.write(line)
         out.flush()
         os.fsync(out.fileno())
