@@ -39,8 +39,8 @@ def fit(
     heldout_min: Annotated[str, typer.Option("--heldout-min", help="Report held-out error over sizes >= this.")] = "64K",
     as_json: Annotated[bool, typer.Option("--json", help="Print the fitted curves as JSON (schema: docs/json-output.md).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace -O/--out even when it is not a fabric profile.")] = False,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Fit only this data type's points (commbench's name: float32, bfloat16, ...); needed where a collective's points mix data types (nccl-tests -d all).")] = None,
-    op: Annotated[Optional[str], typer.Option("--op", help="Fit only this reduction op's points (sum, avg, ...; collectives that reduce nothing are kept); needed where a collective's points mix ops (nccl-tests -o all).")] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Fit only this data type's points (commbench's name: float32, bfloat16, ...); where a collective's points mix data types (nccl-tests -d all) and this is not given, the fit takes bfloat16, else float32, else the most points, and says so.")] = None,
+    op: Annotated[Optional[str], typer.Option("--op", help="Fit only this reduction op's points (sum, avg, ...; collectives that reduce nothing are kept); where a collective's points mix ops (nccl-tests -o all) and this is not given, the fit takes sum and says so.")] = None,
     leave_out_wrong: Annotated[bool, typer.Option("--leave-out-wrong", help="Fit although points failed their data check (#wrong > 0), leaving them out (counted in a note); without it such results are refused (exit 1, naming the points): a path that returns wrong data is no fabric to plan on. Failed points (no time) are always left out, counted in a note.")] = False,
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""

@@ -48,7 +48,7 @@ def tune(
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
-    fit_dtype: Annotated[Optional[str], typer.Option("--fit-dtype", help="fit only this data type's points (as fit --dtype): needed where the results mix data types within a collective")] = None,
+    fit_dtype: Annotated[Optional[str], typer.Option("--fit-dtype", help="fit only this data type's points (as fit --dtype); where the results mix data types within a collective and this is not given, the fit takes bfloat16, else float32, and says so")] = None,
     fit_op: Annotated[Optional[str], typer.Option("--fit-op", help="fit only this reduction op's points (as fit --op): needed where the results mix reduction ops within a collective")] = None,
     leave_out_wrong: Annotated[bool, typer.Option("--leave-out-wrong", help="with --results: fit and plan although points failed their data check (#wrong > 0), leaving them out (said); without it such results are refused (exit 1): a path that returns wrong data is no fabric to plan on")] = False,
 ) -> None:
@@ -309,24 +309,11 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
             # earlier sweep and deletes its plan
             check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
                               f"{sweep_file or 'the built-in sweep'}: nproc")
-        points = plan_sweep(spec, ranks, backend=backend)
-        _check_one_dtype_op(points, fit_dtype, fit_op)
+        plan_sweep(spec, ranks, backend=backend)
     else:
         from commbench.errors import read_user_file
         read_user_file(results, "results file")
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
-
-
-def _check_one_dtype_op(points, fit_dtype: str | None, fit_op: str | None) -> None:
-    """A sweep that measures a collective in several data types or ops would be refused by the fit after it ran
-    (profile.check_one_dtype_op): refused before it runs unless --fit-dtype / --fit-op leave one."""
-    from commbench.costmodel.profile import check_one_dtype_op
-    from types import SimpleNamespace
-
-    check_one_dtype_op([SimpleNamespace(status="ok", collective=p.entry.collective, dtype=p.config.dtype,
-                                        op=p.config.op) for p in points
-                        if fit_dtype in (None, p.config.dtype) and fit_op in (None, p.config.op)],
-                       what="the sweep would measure points that")
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:

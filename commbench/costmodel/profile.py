@@ -164,24 +164,40 @@ def only_dtype_op(points: list, dtype: str | None, op: str | None) -> list:
     return points
 
 
-def check_one_dtype_op(points: list, what: str = "the results") -> None:
-    """Refuse a collective whose ok points mix data types or reduction ops (nccl-tests -d all / -o all, a sweep over
-    dtypes): a curve keyed by collective and group would take the median of sum and avg (or float and half) per size,
-    a time of no real call (an -o all log fitted to avg's 210 GB/s instead of sum's 262). Named, with --dtype / --op."""
-    from commbench.errors import CommbenchError
+# Where a collective's points mix data types or ops and neither --dtype nor --op says which, the fit takes the one
+# the planner's traffic is: bf16 (Megatron's --grad-reduce-in-bf16 gradients, bf16 activations), else fp32; sum.
+PREFERRED_DTYPES = ("bfloat16", "float32")
+PREFERRED_OP = "sum"
 
-    mixes = {}
+
+def one_dtype_op_per_collective(points: list) -> tuple[list, list[str]]:
+    """(points, notes): a collective whose ok points mix data types or reduction ops (nccl-tests -d all / -o all, a
+    sweep over dtypes: the shipped ci-small, h100-node, nvl72-rack) keeps one (dtype, op): PREFERRED_DTYPES, then
+    PREFERRED_OP, else the one with the most points; the others are left out and named in a note. One curve of
+    them all would take the median of sum and avg (or float and half) per size, the time of no real call (an -o all
+    log fitted to avg's 210 GB/s where sum ran 262; found from outside)."""
+    kinds: dict = {}
     for m in points:
         if m.status == "ok":
-            kinds = mixes.setdefault(m.collective, {})
-            kinds[(m.dtype, m.op)] = kinds.get((m.dtype, m.op), 0) + 1
-    mixed = {c: kinds for c, kinds in mixes.items() if len(kinds) > 1}
-    if mixed:
-        named = "; ".join(f"{c}: " + ", ".join(f"{d}{' ' + o if o else ''} ({n} points)" for (d, o), n in sorted(
-            kinds.items(), key=lambda item: (item[0][0], item[0][1] or ""))) for c, kinds in sorted(mixed.items()))
-        raise CommbenchError(f"{what} mix data types or reduction ops within a collective ({named}): one curve "
-                             "would merge them into the time of no real call; `fit --dtype D --op OP` fits one (tune: --fit-dtype / "
-                             "--fit-op)")
+            kinds.setdefault(m.collective, {}).setdefault((m.dtype, m.op), 0)
+            kinds[m.collective][(m.dtype, m.op)] += 1
+    keep, notes = {}, []
+    for collective, held in sorted(kinds.items()):
+        if len(held) < 2:
+            continue
+
+        def rank(item):
+            (dtype, op), count = item
+            preferred = PREFERRED_DTYPES.index(dtype) if dtype in PREFERRED_DTYPES else len(PREFERRED_DTYPES)
+            return preferred, op not in (PREFERRED_OP, None), -count
+
+        chosen = min(held.items(), key=rank)[0]
+        keep[collective] = chosen
+        left = ", ".join(f"{d}{' ' + o if o else ''} ({n} points)" for (d, o), n in sorted(
+            held.items(), key=lambda item: (item[0][0], item[0][1] or "")) if (d, o) != chosen)
+        notes.append(f"{collective}: fitted on {chosen[0]}{' ' + chosen[1] if chosen[1] else ''} "
+                     f"({held[chosen]} points); left out {left}: a curve is one call's time (--dtype / --op choose)")
+    return [m for m in points if m.collective not in keep or (m.dtype, m.op) == keep[m.collective]], notes
 
 
 def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
@@ -226,8 +242,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         points = [m for m in points if m.backend == backend]
     elif len(backends) > 1:
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
-    points = only_dtype_op(points, dtype, op)
-    check_one_dtype_op(points)
+    points, mix_notes = one_dtype_op_per_collective(only_dtype_op(points, dtype, op))
     check_no_wrong_data(points, paths, leave_out_wrong)
     runs = {h.run_id: h for h in header_records(records)}
     sources = check_one_fabric(points, runs)
@@ -236,7 +251,8 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     if base is not None:
         check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
-    notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + notes + [loop_note] * bool(loop_note)
+    notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + mix_notes + notes \
+        + [loop_note] * bool(loop_note)
     notes += sweeps_cut_short(records)
     if not fits:
         raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
