@@ -34,7 +34,7 @@ shifts; normal for within-run noise):
   points): the mean log ratio beyond the threshold and q * sqrt(sigma_run^2 + mean sigma_k^2 / K) * ...
 A failed, wrong (#wrong > 0), time-less or missing point in any run of NEW fails the gate
 (`allow_missing` permits missing points, named); a point is missing where NEW holds it in fewer runs than
-BASE does (runs of different sizes, as in BASE, are no loss: a file against itself passes; a resumed
+BASE does (runs of different sizes, as in BASE, are no loss: a file against itself, --allow-same-run, passes; a resumed
 sweep's runs are one run: results/resumed.py, joined where the CLI reads a file). A point a run
 of NEW measured without the data check (num_wrong None: bench/sweep -c 0, nccl-tests' "N/A") where BASE
 checked it fails the gate too (unchecked data never counts as wrong: it is unverified, not right);
