@@ -180,6 +180,22 @@ def test_dp_overlap_window_hand_computed(monkeypatch):
     assert bd.dp_dense_rs_exposed_s[1] == pytest.approx(rs_s)  # no overlap: all exposed
 
 
+def test_dp_last_bucket_follows_dp_cp(monkeypatch):
+    """Megatron-LM's bucket is max(40M, 1M x DP*CP) parameters (training.py core_v0.16.1): at DP128 the exposed last
+    bucket is 128M of the local gradient, not 40M."""
+    rs_s = 0.05
+    _stand_in(monkeypatch, rs_seconds=rs_s)
+    m = load_model("llama3-8b")
+    lay = Layout(tp=1, pp=1, dp=128, mbs=1, gbs=128, precision="bf16", recompute="none")
+    local = param_counts(m).non_expert
+    hidden = dataclasses.replace(BARE, overlap_efficiency=1.0)
+    bd = evaluate_layouts(m, _fabric(num_gpus=128), LayoutArrays.from_layouts([lay]), calibration=hidden)
+    window = bd.compute_s[0] * 2 / 3
+    expected = max(rs_s - min(rs_s, window), 0.0) + rs_s * 128e6 / local
+    assert bd.dp_dense_rs_exposed_s[0] == pytest.approx(min(expected, rs_s), rel=1e-9)
+    assert bd.dp_dense_rs_exposed_s[0] > rs_s * 40e6 / local * 2    # not the fixed 40M bucket
+
+
 def test_memory_terms_hand_computed(monkeypatch):
     _stand_in(monkeypatch)
     m = load_model("llama3-8b")

@@ -289,3 +289,17 @@ def test_cupy_nccl_is_nccl_for_the_fabric_a_plan_predicts_with():
     fitted = {"all_reduce": {"cupy-nccl"}}
     assert _describes(fitted, tp, "nccl") and _describes(fitted, tp, "cupy-nccl") and not _describes(fitted, tp, "gloo")
     assert _describes({"all_reduce": {"gloo"}}, tp, "gloo") and not _describes({"all_reduce": {"gloo"}}, tp, "cupy-nccl")
+
+
+def test_dp_bucket_grows_with_dp_cp(tmp_path):
+    """Megatron-LM's gradient bucket is max(40M, 1M x DP*CP) parameters (training.py core_v0.16.1), the expert
+    buffers' too: llama3-8b TP1 CP2 DP64 on 128 GB300s buckets 128M parameters (256 MB), not 40M."""
+    path = _plan(tmp_path, "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "128", "--gbs", "128",
+                 "--layout", "tp=1,pp=1,vp=1,ep=1,cp=2,mbs=1")
+    (dp,) = [i for i in plan_items(load_plan(path), 4, 1 << 40)[0] if i.kind == "dp_cp"]
+    assert dp.plan_group_size == 128
+    assert dp.plan_size_bytes == 128_000_000 * 2
+    path = _plan(tmp_path / "small", "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "16", "--gbs", "64",
+                 "--layout", "tp=2,pp=1,vp=1,ep=1,cp=1,mbs=1")
+    (dp,) = [i for i in plan_items(load_plan(path), 4, 1 << 40)[0] if i.kind == "dp_cp"]
+    assert dp.plan_size_bytes == 40_000_000 * 2     # DP8: the 40M floor

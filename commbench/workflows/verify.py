@@ -8,8 +8,8 @@ The plan's collectives, sized and priced as the step model does (planner/step/ev
   (tokens over capacity dropped, no padding); priced by moe_comm.ep_phases_s over the all-to-all efficiency;
 - TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or with sequence parallel its
   reduce-scatter (bf16) and all-gather (8-bit + scales in an 8-bit recipe, tp_comm.GATHER_BYTES);
-- DP: one gradient bucket (Megatron's bucket, the calibration's dp_bucket_params x 2 B, or the local params if
-  fewer): reduce-scatter with the distributed optimizer, else all-reduce; dense params on the DP x CP groups,
+- DP: one gradient bucket (Megatron-LM's bucket, max(40M, 1M x DP*CP size) parameters (dp_sync.megatron_bucket_params;
+  the 40M floor is the calibration's dp_bucket_params) x 2 B, or the local params if fewer): reduce-scatter with the distributed optimizer, else all-reduce; dense params on the DP x CP groups,
   expert params on the expert-DP groups; priced as dp_sync prices the step's (flat or two-stage across racks).
 Two predictions per collective, both from the plan's fabric and calibration: `predicted` at what was measured
 here (size, group size, scale-up domains the measured group spans), to set beside the measurement, and
@@ -33,7 +33,7 @@ from commbench.planner.layout.spec import Layout, code_of
 from commbench.planner.models.counts import param_counts, step_vocab
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.step import moe_comm, tp_comm
-from commbench.planner.step.dp_sync import GRAD_BYTES, grad_sync_s
+from commbench.planner.step.dp_sync import GRAD_BYTES, grad_sync_s, megatron_bucket_params
 from commbench.planner.step.terms import CALIBRATED, Calibration
 
 ACT_BYTES = 2
@@ -265,7 +265,8 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
             ("edp", f"DP expert grad bucket {what}", pc.expert / (lay.etp * lay.ep * lay.pp), lay.edp)):
         if group <= 1 or local <= 0:
             continue
-        plan_bytes = int(min(ctx.calibration.dp_bucket_params, local) * GRAD_BYTES)
+        bucket = float(megatron_bucket_params(ctx.calibration, lay.dp * lay.cp))   # expert buffers: the same size
+        plan_bytes = int(min(bucket, local) * GRAD_BYTES)
         dp_domains = plan_domains(stage_ranks, group)
         items.append(CommItem(label=label, kind=kind, collective="reduce_scatter" if lay.distributed_optimizer
                               else "all_reduce", size_bytes=scaled(plan_bytes, label), plan_size_bytes=plan_bytes,

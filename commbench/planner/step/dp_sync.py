@@ -6,8 +6,8 @@ compute window leaves exposed.
   (commbench.costmodel.hierarchical_reduce_scatter_time_s: inside each rack, then across racks on
   the 1/m shard; Jia et al., arXiv 1807.11205); the all-gather mirrors the reduce-scatter.
 - Exposed: the part the overlap window does not hide (`overlap_efficiency` of the window hides
-  traffic) plus the last bucket (Megatron DDP buckets of `dp_bucket_params` parameters), which
-  can only start once the last gradients exist.
+  traffic) plus the last bucket (Megatron DDP buckets of `bucket_params` parameters, megatron_bucket_params),
+  which can only start once the last gradients exist.
 Distinct (size, group, domains, distributed optimizer) combinations are few among many layouts:
 each is priced once.
 """
@@ -28,6 +28,17 @@ def grad_bytes(framework: str = "megatron") -> float:
     (config/configs.py; parallelize.py MixedPrecisionPolicy(reduce_dtype=...)), into its fp32 sharded parameters."""
     return 4.0 if framework == "torchtitan" else float(GRAD_BYTES)
 PARAM_BYTES = 2    # bf16 parameter all-gather
+BUCKET_PARAMS_PER_DP_RANK = 1e6   # Megatron-LM's bucket grows by 1M parameters per DP x CP rank
+
+
+def megatron_bucket_params(cal, dp_cp) -> np.ndarray:
+    """Parameters per DDP gradient bucket Megatron-LM builds with --overlap-grad-reduce and no --ddp-bucket-size:
+    max(40M, 1M x DP*CP size) (megatron/training/training.py core_v0.16.1, get_model: `max(40000000, 1000000 *
+    mpu.get_data_parallel_world_size(with_context_parallel=True))`; DistributedDataParallelConfig.bucket_size's
+    docstring). The dense and the expert buffers share that bucket size (distributed_data_parallel.py passes
+    self.bucket_size to both), so the expert-DP buckets follow DP*CP too, not the expert-DP size.
+    `cal.dp_bucket_params` is the 40M floor."""
+    return np.maximum(cal.dp_bucket_params, BUCKET_PARAMS_PER_DP_RANK * np.asarray(dp_cp, dtype=float))
 
 
 def param_gather_bytes(precision, distributed_optimizer, fp8_codes, framework: str = "megatron") -> np.ndarray:
@@ -76,10 +87,11 @@ def grad_sync_s(system, coll, hier_rs, *, params, group, domains, dist) -> np.nd
 
 
 def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_overlap, rs_window, ag_window,
-              param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES):
+              bucket_params, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES):
     """(RS total, RS exposed, AG total, AG exposed) seconds per layout. `coll` and `hier_rs` are the
     cost model's collective_time_s and hierarchical_reduce_scatter_time_s (or test stand-ins);
-    `param_bytes` per parameter gathered (param_gather_bytes)."""
+    `param_bytes` per parameter gathered (param_gather_bytes); `bucket_params` per DDP bucket
+    (megatron_bucket_params)."""
     active = group > 1
     g = np.maximum(group, 1)
     loc, g_, dom_, dist_, pb_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist,
@@ -89,7 +101,7 @@ def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_ove
     u_rs, u_ag = _totals(system, coll, hier_rs, loc.ravel()[first], g_.ravel()[first].astype(float),
                          dom_.ravel()[first].astype(float), dist_.ravel()[first], pb_.ravel()[first], grad_size)
     rs, ag = np.where(active, groups.expand(u_rs), 0.0), np.where(active, groups.expand(u_ag), 0.0)
-    last_bucket = np.minimum(1.0, cal.dp_bucket_params / np.maximum(local, 1.0))
+    last_bucket = np.minimum(1.0, bucket_params / np.maximum(local, 1.0))
     rs_exp = np.where(dp_overlap, hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
     ag_exp = np.where(dp_overlap, hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)
     return rs, np.minimum(rs_exp, rs), ag, np.minimum(ag_exp, ag)

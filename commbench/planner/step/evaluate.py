@@ -42,7 +42,8 @@ import numpy as np
 
 from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
-from commbench.planner.step.dp_sync import dp_sync_s, grad_bytes, hidden as _hidden, param_gather_bytes
+from commbench.planner.step.dp_sync import dp_sync_s, grad_bytes, hidden as _hidden, megatron_bucket_params, \
+    param_gather_bytes
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
@@ -329,10 +330,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     ag_window = compute_mb / 3.0 * (1.0 + extra)
 
     param_bytes = param_gather_bytes(a.precision, dist, FP8_CODES, framework)
+    bucket_params = megatron_bucket_params(cal, dense_group)   # dense and expert buffers alike
 
     def dp_terms(local, group, domains):
         return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
-                         param_bytes=param_bytes, grad_size=grad_bytes(framework),
+                         param_bytes=param_bytes, grad_size=grad_bytes(framework), bucket_params=bucket_params,
                          group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
                          rs_window=rs_window, ag_window=ag_window)
 

@@ -125,7 +125,7 @@ class Calibration:
     reserve_fixed_bytes: float = 4e9       # CUDA context, NCCL buffers, cuBLAS/TE workspaces
     reserve_fraction: float = 0.05         # allocator fragmentation, as a fraction of HBM
     host_reserve_fraction: float = 0.2     # host memory the OS, data loaders and pinned buffers keep, assumed
-    dp_bucket_params: float = 40e6         # Megatron's default DDP bucket size (parameters)
+    dp_bucket_params: float = 40e6         # floor of Megatron's DDP bucket (parameters): dp_sync.megatron_bucket_params
     graph_layer_bytes: float = 1e9         # per-layer CUDA graph pools (static buffers), assumed
     graph_full_fraction: float = 0.1       # full-iteration graph pool, as a fraction of activations, assumed
 
