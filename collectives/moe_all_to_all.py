@@ -17,6 +17,11 @@ every (rank, expert) buffer holds exactly `capacity` rows, so every split is fix
 drop-and-pad dispatcher, no count exchange runs (the stage is absent). Bytes, the busbw and the data check
 all follow the rows actually moved, padding included.
 
+Expert tensor parallel (`expert_tp` = ETP > 1; megatron-core 0.16.1 MoEFlexTokenDispatcher): the n ranks are ETP x
+EP, the ETP ranks of an EP rank consecutive; the router picks top-k of the experts over the EP ranks, and the
+exchange sends each token to every ETP rank of each EP rank it picked (the routing replicated over ETP, DeepEP's
+router_topk = ETP x top-k over ETP x experts), deduplicated per rank as the flex dispatcher does.
+
 Wire formats: bf16 rows are bfloat16 tensors; fp8 rows are uint8 tensors of hidden + 4*ceil(hidden/128)
 bytes (fp8 payload + fp32 scales, as DeepEP; all_to_all moves bytes, so uint8 is byte-for-byte the same).
 
@@ -85,6 +90,19 @@ def capacity_metrics(routed: np.ndarray, kept: np.ndarray, pad, capacity: int | 
             "imbalance_expert_routed": imbalance(expert_load(routed, num_experts))}
 
 
+def replicate_over_etp(expert_ids: np.ndarray, experts_per_rank: int, etp: int) -> np.ndarray:
+    """Expert ids over EP ranks (n, tokens, k) -> the ids on the ETP x EP ranks (n, tokens, k x etp): expert e of
+    EP rank r = e // epr becomes local expert e % epr of each of ETP ranks r*etp .. r*etp+etp-1 (megatron-core
+    0.16.1 MoEFlexTokenDispatcher._initialize_metadata: routing_map reshaped (tokens, ep, 1, epr) and expanded over
+    ETP); dropped slots (-1) stay dropped in every copy."""
+    if etp == 1:
+        return expert_ids
+    ep_rank, local = np.divmod(expert_ids, experts_per_rank)
+    copies = (ep_rank[..., None] * etp + np.arange(etp)) * experts_per_rank + local[..., None]
+    copies = np.where(expert_ids[..., None] >= 0, copies, -1)
+    return copies.reshape(*expert_ids.shape[:-1], -1)
+
+
 def _gbps(num_bytes: float, time_us: float) -> float:
     return num_bytes / time_us / 1e3 if time_us > 0 else 0.0
 
@@ -121,16 +139,18 @@ class MoeAllToAll(Collective):
             p.check_ep_size(n)  # plan_specs checked the world; a sub-group may be smaller
         except CommbenchError as exc:
             raise ValueError(str(exc)) from None  # the bench runner records a failed point
-        experts_per_rank = p.num_experts // n
+        experts_per_rank = p.num_experts // (n // p.expert_tp)
         routed = route(parse_routing(p.routing), num_ranks=n, tokens_per_rank=p.tokens_per_rank,
                        num_experts=p.num_experts, top_k=p.top_k, seed=p.seed)
-        capacity, ids, pad = p.capacity(), routed, None
+        capacity, kept, pad = p.capacity(), routed, None
         if capacity is not None:
-            ids = drop_over_capacity(routed, p.num_experts, capacity)  # dropped slots: -1
-            pad = padding_rows(ids, p.num_experts, capacity) if p.pad_to_capacity else None
-        traffic = moe_traffic(ids, num_experts=p.num_experts, hidden=p.hidden, mode=p.dispatch_mode,
+            kept = drop_over_capacity(routed, p.num_experts, capacity)  # dropped slots: -1
+            pad = padding_rows(kept, p.num_experts, capacity) if p.pad_to_capacity else None
+        ids = replicate_over_etp(kept, experts_per_rank, p.expert_tp)   # the ids on the wire (n x epr of them)
+        wire_experts = p.num_experts * p.expert_tp
+        traffic = moe_traffic(ids, num_experts=wire_experts, hidden=p.hidden, mode=p.dispatch_mode,
                               dispatch_dtype=p.dispatch_dtype, combine_dtype=p.combine_dtype, pad=pad)
-        table = dispatch_rows(ids, p.num_experts, p.dispatch_mode, pad)
+        table = dispatch_rows(ids, wire_experts, p.dispatch_mode, pad)
         sent, received = table.where(table.src == rank), table.where(table.dst == rank)
         rows = traffic.rows
         assert len(sent) == rows[rank].sum() and len(received) == rows[:, rank].sum()
@@ -144,7 +164,7 @@ class MoeAllToAll(Collective):
         c_in_splits = [int(v) * c_width for v in rows[:, rank]]
         c_out_splits = [int(v) * c_width for v in rows[rank]]
 
-        per_expert = tokens_per_expert(ids, p.num_experts, pad)
+        per_expert = tokens_per_expert(ids, wire_experts, pad)
         # counts[s, d] = [rows s sends d, then s's tokens for each of d's experts]
         counts = np.concatenate([rows[:, :, None], per_expert.reshape(n, n, experts_per_rank)], axis=2)
         count_in, count_out = backend.upload(counts[rank].ravel(), _INT64), backend.empty(counts[:, rank].size, _INT64)
@@ -160,7 +180,7 @@ class MoeAllToAll(Collective):
             got_dispatch = backend.download(d_out)
             wrong = 0 if p.pad_to_capacity else int(np.count_nonzero(backend.download(count_out) != counts[:, rank].ravel()))
             wrong += int(np.count_nonzero(got_dispatch != payload(received, d_width, d_dtype, salt)))
-            wrong += foreign_rows(got_dispatch, d_width, ids, rank, p.num_experts, p.dispatch_mode, pad)
+            wrong += foreign_rows(got_dispatch, d_width, ids, rank, wire_experts, p.dispatch_mode, pad)
             wrong += int(np.count_nonzero(backend.download(c_out) != payload(sent, c_width, c_dtype, salt)))
             return wrong
 
@@ -188,8 +208,8 @@ class MoeAllToAll(Collective):
                     ("dispatch", lambda: comm.all_to_all(d_out, d_in, d_out_splits, d_in_splits)),
                     ("combine", lambda: comm.all_to_all(c_out, c_in, c_out_splits, c_in_splits))],
             fill=fill, check=check, algbw_bytes=size_bytes + combine_bytes,
-            params={"ep_size": n, "experts_per_rank": experts_per_rank},
+            params={"ep_size": n, "experts_per_rank": experts_per_rank},   # ranks of the exchange (ETP x EP)
             metrics={**traffic.metrics(), "round_trip_bytes_max": size_bytes + combine_bytes,
-                     **capacity_metrics(routed, ids, pad, capacity, p.num_experts)},
+                     **capacity_metrics(routed, kept, pad, capacity, p.num_experts)},
             stage_metrics=stage_metrics,
         )

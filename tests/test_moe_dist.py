@@ -102,3 +102,28 @@ def test_plan_specs_sweep_tokens_and_label_points():
     assert [spec.params["tokens_per_rank"] for spec, _ in specs] == [128, 1024]
     assert isinstance(specs[0][0], PointSpec) and specs[0][0].dtype == get_dtype("bfloat16")
     assert specs[0][0].size_bytes == 128 * 2 * 64 * 2
+
+
+def _run_etp(backend, params):
+    moe = REGISTRY["moe_all_to_all"]
+    spec, _ = _specs(params, backend.world_size, [37])[0]
+    prepared = moe.prepare(backend.world, backend, spec)
+    return {"wrong": check_point(backend, prepared), "received": prepared.metrics["tokens_received_per_rank"],
+            "sent_max": prepared.metrics["tokens_sent_max"]}
+
+
+def test_expert_tp_sends_every_token_to_each_etp_rank_of_its_ep_ranks():
+    """Megatron-Core's flex dispatcher with ETP 2 on 4 ranks (EP 2): one exchange over all 4, each token reaching
+    both ETP ranks of each EP rank it routes to (routing replicated over ETP), data checked."""
+    import collectives.moe_all_to_all as mod
+    params = {"hidden": 24, "num_experts": 8, "top_k": 3, "seed": 5, "routing": "uniform", "dispatch_mode": "per-rank",
+              "expert_tp": 2}
+    results = run_ranks(_run_etp, 4, timeout_s=120, args=(params,))
+    assert [r["wrong"] for r in results] == [0, 0, 0, 0]
+    received = results[0]["received"]
+    assert received[0] == received[1] and received[2] == received[3]      # ETP siblings get the same tokens
+    from commbench.moe.routing import parse_routing, route
+    routed = route(parse_routing("uniform"), num_ranks=4, tokens_per_rank=37, num_experts=8, top_k=3, seed=5)
+    ep_ranks = [[len(set((routed[r, t] // 4).tolist())) for t in range(37)] for r in range(4)]
+    assert results[0]["sent_max"] == max(2 * sum(row) for row in ep_ranks)  # ETP x distinct EP ranks per token
+    assert mod.replicate_over_etp(np.array([[[5, -1]]]), 2, 2).tolist() == [[[9, 11, -1, -1]]]

@@ -121,3 +121,37 @@ def test_uneven_routing_slows_the_ep_all_to_all_on_either_dispatcher(dispatcher)
     balanced = evaluate_layouts(model, fabric, arrays)
     skewed = evaluate_layouts(model, fabric, arrays, moe_imbalance=1.5)
     assert skewed.ep_total_s[0] > 1.3 * balanced.ep_total_s[0]
+
+
+def test_flex_with_etp_is_one_all_to_all_over_etp_x_ep():
+    """megatron-core 0.16.1 MoEFlexTokenDispatcher: one all-to-all over the ETP x EP group, each token sent to every
+    ETP rank of each destination EP rank (routing map replicated over ETP), and no ETP all-gather / reduce-scatter;
+    the alltoall dispatcher keeps its EP all-to-all and the ETP gather/scatter."""
+    from commbench.planner.step import moe_comm
+    m = load_model("qwen3-30b-a3b")
+    calls = []
+
+    def cost(system, name, size, group, domains, imbalance=1.0, **_):
+        calls.append((name, np.asarray(group, float).copy()))
+        return np.asarray(size, dtype=np.float64) * SECONDS_PER_BYTE
+
+    def a2a(system, size, group, domains, imbalance, phase, **_):
+        return cost(system, "moe", size, group, domains)
+
+    lays = [Layout(tp=2, pp=1, ep=4, etp=2, cp=1, dp=4, mbs=1, gbs=64, precision="bf16", dispatcher=d)
+            for d in ("flex", "alltoall")]
+    arr = LayoutArrays.from_layouts(lays)
+    tokens = np.array([4096.0, 4096.0])
+    ep_s, etp_s = moe_comm.ep_etp_totals_s(
+        m, None, arr, tokens_mb=tokens, tp=np.array([2, 2]), cp=np.array([1, 1]), ep=np.array([4, 4]),
+        etp=np.array([2, 2]), moe_stage=np.array([1.0, 1.0]), rack_gpus=8, max_domains=1, moe_imbalance=1.0,
+        cal=Calibration(all_to_all_efficiency=1.0), collective_time_s=cost, moe_all_to_all_time_s=a2a)
+    tokens_rank = 4096 / 2
+    distinct = 4 * (1 - (1 - 1 / 4) ** m.top_k)             # distinct destination EP ranks per token
+    flex_bytes = tokens_rank * 2 * distinct * m.hidden * 2   # x ETP copies, bf16
+    assert ep_s[0] == pytest.approx(4 * flex_bytes * SECONDS_PER_BYTE, rel=1e-9)
+    assert etp_s[0] == 0.0                                   # flex: no ETP gather / scatter
+    a2a_groups = {tuple(g) for name, g in calls if name in ("moe", "all_to_all")}
+    assert (8.0, 4.0) in a2a_groups                          # flex on ETP x EP = 8 ranks, alltoall on EP = 4
+    assert ep_s[1] == pytest.approx(4 * tokens_rank * m.top_k * m.hidden * 2 * SECONDS_PER_BYTE, rel=1e-9)
+    assert etp_s[1] > 0.0                                    # alltoall: the ETP all-gather + reduce-scatter

@@ -303,3 +303,46 @@ def test_dp_bucket_grows_with_dp_cp(tmp_path):
                  "--layout", "tp=2,pp=1,vp=1,ep=1,cp=1,mbs=1")
     (dp,) = [i for i in plan_items(load_plan(path), 4, 1 << 40)[0] if i.kind == "dp_cp"]
     assert dp.plan_size_bytes == 40_000_000 * 2     # DP8: the 40M floor
+
+
+@pytest.mark.parametrize("dispatcher", ["flex", "alltoall"])
+def test_etp_collectives_are_what_megatron_runs_and_the_step_model_charges(tmp_path, dispatcher):
+    """megatron-core 0.16.1 token_dispatcher.py with ETP 2: flex runs ONE all-to-all over the ETP x EP group (8
+    ranks), each token copied to both ETP ranks of its EP ranks, and no ETP gather/scatter; alltoall runs the EP
+    all-to-all (4 ranks) and an ETP all-gather + reduce-scatter. verify-plan measures those, at the step model's
+    price: the plan's EP term per MoE layer and micro-batch (forward pair + equal backward, bf16) and its ETP term
+    (AG + RS forward, the mirror backward)."""
+    path = _plan(tmp_path, "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--gbs", "64",
+                 "--layout", f"tp=2,pp=1,vp=1,ep=4,etp=2,cp=1,mbs=1,dispatcher={dispatcher},precision=bf16")
+    doc = load_plan(path)
+    fabric = load_preset("b200-hgx", num_gpus=8)
+    ctx = plan_context(doc)
+    items = plan_items(doc, 8, 1 << 40)[0]
+    (ep,) = [i for i in items if i.kind == "ep"]
+    etp_items = [i for i in items if i.kind == "etp"]
+    n_mb, layers = 64 // 4, 48
+    plan_s = predicted_s(fabric, ep, ctx, size_bytes=ep.plan_size_bytes, tokens=ep.plan_tokens_per_rank,
+                         group=ep.plan_group_size, domains=ep.plan_domains)
+    assert plan_s == pytest.approx(doc["predicted"]["ep_total_s"] / (n_mb * layers * 2), rel=1e-9)
+    tokens_rank = 4096 / 2
+    if dispatcher == "flex":
+        assert ep.plan_group_size == 8 and ep.groups == (tuple(range(8)),) and ep.params["expert_tp"] == 2
+        distinct = 4 * (1 - (1 - 1 / 4) ** 8)
+        assert ep.plan_size_bytes == round(tokens_rank * 2 * distinct * 2048 * 2)
+        assert etp_items == [] and doc["predicted"]["etp_total_s"] == 0.0
+    else:
+        assert ep.plan_group_size == 4 and "expert_tp" not in ep.params
+        assert [i.collective for i in etp_items] == ["all_gather", "reduce_scatter"]
+        assert all(i.plan_size_bytes == 2 * tokens_rank * 8 * 2048 * 2 and i.plan_group_size == 2 for i in etp_items)
+        pair = sum(predicted_s(fabric, i, ctx, size_bytes=i.plan_size_bytes, tokens=0, group=2, domains=1)
+                   for i in etp_items)
+        assert pair == pytest.approx(doc["predicted"]["etp_total_s"] / (n_mb * layers * 2), rel=1e-9)
+
+
+def test_flex_etp_on_fewer_ranks_keeps_whole_etp_groups(tmp_path):
+    """Scaled to 4 ranks, the flex ETP2 x EP4 exchange is measured on 4 ranks = ETP2 x EP2, not on ranks that split
+    an ETP pair."""
+    path = _plan(tmp_path, "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16",
+                 "--layout", "tp=2,pp=2,ep=4,etp=2,cp=1,mbs=1,vp=1,dispatcher=flex")
+    (ep,) = [i for i in plan_items(load_plan(path), 4, 1 << 20)[0] if i.kind == "ep"]
+    assert len(ep.groups[0]) == 4 and ep.plan_group_size == 8 and ep.params["expert_tp"] == 2

@@ -3,7 +3,11 @@
 Precedence: built-in defaults < `--preset` < explicit options. The keys are those recorded in
 Measurement.params (the cost model fits time against them). `capacity_factor` / `pad_to_capacity` are
 Megatron-Core's --moe-expert-capacity-factor / --moe-pad-expert-input-to-capacity (commbench.moe.capacity);
-None / False = dropless, as no preset changes.
+None / False = dropless, as no preset changes. `expert_tp` > 1: the exchange of Megatron-Core's flex dispatcher with
+expert tensor parallelism (ETP), which runs one all-to-all over the ETP x EP group and sends each token to every ETP
+rank of each EP rank it routes to (megatron-core 0.16.1 token_dispatcher.py MoEFlexTokenDispatcher
+_initialize_metadata): the ranks are ETP x EP, the ETP ranks of one EP rank consecutive (innermost), as
+Megatron-Core places them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from commbench.moe.routing import check_routing, load_trace, parse_routing
 DEFAULT_TOKENS_PER_RANK = (128, 512, 2048)
 DEFAULTS: dict[str, Any] = {"hidden": 4096, "num_experts": 64, "top_k": 8, "routing": "uniform",
                             "dispatch_mode": "per-expert", "dispatch_dtype": "bf16", "combine_dtype": "bf16",
-                            "seed": 0, "preset": None, "capacity_factor": None, "pad_to_capacity": False}
+                            "seed": 0, "preset": None, "capacity_factor": None, "pad_to_capacity": False,
+                            "expert_tp": 1}
 MAX_TOKENS_PER_RANK = 1 << 24  # the payload encodes token indices in three base-256 digits
 MIN_HIDDEN = 16  # the payload's 8 header channels plus filler channels
 MAX_EXPERTS = 1 << 24  # expert ids and per-rank slot masks travel as three base-256 digits
@@ -42,6 +47,7 @@ class MoeParams:
     preset: str | None = None
     capacity_factor: float | None = None  # None: dropless
     pad_to_capacity: bool = False
+    expert_tp: int = 1   # ETP copies of each (token, EP rank): the flex dispatcher with ETP > 1 (module docstring)
 
     def __post_init__(self) -> None:
         for field in ("tokens_per_rank", "hidden", "top_k", "num_experts", "seed"):
@@ -70,6 +76,24 @@ class MoeParams:
             raise invalid("--seed", self.seed, "allowed: >= 0")
         check_routing(parse_routing(self.routing), num_experts=self.num_experts, top_k=self.top_k)
         self._check_capacity()
+        self._check_expert_tp()
+
+    def _check_expert_tp(self) -> None:
+        """ETP copies are the flex dispatcher's (per-rank dispatch, no padding); every copy is a slot of the token's
+        per-rank mask, so top-k x ETP <= 24."""
+        etp = self.expert_tp
+        if isinstance(etp, bool) or not isinstance(etp, int) or etp < 1:
+            raise invalid("expert_tp", etp, "allowed: an integer >= 1")
+        if etp == 1:
+            return
+        if self.dispatch_mode != "per-rank":
+            raise invalid("expert_tp", etp, "allowed > 1 only with --dispatch-mode per-rank (Megatron-Core's flex "
+                                            "dispatcher; the alltoall one gathers over ETP after its EP all-to-all)")
+        if self.pad_to_capacity:
+            raise invalid("expert_tp", etp, "allowed > 1 only without --pad-to-capacity (the flex dispatcher)")
+        if self.top_k * etp > 24:
+            raise invalid("expert_tp", etp, f"allowed: top-k x expert_tp <= 24 ({self.top_k} x {etp} copies per "
+                                            "token is more than a row's slot mask holds)")
 
     def _check_capacity(self) -> None:
         """megatron-core 0.16.1 transformer_config.py: padding needs a capacity factor, and the flex dispatcher's
@@ -104,14 +128,21 @@ class MoeParams:
                                capacity_factor=self.capacity_factor)
 
     def check_ep_size(self, ep_size: int) -> None:
-        if self.num_experts % ep_size:
+        """`ep_size`: the ranks of the exchange (ETP x EP with expert_tp > 1)."""
+        if ep_size % self.expert_tp:
+            raise CommbenchError(f"expert_tp={self.expert_tp} is invalid on {ep_size} ranks: the ranks must be a "
+                                 f"multiple of the expert-tensor-parallel size ({self.expert_tp})")
+        ep = ep_size // self.expert_tp
+        if self.num_experts % ep:
             raise CommbenchError(f"--experts={self.num_experts} is invalid on {ep_size} ranks: the number of "
-                                 f"experts must be divisible by the expert-parallel size ({ep_size})")
+                                 f"experts must be divisible by the expert-parallel size ({ep})")
 
     def as_params(self) -> dict[str, Any]:
         """Measurement.params; a dropless point leaves out capacity_factor / pad_to_capacity, so its records
         match (compare, --resume) those measured before the capacity existed."""
         params = dataclasses.asdict(self)
+        if self.expert_tp == 1:
+            del params["expert_tp"]   # records measured before it existed match
         if self.capacity_factor is None:
             del params["capacity_factor"], params["pad_to_capacity"]  # pad_to_capacity needs a capacity factor
         return params

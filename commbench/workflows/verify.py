@@ -5,7 +5,11 @@ The plan's collectives, sized and priced as the step model does (planner/step/ev
   tokens per rank (mbs x seq / (tp x cp)), expert width (the latent size for latent MoE), top-k, experts and
   dispatcher (per-expert copies with alltoall, per-rank deduplicated with flex), the dispatch in 8-bit where the
   plan quantises it (flex in an 8/4-bit recipe), and the model's expert capacity factor where it has one
-  (tokens over capacity dropped, no padding); priced by moe_comm.ep_phases_s over the all-to-all efficiency;
+  (tokens over capacity dropped, no padding); priced by moe_comm.ep_phases_s over the all-to-all efficiency.
+  With ETP > 1 as megatron-core 0.16.1 runs it (token_dispatcher.py): flex is ONE all-to-all over the ETP x EP
+  group, each token sent to every ETP rank of its destination EP ranks (the workload's expert_tp), and no ETP
+  gather/scatter; alltoall is the all-to-all over EP, then per MoE layer an all-gather of the received tokens and a
+  reduce-scatter of the expert outputs over ETP (etp x tokens x top-k x expert width x 2 B, the step model's);
 - TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or with sequence parallel its
   reduce-scatter (bf16) and all-gather (8-bit + scales in an 8-bit recipe, tp_comm.GATHER_BYTES);
 - DP: one gradient bucket (Megatron-LM's bucket, max(40M, 1M x DP*CP size) parameters (dp_sync.megatron_bucket_params;
@@ -72,7 +76,7 @@ class CommItem:
     """One collective of the plan, as measured here."""
 
     label: str
-    kind: str                      # the placement's group kind: tp | ep | dp_cp | edp
+    kind: str                      # the group kind: tp | ep (ETP x EP with flex and ETP > 1) | etp | dp_cp | edp
     collective: str                # workload name in collectives.REGISTRY
     size_bytes: int                # measured size (nccl-tests' meaning; a dispatch's bytes per rank for EP)
     plan_size_bytes: int           # the plan's size
@@ -181,14 +185,15 @@ def plan_context(doc: dict) -> PlanContext:
 
 
 def _scaled_groups(size: int, nproc: int, divides: int = 0, *, ranks_per_rack: int | None = None,
-                   plan_domains: int = 1) -> tuple[tuple[int, ...], ...]:
+                   plan_domains: int = 1, multiple_of: int = 1) -> tuple[tuple[int, ...], ...]:
     """Groups of the largest divisor m of `nproc` up to `size` (that also divides `divides`). Where this run spans
     several racks (`ranks_per_rack` ranks each), each group spans as many of them as the plan's group spans of its
     own (`plan_domains`) where the run allows, and never more: m/d ranks from each of d racks, as Megatron's
     data-parallel groups stride over the racks of a stage; a smaller group inside fewer racks rather than a larger one
-    over a tier the plan's group does not use. Consecutive ranks on one host (`ranks_per_rack` None) or rack."""
-    sizes = sorted((m for m in range(1, nproc + 1) if nproc % m == 0 and m <= size and (not divides or divides % m == 0)),
-                   reverse=True)
+    over a tier the plan's group does not use. Consecutive ranks on one host (`ranks_per_rack` None) or rack.
+    `multiple_of`: m a multiple of it (the flex ETP x EP exchange keeps whole ETP groups); groups of 1 where none is."""
+    sizes = sorted((m for m in range(1, nproc + 1) if nproc % m == 0 and m <= size and (not divides or divides % m == 0)
+                    and m % multiple_of == 0), reverse=True) or [1]
     racks = nproc // ranks_per_rack if ranks_per_rack and nproc % ranks_per_rack == 0 else 1
     if racks <= 1:
         return tuple(tuple(range(s, s + sizes[0])) for s in range(0, nproc, sizes[0]))
@@ -253,10 +258,22 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
                                   size_bytes=scaled(plan_bytes, f"TP {name}"), plan_size_bytes=plan_bytes,
                                   groups=groups_of("tp", lay.tp, domains=tp_domains), plan_group_size=lay.tp,
                                   plan_domains=tp_domains))
-    if model.is_moe and lay.ep > 1:
+    flex_etp = ctx.flex and lay.etp > 1   # one all-to-all over ETP x EP (module docstring)
+    if model.is_moe and (lay.ep > 1 or flex_etp):
         ep_domains = plan_domains(lay.etp * lay.ep, lay.ep)
-        items.append(_ep_item(ctx, tokens_mb, max_bytes, groups_of("ep", lay.ep, model.num_routed_experts, ep_domains),
-                              ep_domains, flags))
+        if not flex_etp:
+            ep_groups = groups_of("ep", lay.ep, model.num_routed_experts, ep_domains)
+        elif placement is not None:   # the ETP x EP block: the ETP groups of one EP group's ranks
+            etp_of = {r: g for g in placement.groups["etp"] for r in g}
+            ep_groups = tuple(sorted({tuple(sorted({m for r in g for m in etp_of[r]}))
+                                      for g in placement.groups["ep"]}))
+        else:   # ETP copies stay whole: a multiple of ETP ranks whose EP part divides the experts
+            ep_groups = _scaled_groups(lay.etp * lay.ep, nproc, lay.etp * model.num_routed_experts,
+                                       ranks_per_rack=ranks_per_rack, plan_domains=ep_domains, multiple_of=lay.etp)
+        items.append(_ep_item(ctx, tokens_mb, max_bytes, ep_groups, ep_domains, flags))
+        if lay.etp > 1 and not ctx.flex:
+            items.extend(_etp_items(ctx, tokens_mb, groups_of("etp", lay.etp, domains=plan_domains(lay.etp, lay.etp)),
+                                    plan_domains(lay.etp, lay.etp), scaled))
     pc = param_counts(model, vocab=step_vocab(model, lay.tp, ctx.framework))  # the embedding/output rows it builds
     what = "reduce-scatter" if lay.distributed_optimizer else "all-reduce"
     stage_ranks = ctx.gpus // lay.pp   # the DP and expert-DP groups stride over one pipeline stage's ranks
@@ -290,13 +307,16 @@ def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom:
     tokens_rank = tokens_mb / (lay.tp * lay.cp)
     width = model.expert_width
     per_element = float(moe_comm.dispatch_bytes_per_element(ctx.quantised))
+    etp = lay.etp if ctx.flex else 1   # flex: the exchange spans ETP x EP and copies each token over ETP
 
-    def dispatch_bytes(tokens: float, ep: int, dom: int) -> int:
-        elements = moe_comm.dispatch_elements(model, tokens_rank=np.array([float(tokens)]), ep=np.array([ep]),
-                                              ep_dom=np.array([dom]), flex=np.array([ctx.flex]))[0]
+    def dispatch_bytes(tokens: float, ranks: int, dom: int) -> int:
+        elements = moe_comm.dispatch_elements(model, tokens_rank=np.array([float(tokens)]),
+                                              ep=np.array([max(ranks // etp, 1)]), ep_dom=np.array([dom]),
+                                              flex=np.array([ctx.flex]), etp=np.array([etp]))[0]
         return int(round(elements * per_element))
 
-    row_bytes = model.top_k * width * ACT_BYTES   # the largest buffer a token fills: the bf16 combine of top-k rows
+    # the largest buffer a token fills: the bf16 combine of top-k rows (x the ETP copies with flex)
+    row_bytes = model.top_k * etp * width * ACT_BYTES
     if row_bytes > max_bytes:  # one token is the least the all-to-all can move: checked before ranks start
         raise CommbenchError(f"the plan's model (expert width {width}, top_k={model.top_k}) moves {row_bytes:,} "
                              f"bytes per token in its EP all-to-all, more than --max-bytes={max_bytes:,}: "
@@ -309,7 +329,7 @@ def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom:
     params = {"tokens_per_rank": int(cap), "hidden": width, "top_k": model.top_k,
               "num_experts": model.num_routed_experts, "routing": "uniform",
               "dispatch_mode": "per-rank" if ctx.flex else "per-expert",
-              "dispatch_dtype": dtype, "combine_dtype": "bf16", "seed": 0}
+              "dispatch_dtype": dtype, "combine_dtype": "bf16", "seed": 0, **({"expert_tp": etp} if etp > 1 else {})}
     factor = model.architecture.capacity_factor if model.architecture is not None else 0.0
     if factor:  # drop-and-pad MoE: the dispatcher moves at most the capacity (the plan emits no padding)
         params.update(capacity_factor=float(factor), pad_to_capacity=False)
@@ -318,10 +338,23 @@ def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom:
                      "no padding, as the plan emits no --moe-pad-expert-input-to-capacity)")
     flags.append(f"routing: the plan assumes the busiest EP rank gets {ctx.imbalance:g}x the mean; measured with "
                  "uniform random routing (the workload records its own imbalance)")
-    return CommItem(label="EP all-to-all (dispatch + combine)", kind="ep", collective="moe_all_to_all",
+    label = "EP all-to-all (dispatch + combine)" if etp == 1 else \
+        f"ETP x EP all-to-all (flex, {etp} ETP copies; dispatch + combine)"
+    return CommItem(label=label, kind="ep", collective="moe_all_to_all",
                     size_bytes=dispatch_bytes(cap, len(groups[0]), 1), plan_size_bytes=dispatch_bytes(
-                        tokens_rank, lay.ep, plan_dom), groups=groups, plan_group_size=lay.ep, plan_domains=plan_dom,
-                    plan_tokens_per_rank=tokens_rank, params=params)
+                        tokens_rank, etp * lay.ep, plan_dom), groups=groups, plan_group_size=etp * lay.ep,
+                    plan_domains=plan_dom, plan_tokens_per_rank=tokens_rank, params=params)
+
+
+def _etp_items(ctx: PlanContext, tokens_mb: int, groups, plan_dom: int, scaled) -> list[CommItem]:
+    """The alltoall dispatcher's ETP all-gather (before the expert GEMMs) and reduce-scatter (after), one each per
+    MoE layer forward: etp x the tokens a rank receives (tokens per rank x top-k) x expert width x 2 B, as
+    moe_comm.ep_etp_totals_s charges them."""
+    lay, model = ctx.layout, ctx.model
+    plan_bytes = int(round(lay.etp * tokens_mb / (lay.tp * lay.cp) * model.top_k * model.expert_width * ACT_BYTES))
+    return [CommItem(label=f"ETP {name}", kind="etp", collective=name, size_bytes=scaled(plan_bytes, f"ETP {name}"),
+                     plan_size_bytes=plan_bytes, groups=groups, plan_group_size=lay.etp, plan_domains=plan_dom)
+            for name in ("all_gather", "reduce_scatter")]
 
 
 def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, tokens: float, group: int,
@@ -334,11 +367,12 @@ def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, 
     most = int(getattr(fabric, "num_domains", 0) or 0)
     dom = max(1, min(domains, group, most) if most else min(domains, group))
     if item.kind == "ep":
+        etp = int(item.params.get("expert_tp", 1))   # flex with ETP: `group` is ETP x EP ranks
         dispatch, _, combine = moe_comm.ep_phases_s(
-            ctx.model, fabric, tokens_rank=np.array([float(tokens)]), ep=np.array([group]), ep_dom=np.array([dom]),
-            flex=np.array([ctx.flex]), quantised=np.array([ctx.quantised]),
+            ctx.model, fabric, tokens_rank=np.array([float(tokens)]), ep=np.array([max(group // etp, 1)]),
+            ep_dom=np.array([dom]), flex=np.array([ctx.flex]), quantised=np.array([ctx.quantised]),
             moe_imbalance=ctx.imbalance if imbalance is None else imbalance,
-            collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s)
+            collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s, etp=np.array([etp]))
         return float((dispatch[0] + combine[0]) / ctx.calibration.all_to_all_efficiency)
     if item.kind in ("dp_cp", "edp"):
         return float(grad_sync_s(fabric, collective_time_s, hierarchical_reduce_scatter_time_s,

@@ -7,6 +7,16 @@ distinct destination ranks with the deduplicating flex dispatcher, and across sc
 distinct destination domains (ep_traffic.py). Times come from the fabric cost model passed in (the
 step model's `collective_time_s` and `moe_all_to_all_time_s`), divided by the fitted
 `all_to_all_efficiency`; what overlap hides is the step model's business.
+
+Expert tensor parallel (ETP > 1) as megatron-core 0.16.1 runs it (transformer/moe/token_dispatcher.py):
+- alltoall dispatcher (MoEAlltoAllTokenDispatcher): the all-to-all over the EP group, then an all-gather over the
+  ETP group of the tokens received before the expert GEMMs (dispatch_postprocess) and a reduce-scatter of the
+  expert outputs after (combine_preprocess);
+- flex dispatcher (MoEFlexTokenDispatcher): ONE fused all-to-all over the ETP x EP group (`tp_ep_group`), the
+  routing map replicated over the ETP ranks of every destination (`_initialize_metadata`; DeepEP's
+  router_topk = ETP x top-k), so each token reaches every ETP rank of each EP rank it routes to, and no ETP
+  all-gather or reduce-scatter runs. Charged so here: the flex all-to-all on etp x ep ranks moving etp x the
+  distinct destination EP ranks per token, and no ETP term.
 """
 
 from __future__ import annotations
@@ -29,10 +39,18 @@ def rank_fanout(model, ep, flex) -> np.ndarray:
     return np.where(flex, np.minimum(distinct, k), k)
 
 
-def dispatch_elements(model, *, tokens_rank, ep, ep_dom, flex) -> np.ndarray:
+def flex_etp_fanout(etp, flex) -> np.ndarray:
+    """ETP copies of every (token, destination EP rank) a dispatch sends: `etp` with the flex dispatcher, whose one
+    all-to-all over the ETP x EP group reaches each ETP rank of the destination (megatron-core 0.16.1
+    MoEFlexTokenDispatcher._initialize_metadata); 1 with the alltoall dispatcher (its ETP all-gather is apart)."""
+    return np.where(flex, np.asarray(etp, dtype=float), 1.0)
+
+
+def dispatch_elements(model, *, tokens_rank, ep, ep_dom, flex, etp=1) -> np.ndarray:
     """Elements per rank one dispatch (or combine) moves: tokens x copies (ep_traffic.dispatch_copies: across
-    domains the flex kernels send one copy per destination domain) x the expert width."""
-    fanout = rank_fanout(model, ep, flex)
+    domains the flex kernels send one copy per destination domain; inside a domain, with flex, x the ETP copies)
+    x the expert width."""
+    fanout = rank_fanout(model, ep, flex) * flex_etp_fanout(etp, flex)
     return tokens_rank * ep_traffic.dispatch_copies(model, ep, ep_dom, fanout, flex) * model.expert_width
 
 
@@ -42,13 +60,16 @@ def dispatch_bytes_per_element(quantised) -> np.ndarray:
 
 
 def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_imbalance, collective_time_s,
-                moe_all_to_all_time_s, ep_fewest=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                moe_all_to_all_time_s, ep_fewest=None, etp=1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dispatch, bf16 dispatch, combine) seconds of one MoE layer's EP all-to-alls for one micro-batch, before the
-    all-to-all efficiency: the dispatch 8-bit where `quantised`, the bf16 one its backward twin. `ep_fewest`: EP
-    ranks in a group's least-populated domain (placement.fewest_in_one_domain) where some group straddles domains
-    unevenly; its NICs set the pace."""
-    fanout = rank_fanout(model, ep, flex)
-    elems_rank = dispatch_elements(model, tokens_rank=tokens_rank, ep=ep, ep_dom=ep_dom, flex=flex)
+    all-to-all efficiency: the dispatch 8-bit where `quantised`, the bf16 one its backward twin. `ep_fewest`: ranks
+    of the all-to-all's group in its least-populated domain (placement.fewest_in_one_domain) where some group
+    straddles domains unevenly; its NICs set the pace. With flex the group is the ETP x EP group (`etp` x `ep`
+    ranks) and every destination's `etp` ranks get a copy (module docstring); `ep_dom` the domains that group
+    spans."""
+    fanout = rank_fanout(model, ep, flex) * flex_etp_fanout(etp, flex)
+    group_ranks = ep * flex_etp_fanout(etp, flex)   # the all-to-all's group: EP, or ETP x EP with flex
+    elems_rank = dispatch_elements(model, tokens_rank=tokens_rank, ep=ep, ep_dom=ep_dom, flex=flex, etp=etp)
     # Which kernel moves the tokens: the alltoall dispatcher is NCCL all-to-all (pairwise, the
     # fabric's all_to_all curve: on NVLink ~370/450 of the per-GPU link rate, nccl-tests #212);
     # the flex dispatcher is DeepEP / HybridEP, whose dispatch and combine have their own measured
@@ -78,8 +99,9 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
                                            **thin))
         return np.where(quantised, q_s, dispatch_bf16_s), dispatch_bf16_s, combine_s
 
-    uneven = ep_fewest is not None and np.any((ep_dom > 1) & (ep_fewest < np.ceil(ep / np.maximum(ep_dom, 1))))
-    dispatch_s, dispatch_bf16_s, combine_s = phase_times(elems_rank, ep, ep_dom, flex, quantised,
+    uneven = ep_fewest is not None and np.any((ep_dom > 1)
+                                              & (ep_fewest < np.ceil(group_ranks / np.maximum(ep_dom, 1))))
+    dispatch_s, dispatch_bf16_s, combine_s = phase_times(elems_rank, group_ranks, ep_dom, flex, quantised,
                                                          ep_fewest if uneven else None)
     # The flex kernels' hierarchical forwarding across domains runs two legs at once (DeepEP's
     # internode kernels pipeline the RDMA sends and the NVLink forwarding in chunks): the RDMA leg
@@ -88,10 +110,11 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
     # moves. The slower leg sets the time, so spreading EP over more domains never makes the
     # NVLink traffic free.
     # Only the forwarded rows pay the second leg's cost-model calls (the search's hot path).
-    rows = np.flatnonzero(flex & (ep_dom > 1) & (ep > 1))
+    rows = np.flatnonzero(flex & (ep_dom > 1) & (group_ranks > 1))
     if rows.size:
         fan_elems = np.broadcast_to(tokens_rank * fanout * model.expert_width, flex.shape)[rows]
-        fan = phase_times(fan_elems, np.ceil(ep / ep_dom)[rows], np.ones(rows.size), flex[rows], quantised[rows])
+        fan = phase_times(fan_elems, np.ceil(group_ranks / ep_dom)[rows], np.ones(rows.size), flex[rows],
+                          quantised[rows])
         legs = [leg.copy() for leg in (dispatch_s, dispatch_bf16_s, combine_s)]  # two may be one array
         for leg, fan_leg in zip(legs, fan):
             leg[rows] = np.maximum(leg[rows], fan_leg)
@@ -113,20 +136,24 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # combine" of DeepEP's published figures (hardware.toml). The alltoall dispatcher sends bf16.
     # Combine always returns bf16 expert outputs (they are summed in higher precision).
     quantised = flex & (a.precision != CODE_FIELDS["precision"].index("bf16"))
-    ep_dom = domains_touched(etp * ep, ep, rack_gpus, max_domains)
-    ep_fewest = fewest_in_one_domain(etp * ep, ep, rack_gpus, max_domains)
+    ep_dom = domains_touched(etp * ep, ep, rack_gpus, max_domains)   # the ETP x EP group spans the same racks
+    # the all-to-all's group: EP (strided over ETP) with alltoall, the whole ETP x EP block with flex
+    ep_fewest = np.where(flex, fewest_in_one_domain(etp * ep, etp * ep, rack_gpus, max_domains),
+                         fewest_in_one_domain(etp * ep, ep, rack_gpus, max_domains))
     dispatch_s, dispatch_bf16_s, combine_s = ep_phases_s(
         model, system, tokens_rank=tokens_rank, ep=ep, ep_dom=ep_dom, flex=flex, quantised=quantised,
         moe_imbalance=moe_imbalance, collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s,
-        ep_fewest=ep_fewest)
+        ep_fewest=ep_fewest, etp=etp)
     # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
     # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
     ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
-    ep_total_mb = np.where(ep > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
-    # Expert tensor parallel (MoE parallel folding, alltoall/flex dispatcher): after dispatch each
+    a2a_ranks = ep * flex_etp_fanout(etp, flex)   # flex with EP1 and ETP > 1 still exchanges over ETP
+    ep_total_mb = np.where(a2a_ranks > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
+    # Expert tensor parallel with the alltoall dispatcher (MoE parallel folding): after dispatch each
     # rank all-gathers the ETP group's received tokens before the expert GEMMs and reduce-scatters
     # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
     # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
+    # The flex dispatcher runs none: its all-to-all above already delivers to every ETP rank.
     etp_buf = etp * tokens_rank * fanout * model.expert_width * ACT_BYTES
     etp_dom = domains_touched(etp, etp, rack_gpus, max_domains)
     if np.any(etp > 1):
@@ -134,5 +161,5 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
             + collective_time_s(system, "reduce_scatter", etp_buf, etp, etp_dom)
     else:
         etp_pair = np.zeros(len(a))
-    etp_total_mb = np.where(etp > 1, 2.0 * moe_stage * etp_pair, 0.0)
+    etp_total_mb = np.where((etp > 1) & ~flex, 2.0 * moe_stage * etp_pair, 0.0)
     return ep_total_mb, etp_total_mb
