@@ -332,11 +332,18 @@ def test_etp_collectives_are_what_megatron_runs_and_the_step_model_charges(tmp_p
         assert etp_items == [] and doc["predicted"]["etp_total_s"] == 0.0
     else:
         assert ep.plan_group_size == 4 and "expert_tp" not in ep.params
-        assert [i.collective for i in etp_items] == ["all_gather", "reduce_scatter"]
-        assert all(i.plan_size_bytes == 2 * tokens_rank * 8 * 2048 * 2 and i.plan_group_size == 2 for i in etp_items)
-        pair = sum(predicted_s(fabric, i, ctx, size_bytes=i.plan_size_bytes, tokens=0, group=2, domains=1)
-                   for i in etp_items)
-        assert pair == pytest.approx(doc["predicted"]["etp_total_s"] / (n_mb * layers * 2), rel=1e-9)
+        gather, scatter = etp_items
+        assert (gather.collective, scatter.collective) == ("all_gather", "reduce_scatter")
+        elements = 2 * tokens_rank * 8 * 2048               # etp x tokens x top-k x expert width
+        # the gather in bf16; the scatter in the routing probabilities' fp32 (--moe-router-dtype fp32 emitted)
+        assert (gather.plan_size_bytes, scatter.plan_size_bytes) == (elements * 2, elements * 4)
+        assert gather.plan_group_size == scatter.plan_group_size == 2
+        forward = sum(predicted_s(fabric, i, ctx, size_bytes=i.plan_size_bytes, tokens=0, group=2, domains=1)
+                      for i in etp_items)
+        backward = sum(float(collective_time_s(fabric, name, np.array([float(size)]), np.array([2]),
+                                               np.array([1]))[0])
+                       for name, size in (("reduce_scatter", elements * 2), ("all_gather", elements * 4)))
+        assert forward + backward == pytest.approx(doc["predicted"]["etp_total_s"] / (n_mb * layers), rel=1e-9)
 
 
 def test_flex_etp_on_fewer_ranks_keeps_whole_etp_groups(tmp_path):

@@ -9,7 +9,8 @@ The plan's collectives, sized and priced as the step model does (planner/step/ev
   With ETP > 1 as megatron-core 0.16.1 runs it (token_dispatcher.py): flex is ONE all-to-all over the ETP x EP
   group, each token sent to every ETP rank of its destination EP ranks (the workload's expert_tp), and no ETP
   gather/scatter; alltoall is the all-to-all over EP, then per MoE layer an all-gather of the received tokens and a
-  reduce-scatter of the expert outputs over ETP (etp x tokens x top-k x expert width x 2 B, the step model's);
+  reduce-scatter of the expert outputs over ETP (etp x tokens x top-k x expert width elements, the gather bf16,
+  the scatter in the routing probabilities' dtype: the step model's, moe_comm.etp_combine_bytes);
 - TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or with sequence parallel its
   reduce-scatter (bf16) and all-gather (8-bit + scales in an 8-bit recipe, tp_comm.GATHER_BYTES);
 - DP: one gradient bucket (Megatron-LM's bucket, max(40M, 1M x DP*CP size) parameters (dp_sync.megatron_bucket_params;
@@ -347,14 +348,18 @@ def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom:
 
 
 def _etp_items(ctx: PlanContext, tokens_mb: int, groups, plan_dom: int, scaled) -> list[CommItem]:
-    """The alltoall dispatcher's ETP all-gather (before the expert GEMMs) and reduce-scatter (after), one each per
-    MoE layer forward: etp x the tokens a rank receives (tokens per rank x top-k) x expert width x 2 B, as
-    moe_comm.ep_etp_totals_s charges them."""
+    """The alltoall dispatcher's ETP all-gather (before the expert GEMMs, bf16) and reduce-scatter (after, in the
+    routing probabilities' dtype: moe_comm.etp_combine_bytes), one each per MoE layer forward: etp x the tokens a
+    rank receives (tokens per rank x top-k) x expert width elements, as moe_comm.ep_etp_totals_s charges them."""
     lay, model = ctx.layout, ctx.model
-    plan_bytes = int(round(lay.etp * tokens_mb / (lay.tp * lay.cp) * model.top_k * model.expert_width * ACT_BYTES))
-    return [CommItem(label=f"ETP {name}", kind="etp", collective=name, size_bytes=scaled(plan_bytes, f"ETP {name}"),
-                     plan_size_bytes=plan_bytes, groups=groups, plan_group_size=lay.etp, plan_domains=plan_dom)
-            for name in ("all_gather", "reduce_scatter")]
+    elements = lay.etp * tokens_mb / (lay.tp * lay.cp) * model.top_k * model.expert_width
+    items = []
+    for name, per_element in (("all_gather", ACT_BYTES), ("reduce_scatter", moe_comm.etp_combine_bytes(model))):
+        plan_bytes = int(round(elements * per_element))
+        items.append(CommItem(label=f"ETP {name}", kind="etp", collective=name,
+                              size_bytes=scaled(plan_bytes, f"ETP {name}"), plan_size_bytes=plan_bytes,
+                              groups=groups, plan_group_size=lay.etp, plan_domains=plan_dom))
+    return items
 
 
 def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, tokens: float, group: int,

@@ -29,6 +29,17 @@ from commbench.planner.layout.placement import domains_touched, fewest_in_one_do
 
 ACT_BYTES = 2                         # bf16 activations and gradients on the wire
 FP8_DISPATCH_BYTES = 1.0 + 1.0 / 32  # 8-bit MoE dispatch: 1 B per element + block scales (DeepEP/HybridEP)
+ROUTER_BYTES = {"fp32": 4.0, "fp64": 8.0}   # --moe-router-dtype: the routing probabilities' element size
+
+
+def etp_combine_bytes(model) -> float:
+    """Bytes per element of the alltoall dispatcher's ETP reduce-scatter (and of its backward all-gather): the
+    routing probabilities' dtype, which is the router's --moe-router-dtype (fp32 in every zoo model's launch), else
+    the activations' bf16 (megatron-core 0.16.1 MoEAlltoAllTokenDispatcher.combine_preprocess:
+    `reduce_scatter_to_sequence_parallel_region(hidden_states.to(self.probs.dtype), ...)`; router.py gating in
+    router_dtype, moe_utils.topk_routing_with_score_function `.type_as(logits)`)."""
+    arch = model.architecture
+    return ROUTER_BYTES.get(arch.router_dtype, float(ACT_BYTES)) if arch is not None else float(ACT_BYTES)
 
 
 def rank_fanout(model, ep, flex) -> np.ndarray:
@@ -150,16 +161,19 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     a2a_ranks = ep * flex_etp_fanout(etp, flex)   # flex with EP1 and ETP > 1 still exchanges over ETP
     ep_total_mb = np.where(a2a_ranks > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
     # Expert tensor parallel with the alltoall dispatcher (MoE parallel folding): after dispatch each
-    # rank all-gathers the ETP group's received tokens before the expert GEMMs and reduce-scatters
-    # the expert outputs after (forward); backward mirrors it. Buffer = etp x tokens received per
-    # rank (tokens per rank x fan-out) x hidden x 2 B, over the ETP group (innermost ranks).
+    # rank all-gathers the ETP group's received tokens (bf16) before the expert GEMMs and reduce-scatters
+    # the expert outputs after, cast to the probabilities' dtype (etp_combine_bytes); backward mirrors
+    # them: a reduce-scatter of bf16 gradients and an all-gather in the probabilities' dtype. Elements =
+    # etp x tokens received per rank (tokens per rank x fan-out) x hidden, over the ETP group (innermost).
     # The flex dispatcher runs none: its all-to-all above already delivers to every ETP rank.
-    etp_buf = etp * tokens_rank * fanout * model.expert_width * ACT_BYTES
+    etp_elems = etp * tokens_rank * fanout * model.expert_width
     etp_dom = domains_touched(etp, etp, rack_gpus, max_domains)
     if np.any(etp > 1):
-        etp_pair = collective_time_s(system, "all_gather", etp_buf, etp, etp_dom) \
-            + collective_time_s(system, "reduce_scatter", etp_buf, etp, etp_dom)
+        wide = etp_elems * etp_combine_bytes(model)
+        etp_fwd_bwd = sum(collective_time_s(system, name, etp_elems * ACT_BYTES, etp, etp_dom)
+                          + collective_time_s(system, name, wide, etp, etp_dom)
+                          for name in ("all_gather", "reduce_scatter"))
     else:
-        etp_pair = np.zeros(len(a))
-    etp_total_mb = np.where((etp > 1) & ~flex, 2.0 * moe_stage * etp_pair, 0.0)
+        etp_fwd_bwd = np.zeros(len(a))
+    etp_total_mb = np.where((etp > 1) & ~flex, moe_stage * etp_fwd_bwd, 0.0)
     return ep_total_mb, etp_total_mb
