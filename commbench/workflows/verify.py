@@ -296,7 +296,8 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
     for item in items:
         if len(item.groups[0]) < 2:
             flags.append(f"{item.label}: not measured: no group of 2 to {item.plan_group_size} ranks (the plan's "
-                         f"size{', dividing its ' + str(model.num_routed_experts) + ' experts' if item.kind == 'ep' else ''})"
+                         f"size{', dividing its ' + str(model.num_routed_experts) + ' experts' if item.kind == 'ep' else ''}"
+                         f"{', whole ETP groups of ' + str(lay.etp) if item.params.get('expert_tp', 1) > 1 else ''})"
                          f" divides the {nproc} ranks of this run; run a rank count its groups divide")
     return [i for i in items if len(i.groups[0]) > 1], flags
 
