@@ -12,6 +12,7 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _whole,
                                                        cut_last_line)
+from commbench.planner.calibrate.runlogs.torchtitan_v03 import JsonConfigReader, mesh_world_size_v03, normalise_v03
 
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
 # components/metrics.py log_validation (torchtitan 0.3.0): "validate step: N ... tps: T", the validator's forward-only
@@ -67,11 +68,12 @@ TITAN_MESH = re.compile(r"Building \d+-D device mesh with \[[^\]]*\], \[([0-9, ]
 
 
 def mesh_world_size(text: str) -> int | None:
-    """The GPU count TorchTitan's ParallelDims logs (`Building N-D device mesh with [names], [sizes]`:
-    the sizes of the dimensions above 1, whose product is the world size); None without that line."""
+    """The GPU count TorchTitan's ParallelDims logs (0.1/0.2 `Building N-D device mesh with [names], [sizes]`:
+    the sizes of the dimensions above 1, whose product is the world size; 0.3.0 `Building device mesh with
+    parallelism: pp=.., ...`, torchtitan_v03.py); None without that line."""
     match = TITAN_MESH.search(text)
     if not match:
-        return None
+        return mesh_world_size_v03(text)
     sizes = [int(x) for x in match.group(1).replace(" ", "").split(",") if x]
     return prod(sizes)
 
@@ -147,7 +149,16 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     cut, cut_left_out = cut_last_line(clean), False
     starts_at: dict[int, int] = {}   # per start (configs printed before it), the step its 'Training starts at' names
     validation_lines = 0
+    json_configs = JsonConfigReader()   # torchtitan 0.3.0's multi-line 'Running with configs: {...}'
     for number, line in enumerate(clean.splitlines()):
+        inside, document = json_configs.feed(line)
+        if inside:
+            if document is not None and not isinstance(document, dict):
+                raise CommbenchError(f"{log}: its 'Running with configs:' block (line {number + 1}) is not a JSON "
+                                     "object; give the log as torchtitan wrote it")
+            if document is not None:
+                configs.append(normalise_v03(log, document, clean))
+            continue
         match = TITAN_CONFIG.search(line)
         if match:
             try:
@@ -171,8 +182,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                           all(_finite(value) for _, value in TITAN_HEALTH.findall(line))))
     config = configs[0] if configs else None
     if not isinstance(config, dict):
-        raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
-                             "run with --job.print_args (print_config) on")
+        raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with configs: {{...}}' of "
+                             "torchtitan 0.3.0, 'Running with args: {...}' of 0.1/0.2); run with "
+                             "--debug.print_config (0.3.0) or --job.print_args (0.1/0.2)")
     for number, other in enumerate(configs[1:], start=2):
         differ = next((k for k in TITAN_RUN_CONFIG if _entry(config, k) != _entry(other, k)), None)
         if differ:  # two runs' lines in one file: the median would mix their steps
@@ -208,14 +220,14 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     shard = _whole(log, "parallelism.data_parallel_shard_degree", par.get("data_parallel_shard_degree", -1), -1)
     meshed, group = mesh_world_size(clean), tp * pp * cp * rep
     if num_gpus and meshed and num_gpus != meshed:
-        raise CommbenchError(f"{log}: --gpus {num_gpus}, but its device mesh line ('Building N-D device mesh') holds "
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but its device mesh line ('Building ... device mesh') holds "
                              f"{meshed} GPU(s): give the --gpus it ran on, or none")
     said = "--gpus" if num_gpus else "its device mesh line"
     num_gpus = num_gpus or meshed
     if shard < 1:
         if not num_gpus:
             raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto) and the log has "
-                                 "no 'Building N-D device mesh with [...], [...]' line to read the GPU count from; "
+                                 "no 'Building ... device mesh with ...' line to read the GPU count from; "
                                  "give it with --gpus (one value for every log, or one per log in order)")
         if num_gpus % group:  # TorchTitan's ParallelDims refuses it: the run cannot have had this layout
             raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}) are not a whole number of "
