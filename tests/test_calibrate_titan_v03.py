@@ -75,3 +75,22 @@ def test_a_log_without_a_config_names_the_0_3_0_flag():
     text = _log(_config()).replace("Running with configs:", "Something else:")
     with pytest.raises(CommbenchError, match=r"--debug\.print_config \(0\.3\.0\)"):
         _row(text)
+
+
+@pytest.mark.parametrize("microbatch, mbs", [(1, 1), (4, 4), (16, 16)])
+def test_a_pipeline_run_s_micro_batch_is_pipeline_parallel_microbatch_size(microbatch, mbs):
+    # trainer.py: local_batch_size // pipeline_parallel_microbatch_size micro-batches a step
+    config = _config(pipeline_parallel_degree=2, pipeline_parallel_microbatch_size=microbatch)
+    config["training"]["local_batch_size"] = 16
+    row = _row(_log(config, mesh="pp=2, dp_replicate=1, dp_shard=8, cp=1, tp=1, ep=8"))
+    assert (row["pp"], row["mbs"], row["gbs"]) == (2, mbs, 128)
+
+
+def test_a_micro_batch_size_that_does_not_divide_or_a_multi_stage_schedule_is_refused():
+    config = _config(pipeline_parallel_degree=2, pipeline_parallel_microbatch_size=3)
+    with pytest.raises(CommbenchError, match="pipeline_parallel_microbatch_size=3 does not divide"):
+        _row(_log(config, mesh="pp=2, dp_replicate=1, dp_shard=8, cp=1, tp=1, ep=8"))
+    config = _config(pipeline_parallel_degree=2)
+    config["parallelism"]["pipeline_parallel_schedule"] = "Interleaved1F1B"
+    with pytest.raises(CommbenchError, match="pipeline_parallel_schedule='Interleaved1F1B'.*allowed: 1F1B, GPipe"):
+        _row(_log(config, mesh="pp=2, dp_replicate=1, dp_shard=8, cp=1, tp=1, ep=8"))

@@ -97,6 +97,39 @@ def check_titan_device(log: str, text: str, system: str) -> None:
                              f"{system} has {said} GPUs: give the --system it ran on")
 
 
+# torch.distributed.pipelining's one-stage-per-rank schedules; the others (Interleaved1F1B, LoopedBFS,
+# InterleavedZeroBubble, ZBVZeroBubble, DualPipeV) run several stages a rank, a virtual pipeline the row cannot state
+TITAN_ONE_STAGE_SCHEDULES = ("1f1b", "gpipe")
+
+
+def titan_microbatch(log: str, par: dict[str, Any], local: int, pp: int) -> int:
+    """The micro-batch size the step model prices. Without PP a rank runs its training.local_batch_size at once.
+    With PP, torchtitan 0.3.0 trainer.py splits the local batch into local_batch_size //
+    parallelism.pipeline_parallel_microbatch_size micro-batches (validate.py refuses a size that does not divide
+    it); a config naming instead the count (pipeline_parallel_microbatches, earlier torchtitan) gives local // count.
+    A PP config with neither, or one that does not divide, is one line."""
+    if pp == 1:
+        return local
+    schedule = str(par.get("pipeline_parallel_schedule") or "1F1B")
+    if schedule.lower() not in TITAN_ONE_STAGE_SCHEDULES:
+        raise CommbenchError(f"{log}: parallelism.pipeline_parallel_schedule={schedule!r} (several stages per rank) "
+                             "is not read into a virtual-pipeline size; allowed: 1F1B, GPipe")
+    if par.get("pipeline_parallel_microbatch_size") is not None:
+        size = _whole(log, "parallelism.pipeline_parallel_microbatch_size", par["pipeline_parallel_microbatch_size"])
+        if local % size:
+            raise CommbenchError(f"{log}: parallelism.pipeline_parallel_microbatch_size={size} does not divide "
+                                 f"training.local_batch_size={local}; allowed: a divisor (torchtitan refuses it)")
+        return size
+    if par.get("pipeline_parallel_microbatches") is not None:
+        count = _whole(log, "parallelism.pipeline_parallel_microbatches", par["pipeline_parallel_microbatches"])
+        if local % count:
+            raise CommbenchError(f"{log}: parallelism.pipeline_parallel_microbatches={count} does not divide "
+                                 f"training.local_batch_size={local}; allowed: a divisor")
+        return local // count
+    raise CommbenchError(f"{log}: pipeline_parallel_degree={pp} but the config has no "
+                         "parallelism.pipeline_parallel_microbatch_size: the micro-batch size is not known")
+
+
 TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
 TITAN_RANK = LAUNCHER_LABEL   # "[rank0]:" (run_train.sh's --role rank), "[default0]:", "0: ": one key per rank
 # The config entries a run's row is read from (and the model), and those that change its speed (torch.compile, the
@@ -238,10 +271,11 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                              f"dp_replicate*cp*tp*pp = {shard * group}: give the --gpus it ran on, or none")
     dp = shard * rep
     world = dp * tp * pp * cp
-    mbs = _whole(log, "training.local_batch_size", training["local_batch_size"])
+    local = _whole(log, "training.local_batch_size", training["local_batch_size"])
+    mbs = titan_microbatch(log, par, local, pp)
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
-        gbs = mbs * dp
+        gbs = local * dp
     # the warm-up steps after each start: a line is steady when the step logged before it is past them (it averages
     # the steps since); the start is the step before 'Training starts at step N', else before the first logged step
     warmup, graph_why = titan_warmup_steps(training, pp, gbs // (mbs * dp))
