@@ -1,0 +1,59 @@
+"""Megatron-LM log features the step model prices only in some settings: a setting it does not price is refused
+in one line naming the argument and value, never priced as another (the Megatron-FSDP sharding strategy,
+--recompute-modules, the MoE token dispatcher, the pipeline split)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commbench.errors import CommbenchError
+from commbench.planner.calibrate.runlogs import parse_megatron_log
+
+MEGATRON = Path(__file__).parent / "data" / "megatron_deepseek_v3_gb300.log"
+
+
+def _with(**args) -> str:
+    """The fixture with `args` set (a later line of the arguments block overrides an earlier one)."""
+    extra = "".join(f"  {k} {'.' * (40 - len(k))} {v}\n" for k, v in args.items())
+    return MEGATRON.read_text().replace("-------------------- end of arguments", extra +
+                                        "-------------------- end of arguments", 1)
+
+
+def _row(text: str) -> dict:
+    return parse_megatron_log(text, source="m", model="deepseek-v3", gpu="gb300-nvl72")
+
+
+@pytest.mark.parametrize("strategy", ["no_shard", "optim", "optim_grads"])
+def test_a_megatron_fsdp_strategy_other_than_zero3_is_refused(strategy):
+    with pytest.raises(CommbenchError, match=f"data_parallel_sharding_strategy='{strategy}', which the step model "
+                                             "does not price; allowed: optim_grads_params"):
+        _row(_with(use_megatron_fsdp=True, data_parallel_sharding_strategy=strategy))
+    with pytest.raises(CommbenchError, match="no data_parallel_sharding_strategy .*default is no_shard"):
+        _row(_with(use_megatron_fsdp=True))
+    assert "FSDP=128" in _row(_with(use_megatron_fsdp=True,
+                                    data_parallel_sharding_strategy="optim_grads_params"))["notes"]
+
+
+@pytest.mark.parametrize("modules", ["['moe']", "['layernorm']", "['mlp']", "['core_attn', 'shared_experts']",
+                                     "['mla_up_proj', 'moe_act']"])
+def test_recompute_modules_the_step_model_does_not_price_are_refused(modules):
+    with pytest.raises(CommbenchError, match=r"recompute_modules=\[.*\], which the step model does not price"):
+        _row(_with(recompute_granularity="selective", recompute_modules=modules))
+
+
+@pytest.mark.parametrize("modules, mode", [("['core_attn']", "selective"), ("None", "selective"),
+                                           ("['core_attn', 'layernorm', 'moe_act', 'mla_up_proj']", "selective"),
+                                           ("['mla_up_proj']", "mla_up_proj"), ("['moe_act']", "moe_act")])
+def test_recompute_modules_the_step_model_prices_are_read(modules, mode):
+    row = _row(_with(recompute_granularity="selective", recompute_modules=modules))
+    assert row["recipe"]["recompute"] == mode
+
+
+def test_the_allgather_dispatcher_is_refused_and_alltoall_read():
+    with pytest.raises(CommbenchError, match="moe_token_dispatcher_type='allgather', which the step model does not "
+                                             "price; allowed: alltoall, flex"):
+        _row(_with(moe_token_dispatcher_type="allgather", overlap_moe_expert_parallel_comm=False))
+    row = _row(_with(moe_token_dispatcher_type="alltoall", overlap_moe_expert_parallel_comm=False))
+    assert row["recipe"]["dispatcher"] == "alltoall"
