@@ -11,6 +11,7 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
                                                        _whole, cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_features import check_fsdp_strategy, dispatcher, recompute_mode
+from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
                                                                   iterations_before,
@@ -284,6 +285,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
         "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
     check_fsdp_strategy(log, args)
+    split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
+                                    vp=sizes["virtual_pipeline_model_parallel_size"] or 1,
+                                    tp=sizes["tensor_model_parallel_size"], without_mtp=mtp == "w/o MTP")
     recompute = recompute_mode(log, args)
     scope = args.get("cuda_graph_scope") or []
     impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
@@ -297,7 +301,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
            "notes": f"Megatron-LM log; {len(lines)} iteration line(s)"
-           + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
+           + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp, split_note) if n) + (
                f" ({left_out} counting skipped or NaN iterations, or with a NaN loss or grad norm, left out)"
                if left_out else "") + (
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
