@@ -143,10 +143,15 @@ def dispatcher_of(preset: str, model_name: str = "") -> str:
 
 
 def _check_gpu_runs(row: dict, where: str) -> None:
-    """A run in a precision its GPU does not have (hardware.toml precisions) is refused by name."""
+    """A run in a precision its GPU does not have (hardware.toml precisions) is refused by name, as plan's
+    --precision is (layout/precision.py check_precision); `gpu` a GPU name or a system preset ("h100-hgx": its GPU,
+    the preset name's first part, fit.preset_gpu)."""
     from commbench.data.reference import gpu_names, gpu_spec
     from commbench.errors import CommbenchError
     gpu = str(row.get("gpu", "")).lower()
+    if gpu not in gpu_names():
+        preset = _preset_name(gpu)
+        gpu = preset.split("-")[0] if preset else gpu
     if gpu in gpu_names() and not unmodelled_precision(row.get("precision")):
         spec, precision = gpu_spec(gpu), precision_of(row.get("precision"))
         if precision not in spec.precisions:
