@@ -85,3 +85,33 @@ def test_an_even_or_first_stage_split_is_checked_against_the_priced_one(args, re
             run()
     else:
         assert run() == ""
+
+
+@pytest.mark.parametrize("args, named", [
+    ({"kv_lora_rank": 128}, "kv_lora_rank=128"), ({"vocab_size": 32000}, "vocab_size=32000"),
+    ({"padded_vocab_size": 262144}, "padded_vocab_size=262144"), ({"moe_layer_freq": 2}, "moe_layer_freq"),
+    ({"moe_layer_freq": "'[1]*61'"}, r"moe_layer_freq='\[1\]\*61'"), ({"moe_shared_expert_intermediate_size": "None"},
+                                                       "moe_shared_expert_intermediate_size=None"),
+    ({"multi_latent_attention": False}, "multi_latent_attention=False")])
+def test_every_printed_architecture_argument_is_checked_against_the_model(args, named):
+    with pytest.raises(CommbenchError, match=f"ran with {named}.*the log is of another model"):
+        _row(_with(**args))
+
+
+def test_the_model_s_own_architecture_arguments_pass():
+    # DeepSeek-V3 as emit/megatron.py writes it; a tokenizer's slightly other vocabulary is the same model
+    row = _row(_with(multi_latent_attention=True, q_lora_rank=1536, kv_lora_rank=512, qk_head_dim=128,
+                     qk_pos_emb_head_dim=64, v_head_dim=128, vocab_size=129280, moe_layer_freq="'[0]*3+[1]*58'",
+                     moe_shared_expert_intermediate_size=2048, padded_vocab_size=129536))
+    assert row["tokens_per_s_per_gpu"] > 0
+
+
+def test_a_gqa_model_s_query_groups_and_kv_channels_are_checked():
+    from commbench.planner.calibrate.runlogs.megatron_arch import architecture_mismatch
+    from commbench.planner.models.zoo import load_model
+    qwen = load_model("qwen3-30b-a3b")
+    assert architecture_mismatch(qwen, {"group_query_attention": True, "num_query_groups": 4, "kv_channels": 128}) \
+        is None
+    assert architecture_mismatch(qwen, {"group_query_attention": True, "num_query_groups": 32})[0] == \
+        "num_query_groups"
+    assert architecture_mismatch(qwen, {"kv_channels": 64})[0] == "kv_channels"

@@ -66,6 +66,12 @@ def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
         if (got or None) != (want or None):
             raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want or None!r}: the log "
                                  "is of another model (or a cut-down one); give the --model it trained")
+    from commbench.planner.calibrate.runlogs.megatron_arch import architecture_mismatch
+    differ = architecture_mismatch(spec, args)
+    if differ:
+        arg, want, got = differ
+        raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want!r}: the log is of another "
+                             "model (or a cut-down one); give the --model it trained")
 
 
 def megatron_mtp_note(log: str, args: dict[str, Any], model: str) -> str:
