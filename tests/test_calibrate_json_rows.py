@@ -29,3 +29,39 @@ def test_a_precision_the_gpu_does_not_run_is_refused_on_a_system_preset(tmp_path
     assert result.exit_code != 0
     assert f"field 'precision' = '{precision}'; H100 supports bf16, fp8" in result.output
     assert not (tmp_path / "cal.json").exists()
+
+
+def test_the_layout_column_shows_fsdp(tmp_path):
+    result = _calibrate(tmp_path, dict(ROW, notes="FSDP=16"), dict(ROW, source="b"))
+    assert result.exit_code == 0, result.output
+    assert "gbs1024 fsdp16" in result.output   # the DDP row of the same sizes stays without it
+    assert result.output.count("fsdp16") == 1
+
+
+@pytest.mark.parametrize("change, reason", [
+    (dict(tp=3, notes="FSDP=16"), "breaks the world rule: num_gpus must be a multiple of tp*pp*cp"),
+    (dict(num_gpus=12, notes="FSDP=16"), "breaks the expert_fold rule: etp*ep must divide tp*cp*dp")])
+def test_a_row_whose_sizes_do_not_divide_its_gpus_is_named_by_them(tmp_path, change, reason):
+    # was blamed on FSDP: "Megatron-FSDP over 16 of 5 DP ranks (not a divisor ...)"
+    result = _calibrate(tmp_path, dict(ROW, **change), dict(ROW, source="b"))
+    assert reason in " ".join(result.output.split())
+    assert "Megatron-FSDP over" not in result.output
+
+
+def test_a_calibration_records_its_runs_framework_and_a_torchtitan_plan_notes_it(tmp_path):
+    from pathlib import Path
+
+    from commbench.planner.calibrate.fit import framework_note
+    out = tmp_path / "cal.json"
+    log = Path(__file__).parent / "data" / "megatron_deepseek_v3_gb300.log"
+    result = CliRunner().invoke(app, ["calibrate", str(log), "--model", "deepseek-v3", "--system", "gb300-nvl72",
+                                      "-O", str(out), "--no-loo"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["frameworks"] == ["megatron"]
+    assert "fitted on runs of Megatron-LM" in framework_note(str(out), "torchtitan")
+    assert framework_note(str(out), "megatron") == ""
+    older = json.loads(out.read_text())
+    del older["frameworks"]
+    out.write_text(json.dumps(older))
+    assert "records no framework" in framework_note(str(out), "torchtitan")
+    assert framework_note(str(out), "megatron") == ""
