@@ -47,6 +47,7 @@ def test_a_torchtitan_0_3_0_log_is_read():
     assert row["tokens_per_s_per_gpu"] == pytest.approx(10_400)
     assert row["recipe"]["recompute"] == "full"   # FullAC.Config: the base fields only
     assert row["precision"] == "BF16"
+    assert "BF16: no quantization converter's log line" in row["notes"]   # how it was read, said
 
 
 @pytest.mark.parametrize("ac, mode", [(None, "none"), (dict(BASE_AC, force_recompute_mm_shapes_by_fqns=[]),

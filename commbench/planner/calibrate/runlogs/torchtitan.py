@@ -12,7 +12,8 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _whole,
                                                        cut_last_line)
-from commbench.planner.calibrate.runlogs.torchtitan_v03 import JsonConfigReader, mesh_world_size_v03, normalise_v03
+from commbench.planner.calibrate.runlogs.torchtitan_v03 import (V03_PRECISION_NOTE, JsonConfigReader,
+                                                                mesh_world_size_v03, normalise_v03)
 
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
 # components/metrics.py log_validation (torchtitan 0.3.0): "validate step: N ... tps: T", the validator's forward-only
@@ -309,6 +310,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             "notes": f"TorchTitan log; {len({(start[0], step) for start, step, *_ in steps})} steps"
             + (f" (logged by {ranks} ranks)" if (ranks := len({start[1] for start, *_ in steps})) > 1 else "")
             + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
+            + (f"; {V03_PRECISION_NOTE}" if "model_spec" in config and precision == "BF16" else "")
             + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
             + (f"; {validation_lines} validation line(s) left out" if validation_lines else "")
             + (f"; {nan_lines} step line(s) with a NaN loss or grad_norm left out" if nan_lines else "")

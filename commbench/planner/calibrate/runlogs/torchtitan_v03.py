@@ -37,6 +37,10 @@ TORCHTITAN_CONVERTER_LINES = (
     (re.compile(r"Converted Linear layers to NVFP4Linear"), "nvfp4"),
 )
 
+# 0.3.0's printed config does not state the number format: a log without any converter line reads as BF16, said
+V03_PRECISION_NOTE = ("BF16: no quantization converter's log line (torchtitan 0.3.0's printed config does not state "
+                      "the number format)")
+
 
 def _depth_change(text: str, in_string: bool) -> tuple[int, bool]:
     """The change in JSON brace/bracket depth over `text`, outside strings, and whether it ends in a string."""
