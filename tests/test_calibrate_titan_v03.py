@@ -14,7 +14,7 @@ PREFIX = "[rank0]:[titan] 2026-01-10 10:00:00,001 - root - INFO - "
 BASE_AC = {"preserve_rng_state": True, "determinism_check": "default", "debug": False}
 
 
-def _config(ac: object = BASE_AC, **parallel: int) -> dict:
+def _config(ac: object = BASE_AC, **parallel: object) -> dict:
     par = {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": -1, "tensor_parallel_degree": 1,
            "pipeline_parallel_degree": 1, "pipeline_parallel_microbatch_size": 1, "context_parallel_degree": 1,
            "expert_parallel_degree": 8}
@@ -95,3 +95,16 @@ def test_a_micro_batch_size_that_does_not_divide_or_a_multi_stage_schedule_is_re
     config["parallelism"]["pipeline_parallel_schedule"] = "Interleaved1F1B"
     with pytest.raises(CommbenchError, match="pipeline_parallel_schedule='Interleaved1F1B'.*allowed: 1F1B, GPipe"):
         _row(_log(config, mesh="pp=2, dp_replicate=1, dp_shard=8, cp=1, tp=1, ep=8"))
+
+
+def test_fsdp_without_resharding_after_forward_is_refused():
+    # reshard_after_forward=False gathers the parameters once a step; the step model's FSDP gathers them twice
+    with pytest.raises(CommbenchError, match="fsdp_reshard_after_forward='never', which the step model does not "
+                                             "price.*allowed: default, always"):
+        _row(_log(_config(fsdp_reshard_after_forward="never")))
+    assert _row(_log(_config(fsdp_reshard_after_forward="always")))["num_gpus"] == 16
+
+
+def test_a_torchtitan_0_2_expert_tensor_parallel_degree_is_read():
+    config = _config(tensor_parallel_degree=2, expert_tensor_parallel_degree=2)
+    assert _row(_log(config, mesh="pp=1, dp_replicate=1, dp_shard=8, cp=1, tp=2, ep=8"))["etp"] == 2

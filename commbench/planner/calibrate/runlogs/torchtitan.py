@@ -271,6 +271,15 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
         raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}), but its parallelism degrees hold dp_shard*"
                              f"dp_replicate*cp*tp*pp = {shard * group}: give the --gpus it ran on, or none")
     dp = shard * rep
+    reshard = par.get("fsdp_reshard_after_forward", "default")
+    if pp == 1 and shard > 1 and reshard == "never":
+        # torch fully_shard reshard_after_forward=False: parameters kept from the forward, gathered once a step
+        # (ZeRO-2-like); the step model's FSDP (ZeRO-3) gathers them again for the backward
+        raise CommbenchError(f"{log}: parallelism.fsdp_reshard_after_forward='never', which the step model does not "
+                             "price (its FSDP gathers the parameters again for the backward); allowed: default, "
+                             "always")
+    etp = (_whole(log, "parallelism.expert_tensor_parallel_degree", par["expert_tensor_parallel_degree"])
+           if par.get("expert_tensor_parallel_degree") is not None else None)   # torchtitan 0.2; 0.3.0 has none
     world = dp * tp * pp * cp
     local = _whole(log, "training.local_batch_size", training["local_batch_size"])
     mbs = titan_microbatch(log, par, local, pp)
@@ -303,7 +312,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
-            "ep": ep, "etp": None, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
+            "ep": ep, "etp": etp, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
             # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
             # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
