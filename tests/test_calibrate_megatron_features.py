@@ -115,3 +115,15 @@ def test_a_gqa_model_s_query_groups_and_kv_channels_are_checked():
     assert architecture_mismatch(qwen, {"group_query_attention": True, "num_query_groups": 32})[0] == \
         "num_query_groups"
     assert architecture_mismatch(qwen, {"kv_channels": 64})[0] == "kv_channels"
+
+
+@pytest.mark.parametrize("arg, first, second", [("data_parallel_sharding_strategy", "optim_grads_params", "no_shard"),
+                                                ("moe_layer_freq", 1, 2), ("pipeline_model_parallel_layout",
+                                                                            PRICED_DSV3, "Et|(t*4|)*14t*4mL")])
+def test_two_starts_that_differ_in_a_split_strategy_or_architecture_argument_are_two_runs(arg, first, second):
+    # only the first arguments block is checked and priced: a second start in another setting was merged into it
+    text = _with(**{arg: first})
+    block = text[text.index("------------------------ arguments"):text.index("end of arguments") + 60]
+    text += block.replace(f"  {arg} {'.' * (40 - len(arg))} {first}", f"  {arg} {'.' * (40 - len(arg))} {second}")
+    with pytest.raises(CommbenchError, match=f"holds 2 runs: arguments block 2 has {arg}="):
+        _row(text)

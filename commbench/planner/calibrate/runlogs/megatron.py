@@ -119,6 +119,9 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "data_parallel_sharding_strategy", "pipeline_model_parallel_layout",
                      "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
                      "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+                     "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
+                     "v_head_dim", "group_query_attention", "num_query_groups", "kv_channels", "vocab_size",
+                     "padded_vocab_size", "moe_layer_freq", "moe_shared_expert_intermediate_size",
                      "mtp_num_layers", "fp16", "bf16")
 
 
