@@ -295,12 +295,13 @@ def test_a_megatron_fsdp_log_is_modelled_as_fsdp():
     # use_megatron_fsdp was not read: the run was modelled as distributed-optimizer DP
     from commbench.planner.calibrate.published import published_runs
     assert "end of arguments" in MEGATRON.read_text()
-    row = parse_megatron_log(_megatron_with(use_megatron_fsdp=True), source="m", model="deepseek-v3",
-                             gpu="gb300-nvl72")
+    row = parse_megatron_log(_megatron_with(use_megatron_fsdp=True, data_parallel_sharding_strategy="optim_grads_params"),
+                             source="m", model="deepseek-v3", gpu="gb300-nvl72")
     assert "FSDP=128" in row["notes"]   # 256 GPUs / (tp1 pp2 cp1): every DP rank shards
     # the step model prices FSDP without PP only: this pp=2 run is listed as not modelled, by the fsdp rule
     assert "breaks the fsdp rule" in published_runs((row,))[0].skip_reason
-    hsdp = parse_megatron_log(_megatron_with(use_megatron_fsdp=True, num_distributed_optimizer_instances=2),
+    hsdp = parse_megatron_log(_megatron_with(use_megatron_fsdp=True, num_distributed_optimizer_instances=2,
+                                             data_parallel_sharding_strategy="optim_grads_params"),
                               source="m", model="deepseek-v3", gpu="gb300-nvl72")
     assert "FSDP=64" in hsdp["notes"]
     plain = parse_megatron_log(MEGATRON.read_text(), source="m", model="deepseek-v3", gpu="gb300-nvl72")

@@ -251,9 +251,28 @@ RUN_COLUMNS = (Col(name="run", numeric=False), Col(name="layout", numeric=False,
                Col(name="predicted tok/s/GPU"), Col(name="error"))
 
 
+def _file_frameworks(calibration: str | None) -> list[str]:
+    """The frameworks a --calibration start file records (its runs are carried into the new file); 'unstated' for
+    a file that records none."""
+    if not calibration:
+        return []
+    from commbench.errors import read_user_file
+    said = json.loads(read_user_file(calibration, "calibration file")).get("frameworks")
+    return [f for f in said if isinstance(f, str)] if isinstance(said, list) else ["unstated"]
+
+
+def _layout_text(r: dict) -> str:
+    """The layout column: the parallel sizes and batch, and "fsdpN" for a run modelled as Megatron-FSDP over N DP
+    ranks (its notes' FSDP=N), which otherwise shows as the same sizes as a DDP run."""
+    from commbench.planner.calibrate.published import _fsdp
+    fsdp = _fsdp(str(r.get("notes") or ""))
+    return (f"tp{r['tp']} pp{r['pp']} vp{r.get('vp') or 1} ep{r.get('ep') or 1} cp{r.get('cp') or 1} "
+            f"mbs{r['mbs']} gbs{r['gbs']}" + (f" fsdp{fsdp}" if fsdp else ""))
+
+
 def _run_rows(rows: list[dict]) -> list[list[str]]:
     return [[escape(f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'}"),
-             f"tp{r['tp']} pp{r['pp']} vp{r.get('vp') or 1} ep{r.get('ep') or 1} cp{r.get('cp') or 1} mbs{r['mbs']} gbs{r['gbs']}",
+             _layout_text(r),
              f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['predicted_tokens_per_s_per_gpu']:,.0f}", f"{r['error_pct']:+.1f}%"]
             for r in rows]
 
@@ -359,8 +378,11 @@ def calibrate(
     # (else a chain of fits names the last runs alone, and a plan of the first runs' GPU hears nothing)
     from commbench.planner.step.terms import fitted_runs
     carried = fitted_runs(calibration) if calibration else []
+    from commbench.planner.calibrate.fit import run_framework
+    frameworks = {run_framework(r.row) for r in loaded} | set(_file_frameworks(calibration))
     data = save_calibration(out, fitted, fitted_on=sorted(set(runs)) + ([calibration] if calibration else []),
-                            force=force, runs=list(dict.fromkeys([*carried, *(run_key(r) for r in loaded)])))
+                            force=force, runs=list(dict.fromkeys([*carried, *(run_key(r) for r in loaded)])),
+                            frameworks=sorted(frameworks))
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     shared = shared_kernel_terms_note(out)
     if shared:

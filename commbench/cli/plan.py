@@ -270,10 +270,12 @@ def plan(
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
+    from commbench.planner.calibrate.fit import framework_note
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + fabric_lines(fabric) + \
-            ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []):
+            ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []) + \
+            ([note] if calibration and (note := framework_note(calibration, req.framework)) else []):
         console.print(line, highlight=False, markup=False)
     if out:   # the launches written: their notes reach the terminal, not only plan.json
         from commbench.cli.search_view import print_megatron_notes, print_torchtitan_section

@@ -153,8 +153,10 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
         print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
                     "both)", PARETO_COLUMNS, pareto_rows(result))
+        from commbench.planner.calibrate.fit import framework_note
         shipped = ([efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
                    if calibration_file else [])
+        shipped += [n for n in [framework_note(calibration_file, req.framework) if calibration_file else ""] if n]
         for line in lines + fabric_lines(req.fabric) + shipped:
             console.print(line, highlight=False, markup=False)
         meg_line = meg["refused"] if "refused" in meg else f"{meg['script']} {megatron_text(meg)}"

@@ -126,6 +126,42 @@ class CalibrationFile:
                 "(a file of an older commbench fitted fewer terms)")
 
 
+# A fitted run's framework, by how it was read: runlogs' notes open with the log kind; a JSON row may say
+# "framework"; the other JSON rows (the published tables' shape: Megatron-Bridge) do not say
+RUN_FRAMEWORKS = (("TorchTitan log", "torchtitan"), ("Megatron-LM log", "megatron"))
+FRAMEWORK_NAMES = {"megatron": "Megatron-LM", "torchtitan": "TorchTitan", "unstated": "JSON rows of no stated framework"}
+
+
+def run_framework(row: dict) -> str:
+    """'torchtitan', 'megatron' or 'unstated' for a run row (RUN_FRAMEWORKS)."""
+    notes = str(row.get("notes") or "")
+    found = next((name for prefix, name in RUN_FRAMEWORKS if notes.startswith(prefix)), None)
+    said = str(row.get("framework") or "").lower()
+    return found or (said if said in ("megatron", "torchtitan") else "unstated")
+
+
+def framework_note(path: str, framework: str) -> str:
+    """'' when the calibration file's runs ran under `framework` (plan's --framework) alone; else one line: its
+    software terms (host time per layer, overlap, MoE synchronisations) were fitted to another framework's runs. A
+    file that records no frameworks (written before they were) is named for a torchtitan plan, whose software is
+    not the published Megatron-Bridge runs' the shipped terms were fitted to."""
+    import json
+
+    from commbench.errors import read_user_file
+    try:
+        said = json.loads(read_user_file(path, "calibration file")).get("frameworks")
+    except (ValueError, AttributeError):
+        return ""
+    software = "its software terms (host time per layer, overlap, MoE synchronisations)"
+    if not isinstance(said, list) or not all(isinstance(f, str) for f in said):
+        return (f"note: calibration file {path} records no framework its runs ran under; {software} may be another "
+                f"framework's than {FRAMEWORK_NAMES[framework]}'s") if framework == "torchtitan" else ""
+    if said == [framework]:
+        return ""
+    return (f"note: calibration file {path} was fitted on runs of {', '.join(FRAMEWORK_NAMES.get(f, f) for f in said)}"
+            f": {software} are theirs, applied here to a {FRAMEWORK_NAMES[framework]} plan")
+
+
 def kernel_terms_of(fitted: Calibration, shipped: Calibration) -> Calibration:
     """`fitted` with the kernel terms (step.terms.KERNEL_TERMS) of `shipped`: a calibration fitted on other GPUs'
     runs, as a plan of a GPU it was not fitted on uses it (CalibrationFile.for_gpu; benchmarks/newer_releases.py

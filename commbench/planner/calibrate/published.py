@@ -143,10 +143,15 @@ def dispatcher_of(preset: str, model_name: str = "") -> str:
 
 
 def _check_gpu_runs(row: dict, where: str) -> None:
-    """A run in a precision its GPU does not have (hardware.toml precisions) is refused by name."""
+    """A run in a precision its GPU does not have (hardware.toml precisions) is refused by name, as plan's
+    --precision is (layout/precision.py check_precision); `gpu` a GPU name or a system preset ("h100-hgx": its GPU,
+    the preset name's first part, fit.preset_gpu)."""
     from commbench.data.reference import gpu_names, gpu_spec
     from commbench.errors import CommbenchError
     gpu = str(row.get("gpu", "")).lower()
+    if gpu not in gpu_names():
+        preset = _preset_name(gpu)
+        gpu = preset.split("-")[0] if preset else gpu
     if gpu in gpu_names() and not unmodelled_precision(row.get("precision")):
         spec, precision = gpu_spec(gpu), precision_of(row.get("precision"))
         if precision not in spec.precisions:
@@ -394,6 +399,14 @@ def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: 
                                f"from its release recipe ({entry['config']}, {entry['file']}@{entry['commit'][:7]})")
 
 
+def sizes_fit(row: dict[str, Any]) -> bool:
+    """num_gpus a multiple of tp*pp*cp (whole DP ranks) and of ep*etp*pp (Megatron-Core's expert grid): else the
+    layout rules (world, expert_fold) name the sizes, rather than an FSDP shard count over a fractional DP."""
+    gpus, pp = int(row["num_gpus"]), int(row["pp"])
+    return not (gpus % (int(row["tp"]) * pp * int(row.get("cp") or 1))
+                or gpus % (int(row.get("ep") or 1) * int(row.get("etp") or 1) * pp))
+
+
 def _dp_of(row: dict[str, Any]) -> int:
     return int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row.get("cp") or 1))
 
@@ -415,7 +428,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             reason = f"model not in the zoo: field 'model' = {r['model']!r} (`commbench plan --help` lists the zoo)"
         elif preset is None:
             reason = f"GPU has no preset: field 'gpu' = {r['gpu']!r} (known: {', '.join(sorted(PRESETS))})"
-        elif _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
+        elif sizes_fit(r) and _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
             reason = (f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (not a divisor: "
                       "no whole number of HSDP replicas)")
         elif lacking := unmodelled_precision(r.get("precision")):
@@ -431,7 +444,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
         flags = recipe_flags(r, preset, name)
-        if _fsdp(r.get("notes", "")):  # Megatron-FSDP over all of DP, or part of it as HSDP (step/fsdp.py)
+        if _fsdp(r.get("notes", "")) and sizes_fit(r):  # Megatron-FSDP over all of DP, or part of it as HSDP
+            # (step/fsdp.py); sizes that do not fit the GPUs: the layout rules (world, expert_fold) name them
             flags.update(fsdp=True, distributed_optimizer=True, fsdp_replicas=_dp_of(r) // _fsdp(r["notes"]))
         fixed = recipe_mbs_if_row_contradicts(r, preset, name)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),

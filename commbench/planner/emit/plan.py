@@ -344,6 +344,11 @@ def fabric_lines(fabric) -> list[str]:
     return lines
 
 
+def _framework_note(calibration_file: str | None, framework: str) -> str:
+    from commbench.planner.calibrate.fit import framework_note
+    return framework_note(calibration_file, framework) if calibration_file else ""
+
+
 def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...] = (),
                      other_gpu_terms: tuple[str, ...] = ()) -> str:
     """The plan's line on where its efficiency terms come from: the shipped ones, or a calibrate -O file and, by name,
@@ -411,6 +416,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
         "overlaps on where Megatron allows them (they never lengthen a step in the model)",
         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
+        *[n for n in [_framework_note(calibration_file, req.framework)] if n],
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())

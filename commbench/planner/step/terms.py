@@ -219,7 +219,8 @@ CALIBRATION_VERSION = 1
 STEP_MODEL = "2026-12-04.2"   # the pipeline split weighs the padded vocabulary (layout/split.py)
 
 
-def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None) -> dict:
+def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
+                     frameworks: list[str] | None = None) -> dict:
     """The file `commbench calibrate -O` writes: its format version, the commbench that wrote it and the step model
     (STEP_MODEL) its terms were fitted to, the fitted terms,
     the files they came from and (`runs`) each run fitted, as calibrate's run_key names it (so --evaluate can tell
@@ -227,7 +228,9 @@ def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] 
     from commbench import __version__
     data = {"kind": CALIBRATION_KIND, "version": CALIBRATION_VERSION, "commbench_version": __version__,
             "step_model": STEP_MODEL, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
-    return data if runs is None else dict(data, runs=runs)
+    data = data if runs is None else dict(data, runs=runs)
+    # the training frameworks the runs ran under (calibrate.fit.run_framework): the software terms are theirs
+    return data if frameworks is None else dict(data, frameworks=frameworks)
 
 
 def fitted_runs(path: str) -> list[str]:
@@ -240,13 +243,13 @@ def fitted_runs(path: str) -> list[str]:
 
 
 def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force: bool = False,
-                     runs: list[str] | None = None) -> dict:
+                     runs: list[str] | None = None, frameworks: list[str] | None = None) -> dict:
     """Write `cal` as the file load_calibration reads (calibration_json), whole, under commbench.files' rules for
     an output it replaces (-O/--out; `force`: replace a file that is not a calibration); returns what it wrote."""
     import json
 
     from commbench.files import write_output
-    data = calibration_json(cal, fitted_on=fitted_on, runs=runs)
+    data = calibration_json(cal, fitted_on=fitted_on, runs=runs, frameworks=frameworks)
     write_output(path, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
                  what="calibration", force=force)
     return data

@@ -17,7 +17,8 @@ Three inputs (`read_runs` picks by content):
   capture); a line is left out when any iteration it averages is warm-up. An arguments block that does not say
   whether the run used CUDA graphs (no cuda_graph_impl) has an obvious spike right after a start left out and
   named.
-- TorchTitan log: the config dict printed at start (`Running with args: {...}`) and the metrics
+- TorchTitan log: the config printed at start (0.1/0.2 `Running with args: {...}` on one line, 0.3.0
+  `Running with configs: {...}` as indented JSON over many lines, --debug.print_config: torchtitan_v03.py) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median
   over the steps after the warm-up, leaving out steps with a NaN or infinite loss or grad_norm, as for Megatron-LM: the first step after each start, and step 2 too where
   CUDA graphs capture there (training.disable_cuda_graphs false, one micro-batch a step: torchtitan.py

@@ -34,7 +34,7 @@ _JSON_LIST_START = re.compile(r'\[\s*(?:[{\["\]-]|\d|true\b|false\b|null\b|$)')
 
 def _log_kind(text: str) -> str | None:
     return ("megatron" if re.search(r"-+ arguments -+|elapsed time per iteration", text)
-            else "torchtitan" if re.search(r"tps:|Running with args", text) else None)
+            else "torchtitan" if re.search(r"tps:|Running with (?:args|configs)", text) else None)
 
 
 def is_json_list(text: str) -> bool:

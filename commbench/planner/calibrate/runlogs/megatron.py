@@ -10,6 +10,8 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
                                                        _whole, cut_last_line)
+from commbench.planner.calibrate.runlogs.megatron_features import check_fsdp_strategy, dispatcher, recompute_mode
+from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
                                                                   iterations_before,
@@ -64,6 +66,12 @@ def check_logged_model(log: str, args: dict[str, Any], model: str) -> None:
         if (got or None) != (want or None):
             raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want or None!r}: the log "
                                  "is of another model (or a cut-down one); give the --model it trained")
+    from commbench.planner.calibrate.runlogs.megatron_arch import architecture_mismatch
+    differ = architecture_mismatch(spec, args)
+    if differ:
+        arg, want, got = differ
+        raise CommbenchError(f"{log}: ran with {arg}={got!r}, but --model {model} has {want!r}: the log is of another "
+                             "model (or a cut-down one); give the --model it trained")
 
 
 def megatron_mtp_note(log: str, args: dict[str, Any], model: str) -> str:
@@ -108,6 +116,12 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
                      "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
+                     "data_parallel_sharding_strategy", "pipeline_model_parallel_layout",
+                     "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+                     "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
+                     "v_head_dim", "group_query_attention", "num_query_groups", "kv_channels", "vocab_size",
+                     "padded_vocab_size", "moe_layer_freq", "moe_shared_expert_intermediate_size",
                      "mtp_num_layers", "fp16", "bf16")
 
 
@@ -279,10 +293,11 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     mtp = megatron_mtp_note(log, args, model)
     fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
         "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
-    recompute = args.get("recompute_granularity") or "none"
-    modules = args.get("recompute_modules") or []
-    if recompute == "selective" and modules and "core_attn" not in modules:
-        recompute = next((m for m in ("mla_up_proj", "moe_act") if m in modules), "selective")
+    check_fsdp_strategy(log, args)
+    split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
+                                    vp=sizes["virtual_pipeline_model_parallel_size"] or 1,
+                                    tp=sizes["tensor_model_parallel_size"], without_mtp=mtp == "w/o MTP")
+    recompute = recompute_mode(log, args)
     scope = args.get("cuda_graph_scope") or []
     impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
     graph = "full" if impl == "full_iteration" or "full_iteration" in (scope if isinstance(scope, list) else [scope]) \
@@ -295,7 +310,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
            "notes": f"Megatron-LM log; {len(lines)} iteration line(s)"
-           + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp) if n) + (
+           + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp, split_note) if n) + (
                f" ({left_out} counting skipped or NaN iterations, or with a NaN loss or grad norm, left out)"
                if left_out else "") + (
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
@@ -308,7 +323,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                       and args.get("recompute_num_layers") else 0,
                       "cpu_offload_layers": _whole(log, "cpu_offloading_num_layers", args["cpu_offloading_num_layers"])
                       if args.get("cpu_offloading") and args.get("cpu_offloading_num_layers") else 0,
-                      "dispatcher": "flex" if args.get("moe_token_dispatcher_type") == "flex" else "alltoall",
+                      "dispatcher": dispatcher(log, args),
                       "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
                       "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
                       "dp_overlap": bool(args.get("overlap_grad_reduce")),

@@ -12,6 +12,8 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _whole,
                                                        cut_last_line)
+from commbench.planner.calibrate.runlogs.torchtitan_v03 import (V03_PRECISION_NOTE, JsonConfigReader,
+                                                                mesh_world_size_v03, normalise_v03)
 
 TITAN_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*(\S+)")
 # components/metrics.py log_validation (torchtitan 0.3.0): "validate step: N ... tps: T", the validator's forward-only
@@ -67,11 +69,12 @@ TITAN_MESH = re.compile(r"Building \d+-D device mesh with \[[^\]]*\], \[([0-9, ]
 
 
 def mesh_world_size(text: str) -> int | None:
-    """The GPU count TorchTitan's ParallelDims logs (`Building N-D device mesh with [names], [sizes]`:
-    the sizes of the dimensions above 1, whose product is the world size); None without that line."""
+    """The GPU count TorchTitan's ParallelDims logs (0.1/0.2 `Building N-D device mesh with [names], [sizes]`:
+    the sizes of the dimensions above 1, whose product is the world size; 0.3.0 `Building device mesh with
+    parallelism: pp=.., ...`, torchtitan_v03.py); None without that line."""
     match = TITAN_MESH.search(text)
     if not match:
-        return None
+        return mesh_world_size_v03(text)
     sizes = [int(x) for x in match.group(1).replace(" ", "").split(",") if x]
     return prod(sizes)
 
@@ -93,6 +96,39 @@ def check_titan_device(log: str, text: str, system: str) -> None:
     if ran and said and ran.group(1).lower() != said:
         raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), but --system "
                              f"{system} has {said} GPUs: give the --system it ran on")
+
+
+# torch.distributed.pipelining's one-stage-per-rank schedules; the others (Interleaved1F1B, LoopedBFS,
+# InterleavedZeroBubble, ZBVZeroBubble, DualPipeV) run several stages a rank, a virtual pipeline the row cannot state
+TITAN_ONE_STAGE_SCHEDULES = ("1f1b", "gpipe")
+
+
+def titan_microbatch(log: str, par: dict[str, Any], local: int, pp: int) -> int:
+    """The micro-batch size the step model prices. Without PP a rank runs its training.local_batch_size at once.
+    With PP, torchtitan 0.3.0 trainer.py splits the local batch into local_batch_size //
+    parallelism.pipeline_parallel_microbatch_size micro-batches (validate.py refuses a size that does not divide
+    it); a config naming instead the count (pipeline_parallel_microbatches, earlier torchtitan) gives local // count.
+    A PP config with neither, or one that does not divide, is one line."""
+    if pp == 1:
+        return local
+    schedule = str(par.get("pipeline_parallel_schedule") or "1F1B")
+    if schedule.lower() not in TITAN_ONE_STAGE_SCHEDULES:
+        raise CommbenchError(f"{log}: parallelism.pipeline_parallel_schedule={schedule!r} (several stages per rank) "
+                             "is not read into a virtual-pipeline size; allowed: 1F1B, GPipe")
+    if par.get("pipeline_parallel_microbatch_size") is not None:
+        size = _whole(log, "parallelism.pipeline_parallel_microbatch_size", par["pipeline_parallel_microbatch_size"])
+        if local % size:
+            raise CommbenchError(f"{log}: parallelism.pipeline_parallel_microbatch_size={size} does not divide "
+                                 f"training.local_batch_size={local}; allowed: a divisor (torchtitan refuses it)")
+        return size
+    if par.get("pipeline_parallel_microbatches") is not None:
+        count = _whole(log, "parallelism.pipeline_parallel_microbatches", par["pipeline_parallel_microbatches"])
+        if local % count:
+            raise CommbenchError(f"{log}: parallelism.pipeline_parallel_microbatches={count} does not divide "
+                                 f"training.local_batch_size={local}; allowed: a divisor")
+        return local // count
+    raise CommbenchError(f"{log}: pipeline_parallel_degree={pp} but the config has no "
+                         "parallelism.pipeline_parallel_microbatch_size: the micro-batch size is not known")
 
 
 TITAN_CONFIG = re.compile(r"Running with args:\s*(\{.*\})\s*$")
@@ -147,7 +183,16 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     cut, cut_left_out = cut_last_line(clean), False
     starts_at: dict[int, int] = {}   # per start (configs printed before it), the step its 'Training starts at' names
     validation_lines = 0
+    json_configs = JsonConfigReader()   # torchtitan 0.3.0's multi-line 'Running with configs: {...}'
     for number, line in enumerate(clean.splitlines()):
+        inside, document = json_configs.feed(line)
+        if inside:
+            if document is not None and not isinstance(document, dict):
+                raise CommbenchError(f"{log}: its 'Running with configs:' block (line {number + 1}) is not a JSON "
+                                     "object; give the log as torchtitan wrote it")
+            if document is not None:
+                configs.append(normalise_v03(log, document, clean))
+            continue
         match = TITAN_CONFIG.search(line)
         if match:
             try:
@@ -171,8 +216,9 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                           all(_finite(value) for _, value in TITAN_HEALTH.findall(line))))
     config = configs[0] if configs else None
     if not isinstance(config, dict):
-        raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with args: {{...}}'); "
-                             "run with --job.print_args (print_config) on")
+        raise CommbenchError(f"TorchTitan log {source!r}: no config dict ('Running with configs: {{...}}' of "
+                             "torchtitan 0.3.0, 'Running with args: {...}' of 0.1/0.2); run with "
+                             "--debug.print_config (0.3.0) or --job.print_args (0.1/0.2)")
     for number, other in enumerate(configs[1:], start=2):
         differ = next((k for k in TITAN_RUN_CONFIG if _entry(config, k) != _entry(other, k)), None)
         if differ:  # two runs' lines in one file: the median would mix their steps
@@ -208,14 +254,14 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     shard = _whole(log, "parallelism.data_parallel_shard_degree", par.get("data_parallel_shard_degree", -1), -1)
     meshed, group = mesh_world_size(clean), tp * pp * cp * rep
     if num_gpus and meshed and num_gpus != meshed:
-        raise CommbenchError(f"{log}: --gpus {num_gpus}, but its device mesh line ('Building N-D device mesh') holds "
+        raise CommbenchError(f"{log}: --gpus {num_gpus}, but its device mesh line ('Building ... device mesh') holds "
                              f"{meshed} GPU(s): give the --gpus it ran on, or none")
     said = "--gpus" if num_gpus else "its device mesh line"
     num_gpus = num_gpus or meshed
     if shard < 1:
         if not num_gpus:
             raise CommbenchError(f"TorchTitan log {source!r}: data_parallel_shard_degree is -1 (auto) and the log has "
-                                 "no 'Building N-D device mesh with [...], [...]' line to read the GPU count from; "
+                                 "no 'Building ... device mesh with ...' line to read the GPU count from; "
                                  "give it with --gpus (one value for every log, or one per log in order)")
         if num_gpus % group:  # TorchTitan's ParallelDims refuses it: the run cannot have had this layout
             raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}) are not a whole number of "
@@ -225,11 +271,21 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
         raise CommbenchError(f"{log}: {num_gpus} GPU(s) ({said}), but its parallelism degrees hold dp_shard*"
                              f"dp_replicate*cp*tp*pp = {shard * group}: give the --gpus it ran on, or none")
     dp = shard * rep
+    reshard = par.get("fsdp_reshard_after_forward", "default")
+    if pp == 1 and shard > 1 and reshard == "never":
+        # torch fully_shard reshard_after_forward=False: parameters kept from the forward, gathered once a step
+        # (ZeRO-2-like); the step model's FSDP (ZeRO-3) gathers them again for the backward
+        raise CommbenchError(f"{log}: parallelism.fsdp_reshard_after_forward='never', which the step model does not "
+                             "price (its FSDP gathers the parameters again for the backward); allowed: default, "
+                             "always")
+    etp = (_whole(log, "parallelism.expert_tensor_parallel_degree", par["expert_tensor_parallel_degree"])
+           if par.get("expert_tensor_parallel_degree") is not None else None)   # torchtitan 0.2; 0.3.0 has none
     world = dp * tp * pp * cp
-    mbs = _whole(log, "training.local_batch_size", training["local_batch_size"])
+    local = _whole(log, "training.local_batch_size", training["local_batch_size"])
+    mbs = titan_microbatch(log, par, local, pp)
     gbs = _whole(log, "training.global_batch_size", training.get("global_batch_size") or -1, -1)
     if gbs < 1:
-        gbs = mbs * dp
+        gbs = local * dp
     # the warm-up steps after each start: a line is steady when the step logged before it is past them (it averages
     # the steps since); the start is the step before 'Training starts at step N', else before the first logged step
     warmup, graph_why = titan_warmup_steps(training, pp, gbs // (mbs * dp))
@@ -256,13 +312,14 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
-            "ep": ep, "etp": None, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
+            "ep": ep, "etp": etp, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
             # without PP TorchTitan's FSDP2 gathers and reduce-scatters every micro-batch (search/frameworks.py
             # TITAN_DP_WITHOUT_PP): the row says FSDP=shard as the published tables do, so it is modelled as FSDP
             # (HSDP over the replicate degree); with PP its one gather a step is the distributed optimizer's
             "notes": f"TorchTitan log; {len({(start[0], step) for start, step, *_ in steps})} steps"
             + (f" (logged by {ranks} ranks)" if (ranks := len({start[1] for start, *_ in steps})) > 1 else "")
             + (f"; FSDP={shard}" if pp == 1 and shard > 1 else "")
+            + (f"; {V03_PRECISION_NOTE}" if "model_spec" in config and precision == "BF16" else "")
             + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
             + (f"; {validation_lines} validation line(s) left out" if validation_lines else "")
             + (f"; {nan_lines} step line(s) with a NaN loss or grad_norm left out" if nan_lines else "")
