@@ -4,6 +4,8 @@ in one line naming the argument and value, never priced as another (the Megatron
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -62,12 +64,12 @@ def test_the_allgather_dispatcher_is_refused_and_alltoall_read():
 PRICED_DSV3 = "Et*4|(t*4|)*14tmL"   # best_split of DeepSeek-V3 (61 layers + 1 MTP) over pp=2 x vp=8
 
 
-def test_a_pipeline_split_other_than_the_priced_one_is_refused():
-    # the log's layout string was not read: every split was priced as the step model's own
+def test_a_pipeline_split_other_than_the_priced_one_is_said_with_its_difference():
+    # the log's layout string was not read: every split was priced as the step model's own, without a word
     assert "pipeline split" not in _row(_with(pipeline_model_parallel_layout=PRICED_DSV3))["notes"]
-    with pytest.raises(CommbenchError, match=r"ran with pipeline_model_parallel_layout='Et\|\(t\*4\|\)\*14t\*4mL' .*"
-                                             r"busiest pipeline rank 1\.107x.* prices pp=2 vp=8 as"):
-        _row(_with(pipeline_model_parallel_layout="Et|(t*4|)*14t*4mL"))
+    notes = _row(_with(pipeline_model_parallel_layout="Et|(t*4|)*14t*4mL"))["notes"]
+    assert re.search(r"ran with pipeline_model_parallel_layout='Et\|\(t\*4\|\)\*14t\*4mL' .*busiest pipeline rank "
+                     r"1\.107x.* prices pp=2 vp=8 as .* priced -\d+\.\d% off what it ran", notes), notes
     with pytest.raises(CommbenchError, match="has 4 virtual stages per rank, but it ran with "
                                              "virtual_pipeline_model_parallel_size=8"):
         _row(_with(pipeline_model_parallel_layout="Et*4|(t*8|)*6t*9mL"))
@@ -75,16 +77,14 @@ def test_a_pipeline_split_other_than_the_priced_one_is_refused():
     assert f"priced as the step model's '{PRICED_DSV3}'" in _row(MEGATRON.read_text())["notes"]
 
 
-@pytest.mark.parametrize("args, refused", [({}, True), ({"decoder_first_pipeline_num_layers": 12}, True),
-                                           ({"pipeline_model_parallel_layout": "Et*26|t*22L"}, False)])
-def test_an_even_or_first_stage_split_is_checked_against_the_priced_one(args, refused):
+@pytest.mark.parametrize("args, said", [({}, True), ({"decoder_first_pipeline_num_layers": 12}, True),
+                                        ({"pipeline_model_parallel_layout": "Et*26|t*22L"}, False)])
+def test_an_even_or_first_stage_split_is_checked_against_the_priced_one(args, said):
+    """24/24 (Megatron-LM's default even split: the loss on the last rank) and 12/36 run slower than the priced 26/22:
+    said with the difference, not refused (a refusal left most Megatron-LM logs nothing to fit)."""
     from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
-    run = lambda: check_logged_split("L", args, "qwen3-30b-a3b", pp=2, vp=1, tp=1, without_mtp=False)  # noqa: E731
-    if refused:   # 24/24 (the loss on the last rank) and 12/36 run slower than the priced 26/22
-        with pytest.raises(CommbenchError, match="cannot carry a pinned split"):
-            run()
-    else:
-        assert run() == ""
+    note = check_logged_split("L", args, "qwen3-30b-a3b", pp=2, vp=1, tp=1, without_mtp=False)
+    assert ("carries no pinned split" in note and "% off what it ran" in note) if said else note == ""
 
 
 @pytest.mark.parametrize("args, named", [

@@ -4,7 +4,8 @@ The step model charges the busiest pipeline rank of layout/split.py best_split f
 (step/evaluate.py stage_imbalance); a row carries no pinned split. A log states its split by
 --pipeline-model-parallel-layout, --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-
 split, or none of them (even; megatron-core transformer_block.py get_num_layers_to_build, layout/split.py docstring).
-A stated split whose busiest rank is not as loaded as the priced one's would be priced as another split: one line.
+A stated split whose busiest rank is not as loaded as the priced one's is priced as that one, said in a note with the
+difference (refusing it refused Megatron-LM's default even split for most models).
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ def check_logged_split(log: str, args: dict[str, Any], model_name: str, *, pp: i
         raise CommbenchError(f"{log}: {said} has {ran.vp} virtual stages per rank, but it ran with "
                              f"virtual_pipeline_model_parallel_size={vp}; give the log as Megatron-LM wrote it")
     if abs(pace(ran) - pace(priced)) > IMBALANCE_TOLERANCE * pace(priced):
-        raise CommbenchError(f"{log}: ran with {said} (layout {ran.layout!r}: busiest pipeline rank {pace(ran):.3f}x "
-                             f"the mean), but the step model prices pp={pp} vp={vp} as {priced.layout!r} "
-                             f"({pace(priced):.3f}x) and cannot carry a pinned split; allowed: a split as balanced "
-                             "as that one")
+        # said, not refused: Megatron-LM's default even split (24/24 for a 48-layer model at pp=2) is how most runs are
+        # launched, and refusing it left calibrate nothing to fit for them (review of the finding-4 fix)
+        return (f"ran with {said} (layout {ran.layout!r}: busiest pipeline rank {pace(ran):.3f}x the mean); the step "
+                f"model prices pp={pp} vp={vp} as {priced.layout!r} ({pace(priced):.3f}x) and carries no pinned split: "
+                f"this run's compute is priced {pace(priced) / pace(ran) - 1:+.1%} off what it ran")
     return ""
