@@ -33,14 +33,7 @@ def test_fsdp_shards_weights_and_grads_and_gathers_every_micro_batch():
     assert bd.valid.all()
     # weights + grads: 70.6B x 2 B x 2 unsharded vs a 1/64 shard plus two gathered layers
     assert bd.mem_weights_bytes[0] / bd.mem_weights_bytes[1] > 20
-    # gradients: the 1/64 shard plus what Megatron-FSDP's reduce-scatter queue holds unsharded: at least 1e9
-    # elements, here 2 x the mean unit's (megatron_fsdp.py suggested_communication_unit_size) + the bucket it adds
-    from commbench.planner.models.counts import param_counts, step_vocab
-    local = param_counts(m, vocab=step_vocab(m, 1)).non_expert
-    unit = local / m.num_layers
-    queued = min(local, unit + max(1e9, 2 * unit))
-    assert bd.mem_grads_bytes[1] == pytest.approx(2.0 * (local / 64 + queued), rel=1e-9)
-    assert bd.mem_grads_bytes[0] / bd.mem_grads_bytes[1] > 15
+    assert bd.mem_grads_bytes[0] / bd.mem_grads_bytes[1] > 20
     assert bd.mem_optimizer_bytes[0] == bd.mem_optimizer_bytes[1]
     n_mb = int(bd.num_microbatches[1])
     assert n_mb == 4

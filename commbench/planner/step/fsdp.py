@@ -14,9 +14,8 @@ arXiv 2304.11277):
   hides traffic, as for the distributed optimizer). Without dp_overlap nothing hides.
 Dense parameters over DP x CP, expert parameters over EDP, as the distributed optimizer shards
 them; the optimizer step updates the shard (as the distributed optimizer).
-Memory per GPU: bf16 weight and gradient shards (1/group) plus the unsharded buffers: under TorchTitan two units
-(the running one and the prefetched one) for weights and one unit's gradients; under Megatron-FSDP its all-gather
-prefetch and reduce-scatter queue, sized in elements with a floor of 5e8 and 1e9 (fsdp_memory_bytes).
+Memory per GPU: bf16 weight and gradient shards (1/group) plus the unsharded buffers of two units
+(the running one and the prefetched one) for weights and one unit's gradients.
 
 HSDP (FSDP over part of DP, `replicas` > 1): the group splits into `replicas` shard groups of
 group/replicas consecutive ranks; the per-unit gathers and reduce-scatters run within a shard group
@@ -88,26 +87,9 @@ def unit_params(model, dense_local, expert_local, num_layers: int, moe_layers: i
     return dense_unit + (expert_local / np.maximum(moe_layers, 1) if model.is_moe else 0.0)
 
 
-# Megatron-FSDP's communication queues (megatron-core 0.16.1 distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py:
-# suggested_communication_unit_size = 2 x the mean unit's elements, "Cap to 1B elements" written as
-# max(1_000_000_000, ...), so at least 1e9): the gradient reduce-scatter queue holds unsharded gradient buckets up to
-# that many elements before it waits for the oldest (param_and_grad_buffer.py wait_for_previous_grad_reduce), and the
-# all-gather prefetch gathers buckets ahead until half of it is reached (suggested_AG_prefetch_size; the prefetch loop
-# stops once it is >= the size, so one more group of buckets may come).
-MEGATRON_RS_QUEUE_MIN_ELEMENTS = 1_000_000_000
-MEGATRON_AG_PREFETCH_MIN_ELEMENTS = MEGATRON_RS_QUEUE_MIN_ELEMENTS // 2
-
-
-def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES, *, local=None, framework: str = "torchtitan"):
-    """(weights, gradients) bytes per GPU under FSDP: the `shard` of parameters this GPU owns plus the gathered
-    buffers: TorchTitan's FSDP2 the running unit and the prefetched one (GATHERED_UNITS) and one unit's gradients;
-    Megatron-FSDP the running unit plus its all-gather prefetch, and the unsharded gradients its reduce-scatter queue
-    holds (MEGATRON_*: at least 5e8 and 1e9 elements, more than a unit of most models), at most the rank's `local`
-    parameters; gradients of `grad_size` bytes (dp_sync.grad_bytes)."""
-    if framework == "megatron" and local is not None:
-        gathered = np.minimum(local, unit + np.maximum(MEGATRON_AG_PREFETCH_MIN_ELEMENTS, unit))
-        queued = np.minimum(local, unit + np.maximum(MEGATRON_RS_QUEUE_MIN_ELEMENTS, 2 * unit))
-        return shard * PARAM_BYTES + gathered * PARAM_BYTES, shard * grad_size + queued * grad_size
+def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):
+    """(weights, gradients) bytes per GPU under FSDP: the `shard` of parameters this GPU owns plus the
+    gathered buffers of `unit` parameters; gradients of `grad_size` bytes (dp_sync.grad_bytes)."""
     return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * grad_size + unit * grad_size
 
 

@@ -304,7 +304,7 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
             f_weights, f_grads = fsdp.fsdp_memory_bytes(
                 dense_local / dense_group + expert_local / expert_group,
                 fsdp.unit_params(model, dense_local, expert_local, load.counts.layers, load.counts.moe),
-                grad_bytes(framework), local=local, framework=framework)
+                grad_bytes(framework))
             # a hybrid's Mamba layers are not Megatron-FSDP units: gathered all step (step/fsdp.py)
             f_weights = f_weights + fsdp.PARAM_BYTES * fsdp.megatron_kept_gathered_params(
                 model, load.counts.mamba, dense_share, dense_group, framework)
