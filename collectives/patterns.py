@@ -14,8 +14,10 @@ from commbench.dtypes import DType
 # value and the others small ones, so every partial result is an integer the dtype holds exactly
 # whatever the rank count or reduction order: sum, max, min and prod are compared exactly.
 # - sum: `ones` other ranks hold 1 (the sum counts every rank's contribution), the rest 0.
-# - max: the others hold 1 or 0; min mirrors max (limit - v).
-# - prod: the lead times 2 or 3 held by the next rank.
+# - max/min (signed types, floats included): the lead is positive (max) or negative (min) and the others
+#   hold -1/+1 or 0, so signs mix at every index: a signed type reduced as unsigned (int8 as uint8, an
+#   ncclInt8 -> ncclUint8 mix-up) takes the other sign's value. Unsigned: min mirrors max (limit - v).
+# - prod: the lead (either sign for signed types) times 2 or 3 (either sign) held by the next rank.
 # - avg: min(n, AVG_TERMS) ranks per index each hold a value of one binade-wide range [H/2, H] with
 #   H = limit / terms (the exact sum stays within the exact range), so every term moves the result by
 #   at least 1/(2 terms) of it, far above the bound: an avg that drops a rank, or is a max/n, or a sum
@@ -96,11 +98,15 @@ def pattern(rank: int, start: int, count: int, dtype: DType, seed: int = 0) -> n
 
 
 def _sum_shape(dtype: DType, num_ranks: int) -> tuple[int, int]:
-    """(ones, lead_high): `ones` ranks hold 1 and the lead at most lead_high, so
+    """(ones, lead_high): `ones` ranks hold 1 (-1/+1 for max/min) and the lead at most lead_high, so
     every partial sum is within the dtype's exact range."""
     limit = dtype.exact_int_limit
     ones = min(num_ranks - 1, limit // 4)
     return ones, limit - ones
+
+
+def _signed(dtype: DType) -> bool:
+    return dtype.is_float or not dtype.name.startswith("u")
 
 
 def avg_terms(num_ranks: int) -> int:
@@ -139,17 +145,23 @@ def _lead_values(op: str, dtype: DType, num_ranks: int, start: int, count: int, 
     if op == "sum":
         ones, _ = _sum_shape(dtype, num_ranks)
         lead[lead == -ones] += 1
+    elif op == "prod" and _signed(dtype):  # either sign
+        lead = np.where(_lead(dtype, start, count, seed, 0, 1, salt=2) == 1, -lead, lead)
     return lead
 
 
 def _prod_second(dtype: DType, start: int, count: int, seed: int) -> np.ndarray:
-    """The second prod factor: 2 or 3."""
-    return _lead(dtype, start, count, seed, 2, 3, salt=1)
+    """The second prod factor: 2 or 3, of either sign for signed types (-3, -2, 2, 3)."""
+    if not _signed(dtype):
+        return _lead(dtype, start, count, seed, 2, 3, salt=1)
+    drawn = _lead(dtype, start, count, seed, 0, 3, salt=1)
+    return np.where(drawn < 2, drawn - 3, drawn)
 
 
 def _lead_range(op: str, dtype: DType, num_ranks: int) -> tuple[int, int]:
     """[low, high] of the lead rank's value for `op`: the top half of the exact range (full width; with
-    the sign for signed integers' sums), a quarter of it for prod (times 2 or 3 stays exact)."""
+    the sign for signed integers' sums), a quarter of it for prod (times 2 or 3 stays exact; its sign is
+    drawn apart, `_lead_values`)."""
     limit, signed = dtype.exact_int_limit, not dtype.is_float and not dtype.name.startswith("u")
     ones, high = _sum_shape(dtype, num_ranks)
     if op == "prod":
@@ -171,14 +183,16 @@ def reduction_inputs(op: str, dtype: DType, rank: int, num_ranks: int, start: in
             values = np.where(role == term, _avg_term(dtype, num_ranks, start, count, seed, term), values)
         return values.astype(_carrier(dtype))
     lead = _lead_values(op, dtype, num_ranks, start, count, seed)
-    if op == "prod":  # the lead and the next rank (2 or 3) differ from 1: a max or sum instead fails
+    if op == "prod":  # the lead and the next rank (+-2 or +-3) differ from 1: a max or sum instead fails
         values = np.where(role == 0, lead, np.where(role == 1, _prod_second(dtype, start, count, seed), 1))
     else:
         ones, _ = _sum_shape(dtype, num_ranks)
         small = (role <= ones).astype(np.int64)
+        if op != "sum" and _signed(dtype):
+            small = -small  # max: a positive lead over -1s; min (its negation): a negative lead under +1s
         values = np.where(role == 0, lead, small)
         if op == "min":  # mirror of max: the lead is the smallest
-            values = dtype.exact_int_limit - values
+            values = -values if _signed(dtype) else dtype.exact_int_limit - values
     return values.astype(_carrier(dtype))
 
 
@@ -194,7 +208,8 @@ def reduced_expected(op: str, dtype: DType, num_ranks: int, start: int, count: i
         result = lead * _prod_second(dtype, start, count, seed) if num_ranks > 1 else lead
     else:
         ones, _ = _sum_shape(dtype, num_ranks)
-        result = {"sum": lead + ones, "max": lead, "min": dtype.exact_int_limit - lead}[op]
+        mirror = -lead if _signed(dtype) else dtype.exact_int_limit - lead
+        result = {"sum": lead + ones, "max": lead, "min": mirror}[op]
     return result.astype(_carrier(dtype))
 
 

@@ -64,6 +64,8 @@ def _cases(world):
         for out_of_place in ((False, True) if name == "all_reduce" else (False,)):
             for dtype in ("float32", "bfloat16", "float16"):
                 yield name, dtype, "avg", out_of_place, AVG_FAULTS
+            for dtype, op in (("int8", "max"), ("int8", "min")):
+                yield name, dtype, op, out_of_place, SIGN_FAULTS
 
 
 def _wrong(backend):
@@ -82,6 +84,6 @@ def _wrong(backend):
 @pytest.mark.parametrize("world", [2, 3, 4])
 def test_wrong_avg_and_signed_as_unsigned_are_caught(world):
     wrong = run_ranks(_wrong, world, timeout_s=300)[0]
-    assert {key[4] for key in wrong} == {"none", *AVG_FAULTS}
+    assert {key[4] for key in wrong} == {"none", *AVG_FAULTS, *SIGN_FAULTS}
     missed = [key for key, count in wrong.items() if (key[4] == "none") != (count == 0)]
     assert missed == [], f"right data reported wrong or a fault not caught: {missed}"

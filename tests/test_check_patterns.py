@@ -165,3 +165,22 @@ def test_avg_sees_every_term(name, n):
         assert count_wrong(rest, expected, dtype, rel_tol) == np.count_nonzero(inputs[dropped])
         assert np.all(np.abs(rest - expected)[inputs[dropped] != 0] > 5 * rel_tol * expected[inputs[dropped] != 0])
 
+
+UNSIGNED = {"int8": np.uint8, "int32": np.uint32, "int64": np.uint64}
+
+
+@pytest.mark.parametrize("name", dtype_names())
+@pytest.mark.parametrize("n", [2, 3, 4, 288])
+def test_signed_types_reduce_negative_values(name, n):
+    # found from outside: max/min/prod inputs were all >= 0, so a signed type reduced as unsigned (int8 as uint8,
+    # an ncclInt8 -> ncclUint8 mix-up) passed max and min; signs now mix at every index (prod: either sign, exact)
+    dtype = get_dtype(name)
+    signed = dtype.is_float or not name.startswith("u")
+    for op in ("max", "min", "prod"):
+        inputs = np.stack([reduction_data(op, dtype, r, n, 0, COUNT, 4)[0] for r in range(n)])
+        expected = reduction_data(op, dtype, 0, n, 0, COUNT, 4)[1]
+        assert np.abs(inputs).max() <= dtype.exact_int_limit and np.abs(expected).max() <= dtype.exact_int_limit
+        assert (inputs < 0).any() == signed and (expected < 0).any() == (signed and op != "max")
+        if name in UNSIGNED and op != "prod":  # the mix-up: compared as unsigned, reinterpreted back
+            as_unsigned = getattr(inputs.astype(getattr(np, name)).view(UNSIGNED[name]), op)(axis=0)
+            assert count_wrong(as_unsigned.view(getattr(np, name)).astype(np.int64), expected, dtype) == COUNT
