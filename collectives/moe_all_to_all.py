@@ -114,14 +114,14 @@ class MoeAllToAll(Collective):
                           f"{point.tokens_per_rank} tok/rank"))
         return specs
 
-    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
-        n, rank = comm.size, comm.rank
+    def _routed(self, spec: PointSpec, n: int):
+        """(params, routed ids, kept ids, padding rows, capacity, traffic) of the point on `n` ranks: every rank
+        derives the same from the seed; ValueError where the EP size does not fit."""
         p = MoeParams(**{k: spec.params[k] for k in _MOE_KEYS if k in spec.params})
         try:
             p.check_ep_size(n)  # plan_specs checked the world; a sub-group may be smaller
         except CommbenchError as exc:
             raise ValueError(str(exc)) from None  # the bench runner records a failed point
-        experts_per_rank = p.num_experts // n
         routed = route(parse_routing(p.routing), num_ranks=n, tokens_per_rank=p.tokens_per_rank,
                        num_experts=p.num_experts, top_k=p.top_k, seed=p.seed)
         capacity, ids, pad = p.capacity(), routed, None
@@ -130,6 +130,17 @@ class MoeAllToAll(Collective):
             pad = padding_rows(ids, p.num_experts, capacity) if p.pad_to_capacity else None
         traffic = moe_traffic(ids, num_experts=p.num_experts, hidden=p.hidden, mode=p.dispatch_mode,
                               dispatch_dtype=p.dispatch_dtype, combine_dtype=p.combine_dtype, pad=pad)
+        return p, routed, ids, pad, capacity, traffic
+
+    def point_size(self, spec: PointSpec, num_ranks: int) -> tuple[int, int]:
+        """The busiest rank's dispatch bytes (what `prepare` records), from the seeded routing."""
+        size_bytes = self._routed(spec, num_ranks)[-1].busiest_dispatch_bytes()
+        return size_bytes // spec.dtype.itemsize, size_bytes
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        n, rank = comm.size, comm.rank
+        p, routed, ids, pad, capacity, traffic = self._routed(spec, n)
+        experts_per_rank = p.num_experts // n
         table = dispatch_rows(ids, p.num_experts, p.dispatch_mode, pad)
         sent, received = table.where(table.src == rank), table.where(table.dst == rank)
         rows = traffic.rows

@@ -28,7 +28,7 @@ from multiprocessing.connection import wait
 from typing import Any, Callable
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
-from commbench.comm.progress import RankProgress, append_record, last_record_is
+from commbench.comm.progress import RankProgress, append_record, last_record_is, lead_last_error
 from commbench.comm.rank_state import RankState as _Rank, laggards as _laggards
 from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_ignored, stops_raise
 from commbench.errors import CommbenchError, Interrupted, first_line
@@ -137,12 +137,15 @@ def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_
     names = ", ".join(str(r.rank) for r in hung)
     line = (f"point {point} failed: rank(s) {names} hung (no progress {grace_s:g} s after rank(s) "
             f"{', '.join(str(r.rank) for r in stopped)} stopped) and were killed")
-    return line, _record_for_writer(writer, line + (f" ({reasons})" if reasons else ""), output_path)
+    return line, _record_for_writer(writer, line + (f" ({reasons})" if reasons else ""), output_path, cause=line)
 
 
-def _record_for_writer(writer: _Rank, error: str, output_path: str) -> bool:
-    """Append rank 0's failed record of its current point unless it wrote one; whether one is there."""
+def _record_for_writer(writer: _Rank, error: str, output_path: str, *, cause: str | None = None) -> bool:
+    """Append rank 0's failed record of its current point unless it wrote one; whether one is there. `cause`: the
+    rank the launcher saw die or hang, put first in the error of a failed record rank 0 wrote (the terminal's line)."""
     if writer.step in writer.recorded_steps or last_record_is(output_path, writer.pending):
+        if cause is not None:
+            lead_last_error(output_path, writer.pending, cause)
         return True
     if writer.pending is None:
         return False
@@ -206,7 +209,7 @@ def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:
     point = writer.label or "start-up"
     line = (f"point {point} failed: every rank ({', '.join(str(r.rank) for r in ranks)}) hung (no progress and no CPU "
             f"time for {grace_s:g} s: all stopped or blocked) and were killed")
-    recorded = _record_for_writer(writer, line, output_path)
+    recorded = _record_for_writer(writer, line, output_path, cause=line)
     raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
                     num_ok=writer.num_recorded_ok,
                     num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
@@ -271,8 +274,9 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             how = (f"failed: {r.error[0]}" if r.error else f"was killed by {signal.Signals(-code).name}"
                    if code and code < 0 else f"exited with code {code}")
             line = f"rank {r.rank} {how}" + (f" at {r.label}" if r.label else "")
-            recorded = _record_for_writer(ranks[0], line, output_path)
-            if r in failed and code is not None and code < 0 and r.error is None:
+            killed = r in failed and code is not None and code < 0 and r.error is None
+            recorded = _record_for_writer(ranks[0], line, output_path, cause=line if killed else None)
+            if killed:
                 # killed from outside (OOM killer, kill -9): like a hang, the point is recorded failed and a
                 # sweep can go on with fresh ranks
                 writer = ranks[0]
