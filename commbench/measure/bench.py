@@ -54,6 +54,7 @@ class BenchConfig:
     subgroups: SubgroupSpec | None = None  # sub-group sweep (issue 4); None = the whole world
     show_view: bool = True  # False when a parent process shows the progress (NCCL tuning axes)
     size_bounds: tuple[int, int] | None = None  # -b and -e as given (nccl-tests' minBytes/maxBytes)
+    size_step: tuple[float, str] | None = None  # -f or -i as the size loop uses them: (factor, "factor") or (bytes, "bytes")
     graph_launches: int = 0  # -G as given (nccl-tests' banner "graph:"); loop.iters is then -n x -G replays
     text_cycle: TextCycle = TextCycle()  # -N: this cycle of the nccl-tests text, continuing the earlier ones'
 
