@@ -193,6 +193,12 @@ def capacity_notes(params: dict) -> list[str]:
                if padded else ")")]
 
 
+def subgroup_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
+    """--group-sizes pow2's sizes left out on this world (they do not divide it), said in the run's header."""
+    note = config.subgroups.left_out(world_size) if config.subgroups is not None and collective.takes_size else None
+    return [note] if note else []
+
+
 def alignment_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
     """Requested sizes that nccl-tests' alignment moves or merges on the measured groups, said once in the run's
     header (never a silent narrowing): a whole number of elements, for the chunked collectives 16 B multiples per
@@ -317,6 +323,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
             header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
                                     topology=topology.to_dict(),
                                     notes=backend.notes(collective.name)
+                                    + subgroup_notes(config, collective, backend.world_size)
                                     + alignment_notes(config, collective, backend.world_size)
                                     + capacity_notes(config.params))
         except RuntimeError as exc:  # not a bug of ours: one line, no traceback

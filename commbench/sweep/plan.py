@@ -172,6 +172,9 @@ def size_notes(sweep: Sweep, world_size: int) -> list[str]:
         collective = get_collective(entry.collective)
         if not collective.takes_size:
             continue
+        left_out = entry.subgroups.left_out(world_size) if entry.subgroups else None
+        if left_out:
+            notes.append(f"run[{entry.index}] ({entry.name}): {left_out.replace('--group-sizes', 'group_sizes', 1)}")
         group_sizes = entry.subgroups.sizes_for(world_size) if entry.subgroups else [world_size]  # aligned per group
         for dtype, ranks in ((d, g) for d in entry.dtypes for g in group_sizes):
             itemsize = get_dtype(dtype).itemsize
