@@ -98,6 +98,11 @@ class Collective(ABC):
     @abstractmethod
     def prepare(self, comm: Communicator, backend: Backend, spec: PointSpec) -> PreparedPoint: ...
 
+    def point_size(self, spec: PointSpec, num_ranks: int) -> tuple[int, int]:
+        """(count, size_bytes) that `prepare` on `num_ranks` ranks records, without preparing it (a failed point's
+        record, a sweep's dry run); raises ValueError where `prepare` would refuse the point."""
+        return self.count_for(spec.size_bytes, spec.dtype.itemsize, num_ranks)
+
     def check_params(self, params: dict[str, Any], backend_name: str) -> None:
         """Raise CommbenchError (one line) for workload parameters this backend cannot run; before launch."""
 

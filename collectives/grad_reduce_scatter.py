@@ -84,6 +84,11 @@ def stage_groups(partition: list[tuple[int, ...]], topology: Topology) -> tuple[
     return rack_groups, cross_groups
 
 
+def _point_count(algorithm: str, chunk: int, num_ranks: int) -> int:
+    """The record's count: one shard, or every shard for hierarchical-allreduce (it holds them all)."""
+    return num_ranks * chunk if algorithm == "hierarchical-allreduce" else chunk
+
+
 def owned_shard(algorithm: str, rack_pos: int, local_index: int, num_racks: int, group_rank: int) -> int | None:
     """Which shard (of N) a rank ends with; None for hierarchical-allreduce (it holds them all)."""
     if algorithm == "flat":
@@ -124,6 +129,11 @@ class GradReduceScatter(ChunkedCollective):
 
     def check_params(self, params: dict, backend_name: str) -> None:
         resolve_impl(params.get("rs_impl", "auto"), backend_name)
+
+    def point_size(self, spec: PointSpec, num_ranks: int) -> tuple[int, int]:
+        chunk = self.count_for(spec.size_bytes, spec.dtype.itemsize, num_ranks)[0]
+        count = _point_count(spec.params.get("algorithm", "hierarchical"), chunk, num_ranks)
+        return count, num_ranks * chunk * spec.dtype.itemsize
 
     def __init__(self) -> None:
         self._comms: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

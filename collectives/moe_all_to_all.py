@@ -3,9 +3,12 @@
 Swept over tokens per rank (not bytes). Outside timing (in `prepare`/`fill`): the global routing
 (every rank derives it from the seed), the split sizes, the permuted send rows and the combine rows
 the experts would return. Each timed iteration runs three stages, as a real layer does:
-1. `count_exchange`: all_to_all of the count vector (per destination rank: rows, then tokens per
-   each of its experts), int64; the split sizes themselves are known on the host ahead, so no
-   device-to-host copy of the counts is timed (a real layer syncs there);
+1. `count_exchange`: per-expert (Megatron) mode, as megatron-core 0.16.1's MoEAlltoAllTokenDispatcher.preprocess
+   (transformer/moe/token_dispatcher.py: gather_from_sequence_parallel_region of num_local_tokens_per_expert over
+   the tp_ep group): an all_gather of every rank's E per-expert token counts, int64 (each rank receives n x E);
+   per-rank (DeepEP) mode: an all_to_all of the count vector (per destination rank: rows, then tokens for each of
+   its experts), int64. The split sizes themselves are known on the host ahead, so no device-to-host copy of the
+   counts is timed (a real layer syncs there);
 2. `dispatch`: all_to_all_single of the token rows with uneven split sizes;
 3. `combine`: the reverse trip, each row back to its source in the original order.
 The harness's total is all three; `round_trip_us` = dispatch + combine medians.
@@ -132,8 +135,11 @@ class MoeAllToAll(Collective):
                           f"{point.tokens_per_rank} tok/rank"))
         return specs
 
-    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
-        n, rank = comm.size, comm.rank
+    def _routed(self, spec: PointSpec, n: int):
+        """(params, routed ids, kept ids (after capacity drops), ids on the wire, padding rows, capacity, traffic,
+        experts per rank, experts on the wire) of the point on `n` ranks: every rank derives the same from the seed; ValueError where the EP size does
+        not fit. With expert_tp > 1 the kept ids are replicated over the ETP ranks as Megatron expands its routing
+        map (replicate_over_etp)."""
         p = MoeParams(**{k: spec.params[k] for k in _MOE_KEYS if k in spec.params})
         try:
             p.check_ep_size(n)  # plan_specs checked the world; a sub-group may be smaller
@@ -150,6 +156,16 @@ class MoeAllToAll(Collective):
         wire_experts = p.num_experts * p.expert_tp
         traffic = moe_traffic(ids, num_experts=wire_experts, hidden=p.hidden, mode=p.dispatch_mode,
                               dispatch_dtype=p.dispatch_dtype, combine_dtype=p.combine_dtype, pad=pad)
+        return p, routed, kept, ids, pad, capacity, traffic, experts_per_rank, wire_experts
+
+    def point_size(self, spec: PointSpec, num_ranks: int) -> tuple[int, int]:
+        """The busiest rank's dispatch bytes (what `prepare` records), from the seeded routing."""
+        size_bytes = self._routed(spec, num_ranks)[6].busiest_dispatch_bytes()
+        return size_bytes // spec.dtype.itemsize, size_bytes
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        n, rank = comm.size, comm.rank
+        p, routed, kept, ids, pad, capacity, traffic, experts_per_rank, wire_experts = self._routed(spec, n)
         table = dispatch_rows(ids, wire_experts, p.dispatch_mode, pad)
         sent, received = table.where(table.src == rank), table.where(table.dst == rank)
         rows = traffic.rows
@@ -165,20 +181,25 @@ class MoeAllToAll(Collective):
         c_out_splits = [int(v) * c_width for v in rows[rank]]
 
         per_expert = tokens_per_expert(ids, wire_experts, pad)
-        # counts[s, d] = [rows s sends d, then s's tokens for each of d's experts]
-        counts = np.concatenate([rows[:, :, None], per_expert.reshape(n, n, experts_per_rank)], axis=2)
-        count_in, count_out = backend.upload(counts[rank].ravel(), _INT64), backend.empty(counts[:, rank].size, _INT64)
+        if p.dispatch_mode == "per-expert":  # Megatron: all_gather of each rank's E counts, rank-major
+            sent_counts, expected_counts = per_expert[rank], per_expert.ravel()
+        else:  # counts[s, d] = [rows s sends d, then s's tokens for each of d's experts], all_to_all
+            counts = np.concatenate([rows[:, :, None], per_expert.reshape(n, n, experts_per_rank)], axis=2)
+            sent_counts, expected_counts = counts[rank].ravel(), counts[:, rank].ravel()
+        count_in, count_out = backend.upload(sent_counts, _INT64), backend.empty(expected_counts.size, _INT64)
+        exchange_counts = ((lambda: comm.all_gather(count_out, count_in)) if p.dispatch_mode == "per-expert"
+                           else (lambda: comm.all_to_all(count_out, count_in)))
 
         def fill(salt: int = 0) -> None:
             backend.write(d_in, payload(sent, d_width, d_dtype, salt))
             backend.write(c_in, payload(received, c_width, c_dtype, salt))  # what the experts return
             for buf, size in ((d_out, len(received) * d_width), (c_out, len(sent) * c_width),
-                              (count_out, counts[:, rank].size)):
+                              (count_out, expected_counts.size)):
                 backend.write(buf, np.zeros(size, dtype=np.uint8))  # no stale rows can pass the check
 
         def check(salt: int = 0) -> int:
             got_dispatch = backend.download(d_out)
-            wrong = 0 if p.pad_to_capacity else int(np.count_nonzero(backend.download(count_out) != counts[:, rank].ravel()))
+            wrong = 0 if p.pad_to_capacity else int(np.count_nonzero(backend.download(count_out) != expected_counts))
             wrong += int(np.count_nonzero(got_dispatch != payload(received, d_width, d_dtype, salt)))
             wrong += foreign_rows(got_dispatch, d_width, ids, rank, wire_experts, p.dispatch_mode, pad)
             wrong += int(np.count_nonzero(backend.download(c_out) != payload(sent, c_width, c_dtype, salt)))
@@ -204,7 +225,7 @@ class MoeAllToAll(Collective):
 
         return PreparedPoint(
             size_bytes=size_bytes, count=size_bytes // d_dtype.itemsize, busbw_factor=factor,
-            stages=[*([] if p.pad_to_capacity else [("count_exchange", lambda: comm.all_to_all(count_out, count_in))]),
+            stages=[*([] if p.pad_to_capacity else [("count_exchange", exchange_counts)]),
                     ("dispatch", lambda: comm.all_to_all(d_out, d_in, d_out_splits, d_in_splits)),
                     ("combine", lambda: comm.all_to_all(c_out, c_in, c_out_splits, c_in_splits))],
             fill=fill, check=check, algbw_bytes=size_bytes + combine_bytes,

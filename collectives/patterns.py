@@ -9,16 +9,29 @@ from commbench.dtypes import DType
 # --- checkable data -------------------------------------------------------------------------
 # Patterns use each dtype's full width: integers draw from the whole range (sign bit included), floats
 # are integers in [2^(p-1), 2^p] (p = significand bits), so every significand bit is random and data
-# that passed through a narrower type (fp32 via bf16/fp16, fp64 via fp32, int32/int64 via uint8)
+# that passed through a narrower type (fp32 via bf16, fp16, fp64 via fp32, int32/int64 via uint8)
 # differs. Reductions: per index one lead rank (drawn per index from the seed) holds a full-width
-# value, `ones` other ranks hold 1 (the sum counts every rank's contribution), the rest 0, so every
-# partial sum is an integer the dtype holds exactly whatever the rank count or reduction order: sum,
-# max, min and prod are compared exactly. avg divides: its bound is derived from NCCL's order
-# (enqueue.cc: the scalar 1/n in the dtype, every input pre-multiplied by it, then summed), see
-# `avg_rel_bound`. Outputs are poisoned with POISON (0) before a checked run and no pattern value is 0,
+# value and the others small ones, so every partial result is an integer the dtype holds exactly
+# whatever the rank count or reduction order: sum, max, min and prod are compared exactly.
+# - sum: `ones` other ranks hold 1 (the sum counts every rank's contribution), the rest 0.
+# - max/min (signed types, floats included): the lead is positive (max) or negative (min) and the others
+#   hold -1/+1 or 0, so signs mix at every index: a signed type reduced as unsigned (int8 as uint8, an
+#   ncclInt8 -> ncclUint8 mix-up) takes the other sign's value. Unsigned: min mirrors max (limit - v).
+# - prod: the lead (either sign for signed types) times 2 or 3 (either sign) held by the next rank.
+# - avg: min(n, AVG_TERMS) ranks per index each hold a value of one binade-wide range [H/2, H] with
+#   H = limit / terms (the exact sum stays within the exact range), so every term moves the result by
+#   at least 1/(2 terms) of it, far above the bound: an avg that drops a rank, or is a max/n, or a sum
+#   without /n, fails. avg divides: its bound is derived from NCCL's order (enqueue.cc: the scalar 1/n
+#   in the dtype, every input pre-multiplied by it, then summed), see `avg_rel_bound`.
+# Outputs are poisoned with POISON (0) before a checked run and no expected value is 0,
 # so a skipped or half-written output fails; NaN/inf never equal. Patterns depend on a per-point seed
 # (nccl-tests seeds initData with the repetition) and, after the timed loop, a salted one (`salted`),
 # so the previous point's or the first call's data fails.
+
+# Ranks holding a nonzero avg term per index (the rest hold 0; roles cycle with the index, so at more
+# ranks each rank is a term at some indices). 4 keeps the bf16 bound (5 u = 2 %) far under the smallest
+# term's share (1/8): see `avg_rel_bound`.
+AVG_TERMS = 4
 
 POISON = 0.0
 
@@ -84,13 +97,32 @@ def pattern(rank: int, start: int, count: int, dtype: DType, seed: int = 0) -> n
     return values.astype(_carrier(dtype))
 
 
-def _sum_shape(dtype: DType, num_ranks: int, op: str = "sum") -> tuple[int, int]:
-    """(ones, lead_high): `ones` ranks hold 1 and the lead at most lead_high, so every partial sum is
-    within the dtype's exact range. avg: one rank holds 1 (its rounding bound grows with the nonzero
-    terms; each rank is still the 1 at some indices, as roles cycle with the index)."""
+def _sum_shape(dtype: DType, num_ranks: int) -> tuple[int, int]:
+    """(ones, lead_high): `ones` ranks hold 1 (-1/+1 for max/min) and the lead at most lead_high, so
+    every partial sum is within the dtype's exact range."""
     limit = dtype.exact_int_limit
-    ones = min(num_ranks - 1, 1 if op == "avg" else limit // 4)
+    ones = min(num_ranks - 1, limit // 4)
     return ones, limit - ones
+
+
+def _signed(dtype: DType) -> bool:
+    return dtype.is_float or not dtype.name.startswith("u")
+
+
+def avg_terms(num_ranks: int) -> int:
+    """Ranks holding a nonzero avg term at each index."""
+    return min(num_ranks, AVG_TERMS)
+
+
+def _avg_range(dtype: DType, num_ranks: int) -> tuple[int, int]:
+    """[low, high] of every avg term: high = limit // terms (the sum of the terms stays exact), low just
+    above high / 2 (each term is at least 1/(2 terms) of the sum)."""
+    high = dtype.exact_int_limit // avg_terms(num_ranks)
+    return high // 2 + 1, high
+
+
+def _avg_term(dtype: DType, num_ranks: int, start: int, count: int, seed: int, role: int) -> np.ndarray:
+    return _lead(dtype, start, count, seed, *_avg_range(dtype, num_ranks), salt=8 + role)
 
 
 def _roles(rank: int, num_ranks: int, start: int, count: int, seed: int) -> np.ndarray:
@@ -110,22 +142,33 @@ def _lead_values(op: str, dtype: DType, num_ranks: int, start: int, count: int, 
     """The lead rank's value per index; a signed sum's lead is never -ones (the result would be 0,
     the poison)."""
     lead = _lead(dtype, start, count, seed, *_lead_range(op, dtype, num_ranks))
-    if op in ("sum", "avg"):
-        ones, _ = _sum_shape(dtype, num_ranks, op)
+    if op == "sum":
+        ones, _ = _sum_shape(dtype, num_ranks)
         lead[lead == -ones] += 1
+    elif op == "prod" and _signed(dtype):  # either sign
+        lead = np.where(_lead(dtype, start, count, seed, 0, 1, salt=2) == 1, -lead, lead)
     return lead
+
+
+def _prod_second(dtype: DType, start: int, count: int, seed: int) -> np.ndarray:
+    """The second prod factor: 2 or 3, of either sign for signed types (-3, -2, 2, 3)."""
+    if not _signed(dtype):
+        return _lead(dtype, start, count, seed, 2, 3, salt=1)
+    drawn = _lead(dtype, start, count, seed, 0, 3, salt=1)
+    return np.where(drawn < 2, drawn - 3, drawn)
 
 
 def _lead_range(op: str, dtype: DType, num_ranks: int) -> tuple[int, int]:
     """[low, high] of the lead rank's value for `op`: the top half of the exact range (full width; with
-    the sign for signed integers' sums), a quarter of it for prod (times 2 or 3 stays exact)."""
+    the sign for signed integers' sums), a quarter of it for prod (times 2 or 3 stays exact; its sign is
+    drawn apart, `_lead_values`)."""
     limit, signed = dtype.exact_int_limit, not dtype.is_float and not dtype.name.startswith("u")
-    ones, high = _sum_shape(dtype, num_ranks, op)
+    ones, high = _sum_shape(dtype, num_ranks)
     if op == "prod":
         return limit // 8, limit // 4
-    if op in ("sum", "avg") and signed:
+    if op == "sum" and signed:
         return -high, high
-    return limit // 2, high if op in ("sum", "avg") else limit - 1
+    return limit // 2, high if op == "sum" else limit - 1
 
 
 def reduction_inputs(op: str, dtype: DType, rank: int, num_ranks: int, start: int, count: int,
@@ -134,15 +177,22 @@ def reduction_inputs(op: str, dtype: DType, rank: int, num_ranks: int, start: in
     if op not in ("sum", "prod", "max", "min", "avg"):
         raise ValueError(f"op={op!r}: allowed sum, prod, max, min, avg")
     role = _roles(rank, num_ranks, start, count, seed)
+    if op == "avg":  # roles 0..terms-1 hold a term each, the rest 0
+        values = np.zeros(count, dtype=np.int64)
+        for term in range(avg_terms(num_ranks)):
+            values = np.where(role == term, _avg_term(dtype, num_ranks, start, count, seed, term), values)
+        return values.astype(_carrier(dtype))
     lead = _lead_values(op, dtype, num_ranks, start, count, seed)
-    if op == "prod":  # the lead and the next rank (2 or 3) differ from 1: a max or sum instead fails
-        second = _lead(dtype, start, count, seed, 2, 3, salt=1)
-        values = np.where(role == 0, lead, np.where(role == 1, second, 1))
+    if op == "prod":  # the lead and the next rank (+-2 or +-3) differ from 1: a max or sum instead fails
+        values = np.where(role == 0, lead, np.where(role == 1, _prod_second(dtype, start, count, seed), 1))
     else:
-        ones, _ = _sum_shape(dtype, num_ranks, op)
-        values = np.where(role == 0, lead, (role <= ones).astype(np.int64))
+        ones, _ = _sum_shape(dtype, num_ranks)
+        small = (role <= ones).astype(np.int64)
+        if op != "sum" and _signed(dtype):
+            small = -small  # max: a positive lead over -1s; min (its negation): a negative lead under +1s
+        values = np.where(role == 0, lead, small)
         if op == "min":  # mirror of max: the lead is the smallest
-            values = dtype.exact_int_limit - values
+            values = -values if _signed(dtype) else dtype.exact_int_limit - values
     return values.astype(_carrier(dtype))
 
 
@@ -150,25 +200,28 @@ def reduced_expected(op: str, dtype: DType, num_ranks: int, start: int, count: i
     """The exact result of reducing `reduction_inputs` over ranks 0..n-1 (O(count), any rank count)."""
     if op not in ("sum", "prod", "max", "min", "avg"):
         raise ValueError(f"op={op!r}: allowed sum, prod, max, min, avg")
+    if op == "avg":
+        total = sum(_avg_term(dtype, num_ranks, start, count, seed, term) for term in range(avg_terms(num_ranks)))
+        return total.astype(np.float64) / num_ranks
     lead = _lead_values(op, dtype, num_ranks, start, count, seed)
     if op == "prod":
-        result = lead * _lead(dtype, start, count, seed, 2, 3, salt=1) if num_ranks > 1 else lead
+        result = lead * _prod_second(dtype, start, count, seed) if num_ranks > 1 else lead
     else:
-        ones, _ = _sum_shape(dtype, num_ranks, op)
-        result = {"sum": lead + ones, "avg": lead + ones, "max": lead, "min": dtype.exact_int_limit - lead}[op]
-    if op == "avg":
-        return result.astype(np.float64) / num_ranks
+        ones, _ = _sum_shape(dtype, num_ranks)
+        mirror = -lead if _signed(dtype) else dtype.exact_int_limit - lead
+        result = {"sum": lead + ones, "max": lead, "min": mirror}[op]
     return result.astype(_carrier(dtype))
 
 
 def avg_rel_bound(dtype: DType, num_ranks: int) -> float:
     """Relative error bound of avg over `num_ranks` in NCCL's order: 1/n rounded to the dtype (u), each
-    nonzero input times it rounded (u), the k = ones + 1 nonzero products summed in any order
-    (gamma_{k-1}; Higham, Accuracy and Stability of Numerical Algorithms, sec. 4.2); u = eps/2. It also
-    covers sum-then-divide (exact sum, one rounding). 1% slack for the bound's second-order terms."""
-    ones, _ = _sum_shape(dtype, num_ranks, "avg")
+    nonzero input times it rounded (u), the k = avg_terms(n) nonzero (all positive) products summed in
+    any order (gamma_{k-1}; Higham, Accuracy and Stability of Numerical Algorithms, sec. 4.2); u = eps/2:
+    (k + 1) u. It also covers sum-then-divide (exact sum, one rounding). 1% slack for the bound's
+    second-order terms. Each term is at least 1/(2k) of the result (`_avg_range`): 1/8 against
+    5 u = 2.0 % for bf16, 0.24 % fp16, 3e-7 fp32 at k = 4."""
     unit = dtype.eps / 2
-    return (ones + 2) * unit * 1.01
+    return (avg_terms(num_ranks) + 1) * unit * 1.01
 
 
 def count_wrong(actual: np.ndarray, expected: np.ndarray, dtype: DType, rel_tol: float = 0.0) -> int:

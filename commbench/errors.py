@@ -21,6 +21,14 @@ class DataCheckFailed(CommbenchError):
     exit_code = 1
 
 
+class StartupFailed(CommbenchError):
+    """A rank's start-up exchange with its peers (topology, the run header) failed or timed out, most often because a
+    peer died or stopped: the run failed (exit 1), the input was fine; one line, no traceback (the launcher names the
+    peer that hung where it can see it)."""
+
+    exit_code = 1
+
+
 class Interrupted(CommbenchError):
     """Stopped by SIGINT/SIGTERM/SIGHUP; the message says what was kept, `signal` names the signal. Exit code 130."""
 

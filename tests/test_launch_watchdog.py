@@ -68,6 +68,9 @@ def test_bench_rank_stopped_forever_ends_within_timeout_plus_grace(tmp_path, sto
     assert f"rank(s) {stopped_rank} hung" in err and "point 8 B failed" in err
     failed = [r for r in lines(output) if r["record_type"] == "measurement"]
     assert [r["status"] for r in failed] == ["failed"] and failed[0]["size_bytes"] == 8
+    # the record names the stopped rank as the terminal does (not only the others' timeouts), and its count
+    assert failed[0]["error"].startswith(f"point 8 B failed: rank(s) {stopped_rank} hung"), failed[0]["error"]
+    assert failed[0]["count"] == 2
     assert not any(alive(pid) for pid in pids)
 
 
@@ -137,6 +140,23 @@ def test_a_killed_rank_is_a_run_failure_exit_1(tmp_path):
     assert code == 1
     assert err.strip().startswith("error: rank 1 was killed by SIGKILL at 8 B")
     assert [r["status"] for r in lines(output) if r["record_type"] == "measurement"] == ["failed"]
+
+
+def test_a_killed_rank_is_named_in_the_record_not_the_peer_that_saw_it_die(tmp_path):
+    # found from outside: kill -9 of rank 2 of 3: the terminal said 'rank 2 was killed by SIGKILL', the record (rank 0
+    # writes it) 'rank 1 failed first: ...Connection closed by peer' and count 0
+    output = tmp_path / "crash.jsonl"
+    proc = start_cli("bench", "all_reduce", "--nproc", "3", "--backend", "gloo", "-b", "8", "-e", "64", "-n", "1000000",
+                     "-T", "5", "-J", str(output))
+    pids = rank_pids(proc, output, num=3)
+    time.sleep(0.5)
+    os.kill(pids[2], signal.SIGKILL)
+    code, _, err = finish(proc)
+    assert code == 1 and err.strip().startswith("error: rank 2 was killed by SIGKILL at 8 B"), err
+    failed = [r for r in lines(output) if r["record_type"] == "measurement"]
+    assert [r["status"] for r in failed] == ["failed"]
+    assert failed[0]["error"].startswith("rank 2 was killed by SIGKILL at 8 B"), failed[0]["error"]
+    assert (failed[0]["size_bytes"], failed[0]["count"]) == (8, 2)
 
 
 def _listening(rank_env, _config):

@@ -127,3 +127,48 @@ def test_expert_tp_sends_every_token_to_each_etp_rank_of_its_ep_ranks():
     ep_ranks = [[len(set((routed[r, t] // 4).tolist())) for t in range(37)] for r in range(4)]
     assert results[0]["sent_max"] == max(2 * sum(row) for row in ep_ranks)  # ETP x distinct EP ranks per token
     assert mod.replicate_over_etp(np.array([[[5, -1]]]), 2, 2).tolist() == [[[9, 11, -1, -1]]]
+
+
+class _Spy:
+    """The real comm, remembering each call's name and element counts."""
+
+    def __init__(self, comm) -> None:
+        self.comm, self.calls = comm, []
+        self.rank, self.size, self.global_ranks = comm.rank, comm.size, comm.global_ranks
+
+    def __getattr__(self, name):
+        return getattr(self.comm, name)
+
+    def all_gather(self, out, inp):
+        self.calls.append(("all_gather", out.numel(), inp.numel()))
+        self.comm.all_gather(out, inp)
+
+    def all_to_all(self, out, inp, out_splits=None, in_splits=None):
+        self.calls.append(("all_to_all", out.numel(), inp.numel()))
+        self.comm.all_to_all(out, inp, out_splits, in_splits)
+
+
+def _count_stage_calls(backend):
+    moe, out = REGISTRY["moe_all_to_all"], {}
+    for mode in ("per-expert", "per-rank"):
+        params = {"hidden": 32, "num_experts": 4 * backend.world_size, "top_k": 2, "routing": "zipf:1.2",
+                  "dispatch_mode": mode}
+        spec = _specs(params, backend.world_size, [16])[0][0]
+        spy = _Spy(backend.world)
+        prepared = moe.prepare(spy, backend, spec)
+        spy.calls.clear()  # only the stage's own calls
+        dict(prepared.stages)["count_exchange"]()
+        out[mode] = (list(spy.calls), check_point(backend, prepared))
+    return out
+
+
+def test_the_per_expert_count_exchange_all_gathers_every_experts_count_as_megatron():
+    # found from outside: megatron-core 0.16.1 MoEAlltoAllTokenDispatcher.preprocess all-gathers num_local_tokens_per_
+    # expert (E int64 per rank) over the tp_ep group (token_dispatcher.py, gather_from_sequence_parallel_region); the
+    # stage timed an all_to_all of 1 + E/n counts per destination, n x E x 8 B received at EP n here, not n x (1 + E/n)
+    world = 3
+    result = run_ranks(_count_stage_calls, world, timeout_s=120)[0]
+    experts = 4 * world
+    assert result["per-expert"][0] == [("all_gather", world * experts, experts)]
+    assert result["per-rank"][0] == [("all_to_all", world * (1 + experts // world), world * (1 + experts // world))]
+    assert result["per-expert"][1] == 0 and result["per-rank"][1] == 0

@@ -263,3 +263,28 @@ def test_moe_banner_states_its_tokens_and_layer_not_a_size_range(capsys):
                              "routing, per-expert dispatch in bf16, combine in bf16; size: the busiest rank's "
                              "dispatch bytes) warmup iters: 5 iters: 20 "), banner
     assert _BANNER_RE.search(banner).groups() == ("1", "1", "5", "20")
+
+
+def test_a_fractional_step_factor_is_the_banner_step_not_a_byte_step(tmp_path):
+    # found from outside: -f 1.5 measured 1024, 1536, 2304, 3456 ... and the banner said 'step: 512(bytes)'; a parser
+    # rebuilt the wrong sizes. nccl-tests prints step: %ld(factor) for -f (src/util.cu); its -f is an integer (strtol)
+    import re
+    import subprocess
+
+    from commbench.results.importers.nccl_tests import _SIZES_RE, banner_sizes
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    args = ["bench", "all_reduce", "--nproc", "2", "--backend", "gloo", "-n", "2", "-w", "0", "--format", "nccl-tests"]
+    done = subprocess.run([sys.executable, "-m", "commbench", *args, "-b", "1K", "-e", "10K", "-f", "1.5",
+                           "-O", str(tmp_path / "f.jsonl")], env=env, text=True, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "minBytes 1024 maxBytes 10240 step: 1.5(factor)" in done.stdout, done.stdout
+    rows = sorted({int(m) for m in re.findall(r"^ +(\d+) +\d+ +float", done.stdout, re.M)})
+    assert rows == [1024, 1536, 2304, 3456, 5184, 7776]
+    sizes = _SIZES_RE.search(done.stdout)
+    assert banner_sizes(int(sizes.group(1)), int(sizes.group(2)), float(sizes.group(3)), sizes.group(4)) == len(rows)
+    assert text.step_number(2.0) == "2" and text.step_number(512) == "512"
+    added = subprocess.run([sys.executable, "-m", "commbench", *args, "-b", "1K", "-e", "2K", "-i", "512",
+                            "-O", str(tmp_path / "i.jsonl")], env=env, text=True, capture_output=True, timeout=120)
+    assert "step: 512(bytes)" in added.stdout, added.stdout + added.stderr

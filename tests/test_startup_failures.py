@@ -306,3 +306,33 @@ def test_sigterm_mid_run_under_torchrun_is_one_line_per_rank(tmp_path):
     ours = sorted(line for line in err.splitlines() if line.startswith("interrupted ("))
     assert ours == [f"interrupted (SIGTERM): rank {r} of the torchrun launch stopped; results measured so far are "
                     f"in {output}" for r in (0, 1)], err[-3000:]
+
+
+_STOP_IN_HEADER = """
+import os, signal, sys
+import commbench.results.provenance as provenance
+original = provenance.collect_header
+def collect_header(backend, **kwargs):  # rank 1 stops in the start-up exchange (the header's gather)
+    if backend.rank == 1:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return original(backend, **kwargs)
+provenance.collect_header = collect_header
+sys.argv = ["commbench", *sys.argv[1:]]
+from commbench.__main__ import main
+main()
+"""
+
+
+@pytest.mark.timeout(90)
+def test_a_rank_stopped_in_the_start_up_exchange_is_named_in_one_line_without_tracebacks(tmp_path):
+    # found from outside: two tracebacks (local_ranks.py ... work.wait()) then 'error: rank 0 failed: RuntimeError:
+    # ...Timed out waiting', though rank 1 was the one stopped
+    output = tmp_path / "stopped.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "OMPI_", "RANK", "WORLD_SIZE"))}
+    env.update(PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _STOP_IN_HEADER, *BENCH, "--nproc", "3", "-n", "2", "-T", "3",
+                           "-O", str(output)], env=env, text=True, capture_output=True, timeout=80,
+                          start_new_session=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("error: start-up failed: rank(s) 1 hung"), proc.stderr

@@ -128,3 +128,29 @@ def test_sub_group_points_and_their_size_notes_are_aligned_on_the_group():
     assert [(len(p.point.groups[0]), p.point.spec.size_bytes) for p in points] == [(2, 96), (4, 64)]
     notes = size_notes(spec, 4)
     assert len(notes) == 2 and "on 2 ranks" in notes[0] and "100 B -> 96 B" in notes[0] and "100 B -> 64 B" in notes[1]
+
+
+def test_pow2_on_an_odd_world_says_which_sizes_it_left_out():
+    # found from outside: --group-sizes pow2 on 3 ranks measured only g=3 and said nothing of g=2
+    from commbench.sweep.plan import size_notes
+
+    note = SubgroupSpec(sizes=None).left_out(3)
+    assert note is not None and "group size(s) 2 left out" in note and "divide the 3 ranks" in note
+    assert "group size(s) 4 left out" in SubgroupSpec(sizes=None).left_out(6) and "measured: 2, 6" in \
+        SubgroupSpec(sizes=None).left_out(6)
+    assert "group size(s) 2, 4 left out" in SubgroupSpec(sizes=None).left_out(5)
+    assert SubgroupSpec(sizes=None).left_out(4) is None and SubgroupSpec(sizes=(3,)).left_out(3) is None
+    notes = size_notes(sweep_of({"collective": "all_gather", "sizes": ["1K"], "group_sizes": "pow2"}), 3)
+    assert any("run[0]" in n and "group_sizes pow2 on 3 ranks: group size(s) 2 left out" in n for n in notes), notes
+
+
+def _bench_header_notes(backend):
+    from collectives import get_collective
+    from commbench.measure.bench import BenchConfig, subgroup_notes
+
+    config = BenchConfig(collective="all_reduce", sizes_bytes=(100,), subgroups=SubgroupSpec(sizes=None))
+    return subgroup_notes(config, get_collective("all_reduce"), backend.world_size)
+
+
+def test_bench_pow2_on_three_ranks_notes_the_left_out_size_in_its_header():
+    assert any("group size(s) 2 left out" in n for n in run_ranks(_bench_header_notes, 3)[0])

@@ -170,11 +170,15 @@ def bench(
     for option, value in (("--min-bytes", min_bytes), ("--max-bytes", max_bytes), ("--step-bytes", step_bytes)):
         if value is not None:  # '' too: an empty value is refused here, not read below as the default
             parse_size_bytes(value, option)
+    step = None  # the banner's step: what the size loop used (size_range: -i unless -f > 1)
     if workload.default_sizes_bytes and (min_bytes, max_bytes, step_factor, step_bytes) == (None, None, None, None):
         sizes = list(workload.default_sizes_bytes)
     else:
+        added = parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None
         sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or MEASURED_MAX_BYTES, "--max-bytes"),
-                           step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None)
+                           step_factor, added)
+        step = ((added, "bytes") if added is not None and (step_factor is None or step_factor == 1)
+                else (2.0 if step_factor is None else step_factor, "factor"))
     if letters.get("run_cycles", 1) > 1:  # -N 2**70 ran cycle after cycle (no point bound saw the cycles)
         from commbench.limits import check_point_count
         check_point_count(letters["run_cycles"] * len(sizes), f"-N={letters['run_cycles']} cycles of {len(sizes)} size(s)")
@@ -192,6 +196,7 @@ def bench(
         out_of_place=out_of_place, root=root,
         size_bounds=None if workload.default_sizes_bytes and (min_bytes, max_bytes) == (None, None) else
         (parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or "16M", "--max-bytes")),
+        size_step=step,
         graph_launches=letters.get("graph_launches", 0),
         loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph,
                          agg_iters=letters.get("agg_iters", 1), blocking=letters.get("blocking", False)),

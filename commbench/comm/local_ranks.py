@@ -28,8 +28,8 @@ from multiprocessing.connection import wait
 from typing import Any, Callable
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
-from commbench.comm.progress import RankProgress, append_record, last_record_is
-from commbench.comm.rank_state import RankState as _Rank, laggards as _laggards
+from commbench.comm.progress import RankProgress, append_record, last_record_is, lead_last_error
+from commbench.comm.rank_state import RankState as _Rank, cpu_ticks, laggards as _laggards
 from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_ignored, stops_raise
 from commbench.errors import CommbenchError, Interrupted, first_line
 from commbench.files import results_so_far
@@ -137,12 +137,15 @@ def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_
     names = ", ".join(str(r.rank) for r in hung)
     line = (f"point {point} failed: rank(s) {names} hung (no progress {grace_s:g} s after rank(s) "
             f"{', '.join(str(r.rank) for r in stopped)} stopped) and were killed")
-    return line, _record_for_writer(writer, line + (f" ({reasons})" if reasons else ""), output_path)
+    return line, _record_for_writer(writer, line + (f" ({reasons})" if reasons else ""), output_path, cause=line)
 
 
-def _record_for_writer(writer: _Rank, error: str, output_path: str) -> bool:
-    """Append rank 0's failed record of its current point unless it wrote one; whether one is there."""
+def _record_for_writer(writer: _Rank, error: str, output_path: str, *, cause: str | None = None) -> bool:
+    """Append rank 0's failed record of its current point unless it wrote one; whether one is there. `cause`: the
+    rank the launcher saw die or hang, put first in the error of a failed record rank 0 wrote (the terminal's line)."""
     if writer.step in writer.recorded_steps or last_record_is(output_path, writer.pending):
+        if cause is not None:
+            lead_last_error(output_path, writer.pending, cause)
         return True
     if writer.pending is None:
         return False
@@ -206,7 +209,7 @@ def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:
     point = writer.label or "start-up"
     line = (f"point {point} failed: every rank ({', '.join(str(r.rank) for r in ranks)}) hung (no progress and no CPU "
             f"time for {grace_s:g} s: all stopped or blocked) and were killed")
-    recorded = _record_for_writer(writer, line, output_path)
+    recorded = _record_for_writer(writer, line, output_path, cause=line)
     raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
                     num_ok=writer.num_recorded_ok,
                     num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
@@ -221,10 +224,34 @@ def _absent_message(ranks: list[_Rank], absent: list[_Rank], output_path: str) -
             f"rank(s) {', '.join(str(r.rank) for r in waited)} gave up waiting{why}; {results_so_far(output_path)}")
 
 
+def _stuck(ranks: list[_Rank], cpu_then: dict[int, int | None]) -> list[_Rank]:
+    """Ranks still in the job (no result, no error) that used no CPU time since `cpu_then` was taken: stopped or
+    blocked, what the others that failed were waiting for."""
+    return [r for r in ranks if r.alive and r.phase not in ("result", "error") and r.rank in cpu_then
+            and cpu_then[r.rank] is not None and cpu_ticks(r.process.pid) == cpu_then[r.rank]]
+
+
+def _stuck_message(ranks: list[_Rank], stuck: list[_Rank], failed: list[_Rank], output_path: str) -> RanksHung:
+    """Ranks failed (at start-up, a timed-out exchange ends the rank) while others sat still: the still ones are the
+    cause, named as a hang is (found from outside: a rank stopped in the start-up exchange; the line named rank 0,
+    whose timeout came first, after two tracebacks)."""
+    writer = ranks[0]
+    where = f"point {writer.label}" if writer.label else "start-up"
+    line = (f"{where} failed: rank(s) {', '.join(str(r.rank) for r in stuck)} hung (no progress and no CPU time "
+            f"{CRASH_GRACE_S:g} s after rank(s) {', '.join(str(r.rank) for r in failed)} failed: {failed[0].error[0]}) "
+            "and were killed")
+    recorded = _record_for_writer(writer, line, output_path, cause=line)
+    return RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded, num_ok=writer.num_recorded_ok,
+                     num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
+                                                                               writer.recorded_steps))
+
+
 def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
     lagging_since = failed_since = None
     last_progress = time.monotonic()
     failed: list[_Rank] = []
+    stuck: list[_Rank] = []
+    cpu_at_failure: dict[int, int | None] = {}
     while True:
         wait([r.conn for r in ranks if r.conn is not None] + [r.process.sentinel for r in ranks if r.alive],
              timeout=0.1)
@@ -237,8 +264,11 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             _all_stuck(ranks, grace_s, output_path)
         failed = [r for r in ranks if not r.alive and (r.error or r.process.exitcode != 0)]
         if failed:  # a crashed or refusing rank: the others cannot finish; let them record what they saw
-            failed_since = failed_since or time.monotonic()
+            if failed_since is None:
+                failed_since = time.monotonic()
+                cpu_at_failure = {r.rank: cpu_ticks(r.process.pid) for r in ranks if r.alive}
             if time.monotonic() - failed_since > CRASH_GRACE_S:
+                stuck = _stuck(ranks, cpu_at_failure)
                 break
             continue
         laggards = _laggards(ranks)
@@ -263,6 +293,8 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
     absent = [r for r in ranks if r not in failed and not r.joined and r.error is None and r.phase == "start"]
     if absent and any(not r.joined and r.error is not None for r in failed):
         raise RunFailed(_absent_message(ranks, absent, output_path))
+    if stuck and failed and all(r.error is not None and r.error[1] == 1 for r in failed):
+        raise _stuck_message(ranks, stuck, failed, output_path)
     for r in failed + ranks:  # the ranks that failed first, not the ones killed after them
         if r.error is not None and r.error[1] != 1:
             raise CommbenchError(r.error[0])
@@ -271,8 +303,9 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             how = (f"failed: {r.error[0]}" if r.error else f"was killed by {signal.Signals(-code).name}"
                    if code and code < 0 else f"exited with code {code}")
             line = f"rank {r.rank} {how}" + (f" at {r.label}" if r.label else "")
-            recorded = _record_for_writer(ranks[0], line, output_path)
-            if r in failed and code is not None and code < 0 and r.error is None:
+            killed = r in failed and code is not None and code < 0 and r.error is None
+            recorded = _record_for_writer(ranks[0], line, output_path, cause=line if killed else None)
+            if killed:
                 # killed from outside (OOM killer, kill -9): like a hang, the point is recorded failed and a
                 # sweep can go on with fresh ranks
                 writer = ranks[0]

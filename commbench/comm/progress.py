@@ -68,3 +68,29 @@ def last_record_is(output_path: str, pending: dict | None) -> bool:
         return False
     keys = ("record_type", "run_id", "collective", "size_bytes", "dtype", "group_layout", "point_key", "params")
     return isinstance(last, dict) and all(last.get(k) == pending.get(k) for k in keys)
+
+
+def lead_last_error(output_path: str, pending: dict | None, cause: str) -> bool:
+    """Put the launcher's `cause` (a rank killed by a signal, or hung and killed) before the error of rank 0's failed
+    record of the pending point, which names only what the ranks still running saw (often a peer that failed on the
+    dead rank's closed connection); whether the record was changed."""
+    if not last_record_is(output_path, pending):
+        return False
+    with open(output_path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        start = max(0, size - (1 << 16))
+        handle.seek(start)
+        tail = handle.read()
+        body = tail.rstrip(b"\n")
+        cut = body.rfind(b"\n") + 1
+        try:
+            record = json.loads(body[cut:])
+        except ValueError:
+            return False
+        if record.get("status") != "failed" or str(record.get("error", "")).startswith(cause):
+            return False
+        record["error"] = f"{cause}; the ranks still running then reported: {record.get('error', '')}"
+        handle.seek(start + cut)
+        handle.truncate()
+        handle.write((json.dumps(record, separators=(",", ":")) + "\n").encode())
+    return True

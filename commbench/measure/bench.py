@@ -22,7 +22,7 @@ from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
 from commbench.limits import check_iters
-from commbench.errors import CommbenchError, first_line
+from commbench.errors import CommbenchError, StartupFailed, first_line
 from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
 from commbench.results.nccl_tests_text import TextCycle
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
@@ -54,6 +54,7 @@ class BenchConfig:
     subgroups: SubgroupSpec | None = None  # sub-group sweep (issue 4); None = the whole world
     show_view: bool = True  # False when a parent process shows the progress (NCCL tuning axes)
     size_bounds: tuple[int, int] | None = None  # -b and -e as given (nccl-tests' minBytes/maxBytes)
+    size_step: tuple[float, str] | None = None  # -f or -i as the size loop uses them: (factor, "factor") or (bytes, "bytes")
     graph_launches: int = 0  # -G as given (nccl-tests' banner "graph:"); loop.iters is then -n x -G replays
     text_cycle: TextCycle = TextCycle()  # -N: this cycle of the nccl-tests text, continuing the earlier ones'
 
@@ -192,6 +193,12 @@ def capacity_notes(params: dict) -> list[str]:
                if padded else ")")]
 
 
+def subgroup_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
+    """--group-sizes pow2's sizes left out on this world (they do not divide it), said in the run's header."""
+    note = config.subgroups.left_out(world_size) if config.subgroups is not None and collective.takes_size else None
+    return [note] if note else []
+
+
 def alignment_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
     """Requested sizes that nccl-tests' alignment moves or merges on the measured groups, said once in the run's
     header (never a silent narrowing): a whole number of elements, for the chunked collectives 16 B multiples per
@@ -308,15 +315,20 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     error, failed_at_s = None, None
     try:
         run_id = new_run_id()
-        topology = resolve_on_ranks(config.topology, backend)
-        if is_writer and config.show_view and (config.output_format != "nccl-tests" or config.text_cycle.first):
-            print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True,
-                  file=sys.stderr if config.output_format == "markdown" else sys.stdout)
-        header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
-                                topology=topology.to_dict(),
-                                notes=backend.notes(collective.name)
-                                + alignment_notes(config, collective, backend.world_size)
-                                + capacity_notes(config.params))
+        try:  # exchanges with every peer before the first point: a peer that died or stopped fails them
+            topology = resolve_on_ranks(config.topology, backend)
+            if is_writer and config.show_view and (config.output_format != "nccl-tests" or config.text_cycle.first):
+                print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True,
+                      file=sys.stderr if config.output_format == "markdown" else sys.stdout)
+            header = collect_header(backend, run_id=run_id, argv=list(config.argv), launcher=rank_env.launcher,
+                                    topology=topology.to_dict(),
+                                    notes=backend.notes(collective.name)
+                                    + subgroup_notes(config, collective, backend.world_size)
+                                    + alignment_notes(config, collective, backend.world_size)
+                                    + capacity_notes(config.params))
+        except RuntimeError as exc:  # not a bug of ours: one line, no traceback
+            error = f"start-up failed: {first_line(exc)}"
+            raise StartupFailed(error) from None
         points = planned_points(config, collective, backend.world_size, topology)
         header = dataclasses.replace(header, planned_points=len(points))   # report/fit say when a run holds fewer
         comms = GroupCache(backend)

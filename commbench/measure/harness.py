@@ -252,13 +252,25 @@ def loop_params(loop: LoopOptions) -> dict:
             **({"blocking": True} if loop.blocking else {})}
 
 
+def recorded_size(collective: Collective, spec: PointSpec, num_ranks: int) -> tuple[int, int]:
+    """(count, size_bytes) a point records unmeasured (failed, skipped): what measuring it would have recorded
+    (`point_size`: for moe_all_to_all the busiest rank's routed bytes, not the nominal tokens x top-k rows). A point
+    that cannot be sized (its params refused on this group, as `prepare` refuses them) keeps the requested size
+    and count 0."""
+    try:
+        return collective.point_size(spec, num_ranks)
+    except ValueError:
+        return 0, spec.size_bytes
+
+
 def failed_measurement(collective: Collective, spec: PointSpec, backend: Backend, comm_size: int,
                        loop: LoopOptions, *, run_id: str, error: str, group: GroupInfo = GroupInfo(),
                        point_key: str | None = None) -> Measurement:
-    """The record of a point that raised or timed out: its identity and the error, no numbers."""
+    """The record of a point that raised or timed out: its identity (`recorded_size`) and the error, no times."""
+    count, size_bytes = recorded_size(collective, spec, comm_size)
     return Measurement(
-        run_id=run_id, collective=collective.name, backend=backend.name, size_bytes=spec.size_bytes,
-        count=0, dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=collective.is_in_place(spec),
+        run_id=run_id, collective=collective.name, backend=backend.name, size_bytes=size_bytes,
+        count=count, dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=collective.is_in_place(spec),
         world_size=backend.world_size, group_size=comm_size, group_layout=group.layout,
         num_groups=group.num_groups, iters=loop.iters, warmup_iters=loop.warmup_iters,
         status="failed", error=error, params={**spec.params, **loop_params(loop)}, point_key=point_key,

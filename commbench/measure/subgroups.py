@@ -57,6 +57,21 @@ class SubgroupSpec:
                                                      "run at once, so they must tile the world)")
         return list(dict.fromkeys(self.sizes))
 
+    def left_out(self, world_size: int) -> str | None:
+        """pow2 on a world that not every power of two divides: which sizes it leaves out and why, for the run's
+        notes (never a silent narrowing); None when it leaves none out or the sizes were listed (refused then)."""
+        if self.sizes is None:
+            dropped, g = [], 2
+            while g <= world_size:
+                if world_size % g:
+                    dropped.append(g)
+                g *= 2
+            if dropped:
+                return (f"--group-sizes pow2 on {world_size} ranks: group size(s) {', '.join(map(str, dropped))} left "
+                        f"out, they do not divide the {world_size} ranks (all groups of a size run at once, so they "
+                        f"must tile the world); measured: {', '.join(map(str, self.sizes_for(world_size)))}")
+        return None
+
 
 def parse_group_sizes(text: str | Sequence[int] | None) -> tuple[int, ...] | None:
     """'pow2' (or None) = 2, 4, 8, ... N; else a comma list like '2,4,8' (or, from a sweep file, a list)."""

@@ -110,7 +110,7 @@ class BenchView:
             low, high = config.size_bounds or (min(sizes), max(sizes))
             iters, launches = banner_iters(config)
             for line in text.banner(header, config.collective, min_bytes=low, max_bytes=high,
-                                    step=text.size_step(config.sizes_bytes), iters=iters,
+                                    step=config.size_step or text.size_step(config.sizes_bytes), iters=iters,
                                     warmup_iters=config.loop.warmup_iters, check=config.loop.check,
                                     graph_launches=launches, commbench_version=header.commbench_version,
                                     agg_iters=config.loop.agg_iters, blocking=config.loop.blocking,

@@ -69,7 +69,8 @@ def banner(header: RunHeader, collective: str, *, min_bytes: int, max_bytes: int
     0 without graphs), whatever the loop runs to time them; commbench never offsets buffers: unalign: 0.
     `swept`: what a workload swept by its own parameters measures (moe_all_to_all: its tokens per rank and MoE
     layer), printed where a size sweep's minBytes/maxBytes/step would stand (it has no size range)."""
-    sizes = swept if swept is not None else f"minBytes {min_bytes} maxBytes {max_bytes} step: {step[0]}({step[1]})"
+    sizes = swept if swept is not None else \
+        f"minBytes {min_bytes} maxBytes {max_bytes} step: {step_number(step[0])}({step[1]})"
     lines = [f"# nccl-tests version commbench-{commbench_version} nccl-headers=0 "
              f"nccl-library={nccl_version_code(header.nccl_version)}",
              f"# Collective test starting: {program_name(collective)}",
@@ -198,6 +199,12 @@ def stopped_line(reason: str) -> str:
     whose in-place cell was not measured is left out, its out-of-place record is in the JSONL), and no footer
     follows (nccl-tests prints none for a run that did not conclude)."""
     return f"# stopped, no footer: {reason}; every row above is complete (a size cut short is only in the JSONL)"
+
+
+def step_number(value: float) -> str:
+    """The banner's step: an integer as nccl-tests' %ld prints it; a fractional -f factor (nccl-tests reads -f with
+    strtol and has none) as given, 1.5, never a byte step the run did not use."""
+    return str(int(value)) if float(value).is_integer() else f"{float(value):g}"
 
 
 def size_step(sizes_bytes: Sequence[int]) -> tuple[int, str]:

@@ -126,12 +126,14 @@ def skipped_header(*, backend: str, world_size: int, combo: TuningCombo, env: di
 def skipped_record(planned, *, run_id: str, collective, backend: str, world_size: int, loop, combo: TuningCombo,
                    reason: str, point_key: str | None = None) -> Measurement:
     """The record of a planned point (commbench.measure.bench.PlannedPoint) a refused combination never measured."""
-    from commbench.measure.harness import loop_params
+    from commbench.measure.harness import loop_params, recorded_size
     spec = planned.spec
+    group_size = world_size if planned.groups is None else len(planned.groups[0])
+    count, size_bytes = recorded_size(collective, spec, group_size)
     return Measurement(
-        run_id=run_id, collective=collective.name, backend=backend, size_bytes=spec.size_bytes, count=0,
+        run_id=run_id, collective=collective.name, backend=backend, size_bytes=size_bytes, count=count,
         dtype=spec.dtype.name, op=spec.op if collective.reduces else None, in_place=collective.is_in_place(spec),
-        world_size=world_size, group_size=world_size if planned.groups is None else len(planned.groups[0]),
+        world_size=world_size, group_size=group_size,
         group_layout=planned.group.layout, num_groups=planned.group.num_groups, iters=loop.iters,
         warmup_iters=loop.warmup_iters, status="skipped", error=f"NCCL refused {combo.label}: {reason}",
         params={**spec.params, **loop_params(loop)}, point_key=point_key)

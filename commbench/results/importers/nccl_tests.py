@@ -125,7 +125,7 @@ _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
 # the same banner's size sweep (src/common.cu: "minBytes %ld maxBytes %ld step: %ld(%s)", factor or bytes)
-_SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|bytes)\)")
+_SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+(?:\.\d+)?)\((factor|bytes)\)")  # commbench: 1.5(factor)
 # the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
 _AGG_RE = re.compile(r"\bagg iters: (\d+)")
 _GRAPH_RE = re.compile(r"\bgraph: (\d+)")
@@ -500,7 +500,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.threads = int(match.group(1))
         state.warmup, state.iters = int(match.group(3)), int(match.group(4))
         sizes = _SIZES_RE.search(body)
-        state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), int(sizes.group(3)),
+        state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), float(sizes.group(3)),
                                    sizes.group(4)) if sizes else None
         agg, graph, unalign = _AGG_RE.search(body), _GRAPH_RE.search(body), _UNALIGN_RE.search(body)
         state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
@@ -588,14 +588,14 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
     return result
 
 
-def banner_sizes(min_bytes: int, max_bytes: int, step: int, kind: str) -> int | None:
+def banner_sizes(min_bytes: int, max_bytes: int, step: float, kind: str) -> int | None:
     """How many sizes nccl-tests' loop measures from its banner's sweep (src/common.cu: from minBytes while <=
     maxBytes, times the step factor or plus the step bytes); None where the banner's step cannot advance."""
     if min_bytes <= 0 or max_bytes < min_bytes or step <= (1 if kind == "factor" else 0):
         return None
     if kind != "factor":   # an added step: counted, not stepped through (a 1-byte step over GiBs is 1e9 sizes)
-        return (max_bytes - min_bytes) // step + 1
-    count, size = 0, min_bytes
+        return int((max_bytes - min_bytes) // step) + 1
+    count, size = 0, float(min_bytes)
     while size <= max_bytes:   # a factor of 2 or more: at most 64 steps
         count += 1
         size *= step
