@@ -414,31 +414,3 @@ def test_the_files_nproc_is_checked_by_the_dry_run_and_named_by_the_launch(tmp_p
     assert not (tmp_path / "out.jsonl").exists()
     planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", "4"])
     assert planned.exit_code == 0 and "valid:" in planned.output, planned.output
-
-
-def test_dry_run_lists_the_size_the_run_records_for_moe_points(tmp_path):
-    # found from outside: the dry run listed moe_all_to_all's nominal tokens x top-k rows (4096 B) and estimated its
-    # time from them, the run recorded the busiest rank's routed bytes (7424 B; 1680 -> 1920 B with a capacity)
-    import json
-
-    from typer.testing import CliRunner
-
-    from commbench.cli.app import app
-
-    runner = CliRunner()
-
-    sweep_file = tmp_path / "mo.toml"
-    sweep_file.write_text('[sweep]\nname="mo"\nbackend="gloo"\nnproc=3\n[defaults]\niters=2\nwarmup_iters=0\n'
-                          'timeout_s=20\n[[run]]\ncollective="moe_all_to_all"\ntokens_per_rank=[16]\nhidden=64\n'
-                          'num_experts=6\ntop_k=2\nrouting="zipf:1.2"\n[[run]]\ncollective="moe_all_to_all"\n'
-                          'tokens_per_rank=[16]\nhidden=64\nnum_experts=6\ntop_k=2\nrouting="zipf:1.2"\n'
-                          'capacity_factor=1.1\n')
-    planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--json"])
-    assert planned.exit_code == 0, planned.output
-    listed = [p["size_bytes"] for p in json.loads(planned.output)["points"]]
-    out = tmp_path / "mo.jsonl"
-    ran = runner.invoke(app, ["sweep", str(sweep_file), "-O", str(out)])
-    assert ran.exit_code == 0, ran.output
-    recorded = [json.loads(line)["size_bytes"] for line in out.read_text().splitlines()
-                if json.loads(line)["record_type"] == "measurement"]
-    assert listed == recorded and listed != [16 * 2 * 64 * 2] * 2

@@ -20,7 +20,7 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
-from commbench.sweep.plan import describe, recorded_size_bytes, size_notes
+from commbench.sweep.plan import describe, size_notes
 from commbench.sweep.resume import (check_resume_identity, earlier_problems, finished_before_launch, has_records,
                                     resume_identities)
 from commbench.results.tables import Col, print_table
@@ -54,9 +54,9 @@ def dry_run_document(sweep, world_size: int, backend: str) -> dict:
     """`sweep --dry-run --json`: the points a launch would measure, with a rough (predicted) time each."""
     points = []
     for number, point in enumerate(plan_sweep(sweep, world_size, backend=backend), start=1):
-        row = describe(point, world_size)
+        row = describe(point)
         points.append({"number": number, "entry": row["entry"], "collective": row["collective"], "dtype": row["dtype"],
-                       "size_bytes": recorded_size_bytes(point, world_size), "groups": row["groups"],
+                       "size_bytes": point.point.spec.size_bytes, "groups": row["groups"],
                        "params": {k: v for k, v in sorted(point.point.spec.params.items())}, "how": row["how"],
                        "estimated_s": estimate_point_s(point, world_size, backend)})
     return {"format": "commbench-sweep-plan", "version": 1, "sweep": sweep.name, "description": sweep.description,

@@ -116,38 +116,25 @@ def keys_known_before_launch(sweep: Sweep) -> bool:
     return not any(get_collective(entry.collective).uses_topology for entry in sweep.entries)
 
 
-def group_size_of(point: SweepPoint, world_size: int) -> int:
-    return world_size if point.point.groups is None else len(point.point.groups[0])
-
-
-def recorded_size_bytes(point: SweepPoint, world_size: int) -> int:
-    """The size the run will record for the point (moe_all_to_all: the busiest rank's routed dispatch bytes, known
-    ahead from the seeded routing; not the nominal tokens x top-k rows of its spec)."""
-    from commbench.measure.harness import recorded_size
-
-    return recorded_size(get_collective(point.config.collective), point.point.spec, group_size_of(point, world_size))[1]
-
-
 def estimate_point_s(point: SweepPoint, world_size: int, backend: str) -> float:
     """A rough run time for one point (dry run only): (check + warm-up + timed iterations) x alpha-beta."""
     from collectives import get_collective
 
     collective = get_collective(point.config.collective)
-    group_size = group_size_of(point, world_size)
+    group_size = world_size if point.point.groups is None else len(point.point.groups[0])
     factor = collective.busbw_factor(group_size) if group_size > 1 else 1.0
-    size_bytes = recorded_size_bytes(point, world_size)
-    one_s = ESTIMATE_LATENCY_S[backend] + size_bytes * max(factor, 1.0) / ESTIMATE_BUSBW_BPS[backend]
+    one_s = ESTIMATE_LATENCY_S[backend] + point.point.spec.size_bytes * max(factor, 1.0) / ESTIMATE_BUSBW_BPS[backend]
     loop = point.config.loop
     return ESTIMATE_POINT_OVERHEAD_S[backend] + (loop.iters + loop.warmup_iters + int(loop.check)) * one_s
 
 
-def describe(point: SweepPoint, world_size: int) -> dict[str, str]:
+def describe(point: SweepPoint) -> dict[str, str]:
     spec = point.point.spec
     params = ", ".join(f"{k}={v}" for k, v in sorted(spec.params.items()))
     groups = point.point.groups
     where = f"{point.point.group.num_groups} x {len(groups[0])} {point.point.group.layout}" if groups else "world"
     return {"entry": point.entry.name, "collective": point.config.collective, "dtype": spec.dtype.name,
-            "size": format_size(recorded_size_bytes(point, world_size)), "groups": where, "params": params, "how": how_measured(point)}
+            "size": format_size(spec.size_bytes), "groups": where, "params": params, "how": how_measured(point)}
 
 
 def how_measured(point: SweepPoint) -> str:
