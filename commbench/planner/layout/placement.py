@@ -28,6 +28,23 @@ PLACEMENT_RULES: tuple[tuple[str, str], ...] = (
 PLACEMENT_BITS = {name: 1 << (16 + i) for i, (name, _) in enumerate(PLACEMENT_RULES)}
 
 
+def _spans(span) -> np.ndarray:
+    return np.maximum(np.rint(np.atleast_1d(np.asarray(span, dtype=float))).astype(np.int64), 1)
+
+
+def _over_straddling_spans(span_arr: np.ndarray, aligned: np.ndarray, domain_size: int, max_domains: int | None,
+                           per_span) -> np.ndarray:
+    """`aligned` (the value where the span divides the rack or the rack the span), with the spans that do neither
+    replaced by per_span(span, rack, blocks) over the blocks the fabric holds, computed once per distinct span."""
+    odd = (span_arr % domain_size != 0) & (domain_size % span_arr != 0)
+    if np.any(odd):
+        blocks = (int(max_domains) * domain_size) if max_domains else None
+        values, inverse = np.unique(span_arr[odd], return_inverse=True)
+        aligned[odd] = np.array([per_span(int(v), int(domain_size), max(1, (blocks // int(v)) if blocks else 1 << 30))
+                                 for v in values], dtype=float)[inverse]
+    return aligned
+
+
 @functools.lru_cache(maxsize=4096)
 def _worst_block_racks(span: int, per_rack: int, blocks: int) -> int:
     """The most racks of `per_rack` consecutive ranks a block of `span` consecutive ranks touches, over the first
@@ -44,15 +61,10 @@ def domains_touched(span: np.ndarray, group: np.ndarray, domain_size: int, max_d
     model, which sizes domains by the full rack). Taken as ceil(span / domain) before, the fewest: DeepSeek-V3's EP64
     groups on 1,152 GB200 (16 racks of 72), 14 of 18 of which straddle two racks, were charged NVLink only (found
     from outside)."""
-    span_arr = np.maximum(np.rint(np.atleast_1d(np.asarray(span, dtype=float))).astype(np.int64), 1)
-    worst = np.ceil(span_arr / domain_size)   # exact where one divides the other (every block aligned to racks)
-    odd = (span_arr % domain_size != 0) & (domain_size % span_arr != 0)
-    if np.any(odd):   # the few spans that straddle: their worst block, counted once per distinct span
-        blocks = (int(max_domains) * domain_size) if max_domains else None
-        values, inverse = np.unique(span_arr[odd], return_inverse=True)
-        worst[odd] = np.array([_worst_block_racks(int(v), int(domain_size),
-                                                  max(1, (blocks // int(v)) if blocks else 1 << 30))
-                               for v in values], dtype=float)[inverse]
+    span_arr = _spans(span)
+    # exact where one divides the other (every block aligned to racks); the spans that straddle: their worst block
+    worst = _over_straddling_spans(span_arr, np.ceil(span_arr / domain_size), domain_size, max_domains,
+                                   _worst_block_racks)
     out = np.clip(worst.reshape(np.shape(span)), 1, group)
     return np.minimum(out, max_domains) if max_domains else out
 
@@ -76,16 +88,11 @@ def fewest_in_one_domain(span: np.ndarray, group: np.ndarray, domain_size: int,
     domain that holds the fewest of them, over the layout's groups placed as domains_touched places them: where a
     group straddles racks unevenly (EP64 on 72-GPU racks: 8 + 56), its thin side's NICs carry that side's ranks'
     traffic to the other 56 (formulas.collective_time_s fewest_per_domain), not an even split's."""
-    span_arr = np.maximum(np.rint(np.atleast_1d(np.asarray(span, dtype=float))).astype(np.int64), 1)
+    span_arr = _spans(span)
     group_arr = np.broadcast_to(np.maximum(np.asarray(group, dtype=np.int64), 1), span_arr.shape)
-    fewest = np.minimum(span_arr, domain_size).astype(float)    # aligned: every domain it touches is full
-    odd = (span_arr % domain_size != 0) & (domain_size % span_arr != 0)
-    if np.any(odd):
-        blocks = (int(max_domains) * domain_size) if max_domains else None
-        values, inverse = np.unique(span_arr[odd], return_inverse=True)
-        fewest[odd] = np.array([_fewest_in_one_rack(int(v), int(domain_size),
-                                                    max(1, (blocks // int(v)) if blocks else 1 << 30))
-                                for v in values], dtype=float)[inverse]
+    # aligned: every domain it touches is full; the spans that straddle: their thinnest side
+    fewest = _over_straddling_spans(span_arr, np.minimum(span_arr, domain_size).astype(float), domain_size,
+                                    max_domains, _fewest_in_one_rack)
     members = np.maximum(np.floor(fewest * group_arr / span_arr), 1)
     return members.reshape(np.shape(span)) if np.ndim(span) else members
 
