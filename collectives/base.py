@@ -103,6 +103,14 @@ class Collective(ABC):
         record, a sweep's dry run); raises ValueError where `prepare` would refuse the point."""
         return self.count_for(spec.size_bytes, spec.dtype.itemsize, num_ranks)
 
+    def listed_size(self, spec: PointSpec, num_ranks: int) -> tuple[int, str]:
+        """(size_bytes, basis) a sweep's dry run lists for the point: what the run records ("recorded"), or where
+        that is too costly to know ahead, the requested size with a basis that says which size it is."""
+        try:
+            return self.point_size(spec, num_ranks)[1], "recorded"
+        except ValueError:
+            return spec.size_bytes, "requested (refused on this group)"
+
     def check_params(self, params: dict[str, Any], backend_name: str) -> None:
         """Raise CommbenchError (one line) for workload parameters this backend cannot run; before launch."""
 

@@ -414,3 +414,54 @@ def test_the_files_nproc_is_checked_by_the_dry_run_and_named_by_the_launch(tmp_p
     assert not (tmp_path / "out.jsonl").exists()
     planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", "4"])
     assert planned.exit_code == 0 and "valid:" in planned.output, planned.output
+
+
+def test_dry_run_lists_the_size_the_run_records_for_moe_points(tmp_path):
+    # found from outside: the dry run listed moe_all_to_all's nominal tokens x top-k rows (4096 B) and estimated its
+    # time from them, the run recorded the busiest rank's routed bytes (7424 B; 1680 -> 1920 B with a capacity)
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    runner = CliRunner()
+    sweep_file = tmp_path / "mo.toml"
+    sweep_file.write_text('[sweep]\nname="mo"\nbackend="gloo"\nnproc=3\n[defaults]\niters=2\nwarmup_iters=0\n'
+                          'timeout_s=20\n[[run]]\ncollective="moe_all_to_all"\ntokens_per_rank=[16]\nhidden=64\n'
+                          'num_experts=6\ntop_k=2\nrouting="zipf:1.2"\n[[run]]\ncollective="moe_all_to_all"\n'
+                          'tokens_per_rank=[16]\nhidden=64\nnum_experts=6\ntop_k=2\nrouting="zipf:1.2"\n'
+                          'capacity_factor=1.1\n')
+    planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--json"])
+    assert planned.exit_code == 0, planned.output
+    points = json.loads(planned.output)["points"]
+    assert all(p["size_basis"].startswith("recorded") for p in points)
+    out = tmp_path / "mo.jsonl"
+    ran = runner.invoke(app, ["sweep", str(sweep_file), "-O", str(out)])
+    assert ran.exit_code == 0, ran.output
+    recorded = [json.loads(line)["size_bytes"] for line in out.read_text().splitlines()
+                if json.loads(line)["record_type"] == "measurement"]
+    assert [p["size_bytes"] for p in points] == recorded and recorded != [16 * 2 * 64 * 2] * 2
+
+
+def test_dry_run_names_a_moe_size_too_costly_to_route_as_nominal(tmp_path):
+    """Routing 288 experts x 288 ranks x 4096 tokens takes about 20 s per point: the dry run lists such a point at its
+    nominal size and says so (table and JSON), rather than routing it (the shipped multi-rack dry run ran past 300 s)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from collectives.moe_all_to_all import DRY_RUN_ROUTED_SCORES
+    from commbench.cli.app import app
+
+    tokens = DRY_RUN_ROUTED_SCORES // (64 * 64) + 1   # 64 ranks x 64 experts: one score past the budget
+    sweep_file = tmp_path / "big.toml"
+    sweep_file.write_text('[sweep]\nname="big"\nbackend="gloo"\n[[run]]\ncollective="moe_all_to_all"\n'
+                          f'tokens_per_rank=[{tokens}]\nhidden=16\nnum_experts=64\ntop_k=2\n')
+    runner = CliRunner()
+    planned = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--json", "--world-size", "64"])
+    assert planned.exit_code == 0, planned.output
+    (point,) = json.loads(planned.output)["points"]
+    assert point["size_basis"].startswith("nominal") and point["size_bytes"] == tokens * 2 * 16 * 2
+    table = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", "64"], env={"COLUMNS": "250"})
+    assert table.exit_code == 0 and " nominal" in table.output and "sizes marked nominal" in table.output, table.output

@@ -20,7 +20,7 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
-from commbench.sweep.plan import describe, size_notes
+from commbench.sweep.plan import describe, listed_size, size_notes
 from commbench.sweep.resume import (check_resume_identity, earlier_problems, finished_before_launch, has_records,
                                     resume_identities)
 from commbench.results.tables import Col, print_table
@@ -55,10 +55,11 @@ def dry_run_document(sweep, world_size: int, backend: str) -> dict:
     points = []
     for number, point in enumerate(plan_sweep(sweep, world_size, backend=backend), start=1):
         row = describe(point)
+        size_bytes, basis = listed_size(point, world_size)
         points.append({"number": number, "entry": row["entry"], "collective": row["collective"], "dtype": row["dtype"],
-                       "size_bytes": point.point.spec.size_bytes, "groups": row["groups"],
+                       "size_bytes": size_bytes, "size_basis": basis, "groups": row["groups"],
                        "params": {k: v for k, v in sorted(point.point.spec.params.items())}, "how": row["how"],
-                       "estimated_s": estimate_point_s(point, world_size, backend)})
+                       "estimated_s": estimate_point_s(point, world_size, backend, size_bytes)})
     return {"format": "commbench-sweep-plan", "version": 1, "sweep": sweep.name, "description": sweep.description,
             "world_size": world_size, "backend": backend, "num_entries": len(sweep.entries), "points": points,
             "estimated_total_s": sum(p["estimated_s"] for p in points), "size_notes": size_notes(sweep, world_size)}
@@ -68,7 +69,8 @@ def print_dry_run(doc: dict) -> None:
     cols = [Col(name="#"), Col(name="entry", numeric=False, keep=2), Col(name="collective", numeric=False),
             Col(name="dtype", numeric=False, keep=1), Col(name="size"), Col(name="groups", numeric=False, keep=3),
             Col(name="how", numeric=False, keep=5), Col(name="params", numeric=False, keep=4), Col(name="est. time (s)")]
-    rows = [[str(p["number"]), escape(p["entry"]), p["collective"], p["dtype"], format_size(p["size_bytes"]),
+    rows = [[str(p["number"]), escape(p["entry"]), p["collective"], p["dtype"],
+             format_size(p["size_bytes"]) + ("" if p["size_basis"].startswith("recorded") else " nominal"),
              p["groups"], p["how"], escape(", ".join(f"{k}={v}" for k, v in p["params"].items())),
              f"{p['estimated_s']:.2f}"]
             for p in doc["points"]]
@@ -78,6 +80,9 @@ def print_dry_run(doc: dict) -> None:
         console.print(doc["description"], highlight=False, markup=False)
     for note in doc.get("size_notes", ()):
         console.print(f"note: {note}", highlight=False, markup=False)
+    nominal = sorted({p["size_basis"] for p in doc["points"] if not p["size_basis"].startswith("recorded")})
+    for basis in nominal:
+        console.print(f"note: sizes marked nominal are the {basis}", highlight=False, markup=False)
     console.print(f"valid: {doc['num_entries']} entr(y/ies), {len(rows)} point(s); estimated run time "
                   f"{doc['estimated_total_s']:.0f} s (a rough alpha-beta estimate for {doc['backend']}, not a measurement); "
                   "nothing launched", highlight=False)

@@ -116,14 +116,24 @@ def keys_known_before_launch(sweep: Sweep) -> bool:
     return not any(get_collective(entry.collective).uses_topology for entry in sweep.entries)
 
 
-def estimate_point_s(point: SweepPoint, world_size: int, backend: str) -> float:
-    """A rough run time for one point (dry run only): (check + warm-up + timed iterations) x alpha-beta."""
-    from collectives import get_collective
+def group_size_of(point: SweepPoint, world_size: int) -> int:
+    return world_size if point.point.groups is None else len(point.point.groups[0])
 
+
+def listed_size(point: SweepPoint, world_size: int) -> tuple[int, str]:
+    """(size_bytes, basis) the dry run lists: the size the run will record where that is known ahead cheaply
+    (moe_all_to_all: the busiest rank's routed bytes, from the seeded routing), else the requested one, so named."""
+    return get_collective(point.config.collective).listed_size(point.point.spec, group_size_of(point, world_size))
+
+
+def estimate_point_s(point: SweepPoint, world_size: int, backend: str, size_bytes: int | None = None) -> float:
+    """A rough run time for one point (dry run only): (check + warm-up + timed iterations) x alpha-beta, at
+    `size_bytes` (default: the spec's requested size)."""
     collective = get_collective(point.config.collective)
-    group_size = world_size if point.point.groups is None else len(point.point.groups[0])
+    group_size = group_size_of(point, world_size)
     factor = collective.busbw_factor(group_size) if group_size > 1 else 1.0
-    one_s = ESTIMATE_LATENCY_S[backend] + point.point.spec.size_bytes * max(factor, 1.0) / ESTIMATE_BUSBW_BPS[backend]
+    size = point.point.spec.size_bytes if size_bytes is None else size_bytes
+    one_s = ESTIMATE_LATENCY_S[backend] + size * max(factor, 1.0) / ESTIMATE_BUSBW_BPS[backend]
     loop = point.config.loop
     return ESTIMATE_POINT_OVERHEAD_S[backend] + (loop.iters + loop.warmup_iters + int(loop.check)) * one_s
 
