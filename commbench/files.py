@@ -137,6 +137,25 @@ def _lock_holder(handle) -> int | None:
     return None
 
 
+def writer_of(path: str | os.PathLike[str]) -> int | None:
+    """The PID of a commbench run writing `path` now (it holds the file's OutputLock), 0 where one does and /proc/locks
+    cannot name it, None where no run holds it (or the file cannot be opened): a file in use is a run in progress,
+    its missing points not yet written rather than lost."""
+    import fcntl
+
+    try:
+        handle = Path(path).open("rb")
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return _lock_holder(handle) or 0
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None
+
+
 def check_results_target(path: str | os.PathLike[str], option: str) -> None:
     """Appending is only to a commbench results file: missing, empty, or one whose first line is a
     commbench header (a symlink is judged by what it points to). Anything else is refused in one line:

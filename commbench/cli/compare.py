@@ -74,6 +74,20 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
     return with_resumed_runs_joined(records)
 
 
+def check_not_being_written(*files: tuple[str, str]) -> None:
+    """Refuse (one line, exit 2) to judge a file a commbench run is still writing (it holds the file's lock): its
+    points not yet written would read as a run cut short, a failure of a run that has not ended."""
+    from commbench.files import writer_of
+
+    for name, path in files:
+        paths = sorted(Path(path).glob("*.jsonl")) if Path(path).is_dir() else [Path(path)]
+        for one in paths:
+            if (pid := writer_of(one)) is not None:
+                who = f"PID {pid}" if pid else "another process"
+                raise CommbenchError(f"{name}={str(one)!r} is still being written by {who} (a commbench run in "
+                                     "progress): compare it once that run has ended")
+
+
 def note_setup_unknown(path: str, records, headerless: list | None) -> None:
     """One line where runs of the file have no header record: their setup (NCCL version, devices, emulated fabric)
     is unknown, so the setup check cannot refuse them; they are still judged (a warning, not a refusal: what bench,
@@ -337,6 +351,7 @@ def compare_cmd(
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
     NEW is judged on its own and all together."""
     threshold = parse_threshold(max_regression)
+    check_not_being_written(("BASE", base), ("NEW", new), *((("--history", history),) if history else ()))
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
     base_headers: list = []
     new_headers: list = []

@@ -196,8 +196,15 @@ def report(
                              "first {}", len(without_busbw), point_label(without_busbw[0])), highlight=False)
     from commbench.results.resumed import sweeps_cut_short
     cut_short = [] if not_read else sweeps_cut_short(everything)   # past the report's bound: not_read says so
+    from commbench.files import writer_of
+    writing = {path: pid for path in files if (pid := writer_of(path)) is not None}
+    for path, pid in writing.items():
+        console.print(styled("[yellow]in progress[/]: {} is being written by {} (a commbench run): its points not "
+                             "written yet are not in this report", path, f"PID {pid}" if pid else "another process"),
+                      highlight=False)
+    label = "cut short or still running" if writing else "cut short"
     for line in cut_short:
-        console.print(styled("[yellow]cut short[/] (points not in the file): {}", line), highlight=False)
+        console.print(styled("[yellow]{}[/] (points not in the file): {}", label, line), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
