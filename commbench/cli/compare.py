@@ -149,6 +149,23 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
     return records
 
 
+def check_base_whole(base: str, cut_short: list[str], unreadable: list[str], *, allow_cut_short: bool) -> list[str]:
+    """A BASE cut short (its header plans more points than it holds) or with unreadable lines is refused in one line
+    (exit 2) unless --allow-cut-short: NEW's points beyond BASE's cut would be "only in NEW (not judged)", so a
+    regression there (a whole collective x10 slower) passed. With the option, each is said on a line of its own and
+    returned ("base: ..." per run or line) for the pass line and --json."""
+    said = [f"base cut short: {line}" for line in cut_short]
+    said += [f"base line unreadable: {line}" for line in unreadable]
+    if said and not allow_cut_short:
+        what = (f"{len(cut_short)} run(s) cut short (first: {cut_short[0]})" if cut_short else
+                f"{len(unreadable)} unreadable line(s) (first: {unreadable[0]})")
+        raise CommbenchError(f"the base file {base} holds {what}: the new file's points beyond it would go unjudged; "
+                             "measure BASE again, or --allow-cut-short to judge on the points BASE holds")
+    for line in said:
+        err_console.print(styled("allowed (--allow-cut-short): {}", line), highlight=False, soft_wrap=True)
+    return said
+
+
 def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *, allow_same_run: bool) -> None:
     """NEW whose every run is a run of BASE (results.compare.runs_of_base: by run id or records, not by path) is
     refused in one line unless --allow-same-run (then said): the gate would pass on no new measurement. Where only
@@ -301,10 +318,12 @@ def point_identity(key: tuple) -> dict:
 
 
 def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = (),
-                        cut_short: list[str] = (), allow_cut_short: bool = False) -> dict:
+                        cut_short: list[str] = (), allow_cut_short: bool = False,
+                        base_incomplete: list[str] = ()) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
     `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
-    per run without a header record (its setup was not checked)."""
+    per run without a header record (its setup was not checked); `base_incomplete`: BASE's runs cut short and
+    unreadable lines, judged on what BASE holds (--allow-cut-short; without it compare refuses such a BASE)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression,
@@ -331,6 +350,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
             "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
+            "base_incomplete": list(base_incomplete),
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -342,7 +362,7 @@ def compare_cmd(
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
-    allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan).")] = False,
+    allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
     allow_same_run: Annotated[bool, typer.Option("--allow-same-run", help="Compare although every run of NEW is a run of BASE (the same run id, or the same records under another: the same file, a copy, a log imported twice): without it that is refused (exit 2), as a gate that compares the baseline with itself passes on no new measurement.")] = False,
@@ -357,8 +377,11 @@ def compare_cmd(
     new_headers: list = []
     headerless: list[str] = []  # runs whose setup is unknown: warned about, never refused (note_setup_unknown)
     base_continuations: set[str] = set()
-    base_records = read_measurements(base, headers=base_headers, headerless=headerless,
-                                     continuations=base_continuations)
+    base_unreadable: list[str] = []   # BASE's torn lines: points NEW holds there would go unjudged
+    base_cut_short: list[str] = []    # BASE runs holding fewer points than planned: the gate would check less
+    base_records = read_measurements(base, base_unreadable, headers=base_headers, headerless=headerless,
+                                     continuations=base_continuations, cut_short=base_cut_short)
+    base_short = check_base_whole(base, base_cut_short, base_unreadable, allow_cut_short=allow_cut_short)
     new_continuations: set[str] = set()
     cut_short: list[str] = []   # a crash, not a narrower plan: fails unless --allow-cut-short
     plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
@@ -387,7 +410,8 @@ def compare_cmd(
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
                                                           setup_unknown=headerless, cut_short=cut_short,
-                                                          allow_cut_short=allow_cut_short)))
+                                                          allow_cut_short=allow_cut_short,
+                                                          base_incomplete=base_short)))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)
@@ -512,7 +536,7 @@ def compare_cmd(
         absent = result.only_in_base   # the base's points NEW lacks (allowed, or the gate failed above): not compared
         compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
         console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}, none slower than {} beyond the "
-                             "noise, none {}failed or wrong{}{}{}", len(result.points) - apart - absent, compared,
+                             "noise, none {}failed or wrong{}{}{}{}", len(result.points) - apart - absent, compared,
                              f" ({apart} not comparable: no statistic in both files)" if apart else "",
                              f" ({absent} of the base's not in the new file: --allow-missing)" if absent else "",
                              f"{threshold:.0%}", "newly " if result.known_failed else "",
@@ -520,4 +544,7 @@ def compare_cmd(
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
                              if result.unchecked else "",
                              f"; {result.runs['new'] - compared} other run(s) of the new file hold no point of the "
-                             "base: not judged" if compared < result.runs["new"] else ""), highlight=False)
+                             "base: not judged" if compared < result.runs["new"] else "",
+                             f"; the base is cut short or has unreadable lines ({len(base_short)} said above, "
+                             f"--allow-cut-short): judged on the points it holds only, {result.only_in_new} point(s) "
+                             "of the new file not judged" if base_short else ""), highlight=False)

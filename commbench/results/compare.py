@@ -331,7 +331,51 @@ def runs_of_base(base: Iterable[Measurement], new: Iterable[Measurement]) -> dic
             out[run_id] = "the same run id and measurements"
         elif _fingerprint(run) in prints:
             out[run_id] = "the same records under another run id"
+        elif any(_same_within_print_rounding(run, other) for other in base_runs):
+            out[run_id] = "the same records within nccl-tests' printed rounding (a -J file and its text log, say)"
     return out
+
+
+# the record fields nccl-tests prints rounded in its text table; every other field must be equal
+_PRINTED_TIMES = ("time_us_median", "time_us_mean", "time_us_min", "time_us_max", "time_us_p99")
+_PRINTED_BANDWIDTHS = ("algbw_gbps", "busbw_gbps")
+
+
+def _print_half_unit_us(time_us_value: float) -> float:
+    """Half the last printed digit of a time in nccl-tests' text table (src/common.cu: "%7.0f" from 10000 us,
+    "%7.1f" from 100 us, else "%7.2f"), with a little slack for the float sums that import does."""
+    step = 1.0 if time_us_value >= 10000.0 else 0.1 if time_us_value >= 100.0 else 0.01
+    return step / 2 * 1.001 + 1e-9
+
+
+def _alike(a: float | None, b: float | None, half_unit: float) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= half_unit
+
+
+def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple, Measurement]) -> bool:
+    """Whether two runs hold the same points with every field equal but the times and bandwidths, the times equal
+    within the half digit nccl-tests' text table rounds them to (_print_half_unit_us): one run imported from its -J
+    JSON and from its text log. Bandwidths are not compared: they follow from size and time (busbw = algbw x the
+    collective's factor), and an import may derive them from the unrounded time on one side and read the printed
+    "%6.2f" on the other. Two separate measurements differ by more at some point (run-to-run noise is far above
+    half a printed digit at every size)."""
+    if set(run) != set(other):
+        return False
+    for key, m in run.items():
+        o = other[key]
+        if m.iter_times_us or o.iter_times_us:   # per-iteration samples: commbench's own run, never printed rounded
+            return False
+        rest = {name for name in m.__dict__ if name not in (*_PRINTED_TIMES, *_PRINTED_BANDWIDTHS, "loop_time_us",
+                                                             "run_id")}
+        if any(getattr(m, name) != getattr(o, name) for name in rest):
+            return False
+        times = [(getattr(m, n), getattr(o, n)) for n in _PRINTED_TIMES]
+        times += [(m.loop_time_us.get(k), o.loop_time_us.get(k)) for k in set(m.loop_time_us) | set(o.loop_time_us)]
+        if not all(_alike(a, b, _print_half_unit_us(max(a or 0.0, b or 0.0))) for a, b in times):
+            return False
+    return True
 
 
 def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
