@@ -43,7 +43,7 @@ def plan_change_text(base_headers: list, plans: dict[str, str]) -> str:
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
                       headerless: list | None = None, continuations: set | None = None,
-                      cut_short: list | None = None, plans: dict | None = None):
+                      cut_short: list | None = None, plans: dict | None = None, cut_short_runs: set | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
     `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
     without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
@@ -67,6 +67,9 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
     if cut_short is not None:
         from commbench.results.resumed import sweeps_cut_short
         cut_short += sweeps_cut_short(records)
+    if cut_short_runs is not None:
+        from commbench.results.resumed import runs_cut_short
+        cut_short_runs.update(runs_cut_short(records))
     if plans is not None:   # runs holding every point they plan: what they lack of BASE was not planned
         from commbench.results.resumed import runs_holding_their_plan
         plans.update(runs_holding_their_plan(records))
@@ -306,7 +309,7 @@ def _us(value):
 VERDICT_CODES = {"ok": "ok", "faster": "faster", "slower (within noise)": "slower_within_noise",
                  "REGRESSED": "regressed", "newly failed": "newly_failed", "newly wrong": "newly_wrong",
                  "failed": "failed", "wrong": "wrong", "missing": "missing", "not ok in base": "not_ok_in_base",
-                 "not comparable": "not_comparable"}
+                 "not comparable": "not_comparable", "not reached": "not_reached"}
 
 
 def point_identity(key: tuple) -> dict:
@@ -350,7 +353,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
             "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
-            "base_incomplete": list(base_incomplete),
+            "base_incomplete": list(base_incomplete), "cut_short_not_reached": result.cut_short_lost,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -385,8 +388,10 @@ def compare_cmd(
     new_continuations: set[str] = set()
     cut_short: list[str] = []   # a crash, not a narrower plan: fails unless --allow-cut-short
     plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
+    cut_runs: set[str] = set()   # run ids of NEW cut short: their unreached points allowed with --allow-cut-short
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
-                                    continuations=new_continuations, cut_short=cut_short, plans=plans)
+                                    continuations=new_continuations, cut_short=cut_short, plans=plans,
+                                    cut_short_runs=cut_runs)
     check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
@@ -405,7 +410,7 @@ def compare_cmd(
                      empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
                                  if run not in empty_runs_of([*base_headers, *base_records])
                                  and run not in new_continuations],
-                     complete_runs=plans)
+                     complete_runs=plans, cut_short_runs=cut_runs)
     plan_change = plan_change_text(base_headers, plans) if result.not_planned else ""
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
@@ -477,6 +482,12 @@ def compare_cmd(
                                  + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
+        if result.cut_short_lost:
+            console.print(styled(("allowed (--allow-cut-short)" if allow_cut_short else "[bold red]not reached[/]")
+                                 + ": {} point run(s) planned by a run of the new file cut short and never reached: "
+                                 "{}", len(result.cut_short_lost),
+                                 ", ".join(result.cut_short_lost[:20]) + (" ..." if len(result.cut_short_lost) > 20
+                                                                          else "")), highlight=False)
         for line in cut_short:
             console.print(styled(("allowed" if allow_cut_short else "[bold red]cut short[/]") + ": {}", line),
                           highlight=False)
@@ -533,11 +544,13 @@ def compare_cmd(
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
+        unreached = sum(p.verdict == "not reached" for p in result.points)
         absent = result.only_in_base   # the base's points NEW lacks (allowed, or the gate failed above): not compared
         compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
-        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}, none slower than {} beyond the "
-                             "noise, none {}failed or wrong{}{}{}{}", len(result.points) - apart - absent, compared,
-                             f" ({apart} not comparable: no statistic in both files)" if apart else "",
+        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}{}, none slower than {} beyond "
+                             "the noise, none {}failed or wrong{}{}{}{}", len(result.points) - apart - absent - unreached,
+                             compared, f" ({apart} not comparable: no statistic in both files)" if apart else "",
+                             f" ({unreached} not reached by a run cut short: --allow-cut-short)" if unreached else "",
                              f" ({absent} of the base's not in the new file: --allow-missing)" if absent else "",
                              f"{threshold:.0%}", "newly " if result.known_failed else "",
                              f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",

@@ -150,6 +150,9 @@ class Comparison:
     num_new_compared: int | None = None  # runs of NEW holding a point of BASE (the others are judged on nothing)
     empty_runs: list[str] = field(default_factory=list)  # run ids of NEW with a header and no record: stopped at once
     history_of_new: int = 0  # history runs holding NEW's own records (a copy of NEW in --history): left out
+    # "label (run i/n)" of points a run of NEW cut short planned and never reached (the CLI fails the run unless
+    # --allow-cut-short): not missing
+    cut_short_lost: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> list[str]:
@@ -395,11 +398,14 @@ def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
 def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regression: float,
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
             allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = (),
-            complete_runs: Iterable[str] = ()) -> Comparison:
+            complete_runs: Iterable[str] = (), cut_short_runs: Iterable[str] = ()) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
     NEW's file with a header and no record (empty_runs_of): each misses every point of BASE. `complete_runs`: run
     ids of NEW whose records hold every point their header plans (results.resumed.runs_holding_their_plan): a point
-    of BASE they lack was not planned (Comparison.not_planned), still missing for the gate."""
+    of BASE they lack was not planned (Comparison.not_planned), still missing for the gate. `cut_short_runs`: run
+    ids of NEW cut short (results.resumed.runs_cut_short): the points of BASE they lack are Comparison.cut_short_lost
+    (verdict "not reached"), not missing; the caller fails such a run unless --allow-cut-short, which judges it on the
+    points it holds."""
     from commbench.results.compare_judge import judge
 
     base, new, history = list(base), list(new), list(history)
@@ -418,9 +424,12 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
         raise CommbenchError(mismatch_message(base, new))
     complete = set(complete_runs)
     planned_whole = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in complete}
+    cut = set(cut_short_runs)
+    cut_allowed = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in cut}
     result = judge(base_runs, new_runs, hist_runs, base_keys, max_regression=max_regression,
                    statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
-                   only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole)
+                   only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole,
+                   cut_allowed=cut_allowed)
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
                                empty_runs=list(empty_runs), history_of_new=history_of_new)
