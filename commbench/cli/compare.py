@@ -17,7 +17,8 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
-                                       check_statistic, compare, empty_runs_of, parse_threshold)
+                                       check_statistic, compare, empty_runs_of, parse_threshold,
+                                       unchecked_on_both_sides)
 from commbench.results.records import RunHeader, read_records
 from commbench.results.run_setup import setup_changes
 from commbench.results.resumed import with_resumed_runs_joined
@@ -169,6 +170,20 @@ def check_base_whole(base: str, cut_short: list[str], unreadable: list[str], *, 
     return said
 
 
+def check_when_measured(new: str, new_headers: list, base_headers: list, history_headers: list) -> list[str]:
+    """A warning line (and the texts, for --json) where runs of NEW started before the newest run of BASE or of the
+    --history folder (headers' started_at; results.staleness): a stale file judged as this change's measurement."""
+    from commbench.results.staleness import runs_older_than_baseline
+
+    stale = runs_older_than_baseline(new_headers, {"base": base_headers, "history": history_headers})
+    if stale:
+        err_console.print(styled("[yellow]warning:[/] {}: {} run(s) measured before the baseline ({}{}): is this "
+                                 "file this change's measurement, not a stale one?", new, len(stale), stale[0],
+                                 f"; {len(stale) - 1} more" if len(stale) > 1 else ""),
+                          highlight=False, soft_wrap=True)
+    return stale
+
+
 def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *, allow_same_run: bool) -> None:
     """NEW whose every run is a run of BASE (results.compare.runs_of_base: by run id or records, not by path) is
     refused in one line unless --allow-same-run (then said): the gate would pass on no new measurement. Where only
@@ -219,12 +234,12 @@ def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_
 
 
 def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
-                     side: str = "the new file") -> None:
+                     side: str = "the new file", side_name: str = "new") -> None:
     """NEW (or the history: `side`) measured with another NCCL version, on other devices or on an emulated instead
     of a real fabric (or the reverse) is another measurement: refused in one line naming what differs unless
     --allow-setup-change (then said on a line of its own); other hosts with the same setup (CI runners) are only
     noted."""
-    changes = setup_changes(base_headers, new_headers)
+    changes = setup_changes(base_headers, new_headers, new_name=side_name)
     if changes and not allow_setup_change:
         raise CommbenchError(f"{side} was measured on another setup than the base: {'; '.join(changes)}; its "
                              "times are not the base's measurement repeated; --allow-setup-change judges them all the "
@@ -236,9 +251,10 @@ def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_chang
             for headers in (base_headers, new_headers)]
     if base_headers and new_headers and not set(envs[1]) <= set(envs[0]):
         err_console.print(styled("[yellow]note:[/] {} was measured with other NCCL_* settings (judged as the change "
-                                 "under test): base {}; new {}", side, " | ".join(envs[0]), " | ".join(envs[1])),
+                                 "under test): base {}; {} {}", side, " | ".join(envs[0]), side_name,
+                                 " | ".join(envs[1])),
                           highlight=False, soft_wrap=True)
-    for text in setup_changes(base_headers, new_headers, fields=("hosts",)):
+    for text in setup_changes(base_headers, new_headers, fields=("hosts",), new_name=side_name):
         err_console.print(styled("[yellow]note:[/] {} was measured on other hosts: {}", side, text),
                           highlight=False, soft_wrap=True)
 
@@ -322,11 +338,14 @@ def point_identity(key: tuple) -> dict:
 
 def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = (),
                         cut_short: list[str] = (), allow_cut_short: bool = False,
-                        base_incomplete: list[str] = ()) -> dict:
+                        base_incomplete: list[str] = (), stale_new: list[str] = (),
+                        unchecked_both: list[str] = ()) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
     `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
     per run without a header record (its setup was not checked); `base_incomplete`: BASE's runs cut short and
-    unreadable lines, judged on what BASE holds (--allow-cut-short; without it compare refuses such a BASE)."""
+    unreadable lines, judged on what BASE holds (--allow-cut-short; without it compare refuses such a BASE);
+    `stale_new`: runs of NEW that started before the newest baseline run (check_when_measured); `unchecked_both`:
+    points measured without the data check in both files (results.compare.unchecked_on_both_sides)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression,
@@ -353,7 +372,8 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
             "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
-            "base_incomplete": list(base_incomplete), "cut_short_not_reached": result.cut_short_lost,
+            "base_incomplete": list(base_incomplete), "new_older_than_baseline": list(stale_new),
+            "unchecked_both_sides": list(unchecked_both), "cut_short_not_reached": result.cut_short_lost,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
 
 
@@ -401,7 +421,9 @@ def compare_cmd(
     history_records = (read_history(history, history_headers, headerless, leave_out=new_run_ids,
                                     left_out=history_of_new) if history is not None else ())
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
-                     side=f"the history {history!r}")
+                     side=f"the history {history!r}", side_name="history")
+    stale = check_when_measured(new, new_headers, base_headers, history_headers)
+    unchecked_both = unchecked_on_both_sides(base_records, new_records)
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked,
@@ -416,7 +438,8 @@ def compare_cmd(
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
                                                           setup_unknown=headerless, cut_short=cut_short,
                                                           allow_cut_short=allow_cut_short,
-                                                          base_incomplete=base_short)))
+                                                          base_incomplete=base_short, stale_new=stale,
+                                                          unchecked_both=unchecked_both)))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)
@@ -548,11 +571,15 @@ def compare_cmd(
         absent = result.only_in_base   # the base's points NEW lacks (allowed, or the gate failed above): not compared
         compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
         console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}{}, none slower than {} beyond "
-                             "the noise, none {}failed or wrong{}{}{}{}", len(result.points) - apart - absent - unreached,
+                             "the noise, none {}failed{}{}{}{}{}", len(result.points) - apart - absent - unreached,
                              compared, f" ({apart} not comparable: no statistic in both files)" if apart else "",
                              f" ({unreached} not reached by a run cut short: --allow-cut-short)" if unreached else "",
                              f" ({absent} of the base's not in the new file: --allow-missing)" if absent else "",
                              f"{threshold:.0%}", "newly " if result.known_failed else "",
+                             (" (data unchecked on both sides: -c 0, a wrong result cannot be seen)"
+                              if len(unchecked_both) >= len(result.points) - apart - absent - unreached else
+                              f" or wrong ({len(unchecked_both)} point(s) with data unchecked on both sides: -c 0)")
+                             if unchecked_both else " or wrong",
                              f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
                              if result.unchecked else "",

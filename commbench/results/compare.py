@@ -226,6 +226,19 @@ def is_unchecked(m: Measurement) -> bool:
     return m.num_wrong is None and m.metrics.get("max_abs_error") is None and not is_bad(m)
 
 
+def unchecked_on_both_sides(base: Iterable[Measurement], new: Iterable[Measurement]) -> list[str]:
+    """Labels of the points both files hold where every good record, BASE's and NEW's, was measured without the data
+    check (-c 0 on both sides): the gate's "none wrong" would be a claim nobody checked."""
+    def unchecked_keys(records):
+        good = {}
+        for m in records:
+            if not is_bad(m):
+                good.setdefault(match_key(m), []).append(m)
+        return {k: ms[0] for k, ms in good.items() if all(is_unchecked(m) for m in ms)}
+    b, n = unchecked_keys(base), unchecked_keys(new)
+    return [point_label(m) for k, m in b.items() if k in n]
+
+
 def choose_statistic(base: list[Measurement], new: list[Measurement], requested: str) -> str | None:
     if requested != AUTO:
         return requested
