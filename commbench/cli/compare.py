@@ -279,6 +279,23 @@ def noise_summary(result) -> str:
             f"per point the larger of it and the within-run interval; {_quantiles(result)}")
 
 
+def detectable_line(result) -> str:
+    """What a pass could not have seen (Comparison.detectable): the smallest slowdown at a point and of a whole
+    collective that would have failed; with no repeated baseline run, how to see less."""
+    found = result.detectable
+    parts = [f"x{found[name]:.3g} {what}" for name, what in (("point_ratio_median", "at one point (median over the "
+                                                                                     "points)"),
+                                                              ("collective_ratio_max", "for a whole collective"))
+             if found[name] is not None]
+    if not parts:
+        return "smallest slowdown it could have seen: none (nothing judged)"
+    r2r = result.run_to_run
+    hint = ("" if r2r is not None and r2r.shift_known else
+            f" ({'one run a side' if result.runs.get('base') == 1 and result.runs.get('new') == 1 else 'no repeated baseline run'}: "
+            "smaller changes cannot be seen; give --history DIR or append repeated runs to BASE)")
+    return f"smallest slowdown it could have seen: {' or '.join(parts)}{hint}"
+
+
 def _quantiles(result) -> str:
     return (f"q={result.quantile:.2f} per point, {result.quantile_collective:.2f} per collective (5% for the whole "
             f"comparison over {result.num_tests} tests: half to the collective tests, half to the point tests)")
@@ -374,7 +391,8 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
             "base_incomplete": list(base_incomplete), "new_older_than_baseline": list(stale_new),
             "unchecked_both_sides": list(unchecked_both), "cut_short_not_reached": result.cut_short_lost,
-            "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
+            "only_in_base": result.only_in_base, "only_in_new": result.only_in_new,
+            "detectable": {**result.detectable, "run_shift_measured": bool(r2r and r2r.shift_known)}}
 
 
 @command("compare", help="Compare two results files point by point; exit 1 when a point regresses or newly fails (CI gate).")
@@ -588,3 +606,4 @@ def compare_cmd(
                              f"; the base is cut short or has unreadable lines ({len(base_short)} said above, "
                              f"--allow-cut-short): judged on the points it holds only, {result.only_in_new} point(s) "
                              "of the new file not judged" if base_short else ""), highlight=False)
+        console.print(detectable_line(result), highlight=False)

@@ -166,6 +166,21 @@ class Comparison:
         return sum(p.verdict == "missing" for p in self.points)
 
     @property
+    def detectable(self) -> dict:
+        """The smallest slowdowns (ratios) this comparison could have failed on: per point the larger of 1 +
+        max_regression and its judged test's interval factor exp(q * sd) (= ratio_high / ratio), the median over the
+        judged points; per collective (all runs) the same of its shift test (high / geomean), the largest over the
+        collectives. With one run a side the noise is read from the pair's few points at a few degrees of freedom, so
+        these can be x100 and more: a pass then says little. None where nothing was judged."""
+        floor = 1 + self.max_regression
+        points = sorted(max(floor, p.ratio_high / p.ratio) if p.ratio_high is not None else floor
+                        for p in self.points if p.ratio is not None and p.ratio > 0)
+        shifts = [max(floor, s.high / s.geomean) if s.high is not None else floor
+                  for s in self.shifts if s.scope == "all runs" and s.geomean > 0]
+        return {"point_ratio_median": points[len(points) // 2] if points else None,
+                "collective_ratio_max": max(shifts) if shifts else None}
+
+    @property
     def regressions(self) -> list[PointComparison]:
         return [p for p in self.points if p.regressed and not (self.allow_missing and p.verdict == "missing")]
 
