@@ -290,9 +290,10 @@ def detectable_line(result) -> str:
     if not parts:
         return "smallest slowdown it could have seen: none (nothing judged)"
     r2r = result.run_to_run
+    one_each = result.runs.get("base") == 1 and result.runs.get("new") == 1
     hint = ("" if r2r is not None and r2r.shift_known else
-            f" ({'one run a side' if result.runs.get('base') == 1 and result.runs.get('new') == 1 else 'no repeated baseline run'}: "
-            "smaller changes cannot be seen; give --history DIR or append repeated runs to BASE)")
+            f" ({'one run a side' if one_each else 'no repeated baseline run'}: smaller changes cannot be seen; give "
+            "--history DIR or append repeated runs to BASE)")
     return f"smallest slowdown it could have seen: {' or '.join(parts)}{hint}"
 
 
