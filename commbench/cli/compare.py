@@ -17,7 +17,8 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
-                                       check_statistic, compare, empty_runs_of, parse_threshold)
+                                       check_statistic, compare, empty_runs_of, parse_threshold,
+                                       unchecked_on_both_sides)
 from commbench.results.records import RunHeader, read_records
 from commbench.results.run_setup import setup_changes
 from commbench.results.resumed import with_resumed_runs_joined
@@ -43,7 +44,7 @@ def plan_change_text(base_headers: list, plans: dict[str, str]) -> str:
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
                       headerless: list | None = None, continuations: set | None = None,
-                      cut_short: list | None = None, plans: dict | None = None):
+                      cut_short: list | None = None, plans: dict | None = None, cut_short_runs: set | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
     `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
     without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
@@ -67,6 +68,9 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
     if cut_short is not None:
         from commbench.results.resumed import sweeps_cut_short
         cut_short += sweeps_cut_short(records)
+    if cut_short_runs is not None:
+        from commbench.results.resumed import runs_cut_short
+        cut_short_runs.update(runs_cut_short(records))
     if plans is not None:   # runs holding every point they plan: what they lack of BASE was not planned
         from commbench.results.resumed import runs_holding_their_plan
         plans.update(runs_holding_their_plan(records))
@@ -149,6 +153,37 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
     return records
 
 
+def check_base_whole(base: str, cut_short: list[str], unreadable: list[str], *, allow_cut_short: bool) -> list[str]:
+    """A BASE cut short (its header plans more points than it holds) or with unreadable lines is refused in one line
+    (exit 2) unless --allow-cut-short: NEW's points beyond BASE's cut would be "only in NEW (not judged)", so a
+    regression there (a whole collective x10 slower) passed. With the option, each is said on a line of its own and
+    returned ("base: ..." per run or line) for the pass line and --json."""
+    said = [f"base cut short: {line}" for line in cut_short]
+    said += [f"base line unreadable: {line}" for line in unreadable]
+    if said and not allow_cut_short:
+        what = (f"{len(cut_short)} run(s) cut short (first: {cut_short[0]})" if cut_short else
+                f"{len(unreadable)} unreadable line(s) (first: {unreadable[0]})")
+        raise CommbenchError(f"the base file {base} holds {what}: the new file's points beyond it would go unjudged; "
+                             "measure BASE again, or --allow-cut-short to judge on the points BASE holds")
+    for line in said:
+        err_console.print(styled("allowed (--allow-cut-short): {}", line), highlight=False, soft_wrap=True)
+    return said
+
+
+def check_when_measured(new: str, new_headers: list, base_headers: list, history_headers: list) -> list[str]:
+    """A warning line (and the texts, for --json) where runs of NEW started before the newest run of BASE or of the
+    --history folder (headers' started_at; results.staleness): a stale file judged as this change's measurement."""
+    from commbench.results.staleness import runs_older_than_baseline
+
+    stale = runs_older_than_baseline(new_headers, {"base": base_headers, "history": history_headers})
+    if stale:
+        err_console.print(styled("[yellow]warning:[/] {}: {} run(s) measured before the baseline ({}{}): is this "
+                                 "file this change's measurement, not a stale one?", new, len(stale), stale[0],
+                                 f"; {len(stale) - 1} more" if len(stale) > 1 else ""),
+                          highlight=False, soft_wrap=True)
+    return stale
+
+
 def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *, allow_same_run: bool) -> None:
     """NEW whose every run is a run of BASE (results.compare.runs_of_base: by run id or records, not by path) is
     refused in one line unless --allow-same-run (then said): the gate would pass on no new measurement. Where only
@@ -199,12 +234,12 @@ def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_
 
 
 def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
-                     side: str = "the new file") -> None:
+                     side: str = "the new file", side_name: str = "new") -> None:
     """NEW (or the history: `side`) measured with another NCCL version, on other devices or on an emulated instead
     of a real fabric (or the reverse) is another measurement: refused in one line naming what differs unless
     --allow-setup-change (then said on a line of its own); other hosts with the same setup (CI runners) are only
     noted."""
-    changes = setup_changes(base_headers, new_headers)
+    changes = setup_changes(base_headers, new_headers, new_name=side_name)
     if changes and not allow_setup_change:
         raise CommbenchError(f"{side} was measured on another setup than the base: {'; '.join(changes)}; its "
                              "times are not the base's measurement repeated; --allow-setup-change judges them all the "
@@ -216,9 +251,10 @@ def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_chang
             for headers in (base_headers, new_headers)]
     if base_headers and new_headers and not set(envs[1]) <= set(envs[0]):
         err_console.print(styled("[yellow]note:[/] {} was measured with other NCCL_* settings (judged as the change "
-                                 "under test): base {}; new {}", side, " | ".join(envs[0]), " | ".join(envs[1])),
+                                 "under test): base {}; {} {}", side, " | ".join(envs[0]), side_name,
+                                 " | ".join(envs[1])),
                           highlight=False, soft_wrap=True)
-    for text in setup_changes(base_headers, new_headers, fields=("hosts",)):
+    for text in setup_changes(base_headers, new_headers, fields=("hosts",), new_name=side_name):
         err_console.print(styled("[yellow]note:[/] {} was measured on other hosts: {}", side, text),
                           highlight=False, soft_wrap=True)
 
@@ -241,6 +277,24 @@ def noise_summary(result) -> str:
                 f"it; {_quantiles(result)}")
     return (f"noise: run-to-run from {r2r.num_runs} runs ({where}): run shift sd {r2r.sigma_run:.1%}, {point_sd}; "
             f"per point the larger of it and the within-run interval; {_quantiles(result)}")
+
+
+def detectable_line(result) -> str:
+    """What a pass could not have seen (Comparison.detectable): the smallest slowdown at a point and of a whole
+    collective that would have failed; with no repeated baseline run, how to see less."""
+    found = result.detectable
+    parts = [f"x{found[name]:.3g} {what}" for name, what in (("point_ratio_median", "at one point (median over the "
+                                                                                     "points)"),
+                                                              ("collective_ratio_max", "for a whole collective"))
+             if found[name] is not None]
+    if not parts:
+        return "smallest slowdown it could have seen: none (nothing judged)"
+    r2r = result.run_to_run
+    one_each = result.runs.get("base") == 1 and result.runs.get("new") == 1
+    hint = ("" if r2r is not None and r2r.shift_known else
+            f" ({'one run a side' if one_each else 'no repeated baseline run'}: smaller changes cannot be seen; give "
+            "--history DIR or append repeated runs to BASE)")
+    return f"smallest slowdown it could have seen: {' or '.join(parts)}{hint}"
 
 
 def _quantiles(result) -> str:
@@ -289,7 +343,7 @@ def _us(value):
 VERDICT_CODES = {"ok": "ok", "faster": "faster", "slower (within noise)": "slower_within_noise",
                  "REGRESSED": "regressed", "newly failed": "newly_failed", "newly wrong": "newly_wrong",
                  "failed": "failed", "wrong": "wrong", "missing": "missing", "not ok in base": "not_ok_in_base",
-                 "not comparable": "not_comparable"}
+                 "not comparable": "not_comparable", "not reached": "not_reached"}
 
 
 def point_identity(key: tuple) -> dict:
@@ -301,10 +355,15 @@ def point_identity(key: tuple) -> dict:
 
 
 def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = (),
-                        cut_short: list[str] = (), allow_cut_short: bool = False) -> dict:
+                        cut_short: list[str] = (), allow_cut_short: bool = False,
+                        base_incomplete: list[str] = (), stale_new: list[str] = (),
+                        unchecked_both: list[str] = ()) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
     `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
-    per run without a header record (its setup was not checked)."""
+    per run without a header record (its setup was not checked); `base_incomplete`: BASE's runs cut short and
+    unreadable lines, judged on what BASE holds (--allow-cut-short; without it compare refuses such a BASE);
+    `stale_new`: runs of NEW that started before the newest baseline run (check_when_measured); `unchecked_both`:
+    points measured without the data check in both files (results.compare.unchecked_on_both_sides)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression,
@@ -331,7 +390,10 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
             "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
-            "only_in_base": result.only_in_base, "only_in_new": result.only_in_new}
+            "base_incomplete": list(base_incomplete), "new_older_than_baseline": list(stale_new),
+            "unchecked_both_sides": list(unchecked_both), "cut_short_not_reached": result.cut_short_lost,
+            "only_in_base": result.only_in_base, "only_in_new": result.only_in_new,
+            "detectable": {**result.detectable, "run_shift_measured": bool(r2r and r2r.shift_known)}}
 
 
 @command("compare", help="Compare two results files point by point; exit 1 when a point regresses or newly fails (CI gate).")
@@ -342,7 +404,7 @@ def compare_cmd(
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
-    allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan).")] = False,
+    allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
     allow_same_run: Annotated[bool, typer.Option("--allow-same-run", help="Compare although every run of NEW is a run of BASE (the same run id, or the same records under another: the same file, a copy, a log imported twice): without it that is refused (exit 2), as a gate that compares the baseline with itself passes on no new measurement.")] = False,
@@ -357,13 +419,18 @@ def compare_cmd(
     new_headers: list = []
     headerless: list[str] = []  # runs whose setup is unknown: warned about, never refused (note_setup_unknown)
     base_continuations: set[str] = set()
-    base_records = read_measurements(base, headers=base_headers, headerless=headerless,
-                                     continuations=base_continuations)
+    base_unreadable: list[str] = []   # BASE's torn lines: points NEW holds there would go unjudged
+    base_cut_short: list[str] = []    # BASE runs holding fewer points than planned: the gate would check less
+    base_records = read_measurements(base, base_unreadable, headers=base_headers, headerless=headerless,
+                                     continuations=base_continuations, cut_short=base_cut_short)
+    base_short = check_base_whole(base, base_cut_short, base_unreadable, allow_cut_short=allow_cut_short)
     new_continuations: set[str] = set()
     cut_short: list[str] = []   # a crash, not a narrower plan: fails unless --allow-cut-short
     plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
+    cut_runs: set[str] = set()   # run ids of NEW cut short: their unreached points allowed with --allow-cut-short
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
-                                    continuations=new_continuations, cut_short=cut_short, plans=plans)
+                                    continuations=new_continuations, cut_short=cut_short, plans=plans,
+                                    cut_short_runs=cut_runs)
     check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
@@ -373,7 +440,9 @@ def compare_cmd(
     history_records = (read_history(history, history_headers, headerless, leave_out=new_run_ids,
                                     left_out=history_of_new) if history is not None else ())
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
-                     side=f"the history {history!r}")
+                     side=f"the history {history!r}", side_name="history")
+    stale = check_when_measured(new, new_headers, base_headers, history_headers)
+    unchecked_both = unchecked_on_both_sides(base_records, new_records)
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked,
@@ -382,12 +451,14 @@ def compare_cmd(
                      empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
                                  if run not in empty_runs_of([*base_headers, *base_records])
                                  and run not in new_continuations],
-                     complete_runs=plans)
+                     complete_runs=plans, cut_short_runs=cut_runs)
     plan_change = plan_change_text(base_headers, plans) if result.not_planned else ""
     if as_json:
         console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
                                                           setup_unknown=headerless, cut_short=cut_short,
-                                                          allow_cut_short=allow_cut_short)))
+                                                          allow_cut_short=allow_cut_short,
+                                                          base_incomplete=base_short, stale_new=stale,
+                                                          unchecked_both=unchecked_both)))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)
@@ -453,6 +524,12 @@ def compare_cmd(
                                  + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
             console.print(f"{result.only_in_new} point(s) only in {new} (not judged)", highlight=False)
+        if result.cut_short_lost:
+            console.print(styled(("allowed (--allow-cut-short)" if allow_cut_short else "[bold red]not reached[/]")
+                                 + ": {} point run(s) planned by a run of the new file cut short and never reached: "
+                                 "{}", len(result.cut_short_lost),
+                                 ", ".join(result.cut_short_lost[:20]) + (" ..." if len(result.cut_short_lost) > 20
+                                                                          else "")), highlight=False)
         for line in cut_short:
             console.print(styled(("allowed" if allow_cut_short else "[bold red]cut short[/]") + ": {}", line),
                           highlight=False)
@@ -509,15 +586,25 @@ def compare_cmd(
         raise fail("; ".join(parts), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
+        unreached = sum(p.verdict == "not reached" for p in result.points)
         absent = result.only_in_base   # the base's points NEW lacks (allowed, or the gate failed above): not compared
         compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
-        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}, none slower than {} beyond the "
-                             "noise, none {}failed or wrong{}{}{}", len(result.points) - apart - absent, compared,
-                             f" ({apart} not comparable: no statistic in both files)" if apart else "",
+        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}{}, none slower than {} beyond "
+                             "the noise, none {}failed{}{}{}{}{}", len(result.points) - apart - absent - unreached,
+                             compared, f" ({apart} not comparable: no statistic in both files)" if apart else "",
+                             f" ({unreached} not reached by a run cut short: --allow-cut-short)" if unreached else "",
                              f" ({absent} of the base's not in the new file: --allow-missing)" if absent else "",
                              f"{threshold:.0%}", "newly " if result.known_failed else "",
+                             (" (data unchecked on both sides: -c 0, a wrong result cannot be seen)"
+                              if len(unchecked_both) >= len(result.points) - apart - absent - unreached else
+                              f" or wrong ({len(unchecked_both)} point(s) with data unchecked on both sides: -c 0)")
+                             if unchecked_both else " or wrong",
                              f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
                              if result.unchecked else "",
                              f"; {result.runs['new'] - compared} other run(s) of the new file hold no point of the "
-                             "base: not judged" if compared < result.runs["new"] else ""), highlight=False)
+                             "base: not judged" if compared < result.runs["new"] else "",
+                             f"; the base is cut short or has unreadable lines ({len(base_short)} said above, "
+                             f"--allow-cut-short): judged on the points it holds only, {result.only_in_new} point(s) "
+                             "of the new file not judged" if base_short else ""), highlight=False)
+        console.print(detectable_line(result), highlight=False)

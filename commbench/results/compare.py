@@ -150,6 +150,9 @@ class Comparison:
     num_new_compared: int | None = None  # runs of NEW holding a point of BASE (the others are judged on nothing)
     empty_runs: list[str] = field(default_factory=list)  # run ids of NEW with a header and no record: stopped at once
     history_of_new: int = 0  # history runs holding NEW's own records (a copy of NEW in --history): left out
+    # "label (run i/n)" of points a run of NEW cut short planned and never reached (the CLI fails the run unless
+    # --allow-cut-short): not missing
+    cut_short_lost: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> list[str]:
@@ -161,6 +164,21 @@ class Comparison:
     @property
     def only_in_base(self) -> int:
         return sum(p.verdict == "missing" for p in self.points)
+
+    @property
+    def detectable(self) -> dict:
+        """The smallest slowdowns (ratios) this comparison could have failed on: per point the larger of 1 +
+        max_regression and its judged test's interval factor exp(q * sd) (= ratio_high / ratio), the median over the
+        judged points; per collective (all runs) the same of its shift test (high / geomean), the largest over the
+        collectives. With one run a side the noise is read from the pair's few points at a few degrees of freedom, so
+        these can be x100 and more: a pass then says little. None where nothing was judged."""
+        floor = 1 + self.max_regression
+        points = sorted(max(floor, p.ratio_high / p.ratio) if p.ratio_high is not None else floor
+                        for p in self.points if p.ratio is not None and p.ratio > 0)
+        shifts = [max(floor, s.high / s.geomean) if s.high is not None else floor
+                  for s in self.shifts if s.scope == "all runs" and s.geomean > 0]
+        return {"point_ratio_median": points[len(points) // 2] if points else None,
+                "collective_ratio_max": max(shifts) if shifts else None}
 
     @property
     def regressions(self) -> list[PointComparison]:
@@ -221,6 +239,19 @@ def is_unchecked(m: Measurement) -> bool:
     nccl-tests logs print a max error instead of #wrong: a nonzero one is imported as num_wrong None beside
     metrics.max_abs_error, checked all the same."""
     return m.num_wrong is None and m.metrics.get("max_abs_error") is None and not is_bad(m)
+
+
+def unchecked_on_both_sides(base: Iterable[Measurement], new: Iterable[Measurement]) -> list[str]:
+    """Labels of the points both files hold where every good record, BASE's and NEW's, was measured without the data
+    check (-c 0 on both sides): the gate's "none wrong" would be a claim nobody checked."""
+    def unchecked_keys(records):
+        good = {}
+        for m in records:
+            if not is_bad(m):
+                good.setdefault(match_key(m), []).append(m)
+        return {k: ms[0] for k, ms in good.items() if all(is_unchecked(m) for m in ms)}
+    b, n = unchecked_keys(base), unchecked_keys(new)
+    return [point_label(m) for k, m in b.items() if k in n]
 
 
 def choose_statistic(base: list[Measurement], new: list[Measurement], requested: str) -> str | None:
@@ -331,7 +362,51 @@ def runs_of_base(base: Iterable[Measurement], new: Iterable[Measurement]) -> dic
             out[run_id] = "the same run id and measurements"
         elif _fingerprint(run) in prints:
             out[run_id] = "the same records under another run id"
+        elif any(_same_within_print_rounding(run, other) for other in base_runs):
+            out[run_id] = "the same records within nccl-tests' printed rounding (a -J file and its text log, say)"
     return out
+
+
+# the record fields nccl-tests prints rounded in its text table; every other field must be equal
+_PRINTED_TIMES = ("time_us_median", "time_us_mean", "time_us_min", "time_us_max", "time_us_p99")
+_PRINTED_BANDWIDTHS = ("algbw_gbps", "busbw_gbps")
+
+
+def _print_half_unit_us(time_us_value: float) -> float:
+    """Half the last printed digit of a time in nccl-tests' text table (src/common.cu: "%7.0f" from 10000 us,
+    "%7.1f" from 100 us, else "%7.2f"), with a little slack for the float sums that import does."""
+    step = 1.0 if time_us_value >= 10000.0 else 0.1 if time_us_value >= 100.0 else 0.01
+    return step / 2 * 1.001 + 1e-9
+
+
+def _alike(a: float | None, b: float | None, half_unit: float) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= half_unit
+
+
+def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple, Measurement]) -> bool:
+    """Whether two runs hold the same points with every field equal but the times and bandwidths, the times equal
+    within the half digit nccl-tests' text table rounds them to (_print_half_unit_us): one run imported from its -J
+    JSON and from its text log. Bandwidths are not compared: they follow from size and time (busbw = algbw x the
+    collective's factor), and an import may derive them from the unrounded time on one side and read the printed
+    "%6.2f" on the other. Two separate measurements differ by more at some point (run-to-run noise is far above
+    half a printed digit at every size)."""
+    if set(run) != set(other):
+        return False
+    for key, m in run.items():
+        o = other[key]
+        if m.iter_times_us or o.iter_times_us:   # per-iteration samples: commbench's own run, never printed rounded
+            return False
+        rest = {name for name in m.__dict__ if name not in (*_PRINTED_TIMES, *_PRINTED_BANDWIDTHS, "loop_time_us",
+                                                             "run_id")}
+        if any(getattr(m, name) != getattr(o, name) for name in rest):
+            return False
+        times = [(getattr(m, n), getattr(o, n)) for n in _PRINTED_TIMES]
+        times += [(m.loop_time_us.get(k), o.loop_time_us.get(k)) for k in set(m.loop_time_us) | set(o.loop_time_us)]
+        if not all(_alike(a, b, _print_half_unit_us(max(a or 0.0, b or 0.0))) for a, b in times):
+            return False
+    return True
 
 
 def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
@@ -351,11 +426,14 @@ def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
 def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regression: float,
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
             allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = (),
-            complete_runs: Iterable[str] = ()) -> Comparison:
+            complete_runs: Iterable[str] = (), cut_short_runs: Iterable[str] = ()) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
     NEW's file with a header and no record (empty_runs_of): each misses every point of BASE. `complete_runs`: run
     ids of NEW whose records hold every point their header plans (results.resumed.runs_holding_their_plan): a point
-    of BASE they lack was not planned (Comparison.not_planned), still missing for the gate."""
+    of BASE they lack was not planned (Comparison.not_planned), still missing for the gate. `cut_short_runs`: run
+    ids of NEW cut short (results.resumed.runs_cut_short): the points of BASE they lack are Comparison.cut_short_lost
+    (verdict "not reached"), not missing; the caller fails such a run unless --allow-cut-short, which judges it on the
+    points it holds."""
     from commbench.results.compare_judge import judge
 
     base, new, history = list(base), list(new), list(history)
@@ -374,9 +452,12 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
         raise CommbenchError(mismatch_message(base, new))
     complete = set(complete_runs)
     planned_whole = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in complete}
+    cut = set(cut_short_runs)
+    cut_allowed = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in cut}
     result = judge(base_runs, new_runs, hist_runs, base_keys, max_regression=max_regression,
                    statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
-                   only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole)
+                   only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole,
+                   cut_allowed=cut_allowed)
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
                                empty_runs=list(empty_runs), history_of_new=history_of_new)

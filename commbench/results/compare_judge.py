@@ -128,14 +128,16 @@ def _pair_scatter(bt, nt, collective_of) -> RunToRun | None:
     return pair_scatter(diffs, collective_of, inverse)
 
 
-def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset(), shared=False
+def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset(), shared=False, collectives=None
                  ) -> tuple[str, str, list[int]] | None:
     """(verdict, detail, missing run numbers) for failed/wrong/missing records of a key in NEW. A point is
     missing where NEW holds it in fewer runs than BASE does (at most NEW's run count): a run that stopped
     short; or where a run of NEW in `comparable` (its numbers from 1: the runs holding a point of BASE) lacks a
     point every run of BASE holds. Runs that measured different sizes, as BASE's own runs did, are no loss (a
     file against itself passes). `shared`: NEW fails the point no more often than BASE (_failures_base_shares), so
-    its failed and skipped records are no verdict."""
+    its failed and skipped records are no verdict. `collectives`: per run of NEW the collectives it holds; where
+    NEW holds the point in too few runs, the runs blamed are those that measured its collective (a complete
+    all_gather run beside a cut all_reduce run did not lose all_reduce points), all of them where none did."""
     base_ok = any(key in run and not is_bad(run[key]) for run in base_runs)
     missing, worst = [], None
     for index, run in enumerate(new_runs, start=1):
@@ -156,6 +158,9 @@ def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset(), shared=
         # holds: an earlier complete run left in the file must not cover a run that stopped short after it
         every_base_run = all(key in run for run in base_runs)
         missing = [i for i in missing if every_base_run and i in comparable]
+    elif collectives is not None:
+        measured_it = [i for i in missing if key[1] in collectives[i - 1]]
+        missing = measured_it or missing
     if worst:
         return worst[0], worst[1], missing
     if missing:
@@ -189,9 +194,11 @@ def _unchecked_runs(key, base_runs, new_runs) -> list[int]:
 
 
 def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statistic, allow_missing, alpha,
-          only_in_new, allow_unchecked=False, planned_whole=frozenset()) -> Comparison:
+          only_in_new, allow_unchecked=False, planned_whole=frozenset(), cut_allowed=frozenset()) -> Comparison:
     """`planned_whole`: numbers (from 1) of NEW's runs that hold every point they plan: what they miss of BASE is
-    named not planned (Comparison.not_planned) beside missing."""
+    named not planned (Comparison.not_planned) beside missing. `cut_allowed`: numbers of NEW's runs cut short: the
+    points of BASE they planned and never reached are named in Comparison.cut_short_lost (verdict "not reached"),
+    not missing (the caller fails a run cut short unless --allow-cut-short)."""
     first = {}
     for run in (*base_runs, *new_runs):
         for key, m in run.items():
@@ -239,14 +246,21 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         for k, found in per_key.items():
             tests[k].extend(found)
         shifts.extend(scope_shifts)
-    points, missing, unchecked, known_failed, not_planned = [], [], [], [], []
+    points, missing, unchecked, known_failed, not_planned, cut_lost = [], [], [], [], [], []
     comparable = {i for i, run in enumerate(new_runs, start=1) if any(k in run for k in base_keys)}
+    collectives = [{k[1] for k in run} for run in new_runs]
     collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
         shared = _failures_base_shares(key, base_runs, new_runs, stats.get(key))
-        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key), comparable, shared)
+        bad = _bad_verdict(key, base_runs, new_runs, stats.get(key), comparable, shared, collectives)
+        not_reached = []
+        if bad and bad[2] and set(bad[2]) & set(cut_allowed):   # planned by a run cut short: --allow-cut-short
+            not_reached = [f"run {i}/{num_new}" for i in bad[2] if i in cut_allowed]
+            cut_lost += [f"{ident['label']} ({run})" for run in not_reached]
+            rest = [i for i in bad[2] if i not in cut_allowed]
+            bad = None if bad[0] == "missing" and not rest else (bad[0], bad[1], rest)
         if shared:
             known_failed.append(ident["label"])
         unchecked += [f"{ident['label']} (run {i}/{num_new})" for i in _unchecked_runs(key, base_runs, new_runs)]
@@ -262,6 +276,9 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         if key not in stats or not tests[key]:
             if bad:
                 points.append(PointComparison(**ident, statistic="-", verdict="missing", detail=bad[1]))
+            elif not_reached:
+                points.append(PointComparison(**ident, statistic="-", verdict="not reached",
+                                              detail=f"{', '.join(not_reached)} cut short before it"))
             elif not any(key in run and not is_bad(run[key]) for run in base_runs):
                 points.append(PointComparison(**ident, statistic="-", verdict="not ok in base",
                                               detail="failed in the base too" if ident["label"] in known_failed
@@ -279,7 +296,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, not_planned=not_planned, allow_missing=allow_missing, only_in_new=only_in_new,
                       unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed,
-                      known_failed=known_failed, num_new_compared=len(comparable))
+                      known_failed=known_failed, num_new_compared=len(comparable), cut_short_lost=cut_lost)
 
 
 def _same_sample_counts(stats: dict, base_runs, new_runs, hist_runs):

@@ -108,6 +108,12 @@ def runs_holding_their_plan(records: Iterable[Record]) -> dict[str, str]:
     return out
 
 
+def runs_cut_short(records: Iterable[Record]) -> set[str]:
+    """The run ids (every launch of a resumed sweep) of the runs sweeps_cut_short names for their planned points:
+    those whose records hold fewer distinct points than their header plans."""
+    return {run_id for g in _planned_groups(records).values() if len(g.held) < g.planned for run_id in g.runs}
+
+
 @dataclass
 class _PlannedGroup:
     planned: int = 0                                   # the most points a header of the group plans

@@ -85,15 +85,17 @@ def runs_without_header(records) -> list[str]:
     return list(dict.fromkeys(r.run_id for r in records if isinstance(r, Measurement) and r.run_id not in described))
 
 
-def setup_changes(base: list[RunHeader], new: list[RunHeader], fields=GATE_FIELDS) -> list[str]:
+def setup_changes(base: list[RunHeader], new: list[RunHeader], fields=GATE_FIELDS, *, new_name: str = "new"
+                  ) -> list[str]:
     """"devices (base: cpu (x86_64); new: NVIDIA H100 80GB HBM3)" per field in which a run of `new` holds a value
-    no run of `base` does; none where either side has no header (provenance unknown)."""
+    no run of `base` does; none where either side has no header (provenance unknown). `new_name`: what the second
+    side is called in the text ("history" for the --history folder's runs)."""
     texts = []
     for what in fields if base and new else ():
         def values(side):  # a header that does not know the field (an nccl-tests log's devices) is no change
             return sorted({SETUP_FIELDS[what](h) for h in side if _known(h, what)})
         if values(base) and not set(values(new)) <= set(values(base)):
-            texts.append(f"{what} (base: {' | '.join(values(base))}; new: {' | '.join(values(new))})")
+            texts.append(f"{what} (base: {' | '.join(values(base))}; {new_name}: {' | '.join(values(new))})")
     return texts
 
 
