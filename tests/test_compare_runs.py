@@ -114,8 +114,8 @@ def test_missing_points_fail_unless_allowed_and_are_named(tmp_path):
     stopped = [m for m in new if not (m.run_id == "n2" and m.size_bytes >= SIZES[-2])]
     b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", stopped)
     failed = run_cli(b, n)
-    # each was cut short: the points it planned and never reached are named "not reached" (--allow-cut-short)
-    assert failed.exit_code == 1 and "never reached" in failed.output, failed.output
+    # these runs have no header planning their points: what they lack is missing (not "never reached")
+    assert failed.exit_code == 1 and "missing" in failed.output and "never reached" not in failed.output, failed.output
     allowed = run_cli(b, n, "--allow-missing")
     assert allowed.exit_code == 0 and "64 KiB" in allowed.output and "(run 3/3)" in allowed.output, allowed.output
 
