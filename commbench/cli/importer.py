@@ -45,6 +45,7 @@ def import_nccl_tests(
         stopped: list[tuple[str, int]] = []  # runs with no footer: nccl-tests stopped during them
         planned: dict[str, tuple[int, str]] = {}  # those of them whose banner says what they planned
         failed_checks: dict[str, str] = {}  # runs whose footer says their data check FAILED, no row telling where
+        ignored: list[tuple[str, str]] = []  # (file, the collective it names) where --collective named another
         with OutputLock(output, "--out"):
             repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
             with JsonlWriter(output, sync_each=False) as writer:
@@ -52,7 +53,8 @@ def import_nccl_tests(
                 for path in files:
                     import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped,
                                                                planned=planned, ranks_per_rack=ranks_per_rack,
-                                                               failed_checks=failed_checks), version)
+                                                               failed_checks=failed_checks,
+                                                               collective_ignored=ignored), version)
             set_planned_points(output, planned, failed_checks)   # cut short, as compare, fit and report read a bench run
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
@@ -76,6 +78,10 @@ def import_nccl_tests(
                                  "them): first {}: {}", count, "failed" if why == "failed" else "with wrong data",
                                  point_label(first), first.error or f"#wrong {first.num_wrong}"),
                           highlight=False, soft_wrap=True)
+    for source, named in dict.fromkeys(ignored):
+        err_console.print(styled("[yellow]warning:[/] {}: --collective={} ignored: the log names its own collective, "
+                                 "{} (its *_perf binary), and its rows are imported as {}", source, collective, named,
+                                 named), highlight=False, soft_wrap=True)
     for run_id, note in failed_checks.items():
         err_console.print(styled("[yellow]warning:[/] run {}: {}", run_id, note), highlight=False, soft_wrap=True)
     for source, line, *why in stopped:
