@@ -14,6 +14,22 @@ import_app = typer.Typer(help="Import other tools' results as commbench records.
 app.add_typer(import_app, name="import")
 
 
+def repeats_in(path: str, new_runs: set[str]) -> dict[str, str]:
+    """{run id: the earlier run it repeats} for the runs of `new_runs` in results file `path` that repeat an earlier
+    run record for record (results.compare.repeated_runs), as compare and report read them."""
+    from commbench.results.compare import repeated_runs
+    from commbench.results.records import iter_records, Measurement
+
+    if not new_runs:
+        return {}
+    points = [r for r in iter_records(path, drop_samples=True, on_bad_line=lambda *_: None) if isinstance(r, Measurement)]
+    try:
+        repeats = repeated_runs(points)
+    except CommbenchError:   # a run of the file holds a point twice, differently: compare and report refuse it there
+        return {}
+    return {run: earlier for run, earlier in repeats.items() if run in new_runs}
+
+
 @command("nccl-tests", on=import_app, help="Read nccl-tests output (text tables in every layout, or -J JSON) into a JSONL file.")
 def import_nccl_tests(
     files: Annotated[list[str], typer.Argument(help="nccl-tests logs or -J JSON files.")],
@@ -56,6 +72,7 @@ def import_nccl_tests(
                                                                failed_checks=failed_checks,
                                                                collective_ignored=ignored), version)
             set_planned_points(output, planned, failed_checks)   # cut short, as compare, fit and report read a bench run
+            repeats = repeats_in(output, set(sink.headers))
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
     if sink.num_points == 0:   # nothing imported: one line, the first reason (a log naming no *_perf binary: ~20
@@ -82,6 +99,10 @@ def import_nccl_tests(
         err_console.print(styled("[yellow]warning:[/] {}: --collective={} ignored: the log names its own collective, "
                                  "{} (its *_perf binary), and its rows are imported as {}", source, collective, named,
                                  named), highlight=False, soft_wrap=True)
+    for run_id, earlier in repeats.items():
+        err_console.print(styled("[yellow]warning:[/] run {} repeats run {} already in {} record for record (the same "
+                                 "run imported again?): it adds no measurement; compare counts it once and report "
+                                 "draws it once", run_id, earlier, output), highlight=False, soft_wrap=True)
     for run_id, note in failed_checks.items():
         err_console.print(styled("[yellow]warning:[/] run {}: {}", run_id, note), highlight=False, soft_wrap=True)
     for source, line, *why in stopped:

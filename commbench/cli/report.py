@@ -78,6 +78,30 @@ def print_tuning_winners(records: list) -> None:
                     [Col(name=name, numeric=name not in ("best combination", "rule")) for name in WINNER_COLUMNS], rows)
 
 
+def without_repeats(records: list) -> list:
+    """`records` less the imported runs (nccl-tests logs) that repeat an earlier run record for record under another
+    run id (a log imported into one file three times: three 'runs' agreeing exactly looked like reproducibility), said
+    in a note, as compare counts them once (results.compare.repeated_runs). A repeat among commbench's own runs (a
+    copy appended by hand; two runs never time alike) is said and still tabled apart by run id."""
+    from commbench.results.compare import repeated_runs
+    from commbench.results.records import RunHeader, measurements
+
+    repeats = repeated_runs(measurements(records))
+    if not repeats:
+        return records
+    imported = {r.run_id for r in records if isinstance(r, RunHeader) and r.launcher == "nccl-tests"}
+    by_first: dict[tuple, list[str]] = {}
+    for run, first in repeats.items():
+        by_first.setdefault((first, run in imported and first in imported), []).append(run)
+    for (first, dropped), runs in by_first.items():
+        console.print(styled("[yellow]note:[/] run {} repeat(s) run {} record for record (the same run imported or "
+                             "appended again?): {}, as compare counts it once", ", ".join(runs), first,
+                             "tabled and drawn once" if dropped else "tabled apart by run id all the same"),
+                      highlight=False)
+    drop = {run for run, first in repeats.items() if run in imported and first in imported}
+    return [r for r in records if r.run_id not in drop]
+
+
 MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iteration samples (~3 KB each)
 
 
@@ -102,10 +126,18 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
     first_copy: dict[tuple, Measurement] = {}  # (run id, point) -> its record as first read
 
     def once(index: int, mine: list) -> list:
-        fresh, again = [], {}
+        fresh, again, twice = [], {}, {}
         for record in resumed_runs_joined(mine, joinable=same_setup):
             key = (record.run_id, match_key(record) if isinstance(record, Measurement) else "header")
             first = seen.setdefault(key, index)
+            if first == index and isinstance(record, Measurement) and key in first_copy:   # twice in this file
+                if _fingerprint({key: record}) != _fingerprint({key: first_copy[key]}):
+                    raise CommbenchError(f"{files[index]}: run {record.run_id} holds {point_label(record)} twice with "
+                                         "different measurements (commbench measures a point once a run; a file "
+                                         "concatenated by hand?): which to table is unknown, and compare refuses it "
+                                         "too; keep one copy, or give each its own run")
+                twice[record.run_id] = twice.get(record.run_id, 0) + 1
+                continue
             if first == index:
                 fresh.append(record)
                 if isinstance(record, Measurement):
@@ -118,6 +150,10 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
                                          "copy its own run id")
                 again.setdefault(first, {}).setdefault(record.run_id, 0)
                 again[first][record.run_id] += 1
+        if twice:   # a line repeated in one file (a file concatenated with its own lines): compare reads it once too
+            console.print(styled("[yellow]note:[/] {} point(s) of {} are in it twice, identical (run {}): each is "
+                                 "tabled and drawn once, as compare reads it", sum(twice.values()), files[index],
+                                 ", ".join(sorted(twice))), highlight=False)
         for first, runs in again.items():
             console.print(styled("[yellow]note:[/] {} point(s) of {} were read from {} already (run {}: the same run "
                                  "in both files): each is tabled and drawn once", sum(runs.values()), files[index],
@@ -168,6 +204,7 @@ def report(
     predict = fabric_predictor(fabric, unpredicted, beyond) if fabric else None  # a wrong --fabric: refused before any table
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)
+    everything = without_repeats(everything)
     records = measurements(everything)
     if not records:   # refused before --out is made: a failed report leaves no empty folder behind
         raise CommbenchError(f"no measurements in {', '.join(files)}")
