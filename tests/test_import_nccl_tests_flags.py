@@ -92,3 +92,13 @@ def test_collective_option_that_the_log_contradicts_is_said(tmp_path):
     assert "--collective=all_gather ignored" in result.output, result.output
     points = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert {p["collective"] for p in points if p.get("record_type") != "header"} == {"all_reduce"}
+
+
+def test_fit_refuses_to_merge_device_kernels_or_registered_buffers_with_default_points(tmp_path):
+    for name, extra in (("d1", ("-R", "2", "-D", "1")), ("r1", ("-R", "1")), ("d0", ())):
+        (tmp_path / f"{name}.json").write_text(json_file(extra_args=extra))
+        assert _import(tmp_path / f"{name}.json", tmp_path / f"{name}.jsonl").exit_code == 0
+    for other in ("d1", "r1"):
+        mixed = runner.invoke(app, ["fit", str(tmp_path / "d0.jsonl"), str(tmp_path / f"{other}.jsonl"),
+                                    "-O", str(tmp_path / f"{other}-profile.json")])
+        assert mixed.exit_code == 2 and "mix loop modes" in mixed.output, mixed.output
