@@ -18,11 +18,17 @@ def repeats_in(path: str, new_runs: set[str]) -> dict[str, str]:
     """{run id: the earlier run it repeats} for the runs of `new_runs` in results file `path` that repeat an earlier
     run record for record (results.compare.repeated_runs), as compare and report read them."""
     from commbench.results.compare import repeated_runs
-    from commbench.results.records import iter_records, Measurement
+    from commbench.results.records import iter_records, Measurement, RunHeader
 
     if not new_runs:
         return {}
-    points = [r for r in iter_records(path, drop_samples=True, on_bad_line=lambda *_: None) if isinstance(r, Measurement)]
+    imported: set[str] = set()   # only an imported run can repeat one (commbench's own carry per-iteration samples)
+    points = []
+    for r in iter_records(path, drop_samples=True, on_bad_line=lambda *_: None):
+        if isinstance(r, RunHeader) and r.launcher == "nccl-tests":
+            imported.add(r.run_id)
+        elif isinstance(r, Measurement) and r.run_id in imported:
+            points.append(r)
     try:
         repeats = repeated_runs(points)
     except CommbenchError:   # a run of the file holds a point twice, differently: compare and report refuse it there

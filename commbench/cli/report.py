@@ -81,25 +81,21 @@ def print_tuning_winners(records: list) -> None:
 def without_repeats(records: list) -> list:
     """`records` less the imported runs (nccl-tests logs) that repeat an earlier run record for record under another
     run id (a log imported into one file three times: three 'runs' agreeing exactly looked like reproducibility), said
-    in a note, as compare counts them once (results.compare.repeated_runs). A repeat among commbench's own runs (a
-    copy appended by hand; two runs never time alike) is said and still tabled apart by run id."""
+    in a note, as compare counts them once (results.compare.repeated_runs). commbench's own runs are left as they are
+    (an emulated fabric can time two runs alike)."""
     from commbench.results.compare import repeated_runs
     from commbench.results.records import RunHeader, measurements
 
-    repeats = repeated_runs(measurements(records))
-    if not repeats:
-        return records
     imported = {r.run_id for r in records if isinstance(r, RunHeader) and r.launcher == "nccl-tests"}
-    by_first: dict[tuple, list[str]] = {}
+    repeats = repeated_runs(m for m in measurements(records) if m.run_id in imported)
+    by_first: dict[str, list[str]] = {}
     for run, first in repeats.items():
-        by_first.setdefault((first, run in imported and first in imported), []).append(run)
-    for (first, dropped), runs in by_first.items():
-        console.print(styled("[yellow]note:[/] run {} repeat(s) run {} record for record (the same run imported or "
-                             "appended again?): {}, as compare counts it once", ", ".join(runs), first,
-                             "tabled and drawn once" if dropped else "tabled apart by run id all the same"),
+        by_first.setdefault(first, []).append(run)
+    for first, runs in by_first.items():
+        console.print(styled("[yellow]note:[/] imported run {} repeat(s) run {} record for record (the same log "
+                             "imported again?): tabled and drawn once, as compare counts it", ", ".join(runs), first),
                       highlight=False)
-    drop = {run for run, first in repeats.items() if run in imported and first in imported}
-    return [r for r in records if r.run_id not in drop]
+    return [r for r in records if r.run_id not in repeats] if repeats else records
 
 
 MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iteration samples (~3 KB each)
