@@ -22,7 +22,7 @@ def repeats_in(path: str, new_runs: set[str]) -> dict[str, str]:
 
     if not new_runs:
         return {}
-    imported: set[str] = set()   # only an imported run can repeat one (commbench's own carry per-iteration samples)
+    imported: set[str] = set()   # imported runs only: a log imported again (commbench runs are left to compare)
     points = []
     for r in iter_records(path, drop_samples=True, on_bad_line=lambda *_: None):
         if isinstance(r, RunHeader) and r.launcher == "nccl-tests":
