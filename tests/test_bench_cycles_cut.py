@@ -46,4 +46,4 @@ def test_older_cycle_headers_stay_readable(tmp_path):
         record.pop("run_cycles", None)   # a file written before run_cycles
     out.write_text("".join(json.dumps(r) + "\n" for r in old[:2]))
     assert sweeps_cut_short(read_records([str(out)])) == []
-    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    assert runner.invoke(app, ["report", str(out), "-O", str(tmp_path / "rep")]).exit_code == 0
