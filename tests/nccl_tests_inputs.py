@@ -29,7 +29,8 @@ def text_log(rows=ROWS, *, footer: str | None = "# Out of bounds values : 0 OK",
     return "\n".join(lines) + "\n"
 
 
-def json_file(results=None, *, closed: bool = True, devices=None, ngpus: int = 1, blocking: bool = False) -> str:
+def json_file(results=None, *, closed: bool = True, devices=None, ngpus: int = 1, blocking: bool = False,
+              extra_args: tuple[str, ...] = ()) -> str:
     """A -J file of an all_reduce_perf run (2 ranks, 1M..16M x4 unless `results` given); `closed` False: without
     the keys jsonOutputFinalize writes after a run that completed (out_of_bounds, average_bus_bandwidth,
     end_time), as a run that failed mid-way leaves it."""
@@ -42,7 +43,7 @@ def json_file(results=None, *, closed: bool = True, devices=None, ngpus: int = 1
     devices = devices or [{"rank": r, "group": 0, "pid": 100 + r, "hostname": "node-a", "device": r,
                            "device_hex": "0000:18:00", "device_info": "NVIDIA H100 80GB HBM3"} for r in range(2)]
     data = {"version": 3, "start_time": "2026-12-01 10:00:00",
-            "args": ["all_reduce_perf", "-b", "1M", "-e", "16M", "-f", "4", "-J", "o.json"], "env": [],
+            "args": ["all_reduce_perf", "-b", "1M", "-e", "16M", "-f", "4", "-J", "o.json", *extra_args], "env": [],
             "nccl_version": 22804,
             "config": {"nthreads": 1, "ngpus": ngpus, "minimum_bytes": 1 << 20, "maximum_bytes": 1 << 24,
                        "step_factor": 4, "warmup_iters": 5, "iterations": 20, "aggregated_iterations": 1,

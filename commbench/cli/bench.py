@@ -12,6 +12,7 @@ import typer
 
 from collectives import REGISTRY, get_collective
 from commbench.measure.bench import BenchConfig, default_output_path, run_bench_rank, validate
+from commbench.results.records import new_run_id
 from commbench.cli.base import command, console, err_console, fail, renamed
 from commbench.cli.nccl_flags import nccl_tests_loop, refuse_nccl_tests_flags
 from commbench.results.nccl_tests_text import stopped_line
@@ -228,10 +229,11 @@ def bench(
             run_bench_axes(config, combos, nproc)
             return
         num_cycles, earlier_points = letters.get("run_cycles", 1), 0
+        launch = new_run_id()   # the id its cycles' headers share (run_cycles.launch): one stopped between two is named
         writes_text = (launched is None or launched.rank == 0) and output_format == "nccl-tests"
         for cycle in range(num_cycles):
             config = dataclasses.replace(config, text_cycle=dataclasses.replace(
-                config.text_cycle, cycle=cycle, num_cycles=num_cycles))
+                config.text_cycle, cycle=cycle, num_cycles=num_cycles, launch=launch))
             try:
                 outcomes = _run(config, backends, nproc, timeout_s)
             except Interrupted as exc:

@@ -14,6 +14,28 @@ import_app = typer.Typer(help="Import other tools' results as commbench records.
 app.add_typer(import_app, name="import")
 
 
+def repeats_in(path: str, new_runs: set[str]) -> dict[str, str]:
+    """{run id: the earlier run it repeats} for the runs of `new_runs` in results file `path` that repeat an earlier
+    run record for record (results.compare.repeated_runs), as compare and report read them."""
+    from commbench.results.compare import repeated_runs
+    from commbench.results.records import iter_records, Measurement, RunHeader
+
+    if not new_runs:
+        return {}
+    imported: set[str] = set()   # imported runs only: a log imported again (commbench runs are left to compare)
+    points = []
+    for r in iter_records(path, drop_samples=True, on_bad_line=lambda *_: None):
+        if isinstance(r, RunHeader) and r.launcher == "nccl-tests":
+            imported.add(r.run_id)
+        elif isinstance(r, Measurement) and r.run_id in imported:
+            points.append(r)
+    try:
+        repeats = repeated_runs(points)
+    except CommbenchError:   # a run of the file holds a point twice, differently: compare and report refuse it there
+        return {}
+    return {run: earlier for run, earlier in repeats.items() if run in new_runs}
+
+
 @command("nccl-tests", on=import_app, help="Read nccl-tests output (text tables in every layout, or -J JSON) into a JSONL file.")
 def import_nccl_tests(
     files: Annotated[list[str], typer.Argument(help="nccl-tests logs or -J JSON files.")],
@@ -45,6 +67,7 @@ def import_nccl_tests(
         stopped: list[tuple[str, int]] = []  # runs with no footer: nccl-tests stopped during them
         planned: dict[str, tuple[int, str]] = {}  # those of them whose banner says what they planned
         failed_checks: dict[str, str] = {}  # runs whose footer says their data check FAILED, no row telling where
+        ignored: list[tuple[str, str]] = []  # (file, the collective it names) where --collective named another
         with OutputLock(output, "--out"):
             repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
             with JsonlWriter(output, sync_each=False) as writer:
@@ -52,8 +75,10 @@ def import_nccl_tests(
                 for path in files:
                     import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped,
                                                                planned=planned, ranks_per_rack=ranks_per_rack,
-                                                               failed_checks=failed_checks), version)
+                                                               failed_checks=failed_checks,
+                                                               collective_ignored=ignored), version)
             set_planned_points(output, planned, failed_checks)   # cut short, as compare, fit and report read a bench run
+            repeats = repeats_in(output, set(sink.headers))
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
     if sink.num_points == 0:   # nothing imported: one line, the first reason (a log naming no *_perf binary: ~20
@@ -76,6 +101,14 @@ def import_nccl_tests(
                                  "them): first {}: {}", count, "failed" if why == "failed" else "with wrong data",
                                  point_label(first), first.error or f"#wrong {first.num_wrong}"),
                           highlight=False, soft_wrap=True)
+    for source, named in dict.fromkeys(ignored):
+        err_console.print(styled("[yellow]warning:[/] {}: --collective={} ignored: the log names its own collective, "
+                                 "{} (its *_perf binary), and its rows are imported as {}", source, collective, named,
+                                 named), highlight=False, soft_wrap=True)
+    for run_id, earlier in repeats.items():
+        err_console.print(styled("[yellow]warning:[/] run {} repeats run {} already in {} record for record (the same "
+                                 "run imported again?): it adds no measurement; compare counts it once and report "
+                                 "draws it once", run_id, earlier, output), highlight=False, soft_wrap=True)
     for run_id, note in failed_checks.items():
         err_console.print(styled("[yellow]warning:[/] run {}: {}", run_id, note), highlight=False, soft_wrap=True)
     for source, line, *why in stopped:

@@ -78,6 +78,26 @@ def print_tuning_winners(records: list) -> None:
                     [Col(name=name, numeric=name not in ("best combination", "rule")) for name in WINNER_COLUMNS], rows)
 
 
+def without_repeats(records: list) -> list:
+    """`records` less the imported runs (nccl-tests logs) that repeat an earlier run record for record under another
+    run id (a log imported into one file three times: three 'runs' agreeing exactly looked like reproducibility), said
+    in a note, as compare counts them once (results.compare.repeated_runs). commbench's own runs are left as they are
+    (an emulated fabric can time two runs alike)."""
+    from commbench.results.compare import repeated_runs
+    from commbench.results.records import RunHeader, measurements
+
+    imported = {r.run_id for r in records if isinstance(r, RunHeader) and r.launcher == "nccl-tests"}
+    repeats = repeated_runs(m for m in measurements(records) if m.run_id in imported)
+    by_first: dict[str, list[str]] = {}
+    for run, first in repeats.items():
+        by_first.setdefault(first, []).append(run)
+    for first, runs in by_first.items():
+        console.print(styled("[yellow]note:[/] imported run {} repeat(s) run {} record for record (the same log "
+                             "imported again?): tabled and drawn once, as compare counts it", ", ".join(runs), first),
+                      highlight=False)
+    return [r for r in records if r.run_id not in repeats] if repeats else records
+
+
 MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iteration samples (~3 KB each)
 
 
@@ -102,10 +122,18 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
     first_copy: dict[tuple, Measurement] = {}  # (run id, point) -> its record as first read
 
     def once(index: int, mine: list) -> list:
-        fresh, again = [], {}
+        fresh, again, twice = [], {}, {}
         for record in resumed_runs_joined(mine, joinable=same_setup):
             key = (record.run_id, match_key(record) if isinstance(record, Measurement) else "header")
             first = seen.setdefault(key, index)
+            if first == index and isinstance(record, Measurement) and key in first_copy:   # twice in this file
+                if _fingerprint({key: record}) != _fingerprint({key: first_copy[key]}):
+                    raise CommbenchError(f"{files[index]}: run {record.run_id} holds {point_label(record)} twice with "
+                                         "different measurements (commbench measures a point once a run; a file "
+                                         "concatenated by hand?): which to table is unknown, and compare refuses it "
+                                         "too; keep one copy, or give each its own run")
+                twice[record.run_id] = twice.get(record.run_id, 0) + 1
+                continue
             if first == index:
                 fresh.append(record)
                 if isinstance(record, Measurement):
@@ -118,6 +146,10 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
                                          "copy its own run id")
                 again.setdefault(first, {}).setdefault(record.run_id, 0)
                 again[first][record.run_id] += 1
+        if twice:   # a line repeated in one file (a file concatenated with its own lines): compare reads it once too
+            console.print(styled("[yellow]note:[/] {} point(s) of {} are in it twice, identical (run {}): each is "
+                                 "tabled and drawn once, as compare reads it", sum(twice.values()), files[index],
+                                 ", ".join(sorted(twice))), highlight=False)
         for first, runs in again.items():
             console.print(styled("[yellow]note:[/] {} point(s) of {} were read from {} already (run {}: the same run "
                                  "in both files): each is tabled and drawn once", sum(runs.values()), files[index],
@@ -168,6 +200,7 @@ def report(
     predict = fabric_predictor(fabric, unpredicted, beyond) if fabric else None  # a wrong --fabric: refused before any table
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)
+    everything = without_repeats(everything)
     records = measurements(everything)
     if not records:   # refused before --out is made: a failed report leaves no empty folder behind
         raise CommbenchError(f"no measurements in {', '.join(files)}")

@@ -301,6 +301,16 @@ def first_failure(reason: str, rank: int, config: BenchConfig, step: int) -> str
     return reason
 
 
+def with_run_cycles(header, config: BenchConfig):
+    """`header` of a cycle of a -N launch (config.text_cycle) with its run_cycles, so a launch stopped between two
+    cycles is named by those never run (results.resumed.cycles_not_run); unchanged without -N."""
+    cycle = config.text_cycle
+    if cycle.num_cycles <= 1:
+        return header
+    return dataclasses.replace(header, run_cycles={"launch": cycle.launch, "cycle": cycle.cycle + 1,
+                                                   "cycles": cycle.num_cycles})
+
+
 def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     """Run the job on this rank (every rank of the launch calls this)."""
     from commbench.comm.backends import create_backend
@@ -331,6 +341,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
             raise StartupFailed(error) from None
         points = planned_points(config, collective, backend.world_size, topology)
         header = dataclasses.replace(header, planned_points=len(points))   # report/fit say when a run holds fewer
+        header = with_run_cycles(header, config)
         comms = GroupCache(backend)
         writer = JsonlWriter(config.output_path) if is_writer else None
         paired = len(placements(config, collective)) if collective.takes_size else 1

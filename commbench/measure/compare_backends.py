@@ -16,7 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from commbench.measure.bench import BenchConfig, BenchOutcome, GroupCache, PlannedPoint, planned_points, validate
+from commbench.measure.bench import (BenchConfig, BenchOutcome, GroupCache, PlannedPoint, planned_points, validate,
+                                     with_run_cycles)
 from commbench.comm.launch import RankEnv
 from commbench.comm.topology import resolve_on_ranks
 from commbench.errors import CommbenchError, first_line
@@ -108,8 +109,8 @@ def run_compare_rank(rank_env: RankEnv, config: CompareConfig) -> BenchOutcome:
         run_ids = [new_run_id() for _ in backends]
         # the points a single-backend bench measures: one per --algorithm, with the racks in their params
         topology = resolve_on_ranks(bench.topology, backends[0])
-        headers = [collect_header(b, run_id=run_id, argv=list(bench.argv), launcher=rank_env.launcher,
-                                  topology=topology.to_dict(), notes=b.notes(collective.name))
+        headers = [with_run_cycles(collect_header(b, run_id=run_id, argv=list(bench.argv), launcher=rank_env.launcher,
+                                                  topology=topology.to_dict(), notes=b.notes(collective.name)), bench)
                    for b, run_id in zip(backends, run_ids)]
         points = planned_points(bench, collective, rank_env.world_size, topology)
         writer = JsonlWriter(bench.output_path) if rank_env.rank == 0 else None

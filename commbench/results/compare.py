@@ -333,6 +333,23 @@ def without_repeated_runs(runs: list[dict[tuple, Measurement]], earlier: list[di
     return kept, len(runs) - len(kept)
 
 
+def repeated_runs(records: Iterable[Measurement]) -> dict[str, str]:
+    """{run id: the earlier run id it repeats} for each run of `records` (one file, in order) holding the same
+    records as an earlier run under another run id (an nccl-tests log imported again into the same file): compare
+    counts such a run once (without_repeated_runs), and report and import say so. Only runs holding an ok point: two
+    runs that failed alike (the same error at the same point) are two failures, not one copied."""
+    first: dict[frozenset, str] = {}
+    out = {}
+    for run in split_runs(records):
+        run_id = next(iter(run.values())).run_id
+        if not any(m.status == "ok" for m in run.values()):
+            continue
+        earlier = first.setdefault(_fingerprint(run), run_id)
+        if earlier != run_id:
+            out[run_id] = earlier
+    return out
+
+
 def without_runs_of(runs: list[dict[tuple, Measurement]], others: list[dict[tuple, Measurement]]
                     ) -> tuple[list[dict[tuple, Measurement]], int]:
     """The history runs less those holding one of NEW's runs record for record (any run id: NEW copied into the

@@ -154,6 +154,7 @@ class TextCycle:
     num_busbw_cells: int = 0
     context: str = ""
     notes: tuple[str, ...] = ()  # the record notes printed so far ('# note:' lines), each printed once
+    launch: str = ""   # an id the -N launch's cycles share (their headers' run_cycles.launch)
 
     def __post_init__(self) -> None:
         assert 0 <= self.cycle < self.num_cycles, (self.cycle, self.num_cycles)

@@ -503,6 +503,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
                    + " (it ran what the environment says)")
         elif scale_combo(r) in wrong:
             why = "points of a combination that gave wrong data at another size of that collective and scale"
+        elif r.params.get("device_impl"):
+            why = ("points of nccl-tests' device-API kernels (-D N > 0: its own demonstration kernels over symmetric "
+                   "memory, src/common.cu startColl, not ncclAllReduce and the others): no NCCL algorithm or "
+                   "protocol chose them")
         elif r.params.get("agg_iters", 1) != 1:
             why = ("points of aggregated iterations (-m N: per-operation times of N calls back to back; nccl-tests' "
                    "-m groups them, and NCCL tunes a group as one call of N x the size with numPipeOps "

@@ -56,6 +56,10 @@ class RunHeader:
     # launch plans], "combination": this one's} (comm.nccl_tuning.tuning_from_env); None elsewhere
     nccl_tuning: dict[str, Any] | None = None
     planned_points: int | None = None  # the points the run (a sweep: every launch of it) plans; report and fit say when fewer are held
+    # a cycle of a `bench -N` launch: {"launch": id shared by its cycles, "cycle": 1-based, "cycles": N}; each cycle
+    # is a run of its own, so its planned_points are its own cycle's and a launch stopped between two cycles is named
+    # by the cycles it lacks (results.resumed.cycles_not_run). None elsewhere and in files written before it
+    run_cycles: dict[str, Any] | None = None
     # NCCL's configuration files read on this host, in NCCL's order -> their NCCL_* settings (comm.nccl_conf)
     nccl_conf: dict[str, dict[str, str]] = field(default_factory=dict)
 

@@ -80,7 +80,7 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     before `planned_points` was recorded say nothing here. An NCCL tuning launch cut short before some of its
     combinations started is said too (combinations_not_started)."""
     records = list(records)
-    out = combinations_not_started(records)
+    out = combinations_not_started(records) + cycles_not_run(records)
     for g in _planned_groups(records).values():
         group = g.label
         have, count = len(g.held), g.planned
@@ -171,6 +171,29 @@ def _tune_builtin_sweep(argv) -> bool:
     """Whether a header's launch is `commbench tune` on its built-in sweep (no --sweep FILE to resume)."""
     argv = list(argv or ())
     return len(argv) > 1 and argv[1] == "tune" and not any(a == "--sweep" or a.startswith("--sweep=") for a in argv)
+
+
+def cycles_not_run(records: Iterable[Record]) -> list[str]:
+    """One line per `bench -N` launch (RunHeader.run_cycles) of which the file holds no header of some planned cycle:
+    stopped between two cycles (a kill, a time limit), the cycles it ran are complete runs and their own
+    planned_points cannot tell the launch was cut. Headers written before run_cycles was recorded say nothing."""
+    launches: dict[str, dict] = {}
+    for record in records:
+        cycles = record.run_cycles if isinstance(record, RunHeader) else None
+        if not isinstance(cycles, dict) or not isinstance(cycles.get("cycles"), int) or not cycles.get("launch"):
+            continue
+        launch = launches.setdefault(cycles["launch"], {"runs": [], "held": set(), "cycles": cycles["cycles"],
+                                                        "named": launch_name(record.argv)})
+        launch["runs"].append(record.run_id)
+        launch["held"].add(cycles.get("cycle"))
+    out = []
+    for launch in launches.values():
+        missing = [c for c in range(1, launch["cycles"] + 1) if c not in launch["held"]]
+        if missing:
+            out.append(f"`{launch['named']}` (run {', '.join(launch['runs'])}) plans {launch['cycles']} cycle(s) (-N "
+                       f"{launch['cycles']}) and holds {launch['cycles'] - len(missing)}: it was cut short before cycle(s) "
+                       f"{', '.join(map(str, missing))} ran (run it again to measure them)")
+    return out
 
 
 def combinations_not_started(records: Iterable[Record]) -> list[str]:

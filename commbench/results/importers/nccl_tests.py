@@ -41,6 +41,8 @@ from typing import Iterable
 from commbench import __version__
 from commbench.comm.backends import BACKEND_NAMES
 from commbench.errors import CommbenchError
+from commbench.results.importers.nccl_tests_flags import (BLOCKING_UNKNOWN, BLOCKING_UNKNOWN_NOTE, blocking_from_banner,
+                                                         blocking_from_json, kernel_params)
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
@@ -151,6 +153,8 @@ class ImportResult:
     # run id -> note for a run whose footer says its data check FAILED where no row said which point (with_failed_check)
     failed_checks: dict[str, str] = field(default_factory=dict)
     ranks_per_rack: int | None = None   # --ranks-per-rack: the scale-up domain, where hosts are not (log_topology)
+    # (source, the collective the log names) where --collective named another: the log's own name was used
+    collective_ignored: list[tuple[str, str]] = field(default_factory=list)
 
 
 HOST_DOMAINS = "nccl-tests log host names: a host per scale-up domain"
@@ -221,16 +225,17 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
                      notes=[f"imported from nccl-tests output {source}", *notes])
 
 
-def loop_params(agg_iters: int, graph_launches: int, blocking: bool, unalign: int = 0) -> dict:
+def loop_params(agg_iters: int, graph_launches: int, blocking, unalign: int = 0) -> dict:
     """nccl-tests' -m, -G and -z as a commbench record's params hold them (measure/harness.py: agg_iters above 1,
     cuda_graph, blocking): an imported -m 4 point read as one call of its size, and nccl-tuner made rules from it
     (src/common.cu: -m groups the calls in ncclGroupStart/End; the time is per call). -u N (`unalign: N` in a text
     banner; the -J file does not record it) offsets the buffers by N elements: params.unalign where N > 0. Text logs
-    say -z in a `# Blocking Enabled: ...` line after the banner (src/util.cu writeDeviceReport), -J files in
-    config.blocking_collectives (a bool, whichever -z mode): both are params.blocking, so compare refuses such a run
-    beside an ordinary one (their points do not match)."""
+    say -z in a `# Blocking Enabled: ...` line after the banner (src/util.cu writeDeviceReport) whose wording names
+    the mode, -J files in config.blocking_collectives (a bool, whichever -z mode) and their args: params.blocking is
+    True for -z 1, 2 or 3 for the others, 'unknown' where the file cannot say (nccl_tests_flags), so compare refuses
+    such a run beside an ordinary one or one of another mode (their points do not match)."""
     return {**({"agg_iters": agg_iters} if agg_iters > 1 else {}), **({"cuda_graph": True} if graph_launches > 0 else {}),
-            **({"blocking": True} if blocking else {}), **({"unalign": unalign} if unalign > 0 else {})}
+            **({"blocking": blocking} if blocking else {}), **({"unalign": unalign} if unalign > 0 else {})}
 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
@@ -260,6 +265,8 @@ class _TextRun:
 
     def __init__(self, source: str, collective: str | None, given_version: tuple[int, ...] | None = None) -> None:
         self.source, self.default = source, collective
+        self.given: str | None = None   # --collective, where given: said ignored where the log names another (named)
+        self.named: set[str] = set()    # collectives the log's own lines name that --collective did not
         self.given_version = given_version  # --nccl-tests-version
         self.collective = collective
         self.columns: list[str] | None = None
@@ -426,6 +433,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
                                       notes=notes))
     root = int(row["root"]) if "root" in row else None
+    flags, flag_notes = kernel_params(state.argv, state.version)   # -R / -D from the log's command line, if it has one
     made = []
     for in_place, cells in chunks:
         values = dict(zip(groups[1] if in_place and len(groups) > 1 else groups[0], cells))
@@ -454,8 +462,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
-            num_wrong=wrong, metrics=metrics, average=average, point=state.point, notes=notes + time_notes,
-            backend=state.backend, loop=state.loop))
+            num_wrong=wrong, metrics=metrics, average=average, point=state.point,
+            notes=notes + time_notes + flag_notes, backend=state.backend, loop={**state.loop, **flags}))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -479,7 +487,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}
     elif body.startswith("Collective test starting:"):
         match = _PERF_RE.search(body)
-        state.collective = (collective_name(match.group(1)) if match else None) or state.default
+        state.collective = _named(state, collective_name(match.group(1)) if match else None)
         state.new_run()
     elif (match := _COMMBENCH_INTRO_RE.match(body)) and match.group(1) in BACKEND_NAMES:
         state.intro_backend = match.group(1)
@@ -506,7 +514,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
                                  int(unalign.group(1)) if unalign else 0)
     elif body.startswith("Blocking Enabled"):   # -z, printed after the banner it qualifies
-        state.loop = {**state.loop, "blocking": True}
+        state.loop = {**state.loop, "blocking": blocking_from_banner(body)}
     elif body.startswith("Using devices"):
         state.hosts, state.devices = [], []
     elif (match := _RANK_RE.match(line.strip())):
@@ -532,6 +540,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
     nccl-tests' own (--nccl-tests-version), for logs that print none (before 2.10.0 the time is rank 0's)."""
     result = ImportResult() if result is None else result
     state = _TextRun(source, collective or _guess_from_name(source), version)
+    state.given = collective
     lines = text.splitlines() if isinstance(text, str) else (line.rstrip("\r\n") for line in text)
     for number, raw in enumerate(lines, start=1):
         raw = _LAUNCHER_PREFIX_RE.sub("", raw, count=1)
@@ -567,7 +576,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
                 result.problems.append((source, number, raw, f"unparsable result row: {exc}"))
             continue
         if (match := _PERF_RE.search(line)) and not tokens[0].isdigit():
-            state.collective = collective_name(match.group(1)) or state.default  # a command line names the test
+            state.collective = _named(state, collective_name(match.group(1)))  # a command line names the test
             state.argv = line.lstrip("+$ ").split()
             average = _AVERAGE_RE.search(line)  # each command line says its own -a; none: nccl-tests' default, 1
             state.average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
@@ -576,6 +585,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             continue
         result.problems.append((source, number, raw, "not an nccl-tests line"))
     state.new_run()
+    result.collective_ignored.extend((source, name) for name in sorted(state.named))
     for line in state.stopped:
         result.stopped.append((source, line))
     for run_id in state.stopped_runs:
@@ -645,6 +655,14 @@ def with_failed_check(record, failed_checks: dict[str, str]):
     return dataclasses.replace(record, num_wrong=1, notes=[*record.notes, failed_checks[record.run_id]])
 
 
+def _named(state: _TextRun, named: str | None) -> str | None:
+    """The collective of the rows below a line naming `named` (a *_perf binary): the log's own name over --collective
+    (the binary ran it; --collective is for logs that name none), remembered where --collective said another."""
+    if named is not None and state.given is not None and named != state.given:
+        state.named.add(named)
+    return named or state.default
+
+
 def _guess_from_name(source: str) -> str | None:
     match = _PERF_RE.search(Path(source).name)
     return collective_name(match.group(1)) if match else None
@@ -658,7 +676,10 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
         result.problems.append((source, 1, "", "not an nccl-tests JSON file (no 'results')"))
         return result
     args = [str(a) for a in data.get("args", [])]
-    name = collective or (_guess_from_name(args[0]) if args else None) or _guess_from_name(source)
+    from_args = _guess_from_name(args[0]) if args else None   # the binary that wrote the file ran this one
+    if collective is not None and from_args is not None and from_args != collective:
+        result.collective_ignored.append((source, from_args))
+    name = from_args or collective or _guess_from_name(source)
     if name is None:
         result.problems.append((source, 1, "", "which collective is this? args[0] names no *_perf binary: pass --collective"))
         return result
@@ -671,6 +692,9 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
     average = _AVERAGE_RE.search(" ".join(args[1:]))
     average = NCCL_TESTS_AVERAGE_MODES[int(average.group(1))] if average else "avg"
     config = data.get("config", {})
+    blocking = blocking_from_json(config.get("blocking_collectives", "false"), args)
+    flags, flag_notes = kernel_params(args, nccl_version(data.get("nccl_version")))
+    flag_notes += [BLOCKING_UNKNOWN_NOTE] * (blocking == BLOCKING_UNKNOWN)
     devices = config.get("devices", [])
     # one entry per process (src/util.cu writeDeviceReport: jsonRankInfo of the first '#  Rank' line of each
     # process's block), each process driving nthreads x ngpus ranks: its host and device stand for all of them, so a
@@ -719,8 +743,9 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                     iters=int(config.get("iterations", 0)), warmup=int(config.get("warmup_iters", 0)),
                     time_us=time_us, algbw=float(cell.get("alg_bw", "nan")), busbw=float(cell.get("bus_bw", "nan")),
                     num_wrong=None if wrong in (None, "nan") else int(float(wrong)), metrics={}, average=average,
-                    loop=loop_params(int(config.get("aggregated_iterations", 1) or 1), int(config.get("graph", 0) or 0),
-                                     str(config.get("blocking_collectives", "false")).lower() == "true")))
+                    notes=flag_notes,
+                    loop={**loop_params(int(config.get("aggregated_iterations", 1) or 1),
+                                        int(config.get("graph", 0) or 0), blocking), **flags}))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             for record in made:
@@ -778,6 +803,7 @@ def import_file(path: str, collective: str | None = None, result: ImportResult |
                 result.problems.append(problem)
             for stopped in parsed.stopped:   # its headers already carry planned_points (parse_json)
                 result.stopped.append(stopped)
+            result.collective_ignored.extend(parsed.collective_ignored)
             return result
         with io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="") as lines:
             return parse_text(lines, path, collective, result, version)
