@@ -5,7 +5,8 @@ estimate, measured (from results files) or predicted (from a cost model). For ea
 scale:
   * a combination wins a size if it is the fastest by the chosen statistic AND beats NCCL's default
     at that size by more than the noise of their ratio (the two points' 95% half-widths added in
-    quadrature, in log time: `beats`) and by more than `min_gain`; otherwise NCCL's default is kept
+    quadrature, in log time, widened for picking the fastest of the combinations tried there:
+    `beats`, `selection_widening`) and by more than `min_gain`; otherwise NCCL's default is kept
     there (no rule: NCCL decides). The plugin matches bytes, not dtypes: where several dtypes were
     measured at a size, the winner must beat NCCL's default in each (compared within its dtype);
   * only combinations that name an algorithm and a protocol can win (the plugin's rule has no "any"
@@ -165,9 +166,25 @@ def ratio_noise(a: TunedPoint, b: TunedPoint) -> float:
     return math.expm1(math.hypot(math.log1p(a.noise_rel), math.log1p(b.noise_rel)))
 
 
-def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float) -> tuple[float, float, bool]:
-    """(speed-up over the baseline, the ratio's noise, whether it is beyond both the noise and min_gain)."""
+def selection_widening(tried: int) -> float:
+    """How much wider (in log time) a ratio's noise is taken when its combination is the fastest of `tried` at one
+    size: the one-sided Bonferroni bound z(1 - 0.025 / tried) / z(0.975). The fastest of K combinations that are
+    all as fast as NCCL's default beats it by chance far more often than one combination tested alone (the minimum
+    of K noisy times is biased low); over K tests each at 0.025 / K, the chance that ANY of them passes is at most
+    0.025, as for the one test of a single combination. 1.0 for one combination; 1.53 for 18 (3 x 3 x 2)."""
+    from commbench.results.noise import Z95, normal_quantile
+
+    if tried <= 1:
+        return 1.0
+    return normal_quantile(1.0 - 0.025 / tried) / Z95
+
+
+def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float, tried: int = 1) -> tuple[float, float, bool]:
+    """(speed-up over the baseline, the ratio's noise, whether it is beyond both the noise and min_gain); `tried`:
+    the combinations `best` was picked from at its size, whose selection widens the noise (selection_widening)."""
     speedup, noise = baseline.time_us / best.time_us, ratio_noise(baseline, best)
+    if math.isfinite(noise):
+        noise = math.expm1(math.log1p(noise) * selection_widening(tried))
     return speedup, noise, speedup - 1.0 > max(noise, min_gain)
 
 
@@ -212,7 +229,7 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                       and (not need_baseline or all(TuningCombo() in way for way in by_dtype.values() if c in way))]
             choice, speedup, noise, best, used = None, None, 0.0, None, []
             if judged and combos and need_baseline:
-                verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain) for d in judged]
+                verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain, len(combos)) for d in judged]
                             for c in combos}
                 best = max(combos, key=lambda c: (min(v[0] for v in verdicts[c]), c.label))
                 worst = min(verdicts[best], key=lambda v: v[0])
