@@ -207,7 +207,8 @@ def test_emitted_file_parses_cleanly_and_selects_the_choice_at_every_measured_si
     assert reproduced_plugin_select(configs, "allreduce", 1024, nodes=1, ranks=4) is None  # another scale
     assert "run0" in text and "2.00x faster than NCCL default (median)" in text
     assert "NCCL default kept at 64 KiB" in text and "on ONE channel; write with --for example-plugin" in text
-    assert "set NCCL_MIN_NCHANNELS=16" in text
+    assert "NCCL_MIN_NCHANNELS=16 would give it 16 but changes NCCL's default for EVERY call without a rule" in text
+    assert "set it only after a new tuner-on vs tuner-off measurement" in text
     rows = list(csv.DictReader(io.StringIO(table.read_text())))
     assert tuple(rows[0]) == OPTIMIZE_CONFIG_FIELDS
     # only the wins, as the rules name them (no "default" row, no combination that lost): test_optimize_config_...

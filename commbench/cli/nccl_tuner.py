@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -61,6 +62,16 @@ def _refuse_unused(where: str, why: str, given: dict[str, object]) -> None:
     if given:
         option, value = next(iter(given.items()))
         raise CommbenchError(f"{option}={value!r} is not used {where}: {why}; leave it out")
+
+
+def _same_file(path: str | None, other: str) -> bool:
+    """Whether `path` names the file `other` names (the same path, a link to it or a hard link)."""
+    if not path:
+        return False
+    try:
+        return Path(path).resolve() == Path(other).resolve() or os.path.samefile(path, other)
+    except OSError:   # one of them does not exist: not the same file
+        return False
 
 
 def print_combinations(results: list, output_path: str, again: str = "", wrong: tuple[str, ...] = ()) -> None:
@@ -156,6 +167,11 @@ def nccl_tuner(
     min_gain = min_gain or 0.0
     if csv_path is not None and Path(csv_path).resolve() == Path(output).resolve():
         raise invalid("--csv", csv_path, "a file other than -O/--out")
+    for option, path in (("-O/--out", output), ("--csv", csv_path)):
+        read = next((given for given in [*(files or []), fabric_path] if given and _same_file(path, given)), None)
+        if read is not None:  # --force replaces a file commbench did not write, never the measurements it reads
+            raise invalid(option, path, f"a file other than the input {read} (it would overwrite what it reads, "
+                          "even with --force)")
     with contextlib.ExitStack() as held:
         held.enter_context(_claim(output, "--out", force))
         if csv_path is not None:  # --csv '' is refused there (empty), not taken as "no CSV"

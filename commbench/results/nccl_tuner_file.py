@@ -149,8 +149,12 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     if most > 0:
         lines += [comment(text) for text in CHANNEL_LINES]
         lines.append(comment(f"a rule's count is capped by the communicator's, and a 0 below such a size matches the "
-                             f"measurement only from as many: if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set "
-                             f"NCCL_MIN_NCHANNELS={most}"))
+                             f"measurement only from as many: if NCCL creates fewer than {most} (NCCL_DEBUG=INFO), "
+                             "fewer than measured"))
+        lines.append(comment(f"NCCL_MIN_NCHANNELS={most} would give it {most} but changes NCCL's default for EVERY "
+                             "call without a rule (other sizes, scales),"))
+        lines.append(comment("which was measured without it: set it only after a new tuner-on vs tuner-off "
+                             "measurement under it"))
     if any(rule.reg_buff == 1 for rule in rules):
         lines += [comment(text) for text in REGISTERED_LINES]
     for note in switch_backs:

