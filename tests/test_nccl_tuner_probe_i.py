@@ -54,3 +54,19 @@ def test_out_naming_an_input_file_is_refused_even_with_force(tmp_path):
     link.symlink_to(results)
     out = CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(link), "--force"])
     assert out.exit_code == 2 and results.read_bytes() == before
+
+
+def test_report_tuning_table_and_nccl_tuner_agree_on_one_file(tmp_path):
+    """The report read records without their samples and fell back to (p99 - median) / median (6.7% here) where
+    nccl-tuner used the samples (2.7%): the config had a rule where the report said 'NCCL default kept'."""
+    results = tmp_path / "f1.jsonl"
+    write_results(results, 7, 50, 0.03, {"default": {1048576: 100.0}, "ring/simple/8": {1048576: 96.0}})
+    conf = tmp_path / "f1.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(conf)]).exit_code == 0
+    assert [r[:6] for r in rule_lines(conf)] == [["allreduce", "1048576", "1048576", "ring", "simple", "8"]]
+    out = CliRunner().invoke(app, ["report", str(results), "-O", str(tmp_path / "rep")])
+    assert out.exit_code == 0, out.output
+    text = (tmp_path / "rep" / "README.md").read_text()
+    (row,) = [line for line in text.splitlines() if line.startswith("| 1 MiB |")]
+    assert row.rstrip(" |").endswith("ring/simple/8"), row
+    assert "NCCL default kept" not in row
