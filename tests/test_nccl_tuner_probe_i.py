@@ -70,3 +70,37 @@ def test_report_tuning_table_and_nccl_tuner_agree_on_one_file(tmp_path):
     (row,) = [line for line in text.splitlines() if line.startswith("| 1 MiB |")]
     assert row.rstrip(" |").endswith("ring/simple/8"), row
     assert "NCCL default kept" not in row
+
+
+def test_example_plugin_fill_in_measured_slower_than_the_default_is_refused(tmp_path):
+    """tree/simple/16 is 2.5x slower than NCCL's default at 1 MiB (1.5x faster at 16 MiB): the fill-in rule forced
+    it over 0..8.5 MB and the output said 'NCCL default kept in 0 of 2' with a '0.40x gain: maybe noise' note."""
+    results = tmp_path / "f3.jsonl"
+    write_results(results, 1, 20, 0.01, {"default": {1048576: 100.0, 16777216: 900.0},
+                                         "tree/simple/16": {1048576: 250.0, 16777216: 600.0}})
+    conf = tmp_path / "f3.conf"
+    out = CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(conf), "--for", "example-plugin"])
+    assert out.exit_code == 2 and len(out.output.splitlines()) == 1 and out.output.startswith("error: "), out.output
+    assert "at 1 MiB" in out.output and "2.50x slower" in out.output and "tree/simple/16" in out.output
+    assert not conf.exists()
+
+
+def test_example_plugin_fill_in_within_the_noise_is_said_and_gets_no_gain_note(tmp_path):
+    results = tmp_path / "f3b.jsonl"
+    write_results(results, 1, 20, 0.01, {"default": {1048576: 100.0, 16777216: 900.0},
+                                         "tree/simple/16": {1048576: 100.5, 16777216: 600.0}})
+    conf = tmp_path / "f3b.conf"
+    out = CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(conf), "--for", "example-plugin"])
+    assert out.exit_code == 0, out.output
+    assert "fill-in: 1 of 2 (collective, size) cell(s) had no winner" in " ".join(out.output.split())
+    assert "run to run" not in out.output and "run to run" not in conf.read_text()   # no repeat-spread note
+    assert "FILL-IN at 1 MiB" in conf.read_text()
+
+
+def test_repeat_spread_notes_skip_fill_ins():
+    from commbench.results.nccl_tuner import Cell, repeat_spread_notes
+
+    combo = TuningCombo(algo="tree", proto="simple", channels=16)
+    cell = Cell(collective="allreduce", nodes=1, ranks=8, min_bytes=0, max_bytes=10, size_bytes=5, choice=combo,
+                speedup=0.4, noise_rel=0.01, best=combo, filled=True, default_spread=0.0)
+    assert repeat_spread_notes([cell]) == []

@@ -64,6 +64,15 @@ def _refuse_unused(where: str, why: str, given: dict[str, object]) -> None:
         raise CommbenchError(f"{option}={value!r} is not used {where}: {why}; leave it out")
 
 
+def _fill_in_range(cells: list) -> str:
+    """'0.97x-1.01x of NCCL's default's speed' over fill-in cells (speed-up = default time / fill-in time)."""
+    speedups = [cell.speedup for cell in cells if cell.speedup is not None]
+    if not speedups:
+        return "without NCCL's default beside it"
+    low, high = min(speedups), max(speedups)
+    return (f"{low:.2f}x" if high - low < 0.005 else f"{low:.2f}x-{high:.2f}x") + " of NCCL's default's speed"
+
+
 def _same_file(path: str | None, other: str) -> bool:
     """Whether `path` names the file `other` names (the same path, a link to it or a hard link)."""
     if not path:
@@ -235,7 +244,13 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
     for note in result.notes:
         console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     kept = sum(1 for cell in result.cells if cell.choice is None)
+    filled = [cell for cell in result.cells if cell.filled]
     label = "PREDICTED rule(s)" if predicted else "rule(s)"
+    if filled:   # --for example-plugin: no winner there, a rule only so that the plugin does not run one channel
+        console.print(styled("[yellow]fill-in[/]: {} of {} (collective, size) cell(s) had no winner over NCCL's default "
+                             "and get the fastest combination with a channel count (within the noise of NCCL's "
+                             "default, measured {}), since NCCL's example plugin runs a call without a rule on one "
+                             "channel", len(filled), len(result.cells), _fill_in_range(filled)), highlight=False)
     console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
                          "Load it: NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE={}",
                          output, len(result.rules), label, kept, len(result.cells),

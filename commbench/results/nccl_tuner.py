@@ -274,14 +274,15 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
 def repeat_spread_notes(cells: list[Cell]) -> list[str]:
     """A note per rule cell whose NCCL default, measured more than once, differs run to run by more than the gain
     the rule claims: the runs' noise bounds each one's own samples only, and a shift of a whole run (clocks,
-    load, placement) as large as the gain may be all the 'win' is (--min-gain above the spread drops it)."""
+    load, placement) as large as the gain may be all the 'win' is (--min-gain above the spread drops it). Fill-ins
+    (Cell.filled: written for NCCL's example plugin where no combination won) claim no gain and get no such note."""
     from commbench.units import format_size
 
     return [f"{c.collective} nNodes={c.nodes} nRanks={c.ranks} at {format_size(c.size_bytes)}: NCCL's default varies "
             f"{100 * c.default_spread:.1f}% run to run, more than the rule's {c.speedup:.2f}x gain: maybe noise "
             f"(--min-gain {math.ceil(100 * c.default_spread) / 100:g} drops it)"
-            for c in cells if c.choice is not None and c.speedup is not None and not c.predicted
-            and c.default_spread > c.speedup - 1.0]
+            for c in cells if c.choice is not None and c.speedup is not None and not c.predicted and not c.filled
+            and c.speedup > 1.0 and c.default_spread > c.speedup - 1.0]
 
 
 def hold_to_measured(cells: list[Cell]) -> list[Cell]:
