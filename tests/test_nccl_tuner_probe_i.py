@@ -104,3 +104,22 @@ def test_repeat_spread_notes_skip_fill_ins():
     cell = Cell(collective="allreduce", nodes=1, ranks=8, min_bytes=0, max_bytes=10, size_bytes=5, choice=combo,
                 speedup=0.4, noise_rel=0.01, best=combo, filled=True, default_spread=0.0)
     assert repeat_spread_notes([cell]) == []
+
+
+def test_no_rule_spans_neighbouring_measured_sizes_more_than_8x_apart(tmp_path):
+    """1 KiB and 1 GiB measured, ring/ll128/32 faster at both: one rule pair covered 1 KiB..1 GiB (never measured in
+    between, where NCCL moves through LL, LL128, Simple and NVLS). Now each rule stops at its measured size."""
+    results = tmp_path / "f4.jsonl"
+    write_results(results, 1, 20, 0.01, {"default": {1024: 20.0, 1 << 30: 100000.0},
+                                         "ring/ll128/32": {1024: 15.0, 1 << 30: 80000.0}})
+    conf = tmp_path / "f4.conf"
+    out = CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(conf)])
+    assert out.exit_code == 0, out.output
+    assert [(int(r[1]), int(r[2])) for r in rule_lines(conf)] == [(1024, 1024), (1 << 30, 1 << 30)]
+    assert "1 KiB and 1 GiB are 1048576x apart" in conf.read_text() and "NCCL decides in between" in out.output
+    # 8x apart (a sweep with -f 8): the midpoint rule still holds
+    results.unlink()
+    write_results(results, 1, 20, 0.01, {"default": {1024: 20.0, 8192: 30.0},
+                                         "ring/ll128/32": {1024: 15.0, 8192: 20.0}})
+    assert CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(conf), "--force"]).exit_code == 0
+    assert [(int(r[1]), int(r[2])) for r in rule_lines(conf)] == [(1024, 8192)]

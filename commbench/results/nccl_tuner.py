@@ -285,9 +285,31 @@ def repeat_spread_notes(cells: list[Cell]) -> list[str]:
             and c.speedup > 1.0 and c.default_spread > c.speedup - 1.0]
 
 
+# Neighbouring measured sizes further apart than this: a rule stops at its measured size towards the other one
+# (hold_to_measured). Inside 8x NCCL's own choice moves through at most one or two switches of protocol or
+# algorithm (LL -> LL128 -> Simple -> NVLS/tree over 1 KiB..1 GiB in NCCL's model); across 1 KiB..1 GiB (10^6)
+# it passes through all of them, and a midpoint rule would force one pair over sizes never measured.
+MAX_SPAN_RATIO = 8
+
+
+def far_apart_notes(cells: list[Cell]) -> list[str]:
+    """A note per pair of neighbouring measured sizes (one collective and scale) more than MAX_SPAN_RATIO apart."""
+    from commbench.units import format_size
+
+    notes = []
+    for a, b in zip(cells, cells[1:]):
+        if (a.collective, a.nodes, a.ranks, a.reg_buff) == (b.collective, b.nodes, b.ranks, b.reg_buff) \
+                and b.size_bytes > MAX_SPAN_RATIO * a.size_bytes:
+            notes.append(f"{a.collective} nNodes={a.nodes} nRanks={a.ranks}: measured sizes {format_size(a.size_bytes)} "
+                         f"and {format_size(b.size_bytes)} are {b.size_bytes / max(a.size_bytes, 1):.0f}x apart (more than "
+                         f"{MAX_SPAN_RATIO}x), never measured in between")
+    return notes
+
+
 def hold_to_measured(cells: list[Cell]) -> list[Cell]:
     """A winner's cell ends at its measured size on the side of a neighbour where NCCL's default was kept (or
-    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Towards a
+    not measured), or of a measured size more than MAX_SPAN_RATIO away (whatever won there); that gap joins the
+    kept cell or has no rule, so NCCL decides there (commbench's plugin). Towards a
     neighbouring winner the midpoint stands only where the winner's own combination was measured there and was
     not slower than NCCL's default (Cell.not_slower); where it was slower, failed or was not measured ok there,
     its cell ends at its own size too and the gap up to the neighbour's cell has no rule (NCCL decides): nothing
@@ -306,8 +328,10 @@ def hold_to_measured(cells: list[Cell]) -> list[Cell]:
             if (other.collective, other.nodes, other.ranks, other.reg_buff) != scale:
                 continue
             kept = other.choice is None
-            if not kept and (other.choice == cell.choice or other.not_slower is None
-                             or cell.choice in other.not_slower):
+            small, large = sorted((cell.size_bytes, other.size_bytes))
+            far = large > MAX_SPAN_RATIO * small   # no measurement says who wins in between: NCCL decides there
+            if not kept and not far and (other.choice == cell.choice or other.not_slower is None
+                                         or cell.choice in other.not_slower):
                 continue
             if side == "lo" and held[i].min_bytes < cell.size_bytes:
                 if kept:
