@@ -123,3 +123,19 @@ def test_no_rule_spans_neighbouring_measured_sizes_more_than_8x_apart(tmp_path):
                                          "ring/ll128/32": {1024: 15.0, 8192: 20.0}})
     assert CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(conf), "--force"]).exit_code == 0
     assert [(int(r[1]), int(r[2])) for r in rule_lines(conf)] == [(1024, 8192)]
+
+
+def test_the_example_plugins_changed_model_constants_are_said_in_docs_and_file(tmp_path):
+    """NCCL's example plugin (2.28+) rewrites perChMaxTreeBws, perChMaxRingLL128Bws and hwLatencies in pluginInit."""
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "nccl-tuner.md").read_text()
+    section = docs[docs.index("### What NCCL's example plugin does with the file"):docs.index("## 3. Predicted rules")]
+    assert all(name in section for name in ("perChMaxTreeBws", "perChMaxRingLL128Bws", "hwLatencies"))
+    results = tmp_path / "r.jsonl"
+    write_results(results, 1, 20, 0.01, {"default": {1048576: 100.0}, "tree/simple/16": {1048576: 60.0}})
+    conf = tmp_path / "e.conf"
+    assert CliRunner().invoke(app, ["nccl-tuner", str(results), "-O", str(conf), "--for", "example-plugin"]).exit_code == 0
+    text = conf.read_text()
+    assert "perChMaxRingLL128Bws" in text and "changed model" in text
+    assert all(len(line.encode()) < 200 for line in text.splitlines())

@@ -69,6 +69,14 @@ REGISTERED_LINES = (
 )
 
 
+# NVIDIA/nccl ext-tuner/example/plugin.c (v2.28.3-1, v2.29.2-1), plugins/tuner/example/plugin.c (v2.30.7-1): pluginInit
+# rewrites three of NCCL's model constants for every communicator (docs/nccl-tuner.md)
+EXAMPLE_PLUGIN_CONSTANTS_LINES = (
+    "NCCL's example plugin (NCCL >= 2.28) also sets 3 of NCCL's model constants in pluginInit: perChMaxTreeBws and",
+    "perChMaxRingLL128Bws [Blackwell][> 2 nodes] = 15, 20 GB/s, hwLatencies[NET][NVLS][Simple] = 24 us: calls NCCL",
+    "still decides (no rule, an IGNOREd pair) use that changed model, not the NCCL default measured here")
+
+
 def comment(text: str) -> str:
     """One comment line of at most MAX_LINE_CHARS bytes in UTF-8: the example plugin's fgets counts bytes, and a
     path of 80 CJK characters made a 158-character, 318-byte line whose rest it read as a line of its own."""
@@ -145,6 +153,7 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     if target == "example-plugin":
         scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
         lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))
+        lines += [comment(text) for text in EXAMPLE_PLUGIN_CONSTANTS_LINES]
     most = max((max(rule.channels, rule.lowered_channels) for rule in rules), default=0)
     if most > 0:
         lines += [comment(text) for text in CHANNEL_LINES]
