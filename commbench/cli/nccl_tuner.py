@@ -237,7 +237,9 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
                     "(requires: lines)"]
                    if result.requires else []),
                  result.measured, f"a rule only where the {statistic} beats NCCL's default by more than the noise"
-                 + (f" and {100 * min_gain:g}%" if min_gain else ""), *result.notes]
+                 + (f" and {100 * min_gain:g}%" if min_gain else ""),
+                 "that noise is widened for picking the fastest of the K combinations measured at a size (Bonferroni "
+                 "over K: docs/nccl-tuner.md)", *result.notes]
     text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic, target=target,
                               switch_backs=result.switch_backs)
     _write(output, text)
