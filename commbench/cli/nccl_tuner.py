@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -61,6 +62,25 @@ def _refuse_unused(where: str, why: str, given: dict[str, object]) -> None:
     if given:
         option, value = next(iter(given.items()))
         raise CommbenchError(f"{option}={value!r} is not used {where}: {why}; leave it out")
+
+
+def _fill_in_range(cells: list) -> str:
+    """'0.97x-1.01x of NCCL's default's speed' over fill-in cells (speed-up = default time / fill-in time)."""
+    speedups = [cell.speedup for cell in cells if cell.speedup is not None]
+    if not speedups:
+        return "without NCCL's default beside it"
+    low, high = min(speedups), max(speedups)
+    return (f"{low:.2f}x" if high - low < 0.005 else f"{low:.2f}x-{high:.2f}x") + " of NCCL's default's speed"
+
+
+def _same_file(path: str | None, other: str) -> bool:
+    """Whether `path` names the file `other` names (the same path, a link to it or a hard link)."""
+    if not path:
+        return False
+    try:
+        return Path(path).resolve() == Path(other).resolve() or os.path.samefile(path, other)
+    except OSError:   # one of them does not exist: not the same file
+        return False
 
 
 def print_combinations(results: list, output_path: str, again: str = "", wrong: tuple[str, ...] = ()) -> None:
@@ -156,6 +176,11 @@ def nccl_tuner(
     min_gain = min_gain or 0.0
     if csv_path is not None and Path(csv_path).resolve() == Path(output).resolve():
         raise invalid("--csv", csv_path, "a file other than -O/--out")
+    for option, path in (("-O/--out", output), ("--csv", csv_path)):
+        read = next((given for given in [*(files or []), fabric_path] if given and _same_file(path, given)), None)
+        if read is not None:  # --force replaces a file commbench did not write, never the measurements it reads
+            raise invalid(option, path, f"a file other than the input {read} (it would overwrite what it reads, "
+                          "even with --force)")
     with contextlib.ExitStack() as held:
         held.enter_context(_claim(output, "--out", force))
         if csv_path is not None:  # --csv '' is refused there (empty), not taken as "no CSV"
@@ -212,14 +237,22 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
                     "(requires: lines)"]
                    if result.requires else []),
                  result.measured, f"a rule only where the {statistic} beats NCCL's default by more than the noise"
-                 + (f" and {100 * min_gain:g}%" if min_gain else ""), *result.notes]
+                 + (f" and {100 * min_gain:g}%" if min_gain else ""),
+                 "that noise is widened for picking the fastest of the K combinations measured at a size (Bonferroni "
+                 "over K: docs/nccl-tuner.md)", *result.notes]
     text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic, target=target,
                               switch_backs=result.switch_backs)
     _write(output, text)
     for note in result.notes:
         console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     kept = sum(1 for cell in result.cells if cell.choice is None)
+    filled = [cell for cell in result.cells if cell.filled]
     label = "PREDICTED rule(s)" if predicted else "rule(s)"
+    if filled:   # --for example-plugin: no winner there, a rule only so that the plugin does not run one channel
+        console.print(styled("[yellow]fill-in[/]: {} of {} (collective, size) cell(s) had no winner over NCCL's default "
+                             "and get the fastest combination with a channel count (within the noise of NCCL's "
+                             "default, measured {}), since NCCL's example plugin runs a call without a rule on one "
+                             "channel", len(filled), len(result.cells), _fill_in_range(filled)), highlight=False)
     console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
                          "Load it: NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE={}",
                          output, len(result.rules), label, kept, len(result.cells),

@@ -101,8 +101,16 @@ def without_repeats(records: list) -> list:
 MAX_REPORT_MEASUREMENTS = 250_000  # ~0.7 GB of records without their per-iteration samples (~3 KB each)
 
 
+def tuning_record(data: dict) -> bool:
+    """Whether a record (parsed JSON) is a point of the NCCL tuning axes, whose per-iteration samples the tuning
+    table keeps: its noise is nccl-tuner's (results.nccl_tuner.record_noise_rel), so both give one verdict."""
+    params = data.get("params")
+    return isinstance(params, dict) and "nccl_algo" in params
+
+
 def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[list, str]:
-    """The records of `files`, streamed without per-iteration samples (a report never draws them), up to
+    """The records of `files`, streamed without per-iteration samples (a report never draws them; the NCCL
+    tuning points keep theirs: tuning_record), up to
     MAX_REPORT_MEASUREMENTS measurements; beyond, the rest is not read and the second value says so.
     A resumed sweep's runs in one file are one run (results.resumed, as `compare` counts them) where they
     were measured on one setup (results.run_setup): one curve and one table, not one per launch. A point of
@@ -163,7 +171,7 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
             if unreadable is not None:
                 unreadable.append(f"{path} line {number}: {why}")
 
-        for record in iter_records(path, drop_samples=True, on_bad_line=bad_line):
+        for record in iter_records(path, drop_samples=True, keep_samples_of=tuning_record, on_bad_line=bad_line):
             if isinstance(record, Measurement):
                 count += 1
                 if count > MAX_REPORT_MEASUREMENTS:

@@ -5,7 +5,8 @@ estimate, measured (from results files) or predicted (from a cost model). For ea
 scale:
   * a combination wins a size if it is the fastest by the chosen statistic AND beats NCCL's default
     at that size by more than the noise of their ratio (the two points' 95% half-widths added in
-    quadrature, in log time: `beats`) and by more than `min_gain`; otherwise NCCL's default is kept
+    quadrature, in log time, widened for picking the fastest of the combinations tried there:
+    `beats`, `selection_widening`) and by more than `min_gain`; otherwise NCCL's default is kept
     there (no rule: NCCL decides). The plugin matches bytes, not dtypes: where several dtypes were
     measured at a size, the winner must beat NCCL's default in each (compared within its dtype);
   * only combinations that name an algorithm and a protocol can win (the plugin's rule has no "any"
@@ -165,9 +166,25 @@ def ratio_noise(a: TunedPoint, b: TunedPoint) -> float:
     return math.expm1(math.hypot(math.log1p(a.noise_rel), math.log1p(b.noise_rel)))
 
 
-def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float) -> tuple[float, float, bool]:
-    """(speed-up over the baseline, the ratio's noise, whether it is beyond both the noise and min_gain)."""
+def selection_widening(tried: int) -> float:
+    """How much wider (in log time) a ratio's noise is taken when its combination is the fastest of `tried` at one
+    size: the one-sided Bonferroni bound z(1 - 0.025 / tried) / z(0.975). The fastest of K combinations that are
+    all as fast as NCCL's default beats it by chance far more often than one combination tested alone (the minimum
+    of K noisy times is biased low); over K tests each at 0.025 / K, the chance that ANY of them passes is at most
+    0.025, as for the one test of a single combination. 1.0 for one combination; 1.53 for 18 (3 x 3 x 2)."""
+    from commbench.results.noise import Z95, normal_quantile
+
+    if tried <= 1:
+        return 1.0
+    return normal_quantile(1.0 - 0.025 / tried) / Z95
+
+
+def beats(best: TunedPoint, baseline: TunedPoint, min_gain: float, tried: int = 1) -> tuple[float, float, bool]:
+    """(speed-up over the baseline, the ratio's noise, whether it is beyond both the noise and min_gain); `tried`:
+    the combinations `best` was picked from at its size, whose selection widens the noise (selection_widening)."""
     speedup, noise = baseline.time_us / best.time_us, ratio_noise(baseline, best)
+    if math.isfinite(noise):
+        noise = math.expm1(math.log1p(noise) * selection_widening(tried))
     return speedup, noise, speedup - 1.0 > max(noise, min_gain)
 
 
@@ -212,7 +229,7 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                       and (not need_baseline or all(TuningCombo() in way for way in by_dtype.values() if c in way))]
             choice, speedup, noise, best, used = None, None, 0.0, None, []
             if judged and combos and need_baseline:
-                verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain) for d in judged]
+                verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain, len(combos)) for d in judged]
                             for c in combos}
                 best = max(combos, key=lambda c: (min(v[0] for v in verdicts[c]), c.label))
                 worst = min(verdicts[best], key=lambda v: v[0])
@@ -257,19 +274,42 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
 def repeat_spread_notes(cells: list[Cell]) -> list[str]:
     """A note per rule cell whose NCCL default, measured more than once, differs run to run by more than the gain
     the rule claims: the runs' noise bounds each one's own samples only, and a shift of a whole run (clocks,
-    load, placement) as large as the gain may be all the 'win' is (--min-gain above the spread drops it)."""
+    load, placement) as large as the gain may be all the 'win' is (--min-gain above the spread drops it). Fill-ins
+    (Cell.filled: written for NCCL's example plugin where no combination won) claim no gain and get no such note."""
     from commbench.units import format_size
 
     return [f"{c.collective} nNodes={c.nodes} nRanks={c.ranks} at {format_size(c.size_bytes)}: NCCL's default varies "
             f"{100 * c.default_spread:.1f}% run to run, more than the rule's {c.speedup:.2f}x gain: maybe noise "
             f"(--min-gain {math.ceil(100 * c.default_spread) / 100:g} drops it)"
-            for c in cells if c.choice is not None and c.speedup is not None and not c.predicted
-            and c.default_spread > c.speedup - 1.0]
+            for c in cells if c.choice is not None and c.speedup is not None and not c.predicted and not c.filled
+            and c.speedup > 1.0 and c.default_spread > c.speedup - 1.0]
+
+
+# Neighbouring measured sizes further apart than this: a rule stops at its measured size towards the other one
+# (hold_to_measured). Inside 8x NCCL's own choice moves through at most one or two switches of protocol or
+# algorithm (LL -> LL128 -> Simple -> NVLS/tree over 1 KiB..1 GiB in NCCL's model); across 1 KiB..1 GiB (10^6)
+# it passes through all of them, and a midpoint rule would force one pair over sizes never measured.
+MAX_SPAN_RATIO = 8
+
+
+def far_apart_notes(cells: list[Cell]) -> list[str]:
+    """A note per pair of neighbouring measured sizes (one collective and scale) more than MAX_SPAN_RATIO apart."""
+    from commbench.units import format_size
+
+    notes = []
+    for a, b in zip(cells, cells[1:]):
+        if (a.collective, a.nodes, a.ranks, a.reg_buff) == (b.collective, b.nodes, b.ranks, b.reg_buff) \
+                and b.size_bytes > MAX_SPAN_RATIO * a.size_bytes:
+            notes.append(f"{a.collective} nNodes={a.nodes} nRanks={a.ranks}: measured sizes {format_size(a.size_bytes)} "
+                         f"and {format_size(b.size_bytes)} are {b.size_bytes / max(a.size_bytes, 1):.0f}x apart (more than "
+                         f"{MAX_SPAN_RATIO}x), never measured in between")
+    return notes
 
 
 def hold_to_measured(cells: list[Cell]) -> list[Cell]:
     """A winner's cell ends at its measured size on the side of a neighbour where NCCL's default was kept (or
-    not measured); that gap joins the kept cell, so NCCL decides there (commbench's plugin). Towards a
+    not measured), or of a measured size more than MAX_SPAN_RATIO away (whatever won there); that gap joins the
+    kept cell or has no rule, so NCCL decides there (commbench's plugin). Towards a
     neighbouring winner the midpoint stands only where the winner's own combination was measured there and was
     not slower than NCCL's default (Cell.not_slower); where it was slower, failed or was not measured ok there,
     its cell ends at its own size too and the gap up to the neighbour's cell has no rule (NCCL decides): nothing
@@ -288,8 +328,10 @@ def hold_to_measured(cells: list[Cell]) -> list[Cell]:
             if (other.collective, other.nodes, other.ranks, other.reg_buff) != scale:
                 continue
             kept = other.choice is None
-            if not kept and (other.choice == cell.choice or other.not_slower is None
-                             or cell.choice in other.not_slower):
+            small, large = sorted((cell.size_bytes, other.size_bytes))
+            far = large > MAX_SPAN_RATIO * small   # no measurement says who wins in between: NCCL decides there
+            if not kept and not far and (other.choice == cell.choice or other.not_slower is None
+                                         or cell.choice in other.not_slower):
                 continue
             if side == "lo" and held[i].min_bytes < cell.size_bytes:
                 if kept:

@@ -69,6 +69,14 @@ REGISTERED_LINES = (
 )
 
 
+# NVIDIA/nccl ext-tuner/example/plugin.c (v2.28.3-1, v2.29.2-1), plugins/tuner/example/plugin.c (v2.30.7-1): pluginInit
+# rewrites three of NCCL's model constants for every communicator (docs/nccl-tuner.md)
+EXAMPLE_PLUGIN_CONSTANTS_LINES = (
+    "NCCL's example plugin (NCCL >= 2.28) also sets 3 of NCCL's model constants in pluginInit: perChMaxTreeBws and",
+    "perChMaxRingLL128Bws [Blackwell][> 2 nodes] = 15, 20 GB/s, hwLatencies[NET][NVLS][Simple] = 24 us: calls NCCL",
+    "still decides (no rule, an IGNOREd pair) use that changed model, not the NCCL default measured here")
+
+
 def comment(text: str) -> str:
     """One comment line of at most MAX_LINE_CHARS bytes in UTF-8: the example plugin's fgets counts bytes, and a
     path of 80 CJK characters made a 158-character, 318-byte line whose rest it read as a line of its own."""
@@ -99,8 +107,8 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     if rule.filled:
         versus = f", {_speedups(tuple(speedups))}" if speedups else ""
         # the example plugin runs a call it has no rule for on 1 channel: the fastest with a channel count stands in
-        return comment(f"{scale}: no winner at {where} (none beat NCCL default{versus}); fastest with channels, may "
-                       f"be slower than NCCL's choice; {_origin(rule)}")
+        return comment(f"{scale}: FILL-IN at {where}, no winner (none beat NCCL default{versus}): the fastest with "
+                       f"channels, within the noise of NCCL's default there; {_origin(rule)}")
     if rule.predicted:
         lead = f", leads the next by {_speedups(tuple(speedups))}" if speedups else ""
         return comment(f"{scale}: fastest predicted pair at {where}{lead}; {_origin(rule)}")
@@ -145,12 +153,17 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     if target == "example-plugin":
         scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
         lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))
+        lines += [comment(text) for text in EXAMPLE_PLUGIN_CONSTANTS_LINES]
     most = max((max(rule.channels, rule.lowered_channels) for rule in rules), default=0)
     if most > 0:
         lines += [comment(text) for text in CHANNEL_LINES]
         lines.append(comment(f"a rule's count is capped by the communicator's, and a 0 below such a size matches the "
-                             f"measurement only from as many: if NCCL creates fewer than {most} (NCCL_DEBUG=INFO) set "
-                             f"NCCL_MIN_NCHANNELS={most}"))
+                             f"measurement only from as many: if NCCL creates fewer than {most} (NCCL_DEBUG=INFO), "
+                             "fewer than measured"))
+        lines.append(comment(f"NCCL_MIN_NCHANNELS={most} would give it {most} but changes NCCL's default for EVERY "
+                             "call without a rule (other sizes, scales),"))
+        lines.append(comment("which was measured without it: set it only after a new tuner-on vs tuner-off "
+                             "measurement under it"))
     if any(rule.reg_buff == 1 for rule in rules):
         lines += [comment(text) for text in REGISTERED_LINES]
     for note in switch_backs:

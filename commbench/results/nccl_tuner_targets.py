@@ -9,7 +9,8 @@
   on one channel. Here every measured (collective, scale) is covered from 0 bytes to SIZE_MAX_BYTES with
   measured, explicit channel counts (0 -- NCCL's own count, which the example plugin passes on: it keeps 1
   for -1 only -- at the sizes where NCCL lowered the measured count: results.nccl_channels): where NCCL's default was kept, the fastest measured combination
-  with a channel count is written (it is within the noise of the default there), and sizes below the
+  with a channel count is written as a fill-in (Cell.filled), and refused in one line where it was measured slower
+  than NCCL's default beyond the noise (no file for that plugin keeps the default there), and sizes below the
   smallest (above the largest) measured one take its choice. A size with no such measurement is refused (`--nccl-channels`).
 """
 
@@ -52,6 +53,22 @@ def _by_size(points: Iterable[TunedPoint]) -> dict[tuple, dict]:
     return table
 
 
+def _refuse_slower_fill_in(cell: Cell, fill_in: TunedPoint, default: TunedPoint) -> None:
+    """CommbenchError (one line) where the fill-in a kept cell would get was measured slower than NCCL's default by
+    more than the noise of their ratio (results.nccl_tuner.ratio_noise): the rule would force it, and without a rule
+    the example plugin runs the call on one channel -- no file for that plugin keeps NCCL's default there."""
+    from commbench.results.nccl_tuner import ratio_noise
+
+    slowdown = fill_in.time_us / default.time_us
+    if slowdown - 1.0 > ratio_noise(fill_in, default):
+        raise CommbenchError(
+            f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)}: no combination beat NCCL's default "
+            f"and the fastest with a channel count ({fill_in.combo.label}, {fill_in.time_us:.1f} us) is {slowdown:.2f}x "
+            f"slower than it ({default.time_us:.1f} us), beyond the noise; NCCL's example plugin cannot keep NCCL's "
+            f"default there (no rule = one channel), so no file is written: measure more channel counts there, or "
+            "write for commbench's plugin (leave --for out)")
+
+
 def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tuple[list[Cell], list[str]]:
     """Every cell of a (collective, scale) with measurements naming a channel count given such a choice, the
     first of each scale down to 0 and the last up to SIZE_MAX_BYTES; CommbenchError (one line, naming --nccl-channels) where such a
@@ -79,6 +96,8 @@ def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tup
                                      "measurement with an algorithm, a protocol and a channel count, so NCCL's example "
                                      f"plugin would run it on one channel: {MEASURE_CHANNELS}")
             default = options.get(TuningCombo())
+            if default is not None:
+                _refuse_slower_fill_in(cell, explicit[0], default)
             cell = dataclasses.replace(cell, choice=explicit[0].combo, filled=True,
                                        speedup=default.time_us / explicit[0].time_us if default else None)
         scale = (cell.collective, cell.nodes, cell.ranks)

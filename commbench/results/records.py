@@ -250,10 +250,12 @@ class JsonlWriter:
 MAX_LINE_BYTES = 16 << 20  # no record is near this; a longer "line" is damage, skipped without reading it whole
 
 
-def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples: bool = False) -> Iterator[Record]:
+def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples: bool = False,
+                 keep_samples_of=None) -> Iterator[Record]:
     """Yield the records of a JSONL file, one line in memory at a time. Bad lines go to
     `on_bad_line(line_number, reason)`. `drop_samples`: measurements without `iter_times_us` (for
-    readers that never use them: a large file then takes a fraction of the memory)."""
+    readers that never use them: a large file then takes a fraction of the memory), except those whose
+    record (the parsed JSON object) `keep_samples_of` returns true for (a reader that needs some)."""
     try:
         handle = Path(path).open("rb")
     except OSError as exc:
@@ -279,7 +281,7 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 _check_first_line(path, raw)
             try:
                 data = json.loads(raw.decode("utf-8"))
-                if drop_samples and isinstance(data, dict):
+                if drop_samples and isinstance(data, dict) and not (keep_samples_of and keep_samples_of(data)):
                     data.pop("iter_times_us", None)
                 yield from_dict(data)
             except UnicodeDecodeError as exc:

@@ -105,7 +105,8 @@ def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple
 def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[str]:
     md = ["## NCCL tuning: per-size winners (measured)", "",
           "Speed-up = NCCL default time / best time (median). A winner is kept only beyond the measured noise "
-          "(of the ratio: both points' 95% half-widths in quadrature; unknown for one iteration or no samples) "
+          "(of the ratio: both points' 95% half-widths in quadrature, widened for picking the fastest of the K "
+          "combinations measured at the size (Bonferroni); unknown for one iteration or no samples) "
           "(`commbench nccl-tuner` writes these as plugin rules). A point measured more than once shows as "
           "nccl-tuner judges it: NCCL's default at its fastest, a combination at its slowest.", ""] + [f"- note: {note}" for note in notes]
     for table in tables:

@@ -218,8 +218,10 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
                                             points, target, statistic)
     notes += uncovered
-    from commbench.results.nccl_tuner import repeat_spread_notes
+    from commbench.results.nccl_tuner import far_apart_notes, repeat_spread_notes
     notes += repeat_spread_notes(cells)
+    notes += [note + (": the example plugin needs a rule there, so the nearer size's choice covers it (measure sizes in between)" if target == "example-plugin" else
+                      ": rules stop at the measured sizes, NCCL decides in between") for note in far_apart_notes(cells)]
     from commbench.results.resumed import combinations_not_started, sweeps_cut_short
     notes += sweeps_cut_short(records)
     if combinations_not_started(records):   # a rule's choice is the fastest of those measured, not of those planned
