@@ -152,7 +152,7 @@ def test_torchtitan_02_activation_checkpoint_mode_is_one_torchtitan_reads(recomp
 def test_plan_says_launch_env_only_where_it_writes_one(tmp_path):
     """The README's `plan --model gpt-oss-120b ... --framework torchtitan -O plan/` printed 'launch.env: (nothing
     needed)' while Megatron refuses the model and no launch.env is written."""
-    result = CliRunner().invoke(app, ["plan", "--model", "gpt-oss-120b", "--system", "gb200-nvl72", "--gpus", "64",
+    result = CliRunner().invoke(app, ["plan", "--model", "gpt-oss-120b", "--system", "gb200-nvl72", "--gpus", "64", "--precision", "fp8",
                                       "--framework", "torchtitan", "-O", str(tmp_path)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "launch.env").exists() and "Megatron-LM core_v0.16.1 cannot build gpt-oss-120b" in result.output

@@ -127,9 +127,10 @@ def test_megatron_plans_launch(name, system, precision, mode, monkeypatch):
 def test_torchtitan_plans_launch(name, system, precision, mode, tmp_path, monkeypatch):
     model, gpus, lay = planned(name, system, precision, mode, "torchtitan")
     if isinstance(lay, str):  # TorchTitan 0.3.0 has no such model or converter: one line, pointing elsewhere
-        one_line_refusal(lay, "TorchTitan 0.3.0 has no", *HYBRID_NO_VP)
+        one_line_refusal(lay, "TorchTitan 0.3.0 has no", "cannot train in mxfp8 with TorchTitan 0.3.0", *HYBRID_NO_VP)
+        # gpt-oss's expert K (2880) is no multiple of 128, which sm_100's MXFP8 quantization kernel needs
         assert model.name.startswith(NOT_IN_TORCHTITAN) or (precision == "nvfp4" and model.is_moe) or \
-            (model.is_hybrid and mode == "pinned")
+            (model.is_hybrid and mode == "pinned") or (precision == "mxfp8" and model.name.startswith("gpt-oss"))
         return
     assert lay.precision == precision and (mode == "searched" or (lay.pp > 1 and lay.vp > 1))
     # charged as run: no per-layer graphs, the whole-step graph only with pp = 1 and ep = 1; etp = 1; FSDP

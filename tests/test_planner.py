@@ -274,12 +274,13 @@ def test_layout_refuses_a_non_boolean_flag():
 def test_block_recompute_charges_and_frees_its_share_of_each_chunk(monkeypatch):
     """recompute=full with recompute_layers=N (Megatron's --recompute-method block) recomputes N of each model
     chunk's layers and stores the rest: N / layers-per-chunk of full recompute's extra forward and of the
-    activation memory it frees; a count beyond the chunk is all of it."""
+    activation memory it frees; a count of the whole chunk is all of it, and one beyond the largest chunk is outside
+    megatron-core's documented 1..num_layers_per_pipeline_rank (rule recompute_layers)."""
     _stand_in(monkeypatch)
     m = load_model("llama3-8b")   # 32 layers
     base = dict(tp=1, dp=8, mbs=1, gbs=8)
     lays = [Layout(**base, recompute="none"), Layout(**base, recompute="full"),
-            Layout(**base, recompute="full", recompute_layers=5), Layout(**base, recompute="full", recompute_layers=64),
+            Layout(**base, recompute="full", recompute_layers=5), Layout(**base, recompute="full", recompute_layers=32),
             Layout(**base, pp=2, vp=2, recompute="full"), Layout(**base, pp=2, vp=2, recompute="full", recompute_layers=2)]
     bd = evaluate_layouts(m, _fabric(8), LayoutArrays.from_layouts([dataclasses.replace(x, dp=8 // x.pp) for x in lays]),
                           calibration=BARE)
@@ -291,6 +292,9 @@ def test_block_recompute_charges_and_frees_its_share_of_each_chunk(monkeypatch):
     assert act[1] < act[2] < act[0]
     assert act[2] == pytest.approx(5 / 32 * act[1] + 27 / 32 * act[0])       # the logits are in both, weights 1
     assert act[3] == pytest.approx(act[1])
+    beyond = evaluate_layouts(m, _fabric(8), LayoutArrays.from_layouts([Layout(**base, recompute="full",
+                                                                               recompute_layers=33)]), calibration=BARE)
+    assert not beyond.valid[0]
 
 
 def test_block_recompute_needs_full_recompute_and_round_trips_through_megatron_args():

@@ -15,7 +15,7 @@ from commbench.cli.app import app
 PLAN_DSV3 = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "4096",
              "--precision", "mxfp8", "--top", "1"]
 # Megatron-LM cannot build gpt-oss's YaRN RoPE: this plan has no megatron_args.txt or launch.env
-GPT_OSS = ["--model", "gpt-oss-120b", "--framework", "torchtitan", "--system", "gb200-nvl72", "--gpus", "64",
+GPT_OSS = ["--model", "gpt-oss-120b", "--framework", "torchtitan", "--precision", "fp8", "--system", "gb200-nvl72", "--gpus", "64",
            "--top", "1"]
 
 

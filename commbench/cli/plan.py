@@ -265,8 +265,10 @@ def plan(
     print_table(console, f"memory per GPU{on_rank} (predicted, GB = 1e9 B)",
                 [Col(name="kind", numeric=False), Col(name="GB")], mem_rows)
     from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
-    vocab = split_vocab(spec, lay.tp, req.framework)   # the loss stage's rows, as the step model charged them
-    split = choose_split(spec, lay.pp, lay.vp, vocab).summary(stage_weights(spec, vocab))
+    from commbench.planner.models.counts import framework_model
+    charged = framework_model(spec, req.framework)     # the layers the step model charged (TorchTitan: no MTP)
+    vocab = split_vocab(charged, lay.tp, req.framework)   # the loss stage's rows, as the step model charged them
+    split = choose_split(charged, lay.pp, lay.vp, vocab).summary(stage_weights(charged, vocab))
     flags = "" if split["method"] == "layout" else f" ({' '.join(split['megatron_args']) or 'no flag'})"
     console.print(f"layer split, {split['method']}: {split['layout']}{flags}; busiest pipeline rank "
                   f"x{split['imbalance']} the mean (charged)", highlight=False)

@@ -90,11 +90,15 @@ def torchtitan_emit_text(section: dict[str, Any], *, out: str | None) -> str:
     return text
 
 
-def framework_assumptions(framework: str) -> list[str]:
-    """What the prediction charges differently from what the framework runs (plan.json assumptions)."""
+def framework_assumptions(framework: str, model=None) -> list[str]:
+    """What the prediction charges differently from what the framework runs (plan.json assumptions), and the layers
+    it charges where the framework's launch trains fewer than the model has (models/counts.framework_model)."""
     if framework != "torchtitan":
         return []
-    return ["framework torchtitan: layouts limited to what TorchTitan 0.3 runs (etp=1, all-to-all EP, its configs' "
+    mtp = getattr(model, "num_mtp_layers", 0)
+    return ([f"framework torchtitan: the prediction leaves out {model.name}'s {mtp} MTP layer(s), as TorchTitan "
+             "0.3.0's launch trains none (the Megatron arguments beside it train them: --mtp-num-layers)"]
+            if mtp else []) + ["framework torchtitan: layouts limited to what TorchTitan 0.3 runs (etp=1, all-to-all EP, its configs' "
             "activation checkpointing, a whole-step CUDA graph only with pp=1 and ep=1); DP communication is charged "
             "as a distributed optimizer (gradient reduce-scatter and parameter all-gather once per step): FSDP's "
             "per-micro-batch parameter re-gathers (reshard after forward) are not charged"]
@@ -405,7 +409,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
                                 flex_backend=flex_backend)
-    torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version)
+    torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework)
     assumptions = [
         f"routing: busiest EP rank receives {req.moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
         f"memory: predicted total incl. the model's reserve (CUDA context, NCCL, workspaces, fragmentation) "
@@ -421,7 +425,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
-    ] + fabric_lines(req.fabric) + list(megatron["notes"]) + framework_assumptions(framework) + list(extra_assumptions)
+    ] + fabric_lines(req.fabric) + list(megatron["notes"]) + framework_assumptions(framework, req.model) + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}

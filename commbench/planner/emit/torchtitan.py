@@ -43,9 +43,20 @@ from commbench.planner.emit.torchtitan_mla import (LATENT_NORM_EPS, MLA_BASE, ML
 from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, dense_model_lines
 from commbench.planner.emit.megatron_arch import window_notes
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
-                                                      converter_refusal)
+                                                      converter_refusal, mxfp8_experts_refusal)
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
+# TorchTitan 0.3.0 components/quantization/float8.py: Float8LinearConverter.Config.recipe_name is
+# Literal["rowwise", "rowwise_with_gw_hp"] = "rowwise" (no tensorwise recipe), and every shipped float8 config
+# (llama3_405b, deepseek_v3_671b_float8) and the plan's generated function leave it at the default.
+# Float8GroupedExpertsConverter converts the MoE experts "to use dynamic float8 rowwise quantization".
+def titan_fp8_note(is_moe: bool) -> str:
+    """The fp8 recipe TorchTitan 0.3.0 runs, beside the one the Megatron arguments and the prediction name."""
+    where = "its Linear layers and MoE experts' grouped GEMMs" if is_moe else "its Linear layers"
+    return (f"fp8 recipe: TorchTitan 0.3.0 trains {where} with torchao's float8 rowwise scaling (per-row dynamic "
+            "scales; Float8LinearConverter offers only rowwise and rowwise_with_gw_hp), not the per-tensor current "
+            "scaling of the Megatron arguments (--fp8-recipe tensorwise); the prediction charges the same fp8 GEMM "
+            "rate for both (no sourced figure for rowwise's own cost)")
 # torchtitan 0.2.2 torchtitan/config/job_config.py ActivationCheckpoint.mode: Literal["selective", "full",
 # "memory_budget", "none"]; the layout's recompute values TorchTitan 0.2 has by name
 AC_MODES_02 = ("none", "selective", "full")
@@ -398,6 +409,8 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
         problem = converter_refusal(layout.precision, model.is_moe)
         if problem:
             return titan, f"TorchTitan {full} {problem}: {model.name} cannot train in {layout.precision}"
+    if version == "0.3" and layout.precision == "mxfp8" and mxfp8_experts_refusal(model):
+        return titan, f"{mxfp8_experts_refusal(model)}: plan it with --precision fp8 or bf16"
     if version == "0.2" and layout.precision == "nvfp4":
         return titan, f"TorchTitan {full} has no nvfp4 converter"
     if model.is_moe and layout.etp not in ((1,) if version == "0.3" else (1, layout.tp)):
@@ -457,9 +470,10 @@ def _training(layout: Layout, model: ModelSpec, seq_len: int | None) -> dict[str
 
 
 def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,
-                    version: str = DEFAULT_TORCHTITAN) -> dict[str, Any]:
+                    version: str = DEFAULT_TORCHTITAN, framework: str = "megatron") -> dict[str, Any]:
     """The plan.json "torchtitan" section: target version, and either the launch (0.3 overrides or
-    0.2 TOML sections, the stage split, notes) or a one-line refusal."""
+    0.2 TOML sections, the stage split, notes) or a one-line refusal. `framework`: what the prediction was
+    charged for (--framework torchtitan leaves out the MTP layers the launch does not train)."""
     if version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     doc: dict[str, Any] = {"version": TORCHTITAN_VERSIONS[version]}
@@ -469,7 +483,9 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     notes = [_data_parallel_note(layout)] + window_notes(model)
     if model.num_mtp_layers and not titan.trains_mtp:
         notes.append(f"TorchTitan's {model.name} config trains without the {model.num_mtp_layers} MTP layer(s) "
-                     "the prediction includes")
+                     + ("the model has; the prediction leaves them out too (--framework torchtitan)"
+                        if framework == "torchtitan" else
+                        "the prediction includes (plan with --framework torchtitan to charge what TorchTitan runs)"))
     sections = {"parallelism": _parallelism(layout, model, version), "training": _training(layout, model, seq_len)}
     if version == "0.3":
         graphed = layout.cuda_graph == "full" and bool(graphs_allowed("torchtitan", np.array([layout.pp]),
@@ -489,6 +505,8 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "TorchTitan runs)")
         notes += titan_architecture_notes(titan, model)
         notes += titan_balancing_notes(titan, model)
+        if layout.precision == "fp8":
+            notes.append(titan_fp8_note(model.is_moe))
         doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,

@@ -13,7 +13,10 @@ applies the converters the shipped quantized configs use, with torch.compile on 
 llama3_8b_mxfp8 enables it for them:
 - fp8: Float8LinearConverter (lm_head and the router gate kept in BF16, as deepseek_v3_671b_float8)
   + Float8GroupedExpertsConverter for MoE;
-- mxfp8: MXFP8LinearConverter + MXFP8GroupedExpertsConverter for MoE;
+- mxfp8: MXFP8LinearConverter (every Linear, as llama3_8b_mxfp8, for a dense model; for MoE the attention,
+  shared-expert and dense-FFN Linears only, lm_head and the router gate kept in BF16, as deepseek_v3_debugmodel_mxfp8)
+  + MXFP8GroupedExpertsConverter with token groups padded to 128 (sm_100's CuTeDSL kernel) for MoE; a MoE model
+  whose expert GEMMs' K is not a multiple of 128 (gpt-oss: 2880) is refused (mxfp8_experts_refusal);
 - nvfp4: NVFP4LinearConverter over the decoder layers (lm_head in BF16, as qwen3_debugmodel_nvfp4);
   TorchTitan 0.3 has no NVFP4 grouped-experts converter, so MoE models are refused in NVFP4.
 A flavor that builds another RoPE, norm epsilon, router or swiglu limit than the model asked for
@@ -23,6 +26,8 @@ model gets the same lines after its own (its builder hard-codes the flavors' rou
 """
 
 from __future__ import annotations
+
+import json
 
 MODULE_NAME = "commbench_torchtitan"
 MODULE_FILE = f"{MODULE_NAME}.py"
@@ -34,6 +39,16 @@ _CONVERTERS = {
               "MXFP8GroupedExpertsConverter.Config(model_compile_enabled=True)"),
     "nvfp4": ('NVFP4LinearConverter.Config(fqns=["layers"], model_compile_enabled=True)', None),
 }
+# A MoE model in MXFP8, as TorchTitan 0.3.0's own MoE recipe (models/deepseek_v3/config_registry.py
+# deepseek_v3_debugmodel_mxfp8): MXFP8LinearConverter's `fqns` is an include-list (substring match; empty converts
+# every Linear, components/quantization/mx.py), so naming the attention, shared-expert and dense-FFN Linears leaves
+# the router gate (moe.router.gate) and lm_head in BF16; token groups padded to 128 rows, which the CuTeDSL MXFP8
+# quantization kernel on sm_100 (every Blackwell GPU MXFP8 runs on) requires (MXFP8GroupedExpertsConverter's
+# pad_multiple, default 32).
+MXFP8_MOE_LINEAR_FQNS = ("attention", "shared_experts", "feed_forward")
+MXFP8_PAD_MULTIPLE = 128
+_MXFP8_MOE = (f"MXFP8LinearConverter.Config(fqns={json.dumps(list(MXFP8_MOE_LINEAR_FQNS))}, model_compile_enabled=True)",
+              f"MXFP8GroupedExpertsConverter.Config(pad_multiple={MXFP8_PAD_MULTIPLE}, model_compile_enabled=True)")
 
 
 def config_name(base: str, flavor_config: str | None, precision: str) -> str:
@@ -46,6 +61,22 @@ def converter_refusal(precision: str, is_moe: bool) -> str | None:
     return None
 
 
+def mxfp8_experts_refusal(model) -> str | None:
+    """Why TorchTitan 0.3.0 cannot train `model`'s experts in MXFP8, or None. Its MXFP8 grouped GEMM quantizes the
+    activations with torchao's CuTeDSL kernel on sm_100 (torchao 0.18 prototype/moe_training/mxfp8_grouped_mm.py ->
+    kernels/mxfp8/cutedsl_quantize_2d_1x32.py: `assert K % 128 == 0`), and an expert GEMM's K is the hidden size (w1/w3)
+    or the expert FFN size (w2): gpt-oss's 2880 is not a multiple of 128, and no token padding changes K."""
+    if not model.is_moe:
+        return None
+    off = [f"{name} {value}" for name, value in (("hidden", model.hidden), ("expert_ffn", model.expert_ffn))
+           if value % MXFP8_PAD_MULTIPLE]
+    if not off:
+        return None
+    return (f"{model.name}'s expert GEMMs cannot train in mxfp8 with TorchTitan 0.3.0: its MXFP8 grouped GEMM "
+            f"quantizes along K with torchao's sm_100 CuTeDSL kernel, which needs K a multiple of "
+            f"{MXFP8_PAD_MULTIPLE} ({' and '.join(off)} {'is' if len(off) == 1 else 'are'} not)")
+
+
 def config_module_text(*, module: str, base: str, flavor: str, flavor_config: str | None, precision: str,
                        is_moe: bool, hf_assets: str | None,
                        model_lines: tuple[list[str], list[str]] | None = None,
@@ -55,7 +86,8 @@ def config_module_text(*, module: str, base: str, flavor: str, flavor_config: st
     precision) is called in place of `base` and converted no further; `arch_lines` set the model asked for's values
     on the flavor's model config (torchtitan.flavor_fix_lines)."""
     name = config_name(base, flavor_config, precision)
-    linear, grouped = _CONVERTERS.get(precision, (None, None)) if shipped is None else (None, None)
+    recipe = _MXFP8_MOE if precision == "mxfp8" and is_moe else _CONVERTERS.get(precision, (None, None))
+    linear, grouped = recipe if shipped is None else (None, None)
     converters = [c for c in (linear, grouped if is_moe else None) if c]
     lines = [f'"""commbench plan: a TorchTitan 0.3 config function (launch with PYTHONPATH=<this folder> and',
              f'--module {MODULE_NAME} --config {name}). Generated; see commbench/planner/emit/torchtitan_config.py."""',

@@ -22,11 +22,12 @@ import numpy as np
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.graph_scope import scope_mask, scope_text
+from commbench.planner.models.counts import framework_model
 from commbench.planner.models.dsv4 import dsv4_heads_bad
 from commbench.planner.models.gdn import gdn_heads_bad
 from commbench.planner.models.mamba import mamba_heads_bad
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.layout.split import buildable, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
+from commbench.planner.layout.split import buildable, most_chunk_layers, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
 
 # recompute: none; selective = Megatron's default module (core_attn); full = every layer's input
 # only; then the light modules of the Megatron-Bridge MoE recipes (--recompute-modules):
@@ -287,7 +288,9 @@ RULES: tuple[tuple[str, str], ...] = (
              "0.16.1 builds no expert mesh for HSDP, so Megatron plans of a MoE model refuse it)"),
     ("offload", "cpu_offload_layers needs pp=1, recompute=none, cuda_graph=none and fewer offloaded layers than the "
                 "model has (megatron-core TransformerConfig.__post_init__: \"CUDA graphs not supported with CPU offloading\")"),
-    ("recompute_layers", "recompute_layers > 0 (layers of each model chunk recomputed) needs recompute=full"),
+    ("recompute_layers", "recompute_layers > 0 (layers of each model chunk recomputed) needs recompute=full and at "
+                         "most the layers of the layout's largest model chunk (megatron-core 0.16.1 TransformerConfig: "
+                         "recompute_num_layers 'between 1 and num_layers_per_pipeline_rank')"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
@@ -296,6 +299,7 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
                       seq_len: int | None = None, framework: str = "megatron") -> np.ndarray:
     """Bitmask per layout of the RULES it breaks (0 = valid); `framework` (megatron, torchtitan) for the rules
     whose terms differ between them (schedule, sequence)."""
+    model = framework_model(model, framework)   # the layers the framework's launch splits (TorchTitan: no MTP)
     s = seq_len or model.seq_len
     bits = np.zeros(len(arr), dtype=np.int64)
     attn_group = arr.tp * arr.cp * arr.dp
@@ -322,8 +326,11 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0) | (arr.cuda_graph != 0)
                                                   | (arr.cpu_offload_layers >= model.num_layers))
     bits |= np.where(offload_bad, RULE_BITS["offload"], 0)
-    bits |= np.where((arr.recompute_layers > 0) & (arr.recompute != RECOMPUTE.index("full")),
-                     RULE_BITS["recompute_layers"], 0)
+    counted = arr.recompute_layers > 0
+    over = np.zeros(len(arr), dtype=bool)
+    if np.any(counted):
+        over[counted] = arr.recompute_layers[counted] > most_chunk_layers(model, arr.pp[counted], arr.vp[counted])
+    bits |= np.where(counted & ((arr.recompute != RECOMPUTE.index("full")) | over), RULE_BITS["recompute_layers"], 0)
     return bits
 
 
@@ -360,6 +367,7 @@ def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_
                   f"{model.gdn_num_value_heads}")
     if model.attention == "dsv4":
         heads += f", cp = {a.cp}, output-projection groups = {model.o_groups}"
+    most = int(most_chunk_layers(framework_model(model, framework), np.array([a.pp]), np.array([a.vp]))[0])
     experts = (f"ep = {a.ep} does not divide routed experts = {model.num_routed_experts}" if model.is_moe
                else f"ep = {a.ep} on a dense model")
     return {
@@ -383,7 +391,8 @@ def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_
                                                                   f"dp/fsdp_replicas*cp*tp = {shard}" if model.is_moe else ""),
         "offload": f"cpu_offload_layers = {a.cpu_offload_layers}, pp = {a.pp}, "
                    f"recompute = {a.recompute}, cuda_graph = {a.cuda_graph}, layers = {model.num_layers}",
-        "recompute_layers": f"recompute_layers = {a.recompute_layers}, recompute = {a.recompute}",
+        "recompute_layers": f"recompute_layers = {a.recompute_layers}, recompute = {a.recompute}; allowed 1..{most} "
+                            f"(the largest model chunk's layers: {model.num_layers} layers over pp = {a.pp} x vp = {a.vp})",
     }[name]
 
 

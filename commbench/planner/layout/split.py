@@ -374,6 +374,19 @@ def buildable(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
     return groups.expand(np.array(ok, dtype=bool))
 
 
+def most_chunk_layers(model: ModelSpec, pp: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    """Per layout: the most decoder layers one virtual stage (model chunk) of `best_split` holds, the upper end of
+    megatron-core's block recompute count (TransformerConfig.recompute_num_layers: "between 1 and
+    num_layers_per_pipeline_rank"; TransformerBlock recomputes the first N layers of each chunk); the model's layers
+    where no split is buildable (rule pipeline marks those). Computed once per group of equal (pp, vp)."""
+    groups = RowGroups(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64))
+    most = []
+    for p, v in zip(groups.of(pp).tolist(), groups.of(vp).tolist()):
+        split = best_split(model, p, v)
+        most.append(max(split.decoder_layers()) if split is not None else model.num_layers)
+    return groups.expand(np.array(most, dtype=np.int64))
+
+
 def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None) -> np.ndarray:
     """Busiest pipeline rank's cost / the mean rank's under `best_split` (1.0 without PP or without a
     buildable split, which layout_violations marks invalid). `vocab`: per layout, the output rows the step model

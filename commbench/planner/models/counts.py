@@ -17,7 +17,7 @@ reports as its size) stay unpadded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,6 +51,16 @@ def step_vocab(m: ModelSpec, tp, framework: str = "megatron"):
     divisor = m.architecture.vocab_divisible_by if m.architecture is not None else MEGATRON_VOCAB_DIVISIBLE_BY
     multiple = divisor * tp
     return np.ceil(m.vocab / multiple) * multiple
+
+
+def framework_model(m: ModelSpec, framework: str = "megatron") -> ModelSpec:
+    """The network the framework's emitted launch trains, which the step model charges. torchtitan: 0.3.0's launches
+    train no MTP layer (emit/torchtitan.py TitanModel.trains_mtp; the plan's generated deepseek_v3 model sets
+    mtp_layers=[]; its MTP needs a config with num_mtp_layers and MTPLoss, models/deepseek_v3/config_registry.py
+    deepseek_v3_debugmodel_mtp), so `m` without them; megatron: `m` (--mtp-num-layers)."""
+    if framework == "torchtitan" and m.num_mtp_layers:
+        return replace(m, num_mtp_layers=0)
+    return m
 
 
 def _mla_query_weights(m: ModelSpec) -> float:

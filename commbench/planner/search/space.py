@@ -85,6 +85,7 @@ class SearchRequest:
                           "leave etp out)")
         object.__setattr__(self, "framework", check_framework(self.framework))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
+        check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision)
         check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
@@ -97,6 +98,26 @@ class SearchRequest:
         if self.moe_capacity_factor is not None and not 1 <= self.moe_capacity_factor <= MAX_MOE_IMBALANCE:
             raise invalid("--moe-capacity-factor", self.moe_capacity_factor,
                           f"a number from 1 to {MAX_MOE_IMBALANCE:,} (expert capacity / mean tokens)")
+
+
+def check_recompute_layers(model: ModelSpec, pins: dict[str, object], framework: str) -> None:
+    """A pinned recompute_layers above the most layers a model chunk can hold, refused in one line before the search:
+    megatron-core 0.16.1 documents recompute_num_layers (method block, per model chunk) as 'between 1 and
+    num_layers_per_pipeline_rank' (TransformerConfig). With pp pinned the bound is that split's largest chunk
+    (layout/split.py most_chunk_layers); otherwise pp=1's whole model, and each searched layout is held to its own
+    largest chunk by rule recompute_layers."""
+    count = int(pins.get("recompute_layers", 0) or 0)
+    if count <= 0:
+        return
+    from commbench.planner.layout.split import most_chunk_layers
+    from commbench.planner.models.counts import framework_model
+    pp, vp = int(pins.get("pp", 1) or 1), int(pins.get("vp", 1) or 1)
+    most = int(most_chunk_layers(framework_model(model, framework), np.array([pp]), np.array([vp]))[0])
+    if count > most:
+        where = f"at pp={pp} vp={vp} " if "pp" in pins else ""
+        raise invalid("recompute_layers", count, f"1..{most}: block recompute counts layers per model chunk "
+                      f"(megatron-core 0.16.1 TransformerConfig: 'between 1 and num_layers_per_pipeline_rank'), and "
+                      f"{where}{model.name}'s largest chunk holds {most} of its {model.num_layers} layers")
 
 
 @dataclass(frozen=True, kw_only=True)

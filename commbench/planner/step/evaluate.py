@@ -49,7 +49,8 @@ from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_viol
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
 from commbench.planner.layout.split import stage_imbalance
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.models.counts import flops_breakdown, param_counts, step_vocab, up_projection_flops
+from commbench.planner.models.counts import (flops_breakdown, framework_model, param_counts, step_vocab,
+                                             up_projection_flops)
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
 FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))
@@ -144,7 +145,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
     step_s=inf and fits=False; their other figures are meaningless. `framework` (megatron, torchtitan)
-    sets what the layout fields do not: the loss's logits and the parameter all-gather's dtype."""
+    sets what the layout fields do not: the loss's logits, the parameter all-gather's dtype and the layers trained
+    (models/counts.framework_model: TorchTitan's launch trains no MTP layer)."""
+    model = framework_model(model, framework)   # what the emitted launch trains (TorchTitan: no MTP)
     collective_time_s, moe_all_to_all_time_s = _costmodel()
     hierarchical_reduce_scatter_time_s = _hierarchical()
     cal = calibration
