@@ -197,6 +197,15 @@ def _nemotron_h_activations(c) -> None:
                      "0.16.1's MambaMixer applies SiLU whatever the config says: ssm/mamba_mixer.py)")
 
 
+def _norm_epsilon(c) -> float:
+    """The norms' epsilon. Nemotron-H builds every norm from layer_norm_epsilon (transformers 5.23.0
+    modeling_nemotron_h.py: NemotronHBlock.norm, norm_f, the Mamba gated norm, eps=config.layer_norm_epsilon), so that
+    key alone is read there (an rms_norm_eps beside it was emitted in its place); the other types read rms_norm_eps."""
+    if c.model_type == "nemotron_h":
+        return c.num("layer_norm_epsilon", 1e-5)   # left out: NemotronHConfig's 1e-5 (hf_defaults.py)
+    return c.num("rms_norm_eps", c.num("layer_norm_epsilon", c.num("norm_eps", 1e-6)))
+
+
 def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     """Architecture of config `c` (hf_config._Config) for the ModelSpec `fields` read from it."""
     t = c.model_type
@@ -218,7 +227,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     out: dict[str, Any] = {
         "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
         "swiglu" if fields.get("glu", True) else "gelu",
-        "norm_epsilon": c.num("rms_norm_eps", c.num("layer_norm_epsilon", c.num("norm_eps", 1e-6))),
+        "norm_epsilon": _norm_epsilon(c),
         "qk_norm": t in QK_NORM_TYPES or (t == "glm4_moe" and c.flag("use_qk_norm", False)),
         "linear_bias": c.flag("attention_bias", False) and t == "gpt_oss",
         "qkv_bias": t == "qwen2" or (t == "qwen2_moe" and c.flag("qkv_bias", True))
