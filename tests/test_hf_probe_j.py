@@ -5,11 +5,15 @@ epsilon, and the TorchTitan refusal of a Qwen3-MoE config with a dense first lay
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.planner.models.hf_config import load_hf_model
+
+HF = Path(__file__).parent / "data" / "hf"
 
 
 def _variant(tmp_path, folder: str, drop=(), **changes) -> str:
@@ -41,3 +45,53 @@ def test_nemotron_h_norm_epsilon_is_layer_norm_epsilon_whatever_rms_norm_eps_say
     was read first and emitted as --norm-epsilon."""
     model = load_hf_model(_variant(tmp_path, "Nemotron-H-8B-Base-8K", rms_norm_eps=1e-6, layer_norm_epsilon=1e-5))
     assert model.architecture.norm_epsilon == 1e-5
+
+
+# --- J1: a multimodal config is not planned as its text decoder --------------------------------------------------------
+
+def _multimodal(tmp_path, top: str, folder: str, **parts) -> str:
+    """A multimodal config.json: model_type `top`, the text model of tests/data/hf/`folder` as its text_config."""
+    text = json.loads((HF / folder / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(model_type=top, text_config=text, **parts)))
+    return f"hf:{tmp_path}"
+
+
+@pytest.mark.parametrize("top, folder, parts, shown", [
+    ("kimi_vl", "Moonlight-16B-A3B", dict(vision_config={"model_type": "moonvit", "hidden_size": 1152}), "vision_config"),
+    ("llava", "Llama-3.1-8B", dict(vision_config={"model_type": "clip_vision_model"}), "vision_config"),
+    ("mistral3", "Mistral-Nemo-Base-2407", dict(vision_config={"model_type": "pixtral"}), "vision_config"),
+    ("some_vlm", "Qwen3-8B", dict(mm_vision_tower="openai/clip-vit-large-patch14"), "mm_vision_tower"),
+    ("qwen2_audio", "Qwen2.5-7B", dict(audio_config={"model_type": "qwen2_audio_encoder"}), "audio_config"),
+])
+def test_a_multimodal_config_is_refused_naming_its_model_type_and_encoder(tmp_path, top, folder, parts, shown):
+    """Kimi-VL, LLaVA and Mistral-Small-3.1 (mistral3) were planned and launched as their text decoder with no word of
+    the vision tower (exit 0), while Qwen3-VL was refused; any config with another modality's part is now refused."""
+    out = _refused(_multimodal(tmp_path, top, folder, **parts), gpus=16)
+    assert f"model_type={top!r} is not modelled: a multimodal model (config.json has {shown})" in out, out
+    assert "alone is not the model trained" in out, out
+
+
+def test_qwen3_5_with_its_vision_config_is_planned_as_its_language_model_and_the_plan_says_so(tmp_path):
+    """The README documents Qwen3.5's language model planned alone: kept, and both the plan's notes and the terminal
+    say the vision encoder is not in it."""
+    raw = json.loads((HF / "Qwen3.5-27B" / "config.json").read_text())
+    raw["vision_config"] = {"model_type": "qwen3_5", "depth": 27, "hidden_size": 1152}
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    doc = _plan(f"hf:{tmp_path}", gpus=16)
+    notes = [n for n in doc["megatron"]["notes"] if "language model alone" in n]
+    assert len(notes) == 1 and "vision encoder (vision_config)" in notes[0], doc["megatron"]["notes"]
+
+
+# --- J5: a head other than a causal language model's -------------------------------------------------------------------
+
+@pytest.mark.parametrize("head", ["LlamaForSequenceClassification", "LlamaForTokenClassification",
+                                  "LlamaForQuestionAnswering", "LlamaModel"])
+def test_a_config_whose_architectures_is_not_a_causal_lm_is_refused_naming_the_key(tmp_path, head):
+    """A reward model (LlamaForSequenceClassification, num_labels 1) was planned with a 128256-wide output layer and
+    launched as pretrain_gpt.py."""
+    out = _refused(_variant(tmp_path, "Llama-3.1-8B", architectures=[head], num_labels=1), gpus=8)
+    assert f"architectures=[{head!r}] is not modelled: {head} is not a causal language model" in out, out
+
+
+def test_causal_lm_heads_are_read(tmp_path):
+    assert load_hf_model(_variant(tmp_path, "Llama-3.1-8B", architectures=["LlamaForCausalLM"])).vocab == 128256

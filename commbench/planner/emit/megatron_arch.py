@@ -120,12 +120,14 @@ def architecture_notes(model: ModelSpec) -> list[str]:
 
 
 def window_notes(model: ModelSpec) -> list[str]:
-    """A window on every layer planned as full attention (hf_config._every_layer_window; longer sequences are refused
-    by search/frameworks.check_window_seq_len): the plan says so, for Megatron and TorchTitan alike."""
+    """What the model's reader noted (extra["notes"]: hf_task.multimodal_notes) and a window on every layer planned as
+    full attention (hf_config._every_layer_window; longer sequences are refused by search/frameworks.
+    check_window_seq_len): the plan says so, for Megatron and TorchTitan alike."""
+    notes = list(model.extra.get("notes", ()))   # the reader's own (hf_task.multimodal_notes: Qwen3.5's vision part)
     window = model.extra.get("every_layer_window")
     if not window:
-        return []
-    return [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as full "
+        return notes
+    return notes + [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as full "
             f"attention: this plan's sequences are at most {window} tokens, so each token's window holds every token "
             f"before it, the window masks nothing and the launch sets none (a --seq-len over {window} is refused)"]
 

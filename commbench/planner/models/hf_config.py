@@ -29,6 +29,7 @@ from commbench.planner.models.hf_checks import check_sizes
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
 from commbench.planner.models.hf_refused import NOT_MODELLED
 from commbench.planner.models.hf_router import router_value
+from commbench.planner.models.hf_task import head_refusal, multimodal_notes
 from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
@@ -503,6 +504,8 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
         raise CommbenchError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, dict):
         raise CommbenchError(f"{where}: a JSON object (a Hugging Face config.json) is needed")
+    head_refusal(raw, where)
+    top = raw
     if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw:
         text = raw["text_config"]
         # a VL model's tie_word_embeddings is the top-level key (Megatron-Bridge qwen35_vl_bridge.py: "For VLMs,
@@ -514,11 +517,14 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     reader = READERS.get(c.model_type)
     if reader is None and c.model_type in NOT_MODELLED:
         raise c.fail(f"model_type={c.model_type!r} is not modelled: {NOT_MODELLED[c.model_type]}")
+    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    notes = multimodal_notes(top, where, f"hf:{name}")   # a multimodal config: refused, or Qwen3.5's noted
     if reader is None:
         raise c.fail(f"model_type={c.model_type!r} is not known: the planner reads {', '.join(sorted(READERS))} "
                      "(config.json's model_type, or its text_config's)")
-    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     fields = reader(c, f"hf:{name}")
+    if notes:
+        fields["extra"] = dict(fields.get("extra", {}), notes=notes)
     if seq_len:
         fields["seq_len"] = seq_len
     check_sizes(c, fields)
