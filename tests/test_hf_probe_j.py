@@ -95,3 +95,17 @@ def test_a_config_whose_architectures_is_not_a_causal_lm_is_refused_naming_the_k
 
 def test_causal_lm_heads_are_read(tmp_path):
     assert load_hf_model(_variant(tmp_path, "Llama-3.1-8B", architectures=["LlamaForCausalLM"])).vocab == 128256
+
+
+# --- J6: TorchTitan's refusal of a Qwen3-MoE config with a dense first layer names the key ---------------------------
+
+def test_torchtitan_refusal_of_a_qwen3_moe_with_a_dense_first_layer_names_mlp_only_layers(tmp_path):
+    """It said 'TorchTitan 0.3.0 has no hf:... model (its modules: llama3, qwen3, ...)' and no reason, while the same
+    config without the key launches as TorchTitan's qwen3 30B-A3B: its qwen3 MoE layers are MoE on every layer."""
+    out = _refused(_variant(tmp_path, "Qwen3-30B-A3B", mlp_only_layers=[0]), "--framework", "torchtitan", gpus=16)
+    assert "its qwen3 MoE layers" in out and "mlp_only_layers=[0] (1 dense MLP layer(s) before the MoE ones" in out, out
+
+
+def test_torchtitan_refusal_of_a_shared_expert_moe_names_what_its_qwen3_layers_build_otherwise():
+    out = _refused(f"hf:{HF / 'Qwen2-57B-A14B'}", "--framework", "torchtitan", gpus=16)
+    assert "architecture.qkv_bias True (the flavor: False)" in out and "num_shared_experts 8" in out, out

@@ -233,9 +233,11 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     # 512); Qwen3MoeConfig has no shared expert
     shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")
     dense = _leading_dense(c, "mlp_only_layers")
+    # the key as config.json gives it, for a framework's refusal to name (search/frameworks.py titan_moe_misfits)
+    named = {"extra": {"dense_layers_key": f"mlp_only_layers={c.seq('mlp_only_layers')!r}"}} if dense else {}
     return dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
                 num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
-                num_shared_experts=shared)
+                num_shared_experts=shared, **named)
 
 
 def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
@@ -406,6 +408,8 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
     # absent keys at Glm4MoeConfig's defaults (hf_defaults.py: first_k_dense_replace 1, n_shared_experts 1,
     # num_nextn_predict_layers 1; the first two were read as 0)
+    if c.int("first_k_dense_replace"):   # named by a framework's refusal (search/frameworks.py titan_moe_misfits)
+        extra["dense_layers_key"] = f"first_k_dense_replace={c.int('first_k_dense_replace')}"
     return dict(out, num_dense_layers=c.int("first_k_dense_replace"), dense_ffn=c.int("intermediate_size"),
                 num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts"),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),

@@ -272,6 +272,24 @@ def titan_dense_refusal(model: ModelSpec) -> str | None:
         f"TorchTitan 0.3.0 cannot build {model.name} with its {module} layers (no flavor has its sizes): {why}"
 
 
+# TorchTitan 0.3.0's MoE layers for a GQA model (torchtitan/models/qwen3/__init__.py _build_qwen3_moe_layers): a
+# MoE block on every one of n_layers, routed experts only (no dense layer, no shared expert).
+QWEN3_MOE_LAYERS = "(models/qwen3/__init__.py _build_qwen3_moe_layers: every layer MoE, no shared expert)"
+
+
+def titan_moe_misfits(model: ModelSpec) -> list[str]:
+    """What TorchTitan 0.3.0's qwen3 MoE layers build otherwise for a GQA MoE model: the family's architecture fields
+    (TITAN_FLAVOR_ARCH), then dense layers (named by the config.json key the reader kept, e.g. mlp_only_layers=[0])
+    and shared experts, which its every-layer routed-only MoE blocks do not have."""
+    off = titan_family_differences(model, "qwen3")
+    if model.num_dense_layers:
+        key = model.extra.get("dense_layers_key", f"num_dense_layers={model.num_dense_layers}")
+        off.append(f"{key} ({model.num_dense_layers} dense MLP layer(s) before the MoE ones; it builds every layer MoE)")
+    if model.num_shared_experts:
+        off.append(f"num_shared_experts {model.num_shared_experts} (it builds routed experts only)")
+    return off
+
+
 def titan_nearest_flavor(model: ModelSpec) -> str:
     """For a model no TorchTitan 0.3.0 flavor is: the shipped flavor of its sizes and the architecture fields it builds
     otherwise; or for a dense model, the dense flavor with the fewest differing fields, and them."""
@@ -280,8 +298,12 @@ def titan_nearest_flavor(model: ModelSpec) -> str:
         module, flavor = TITAN_ZOO_FLAVORS[sized]
         return (f"; its flavor of the same sizes, {module} {flavor}, builds it otherwise: "
                 + ", ".join(titan_family_differences(model, module)))
-    if model.is_moe or model.attention != "gqa" or model.layer_pattern or model.linear_attention_freq:
+    if model.attention != "gqa" or model.layer_pattern or model.linear_attention_freq:
         return ""
+    if model.is_moe:
+        off = titan_moe_misfits(model)
+        more = f" and {len(off) - 4} more" if len(off) > 4 else ""
+        return f"; its qwen3 MoE layers {QWEN3_MOE_LAYERS} build it otherwise: {', '.join(off[:4])}{more}" if off else ""
     name = min(TITAN_DENSE_FLAVORS, key=lambda n: len(_flavor_differences(model, n)))
     module, flavor, _ = TITAN_DENSE_FLAVORS[name]
     off = _flavor_differences(model, name)
