@@ -109,3 +109,85 @@ def test_torchtitan_refusal_of_a_qwen3_moe_with_a_dense_first_layer_names_mlp_on
 def test_torchtitan_refusal_of_a_shared_expert_moe_names_what_its_qwen3_layers_build_otherwise():
     out = _refused(f"hf:{HF / 'Qwen2-57B-A14B'}", "--framework", "torchtitan", gpus=16)
     assert "architecture.qkv_bias True (the flavor: False)" in out and "num_shared_experts 8" in out, out
+
+
+# --- J2: Mixtral's router jitter ---------------------------------------------------------------------------------------
+
+def test_mixtral_router_jitter_noise_is_refused_naming_the_key(tmp_path):
+    """It was dropped silently. megatron-core 0.16.1's --moe-input-jitter-eps jitters the router's input alone
+    (TopKRouter.forward), transformers' Mixtral the whole MoE input (experts too): not the same model."""
+    out = _refused(_variant(tmp_path, "Mixtral-8x7B-v0.1", router_jitter_noise=0.01))
+    assert "router_jitter_noise=0.01 is not modelled for model_type 'mixtral'" in out, out
+    assert "--moe-input-jitter-eps the router's input alone" in out, out
+
+
+def test_mixtral_without_jitter_is_read(tmp_path):
+    assert load_hf_model(_variant(tmp_path, "Mixtral-8x7B-v0.1", router_jitter_noise=0.0)).num_routed_experts == 8
+
+
+# --- J3: the config's dropout is launched, not replaced by 0 -----------------------------------------------------------
+
+def _megatron_args(doc: dict) -> dict[str, str]:
+    args = doc["megatron"]["args"]
+    return {a: b for a, b in zip(args, args[1:]) if a.startswith("--")}
+
+
+def test_attention_dropout_from_the_config_is_launched_and_noted(tmp_path):
+    """Llama with attention_dropout 0.1 was launched with --attention-dropout 0.0 and no word."""
+    doc = _plan(_variant(tmp_path, "Llama-3.1-8B", attention_dropout=0.1), "--layout", "tp=1,pp=1,mbs=1")
+    args = _megatron_args(doc)
+    assert args["--attention-dropout"] == "0.1" and args["--hidden-dropout"] == "0.0", args
+    assert any("attention dropout 0.1" in n and "charge no dropout" in n for n in doc["megatron"]["notes"]), doc
+
+
+def test_phi3_resid_pdrop_is_megatron_s_hidden_dropout(tmp_path):
+    """Phi3DecoderLayer drops the attention and MLP outputs before each residual add with resid_pdrop."""
+    doc = _plan(_variant(tmp_path, "phi-4", resid_pdrop=0.05), "--layout", "tp=1,pp=1,mbs=1")
+    assert _megatron_args(doc)["--hidden-dropout"] == "0.05"
+
+
+def test_released_configs_launch_without_dropout():
+    assert _megatron_args(_plan(f"hf:{HF / 'Llama-3.1-8B'}", "--layout", "tp=1,pp=1,mbs=1"))["--attention-dropout"] \
+        == "0.0"
+
+
+def test_a_dropout_probability_out_of_range_is_one_line(tmp_path):
+    out = _refused(_variant(tmp_path, "Llama-3.1-8B", attention_dropout=1.5), gpus=8)
+    assert "attention_dropout=1.5 is invalid: a dropout probability, 0 <= attention_dropout < 1" in out, out
+
+
+def test_torchtitan_which_builds_no_dropout_refuses_naming_it(tmp_path):
+    out = _refused(_variant(tmp_path, "Llama-3.1-8B", attention_dropout=0.1), "--framework", "torchtitan", gpus=8)
+    assert "architecture.attention_dropout 0.1 (the flavor: 0.0)" in out, out
+
+
+def test_attention_dropout_with_graphed_core_attn_recompute_is_refused_pinned_and_never_proposed(tmp_path):
+    """megatron-core 0.16.1's TransformerConfig refuses attention dropout with core_attn recomputed in a CUDA graph
+    over attention: a pin of it is one line, and the search drops those rows."""
+    import numpy as np
+
+    from commbench.planner.layout.spec import CODE_FIELDS
+    from commbench.planner.search.frameworks import restrict_columns
+
+    model = _variant(tmp_path, "Llama-3.1-8B", attention_dropout=0.1)
+    out = _refused(model, "--layout", "cuda_graph=layer,recompute=selective", "--system", "gb200-nvl72", gpus=8)
+    assert "attention dropout 0.1 with core_attn recomputed inside a CUDA graph" in out, out
+    graphs, recomputes = CODE_FIELDS["cuda_graph"], CODE_FIELDS["recompute"]
+    cols = {"cuda_graph": np.array([graphs.index(g) for g in ("layer", "layer", "none", "full")]),
+            "recompute": np.array([recomputes.index(r) for r in ("selective", "none", "selective", "selective")]),
+            "cuda_graph_scope": np.zeros(4, dtype=np.int64), "tp": np.arange(4)}
+    kept = restrict_columns("megatron", dict(cols), False, load_hf_model(model))
+    assert list(kept["tp"]) == [1, 2]
+    assert list(restrict_columns("megatron", dict(cols), False, load_hf_model(f"hf:{HF / 'Llama-3.1-8B'}"))["tp"]) \
+        == [0, 1, 2, 3]
+
+
+def test_a_dropout_plan_passes_megatron_s_checks_with_the_config_s_dropout(tmp_path, monkeypatch):
+    """Through Megatron-LM's parse_args / validate_args / TransformerConfig (MEGATRON_LM_ROOT), else the installed
+    megatron-core's checks: the launch builds attention_dropout 0.1."""
+    from tests.megatron_lm import best_plan_through_megatron
+
+    model = load_hf_model(_variant(tmp_path, "Llama-3.1-8B", attention_dropout=0.1))
+    args, config = best_plan_through_megatron(model, monkeypatch, gpus=8, gbs=64)
+    assert args[args.index("--attention-dropout") + 1] == "0.1"
+    assert config is None or config.attention_dropout == 0.1

@@ -116,7 +116,17 @@ def architecture_notes(model: ModelSpec) -> list[str]:
     betas or original context other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), a
     Llama 3.x RoPE scaling factor other than 8, which pretrain_gpt.py parses and does not build (Llama 3.2's 32), and
     MLA's latent q/kv norm epsilon where the model's norm epsilon is another (Moonlight's 1e-5; _latent_norm_note)."""
-    return window_notes(model) + _arch_notes(model)
+    return window_notes(model) + _dropout_notes(model) + _arch_notes(model)
+
+
+def _dropout_notes(model: ModelSpec) -> list[str]:
+    """The model's dropout is launched (--attention-dropout / --hidden-dropout); the step model charges none."""
+    arch = model.architecture
+    if arch is None or not (arch.attention_dropout or arch.hidden_dropout):
+        return []
+    return [f"{model.name} trains with attention dropout {_num(arch.attention_dropout)} and hidden dropout "
+            f"{_num(arch.hidden_dropout)} (its config's; the launch sets them): the predicted step time and memory "
+            "charge no dropout (its random masks, their memory and kernels)"]
 
 
 def window_notes(model: ModelSpec) -> list[str]:

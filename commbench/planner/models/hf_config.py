@@ -1,7 +1,8 @@
 """A Hugging Face `config.json` read into the planner's model description (`--model hf:PATH`).
 
 Keys are those of the transformers configuration classes (configuration_<model_type>.py) for
-each model_type below (READERS; a vision-language config's text_config is its language model); a key the
+each model_type below (READERS; Qwen3.5's vision-language config's text_config is its language model, any other
+multimodal config and a head other than a causal LM's are refused: hf_task.py); a key the
 reader has a fallback for is taken, where config.json leaves it out, at the class's default (hf_defaults.py, which
 also says where an explicit null is derived), any other missing key is one line naming it. What the planner
 does not model is refused by name (e.g. a sliding window on every layer over a longer sequence than the window, dense
