@@ -144,6 +144,7 @@ def test_phi3_resid_pdrop_is_megatron_s_hidden_dropout(tmp_path):
     """Phi3DecoderLayer drops the attention and MLP outputs before each residual add with resid_pdrop."""
     doc = _plan(_variant(tmp_path, "phi-4", resid_pdrop=0.05), "--layout", "tp=1,pp=1,mbs=1")
     assert _megatron_args(doc)["--hidden-dropout"] == "0.05"
+    assert any("also drops the embedding output" in n for n in doc["megatron"]["notes"]), doc["megatron"]["notes"]
 
 
 def test_released_configs_launch_without_dropout():

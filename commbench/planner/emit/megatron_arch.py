@@ -124,9 +124,12 @@ def _dropout_notes(model: ModelSpec) -> list[str]:
     arch = model.architecture
     if arch is None or not (arch.attention_dropout or arch.hidden_dropout):
         return []
+    embedding = (" megatron-core 0.16.1 also drops the embedding output at the hidden dropout (LanguageModelEmbedding"
+                 ".embedding_dropout), which transformers' Phi-3 does not (its embd_pdrop is never applied);"
+                 if arch.hidden_dropout else "")
     return [f"{model.name} trains with attention dropout {_num(arch.attention_dropout)} and hidden dropout "
-            f"{_num(arch.hidden_dropout)} (its config's; the launch sets them): the predicted step time and memory "
-            "charge no dropout (its random masks, their memory and kernels)"]
+            f"{_num(arch.hidden_dropout)} (its config's; the launch sets them):{embedding} the predicted step time and "
+            "memory charge no dropout (its random masks, their memory and kernels)"]
 
 
 def window_notes(model: ModelSpec) -> list[str]:
