@@ -140,8 +140,8 @@ def window_notes(model: ModelSpec) -> list[str]:
     window = model.extra.get("every_layer_window")
     if not window:
         return notes
-    return notes + [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as full "
-            f"attention: this plan's sequences are at most {window} tokens, so each token's window holds every token "
+    return notes + [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as "
+            f"full attention: this plan's sequences are at most {window} tokens, so each token's window holds every token "
             f"before it, the window masks nothing and the launch sets none (a --seq-len over {window} is refused)"]
 
 

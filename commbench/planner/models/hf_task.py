@@ -67,6 +67,6 @@ def multimodal_notes(raw: dict[str, Any], where: str, name: str) -> list[str]:
             f"planned as a text model (the language model alone is planned only for model_type "
             f"{' and '.join(TEXT_ONLY_TYPES)}, as documented)")
     left_out = f" ({shown})" if parts else ""
-    return [f"{name} (model_type {top!r}) is planned as its language model alone (config.json's text_config): the vision "
-            f"encoder{left_out} and its features' merger into the decoder are not in this plan's predicted step "
+    return [f"{name} (model_type {top!r}) is planned as its language model alone (config.json's text_config): the "
+            f"vision encoder{left_out} and its features' merger into the decoder are not in this plan's predicted step "
             "time, memory or parameters, and the launch trains the language model only"]
