@@ -96,7 +96,10 @@ def test_torchtitan_refuses_what_it_cannot_run_in_one_line():
     # qwen3: no pipelining_fn in 0.2 (qwen3-30b-a3b: its flavor's RoPE is the model's; 235B-A22B's is refused for that)
     assert "cannot pipeline" in torchtitan_plan(piped, load_model("qwen3-30b-a3b"), version="0.2")["refused"]
     mixtral = torchtitan_plan(Layout(tp=2, ep=8, etp=1, dp=32, gbs=512), load_model("mixtral-8x7b"))
-    assert mixtral["refused"] == "TorchTitan 0.3.0 has no mixtral-8x7b model"
+    # its MoE layers are qwen3's but for the q/k norm (what the nearest family builds otherwise is named: probe J6)
+    assert mixtral["refused"] == ("TorchTitan 0.3.0 has no mixtral-8x7b model; its qwen3 MoE layers (models/qwen3/"
+                                  "__init__.py _build_qwen3_moe_layers: every layer MoE, no shared expert) build it "
+                                  "otherwise: architecture.qk_norm False (the flavor: True)")
     with pytest.raises(CommbenchError, match="mixtral"):
         torchtitan_text(mixtral)
     etp = torchtitan_plan(Layout(tp=2, ep=8, etp=2, dp=32, gbs=512), load_model("qwen3-30b-a3b"))

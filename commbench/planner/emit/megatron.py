@@ -39,7 +39,8 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
-                                                  megatron_hybrid_refusal)
+                                                 megatron_dropout_graph_refusal,
+                                                 megatron_hybrid_refusal)
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -88,16 +89,18 @@ def recompute_modules(model: ModelSpec) -> list[str]:
 
 def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
     """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py)."""
-    s = seq_len or model.seq_len
+    s, arch = seq_len or model.seq_len, model.architecture
     reason = megatron_cannot_launch(model)
     if reason:
         raise CommbenchError(reason)
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
            "--max-position-embeddings", str(max_positions(model, s)),
-           # LLM pre-training recipes train without dropout; megatron-core also refuses attention
-           # dropout with graphed core_attn recompute (TransformerConfig).
-           "--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
+           # the model's dropout (hf: its config's, hf_arch._dropout); 0 where none is given, as LLM pre-training
+           # recipes train (Megatron-LM's defaults are 0.1). check_megatron_layout refuses attention dropout with
+           # graphed core_attn recompute, as megatron-core's TransformerConfig does.
+           "--attention-dropout", str(arch.attention_dropout if arch else 0.0),
+           "--hidden-dropout", str(arch.hidden_dropout if arch else 0.0)]
     out += architecture_args(model, s)
     if model.is_hybrid:
         out += hybrid_model_args(model)
@@ -153,6 +156,9 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     if a.cuda_graph == "layer" and a.recompute == "full":
         raise invalid("recompute", "full", "selective recompute with per-layer CUDA graphs (megatron-core: full "
                       "recompute only with the full-iteration graph)")
+    dropout = megatron_dropout_graph_refusal(model, a.cuda_graph, a.recompute, a.cuda_graph_scope)
+    if dropout:
+        raise CommbenchError(dropout)
     if a.moe_a2a_overlap and a.cuda_graph == "full":
         raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
                       "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")

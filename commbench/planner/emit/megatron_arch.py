@@ -116,17 +116,32 @@ def architecture_notes(model: ModelSpec) -> list[str]:
     betas or original context other than megatron-core's, which no Megatron-LM core_v0.16.1 flag sets (Kimi-K2's beta_fast 1), a
     Llama 3.x RoPE scaling factor other than 8, which pretrain_gpt.py parses and does not build (Llama 3.2's 32), and
     MLA's latent q/kv norm epsilon where the model's norm epsilon is another (Moonlight's 1e-5; _latent_norm_note)."""
-    return window_notes(model) + _arch_notes(model)
+    return window_notes(model) + _dropout_notes(model) + _arch_notes(model)
+
+
+def _dropout_notes(model: ModelSpec) -> list[str]:
+    """The model's dropout is launched (--attention-dropout / --hidden-dropout); the step model charges none."""
+    arch = model.architecture
+    if arch is None or not (arch.attention_dropout or arch.hidden_dropout):
+        return []
+    embedding = (" megatron-core 0.16.1 also drops the embedding output at the hidden dropout (LanguageModelEmbedding"
+                 ".embedding_dropout), which transformers' Phi-3 does not (its embd_pdrop is never applied);"
+                 if arch.hidden_dropout else "")
+    return [f"{model.name} trains with attention dropout {_num(arch.attention_dropout)} and hidden dropout "
+            f"{_num(arch.hidden_dropout)} (its config's; the launch sets them):{embedding} the predicted step time and "
+            "memory charge no dropout (its random masks, their memory and kernels)"]
 
 
 def window_notes(model: ModelSpec) -> list[str]:
-    """A window on every layer planned as full attention (hf_config._every_layer_window; longer sequences are refused
-    by search/frameworks.check_window_seq_len): the plan says so, for Megatron and TorchTitan alike."""
+    """What the model's reader noted (extra["notes"]: hf_task.multimodal_notes) and a window on every layer planned as
+    full attention (hf_config._every_layer_window; longer sequences are refused by search/frameworks.
+    check_window_seq_len): the plan says so, for Megatron and TorchTitan alike."""
+    notes = list(model.extra.get("notes", ()))   # the reader's own (hf_task.multimodal_notes: Qwen3.5's vision part)
     window = model.extra.get("every_layer_window")
     if not window:
-        return []
-    return [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as full "
-            f"attention: this plan's sequences are at most {window} tokens, so each token's window holds every token "
+        return notes
+    return notes + [f"{model.name}'s {model.extra['every_layer_window_key']} (a window on every layer) is planned as "
+            f"full attention: this plan's sequences are at most {window} tokens, so each token's window holds every token "
             f"before it, the window masks nothing and the launch sets none (a --seq-len over {window} is refused)"]
 
 

@@ -94,6 +94,10 @@ class Architecture:
     capacity_factor: float = 0.0         # 0 = dropless
     router_dtype: str = "fp32"
     shared_expert_gate: bool = False     # [moe_shared_expert_gate] a sigmoid gate on the shared expert (Qwen3-Next)
+    # dropout [attention_dropout, hidden_dropout]: probabilities in [0, 1); 0 = none, what LLM pre-training recipes
+    # train (and the step model charges: no dropout masks or kernels)
+    attention_dropout: float = 0.0       # on the attention probabilities
+    hidden_dropout: float = 0.0          # on the attention and MLP outputs before the residual add, and the embedding
     # vocabulary padding [make_vocab_size_divisible_by]
     vocab_divisible_by: int = 128
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -109,6 +113,9 @@ class Architecture:
             value = getattr(self, f.name)
             if f.type in ("int", "float") and not (math.isfinite(value) and value >= 0):
                 raise CommbenchError(f"architecture.{f.name}={value!r} is invalid: a finite number >= 0")
+        for name in ("attention_dropout", "hidden_dropout"):
+            if getattr(self, name) >= 1:
+                raise CommbenchError(f"architecture.{name}={getattr(self, name)!r} is invalid: 0 <= {name} < 1")
         if self.vocab_divisible_by < 1:
             raise CommbenchError(f"architecture.vocab_divisible_by={self.vocab_divisible_by!r} is invalid: >= 1")
         if (self.router_groups == 0) != (self.router_group_topk == 0) or self.router_group_topk > self.router_groups:

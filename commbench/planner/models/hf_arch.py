@@ -4,8 +4,8 @@ Keys as the transformers configuration classes name them: hidden_act / mlp_hidde
 (layer_norm_epsilon, norm_eps), rope_theta, rope_scaling (rope_type llama3 / yarn, factor,
 original_max_position_embeddings, llama3's low_freq_factor / high_freq_factor, beta_fast, beta_slow, mscale, mscale_all_dim), sliding_window
 with layer_types, attention_bias, scoring_func, routed_scaling_factor, n_group / topk_group,
-topk_method (noaux_tc = expert bias), norm_topk_prob, each at its configuration class default where left
-out (hf_defaults.py; the router's in hf_router.py).
+topk_method (noaux_tc = expert bias), norm_topk_prob, attention_dropout (Phi-3's resid_pdrop as the hidden dropout),
+each at its configuration class default where left out (hf_defaults.py; the router's in hf_router.py).
 What a model type fixes in its modeling code rather than its config (Qwen3's and
 MLA's q/k norms, gpt-oss's attention sinks and clamped GLU with a linear offset, Qwen2's QKV bias
 (GLM-4.5's where attention_bias says so), GLM-4.5's sigmoid router with its correction bias, Qwen3-Next's
@@ -197,6 +197,44 @@ def _nemotron_h_activations(c) -> None:
                      "0.16.1's MambaMixer applies SiLU whatever the config says: ssm/mamba_mixer.py)")
 
 
+# Dropout as each type's modeling code applies it in training (transformers 5.23.0): attention_dropout on the attention
+# probabilities for every type read (<Type>Attention passes dropout=self.attention_dropout when training); Phi-3's
+# resid_pdrop on the attention and MLP outputs before each residual add (Phi3DecoderLayer resid_attn_dropout /
+# resid_mlp_dropout), Megatron's hidden dropout (its embd_pdrop is never applied). Megatron-Bridge's CONFIG_MAPPING
+# carries attention_dropout and hidden_dropout to megatron-core's fields of those names the same way.
+HIDDEN_DROPOUT_KEYS = {"phi3": "resid_pdrop"}
+
+
+def _probability(c, key: str) -> float:
+    value = c.num(key, 0.0)
+    if not 0 <= value < 1:
+        raise c.fail(f"{key}={c.get(key)!r} is invalid: a dropout probability, 0 <= {key} < 1")
+    return value
+
+
+def _dropout(c) -> dict[str, float]:
+    """The dropout the config trains with (HIDDEN_DROPOUT_KEYS); Mixtral's router jitter, which neither framework
+    builds as transformers does, is refused by name."""
+    if c.model_type == "mixtral" and _probability(c, "router_jitter_noise") > 0:
+        raise c.fail(f"router_jitter_noise={c.get('router_jitter_noise')!r} is not modelled for model_type 'mixtral': "
+                     "transformers' MixtralSparseMoeBlock scales the MoE block's input, the experts' as well as the "
+                     "router's, by U(1 - eps, 1 + eps) in training, megatron-core 0.16.1's --moe-input-jitter-eps the "
+                     "router's input alone (moe/router.py TopKRouter.forward: apply_input_jitter before gating), and "
+                     "TorchTitan 0.3.0 has no jitter; 0 (the released Mixtral configs') is read")
+    hidden = HIDDEN_DROPOUT_KEYS.get(c.model_type)
+    return {"attention_dropout": _probability(c, "attention_dropout"),
+            "hidden_dropout": _probability(c, hidden) if hidden else 0.0}
+
+
+def _norm_epsilon(c) -> float:
+    """The norms' epsilon. Nemotron-H builds every norm from layer_norm_epsilon (transformers 5.23.0
+    modeling_nemotron_h.py: NemotronHBlock.norm, norm_f, the Mamba gated norm, eps=config.layer_norm_epsilon), so that
+    key alone is read there (an rms_norm_eps beside it was emitted in its place); the other types read rms_norm_eps."""
+    if c.model_type == "nemotron_h":
+        return c.num("layer_norm_epsilon", 1e-5)   # left out: NemotronHConfig's 1e-5 (hf_defaults.py)
+    return c.num("rms_norm_eps", c.num("layer_norm_epsilon", c.num("norm_eps", 1e-6)))
+
+
 def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     """Architecture of config `c` (hf_config._Config) for the ModelSpec `fields` read from it."""
     t = c.model_type
@@ -218,7 +256,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
     out: dict[str, Any] = {
         "activation": "squared_relu" if act == "relu2" else "quick_geglu" if t == "gpt_oss" else
         "swiglu" if fields.get("glu", True) else "gelu",
-        "norm_epsilon": c.num("rms_norm_eps", c.num("layer_norm_epsilon", c.num("norm_eps", 1e-6))),
+        "norm_epsilon": _norm_epsilon(c),
         "qk_norm": t in QK_NORM_TYPES or (t == "glm4_moe" and c.flag("use_qk_norm", False)),
         "linear_bias": c.flag("attention_bias", False) and t == "gpt_oss",
         "qkv_bias": t == "qwen2" or (t == "qwen2_moe" and c.flag("qkv_bias", True))
@@ -227,6 +265,7 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         "rotary_base": _rope_theta(c),
         "rotary_percent": rope_table(c).num("partial_rotary_factor", c.num("partial_rotary_factor", 1.0)),
         "max_position_embeddings": c.int("max_position_embeddings", fields["seq_len"]),
+        **_dropout(c),
     }
     _rope(c, out)
     if out.get("rope_scaling") == "yarn" and fields.get("attention", "gqa") == "gqa":

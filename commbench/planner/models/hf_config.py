@@ -1,7 +1,8 @@
 """A Hugging Face `config.json` read into the planner's model description (`--model hf:PATH`).
 
 Keys are those of the transformers configuration classes (configuration_<model_type>.py) for
-each model_type below (READERS; a vision-language config's text_config is its language model); a key the
+each model_type below (READERS; Qwen3.5's vision-language config's text_config is its language model, any other
+multimodal config and a head other than a causal LM's are refused: hf_task.py); a key the
 reader has a fallback for is taken, where config.json leaves it out, at the class's default (hf_defaults.py, which
 also says where an explicit null is derived), any other missing key is one line naming it. What the planner
 does not model is refused by name (e.g. a sliding window on every layer over a longer sequence than the window, dense
@@ -29,6 +30,7 @@ from commbench.planner.models.hf_checks import check_sizes
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
 from commbench.planner.models.hf_refused import NOT_MODELLED
 from commbench.planner.models.hf_router import router_value
+from commbench.planner.models.hf_task import head_refusal, multimodal_notes
 from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
@@ -232,9 +234,11 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     # 512); Qwen3MoeConfig has no shared expert
     shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")
     dense = _leading_dense(c, "mlp_only_layers")
+    # the key as config.json gives it, for a framework's refusal to name (search/frameworks.py titan_moe_misfits)
+    named = {"extra": {"dense_layers_key": f"mlp_only_layers={c.seq('mlp_only_layers')!r}"}} if dense else {}
     return dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
                 num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
-                num_shared_experts=shared)
+                num_shared_experts=shared, **named)
 
 
 def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
@@ -405,6 +409,8 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
     # absent keys at Glm4MoeConfig's defaults (hf_defaults.py: first_k_dense_replace 1, n_shared_experts 1,
     # num_nextn_predict_layers 1; the first two were read as 0)
+    if c.int("first_k_dense_replace"):   # named by a framework's refusal (search/frameworks.py titan_moe_misfits)
+        extra["dense_layers_key"] = f"first_k_dense_replace={c.int('first_k_dense_replace')}"
     return dict(out, num_dense_layers=c.int("first_k_dense_replace"), dense_ffn=c.int("intermediate_size"),
                 num_routed_experts=c.int("n_routed_experts"), num_shared_experts=c.int("n_shared_experts"),
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"),
@@ -503,6 +509,8 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
         raise CommbenchError(f"{where}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, dict):
         raise CommbenchError(f"{where}: a JSON object (a Hugging Face config.json) is needed")
+    head_refusal(raw, where)
+    top = raw
     if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw:
         text = raw["text_config"]
         # a VL model's tie_word_embeddings is the top-level key (Megatron-Bridge qwen35_vl_bridge.py: "For VLMs,
@@ -514,11 +522,14 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     reader = READERS.get(c.model_type)
     if reader is None and c.model_type in NOT_MODELLED:
         raise c.fail(f"model_type={c.model_type!r} is not modelled: {NOT_MODELLED[c.model_type]}")
+    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    notes = multimodal_notes(top, where, f"hf:{name}")   # a multimodal config: refused, or Qwen3.5's noted
     if reader is None:
         raise c.fail(f"model_type={c.model_type!r} is not known: the planner reads {', '.join(sorted(READERS))} "
                      "(config.json's model_type, or its text_config's)")
-    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     fields = reader(c, f"hf:{name}")
+    if notes:
+        fields["extra"] = dict(fields.get("extra", {}), notes=notes)
     if seq_len:
         fields["seq_len"] = seq_len
     check_sizes(c, fields)

@@ -90,6 +90,9 @@ _DENSE_ARCH = (("architecture.activation", "swiglu"), ("architecture.normalizati
 _DENSE_ARCH += (("architecture.glu_linear_offset", 0.0), ("architecture.activation_clamp", 0.0),
                 ("architecture.router_groups", 0), ("architecture.shared_expert_gate", False),
                 ("architecture.capacity_factor", 0.0))
+# TorchTitan 0.3.0's decoders (models/common, llama3, qwen3, deepseek_v3, gpt_oss) have no dropout layer.
+TITAN_NO_DROPOUT = (("architecture.attention_dropout", 0.0), ("architecture.hidden_dropout", 0.0))
+_DENSE_ARCH += TITAN_NO_DROPOUT
 # gpt_oss (models/gpt_oss/__init__.py _build_gptoss_layers, both flavors): biased wqkv / wo, router gate and experts
 # (linear_bias), learnable attention sinks, a 128-token window on even layers (window_skip_freq 2), YaRN with
 # beta_fast 32, beta_slow 1 over 4096 tokens, no qk-norm; experts apply swiglu(alpha 1.702, limit 7.0) to
@@ -103,7 +106,7 @@ _GPT_OSS_ARCH = (("architecture.activation", "quick_geglu"), ("architecture.glu_
                  ("architecture.yarn_beta_slow", 1.0), ("architecture.rope_original_max_positions", 4096),
                  ("sliding_window", 128), ("architecture.window_skip_freq", 2), ("attention", "gqa"),
                  ("attention_gate", False), ("glu", True), ("architecture.router_groups", 0),
-                 ("architecture.shared_expert_gate", False), ("architecture.capacity_factor", 0.0))
+                 ("architecture.shared_expert_gate", False), ("architecture.capacity_factor", 0.0)) + TITAN_NO_DROPOUT
 # deepseek_v3 671B (models/deepseek_v3/__init__.py _671b): what every deepseek_v3 model builds (_TITAN_MLA_FIXED
 # below) and its flavor's YaRN (beta_fast 32, beta_slow 1 over 4096 tokens, mscale 1.0) and expert groups
 # (router_num_expert_groups 8, router_num_limited_groups 4); its RoPE base and factor, norm eps and router score
@@ -272,6 +275,24 @@ def titan_dense_refusal(model: ModelSpec) -> str | None:
         f"TorchTitan 0.3.0 cannot build {model.name} with its {module} layers (no flavor has its sizes): {why}"
 
 
+# TorchTitan 0.3.0's MoE layers for a GQA model (torchtitan/models/qwen3/__init__.py _build_qwen3_moe_layers): a
+# MoE block on every one of n_layers, routed experts only (no dense layer, no shared expert).
+QWEN3_MOE_LAYERS = "(models/qwen3/__init__.py _build_qwen3_moe_layers: every layer MoE, no shared expert)"
+
+
+def titan_moe_misfits(model: ModelSpec) -> list[str]:
+    """What TorchTitan 0.3.0's qwen3 MoE layers build otherwise for a GQA MoE model: the family's architecture fields
+    (TITAN_FLAVOR_ARCH), then dense layers (named by the config.json key the reader kept, e.g. mlp_only_layers=[0])
+    and shared experts, which its every-layer routed-only MoE blocks do not have."""
+    off = titan_family_differences(model, "qwen3")
+    if model.num_dense_layers:
+        key = model.extra.get("dense_layers_key", f"num_dense_layers={model.num_dense_layers}")
+        off.append(f"{key} ({model.num_dense_layers} dense MLP layer(s) before the MoE ones; it builds every layer MoE)")
+    if model.num_shared_experts:
+        off.append(f"num_shared_experts {model.num_shared_experts} (it builds routed experts only)")
+    return off
+
+
 def titan_nearest_flavor(model: ModelSpec) -> str:
     """For a model no TorchTitan 0.3.0 flavor is: the shipped flavor of its sizes and the architecture fields it builds
     otherwise; or for a dense model, the dense flavor with the fewest differing fields, and them."""
@@ -280,8 +301,12 @@ def titan_nearest_flavor(model: ModelSpec) -> str:
         module, flavor = TITAN_ZOO_FLAVORS[sized]
         return (f"; its flavor of the same sizes, {module} {flavor}, builds it otherwise: "
                 + ", ".join(titan_family_differences(model, module)))
-    if model.is_moe or model.attention != "gqa" or model.layer_pattern or model.linear_attention_freq:
+    if model.attention != "gqa" or model.layer_pattern or model.linear_attention_freq:
         return ""
+    if model.is_moe:
+        off = titan_moe_misfits(model)
+        more = f" and {len(off) - 4} more" if len(off) > 4 else ""
+        return f"; its qwen3 MoE layers {QWEN3_MOE_LAYERS} build it otherwise: {', '.join(off[:4])}{more}" if off else ""
     name = min(TITAN_DENSE_FLAVORS, key=lambda n: len(_flavor_differences(model, n)))
     module, flavor, _ = TITAN_DENSE_FLAVORS[name]
     off = _flavor_differences(model, name)
@@ -339,7 +364,8 @@ _TITAN_MLA_FIXED = (("architecture.activation", "swiglu"), ("architecture.normal
                     ("architecture.norm_zero_centered_gamma", False), ("architecture.linear_bias", False),
                     ("architecture.qkv_bias", False), ("architecture.softmax_type", "vanilla"),
                     ("architecture.rotary_percent", 1.0), ("architecture.shared_expert_gate", False),
-                    ("architecture.capacity_factor", 0.0), ("sliding_window", 0), ("tied_embeddings", False))
+                    ("architecture.capacity_factor", 0.0), ("sliding_window", 0),
+                    ("tied_embeddings", False)) + TITAN_NO_DROPOUT
 TITAN_FLAVOR_ARCH["deepseek_v3"] = _TITAN_MLA_FIXED + _DSV3_671B_ARCH
 
 
@@ -576,6 +602,40 @@ TITAN_NO_RECOMPUTE_LAYERS = ("checkpoints activations per layer with no count pe
                              "--recompute-method block)")
 
 
+def _graphed_attention_recompute(model: ModelSpec, cuda_graph: np.ndarray, recompute: np.ndarray,
+                                 scope: np.ndarray) -> np.ndarray:
+    """Per layout, whether selective recompute (--recompute-modules core_attn ...) runs inside a CUDA graph over
+    attention: the full-iteration graph, or a per-layer graph whose scope (0: default_scope's) holds attn or is the
+    whole layer."""
+    from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, resolved_masks
+    graphs = CODE_FIELDS["cuda_graph"]
+    attn = (resolved_masks(model, scope) & (BIT["attn"] | WHOLE_LAYER)) != 0
+    graphed = (cuda_graph == graphs.index("full")) | ((cuda_graph == graphs.index("layer")) & attn)
+    return graphed & (recompute == CODE_FIELDS["recompute"].index("selective"))
+
+
+def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompute: object,
+                                   scope: object) -> str | None:
+    """Attention dropout with core_attn recomputed inside a CUDA graph over attention: megatron-core 0.16.1's
+    TransformerConfig.__post_init__ refuses it ("Graphed recompute module doesn't accept random number": "attention
+    dropout is not supported with graphed attention recomputation"). Hidden dropout is refused there only with mlp or
+    moe recomputed, which no plan emits. None where the layout is not that."""
+    from commbench.planner.layout.graph_scope import scope_mask
+    arch = model.architecture
+    if arch is None or not arch.attention_dropout or cuda_graph not in CODE_FIELDS["cuda_graph"] \
+            or recompute not in CODE_FIELDS["recompute"]:
+        return None
+    row = _graphed_attention_recompute(
+        model, np.array([CODE_FIELDS["cuda_graph"].index(cuda_graph)]),
+        np.array([CODE_FIELDS["recompute"].index(recompute)]), np.array([scope_mask(str(scope or ""))]))
+    if not row[0]:
+        return None
+    return (f"cuda_graph={cuda_graph!r} with recompute={recompute!r} is invalid for {model.name}: its attention "
+            f"dropout {arch.attention_dropout:g} with core_attn recomputed inside a CUDA graph over attention is "
+            "refused by megatron-core 0.16.1 (TransformerConfig: 'attention dropout is not supported with graphed "
+            "attention recomputation'); pin cuda_graph=none or recompute=none")
+
+
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build."""
@@ -588,6 +648,10 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
         if pins.get("cuda_graph") == "full" and model.is_moe:
             raise CommbenchError(f"cuda_graph='full' is invalid for {model.name} with --framework megatron: "
                                  f"{MEGATRON_NO_FULL_GRAPH_MOE}; pin cuda_graph=layer or none")
+        dropout = megatron_dropout_graph_refusal(model, pins.get("cuda_graph"), pins.get("recompute"),
+                                                 pins.get("cuda_graph_scope"))
+        if dropout:
+            raise CommbenchError(dropout)
         if pins.get("cuda_graph") == "layer" and pins.get("recompute") == "full":
             raise CommbenchError("cuda_graph='layer' is invalid with recompute='full': megatron-core 0.16.1 runs full "
                                  "recompute only under the full-iteration graph (TransformerConfig: 'full recompute is "
@@ -668,7 +732,12 @@ def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: 
     from the model's layers without MTP (its configs train none; emit/torchtitan.py splits the same way);
     and without PP only FSDP rows (TITAN_DP_WITHOUT_PP)."""
     if framework != "torchtitan":
-        return cols
+        arch = model.architecture if model is not None else None
+        if arch is None or not arch.attention_dropout:
+            return cols
+        # megatron_dropout_graph_refusal's layouts, which megatron-core refuses, are not proposed
+        keep = ~_graphed_attention_recompute(model, cols["cuda_graph"], cols["recompute"], cols["cuda_graph_scope"])
+        return cols if keep.all() else {k: v[keep] for k, v in cols.items()}
     keep = cols["fsdp"] | (cols["pp"] > 1)
     if model is not None and model.num_mtp_layers:
         import dataclasses
