@@ -3,9 +3,10 @@
 A curve is every ok point of one (collective, backend, group size, layout, domains spanned). Each
 is fitted with `fit.fit_piecewise` against bus bytes, and judged by leave-one-out error on the
 sizes >= `min_heldout_bytes`. Which tier a curve measures comes from `num_domains_of`: the
-record's params ("num_domains"), else the run header's topology or emulation ("domain_size" /
-"ranks_per_node", or its racks), else its hosts (one host name per rank on several hosts: a domain each, as a
-launch without NVLink fabric information groups ranks), else one domain. That is the hook for two-tier fabrics (real or emulated):
+record's params ("num_domains"), else the racks its groups' actual ranks fall in (the run header's racks, else its
+hosts: one host name per rank on several hosts, a domain each, as a launch without NVLink fabric information groups
+ranks), else the header's topology or emulation rack size ("domain_size" / "ranks_per_node": block placement), else
+one domain. That is the hook for two-tier fabrics (real or emulated):
 curves spanning domains become scale-out curves, with the scale-out rate recovered from the
 composition rules of `formulas`.
 
@@ -141,13 +142,37 @@ def domain_size_in(info: dict[str, Any]) -> int | None:
     return next((int(info[k]) for k in _DOMAIN_KEYS if info.get(k)), None)
 
 
+def racks_spanned_by_groups(record: Measurement, racks: list[list[int]]) -> int | None:
+    """The most racks any one of the record's groups has ranks in, counted from the groups' actual ranks
+    (measure/subgroups.make_groups: the layout's rank lists) and the run's recorded racks; None when that cannot be
+    known (the racks do not partition the record's ranks 0..N-1, or the layout is not one make_groups builds).
+    All groups of a size run at once and are timed together, so the group spanning the most racks sets the tier.
+    Cyclic placement (racks 0,2 / 1,3) puts a contiguous pair across racks and a strided pair inside one."""
+    from commbench.measure.subgroups import LAYOUTS, make_groups
+    world = record.world_size
+    rack_of = {rank: k for k, rack in enumerate(racks) for rank in rack}
+    if len(racks) < 2 or sorted(rack_of) != list(range(world)) or sum(map(len, racks)) != world:
+        return None
+    if record.group_layout == "world" or record.group_size >= world:
+        groups: tuple[tuple[int, ...], ...] = (tuple(range(world)),)
+    elif record.group_layout in LAYOUTS and world % record.group_size == 0:
+        groups = make_groups(world, record.group_size, record.group_layout)
+    else:
+        return None
+    return max(len({rack_of[rank] for rank in group}) for group in groups)
+
+
 def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
-    """Scale-up domains the record's group spans (1 when nothing says otherwise): the record's num_domains, else its
-    run's rack size (topology or emulation), else its racks (uneven ones: the world spans them all, a subgroup its
-    size over the largest), else its hosts (host_racks)."""
+    """Scale-up domains the record's group spans (1 when nothing says otherwise): the record's num_domains, else the
+    racks its groups' actual ranks fall in (racks_spanned_by_groups: the run's recorded racks, else its hosts' host_racks), else
+    its run's rack size (topology or emulation; block placement: rack k = ranks k*R .. k*R+R-1), else its racks
+    (uneven ones: the world spans them all, a subgroup its size over the largest)."""
     if "num_domains" in record.params:
         return max(int(record.params["num_domains"]), 1)
     info, racks = header_domains(header)
+    spanned = racks_spanned_by_groups(record, racks)
+    if spanned is not None:
+        return spanned
     info.update({k: v for k, v in record.params.items() if k in _DOMAIN_KEYS})
     domain_size = domain_size_in(info)
     if not domain_size and len(racks) > 1:
