@@ -61,3 +61,14 @@ def test_fit_labels_the_tiers_of_a_cyclic_run_from_its_racks(tmp_path):
     assert result.exit_code == 0, result.output
     tiers = {c["layout"]: (c["num_domains"], c["tier"]) for c in json.loads(result.output)["curves"]}
     assert tiers == {"contiguous": (2, "scale_out"), "strided": (1, "scale_up")}
+
+
+def test_a_record_that_cannot_be_placed_on_cyclic_racks_is_said_in_the_notes():
+    from commbench.costmodel.fit_records import collect_points, placement_unknown
+
+    header = _header([[0, 2], [1, 3]])
+    odd = _record(2, "contiguous", world=6)   # a 6-rank record in a 4-rank run: its ranks match no recorded rack
+    assert placement_unknown(odd, header) and not placement_unknown(_record(2, "contiguous"), header)
+    assert not placement_unknown(odd, _header([[0, 1], [2, 3]]))   # block racks: the fallback is what they say
+    notes = collect_points([odd, _record(2, "strided")], {"r": header})[1]
+    assert any("1 point(s) of runs whose racks are not consecutive" in n for n in notes), notes

@@ -162,6 +162,17 @@ def racks_spanned_by_groups(record: Measurement, racks: list[list[int]]) -> int 
     return max(len({rack_of[rank] for rank in group}) for group in groups)
 
 
+def placement_unknown(record: Measurement, header: RunHeader | None) -> bool:
+    """True where the run's racks are not consecutive rank ranges (cyclic placement) yet the record's groups could
+    not be mapped to them (racks_spanned_by_groups: None), so num_domains_of falls back on block placement: fit
+    says so in its notes rather than labelling the tier silently."""
+    if "num_domains" in record.params:
+        return False
+    racks = header_domains(header)[1]
+    consecutive = all(list(r) == list(range(r[0], r[0] + len(r))) for r in racks)
+    return len(racks) > 1 and not consecutive and racks_spanned_by_groups(record, racks) is None
+
+
 def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
     """Scale-up domains the record's group spans (1 when nothing says otherwise): the record's num_domains, else the
     racks its groups' actual ranks fall in (racks_spanned_by_groups: the run's recorded racks, else its hosts' host_racks), else
@@ -255,7 +266,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         points_of.setdefault(key, []).append(point)
         runs_of.setdefault(key, set()).add(run_id)
 
-    unchecked = 0
+    unchecked = unplaced = 0
     records = list(records)
     # A curve is one form of the collective: where a run measured a point both in place and out of place (nccl-tests'
     # two column groups, bench --format nccl-tests), the out-of-place time goes (commbench's out-of-place all_reduce,
@@ -282,6 +293,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             skip("forced NCCL channel count (curves model NCCL's own channel choice)")
             continue
         num_domains = num_domains_of(record, headers.get(record.run_id))
+        unplaced += placement_unknown(record, headers.get(record.run_id))
         mapped = stage_points(record, num_domains)
         common = dict(backend=record.backend, layout=record.group_layout)
         for stage, (point, time_s) in mapped.items():
@@ -313,6 +325,10 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
                                stage=stage, for_prediction=False, **common)
                 add(key, (x, stage_us * 1e-6, record.size_bytes), record.run_id)
     notes = [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
+    if unplaced:
+        notes.append(f"{unplaced} point(s) of runs whose racks are not consecutive rank ranges could not be placed "
+                     "on those racks (their ranks do not match the racks recorded): their tier assumes block "
+                     "placement (rack k = ranks k*R..k*R+R-1) and may be wrong")
     if unchecked:  # used (their times are measured), but said: compare fails them, nccl-tuner leaves them out
         notes.append(f"{unchecked} point(s) fitted were measured without the data check (-c 0: #wrong unknown): "
                      "a collective that skipped its work would look fast; measure with -c 1 to be sure")
