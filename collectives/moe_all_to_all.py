@@ -53,7 +53,7 @@ from commbench.moe.accounting import expert_load, imbalance, moe_traffic, tokens
 from commbench.moe.capacity import DROP_POLICY, drop_over_capacity, padding_rows
 from commbench.moe.params import DEFAULTS, MoeParams, sweep_params
 from commbench.moe.payload import HEADER_CHANNELS, dispatch_rows, encode, foreign_rows
-from commbench.moe.routing import parse_routing, route
+from commbench.moe.routing import load_trace, parse_routing, route, trace_replay
 
 _INT64 = get_dtype("int64")
 _MOE_KEYS = tuple(f.name for f in dataclasses.fields(MoeParams))
@@ -129,6 +129,16 @@ def _listed_routed_size(collective, spec: PointSpec, num_ranks: int) -> tuple[in
     return _LISTED_ROUTED[key]
 
 
+def _trace_replay(p, n: int) -> tuple[dict[str, Any], list[str]]:
+    """A trace-routed point's trace_rows / trace_recycled params and its note where the trace was recycled
+    (moe/routing.trace_replay); nothing for the routing models."""
+    routing = parse_routing(p.routing)
+    if routing.kind != "trace":
+        return {}, []
+    trace = load_trace(routing.trace_path, num_experts=p.num_experts, top_k=p.top_k, per_rank=True)
+    return trace_replay(trace, n, p.tokens_per_rank)
+
+
 class MoeAllToAll(Collective):
     name = "moe_all_to_all"
     multi_stage = True
@@ -200,6 +210,7 @@ class MoeAllToAll(Collective):
         rows = traffic.rows
         assert len(sent) == rows[rank].sum() and len(received) == rows[:, rank].sum()
 
+        replay_params, replay_notes = _trace_replay(p, n)
         d_dtype, d_width = wire_format(p.dispatch_dtype, p.hidden)
         c_dtype, c_width = wire_format(p.combine_dtype, p.hidden)
         d_in, d_out = backend.empty(len(sent) * d_width, d_dtype), backend.empty(len(received) * d_width, d_dtype)
@@ -258,7 +269,9 @@ class MoeAllToAll(Collective):
                     ("dispatch", lambda: comm.all_to_all(d_out, d_in, d_out_splits, d_in_splits)),
                     ("combine", lambda: comm.all_to_all(c_out, c_in, c_out_splits, c_in_splits))],
             fill=fill, check=check, algbw_bytes=size_bytes + combine_bytes,
-            params={"ep_size": n, "experts_per_rank": experts_per_rank},   # ranks of the exchange (ETP x EP)
+            params={"ep_size": n, "experts_per_rank": experts_per_rank,   # ranks of the exchange (ETP x EP)
+                    **replay_params},
+            notes=replay_notes,
             metrics={**traffic.metrics(), "round_trip_bytes_max": size_bytes + combine_bytes,
                      **capacity_metrics(routed, kept, pad, capacity, p.num_experts)},
             stage_metrics=stage_metrics,

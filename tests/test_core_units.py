@@ -107,7 +107,7 @@ def test_launcher_detection():
     torchrun = detect_rank_env({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h0", "MASTER_PORT": "1234"})
     assert (torchrun.rank, torchrun.world_size, torchrun.local_rank, torchrun.launcher) == (3, 8, 1, "torchrun")
     assert (torchrun.master_addr, torchrun.master_port) == ("h0", 1234)
-    slurm = detect_rank_env({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1",
+    slurm = detect_rank_env({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "0",
                              "SLURM_JOB_NODELIST": "gpu[03-04,09]"})
     assert (slurm.rank, slurm.world_size, slurm.local_rank, slurm.launcher) == (5, 16, 1, "slurm")
     assert slurm.master_addr == "gpu03" and slurm.master_port == 29500

@@ -53,9 +53,9 @@ BENCH = ("bench", "all_reduce", "-b", "8", "-e", "8", "--backend", "gloo")
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("env,must", [
-    ({"SLURM_PROCID": "3", "SLURM_NTASKS": "2"}, "SLURM_PROCID=3 with SLURM_NTASKS=2 is invalid"),
+    ({"SLURM_PROCID": "3", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}, "SLURM_PROCID=3 with SLURM_NTASKS=2 is invalid"),
     ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "1"}, "OMPI_COMM_WORLD_RANK=1 with OMPI_COMM_WORLD_SIZE=1"),
-    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "-1"}, "SLURM_LOCALID='-1' is invalid"),
+    ({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2", "SLURM_LOCALID": "-1"}, "SLURM_LOCALID='-1' is invalid"),
     ({"RANK": "0", "WORLD_SIZE": "1" + "0" * 20}, "WORLD_SIZE='1" + "0" * 20 + "' is invalid"),
     ({"RANK": "0", "WORLD_SIZE": "1000000"}, "WORLD_SIZE=1000000 is invalid: allowed 1..131,072"),
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "70000"}, "MASTER_PORT=70000 is invalid"),

@@ -368,7 +368,7 @@ def test_in_place_false_asks_for_the_out_of_place_form_and_neither_form_is_refus
     assert not parse(entry(collective=collective, in_place=True)).entries[0].out_of_place
     with pytest.raises(CommbenchError) as info:
         parse(entry(), entry(collective=collective, in_place=False, out_of_place=False))
-    assert "run[1]" in str(info.value) and "in_place=False is invalid" in str(info.value), info.value
+    assert "run[1]" in str(info.value) and "in_place=false is invalid" in str(info.value), info.value
 
 
 @pytest.mark.parametrize("defaults, field", [

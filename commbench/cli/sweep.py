@@ -261,6 +261,14 @@ def sweep(
     resolved = resolve_backend(requested)
     output = output or default_output(spec.name)
     launched = detect_rank_env()
+    if launched is not None and launched.launcher != "local":
+        if nproc is not None and nproc != launched.world_size:
+            raise CommbenchError(f"--nproc={nproc} conflicts with the {launched.launcher} launch of "
+                                 f"{launched.world_size} ranks: omit --nproc under a launcher")
+        if nproc is None and spec.nproc is not None and spec.nproc != launched.world_size and launched.rank == 0:
+            err_console.print(f"note: {file_nproc(spec)}={spec.nproc} does not apply under the {launched.launcher} "
+                              f"launch of {launched.world_size} ranks: measuring {launched.world_size} ranks",
+                              highlight=False, markup=False, soft_wrap=True)
     local_nproc = None if launched is not None and launched.launcher != "local" else (nproc if nproc is not None else spec.nproc)
     if local_nproc is not None and nproc is None:   # the file's nproc, named as such (not as a --nproc never given)
         from commbench.comm.job import check_local_ranks

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from commbench.comm.backends import max_local_ranks
-from commbench.comm.launch import RankEnv, detect_rank_env
+from commbench.comm.launch import RankEnv, detect_rank_env, slurm_unlaunched_note
 from commbench.comm.local_ranks import launch_local
 from commbench.comm.stop_signals import signal_name, stops_raise
 from commbench.errors import CommbenchError, Interrupted
@@ -74,6 +74,10 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
                                   signal=signal_name(exc)) from None
     nproc = DEFAULT_NPROC if nproc is None else nproc
     check_local_ranks(nproc, backend)
+    unlaunched = slurm_unlaunched_note()
+    if unlaunched:
+        import sys
+        print(f"note: {unlaunched} (--nproc {nproc})", file=sys.stderr, flush=True)
     validate_world(nproc)
     if nproc == 1:
         import tempfile

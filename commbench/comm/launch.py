@@ -69,6 +69,37 @@ def _place(env: Mapping[str, str], rank_key: str, world_key: str, local_key: str
     return rank, world, local
 
 
+# Slurm's step ids above this are not srun steps: 0xfffffffa interactive, 0xfffffffb batch script, 0xfffffffc extern
+# (slurm.h SLURM_INTERACTIVE_STEP / SLURM_BATCH_SCRIPT / SLURM_EXTERN_CONT)
+_SLURM_SPECIAL_STEP_IDS = 0xFFFFFFF0
+
+
+def slurm_step_tasks_key(env: Mapping[str, str]) -> str | None:
+    """The variable holding the task count of the srun step this process is a task of, or None where it is in no
+    srun step. srun sets SLURM_STEP_ID / SLURM_STEPID / SLURM_STEP_NUM_TASKS for each task of a step (Slurm's
+    env_array_for_step); a batch script (sbatch) or an salloc shell has SLURM_PROCID and SLURM_NTASKS -- the job's
+    task count -- but no step of its own, and its other tasks are never started unless srun starts them."""
+    if "SLURM_PROCID" not in env:
+        return None
+    if "SLURM_STEP_NUM_TASKS" in env:
+        return "SLURM_STEP_NUM_TASKS"
+    step = env.get("SLURM_STEP_ID", env.get("SLURM_STEPID", "")).strip()
+    if step.isdecimal() and int(step) < _SLURM_SPECIAL_STEP_IDS and "SLURM_NTASKS" in env:
+        return "SLURM_NTASKS"
+    return None
+
+
+def slurm_unlaunched_note(env: Mapping[str, str] | None = None) -> str | None:
+    """A line for a process in a Slurm job of several tasks that no srun step started (a batch script, an salloc
+    shell): commbench starts its own local ranks there, and says so, rather than waiting for tasks that never start."""
+    env = os.environ if env is None else env
+    tasks = env.get("SLURM_NTASKS", "").strip()
+    if "SLURM_PROCID" not in env or slurm_step_tasks_key(env) is not None or not tasks.isdecimal() or int(tasks) < 2:
+        return None
+    return (f"SLURM_NTASKS={tasks} but this process is not a task of an srun step (a batch script or an salloc "
+            f"shell): commbench starts its own local ranks here; run it under srun for one rank per task")
+
+
 def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     """The launch this process belongs to, or None when started alone (then `--nproc` applies)."""
     env = os.environ if env is None else env
@@ -81,8 +112,9 @@ def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
         return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
                        launcher="local" if local else "torchrun", master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
                        master_port=port, rendezvous=env.get(RENDEZVOUS_ENV) if local else None)
-    if "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
-        rank, world, local_rank = _place(env, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
+    tasks_key = slurm_step_tasks_key(env)
+    if tasks_key is not None and _int(env, tasks_key) > 1:   # a 1-task step (srun --pty bash): --nproc applies
+        rank, world, local_rank = _place(env, "SLURM_PROCID", tasks_key, "SLURM_LOCALID")
         nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "127.0.0.1"
         addr = env.get("MASTER_ADDR") or first_slurm_host(nodelist)
         return RankEnv(rank=rank, world_size=world, local_rank=local_rank,

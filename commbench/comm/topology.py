@@ -105,9 +105,14 @@ def from_preset(name: str, world_size: int) -> Topology:
     return from_ranks_per_rack(world_size, size, source=f"preset {name}")
 
 
-def _parse_ranks(text: str, world_size: int, budget: list[int]) -> list[int]:
+class _RepeatedRank(Exception):
+    """A rank that two racks (or one rack twice) list."""
+
+
+def _parse_ranks(text: str, world_size: int, budget: list[int], seen: set[int]) -> list[int]:
     """Ranks of one rack; `budget[0]` counts down the ranks all racks may still list (the world),
-    so no range is expanded past the world it must tile."""
+    so no range is expanded past the world it must tile; `seen` holds the ranks listed so far (a repeat
+    raises _RepeatedRank naming it, before it could read as a range past the world)."""
     ranks: list[int] = []
     for part in text.split(","):
         match = re.fullmatch(r"\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?", part)
@@ -116,9 +121,15 @@ def _parse_ranks(text: str, world_size: int, budget: list[int]) -> list[int]:
         lo, hi = int(match.group(1)), int(match.group(2) or match.group(1))
         if hi < lo:
             raise ValueError(part)
-        if hi >= world_size or hi - lo + 1 > budget[0]:
+        if hi >= world_size:
+            raise OverflowError(part)
+        repeated = next((r for r in range(lo, hi + 1) if r in seen), None)   # hi < world: a bounded scan
+        if repeated is not None:
+            raise _RepeatedRank(repeated)
+        if hi - lo + 1 > budget[0]:
             raise OverflowError(part)
         budget[0] -= hi - lo + 1
+        seen.update(range(lo, hi + 1))
         ranks.extend(range(lo, hi + 1))
     return ranks
 
@@ -126,17 +137,22 @@ def _parse_ranks(text: str, world_size: int, budget: list[int]) -> list[int]:
 def parse_rack_list(text: str, world_size: int, option: str = "--rack-ranks") -> Topology:
     """'0-3;4-7' or '0,2/1,3': racks separated by ';' or '/', ranks by ',' with a-b ranges (`bench --rack-ranks`,
     a sweep file's racks)."""
-    budget = [world_size]
+    budget, seen = [world_size], set()
     try:
-        racks = tuple(tuple(_parse_ranks(part, world_size, budget)) for part in re.split(r"[;/]", text) if part.strip())
+        racks = tuple(tuple(_parse_ranks(part, world_size, budget, seen)) for part in re.split(r"[;/]", text)
+                      if part.strip())
+    except _RepeatedRank as exc:
+        raise invalid(option, text, f"rank {exc.args[0]} is listed twice: must list every rank 0..{world_size - 1} "
+                                       f"exactly once") from None
     except OverflowError as exc:
         raise invalid(option, text, f"{str(exc).strip()!r} goes past the {world_size} ranks: must list every rank "
                                        f"0..{world_size - 1} exactly once") from None
     except ValueError:
         raise invalid(option, text, "racks separated by ';' of ranks like 0-3 or 0,2,5") from None
-    flat = sorted(r for rack in racks for r in rack)
-    if flat != list(range(world_size)):
-        raise invalid(option, text, f"must list every rank 0..{world_size - 1} exactly once")
+    if len(seen) != world_size:   # no repeats and none past the world: some rank is missing
+        missing = next(r for r in range(world_size) if r not in seen)
+        raise invalid(option, text, f"rank {missing} is in no rack: must list every rank 0..{world_size - 1} "
+                                    f"exactly once")
     return Topology(racks=racks, source=option)
 
 

@@ -3,9 +3,10 @@
 A curve is every ok point of one (collective, backend, group size, layout, domains spanned). Each
 is fitted with `fit.fit_piecewise` against bus bytes, and judged by leave-one-out error on the
 sizes >= `min_heldout_bytes`. Which tier a curve measures comes from `num_domains_of`: the
-record's params ("num_domains"), else the run header's topology or emulation ("domain_size" /
-"ranks_per_node", or its racks), else its hosts (one host name per rank on several hosts: a domain each, as a
-launch without NVLink fabric information groups ranks), else one domain. That is the hook for two-tier fabrics (real or emulated):
+record's params ("num_domains"), else the racks its groups' actual ranks fall in (the run header's racks, else its
+hosts: one host name per rank on several hosts, a domain each, as a launch without NVLink fabric information groups
+ranks), else the header's topology or emulation rack size ("domain_size" / "ranks_per_node": block placement), else
+one domain. That is the hook for two-tier fabrics (real or emulated):
 curves spanning domains become scale-out curves, with the scale-out rate recovered from the
 composition rules of `formulas`.
 
@@ -141,13 +142,48 @@ def domain_size_in(info: dict[str, Any]) -> int | None:
     return next((int(info[k]) for k in _DOMAIN_KEYS if info.get(k)), None)
 
 
+def racks_spanned_by_groups(record: Measurement, racks: list[list[int]]) -> int | None:
+    """The most racks any one of the record's groups has ranks in, counted from the groups' actual ranks
+    (measure/subgroups.make_groups: the layout's rank lists) and the run's recorded racks; None when that cannot be
+    known (the racks do not partition the record's ranks 0..N-1, or the layout is not one make_groups builds).
+    All groups of a size run at once and are timed together, so the group spanning the most racks sets the tier.
+    Cyclic placement (racks 0,2 / 1,3) puts a contiguous pair across racks and a strided pair inside one."""
+    from commbench.measure.subgroups import LAYOUTS, make_groups
+    world = record.world_size
+    rack_of = {rank: k for k, rack in enumerate(racks) for rank in rack}
+    if len(racks) < 2 or sorted(rack_of) != list(range(world)) or sum(map(len, racks)) != world:
+        return None
+    if record.group_layout == "world" or record.group_size >= world:
+        groups: tuple[tuple[int, ...], ...] = (tuple(range(world)),)
+    elif record.group_layout in LAYOUTS and world % record.group_size == 0:
+        groups = make_groups(world, record.group_size, record.group_layout)
+    else:
+        return None
+    return max(len({rack_of[rank] for rank in group}) for group in groups)
+
+
+def placement_unknown(record: Measurement, header: RunHeader | None) -> bool:
+    """True where the run's racks are not consecutive rank ranges (cyclic placement) yet the record's groups could
+    not be mapped to them (racks_spanned_by_groups: None), so num_domains_of falls back on block placement: fit
+    says so in its notes rather than labelling the tier silently."""
+    if "num_domains" in record.params:
+        return False
+    racks = header_domains(header)[1]
+    consecutive = all(list(r) == list(range(r[0], r[0] + len(r))) for r in racks)
+    return len(racks) > 1 and not consecutive and racks_spanned_by_groups(record, racks) is None
+
+
 def num_domains_of(record: Measurement, header: RunHeader | None) -> int:
-    """Scale-up domains the record's group spans (1 when nothing says otherwise): the record's num_domains, else its
-    run's rack size (topology or emulation), else its racks (uneven ones: the world spans them all, a subgroup its
-    size over the largest), else its hosts (host_racks)."""
+    """Scale-up domains the record's group spans (1 when nothing says otherwise): the record's num_domains, else the
+    racks its groups' actual ranks fall in (racks_spanned_by_groups: the run's recorded racks, else its hosts' host_racks), else
+    its run's rack size (topology or emulation; block placement: rack k = ranks k*R .. k*R+R-1), else its racks
+    (uneven ones: the world spans them all, a subgroup its size over the largest)."""
     if "num_domains" in record.params:
         return max(int(record.params["num_domains"]), 1)
     info, racks = header_domains(header)
+    spanned = racks_spanned_by_groups(record, racks)
+    if spanned is not None:
+        return spanned
     info.update({k: v for k, v in record.params.items() if k in _DOMAIN_KEYS})
     domain_size = domain_size_in(info)
     if not domain_size and len(racks) > 1:
@@ -230,7 +266,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
         points_of.setdefault(key, []).append(point)
         runs_of.setdefault(key, set()).add(run_id)
 
-    unchecked = 0
+    unchecked = unplaced = 0
     records = list(records)
     # A curve is one form of the collective: where a run measured a point both in place and out of place (nccl-tests'
     # two column groups, bench --format nccl-tests), the out-of-place time goes (commbench's out-of-place all_reduce,
@@ -257,6 +293,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             skip("forced NCCL channel count (curves model NCCL's own channel choice)")
             continue
         num_domains = num_domains_of(record, headers.get(record.run_id))
+        unplaced += placement_unknown(record, headers.get(record.run_id))
         mapped = stage_points(record, num_domains)
         common = dict(backend=record.backend, layout=record.group_layout)
         for stage, (point, time_s) in mapped.items():
@@ -288,6 +325,10 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
                                stage=stage, for_prediction=False, **common)
                 add(key, (x, stage_us * 1e-6, record.size_bytes), record.run_id)
     notes = [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
+    if unplaced:
+        notes.append(f"{unplaced} point(s) of runs whose racks are not consecutive rank ranges could not be placed "
+                     "on those racks (their ranks do not match the racks recorded): their tier assumes block "
+                     "placement (rack k = ranks k*R..k*R+R-1) and may be wrong")
     if unchecked:  # used (their times are measured), but said: compare fails them, nccl-tuner leaves them out
         notes.append(f"{unchecked} point(s) fitted were measured without the data check (-c 0: #wrong unknown): "
                      "a collective that skipped its work would look fast; measure with -c 1 to be sure")

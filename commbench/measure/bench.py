@@ -311,9 +311,21 @@ def with_run_cycles(header, config: BenchConfig):
                                                    "cycles": cycle.num_cycles})
 
 
+# BenchConfig fields that may differ between ranks without changing a point (each rank's own file, text, view)
+_PER_RANK_FIELDS = ("argv", "output_path", "show_view", "text_cycle")
+
+
+def bench_digest(config: BenchConfig) -> str:
+    """What decides a bench job's points on every rank (comm/same_config): its config less _PER_RANK_FIELDS."""
+    from commbench.comm.same_config import config_digest
+
+    return config_digest({k: v for k, v in dataclasses.asdict(config).items() if k not in _PER_RANK_FIELDS})
+
+
 def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     """Run the job on this rank (every rank of the launch calls this)."""
     from commbench.comm.backends import create_backend
+    from commbench.comm.same_config import check_same_config
     from commbench.results.provenance import collect_header
     from commbench.measure.view import BenchView
 
@@ -326,6 +338,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
     try:
         run_id = new_run_id()
         try:  # exchanges with every peer before the first point: a peer that died or stopped fails them
+            check_same_config(backend, bench_digest(config), "bench configuration")   # before any planned exchange
             topology = resolve_on_ranks(config.topology, backend)
             if is_writer and config.show_view and (config.output_format != "nccl-tests" or config.text_cycle.first):
                 print(("# " if config.output_format == "nccl-tests" else "") + topology.describe(), flush=True,

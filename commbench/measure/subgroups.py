@@ -3,9 +3,10 @@
 All groups of one size run at once, as nccl-tests' NCCL_TESTS_SPLIT does (the harness times the
 slowest rank of the whole world, so concurrent groups are timed together):
 - `contiguous`: group i = ranks i*g .. i*g+g-1 (NCCL_TESTS_SPLIT="DIV g"): inside one rack when
-  g <= ranks per rack;
+  g <= ranks per rack and racks are consecutive rank ranges (block placement);
 - `strided`: group i = ranks i, i+N/g, i+2N/g, ... (NCCL_TESTS_SPLIT="MOD N/g"): one rank per rack
-  when g <= the number of racks.
+  when g <= the number of racks, with block placement. Cyclic placement swaps the two; fit counts the
+  racks a group's ranks fall in (costmodel/fit_records.racks_spanned_by_groups).
 Each Measurement records group_size, group_layout and num_groups. This module also expands a
 bench job's points by `--algorithm` lists and passes the rack topology to workloads that use it.
 """

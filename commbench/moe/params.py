@@ -21,7 +21,7 @@ from commbench.errors import CommbenchError, invalid
 from commbench.moe.accounting import COMBINE_DTYPES, DISPATCH_DTYPES, DISPATCH_MODES
 from commbench.moe.capacity import expert_capacity
 from commbench.moe.presets import preset_params
-from commbench.moe.routing import check_routing, load_trace, parse_routing
+from commbench.moe.routing import check_routing, check_trace_ranks, load_trace, parse_routing
 
 DEFAULT_TOKENS_PER_RANK = (128, 512, 2048)
 DEFAULTS: dict[str, Any] = {"hidden": 4096, "num_experts": 64, "top_k": 8, "routing": "uniform",
@@ -167,7 +167,11 @@ def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     points[0].check_ep_size(ep_size)
     spec = parse_routing(points[0].routing)
     if spec.kind == "trace":
-        load_trace(spec.trace_path, num_experts=points[0].num_experts, top_k=points[0].top_k)
+        trace = load_trace(spec.trace_path, num_experts=points[0].num_experts, top_k=points[0].top_k, per_rank=True)
+        try:
+            check_trace_ranks(trace, spec.trace_path, ep_size)
+        except ValueError as exc:
+            raise CommbenchError(str(exc)) from None
     return points
 
 

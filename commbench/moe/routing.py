@@ -16,8 +16,11 @@ Models (`--routing`):
   §2.1.2): experts form `groups` contiguous groups; a token scores each group by the sum of its two
   highest expert affinities, keeps the best `topk_groups` groups, and takes its top-k experts there.
 - `trace:<file>`: recorded router output: an integer `.npy` (or whitespace/comma text) array of
-  expert ids, shape (tokens, top_k) or (ranks, tokens, top_k). Tokens are dealt to ranks in order
-  (rank r takes tokens r*T .. r*T+T-1), repeating the trace cyclically when it is shorter.
+  expert ids, shape (tokens, top_k) or (ranks, tokens, top_k). A (tokens, top_k) trace's tokens are dealt to
+  ranks in order (rank r takes tokens r*T .. r*T+T-1), repeating the trace cyclically when it is shorter than
+  ranks x T; a (ranks, tokens, top_k) trace replays on that many ranks only (refused on others), rank r taking its
+  own recorded tokens, cyclically when fewer than T. A recycled trace is recorded (`trace_replay`: the params
+  trace_rows / trace_recycled and a note), never silent.
 """
 
 from __future__ import annotations
@@ -98,7 +101,8 @@ def route(spec: RoutingSpec, *, num_ranks: int, tokens_per_rank: int, num_expert
     elif spec.kind == "group-limited":
         flat = _group_limited(rng, num_tokens, num_experts, top_k, spec.num_groups, spec.topk_groups)
     else:
-        flat = _replay(load_trace(spec.trace_path, num_experts=num_experts, top_k=top_k), num_tokens)
+        trace = load_trace(spec.trace_path, num_experts=num_experts, top_k=top_k, per_rank=True)
+        return _replay(trace, spec.trace_path, num_ranks, tokens_per_rank)
     return flat.reshape(num_ranks, tokens_per_rank, top_k)
 
 
@@ -137,12 +141,42 @@ def _group_limited(rng: np.random.Generator, num_tokens: int, num_experts: int, 
     return out
 
 
-def _replay(trace: np.ndarray, num_tokens: int) -> np.ndarray:
-    return trace[np.arange(num_tokens) % trace.shape[0]]
+def check_trace_ranks(trace: np.ndarray, path: str, num_ranks: int) -> None:
+    """A (ranks, tokens, top_k) trace replays on its own number of ranks only: dealt to another, one rank would
+    replay another rank's tokens (or some recorded ranks none). ValueError (a failed point of a sub-group), which
+    the plan's check turns into one line for the world."""
+    if trace.ndim == 3 and trace.shape[0] != num_ranks:
+        raise ValueError(f"--routing=trace:{path} holds a per-rank trace of {trace.shape[0]} ranks: it replays on "
+                         f"{trace.shape[0]} ranks only, not {num_ranks} (a (tokens, top_k) trace replays on any)")
 
 
-def load_trace(path: str, *, num_experts: int, top_k: int) -> np.ndarray:
-    """A recorded routing as int64 (tokens, top_k); CommbenchError if unreadable or ill-shaped."""
+def _replay(trace: np.ndarray, path: str, num_ranks: int, tokens_per_rank: int) -> np.ndarray:
+    """(num_ranks, tokens_per_rank, top_k) ids from a (tokens, top_k) or (ranks, tokens, top_k) trace (module
+    docstring), cycling where the trace is shorter."""
+    check_trace_ranks(trace, path, num_ranks)
+    if trace.ndim == 3:
+        return trace[:, np.arange(tokens_per_rank) % trace.shape[1]]
+    flat = trace[np.arange(num_ranks * tokens_per_rank) % trace.shape[0]]
+    return flat.reshape(num_ranks, tokens_per_rank, trace.shape[-1])
+
+
+def trace_replay(trace: np.ndarray, num_ranks: int, tokens_per_rank: int) -> tuple[dict[str, object], list[str]]:
+    """(params, notes) a point replaying `trace` records: trace_rows (token rows it holds; per rank for a per-rank
+    trace), trace_recycled (whether its tokens repeat to fill ranks x tokens per rank) and, when recycled, a note."""
+    per_rank = trace.ndim == 3
+    rows, needed = (trace.shape[1], tokens_per_rank) if per_rank else (trace.shape[0], num_ranks * tokens_per_rank)
+    recycled = needed > rows
+    params: dict[str, object] = {"trace_rows": int(rows), "trace_recycled": bool(recycled)}
+    if not recycled:
+        return params, []
+    where = "per rank" if per_rank else f"for {num_ranks} ranks x {tokens_per_rank} tokens"
+    return params, [f"routing trace of {rows} token rows{' per rank' if per_rank else ''} replayed cyclically: "
+                    f"{needed} tokens needed {where}, so each recorded token is used up to {-(-needed // rows)} times"]
+
+
+def load_trace(path: str, *, num_experts: int, top_k: int, per_rank: bool = False) -> np.ndarray:
+    """A recorded routing as int64 (tokens, top_k) -- or, with `per_rank`, a (ranks, tokens, top_k) file kept in its
+    shape; CommbenchError if unreadable or ill-shaped."""
     field = f"--routing=trace:{path}"
     try:
         if Path(path).suffix == ".npy":
@@ -164,4 +198,4 @@ def load_trace(path: str, *, num_experts: int, top_k: int) -> np.ndarray:
     ordered = np.sort(trace, axis=1)
     if np.any(ordered[:, 1:] == ordered[:, :-1]):
         raise CommbenchError(f"{field} repeats an expert within a token: allowed {top_k} distinct ids per token")
-    return trace
+    return trace.reshape(raw.shape) if per_rank else trace

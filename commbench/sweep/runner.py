@@ -89,6 +89,10 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     from commbench.results.provenance import collect_header
     from commbench.sweep.view import SweepView
 
+    from commbench.comm.same_config import check_same_config, config_digest
+    check_same_config(backend, config_digest({  # what plans the points (before any exchange that depends on it)
+        "sweep": sweep_identity(job.sweep, backend.world_size, backend.name), "resume": job.resume,
+        "topology": job.sweep.topology, "tuning": [c.label for c in job.sweep.tuning]}), "sweep")
     topology = resolve_on_ranks(job.sweep.topology, backend)  # every rank: may gather host names
     points = plan_sweep(job.sweep, backend.world_size, backend=backend.name, output_path=job.output_path,
                         argv=job.argv, topology=topology)

@@ -137,8 +137,29 @@ def _origin(path: str, index: int, collective: str, raw: dict[str, Any], default
     return where
 
 
+def toml_spelling(value: Any) -> str:
+    """`value` as a sweep file writes it (true, [false, true], { a = 1 }), not Python's repr (True, [False, True]):
+    bools, lists and tables in TOML; strings and numbers as repr spells them ('8K', 2.5)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_spelling(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_spelling(v)}" for k, v in value.items()) + " }" if value else "{}"
+    return repr(value)
+
+
 def _bad(where: str, key: str, value: Any, allowed: str) -> EntryError:
-    return EntryError(f"{where}: {key}={value!r} is invalid: {allowed}")
+    return EntryError(f"{where}: {key}={toml_spelling(value)} is invalid: {allowed}")
+
+
+def _one_value(value: Any, allowed: str) -> str:
+    """`allowed` for a key that takes one value, saying so where the file gave a list or a table."""
+    if isinstance(value, (list, tuple)):
+        return f"{allowed} (one value: a list is not accepted here)"
+    if isinstance(value, dict):
+        return f"{allowed} (one value: a table is not accepted here)"
+    return allowed
 
 
 def _closest(key: str, known: tuple[str, ...]) -> str:
@@ -156,7 +177,7 @@ def _unknown(where: str, key: str, value: Any, known: tuple[str, ...], allowed: 
 
 def _int(where: str, key: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _bad(where, key, value, f"an integer >= {minimum}")
+        raise _bad(where, key, value, _one_value(value, f"an integer >= {minimum}"))
     if maximum is not None and value > maximum:
         raise _bad(where, key, value, f"an integer from {minimum} to {maximum:,}")
     return value
@@ -164,7 +185,7 @@ def _int(where: str, key: str, value: Any, minimum: int, maximum: int | None = N
 
 def _bool(where: str, key: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _bad(where, key, value, "true or false")
+        raise _bad(where, key, value, _one_value(value, "true or false"))
     return value
 
 
