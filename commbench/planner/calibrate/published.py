@@ -208,6 +208,26 @@ def unmodelled_precision(label: Any) -> str:
            f"{', '.join(MODELLED_PRECISIONS)})"
 
 
+# A run's framework, by how it was read: runlogs' notes open with the log kind; a JSON row may say "framework";
+# the other JSON rows (the published tables' shape: Megatron-Bridge) do not say, and are priced as Megatron-LM.
+RUN_FRAMEWORKS = (("TorchTitan log", "torchtitan"), ("Megatron-LM log", "megatron"))
+
+
+def run_framework(row: dict) -> str:
+    """'torchtitan', 'megatron' or 'unstated' for a run row (RUN_FRAMEWORKS)."""
+    notes = str(row.get("notes") or "")
+    found = next((name for prefix, name in RUN_FRAMEWORKS if notes.startswith(prefix)), None)
+    said = str(row.get("framework") or "").lower()
+    return found or (said if said in ("megatron", "torchtitan") else "unstated")
+
+
+def step_framework(row: dict) -> str:
+    """The framework whose charges the step model prices a run with (evaluate_layouts' `framework`), as `plan
+    --framework` does for the same layout: a TorchTitan run's (its FSDP2 gradients reduce-scattered in fp32 every
+    micro-batch without PP, frameworks.TITAN_DP_WITHOUT_PP; its logits and vocabulary rows), else Megatron-LM's."""
+    return "torchtitan" if run_framework(row) == "torchtitan" else "megatron"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PublishedRun:
     index: int
@@ -541,12 +561,12 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
     mem, cap, model_tflops, peak = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     groups: dict[tuple, list[int]] = {}
     for j, r in enumerate(modelled):
-        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]))
+        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), step_framework(r.row))
         groups.setdefault(key, []).append(j)
-    for (model, preset, num_gpus, seq_len), idx in groups.items():
+    for (model, preset, num_gpus, seq_len, framework), idx in groups.items():
         fabric = _preset(preset, num_gpus)
         bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([modelled[j].layout for j in idx]),
-                              seq_len=seq_len, calibration=calibration)
+                              seq_len=seq_len, calibration=calibration, framework=framework)
         pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
         mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
         model_tflops[idx], peak[idx] = bd.model_tflops_per_gpu, bd.peak_tflops
