@@ -584,7 +584,7 @@ def test_evaluate_on_the_runs_a_calibration_was_fitted_on_says_in_sample(tmp_pat
     fit = CliRunner().invoke(app, ["calibrate", str(MEGATRON), *args, "-O", str(out), "--no-loo"])
     assert fit.exit_code == 0, fit.output
     runs = json.loads(out.read_text())["runs"]
-    assert len(runs) == 1 and runs[0].startswith("deepseek-v3 gb300-nvl72x256 MXFP8 user tp1 pp2 vp8 ep32")
+    assert len(runs) == 1 and runs[0].startswith("deepseek-v3 256x gb300-nvl72 MXFP8 user tp1 pp2 vp8 ep32")
     doc = json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(MEGATRON), *args, "--json",
                                               "--calibration", str(out)]).stdout)
     assert doc["num_in_sample"] == 1 and doc["rows"][0]["in_sample"] is True

@@ -241,6 +241,13 @@ class PublishedRun:
 
     @property
     def label(self) -> str:
+        """'MODEL 16x GPU PRECISION RELEASE', the GPU count written as the table writes it."""
+        r = self.row
+        return f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'} {r.get('release') or ''}".rstrip()
+
+    @property
+    def legacy_label(self) -> str:
+        """The label as calibration files written before the table's spelling list their runs ('GPUxN')."""
         r = self.row
         return f"{r['model']} {r['gpu']}x{r['num_gpus']} {r.get('precision') or '?'} {r.get('release') or ''}".rstrip()
 
