@@ -68,3 +68,16 @@ def test_a_json_row_that_says_torchtitan_is_priced_as_torchtitan_and_megatron_ot
                recipe=dict(recompute="full"))
     meg, titan = predict_runs(published_runs((row, dict(row, framework="torchtitan")))).predicted_tokens
     assert titan < meg   # TorchTitan reduce-scatters fp32 gradients every micro-batch without PP
+
+
+def test_a_json_row_s_framework_is_read_and_checked(tmp_path):
+    row = dict(model="qwen3-30b-a3b", gpu="h100-hgx", num_gpus=16, seq_len=4096, gbs=128, mbs=2, tp=1, pp=1, ep=8,
+               precision="BF16", tokens_per_s_per_gpu=6000.0, notes="FSDP=16", release="user",
+               recipe=dict(recompute="full"), framework="torchtitan")
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([row]))
+    ok = CliRunner().invoke(app, ["calibrate", "--evaluate", str(path)])
+    assert ok.exit_code == 0 and "not read" not in ok.output, ok.output
+    path.write_text(json.dumps([dict(row, framework="nemo")]))
+    bad = CliRunner().invoke(app, ["calibrate", "--evaluate", str(path)])
+    assert bad.exit_code == 2 and "field 'framework' = 'nemo'; allowed: megatron, torchtitan" in bad.output, bad.output

@@ -282,7 +282,7 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 # key, or a read key in another case, is a typo whose value would otherwise be dropped: check_row refuses it,
 # naming the key it resembles.
 READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
-                       "tflops_per_gpu", "notes", "source", "recipe", *RECIPE_FIELDS))
+                       "tflops_per_gpu", "notes", "source", "recipe", "framework", *RECIPE_FIELDS))
 
 
 def _near_miss(keys, known, where: str, what: str) -> None:
@@ -361,6 +361,10 @@ def check_row(row: dict[str, Any], where: str) -> None:
     for name, value in (*row.items(), *recipe.items()):   # past int64 in the step model's arrays: an overflow
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_SIZE:
             raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: an integer below {MAX_SIZE:,}")
+    if row.get("framework") not in (None, "") and str(row["framework"]).lower() not in ("megatron", "torchtitan"):
+        # priced with its framework's charges (step_framework): another name would be priced as Megatron-LM silently
+        raise CommbenchError(f"{where}: field 'framework' = {row['framework']!r}; allowed: megatron, torchtitan "
+                             "(the framework whose charges price the run, as plan --framework)")
     if row.get("notes") is not None and not isinstance(row["notes"], str):   # read for FSDP=N, GA=N, w/o MTP
         raise CommbenchError(f"{where}: field 'notes' = {row['notes']!r}; allowed: text (e.g. \"FSDP=8; GA=4\")")
     parallel = row["tp"] * row["pp"] * (row.get("cp") or 1)
