@@ -50,3 +50,12 @@ def test_a_calibration_file_of_the_older_labels_still_knows_its_runs(tmp_path):
     again = CliRunner().invoke(app, ["calibrate", str(MEGATRON), *args, "--calibration", str(out), "-O",
                                      str(tmp_path / "b.json"), "--no-loo"])
     assert again.exit_code == 2 and "was fitted on 1 of these runs already" in again.output
+
+
+@pytest.mark.parametrize("run", ["deepseek-v3 256x gb300-nvl72 MXFP8 user tp1 pp2: 1 tokens/s/GPU",
+                                 "deepseek-v3 gb300-nvl72x256 MXFP8 user tp1 pp2: 1 tokens/s/GPU"])
+def test_a_calibration_file_s_gpus_are_read_from_either_label(tmp_path, run):
+    from commbench.planner.calibrate.fit import fitted_gpus
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"runs": [run]}))
+    assert fitted_gpus(str(path)) == ("gb300",)

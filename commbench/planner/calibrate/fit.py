@@ -158,7 +158,8 @@ def kernel_terms_of(fitted: Calibration, shipped: Calibration) -> Calibration:
     return fitted.with_values(**{t: getattr(shipped, t) for t in KERNEL_TERMS})
 
 
-RUN_GPU = re.compile(r"\s(\S+)x\d+\s")   # calibrate's run_key: "MODEL GPUxN PRECISION ..."
+# calibrate's run_key: "MODEL Nx GPU PRECISION ...", in files written before "MODEL GPUxN PRECISION ..."
+RUN_GPU = re.compile(r"\s\d+x\s(\S+)\s|\s(\S+)x\d+\s")
 
 
 def fitted_gpus(path: str) -> tuple[str, ...]:
@@ -169,7 +170,7 @@ def fitted_gpus(path: str) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for run in fitted_runs(path):
         match = RUN_GPU.search(run)
-        gpu = preset_gpu(_preset_name(match.group(1)) if match else None)
+        gpu = preset_gpu(_preset_name(match.group(1) or match.group(2)) if match else None)
         if gpu in gpu_names():
             found[gpu] = None
     return tuple(found)
