@@ -4,6 +4,7 @@ lines, the activation-checkpoint config by its fields, the `Building device mesh
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -61,10 +62,30 @@ def test_memory_budget_checkpointing_is_refused():
         _row(_log(_config(dict(BASE_AC, memory_budget=0.5))))
 
 
-@pytest.mark.parametrize("line, precision", [("Float8 training active with recipe rowwise", "FP8"),
-                                             ("Converted Linear layers to MXFP8Linear", "MXFP8")])
-def test_the_converters_log_lines_name_the_precision(line, precision):
-    assert _row(_log(_config(), extra=PREFIX + line))["precision"] == precision
+FLOAT8_EXPERTS = "Converted GroupedExperts to use dynamic float8 rowwise quantization with scaled grouped GEMMs"
+MXFP8_EXPERTS = "Converted GroupedExperts to use dynamic mxfp8_rceil quantization with scaled grouped GEMMs"
+
+
+@pytest.mark.parametrize("lines, precision", [
+    (["Float8 training active with recipe rowwise", FLOAT8_EXPERTS], "FP8"),
+    (["Converted Linear layers to MXFP8Linear", MXFP8_EXPERTS], "MXFP8")])
+def test_the_converters_log_lines_name_the_precision(lines, precision):
+    assert _row(_log(_config(), extra="\n".join(PREFIX + line for line in lines)))["precision"] == precision
+
+
+@pytest.mark.parametrize("lines, named", [
+    (["Float8 training active with recipe rowwise", "Swapped to Float8Linear layers"],
+     "['Float8LinearConverter'] train the MoE model's Linear layers in FP8 and leave its grouped experts in BF16"),
+    (["Float8 training active with recipe tensorwise"], "leave its grouped experts in BF16"),
+    (["Converted Linear layers to MXFP8Linear"],
+     "['MXFP8LinearConverter'] train the MoE model's Linear layers in MXFP8 and leave its grouped experts in BF16"),
+    ([MXFP8_EXPERTS], "train the MoE model's grouped experts in MXFP8 and leave its Linear layers in BF16"),
+    (["Converted Linear layers to NVFP4Linear"], "Linear layers in NVFP4 and leave its grouped experts in BF16")])
+def test_a_moe_run_whose_experts_stay_bf16_is_refused_not_priced_at_low_precision(lines, named):
+    """Float8LinearConverter converts nn.Linear only (components/quantization/float8.py:53); the experts are
+    Float8GroupedExpertsConverter's, which logs its own line: without it they train in BF16."""
+    with pytest.raises(CommbenchError, match=re.escape(named)):
+        _row(_log(_config(), extra="\n".join(PREFIX + line for line in lines)))
 
 
 def test_the_mesh_line_is_checked_against_gpus():

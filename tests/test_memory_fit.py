@@ -81,7 +81,7 @@ def test_published_layouts_are_predicted_to_fit_but_the_nano_h100_rows_with_assu
     "moe_act"], which the layout's recompute choices cannot express."""
     rows = memory_fit.memory_rows(published_runs())
     over = [r for r in rows if memory_fit.over_hbm(r)]
-    assert [r["run"].label for r in over] == ["Nemotron-3-Nano H100x16 FP8 26.02.01"]
+    assert [r["run"].label for r in over] == ["Nemotron-3-Nano 16x H100 FP8 26.02.01"]
     assert not vendor_layouts.flags_published(over[0]["run"])
     assert over[0]["published"]["total"] - over[0]["published"]["capacity"] < 1e9   # by less than 1 GB
     held = memory_fit.memory_rows(published_runs(tuple(json.loads(memory_fit.TABLES[1][1].read_text()))))

@@ -24,7 +24,7 @@ def _not_fitting(runs) -> list[str]:
 # whole MoE block and the norms (recompute_modules=["moe", "layernorm", "core_attn", "moe_act"]), which the layout's
 # recompute choices cannot express; under the assumed flags it is 0.5 GB over once Hopper's fp8 weight
 # transposes are counted (step/memory.py quantized_weight_cache_bytes).
-KNOWN_OVER = ("23 Nemotron-3-Nano H100x16 FP8 26.02.01",)
+KNOWN_OVER = ("23 Nemotron-3-Nano 16x H100 FP8 26.02.01",)
 
 
 def test_every_published_calibration_layout_fits():

@@ -48,6 +48,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     from commbench.planner.calibrate.published import READ_KEYS, check_row, published_runs, unread_fields
     from commbench.planner.calibrate.runlogs import read_runs_noted
     as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
+    _check_not_option_values(paths)
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
     _check_distinct_files(paths)
@@ -91,6 +92,24 @@ def _check_gpu_counts(counts: list[int] | None) -> None:
     for count in counts or []:
         if not 1 <= count <= MAX_GPUS:
             raise invalid("--gpus", count, f"a GPU count from 1 to {MAX_GPUS:,}")
+
+
+def _check_not_option_values(paths: list[str]) -> None:
+    """A RUNS entry that is no file but a zoo model, a system preset or a number is a second value given after one
+    --model / --system / --gpus (`--model A B`: typer takes one value per flag and B lands in RUNS): one line saying
+    to repeat the flag, not that the file cannot be read."""
+    import os
+
+    from commbench.costmodel import preset_names
+    from commbench.planner.calibrate.published import _zoo_name
+    for path in paths:
+        if os.path.exists(path):
+            continue
+        flag = ("--model" if _zoo_name(path) else "--system" if path.lower() in preset_names()
+                else "--gpus" if path.isdigit() else None)
+        if flag:
+            raise CommbenchError(f"RUNS entry {path!r} is not a file but a {flag} value: {flag} takes one value, so "
+                                 f"repeat {flag} for each log ({flag} A {flag} B), not {flag} A B")
 
 
 def _check_distinct_files(paths: list[str]) -> None:
@@ -192,12 +211,18 @@ def _print_notes(runs) -> None:
             console.print(f"note: {r.label}: {r.layout_note}", highlight=False, markup=False)
 
 
-def run_key(r) -> str:
+def run_key(r, label: str | None = None) -> str:
     """A modelled run as a calibration file lists the runs it was fitted on: label, layout, sequence length and
     the measured tokens/s/GPU."""
     a = r.layout
-    return (f"{r.label} tp{a.tp} pp{a.pp} vp{a.vp} ep{a.ep} etp{a.etp} cp{a.cp} mbs{a.mbs} gbs{a.gbs} "
+    return (f"{label or r.label} tp{a.tp} pp{a.pp} vp{a.vp} ep{a.ep} etp{a.etp} cp{a.cp} mbs{a.mbs} gbs{a.gbs} "
             f"seq{int(r.row['seq_len'])}: {float(r.row['tokens_per_s_per_gpu']):.6g} tokens/s/GPU")
+
+
+def listed_in(r, keys: frozenset) -> bool:
+    """Whether a calibration file's run list holds `r`, under its key or the key files written before the label
+    spelled the GPU count as the table does ('gb300-nvl72x256', now '256x gb300-nvl72') gave it."""
+    return run_key(r) in keys or run_key(r, r.legacy_label) in keys
 
 
 def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> list[dict]:
@@ -211,7 +236,7 @@ def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> li
         pred = float(p.predicted_tokens[j])
         out.append(dict(r.row, predicted_tokens_per_s_per_gpu=pred,
                         error_pct=(pred / float(p.published_tokens[j]) - 1.0) * 100.0, fits=bool(p.fits[j]),
-                        in_sample=run_key(r) in fitted_on, layout_note=r.layout_note))
+                        in_sample=listed_in(r, fitted_on), layout_note=r.layout_note))
     return out
 
 
@@ -356,7 +381,7 @@ def calibrate(
     from commbench.planner.calibrate.fit import preset_gpu
     from commbench.planner.calibrate.regularise import calibrate_report
     from commbench.planner.step.terms import fitted_runs
-    again = [run_key(r) for r in loaded if run_key(r) in frozenset(fitted_runs(calibration))] if calibration else []
+    again = [run_key(r) for r in loaded if listed_in(r, frozenset(fitted_runs(calibration)))] if calibration else []
     if again:   # the start file's terms carry its runs already: fitted again they would weigh twice, unseen in -O
         raise CommbenchError(f"--calibration {calibration} was fitted on {len(again)} of these runs already "
                              f"({again[0]!r}{' and others' if len(again) > 1 else ''}): its terms carry them, so they "

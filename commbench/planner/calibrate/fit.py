@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.planner.calibrate.published import PublishedRun, predict_runs
+from commbench.planner.calibrate.published import RUN_FRAMEWORKS, PublishedRun, predict_runs, run_framework  # noqa: F401
 from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS, KERNEL_TERMS, MOE_TERMS, Calibration
 
 # Physical ranges: large cuBLAS/TE GEMMs reach 45-80% of the dense datasheet peak in training (power
@@ -126,18 +126,7 @@ class CalibrationFile:
                 "(a file of an older commbench fitted fewer terms)")
 
 
-# A fitted run's framework, by how it was read: runlogs' notes open with the log kind; a JSON row may say
-# "framework"; the other JSON rows (the published tables' shape: Megatron-Bridge) do not say
-RUN_FRAMEWORKS = (("TorchTitan log", "torchtitan"), ("Megatron-LM log", "megatron"))
 FRAMEWORK_NAMES = {"megatron": "Megatron-LM", "torchtitan": "TorchTitan", "unstated": "JSON rows of no stated framework"}
-
-
-def run_framework(row: dict) -> str:
-    """'torchtitan', 'megatron' or 'unstated' for a run row (RUN_FRAMEWORKS)."""
-    notes = str(row.get("notes") or "")
-    found = next((name for prefix, name in RUN_FRAMEWORKS if notes.startswith(prefix)), None)
-    said = str(row.get("framework") or "").lower()
-    return found or (said if said in ("megatron", "torchtitan") else "unstated")
 
 
 def framework_note(path: str, framework: str) -> str:
@@ -169,7 +158,8 @@ def kernel_terms_of(fitted: Calibration, shipped: Calibration) -> Calibration:
     return fitted.with_values(**{t: getattr(shipped, t) for t in KERNEL_TERMS})
 
 
-RUN_GPU = re.compile(r"\s(\S+)x\d+\s")   # calibrate's run_key: "MODEL GPUxN PRECISION ..."
+# calibrate's run_key: "MODEL Nx GPU PRECISION ...", in files written before "MODEL GPUxN PRECISION ..."
+RUN_GPU = re.compile(r"\s\d+x\s(\S+)\s|\s(\S+)x\d+\s")
 
 
 def fitted_gpus(path: str) -> tuple[str, ...]:
@@ -180,7 +170,7 @@ def fitted_gpus(path: str) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for run in fitted_runs(path):
         match = RUN_GPU.search(run)
-        gpu = preset_gpu(_preset_name(match.group(1)) if match else None)
+        gpu = preset_gpu(_preset_name(match.group(1) or match.group(2)) if match else None)
         if gpu in gpu_names():
             found[gpu] = None
     return tuple(found)

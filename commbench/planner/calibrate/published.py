@@ -208,6 +208,26 @@ def unmodelled_precision(label: Any) -> str:
            f"{', '.join(MODELLED_PRECISIONS)})"
 
 
+# A run's framework, by how it was read: runlogs' notes open with the log kind; a JSON row may say "framework";
+# the other JSON rows (the published tables' shape: Megatron-Bridge) do not say, and are priced as Megatron-LM.
+RUN_FRAMEWORKS = (("TorchTitan log", "torchtitan"), ("Megatron-LM log", "megatron"))
+
+
+def run_framework(row: dict) -> str:
+    """'torchtitan', 'megatron' or 'unstated' for a run row (RUN_FRAMEWORKS)."""
+    notes = str(row.get("notes") or "")
+    found = next((name for prefix, name in RUN_FRAMEWORKS if notes.startswith(prefix)), None)
+    said = str(row.get("framework") or "").lower()
+    return found or (said if said in ("megatron", "torchtitan") else "unstated")
+
+
+def step_framework(row: dict) -> str:
+    """The framework whose charges the step model prices a run with (evaluate_layouts' `framework`), as `plan
+    --framework` does for the same layout: a TorchTitan run's (its FSDP2 gradients reduce-scattered in fp32 every
+    micro-batch without PP, frameworks.TITAN_DP_WITHOUT_PP; its logits and vocabulary rows), else Megatron-LM's."""
+    return "torchtitan" if run_framework(row) == "torchtitan" else "megatron"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PublishedRun:
     index: int
@@ -221,6 +241,13 @@ class PublishedRun:
 
     @property
     def label(self) -> str:
+        """'MODEL 16x GPU PRECISION RELEASE', the GPU count written as the table writes it."""
+        r = self.row
+        return f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'} {r.get('release') or ''}".rstrip()
+
+    @property
+    def legacy_label(self) -> str:
+        """The label as calibration files written before the table's spelling list their runs ('GPUxN')."""
         r = self.row
         return f"{r['model']} {r['gpu']}x{r['num_gpus']} {r.get('precision') or '?'} {r.get('release') or ''}".rstrip()
 
@@ -255,7 +282,7 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 # key, or a read key in another case, is a typo whose value would otherwise be dropped: check_row refuses it,
 # naming the key it resembles.
 READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
-                       "tflops_per_gpu", "notes", "source", "recipe", *RECIPE_FIELDS))
+                       "tflops_per_gpu", "notes", "source", "recipe", "framework", *RECIPE_FIELDS))
 
 
 def _near_miss(keys, known, where: str, what: str) -> None:
@@ -334,6 +361,10 @@ def check_row(row: dict[str, Any], where: str) -> None:
     for name, value in (*row.items(), *recipe.items()):   # past int64 in the step model's arrays: an overflow
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_SIZE:
             raise CommbenchError(f"{where}: field {name!r} = {value!r}; allowed: an integer below {MAX_SIZE:,}")
+    if row.get("framework") not in (None, "") and str(row["framework"]).lower() not in ("megatron", "torchtitan"):
+        # priced with its framework's charges (step_framework): another name would be priced as Megatron-LM silently
+        raise CommbenchError(f"{where}: field 'framework' = {row['framework']!r}; allowed: megatron, torchtitan "
+                             "(the framework whose charges price the run, as plan --framework)")
     if row.get("notes") is not None and not isinstance(row["notes"], str):   # read for FSDP=N, GA=N, w/o MTP
         raise CommbenchError(f"{where}: field 'notes' = {row['notes']!r}; allowed: text (e.g. \"FSDP=8; GA=4\")")
     parallel = row["tp"] * row["pp"] * (row.get("cp") or 1)
@@ -541,12 +572,12 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
     mem, cap, model_tflops, peak = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     groups: dict[tuple, list[int]] = {}
     for j, r in enumerate(modelled):
-        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]))
+        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), step_framework(r.row))
         groups.setdefault(key, []).append(j)
-    for (model, preset, num_gpus, seq_len), idx in groups.items():
+    for (model, preset, num_gpus, seq_len, framework), idx in groups.items():
         fabric = _preset(preset, num_gpus)
         bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([modelled[j].layout for j in idx]),
-                              seq_len=seq_len, calibration=calibration)
+                              seq_len=seq_len, calibration=calibration, framework=framework)
         pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
         mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
         model_tflops[idx], peak[idx] = bd.model_tflops_per_gpu, bd.peak_tflops

@@ -10,7 +10,9 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
                                                        _whole, cut_last_line)
-from commbench.planner.calibrate.runlogs.megatron_features import check_fsdp_strategy, dispatcher, recompute_mode
+from commbench.planner.calibrate.runlogs.megatron_features import (check_fsdp_strategy, check_moe_capacity,
+                                                                   check_optimizer_instances, dispatcher,
+                                                                   recompute_mode, recompute_priced_note)
 from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
@@ -116,6 +118,7 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
                      "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
+                     "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
                      "data_parallel_sharding_strategy", "pipeline_model_parallel_layout",
                      "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
                      "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
@@ -298,6 +301,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                                     vp=sizes["virtual_pipeline_model_parallel_size"] or 1,
                                     tp=sizes["tensor_model_parallel_size"], without_mtp=mtp == "w/o MTP")
     recompute = recompute_mode(log, args)
+    recompute_note = recompute_priced_note(args, model)
+    check_moe_capacity(log, args, model)
+    check_optimizer_instances(log, args)
     scope = args.get("cuda_graph_scope") or []
     impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
     graph = "full" if impl == "full_iteration" or "full_iteration" in (scope if isinstance(scope, list) else [scope]) \
@@ -310,12 +316,12 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
            "notes": f"Megatron-LM log; {len(lines)} iteration line(s)"
-           + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp, split_note) if n) + (
+           + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp, split_note, recompute_note) if n) + (
                f" ({left_out} counting skipped or NaN iterations, or with a NaN loss or grad norm, left out)"
                if left_out else "") + (
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
                else "") + (
-               f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "release": "user",
+               f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "priced_as": recompute_note, "release": "user",
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])

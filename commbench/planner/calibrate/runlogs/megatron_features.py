@@ -78,3 +78,69 @@ def dispatcher(log: str, args: dict[str, Any]) -> str:
         raise CommbenchError(f"{log}: ran with moe_token_dispatcher_type={kind!r}, which the step model does not "
                              f"price; allowed: {', '.join(PRICED_DISPATCHERS)}")
     return kind
+
+
+def recompute_priced_note(args: dict[str, Any], model_name: str) -> str:
+    """'' unless a selective run's modules are not the set the step model's "selective" recomputes for the model
+    (emit/megatron.py recompute_modules: core_attn, layernorm, moe_act for MoE, mla_up_proj for MLA; memory.py drops
+    all their outputs, evaluate.py repeats all their forwards); then a note saying the row is priced as that set:
+    the step model has no recompute of a subset (layout RECOMPUTE), so a run that recomputed less is charged more
+    recompute time and less activation memory than it ran."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.emit.megatron import recompute_modules
+    from commbench.planner.models.zoo import load_model
+    if (args.get("recompute_granularity") or "none") != "selective":
+        return ""
+    name = _zoo_name(model_name)
+    if name is None:   # a model outside the zoo: not modelled, nothing priced
+        return ""
+    logged = args.get("recompute_modules")
+    modules = [logged] if isinstance(logged, str) else list(logged or MEGATRON_DEFAULT_MODULES)
+    priced = recompute_modules(load_model(name))
+    if set(modules) == set(priced) or (len(set(modules)) == 1 and modules[0] in ALONE):
+        return ""
+    said = f"recompute_modules={logged!r}" + (" (megatron-core's default: ['core_attn'], transformer_config.py)"
+                                               if not logged else "")
+    return (f"{said} priced as the step model's selective recompute, which recomputes {', '.join(priced)}: it has "
+            f"no recompute of {', '.join(modules)} alone, so this row is charged that set's recompute time and "
+            "activation memory")
+
+
+def check_moe_capacity(log: str, args: dict[str, Any], model_name: str) -> None:
+    """One line for drop-and-pad or token-dropping MoE the step model does not price: it prices dropless MoE (the
+    expert GEMMs and all-to-all at the routed tokens) and the capacity factor the model's architecture states (what
+    plan emits, emit/megatron_arch.py); --moe-pad-expert-input-to-capacity pads every expert to capacity (megatron-core
+    token_dispatcher.py), which no plan emits."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    factor = args.get("moe_expert_capacity_factor")
+    if args.get("moe_pad_expert_input_to_capacity"):
+        raise CommbenchError(f"{log}: ran with moe_pad_expert_input_to_capacity=True (moe_expert_capacity_factor="
+                             f"{factor!r}): every expert's input padded to its capacity, which the step model does not "
+                             "price (it prices dropless MoE at the routed tokens); allowed: "
+                             "moe_pad_expert_input_to_capacity False")
+    if factor in (None, "None") or not args.get("num_experts", True):
+        return
+    name = _zoo_name(model_name)
+    stated = load_model(name).architecture.capacity_factor if name is not None else None
+    if stated is None:   # a model outside the zoo: not modelled
+        return
+    if float(factor) != float(stated or 0.0):
+        raise CommbenchError(f"{log}: ran with moe_expert_capacity_factor={factor!r}, which the step model does not "
+                             f"price (it prices {model_name}'s MoE " + (f"at capacity factor {stated:g}" if stated else
+                                                                       "dropless, at the routed tokens")
+                             + "); allowed: moe_expert_capacity_factor " + (f"{stated:g}" if stated else "None"))
+
+
+def check_optimizer_instances(log: str, args: dict[str, Any]) -> None:
+    """One line for --num-distributed-optimizer-instances > 1 without Megatron-FSDP: megatron-core reduce-scatters
+    within an instance and all-reduces the shards across instances (core/distributed/param_and_grad_buffer.py), a
+    second collective the step model prices only as Megatron-FSDP's HSDP (layout fsdp_replicas, rule hsdp)."""
+    instances = args.get("num_distributed_optimizer_instances")
+    if args.get("use_megatron_fsdp") or args.get("use_custom_fsdp") or instances in (None, "None"):
+        return
+    if int(instances) > 1:
+        raise CommbenchError(f"{log}: ran with num_distributed_optimizer_instances={instances!r} without Megatron-FSDP: "
+                             "gradients reduce-scattered within an instance and all-reduced across instances, which "
+                             "the step model prices only for Megatron-FSDP (HSDP); allowed: 1, or the run with "
+                             "use_megatron_fsdp")

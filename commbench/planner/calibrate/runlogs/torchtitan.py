@@ -65,6 +65,14 @@ def check_titan_flavor(log: str, logged: Any, model: str) -> None:
 
 
 
+def _is_moe(model: str) -> bool:
+    """Whether --model is a zoo MoE model (False for one outside the zoo: its row is not modelled)."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    name = _zoo_name(model)
+    return name is not None and load_model(name).is_moe
+
+
 TITAN_MESH = re.compile(r"Building \d+-D device mesh with \[[^\]]*\], \[([0-9, ]*)\]")
 
 
@@ -152,25 +160,57 @@ def _entry(config: Any, dotted: str) -> Any:
 TITAN_CONVERTER_PRECISION = (("nvfp4", "NVFP4"), ("mxfp8", "MXFP8"), ("float8", "FP8"), ("fp8", "FP8"), ("mx", "MXFP8"))
 
 
-def titan_precision(log: str, converters: Any) -> str:
+# Which part of the model a converter quantizes. TorchTitan's Linear converters (0.1 float8 / mx, 0.2 quantize.linear.*,
+# quantize.dense.* between them, 0.3.0 Float8LinearConverter / MXFP8LinearConverter / NVFP4LinearConverter) convert
+# nn.Linear only (0.3.0 components/quantization/float8.py:53 "Replace matching Linear.Config"); an MoE model's grouped
+# experts stay in BF16 unless their own converter runs (0.2 quantize.grouped_mm.*, quantize.moe.* before it, 0.3.0
+# Float8GroupedExpertsConverter float8.py:216 / MXFP8GroupedExpertsConverter) or, before 0.2, the float8 / mx
+# section's moe_fqns_prototype names them (torchtitan 5990fa3 "--float8.moe_fqns_prototype").
+TITAN_EXPERTS_CONVERTER = ("grouped", "quantize.moe.")
+
+
+def _converter_format(log: str, name: Any) -> str:
+    text = str(name).lower()
+    got = next((fmt for key, fmt in TITAN_CONVERTER_PRECISION if key in text), None)
+    if got is None:
+        raise CommbenchError(f"{log}: model.converters holds {name!r}, a converter of no number format the step "
+                             "model reads (float8, mx, nvfp4)")
+    return got
+
+
+def titan_precision(log: str, converters: Any, *, moe: bool = False, config: Any = None) -> str:
     """The row's precision from a TorchTitan config's model.converters (TITAN_CONVERTER_PRECISION): BF16 without
-    any; a converter of no known format, or converters of two formats, is one line naming it."""
+    any; a converter of no known format, or converters of two formats, is one line naming it. For an MoE model the
+    Linear layers' and the grouped experts' formats are read apart (TITAN_EXPERTS_CONVERTER): the step model prices
+    one format for both, so a run that quantizes one and leaves the other in BF16 is refused in one line naming its
+    converters, not priced at 8 bits throughout. A dense model has no experts: its Linear converters say."""
     if isinstance(converters, str):   # a command-line override's comma-separated list
         converters = [part.strip() for part in converters.split(",") if part.strip()]
     if not isinstance(converters, (list, tuple)):
         raise CommbenchError(f"{log}: model.converters = {converters!r}; allowed: a list of converter names")
-    found = set()
-    for name in converters:
-        text = str(name).lower()
-        got = next((fmt for key, fmt in TITAN_CONVERTER_PRECISION if key in text), None)
-        if got is None:
-            raise CommbenchError(f"{log}: model.converters holds {name!r}, a converter of no number format the step "
-                                 "model reads (float8, mx, nvfp4)")
-        found.add(got)
+    formats = {name: _converter_format(log, name) for name in converters}
+    found = set(formats.values())
     if len(found) > 1:
         raise CommbenchError(f"{log}: model.converters {list(converters)!r} train in {' and '.join(sorted(found))}; "
                              "the step model prices one number format per run")
-    return found.pop() if found else "BF16"
+    named_experts = {n for n in formats if any(k in str(n).lower() for k in TITAN_EXPERTS_CONVERTER)}
+    linear = {f for n, f in formats.items() if n not in named_experts}
+    experts = {formats[n] for n in named_experts}
+    sections = config if isinstance(config, dict) else {}
+    experts |= {f for n, f in formats.items() if str(n).lower() in ("float8", "mx")
+                and isinstance(sections.get(str(n).lower()), dict) and sections[str(n).lower()].get("moe_fqns_prototype")}
+    if not moe:
+        return linear.pop() if linear else "BF16"
+    if linear != experts:
+        quantized, kept = ("Linear layers", "grouped experts") if linear else ("grouped experts", "Linear layers")
+        fmt = (linear or experts).pop()
+        raise CommbenchError(
+            f"{log}: its quantization converters {list(converters)!r} train the MoE model's {quantized} in {fmt} and "
+            f"leave its {kept} in BF16 (TorchTitan's Linear converters convert nn.Linear only, its grouped-experts "
+            "converters the experts: Float8GroupedExpertsConverter / quantize.grouped_mm.float8, "
+            "MXFP8GroupedExpertsConverter / quantize.grouped_mm.mx); the step model prices one number format for "
+            "both, so this run is not priced; give a run with both converters or neither")
+    return linear.pop() if linear else "BF16"
 
 
 def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gpus: int | None) -> dict[str, Any]:
@@ -305,7 +345,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                   f"({graph_why})") if graph_lines else ""
     check_titan_flavor(log, config.get("model", {}), model)
     check_titan_device(log, clean, gpu)
-    precision = titan_precision(log, config.get("model", {}).get("converters", []))
+    precision = titan_precision(log, config.get("model", {}).get("converters", []), moe=_is_moe(model),
+                                config=config)
     if precision == "BF16":   # no converter: the FSDP mixed-precision parameter dtype (training.mixed_precision_param)
         param = str(training.get("mixed_precision_param") or "bfloat16").lower()
         precision = {"bfloat16": "BF16", "float32": "FP32", "float16": "FP16"}.get(param, param.upper())

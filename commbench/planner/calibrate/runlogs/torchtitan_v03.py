@@ -28,13 +28,15 @@ TITAN_CONFIG_JSON = re.compile(r"Running with configs:\s*(\{.*)$")
 # parallel_dims.py: the world is pp*dp_replicate*dp_shard*cp*tp (ep folds into dp_shard*cp*tp, not a factor)
 TITAN_MESH_V03 = re.compile(r"Building device mesh with parallelism: pp=(\d+), dp_replicate=(\d+), "
                             r"dp_shard=(\d+), cp=(\d+), tp=(\d+)")
-# The converters' logger.info lines (torchtitan 0.3.0 components/quantization/) by the converter name that
-# titan_precision reads
+# The converters' logger.info lines (torchtitan 0.3.0 components/quantization/float8.py, mx.py, nvfp4.py) by the
+# converter that logs them, as titan_precision reads it: the Linear converters log their recipe and swap, the
+# grouped-experts converters "Converted GroupedExperts to use dynamic {float8 rowwise, mxfp8...}"
 TORCHTITAN_CONVERTER_LINES = (
-    (re.compile(r"Float8 training active|Swapped to Float8Linear layers|"
-                r"Converted GroupedExperts to use dynamic float8"), "float8"),
-    (re.compile(r"Converted Linear layers to MXFP8Linear|Converted GroupedExperts to use dynamic mxfp8"), "mxfp8"),
-    (re.compile(r"Converted Linear layers to NVFP4Linear"), "nvfp4"),
+    (re.compile(r"Float8 training active|Swapped to Float8Linear layers"), "Float8LinearConverter"),
+    (re.compile(r"Converted GroupedExperts to use dynamic float8"), "Float8GroupedExpertsConverter"),
+    (re.compile(r"Converted Linear layers to MXFP8Linear"), "MXFP8LinearConverter"),
+    (re.compile(r"Converted GroupedExperts to use dynamic mxfp8"), "MXFP8GroupedExpertsConverter"),
+    (re.compile(r"Converted Linear layers to NVFP4Linear"), "NVFP4LinearConverter"),
 )
 
 # 0.3.0's printed config does not state the number format: a log without any converter line reads as BF16, said
