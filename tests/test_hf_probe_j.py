@@ -12,23 +12,9 @@ from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.planner.models.hf_config import load_hf_model
+from tests.test_hf_launch_fidelity import _refused, _variant
 
 HF = Path(__file__).parent / "data" / "hf"
-
-
-def _variant(tmp_path, folder: str, drop=(), **changes) -> str:
-    from tests.test_hf_model_types import _config
-
-    return _config(tmp_path, folder, drop, **changes)
-
-
-def _refused(model: str, *args: str, gpus: int = 64) -> str:
-    """The CLI's one-line refusal of a plan (one line, exit 2, no traceback)."""
-    res = CliRunner().invoke(app, ["plan", "--model", model, "--system", "h100-hgx", "--gpus", str(gpus), *args],
-                             env={"COLUMNS": "400"})
-    assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output
-    assert res.output.startswith("error: ") and len(res.output.strip().splitlines()) == 1, res.output
-    return res.output.strip()
 
 
 def _plan(model: str, *args: str, gpus: int = 8) -> dict:
