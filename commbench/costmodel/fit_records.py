@@ -144,11 +144,11 @@ def domain_size_in(info: dict[str, Any]) -> int | None:
 
 def racks_spanned_by_groups(record: Measurement, racks: list[list[int]]) -> int | None:
     """The most racks any one of the record's groups has ranks in, counted from the groups' actual ranks
-    (measure/subgroups.make_groups: the layout's rank lists) and the run's recorded racks; None when that cannot be
+    (comm/rank_groups.make_groups: the layout's rank lists) and the run's recorded racks; None when that cannot be
     known (the racks do not partition the record's ranks 0..N-1, or the layout is not one make_groups builds).
     All groups of a size run at once and are timed together, so the group spanning the most racks sets the tier.
     Cyclic placement (racks 0,2 / 1,3) puts a contiguous pair across racks and a strided pair inside one."""
-    from commbench.measure.subgroups import LAYOUTS, make_groups
+    from commbench.comm.rank_groups import LAYOUTS, make_groups
     world = record.world_size
     rack_of = {rank: k for k, rack in enumerate(racks) for rank in rack}
     if len(racks) < 2 or sorted(rack_of) != list(range(world)) or sum(map(len, racks)) != world:

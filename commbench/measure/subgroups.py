@@ -20,9 +20,9 @@ from typing import Sequence
 from commbench.errors import invalid
 from commbench.limits import check_point_count
 from commbench.measure.harness import GroupInfo
+from commbench.comm.rank_groups import LAYOUTS, make_groups
 from commbench.comm.topology import TopologySpec
 
-LAYOUTS = ("contiguous", "strided")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,18 +109,6 @@ def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, 
     if group_sizes is not None or group_layout is not None:
         subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(group_layout or "contiguous"))
     return topology, subgroups
-
-
-def make_groups(world_size: int, size: int, layout: str) -> tuple[tuple[int, ...], ...]:
-    """Every group of `size` ranks in `layout`; together they cover the world once."""
-    if world_size % size:
-        raise invalid("--group-sizes", size, f"must divide the {world_size} ranks")
-    if layout == "contiguous":
-        return tuple(tuple(range(start, start + size)) for start in range(0, world_size, size))
-    if layout == "strided":
-        stride = world_size // size
-        return tuple(tuple(range(first, world_size, stride)) for first in range(stride))
-    raise invalid("--group-layout", layout, f"allowed: {', '.join(LAYOUTS)}")
 
 
 def split_algorithms(text: str) -> list[str]:

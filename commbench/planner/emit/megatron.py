@@ -34,7 +34,7 @@ import shlex
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, default_scope, scope_mask
-from commbench.planner.layout.spec import Layout
+from commbench.planner.layout.spec import Layout, recompute_modules  # noqa: F401 - recompute_modules re-exported
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
@@ -78,13 +78,6 @@ PRECISION_ARGS = {
     "mxfp8": ["--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
     "nvfp4": ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"],
 }
-
-
-def recompute_modules(model: ModelSpec) -> list[str]:
-    """Megatron --recompute-modules matching the step model's selective recompute: the attention
-    core, norms, activation functions, and MLA's up-projections."""
-    return ["core_attn", "layernorm"] + (["moe_act"] if model.is_moe else []) + \
-        (["mla_up_proj"] if model.attention == "mla" else [])
 
 
 def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import json
 
+from commbench.planner.layout.precision import MXFP8_PAD_MULTIPLE, mxfp8_experts_refusal  # noqa: F401 - re-exported
+
 MODULE_NAME = "commbench_torchtitan"
 MODULE_FILE = f"{MODULE_NAME}.py"
 
@@ -46,7 +48,6 @@ _CONVERTERS = {
 # quantization kernel on sm_100 (every Blackwell GPU MXFP8 runs on) requires (MXFP8GroupedExpertsConverter's
 # pad_multiple, default 32).
 MXFP8_MOE_LINEAR_FQNS = ("attention", "shared_experts", "feed_forward")
-MXFP8_PAD_MULTIPLE = 128
 _MXFP8_MOE = (f"MXFP8LinearConverter.Config(fqns={json.dumps(list(MXFP8_MOE_LINEAR_FQNS))}, model_compile_enabled=True)",
               f"MXFP8GroupedExpertsConverter.Config(pad_multiple={MXFP8_PAD_MULTIPLE}, model_compile_enabled=True)")
 
@@ -59,22 +60,6 @@ def converter_refusal(precision: str, is_moe: bool) -> str | None:
     if precision == "nvfp4" and is_moe:
         return "has no NVFP4 grouped-experts converter (NVFP4 only for dense Linear layers)"
     return None
-
-
-def mxfp8_experts_refusal(model) -> str | None:
-    """Why TorchTitan 0.3.0 cannot train `model`'s experts in MXFP8, or None. Its MXFP8 grouped GEMM quantizes the
-    activations with torchao's CuTeDSL kernel on sm_100 (torchao 0.18 prototype/moe_training/mxfp8_grouped_mm.py ->
-    kernels/mxfp8/cutedsl_quantize_2d_1x32.py: `assert K % 128 == 0`), and an expert GEMM's K is the hidden size (w1/w3)
-    or the expert FFN size (w2): gpt-oss's 2880 is not a multiple of 128, and no token padding changes K."""
-    if not model.is_moe:
-        return None
-    off = [f"{name} {value}" for name, value in (("hidden", model.hidden), ("expert_ffn", model.expert_ffn))
-           if value % MXFP8_PAD_MULTIPLE]
-    if not off:
-        return None
-    return (f"{model.name}'s expert GEMMs cannot train in mxfp8 with TorchTitan 0.3.0: its MXFP8 grouped GEMM "
-            f"quantizes along K with torchao's sm_100 CuTeDSL kernel, which needs K a multiple of "
-            f"{MXFP8_PAD_MULTIPLE} ({' and '.join(off)} {'is' if len(off) == 1 else 'are'} not)")
 
 
 def config_module_text(*, module: str, base: str, flavor: str, flavor_config: str | None, precision: str,

@@ -38,3 +38,24 @@ def check_precision(precision: str, gpu, option: str = "--precision") -> str:
         raise invalid(option, precision, f"{gpu.name.upper()} supports {', '.join(gpu.precisions)} "
                       "(commbench/data/hardware.toml)")
     return value
+
+
+# TorchTitan 0.3.0's MXFP8 grouped-experts converter pads each expert's tokens to this multiple on Blackwell (its
+# deepseek_v3 MoE MXFP8 recipe; the sm_100 CuTeDSL quantizer needs multiples of 128): emit/torchtitan_config.py.
+MXFP8_PAD_MULTIPLE = 128
+
+
+def mxfp8_experts_refusal(model) -> str | None:
+    """Why TorchTitan 0.3.0 cannot train `model`'s experts in MXFP8, or None. Its MXFP8 grouped GEMM quantizes the
+    activations with torchao's CuTeDSL kernel on sm_100 (torchao 0.18 prototype/moe_training/mxfp8_grouped_mm.py ->
+    kernels/mxfp8/cutedsl_quantize_2d_1x32.py: `assert K % 128 == 0`), and an expert GEMM's K is the hidden size (w1/w3)
+    or the expert FFN size (w2): gpt-oss's 2880 is not a multiple of 128, and no token padding changes K."""
+    if not model.is_moe:
+        return None
+    off = [f"{name} {value}" for name, value in (("hidden", model.hidden), ("expert_ffn", model.expert_ffn))
+           if value % MXFP8_PAD_MULTIPLE]
+    if not off:
+        return None
+    return (f"{model.name}'s expert GEMMs cannot train in mxfp8 with TorchTitan 0.3.0: its MXFP8 grouped GEMM "
+            f"quantizes along K with torchao's sm_100 CuTeDSL kernel, which needs K a multiple of "
+            f"{MXFP8_PAD_MULTIPLE} ({' and '.join(off)} {'is' if len(off) == 1 else 'are'} not)")

@@ -437,3 +437,11 @@ def names_of(name: str, codes: np.ndarray) -> np.ndarray:
 
 def as_mapping(layout: Layout) -> Mapping[str, object]:
     return {f.name: getattr(layout, f.name) for f in fields(layout)}
+
+
+def recompute_modules(model: ModelSpec) -> list[str]:
+    """Megatron --recompute-modules matching the step model's selective recompute: the attention
+    core, norms, activation functions, and MLA's up-projections (emit/megatron.py emits them; calibrate reads a
+    log's set against them)."""
+    return ["core_attn", "layernorm"] + (["moe_act"] if model.is_moe else []) + \
+        (["mla_up_proj"] if model.attention == "mla" else [])

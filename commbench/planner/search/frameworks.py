@@ -496,9 +496,9 @@ def check_window_seq_len(model: ModelSpec, seq_len: int) -> None:
 def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
     """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
     Linear layers only): an MoE model cannot train in NVFP4 there; nor in MXFP8 where its expert GEMMs' K is not a
-    multiple of 128 (emit/torchtitan_config.py mxfp8_experts_refusal: gpt-oss)."""
+    multiple of 128 (layout/precision.py mxfp8_experts_refusal: gpt-oss)."""
     if framework == "torchtitan" and precision == "mxfp8":
-        from commbench.planner.emit.torchtitan_config import mxfp8_experts_refusal
+        from commbench.planner.layout.precision import mxfp8_experts_refusal
         reason = mxfp8_experts_refusal(model)
         if reason:
             raise CommbenchError(f"--precision mxfp8 (given, or Blackwell's default) is invalid for {model.name} with "

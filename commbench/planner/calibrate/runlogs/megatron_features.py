@@ -82,12 +82,12 @@ def dispatcher(log: str, args: dict[str, Any]) -> str:
 
 def recompute_priced_note(args: dict[str, Any], model_name: str) -> str:
     """'' unless a selective run's modules are not the set the step model's "selective" recomputes for the model
-    (emit/megatron.py recompute_modules: core_attn, layernorm, moe_act for MoE, mla_up_proj for MLA; memory.py drops
+    (layout/spec.py recompute_modules, as emit/megatron.py emits them: core_attn, layernorm, moe_act for MoE, mla_up_proj for MLA; memory.py drops
     all their outputs, evaluate.py repeats all their forwards); then a note saying the row is priced as that set:
     the step model has no recompute of a subset (layout RECOMPUTE), so a run that recomputed less is charged more
     recompute time and less activation memory than it ran."""
     from commbench.planner.calibrate.published import _zoo_name
-    from commbench.planner.emit.megatron import recompute_modules
+    from commbench.planner.layout.spec import recompute_modules
     from commbench.planner.models.zoo import load_model
     if (args.get("recompute_granularity") or "none") != "selective":
         return ""
