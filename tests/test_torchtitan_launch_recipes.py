@@ -60,12 +60,35 @@ def test_gpt_oss_in_mxfp8_is_refused_naming_its_expert_k(tmp_path):
     assert "refused" not in torchtitan_plan(Layout(tp=1, pp=1, dp=8, ep=8, etp=1, mbs=1, gbs=64, precision="fp8"), model)
     base = ["plan", "--model", "gpt-oss-20b", "--system", "b200-hgx", "--gpus", "8", "--framework", "torchtitan",
             "--top", "1"]
-    res = CliRunner().invoke(app, base + ["-O", str(tmp_path / "mx")], env={"COLUMNS": "200"})
+    res = CliRunner().invoke(app, base + ["--precision", "mxfp8", "-O", str(tmp_path / "mx")], env={"COLUMNS": "200"})
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
     assert res.output.startswith("error: --precision mxfp8") and "--precision fp8 or bf16" in res.output
     assert not (tmp_path / "mx" / "plan.json").exists()
     ok = CliRunner().invoke(app, base + ["--precision", "fp8", "-O", str(tmp_path / "f8")], env={"COLUMNS": "200"})
     assert ok.exit_code == 0, ok.output
+
+
+def test_the_default_precision_is_one_torchtitan_trains_the_model_in_whole(tmp_path):
+    """--precision not given: the default is the best the GPU runs that the framework trains the model in whole
+    (--precision help). On Blackwell that is mxfp8, which TorchTitan 0.3.0 cannot train gpt-oss's experts in, so the
+    default refused the plan it had chosen for the user; now it is fp8, said in a note. Megatron and other models keep
+    mxfp8."""
+    import json
+
+    from commbench.planner.layout.precision import default_precision
+    from commbench.costmodel import load_preset
+
+    b200 = load_preset("b200-hgx", num_gpus=8).gpu
+    oss = load_model("gpt-oss-20b")
+    assert default_precision(b200, model=oss, framework="torchtitan")[0] == "fp8"
+    assert default_precision(b200, model=oss, framework="megatron") == ("mxfp8", "")
+    assert default_precision(b200, model=load_model("qwen3-30b-a3b"), framework="torchtitan") == ("mxfp8", "")
+    base = ["plan", "--model", "gpt-oss-20b", "--system", "b200-hgx", "--gpus", "8", "--framework", "torchtitan",
+            "--top", "1"]
+    res = CliRunner().invoke(app, base + ["-O", str(tmp_path / "d")], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert "note: --precision not given: fp8, not mxfp8" in " ".join(res.output.split()), res.output
+    assert json.loads((tmp_path / "d" / "plan.json").read_text())["layout"]["precision"] == "fp8"
 
 
 def _dsv3_prediction(framework: str, mtp: int, tmp_path) -> dict:

@@ -75,14 +75,23 @@ def _system(name: str, num_gpus: int, gpu: str | None = None):
     return load_preset(name, num_gpus=num_gpus)
 
 
-def resolve_precision(precision: str | None, pins: dict, gpu) -> str:
-    """--precision (or a pinned precision=), checked against the GPU; default: the GPU's best recipe one."""
+def resolve_precision(precision: str | None, pins: dict, gpu, *, model=None, framework: str = "megatron") -> str:
+    """--precision (or a pinned precision=), checked against the GPU; default: the GPU's best recipe one that
+    `framework` trains `model` in whole (layout/precision.default_precision: TorchTitan 0.3.0 cannot train gpt-oss's
+    experts in MXFP8, so its Blackwell default is fp8), said in one note where the GPU's best is passed over."""
     if "precision" in pins:
         pinned = check_precision(str(pins.pop("precision")), gpu, "precision")
         if precision is not None and precision.lower() != pinned:
             raise invalid("--precision", precision, f"must equal the pinned precision={pinned} (or leave one out)")
         return pinned
-    return check_precision(precision, gpu) if precision is not None else default_precision(gpu)
+    if precision is not None:
+        return check_precision(precision, gpu)
+    chosen, passed_over = default_precision(gpu, model=model, framework=framework)
+    if passed_over:
+        from commbench.cli.base import err_console
+        err_console.print(f"note: --precision not given: {chosen}, not {passed_over}", highlight=False, markup=False,
+                          soft_wrap=True)
+    return chosen
 
 
 GBS_HELP = ("global batch size in sequences (search). Default: the global batch of the --software release's "
@@ -185,7 +194,7 @@ def plan(
     given = set(pins)
     complete = layout is not None and is_complete(pins)
     fabric = _system(system, gpus, gpu)
-    precision = resolve_precision(precision, pins, fabric.gpu)
+    precision = resolve_precision(precision, pins, fabric.gpu, model=spec, framework=framework)
     cal, other_gpu_terms = cal_file.for_gpu(fabric.gpu.name) if cal_file else (CALIBRATED, ())
     shipped_terms = cal_file.shipped_terms if cal_file else ()
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:

@@ -18,14 +18,25 @@ from commbench.errors import invalid
 
 DEFAULT_ORDER = ("mxfp8", "fp8", "bf16")  # best first; nvfp4 is only ever asked for
 DEFAULT_HELP = ("training precision; default: the best the GPU runs that the frameworks' recipes train whole "
-                "models in: mxfp8 on Blackwell (GB300, GB200, B300, B200), fp8 on Hopper (H100, H200, H800). "
+                "models in: mxfp8 on Blackwell (GB300, GB200, B300, B200), fp8 on Hopper (H100, H200, H800); fp8 "
+                "on Blackwell for a model whose experts TorchTitan cannot train in mxfp8 (gpt-oss), said in a note. "
                 "The GPU must support it (hardware.toml precisions): bf16, fp8, mxfp8, nvfp4")
 
 
-def default_precision(gpu) -> str:
-    """The default training precision on `gpu` (a GpuSpec; None: bf16)."""
+def default_precision(gpu, *, model=None, framework: str = "megatron") -> tuple[str, str]:
+    """(the default training precision on `gpu` (a GpuSpec; None: bf16), why a better one the GPU runs was passed
+    over or ""): the best in DEFAULT_ORDER the GPU runs and `framework` trains `model` in whole; TorchTitan 0.3.0
+    cannot train experts whose GEMM K is not a multiple of 128 in MXFP8 (mxfp8_experts_refusal: gpt-oss)."""
     supported = gpu.precisions if gpu is not None else ("bf16",)
-    return next(p for p in DEFAULT_ORDER if p in supported or p == "bf16")
+    passed_over = []
+    for p in DEFAULT_ORDER:
+        if not (p in supported or p == "bf16"):
+            continue
+        reason = mxfp8_experts_refusal(model) if (p == "mxfp8" and str(framework).lower() == "torchtitan" and model) else None
+        if reason is None:
+            return p, "; ".join(passed_over)
+        passed_over.append(f"{p} ({reason})")
+    return "bf16", "; ".join(passed_over)
 
 
 def check_precision(precision: str, gpu, option: str = "--precision") -> str:

@@ -501,7 +501,7 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
         from commbench.planner.layout.precision import mxfp8_experts_refusal
         reason = mxfp8_experts_refusal(model)
         if reason:
-            raise CommbenchError(f"--precision mxfp8 (given, or Blackwell's default) is invalid for {model.name} with "
+            raise CommbenchError(f"--precision mxfp8 is invalid for {model.name} with "
                                  f"--framework torchtitan: {reason}; "
                                  "plan it with --precision fp8 or bf16")
     if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
