@@ -111,22 +111,10 @@ def _gbps(num_bytes: float, time_us: float) -> float:
     return num_bytes / time_us / 1e3 if time_us > 0 else 0.0
 
 
-
 DRY_RUN_ROUTED_SCORES = 1 << 25   # about 2 s of routing on one core
 
 
-_LISTED_ROUTED: dict[tuple[str, str, int], tuple[int, str]] = {}
-
-
-def _listed_routed_size(collective, spec: PointSpec, num_ranks: int) -> tuple[int, str]:
-    """Once per distinct (params, dtype, group size): a sweep lists a point for each group layout of one size."""
-    key = (spec.dtype.name, json.dumps(spec.params, sort_keys=True, default=str), num_ranks)
-    if key not in _LISTED_ROUTED:
-        try:
-            _LISTED_ROUTED[key] = collective.point_size(spec, num_ranks)[1], "recorded (the busiest rank's routed bytes)"
-        except ValueError:
-            _LISTED_ROUTED[key] = spec.size_bytes, "nominal (refused on this group)"
-    return _LISTED_ROUTED[key]
+_LISTED_ROUTED: dict[tuple[str, str, int], tuple[int, str]] = {}   # (dtype, params, group size) -> listed_size
 
 
 def _trace_replay(p, n: int) -> tuple[dict[str, Any], list[str]]:
@@ -200,7 +188,10 @@ class MoeAllToAll(Collective):
         scores = num_ranks * int(p.get("tokens_per_rank", 0)) * int(p.get("num_experts", 0))
         if scores > DRY_RUN_ROUTED_SCORES:
             return spec.size_bytes, "nominal tokens x top-k rows per rank (the run records the busiest rank's routed bytes)"
-        return _listed_routed_size(self, spec, num_ranks)
+        key = (spec.dtype.name, json.dumps(spec.params, sort_keys=True, default=str), num_ranks)
+        if key not in _LISTED_ROUTED:   # once per distinct point: a sweep lists one for each group layout of a size
+            _LISTED_ROUTED[key] = super().listed_size(spec, num_ranks)
+        return _LISTED_ROUTED[key]
 
     def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
         n, rank = comm.size, comm.rank

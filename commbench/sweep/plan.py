@@ -139,12 +139,11 @@ def estimate_point_s(point: SweepPoint, world_size: int, backend: str, size_byte
 
 
 def describe(point: SweepPoint) -> dict[str, str]:
-    spec = point.point.spec
-    params = ", ".join(f"{k}={v}" for k, v in sorted(spec.params.items()))
+    """The dry run's text fields of a point (its size: listed_size, its params: the spec's)."""
     groups = point.point.groups
     where = f"{point.point.group.num_groups} x {len(groups[0])} {point.point.group.layout}" if groups else "world"
-    return {"entry": point.entry.name, "collective": point.config.collective, "dtype": spec.dtype.name,
-            "size": format_size(spec.size_bytes), "groups": where, "params": params, "how": how_measured(point)}
+    return {"entry": point.entry.name, "collective": point.config.collective, "dtype": point.point.spec.dtype.name,
+            "groups": where, "how": how_measured(point)}
 
 
 def how_measured(point: SweepPoint) -> str:
