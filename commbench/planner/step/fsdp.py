@@ -40,8 +40,9 @@ What a Mamba layer's parameters then do in one step (a training step = n_mb micr
   one for its own parameters (mf:692-697, "every forward pass"), but the pipeline gathers only buckets still
   EMPTY (pgb:3561-3566), and nothing empties a non-unit bucket within the step: the post-forward release is
   registered on units only (mf:968-974), the root pre-backward marks only units' buckets releasable
-  (mf:851-857), the post-backward release is a unit hook (mf:594-609, 993-1001). So the first forward of the step's first micro-batch gathers them (or a
-  neighbour's forward prefetch, mf:704-708, pgb:3492-3558) and the later micro-batches' forwards find them there;
+  (mf:851-857), the post-backward release is a unit hook (mf:594-609, 993-1001). So the first forward of the
+  step's first micro-batch gathers them (or a neighbour's forward prefetch, mf:704-708, pgb:3492-3558) and the
+  later micro-batches' forwards find them there;
 - not gathered in the backward: a non-unit module has no pre-backward unshard hook (mf:976-978, units only), and a
   unit's backward prefetch that reaches a non-unit bucket finds it READY: a bucket's forward and backward keys are
   one key (pgb:3406-3411) unless it has an MXFP8 transpose buffer (pgb:1953-1955; not charged here, below);
