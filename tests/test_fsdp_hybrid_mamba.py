@@ -52,3 +52,79 @@ def test_a_transformer_fsdp_plan_is_unchanged(monkeypatch):
     charged = evaluate_layouts(model, fabric, arr).mem_weights_bytes[0]
     monkeypatch.setattr(fsdp, "megatron_kept_gathered_params", lambda *a, **k: 0.0)
     assert evaluate_layouts(model, fabric, arr).mem_weights_bytes[0] == charged
+
+
+# Step time (issue 24): the Mamba layers' parameter all-gathers were charged like a unit's, forward and backward of
+# every micro-batch. megatron-core 0.16.1 gathers a non-unit bucket once per step (step/fsdp.py's docstring).
+
+def _dense_by_hand(model, fabric, lay, n_mb, non_unit_params):
+    """(AG, RS) seconds per step counted by hand: 2 all-gathers per micro-batch of the units' dense parameters per
+    GPU and one per step of the non-unit (Mamba) ones; one reduce-scatter per micro-batch of all of them; each one
+    collective over the DP group (bf16 parameters and gradients: 2 bytes each)."""
+    import numpy as np
+
+    from commbench.costmodel import collective_time_s
+    from commbench.planner.layout.placement import domains_touched, gpus_per_rack
+    from commbench.planner.models.counts import param_counts, step_vocab
+    tp, pp, group = lay.tp, lay.pp, lay.dp * lay.cp
+    dense_local = param_counts(model, vocab=step_vocab(model, np.array([tp]))).non_expert / (tp * pp)
+    dom = domains_touched(np.array([fabric.num_gpus // pp]), np.array([group]),
+                          gpus_per_rack(int(fabric.num_gpus), int(fabric.domain_size)),
+                          int(getattr(fabric, "num_domains", 0) or 0) or None)
+    def coll(kind, params):
+        return collective_time_s(fabric, kind, np.array([params * 2.0]), np.array([float(group)]), dom)[0]
+    ag = n_mb * 2 * coll("all_gather", dense_local - non_unit_params)
+    return ag + (coll("all_gather", non_unit_params) if non_unit_params else 0.0), n_mb * coll("reduce_scatter",
+                                                                                                dense_local)
+
+
+def _fsdp_row(name, gpus, preset="h100-hgx", **kw):
+    model, fabric = load_model(name), load_preset(preset, num_gpus=gpus)
+    lay = Layout.for_world(gpus, pp=1, etp=1, mbs=1, gbs=256, fsdp=True, distributed_optimizer=True,
+                           precision="bf16", **kw)
+    return model, fabric, lay, evaluate_layouts(model, fabric, LayoutArrays.from_layouts([lay]))
+
+
+def test_a_hybrid_fsdp_plan_gathers_its_mamba_weights_once_per_step():
+    model, fabric, lay, b = _fsdp_row(NANO, 16, tp=1, ep=16, dp_overlap=False)
+    n_mb = 256 // 16
+    mamba = model.num_mamba_layers * mamba_params_per_layer(model)     # tp = pp = 1: all on this GPU
+    assert int(b.num_microbatches[0]) == n_mb and mamba > 0.85e9
+    expected, rs = _dense_by_hand(model, fabric, lay, n_mb, mamba)
+    as_units = _dense_by_hand(model, fabric, lay, n_mb, 0.0)[0]          # the old charge: every parameter a unit's
+    assert b.dp_dense_ag_total_s[0] == pytest.approx(expected, rel=1e-9)
+    assert b.dp_dense_ag_exposed_s[0] == pytest.approx(expected, rel=1e-9)  # no overlap: all of it exposed
+    assert b.dp_dense_ag_total_s[0] < 0.7 * as_units
+    # the reduce-scatters are as before: every parameter's gradient, every micro-batch
+    assert b.dp_dense_rs_total_s[0] == pytest.approx(rs, rel=1e-9)
+
+
+def test_a_hybrid_fsdp_plan_hides_its_once_per_step_gathers_no_worse_than_they_cost():
+    _, _, _, hid = _fsdp_row(NANO, 16, tp=1, ep=16, dp_overlap=True)
+    _, _, _, bare = _fsdp_row(NANO, 16, tp=1, ep=16, dp_overlap=False)
+    assert hid.dp_dense_ag_total_s[0] == pytest.approx(bare.dp_dense_ag_total_s[0], rel=1e-12)
+    assert 0 < hid.dp_dense_ag_exposed_s[0] < hid.dp_dense_ag_total_s[0]
+
+
+@pytest.mark.parametrize("name, gpus, kw", [("llama3-8b", 16, dict(tp=1, ep=1)), ("qwen3-30b-a3b", 16,
+                                                                                  dict(tp=1, ep=16))])
+def test_a_transformer_fsdp_plan_s_gathers_are_unchanged(name, gpus, kw):
+    model, fabric, lay, b = _fsdp_row(name, gpus, dp_overlap=False, **kw)
+    ag, rs = _dense_by_hand(model, fabric, lay, 256 // gpus, 0.0)
+    assert b.dp_dense_ag_total_s[0] == pytest.approx(ag, rel=1e-9)
+    assert b.dp_dense_rs_total_s[0] == pytest.approx(rs, rel=1e-9)
+
+
+def test_megatron_fsdp_keeps_a_non_unit_bucket_until_the_step_ends():
+    """The source facts the once-per-step charge rests on (megatron-core 0.16.1)."""
+    pytest.importorskip("megatron.core")
+    from megatron.core.distributed.fsdp.src.megatron_fsdp import megatron_fsdp, param_and_grad_buffer
+    from megatron.core.optimizer import distrib_optimizer
+    gather = inspect.getsource(param_and_grad_buffer.AllGatherPipeline.all_gather_params)
+    assert "== BucketStatus.EMPTY" in gather            # a gathered bucket is not gathered again
+    hooks = inspect.getsource(megatron_fsdp.MegatronFSDP._register_fsdp_hooks)
+    assert "if group.fsdp_unit_id is not None:" in hooks  # only units' buckets become releasable in the backward
+    assert "self.all_gather_pipeline.reset()" in inspect.getsource(megatron_fsdp.MegatronFSDP.synchronize_param_gather)
+    assert "self.synchronize_param_gather()" in inspect.getsource(megatron_fsdp.MegatronFSDP.finish_grad_sync)
+    step = inspect.getsource(distrib_optimizer.DistributedOptimizer.step_with_ready_grads)
+    assert "if self.ddp_config.use_megatron_fsdp:" in step and "model_chunk.start_param_sync()" in step

@@ -350,19 +350,24 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     replicas = a.fsdp_replicas  # HSDP: FSDP within dp/replicas, replicas across (1 elsewhere: rule hsdp)
     shard_group = np.maximum(dense_group // replicas, 1)
     expert_shard_group = np.maximum(expert_group // replicas, 1)  # MoE HSDP: TorchTitan's efsdp per replica
-    if np.any(a.fsdp):  # FSDP rows: per-layer gathers and reduce-scatters every micro-batch (step/fsdp.py)
+    if np.any(a.fsdp):  # FSDP rows: per-unit gathers and reduce-scatters every micro-batch (step/fsdp.py)
         sel = np.flatnonzero(a.fsdp & valid)
         shard_dom = domains_touched(world / pp / replicas, shard_group, dom, max_dom)
         expert_shard_dom = domains_touched(world / pp / replicas, expert_shard_group, dom, max_dom)
         replica_dom = domains_touched(world / pp, replicas, dom, max_dom)
-        for local, group, domains, terms in ((dense_local, dense_group, shard_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),
-                                             (expert_local, expert_group, expert_shard_dom,
-                                              (e_rs, e_rs_x, e_ag, e_ag_x))):
+        # A hybrid's Mamba layers are no Megatron-FSDP unit: their dense parameters are gathered once per step
+        # (step/fsdp.py); the units are the other layers (per stage on average, as dense_local).
+        non_unit = fsdp.megatron_non_unit_params(model, blocks.mamba / pp, 1.0 / tp, framework)
+        units = blocks.layers - (blocks.mamba if framework == "megatron" else 0)
+        for local, kept, group, domains, terms in (
+                (dense_local, non_unit, dense_group, shard_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),
+                (expert_local, 0.0, expert_group, expert_shard_dom, (e_rs, e_rs_x, e_ag, e_ag_x))):
             if not sel.size or not np.any(np.broadcast_to(local, tp.shape)[sel] > 0):
                 continue
             got = fsdp.fsdp_sync_s(system, cal, collective_time_s, local=np.broadcast_to(local, tp.shape)[sel],
+                                   kept_local=np.broadcast_to(kept, tp.shape)[sel],
                                    group=group[sel], domains=np.broadcast_to(domains, tp.shape)[sel],
-                                   n_mb=n_mb[sel], units=blocks.layers, compute_mb=compute_mb[sel],
+                                   n_mb=n_mb[sel], units=units, compute_mb=compute_mb[sel],
                                    dp_overlap=a.dp_overlap[sel], replicas=replicas[sel],
                                    replica_domains=np.broadcast_to(replica_dom, tp.shape)[sel],
                                    param_bytes=param_bytes[sel], grad_size=grad_bytes(framework))

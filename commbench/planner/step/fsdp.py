@@ -1,9 +1,9 @@
 """FSDP as the data-parallel mode (ZeRO-3): Megatron-FSDP with `--data-parallel-sharding-strategy
 optim_grads_params` and TorchTitan's FSDP2 (`fully_shard` per transformer block), charged as they run.
 
-Per micro-batch, one FSDP unit per layer (Megatron-FSDP wraps every TransformerLayer / Mamba layer,
-TorchTitan every block; Rajbhandari et al., ZeRO, arXiv 1910.02054; Zhao et al., PyTorch FSDP,
-arXiv 2304.11277):
+Per micro-batch, one FSDP unit per layer (Megatron-FSDP wraps every TransformerLayer, TorchTitan every block;
+a hybrid's Mamba layers are not units: below; Rajbhandari et al., ZeRO, arXiv 1910.02054; Zhao et al.,
+PyTorch FSDP, arXiv 2304.11277):
 - forward: each unit's parameters are all-gathered (bf16, or fp8 with fp8_param_gather: the 8-bit
   recipes; dp_sync.param_gather_bytes) before it runs and freed after;
 - backward: gathered again, and its gradients reduce-scattered (bf16) once computed;
@@ -30,14 +30,35 @@ ParallelDims.build_mesh): efsdp = dp_shard*cp*tp/ep ranks of a replica shard the
 replicas all-reduce their gradient shards, so their shard group is EDP/replicas (step/evaluate.py).
 Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP: Megatron plans refuse it.
 
-Megatron-FSDP's units are TransformerLayers only (megatron-core 0.16.1 distributed/fsdp/mcore_fsdp_adapter.py: with
-optim_grads_params and no fsdp_unit_modules, which Megatron-LM's training.py passes none of, fsdp_unit_modules =
-[TransformerLayer]). A hybrid model's MambaLayer is not one: megatron_fsdp.py gives every other module a pre-forward
-unshard hook and registers the post-forward release (`_post_forward`) on units only, and the root pre-backward marks
-only units' buckets releasable (`group.fsdp_unit_id is not None`), so a Mamba layer's weights stay gathered for the
-rest of the step once its first forward has gathered them (megatron_memory_kept_gathered). Its gradients go through
-the same per-parameter post-accumulate hooks and bucketed reduce-scatters as the rest (`_process_post_backward_gradients`),
-so they are charged as the units' are.
+Megatron-FSDP's units are TransformerLayers only (megatron-core 0.16.1; paths below under
+megatron/core/distributed/fsdp/, `mf` = src/megatron_fsdp/megatron_fsdp.py, `pgb` = src/megatron_fsdp/
+param_and_grad_buffer.py). mcore_fsdp_adapter.py:93-99: with optim_grads_params and no fsdp_unit_modules, which
+Megatron-LM's training.py passes none of, fsdp_unit_modules = [TransformerLayer]; the hybrid stack's attention,
+MLP (ssm/mlp_layer.py MLPLayer) and MoE (MoETransformerLayer) layers are TransformerLayers, its MambaLayer is not.
+What a Mamba layer's parameters then do in one step (a training step = n_mb micro-batches, then the optimizer):
+- gathered once per step: every module outside a unit gets a pre-forward unshard hook (mf:962-966), a non-unit
+  one for its own parameters (mf:692-697, "every forward pass"), but the pipeline gathers only buckets still
+  EMPTY (pgb:3561-3566), and nothing empties a non-unit bucket within the step: the post-forward release is
+  registered on units only (mf:968-974), the root pre-backward marks only units' buckets releasable
+  (mf:851-857), the post-backward release is a unit hook (mf:594-609, 993-1001). So the first forward of the
+  step's first micro-batch gathers them (or a neighbour's forward prefetch, mf:704-708, pgb:3492-3558) and the
+  later micro-batches' forwards find them there;
+- not gathered in the backward: a non-unit module has no pre-backward unshard hook (mf:976-978, units only), and a
+  unit's backward prefetch that reaches a non-unit bucket finds it READY: a bucket's forward and backward keys are
+  one key (pgb:3406-3411) unless it has an MXFP8 transpose buffer (pgb:1953-1955; not charged here, below);
+- released once per step: AllGatherPipeline.reset (pgb:3418-3434) empties every bucket; it runs in
+  synchronize_param_gather (mf:1156-1160), from finish_grad_sync after the last micro-batch with
+  --overlap-param-gather (mf:1205-1206) or from start_param_sync without it (mf:1124), which the optimizer step
+  calls every step under Megatron-FSDP (megatron/core/optimizer/distrib_optimizer.py:2609-2611);
+- gradients as the units': every parameter's post-accumulate-grad hook (mf:1003-1012) reduce-scatters through the
+  bucketed pipeline on every backward under optim_grads_params (mf:654-667), and on the last micro-batch the HSDP
+  outer all-reduce (mf:669-672). So a Mamba layer's reduce-scatters are charged per micro-batch like a unit's.
+Charged: their all-gather once per step (`kept_local`), behind the first micro-batch's forward; the units' gathers
+twice per micro-batch; all reduce-scatters per micro-batch. Memory keeps them gathered all step
+(megatron_kept_gathered_params). Not charged: with MXFP8 parameter gathers a unit's backward prefetch can also
+gather a neighbouring Mamba bucket's transpose buffer once in the step. The embedding and output layer are non-unit
+modules too (pgb:1331-1364 puts every non-unit parameter of a dtype in one parameter group, split into buckets of
+suggested_bucket_size, pgb:1396-1408); this module still charges them as units' parameters.
 """
 
 from __future__ import annotations
@@ -50,15 +71,23 @@ GATHERED_UNITS = 2  # the running unit and the prefetched one
 
 
 def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap,
-                replicas=1, replica_domains=1, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES):
+                replicas=1, replica_domains=1, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES, kept_local=0.0):
     """(RS total, RS exposed, AG total, AG exposed) seconds per step for parameters `local` per GPU
     (before sharding) over `group` ranks, in `units` FSDP units: sharded over group/replicas ranks
     spanning `domains` racks, all-reduced across `replicas` spanning `replica_domains` racks (HSDP;
-    the all-reduce is counted with the reduce-scatters: both are gradient traffic)."""
+    the all-reduce is counted with the reduce-scatters: both are gradient traffic). `kept_local` of `local`
+    belongs to no unit (a hybrid's Mamba layers under Megatron-FSDP, module docstring): all-gathered once per
+    step, in the first micro-batch's forward (hidden behind it like the units' forward gathers), and
+    reduce-scattered every micro-batch with the rest. AG total = n_mb x 2 x AG(units) + AG(kept)."""
     replicas = np.maximum(np.asarray(replicas), 1)
     g = np.maximum(group // replicas, 1).astype(float)
     active = g > 1
-    ag_once = np.where(active, coll(system, "all_gather", local * param_bytes, g, domains), 0.0)
+    kept = np.minimum(np.asarray(kept_local, dtype=float), local)
+    ag_once = np.where(active, coll(system, "all_gather", (local - kept) * param_bytes, g, domains), 0.0)
+    ag_kept = np.zeros(np.shape(ag_once))
+    if np.any(kept > 0):
+        ag_kept = np.where(active & (kept > 0), coll(system, "all_gather", kept * param_bytes, g, domains),
+                           0.0)
     rs_once = np.where(active, coll(system, "reduce_scatter", local * grad_size, g, domains), 0.0)
     ar = np.where(replicas > 1, coll(system, "all_reduce", local / g * grad_size, replicas.astype(float),
                                      replica_domains), 0.0)
@@ -70,15 +99,16 @@ def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, comput
         return hidden(comm * (1 - edge), bwd, eff) + comm * edge
 
     fwd_x = hidden(ag_once * (1 - edge), fwd, eff) + ag_once * edge
+    first_fwd_x = hidden(ag_once * (1 - edge) + ag_kept, fwd, eff) + ag_once * edge   # the kept gathers ride here
     bwd_comm, last_comm = ag_once + rs_once, ag_once + rs_once + ar
     bwd_x, last_x = backward_exposed(bwd_comm), backward_exposed(last_comm)
     share_ag = np.where(bwd_comm > 0, ag_once / np.maximum(bwd_comm, 1e-300), 0.0)
     last_share_ag = np.where(last_comm > 0, ag_once / np.maximum(last_comm, 1e-300), 0.0)
-    ag_x = np.where(dp_overlap, n_mb * fwd_x + (n_mb - 1) * bwd_x * share_ag + last_x * last_share_ag,
-                    n_mb * 2 * ag_once)
+    ag_x = np.where(dp_overlap, n_mb * fwd_x + (first_fwd_x - fwd_x) + (n_mb - 1) * bwd_x * share_ag
+                    + last_x * last_share_ag, n_mb * 2 * ag_once + ag_kept)
     rs_x = np.where(dp_overlap, (n_mb - 1) * bwd_x * (1 - share_ag) + last_x * (1 - last_share_ag),
                     n_mb * rs_once + ar)
-    return n_mb * rs_once + ar, rs_x, n_mb * 2 * ag_once, ag_x
+    return n_mb * rs_once + ar, rs_x, n_mb * 2 * ag_once + ag_kept, ag_x
 
 
 def unit_params(model, dense_local, expert_local, num_layers: int, moe_layers: int):
@@ -93,11 +123,17 @@ def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):
     return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * grad_size + unit * grad_size
 
 
-def megatron_kept_gathered_params(model, mamba_blocks, dense_share, group, framework: str = "megatron"):
-    """Parameters per GPU beyond its shard that Megatron-FSDP keeps gathered all step: the rank's `mamba_blocks`
-    Mamba layers (not FSDP units, module docstring), TP-sharded by `dense_share`, less the 1/`group` shard already
-    charged. 0 under TorchTitan (it builds no hybrid model) and for a model without Mamba layers."""
+def megatron_non_unit_params(model, mamba_blocks, dense_share, framework: str = "megatron"):
+    """Parameters per GPU (before sharding) of the rank's `mamba_blocks` Mamba layers, TP-sharded by `dense_share`:
+    under Megatron-FSDP no FSDP unit holds them (module docstring), so they are gathered once per step and kept.
+    0 under TorchTitan (it builds no hybrid model) and for a model without Mamba layers."""
     if framework != "megatron" or not getattr(model, "num_mamba_layers", 0):
         return 0.0
     from commbench.planner.models.mamba import mamba_params_per_layer
-    return mamba_blocks * mamba_params_per_layer(model) * dense_share * (1.0 - 1.0 / np.maximum(group, 1))
+    return mamba_blocks * mamba_params_per_layer(model) * dense_share
+
+
+def megatron_kept_gathered_params(model, mamba_blocks, dense_share, group, framework: str = "megatron"):
+    """Parameters per GPU beyond its shard that Megatron-FSDP keeps gathered all step: the rank's `mamba_blocks`
+    Mamba layers (megatron_non_unit_params) less the 1/`group` shard already charged."""
+    return megatron_non_unit_params(model, mamba_blocks, dense_share, framework) * (1.0 - 1.0 / np.maximum(group, 1))
