@@ -9,6 +9,8 @@ with TP on Hopper emitted --tp-comm-overlap at 8 and charged it hidden; `--emit 
 
 from __future__ import annotations
 
+import shlex
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -44,6 +46,31 @@ def test_the_value_follows_megatrons_rules_and_bridges_numbers(gpu, kw, value):
     assert why and ("arguments.py" in why or "README.md:437" in why or "overrides.py" in why or value is None)
 
 
+def _emit(*args: str):
+    return CliRunner().invoke(app, ["plan", *args, "--emit", "megatron"], env={"COLUMNS": "400"})
+
+
+def test_hopper_ep_overlap_with_tp_runs_above_one_connection_without_tp_overlap():
+    """The probe's layout: Megatron-Bridge's H100 Qwen3-235B-A22B recipe (perf_recipes/qwen/h100/qwen3_moe.py:147-158)."""
+    result = _emit("--model", "qwen3-235b-a22b", "--system", "h100-hgx", "--gpus", "256", "--precision", "fp8",
+                   "--layout", "tp=2,etp=1,pp=8,vp=4,ep=32,mbs=1,moe_a2a_overlap=true,dispatcher=alltoall")
+    assert result.exit_code == 0, result.output
+    line = shlex.split(result.stdout.strip())
+    assert line[:2] == [f"{KEY}=8", "pretrain_gpt.py"]
+    assert "--overlap-moe-expert-parallel-comm" in line and "--tp-comm-overlap" not in line
+    assert "no --tp-comm-overlap" in result.stderr and "exposed" in result.stderr
+
+
+def test_emit_megatron_prints_the_script_and_environment_the_flags_need():
+    hybrid = _emit("--model", "nemotron-3-nano-30b-a3b", "--system", "h100-hgx", "--gpus", "48", "--precision", "bf16",
+                   "--layout", "pp=3,tp=1,ep=8")
+    assert hybrid.exit_code == 0, hybrid.output
+    assert hybrid.stdout.startswith("pretrain_mamba.py --num-layers 52")
+    tp = _emit("--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--precision", "bf16", "--layout", "tp=2,pp=1")
+    assert tp.exit_code == 0, tp.output
+    assert tp.stdout.startswith(f"{KEY}=1 pretrain_gpt.py --num-layers 32") and len(tp.stdout.splitlines()) == 1
+
+
 def test_fsdp_with_tp_on_hopper_has_no_tp_overlap_and_charges_it_exposed():
     model = load_model("qwen3-30b-a3b")
     kw = dict(tp=2, ep=16, etp=1, mbs=4, gbs=1024, precision="fp8", fsdp=True, tp_comm_overlap=True,
@@ -53,6 +80,12 @@ def test_fsdp_with_tp_on_hopper_has_no_tp_overlap_and_charges_it_exposed():
     assert hopper.tp_total_s[0] > 0 and hopper.tp_exposed_s[0] == hopper.tp_total_s[0]
     blackwell = evaluate_layouts(model, load_preset("b200-hgx", num_gpus=16), arr)
     assert blackwell.tp_exposed_s[0] < blackwell.tp_total_s[0]   # no such rule off Hopper
+    result = _emit("--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16", "--precision", "fp8",
+                   "--layout", "tp=2,fsdp=true")
+    assert result.exit_code == 0, result.output
+    line = shlex.split(result.stdout.strip())
+    assert "--use-megatron-fsdp" in line and "--tp-comm-overlap" not in line and line[0] != f"{KEY}=1"
+    assert "no --tp-comm-overlap: Megatron-FSDP" in result.stderr
 
 
 def test_both_overlaps_pinned_on_hopper_are_refused_in_one_line():

@@ -30,7 +30,8 @@ from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
 
-__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
+__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_launch_text",
+           "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
            "torchtitan_toml", "plan_json_text", "write_plan"]
 
@@ -69,6 +70,14 @@ def megatron_text(section: dict[str, Any]) -> str:
     if "refused" in section:
         raise CommbenchError(section["refused"])
     return shlex.join(section["args"])
+
+
+def megatron_launch_text(section: dict[str, Any]) -> str:
+    """What `plan --emit megatron` prints: one line to copy, launch.env's variables, the Megatron-LM script that builds
+    the model from the flags (pretrain_mamba.py for a hybrid model) and the flags; a launcher such as torchrun goes
+    before the script. A refused plan raises its one-line reason."""
+    env = [f"{k}={shlex.quote(str(v))}" for k, v in section.get("launch_env", {}).items()]
+    return " ".join(env + [shlex.quote(section["script"]), megatron_text(section)])
 
 
 def torchtitan_text(section: dict[str, Any]) -> str:
