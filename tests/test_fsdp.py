@@ -14,7 +14,8 @@ import pytest
 
 from commbench.costmodel import load_preset
 from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
-from commbench.planner.emit.megatron import launch_env, launch_env_text, megatron_args, parse_megatron_args
+from commbench.planner.emit.megatron import (launch_connections, launch_env, launch_env_text, megatron_args,
+                                             parse_megatron_args)
 from commbench.planner.emit.torchtitan import torchtitan_plan
 from commbench.planner.layout.spec import RULE_BITS, layout_violations
 from commbench.planner.search.space import SearchRequest, search
@@ -70,9 +71,12 @@ def test_fsdp_emitters():
     assert "--use-megatron-fsdp" in args and args[i + 1] == "optim_grads_params"
     assert args[args.index("--ckpt-format") + 1] == "fsdp_dtensor"
     assert parse_megatron_args(args, 64) == lay
-    # Megatron-FSDP refuses 1, which launch scripts often export: the plan sets CUDA's default on every GPU
-    assert launch_env(lay, "h100") == launch_env(lay, "gb200") == {"CUDA_DEVICE_MAX_CONNECTIONS": "8"}
-    text = launch_env_text(launch_env(lay, "h100"), gpu_name="h100", fabric_name="h100-hgx")
+    # Megatron-FSDP refuses 1, which launch scripts often export: the plan sets more on every GPU (Megatron-Bridge's
+    # overrides.py: 8 on Hopper with the alltoall dispatcher, 32 on Blackwell)
+    assert launch_env(lay, "h100") == {"CUDA_DEVICE_MAX_CONNECTIONS": "8"}
+    assert launch_env(lay, "gb200") == {"CUDA_DEVICE_MAX_CONNECTIONS": "32"}
+    text = launch_env_text(launch_env(lay, "h100"), gpu_name="h100", fabric_name="h100-hgx",
+                           connections_why=launch_connections(lay, "h100")[1])
     assert "CUDA_DEVICE_MAX_CONNECTIONS=8" in text.splitlines() and "Megatron-FSDP" in text
     titan = torchtitan_plan(dataclasses.replace(lay, precision="bf16"), m)  # TorchTitan ships 70B in bf16
     par = titan["sections"]["parallelism"]

@@ -24,10 +24,12 @@ def test_table_view_prints_the_megatron_notes_under_its_command():
         and "GPTModel's default 8" in lines[at + 1]
 
 
-def test_emitted_arguments_stay_alone_on_stdout_and_the_notes_go_to_stderr():
+def test_emitted_launch_line_is_alone_on_stdout_and_the_notes_go_to_stderr():
+    # stdout: one line to copy, launch.env's variables (none here), the script and its flags (test_launch_connections)
     result = CliRunner().invoke(app, ARGS + ["--emit", "megatron"], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
-    assert "note" not in result.stdout and result.stdout.startswith("--num-layers 16")
+    assert "note" not in result.stdout and result.stdout.startswith("pretrain_gpt.py --num-layers 16")
+    assert len(result.stdout.strip().splitlines()) == 1
     assert result.stderr.startswith("note: ") and "rope_scaling_factor 32" in result.stderr
 
 

@@ -245,9 +245,10 @@ def plan(
             console.print_json(json.dumps(doc, default=float))
             return
         if emit in ("megatron", "torchtitan"):
-            from commbench.planner.emit.plan import megatron_text, torchtitan_emit_text
+            from commbench.planner.emit.plan import megatron_launch_text, torchtitan_emit_text
             from commbench.cli.search_view import print_launch_notes
-            text = megatron_text(doc["megatron"]) if emit == "megatron" else torchtitan_emit_text(doc["torchtitan"], out=out)
+            text = (megatron_launch_text(doc["megatron"]) if emit == "megatron"
+                    else torchtitan_emit_text(doc["torchtitan"], out=out))
             console.print(text, highlight=False, markup=False, soft_wrap=True)
             print_launch_notes(doc[emit])
             return

@@ -12,7 +12,8 @@ from commbench.cli.base import console
 from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.calibrate.coverage import coverage_lines
-from commbench.planner.emit.plan import (EMIT_KINDS, efficiency_terms, fabric_lines, megatron_text, plan_document,
+from commbench.planner.emit.plan import (EMIT_KINDS, efficiency_terms, fabric_lines, megatron_launch_text,
+                                         megatron_text, plan_document,
                                          torchtitan_emit_text)
 from commbench.planner.emit.plan_files import write_plan_files
 from commbench.planner.search.explain import explain, short
@@ -141,7 +142,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                                                      if k in ("gpus_per_rack", "num_racks", "summary")}},
                                       default=float))
     elif emit == "megatron":
-        console.print(megatron_text(meg), highlight=False, soft_wrap=True)
+        console.print(megatron_launch_text(meg), highlight=False, markup=False, soft_wrap=True)
         print_launch_notes(meg)
     elif emit == "torchtitan":
         console.print(torchtitan_emit_text(doc["torchtitan"], out=out), highlight=False, markup=False, soft_wrap=True)

@@ -21,9 +21,10 @@ megatron-core 0.16):
   the step model's memory counts fp8 weights for both (step/memory.py);
 - the fused Transformer Engine cross entropy (`--cross-entropy-loss-fusion --cross-entropy-fusion-impl te`,
   every Megatron-Bridge performance recipe): the memory model keeps bf16 logits, no fp32 copy.
-Launch environment: on Hopper and earlier (compute capability < 10) with TP > 1 or CP > 1,
-validate_args requires CUDA_DEVICE_MAX_CONNECTIONS=1 (with `--overlap-moe-expert-parallel-comm`
-it only warns; 1 keeps TP/CP communication ordered, the layout's choice).
+Launch environment: CUDA_DEVICE_MAX_CONNECTIONS as Megatron's rules set it (layout/connections.py, which cites
+them): 1 on Hopper and earlier with TP/CP > 1 and neither EP overlap nor Megatron-FSDP (validate_args asserts
+it); above 1 with Megatron-FSDP (asserted), with EP all-to-all overlap (megatron-core's MoE README; on Hopper
+with TP/CP validate_args only warns) and on Blackwell: Megatron-Bridge's 32 (Blackwell, flex dispatcher) or 8.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import shlex
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
+from commbench.planner.layout.connections import (HOPPER_OR_OLDER, TP_OVERLAP_NEEDS_ONE,  # noqa: F401
+                                                  before_blackwell, device_max_connections)
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, default_scope, scope_mask
 from commbench.planner.layout.spec import Layout, recompute_modules  # noqa: F401 - recompute_modules re-exported
 from commbench.planner.models.spec import ModelSpec
@@ -70,7 +73,6 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
                              "--fp8-dot-product-attention (TransformerConfig.fp8_dot_product_attention has no CLI "
                              "argument there), so pretrain_gpt.py / pretrain_mamba.py cannot run FP8 attention; set it in "
                              "the model provider (e.g. Megatron-Bridge) or plan with fp8_attention=false")
-HOPPER_OR_OLDER = ("h100", "h200", "h800", "a100")  # compute capability < 10 (datasheets in hardware.toml)
 
 PRECISION_ARGS = {
     "bf16": [],
@@ -283,40 +285,45 @@ def precision_notes(layout: Layout) -> list[str]:
     return notes
 
 
-FSDP_DEVICE_MAX_CONNECTIONS = "8"
+def launch_connections(layout: Layout, gpu_name: str) -> tuple[str | None, str]:
+    """(CUDA_DEVICE_MAX_CONNECTIONS or None, why) for this layout's launch on `gpu_name` (layout/connections.py)."""
+    ep = layout.ep > 1   # the emitter writes the dispatcher and the EP overlap only with EP
+    return device_max_connections(gpu_name=gpu_name, tp=layout.tp, cp=layout.cp, fsdp=layout.fsdp,
+                                  moe_a2a_overlap=layout.moe_a2a_overlap and ep,
+                                  flex_dispatcher=layout.dispatcher == "flex" and ep)
+
+
+def connections_notes(layout: Layout, gpu_name: str) -> list[str]:
+    """Why a Hopper plan above one connection has no TP comm overlap (plan.json megatron.notes)."""
+    if not (before_blackwell(gpu_name) and layout.tp > 1 and (layout.fsdp or (layout.moe_a2a_overlap and layout.ep > 1))):
+        return []
+    value, _ = launch_connections(layout, gpu_name)
+    what = "Megatron-FSDP" if layout.fsdp else "EP all-to-all overlap"
+    return [f"no --tp-comm-overlap: {what} runs at CUDA_DEVICE_MAX_CONNECTIONS={value} (launch.env), and on {gpu_name} "
+            f"(Hopper) TP comm overlap needs 1 ({TP_OVERLAP_NEEDS_ONE}); the prediction charges TP{layout.tp}'s "
+            "communication exposed"]
 
 
 def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
     """Environment variables Megatron needs for this layout on `gpu_name` (launch.env)."""
-    env: dict[str, str] = {}
-    # Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 on every GPU (validate_args: "FSDP always requires
-    # CUDA_DEVICE_MAX_CONNECTIONS value large than one"), and NeMo/NGC launch scripts often export 1: the plan sets
-    # CUDA's own default, 8 (CUDA C Programming Guide, environment variables), so an inherited 1 cannot fail it.
-    # Without FSDP, TP/CP on Hopper or older need 1 (validate_args asserts it there; Blackwell does not).
-    if layout.fsdp:
-        env["CUDA_DEVICE_MAX_CONNECTIONS"] = FSDP_DEVICE_MAX_CONNECTIONS
-    elif gpu_name.lower() in HOPPER_OR_OLDER and (layout.tp > 1 or layout.cp > 1):
-        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
-    return env
+    value, _ = launch_connections(layout, gpu_name)
+    return {} if value is None else {"CUDA_DEVICE_MAX_CONNECTIONS": value}
 
 
 MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"
 
 
 def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8,
-                    script: str | None = None) -> str:
+                    script: str | None = None, connections_why: str | None = None) -> str:
+    """launch.env: comments (the script, why CUDA_DEVICE_MAX_CONNECTIONS is what it is, NCCL) and the variables."""
     lines = ["# commbench plan: environment for the Megatron-LM launch (source it: set -a; . ./launch.env)"]
     if script == HYBRID_SCRIPT:   # pretrain_gpt.py parses these flags too and builds a GPTModel without the Mamba layers
         lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags; pretrain_gpt.py would build "
                      "a transformer from them, without the hybrid pattern's Mamba layers)")
     elif script:
         lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags)")
-    if env.get("CUDA_DEVICE_MAX_CONNECTIONS") == FSDP_DEVICE_MAX_CONNECTIONS:
-        lines.append("# Megatron-FSDP: validate_args refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (often exported by "
-                     "launch scripts); CUDA's default, 8, set here")
-    elif "CUDA_DEVICE_MAX_CONNECTIONS" in env:
-        lines.append(f"# {gpu_name} is Hopper or older and the layout uses TP/CP: Megatron's validate_args "
-                     "requires CUDA_DEVICE_MAX_CONNECTIONS=1")
+    if connections_why:
+        lines.append(f"# CUDA_DEVICE_MAX_CONNECTIONS: {connections_why}")
     lines.append(f"# NCCL: the prediction used the {fabric_name} fabric curves with NCCL's defaults; "
                  "no NCCL_* variable is assumed")
     if domain_size > 8:

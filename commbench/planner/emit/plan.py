@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
-from commbench.planner.emit.megatron import (launch_env, launch_env_text, megatron_args, megatron_script,
-                                             megatron_target, parse_megatron_args, precision_notes)
+from commbench.planner.emit.megatron import (connections_notes, launch_connections, launch_env, launch_env_text,
+                                             megatron_args, megatron_script, megatron_target, parse_megatron_args,
+                                             precision_notes)
 from commbench.planner.emit.megatron_arch import architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
@@ -29,7 +30,8 @@ from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
 
-__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_section", "megatron_text",
+__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_launch_text",
+           "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
            "torchtitan_toml", "plan_json_text", "write_plan"]
 
@@ -46,16 +48,19 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
     vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
     split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
+    _, connections_why = launch_connections(layout, gpu_name)
     try:
         args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
         args = {"refused": str(exc)}
     return {"target": megatron_target(model), "script": megatron_script(model), **args,
             "layer_split": split.summary(stage_weights(model, vocab)),
-            "launch_env": env, "launch_env_file": "launch.env",
+            "launch_env": env, "launch_env_why": connections_why, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
-                                               domain_size=domain_size, script=megatron_script(model)),
-            "notes": precision_notes(layout) + architecture_notes(model) + ([] if model.architecture is not None else [
+                                               domain_size=domain_size, script=megatron_script(model),
+                                               connections_why=connections_why),
+            "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model) + (
+                [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
 
@@ -65,6 +70,14 @@ def megatron_text(section: dict[str, Any]) -> str:
     if "refused" in section:
         raise CommbenchError(section["refused"])
     return shlex.join(section["args"])
+
+
+def megatron_launch_text(section: dict[str, Any]) -> str:
+    """What `plan --emit megatron` prints: one line to copy, launch.env's variables, the Megatron-LM script that builds
+    the model from the flags (pretrain_mamba.py for a hybrid model) and the flags; a launcher such as torchrun goes
+    before the script. A refused plan raises its one-line reason."""
+    env = [f"{k}={shlex.quote(str(v))}" for k, v in section.get("launch_env", {}).items()]
+    return " ".join(env + [shlex.quote(section["script"]), megatron_text(section)])
 
 
 def torchtitan_text(section: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
+from commbench.planner.layout.connections import before_blackwell, needs_more_than_one
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, default_scope, resolved_masks, scope_mask
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
@@ -176,8 +177,40 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["recompute_layers"] = np.full(len(tp), int(pins.get("recompute_layers", 0)))      # only when pinned
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
-    return restrict_columns(req.framework, _with_offload(_with_fsdp(cols, pins, req), pins, req, has),
-                            "cuda_graph" in pins, req.model)
+    cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)
+    return restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model)
+
+
+TP_OVERLAP_ONE_CONNECTION = ("on Hopper --tp-comm-overlap needs CUDA_DEVICE_MAX_CONNECTIONS=1, and Megatron-FSDP and "
+                             "EP all-to-all overlap need more than 1 (layout/connections.py); a launch has one value")
+
+
+def _one_connections_setting(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
+    """One CUDA_DEVICE_MAX_CONNECTIONS per launch (layout/connections.py): on Hopper a TP > 1 row with Megatron-FSDP
+    or EP overlap runs above 1, where TP comm overlap is not to be counted on, so it has none (its TP communication
+    is charged exposed). An EP-overlap row keeps its TP overlap in a twin without the EP overlap (run at 1), and the
+    step model chooses; a pin keeps its side, both pinned on are refused in one line."""
+    if req.framework != "megatron" or not before_blackwell(req.gpu_name):
+        return cols
+    pins = req.pins
+    clash = cols["tp_comm_overlap"] & (cols["tp"] > 1) & needs_more_than_one(cols["fsdp"], cols["moe_a2a_overlap"])
+    if not clash.any():
+        return cols
+    if pins.get("tp_comm_overlap") is True:
+        if pins.get("moe_a2a_overlap") is True or pins.get("fsdp") is True:
+            both = "fsdp=true" if pins.get("fsdp") is True else "moe_a2a_overlap=true"
+            raise invalid("tp_comm_overlap", True, f"with {both} on {req.gpu_name}: {TP_OVERLAP_ONE_CONNECTION}; "
+                          "pin one of them false")
+        fsdp_rows = clash & cols["fsdp"]     # unpinned FSDP twins: not with a pinned TP overlap
+        cols = {k: v[~fsdp_rows] for k, v in cols.items()}
+        clash = clash[~fsdp_rows]
+        cols["moe_a2a_overlap"] = np.where(clash, False, cols["moe_a2a_overlap"])
+        return cols
+    twin = np.flatnonzero(clash & ~cols["fsdp"]) if "moe_a2a_overlap" not in pins else np.zeros(0, dtype=np.int64)
+    part = {k: v[twin] for k, v in cols.items()}
+    part["moe_a2a_overlap"] = np.zeros(twin.size, dtype=bool)
+    cols["tp_comm_overlap"] = np.where(clash, False, cols["tp_comm_overlap"])
+    return {k: np.concatenate([v, part[k]]) for k, v in cols.items()}
 
 
 def _without_synced_preprocess_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:

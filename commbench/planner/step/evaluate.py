@@ -51,6 +51,7 @@ from commbench.planner.layout.split import stage_imbalance
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import (flops_breakdown, framework_model, param_counts, step_vocab,
                                              up_projection_flops)
+from commbench.planner.layout.connections import tp_overlap_runs
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
 FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))
@@ -265,7 +266,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     shared_moe = blocks.moe if (model.is_moe and model.num_shared_experts > 0) else 0
     tp_pairs_stage = (blocks.attention + blocks.linear + blocks.mamba + blocks.dense + shared_moe) / pp * imbalance
     tp_total_mb = per_pair * tp_pairs_stage
-    tp_exposed_mb = np.where(a.tp_comm_overlap, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
+    # On Hopper TP comm overlap needs CUDA_DEVICE_MAX_CONNECTIONS=1, which Megatron-FSDP and EP overlap rule out
+    # (layout/connections.py): there the TP communication is charged exposed, --tp-comm-overlap or not.
+    tp_overlapped = a.tp_comm_overlap & tp_overlap_runs(gpu.name, tp, a.fsdp, a.moe_a2a_overlap & (ep > 1))
+    tp_exposed_mb = np.where(tp_overlapped, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
     ep_total_mb, etp_total_mb = moe_comm.ep_etp_totals_s(
