@@ -62,7 +62,8 @@ TERMS = dict(gemm_efficiency_hopper=0.7, gemm_efficiency_blackwell=0.55, fp4_gem
 # STEP_MODEL -> step_s of the two layouts below. A physics change moves them: set STEP_MODEL to the day's date
 # (calibration files fitted before are then warned about) and pin the new figures under it.
 REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
-             "2026-12-05.2": [17.085285043756077, 29.81942600822918]}   # .2 moves FSDP hybrid rows only
+             "2026-12-05.2": [17.085285043756077, 29.81942600822918],   # .2 moves FSDP hybrid rows only
+             "2026-12-05.3": [17.085285043756077, 29.81942600822918]}   # .3 Hopper TP overlap beside FSDP / EP overlap
 
 
 def test_the_step_model_identifier_moves_with_the_physics():
