@@ -4,14 +4,16 @@ A zoo model reads its own. A model read elsewhere (hf:PATH, a --model-file name 
 the zoo model whose network it is: equal in every ModelSpec field (layers, dense layers, hidden, heads, kv heads,
 head dims, MLA ranks, experts, top-k, shared experts, expert and dense FFN, MTP layers, vocabulary, window, hybrid
 pattern, ...) and every Architecture field the layers are built from (activation, norms, qk-norm, biases, position
-embedding kind and rotary fraction, attention window and sinks, router score / groups / expert bias / dtype, load
-balancing kind, capacity factor, shared-expert gate, dropout). These are what the step model charges (step/,
+embedding kind and rotary fraction, attention window and sinks, router score / groups / expert bias / dtype,
+capacity factor, shared-expert gate, dropout). These are what the step model charges (step/,
 models/counts.py) and what a recipe's parallel layout was tuned for. Ignored (MATCH_IGNORED_*): fields that change
 numbers inside the same computation, not its shape or cost, and that no recipe setting depends on:
 - RoPE frequencies (rotary base, scaling kind and factor, YaRN / Llama 3.1 band parameters) and max positions: a
   rotary table of the same shape (megatron-core RotaryEmbedding), and max positions only sizes it; e.g. Kimi-K2's
   own config.json (rope_theta 50000) and Qwen3-30B-A3B-Instruct-2507's (rope_theta 1e7, 262144 positions);
-- norm epsilon, router top-k scaling, bias update rate, aux-loss coefficient: scalars of the same kernels;
+- norm epsilon, router top-k scaling, bias update rate: scalars of the same kernels;
+- the load-balancing loss and its coefficient: a term of the training loss, not a layer, and the step model charges
+  none (gpt-oss-120b's config.json, output_router_logits false, reads "none"; the zoo's, as its recipe trains, aux_loss);
 - vocab_divisible_by (--make-vocab-size-divisible-by): a launch setting no config.json carries; the plan prices and
   emits the model's own padding;
 - the model's default seq_len (a plan's --seq-len is the request's), published sizes, name, sources.
@@ -31,7 +33,7 @@ MATCH_IGNORED_ARCH = ("rotary_base", "rope_scaling", "rope_scaling_factor", "rop
                       "llama3_low_freq_factor", "llama3_high_freq_factor", "llama3_original_positions",
                       "yarn_beta_fast", "yarn_beta_slow", "yarn_mscale", "yarn_mscale_all_dim",
                       "max_position_embeddings", "norm_epsilon", "router_topk_scaling", "router_bias_update_rate",
-                      "aux_loss_coeff", "vocab_divisible_by", "sources")
+                      "load_balancing", "aux_loss_coeff", "vocab_divisible_by", "sources")
 
 
 def recipe_models() -> tuple[str, ...]:
