@@ -76,7 +76,8 @@ def test_a_zoo_models_config_json_plans_as_the_zoo_model(tmp_path, case):
     assert ours["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(theirs["predicted"]["tokens_per_s_per_gpu"],
                                                                        rel=1e-9)
     assert ours["layout"]["gbs"] == theirs["layout"]["gbs"]
-    assert "versus_recipe" in ours and ours["versus_recipe"]["recipe_config"] == theirs["versus_recipe"]["recipe_config"]
+    assert "versus_recipe" in ours
+    assert ours["versus_recipe"]["recipe_config"] == theirs["versus_recipe"]["recipe_config"]
     assert ours["versus_recipe"]["recipe_model"] == zoo
     # the same software line, and no claim that no recipe covers it
     name = load_model(hf).name

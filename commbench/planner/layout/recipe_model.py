@@ -13,7 +13,8 @@ numbers inside the same computation, not its shape or cost, and that no recipe s
   own config.json (rope_theta 50000) and Qwen3-30B-A3B-Instruct-2507's (rope_theta 1e7, 262144 positions);
 - norm epsilon, router top-k scaling, bias update rate: scalars of the same kernels;
 - the load-balancing loss and its coefficient: a term of the training loss, not a layer, and the step model charges
-  none (gpt-oss-120b's config.json, output_router_logits false, reads "none"; the zoo's, as its recipe trains, aux_loss);
+  none (gpt-oss-120b's config.json, output_router_logits false, reads "none"; the zoo's, as its recipe trains,
+  aux_loss);
 - vocab_divisible_by (--make-vocab-size-divisible-by): a launch setting no config.json carries; the plan prices and
   emits the model's own padding;
 - the model's default seq_len (a plan's --seq-len is the request's), published sizes, name, sources.
@@ -93,10 +94,10 @@ def recipe_model_line(model: ModelSpec, release: str) -> str:
     if name == model.name:
         return ""
     also = (f"; it differs only in fields the match ignores, layout/recipe_model.py: {', '.join(ignored)}" if ignored
-            else "; it differs in no field")
+            else "; it differs in no architecture field")
     return (f"{model.name} has {name}'s architecture (the same in every size and layer field the step model charges "
-            f"and a recipe is tuned for{also}): the plan reads Megatron-Bridge {release}'s recipes for {name} where they "
-            "cover the request (the features searched, the default global batch and NVIDIA's tuned layout).")
+            f"and a recipe is tuned for{also}): the plan reads Megatron-Bridge {release}'s recipes for {name} where "
+            "they cover the request (the features searched, the default global batch and NVIDIA's tuned layout).")
 
 
 __all__ = ["MATCH_IGNORED_ARCH", "MATCH_IGNORED_SPEC", "recipe_match", "recipe_model", "recipe_model_line",
