@@ -177,8 +177,9 @@ def test_the_search_credits_no_feature_the_recipes_never_run_at_that_precision()
     from commbench.costmodel import load_preset
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, search
-    # Llama 3 8B's own H100 BF16 recipes run eager; a model no recipe covers takes any model's there
-    kw = dict(model=dataclasses.replace(load_model("llama3-8b"), name="my-llama"),
+    # Llama 3 8B's own H100 BF16 recipes run eager; a model no recipe covers takes any model's there (another
+    # vocabulary: a renamed llama3-8b has its architecture and reads its recipes, layout/recipe_model.py)
+    kw = dict(model=dataclasses.replace(load_model("llama3-8b"), name="my-llama", vocab=128000),
               fabric=load_preset("h100-hgx", num_gpus=8), num_gpus=8, gbs=128, software="26.08")
     fp8 = search(SearchRequest(precision="fp8", **kw))
     assert set(fp8.layouts.cuda_graph.tolist()) == {0}                 # eager everywhere at FP8
@@ -399,7 +400,8 @@ def test_the_search_credits_the_features_the_release_runs_for_that_model():
     own = search(SearchRequest(model=model, **kw))
     assert set(own.layouts.cuda_graph.tolist()) == {0}
     assert CODE_FIELDS["dispatcher"].index("flex") not in set(own.layouts.dispatcher.tolist())
-    other = search(SearchRequest(model=dataclasses.replace(model, name="my-moe"), **kw))
+    # another model (its vocabulary): a renamed qwen3-235b-a22b would read its recipes (layout/recipe_model.py)
+    other = search(SearchRequest(model=dataclasses.replace(model, name="my-moe", vocab=152064), **kw))
     assert set(other.layouts.cuda_graph.tolist()) - {0}
     from commbench.planner.search.explain import caveats
     assert any("No recipe of the release covers my-moe" in line for line in caveats(other))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -16,6 +16,9 @@ from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
 from commbench.planner.layout.precision import DEFAULT_HELP, check_precision, default_precision
 from commbench.planner.search.pinned_gap import defaults_line, defaults_taken, versus_best, versus_best_lines
 from commbench.results.tables import Col, print_table
+
+if TYPE_CHECKING:
+    from commbench.planner.models.spec import ModelSpec
 
 COMM_ROWS = (("TP", "tp"), ("EP all-to-all", "ep"), ("ETP all-gather + reduce-scatter", "etp"), ("CP ring", "cp"), ("PP send/recv", "pp"),
              ("DP dense grad RS", "dp_dense_rs"), ("DP dense param AG", "dp_dense_ag"),
@@ -99,8 +102,8 @@ GBS_HELP = ("global batch size in sequences (search). Default: the global batch 
             "of those recipes; 128 on 8 GPUs, 4096 on 256); the plan says which it took")
 
 
-def resolve_gbs(gbs: int | None, pins: dict, *, model: str, gpu: str | None, precision: str, num_gpus: int,
-                software: str | None) -> tuple[int, str | None]:
+def resolve_gbs(gbs: int | None, pins: dict, *, model: str | ModelSpec, gpu: str | None, precision: str,
+                num_gpus: int, software: str | None) -> tuple[int, str | None]:
     """--gbs (or a pinned gbs=), the one global batch size, and None; without either, recipes.default_gbs and the
     line saying where that default comes from (4096 on any GPU count planned Qwen3-8B on 8 H100 at a predicted 133 s step)."""
     if "gbs" in pins:
@@ -110,8 +113,12 @@ def resolve_gbs(gbs: int | None, pins: dict, *, model: str, gpu: str | None, pre
         return pinned, None
     if gbs is not None:
         return gbs, None
+    from commbench.planner.layout.recipe_model import recipe_model
     from commbench.planner.layout.recipes import default_gbs
-    return default_gbs(software, model, gpu, precision, num_gpus)
+    if isinstance(model, str):   # a zoo name
+        return default_gbs(software, model, gpu, precision, num_gpus)
+    # a model read elsewhere (hf:PATH) reads the recipe of the zoo model it is (recipe_model), and the note says so
+    return default_gbs(software, recipe_model(model), gpu, precision, num_gpus, given_as=model.name)
 
 
 def _gpu_option(gpu: str, gpu_spec, gpu_names):
@@ -200,7 +207,7 @@ def plan(
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
-    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec.name, gpu=fabric.gpu.name if fabric.gpu else None,
+    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec, gpu=fabric.gpu.name if fabric.gpu else None,
                                 precision=precision, num_gpus=gpus, software=software)
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
                         gbs=gbs, precision=precision,
@@ -284,8 +291,11 @@ def plan(
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
     from commbench.planner.calibrate.fit import framework_note
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
+    from commbench.planner.layout.recipe_model import recipe_model_line
+    recipes_of = recipe_model_line(spec, req.software)   # hf:PATH reading a zoo model's recipes: whose, and why
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
-            ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + fabric_lines(fabric) + \
+            ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + \
+            ([recipes_of] if recipes_of else []) + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []) + \
             ([note] if calibration and (note := framework_note(calibration, req.framework)) else []):
         console.print(line, highlight=False, markup=False)

@@ -68,7 +68,7 @@ def tune(
     from commbench.costmodel import load_preset
     gpu = load_preset(system, num_gpus=gpus).gpu
     precision = resolve_precision(precision, pins, gpu, model=spec, framework=framework)
-    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec.name, gpu=gpu.name, precision=precision.lower(), num_gpus=gpus,
+    gbs, gbs_note = resolve_gbs(gbs, pins, model=spec, gpu=gpu.name, precision=precision.lower(), num_gpus=gpus,
                                 software=software)
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it

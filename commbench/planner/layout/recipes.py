@@ -144,20 +144,23 @@ def recipe_entry(release: str, model: str, gpu: str, precision: str,
 GBS_PER_GPU = 16
 
 
-def default_gbs(release: str | None, model: str, gpu: str | None, precision: str, num_gpus: int) -> tuple[int, str]:
+def default_gbs(release: str | None, model: str, gpu: str | None, precision: str, num_gpus: int,
+                given_as: str | None = None) -> tuple[int, str]:
     """(the global batch size a plan takes without --gbs, a line saying where it comes from): the release's recipe
-    for exactly this model, GPU, precision and GPU count (its published global_batch_size), else GBS_PER_GPU per
-    GPU."""
+    for exactly this model (a zoo name: recipe_model.recipe_model of the model planned, whose name is `given_as`
+    where that is another, e.g. hf:PATH), GPU, precision and GPU count (its published global_batch_size), else
+    GBS_PER_GPU per GPU."""
     stand = resolve_release(release)[0] if release is not None else newest_release()
     entry = recipe_entry(stand, model, gpu, precision, {"num_gpus": num_gpus}) if stand and gpu else None
+    named = model if given_as in (None, model) else f"{model} (whose architecture {given_as} has)"
     if entry is not None and int(entry["num_gpus"]) == num_gpus:
         gbs = int(entry["gbs"])
         return gbs, (f"gbs {gbs:,} (default; --gbs to change): the global batch of Megatron-Bridge {entry['release']}'s "
-                     f"recipe {entry['config']} for {model} on {num_gpus} {gpu} at {precision}")
+                     f"recipe {entry['config']} for {named} on {num_gpus} {gpu} at {precision}")
     gbs = GBS_PER_GPU * num_gpus
     return gbs, (f"gbs {gbs:,} (default; --gbs to change): {GBS_PER_GPU} sequences per GPU x {num_gpus} GPU(s), the "
                  f"median global batch per GPU of Megatron-Bridge {newest_release()}'s performance recipes "
-                 f"(commbench/data/recipes.json); none is for {model} on {num_gpus} {gpu} at {precision}")
+                 f"(commbench/data/recipes.json); none is for {named} on {num_gpus} {gpu} at {precision}")
 
 
 def recipe_for(release: str, model: str, gpu: str, precision: str,

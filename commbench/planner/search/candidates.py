@@ -13,6 +13,7 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.connections import before_blackwell, needs_more_than_one
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, default_scope, resolved_masks, scope_mask
+from commbench.planner.layout.recipe_model import recipe_model
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
@@ -105,7 +106,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     alltoall is dominated."""
     pins = req.pins
     # what the release runs for the model there (recipes.py)
-    has = release_features(req.software, req.gpu_name, req.precision, req.model.name, req.model.is_moe)
+    has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe)
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
     up_proj = req.model.attention in ("mla", "dsv4") and "mla_up_proj" in has["recompute"]
     light = [3] if up_proj else []  # DeepSeek-V3's and V4's recipes

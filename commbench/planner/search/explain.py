@@ -200,8 +200,12 @@ def caveats(result: SearchResult) -> list[str]:
         out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")
-    has = release_features(req.software, req.gpu_name, req.precision, model.name, model.is_moe)
-    for_model = release_features_scope(req.software, req.gpu_name, req.precision, model.name, model.is_moe) == "model"
+    from commbench.planner.layout.recipe_model import recipe_model, recipe_model_line
+    recipes_of = recipe_model(model)   # the zoo model whose recipes it reads: its own, or the one it is (hf:PATH)
+    has = release_features(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe)
+    for_model = release_features_scope(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe) == "model"
+    if recipes_of != model.name:
+        out.append(recipe_model_line(model, req.software))
 
     def lacking(features: dict) -> list[str]:
         return [name for name, ok in (("per-layer CUDA graphs", "layer" in features["cuda_graph"]),
@@ -214,12 +218,12 @@ def caveats(result: SearchResult) -> list[str]:
                                                                                  req.precision))] if for_model else []
     gpu = req.gpu_name
     out.append(f"Software: the features of Megatron-Bridge release {req.software}'s performance recipes "
-               + (f"for {model.name} " if for_model else "")
+               + (f"for {recipes_of} " if for_model else "")
                + (f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
                + (f"; without {', '.join(extras)}." if extras else ".")
                + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
                   if pinnable else "")
-               + ("" if for_model else f" No recipe of the release covers {model.name} there: the features "
+               + ("" if for_model else f" No recipe of the release covers {recipes_of} there: the features "
                   "searched are other models' recipes', none tuned for it, so a gain the plan owes to them is the "
                   "least certain part of its prediction.")
                + (f" Note: {req.software_note}." if req.software_note else ""))
@@ -234,7 +238,8 @@ def caveats(result: SearchResult) -> list[str]:
                    "here uses one (published runs of those recipes do, and are faster by it).")
     from commbench.planner.layout.recipes import runs_ep_overlap_with_full_graph
     if (model.is_moe and req.framework == "megatron"
-            and runs_ep_overlap_with_full_graph(req.software, req.gpu_name, req.precision, model.name, model.is_moe)):
+            and runs_ep_overlap_with_full_graph(req.software, req.gpu_name, req.precision, recipes_of,
+                                               model.is_moe)):
         out.append(f"The release's recipes run the EP all-to-all overlap beside a full-iteration CUDA graph; "
                    f"{FRAMEWORK_VERSIONS['megatron']} refuses that pair, so no layout here has both (published runs "
                    "of those recipes do, and a newer Megatron-Core would run them).")

@@ -29,7 +29,8 @@ def recipe_entry_for(result: SearchResult) -> dict | None:
     stand, _ = resolve_release(req.software)
     if stand is None:
         return None
-    entry = recipe_entry(stand, req.model.name, req.fabric.gpu.name, req.precision,
+    from commbench.planner.layout.recipe_model import recipe_model
+    entry = recipe_entry(stand, recipe_model(req.model), req.fabric.gpu.name, req.precision,
                          {"num_gpus": req.num_gpus, "gbs": req.gbs})
     if entry is None or int(entry["num_gpus"]) != req.num_gpus:
         return None
@@ -40,9 +41,10 @@ def recipe_layout(result: SearchResult, entry: dict) -> Layout:
     """The recipe's layout at the request's global batch: its structure, and its flags as calibration reads a
     published run of that release (recipes.recipe_for: the recipe's own sizes, so its offload and block-recompute
     counts carry)."""
+    from commbench.planner.layout.recipe_model import recipe_model
     from commbench.planner.layout.recipes import MATCH_KEYS, recipe_for
     req = result.request
-    flags = recipe_for(req.software, req.model.name, req.fabric.gpu.name, req.precision,
+    flags = recipe_for(req.software, recipe_model(req.model), req.fabric.gpu.name, req.precision,
                        {k: entry[k] for k in MATCH_KEYS})
     flags = {k: v for k, v in flags.items() if k in Layout.__dataclass_fields__}
     tp, pp, cp = int(entry["tp"]), int(entry["pp"]), int(entry.get("cp") or 1)
@@ -63,7 +65,7 @@ def versus_recipe(result: SearchResult) -> dict | None:
     req = result.request
     where = {"recipe_release": entry["release"], "recipe_config": entry["config"],
              "recipe_source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']}",
-             "recipe_gbs": int(entry["gbs"]), "gbs": req.gbs}
+             "recipe_gbs": int(entry["gbs"]), "gbs": req.gbs, "recipe_model": entry["model"], "model": req.model.name}
     if req.num_gpus % (int(entry["tp"]) * int(entry["pp"]) * int(entry.get("cp") or 1)):
         return where | {"unavailable": "its tp*pp*cp does not divide the GPU count"}
     lay = recipe_layout(result, entry)
@@ -125,6 +127,8 @@ def versus_recipe_lines(v: dict | None) -> list[str]:
     if v is None:
         return []
     head = f"NVIDIA's tuned layout (Megatron-Bridge {v['recipe_release']} recipe {v['recipe_config']}"
+    if v.get("recipe_model", v.get("model")) != v.get("model"):   # hf:PATH reading a zoo model's recipe (recipe_model)
+        head += f" for {v['recipe_model']}, whose architecture {v['model']} has"
     if "unavailable" in v:
         return [f"{head}): not compared, {v['unavailable']}."]
     batch = ("" if v["recipe_gbs"] == v["gbs"] else

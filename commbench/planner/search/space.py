@@ -38,6 +38,7 @@ from commbench.planner.layout.spec import (BOOL_FIELDS, CODE_FIELDS, COUNT_FIELD
                                       LayoutArrays)
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.graph_scope import scope_mask, scope_text
+from commbench.planner.layout.recipe_model import recipe_model
 from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
@@ -337,7 +338,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
               moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
     bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
-    has = release_features(req.software, req.gpu_name, req.precision, req.model.name, req.model.is_moe)
+    has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe)
     if "cuda_graph" not in req.pins and "full" in has["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
