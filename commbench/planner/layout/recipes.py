@@ -13,7 +13,8 @@ the recipe files at each release's tag; every entry names its file, commit and c
   recipes (and older releases') use there (e.g. 25.09 has no full-iteration CUDA graph and no fused MoE kernels; no
   release runs H100 under a full-iteration graph, nor under any CUDA graph at FP8; GB200's EP all-to-all
   overlap starts in 26.04); a precision no recipe on the GPU runs gets the GPU's, a GPU no recipe covers
-  what the release uses on any GPU. `plan`/`tune --software` search only those: a feature NVIDIA's own
+  its stand-in's (FEATURE_STAND_INS: H200 reads H100's), else what the release uses on any GPU (the plan
+  says so). `plan`/`tune --software` search only those: a feature NVIDIA's own
   tuned recipes never turn on for a GPU at a precision is not one the planner may credit there.
 - `dispatch_limits`: of those, what a fabric cannot run: the flex dispatcher where the backend it needs
   (flex_backend: HybridEP on NVL72 racks) is one no recipe of the release sets (recipes.json flex_backend:
@@ -110,6 +111,32 @@ def gpu_key(gpu_or_preset: str) -> str:
     return key.split("-")[0].split(" ")[0]
 
 
+# GPUs no Megatron-Bridge performance recipe runs on whose features another GPU's recipes stand for (what the
+# release's software runs there, not a tuned layout: recipe_entry stays exact). recipes.json has no H200 recipe in
+# any release (its GPUs: b200 b300 gb200 gb300 h100). H200 is a Hopper GPU, compute capability 9.0 as H100's (CUDA
+# GPU list), and Megatron-Bridge decides what the software runs by that capability (training/
+# flex_dispatcher_backend.py: DeepEP and HybridEP by torch.cuda.get_device_properties().major), so the H100 recipes'
+# features are the ones its container runs on H200.
+FEATURE_STAND_INS = {"h200": "h100"}
+
+
+def feature_gpu(gpu: str | None) -> str | None:
+    """The recipes.json GPU whose recipes' features a GPU reads: its own, or FEATURE_STAND_INS's."""
+    if gpu is None:
+        return None
+    return FEATURE_STAND_INS.get(gpu_key(gpu), gpu_key(gpu))
+
+
+def feature_gpu_note(gpu: str | None) -> str:
+    """A clause saying whose recipes stand in for `gpu` and why ('' where it reads its own or none)."""
+    if gpu is None or gpu_key(gpu) not in FEATURE_STAND_INS:
+        return ""
+    own, stand = gpu_key(gpu).upper(), FEATURE_STAND_INS[gpu_key(gpu)].upper()
+    return (f"no Megatron-Bridge performance recipe runs on {own}, so {stand}'s stand in for what the software runs "
+            f"there: {own} is a Hopper GPU of compute capability 9.0 as {stand} is, and Megatron-Bridge picks its "
+            f"dispatch by that capability; none is a layout tuned for {own}")
+
+
 @functools.cache
 def _index() -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
     out: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
@@ -202,7 +229,7 @@ def _feature_entries(release: str, gpu: str | None, precision: str | None,
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
     entries = [e for e in _usable() if e["release"] in upto]
-    on_gpu = [e for e in entries if gpu is not None and e["gpu"] == gpu_key(gpu)]
+    on_gpu = [e for e in entries if gpu is not None and e["gpu"] == feature_gpu(gpu)]
     at_precision = [e for e in on_gpu if precision is not None and e["precision"] == str(precision).lower()]
     for_model = [e for e in at_precision if model is not None and e["model"] == model]
     if for_model:
@@ -399,6 +426,7 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
     (`domain_size`) cannot run of them (dispatch_limits) (one line naming field, release, GPU and precision)."""
     features = release_features(release, gpu, precision, domain_size=domain_size)
     limits = dispatch_limits(release, gpu, precision, None, None, int(domain_size)) if domain_size else {}
+    stand = f" ({feature_gpu_note(gpu)})" if feature_gpu_note(gpu) else ""
     where = (f" on {gpu_key(gpu).upper()}" if gpu else "") + (f" at {str(precision).upper()}" if precision else "")
     for key in RECIPE_KEYS:
         if key in pins and pins[key] not in features[key]:
@@ -406,11 +434,12 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
             why = f" ({limits[key]})" if key in limits else ""
             raise CommbenchError(f"--layout {key}={str(pins[key]).lower()}: not in the Megatron-Bridge recipes of "
                                  f"release {release}{where} (--software){why}; that release has {key} in {{{have}}}"
-                                 f"{where}")
+                                 f"{where}{stand}")
 
 
 __all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "normalised_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
            "release_features", "release_features_scope", "runs_ep_overlap_with_full_graph", "check_pins_in_release",
            "flex_backend", "release_flex_backends", "first_release_with_backend", "dispatch_limits",
+           "FEATURE_STAND_INS", "feature_gpu", "feature_gpu_note",
            "tp_overlap_recipes", "tp_overlap_unrun",
            "CONTAINERS_WITHOUT_DEEPEP", "gpu_key"]

@@ -201,7 +201,7 @@ def caveats(result: SearchResult) -> list[str]:
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")
     from commbench.planner.layout.recipe_model import recipe_model, recipe_model_line
-    from commbench.planner.layout.recipes import dispatch_limits
+    from commbench.planner.layout.recipes import dispatch_limits, feature_gpu, feature_gpu_note
     recipes_of = recipe_model(model)   # the zoo model whose recipes it reads: its own, or the one it is (hf:PATH)
     has = release_features(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe, req.domain_size)
     scope = release_features_scope(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe)
@@ -224,18 +224,20 @@ def caveats(result: SearchResult) -> list[str]:
                                                                                  req.precision, None, None,
                                                                                  req.domain_size))] if for_model else []
     gpu = req.gpu_name
+    stand_in = feature_gpu_note(gpu)
     where = {"any": f" No recipe of release {req.software} (or an older one) runs on {gpu.upper() if gpu else 'this GPU'}"
                     " and none stands in for it: the features searched are every GPU's recipes' in that release.",
              "gpu": f" No recipe of the release runs at {req.precision.upper()} there: the features searched are its "
                     "recipes' there at any precision."}.get(scope, "") if gpu else ""
     out.append(f"Software: the features of Megatron-Bridge release {req.software}'s performance recipes "
                + (f"for {recipes_of} " if for_model else "")
-               + (f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
+               + (f"on {feature_gpu(gpu).upper()}, standing in for {gpu.upper()}, " if stand_in else
+                  f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
                + (f"; without {', '.join(name + (f' ({why_off[name]})' if why_off.get(name) else '') for name in extras)}."
                   if extras else ".")
                + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
                   if pinnable else "")
-               + where
+               + (f" {stand_in[0].upper()}{stand_in[1:]}." if stand_in else "") + where
                + ("" if for_model else f" No recipe of the release covers {recipes_of} there: the features "
                   "searched are other models' recipes', none tuned for it, so a gain the plan owes to them is the "
                   "least certain part of its prediction.")
