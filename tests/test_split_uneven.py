@@ -69,9 +69,9 @@ def test_the_chosen_uneven_split_is_the_lightest_of_every_accepted_pair(model, p
         ranks = [rest // middle if middle else 0] * pp
         ranks[0] = ranks[0] if first is None else first
         ranks[-1] = ranks[-1] if last is None else last
-        return PipelineSplit(pp=pp, vp=vp, method="uneven", stages=_with_ends([ranks[s % pp] // vp for s in range(pp * vp)],
-                                                                               model.num_mtp_layers),
-                             first_stage_layers=first, last_stage_layers=last)
+        stages = _with_ends([ranks[s % pp] // vp for s in range(pp * vp)], model.num_mtp_layers)
+        return PipelineSplit(pp=pp, vp=vp, method="uneven", stages=stages, first_stage_layers=first,
+                             last_stage_layers=last)
 
     def key(s):
         ranks = s.rank_costs(w)

@@ -225,16 +225,16 @@ def caveats(result: SearchResult) -> list[str]:
                                                                                  req.domain_size))] if for_model else []
     gpu = req.gpu_name
     stand_in = feature_gpu_note(gpu)
-    where = {"any": f" No recipe of release {req.software} (or an older one) runs on {gpu.upper() if gpu else 'this GPU'}"
-                    " and none stands in for it: the features searched are every GPU's recipes' in that release.",
+    where = {"any": f" No recipe of release {req.software} (or an older one) runs on {(gpu or 'this GPU').upper()} "
+                    "and none stands in for it: the features searched are every GPU's recipes' in that release.",
              "gpu": f" No recipe of the release runs at {req.precision.upper()} there: the features searched are its "
                     "recipes' there at any precision."}.get(scope, "") if gpu else ""
     out.append(f"Software: the features of Megatron-Bridge release {req.software}'s performance recipes "
                + (f"for {recipes_of} " if for_model else "")
                + (f"on {feature_gpu(gpu).upper()}, standing in for {gpu.upper()}, " if stand_in else
                   f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
-               + (f"; without {', '.join(name + (f' ({why_off[name]})' if why_off.get(name) else '') for name in extras)}."
-                  if extras else ".")
+               + (f"; without {', '.join(off)}." if (off := [name + (f" ({why_off[name]})" if why_off.get(name) else "")
+                                                               for name in extras]) else ".")
                + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
                   if pinnable else "")
                + (f" {stand_in[0].upper()}{stand_in[1:]}." if stand_in else "") + where
