@@ -36,6 +36,8 @@ LAYOUTS = [  # (gpus, layout): the published recipe, and TP / PP / CP / ETP vari
     (8, dict(tp=1, pp=1, ep=8, etp=1, mbs=2, gbs=512)),
     (16, dict(tp=2, pp=2, ep=8, etp=1, mbs=1, gbs=512, sequence_parallel=True)),
     (32, dict(tp=1, pp=4, ep=8, etp=1, mbs=1, gbs=512)),
+    # 52 layers over pp=8 (probe M finding 4: refused before; MambaStack builds first/last counts far from the middle's)
+    (64, dict(tp=1, pp=8, ep=8, etp=1, mbs=1, gbs=512)),
     (16, dict(tp=2, pp=1, cp=2, ep=8, etp=2, mbs=1, gbs=256, sequence_parallel=True)),
     # what the search picks on 8 GB200 (flex dispatcher, per-layer CUDA graphs; no EP overlap, which MambaModel
     # cannot run: test_hybrid_megatron_limits.py)

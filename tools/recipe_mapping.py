@@ -91,6 +91,7 @@ def entry(fields: dict, model: str) -> dict:
             "recompute": recompute_of(fields, model), "cuda_graph": graph_of(fields),
             "cuda_graph_scope": scope_of(fields),
             "dispatcher": "flex" if fields.get("moe_flex_dispatcher_backend") else "alltoall",
+            "flex_backend": fields.get("moe_flex_dispatcher_backend") or None,
             "moe_a2a_overlap": bool(fields.get("moe_a2a_overlap")),
             "fused_moe": bool(fields.get("cutedsl_fused_grouped_mlp")),
             "fp8_attention": bool(fields.get("fp8_dot_product_attention")),

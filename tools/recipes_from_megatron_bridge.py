@@ -55,7 +55,8 @@ Mapping onto the planner's recipe fields:
 - cuda_graph_scope: under per-layer graphs the recipe's cuda_graph_scope list (Megatron-Core capture
   modules: attn, mlp, moe, moe_router, moe_preprocess, mamba; [] = the whole layer, as is the 25.09
   YAML's `cuda_graphs: true`, Megatron-Core 0.14's default scope "full"); [] otherwise;
-- dispatcher: moe_flex_dispatcher_backend set (hybridep, deepep) -> flex; else alltoall;
+- dispatcher: moe_flex_dispatcher_backend set (hybridep, deepep) -> flex; else alltoall; flex_backend: that
+  backend (null with alltoall; 25.09's DeepSeek-V3 H100 rows: deepep, run_script.py's DeepEP);
 - moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
 - cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
   scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
@@ -261,6 +262,7 @@ def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
                                 ("selective" if granularity == "selective" else "none"),
                                 "cuda_graph": "layer" if f.get("cuda_graphs") else "none", "cuda_graph_scope": [],
                                 "dispatcher": "flex" if h100_deepseek else "alltoall",
+                                "flex_backend": "deepep" if h100_deepseek else None,
                                 "moe_a2a_overlap": h100_deepseek, "fused_moe": False, "fp8_attention": False,
                                 "fsdp": bool(f.get("use_megatron_fsdp")),
                                 "cpu_offload_layers": int(f.get("cpu_offloading_num_layers") or 0),

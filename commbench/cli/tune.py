@@ -74,7 +74,7 @@ def tune(
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
     check_pins_in_release(pins, check_release(software) if software is not None else newest_release(), system,
-                          precision.lower())  # before the sweep
+                          precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size))  # before the sweep
     from commbench.files import check_output_dir
     from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED

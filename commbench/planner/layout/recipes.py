@@ -13,8 +13,12 @@ the recipe files at each release's tag; every entry names its file, commit and c
   recipes (and older releases') use there (e.g. 25.09 has no full-iteration CUDA graph and no fused MoE kernels; no
   release runs H100 under a full-iteration graph, nor under any CUDA graph at FP8; GB200's EP all-to-all
   overlap starts in 26.04); a precision no recipe on the GPU runs gets the GPU's, a GPU no recipe covers
-  what the release uses on any GPU. `plan`/`tune --software` search only those: a feature NVIDIA's own
+  its stand-in's (FEATURE_STAND_INS: H200 reads H100's), else what the release uses on any GPU (the plan
+  says so). `plan`/`tune --software` search only those: a feature NVIDIA's own
   tuned recipes never turn on for a GPU at a precision is not one the planner may credit there.
+- `dispatch_limits`: of those, what a fabric cannot run: the flex dispatcher where the backend it needs
+  (flex_backend: HybridEP on NVL72 racks) is one no recipe of the release sets (recipes.json flex_backend:
+  HybridEP from 25.11), the EP overlap where the release's recipes run it only with such a backend.
 """
 
 from __future__ import annotations
@@ -105,6 +109,32 @@ def gpu_key(gpu_or_preset: str) -> str:
     """'GB200', 'DGX-GB200', 'gb200-nvl72' -> 'gb200'."""
     key = re.sub(r"^(dgx|hgx)[- ]", "", str(gpu_or_preset).strip().lower())
     return key.split("-")[0].split(" ")[0]
+
+
+# GPUs no Megatron-Bridge performance recipe runs on whose features another GPU's recipes stand for (what the
+# release's software runs there, not a tuned layout: recipe_entry stays exact). recipes.json has no H200 recipe in
+# any release (its GPUs: b200 b300 gb200 gb300 h100). H200 is a Hopper GPU, compute capability 9.0 as H100's (CUDA
+# GPU list), and Megatron-Bridge decides what the software runs by that capability (training/
+# flex_dispatcher_backend.py: DeepEP and HybridEP by torch.cuda.get_device_properties().major), so the H100 recipes'
+# features are the ones its container runs on H200.
+FEATURE_STAND_INS = {"h200": "h100"}
+
+
+def feature_gpu(gpu: str | None) -> str | None:
+    """The recipes.json GPU whose recipes' features a GPU reads: its own, or FEATURE_STAND_INS's."""
+    if gpu is None:
+        return None
+    return FEATURE_STAND_INS.get(gpu_key(gpu), gpu_key(gpu))
+
+
+def feature_gpu_note(gpu: str | None) -> str:
+    """A clause saying whose recipes stand in for `gpu` and why ('' where it reads its own or none)."""
+    if gpu is None or gpu_key(gpu) not in FEATURE_STAND_INS:
+        return ""
+    own, stand = gpu_key(gpu).upper(), FEATURE_STAND_INS[gpu_key(gpu)].upper()
+    return (f"no Megatron-Bridge performance recipe runs on {own}, so {stand}'s stand in for what the software runs "
+            f"there: {own} is a Hopper GPU of compute capability 9.0 as {stand} is, and Megatron-Bridge picks its "
+            f"dispatch by that capability; none is a layout tuned for {own}")
 
 
 @functools.cache
@@ -199,7 +229,7 @@ def _feature_entries(release: str, gpu: str | None, precision: str | None,
     upto = set(releases()[:releases().index(release) + 1])
     upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
     entries = [e for e in _usable() if e["release"] in upto]
-    on_gpu = [e for e in entries if gpu is not None and e["gpu"] == gpu_key(gpu)]
+    on_gpu = [e for e in entries if gpu is not None and e["gpu"] == feature_gpu(gpu)]
     at_precision = [e for e in on_gpu if precision is not None and e["precision"] == str(precision).lower()]
     for_model = [e for e in at_precision if model is not None and e["model"] == model]
     if for_model:
@@ -229,14 +259,69 @@ def _same_kind(entries: list[dict[str, Any]], is_moe: bool | None) -> list[dict[
     return [e for e in entries if _recipe_model_is_moe(e["model"])] or entries
 
 
+BACKEND_NAMES = {"deepep": "DeepEP", "hybridep": "HybridEP"}
+
+
+@functools.cache
+def release_flex_backends(release: str) -> frozenset:
+    """The flex dispatcher backends (--moe-flex-dispatcher-backend) the recipes of `release` and older releases set
+    (recipes.json flex_backend): DeepEP from 25.09 (DeepSeek-V3 on H100), HybridEP from 25.11 (GB200/GB300)."""
+    upto = set(releases()[:releases().index(release) + 1])
+    upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
+    return frozenset(e["flex_backend"] for e in _usable() if e["release"] in upto and e.get("flex_backend"))
+
+
+def first_release_with_backend(backend: str) -> str | None:
+    """The oldest table release whose recipes set `backend` (None: none does)."""
+    return next((r for r in releases() if backend in release_flex_backends(r)), None)
+
+
+def _deepep_runs(domain_size: int, release: str) -> bool:
+    """Whether DeepEP runs on this fabric in this release's container: where flex_backend picks it."""
+    return flex_backend(domain_size, release) == "deepep"
+
+
+@functools.cache
+def dispatch_limits(release: str, gpu: str | None, precision: str | None, model: str | None,
+                    is_moe: bool | None, domain_size: int) -> dict[str, str]:
+    """What of the release's recipes' MoE dispatch features a fabric with `domain_size` GPUs per scale-up domain
+    cannot run, field -> why ("dispatcher": the flex dispatcher, "moe_a2a_overlap": the EP all-to-all overlap):
+    - flex, where the backend this fabric takes (flex_backend) is one no recipe of the release (or an older one)
+      sets: 25.09's recipes set only DeepEP (v0.1.0rc3 run_script.py: DeepSeek-V3 on H100), so a 25.09 plan on an
+      NVL72 rack, where HybridEP stands, has no flex dispatcher;
+    - the EP overlap, where every recipe release_features reads that runs it pairs it with a flex backend that
+      does not run here (25.09 runs it only with DeepEP on H100, which NVL72 racks do not run: Megatron-Bridge
+      training/flex_dispatcher_backend.py); a recipe pairing it with alltoall or HybridEP (which runs on Hopper and
+      Blackwell alike, same file) keeps it."""
+    entries, scope = _feature_entries(release, gpu, precision, model, is_moe)
+    out: dict[str, str] = {}
+    backend = flex_backend(domain_size, release)
+    have = release_flex_backends(release)
+    if backend not in have and any(e["dispatcher"] == "flex" for e in entries):
+        first = first_release_with_backend(backend)
+        out["dispatcher"] = (f"this fabric takes {BACKEND_NAMES[backend]}, which no recipe of "
+                             f"release {release} sets" + (f"; its recipes first set it in {first}" if first else ""))
+    overlap = [e for e in entries if e["moe_a2a_overlap"]]
+    usable = [e for e in overlap if e["dispatcher"] == "alltoall" or e.get("flex_backend") == "hybridep"
+              or (e.get("flex_backend") == "deepep" and _deepep_runs(domain_size, release))]
+    if overlap and not usable:
+        where = sorted({f"{BACKEND_NAMES.get(e.get('flex_backend'), e['dispatcher'])} on {e['gpu'].upper()}"
+                        for e in overlap})
+        out["moe_a2a_overlap"] = (f"release {release}'s recipes run it only with {', '.join(where)}, which this "
+                                  "fabric does not run")
+    return out
+
+
 @functools.cache
 def release_features(release: str, gpu: str | None = None, precision: str | None = None,
-                     model: str | None = None, is_moe: bool | None = None) -> dict[str, frozenset]:
+                     model: str | None = None, is_moe: bool | None = None,
+                     domain_size: int | None = None) -> dict[str, frozenset]:
     """Field -> the values the release's recipes (or an older release's) use for `model` (a zoo name) on
     `gpu` (a GPU or preset name) at `precision`: what the release runs there. Where no recipe covers the
     model there, any model's recipes on that GPU at that precision; then the GPU's at any precision; then
     any GPU's (_feature_entries). "cpu_offload" holds True where a recipe there offloads activations to
-    host memory (GB200/GB300 and B200 FSDP Llama recipes; none on H100). E.g. no H100 FP8 recipe of any
+    host memory (GB200/GB300 and B200 FSDP Llama recipes; none on H100). With `domain_size` (the fabric's GPUs
+    per scale-up domain), less what that fabric cannot run of the release's dispatch (dispatch_limits). E.g. no H100 FP8 recipe of any
     release turns CUDA graphs on (85 of 85; H100 BF16 recipes do), nor any B200 NVFP4 one; and before
     26.06.01 no Qwen3-235B-A22B recipe on B200 at MXFP8 runs CUDA graphs or the flex dispatcher, while
     other models' recipes there do: a feature a release runs for one model is not one it has tuned for
@@ -256,6 +341,12 @@ def release_features(release: str, gpu: str | None = None, precision: str | None
     out["dispatcher"].add("alltoall")
     for key in ("fp8_attention", "moe_a2a_overlap", "fused_moe", "cpu_offload"):
         out[key].add(False)
+    if domain_size is not None:   # what this fabric cannot run of it (dispatch_limits)
+        limits = dispatch_limits(release, gpu, precision, model, is_moe, int(domain_size))
+        if "dispatcher" in limits:
+            out["dispatcher"].discard("flex")
+        if "moe_a2a_overlap" in limits:
+            out["moe_a2a_overlap"].discard(True)
     return {k: frozenset(v) for k, v in out.items()}
 
 
@@ -330,21 +421,25 @@ def ep_overlap_measured_slower(domain_size, ep_domains_spanned):
 
 
 def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None,
-                          precision: str | None = None) -> None:
-    """Refuse a --layout value the release's recipes never use on the GPU at the precision (one line
-    naming field, release, GPU and precision)."""
-    features = release_features(release, gpu, precision)
+                          precision: str | None = None, domain_size: int | None = None) -> None:
+    """Refuse a --layout value the release's recipes never use on the GPU at the precision, or that the fabric
+    (`domain_size`) cannot run of them (dispatch_limits) (one line naming field, release, GPU and precision)."""
+    features = release_features(release, gpu, precision, domain_size=domain_size)
+    limits = dispatch_limits(release, gpu, precision, None, None, int(domain_size)) if domain_size else {}
+    stand = f" ({feature_gpu_note(gpu)})" if feature_gpu_note(gpu) else ""
     where = (f" on {gpu_key(gpu).upper()}" if gpu else "") + (f" at {str(precision).upper()}" if precision else "")
     for key in RECIPE_KEYS:
         if key in pins and pins[key] not in features[key]:
             have = ", ".join(sorted(str(v).lower() for v in features[key]))
+            why = f" ({limits[key]})" if key in limits else ""
             raise CommbenchError(f"--layout {key}={str(pins[key]).lower()}: not in the Megatron-Bridge recipes of "
-                                 f"release {release}{where} (--software); that release has {key} in {{{have}}}"
-                                 f"{where}")
+                                 f"release {release}{where} (--software){why}; that release has {key} in {{{have}}}"
+                                 f"{where}{stand}")
 
 
 __all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "normalised_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
            "release_features", "release_features_scope", "runs_ep_overlap_with_full_graph", "check_pins_in_release",
-           "flex_backend",
+           "flex_backend", "release_flex_backends", "first_release_with_backend", "dispatch_limits",
+           "FEATURE_STAND_INS", "feature_gpu", "feature_gpu_note",
            "tp_overlap_recipes", "tp_overlap_unrun",
            "CONTAINERS_WITHOUT_DEEPEP", "gpu_key"]

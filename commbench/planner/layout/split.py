@@ -17,6 +17,8 @@ Without a layout the MTP layers run on the last stage (post-process of the last 
 Stages are in Megatron's order: virtual stage s is model chunk s // pp of pipeline rank s % pp.
 Hybrid models (Mamba/attention/MLP/MoE pattern) split as megatron-core 0.16's MambaStack builds
 them: even or first/last-stage counts, vp = 1; each layer costs its own kind (StageWeights.layer_costs).
+The first/last-stage counts searched are every pair TransformerConfig accepts (uneven_pairs), weighed at once
+(_uneven: one prefix sum over the layers' costs, vectorised over the pairs).
 
 Cost, in mean-decoder-layer units (FLOPs per token, models.flops_breakdown): decoder 1; loss = the
 output layer's logits FLOPs; an MTP layer = its layer + projection + logits FLOPs; embedding 0 (a
@@ -209,25 +211,61 @@ def _even_like(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
     return out
 
 
-def _uneven(model: ModelSpec, pp: int, vp: int) -> list[PipelineSplit]:
-    """First/last-stage layer counts near each middle-rank count (Megatron's uneven PP rules)."""
-    L, M, out = model.num_layers, model.num_mtp_layers, []
-    for per_mid in range(0, L + 1, vp):
-        for first in {per_mid - vp, per_mid, per_mid + vp, None}:
-            for last in {per_mid - 2 * vp, per_mid - vp, per_mid, None}:
-                if (first is None and last is None) or (first is not None and first <= 0) or \
-                        (last is not None and last <= 0):
-                    continue
-                middle_ranks = pp - (first is not None) - (last is not None)
-                rest = L - (first or 0) - (last or 0)
-                if rest < 0 or bool(rest) != bool(middle_ranks) or (middle_ranks and rest != per_mid * middle_ranks):
-                    continue
-                per_rank = [first if (r == 0 and first is not None) else last if (r == pp - 1 and last is not None)
-                            else per_mid for r in range(pp)]
-                counts = [per_rank[s % pp] // vp for s in range(pp * vp)]
-                out.append(PipelineSplit(pp=pp, vp=vp, method="uneven", stages=_with_ends(counts, M),
-                                         first_stage_layers=first, last_stage_layers=last))
-    return out
+@lru_cache(maxsize=1024)
+def uneven_pairs(num_layers: int, pp: int, vp: int) -> tuple[tuple[int | None, int | None], ...]:
+    """Every (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers) pair megatron-core 0.16.1
+    accepts for `num_layers` over pp x vp, None for a flag left unset (not both): TransformerConfig.__post_init__
+    ("Uneven PP": each set count > 0 and a multiple of vp; the middle ranks' layers, num_layers less the set counts,
+    non-zero exactly when there are middle ranks, divisible over them, each rank's share a multiple of vp). The GPT
+    path (transformer_block.get_num_layers_to_build) and MambaStack (ssm/mamba_block.py
+    _select_layers_for_pipeline_parallel, vp = 1) build from the same counts: first, then equal middle ranks, then
+    last (e.g. 52 layers over pp=8: 5 + 6 x 7 + 5)."""
+    out: list[tuple[int | None, int | None]] = []
+    ends = [None] + list(range(vp, num_layers + 1, vp))
+    for first in ends:
+        for last in ends:
+            if first is None and last is None:
+                continue
+            middle = pp - (first is not None) - (last is not None)
+            rest = num_layers - (first or 0) - (last or 0)
+            if middle < 0 or rest < 0 or bool(rest) != bool(middle):
+                continue
+            if middle and (rest % middle or (rest // middle) % vp):
+                continue
+            out.append((first, last))
+    return tuple(out)
+
+
+def _uneven(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> list[PipelineSplit]:
+    """The uneven split (uneven_pairs) whose busiest rank, then busiest stage, is lightest: every pair Megatron
+    accepts is weighed (vectorised over the pairs; best_split weighs only the winner again, so it needs no other)."""
+    L, M, S = model.num_layers, model.num_mtp_layers, pp * vp
+    pairs = uneven_pairs(L, pp, vp)
+    if not pairs:
+        return []
+    w = stage_weights(model, vocab)
+    per_rank = np.empty((len(pairs), pp), dtype=np.int64)
+    for i, (first, last) in enumerate(pairs):
+        middle = pp - (first is not None) - (last is not None)
+        rest = L - (first or 0) - (last or 0)
+        per_rank[i] = rest // middle if middle else 0
+        if first is not None:
+            per_rank[i, 0] = first
+        if last is not None:
+            per_rank[i, -1] = last
+    counts = np.tile(per_rank // vp, (1, vp))                  # virtual stage s = chunk s // pp of rank s % pp
+    layer = np.asarray(w.layer_costs if w.layer_costs else np.full(L, w.decoder), dtype=np.float64)
+    prefix = np.concatenate([[0.0], np.cumsum(layer)])
+    ends = np.cumsum(counts, axis=1)
+    stage = prefix[ends] - prefix[ends - counts]
+    stage[:, 0] += w.embedding
+    stage[:, -1] += M * w.mtp + w.loss
+    rank = stage.reshape(len(pairs), vp, pp).sum(axis=1)
+    key = np.lexsort((np.round((rank * rank).sum(axis=1), 6), np.round(stage.max(axis=1), 6),
+                      np.round(rank.max(axis=1), 6)))
+    first, last = pairs[int(key[0])]
+    return [PipelineSplit(pp=pp, vp=vp, method="uneven", stages=_with_ends(list(counts[int(key[0])]), M),
+                          first_stage_layers=first, last_stage_layers=last)]
 
 
 def _water_fill(extras: list[float], allowed: list[bool], layers: int) -> list[int] | None:
@@ -334,20 +372,23 @@ def split_options(model: ModelSpec, pp: int, vp: int, vocab: float | None = None
         # rank, or first/last-stage counts with even middle ranks; no interleaving, no layout string.
         if vp > 1:
             return []
-        found = [s for s in _even_like(model, pp, vp) if s.method == "even"] + _uneven(model, pp, vp)
+        found = [s for s in _even_like(model, pp, vp) if s.method == "even"] + _uneven(model, pp, vp, vocab)
     else:
-        found = _even_like(model, pp, vp) + _uneven(model, pp, vp) + _custom_layouts(model, pp, vp, vocab)
+        found = _even_like(model, pp, vp) + _uneven(model, pp, vp, vocab) + _custom_layouts(model, pp, vp, vocab)
     return [s for s in found if all(s.stages)]
 
 
 @lru_cache(maxsize=4096)
 def best_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> PipelineSplit | None:
-    """The buildable split whose busiest rank is lightest (then busiest stage; then simplest flags), its loss
+    """The buildable split whose busiest rank is lightest (then busiest stage; then the evenest ranks, least sum of
+    squared rank costs; then simplest flags), its loss
     stage weighed at `vocab` output rows (split_vocab; default the model's own)."""
     w = stage_weights(model, vocab)
 
     def key(s: PipelineSplit):
-        return (round(max(s.rank_costs(w)), 6), round(max(w.stage_costs(s.stages)), 6), METHODS.index(s.method))
+        ranks = s.rank_costs(w)
+        return (round(max(ranks), 6), round(max(w.stage_costs(s.stages)), 6), round(sum(c * c for c in ranks), 6),
+                METHODS.index(s.method))
 
     options = split_options(model, pp, vp, vocab)
     return min(options, key=key) if options else None
@@ -361,6 +402,9 @@ def choose_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None)
         why = "vp>1 needs pp>1" if pp == 1 and vp > 1 else \
             "hybrid models: Megatron's MambaStack has no virtual pipeline stages, vp must be 1" \
             if model.is_hybrid and vp > 1 else \
+            (f"Megatron's MambaStack gives each of the {pp} pipeline ranks at least one of the {model.num_layers} "
+             "layers: an even split, or --decoder-first/last-pipeline-num-layers > 0 with the middle ranks' share "
+             "non-zero, megatron-core 0.16.1 ssm/mamba_block.py and TransformerConfig") if model.is_hybrid else \
             f"{pp * vp} virtual stages cannot each hold a layer, the embedding, the MTP or the loss"
         raise CommbenchError(f"{model.name}: no pipeline split of {model.num_layers} layers{mtp} over "
                              f"pp={pp} x vp={vp} that Megatron builds ({why})")

@@ -105,8 +105,9 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     destination rank with it and never more than top-k times with alltoall, memory unchanged, so
     alltoall is dominated."""
     pins = req.pins
-    # what the release runs for the model there (recipes.py)
-    has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe)
+    # what the release runs for the model there, less the dispatch this fabric cannot run of it (recipes.py)
+    has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe,
+                           req.domain_size)
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
     up_proj = req.model.attention in ("mla", "dsv4") and "mla_up_proj" in has["recompute"]
     light = [3] if up_proj else []  # DeepSeek-V3's and V4's recipes

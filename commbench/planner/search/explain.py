@@ -201,11 +201,17 @@ def caveats(result: SearchResult) -> list[str]:
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")
     from commbench.planner.layout.recipe_model import recipe_model, recipe_model_line
+    from commbench.planner.layout.recipes import dispatch_limits, feature_gpu, feature_gpu_note
     recipes_of = recipe_model(model)   # the zoo model whose recipes it reads: its own, or the one it is (hf:PATH)
-    has = release_features(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe)
-    for_model = release_features_scope(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe) == "model"
+    has = release_features(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe, req.domain_size)
+    scope = release_features_scope(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe)
+    for_model = scope == "model"
     if recipes_of != model.name:
         out.append(recipe_model_line(model, req.software))
+    # what the fabric cannot run of the release's dispatch, and why (recipes.dispatch_limits)
+    limits = (dispatch_limits(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe, req.domain_size)
+              if model.is_moe and req.domain_size else {})
+    why_off = {"the flex dispatcher": limits.get("dispatcher"), "EP all-to-all overlap": limits.get("moe_a2a_overlap")}
 
     def lacking(features: dict) -> list[str]:
         return [name for name, ok in (("per-layer CUDA graphs", "layer" in features["cuda_graph"]),
@@ -215,14 +221,23 @@ def caveats(result: SearchResult) -> list[str]:
                                       ("the flex dispatcher", "flex" in features["dispatcher"])) if not ok]
     extras = lacking(has)
     pinnable = [name for name in extras if name not in lacking(release_features(req.software, req.gpu_name,
-                                                                                 req.precision))] if for_model else []
+                                                                                 req.precision, None, None,
+                                                                                 req.domain_size))] if for_model else []
     gpu = req.gpu_name
+    stand_in = feature_gpu_note(gpu)
+    where = {"any": f" No recipe of release {req.software} (or an older one) runs on {(gpu or 'this GPU').upper()} "
+                    "and none stands in for it: the features searched are every GPU's recipes' in that release.",
+             "gpu": f" No recipe of the release runs at {req.precision.upper()} there: the features searched are its "
+                    "recipes' there at any precision."}.get(scope, "") if gpu else ""
     out.append(f"Software: the features of Megatron-Bridge release {req.software}'s performance recipes "
                + (f"for {recipes_of} " if for_model else "")
-               + (f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
-               + (f"; without {', '.join(extras)}." if extras else ".")
+               + (f"on {feature_gpu(gpu).upper()}, standing in for {gpu.upper()}, " if stand_in else
+                  f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
+               + (f"; without {', '.join(off)}." if (off := [name + (f" ({why_off[name]})" if why_off.get(name) else "")
+                                                               for name in extras]) else ".")
                + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
                   if pinnable else "")
+               + (f" {stand_in[0].upper()}{stand_in[1:]}." if stand_in else "") + where
                + ("" if for_model else f" No recipe of the release covers {recipes_of} there: the features "
                   "searched are other models' recipes', none tuned for it, so a gain the plan owes to them is the "
                   "least certain part of its prediction.")

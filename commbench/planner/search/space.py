@@ -73,12 +73,18 @@ class SearchRequest:
         """The fabric's GPU (None before a tune sweep has measured the fabric)."""
         return self.fabric.gpu.name if self.fabric is not None else None
 
+    @property
+    def domain_size(self) -> int | None:
+        """The fabric's GPUs per scale-up domain (None before a tune sweep has measured the fabric)."""
+        return int(self.fabric.domain_size) if self.fabric is not None else None
+
     def __post_init__(self) -> None:
         from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
         given = self.software is not None  # '' is given (and refused), not read as the newest release
         object.__setattr__(self, "software_note", release_note(self.software) if given else "")
         object.__setattr__(self, "software", check_release(self.software) if given else newest_release())
-        check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision)  # the user's pins, first
+        check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision,  # the user's pins, first
+                              self.domain_size)
         etp = self.pins.get("etp")
         if etp is not None and not self.model.is_moe and etp != self.pins.get("tp", etp if etp == 1 else None):
             # a dense model has no expert layer: the search set etp = tp and dropped the pin without a word
