@@ -1,0 +1,106 @@
+"""Probe O's findings on `commbench nccl-tuner` (2, 6, 7, 8): the bar is that a tuner config never makes NCCL slower
+than no config. min/max/p99 are compared over as many iterations on every side; GB200 runs whose NVLink domains
+are unknown make no rule keyed on hosts; the docs say which NCCL example plugin to build; the report's rule label
+is the one the config holds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.comm.nccl_tuning import TuningCombo
+from commbench.errors import CommbenchError
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
+
+SIZES = [2 ** k for k in range(16, 23)]
+
+
+def write_runs(path, seed: int, runs: list[tuple[TuningCombo, int, float]], *, devices="NVIDIA H100 80GB HBM3",
+               hosts=("n1",) * 8, topology: dict | None = None, sort_samples=True, keep_samples=True) -> str:
+    """One 8-rank run per (combination, -n, true time in us): all_reduce at SIZES, n samples of N(time, 5%)
+    (probe O's tm.py: samples kept sorted, as it wrote them)."""
+    rng = random.Random(seed)
+    world = len(hosts)
+    with JsonlWriter(str(path)) as writer:
+        for i, (combo, n, true_us) in enumerate(runs):
+            writer.write(RunHeader(run_id=f"r{i}", started_at=f"2026-12-05T10:0{i}:00+00:00", argv=[],
+                                   commbench_version="0", python_version="3", torch_version=None,
+                                   nccl_version="2.27.3", cuda_version=None, cupy_version=None, backend="nccl",
+                                   world_size=world, hostnames=list(hosts), devices=[devices] * world,
+                                   nccl_env=combo.env(), launcher="local", topology=topology))
+            for size in SIZES:
+                s = [rng.gauss(true_us, 0.05 * true_us) for _ in range(n)]
+                o = sorted(s)
+                writer.write(Measurement(run_id=f"r{i}", collective="all_reduce", backend="nccl", size_bytes=size,
+                                         count=size // 4, dtype="float32", op="sum", in_place=True, world_size=world,
+                                         group_size=world, iters=n, warmup_iters=5, time_us_median=o[n // 2],
+                                         time_us_mean=sum(s) / n, time_us_min=o[0], time_us_max=o[-1],
+                                         time_us_p99=None, status="ok", num_wrong=0, params=combo.params(),
+                                         iter_times_us=(o if sort_samples else s) if keep_samples else []))
+    return str(path)
+
+
+RING = TuningCombo(algo="ring", proto="simple", channels=16)
+TREE = TuningCombo(algo="tree", proto="simple", channels=16)
+
+
+def rules_of(path, statistic):
+    from commbench.workflows.nccl_tuner import from_results
+
+    return from_results([path], statistic=statistic, min_gain=0.0)
+
+
+# --- finding 2: --statistic min over unequal -n --------------------------------------------------------------
+
+def test_min_of_500_iterations_is_not_a_win_over_the_min_of_20_of_one_distribution(tmp_path):
+    """NCCL's default with -n 20, two combinations with -n 500, one distribution N(100 us, 5%): the fastest of 500
+    is ~1.06x below the fastest of 20 by chance alone. Before, 4 of these 10 seeds wrote a rule; now each record's
+    min is over 20 of its iterations and none does, and a note says so."""
+    with_rules, notes = [], []
+    for seed in range(10):
+        path = write_runs(tmp_path / f"s{seed}.jsonl", seed, [(TuningCombo(), 20, 100.0), (RING, 500, 100.0),
+                                                               (TREE, 500, 100.0)])
+        result = rules_of(path, "min")
+        if result.rules:
+            with_rules.append(seed)
+        notes.append(any("20 iteration(s) drawn at random" in note and "-n 20, 500" in note for note in result.notes))
+    assert with_rules == []
+    assert all(notes)
+
+
+def test_a_real_win_measured_with_more_iterations_is_still_a_rule(tmp_path):
+    path = write_runs(tmp_path / "win.jsonl", 3, [(TuningCombo(), 20, 100.0), (RING, 500, 80.0), (TREE, 500, 100.0)])
+    result = rules_of(path, "min")
+    assert result.rules and all(r.algo == "ring" for r in result.rules)
+
+
+def test_the_draw_is_deterministic_and_leaves_median_alone(tmp_path):
+    from commbench.results.nccl_tuner import points_from_records
+    from commbench.results.records import read_records
+
+    path = write_runs(tmp_path / "d.jsonl", 1, [(TuningCombo(), 20, 100.0), (RING, 500, 100.0)], sort_samples=False)
+    records = read_records([path])
+    once, twice = points_from_records(records, "min")[0], points_from_records(records, "min")[0]
+    assert [p.time_us for p in once] == [p.time_us for p in twice]
+    ring_500 = {r.size_bytes: r for r in records if isinstance(r, Measurement) and r.iters == 500}
+    ring_points = [p for p in once if p.combo == RING]
+    assert all(p.time_us >= ring_500[p.size_bytes].time_us_min for p in ring_points)
+    assert any(p.time_us > ring_500[p.size_bytes].time_us_min for p in ring_points)   # not the min of all 500
+    medians = points_from_records(records, "median")
+    assert not any("drawn at random" in note for note in medians[1])
+    assert {(p.size_bytes, p.time_us) for p in medians[0] if p.combo == RING} == \
+        {(s, r.time_us_median) for s, r in ring_500.items()}
+
+
+def test_more_iterations_without_samples_are_refused_in_one_line(tmp_path):
+    path = write_runs(tmp_path / "ns.jsonl", 2, [(TuningCombo(), 20, 100.0), (RING, 500, 100.0)], keep_samples=False)
+    with pytest.raises(CommbenchError) as caught:
+        rules_of(path, "min")
+    text = str(caught.value)
+    assert "\n" not in text and "-n 20, 500" in text and "--statistic min" in text and "median" in text
+    out = CliRunner().invoke(app, ["nccl-tuner", path, "-O", str(tmp_path / "c.conf"), "--statistic", "min"])
+    assert out.exit_code == 2 and out.output.startswith("error: ") and len(out.output.splitlines()) == 1, out.output
+    assert rules_of(path, "median") is not None   # the median needs no cut: its n sets only its noise
