@@ -104,3 +104,43 @@ def test_more_iterations_without_samples_are_refused_in_one_line(tmp_path):
     out = CliRunner().invoke(app, ["nccl-tuner", path, "-O", str(tmp_path / "c.conf"), "--statistic", "min"])
     assert out.exit_code == 2 and out.output.startswith("error: ") and len(out.output.splitlines()) == 1, out.output
     assert rules_of(path, "median") is not None   # the median needs no cut: its n sets only its noise
+
+
+# --- finding 6: GB200 without a known topology ---------------------------------------------------------------
+
+GB200_HOSTS = ("n1",) * 4 + ("n2",) * 4
+
+
+@pytest.mark.parametrize("topology", [None, {}, {"racks": [[0, 1, 2, 3], [4, 5, 6, 7]], "source": "?"},
+                                      {"racks": [list(range(8))], "source": "host names, known at launch: planned "
+                                                                          "as one rack"}])
+def test_gb200_runs_whose_domains_are_unknown_make_no_rule_keyed_on_hosts(tmp_path, topology):
+    """Probe O's gb.py: 8 GB200 ranks on 2 trays, the combinations 2x faster, the header without a topology. Before,
+    `allreduce,...,2,8,...` rules were written (nNodes = 2 hosts), which NCCL never matches on the one NVL72 rack
+    measured (nNodes 1) but does on a 2-rack communicator. Now the points are left out, saying why in one line."""
+    path = write_runs(tmp_path / "gb.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0), (TREE, 20, 50.0)],
+                      devices="NVIDIA GB200", hosts=GB200_HOSTS, topology=topology)
+    conf = tmp_path / "gb.conf"
+    out = CliRunner().invoke(app, ["nccl-tuner", path, "-O", str(conf)])
+    assert out.exit_code == 2 and out.output.startswith("error: ") and len(out.output.splitlines()) == 1, out.output
+    assert "NVLink domains were not detected or described" in out.output and "--ranks-per-rack" in out.output
+    assert not conf.exists()
+
+
+def test_gb200_runs_with_described_or_detected_domains_are_keyed_as_nccl_counts_nodes(tmp_path):
+    for source, nodes in (("--ranks-per-rack", 1), ("preset nvl72, one partial domain", 1),
+                          ("NVML GPU fabric info (clusterUuid+cliqueId): 1 NVLink domain(s) over 2 host(s)", 1)):
+        topology = {"racks": [list(range(8))], "source": source}
+        path = write_runs(tmp_path / "gbk.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0)],
+                          devices="NVIDIA GB200", hosts=GB200_HOSTS, topology=topology)
+        result = rules_of(path, "median")
+        assert result.rules and {r.nodes for r in result.rules} == {nodes}, (source, result.rules)
+
+
+def test_h100_and_b200_runs_without_a_topology_still_count_hosts(tmp_path):
+    """An 8-GPU baseboard's NVLink domain is one host: the host count is NCCL's nNodes (B200 is no GB200)."""
+    for device in ("NVIDIA H100 80GB HBM3", "NVIDIA B200"):
+        path = write_runs(tmp_path / "h.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0)],
+                          devices=device, hosts=GB200_HOSTS, topology=None)
+        result = rules_of(path, "median")
+        assert result.rules and {r.nodes for r in result.rules} == {2}
