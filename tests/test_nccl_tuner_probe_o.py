@@ -144,3 +144,32 @@ def test_h100_and_b200_runs_without_a_topology_still_count_hosts(tmp_path):
                           devices=device, hosts=GB200_HOSTS, topology=None)
         result = rules_of(path, "median")
         assert result.rules and {r.nodes for r in result.rules} == {2}
+
+
+# --- finding 8: the report's rule column is the config's line --------------------------------------------------
+
+def test_the_reports_rule_column_names_what_the_config_writes(tmp_path):
+    """Probe O: ring/ll/16 wins at 1 KiB on 8 ranks; the config says `...,ring,ll,0,...` there (NCCL may have lowered
+    the 16 channels measured: results.nccl_channels) but the report's rule column said ring/ll/16. Now every size's
+    rule column is the algorithm/protocol/channels of the config line covering it; where 16 stands, it says 16."""
+    ring_ll = TuningCombo(algo="ring", proto="ll", channels=16)
+    path = tmp_path / "t.jsonl"
+    write_runs(path, 5, [(TuningCombo(), 50, 100.0), (ring_ll, 50, 50.0)])
+    conf = tmp_path / "t.conf"
+    out = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert out.exit_code == 0, out.output
+    lines = [line.split(",") for line in conf.read_text().splitlines() if line.startswith("allreduce,")]
+    in_config = {}
+    for size in SIZES:
+        (line,) = [f for f in lines if int(f[1]) <= size <= int(f[2])]
+        in_config[size] = f"{line[3]}/{line[4]}/{line[5]}" + (" (NCCL's count)" if line[5] == "0" else "")
+    assert "0" in {label.split("/")[2][0] for label in in_config.values()}      # the lowered sizes say 0 ...
+    assert any(label == "ring/ll/16" for label in in_config.values())          # ... the large ones 16
+    report = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert report.exit_code == 0, report.output
+    text = (tmp_path / "rep" / "README.md").read_text()
+    from commbench.units import format_size
+
+    for size, label in in_config.items():
+        (row,) = [line for line in text.splitlines() if line.startswith(f"| {format_size(size)} |")]
+        assert row.rstrip(" |").split(" | ")[-1] == label, (row, label)
