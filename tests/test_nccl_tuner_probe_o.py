@@ -173,3 +173,52 @@ def test_the_reports_rule_column_names_what_the_config_writes(tmp_path):
     for size, label in in_config.items():
         (row,) = [line for line in text.splitlines() if line.startswith(f"| {format_size(size)} |")]
         assert row.rstrip(" |").split(" | ")[-1] == label, (row, label)
+
+
+# --- finding 7: which NCCL example plugin to build ----------------------------------------------------------
+
+NCCL_MIRROR = "/work/.mirror/NVIDIA+nccl/repo"
+
+
+def _nccl_file(tag: str, path: str) -> str | None:
+    import subprocess
+
+    done = subprocess.run(["git", "--git-dir", NCCL_MIRROR, "show", f"{tag}:{path}"], capture_output=True, text=True,
+                          check=False)
+    return done.stdout if done.returncode == 0 else None
+
+
+def test_example_plugin_files_and_docs_say_to_build_it_from_nccl_2_30(tmp_path):
+    """NCCL's config-file example plugin of v2.27.5-1..v2.29.7-1 crashes on the first matching rule; a file written
+    --for example-plugin, the command's output and docs/nccl-tuner.md name v2.30.3-1 (commit 14bf4df7)."""
+    from pathlib import Path
+
+    ring8 = TuningCombo(algo="ring", proto="simple", channels=8)
+    path = write_runs(tmp_path / "e.jsonl", 0, [(TuningCombo(), 20, 100.0), (ring8, 20, 50.0)])
+    conf = tmp_path / "e.conf"
+    out = CliRunner().invoke(app, ["nccl-tuner", path, "-O", str(conf), "--for", "example-plugin"])
+    assert out.exit_code == 0, out.output
+    header = [line for line in conf.read_text().splitlines() if line.startswith("#")]
+    assert any("from NCCL v2.30.3-1 or later (commit 14bf4df7)" in line and "v2.29.7-1 crashes" in line
+               for line in header), header
+    assert all(len(line.encode()) < 255 for line in header)   # the plugin's fgets reads 255 bytes a line
+    assert "v2.30.3-1 or later" in " ".join(out.output.split())
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "nccl-tuner.md").read_text()
+    assert "git clone -b v2.30.7-1 https://github.com/NVIDIA/nccl" in docs and "14bf4df7" in docs
+    refused = CliRunner().invoke(app, ["nccl-tuner", "--build-plugin", str(tmp_path / "p"), "--for", "example-plugin"])
+    assert refused.exit_code == 2 and "v2.30.3-1 or later" in refused.output
+
+
+def test_the_cited_nccl_sources_say_what_the_docs_say():
+    """Read from the NCCL mirror where there is one: the example's cost-table indexing before and after 14bf4df7."""
+    bad = _nccl_file("v2.29.7-1", "plugins/tuner/example/plugin.c")
+    if bad is None:
+        pytest.skip("no NCCL mirror with tags here")
+    for tag, path in (("v2.27.5-1", "ext-tuner/example/plugin.c"), ("v2.28.3-1", "ext-tuner/example/plugin.c"),
+                      ("v2.29.7-1", "plugins/tuner/example/plugin.c")):
+        text = _nccl_file(tag, path)
+        assert "collCostTable[config->algorithm][config->protocol] = 0.0" in text, tag
+        assert "float (*)[NCCL_NUM_PROTOCOLS]" not in text, tag
+    fixed = _nccl_file("v2.30.3-1", "plugins/tuner/example/plugin.c")
+    assert "(float (*)[NCCL_NUM_PROTOCOLS])collCostTable" in fixed and "ncclTunerPlugin_v5" in fixed
+    assert "(float **)collCostTable" in _nccl_file("v2.29.7-1", "src/enqueue.cc")   # NCCL passes a flat table
