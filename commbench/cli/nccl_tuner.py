@@ -141,9 +141,10 @@ def nccl_tuner(
 
         if target != "commbench":  # was ignored: commbench's plugin was built in its place, silently
             raise CommbenchError(f"--for={target!r} is not used with --build-plugin: it builds commbench's own "
-                                 "plugin only; NCCL's example plugin is built from NCCL's source, v2.30.3-1 or later (git "
-                                 "clone -b v2.30.7-1 https://github.com/NVIDIA/nccl && make -C nccl/plugins/tuner/example: "
-                                 "older ones crash on the first matching rule, docs/nccl-tuner.md); leave --for out")
+                                 "plugin only; NCCL's example plugin is built from NCCL's source, v2.30.3-1 or "
+                                 "later (git clone -b v2.30.7-1 https://github.com/NVIDIA/nccl && make -C "
+                                 "nccl/plugins/tuner/example: older ones crash on the first matching rule, "
+                                 "docs/nccl-tuner.md); leave --for out")
 
         if not build_plugin_dir.strip():  # Path('') is the current directory
             raise invalid("--build-plugin", build_plugin_dir, "a directory to build into (an empty name is none)")

@@ -561,8 +561,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         else:
             eligible.append(r)
     # min/max/p99 over as many iterations within each cell (the min of 500 beats the min of 20 by chance alone)
-    eligible, sample_notes = equal_sample_counts(
-        eligible, statistic, lambda r: (PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, r.size_bytes))
+    eligible, sample_notes = equal_sample_counts(eligible, statistic, lambda r: (
+        PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, r.size_bytes))
     for r in eligible:
         time_us = record_time_us(r, statistic)
         if not time_us:

@@ -75,15 +75,16 @@ def equal_sample_counts(records: list, statistic: str, cell_of) -> tuple[list, l
         if len(r.iter_times_us) < n:
             found = sorted(counts[cell_of(r)])
             raise CommbenchError(
-                f"--statistic {statistic}: {r.collective} at {format_size(r.size_bytes)} was measured with different "
-                f"iteration counts (-n {', '.join(map(str, found))}) and run {r.run_id}'s record (-n {sample_count(r)}) "
+                f"--statistic {statistic}: {r.collective} at {format_size(r.size_bytes)} was measured with "
+                f"different iteration counts (-n {', '.join(map(str, found))}) and run {r.run_id}'s record "
+                f"(-n {sample_count(r)}) "
                 f"keeps no per-iteration samples to take its {statistic} over {n} of them: the {statistic} of more "
                 "iterations differs by chance alone, so no cell would compare like with like; measure every "
                 "combination with one -n, or rank by --statistic median or mean")
         out.append(subsample(r, n))
     counts_text = ", ".join(map(str, sorted({c for cell in common for c in counts[cell]})))
-    note = (f"--statistic {statistic} over {', '.join(map(str, sorted(set(common.values()))))} iteration(s) drawn at "
-            f"random from each record at {len(common)} (collective, scale, size) cell(s): the results hold different iteration "
-            f"counts there (-n {counts_text}), and the {statistic} of more iterations is "
+    note = (f"--statistic {statistic} over {', '.join(map(str, sorted(set(common.values()))))} iteration(s) "
+            f"drawn at random from each record at {len(common)} (collective, scale, size) cell(s): the results "
+            f"hold different iteration counts there (-n {counts_text}), and the {statistic} of more iterations is "
             f"{'lower' if statistic == 'min' else 'higher'} by chance alone (as compare does)")
     return out, [note]

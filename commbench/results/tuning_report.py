@@ -114,9 +114,9 @@ def winner_rows(cells: list[Cell], points: list[TunedPoint],
     for cell in cells:
         chosen = cell.choice.label if cell.choice else "NCCL default kept"
         if cell.choice and rules is not None:
-            chosen = next((rule_label(r) for r in rules if (r.collective, r.nodes, r.ranks, r.reg_buff) == (
-                cell.collective, cell.nodes, cell.ranks, cell.reg_buff) and r.min_bytes <= cell.size_bytes <= r.max_bytes),
-                "no rule written")
+            regime = (cell.collective, cell.nodes, cell.ranks, cell.reg_buff)
+            chosen = next((rule_label(r) for r in rules if (r.collective, r.nodes, r.ranks, r.reg_buff) == regime
+                           and r.min_bytes <= cell.size_bytes <= r.max_bytes), "no rule written")
         scale = (cell.collective, cell.nodes, cell.ranks)
         at = (*scale, cell.reg_buff, cell.size_bytes)
         base = time_us.get((*at, TuningCombo()))
@@ -137,7 +137,8 @@ def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[s
           "(`commbench nccl-tuner` writes these as plugin rules). A point measured more than once shows as "
           "nccl-tuner judges it: NCCL's default at its fastest, a combination at its slowest. The rule column is what "
           "the config holds at that size (algorithm/protocol/channels): channels 0 is NCCL's own count, written "
-          "where NCCL may have lowered the measured count (docs/nccl-tuner.md).", ""] + [f"- note: {note}" for note in notes]
+          "where NCCL may have lowered the measured count (docs/nccl-tuner.md).", ""]
+    md += [f"- note: {note}" for note in notes]
     for table in tables:
         md += ["", f"### {table.title}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",
                "|---:|---:|---|---:|---:|---:|---|"]
