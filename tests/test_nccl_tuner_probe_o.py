@@ -34,12 +34,13 @@ def write_runs(path, seed: int, runs: list[tuple[TuningCombo, int, float]], *, d
             for size in SIZES:
                 s = [rng.gauss(true_us, 0.05 * true_us) for _ in range(n)]
                 o = sorted(s)
+                kept = (o if sort_samples else s) if keep_samples else []
                 writer.write(Measurement(run_id=f"r{i}", collective="all_reduce", backend="nccl", size_bytes=size,
                                          count=size // 4, dtype="float32", op="sum", in_place=True, world_size=world,
                                          group_size=world, iters=n, warmup_iters=5, time_us_median=o[n // 2],
                                          time_us_mean=sum(s) / n, time_us_min=o[0], time_us_max=o[-1],
                                          time_us_p99=None, status="ok", num_wrong=0, params=combo.params(),
-                                         iter_times_us=(o if sort_samples else s) if keep_samples else []))
+                                         iter_times_us=kept))
     return str(path)
 
 
@@ -118,8 +119,8 @@ def test_gb200_runs_whose_domains_are_unknown_make_no_rule_keyed_on_hosts(tmp_pa
     """Probe O's gb.py: 8 GB200 ranks on 2 trays, the combinations 2x faster, the header without a topology. Before,
     `allreduce,...,2,8,...` rules were written (nNodes = 2 hosts), which NCCL never matches on the one NVL72 rack
     measured (nNodes 1) but does on a 2-rack communicator. Now the points are left out, saying why in one line."""
-    path = write_runs(tmp_path / "gb.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0), (TREE, 20, 50.0)],
-                      devices="NVIDIA GB200", hosts=GB200_HOSTS, topology=topology)
+    runs = [(TuningCombo(), 20, 100.0), (RING, 20, 50.0), (TREE, 20, 50.0)]
+    path = write_runs(tmp_path / "gb.jsonl", 0, runs, devices="NVIDIA GB200", hosts=GB200_HOSTS, topology=topology)
     conf = tmp_path / "gb.conf"
     out = CliRunner().invoke(app, ["nccl-tuner", path, "-O", str(conf)])
     assert out.exit_code == 2 and out.output.startswith("error: ") and len(out.output.splitlines()) == 1, out.output
