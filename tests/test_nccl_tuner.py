@@ -277,7 +277,8 @@ def test_report_shows_per_size_winners_and_a_heat_map(tmp_path):
     section = text[text.index("## NCCL tuning: per-size winners (measured)"):]
     assert "### allreduce, 2 node(s), 4 rank(s)" in section
     # both points' 1% in quadrature (1.4%), widened for the best of 2 combinations: x z(1 - 0.025/2) / z(0.975) = 1.6%
-    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.6% | ring/ll/16 |" in section
+    # the rule as the config writes it: channels 0 (NCCL's own count) where NCCL may have lowered the 16 measured
+    assert "| 1 KiB | 20.00 | ring/ll/16 | 10.00 | 2.00x | 1.6% | ring/ll/0 (NCCL's count) |" in section
     assert "| 64 KiB | 100.00 | ring/ll/16 | 99.50 | 1.01x | 1.6% | NCCL default kept |" in section
     heat = tmp_path / "rep" / "nccl-tuning-allreduce-2n-4r.png"
     assert heat.exists() and heat.stat().st_size > 5000 and heat.name in text

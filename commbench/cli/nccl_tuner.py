@@ -124,7 +124,7 @@ def nccl_tuner(
     channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count rules name (default 0: NCCL's own count); 0 still at sizes where NCCL would lower it (docs/nccl-tuner.md).")] = None,
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Predicted: smallest size (default 1K).")] = None,
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Predicted: largest size (default 8G, as every command that predicts).")] = None,
-    target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
+    target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example, built from NCCL 2.30.3+: older ones crash on a matching rule) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
     build_plugin_dir: Annotated[Optional[str], typer.Option("--build-plugin", metavar="DIR", help="Compile commbench's tuner plugin with the system C compiler into DIR/libnccl-tuner-commbench.so (load it with NCCL_TUNER_PLUGIN) and exit. Only commbench's: with --for example-plugin it is refused (NCCL's example plugin is built from NCCL's source, plugins/tuner/example).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace -O/--out and --csv even when they are not files commbench wrote.")] = False,
 ) -> None:
@@ -141,9 +141,10 @@ def nccl_tuner(
 
         if target != "commbench":  # was ignored: commbench's plugin was built in its place, silently
             raise CommbenchError(f"--for={target!r} is not used with --build-plugin: it builds commbench's own "
-                                 "plugin only; NCCL's example plugin is built from NCCL's source (git clone "
-                                 "https://github.com/NVIDIA/nccl && make -C nccl/plugins/tuner/example); leave --for "
-                                 "out")
+                                 "plugin only; NCCL's example plugin is built from NCCL's source, v2.30.3-1 or "
+                                 "later (git clone -b v2.30.7-1 https://github.com/NVIDIA/nccl && make -C "
+                                 "nccl/plugins/tuner/example: older ones crash on the first matching rule, "
+                                 "docs/nccl-tuner.md); leave --for out")
 
         if not build_plugin_dir.strip():  # Path('') is the current directory
             raise invalid("--build-plugin", build_plugin_dir, "a directory to build into (an empty name is none)")
@@ -256,7 +257,7 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
     console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
                          "Load it: NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE={}",
                          output, len(result.rules), label, kept, len(result.cells),
-                         "<libnccl-tuner-example.so>" if target == "example-plugin"
+                         "<libnccl-tuner-example.so, built from NCCL v2.30.3-1 or later>" if target == "example-plugin"
                          else "<DIR>/libnccl-tuner-commbench.so (commbench nccl-tuner --build-plugin DIR)", output),
                   highlight=False)
     if csv_path:

@@ -73,7 +73,7 @@ def print_tuning_winners(records: list) -> None:
     for note in notes:
         console.print(styled("[yellow]note:[/] {}", note), highlight=False)
     for table in tables:
-        rows = [[escape(str(cell)) for cell in row] for _, row in winner_rows(table.cells, table.points)]
+        rows = [[escape(str(cell)) for cell in row] for _, row in winner_rows(table.cells, table.points, table.rules)]
         print_table(console, f"NCCL tuning winners (measured): {table.title}",
                     [Col(name=name, numeric=name not in ("best combination", "rule")) for name in WINNER_COLUMNS], rows)
 

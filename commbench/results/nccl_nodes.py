@@ -49,30 +49,57 @@ def _source_name(topology: dict) -> str:
     return name + ")" * max(0, name.count("(") - name.count(")"))
 
 
-# GPUs whose racks join hosts in one NVLink domain (GB200/GB300 NVL72: 18 trays of 4 GPUs): there a host is not
-# NCCL's node, and the domains must have been detected (NVML fabric info) or described (--ranks-per-rack, ...)
-MULTI_NODE_NVLINK_GPUS = ("gb200", "gb300")
-# topology sources that took hosts for domains without knowing (comm/nvlink_domains.py topology_from_fabric;
-# importers/nccl_tests.py HOST_DOMAINS: an nccl-tests log imported without --ranks-per-rack)
-_UNDETECTED = ("NVLink domains not detected", "nccl-tests log host names")
+def multi_node_nvlink_gpus() -> tuple[str, ...]:
+    """The GPUs of data/hardware.toml whose scale-up domain is larger than a host holds (MAX_GPUS_PER_HOST): gb200
+    and gb300 (NVL72: 18 trays of 4 GPUs in one NVLink domain). There a host is not NCCL's node, and the domains must
+    have been detected (NVML fabric info) or described (--ranks-per-rack, --topology nvl72, ...)."""
+    from commbench.data.reference import hardware_toml
+
+    return tuple(sorted(name for name, row in hardware_toml()["gpu"].items()
+                        if int(row.get("scale_up_domain", 0)) > MAX_GPUS_PER_HOST))
+
+
+# Topology sources that know the NVLink domains: detected from NVML fabric info (comm/nvlink_domains.py
+# FABRIC_SOURCE), or described by the user (comm/topology.py: --ranks-per-rack, --racks N, --rack-ranks, --topology's
+# "preset NAME", "hostnames" with --nodes-per-rack 1, "hostnames, N node(s) per rack", "hostnames grouped by
+# --rack-nodes"; COMMBENCH_RANKS_PER_RACK; import nccl-tests --ranks-per-rack). Every other source -- none at all
+# (an older or hand-written header), "hostnames (NVLink domains not detected: ...)", an nccl-tests log's host names,
+# "host names, known at launch", or one this list does not know -- took hosts for domains or says nothing of them.
+def _known_domain_sources() -> tuple[str, ...]:
+    from commbench.comm.nvlink_domains import FABRIC_SOURCE
+    from commbench.comm.topology import RANKS_PER_RACK_ENV
+
+    return (FABRIC_SOURCE, "--", "preset ", "hostnames, ", "hostnames grouped by", RANKS_PER_RACK_ENV)
+
+
+def domains_known(topology: dict, world_size: int) -> bool:
+    """Whether a header's topology names NVLink domains that were detected or described (_known_domain_sources)."""
+    source = str(topology.get("source") or "")
+    return bool(_racks(topology, world_size)) and (source == "hostnames" or source.startswith(_known_domain_sources()))
 
 
 def unknown_node_count(header) -> str | None:
-    """Why nNodes cannot be told for a run, or None: GPU ranks of a multi-node NVLink system (GB200/GB300) on
-    several hosts whose NVLink domains were neither detected nor described. NCCL counts one node per domain
-    there, so the 18 hosts of one NVL72 are ONE node to NCCL, and a rule keyed on the host count would never
-    match that rack but would match a communicator over as many racks (another fabric)."""
+    """Why nNodes cannot be told for a run, or None: GPU ranks of a multi-node NVLink system (a GPU whose scale-up
+    domain spans hosts: multi_node_nvlink_gpus) on several hosts whose NVLink domains were neither detected nor
+    described (domains_known: no topology in the header counts as not). NCCL counts one node per domain there, so
+    the 18 hosts of one NVL72 are ONE node to NCCL, and a rule keyed on the host count would never match that rack
+    but would match a communicator over as many racks (another fabric)."""
+    import re
+
     topology = header.topology or {}
-    source = str(topology.get("source", ""))
-    gpus = " ".join(header.devices or []).lower()
     hosts = len(set(header.hostnames or []))
-    if header.emulated or hosts < 2 or not any(g in gpus for g in MULTI_NODE_NVLINK_GPUS) \
-            or not any(mark in source for mark in _UNDETECTED):
+    devices = [d.lower() for d in header.devices or []]
+    # the model as a name of its own ("NVIDIA GB200"; profile.device_is_gpu's match: a B200 is no GB200)
+    spanning = [g for g in multi_node_nvlink_gpus()
+                if any(re.search(rf"(?<![a-z0-9]){re.escape(g)}(?![0-9])", d) for d in devices)]
+    if header.emulated or hosts < 2 or not spanning or domains_known(topology, header.world_size):
         return None
-    return (f"{hosts} hosts of {header.devices[0]} GPUs whose NVLink domains were not detected ({source}): NCCL "
-            "counts one node per NVLink domain (an NVL72 rack is one node), so nNodes is unknown; measure again with "
-            "pynvml installed (NVML fabric info), or describe the racks (bench --ranks-per-rack / --topology nvl72; "
-            "import nccl-tests --ranks-per-rack)")
+    source = str(topology.get("source") or "") or "no topology in the run header"
+    return (f"{hosts} hosts of {header.devices[0]} GPUs whose NVLink domains were not detected or described "
+            f"({_source_name({'source': source})}): a {spanning[0]} NVLink domain spans hosts and NCCL counts one "
+            "node per domain (an NVL72 rack is one node), so nNodes is unknown; measure again with pynvml installed "
+            "(NVML fabric info), or describe the racks (bench --ranks-per-rack / --topology nvl72; import nccl-tests "
+            "--ranks-per-rack)")
 
 
 def _racks(topology: dict, world_size: int) -> list[list[int]]:

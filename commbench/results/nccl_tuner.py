@@ -496,6 +496,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     wrong points), and a combination's points measured without the data check
     (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it."""
     from commbench.results.nccl_nodes import header_node_count, unknown_node_count
+    from commbench.results.nccl_tuner_samples import equal_sample_counts
     from commbench.results.records import MIN_ITERS_FOR_P99, Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
@@ -515,7 +516,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     wrong = {scale_combo(r) for r in records if isinstance(r, Measurement) and r.collective in PLUGIN_COLLECTIVES
              and r.status == "ok" and r.num_wrong and whole_world(r) and r.run_id in nodes_of
              and not record_combo(r).is_default}
-    points, left_out = [], {}
+    points, left_out, eligible = [], {}, []
     for r in records:
         if not isinstance(r, Measurement):
             continue
@@ -555,14 +556,21 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
                    "ceil(N / channels), src/enqueue.cc ncclPrepareTasks: not the one call of the size a rule names)")
         elif r.num_wrong is None and not record_combo(r).is_default:
             why = "points of a combination measured without the data check (-c 0): a rule needs checked data"
-        time_us = None if why else record_time_us(r, statistic)
-        if why is None and not time_us:
+        if why:
+            left_out[why] = left_out.get(why, 0) + 1
+        else:
+            eligible.append(r)
+    # min/max/p99 over as many iterations within each cell (the min of 500 beats the min of 20 by chance alone)
+    eligible, sample_notes = equal_sample_counts(eligible, statistic, lambda r: (
+        PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, r.size_bytes))
+    for r in eligible:
+        time_us = record_time_us(r, statistic)
+        if not time_us:
             why = f"points without a {statistic} time"
             if statistic == "p99" and (r.iters or 0) < MIN_ITERS_FOR_P99:   # records.py: p99 from 100 iterations on
                 why = (f"points without a p99 time: p99 is recorded from {MIN_ITERS_FOR_P99} iterations on, these "
                        f"ran fewer (-n {r.iters}); measure with -n {MIN_ITERS_FOR_P99} or more, or rank by another "
                        "--statistic (median, mean, min, max)")
-        if why:
             left_out[why] = left_out.get(why, 0) + 1
             continue
         combo = record_combo(r)
@@ -571,7 +579,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
                                  noise_rel=record_noise_rel(r, statistic), run_id=r.run_id, dtype=r.dtype,
                                  reg_buff=graph_registered(r.params, env_of[r.run_id]), way=measured_way(r),
                                  op=r.op or ""))
-    notes = [f"left out {n} {why}" for why, n in left_out.items()]
+    notes = [f"left out {n} {why}" for why, n in left_out.items()] + sample_notes
     used = {p.run_id for p in points}
     notes += [f"nNodes = {kind}: {why}" for kind, why in dict.fromkeys(
         (kind, why) for run_id, (_, kind, why) in counted.items() if run_id in used)]

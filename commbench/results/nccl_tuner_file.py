@@ -20,6 +20,19 @@ from commbench.units import format_size
 
 MAX_LINE_CHARS = 200  # the plugins read 255 bytes a line (fgets); a longer comment would spill into a rule
 PLUGIN_FIELDS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
+# NVIDIA/nccl's config-file example plugin of v2.27.5-1 to v2.29.7-1 (ext-tuner/example, then plugins/tuner/example)
+# indexes the cost table NCCL passes as `collCostTable[algo][proto]` on a float**, while NCCL (src/enqueue.cc, every
+# release) passes its flat float[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS] cast to float**: the first matching rule
+# reads two floats as a pointer and crashes. Commit 14bf4df7 ("Add tuner v6 API with getChunkSize callback"), first in
+# v2.30.3-1, casts to float (*)[NCCL_NUM_PROTOCOLS]; that plugin exports tuner v6 and v5, which NCCL 2.28+ loads
+# (NCCL 2.27 loads v4 at most: src/plugin/tuner.cc). One line each, under MAX_LINE_CHARS.
+EXAMPLE_PLUGIN_BUILD_TAG = "v2.30.3-1"
+EXAMPLE_PLUGIN_BUILD_LINES = (
+    f"build that plugin from NCCL {EXAMPLE_PLUGIN_BUILD_TAG} or later (commit 14bf4df7): the one of v2.27.5-1 to "
+    "v2.29.7-1 crashes NCCL on the first matching rule (it reads NCCL's cost table as an array of pointers)",
+    "the 2.30 build loads under NCCL 2.28 and 2.29 too (tuner v5); under NCCL 2.27 none works with this file: write "
+    "it for commbench's plugin (no --for) and load that (--build-plugin)",
+)
 TARGET_LINES = {
     "commbench": (
         "for commbench's tuner plugin: commbench nccl-tuner --build-plugin DIR, then "
@@ -34,7 +47,8 @@ TARGET_LINES = {
         "sizes below the smallest (above the largest) measured one take its choice; calls of collectives or scales not listed below still run on "
         "ONE channel with that plugin",
         "if NCCL disallows a rule's algorithm/protocol for a call, the plugin tries later rules (none overlap here): "
-        "one channel; commbench's plugin (--build-plugin) leaves such calls to NCCL"),
+        "one channel; commbench's plugin (--build-plugin) leaves such calls to NCCL",
+        *EXAMPLE_PLUGIN_BUILD_LINES),
 }
 # Why group calls are left to NCCL (results.nccl_tuner_targets.RULE_PIPE_OPS; NVIDIA/nccl src/enqueue.cc
 # ncclPrepareTasks, v2.30.7-1): one line each, under MAX_LINE_CHARS.

@@ -11,12 +11,13 @@ results are read run by run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from commbench.files import safe_file_stem
 from commbench.comm.nccl_tuning import TuningCombo
-from commbench.results.nccl_tuner import Cell, TunedPoint, against_a_rule, choose_cells, points_from_records
+from commbench.results.nccl_tuner import (Cell, Rule, TunedPoint, against_a_rule, choose_cells, hold_to_measured,
+                                          merge_rules, points_from_records)
 from commbench.units import format_size
 
 
@@ -39,6 +40,7 @@ class WinnerTable:
     system: str
     points: list[TunedPoint]
     cells: list[Cell]
+    rules: list[Rule] = field(default_factory=list)  # as nccl-tuner writes them from these cells (config_rules)
 
     @property
     def title(self) -> str:
@@ -65,9 +67,27 @@ def winner_tables(records: list) -> tuple[list[WinnerTable], list[str]]:
                          "one winners table per system; none sets NCCL's default measured on one against a "
                          "combination measured on another")
         for group in systems.values():
+            cells = choose_cells(group, any_channels=True)
             tables.append(WinnerTable(scale=scale, system=labels.get(group[0].run_id, ""), points=group,
-                                      cells=choose_cells(group, any_channels=True)))
+                                      cells=cells, rules=config_rules(cells, header)))
     return tables, notes
+
+
+def config_rules(cells: list[Cell], headers: dict) -> list[Rule]:
+    """The rules `commbench nccl-tuner` writes from `cells` for commbench's plugin (workflows.nccl_tuner.rules_for:
+    held to the measured sizes, merged, and channels 0 -- NCCL's own count -- where NCCL may have lowered the
+    measured count, results.nccl_channels); `headers`: run id -> RunHeader of the points' runs."""
+    from commbench.results.nccl_channels import leave_lowered_channels_to_nccl
+    from commbench.results.nccl_tuner_targets import RULE_PIPE_OPS
+
+    merged = merge_rules(hold_to_measured(cells), pipe_ops=RULE_PIPE_OPS["commbench"], name_reg_buff=True)
+    return leave_lowered_channels_to_nccl(merged, {run_id: h.nccl_settings() for run_id, h in headers.items()},
+                                          {run_id: h.nccl_version for run_id, h in headers.items()})
+
+
+def rule_label(rule: Rule) -> str:
+    """A rule as the config's line names it: algorithm/protocol/channels, channels 0 said to be NCCL's own count."""
+    return f"{rule.algo}/{rule.proto}/{rule.channels}" + (" (NCCL's count)" if rule.channels == 0 else "")
 
 
 WINNER_COLUMNS = ("size", "NCCL default (µs)", "best combination", "best (µs)", "speed-up", "noise", "rule")
@@ -84,12 +104,19 @@ def judged_times_us(points: list[TunedPoint]) -> dict[tuple, float]:
     return {key: p.time_us for key, p in kept.items()}
 
 
-def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple, list[str]]]:
+def winner_rows(cells: list[Cell], points: list[TunedPoint],
+                rules: list[Rule] | None = None) -> list[tuple[tuple, list[str]]]:
     """((collective, nodes, ranks), row) per cell, columns as WINNER_COLUMNS (all measured; times as nccl-tuner
-    judges them: judged_times_us)."""
+    judges them: judged_times_us). The rule column says what the config holds at the cell's size (`rules`: the
+    table's config_rules; a measured channel count may be written as 0 there), else the cell's choice."""
     time_us = judged_times_us(points)
     rows = []
     for cell in cells:
+        chosen = cell.choice.label if cell.choice else "NCCL default kept"
+        if cell.choice and rules is not None:
+            regime = (cell.collective, cell.nodes, cell.ranks, cell.reg_buff)
+            chosen = next((rule_label(r) for r in rules if (r.collective, r.nodes, r.ranks, r.reg_buff) == regime
+                           and r.min_bytes <= cell.size_bytes <= r.max_bytes), "no rule written")
         scale = (cell.collective, cell.nodes, cell.ranks)
         at = (*scale, cell.reg_buff, cell.size_bytes)
         base = time_us.get((*at, TuningCombo()))
@@ -98,7 +125,7 @@ def winner_rows(cells: list[Cell], points: list[TunedPoint]) -> list[tuple[tuple
                              cell.best.label if cell.best else "-", "-" if best is None else f"{best:.2f}",
                              "-" if cell.speedup is None else f"{cell.speedup:.2f}x",
                              f"{100 * cell.noise_rel:.1f}%" if math.isfinite(cell.noise_rel) else "unknown",
-                             cell.choice.label if cell.choice else "NCCL default kept"]))
+                             chosen]))
     return rows
 
 
@@ -108,11 +135,14 @@ def winners_markdown(tables: list[WinnerTable], notes: list[str] = ()) -> list[s
           "(of the ratio: both points' 95% half-widths in quadrature, widened for picking the fastest of the K "
           "combinations measured at the size (Bonferroni); unknown for one iteration or no samples) "
           "(`commbench nccl-tuner` writes these as plugin rules). A point measured more than once shows as "
-          "nccl-tuner judges it: NCCL's default at its fastest, a combination at its slowest.", ""] + [f"- note: {note}" for note in notes]
+          "nccl-tuner judges it: NCCL's default at its fastest, a combination at its slowest. The rule column is what "
+          "the config holds at that size (algorithm/protocol/channels): channels 0 is NCCL's own count, written "
+          "where NCCL may have lowered the measured count (docs/nccl-tuner.md).", ""]
+    md += [f"- note: {note}" for note in notes]
     for table in tables:
         md += ["", f"### {table.title}", "", "| " + " | ".join(WINNER_COLUMNS) + " |",
                "|---:|---:|---|---:|---:|---:|---|"]
-        md += ["| " + " | ".join(row) + " |" for _, row in winner_rows(table.cells, table.points)]
+        md += ["| " + " | ".join(row) + " |" for _, row in winner_rows(table.cells, table.points, table.rules)]
     return md + [""]
 
 
