@@ -1,0 +1,88 @@
+"""`plan --model hf:PATH` on configs an outside probe (probe P, 2026-12-05) found planned as another model or with a
+launch a framework rejects: DeepSeek-V3.2 written as deepseek_v3 / kimi_k2, Nemotron-H's attention biases and window,
+a softmax router with an expert bias; and the TorchTitan launch's RoPE and tokenizer folder of hf: models."""
+
+from __future__ import annotations
+
+import pytest
+
+from commbench.errors import CommbenchError
+from commbench.planner.models.hf_config import load_hf_model
+from commbench.planner.models.hf_refused import ARCHITECTURE_KEYS, architecture_key_refusal, refused_class
+from tests.test_hf_launch_fidelity import _refused, _variant
+
+_INDEXER = dict(index_topk=2048, index_n_heads=64, index_head_dim=128)
+
+
+# --- P1: DeepSeek-V3.2 under model_type deepseek_v3 / kimi_k2 ---------------------------------------------------------
+
+def test_deepseek_v32_class_under_deepseek_v3_model_type_is_refused_naming_the_class(tmp_path):
+    """sglang / miles ship DeepSeek-V3.2 as architectures DeepseekV32ForCausalLM with model_type deepseek_v3; it was
+    planned as dense-MLA DeepSeek-V3."""
+    out = _refused(_variant(tmp_path, "DeepSeek-V3", architectures=["DeepseekV32ForCausalLM"], **_INDEXER),
+                   "--gpus", "256")
+    assert "architectures=['DeepseekV32ForCausalLM']" in out and "'deepseek_v32'" in out
+    assert "DeepSeek Sparse Attention" in out
+
+
+@pytest.mark.parametrize("folder", ["DeepSeek-V3", "Kimi-K2-Instruct"])
+def test_indexer_keys_on_an_mla_type_are_refused_naming_the_key(tmp_path, folder):
+    out = _refused(_variant(tmp_path, folder, **_INDEXER), "--gpus", "256")
+    assert "index_topk=2048 is not modelled" in out and "lightning indexer" in out
+
+
+def test_indexer_keys_stay_read_by_deepseek_v4():
+    assert architecture_key_refusal(dict(_INDEXER), "deepseek_v4") is None
+
+
+def test_a_null_or_identity_architecture_key_is_not_refused():
+    """Harmless values (a key at null, a muP multiplier of 1) leave the network as the reader builds it."""
+    assert architecture_key_refusal({"attention_chunk_size": None, "logits_scaling": 1.0,
+                                     "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "fp8"}},
+                                    "llama") is None
+    assert "attention_chunk_size=8192" in architecture_key_refusal({"attention_chunk_size": 8192}, "llama")
+    assert "residual_multiplier=0.22" in architecture_key_refusal({"residual_multiplier": 0.22}, "qwen3_moe")
+    assert all(why for _, why, _ in ARCHITECTURE_KEYS.values())
+
+
+def test_refused_class_matches_transformers_class_names_of_refused_types_only():
+    assert refused_class(["Ernie4_5_MoeForCausalLM"]) == ("Ernie4_5_MoeForCausalLM", "ernie4_5_moe")
+    assert refused_class(["GlmMoeDsaForCausalLM"]) == ("GlmMoeDsaForCausalLM", "glm_moe_dsa")
+    assert refused_class(["DeepseekV3ForCausalLM"]) is None and refused_class(["Qwen3MoeForCausalLM"]) is None
+
+
+def test_released_configs_are_still_read():
+    for folder in ("DeepSeek-V3", "Kimi-K2-Instruct", "DeepSeek-V4-Flash", "Nemotron-H-8B-Base-8K"):
+        load_hf_model(f"hf:{__import__('pathlib').Path(__file__).parent / 'data' / 'hf' / folder}")
+
+
+# --- P4: Nemotron-H's attention_bias and sliding_window ----------------------------------------------------------------
+
+def test_nemotron_h_attention_bias_is_refused(tmp_path):
+    """The checkpoints' remote code (NemotronHAttention) biases q/k/v/o_proj with attention_bias; it was dropped."""
+    out = _refused(_variant(tmp_path, "Nemotron-H-8B-Base-8K", attention_bias=True), "--gpus", "16")
+    assert "attention_bias=true is not modelled for model_type 'nemotron_h'" in out
+
+
+def test_nemotron_h_sliding_window_is_refused_unless_it_covers_max_positions(tmp_path):
+    out = _refused(_variant(tmp_path, "Nemotron-H-8B-Base-8K", sliding_window=1024), "--gpus", "16")
+    assert "sliding_window=1024 is not modelled for model_type 'nemotron_h'" in out
+    wide = load_hf_model(_variant(tmp_path, "Nemotron-H-8B-Base-8K", sliding_window=8192))   # max positions 8192
+    assert wide.sliding_window == 0
+
+
+# --- P5: a softmax router with DeepSeek-V3's correction bias -----------------------------------------------------------
+
+@pytest.mark.parametrize("folder", ["DeepSeek-V3", "Kimi-K2-Instruct"])
+def test_softmax_scores_with_noaux_tc_are_refused(tmp_path, folder):
+    """megatron-core 0.16.1 raises 'Expert bias for aux-loss-free routing only supports sigmoid score function' on the
+    --moe-router-score-function softmax --moe-router-enable-expert-bias that was emitted."""
+    out = _refused(_variant(tmp_path, folder, scoring_func="softmax", topk_method="noaux_tc"), "--gpus", "256")
+    assert "scoring_func='softmax' with topk_method='noaux_tc' is not modelled" in out and "sigmoid" in out
+    greedy = load_hf_model(_variant(tmp_path, folder, scoring_func="softmax", topk_method="greedy"))
+    assert greedy.architecture.router_score == "softmax" and not greedy.architecture.router_expert_bias
+
+
+def test_commbench_error_type_is_what_the_reader_raises(tmp_path):
+    with pytest.raises(CommbenchError, match="index_n_heads|index_topk"):
+        load_hf_model(_variant(tmp_path, "DeepSeek-V3", index_n_heads=64))
