@@ -86,3 +86,24 @@ def test_softmax_scores_with_noaux_tc_are_refused(tmp_path, folder):
 def test_commbench_error_type_is_what_the_reader_raises(tmp_path):
     with pytest.raises(CommbenchError, match="index_n_heads|index_topk"):
         load_hf_model(_variant(tmp_path, "DeepSeek-V3", index_n_heads=64))
+
+
+# --- P3: Qwen3 / GLM with YaRN: neither refusal points at the other framework ------------------------------------------
+
+_YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+
+
+@pytest.mark.parametrize("folder", ["Qwen3-30B-A3B", "Qwen3-8B", "GLM-4.5-Air"])
+def test_yarn_on_gqa_attention_refusals_are_not_circular(tmp_path, folder):
+    """Megatron-LM core_v0.16.1 has no YaRN for GQA attention; TorchTitan 0.3.0's GQAttention has no YaRN attention
+    factor. Each refusal sent the user to the other framework."""
+    model = _variant(tmp_path, folder, rope_scaling=_YARN)
+    megatron = _refused(model, "--gpus", "16", "--framework", "megatron")
+    titan = _refused(model, "--gpus", "16", "--framework", "torchtitan")
+    assert "plan it with --framework torchtitan" not in megatron and "TorchTitan 0.3.0 cannot build it either" in megatron
+    assert "plan it with --framework megatron" not in titan and "Megatron-LM core_v0.16.1 cannot build it either" in titan
+    assert "YaRN attention factor" in titan
+
+
+def test_gpt_oss_megatron_refusal_still_points_at_torchtitan():
+    assert _refused("gpt-oss-20b", "--gpus", "16", "--framework", "megatron").endswith("plan it with --framework torchtitan")

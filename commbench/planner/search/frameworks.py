@@ -209,8 +209,18 @@ def titan_family_differences(model: ModelSpec, module: str) -> list[str]:
     the sizes) where `model` is otherwise and the plan's config function cannot set it (TITAN_ARCH_SETTABLE)."""
     if model.architecture is None:
         return ["architecture not recorded"]
-    return [f"{field} {value!r} (the flavor: {built!r})" for field, value, built in titan_arch_misfits(model, module)
-            if (module, field) not in TITAN_ARCH_SETTABLE]
+    return [f"{field} {value!r} (the flavor: {built!r}{_TITAN_NO_YARN if value == 'yarn' else ''})"
+            for field, value, built in titan_arch_misfits(model, module) if (module, field) not in TITAN_ARCH_SETTABLE]
+
+
+# Why a config function cannot give a qwen3 / llama3 model YaRN: TorchTitan 0.3.0's RoPE configs take scaling="yarn"
+# with rope_factor / beta_fast / beta_slow / original_seq_len (models/common/rope.py _yarn_inv_freq, "mscale is
+# intentionally NOT applied here -- ... the model folds mscale into its softmax scale"), but GQAttention scales the
+# logits by head_dim ** -0.5 only (models/common/attention.py GQAttention.__init__; only gpt_oss's attention folds
+# mscale in), where transformers multiplies cos and sin by the YaRN attention factor 0.1 ln(factor) + 1
+# (modeling_rope_utils._compute_yarn_parameters): the launch would train other attention logits.
+_TITAN_NO_YARN = ("; its RoPE takes scaling='yarn', but its GQAttention applies no YaRN attention factor (0.1 ln(factor) "
+                  "+ 1, which transformers multiplies into cos and sin), so no config function builds it")
 
 
 def titan_arch_misfits(model: ModelSpec, module: str) -> list[tuple[str, object, object]]:
@@ -431,17 +441,19 @@ def llama3_rope_refusal(model: ModelSpec, framework: str) -> str | None:
     return None
 
 
-def megatron_unbuildable(model: ModelSpec) -> str | None:
+def megatron_unbuildable(model: ModelSpec, point: bool = True) -> str | None:
     """Why Megatron-LM core_v0.16.1's pretrain_gpt.py cannot build this model, or None: YaRN RoPE on
     non-MLA attention (gpt-oss) has no flag there (--position-embedding-type offers no 'yarn'; later
     Megatron-LM has it), and ModelOpt's --enable-gpt-oss sets a 131072-token original context where
-    gpt-oss has 4096."""
+    gpt-oss has 4096. With `point`, the YaRN refusal says where else to plan it: TorchTitan where it builds the model
+    (gpt-oss), else that it does not either (Qwen3 / GLM with YaRN; each refusal pointed at the other framework)."""
     arch = model.architecture
     if arch is not None and arch.position_embedding == "yarn" and model.attention != "mla":
-        return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its YaRN RoPE (x{_num(arch.rope_scaling_factor)} "
-                f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
-                "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
-                "context); plan it with --framework torchtitan")
+        why = (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its YaRN RoPE (x{_num(arch.rope_scaling_factor)} "
+               f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
+               "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
+               "context)")
+        return f"{why}; {_titan_pointer(model)}" if point else why
     if model.is_hybrid and "M" in (model.layer_pattern or "") and model.mamba_conv_kernel != MCORE_MAMBA_CONV_KERNEL:
         return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its Mamba convolution kernel is "
                 f"{model.mamba_conv_kernel} wide, and megatron-core's MambaMixer builds {MCORE_MAMBA_CONV_KERNEL} "
@@ -452,6 +464,27 @@ def megatron_unbuildable(model: ModelSpec) -> str | None:
 # megatron-core 0.16.1 ssm/mamba_mixer.py MambaMixer.__init__(d_conv=4, conv_bias=True, bias=False): the hybrid
 # stack builds it with no other values (mamba_layer passes only config and d_model), so no config reaches them
 MCORE_MAMBA_CONV_KERNEL = 4
+
+
+def _megatron_pointer(model: ModelSpec) -> str:
+    """The end of a TorchTitan refusal: plan it with Megatron-LM, unless Megatron-LM cannot build it either."""
+    why = megatron_unbuildable(model, point=False)
+    if why:
+        return f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build it either ({why.split(': ', 1)[-1]})"
+    return ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
+            if megatron_cannot_launch(model) else "plan it with --framework megatron")
+
+
+def _titan_pointer(model: ModelSpec) -> str:
+    """The end of a Megatron-LM refusal: plan it with TorchTitan where TorchTitan 0.3.0 builds it, else its reason."""
+    try:
+        framework_pins("torchtitan", model, {})
+    except CommbenchError as exc:
+        why = str(exc)
+        for end in (f"; {_megatron_pointer(model)}", f": {_megatron_pointer(model)}"):
+            why = why[:-len(end)] if why.endswith(end) else why
+        return f"TorchTitan 0.3.0 cannot build it either ({why})"
+    return "plan it with --framework torchtitan"
 
 
 def megatron_cannot_launch(model: ModelSpec) -> str | None:
@@ -673,14 +706,12 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
     elif family is not None:
         if titan_dense_refusal(model):
-            raise CommbenchError(f"{titan_dense_refusal(model)}; plan it with --framework megatron")
+            raise CommbenchError(f"{titan_dense_refusal(model)}; {_megatron_pointer(model)}")
     elif titan not in TORCHTITAN_RECOMPUTE:
         if titan_unemitted(model):
-            raise CommbenchError(f"{titan_unemitted(model)}: plan it with --framework megatron")
-        elsewhere = ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
-                     if megatron_cannot_launch(model) else "plan it with --framework megatron")
+            raise CommbenchError(f"{titan_unemitted(model)}: {_megatron_pointer(model)}")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (its modules: {TITAN_MODULES}"
-                             f"{titan_nearest_flavor(model)}): {elsewhere}")
+                             f"{titan_nearest_flavor(model)}): {_megatron_pointer(model)}")
     if pins.get("fsdp") is False and pins.get("pp") == 1:
         raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan: {TITAN_DP_WITHOUT_PP}; "
                              "pin fsdp=true, or pp > 1")
