@@ -107,3 +107,39 @@ def test_yarn_on_gqa_attention_refusals_are_not_circular(tmp_path, folder):
 
 def test_gpt_oss_megatron_refusal_still_points_at_torchtitan():
     assert _refused("gpt-oss-20b", "--gpus", "16", "--framework", "megatron").endswith("plan it with --framework torchtitan")
+
+
+# --- P6: the TorchTitan launch's hf_assets_path is the hf: folder when it holds the tokenizer ---------------------------
+
+def _titan_plan(tmp_path, folder: str, system: str = "h100-hgx", gpus: int = 16, *args: str) -> tuple[str, list[str]]:
+    """(commbench_torchtitan.py's text, the TorchTitan notes) of `plan --framework torchtitan` for hf:tmp_path."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["plan", "--model", f"hf:{tmp_path}", "--system", system, "--gpus", str(gpus),
+                                   "--top", "1", "--framework", "torchtitan", "-O", str(out), "--force", *args],
+                             env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    plan = json.loads((out / "plan.json").read_text())
+    return (out / "commbench_torchtitan.py").read_text(), plan["torchtitan"]["notes"]
+
+
+@pytest.mark.parametrize("folder,system,gpus", [("Qwen3-30B-A3B", "h100-hgx", 16),
+                                                ("Moonlight-16B-A3B", "h100-hgx", 16)])
+def test_hf_folder_with_tokenizer_is_the_launch_hf_assets_path(tmp_path, folder, system, gpus):
+    """A flavor-matched model (Qwen3-30B-A3B) and a generated MLA one (Moonlight) kept ./assets/hf/<name>."""
+    _variant(tmp_path, folder)
+    (tmp_path / "tokenizer.json").write_text("{}")
+    text, notes = _titan_plan(tmp_path, folder, system, gpus)
+    assert f"config.hf_assets_path = {str(tmp_path.resolve())!r}" in text
+    assert "./assets/hf/" not in text and not any("holds no tokenizer.json" in n for n in notes)
+
+
+def test_hf_folder_without_tokenizer_says_where_torchtitan_looks(tmp_path):
+    _variant(tmp_path, "Moonlight-16B-A3B")
+    text, notes = _titan_plan(tmp_path, "Moonlight-16B-A3B")
+    note = next(n for n in notes if "holds no tokenizer.json" in n)
+    assert f"config.hf_assets_path = './assets/hf/{tmp_path.name}'" in note and str(tmp_path.resolve()) in note

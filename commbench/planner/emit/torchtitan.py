@@ -33,6 +33,7 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.spec import Layout, check_layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
+from commbench.planner.emit.torchtitan_assets import tokenizer_folder, tokenizer_note
 from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS,
                                                  graphs_allowed, titan_arch_misfits,
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
@@ -507,6 +508,10 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes += titan_balancing_notes(titan, model)
         if layout.precision == "fp8":
             notes.append(titan_fp8_note(model.is_moe))
+        shipped = titan.configs_03.get(layout.precision) or titan.base_03
+        tokenizer = tokenizer_note(model, repr(titan.hf_assets_03) if titan.hf_assets_03 and (
+            titan.mla or titan.dense or titan.flavor_config_03) else f"the one {shipped}() sets")
+        notes += [tokenizer] if tokenizer else []
         doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
@@ -545,13 +550,19 @@ def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int
     """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
     shipped = titan.configs_03.get(precision)
     fix = (flavor_fix_lines(titan, model) or []) + balancing_lines(titan, model)
+    # an hf: model's folder with its tokenizer is the launch's hf_assets_path (torchtitan_assets.py): set by the
+    # generated model lines or the flavor's lines where they set one, else by a line of its own
+    folder = tokenizer_folder(model)
+    assets = folder or titan.hf_assets_03
+    if folder and not (titan.mla or titan.dense or (titan.flavor_config_03 and shipped is None)):
+        fix.append(f"    config.hf_assets_path = {folder!r}  # {model.name}'s folder: its tokenizer files")
     if shipped is not None and not fix:
         return {"module": titan.module, "config": shipped}
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
-                              hf_assets=titan.hf_assets_03,
-                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else
-                              dense_model_lines(model, titan.module, titan.hf_assets_03, seq_len) if titan.dense
+                              hf_assets=assets,
+                              model_lines=mla_model_lines(model, assets, seq_len) if titan.mla else
+                              dense_model_lines(model, titan.module, assets, seq_len) if titan.dense
                               else None, shipped=shipped, arch_lines=fix)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,
