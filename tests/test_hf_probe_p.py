@@ -143,3 +143,35 @@ def test_hf_folder_without_tokenizer_says_where_torchtitan_looks(tmp_path):
     text, notes = _titan_plan(tmp_path, "Moonlight-16B-A3B")
     note = next(n for n in notes if "holds no tokenizer.json" in n)
     assert f"config.hf_assets_path = './assets/hf/{tmp_path.name}'" in note and str(tmp_path.resolve()) in note
+
+
+# --- P7: an hf: model's own max_position_embeddings beyond its flavor's RoPE --------------------------------------------
+
+_Q3_2507 = dict(max_position_embeddings=262144, rope_theta=10000000)   # Qwen3-30B-A3B-Instruct-2507's config.json
+
+
+def test_own_max_positions_lets_torchtitan_train_past_the_flavor_rope(tmp_path, monkeypatch):
+    """Qwen3-30B-A3B-Instruct-2507 (262144 positions) was refused at --seq-len 65536 with the qwen3 30B-A3B flavor's
+    40960; the config function now sets the model's length on every layer's RoPE, and TorchTitan 0.3.0's
+    update_from_config (the seq_len <= rope.max_seq_len check) takes the launch."""
+    import shlex
+
+    _variant(tmp_path, "Qwen3-30B-A3B", **_Q3_2507)
+    text, _ = _titan_plan(tmp_path, "Qwen3-30B-A3B", "h100-hgx", 16, "--seq-len", "65536", "--gbs", "64")
+    assert "layer.attention.rope.max_seq_len = 262144" in text
+    pytest.importorskip("torchtitan")
+    from tests.torchtitan_train import titan_config
+    out = tmp_path / "out"
+    argv = shlex.split((out / "torchtitan_args.txt").read_text())
+    config, _, _ = titan_config(argv, world=16, capability=(9, 0), plan_dir=out, monkeypatch=monkeypatch)
+    assert config.training.seq_len == 65536
+    assert all(layer.attention.rope.max_seq_len == 65536 for layer in config.model_spec.model.layers)
+
+
+def test_seq_len_past_the_hf_model_positions_names_the_hf_model_and_key(tmp_path):
+    out = _refused(_variant(tmp_path, "Qwen3-30B-A3B", **_Q3_2507), "--gpus", "16", "--framework", "torchtitan",
+                   "--seq-len", "300000")
+    assert f"hf:{tmp_path.name} is TorchTitan 0.3.0's qwen3 30B-A3B" in out and "max_position_embeddings=262144" in out
+    out = _refused(_variant(tmp_path, "Qwen3-30B-A3B"), "--gpus", "16", "--framework", "torchtitan",
+                   "--seq-len", "65536")
+    assert f"hf:{tmp_path.name}" in out and "max_position_embeddings=40960" in out and "--seq-len <= 40960" in out

@@ -498,20 +498,49 @@ def megatron_cannot_launch(model: ModelSpec) -> str | None:
     return None
 
 
-def titan_seq_len_limit(model: ModelSpec) -> int | None:
-    """The longest sequence TorchTitan 0.3.0's model for `model` trains (TORCHTITAN_MAX_SEQ_LEN), or None: no limit."""
+def titan_own_positions(model: ModelSpec) -> int | None:
+    """An hf: model's max_position_embeddings where it is longer than the RoPE of the TorchTitan 0.3.0 flavor it is
+    matched to (Qwen3-30B-A3B-Instruct-2507: 262144, the flavor 40960), else None. Decoder.Config.update_from_config
+    checks training.seq_len against the first attention layer's rope.max_seq_len only (models/common/decoder.py) and
+    then sets every layer's to seq_len; the RoPE config's max_seq_len is the length of its precomputed cache
+    (models/common/rope.py _precompute_cache), so the plan's config function sets the model's own length
+    (emit/torchtitan.py positions_lines)."""
     name = titan_zoo_name(model)
-    return TORCHTITAN_MAX_SEQ_LEN.get(name) if name else None
+    flavor = TORCHTITAN_MAX_SEQ_LEN.get(name) if name else None
+    own = model.architecture.max_position_embeddings if model.architecture is not None else 0
+    return own if flavor is not None and model.name.startswith("hf:") and own > flavor else None
+
+
+def titan_seq_len_limit(model: ModelSpec) -> int | None:
+    """The longest sequence TorchTitan 0.3.0's model for `model` trains (TORCHTITAN_MAX_SEQ_LEN, or an hf: model's
+    own longer max_position_embeddings: titan_own_positions), or None: no limit."""
+    name = titan_zoo_name(model)
+    return (titan_own_positions(model) or TORCHTITAN_MAX_SEQ_LEN.get(name)) if name else None
 
 
 def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int) -> None:
     """TorchTitan 0.3.0 refuses a training.seq_len beyond its flavor's RoPE max_seq_len (DeepSeek-V3 671B: 16384)."""
     limit = titan_seq_len_limit(model) if framework == "torchtitan" else None
     if limit is not None and seq_len > limit:
-        raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: TorchTitan 0.3.0's "
-                             f"{titan_zoo_name(model)} model precomputes RoPE for at most {limit} tokens and refuses a "
-                             f"longer training.seq_len; plan with --seq-len <= {limit}"
+        raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: {titan_limit_why(model)} and "
+                             f"TorchTitan 0.3.0 refuses a longer training.seq_len; plan with --seq-len <= {limit}"
                              + ("" if megatron_unbuildable(model) else ", or with --framework megatron"))
+
+
+def titan_limit_why(model: ModelSpec) -> str:
+    """What bounds the sequence of `model`'s TorchTitan 0.3.0 launch, naming the model asked for."""
+    name = titan_zoo_name(model)
+    module, flavor = TITAN_ZOO_FLAVORS.get(name) or TITAN_DENSE_FLAVORS[name][:2]
+    limit, own = TORCHTITAN_MAX_SEQ_LEN[name], titan_own_positions(model)
+    if own:
+        return (f"{model.name} is TorchTitan 0.3.0's {module} {flavor} with its config.json's max_position_embeddings="
+                f"{own}, the RoPE length the plan's config function sets (the flavor's is {limit})")
+    if model.name.startswith("hf:"):
+        own = model.architecture.max_position_embeddings if model.architecture is not None else None
+        return (f"{model.name} is TorchTitan 0.3.0's {module} {flavor}, whose RoPE is precomputed for at most {limit} "
+                f"tokens (config.json's max_position_embeddings={own} is no longer)")
+    return f"TorchTitan 0.3.0's {name} model precomputes RoPE for at most {limit} tokens"
+
 
 
 def check_window_seq_len(model: ModelSpec, seq_len: int) -> None:
