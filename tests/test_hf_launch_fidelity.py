@@ -165,7 +165,9 @@ def test_a_window_on_every_layer_no_shorter_than_the_sequence_is_planned_as_full
         said = [n for n in notes if "a window on every layer" in n]
         assert len(said) == 1 and "sliding_window=4096 (a window on every layer) is planned as full attention" in \
             said[0] and "masks nothing" in said[0], notes
-    assert not [n for n in same["megatron"]["notes"] + same["torchtitan"]["notes"] if "window" in n]
+    # (the TorchTitan tokenizer note names the hf: folder, whose pytest path holds this test's name)
+    assert not [n for n in same["megatron"]["notes"] + same["torchtitan"]["notes"]
+                if "window" in n.replace(str(tmp_path), "")]
 
 
 def test_mistral_7b_v0_1_planned_as_full_attention_launches_in_megatron(tmp_path, monkeypatch):

@@ -33,8 +33,10 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.spec import Layout, check_layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
+from commbench.planner.emit.torchtitan_assets import tokenizer_folder, tokenizer_note
 from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS,
-                                                 graphs_allowed, titan_arch_misfits,
+                                                 TORCHTITAN_MAX_SEQ_LEN, graphs_allowed, titan_limit_why,
+                                                 titan_own_positions, titan_arch_misfits,
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
                                                  titan_nearest_flavor, titan_runs_otherwise,
                                                  titan_seq_len_limit, titan_unemitted, titan_zoo_name)
@@ -203,6 +205,18 @@ def _rope_misfits(titan: TitanModel, model: ModelSpec) -> list[str]:
 # TorchTitan 0.3.0 models/common/rope.py: RoPE.Config.scaling is "none", "llama" (Llama 3.1's, factor scaling_factor)
 # or "yarn" (factor rope_factor); the config function sets a field of the model asked for on every layer's config.
 _TITAN_SCALING = {"none": "none", "llama3": "llama"}
+
+
+def positions_lines(model: ModelSpec, seq_len: int | None) -> list[str]:
+    """Lines of the generated config function giving every layer's RoPE an hf: model's own max_position_embeddings
+    where the sequence is longer than the flavor's RoPE (frameworks.titan_own_positions); [] otherwise."""
+    own, name = titan_own_positions(model), titan_zoo_name(model)
+    if not own or (seq_len or model.seq_len) <= TORCHTITAN_MAX_SEQ_LEN[name]:
+        return []
+    return [f"    # {model.name}'s max_position_embeddings ({own}); the flavor's RoPE is precomputed for "
+            f"{TORCHTITAN_MAX_SEQ_LEN[name]} tokens",
+            "    for layer in config.model_spec.model.layers:",
+            f"        layer.attention.rope.max_seq_len = {own}"]
 
 
 def flavor_fix_lines(titan: TitanModel, model: ModelSpec) -> list[str] | None:
@@ -385,8 +399,8 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
             f"TorchTitan {full} has no {model.name} model{titan_nearest_flavor(model)}"
     limit = titan_seq_len_limit(model) if version == "0.3" else None
     if limit is not None and (seq_len or model.seq_len) > limit:
-        return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} precomputes RoPE for at most {limit} tokens "
-                       f"and refuses training.seq_len {seq_len or model.seq_len}: plan with --seq-len <= {limit}")
+        return titan, (f"{titan_limit_why(model)}, and TorchTitan {full} refuses training.seq_len "
+                       f"{seq_len or model.seq_len}: plan with --seq-len <= {limit}")
     if not titan.in_02 and version == "0.2":
         return titan, (f"TorchTitan {full} has no {titan.module} flavor {titan.flavor} (its TOML names a shipped one; "
                        "torchtitan 0.2.2's llama3 has 8B, 70B, 405B): plan it with --torchtitan-version 0.3")
@@ -507,6 +521,10 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes += titan_balancing_notes(titan, model)
         if layout.precision == "fp8":
             notes.append(titan_fp8_note(model.is_moe))
+        shipped = titan.configs_03.get(layout.precision) or titan.base_03
+        tokenizer = tokenizer_note(model, repr(titan.hf_assets_03) if titan.hf_assets_03 and (
+            titan.mla or titan.dense or titan.flavor_config_03) else f"the one {shipped}() sets")
+        notes += [tokenizer] if tokenizer else []
         doc |= _config_03(titan, model, layout.precision, seq_len) | {"sections": sections}
     else:
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
@@ -545,13 +563,20 @@ def _config_03(titan: TitanModel, model: ModelSpec, precision: str, seq_len: int
     """The shipped config function for (model, precision), or a generated one (torchtitan_config.py)."""
     shipped = titan.configs_03.get(precision)
     fix = (flavor_fix_lines(titan, model) or []) + balancing_lines(titan, model)
+    # an hf: model's folder with its tokenizer is the launch's hf_assets_path (torchtitan_assets.py): set by the
+    # generated model lines or the flavor's lines where they set one, else by a line of its own
+    fix += positions_lines(model, seq_len)
+    folder = tokenizer_folder(model)
+    assets = folder or titan.hf_assets_03
+    if folder and not (titan.mla or titan.dense or (titan.flavor_config_03 and shipped is None)):
+        fix.append(f"    config.hf_assets_path = {folder!r}  # {model.name}'s folder: its tokenizer files")
     if shipped is not None and not fix:
         return {"module": titan.module, "config": shipped}
     text = config_module_text(module=titan.module, base=titan.base_03, flavor=titan.flavor,
                               flavor_config=titan.flavor_config_03, precision=precision, is_moe=model.is_moe,
-                              hf_assets=titan.hf_assets_03,
-                              model_lines=mla_model_lines(model, titan.hf_assets_03, seq_len) if titan.mla else
-                              dense_model_lines(model, titan.module, titan.hf_assets_03, seq_len) if titan.dense
+                              hf_assets=assets,
+                              model_lines=mla_model_lines(model, assets, seq_len) if titan.mla else
+                              dense_model_lines(model, titan.module, assets, seq_len) if titan.dense
                               else None, shipped=shipped, arch_lines=fix)
     return {"module": MODULE_NAME, "config": config_name(titan.base_03, titan.flavor_config_03, precision),
             "config_module": {"file": MODULE_FILE, "text": text,

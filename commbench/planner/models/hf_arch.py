@@ -76,9 +76,10 @@ NORM_TOPK_PROB_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "gl
 # the MLP's too).
 ATTENTION_BIAS_TYPES = ("gpt_oss", "glm4_moe", "qwen2", "qwen2_moe")
 # Types whose modeling code builds Q, K, V and the output projection with bias=False whatever attention_bias says
-# (transformers 5.25.0 modeling_mistral.py, modeling_mixtral.py, modeling_phi3.py, modeling_nemotron_h.py): the key
-# is read there as the model has it, none.
-ATTENTION_BIAS_IGNORED_TYPES = ("mistral", "mixtral", "phi3", "nemotron_h")
+# (transformers 5.25.0 modeling_mistral.py, modeling_mixtral.py, modeling_phi3.py): the key is read there as the
+# model has it, none. Not Nemotron-H: the remote code its checkpoints ship (modeling_nemotron_h.py NemotronHAttention,
+# as vLLM's nemotron_h.py) builds q/k/v/o_proj with bias=config.attention_bias, so true is refused below.
+ATTENTION_BIAS_IGNORED_TYPES = ("mistral", "mixtral", "phi3")
 
 # hidden_act values the gated-MLP model types use: SiLU gating (SwiGLU). Any other (gelu for GeGLU, say) would be
 # planned and emitted as --swiglu: a different model; relu2 (squared ReLU) is Nemotron-H's ungated MLP
@@ -150,6 +151,14 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
     groups, group_topk = router_value(c, "n_group"), router_value(c, "topk_group")
     out.update(router_score=score, router_topk_scaling=router_value(c, "routed_scaling_factor"),
                router_expert_bias=method == "noaux_tc" or t in EXPERT_BIAS_TYPES)
+    if out["router_expert_bias"] and score == "softmax":
+        # megatron-core 0.16.1 TransformerConfig.__post_init__ (transformer_config.py:1593): "Expert bias for
+        # aux-loss-free routing only supports sigmoid score function" (ERNIE-4.5's router is refused so: hf_refused.py)
+        raise c.fail(f"scoring_func='softmax' with topk_method={method!r} is not modelled for model_type {t!r}: its "
+                     "router adds a correction bias (e_score_correction_bias) to softmax scores, and megatron-core "
+                     "0.16.1 takes an expert bias with sigmoid scores only (transformer_config.py: 'Expert bias for "
+                     "aux-loss-free routing only supports sigmoid score function'); scoring_func 'sigmoid', or "
+                     "topk_method 'greedy' (no bias), is read")
     if out["router_expert_bias"]:
         out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
     norm = True

@@ -28,7 +28,7 @@ from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
 from commbench.planner.models.hf_checks import check_sizes
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
-from commbench.planner.models.hf_refused import NOT_MODELLED
+from commbench.planner.models.hf_refused import NOT_MODELLED, architecture_key_refusal, refused_class
 from commbench.planner.models.hf_router import router_value
 from commbench.planner.models.hf_task import head_refusal, multimodal_notes
 from commbench.planner.models.spec import ModelSpec
@@ -439,6 +439,15 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
             raise c.fail(f"{key}={c.get(key)!r} is not modelled: Nemotron-H as megatron-core 0.16.1 builds it has "
                          f"{key}={str(built).lower()} (ssm/mamba_mixer.py MambaMixer conv_bias=True, bias=False; "
                          "MLPs without bias)")
+    # NemotronHAttention (the checkpoints' remote code) passes sliding_window=config.sliding_window to its attention:
+    # a window shorter than max_position_embeddings is one the step model does not price and the emitted
+    # pretrain_mamba.py arguments would not set
+    positions = c.int("max_position_embeddings", 4096)   # NemotronHConfig: max_position_embeddings 4096
+    if c.get("sliding_window") is not None and c.int("sliding_window") < positions:
+        raise c.fail(f"sliding_window={c.get('sliding_window')!r} is not modelled for model_type 'nemotron_h': a "
+                     f"window on its attention layers shorter than max_position_embeddings={positions} (null, as the "
+                     "released Nemotron-H configs have, or a window of at least max_position_embeddings, is read as "
+                     "full attention)")
     moe = "E" in pattern
     ffn = c.int("moe_intermediate_size") if moe else 0
     shared = (_shared_count(c, c.int("moe_shared_expert_intermediate_size", 0), ffn,
@@ -522,11 +531,19 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     reader = READERS.get(c.model_type)
     if reader is None and c.model_type in NOT_MODELLED:
         raise c.fail(f"model_type={c.model_type!r} is not modelled: {NOT_MODELLED[c.model_type]}")
+    named = refused_class(top.get("architectures"))
+    if named is not None:   # the class of a refused type under another model_type (DeepSeek-V3.2 as deepseek_v3)
+        raise c.fail(f"architectures={top['architectures']!r} is not modelled: {named[0]} is the class of "
+                     f"model_type {named[1]!r} (not of model_type={c.model_type!r} as given), which is refused: "
+                     f"{NOT_MODELLED[named[1]]}")
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     notes = multimodal_notes(top, where, f"hf:{name}")   # a multimodal config: refused, or Qwen3.5's noted
     if reader is None:
         raise c.fail(f"model_type={c.model_type!r} is not known: the planner reads {', '.join(sorted(READERS))} "
                      "(config.json's model_type, or its text_config's)")
+    stray = architecture_key_refusal(c.raw, c.model_type)   # a key of another architecture (hf_refused.py)
+    if stray:
+        raise c.fail(stray)
     fields = reader(c, f"hf:{name}")
     if notes:
         fields["extra"] = dict(fields.get("extra", {}), notes=notes)

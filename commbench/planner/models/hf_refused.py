@@ -6,6 +6,10 @@ bridges named."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from commbench.planner.models.hf_task import CAUSAL_LM_HEADS
+
 _FULL_WIDTH_QK_NORM = ("its q/k RMSNorm spans all heads' width where Megatron-LM core_v0.16.1's --qk-layernorm "
                        "normalises each head (Megatron-Bridge builds it with its own layer spec, {spec})")
 _MUP = ("its embedding, residual, attention and logit multipliers (embedding_multiplier, residual_multiplier, "
@@ -49,3 +53,63 @@ _QWEN3_VL = ("a vision-language model: its text_config's decoder alone is not th
 NOT_MODELLED.update({"qwen3_vl": _QWEN3_VL, "qwen3_vl_text": _QWEN3_VL, "qwen3_vl_moe": _QWEN3_VL,
                      "qwen3_vl_moe_text": _QWEN3_VL})
 NOT_MODELLED.update({"llama4_text": NOT_MODELLED["llama4"], "gemma3_text": NOT_MODELLED["gemma3"]})
+
+
+def _squashed(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def refused_class(architectures: Any) -> tuple[str, str] | None:
+    """(class, model type) where config.json's `architectures` names the causal-LM class of a refused model type,
+    whatever its model_type says. transformers names a type's classes after it (DeepseekV32ForCausalLM for
+    deepseek_v32, GlmMoeDsaForCausalLM for glm_moe_dsa, Ernie4_5_MoeForCausalLM for ernie4_5_moe): the class name less
+    its head, without underscores and case, is the type's. DeepSeek-V3.2 checkpoints are shipped (sglang and miles
+    setups) with architectures DeepseekV32ForCausalLM and model_type deepseek_v3, so that transformers loads them,
+    and transformers then builds plain DeepSeek-V3 without the indexer: the class says which model is trained."""
+    if not isinstance(architectures, list):
+        return None
+    types = {_squashed(t): t for t in NOT_MODELLED}
+    for name in architectures:
+        if not isinstance(name, str):
+            continue
+        for head in CAUSAL_LM_HEADS:
+            if name.endswith(head) and _squashed(name[:-len(head)]) in types:
+                return name, types[_squashed(name[:-len(head)])]
+    return None
+
+
+_DSA = ("configures the lightning indexer of DeepSeek Sparse Attention (DeepSeek-V3.2's, model_type deepseek_v32, "
+        "refused): " + NOT_MODELLED["deepseek_v32"])
+_MUP_KEY = "is a muP multiplier (Granite's): " + _MUP
+# Keys that change the network of the model types that read them and that no reader here consumes (beyond the type
+# named in `read_by`): set on a config of another type, they say the checkpoint is that other architecture (a
+# DeepSeek-V3.2 config written as deepseek_v3 keeps its index_* keys), so planning the reader's model would plan
+# another one. key -> (values that leave the network as the reader builds it, why, the types that read the key).
+# Keys that do not change the network (torch_dtype, quantization_config, bos_token_id, use_cache, ...) are not listed.
+# Sources: transformers configuration_deepseek_v32.py (index_topk / index_n_heads / index_head_dim),
+# configuration_llama4.py (attention_chunk_size), configuration_gemma2.py (attn_logit_softcapping,
+# final_logit_softcapping), configuration_olmoe.py (clip_qkv), configuration_granitemoe.py (the multipliers).
+ARCHITECTURE_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...]]] = {
+    "index_topk": ((None,), _DSA, ("deepseek_v4",)),
+    "index_n_heads": ((None,), _DSA, ("deepseek_v4",)),
+    "index_head_dim": ((None,), _DSA, ("deepseek_v4",)),
+    "attention_chunk_size": ((None,), "configures chunked local attention (Llama 4's), which has no step-model term",
+                             ()),
+    "attn_logit_softcapping": ((None,), "soft-caps the attention logits (Gemma 2's), which no Megatron-LM flag does",
+                               ()),
+    "final_logit_softcapping": ((None,), "soft-caps the output logits (Gemma 2's), which no Megatron-LM flag does",
+                                ()),
+    "clip_qkv": ((None,), "clamps the Q, K and V activations (OLMoE's, DBRX's), which no Megatron-LM flag does", ()),
+    **{key: ((None, 1, 1.0), _MUP_KEY, ()) for key in ("embedding_multiplier", "residual_multiplier",
+                                                        "attention_multiplier", "logits_scaling")},
+}
+
+
+def architecture_key_refusal(raw: dict[str, Any], model_type: str) -> str | None:
+    """What to say of the first ARCHITECTURE_KEYS key config.json sets that `model_type`'s reader does not read."""
+    for key, (inert, why, read_by) in ARCHITECTURE_KEYS.items():
+        value = raw.get(key)
+        if key in raw and model_type not in read_by and not any(value is v or (
+                not isinstance(value, bool) and v is not None and value == v) for v in inert):
+            return f"{key}={value!r} is not modelled for model_type {model_type!r}: it {why}"
+    return None

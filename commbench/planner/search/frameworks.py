@@ -209,8 +209,18 @@ def titan_family_differences(model: ModelSpec, module: str) -> list[str]:
     the sizes) where `model` is otherwise and the plan's config function cannot set it (TITAN_ARCH_SETTABLE)."""
     if model.architecture is None:
         return ["architecture not recorded"]
-    return [f"{field} {value!r} (the flavor: {built!r})" for field, value, built in titan_arch_misfits(model, module)
-            if (module, field) not in TITAN_ARCH_SETTABLE]
+    return [f"{field} {value!r} (the flavor: {built!r}{_TITAN_NO_YARN if value == 'yarn' else ''})"
+            for field, value, built in titan_arch_misfits(model, module) if (module, field) not in TITAN_ARCH_SETTABLE]
+
+
+# Why a config function cannot give a qwen3 / llama3 model YaRN: TorchTitan 0.3.0's RoPE configs take scaling="yarn"
+# with rope_factor / beta_fast / beta_slow / original_seq_len (models/common/rope.py _yarn_inv_freq, "mscale is
+# intentionally NOT applied here -- ... the model folds mscale into its softmax scale"), but GQAttention scales the
+# logits by head_dim ** -0.5 only (models/common/attention.py GQAttention.__init__; only gpt_oss's attention folds
+# mscale in), where transformers multiplies cos and sin by the YaRN attention factor 0.1 ln(factor) + 1
+# (modeling_rope_utils._compute_yarn_parameters): the launch would train other attention logits.
+_TITAN_NO_YARN = ("; its RoPE takes scaling='yarn', but its GQAttention applies no YaRN attention factor (0.1 ln(factor) "
+                  "+ 1, which transformers multiplies into cos and sin), so no config function builds it")
 
 
 def titan_arch_misfits(model: ModelSpec, module: str) -> list[tuple[str, object, object]]:
@@ -431,17 +441,19 @@ def llama3_rope_refusal(model: ModelSpec, framework: str) -> str | None:
     return None
 
 
-def megatron_unbuildable(model: ModelSpec) -> str | None:
+def megatron_unbuildable(model: ModelSpec, point: bool = True) -> str | None:
     """Why Megatron-LM core_v0.16.1's pretrain_gpt.py cannot build this model, or None: YaRN RoPE on
     non-MLA attention (gpt-oss) has no flag there (--position-embedding-type offers no 'yarn'; later
     Megatron-LM has it), and ModelOpt's --enable-gpt-oss sets a 131072-token original context where
-    gpt-oss has 4096."""
+    gpt-oss has 4096. With `point`, the YaRN refusal says where else to plan it: TorchTitan where it builds the model
+    (gpt-oss), else that it does not either (Qwen3 / GLM with YaRN; each refusal pointed at the other framework)."""
     arch = model.architecture
     if arch is not None and arch.position_embedding == "yarn" and model.attention != "mla":
-        return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its YaRN RoPE (x{_num(arch.rope_scaling_factor)} "
-                f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
-                "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
-                "context); plan it with --framework torchtitan")
+        why = (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its YaRN RoPE (x{_num(arch.rope_scaling_factor)} "
+               f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
+               "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
+               "context)")
+        return f"{why}; {_titan_pointer(model)}" if point else why
     if model.is_hybrid and "M" in (model.layer_pattern or "") and model.mamba_conv_kernel != MCORE_MAMBA_CONV_KERNEL:
         return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its Mamba convolution kernel is "
                 f"{model.mamba_conv_kernel} wide, and megatron-core's MambaMixer builds {MCORE_MAMBA_CONV_KERNEL} "
@@ -452,6 +464,27 @@ def megatron_unbuildable(model: ModelSpec) -> str | None:
 # megatron-core 0.16.1 ssm/mamba_mixer.py MambaMixer.__init__(d_conv=4, conv_bias=True, bias=False): the hybrid
 # stack builds it with no other values (mamba_layer passes only config and d_model), so no config reaches them
 MCORE_MAMBA_CONV_KERNEL = 4
+
+
+def _megatron_pointer(model: ModelSpec) -> str:
+    """The end of a TorchTitan refusal: plan it with Megatron-LM, unless Megatron-LM cannot build it either."""
+    why = megatron_unbuildable(model, point=False)
+    if why:
+        return f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build it either ({why.split(': ', 1)[-1]})"
+    return ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
+            if megatron_cannot_launch(model) else "plan it with --framework megatron")
+
+
+def _titan_pointer(model: ModelSpec) -> str:
+    """The end of a Megatron-LM refusal: plan it with TorchTitan where TorchTitan 0.3.0 builds it, else its reason."""
+    try:
+        framework_pins("torchtitan", model, {})
+    except CommbenchError as exc:
+        why = str(exc)
+        for end in (f"; {_megatron_pointer(model)}", f": {_megatron_pointer(model)}"):
+            why = why[:-len(end)] if why.endswith(end) else why
+        return f"TorchTitan 0.3.0 cannot build it either ({why})"
+    return "plan it with --framework torchtitan"
 
 
 def megatron_cannot_launch(model: ModelSpec) -> str | None:
@@ -465,20 +498,49 @@ def megatron_cannot_launch(model: ModelSpec) -> str | None:
     return None
 
 
-def titan_seq_len_limit(model: ModelSpec) -> int | None:
-    """The longest sequence TorchTitan 0.3.0's model for `model` trains (TORCHTITAN_MAX_SEQ_LEN), or None: no limit."""
+def titan_own_positions(model: ModelSpec) -> int | None:
+    """An hf: model's max_position_embeddings where it is longer than the RoPE of the TorchTitan 0.3.0 flavor it is
+    matched to (Qwen3-30B-A3B-Instruct-2507: 262144, the flavor 40960), else None. Decoder.Config.update_from_config
+    checks training.seq_len against the first attention layer's rope.max_seq_len only (models/common/decoder.py) and
+    then sets every layer's to seq_len; the RoPE config's max_seq_len is the length of its precomputed cache
+    (models/common/rope.py _precompute_cache), so the plan's config function sets the model's own length
+    (emit/torchtitan.py positions_lines)."""
     name = titan_zoo_name(model)
-    return TORCHTITAN_MAX_SEQ_LEN.get(name) if name else None
+    flavor = TORCHTITAN_MAX_SEQ_LEN.get(name) if name else None
+    own = model.architecture.max_position_embeddings if model.architecture is not None else 0
+    return own if flavor is not None and model.name.startswith("hf:") and own > flavor else None
+
+
+def titan_seq_len_limit(model: ModelSpec) -> int | None:
+    """The longest sequence TorchTitan 0.3.0's model for `model` trains (TORCHTITAN_MAX_SEQ_LEN, or an hf: model's
+    own longer max_position_embeddings: titan_own_positions), or None: no limit."""
+    name = titan_zoo_name(model)
+    return (titan_own_positions(model) or TORCHTITAN_MAX_SEQ_LEN.get(name)) if name else None
 
 
 def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int) -> None:
     """TorchTitan 0.3.0 refuses a training.seq_len beyond its flavor's RoPE max_seq_len (DeepSeek-V3 671B: 16384)."""
     limit = titan_seq_len_limit(model) if framework == "torchtitan" else None
     if limit is not None and seq_len > limit:
-        raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: TorchTitan 0.3.0's "
-                             f"{titan_zoo_name(model)} model precomputes RoPE for at most {limit} tokens and refuses a "
-                             f"longer training.seq_len; plan with --seq-len <= {limit}"
+        raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: {titan_limit_why(model)} and "
+                             f"TorchTitan 0.3.0 refuses a longer training.seq_len; plan with --seq-len <= {limit}"
                              + ("" if megatron_unbuildable(model) else ", or with --framework megatron"))
+
+
+def titan_limit_why(model: ModelSpec) -> str:
+    """What bounds the sequence of `model`'s TorchTitan 0.3.0 launch, naming the model asked for."""
+    name = titan_zoo_name(model)
+    module, flavor = TITAN_ZOO_FLAVORS.get(name) or TITAN_DENSE_FLAVORS[name][:2]
+    limit, own = TORCHTITAN_MAX_SEQ_LEN[name], titan_own_positions(model)
+    if own:
+        return (f"{model.name} is TorchTitan 0.3.0's {module} {flavor} with its config.json's max_position_embeddings="
+                f"{own}, the RoPE length the plan's config function sets (the flavor's is {limit})")
+    if model.name.startswith("hf:"):
+        own = model.architecture.max_position_embeddings if model.architecture is not None else None
+        return (f"{model.name} is TorchTitan 0.3.0's {module} {flavor}, whose RoPE is precomputed for at most {limit} "
+                f"tokens (config.json's max_position_embeddings={own} is no longer)")
+    return f"TorchTitan 0.3.0's {name} model precomputes RoPE for at most {limit} tokens"
+
 
 
 def check_window_seq_len(model: ModelSpec, seq_len: int) -> None:
@@ -673,14 +735,12 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
     elif family is not None:
         if titan_dense_refusal(model):
-            raise CommbenchError(f"{titan_dense_refusal(model)}; plan it with --framework megatron")
+            raise CommbenchError(f"{titan_dense_refusal(model)}; {_megatron_pointer(model)}")
     elif titan not in TORCHTITAN_RECOMPUTE:
         if titan_unemitted(model):
-            raise CommbenchError(f"{titan_unemitted(model)}: plan it with --framework megatron")
-        elsewhere = ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
-                     if megatron_cannot_launch(model) else "plan it with --framework megatron")
+            raise CommbenchError(f"{titan_unemitted(model)}: {_megatron_pointer(model)}")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (its modules: {TITAN_MODULES}"
-                             f"{titan_nearest_flavor(model)}): {elsewhere}")
+                             f"{titan_nearest_flavor(model)}): {_megatron_pointer(model)}")
     if pins.get("fsdp") is False and pins.get("pp") == 1:
         raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan: {TITAN_DP_WITHOUT_PP}; "
                              "pin fsdp=true, or pp > 1")
