@@ -15,6 +15,7 @@ from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, default_scope
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.quant_dims import quant_tp_ok
 from commbench.planner.search.frameworks import megatron_runs_on_hybrid, restrict_columns, runs_fused_grouped_mlp
 
 if TYPE_CHECKING:
@@ -176,8 +177,11 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["recompute_layers"] = np.full(len(tp), int(pins.get("recompute_layers", 0)))      # only when pinned
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
-    return restrict_columns(req.framework, _with_offload(_with_fsdp(cols, pins, req), pins, req, has),
+    cols = restrict_columns(req.framework, _with_offload(_with_fsdp(cols, pins, req), pins, req, has),
                             "cuda_graph" in pins, req.model)
+    # block-scaled precisions: only TP / ETP sizes whose per-rank GEMM sizes the kernels take (layout/quant_dims.py)
+    keep = quant_tp_ok(req.model, req.framework, req.precision, cols["tp"], cols["etp"])
+    return cols if keep.all() else {k: v[keep] for k, v in cols.items()}
 
 
 def _without_synced_preprocess_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
