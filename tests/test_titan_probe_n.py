@@ -199,3 +199,12 @@ def test_hsdp_pinned_without_fsdp_is_fsdp_under_torchtitan(tmp_path):
     res = _plan("--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "64", "--framework", "torchtitan",
                 "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,fsdp_replicas=4,fsdp=false")
     _one_line_error(res, "fsdp_replicas=4", "fsdp=false", "fsdp=true")
+
+
+def test_torchtitan_etp_is_explained_as_it_runs():
+    res = _plan("--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16", "--framework", "torchtitan",
+                "--layout", "tp=2,ep=1", "--top", "2")
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "EP1 ETP2" in text and "EP1 ETP1" not in text
+    assert "gathers its input over TP2 before the router" in text and "dispatched tokens (x top-8)" not in text
