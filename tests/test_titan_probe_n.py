@@ -93,7 +93,10 @@ def test_mxfp8_dense_lm_head_vocab_split_and_moe_experts_split_over_tp(qwen3_4b)
     assert quant_tp_misfits(moe, "torchtitan", "mxfp8", 4, 4) and not quant_tp_misfits(moe, "torchtitan", "mxfp8", 4, 1)
     ok = quant_tp_ok(moe, "torchtitan", "mxfp8", np.array([2, 4, 4]), np.array([2, 4, 1]))
     assert ok.tolist() == [True, False, True]
-    # Megatron / Transformer Engine: NVFP4 needs multiples of 16 only
+    # Megatron / Transformer Engine: NVFP4 needs multiples of 16, MXFP8 of 32 (quantizer.cpp's block sizes)
+    nano = load_model("nemotron-3-nano-30b-a3b")   # expert_ffn 1856: / 4 = 464 (16 x 29), / 2 = 928 (32 x 29)
+    assert quant_tp_misfits(nano, "megatron", "mxfp8", 1, 4) and not quant_tp_misfits(nano, "megatron", "mxfp8", 1, 2)
+    assert not quant_tp_misfits(nano, "megatron", "nvfp4", 1, 4)
     odd = dataclasses.replace(load_model("llama3-8b"), name="odd", dense_ffn=14344)   # 14344 / 8 = 1793
     assert quant_tp_misfits(odd, "megatron", "nvfp4", 8) and not quant_tp_misfits(load_model("qwen3-30b-a3b"),
                                                                                    "megatron", "nvfp4", 4, 4)

@@ -16,10 +16,11 @@ model whose full sizes pass can still break on the per-rank ones:
   mx_formats/mx_tensor.py: "the last dimension ... must be divisible by block_size"): in and out features / tp
   multiples of 32. Its routed experts, split over TP when EP = 1 (models/common/moe_sharding.py
   expert_param_placement_dense), need K a multiple of 128 (layout/precision.py mxfp8_experts_refusal): expert_ffn / tp.
-- Megatron-LM core_v0.16.1 with Transformer Engine, nvfp4: TE's NVFP4 quantizer needs both dimensions of every
-  quantized tensor multiples of NVFP4_BLOCK_SIZE = 16 (transformer_engine/pytorch/csrc/quantizer.cpp
-  NVFP4Quantizer: "NVFP4 requires tensor dims that are divisible by 16"); the output layer is Megatron's own
-  ColumnParallelLinear (not quantized), the vocabulary padded anyway.
+- Megatron-LM core_v0.16.1 with Transformer Engine, nvfp4 / mxfp8: TE's quantizers need both dimensions of every
+  quantized tensor multiples of NVFP4_BLOCK_SIZE = 16 / MXFP8_BLOCK_SIZE = 32 (transformer_engine/pytorch/csrc/
+  quantizer.cpp: "NVFP4 requires tensor dims that are divisible by 16", "MXFP8 requires tensor dims that are
+  divisible by 32"); the output layer is Megatron's own ColumnParallelLinear (not quantized), the vocabulary padded
+  anyway.
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ import numpy as np
 from commbench.planner.models.spec import ModelSpec
 
 # (framework, precision) -> the multiple every per-rank dimension of a converted Linear must be
-QUANT_BLOCK = {("torchtitan", "nvfp4"): 128, ("torchtitan", "mxfp8"): 32, ("megatron", "nvfp4"): 16}
+QUANT_BLOCK = {("torchtitan", "nvfp4"): 128, ("torchtitan", "mxfp8"): 32, ("megatron", "nvfp4"): 16,
+               ("megatron", "mxfp8"): 32}
 TITAN_MXFP8_EXPERT_K = 128   # layout/precision.py MXFP8_PAD_MULTIPLE: the grouped GEMM's K multiple
 
 
 def _attention_dims(model: ModelSpec) -> list[tuple[str, int, str]]:
-    """(name, size, what shards it: "tp" or "") of the attention Linears' dimensions."""
+    """(name, size, what shards it: "tp" or "") of the attention Linears' dimensions (GQA and MLA; the hidden size
+    alone for the others, whose projections this rule does not list)."""
+    if model.attention not in ("gqa", "mla"):
+        return [("hidden", model.hidden, "")]
     if model.attention == "mla":
         qk = model.qk_nope_head_dim + model.qk_rope_head_dim
         return [("heads x qk_head_dim (wq / wq_b out)", model.num_heads * qk, "tp"),
@@ -85,10 +90,10 @@ def quant_tp_refusal(model: ModelSpec, framework: str, precision: str, tp: int, 
     if not off:
         return None
     where = {"torchtitan": "TorchTitan 0.3.0's converted Linears (torchao's kernels)",
-             "megatron": "Transformer Engine's quantizer (Megatron-LM core_v0.16.1)"}[framework]
+             "megatron": "Megatron-LM core_v0.16.1's Transformer Engine quantizers"}[framework]
     return (f"tp={tp}" + (f", etp={etp}" if model.is_moe else "") + f" is invalid for {model.name} in {precision} "
-            f"with --framework {framework}: {where} need per-rank GEMM sizes that are multiples of the block, and "
-            f"{', '.join(off)}")
+            f"with --framework {framework}: {where} take per-rank GEMM sizes that are multiples of the block only, "
+            f"and {', '.join(off)}")
 
 
 def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray, etp: np.ndarray) -> np.ndarray:

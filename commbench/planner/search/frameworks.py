@@ -554,7 +554,8 @@ def check_precision_tp(framework: str, model: ModelSpec, precision: str, pins: d
         return
     reason = quant_tp_refusal(model, framework, precision, int(pins["tp"]), int(pins.get("etp") or 1))
     if reason:
-        raise CommbenchError(f"{reason}; pick a tp that divides them into multiples, or another --precision")
+        sizes = "tp / etp" if model.is_moe else "tp"
+        raise CommbenchError(f"{reason}; pick a {sizes} that leaves multiples, or another --precision")
 
 
 def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str | None:
