@@ -162,7 +162,7 @@ def plan(
                    ] = None,
     framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
                                            "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
-                                           "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
+                                           "with pp=1 and ep=1, etp=tp at ep=1 and 1 with EP, all-to-all EP, FSDP, its configs' activation "
                                            "checkpointing) and charge what its emitted configuration runs")] = "megatron",
     gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
                                            "(fitted without --system, or by `commbench tune`)")] = None,
@@ -229,6 +229,9 @@ def plan(
     req.pins.setdefault("cp", 1)
     req.pins.setdefault("etp", req.pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
+    if req.pins.get("fsdp") and not lay.fsdp:   # implied by the framework (TorchTitan HSDP: frameworks.framework_pins)
+        import dataclasses
+        lay = dataclasses.replace(lay, fsdp=True)
     check_layout(spec, lay, gpus, seq_len, given=given, framework=req.framework)
     fabric = req.fabric
     arr, bd = best_for_pins(req)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commbench.errors import CommbenchError, invalid
+from commbench.planner.layout.quant_dims import quant_tp_refusal
 from commbench.planner.layout.spec import Layout, check_layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
@@ -39,6 +40,7 @@ from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_W
                                                  titan_own_positions, titan_arch_misfits,
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
                                                  titan_nearest_flavor, titan_runs_otherwise,
+                                                 TITAN_ETP, titan_etp, titan_cp_refusal,
                                                  titan_seq_len_limit, titan_unemitted, titan_zoo_name)
 from commbench.planner.emit.torchtitan_mla import (LATENT_NORM_EPS, MLA_BASE, MLA_MODULE, mla_function,
                                                    mla_model_lines, mla_rope, mla_router)
@@ -427,9 +429,15 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
         return titan, f"{mxfp8_experts_refusal(model)}: plan it with --precision fp8 or bf16"
     if version == "0.2" and layout.precision == "nvfp4":
         return titan, f"TorchTitan {full} has no nvfp4 converter"
-    if model.is_moe and layout.etp not in ((1,) if version == "0.3" else (1, layout.tp)):
-        return titan, f"TorchTitan {full} supports etp = 1" + ("" if version == "0.3" else " or etp = tp") + \
-            f", the layout has etp = {layout.etp}"
+    if model.is_moe and version == "0.3" and layout.etp != titan_etp(layout.tp, layout.ep):
+        return titan, (f"{TITAN_ETP}: with tp = {layout.tp} and ep = {layout.ep} it runs etp = "
+                       f"{titan_etp(layout.tp, layout.ep)}, the layout has etp = {layout.etp}")
+    if model.is_moe and version == "0.2" and layout.etp not in (1, layout.tp):
+        return titan, f"TorchTitan {full} supports etp = 1 or etp = tp, the layout has etp = {layout.etp}"
+    if version == "0.3" and quant_tp_refusal(model, "torchtitan", layout.precision, layout.tp, layout.etp):
+        return titan, quant_tp_refusal(model, "torchtitan", layout.precision, layout.tp, layout.etp)
+    if version == "0.3" and layout.cp > 1 and titan.module == "gpt_oss":
+        return titan, titan_cp_refusal(model, layout.cp)
     if version == "0.2" and model.is_moe and layout.fsdp and layout.fsdp_replicas > 1:
         return titan, (f"TorchTitan {full}'s MoE HSDP (EP with data_parallel_replicate_degree > 1) is not checked against "
                        "its ParallelDims here: plan it with --torchtitan-version 0.3")

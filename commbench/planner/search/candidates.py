@@ -17,6 +17,7 @@ from commbench.planner.layout.recipe_model import recipe_model
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
+from commbench.planner.layout.quant_dims import quant_tp_ok
 from commbench.planner.search.frameworks import megatron_runs_on_hybrid, restrict_columns, runs_fused_grouped_mlp
 
 if TYPE_CHECKING:
@@ -180,7 +181,10 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)
-    return restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model)
+    cols = restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model)
+    # block-scaled precisions: only TP / ETP sizes whose per-rank GEMM sizes the kernels take (layout/quant_dims.py)
+    keep = quant_tp_ok(req.model, req.framework, req.precision, cols["tp"], cols["etp"])
+    return cols if keep.all() else {k: v[keep] for k, v in cols.items()}
 
 
 TP_OVERLAP_ONE_CONNECTION = ("on Hopper --tp-comm-overlap needs CUDA_DEVICE_MAX_CONNECTIONS=1, and Megatron-FSDP and "

@@ -90,13 +90,13 @@ def exposed_lines(result: SearchResult, i: int = 0) -> list[str]:
                     else "")
                  + f", optimizer step {float(bd.optimizer_s[i]):.3f} s.")  # every term of step_s (step/evaluate.py)
     for label, exp, total, key in sorted(terms, key=lambda t: -t[1])[:3]:
-        why = _why(key, lay, per_rack, req.model)
+        why = _why(key, lay, per_rack, req.model, req.framework)
         hidden = 100 * (1 - exp / total) if total else 0
         lines.append(f"- {label}: {total:.3f} s in total, {exp:.3f} s exposed ({hidden:.0f}% hidden){why}.")
     return lines
 
 
-def _why(key: str, lay: Layout, per_rack: int, model) -> str:
+def _why(key: str, lay: Layout, per_rack: int, model, framework: str = "megatron") -> str:
     if key == "ep":
         racks = int(racks_spanned(lay.etp * lay.ep, per_rack, lay.world))
         where = "inside one rack (NVLink)" if racks == 1 else f"across {racks} racks (scale-out network)"
@@ -111,6 +111,9 @@ def _why(key: str, lay: Layout, per_rack: int, model) -> str:
                   if lay.fsdp else "one micro-batch's compute" if lay.vp == 1 else
                   f"one micro-batch's compute plus the later model chunks' cool-down (VP{lay.vp})")
         return f"; a group of {group} ranks over {racks} rack(s), hidden behind {window}"
+    if key == "etp" and framework == "torchtitan":   # TorchTitan: around the MoE block (step/moe_comm.py)
+        return (f"; each MoE layer gathers its input over TP{lay.tp} before the router (TorchTitan splits the experts "
+                "over TP at ep = 1) and reduce-scatters the output after, not overlapped")
     if key == "etp":
         return (f"; each MoE layer gathers ETP{lay.etp} ranks' dispatched tokens (x top-{model.top_k}) before the "
                 "expert GEMMs and reduce-scatters the outputs after, " +

@@ -12,7 +12,8 @@ TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
   only graph it has is the full-iteration one, and `_validate_cuda_graphs` refuses it with PP > 1 and
   with EP > 1 under the shipped configs' token dispatcher (which synchronises with the CPU): the search
   offers graphs only with pp = 1 and ep = 1, and charges host launch overhead elsewhere.
-- EP borrows ranks from FSDP and TP with experts unsharded by TP: etp = 1, the all-to-all dispatcher
+- Expert sharding follows EP (titan_etp): with ep > 1 EP borrows ranks from FSDP and TP and holds whole experts
+  (etp = 1); with ep = 1 and tp > 1 TP shards every routed expert (etp = tp). The all-to-all dispatcher
   (no DeepEP in the shipped configs), no Megatron EP/TP communication overlap, no FP8 attention.
 - The optimizer is FSDP (ZeRO-3, always sharded, overlapped); activation checkpointing is whatever the
   config function sets (not a command-line option): TORCHTITAN_RECOMPUTE.
@@ -326,16 +327,50 @@ def titan_nearest_flavor(model: ModelSpec) -> str:
 
 # Layout fields TorchTitan 0.3 fixes, and the value it runs.
 # No activation offloading (its training.enable_cpu_offload is FSDP2's parameter/optimizer offload).
-_TITAN_FIXED = {"etp": 1, "dispatcher": "alltoall", "moe_a2a_overlap": False, "tp_comm_overlap": False,
+_TITAN_FIXED = {"dispatcher": "alltoall", "moe_a2a_overlap": False, "tp_comm_overlap": False,
                 "fp8_attention": False, "fused_moe": False, "distributed_optimizer": True, "dp_overlap": True,
                 "cpu_offload_layers": 0}
 
 
+# TorchTitan 0.3.0's routed-expert sharding (models/common/moe_sharding.py): with EP (ep > 1) the experts are split
+# over EP only (expert_param_placement_sparse: EP Shard(0), whole experts; ParallelDims' ep borrows dp_shard x cp x
+# tp ranks), with ep = 1 and TP over TP (expert_param_placement_dense: w1/w3 Shard(1), w2 Shard(2) on the dense TP
+# axis; their input gathered to Replicate over TP and the output reduce-scattered, _routed_experts_sharding_configs).
+TITAN_ETP = ("TorchTitan 0.3.0 shards the routed experts over TP when ep = 1 (etp = tp) and over EP alone when ep > 1 "
+             "(etp = 1) (models/common/moe_sharding.py)")
+
+
+def titan_etp(tp, ep):
+    """The ETP TorchTitan 0.3.0 runs (TITAN_ETP): tp where ep = 1, else 1 (arrays or ints)."""
+    return np.where(np.asarray(ep) == 1, tp, 1) if np.ndim(tp) or np.ndim(ep) else (int(tp) if int(ep) == 1 else 1)
+
+
+# gpt_oss builds VarlenAttention (models/gpt_oss/__init__.py: attn_backend "varlen" in both flavors), and its
+# parallelize_fn under the default parallelism.spmd_backend "spmd_types" (config/configs.py) calls validate_config
+# (models/gpt_oss/parallelize.py), which refuses CP with ScaledDotProductAttention or VarlenAttention
+# (distributed/full_dtensor.py: "spmd_types + CP is not supported ... Use FlexAttention + CP or disable CP").
+# Only its debug model ships a flex variant (config_registry.py gpt_oss_debugmodel_flex): cp = 1 only.
+TITAN_VARLEN_MODULES = ("gpt_oss",)
+
+
+def titan_module(model: ModelSpec) -> str | None:
+    """The TorchTitan 0.3.0 model module a zoo / sized model is built by (TITAN_ZOO_FLAVORS), or None."""
+    name = titan_zoo_name(model)
+    return TITAN_ZOO_FLAVORS[name][0] if name in TITAN_ZOO_FLAVORS else None
+
+
+def titan_cp_refusal(model: ModelSpec, cp: int) -> str:
+    """Why TorchTitan 0.3.0 cannot run `model` (a TITAN_VARLEN_MODULES model) with context parallelism, one line."""
+    return (f"cp={cp} is invalid for {model.name} with --framework torchtitan: TorchTitan 0.3.0's gpt_oss model uses "
+            "VarlenAttention, and its parallelize refuses CP with it (distributed/full_dtensor.py validate_config: "
+            "'spmd_types + CP is not supported with ScaledDotProductAttention or VarlenAttention'); pin cp=1")
+
+
 def titan_runs_otherwise(layout, model: ModelSpec) -> list[tuple[str, object, object]]:
-    """(field, the layout's value, what TorchTitan 0.3.0 runs) for each _TITAN_FIXED field the layout (planned for
-    another framework) sets otherwise: what its TorchTitan launch drops."""
-    fixed = dict(_TITAN_FIXED) if model.is_moe else {k: v for k, v in _TITAN_FIXED.items()
-                                                     if k not in ("etp", "dispatcher", "moe_a2a_overlap", "fused_moe")}
+    """(field, the layout's value, what TorchTitan 0.3.0 runs) for each _TITAN_FIXED field (and, for MoE, etp:
+    titan_etp) the layout (planned for another framework) sets otherwise: what its TorchTitan launch drops."""
+    fixed = dict(_TITAN_FIXED, etp=titan_etp(layout.tp, layout.ep)) if model.is_moe else \
+        {k: v for k, v in _TITAN_FIXED.items() if k not in ("dispatcher", "moe_a2a_overlap", "fused_moe")}
     return [(k, getattr(layout, k), v) for k, v in fixed.items() if getattr(layout, k) != v]
 
 
@@ -573,6 +608,18 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
                                                                    ", or with --framework megatron") + ")")
 
 
+def check_precision_tp(framework: str, model: ModelSpec, precision: str, pins: dict[str, object]) -> None:
+    """A pinned tp (and, for MoE, etp as the framework runs it) whose per-rank GEMM sizes the precision's kernels
+    refuse (layout/quant_dims.py), in one line; the search never proposes one (candidates.py)."""
+    from commbench.planner.layout.quant_dims import quant_tp_refusal
+    if "tp" not in pins or (model.is_moe and "etp" not in pins):
+        return
+    reason = quant_tp_refusal(model, framework, precision, int(pins["tp"]), int(pins.get("etp") or 1))
+    if reason:
+        sizes = "tp / etp" if model.is_moe else "tp"
+        raise CommbenchError(f"{reason}; pick a {sizes} that leaves multiples, or another --precision")
+
+
 def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str | None:
     """A light-module recompute the model has no module for: megatron-core 0.16.1's TransformerConfig refuses
     --recompute-modules mla_up_proj without multi_latent_attention and moe_act without MoE (moe_grouped_gemm);
@@ -741,6 +788,16 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(f"{titan_unemitted(model)}: {_megatron_pointer(model)}")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (its modules: {TITAN_MODULES}"
                              f"{titan_nearest_flavor(model)}): {_megatron_pointer(model)}")
+    if titan_module(model) in TITAN_VARLEN_MODULES:
+        if int(pins.get("cp", 1) or 1) > 1:
+            raise CommbenchError(titan_cp_refusal(model, pins["cp"]))
+        pins = dict(pins, cp=1)
+    if int(pins.get("fsdp_replicas", 1) or 1) > 1:   # HSDP: data_parallel_replicate_degree over FSDP2 shards
+        if pins.get("fsdp") is False:
+            raise CommbenchError(f"fsdp_replicas={pins['fsdp_replicas']} with fsdp=false is invalid with --framework "
+                                 "torchtitan: its replicas are FSDP2's data_parallel_replicate_degree (HSDP); pin "
+                                 "fsdp=true or leave fsdp out")
+        pins = dict(pins, fsdp=True)
     if pins.get("fsdp") is False and pins.get("pp") == 1:
         raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan: {TITAN_DP_WITHOUT_PP}; "
                              "pin fsdp=true, or pp > 1")
@@ -754,14 +811,14 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
                                  f"0.3.0's {module} {flavor} ties its embeddings and refuses pipeline parallelism with "
                                  "weight tying (models/common/decoder.py); pin pp=1")
         fixed["pp"] = 1
-    if not model.is_moe:
-        fixed.pop("etp")
     out = dict(pins)
     for key, value in fixed.items():
-        if key in out and out[key] != value and not (key == "etp" and out[key] == 0):
+        if key in out and out[key] != value:
             raise CommbenchError(f"{key}={out[key]!r} is invalid with --framework torchtitan: TorchTitan 0.3.0 runs "
                                  f"{key}={value!r}")
         out[key] = value
+    if model.is_moe:
+        _titan_etp_pin(out)
     if out.get("cuda_graph") == "layer":
         raise CommbenchError("cuda_graph='layer' is invalid with --framework torchtitan: TorchTitan 0.3.0 graphs "
                              "the whole forward-backward (cuda_graph=full) or nothing")
@@ -769,6 +826,27 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
         raise CommbenchError(f"recompute_layers={out['recompute_layers']} is invalid with --framework torchtitan: "
                              f"TorchTitan 0.3.0 {TITAN_NO_RECOMPUTE_LAYERS}; plan with recompute_layers=0")
     return out
+
+
+def _titan_etp_pin(pins: dict[str, object]) -> None:
+    """A pinned etp TorchTitan 0.3.0 does not run with the pinned tp / ep, refused in one line (TITAN_ETP); with tp and
+    ep pinned, etp is set to what it runs. etp=0 reads as not given."""
+    etp, tp, ep = pins.get("etp") or None, pins.get("tp"), pins.get("ep")
+    if etp is None:
+        pins.pop("etp", None)
+    if tp is not None and ep is not None:
+        allowed = {titan_etp(tp, ep)}
+    elif ep is not None:   # ep = 1: etp is the tp the search picks
+        allowed = {1} if int(ep) > 1 else None
+    else:
+        allowed = {1, tp} if tp is not None else None
+    if etp is not None and allowed is not None and etp not in allowed:
+        runs = " or ".join(f"etp={v}" for v in sorted(allowed))
+        given = ", ".join(f"{k}={pins[k]}" for k in ("tp", "ep") if k in pins)
+        raise CommbenchError(f"etp={etp!r} is invalid with --framework torchtitan: with {given} TorchTitan 0.3.0 runs "
+                             f"{runs}: {TITAN_ETP}; leave etp out")
+    if tp is not None and ep is not None:
+        pins["etp"] = titan_etp(tp, ep)
 
 
 def runs_fused_grouped_mlp(framework: str) -> bool:
@@ -799,6 +877,8 @@ def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: 
         keep = ~_graphed_attention_recompute(model, cols["cuda_graph"], cols["recompute"], cols["cuda_graph_scope"])
         return cols if keep.all() else {k: v[keep] for k, v in cols.items()}
     keep = cols["fsdp"] | (cols["pp"] > 1)
+    if model is not None and model.is_moe:   # the expert sharding TorchTitan runs (TITAN_ETP)
+        keep &= cols["etp"] == titan_etp(cols["tp"], cols["ep"])
     if model is not None and model.num_mtp_layers:
         import dataclasses
 

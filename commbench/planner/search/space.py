@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs,
+from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs, check_precision_tp,
                                                   check_seq_len_runs, check_window_seq_len, framework_pins,
                                                   graphs_allowed)
 from commbench.errors import CommbenchError, invalid
@@ -94,6 +94,7 @@ class SearchRequest:
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
         check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision)
+        check_precision_tp(self.framework, self.model, self.precision, self.pins)
         check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
         if not 0 <= self.headroom_fraction < 1:

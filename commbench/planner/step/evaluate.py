@@ -275,7 +275,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     ep_total_mb, etp_total_mb = moe_comm.ep_etp_totals_s(
         model, system, a, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, moe_stage=moe_stage,
         rack_gpus=dom, max_domains=max_dom, moe_imbalance=moe_imbalance, cal=cal,
-        collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s)
+        collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s,
+        framework=framework)
     # The other micro-batch's wall time hides it, launch-bound stretches included; the syncs stall both.
     ep_window = compute_mb - kernels.moe_sync_time_s(moe_stage, a.cuda_graph, cal)
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.ep_overlap_efficiency), ep_total_mb)

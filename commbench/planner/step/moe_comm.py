@@ -17,6 +17,13 @@ Expert tensor parallel (ETP > 1) as megatron-core 0.16.1 runs it (transformer/mo
   router_topk = ETP x top-k), so each token reaches every ETP rank of each EP rank it routes to, and no ETP
   all-gather or reduce-scatter runs. Charged so here: the flex all-to-all on etp x ep ranks moving etp x the
   distinct destination EP ranks per token, and no ETP term.
+
+TorchTitan 0.3.0 runs ETP only as etp = tp with ep = 1 (search/frameworks.py TITAN_ETP), and around the whole MoE
+block rather than after a dispatch (models/common/moe_sharding.py _moe_sharding_config /
+_routed_experts_sharding_configs: the block's input x_BLD is redistributed from the sequence-parallel layout to
+Replicate over TP before the router, every rank routes all tokens through its TP shard of every expert, and the
+Partial output is reduce-scattered back): an all-gather and a reduce-scatter of tokens x hidden in the activations'
+bf16, forward and backward, not top-k copies.
 """
 
 from __future__ import annotations
@@ -134,8 +141,10 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
 
 
 def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, rack_gpus, max_domains,
-                    moe_imbalance, cal, collective_time_s, moe_all_to_all_time_s) -> tuple[np.ndarray, np.ndarray]:
-    """(EP all-to-all seconds, ETP gather/scatter seconds) per micro-batch; zeros for dense models."""
+                    moe_imbalance, cal, collective_time_s, moe_all_to_all_time_s,
+                    framework: str = "megatron") -> tuple[np.ndarray, np.ndarray]:
+    """(EP all-to-all seconds, ETP gather/scatter seconds) per micro-batch; zeros for dense models. Under TorchTitan
+    the ETP gather and scatter move the MoE block's tokens once, in bf16 (module docstring)."""
     if not model.is_moe:
         return np.zeros(len(a)), np.zeros(len(a))
     tokens_rank = tokens_mb / (tp * cp)
@@ -166,14 +175,18 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # them: a reduce-scatter of bf16 gradients and an all-gather in the probabilities' dtype. Elements =
     # etp x tokens received per rank (tokens per rank x fan-out) x hidden, over the ETP group (innermost).
     # The flex dispatcher runs none: its all-to-all above already delivers to every ETP rank.
-    etp_elems = etp * tokens_rank * fanout * model.expert_width
+    titan = framework == "torchtitan"
+    etp_elems = etp * tokens_rank * (1.0 if titan else fanout) * (model.hidden if titan else model.expert_width)
     etp_dom = domains_touched(etp, etp, rack_gpus, max_domains)
     if np.any(etp > 1):
-        wide = etp_elems * etp_combine_bytes(model)
+        wide = etp_elems * (float(ACT_BYTES) if titan else etp_combine_bytes(model))
         etp_fwd_bwd = sum(collective_time_s(system, name, etp_elems * ACT_BYTES, etp, etp_dom)
                           + collective_time_s(system, name, wide, etp, etp_dom)
                           for name in ("all_gather", "reduce_scatter"))
     else:
         etp_fwd_bwd = np.zeros(len(a))
-    etp_total_mb = np.where((etp > 1) & ~flex, moe_stage * etp_fwd_bwd, 0.0)
+    # TorchTitan with shared experts: the one gather / scatter at the MoE boundary is the shared experts' TP pair,
+    # which the step model's TP term already charges (evaluate.py tp_pairs_stage)
+    shared_pair = titan and model.num_shared_experts > 0
+    etp_total_mb = np.where((etp > 1) & ~flex & (not shared_pair), moe_stage * etp_fwd_bwd, 0.0)
     return ep_total_mb, etp_total_mb
