@@ -430,9 +430,9 @@ def stray_defaults(where: str, defaults: dict[str, Any], runs: list[Any]) -> Non
         raise _bad(f"{where}: [defaults]", stray[0], defaults[stray[0]],
                    f"no [[run]] entry takes it{_closest(stray[0], (*STANDARD_KEYS, *taken))}; "
                    f"allowed keys: {', '.join(STANDARD_KEYS)}{takers}")
-    sized = [n for n in names if isinstance(n, str) and n in REGISTRY and REGISTRY[n].takes_size]
+    unsized = [n for n in names if isinstance(n, str) and n in REGISTRY and not REGISTRY[n].takes_size]
     dtype_key = next((k for k in ("dtypes", "dtype") if k in defaults), None)
-    if dtype_key and names and not sized:  # every entry is swept by its own parameters (moe_all_to_all)
+    if dtype_key and names and len(unsized) == len(names):  # every entry swept by its own parameters (MoE)
         raise _bad(f"{where}: [defaults]", dtype_key, defaults[dtype_key],
                    f"no [[run]] entry takes it: {', '.join(dict.fromkeys(map(str, names)))} entries take no dtype "
                    f"(MoE rows travel in dispatch_dtype and combine_dtype): remove {dtype_key}")
