@@ -26,7 +26,7 @@ def test_first_host_of_a_hostlist(nodelist, first):
 
 def test_expansion_follows_the_hostlist_syntax():
     """Every group and suffix, zero-padding from the low bound, comma lists at both levels, the leftmost group
-    outermost (python-hostlist: rack[01-3]-node[01-2])."""
+    outermost."""
     assert list(expand_hostlist("rack[1-2]-gpu[01-02,07]-ib,login[08-10]")) == [
         "rack1-gpu01-ib", "rack1-gpu02-ib", "rack1-gpu07-ib", "rack2-gpu01-ib", "rack2-gpu02-ib", "rack2-gpu07-ib",
         "login08", "login09", "login10"]

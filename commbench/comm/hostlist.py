@@ -4,8 +4,9 @@ The syntax Slurm, pdsh and Flux share (LLNL hostlist; Flux RFC 29; python-hostli
 host expressions at the top level; each expression is literal text with any number of bracket groups, each group a
 comma-separated list of numbers `7` or ranges `01-08`, so `rack[1-2]-gpu[01-08],login1` is rack1-gpu01 ..
 rack2-gpu08 then login1. A range's hosts are zero-padded to the digits of its low bound (`[01-10]`: 01 .. 10) and
-its high bound is not below its low. Several groups in one expression expand to every combination, the leftmost
-group outermost (python-hostlist's order); the first host takes the first value of every group either way.
+its high bound is not below its low. Several groups in one expression expand to every combination, here the
+leftmost group outermost; the first host, all a launch takes (MASTER_ADDR), is the first value of every group in
+any such order.
 """
 
 from __future__ import annotations
