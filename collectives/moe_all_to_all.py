@@ -180,6 +180,12 @@ class MoeAllToAll(Collective):
         size_bytes = self._routed(spec, num_ranks)[6].busiest_dispatch_bytes()
         return size_bytes // spec.dtype.itemsize, size_bytes
 
+    def largest_buffer_bytes(self, spec: PointSpec, num_ranks: int) -> int:
+        """The largest buffer `prepare` allocates on any rank, from the seeded routing: the busiest rank's
+        dispatch (rows sent or received x dispatch row bytes) or combine (the same rows x combine row bytes)."""
+        traffic = self._routed(spec, num_ranks)[6]
+        return max(traffic.busiest_dispatch_bytes(), traffic.busiest_combine_bytes())
+
     def listed_size(self, spec: PointSpec, num_ranks: int) -> tuple[int, str]:
         """The busiest rank's routed bytes where routing the point here is cheap (at most DRY_RUN_ROUTED_SCORES
         router scores: ranks x tokens per rank x experts); past that (DeepSeek-V3's 288 experts on 288 ranks at

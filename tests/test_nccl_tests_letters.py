@@ -177,3 +177,17 @@ def test_bench_help_lists_every_rs_impl_the_readme_names():
     text = " ".join(runner.invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output.split())
     line = text[text.index("--rs-impl"):][:300]
     assert all(impl in line for impl in RS_IMPLS) and "duplex on gloo" in line, line
+
+
+def test_N_summary_counts_every_cycles_points(tmp_path):
+    """Probe Q 9: `bench -N 3` ended 'done: 2 point(s) measured' after writing 6 records (the last cycle's count)."""
+    out = tmp_path / "rs.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "2", "-w", "0",
+                                 "-N", "2", "-O", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    measured = [r for r in records(out) if r["record_type"] == "measurement"]
+    assert len(measured) == 6
+    assert f"done: 6 point(s) measured (3 per cycle x 2 cycles); records in {out}" in " ".join(result.output.split())
+    single = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "2", "-w", "0",
+                                 "-O", str(tmp_path / "one.jsonl")], env={"COLUMNS": "200"})
+    assert "done: 3 point(s) measured; records in" in single.output, single.output

@@ -373,3 +373,26 @@ def test_a_tuning_sweep_cut_short_is_said_until_resumed(tmp_path):
     run_tuned_sweep(SweepJob(sweep=spec, backend="gloo", output_path=out, resume=True, show_progress=False),
                     nproc=1, start_method="fork")
     assert sweeps_cut_short(read_records([out])) == []
+
+
+def test_sweep_dry_run_without_nproc_refuses_axes_where_auto_is_gloo_as_the_launch_does(tmp_path):
+    """Probe Q 8: `sweep F --dry-run` (no --nproc; the file's nproc, backend auto) said 'valid' for a sweep with
+    nccl_algo on a machine where auto is gloo, and listed it as a gloo sweep; `sweep F` then refused it (exit 2).
+    --backend nccl and --world-size still plan for an NCCL machine from here."""
+    from commbench.cli.sweep import dry_run_backend
+
+    if dry_run_backend("auto") != "gloo":
+        pytest.skip("auto resolves to NCCL on this machine")
+    sweep_file = tmp_path / "nc.toml"
+    sweep_file.write_text('[sweep]\nname = "t"\nnproc = 2\nnccl_algo = ["ring"]\n[[run]]\ncollective = "all_reduce"\n'
+                          'sizes = ["4K"]\n')
+    launch = CliRunner().invoke(app, ["sweep", str(sweep_file), "-O", str(tmp_path / "r.jsonl")])
+    assert launch.exit_code == 2 and "need an NCCL backend" in launch.output, launch.output
+    for args in (["--dry-run"], ["--dry-run", "--json"]):
+        result = CliRunner().invoke(app, ["sweep", str(sweep_file), *args])
+        assert result.exit_code == 2, (args, result.output)
+        line = result.output.strip()
+        assert line.startswith("error: ") and "need an NCCL backend" in line and "--backend=auto is gloo here" in line
+        assert "\n" not in line, line
+    for args in (["--dry-run", "--backend", "nccl"], ["--dry-run", "--world-size", "2"]):
+        assert CliRunner().invoke(app, ["sweep", str(sweep_file), *args]).exit_code == 0, args

@@ -465,3 +465,26 @@ def test_dry_run_names_a_moe_size_too_costly_to_route_as_nominal(tmp_path):
     assert point["size_basis"].startswith("nominal") and point["size_bytes"] == tokens * 2 * 16 * 2
     table = runner.invoke(app, ["sweep", str(sweep_file), "--dry-run", "--world-size", "64"], env={"COLUMNS": "250"})
     assert table.exit_code == 0 and " nominal" in table.output and "sizes marked nominal" in table.output, table.output
+
+
+@pytest.mark.parametrize("key, value", [("dtype", "int8"), ("dtypes", ["float32"]), ("dtype", "bf16")])
+def test_moe_entry_refuses_dtype_as_bench_does(key, value):
+    """Probe Q 5: a dtype/dtypes key on a moe_all_to_all entry was silently ignored (the dry run listed the point as
+    bfloat16), while bench -d refuses it and the same entry refuses op and in_place. Refused now, naming the field,
+    its value and the keys that set the rows' dtypes."""
+    moe = {"collective": "moe_all_to_all", "tokens_per_rank": [8], "hidden": 64, "num_experts": 4, "top_k": 2}
+    with pytest.raises(CommbenchError) as info:
+        parse(entry(), {**moe, key: value})
+    message = str(info.value)
+    assert f"run[1] (moe_all_to_all): {key}=" in message and "dispatch_dtype" in message, message
+    assert "combine_dtype" in message and f"remove {key}" in message, message
+
+
+def test_defaults_dtype_goes_to_entries_that_take_one_and_is_refused_where_none_does():
+    """A [defaults] dtype goes to the entries that take one (as [defaults] op); in a file of MoE entries only, no entry
+    takes it: refused naming [defaults] rather than ignored."""
+    moe = {"collective": "moe_all_to_all", "tokens_per_rank": [8], "hidden": 64, "num_experts": 4, "top_k": 2}
+    spec = parse(entry(), moe, defaults={"dtypes": ["bf16"]})
+    assert spec.entries[0].dtypes == ("bfloat16",)
+    with pytest.raises(CommbenchError, match=r"\[defaults\]: dtype='bf16' is invalid: no \[\[run\]\] entry takes it"):
+        parse(moe, defaults={"dtype": "bf16"})

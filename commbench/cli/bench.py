@@ -250,8 +250,10 @@ def bench(
                 config = dataclasses.replace(config, text_cycle=carried)
     report_outcomes(outcomes, config.output_path)
     if output_format == "table" and launched is None:
-        num_points = max(outcome.num_points for outcome in outcomes.values())
-        console.print(styled("[green]done[/]: {} point(s) measured; records in {}", num_points, config.output_path), highlight=False)
+        per_cycle = max(outcome.num_points for outcome in outcomes.values())   # -N: every cycle's, not the last's
+        cycles = f" ({per_cycle} per cycle x {num_cycles} cycles)" if num_cycles > 1 else ""
+        console.print(styled("[green]done[/]: {} point(s) measured{}; records in {}", earlier_points, cycles,
+                             config.output_path), highlight=False)
 
 
 def _run(config: BenchConfig, backends: tuple[str, ...], nproc: int | None, timeout_s: float) -> dict:

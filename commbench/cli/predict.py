@@ -91,7 +91,8 @@ def fitted_range(fabric: Fabric, collective: str, num_domains: int) -> dict | No
         return None
     return {"curve": f"{collective} ({tier})", "min_size_bytes": min(int(r["min_size_bytes"]) for r in rows),
             "max_size_bytes": max(int(r["max_size_bytes"]) for r in rows),
-            "group_sizes": sorted({int(r["group_size"]) for r in rows})}
+            "group_sizes": sorted({int(r["group_size"]) for r in rows}), "collective": collective,
+            "dtypes": sorted({str(d) for r in rows for d in r.get("dtypes", ())})}
 
 
 MAX_SHOWN_WARNINGS = 5
@@ -114,11 +115,27 @@ def fit_warnings(fabric: Fabric, collective: str) -> list[str]:
 
 
 def extrapolated(measured: dict | None, sizes: np.ndarray, group: int) -> list[bool]:
-    """Per size: beyond the fitted sizes, or on a group size never measured (False on a preset)."""
+    """Per size: beyond the fitted sizes, or on a group size never measured (False on a preset). A size is
+    measured where it lies in the fitted sizes, or where the sweep would have measured it at one of them: measured
+    sizes are nccl-tests-aligned (Collective.count_for: whole elements, 16 B multiples per rank for the chunked
+    collectives; all_to_all on 3 ranks measures 64 KiB as 65,520 B), so a size that aligns, in a data type the curve
+    was measured in ("dtypes": profiles fitted from this commbench on), into the fitted sizes is measured; no wider."""
     if measured is None:
         return [False] * len(sizes)
     other_group = group not in measured["group_sizes"]
-    return [bool(other_group or s < measured["min_size_bytes"] or s > measured["max_size_bytes"]) for s in sizes]
+    low, high = measured["min_size_bytes"], measured["max_size_bytes"]
+
+    def fitted(size: int) -> bool:
+        if low <= size <= high:
+            return True
+        from collectives import REGISTRY
+        from commbench.dtypes import get_dtype
+
+        workload = REGISTRY.get(measured.get("collective", ""))
+        return workload is not None and any(low <= workload.count_for(size, get_dtype(d).itemsize, group)[1] <= high
+                                            for d in measured.get("dtypes", ()))
+
+    return [bool(other_group or not fitted(int(s))) for s in sizes]
 
 
 @command("predict", help="Predicted sweep of one collective on a preset system or a fitted fabric (no GPU needed).")

@@ -50,6 +50,20 @@ def dry_run_backend(declared: str) -> str:
     return "nccl" if backend_status("nccl")[0] else "gloo"
 
 
+def refuse_axes_on(requested: str, spec) -> None:
+    """A dry run refuses NCCL tuning axes on the backend it lists, as the launch refuses them on the one it resolves
+    (auto: NCCL where this machine has it, else gloo), saying how to plan for an NCCL machine from here."""
+    from commbench.comm.nccl_tuning import refuse_on_backend
+
+    try:
+        refuse_on_backend(dry_run_backend(requested), list(spec.tuning))
+    except CommbenchError as exc:
+        if requested != "auto":
+            raise
+        raise CommbenchError(f"{exc} (--backend=auto is {dry_run_backend(requested)} here, as a launch here would "
+                             "run it; --backend nccl or --world-size N plans for an NCCL machine)") from None
+
+
 def dry_run_document(sweep, world_size: int, backend: str) -> dict:
     """`sweep --dry-run --json`: the points a launch would measure, with a rough (predicted) time each."""
     points = []
@@ -223,13 +237,10 @@ def sweep(
         world = next((n for n in (world_size, nproc, spec.world_size, spec.nproc) if n is not None), 2)
         check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
                          else "[sweep] world_size")
-        if requested == "gloo":  # as the launch refuses it; auto may be nccl on the machine the sweep is for
-            from commbench.comm.nccl_tuning import refuse_on_backend
-            refuse_on_backend(requested, list(spec.tuning))
+        if requested == "gloo" or world_size is None:   # as the launch here refuses them: auto is what it
+            refuse_axes_on(requested, spec)                # resolves to here; --world-size plans for another machine
         if world_size is None and nproc is not None:   # --nproc: ranks started here, as the launch checks them
             from commbench.comm.backends import max_local_ranks   # (--world-size plans for another machine)
-            from commbench.comm.nccl_tuning import refuse_on_backend
-            refuse_on_backend(dry_run_backend(requested), list(spec.tuning))   # auto: what it resolves to here
             limit, why = max_local_ranks(dry_run_backend(requested))
             if not 1 <= nproc <= limit:
                 from commbench.comm.backends import ranks_allowed

@@ -4,7 +4,6 @@ commbench started itself: local_ranks.py)."""
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -33,15 +32,15 @@ class RankEnv:
         return self.rendezvous or f"tcp://{self.master_addr}:{self.master_port}"
 
 
-def first_slurm_host(nodelist: str) -> str:
-    """First hostname of a Slurm node list: 'gpu[03-05,09],cpu1' -> 'gpu03'."""
-    match = re.match(r"([^,\[]+)(?:\[([^\]]+)\])?", nodelist.strip())
-    if not match:
-        raise CommbenchError(f"SLURM_JOB_NODELIST={nodelist!r} cannot be parsed: set MASTER_ADDR explicitly")
-    prefix, ranges = match.group(1), match.group(2)
-    if not ranges:
-        return prefix
-    return prefix + ranges.split(",")[0].split("-")[0]
+def first_slurm_host(nodelist: str, variable: str = "SLURM_JOB_NODELIST") -> str:
+    """First host of a Slurm node list, Slurm's hostlist syntax expanded (comm/hostlist.py): 'gpu[03-05,09],cpu1' ->
+    'gpu03', 'node[1-2]-ib' -> 'node1-ib', 'rack[1-2]-gpu[01-08]' -> 'rack1-gpu01'."""
+    from commbench.comm.hostlist import first_host
+
+    try:
+        return first_host(nodelist)
+    except CommbenchError as exc:
+        raise CommbenchError(f"{variable}: {exc}") from None
 
 
 def _int(env: Mapping[str, str], key: str) -> int:
@@ -115,8 +114,8 @@ def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     tasks_key = slurm_step_tasks_key(env)
     if tasks_key is not None and _int(env, tasks_key) > 1:   # a 1-task step (srun --pty bash): --nproc applies
         rank, world, local_rank = _place(env, "SLURM_PROCID", tasks_key, "SLURM_LOCALID")
-        nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "127.0.0.1"
-        addr = env.get("MASTER_ADDR") or first_slurm_host(nodelist)
+        variable = next((k for k in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST") if env.get(k)), None)
+        addr = env.get("MASTER_ADDR") or (first_slurm_host(env[variable], variable) if variable else "127.0.0.1")
         return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
                        launcher="slurm", master_addr=addr, master_port=port)
     if "OMPI_COMM_WORLD_RANK" in env and "OMPI_COMM_WORLD_SIZE" in env:

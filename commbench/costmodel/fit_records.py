@@ -85,6 +85,7 @@ class CurveFit:
     heldout_by_regime: tuple[tuple[str, float], ...] = ()  # (latency / middle / bandwidth, median |error|)
     runs: tuple[str, ...] = ()  # the run ids its points come from
     hosts: tuple[str, ...] = ()  # those runs' hostnames (from their headers; none for runs without one)
+    dtypes: tuple[str, ...] = ()  # its points' data types: the nccl-tests alignment their sizes were measured under
 
     @property
     def tier(self) -> str:
@@ -111,6 +112,7 @@ class CurveFit:
             "heldout_median_rel_error": self.heldout_median_rel_error,
             "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),
             "heldout_by_regime": dict(self.heldout_by_regime), "runs": list(self.runs), "hosts": list(self.hosts),
+            "dtypes": list(self.dtypes),
         }
 
 
@@ -251,20 +253,22 @@ def _bus_bytes(record: Measurement) -> float | None:
 
 
 def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader],
-                   runs_of: dict[CurveKey, set[str]] | None = None
+                   runs_of: dict[CurveKey, set[str]] | None = None, dtypes_of: dict[CurveKey, set[str]] | None = None
                    ) -> tuple[dict[CurveKey, list[tuple[float, float, int]]], list[str]]:
-    """(curve -> [(bus bytes, seconds, size_bytes)], reasons points were skipped); `runs_of`, when given, gets
-    each curve's run ids."""
+    """(curve -> [(bus bytes, seconds, size_bytes)], reasons points were skipped); `runs_of` and `dtypes_of`, when
+    given, get each curve's run ids and its points' data types (the alignment their sizes were measured under)."""
     points_of: dict[CurveKey, list[tuple[float, float, int]]] = {}
     skipped: dict[str, int] = {}
     runs_of = {} if runs_of is None else runs_of
+    dtypes_of = {} if dtypes_of is None else dtypes_of
 
     def skip(reason: str) -> None:
         skipped[reason] = skipped.get(reason, 0) + 1
 
-    def add(key: CurveKey, point: tuple[float, float, int], run_id: str) -> None:
+    def add(key: CurveKey, point: tuple[float, float, int], record: Measurement) -> None:
         points_of.setdefault(key, []).append(point)
-        runs_of.setdefault(key, set()).add(run_id)
+        runs_of.setdefault(key, set()).add(record.run_id)
+        dtypes_of.setdefault(key, set()).add(record.dtype)
 
     unchecked = unplaced = 0
     records = list(records)
@@ -300,7 +304,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             key = CurveKey(collective=point.collective, algorithm=point.algorithm, group_size=point.group_size,
                            num_domains=point.num_domains, stage=stage, source=record.collective, **common)
             x = float(bus_factor(point.collective, point.group_size)) * point.size_bytes
-            add(key, (x, time_s, int(point.size_bytes)), record.run_id)
+            add(key, (x, time_s, int(point.size_bytes)), record)
         x = _bus_bytes(record)
         if x is None or x <= 0:
             skip("no bytes moved")
@@ -318,12 +322,12 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                            stage="total" if whole else None, algorithm=forced,
                            for_prediction=record.collective in COLLECTIVES and not mapped and not whole, **common)
-            add(key, (x, time_us * 1e-6, record.size_bytes), record.run_id)
+            add(key, (x, time_us * 1e-6, record.size_bytes), record)
         for stage, stage_us in (record.stages_us_median or {}).items():
             if stage not in mapped and stage_us and stage_us > 0:
                 key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                                stage=stage, for_prediction=False, **common)
-                add(key, (x, stage_us * 1e-6, record.size_bytes), record.run_id)
+                add(key, (x, stage_us * 1e-6, record.size_bytes), record)
     notes = [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
     if unplaced:
         notes.append(f"{unplaced} point(s) of runs whose racks are not consecutive rank ranges could not be placed "
@@ -407,11 +411,12 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
 def fit_all(records: Iterable[Measurement], headers: dict[str, RunHeader], *,
             min_heldout_bytes: int = MIN_HELDOUT_BYTES) -> tuple[list[CurveFit], list[str]]:
     runs_of: dict[CurveKey, set[str]] = {}
-    points, notes = collect_points(records, headers, runs_of)
+    dtypes_of: dict[CurveKey, set[str]] = {}
+    points, notes = collect_points(records, headers, runs_of, dtypes_of)
 
     def provenance(key: CurveKey) -> dict:
         runs = tuple(sorted(runs_of.get(key, ())))
-        return {"runs": runs,
+        return {"runs": runs, "dtypes": tuple(sorted(dtypes_of.get(key, ()))),
                 "hosts": tuple(sorted({h for r in runs if r in headers for h in headers[r].hostnames}))}
 
     fits = [dataclasses.replace(fit, **provenance(key)) for key, pts in sorted(points.items(), key=lambda kv: kv[0].label)

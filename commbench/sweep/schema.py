@@ -25,7 +25,7 @@
     group_sizes = [2, 4]         # or "pow2" (2, 4, 8 .. N) or "2,4"
     group_layout = "contiguous"  # or "strided", or ["contiguous", "strided"]
 
-Entry keys: collective, name, sizes, dtypes (or dtype), op, in_place, out_of_place, root (broadcast and reduce only), iters, warmup_iters,
+Entry keys: collective, name, sizes, dtypes (or dtype; moe_all_to_all takes dispatch_dtype/combine_dtype instead), op, in_place, out_of_place, root (broadcast and reduce only), iters, warmup_iters,
 check, timeout_s (in_place and out_of_place as bench's --in-place / --out-of-place: all_reduce, broadcast and reduce
 are in-place unless out_of_place = true, or in_place = false; reduce_scatter and all_gather out-of-place unless
 in_place = true); racks and sub-groups with `commbench bench`'s option names and meanings:
@@ -342,6 +342,13 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
     if not collective.takes_size:  # swept by its own parameters (e.g. MoE tokens_per_rank)
         if "sizes" in raw:
             raise _bad(where, "sizes", raw["sizes"], f"{name} is swept by its own parameters, not by sizes: remove it")
+        for key in ("dtype", "dtypes"):  # as bench -d; a [defaults] dtype goes to the entries that take one
+            if key in raw:
+                from commbench.moe.accounting import COMBINE_DTYPES, DISPATCH_DTYPES
+
+                raise _bad(where, key, raw[key], f"{name} takes no {key}: its rows travel in dispatch_dtype ("
+                                                 f"{' or '.join(DISPATCH_DTYPES)}) and combine_dtype ("
+                                                 f"{' or '.join(COMBINE_DTYPES)}): remove {key}")
         sizes: tuple[int, ...] = ()
     elif "sizes" not in merged:
         raise _bad(where, "sizes", None, "required: a list or a {min, max, factor} table")
@@ -423,6 +430,12 @@ def stray_defaults(where: str, defaults: dict[str, Any], runs: list[Any]) -> Non
         raise _bad(f"{where}: [defaults]", stray[0], defaults[stray[0]],
                    f"no [[run]] entry takes it{_closest(stray[0], (*STANDARD_KEYS, *taken))}; "
                    f"allowed keys: {', '.join(STANDARD_KEYS)}{takers}")
+    unsized = [n for n in names if isinstance(n, str) and n in REGISTRY and not REGISTRY[n].takes_size]
+    dtype_key = next((k for k in ("dtypes", "dtype") if k in defaults), None)
+    if dtype_key and names and len(unsized) == len(names):  # every entry swept by its own parameters (MoE)
+        raise _bad(f"{where}: [defaults]", dtype_key, defaults[dtype_key],
+                   f"no [[run]] entry takes it: {', '.join(dict.fromkeys(map(str, names)))} entries take no dtype "
+                   f"(MoE rows travel in dispatch_dtype and combine_dtype): remove {dtype_key}")
 
 
 def parse_sweep(data: dict[str, Any], path: str = "<sweep>") -> Sweep:

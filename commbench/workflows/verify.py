@@ -317,24 +317,27 @@ def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom:
                                               flex=np.array([ctx.flex]), etp=np.array([etp]))[0]
         return int(round(elements * per_element))
 
-    # the largest buffer a token fills: the bf16 combine of top-k rows (x the ETP copies with flex)
-    row_bytes = model.top_k * etp * width * ACT_BYTES
-    if row_bytes > max_bytes:  # one token is the least the all-to-all can move: checked before ranks start
-        raise CommbenchError(f"the plan's model (expert width {width}, top_k={model.top_k}) moves {row_bytes:,} "
-                             f"bytes per token in its EP all-to-all, more than --max-bytes={max_bytes:,}: "
-                             "raise --max-bytes, or check the plan's model")
-    whole = int(tokens_rank)
-    cap = max(1, min(whole, max_bytes // row_bytes))
-    if cap < whole:
-        flags.append(f"EP all-to-all: {whole} tokens per rank in the plan, measured with {cap} (--max-bytes)")
     dtype = "fp8" if ctx.quantised else "bf16"
-    params = {"tokens_per_rank": int(cap), "hidden": width, "top_k": model.top_k,
+    params = {"hidden": width, "top_k": model.top_k,
               "num_experts": model.num_routed_experts, "routing": "uniform",
               "dispatch_mode": "per-rank" if ctx.flex else "per-expert",
               "dispatch_dtype": dtype, "combine_dtype": "bf16", "seed": 0, **({"expert_tp": etp} if etp > 1 else {})}
     factor = model.architecture.capacity_factor if model.architecture is not None else 0.0
     if factor:  # drop-and-pad MoE: the dispatcher moves at most the capacity (the plan emits no padding)
         params.update(capacity_factor=float(factor), pad_to_capacity=False)
+    whole = int(tokens_rank)
+    cap = ep_tokens_within(params, whole, len(groups[0]), max_bytes) if len(groups[0]) > 1 else max(1, whole)
+    if cap == 0:  # one token is the least the all-to-all can move: checked before ranks start
+        one = ep_buffer_bytes(params, 1, len(groups[0]))
+        raise CommbenchError(f"the plan's model (expert width {width}, top_k={model.top_k}, {dtype} dispatch "
+                             f"{params['dispatch_mode']}, bf16 combine) fills a {one:,}-byte buffer with one token "
+                             f"per rank in its EP all-to-all on {len(groups[0])} ranks, more than --max-bytes="
+                             f"{max_bytes:,}: raise --max-bytes, or check the plan's model")
+    if cap < whole:
+        flags.append(f"EP all-to-all: {whole} tokens per rank in the plan, measured with {cap} (--max-bytes: the "
+                     "largest dispatch or combine buffer of the seeded routing)")
+    params = {"tokens_per_rank": int(cap), **params}
+    if factor:
         flags.append(f"EP all-to-all: measured with the model's expert capacity factor {factor:g} (Megatron-Core "
                      "0.16.1: tokens over ceil(tokens x top-k / experts x C) per expert and rank dropped, not sent; "
                      "no padding, as the plan emits no --moe-pad-expert-input-to-capacity)")
@@ -346,6 +349,33 @@ def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom:
                     size_bytes=dispatch_bytes(cap, len(groups[0]), 1), plan_size_bytes=dispatch_bytes(
                         tokens_rank, etp * lay.ep, plan_dom), groups=groups, plan_group_size=etp * lay.ep,
                     plan_domains=plan_dom, plan_tokens_per_rank=tokens_rank, params=params)
+
+
+def ep_buffer_bytes(params: dict, tokens: int, ranks: int) -> int:
+    """The largest buffer the moe_all_to_all workload allocates for `params` at `tokens` per rank on `ranks` ranks:
+    its own accounting of the seeded routing (MoeAllToAll.largest_buffer_bytes), not a per-token bound."""
+    from collectives import get_collective
+
+    workload = get_collective("moe_all_to_all")
+    spec = workload.plan_specs(dict(params) | {"tokens_per_rank": [int(tokens)]}, ranks)[0][0]
+    return workload.largest_buffer_bytes(spec, ranks)
+
+
+def ep_tokens_within(params: dict, whole: int, ranks: int, max_bytes: int) -> int:
+    """The most tokens per rank, up to `whole` (at least 1), whose largest buffer (ep_buffer_bytes) fits `max_bytes`;
+    0 where one token does not. Doubling from 1 token, then bisecting (the seeded routing's buffers grow with the
+    tokens), so the routings drawn stay about as large as the answer."""
+    whole, lo, step = max(whole, 1), 0, 1
+    while step <= whole and ep_buffer_bytes(params, step, ranks) <= max_bytes:
+        lo, step = step, step * 2
+    hi = min(step - 1, whole)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ep_buffer_bytes(params, mid, ranks) <= max_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _etp_items(ctx: PlanContext, tokens_mb: int, groups, plan_dom: int, scaled) -> list[CommItem]:
