@@ -74,3 +74,29 @@ def test_moe_all_to_all_keeps_its_printed_bandwidths_and_says_so():
     (m,) = _points(_log("moe_all_to_all", 2, [row]))
     assert m.algbw_gbps == 0.01 and m.busbw_gbps == 0.01   # the round trip's bytes, not the size: not derivable
     assert any("as printed" in note for note in m.notes), m.notes
+
+
+def test_a_json_file_and_its_text_log_are_still_one_run():
+    """The printed bandwidths kept in metrics differ between a -J file (full digits) and its text log (2 decimals):
+    compare's same-run check leaves them out, as it leaves out the bandwidths themselves."""
+    import json
+    from pathlib import Path
+
+    from commbench.results.compare import runs_of_base
+    from commbench.results.importers.nccl_tests import parse_json
+
+    data = json.loads((Path(__file__).parent / "data" / "nccl-tests" / "sendrecv.json").read_text())
+    rows = []
+    for row in data["results"]:
+        cells = [row[k] for k in ("out_of_place", "in_place")]
+        rows.append(f"{row['size']:12d}  {row['count']:12d}  {row['type']:>8}  {row['redop']:>6}  {-1:6d}" + "".join(
+            f"  {c['time']:7.2f}  {c['alg_bw']:6.2f}  {c['bus_bw']:6.2f}  "
+            + ("   N/A" if c["nwrong"] is None else f"{c['nwrong']:6g}") for c in cells))
+    text = _log("sendrecv", 2, rows).replace("commbench-0.1.0 nccl-headers=0 nccl-library=0",
+                                             "2.17.4 nccl-headers=22703 nccl-library=22703").replace(
+        "warmup iters: 1 iters: 5", "warmup iters: 5 iters: 20")
+    from_json = [m for m in parse_json(data, "sendrecv.json").records if isinstance(m, Measurement)]
+    from_text = _points(text)
+    assert len(from_json) == len(from_text) == 4
+    assert from_json[0].metrics != from_text[0].metrics   # the printed digits differ
+    assert "printed rounding" in next(iter(runs_of_base(from_json, from_text).values()))

@@ -434,6 +434,12 @@ def _same_as_printed(fine: Measurement, coarse: Measurement) -> bool:
     return _times_alike(pairs)
 
 
+def _unprinted(metrics: dict) -> dict:
+    """A record's metrics less the bandwidths an import read as printed (importers/nccl_tests.derived_bandwidths: the
+    -J file's full digits, the text's 2 decimals)."""
+    return {k: v for k, v in metrics.items() if not k.startswith("nccl_tests_printed_")}
+
+
 def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple, Measurement]) -> bool:
     """Whether two runs hold the same points, compared at the precision of the coarser side: one run read twice,
     once exactly and once from a text table that rounds its times (nccl-tests' -J JSON and its text log; commbench's
@@ -457,8 +463,8 @@ def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple
                 return False
             continue
         rest = {name for name in m.__dict__ if name not in (*_PRINTED_TIMES, *_PRINTED_BANDWIDTHS, "loop_time_us",
-                                                             "run_id")}
-        if any(getattr(m, name) != getattr(o, name) for name in rest):
+                                                             "run_id", "metrics")}
+        if any(getattr(m, name) != getattr(o, name) for name in rest) or _unprinted(m.metrics) != _unprinted(o.metrics):
             return False
         times = [(getattr(m, n), getattr(o, n)) for n in _PRINTED_TIMES]
         times += [(m.loop_time_us.get(k), o.loop_time_us.get(k)) for k in set(m.loop_time_us) | set(o.loop_time_us)]
