@@ -43,6 +43,8 @@ from commbench.comm.backends import BACKEND_NAMES
 from commbench.errors import CommbenchError
 from commbench.results.importers.nccl_tests_flags import (BLOCKING_UNKNOWN, BLOCKING_UNKNOWN_NOTE, blocking_from_banner,
                                                          blocking_from_json, kernel_params)
+from commbench.results.importers.moe_banner import moe_params, parse_moe_banner
+from commbench.results.nccl_tests_text import MOE_POINT_KEYS
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
@@ -64,7 +66,7 @@ WHOLE_COUNT = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
 # passes run_opnames[j] to TimeTest): their points carry no op, as commbench's own records of them.
 PRINTS_UNUSED_OP = frozenset({"sendrecv"})
 POINT_LINE = "commbench point:"  # commbench's --format nccl-tests (results/nccl_tests_text.py POINT_PREFIX)
-POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm")
+POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm", *MOE_POINT_KEYS)
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 # -C 1 (src/common.cu BenchTime: cputimeSec is taken before completeColl, on the printing rank alone, and algbw/busbw
 # still come from deltaSec): the column is the host time to enqueue the loop, not the collective's time.
@@ -305,10 +307,11 @@ def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: 
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
                  num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None,
                  notes: Iterable[str] = (), backend: str = "nccl", loop: dict | None = None,
-                 ranks: int | None = None) -> Measurement:
-    """`ranks`: the ranks busbw's factor counts (a sub-group's where commbench's point line names one; the world)."""
+                 ranks: int | None = None, workload: dict | None = None) -> Measurement:
+    """`ranks`: the ranks busbw's factor counts (a sub-group's where commbench's point line names one; the world).
+    `workload`: a workload's own params (moe_all_to_all's, from its banner and point line: moe_banner.moe_params)."""
     point = point or {}
-    params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {})}
+    params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {}), **(workload or {})}
     timed = not (isinstance(time_us, float) and math.isnan(time_us))
     if not timed:   # nccl-tests printed no time it measured (nan: util.cu jsonDouble / "%7s" of a NaN): a failed point
         # (a negative, zero or infinite time is no nccl-tests output: the record's own check refuses the row)
@@ -364,6 +367,7 @@ class _TextRun:
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
         self.stopped_runs: list[str] = []  # their run ids
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
+        self.moe: dict | None = None  # the MoE layer commbench's moe_all_to_all banner states (parse_moe_banner)
         self.run_sizes: dict[str, int | None] = {}  # run id -> the sizes its banner plans
         self.run_rows: dict[str, dict[tuple, int]] = {}  # run id -> records per (type, op, root, size) row
         self.footer_runs: dict[str, bool] = {}  # runs since the last footer -> whether a record of theirs is wrong
@@ -504,6 +508,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
                                       notes=notes))
     root = int(row["root"]) if "root" in row else None
     flags, flag_notes = kernel_params(state.argv, state.version)   # -R / -D from the log's command line, if it has one
+    workload = moe_params(state.moe, state.point, group or world) if state.collective == "moe_all_to_all" else None
     made = []
     for in_place, cells in chunks:
         values = dict(zip(groups[1] if in_place and len(groups) > 1 else groups[0], cells))
@@ -534,7 +539,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
             num_wrong=wrong, metrics=metrics, average=average, point=state.point,
             notes=notes + time_notes + flag_notes, backend=state.backend, loop={**state.loop, **flags},
-            ranks=group or world))
+            ranks=group or world, workload=workload))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -555,7 +560,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.average, state.average_given = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))], True
     if body.startswith(POINT_LINE):  # commbench's own text: what the rows below measured beyond the columns
         pairs = [item.partition("=") for item in body[len(POINT_LINE):].split()]
-        state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}
+        state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}   # text: moe_params types
     elif body.startswith("Collective test starting:"):
         match = _PERF_RE.search(body)
         state.collective = _named(state, collective_name(match.group(1)) if match else None)
@@ -578,6 +583,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.threads_gpus = int(match.group(1)) * int(match.group(2))
         state.threads = int(match.group(1))
         state.warmup, state.iters = int(match.group(3)), int(match.group(4))
+        state.moe = parse_moe_banner(body)
         sizes = _SIZES_RE.search(body)
         state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), float(sizes.group(3)),
                                    sizes.group(4)) if sizes else None
