@@ -100,3 +100,17 @@ def test_a_run_and_the_import_of_its_own_text_hold_the_same_params(tmp_path):
     assert params(native)[0]["seed"] == 3
     refused = runner.invoke(app, ["compare", str(native), str(tmp_path / "moei.jsonl")])
     assert refused.exit_code == 2 and "holds no run of its own" in refused.output, refused.output
+
+
+def test_report_of_an_older_several_token_text_draws_no_unknown_token_point(tmp_path):
+    """Its tokens per rank are unknown: no place on the MoE figure's axis (matplotlib refused the log scale of the
+    string 'unknown' in a traceback); left out and counted, the report written."""
+    text = _log(4, tokens="32,64")
+    (tmp_path / "moe.log").write_text(text.replace("# Out of", f"{32768:12d}  {16384:12d}  bfloat16    none      -1  "
+                                                                 "8091.69    0.01    0.00       0      N/A     N/A     "
+                                                                 "N/A     N/A\n# Out of"))
+    assert runner.invoke(app, ["import", "nccl-tests", str(tmp_path / "moe.log"), "-O",
+                               str(tmp_path / "moe.jsonl")]).exit_code == 0
+    done = runner.invoke(app, ["report", str(tmp_path / "moe.jsonl"), "-O", str(tmp_path / "rep")])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "rep" / "README.md").exists()
