@@ -80,3 +80,20 @@ def test_half_a_printed_digit_in_the_exponent_form():
     """getFloatStr prints 7 wide: from 1e7 us "%.1e", two significant digits."""
     assert _print_half_unit_us(12_345_678.0) == pytest.approx(0.5e6, rel=0.01)
     assert _print_half_unit_us(99.0) == pytest.approx(0.005, rel=0.01)
+
+
+def test_a_point_the_run_failed_is_no_row_of_its_text_and_it_is_still_one_run(two_runs):
+    """nccl-tests' text prints a failed point's cells N/A, and import keeps no record of it."""
+    import dataclasses
+
+    (native, imported), (other, _) = two_runs
+    records = _records(native)
+    failed = dataclasses.replace(records[0], status="failed", error="timed out", time_us_median=None,
+                                 time_us_mean=None, time_us_min=None, time_us_max=None, time_us_p99=None,
+                                 iter_times_us=[], loop_time_us={}, algbw_gbps=None, busbw_gbps=None, num_wrong=None)
+    key = (failed.size_bytes, failed.in_place)
+    text = [m for m in _records(imported) if (m.size_bytes, m.in_place) != key]
+    assert "printed rounding" in next(iter(runs_of_base([failed, *records[1:]], text).values()))
+    # a point the text lacks that the run measured is another matter: not the same run
+    assert runs_of_base(records, text) == {}
+    assert runs_of_base([failed, *_records(other)[1:]], text) == {}

@@ -440,6 +440,10 @@ def _unprinted(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if not k.startswith("nccl_tests_printed_")}
 
 
+def _has_samples(run: dict[tuple, Measurement]) -> bool:
+    return any(m.iter_times_us for m in run.values())
+
+
 def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple, Measurement]) -> bool:
     """Whether two runs hold the same points, compared at the precision of the coarser side: one run read twice,
     once exactly and once from a text table that rounds its times (nccl-tests' -J JSON and its text log; commbench's
@@ -450,9 +454,14 @@ def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple
     both are commbench's own records, never rounded: exact copies are caught by their fingerprints, not here.
     Bandwidths are never compared: they follow from size and time (busbw = algbw x the collective's factor), and a
     text prints them to 2 decimals. Two separate measurements differ by more at some point (run-to-run noise is far
-    above half a printed digit at every size)."""
+    above half a printed digit at every size). A point the fine side failed is no row of the text (nccl-tests prints
+    N/A, import keeps no record): the coarse side may lack it."""
     if set(run) != set(other):
-        return False
+        fine, coarse = (run, other) if _has_samples(run) else (other, run)
+        if _has_samples(coarse) or not _has_samples(fine) or set(coarse) - set(fine) or \
+                any(fine[key].status == "ok" for key in set(fine) - set(coarse)):
+            return False
+        run, other = {key: fine[key] for key in coarse}, coarse
     for key, m in run.items():
         o = other[key]
         if m.iter_times_us and o.iter_times_us:
