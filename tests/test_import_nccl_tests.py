@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
@@ -27,7 +29,10 @@ def test_old_layout_without_root_and_with_error_column():
     assert len(points) == 8 and {p.in_place for p in points} == {False, True}
     big = next(p for p in points if p.size_bytes == 134217728 and not p.in_place)
     assert (big.collective, big.dtype, big.op, big.count) == ("all_reduce", "float32", "sum", 33554432)
-    assert big.time_us_median is None and big.loop_time_us == {"avg": 1431.4} and big.busbw_gbps == 164.09 and big.params == {}
+    assert big.time_us_median is None and big.loop_time_us == {"avg": 1431.4} and big.params == {}
+    # busbw from size and time as nccl-tests computes it (2(n-1)/n), the printed 164.09 kept beside it
+    assert big.busbw_gbps == pytest.approx(134217728 / 1431.4e3 * 2 * 7 / 8) and round(big.busbw_gbps, 2) == 164.09
+    assert big.metrics["nccl_tests_printed_busbw_gbps"] == 164.09
     assert big.metrics["max_abs_error"] == 2e-07 and big.num_wrong is None
     assert "loop time / iters" in big.notes[0]
 
@@ -230,12 +235,15 @@ def test_pre_2_9_all_gather_algbw_is_size_over_time():
     headers, points = split(result)
     assert result.problems == [] and headers[0].world_size == 8 and len(points) == 6
     mib = next(p for p in points if p.size_bytes == 1048576 and not p.in_place)
-    assert round(mib.algbw_gbps, 2) == round(1048576 / 24.86e3, 2) == 42.18 and mib.busbw_gbps == 36.91
+    assert round(mib.algbw_gbps, 2) == round(1048576 / 24.86e3, 2) == 42.18 and round(mib.busbw_gbps, 2) == 36.91
     assert mib.metrics["nccl_tests_printed_algbw_gbps"] == 36.91 and "n/(n-1)" in mib.notes[1]
     small = next(p for p in points if p.size_bytes == 1024 and not p.in_place)  # 0.07 / 0.07: the formulas agree
-    assert small.algbw_gbps == 0.07 and len(small.notes) == 1
+    # (the log's 0.07 is not 1024 B / 12.00 us = 0.085 GB/s: the record keeps size / time, the printed 0.07 beside it)
+    assert small.algbw_gbps == pytest.approx(1024 / 12e3) and small.metrics["nccl_tests_printed_algbw_gbps"] == 0.07
+    assert not any("n/(n-1)" in note for note in small.notes)
     current = split(import_file(str(DATA / "multi-collective-2.14.log")))[1]  # algbw 42.18 busbw 36.91: as printed
-    assert [p.algbw_gbps for p in current if p.size_bytes == 1048576 and p.collective == "all_gather"] == [42.18, 46.81]
+    assert [round(p.algbw_gbps, 2) for p in current
+            if p.size_bytes == 1048576 and p.collective == "all_gather"] == [42.18, 46.81]
 
 
 def test_json_run_cycles_import_as_one_run_per_cycle(tmp_path):

@@ -226,7 +226,8 @@ def test_run_cycles_print_one_banner_every_cycles_rows_and_one_footer_over_all(c
     assert imported.problems == [] and len(headers(imported.records)) == 2  # one run per cycle, as our JSONL
     runs = {}
     for m in measurements(imported.records):
-        runs.setdefault(m.run_id, []).append((m.in_place, m.group_size, m.group_layout, m.busbw_gbps))
+        runs.setdefault(m.run_id, []).append((m.in_place, m.group_size, m.group_layout,
+                                              m.metrics["nccl_tests_printed_busbw_gbps"]))  # the cell's printed busbw
     assert list(runs.values()) == [[(False, 8, "world", 1.0), (True, 8, "world", 2.0), (False, 2, "contiguous", 3.0),
                                     (True, 2, "contiguous", 4.0)],
                                    [(False, 8, "world", 5.0), (True, 8, "world", 6.0), (False, 2, "contiguous", 7.0),

@@ -380,7 +380,8 @@ def runs_of_base(base: Iterable[Measurement], new: Iterable[Measurement]) -> dic
         elif _fingerprint(run) in prints:
             out[run_id] = "the same records under another run id"
         elif any(_same_within_print_rounding(run, other) for other in base_runs):
-            out[run_id] = "the same records within nccl-tests' printed rounding (a -J file and its text log, say)"
+            out[run_id] = ("the same records within nccl-tests' printed rounding (a -J file and its text log, or "
+                           "commbench's JSONL and its --format nccl-tests text, say)")
     return out
 
 
@@ -390,9 +391,14 @@ _PRINTED_BANDWIDTHS = ("algbw_gbps", "busbw_gbps")
 
 
 def _print_half_unit_us(time_us_value: float) -> float:
-    """Half the last printed digit of a time in nccl-tests' text table (src/common.cu: "%7.0f" from 10000 us,
-    "%7.1f" from 100 us, else "%7.2f"), with a little slack for the float sums that import does."""
-    step = 1.0 if time_us_value >= 10000.0 else 0.1 if time_us_value >= 100.0 else 0.01
+    """Half the last printed digit of a time in an nccl-tests text table, the coarser of its two layouts, with a little
+    slack for the float sums that import does: older nccl-tests (src/common.cu: "%7.0f" from 10000 us, "%7.1f" from
+    100 us, else "%7.2f") and 2.17's getFloatStr (src/util.cu, commbench's --format nccl-tests: "%.2f" while 7 wide,
+    then "%.1f", "%.0f", from 1e7 us "%.1e": two significant digits)."""
+    if time_us_value >= 1e7:
+        step = 10.0 ** (math.floor(math.log10(time_us_value)) - 1)
+    else:
+        step = 1.0 if time_us_value >= 10000.0 else 0.1 if time_us_value >= 100.0 else 0.01
     return step / 2 * 1.001 + 1e-9
 
 
@@ -402,26 +408,76 @@ def _alike(a: float | None, b: float | None, half_unit: float) -> bool:
     return abs(a - b) <= half_unit
 
 
-def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple, Measurement]) -> bool:
-    """Whether two runs hold the same points with every field equal but the times and bandwidths, the times equal
-    within the half digit nccl-tests' text table rounds them to (_print_half_unit_us): one run imported from its -J
-    JSON and from its text log. Bandwidths are not compared: they follow from size and time (busbw = algbw x the
-    collective's factor), and an import may derive them from the unrounded time on one side and read the printed
-    "%6.2f" on the other. Two separate measurements differ by more at some point (run-to-run noise is far above
-    half a printed digit at every size)."""
-    if set(run) != set(other):
+def _times_alike(pairs: list[tuple[float | None, float | None]]) -> bool:
+    return all(_alike(a, b, _print_half_unit_us(max(a or 0.0, b or 0.0))) for a, b in pairs)
+
+
+# what a text table row says of a point beyond its identity (match_key) and its time: compared where one side of a
+# pair is commbench's own record (per-iteration times) and the other the import of a text table
+_PRINTED_FIELDS = ("count", "status", "num_wrong")
+
+
+def _same_as_printed(fine: Measurement, coarse: Measurement) -> bool:
+    """Whether `coarse`, a record holding only what a text table prints (no per-iteration times), is `fine` printed
+    and read back, compared at the text's precision: the fields a row prints equal, and every time `coarse` holds
+    (nccl-tests' time under the -a mode the text printed, loop_time_us) within half a printed digit of `fine`'s; at
+    least one time shared. What the text does not print (the other -a modes, the median, stages, metrics, notes) is
+    not compared: the coarser side cannot say it."""
+    if any(getattr(fine, name) != getattr(coarse, name) for name in _PRINTED_FIELDS):
         return False
+    shared = sorted(set(fine.loop_time_us) & set(coarse.loop_time_us))
+    pairs = [(fine.loop_time_us[k], coarse.loop_time_us[k]) for k in shared]
+    pairs += [(getattr(fine, n), getattr(coarse, n)) for n in _PRINTED_TIMES
+              if getattr(fine, n) is not None and getattr(coarse, n) is not None]
+    if not pairs:
+        return fine.status != "ok" and coarse.status != "ok"   # a failed point prints no time on either side
+    return _times_alike(pairs)
+
+
+def _unprinted(metrics: dict) -> dict:
+    """A record's metrics less the bandwidths an import read as printed (importers/nccl_tests.derived_bandwidths: the
+    -J file's full digits, the text's 2 decimals)."""
+    return {k: v for k, v in metrics.items() if not k.startswith("nccl_tests_printed_")}
+
+
+def _has_samples(run: dict[tuple, Measurement]) -> bool:
+    return any(m.iter_times_us for m in run.values())
+
+
+def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple, Measurement]) -> bool:
+    """Whether two runs hold the same points, compared at the precision of the coarser side: one run read twice,
+    once exactly and once from a text table that rounds its times (nccl-tests' -J JSON and its text log; commbench's
+    JSONL and its own --format nccl-tests text, imported). Where neither side has per-iteration times (two imports)
+    every field but the times and bandwidths must be equal and the times equal within the half digit the text
+    rounds them to (_print_half_unit_us). Where one side has them (commbench's own record) and the other not (an
+    import of its text), the point is compared at the text's precision (_same_as_printed). Where both have them,
+    both are commbench's own records, never rounded: exact copies are caught by their fingerprints, not here.
+    Bandwidths are never compared: they follow from size and time (busbw = algbw x the collective's factor), and a
+    text prints them to 2 decimals. Two separate measurements differ by more at some point (run-to-run noise is far
+    above half a printed digit at every size). A point the fine side failed is no row of the text (nccl-tests prints
+    N/A, import keeps no record): the coarse side may lack it."""
+    if set(run) != set(other):
+        fine, coarse = (run, other) if _has_samples(run) else (other, run)
+        if _has_samples(coarse) or not _has_samples(fine) or set(coarse) - set(fine) or \
+                any(fine[key].status == "ok" for key in set(fine) - set(coarse)):
+            return False
+        run, other = {key: fine[key] for key in coarse}, coarse
     for key, m in run.items():
         o = other[key]
-        if m.iter_times_us or o.iter_times_us:   # per-iteration samples: commbench's own run, never printed rounded
+        if m.iter_times_us and o.iter_times_us:
             return False
+        if m.iter_times_us or o.iter_times_us:
+            fine, coarse = (m, o) if m.iter_times_us else (o, m)
+            if not _same_as_printed(fine, coarse):
+                return False
+            continue
         rest = {name for name in m.__dict__ if name not in (*_PRINTED_TIMES, *_PRINTED_BANDWIDTHS, "loop_time_us",
-                                                             "run_id")}
-        if any(getattr(m, name) != getattr(o, name) for name in rest):
+                                                             "run_id", "metrics")}
+        if any(getattr(m, name) != getattr(o, name) for name in rest) or _unprinted(m.metrics) != _unprinted(o.metrics):
             return False
         times = [(getattr(m, n), getattr(o, n)) for n in _PRINTED_TIMES]
         times += [(m.loop_time_us.get(k), o.loop_time_us.get(k)) for k in set(m.loop_time_us) | set(o.loop_time_us)]
-        if not all(_alike(a, b, _print_half_unit_us(max(a or 0.0, b or 0.0))) for a, b in times):
+        if not _times_alike(times):
             return False
     return True
 

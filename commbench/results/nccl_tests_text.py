@@ -127,17 +127,26 @@ def row(out_of_place: Measurement | None, in_place: Measurement | None, average:
     return head + _cell(out_of_place, average) + _cell(in_place, average)
 
 
+# moe_all_to_all params a row's point line states (the banner states the MoE layer: hidden, experts, top-k, routing,
+# dispatch mode and dtypes, preset, capacity): its tokens per rank, the routing seed, the expert-TP copies, the exact
+# capacity factor (the banner's is %g), a routing trace's rows and whether they were recycled
+MOE_POINT_KEYS = ("tokens_per_rank", "seed", "expert_tp", "capacity_factor", "trace_rows", "trace_recycled")
 POINT_PREFIX = "# commbench point: "  # before rows the nccl-tests columns cannot tell apart (read back on import)
 
 
 def point_context(m: Measurement) -> str:
     """What a row's point is beyond nccl-tests' columns: its sub-groups (group_size, group_layout,
-    num_groups) when not the whole world, and its algorithm; "" for a plain whole-world point."""
+    num_groups) when not the whole world, its algorithm, and an MoE point's MOE_POINT_KEYS; "" for a plain
+    whole-world point."""
     parts = []
     if m.group_size != m.world_size or m.group_layout != "world":
         parts += [f"group_size={m.group_size}", f"group_layout={m.group_layout}", f"num_groups={m.num_groups}"]
     if m.params.get("algorithm"):
         parts.append(f"algorithm={m.params['algorithm']}")
+    for key in MOE_POINT_KEYS:   # an MoE row's own parameters, beyond what the banner states for the whole run
+        if key in m.params:
+            value = m.params[key]
+            parts.append(f"{key}={str(value).lower() if isinstance(value, bool) else value!r}")
     return " ".join(parts)
 
 

@@ -43,6 +43,8 @@ from commbench.comm.backends import BACKEND_NAMES
 from commbench.errors import CommbenchError
 from commbench.results.importers.nccl_tests_flags import (BLOCKING_UNKNOWN, BLOCKING_UNKNOWN_NOTE, blocking_from_banner,
                                                          blocking_from_json, kernel_params)
+from commbench.results.importers.moe_banner import moe_params, parse_moe_banner
+from commbench.results.nccl_tests_text import MOE_POINT_KEYS
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
@@ -64,7 +66,7 @@ WHOLE_COUNT = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
 # passes run_opnames[j] to TimeTest): their points carry no op, as commbench's own records of them.
 PRINTS_UNUSED_OP = frozenset({"sendrecv"})
 POINT_LINE = "commbench point:"  # commbench's --format nccl-tests (results/nccl_tests_text.py POINT_PREFIX)
-POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm")
+POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm", *MOE_POINT_KEYS)
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 # -C 1 (src/common.cu BenchTime: cputimeSec is taken before completeColl, on the printing rank alone, and algbw/busbw
 # still come from deltaSec): the column is the host time to enqueue the loop, not the collective's time.
@@ -238,16 +240,87 @@ def loop_params(agg_iters: int, graph_launches: int, blocking, unalign: int = 0)
             **({"blocking": blocking} if blocking else {}), **({"unalign": unalign} if unalign > 0 else {})}
 
 
+# nccl-tests' bandwidths (src/<test>.cu GetBw): algbw = size / time for these tests (size the printed column: count x
+# type bytes, x nranks where count is one rank's chunk), busbw = algbw x the test's factor; commbench's own collectives
+# hold the same factors (collectives/*.py busbw_factor, docs/PERFORMANCE.md), gather and scatter are nccl-tests' alone
+# (src/gather.cu, src/scatter.cu: (n-1)/n). Not here: hypercube (algbw from (n-1) chunks), alltoallv, and commbench's
+# moe_all_to_all (algbw from the round trip's bytes, not the size) and grad_reduce_scatter (its factor follows its
+# params): their printed values are kept.
+DERIVED_BANDWIDTH = frozenset({"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast",
+                               "reduce", "gather", "scatter"})
+PRINTED_BW_NOTE = ("algbw/busbw as printed (to 2 decimals): {collective}'s algbw does not follow from size and time "
+                   "alone")
+BW_MISMATCH_NOTE = ("printed {name} {printed:g} GB/s is not size / time x factor ({derived:.4g} GB/s at {ranks} ranks) "
+                    "within its print rounding: the world size read from the log may be wrong; the record keeps the "
+                    "derived value, the printed one is metrics.nccl_tests_printed_{name}_gbps")
+
+
+def bus_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' busbw / algbw for one of DERIVED_BANDWIDTH on `ranks` ranks."""
+    if collective in ("gather", "scatter"):
+        return (ranks - 1) / ranks
+    from collectives import get_collective
+
+    return get_collective(collective).busbw_factor(ranks)
+
+
+def _printed_half_unit_gbps(value: float) -> float:
+    """Half the last digit nccl-tests prints of a bandwidth: "%6.2f" (before 2.17), getFloatStr 6 wide (2.17: two
+    decimals below 1000, one below 10000, none below 1e6, then "%.1e")."""
+    if value < 1000:
+        return 0.005
+    if value < 1e4:
+        return 0.05
+    return 0.5 if value < 1e6 else 10.0 ** (math.floor(math.log10(value)) - 1) / 2
+
+
+def derived_bandwidths(collective: str, size: int, time_us: float, ranks: int, algbw: float | None,
+                       busbw: float | None, metrics: dict) -> tuple[float | None, float | None, list[str]]:
+    """(algbw, busbw, notes) of an imported point: for DERIVED_BANDWIDTH from size and nccl-tests' time as nccl-tests
+    computes them (algbw = size / time, GB = 1e9 B; busbw = algbw x bus_factor), not the printed 2-decimal values
+    (0.0134 GB/s printed 0.01, every latency-size point 0.00); the printed ones go to metrics
+    (nccl_tests_printed_algbw_gbps / _busbw_gbps) as a cross-check, a note where they disagree beyond the rounding of
+    the time and of the bandwidth. Other tests: the printed values and a note."""
+    if collective not in DERIVED_BANDWIDTH or not (time_us > 0) or ranks < 1 or not math.isfinite(time_us):
+        return algbw, busbw, ([PRINTED_BW_NOTE.format(collective=collective)] if collective not in DERIVED_BANDWIDTH
+                              else [])
+    from commbench.results.compare import _print_half_unit_us
+
+    derived_alg = size / (time_us * 1e-6) / 1e9
+    derived = {"algbw": derived_alg, "busbw": derived_alg * bus_factor(collective, ranks)}
+    notes = []
+    for name, printed in (("algbw", algbw), ("busbw", busbw)):
+        key = f"nccl_tests_printed_{name}_gbps"
+        rescaled = key in metrics   # nccl-tests < 2.9's algbw, already kept there (old_algbw)
+        if printed is not None and not (math.isfinite(printed) and printed >= 0):   # no nccl-tests output: garbage
+            raise ValueError(f"{name}_gbps={printed!r} is invalid: a finite bandwidth >= 0 as printed, or N/A")
+        metrics.setdefault(key, printed)
+        if printed is None or rescaled:
+            continue
+        slack = _printed_half_unit_gbps(printed) + derived[name] * _print_half_unit_us(time_us) / time_us * 1.01
+        if abs(printed - derived[name]) > slack:
+            notes.append(BW_MISMATCH_NOTE.format(name=name, printed=printed, derived=derived[name], ranks=ranks))
+    return derived["algbw"], derived["busbw"], notes
+
+
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
                  in_place: bool, world: int, iters: int, warmup: int, time_us: float, algbw: float, busbw: float,
                  num_wrong: int | None, metrics: dict, average: str = "avg", point: dict | None = None,
-                 notes: Iterable[str] = (), backend: str = "nccl", loop: dict | None = None) -> Measurement:
+                 notes: Iterable[str] = (), backend: str = "nccl", loop: dict | None = None,
+                 ranks: int | None = None, workload: dict | None = None) -> Measurement:
+    """`ranks`: the ranks busbw's factor counts (a sub-group's where commbench's point line names one; the world).
+    `workload`: a workload's own params (moe_all_to_all's, from its banner and point line: moe_banner.moe_params)."""
     point = point or {}
-    params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {})}
+    params = {**({} if root is None or root < 0 else {"root": root}), **(loop or {}), **(workload or {})}
     timed = not (isinstance(time_us, float) and math.isnan(time_us))
     if not timed:   # nccl-tests printed no time it measured (nan: util.cu jsonDouble / "%7s" of a NaN): a failed point
         # (a negative, zero or infinite time is no nccl-tests output: the record's own check refuses the row)
         algbw = busbw = num_wrong = None
+    else:
+        metrics = dict(metrics)
+        ranks = ranks or int(point.get("group_size", world))
+        algbw, busbw, bw_notes = derived_bandwidths(collective, size, time_us, ranks, algbw, busbw, metrics)
+        notes = [*notes, *bw_notes]
     return Measurement(run_id=run_id, collective=collective, backend=backend, size_bytes=size, count=count,
                        dtype=DTYPE_NAMES.get(dtype, dtype),
                        op=None if redop in ("none", "") or collective in PRINTS_UNUSED_OP else redop,
@@ -294,6 +367,7 @@ class _TextRun:
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
         self.stopped_runs: list[str] = []  # their run ids
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
+        self.moe: dict | None = None  # the MoE layer commbench's moe_all_to_all banner states (parse_moe_banner)
         self.run_sizes: dict[str, int | None] = {}  # run id -> the sizes its banner plans
         self.run_rows: dict[str, dict[tuple, int]] = {}  # run id -> records per (type, op, root, size) row
         self.footer_runs: dict[str, bool] = {}  # runs since the last footer -> whether a record of theirs is wrong
@@ -434,6 +508,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
                                       notes=notes))
     root = int(row["root"]) if "root" in row else None
     flags, flag_notes = kernel_params(state.argv, state.version)   # -R / -D from the log's command line, if it has one
+    workload = moe_params(state.moe, state.point, group or world) if state.collective == "moe_all_to_all" else None
     made = []
     for in_place, cells in chunks:
         values = dict(zip(groups[1] if in_place and len(groups) > 1 else groups[0], cells))
@@ -463,7 +538,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
             num_wrong=wrong, metrics=metrics, average=average, point=state.point,
-            notes=notes + time_notes + flag_notes, backend=state.backend, loop={**state.loop, **flags}))
+            notes=notes + time_notes + flag_notes, backend=state.backend, loop={**state.loop, **flags},
+            ranks=group or world, workload=workload))
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -484,7 +560,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.average, state.average_given = NCCL_TESTS_AVERAGE_MODES[int(match.group(1))], True
     if body.startswith(POINT_LINE):  # commbench's own text: what the rows below measured beyond the columns
         pairs = [item.partition("=") for item in body[len(POINT_LINE):].split()]
-        state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}
+        state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}   # text: moe_params types
     elif body.startswith("Collective test starting:"):
         match = _PERF_RE.search(body)
         state.collective = _named(state, collective_name(match.group(1)) if match else None)
@@ -507,6 +583,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.threads_gpus = int(match.group(1)) * int(match.group(2))
         state.threads = int(match.group(1))
         state.warmup, state.iters = int(match.group(3)), int(match.group(4))
+        state.moe = parse_moe_banner(body)
         sizes = _SIZES_RE.search(body)
         state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), float(sizes.group(3)),
                                    sizes.group(4)) if sizes else None
@@ -847,15 +924,20 @@ def world_size_warnings(records: list[Record]) -> list[str]:
     """One line per imported run whose world size (read from the log) disagrees with busbw/algbw at its
     largest-bandwidth point (the least rounded: nccl-tests prints two decimals)."""
     worlds = {r.run_id: r.world_size for r in records if isinstance(r, RunHeader)}
+    def printed(m: Measurement) -> tuple[float | None, float | None]:   # the log's own numbers, not the derived ones
+        return (m.metrics.get("nccl_tests_printed_algbw_gbps", m.algbw_gbps),
+                m.metrics.get("nccl_tests_printed_busbw_gbps", m.busbw_gbps))
+
     best: dict[str, Measurement] = {}
     for m in records:
-        if isinstance(m, Measurement) and m.algbw_gbps and m.busbw_gbps and \
-                (m.run_id not in best or m.algbw_gbps > best[m.run_id].algbw_gbps):
+        if isinstance(m, Measurement) and all(printed(m)) and \
+                (m.run_id not in best or printed(m)[0] > printed(best[m.run_id])[0]):
             best[m.run_id] = m
     out = []
     for run_id, m in best.items():
-        implied = implied_world_size(m.collective, m.algbw_gbps, m.busbw_gbps)
-        if implied is not None and implied != worlds.get(run_id) and m.algbw_gbps >= 1.0:
+        algbw, busbw = printed(m)
+        implied = implied_world_size(m.collective, algbw, busbw)
+        if implied is not None and implied != worlds.get(run_id) and algbw >= 1.0:
             out.append(f"{m.collective}: world size read as {worlds.get(run_id)} (the log has no '# Rank' lines or "
                        f"they disagree) but busbw/algbw implies {implied} ranks; the records keep {worlds.get(run_id)}")
     return out
