@@ -100,3 +100,15 @@ def test_a_json_file_and_its_text_log_are_still_one_run():
     assert len(from_json) == len(from_text) == 4
     assert from_json[0].metrics != from_text[0].metrics   # the printed digits differ
     assert "printed rounding" in next(iter(runs_of_base(from_json, from_text).values()))
+
+
+def test_the_importers_factor_table_is_the_collectives_own():
+    """The importer holds nccl-tests' busbw factors itself (results may not import collectives); they are the ones
+    commbench's collectives measure with, for every collective both know, at several rank counts."""
+    from collectives import get_collective
+    from commbench.results.importers.nccl_tests import DERIVED_BANDWIDTH, NCCL_TESTS_BUS_FACTOR, bus_factor
+
+    assert set(NCCL_TESTS_BUS_FACTOR) == set(DERIVED_BANDWIDTH)
+    for name in DERIVED_BANDWIDTH - {"gather", "scatter"}:
+        for n in (2, 3, 4, 8, 72):
+            assert bus_factor(name, n) == pytest.approx(get_collective(name).busbw_factor(n)), (name, n)

@@ -255,13 +255,19 @@ BW_MISMATCH_NOTE = ("printed {name} {printed:g} GB/s is not size / time x factor
                     "derived value, the printed one is metrics.nccl_tests_printed_{name}_gbps")
 
 
+# busbw / algbw per test on n ranks: nccl-tests' GetBw (src/all_reduce.cu 2(n-1)/n; all_gather, reduce_scatter,
+# alltoall, gather, scatter (n-1)/n; broadcast, reduce, sendrecv 1). The importer reads nccl-tests' output, so it holds
+# nccl-tests' table (results may not import collectives: tests/test_layering.py); tests/test_import_bandwidth_derived.py
+# holds it to collectives/*.py busbw_factor.
+NCCL_TESTS_BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+                         "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+                         "gather": lambda n: (n - 1) / n, "scatter": lambda n: (n - 1) / n,
+                         "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+
+
 def bus_factor(collective: str, ranks: int) -> float:
     """nccl-tests' busbw / algbw for one of DERIVED_BANDWIDTH on `ranks` ranks."""
-    if collective in ("gather", "scatter"):
-        return (ranks - 1) / ranks
-    from collectives import get_collective
-
-    return get_collective(collective).busbw_factor(ranks)
+    return NCCL_TESTS_BUS_FACTOR[collective](ranks)
 
 
 def _printed_half_unit_gbps(value: float) -> float:
