@@ -240,11 +240,22 @@ def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_
 
 
 def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
-                     side: str = "the new file", side_name: str = "new") -> None:
+                     side: str = "the new file", side_name: str = "new", allow_layout_change: bool = False) -> None:
     """NEW (or the history: `side`) measured with another NCCL version, on other devices or on an emulated instead
     of a real fabric (or the reverse) is another measurement: refused in one line naming what differs unless
-    --allow-setup-change (then said on a line of its own); other hosts with the same setup (CI runners) are only
-    noted."""
+    --allow-setup-change (then said on a line of its own); so is one on another node layout with the same rank count
+    (hosts, ranks per host, racks: run_setup.layout_changes) unless --allow-layout-change; other hosts with the same
+    setup and layout (CI runners) are only noted."""
+    from commbench.results.run_setup import layout_changes
+
+    layout = layout_changes(base_headers, new_headers, new_name=side_name)
+    if layout and not allow_layout_change:
+        raise CommbenchError(f"{side} was measured on another node layout than the base: {'; '.join(layout)}; the "
+                             "same ranks on other nodes cross other links (NVLink, the network), so its times are not "
+                             "the base's measurement repeated; --allow-layout-change judges them all the same")
+    if layout:
+        err_console.print(styled("allowed: {} was measured on another node layout (--allow-layout-change): {}", side,
+                                 "; ".join(layout)), highlight=False, soft_wrap=True)
     changes = setup_changes(base_headers, new_headers, new_name=side_name)
     if changes and not allow_setup_change:
         raise CommbenchError(f"{side} was measured on another setup than the base: {'; '.join(changes)}; its "
@@ -413,6 +424,7 @@ def compare_cmd(
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
+    allow_layout_change: Annotated[bool, typer.Option("--allow-layout-change", help="Judge NEW (or --history) although its runs sat on another node layout than BASE's at the same world size (other host or rack counts, other ranks per host: 2 nodes x 4 against 1 x 8, say; what differs is named); without it that is refused (exit 2): the same ranks on other nodes cross other links. Other host names alone (CI runners) are only noted.")] = False,
     allow_stale: Annotated[bool, typer.Option("--allow-stale", help="Compare although a run of NEW started before the newest run of BASE or of --history (headers' start times): without it that is refused (exit 2, both times named), as a stale NEW (a CI step that did not overwrite it, BASE and NEW swapped) passes on no new measurement. For a baseline measured again after the change.")] = False,
     allow_same_run: Annotated[bool, typer.Option("--allow-same-run", help="Compare although every run of NEW is a run of BASE (the same run id, or the same records under another: the same file, a copy, a log imported twice): without it that is refused (exit 2), as a gate that compares the baseline with itself passes on no new measurement.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
@@ -440,13 +452,15 @@ def compare_cmd(
                                     cut_short_runs=cut_runs)
     check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
-    check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
+    check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change,
+                     allow_layout_change=allow_layout_change)
     history_headers: list = []
     history_of_new: list[str] = []   # history runs that are NEW's own (its run ids): never a baseline run
     new_run_ids = {h.run_id for h in new_headers} | {m.run_id for m in new_records} | new_continuations
     history_records = (read_history(history, history_headers, headerless, leave_out=new_run_ids,
                                     left_out=history_of_new) if history is not None else ())
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
+                     allow_layout_change=allow_layout_change,
                      side=f"the history {history!r}", side_name="history")
     stale = check_when_measured(new, new_headers, base_headers, history_headers, allow_stale=allow_stale)
     unchecked_both = unchecked_on_both_sides(base_records, new_records)
