@@ -40,6 +40,10 @@ def test_a_new_file_measured_before_the_baseline_is_refused_unless_allowed(tmp_p
     assert json.loads(run_cli(base, old, "--json", "--allow-stale").stdout)["new_older_than_baseline"][0].startswith(
         "run n started")
     assert "measured before the baseline" not in run_cli(base, fresh).output
+    # NEW a copy of BASE with a later run appended: the copied run is the base's own, not a stale one
+    grown = write(tmp_path / "grown.jsonl", [*_run("b", 1, started="2026-12-05T12:00:00+00:00"),
+                                             *_run("g", 5, started="2026-12-05T13:00:00+00:00")])
+    assert run_cli(base, grown).exit_code == 0
     history = tmp_path / "h"
     history.mkdir()
     write(history / "h1.jsonl", _run("h", 4, started="2026-12-05T14:00:00+00:00"))

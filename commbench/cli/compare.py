@@ -178,7 +178,12 @@ def check_when_measured(new: str, new_headers: list, base_headers: list, history
     passes on no new measurement. Returns the texts, for --json."""
     from commbench.results.staleness import runs_older_than_baseline
 
-    stale = runs_older_than_baseline(new_headers, {"base": base_headers, "history": history_headers})
+    # a run both files hold (NEW a copy of BASE with a run appended, a resumed sweep's launches: --allow-same-run's
+    # business) is no stale measurement of NEW, nor the baseline's newest against NEW's own run
+    shared = {h.run_id for h in base_headers} & {h.run_id for h in new_headers}
+    stale = runs_older_than_baseline([h for h in new_headers if h.run_id not in shared],
+                                     {"base": [h for h in base_headers if h.run_id not in shared],
+                                      "history": history_headers})
     more = f"; {len(stale) - 1} more" if len(stale) > 1 else ""
     if stale and not allow_stale:
         raise CommbenchError(f"the new file {new} was measured before the baseline: {stale[0]}{more}: a stale file "
