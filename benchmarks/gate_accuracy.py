@@ -67,11 +67,11 @@ def measure(runs: int, hogs: int, bench_args: list[str], folder: Path) -> list[l
     return [measurements(read_records([folder / f"run{i:02d}.jsonl"])) for i in range(runs)]
 
 
-def scaled(records, factor: float, only_size: int | None = None, run_id: str | None = None):
-    """Records with every time (and per-iteration sample) x factor, at one size or all."""
+def scaled(records, factor: float, only_size: int | None = None, run_id: str | None = None, sizes=None):
+    """Records with every time (and per-iteration sample) x factor, at one size, at `sizes`, or all."""
     out = []
     for m in records:
-        f = factor if only_size in (None, m.size_bytes) else 1.0
+        f = factor if only_size in (None, m.size_bytes) and (sizes is None or m.size_bytes in sizes) else 1.0
         out.append(dataclasses.replace(
             m, run_id=run_id or m.run_id,
             time_us_median=m.time_us_median * f, time_us_mean=m.time_us_mean * f, time_us_min=m.time_us_min * f,
@@ -195,6 +195,13 @@ def main() -> None:
         ("x1.3 at one point, one run per file, no history", (math.log(1.3), sigma_point * math.sqrt(2), "vs its run", 1),
          [not new_gate(runs[a], scaled(runs[b], 1.3, s)) for a, b in pairs for s in sizes],
          [not old_gate(runs[a], scaled(runs[b], 1.3, s)) for a, b in pairs for s in sizes]),
+        # half the points moved together: a scatter read from the pair's own ratios must not take them for noise
+        ("x2 at the top half of the sizes, one run, no history", None,
+         [not new_gate(runs[a], scaled(runs[b], 2.0, sizes=set(sizes[len(sizes) // 2:]))) for a, b in ordered],
+         [not old_gate(runs[a], scaled(runs[b], 2.0, sizes=set(sizes[len(sizes) // 2:]))) for a, b in ordered]),
+        ("x2 at every other size (half), one run, no history", None,
+         [not new_gate(runs[a], scaled(runs[b], 2.0, sizes=set(sizes[::2]))) for a, b in ordered],
+         [not old_gate(runs[a], scaled(runs[b], 2.0, sizes=set(sizes[::2]))) for a, b in ordered]),
     ]
     for factor in (1.3, 1.1):
         rows.append((f"x{factor} at every point, one run per file (all pairs)",

@@ -24,19 +24,32 @@ def _run(run_id, seed, *, started="2026-12-05T12:00:00+00:00", unchecked=False, 
     return [dataclasses.replace(header_for(records[0]), started_at=started, **header), *records]
 
 
-def test_a_new_file_measured_before_the_baseline_is_warned_about(tmp_path):
+def test_a_new_file_measured_before_the_baseline_is_refused_unless_allowed(tmp_path):
+    """Probe O-5: a stale NEW (measured before BASE: a CI step that did not overwrite it, arguments swapped) passed
+    with exit 0 after a warning. Refused in one line naming both start times; --allow-stale judges it, said."""
     base = write(tmp_path / "base.jsonl", _run("b", 1, started="2026-12-05T12:00:00+00:00"))
     old = write(tmp_path / "old.jsonl", _run("n", 2, started="2025-01-01T10:00:00+00:00"))
     fresh = write(tmp_path / "fresh.jsonl", _run("f", 3, started="2026-12-05T13:00:00+00:00"))
     stale = run_cli(base, old)
-    assert stale.exit_code == 0 and "measured before the baseline" in stale.output, stale.output
-    assert json.loads(run_cli(base, old, "--json").stdout)["new_older_than_baseline"][0].startswith("run n started")
+    said = " ".join(stale.output.split())
+    assert stale.exit_code == 2 and said.startswith("error:") and "measured before the baseline" in said, said
+    assert "2025-01-01 10:00:00" in said and "2026-12-05 12:00:00" in said and "--allow-stale" in said, said
+    assert "Traceback" not in stale.output and len(stale.output.strip().splitlines()) <= 3
+    allowed = run_cli(base, old, "--allow-stale")
+    assert allowed.exit_code == 0 and "allowed (--allow-stale)" in " ".join(allowed.output.split()), allowed.output
+    assert json.loads(run_cli(base, old, "--json", "--allow-stale").stdout)["new_older_than_baseline"][0].startswith(
+        "run n started")
     assert "measured before the baseline" not in run_cli(base, fresh).output
+    # NEW a copy of BASE with a later run appended: the copied run is the base's own, not a stale one
+    grown = write(tmp_path / "grown.jsonl", [*_run("b", 1, started="2026-12-05T12:00:00+00:00"),
+                                             *_run("g", 5, started="2026-12-05T13:00:00+00:00")])
+    assert run_cli(base, grown).exit_code == 0
     history = tmp_path / "h"
     history.mkdir()
     write(history / "h1.jsonl", _run("h", 4, started="2026-12-05T14:00:00+00:00"))
     later = run_cli(base, fresh, "--history", history)
-    assert "measured before the baseline" in later.output and "history's newest run" in later.output, later.output
+    said = " ".join(later.output.split())
+    assert later.exit_code == 2 and "measured before the baseline" in said and "history's newest run" in said, said
 
 
 def test_start_times_with_and_without_a_zone_are_compared_only_beyond_the_widest_offset():

@@ -170,17 +170,28 @@ def check_base_whole(base: str, cut_short: list[str], unreadable: list[str], *, 
     return said
 
 
-def check_when_measured(new: str, new_headers: list, base_headers: list, history_headers: list) -> list[str]:
-    """A warning line (and the texts, for --json) where runs of NEW started before the newest run of BASE or of the
-    --history folder (headers' started_at; results.staleness): a stale file judged as this change's measurement."""
+def check_when_measured(new: str, new_headers: list, base_headers: list, history_headers: list, *,
+                        allow_stale: bool) -> list[str]:
+    """Runs of NEW that started before the newest run of BASE or of the --history folder (headers' started_at;
+    results.staleness) are refused in one line naming both start times (exit 2) unless --allow-stale (then said): a
+    stale file (a CI step that failed to overwrite NEW, BASE and NEW swapped) judged as this change's measurement
+    passes on no new measurement. Returns the texts, for --json."""
     from commbench.results.staleness import runs_older_than_baseline
 
-    stale = runs_older_than_baseline(new_headers, {"base": base_headers, "history": history_headers})
+    # a run both files hold (NEW a copy of BASE with a run appended, a resumed sweep's launches: --allow-same-run's
+    # business) is no stale measurement of NEW, nor the baseline's newest against NEW's own run
+    shared = {h.run_id for h in base_headers} & {h.run_id for h in new_headers}
+    stale = runs_older_than_baseline([h for h in new_headers if h.run_id not in shared],
+                                     {"base": [h for h in base_headers if h.run_id not in shared],
+                                      "history": history_headers})
+    more = f"; {len(stale) - 1} more" if len(stale) > 1 else ""
+    if stale and not allow_stale:
+        raise CommbenchError(f"the new file {new} was measured before the baseline: {stale[0]}{more}: a stale file "
+                             "(NEW not written by this change's run, or BASE and NEW swapped?); measure NEW again, or "
+                             "--allow-stale to judge it all the same (a baseline measured again after the change)")
     if stale:
-        err_console.print(styled("[yellow]warning:[/] {}: {} run(s) measured before the baseline ({}{}): is this "
-                                 "file this change's measurement, not a stale one?", new, len(stale), stale[0],
-                                 f"; {len(stale) - 1} more" if len(stale) > 1 else ""),
-                          highlight=False, soft_wrap=True)
+        err_console.print(styled("allowed (--allow-stale): {}: {} run(s) measured before the baseline ({}{})", new,
+                                 len(stale), stale[0], more), highlight=False, soft_wrap=True)
     return stale
 
 
@@ -234,11 +245,22 @@ def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_
 
 
 def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
-                     side: str = "the new file", side_name: str = "new") -> None:
+                     side: str = "the new file", side_name: str = "new", allow_layout_change: bool = False) -> None:
     """NEW (or the history: `side`) measured with another NCCL version, on other devices or on an emulated instead
     of a real fabric (or the reverse) is another measurement: refused in one line naming what differs unless
-    --allow-setup-change (then said on a line of its own); other hosts with the same setup (CI runners) are only
-    noted."""
+    --allow-setup-change (then said on a line of its own); so is one on another node layout with the same rank count
+    (hosts, ranks per host, racks: run_setup.layout_changes) unless --allow-layout-change; other hosts with the same
+    setup and layout (CI runners) are only noted."""
+    from commbench.results.run_setup import layout_changes
+
+    layout = layout_changes(base_headers, new_headers, new_name=side_name)
+    if layout and not allow_layout_change:
+        raise CommbenchError(f"{side} was measured on another node layout than the base: {'; '.join(layout)}; the "
+                             "same ranks on other nodes cross other links (NVLink, the network), so its times are not "
+                             "the base's measurement repeated; --allow-layout-change judges them all the same")
+    if layout:
+        err_console.print(styled("allowed: {} was measured on another node layout (--allow-layout-change): {}", side,
+                                 "; ".join(layout)), highlight=False, soft_wrap=True)
     changes = setup_changes(base_headers, new_headers, new_name=side_name)
     if changes and not allow_setup_change:
         raise CommbenchError(f"{side} was measured on another setup than the base: {'; '.join(changes)}; its "
@@ -362,7 +384,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
     `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
     per run without a header record (its setup was not checked); `base_incomplete`: BASE's runs cut short and
     unreadable lines, judged on what BASE holds (--allow-cut-short; without it compare refuses such a BASE);
-    `stale_new`: runs of NEW that started before the newest baseline run (check_when_measured); `unchecked_both`:
+    `stale_new`: runs of NEW that started before the newest baseline run, judged by --allow-stale (check_when_measured); `unchecked_both`:
     points measured without the data check in both files (results.compare.unchecked_on_both_sides)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
@@ -407,6 +429,8 @@ def compare_cmd(
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
+    allow_layout_change: Annotated[bool, typer.Option("--allow-layout-change", help="Judge NEW (or --history) although its runs sat on another node layout than BASE's at the same world size (other host or rack counts, other ranks per host: 2 nodes x 4 against 1 x 8, say; what differs is named); without it that is refused (exit 2): the same ranks on other nodes cross other links. Other host names alone (CI runners) are only noted.")] = False,
+    allow_stale: Annotated[bool, typer.Option("--allow-stale", help="Compare although a run of NEW started before the newest run of BASE or of --history (headers' start times): without it that is refused (exit 2, both times named), as a stale NEW (a CI step that did not overwrite it, BASE and NEW swapped) passes on no new measurement. For a baseline measured again after the change.")] = False,
     allow_same_run: Annotated[bool, typer.Option("--allow-same-run", help="Compare although every run of NEW is a run of BASE (the same run id, or the same records under another: the same file, a copy, a log imported twice): without it that is refused (exit 2), as a gate that compares the baseline with itself passes on no new measurement.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
@@ -433,15 +457,17 @@ def compare_cmd(
                                     cut_short_runs=cut_runs)
     check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
-    check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change)
+    check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change,
+                     allow_layout_change=allow_layout_change)
     history_headers: list = []
     history_of_new: list[str] = []   # history runs that are NEW's own (its run ids): never a baseline run
     new_run_ids = {h.run_id for h in new_headers} | {m.run_id for m in new_records} | new_continuations
     history_records = (read_history(history, history_headers, headerless, leave_out=new_run_ids,
                                     left_out=history_of_new) if history is not None else ())
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
+                     allow_layout_change=allow_layout_change,
                      side=f"the history {history!r}", side_name="history")
-    stale = check_when_measured(new, new_headers, base_headers, history_headers)
+    stale = check_when_measured(new, new_headers, base_headers, history_headers, allow_stale=allow_stale)
     unchecked_both = unchecked_on_both_sides(base_records, new_records)
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,

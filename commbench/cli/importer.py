@@ -67,6 +67,7 @@ def import_nccl_tests(
         stopped: list[tuple[str, int]] = []  # runs with no footer: nccl-tests stopped during them
         planned: dict[str, tuple[int, str]] = {}  # those of them whose banner says what they planned
         failed_checks: dict[str, str] = {}  # runs whose footer says their data check FAILED, no row telling where
+        failed_runs: dict[str, str] = {}  # runs nccl-tests' footer failed as a whole (bandwidth check, bitwise)
         ignored: list[tuple[str, str]] = []  # (file, the collective it names) where --collective named another
         with OutputLock(output, "--out"):
             repair_torn_tail(output)  # a results file cut by a kill: its torn last line goes, then we append
@@ -75,9 +76,9 @@ def import_nccl_tests(
                 for path in files:
                     import_file(path, collective, ImportResult(records=sink, problems=problems, stopped=stopped,
                                                                planned=planned, ranks_per_rack=ranks_per_rack,
-                                                               failed_checks=failed_checks,
+                                                               failed_checks=failed_checks, failed_runs=failed_runs,
                                                                collective_ignored=ignored), version)
-            set_planned_points(output, planned, failed_checks)   # cut short, as compare, fit and report read a bench run
+            set_planned_points(output, planned, failed_checks, failed_runs)   # cut short, as compare, fit and report read a bench run
             repeats = repeats_in(output, set(sink.headers))
     except CommbenchError as exc:
         raise fail(str(exc), exc.exit_code) from None
@@ -109,7 +110,7 @@ def import_nccl_tests(
         err_console.print(styled("[yellow]warning:[/] run {} repeats run {} already in {} record for record (the same "
                                  "run imported again?): it adds no measurement; compare counts it once and report "
                                  "draws it once", run_id, earlier, output), highlight=False, soft_wrap=True)
-    for run_id, note in failed_checks.items():
+    for run_id, note in {**failed_checks, **failed_runs}.items():
         err_console.print(styled("[yellow]warning:[/] run {}: {}", run_id, note), highlight=False, soft_wrap=True)
     for source, line, *why in stopped:
         err_console.print(styled("[yellow]warning:[/] {}:{}: {}", source, line, why[0] if why else STOPPED_RUN),

@@ -18,7 +18,7 @@ Noise (see `noise.py` for the model): the larger of the within-run noise (from t
 samples, widened for their autocorrelation) and the run-to-run noise: the run shift from repeated
 runs in BASE and in `--history DIR` (never NEW's: a slow run there is the news), the points' own
 scatter from those and from NEW's repeated runs (or, with no repeated run at all, from the pair's
-points around their collective's median). Without repeated baseline runs the run shift's sd is
+points' pairwise distances within their collective: noise.pair_scale). Without repeated baseline runs the run shift's sd is
 assumed (noise.ASSUMED_SHIFT_PER_POINT_SD x the points' scatter, said in the output) and a point is
 judged against its run only (a point of a collective too small for that, against BASE with the assumed shift and
 the points' scatter). Where the scatter came from the pair's own points, each test's quantile is at that

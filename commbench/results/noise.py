@@ -22,13 +22,28 @@ unchanged, and the two sides' residuals pool as in the two-sample t test.
 Without repeated baseline runs the run shift cannot be told from a regression of the whole
 collective: its sd is assumed (ASSUMED_SHIFT_PER_POINT_SD x the points' scatter, said in the output),
 and a point is judged against its run's other points rather than against BASE. With no repeated run
-anywhere (one run in BASE, one in NEW, no history) the points' scatter still shows in the pair itself: each point's log ratio d_k minus its
-collective's median ratio is e_nk - e_bk plus the median's error. `pair_scatter` takes its median
-absolute deviation, pooled over collectives, x 1.4826 (normal consistency) x Croux & Rousseeuw's
-small-sample factor (1992, "Time-efficient algorithms for two highly robust estimators of scale",
-Computational Statistics 1:411-428; b_n tabulated to n = 9, n / (n - 0.8) above). The MAD ignores up to
-half of the points, so a few regressed points do not inflate it; its efficiency at the normal is
-37% (Rousseeuw & Croux 1993, JASA 88:1273), hence its degrees of freedom 0.37 x the residuals'.
+anywhere (one run in BASE, one in NEW, no history) the points' scatter still shows in the pair itself:
+each point's log ratio d_k = s + e_nk - e_bk (sd sigma_point * sqrt(2) about s), so the differences d_i - d_j
+of two points of one collective are free of the run shift s. `pair_scatter` reads the scale of d_k / sqrt(2) from
+those pairwise distances, as Rousseeuw & Croux's Qn does (1993, "Alternatives to the median absolute
+deviation", JASA 88:1273-1283): the k-th smallest of the n(n-1)/2 distances |d_i - d_j| of a collective's n
+points, k = C(h, 2), times 1 / (sqrt(2) Phi^-1(5/8)) = 2.21914 (k / C(n, 2) -> 1/4, the quartile of |X - Y|
+for X, Y normal) and a small-sample factor c_n. Qn takes h = floor(n/2) + 1; here h = ceil(n/2) (the same
+for odd n). Why: the k-th smallest of all the pairs is at most the k-th smallest of the pairs within any h of
+the points, so whatever the other n - h >= floor(n/2) points do, the estimate is at most what the h points
+they left alone give: at most their largest pairwise distance (their range) when exactly half moved, each by
+its own factor; their own scatter (or less) when the moved points moved by one factor, since then the moved
+points' pairs are as close as the untouched ones' (C(m,2) + C(n-m,2) >= C(h,2) for every m: a uniform step at
+any share of the points cannot widen it). So the size of a change at up to half the points never enters the
+noise it is judged against. (The median absolute deviation used before breaks down at exactly half: the top 4
+of 8 sizes x1000 slower read as the noise, and passed.) Only a change spreading over more than half the points
+by different factors can widen it, and that moves the collective's mean, its own test. c_n (E[c_n * estimate] = sigma) and the
+estimate's degrees of freedom (the chi-square df with the same variance of the log: trigamma(df/2)/4) are
+simulated for n <= 60 (tools/pair_scale_table.py, 10^5 normal samples per n; its odd-n factors agree within 0.6%
+with Croux & Rousseeuw's d_n for Qn, 1992, Computational Statistics 1:411-428: 0.994, 0.844, 0.857, 0.872 at n =
+3, 5, 7, 9), and extrapolated beyond (bias and df in proportion to 1/n and n - 1, within a parity). The df credited
+is capped at the MAD's 0.37 (n - 1) (PAIR_DF_PER_POINT: the gate's noise is heavier-tailed than normal). Collectives
+pool their variances weighted by their df.
 """
 
 from __future__ import annotations
@@ -237,30 +252,70 @@ def estimate_run_to_run(run_sets: list[list[dict]], scatter_sets: list[list[dict
                     df_by_point={k: dfk + NU0 for k, (_, dfk) in per_key.items()}, df_run=shift_df)
 
 
-# Croux & Rousseeuw (1992): the MAD's small-sample factors b_n, n = 2..9 (n / (n - 0.8) above)
-_MAD_SMALL_SAMPLE = {2: 1.196, 3: 1.495, 4: 1.363, 5: 1.206, 6: 1.200, 7: 1.140, 8: 1.129, 9: 1.107}
-MAD_CONSISTENCY = 1.4826  # 1 / Phi^-1(3/4): the MAD of a normal sample estimates sigma / 1.4826
-MAD_EFFICIENCY = 0.37  # the MAD's asymptotic efficiency at the normal (Rousseeuw & Croux 1993)
-PAIR_MIN_POINTS = 3  # a collective's points needed to take their scatter around its median
+# the pair scale's small-sample table, n: (c_n, df_n) (tools/pair_scale_table.py; see the module docstring)
+PAIR_SCALE_TABLE = {
+    3: (0.9893, 0.93), 4: (1.8380, 0.90), 5: (0.8437, 1.98), 6: (1.2648, 2.00), 7: (0.8609, 3.22), 8: (1.1470, 3.24),
+    9: (0.8741, 4.54), 10: (1.0997, 4.62), 11: (0.8894, 5.94), 12: (1.0755, 6.06), 13: (0.9038, 7.38),
+    14: (1.0596, 7.47), 15: (0.9118, 8.75), 16: (1.0483, 9.01), 17: (0.9211, 10.23), 18: (1.0408, 10.43),
+    19: (0.9266, 11.80), 20: (1.0358, 12.06), 21: (0.9340, 13.30), 22: (1.0324, 13.49), 23: (0.9384, 14.84),
+    24: (1.0274, 15.15), 25: (0.9436, 16.27), 26: (1.0251, 16.56), 27: (0.9467, 17.94), 28: (1.0222, 18.16),
+    29: (0.9498, 19.71), 30: (1.0208, 19.86), 31: (0.9535, 20.80), 32: (1.0198, 21.33), 33: (0.9553, 22.69),
+    34: (1.0183, 23.05), 35: (0.9574, 24.24), 36: (1.0161, 24.46), 37: (0.9592, 25.78), 38: (1.0159, 26.14),
+    39: (0.9618, 27.53), 40: (1.0147, 27.60), 41: (0.9635, 28.84), 42: (1.0136, 29.57), 43: (0.9651, 30.68),
+    44: (1.0130, 30.96), 45: (0.9660, 32.22), 46: (1.0125, 32.29), 47: (0.9684, 33.65), 48: (1.0110, 33.78),
+    49: (0.9689, 35.24), 50: (1.0110, 35.78), 51: (0.9702, 37.23), 52: (1.0107, 37.70), 53: (0.9710, 38.55),
+    54: (1.0100, 38.89), 55: (0.9721, 40.66), 56: (1.0089, 40.70), 57: (0.9730, 41.92), 58: (1.0098, 42.53),
+    59: (0.9745, 43.50), 60: (1.0088, 43.63),
+}
+PAIR_SCALE_ASYMPTOTIC = 1 / (math.sqrt(2) * 0.31863936396437514)  # 1 / (sqrt(2) Phi^-1(5/8)) = 2.21914
+PAIR_MIN_POINTS = 3  # a collective's points needed to take their scatter from their pairwise distances
+# The df a collective's pair scale is credited with: the simulated df_n (normal noise) but at most 0.37 (n - 1), what
+# the median absolute deviation it replaced was given (its efficiency at the normal, Rousseeuw & Croux 1993). The
+# gate's noise on a shared host is heavier-tailed than normal: on 12 runs of benchmarks/gate_accuracy.py (9 points,
+# one run a side, no history) the simulated df passed 87.1% of A/A pairs (the MAD 90.2%); capped, 94.7%.
+PAIR_DF_PER_POINT = 0.37
+
+
+def pair_scale_constants(n: int) -> tuple[float, float]:
+    """(c_n, df_n) of the pair scale at n points: tabulated (simulated) up to the table's end; beyond it from the
+    largest tabulated n of the same parity, the bias c_n - 1 in proportion to 1/n and the df to n - 1."""
+    if n in PAIR_SCALE_TABLE:
+        return PAIR_SCALE_TABLE[n]
+    last = max(m for m in PAIR_SCALE_TABLE if m % 2 == n % 2)
+    factor, df = PAIR_SCALE_TABLE[last]
+    return 1 + (factor - 1) * last / n, df * (n - 1) / (last - 1)
+
+
+def pair_scale(values) -> tuple[float, float]:
+    """(sd, df) of `values` from their pairwise distances (the module docstring's Qn with h = ceil(n/2)):
+    c_n * 2.21914 * the C(ceil(n/2), 2)-th smallest |x_i - x_j|. At most the scatter of the ceil(n/2) values
+    closest together, whatever the others do."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    i, j = np.triu_indices(n, 1)
+    distances = np.abs(x[i] - x[j])
+    k = math.comb(math.ceil(n / 2), 2)
+    factor, df = pair_scale_constants(n)
+    return factor * PAIR_SCALE_ASYMPTOTIC * float(np.partition(distances, k - 1)[k - 1]), df
 
 
 def pair_scatter(diffs: dict, collective_of: dict, inverse_runs: dict) -> RunToRun | None:
     """The points' scatter from one comparison's own log ratios when no repeated run exists (see the
-    module docstring): `diffs` {key: mean log ratio new/base}, `inverse_runs` {key: 1/Rn + 1/Rb}. None
-    when no collective has PAIR_MIN_POINTS points."""
-    residuals, weights = [], []
+    module docstring): `diffs` {key: mean log ratio new/base}, `inverse_runs` {key: 1/Rn + 1/Rb}. Per
+    collective `pair_scale` of the ratios (no centre needed: pairwise distances are free of the run shift),
+    pooled over collectives (variances weighted by their df). None when no collective has PAIR_MIN_POINTS
+    points."""
+    ss = df_sum = 0.0
     for collective in sorted(set(collective_of[k] for k in diffs)):
-        mine = [k for k in diffs if collective_of[k] == collective]
+        mine = sorted((k for k in diffs if collective_of[k] == collective), key=repr)
         if len(mine) < PAIR_MIN_POINTS:
             continue
-        centre = float(np.median([diffs[k] for k in mine]))
         # scaled to one run per side, so that sigma_point * sqrt(1/Rn + 1/Rb) gives back the ratio's noise
-        residuals += [(diffs[k] - centre) / math.sqrt(inverse_runs[k]) for k in mine]
-        weights.append(len(mine))
-    if not residuals:
+        sd, df = pair_scale([diffs[k] / math.sqrt(inverse_runs[k]) for k in mine])
+        df = min(df, PAIR_DF_PER_POINT * (len(mine) - 1))
+        ss += df * sd ** 2
+        df_sum += df
+    if not df_sum:
         return None
-    n = len(residuals)
-    small_sample = _MAD_SMALL_SAMPLE.get(n, n / (n - 0.8))
-    sigma = MAD_CONSISTENCY * small_sample * float(np.median(np.abs(residuals)))
-    df = max(MAD_EFFICIENCY * (n - len(weights)), 1.0)
-    return RunToRun(sigma_run=None, sigma_pooled=sigma, df=df, num_runs=2, scatter_from="the pair")
+    return RunToRun(sigma_run=None, sigma_pooled=math.sqrt(ss / df_sum), df=max(df_sum, 1.0), num_runs=2,
+                    scatter_from="the pair")

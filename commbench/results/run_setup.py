@@ -107,3 +107,43 @@ def mixed_setup_texts(runs: dict[str, RunHeader], fields=tuple(SETUP_FIELDS)) ->
         if named:
             texts.append(f"{what} ({named})")
     return texts
+
+
+def node_layout(header: RunHeader) -> tuple[str, str | None] | None:
+    """How the run's ranks sat on nodes: ("2 host(s) x 4 rank(s)" (uneven: "3 hosts of 4+2+2 ranks", in host order),
+    the header's scale-up domains where it records them: "2 rack(s) x 4 rank(s)", else None); None where a host is
+    unknown. Not the host names (CI runners differ run to run): the counts, which decide the links a collective
+    crosses."""
+    hosts = [h for h in header.hostnames if h and h != "unknown"]
+    if not hosts or len(hosts) != len(header.hostnames):
+        return None
+    racks = (header.topology or {}).get("racks")
+    sizes = [len(r) for r in racks] if isinstance(racks, list) and racks else None
+    return _counts_text(list({h: hosts.count(h) for h in dict.fromkeys(hosts)}.values()), "host"), \
+        (_counts_text(sizes, "rack") if sizes else None)
+
+
+def _counts_text(counts: list[int], what: str) -> str:
+    if len(set(counts)) == 1:
+        return f"{len(counts)} {what}(s) x {counts[0]} rank(s)"
+    return f"{len(counts)} {what}s of {'+'.join(map(str, counts))} ranks"
+
+
+def _layout_text(layout: tuple[str, str | None]) -> str:
+    return layout[0] + (f", {layout[1]}" if layout[1] else "")
+
+
+def layout_changes(base: list[RunHeader], new: list[RunHeader], *, new_name: str = "new") -> list[str]:
+    """"node layout at world size 8 (base: 2 host(s) x 4 rank(s); new: 1 host(s) x 8 rank(s))" per world size at which
+    a run of `new` sat on a node layout no run of `base` at that world size did: other host counts or ranks per host,
+    or (where both headers record scale-up domains) other racks. The same rank count on another layout is another
+    setup: an intra-node run judged against an inter-node baseline hides up to the NVLink/network gap. Runs whose hosts
+    are unknown are no change; nor is a rack split only one side records."""
+    texts = []
+    for size in sorted({h.world_size for h in new}):
+        b = {t for h in base if h.world_size == size and (t := node_layout(h))}
+        n = {t for h in new if h.world_size == size and (t := node_layout(h))}
+        if b and any(not any(hb == hn and (rb is None or rn is None or rb == rn) for hb, rb in b) for hn, rn in n):
+            texts.append(f"node layout at world size {size} (base: {' | '.join(sorted(map(_layout_text, b)))}; "
+                         f"{new_name}: {' | '.join(sorted(map(_layout_text, n)))})")
+    return texts

@@ -1,7 +1,7 @@
 """When NEW was measured: a NEW whose runs started before the newest baseline run (BASE's or the --history
 folder's, from the run headers' `started_at`) is likely a stale file (an old file left in a CI cache while the
-launch meant to write it died before its header) judged as this change's measurement. Said, not refused: a
-baseline measured again after the change is legitimate too."""
+launch meant to write it died before its header, BASE and NEW swapped) judged as this change's measurement.
+`compare` refuses it unless --allow-stale (a baseline measured again after the change is the rare intended case)."""
 
 from __future__ import annotations
 

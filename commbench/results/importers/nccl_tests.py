@@ -29,6 +29,8 @@ test (`old_all_reduce_perf.log`) is refused: pass --collective.
 
 from __future__ import annotations
 
+import dataclasses
+
 import io
 import json
 import math
@@ -92,6 +94,19 @@ FOOTER_CHECK_NOTE = ("nccl-tests' footer says '# Out of bounds values : {count} 
                      "tells which point: each point of the run with a nonzero max error is taken as wrong (num_wrong "
                      "1: at least one element)")
 _OUT_OF_BOUNDS_RE = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+FAILED")
+# nccl-tests' bitwise repeatability check (-B N, "Add collective bitwise repeatability checks", nccl-tests commit
+# 3a3f1e8: src/common.cu, src/util.cu): a "#bitdiff" column per placement, "%8g" of the bits that differ between
+# the repeats and the reference run, and the footer "# Bitwise mismatches : %d FAILED|OK"
+_BITWISE_RE = re.compile(r"Bitwise mismatches\s*:\s*(\d+)\s+FAILED")
+# NCCL_TESTS_MIN_BW set: "# Avg bus bandwidth : %g FAILED" where the average busbw is below 0.9 x it (src/util.cu
+# writeResultFooter; nccl-tests then exits with testNumResults)
+_AVG_BW_FAILED_RE = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s+FAILED")
+BITDIFF_ERROR = ("nccl-tests' bitwise repeatability check FAILED: {bits:g} bit(s) differ between repeats of the "
+                 "collective (#bitdiff, -B)")
+BITWISE_FOOTER_ERROR = ("nccl-tests' footer says '# Bitwise mismatches : {count} FAILED' and no row's #bitdiff said "
+                        "which point: every point of the run taken as failed")
+AVG_BW_FOOTER_ERROR = ("nccl-tests' footer says '# Avg bus bandwidth : {bw} FAILED' (below 0.9 x NCCL_TESTS_MIN_BW): "
+                       "the run failed nccl-tests' own bandwidth check; every point of it taken as failed")
 FOOTER_LINES = ("Out of bounds values", "Avg bus bandwidth")  # what nccl-tests prints after a run's last row
 STOPPED_RUN = ("the run whose rows start here stopped during it (no footer, '# Out of bounds values' / '# Avg bus "
                "bandwidth', after its rows: an NCCL failure, a kill or a time limit): the sizes it had still to "
@@ -154,6 +169,9 @@ class ImportResult:
     planned: dict[str, tuple[int, str]] = field(default_factory=dict)
     # run id -> note for a run whose footer says its data check FAILED where no row said which point (with_failed_check)
     failed_checks: dict[str, str] = field(default_factory=dict)
+    # run id -> error for a run nccl-tests' footer failed as a whole (its bandwidth check, a bitwise mismatch no row
+    # placed): every point of it failed (with_failed_check)
+    failed_runs: dict[str, str] = field(default_factory=dict)
     ranks_per_rack: int | None = None   # --ranks-per-rack: the scale-up domain, where hosts are not (log_topology)
     # (source, the collective the log names) where --collective named another: the log's own name was used
     collective_ignored: list[tuple[str, str]] = field(default_factory=list)
@@ -377,6 +395,8 @@ class _TextRun:
         self.run_sizes: dict[str, int | None] = {}  # run id -> the sizes its banner plans
         self.run_rows: dict[str, dict[tuple, int]] = {}  # run id -> records per (type, op, root, size) row
         self.footer_runs: dict[str, bool] = {}  # runs since the last footer -> whether a record of theirs is wrong
+        # runs since the last "Avg bus bandwidth" footer line -> whether a row of theirs had a nonzero #bitdiff
+        self.bitwise_runs: dict[str, bool] = {}
 
     def new_run(self, *, forget_devices: bool = True) -> None:
         if self.rows_from is not None:
@@ -525,6 +545,9 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         wrong, check_notes = None, []
         if "#wrong" in values:
             wrong = _cell(values["#wrong"], lambda t: int(float(t)))
+        bits = _cell(values["#bitdiff"], float) if "#bitdiff" in values else None
+        if bits is not None:
+            metrics["nccl_tests_bitdiff"] = bits
         elif "error" in values:
             error = _cell(values["error"])
             metrics["max_abs_error"] = error
@@ -550,6 +573,10 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
     for record in made:   # result.records may be a sink with append only
+        bits = record.metrics.get("nccl_tests_bitdiff")
+        if bits and record.status == "ok":   # nccl-tests' own verdict on the point: a failed one, as #wrong is wrong
+            record = dataclasses.replace(record, status="failed", error=BITDIFF_ERROR.format(bits=bits))
+        state.bitwise_runs[record.run_id] = state.bitwise_runs.get(record.run_id, False) or bool(bits)
         result.records.append(record)
         state.footer_runs.setdefault(record.run_id, False)
         if record.num_wrong:
@@ -639,6 +666,15 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
                                                  for run in state.footer_runs})
                 if failed or "Out of bounds" not in line:
                     state.footer_runs = {}
+                if (low := _AVG_BW_FAILED_RE.search(line)):
+                    result.failed_runs.update({run: AVG_BW_FOOTER_ERROR.format(bw=low.group(1))
+                                               for run in state.bitwise_runs})
+                if "Avg bus bandwidth" in line:
+                    state.bitwise_runs = {}
+            elif (mismatched := _BITWISE_RE.search(line)) and int(mismatched.group(1)) > 0 \
+                    and not any(state.bitwise_runs.values()):
+                result.failed_runs.update({run: BITWISE_FOOTER_ERROR.format(count=mismatched.group(1))
+                                           for run in state.bitwise_runs if run not in result.failed_runs})
             if (refused := _comment(state, line)):
                 result.problems.append((source, number, raw, refused))
             continue
@@ -677,7 +713,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             result.planned[run_id] = planned
     if isinstance(result.records, list):   # a sink has written the headers: the import command sets them after
         result.records[:] = with_planned(result.records, result.planned)
-        result.records[:] = [with_failed_check(r, result.failed_checks) for r in result.records]
+        result.records[:] = [with_failed_check(r, result.failed_checks, result.failed_runs) for r in result.records]
     return result
 
 
@@ -720,18 +756,29 @@ def with_planned(records: list, planned: dict[str, tuple[int, str]]) -> list:
             if isinstance(r, RunHeader) and r.run_id in planned else r for r in records]
 
 
-def with_failed_check(record, failed_checks: dict[str, str]):
+def with_failed_check(record, failed_checks: dict[str, str], failed_runs: dict[str, str] | None = None):
     """`record` (a Measurement, or a results file's line as a dict) marked wrong where its run's footer says the data
-    check FAILED and no row told which point (FOOTER_CHECK_NOTE): a point with a nonzero max error gets num_wrong 1."""
+    check FAILED and no row told which point (FOOTER_CHECK_NOTE): a point with a nonzero max error gets num_wrong 1;
+    marked failed (status, error) where its run is in `failed_runs` (a footer that failed the whole run: nccl-tests'
+    bandwidth check, a bitwise mismatch no row placed)."""
     import dataclasses
 
+    failed_runs = failed_runs or {}
     if isinstance(record, dict):
-        if record.get("record_type") != "measurement" or record.get("run_id") not in failed_checks:
+        if record.get("record_type") != "measurement":
+            return record
+        if record.get("run_id") in failed_runs and record.get("status", "ok") == "ok":
+            record = {**record, "status": "failed", "error": failed_runs[record["run_id"]]}
+        if record.get("run_id") not in failed_checks:
             return record
         if not (record.get("metrics") or {}).get("max_abs_error") or record.get("num_wrong"):
             return record
         return {**record, "num_wrong": 1, "notes": [*(record.get("notes") or []), failed_checks[record["run_id"]]]}
-    if not isinstance(record, Measurement) or record.run_id not in failed_checks:
+    if not isinstance(record, Measurement):
+        return record
+    if record.run_id in failed_runs and record.status == "ok":
+        record = dataclasses.replace(record, status="failed", error=failed_runs[record.run_id])
+    if record.run_id not in failed_checks:
         return record
     if not record.metrics.get("max_abs_error") or record.num_wrong:
         return record

@@ -61,20 +61,22 @@ class FirstProblems:
         return self.count > 0
 
 
-def set_planned_points(path, planned: dict[str, tuple[int, str]], failed_checks: dict[str, str] | None = None) -> None:
+def set_planned_points(path, planned: dict[str, tuple[int, str]], failed_checks: dict[str, str] | None = None,
+                       failed_runs: dict[str, str] | None = None) -> None:
     """Give the headers in results file `path` of the runs in `planned` (run id -> (planned_points, note)) their
     planned point count and the note saying whence: an nccl-tests run that stopped during its rows is known to have
     stopped only after its header was written (nccl_tests.planned_for_stopped); and the measurements of the runs in
     `failed_checks` (a footer's failed data check, known only after the rows: nccl_tests.with_failed_check) their
-    num_wrong. The other lines stay as written;
+    num_wrong, and those of the runs in `failed_runs` (a footer that failed the whole run) status failed. The other
+    lines stay as written;
     the file is replaced whole (a temporary file renamed over it)."""
     import json
     import os
 
     from commbench.results.importers.nccl_tests import with_failed_check
 
-    failed_checks = failed_checks or {}
-    if not planned and not failed_checks:
+    failed_checks, failed_runs = failed_checks or {}, failed_runs or {}
+    if not planned and not failed_checks and not failed_runs:
         return
     path = str(path)
     tmp = f"{path}.planned.tmp"
@@ -89,7 +91,7 @@ def set_planned_points(path, planned: dict[str, tuple[int, str]], failed_checks:
                 data["planned_points"] = count
                 data["notes"] = [*(data.get("notes") or []), note]
                 line = json.dumps(data, separators=(",", ":")) + "\n"
-            elif isinstance(data, dict) and (marked := with_failed_check(data, failed_checks)) is not data:
+            elif isinstance(data, dict) and (marked := with_failed_check(data, failed_checks, failed_runs)) is not data:
                 line = json.dumps(marked, separators=(",", ":")) + "\n"   # the footer's failed data check
             out.write(line)
         out.flush()
