@@ -49,8 +49,8 @@ pgb:1381-1390). What the non-unit parameters then do in one step (n_mb micro-bat
   forward gathers them and the later micro-batches' forwards find them there;
 - not hidden: the non-unit group is created at the first parameter named (the embedding's), so its buckets take
   the lowest bucket ids, ahead of every unit's (pgb:1331-1364; Step 3, pgb:1416-1453, keeps the order), and the
-  forward prefetch walks bucket ids upward (pgb:3493-3558). The first unit's gather therefore queues behind every non-unit bucket;
-  before it only the embedding lookup (and a hybrid's leading Mamba layer) compute, and with
+  forward prefetch walks bucket ids upward (pgb:3493-3558). The first unit's gather therefore queues behind every
+  non-unit bucket; before it only the embedding lookup (and a hybrid's leading Mamba layer) compute, and with
   --overlap-param-gather the first bucket is dispatched at the end of the optimizer step (mf:1116-1121), behind
   no compute. Charged exposed, once per step (up to one layer's forward compute that could hide a part);
 - not gathered in the backward: a non-unit module has no pre-backward unshard hook (mf:976-978, units only), and a
