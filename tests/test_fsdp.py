@@ -32,14 +32,17 @@ def test_fsdp_shards_weights_and_grads_and_gathers_every_micro_batch():
     dist, fsdp = _pair(tp=1, pp=1, dp=64, mbs=1, gbs=256, precision="fp8")
     bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([dist, fsdp]), seq_len=8192)
     assert bd.valid.all()
-    # weights + grads: 70.6B x 2 B x 2 unsharded vs a 1/64 shard plus two gathered layers
-    assert bd.mem_weights_bytes[0] / bd.mem_weights_bytes[1] > 20
+    # weights + grads: 70.6B x 2 B x 2 unsharded vs a 1/64 shard plus two gathered layers; Megatron-FSDP also
+    # keeps the embedding and output layer (2 x 128256 x 8192 = 2.1B, fp8) gathered all step (step/fsdp.py)
+    assert bd.mem_weights_bytes[0] / bd.mem_weights_bytes[1] > 12
     assert bd.mem_grads_bytes[0] / bd.mem_grads_bytes[1] > 20
     assert bd.mem_optimizer_bytes[0] == bd.mem_optimizer_bytes[1]
     n_mb = int(bd.num_microbatches[1])
     assert n_mb == 4
-    # the distributed optimizer gathers once per step; FSDP twice per micro-batch (forward, backward)
-    assert bd.dp_dense_ag_total_s[1] == pytest.approx(2 * n_mb * bd.dp_dense_ag_total_s[0], rel=1e-6)
+    # the distributed optimizer gathers once per step; FSDP the units' twice per micro-batch (forward, backward),
+    # the 3% outside units (embedding, output layer, final norm) once per step
+    assert bd.dp_dense_ag_total_s[1] == pytest.approx(2 * n_mb * bd.dp_dense_ag_total_s[0], rel=0.05)
+    assert bd.dp_dense_ag_total_s[1] < 2 * n_mb * bd.dp_dense_ag_total_s[0]
     assert bd.dp_dense_rs_total_s[1] == pytest.approx(n_mb * bd.dp_dense_rs_total_s[0], rel=0.2)
     off = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([dataclasses.replace(fsdp, dp_overlap=False)]),
                            seq_len=8192)

@@ -360,9 +360,13 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         shard_dom = domains_touched(world / pp / replicas, shard_group, dom, max_dom)
         expert_shard_dom = domains_touched(world / pp / replicas, expert_shard_group, dom, max_dom)
         replica_dom = domains_touched(world / pp, replicas, dom, max_dom)
-        # A hybrid's Mamba layers are no Megatron-FSDP unit: their dense parameters are gathered once per step
-        # (step/fsdp.py); the units are the other layers (per stage on average, as dense_local).
-        non_unit = fsdp.megatron_non_unit_params(model, blocks.mamba / pp, 1.0 / tp, framework)
+        # Megatron-FSDP's non-unit parameters (embedding, output layer, final norm, Mamba layers, MTP projections)
+        # are gathered once per step and kept (step/fsdp.py); FSDP rows run at pp = 1 (layout rule fsdp), so the
+        # one stage holds all of them (/ pp as dense_local); the units are the TransformerLayers.
+        non_unit = fsdp.megatron_non_unit_params(
+            model, vocab_params=vocab * model.hidden, vocab_matrices=1 if model.tied_embeddings else 2, loss=True,
+            mamba_blocks=blocks.mamba, mtp_layers=model.num_mtp_layers, dense_share=1.0 / tp,
+            framework=framework) / pp
         units = blocks.layers - (blocks.mamba if framework == "megatron" else 0)
         for local, kept, group, domains, terms in (
                 (dense_local, non_unit, dense_group, shard_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),

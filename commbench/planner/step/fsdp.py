@@ -34,15 +34,25 @@ Megatron-FSDP's units are TransformerLayers only (megatron-core 0.16.1; paths be
 megatron/core/distributed/fsdp/, `mf` = src/megatron_fsdp/megatron_fsdp.py, `pgb` = src/megatron_fsdp/
 param_and_grad_buffer.py). mcore_fsdp_adapter.py:93-99: with optim_grads_params and no fsdp_unit_modules, which
 Megatron-LM's training.py passes none of, fsdp_unit_modules = [TransformerLayer]; the hybrid stack's attention,
-MLP (ssm/mlp_layer.py MLPLayer) and MoE (MoETransformerLayer) layers are TransformerLayers, its MambaLayer is not.
-What a Mamba layer's parameters then do in one step (a training step = n_mb micro-batches, then the optimizer):
+MLP (ssm/mlp_layer.py MLPLayer) and MoE (MoETransformerLayer) layers are TransformerLayers, its MambaLayer is not,
+and neither are the embedding (LanguageModelEmbedding), the final norm, the output layer (ColumnParallelLinear) nor
+an MTP layer's own enorm, hnorm, eh_proj and final_layernorm (transformer/multi_token_prediction.py:632-673; its
+inner transformer_layer is a unit). Every parameter outside a unit, of one dtype, falls into ONE parameter group
+(pgb:1331-1364: groups are keyed by dtype, expert flag, requires_grad and fsdp_unit_id, None outside units), split
+into buckets of suggested_bucket_size (pgb:1396-1408; a tied embedding's shared weight gets a bucket of its own,
+pgb:1381-1390). What the non-unit parameters then do in one step (n_mb micro-batches, then the optimizer):
 - gathered once per step: every module outside a unit gets a pre-forward unshard hook (mf:962-966), a non-unit
   one for its own parameters (mf:692-697, "every forward pass"), but the pipeline gathers only buckets still
   EMPTY (pgb:3561-3566), and nothing empties a non-unit bucket within the step: the post-forward release is
   registered on units only (mf:968-974), the root pre-backward marks only units' buckets releasable
-  (mf:851-857), the post-backward release is a unit hook (mf:594-609, 993-1001). So the first forward of the
-  step's first micro-batch gathers them (or a neighbour's forward prefetch, mf:704-708, pgb:3492-3558) and the
-  later micro-batches' forwards find them there;
+  (mf:851-857), the post-backward release is a unit hook (mf:594-609, 993-1001). So the first micro-batch's
+  forward gathers them and the later micro-batches' forwards find them there;
+- not hidden: the non-unit group is created at the first parameter named (the embedding's), so its buckets take
+  the lowest bucket ids, ahead of every unit's (pgb:1331-1364; Step 3, pgb:1416-1453, keeps the order), and the
+  forward prefetch walks bucket ids upward (pgb:3493-3558). The first unit's gather therefore queues behind every
+  non-unit bucket; before it only the embedding lookup (and a hybrid's leading Mamba layer) compute, and with
+  --overlap-param-gather the first bucket is dispatched at the end of the optimizer step (mf:1116-1121), behind
+  no compute. Charged exposed, once per step (up to one layer's forward compute that could hide a part);
 - not gathered in the backward: a non-unit module has no pre-backward unshard hook (mf:976-978, units only), and a
   unit's backward prefetch that reaches a non-unit bucket finds it READY: a bucket's forward and backward keys are
   one key (pgb:3406-3411) unless it has an MXFP8 transpose buffer (pgb:1953-1955; not charged here, below);
@@ -52,13 +62,19 @@ What a Mamba layer's parameters then do in one step (a training step = n_mb micr
   calls every step under Megatron-FSDP (megatron/core/optimizer/distrib_optimizer.py:2609-2611);
 - gradients as the units': every parameter's post-accumulate-grad hook (mf:1003-1012) reduce-scatters through the
   bucketed pipeline on every backward under optim_grads_params (mf:654-667), and on the last micro-batch the HSDP
-  outer all-reduce (mf:669-672). So a Mamba layer's reduce-scatters are charged per micro-batch like a unit's.
-Charged: their all-gather once per step (`kept_local`), behind the first micro-batch's forward; the units' gathers
-twice per micro-batch; all reduce-scatters per micro-batch. Memory keeps them gathered all step
-(megatron_kept_gathered_params). Not charged: with MXFP8 parameter gathers a unit's backward prefetch can also
-gather a neighbouring Mamba bucket's transpose buffer once in the step. The embedding and output layer are non-unit
-modules too (pgb:1331-1364 puts every non-unit parameter of a dtype in one parameter group, split into buckets of
-suggested_bucket_size, pgb:1396-1408); this module still charges them as units' parameters.
+  outer all-reduce (mf:669-672). So their reduce-scatters are charged per micro-batch like a unit's.
+Charged: the non-unit all-gather once per step, exposed (`kept_local`); the units' gathers twice per micro-batch,
+each of the units' parameters over the unit count; all reduce-scatters per micro-batch. Memory keeps the non-unit
+parameters gathered all step (megatron_kept_gathered_params) and the gathered-unit buffers hold units' parameters
+only (unit_params). FSDP rows run at pp = 1 (layout rule fsdp), so the one stage holds the embedding, the output
+layer, the final norm and every Mamba and MTP layer; memory takes each pipeline rank's own (stage_memory.RankLoad).
+Not charged: with MXFP8 parameter gathers a unit's backward prefetch can also gather a non-unit bucket's transpose
+buffer once in the step.
+
+TorchTitan 0.3.0 wraps differently (torchtitan/distributed/fsdp.py apply_fsdp_to_decoder): the embedding, and the
+final norm with the output layer, are fully_shard groups of their own beside one per block, and the root module
+holds nothing, so nothing stays gathered for the step; its charge is unchanged here (every parameter in the
+per-block units, `kept_local` 0).
 """
 
 from __future__ import annotations
@@ -76,9 +92,9 @@ def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, comput
     (before sharding) over `group` ranks, in `units` FSDP units: sharded over group/replicas ranks
     spanning `domains` racks, all-reduced across `replicas` spanning `replica_domains` racks (HSDP;
     the all-reduce is counted with the reduce-scatters: both are gradient traffic). `kept_local` of `local`
-    belongs to no unit (a hybrid's Mamba layers under Megatron-FSDP, module docstring): all-gathered once per
-    step, in the first micro-batch's forward (hidden behind it like the units' forward gathers), and
-    reduce-scattered every micro-batch with the rest. AG total = n_mb x 2 x AG(units) + AG(kept)."""
+    belongs to no unit (Megatron-FSDP's non-unit parameters, module docstring: megatron_non_unit_params):
+    all-gathered once per step, exposed (the first unit's gather queues behind it), and reduce-scattered every
+    micro-batch with the rest. AG total = n_mb x 2 x AG(units) + AG(kept)."""
     replicas = np.maximum(np.asarray(replicas), 1)
     g = np.maximum(group // replicas, 1).astype(float)
     active = g > 1
@@ -99,21 +115,22 @@ def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, comput
         return hidden(comm * (1 - edge), bwd, eff) + comm * edge
 
     fwd_x = hidden(ag_once * (1 - edge), fwd, eff) + ag_once * edge
-    first_fwd_x = hidden(ag_once * (1 - edge) + ag_kept, fwd, eff) + ag_once * edge   # the kept gathers ride here
     bwd_comm, last_comm = ag_once + rs_once, ag_once + rs_once + ar
     bwd_x, last_x = backward_exposed(bwd_comm), backward_exposed(last_comm)
     share_ag = np.where(bwd_comm > 0, ag_once / np.maximum(bwd_comm, 1e-300), 0.0)
     last_share_ag = np.where(last_comm > 0, ag_once / np.maximum(last_comm, 1e-300), 0.0)
-    ag_x = np.where(dp_overlap, n_mb * fwd_x + (first_fwd_x - fwd_x) + (n_mb - 1) * bwd_x * share_ag
-                    + last_x * last_share_ag, n_mb * 2 * ag_once + ag_kept)
+    ag_x = np.where(dp_overlap, n_mb * fwd_x + (n_mb - 1) * bwd_x * share_ag + last_x * last_share_ag,
+                    n_mb * 2 * ag_once) + ag_kept   # the non-unit gather is exposed either way
     rs_x = np.where(dp_overlap, (n_mb - 1) * bwd_x * (1 - share_ag) + last_x * (1 - last_share_ag),
                     n_mb * rs_once + ar)
     return n_mb * rs_once + ar, rs_x, n_mb * 2 * ag_once + ag_kept, ag_x
 
 
-def unit_params(model, dense_local, expert_local, num_layers: int, moe_layers: int):
-    """Parameters of the largest FSDP unit on one GPU (a MoE layer holds its experts' share)."""
-    dense_unit = dense_local / np.maximum(num_layers, 1)
+def unit_params(model, dense_local, expert_local, units, moe_layers, non_unit=0.0):
+    """Parameters of the largest FSDP unit on one GPU: the `dense_local` parameters less the `non_unit` ones no unit
+    holds (megatron_non_unit_params), over the rank's `units` (TransformerLayers under Megatron-FSDP, blocks under
+    TorchTitan), plus, in a MoE model, one MoE layer's share of the rank's `expert_local` over its `moe_layers`."""
+    dense_unit = np.maximum(dense_local - non_unit, 0.0) / np.maximum(units, 1)
     return dense_unit + (expert_local / np.maximum(moe_layers, 1) if model.is_moe else 0.0)
 
 
@@ -123,17 +140,36 @@ def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):
     return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * grad_size + unit * grad_size
 
 
-def megatron_non_unit_params(model, mamba_blocks, dense_share, framework: str = "megatron"):
-    """Parameters per GPU (before sharding) of the rank's `mamba_blocks` Mamba layers, TP-sharded by `dense_share`:
-    under Megatron-FSDP no FSDP unit holds them (module docstring), so they are gathered once per step and kept.
-    0 under TorchTitan (it builds no hybrid model) and for a model without Mamba layers."""
-    if framework != "megatron" or not getattr(model, "num_mamba_layers", 0):
+def mtp_non_unit_params_per_layer(model) -> float:
+    """An MTP layer's parameters outside its transformer_layer (multi_token_prediction.py:632-673): eh_proj (2h x h)
+    and enorm, hnorm, final_layernorm (h each), as models/counts.param_counts counts them; a model whose MTP layers
+    share weights builds them once (its share per layer)."""
+    n = model.num_mtp_layers
+    if not n:
+        return 0.0
+    weight_layers = min(n, 1) if model.mtp_shared_weights else n
+    h = model.hidden
+    return (2 * h * h + 3 * h) * weight_layers / n
+
+
+def megatron_non_unit_params(model, *, vocab_params, vocab_matrices, loss, mamba_blocks, mtp_layers, dense_share,
+                             framework: str = "megatron"):
+    """Parameters per GPU (TP-sharded by `dense_share`, before FSDP sharding) that no Megatron-FSDP unit holds on a
+    pipeline rank (module docstring): its `vocab_matrices` embedding / output-layer copies of `vocab_params`, the
+    final norm (h) where it holds the `loss`, its `mamba_blocks` Mamba layers (models/mamba.mamba_params_per_layer
+    plus the layer's pre-norm h) and its `mtp_layers` MTP layers' own projection and norms
+    (mtp_non_unit_params_per_layer). 0 under TorchTitan (module docstring)."""
+    if framework != "megatron":
         return 0.0
     from commbench.planner.models.mamba import mamba_params_per_layer
-    return mamba_blocks * mamba_params_per_layer(model) * dense_share
+    h = model.hidden
+    mamba_layer = mamba_params_per_layer(model) + h if getattr(model, "num_mamba_layers", 0) else 0.0
+    params = (vocab_matrices * vocab_params + np.where(loss, h, 0.0) + mamba_blocks * mamba_layer
+              + mtp_layers * mtp_non_unit_params_per_layer(model))
+    return params * dense_share
 
 
-def megatron_kept_gathered_params(model, mamba_blocks, dense_share, group, framework: str = "megatron"):
-    """Parameters per GPU beyond its shard that Megatron-FSDP keeps gathered all step: the rank's `mamba_blocks`
-    Mamba layers (megatron_non_unit_params) less the 1/`group` shard already charged."""
-    return megatron_non_unit_params(model, mamba_blocks, dense_share, framework) * (1.0 - 1.0 / np.maximum(group, 1))
+def megatron_kept_gathered_params(non_unit, group):
+    """Parameters per GPU beyond its shard that Megatron-FSDP keeps gathered all step: the rank's `non_unit`
+    parameters (megatron_non_unit_params) less the 1/`group` shard already charged."""
+    return non_unit * (1.0 - 1.0 / np.maximum(group, 1))

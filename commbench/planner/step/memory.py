@@ -301,13 +301,18 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
         weights = local * held_bytes
         grads = local * grad_bytes(framework)   # bf16 under Megatron (--grad-reduce-in-bf16), fp32 under TorchTitan
         if any_fsdp:  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
+            # Megatron-FSDP's non-unit parameters on this rank stay gathered all step; its units are the
+            # TransformerLayers (Mamba layers are not); TorchTitan's units are its blocks (step/fsdp.py)
+            non_unit = fsdp.megatron_non_unit_params(
+                model, vocab_params=vocab_params, vocab_matrices=load.vocab_matrices, loss=load.loss,
+                mamba_blocks=load.counts.mamba, mtp_layers=load.mtp_layers, dense_share=dense_share,
+                framework=framework)
+            units = load.counts.layers - (load.counts.mamba if framework == "megatron" else 0)
             f_weights, f_grads = fsdp.fsdp_memory_bytes(
                 dense_local / dense_group + expert_local / expert_group,
-                fsdp.unit_params(model, dense_local, expert_local, load.counts.layers, load.counts.moe),
+                fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit),
                 grad_bytes(framework))
-            # a hybrid's Mamba layers are not Megatron-FSDP units: gathered all step (step/fsdp.py)
-            f_weights = f_weights + fsdp.PARAM_BYTES * fsdp.megatron_kept_gathered_params(
-                model, load.counts.mamba, dense_share, dense_group, framework)
+            f_weights = f_weights + fsdp.PARAM_BYTES * fsdp.megatron_kept_gathered_params(non_unit, dense_group)
             f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \

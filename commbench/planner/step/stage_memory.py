@@ -43,6 +43,7 @@ class RankLoad:
     counts: BlockCounts        # blocks by kind (activations)
     chunks_in_flight: int      # model-chunk micro-batches kept for backward (vp chunks make one micro-batch)
     loss: bool                 # holds the output layer and the logits
+    mtp_layers: int = 0        # MTP layers it builds (their non-unit parts under Megatron-FSDP: step/fsdp.py)
 
 
 def _layer_kinds(model: ModelSpec) -> list[dict[str, int]]:
@@ -126,7 +127,8 @@ def _rank_load(rank: int, r: dict, pp: int, vp: int, tied_single: bool) -> RankL
                          layers=r["layers"], linear=k["linear"])
     in_flight = (pp - rank - 1) * 2 + (vp - 1) * pp + 1 if vp > 1 else pp - rank
     return RankLoad(rank=rank, vocab_matrices=vocab_matrices, non_expert_params=r["dense"],
-                    expert_params=r["expert"], counts=counts, chunks_in_flight=in_flight, loss=bool(r["L"]))
+                    expert_params=r["expert"], counts=counts, chunks_in_flight=in_flight, loss=bool(r["L"]),
+                    mtp_layers=r["m"])
 
 
 @lru_cache(maxsize=4096)
@@ -151,6 +153,7 @@ class RankArrays:
     counts: BlockCounts
     chunks_in_flight: np.ndarray
     loss: np.ndarray
+    mtp_layers: np.ndarray
 
 
 def candidate_arrays(model: ModelSpec, pp, vp, tp, framework: str = "megatron") -> list[RankArrays]:
@@ -170,11 +173,12 @@ def candidate_arrays(model: ModelSpec, pp, vp, tp, framework: str = "megatron") 
     for k in range(width):
         loads = [g[k] if k < len(g) else g[0] for g in groups]
         table = np.array([(x.rank, x.vocab_matrices, x.non_expert_params, x.expert_params, x.chunks_in_flight,
-                           x.loss, *(getattr(x.counts, n) for n in names)) for x in loads], dtype=np.float64)
+                           x.loss, x.mtp_layers, *(getattr(x.counts, n) for n in names)) for x in loads],
+                         dtype=np.float64)
         # a column the same for every group stays a scalar (no gather): most are (no Mamba, no loss on the first...)
         col = [c[0] if np.all(c == c[0]) else grouped.expand(c)
                for c in np.ascontiguousarray(table.T)]
         out.append(RankArrays(rank=np.asarray(col[0]).astype(np.int64), vocab_matrices=col[1], non_expert_params=col[2],
                               expert_params=col[3], chunks_in_flight=col[4], loss=np.asarray(col[5]) > 0,
-                              counts=BlockCounts(**dict(zip(names, col[6:])))))
+                              mtp_layers=col[6], counts=BlockCounts(**dict(zip(names, col[7:])))))
     return out
