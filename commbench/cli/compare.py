@@ -253,22 +253,15 @@ def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_chang
     setup and layout (CI runners) are only noted."""
     from commbench.results.run_setup import layout_changes
 
-    layout = layout_changes(base_headers, new_headers, new_name=side_name)
-    if layout and not allow_layout_change:
-        raise CommbenchError(f"{side} was measured on another node layout than the base: {'; '.join(layout)}; the "
-                             "same ranks on other nodes cross other links (NVLink, the network), so its times are not "
-                             "the base's measurement repeated; --allow-layout-change judges them all the same")
-    if layout:
-        err_console.print(styled("allowed: {} was measured on another node layout (--allow-layout-change): {}", side,
-                                 "; ".join(layout)), highlight=False, soft_wrap=True)
-    changes = setup_changes(base_headers, new_headers, new_name=side_name)
-    if changes and not allow_setup_change:
-        raise CommbenchError(f"{side} was measured on another setup than the base: {'; '.join(changes)}; its "
-                             "times are not the base's measurement repeated; --allow-setup-change judges them all the "
-                             "same (an NCCL upgrade against the old baseline, say)")
-    if changes:
-        err_console.print(styled("allowed: {} was measured on another setup (--allow-setup-change): {}", side,
-                                 "; ".join(changes)), highlight=False, soft_wrap=True)
+    _refuse_unless_allowed(
+        layout_changes(base_headers, new_headers, new_name=side_name), allow_layout_change, side,
+        "another node layout", "the same ranks on other nodes cross other links (NVLink, the network), so its times "
+        "are not the base's measurement repeated; --allow-layout-change judges them all the same",
+        "--allow-layout-change")
+    _refuse_unless_allowed(
+        setup_changes(base_headers, new_headers, new_name=side_name), allow_setup_change, side, "another setup",
+        "its times are not the base's measurement repeated; --allow-setup-change judges them all the same (an NCCL "
+        "upgrade against the old baseline, say)", "--allow-setup-change")
     envs = [sorted({" ".join(f"{k}={v}" for k, v in sorted(h.nccl_env.items())) or "none" for h in headers})
             for headers in (base_headers, new_headers)]
     if base_headers and new_headers and not set(envs[1]) <= set(envs[0]):
@@ -278,6 +271,16 @@ def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_chang
                           highlight=False, soft_wrap=True)
     for text in setup_changes(base_headers, new_headers, fields=("hosts",), new_name=side_name):
         err_console.print(styled("[yellow]note:[/] {} was measured on other hosts: {}", side, text),
+                          highlight=False, soft_wrap=True)
+
+
+def _refuse_unless_allowed(changes: list[str], allowed: bool, side: str, what: str, why: str, flag: str) -> None:
+    """Refuse `side` measured on `what` than the base (`changes` name it) in one line saying `why`, unless `flag`
+    allowed it: then said on a line of its own."""
+    if changes and not allowed:
+        raise CommbenchError(f"{side} was measured on {what} than the base: {'; '.join(changes)}; {why}")
+    if changes:
+        err_console.print(styled("allowed: {} was measured on {} ({}): {}", side, what, flag, "; ".join(changes)),
                           highlight=False, soft_wrap=True)
 
 
