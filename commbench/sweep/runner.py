@@ -14,7 +14,7 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from collectives import get_collective
-from commbench.errors import first_line
+from commbench.errors import CommbenchError, first_line
 from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS, RankProgress
 from commbench.measure.harness import failed_measurement, measure_point
@@ -90,9 +90,15 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     from commbench.sweep.view import SweepView
 
     from commbench.comm.same_config import check_same_config, config_digest
-    check_same_config(backend, config_digest({  # what plans the points (before any exchange that depends on it)
-        "sweep": sweep_identity(job.sweep, backend.world_size, backend.name), "resume": job.resume,
-        "topology": job.sweep.topology, "tuning": [c.label for c in job.sweep.tuning]}), "sweep")
+    try:
+        check_same_config(backend, config_digest({  # what plans the points (before any exchange that depends on it)
+            "sweep": sweep_identity(job.sweep, backend.world_size, backend.name), "resume": job.resume,
+            "topology": job.sweep.topology, "tuning": [c.label for c in job.sweep.tuning]}), "sweep")
+    except CommbenchError:
+        # every rank stops here after the same all-gather: tear the group down together (as bench does), or a rank
+        # still holding it at interpreter exit while its peer has gone aborts in gloo (SIGABRT, not exit 2)
+        backend.shutdown()
+        raise
     topology = resolve_on_ranks(job.sweep.topology, backend)  # every rank: may gather host names
     points = plan_sweep(job.sweep, backend.world_size, backend=backend.name, output_path=job.output_path,
                         argv=job.argv, topology=topology)
