@@ -106,9 +106,8 @@ def test_the_importers_factor_table_is_the_collectives_own():
     """The importer holds nccl-tests' busbw factors itself (results may not import collectives); they are the ones
     commbench's collectives measure with, for every collective both know, at several rank counts."""
     from collectives import get_collective
-    from commbench.results.importers.nccl_tests import DERIVED_BANDWIDTH, NCCL_TESTS_BUS_FACTOR, bus_factor
+    from commbench.results.importers.nccl_tests import DERIVED_BANDWIDTH, bus_factor
 
-    assert set(NCCL_TESTS_BUS_FACTOR) == set(DERIVED_BANDWIDTH)
     for name in DERIVED_BANDWIDTH - {"gather", "scatter"}:
         for n in (2, 3, 4, 8, 72):
             assert bus_factor(name, n) == pytest.approx(get_collective(name).busbw_factor(n)), (name, n)

@@ -259,28 +259,22 @@ def loop_params(agg_iters: int, graph_launches: int, blocking, unalign: int = 0)
 
 
 # nccl-tests' bandwidths (src/<test>.cu GetBw): algbw = size / time for these tests (size the printed column: count x
-# type bytes, x nranks where count is one rank's chunk), busbw = algbw x the test's factor; commbench's own collectives
-# hold the same factors (collectives/*.py busbw_factor, docs/PERFORMANCE.md), gather and scatter are nccl-tests' alone
-# (src/gather.cu, src/scatter.cu: (n-1)/n). Not here: hypercube (algbw from (n-1) chunks), alltoallv, and commbench's
-# moe_all_to_all (algbw from the round trip's bytes, not the size) and grad_reduce_scatter (its factor follows its
-# params): their printed values are kept.
-DERIVED_BANDWIDTH = frozenset({"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv", "broadcast",
-                               "reduce", "gather", "scatter"})
+# type bytes, x nranks where count is one rank's chunk), busbw = algbw x the test's factor on n ranks: all_reduce
+# 2(n-1)/n; all_gather, reduce_scatter, alltoall, gather, scatter (n-1)/n; broadcast, reduce, sendrecv 1. The importer
+# reads nccl-tests' output, so it holds nccl-tests' table (results may not import collectives: tests/test_layering.py;
+# tests/test_import_bandwidth_derived.py holds it to collectives/*.py busbw_factor). Not here: hypercube (algbw from
+# (n-1) chunks), alltoallv, and commbench's moe_all_to_all (algbw from the round trip's bytes, not the size) and
+# grad_reduce_scatter (its factor follows its params): their printed values are kept.
+NCCL_TESTS_BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+                         "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+                         "gather": lambda n: (n - 1) / n, "scatter": lambda n: (n - 1) / n,
+                         "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+DERIVED_BANDWIDTH = frozenset(NCCL_TESTS_BUS_FACTOR)
 PRINTED_BW_NOTE = ("algbw/busbw as printed (to 2 decimals): {collective}'s algbw does not follow from size and time "
                    "alone")
 BW_MISMATCH_NOTE = ("printed {name} {printed:g} GB/s is not size / time x factor ({derived:.4g} GB/s at {ranks} ranks) "
                     "within its print rounding: the world size read from the log may be wrong; the record keeps the "
                     "derived value, the printed one is metrics.nccl_tests_printed_{name}_gbps")
-
-
-# busbw / algbw per test on n ranks: nccl-tests' GetBw (src/all_reduce.cu 2(n-1)/n; all_gather, reduce_scatter,
-# alltoall, gather, scatter (n-1)/n; broadcast, reduce, sendrecv 1). The importer reads nccl-tests' output, so it holds
-# nccl-tests' table (results may not import collectives: tests/test_layering.py); tests/test_import_bandwidth_derived.py
-# holds it to collectives/*.py busbw_factor.
-NCCL_TESTS_BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-                         "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
-                         "gather": lambda n: (n - 1) / n, "scatter": lambda n: (n - 1) / n,
-                         "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
 
 
 def bus_factor(collective: str, ranks: int) -> float:
