@@ -34,8 +34,8 @@ import shlex
 
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
-from commbench.planner.layout.connections import (HOPPER_OR_OLDER, TP_OVERLAP_NEEDS_ONE,  # noqa: F401
-                                                  before_blackwell, device_max_connections)
+from commbench.planner.layout.connections import (TP_OVERLAP_NEEDS_ONE, device_max_connections,
+                                                  tp_overlap_runs)
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, default_scope, scope_mask
 from commbench.planner.layout.spec import Layout, recompute_modules  # noqa: F401 - recompute_modules re-exported
 from commbench.planner.models.spec import ModelSpec
@@ -295,7 +295,7 @@ def launch_connections(layout: Layout, gpu_name: str) -> tuple[str | None, str]:
 
 def connections_notes(layout: Layout, gpu_name: str) -> list[str]:
     """Why a Hopper plan above one connection has no TP comm overlap (plan.json megatron.notes)."""
-    if not (before_blackwell(gpu_name) and layout.tp > 1 and (layout.fsdp or (layout.moe_a2a_overlap and layout.ep > 1))):
+    if tp_overlap_runs(gpu_name, layout.tp, layout.fsdp, layout.moe_a2a_overlap and layout.ep > 1):
         return []
     value, _ = launch_connections(layout, gpu_name)
     what = "Megatron-FSDP" if layout.fsdp else "EP all-to-all overlap"
