@@ -226,7 +226,7 @@ def test_an_ill_typed_every_layer_window_is_one_line(tmp_path, value):
                                                      "num_experts (128)"),
     ("Mixtral-8x7B-v0.1", dict(num_experts_per_tok=0), "num_experts_per_tok=0 is invalid: 0 < num_experts_per_tok <= "
                                                        "num_local_experts (8)"),
-    ("DeepSeek-V3", dict(first_k_dense_replace=70), "first_k_dense_replace=70 is invalid: 0..num_hidden_layers (61)"),
+    ("DeepSeek-V3", dict(first_k_dense_replace=70), "first_k_dense_replace=70 is invalid: 0..60 (num_hidden_layers 61 less one"),
 ])
 def test_a_refusal_names_the_config_json_key_and_value(tmp_path, folder, changes, line):
     said = _refused(_variant(tmp_path, folder, **changes), gpus=256)

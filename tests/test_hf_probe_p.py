@@ -175,3 +175,17 @@ def test_seq_len_past_the_hf_model_positions_names_the_hf_model_and_key(tmp_path
     out = _refused(_variant(tmp_path, "Qwen3-30B-A3B"), "--gpus", "16", "--framework", "torchtitan",
                    "--seq-len", "65536")
     assert f"hf:{tmp_path.name}" in out and "max_position_embeddings=40960" in out and "--seq-len <= 40960" in out
+
+
+# --- probe R (session 33): a MoE config whose every layer is dense ----------------------------------------------------
+
+@pytest.mark.parametrize("folder,changes,named", [
+    ("DeepSeek-V3", dict(first_k_dense_replace=61), "first_k_dense_replace=61 is invalid: 0..60"),
+    ("Qwen3-30B-A3B", dict(mlp_only_layers=list(range(48)), intermediate_size=6144), "dense_layers=48 is invalid: 0..47"),
+])
+def test_a_moe_config_with_no_moe_layer_is_refused_not_planned_with_expert_parallelism(tmp_path, folder, changes,
+                                                                                       named):
+    """transformers builds every layer dense there (DeepseekV3 layer_idx >= first_k_dense_replace, Qwen MoE
+    mlp_only_layers); it was planned as MoE with EP/ETP over experts that do not exist and --num-experts emitted."""
+    out = _refused(_variant(tmp_path, folder, **changes), "--gpus", "64")
+    assert named in out and "at least one MoE layer" in out

@@ -39,8 +39,11 @@ def check_sizes(c, fields: dict[str, Any]) -> None:
             width = "intermediate_size" if c.model_type in _LOCAL_EXPERTS_TYPES else "moe_intermediate_size"
             raise c.fail(f"{width}={fields.get('expert_ffn', 0)} is invalid: > 0 (the experts' width)")
     layers, dense = fields["num_layers"], fields.get("num_dense_layers", 0)
-    if dense > layers and c.get("first_k_dense_replace") is not None:
-        raise c.fail(f"first_k_dense_replace={dense} is invalid: 0..num_hidden_layers ({layers})")
+    if dense >= layers and experts and c.get("first_k_dense_replace") is not None:
+        # transformers' decoder then builds no MoE layer (layer_idx >= first_k_dense_replace): a dense network
+        raise c.fail(f"first_k_dense_replace={dense} is invalid: 0..{layers - 1} (num_hidden_layers {layers} less "
+                     "one: a model with routed experts needs at least one MoE layer; give a dense model's config "
+                     "for an all-dense network)")
     if dense and fields.get("dense_ffn", 0) <= 0:
         raise c.fail(f"intermediate_size={fields.get('dense_ffn', 0)} is invalid: > 0 (the dense layers' MLP width)")
 

@@ -103,6 +103,10 @@ class ModelSpec:
                           "heads) and no hybrid layer pattern")
         if not 0 <= self.num_dense_layers <= self.num_layers:
             raise invalid(f"{self.name}.dense_layers", self.num_dense_layers, f"0..{self.num_layers}")
+        if self.is_moe and self.num_moe_layers == 0:   # transformers then builds every layer dense: not a MoE model
+            raise invalid(f"{self.name}.dense_layers", self.num_dense_layers,
+                          f"0..{self.num_layers - 1} for a model with routed experts (at least one MoE layer; a "
+                          "model whose every layer is dense is a dense model: give it without routed experts)")
         if self.is_moe and self.expert_ffn <= 0:
             raise invalid(f"{self.name}.expert_ffn", self.expert_ffn, "MoE models need expert_ffn > 0")
         if self.is_moe and (self.top_k <= 0 or self.top_k > self.num_routed_experts):
