@@ -21,6 +21,19 @@ model whose full sizes pass can still break on the per-rank ones:
   quantizer.cpp: "NVFP4 requires tensor dims that are divisible by 16", "MXFP8 requires tensor dims that are
   divisible by 32"); the output layer is Megatron's own ColumnParallelLinear (not quantized), the vocabulary padded
   anyway.
+- Megatron-LM core_v0.16.1 with Transformer Engine, fp8 (any recipe; the emitted one is tensorwise current scaling):
+  every TE Linear checks assert_dim_for_fp8_exec(inputmat, weight) (transformer_engine/pytorch/utils.py: "the product
+  of all dimensions except the last to be divisible by 8 and the last dimension to be divisible by 16"): the per-rank
+  weight [out, in] needs in features a multiple of 16 and out features a multiple of 8 (module/linear.py,
+  layernorm_linear.py, layernorm_mlp.py). TE's GroupedLinear (the routed experts) makes no such check: not listed.
+- TorchTitan 0.3.0, fp8: Float8LinearConverter(filter_fqns=["lm_head", "router.gate"]) converts every other Linear
+  whose full in and out features are multiples of 16 and SKIPS the rest (components/quantization/utils.py
+  module_filter_fn: "we only convert Linear modules with dimensions divisible by 16"), so a model with such a Linear
+  would train it in BF16 under an fp8 label: refused. Once TP shards a converted weight, torch._scaled_mm takes only
+  per-rank K and N multiples of 16 (torchao/float8/config.py pad_inner_dim, off: "_scaled_mm ... N, K must be a
+  multiple of 16"); Float8GroupedExpertsConverter's grouped GEMM needs the experts' K and N multiples of 16 (torchao
+  prototype/moe_training/fp8_grouped_mm.py "B must have last 2 dims divisible by 16").
+
 """
 
 from __future__ import annotations
@@ -31,25 +44,34 @@ from commbench.planner.models.spec import ModelSpec
 
 # (framework, precision) -> the multiple every per-rank dimension of a converted Linear must be
 QUANT_BLOCK = {("torchtitan", "nvfp4"): 128, ("torchtitan", "mxfp8"): 32, ("megatron", "nvfp4"): 16,
-               ("megatron", "mxfp8"): 32}
+               ("megatron", "mxfp8"): 32, ("megatron", "fp8"): 16, ("torchtitan", "fp8"): 16}
+MEGATRON_FP8_OUT = 8   # assert_dim_for_fp8_exec: the weight's leading dim (out features) a multiple of 8 only
+# what quant_tp_refusal says takes the per-rank sizes
+_WHERE = {("torchtitan", "fp8"): "TorchTitan 0.3.0's Float8LinearConverter leaves a Linear with a size not a multiple of "
+                                 "16 in BF16 (module_filter_fn: the run would be partly bf16 under an fp8 label), and "
+                                 "torch._scaled_mm and torchao's FP8 grouped GEMM take per-rank sizes that are multiples "
+                                 "of 16 only",
+          ("megatron", "fp8"): "Megatron-LM core_v0.16.1's Transformer Engine FP8 Linears (assert_dim_for_fp8_exec) take "
+                               "per-rank weights with in features a multiple of 16 and out features a multiple of 8 only"}
 TITAN_MXFP8_EXPERT_K = 128   # layout/precision.py MXFP8_PAD_MULTIPLE: the grouped GEMM's K multiple
 
 
-def _attention_dims(model: ModelSpec) -> list[tuple[str, int, str]]:
-    """(name, size, what shards it: "tp" or "") of the attention Linears' dimensions (GQA and MLA; the hidden size
-    alone for the others, whose projections this rule does not list)."""
+def _attention_dims(model: ModelSpec) -> list[tuple[str, int, str, bool]]:
+    """(name, size, what shards it: "tp" or "", whether it is an output dimension only) of the attention Linears'
+    dimensions (GQA and MLA; the hidden size alone for the others, whose projections this rule does not list)."""
     if model.attention not in ("gqa", "mla"):
-        return [("hidden", model.hidden, "")]
+        return [("hidden", model.hidden, "", False)]
     if model.attention == "mla":
         qk = model.qk_nope_head_dim + model.qk_rope_head_dim
-        return [("heads x qk_head_dim (wq / wq_b out)", model.num_heads * qk, "tp"),
+        return [("heads x qk_head_dim (wq / wq_b out)", model.num_heads * qk, "tp", True),
                 ("heads x (qk_nope + v) (wkv_b out)", model.num_heads * (model.qk_nope_head_dim + model.v_head_dim),
-                 "tp"),
-                ("heads x v_head_dim (wo in)", model.num_heads * model.v_head_dim, "tp"), ("hidden", model.hidden, "")]
+                 "tp", True),
+                ("heads x v_head_dim (wo in)", model.num_heads * model.v_head_dim, "tp", False),
+                ("hidden", model.hidden, "", False)]
     hd = model.head_dim or model.hidden // model.num_heads
     kv = model.num_kv_heads or model.num_heads
-    return [("(heads + 2 kv_heads) x head_dim (wqkv out)", (model.num_heads + 2 * kv) * hd, "tp"),
-            ("heads x head_dim (wo in)", model.num_heads * hd, "tp"), ("hidden", model.hidden, "")]
+    return [("(heads + 2 kv_heads) x head_dim (wqkv out)", (model.num_heads + 2 * kv) * hd, "tp", True),
+            ("heads x head_dim (wo in)", model.num_heads * hd, "tp", False), ("hidden", model.hidden, "", False)]
 
 
 def converted_dims(model: ModelSpec, framework: str, precision: str) -> list[tuple[str, int, str, int]]:
@@ -58,7 +80,9 @@ def converted_dims(model: ModelSpec, framework: str, precision: str) -> list[tup
     block = QUANT_BLOCK.get((framework, precision))
     if block is None:
         return []
-    dims = [(n, s, sh, block) for n, s, sh in _attention_dims(model)]
+    megatron_fp8 = (framework, precision) == ("megatron", "fp8")
+    dims = [(n, s, sh, MEGATRON_FP8_OUT if (megatron_fp8 and out_only) else block)
+            for n, s, sh, out_only in _attention_dims(model)]
     ffns = [("dense_ffn (w1/w3 out, w2 in)", model.dense_ffn)] if (model.num_dense_layers or not model.is_moe) else []
     if model.num_shared_experts:
         ffns.append(("shared experts' ffn", model.num_shared_experts * model.expert_ffn))
@@ -67,21 +91,42 @@ def converted_dims(model: ModelSpec, framework: str, precision: str) -> list[tup
         dims.append(("vocab (lm_head out)", model.vocab, "tp", block))
     if model.is_moe and framework == "torchtitan" and precision == "mxfp8":   # experts split over TP at ep = 1
         dims.append(("expert_ffn (grouped GEMM K)", model.expert_ffn, "etp", TITAN_MXFP8_EXPERT_K))
-    if model.is_moe and framework == "megatron":
+    if model.is_moe and framework == "torchtitan" and precision == "fp8":     # Float8GroupedExperts' grouped GEMM
+        dims.append(("expert_ffn (grouped GEMM)", model.expert_ffn, "etp", block))
+    if model.is_moe and framework == "megatron" and not megatron_fp8:         # TE GroupedLinear: quantizer rule only
         dims.append(("expert_ffn", model.expert_ffn, "etp", block))
     return dims
+
+
+def _misfits(model: ModelSpec, framework: str, precision: str, tp: int, etp: int) -> list[tuple[str, str]]:
+    """(shard, 'name size / tp = local (not a multiple of m)') of each converted dimension missing its multiple."""
+    out = []
+    for name, size, shard, multiple in converted_dims(model, framework, precision):
+        ways = {"tp": tp, "etp": etp}.get(shard, 1)
+        if size % ways or (size // ways) % multiple:
+            out.append((shard, f"{name} {size}" + (f" / {shard} {ways} = {size / ways:g}" if ways > 1 else "")
+                        + f" (not a multiple of {multiple})"))
+    return out
 
 
 def quant_tp_misfits(model: ModelSpec, framework: str, precision: str, tp: int, etp: int = 1) -> list[str]:
     """'name size / tp = local (not a multiple of m)' for each converted dimension whose per-rank size misses its
     multiple at this TP (and, for the routed experts, ETP) size."""
-    out = []
-    for name, size, shard, multiple in converted_dims(model, framework, precision):
-        ways = {"tp": tp, "etp": etp}.get(shard, 1)
-        if size % ways or (size // ways) % multiple:
-            out.append(f"{name} {size}" + (f" / {shard} {ways} = {size / ways:g}" if ways > 1 else "")
-                       + f" (not a multiple of {multiple})")
-    return out
+    return [text for _, text in _misfits(model, framework, precision, tp, etp)]
+
+
+def quant_misfits_sharded(model: ModelSpec, framework: str, precision: str, tp: int, etp: int = 1) -> bool:
+    """Whether every dimension missing its multiple is one TP / ETP shards (another tp could help; the hidden size,
+    not sharded, cannot be mended by one)."""
+    return all(shard for shard, _ in _misfits(model, framework, precision, tp, etp))
+
+
+def quant_rule_why(framework: str, precision: str) -> str:
+    """What takes the per-rank GEMM sizes, and which (the module docstring's sources), as a clause."""
+    return _WHERE.get((framework, precision)) or (
+        {"torchtitan": "TorchTitan 0.3.0's converted Linears (torchao's kernels)",
+         "megatron": "Megatron-LM core_v0.16.1's Transformer Engine quantizers"}[framework]
+        + " take per-rank GEMM sizes that are multiples of the block only")
 
 
 def quant_tp_refusal(model: ModelSpec, framework: str, precision: str, tp: int, etp: int = 1) -> str | None:
@@ -89,11 +134,8 @@ def quant_tp_refusal(model: ModelSpec, framework: str, precision: str, tp: int, 
     off = quant_tp_misfits(model, framework, precision, tp, etp)
     if not off:
         return None
-    where = {"torchtitan": "TorchTitan 0.3.0's converted Linears (torchao's kernels)",
-             "megatron": "Megatron-LM core_v0.16.1's Transformer Engine quantizers"}[framework]
     return (f"tp={tp}" + (f", etp={etp}" if model.is_moe else "") + f" is invalid for {model.name} in {precision} "
-            f"with --framework {framework}: {where} take per-rank GEMM sizes that are multiples of the block only, "
-            f"and {', '.join(off)}")
+            f"with --framework {framework}: {quant_rule_why(framework, precision)}, and {', '.join(off)}")
 
 
 def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray, etp: np.ndarray) -> np.ndarray:
@@ -106,3 +148,4 @@ def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray
         if quant_tp_misfits(model, framework, precision, t, e):
             out &= ~((tp == t) & (etp == e))
     return out
+
