@@ -34,6 +34,17 @@ model whose full sizes pass can still break on the per-rank ones:
   multiple of 16"); Float8GroupedExpertsConverter's grouped GEMM needs the experts' K and N multiples of 16 (torchao
   prototype/moe_training/fp8_grouped_mm.py "B must have last 2 dims divisible by 16").
 
+The token dimension M of the same GEMMs (QUANT_TOKEN_BLOCK, gemm_tokens) has its own multiple: Transformer Engine checks
+and quantizes the local input before sequence parallelism's all-gather (module/linear.py, layernorm_linear.py:
+assert_dim_for_fp8_exec(inputmat, ...) and input_quantizer(inputmat) on the shard), so M = mbs x seq_len / cp / tp
+with sequence parallelism (mbs x seq_len / cp without): a multiple of 8 in fp8 (the assertion's leading dims), 32 in
+mxfp8 and 16 in nvfp4 (quantizer.cpp, both flattened dims). TorchTitan's GEMMs see the all-gathered sequence,
+M = mbs x seq_len / cp: fp8's weight-gradient GEMM contracts over M (torch._scaled_mm: a multiple of 16, torchao
+Float8LinearConfig.pad_inner_dim off); mxfp8 casts the input along M for it (torchao prototype/moe_training/
+mxfp8_linear.py -> mx_formats/kernels.py mxfp8_quantize_cuda "rows must be a multiple of 32"); nvfp4's
+nvfp4_mm_triton takes M = input.shape[-2], the local sequence seq_len / cp, "M, K, N all divisible by 128"
+(torchao prototype/moe_training/nvfp4_training/nvfp4_linear.py). The routed experts' token counts are padded by the
+frameworks (Megatron's Fp8Padding, TorchTitan's TorchAOTokenDispatcher pad_multiple): no rule here.
 """
 
 from __future__ import annotations
@@ -46,6 +57,16 @@ from commbench.planner.models.spec import ModelSpec
 QUANT_BLOCK = {("torchtitan", "nvfp4"): 128, ("torchtitan", "mxfp8"): 32, ("megatron", "nvfp4"): 16,
                ("megatron", "mxfp8"): 32, ("megatron", "fp8"): 16, ("torchtitan", "fp8"): 16}
 MEGATRON_FP8_OUT = 8   # assert_dim_for_fp8_exec: the weight's leading dim (out features) a multiple of 8 only
+# (framework, precision) -> the multiple the token dimension M (gemm_tokens) of every converted GEMM must be
+QUANT_TOKEN_BLOCK = {("megatron", "fp8"): 8, ("megatron", "mxfp8"): 32, ("megatron", "nvfp4"): 16,
+                     ("torchtitan", "fp8"): 16, ("torchtitan", "mxfp8"): 32, ("torchtitan", "nvfp4"): 128}
+# what takes the token dimension M, per (framework, precision) (module docstring's sources)
+TOKEN_WHO = {("megatron", "fp8"): "Transformer Engine's FP8 Linears (assert_dim_for_fp8_exec)",
+             ("megatron", "mxfp8"): "Transformer Engine's MXFP8 quantizer",
+             ("megatron", "nvfp4"): "Transformer Engine's NVFP4 quantizer",
+             ("torchtitan", "fp8"): "torch._scaled_mm (TorchTitan 0.3.0's Float8 weight-gradient GEMM contracts over it)",
+             ("torchtitan", "mxfp8"): "torchao's MXFP8 cast along it (mxfp8_quantize_cuda)",
+             ("torchtitan", "nvfp4"): "torchao's nvfp4_mm_triton"}
 # what quant_tp_refusal says takes the per-rank sizes
 _WHERE = {("torchtitan", "fp8"): "TorchTitan 0.3.0's Float8LinearConverter leaves a Linear with a size not a multiple of "
                                  "16 in BF16 (module_filter_fn: the run would be partly bf16 under an fp8 label), and "
@@ -149,3 +170,45 @@ def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray
             out &= ~((tp == t) & (etp == e))
     return out
 
+
+def gemm_tokens(framework: str, precision: str, seq_len: int, mbs, cp, tp, sequence_parallel):
+    """(numerator, denominator) of the token dimension M a converted GEMM of one micro-batch sees per rank (module
+    docstring): Megatron (TE checks the shard before sequence parallelism's all-gather) mbs x seq_len / cp / tp with
+    sequence parallelism at tp > 1, else mbs x seq_len / cp; TorchTitan nvfp4 the local sequence seq_len / cp
+    (nvfp4_mm_triton's M = input.shape[-2]); TorchTitan fp8 / mxfp8 mbs x seq_len / cp. Arrays broadcast."""
+    mbs, cp, tp = (np.asarray(x, dtype=np.int64) for x in (mbs, cp, tp))
+    if framework == "megatron":
+        scatter = np.where(np.asarray(sequence_parallel, dtype=bool) & (tp > 1), tp, 1)
+        return mbs * int(seq_len), cp * scatter
+    if precision == "nvfp4":
+        return np.broadcast_to(np.int64(seq_len), mbs.shape).copy(), cp
+    return mbs * int(seq_len), cp
+
+
+def token_rule_text(framework: str, precision: str) -> str:
+    """What M is, in words, for `framework` and `precision` (gemm_tokens)."""
+    if framework == "megatron":
+        return "mbs x seq_len / cp, / tp with sequence parallelism (the shard)"
+    if precision == "nvfp4":
+        return "the local sequence seq_len / cp (input.shape[-2])"
+    return "mbs x seq_len / cp"
+
+
+def quant_tokens_ok(framework: str, precision: str, seq_len: int, mbs, cp, tp, sequence_parallel) -> np.ndarray:
+    """Per layout, whether the token dimension M (gemm_tokens) is whole and a multiple of QUANT_TOKEN_BLOCK."""
+    block = QUANT_TOKEN_BLOCK.get((framework, precision))
+    num, den = gemm_tokens(framework, precision, seq_len, mbs, cp, tp, sequence_parallel)
+    if block is None:
+        return np.ones(np.shape(num), dtype=bool)
+    return (num % den == 0) & ((num // den) % block == 0)
+
+
+def quant_token_misfit(framework: str, precision: str, seq_len: int, mbs: int, cp: int, tp: int,
+                       sequence_parallel: bool) -> str | None:
+    """'M = ... = value (not a multiple of m)' where one layout's token dimension misses its multiple, or None."""
+    if bool(quant_tokens_ok(framework, precision, seq_len, [mbs], [cp], [tp], [sequence_parallel])[0]):
+        return None
+    num, den = (int(x[0]) for x in gemm_tokens(framework, precision, seq_len, [mbs], [cp], [tp], [sequence_parallel]))
+    block = QUANT_TOKEN_BLOCK[(framework, precision)]
+    return (f"the GEMM token dimension M = {token_rule_text(framework, precision)} = {num / den:g} at mbs={mbs}, "
+            f"cp={cp}, tp={tp} is not a multiple of {block} ({TOKEN_WHO[(framework, precision)]})")

@@ -57,6 +57,7 @@ class SearchRequest:
     num_gpus: int
     gbs: int
     precision: str = "bf16"
+    precision_asked: bool = True  # False: the CLI took the GPU's default (a refusal over it says so: quant_gap.py)
     seq_len: int | None = None
     headroom_fraction: float = DEFAULT_HEADROOM
     moe_imbalance: float = 1.0
