@@ -91,6 +91,15 @@ def test_bad_input_is_one_clear_error():
     small = load_preset("gb300-nvl72", num_gpus=8)
     with pytest.raises(CommbenchError, match="smallest GPU count where one fits is"):
         search(SearchRequest(model=model, fabric=small, num_gpus=8, gbs=4096, precision="mxfp8"))
+
+
+def test_no_fit_names_the_global_batch_its_gpu_count_was_found_at():
+    """The GPU count is searched at this request's gbs; a rerun on it without --gbs would take the default batch for
+    that count (16 per GPU without a recipe), another question: the line names the batch and the rerun."""
+    small = load_preset("gb300-nvl72", num_gpus=8)
+    with pytest.raises(CommbenchError, match=r"smallest GPU count where one fits is (\d+) at gbs 4096 "
+                                             r"\(rerun with --gpus \1 --gbs 4096\)"):
+        search(SearchRequest(model=load_model("deepseek-v3"), fabric=small, num_gpus=8, gbs=4096, precision="mxfp8"))
     with pytest.raises(CommbenchError, match="--layout"):
         parse_pins("tp=1,nonsense=3")
 

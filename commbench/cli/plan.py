@@ -201,6 +201,7 @@ def plan(
     given = set(pins)
     complete = layout is not None and is_complete(pins)
     fabric = _system(system, gpus, gpu)
+    precision_asked = precision is not None or "precision" in pins   # a refusal over the default says so
     precision = resolve_precision(precision, pins, fabric.gpu, model=spec, framework=framework)
     cal, other_gpu_terms = cal_file.for_gpu(fabric.gpu.name) if cal_file else (CALIBRATED, ())
     shipped_terms = cal_file.shipped_terms if cal_file else ()
@@ -210,7 +211,7 @@ def plan(
     gbs, gbs_note = resolve_gbs(gbs, pins, model=spec, gpu=fabric.gpu.name if fabric.gpu else None,
                                 precision=precision, num_gpus=gpus, software=software)
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
-                        gbs=gbs, precision=precision,
+                        gbs=gbs, precision=precision, precision_asked=precision_asked,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
                         pins=pins, calibration=cal, framework=framework, software=software)

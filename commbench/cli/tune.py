@@ -67,6 +67,7 @@ def tune(
     from commbench.cli.plan import resolve_gbs, resolve_precision
     from commbench.costmodel import load_preset
     gpu = load_preset(system, num_gpus=gpus).gpu
+    precision_asked = precision is not None or "precision" in pins   # a refusal over the default says so
     precision = resolve_precision(precision, pins, gpu, model=spec, framework=framework)
     gbs, gbs_note = resolve_gbs(gbs, pins, model=spec, gpu=gpu.name, precision=precision.lower(), num_gpus=gpus,
                                 software=software)
@@ -85,6 +86,7 @@ def tune(
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
+                        precision_asked=precision_asked,
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
     state = TuneState()

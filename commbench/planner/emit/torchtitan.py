@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commbench.errors import CommbenchError, invalid
-from commbench.planner.layout.quant_dims import quant_tp_refusal
+from commbench.planner.layout.quant_dims import quant_token_misfit, quant_tp_refusal
 from commbench.planner.layout.spec import Layout, check_layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
@@ -436,6 +436,10 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
         return titan, f"TorchTitan {full} supports etp = 1 or etp = tp, the layout has etp = {layout.etp}"
     if version == "0.3" and quant_tp_refusal(model, "torchtitan", layout.precision, layout.tp, layout.etp):
         return titan, quant_tp_refusal(model, "torchtitan", layout.precision, layout.tp, layout.etp)
+    tokens = quant_token_misfit("torchtitan", layout.precision, seq_len or model.seq_len, layout.mbs, layout.cp,
+                                layout.tp, layout.sequence_parallel) if version == "0.3" else None
+    if tokens:   # a layout searched for Megatron-LM, whose token rule differs (layout/quant_dims.py)
+        return titan, f"TorchTitan {full} cannot train it in {layout.precision}: {tokens}"
     if version == "0.3" and layout.cp > 1 and titan.module == "gpt_oss":
         return titan, titan_cp_refusal(model, layout.cp)
     if version == "0.2" and model.is_moe and layout.fsdp and layout.fsdp_replicas > 1:

@@ -17,8 +17,9 @@ from commbench.planner.layout.recipe_model import recipe_model
 from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.layout.quant_dims import quant_tp_ok
+from commbench.planner.layout.quant_dims import quant_tokens_ok, quant_tp_ok
 from commbench.planner.search.frameworks import megatron_runs_on_hybrid, restrict_columns, runs_fused_grouped_mlp
+from commbench.planner.search.quant_gap import quant_gap_message
 
 if TYPE_CHECKING:
     from commbench.planner.search.space import SearchRequest
@@ -182,8 +183,13 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols = _without_synced_preprocess_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)
     cols = restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model)
-    # block-scaled precisions: only TP / ETP sizes whose per-rank GEMM sizes the kernels take (layout/quant_dims.py)
-    keep = quant_tp_ok(req.model, req.framework, req.precision, cols["tp"], cols["etp"])
+    # quantized precisions: only TP / ETP sizes whose per-rank GEMM sizes the kernels take, and mbs / cp (/ tp) whose
+    # GEMM token dimension they take (layout/quant_dims.py); none left: the precision's rule, in one line
+    dims_ok = quant_tp_ok(req.model, req.framework, req.precision, cols["tp"], cols["etp"])
+    keep = dims_ok & quant_tokens_ok(req.framework, req.precision, req.seq_len or req.model.seq_len, cols["mbs"],
+                                     cols["cp"], cols["tp"], cols["sequence_parallel"])
+    if len(keep) and not keep.any():
+        raise CommbenchError(quant_gap_message(req, cols, dims_ok))
     return cols if keep.all() else {k: v[keep] for k, v in cols.items()}
 
 

@@ -611,13 +611,18 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
 def check_precision_tp(framework: str, model: ModelSpec, precision: str, pins: dict[str, object]) -> None:
     """A pinned tp (and, for MoE, etp as the framework runs it) whose per-rank GEMM sizes the precision's kernels
     refuse (layout/quant_dims.py), in one line; the search never proposes one (candidates.py)."""
-    from commbench.planner.layout.quant_dims import quant_tp_refusal
+    from commbench.planner.layout.quant_dims import quant_misfits_sharded, quant_tp_refusal
     if "tp" not in pins or (model.is_moe and "etp" not in pins):
         return
-    reason = quant_tp_refusal(model, framework, precision, int(pins["tp"]), int(pins.get("etp") or 1))
+    tp, etp = int(pins["tp"]), int(pins.get("etp") or 1)
+    reason = quant_tp_refusal(model, framework, precision, tp, etp)
     if reason:
         sizes = "tp / etp" if model.is_moe else "tp"
-        raise CommbenchError(f"{reason}; pick a {sizes} that leaves multiples, or another --precision")
+        if quant_misfits_sharded(model, framework, precision, tp, etp):
+            raise CommbenchError(f"{reason}; pick a {sizes} that leaves multiples, or another --precision")
+        # the hidden size is not split by tp: no tp mends it
+        raise CommbenchError(f"{reason}, whatever the tp (the hidden size is not split by tp); use --precision bf16 "
+                             "or another --precision")
 
 
 def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str | None:

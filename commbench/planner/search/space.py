@@ -57,6 +57,7 @@ class SearchRequest:
     num_gpus: int
     gbs: int
     precision: str = "bf16"
+    precision_asked: bool = True  # False: the CLI took the GPU's default (a refusal over it says so: quant_gap.py)
     seq_len: int | None = None
     headroom_fraction: float = DEFAULT_HEADROOM
     moe_imbalance: float = 1.0
@@ -269,7 +270,9 @@ def structure_rank_of(result: SearchResult, tokens_per_s_per_gpu: float) -> int:
 
 
 def no_fit_message(req: SearchRequest) -> str:
-    """'nothing fits' with the smallest GPU count (powers of two and whole domains) where something does."""
+    """'nothing fits' with the smallest GPU count (powers of two and whole domains) where something does at this
+    request's global batch, which the line names: the default --gbs scales with the GPU count (layout/recipes.py
+    default_gbs), so a rerun on that count without --gbs would plan another batch than the one searched here."""
     from dataclasses import replace
     dom = int(req.fabric.domain_size)
     counts = sorted({2 ** k for k in range(1, 17)} | {dom * k for k in range(1, 257)})
@@ -286,9 +289,10 @@ def no_fit_message(req: SearchRequest) -> str:
             continue
         if np.any(bd.fits & (bd.mem_capacity_bytes * (1 - req.headroom_fraction) >= bd.mem_total_bytes)):
             return (f"no layout of {req.model.name} fits in memory on {req.num_gpus} GPUs with "
-                    f"{req.headroom_fraction:.0%} HBM headroom; the smallest GPU count where one fits is {n}")
+                    f"{req.headroom_fraction:.0%} HBM headroom; the smallest GPU count where one fits is {n} "
+                    f"at gbs {req.gbs} (rerun with --gpus {n} --gbs {req.gbs})")
     return (f"no layout of {req.model.name} fits in memory on {req.num_gpus} GPUs with "
-            f"{req.headroom_fraction:.0%} HBM headroom, nor on any count up to 65536")
+            f"{req.headroom_fraction:.0%} HBM headroom, nor on any count up to 65536 at gbs {req.gbs}")
 
 
 def structure_key(arr: LayoutArrays, i: int) -> tuple:
