@@ -29,7 +29,8 @@ The model and system of a log come from the command line (logs do not name a zoo
 A log missing what a prediction needs raises one line naming what is missing.
 
 Modules: common.py (shared checks), megatron.py, megatron_warmup.py (which iterations are warm-up),
-torchtitan.py, files.py (a RUNS file: which kind, its rows).
+torchtitan.py (torchtitan_ac.py: its activation checkpointing as the step model's recompute), files.py (a RUNS file:
+which kind, its rows).
 """
 
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, MAX_LOG_COUNT, _positive, _value, _whole,

@@ -12,6 +12,7 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _whole,
                                                        cut_last_line)
+from commbench.planner.calibrate.runlogs.torchtitan_ac import titan_recompute
 from commbench.planner.calibrate.runlogs.torchtitan_v03 import (V03_PRECISION_NOTE, JsonConfigReader,
                                                                 mesh_world_size_v03, normalise_v03)
 
@@ -350,7 +351,8 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
     if precision == "BF16":   # no converter: the FSDP mixed-precision parameter dtype (training.mixed_precision_param)
         param = str(training.get("mixed_precision_param") or "bfloat16").lower()
         precision = {"bfloat16": "BF16", "float32": "FP32", "float16": "FP16"}.get(param, param.upper())
-    mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
+    recompute, recompute_layers, ac_note = titan_recompute(log, config.get("activation_checkpoint"), model=model,
+                                                          pp=pp)
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
             "ep": ep, "etp": etp, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
@@ -364,11 +366,12 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
             + (f"; {validation_lines} validation line(s) left out" if validation_lines else "")
             + (f"; {nan_lines} step line(s) with a NaN loss or grad_norm left out" if nan_lines else "")
-            + (f"; {CUT_NOTE}" if cut_left_out else ""),
+            + (f"; {CUT_NOTE}" if cut_left_out else "")
+            + (f"; {ac_note}" if ac_note else ""),
             "left_out": "; ".join(n for n in (graph_note, f"{validation_lines} {VALIDATE_NOTE}" if validation_lines
                                               else "", f"{nan_lines} {NAN_NOTE}" if nan_lines else "",
                                               CUT_NOTE if cut_left_out else "") if n),
-            "release": "user",
-            "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
+            "priced_as": ac_note, "release": "user",
+            "recipe": {"recompute": recompute, "recompute_layers": recompute_layers,
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
 

@@ -123,7 +123,8 @@ def normalise_v03(log: str, config: dict[str, Any], text: str) -> dict[str, Any]
         mode = "selective"
     else:
         mode = "full"
-    out["activation_checkpoint"] = {"mode": mode}
+    # SelectiveAC is per-op only ("Per-op selective activation checkpointing"): 0.1/0.2's selective_ac_option "op"
+    out["activation_checkpoint"] = {"mode": mode, **({"selective_ac_option": "op"} if mode == "selective" else {})}
     return out
 
 
