@@ -78,3 +78,18 @@ def test_layer_sac_with_pipeline_stages_is_refused(ac, named):
 def test_an_activation_checkpoint_config_it_cannot_price_as_it_ran_is_one_line(ac, named):
     with pytest.raises(CommbenchError, match=named):
         _row(_log(_config(ac)))
+
+
+@pytest.mark.parametrize("name, flavor, model, trained", [
+    ("qwen3", "8B", "llama3-8b", "qwen3-8b"),            # both flavors say 8B: the module tells them apart
+    ("llama3", "70B", "qwen3-next-80b-a3b", "llama3.1-70b"),   # 70B within the flavor count's rounding of 80B
+])
+def test_a_0_1_0_2_log_of_another_shipped_model_is_refused(name, flavor, model, trained):
+    """0.1/0.2 print the job config's model name (the TorchTitan module) and flavor; a pair TorchTitan ships for
+    another zoo model was read as --model when the flavor's parameter count was near it."""
+    config = _config()
+    config["model"] = {"name": name, "flavor": flavor, "converters": []}
+    with pytest.raises(CommbenchError, match=f"name={name!r} flavor={flavor!r}, TorchTitan's {trained}, but --model "
+                                             f"is {model}"):
+        _row(_log(config), model=model)
+    assert _row(_log(config), model=trained)["model"] == trained

@@ -13,6 +13,7 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _whole,
                                                        cut_last_line)
 from commbench.planner.calibrate.runlogs.torchtitan_ac import titan_recompute
+from commbench.planner.calibrate.runlogs.torchtitan_model import check_titan_model
 from commbench.planner.calibrate.runlogs.torchtitan_v03 import (V03_PRECISION_NOTE, JsonConfigReader,
                                                                 mesh_world_size_v03, normalise_v03)
 
@@ -41,29 +42,6 @@ def titan_warmup_steps(training: dict[str, Any], pp: int, accumulation_steps: in
         return 1, ""
     return 2, ("CUDA graphs (training.disable_cuda_graphs false): step 1 runs the forward-backward eagerly and step "
                "2 captures it, with one micro-batch a step")
-
-
-FLAVOR_PARAMS_RE = re.compile(r"^(\d+(?:\.\d+)?)[bB]\b")   # TorchTitan flavors name total params: 30B-A3B, 671B, 120b
-FLAVOR_PARAMS_AGREE = (0.8, 1.25)   # the name rounds (gpt-oss-120b holds 117B): a factor beyond is another model
-
-
-def check_titan_flavor(log: str, logged: Any, model: str) -> None:
-    """One line when a TorchTitan log's model flavor names a parameter count the --model does not have (a
-    Qwen3 30B-A3B log said to be qwen3-235b-a22b would be predicted as the larger network); a flavor
-    without a count (debugmodel) or a model outside the zoo is not checked."""
-    from commbench.planner.calibrate.published import _zoo_name
-    from commbench.planner.models.counts import param_counts
-    from commbench.planner.models.zoo import load_model
-    flavor = str(logged.get("flavor", "")) if isinstance(logged, dict) else ""
-    match, name = FLAVOR_PARAMS_RE.match(flavor), _zoo_name(model)
-    if match is None or name is None:
-        return
-    have = param_counts(load_model(name)).total / 1e9
-    said = float(match.group(1))
-    if not FLAVOR_PARAMS_AGREE[0] <= said / have <= FLAVOR_PARAMS_AGREE[1]:
-        raise CommbenchError(f"{log}: model.flavor={flavor!r} ({logged.get('name', '?')}) is a {said:g}B-parameter "
-                             f"model, but --model {model} has {have:,.0f}B: give the --model the log trained")
-
 
 
 def _is_moe(model: str) -> bool:
@@ -344,7 +322,7 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                              "diverged run): not a training run's throughput; give a log of steps that trained")
     graph_note = (f"{graph_lines} step line(s) after the first of CUDA-graph warm-up and capture left out "
                   f"({graph_why})") if graph_lines else ""
-    check_titan_flavor(log, config.get("model", {}), model)
+    check_titan_model(log, config, model)
     check_titan_device(log, clean, gpu)
     precision = titan_precision(log, config.get("model", {}).get("converters", []), moe=_is_moe(model),
                                 config=config)
