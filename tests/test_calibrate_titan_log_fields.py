@@ -93,3 +93,18 @@ def test_a_0_1_0_2_log_of_another_shipped_model_is_refused(name, flavor, model, 
                                              f"is {model}"):
         _row(_log(config), model=model)
     assert _row(_log(config), model=trained)["model"] == trained
+
+
+@pytest.mark.parametrize("device, named", [
+    ("NVIDIA H100 PCIe", "'NVIDIA H100 PCIe'.*a PCIe part, not the H100 of --system h100-hgx"),
+    ("NVIDIA H100 NVL", "'NVIDIA H100 NVL'.*an NVL part, not the H100 of --system h100-hgx"),
+    ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", "a MIG part, not the H100"),
+    ("NVIDIA H800", "'NVIDIA H800'.*--system h100-hgx has h100 GPUs"),
+])
+def test_a_log_of_another_form_factor_or_chip_than_the_preset_gpu_is_refused(device, named):
+    """The presets' H100 is the SXM part (hardware.toml [gpu.h100]); an H100 PCIe / NVL has another datasheet
+    (power, memory bandwidth, clocks) and was priced as the SXM part."""
+    with pytest.raises(CommbenchError, match=named):
+        _row(_log(_config(), device=device))
+    assert _row(_log(_config(), device="NVIDIA H100 80GB HBM3"))["gpu"] == "h100-hgx"
+    assert _row(_log(_config(), device="NVIDIA H200"), gpu="h200-hgx")["gpu"] == "h200-hgx"

@@ -70,19 +70,36 @@ def mesh_world_size(text: str) -> int | None:
 # H100 80GB HBM3 with 79.11GiB memory"); the GPU names hardware.toml has, as torch.cuda.get_device_name spells them
 TITAN_DEVICE = re.compile(r"(?:CUDA|GPU) capacity: (.+?) with [\d.]+\s*GiB memory")
 DEVICE_GPU = re.compile(r"\b(gb300|gb200|b300|b200|h100|h200|h800)\b", re.IGNORECASE)
+# The presets' GPUs are the SXM parts (hardware.toml [gpu.h100] "H100 SXM", DGX/HGX). The same chip in another form
+# factor has another datasheet: H100 PCIe 350 W, 2.0 TB/s HBM2e, 756 dense BF16 TFLOPS; H100 NVL 400 W, 3.9 TB/s,
+# 94 GB (NVIDIA H100 datasheet, PCIe and NVL columns); H200 NVL 600 W (H200 datasheet); a MIG instance is a slice of
+# the GPU. torch.cuda.get_device_name spells them "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "... MIG
+# 1g.10gb" (the SXM parts: "NVIDIA H100 80GB HBM3", "NVIDIA H200"; an NVL72 rack's GB200 is "NVIDIA GB200").
+DEVICE_VARIANT = re.compile(r"\b(PCIe|NVL|MIG)\b", re.IGNORECASE)
 
 
 def check_titan_device(log: str, text: str, system: str) -> None:
     """One line when a TorchTitan log ran on another GPU than the --system's (an H100 run said to be b200-hgx would
-    be predicted as a B200's); a device it cannot name (GH200) or a system outside the presets is not checked."""
+    be predicted as a B200's), or on another form factor of it (DEVICE_VARIANT: an H100 PCIe is not the preset's
+    H100 SXM); a device it cannot name (GH200) or a system outside the presets is not checked."""
     from commbench.planner.calibrate.published import _preset_name
     device = TITAN_DEVICE.search(text)
     ran = DEVICE_GPU.search(device.group(1)) if device else None
     preset = _preset_name(system)
     said = preset.split("-")[0] if preset else None
-    if ran and said and ran.group(1).lower() != said:
+    if not (ran and said):
+        return
+    if ran.group(1).lower() != said:
         raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), but --system "
                              f"{system} has {said} GPUs: give the --system it ran on")
+    variant = DEVICE_VARIANT.search(device.group(1))
+    if variant:
+        kind = variant.group(1)
+        raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), "
+                             f"{'an' if kind.upper() == 'NVL' else 'a'} {kind} part, not the {said.upper()} of --system {system} (the SXM / "
+                             "superchip part of a DGX, HGX or NVL72 system), whose datasheet (power, clocks, memory "
+                             "bandwidth) differs; allowed: a run on the preset's GPU (commbench has no preset for "
+                             "this part)")
 
 
 # torch.distributed.pipelining's one-stage-per-rank schedules; the others (Interleaved1F1B, LoopedBFS,
