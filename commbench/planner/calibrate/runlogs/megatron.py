@@ -16,8 +16,7 @@ from commbench.planner.calibrate.runlogs.megatron_features import (check_fsdp_st
 from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
-                                                                  iterations_before,
-                                                                  warmup_iterations)
+                                                                  graph_modules, iterations_before, warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
@@ -114,7 +113,8 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "ffn_hidden_size", "num_attention_heads", "num_experts", "moe_ffn_hidden_size", "moe_router_topk",
                      "fp4", "fp8", "fp8_recipe", "recompute_granularity", "recompute_modules", "recompute_method",
                      "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
-                     "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
+                     "cuda_graph_scope", "cuda_graph_modules", "enable_cuda_graph",
+                     "moe_token_dispatcher_type",
                      "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
                      "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
@@ -304,7 +304,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     recompute_note = recompute_priced_note(args, model)
     check_moe_capacity(log, args, model)
     check_optimizer_instances(log, args)
-    scope = args.get("cuda_graph_scope") or []
+    scope = graph_modules(args)   # cuda_graph_modules from core 0.18.0 on, cuda_graph_scope before
     impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
     graph = "full" if impl == "full_iteration" or "full_iteration" in (scope if isinstance(scope, list) else [scope]) \
         else ("layer" if impl in ("local", "transformer_engine") else "none")

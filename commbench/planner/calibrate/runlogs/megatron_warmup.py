@@ -49,10 +49,19 @@ def graph_impl(args: dict[str, Any]) -> str:
     return "transformer_engine" if args.get("external_cuda_graph") else "none"
 
 
+def graph_modules(args: dict[str, Any]) -> Any:
+    """The logged per-layer CUDA-graph capture modules: cuda_graph_modules from Megatron-Core 0.18.0 on (core_v0.19.0
+    arguments.py: --cuda-graph-scope is a hidden deprecated spelling whose value moves to cuda_graph_modules and whose
+    own entry is deleted before the block is printed), else cuda_graph_scope (up to core_v0.17); [] where neither."""
+    if args.get("cuda_graph_modules") is not None:
+        return args["cuda_graph_modules"]
+    return args.get("cuda_graph_scope") or []
+
+
 def warmup_iterations(args: dict[str, Any]) -> tuple[int, str]:
     """How many iterations after each start are not steady (see the module docstring), and why when more than the
     first: ('' for the first only)."""
-    impl, scope = graph_impl(args), args.get("cuda_graph_scope") or []
+    impl, scope = graph_impl(args), graph_modules(args)
     full = impl == "full_iteration" or (impl == "local" and "full_iteration" in str(scope))
     if not full and impl != "transformer_engine":
         return 1, ""
