@@ -11,7 +11,7 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
                                                        _whole, cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_features import (check_fsdp_strategy, check_moe_capacity,
-                                                                   check_optimizer_instances, dispatcher,
+                                                                   check_optimizer_instances, dispatcher, dp_overlap,
                                                                    recompute_mode, recompute_priced_note)
 from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
@@ -115,7 +115,8 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
                      "cuda_graph_scope", "cuda_graph_modules", "enable_cuda_graph",
                      "moe_token_dispatcher_type",
-                     "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
+                     "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather",
+                     "sequence_parallel",
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
                      "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
                      "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
@@ -332,7 +333,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                       "dispatcher": dispatcher(log, args),
                       "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
                       "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
-                      "dp_overlap": bool(args.get("overlap_grad_reduce")),
+                      "dp_overlap": dp_overlap(log, args),
                       "sequence_parallel": bool(args.get("sequence_parallel")) or sizes["tensor_model_parallel_size"] == 1,
                       "distributed_optimizer": bool(args.get("use_distributed_optimizer")),
                       "cuda_graph": graph, "cuda_graph_scope": _graph_modules(graph, scope),

@@ -1,6 +1,7 @@
 """The Megatron-LM features a log states that the step model prices only in some of their settings: the
-Megatron-FSDP sharding strategy, --recompute-modules and the MoE token dispatcher. A setting it does not price is
-one line naming the argument, its value and what is allowed (as use_torch_fsdp2 is), never priced as another."""
+Megatron-FSDP sharding strategy, --recompute-modules, the MoE token dispatcher and the DP overlap flags. A setting it
+does not price is one line naming the argument, its value and what is allowed (as use_torch_fsdp2 is), never priced
+as another."""
 
 from __future__ import annotations
 
@@ -144,3 +145,30 @@ def check_optimizer_instances(log: str, args: dict[str, Any]) -> None:
                              "gradients reduce-scattered within an instance and all-reduced across instances, which "
                              "the step model prices only for Megatron-FSDP (HSDP); allowed: 1, or the run with "
                              "use_megatron_fsdp")
+
+
+def dp_overlap(log: str, args: dict[str, Any]) -> bool:
+    """The step model's dp_overlap for the logged --overlap-grad-reduce / --overlap-param-gather, or one line.
+    dp_overlap hides both the gradient reduce-scatter and, where parameters are gathered (the distributed optimizer or
+    Megatron-FSDP), their all-gather (step/dp_sync.py, step/fsdp.py); emit/megatron.py writes it as both flags
+    (--overlap-param-gather with the distributed optimizer). Megatron-LM runs --overlap-param-gather only with the
+    distributed optimizer or Megatron-FSDP and with --overlap-grad-reduce (core_v0.16.1 arguments.py validate_args).
+    Without a parameter gather, overlap_grad_reduce alone says it. With one, a run that overlaps the reduce-scatter
+    and not the gather has no form in the step model (it would hide the gather it ran exposed): refused, as is a
+    block that does not print overlap_param_gather."""
+    grads = bool(args.get("overlap_grad_reduce"))
+    gathers = bool(args.get("use_distributed_optimizer") or args.get("use_megatron_fsdp")
+                   or args.get("use_custom_fsdp"))
+    if not gathers:
+        return grads
+    if grads and "overlap_param_gather" not in args:
+        raise CommbenchError(f"{log}: ran with overlap_grad_reduce=True and a parameter gather (distributed optimizer "
+                             "or Megatron-FSDP) but its arguments block has no overlap_param_gather (Megatron-LM's "
+                             "default False); allowed: a block that prints it")
+    params = bool(args.get("overlap_param_gather"))
+    if grads != params:
+        raise CommbenchError(f"{log}: ran with overlap_grad_reduce={args.get('overlap_grad_reduce')!r} and "
+                             f"overlap_param_gather={args.get('overlap_param_gather')!r}: the step model's DP overlap "
+                             "hides the gradient reduce-scatter and the parameter all-gather together, and has no "
+                             "form that overlaps one of them; allowed: both True or both False")
+    return grads
