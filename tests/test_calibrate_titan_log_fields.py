@@ -108,3 +108,8 @@ def test_a_log_of_another_form_factor_or_chip_than_the_preset_gpu_is_refused(dev
         _row(_log(_config(), device=device))
     assert _row(_log(_config(), device="NVIDIA H100 80GB HBM3"))["gpu"] == "h100-hgx"
     assert _row(_log(_config(), device="NVIDIA H200"), gpu="h200-hgx")["gpu"] == "h200-hgx"
+
+
+def test_a_0_1_0_2_config_without_disable_cuda_graphs_runs_no_graphs():
+    """TorchTitan before 0.3.0 has no CUDA graphs (no training.disable_cuda_graphs)."""
+    assert _row(_log(_config()))["recipe"]["cuda_graph"] == "none"

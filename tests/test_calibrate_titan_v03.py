@@ -164,3 +164,20 @@ def test_a_0_3_0_model_spec_of_another_shipped_flavor_is_refused():
     with pytest.raises(CommbenchError, match="name='llama3' flavor='70B', TorchTitan's llama3.1-70b, but --model is "
                                              "qwen3-next-80b-a3b"):
         parse_torchtitan_log(text, source="t.log", model="qwen3-next-80b-a3b", gpu="h100-hgx", num_gpus=None)
+
+
+@pytest.mark.parametrize("disable, graph", [(True, "none"), (False, "full")])
+def test_disable_cuda_graphs_is_read_as_the_row_s_cuda_graph(disable, graph):
+    """0.3.0 graphs the whole forward-backward unless training.disable_cuda_graphs (config/configs.py, default False;
+    trainer.py wrap_with_cuda_graph), as emit/torchtitan.py maps cuda_graph=full; it was read as no graphs."""
+    config = _config(expert_parallel_degree=1)
+    config["training"]["disable_cuda_graphs"] = disable
+    row = _row(_log(config, mesh="pp=1, dp_replicate=1, dp_shard=16, cp=1, tp=1, ep=1"))
+    assert row["recipe"]["cuda_graph"] == graph
+
+
+def test_a_non_bool_disable_cuda_graphs_is_one_line():
+    config = _config()
+    config["training"]["disable_cuda_graphs"] = "no"
+    with pytest.raises(CommbenchError, match=r"training.disable_cuda_graphs='no'; allowed: true or false"):
+        _row(_log(config))

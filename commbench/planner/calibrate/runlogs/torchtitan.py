@@ -31,6 +31,20 @@ VALIDATE_NOTE = ("validation line(s) ('validate step:', the validator's forward-
 TITAN_STARTS_AT = re.compile(r"Training starts at step (\d+)")   # trainer.py train(): the first step of a start
 
 
+def titan_cuda_graph(log: str, training: dict[str, Any]) -> str:
+    """The row's cuda_graph: torchtitan 0.3.0 (config/configs.py Training.disable_cuda_graphs, default False) wraps
+    the whole forward-backward in a CUDA graph unless disable_cuda_graphs (trainer.py: wrap_with_cuda_graph(
+    self.fwd_bwd_fn)), which is the step model's cuda_graph "full", as emit/torchtitan.py writes it
+    (disable_cuda_graphs = not graphed); true: "none". A config without the entry (TorchTitan before 0.3.0, which has
+    no CUDA graphs): "none". A value other than a JSON bool is one line."""
+    if "disable_cuda_graphs" not in training:
+        return "none"
+    value = training["disable_cuda_graphs"]
+    if not isinstance(value, bool):
+        raise CommbenchError(f"{log}: training.disable_cuda_graphs={value!r}; allowed: true or false")
+    return "none" if value else "full"
+
+
 def titan_warmup_steps(training: dict[str, Any], pp: int, accumulation_steps: int) -> tuple[int, str]:
     """How many steps after each start are warm-up, and why when more than the first. torchtitan 0.3.0
     (requirements-frameworks.txt) trainer.py wraps the forward-backward in CUDA graphs unless
@@ -368,5 +382,6 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                                               CUT_NOTE if cut_left_out else "") if n),
             "priced_as": ac_note, "release": "user",
             "recipe": {"recompute": recompute, "recompute_layers": recompute_layers,
+                       "cuda_graph": titan_cuda_graph(log, training),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
 
