@@ -113,3 +113,15 @@ def test_a_log_of_another_form_factor_or_chip_than_the_preset_gpu_is_refused(dev
 def test_a_0_1_0_2_config_without_disable_cuda_graphs_runs_no_graphs():
     """TorchTitan before 0.3.0 has no CUDA graphs (no training.disable_cuda_graphs)."""
     assert _row(_log(_config()))["recipe"]["cuda_graph"] == "none"
+
+
+@pytest.mark.parametrize("key, value, named", [
+    ("model", "llama3", "its config's model = 'llama3'; allowed: a dict"),
+    ("activation_checkpoint", "full", "activation_checkpoint = 'full'; allowed: a dict with mode"),
+    ("parallelism", [8], "its config's parallelism = \\[8\\]; allowed: a dict"),
+])
+def test_a_config_section_that_is_not_a_dict_is_one_line_not_a_traceback(key, value, named):
+    config = _config()
+    config[key] = value
+    with pytest.raises(CommbenchError, match=named):
+        _row(_log(config))

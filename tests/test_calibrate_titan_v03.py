@@ -181,3 +181,10 @@ def test_a_non_bool_disable_cuda_graphs_is_one_line():
     config["training"]["disable_cuda_graphs"] = "no"
     with pytest.raises(CommbenchError, match=r"training.disable_cuda_graphs='no'; allowed: true or false"):
         _row(_log(config))
+
+
+def test_a_model_spec_that_is_not_a_dict_is_one_line():
+    config = _config()
+    config["model_spec"] = "qwen3"
+    with pytest.raises(CommbenchError, match="model_spec = 'qwen3'; allowed: a dict"):
+        _row(_log(config))

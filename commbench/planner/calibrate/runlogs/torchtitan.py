@@ -293,8 +293,10 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                              "set-up), which is not the run's throughput; give a log with at least 2 metrics "
                              "lines (a smaller metrics.log_freq or more training.steps)")
     par, training = config.get("parallelism", {}), config.get("training", {})
-    if not isinstance(par, dict) or not isinstance(training, dict):
-        raise CommbenchError(f"{log}: the config's parallelism and training entries are not dicts")
+    for key, entry in (("parallelism", par), ("training", training), ("model", config.get("model", {}))):
+        if not isinstance(entry, dict):
+            raise CommbenchError(f"{log}: its config's {key} = {entry!r:.80}; allowed: a dict (the {key} section "
+                                 "TorchTitan prints)")
     missing = [k for k in ("seq_len", "local_batch_size") if training.get(k) is None]
     if missing:
         raise CommbenchError(f"TorchTitan log {source!r}: the config lacks training.{', training.'.join(missing)}")
