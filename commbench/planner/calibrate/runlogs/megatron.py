@@ -19,6 +19,7 @@ from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEG
                                                                   graph_modules, iterations_before, warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
+MEGATRON_ARG_ANYWHERE = re.compile(r"\s*\b\w+ \.{3,} ")   # an argument line behind a prefix MEGATRON_ARG does not read
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
@@ -171,6 +172,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     # (arguments block before it, ms, TFLOP/s, skipped any, the global batch size the line logs, its iteration)
     lines: list[tuple[int, float, float | None, bool, int | None, int | None]] = []
     inside, cut, cut_left_out = False, cut_last_line(text), False
+    unread: tuple[int, str] | None = None   # the first argument line not read (line number, what stands before it)
     loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     printed: list[frozenset[str]] = []   # per iteration line, the losses it prints
@@ -186,6 +188,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         match = MEGATRON_ARG.match(line) if inside else None
         if match:
             blocks[-1][match.group(1)] = _value(match.group(2))
+        elif inside and unread is None and (dotted := MEGATRON_ARG_ANYWHERE.search(line)):
+            unread = (number + 1, line[:dotted.start()])   # an argument line behind a prefix not stripped
         loaded = MEGATRON_LOADED_AT.search(line)
         if loaded:
             loaded_at.setdefault(max(len(blocks), 1), int(loaded.group(1)))
@@ -207,6 +211,13 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     losses = frozenset().union(*printed)   # a loss another line prints and a line lacks: its average was NaN
     lines = [x[:3] + (x[3] or not losses <= keys,) + x[4:] for x, keys in zip(lines, printed)]
     args = blocks[0] if blocks else {}
+    if blocks and not args:
+        where = (f"; its lines begin {unread[1]!r} (line {unread[0]}), a per-line prefix it does not strip (it strips "
+                 "ANSI colours and a launcher's rank label: '[rank0]:', '[default0]:', '0: ', OpenMPI's "
+                 "'[1,0]<stdout>:')" if unread else "")
+        raise CommbenchError(f"{log}: its arguments block ('---- arguments ----' ... '---- end of arguments ----') "
+                             f"was found but none of its lines could be read as '  name ....... value'{where}; give "
+                             "the log without that prefix")
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
                              "'---- end of arguments ----'); run with the default argument printing on")
