@@ -237,8 +237,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
     # the first iteration after each start (arguments block: a resumed run starts again) is warm-up, and with CUDA
     # graphs the warm-up and capture iterations after it (megatron_warmup.py)
-    warmup, graph_why = warmup_iterations(args)
-    log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") else 1
+    warmup, graph_why = warmup_iterations(args, log)
+    log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") is not None else 1
     steady_lines, graph_lines, spikes, first_averaged = [], 0, [], []
     for start in dict.fromkeys(x[0] for x in lines):
         ours = [x for x in lines if x[0] == start]
@@ -300,7 +300,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
                 "expert_tensor_parallel_size"):
-        sizes[key] = _whole(log, key, args[key]) if args.get(key) else None
+        # None where Megatron-LM prints it unset (no interleaving, etp = tp); 0 or any other value is checked
+        sizes[key] = _whole(log, key, args[key]) if args.get(key) is not None else None
     world, gbs, seq = sizes["world_size"], sizes["global_batch_size"], sizes["seq_length"]
     if num_gpus and num_gpus != world:
         raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "

@@ -26,6 +26,8 @@ import re
 from statistics import median
 from typing import Any
 
+from commbench.planner.calibrate.runlogs.common import _whole
+
 DEFAULT_GRAPH_WARMUP_STEPS = 3   # TransformerConfig.cuda_graph_warmup_steps, core_v0.16.1
 # "successfully loaded checkpoint from DIR [ t 1/1, p 1/2 ] at iteration N" (megatron/training/checkpointing.py
 # load_checkpoint): the iteration a resumed start begins after
@@ -58,15 +60,18 @@ def graph_modules(args: dict[str, Any]) -> Any:
     return args.get("cuda_graph_scope") or []
 
 
-def warmup_iterations(args: dict[str, Any]) -> tuple[int, str]:
+def warmup_iterations(args: dict[str, Any], log: str = "Megatron-LM log") -> tuple[int, str]:
     """How many iterations after each start are not steady (see the module docstring), and why when more than the
-    first: ('' for the first only)."""
+    first: ('' for the first only). A printed cuda_graph_warmup_steps that is not a count is one line (it was read
+    as absent: Megatron-Core's default taken)."""
     impl, scope = graph_impl(args), graph_modules(args)
     full = impl == "full_iteration" or (impl == "local" and "full_iteration" in str(scope))
     if not full and impl != "transformer_engine":
         return 1, ""
     steps = args.get("cuda_graph_warmup_steps")
-    said = isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0
+    if steps is not None:
+        steps = _whole(log, "cuda_graph_warmup_steps", steps, 0)
+    said = steps is not None
     steps = steps if said else DEFAULT_GRAPH_WARMUP_STEPS
     kind = "full-iteration" if full else "Transformer Engine"
     why = (f"{kind} CUDA graphs (cuda_graph_impl={impl}): the first {steps + 1} iteration(s) after each start are "
