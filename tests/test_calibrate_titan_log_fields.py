@@ -125,3 +125,11 @@ def test_a_config_section_that_is_not_a_dict_is_one_line_not_a_traceback(key, va
     config[key] = value
     with pytest.raises(CommbenchError, match=named):
         _row(_log(config))
+
+
+def test_the_flavors_the_log_reader_knows_are_those_the_emitter_launches():
+    """runlogs/torchtitan_model.py keeps its own (module, flavor) -> zoo model table (calibrate does not import the
+    emit stage): it must be emit/torchtitan.py TITAN_MODELS' pairs."""
+    from commbench.planner.calibrate.runlogs.torchtitan_model import TITAN_FLAVOR_MODELS
+    from commbench.planner.emit.torchtitan import TITAN_MODELS
+    assert TITAN_FLAVOR_MODELS == {(t.module, t.flavor.lower()): zoo for zoo, t in TITAN_MODELS.items()}

@@ -3,8 +3,8 @@ megatron.py check_logged_model reads a Megatron-LM log's arguments block). A mis
 predicted as another network.
 
 - 0.1/0.2 print the job config's model section: `name` (the TorchTitan model module: llama3, qwen3, deepseek_v3,
-  gpt_oss, ...) and `flavor` (v0.2.2 config/job_config.py Model). A (name, flavor) pair TorchTitan ships for a zoo
-  model (emit/torchtitan.py TITAN_MODELS) names that zoo model: qwen3 8B is qwen3-8b, never llama3-8b, though both
+  gpt_oss, ...) and `flavor` (v0.2.2 config/job_config.py Model). A (name, flavor) pair TorchTitan builds a zoo
+  model as (TITAN_FLAVOR_MODELS) names that zoo model: qwen3 8B is qwen3-8b, never llama3-8b, though both
   flavors say "8B". A pair it does not know (an experiment's module, a user's flavor) is checked by the parameter
   count its flavor names (30B-A3B, 671B, 120b), within FLAVOR_PARAMS_AGREE.
 - 0.3.0 prints model_spec {name, flavor, model: model.to_dict()} (trainer.py Trainer.Config.to_dict): the model
@@ -43,11 +43,23 @@ def _check_flavor_params(log: str, name: str, flavor: str, module: Any, model: s
                              f"model, but --model {model} has {have:,.0f}B: give the --model the log trained")
 
 
+# The (model module, flavor) TorchTitan builds each zoo model as: torchtitan 0.2.2 / 0.3.0 models/*/__init__.py
+# flavors, the pairs emit/torchtitan.py TITAN_MODELS launches (the emit stage, which calibrate does not import;
+# tests/test_calibrate_titan_log_fields.py holds the two equal). llama3 1B / 3B are the flavors its generated
+# config functions name.
+TITAN_FLAVOR_MODELS = {
+    ("deepseek_v3", "671b"): "deepseek-v3", ("qwen3", "30b-a3b"): "qwen3-30b-a3b",
+    ("qwen3", "235b-a22b"): "qwen3-235b-a22b", ("llama3", "8b"): "llama3-8b", ("llama3", "70b"): "llama3.1-70b",
+    ("llama3", "405b"): "llama3.1-405b", ("gpt_oss", "120b"): "gpt-oss-120b", ("gpt_oss", "20b"): "gpt-oss-20b",
+    ("qwen3", "0.6b"): "qwen3-0.6b", ("qwen3", "1.7b"): "qwen3-1.7b", ("qwen3", "4b"): "qwen3-4b",
+    ("qwen3", "8b"): "qwen3-8b", ("qwen3", "14b"): "qwen3-14b", ("qwen3", "32b"): "qwen3-32b",
+    ("llama3", "1b"): "llama3.2-1b", ("llama3", "3b"): "llama3.2-3b",
+}
+
+
 def _check_known_flavor(log: str, name: str, module: Any, flavor: str, model: str) -> None:
-    """A (module, flavor) TorchTitan ships for a zoo model other than --model's zoo model, refused."""
-    from commbench.planner.emit.torchtitan import TITAN_MODELS
-    ships = {(titan.module, titan.flavor.lower()): zoo for zoo, titan in TITAN_MODELS.items()}
-    trained = ships.get((str(module), flavor.lower()))
+    """A (module, flavor) TorchTitan builds for a zoo model other than --model's zoo model, refused."""
+    trained = TITAN_FLAVOR_MODELS.get((str(module), flavor.lower()))
     if trained is not None and trained != name:
         raise CommbenchError(f"{log}: its config has model name={module!r} flavor={flavor!r}, TorchTitan's "
                              f"{trained}, but --model is {model}: give the --model it trained")
