@@ -26,7 +26,8 @@ def _titan_log(flavor: str, module: str, *, tp: int, pp: int, ep: int, shard: in
                            "context_parallel_degree": 1, "expert_parallel_degree": ep,
                            "pipeline_parallel_microbatch_size": mbs,
                            "fsdp_reshard_after_forward": "default"},
-           "activation_checkpoint": {"mode": ac}}
+           # 0.1/0.2 print selective_ac_option; "op" is what emit/torchtitan.py writes for selective
+           "activation_checkpoint": {"mode": ac, **({"selective_ac_option": "op"} if ac == "selective" else {})}}
     lines = [f"{P}0,000 - root - INFO - Running with args: {cfg!r}",
              f"{P}0,500 - root - INFO - CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB memory"]
     lines += [f"{P}{s},000 - root - INFO - step:  {s}  loss:  8.1234  grad_norm:  1.2345  memory: 60.12GiB(75.00%)  "

@@ -142,6 +142,19 @@ def test_every_spelling_of_cuda_graphs_is_read_into_the_recipe(graph_args, recip
     assert row["recipe"]["cuda_graph"] == recipe
 
 
+@pytest.mark.parametrize("graph_args, scope", [
+    ({"cuda_graph_impl": "transformer_engine", "cuda_graph_scope": "[<CudaGraphScope.attn: 2>]"}, "attn"),
+    # core_v0.18.0 on: --cuda-graph-scope is a hidden deprecated spelling, the block prints cuda_graph_modules
+    ({"cuda_graph_impl": "transformer_engine", "cuda_graph_modules": "[<CudaGraphModule.attn: 1>]"}, "attn"),
+    ({"cuda_graph_impl": "local", "cuda_graph_modules": "[<CudaGraphModule.attn: 1>, <CudaGraphModule.moe_router: 4>]"},
+     "attn+moe_router"),
+    ({"cuda_graph_impl": "transformer_engine", "cuda_graph_modules": "[]"}, "layer"),   # empty: the whole layer
+])
+def test_the_per_layer_capture_modules_are_read_under_either_name(graph_args, scope):
+    row = _parse(_log(graph_args=dict(graph_args, cuda_graph_warmup_steps="3"), times_ms=GRAPHED))
+    assert (row["recipe"]["cuda_graph"], row["recipe"]["cuda_graph_scope"]) == ("layer", scope)
+
+
 TITAN = DATA / "torchtitan_qwen3_30b_b200.log"
 
 

@@ -76,3 +76,57 @@ def test_settings_the_step_model_does_not_price_are_refused_in_one_line(args, na
                                   dict(num_distributed_optimizer_instances="1")])
 def test_the_priced_settings_are_read(args):
     assert _row(**args)["tokens_per_s_per_gpu"] > 0
+
+
+@pytest.mark.parametrize("grads, params, overlap", [("True", "True", True), ("False", "False", False)])
+def test_dp_overlap_is_both_overlap_flags(grads, params, overlap):
+    assert _row(overlap_grad_reduce=grads, overlap_param_gather=params)["recipe"]["dp_overlap"] is overlap
+
+
+@pytest.mark.parametrize("grads, params", [("True", "False"), ("False", "True")])
+def test_overlapping_only_one_of_the_reduce_scatter_and_the_gather_is_refused(grads, params):
+    """The step model's dp_overlap hides both (step/dp_sync.py); emit/megatron.py writes both flags. A run with the
+    gradient reduce overlapped and the parameter gather exposed was priced with the gather hidden."""
+    with pytest.raises(CommbenchError, match=f"overlap_grad_reduce={grads} and overlap_param_gather={params}: .*"
+                                             "allowed: both True or both False"):
+        _row(overlap_grad_reduce=grads, overlap_param_gather=params)
+
+
+def test_without_a_parameter_gather_overlap_grad_reduce_alone_says_it():
+    # no distributed optimizer: gradients all-reduced, no parameter gather; Megatron-LM refuses overlap_param_gather
+    row = _row(overlap_grad_reduce="True", overlap_param_gather="False", use_distributed_optimizer="False")
+    assert row["recipe"]["dp_overlap"] is True
+
+
+def test_a_block_without_overlap_param_gather_is_refused_where_it_matters():
+    text = "".join(line + "\n" for line in _log().splitlines() if "overlap_param_gather" not in line)
+    with pytest.raises(CommbenchError, match="has no overlap_param_gather .*default False"):
+        parse_megatron_log(text, source="m.log", model="qwen3-30b-a3b", gpu="h100-hgx")
+
+
+@pytest.mark.parametrize("args, named", [
+    ({"num_distributed_optimizer_instances": "x"}, "num_distributed_optimizer_instances='x' is invalid: a whole number"),
+    ({"num_distributed_optimizer_instances": "[2]"}, r"num_distributed_optimizer_instances=\[2\] is invalid"),
+    ({"moe_expert_capacity_factor": "abc"}, "moe_expert_capacity_factor='abc' is invalid: a number"),
+    ({"moe_expert_capacity_factor": "[1.0]"}, r"moe_expert_capacity_factor=\[1.0\] is invalid: a number"),
+    ({"recompute_granularity": "selective", "recompute_modules": "5"}, "recompute_modules=5 is invalid: a list"),
+    ({"expert_model_parallel_size": "0"}, "expert_model_parallel_size=0 is invalid: a whole number from 1"),
+    ({"expert_tensor_parallel_size": "0"}, "expert_tensor_parallel_size=0 is invalid: a whole number from 1"),
+    ({"context_parallel_size": "0"}, "context_parallel_size=0 is invalid: a whole number from 1"),
+    ({"log_interval": "0"}, "log_interval=0 is invalid: a whole number from 1"),
+    ({"cuda_graph_impl": "transformer_engine", "cuda_graph_warmup_steps": "-1"},
+     "cuda_graph_warmup_steps=-1 is invalid: a whole number from 0"),
+])
+def test_an_argument_value_no_run_can_have_is_one_line_naming_it(args, named):
+    """These raised ValueError / TypeError inside the reader ('holds values no run can have: ValueError: invalid
+    literal for int()'), or were read as another value: expert_model_parallel_size 0 as EP 1, log_interval 0 as 1, a
+    negative cuda_graph_warmup_steps as Megatron-Core's default."""
+    with pytest.raises(CommbenchError, match=named):
+        _row(**args)
+
+
+def test_a_negative_capacity_factor_is_dropless_as_megatron_core_reads_it():
+    # core_v0.16.1 transformer_config.py: moe_expert_capacity_factor < 0 -> None (dropless), what the step model prices
+    assert _row(moe_expert_capacity_factor="-1.0")["tokens_per_s_per_gpu"] > 0
+    with pytest.raises(CommbenchError, match="moe_expert_capacity_factor=1.5, which the step model does not price"):
+        _row(moe_expert_capacity_factor="1.5")

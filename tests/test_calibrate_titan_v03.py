@@ -129,3 +129,62 @@ def test_fsdp_without_resharding_after_forward_is_refused():
 def test_a_torchtitan_0_2_expert_tensor_parallel_degree_is_read():
     config = _config(tensor_parallel_degree=2, expert_tensor_parallel_degree=2)
     assert _row(_log(config, mesh="pp=1, dp_replicate=1, dp_shard=8, cp=1, tp=2, ep=8"))["etp"] == 2
+
+
+def _block(heads: int = 32, kv: int | None = 4, experts: int | None = 128, top_k: int = 8) -> dict:
+    """One transformer block as 0.3.0's model.to_dict() prints it (the fields the check reads)."""
+    moe = {"num_experts": experts, "router": {"num_experts": experts, "top_k": top_k}} if experts else None
+    return {"attention": {"n_heads": heads, "n_kv_heads": kv, "dim": 2048}, "feed_forward": None, "moe": moe}
+
+
+@pytest.mark.parametrize("printed, named", [
+    ({"dim": 4096, "vocab_size": 151936, "layers": [_block()] * 48}, r"model_spec.model.dim=4096.*has 2048"),
+    ({"dim": 2048, "vocab_size": 151936, "layers": [_block()] * 24}, r"layers \(count\)=24.*has 48"),
+    ({"dim": 2048, "vocab_size": 151936, "layers": [_block(kv=8)] * 48}, r"attention.n_kv_heads=8.*has 4"),
+    ({"dim": 2048, "vocab_size": 151936, "layers": [_block(experts=64)] * 48}, r"moe.num_experts=64.*has 128"),
+    ({"dim": 2048, "vocab_size": 151936, "layers": [_block(top_k=4)] * 48}, r"moe.router.top_k=4.*has 8"),
+    ({"dim": 2048, "vocab_size": 128256, "layers": [_block()] * 48}, r"vocab_size=128256.*has 151936"),
+    ({"dim": 2048, "vocab_size": 151936, "layers": [_block(experts=None)] * 48}, r"moe.num_experts=0.*has 128"),
+])
+def test_a_0_3_0_model_config_of_other_sizes_than_model_is_refused(printed, named):
+    """trainer.py to_dict prints model_spec.model (the model config's to_dict): a flavor name the zoo does not
+    know (a user's own) is checked by the sizes it prints, as a Megatron-LM log's arguments are."""
+    config = _config()
+    config["model_spec"] = {"name": "qwen3", "flavor": "my_flavor", "model": printed}
+    with pytest.raises(CommbenchError, match=named):
+        _row(_log(config))
+    config["model_spec"]["model"] = {"dim": 2048, "vocab_size": 151936, "layers": [_block()] * 48}
+    assert _row(_log(config))["num_gpus"] == 16   # the sizes of qwen3-30b-a3b: read
+
+
+def test_a_0_3_0_model_spec_of_another_shipped_flavor_is_refused():
+    config = _config(expert_parallel_degree=1)
+    config["model_spec"] = {"name": "llama3", "flavor": "70B", "model": {"dim": 8192}}
+    text = _log(config, mesh="pp=1, dp_replicate=1, dp_shard=16, cp=1, tp=1, ep=1")
+    with pytest.raises(CommbenchError, match="name='llama3' flavor='70B', TorchTitan's llama3.1-70b, but --model is "
+                                             "qwen3-next-80b-a3b"):
+        parse_torchtitan_log(text, source="t.log", model="qwen3-next-80b-a3b", gpu="h100-hgx", num_gpus=None)
+
+
+@pytest.mark.parametrize("disable, graph", [(True, "none"), (False, "full")])
+def test_disable_cuda_graphs_is_read_as_the_row_s_cuda_graph(disable, graph):
+    """0.3.0 graphs the whole forward-backward unless training.disable_cuda_graphs (config/configs.py, default False;
+    trainer.py wrap_with_cuda_graph), as emit/torchtitan.py maps cuda_graph=full; it was read as no graphs."""
+    config = _config(expert_parallel_degree=1)
+    config["training"]["disable_cuda_graphs"] = disable
+    row = _row(_log(config, mesh="pp=1, dp_replicate=1, dp_shard=16, cp=1, tp=1, ep=1"))
+    assert row["recipe"]["cuda_graph"] == graph
+
+
+def test_a_non_bool_disable_cuda_graphs_is_one_line():
+    config = _config()
+    config["training"]["disable_cuda_graphs"] = "no"
+    with pytest.raises(CommbenchError, match=r"training.disable_cuda_graphs='no'; allowed: true or false"):
+        _row(_log(config))
+
+
+def test_a_model_spec_that_is_not_a_dict_is_one_line():
+    config = _config()
+    config["model_spec"] = "qwen3"
+    with pytest.raises(CommbenchError, match="model_spec = 'qwen3'; allowed: a dict"):
+        _row(_log(config))

@@ -62,7 +62,7 @@ def test_the_cli_names_the_validation_lines_left_out(tmp_path):
     assert f"note: {log}: 1 validation line(s)" in result.output
 
 
-@pytest.mark.parametrize("label", ["[default0]:", "[rank0]: ", "0: ", "  3: "])
+@pytest.mark.parametrize("label", ["[default0]:", "[rank0]: ", "0: ", "  3: ", "[1,7]<stdout>:", "[1,0]<stderr>:"])
 def test_a_megatron_log_under_a_launchers_rank_label_is_read(label):
     # torchrun --tee's '[default0]:' and srun -l's '0: ' before every line: the arguments lines were not read and
     # the log was refused as having "no arguments block ... run with the default argument printing on"
@@ -88,6 +88,19 @@ def test_a_torchtitan_log_of_two_ranks_interleaved_is_read_per_rank(role):
     assert row["tokens_per_s_per_gpu"] == pytest.approx(24_420.0)
     assert row["notes"].startswith("TorchTitan log; 4 steps (logged by 2 ranks)")
 
+
+
+@pytest.mark.parametrize("prefix", ["2026-01-10 10:00:00 INFO: ", "[1,7]: ", "rank7| "])
+def test_an_arguments_block_behind_an_unknown_prefix_is_said_so_with_the_prefix(prefix):
+    # the block's header and footer were found (searched anywhere in a line) but no argument line was read: the
+    # message said "no arguments block ... run with the default argument printing on"
+    from commbench.errors import CommbenchError
+    from commbench.planner.calibrate.runlogs import parse_megatron_log
+    text = (DATA / "megatron_deepseek_v3_gb300.log").read_text()
+    prefixed = "".join(prefix + line for line in text.splitlines(keepends=True))
+    with pytest.raises(CommbenchError, match="arguments block .* was found but none of its lines could be read") as err:
+        parse_megatron_log(prefixed, source="m", model="deepseek-v3", gpu="gb300-nvl72")
+    assert f"its lines begin {prefix.rstrip()!r}" in str(err.value) and "no arguments block" not in str(err.value)
 
 
 def test_a_clock_at_the_start_of_a_line_is_no_rank_label():

@@ -43,6 +43,26 @@ def test_pinned_plan_names_the_best_its_rank_gap_and_term_differences():
     assert f"The best is predicted {v['best_gain_pct']:+.1f}% over this layout" in flat
 
 
+def test_a_pinned_layout_that_does_not_fit_is_never_called_the_searched_best():
+    """llama3-8b on 8 H100 at TP1 without recompute is predicted faster than the searched best but does not fit the
+    HBM headroom: plan said 'This layout is the searched best'; its verdict is its own, text and --json."""
+    args = ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--precision", "bf16", "--gbs",
+            "128", "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,recompute=none,cuda_graph=none,fsdp=false"]
+    v = json.loads(run(args + ["--json"]).stdout)["versus_best"]
+    assert not v["fits_headroom"] and v["best_gain_pct"] < 0   # faster than the best, predicted, and not fitting
+    assert v["gain_verdict"] == "does_not_fit"
+    flat = " ".join(run(args).stdout.split())
+    assert "searched best (predicted) is" in flat and "This layout is the searched best" not in flat
+    assert f"does not fit the HBM headroom: the searched best (predicted) is {v['best_layout']}" in flat
+
+
+def test_the_verdict_of_a_layout_that_does_not_fit_is_its_own_at_any_gain():
+    from commbench.planner.search.pinned_gap import gain_verdict, gain_verdict_line
+    for gain in (-0.2, 0.0, 0.05, 0.5):
+        v = gain_verdict(gain, moe=False, fits=False)
+        assert v["gain_verdict"] == "does_not_fit" and "does not fit" in gain_verdict_line(dict(v, best_layout="X"))
+
+
 @pytest.mark.parametrize("gain, verdict", [(0.0, "best"), (0.05, "tie"), (0.15, "likely"), (0.5, "beyond_p80")])
 def test_the_best_gain_is_read_against_the_measured_gain_errors(gain, verdict):
     """A predicted gain within the median error is a tie, past it but within the 80th percentile 'likely', past that

@@ -132,3 +132,12 @@ def test_the_line_gives_the_recipe_structure_as_plan_layout_takes_it(dsv3_2604):
     assert {k: int(x) for k, x in pins.items()} == {k: int(entry.get(k) or 1) for k in pins}
     assert set(pins) == {"tp", "pp", "vp", "ep", "etp", "cp", "mbs"}
     assert f"`plan --layout {v['recipe_pins']}`" in versus_recipe_lines(v)[0]
+
+
+def test_a_recipe_layout_that_does_not_fit_is_said_so_not_faster_or_as_fast(dsv3_2604):
+    """A recipe layout that does not fit the HBM headroom was given the gain verdict 'best' when predicted faster
+    (pinned_gap.gain_verdict): its lines say it does not fit and the plan is the fastest that does."""
+    v = dict(versus_recipe(dsv3_2604), rank=None, fits_headroom=False, gain_verdict="does_not_fit")
+    lines = versus_recipe_lines(v)
+    assert "does not fit the HBM headroom here" in lines[-1] and "fastest layout that fits" in lines[-1]
+    assert not any("predicted as fast" in line or "faster than this plan" in line for line in lines)

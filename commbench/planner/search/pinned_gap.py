@@ -96,24 +96,30 @@ def versus_best(result: SearchResult, pinned_bd, i: int = 0) -> dict:
             "structure_rank": structure_rank_of(result, tok) if room_ok else None,
             "num_fitting_structures": int(len(result.fitting_structures_desc)),
             "term_deltas_s": [{"term": label, "key": key, "delta_s": d} for label, key, d in deltas if abs(d) > 1e-4],
-            **gain_verdict(best_tok / tok - 1.0 if tok > 0 else float("inf"), result.request.model.is_moe)}
+            **gain_verdict(best_tok / tok - 1.0 if tok > 0 else float("inf"), result.request.model.is_moe,
+                           fits=room_ok)}
 
 
-def gain_verdict(gain: float, moe: bool) -> dict:
+def gain_verdict(gain: float, moe: bool, *, fits: bool = True) -> dict:
     """The best's predicted gain over a layout against the model's MEASURED error of a predicted gain
-    (step.terms.MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR; calibrate/gain_error.py): "best" when the
-    layout is the best, "tie" within the median error, "likely" beyond it but within the 80th percentile,
-    "beyond_p80" past that."""
+    (step.terms.MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR; calibrate/gain_error.py): "does_not_fit" when
+    the layout does not fit the HBM headroom (never "best", however fast it is predicted: the search ranks only
+    fitting layouts, and one that does not fit is no choice against them), else "best" when the layout is the best,
+    "tie" within the median error, "likely" beyond it but within the 80th percentile, "beyond_p80" past that."""
     from commbench.planner.step.terms import MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR
     family = "moe" if moe else "dense"
     median, p80 = MODEL_GAIN_MEDIAN_ABS_ERROR[family], MODEL_GAIN_P80_ABS_ERROR[family]
-    verdict = ("best" if gain <= 1e-9 else "tie" if gain <= median else "likely" if gain <= p80 else "beyond_p80")
+    verdict = ("does_not_fit" if not fits else "best" if gain <= 1e-9 else "tie" if gain <= median
+               else "likely" if gain <= p80 else "beyond_p80")
     return {"best_gain_pct": 100.0 * gain, "gain_error_family": family, "gain_error_median_pct": 100.0 * median,
             "gain_error_p80_pct": 100.0 * p80, "gain_verdict": verdict}
 
 
 def gain_verdict_line(v: dict) -> str:
     """What the best's predicted gain over the pinned layout is worth, given the model's measured gain errors."""
+    if v["gain_verdict"] == "does_not_fit":
+        return (f"This layout does not fit the HBM headroom: the searched best (predicted) is {v['best_layout']}, "
+                "the fastest layout that fits.")
     if v["gain_verdict"] == "best":
         return "This layout is the searched best (predicted)."
     family = "MoE" if v["gain_error_family"] == "moe" else "dense"

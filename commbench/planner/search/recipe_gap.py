@@ -140,6 +140,8 @@ def versus_recipe_lines(v: dict | None) -> list[str]:
     line = (f"{head}): {v['recipe_layout']} {v['recipe_flags']}, predicted {v['pinned_tokens_per_s_per_gpu']:,.0f} "
             f"tokens/s/GPU, {where}{batch}; `plan --layout {v['recipe_pins']}` gives its launch arguments.")
     gain = v["best_gain_pct"]
+    if v["gain_verdict"] == "does_not_fit":   # however fast, not a choice against the fitting layouts
+        return [line, "It does not fit the HBM headroom here (predicted): this plan is the fastest layout that fits."]
     if faster:
         extra = sorted(set(v["recipe_flags"].split()) - set(_flags(Layout(**v["best_layout_fields"])).split()))
         lines = [line, f"It is predicted {v['gap_pct']:.1f}% faster than this plan by what it runs that the plan does "

@@ -29,7 +29,8 @@ The model and system of a log come from the command line (logs do not name a zoo
 A log missing what a prediction needs raises one line naming what is missing.
 
 Modules: common.py (shared checks), megatron.py, megatron_warmup.py (which iterations are warm-up),
-torchtitan.py, files.py (a RUNS file: which kind, its rows).
+torchtitan.py (torchtitan_ac.py: its activation checkpointing as the step model's recompute; torchtitan_model.py:
+whether it trained --model), files.py (a RUNS file: which kind, its rows).
 """
 
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, MAX_LOG_COUNT, _positive, _value, _whole,
@@ -41,16 +42,17 @@ from commbench.planner.calibrate.runlogs.megatron import (MEGATRON_ARG, MEGATRON
                                                            MEGATRON_SKIPPED, MEGATRON_TFLOPS, _check_iteration_order,
                                                            _graph_modules, check_logged_model, megatron_fsdp_note,
                                                            megatron_mtp_note, megatron_precision, parse_megatron_log)
-from commbench.planner.calibrate.runlogs.torchtitan import (DEVICE_GPU, FLAVOR_PARAMS_AGREE, FLAVOR_PARAMS_RE,
-                                                             TITAN_CONFIG, TITAN_CONVERTER_PRECISION, TITAN_DEVICE,
-                                                             TITAN_MESH, TITAN_RANK, TITAN_RUN_CONFIG, TITAN_STEP,
-                                                             _entry, check_titan_device, check_titan_flavor,
-                                                             mesh_world_size, parse_torchtitan_log, titan_precision)
+from commbench.planner.calibrate.runlogs.torchtitan_model import (FLAVOR_PARAMS_AGREE, FLAVOR_PARAMS_RE,
+                                                                   check_titan_model)
+from commbench.planner.calibrate.runlogs.torchtitan import (DEVICE_GPU, TITAN_CONFIG, TITAN_CONVERTER_PRECISION,
+                                                             TITAN_DEVICE, TITAN_MESH, TITAN_RANK, TITAN_RUN_CONFIG,
+                                                             TITAN_STEP, _entry, check_titan_device, mesh_world_size,
+                                                             parse_torchtitan_log, titan_precision)
 
 __all__ = ["ANSI", "CUT_NOTE", "DEVICE_GPU", "FLAVOR_PARAMS_AGREE", "FLAVOR_PARAMS_RE", "MAX_LOG_COUNT", "MEGATRON_ARG",
            "MEGATRON_ITER", "MEGATRON_ITER_NUMBER", "MEGATRON_LOGGED_GBS", "MEGATRON_MODEL_ARGS", "MEGATRON_RUN_ARGS",
            "MEGATRON_SKIPPED", "MEGATRON_TFLOPS", "TITAN_CONFIG", "TITAN_CONVERTER_PRECISION", "TITAN_DEVICE",
            "TITAN_MESH", "TITAN_RANK", "TITAN_RUN_CONFIG", "TITAN_STEP", "check_logged_model", "check_titan_device",
-           "check_titan_flavor", "cut_last_line", "is_json_list", "megatron_fsdp_note", "megatron_mtp_note",
+           "check_titan_model", "cut_last_line", "is_json_list", "megatron_fsdp_note", "megatron_mtp_note",
            "megatron_precision", "mesh_world_size", "parse_megatron_log", "parse_torchtitan_log", "read_runs",
            "read_runs_noted", "runs_file_text", "titan_precision"]

@@ -13,8 +13,10 @@ from commbench.errors import CommbenchError
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # A launcher's per-line rank label: torchrun --tee's "[default0]:" (its --role; "[rank0]:" with --role rank, as
-# torchtitan's run_train.sh) and srun -l's "0: "; the rank is group 1 or 2
-LAUNCHER_LABEL = re.compile(r"^\s*(?:\[[A-Za-z_]*(\d+)\]:|(\d+):(?!\d))\s?")   # not a clock's "10:00:01"
+# torchtitan's run_train.sh), OpenMPI mpirun --tag-output's "[1,7]<stdout>:" / "[1,7]<stderr>:" ([jobid,rank], the
+# stream named: unambiguous) and srun -l's "0: "; the rank is group 1 or 2
+LAUNCHER_LABEL = re.compile(r"^\s*(?:\[(?:[A-Za-z_]*|\d+,(?=\d+\]<std(?:out|err)>:))(\d+)\](?:<std(?:out|err)>)?:"
+                            r"|(\d+):(?!\d))\s?")   # not a clock's "10:00:01"
 
 
 def _value(text: str) -> Any:

@@ -11,15 +11,15 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
                                                        _whole, cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_features import (check_fsdp_strategy, check_moe_capacity,
-                                                                   check_optimizer_instances, dispatcher,
+                                                                   check_optimizer_instances, dispatcher, dp_overlap,
                                                                    recompute_mode, recompute_priced_note)
 from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
-                                                                  iterations_before,
-                                                                  warmup_iterations)
+                                                                  graph_modules, iterations_before, warmup_iterations)
 
 MEGATRON_ARG = re.compile(r"^\s*(\w+) \.+ (.*)$")
+MEGATRON_ARG_ANYWHERE = re.compile(r"\s*\b\w+ \.{3,} ")   # an argument line behind a prefix MEGATRON_ARG does not read
 # A logged figure is whatever stands after its label (not only digits): a 'nan' or 'inf' iteration is refused by
 # name (_positive), not skipped as if the line were not there
 MEGATRON_ITER = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
@@ -114,8 +114,10 @@ MEGATRON_RUN_ARGS = ("world_size", "tensor_model_parallel_size", "pipeline_model
                      "ffn_hidden_size", "num_attention_heads", "num_experts", "moe_ffn_hidden_size", "moe_router_topk",
                      "fp4", "fp8", "fp8_recipe", "recompute_granularity", "recompute_modules", "recompute_method",
                      "recompute_num_layers", "cpu_offloading", "cpu_offloading_num_layers", "cuda_graph_impl",
-                     "cuda_graph_scope", "enable_cuda_graph", "moe_token_dispatcher_type",
-                     "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "sequence_parallel",
+                     "cuda_graph_scope", "cuda_graph_modules", "enable_cuda_graph",
+                     "moe_token_dispatcher_type",
+                     "overlap_moe_expert_parallel_comm", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather",
+                     "sequence_parallel",
                      "use_distributed_optimizer", "fp8_dot_product_attention", "moe_permute_fusion", "moe_grouped_gemm",
                      "use_megatron_fsdp", "use_custom_fsdp", "use_torch_fsdp2", "num_distributed_optimizer_instances",
                      "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
@@ -170,6 +172,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     # (arguments block before it, ms, TFLOP/s, skipped any, the global batch size the line logs, its iteration)
     lines: list[tuple[int, float, float | None, bool, int | None, int | None]] = []
     inside, cut, cut_left_out = False, cut_last_line(text), False
+    unread: tuple[int, str] | None = None   # the first argument line not read (line number, what stands before it)
     loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     printed: list[frozenset[str]] = []   # per iteration line, the losses it prints
@@ -185,6 +188,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         match = MEGATRON_ARG.match(line) if inside else None
         if match:
             blocks[-1][match.group(1)] = _value(match.group(2))
+        elif inside and unread is None and (dotted := MEGATRON_ARG_ANYWHERE.search(line)):
+            unread = (number + 1, line[:dotted.start()])   # an argument line behind a prefix not stripped
         loaded = MEGATRON_LOADED_AT.search(line)
         if loaded:
             loaded_at.setdefault(max(len(blocks), 1), int(loaded.group(1)))
@@ -206,6 +211,13 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     losses = frozenset().union(*printed)   # a loss another line prints and a line lacks: its average was NaN
     lines = [x[:3] + (x[3] or not losses <= keys,) + x[4:] for x, keys in zip(lines, printed)]
     args = blocks[0] if blocks else {}
+    if blocks and not args:
+        where = (f"; its lines begin {unread[1]!r} (line {unread[0]}), a per-line prefix it does not strip (it strips "
+                 "ANSI colours and a launcher's rank label: '[rank0]:', '[default0]:', '0: ', OpenMPI's "
+                 "'[1,0]<stdout>:')" if unread else "")
+        raise CommbenchError(f"{log}: its arguments block ('---- arguments ----' ... '---- end of arguments ----') "
+                             f"was found but none of its lines could be read as '  name ....... value'{where}; give "
+                             "the log without that prefix")
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
                              "'---- end of arguments ----'); run with the default argument printing on")
@@ -225,8 +237,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
     # the first iteration after each start (arguments block: a resumed run starts again) is warm-up, and with CUDA
     # graphs the warm-up and capture iterations after it (megatron_warmup.py)
-    warmup, graph_why = warmup_iterations(args)
-    log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") else 1
+    warmup, graph_why = warmup_iterations(args, log)
+    log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") is not None else 1
     steady_lines, graph_lines, spikes, first_averaged = [], 0, [], []
     for start in dict.fromkeys(x[0] for x in lines):
         ours = [x for x in lines if x[0] == start]
@@ -288,7 +300,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     sizes = {key: _whole(log, key, args[key]) for key in need}
     for key in ("context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
                 "expert_tensor_parallel_size"):
-        sizes[key] = _whole(log, key, args[key]) if args.get(key) else None
+        # None where Megatron-LM prints it unset (no interleaving, etp = tp); 0 or any other value is checked
+        sizes[key] = _whole(log, key, args[key]) if args.get(key) is not None else None
     world, gbs, seq = sizes["world_size"], sizes["global_batch_size"], sizes["seq_length"]
     if num_gpus and num_gpus != world:
         raise CommbenchError(f"{log}: --gpus {num_gpus}, but it ran with world_size={world}: give the --gpus it ran "
@@ -304,7 +317,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     recompute_note = recompute_priced_note(args, model)
     check_moe_capacity(log, args, model)
     check_optimizer_instances(log, args)
-    scope = args.get("cuda_graph_scope") or []
+    scope = graph_modules(args)   # cuda_graph_modules from core 0.18.0 on, cuda_graph_scope before
     impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
     graph = "full" if impl == "full_iteration" or "full_iteration" in (scope if isinstance(scope, list) else [scope]) \
         else ("layer" if impl in ("local", "transformer_engine") else "none")
@@ -332,7 +345,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                       "dispatcher": dispatcher(log, args),
                       "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
                       "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
-                      "dp_overlap": bool(args.get("overlap_grad_reduce")),
+                      "dp_overlap": dp_overlap(log, args),
                       "sequence_parallel": bool(args.get("sequence_parallel")) or sizes["tensor_model_parallel_size"] == 1,
                       "distributed_optimizer": bool(args.get("use_distributed_optimizer")),
                       "cuda_graph": graph, "cuda_graph_scope": _graph_modules(graph, scope),

@@ -1,12 +1,15 @@
 """The Megatron-LM features a log states that the step model prices only in some of their settings: the
-Megatron-FSDP sharding strategy, --recompute-modules and the MoE token dispatcher. A setting it does not price is
-one line naming the argument, its value and what is allowed (as use_torch_fsdp2 is), never priced as another."""
+Megatron-FSDP sharding strategy, --recompute-modules, the MoE token dispatcher and the DP overlap flags. A setting it
+does not price is one line naming the argument, its value and what is allowed (as use_torch_fsdp2 is), never priced
+as another."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from commbench.errors import CommbenchError
+from commbench.planner.calibrate.runlogs.common import _whole
 
 # Megatron-LM arguments.py --data-parallel-sharding-strategy (choices no_shard, optim, optim_grads,
 # optim_grads_params; default no_shard): the step model's FSDP (layout fsdp) is ZeRO-3, parameters gathered per layer
@@ -48,6 +51,9 @@ def recompute_mode(log: str, args: dict[str, Any]) -> str:
             raise CommbenchError(f"{log}: recompute_granularity={granularity!r}; allowed: full, selective, None")
         return granularity
     modules = args.get("recompute_modules") or MEGATRON_DEFAULT_MODULES
+    if not isinstance(modules, (str, list, tuple)) or not all(isinstance(m, str) for m in modules):
+        raise CommbenchError(f"{log}: recompute_modules={modules!r} is invalid: a list of module names (core_attn, "
+                             "layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts), as megatron-core reads it")
     modules = [modules] if isinstance(modules, str) else list(modules)
     if "core_attn" in modules and set(modules) <= SELECTIVE_WITH_CORE_ATTN:
         return "selective"
@@ -106,6 +112,18 @@ def recompute_priced_note(args: dict[str, Any], model_name: str) -> str:
             "activation memory")
 
 
+def capacity_factor(log: str, value: Any) -> float | None:
+    """The logged --moe-expert-capacity-factor: None (dropless), or a number; a negative one is None too
+    (core_v0.16.1 transformer_config.py __post_init__: "if self.moe_expert_capacity_factor < 0: ... = None").
+    Anything else (a word, a list) is one line naming the argument."""
+    if value in (None, "None"):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CommbenchError(f"{log}: moe_expert_capacity_factor={value!r} is invalid: a number (a negative one or "
+                             "None: dropless), as megatron-core reads it")
+    return None if value < 0 else float(value)
+
+
 def check_moe_capacity(log: str, args: dict[str, Any], model_name: str) -> None:
     """One line for drop-and-pad or token-dropping MoE the step model does not price: it prices dropless MoE (the
     expert GEMMs and all-to-all at the routed tokens) and the capacity factor the model's architecture states (what
@@ -113,19 +131,19 @@ def check_moe_capacity(log: str, args: dict[str, Any], model_name: str) -> None:
     token_dispatcher.py), which no plan emits."""
     from commbench.planner.calibrate.published import _zoo_name
     from commbench.planner.models.zoo import load_model
-    factor = args.get("moe_expert_capacity_factor")
+    factor = capacity_factor(log, args.get("moe_expert_capacity_factor"))
     if args.get("moe_pad_expert_input_to_capacity"):
         raise CommbenchError(f"{log}: ran with moe_pad_expert_input_to_capacity=True (moe_expert_capacity_factor="
                              f"{factor!r}): every expert's input padded to its capacity, which the step model does not "
                              "price (it prices dropless MoE at the routed tokens); allowed: "
                              "moe_pad_expert_input_to_capacity False")
-    if factor in (None, "None") or not args.get("num_experts", True):
+    if factor is None or not args.get("num_experts", True):
         return
     name = _zoo_name(model_name)
     stated = load_model(name).architecture.capacity_factor if name is not None else None
     if stated is None:   # a model outside the zoo: not modelled
         return
-    if float(factor) != float(stated or 0.0):
+    if factor != float(stated or 0.0):
         raise CommbenchError(f"{log}: ran with moe_expert_capacity_factor={factor!r}, which the step model does not "
                              f"price (it prices {model_name}'s MoE " + (f"at capacity factor {stated:g}" if stated else
                                                                        "dropless, at the routed tokens")
@@ -139,8 +157,35 @@ def check_optimizer_instances(log: str, args: dict[str, Any]) -> None:
     instances = args.get("num_distributed_optimizer_instances")
     if args.get("use_megatron_fsdp") or args.get("use_custom_fsdp") or instances in (None, "None"):
         return
-    if int(instances) > 1:
+    if _whole(log, "num_distributed_optimizer_instances", instances) > 1:
         raise CommbenchError(f"{log}: ran with num_distributed_optimizer_instances={instances!r} without Megatron-FSDP: "
                              "gradients reduce-scattered within an instance and all-reduced across instances, which "
                              "the step model prices only for Megatron-FSDP (HSDP); allowed: 1, or the run with "
                              "use_megatron_fsdp")
+
+
+def dp_overlap(log: str, args: dict[str, Any]) -> bool:
+    """The step model's dp_overlap for the logged --overlap-grad-reduce / --overlap-param-gather, or one line.
+    dp_overlap hides both the gradient reduce-scatter and, where parameters are gathered (the distributed optimizer or
+    Megatron-FSDP), their all-gather (step/dp_sync.py, step/fsdp.py); emit/megatron.py writes it as both flags
+    (--overlap-param-gather with the distributed optimizer). Megatron-LM runs --overlap-param-gather only with the
+    distributed optimizer or Megatron-FSDP and with --overlap-grad-reduce (core_v0.16.1 arguments.py validate_args).
+    Without a parameter gather, overlap_grad_reduce alone says it. With one, a run that overlaps the reduce-scatter
+    and not the gather has no form in the step model (it would hide the gather it ran exposed): refused, as is a
+    block that does not print overlap_param_gather."""
+    grads = bool(args.get("overlap_grad_reduce"))
+    gathers = bool(args.get("use_distributed_optimizer") or args.get("use_megatron_fsdp")
+                   or args.get("use_custom_fsdp"))
+    if not gathers:
+        return grads
+    if grads and "overlap_param_gather" not in args:
+        raise CommbenchError(f"{log}: ran with overlap_grad_reduce=True and a parameter gather (distributed optimizer "
+                             "or Megatron-FSDP) but its arguments block has no overlap_param_gather (Megatron-LM's "
+                             "default False); allowed: a block that prints it")
+    params = bool(args.get("overlap_param_gather"))
+    if grads != params:
+        raise CommbenchError(f"{log}: ran with overlap_grad_reduce={args.get('overlap_grad_reduce')!r} and "
+                             f"overlap_param_gather={args.get('overlap_param_gather')!r}: the step model's DP overlap "
+                             "hides the gradient reduce-scatter and the parameter all-gather together, and has no "
+                             "form that overlaps one of them; allowed: both True or both False")
+    return grads

@@ -26,6 +26,8 @@ import re
 from statistics import median
 from typing import Any
 
+from commbench.planner.calibrate.runlogs.common import _whole
+
 DEFAULT_GRAPH_WARMUP_STEPS = 3   # TransformerConfig.cuda_graph_warmup_steps, core_v0.16.1
 # "successfully loaded checkpoint from DIR [ t 1/1, p 1/2 ] at iteration N" (megatron/training/checkpointing.py
 # load_checkpoint): the iteration a resumed start begins after
@@ -49,15 +51,27 @@ def graph_impl(args: dict[str, Any]) -> str:
     return "transformer_engine" if args.get("external_cuda_graph") else "none"
 
 
-def warmup_iterations(args: dict[str, Any]) -> tuple[int, str]:
+def graph_modules(args: dict[str, Any]) -> Any:
+    """The logged per-layer CUDA-graph capture modules: cuda_graph_modules from Megatron-Core 0.18.0 on (core_v0.19.0
+    arguments.py: --cuda-graph-scope is a hidden deprecated spelling whose value moves to cuda_graph_modules and whose
+    own entry is deleted before the block is printed), else cuda_graph_scope (up to core_v0.17); [] where neither."""
+    if args.get("cuda_graph_modules") is not None:
+        return args["cuda_graph_modules"]
+    return args.get("cuda_graph_scope") or []
+
+
+def warmup_iterations(args: dict[str, Any], log: str = "Megatron-LM log") -> tuple[int, str]:
     """How many iterations after each start are not steady (see the module docstring), and why when more than the
-    first: ('' for the first only)."""
-    impl, scope = graph_impl(args), args.get("cuda_graph_scope") or []
+    first: ('' for the first only). A printed cuda_graph_warmup_steps that is not a count is one line (it was read
+    as absent: Megatron-Core's default taken)."""
+    impl, scope = graph_impl(args), graph_modules(args)
     full = impl == "full_iteration" or (impl == "local" and "full_iteration" in str(scope))
     if not full and impl != "transformer_engine":
         return 1, ""
     steps = args.get("cuda_graph_warmup_steps")
-    said = isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0
+    if steps is not None:
+        steps = _whole(log, "cuda_graph_warmup_steps", steps, 0)
+    said = steps is not None
     steps = steps if said else DEFAULT_GRAPH_WARMUP_STEPS
     kind = "full-iteration" if full else "Transformer Engine"
     why = (f"{kind} CUDA graphs (cuda_graph_impl={impl}): the first {steps + 1} iteration(s) after each start are "

@@ -12,6 +12,8 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _whole,
                                                        cut_last_line)
+from commbench.planner.calibrate.runlogs.torchtitan_ac import titan_recompute
+from commbench.planner.calibrate.runlogs.torchtitan_model import check_titan_model
 from commbench.planner.calibrate.runlogs.torchtitan_v03 import (V03_PRECISION_NOTE, JsonConfigReader,
                                                                 mesh_world_size_v03, normalise_v03)
 
@@ -29,6 +31,20 @@ VALIDATE_NOTE = ("validation line(s) ('validate step:', the validator's forward-
 TITAN_STARTS_AT = re.compile(r"Training starts at step (\d+)")   # trainer.py train(): the first step of a start
 
 
+def titan_cuda_graph(log: str, training: dict[str, Any]) -> str:
+    """The row's cuda_graph: torchtitan 0.3.0 (config/configs.py Training.disable_cuda_graphs, default False) wraps
+    the whole forward-backward in a CUDA graph unless disable_cuda_graphs (trainer.py: wrap_with_cuda_graph(
+    self.fwd_bwd_fn)), which is the step model's cuda_graph "full", as emit/torchtitan.py writes it
+    (disable_cuda_graphs = not graphed); true: "none". A config without the entry (TorchTitan before 0.3.0, which has
+    no CUDA graphs): "none". A value other than a JSON bool is one line."""
+    if "disable_cuda_graphs" not in training:
+        return "none"
+    value = training["disable_cuda_graphs"]
+    if not isinstance(value, bool):
+        raise CommbenchError(f"{log}: training.disable_cuda_graphs={value!r}; allowed: true or false")
+    return "none" if value else "full"
+
+
 def titan_warmup_steps(training: dict[str, Any], pp: int, accumulation_steps: int) -> tuple[int, str]:
     """How many steps after each start are warm-up, and why when more than the first. torchtitan 0.3.0
     (requirements-frameworks.txt) trainer.py wraps the forward-backward in CUDA graphs unless
@@ -40,29 +56,6 @@ def titan_warmup_steps(training: dict[str, Any], pp: int, accumulation_steps: in
         return 1, ""
     return 2, ("CUDA graphs (training.disable_cuda_graphs false): step 1 runs the forward-backward eagerly and step "
                "2 captures it, with one micro-batch a step")
-
-
-FLAVOR_PARAMS_RE = re.compile(r"^(\d+(?:\.\d+)?)[bB]\b")   # TorchTitan flavors name total params: 30B-A3B, 671B, 120b
-FLAVOR_PARAMS_AGREE = (0.8, 1.25)   # the name rounds (gpt-oss-120b holds 117B): a factor beyond is another model
-
-
-def check_titan_flavor(log: str, logged: Any, model: str) -> None:
-    """One line when a TorchTitan log's model flavor names a parameter count the --model does not have (a
-    Qwen3 30B-A3B log said to be qwen3-235b-a22b would be predicted as the larger network); a flavor
-    without a count (debugmodel) or a model outside the zoo is not checked."""
-    from commbench.planner.calibrate.published import _zoo_name
-    from commbench.planner.models.counts import param_counts
-    from commbench.planner.models.zoo import load_model
-    flavor = str(logged.get("flavor", "")) if isinstance(logged, dict) else ""
-    match, name = FLAVOR_PARAMS_RE.match(flavor), _zoo_name(model)
-    if match is None or name is None:
-        return
-    have = param_counts(load_model(name)).total / 1e9
-    said = float(match.group(1))
-    if not FLAVOR_PARAMS_AGREE[0] <= said / have <= FLAVOR_PARAMS_AGREE[1]:
-        raise CommbenchError(f"{log}: model.flavor={flavor!r} ({logged.get('name', '?')}) is a {said:g}B-parameter "
-                             f"model, but --model {model} has {have:,.0f}B: give the --model the log trained")
-
 
 
 def _is_moe(model: str) -> bool:
@@ -91,19 +84,36 @@ def mesh_world_size(text: str) -> int | None:
 # H100 80GB HBM3 with 79.11GiB memory"); the GPU names hardware.toml has, as torch.cuda.get_device_name spells them
 TITAN_DEVICE = re.compile(r"(?:CUDA|GPU) capacity: (.+?) with [\d.]+\s*GiB memory")
 DEVICE_GPU = re.compile(r"\b(gb300|gb200|b300|b200|h100|h200|h800)\b", re.IGNORECASE)
+# The presets' GPUs are the SXM parts (hardware.toml [gpu.h100] "H100 SXM", DGX/HGX). The same chip in another form
+# factor has another datasheet: H100 PCIe 350 W, 2.0 TB/s HBM2e, 756 dense BF16 TFLOPS; H100 NVL 400 W, 3.9 TB/s,
+# 94 GB (NVIDIA H100 datasheet, PCIe and NVL columns); H200 NVL 600 W (H200 datasheet); a MIG instance is a slice of
+# the GPU. torch.cuda.get_device_name spells them "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "... MIG
+# 1g.10gb" (the SXM parts: "NVIDIA H100 80GB HBM3", "NVIDIA H200"; an NVL72 rack's GB200 is "NVIDIA GB200").
+DEVICE_VARIANT = re.compile(r"\b(PCIe|NVL|MIG)\b", re.IGNORECASE)
 
 
 def check_titan_device(log: str, text: str, system: str) -> None:
     """One line when a TorchTitan log ran on another GPU than the --system's (an H100 run said to be b200-hgx would
-    be predicted as a B200's); a device it cannot name (GH200) or a system outside the presets is not checked."""
+    be predicted as a B200's), or on another form factor of it (DEVICE_VARIANT: an H100 PCIe is not the preset's
+    H100 SXM); a device it cannot name (GH200) or a system outside the presets is not checked."""
     from commbench.planner.calibrate.published import _preset_name
     device = TITAN_DEVICE.search(text)
     ran = DEVICE_GPU.search(device.group(1)) if device else None
     preset = _preset_name(system)
     said = preset.split("-")[0] if preset else None
-    if ran and said and ran.group(1).lower() != said:
+    if not (ran and said):
+        return
+    if ran.group(1).lower() != said:
         raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), but --system "
                              f"{system} has {said} GPUs: give the --system it ran on")
+    variant = DEVICE_VARIANT.search(device.group(1))
+    if variant:
+        kind = variant.group(1)
+        raise CommbenchError(f"{log}: ran on {device.group(1).strip()!r} (its 'CUDA capacity' line), "
+                             f"{'an' if kind.upper() == 'NVL' else 'a'} {kind} part, not the {said.upper()} of --system {system} (the SXM / "
+                             "superchip part of a DGX, HGX or NVL72 system), whose datasheet (power, clocks, memory "
+                             "bandwidth) differs; allowed: a run on the preset's GPU (commbench has no preset for "
+                             "this part)")
 
 
 # torch.distributed.pipelining's one-stage-per-rank schedules; the others (Interleaved1F1B, LoopedBFS,
@@ -283,8 +293,10 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                              "set-up), which is not the run's throughput; give a log with at least 2 metrics "
                              "lines (a smaller metrics.log_freq or more training.steps)")
     par, training = config.get("parallelism", {}), config.get("training", {})
-    if not isinstance(par, dict) or not isinstance(training, dict):
-        raise CommbenchError(f"{log}: the config's parallelism and training entries are not dicts")
+    for key, entry in (("parallelism", par), ("training", training), ("model", config.get("model", {}))):
+        if not isinstance(entry, dict):
+            raise CommbenchError(f"{log}: its config's {key} = {entry!r:.80}; allowed: a dict (the {key} section "
+                                 "TorchTitan prints)")
     missing = [k for k in ("seq_len", "local_batch_size") if training.get(k) is None]
     if missing:
         raise CommbenchError(f"TorchTitan log {source!r}: the config lacks training.{', training.'.join(missing)}")
@@ -343,14 +355,15 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
                              "diverged run): not a training run's throughput; give a log of steps that trained")
     graph_note = (f"{graph_lines} step line(s) after the first of CUDA-graph warm-up and capture left out "
                   f"({graph_why})") if graph_lines else ""
-    check_titan_flavor(log, config.get("model", {}), model)
+    check_titan_model(log, config, model)
     check_titan_device(log, clean, gpu)
     precision = titan_precision(log, config.get("model", {}).get("converters", []), moe=_is_moe(model),
                                 config=config)
     if precision == "BF16":   # no converter: the FSDP mixed-precision parameter dtype (training.mixed_precision_param)
         param = str(training.get("mixed_precision_param") or "bfloat16").lower()
         precision = {"bfloat16": "BF16", "float32": "FP32", "float16": "FP16"}.get(param, param.upper())
-    mode = str(config.get("activation_checkpoint", {}).get("mode", "none"))
+    recompute, recompute_layers, ac_note = titan_recompute(log, config.get("activation_checkpoint"), model=model,
+                                                          pp=pp)
     return {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
             "seq_len": _whole(log, "training.seq_len", training["seq_len"]), "gbs": gbs, "mbs": mbs, "tp": tp, "pp": pp, "cp": cp, "vp": 1,
             "ep": ep, "etp": etp, "tokens_per_s_per_gpu": median(steady), "tflops_per_gpu": None,
@@ -364,11 +377,13 @@ def parse_torchtitan_log(text: str, *, source: str, model: str, gpu: str, num_gp
             + (f"; {graph_lines} CUDA-graph warm-up line(s) left out" if graph_lines else "")
             + (f"; {validation_lines} validation line(s) left out" if validation_lines else "")
             + (f"; {nan_lines} step line(s) with a NaN loss or grad_norm left out" if nan_lines else "")
-            + (f"; {CUT_NOTE}" if cut_left_out else ""),
+            + (f"; {CUT_NOTE}" if cut_left_out else "")
+            + (f"; {ac_note}" if ac_note else ""),
             "left_out": "; ".join(n for n in (graph_note, f"{validation_lines} {VALIDATE_NOTE}" if validation_lines
                                               else "", f"{nan_lines} {NAN_NOTE}" if nan_lines else "",
                                               CUT_NOTE if cut_left_out else "") if n),
-            "release": "user",
-            "recipe": {"recompute": {"full": "full", "selective": "selective"}.get(mode, "none"),
+            "priced_as": ac_note, "release": "user",
+            "recipe": {"recompute": recompute, "recompute_layers": recompute_layers,
+                       "cuda_graph": titan_cuda_graph(log, training),
                        "dispatcher": "alltoall", "tp_comm_overlap": False, "sequence_parallel": True}}
 

@@ -101,7 +101,10 @@ def normalise_v03(log: str, config: dict[str, Any], text: str) -> dict[str, Any]
     the converters' log lines, activation_checkpoint {mode} from its fields. A config with `model` is returned as is."""
     if "model_spec" not in config or "model" in config:
         return config
-    spec = config["model_spec"] if isinstance(config["model_spec"], dict) else {}
+    spec = config["model_spec"]
+    if not isinstance(spec, dict):
+        raise CommbenchError(f"{log}: its config's model_spec = {spec!r:.80}; allowed: a dict (name, flavor, model), "
+                             "as torchtitan 0.3.0 prints it")
     converters = [name for pattern, name in TORCHTITAN_CONVERTER_LINES if pattern.search(text)]
     out = dict(config, model={"name": spec.get("name"), "flavor": spec.get("flavor"), "converters": converters})
     if "activation_checkpoint" not in config:   # to_dict prints every field; its default is SelectiveAC
@@ -123,7 +126,8 @@ def normalise_v03(log: str, config: dict[str, Any], text: str) -> dict[str, Any]
         mode = "selective"
     else:
         mode = "full"
-    out["activation_checkpoint"] = {"mode": mode}
+    # SelectiveAC is per-op only ("Per-op selective activation checkpointing"): 0.1/0.2's selective_ac_option "op"
+    out["activation_checkpoint"] = {"mode": mode, **({"selective_ac_option": "op"} if mode == "selective" else {})}
     return out
 
 
