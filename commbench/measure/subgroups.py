@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from commbench.errors import invalid
+from commbench.repeats import unique_in_order
 from commbench.limits import check_point_count
 from commbench.measure.harness import GroupInfo
 from commbench.comm.rank_groups import LAYOUTS, make_groups
@@ -56,7 +57,7 @@ class SubgroupSpec:
             if world_size % size:
                 raise invalid("--group-sizes", size, f"must divide the {world_size} ranks (all groups of a size "
                                                      "run at once, so they must tile the world)")
-        return list(dict.fromkeys(self.sizes))
+        return unique_in_order(self.sizes)
 
     def left_out(self, world_size: int) -> str | None:
         """pow2 on a world that not every power of two divides: which sizes it leaves out and why, for the run's
@@ -112,6 +113,13 @@ def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, 
 
 
 def split_algorithms(text: str) -> list[str]:
+    """'flat,hierarchical' -> ['flat', 'hierarchical'], each name once (a repeat is one point; the run's notes
+    name it: measure.bench.repeat_notes)."""
+    return unique_in_order(given_algorithms(text))
+
+
+def given_algorithms(text: str) -> list[str]:
+    """The algorithm names as given, repeats included (for the note that names them)."""
     return [a.strip() for a in str(text).split(",") if a.strip()]
 
 
@@ -146,18 +154,20 @@ def expand_points(points: list, config, collective, world_size: int, topology=No
     expanded = []
     for point in points:
         names = split_algorithms(point.spec.params.get("algorithm", ""))
-        if len(names) <= 1:
-            expanded.append(point)
+        if len(names) <= 1:   # one name, given once or repeated ('flat,flat'): the point measures that name
+            expanded.append(point if point.spec.params.get("algorithm") in (None, *names)
+                            else _with_params(point, {"algorithm": names[0]}))
             continue
         expanded.extend(dataclasses.replace(_with_params(point, {"algorithm": a}), label=f"{point.label} {a}")
                         for a in names)
     if config.subgroups is None:
         return expanded
     sizes = config.subgroups.sizes_for(world_size)
-    check_point_count(len(expanded) * len(sizes) * len(config.subgroups.layouts), f"{collective.name} on sub-groups")
+    layouts = unique_in_order(config.subgroups.layouts)
+    check_point_count(len(expanded) * len(sizes) * len(layouts), f"{collective.name} on sub-groups")
     grouped, seen = [], set()
     for size in sizes:
-        for layout in config.subgroups.layouts:
+        for layout in layouts:
             groups = make_groups(world_size, size, layout)
             if groups in seen:  # strided == contiguous when g = N
                 continue

@@ -163,7 +163,9 @@ def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     tokens = [tokens] if isinstance(tokens, int) else tokens
     if not isinstance(tokens, (list, tuple)):
         raise invalid("tokens_per_rank", tokens, "an integer or a list of integers")
-    points = [MoeParams(tokens_per_rank=t, **merged) for t in tokens]
+    points = [MoeParams(tokens_per_rank=t, **merged) for t in tokens]   # each value checked (a bool is no count)
+    # a value listed twice is one point, measured once (commbench.repeats; the run's notes name the repeat)
+    points = list({p.tokens_per_rank: p for p in points}.values())
     points[0].check_ep_size(ep_size)
     spec = parse_routing(points[0].routing)
     if spec.kind == "trace":
