@@ -278,3 +278,23 @@ def test_the_error_line_names_the_rank_that_failed_first(tmp_path):
     # the record (rank 0 writes it) leads with the cause too, then rank 0's own symptom
     assert records[1]["error"].startswith("failed while measuring 1 KiB: rank 3 failed first: injected: this rank's "
                                           "own failure (then rank 0: ")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-d", ""], "--dtype='' is invalid"),
+    (["--group-sizes", ""], "--group-sizes='' is invalid"),
+])
+def test_a_given_empty_option_is_refused_not_read_as_its_default(tmp_path, args, needle):
+    """-d '' measured float32 and --group-sizes '' pow2: only an option left out takes its default (probe U,
+    session 33)."""
+    out = tmp_path / "x.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e", "1K", "-n", "1", *args,
+                                 "-O", str(out)])
+    assert result.exit_code == 2 and needle in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_given_empty_moe_preset_is_refused(tmp_path):
+    result = runner.invoke(app, ["bench", "moe_all_to_all", "--nproc", "2", "--preset", "", "--tokens", "8",
+                                 "-O", str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 2 and "--preset='' is invalid" in result.output, result.output

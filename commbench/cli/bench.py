@@ -167,7 +167,7 @@ def bench(
     if not workload.takes_size:  # swept by its own parameters (moe_all_to_all: --tokens, rows in --dispatch-dtype)
         refuse_size_options(workload.name, {"--min-bytes": min_bytes, "--max-bytes": max_bytes, "--step-factor": step_factor,
                                             "--step-bytes": step_bytes, "--dtype": dtype})
-    dtype = dtype or "float32"
+    dtype = "float32" if dtype is None else dtype   # a given -d '' is refused (validate), not read as the default
     for option, value in (("--min-bytes", min_bytes), ("--max-bytes", max_bytes), ("--step-bytes", step_bytes)):
         if value is not None:  # '' too: an empty value is refused here, not read below as the default
             parse_size_bytes(value, option)

@@ -83,10 +83,10 @@ def parse_group_sizes(text: str | Sequence[int] | None) -> tuple[int, ...] | Non
                 not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             raise invalid("--group-sizes", text, "a list of integers such as [2, 4, 8], or \"pow2\"")
         return tuple(values)
-    if text is None or text.strip().lower() in ("pow2", ""):
+    if text is None or text.strip().lower() == "pow2":   # None: not given; a given "" is refused below
         return None
     try:
-        return tuple(int(part) for part in text.split(","))
+        return tuple(int(part) for part in text.split(","))   # '' and '2,' are refused: not integers
     except ValueError:
         raise invalid("--group-sizes", text, "a comma list of integers such as 2,4,8, or pow2") from None
 

@@ -263,7 +263,8 @@ def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, An
     return dict(params)
 
 
-OPTION_KEYS = {"timeout": "timeout_s", "rack-ranks": "racks"}  # `commbench bench` options spelt otherwise in a sweep
+OPTION_KEYS = {"timeout": "timeout_s", "rack-ranks": "racks", "tokens": "tokens_per_rank",
+               "experts": "num_experts"}  # `commbench bench` options spelt otherwise in a sweep
 
 
 def sweep_words(message: str, keys: tuple[str, ...] = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)) -> str:
