@@ -283,10 +283,12 @@ def test_the_error_line_names_the_rank_that_failed_first(tmp_path):
 @pytest.mark.parametrize("args, needle", [
     (["-d", ""], "--dtype='' is invalid"),
     (["--group-sizes", ""], "--group-sizes='' is invalid"),
+    (["--group-layout", ""], "--group-layout='' is invalid"),
+    (["--group-layout", ","], "--group-layout=',' is invalid"),
 ])
 def test_a_given_empty_option_is_refused_not_read_as_its_default(tmp_path, args, needle):
-    """-d '' measured float32 and --group-sizes '' pow2: only an option left out takes its default (probe U,
-    session 33)."""
+    """-d '' measured float32, --group-sizes '' pow2 and --group-layout '' contiguous: only an option left out takes
+    its default (probe U, session 33)."""
     out = tmp_path / "x.jsonl"
     result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e", "1K", "-n", "1", *args,
                                  "-O", str(out)])

@@ -516,3 +516,11 @@ def test_a_given_empty_value_is_refused_not_taken_as_the_default(run, needle):
         plan_sweep(parse(run), 2, backend="gloo")
     assert needle in str(info.value), str(info.value)
 
+
+@pytest.mark.parametrize("layout", [[], "", False, 0, ["contiguous", ""]])
+def test_a_given_group_layout_that_names_no_layout_is_refused(layout):
+    """group_layout = [] (or false, 0, "") measured the contiguous layout (`group_layout or "contiguous"` in
+    measure.subgroups.rack_specs); only a layout left out is contiguous (probe U, session 33)."""
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): group_layout=.* is invalid"):
+        parse(entry(group_sizes=[2], group_layout=layout))
+    assert parse(entry(group_sizes=[2])).entries[0].subgroups.layouts == ("contiguous",)

@@ -94,9 +94,13 @@ def parse_group_sizes(text: str | Sequence[int] | None) -> tuple[int, ...] | Non
 def parse_layouts(text: str | Sequence[str]) -> tuple[str, ...]:
     """'contiguous,strided' (or, from a sweep file, a list of names)."""
     parts = text.split(",") if isinstance(text, str) else text
-    if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts):
+    if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts) or \
+            (not isinstance(text, str) and not all(p.strip() for p in parts)):   # a list's "" names no layout
         raise invalid("--group-layout", text, f"allowed: {', '.join(LAYOUTS)} (comma-separated or a list)")
-    return tuple(part.strip() for part in parts if part.strip())
+    layouts = tuple(part.strip() for part in parts if part.strip())
+    if not layouts:   # a given '' or [] names no layout; only a layout left out is contiguous (rack_specs)
+        raise invalid("--group-layout", text, f"name at least one layout: {', '.join(LAYOUTS)}")
+    return layouts
 
 
 def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, racks: str | None = None,
@@ -108,7 +112,8 @@ def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, 
                             nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes)
     subgroups = None
     if group_sizes is not None or group_layout is not None:
-        subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(group_layout or "contiguous"))
+        subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(
+            "contiguous" if group_layout is None else group_layout))   # only a layout left out is contiguous
     return topology, subgroups
 
 
