@@ -114,6 +114,24 @@ class Collective(ABC):
     def check_params(self, params: dict[str, Any], backend_name: str) -> None:
         """Raise CommbenchError (one line) for workload parameters this backend cannot run; before launch."""
 
+    def refuse_unused(self, *, op: Any = None, root: Any = None) -> None:
+        """A given op where the collective does not reduce, a given root where it has none (None: not given), refused
+        in one line, by bench (-o / -r) and a sweep file (op / root) alike: an op would only be recorded, a root would
+        split one point into two point keys (two identical rows in a report)."""
+        from collectives import REGISTRY
+        from commbench.errors import invalid
+
+        def takers(has) -> str:
+            names = [name for name, collective in REGISTRY.items() if has(collective)]
+            return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+        if op is not None and not self.reduces:
+            raise invalid("--op", op, f"{self.name} does not reduce ({takers(lambda c: c.reduces)} take an op): "
+                                      "remove --op")
+        if root is not None and not self.takes_root:
+            raise invalid("--root", root, f"{self.name} has no root ({takers(lambda c: c.takes_root)} take one): "
+                                          "remove --root")
+
     def plan_specs(self, params: dict[str, Any], num_ranks: int) -> list[tuple[PointSpec, str]]:
         """Workloads swept by their own parameters (takes_size False): (spec, label) per point, from
         the job's params; raises CommbenchError for bad parameters."""

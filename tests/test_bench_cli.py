@@ -278,3 +278,50 @@ def test_the_error_line_names_the_rank_that_failed_first(tmp_path):
     # the record (rank 0 writes it) leads with the cause too, then rank 0's own symptom
     assert records[1]["error"].startswith("failed while measuring 1 KiB: rank 3 failed first: injected: this rank's "
                                           "own failure (then rank 0: ")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-d", ""], "--dtype='' is invalid"),
+    (["--group-sizes", ""], "--group-sizes='' is invalid"),
+    (["--group-layout", ""], "--group-layout='' is invalid"),
+    (["--group-layout", ","], "--group-layout=',' is invalid"),
+])
+def test_a_given_empty_option_is_refused_not_read_as_its_default(tmp_path, args, needle):
+    """-d '' measured float32, --group-sizes '' pow2 and --group-layout '' contiguous: only an option left out takes
+    its default (probe U, session 33)."""
+    out = tmp_path / "x.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e", "1K", "-n", "1", *args,
+                                 "-O", str(out)])
+    assert result.exit_code == 2 and needle in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_given_empty_moe_preset_is_refused(tmp_path):
+    result = runner.invoke(app, ["bench", "moe_all_to_all", "--nproc", "2", "--preset", "", "--tokens", "8",
+                                 "-O", str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 2 and "--preset='' is invalid" in result.output, result.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["all_gather", "-o", "max"], "--op='max' is invalid: all_gather does not reduce"),
+    (["all_to_all", "--op", "sum"], "--op='sum' is invalid: all_to_all does not reduce"),
+    (["moe_all_to_all", "-o", "sum", "--tokens", "8"], "--op='sum' is invalid: moe_all_to_all does not reduce"),
+    (["all_reduce", "-r", "1"], "--root=1 is invalid: all_reduce has no root"),
+    (["all_gather", "--root", "0"], "--root=0 is invalid: all_gather has no root"),
+])
+def test_an_op_or_root_the_collective_does_not_take_is_refused_as_a_sweep_refuses_it(tmp_path, args, needle):
+    """bench accepted -o on collectives that do not reduce and -r on those without a root and measured as if they were
+    not given, while a sweep file's op / root is refused (probe U, session 33): one rule now, Collective.refuse_unused."""
+    out = tmp_path / "x.jsonl"
+    result = runner.invoke(app, ["bench", *args, "--nproc", "2", "-b", "1K", "-e", "1K", "-n", "1", "-O", str(out)])
+    assert result.exit_code == 2 and needle in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_op_and_root_are_taken_where_the_collective_has_them(tmp_path):
+    out = tmp_path / "r.jsonl"
+    result = runner.invoke(app, ["bench", "reduce", "--nproc", "2", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0",
+                                 "-o", "MAX", "-r", "1", "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    (record,) = _lines(out)[1:]
+    assert record["op"] == "max" and record["num_wrong"] == 0 and record["params"]["root"] == 1

@@ -488,3 +488,39 @@ def test_defaults_dtype_goes_to_entries_that_take_one_and_is_refused_where_none_
     assert spec.entries[0].dtypes == ("bfloat16",)
     with pytest.raises(CommbenchError, match=r"\[defaults\]: dtype='bf16' is invalid: no \[\[run\]\] entry takes it"):
         parse(moe, defaults={"dtype": "bf16"})
+
+
+MOE = {"collective": "moe_all_to_all", "hidden": 64, "num_experts": 4, "top_k": 2}
+
+
+@pytest.mark.parametrize("value", [0, [], False, "", [64, 0]])
+def test_a_given_tokens_per_rank_is_checked_never_read_as_the_default(value):
+    """tokens_per_rank = 0 / [] / false / "" planned the default 128, 512, 2048 (`options.get(...) or DEFAULT` in
+    moe.params.sweep_params); only a key left out takes the default (probe U, session 33)."""
+    with pytest.raises(CommbenchError) as info:
+        plan_sweep(parse({**MOE, "tokens_per_rank": value}), 2, backend="gloo")
+    message = str(info.value)
+    assert "run[0] (moe_all_to_all) on 2 ranks: tokens_per_rank=" in message and "--" not in message, message
+    left_out = plan_sweep(parse(dict(MOE)), 2, backend="gloo")
+    assert [p.point.spec.params["tokens_per_rank"] for p in left_out] == [128, 512, 2048]
+
+
+@pytest.mark.parametrize("run, needle", [
+    ({**MOE, "preset": ""}, "preset='' is invalid: allowed: deepseek-v3"),
+    ({**MOE, "preset": False}, "preset=False is invalid: allowed: deepseek-v3"),
+    (entry(group_sizes=""), "group_sizes='' is invalid"),
+])
+def test_a_given_empty_value_is_refused_not_taken_as_the_default(run, needle):
+    """preset = "" / false planned no preset, group_sizes = "" planned pow2: a given value is checked."""
+    with pytest.raises(CommbenchError) as info:
+        plan_sweep(parse(run), 2, backend="gloo")
+    assert needle in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("layout", [[], "", False, 0, ["contiguous", ""]])
+def test_a_given_group_layout_that_names_no_layout_is_refused(layout):
+    """group_layout = [] (or false, 0, "") measured the contiguous layout (`group_layout or "contiguous"` in
+    measure.subgroups.rack_specs); only a layout left out is contiguous (probe U, session 33)."""
+    with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): group_layout=.* is invalid"):
+        parse(entry(group_sizes=[2], group_layout=layout))
+    assert parse(entry(group_sizes=[2])).entries[0].subgroups.layouts == ("contiguous",)

@@ -91,8 +91,8 @@ def bench(
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
     check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element before and after the timed loop of each size (outside timing, with fresh data each time); 0: skip.")] = 1,
     dtype: Annotated[Optional[str], typer.Option("-d", "--dtype", help="float32 (default), bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = None,
-    op: Annotated[str, typer.Option("-o", "--op", help="Reduction op of all_reduce, reduce_scatter, reduce and grad_reduce_scatter: sum (default), prod, max, min, avg (avg: floating-point -d only); either case (SUM = sum), as -d.")] = "sum",
-    root: Annotated[int, typer.Option("-r", "--root", help="Root rank (broadcast, reduce).")] = 0,
+    op: Annotated[Optional[str], typer.Option("-o", "--op", help="Reduction op of all_reduce, reduce_scatter, reduce and grad_reduce_scatter (refused for the others): sum (default), prod, max, min, avg (avg: floating-point -d only); either case (SUM = sum), as -d.")] = None,
+    root: Annotated[Optional[int], typer.Option("-r", "--root", help="Root rank of broadcast and reduce (default 0; refused for the others).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce, broadcast and reduce are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast, reduce: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     backend: Annotated[str, typer.Option("--backend", help="auto (NCCL if CUDA is available, else gloo), nccl, gloo or cupy-nccl (raw NCCL through CuPy).")] = "auto",
@@ -162,12 +162,15 @@ def bench(
     if check not in (0, 1):
         raise CommbenchError(f"--check={check} is invalid: allowed 0 or 1")
     workload = get_collective(collective)
+    workload.refuse_unused(op=op, root=root)   # -o where it does not reduce, -r where it has no root: as a sweep file
+    op = "sum" if op is None else op
+    root = 0 if root is None else root
     if workload.reduces:  # 'SUM' as nccl-tests users type it is sum; an unknown op is refused in one line
         op = reduce_op(op, "--op")
     if not workload.takes_size:  # swept by its own parameters (moe_all_to_all: --tokens, rows in --dispatch-dtype)
         refuse_size_options(workload.name, {"--min-bytes": min_bytes, "--max-bytes": max_bytes, "--step-factor": step_factor,
                                             "--step-bytes": step_bytes, "--dtype": dtype})
-    dtype = dtype or "float32"
+    dtype = "float32" if dtype is None else dtype   # a given -d '' is refused (validate), not read as the default
     for option, value in (("--min-bytes", min_bytes), ("--max-bytes", max_bytes), ("--step-bytes", step_bytes)):
         if value is not None:  # '' too: an empty value is refused here, not read below as the default
             parse_size_bytes(value, option)

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from commbench.comm.backends import max_local_ranks
 from commbench.comm.launch import RankEnv, detect_rank_env, slurm_unlaunched_note
-from commbench.comm.local_ranks import launch_local
+from commbench.comm.local_ranks import in_process_thread_limit, launch_local
 from commbench.comm.stop_signals import signal_name, stops_raise
 from commbench.errors import CommbenchError, Interrupted
 from commbench.files import results_so_far
@@ -82,7 +82,8 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
     if nproc == 1:
         import tempfile
 
-        with tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
+        # as launch_local's ranks: OMP_NUM_THREADS 1 unless set, restored after (local_ranks.in_process_thread_limit)
+        with in_process_thread_limit(), tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
             single = RankEnv(rank=0, world_size=1, local_rank=0, launcher="single", master_addr="127.0.0.1",
                              master_port=0, rendezvous=f"file://{folder}/store")
             return {0: rank_fn(single, config)}

@@ -24,8 +24,9 @@ import sys
 import tempfile
 import time
 import traceback
+from contextlib import contextmanager
 from multiprocessing.connection import wait
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
 from commbench.comm.progress import RankProgress, append_record, last_record_is, lead_last_error
@@ -75,6 +76,31 @@ def apply_thread_limit() -> None:
     value = os.environ.get("OMP_NUM_THREADS", "")
     if torch is not None and value.isdecimal() and int(value) > 0 and torch.get_num_threads() != int(value):
         torch.set_num_threads(int(value))
+
+
+DEFAULT_OMP_NUM_THREADS = "1"  # what torchrun sets when OMP_NUM_THREADS is unset (torch.distributed.run)
+
+
+@contextmanager
+def in_process_thread_limit() -> Iterator[None]:
+    """The thread rule of launch_local's ranks for a rank run in this process (`--nproc 1`): OMP_NUM_THREADS
+    DEFAULT_OMP_NUM_THREADS unless set, applied to torch (apply_thread_limit), so 1-rank and multi-rank records run
+    alike and the header's "1 unless set" holds; the variable and torch's thread count are restored after (tests and
+    other commands run in this process)."""
+    import torch
+
+    had, threads = os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads()
+    os.environ.setdefault("OMP_NUM_THREADS", DEFAULT_OMP_NUM_THREADS)
+    apply_thread_limit()
+    try:
+        yield
+    finally:
+        if had is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = had
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., Any], arg: Any) -> None:
@@ -171,7 +197,7 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
     """
     grace_s = hang_grace_s(timeout_s)
     context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets
+    os.environ.setdefault("OMP_NUM_THREADS", DEFAULT_OMP_NUM_THREADS)  # what torchrun sets
     ranks: list[_Rank] = []
     with stops_raise(), tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
         rendezvous = f"file://{os.path.join(folder, 'store')}"

@@ -199,6 +199,26 @@ def subgroup_notes(config: BenchConfig, collective: Collective, world_size: int)
     return [note] if note else []
 
 
+# the bench option that gives each list a job expands into points (a sweep file names them by their keys instead)
+REPEAT_OPTIONS = {"tokens_per_rank": "--tokens", "algorithm": "--algorithm", "group_sizes": "--group-sizes",
+                  "group_layout": "--group-layout"}
+
+
+def repeat_notes(config: BenchConfig, names: dict[str, str] = REPEAT_OPTIONS) -> list[str]:
+    """The values a list option gave more than once, said once in the run's header: each point is measured once
+    (commbench.repeats; a point recorded twice made report and compare refuse the run). `names`: how the job's
+    input spells each list (bench's options; a sweep passes its keys)."""
+    from commbench.measure.subgroups import given_algorithms
+    from commbench.repeats import repeat_note
+
+    tokens = config.params.get("tokens_per_rank")
+    lists = {"tokens_per_rank": tokens if isinstance(tokens, (list, tuple)) else (),
+             "algorithm": given_algorithms(config.params["algorithm"]) if config.params.get("algorithm") else (),
+             "group_sizes": config.subgroups.sizes or () if config.subgroups else (),
+             "group_layout": config.subgroups.layouts if config.subgroups else ()}
+    return [note for key, values in lists.items() if (note := repeat_note(names[key], values))]
+
+
 def alignment_notes(config: BenchConfig, collective: Collective, world_size: int) -> list[str]:
     """Requested sizes that nccl-tests' alignment moves or merges on the measured groups, said once in the run's
     header (never a silent narrowing): a whole number of elements, for the chunked collectives 16 B multiples per
@@ -348,6 +368,7 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                     notes=backend.notes(collective.name)
                                     + subgroup_notes(config, collective, backend.world_size)
                                     + alignment_notes(config, collective, backend.world_size)
+                                    + repeat_notes(config)
                                     + capacity_notes(config.params))
         except RuntimeError as exc:  # not a bug of ours: one line, no traceback
             error = f"start-up failed: {first_line(exc)}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from commbench.errors import invalid
+from commbench.repeats import unique_in_order
 from commbench.limits import check_point_count
 from commbench.measure.harness import GroupInfo
 from commbench.comm.rank_groups import LAYOUTS, make_groups
@@ -56,7 +57,7 @@ class SubgroupSpec:
             if world_size % size:
                 raise invalid("--group-sizes", size, f"must divide the {world_size} ranks (all groups of a size "
                                                      "run at once, so they must tile the world)")
-        return list(dict.fromkeys(self.sizes))
+        return unique_in_order(self.sizes)
 
     def left_out(self, world_size: int) -> str | None:
         """pow2 on a world that not every power of two divides: which sizes it leaves out and why, for the run's
@@ -82,10 +83,10 @@ def parse_group_sizes(text: str | Sequence[int] | None) -> tuple[int, ...] | Non
                 not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             raise invalid("--group-sizes", text, "a list of integers such as [2, 4, 8], or \"pow2\"")
         return tuple(values)
-    if text is None or text.strip().lower() in ("pow2", ""):
+    if text is None or text.strip().lower() == "pow2":   # None: not given; a given "" is refused below
         return None
     try:
-        return tuple(int(part) for part in text.split(","))
+        return tuple(int(part) for part in text.split(","))   # '' and '2,' are refused: not integers
     except ValueError:
         raise invalid("--group-sizes", text, "a comma list of integers such as 2,4,8, or pow2") from None
 
@@ -93,9 +94,13 @@ def parse_group_sizes(text: str | Sequence[int] | None) -> tuple[int, ...] | Non
 def parse_layouts(text: str | Sequence[str]) -> tuple[str, ...]:
     """'contiguous,strided' (or, from a sweep file, a list of names)."""
     parts = text.split(",") if isinstance(text, str) else text
-    if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts):
+    if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts) or \
+            (not isinstance(text, str) and not all(p.strip() for p in parts)):   # a list's "" names no layout
         raise invalid("--group-layout", text, f"allowed: {', '.join(LAYOUTS)} (comma-separated or a list)")
-    return tuple(part.strip() for part in parts if part.strip())
+    layouts = tuple(part.strip() for part in parts if part.strip())
+    if not layouts:   # a given '' or [] names no layout; only a layout left out is contiguous (rack_specs)
+        raise invalid("--group-layout", text, f"name at least one layout: {', '.join(LAYOUTS)}")
+    return layouts
 
 
 def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, racks: str | None = None,
@@ -107,11 +112,19 @@ def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, 
                             nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes)
     subgroups = None
     if group_sizes is not None or group_layout is not None:
-        subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(group_layout or "contiguous"))
+        subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(
+            "contiguous" if group_layout is None else group_layout))   # only a layout left out is contiguous
     return topology, subgroups
 
 
 def split_algorithms(text: str) -> list[str]:
+    """'flat,hierarchical' -> ['flat', 'hierarchical'], each name once (a repeat is one point; the run's notes
+    name it: measure.bench.repeat_notes)."""
+    return unique_in_order(given_algorithms(text))
+
+
+def given_algorithms(text: str) -> list[str]:
+    """The algorithm names as given, repeats included (for the note that names them)."""
     return [a.strip() for a in str(text).split(",") if a.strip()]
 
 
@@ -146,18 +159,20 @@ def expand_points(points: list, config, collective, world_size: int, topology=No
     expanded = []
     for point in points:
         names = split_algorithms(point.spec.params.get("algorithm", ""))
-        if len(names) <= 1:
-            expanded.append(point)
+        if len(names) <= 1:   # one name, given once or repeated ('flat,flat'): the point measures that name
+            expanded.append(point if point.spec.params.get("algorithm") in (None, *names)
+                            else _with_params(point, {"algorithm": names[0]}))
             continue
         expanded.extend(dataclasses.replace(_with_params(point, {"algorithm": a}), label=f"{point.label} {a}")
                         for a in names)
     if config.subgroups is None:
         return expanded
     sizes = config.subgroups.sizes_for(world_size)
-    check_point_count(len(expanded) * len(sizes) * len(config.subgroups.layouts), f"{collective.name} on sub-groups")
+    layouts = unique_in_order(config.subgroups.layouts)
+    check_point_count(len(expanded) * len(sizes) * len(layouts), f"{collective.name} on sub-groups")
     grouped, seen = [], set()
     for size in sizes:
-        for layout in config.subgroups.layouts:
+        for layout in layouts:
             groups = make_groups(world_size, size, layout)
             if groups in seen:  # strided == contiguous when g = N
                 continue

@@ -152,18 +152,23 @@ def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     """One MoeParams per tokens-per-rank value; `options` holds `tokens_per_rank` (a list) and any
     explicitly given keys of DEFAULTS (None = not given); any other key is refused (a typo in a sweep file)."""
     merged = dict(DEFAULTS)
-    if options.get("preset"):
+    if options.get("preset") is not None:   # only a key left out takes the default: a given "" or false is refused
         merged.update(preset_params(options["preset"]))
     unknown = sorted(set(options) - set(DEFAULTS) - {"tokens_per_rank"})
     if unknown:
         raise invalid(unknown[0], options[unknown[0]], f"not a moe_all_to_all parameter; allowed: tokens_per_rank, "
                                                        f"{', '.join(DEFAULTS)}")
     merged.update({k: v for k, v in options.items() if v is not None and k in DEFAULTS})
-    tokens = options.get("tokens_per_rank") or DEFAULT_TOKENS_PER_RANK
-    tokens = [tokens] if isinstance(tokens, int) else tokens
-    if not isinstance(tokens, (list, tuple)):
-        raise invalid("tokens_per_rank", tokens, "an integer or a list of integers")
-    points = [MoeParams(tokens_per_rank=t, **merged) for t in tokens]
+    tokens = options.get("tokens_per_rank")
+    if tokens is None:   # left out: the default sweep; a given 0, [], false or "" is refused, never the default
+        tokens = DEFAULT_TOKENS_PER_RANK
+    tokens = [tokens] if isinstance(tokens, int) and not isinstance(tokens, bool) else tokens
+    if not isinstance(tokens, (list, tuple)) or not tokens:
+        raise invalid("tokens_per_rank", tokens, f"an integer from 1 to {MAX_TOKENS_PER_RANK} or a non-empty list "
+                                                 "of them")
+    points = [MoeParams(tokens_per_rank=t, **merged) for t in tokens]   # each value checked (a bool is no count)
+    # a value listed twice is one point, measured once (commbench.repeats; the run's notes name the repeat)
+    points = list({p.tokens_per_rank: p for p in points}.values())
     points[0].check_ep_size(ep_size)
     spec = parse_routing(points[0].routing)
     if spec.kind == "trace":

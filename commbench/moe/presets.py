@@ -26,7 +26,7 @@ def preset_names() -> list[str]:
 
 def preset_params(name: str) -> dict[str, Any]:
     """MoE parameters of a preset (keys as in Measurement.params)."""
-    if name not in _PRESETS:
+    if not isinstance(name, str) or name not in _PRESETS:
         raise invalid("--preset", name, f"allowed: {', '.join(_PRESETS)}")
     key, dispatch = _PRESETS[name]
     model = models_toml()["model"][key]

@@ -157,15 +157,24 @@ def how_measured(point: SweepPoint) -> str:
     return ", ".join(parts + [f"iters {point.config.loop.iters}"])
 
 
+REPEAT_KEYS = {"tokens_per_rank": "tokens_per_rank", "algorithm": "algorithm", "group_sizes": "group_sizes",
+               "group_layout": "group_layout"}  # measure.bench.repeat_notes' lists, by the sweep file's keys
+
+
 def size_notes(sweep: Sweep, world_size: int) -> list[str]:
-    """Entries whose listed sizes are not all measured as given on `world_size` ranks: nccl-tests' alignment
+    """Values a list key gives more than once (each point is measured once: measure.bench.repeat_notes), and
+    entries whose listed sizes are not all measured as given on `world_size` ranks: nccl-tests' alignment
     (a whole number of elements, per rank for the chunked collectives) moves a size, and sizes that align
     alike are one point. Stated by --dry-run and before a launch, never a silent narrowing."""
     from commbench.dtypes import get_dtype
 
+    from commbench.measure.bench import repeat_notes
+
     notes = []
     for entry in sweep.entries:
         collective = get_collective(entry.collective)
+        config = entry_configs(entry, backend="gloo")[0]   # its lists as the file gives them (named by their keys)
+        notes += [f"run[{entry.index}] ({entry.name}): {note}" for note in repeat_notes(config, REPEAT_KEYS)]
         if not collective.takes_size:
             continue
         left_out = entry.subgroups.left_out(world_size) if entry.subgroups else None

@@ -263,7 +263,8 @@ def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, An
     return dict(params)
 
 
-OPTION_KEYS = {"timeout": "timeout_s", "rack-ranks": "racks"}  # `commbench bench` options spelt otherwise in a sweep
+OPTION_KEYS = {"timeout": "timeout_s", "rack-ranks": "racks", "tokens": "tokens_per_rank",
+               "experts": "num_experts"}  # `commbench bench` options spelt otherwise in a sweep
 
 
 def sweep_words(message: str, keys: tuple[str, ...] = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS)) -> str:
@@ -354,6 +355,10 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         raise _bad(where, "sizes", None, "required: a list or a {min, max, factor} table")
     else:
         sizes = parse_sizes(origin("sizes"), merged["sizes"])
+    try:   # as bench's -o / -r (Collective.refuse_unused); a [defaults] op or root skips the entries without one
+        collective.refuse_unused(op=raw.get("op"), root=raw.get("root"))
+    except CommbenchError as exc:
+        raise _option_error(where, exc) from None
     op = merged.get("op", "sum")
     if collective.reduces:
         from commbench.comm.backend import REDUCE_OPS
@@ -361,10 +366,6 @@ def parse_entry(path: str, index: int, raw: Any, defaults: dict[str, Any]) -> Sw
         if not isinstance(op, str) or op.lower() not in REDUCE_OPS:  # either case, as bench's -o and dtype
             raise _bad(origin("op"), "op", op, f"allowed: {', '.join(REDUCE_OPS)} (either case)")
         op = op.lower()
-    elif "op" in raw:
-        raise _bad(where, "op", op, f"{name} does not reduce: remove op")
-    if "root" in raw and not collective.takes_root:  # a root would only split one point into two point keys
-        raise _bad(where, "root", raw["root"], f"{name} has no root (broadcast and reduce take one): remove root")
     timeout = merged.get("timeout_s", DEFAULT_TIMEOUT_S)
     if timeout_problem(timeout):
         raise _bad(origin("timeout_s"), "timeout_s", timeout, timeout_problem(timeout))
