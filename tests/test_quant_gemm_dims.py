@@ -18,21 +18,13 @@ from commbench.planner.layout.quant_dims import (QUANT_TOKEN_BLOCK, converted_di
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.zoo import load_model
 from commbench.planner.search.space import SearchRequest, search
+from tests.test_titan_probe_n import _one_line_error
 
 runner = CliRunner()
 ODD = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1000, "intermediate_size": 2700,
        "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 8, "vocab_size": 32000,
        "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
        "tie_word_embeddings": False}
-
-
-def _one_line_error(res, *needles: str) -> str:
-    assert res.exit_code == 2, res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in res.output, res.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture()
