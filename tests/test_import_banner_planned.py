@@ -83,3 +83,14 @@ def test_sizes_nccl_tests_prints_twice_below_its_alignment_are_not_missing_sizes
     assert result.problems == [] and all(planned == held for planned, held in _planned(result)), _planned(result)
     cut = parse_text("\n".join([banner, *HEADER, *rows[:5], *FOOTER]), "all_gather_perf.log")   # 256 B lost
     assert _planned(cut)[-1][0] - _planned(cut)[-1][1] == 2, _planned(cut)
+
+
+def test_a_stopped_cycle_is_warned_at_the_line_its_own_rows_start():
+    """-N 2 (src/common.cu TimeTest: the sizes loop run twice, rows one after another), killed during cycle 2: the
+    'stopped during it' warning pointed at cycle 1's first row; it names the line where the stopped cycle starts."""
+    sizes = (1024, 2048, 4096, 8192)
+    log = "\n".join([BANNER, "#", "# Using devices", *RANKS, "#", *HEADER, *[_row(s) for s in sizes],
+                     *[_row(s) for s in sizes[:2]]]) + "\n"
+    result = parse_text(log, "all_reduce_perf.log")
+    assert result.stopped == [("all_reduce_perf.log", 15)], result.stopped   # cycle 2's first row: 11 + 4
+    assert _planned(result) == [(8, 8), (8, 4)]

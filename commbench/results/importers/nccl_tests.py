@@ -531,6 +531,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     world = len(state.devices) or state.threads_gpus
     if state.next_cycle(tuple(tokens[:len(lead)])):
         state.run_id = None  # the same devices and banner: a new header for the cycle's run
+        if number is not None:   # a cycle that stops is warned at its own first row, not the first cycle's
+            state.rows_from = number
     timers = (world // state.threads_gpus if state.threads_gpus and world % state.threads_gpus == 0 else 1) * state.threads
     average, time_notes = state.average, []
     if timers > 1 and state.tests_version is not None and state.tests_version < AVERAGE_SINCE:
