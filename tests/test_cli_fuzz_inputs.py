@@ -102,6 +102,25 @@ def test_calibrate_reads_a_log_that_opens_with_a_bracket(tmp_path, first):
     assert "median |error|" in result.output
 
 
+# a JSON runs file cut mid-write was called "a torchtitan log: give --model and --system" when its sources held an
+# "https:" (the log sniffing matched "tps:" anywhere); a cut JSON object was "neither a JSON list ... nor a log".
+# A log is now a line shaped as the framework prints it, and a file opening as JSON that does not parse says so.
+@pytest.mark.parametrize("cut", [
+    '[{"source": "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/main/docs/x.md", "notes": "step: 3 of the recipe',
+    '[{"model": "llama3-70b", "source": "https://example.com/run", "gpu": "GB200"',
+    '{"source": "https://example.com/run", "model": ',
+    '[{"notes": "Unterminated https://example.com/x\n',
+])
+def test_calibrate_calls_a_cut_json_runs_file_invalid_json_not_a_log(tmp_path, cut):
+    path = tmp_path / "runs.json"
+    path.write_text(cut)
+    result = runner.invoke(app, ["calibrate", "--evaluate", str(path)])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert "not valid JSON (" in lines[0] and " at line 1)" in lines[0] and "log" not in lines[0], lines[0]
+    assert " at at " not in lines[0], lines[0]
+
+
 # -N 2**70 was accepted and ran the size sweep cycle after cycle until killed
 @pytest.mark.parametrize("cycles", [str(2 ** 70), "150000"])
 def test_bench_run_cycles_are_bounded(cycles):

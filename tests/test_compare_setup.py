@@ -26,6 +26,8 @@ def _with_header(tmp_path, name: str, **header) -> str:
     ({"devices": ["NVIDIA H100 80GB HBM3"] * 2}, "devices"),
     ({"nccl_version": "2.21.5"}, "NCCL versions"),
     ({"emulated": {"racks": 2}}, "fabrics"),
+    # on gloo torch is the collective implementation (ProcessGroupGloo), as the NCCL library is on NCCL: it was ignored
+    ({"torch_version": "2.4.0+cu121"}, "torch versions on gloo (base: torch 2.13.0+cpu (gloo); new: torch 2.4.0+cu121"),
 ])
 def test_another_setup_fails_in_one_line_unless_allowed(tmp_path, header, named):
     new = _with_header(tmp_path, "new.jsonl", **header)
@@ -43,6 +45,28 @@ def test_same_setup_on_other_hosts_passes_and_is_noted(tmp_path):
     out = CliRunner().invoke(app, ["compare", str(A), new])
     assert out.exit_code == 0 and "note:" in out.output and "hosts" in out.output
     assert CliRunner().invoke(app, ["compare", str(A), str(B)]).output.count("note:") == 0
+
+
+def test_another_torch_under_nccl_or_another_commbench_is_judged_and_noted(tmp_path):
+    """Under NCCL torch only launches NCCL's kernels and commbench is the harness: both were ignored without a word;
+    a change of either is now named in a note (with both versions), and the files are judged."""
+    def nccl(name: str, source, **header) -> str:
+        lines = [json.loads(line) for line in source.read_text().splitlines()]
+        lines[0].update({"backend": "nccl", "nccl_version": "2.21.5", **header})
+        for line in lines[1:]:
+            line["backend"] = "nccl"
+        (tmp_path / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return str(tmp_path / name)
+
+    base, new = nccl("a.jsonl", A), nccl("b.jsonl", B, torch_version="2.4.0", commbench_version="0.0.9")
+    out = CliRunner().invoke(app, ["compare", base, new])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "note: the new file differs from the base in torch versions on NCCL (base: torch 2.13.0+cpu; new: torch " \
+           "2.4.0)" in text, out.output
+    assert "commbench versions (base: commbench 0.1.0; new: commbench 0.0.9)" in text, out.output
+    same = CliRunner().invoke(app, ["compare", base, nccl("c.jsonl", B)])
+    assert same.exit_code == 0 and "differs from the base" not in same.output, same.output
 
 
 def test_a_setup_a_file_does_not_know_is_no_change(tmp_path):

@@ -415,7 +415,7 @@ def test_a_log_stopped_during_its_rows_is_imported_as_cut_short(tmp_path):
         assert result.exit_code == 0, result.output
     (whole_header,) = [r for r in read_records([tmp_path / "whole.jsonl"]) if isinstance(r, RunHeader)]
     (cut_header,) = [r for r in read_records([tmp_path / "cut.jsonl"]) if isinstance(r, RunHeader)]
-    assert whole_header.planned_points is None
+    assert whole_header.planned_points == 6 and whole_header.notes[-1].endswith("6 held")   # plans what it holds
     assert cut_header.planned_points == 6 and "banner's 3 size(s)" in cut_header.notes[-1]
     gate = runner.invoke(app, ["compare", str(tmp_path / "whole.jsonl"), str(tmp_path / "cut.jsonl"), "--allow-missing"])
     assert gate.exit_code == 1 and "cut short" in gate.output and "holds 4 of the 6 point(s)" in gate.output, gate.output

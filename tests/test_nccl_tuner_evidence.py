@@ -101,6 +101,22 @@ def test_a_size_measured_only_with_overrides_is_left_to_nccl_and_says_why(tmp_pa
     assert "NCCL default kept at 4 KiB: NCCL default was not measured at this size" in text
 
 
+def test_a_kept_default_says_the_best_was_slower_or_the_default_failed(tmp_path):
+    """The kept-default comment said "within noise ... or below --min-gain" where the best combination measured was
+    slower than NCCL's default (speed-up < 1), and "was not measured" where NCCL's default was measured and failed:
+    it says which."""
+    slower = [_record("a", 1024, DEFAULT, 10.0), _record("a", 1024, RING_LL, 20.0)]
+    configs, text = _rules(tmp_path, slower)
+    assert configs == [] and "best ring/ll/16 was slower than NCCL's default (0.50x, median)" in text, text
+    assert "within noise" not in text
+    failed = dataclasses.replace(_record("a", 4096, DEFAULT, 20.0), status="failed", error="NCCL timeout",
+                                 time_us_median=None, time_us_mean=None, time_us_min=None, time_us_max=None,
+                                 time_us_p99=None, iter_times_us=[], algbw_gbps=None, busbw_gbps=None, num_wrong=None)
+    configs, text = _rules(tmp_path, [*slower, failed, _record("a", 4096, RING_LL, 5.0)])
+    assert configs == [] and "NCCL default kept at 4 KiB: NCCL default FAILED at this size" in text, text
+    assert "not measured" not in text
+
+
 def test_predicted_rules_only_where_the_fastest_pair_leads_by_more_than_the_cost_models_error(tmp_path):
     """h100-hgx, 8 GPUs, all-reduce at 1 KiB: ring/ll 22.0 us against tree/ll 22.2 us predicted, a 1% lead far
     inside the model's 15% error (benchmarks/costmodel_accuracy.py); NCCL's own model may pick either, and a

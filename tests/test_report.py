@@ -104,3 +104,23 @@ def test_a_report_refused_for_want_of_measurements_leaves_no_empty_folder(tmp_pa
     result = CliRunner().invoke(app, ["report", str(empty), "-O", str(out)])
     assert result.exit_code == 2 and "no measurements in" in result.output, result.output
     assert not out.exists()
+
+
+def test_runs_without_a_header_record_are_said_to_be_unchecked(tmp_path):
+    """A file whose header line is lost (written by hand, by another tool): report drew it with no word, though its
+    setup and planned point count are unknown, so a cut-short or mixed-setup run passed as complete; compare warns.
+    Said in the console and in README.md; a file with its header says nothing."""
+    from tests.test_compare import A
+
+    lines = A.read_text().splitlines()
+    headerless = tmp_path / "headerless.jsonl"
+    headerless.write_text("\n".join(lines[1:]) + "\n")
+    result = CliRunner().invoke(app, ["report", str(headerless), "-O", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "warning: 1 run(s) without a header record" in text and "cannot be checked" in text, result.output
+    md = (tmp_path / "rep" / "README.md").read_text()
+    assert "## Runs without a header record (setup and completeness unknown)" in md
+    whole = CliRunner().invoke(app, ["report", str(A), "-O", str(tmp_path / "rep2")])
+    assert whole.exit_code == 0 and "without a header" not in whole.output
+    assert "without a header" not in (tmp_path / "rep2" / "README.md").read_text()

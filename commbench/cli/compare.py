@@ -246,11 +246,12 @@ def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_
 
 def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_change: bool,
                      side: str = "the new file", side_name: str = "new", allow_layout_change: bool = False) -> None:
-    """NEW (or the history: `side`) measured with another NCCL version, on other devices or on an emulated instead
-    of a real fabric (or the reverse) is another measurement: refused in one line naming what differs unless
+    """NEW (or the history: `side`) measured with another NCCL version, on other devices, on an emulated instead
+    of a real fabric (or the reverse), or on gloo with another torch (gloo's collectives are torch's own code, as
+    NCCL's are its library's) is another measurement: refused in one line naming what differs unless
     --allow-setup-change (then said on a line of its own); so is one on another node layout with the same rank count
     (hosts, ranks per host, racks: run_setup.layout_changes) unless --allow-layout-change; other hosts with the same
-    setup and layout (CI runners) are only noted."""
+    setup and layout (CI runners), another torch under NCCL runs and another commbench are only noted."""
     from commbench.results.run_setup import layout_changes
 
     _refuse_unless_allowed(
@@ -272,6 +273,11 @@ def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_chang
     for text in setup_changes(base_headers, new_headers, fields=("hosts",), new_name=side_name):
         err_console.print(styled("[yellow]note:[/] {} was measured on other hosts: {}", side, text),
                           highlight=False, soft_wrap=True)
+    from commbench.results.run_setup import NOTED_FIELDS
+    for text in setup_changes(base_headers, new_headers, fields=tuple(NOTED_FIELDS), new_name=side_name,
+                              table=NOTED_FIELDS):   # NCCL runs the collective there; a harness change may move times
+        err_console.print(styled("[yellow]note:[/] {} differs from the base in {}: judged as the change under test",
+                                 side, text), highlight=False, soft_wrap=True)
 
 
 def _refuse_unless_allowed(changes: list[str], allowed: bool, side: str, what: str, why: str, flag: str) -> None:
@@ -431,7 +437,7 @@ def compare_cmd(
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
-    allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices or on an emulated instead of a real fabric (or the reverse) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
+    allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices, on an emulated instead of a real fabric (or the reverse), or on gloo with another torch version (gloo's collectives are torch's own code) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. Another torch under NCCL runs, or another commbench version, is noted and judged. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
     allow_layout_change: Annotated[bool, typer.Option("--allow-layout-change", help="Judge NEW (or --history) although its runs sat on another node layout than BASE's at the same world size (other host or rack counts, other ranks per host: 2 nodes x 4 against 1 x 8, say; what differs is named); without it that is refused (exit 2): the same ranks on other nodes cross other links. Other host names alone (CI runners) are only noted.")] = False,
     allow_stale: Annotated[bool, typer.Option("--allow-stale", help="Compare although a run of NEW started before the newest run of BASE or of --history (headers' start times): without it that is refused (exit 2, both times named), as a stale NEW (a CI step that did not overwrite it, BASE and NEW swapped) passes on no new measurement. For a baseline measured again after the change.")] = False,
     allow_same_run: Annotated[bool, typer.Option("--allow-same-run", help="Compare although every run of NEW is a run of BASE (the same run id, or the same records under another: the same file, a copy, a log imported twice): without it that is refused (exit 2), as a gate that compares the baseline with itself passes on no new measurement.")] = False,

@@ -246,12 +246,19 @@ def report(
     label = "cut short or still running" if writing else "cut short"
     for line in cut_short:
         console.print(styled("[yellow]{}[/] (points not in the file): {}", label, line), highlight=False)
+    from commbench.results.run_setup import runs_without_header
+    headerless = runs_without_header(everything)
+    if headerless:   # as compare says it (cli/compare.py note_setup_unknown)
+        console.print(styled("[yellow]warning:[/] {} run(s) without a header record (run {}): their setup (NCCL "
+                             "version, devices, emulated fabric) and how many points they planned are unknown, so "
+                             "whether they are complete cannot be checked; drawn as measured", len(headerless),
+                             ", ".join(headerless[:3]) + (" ..." if len(headerless) > 3 else "")), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
                           left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted,
-                          cut_short=cut_short, extrapolated=beyond)
+                          cut_short=cut_short, extrapolated=beyond, headerless=headerless)
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():

@@ -103,6 +103,9 @@ class Cell:
     # NCCL's default measured more than once here: the largest run-to-run spread (slowest / fastest - 1) over the
     # (dtype, way) pairs judged; 0.0 for a single measurement (repeat_spread_notes)
     default_spread: float = 0.0
+    # NCCL's default was measured at this size and failed (or gave wrong data) in every record of it: not "not
+    # measured" (failed_default_sizes, with_failed_defaults)
+    default_failed: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -485,6 +488,27 @@ def _by_file(combo: TuningCombo, header, judge) -> str:
 
 
 NCCL_BACKENDS = ("nccl", "cupy-nccl")   # comm/backends.py BACKEND_NAMES less gloo
+
+
+def failed_default_sizes(records: list) -> set[tuple[str, int, int, int]]:
+    """(plugin collective, nodes, ranks, size) where an NCCL-default record of a whole communicator failed or gave
+    wrong data (points_from_records leaves such records out, so the cell there reads as the default not measured)."""
+    from commbench.results.nccl_nodes import header_node_count
+    from commbench.results.records import Measurement, RunHeader
+
+    nodes_of = {r.run_id: header_node_count(r)[0] for r in records if isinstance(r, RunHeader)}
+    return {(PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, r.size_bytes) for r in records
+            if isinstance(r, Measurement) and r.backend in NCCL_BACKENDS and r.collective in PLUGIN_COLLECTIVES
+            and r.run_id in nodes_of and r.num_groups == 1 and r.group_size == r.world_size
+            and (r.status != "ok" or r.num_wrong) and record_combo(r).is_default}
+
+
+def with_failed_defaults(cells: list[Cell], failed: set[tuple[str, int, int, int]]) -> list[Cell]:
+    """`cells` with default_failed set where NCCL's default was not measured ok and a record of it failed."""
+    import dataclasses
+
+    return [dataclasses.replace(c, default_failed=True) if c.speedup is None and not c.predicted
+            and (c.collective, c.nodes, c.ranks, c.size_bytes) in failed else c for c in cells]
 
 
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:

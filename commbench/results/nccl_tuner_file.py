@@ -145,8 +145,13 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     elif cell.predicted:
         why = (f"best {cell.best.label} leads the next by {cell.speedup:.2f}x, within the cost model's "
                f"{100 * cell.noise_rel:g}% error")
+    elif cell.speedup is None and cell.default_failed:
+        why = ("NCCL default FAILED at this size (its record failed or gave wrong data): nothing shows "
+               f"{cell.best.label} beats it")
     elif cell.speedup is None:
         why = "NCCL default was not measured at this size (in each dtype and way a combination was)"
+    elif cell.speedup < 1.0:   # the fastest combination measured lost to NCCL's own choice
+        why = f"best {cell.best.label} was slower than NCCL's default ({cell.speedup:.2f}x, {statistic})"
     else:
         why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), "
                + (f"within noise {100 * cell.noise_rel:.1f}% or below --min-gain" if math.isfinite(cell.noise_rel)

@@ -249,19 +249,29 @@ def markdown_table(rows: list[Measurement]) -> list[str]:
     return lines + (["", f"({left_out})"] if left_out else [])
 
 
+# a run whose measurements no header record of the sources describes (a file written by hand or by another tool, its
+# header line lost): what it planned (planned_points, run_cycles) and where it ran (NCCL version, devices, an emulated
+# fabric) are unknown, so neither a cut-short run nor a mix of setups can be told (compare warns the same:
+# cli/compare.py note_setup_unknown)
+HEADERLESS_NOTE = ("These runs have no header record: their setup (NCCL version, devices, emulated fabric) and how many "
+                   "points they planned are unknown, so the report cannot tell whether they are complete or measured "
+                   "on the same setup as the others; drawn as measured.")
+
+
 def write_report(records: list[Measurement], out_dir: str | Path, *, sources: list[str],
                  predict: Predictor | None = None, predicted_from: str = "", headers: list[RunHeader] = (),
                  formats: tuple[str, ...] = ("png",), run_records: list | None = None,
                  together: bool = False, force: bool = False, left_out: list[str] = (),
                  unpredicted: dict[str, str] | None = None, cut_short: list[str] = (),
-                 extrapolated: dict[str, str] | None = None) -> ReportFiles:
+                 extrapolated: dict[str, str] | None = None, headerless: list[str] = ()) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*. `left_out`: what of the sources the report does not hold (lines that could not be read,
     measurements beyond what it reads), listed in its own section: a reader of README.md sees no terminal.
     `unpredicted`: filled by `predict` while the figures are drawn, 'curve' -> why it has no predicted line.
     `cut_short`: the sweeps whose runs hold fewer points than they plan (results.resumed.sweeps_cut_short).
-    `extrapolated`: filled by `predict` too, 'curve' -> the sizes its dashed line takes beyond what the profile measured."""
+    `extrapolated`: filled by `predict` too, 'curve' -> the sizes its dashed line takes beyond what the profile measured.
+    `headerless`: the runs of the sources without a header record (HEADERLESS_NOTE), listed in their own section."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
@@ -313,6 +323,10 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
         md += ["## Runs cut short (points not in the file)", "",
                "These sweeps or bench runs stopped before their last point: the tables and plots hold only the points they reached.",
                ""] + [f"- {line}" for line in cut_short] + [""]
+    if headerless:
+        md += ["## Runs without a header record (setup and completeness unknown)", "", HEADERLESS_NOTE, ""] + [
+            f"- run {run_id}" for run_id in headerless[:20]] + (
+            [f"- ... and {len(headerless) - 20} more"] if len(headerless) > 20 else []) + [""]
     if left_out:
         md += ["## Not read (not drawn, not in the tables above)", "",
                "What these lines held (a point, failed or not) is unknown: the tables and plots may lack points of "

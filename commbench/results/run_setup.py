@@ -1,5 +1,5 @@
 """What sets one run of a results file apart from another in a report: the NCCL version, the devices, the
-hosts, the world size and a real or emulated fabric (from each run's header).
+hosts, the world size, a real or emulated fabric, and on gloo the torch version (from each run's header).
 
 Two runs that agree in all of these are repeats of one setup; runs that differ are not the same
 measurement, and a report keeps them apart and labels each by what differs (`labels_by_what_differs`),
@@ -23,6 +23,12 @@ def _fabric(h: RunHeader) -> str:
     return "emulated fabric" if h.emulated else "real fabric"
 
 
+def _gloo_torch(h: RunHeader) -> str:
+    """On gloo torch is the collective implementation (torch.distributed's ProcessGroupGloo, built into torch), as
+    NCCL's library is on NCCL: its version is the run's; "" for other backends (torch only launches NCCL's kernels)."""
+    return f"torch {h.torch_version or 'unknown'} (gloo)" if h.backend == "gloo" else ""
+
+
 # what (plural, as the mixed-runs text names it) -> the value a label shows
 SETUP_FIELDS: dict[str, Callable[[RunHeader], str]] = {
     "NCCL versions": lambda h: f"NCCL {h.nccl_version or 'none'}",
@@ -30,9 +36,17 @@ SETUP_FIELDS: dict[str, Callable[[RunHeader], str]] = {
     "hosts": _hosts,
     "world sizes": lambda h: f"world size {h.world_size}",
     "fabrics": _fabric,
+    "torch versions on gloo": _gloo_torch,
 }
 SYSTEM_FIELDS = ("NCCL versions", "devices", "hosts")  # what makes an NCCL tuning result another system's
-GATE_FIELDS = ("NCCL versions", "devices", "fabrics")  # what makes `compare`'s NEW another measurement than BASE
+# what makes `compare`'s NEW another measurement than BASE
+GATE_FIELDS = ("NCCL versions", "devices", "fabrics", "torch versions on gloo")
+# what `compare` notes where NEW differs from BASE but judges it: the torch that launched NCCL's collectives, the
+# commbench that measured them (a harness change may move times: said, never refused)
+NOTED_FIELDS: dict[str, Callable[[RunHeader], str]] = {
+    "torch versions on NCCL": lambda h: f"torch {h.torch_version}" if h.backend != "gloo" else "",
+    "commbench versions": lambda h: f"commbench {h.commbench_version}",
+}
 
 
 def setup_of(header: RunHeader, fields=tuple(SETUP_FIELDS)) -> tuple:
@@ -55,7 +69,8 @@ def labels_by_what_differs(runs: dict[str, RunHeader | None], fields=tuple(SETUP
     also gets "run <id>"; a run without a header (provenance unknown) is "run <id>"."""
     known = {run_id: h for run_id, h in runs.items() if h is not None}
     differing = [what for what in fields if len({SETUP_FIELDS[what](h) for h in known.values()}) > 1]
-    labels = {run_id: ", ".join(SETUP_FIELDS[what](h) for what in differing) for run_id, h in known.items()}
+    labels = {run_id: ", ".join(filter(None, (SETUP_FIELDS[what](h) for what in differing)))
+              for run_id, h in known.items()}
     count: dict[str, int] = {}
     for label in labels.values():
         count[label] = count.get(label, 0) + 1
@@ -71,9 +86,14 @@ def labels_by_what_differs(runs: dict[str, RunHeader | None], fields=tuple(SETUP
 
 
 def _known(header: RunHeader, what: str) -> bool:
-    """Whether the header records `what` (imports of nccl-tests logs may name no devices or NCCL version)."""
+    """Whether the header records `what` (imports of nccl-tests logs may name no devices or NCCL version, and no
+    torch: nccl-tests runs without it)."""
+    torch_known = header.torch_version is not None
     return {"devices": bool(set(header.devices) - {"unknown"}), "hosts": bool(set(header.hostnames) - {"unknown"}),
-            "NCCL versions": header.nccl_version is not None or header.backend == "gloo"}.get(what, True)
+            "NCCL versions": header.nccl_version is not None or header.backend == "gloo",
+            "torch versions on gloo": header.backend == "gloo" and torch_known,
+            "torch versions on NCCL": header.backend != "gloo" and torch_known,
+            "commbench versions": bool(header.commbench_version) and header.launcher != "nccl-tests"}.get(what, True)
 
 
 def runs_without_header(records) -> list[str]:
@@ -85,15 +105,16 @@ def runs_without_header(records) -> list[str]:
     return list(dict.fromkeys(r.run_id for r in records if isinstance(r, Measurement) and r.run_id not in described))
 
 
-def setup_changes(base: list[RunHeader], new: list[RunHeader], fields=GATE_FIELDS, *, new_name: str = "new"
-                  ) -> list[str]:
+def setup_changes(base: list[RunHeader], new: list[RunHeader], fields=GATE_FIELDS, *, new_name: str = "new",
+                  table: dict[str, Callable[[RunHeader], str]] = SETUP_FIELDS) -> list[str]:
     """"devices (base: cpu (x86_64); new: NVIDIA H100 80GB HBM3)" per field in which a run of `new` holds a value
     no run of `base` does; none where either side has no header (provenance unknown). `new_name`: what the second
-    side is called in the text ("history" for the --history folder's runs)."""
+    side is called in the text ("history" for the --history folder's runs); `table`: where `fields` are read
+    (NOTED_FIELDS for what compare only notes)."""
     texts = []
     for what in fields if base and new else ():
         def values(side):  # a header that does not know the field (an nccl-tests log's devices) is no change
-            return sorted({SETUP_FIELDS[what](h) for h in side if _known(h, what)})
+            return sorted({table[what](h) for h in side if _known(h, what)})
         if values(base) and not set(values(new)) <= set(values(base)):
             texts.append(f"{what} (base: {' | '.join(values(base))}; {new_name}: {' | '.join(values(new))})")
     return texts

@@ -215,8 +215,11 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
                      + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)")
-    cells, uncovered, switches = for_target(choose_cells(points, min_gain=min_gain, any_channels=any_channels),
-                                            points, target, statistic)
+    from commbench.results.nccl_tuner import failed_default_sizes, with_failed_defaults
+    failed_defaults = failed_default_sizes(records)   # a kept cell says the default failed there, not "not measured"
+    cells, uncovered, switches = for_target(with_failed_defaults(choose_cells(points, min_gain=min_gain,
+                                                                              any_channels=any_channels),
+                                                                 failed_defaults), points, target, statistic)
     notes += uncovered
     from commbench.results.nccl_tuner import far_apart_notes, repeat_spread_notes
     notes += repeat_spread_notes(cells)

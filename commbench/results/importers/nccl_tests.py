@@ -46,6 +46,7 @@ from commbench.errors import CommbenchError
 from commbench.results.importers.nccl_tests_flags import (BLOCKING_UNKNOWN, BLOCKING_UNKNOWN_NOTE, blocking_from_banner,
                                                          blocking_from_json, kernel_params)
 from commbench.results.importers.moe_banner import moe_params, parse_moe_banner
+from commbench.results.importers.nccl_tests_planned import TableCount
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
 
@@ -140,6 +141,11 @@ AVERAGE_2_10_0_NOTE = ("nccl-tests 2.10.0: built with MPI, its -a 1 time is the 
                        "nThreads x nGpus (src/common.cu at v2.10.0; fixed in v2.10.1), so with {n} GPUs/threads per "
                        "process it reads {n}x low and algbw/busbw {n}x high; kept as printed (a build without MPI is "
                        "right)")
+# NCCL's own log lines (NCCL_DEBUG=INFO/WARN: "host:pid:tid [dev] NCCL INFO ...", src/debug.cc ncclDebugLog), which
+# other ranks of an mpirun/srun job print into the same output, at any point of a line nccl-tests is writing
+NCCL_LOG_RE = re.compile(r"NCCL (?:INFO|WARN)\b")
+ROW_WITH_NCCL_LOG = ("the row carries NCCL log text (another rank's NCCL_DEBUG output written into it): its cells are "
+                     "not read; the point is missing from the records")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _AVERAGE_RE = re.compile(r"(?:^|\s|\()(?:-a|--average)[ =]?([0-3])\b")
 _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters: (\d+)")
@@ -165,7 +171,8 @@ class ImportResult:
     problems: list[tuple[str, int, str, str]] = field(default_factory=list)  # (source, line, text, reason)
     # (source, first row line[, why]): a run with no footer (why: STOPPED_RUN unless given, as for a -J file)
     stopped: list[tuple] = field(default_factory=list)
-    # run id -> (planned_points, note) for a stopped run whose banner says what it planned (planned_for_stopped)
+    # run id -> (planned_points, note) for every run whose banner says what it planned (nccl_tests_planned.TableCount;
+    # commbench's own --format nccl-tests text: its stopped runs only, its banner's step may not be its sizes')
     planned: dict[str, tuple[int, str]] = field(default_factory=dict)
     # run id -> note for a run whose footer says its data check FAILED where no row said which point (with_failed_check)
     failed_checks: dict[str, str] = field(default_factory=dict)
@@ -383,21 +390,29 @@ class _TextRun:
         self.rows_seen: set[tuple] = set()  # the run's rows so far (leading columns, point): a repeat is -N's next cycle
         self.rows_from: int | None = None  # the line of the first row no footer has closed yet
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
-        self.stopped_runs: list[str] = []  # their run ids
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
         self.moe: dict | None = None  # the MoE layer commbench's moe_all_to_all banner states (parse_moe_banner)
-        self.run_sizes: dict[str, int | None] = {}  # run id -> the sizes its banner plans
-        self.run_rows: dict[str, dict[tuple, int]] = {}  # run id -> records per (type, op, root, size) row
+        self.ours = False  # the table is commbench's own --format nccl-tests text (its version line says so)
+        self.table: TableCount | None = None  # the current table's rows, to plan its runs' points from the banner
+        self.planned: dict[str, tuple[int, str]] = {}  # run id -> (planned_points, note) of the tables closed so far
         self.footer_runs: dict[str, bool] = {}  # runs since the last footer -> whether a record of theirs is wrong
         # runs since the last "Avg bus bandwidth" footer line -> whether a row of theirs had a nonzero #bitdiff
         self.bitwise_runs: dict[str, bool] = {}
 
+    def close_table(self, stopped: bool) -> None:
+        """The current table ends (its footer, the next table, the end of the log): plan its runs' points from its
+        banner (every run of nccl-tests' own logs; a stopped one only for commbench's own text, whose banner's step
+        can be a stand-in for a list of sizes: results/nccl_tests_text.size_step)."""
+        if self.table is not None and (stopped or not self.ours):
+            self.planned.update(self.table.planned(stopped))
+        self.table = None
+
     def new_run(self, *, forget_devices: bool = True) -> None:
-        if self.rows_from is not None:
+        stopped = self.rows_from is not None
+        if stopped:
             self.stopped.append(self.rows_from)
-            if self.run_id is not None:
-                self.stopped_runs.append(self.run_id)
             self.rows_from = None
+        self.close_table(stopped)
         self.run_id = None
         self.point = {}
         self.rows_seen = set()
@@ -491,7 +506,14 @@ def _one_cell(body: list[str], widths: list[int], raw: str, tokens: list[str], l
     return None
 
 
-def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: str) -> None:
+def point_identity(record: Measurement) -> tuple:
+    """What tells one imported point from another in a run (as compare keys them): a repeat is the same point."""
+    return (record.dtype, record.op, (record.params or {}).get("root"), record.size_bytes, record.in_place,
+            record.group_size, record.group_layout, record.num_groups, (record.params or {}).get("algorithm"))
+
+
+def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: str, number: int | None = None) -> None:
+    """One result row into records; `number`: its line, where the next -N cycle's rows start if it starts one."""
     lead, groups = _group_layout(state.columns)
     widths = [len(g) for g in groups]
     body = tokens[len(lead):]
@@ -509,13 +531,14 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     world = len(state.devices) or state.threads_gpus
     if state.next_cycle(tuple(tokens[:len(lead)])):
         state.run_id = None  # the same devices and banner: a new header for the cycle's run
+        if number is not None:   # a cycle that stops is warned at its own first row, not the first cycle's
+            state.rows_from = number
     timers = (world // state.threads_gpus if state.threads_gpus and world % state.threads_gpus == 0 else 1) * state.threads
     average, time_notes = state.average, []
     if timers > 1 and state.tests_version is not None and state.tests_version < AVERAGE_SINCE:
         average, time_notes = "rank0", [RANK0_TIME_NOTE]
     if state.run_id is None:
         state.run_id = new_run_id()
-        state.run_sizes[state.run_id] = state.sizes
         notes = [] if state.devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
         notes += time_notes
         if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
@@ -575,9 +598,12 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         state.footer_runs.setdefault(record.run_id, False)
         if record.num_wrong:
             state.footer_runs[record.run_id] = True
-        rows = state.run_rows.setdefault(record.run_id, {})
-        key = (record.dtype, record.op, (record.params or {}).get("root"), record.size_bytes)
-        rows[key] = rows.get(key, 0) + 1
+    if made:
+        if state.table is None:
+            state.table = TableCount(state.sizes)
+        first = made[0]
+        state.table.add_row(state.run_id, (first.dtype, first.op, (first.params or {}).get("root"),
+                                           tuple(sorted(state.point.items()))), [point_identity(r) for r in made])
 
 
 def _comment(state: _TextRun, line: str) -> str | None:
@@ -596,7 +622,8 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.intro_backend = match.group(1)
     elif (match := _VERSION_RE.search(body)):
         state.version = nccl_version(match.group(2))
-        without_nccl = match.group(1).startswith("commbench-") and int(match.group(2)) == 0
+        state.ours = match.group(1).startswith("commbench-")
+        without_nccl = state.ours and int(match.group(2)) == 0
         if without_nccl:  # commbench's text of a run without NCCL (results/nccl_tests_text.banner): no NCCL version
             state.version = None
         state.backend = state.intro_backend or ("gloo" if without_nccl else "nccl")
@@ -654,6 +681,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
         if line.startswith("#"):
             if line.lstrip("# ").startswith(FOOTER_LINES):
                 state.rows_from = None
+                state.close_table(stopped=False)
                 failed = _OUT_OF_BOUNDS_RE.search(line)
                 if failed and int(failed.group(1)) > 0 and not any(state.footer_runs.values()):
                     result.failed_checks.update({run: FOOTER_CHECK_NOTE.format(count=failed.group(1))
@@ -672,21 +700,24 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             if (refused := _comment(state, line)):
                 result.problems.append((source, number, raw, refused))
             continue
-        if "NCCL INFO" in line or "NCCL WARN" in line:
-            continue
-        if line.startswith(V1_BARE_LINES):  # nccl-tests 1.x printed its banner and footer without '#'
-            _comment(state, "# " + line)
-            continue
         tokens = line.split()
+        nccl_log = NCCL_LOG_RE.search(line)
         if tokens[0].isdigit() and state.columns:
             if state.refused:
                 continue  # said once at the table's header
             if state.rows_from is None:
                 state.rows_from = number
             try:
-                _parse_row(state, tokens, result, raw)
+                if nccl_log:   # another rank's NCCL_DEBUG line written into this row: its cells cannot be trusted
+                    raise ValueError(f"{ROW_WITH_NCCL_LOG} ({nccl_log.group(0)!r} at column {nccl_log.start() + 1})")
+                _parse_row(state, tokens, result, raw, number)
             except (ValueError, KeyError) as exc:
                 result.problems.append((source, number, raw, f"unparsable result row: {exc}"))
+            continue
+        if nccl_log:   # NCCL_DEBUG=INFO output (any rank's): not nccl-tests' own
+            continue
+        if line.startswith(V1_BARE_LINES):  # nccl-tests 1.x printed its banner and footer without '#'
+            _comment(state, "# " + line)
             continue
         if (match := _PERF_RE.search(line)) and not tokens[0].isdigit():
             state.collective = _named(state, collective_name(match.group(1)))  # a command line names the test
@@ -701,10 +732,8 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
     result.collective_ignored.extend((source, name) for name in sorted(state.named))
     for line in state.stopped:
         result.stopped.append((source, line))
-    for run_id in state.stopped_runs:
-        planned = planned_for_stopped(state.run_sizes.get(run_id), state.run_rows.get(run_id, {}))
-        if planned is not None:
-            result.planned[run_id] = planned
+    for run_id, planned in state.planned.items():   # a sink may be a dict: item by item
+        result.planned[run_id] = planned
     if isinstance(result.records, list):   # a sink has written the headers: the import command sets them after
         result.records[:] = with_planned(result.records, result.planned)
         result.records[:] = [with_failed_check(r, result.failed_checks, result.failed_runs) for r in result.records]
@@ -723,23 +752,6 @@ def banner_sizes(min_bytes: int, max_bytes: int, step: float, kind: str) -> int 
         count += 1
         size *= step
     return count
-
-
-def planned_for_stopped(sizes: int | None, rows: dict[tuple, int]) -> tuple[int, str] | None:
-    """(planned_points, note) for a run that stopped during its rows (no footer): its banner's sizes for each data
-    type / op / root it reached, times the records a row gives (out-of-place, in-place), as a bench run records
-    what it plans, so that compare, fit and report treat it as cut short, not complete. Types, ops or roots it never
-    reached (-d all, -o all) are not counted: at least this many. None where the banner gives no sizes or the run
-    holds them all."""
-    if not sizes or not rows:
-        return None
-    combos, per_row = {row[:3] for row in rows}, max(rows.values())
-    planned = len(combos) * sizes * per_row
-    if planned <= sum(rows.values()):
-        return None
-    return planned, (f"stopped during its rows: planned_points {planned} from the banner's {sizes} size(s) x "
-                     f"{len(combos)} data type/op/root x {per_row} record(s) a row (at least: types, ops or roots it "
-                     "never reached are not counted)")
 
 
 def with_planned(records: list, planned: dict[str, tuple[int, str]]) -> list:
@@ -838,8 +850,14 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                                       ranks_per_rack=ranks_per_rack))
         return run_id
 
+    step = "factor" if "step_factor" in config else "bytes"
+    try:   # the sweep every run planned (config: minimum_bytes, maximum_bytes, step_factor or step_bytes)
+        sizes = banner_sizes(int(config["minimum_bytes"]), int(config["maximum_bytes"]),
+                             int(config.get("step_factor", config.get("step_bytes", 0))), step)
+    except (KeyError, TypeError, ValueError):
+        sizes = None
+    table = TableCount(sizes)   # the points each run planned, from that sweep (nccl_tests_planned)
     run_id, seen = new_run(), set()
-    rows_made: dict[tuple, int] = {}   # the last run's records per (type, op, root, size): planned_for_stopped
     for index, row in enumerate(data["results"]):
         try:
             if not isinstance(row, dict):
@@ -848,7 +866,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
             # a row repeating one of the run's starts the next cycle's run, as for text logs
             key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
             if key in seen:
-                run_id, seen, rows_made = new_run(), set(), {}
+                run_id, seen = new_run(), set()
             seen.add(key)
             root = int(str(row.get("root", "-1")).strip())
             made = []
@@ -874,25 +892,21 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                 raise ValueError(why)
             for record in made:
                 result.records.append(record)
-                point = (record.dtype, record.op, record.params.get("root"), record.size_bytes)
-                rows_made[point] = rows_made.get(point, 0) + 1
+            if made:
+                table.add_row(run_id, (made[0].dtype, made[0].op, made[0].params.get("root"), ()),
+                              [point_identity(r) for r in made])
         except (KeyError, TypeError, ValueError) as exc:
             result.problems.append((source, index + 1, json.dumps(row)[:200], f"results[{index}] unparsable: {exc}"))
-    if "out_of_bounds" not in data and rows_made:
-        # the footer's keys (writeResultFooter: out_of_bounds, average_bus_bandwidth; then end_time) are written
-        # after a run's last size; a run that failed mid-way leaves a file without them (main calls
-        # outputFileFinalize before TESTCHECK(result), and jsonOutputFinalize only closes the open lists):
-        # its last run stopped, planned as the text importer plans a footer-less run
+    # the footer's keys (writeResultFooter: out_of_bounds, average_bus_bandwidth; then end_time) are written
+    # after a run's last size; a run that failed mid-way leaves a file without them (main calls
+    # outputFileFinalize before TESTCHECK(result), and jsonOutputFinalize only closes the open lists):
+    # its last run stopped
+    stopped = "out_of_bounds" not in data and bool(table.runs)
+    if stopped:
         result.stopped.append((source, 1, STOPPED_JSON_RUN))
-        step = "factor" if "step_factor" in config else "bytes"
-        try:
-            sizes = banner_sizes(int(config["minimum_bytes"]), int(config["maximum_bytes"]),
-                                 int(config.get("step_factor", config.get("step_bytes", 0))), step)
-        except (KeyError, TypeError, ValueError):
-            sizes = None
-        planned = planned_for_stopped(sizes, rows_made)
-        if planned is not None:
-            result.records[:] = with_planned(result.records, {run_id: planned})
+    planned = table.planned(stopped)
+    result.planned.update(planned)
+    result.records[:] = with_planned(result.records, planned)
     return result
 
 

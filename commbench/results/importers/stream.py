@@ -64,8 +64,8 @@ class FirstProblems:
 def set_planned_points(path, planned: dict[str, tuple[int, str]], failed_checks: dict[str, str] | None = None,
                        failed_runs: dict[str, str] | None = None) -> None:
     """Give the headers in results file `path` of the runs in `planned` (run id -> (planned_points, note)) their
-    planned point count and the note saying whence: an nccl-tests run that stopped during its rows is known to have
-    stopped only after its header was written (nccl_tests.planned_for_stopped); and the measurements of the runs in
+    planned point count and the note saying whence: a run's rows, counted against its banner's sweep, are known only
+    after its header was written (nccl_tests_planned.TableCount); and the measurements of the runs in
     `failed_checks` (a footer's failed data check, known only after the rows: nccl_tests.with_failed_check) their
     num_wrong, and those of the runs in `failed_runs` (a footer that failed the whole run) status failed. The other
     lines stay as written;

@@ -32,9 +32,28 @@ def runs_file_text(path: str) -> str:
 _JSON_LIST_START = re.compile(r'\[\s*(?:[{\["\]-]|\d|true\b|false\b|null\b|$)')
 
 
+# What makes a file a training log: a line shaped as the framework prints it, not a word anywhere ("tps:" is in every
+# "https:" of a JSON runs file's sources). Megatron-LM: _print_args' banner, "------------------------ arguments
+# ------------------------" (megatron/training/arguments.py), or training_log's " elapsed time per iteration (ms):
+# {:.1f} |" (megatron/training/training.py). TorchTitan: the metrics line "step: {step:2}  loss: ...  tps:
+# {round(tps):,}  ..." (components/metrics.py log; its colours are stripped first), or the config the trainer prints
+# at start, "Running with configs: {json}" (0.3.0 trainer.py) / "Running with args: {dict}" (older).
+_MEGATRON_LOG = re.compile(r"^[^\n]*?-{3,} arguments -{3,}[ \t]*$|\belapsed time per iteration \(ms\):[ \t]*[\d.]",
+                           re.MULTILINE)
+_TITAN_LOG = re.compile(r"\bstep:[ \t]*\d+[ \t][^\n]*?\btps:[ \t]*[\d,.]|\bRunning with (?:args|configs):[ \t]*\{")
+
+
+def _json_error(exc: json.JSONDecodeError) -> str:
+    """json's message and line, read as one phrase ("Unterminated string starting at line 3", not "... at at")."""
+    return f"{exc.msg.removesuffix(' at')} at line {exc.lineno}"
+
+
 def _log_kind(text: str) -> str | None:
-    return ("megatron" if re.search(r"-+ arguments -+|elapsed time per iteration", text)
-            else "torchtitan" if re.search(r"tps:|Running with (?:args|configs)", text) else None)
+    """"megatron" or "torchtitan" where a line of `text` is shaped as that framework's log prints one, else None."""
+    from commbench.planner.calibrate.runlogs.common import ANSI
+
+    text = ANSI.sub("", text)
+    return "megatron" if _MEGATRON_LOG.search(text) else "torchtitan" if _TITAN_LOG.search(text) else None
 
 
 def is_json_list(text: str) -> bool:
@@ -73,8 +92,11 @@ def _read_rows(path: str, *, model: str | None, gpu: str | None, num_gpus: int |
     if stripped.startswith("{"):  # JSON, but not the list of runs (it was called a TorchTitan log)
         try:
             json.loads(text)
-        except json.JSONDecodeError:
-            pass
+        except json.JSONDecodeError as exc:
+            if _log_kind(text) is None:   # no log line: a JSON file cut or mistyped, not "neither JSON nor a log"
+                raise CommbenchError(f"runs file {path!r}: not valid JSON ({_json_error(exc)})") from None
+        except RecursionError:
+            raise CommbenchError(f"runs file {path!r}: not valid JSON (nested too deeply)") from None
         else:
             raise CommbenchError(f"runs file {path!r}: a JSON object; a runs file is a JSON list of objects shaped "
                                  "like calibration-runs.json")
@@ -82,7 +104,7 @@ def _read_rows(path: str, *, model: str | None, gpu: str | None, num_gpus: int |
         try:
             rows = json.loads(text, object_pairs_hook=lambda pairs: _one_value_per_key(pairs, path))
         except json.JSONDecodeError as exc:
-            raise CommbenchError(f"runs file {path!r}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+            raise CommbenchError(f"runs file {path!r}: not valid JSON ({_json_error(exc)})") from None
         if not all(isinstance(r, dict) for r in rows):
             raise CommbenchError(f"runs file {path!r}: a JSON list of objects shaped like calibration-runs.json")
         return rows

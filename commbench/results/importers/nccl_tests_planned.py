@@ -1,0 +1,75 @@
+"""The points an imported nccl-tests run planned, from its banner's size sweep, for every run (a footer or none).
+
+nccl-tests measures, for each data type / op / root (-d, -o, -r), every size of its banner's sweep ("minBytes %ld
+maxBytes %ld step: %ld(%s)"), -N times (src/common.cu TimeTest: `do { for (size = minbytes; size <= maxbytes; size =
+stepfactor > 1 ? size * stepfactor : size + stepbytes) ... } while (--repeat)`), one row per size with an out-of-place
+and an in-place cell. A table whose rows are fewer than that lacks sizes, whatever its footer says: a row lost to
+another rank's NCCL_DEBUG output written into it, a line cut by the launcher. A run's header then plans the points it
+holds plus the missing ones, as a bench run's plans what it set out to measure, so compare ("holds N of M points"),
+fit and report see the gap.
+
+The rows of one table are counted together, not run by run: nccl-tests prints a size below its alignment as the same
+row twice (all_gather's count rounds down to 16 bytes per rank: src/all_gather.cu AllGatherGetCollByteCount, so
+`-b 8` on 8 ranks prints several `0 0` rows), which the importer reads as the next -N cycle; the table still holds one
+row per size of the sweep (or -N times that), so a combination's missing rows are what its row count lacks of a whole
+number of sweeps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+STOPPED_NOTE = "stopped during its rows: "
+AT_LEAST_NOTE = " (at least: types, ops or roots it never reached are not counted)"
+
+
+def planned_note(planned: int, held: int, sizes: int, per_row: int, stopped: bool) -> str:
+    """What a header's banner-derived planned_points says: whence, and how many points the log lacks."""
+    missing = planned - held
+    return ((STOPPED_NOTE if stopped else "") +
+            f"planned_points {planned} from the banner's {sizes} size(s) per data type/op/root, {per_row} record(s) a "
+            f"row: {held} held" + (f", {missing} not in the log (a row missing, cut or not parsed)" if missing else "")
+            + (AT_LEAST_NOTE if stopped else ""))
+
+
+@dataclass
+class TableCount:
+    """The rows of one nccl-tests table (a banner's sweep, until its footer or the next table) as they are imported.
+    `sizes`: the sizes its banner's sweep measures (nccl_tests.banner_sizes), None where the banner gives none."""
+
+    sizes: int | None
+    runs: list[str] = field(default_factory=list)                  # its runs (-N cycles), in order
+    points: dict[str, set] = field(default_factory=dict)           # run id -> the distinct points it holds
+    rows: dict[tuple, int] = field(default_factory=dict)           # (type, op, root, point line) -> rows imported
+    last_run: dict[tuple, str] = field(default_factory=dict)       # the same -> the run its last row went to
+    cells: list[tuple[str, int]] = field(default_factory=list)     # (run id, records) per row imported
+    rows_held: int = 0
+
+    def add_row(self, run_id: str, combination: tuple, points: list[tuple]) -> None:
+        """One imported row of `run_id`: its data type/op/root (and commbench point line), its records' points."""
+        if run_id not in self.points:
+            self.runs.append(run_id)
+            self.points[run_id] = set()
+        self.points[run_id].update(points)
+        self.rows[combination] = self.rows.get(combination, 0) + 1
+        self.last_run[combination] = run_id
+        self.cells.append((run_id, len(points)))
+
+    def planned(self, stopped: bool) -> dict[str, tuple[int, str]]:
+        """run id -> (planned_points, note) for each of the table's runs: the distinct points it holds, plus, on the
+        run that holds a combination's last row, the rows that combination lacks of a whole number of sweeps, and the
+        cells a row holds fewer of than the table's fullest row (a run stopped between a row's out-of-place and
+        in-place cells). {} where the banner gives no sizes."""
+        if not self.sizes or not self.runs:
+            return {}
+        per_row = max(n for _, n in self.cells)
+        missing = dict.fromkeys(self.runs, 0)
+        for combination, rows in self.rows.items():
+            missing[self.last_run[combination]] += (math.ceil(rows / self.sizes) * self.sizes - rows) * per_row
+        for run_id, n in self.cells:
+            missing[run_id] += per_row - n
+        return {run_id: (len(self.points[run_id]) + missing[run_id],
+                         planned_note(len(self.points[run_id]) + missing[run_id], len(self.points[run_id]), self.sizes,
+                                      per_row, stopped and run_id == self.runs[-1]))
+                for run_id in self.runs}
