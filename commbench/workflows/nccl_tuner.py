@@ -54,13 +54,14 @@ class TunerResult:
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
                statistic: str) -> tuple[list[Cell], list[str], list[str]]:
     """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back."""
-    from commbench.results.nccl_tuner_targets import cover_for_example_plugin, switch_backs
+    from commbench.results.nccl_tuner_targets import add_fallbacks, cover_for_example_plugin, switch_backs
 
     from commbench.results.nccl_tuner import hold_to_measured
 
     uncovered: list[str] = []
     if target == "example-plugin":
         cells, uncovered = cover_for_example_plugin(cells, points)
+        cells = add_fallbacks(cells, points)
     else:
         cells = hold_to_measured(cells)
     return cells, uncovered, switch_backs(cells, points, statistic)
@@ -70,10 +71,12 @@ def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict],
               version_of_run: dict[str, str | None] | None = None) -> list[Rule]:
     """The target's rules from its cells: merged, and leaving the channel count to NCCL where NCCL may have lowered
     the measured count (results.nccl_channels; `env_of_run`: each run's NCCL_* settings, {} for predicted rules;
-    `version_of_run`: each run's NCCL version)."""
+    `version_of_run`: each run's NCCL version). The cells' fallbacks (NCCL's example plugin: Cell.fallback) come after
+    every other rule, so that plugin reaches one only where NCCL left the pair of the rule above it out of the call."""
     from commbench.results.nccl_channels import leave_lowered_channels_to_nccl
 
     merged = merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench")
+    merged += merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench", fallbacks=True)
     return leave_lowered_channels_to_nccl(merged, env_of_run, version_of_run)
 
 
