@@ -137,3 +137,36 @@ def test_nccl_example_plugin_runs_a_call_denied_nvls_on_the_fallback_not_one_cha
         saw_nvls |= picked(table) == ("nvls", "simple")
     assert saw_nvls   # where NCCL allows NVLS, the NVLS rule still applies
     driver.close()
+
+
+# --- finding 2: --nodes N is the scale the rules are predicted for -----------------------------------------------
+
+@pytest.mark.parametrize("nodes", [1, 2, 4, 8])
+def test_predicted_rules_are_the_cost_models_choice_at_the_given_node_count(nodes):
+    """8 h100-hgx ranks over `nodes` hosts (NCCL's nodes: one NVLink domain each). Before, every --nodes got the
+    one-host rules (nvls/simple from 1 MiB), only stamped nNodes=N: at 8 nodes the model itself offers no NVLS."""
+    import numpy as np
+
+    from commbench.costmodel import algorithm_protocol_times_s, load_preset
+    from commbench.workflows.nccl_tuner import from_fabric
+
+    fabric = load_preset("h100-hgx", num_gpus=8)
+    result = from_fabric(fabric, ranks=8, nodes=nodes, sizes_bytes=SIZES[:20])
+    assert result.rules and {r.nodes for r in result.rules} == {nodes}
+    spread = load_preset("h100-hgx", num_racks=nodes)   # as many hosts as nodes: the model's own inputs
+    for rule in result.rules:
+        times = algorithm_protocol_times_s(spread, "all_reduce" if rule.collective == "allreduce" else
+                                           {"allgather": "all_gather", "reducescatter": "reduce_scatter"}.get(
+                                               rule.collective, rule.collective),
+                                           np.asarray(rule.sizes_bytes, dtype=float), 8, nodes)
+        for i, size in enumerate(rule.sizes_bytes):
+            fastest = min(times, key=lambda pair: float(np.broadcast_to(times[pair], (len(rule.sizes_bytes),))[i]))
+            assert (fastest[0], fastest[1].lower()) == (rule.algo, rule.proto), (nodes, rule, size)
+
+
+def test_node_counts_no_placement_can_hold_are_refused_in_one_line(tmp_path):
+    out = CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--nodes", "1",
+                                   "-O", str(tmp_path / "x.conf")])
+    assert out.exit_code == 2 and len(out.output.strip().splitlines()) == 1, out.output
+    assert "--nodes=1" in out.output and "8 GPUs" in out.output and "from 2 to 16" in out.output
+    assert not (tmp_path / "x.conf").exists()
