@@ -27,8 +27,10 @@ scale:
     channels it was measured with (results.nccl_channels: src/enqueue.cc topoGetAlgoInfo lowers the
     communicator's count for small calls, a tuner's count is not lowered), so it forces no count never measured.
 The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
-inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
-and scale and always name nNodes/nRanks, so order does not matter.
+inclusive bounds (nBytes >= min && nBytes <= max), skipping a rule whose pair NCCL left out of the call;
+rules here always name nNodes/nRanks and never overlap within one collective and scale, except the FALLBACK
+rules written for that plugin after all others (Cell.fallback, results.nccl_tuner_targets.add_fallbacks),
+which it reaches only where NCCL left out the pair of the rule before them.
 """
 
 from __future__ import annotations
