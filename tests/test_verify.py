@@ -32,6 +32,21 @@ def test_verify_plan_runs_on_gloo(small_plan):
     assert "unmet assumption" in out and "gloo" in out
 
 
+def test_a_rank_count_no_group_of_the_plan_divides_is_said_so_naming_its_groups(small_plan):
+    """TP2 EP2 (4 B200) on 3 ranks: every group is 2, none divides 3. Before, verify-plan said the plan had no
+    collective of more than one rank (tp = ep = dp*cp = 1): false (probe W: TP1 PP2 DP4 on --nproc 5)."""
+    from commbench.errors import CommbenchError
+
+    with pytest.raises(CommbenchError) as caught:
+        plan_items(load_plan(small_plan), 3, 1 << 20)
+    text = str(caught.value)
+    assert "fits 3 ranks" in text and "TP " in text and "EP all-to-all" in text and "group of 2" in text
+    result = CliRunner().invoke(app, ["verify-plan", str(small_plan), "--nproc", "3"], env={"COLUMNS": "400"})
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "no group of 2 to 2 ranks" in result.output and "run a rank count its groups divide" in result.output
+    assert "tp = ep = dp*cp = 1" not in result.output
+
+
 def test_verify_plan_refuses_other_schema(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"format": "commbench-plan", "version": 0}))

@@ -120,7 +120,7 @@ def nccl_tuner(
     fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="PREDICTED rules from a fabric profile (commbench fit) instead of results.")] = None,
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
-    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO); default the scale-up domains spanned.")] = None,
+    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO): the rules are predicted for --gpus ranks over that many scale-up domains (hosts; NVL72 racks); default the domains --gpus fill.")] = None,
     channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count rules name (default 0: NCCL's own count); 0 still at sizes where NCCL would lower it (docs/nccl-tuner.md).")] = None,
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Predicted: smallest size (default 1K).")] = None,
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Predicted: largest size (default 8G, as every command that predicts).")] = None,
@@ -221,7 +221,10 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         num_nodes, kind, why = predicted_node_count(fabric, gpus)
         node_note = f"nNodes = {kind}: {why}"
         if nodes is not None:
-            num_nodes, node_note = nodes, f"nNodes = {nodes} as given by --nodes (the preset suggests {why})"
+            per_node = math.ceil(gpus / nodes)
+            num_nodes, node_note = nodes, (f"nNodes = {nodes} as given by --nodes, and predicted for it: {gpus} ranks "
+                                           f"over {nodes} scale-up domain(s), up to {per_node} each (contiguous "
+                                           f"placement would be {why})")
         result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes, channels=channels,
                                   target=target)
         intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}",

@@ -27,8 +27,10 @@ scale:
     channels it was measured with (results.nccl_channels: src/enqueue.cc topoGetAlgoInfo lowers the
     communicator's count for small calls, a tuner's count is not lowered), so it forces no count never measured.
 The plugin's matching (plugins/tuner/example/plugin.c, pluginGetCollInfo) is first match wins with
-inclusive bounds (nBytes >= min && nBytes <= max); rules here never overlap within one collective
-and scale and always name nNodes/nRanks, so order does not matter.
+inclusive bounds (nBytes >= min && nBytes <= max), skipping a rule whose pair NCCL left out of the call;
+rules here always name nNodes/nRanks and never overlap within one collective and scale, except the FALLBACK
+rules written for that plugin after all others (Cell.fallback, results.nccl_tuner_targets.add_fallbacks),
+which it reaches only where NCCL left out the pair of the rule before them.
 """
 
 from __future__ import annotations
@@ -106,6 +108,11 @@ class Cell:
     # NCCL's default was measured at this size and failed (or gave wrong data) in every record of it: not "not
     # measured" (failed_default_sizes, with_failed_defaults)
     default_failed: bool = False
+    # NCCL's example plugin only: where `choice` names an algorithm NCCL may leave out of a call's cost table
+    # (results.nccl_tuner_targets.PER_CALL_ALGORITHMS), the combination a second rule for these sizes names, which
+    # that plugin tries next (first match whose entry is not IGNORE wins); the runs it was measured in
+    fallback: TuningCombo | None = None
+    fallback_run_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +139,9 @@ class Rule:
     lowered_channels: int = 0
     lowered_below_bytes: int = 0
     nvls_channels: int = 0  # channels 0 written for a measured N that NVLS does not run on (nvlsChannels instead)
+    # "nvls/simple": this rule stands in for a rule of that pair above it over the same sizes, for the calls NCCL
+    # does not allow that pair (Cell.fallback; NCCL's example plugin then tries later rules)
+    fallback_for: str = ""
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_bytes <= self.max_bytes:
@@ -347,32 +357,37 @@ def hold_to_measured(cells: list[Cell]) -> list[Cell]:
     return held
 
 
-def merge_rules(cells: list[Cell], *, pipe_ops: int = -1, name_reg_buff: bool = False) -> list[Rule]:
+def merge_rules(cells: list[Cell], *, pipe_ops: int = -1, name_reg_buff: bool = False,
+                fallbacks: bool = False) -> list[Rule]:
     """Adjacent cells of one collective and scale with the same choice become one rule; `pipe_ops`: the
     numPipeOps every rule names (-1 = any; results.nccl_tuner_targets.RULE_PIPE_OPS); `name_reg_buff`: rules
-    name the regBuff their cells were measured with (else -1, any)."""
+    name the regBuff their cells were measured with (else -1, any). `fallbacks`: the rules of the cells'
+    Cell.fallback instead (cells without one get none), each saying which pair it stands in for."""
     rules: list[Rule] = []
-    previous: Cell | None = None
+    previous: tuple | None = None   # (scale, choice, stands in for) of the last cell
     for cell in cells:
-        same_scale = previous is not None and (previous.collective, previous.nodes, previous.ranks, previous.reg_buff) == (
-            cell.collective, cell.nodes, cell.ranks, cell.reg_buff)
-        if cell.choice is not None and same_scale and previous.choice == cell.choice and rules \
-                and rules[-1].max_bytes + 1 == cell.min_bytes and rules[-1].filled == cell.filled:
+        choice = cell.fallback if fallbacks else cell.choice
+        stands_for = f"{cell.choice.algo}/{cell.choice.proto}" if fallbacks and choice is not None else ""
+        run_ids = cell.fallback_run_ids if fallbacks else cell.run_ids
+        speedup = None if fallbacks else cell.speedup
+        filled = cell.filled and not fallbacks
+        scale = (cell.collective, cell.nodes, cell.ranks, cell.reg_buff)
+        if choice is not None and previous == (scale, choice, stands_for) and rules \
+                and rules[-1].max_bytes + 1 == cell.min_bytes and rules[-1].filled == filled:
             last = rules[-1]
             rules[-1] = Rule(**{**last.__dict__, "max_bytes": cell.max_bytes,
                                 "sizes_bytes": (*last.sizes_bytes, cell.size_bytes),
-                                "speedups": (*last.speedups, cell.speedup),
-                                "run_ids": tuple(dict.fromkeys((*last.run_ids, *cell.run_ids)))})
-        elif cell.choice is not None:
-            combo = cell.choice
+                                "speedups": (*last.speedups, speedup),
+                                "run_ids": tuple(dict.fromkeys((*last.run_ids, *run_ids)))})
+        elif choice is not None:
             rules.append(Rule(collective=cell.collective, min_bytes=cell.min_bytes, max_bytes=cell.max_bytes,
-                              algo=combo.algo, proto=combo.proto,
-                              channels=NCCL_OWN_CHANNELS if combo.channels is None else combo.channels,
+                              algo=choice.algo, proto=choice.proto,
+                              channels=NCCL_OWN_CHANNELS if choice.channels is None else choice.channels,
                               nodes=cell.nodes, ranks=cell.ranks, pipe_ops=pipe_ops,
                               reg_buff=cell.reg_buff if name_reg_buff else -1, sizes_bytes=(cell.size_bytes,),
-                              speedups=(cell.speedup,), run_ids=cell.run_ids, predicted=cell.predicted,
-                              filled=cell.filled))
-        previous = cell
+                              speedups=(speedup,), run_ids=run_ids, predicted=cell.predicted,
+                              filled=filled, fallback_for=stands_for))
+        previous = (scale, choice, stands_for)
     return rules
 
 

@@ -46,8 +46,8 @@ TARGET_LINES = {
         "and scale below is covered from 0 bytes up, with channels N or 0 (NCCL's count), never -1",
         "sizes below the smallest (above the largest) measured one take its choice; calls of collectives or scales not listed below still run on "
         "ONE channel with that plugin",
-        "if NCCL disallows a rule's algorithm/protocol for a call, the plugin tries later rules (none overlap here): "
-        "one channel; commbench's plugin (--build-plugin) leaves such calls to NCCL",
+        "if NCCL leaves a rule's pair out of a call (NVLS for types/ops it cannot reduce, CollNet, PAT), the plugin "
+        "tries later rules: a FALLBACK rule (ring/tree) for its sizes follows all other rules",
         *EXAMPLE_PLUGIN_BUILD_LINES),
 }
 # Why group calls are left to NCCL (results.nccl_tuner_targets.RULE_PIPE_OPS; NVIDIA/nccl src/enqueue.cc
@@ -118,6 +118,10 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     where = format_size(sizes[0]) if len(sizes) == 1 else f"{format_size(sizes[0])}..{format_size(sizes[-1])}"
     scale = f"{rule.collective} nodes={rule.nodes} ranks={rule.ranks} [{rule.min_bytes}-{rule.max_bytes}]"
     speedups = [s for s in rule.speedups if s is not None]
+    if rule.fallback_for:
+        # NCCL's example plugin reaches it only for calls NCCL does not allow the pair of the rule above it
+        return comment(f"{scale}: FALLBACK at {where} for calls NCCL denies {rule.fallback_for} (src/enqueue.cc): the "
+                       f"fastest ring/tree pair with channels; {_origin(rule)}")
     if rule.filled:
         versus = f", {_speedups(tuple(speedups))}" if speedups else ""
         # the example plugin runs a call it has no rule for on 1 channel: the fastest with a channel count stands in

@@ -12,6 +12,12 @@
   with a channel count is written as a fill-in (Cell.filled), and refused in one line where it was measured slower
   than NCCL's default beyond the noise (no file for that plugin keeps the default there), and sizes below the
   smallest (above the largest) measured one take its choice. A size with no such measurement is refused (`--nccl-channels`).
+  That plugin walks its rules in file order and applies the first that matches AND whose pair NCCL left in the
+  call's cost table (an entry of NCCL_ALGO_PROTO_IGNORE, -1, is skipped and later rules are tried; with none left
+  the call keeps its one channel). NCCL leaves a pair out per call where the communicator allows it
+  (PER_CALL_ALGORITHMS), so each rule naming one of those algorithms is followed by a FALLBACK rule for the same
+  sizes (Cell.fallback, `add_fallbacks`): the fastest combination measured (predicted) there of an algorithm NCCL
+  never leaves out per call, with its channel count; refused in one line where none was.
 """
 
 from __future__ import annotations
@@ -40,6 +46,14 @@ PROTOCOL_ORDER = {"ll": 0, "ll128": 1, "simple": 2}  # NCCL's protocols from lat
 
 MEASURE_CHANNELS = ("measure with explicit channel counts, e.g. commbench bench all_reduce --nccl-algo ring,tree "
                     "--nccl-proto ll,ll128,simple --nccl-channels 8,16,32")
+
+
+# Algorithms NCCL may leave out of one call's cost table (NCCL_ALGO_PROTO_IGNORE) on a communicator that allows them
+# (NVIDIA/nccl v2.30.7-1 src/enqueue.cc updateCollCostTable and ncclPrepareTasks): CollNet direct/chain without
+# CollNet support; NVLS and NVLS tree where ncclNvlsSupported (src/include/device.h) refuses the call's type and op
+# (int8, uint8, fp8, prod, avg, min/max on fp32/fp64, ...) or NVLS is off; NVLS across nodes without CollNet; PAT for
+# reduce_scatter with avg/pre-multiplied sum. Ring and tree stay in every call's table where the communicator has them.
+PER_CALL_ALGORITHMS = frozenset({"collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"})
 
 
 def _scale(cell) -> str:
@@ -107,6 +121,37 @@ def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tup
             cell = dataclasses.replace(cell, max_bytes=SIZE_MAX_BYTES)
         covered.append(cell)
     return covered, notes
+
+
+def add_fallbacks(cells: list[Cell], points: list[TunedPoint]) -> list[Cell]:
+    """Each cell whose choice names an algorithm NCCL may leave out of a call (PER_CALL_ALGORITHMS) with a
+    Cell.fallback for NCCL's example plugin: of the combinations at its size naming an algorithm NCCL never leaves
+    out per call, a protocol and a channel count, the fastest (its slowest point there: dtypes, runs). That
+    plugin otherwise keeps one channel for such calls; CommbenchError (one line) where no such combination was
+    measured (predicted) at that size."""
+    by_size: dict[tuple, dict[TuningCombo, list[TunedPoint]]] = {}
+    for p in points:
+        by_size.setdefault((p.collective, p.nodes, p.ranks, p.size_bytes), {}).setdefault(p.combo, []).append(p)
+    out = []
+    for cell in cells:
+        if cell.choice is None or cell.choice.algo not in PER_CALL_ALGORITHMS:
+            out.append(cell)
+            continue
+        options = by_size.get((cell.collective, cell.nodes, cell.ranks, cell.size_bytes), {})
+        allowed = sorted(((max(p.time_us for p in same), combo.label, combo, same) for combo, same in options.items()
+                          if expressible(combo) and combo.algo not in PER_CALL_ALGORITHMS), key=lambda o: o[:2])
+        if not allowed:
+            pair = f"{cell.choice.algo}/{cell.choice.proto}"
+            raise CommbenchError(
+                f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} chooses {pair}, which NCCL "
+                "leaves out of calls it does not allow it for (types/ops NVLS cannot reduce, no CollNet, NVLS across "
+                "nodes: src/enqueue.cc), and NCCL's example plugin then keeps ONE channel unless a later rule names an "
+                "allowed pair, but no ring or tree combination with a channel count was "
+                f"{'predicted' if cell.predicted else 'measured'} there to write one: {MEASURE_CHANNELS}")
+        _, _, combo, same = allowed[0]
+        out.append(dataclasses.replace(cell, fallback=combo,
+                                       fallback_run_ids=tuple(dict.fromkeys(p.run_id for p in same if p.run_id))))
+    return out
 
 
 def switch_backs(cells: list[Cell], points: list[TunedPoint], statistic: str) -> list[str]:

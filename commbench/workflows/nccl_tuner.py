@@ -54,13 +54,14 @@ class TunerResult:
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
                statistic: str) -> tuple[list[Cell], list[str], list[str]]:
     """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back."""
-    from commbench.results.nccl_tuner_targets import cover_for_example_plugin, switch_backs
+    from commbench.results.nccl_tuner_targets import add_fallbacks, cover_for_example_plugin, switch_backs
 
     from commbench.results.nccl_tuner import hold_to_measured
 
     uncovered: list[str] = []
     if target == "example-plugin":
         cells, uncovered = cover_for_example_plugin(cells, points)
+        cells = add_fallbacks(cells, points)
     else:
         cells = hold_to_measured(cells)
     return cells, uncovered, switch_backs(cells, points, statistic)
@@ -70,10 +71,12 @@ def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict],
               version_of_run: dict[str, str | None] | None = None) -> list[Rule]:
     """The target's rules from its cells: merged, and leaving the channel count to NCCL where NCCL may have lowered
     the measured count (results.nccl_channels; `env_of_run`: each run's NCCL_* settings, {} for predicted rules;
-    `version_of_run`: each run's NCCL version)."""
+    `version_of_run`: each run's NCCL version). The cells' fallbacks (NCCL's example plugin: Cell.fallback) come after
+    every other rule, so that plugin reaches one only where NCCL left the pair of the rule above it out of the call."""
     from commbench.results.nccl_channels import leave_lowered_channels_to_nccl
 
     merged = merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench")
+    merged += merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench", fallbacks=True)
     return leave_lowered_channels_to_nccl(merged, env_of_run, version_of_run)
 
 
@@ -254,13 +257,14 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
     """Predicted per-combination times (the one function to swap as the cost model grows), and which
     source each collective used: "nccl" -- the cost model's per (algorithm, protocol) NCCL structure
     (costmodel.algorithm_protocol_times_s) -- or "curves" -- the per-algorithm alpha-beta curves of
-    fabrics without it, protocols paired as COST_MODEL_COMBOS assumes."""
+    fabrics without it, protocols paired as COST_MODEL_COMBOS assumes. The group spans `nodes` scale-up domains
+    (node_domains): the nNodes the rules name is the scale they are predicted for."""
     import math
 
     from commbench.costmodel import algorithm_protocol_times_s, collective_time_s
     from commbench.costmodel.choice import uses_nccl_model
 
-    num_domains = math.ceil(ranks / fabric.domain_size)
+    fabric, num_domains = node_domains(fabric, ranks=ranks, nodes=nodes)
     sources: set[str] = set()
     points = []
 
@@ -288,6 +292,26 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
             add(plugin_name, dataclasses.replace(cost_model_combo(algorithm, num_domains > 1), channels=channels),
                 times_s)
     return points, sources
+
+
+def node_domains(fabric, *, ranks: int, nodes: int):
+    """(fabric, scale-up domains) for `ranks` ranks over `nodes` NCCL nodes: NCCL counts one node per scale-up domain
+    (results.nccl_nodes: a host, or a multi-node NVLink rack), and the cost model takes the domains a group spans,
+    ceil(ranks / domains) ranks in each (costmodel.nccl_model.check_group), so the domains are `nodes`; the fabric
+    grows to as many domains where it has fewer. CommbenchError (one line, naming --nodes) where no such placement
+    exists: more nodes than ranks, or more ranks per node than a domain holds."""
+    import math
+
+    if not 1 <= nodes <= ranks:
+        raise CommbenchError(f"--nodes={nodes} is invalid: from 1 to the {ranks} ranks (each node holds a rank)")
+    per_node = math.ceil(ranks / nodes)
+    if per_node > fabric.domain_size:
+        raise CommbenchError(f"--nodes={nodes} is invalid: {ranks} ranks on {nodes} node(s) put {per_node} on a node, "
+                             f"more than the {fabric.domain_size} GPUs of a {fabric.name} scale-up domain (NCCL's "
+                             f"node); allowed from {math.ceil(ranks / fabric.domain_size)} to {ranks}")
+    if nodes > fabric.num_domains:
+        fabric = fabric.scaled(num_gpus=nodes * fabric.domain_size)
+    return fabric, nodes
 
 
 def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None,

@@ -293,13 +293,21 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
     if lay.fsdp:
         flags.append("FSDP: the plan reduce-scatters and gathers per layer every micro-batch over its shard groups; "
                      "measured here as one gradient bucket over the whole DP group")
+    def no_group(item: CommItem) -> str:
+        return (f"no group of 2 to {item.plan_group_size} ranks (the plan's size"
+                f"{', dividing its ' + str(model.num_routed_experts) + ' experts' if item.kind == 'ep' else ''}"
+                f"{', whole ETP groups of ' + str(lay.etp) if item.params.get('expert_tp', 1) > 1 else ''})"
+                f" divides the {nproc} ranks of this run")
+
+    kept = [i for i in items if len(i.groups[0]) > 1]
+    if items and not kept:   # the plan has collectives, none of which this rank count can hold
+        raise CommbenchError(f"no collective of the plan fits {nproc} ranks: "
+                             + "; ".join(f"{item.label} (the plan's group of {item.plan_group_size}): {no_group(item)}"
+                                         for item in items) + "; run a rank count its groups divide")
     for item in items:
         if len(item.groups[0]) < 2:
-            flags.append(f"{item.label}: not measured: no group of 2 to {item.plan_group_size} ranks (the plan's "
-                         f"size{', dividing its ' + str(model.num_routed_experts) + ' experts' if item.kind == 'ep' else ''}"
-                         f"{', whole ETP groups of ' + str(lay.etp) if item.params.get('expert_tp', 1) > 1 else ''})"
-                         f" divides the {nproc} ranks of this run; run a rank count its groups divide")
-    return [i for i in items if len(i.groups[0]) > 1], flags
+            flags.append(f"{item.label}: not measured: {no_group(item)}; run a rank count its groups divide")
+    return kept, flags
 
 
 def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom: int, flags: list[str]) -> CommItem:
