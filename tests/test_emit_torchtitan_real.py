@@ -811,3 +811,19 @@ def test_a_quantized_launch_compiles_its_model(name, precision, tp, ep, system, 
     assert config.compile.enable and "model" in config.compile.components, config.compile
     assert quantized_kinds(config.model_spec.model) == QUANTIZED[precision]
 
+
+@pytest.mark.parametrize("name, precision, tp, ep, system", [
+    ("llama3.1-405b", "fp8", 8, 1, "h100-hgx"), ("llama3.1-405b", "bf16", 8, 1, "h100-hgx"),
+    ("llama3.1-405b", "mxfp8", 8, 1, "b200-hgx"), ("deepseek-v3", "bf16", 8, 64, "h100-hgx"),
+    ("llama3-8b", "mxfp8", 2, 1, "b200-hgx")])
+def test_a_launch_runs_no_async_tp_as_the_prediction_charges(name, precision, tp, ep, system, tmp_path, monkeypatch):
+    """llama3.1-405b under TorchTitan launched llama3_405b()'s compile (CompileConfig enable_async_tensor_parallel=True,
+    torchtitan 0.3.0 models/llama3/config_registry.py; distributed/compile.py _maybe_enable_async_tp runs it with
+    tp > 1), fp8 as the shipped function and bf16 through a generated one, while the plan charges TP unoverlapped and
+    refuses tp_comm_overlap=true (found from outside). Every launch now turns async TP off, and says so where the
+    config function would enable it."""
+    doc, gpus = _titan_case(name, precision, tp, ep)
+    config, _, _ = run_titan(doc, gpus, system, tmp_path, monkeypatch)
+    assert config.compile.enable_async_tensor_parallel is False
+    said = [n for n in doc["notes"] if "async TP" in n]
+    assert len(said) == (1 if name == "llama3.1-405b" else 0) and all("llama3_405b()" in n for n in said), said
