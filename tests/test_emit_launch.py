@@ -153,6 +153,22 @@ def test_torchtitan_02_activation_checkpoint_mode_is_one_torchtitan_reads(recomp
         assert ac == {"mode": recompute} and not stood_in
 
 
+@pytest.mark.parametrize("pins, fsdp", [("tp=1,pp=1,mbs=1", True), ("tp=1,pp=2,vp=1,fsdp=false,mbs=1", False)])
+def test_a_torchtitan_plan_states_the_dp_charge_of_its_own_layout(pins, fsdp, tmp_path):
+    """Every TorchTitan plan said "FSDP's per-micro-batch parameter re-gathers ... are not charged", while an FSDP row
+    charges them every micro-batch (step/evaluate.py -> step/fsdp.py fsdp_sync_s: 2 gathers a micro-batch); found
+    from outside. The assumption now states the charge of the plan's own layout."""
+    result = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
+                                      "--framework", "torchtitan", "--layout", pins, "-O", str(tmp_path)],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["layout"]["fsdp"] is fsdp
+    said = [a for a in plan["assumptions"] if "DP communication" in a]
+    assert len(said) == 1 and "not charged" not in said[0], said
+    assert ("every micro-batch" in said[0]) is fsdp and ("once per step" in said[0]) is not fsdp, said
+
+
 def test_plan_says_launch_env_only_where_it_writes_one(tmp_path):
     """The README's `plan --model gpt-oss-120b ... --framework torchtitan -O plan/` printed 'launch.env: (nothing
     needed)' while Megatron refuses the model and no launch.env is written."""

@@ -782,3 +782,48 @@ def test_a_405b_launch_in_another_precision_trains_the_405b_recipe(precision, qu
     assert config.lr_scheduler.warmup_steps == shipped.lr_scheduler.warmup_steps == 600
     assert config.model_spec.flavor == "405B" and quantized_kinds(config.model_spec.model) == quantized
     assert "Float8" in quantized_kinds(shipped.model_spec.model)   # what was dropped
+
+
+
+def _titan_case(name: str, precision: str, tp: int, ep: int):
+    """A pinned FSDP layout of `name` at `tp` x `ep` (a MoE model on 64 x tp GPUs, a dense one on 8 x tp)."""
+    from commbench.planner import Layout, load_model
+    model = load_model(name)
+    gpus = tp * 8 * (8 if model.is_moe else 1)
+    lay = Layout(tp=tp, pp=1, ep=ep, etp=1 if model.is_moe else tp, dp=gpus // tp, mbs=1, gbs=gpus, fsdp=True,
+                 precision=precision, recompute="full" if name == "llama3.1-405b" else "selective")
+    doc = torchtitan_plan(lay, model)
+    assert "refused" not in doc, doc
+    return doc, gpus
+
+
+@pytest.mark.parametrize("name, precision, tp, ep, system", [
+    ("deepseek-v3", "fp8", 8, 64, "h100-hgx"), ("llama3.1-405b", "fp8", 8, 1, "h100-hgx"),
+    ("llama3-8b", "mxfp8", 2, 1, "b200-hgx"), ("qwen3-30b-a3b", "fp8", 2, 8, "h100-hgx"),
+    ("deepseek-v3", "mxfp8", 8, 64, "b200-hgx")])
+def test_a_quantized_launch_compiles_its_model(name, precision, tp, ep, system, tmp_path, monkeypatch):
+    """deepseek-v3 fp8 (the default precision on Hopper) launched deepseek_v3_671b_float8() as-is, whose compile is
+    deepseek_v3_671b's components ["loss"], so its float8 model ran uncompiled (torchtitan 0.3.0
+    components/quantization/float8.py: "Compile is required for high performance float8 MoE training") where the
+    prediction charges the compiled fp8 rate (found from outside). Every quantized launch now compiles the model."""
+    doc, gpus = _titan_case(name, precision, tp, ep)
+    config, _, _ = run_titan(doc, gpus, system, tmp_path, monkeypatch)
+    assert config.compile.enable and "model" in config.compile.components, config.compile
+    assert quantized_kinds(config.model_spec.model) == QUANTIZED[precision]
+
+
+@pytest.mark.parametrize("name, precision, tp, ep, system", [
+    ("llama3.1-405b", "fp8", 8, 1, "h100-hgx"), ("llama3.1-405b", "bf16", 8, 1, "h100-hgx"),
+    ("llama3.1-405b", "mxfp8", 8, 1, "b200-hgx"), ("deepseek-v3", "bf16", 8, 64, "h100-hgx"),
+    ("llama3-8b", "mxfp8", 2, 1, "b200-hgx")])
+def test_a_launch_runs_no_async_tp_as_the_prediction_charges(name, precision, tp, ep, system, tmp_path, monkeypatch):
+    """llama3.1-405b under TorchTitan launched llama3_405b()'s compile (CompileConfig enable_async_tensor_parallel=True,
+    torchtitan 0.3.0 models/llama3/config_registry.py; distributed/compile.py _maybe_enable_async_tp runs it with
+    tp > 1), fp8 as the shipped function and bf16 through a generated one, while the plan charges TP unoverlapped and
+    refuses tp_comm_overlap=true (found from outside). Every launch now turns async TP off, and says so where the
+    config function would enable it."""
+    doc, gpus = _titan_case(name, precision, tp, ep)
+    config, _, _ = run_titan(doc, gpus, system, tmp_path, monkeypatch)
+    assert config.compile.enable_async_tensor_parallel is False
+    said = [n for n in doc["notes"] if "async TP" in n]
+    assert len(said) == (1 if name == "llama3.1-405b" else 0) and all("llama3_405b()" in n for n in said), said

@@ -93,12 +93,34 @@ def test_a_hybrid_s_gathered_unit_is_a_transformer_layer_s_share():
 
 
 def test_torchtitan_fsdp_is_charged_as_before():
-    """TorchTitan fully_shards the embedding and [norm, output] as groups of their own: no kept parameters."""
+    """TorchTitan fully_shards the embedding and [norm, output] as groups of their own: no kept parameters, every
+    parameter gathered twice per micro-batch."""
     model, fabric, lay, b = _row("llama3-8b", 16, tp=1, ep=1, framework="torchtitan")
     dense = param_counts(model, vocab=step_vocab(model, np.array([1]), "torchtitan")).non_expert
     assert b.dp_dense_ag_total_s[0] == pytest.approx(16 * 2 * _coll(fabric, lay, "all_gather", dense), rel=1e-9)
-    unit = dense / model.num_layers
-    assert b.mem_weights_bytes[0] == pytest.approx(2.0 * (dense / 16 + fsdp.GATHERED_UNITS * unit), rel=1e-9)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_torchtitan_fsdp_memory_follows_its_units_and_dtypes(tp):
+    """TorchTitan's FSDP2 memory was charged as Megatron-FSDP's with the vocabulary averaged into the blocks (Llama 3
+    8B: a 251M-parameter unit) and 4 B of gradients per unit parameter beside a bf16 shard; found from outside.
+    torchtitan 0.3.0 distributed/fsdp.py apply_fsdp_to_decoder makes tok_embeddings and [norm, lm_head] units of
+    their own (525M parameters each against a 218M block), FSDP2 holds one unit's bf16 unsharded gradients beside
+    their fp32 reduce-scatter input (reduce_dtype float32; torch _fsdp_collectives.py foreach_reduce) and keeps its
+    sharded parameters in fp32, the optimizer's master copy (no bf16 shard)."""
+    model, fabric, lay, b = _row("llama3-8b", 16, tp=tp, ep=1, framework="torchtitan")
+    h = model.hidden
+    vocab = float(step_vocab(model, np.array([tp]), "torchtitan")[0]) * h
+    dense = param_counts(model, vocab=vocab / h).non_expert
+    block = (dense - 2 * vocab - h) / model.num_layers   # every Llama block alike
+    lm_head = vocab / tp + h                              # [norm, lm_head]: the largest unit
+    assert lm_head > 2 * block / tp
+    shard = dense / tp / (16 // tp)
+    assert b.mem_weights_bytes[0] == pytest.approx(2.0 * (lm_head + block / tp), rel=1e-3)   # gathered, bf16
+    assert b.mem_grads_bytes[0] == pytest.approx(4.0 * shard + 6.0 * lm_head, rel=1e-3)
+    assert b.mem_optimizer_bytes[0] == pytest.approx(12.0 * shard, rel=1e-9)   # fp32 param (master), exp_avg(_sq)
+    megatron = _row("llama3-8b", 16, tp=tp, ep=1)[3]   # Megatron-FSDP's path is not TorchTitan's
+    assert megatron.mem_weights_bytes[0] != pytest.approx(b.mem_weights_bytes[0], rel=1e-2)
 
 
 def test_the_sources_put_every_non_unit_parameter_in_one_group_ahead_of_the_units():

@@ -41,7 +41,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
                        + fabric_lines(fabric)
-                       + list(megatron["notes"]) + framework_assumptions(framework, model),
+                       + list(megatron["notes"]) + framework_assumptions(framework, model, layout),
         "layout": layout_dict(layout),
         "predicted": dict(row),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,

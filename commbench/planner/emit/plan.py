@@ -103,18 +103,30 @@ def torchtitan_emit_text(section: dict[str, Any], *, out: str | None) -> str:
     return text
 
 
-def framework_assumptions(framework: str, model=None) -> list[str]:
+def framework_assumptions(framework: str, model=None, layout: Layout | None = None) -> list[str]:
     """What the prediction charges differently from what the framework runs (plan.json assumptions), and the layers
-    it charges where the framework's launch trains fewer than the model has (models/counts.framework_model)."""
+    it charges where the framework's launch trains fewer than the model has (models/counts.framework_model). How DP
+    communication is charged depends on the plan's `layout` (step/evaluate.py): an FSDP row (fsdp=true, HSDP too) per
+    unit and micro-batch (step/fsdp.py: gathered in forward and again in backward, reduce-scattered), any other row
+    (pp > 1 without fsdp) as a distributed optimizer, once a step."""
     if framework != "torchtitan":
         return []
     mtp = getattr(model, "num_mtp_layers", 0)
+    limits = ("framework torchtitan: layouts limited to what TorchTitan 0.3 runs (etp=1, all-to-all EP, its configs' "
+              "activation checkpointing, a whole-step CUDA graph only with pp=1 and ep=1)")
+    if layout is not None and layout.fsdp:
+        dp = ("DP communication is charged as FSDP2 runs it (reshard after forward): every micro-batch each unit's "
+              "parameters are all-gathered in forward and again in backward and its gradients reduce-scattered")
+    elif layout is not None:
+        dp = ("DP communication is charged as a distributed optimizer (gradient reduce-scatter and parameter "
+              "all-gather once per step), as torch's pipeline schedule runs FSDP2 with PP (no reshard after forward, "
+              "gradients reduce-scattered at the last micro-batch)")
+    else:
+        dp = ("DP communication is charged per micro-batch and unit (gathered in forward and again in backward) on "
+              "fsdp=true rows, once per step (distributed optimizer) on pp > 1 rows without fsdp")
     return ([f"framework torchtitan: the prediction leaves out {model.name}'s {mtp} MTP layer(s), as TorchTitan "
              "0.3.0's launch trains none (the Megatron arguments beside it train them: --mtp-num-layers)"]
-            if mtp else []) + ["framework torchtitan: layouts limited to what TorchTitan 0.3 runs (etp=1, all-to-all EP, its configs' "
-            "activation checkpointing, a whole-step CUDA graph only with pp=1 and ep=1); DP communication is charged "
-            "as a distributed optimizer (gradient reduce-scatter and parameter all-gather once per step): FSDP's "
-            "per-micro-batch parameter re-gathers (reshard after forward) are not charged"]
+            if mtp else []) + [f"{limits}; {dp}"]
 
 
 def framework_record(framework: str, torchtitan_section: dict[str, Any]) -> dict[str, str]:
@@ -438,7 +450,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
-    ] + fabric_lines(req.fabric) + list(megatron["notes"]) + framework_assumptions(framework, req.model) + list(extra_assumptions)
+    ] + fabric_lines(req.fabric) + list(megatron["notes"]) + framework_assumptions(framework, req.model, lay) + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}

@@ -96,6 +96,10 @@ class TitanModel:
     dense: bool = False
     in_02: bool = True             # torchtitan 0.2.2 has the flavor (its llama3 has no 1B / 3B)
     tied: bool = False             # enable_weight_tying: Decoder.Config.update_from_config refuses it with PP > 1
+    # The shipped config function (configs_03 / base_03) turns on TorchTitan's async TP (CompileConfig
+    # enable_async_tensor_parallel=True: llama3_405b, torchtitan 0.3.0 models/llama3/config_registry.py); the launch
+    # turns it off (torchtitan_plan), as the step model charges TorchTitan's TP unoverlapped (tp_comm_overlap=false).
+    async_tp_03: bool = False
 
 
 # Sources: torchtitan 0.3.0 wheel, torchtitan/models/{llama3,qwen3,deepseek_v3,gpt_oss}/config_registry.py
@@ -111,8 +115,12 @@ class TitanModel:
 _LLAMA31_ROPE = (500000.0, "llama3", 8.0)
 _SOFTMAX_RENORMALISED = ("softmax", True, 1.0)
 TITAN_MODELS = {
+    # deepseek_v3_671b_float8 is not used as-is: it keeps deepseek_v3_671b's CompileConfig(components=["loss"]), so its
+    # float8 model runs uncompiled (components/quantization/float8.py Float8GroupedExpertsConverter warns "Compile is
+    # required for high performance float8 MoE training"), where the prediction charges the compiled fp8 rate: fp8 is a
+    # generated function from deepseek_v3_671b with the same converters and the model compiled (torchtitan_config.py)
     "deepseek-v3": TitanModel(module="deepseek_v3", flavor="671B", base_03="deepseek_v3_671b",
-                              configs_03={"bf16": "deepseek_v3_671b", "fp8": "deepseek_v3_671b_float8"},
+                              configs_03={"bf16": "deepseek_v3_671b"},
                               rope_03=(10000.0, "yarn", 40.0), router_03=("sigmoid", True, 2.5)),
     "qwen3-30b-a3b": TitanModel(module="qwen3", flavor="30B-A3B", configs_03={"bf16": "qwen3_30b_a3b"},
                                 base_03="qwen3_30b_a3b", pipeline_02=False, rope_03=(1e6, "none", 1.0),
@@ -126,10 +134,11 @@ TITAN_MODELS = {
     "llama3.1-70b": TitanModel(module="llama3", flavor="70B", configs_03={"bf16": "llama3_70b"}, base_03="llama3_70b",
                                rope_03=_LLAMA31_ROPE),
     # llama3_405b applies Float8 converters itself: a bf16 / mxfp8 / nvfp4 405B starts from llama3_405b's recipe
-    # (lr 8e-5, warmup 600, compile with async TP) with the converter-free model_registry("405B") in its place
+    # (lr 8e-5, warmup 600, compile with async TP, which the launch turns off: async_tp_03) with the converter-free
+    # model_registry("405B") in its place
     "llama3.1-405b": TitanModel(module="llama3", flavor="405B", configs_03={"fp8": "llama3_405b"}, base_03="llama3_405b",
                                 flavor_config_03="llama3_405b", hf_assets_03="./assets/hf/Llama-3.1-405B",
-                                rope_03=_LLAMA31_ROPE),
+                                rope_03=_LLAMA31_ROPE, async_tp_03=True),
     "gpt-oss-120b": TitanModel(module="gpt_oss", flavor="120b", configs_03={"bf16": "gpt_oss_120b"},
                                base_03="gpt_oss_120b", pipeline_02=False, rope_03=(150000.0, "yarn", 32.0),
                                router_03=_SOFTMAX_RENORMALISED),
@@ -523,6 +532,15 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "(plan with --framework torchtitan to charge what TorchTitan runs)")
         notes.append("activation checkpointing stays as the config function sets it; "
                      f"the prediction assumed recompute={layout.recompute}")
+        # TorchTitan's async TP (torch.compile's micro-pipelined all-gather / reduce-scatter matmuls, distributed/
+        # compile.py _maybe_enable_async_tp: on where compile.enable_async_tensor_parallel and tp > 1) is not what the
+        # step model charges (TP unoverlapped: _TITAN_FIXED tp_comm_overlap=False), so every launch sets it off
+        sections["compile"] = {"enable_async_tensor_parallel": False}
+        if titan.async_tp_03 and layout.tp > 1:
+            notes.append(f"TorchTitan's {titan.configs_03.get(layout.precision) or titan.base_03}() enables async TP "
+                         "(compile.enable_async_tensor_parallel=True); the launch turns it off "
+                         "(--compile.no_enable_async_tensor_parallel): the prediction charges TP unoverlapped "
+                         "(tp_comm_overlap=false) and does not price TorchTitan's async TP")
         dropped = titan_runs_otherwise(layout, model)
         if dropped:
             notes.append("TorchTitan 0.3.0 runs " + ", ".join(f"{k}={str(v).lower()}" for k, _, v in dropped)

@@ -10,7 +10,8 @@ activation checkpointing), swaps the model spec's flavor where the zoo model is 
 (Qwen3-235B-A22B: flavor "235B-A22B" on qwen3_30b_a3b's recipe, the only shipped Qwen3 MoE recipe) or builds
 the model itself where no flavor is it (`model_lines`: an MLA model on deepseek_v3_16b's recipe, torchtitan_mla.py), and
 applies the converters the shipped quantized configs use, with torch.compile on the model as
-llama3_8b_mxfp8 enables it for them:
+llama3_8b_mxfp8 enables it for them (and on the loss, CompileConfig's default components, which the deepseek_v3 bases
+compile already; async TP off, CompileConfig's default):
 - fp8: Float8LinearConverter (lm_head and the router gate kept in BF16, as deepseek_v3_671b_float8)
   + Float8GroupedExpertsConverter for MoE;
 - mxfp8: MXFP8LinearConverter (every Linear, as llama3_8b_mxfp8, for a dense model; for MoE the attention,
@@ -106,6 +107,6 @@ def config_module_text(*, module: str, base: str, flavor: str, flavor_config: st
                   "    for converter in converters:",
                   "        model = converter.build().convert(model)",
                   "    config.model_spec = dataclasses.replace(config.model_spec, model=model)",
-                  '    config.compile = CompileConfig(enable=True, components=["model"])']
+                  '    config.compile = CompileConfig(enable=True, components=["model", "loss"])']
     lines += ["    return config", ""]
     return "\n".join(lines)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner.step import fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
+from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.dp_sync import dp_sync_s, grad_bytes, hidden as _hidden, megatron_bucket_params, \
     param_gather_bytes
@@ -289,8 +289,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     etp_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(etp_total_mb, etp_window, cal.ep_overlap_efficiency),
                               etp_total_mb)
 
-    # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer.
-    if np.any(cp > 1):
+    # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer. TorchTitan: blocking all-gathers
+    # of K, V and reduce-scatters of dK, dV around FlexAttention, never hidden (step/cp_comm.py).
+    titan_cp = framework == "torchtitan" and bool(np.any(cp > 1))
+    if titan_cp:
+        cp_total_mb = cp_comm.titan_cp_s(system, collective_time_s, model, tokens_mb=tokens_mb, tp=tp, cp=cp,
+                                         cp_domains=domains_touched(tp * cp, cp, dom, max_dom),
+                                         attn_layers=blocks.attention / pp * imbalance,
+                                         rerun=np.isin(a.recompute, [CODE_FIELDS["recompute"].index(r)
+                                                                      for r in ("selective", "full")]))
+    elif np.any(cp > 1):
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
         cp_dom = domains_touched(tp * cp, cp, dom, max_dom)
         one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
@@ -298,7 +306,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         cp_total_mb = np.where(cp > 1, attn_stage * 3.0 * (cp - 1) * one_pass, 0.0)
     else:
         cp_total_mb = np.zeros(len(a))
-    cp_exposed_mb = _hidden(cp_total_mb, attention_s, cal.overlap_efficiency)
+    cp_exposed_mb = cp_total_mb if titan_cp else _hidden(cp_total_mb, attention_s, cal.overlap_efficiency)
     if blocks.mamba and np.any(cp > 1):  # Mamba's CP all-to-alls sit between its GEMMs: never hidden
         mamba_cp = blocks.mamba / pp * imbalance * mamba.cp_all_to_all_s(
             model, system, collective_time_s, tokens_mb=tokens_mb, tp=tp, cp=cp,

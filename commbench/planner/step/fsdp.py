@@ -72,9 +72,19 @@ Not charged: with MXFP8 parameter gathers a unit's backward prefetch can also ga
 buffer once in the step.
 
 TorchTitan 0.3.0 wraps differently (torchtitan/distributed/fsdp.py apply_fsdp_to_decoder): the embedding, and the
-final norm with the output layer, are fully_shard groups of their own beside one per block, and the root module
-holds nothing, so nothing stays gathered for the step; its charge is unchanged here (every parameter in the
-per-block units, `kept_local` 0).
+final norm with the output layer, are fully_shard groups of their own beside one per block (one group of the three
+with enable_weight_tying), and the root module holds nothing, so nothing stays gathered for the step; its
+communication charge is unchanged here (every parameter in the per-block units, `kept_local` 0). Its memory follows
+those units and FSDP2's dtypes (titan_unit_params, titan_fsdp_memory_bytes):
+- gathered: the running and the prefetched unit, the largest unit (a block, or the embedding / [norm, lm_head]
+  unit, vocab x h / tp: Llama 3 8B's 525M parameters against a 218M block) beside the largest block, in bf16
+  (MixedPrecisionPolicy param_dtype, parallelize.py);
+- sharded parameters: fp32 (training.dtype float32, config/configs.py), the optimizer's master copy, counted in
+  the optimizer's 12 B a parameter (fp32 parameter, Adam exp_avg, exp_avg_sq); no bf16 shard is kept;
+- gradients: the fp32 sharded gradients (4 B), and in backward one unit's bf16 unsharded gradients beside the
+  fp32 reduce-scatter input they are cast into (reduce_dtype float32: torch/distributed/fsdp/_fully_shard/
+  _fsdp_collectives.py foreach_reduce, `reduce_scatter_input` allocated in reduce_dtype while the unsharded
+  gradients are still alive): 6 B per parameter of the largest unit, not 4.
 """
 
 from __future__ import annotations
@@ -82,6 +92,7 @@ from __future__ import annotations
 import numpy as np
 
 from commbench.planner.step.dp_sync import GRAD_BYTES, PARAM_BYTES, hidden
+from commbench.planner.step.stage_memory import _layer_kinds, _per_kind_params
 
 GATHERED_UNITS = 2  # the running unit and the prefetched one
 
@@ -132,6 +143,36 @@ def unit_params(model, dense_local, expert_local, units, moe_layers, non_unit=0.
     TorchTitan), plus, in a MoE model, one MoE layer's share of the rank's `expert_local` over its `moe_layers`."""
     dense_unit = np.maximum(dense_local - non_unit, 0.0) / np.maximum(units, 1)
     return dense_unit + (expert_local / np.maximum(moe_layers, 1) if model.is_moe else 0.0)
+
+
+# TorchTitan's FSDP2 in backward: a unit's bf16 unsharded gradients (param_dtype) and their fp32 copy for the
+# reduce-scatter (reduce_dtype float32), alive together (module docstring)
+TITAN_UNSHARDED_GRAD_BYTES = 2.0 + 4.0
+
+
+def titan_unit_params(model, *, dense_share, expert_share, vocab_params, vocab_matrices, loss):
+    """(largest unit, largest block) parameters on one GPU before sharding under TorchTitan 0.3.0's FSDP2 (module
+    docstring): every block a unit (its non-expert parameters over TP by `dense_share`, its routed experts by
+    `expert_share`), the largest over the model's block kinds (a dense-FFN block against a MoE one); where the rank
+    holds the vocabulary (`vocab_matrices` > 0) the embedding unit and the [norm, lm_head] unit (the final norm's h
+    with the `loss`), vocab_params x dense_share each (one unit of both with tied embeddings)."""
+    kinds = _layer_kinds(model)
+    per_kind, per_layer, expert_per_moe, _ = _per_kind_params(model, kinds)
+    block = 0.0
+    for k in {tuple(sorted(k.items())) for k in kinds}:
+        k = dict(k)
+        dense = per_layer + sum(per_kind[name] * n for name, n in k.items())
+        block = np.maximum(block, dense * dense_share + expert_per_moe * k["moe"] * expert_share)
+    vocab_unit = np.where(np.asarray(vocab_matrices) > 0,
+                          vocab_params * dense_share + np.where(loss, model.hidden, 0.0), 0.0)
+    return np.maximum(block, vocab_unit), block
+
+
+def titan_fsdp_memory_bytes(largest, block):
+    """(weights, gradients) bytes per GPU beyond the sharded parameters and gradients under TorchTitan's FSDP2
+    (module docstring): the running and the prefetched unit gathered in bf16, the `largest` beside the largest
+    `block`; one largest unit's unsharded gradients (TITAN_UNSHARDED_GRAD_BYTES)."""
+    return (largest + block) * PARAM_BYTES, largest * TITAN_UNSHARDED_GRAD_BYTES
 
 
 def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):

@@ -313,6 +313,14 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                 fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit),
                 grad_bytes(framework))
             f_weights = f_weights + fsdp.PARAM_BYTES * fsdp.megatron_kept_gathered_params(non_unit, dense_group)
+            if framework == "torchtitan":   # its units and FSDP2's dtypes (step/fsdp.py): the fp32 shard is the
+                # optimizer's master copy (in its 12 B), the gathered units bf16, one unit's gradients 6 B
+                largest, block = fsdp.titan_unit_params(model, dense_share=dense_share, expert_share=expert_share,
+                                                        vocab_params=vocab_params, vocab_matrices=load.vocab_matrices,
+                                                        loss=load.loss)
+                f_weights, gathered_grads = fsdp.titan_fsdp_memory_bytes(largest, block)
+                f_grads = (dense_local / dense_group + expert_local / expert_group) * grad_bytes(framework) \
+                    + gathered_grads
             f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \

@@ -1,0 +1,49 @@
+"""Context-parallel communication of one attention layer per micro-batch as TorchTitan 0.3.0 runs it.
+
+TorchTitan 0.3.0 applies CP to the attention core by wrapping its forward (distributed/context_parallel/api.py
+apply_cp_to_forward). FlexAttention, the attention every model it runs CP with builds (llama3, qwen3 and
+deepseek_v3 flavors: attn_backend "flex"; under the default parallelism.spmd_backend "spmd_types",
+distributed/full_dtensor.py validate_config refuses CP with ScaledDotProductAttention or VarlenAttention, and
+gpt_oss builds VarlenAttention: search/frameworks.py titan_cp_refusal), gets `flex_cp_allgather(k, v, seq_dim,
+pg)` (torch/distributed/tensor/experimental/_context_parallel/_cp_custom_ops.py): in forward two blocking
+all_gather_single calls, K then V, each `.wait()`-ed before the attention kernel runs; in backward
+flex_cp_allgather_backward reduce-scatters dK then dV (reduce_scatter_single, waited). Nothing overlaps them with
+compute, unlike Megatron's ring (step/evaluate.py's sendrecv passes hidden behind the attention core).
+Activation checkpointing re-runs the all-gathers in backward: FullAC re-runs the block's forward; SelectiveAC (per-op,
+every block) saves only its save list's outputs (distributed/activation_checkpoint.py _get_default_save_ops:
+flex_attention, linear, reduce_scatter_tensor, all_to_all_single, ...), not flex_cp_allgather's, whose K and V
+flex_attention's backward takes, so they are gathered again.
+
+Per micro-batch and attention layer: all-gather of the full-sequence K and V (tokens_mb x width / tp x 2 B each,
+over cp ranks) in forward, again in backward with recompute full or selective, reduce-scatter of dK and dV of the
+same sizes in backward; exposed = total.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ACT_BYTES = 2.0   # bf16 K and V
+
+
+def kv_widths(model) -> tuple[float, float]:
+    """(K width, V width) per token the attention core sees (ModelSpec.kv_dim is their sum): MLA's per-head
+    nope + rope keys and v_head_dim values, else kv_dim split evenly between K and V."""
+    if model.attention == "mla":
+        return (float(model.num_heads * (model.qk_nope_head_dim + model.qk_rope_head_dim)),
+                float(model.num_heads * model.v_head_dim))
+    return model.kv_dim / 2.0, model.kv_dim / 2.0
+
+
+def titan_cp_s(system, coll, model, *, tokens_mb, tp, cp, cp_domains, attn_layers, rerun):
+    """Seconds per micro-batch of TorchTitan's CP collectives on the busiest stage (module docstring), all exposed:
+    `attn_layers` attention layers, `tokens_mb` tokens of the micro-batch's sequence, `rerun` where activation
+    checkpointing gathers K and V again in backward."""
+    total = np.zeros(np.shape(cp), dtype=float)
+    group = np.asarray(cp, dtype=float)
+    for width in kv_widths(model):
+        size = tokens_mb * width / tp * ACT_BYTES
+        ag = coll(system, "all_gather", size, group, cp_domains)
+        rs = coll(system, "reduce_scatter", size, group, cp_domains)
+        total = total + ag * (1.0 + np.asarray(rerun, dtype=float)) + rs
+    return np.where(group > 1, attn_layers * total, 0.0)
