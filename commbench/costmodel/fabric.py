@@ -77,10 +77,15 @@ class AlgorithmCurve:
     group_size: int | None = None  # None: valid at any size; else the group size it was fitted at
     min_bus_bytes: float = 0.0  # fitted size segments: applies from these bus bytes up
     source: str = ""
+    # scale-out curves of a fitted cross-domain group: the per-step latency of the group's steps inside domains
+    # (profile.split_latency); None: the scale-up curve's latency_per_step_us (presets, older profiles)
+    latency_per_intra_step_us: float | None = None
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
             raise invalid("tier", self.tier, f"one of {', '.join(TIERS)}")
+        if self.latency_per_intra_step_us is not None and not self.latency_per_intra_step_us >= 0:
+            raise invalid("latency_per_intra_step_us", self.latency_per_intra_step_us, "a latency >= 0 us, or null")
         if self.latency_per_step_us < 0 or (self.latency_us < 0 and self.min_bus_bytes <= 0):
             raise invalid("latency_us", (self.latency_us, self.latency_per_step_us),
                           "latencies must be >= 0 (only a later size segment may have a negative offset)")

@@ -101,14 +101,20 @@ def _shape(collective: str) -> CollectiveShape:
     return shape
 
 
+def _intra_step_s(curve: AlgorithmCurve) -> float:
+    """A scale-out curve's own per-step latency of the steps inside domains (s); NaN: the scale-up curve's."""
+    return np.nan if curve.latency_per_intra_step_us is None else curve.latency_per_intra_step_us * 1e-6
+
+
 def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
-                  bus_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(latency_s, per-step latency_s, busbw bytes/s) per query. Fitted curves: those of the
-    nearest measured group size (in log), and of the size segment the query's bus bytes fall in."""
+                  bus_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(latency_s, per-step latency_s, busbw bytes/s, per in-domain step latency_s or NaN) per query. Fitted
+    curves: those of the nearest measured group size (in log), and of the size segment the query's bus bytes
+    fall in."""
     if len(curves) == 1:
         c = curves[0]
         return (np.float64(c.latency_us * 1e-6), np.float64(c.latency_per_step_us * 1e-6),
-                np.float64(c.busbw_gbps * 1e9))
+                np.float64(c.busbw_gbps * 1e9), np.float64(_intra_step_s(c)))
     by_group: dict[float, list[AlgorithmCurve]] = {}
     for c in sorted(curves, key=lambda c: c.min_bus_bytes):
         by_group.setdefault(float(c.group_size or 1), []).append(c)
@@ -116,8 +122,8 @@ def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
     num_segments = max(len(v) for v in by_group.values())
     # table[g, k]: segment k of group g (the last segment repeated to fill), starts[g, k] likewise
     rows = [by_group[g] + [by_group[g][-1]] * (num_segments - len(by_group[g])) for g in groups]
-    table = np.array([[[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9] for c in row]
-                      for row in rows])
+    table = np.array([[[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9, _intra_step_s(c)]
+                       for c in row] for row in rows])
     starts = np.array([[c.min_bus_bytes for c in row] for row in rows])
     log_groups = np.log(groups)
     group_index = np.searchsorted((log_groups[1:] + log_groups[:-1]) / 2, np.log(n)) if len(groups) > 1 \
@@ -126,7 +132,7 @@ def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
     for k in range(1, num_segments):
         segment += starts[group_index, k] <= bus_bytes
     picked = table[group_index, segment]
-    return picked[..., 0], picked[..., 1], picked[..., 2]
+    return picked[..., 0], picked[..., 1], picked[..., 2], picked[..., 3]
 
 
 def _by_algorithm(curves: tuple[AlgorithmCurve, ...]) -> dict[str, tuple[AlgorithmCurve, ...]]:
@@ -232,18 +238,20 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
         time_up = time_out = np.inf
         per_step, busbw = 0.0, np.inf
         if name in up:
-            lat, per_step, busbw = _curve_arrays(up[name], n, bus_bytes)
+            lat, per_step, busbw, _ = _curve_arrays(up[name], n, bus_bytes)
             if not all_cross:
                 time_up = np.multiply(cached_steps(name, "n"), per_step)
                 time_up += lat
                 time_up += skewed_bus_bytes / busbw
         if any_cross and name in out and name not in SCALE_UP_ONLY:
-            lat_o, per_step_o, busbw_o = _curve_arrays(out[name], n, bus_bytes)
-            # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up
+            lat_o, per_step_o, busbw_o, intra_o = _curve_arrays(out[name], n, bus_bytes)
+            # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up (a fitted
+            # cross-domain curve carries its own in-domain step latency: profile.split_latency)
             time_out = np.multiply(cached_steps(name, "d"), per_step_o)
             time_out += lat_o
-            if np.any(per_step):
-                time_out += cached_steps(name, "intra") * per_step
+            intra_step = np.where(np.isnan(intra_o), per_step, intra_o) if np.any(~np.isnan(intra_o)) else per_step
+            if np.any(intra_step):
+                time_out += cached_steps(name, "intra") * intra_step
             if shape.spread:
                 wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw)
             else:

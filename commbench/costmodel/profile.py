@@ -6,7 +6,9 @@ domains become scale-out curves by inverting the composition rules of `formulas`
   of the group's m ranks per domain together, so the scale-out rate per rank is busbw / m (a warning
   says so when the busbw is within 10% of the scale-up rate, i.e. the NICs may not be the bottleneck);
 - all-to-all: the NIC carries (n - m)/(n - 1) of the bus bytes, so scale-out = busbw * (n-m)/(n-1);
-- latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model).
+- latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model); the steps inside
+  domains of the cross-domain group are stored on its curve so that the measured layout is reproduced, and a
+  crossing never costs less than an in-domain step (split_latency).
 Each size segment of a piecewise fit is kept as its own curve (`min_bus_bytes`). On a preset base,
 sweeps that forced an NCCL algorithm also set the preset's NCCL parameters (fit_nccl.py).
 Every curve's source names the hosts it was measured on; runs of one system's hosts may be joined (the
@@ -65,6 +67,28 @@ def scale_up_curves(fit: CurveFit) -> list[AlgorithmCurve]:
             for start, offset_s, busbw in _segments(fit)]
 
 
+def split_latency(latency_s: float, inter_steps: float, intra_steps: float,
+                  up_step_s: float) -> tuple[float, float | None]:
+    """(per scale-out step, per in-domain step) seconds of a cross-domain group's measured latency `latency_s`, paid
+    over `inter_steps` steps between domains and `intra_steps` inside them (formulas.one_algorithm's composition),
+    where the in-domain curve measured `up_step_s` per step. The split reproduces the measured layout exactly:
+    inter_steps * out + intra_steps * in == latency_s.
+    - ordinary case: the in-domain steps cost what the in-domain curve measured and the crossings the rest;
+    - a crossing step never costs less than an in-domain step (its hop leaves NVLink for the PCIe switch, the NIC
+      and the network), and never less than the measured group's mean step (latency_s / all its steps): where the
+      in-domain rate times the group's in-domain steps reaches or exceeds the measured latency (NCCL's small-size
+      algorithms grow with the group more slowly than the n-1 steps of the fitted model: 8 ranks in 25 us, 16 over
+      two nodes in 30 us), the crossing is floored at `up_step_s` (capped at latency_s / inter_steps) and the
+      in-domain steps of this group carry what is left. Without the floor the crossing was clamped to 0: the
+      measured layout was predicted +67% and a one-rank-per-domain group at ~0 us (found from outside).
+    The in-domain part is None where the group has no in-domain steps (one rank per domain measured)."""
+    if intra_steps <= 0:
+        return latency_s / inter_steps, None
+    ordinary = (latency_s - up_step_s * intra_steps) / inter_steps
+    out = min(max(ordinary, up_step_s), latency_s / inter_steps)
+    return out, max(latency_s - out * inter_steps, 0.0) / intra_steps
+
+
 def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[list[AlgorithmCurve], list[str]]:
     key = fit.key
     n, d = key.group_size, key.num_domains
@@ -79,7 +103,7 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
     up_busbw = nearest_up.busbw_gbps * 1e9 if (nearest_up and m > 1) else math.inf
     spread = COLLECTIVES[key.collective].spread
     curves, warnings = [], []
-    per_step_s = max(fit.fit.latency_s - up_step_s * intra_steps, 0.0) / inter_steps
+    per_step_s, intra_step_s = split_latency(max(fit.fit.latency_s, 0.0), inter_steps, intra_steps, up_step_s)
     for start, offset_s, busbw in _segments(fit):
         # per rank's NIC: an all-to-all's bytes leave over the (n-m)/(n-1) share; a ring's or tree's
         # channels use the NICs of the m ranks in each domain together (formulas.py)
@@ -89,6 +113,7 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
                             "the scale-out rate may be higher than fitted")
         curves.append(AlgorithmCurve(collective=key.collective, tier="scale_out", algorithm=algorithm,
                                      latency_us=offset_s * 1e6, latency_per_step_us=per_step_s * 1e6,
+                                     latency_per_intra_step_us=None if intra_step_s is None else intra_step_s * 1e6,
                                      busbw_gbps=out_busbw / 1e9, group_size=n, min_bus_bytes=start,
                                      source=curve_source(fit)))
     return curves, warnings
