@@ -74,3 +74,19 @@ def test_the_ordinary_split_keeps_the_in_domain_step_latency():
     (up,) = [c for c in fabric.curves if c.tier == "scale_up"]
     assert out.latency_per_intra_step_us == pytest.approx(up.latency_per_step_us, rel=1e-6)
     assert out.latency_per_step_us == pytest.approx((30.0 - 28 * 5.0 / 14) / 2, rel=1e-3)
+
+
+@pytest.mark.parametrize("collective, up, out", [("all_reduce", (10.0, 100.0), (20.0, 150.0)),
+                                                 ("all_to_all", (10.0, 20.0), (20.0, 100.0))])
+def test_a_cross_domain_busbw_above_the_nodes_is_not_capped_at_its_own_layout(collective, up, out):
+    """16 ranks on 2 nodes measured at 150 GB/s busbw, 8 on one at 100 (NCCL's tree / NVLS-tree on few nodes beat
+    the node's ring: the h100-hgx preset predicts 511 vs 478): the composition capped the 16-rank group at the
+    node's 100 GB/s, 50% slow at its own points, and the fit warned that the scale-out rate may be higher."""
+    fabric = two_domain_fabric(collective, up, out)
+    sizes = np.array(SIZES, dtype=float)
+    predicted = collective_time_s(fabric, collective, sizes, 16, 2)
+    measured = np.array([exact_time_s(collective, s, 16, *out) for s in SIZES])
+    np.testing.assert_allclose(predicted, measured, rtol=0.01)
+    if collective == "all_reduce":
+        (warning,) = [w for w in fabric.warnings if "scale-up rate" in w]
+        assert "above the scale-up rate" in warning and "may be higher" not in warning

@@ -80,12 +80,17 @@ class AlgorithmCurve:
     # scale-out curves of a fitted cross-domain group: the per-step latency of the group's steps inside domains
     # (profile.split_latency); None: the scale-up curve's latency_per_step_us (presets, older profiles)
     latency_per_intra_step_us: float | None = None
+    # scale-out curves of a fitted cross-domain group: the in-domain bus bandwidth its measurement demonstrates
+    # (profile.scale_out_curves); the scale-up curve's rate bounds such a group only below it. None: no such floor
+    intra_busbw_gbps: float | None = None
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
             raise invalid("tier", self.tier, f"one of {', '.join(TIERS)}")
         if self.latency_per_intra_step_us is not None and not self.latency_per_intra_step_us >= 0:
             raise invalid("latency_per_intra_step_us", self.latency_per_intra_step_us, "a latency >= 0 us, or null")
+        if self.intra_busbw_gbps is not None and not self.intra_busbw_gbps > 0:
+            raise invalid("intra_busbw_gbps", self.intra_busbw_gbps, "a positive GB/s figure, or null")
         if self.latency_per_step_us < 0 or (self.latency_us < 0 and self.min_bus_bytes <= 0):
             raise invalid("latency_us", (self.latency_us, self.latency_per_step_us),
                           "latencies must be >= 0 (only a later size segment may have a negative offset)")

@@ -101,20 +101,20 @@ def _shape(collective: str) -> CollectiveShape:
     return shape
 
 
-def _intra_step_s(curve: AlgorithmCurve) -> float:
-    """A scale-out curve's own per-step latency of the steps inside domains (s); NaN: the scale-up curve's."""
-    return np.nan if curve.latency_per_intra_step_us is None else curve.latency_per_intra_step_us * 1e-6
+def _columns(c: AlgorithmCurve) -> list[float]:
+    """A curve's numbers in SI units: latency s, per-step latency s, busbw bytes/s, and a scale-out curve's own
+    per in-domain step latency s and demonstrated in-domain busbw bytes/s (NaN: none, the scale-up curve's)."""
+    return [c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9,
+            np.nan if c.latency_per_intra_step_us is None else c.latency_per_intra_step_us * 1e-6,
+            np.nan if c.intra_busbw_gbps is None else c.intra_busbw_gbps * 1e9]
 
 
-def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
-                  bus_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(latency_s, per-step latency_s, busbw bytes/s, per in-domain step latency_s or NaN) per query. Fitted
-    curves: those of the nearest measured group size (in log), and of the size segment the query's bus bytes
-    fall in."""
+def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray, bus_bytes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(latency_s, per-step latency_s, busbw bytes/s, per in-domain step latency_s or NaN, in-domain busbw floor
+    bytes/s or NaN) per query (_columns). Fitted curves: those of the nearest measured group size (in log), and of
+    the size segment the query's bus bytes fall in."""
     if len(curves) == 1:
-        c = curves[0]
-        return (np.float64(c.latency_us * 1e-6), np.float64(c.latency_per_step_us * 1e-6),
-                np.float64(c.busbw_gbps * 1e9), np.float64(_intra_step_s(c)))
+        return tuple(np.float64(v) for v in _columns(curves[0]))
     by_group: dict[float, list[AlgorithmCurve]] = {}
     for c in sorted(curves, key=lambda c: c.min_bus_bytes):
         by_group.setdefault(float(c.group_size or 1), []).append(c)
@@ -122,8 +122,7 @@ def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
     num_segments = max(len(v) for v in by_group.values())
     # table[g, k]: segment k of group g (the last segment repeated to fill), starts[g, k] likewise
     rows = [by_group[g] + [by_group[g][-1]] * (num_segments - len(by_group[g])) for g in groups]
-    table = np.array([[[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9, _intra_step_s(c)]
-                       for c in row] for row in rows])
+    table = np.array([[_columns(c) for c in row] for row in rows])
     starts = np.array([[c.min_bus_bytes for c in row] for row in rows])
     log_groups = np.log(groups)
     group_index = np.searchsorted((log_groups[1:] + log_groups[:-1]) / 2, np.log(n)) if len(groups) > 1 \
@@ -132,7 +131,7 @@ def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
     for k in range(1, num_segments):
         segment += starts[group_index, k] <= bus_bytes
     picked = table[group_index, segment]
-    return picked[..., 0], picked[..., 1], picked[..., 2], picked[..., 3]
+    return tuple(picked[..., k] for k in range(picked.shape[-1]))
 
 
 def _by_algorithm(curves: tuple[AlgorithmCurve, ...]) -> dict[str, tuple[AlgorithmCurve, ...]]:
@@ -238,13 +237,16 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
         time_up = time_out = np.inf
         per_step, busbw = 0.0, np.inf
         if name in up:
-            lat, per_step, busbw, _ = _curve_arrays(up[name], n, bus_bytes)
+            lat, per_step, busbw, _, _ = _curve_arrays(up[name], n, bus_bytes)
             if not all_cross:
                 time_up = np.multiply(cached_steps(name, "n"), per_step)
                 time_up += lat
                 time_up += skewed_bus_bytes / busbw
         if any_cross and name in out and name not in SCALE_UP_ONLY:
-            lat_o, per_step_o, busbw_o, intra_o = _curve_arrays(out[name], n, bus_bytes)
+            lat_o, per_step_o, busbw_o, intra_o, floor_in = _curve_arrays(out[name], n, bus_bytes)
+            # the in-domain rate bounds a cross-domain group only below what its own measurement demonstrated
+            # (a measured 2-node busbw above the node's: NCCL's tree / NVLS-tree; profile.scale_out_curves)
+            busbw_in = np.fmax(busbw, floor_in) if np.any(~np.isnan(floor_in)) else busbw
             # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up (a fitted
             # cross-domain curve carries its own in-domain step latency: profile.split_latency)
             time_out = np.multiply(cached_steps(name, "d"), per_step_o)
@@ -253,9 +255,9 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
             if np.any(intra_step):
                 time_out += cached_steps(name, "intra") * intra_step
             if shape.spread:
-                wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw)
+                wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw_in)
             else:
-                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(fewest * busbw_o, busbw), busbw_o)
+                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(fewest * busbw_o, busbw_in), busbw_o)
             time_out += wire
         return time_up, time_out
 

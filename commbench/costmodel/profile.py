@@ -4,7 +4,9 @@ Scale-up fits (the group inside one domain) become curves as measured. Fits of g
 domains become scale-out curves by inverting the composition rules of `formulas`:
 - rings/trees: the measured busbw is the slowest edge's, the edge between domains carrying the NICs
   of the group's m ranks per domain together, so the scale-out rate per rank is busbw / m (a warning
-  says so when the busbw is within 10% of the scale-up rate, i.e. the NICs may not be the bottleneck);
+  says so when the busbw is within 10% of the scale-up rate, i.e. the NICs may not be the bottleneck); a busbw above
+  the scale-up rate (NCCL's tree / NVLS-tree on a few nodes) is kept as the curve's intra_busbw_gbps, so that the
+  scale-up rate never caps the group below what it was measured at;
 - all-to-all: the NIC carries (n - m)/(n - 1) of the bus bytes, so scale-out = busbw * (n-m)/(n-1);
 - latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model); the steps inside
   domains of the cross-domain group are stored on its curve so that the measured layout is reproduced, and a
@@ -108,12 +110,22 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
         # per rank's NIC: an all-to-all's bytes leave over the (n-m)/(n-1) share; a ring's or tree's
         # channels use the NICs of the m ranks in each domain together (formulas.py)
         out_busbw = busbw * (n - m) / (n - 1) if spread else busbw / m
-        if not spread and busbw > 0.9 * up_busbw:
+        # the in-domain rate this measurement demonstrates: a ring's or tree's busbw went through its NVLink
+        # segments too; an all-to-all's (m-1)/(n-1) share of the bus bytes stayed inside the domain in its time
+        intra_busbw = (busbw * (m - 1) / (n - 1) if spread else busbw) if m > 1 else None
+        if not spread and busbw > up_busbw:
+            warnings.append(f"{key.label}: busbw {busbw / 1e9:.3g} GB/s is above the scale-up rate "
+                            f"{up_busbw / 1e9:.3g} GB/s measured at {nearest_up.group_size} ranks in one domain: this "
+                            "group was not bound by the in-domain ring (NCCL's tree or NVLS-tree reduce inside the "
+                            "domain first); its own layout is predicted at its measured rate, other layouts are "
+                            "composed from it")
+        elif not spread and busbw > 0.9 * up_busbw:
             warnings.append(f"{key.label}: busbw {busbw / 1e9:.3g} GB/s is close to the scale-up rate; "
                             "the scale-out rate may be higher than fitted")
         curves.append(AlgorithmCurve(collective=key.collective, tier="scale_out", algorithm=algorithm,
                                      latency_us=offset_s * 1e6, latency_per_step_us=per_step_s * 1e6,
                                      latency_per_intra_step_us=None if intra_step_s is None else intra_step_s * 1e6,
+                                     intra_busbw_gbps=None if intra_busbw is None else intra_busbw / 1e9,
                                      busbw_gbps=out_busbw / 1e9, group_size=n, min_bus_bytes=start,
                                      source=curve_source(fit)))
     return curves, warnings
