@@ -90,3 +90,46 @@ def test_a_cross_domain_busbw_above_the_nodes_is_not_capped_at_its_own_layout(co
     if collective == "all_reduce":
         (warning,) = [w for w in fabric.warnings if "scale-up rate" in w]
         assert "above the scale-up rate" in warning and "may be higher" not in warning
+
+
+def _on_preset(tmp_path):
+    """A profile fitted on h100-hgx from all_reduce on 8 ranks of one node at 100 GB/s (fit --system h100-hgx)."""
+    from commbench.costmodel import load_preset
+
+    fits, _ = fit_all(_records("all_reduce", 8, 10.0, 100.0, "one-node"), {"one-node": _header("one-node", 8)})
+    fabric = fabric_from_fits(fits, base=load_preset("h100-hgx", num_racks=2), name="h100-hgx+fitted",
+                              source="fitted:test")
+    path = tmp_path / "fabric.json"
+    fabric.to_json(path)
+    return fabric, path
+
+
+def test_a_preset_cross_domain_curve_is_bounded_by_the_measured_in_domain_rate(tmp_path):
+    """fit --system h100-hgx on a node measured at 100 GB/s: 16 ranks on 2 nodes were predicted at 375 GB/s busbw
+    (the preset's 47 GB/s per NIC x 8, its ring / tree having no in-domain curve beside the measured 'fitted' one,
+    so no in-domain bound)."""
+    fabric, _ = _on_preset(tmp_path)
+    size = float(1 << 30)
+    busbw_gbps = size * float(bus_factor("all_reduce", 16)) / float(collective_time_s(fabric, "all_reduce", size, 16, 2)) / 1e9
+    assert busbw_gbps <= 100.0 * 1.001
+
+
+def test_predict_names_the_curves_that_come_from_the_preset(tmp_path):
+    """predict on a profile fitted on a preset said nothing of which curves are the preset's (plan does)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    _, path = _on_preset(tmp_path)
+    args = ["predict", "-c", "all_reduce", "-g", "16", "--fabric", str(path), "-b", "1G", "-e", "1G"]
+    result = CliRunner().invoke(app, args + ["--json"])
+    assert result.exit_code == 0, result.output
+    borrowed = json.loads(result.output)["preset_curves"]
+    assert "all_reduce/scale_out tree" in borrowed and not any("scale_up" in c for c in borrowed)
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "250"}).output
+    assert "from the preset (not measured): all_reduce/scale_out ring, all_reduce/scale_out tree" in text
+    inside = CliRunner().invoke(app, ["predict", "-c", "all_reduce", "-g", "8", "--fabric", str(path), "-b", "1G",
+                                      "-e", "1G", "--json"])
+    assert json.loads(inside.output)["preset_curves"] == []   # one node: the measured curve alone
