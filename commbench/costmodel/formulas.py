@@ -47,6 +47,8 @@ class CollectiveShape:
     bus_factor: Callable[[np.ndarray], np.ndarray]
     step_multiplier: int  # all_reduce = reduce-scatter + all-gather: twice the steps
     spread: bool  # every rank sends to every other at once (all-to-all), not along a ring/tree
+    # the algorithm whose steps a fitted curve ("fitted") of this collective scales by across group sizes
+    fitted_steps: str = "fitted"
 
 
 def _ring_factor(n: np.ndarray) -> np.ndarray:
@@ -59,7 +61,9 @@ COLLECTIVES: dict[str, CollectiveShape] = {
     "all_gather": CollectiveShape(_ring_factor, 1, False),
     "all_to_all": CollectiveShape(_ring_factor, 1, True),
     "moe_all_to_all": CollectiveShape(_ring_factor, 1, True),
-    "sendrecv": CollectiveShape(lambda n: np.ones_like(n), 1, False),
+    # nccl-tests sendrecv: each rank one send to rank+1 and one recv from rank-1 at any n (src/sendrecv.cu
+    # SendRecvRunColl), so a fitted curve keeps its latency at every group size, as the presets' p2p
+    "sendrecv": CollectiveShape(lambda n: np.ones_like(n), 1, False, fitted_steps="p2p"),
     "broadcast": CollectiveShape(lambda n: np.ones_like(n), 1, False),
 }
 
@@ -89,6 +93,8 @@ def bus_factor(collective: str, group_size: ArrayLike) -> np.ndarray:
 
 def steps(collective: str, algorithm: str, group_size: ArrayLike) -> np.ndarray:
     n = np.asarray(group_size, dtype=np.float64)
+    if algorithm == "fitted":   # a measured curve scales by its collective's own steps (sendrecv: one)
+        algorithm = _shape(collective).fitted_steps
     step_fn = ALGORITHM_STEPS.get(algorithm, ALGORITHM_STEPS["ring"])
     passes = _shape(collective).step_multiplier if algorithm in MULTIPASS or algorithm not in ALGORITHM_STEPS else 1
     return np.maximum(step_fn(n), 1.0) * passes
