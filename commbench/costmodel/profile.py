@@ -307,6 +307,24 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     return fabric, fits, notes
 
 
+def check_usable_curve(fits: list[CurveFit], paths: list[str]) -> None:
+    """Refuse, in one line naming each curve and why, results whose fitted curves are all reported only (bandwidth
+    undetermined, a composite workload's total, an unknown stage): the profile would predict nothing (`fit` wrote one
+    and exited 0; found from outside), as results with no usable points are refused."""
+    from commbench.errors import CommbenchError
+
+    if any(f.key.for_prediction and f.key.collective in COLLECTIVES for f in fits):
+        return
+    why = "; ".join(f"{f.key.label}: " + (next((w for w in f.warnings if "not used to predict" in w), None)
+                                          or ("a composite workload's total or stage, reported only"
+                                              if f.key.collective in COLLECTIVES or f.key.stage
+                                              else "no collective the cost model predicts"))
+                    for f in fits[:3]) + (f"; and {len(fits) - 3} more" if len(fits) > 3 else "")
+    raise CommbenchError(f"no usable curve in {', '.join(paths)}: every curve fitted is reported, not used to predict "
+                         f"({why}), so the profile would predict nothing; measure sizes where the time grows with "
+                         "size (and a plain collective's sweep)")
+
+
 def _run_text(header) -> str:
     """One run's provenance, as a profile's notes name it."""
     hosts = ",".join(sorted(set(header.hostnames))) or "hosts unknown"
