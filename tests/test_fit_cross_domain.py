@@ -133,3 +133,20 @@ def test_predict_names_the_curves_that_come_from_the_preset(tmp_path):
     inside = CliRunner().invoke(app, ["predict", "-c", "all_reduce", "-g", "8", "--fabric", str(path), "-b", "1G",
                                       "-e", "1G", "--json"])
     assert json.loads(inside.output)["preset_curves"] == []   # one node: the measured curve alone
+
+
+def test_the_cross_domain_fields_round_trip_and_a_presets_file_is_unchanged(tmp_path):
+    """A fitted profile keeps its scale-out curves' own in-domain step latency and rate through its file; a
+    preset's curves write neither (its digest, which verify-plan checks, is as before the fields existed)."""
+    from commbench.costmodel import load_preset
+    from commbench.costmodel.fabric import Fabric
+
+    fabric = two_domain_fabric("all_reduce", (25.0, 100.0), (30.0, 150.0))
+    fabric.to_json(tmp_path / "f.json")
+    back = Fabric.from_json(tmp_path / "f.json")
+    (out,) = [c for c in back.curves if c.tier == "scale_out"]
+    assert out.latency_per_intra_step_us is not None and out.intra_busbw_gbps == pytest.approx(150.0, rel=1e-3)
+    assert float(collective_time_s(back, "all_reduce", 1 << 30, 16, 2)) == pytest.approx(
+        exact_time_s("all_reduce", 1 << 30, 16, 30.0, 150.0), rel=0.01)
+    for curve in load_preset("h100-hgx").to_dict()["curves"]:
+        assert "latency_per_intra_step_us" not in curve and "intra_busbw_gbps" not in curve

@@ -64,6 +64,9 @@ class _FabricFile:
     fit_report: list = ()
 
 
+_UNSET_OMITTED = ("latency_per_intra_step_us", "intra_busbw_gbps")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AlgorithmCurve:
     """Latency and effective bus bandwidth of one collective algorithm on one tier."""
@@ -98,6 +101,11 @@ class AlgorithmCurve:
             raise invalid("busbw_gbps", self.busbw_gbps, "a positive GB/s figure")
         if self.group_size is not None and self.group_size < 2:
             raise invalid("group_size", self.group_size, "fitted curves need a group of >= 2 ranks")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The curve's fields, less the fitted cross-domain ones where unset (a preset's curves, and so the digest
+        of a preset `verify-plan` checks, are as before they existed)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None or k not in _UNSET_OMITTED}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +215,7 @@ class Fabric:
             "num_gpus": self.num_gpus,
             "source": self.source,
             "tiers": {key: dataclasses.asdict(tier) for key, tier in self.tiers.items()},
-            "curves": [dataclasses.asdict(curve) for curve in self.curves],
+            "curves": [curve.to_dict() for curve in self.curves],
             "notes": list(self.notes),
             "warnings": list(self.warnings),
             "fit_report": list(self.fit_report),
