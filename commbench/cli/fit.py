@@ -14,7 +14,7 @@ from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.costmodel.fit_records import MAX_PLAUSIBLE_BUSBW, MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.fabric import PROFILE_FORMAT
-from commbench.costmodel.profile import fit_result_files
+from commbench.costmodel.profile import check_usable_curve, fit_result_files
 from commbench.files import claim_output, write_output
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes
@@ -54,6 +54,7 @@ def fit(
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
                                            min_heldout_bytes=min_heldout, leave_out_wrong=leave_out_wrong,
                                            dtype=dtype, op=op)
+    check_usable_curve(fits, results)   # a profile that predicts nothing is refused (exit 1), not written
     if as_json:
         if out:
             _write_fabric(fabric, out, force)

@@ -95,6 +95,22 @@ def fitted_range(fabric: Fabric, collective: str, num_domains: int) -> dict | No
             "dtypes": sorted({str(d) for r in rows for d in r.get("dtypes", ())})}
 
 
+def preset_curves(fabric: Fabric, collective: str, num_domains: int) -> list[str]:
+    """In a profile fitted on a preset (`fit --system`), the curves a prediction of `collective` on `num_domains`
+    domains reads that are the preset's, not measured ('all_reduce/scale_out tree'; the NCCL model's structure where
+    no curve of the collective was measured), as `plan` names them (planner/emit/plan.fabric_lines); [] for a preset
+    (all of it is) or where every curve read was measured."""
+    if fabric.source == "preset" or not any(c.source.startswith("fitted") for c in fabric.curves):
+        return []
+    if collective == "moe_all_to_all" and collective not in fabric.collectives:
+        collective = "all_to_all"   # moe_all_to_all_time_s falls back to the plain all-to-all curves
+    if uses_nccl_model(fabric, collective):
+        return [f"{collective}: NCCL's algorithm x protocol model"]
+    tiers = ("scale_up",) if num_domains <= 1 else ("scale_up", "scale_out")
+    return sorted({f"{c.collective}/{c.tier} {c.algorithm}" for tier in tiers for c in fabric.curves_for(collective, tier)
+                   if not c.source.startswith("fitted")})
+
+
 MAX_SHOWN_WARNINGS = 5
 
 
@@ -217,6 +233,7 @@ def predict(
     where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
     measured = fitted_range(fabric, collective, num_domains)
     beyond = extrapolated(measured, sizes, group)
+    borrowed = preset_curves(fabric, collective, num_domains)
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
                  "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x}
@@ -224,6 +241,7 @@ def predict(
         console.print_json(json.dumps({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
                                        "source": fabric.source, "collective": collective, "group_size": group,
                                        "num_domains": num_domains, "fitted_range": measured,
+                                       "preset_curves": borrowed,
                                        "fit_warnings": fit_warnings(fabric, collective), "rows": rows}))
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
@@ -247,6 +265,13 @@ def predict(
         console.print(f"sources: {fabric.name}: {fabric.notes[0] if fabric.notes else ''}{gpu}; link rates from "
                       "commbench/data/hardware.toml, efficiencies from its [[measured]] figures (commbench systems "
                       "--checks)", highlight=False, markup=False)
+    if borrowed:   # a profile fitted on a preset: what it did not measure is the preset's (as `plan` says)
+        inside = {c.algorithm for c in fabric.curves_for(collective, "scale_up")}
+        bounded = num_domains > 1 and bool(inside) and any(
+            c.algorithm not in inside for c in fabric.curves_for(collective, "scale_out"))
+        console.print(styled("[yellow]from the preset[/] (not measured): {}{}", ", ".join(borrowed),
+                             "; its cross-domain algorithms without an in-domain curve of their own are bounded "
+                             "inside the domains by the fastest in-domain rate" if bounded else ""), highlight=False)
     if any(beyond):
         groups = ", ".join(map(str, measured["group_sizes"]))
         console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) lie beyond what the profile '{}' measured for {} (group "

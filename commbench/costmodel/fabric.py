@@ -64,6 +64,9 @@ class _FabricFile:
     fit_report: list = ()
 
 
+_UNSET_OMITTED = ("latency_per_intra_step_us", "intra_busbw_gbps")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AlgorithmCurve:
     """Latency and effective bus bandwidth of one collective algorithm on one tier."""
@@ -77,10 +80,20 @@ class AlgorithmCurve:
     group_size: int | None = None  # None: valid at any size; else the group size it was fitted at
     min_bus_bytes: float = 0.0  # fitted size segments: applies from these bus bytes up
     source: str = ""
+    # scale-out curves of a fitted cross-domain group: the per-step latency of the group's steps inside domains
+    # (profile.split_latency); None: the scale-up curve's latency_per_step_us (presets, older profiles)
+    latency_per_intra_step_us: float | None = None
+    # scale-out curves of a fitted cross-domain group: the in-domain bus bandwidth its measurement demonstrates
+    # (profile.scale_out_curves); the scale-up curve's rate bounds such a group only below it. None: no such floor
+    intra_busbw_gbps: float | None = None
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
             raise invalid("tier", self.tier, f"one of {', '.join(TIERS)}")
+        if self.latency_per_intra_step_us is not None and not self.latency_per_intra_step_us >= 0:
+            raise invalid("latency_per_intra_step_us", self.latency_per_intra_step_us, "a latency >= 0 us, or null")
+        if self.intra_busbw_gbps is not None and not self.intra_busbw_gbps > 0:
+            raise invalid("intra_busbw_gbps", self.intra_busbw_gbps, "a positive GB/s figure, or null")
         if self.latency_per_step_us < 0 or (self.latency_us < 0 and self.min_bus_bytes <= 0):
             raise invalid("latency_us", (self.latency_us, self.latency_per_step_us),
                           "latencies must be >= 0 (only a later size segment may have a negative offset)")
@@ -88,6 +101,11 @@ class AlgorithmCurve:
             raise invalid("busbw_gbps", self.busbw_gbps, "a positive GB/s figure")
         if self.group_size is not None and self.group_size < 2:
             raise invalid("group_size", self.group_size, "fitted curves need a group of >= 2 ranks")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The curve's fields, less the fitted cross-domain ones where unset (a preset's curves, and so the digest
+        of a preset `verify-plan` checks, are as before they existed)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None or k not in _UNSET_OMITTED}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,7 +215,7 @@ class Fabric:
             "num_gpus": self.num_gpus,
             "source": self.source,
             "tiers": {key: dataclasses.asdict(tier) for key, tier in self.tiers.items()},
-            "curves": [dataclasses.asdict(curve) for curve in self.curves],
+            "curves": [curve.to_dict() for curve in self.curves],
             "notes": list(self.notes),
             "warnings": list(self.warnings),
             "fit_report": list(self.fit_report),

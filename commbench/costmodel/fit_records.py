@@ -44,6 +44,10 @@ _NCCL_ALGORITHMS = {name.lower(): key for key, name in NCCL_ALGO_NAMES.items()} 
                                                                                    "nvls_tree": "nvls_tree"}
 _NCCL_PROTOCOLS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 POOR_FIT = 0.10  # median held-out relative error above which a fit is called poor
+# Times of one size measured several times (several runs, -N cycles) whose largest is more than this over their
+# smallest: the runs disagree, and the median per size the curve is fitted to hides it (its held-out error is of the
+# medians: two runs 3.3x apart fitted with "0.0% held-out error"; found from outside)
+RUN_SPREAD_WARN = 0.25
 # A fitted bus bandwidth beyond 100 TB/s per rank is no link's (NVLink 5: 0.9 TB/s a direction; HBM3e: 8 TB/s): the
 # times did not grow with size (noise, or a loaded CPU host) and the fit's slope is ~0; 1e21 GB/s was stored and
 # `predict` printed 2,566 GB/s for 8 GiB on gloo from it
@@ -346,7 +350,7 @@ def _form_key(record: Measurement) -> tuple:
 
 
 def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Repeated sizes (several runs) become their median time."""
+    """Repeated sizes (several runs) become their median time (their spread is warned: repeat_spread_warning)."""
     by_size: dict[int, list[tuple[float, float]]] = {}
     for x, t, size in points:
         by_size.setdefault(size, []).append((x, t))
@@ -354,6 +358,26 @@ def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray,
     x = np.array([np.median([p[0] for p in by_size[s]]) for s in sorted(by_size)])
     t = np.array([np.median([p[1] for p in by_size[s]]) for s in sorted(by_size)])
     return x, t, sizes
+
+
+def repeat_spread_warning(points: list[tuple[float, float, int]]) -> str | None:
+    """One warning where sizes measured more than once (several runs, -N cycles) disagree by more than
+    RUN_SPREAD_WARN (largest time / smallest - 1), naming how many sizes and the worst one; None where they agree."""
+    from commbench.units import format_size
+
+    by_size: dict[int, list[float]] = {}
+    for _, t, size in points:
+        by_size.setdefault(size, []).append(t)
+    repeated = {size: (min(ts), max(ts)) for size, ts in by_size.items() if len(ts) > 1 and min(ts) > 0}
+    apart = {size: hi / lo - 1 for size, (lo, hi) in repeated.items() if hi / lo - 1 > RUN_SPREAD_WARN}
+    if not apart:
+        return None
+    worst = max(apart, key=apart.get)
+    lo, hi = repeated[worst]
+    return (f"repeated measurements disagree: at {len(apart)} of {len(repeated)} sizes measured more than once the "
+            f"times differ by more than {RUN_SPREAD_WARN:.0%} (worst {format_size(worst)}: {lo * 1e6:,.1f} to "
+            f"{hi * 1e6:,.1f} us, {hi / lo:.2f}x); the curve is fitted to their median per size and its held-out error "
+            "does not include this spread: fit the runs apart, or measure again")
 
 
 def _uncovered_regimes(sizes: np.ndarray) -> list[str]:
@@ -403,6 +427,8 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
     if float(x[0]) / fit.busbw_bytes_per_s[0] > fit.latency_s:
         warnings.append("smallest size is bandwidth-bound: latency is poorly determined (measure smaller sizes)")
     warnings += _uncovered_regimes(sizes)
+    if (spread := repeat_spread_warning(points)) is not None:
+        warnings.append(spread)
     return CurveFit(key=key, fit=fit, num_points=len(x), min_size_bytes=int(sizes[0]),
                     max_size_bytes=int(sizes[-1]), heldout_median_rel_error=heldout,
                     heldout_num_points=int(np.sum(big)), warnings=tuple(warnings), heldout_by_regime=by_regime)

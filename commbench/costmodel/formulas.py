@@ -47,6 +47,8 @@ class CollectiveShape:
     bus_factor: Callable[[np.ndarray], np.ndarray]
     step_multiplier: int  # all_reduce = reduce-scatter + all-gather: twice the steps
     spread: bool  # every rank sends to every other at once (all-to-all), not along a ring/tree
+    # the algorithm whose steps a fitted curve ("fitted") of this collective scales by across group sizes
+    fitted_steps: str = "fitted"
 
 
 def _ring_factor(n: np.ndarray) -> np.ndarray:
@@ -59,7 +61,9 @@ COLLECTIVES: dict[str, CollectiveShape] = {
     "all_gather": CollectiveShape(_ring_factor, 1, False),
     "all_to_all": CollectiveShape(_ring_factor, 1, True),
     "moe_all_to_all": CollectiveShape(_ring_factor, 1, True),
-    "sendrecv": CollectiveShape(lambda n: np.ones_like(n), 1, False),
+    # nccl-tests sendrecv: each rank one send to rank+1 and one recv from rank-1 at any n (src/sendrecv.cu
+    # SendRecvRunColl), so a fitted curve keeps its latency at every group size, as the presets' p2p
+    "sendrecv": CollectiveShape(lambda n: np.ones_like(n), 1, False, fitted_steps="p2p"),
     "broadcast": CollectiveShape(lambda n: np.ones_like(n), 1, False),
 }
 
@@ -89,6 +93,8 @@ def bus_factor(collective: str, group_size: ArrayLike) -> np.ndarray:
 
 def steps(collective: str, algorithm: str, group_size: ArrayLike) -> np.ndarray:
     n = np.asarray(group_size, dtype=np.float64)
+    if algorithm == "fitted":   # a measured curve scales by its collective's own steps (sendrecv: one)
+        algorithm = _shape(collective).fitted_steps
     step_fn = ALGORITHM_STEPS.get(algorithm, ALGORITHM_STEPS["ring"])
     passes = _shape(collective).step_multiplier if algorithm in MULTIPASS or algorithm not in ALGORITHM_STEPS else 1
     return np.maximum(step_fn(n), 1.0) * passes
@@ -101,14 +107,20 @@ def _shape(collective: str) -> CollectiveShape:
     return shape
 
 
-def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
-                  bus_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(latency_s, per-step latency_s, busbw bytes/s) per query. Fitted curves: those of the
-    nearest measured group size (in log), and of the size segment the query's bus bytes fall in."""
+def _columns(c: AlgorithmCurve) -> list[float]:
+    """A curve's numbers in SI units: latency s, per-step latency s, busbw bytes/s, and a scale-out curve's own
+    per in-domain step latency s and demonstrated in-domain busbw bytes/s (NaN: none, the scale-up curve's)."""
+    return [c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9,
+            np.nan if c.latency_per_intra_step_us is None else c.latency_per_intra_step_us * 1e-6,
+            np.nan if c.intra_busbw_gbps is None else c.intra_busbw_gbps * 1e9]
+
+
+def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray, bus_bytes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(latency_s, per-step latency_s, busbw bytes/s, per in-domain step latency_s or NaN, in-domain busbw floor
+    bytes/s or NaN) per query (_columns). Fitted curves: those of the nearest measured group size (in log), and of
+    the size segment the query's bus bytes fall in."""
     if len(curves) == 1:
-        c = curves[0]
-        return (np.float64(c.latency_us * 1e-6), np.float64(c.latency_per_step_us * 1e-6),
-                np.float64(c.busbw_gbps * 1e9))
+        return tuple(np.float64(v) for v in _columns(curves[0]))
     by_group: dict[float, list[AlgorithmCurve]] = {}
     for c in sorted(curves, key=lambda c: c.min_bus_bytes):
         by_group.setdefault(float(c.group_size or 1), []).append(c)
@@ -116,8 +128,7 @@ def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
     num_segments = max(len(v) for v in by_group.values())
     # table[g, k]: segment k of group g (the last segment repeated to fill), starts[g, k] likewise
     rows = [by_group[g] + [by_group[g][-1]] * (num_segments - len(by_group[g])) for g in groups]
-    table = np.array([[[c.latency_us * 1e-6, c.latency_per_step_us * 1e-6, c.busbw_gbps * 1e9] for c in row]
-                      for row in rows])
+    table = np.array([[_columns(c) for c in row] for row in rows])
     starts = np.array([[c.min_bus_bytes for c in row] for row in rows])
     log_groups = np.log(groups)
     group_index = np.searchsorted((log_groups[1:] + log_groups[:-1]) / 2, np.log(n)) if len(groups) > 1 \
@@ -126,7 +137,7 @@ def _curve_arrays(curves: tuple[AlgorithmCurve, ...], n: np.ndarray,
     for k in range(1, num_segments):
         segment += starts[group_index, k] <= bus_bytes
     picked = table[group_index, segment]
-    return picked[..., 0], picked[..., 1], picked[..., 2]
+    return tuple(picked[..., k] for k in range(picked.shape[-1]))
 
 
 def _by_algorithm(curves: tuple[AlgorithmCurve, ...]) -> dict[str, tuple[AlgorithmCurve, ...]]:
@@ -226,28 +237,47 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
                 step_cache[name, which] = steps(collective, name, n if which == "n" else d)
         return step_cache[name, which]
 
+    fastest_up: list = []
+
+    def fastest_in_domain_busbw() -> np.ndarray | float:
+        """The fastest in-domain rate of any algorithm the fabric has inside a domain (inf: none)."""
+        if not fastest_up:
+            fastest_up.append(np.max(np.broadcast_arrays(*(_curve_arrays(c, n, bus_bytes)[2] for c in up.values())),
+                                     axis=0) if up else np.inf)
+        return fastest_up[0]
+
     # Written with in-place updates: at a million queries, fresh temporaries cost more than the math.
     def one_algorithm(name: str) -> tuple[np.ndarray | float, np.ndarray | float]:
-        """(time inside one domain, time across domains) of algorithm `name` (inf where it has no curve)."""
+        """(time inside one domain, time across domains) of algorithm `name` (inf where it has no curve). An
+        algorithm with a scale-out curve but none inside a domain (a preset's ring / tree beside a profile's
+        measured 'fitted' in-domain curve) is bounded inside the domains by the fastest in-domain rate there is:
+        the preset's 47 GB/s per NIC x 8 ranks was predicted at 375 GB/s busbw over a node measured at 100."""
         time_up = time_out = np.inf
         per_step, busbw = 0.0, np.inf
+        if name not in up and any_cross:
+            busbw = fastest_in_domain_busbw()
         if name in up:
-            lat, per_step, busbw = _curve_arrays(up[name], n, bus_bytes)
+            lat, per_step, busbw, _, _ = _curve_arrays(up[name], n, bus_bytes)
             if not all_cross:
                 time_up = np.multiply(cached_steps(name, "n"), per_step)
                 time_up += lat
                 time_up += skewed_bus_bytes / busbw
         if any_cross and name in out and name not in SCALE_UP_ONLY:
-            lat_o, per_step_o, busbw_o = _curve_arrays(out[name], n, bus_bytes)
-            # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up
+            lat_o, per_step_o, busbw_o, intra_o, floor_in = _curve_arrays(out[name], n, bus_bytes)
+            # the in-domain rate bounds a cross-domain group only below what its own measurement demonstrated
+            # (a measured 2-node busbw above the node's: NCCL's tree / NVLS-tree; profile.scale_out_curves)
+            busbw_in = np.fmax(busbw, floor_in) if np.any(~np.isnan(floor_in)) else busbw
+            # NCCL's tuning model: the steps between domains pay the scale-out hop, the rest scale-up (a fitted
+            # cross-domain curve carries its own in-domain step latency: profile.split_latency)
             time_out = np.multiply(cached_steps(name, "d"), per_step_o)
             time_out += lat_o
-            if np.any(per_step):
-                time_out += cached_steps(name, "intra") * per_step
+            intra_step = np.where(np.isnan(intra_o), per_step, intra_o) if np.any(~np.isnan(intra_o)) else per_step
+            if np.any(intra_step):
+                time_out += cached_steps(name, "intra") * intra_step
             if shape.spread:
-                wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw)
+                wire = np.maximum(bytes_out / busbw_o, bytes_in / busbw_in)
             else:
-                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(fewest * busbw_o, busbw), busbw_o)
+                wire = skewed_bus_bytes / np.where(shares_domain, np.minimum(fewest * busbw_o, busbw_in), busbw_o)
             time_out += wire
         return time_up, time_out
 

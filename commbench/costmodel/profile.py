@@ -4,9 +4,13 @@ Scale-up fits (the group inside one domain) become curves as measured. Fits of g
 domains become scale-out curves by inverting the composition rules of `formulas`:
 - rings/trees: the measured busbw is the slowest edge's, the edge between domains carrying the NICs
   of the group's m ranks per domain together, so the scale-out rate per rank is busbw / m (a warning
-  says so when the busbw is within 10% of the scale-up rate, i.e. the NICs may not be the bottleneck);
+  says so when the busbw is within 10% of the scale-up rate, i.e. the NICs may not be the bottleneck); a busbw above
+  the scale-up rate (NCCL's tree / NVLS-tree on a few nodes) is kept as the curve's intra_busbw_gbps, so that the
+  scale-up rate never caps the group below what it was measured at;
 - all-to-all: the NIC carries (n - m)/(n - 1) of the bus bytes, so scale-out = busbw * (n-m)/(n-1);
-- latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model).
+- latency: the part not explained by the scale-up steps, per scale-out step (NCCL's tuning model); the steps inside
+  domains of the cross-domain group are stored on its curve so that the measured layout is reproduced, and a
+  crossing never costs less than an in-domain step (split_latency).
 Each size segment of a piecewise fit is kept as its own curve (`min_bus_bytes`). On a preset base,
 sweeps that forced an NCCL algorithm also set the preset's NCCL parameters (fit_nccl.py).
 Every curve's source names the hosts it was measured on; runs of one system's hosts may be joined (the
@@ -65,6 +69,28 @@ def scale_up_curves(fit: CurveFit) -> list[AlgorithmCurve]:
             for start, offset_s, busbw in _segments(fit)]
 
 
+def split_latency(latency_s: float, inter_steps: float, intra_steps: float,
+                  up_step_s: float) -> tuple[float, float | None]:
+    """(per scale-out step, per in-domain step) seconds of a cross-domain group's measured latency `latency_s`, paid
+    over `inter_steps` steps between domains and `intra_steps` inside them (formulas.one_algorithm's composition),
+    where the in-domain curve measured `up_step_s` per step. The split reproduces the measured layout exactly:
+    inter_steps * out + intra_steps * in == latency_s.
+    - ordinary case: the in-domain steps cost what the in-domain curve measured and the crossings the rest;
+    - a crossing step never costs less than an in-domain step (its hop leaves NVLink for the PCIe switch, the NIC
+      and the network), and never less than the measured group's mean step (latency_s / all its steps): where the
+      in-domain rate times the group's in-domain steps reaches or exceeds the measured latency (NCCL's small-size
+      algorithms grow with the group more slowly than the n-1 steps of the fitted model: 8 ranks in 25 us, 16 over
+      two nodes in 30 us), the crossing is floored at `up_step_s` (capped at latency_s / inter_steps) and the
+      in-domain steps of this group carry what is left. Without the floor the crossing was clamped to 0: the
+      measured layout was predicted +67% and a one-rank-per-domain group at ~0 us (found from outside).
+    The in-domain part is None where the group has no in-domain steps (one rank per domain measured)."""
+    if intra_steps <= 0:
+        return latency_s / inter_steps, None
+    ordinary = (latency_s - up_step_s * intra_steps) / inter_steps
+    out = min(max(ordinary, up_step_s), latency_s / inter_steps)
+    return out, max(latency_s - out * inter_steps, 0.0) / intra_steps
+
+
 def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[list[AlgorithmCurve], list[str]]:
     key = fit.key
     n, d = key.group_size, key.num_domains
@@ -79,16 +105,27 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
     up_busbw = nearest_up.busbw_gbps * 1e9 if (nearest_up and m > 1) else math.inf
     spread = COLLECTIVES[key.collective].spread
     curves, warnings = [], []
-    per_step_s = max(fit.fit.latency_s - up_step_s * intra_steps, 0.0) / inter_steps
+    per_step_s, intra_step_s = split_latency(max(fit.fit.latency_s, 0.0), inter_steps, intra_steps, up_step_s)
     for start, offset_s, busbw in _segments(fit):
         # per rank's NIC: an all-to-all's bytes leave over the (n-m)/(n-1) share; a ring's or tree's
         # channels use the NICs of the m ranks in each domain together (formulas.py)
         out_busbw = busbw * (n - m) / (n - 1) if spread else busbw / m
-        if not spread and busbw > 0.9 * up_busbw:
+        # the in-domain rate this measurement demonstrates: a ring's or tree's busbw went through its NVLink
+        # segments too; an all-to-all's (m-1)/(n-1) share of the bus bytes stayed inside the domain in its time
+        intra_busbw = (busbw * (m - 1) / (n - 1) if spread else busbw) if m > 1 else None
+        if not spread and busbw > up_busbw:
+            warnings.append(f"{key.label}: busbw {busbw / 1e9:.3g} GB/s is above the scale-up rate "
+                            f"{up_busbw / 1e9:.3g} GB/s measured at {nearest_up.group_size} ranks in one domain: this "
+                            "group was not bound by the in-domain ring (NCCL's tree or NVLS-tree reduce inside the "
+                            "domain first); its own layout is predicted at its measured rate, other layouts are "
+                            "composed from it")
+        elif not spread and busbw > 0.9 * up_busbw:
             warnings.append(f"{key.label}: busbw {busbw / 1e9:.3g} GB/s is close to the scale-up rate; "
                             "the scale-out rate may be higher than fitted")
         curves.append(AlgorithmCurve(collective=key.collective, tier="scale_out", algorithm=algorithm,
                                      latency_us=offset_s * 1e6, latency_per_step_us=per_step_s * 1e6,
+                                     latency_per_intra_step_us=None if intra_step_s is None else intra_step_s * 1e6,
+                                     intra_busbw_gbps=None if intra_busbw is None else intra_busbw / 1e9,
                                      busbw_gbps=out_busbw / 1e9, group_size=n, min_bus_bytes=start,
                                      source=curve_source(fit)))
     return curves, warnings
@@ -268,6 +305,24 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         fabric = dataclasses.replace(fabric, warnings=(f"emulated fabric: fitted on `commbench emulate` "
                                                        f"({emulated[0]}), not on a real network",) + fabric.warnings)
     return fabric, fits, notes
+
+
+def check_usable_curve(fits: list[CurveFit], paths: list[str]) -> None:
+    """Refuse, in one line naming each curve and why, results whose fitted curves are all reported only (bandwidth
+    undetermined, a composite workload's total, an unknown stage): the profile would predict nothing (`fit` wrote one
+    and exited 0; found from outside), as results with no usable points are refused."""
+    from commbench.errors import CommbenchError
+
+    if any(f.key.for_prediction and f.key.collective in COLLECTIVES for f in fits):
+        return
+    why = "; ".join(f"{f.key.label}: " + (next((w for w in f.warnings if "not used to predict" in w), None)
+                                          or ("a composite workload's total or stage, reported only"
+                                              if f.key.collective in COLLECTIVES or f.key.stage
+                                              else "no collective the cost model predicts"))
+                    for f in fits[:3]) + (f"; and {len(fits) - 3} more" if len(fits) > 3 else "")
+    raise CommbenchError(f"no usable curve in {', '.join(paths)}: every curve fitted is reported, not used to predict "
+                         f"({why}), so the profile would predict nothing; measure sizes where the time grows with "
+                         "size (and a plain collective's sweep)")
 
 
 def _run_text(header) -> str:

@@ -7,7 +7,8 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
   is refused in one line (CPUTIME_REFUSAL), its rows skipped; so is nccl-tests 1.x's (V1_REFUSAL: time in ms);
 - `N/A` cells (#wrong without -c, in-place of tests that have none) and rows with only one placement;
 - the banner (`# nThread ... iters: ...`, `# nccl-tests version ...`), `# Using devices` + `#  Rank`
-  lines, `NCCL INFO`/`NCCL WARN` lines interleaved, launcher command lines, footers;
+  lines, `NCCL INFO`/`NCCL WARN` lines interleaved (NCCL's "NCCL_X set by environment to V" / "NCCL_X set to V"
+  become the run header's nccl_env, as a -J file's env), launcher command lines, footers;
 - several collectives in one log: a run starts at `# Collective test starting: X_perf` (newer) or at
   a command line naming `X_perf` (older), or takes the file name / the --collective given;
 - -N cycles: one banner, the rows of every cycle one after another (src/common.cu threadRunTests); a row
@@ -144,6 +145,11 @@ AVERAGE_2_10_0_NOTE = ("nccl-tests 2.10.0: built with MPI, its -a 1 time is the 
 # NCCL's own log lines (NCCL_DEBUG=INFO/WARN: "host:pid:tid [dev] NCCL INFO ...", src/debug.cc ncclDebugLog), which
 # other ranks of an mpirun/srun job print into the same output, at any point of a line nccl-tests is writing
 NCCL_LOG_RE = re.compile(r"NCCL (?:INFO|WARN)\b")
+# The NCCL_* settings NCCL says it read, in its INFO lines (NCCL_DEBUG=INFO): "<NAME> set by environment to <v>"
+# (src/misc/param.cc ncclLoadParam, with a '.' after integers; src/graph/paths.cc, tuning.cc, init.cc, socket.cc,
+# ...) and "<NAME> set to <v>" (src/misc/socket.cc NCCL_SOCKET_IFNAME, src/transport/net_ib/init.cc NCCL_IB_HCA,
+# src/bootstrap.cc NCCL_OOB_NET_IFNAME): a text log's counterpart of a -J file's "env"
+NCCL_ENV_LOG_RE = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set (?:by environment )?to (\S+)")
 ROW_WITH_NCCL_LOG = ("the row carries NCCL log text (another rank's NCCL_DEBUG output written into it): its cells are "
                      "not read; the point is missing from the records")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
@@ -374,6 +380,7 @@ class _TextRun:
         self.threads_gpus = 1
         self.hosts: list[str] = []
         self.devices: list[str] = []
+        self.nccl_env: dict[str, str] = {}  # the NCCL_* settings the process's NCCL INFO lines said (NCCL_ENV_LOG_RE)
         self.version: str | None = None
         # commbench's own --format nccl-tests text says the backend it ran (its intro line, or nccl-library=0 in its
         # version line: no NCCL, so gloo); nccl-tests' own logs are NCCL's. Set by each run's version line.
@@ -416,8 +423,8 @@ class _TextRun:
         self.run_id = None
         self.point = {}
         self.rows_seen = set()
-        if forget_devices:
-            self.hosts, self.devices = [], []
+        if forget_devices:   # another process: its own devices and environment
+            self.hosts, self.devices, self.nccl_env = [], [], {}
 
     def next_cycle(self, lead: tuple[str, ...]) -> bool:
         """Whether a row with these leading columns repeats one of the run's rows (an -N cycle starts)."""
@@ -548,7 +555,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
-                                      notes=notes))
+                                      nccl_env=state.nccl_env, notes=notes))
     root = int(row["root"]) if "root" in row else None
     flags, flag_notes = kernel_params(state.argv, state.version)   # -R / -D from the log's command line, if it has one
     workload = moe_params(state.moe, state.point, group or world) if state.collective == "moe_all_to_all" else None
@@ -714,7 +721,10 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             except (ValueError, KeyError) as exc:
                 result.problems.append((source, number, raw, f"unparsable result row: {exc}"))
             continue
-        if nccl_log:   # NCCL_DEBUG=INFO output (any rank's): not nccl-tests' own
+        if nccl_log:   # NCCL_DEBUG=INFO output (any rank's): not nccl-tests' own, but it says the NCCL_* settings
+            if (setting := NCCL_ENV_LOG_RE.search(line)):
+                value = setting.group(2)
+                state.nccl_env[setting.group(1)] = value[:-1] if re.fullmatch(r"-?\d+\.", value) else value
             continue
         if line.startswith(V1_BARE_LINES):  # nccl-tests 1.x printed its banner and footer without '#'
             _comment(state, "# " + line)
