@@ -203,3 +203,69 @@ def test_results_records_validate_against_the_record_schema(tmp_path):
     bad = dict(lines[1], size_bytes="8 B")
     with pytest.raises(jsonschema.ValidationError):
         validate(bad, "results-record")
+
+
+# every --json command, cheaply: (name, args); "{results}", "{tmp}" and "{runs}" are filled in below
+JSON_COMMANDS = {
+    "systems": ["systems", "--json"],
+    "predict": ["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-b", "1K", "-e", "1M", "--json"],
+    "env": ["env", "--json"],
+    "sweep": ["sweep", "ci-small", "--dry-run", "--json"],
+    "plan-search": ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4", "--gbs", "64",
+                    "--top", "2", "--json"],
+    "plan-pinned": ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4", "--gbs", "64",
+                    "--layout", "tp=2,pp=1,ep=2,etp=1,cp=1", "--json"],
+    "fit": ["fit", "{results}", "--json"],
+    "compare": ["compare", "{results}", "{results}", "--allow-same-run", "--json"],
+    "calibrate": ["calibrate", "--evaluate", "{runs}", "--json"],
+    "tune": ["tune", "--results", "{results}", "--out", "{tmp}/tune", "--top", "2", "--json"],
+}
+# run in a fresh interpreter: rich reads FORCE_COLOR / TTY_COMPATIBLE when a console is made (at import)
+_DRIVER = """
+import json, sys
+from typer.testing import CliRunner
+from commbench.cli.app import app
+out = {}
+for name, args in json.loads(sys.argv[1]).items():
+    result = CliRunner().invoke(app, args)
+    out[name] = {"exit_code": result.exit_code, "stdout": result.stdout, "output": result.output}
+sys.__stdout__.write(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module", params=["FORCE_COLOR", "TTY_COMPATIBLE"])
+def coloured_outputs(request, results_file, tmp_path_factory):
+    """Every --json command's stdout with rich told to colour (FORCE_COLOR=1 or TTY_COMPATIBLE=1)."""
+    import os
+    import subprocess
+    import sys
+    tmp = tmp_path_factory.mktemp("colour")
+    runs = tmp / "runs.json"
+    runs.write_text(json.dumps([dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8", seq_len=4096,
+                                     tokens_per_s_per_gpu=6300.0, tp=1, pp=2, vp=8, ep=32, etp=1, cp=1, mbs=1, gbs=4096)]))
+    fill = {"{results}": str(results_file), "{runs}": str(runs)}
+    commands = {name: [fill.get(a, a.replace("{tmp}", str(tmp))) for a in args] for name, args in JSON_COMMANDS.items()}
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    env |= {request.param: "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(commands)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(JSON_COMMANDS))
+def test_json_stays_plain_when_colour_is_forced(coloured_outputs, name):
+    """FORCE_COLOR=1 / TTY_COMPATIBLE=1 coloured every --json document with ANSI codes (rich's print_json)."""
+    got = coloured_outputs[name]
+    assert got["exit_code"] == 0, got["output"]
+    assert "\x1b[" not in got["stdout"]
+    assert isinstance(json.loads(got["stdout"]), dict)
+
+
+def test_no_command_prints_json_through_rich():
+    """One writer of JSON documents (commbench.cli.base.print_json); rich's Console.print_json colours them."""
+    import re
+    root = Path(__file__).resolve().parents[1] / "commbench"
+    hits = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py")
+            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.search(r"\.print_json\(", line)]
+    assert hits == []

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, print_json
 from commbench.results.render import styled
 from commbench.limits import MAX_GPUS, MAX_MOE_IMBALANCE  # noqa: F401 (tune and tests read them here)
 from commbench.errors import CommbenchError, invalid
@@ -253,7 +253,7 @@ def plan(
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json or emit == "json":
-            console.print_json(json.dumps(doc, default=float))
+            print_json(doc, default=float)
             return
         if emit in ("megatron", "torchtitan"):
             from commbench.planner.emit.plan import megatron_launch_text, torchtitan_emit_text

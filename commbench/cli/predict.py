@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Annotated, Optional
@@ -10,7 +9,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from commbench.cli.base import command, console, err_console
+from commbench.cli.base import command, console, err_console, print_json
 from commbench.results.render import styled
 from commbench.costmodel.nccl_tables import PROTOCOLS as NCCL_PROTOCOLS
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
@@ -221,10 +220,10 @@ def predict(
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
                  "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x}
                 for s, t, a, b, name, proto, x in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond)]
-        console.print_json(json.dumps({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
-                                       "source": fabric.source, "collective": collective, "group_size": group,
-                                       "num_domains": num_domains, "fitted_range": measured,
-                                       "fit_warnings": fit_warnings(fabric, collective), "rows": rows}))
+        print_json({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
+                    "source": fabric.source, "collective": collective, "group_size": group,
+                    "num_domains": num_domains, "fitted_range": measured,
+                    "fit_warnings": fit_warnings(fabric, collective), "rows": rows})
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
     rows = [[format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}"] for s, t, a, b in zip(sizes, time_s, algbw, busbw)]

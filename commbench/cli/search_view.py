@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 
-from commbench.cli.base import console
+from commbench.cli.base import console, print_json
 from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.calibrate.coverage import coverage_lines
@@ -137,10 +137,10 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     meg = doc["megatron"]
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":
-        console.print_json(json.dumps({k: v for k, v in doc.items() if k != "placement"} |
-                                      {"placement": {k: v for k, v in doc["placement"].items()
-                                                     if k in ("gpus_per_rack", "num_racks", "summary")}},
-                                      default=float))
+        print_json({k: v for k, v in doc.items() if k != "placement"} |
+                   {"placement": {k: v for k, v in doc["placement"].items()
+                                  if k in ("gpus_per_rack", "num_racks", "summary")}},
+                   default=float)
     elif emit == "megatron":
         console.print(megatron_launch_text(meg), highlight=False, markup=False, soft_wrap=True)
         print_launch_notes(meg)

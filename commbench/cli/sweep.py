@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import shlex
 import sys
 import uuid
@@ -15,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, err_console, fail, renamed
+from commbench.cli.base import command, console, err_console, fail, print_json, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.files import OutputLock, safe_file_stem
@@ -255,7 +254,7 @@ def sweep(
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
         if as_json:
-            console.print_json(json.dumps(doc, default=str))
+            print_json(doc, default=str)
             return
         print_dry_run(doc)
         if resume and output:
