@@ -57,6 +57,12 @@ def test_pinned_and_searched_plans_share_one_schema(tmp_path):
     assert pinned["mode"] == "pinned" and searched["mode"] == "search"
     assert pinned["layout"] == searched["layout"]  # the search's winner, pinned, predicts the same step
     assert pinned["predicted"]["step_s"] == pytest.approx(searched["predicted"]["step_s"])
+    # probe Q: the pinned plan's `predicted` lacked mem_headroom_bytes and ep_racks_per_group
+    assert set(pinned["predicted"]) == set(searched["predicted"]) >= {"mem_headroom_bytes", "ep_racks_per_group"}
+    for key in ("mem_headroom_bytes", "ep_racks_per_group"):
+        assert pinned["predicted"][key] == pytest.approx(searched["predicted"][key])
+    assert searched["predicted"]["mem_headroom_bytes"] == pytest.approx(searched["top"][0]["mem_headroom_bytes"])
+    assert searched["predicted"]["ep_racks_per_group"] == searched["top"][0]["ep_racks"]
     assert shlex.split((tmp_path / "p" / "megatron_args.txt").read_text()) == pinned["megatron_args"]
 
 
