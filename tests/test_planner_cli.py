@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
@@ -93,3 +94,17 @@ def test_pareto_table_says_it_is_a_sample():
     front = len(doc["pareto"])
     assert front > 12   # this request's front is longer than the table (a sample is shown)
     assert f"12 of {front} shown, the top table's * rows among them; --json has all" in text.output
+
+
+
+@pytest.mark.parametrize("emit", ["megatron", "torchtitan"])
+@pytest.mark.parametrize("layout", [[], ["--layout", "tp=2,pp=1,vp=1,ep=2,etp=1,cp=1,mbs=1,gbs=64"]])
+def test_json_with_a_launch_emit_is_refused_in_one_line(emit, layout):
+    """Probe Q: `plan --json --emit megatron` printed the JSON and silently ignored --emit (both choose stdout)."""
+    args = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4", "--gbs", "64", *layout]
+    refused = CliRunner().invoke(app, args + ["--json", "--emit", emit])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    lines = refused.output.strip().splitlines()
+    assert len(lines) == 1 and f"--emit='{emit}'" in lines[0] and "--json" in lines[0]
+    same = CliRunner().invoke(app, args + ["--json", "--emit", "json"])   # the same document: accepted
+    assert same.exit_code == 0 and json.loads(same.stdout)["format"] == "commbench-plan"

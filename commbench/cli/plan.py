@@ -146,11 +146,13 @@ def plan(
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
     moe_capacity_factor: Annotated[Optional[float], typer.Option(
         help="expert capacity / mean tokens, the padding full-iteration CUDA graphs need (default: --moe-imbalance)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON instead of tables (the same as "
+                                          "--emit json; refused with --emit megatron or torchtitan)")] = False,
     # --- layout search options (issue 9) ---
     gbs: Annotated[Optional[int], typer.Option(help=GBS_HELP)] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
-    emit: Annotated[Optional[str], typer.Option(help="print the plan (the chosen or the --layout one) as json, megatron or torchtitan")] = None,
+    emit: Annotated[Optional[str], typer.Option(help="print the plan (the chosen or the --layout one) as json, megatron or "
+                                                "torchtitan (megatron and torchtitan: the launch alone, so not with --json)")] = None,
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="folder for plan.json, megatron_args.txt, launch.env "
                                               "and the TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2)")] = None,
     torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
@@ -170,6 +172,12 @@ def plan(
     force: Annotated[bool, typer.Option("--force", help="Replace files in --out named like plan files even when "
                                         "commbench did not write them.")] = False,
 ) -> None:
+    from commbench.planner.emit.plan import EMIT_KINDS
+    if emit is not None and emit not in EMIT_KINDS:
+        raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
+    if as_json and emit not in (None, "json"):   # both pick what stdout holds: the plan document or the launch
+        raise invalid("--emit", emit, "only json with --json (the same document); --emit megatron or torchtitan prints "
+                      "the launch instead of the plan document: give --json or --emit, not both")
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     if not 1 <= moe_imbalance <= MAX_MOE_IMBALANCE:
@@ -224,9 +232,6 @@ def plan(
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
-    from commbench.planner.emit.plan import EMIT_KINDS
-    if emit is not None and emit not in EMIT_KINDS:
-        raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
     req.pins.setdefault("cp", 1)
     req.pins.setdefault("etp", req.pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
