@@ -97,6 +97,11 @@ def resolve_precision(precision: str | None, pins: dict, gpu, *, model=None, fra
     return chosen
 
 
+# plan's and tune's --framework (one text; the rules: planner/search/frameworks.py, TITAN_ETP for etp)
+FRAMEWORK_HELP = ("megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only the layouts and features that "
+                  "framework runs (TorchTitan: CUDA graphs only with pp=1 and ep=1, etp=tp at ep=1 and 1 with EP, "
+                  "all-to-all EP, FSDP, its configs' activation checkpointing) and charge what its emitted configuration "
+                  "runs")
 GBS_HELP = ("global batch size in sequences (search). Default: the global batch of the --software release's "
             "Megatron-Bridge recipe for this model, GPU, precision and GPU count; without one, 16 per GPU (the median "
             "of those recipes; 128 on 8 GPUs, 4096 on 256); the plan says which it took")
@@ -162,10 +167,7 @@ def plan(
                                                        "(default: the shipped calibration); on a GPU the file's runs "
                                                        "do not include, its kernel terms are the shipped ones (said)")
                    ] = None,
-    framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
-                                           "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
-                                           "with pp=1 and ep=1, etp=tp at ep=1 and 1 with EP, all-to-all EP, FSDP, its configs' activation "
-                                           "checkpointing) and charge what its emitted configuration runs")] = "megatron",
+    framework: Annotated[str, typer.Option(help=FRAMEWORK_HELP)] = "megatron",
     gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
                                            "(fitted without --system, or by `commbench tune`)")] = None,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
