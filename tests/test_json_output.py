@@ -275,3 +275,20 @@ def test_no_command_prints_json_through_rich():
     hits = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py")
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.search(r"\.print_json\(", line)]
     assert hits == []
+
+
+def test_link_rates_say_their_unit_is_gigabytes():
+    """Probe Q: systems' nvlink_gbps / nic_gbps and the plan's link_gbps_per_gpu are GB/s (1e9 bytes/s) but read as
+    Gb/s; the schemas now say so (the names stay: scripts read them)."""
+    presets = schema("systems")["properties"]["presets"]["items"]["properties"]
+    tiers = schema("plan")["properties"]["inputs"]["properties"]["fabric"]["properties"]["tiers"]
+    for field in (presets["nvlink_gbps"], presets["nic_gbps"], tiers["additionalProperties"]["properties"]["link_gbps_per_gpu"]):
+        assert "GB/s" in field["description"] and "not gigabits" in field["description"]
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "json-output.md").read_text()
+    assert "`nvlink_gbps` and `nic_gbps` are per GPU per direction in GB/s" in docs and "link_gbps_per_gpu` is per GPU" in docs
+    # and the values are what the descriptions say: H100 HGX has a 400 Gb/s NIC per GPU, NVLink 4 450 GB/s a direction
+    h100 = next(p for p in run_json(["systems", "--json"])["presets"] if p["preset"] == "h100-hgx")
+    assert h100["nic_gbps"] * 8 == 400 and h100["nvlink_gbps"] == 450
+    plan = run_json(["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16", "--top", "1", "--json"])
+    validate(plan, "plan")
+    assert plan["inputs"]["fabric"]["tiers"]["scale_out"]["link_gbps_per_gpu"] == h100["nic_gbps"]
