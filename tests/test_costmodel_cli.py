@@ -160,6 +160,33 @@ def test_predict_names_nccls_algorithm_and_protocol_per_size_and_can_force_them(
     assert any(r["regime"] == "latency" and r["nccl_choice"] == "nvls/Simple" for r in checks)
 
 
+@pytest.mark.parametrize("algorithm, protocol", [("RING", "ll128"), ("Ring", "Ll128"), ("ring", "LL128")])
+def test_predict_reads_nccl_names_in_any_case_as_nccl_does(algorithm, protocol):
+    """Probe Q: --protocol ll / --algorithm RING were refused, though NCCL matches NCCL_ALGO / NCCL_PROTO with
+    strcasecmp (NVIDIA/nccl src/graph/tuning.cc parseList) and bench/sweep take them lower-case."""
+    args = ["predict", "--system", "h200-hgx", "-c", "all_reduce", "-g", "8", "-b", "1K", "-e", "1G", "-f", "32", "--json"]
+    out = _invoke(*args, "--algorithm", algorithm, "--protocol", protocol)
+    assert out.exit_code == 0, out.output
+    want = json.loads(_invoke(*args, "--algorithm", "ring", "--protocol", "LL128").output)["rows"]
+    assert json.loads(out.output)["rows"] == want and {(r["algorithm"], r["protocol"]) for r in want} == {("ring", "LL128")}
+    nvls = _invoke(*args, "--algorithm", "NVLS", "--protocol", "simple")
+    assert nvls.exit_code == 0 and {(r["algorithm"], r["protocol"]) for r in json.loads(nvls.output)["rows"]} == \
+        {("nvls", "Simple")}
+
+
+def test_the_cost_model_reads_algorithm_names_in_any_case():
+    from commbench.costmodel import collective_time_s, load_preset
+    from commbench.costmodel.nccl_model import combos
+    from commbench.costmodel.nccl_tables import ALGORITHMS, canonical_name
+    assert combos("all_reduce", "TREE", "simple") == combos("all_reduce", "tree", "Simple") == [("tree", "Simple")]
+    assert canonical_name("NVLSTree", ALGORITHMS) == "nvls_tree"   # NCCL_ALGO's own spelling (ncclAlgoStr)
+    assert canonical_name("bogus", ALGORITHMS) == "bogus"          # unchanged: the caller refuses it
+    fabric = load_preset("h100-hgx")   # all_to_all: alpha-beta curves (pairwise)
+    sizes = np.array([1 << 20, 1 << 26], dtype=np.float64)
+    assert np.array_equal(collective_time_s(fabric, "all_to_all", sizes, 8, algorithm="PAIRWISE"),
+                          collective_time_s(fabric, "all_to_all", sizes, 8, algorithm="pairwise"))
+
+
 def test_a_fabric_without_a_tier_a_plan_needs_says_what_to_measure(tmp_path):
     """The README's `fit results/*.jsonl -O fabric.json` on ci-small (racks of 2) and then `plan --system
     fabric.json` ended in "collective='all_gather' has no scale_up curve in fabric 'fitted'": no word of what

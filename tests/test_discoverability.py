@@ -53,3 +53,16 @@ def test_readme_names_every_shipped_sweep():
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     missing = [name for name in shipped_sweeps() if f"`{name}`" not in text]
     assert not missing, missing
+
+
+def test_plan_and_tune_describe_the_framework_alike():
+    """Probe Q: tune's --framework said TorchTitan runs etp=1, plan's 'etp=tp at ep=1 and 1 with EP' (TorchTitan
+    0.3.0 models/common/moe_sharding.py; planner/search/frameworks.py TITAN_ETP): one text now."""
+    import typer
+
+    from commbench.planner.search.frameworks import titan_etp
+    group = typer.main.get_command(app)
+    helps = {name: next(p.help for p in group.commands[name].params if p.name == "framework") for name in ("plan", "tune")}
+    assert helps["plan"] == helps["tune"]
+    assert "etp=tp at ep=1 and 1 with EP" in helps["tune"]
+    assert int(titan_etp(4, 1)) == 4 and int(titan_etp(4, 8)) == 1   # what the text says TorchTitan runs

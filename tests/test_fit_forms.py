@@ -113,3 +113,36 @@ def test_a_fabric_whose_only_curve_has_no_bandwidth_says_so_when_asked_to_predic
     with pytest.raises(CommbenchError, match=r"not covered by fabric 'fitted': its measured curve's bandwidth "
                                              r"undetermined: time does not grow with size"):
         collective_time_s(fabric, "all_reduce", np.array([1e6]), np.array([2]), np.array([1]))
+
+
+def test_fit_json_and_the_profile_say_null_where_the_bandwidth_is_undetermined(tmp_path):
+    """Probe Q: `fit --json` (and the profile's fit_report) gave busbw_gbps 9.999999999999999e+20 for a curve whose
+    times did not grow with size, where the table prints '-' and the curve's warning says 'bandwidth undetermined'."""
+    import json
+    from pathlib import Path
+
+    import jsonschema
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter
+    path = tmp_path / "flat.jsonl"
+    with JsonlWriter(path) as writer:
+        for i, size in enumerate((4096, 65536, 262144, 1048576)):
+            for collective, time_us in (("all_reduce", 5e3 * (1.0 - 0.01 * i)), ("all_gather", 50.0 + size / 5e3)):
+                writer.write(Measurement(run_id="r", collective=collective, backend="gloo", size_bytes=size,
+                                         count=size // 4, dtype="float32", op="sum", in_place=False, world_size=2,
+                                         group_size=2, iters=10, warmup_iters=2, time_us_median=time_us,
+                                         time_us_p99=time_us, algbw_gbps=size / time_us / 1e3,
+                                         busbw_gbps=size / time_us / 1e3, num_wrong=0))
+    result = CliRunner().invoke(app, ["fit", str(path), "--json", "-O", str(tmp_path / "p.json")])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    schema = json.loads((Path(__file__).resolve().parents[1] / "commbench/data/schemas/fit.schema.json").read_text())
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    profile = json.loads((tmp_path / "p.json").read_text())
+    for curves in (doc["curves"], profile["fit_report"]):
+        by = {c["collective"]: c for c in curves}
+        assert any(w.startswith("bandwidth undetermined") for w in by["all_reduce"]["warnings"])
+        assert by["all_reduce"]["busbw_gbps"] and all(bw is None for bw in by["all_reduce"]["busbw_gbps"])
+        assert all(isinstance(bw, float) and 0 < bw < 1e5 for bw in by["all_gather"]["busbw_gbps"])

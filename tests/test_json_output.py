@@ -57,6 +57,12 @@ def test_pinned_and_searched_plans_share_one_schema(tmp_path):
     assert pinned["mode"] == "pinned" and searched["mode"] == "search"
     assert pinned["layout"] == searched["layout"]  # the search's winner, pinned, predicts the same step
     assert pinned["predicted"]["step_s"] == pytest.approx(searched["predicted"]["step_s"])
+    # probe Q: the pinned plan's `predicted` lacked mem_headroom_bytes and ep_racks_per_group
+    assert set(pinned["predicted"]) == set(searched["predicted"]) >= {"mem_headroom_bytes", "ep_racks_per_group"}
+    for key in ("mem_headroom_bytes", "ep_racks_per_group"):
+        assert pinned["predicted"][key] == pytest.approx(searched["predicted"][key])
+    assert searched["predicted"]["mem_headroom_bytes"] == pytest.approx(searched["top"][0]["mem_headroom_bytes"])
+    assert searched["predicted"]["ep_racks_per_group"] == searched["top"][0]["ep_racks"]
     assert shlex.split((tmp_path / "p" / "megatron_args.txt").read_text()) == pinned["megatron_args"]
 
 
@@ -203,3 +209,86 @@ def test_results_records_validate_against_the_record_schema(tmp_path):
     bad = dict(lines[1], size_bytes="8 B")
     with pytest.raises(jsonschema.ValidationError):
         validate(bad, "results-record")
+
+
+# every --json command, cheaply: (name, args); "{results}", "{tmp}" and "{runs}" are filled in below
+JSON_COMMANDS = {
+    "systems": ["systems", "--json"],
+    "predict": ["predict", "-c", "all_reduce", "-g", "8", "--system", "h100-hgx", "-b", "1K", "-e", "1M", "--json"],
+    "env": ["env", "--json"],
+    "sweep": ["sweep", "ci-small", "--dry-run", "--json"],
+    "plan-search": ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4", "--gbs", "64",
+                    "--top", "2", "--json"],
+    "plan-pinned": ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4", "--gbs", "64",
+                    "--layout", "tp=2,pp=1,ep=2,etp=1,cp=1", "--json"],
+    "fit": ["fit", "{results}", "--json"],
+    "compare": ["compare", "{results}", "{results}", "--allow-same-run", "--json"],
+    "calibrate": ["calibrate", "--evaluate", "{runs}", "--json"],
+    "tune": ["tune", "--results", "{results}", "--out", "{tmp}/tune", "--top", "2", "--json"],
+}
+# run in a fresh interpreter: rich reads FORCE_COLOR / TTY_COMPATIBLE when a console is made (at import)
+_DRIVER = """
+import json, sys
+from typer.testing import CliRunner
+from commbench.cli.app import app
+out = {}
+for name, args in json.loads(sys.argv[1]).items():
+    result = CliRunner().invoke(app, args)
+    out[name] = {"exit_code": result.exit_code, "stdout": result.stdout, "output": result.output}
+sys.__stdout__.write(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module", params=["FORCE_COLOR", "TTY_COMPATIBLE"])
+def coloured_outputs(request, results_file, tmp_path_factory):
+    """Every --json command's stdout with rich told to colour (FORCE_COLOR=1 or TTY_COMPATIBLE=1)."""
+    import os
+    import subprocess
+    import sys
+    tmp = tmp_path_factory.mktemp("colour")
+    runs = tmp / "runs.json"
+    runs.write_text(json.dumps([dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8", seq_len=4096,
+                                     tokens_per_s_per_gpu=6300.0, tp=1, pp=2, vp=8, ep=32, etp=1, cp=1, mbs=1, gbs=4096)]))
+    fill = {"{results}": str(results_file), "{runs}": str(runs)}
+    commands = {name: [fill.get(a, a.replace("{tmp}", str(tmp))) for a in args] for name, args in JSON_COMMANDS.items()}
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    env |= {request.param: "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(commands)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(JSON_COMMANDS))
+def test_json_stays_plain_when_colour_is_forced(coloured_outputs, name):
+    """FORCE_COLOR=1 / TTY_COMPATIBLE=1 coloured every --json document with ANSI codes (rich's print_json)."""
+    got = coloured_outputs[name]
+    assert got["exit_code"] == 0, got["output"]
+    assert "\x1b[" not in got["stdout"]
+    assert isinstance(json.loads(got["stdout"]), dict)
+
+
+def test_no_command_prints_json_through_rich():
+    """One writer of JSON documents (commbench.cli.base.print_json); rich's Console.print_json colours them."""
+    import re
+    root = Path(__file__).resolve().parents[1] / "commbench"
+    hits = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py")
+            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.search(r"\.print_json\(", line)]
+    assert hits == []
+
+
+def test_link_rates_say_their_unit_is_gigabytes():
+    """Probe Q: systems' nvlink_gbps / nic_gbps and the plan's link_gbps_per_gpu are GB/s (1e9 bytes/s) but read as
+    Gb/s; the schemas now say so (the names stay: scripts read them)."""
+    presets = schema("systems")["properties"]["presets"]["items"]["properties"]
+    tiers = schema("plan")["properties"]["inputs"]["properties"]["fabric"]["properties"]["tiers"]
+    for field in (presets["nvlink_gbps"], presets["nic_gbps"], tiers["additionalProperties"]["properties"]["link_gbps_per_gpu"]):
+        assert "GB/s" in field["description"] and "not gigabits" in field["description"]
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "json-output.md").read_text()
+    assert "`nvlink_gbps` and `nic_gbps` are per GPU per direction in GB/s" in docs and "link_gbps_per_gpu` is per GPU" in docs
+    # and the values are what the descriptions say: H100 HGX has a 400 Gb/s NIC per GPU, NVLink 4 450 GB/s a direction
+    h100 = next(p for p in run_json(["systems", "--json"])["presets"] if p["preset"] == "h100-hgx")
+    assert h100["nic_gbps"] * 8 == 400 and h100["nvlink_gbps"] == 450
+    plan = run_json(["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16", "--top", "1", "--json"])
+    validate(plan, "plan")
+    assert plan["inputs"]["fabric"]["tiers"]["scale_out"]["link_gbps_per_gpu"] == h100["nic_gbps"]

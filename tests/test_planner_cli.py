@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
@@ -63,3 +64,47 @@ def test_emit_prints_a_pinned_layouts_plan_as_it_does_a_searched_one():
     assert as_json.exit_code == 0 and json.loads(as_json.output)["mode"] == "pinned"
     bad = CliRunner().invoke(app, ARGS + ["--emit", "yaml"])
     assert bad.exit_code == 2 and "--emit" in bad.output and "Traceback" not in bad.output
+
+
+def test_pareto_sample_keeps_every_starred_layout():
+    """Probe Q: the text Pareto table showed front[::len//12][:12] without saying so, and could drop a layout the
+    top table marks * (on the front)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from commbench.cli.search_view import pareto_shown
+    front = [0, 2, 3, 5, 7, 11, 13, 17, 19] + list(range(20, 80, 3))
+    result = SimpleNamespace(pareto=np.array(front))
+    for top in (1, 5, 20, 100):
+        shown = pareto_shown(result, top)
+        marked = [i for i in front if i < top]
+        assert set(marked) <= set(shown) and set(shown) <= set(front)
+        assert shown == sorted(shown, key=front.index)              # the front's order
+        assert len(shown) == max(12, len(marked))                    # 12 rows unless the * rows need more
+    short = SimpleNamespace(pareto=np.array(front[:7]))
+    assert pareto_shown(short, 3) == front[:7]
+
+
+def test_pareto_table_says_it_is_a_sample():
+    args = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "64", "--top", "5"]
+    doc = json.loads(CliRunner().invoke(app, args + ["--json"]).stdout)
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert text.exit_code == 0, text.output
+    front = len(doc["pareto"])
+    assert front > 12   # this request's front is longer than the table (a sample is shown)
+    assert f"12 of {front} shown, the top table's * rows among them; --json has all" in text.output
+
+
+
+@pytest.mark.parametrize("emit", ["megatron", "torchtitan"])
+@pytest.mark.parametrize("layout", [[], ["--layout", "tp=2,pp=1,vp=1,ep=2,etp=1,cp=1,mbs=1,gbs=64"]])
+def test_json_with_a_launch_emit_is_refused_in_one_line(emit, layout):
+    """Probe Q: `plan --json --emit megatron` printed the JSON and silently ignored --emit (both choose stdout)."""
+    args = ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "4", "--gbs", "64", *layout]
+    refused = CliRunner().invoke(app, args + ["--json", "--emit", emit])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    lines = refused.output.strip().splitlines()
+    assert len(lines) == 1 and f"--emit='{emit}'" in lines[0] and "--json" in lines[0]
+    same = CliRunner().invoke(app, args + ["--json", "--emit", "json"])   # the same document: accepted
+    assert same.exit_code == 0 and json.loads(same.stdout)["format"] == "commbench-plan"

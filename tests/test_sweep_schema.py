@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import pathlib
 
 import pytest
 
@@ -249,6 +250,66 @@ def test_dry_run_with_out_checks_the_file_as_the_launch_would(tmp_path):
     fresh = tmp_path / "new" / "out.jsonl"
     assert runner.invoke(app, [*dry, "-O", str(fresh)]).exit_code == 0 and not fresh.parent.exists()  # touches nothing
     json.loads(runner.invoke(app, [*dry, "--json", "-O", str(out), "--resume"]).output)
+
+
+def _sweep_header(run_id: str, backend: str, identity: str):
+    from commbench.results.records import RunHeader
+    return RunHeader(run_id=run_id, started_at="2025-01-01T00:00:00+00:00", argv=["commbench", "sweep"],
+                     commbench_version="0", python_version="3", torch_version=None, nccl_version=None,
+                     cuda_version=None, cupy_version=None, backend=backend, world_size=2, hostnames=["h"],
+                     devices=[], nccl_env={}, launcher="local", sweep_identity=identity)
+
+
+def test_dry_run_json_counts_every_tuning_combination_and_what_resume_skips(tmp_path):
+    """Probe Q: `sweep --dry-run --json` left out the NCCL tuning combinations the text lists (the launch runs every
+    point once per combination) and the --resume count; estimated_total_s was one pass. And `sweep F --resume` of
+    a tuned sweep refused the file its own launch wrote: each combination's header carries the combination's
+    sweep identity (runner.run_sweep_on_backend hashes combo_sweep), not the file's."""
+    import json
+
+    import jsonschema
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.results.records import JsonlWriter, Measurement
+    from commbench.sweep.resume import sweep_identity
+    from commbench.sweep.tuned_sweep import combo_sweep
+
+    schema = json.loads((pathlib.Path(__file__).resolve().parents[1] / "commbench" / "data" / "schemas"
+                         / "sweep-plan.schema.json").read_text())
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('[sweep]\nbackend = "nccl"\nnccl_algo = ["ring", "tree"]\n'
+                          '[[run]]\ncollective = "all_reduce"\nsizes = ["1K", "4K", "16K"]\n')
+    dry = ["sweep", str(sweep_file), "--dry-run", "--world-size", "2", "--json"]
+    runner = CliRunner()
+    result = runner.invoke(app, dry)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    assert doc["tuning_combinations"] == ["NCCL default", "ring/*/*", "tree/*/*"]
+    assert len(doc["points"]) == 3 and doc["num_points_total"] == 9 and doc["resume"] is None
+    assert doc["estimated_pass_s"] == pytest.approx(sum(p["estimated_s"] for p in doc["points"]))
+    assert doc["estimated_total_s"] == pytest.approx(3 * doc["estimated_pass_s"])
+
+    # a file one combination's launch wrote: its header's identity is the combination's sweep
+    spec = load_sweep(str(sweep_file))
+    tree = combo_sweep(spec, spec.tuning[2])
+    first = plan_sweep(tree, 2, backend="nccl")[0]
+    out = tmp_path / "out.jsonl"
+    with JsonlWriter(str(out)) as writer:
+        writer.write(_sweep_header("r1", "nccl", sweep_identity(tree, 2, "nccl")))
+        writer.write(Measurement(run_id="r1", collective="all_reduce", backend="nccl", size_bytes=1024, count=256,
+                                 dtype="float32", op="sum", in_place=True, world_size=2, group_size=2, iters=20,
+                                 warmup_iters=5, time_us_median=10.0, point_key=first.key,
+                                 params=dict(tree.entries[0].params)))
+    resumed = runner.invoke(app, [*dry, "-O", str(out), "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    doc = json.loads(resumed.stdout)
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    assert doc["resume"] == {"out": str(out), "num_points_recorded": 1, "num_points_to_measure": 8}
+    text = runner.invoke(app, [*dry[:-1], "-O", str(out), "--resume"])
+    assert text.exit_code == 0 and "--resume: 1 of the 9 point(s) of all 3 combinations" in text.output, text.output
+    assert "x 3 NCCL tuning combination(s) = 9 point(s)" in text.output
 
 
 @pytest.mark.parametrize("written_by", ["this", "earlier"])

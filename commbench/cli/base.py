@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable
+import json
+import sys
+from typing import Any, Callable
 
 import typer
 
@@ -47,6 +49,15 @@ NESTED_TOO_DEEPLY = ("an input file is nested too deeply to read (over ~1,000 le
                      "no file commbench reads or writes looks like that")
 HUGE_INTEGER = ("an input holds an integer of more than 4,300 digits: no count, size or rank commbench reads is "
                 "that large")
+
+
+def print_json(document: Any, *, default: Callable[[Any], Any] | None = None) -> None:
+    """Write one JSON document to stdout as plain `json.dumps(..., indent=2)` and a newline: every command's
+    `--json` goes through here, never through rich (whose console colours JSON with ANSI codes when FORCE_COLOR or
+    TTY_COMPATIBLE is set, https://rich.readthedocs.io/en/stable/console.html#environment-variables, which no JSON
+    parser reads). sys.stdout is looked up at each call (pytest and typer's CliRunner swap it)."""
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=default) + "\n")
+    sys.stdout.flush()
 
 
 ERROR_LINE = "[bold red]error:[/] {}"   # how an error line looks (emulate restyles its ranks' lines so)

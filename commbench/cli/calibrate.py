@@ -11,7 +11,7 @@ import numpy as np
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, err_console, renamed
+from commbench.cli.base import command, console, err_console, print_json, renamed
 from commbench.errors import CommbenchError, first_line
 from commbench.results.render import styled
 from commbench.results.tables import Col, print_table
@@ -359,14 +359,14 @@ def calibrate(
         from commbench.planner.calibrate.fit import median_error_by_family
         by_family = median_error_by_family(loaded, errors)
         if as_json:
-            console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",
-                                           "kind": "predicted", "calibration": calibration or "shipped",
-                                           **shipped_terms, "calibration_other_gpus": other_gpus, "rows": rows,
-                                           "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
-                                           "num_in_sample": in_sample,
-                                           "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
-                                                                              for k, (m, n) in by_family.items()}},
-                                          default=float))
+            print_json({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "evaluate",
+                        "kind": "predicted", "calibration": calibration or "shipped",
+                        **shipped_terms, "calibration_other_gpus": other_gpus, "rows": rows,
+                        "skipped": skipped, "median_abs_error_pct": float(np.median(errors)),
+                        "num_in_sample": in_sample,
+                        "median_abs_error_pct_by_family": {k: {"median": m, "runs": n}
+                                                           for k, (m, n) in by_family.items()}},
+                       default=float)
             return
         print_table(console, f"predicted (calibration: {calibration or 'shipped'}) vs measured", RUN_COLUMNS, _run_rows(rows))
         console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted); by family: "
@@ -413,19 +413,19 @@ def calibrate(
     if shared:
         err_console.print(f"note: {shared}", highlight=False, markup=False, soft_wrap=True)
     if as_json:
-        console.print_json(json.dumps({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",
-                                       "out": out, "start": calibration or "shipped", **shipped_terms,
-                                       "calibration": data,
-                                       "num_runs": len(loaded), "num_distinct_runs": report.num_distinct_runs,
-                                       "terms_fitted": list(report.terms_fitted),
-                                       "terms_held": [{"term": t, "why": w} for t, w in report.terms_held.items()],
-                                       "moved": report.moved, "at_bound": report.at_bound,
-                                       "median_abs_error_pct_before": float(np.median(before)),
-                                       "median_abs_error_pct_in_sample": float(np.median(after)),
-                                       "median_abs_error_pct_leave_one_out": loo_median,
-                                       "leave_one_out_abs_error_pct": report.loo_abs_error_pct,
-                                       "leave_one_out_note": report.loo_note, "rows": rows, "skipped": skipped},
-                                      default=float))
+        print_json({"format": CALIBRATE_FORMAT, "version": CALIBRATE_VERSION, "mode": "fit",
+                    "out": out, "start": calibration or "shipped", **shipped_terms,
+                    "calibration": data,
+                    "num_runs": len(loaded), "num_distinct_runs": report.num_distinct_runs,
+                    "terms_fitted": list(report.terms_fitted),
+                    "terms_held": [{"term": t, "why": w} for t, w in report.terms_held.items()],
+                    "moved": report.moved, "at_bound": report.at_bound,
+                    "median_abs_error_pct_before": float(np.median(before)),
+                    "median_abs_error_pct_in_sample": float(np.median(after)),
+                    "median_abs_error_pct_leave_one_out": loo_median,
+                    "leave_one_out_abs_error_pct": report.loo_abs_error_pct,
+                    "leave_one_out_note": report.loo_note, "rows": rows, "skipped": skipped},
+                   default=float)
         return
     moved = {m["term"]: m for m in report.moved}
     print_table(console, f"terms ({len(loaded)} run(s), {report.num_distinct_runs} distinct: {len(report.terms_fitted)} "

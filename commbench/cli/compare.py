@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, err_console, fail
+from commbench.cli.base import command, console, err_console, fail, print_json
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
@@ -489,11 +489,11 @@ def compare_cmd(
                      complete_runs=plans, cut_short_runs=cut_runs)
     plan_change = plan_change_text(base_headers, plans) if result.not_planned else ""
     if as_json:
-        console.print_json(json.dumps(comparison_document(result, base, new, unreadable=len(unreadable),
-                                                          setup_unknown=headerless, cut_short=cut_short,
-                                                          allow_cut_short=allow_cut_short,
-                                                          base_incomplete=base_short, stale_new=stale,
-                                                          unchecked_both=unchecked_both)))
+        print_json(comparison_document(result, base, new, unreadable=len(unreadable),
+                                       setup_unknown=headerless, cut_short=cut_short,
+                                       allow_cut_short=allow_cut_short,
+                                       base_incomplete=base_short, stale_new=stale,
+                                       unchecked_both=unchecked_both))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 from typing import Annotated
@@ -10,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, print_json
 from commbench.comm.backends import BACKEND_NAMES, backend_status, resolve_backend
 from commbench.comm.launch import detect_rank_env
 from commbench.comm.nccl_conf import read_conf_files
@@ -87,8 +86,8 @@ def environment_fields() -> dict:
 def env(as_json: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON object (schema: docs/json-output.md).")] = False) -> None:
     rows = environment_rows()
     if as_json:
-        console.print_json(json.dumps({"format": "commbench-env", "version": 1, "environment": dict(rows),
-                                       "machine": environment_fields(), "backend": resolve_backend("auto")}))
+        print_json({"format": "commbench-env", "version": 1, "environment": dict(rows),
+                    "machine": environment_fields(), "backend": resolve_backend("auto")})
         return
     print_table(console, "commbench environment", [Col(name="what", numeric=False), Col(name="value", numeric=False)],
                 [[escape(key), escape(value)] for key, value in rows])

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, renamed
+from commbench.cli.base import command, console, print_json, renamed
 from commbench.results.render import styled
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
@@ -58,9 +57,9 @@ def fit(
     if as_json:
         if out:
             _write_fabric(fabric, out, force)
-        console.print_json(json.dumps({"format": "commbench-fit", "version": 1, "fabric": fabric.name, "out": out,
-                                       "heldout_min_bytes": min_heldout, "curves": [f.to_report() for f in fits],
-                                       "notes": list(notes), "warnings": list(fabric.warnings)}))
+        print_json({"format": "commbench-fit", "version": 1, "fabric": fabric.name, "out": out,
+                    "heldout_min_bytes": min_heldout, "curves": [f.to_report() for f in fits],
+                    "notes": list(notes), "warnings": list(fabric.warnings)})
         return
     # where the curves were measured: once in the title when they agree, else a column (dropped on a narrow
     # terminal after every other droppable column; the profile's note names every curve's hosts there too)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, print_json
 from commbench.results.render import styled
 from commbench.limits import MAX_GPUS, MAX_MOE_IMBALANCE  # noqa: F401 (tune and tests read them here)
 from commbench.errors import CommbenchError, invalid
@@ -97,6 +97,11 @@ def resolve_precision(precision: str | None, pins: dict, gpu, *, model=None, fra
     return chosen
 
 
+# plan's and tune's --framework (one text; the rules: planner/search/frameworks.py, TITAN_ETP for etp)
+FRAMEWORK_HELP = ("megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only the layouts and features that "
+                  "framework runs (TorchTitan: CUDA graphs only with pp=1 and ep=1, etp=tp at ep=1 and 1 with EP, "
+                  "all-to-all EP, FSDP, its configs' activation checkpointing) and charge what its emitted configuration "
+                  "runs")
 GBS_HELP = ("global batch size in sequences (search). Default: the global batch of the --software release's "
             "Megatron-Bridge recipe for this model, GPU, precision and GPU count; without one, 16 per GPU (the median "
             "of those recipes; 128 on 8 GPUs, 4096 on 256); the plan says which it took")
@@ -146,11 +151,13 @@ def plan(
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
     moe_capacity_factor: Annotated[Optional[float], typer.Option(
         help="expert capacity / mean tokens, the padding full-iteration CUDA graphs need (default: --moe-imbalance)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON instead of tables (the same as "
+                                          "--emit json; refused with --emit megatron or torchtitan)")] = False,
     # --- layout search options (issue 9) ---
     gbs: Annotated[Optional[int], typer.Option(help=GBS_HELP)] = None,
     top: Annotated[int, typer.Option(help="layouts to show (search)")] = 10,
-    emit: Annotated[Optional[str], typer.Option(help="print the plan (the chosen or the --layout one) as json, megatron or torchtitan")] = None,
+    emit: Annotated[Optional[str], typer.Option(help="print the plan (the chosen or the --layout one) as json, megatron or "
+                                                "torchtitan (megatron and torchtitan: the launch alone, so not with --json)")] = None,
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="folder for plan.json, megatron_args.txt, launch.env "
                                               "and the TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2)")] = None,
     torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
@@ -160,16 +167,19 @@ def plan(
                                                        "(default: the shipped calibration); on a GPU the file's runs "
                                                        "do not include, its kernel terms are the shipped ones (said)")
                    ] = None,
-    framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
-                                           "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
-                                           "with pp=1 and ep=1, etp=tp at ep=1 and 1 with EP, all-to-all EP, FSDP, its configs' activation "
-                                           "checkpointing) and charge what its emitted configuration runs")] = "megatron",
+    framework: Annotated[str, typer.Option(help=FRAMEWORK_HELP)] = "megatron",
     gpu: Annotated[Optional[str], typer.Option(help="GPU to plan with when --system is a fabric .json that names none "
                                            "(fitted without --system, or by `commbench tune`)")] = None,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace files in --out named like plan files even when "
                                         "commbench did not write them.")] = False,
 ) -> None:
+    from commbench.planner.emit.plan import EMIT_KINDS
+    if emit is not None and emit not in EMIT_KINDS:
+        raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
+    if as_json and emit not in (None, "json"):   # both pick what stdout holds: the plan document or the launch
+        raise invalid("--emit", emit, "only json with --json (the same document); --emit megatron or torchtitan prints "
+                      "the launch instead of the plan document: give --json or --emit, not both")
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     if not 1 <= moe_imbalance <= MAX_MOE_IMBALANCE:
@@ -224,9 +234,6 @@ def plan(
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
-    from commbench.planner.emit.plan import EMIT_KINDS
-    if emit is not None and emit not in EMIT_KINDS:
-        raise invalid("--emit", emit, f"one of {', '.join(EMIT_KINDS)}")
     req.pins.setdefault("cp", 1)
     req.pins.setdefault("etp", req.pins["tp"])
     lay = parse_layout(layout, gpus, precision=req.precision, gbs=req.gbs)
@@ -253,7 +260,7 @@ def plan(
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json or emit == "json":
-            console.print_json(json.dumps(doc, default=float))
+            print_json(doc, default=float)
             return
         if emit in ("megatron", "torchtitan"):
             from commbench.planner.emit.plan import megatron_launch_text, torchtitan_emit_text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Annotated, Optional
@@ -10,9 +9,9 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from commbench.cli.base import command, console, err_console
+from commbench.cli.base import command, console, err_console, print_json
 from commbench.results.render import styled
-from commbench.costmodel.nccl_tables import PROTOCOLS as NCCL_PROTOCOLS
+from commbench.costmodel.nccl_tables import ALGORITHMS as NCCL_ALGORITHMS, PROTOCOLS as NCCL_PROTOCOLS, canonical_name
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
                                  moe_all_to_all_time_s)
 from commbench.costmodel.choice import uses_nccl_model
@@ -167,8 +166,8 @@ def predict(
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
-    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets; default: NCCL's fastest).")] = None,
-    protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple (NCCL collectives on presets).")] = None,
+    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets, any case; default: NCCL's fastest).")] = None,
+    protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple, any case (NCCL collectives on presets).")] = None,
     imbalance: Annotated[float, typer.Option("--imbalance", help="moe_all_to_all: max/mean bytes received per rank.")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows instead of a table.")] = False,
 ) -> None:
@@ -195,6 +194,13 @@ def predict(
     sizes = np.array(size_range(parse_size_bytes(min_bytes, "--min-bytes"), parse_size_bytes(max_bytes, "--max-bytes"),
                                 step_factor, parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None),
                      dtype=np.float64)
+    # any case, as NCCL reads NCCL_ALGO / NCCL_PROTO and bench/sweep read --nccl-algo / --nccl-proto: the model's
+    # spelling from here on (rows and JSON say ring, LL128)
+    if protocol is not None:
+        protocol = canonical_name(protocol, NCCL_PROTOCOLS)
+    if algorithm is not None:
+        algorithm = canonical_name(algorithm, (*NCCL_ALGORITHMS, *MOE_PHASES, "ring_ll",
+                                               *(c.algorithm for c in fabric.curves if c.collective == collective)))
     chosen, algorithm_used = None, algorithm
     if protocol is not None and protocol not in NCCL_PROTOCOLS:
         raise invalid("--protocol", protocol, f"one of {', '.join(NCCL_PROTOCOLS)}")
@@ -238,11 +244,11 @@ def predict(
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
                  "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x}
                 for s, t, a, b, name, proto, x in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond)]
-        console.print_json(json.dumps({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
-                                       "source": fabric.source, "collective": collective, "group_size": group,
-                                       "num_domains": num_domains, "fitted_range": measured,
-                                       "preset_curves": borrowed,
-                                       "fit_warnings": fit_warnings(fabric, collective), "rows": rows}))
+        print_json({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
+                    "source": fabric.source, "collective": collective, "group_size": group,
+                    "num_domains": num_domains, "fitted_range": measured,
+                    "preset_curves": borrowed,
+                    "fit_warnings": fit_warnings(fabric, collective), "rows": rows})
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
     rows = [[format_size(s), f"{t * 1e6:.2f}", f"{a:.3f}", f"{b:.3f}"] for s, t, a, b in zip(sizes, time_s, algbw, busbw)]

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 
-from commbench.cli.base import console
+from commbench.cli.base import console, print_json
 from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.calibrate.coverage import coverage_lines
@@ -50,15 +50,36 @@ def top_rows(result: SearchResult, top: int) -> list[list[str]]:
     return rows
 
 
-def pareto_rows(result: SearchResult, limit: int = 12) -> list[list[str]]:
+def pareto_shown(result: SearchResult, top: int, limit: int = 12) -> list[int]:
+    """The Pareto front's layouts the text table shows, in front order: every one the top table marks * (ranked
+    within `top`) and an even sample of the rest, `limit` rows in all where the marked ones leave room; the whole
+    front when it is no longer (plan --json's `pareto` always holds it all)."""
+    front = [int(i) for i in result.pareto]
+    if len(front) <= limit:
+        return front
+    marked = {i for i in front if i < top}
+    rest = [i for i in front if i not in marked]
+    room = max(0, limit - len(marked))
+    # evenly over the rest, both ends included (room < len(rest) here, so the positions are distinct)
+    sample = {rest[round(k * (len(rest) - 1) / max(1, room - 1))] for k in range(room)}
+    return [i for i in front if i in marked or i in sample]
+
+
+def pareto_rows(result: SearchResult, shown: list[int], top: int) -> list[list[str]]:
     bd = result.breakdown
-    front = list(result.pareto)
-    step = max(1, len(front) // limit)
-    return [[short(result.layouts.layout(int(i))), f"{bd.tokens_per_s_per_gpu[i]:,.0f}",
-             f"{result.headroom_bytes[i] / 1e9:.0f}"] for i in front[::step][:limit]]
+    return [[str(i + 1) if i < top else "", short(result.layouts.layout(i)), f"{bd.tokens_per_s_per_gpu[i]:,.0f}",
+             f"{result.headroom_bytes[i] / 1e9:.0f}"] for i in shown]
 
 
-PARETO_COLUMNS = (Col(name="layout", numeric=False), Col(name="tokens/s/GPU"), Col(name="free (GB)"))
+def pareto_title(num_shown: int, num_front: int) -> str:
+    """The Pareto table's title; a sample of the front says so."""
+    sampled = (f"; {num_shown} of {num_front} shown, the top table's * rows among them; --json has all"
+               if num_shown < num_front else "")
+    return f"Pareto front: predicted throughput vs memory headroom (no layout beats one of these in both){sampled}"
+
+
+PARETO_COLUMNS = (Col(name="#"), Col(name="layout", numeric=False), Col(name="tokens/s/GPU"),
+                  Col(name="free (GB)"))   # #: the layout's row in the top table, where it is one
 
 
 def launch_notes(section: dict) -> list[str]:
@@ -137,10 +158,10 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     meg = doc["megatron"]
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":
-        console.print_json(json.dumps({k: v for k, v in doc.items() if k != "placement"} |
-                                      {"placement": {k: v for k, v in doc["placement"].items()
-                                                     if k in ("gpus_per_rack", "num_racks", "summary")}},
-                                      default=float))
+        print_json({k: v for k, v in doc.items() if k != "placement"} |
+                   {"placement": {k: v for k, v in doc["placement"].items()
+                                  if k in ("gpus_per_rack", "num_racks", "summary")}},
+                   default=float)
     elif emit == "megatron":
         console.print(megatron_launch_text(meg), highlight=False, markup=False, soft_wrap=True)
         print_launch_notes(meg)
@@ -152,8 +173,9 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                  f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}{' (default)' if gbs_note else ''}, for {req.framework}; "
                  f"* = on the Pareto front")
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
-        print_table(console, "Pareto front: predicted throughput vs memory headroom (no layout beats one of these in "
-                    "both)", PARETO_COLUMNS, pareto_rows(result))
+        shown = pareto_shown(result, top)
+        print_table(console, pareto_title(len(shown), len(result.pareto)), PARETO_COLUMNS,
+                    pareto_rows(result, shown, top))
         from commbench.planner.calibrate.fit import framework_note
         shipped = ([efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
                    if calibration_file else [])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import shlex
 import sys
 import uuid
@@ -15,14 +14,13 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, err_console, fail, renamed
+from commbench.cli.base import command, console, err_console, fail, print_json, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
 from commbench.files import OutputLock, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe, listed_size, size_notes
-from commbench.sweep.resume import (check_resume_identity, earlier_problems, finished_before_launch, has_records,
-                                    resume_identities)
+from commbench.sweep.resume import check_resume_identity, earlier_problems, finished_before_launch, has_records
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
@@ -64,8 +62,10 @@ def refuse_axes_on(requested: str, spec) -> None:
                              "run it; --backend nccl or --world-size N plans for an NCCL machine)") from None
 
 
-def dry_run_document(sweep, world_size: int, backend: str) -> dict:
-    """`sweep --dry-run --json`: the points a launch would measure, with a rough (predicted) time each."""
+def dry_run_document(sweep, world_size: int, backend: str, resume: dict | None = None) -> dict:
+    """`sweep --dry-run --json`: the points of one pass with a rough (predicted) time each; with NCCL tuning axes
+    the launch runs that pass once per combination, each in fresh processes (commbench.sweep.tuned_sweep), so
+    the totals count every combination. `resume`: what --resume would skip (dry_run_output), else None."""
     points = []
     for number, point in enumerate(plan_sweep(sweep, world_size, backend=backend), start=1):
         row = describe(point)
@@ -74,9 +74,13 @@ def dry_run_document(sweep, world_size: int, backend: str) -> dict:
                        "size_bytes": size_bytes, "size_basis": basis, "groups": row["groups"],
                        "params": {k: v for k, v in sorted(point.point.spec.params.items())}, "how": row["how"],
                        "estimated_s": estimate_point_s(point, world_size, backend, size_bytes)})
+    num_passes = max(1, len(sweep.tuning))
+    pass_s = sum(p["estimated_s"] for p in points)
     return {"format": "commbench-sweep-plan", "version": 1, "sweep": sweep.name, "description": sweep.description,
             "world_size": world_size, "backend": backend, "num_entries": len(sweep.entries), "points": points,
-            "estimated_total_s": sum(p["estimated_s"] for p in points), "size_notes": size_notes(sweep, world_size)}
+            "tuning_combinations": [c.label for c in sweep.tuning], "num_points_total": len(points) * num_passes,
+            "estimated_pass_s": pass_s, "estimated_total_s": pass_s * num_passes, "resume": resume,
+            "size_notes": size_notes(sweep, world_size)}
 
 
 def print_dry_run(doc: dict) -> None:
@@ -97,9 +101,21 @@ def print_dry_run(doc: dict) -> None:
     nominal = sorted({p["size_basis"] for p in doc["points"] if not p["size_basis"].startswith("recorded")})
     for basis in nominal:
         console.print(f"note: sizes marked nominal are the {basis}", highlight=False, markup=False)
-    console.print(f"valid: {doc['num_entries']} entr(y/ies), {len(rows)} point(s); estimated run time "
-                  f"{doc['estimated_total_s']:.0f} s (a rough alpha-beta estimate for {doc['backend']}, not a measurement); "
-                  "nothing launched", highlight=False)
+    combos = doc["tuning_combinations"]
+    times = (f"; estimated run time {doc['estimated_total_s']:.0f} s" if not combos else
+             f" x {len(combos)} NCCL tuning combination(s) = {doc['num_points_total']} point(s); estimated run time "
+             f"{doc['estimated_total_s']:.0f} s, {doc['estimated_pass_s']:.0f} s a combination")
+    console.print(f"valid: {doc['num_entries']} entr(y/ies), {len(rows)} point(s){times} (a rough alpha-beta estimate "
+                  f"for {doc['backend']}, not a measurement); nothing launched", highlight=False)
+    if doc["resume"] is not None:
+        resume = doc["resume"]
+        console.print(f"--resume: {resume['num_points_recorded']} of "
+                      + (f"the {doc['num_points_total']} point(s) of all {len(combos)} combinations" if combos
+                         else "these point(s)")
+                      + f" are already in {resume['out']} and would not be measured again", highlight=False)
+    if combos:
+        console.print(f"x {len(combos)} NCCL tuning combination(s), each in fresh processes: " + ", ".join(combos),
+                      highlight=False)
 
 
 def earlier_text(earlier: tuple[str, ...], output: str) -> str:
@@ -110,9 +126,10 @@ def earlier_text(earlier: tuple[str, ...], output: str) -> str:
 
 def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, file: str) -> int:
     """`--dry-run -O FILE [--resume]`: refuse what the launch would refuse about FILE (touching nothing);
-    the number of the planned points --resume would skip as already recorded."""
+    the number of the planned points --resume would skip as already recorded (every tuning combination's)."""
     from commbench.files import check_results_target, probe_output_file
     from commbench.sweep.resume import recorded_keys
+    from commbench.sweep.tuned_sweep import launch_passes, tuned_resume_identities
 
     check_results_target(output, "--out")
     probe_output_file(output, "--out")
@@ -121,9 +138,10 @@ def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, fi
     if not resume:
         raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
                              f"or choose another -O/--out")
-    check_resume_identity(output, resume_identities(spec, world, backend), f"this sweep ({file} on {world} rank(s), {backend})")
+    check_resume_identity(output, tuned_resume_identities(spec, world, backend),
+                          f"this sweep ({file} on {world} rank(s), {backend})")
     done = recorded_keys(output)
-    return sum(point.key in done for point in plan_sweep(spec, world, backend=backend))
+    return sum(point.key in done for one in launch_passes(spec) for point in plan_sweep(one, world, backend=backend))
 
 
 def print_nothing_to_do(num_points: int, output: str, earlier: tuple[str, ...] = ()) -> None:
@@ -254,16 +272,13 @@ def sweep(
                                      f"{dry_run_backend(requested)} ({why}); --world-size plans for another machine")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
         skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
+        if resume and output:
+            doc["resume"] = {"out": output, "num_points_recorded": skipped,
+                             "num_points_to_measure": doc["num_points_total"] - skipped}
         if as_json:
-            console.print_json(json.dumps(doc, default=str))
+            print_json(doc, default=str)
             return
         print_dry_run(doc)
-        if resume and output:
-            console.print(f"--resume: {skipped} of these point(s) are already in {output} and would not be measured "
-                          "again", highlight=False)
-        if spec.tuning:
-            console.print(f"x {len(spec.tuning)} NCCL tuning combination(s), each in fresh processes: "
-                          + ", ".join(c.label for c in spec.tuning), highlight=False)
         return
     if as_json:
         raise CommbenchError("--json applies to --dry-run (a launch writes its records as JSONL to -O/--out)")
@@ -293,7 +308,8 @@ def sweep(
             from commbench.comm.job import DEFAULT_NPROC
 
             world = launched.world_size if launched is not None else (DEFAULT_NPROC if local_nproc is None else local_nproc)
-            check_resume_identity(output, resume_identities(spec, world, resolved),
+            from commbench.sweep.tuned_sweep import tuned_resume_identities
+            check_resume_identity(output, tuned_resume_identities(spec, world, resolved),
                                   f"this sweep ({file} on {world} rank(s), {resolved})")
             # under torchrun/srun/mpirun the other ranks wait for this one at the rendezvous: only own ranks are spared
             if launched is None and not spec.tuning and finished_on_resume(spec, output, world, resolved):

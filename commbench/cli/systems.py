@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, print_json
 from commbench.results.tables import Col, print_table
 from commbench.costmodel import bus_factor, collective_time_s, load_preset, preset_names
 from commbench.costmodel.accuracy import by_regime, format_summary
@@ -56,7 +55,7 @@ def systems(
                        "relative_error": r.relative_error, "regime": r.regime, "nccl_choice": r.chosen,
                        "source": r.source} for r in check_presets()]
     if as_json:
-        console.print_json(json.dumps({"format": "commbench-systems", "version": 1, "presets": rows, "checks": check_rows}))
+        print_json({"format": "commbench-systems", "version": 1, "presets": rows, "checks": check_rows})
         return
     print_table(console, "preset systems (busbw predicted at 8 GiB, GB/s)",
                 [Col(name="preset", numeric=False), Col(name="GPU", numeric=False, keep=2), Col(name="GPUs/domain", keep=1),

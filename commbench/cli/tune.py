@@ -12,7 +12,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
-from commbench.cli.plan import GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP
+from commbench.cli.plan import FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.precision import DEFAULT_HELP
 
@@ -41,10 +41,7 @@ def tune(
                                                        "(default: the shipped calibration); on a GPU the file's runs "
                                                        "do not include, its kernel terms are the shipped ones (said)")
                    ] = None,
-    framework: Annotated[str, typer.Option(help="megatron (Megatron-LM core_v0.16.1) or torchtitan (0.3.0): search only "
-                                           "the layouts and features that framework runs (TorchTitan: CUDA graphs only "
-                                           "with pp=1 and ep=1, etp=1, all-to-all EP, FSDP, its configs' activation "
-                                           "checkpointing) and charge what its emitted configuration runs")] = "megatron",
+    framework: Annotated[str, typer.Option(help=FRAMEWORK_HELP)] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,

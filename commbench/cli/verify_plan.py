@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console
+from commbench.cli.base import command, console, print_json
 from commbench.results.render import styled
 from commbench.errors import CommbenchError, invalid
 from commbench.results.tables import Col, print_table
@@ -153,11 +152,11 @@ def verify_plan(
     if fabric_check["status"] == "changed":
         flags.insert(0, fabric_check["line"])   # first: every prediction column is empty for it
     if as_json:
-        console.print_json(json.dumps({"format": "commbench-verify-plan", "version": 2, "plan": plan_file,
-                                       "system": system, "fabric_check": fabric_check, "backend": resolved,
-                                       "ranks": ranks, "emulated": emulated,
-                                       "comparable": all(p["comparable"] for p in points), "points": points,
-                                       "unmet_assumptions": flags}))
+        print_json({"format": "commbench-verify-plan", "version": 2, "plan": plan_file,
+                    "system": system, "fabric_check": fabric_check, "backend": resolved,
+                    "ranks": ranks, "emulated": emulated,
+                    "comparable": all(p["comparable"] for p in points), "points": points,
+                    "unmet_assumptions": flags})
     else:
         where = " on an EMULATED fabric" if emulated is not None else ""
         print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s){where}; measured here vs "

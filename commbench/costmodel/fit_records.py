@@ -111,7 +111,9 @@ class CurveFit:
             "num_domains": self.key.num_domains, "tier": self.tier, "num_points": self.num_points,
             "min_size_bytes": self.min_size_bytes, "max_size_bytes": self.max_size_bytes,
             "latency_us": self.fit.latency_s * 1e6,
-            "busbw_gbps": [bw / 1e9 for bw in self.fit.busbw_bytes_per_s],
+            # null where the piece's bandwidth is undetermined (time did not grow with size, MAX_PLAUSIBLE_BUSBW):
+            # its warning says so, as `fit`'s table prints "-"; the raw slope (~1e21 GB/s) is no number to read
+            "busbw_gbps": [bw / 1e9 if bw <= MAX_PLAUSIBLE_BUSBW else None for bw in self.fit.busbw_bytes_per_s],
             "knots_bus_bytes": list(self.fit.knots_bytes),
             "heldout_median_rel_error": self.heldout_median_rel_error,
             "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),

@@ -35,6 +35,7 @@ import numpy as np
 from commbench.costmodel.choice import nccl_time_s, uses_nccl_model
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric
 from commbench.costmodel.nccl_model import check_group
+from commbench.costmodel.nccl_tables import canonical_name
 from commbench.errors import CommbenchError, invalid
 
 ArrayLike = float | int | np.ndarray
@@ -172,7 +173,7 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
     On fabrics with NCCL parameters the NCCL collectives use NCCL's algorithm x protocol structure
     (choice.py; `protocol` forces one of LL, LL128, Simple); elsewhere the alpha-beta curves."""
     if uses_nccl_model(fabric, collective):
-        if algorithm == "ring_ll":  # the v1 presets' name for ring with the LL protocol
+        if algorithm is not None and algorithm.casefold() == "ring_ll":  # the v1 presets' name for ring with LL
             algorithm, protocol = "ring", protocol or "LL"
         skew = np.asarray(imbalance, dtype=np.float64)
         sizes = size_bytes if skew.max() == 1.0 and skew.min() == 1.0 else np.multiply(size_bytes, skew)
@@ -180,6 +181,8 @@ def collective_time_s(fabric: Fabric, collective: str, size_bytes: ArrayLike, gr
     if protocol is not None:
         raise invalid("protocol", protocol, f"{collective} on {fabric.name} is predicted from alpha-beta curves, "
                       "which have no protocols")
+    if algorithm:   # any case, as NCCL_ALGO (nccl_tables.canonical_name): the curve's own spelling
+        algorithm = canonical_name(algorithm, {c.algorithm for c in fabric.curves if c.collective == collective})
     (time_s,) = _algorithm_times(fabric, collective, size_bytes, group_size, num_domains, imbalance,
                                  [algorithm] if algorithm else None, fewest_per_domain)
     return time_s

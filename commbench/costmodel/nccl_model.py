@@ -221,6 +221,10 @@ def combos(collective: str, algorithm: str | None = None, protocol: str | None =
     algorithms = T.ALGORITHMS_FOR.get(collective)
     if algorithms is None:
         raise invalid("collective", collective, f"NCCL's algorithms cover {', '.join(T.ALGORITHMS_FOR)}")
+    if algorithm is not None:   # any case, as NCCL_ALGO / NCCL_PROTO (nccl_tables.canonical_name)
+        algorithm = T.canonical_name(algorithm, algorithms)
+    if protocol is not None:
+        protocol = T.canonical_name(protocol, T.PROTOCOLS)
     if algorithm is not None and algorithm not in algorithms:
         raise invalid("algorithm", algorithm, f"{collective} runs {', '.join(algorithms)}")
     if protocol is not None and protocol not in T.PROTOCOLS:

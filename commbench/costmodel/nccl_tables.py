@@ -13,6 +13,19 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 NCCL_ALGO_NAMES = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls_tree": "NVLSTree",
                    "collnet_direct": "CollnetDirect", "collnet_chain": "CollnetChain", "pat": "PAT"}
 
+
+
+def canonical_name(name: str, names) -> str:
+    """`name` as `names` spell it, matched case-insensitively as NCCL matches NCCL_ALGO / NCCL_PROTO tokens
+    (strcasecmp in parseList, NVIDIA/nccl src/graph/tuning.cc), NCCL's own algorithm spellings included
+    (NCCL_ALGO_NAMES: NVLSTree for nvls_tree); `name` unchanged when none matches, for the caller to refuse
+    with what it allows."""
+    names = tuple(names)
+    folded = {NCCL_ALGO_NAMES[n].casefold(): n for n in names if n in NCCL_ALGO_NAMES}
+    folded |= {n.casefold(): n for n in names}
+    return folded.get(name.strip().casefold(), name)
+
+
 # Which algorithms NCCL tunes per collective (tuning.cc: broadcast is ring only; reduce-scatter and
 # all-gather ring, NVLS, CollNet-direct and, since 2.23, PAT; all-reduce all but PAT).
 ALGORITHMS_FOR = {

@@ -15,7 +15,7 @@ from commbench.results.records import Measurement
 from commbench.sweep.combos import (ComboResult, RankFailure, guarded_rank, run_combinations, skipped_header,
                                     skipped_record)
 from commbench.sweep.plan import plan_sweep
-from commbench.sweep.resume import sweep_identity
+from commbench.sweep.resume import resume_identities, sweep_identity
 from commbench.sweep.runner import SweepJob, run_sweep_rank
 from commbench.sweep.tuned_bench import stall_timeout_s, world_size_of
 from commbench.sweep.schema import Sweep
@@ -24,6 +24,21 @@ from commbench.sweep.schema import Sweep
 def combo_sweep(sweep: Sweep, combo: TuningCombo) -> Sweep:
     entries = tuple(dataclasses.replace(e, params={**e.params, **combo.params()}) for e in sweep.entries)
     return dataclasses.replace(sweep, entries=entries, tuning=())
+
+
+def launch_passes(sweep: Sweep) -> list[Sweep]:
+    """The sweeps a launch of `sweep` runs, in order: one per NCCL tuning combination (NCCL's default first,
+    each with the combination in its params and so in its point keys), else the sweep itself."""
+    return [combo_sweep(sweep, combo) for combo in sweep.tuning] or [sweep]
+
+
+def tuned_resume_identities(sweep: Sweep, world_size: int, backend: str) -> tuple[str, ...]:
+    """The sweep identities a file --resume'd by `sweep` may hold: the sweep's own (resume_identities) and, with
+    tuning axes, each combination's, which is what its runs' headers carry (run_sweep_on_backend hashes the
+    combination's sweep); without these `sweep F --resume` refused the file its own tuned launch wrote."""
+    own = resume_identities(sweep, world_size, backend)
+    combos = [i for combo in sweep.tuning for i in resume_identities(combo_sweep(sweep, combo), world_size, backend)]
+    return tuple(dict.fromkeys((*own, *combos)))
 
 
 def sweep_combo(combo: TuningCombo, *, job: SweepJob, nproc: int | None) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_inputs, efficiency_terms, fabric_lines,
                                          fabric_summary, framework_assumptions, framework_record, layout_dict,
-                                         megatron_section, model_dict)
+                                         megatron_section, model_dict, predicted_section)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
@@ -43,7 +43,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                        + fabric_lines(fabric)
                        + list(megatron["notes"]) + framework_assumptions(framework, model, layout),
         "layout": layout_dict(layout),
-        "predicted": dict(row),
+        "predicted": predicted_section(row, layout, gpus_per_rack=per_rack, num_gpus=num_gpus),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(num_gpus)]},

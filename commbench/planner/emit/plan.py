@@ -416,6 +416,16 @@ def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, .
             "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}}
 
 
+def predicted_section(row: dict[str, Any], layout: Layout, *, gpus_per_rack: int, num_gpus: int) -> dict[str, Any]:
+    """A plan's `predicted`, pinned or searched (one schema, docs/json-output.md): the step model's row of the layout
+    plus its memory headroom (HBM less the predicted total, bytes per GPU) and the scale-up domains one EP x ETP
+    group spans (placement.ep_domains), the figures the search ranks and places by."""
+    from commbench.planner.layout.placement import ep_domains
+
+    return dict(row) | {"mem_headroom_bytes": float(row["mem_capacity_bytes"] - row["mem_total_bytes"]),
+                        "ep_racks_per_group": int(ep_domains(layout.ep, layout.etp, gpus_per_rack, num_gpus))}
+
+
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],
                   extra_assumptions: list[str] = (), top: int = 10, flex_backend: str = "deepep",
                   torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None,
@@ -469,8 +479,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                                         calibration_other_gpu_terms)},
         "assumptions": assumptions,
         "layout": layout_dict(lay),
-        "predicted": bd.row(0) | {"mem_headroom_bytes": float(result.headroom_bytes[0]),
-                                  "ep_racks_per_group": int(result.ep_racks[0])},
+        "predicted": predicted_section(bd.row(0), lay, gpus_per_rack=result.gpus_per_rack, num_gpus=req.num_gpus),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,
                       "summary": placement.summary(), "groups": placement.groups,
                       "rack_of_rank": [placement.rack_of(r) for r in range(req.num_gpus)]},
