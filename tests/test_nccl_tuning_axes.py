@@ -39,7 +39,8 @@ def fake_rank(rank_env, config: BenchConfig) -> BenchOutcome:
                 writer.write(Measurement(run_id=header.run_id, collective=config.collective, backend="nccl",
                                          size_bytes=size, count=size // 4, dtype="float32", op="sum", in_place=False,
                                          world_size=rank_env.world_size, group_size=rank_env.world_size, iters=1,
-                                         warmup_iters=0, time_us_median=10.0, params=dict(config.params)))
+                                         warmup_iters=0, time_us_median=10.0 + size / 1e3,   # grows with size: a fit
+                                         params=dict(config.params)))             # has a bandwidth to find
     return BenchOutcome(num_points=len(config.sizes_bytes), num_wrong=0, error=None)
 
 

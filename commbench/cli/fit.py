@@ -53,7 +53,7 @@ def fit(
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
                                            min_heldout_bytes=min_heldout, leave_out_wrong=leave_out_wrong,
                                            dtype=dtype, op=op)
-    check_usable_curve(fits, results)   # a profile that predicts nothing is refused (exit 1), not written
+    check_usable_curve(fits, results)   # a profile that predicts nothing is refused (exit 2), not written
     if as_json:
         if out:
             _write_fabric(fabric, out, force)
