@@ -25,11 +25,14 @@ if TYPE_CHECKING:
 QUANTIZED = ("nvfp4", "mxfp8", "fp8")
 
 
+def _default_note(req: SearchRequest) -> str:
+    """' (not given: the default on GPU)' where the CLI chose the precision, else ''."""
+    return "" if req.precision_asked else f" (not given: the default on {str(req.gpu_name).upper()})"
+
+
 def _asked(req: SearchRequest) -> str:
     """'--precision P', with 'not given: GPU's default' where the CLI chose it."""
-    if req.precision_asked:
-        return f"--precision {req.precision}"
-    return f"--precision {req.precision} (not given: the default on {str(req.gpu_name).upper()})"
+    return f"--precision {req.precision}{_default_note(req)}"
 
 
 def _passes(req: SearchRequest, cols: dict[str, np.ndarray], precision: str) -> bool:
@@ -86,7 +89,7 @@ def quant_gap_message(req: SearchRequest, cols: dict[str, np.ndarray], dims_ok: 
     more = ""
     if not (fw == "torchtitan" and prec == "nvfp4"):     # M grows with mbs: a larger micro-batch can mend it
         more = f", or pin mbs={block // gcd(seq, block)}"
-    return (f"--seq-len {seq} is invalid for {model.name} in {prec}" + ("" if req.precision_asked else
-            f" (not given: the default on {str(req.gpu_name).upper()})") + f" with --framework {fw}: {rule}, and no "
+    return (f"--seq-len {seq} is invalid for {model.name} in {prec}{_default_note(req)} with --framework {fw}: "
+            f"{rule}, and no "
             f"mbs ({_values(cols, 'mbs')}) and cp ({_values(cols, 'cp')}) searched gives one; use a --seq-len that is "
             f"a multiple of {block}{more}, or {_instead(req, cols)}")
