@@ -24,7 +24,7 @@ from commbench.moe.params import DEFAULT_TOKENS_PER_RANK as MOE_DEFAULT_TOKENS, 
 from commbench.moe.presets import preset_params
 from commbench.results import nccl_tests_text as text
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
-from commbench.results.render import (is_moe, measured_label, measurement_table, moe_markdown_table, moe_setup,
+from commbench.results.render import (dropped_line, is_moe, measured_label, measurement_table, moe_markdown_table, moe_setup,
                                       run_title, stdout_console, styled)
 
 HEARTBEAT_S = float(os.environ.get("COMMBENCH_HEARTBEAT_S", "30"))  # the env var is for tests
@@ -184,6 +184,8 @@ class BenchView:
             if self.format == "nccl-tests":  # before the first row it concerns: a '#' line the import skips
                 for note in self.new_notes(self.pending):
                     self._print(f"# note: {note}")
+            if (dropped := dropped_line(self.pending[0])):   # an MoE row with a capacity: what it did not send
+                self._print(f"# {dropped}")
             self._print(text.row(out_of_place, in_place, self.average))
             self.pending = []
 
