@@ -118,6 +118,7 @@ class BenchView:
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
+            self._print_algbw_note(config)
             self._print(self._time_line(config))
             for line in text.table_header():
                 self._print(line)
@@ -128,6 +129,7 @@ class BenchView:
         self.console.print(f"results → {config.output_path}", highlight=False)
         self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what, self.form)
         if self.text_rows:  # no terminal: nccl-tests' rows as points finish, the table at the end
+            self._print_algbw_note(config)
             self._print(self._time_line(config, table_after=True))
             for line in text.table_header():
                 self._print(line)
@@ -163,6 +165,12 @@ class BenchView:
             return
         self.progress.advance(self.task)
         self.live.update(self._renderable())  # fitted here, between points: never in the refresh thread while timing
+
+    def _print_algbw_note(self, config) -> None:
+        """Above nccl-tests' rows: what their algbw counts where it is not size / time (Collective.algbw_note)."""
+        note = get_collective(config.collective).algbw_note
+        if note:
+            self._print(f"# note: {note}")
 
     @staticmethod
     def _time_line(config, table_after: bool = False) -> str:
