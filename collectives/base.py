@@ -77,6 +77,9 @@ class Collective(ABC):
     algorithms: ClassVar[tuple[str, ...]] = ()  # names --algorithm accepts; empty: the option doesn't apply
     default_params: ClassVar[dict[str, Any]] = {}  # params a job gets unless the user sets them
     default_sizes_bytes: ClassVar[tuple[int, ...] | None] = None  # sizes when -b/-e are not given
+    # what algbw counts where it is not nccl-tests' size / time (PreparedPoint.algbw_bytes set): a '# note:' line of
+    # the nccl-tests text says it, so a parser holding nccl-tests' definition is warned; "": size / time
+    algbw_note: ClassVar[str] = ""
 
     def min_ranks(self, backend_name: str) -> int:
         return 1

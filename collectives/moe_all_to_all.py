@@ -133,6 +133,9 @@ class MoeAllToAll(Collective):
     in_place_mode = "never"
     takes_size = False
     param_names = ("tokens_per_rank", *DEFAULTS)
+    algbw_note = ("moe_all_to_all's algbw = (dispatch + combine bytes, the busiest rank's: round_trip_bytes_max in "
+                  "the JSONL) / time, not size / time as nccl-tests defines algbw (size is the dispatch bytes alone); "
+                  "busbw = algbw x (n-1)/n")
 
     def busbw_factor(self, num_ranks: int) -> float:
         return (num_ranks - 1) / num_ranks

@@ -24,7 +24,7 @@ from commbench.moe.params import DEFAULT_TOKENS_PER_RANK as MOE_DEFAULT_TOKENS, 
 from commbench.moe.presets import preset_params
 from commbench.results import nccl_tests_text as text
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, RunHeader
-from commbench.results.render import (is_moe, measured_label, measurement_table, moe_markdown_table, moe_setup,
+from commbench.results.render import (dropped_line, is_moe, measured_label, measurement_table, moe_markdown_table, moe_setup,
                                       run_title, stdout_console, styled)
 
 HEARTBEAT_S = float(os.environ.get("COMMBENCH_HEARTBEAT_S", "30"))  # the env var is for tests
@@ -118,6 +118,7 @@ class BenchView:
                 self._print(line)
             for note in header.notes:
                 self._print(f"# note: {note}")
+            self._print_algbw_note(config)
             self._print(self._time_line(config))
             for line in text.table_header():
                 self._print(line)
@@ -128,6 +129,7 @@ class BenchView:
         self.console.print(f"results → {config.output_path}", highlight=False)
         self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what, self.form)
         if self.text_rows:  # no terminal: nccl-tests' rows as points finish, the table at the end
+            self._print_algbw_note(config)
             self._print(self._time_line(config, table_after=True))
             for line in text.table_header():
                 self._print(line)
@@ -164,6 +166,12 @@ class BenchView:
         self.progress.advance(self.task)
         self.live.update(self._renderable())  # fitted here, between points: never in the refresh thread while timing
 
+    def _print_algbw_note(self, config) -> None:
+        """Above nccl-tests' rows: what their algbw counts where it is not size / time (Collective.algbw_note)."""
+        note = get_collective(config.collective).algbw_note
+        if note:
+            self._print(f"# note: {note}")
+
     @staticmethod
     def _time_line(config, table_after: bool = False) -> str:
         """What the streamed rows' time is (nccl-tests' statistic, not the median the tables lead with)."""
@@ -184,6 +192,8 @@ class BenchView:
             if self.format == "nccl-tests":  # before the first row it concerns: a '#' line the import skips
                 for note in self.new_notes(self.pending):
                     self._print(f"# note: {note}")
+            if (dropped := dropped_line(self.pending[0])):   # an MoE row with a capacity: what it did not send
+                self._print(f"# {dropped}")
             self._print(text.row(out_of_place, in_place, self.average))
             self.pending = []
 

@@ -148,6 +148,21 @@ class MoeParams:
         return params
 
 
+def non_default(params: dict[str, Any]) -> dict[str, Any]:
+    """The MoE layer parameters of a record's `params` that are not at their default, in DEFAULTS order: what changes
+    the layer measured, so a label must name it (commbench report's curves) beside what it states by value. The
+    default is DEFAULTS' value, under a named preset the preset's (its shape goes with its name). Values compare as
+    text (a report's series key holds str(value)); a key the params lack is at its default (a dropless point has no
+    capacity_factor, an ETP-1 point no expert_tp: MoeParams.as_params); `preset` itself is not listed."""
+    defaults = dict(DEFAULTS)
+    try:
+        defaults.update(preset_params(params["preset"]) if params.get("preset") not in (None, "None", "") else {})
+    except CommbenchError:   # a preset this commbench does not know (a newer file, an import): DEFAULTS'
+        pass
+    return {key: params[key] for key in DEFAULTS
+            if key != "preset" and key in params and str(params[key]) != str(defaults[key])}
+
+
 def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     """One MoeParams per tokens-per-rank value; `options` holds `tokens_per_rank` (a list) and any
     explicitly given keys of DEFAULTS (None = not given); any other key is refused (a typo in a sweep file)."""

@@ -119,14 +119,40 @@ def _received(m: Measurement) -> str:
     return "-" if top is None or mean is None else f"{int(top)}/{float(mean):.0f}"
 
 
+def dropped_text(m: Measurement) -> str:
+    """The token copies an MoE point's expert capacity dropped (not sent) and their share of those routed, '35
+    (27.3%)'; '' for a point without a capacity (dropless: nothing dropped). Every printed MoE row shows it beside
+    its figures (tables, nccl-tests text, sweep progress): its size and imbalance are what is left after the drops."""
+    dropped, fraction = m.metrics.get("dropped_tokens"), m.metrics.get("drop_fraction")
+    if dropped is None:
+        return ""
+    return f"{int(dropped)} ({float(fraction):.1%})" if fraction is not None else str(int(dropped))
+
+
+def dropped_line(m: Measurement) -> str:
+    """dropped_text as a phrase of its own (nccl-tests text, sweep progress): 'dropped 35 token copies (27.3%) over
+    expert capacity 16, not sent'; '' for a point without a capacity."""
+    text = dropped_text(m)
+    if not text:
+        return ""
+    count, _, share = text.partition(" ")
+    capacity = m.metrics.get("capacity_tokens")
+    return (f"dropped {count} token copies{' ' + share if share else ''} over expert capacity"
+            + (f" {capacity}" if capacity is not None else "") + ", not sent")
+
+
 def _moe_columns(records: Sequence[Measurement]) -> list[tuple[Col, Callable[[Measurement], str]]]:
-    """MoE all-to-all: what MoE users read (imbalance, tokens received, dispatch and combine apart)."""
+    """MoE all-to-all: what MoE users read (imbalance, tokens received, dispatch and combine apart) and, where a
+    point has an expert capacity, the token copies it dropped (dropped_text)."""
     columns: list[tuple[Col, Callable[[Measurement], str]]] = []
     if any(point_extra(m) for m in records):
         columns.append((Col(name="point", numeric=False), lambda m: escape(point_extra(m))))
+    dropped = ([(Col(name="dropped tok (%)"), lambda m: dropped_text(m) or "-")]
+               if any(dropped_text(m) for m in records) else [])
     return columns + [
         (Col(name="tok/rank"), lambda m: str(m.params["tokens_per_rank"])),
         (Col(name="size", keep=3), lambda m: format_size(m.size_bytes)),
+        *dropped,
         (Col(name="imbalance"), lambda m: _metric(m, "imbalance_rank", ".2f")),
         (Col(name="recv tok max/mean", keep=4), _received),
         (Col(name="median (µs)"), lambda m: _num(m.time_us_median, ".1f")),

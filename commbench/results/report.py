@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from commbench.comm.nccl_tuning import combo_from_params
+from commbench.moe.params import non_default
 from commbench.results.plots import Series, busbw_figure, caption, latency_figure, moe_figure, save
 from commbench.results.records import Measurement, RunHeader, headline_time
 from commbench.results.report_figures import earlier_figures, figures_line, remove_stale_figures
@@ -40,6 +41,8 @@ class ReportFiles:
 
 REPORT_MARKER = "# commbench report"  # README.md's first line: a README that lacks it is not replaced
 _SWEPT_PARAMS = ("tokens_per_rank",)  # varies along a curve, like size
+# named by value in a curve's label; an MoE curve's other layer parameters are named k=v where not at their default
+# (moe.params.non_default), any other param k=v where curves differ in it (series_labels)
 _LABELLED_PARAMS = ("algorithm", "routing", "dispatch_mode", "dispatch_dtype", "preset")
 _TUNING_PARAMS = ("nccl_algo", "nccl_proto", "nccl_channels")
 
@@ -61,6 +64,8 @@ def series_label(key: tuple) -> str:
                   for k, v in named.items() if k in _TUNING_PARAMS}
         combo = combo_from_params(tuning).label
         extra += f" {combo}" if combo == "NCCL default" else f" NCCL {combo}"
+    if "hidden" in named:   # MoE: every layer parameter not at its default, named, as it changes what was measured
+        extra += "".join(f" {k}={v}" for k, v in non_default(named).items() if k not in _LABELLED_PARAMS)
     dtype = "" if "hidden" in named else f" {dtype}"  # MoE: the dtype is the byte payload, not a data type
     return (f"{backend}{dtype} n={group_size}" + (f" {layout}" if layout != "world" else "")
             + (" in-place" if in_place else "") + extra_op + extra)

@@ -8,14 +8,16 @@ from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from commbench.results.records import Measurement
-from commbench.results.render import measured_label, stdout_console, styled
+from commbench.results.render import dropped_line, measured_label, stdout_console, styled
 
 
 def point_summary(record: Measurement, what: str = "measured") -> Text:
     if record.status != "ok":
         return styled("[red]failed[/]: {}", record.error)
     wrong = styled(", [bold red]{} wrong[/]", record.num_wrong) if record.num_wrong else ""
-    return Text.assemble(f"{record.time_us_median:.1f} µs (median, {what}), busbw {record.busbw_gbps:.3f} GB/s", wrong)
+    dropped = dropped_line(record)   # an MoE point with an expert capacity: what it did not send
+    return Text.assemble(f"{record.time_us_median:.1f} µs (median, {what}), busbw {record.busbw_gbps:.3f} GB/s"
+                         + (f", {dropped}" if dropped else ""), wrong)
 
 
 class SweepView:
