@@ -295,6 +295,13 @@ def _layout_text(r: dict) -> str:
             f"mbs{r['mbs']} gbs{r['gbs']}" + (f" fsdp{fsdp}" if fsdp else ""))
 
 
+def _errors_left(rows: list[dict]) -> str:
+    """The signed errors fitted rows leave, as a fit of one distinct run states them: '+4.3% on it', or for its
+    several rows (repeats of one layout) '-7.6%, +178.9% on its 2 rows'."""
+    errors = ", ".join(f"{r['error_pct']:+.1f}%" for r in rows[:4]) + (", ..." if len(rows) > 4 else "")
+    return f"{errors} on it" if len(rows) == 1 else f"{errors} on its {len(rows)} rows"
+
+
 def _run_rows(rows: list[dict]) -> list[list[str]]:
     return [[escape(f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'}"),
              _layout_text(r),
@@ -444,12 +451,16 @@ def calibrate(
                                  "the runs do not determine it there, and may want it beyond (another term or the "
                                  "model is off for them); predictions leaning on it are less trustworthy", b["term"],
                                  f"{b['value']:.4g}", b["bound"]), highlight=False, soft_wrap=True)
-    if report.num_distinct_runs < 2 and report.moved:   # the in-sample figure below is ~0 by construction
-        err_console.print(styled("[yellow]warning:[/] one distinct run moved {}: a fit reproduces its one run by "
-                                 "construction, so its in-sample error says nothing of other layouts or batch sizes; "
-                                 "how far these terms carry is unmeasured (add runs of other layouts: leave-one-out "
-                                 "needs 2)", ", ".join(m["term"] for m in report.moved)), highlight=False,
-                          soft_wrap=True)
+    if report.num_distinct_runs < 2 and report.moved:
+        # one distinct run: the in-sample figure below is the fit's own error on it, which tests no other layout. It is
+        # not ~0: the fit is pulled toward the start terms (regularise.py's prior) and a term stops at its bound
+        err_console.print(styled("[yellow]warning:[/] one distinct run moved {}: the fit leaves {} (pulled toward the "
+                                 "start terms by its prior{}, so not reproduced), and that in-sample error says "
+                                 "nothing of other layouts or batch sizes; how far these terms carry is unmeasured "
+                                 "(add runs of other layouts: leave-one-out needs 2)",
+                                 ", ".join(m["term"] for m in report.moved), _errors_left(rows),
+                                 "".join(f"; {b['term']} at its {b['bound']} bound" for b in report.at_bound)),
+                          highlight=False, soft_wrap=True)
     loo_text = (f"{loo_median:.1f}% leave-one-out over {len(report.loo_abs_error_pct)} distinct runs"
                 if loo_median is not None else f"leave-one-out {report.loo_note}")
     why = (" (the fit minimises a weighted Huber loss pulled toward the start terms, not this median)"
