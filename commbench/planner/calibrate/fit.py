@@ -124,8 +124,9 @@ class CalibrationFile:
                       f"it cannot show it was fitted on {gpu_name.lower()}")
         return (f"calibration file {self.path} {fitted}; for "
                 f"{gpu_name.lower()}: its kernel terms ({shipped_here}) are the shipped values, and only "
-                f"the software's ({', '.join(carried)}) are the file's (carried to a GPU they were not fitted on, kernel "
-                "terms made predictions worse than the shipped ones: step.terms.KERNEL_TERMS; refit with runs of this GPU)")
+                f"the software's ({', '.join(carried)}) are the file's (carried to a GPU they were not fitted on, "
+                "kernel terms made predictions worse than the shipped ones: step.terms.KERNEL_TERMS; refit with runs "
+                "of this GPU)")
 
     def note(self) -> str:
         """'' when the file sets every fitted term; else one line naming the terms filled from the shipped values."""
