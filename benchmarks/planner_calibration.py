@@ -173,7 +173,9 @@ def main(argv: list[str]) -> int:
             print(f"  {name} = {getattr(cal, name):.4g}")
     if args.out:
         try:
-            save_calibration(args.out, cal, fitted_on=["commbench/data/calibration-runs.json"], force=args.force)
+            from commbench.cli.calibrate import run_key   # its runs name their GPUs: plan uses its kernel terms there
+            save_calibration(args.out, cal, fitted_on=["commbench/data/calibration-runs.json"], force=args.force,
+                             runs=[run_key(r) for r in runs if r.layout is not None])
         except CommbenchError as exc:
             parser.error(str(exc))
         print(f"calibration written to {args.out}")

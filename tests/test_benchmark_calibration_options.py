@@ -53,6 +53,8 @@ def test_out_writes_the_held_calibration_that_calibration_reads_back(tmp_path, c
     assert "overlap_efficiency=0.3" not in printed.split("terms at a bound:")[1].splitlines()[0]
     back = load_calibration(str(out))
     assert back.overlap_efficiency == 0.6
+    from commbench.planner.calibrate.fit import read_calibration_file   # its runs name the GPUs it was fitted on
+    assert {"h100", "b200", "gb200"} <= set(read_calibration_file(str(out)).gpus)
     assert back.with_values(overlap_efficiency=CALIBRATED.overlap_efficiency) == CALIBRATED
     parser = cli_args.parser_for("x")
     assert cli_args.calibration_of(parser, str(out)) == back

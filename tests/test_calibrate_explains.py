@@ -32,11 +32,13 @@ def fit_json(args) -> dict:
 
 
 def test_one_log_fits_one_term_and_says_which_moved(tmp_path):
-    # start from terms that mispredict the log (GEMM efficiency 60% of shipped), so the fit has a move to make
+    # start from terms that mispredict the log (GEMM efficiency 60% of shipped), so the fit has a move to make; the
+    # start file names a GB300 run (a file that names none keeps its kernel terms off every GPU)
     from commbench.planner.step.terms import CALIBRATED, calibration_json
     start = tmp_path / "start.json"
     start.write_text(json.dumps(calibration_json(dataclasses.replace(
-        CALIBRATED, gemm_efficiency_blackwell=0.6 * CALIBRATED.gemm_efficiency_blackwell), fitted_on=["test"])))
+        CALIBRATED, gemm_efficiency_blackwell=0.6 * CALIBRATED.gemm_efficiency_blackwell), fitted_on=["test"],
+        runs=["deepseek-v3 64x gb300-nvl72 MXFP8 user tp1 pp1: 1 tokens/s/GPU"])))
     doc = fit_json([MEGATRON, "--model", "deepseek-v3", "--system", "gb300-nvl72", "--calibration", start,
                     "-O", tmp_path / "c.json"])
     assert doc["format"] == "commbench-calibrate" and doc["version"] == 1 and doc["mode"] == "fit"
@@ -77,7 +79,8 @@ def test_term_pushed_to_its_bound_is_warned(tmp_path):
     fast = {t: (BOUNDS[t][0] if t.endswith("_s") or t == "gemm_traffic_factor" else BOUNDS[t][1])
             for t in FITTED_TERMS if t in BOUNDS}
     start = tmp_path / "start.json"
-    start.write_text(json.dumps(calibration_json(dataclasses.replace(CALIBRATED, **fast), fitted_on=["test"])))
+    start.write_text(json.dumps(calibration_json(dataclasses.replace(CALIBRATED, **fast), fitted_on=["test"],
+                                                 runs=["qwen3-30b-a3b 16x b200-hgx MXFP8 tp1 pp1: 1 tokens/s/GPU"])))
     rows = tmp_path / "runs.json"
     rows.write_text(json.dumps([{"model": "qwen3-30b-a3b", "gpu": "b200-hgx", "num_gpus": 8, "precision": "MXFP8",
                                  "seq_len": 4096, "gbs": 512, "mbs": 4, "tp": 1, "pp": 1, "ep": 8,

@@ -108,16 +108,18 @@ def test_a_term_this_release_does_not_fit_names_the_file_and_its_release(tmp_pat
     assert "the file was written by commbench 0.0.9" in said and "calibrate -O" in said
 
 
-def test_a_file_that_does_not_name_its_gpus_is_used_whole_on_every_gpu(tmp_path):
-    """A file written before runs were recorded cannot say which GPUs it was fitted on: every term is its own (as
-    before), and no other-GPU line is printed; one that names them keeps its kernel terms to those GPUs."""
+def test_a_file_that_does_not_name_its_gpus_keeps_the_shipped_kernel_terms_on_every_gpu(tmp_path):
+    """A file written before runs were recorded cannot show which GPUs it was fitted on: its kernel terms are used on
+    none (README: "only on the GPUs of its runs"), said in one line; its software terms carry
+    (tests/test_calibration_file_runs.py has the plan's side). Before, it was used whole on every GPU, silently."""
     from commbench.planner.calibrate.fit import kernel_terms_of
     from commbench.planner.step.terms import KERNEL_TERMS
 
     moved = CALIBRATED.with_values(gemm_efficiency_blackwell=0.6, layer_overhead_s=0.004)
     path = _write(tmp_path / "old.json", calibration_json(moved, fitted_on=["runs.json"], runs=[]))
     whole = read_calibration_file(path)
-    assert whole.gpus == () and whole.for_gpu("h100") == (whole.calibration, ()) and not whole.other_gpu_note("h100")
+    assert whole.gpus == () and whole.for_gpu("h100") == (kernel_terms_of(moved, CALIBRATED), KERNEL_TERMS)
+    assert "records no runs" in whole.other_gpu_note("h100")
     scoped = kernel_terms_of(moved, CALIBRATED)
     assert scoped.gemm_efficiency_blackwell == CALIBRATED.gemm_efficiency_blackwell and scoped.layer_overhead_s == 0.004
     assert set(KERNEL_TERMS) < set(FITTED_TERMS)

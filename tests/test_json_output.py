@@ -138,8 +138,10 @@ def test_tune_takes_a_calibration_file(results_file, tmp_path):
     base = run_json(["tune", "--results", str(results_file), "--out", str(tmp_path / "a"), "--top", "2", "--json",
                      "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096"])
     slow = tmp_path / "slow.json"
-    # a user's runs say the expert GEMMs are half as fast as the shipped term: the plan must follow
-    slow.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_8bit_efficiency": 0.2}}))
+    # a user's runs (of the GB300 tune plans) say the expert GEMMs are half as fast as the shipped term: the plan must
+    # follow (a file naming no runs cannot show it was fitted on GB300: its kernel terms stay shipped, below)
+    slow.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_8bit_efficiency": 0.2},
+                                "runs": ["DeepSeek-V3 256x gb300-nvl72 MXFP8 tp1 pp2 ep32: 1 tokens/s/GPU"]}))
     calibrated = run_json(["tune", "--results", str(results_file), "--out", str(tmp_path / "b"), "--top", "2",
                            "--json", "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096", "--calibration", str(slow)])
     validate(calibrated, "plan")
@@ -158,6 +160,14 @@ def test_tune_takes_a_calibration_file(results_file, tmp_path):
     validate(doc, "plan")
     assert "grouped_gemm_8bit_efficiency" in doc["inputs"]["calibration_other_gpu_terms"]
     assert doc["predicted"]["tokens_per_s_per_gpu"] == before and "b200 only; for gb300: its kernel terms" in scoped.stderr
+    unnamed = tmp_path / "unnamed.json"   # no runs: nothing shows it was fitted on GB300, so the same as B200's
+    unnamed.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_8bit_efficiency": 0.2}}))
+    scoped = CliRunner().invoke(app, ["tune", "--results", str(results_file), "--out", str(tmp_path / "e"), "--top",
+                                      "2", "--json", "--layout", "tp=1,pp=2,vp=8,ep=32,mbs=1,gbs=4096",
+                                      "--calibration", str(unnamed)])
+    assert scoped.exit_code == 0, scoped.output
+    assert json.loads(scoped.stdout)["predicted"]["tokens_per_s_per_gpu"] == before
+    assert "records no runs it was fitted on" in " ".join(scoped.stderr.split())
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"kind": "commbench-calibration", "terms": {"grouped_gemm_efficiency": 3}}))
     refused = CliRunner().invoke(app, ["tune", "--results", str(results_file), "--out", str(tmp_path / "c"),

@@ -78,6 +78,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
     runs = published_runs(tuple(rows), tuple(places))
+    _warn_repeats_disagree(runs)
     if all(r.layout is None for r in runs):
         r = runs[0]
         raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.where} ({r.label}): "
@@ -140,6 +141,41 @@ def _check_not_repeated(row: dict, where: str, seen: dict[str, str]) -> None:
                              "the same run "
                              "would be fitted twice; give each run once (a repeat measurement has its own figure)")
     seen[key] = where
+
+
+# How far apart two measurements of one layout of one release may be before they are named: the published tables'
+# same layout across Megatron-Bridge releases (other software, so wider than a repeat) differs by a median 2.2%, 80th
+# percentile 6.3% (83 pairs in calibration-runs.json and benchmarks/data/*-runs.json)
+REPEAT_AGREE = 1.10
+
+
+def _warn_repeats_disagree(runs) -> None:
+    """Rows of one layout (model, system, GPUs, sequence length, layout with its precision and recipe, release,
+    framework) are repeat measurements of one run, which the fit takes as one distinct run (regularise.distinct_runs):
+    where their tokens/s/GPU are more than REPEAT_AGREE apart, one warning line names the slowest and the fastest and
+    the ratio (one of them is not the run its fields say, or in other units), as a row equal in every field is
+    refused (_check_not_repeated)."""
+    from commbench.planner.calibrate.published import run_framework
+    groups: dict[tuple, list] = {}
+    for r in runs:
+        if r.layout is not None:
+            key = (r.model.name, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), r.layout,
+                   r.row.get("release"), run_framework(r.row))
+            groups.setdefault(key, []).append(r)
+    for group in groups.values():
+        slow = min(group, key=lambda r: float(r.row["tokens_per_s_per_gpu"]))
+        fast = max(group, key=lambda r: float(r.row["tokens_per_s_per_gpu"]))
+        low, high = float(slow.row["tokens_per_s_per_gpu"]), float(fast.row["tokens_per_s_per_gpu"])
+        if high > REPEAT_AGREE * low:
+            first, second = sorted((slow, fast), key=lambda r: r.index)
+            err_console.print(
+                f"warning: {first.where or f'run {first.index + 1}'} and {second.where or f'run {second.index + 1}'} "
+                f"are one layout ({first.label}, the same sizes, batch, sequence length and recipe) measured "
+                f"{float(first.row['tokens_per_s_per_gpu']):,.6g} and {float(second.row['tokens_per_s_per_gpu']):,.6g} "
+                f"tokens/s/GPU, {high / low:.2f}x apart (repeats are taken to agree within "
+                f"{(REPEAT_AGREE - 1) * 100:.0f}%): one of them is probably not the run its fields say (another recipe, "
+                "a slow node, other units); a fit takes their compromise"
+                + (f" ({len(group)} rows)" if len(group) > 2 else ""), highlight=False, markup=False, soft_wrap=True)
 
 
 def _check_measured(row, where: str) -> None:
@@ -295,6 +331,13 @@ def _layout_text(r: dict) -> str:
             f"mbs{r['mbs']} gbs{r['gbs']}" + (f" fsdp{fsdp}" if fsdp else ""))
 
 
+def _errors_left(rows: list[dict]) -> str:
+    """The signed errors fitted rows leave, as a fit of one distinct run states them: '+4.3% on it', or for its
+    several rows (repeats of one layout) '-7.6%, +178.9% on its 2 rows'."""
+    errors = ", ".join(f"{r['error_pct']:+.1f}%" for r in rows[:4]) + (", ..." if len(rows) > 4 else "")
+    return f"{errors} on it" if len(rows) == 1 else f"{errors} on its {len(rows)} rows"
+
+
 def _run_rows(rows: list[dict]) -> list[list[str]]:
     return [[escape(f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'}"),
              _layout_text(r),
@@ -444,12 +487,16 @@ def calibrate(
                                  "the runs do not determine it there, and may want it beyond (another term or the "
                                  "model is off for them); predictions leaning on it are less trustworthy", b["term"],
                                  f"{b['value']:.4g}", b["bound"]), highlight=False, soft_wrap=True)
-    if report.num_distinct_runs < 2 and report.moved:   # the in-sample figure below is ~0 by construction
-        err_console.print(styled("[yellow]warning:[/] one distinct run moved {}: a fit reproduces its one run by "
-                                 "construction, so its in-sample error says nothing of other layouts or batch sizes; "
-                                 "how far these terms carry is unmeasured (add runs of other layouts: leave-one-out "
-                                 "needs 2)", ", ".join(m["term"] for m in report.moved)), highlight=False,
-                          soft_wrap=True)
+    if report.num_distinct_runs < 2 and report.moved:
+        # one distinct run: the in-sample figure below is the fit's own error on it, which tests no other layout. It is
+        # not ~0: the fit is pulled toward the start terms (regularise.py's prior) and a term stops at its bound
+        err_console.print(styled("[yellow]warning:[/] one distinct run moved {}: the fit leaves {} (pulled toward the "
+                                 "start terms by its prior{}, so not reproduced), and that in-sample error says "
+                                 "nothing of other layouts or batch sizes; how far these terms carry is unmeasured "
+                                 "(add runs of other layouts: leave-one-out needs 2)",
+                                 ", ".join(m["term"] for m in report.moved), _errors_left(rows),
+                                 "".join(f"; {b['term']} at its {b['bound']} bound" for b in report.at_bound)),
+                          highlight=False, soft_wrap=True)
     loo_text = (f"{loo_median:.1f}% leave-one-out over {len(report.loo_abs_error_pct)} distinct runs"
                 if loo_median is not None else f"leave-one-out {report.loo_note}")
     why = (" (the fit minimises a weighted Huber loss pulled toward the start terms, not this median)"

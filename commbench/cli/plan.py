@@ -14,7 +14,8 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
 from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
 from commbench.planner.layout.precision import DEFAULT_HELP, check_precision, default_precision
-from commbench.planner.search.pinned_gap import defaults_line, defaults_taken, versus_best, versus_best_lines
+from commbench.planner.search.pinned_gap import (defaults_line, defaults_taken, input_defaults, versus_best,
+                                                 versus_best_lines)
 from commbench.results.tables import Col, print_table
 
 if TYPE_CHECKING:
@@ -245,9 +246,9 @@ def plan(
     arr, bd = best_for_pins(req)
     lay = arr.layout(0)
     row = bd.row(0)
-    versus, taken = _versus_best(req, bd), defaults_taken(lay, given | {"gbs", "precision"}, spec)
-    if gbs_note:   # the line under the table names the default and where it comes from
-        taken.append({"field": "gbs", "value": req.gbs, "why": gbs_note})
+    # the layout fields not pinned, then the inputs not given (a search's document lists those too: search_view)
+    versus = _versus_best(req, bd)
+    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec) + input_defaults(req, gbs_note)
     if as_json or out or emit:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files

@@ -155,6 +155,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                         calibration_other_gpu_terms=calibration_other_gpu_terms)
     if tuned is not None:
         doc["versus_recipe"] = tuned
+    from commbench.planner.search.pinned_gap import defaults_line, input_defaults
+    doc["defaults_taken"] = input_defaults(req, gbs_note)   # the inputs not given, as a pinned plan lists them
     meg = doc["megatron"]
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":
@@ -180,7 +182,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         shipped = ([efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
                    if calibration_file else [])
         shipped += [n for n in [framework_note(calibration_file, req.framework) if calibration_file else ""] if n]
-        for line in lines + fabric_lines(req.fabric) + shipped:
+        taken = [defaults_line(doc["defaults_taken"])] if doc["defaults_taken"] else []
+        for line in lines + taken + fabric_lines(req.fabric) + shipped:
             console.print(line, highlight=False, markup=False)
         meg_line = meg["refused"] if "refused" in meg else f"{meg['script']} {megatron_text(meg)}"
         console.print("Megatron-LM: " + meg_line, highlight=False, markup=False, soft_wrap=True)

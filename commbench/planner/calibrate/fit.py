@@ -51,7 +51,8 @@ class CalibrationFile:
     path: str
     calibration: Calibration
     shipped_terms: tuple[str, ...] = ()
-    gpus: tuple[str, ...] = ()   # the GPUs of the runs it was fitted on (its "runs"); () for a file without them
+    gpus: tuple[str, ...] = ()   # the GPUs of the runs it was fitted on (its "runs"); () for a file that names none
+    runs: tuple[str, ...] = ()   # its "runs" as written (step.terms.fitted_runs); () for a file written before them
     written_by: str | None = None   # its "commbench_version": the release that wrote it
     step_model: str | None = None   # its "step_model": the step model (step.terms.STEP_MODEL) its terms were fitted to
 
@@ -91,9 +92,10 @@ class CalibrationFile:
                 if w]
 
     def fitted_on(self, gpu_name: str) -> bool:
-        """Whether the file's runs include `gpu_name`; True for a file that does not say which GPUs (all its terms
-        are then used, as before GPUs were recorded)."""
-        return not self.gpus or gpu_name.lower() in self.gpus
+        """Whether the file's runs include `gpu_name`. False for a file whose runs name no GPU (none recorded, or
+        none commbench knows): it cannot show it was fitted on `gpu_name`, so its kernel terms are not used there
+        (README, `--calibration`: "only on the GPUs of its runs")."""
+        return gpu_name.lower() in self.gpus
 
     def for_gpu(self, gpu_name: str) -> tuple[Calibration, tuple[str, ...]]:
         """The terms a plan of `gpu_name` uses, and those of them that are the file's no more: on a GPU its runs do not
@@ -106,16 +108,25 @@ class CalibrationFile:
                 tuple(t for t in KERNEL_TERMS if t not in self.shipped_terms))
 
     def other_gpu_note(self, gpu_name: str) -> str:
-        """'' when the file's runs include `gpu_name` or do not say which GPUs; else one line: which terms are the
-        file's and which the shipped ones (for_gpu)."""
+        """'' when the file's runs include `gpu_name`; else one line: which GPUs its runs name (or that they name
+        none), and which terms are the file's and which the shipped ones (for_gpu)."""
         if self.fitted_on(gpu_name):
             return ""
         carried = [t for t in FITTED_TERMS if t not in KERNEL_TERMS]
         shipped_here = ", ".join(self.for_gpu(gpu_name)[1])
-        return (f"calibration file {self.path} was fitted on runs of {', '.join(self.gpus)} only; for "
+        if self.gpus:
+            fitted = f"was fitted on runs of {', '.join(self.gpus)} only"
+        elif self.runs:
+            fitted = (f"lists {len(self.runs)} run(s) that name no GPU commbench knows ({self.runs[0][:60]!r}), so it "
+                      f"cannot show it was fitted on {gpu_name.lower()}")
+        else:
+            fitted = (f"records no runs it was fitted on (a file written before runs were recorded has none), so "
+                      f"it cannot show it was fitted on {gpu_name.lower()}")
+        return (f"calibration file {self.path} {fitted}; for "
                 f"{gpu_name.lower()}: its kernel terms ({shipped_here}) are the shipped values, and only "
-                f"the software's ({', '.join(carried)}) are the file's (fitted on other GPUs, the kernel terms made "
-                "predictions worse than the shipped ones: step.terms.KERNEL_TERMS; refit with runs of this GPU)")
+                f"the software's ({', '.join(carried)}) are the file's (carried to a GPU they were not fitted on, "
+                "kernel terms made predictions worse than the shipped ones: step.terms.KERNEL_TERMS; refit with runs "
+                "of this GPU)")
 
     def note(self) -> str:
         """'' when the file sets every fitted term; else one line naming the terms filled from the shipped values."""
@@ -164,11 +175,17 @@ RUN_GPU = re.compile(r"\s\d+x\s(\S+)\s|\s(\S+)x\d+\s")
 
 def fitted_gpus(path: str) -> tuple[str, ...]:
     """The GPUs (hardware.toml names) of the runs a calibration file lists (step.terms.fitted_runs), in order."""
+    from commbench.planner.step.terms import fitted_runs
+    return gpus_of_runs(fitted_runs(path))
+
+
+def gpus_of_runs(runs: list[str]) -> tuple[str, ...]:
+    """The GPUs (hardware.toml names) the run names of a calibration file name, in order; a name of no known GPU
+    adds none."""
     from commbench.data.reference import gpu_names
     from commbench.planner.calibrate.published import _preset_name
-    from commbench.planner.step.terms import fitted_runs
     found: dict[str, None] = {}
-    for run in fitted_runs(path):
+    for run in runs:
         match = RUN_GPU.search(run)
         gpu = preset_gpu(_preset_name(match.group(1) or match.group(2)) if match else None)
         if gpu in gpu_names():
@@ -187,7 +204,7 @@ def read_calibration_file(path: str) -> CalibrationFile:
     file, refused in one line naming the term, not planned with. The terms it does not set are named
     (CalibrationFile.shipped_terms), not filled silently."""
     from commbench.errors import invalid
-    from commbench.planner.step.terms import read_calibration
+    from commbench.planner.step.terms import fitted_runs, read_calibration
 
     cal, missing = read_calibration(path)
     for term in BOUNDS:
@@ -195,7 +212,8 @@ def read_calibration_file(path: str) -> CalibrationFile:
         value = getattr(cal, term)
         if not lo <= value <= hi:
             raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
-    return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=fitted_gpus(path),
+    runs = fitted_runs(path)   # a corrupt "runs" is refused here: they decide where its kernel terms are used
+    return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=gpus_of_runs(runs), runs=tuple(runs),
                            **_recorded(path, written_by="commbench_version", step_model="step_model"))
 
 

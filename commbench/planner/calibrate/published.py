@@ -375,7 +375,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
             normalised_release(release))):
         # a typo read no recipe at all, silently: the run was modelled with other flags than its release's
         raise CommbenchError(f"{where}: field 'release' = {release!r}; allowed: a NeMo release as a string, "
-                             "\"YY.MM\" or \"YY.MM.NN\" (e.g. \"26.02.01\"), or \"user\"")
+                             "\"YY.MM\" or \"YY.MM.NN\", MM a month 01 to 12 (e.g. \"26.02.01\"), or \"user\"")
     if row.get("tokens_per_s_per_gpu") is not None and (
             not isinstance(row["tokens_per_s_per_gpu"], (int, float)) or row["tokens_per_s_per_gpu"] <= 0):
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "

@@ -391,8 +391,8 @@ def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...
     if shipped_terms:
         parts.append(f"{', '.join(shipped_terms)}: the file does not set these {len(shipped_terms)}")
     if other_gpu_terms:
-        parts.append(f"{', '.join(other_gpu_terms)}: the file fitted these {len(other_gpu_terms)} kernel terms on "
-                     "other GPUs' runs than this plan's GPU")
+        parts.append(f"{', '.join(other_gpu_terms)}: the file's runs do not show these {len(other_gpu_terms)} kernel "
+                     "terms were fitted on this plan's GPU (runs of other GPUs, or none named)")
     return (f"efficiency terms: {calibration_file} (commbench calibrate -O), except {'; and '.join(parts)}; so "
             "they are the shipped values (commbench.planner.step.terms), not fitted to your runs of this GPU")
 

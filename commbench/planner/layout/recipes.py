@@ -63,7 +63,9 @@ def newest_release() -> str:
     return releases()[-1]
 
 
-RELEASE_NAME = re.compile(r"\d{2}\.\d{2}(\.\d{1,2})?")   # NeMo Framework container tags: YY.MM[.NN]
+# NeMo Framework container tags: YY.MM[.NN], MM a month (01 to 12: 26.13 and 26.00 are no release)
+RELEASE_NAME = re.compile(r"\d{2}\.(0[1-9]|1[0-2])(\.\d{1,2})?")
+RELEASE_FORM = "YY.MM[.NN], MM a month 01 to 12"
 
 
 def normalised_release(text: str) -> str:
@@ -80,7 +82,7 @@ def resolve_release(text: str) -> tuple[str | None, str]:
     if name in releases():
         return name, ""
     if not RELEASE_NAME.fullmatch(name):
-        return None, f"release {text!r} is not a NeMo release name (YY.MM or YY.MM.NN): no recipe"
+        return None, f"release {text!r} is not a NeMo release name ({RELEASE_FORM}): no recipe"
     older = [r for r in releases() if _version(r) <= _version(name)]
     if not older:
         return None, f"{name} is older than the recipe table's oldest release ({releases()[0]}): no recipe"
@@ -96,7 +98,7 @@ def check_release(text: str, option: str = "--software") -> str:
     stand, _ = resolve_release(text)
     if stand is not None:
         return stand
-    raise invalid(option, text, f"a NeMo release YY.MM[.NN] from {releases()[0]} on (recipe table: "
+    raise invalid(option, text, f"a NeMo release {RELEASE_FORM}, from {releases()[0]} on (recipe table: "
                                 f"{', '.join(releases())}; a release it lacks reads the newest one before it)")
 
 

@@ -71,12 +71,41 @@ def defaults_taken(layout: Layout, given: set[str], model=None) -> list[dict]:
     return out
 
 
+# The plan's inputs that have a default (plan/tune options; gbs and precision also layout pins): input_defaults
+INPUT_FIELDS = ("precision", "seq_len", "software", "gbs")
+
+
+def input_defaults(req, gbs_note: str | None = None) -> list[dict]:
+    """One entry per input of `req` (a SearchRequest) the user did not give, as defaults_taken's: field, the value
+    taken (as plan.json `inputs` records it) and why; `gbs_note`: where a default global batch came from (None: given,
+    as --gbs or a gbs= pin). Searched and pinned plans both list them (plan.json `defaults_taken`)."""
+    out = []
+    if not req.precision_asked:
+        out.append({"field": "precision", "value": req.precision,
+                    "why": f"not given: the default on {str(req.gpu_name).upper()}, the best precision it runs that "
+                           f"{req.framework}'s recipes train the model in whole (--precision to change)"})
+    if req.seq_len is None:
+        out.append({"field": "seq_len", "value": int(req.model.seq_len),
+                    "why": f"not given: {req.model.name}'s sequence length (--seq-len to change)"})
+    if not req.software_asked:
+        out.append({"field": "software", "value": req.software,
+                    "why": "not given: the newest release in commbench/data/recipes.json (--software to change)"})
+    if gbs_note:
+        out.append({"field": "gbs", "value": int(req.gbs), "why": gbs_note})
+    return out
+
+
 def defaults_line(entries: list[dict]) -> str:
-    parts = []
-    for e in entries:
+    """The plan's line naming its defaults: the layout fields not in --layout, then the inputs not given."""
+    def text(e: dict) -> str:
         value = str(e["value"]).lower() if isinstance(e["value"], bool) else e["value"]
-        parts.append(f"{e['field']}={value}" + (f" (adds {e['implies'].split(' (')[0]})" if "implies" in e else ""))
-    return "Defaults taken (not in --layout): " + ", ".join(parts) + "."
+        return f"{e['field']}={value}" + (f" (adds {e['implies'].split(' (')[0]})" if "implies" in e else "")
+    fields = [text(e) for e in entries if e["field"] not in INPUT_FIELDS]
+    inputs = [text(e) for e in entries if e["field"] in INPUT_FIELDS]
+    if not fields:
+        return f"Defaults taken (not given as options): {', '.join(inputs)}."
+    return (f"Defaults taken (not in --layout): {', '.join(fields)}"
+            + (f"; not given as options: {', '.join(inputs)}" if inputs else "") + ".")
 
 
 def versus_best(result: SearchResult, pinned_bd, i: int = 0) -> dict:
@@ -156,4 +185,4 @@ def versus_best_lines(v: dict) -> list[str]:
     return lines
 
 
-__all__ = ["defaults_taken", "defaults_line", "gain_verdict", "gain_verdict_line", "versus_best", "versus_best_lines"]
+__all__ = ["defaults_taken", "defaults_line", "input_defaults", "gain_verdict", "gain_verdict_line", "versus_best", "versus_best_lines"]

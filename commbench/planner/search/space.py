@@ -68,6 +68,7 @@ class SearchRequest:
     framework: str = DEFAULT_FRAMEWORK  # what the search may propose (frameworks.py); pins gain what it fixes
     software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
     software_note: str = ""      # set here: whose recipes stand in for a release the table lacks
+    software_asked: bool | None = None   # set here (None): whether `software` was given, not the newest by default
 
     @property
     def gpu_name(self) -> str | None:
@@ -82,6 +83,8 @@ class SearchRequest:
     def __post_init__(self) -> None:
         from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
         given = self.software is not None  # '' is given (and refused), not read as the newest release
+        if self.software_asked is None:   # kept through dataclasses.replace, which sees the release resolved
+            object.__setattr__(self, "software_asked", given)
         object.__setattr__(self, "software_note", release_note(self.software) if given else "")
         object.__setattr__(self, "software", check_release(self.software) if given else newest_release())
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision,  # the user's pins, first

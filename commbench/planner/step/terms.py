@@ -234,12 +234,19 @@ def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] 
 
 
 def fitted_runs(path: str) -> list[str]:
-    """The runs a `commbench calibrate -O` file was fitted on (its "runs"; [] for a file without them)."""
+    """The runs a `commbench calibrate -O` file was fitted on (its "runs"; [] for a file without them, written before
+    runs were recorded). They decide where its kernel terms are used (calibrate.fit.CalibrationFile.for_gpu), so a
+    "runs" that is not a list of run names is a corrupt file, refused in one line naming the field, not read as none."""
     import json
 
-    from commbench.errors import read_user_file
-    runs = json.loads(read_user_file(path, "calibration file")).get("runs")
-    return [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
+    from commbench.errors import CommbenchError, read_user_file
+    data = json.loads(read_user_file(path, "calibration file"))
+    runs = data.get("runs", []) if isinstance(data, dict) else []
+    if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
+        raise CommbenchError(f"calibration file {path}: field 'runs' = {json.dumps(runs)[:80]}; allowed: a list of the "
+                             "runs it was fitted on, each a string as `commbench calibrate -O` writes it (refit, or "
+                             "remove the field: a file without runs keeps the shipped kernel terms on every GPU)")
+    return runs
 
 
 def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force: bool = False,
