@@ -86,6 +86,31 @@ def test_fsdp_emitters():
     assert par["data_parallel_shard_degree"] == 32 and par["fsdp_reshard_after_forward"] == "always"
 
 
+def test_megatron_fsdp_at_mxfp8_reuses_no_grad_buffer_and_charges_its_transpose_weight_buffer():
+    """Megatron-FSDP plans at mxfp8 emitted --reuse-grad-buf-for-mxfp8-param-ag, which Megatron-FSDP does not implement
+    (megatron-core 0.16.1: only DistributedDataParallel sets remove_forward_pre_hook_handles, which the training loop's
+    manual param copy reads under that flag, training.py:1641; the optimizer then skips its own main-to-model copy,
+    optimizer.py:579-584): Megatron-Bridge v0.3.0 config.py:1485-1490 turns it off under Megatron-FSDP. Without it,
+    Megatron-FSDP keeps MXFP8 weights in two sharded buffers, row-wise and transposed (megatron_fsdp/
+    param_and_grad_buffer.py:1953-2001), which the step model now charges: the transpose shard and the transposes of
+    the parameters no unit holds (gathered in the backward, kept to the step's end) beyond the fp8 plan's weights."""
+    from commbench.planner.emit.megatron import precision_notes
+    from commbench.planner.models.counts import param_counts
+    m = load_model("llama3.1-70b")
+    lay = Layout(tp=1, pp=1, dp=64, mbs=1, gbs=256, precision="mxfp8", fsdp=True)
+    args = megatron_args(lay, m)
+    assert "--fp8-param-gather" in args and "--reuse-grad-buf-for-mxfp8-param-ag" not in args
+    assert any("Megatron-FSDP" in n and "reuse-grad-buf" in n for n in precision_notes(lay))
+    assert "--reuse-grad-buf-for-mxfp8-param-ag" in megatron_args(dataclasses.replace(lay, fsdp=False), m)
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    fp8 = dataclasses.replace(lay, precision="fp8")   # per-tensor fp8 on Blackwell: no transpose buffer
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([lay, fp8]), seq_len=8192)
+    params = param_counts(m).total
+    non_unit = 2 * m.vocab * m.hidden + m.hidden   # embedding, output layer, final norm (step/fsdp.py)
+    extra = bd.mem_weights_bytes[0] - bd.mem_weights_bytes[1]
+    assert extra == pytest.approx(params / 64 + non_unit * 63 / 64, rel=0.02)
+
+
 def test_published_megatron_fsdp_rows_are_modelled():
     from commbench.planner.calibrate.published import published_runs
     runs = [r for r in published_runs() if "FSDP=" in (r.row.get("notes") or "")
