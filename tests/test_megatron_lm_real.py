@@ -159,11 +159,17 @@ def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypat
     """plan --layout cuda_graph=layer for DeepSeek-V3 on 64 GB200 picked recompute=full (the only recompute that
     fits there), which megatron-core refuses under per-layer graphs ("full recompute is only supported with full
     iteration CUDA graph"): the plan's Megatron section was refused. The search now keeps per-layer graphs off
-    full-recompute rows, and pinning both is refused in one line; the planned layout launches."""
+    full-recompute rows, and pinning both is refused in one line; the planned layout launches. On 64 GPUs nothing
+    else fits (Megatron-FSDP rows, which did, run no CUDA graph: frameworks.MEGATRON_FSDP_NO_GRAPHS), so the search
+    says so; on 128 it plans per-layer graphs without full recompute."""
     from commbench.errors import CommbenchError
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, search
-    model, gpus = load_model("deepseek-v3"), 64
+    model = load_model("deepseek-v3")
+    with pytest.raises(CommbenchError, match=r"^no layout of deepseek-v3 fits in memory on 64 GPUs"):
+        search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
+                             precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5))
+    gpus = 128
     fabric = load_preset("gb200-nvl72", num_gpus=gpus)
     res = search(SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",
                                pins={"cuda_graph": "layer"}, keep=5))

@@ -43,7 +43,7 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
-                                                 megatron_dropout_graph_refusal,
+                                                 megatron_dropout_graph_refusal, megatron_fsdp_graph_refusal,
                                                  megatron_hybrid_refusal)
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
@@ -161,6 +161,9 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:
         raise invalid("fsdp_replicas", a.fsdp_replicas, f"1 for {model.name} under Megatron-LM {MEGATRON_LM_RELEASE} "
                       "(Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP; TorchTitan 0.3 does)")
+    graphs = megatron_fsdp_graph_refusal(a.fsdp, a.cuda_graph)
+    if graphs:
+        raise CommbenchError(graphs)
     hybrid = megatron_hybrid_refusal(model, {"moe_a2a_overlap": a.moe_a2a_overlap and a.ep > 1,
                                              "recompute": a.recompute, "recompute_layers": a.recompute_layers})
     if hybrid:

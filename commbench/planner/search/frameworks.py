@@ -6,6 +6,8 @@ fused grouped MLP (`fused_moe`): Megatron-Core runs Transformer Engine's fused g
 TransformerConfig.use_transformer_engine_op_fuser for MoE, which landed after 0.16.1 (Megatron-LM
 6815c0f, 2026-05-15, "Combine GEMM + SwiGLU fused MLP PRs"); Megatron-Bridge 26.06's recipes run a newer
 Megatron-Core. The search leaves it off and a pin is refused, so a plan never credits what it cannot run.
+Nor CUDA graphs under Megatron-FSDP (MEGATRON_FSDP_NO_GRAPHS): FSDP rows are searched eager, a pin of both is
+refused.
 
 TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - CUDA graphs wrap the whole forward-backward (`training.disable_cuda_graphs`, trainer.py), so the
@@ -390,6 +392,32 @@ MEGATRON_NO_FULL_GRAPH_MOE = (f"Megatron-LM {MEGATRON_LM_RELEASE} (megatron-core
                               "recipes pad them with Megatron-Core's paged stashing, which came after 0.16.1)")
 
 
+# Megatron-FSDP runs no CUDA graph in megatron-core 0.16.1, per-layer or full-iteration: Megatron-LM issue #2371
+# (2025-12-15, an NVIDIA maintainer: with Megatron-FSDP "CUDA Graphs support is currently broken"); full-iteration
+# replay needs DDPConfig.megatron_fsdp_cuda_graph_mode (Megatron-LM PR #4663, merged 2026-05-06: "Fixes code
+# (`param.grad = None`) blocking Megatron-FSDP from working with full-iteration CUDA graph replay"), which 0.16.1 has
+# not (megatron_fsdp/param_and_grad_buffer.py:2476 still sets param.grad = None); Transformer Engine's per-layer
+# capture gets FSDP's forward hooks (Megatron-LM PR #4232, unmerged: "numerical divergence and illegal memory access
+# during graph replay"). Megatron-Bridge v0.6.0 turns graphs off in its FSDP recipe (perf_recipes/nemotronh/gb200/
+# nemotronh.py:552-557: "Megatron FSDP registers module hooks that Transformer Engine CUDA graph capture rejects"),
+# and every fsdp recipe in commbench/data/recipes.json runs cuda_graph none but 26.08's DeepSeek-V3 GB300 one, which
+# sets megatron_fsdp_cuda_graph_mode. The search keeps FSDP rows eager, a pin of both is refused, the emitter refuses
+# the pair.
+MEGATRON_FSDP_NO_GRAPHS = (f"Megatron-FSDP in Megatron-LM {MEGATRON_LM_RELEASE} (megatron-core 0.16.1) runs no CUDA "
+                           "graph (Megatron-LM issue #2371: 'CUDA Graphs support is currently broken'; full-iteration "
+                           "replay needs DDPConfig.megatron_fsdp_cuda_graph_mode, Megatron-LM PR #4663, after 0.16.1; "
+                           "Megatron-Bridge's FSDP recipes run none)")
+
+
+def megatron_fsdp_graph_refusal(fsdp: object, cuda_graph: object) -> str | None:
+    """A CUDA graph (per-layer or full-iteration) with Megatron-FSDP, in one line (MEGATRON_FSDP_NO_GRAPHS); None
+    where the layout is not that."""
+    if not fsdp or cuda_graph not in ("layer", "full"):
+        return None
+    return (f"cuda_graph={cuda_graph!r} with fsdp=true is invalid with --framework megatron: {MEGATRON_FSDP_NO_GRAPHS}; "
+            "pin cuda_graph=none, or fsdp=false")
+
+
 def check_framework(framework: str) -> str:
     value = framework.lower()
     if value not in FRAMEWORKS:
@@ -759,6 +787,10 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
+        fsdp_pinned = pins.get("fsdp") is True or int(pins.get("fsdp_replicas", 1) or 1) > 1   # HSDP is FSDP
+        graphs = megatron_fsdp_graph_refusal(fsdp_pinned, pins.get("cuda_graph"))
+        if graphs:
+            raise CommbenchError(graphs)
         if pins.get("cuda_graph") == "full" and model.is_moe:
             raise CommbenchError(f"cuda_graph='full' is invalid for {model.name} with --framework megatron: "
                                  f"{MEGATRON_NO_FULL_GRAPH_MOE}; pin cuda_graph=layer or none")
@@ -860,21 +892,38 @@ def runs_fused_grouped_mlp(framework: str) -> bool:
     return False
 
 
-def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray, moe: bool = False) -> np.ndarray:
+def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray, moe: bool = False,
+                   fsdp: np.ndarray | None = None) -> np.ndarray:
     """Where the framework runs a full-iteration CUDA graph (TorchTitan: pp = 1 and ep = 1; Megatron-LM: not for
-    a MoE model, MEGATRON_NO_FULL_GRAPH_MOE)."""
+    a MoE model, MEGATRON_NO_FULL_GRAPH_MOE, nor under Megatron-FSDP, MEGATRON_FSDP_NO_GRAPHS)."""
     if framework == "torchtitan":
         return (pp == 1) & (ep == 1)
-    return np.full(len(pp), not moe, dtype=bool)
+    eager = np.zeros(len(pp), dtype=bool) if fsdp is None else np.asarray(fsdp, dtype=bool)
+    return np.full(len(pp), not moe, dtype=bool) & ~eager
+
+
+def _megatron_fsdp_eager(cols: dict[str, np.ndarray], pinned_graph: bool) -> dict[str, np.ndarray]:
+    """Megatron-FSDP rows without a CUDA graph (MEGATRON_FSDP_NO_GRAPHS): eager where the graph is the search's
+    choice, dropped where it is pinned (a pin of both is refused in framework_pins)."""
+    graphed = cols["fsdp"] & (cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("none"))
+    if not graphed.any():
+        return cols
+    if pinned_graph:
+        return {k: v[~graphed] for k, v in cols.items()}
+    cols["cuda_graph"] = np.where(graphed, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
+                                  cols["cuda_graph"]).astype(np.int8)
+    return cols
 
 
 def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool,
                      model: ModelSpec | None = None) -> dict[str, np.ndarray]:
-    """TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
+    """Megatron-LM: FSDP rows eager (_megatron_fsdp_eager), no graphed attention recompute with attention dropout.
+    TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
     full graph keeps only the layouts its validation accepts; only pp x vp splits TorchTitan can build
     from the model's layers without MTP (its configs train none; emit/torchtitan.py splits the same way);
     and without PP only FSDP rows (TITAN_DP_WITHOUT_PP)."""
     if framework != "torchtitan":
+        cols = _megatron_fsdp_eager(cols, pinned_graph)
         arch = model.architecture if model is not None else None
         if arch is None or not arch.attention_dropout:
             return cols
