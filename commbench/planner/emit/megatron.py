@@ -165,7 +165,8 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     if graphs:
         raise CommbenchError(graphs)
     hybrid = megatron_hybrid_refusal(model, {"moe_a2a_overlap": a.moe_a2a_overlap and a.ep > 1,
-                                             "recompute": a.recompute, "recompute_layers": a.recompute_layers})
+                                             "recompute": a.recompute, "recompute_layers": a.recompute_layers,
+                                             "cpu_offload_layers": a.cpu_offload_layers})
     if hybrid:
         raise CommbenchError(hybrid)
     if a.cuda_graph == "layer" and a.recompute == "full":

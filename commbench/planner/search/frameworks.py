@@ -716,13 +716,21 @@ MEGATRON_HYBRID_NO_A2A_OVERLAP = ("megatron-core 0.16.1 runs --overlap-moe-exper
 MEGATRON_HYBRID_NO_FULL_RECOMPUTE = ("megatron-core 0.16.1's MambaStack does no activation checkpointing (only "
                                      "TransformerBlock runs recompute_granularity 'full'), so a hybrid model keeps "
                                      "every activation")
+# megatron-core 0.16.1 offloads activations (--cpu-offloading-num-layers) only inside TransformerBlock: its __init__
+# creates the offload context and sets config._cpu_offloading_context (transformer_block.py:303-323), inside which
+# the tensor-parallel layers offload (tensor_parallel/layers.py:1013, 1265). MambaStack (ssm/mamba_block.py) has no
+# offload code and its forward is a plain loop over its layers (mamba_block.py:319-341): validate_args accepts the
+# flag and a hybrid model offloads nothing (found by an outside probe).
+MEGATRON_HYBRID_NO_OFFLOAD = ("megatron-core 0.16.1's MambaStack offloads no activations (only TransformerBlock "
+                              "creates the CPU offloading context), so a hybrid model keeps every activation on the GPU")
 
 
 def megatron_runs_on_hybrid(framework: str, model: ModelSpec) -> dict[str, bool]:
     """What the framework runs for this model that it does not for every model: {'moe_a2a_overlap': ...,
-    'full_recompute': ...}; both False for a hybrid (MambaModel) model under Megatron-LM core_v0.16.1."""
+    'full_recompute': ..., 'cpu_offload': ...}; all False for a hybrid (MambaModel) model under Megatron-LM
+    core_v0.16.1 (megatron_hybrid_refusal refuses a pin of each)."""
     hybrid = framework == "megatron" and model.is_hybrid
-    return {"moe_a2a_overlap": not hybrid, "full_recompute": not hybrid}
+    return {"moe_a2a_overlap": not hybrid, "full_recompute": not hybrid, "cpu_offload": not hybrid}
 
 
 def megatron_hybrid_refusal(model: ModelSpec, pins: dict[str, object]) -> str | None:
@@ -736,6 +744,9 @@ def megatron_hybrid_refusal(model: ModelSpec, pins: dict[str, object]) -> str | 
         what = f"recompute_layers={pins['recompute_layers']}" if pins.get("recompute") != "full" else "recompute='full'"
         return (f"{what} is invalid for {model.name} with --framework megatron: {MEGATRON_HYBRID_NO_FULL_RECOMPUTE}; "
                 "pin recompute none or selective" + (", moe_act" if model.is_moe else ""))
+    if int(pins.get("cpu_offload_layers", 0) or 0) > 0:
+        return (f"cpu_offload_layers={pins['cpu_offload_layers']} is invalid for {model.name} with --framework megatron: "
+                f"{MEGATRON_HYBRID_NO_OFFLOAD}; pin cpu_offload_layers=0 or leave it out")
     return None
 
 
