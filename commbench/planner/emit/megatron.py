@@ -44,7 +44,7 @@ from commbench.planner.layout.split import choose_split, parse_layout_text, spli
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
                                                  megatron_dropout_graph_refusal, megatron_fsdp_graph_refusal,
-                                                 megatron_hybrid_refusal)
+                                                 megatron_graph_scope_refusal, megatron_hybrid_refusal)
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -175,6 +175,9 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     dropout = megatron_dropout_graph_refusal(model, a.cuda_graph, a.recompute, a.cuda_graph_scope)
     if dropout:
         raise CommbenchError(dropout)
+    scope = megatron_graph_scope_refusal(model, a.cuda_graph_scope) if a.cuda_graph == "layer" else None
+    if scope:   # TransformerConfig's scope checks, and a graph over dropless MoE (the moe scope or the whole layer)
+        raise CommbenchError(scope)
     if a.moe_a2a_overlap and a.cuda_graph == "full":
         raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
                       "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")

@@ -668,19 +668,39 @@ def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str
     return None
 
 
+# A per-layer graph over a MoE layer's dispatch and experts: the 'moe' scope, or the whole layer (an empty
+# --cuda-graph-scope: cuda_graphs.py _layer_is_graphable graphs every layer, MoE layers included). Megatron-Core captures
+# them only for drop-and-pad MoE: without --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity "the
+# resulting dynamic shapes make MoE layers uncapturable ... you can still leverage CUDA Graphs for the attention
+# layers" (Megatron-LM core_v0.16.1 megatron/core/transformer/moe/README.md:509; NVIDIA/Megatron-LM#1598: the
+# dispatcher's tensor.cpu() breaks capture). TransformerConfig refuses the explicit 'moe' scope ("moe cuda graph is only
+# supported with drop-padding MoE", transformer_config.py:1763-1770) and lets the whole layer through to fail at
+# capture. No plan emits --moe-pad-expert-input-to-capacity, so every MoE model's layers are uncapturable: one rule
+# for both scopes, as the full-iteration graph's (MEGATRON_NO_FULL_GRAPH_MOE).
+MEGATRON_UNCAPTURABLE_MOE = ("the model's MoE is dropless (no plan pads experts to capacity), whose per-expert token "
+                             "counts change every step (Megatron-Core's MoE README: 'the resulting dynamic shapes make "
+                             "MoE layers uncapturable'); moe_router (+moe_preprocess) captures its router")
+
+
 def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
-    """A per-layer CUDA-graph scope megatron-core 0.16.1's TransformerConfig refuses for this model (__post_init__,
-    "Check cuda graph scopes"): moe with moe_router; moe_preprocess without moe_router; moe or moe_router in a model
-    without MoE ("moe cuda graph is only supported for MoE"); mlp where every layer is MoE (moe_layer_freq 1, as the
-    emitter writes it for those and for hybrid models: "mlp cuda graph is only supported for dense layers"); moe, which
-    needs drop-and-pad MoE (a capacity factor with --moe-pad-expert-input-to-capacity, which no plan emits). The search
-    never proposes a scope (it takes the recipes' default_scope); a pin of one of these is refused here, in one line."""
+    """A per-layer CUDA-graph scope megatron-core 0.16.1 refuses or cannot capture for this model: its
+    TransformerConfig (__post_init__, "Check cuda graph scopes") refuses moe with moe_router; moe_preprocess without
+    moe_router; moe or moe_router in a model without MoE ("moe cuda graph is only supported for MoE"); mlp where every
+    layer is MoE (moe_layer_freq 1, as the emitter writes it for those and for hybrid models: "mlp cuda graph is only
+    supported for dense layers"); and a graph over the MoE block, the moe scope or the whole layer, on a MoE model
+    (MEGATRON_UNCAPTURABLE_MOE: TransformerConfig refuses moe, the whole layer fails at capture). The search never
+    proposes a scope (it takes the recipes' default_scope); a pin of one of these is refused here, and by the emitter,
+    in one line, naming only scopes that are not refused."""
     from commbench.planner.layout.graph_scope import BIT, MODULES, WHOLE_LAYER, WHOLE_LAYER_NAME, scope_mask, scope_text
     mask = scope_mask(str(scope or ""))
-    if not mask or mask & WHOLE_LAYER:
+    if not mask or (mask & WHOLE_LAYER and not model.is_moe):
         return None
     every_layer_moe = model.is_moe and (model.is_hybrid or model.num_dense_layers == 0)
-    if mask & BIT["moe"] and mask & BIT["moe_router"]:
+    refuses = "refuses it"
+    if mask & WHOLE_LAYER:
+        why = f"the whole layer captures each MoE layer's dispatch and experts, as moe does, and {MEGATRON_UNCAPTURABLE_MOE}"
+        refuses = "cannot capture it (its TransformerConfig lets the empty --cuda-graph-scope through)"
+    elif mask & BIT["moe"] and mask & BIT["moe_router"]:
         why = "moe and moe_router capture the same MoE block (TransformerConfig: 'must not contain both')"
     elif mask & BIT["moe_preprocess"] and not mask & BIT["moe_router"]:
         why = "moe_preprocess is captured only with moe_router"
@@ -690,15 +710,16 @@ def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
         why = "every layer of the model is MoE, with no dense MLP to capture (TransformerConfig: 'mlp cuda graph is " \
               "only supported for dense layers')"
     elif mask & BIT["moe"]:
-        why = "moe captures only drop-and-pad MoE (TransformerConfig: 'moe cuda graph is only supported with " \
-              "drop-padding MoE'), and the model's MoE is dropless; moe_router (+moe_preprocess) captures its router"
+        why = f"moe captures the MoE block (TransformerConfig: 'moe cuda graph is only supported with drop-padding " \
+              f"MoE'), and {MEGATRON_UNCAPTURABLE_MOE}"
     else:
         return None
     allowed = [m for m in MODULES if not (
         (not model.is_moe and m.startswith("moe")) or m == "moe" or (m == "mlp" and every_layer_moe))]
+    whole = "" if model.is_moe else f"'{WHOLE_LAYER_NAME}' or "   # a MoE model's whole layer is refused above
     return (f"cuda_graph_scope={scope_text(mask)!r} is invalid for {model.name}: {why}; megatron-core "
-            f"{MEGATRON_LM_RELEASE.removeprefix('core_v')} refuses it. Use '' (the recipes' scope), "
-            f"'{WHOLE_LAYER_NAME}' or modules from {', '.join(allowed)}"
+            f"{MEGATRON_LM_RELEASE.removeprefix('core_v')} {refuses}. Use '' (the recipes' scope), "
+            f"{whole}modules from {', '.join(allowed)}"
             + (" (moe_preprocess only with moe_router)" if model.is_moe else ""))
 
 
