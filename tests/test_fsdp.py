@@ -86,6 +86,59 @@ def test_fsdp_emitters():
     assert par["data_parallel_shard_degree"] == 32 and par["fsdp_reshard_after_forward"] == "always"
 
 
+def test_megatron_fsdp_at_mxfp8_reuses_no_grad_buffer_and_charges_its_transpose_weight_buffer():
+    """Megatron-FSDP plans at mxfp8 emitted --reuse-grad-buf-for-mxfp8-param-ag, which Megatron-FSDP does not implement
+    (megatron-core 0.16.1: only DistributedDataParallel sets remove_forward_pre_hook_handles, which the training loop's
+    manual param copy reads under that flag, training.py:1641; the optimizer then skips its own main-to-model copy,
+    optimizer.py:579-584): Megatron-Bridge v0.3.0 config.py:1485-1490 turns it off under Megatron-FSDP. Without it,
+    Megatron-FSDP keeps MXFP8 weights in two sharded buffers, row-wise and transposed (megatron_fsdp/
+    param_and_grad_buffer.py:1953-2001), which the step model now charges: the transpose shard and the transposes of
+    the parameters no unit holds (gathered in the backward, kept to the step's end) beyond the fp8 plan's weights."""
+    from commbench.planner.emit.megatron import precision_notes
+    from commbench.planner.models.counts import param_counts
+    m = load_model("llama3.1-70b")
+    lay = Layout(tp=1, pp=1, dp=64, mbs=1, gbs=256, precision="mxfp8", fsdp=True)
+    args = megatron_args(lay, m)
+    assert "--fp8-param-gather" in args and "--reuse-grad-buf-for-mxfp8-param-ag" not in args
+    assert any("Megatron-FSDP" in n and "reuse-grad-buf" in n for n in precision_notes(lay))
+    assert "--reuse-grad-buf-for-mxfp8-param-ag" in megatron_args(dataclasses.replace(lay, fsdp=False), m)
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    fp8 = dataclasses.replace(lay, precision="fp8")   # per-tensor fp8 on Blackwell: no transpose buffer
+    bd = evaluate_layouts(m, fabric, LayoutArrays.from_layouts([lay, fp8]), seq_len=8192)
+    params = param_counts(m).total
+    non_unit = 2 * m.vocab * m.hidden + m.hidden   # embedding, output layer, final norm (step/fsdp.py)
+    extra = bd.mem_weights_bytes[0] - bd.mem_weights_bytes[1]
+    assert extra == pytest.approx(params / 64 + non_unit * 63 / 64, rel=0.02)
+
+
+def test_megatron_fsdp_layouts_are_neither_searched_nor_emitted_with_cuda_graphs():
+    """Megatron-FSDP in megatron-core 0.16.1 runs no CUDA graph (Megatron-LM issue #2371: "CUDA Graphs support is
+    currently broken"; full-iteration replay needs DDPConfig.megatron_fsdp_cuda_graph_mode, Megatron-LM PR #4663, which
+    0.16.1 lacks; TE per-layer capture of its hooks: PR #4232; Megatron-Bridge's FSDP recipes run none). The search
+    put FSDP rows with per-layer or full-iteration graphs among its best, and emitted them."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.spec import CODE_FIELDS
+    none = CODE_FIELDS["cuda_graph"].index("none")
+    kw = dict(model=load_model("llama3-8b"), fabric=load_preset("b200-hgx", num_gpus=8), num_gpus=8, gbs=128,
+              precision="fp8", keep=2000)
+    lay = search(SearchRequest(**kw)).layouts
+    assert lay.fsdp.any() and (lay.cuda_graph[lay.fsdp] == none).all() and (lay.cuda_graph[~lay.fsdp] != none).any()
+    pinned = search(SearchRequest(**kw, pins={"fsdp": True})).layouts
+    assert pinned.fsdp.all() and (pinned.cuda_graph == none).all()
+    for graph in ("layer", "full"):   # a pinned graph keeps the distributed optimizer's rows only
+        graphed = search(SearchRequest(**kw, pins={"cuda_graph": graph})).layouts
+        assert len(graphed) and not graphed.fsdp.any()
+        res = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "b200-hgx", "--gpus", "8",
+                                       "--layout", f"fsdp=true,cuda_graph={graph}"])
+        assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+        assert "fsdp" in res.output and "#2371" in res.output and "Traceback" not in res.output
+    with pytest.raises(CommbenchError, match="#2371"):
+        megatron_args(Layout(tp=2, pp=1, dp=4, mbs=1, gbs=128, fsdp=True, cuda_graph="layer"), load_model("llama3-8b"))
+
+
 def test_published_megatron_fsdp_rows_are_modelled():
     from commbench.planner.calibrate.published import published_runs
     runs = [r for r in published_runs() if "FSDP=" in (r.row.get("notes") or "")
@@ -99,11 +152,12 @@ MEGATRON_LM_ROOT = os.environ.get("MEGATRON_LM_ROOT")
 @pytest.mark.skipif(not MEGATRON_LM_ROOT, reason="set MEGATRON_LM_ROOT to a Megatron-LM core_v0.16.1 source tree")
 @pytest.mark.parametrize("name, gpus, kw", [
     ("llama3.1-70b", 64, dict(tp=1, pp=1, dp=64, mbs=2, gbs=256, precision="fp8")),
-    # what the search picks with fsdp pinned: full-iteration CUDA graphs + TP overlap; EP overlap + fused MoE
+    # what the search picks with fsdp pinned: TP overlap, no CUDA graph (Megatron-FSDP in megatron-core 0.16.1 runs
+    # none: test_megatron_fsdp_layouts_are_neither_searched_nor_emitted_with_cuda_graphs); EP overlap + fused MoE
     ("llama3.1-70b", 64, dict(tp=2, pp=1, dp=32, mbs=2, gbs=256, precision="fp8", recompute="selective",
-                              tp_comm_overlap=True, cuda_graph="full")),
+                              tp_comm_overlap=True)),
     ("qwen3-30b-a3b", 72, dict(tp=1, pp=1, ep=4, etp=1, dp=72, mbs=8, gbs=576, precision="mxfp8", dispatcher="flex",
-                               moe_a2a_overlap=True, fused_moe=True, cuda_graph="layer")),
+                               moe_a2a_overlap=True, fused_moe=True)),
     ("llama3-8b", 8, dict(tp=2, pp=1, dp=4, mbs=1, gbs=128, precision="fp8")),
     ("qwen3-30b-a3b", 72, dict(tp=1, pp=1, ep=8, etp=1, dp=72, mbs=1, gbs=576, precision="mxfp8")),
     # HSDP: FSDP within each 64-GPU rack, two replicas (--num-distributed-optimizer-instances 2)

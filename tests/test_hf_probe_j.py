@@ -162,7 +162,7 @@ def test_attention_dropout_with_graphed_core_attn_recompute_is_refused_pinned_an
     graphs, recomputes = CODE_FIELDS["cuda_graph"], CODE_FIELDS["recompute"]
     cols = {"cuda_graph": np.array([graphs.index(g) for g in ("layer", "layer", "none", "full")]),
             "recompute": np.array([recomputes.index(r) for r in ("selective", "none", "selective", "selective")]),
-            "cuda_graph_scope": np.zeros(4, dtype=np.int64), "tp": np.arange(4)}
+            "cuda_graph_scope": np.zeros(4, dtype=np.int64), "tp": np.arange(4), "fsdp": np.zeros(4, dtype=bool)}
     kept = restrict_columns("megatron", dict(cols), False, load_hf_model(model))
     assert list(kept["tp"]) == [1, 2]
     assert list(restrict_columns("megatron", dict(cols), False, load_hf_model(f"hf:{HF / 'Llama-3.1-8B'}"))["tp"]) \

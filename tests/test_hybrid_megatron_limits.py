@@ -1,6 +1,6 @@
 """What Megatron-LM core_v0.16.1 cannot run for a hybrid (Mamba) model, which pretrain_mamba.py builds as
-MambaModel: the EP all-to-all overlap (the combined 1F1B schedule needs GPTModel.build_schedule_plan) and full
-recompute (MambaStack.forward checkpoints nothing). The search must not propose them, a pin is refused in one line,
+MambaModel: the EP all-to-all overlap (the combined 1F1B schedule needs GPTModel.build_schedule_plan), full
+recompute (MambaStack.forward checkpoints nothing) and CPU activation offloading (MambaStack offloads nothing). The search must not propose them, a pin is refused in one line,
 and the step model charges neither (found by an outside probe: the default Nemotron-3-Nano plan emitted
 --overlap-moe-expert-parallel-comm and crashed at the first step; its 16K-token plan fitted only by a recompute that
 never ran)."""
@@ -67,7 +67,12 @@ def test_a_hybrid_plan_never_charges_full_recompute():
                                         "--overlap-moe-expert-parallel-comm only for a GPTModel"),
                                        ("recompute=full", f"recompute='full' is invalid for {HYBRID} with --framework "
                                         "megatron: megatron-core 0.16.1's MambaStack does no activation checkpointing"),
-                                       ("recompute=full,recompute_layers=2", "recompute='full' is invalid")])
+                                       ("recompute=full,recompute_layers=2", "recompute='full' is invalid"),
+                                       # the step model charged 4 layers' activations to host memory (69 GB free
+                                       # against 64 without the pin) that MambaStack never offloads
+                                       ("cpu_offload_layers=4", f"cpu_offload_layers=4 is invalid for {HYBRID} with "
+                                        "--framework megatron: megatron-core 0.16.1's MambaStack offloads no "
+                                        "activations")])
 def test_a_pin_megatron_cannot_run_on_a_hybrid_is_refused_in_one_line(pin, said, tmp_path):
     out = CliRunner().invoke(app, ["plan", "--model", HYBRID, "--system", "h100-hgx", "--gpus", "16", "--layout",
                                    f"tp=1,pp=1,ep=8,mbs=1,{pin}", "--top", "1", "-O", str(tmp_path)],
@@ -84,6 +89,27 @@ def test_the_emitter_refuses_them_for_a_hybrid_layout():
         megatron_args(Layout.for_world(16, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, moe_a2a_overlap=True), model)
     with pytest.raises(CommbenchError, match="MambaStack does no activation checkpointing"):
         megatron_args(Layout.for_world(16, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, recompute="full"), model)
+    with pytest.raises(CommbenchError, match="MambaStack offloads no activations"):
+        megatron_args(Layout.for_world(16, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, cpu_offload_layers=4), model)
+
+
+def test_cpu_offload_is_one_hybrid_rule_with_full_recompute():
+    """CPU activation offloading (--cpu-offloading-num-layers) runs only in TransformerBlock: its __init__ creates the
+    offload context and sets config._cpu_offloading_context, which the tensor-parallel layers offload inside
+    (megatron-core 0.16.1 transformer_block.py:303-323, tensor_parallel/layers.py); MambaStack has no offload code and
+    its forward is a plain loop, so a hybrid plan charged host memory for activations that stay on the GPU (found by
+    an outside probe: Nemotron-H 56B "fitted" on 64 GB200 only with offload60). Refused and never searched, as full
+    recompute is (frameworks.megatron_runs_on_hybrid)."""
+    from commbench.planner.search.frameworks import megatron_runs_on_hybrid
+    model = load_model(HYBRID)
+    assert megatron_runs_on_hybrid("megatron", model) == {"moe_a2a_overlap": False, "full_recompute": False,
+                                                          "cpu_offload": False}
+    assert all(megatron_runs_on_hybrid("megatron", load_model("llama3.1-70b")).values())
+    pytest.importorskip("megatron.core")
+    from megatron.core.ssm.mamba_block import MambaStack
+    from megatron.core.transformer.transformer_block import TransformerBlock
+    assert "offload" not in inspect.getsource(MambaStack)
+    assert "_cpu_offloading_context" in inspect.getsource(TransformerBlock.__init__)
 
 
 def test_vp_on_a_hybrid_model_names_mamba_stack_s_refusal(tmp_path):

@@ -116,15 +116,23 @@ def test_megatron_refuses_a_module_pin_the_model_has_no_module_for(name, field, 
     """What plan --layout recompute=mla_up_proj (a model without MLA) or moe_act (a dense model), or cuda_graph=layer
     with a cuda_graph_scope the model has no module for, emitted (--recompute-modules / --cuda-graph-scope <it>),
     through Megatron-LM core_v0.16.1's parse_args -> validate_args -> core_transformer_config_from_args: megatron-core's
-    TransformerConfig refuses it (the graph scopes with an AssertionError, a traceback at launch)."""
+    TransformerConfig refuses it (the graph scopes with an AssertionError, a traceback at launch). The emitter now
+    refuses such a scope itself (frameworks.megatron_graph_scope_refusal): the flags are built past that check."""
     import dataclasses
 
+    from commbench.errors import CommbenchError
     from commbench.planner import Layout, load_model
+    from commbench.planner.emit import megatron as emit_megatron
     from tests.megatron_lm import megatron_config, target_gpu
     model = load_model(name)
     graph = {"cuda_graph": "layer"} if field == "cuda_graph_scope" else {}
-    lay = Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64, **graph)
-    argv = megatron_args(dataclasses.replace(lay, **{field: value}), model)
+    lay = dataclasses.replace(Layout.for_world(8, tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, mbs=1, gbs=64,
+                                               **graph), **{field: value})
+    if field == "cuda_graph_scope":
+        with pytest.raises(CommbenchError, match=r"^cuda_graph_scope="):
+            megatron_args(lay, model)
+        monkeypatch.setattr(emit_megatron, "megatron_graph_scope_refusal", lambda *a, **k: None)
+    argv = megatron_args(lay, model)
     i = argv.index(flag)
     assert argv[i + 1:i + 1 + len(value.split("+"))] == value.split("+")
     with target_gpu(monkeypatch, (10, 0)), pytest.raises(error, match=why):
@@ -159,11 +167,17 @@ def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypat
     """plan --layout cuda_graph=layer for DeepSeek-V3 on 64 GB200 picked recompute=full (the only recompute that
     fits there), which megatron-core refuses under per-layer graphs ("full recompute is only supported with full
     iteration CUDA graph"): the plan's Megatron section was refused. The search now keeps per-layer graphs off
-    full-recompute rows, and pinning both is refused in one line; the planned layout launches."""
+    full-recompute rows, and pinning both is refused in one line; the planned layout launches. On 64 GPUs nothing
+    else fits (Megatron-FSDP rows, which did, run no CUDA graph: frameworks.MEGATRON_FSDP_NO_GRAPHS), so the search
+    says so; on 128 it plans per-layer graphs without full recompute."""
     from commbench.errors import CommbenchError
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, search
-    model, gpus = load_model("deepseek-v3"), 64
+    model = load_model("deepseek-v3")
+    with pytest.raises(CommbenchError, match=r"^no layout of deepseek-v3 fits in memory on 64 GPUs"):
+        search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
+                             precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5))
+    gpus = 128
     fabric = load_preset("gb200-nvl72", num_gpus=gpus)
     res = search(SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",
                                pins={"cuda_graph": "layer"}, keep=5))

@@ -36,10 +36,12 @@ def _layout_keys() -> str:
     codes = "; ".join(f"{k} ({' | '.join(v)}{', as --precision' if k == 'precision' else ''})"
                       for k, v in CODE_FIELDS.items())
     return (f"integers {', '.join(INT_FIELDS)}; {codes}; "
-            f"cuda_graph_scope (with cuda_graph=layer: {WHOLE_LAYER_NAME} for the whole layer, or modules joined "
+            f"cuda_graph_scope (with cuda_graph=layer: {WHOLE_LAYER_NAME} for the whole layer, not for MoE models under "
+            "Megatron (dropless MoE is uncapturable), or modules joined "
             f"by + from {', '.join(MODULES)}; default: the recipes' scope for the model); "
             f"true/false {', '.join(BOOL_FIELDS)}; "
-            "0 or more cpu_offload_layers (layers whose activations go to host memory; needs pp=1; searched "
+            "0 or more cpu_offload_layers (layers whose activations go to host memory; needs pp=1; not for hybrid "
+            "(Mamba) models under Megatron, whose MambaStack offloads nothing; searched "
             "for dense FSDP layouts where the --software release's recipes offload on the GPU) and "
             "recompute_layers (with recompute=full, layers of each model chunk recomputed; 0 = all)")
 

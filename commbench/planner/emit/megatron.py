@@ -14,7 +14,8 @@ megatron-core 0.16):
 - precision as Megatron-Bridge's recipes set it: fp8 = `--fp8-format hybrid --fp8-recipe tensorwise`
   (current scaling); mxfp8 = `--fp8-format e4m3 --fp8-recipe mxfp8` plus `--fp8-param-gather
   --reuse-grad-buf-for-mxfp8-param-ag` with the distributed optimizer (without them megatron-core's
-  OptimizerConfig warns that mxfp8 "will use significant amount additional GPU memory");
+  OptimizerConfig warns that mxfp8 "will use significant amount additional GPU memory"), but no
+  `--reuse-grad-buf-for-mxfp8-param-ag` under Megatron-FSDP (MEGATRON_FSDP_NO_GRAD_BUF_REUSE);
   nvfp4 = `--fp4-format e2m1 --fp4-recipe nvfp4`; always `--bf16` params and `--grad-reduce-in-bf16` (bf16 gradient
   buffers, as the recipes' grad_reduce_in_fp32 = False; Megatron-LM's default under --bf16 is fp32); fp8 also gathers its
   params in fp8 (`--fp8-param-gather` with the distributed optimizer, as bf16_with_fp8_current_scaling_mixed);
@@ -42,14 +43,30 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
-                                                 megatron_dropout_graph_refusal,
-                                                 megatron_hybrid_refusal)
+                                                 megatron_dropout_graph_refusal, megatron_fsdp_graph_refusal,
+                                                 megatron_graph_scope_refusal, megatron_hybrid_refusal)
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
 # HSDP adds --num-distributed-optimizer-instances (the outer, replicated DP; outer-dp-sharding no_shard).
 MEGATRON_FSDP_ARGS = ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
                       "--ckpt-format", "fsdp_dtensor"]
+
+# --reuse-grad-buf-for-mxfp8-param-ag is a DistributedDataParallel feature Megatron-FSDP does not implement
+# (megatron-core 0.16.1): with it and --overlap-param-gather, MixedPrecisionOptimizer.step_with_ready_grads skips
+# its main-to-model weight copy (optimizer.py:579-584), which under Megatron-FSDP is the only one
+# (distrib_optimizer.py:2440-2443), leaving it to the training loop (Megatron-LM core_v0.16.1 training.py:1641-1643),
+# which reads model[0].remove_forward_pre_hook_handles, set only by DistributedDataParallel.__init__
+# (distributed_data_parallel.py:350): the first train_step raises AttributeError. validate_args clears the flag under
+# Megatron-FSDP only with --fsdp-manual-registration (arguments.py:693-698). Megatron-Bridge turns it off under
+# Megatron-FSDP (v0.3.0 src/megatron/bridge/training/config.py:1485-1490: "reuse_grad_buf_for_mxfp8_param_ag is not
+# supported with Megatron FSDP, setting to False"; its Nemotron-3.5 FSDP perf recipe sets it False), and so do the
+# plans; the step model charges Megatron-FSDP's own MXFP8 buffers (step/fsdp.py mxfp8_transpose_bytes).
+MEGATRON_FSDP_NO_GRAD_BUF_REUSE = (
+    "Megatron-FSDP at mxfp8: no --reuse-grad-buf-for-mxfp8-param-ag (Megatron-FSDP does not implement it; "
+    "Megatron-Bridge turns it off under Megatron-FSDP), so megatron-core's OptimizerConfig warns mxfp8 'will use "
+    "significant amount additional GPU memory'; the prediction charges Megatron-FSDP's MXFP8 row-wise and transposed "
+    "weight buffers")
 
 # The training script that builds the model from these flags: pretrain_gpt.py builds a GPTModel (gpt_builders.py)
 # and ignores --is-hybrid-model / --hybrid-override-pattern; a hybrid Mamba model is built by pretrain_mamba.py.
@@ -144,8 +161,12 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:
         raise invalid("fsdp_replicas", a.fsdp_replicas, f"1 for {model.name} under Megatron-LM {MEGATRON_LM_RELEASE} "
                       "(Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP; TorchTitan 0.3 does)")
+    graphs = megatron_fsdp_graph_refusal(a.fsdp, a.cuda_graph)
+    if graphs:
+        raise CommbenchError(graphs)
     hybrid = megatron_hybrid_refusal(model, {"moe_a2a_overlap": a.moe_a2a_overlap and a.ep > 1,
-                                             "recompute": a.recompute, "recompute_layers": a.recompute_layers})
+                                             "recompute": a.recompute, "recompute_layers": a.recompute_layers,
+                                             "cpu_offload_layers": a.cpu_offload_layers})
     if hybrid:
         raise CommbenchError(hybrid)
     if a.cuda_graph == "layer" and a.recompute == "full":
@@ -154,6 +175,9 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     dropout = megatron_dropout_graph_refusal(model, a.cuda_graph, a.recompute, a.cuda_graph_scope)
     if dropout:
         raise CommbenchError(dropout)
+    scope = megatron_graph_scope_refusal(model, a.cuda_graph_scope) if a.cuda_graph == "layer" else None
+    if scope:   # TransformerConfig's scope checks, and a graph over dropless MoE (the moe scope or the whole layer)
+        raise CommbenchError(scope)
     if a.moe_a2a_overlap and a.cuda_graph == "full":
         raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
                       "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")
@@ -225,8 +249,8 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     # the DDP buffer holds fp32 gradients, twice the memory and reduce-scatter bytes the plan predicted
     out += ["--bf16", "--grad-reduce-in-bf16"]
     out += PRECISION_ARGS[a.precision]
-    if a.precision == "mxfp8" and a.distributed_optimizer:
-        out += ["--fp8-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag"]
+    if a.precision == "mxfp8" and a.distributed_optimizer:   # no grad-buffer reuse under Megatron-FSDP (above)
+        out += ["--fp8-param-gather"] + ([] if a.fsdp else ["--reuse-grad-buf-for-mxfp8-param-ag"])
     elif a.precision == "fp8" and a.distributed_optimizer:
         out.append("--fp8-param-gather")
     out += ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"]
@@ -275,6 +299,8 @@ def precision_notes(layout: Layout) -> list[str]:
     if layout.precision == "mxfp8" and not layout.distributed_optimizer:
         notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
                      "(--fp8-param-gather needs it) and warns mxfp8 will use significant additional GPU memory")
+    if layout.precision == "mxfp8" and layout.fsdp:
+        notes.append(MEGATRON_FSDP_NO_GRAD_BUF_REUSE)
     if layout.precision == "nvfp4" and (layout.distributed_optimizer or layout.fsdp):
         notes.append(NVFP4_PARAM_GATHER_NOTE)
     if layout.fused_moe:

@@ -5,7 +5,9 @@ cuda_graph_modules): attn (TransformerLayer._forward_attention), mlp (a dense la
 layer's whole MLP, drop-and-pad MoE only), moe_router (the MLP up to the router, shared experts
 included), moe_preprocess (MoELayer.preprocess, with moe_router), mamba (Mamba layers). An empty scope
 under a per-layer implementation captures the whole layer (Megatron-Core 0.14's default scope "full",
-what the 25.09 recipes' `cuda_graphs: true` ran); written "layer" here.
+what the 25.09 recipes' `cuda_graphs: true` ran); written "layer" here. Like moe, it captures a MoE layer's
+dispatch and experts, which dropless MoE cannot be captured in: Megatron plans of a MoE model refuse both
+(search/frameworks.py megatron_graph_scope_refusal).
 
 A layout's `cuda_graph_scope` is "" (the scope NVIDIA's performance recipes use for that kind of model,
 `default_scope`) or the modules joined by "+" ("attn+moe_router+moe_preprocess"); LayoutArrays holds

@@ -258,9 +258,11 @@ def _with_offload(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest, h
     the GPU at the precision (recipes.release_features): each FSDP row without recompute again with
     OFFLOAD_SHARES of the layers offloaded, eager (as every offloading recipe runs: FSDP, no recompute,
     no CUDA graph) and, as they are, for dense transformers only (every one is a Llama; no MoE or hybrid
-    recipe offloads). Megatron only (TorchTitan has no activation offloading); a pinned count is as pinned."""
+    recipe offloads). Megatron only (TorchTitan has no activation offloading), and never for a hybrid model
+    (frameworks.megatron_runs_on_hybrid: MambaStack offloads nothing); a pinned count is as pinned."""
+    runs = megatron_runs_on_hybrid(req.framework, req.model)["cpu_offload"] and req.framework == "megatron"
     dense = not req.model.is_moe and not req.model.is_hybrid
-    if "cpu_offload_layers" in pins or req.framework != "megatron" or True not in has["cpu_offload"] or not dense:
+    if "cpu_offload_layers" in pins or not runs or True not in has["cpu_offload"] or not dense:
         return cols
     twin = np.flatnonzero(cols["fsdp"] & (cols["recompute"] == CODE_FIELDS["recompute"].index("none"))
                           & (cols["pp"] == 1))

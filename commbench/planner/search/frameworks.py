@@ -6,6 +6,8 @@ fused grouped MLP (`fused_moe`): Megatron-Core runs Transformer Engine's fused g
 TransformerConfig.use_transformer_engine_op_fuser for MoE, which landed after 0.16.1 (Megatron-LM
 6815c0f, 2026-05-15, "Combine GEMM + SwiGLU fused MLP PRs"); Megatron-Bridge 26.06's recipes run a newer
 Megatron-Core. The search leaves it off and a pin is refused, so a plan never credits what it cannot run.
+Nor CUDA graphs under Megatron-FSDP (MEGATRON_FSDP_NO_GRAPHS): FSDP rows are searched eager, a pin of both is
+refused.
 
 TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 - CUDA graphs wrap the whole forward-backward (`training.disable_cuda_graphs`, trainer.py), so the
@@ -390,6 +392,32 @@ MEGATRON_NO_FULL_GRAPH_MOE = (f"Megatron-LM {MEGATRON_LM_RELEASE} (megatron-core
                               "recipes pad them with Megatron-Core's paged stashing, which came after 0.16.1)")
 
 
+# Megatron-FSDP runs no CUDA graph in megatron-core 0.16.1, per-layer or full-iteration: Megatron-LM issue #2371
+# (2025-12-15, an NVIDIA maintainer: with Megatron-FSDP "CUDA Graphs support is currently broken"); full-iteration
+# replay needs DDPConfig.megatron_fsdp_cuda_graph_mode (Megatron-LM PR #4663, merged 2026-05-06: "Fixes code
+# (`param.grad = None`) blocking Megatron-FSDP from working with full-iteration CUDA graph replay"), which 0.16.1 has
+# not (megatron_fsdp/param_and_grad_buffer.py:2476 still sets param.grad = None); Transformer Engine's per-layer
+# capture gets FSDP's forward hooks (Megatron-LM PR #4232, unmerged: "numerical divergence and illegal memory access
+# during graph replay"). Megatron-Bridge v0.6.0 turns graphs off in its FSDP recipe (perf_recipes/nemotronh/gb200/
+# nemotronh.py:552-557: "Megatron FSDP registers module hooks that Transformer Engine CUDA graph capture rejects"),
+# and every fsdp recipe in commbench/data/recipes.json runs cuda_graph none but 26.08's DeepSeek-V3 GB300 one, which
+# sets megatron_fsdp_cuda_graph_mode. The search keeps FSDP rows eager, a pin of both is refused, the emitter refuses
+# the pair.
+MEGATRON_FSDP_NO_GRAPHS = (f"Megatron-FSDP in Megatron-LM {MEGATRON_LM_RELEASE} (megatron-core 0.16.1) runs no CUDA "
+                           "graph (Megatron-LM issue #2371: 'CUDA Graphs support is currently broken'; full-iteration "
+                           "replay needs DDPConfig.megatron_fsdp_cuda_graph_mode, Megatron-LM PR #4663, after 0.16.1; "
+                           "Megatron-Bridge's FSDP recipes run none)")
+
+
+def megatron_fsdp_graph_refusal(fsdp: object, cuda_graph: object) -> str | None:
+    """A CUDA graph (per-layer or full-iteration) with Megatron-FSDP, in one line (MEGATRON_FSDP_NO_GRAPHS); None
+    where the layout is not that."""
+    if not fsdp or cuda_graph not in ("layer", "full"):
+        return None
+    return (f"cuda_graph={cuda_graph!r} with fsdp=true is invalid with --framework megatron: {MEGATRON_FSDP_NO_GRAPHS}; "
+            "pin cuda_graph=none, or fsdp=false")
+
+
 def check_framework(framework: str) -> str:
     value = framework.lower()
     if value not in FRAMEWORKS:
@@ -640,19 +668,39 @@ def megatron_light_recompute_refusal(model: ModelSpec, recompute: object) -> str
     return None
 
 
+# A per-layer graph over a MoE layer's dispatch and experts: the 'moe' scope, or the whole layer (an empty
+# --cuda-graph-scope: cuda_graphs.py _layer_is_graphable graphs every layer, MoE layers included). Megatron-Core captures
+# them only for drop-and-pad MoE: without --moe-expert-capacity-factor and --moe-pad-expert-input-to-capacity "the
+# resulting dynamic shapes make MoE layers uncapturable ... you can still leverage CUDA Graphs for the attention
+# layers" (Megatron-LM core_v0.16.1 megatron/core/transformer/moe/README.md:509; NVIDIA/Megatron-LM#1598: the
+# dispatcher's tensor.cpu() breaks capture). TransformerConfig refuses the explicit 'moe' scope ("moe cuda graph is only
+# supported with drop-padding MoE", transformer_config.py:1763-1770) and lets the whole layer through to fail at
+# capture. No plan emits --moe-pad-expert-input-to-capacity, so every MoE model's layers are uncapturable: one rule
+# for both scopes, as the full-iteration graph's (MEGATRON_NO_FULL_GRAPH_MOE).
+MEGATRON_UNCAPTURABLE_MOE = ("the model's MoE is dropless (no plan pads experts to capacity), whose per-expert token "
+                             "counts change every step (Megatron-Core's MoE README: 'the resulting dynamic shapes make "
+                             "MoE layers uncapturable'); moe_router (+moe_preprocess) captures its router")
+
+
 def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
-    """A per-layer CUDA-graph scope megatron-core 0.16.1's TransformerConfig refuses for this model (__post_init__,
-    "Check cuda graph scopes"): moe with moe_router; moe_preprocess without moe_router; moe or moe_router in a model
-    without MoE ("moe cuda graph is only supported for MoE"); mlp where every layer is MoE (moe_layer_freq 1, as the
-    emitter writes it for those and for hybrid models: "mlp cuda graph is only supported for dense layers"); moe, which
-    needs drop-and-pad MoE (a capacity factor with --moe-pad-expert-input-to-capacity, which no plan emits). The search
-    never proposes a scope (it takes the recipes' default_scope); a pin of one of these is refused here, in one line."""
+    """A per-layer CUDA-graph scope megatron-core 0.16.1 refuses or cannot capture for this model: its
+    TransformerConfig (__post_init__, "Check cuda graph scopes") refuses moe with moe_router; moe_preprocess without
+    moe_router; moe or moe_router in a model without MoE ("moe cuda graph is only supported for MoE"); mlp where every
+    layer is MoE (moe_layer_freq 1, as the emitter writes it for those and for hybrid models: "mlp cuda graph is only
+    supported for dense layers"); and a graph over the MoE block, the moe scope or the whole layer, on a MoE model
+    (MEGATRON_UNCAPTURABLE_MOE: TransformerConfig refuses moe, the whole layer fails at capture). The search never
+    proposes a scope (it takes the recipes' default_scope); a pin of one of these is refused here, and by the emitter,
+    in one line, naming only scopes that are not refused."""
     from commbench.planner.layout.graph_scope import BIT, MODULES, WHOLE_LAYER, WHOLE_LAYER_NAME, scope_mask, scope_text
     mask = scope_mask(str(scope or ""))
-    if not mask or mask & WHOLE_LAYER:
+    if not mask or (mask & WHOLE_LAYER and not model.is_moe):
         return None
     every_layer_moe = model.is_moe and (model.is_hybrid or model.num_dense_layers == 0)
-    if mask & BIT["moe"] and mask & BIT["moe_router"]:
+    refuses = "refuses it"
+    if mask & WHOLE_LAYER:
+        why = f"the whole layer captures each MoE layer's dispatch and experts, as moe does, and {MEGATRON_UNCAPTURABLE_MOE}"
+        refuses = "cannot capture it (its TransformerConfig lets the empty --cuda-graph-scope through)"
+    elif mask & BIT["moe"] and mask & BIT["moe_router"]:
         why = "moe and moe_router capture the same MoE block (TransformerConfig: 'must not contain both')"
     elif mask & BIT["moe_preprocess"] and not mask & BIT["moe_router"]:
         why = "moe_preprocess is captured only with moe_router"
@@ -662,15 +710,16 @@ def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
         why = "every layer of the model is MoE, with no dense MLP to capture (TransformerConfig: 'mlp cuda graph is " \
               "only supported for dense layers')"
     elif mask & BIT["moe"]:
-        why = "moe captures only drop-and-pad MoE (TransformerConfig: 'moe cuda graph is only supported with " \
-              "drop-padding MoE'), and the model's MoE is dropless; moe_router (+moe_preprocess) captures its router"
+        why = f"moe captures the MoE block (TransformerConfig: 'moe cuda graph is only supported with drop-padding " \
+              f"MoE'), and {MEGATRON_UNCAPTURABLE_MOE}"
     else:
         return None
     allowed = [m for m in MODULES if not (
         (not model.is_moe and m.startswith("moe")) or m == "moe" or (m == "mlp" and every_layer_moe))]
+    whole = "" if model.is_moe else f"'{WHOLE_LAYER_NAME}' or "   # a MoE model's whole layer is refused above
     return (f"cuda_graph_scope={scope_text(mask)!r} is invalid for {model.name}: {why}; megatron-core "
-            f"{MEGATRON_LM_RELEASE.removeprefix('core_v')} refuses it. Use '' (the recipes' scope), "
-            f"'{WHOLE_LAYER_NAME}' or modules from {', '.join(allowed)}"
+            f"{MEGATRON_LM_RELEASE.removeprefix('core_v')} {refuses}. Use '' (the recipes' scope), "
+            f"{whole}modules from {', '.join(allowed)}"
             + (" (moe_preprocess only with moe_router)" if model.is_moe else ""))
 
 
@@ -688,13 +737,21 @@ MEGATRON_HYBRID_NO_A2A_OVERLAP = ("megatron-core 0.16.1 runs --overlap-moe-exper
 MEGATRON_HYBRID_NO_FULL_RECOMPUTE = ("megatron-core 0.16.1's MambaStack does no activation checkpointing (only "
                                      "TransformerBlock runs recompute_granularity 'full'), so a hybrid model keeps "
                                      "every activation")
+# megatron-core 0.16.1 offloads activations (--cpu-offloading-num-layers) only inside TransformerBlock: its __init__
+# creates the offload context and sets config._cpu_offloading_context (transformer_block.py:303-323), inside which
+# the tensor-parallel layers offload (tensor_parallel/layers.py:1013, 1265). MambaStack (ssm/mamba_block.py) has no
+# offload code and its forward is a plain loop over its layers (mamba_block.py:319-341): validate_args accepts the
+# flag and a hybrid model offloads nothing (found by an outside probe).
+MEGATRON_HYBRID_NO_OFFLOAD = ("megatron-core 0.16.1's MambaStack offloads no activations (only TransformerBlock "
+                              "creates the CPU offloading context), so a hybrid model keeps every activation on the GPU")
 
 
 def megatron_runs_on_hybrid(framework: str, model: ModelSpec) -> dict[str, bool]:
     """What the framework runs for this model that it does not for every model: {'moe_a2a_overlap': ...,
-    'full_recompute': ...}; both False for a hybrid (MambaModel) model under Megatron-LM core_v0.16.1."""
+    'full_recompute': ..., 'cpu_offload': ...}; all False for a hybrid (MambaModel) model under Megatron-LM
+    core_v0.16.1 (megatron_hybrid_refusal refuses a pin of each)."""
     hybrid = framework == "megatron" and model.is_hybrid
-    return {"moe_a2a_overlap": not hybrid, "full_recompute": not hybrid}
+    return {"moe_a2a_overlap": not hybrid, "full_recompute": not hybrid, "cpu_offload": not hybrid}
 
 
 def megatron_hybrid_refusal(model: ModelSpec, pins: dict[str, object]) -> str | None:
@@ -708,6 +765,9 @@ def megatron_hybrid_refusal(model: ModelSpec, pins: dict[str, object]) -> str | 
         what = f"recompute_layers={pins['recompute_layers']}" if pins.get("recompute") != "full" else "recompute='full'"
         return (f"{what} is invalid for {model.name} with --framework megatron: {MEGATRON_HYBRID_NO_FULL_RECOMPUTE}; "
                 "pin recompute none or selective" + (", moe_act" if model.is_moe else ""))
+    if int(pins.get("cpu_offload_layers", 0) or 0) > 0:
+        return (f"cpu_offload_layers={pins['cpu_offload_layers']} is invalid for {model.name} with --framework megatron: "
+                f"{MEGATRON_HYBRID_NO_OFFLOAD}; pin cpu_offload_layers=0 or leave it out")
     return None
 
 
@@ -759,6 +819,10 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
             raise CommbenchError(MEGATRON_NO_FUSED_MLP)
+        fsdp_pinned = pins.get("fsdp") is True or int(pins.get("fsdp_replicas", 1) or 1) > 1   # HSDP is FSDP
+        graphs = megatron_fsdp_graph_refusal(fsdp_pinned, pins.get("cuda_graph"))
+        if graphs:
+            raise CommbenchError(graphs)
         if pins.get("cuda_graph") == "full" and model.is_moe:
             raise CommbenchError(f"cuda_graph='full' is invalid for {model.name} with --framework megatron: "
                                  f"{MEGATRON_NO_FULL_GRAPH_MOE}; pin cuda_graph=layer or none")
@@ -860,21 +924,38 @@ def runs_fused_grouped_mlp(framework: str) -> bool:
     return False
 
 
-def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray, moe: bool = False) -> np.ndarray:
+def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray, moe: bool = False,
+                   fsdp: np.ndarray | None = None) -> np.ndarray:
     """Where the framework runs a full-iteration CUDA graph (TorchTitan: pp = 1 and ep = 1; Megatron-LM: not for
-    a MoE model, MEGATRON_NO_FULL_GRAPH_MOE)."""
+    a MoE model, MEGATRON_NO_FULL_GRAPH_MOE, nor under Megatron-FSDP, MEGATRON_FSDP_NO_GRAPHS)."""
     if framework == "torchtitan":
         return (pp == 1) & (ep == 1)
-    return np.full(len(pp), not moe, dtype=bool)
+    eager = np.zeros(len(pp), dtype=bool) if fsdp is None else np.asarray(fsdp, dtype=bool)
+    return np.full(len(pp), not moe, dtype=bool) & ~eager
+
+
+def _megatron_fsdp_eager(cols: dict[str, np.ndarray], pinned_graph: bool) -> dict[str, np.ndarray]:
+    """Megatron-FSDP rows without a CUDA graph (MEGATRON_FSDP_NO_GRAPHS): eager where the graph is the search's
+    choice, dropped where it is pinned (a pin of both is refused in framework_pins)."""
+    graphed = cols["fsdp"] & (cols["cuda_graph"] != CODE_FIELDS["cuda_graph"].index("none"))
+    if not graphed.any():
+        return cols
+    if pinned_graph:
+        return {k: v[~graphed] for k, v in cols.items()}
+    cols["cuda_graph"] = np.where(graphed, np.int8(CODE_FIELDS["cuda_graph"].index("none")),
+                                  cols["cuda_graph"]).astype(np.int8)
+    return cols
 
 
 def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool,
                      model: ModelSpec | None = None) -> dict[str, np.ndarray]:
-    """TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
+    """Megatron-LM: FSDP rows eager (_megatron_fsdp_eager), no graphed attention recompute with attention dropout.
+    TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
     full graph keeps only the layouts its validation accepts; only pp x vp splits TorchTitan can build
     from the model's layers without MTP (its configs train none; emit/torchtitan.py splits the same way);
     and without PP only FSDP rows (TITAN_DP_WITHOUT_PP)."""
     if framework != "torchtitan":
+        cols = _megatron_fsdp_eager(cols, pinned_graph)
         arch = model.architecture if model is not None else None
         if arch is None or not arch.attention_dropout:
             return cols

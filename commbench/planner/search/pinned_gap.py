@@ -17,7 +17,8 @@ DEFAULT_REASONS = {
     "etp": "expert TP defaults to tp (Megatron-LM's --expert-tensor-parallel-size default)",
     "cp": "context parallelism off unless pinned",
     "dp": "derived: gpus / (tp*cp*pp)",
-    "cuda_graph": "the faster of per-layer and full-iteration CUDA graphs that fits (as the search chooses)",
+    "cuda_graph": "the faster of per-layer and full-iteration CUDA graphs that fits (as the search chooses; none with "
+                  "Megatron-FSDP, which megatron-core 0.16.1 cannot graph)",
     "recompute": "the fastest recompute choice that fits (as the search chooses)",
     "dispatcher": "flex (DeepEP/HybridEP) with EP > 1, Megatron's alltoall without EP",
     "distributed_optimizer": "the faster choice that fits (as the search chooses)",

@@ -359,8 +359,8 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
         # megatron-core refuses the full-iteration (local) graph with the EP all-to-all overlap.
         # No recipe runs activation offloading under a CUDA graph: offloading rows stay eager.
-        better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & graphs_allowed(req.framework, arr.pp, arr.ep, req.model.is_moe)
-                  & (arr.cpu_offload_layers == 0))
+        allowed = graphs_allowed(req.framework, arr.pp, arr.ep, req.model.is_moe, arr.fsdp)   # Megatron-FSDP: none
+        better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & allowed & (arr.cpu_offload_layers == 0))
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
         bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
     order = np.argsort(-np.where(score(bd) > 0, bd.tokens_per_s_per_gpu, -1.0), kind="stable")

@@ -70,6 +70,14 @@ only (unit_params). FSDP rows run at pp = 1 (layout rule fsdp), so the one stage
 layer, the final norm and every Mamba and MTP layer; memory takes each pipeline rank's own (stage_memory.RankLoad).
 Not charged: with MXFP8 parameter gathers a unit's backward prefetch can also gather a non-unit bucket's transpose
 buffer once in the step.
+MXFP8 parameters (fp8_param_gather at mxfp8) are kept in two weight buffers: the row-wise model weight buffer and a
+transpose buffer of the same parameters, dtype (uint8) and sharding (pgb:1953-2001, "Currently, only mxfp8 needs
+it"); a bucket's forward gather fills the first, its backward gather the second (get_bucket_key, pgb:3406-3411). So
+an MXFP8 rank holds the transpose shard too and, once the backward has gathered them, the non-unit parameters'
+transposes to the step's end (reset, above); the gathered units stay one kind at a time (GATHERED_UNITS):
+mxfp8_transpose_bytes. Megatron-FSDP does not implement --reuse-grad-buf-for-mxfp8-param-ag (only
+distributed/param_and_grad_buffer.py, the DistributedDataParallel buffer, reads it): the plans leave it off
+(emit/megatron.py MEGATRON_FSDP_NO_GRAD_BUF_REUSE) and no buffer here is shared with the gradients.
 
 TorchTitan 0.3.0 wraps differently (torchtitan/distributed/fsdp.py apply_fsdp_to_decoder): the embedding, and the
 final norm with the output layer, are fully_shard groups of their own beside one per block (one group of the three
@@ -179,6 +187,15 @@ def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):
     """(weights, gradients) bytes per GPU under FSDP: the `shard` of parameters this GPU owns plus the
     gathered buffers of `unit` parameters; gradients of `grad_size` bytes (dp_sync.grad_bytes)."""
     return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * grad_size + unit * grad_size
+
+
+def mxfp8_transpose_bytes(mxfp8, weight_bytes, framework: str = "megatron"):
+    """Bytes per parameter of Megatron-FSDP's MXFP8 transpose weight buffer (module docstring): 1 (uint8, as the
+    row-wise buffer) where the weights are MXFP8 (`mxfp8`) and gathered in 8 bits (`weight_bytes` 1:
+    dp_sync.param_gather_bytes), charged on the rank's shard and its kept-gathered non-unit parameters; 0 otherwise
+    and under TorchTitan (FSDP2 gathers bf16)."""
+    return np.where(np.asarray(mxfp8, dtype=bool) & (np.asarray(weight_bytes) < PARAM_BYTES)
+                    & (framework == "megatron"), 1.0, 0.0)
 
 
 def mtp_non_unit_params_per_layer(model) -> float:

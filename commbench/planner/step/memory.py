@@ -308,11 +308,12 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                 mamba_blocks=load.counts.mamba, mtp_layers=load.mtp_layers, dense_share=dense_share,
                 framework=framework)
             units = load.counts.layers - (load.counts.mamba if framework == "megatron" else 0)
+            shard = dense_local / dense_group + expert_local / expert_group
+            kept = fsdp.megatron_kept_gathered_params(non_unit, dense_group)
             f_weights, f_grads = fsdp.fsdp_memory_bytes(
-                dense_local / dense_group + expert_local / expert_group,
-                fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit),
+                shard, fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit),
                 grad_bytes(framework))
-            f_weights = f_weights + fsdp.PARAM_BYTES * fsdp.megatron_kept_gathered_params(non_unit, dense_group)
+            f_weights = f_weights + fsdp.PARAM_BYTES * kept
             if framework == "torchtitan":   # its units and FSDP2's dtypes (step/fsdp.py): the fp32 shard is the
                 # optimizer's master copy (in its 12 B), the gathered units bf16, one unit's gradients 6 B
                 largest, block = fsdp.titan_unit_params(model, dense_share=dense_share, expert_share=expert_share,
@@ -322,6 +323,10 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                 f_grads = (dense_local / dense_group + expert_local / expert_group) * grad_bytes(framework) \
                     + gathered_grads
             f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
+            # MXFP8: Megatron-FSDP's transpose buffer beside the row-wise one, on the shard and the kept non-unit
+            # parameters (step/fsdp.py mxfp8_transpose_bytes)
+            f_weights = f_weights + fsdp.mxfp8_transpose_bytes(arr.precision == MXFP8, weight_bytes, framework) \
+                * (shard + kept)
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
             + load.expert_params * optimizer_expert
