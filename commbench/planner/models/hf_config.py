@@ -216,6 +216,31 @@ def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int
     return shared_ffn // expert_ffn
 
 
+# Qwen MoE types whose MoE block has no shared expert: transformers 5.25.0 modeling_qwen3_moe.py
+# Qwen3MoeSparseMoeBlock is `gate` and `experts` alone and Qwen3MoeConfig has no shared_expert_intermediate_size
+# (Megatron-Bridge's Qwen3MoEBridge sets none either); a config carrying the key builds no shared expert
+NO_SHARED_EXPERT_TYPES = ("qwen3_moe",)
+
+
+def _unbuilt_shared_expert(c: _Config) -> list[str]:
+    """The note for a non-zero shared_expert_intermediate_size on a type that builds no shared expert ([] if none)."""
+    value = c.get("shared_expert_intermediate_size")
+    if c.model_type not in NO_SHARED_EXPERT_TYPES or value in (None, 0):
+        return []
+    return [f"config.json's shared_expert_intermediate_size={value!r} is ignored for model_type {c.model_type!r}: "
+            "its MoE block has no shared expert (transformers 5.25.0 Qwen3MoeSparseMoeBlock: the router and the routed "
+            "experts alone; Qwen3MoeConfig has no such key), so none is planned or launched"]
+
+
+def _noted(fields: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """`fields` with `notes` added to extra["notes"] (what the plan says of how the config was read)."""
+    if not notes:
+        return fields
+    extra = dict(fields.get("extra", {}))
+    extra["notes"] = list(extra.get("notes", ())) + notes
+    return dict(fields, extra=extra)
+
+
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     if c.get("use_sliding_window", False):  # Qwen2/3-MoE have it as the dense Qwen models do (read as none)
         raise c.fail("use_sliding_window=true is not modelled (only gpt-oss's alternating windows are)")
@@ -231,14 +256,15 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     ffn = c.int("moe_intermediate_size")
     # left out: the class default (hf_defaults.py: Qwen2MoeConfig 5632, Qwen3NextConfig 512, Qwen3_5MoeTextConfig
-    # 512); Qwen3MoeConfig has no shared expert
-    shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")
+    # 512); Qwen3-MoE has none (NO_SHARED_EXPERT_TYPES)
+    shared = (0 if c.model_type in NO_SHARED_EXPERT_TYPES else
+              _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size"))
     dense = _leading_dense(c, "mlp_only_layers")
     # the key as config.json gives it, for a framework's refusal to name (search/frameworks.py titan_moe_misfits)
     named = {"extra": {"dense_layers_key": f"mlp_only_layers={c.seq('mlp_only_layers')!r}"}} if dense else {}
-    return dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
-                num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
-                num_shared_experts=shared, **named)
+    return _noted(dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
+                       num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
+                       num_shared_experts=shared, **named), _unbuilt_shared_expert(c))
 
 
 def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
@@ -545,8 +571,7 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     if stray:
         raise c.fail(stray)
     fields = reader(c, f"hf:{name}")
-    if notes:
-        fields["extra"] = dict(fields.get("extra", {}), notes=notes)
+    fields = _noted(fields, notes)   # after the reader's own notes
     if seq_len:
         fields["seq_len"] = seq_len
     check_sizes(c, fields)
