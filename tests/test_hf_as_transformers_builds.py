@@ -67,3 +67,80 @@ def test_qwen3_moe_shared_expert_key_of_zero_is_not_noted(tmp_path):
 def test_qwen2_moe_still_reads_its_shared_expert():
     """Qwen2MoeSparseMoeBlock does build a (gated) shared expert of shared_expert_intermediate_size."""
     assert load_model(f"hf:{HF / 'Qwen1.5-MoE-A2.7B'}").num_shared_experts == 4
+
+
+# --- 2. the per-layer list a transformers class builds from decides; an older key that disagrees is refused ----------
+
+def test_glm4_moe_lite_mlp_layer_types_and_first_k_dense_replace_that_disagree_are_refused_naming_both(tmp_path):
+    """transformers 5.25.0 Glm4MoeLiteConfig has no first_k_dense_replace and Glm4MoeLiteDecoderLayer picks each
+    layer's MLP from mlp_layer_types alone: 3 dense layers here, where first_k_dense_replace says 1. It was planned
+    (and launched, --moe-layer-freq '[0]*1+[1]*46') with first_k_dense_replace's 1."""
+    line = _refusal(_config(tmp_path, "GLM-4.7-Flash", mlp_layer_types=["dense"] * 3 + ["sparse"] * 44))
+    assert "mlp_layer_types" in line and "first_k_dense_replace=1" in line and "disagree" in line, line
+    assert "transformers 5.25.0 builds model_type 'glm4_moe_lite' from mlp_layer_types" in line, line
+
+
+def test_glm4_moe_lite_first_k_dense_replace_without_mlp_layer_types_is_checked_against_the_class_default(tmp_path):
+    """mlp_layer_types left out: Glm4MoeLiteConfig's ['dense'] + ['sparse'] * 46, one dense layer, whatever
+    first_k_dense_replace says (3 was planned as 3 dense layers)."""
+    line = _refusal(_config(tmp_path, "GLM-4.7-Flash", first_k_dense_replace=3))
+    assert "first_k_dense_replace=3" in line and "left out" in line and "disagree" in line, line
+
+
+def test_glm4_moe_lite_agreeing_spellings_plan_as_the_list_says(tmp_path):
+    """The config transformers 5.x writes carries both keys, agreeing: the released model (1 dense, 46 MoE)."""
+    model = load_model(_config(tmp_path, "GLM-4.7-Flash", mlp_layer_types=["dense"] + ["sparse"] * 46))
+    assert (model.num_dense_layers, model.num_moe_layers) == (1, 46)
+
+
+@pytest.mark.parametrize("changes, message", [
+    # Glm4MoeLiteDecoderLayer builds MoE where the entry is 'sparse' and a dense MLP for anything else
+    (dict(mlp_layer_types=["dense"] + ["moe"] * 46), r"mlp_layer_types entry 'moe' is invalid: one of dense, sparse"),
+    (dict(mlp_layer_types=["dense"] + ["sparse"] * 45), r"mlp_layer_types has 46 entries for num_hidden_layers=47"),
+    (dict(mlp_layer_types=["dense"] * 47), r"mlp_layer_types is invalid: .*'sparse'"),
+])
+def test_glm4_moe_lite_mlp_layer_types_as_transformers_reads_them(tmp_path, changes, message):
+    line = _refusal(_config(tmp_path, "GLM-4.7-Flash", ("first_k_dense_replace",), **changes))
+    assert re.search(message, line), line
+
+
+def test_deepseek_v3_first_k_dense_replace_decides_and_a_disagreeing_mlp_layer_types_is_refused(tmp_path):
+    """DeepseekV3Config reads first_k_dense_replace, not mlp_layer_types (the other way round from glm4_moe_lite)."""
+    line = _refusal(_config(tmp_path, "DeepSeek-V3", mlp_layer_types=["dense"] + ["sparse"] * 60))
+    assert "first_k_dense_replace=3" in line and "mlp_layer_types" in line and "disagree" in line, line
+    assert "from first_k_dense_replace" in line, line
+
+
+def test_deepseek_v4_mlp_layer_types_decide_over_num_hash_layers(tmp_path):
+    """DeepseekV4Config reads the legacy num_hash_layers only where mlp_layer_types is left out; both given and
+    disagreeing (2 hash-routed layers against 3) was planned as num_hash_layers said."""
+    line = _refusal(_config(tmp_path, "DeepSeek-V4-Flash", mlp_layer_types=["hash_moe"] * 2 + ["moe"] * 41), 64)
+    assert "mlp_layer_types" in line and "num_hash_layers=3" in line and "disagree" in line, line
+    agree = load_model(_config(tmp_path, "DeepSeek-V4-Flash", mlp_layer_types=["hash_moe"] * 3 + ["moe"] * 40))
+    assert agree.hash_layers == 3
+
+
+def test_deepseek_v4_layer_types_decide_over_compress_ratios(tmp_path):
+    """DeepseekV4Config: layer_types given > legacy compress_ratios (__post_init__); both, disagreeing, refused."""
+    raw = json.loads((HF / "DeepSeek-V4-Flash" / "config.json").read_text())
+    kinds = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+    listed = [kinds[r] for r in raw["compress_ratios"][:43]]
+    rates = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
+    agree = load_model(_config(tmp_path, "DeepSeek-V4-Flash", layer_types=listed, compress_rates=rates))
+    assert agree.csa_pattern == load_model(f"hf:{HF / 'DeepSeek-V4-Flash'}").csa_pattern
+    listed[2] = "sliding_attention"
+    line = _refusal(_config(tmp_path, "DeepSeek-V4-Flash", layer_types=listed, compress_rates=rates), 64)
+    assert "layer_types" in line and "compress_ratios" in line and "disagree" in line, line
+
+
+def test_nemotron_h_layers_block_type_and_hybrid_override_pattern_that_disagree_are_refused(tmp_path):
+    """NemotronHConfig (transformers 5.25.0) builds from layers_block_type, reading hybrid_override_pattern only where
+    that is left out; the pattern decided here."""
+    raw = json.loads((HF / "Nemotron-H-8B-Base-8K" / "config.json").read_text())
+    blocks = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
+    listed = [blocks[ch] for ch in raw["hybrid_override_pattern"]]
+    agree = load_model(_config(tmp_path, "Nemotron-H-8B-Base-8K", layers_block_type=listed))
+    assert agree.layer_pattern == raw["hybrid_override_pattern"]
+    listed[0] = "attention"
+    line = _refusal(_config(tmp_path, "Nemotron-H-8B-Base-8K", layers_block_type=listed))
+    assert "layers_block_type" in line and "hybrid_override_pattern" in line and "disagree" in line, line

@@ -197,15 +197,35 @@ def _leading_dense(c: _Config, key: str) -> int:
     return len(layers)
 
 
-def _leading(c: _Config, key: str, kind: str, what: str) -> int | None:
-    """How many of list `key`'s first entries are `kind` (None: no such key); `kind` after any other is refused."""
+def _kinds(c: _Config, key: str, allowed: tuple[str, ...], layers: int, truncated: bool = False) -> list[Any] | None:
+    """Per-layer list `key` (None: left out or null) as transformers validates it (configuration_utils.py
+    PreTrainedConfig.validate_layer_type): one entry per layer (`truncated`: at least one, those past
+    num_hidden_layers not read, as DeepseekV4Config.__post_init__ cuts its lists), each one of `allowed`."""
     if c.get(key) is None:
         return None
     kinds = c.seq(key)
+    if len(kinds) < layers or (len(kinds) > layers and not truncated):
+        raise c.fail(f"{key} has {len(kinds)} entries for num_hidden_layers={layers}: one per layer")
+    kinds = kinds[:layers]
+    bad = [k for k in kinds if not isinstance(k, str) or k not in allowed]
+    if bad:
+        raise c.fail(f"{key} entry {bad[0]!r} is invalid: one of {', '.join(allowed)}")
+    return kinds
+
+
+def _leading(c: _Config, key: str, kinds: list[Any], kind: str, what: str) -> int:
+    """How many of list `key`'s first entries are `kind`; `kind` after any other is refused."""
     n = next((i for i, k in enumerate(kinds) if k != kind), len(kinds))
     if kind in kinds[n:]:
         raise c.fail(f"{key} is not modelled unless the {what} come first")
     return n
+
+
+def _disagree(c: _Config, key: str, says: str, other: str, other_says: str, reads: str) -> CommbenchError:
+    """Two spellings of one per-layer fact that config.json gives differently: the class builds from `reads`, another
+    tool (or transformers before 5) from the other, so which model is meant is the user's to say."""
+    return c.fail(f"{key} ({says}) and {other} ({other_says}) disagree: transformers 5.25.0 builds model_type "
+                  f"{c.model_type!r} from {reads} alone; give one of them, or make them agree")
 
 
 def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int:
@@ -340,8 +360,7 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
 
 def _mla_class_int(c: _Config, key: str) -> int:
     """config.json's `key`, else the MLA model type's class default (hf_defaults.py: DeepseekV3Config
-    n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0; Glm4MoeLiteConfig 1 and one leading dense
-    layer); null, or left out where the type has no class (kimi_k2: its hub remote code), is one line naming it."""
+    n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0; Glm4MoeLiteConfig n_shared_experts 1); null, or left out where the type has no class (kimi_k2: its hub remote code), is one line naming it."""
     if c.get(key) is not None:
         return c.int(key)
     if key in c.raw:   # transformers keeps an explicit null, on which its MoE block fails
@@ -353,9 +372,45 @@ def _mla_class_int(c: _Config, key: str) -> int:
     return default
 
 
+# MLA types whose transformers class builds each layer's MLP from mlp_layer_types alone, with the leading dense layers
+# of the list it defaults to: transformers 5.25.0 configuration_glm4_moe_lite.py Glm4MoeLiteConfig has no
+# first_k_dense_replace and sets mlp_layer_types None to ['dense'] + ['sparse'] * (layers - 1); modeling_glm4_moe_lite.py
+# Glm4MoeLiteDecoderLayer builds a MoE where the layer's entry is 'sparse', a dense MLP otherwise. DeepseekV2Config and
+# DeepseekV3Config (and Kimi-K2's remote code, DeepSeek-V3's) read first_k_dense_replace alone.
+DENSE_FROM_MLP_LAYER_TYPES = {"glm4_moe_lite": 1}
+
+
+def _dense_first(n: int, what: str = "dense") -> str:
+    return f"{n} leading {what} layer{'' if n == 1 else 's'}"
+
+
+def _mla_dense_layers(c: _Config, layers: int) -> int:
+    """The leading dense layers, from the key the type's class builds from; the other spelling, where config.json
+    gives it too (transformers 5.x writes both for glm4_moe_lite), must say the same."""
+    listed = _kinds(c, "mlp_layer_types", ("dense", "sparse"), layers)
+    from_list = None if listed is None else _leading(c, "mlp_layer_types", listed, "dense", "dense layers")
+    if from_list == layers:
+        raise c.fail("mlp_layer_types is invalid: every entry 'dense' (a model with routed experts needs at least one "
+                     "'sparse' layer; give a dense model's config for an all-dense network)")
+    if c.model_type in DENSE_FROM_MLP_LAYER_TYPES:
+        built = DENSE_FROM_MLP_LAYER_TYPES[c.model_type] if from_list is None else from_list
+        if c.get("first_k_dense_replace") is not None and c.int("first_k_dense_replace") != built:
+            says = _dense_first(built) if from_list is not None else \
+                f"left out: the class's ['dense'] + ['sparse'] * {layers - 1}, {_dense_first(built)}"
+            given = c.int("first_k_dense_replace")
+            raise _disagree(c, "mlp_layer_types", says, f"first_k_dense_replace={given}", _dense_first(given),
+                            "mlp_layer_types")
+        return built
+    dense = _mla_class_int(c, "first_k_dense_replace")
+    if from_list is not None and from_list != dense:
+        raise _disagree(c, f"first_k_dense_replace={dense}", _dense_first(dense), "mlp_layer_types",
+                        _dense_first(from_list), "first_k_dense_replace")
+    return dense
+
+
 def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
-    """MLA + MoE (DeepSeek-V2 / V3, Kimi-K2, Moonlight, GLM-4.7-Flash): the first first_k_dense_replace layers (or
-    mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
+    """MLA + MoE (DeepSeek-V2 / V3, Kimi-K2, Moonlight, GLM-4.7-Flash): the first first_k_dense_replace layers
+    (GLM-4.7-Flash: mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
     if c.int("moe_layer_freq", 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     if c.get("topk_method") == "group_limited_greedy" and c.get("n_group") is None:
@@ -369,11 +424,7 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
-    if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is not None:
-        dense = _leading(c, "mlp_layer_types", "dense", "dense layers") or 0
-    else:
-        dense = _mla_class_int(c, "first_k_dense_replace")
-    return dict(out, attention="mla", num_dense_layers=dense,
+    return dict(out, attention="mla", num_dense_layers=_mla_dense_layers(c, out["num_layers"]),
                 q_lora_rank=0 if "q_lora_rank" in c.raw and c.raw["q_lora_rank"] is None else c.int("q_lora_rank"),
                 kv_lora_rank=c.int("kv_lora_rank"),
                 qk_nope_head_dim=c.int("qk_nope_head_dim"), qk_rope_head_dim=c.int("qk_rope_head_dim"),
@@ -383,31 +434,57 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
 
+# DeepseekV4Config's attention kinds (configuration_deepseek_v4.py DEEPSEEK_V4_LAYER_TYPES, _COMPRESS_RATIO_TO_LAYER_TYPE)
+# and compress_rates' default (default_compress_rates)
+DSV4_LAYER_TYPES = {"sliding_attention": "W", "compressed_sparse_attention": "C", "heavily_compressed_attention": "H"}
+DSV4_DEFAULT_RATES = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
+
+
 def _csa_pattern(c: _Config, layers: int, mtp: int) -> str:
-    """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from `compress_ratios` (one per layer,
-    then 0 per MTP layer) or the native `layer_types` + `compress_rates` (as Megatron-Bridge reads either)."""
-    ratios = c.seq("compress_ratios") if c.get("compress_ratios") is not None else None
-    if ratios is None:
-        types, rates = c.get("layer_types"), c.get("compress_rates")
-        if types is None or not isinstance(rates, dict):
+    """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from the native `layer_types` (+ `compress_rates`,
+    left out: the class's 4 and 128) or the legacy `compress_ratios` (one per layer, then 0 per MTP layer), as
+    Megatron-Bridge reads either. DeepseekV4Config.__post_init__ reads compress_ratios only where layer_types is left
+    out: both given must agree."""
+    kind = {ratio: k for k, ratio in dsv4.KINDS.items()}
+    legacy = None
+    if c.get("compress_ratios") is not None:
+        ratios = c.seq("compress_ratios")
+        if len(ratios) not in (layers, layers + mtp) or any(r not in dsv4.KINDS.values() for r in ratios) \
+                or any(ratios[layers:]):
+            raise c.fail(f"compress_ratios={ratios!r} is not modelled: one of 0, 4, 128 per layer ({layers}), then 0 "
+                         f"per MTP layer ({mtp})")
+        legacy = "".join(kind[r] for r in ratios[:layers])
+    listed = _kinds(c, "layer_types", tuple(DSV4_LAYER_TYPES), layers, truncated=True)
+    if listed is None:
+        if legacy is None:
             raise c.fail("lacks 'compress_ratios' (or 'layer_types' with 'compress_rates'), needed for model_type "
                          "'deepseek_v4'")
-        ratios = [0 if t == "sliding_attention" else rates.get(t) for t in c.seq("layer_types")]
-    if len(ratios) not in (layers, layers + mtp) or any(r not in dsv4.KINDS.values() for r in ratios) \
-            or any(ratios[layers:]):
-        raise c.fail(f"compress_ratios={ratios!r} is not modelled: one of 0, 4, 128 per layer ({layers}), then 0 "
-                     f"per MTP layer ({mtp})")
-    kind = {ratio: k for k, ratio in dsv4.KINDS.items()}
-    return "".join(kind[r] for r in ratios[:layers])
+        return legacy
+    rates = c.table("compress_rates")
+    for name, ratio in DSV4_DEFAULT_RATES.items():
+        if rates.int(name, ratio) != ratio:
+            raise rates.fail(f"compress_rates.{name}={rates.get(name)!r} is not modelled: {ratio} (the compression "
+                             "ratios megatron-core's dsv4_hybrid attention builds)")
+    pattern = "".join(DSV4_LAYER_TYPES[t] for t in listed)
+    if legacy is not None and legacy != pattern:
+        i = next(i for i, (a, b) in enumerate(zip(pattern, legacy)) if a != b)
+        raise _disagree(c, "layer_types", f"layer {i} {listed[i]!r}", "compress_ratios",
+                        f"layer {i} ratio {dsv4.KINDS[legacy[i]]}", "layer_types")
+    return pattern
 
 
 def _hash_layers(c: _Config, layers: int) -> int:
-    """The leading hash-routed MoE layers: num_hash_layers, or the prefix of mlp_layer_types."""
-    if c.get("num_hash_layers") is not None or c.get("mlp_layer_types") is None:
-        return c.int("num_hash_layers", 0)   # neither: DeepseekV4Config's 3 (hf_defaults.py)
-    n = _leading(c, "mlp_layer_types", "hash_moe", "hash-routed MoE layers") or 0
-    if n > layers:
-        raise c.fail("mlp_layer_types is not modelled unless the hash-routed MoE layers come first")
+    """The leading hash-routed MoE layers: the prefix of mlp_layer_types, else the legacy num_hash_layers (left out:
+    DeepseekV4Config's 3, hf_defaults.py), which DeepseekV4Config.__post_init__ reads only where mlp_layer_types is
+    left out: both given must agree."""
+    listed = _kinds(c, "mlp_layer_types", ("hash_moe", "moe"), layers, truncated=True)
+    if listed is None:
+        return c.int("num_hash_layers", 0)
+    n = _leading(c, "mlp_layer_types", listed, "hash_moe", "hash-routed MoE layers")
+    if c.get("num_hash_layers") is not None and c.int("num_hash_layers") != n:
+        given = c.int("num_hash_layers")
+        raise _disagree(c, "mlp_layer_types", _dense_first(n, "hash-routed MoE"), f"num_hash_layers={given}",
+                        _dense_first(given, "hash-routed MoE"), "mlp_layer_types")
     return n
 
 
@@ -448,13 +525,21 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     if mtp and str(c.get("mtp_hybrid_override_pattern", "*E")) != "*E":
         raise c.fail(f"mtp_hybrid_override_pattern={c.get('mtp_hybrid_override_pattern')!r} is not modelled: "
                      "'*E' (an MTP layer of attention + MoE)")
+    # NemotronHConfig (transformers 5.25.0) builds from layers_block_type, reading the older hybrid_override_pattern
+    # only where that is left out; the checkpoints' remote code reads the pattern: both given must agree
     pattern = c.get("hybrid_override_pattern")
-    if pattern is None and c.get("layers_block_type") is not None:
+    if c.get("layers_block_type") is not None:
         blocks = c.seq("layers_block_type")
-        unknown = [b for b in blocks if b not in HYBRID_BLOCKS]
+        unknown = [b for b in blocks if not isinstance(b, str) or b not in HYBRID_BLOCKS]
         if unknown:
             raise c.fail(f"layers_block_type {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
-        pattern = "".join(HYBRID_BLOCKS[b] for b in blocks)
+        listed = "".join(HYBRID_BLOCKS[b] for b in blocks)
+        if pattern is not None and pattern != listed:
+            i = next((i for i, (a, b) in enumerate(zip(listed, str(pattern))) if a != b), min(len(listed), len(pattern)))
+            raise _disagree(c, "layers_block_type", f"{len(listed)} layers" if i >= len(listed) else
+                            f"layer {i} {blocks[i]!r}", "hybrid_override_pattern", f"{len(str(pattern))} layers"
+                            if i >= len(str(pattern)) else f"layer {i} {str(pattern)[i]!r}", "layers_block_type")
+        pattern = listed
     if not isinstance(pattern, str) or not pattern:
         raise c.fail("lacks 'hybrid_override_pattern' (or 'layers_block_type'), needed for model_type 'nemotron_h'")
     out = _common(c, name)
