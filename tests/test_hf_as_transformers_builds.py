@@ -4,6 +4,7 @@ configs its save_pretrained writes (tests/data/hf-resaved, SOURCES.md there) pla
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -144,3 +145,85 @@ def test_nemotron_h_layers_block_type_and_hybrid_override_pattern_that_disagree_
     listed[0] = "attention"
     line = _refusal(_config(tmp_path, "Nemotron-H-8B-Base-8K", layers_block_type=listed))
     assert "layers_block_type" in line and "hybrid_override_pattern" in line and "disagree" in line, line
+
+
+# --- 3. configs re-saved by transformers 5.x plan as the hub files they came from ----------------------------------
+
+RESAVED = Path(__file__).parent / "data" / "hf-resaved"
+
+
+def _spec(model) -> dict:
+    """The ModelSpec's fields but its name, notes' wording and the architecture's file citations."""
+    d = dataclasses.asdict(model)
+    d.pop("name")
+    extra = d.pop("extra")
+    d["extra"] = {k: v for k, v in extra.items() if k != "notes"} | {"notes": len(extra.get("notes", ()))}
+    d["architecture"] = {k: v for k, v in (d["architecture"] or {}).items() if k != "sources"}
+    return d
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in RESAVED.iterdir() if p.is_dir()))
+def test_a_config_resaved_by_transformers_5_plans_as_the_hub_file_it_came_from(folder):
+    """Qwen3-MoE's num_local_experts, Nemotron-H's linear_attention / full_attention blocks without
+    num_hidden_layers, DeepSeek-V4's rope_parameters {main, compress}: each was refused ("lacks 'num_experts'",
+    "'linear_attention' is invalid", "rope_parameters.compress is not modelled")."""
+    assert _spec(load_model(f"hf:{RESAVED / folder}")) == _spec(load_model(f"hf:{HF / folder}"))
+
+
+@pytest.mark.parametrize("folder", ["Qwen3-30B-A3B", "Nemotron-H-8B-Base-8K"])
+def test_a_resaved_config_plans_through_the_cli(folder):
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{RESAVED / folder}", "--system", "h100-hgx",
+                                      "--gpus", "8"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("folder, alias, value, key", [
+    ("Qwen3-30B-A3B", "num_local_experts", 128, "num_experts"),       # Qwen3MoeConfig attribute_map
+    ("Mixtral-8x7B-v0.1", "num_experts", 8, "num_local_experts"),     # MixtralConfig attribute_map
+    ("DeepSeek-V3", "num_local_experts", 256, "n_routed_experts"),    # DeepseekV3Config attribute_map
+])
+def test_an_attribute_map_spelling_reads_as_the_key_it_names(tmp_path, folder, alias, value, key):
+    model = load_model(_config(tmp_path, folder, (key,), **{alias: value}))
+    assert model.num_routed_experts == value
+
+
+def test_two_spellings_of_one_setting_with_different_values_are_refused_naming_both(tmp_path):
+    line = _refusal(_config(tmp_path, "Qwen3-30B-A3B", num_local_experts=64))
+    assert "num_experts=128 and num_local_experts=64 are one setting" in line, line
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(num_hidden_layers=50), r"num_hidden_layers=50 \(50 layers\) and the layer pattern .* \(52 layers\) disagree"),
+    (dict(num_nextn_predict_layers=1, mtp_layers_block_type=["full_attention", "mlp"]),
+     r"mtp_layers_block_type=\['full_attention', 'mlp'\] is not modelled: '\*E'"),
+    (dict(layers_block_type=["linear_attention", "sliding_attention"]),
+     r"layers_block_type entry 'sliding_attention' is invalid: one of linear_attention, full_attention, mlp, moe"),
+])
+def test_nemotron_h_in_transformers_5_names_as_transformers_checks_them(tmp_path, changes, message):
+    raw = json.loads((RESAVED / "Nemotron-H-8B-Base-8K" / "config.json").read_text())
+    raw.update(changes)
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert re.search(message, _refusal(f"hf:{tmp_path}")), message
+
+
+def _resaved_v4(tmp_path, **changes) -> str:
+    raw = json.loads((RESAVED / "DeepSeek-V4-Flash" / "config.json").read_text())
+    for key, value in changes.items():
+        node, *path = key.split("__")
+        target = raw
+        for part in [node, *path][:-1]:
+            target = target[part]
+        target[([node, *path])[-1]] = value
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    return f"hf:{tmp_path}"
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(rope_parameters__main__rope_type="yarn"), r"rope_parameters.main.rope_type='yarn' is not modelled"),
+    (dict(rope_parameters__main__rope_theta=50000), r"rope_parameters.main.rope_theta=50000 and rope_theta=10000 "
+                                                    "disagree"),
+    (dict(rope_parameters__compress__factor=0.5), r"rope_parameters.compress.factor=0.5 is invalid: >= 1"),
+    (dict(partial_rotary_factor=0.25), r"partial_rotary_factor=0.25 \(128 of head_dim 512\) and qk_rope_head_dim=64"),
+])
+def test_deepseek_v4_split_rope_is_read_as_its_hub_form_or_refused_in_one_line(tmp_path, changes, message):
+    assert re.search(message, _refusal(_resaved_v4(tmp_path, **changes), 64)), message

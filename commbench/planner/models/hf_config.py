@@ -4,7 +4,10 @@ Keys are those of the transformers configuration classes (configuration_<model_t
 each model_type below (READERS; Qwen3.5's vision-language config's text_config is its language model, any other
 multimodal config and a head other than a causal LM's are refused: hf_task.py); a key the
 reader has a fallback for is taken, where config.json leaves it out, at the class's default (hf_defaults.py, which
-also says where an explicit null is derived), any other missing key is one line naming it. What the planner
+also says where an explicit null is derived), any other missing key is one line naming it. A key is read under either
+name of its class's attribute_map (ATTRIBUTE_MAPS), and the layouts transformers 5.x's save_pretrained writes (its
+names, its per-layer lists, DeepSeek-V4's split rope_parameters: tests/data/hf-resaved) read as the hub files
+they came from. What the planner
 does not model is refused by name (e.g. a sliding window on every layer over a longer sequence than the window, dense
 layers after MoE ones, an MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
 that it would have to approximate (hf_refused.py, each with what it lacks).
@@ -35,7 +38,35 @@ from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
 DEFAULT_SEQ_LEN = 4096  # config.json holds the context window, not a training sequence length
-HYBRID_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # Nemotron layers_block_type
+# Nemotron-H layers_block_type entries as hybrid_override_pattern letters: transformers 5.25.0
+# configuration_nemotron_h.py (_pattern_to_list: M linear_attention, E moe, * full_attention, - mlp; validate_layer_type
+# allows those four) and the legacy names configuration_utils.py _LEGACY_LAYER_TYPE_REMAP turns into them before
+# validating (mamba -> linear_attention, attention -> full_attention), which the remote code's configs hold
+HYBRID_BLOCKS = {"linear_attention": "M", "full_attention": "*", "mlp": "-", "moe": "E", "mamba": "M", "attention": "*"}
+
+
+# transformers 5.25.0 configuration classes' attribute_map (configuration_<type>.py): a key the class reads under
+# another name, which config.json may spell either way; save_pretrained writes the right-hand one (a Qwen3-MoE config
+# re-saved by transformers 5.x holds num_local_experts, not num_experts). Two spellings given with different values
+# are refused: which one the class keeps depends on the order it sets them.
+ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
+    "qwen3_moe": {"num_experts": "num_local_experts"},
+    "mixtral": {"num_experts": "num_local_experts"},
+    "gpt_oss": {"num_experts": "num_local_experts"},
+    "deepseek_v2": {"num_experts": "n_routed_experts"},
+    "deepseek_v3": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "glm4_moe": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "glm4_moe_lite": {"num_local_experts": "n_routed_experts", "head_dim": "qk_rope_head_dim"},
+    "deepseek_v4": {"num_local_experts": "n_routed_experts", "intermediate_size": "moe_intermediate_size"},
+    "nemotron_h": {"num_local_experts": "n_routed_experts", "layer_types": "layers_block_type"},
+}
+
+
+def _spellings(model_type: str, key: str) -> tuple[str, ...]:
+    """`key` and the other names model_type's class reads it under (ATTRIBUTE_MAPS), `key` first."""
+    amap = ATTRIBUTE_MAPS.get(model_type, {})
+    target = amap.get(key, key)
+    return (key,) + tuple(k for k in (target, *amap) if k != key and amap.get(k, k) == target)
 
 
 class _Config:
@@ -50,18 +81,34 @@ class _Config:
     def fail(self, what: str) -> CommbenchError:
         return CommbenchError(f"{self.where}: {what}")
 
+    def spelled(self, key: str) -> str:
+        """The name config.json gives `key` under (ATTRIBUTE_MAPS; `key` itself if it gives none); two names given
+        with different values are one line naming both."""
+        if self.prefix:
+            return key
+        given = [k for k in _spellings(self.model_type, key) if self.raw.get(k) is not None]
+        for other in given[1:]:
+            if self.raw[other] != self.raw[given[0]]:
+                target = ATTRIBUTE_MAPS[self.model_type].get(key, key)
+                raise self.fail(f"{given[0]}={self.raw[given[0]]!r} and {other}={self.raw[other]!r} are one setting "
+                                f"of model_type {self.model_type!r} ({target}: transformers' configuration class reads "
+                                "either name as it, attribute_map), given twice: give one")
+        return given[0] if given else key
+
     def absent(self, key: str, default: Any) -> Any:
         """What a key config.json leaves out reads as: the class default (hf_defaults.py), else `default`."""
         return default if self.prefix else class_default(self.model_type, key, default)
 
     def _value(self, key: str, default: Any) -> Any:
         """config.json's `key`; left out, absent(); null, `default` (num and flag) or None (int, unless derived)."""
-        if key not in self.raw:
+        spelled = self.spelled(key)
+        if spelled not in self.raw:
             return self.absent(key, default)
-        return self.raw[key]
+        return self.raw[spelled]
 
     def int(self, key: str, default: int | None = None) -> int:
         value = self._value(key, default)
+        key = self.spelled(key)   # named as config.json names it
         if value is None and key in self.raw and not self.prefix and null_is_derived(self.model_type, key):
             value = default   # __post_init__ derives the null (num_attention_heads, hidden_size // heads)
         if value is None:
@@ -74,7 +121,7 @@ class _Config:
 
     def num(self, key: str, default: float) -> float:
         """A finite number (null: `default`; absent: absent()); "1e-6", true and 1e400 are refused by name."""
-        value = self._value(key, default)
+        value, key = self._value(key, default), self.spelled(key)
         value = default if value is None else value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: a finite number")
@@ -82,7 +129,7 @@ class _Config:
 
     def flag(self, key: str, default: bool) -> bool:
         """A JSON boolean (null: `default`; absent: absent()); a string such as "false" would read as true."""
-        value = self._value(key, default)
+        value, key = self._value(key, default), self.spelled(key)
         value = default if value is None else value
         if not isinstance(value, bool):
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: true or false")
@@ -103,11 +150,12 @@ class _Config:
         return value
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = self.raw.get(key)
+        value = self.raw.get(self.spelled(key))
         return default if value is None else value
 
 
-def _common(c: _Config, name: str) -> dict[str, Any]:
+def _common(c: _Config, name: str, layers: int | None = None) -> dict[str, Any]:
+    """The keys every reader takes; `layers`: num_hidden_layers where config.json leaves it out (Nemotron-H's)."""
     heads = c.int("num_attention_heads")
     hidden = c.int("hidden_size")
     if heads == 0:
@@ -116,7 +164,7 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
     # __post_init__ or the modeling code's getattr does (hidden_size // num_attention_heads, num_attention_heads)
     head_dim = c.int("head_dim", c.int("attention_head_dim", hidden // heads))
     return dict(
-        name=name, num_layers=c.int("num_hidden_layers"), hidden=hidden, num_heads=heads,
+        name=name, num_layers=c.int("num_hidden_layers", layers), hidden=hidden, num_heads=heads,
         num_kv_heads=c.int("num_key_value_heads", heads), head_dim=head_dim,
         vocab=c.int("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings", False),
         seq_len=min(DEFAULT_SEQ_LEN, c.int("max_position_embeddings", DEFAULT_SEQ_LEN)) or DEFAULT_SEQ_LEN,
@@ -488,13 +536,27 @@ def _hash_layers(c: _Config, layers: int) -> int:
     return n
 
 
+def _dsv4_rope_dim(c: _Config, out: dict[str, Any]) -> int:
+    """The rotated part of DeepSeek-V4's head: DeepseekV4Config (transformers 5.25.0) derives qk_rope_head_dim as
+    int(head_dim * partial_rotary_factor) and reads the published config's qk_rope_head_dim only where
+    partial_rotary_factor is left out (then the class's 64 / 512): both given must agree."""
+    if c.get("partial_rotary_factor") is None:
+        return c.int("qk_rope_head_dim", out["head_dim"] // 8)
+    derived = int(out["head_dim"] * c.num("partial_rotary_factor", 0.125))
+    if c.get("qk_rope_head_dim") is not None and c.int("qk_rope_head_dim") != derived:
+        raise _disagree(c, f"partial_rotary_factor={c.get('partial_rotary_factor')!r}", f"{derived} of head_dim "
+                        f"{out['head_dim']}", f"qk_rope_head_dim={c.int('qk_rope_head_dim')}",
+                        f"{c.int('qk_rope_head_dim')}", "partial_rotary_factor")
+    return derived
+
+
 def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
     """DeepSeek-V4: every layer MoE, multi-query compressed attention (one KV head of head_dim), mHC streams."""
     if c.int("num_key_value_heads", 1) != 1:
         raise c.fail(f"num_key_value_heads={c.get('num_key_value_heads')!r} is not modelled: 1 (DeepSeek-V4's one KV head)")
     out = _common(c, name)
     layers, mtp = out["num_layers"], c.int("num_nextn_predict_layers", 0)
-    return dict(out, attention="dsv4", num_kv_heads=1, num_dense_layers=0, qk_rope_head_dim=c.int("qk_rope_head_dim"),
+    return dict(out, attention="dsv4", num_kv_heads=1, num_dense_layers=0, qk_rope_head_dim=_dsv4_rope_dim(c, out),
                 q_lora_rank=c.int("q_lora_rank"), o_lora_rank=c.int("o_lora_rank"), o_groups=c.int("o_groups"),
                 csa_pattern=_csa_pattern(c, layers, mtp), csa_window=c.int("sliding_window"),
                 index_heads=c.int("index_n_heads"), index_head_dim=c.int("index_head_dim"),
@@ -520,29 +582,47 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
 
+def _nemotron_h_pattern(c: _Config, key: str, pattern_key: str, default: str | None) -> str | None:
+    """A Nemotron-H layer pattern ("M-M*E", hybrid_override_pattern's letters) from the list `key` and the string
+    `pattern_key` (None: neither given, and no `default`). NemotronHConfig (transformers 5.25.0) builds from the
+    list, reading the older string only where the list is left out (or, for the MTP layers, is its default); the
+    checkpoints' remote code reads the string: both given must agree."""
+    pattern = c.get(pattern_key)
+    if pattern is not None and not isinstance(pattern, str):
+        raise c.fail(f"{pattern_key}={pattern!r} is invalid: a string of {', '.join(sorted(set(HYBRID_BLOCKS.values())))}")
+    if c.get(key) is None:
+        return pattern if pattern is not None else default
+    blocks = c.seq(key)
+    unknown = [b for b in blocks if not isinstance(b, str) or b not in HYBRID_BLOCKS]
+    if unknown:
+        raise c.fail(f"{c.spelled(key)} entry {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
+    listed = "".join(HYBRID_BLOCKS[b] for b in blocks)
+    if pattern is not None and pattern != listed:
+        i = next((i for i, (a, b) in enumerate(zip(listed, pattern)) if a != b), None)
+        says = (f"layer {i} {blocks[i]!r}", f"layer {i} {pattern[i]!r}") if i is not None else \
+            (f"{len(listed)} layers", f"{len(pattern)} layers")
+        raise _disagree(c, c.spelled(key), says[0], pattern_key, says[1], key)
+    return listed
+
+
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     mtp = c.int("num_nextn_predict_layers", 0)
-    if mtp and str(c.get("mtp_hybrid_override_pattern", "*E")) != "*E":
-        raise c.fail(f"mtp_hybrid_override_pattern={c.get('mtp_hybrid_override_pattern')!r} is not modelled: "
-                     "'*E' (an MTP layer of attention + MoE)")
-    # NemotronHConfig (transformers 5.25.0) builds from layers_block_type, reading the older hybrid_override_pattern
-    # only where that is left out; the checkpoints' remote code reads the pattern: both given must agree
-    pattern = c.get("hybrid_override_pattern")
-    if c.get("layers_block_type") is not None:
-        blocks = c.seq("layers_block_type")
-        unknown = [b for b in blocks if not isinstance(b, str) or b not in HYBRID_BLOCKS]
-        if unknown:
-            raise c.fail(f"layers_block_type {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
-        listed = "".join(HYBRID_BLOCKS[b] for b in blocks)
-        if pattern is not None and pattern != listed:
-            i = next((i for i, (a, b) in enumerate(zip(listed, str(pattern))) if a != b), min(len(listed), len(pattern)))
-            raise _disagree(c, "layers_block_type", f"{len(listed)} layers" if i >= len(listed) else
-                            f"layer {i} {blocks[i]!r}", "hybrid_override_pattern", f"{len(str(pattern))} layers"
-                            if i >= len(str(pattern)) else f"layer {i} {str(pattern)[i]!r}", "layers_block_type")
-        pattern = listed
-    if not isinstance(pattern, str) or not pattern:
+    mtp_pattern = _nemotron_h_pattern(c, "mtp_layers_block_type", "mtp_hybrid_override_pattern", "*E")
+    if mtp and mtp_pattern != "*E":
+        key = "mtp_layers_block_type" if c.get("mtp_layers_block_type") is not None else "mtp_hybrid_override_pattern"
+        raise c.fail(f"{key}={c.get(key)!r} is not modelled: '*E' (['full_attention', 'moe']: an MTP layer of "
+                     "attention + MoE)")
+    pattern = _nemotron_h_pattern(c, "layers_block_type", "hybrid_override_pattern", None)
+    if not pattern:
         raise c.fail("lacks 'hybrid_override_pattern' (or 'layers_block_type'), needed for model_type 'nemotron_h'")
-    out = _common(c, name)
+    # NemotronHConfig (transformers 5.25.0): num_hidden_layers is len(layers_block_type) (a property; configs it
+    # writes leave the key out); the remote code's config takes both and must have them agree
+    layers = c.int("num_hidden_layers", len(pattern))
+    if layers != len(pattern):
+        raise _disagree(c, f"num_hidden_layers={layers}", f"{layers} layers", "the layer pattern "
+                        f"({'layers_block_type' if c.get('layers_block_type') is not None else 'hybrid_override_pattern'})",
+                        f"{len(pattern)} layers", "layers_block_type")
+    out = _common(c, name, layers)
     # transformers NemotronHConfig defaults (use_conv_bias True, use_bias False, mlp_bias False) are the layers
     # megatron-core 0.16.1 builds (MambaMixer conv_bias=True, bias=False; no MLP bias); others are not modelled
     for key, built in (("use_conv_bias", True), ("use_bias", False), ("mlp_bias", False)):

@@ -111,7 +111,9 @@ NULL_DERIVED: dict[str, tuple[str, ...]] = {
     "mixtral": ("num_key_value_heads", "head_dim"), "qwen2": ("num_key_value_heads",),
     "qwen3": ("num_key_value_heads",), "phi3": ("num_key_value_heads",), "gpt_oss": ("num_key_value_heads",),
     "deepseek_v2": ("num_key_value_heads",), "deepseek_v3": ("num_key_value_heads",),
-    "nemotron_h": ("num_key_value_heads",),
+    # moe_latent_size null (NemotronHConfig's default, which configs it writes carry): no latent projection
+    # (modeling_nemotron_h.py NemotronHMoE builds fc1/fc2_latent_proj only where it is not None), the reader's 0
+    "nemotron_h": ("num_key_value_heads", "moe_latent_size"),
 }
 
 
