@@ -227,3 +227,25 @@ def _resaved_v4(tmp_path, **changes) -> str:
 ])
 def test_deepseek_v4_split_rope_is_read_as_its_hub_form_or_refused_in_one_line(tmp_path, changes, message):
     assert re.search(message, _refusal(_resaved_v4(tmp_path, **changes), 64)), message
+
+
+# --- 4. attention_head_dim is Nemotron-H's key, not every type's ----------------------------------------------------
+
+def test_attention_head_dim_does_not_set_a_llama_head(tmp_path):
+    """LlamaConfig does not read attention_head_dim (transformers 5.25.0: only zamba, zamba2, hunyuan_vl and
+    edgetam_video classes do): Llama-3.1-8B without head_dim and with attention_head_dim 64 builds head_dim
+    4096 / 32 = 128 and 8,030,261,248 parameters. It was planned with 64 (7,359,172,608) and --kv-channels 64."""
+    model = load_model(_config(tmp_path, "Llama-3.1-8B", ("head_dim",) if "head_dim" in json.loads(
+        (HF / "Llama-3.1-8B" / "config.json").read_text()) else (), attention_head_dim=64))
+    assert model.head_dim == 128 and param_counts(model).total == 8_030_261_248
+    args = _megatron_args(f"hf:{tmp_path}", layout="tp=1,pp=1,vp=1,ep=1,mbs=1")
+    assert "--kv-channels" not in args or args[args.index("--kv-channels") + 1] == "128"
+
+
+def test_nemotron_h_attention_head_dim_and_head_dim_that_disagree_are_refused_naming_both(tmp_path):
+    """Nemotron-H's remote code builds its attention from attention_head_dim, transformers 5.25.0 NemotronHConfig from
+    head_dim (left out: 128): 64 here was read as the class's 128 without a word."""
+    line = _refusal(_config(tmp_path, "Nemotron-H-8B-Base-8K", attention_head_dim=64))
+    assert "head_dim" in line and "attention_head_dim=64" in line and "disagree" in line, line
+    line = _refusal(_config(tmp_path, "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", attention_head_dim=64))
+    assert "head_dim=128" in line and "attention_head_dim=64" in line, line

@@ -154,6 +154,14 @@ class _Config:
         return default if value is None else value
 
 
+# Model types whose checkpoints' own modeling code takes the head width from attention_head_dim: Nemotron-H's remote
+# code (NemotronHAttention: head_dim = config.attention_head_dim; vLLM's nemotron_h.py reads head_dim first, then
+# attention_head_dim). transformers 5.25.0 NemotronHConfig reads head_dim (default 128), so both must agree. Among
+# transformers' classes only zamba, zamba2, hunyuan_vl and edgetam_video read attention_head_dim, none of the types
+# here: on any other type the key changes nothing (LlamaConfig ignores it; it set a Llama's head_dim before).
+ATTENTION_HEAD_DIM_TYPES = ("nemotron_h",)
+
+
 def _common(c: _Config, name: str, layers: int | None = None) -> dict[str, Any]:
     """The keys every reader takes; `layers`: num_hidden_layers where config.json leaves it out (Nemotron-H's)."""
     heads = c.int("num_attention_heads")
@@ -162,7 +170,13 @@ def _common(c: _Config, name: str, layers: int | None = None) -> dict[str, Any]:
         raise c.fail("num_attention_heads=0 is invalid: > 0")
     # head_dim and num_key_value_heads left out: the class default (Qwen3Config head_dim 128), else derived as
     # __post_init__ or the modeling code's getattr does (hidden_size // num_attention_heads, num_attention_heads)
-    head_dim = c.int("head_dim", c.int("attention_head_dim", hidden // heads))
+    head_dim = c.int("head_dim", hidden // heads)
+    if c.model_type in ATTENTION_HEAD_DIM_TYPES and c.get("attention_head_dim") is not None \
+            and c.int("attention_head_dim") != head_dim:
+        key, says = (f"head_dim={head_dim}", "per head") if c.get("head_dim") is not None else \
+            ("head_dim", f"left out: the class's {head_dim}")
+        raise _disagree(c, key, says, f"attention_head_dim={c.int('attention_head_dim')}",
+                        "the checkpoints' remote code reads this one", "head_dim")
     return dict(
         name=name, num_layers=c.int("num_hidden_layers", layers), hidden=hidden, num_heads=heads,
         num_kv_heads=c.int("num_key_value_heads", heads), head_dim=head_dim,
