@@ -249,3 +249,26 @@ def test_nemotron_h_attention_head_dim_and_head_dim_that_disagree_are_refused_na
     assert "head_dim" in line and "attention_head_dim=64" in line and "disagree" in line, line
     line = _refusal(_config(tmp_path, "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", attention_head_dim=64))
     assert "head_dim=128" in line and "attention_head_dim=64" in line, line
+
+
+# --- 5. layer_types on the full-attention types is checked as transformers checks it --------------------------------
+
+@pytest.mark.parametrize("folder", ["Llama-3.1-8B", "Qwen2.5-7B", "Qwen3-8B", "Mistral-Nemo-Base-2407", "phi-4",
+                                    "Qwen3-30B-A3B", "Mixtral-8x7B-v0.1", "DeepSeek-V3", "GLM-4.5-Air"])
+def test_layer_types_of_another_length_or_kind_are_refused_in_one_line(tmp_path, folder):
+    """transformers 5.25.0 PreTrainedConfig.validate_layer_type: one entry per layer (`num_hidden_layers (32) must be
+    equal to the number of layer types`); these types' modeling code builds full attention, or a window where the
+    type's own window keys give one, from 'full_attention' / 'sliding_attention' (Qwen2/Qwen3 look each layer's kind
+    up in a mask table of those two). Both were planned unchanged."""
+    layers = json.loads((HF / folder / "config.json").read_text())["num_hidden_layers"]
+    line = _refusal(_config(tmp_path, folder, layer_types=["linear_attention"] * 60))
+    assert f"layer_types has 60 entries for num_hidden_layers={layers}: one per layer" in line, line
+    line = _refusal(_config(tmp_path, folder, layer_types=["full_attention"] * (layers - 1) + ["linear_attention"]))
+    assert "layer_types entry 'linear_attention' is invalid: one of full_attention, sliding_attention" in line, line
+
+
+def test_layer_types_transformers_writes_for_qwen2_plan_unchanged():
+    """Qwen2Config / Qwen3Config write layer_types ['full_attention'] * layers (use_sliding_window false): the same
+    model (tests/data/hf-resaved)."""
+    assert json.loads((RESAVED / "Qwen2.5-7B" / "config.json").read_text())["layer_types"] == ["full_attention"] * 28
+    assert load_model(f"hf:{RESAVED / 'Qwen2.5-7B'}").num_layers == 28

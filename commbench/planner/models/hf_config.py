@@ -686,6 +686,16 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     # attention, Gated DeltaNet, MoE block and norms; Megatron-Bridge qwen35_bridge.py)
     "qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_next, "qwen3_5": _qwen3_5,
 }
+# Model types whose reader builds each layer's attention from layer_types (gpt-oss's windows, Qwen3-Next's and Qwen3.5's
+# Gated DeltaNet, DeepSeek-V4's compressed attention; Nemotron-H's is layers_block_type's other name). The other
+# types' attention is full on every layer (a window where the type's own keys give one): their layer_types is checked
+# as transformers 5.25.0 checks every config's (configuration_utils.py PreTrainedConfig.validate_layer_type: one entry
+# per layer; an invalid one is refused on loading), with the kinds their modeling code tells apart
+# (modeling_qwen2.py / modeling_qwen3.py / modeling_qwen2_moe.py look each layer's kind up in a table of
+# 'full_attention' and 'sliding_attention' masks; Llama, Mistral, Phi-3, Mixtral, Qwen3-MoE, DeepSeek and GLM ignore
+# the list), and 'attention', which transformers reads as 'full_attention' (_LEGACY_LAYER_TYPE_REMAP).
+LAYER_TYPES_READERS = ("gpt_oss", "qwen3_next", "qwen3_5_moe", "qwen3_5", "deepseek_v4", "nemotron_h")
+FULL_ATTENTION_KINDS = ("full_attention", "sliding_attention", "attention")
 # a VL config's text_config names its language model so
 ALIASES = {"qwen3_5_moe_text": "qwen3_5_moe", "qwen3_5_text": "qwen3_5"}
 
@@ -750,6 +760,8 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     if stray:
         raise c.fail(stray)
     fields = reader(c, f"hf:{name}")
+    if c.model_type not in LAYER_TYPES_READERS:   # checked as transformers does, though these types build no other kind
+        _kinds(c, "layer_types", FULL_ATTENTION_KINDS, fields["num_layers"])
     fields = _noted(fields, notes)   # after the reader's own notes
     if seq_len:
         fields["seq_len"] = seq_len
