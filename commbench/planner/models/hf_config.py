@@ -422,7 +422,8 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
 
 def _mla_class_int(c: _Config, key: str) -> int:
     """config.json's `key`, else the MLA model type's class default (hf_defaults.py: DeepseekV3Config
-    n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0; Glm4MoeLiteConfig n_shared_experts 1); null, or left out where the type has no class (kimi_k2: its hub remote code), is one line naming it."""
+    n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0; Glm4MoeLiteConfig n_shared_experts 1);
+    null, or left out where the type has no class (kimi_k2: its hub remote code), is one line naming it."""
     if c.get(key) is not None:
         return c.int(key)
     if key in c.raw:   # transformers keeps an explicit null, on which its MoE block fails
@@ -436,8 +437,9 @@ def _mla_class_int(c: _Config, key: str) -> int:
 
 # MLA types whose transformers class builds each layer's MLP from mlp_layer_types alone, with the leading dense layers
 # of the list it defaults to: transformers 5.25.0 configuration_glm4_moe_lite.py Glm4MoeLiteConfig has no
-# first_k_dense_replace and sets mlp_layer_types None to ['dense'] + ['sparse'] * (layers - 1); modeling_glm4_moe_lite.py
-# Glm4MoeLiteDecoderLayer builds a MoE where the layer's entry is 'sparse', a dense MLP otherwise. DeepseekV2Config and
+# first_k_dense_replace and sets mlp_layer_types None to ['dense'] + ['sparse'] * (layers - 1);
+# modeling_glm4_moe_lite.py Glm4MoeLiteDecoderLayer builds a MoE where the layer's entry is 'sparse', a dense MLP
+# otherwise. DeepseekV2Config and
 # DeepseekV3Config (and Kimi-K2's remote code, DeepSeek-V3's) read first_k_dense_replace alone.
 DENSE_FROM_MLP_LAYER_TYPES = {"glm4_moe_lite": 1}
 
@@ -472,7 +474,8 @@ def _mla_dense_layers(c: _Config, layers: int) -> int:
 
 def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     """MLA + MoE (DeepSeek-V2 / V3, Kimi-K2, Moonlight, GLM-4.7-Flash): the first first_k_dense_replace layers
-    (GLM-4.7-Flash: mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
+    (GLM-4.7-Flash: mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank
+    (V2-Lite, Moonlight)."""
     if c.int("moe_layer_freq", 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     if c.get("topk_method") == "group_limited_greedy" and c.get("n_group") is None:
@@ -496,17 +499,17 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
 
-# DeepseekV4Config's attention kinds (configuration_deepseek_v4.py DEEPSEEK_V4_LAYER_TYPES, _COMPRESS_RATIO_TO_LAYER_TYPE)
-# and compress_rates' default (default_compress_rates)
+# DeepseekV4Config's attention kinds (configuration_deepseek_v4.py DEEPSEEK_V4_LAYER_TYPES,
+# _COMPRESS_RATIO_TO_LAYER_TYPE) and compress_rates' default (default_compress_rates)
 DSV4_LAYER_TYPES = {"sliding_attention": "W", "compressed_sparse_attention": "C", "heavily_compressed_attention": "H"}
 DSV4_DEFAULT_RATES = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
 
 
 def _csa_pattern(c: _Config, layers: int, mtp: int) -> str:
-    """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from the native `layer_types` (+ `compress_rates`,
-    left out: the class's 4 and 128) or the legacy `compress_ratios` (one per layer, then 0 per MTP layer), as
-    Megatron-Bridge reads either. DeepseekV4Config.__post_init__ reads compress_ratios only where layer_types is left
-    out: both given must agree."""
+    """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from the native `layer_types` (+
+    `compress_rates`, left out: the class's 4 and 128) or the legacy `compress_ratios` (one per layer, then 0 per MTP
+    layer), as Megatron-Bridge reads either. DeepseekV4Config.__post_init__ reads compress_ratios only where
+    layer_types is left out: both given must agree."""
     kind = {ratio: k for k, ratio in dsv4.KINDS.items()}
     legacy = None
     if c.get("compress_ratios") is not None:
@@ -603,7 +606,8 @@ def _nemotron_h_pattern(c: _Config, key: str, pattern_key: str, default: str | N
     checkpoints' remote code reads the string: both given must agree."""
     pattern = c.get(pattern_key)
     if pattern is not None and not isinstance(pattern, str):
-        raise c.fail(f"{pattern_key}={pattern!r} is invalid: a string of {', '.join(sorted(set(HYBRID_BLOCKS.values())))}")
+        letters = ", ".join(sorted(set(HYBRID_BLOCKS.values())))
+        raise c.fail(f"{pattern_key}={pattern!r} is invalid: a string of {letters}")
     if c.get(key) is None:
         return pattern if pattern is not None else default
     blocks = c.seq(key)
@@ -633,8 +637,8 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     # writes leave the key out); the remote code's config takes both and must have them agree
     layers = c.int("num_hidden_layers", len(pattern))
     if layers != len(pattern):
-        raise _disagree(c, f"num_hidden_layers={layers}", f"{layers} layers", "the layer pattern "
-                        f"({'layers_block_type' if c.get('layers_block_type') is not None else 'hybrid_override_pattern'})",
+        key = "layers_block_type" if c.get("layers_block_type") is not None else "hybrid_override_pattern"
+        raise _disagree(c, f"num_hidden_layers={layers}", f"{layers} layers", f"the layer pattern ({key})",
                         f"{len(pattern)} layers", "layers_block_type")
     out = _common(c, name, layers)
     # transformers NemotronHConfig defaults (use_conv_bias True, use_bias False, mlp_bias False) are the layers
