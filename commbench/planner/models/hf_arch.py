@@ -93,6 +93,36 @@ KNOWN_ACTIVATIONS = ("silu", "swish")
 ROPE_KINDS = ("none", "default", "llama3", "yarn")
 
 
+# DeepSeek-V4's two RoPEs as DeepseekV4Config (transformers 5.25.0 configuration_deepseek_v4.py __post_init__) writes
+# them, rope_parameters {"main": plain RoPE of rope_theta, on the sliding-window layers; "compress": the config's YaRN
+# scaling at compress_rope_theta, on the compressed layers}: what the published config's rope_theta and rope_scaling
+# (with compress_rope_theta) say, read as they are there: main's base, compress's scaling (neither config's compressed
+# base is read)
+SPLIT_ROPE_TYPES = {"deepseek_v4": ("main", "compress")}
+
+
+def _split_rope(c, rope, nested: list[str]):
+    """rope_parameters {main, compress} as the one table the published config's rope_theta + rope_scaling make."""
+    parts = SPLIT_ROPE_TYPES[c.model_type]
+    if sorted(nested) != sorted(parts):
+        raise c.fail(f"rope_parameters with tables {', '.join(sorted(nested))} is not modelled for model_type "
+                     f"{c.model_type!r}: {' and '.join(parts)} (DeepseekV4Config's two RoPEs)")
+    main, compress = rope.table("main"), rope.table("compress")
+    kind = main.get("rope_type", main.get("type", "default"))
+    if kind != "default":
+        raise c.fail(f"rope_parameters.main.rope_type={kind!r} is not modelled for model_type {c.model_type!r}: "
+                     "'default' (plain RoPE on the sliding-window layers, as DeepseekV4Config writes it)")
+    table = {key: value for key, value in compress.raw.items() if key != "rope_theta"}
+    if main.get("rope_theta") is not None:
+        theta = _checked_theta(main)
+        if c.get("rope_theta") is not None and c.num("rope_theta", 0) != theta:
+            raise c.fail(f"rope_parameters.main.rope_theta={main.get('rope_theta')!r} and rope_theta="
+                         f"{c.get('rope_theta')!r} disagree: transformers 5.25.0 builds model_type {c.model_type!r} "
+                         "from rope_parameters alone; give one of them, or make them agree")
+        table["rope_theta"] = theta
+    return type(c)(dict(table, model_type=c.model_type), c.where, "rope_parameters.compress.")
+
+
 def rope_table(c):
     """rope_scaling, or the rope_parameters transformers >= 5 writes in its place (which also holds rope_theta and
     partial_rotary_factor); one set for every layer (a table per layer type is refused by name)."""
@@ -104,6 +134,8 @@ def rope_table(c):
         return c.table("rope_scaling")
     rope = c.table("rope_parameters")
     nested = [key for key, value in rope.raw.items() if isinstance(value, dict)]
+    if c.model_type in SPLIT_ROPE_TYPES and nested:
+        return _split_rope(c, rope, nested)
     if nested:
         raise c.fail(f"rope_parameters.{nested[0]} is not modelled: one RoPE for every layer (rope_theta, rope_type "
                      "and their scaling keys in rope_parameters itself)")
@@ -114,7 +146,10 @@ def _rope_theta(c) -> int:
     """RoPE's base: > 1 (at 1 every frequency is 1, and 0 divides by zero) and a whole number, as Megatron-LM's
     --rotary-base is (arguments.py type=int); 0.5 was truncated to 0 and emitted."""
     table = rope_table(c)
-    where = table if table.get("rope_theta") is not None else c
+    return _checked_theta(table if table.get("rope_theta") is not None else c)
+
+
+def _checked_theta(where) -> int:
     theta = where.num("rope_theta", 10000)
     if theta <= 1 or theta != int(theta):
         raise where.fail(f"{where.prefix}rope_theta={where.get('rope_theta')!r} is invalid: a whole number > 1 (RoPE's "

@@ -34,7 +34,7 @@ def check_sizes(c, fields: dict[str, Any]) -> None:
     if experts:
         key, top_k = _top_k_key(c), fields.get("top_k", 0)
         if not 0 < top_k <= experts:
-            raise c.fail(f"{key}={top_k} is invalid: 0 < {key} <= {experts_key(c.model_type)} ({experts})")
+            raise c.fail(f"{key}={top_k} is invalid: 0 < {key} <= {c.spelled(experts_key(c.model_type))} ({experts})")
         if fields.get("expert_ffn", 0) <= 0:
             width = "intermediate_size" if c.model_type in _LOCAL_EXPERTS_TYPES else "moe_intermediate_size"
             raise c.fail(f"{width}={fields.get('expert_ffn', 0)} is invalid: > 0 (the experts' width)")
@@ -53,4 +53,4 @@ def check_router_groups(c, groups: int, group_topk: int, experts: int) -> None:
     if (groups == 0) != (group_topk == 0) or group_topk > groups:
         raise c.fail(f"topk_group={group_topk} is invalid: 0 < topk_group <= n_group ({groups}), or both 0")
     if groups and experts % groups:
-        raise c.fail(f"n_group={groups} is invalid: a divisor of {experts_key(c.model_type)} ({experts})")
+        raise c.fail(f"n_group={groups} is invalid: a divisor of {c.spelled(experts_key(c.model_type))} ({experts})")

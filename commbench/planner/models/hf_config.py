@@ -4,7 +4,10 @@ Keys are those of the transformers configuration classes (configuration_<model_t
 each model_type below (READERS; Qwen3.5's vision-language config's text_config is its language model, any other
 multimodal config and a head other than a causal LM's are refused: hf_task.py); a key the
 reader has a fallback for is taken, where config.json leaves it out, at the class's default (hf_defaults.py, which
-also says where an explicit null is derived), any other missing key is one line naming it. What the planner
+also says where an explicit null is derived), any other missing key is one line naming it. A key is read under either
+name of its class's attribute_map (ATTRIBUTE_MAPS), and the layouts transformers 5.x's save_pretrained writes (its
+names, its per-layer lists, DeepSeek-V4's split rope_parameters: tests/data/hf-resaved) read as the hub files
+they came from. What the planner
 does not model is refused by name (e.g. a sliding window on every layer over a longer sequence than the window, dense
 layers after MoE ones, an MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
 that it would have to approximate (hf_refused.py, each with what it lacks).
@@ -35,7 +38,35 @@ from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
 DEFAULT_SEQ_LEN = 4096  # config.json holds the context window, not a training sequence length
-HYBRID_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # Nemotron layers_block_type
+# Nemotron-H layers_block_type entries as hybrid_override_pattern letters: transformers 5.25.0
+# configuration_nemotron_h.py (_pattern_to_list: M linear_attention, E moe, * full_attention, - mlp; validate_layer_type
+# allows those four) and the legacy names configuration_utils.py _LEGACY_LAYER_TYPE_REMAP turns into them before
+# validating (mamba -> linear_attention, attention -> full_attention), which the remote code's configs hold
+HYBRID_BLOCKS = {"linear_attention": "M", "full_attention": "*", "mlp": "-", "moe": "E", "mamba": "M", "attention": "*"}
+
+
+# transformers 5.25.0 configuration classes' attribute_map (configuration_<type>.py): a key the class reads under
+# another name, which config.json may spell either way; save_pretrained writes the right-hand one (a Qwen3-MoE config
+# re-saved by transformers 5.x holds num_local_experts, not num_experts). Two spellings given with different values
+# are refused: which one the class keeps depends on the order it sets them.
+ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
+    "qwen3_moe": {"num_experts": "num_local_experts"},
+    "mixtral": {"num_experts": "num_local_experts"},
+    "gpt_oss": {"num_experts": "num_local_experts"},
+    "deepseek_v2": {"num_experts": "n_routed_experts"},
+    "deepseek_v3": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "glm4_moe": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "glm4_moe_lite": {"num_local_experts": "n_routed_experts", "head_dim": "qk_rope_head_dim"},
+    "deepseek_v4": {"num_local_experts": "n_routed_experts", "intermediate_size": "moe_intermediate_size"},
+    "nemotron_h": {"num_local_experts": "n_routed_experts", "layer_types": "layers_block_type"},
+}
+
+
+def _spellings(model_type: str, key: str) -> tuple[str, ...]:
+    """`key` and the other names model_type's class reads it under (ATTRIBUTE_MAPS), `key` first."""
+    amap = ATTRIBUTE_MAPS.get(model_type, {})
+    target = amap.get(key, key)
+    return (key,) + tuple(k for k in (target, *amap) if k != key and amap.get(k, k) == target)
 
 
 class _Config:
@@ -50,18 +81,34 @@ class _Config:
     def fail(self, what: str) -> CommbenchError:
         return CommbenchError(f"{self.where}: {what}")
 
+    def spelled(self, key: str) -> str:
+        """The name config.json gives `key` under (ATTRIBUTE_MAPS; `key` itself if it gives none); two names given
+        with different values are one line naming both."""
+        if self.prefix:
+            return key
+        given = [k for k in _spellings(self.model_type, key) if self.raw.get(k) is not None]
+        for other in given[1:]:
+            if self.raw[other] != self.raw[given[0]]:
+                target = ATTRIBUTE_MAPS[self.model_type].get(key, key)
+                raise self.fail(f"{given[0]}={self.raw[given[0]]!r} and {other}={self.raw[other]!r} are one setting "
+                                f"of model_type {self.model_type!r} ({target}: transformers' configuration class reads "
+                                "either name as it, attribute_map), given twice: give one")
+        return given[0] if given else key
+
     def absent(self, key: str, default: Any) -> Any:
         """What a key config.json leaves out reads as: the class default (hf_defaults.py), else `default`."""
         return default if self.prefix else class_default(self.model_type, key, default)
 
     def _value(self, key: str, default: Any) -> Any:
         """config.json's `key`; left out, absent(); null, `default` (num and flag) or None (int, unless derived)."""
-        if key not in self.raw:
+        spelled = self.spelled(key)
+        if spelled not in self.raw:
             return self.absent(key, default)
-        return self.raw[key]
+        return self.raw[spelled]
 
     def int(self, key: str, default: int | None = None) -> int:
         value = self._value(key, default)
+        key = self.spelled(key)   # named as config.json names it
         if value is None and key in self.raw and not self.prefix and null_is_derived(self.model_type, key):
             value = default   # __post_init__ derives the null (num_attention_heads, hidden_size // heads)
         if value is None:
@@ -74,7 +121,7 @@ class _Config:
 
     def num(self, key: str, default: float) -> float:
         """A finite number (null: `default`; absent: absent()); "1e-6", true and 1e400 are refused by name."""
-        value = self._value(key, default)
+        value, key = self._value(key, default), self.spelled(key)
         value = default if value is None else value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: a finite number")
@@ -82,7 +129,7 @@ class _Config:
 
     def flag(self, key: str, default: bool) -> bool:
         """A JSON boolean (null: `default`; absent: absent()); a string such as "false" would read as true."""
-        value = self._value(key, default)
+        value, key = self._value(key, default), self.spelled(key)
         value = default if value is None else value
         if not isinstance(value, bool):
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: true or false")
@@ -103,20 +150,35 @@ class _Config:
         return value
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = self.raw.get(key)
+        value = self.raw.get(self.spelled(key))
         return default if value is None else value
 
 
-def _common(c: _Config, name: str) -> dict[str, Any]:
+# Model types whose checkpoints' own modeling code takes the head width from attention_head_dim: Nemotron-H's remote
+# code (NemotronHAttention: head_dim = config.attention_head_dim; vLLM's nemotron_h.py reads head_dim first, then
+# attention_head_dim). transformers 5.25.0 NemotronHConfig reads head_dim (default 128), so both must agree. Among
+# transformers' classes only zamba, zamba2, hunyuan_vl and edgetam_video read attention_head_dim, none of the types
+# here: on any other type the key changes nothing (LlamaConfig ignores it; it set a Llama's head_dim before).
+ATTENTION_HEAD_DIM_TYPES = ("nemotron_h",)
+
+
+def _common(c: _Config, name: str, layers: int | None = None) -> dict[str, Any]:
+    """The keys every reader takes; `layers`: num_hidden_layers where config.json leaves it out (Nemotron-H's)."""
     heads = c.int("num_attention_heads")
     hidden = c.int("hidden_size")
     if heads == 0:
         raise c.fail("num_attention_heads=0 is invalid: > 0")
     # head_dim and num_key_value_heads left out: the class default (Qwen3Config head_dim 128), else derived as
     # __post_init__ or the modeling code's getattr does (hidden_size // num_attention_heads, num_attention_heads)
-    head_dim = c.int("head_dim", c.int("attention_head_dim", hidden // heads))
+    head_dim = c.int("head_dim", hidden // heads)
+    if c.model_type in ATTENTION_HEAD_DIM_TYPES and c.get("attention_head_dim") is not None \
+            and c.int("attention_head_dim") != head_dim:
+        key, says = (f"head_dim={head_dim}", "per head") if c.get("head_dim") is not None else \
+            ("head_dim", f"left out: the class's {head_dim}")
+        raise _disagree(c, key, says, f"attention_head_dim={c.int('attention_head_dim')}",
+                        "the checkpoints' remote code reads this one", "head_dim")
     return dict(
-        name=name, num_layers=c.int("num_hidden_layers"), hidden=hidden, num_heads=heads,
+        name=name, num_layers=c.int("num_hidden_layers", layers), hidden=hidden, num_heads=heads,
         num_kv_heads=c.int("num_key_value_heads", heads), head_dim=head_dim,
         vocab=c.int("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings", False),
         seq_len=min(DEFAULT_SEQ_LEN, c.int("max_position_embeddings", DEFAULT_SEQ_LEN)) or DEFAULT_SEQ_LEN,
@@ -197,15 +259,35 @@ def _leading_dense(c: _Config, key: str) -> int:
     return len(layers)
 
 
-def _leading(c: _Config, key: str, kind: str, what: str) -> int | None:
-    """How many of list `key`'s first entries are `kind` (None: no such key); `kind` after any other is refused."""
+def _kinds(c: _Config, key: str, allowed: tuple[str, ...], layers: int, truncated: bool = False) -> list[Any] | None:
+    """Per-layer list `key` (None: left out or null) as transformers validates it (configuration_utils.py
+    PreTrainedConfig.validate_layer_type): one entry per layer (`truncated`: at least one, those past
+    num_hidden_layers not read, as DeepseekV4Config.__post_init__ cuts its lists), each one of `allowed`."""
     if c.get(key) is None:
         return None
     kinds = c.seq(key)
+    if len(kinds) < layers or (len(kinds) > layers and not truncated):
+        raise c.fail(f"{key} has {len(kinds)} entries for num_hidden_layers={layers}: one per layer")
+    kinds = kinds[:layers]
+    bad = [k for k in kinds if not isinstance(k, str) or k not in allowed]
+    if bad:
+        raise c.fail(f"{key} entry {bad[0]!r} is invalid: one of {', '.join(allowed)}")
+    return kinds
+
+
+def _leading(c: _Config, key: str, kinds: list[Any], kind: str, what: str) -> int:
+    """How many of list `key`'s first entries are `kind`; `kind` after any other is refused."""
     n = next((i for i, k in enumerate(kinds) if k != kind), len(kinds))
     if kind in kinds[n:]:
         raise c.fail(f"{key} is not modelled unless the {what} come first")
     return n
+
+
+def _disagree(c: _Config, key: str, says: str, other: str, other_says: str, reads: str) -> CommbenchError:
+    """Two spellings of one per-layer fact that config.json gives differently: the class builds from `reads`, another
+    tool (or transformers before 5) from the other, so which model is meant is the user's to say."""
+    return c.fail(f"{key} ({says}) and {other} ({other_says}) disagree: transformers 5.25.0 builds model_type "
+                  f"{c.model_type!r} from {reads} alone; give one of them, or make them agree")
 
 
 def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int:
@@ -214,6 +296,31 @@ def _shared_count(c: _Config, shared_ffn: int, expert_ffn: int, key: str) -> int
     if shared_ffn % expert_ffn:
         raise c.fail(f"{key}={shared_ffn} is not modelled: a multiple of the expert width {expert_ffn}")
     return shared_ffn // expert_ffn
+
+
+# Qwen MoE types whose MoE block has no shared expert: transformers 5.25.0 modeling_qwen3_moe.py
+# Qwen3MoeSparseMoeBlock is `gate` and `experts` alone and Qwen3MoeConfig has no shared_expert_intermediate_size
+# (Megatron-Bridge's Qwen3MoEBridge sets none either); a config carrying the key builds no shared expert
+NO_SHARED_EXPERT_TYPES = ("qwen3_moe",)
+
+
+def _unbuilt_shared_expert(c: _Config) -> list[str]:
+    """The note for a non-zero shared_expert_intermediate_size on a type that builds no shared expert ([] if none)."""
+    value = c.get("shared_expert_intermediate_size")
+    if c.model_type not in NO_SHARED_EXPERT_TYPES or value in (None, 0):
+        return []
+    return [f"config.json's shared_expert_intermediate_size={value!r} is ignored for model_type {c.model_type!r}: "
+            "its MoE block has no shared expert (transformers 5.25.0 Qwen3MoeSparseMoeBlock: the router and the routed "
+            "experts alone; Qwen3MoeConfig has no such key), so none is planned or launched"]
+
+
+def _noted(fields: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """`fields` with `notes` added to extra["notes"] (what the plan says of how the config was read)."""
+    if not notes:
+        return fields
+    extra = dict(fields.get("extra", {}))
+    extra["notes"] = list(extra.get("notes", ())) + notes
+    return dict(fields, extra=extra)
 
 
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
@@ -231,14 +338,15 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     ffn = c.int("moe_intermediate_size")
     # left out: the class default (hf_defaults.py: Qwen2MoeConfig 5632, Qwen3NextConfig 512, Qwen3_5MoeTextConfig
-    # 512); Qwen3MoeConfig has no shared expert
-    shared = _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size")
+    # 512); Qwen3-MoE has none (NO_SHARED_EXPERT_TYPES)
+    shared = (0 if c.model_type in NO_SHARED_EXPERT_TYPES else
+              _shared_count(c, c.int("shared_expert_intermediate_size", 0), ffn, "shared_expert_intermediate_size"))
     dense = _leading_dense(c, "mlp_only_layers")
     # the key as config.json gives it, for a framework's refusal to name (search/frameworks.py titan_moe_misfits)
     named = {"extra": {"dense_layers_key": f"mlp_only_layers={c.seq('mlp_only_layers')!r}"}} if dense else {}
-    return dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
-                num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
-                num_shared_experts=shared, **named)
+    return _noted(dict(out, num_dense_layers=dense, dense_ffn=c.int("intermediate_size") if dense else 0,
+                       num_routed_experts=c.int("num_experts"), top_k=c.int("num_experts_per_tok"), expert_ffn=ffn,
+                       num_shared_experts=shared, **named), _unbuilt_shared_expert(c))
 
 
 def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
@@ -314,8 +422,8 @@ def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
 
 def _mla_class_int(c: _Config, key: str) -> int:
     """config.json's `key`, else the MLA model type's class default (hf_defaults.py: DeepseekV3Config
-    n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0; Glm4MoeLiteConfig 1 and one leading dense
-    layer); null, or left out where the type has no class (kimi_k2: its hub remote code), is one line naming it."""
+    n_shared_experts 1, first_k_dense_replace 3; DeepseekV2Config 2 and 0; Glm4MoeLiteConfig n_shared_experts 1);
+    null, or left out where the type has no class (kimi_k2: its hub remote code), is one line naming it."""
     if c.get(key) is not None:
         return c.int(key)
     if key in c.raw:   # transformers keeps an explicit null, on which its MoE block fails
@@ -327,9 +435,47 @@ def _mla_class_int(c: _Config, key: str) -> int:
     return default
 
 
+# MLA types whose transformers class builds each layer's MLP from mlp_layer_types alone, with the leading dense layers
+# of the list it defaults to: transformers 5.25.0 configuration_glm4_moe_lite.py Glm4MoeLiteConfig has no
+# first_k_dense_replace and sets mlp_layer_types None to ['dense'] + ['sparse'] * (layers - 1);
+# modeling_glm4_moe_lite.py Glm4MoeLiteDecoderLayer builds a MoE where the layer's entry is 'sparse', a dense MLP
+# otherwise. DeepseekV2Config and
+# DeepseekV3Config (and Kimi-K2's remote code, DeepSeek-V3's) read first_k_dense_replace alone.
+DENSE_FROM_MLP_LAYER_TYPES = {"glm4_moe_lite": 1}
+
+
+def _dense_first(n: int, what: str = "dense") -> str:
+    return f"{n} leading {what} layer{'' if n == 1 else 's'}"
+
+
+def _mla_dense_layers(c: _Config, layers: int) -> int:
+    """The leading dense layers, from the key the type's class builds from; the other spelling, where config.json
+    gives it too (transformers 5.x writes both for glm4_moe_lite), must say the same."""
+    listed = _kinds(c, "mlp_layer_types", ("dense", "sparse"), layers)
+    from_list = None if listed is None else _leading(c, "mlp_layer_types", listed, "dense", "dense layers")
+    if from_list == layers:
+        raise c.fail("mlp_layer_types is invalid: every entry 'dense' (a model with routed experts needs at least one "
+                     "'sparse' layer; give a dense model's config for an all-dense network)")
+    if c.model_type in DENSE_FROM_MLP_LAYER_TYPES:
+        built = DENSE_FROM_MLP_LAYER_TYPES[c.model_type] if from_list is None else from_list
+        if c.get("first_k_dense_replace") is not None and c.int("first_k_dense_replace") != built:
+            says = _dense_first(built) if from_list is not None else \
+                f"left out: the class's ['dense'] + ['sparse'] * {layers - 1}, {_dense_first(built)}"
+            given = c.int("first_k_dense_replace")
+            raise _disagree(c, "mlp_layer_types", says, f"first_k_dense_replace={given}", _dense_first(given),
+                            "mlp_layer_types")
+        return built
+    dense = _mla_class_int(c, "first_k_dense_replace")
+    if from_list is not None and from_list != dense:
+        raise _disagree(c, f"first_k_dense_replace={dense}", _dense_first(dense), "mlp_layer_types",
+                        _dense_first(from_list), "first_k_dense_replace")
+    return dense
+
+
 def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
-    """MLA + MoE (DeepSeek-V2 / V3, Kimi-K2, Moonlight, GLM-4.7-Flash): the first first_k_dense_replace layers (or
-    mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank (V2-Lite, Moonlight)."""
+    """MLA + MoE (DeepSeek-V2 / V3, Kimi-K2, Moonlight, GLM-4.7-Flash): the first first_k_dense_replace layers
+    (GLM-4.7-Flash: mlp_layer_types' leading "dense") dense; q_lora_rank null is MLA without the query low rank
+    (V2-Lite, Moonlight)."""
     if c.int("moe_layer_freq", 1) != 1:
         raise c.fail(f"moe_layer_freq={c.get('moe_layer_freq')!r} is not modelled: 1")
     if c.get("topk_method") == "group_limited_greedy" and c.get("n_group") is None:
@@ -343,11 +489,7 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
-    if c.get("first_k_dense_replace") is None and c.get("mlp_layer_types") is not None:
-        dense = _leading(c, "mlp_layer_types", "dense", "dense layers") or 0
-    else:
-        dense = _mla_class_int(c, "first_k_dense_replace")
-    return dict(out, attention="mla", num_dense_layers=dense,
+    return dict(out, attention="mla", num_dense_layers=_mla_dense_layers(c, out["num_layers"]),
                 q_lora_rank=0 if "q_lora_rank" in c.raw and c.raw["q_lora_rank"] is None else c.int("q_lora_rank"),
                 kv_lora_rank=c.int("kv_lora_rank"),
                 qk_nope_head_dim=c.int("qk_nope_head_dim"), qk_rope_head_dim=c.int("qk_rope_head_dim"),
@@ -357,32 +499,72 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
 
+# DeepseekV4Config's attention kinds (configuration_deepseek_v4.py DEEPSEEK_V4_LAYER_TYPES,
+# _COMPRESS_RATIO_TO_LAYER_TYPE) and compress_rates' default (default_compress_rates)
+DSV4_LAYER_TYPES = {"sliding_attention": "W", "compressed_sparse_attention": "C", "heavily_compressed_attention": "H"}
+DSV4_DEFAULT_RATES = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
+
+
 def _csa_pattern(c: _Config, layers: int, mtp: int) -> str:
-    """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from `compress_ratios` (one per layer,
-    then 0 per MTP layer) or the native `layer_types` + `compress_rates` (as Megatron-Bridge reads either)."""
-    ratios = c.seq("compress_ratios") if c.get("compress_ratios") is not None else None
-    if ratios is None:
-        types, rates = c.get("layer_types"), c.get("compress_rates")
-        if types is None or not isinstance(rates, dict):
+    """DeepSeek-V4's attention kind per decoder layer (models/dsv4.py) from the native `layer_types` (+
+    `compress_rates`, left out: the class's 4 and 128) or the legacy `compress_ratios` (one per layer, then 0 per MTP
+    layer), as Megatron-Bridge reads either. DeepseekV4Config.__post_init__ reads compress_ratios only where
+    layer_types is left out: both given must agree."""
+    kind = {ratio: k for k, ratio in dsv4.KINDS.items()}
+    legacy = None
+    if c.get("compress_ratios") is not None:
+        ratios = c.seq("compress_ratios")
+        if len(ratios) not in (layers, layers + mtp) or any(r not in dsv4.KINDS.values() for r in ratios) \
+                or any(ratios[layers:]):
+            raise c.fail(f"compress_ratios={ratios!r} is not modelled: one of 0, 4, 128 per layer ({layers}), then 0 "
+                         f"per MTP layer ({mtp})")
+        legacy = "".join(kind[r] for r in ratios[:layers])
+    listed = _kinds(c, "layer_types", tuple(DSV4_LAYER_TYPES), layers, truncated=True)
+    if listed is None:
+        if legacy is None:
             raise c.fail("lacks 'compress_ratios' (or 'layer_types' with 'compress_rates'), needed for model_type "
                          "'deepseek_v4'")
-        ratios = [0 if t == "sliding_attention" else rates.get(t) for t in c.seq("layer_types")]
-    if len(ratios) not in (layers, layers + mtp) or any(r not in dsv4.KINDS.values() for r in ratios) \
-            or any(ratios[layers:]):
-        raise c.fail(f"compress_ratios={ratios!r} is not modelled: one of 0, 4, 128 per layer ({layers}), then 0 "
-                     f"per MTP layer ({mtp})")
-    kind = {ratio: k for k, ratio in dsv4.KINDS.items()}
-    return "".join(kind[r] for r in ratios[:layers])
+        return legacy
+    rates = c.table("compress_rates")
+    for name, ratio in DSV4_DEFAULT_RATES.items():
+        if rates.int(name, ratio) != ratio:
+            raise rates.fail(f"compress_rates.{name}={rates.get(name)!r} is not modelled: {ratio} (the compression "
+                             "ratios megatron-core's dsv4_hybrid attention builds)")
+    pattern = "".join(DSV4_LAYER_TYPES[t] for t in listed)
+    if legacy is not None and legacy != pattern:
+        i = next(i for i, (a, b) in enumerate(zip(pattern, legacy)) if a != b)
+        raise _disagree(c, "layer_types", f"layer {i} {listed[i]!r}", "compress_ratios",
+                        f"layer {i} ratio {dsv4.KINDS[legacy[i]]}", "layer_types")
+    return pattern
 
 
 def _hash_layers(c: _Config, layers: int) -> int:
-    """The leading hash-routed MoE layers: num_hash_layers, or the prefix of mlp_layer_types."""
-    if c.get("num_hash_layers") is not None or c.get("mlp_layer_types") is None:
-        return c.int("num_hash_layers", 0)   # neither: DeepseekV4Config's 3 (hf_defaults.py)
-    n = _leading(c, "mlp_layer_types", "hash_moe", "hash-routed MoE layers") or 0
-    if n > layers:
-        raise c.fail("mlp_layer_types is not modelled unless the hash-routed MoE layers come first")
+    """The leading hash-routed MoE layers: the prefix of mlp_layer_types, else the legacy num_hash_layers (left out:
+    DeepseekV4Config's 3, hf_defaults.py), which DeepseekV4Config.__post_init__ reads only where mlp_layer_types is
+    left out: both given must agree."""
+    listed = _kinds(c, "mlp_layer_types", ("hash_moe", "moe"), layers, truncated=True)
+    if listed is None:
+        return c.int("num_hash_layers", 0)
+    n = _leading(c, "mlp_layer_types", listed, "hash_moe", "hash-routed MoE layers")
+    if c.get("num_hash_layers") is not None and c.int("num_hash_layers") != n:
+        given = c.int("num_hash_layers")
+        raise _disagree(c, "mlp_layer_types", _dense_first(n, "hash-routed MoE"), f"num_hash_layers={given}",
+                        _dense_first(given, "hash-routed MoE"), "mlp_layer_types")
     return n
+
+
+def _dsv4_rope_dim(c: _Config, out: dict[str, Any]) -> int:
+    """The rotated part of DeepSeek-V4's head: DeepseekV4Config (transformers 5.25.0) derives qk_rope_head_dim as
+    int(head_dim * partial_rotary_factor) and reads the published config's qk_rope_head_dim only where
+    partial_rotary_factor is left out (then the class's 64 / 512): both given must agree."""
+    if c.get("partial_rotary_factor") is None:
+        return c.int("qk_rope_head_dim", out["head_dim"] // 8)
+    derived = int(out["head_dim"] * c.num("partial_rotary_factor", 0.125))
+    if c.get("qk_rope_head_dim") is not None and c.int("qk_rope_head_dim") != derived:
+        raise _disagree(c, f"partial_rotary_factor={c.get('partial_rotary_factor')!r}", f"{derived} of head_dim "
+                        f"{out['head_dim']}", f"qk_rope_head_dim={c.int('qk_rope_head_dim')}",
+                        f"{c.int('qk_rope_head_dim')}", "partial_rotary_factor")
+    return derived
 
 
 def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
@@ -391,7 +573,7 @@ def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
         raise c.fail(f"num_key_value_heads={c.get('num_key_value_heads')!r} is not modelled: 1 (DeepSeek-V4's one KV head)")
     out = _common(c, name)
     layers, mtp = out["num_layers"], c.int("num_nextn_predict_layers", 0)
-    return dict(out, attention="dsv4", num_kv_heads=1, num_dense_layers=0, qk_rope_head_dim=c.int("qk_rope_head_dim"),
+    return dict(out, attention="dsv4", num_kv_heads=1, num_dense_layers=0, qk_rope_head_dim=_dsv4_rope_dim(c, out),
                 q_lora_rank=c.int("q_lora_rank"), o_lora_rank=c.int("o_lora_rank"), o_groups=c.int("o_groups"),
                 csa_pattern=_csa_pattern(c, layers, mtp), csa_window=c.int("sliding_window"),
                 index_heads=c.int("index_n_heads"), index_head_dim=c.int("index_head_dim"),
@@ -417,21 +599,48 @@ def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
                 num_mtp_layers=c.int("num_nextn_predict_layers", 0), extra=extra)
 
 
+def _nemotron_h_pattern(c: _Config, key: str, pattern_key: str, default: str | None) -> str | None:
+    """A Nemotron-H layer pattern ("M-M*E", hybrid_override_pattern's letters) from the list `key` and the string
+    `pattern_key` (None: neither given, and no `default`). NemotronHConfig (transformers 5.25.0) builds from the
+    list, reading the older string only where the list is left out (or, for the MTP layers, is its default); the
+    checkpoints' remote code reads the string: both given must agree."""
+    pattern = c.get(pattern_key)
+    if pattern is not None and not isinstance(pattern, str):
+        letters = ", ".join(sorted(set(HYBRID_BLOCKS.values())))
+        raise c.fail(f"{pattern_key}={pattern!r} is invalid: a string of {letters}")
+    if c.get(key) is None:
+        return pattern if pattern is not None else default
+    blocks = c.seq(key)
+    unknown = [b for b in blocks if not isinstance(b, str) or b not in HYBRID_BLOCKS]
+    if unknown:
+        raise c.fail(f"{c.spelled(key)} entry {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
+    listed = "".join(HYBRID_BLOCKS[b] for b in blocks)
+    if pattern is not None and pattern != listed:
+        i = next((i for i, (a, b) in enumerate(zip(listed, pattern)) if a != b), None)
+        says = (f"layer {i} {blocks[i]!r}", f"layer {i} {pattern[i]!r}") if i is not None else \
+            (f"{len(listed)} layers", f"{len(pattern)} layers")
+        raise _disagree(c, c.spelled(key), says[0], pattern_key, says[1], key)
+    return listed
+
+
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     mtp = c.int("num_nextn_predict_layers", 0)
-    if mtp and str(c.get("mtp_hybrid_override_pattern", "*E")) != "*E":
-        raise c.fail(f"mtp_hybrid_override_pattern={c.get('mtp_hybrid_override_pattern')!r} is not modelled: "
-                     "'*E' (an MTP layer of attention + MoE)")
-    pattern = c.get("hybrid_override_pattern")
-    if pattern is None and c.get("layers_block_type") is not None:
-        blocks = c.seq("layers_block_type")
-        unknown = [b for b in blocks if b not in HYBRID_BLOCKS]
-        if unknown:
-            raise c.fail(f"layers_block_type {unknown[0]!r} is invalid: one of {', '.join(HYBRID_BLOCKS)}")
-        pattern = "".join(HYBRID_BLOCKS[b] for b in blocks)
-    if not isinstance(pattern, str) or not pattern:
+    mtp_pattern = _nemotron_h_pattern(c, "mtp_layers_block_type", "mtp_hybrid_override_pattern", "*E")
+    if mtp and mtp_pattern != "*E":
+        key = "mtp_layers_block_type" if c.get("mtp_layers_block_type") is not None else "mtp_hybrid_override_pattern"
+        raise c.fail(f"{key}={c.get(key)!r} is not modelled: '*E' (['full_attention', 'moe']: an MTP layer of "
+                     "attention + MoE)")
+    pattern = _nemotron_h_pattern(c, "layers_block_type", "hybrid_override_pattern", None)
+    if not pattern:
         raise c.fail("lacks 'hybrid_override_pattern' (or 'layers_block_type'), needed for model_type 'nemotron_h'")
-    out = _common(c, name)
+    # NemotronHConfig (transformers 5.25.0): num_hidden_layers is len(layers_block_type) (a property; configs it
+    # writes leave the key out); the remote code's config takes both and must have them agree
+    layers = c.int("num_hidden_layers", len(pattern))
+    if layers != len(pattern):
+        key = "layers_block_type" if c.get("layers_block_type") is not None else "hybrid_override_pattern"
+        raise _disagree(c, f"num_hidden_layers={layers}", f"{layers} layers", f"the layer pattern ({key})",
+                        f"{len(pattern)} layers", "layers_block_type")
+    out = _common(c, name, layers)
     # transformers NemotronHConfig defaults (use_conv_bias True, use_bias False, mlp_bias False) are the layers
     # megatron-core 0.16.1 builds (MambaMixer conv_bias=True, bias=False; no MLP bias); others are not modelled
     for key, built in (("use_conv_bias", True), ("use_bias", False), ("mlp_bias", False)):
@@ -481,6 +690,16 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     # attention, Gated DeltaNet, MoE block and norms; Megatron-Bridge qwen35_bridge.py)
     "qwen3_next": _qwen3_next, "qwen3_5_moe": _qwen3_next, "qwen3_5": _qwen3_5,
 }
+# Model types whose reader builds each layer's attention from layer_types (gpt-oss's windows, Qwen3-Next's and Qwen3.5's
+# Gated DeltaNet, DeepSeek-V4's compressed attention; Nemotron-H's is layers_block_type's other name). The other
+# types' attention is full on every layer (a window where the type's own keys give one): their layer_types is checked
+# as transformers 5.25.0 checks every config's (configuration_utils.py PreTrainedConfig.validate_layer_type: one entry
+# per layer; an invalid one is refused on loading), with the kinds their modeling code tells apart
+# (modeling_qwen2.py / modeling_qwen3.py / modeling_qwen2_moe.py look each layer's kind up in a table of
+# 'full_attention' and 'sliding_attention' masks; Llama, Mistral, Phi-3, Mixtral, Qwen3-MoE, DeepSeek and GLM ignore
+# the list), and 'attention', which transformers reads as 'full_attention' (_LEGACY_LAYER_TYPE_REMAP).
+LAYER_TYPES_READERS = ("gpt_oss", "qwen3_next", "qwen3_5_moe", "qwen3_5", "deepseek_v4", "nemotron_h")
+FULL_ATTENTION_KINDS = ("full_attention", "sliding_attention", "attention")
 # a VL config's text_config names its language model so
 ALIASES = {"qwen3_5_moe_text": "qwen3_5_moe", "qwen3_5_text": "qwen3_5"}
 
@@ -545,8 +764,9 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     if stray:
         raise c.fail(stray)
     fields = reader(c, f"hf:{name}")
-    if notes:
-        fields["extra"] = dict(fields.get("extra", {}), notes=notes)
+    if c.model_type not in LAYER_TYPES_READERS:   # checked as transformers does, though these types build no other kind
+        _kinds(c, "layer_types", FULL_ATTENTION_KINDS, fields["num_layers"])
+    fields = _noted(fields, notes)   # after the reader's own notes
     if seq_len:
         fields["seq_len"] = seq_len
     check_sizes(c, fields)

@@ -68,9 +68,10 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
                         max_position_embeddings=4096, first_k_dense_replace=3, n_shared_experts=1,
                         num_nextn_predict_layers=1),
     # configuration_glm4_moe_lite.py Glm4MoeLiteConfig: rms_norm_eps 1e-5, n_shared_experts 1, mlp_layer_types None
-    # -> ['dense'] + ['sparse'] * (layers - 1): one leading dense layer (first_k_dense_replace 1); no MTP key
+    # -> ['dense'] + ['sparse'] * (layers - 1) (hf_config.DENSE_FROM_MLP_LAYER_TYPES); no first_k_dense_replace, no
+    # MTP key
     "glm4_moe_lite": dict(rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
-                          max_position_embeddings=202752, first_k_dense_replace=1, n_shared_experts=1),
+                          max_position_embeddings=202752, n_shared_experts=1),
     # configuration_deepseek_v4.py DeepseekV4Config (transformers@015c078164151a049126942989817713e83a8f3e, the
     # version stored): head_dim 512, num_key_value_heads 1, hc_mult 4, n_shared_experts 1, num_nextn_predict_layers 1,
     # swiglu_limit 10.0, sliding_window 128, default_num_hash_layers 3 (mlp_layer_types None -> 3 hash_moe first)
@@ -110,7 +111,9 @@ NULL_DERIVED: dict[str, tuple[str, ...]] = {
     "mixtral": ("num_key_value_heads", "head_dim"), "qwen2": ("num_key_value_heads",),
     "qwen3": ("num_key_value_heads",), "phi3": ("num_key_value_heads",), "gpt_oss": ("num_key_value_heads",),
     "deepseek_v2": ("num_key_value_heads",), "deepseek_v3": ("num_key_value_heads",),
-    "nemotron_h": ("num_key_value_heads",),
+    # moe_latent_size null (NemotronHConfig's default, which configs it writes carry): no latent projection
+    # (modeling_nemotron_h.py NemotronHMoE builds fc1/fc2_latent_proj only where it is not None), the reader's 0
+    "nemotron_h": ("num_key_value_heads", "moe_latent_size"),
 }
 
 
