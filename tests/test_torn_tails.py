@@ -86,3 +86,20 @@ def test_resume_and_its_dry_run_agree_on_a_last_record_without_newline(tmp_path)
     # README: a resumed sweep whose file holds a failed point of it exits 1 naming it, measuring nothing again
     assert result.exit_code == 1 and "failed" in result.output and "rank 1 was killed" in result.output, result.output
     assert [m.status for m in measured(out)] == ["ok", "ok", "failed"]
+
+
+def test_a_file_whose_only_line_is_a_torn_header_is_repaired_by_sweep_as_by_bench(tmp_path):
+    """Probe AC F4: `sweep` said "already holds records: pass --resume", `sweep --resume` said "not a commbench
+    results file", each sending the user to the other; `bench -O` repairs such a file (cuts it, writes a header)."""
+    sweep = tmp_path / "q.toml"
+    sweep.write_text(QUICK)
+    header = '{"record_type":"header","run_id":"cut","started_at":"2026-01-01T00:00:00+00:00","argv":["comm'
+    for resume in ([], ["--resume"]):
+        out = tmp_path / f"torn{len(resume)}.jsonl"
+        out.write_text(header)
+        dry = runner.invoke(app, ["sweep", str(sweep), "-O", str(out), "--dry-run", *resume])
+        assert dry.exit_code == 0, dry.output
+        assert out.read_text() == header   # a dry run touches nothing
+        result = runner.invoke(app, ["sweep", str(sweep), "-O", str(out), *resume])
+        assert result.exit_code == 0, result.output
+        assert [json.loads(line)["record_type"] for line in out.read_text().splitlines()] == ["header"] + ["measurement"] * 3

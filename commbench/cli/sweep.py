@@ -17,7 +17,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, print_json, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.files import OutputLock, safe_file_stem
+from commbench.files import OutputLock, repair_torn_tail, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe, listed_size, size_notes
 from commbench.sweep.resume import check_resume_identity, earlier_problems, finished_before_launch, has_records
@@ -304,6 +304,8 @@ def sweep(
         if has_records(output) and not resume and writer:
             raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
                                  f"or choose another -O/--out")
+        if writer:
+            repair_torn_tail(output)  # a line cut off mid-write goes (said), as bench -O does, before anything reads it
         if resume and writer:
             from commbench.comm.job import DEFAULT_NPROC
 
