@@ -264,13 +264,17 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     Raises CommbenchError when nothing usable is found or several backends are mixed without
     `backend` choosing one."""
     from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, fit_all
+    from commbench.results.compare import check_points_once
     from commbench.results.resumed import sweeps_cut_short
     from commbench.errors import CommbenchError, invalid
     from commbench.results.records import headers as header_records, measurements, read_records
 
     bad_lines: list[str] = []
-    records = read_records(paths, on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"),
-                           drop_samples=True)  # a fit never uses per-iteration samples
+    per_file = [(path, read_records([path], on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"),
+                                    drop_samples=True))  # a fit never uses per-iteration samples
+                for path in paths]
+    check_points_once(per_file, "fit")   # as compare and report refuse it
+    records = [record for _, file_records in per_file for record in file_records]
     points = measurements(records)
     backends = sorted({m.backend for m in points})
     if backend is not None:
