@@ -233,6 +233,20 @@ def writer_of(path: str | os.PathLike[str]) -> int | None:
     return None
 
 
+def refuse_being_written(path: str | os.PathLike[str], named: str, action: str) -> None:
+    """Refuse (one line, exit 2) to read as finished a results file a commbench run is still writing (writer_of):
+    its points not yet written would read as a run cut short, and what is built on it (a comparison, a fitted
+    profile, a plan) would be of part of the run. `named`: how the line names the file (NEW='x', results file 'x');
+    `action`: what to do once the run has ended (compare it, fit it). The one rule of compare, fit and tune --results."""
+    from commbench.errors import CommbenchError
+
+    pid = writer_of(path)
+    if pid is not None:
+        who = f"PID {pid}" if pid else "another process"
+        raise CommbenchError(f"{named} is still being written by {who} (a commbench run in progress): {action} once "
+                             "that run has ended")
+
+
 def check_results_target(path: str | os.PathLike[str], option: str) -> None:
     """Appending is only to a commbench results file: missing, empty, or one whose first line is a
     commbench header (a symlink is judged by what it points to). Anything else is refused in one line:
