@@ -180,7 +180,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
     whose ranks hung (the last launch sees those as already in the file)."""
     from commbench.comm.job import run_job
     from commbench.comm.local_ranks import RanksHung, RunFailed
-    from commbench.errors import Interrupted
+    from commbench.errors import Interrupted, ResultsNotWritten
 
     from commbench.sweep.resume import recorded_keys
 
@@ -203,7 +203,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
             job = dataclasses.replace(job, resume=True, recorded_before=before)
         except Interrupted as exc:
             raise Interrupted(f"{exc}; continue with: {again}", signal=exc.signal) from None
-        except RunFailed as exc:
+        except (RunFailed, ResultsNotWritten) as exc:   # the disk refused a record: a failed run too (exit 1)
             raise RunFailed(f"{exc}; continue with: {again}") from None
 
 

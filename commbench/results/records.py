@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from commbench.errors import CommbenchError, first_line
+from commbench.errors import CommbenchError, ResultsNotWritten, first_line
 from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
 from commbench.results.record_checks import check_measurement
 from commbench.typed_json import check_fields
@@ -219,8 +219,8 @@ class JsonlWriter:
                 os.fsync(self._file.fileno())
         except OSError as exc:
             self._cut_back(start)
-            raise CommbenchError(f"results file {str(self.path)!r} cannot be written: {exc.strerror or exc}; "
-                                 "the records before this one are intact") from None
+            raise ResultsNotWritten(f"results file {str(self.path)!r} cannot be written: {exc.strerror or exc}; "
+                                    "the records before this one are intact") from None
 
     def _cut_back(self, size: int) -> None:
         try:
