@@ -572,8 +572,10 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
 def empty_runs_of(records) -> list[str]:
     """The run ids of a file's runs that have a header and no measurement: a launch that stopped before its first
     point was written (a crash at start-up, a kill), whose file holds an earlier run's records (bench -O appends), so
-    the gate would judge that earlier run alone. A sweep launch followed by a later launch of the same sweep (its
-    resume) is no loss: the later one measures what it did not."""
+    the gate would judge that earlier run alone. A sweep launch is no run of its own where another launch of the same
+    sweep (its sweep identity) holds points: a later one (its resume) measures what it did not, and an earlier one is
+    the run it continues (`sweep --resume` stopped before its first point), which counts as that run (README; as
+    results.resumed joins them), judged as it stands: cut short, say, for --allow-cut-short."""
     from commbench.results.records import RunHeader
 
     measured = {r.run_id for r in records if isinstance(r, Measurement)}
@@ -582,7 +584,10 @@ def empty_runs_of(records) -> list[str]:
     for index, header in enumerate(headers):
         resumed = header.sweep_identity is not None and any(
             later.sweep_identity == header.sweep_identity for later in headers[index + 1:])
-        if header.run_id not in measured and not resumed:
+        continues = header.sweep_identity is not None and any(
+            earlier.sweep_identity == header.sweep_identity and earlier.run_id in measured
+            for earlier in headers[:index])
+        if header.run_id not in measured and not resumed and not continues:
             empty.append(header.run_id)
     return empty
 
