@@ -29,6 +29,14 @@ class StartupFailed(CommbenchError):
     exit_code = 1
 
 
+class ResultsNotWritten(CommbenchError):
+    """The disk refused a results record mid-run (full, a file size limit): the run failed (exit 1), the input was
+    fine; the records before it are intact and the point it was writing is not recorded failed (it was measured and
+    lost: a sweep's --resume measures it again)."""
+
+    exit_code = 1
+
+
 class Interrupted(CommbenchError):
     """Stopped by SIGINT/SIGTERM/SIGHUP; the message says what was kept, `signal` names the signal. Exit code 130."""
 

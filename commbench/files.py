@@ -7,25 +7,102 @@ import os
 from pathlib import Path
 
 
-def repair_torn_tail(path: str | os.PathLike[str]) -> int:
-    """Cut an unterminated last line (a write interrupted by a kill); return the bytes removed."""
+MAX_LINE_BYTES = 16 << 20  # no record is near this; a longer "line" is damage (results.records reads no further)
+
+
+def _is_record(line: bytes) -> bool:
+    """Whether `line` is a whole commbench record (a JSON object with a record_type), as the readers
+    (results.records.iter_records) take one: a last line that is one lacks only its newline (a file edited by hand or
+    written with '\\n'.join), and is kept; one that is not is a write cut off (a kill, a full disk) that they skip."""
+    import json
+
+    if len(line) >= MAX_LINE_BYTES:
+        return False
+    try:
+        data = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("record_type"), str)
+
+
+def _last_line_start(handle, size: int) -> int:
+    """The offset just past the last newline of the open file (0 when it holds none), searched back chunk by chunk."""
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 20))
+        handle.seek(start)
+        cut = handle.read(end - start).rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return 0
+
+
+def torn_tail(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(offset, length) of the file's last line when it has no newline and is not a whole record (_is_record): what
+    repair_torn_tail cuts and the readers skip; None otherwise (a missing or empty file, a newline at its end, a whole
+    record that lacks only its newline)."""
     target = Path(path)
-    if not target.exists():
-        return 0
-    with target.open("rb+") as handle:
+    try:
+        handle = target.open("rb")
+    except OSError:
+        return None
+    with handle:
         size = handle.seek(0, os.SEEK_END)
         if size == 0:
-            return 0
+            return None
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return None
+        start = _last_line_start(handle, size)
+        if size - start < MAX_LINE_BYTES:
+            handle.seek(start)
+            if _is_record(handle.read(size - start)):
+                return None
+        return start, size - start
+
+
+def whole_size(path: str | os.PathLike[str]) -> int:
+    """The bytes of the file that hold its records, a torn last line (torn_tail) left out: 0 for a missing file, an
+    empty one, or one whose only line is torn (a header cut off by a kill or a full disk)."""
+    target = Path(path)
+    try:
+        size = target.stat().st_size if target.is_file() else 0
+    except OSError:
+        return 0
+    torn = torn_tail(target) if size else None
+    return size if torn is None else torn[0]
+
+
+def repair_torn_tail(path: str | os.PathLike[str]) -> int:
+    """Before appending: end the file's last line. A whole record lacking its newline gets one (kept, as the readers
+    read it); a torn one (a write cut off by a kill or a full disk, which the readers skip) is cut, and said in one
+    line on stderr naming the file, the line and the bytes. Returns the bytes cut."""
+    import sys
+
+    target = Path(path)
+    if not target.is_file() or target.stat().st_size == 0:
+        return 0
+    torn = torn_tail(target)
+    with target.open("rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
         handle.seek(size - 1)
         if handle.read(1) == b"\n":
             return 0
-        chunk = min(size, 1 << 20)
-        handle.seek(size - chunk)
-        tail = handle.read(chunk)
-        cut = tail.rfind(b"\n")
-        keep = size - chunk + cut + 1 if cut >= 0 else 0
-        handle.truncate(keep)
-        return size - keep
+        if torn is None:   # a whole record: only its newline was missing
+            handle.write(b"\n")
+            return 0
+        start, length = torn
+        handle.seek(0)
+        line_number, read = 1, 0
+        while read < start:
+            chunk = handle.read(min(1 << 20, start - read))
+            line_number += chunk.count(b"\n")
+            read += len(chunk)
+        handle.truncate(start)
+    print(f"warning: {path}: its last line (line {line_number}, {length} bytes, no newline) is not a whole record "
+          "(a write cut off by a kill or a full disk): cut before appending", file=sys.stderr, flush=True)
+    return length
 
 
 def safe_file_stem(text: str, limit: int = 80) -> str:
@@ -154,6 +231,20 @@ def writer_of(path: str | os.PathLike[str]) -> int | None:
             return _lock_holder(handle) or 0
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     return None
+
+
+def refuse_being_written(path: str | os.PathLike[str], named: str, action: str) -> None:
+    """Refuse (one line, exit 2) to read as finished a results file a commbench run is still writing (writer_of):
+    its points not yet written would read as a run cut short, and what is built on it (a comparison, a fitted
+    profile, a plan) would be of part of the run. `named`: how the line names the file (NEW='x', results file 'x');
+    `action`: what to do once the run has ended (compare it, fit it). The one rule of compare, fit and tune --results."""
+    from commbench.errors import CommbenchError
+
+    pid = writer_of(path)
+    if pid is not None:
+        who = f"PID {pid}" if pid else "another process"
+        raise CommbenchError(f"{named} is still being written by {who} (a commbench run in progress): {action} once "
+                             "that run has ended")
 
 
 def check_results_target(path: str | os.PathLike[str], option: str) -> None:

@@ -63,3 +63,24 @@ def test_a_base_with_a_torn_line_is_refused(tmp_path):
     assert result.exit_code == 2 and "unreadable line" in result.output, result.output
     document = json.loads(run_cli(str(path), _new(tmp_path), "--allow-cut-short", "--json").stdout)
     assert any("unreadable" in x for x in document["base_incomplete"])
+
+
+def test_a_resume_stopped_before_its_first_point_is_judged_as_part_of_the_run_it_continues(tmp_path):
+    """Probe AC F6: a `sweep --resume` interrupted before its first point leaves a header and no measurement, with the
+    sweep's identity. README: a run that continues an earlier run of its file (the same sweep identity, none of that
+    run's points) counts as that run; compare called it a run of its own with every point of BASE missing, so
+    --allow-cut-short did not judge the points the cut run holds (--allow-missing was needed too)."""
+    base = write(tmp_path / "base.jsonl", _base("b", POINTS, 1))
+    cut = _run("n", POINTS[:4], 9)
+    stopped = dataclasses.replace(cut[0], run_id="resumed")   # its header only: stopped before its first point
+    new = write(tmp_path / "new.jsonl", cut + [stopped])
+    refused = run_cli(base, new)
+    assert refused.exit_code == 1 and "cut short" in refused.output, refused.output
+    assert "no measurement" not in refused.output, refused.output
+    allowed = run_cli(base, new, "--allow-cut-short")
+    assert allowed.exit_code == 0, allowed.output
+    document = json.loads(run_cli(base, new, "--allow-cut-short", "--json").stdout)
+    assert document["passed"] and document["empty_runs"] == [] and len(document["cut_short"]) == 1
+    # a launch of another sweep, or a bench run, that stopped before its first point is still a run of its own
+    other = write(tmp_path / "other.jsonl", cut + [dataclasses.replace(stopped, sweep_identity="s2")])
+    assert "no measurement" in run_cli(base, other, "--allow-cut-short").output

@@ -93,17 +93,40 @@ def test_a_plan_whose_model_cannot_be_measured_is_refused_before_ranks_start(tmp
     one_error_line(result.output, "hidden=1000000000000000")
 
 
+LIMITED = "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000)); " \
+          "sys.argv = ['commbench'] + sys.argv[1:]; runpy.run_module('commbench', run_name='__main__')"
+
+
 def test_a_file_size_limit_keeps_the_records_before_it_intact(tmp_path):
+    """A write the disk refuses mid-run (full, a size limit) is a failed run, exit 1 (README "Exit codes": 2 is bad
+    input found before any rank starts); it exited 2."""
     out = tmp_path / "r.jsonl"
-    limit = "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000)); " \
-            "sys.argv = ['commbench'] + sys.argv[1:]; runpy.run_module('commbench', run_name='__main__')"
-    result = subprocess.run([sys.executable, "-c", limit, "bench", "all_reduce", "-b", "8", "-e", "1M", "-n", "2",
+    result = subprocess.run([sys.executable, "-c", LIMITED, "bench", "all_reduce", "-b", "8", "-e", "1M", "-n", "2",
                              "--backend", "gloo", "-J", str(out)], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr[-2000:]
     one_error_line(result.stderr, "cannot be written: File too large; the records before this one are intact")
     lines = out.read_text().splitlines()
     assert len(lines) >= 2 and all(json.loads(line) for line in lines)
+
+
+def test_a_sweep_the_disk_stops_exits_1_saying_how_to_resume_and_resumes(tmp_path):
+    sweep = tmp_path / "q.toml"
+    sweep.write_text('[sweep]\nname = "q"\nnproc = 2\nbackend = "gloo"\n[[run]]\ncollective = "all_reduce"\n'
+                     'sizes = [8, 16, 32, 64, 128, 256]\niters = 2\nwarmup_iters = 0\n')
+    out = tmp_path / "s.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-c", LIMITED, "sweep", str(sweep), "-O", str(out)], capture_output=True,
+                            text=True, timeout=180, env=env)
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    one_error_line(result.stderr, "cannot be written: File too large; the records before this one are intact")
+    assert f"continue with: commbench sweep {sweep} -O {out} --resume" in result.stderr, result.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    kept = [r for r in records if r["record_type"] == "measurement"]
+    assert kept and all(r["status"] == "ok" for r in kept)   # the point the disk refused is not recorded failed
+    again = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(sweep), "-O", str(out), "--resume"],
+                           capture_output=True, text=True, timeout=180, env=env)
+    assert again.returncode == 0 and f"{6 - len(kept)} point(s) measured" in again.stdout, again.stdout + again.stderr
 
 
 @pytest.mark.parametrize("pattern,replacement,named", [

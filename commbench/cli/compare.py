@@ -81,15 +81,12 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
 def check_not_being_written(*files: tuple[str, str]) -> None:
     """Refuse (one line, exit 2) to judge a file a commbench run is still writing (it holds the file's lock): its
     points not yet written would read as a run cut short, a failure of a run that has not ended."""
-    from commbench.files import writer_of
+    from commbench.files import refuse_being_written
 
     for name, path in files:
         paths = sorted(Path(path).glob("*.jsonl")) if Path(path).is_dir() else [Path(path)]
         for one in paths:
-            if (pid := writer_of(one)) is not None:
-                who = f"PID {pid}" if pid else "another process"
-                raise CommbenchError(f"{name}={str(one)!r} is still being written by {who} (a commbench run in "
-                                     "progress): compare it once that run has ended")
+            refuse_being_written(one, f"{name}={str(one)!r}", "compare it")
 
 
 def note_setup_unknown(path: str, records, headerless: list | None) -> None:

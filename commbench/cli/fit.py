@@ -14,7 +14,7 @@ from commbench.errors import CommbenchError
 from commbench.costmodel.fit_records import MAX_PLAUSIBLE_BUSBW, MIN_HELDOUT_BYTES, POOR_FIT
 from commbench.costmodel.fabric import PROFILE_FORMAT
 from commbench.costmodel.profile import check_usable_curve, fit_result_files
-from commbench.files import claim_output, write_output
+from commbench.files import claim_output, refuse_being_written, write_output
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes
 
@@ -50,6 +50,8 @@ def fit(
         raise CommbenchError(f"--racks={racks} needs --system: it scales the preset the fit starts from")
     base = load_preset(system, num_racks=racks) if system is not None else None  # --system '' is refused there
     min_heldout = parse_size_bytes(heldout_min, "--heldout-min")  # '' too: refused, not read as the default
+    for path in results:   # a run still writing it: its profile would be of part of the run (as compare refuses it)
+        refuse_being_written(path, f"results file {path!r}", "fit it")
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
                                            min_heldout_bytes=min_heldout, leave_out_wrong=leave_out_wrong,
                                            dtype=dtype, op=op)

@@ -17,7 +17,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, print_json, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.files import OutputLock, safe_file_stem
+from commbench.files import OutputLock, repair_torn_tail, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe, listed_size, size_notes
 from commbench.sweep.resume import check_resume_identity, earlier_problems, finished_before_launch, has_records
@@ -180,7 +180,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
     whose ranks hung (the last launch sees those as already in the file)."""
     from commbench.comm.job import run_job
     from commbench.comm.local_ranks import RanksHung, RunFailed
-    from commbench.errors import Interrupted
+    from commbench.errors import Interrupted, ResultsNotWritten
 
     from commbench.sweep.resume import recorded_keys
 
@@ -203,7 +203,7 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
             job = dataclasses.replace(job, resume=True, recorded_before=before)
         except Interrupted as exc:
             raise Interrupted(f"{exc}; continue with: {again}", signal=exc.signal) from None
-        except RunFailed as exc:
+        except (RunFailed, ResultsNotWritten) as exc:   # the disk refused a record: a failed run too (exit 1)
             raise RunFailed(f"{exc}; continue with: {again}") from None
 
 
@@ -304,6 +304,8 @@ def sweep(
         if has_records(output) and not resume and writer:
             raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
                                  f"or choose another -O/--out")
+        if writer:
+            repair_torn_tail(output)  # a line cut off mid-write goes (said), as bench -O does, before anything reads it
         if resume and writer:
             from commbench.comm.job import DEFAULT_NPROC
 

@@ -311,7 +311,9 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         plan_sweep(spec, ranks, backend=backend)
     else:
         from commbench.errors import read_user_file
+        from commbench.files import refuse_being_written
         read_user_file(results, "results file")
+        refuse_being_written(results, f"--results={results!r}", "plan from it")   # as fit and compare refuse it
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
 
 

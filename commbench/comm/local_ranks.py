@@ -32,7 +32,7 @@ from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_
 from commbench.comm.progress import RankProgress, append_record, last_record_is, lead_last_error
 from commbench.comm.rank_state import RankState as _Rank, cpu_ticks, laggards as _laggards
 from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_ignored, stops_raise
-from commbench.errors import CommbenchError, Interrupted, first_line
+from commbench.errors import CommbenchError, Interrupted, ResultsNotWritten, first_line
 from commbench.files import results_so_far
 
 LOOPBACK = "127.0.0.1"
@@ -119,7 +119,7 @@ def _rank_main(rank: int, nproc: int, rendezvous: str, conn, fn: Callable[..., A
 
         conn.send(("result", fn(replace(rank_env, progress=RankProgress(conn)), arg)))
     except CommbenchError as exc:
-        conn.send(("error", str(exc), exc.exit_code))
+        conn.send(("error", str(exc), exc.exit_code, type(exc).__name__))
         code = exc.exit_code
     except SystemExit as exc:  # rich exits this way when stdout is closed (`| head`)
         conn.send(("error", f"exited with code {exc.code} (its output was closed?)", 1))
@@ -316,6 +316,11 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
     _kill(ranks)
     for r in ranks:
         r.drain()
+    # rank 0's disk refused a record: the run failed (exit 1) on a point measured and lost, not a failed point to
+    # record nor a hang of the ranks waiting for rank 0 (a --resume measures it again)
+    for r in ranks:
+        if r.error is not None and r.error[2:] == (ResultsNotWritten.__name__,):
+            raise ResultsNotWritten(r.error[0])
     absent = [r for r in ranks if r not in failed and not r.joined and r.error is None and r.phase == "start"]
     if absent and any(not r.joined and r.error is not None for r in failed):
         raise RunFailed(_absent_message(ranks, absent, output_path))

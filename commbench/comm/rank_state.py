@@ -18,7 +18,7 @@ class RankState:
     pending: dict | None = None
     reason: str = ""
     result: Any = None
-    error: tuple[str, int] | None = None
+    error: tuple | None = None  # (text, exit code[, the error's class name])
     num_recorded: int = 0
     num_recorded_ok: int = 0
     recorded_steps: set = field(default_factory=set)
@@ -53,7 +53,7 @@ class RankState:
             elif kind == "result":
                 self.phase, self.result = "result", message[1]
             elif kind == "error":
-                self.phase, self.error = "error", (message[1], message[2])
+                self.phase, self.error = "error", tuple(message[1:])   # (text, exit code[, the error's class])
         return moved
 
     @property

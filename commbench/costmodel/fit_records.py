@@ -90,6 +90,9 @@ class CurveFit:
     runs: tuple[str, ...] = ()  # the run ids its points come from
     hosts: tuple[str, ...] = ()  # those runs' hostnames (from their headers; none for runs without one)
     dtypes: tuple[str, ...] = ()  # its points' data types: the nccl-tests alignment their sizes were measured under
+    # (run id, the measurement records the fitted files held of that run) per run of `runs`: a run that holds more
+    # later was written to after the fit (profile.runs_since_fit)
+    run_records: tuple[tuple[str, int], ...] = ()
 
     @property
     def tier(self) -> str:
@@ -118,7 +121,7 @@ class CurveFit:
             "heldout_median_rel_error": self.heldout_median_rel_error,
             "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),
             "heldout_by_regime": dict(self.heldout_by_regime), "runs": list(self.runs), "hosts": list(self.hosts),
-            "dtypes": list(self.dtypes),
+            "dtypes": list(self.dtypes), "run_records": dict(self.run_records),
         }
 
 

@@ -264,13 +264,17 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     Raises CommbenchError when nothing usable is found or several backends are mixed without
     `backend` choosing one."""
     from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, fit_all
+    from commbench.results.compare import check_points_once
     from commbench.results.resumed import sweeps_cut_short
     from commbench.errors import CommbenchError, invalid
     from commbench.results.records import headers as header_records, measurements, read_records
 
     bad_lines: list[str] = []
-    records = read_records(paths, on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"),
-                           drop_samples=True)  # a fit never uses per-iteration samples
+    per_file = [(path, read_records([path], on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"),
+                                    drop_samples=True))  # a fit never uses per-iteration samples
+                for path in paths]
+    check_points_once(per_file, "fit")   # as compare and report refuse it
+    records = [record for _, file_records in per_file for record in file_records]
     points = measurements(records)
     backends = sorted({m.backend for m in points})
     if backend is not None:
@@ -288,6 +292,8 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     if base is not None:
         check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
+    held = run_record_counts(records)   # what each run held when fitted: runs_since_fit sees points added later
+    fits = [dataclasses.replace(f, run_records=tuple((run, held.get(run, 0)) for run in f.runs)) for f in fits]
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + mix_notes + notes \
         + [loop_note] * bool(loop_note)
     notes += sweeps_cut_short(records)
@@ -526,12 +532,26 @@ def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:
     return lines
 
 
+def run_record_counts(records) -> dict[str, int]:
+    """{run id: its measurement records} of results read for a fit, counted as the lines hold them (any status, any
+    backend): the count a fitted curve records per run (CurveFit.run_records) and runs_since_fit counts again."""
+    from commbench.results.records import Measurement
+
+    counts: dict[str, int] = {}
+    for record in records:
+        if isinstance(record, Measurement):
+            counts[record.run_id] = counts.get(record.run_id, 0) + 1
+    return counts
+
+
 def runs_since_fit(profile_path: str) -> list[str]:
     """One line per results file a fitted profile was fitted from (its "fitted:" source, found as given or beside the
     profile) that now holds runs the profile's curves were not fitted on (each curve's fit_report "runs"): results
     appended since the fit (a sweep resumed, another bench -O), so the profile is older than the results beside it.
-    Only runs of a backend the profile fitted and holding a point fit would use count; [] for a preset, a profile
-    that records no runs, or sources that cannot be read here."""
+    Only runs of a backend the profile fitted and holding a point fit would use count. Also one line where the runs it
+    was fitted on now hold more records than they did then (fit_report "run_records": points written to the same run
+    after the fit, which read it unfinished or before a line was added). [] for a preset, a profile that records no
+    runs, or sources that cannot be read here."""
     from pathlib import Path
 
     from commbench.errors import CommbenchError
@@ -548,7 +568,12 @@ def runs_since_fit(profile_path: str) -> list[str]:
     backends = {r.get("backend") for r in report}
     if not isinstance(source, str) or not source.startswith("fitted:") or not fitted:
         return []
-    lines = []
+    held_then: dict[str, int] = {}
+    for r in report:
+        counts = r.get("run_records")
+        if isinstance(counts, dict):
+            held_then.update({run: n for run, n in counts.items() if isinstance(n, int) and not isinstance(n, bool)})
+    lines, held_now, read = [], {}, []
     for name in source[len("fitted:"):].split(","):
         path = next((p for p in (Path(name), Path(profile_path).parent / name) if p.is_file()), None)
         if path is None:
@@ -557,6 +582,9 @@ def runs_since_fit(profile_path: str) -> list[str]:
             records = list(iter_records(path, drop_samples=True))
         except CommbenchError:
             continue
+        read.append(name)
+        for run, count in run_record_counts(records).items():
+            held_now[run] = held_now.get(run, 0) + count
         # the runs fit itself would use (its own point collection: a tuning sweep's forced-channel runs are never
         # fitted, so they are no sign of a newer file)
         runs_of: dict = {}
@@ -568,4 +596,11 @@ def runs_since_fit(profile_path: str) -> list[str]:
             lines.append(f"{name} now holds {len(new)} run(s) the profile {profile_path} was not fitted on (run "
                          f"{', '.join(new[:3])}{' ...' if len(new) > 3 else ''}): results added since the fit; refit "
                          f"(`commbench fit ... -O {profile_path} --force`) to plan on them")
+    grown = {run: held_now[run] - n for run, n in sorted(held_then.items()) if held_now.get(run, 0) > n}
+    if grown:
+        runs = ", ".join(f"{n} point(s) of run {run}" for run, n in list(grown.items())[:3])
+        lines.append(f"{', '.join(read)} now hold{'s' * (len(read) == 1)} {runs}{' ...' if len(grown) > 3 else ''} "
+                     f"that the profile {profile_path} was fitted on, written after the fit (it read those runs before "
+                     f"these points were in the file): refit (`commbench fit ... -O {profile_path} --force`) to plan "
+                     "on every point")
     return lines

@@ -304,13 +304,46 @@ def split_runs(records: Iterable[Measurement], side: str = "") -> list[dict[tupl
     runs: dict[str, dict[tuple, Measurement]] = {}
     for m in records:
         run, key = runs.setdefault(m.run_id, {}), match_key(m)
-        if key in run and not is_bad(m) and not is_bad(run[key]) and _fingerprint({key: m}) != _fingerprint({key: run[key]}):
-            raise CommbenchError(f"{side or 'a'} file's run {m.run_id} holds {point_label(m)} twice with different "
-                                 "measurements (commbench measures a point once a run; a file concatenated by hand?): "
-                                 "which to judge is unknown; keep one copy, or give each its own run")
+        if key in run and copies_differ(run[key], m):
+            raise twice_refusal(m, "judge", f"{side or 'a'} file's ")
         if key not in run or (is_bad(m) and not is_bad(run[key])):
             run[key] = m
     return list(runs.values())
+
+
+def copies_differ(first: Measurement, again: Measurement) -> bool:
+    """Whether two records of one point (match_key) in one run are two good measurements that differ: commbench
+    measures a point once a run, so a reader cannot know which to use (a file concatenated by hand with an edited
+    copy of itself). The one rule of compare (split_runs), fit and tune --results (check_points_once); identical
+    copies are read once, and a failed or wrong copy beside a good one is the point's failure, no such doubt."""
+    return (not is_bad(first) and not is_bad(again)
+            and _fingerprint({None: first}) != _fingerprint({None: again}))
+
+
+def twice_refusal(m: Measurement, use: str, where: str = "", elsewhere: str = "") -> CommbenchError:
+    """The one line refusing a run that holds `m`'s point twice with different measurements (copies_differ); `use`:
+    what the reader would do with it (judge, fit); `elsewhere`: the other file that holds a copy, where two do."""
+    held = f", in this file and in {elsewhere}," if elsewhere else ""
+    return CommbenchError(f"{where}run {m.run_id} holds {point_label(m)} twice{held} with different measurements "
+                          "(commbench measures a point once a run; a file concatenated by hand?): which to "
+                          f"{use} is unknown; keep one copy, or give each its own run")
+
+
+def check_points_once(files: Iterable[tuple[str, Iterable]], use: str) -> None:
+    """Refuse (copies_differ, twice_refusal: one line naming the file or files) results in which a run holds a point
+    twice with different measurements: `files` are (path, records) read by fit or tune --results, whose runs may
+    span files (one run in a file and its copy)."""
+    seen: dict[tuple, tuple[str, Measurement]] = {}
+    for path, records in files:
+        for m in records:
+            if not isinstance(m, Measurement):
+                continue
+            key = (m.run_id, match_key(m))
+            if key in seen and copies_differ(seen[key][1], m):
+                first = seen[key][0]
+                raise twice_refusal(m, use, f"{path}: ", "" if first == path else first)
+            if key not in seen or (is_bad(m) and not is_bad(seen[key][1])):
+                seen[key] = (path, m)
 
 
 def _fingerprint(run: dict[tuple, Measurement]) -> frozenset:
@@ -539,8 +572,10 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
 def empty_runs_of(records) -> list[str]:
     """The run ids of a file's runs that have a header and no measurement: a launch that stopped before its first
     point was written (a crash at start-up, a kill), whose file holds an earlier run's records (bench -O appends), so
-    the gate would judge that earlier run alone. A sweep launch followed by a later launch of the same sweep (its
-    resume) is no loss: the later one measures what it did not."""
+    the gate would judge that earlier run alone. A sweep launch is no run of its own where another launch of the same
+    sweep (its sweep identity) holds points: a later one (its resume) measures what it did not, and an earlier one is
+    the run it continues (`sweep --resume` stopped before its first point), which counts as that run (README; as
+    results.resumed joins them), judged as it stands: cut short, say, for --allow-cut-short."""
     from commbench.results.records import RunHeader
 
     measured = {r.run_id for r in records if isinstance(r, Measurement)}
@@ -549,7 +584,10 @@ def empty_runs_of(records) -> list[str]:
     for index, header in enumerate(headers):
         resumed = header.sweep_identity is not None and any(
             later.sweep_identity == header.sweep_identity for later in headers[index + 1:])
-        if header.run_id not in measured and not resumed:
+        continues = header.sweep_identity is not None and any(
+            earlier.sweep_identity == header.sweep_identity and earlier.run_id in measured
+            for earlier in headers[:index])
+        if header.run_id not in measured and not resumed and not continues:
             empty.append(header.run_id)
     return empty
 

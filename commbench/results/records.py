@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from commbench.errors import CommbenchError, first_line
+from commbench.errors import CommbenchError, ResultsNotWritten, first_line
+from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
 from commbench.results.record_checks import check_measurement
 from commbench.typed_json import check_fields
 
@@ -197,11 +198,13 @@ _OLD_IMPORT_NOTE = "imported from nccl-tests: time is nccl-tests' mean over iter
 class JsonlWriter:
     """Appends records to a JSONL file, one line each, flushed and fsynced as written (`sync_each`
     False: once, on close, for bulk writers such as import). A write the disk refuses (full, ulimit -f)
-    is cut back to the last whole line and reported in one line: the records before it stay intact."""
+    is cut back to the last whole line and reported in one line: the records before it stay intact. An existing
+    file's last line is ended first (files.repair_torn_tail: a whole record kept, a torn one cut and said)."""
 
     def __init__(self, path: str | os.PathLike[str], *, sync_each: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        repair_torn_tail(self.path)
         self._file = self.path.open("ab")
         self._sync_each = sync_each
 
@@ -216,8 +219,8 @@ class JsonlWriter:
                 os.fsync(self._file.fileno())
         except OSError as exc:
             self._cut_back(start)
-            raise CommbenchError(f"results file {str(self.path)!r} cannot be written: {exc.strerror or exc}; "
-                                 "the records before this one are intact") from None
+            raise ResultsNotWritten(f"results file {str(self.path)!r} cannot be written: {exc.strerror or exc}; "
+                                    "the records before this one are intact") from None
 
     def _cut_back(self, size: int) -> None:
         try:
@@ -245,9 +248,6 @@ class JsonlWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-MAX_LINE_BYTES = 16 << 20  # no record is near this; a longer "line" is damage, skipped without reading it whole
 
 
 def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples: bool = False,

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from commbench.errors import CommbenchError
-from commbench.files import repair_torn_tail
+from commbench.files import repair_torn_tail, whole_size
 from commbench.results.records import Measurement, RunHeader, iter_records
 from commbench.sweep.plan import keys_known_before_launch, plan_sweep
 
@@ -64,8 +64,10 @@ def finished_before_launch(path: str | os.PathLike[str], sweep, world_size: int,
 
 
 def has_records(path: str | os.PathLike[str]) -> bool:
-    target = Path(path)
-    return target.exists() and target.stat().st_size > 0
+    """Whether the file holds anything but a torn last line (files.whole_size): one whose only line is a header cut
+    off by a kill or a full disk holds no record, and the launch cuts it (repair_torn_tail) as `bench -O` does, with
+    or without --resume."""
+    return whole_size(path) > 0
 
 
 def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False) -> str:
