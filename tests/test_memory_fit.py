@@ -78,12 +78,13 @@ def test_published_layouts_are_predicted_to_fit_but_the_nano_h100_rows_with_assu
     H100 in fp8, whose flags are assumed (no recipe read: selective recompute); every Megatron-Bridge release
     with a recipe for it (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py, v0.4.0 to
     v0.5.1) recomputes the whole MoE block and the norms, recompute_modules=["moe", "layernorm", "core_attn",
-    "moe_act"], which the layout's recompute choices cannot express."""
+    "moe_act"], which the layout's recompute choices cannot express: priced as selective, which frees only the MoE
+    layers' norm outputs and experts' activations there (layout/recompute.py: its Mamba and attention norms are fused)."""
     rows = memory_fit.memory_rows(published_runs())
     over = [r for r in rows if memory_fit.over_hbm(r)]
     assert [r["run"].label for r in over] == ["Nemotron-3-Nano 16x H100 FP8 26.02.01"]
     assert not vendor_layouts.flags_published(over[0]["run"])
-    assert over[0]["published"]["total"] - over[0]["published"]["capacity"] < 1e9   # by less than 1 GB
+    assert over[0]["published"]["total"] - over[0]["published"]["capacity"] < 2e9   # by less than 2 GB
     held = memory_fit.memory_rows(published_runs(tuple(json.loads(memory_fit.TABLES[1][1].read_text()))))
     assert held and not any(memory_fit.over_hbm(r) for r in held)
 
