@@ -287,7 +287,8 @@ def plan(
                   f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
     verdict = "fits" if row["fits"] else "[red]does not fit[/]"
     mem_rows = [[kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}"] for kind in MEM_ROWS]
-    mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.0f} ({verdict})",
+    mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.1f} ({verdict}; CUDA exposes "
+                     f"{fabric.gpu.hbm_cuda_gib:g} GiB of the {fabric.gpu.name}'s {fabric.gpu.hbm_gb:g} GB)",
                      f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/]"])
     on_rank = f" on pipeline rank {row['mem_pipeline_rank']} (the one that holds the most)" if lay.pp > 1 else ""
     print_table(console, f"memory per GPU{on_rank} (predicted, GB = 1e9 B)",
