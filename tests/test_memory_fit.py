@@ -63,27 +63,32 @@ def test_fp8_weights_by_hand_on_hopper_and_blackwell():
 
 def test_plain_dp8_llama3_8b_no_longer_fits_an_h100():
     """The case that prompted the audit: NVIDIA's 25.11 recipe for Llama3-8B on 8 H100 in fp8 pays for FSDP and
-    block recompute; plain DP8 mbs1 without recompute was predicted to fit at ~76 of 80 GB. With the transposes
-    (8 GB more) it does not: 2p weights + 2p grads + 12p/8 optimizer + activations + reserve > 80 GB."""
+    block recompute; plain DP8 mbs1 without recompute was predicted to leave ~9% of HBM free. With the transposes
+    (8 GB more) it leaves less than the search's 5% headroom of the 79.11 GiB (84.9e9 B) an H100 exposes: 2p weights
+    + 2p grads + 12p/8 optimizer + activations + reserve > 95% of it, so the search does not propose it."""
+    from commbench.planner.search.space import DEFAULT_HEADROOM
     m, bd = _llama8b("h100-hgx", recompute="none")
     p = param_counts(m, vocab=step_vocab(m, 1, "megatron")).total
     static = 2 * p + 2 * p + 12 * p / 8
+    room = bd.mem_capacity_bytes[0] * (1.0 - DEFAULT_HEADROOM)
     assert bd.mem_weights_bytes[0] + bd.mem_grads_bytes[0] + bd.mem_optimizer_bytes[0] == pytest.approx(static)
-    assert bd.mem_total_bytes[0] > bd.mem_capacity_bytes[0] and not bd.fits[0]
-    assert bd.mem_total_bytes[0] - p < bd.mem_capacity_bytes[0]   # without the transposes it would have fit
+    assert bd.mem_total_bytes[0] > room
+    assert bd.mem_total_bytes[0] - p < room   # without the transposes it would have left the headroom
 
 
-def test_published_layouts_are_predicted_to_fit_but_the_nano_h100_rows_with_assumed_flags():
-    """They ran, so a published layout over HBM is a model error. The exceptions, stated: Nemotron-3-Nano on 16
-    H100 in fp8, whose flags are assumed (no recipe read: selective recompute); every Megatron-Bridge release
-    with a recipe for it (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py, v0.4.0 to
-    v0.5.1) recomputes the whole MoE block and the norms, recompute_modules=["moe", "layernorm", "core_attn",
-    "moe_act"], which the layout's recompute choices cannot express."""
+def test_published_layouts_are_predicted_to_fit():
+    """They ran, so a published layout over HBM is a model error: none is, against the HBM CUDA exposes. The tightest,
+    stated: Nemotron-3-Nano on 16 H100 in fp8, whose flags are assumed (no recipe read: selective recompute), fits
+    inside the search's 5% headroom; every Megatron-Bridge release with a recipe for it
+    (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py, v0.4.0 to v0.5.1) recomputes the
+    whole MoE block and the norms, recompute_modules=["moe", "layernorm", "core_attn", "moe_act"], which the layout's
+    recompute choices cannot express: priced as selective, which frees only the MoE layers' norm outputs and experts'
+    activations there (layout/recompute.py: its Mamba and attention norms are fused)."""
     rows = memory_fit.memory_rows(published_runs())
-    over = [r for r in rows if memory_fit.over_hbm(r)]
-    assert [r["run"].label for r in over] == ["Nemotron-3-Nano 16x H100 FP8 26.02.01"]
-    assert not vendor_layouts.flags_published(over[0]["run"])
-    assert over[0]["published"]["total"] - over[0]["published"]["capacity"] < 1e9   # by less than 1 GB
+    assert not [r["run"].label for r in rows if memory_fit.over_hbm(r)]
+    tight = [r for r in rows if memory_fit.within_headroom(r)]
+    assert [r["run"].label for r in tight] == ["Nemotron-3-Nano 16x H100 FP8 26.02.01"]
+    assert not vendor_layouts.flags_published(tight[0]["run"])
     held = memory_fit.memory_rows(published_runs(tuple(json.loads(memory_fit.TABLES[1][1].read_text()))))
     assert held and not any(memory_fit.over_hbm(r) for r in held)
 
@@ -99,10 +104,11 @@ def test_memory_fit_terms_add_up_and_savers_are_removed(capsys):
     assert p["total"] == pytest.approx(sum(p[t] for t in memory_fit.TERMS))
     assert row["savers"] == ["recompute=full/5", "fsdp"]
     assert row["removed"]["total"] > p["total"]
-    assert row["removed"]["total"] > row["removed"]["capacity"]   # without FSDP and recompute: over HBM
+    # without FSDP and recompute: inside the search's 5% headroom of the HBM CUDA exposes (it would not propose it)
+    assert row["removed"]["total"] > row["removed"]["capacity"] * (1.0 - memory_fit.DEFAULT_HEADROOM)
     memory_fit.show(rows, "t", only_flagged=False)
     out = capsys.readouterr().out
-    assert "fsdp ->" in out and "FITS WITHOUT" not in out and "0 PREDICTED over HBM" in out
+    assert "fsdp ->" in out and "0 PREDICTED over HBM" in out
     fake = dict(row, published=dict(p, total=p["capacity"] + 1e9))
     memory_fit.show([fake], "t", only_flagged=True)
     assert "OVER HBM" in capsys.readouterr().out

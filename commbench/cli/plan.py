@@ -223,6 +223,8 @@ def plan(
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     gbs, gbs_note = resolve_gbs(gbs, pins, model=spec, gpu=fabric.gpu.name if fabric.gpu else None,
                                 precision=precision, num_gpus=gpus, software=software)
+    from commbench.planner.layout.recipe_model import sequence_length
+    seq_used, seq_note = sequence_length(spec, seq_len)   # the length planned at, and where a default came from
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
                         gbs=gbs, precision=precision, precision_asked=precision_asked,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
@@ -283,14 +285,16 @@ def plan(
     rows += [["pipeline bubble", "", f"{row['bubble_s']:.3f}", f"{100 * row['bubble_s'] / step:.1f}"],
              ["optimizer step", "", f"{row['optimizer_s']:.3f}", f"{100 * row['optimizer_s'] / step:.1f}"],
              ["[bold]step[/]", "", f"[bold]{step:.3f}[/]", "100.0"]]
-    print_table(console, f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}",
+    print_table(console, f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}, "
+                         f"seq_len {seq_used}{' (default)' if seq_note else ''}",
                 [Col(name="term", numeric=False), Col(name="total (s)"), Col(name="exposed (s)"), Col(name="% of step")], rows)
     console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
                   f"{row['model_tflops_per_gpu']:,.0f}   MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
                   f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
     verdict = "fits" if row["fits"] else "[red]does not fit[/]"
     mem_rows = [[kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}"] for kind in MEM_ROWS]
-    mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.0f} ({verdict})",
+    mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.1f} ({verdict}; CUDA exposes "
+                     f"{fabric.gpu.hbm_cuda_gib:g} GiB of the {fabric.gpu.name}'s {fabric.gpu.hbm_gb:g} GB)",
                      f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/]"])
     on_rank = f" on pipeline rank {row['mem_pipeline_rank']} (the one that holds the most)" if lay.pp > 1 else ""
     print_table(console, f"memory per GPU{on_rank} (predicted, GB = 1e9 B)",
@@ -309,6 +313,7 @@ def plan(
     recipes_of = recipe_model_line(spec, req.software)   # hf:PATH reading a zoo model's recipes: whose, and why
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + \
+            ([seq_note] if seq_note else []) + \
             ([recipes_of] if recipes_of else []) + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []) + \
             ([note] if calibration and (note := framework_note(calibration, req.framework)) else []):

@@ -145,8 +145,9 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                             domain_size=result.gpus_per_rack, system=req.fabric.name, calibration=req.calibration)
     tuned = versus_recipe(result)   # NVIDIA's recipe layout for this request, where the release has one
     lines += versus_recipe_lines(tuned)
-    if gbs_note:
-        lines.insert(0, gbs_note)
+    from commbench.planner.layout.recipe_model import sequence_length
+    seq, seq_note = sequence_length(req.model, req.seq_len)   # the length planned at; where a default came from
+    lines[:0] = [n for n in (gbs_note, seq_note) if n]
     backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions) + ([gbs_note] if gbs_note else []), top=top, flex_backend=backend,
@@ -172,7 +173,8 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         print_launch_notes(doc["torchtitan"])
     else:
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
-                 f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}{' (default)' if gbs_note else ''}, for {req.framework}; "
+                 f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}{' (default)' if gbs_note else ''}, "
+                 f"seq_len {seq}{' (default)' if seq_note else ''}, for {req.framework}; "
                  f"* = on the Pareto front")
         print_table(console, title, TOP_COLUMNS, top_rows(result, top))
         shown = pareto_shown(result, top)

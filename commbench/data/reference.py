@@ -53,13 +53,14 @@ class GpuSpec:
     bf16_tflops: float
     fp8_tflops: float
     fp4_tflops: float | None
-    hbm_gb: float
+    hbm_gb: float                        # the marketing figure ("80GB"), a label only: see usable_hbm_bytes
     hbm_tbps: float
     nvlink_gbps_per_dir: float
     scale_up_domain: int
     scale_out_gbit_per_gpu: float
     source: str
-    hbm_usable_gb: float | None = None   # what a training process can allocate (None: hbm_gb)
+    hbm_cuda_gib: float = 0.0            # what CUDA exposes to a process, GiB (hardware.toml hbm_cuda_gib, cited)
+    hbm_cuda_source: str = ""
     sms: int | None = None
     sfu_texp_per_s: float | None = None  # exponentials (MUFU.EX2) per second, 1e12
     tdp_w: float | None = None           # power limit (W)
@@ -72,7 +73,10 @@ class GpuSpec:
 
     @property
     def usable_hbm_bytes(self) -> float:
-        return (self.hbm_usable_gb or self.hbm_gb) * 1e9
+        """The HBM a training process can allocate: what CUDA exposes (torch.cuda.get_device_properties(i).
+        total_memory, PyTorch's "total capacity of N GiB"), hbm_cuda_gib x 2^30 bytes. hbm_gb, the marketing
+        figure, is a label only (an "80GB" H100 exposes 79.11 GiB = 84.9e9 B)."""
+        return self.hbm_cuda_gib * GIB
 
     @property
     def scale_out_gbps(self) -> float:
@@ -102,7 +106,8 @@ def gpu_spec(name: str) -> GpuSpec:
         scale_up_domain=int(row["scale_up_domain"]),
         scale_out_gbit_per_gpu=float(row["scale_out_gbit_per_gpu"]),
         source=str(row.get("source", "")),
-        hbm_usable_gb=float(row["hbm_usable_gb"]) if "hbm_usable_gb" in row else None,
+        hbm_cuda_gib=_cuda_gib(key, row),
+        hbm_cuda_source=str(row["hbm_cuda_source"]),
         sms=int(row["sms"]) if "sms" in row else None,
         sfu_texp_per_s=float(row["sfu_texp_per_s"]) if "sfu_texp_per_s" in row else None,
         tdp_w=float(row["tdp_w"]) if "tdp_w" in row else None,
@@ -114,6 +119,19 @@ def gpu_spec(name: str) -> GpuSpec:
         host_link_gbps_per_dir=float(row["host_link_gbps_per_dir"]) if "host_link_gbps_per_dir" in row else None,
         host_memory_gb_per_gpu=float(row["host_memory_gb_per_gpu"]) if "host_memory_gb_per_gpu" in row else None,
     )
+
+
+GIB = 2 ** 30   # bytes per GiB: CUDA's and PyTorch's memory figures
+
+
+def _cuda_gib(name: str, row: dict) -> float:
+    """hardware.toml's hbm_cuda_gib for GPU `name`, with its source; a row without both is refused in one line (the
+    marketing hbm_gb is not a capacity: no fallback to it)."""
+    if not isinstance(row.get("hbm_cuda_gib"), (int, float)) or not row.get("hbm_cuda_source"):
+        raise invalid("hbm_cuda_gib", row.get("hbm_cuda_gib"),
+                      f"for gpu {name!r}: the GiB CUDA exposes (torch.cuda.get_device_properties total_memory / 2^30) "
+                      "with its hbm_cuda_source")
+    return float(row["hbm_cuda_gib"])
 
 
 POWER_CLOCK_EXPONENT = 1.0 / 3.0

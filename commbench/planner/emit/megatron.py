@@ -38,7 +38,8 @@ from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architectu
 from commbench.planner.layout.connections import (TP_OVERLAP_NEEDS_ONE, device_max_connections,
                                                   tp_overlap_runs)
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, default_scope, scope_mask
-from commbench.planner.layout.spec import Layout, recompute_modules  # noqa: F401 - recompute_modules re-exported
+from commbench.planner.layout.recompute import ALONE, mode_modules
+from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
@@ -232,15 +233,13 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
             out += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
     if a.tp_comm_overlap and a.sequence_parallel and a.tp > 1:
         out.append("--tp-comm-overlap")
-    if a.recompute == "selective":
-        out += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(model)]
+    if a.recompute == "selective" or a.recompute in ALONE:   # the modules layout/recompute.py's table credits
+        out += ["--recompute-granularity", "selective", "--recompute-modules", *mode_modules(model, a.recompute)]
     elif a.recompute == "full" and a.recompute_layers:   # that many layers of each model chunk, the rest stored
         out += ["--recompute-granularity", "full", "--recompute-method", "block",
                 "--recompute-num-layers", str(a.recompute_layers)]
     elif a.recompute == "full":
         out += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
-    elif a.recompute in ("mla_up_proj", "moe_act"):
-        out += ["--recompute-granularity", "selective", "--recompute-modules", a.recompute]
     out += recipe_args(a, model)
     # bf16 gradient buffers and reduce-scatters, as every Megatron-Bridge performance recipe sets them (ddp and
     # mixed_precision grad_reduce_in_fp32 = False, scripts/performance/configs/* v0.3.0, perf_recipes/_common.py
@@ -382,7 +381,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _recompute_of(ns) -> str:
     modules = ns.recompute_modules or []
-    if ns.recompute_granularity == "selective" and len(modules) == 1 and modules[0] in ("mla_up_proj", "moe_act"):
+    if ns.recompute_granularity == "selective" and len(modules) == 1 and modules[0] in ALONE:
         return modules[0]
     return ns.recompute_granularity or "none"
 

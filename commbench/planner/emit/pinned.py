@@ -11,8 +11,9 @@ from typing import Any
 
 from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_inputs, efficiency_terms, fabric_lines,
                                          fabric_summary, framework_assumptions, framework_record, layout_dict,
-                                         megatron_section, model_dict, predicted_section)
+                                         megatron_section, model_dict, predicted_section, seq_len_inputs)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
+from commbench.planner.layout.recipe_model import sequence_length
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.placement import gpus_per_rack, place
@@ -24,6 +25,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                          calibration_file: str | None = None,
                          calibration_shipped_terms: tuple[str, ...] = (), calibration=None,
                          calibration_other_gpu_terms: tuple[str, ...] = ()) -> dict[str, Any]:
+    seq_len_used, seq_note = sequence_length(model, seq_len)
     per_rack = gpus_per_rack(num_gpus, int(fabric.domain_size))
     placement = place(layout, num_gpus, per_rack)
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
@@ -32,11 +34,12 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
     return {
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "pinned",
         "inputs": {"model": model.name, "model_spec": model_dict(model), "system": system, "gpus": num_gpus,
-                   "gbs": layout.gbs, "precision": layout.precision, "seq_len": seq_len or model.seq_len,
+                   "gbs": layout.gbs, "precision": layout.precision, **seq_len_inputs(seq_len_used, seq_note),
                    "moe_imbalance": moe_imbalance, "pins": layout_dict(layout), "fabric": fabric_summary(fabric),
                    **calibration_inputs(calibration_file, calibration_shipped_terms, calibration,
                                         calibration_other_gpu_terms)},
-        "assumptions": [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
+        "assumptions": ([seq_note] if seq_note else [])
+                       + [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]

@@ -426,6 +426,12 @@ def predicted_section(row: dict[str, Any], layout: Layout, *, gpus_per_rack: int
                         "ep_racks_per_group": int(ep_domains(layout.ep, layout.etp, gpus_per_rack, num_gpus))}
 
 
+def seq_len_inputs(seq_len: int, note: str | None) -> dict[str, Any]:
+    """plan.json inputs' sequence length: seq_len, seq_len_default (not given: the model's default) and, where
+    defaulted, seq_len_note (where the default comes from; recipe_model.sequence_length)."""
+    return {"seq_len": seq_len, "seq_len_default": note is not None, **({"seq_len_note": note} if note else {})}
+
+
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],
                   extra_assumptions: list[str] = (), top: int = 10, flex_backend: str = "deepep",
                   torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None,
@@ -439,7 +445,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     req, bd = result.request, result.breakdown
     framework = req.framework
     lay = result.layouts.layout(0)
-    seq_len = req.seq_len or req.model.seq_len
+    from commbench.planner.layout.recipe_model import sequence_length
+    seq_len, seq_note = sequence_length(req.model, req.seq_len)
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
@@ -460,7 +467,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
-    ] + fabric_lines(req.fabric) + list(megatron["notes"]) + framework_assumptions(framework, req.model, lay) + list(extra_assumptions)
+    ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
+        + framework_assumptions(framework, req.model, lay) + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}
@@ -471,7 +479,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     return {
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "search",
         "inputs": {"model": req.model.name, "model_spec": model_dict(req.model), "system": system,
-                   "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, "seq_len": seq_len,
+                   "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, **seq_len_inputs(seq_len, seq_note),
                    "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,
                    "pins": dict(req.pins), "fabric": fabric_summary(req.fabric),
                    "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),

@@ -102,3 +102,39 @@ def recipe_model_line(model: ModelSpec, release: str) -> str:
 
 __all__ = ["MATCH_IGNORED_ARCH", "MATCH_IGNORED_SPEC", "recipe_match", "recipe_model", "recipe_model_line",
            "recipe_models", "structural_differences"]
+
+
+def recipe_seq_len(name: str) -> int | None:
+    """The sequence length the zoo model `name`'s Megatron-Bridge recipes train at, or None (no recipes): its
+    models.toml seq_len, which is its recipes' cfg.model.seq_length (Megatron-Bridge src/megatron/bridge/recipes:
+    llama/*/llama3.py 8192; deepseek/*/deepseek_v3.py, qwen/*, gpt_oss/*/gpt_oss.py, kimi/*/kimi_k2.py 4096; and the
+    published runs of those recipes in calibration-runs.json ran at it). A recipe's layout and global batch were
+    tuned at that length (search/recipe_gap.py compares them only there)."""
+    if name not in recipe_models():
+        return None
+    from commbench.planner.models.zoo import load_model
+    return load_model(name).seq_len
+
+
+def sequence_length(model: ModelSpec, given: int | None) -> tuple[int, str | None]:
+    """(the sequence length a plan uses, None) for a --seq-len given, else (the model's default, the line saying it
+    was defaulted, where the default comes from and, where the model reads recipes that train at another length,
+    that length)."""
+    if given is not None:
+        return given, None
+    seq = model.seq_len
+    if model.name.lower().startswith("hf:"):
+        from commbench.planner.models.hf_config import DEFAULT_SEQ_LEN
+        why = (f"an hf: config.json holds the context window, not a training length, so the default is "
+               f"{DEFAULT_SEQ_LEN} (models/hf_config.py)")
+    else:
+        why = f"{model.name}'s seq_len"
+    name = recipe_model(model)
+    theirs = recipe_seq_len(name)
+    if theirs == seq:
+        why += ", the length its Megatron-Bridge recipes train at"
+    elif theirs is not None:
+        whose = name if name == model.name else f"{name}, whose architecture {model.name} has,"
+        why += (f"; Megatron-Bridge's recipes for {whose} train at {theirs} (their layout and global batch were "
+                f"tuned there: --seq-len {theirs} plans at it)")
+    return seq, f"seq_len {seq} (default; --seq-len to change): {why}"

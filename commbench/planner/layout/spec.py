@@ -29,7 +29,8 @@ from commbench.planner.models.mamba import mamba_heads_bad
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import buildable, most_chunk_layers, stage_imbalance  # noqa: F401 - stage_imbalance re-exported (old import path)
 
-# recompute: none; selective = Megatron's default module (core_attn); full = every layer's input
+# recompute: none; selective = Megatron's default module (core_attn) with the light modules that free something on
+# the model's layer specs (layout/recompute.py: the one table of what each module frees); full = every layer's input
 # only; then the light modules of the Megatron-Bridge MoE recipes (--recompute-modules):
 # mla_up_proj (MLA's q/kv up-projections; DeepSeek-V4's query up-projection), moe_act (the experts' activation function).
 RECOMPUTE = ("none", "selective", "full", "mla_up_proj", "moe_act")
@@ -437,11 +438,3 @@ def names_of(name: str, codes: np.ndarray) -> np.ndarray:
 
 def as_mapping(layout: Layout) -> Mapping[str, object]:
     return {f.name: getattr(layout, f.name) for f in fields(layout)}
-
-
-def recompute_modules(model: ModelSpec) -> list[str]:
-    """Megatron --recompute-modules matching the step model's selective recompute: the attention
-    core, norms, activation functions, and MLA's up-projections (emit/megatron.py emits them; calibrate reads a
-    log's set against them)."""
-    return ["core_attn", "layernorm"] + (["moe_act"] if model.is_moe else []) + \
-        (["mla_up_proj"] if model.attention == "mla" else [])

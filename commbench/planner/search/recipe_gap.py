@@ -9,6 +9,8 @@ than a find (benchmarks/vendor_layouts.py measures how often), so the user sees 
 the gain is worth before choosing. Only for a Megatron-LM plan searched without pins (the recipes are Megatron-
 Bridge's; a pinned search answers another question) and a recipe for exactly the requested GPU count (its
 parallelism was tuned at that scale); the recipe's global batch may differ from the request's, and is then noted.
+Only at the sequence length the recipe trains at (recipe_model.recipe_seq_len): at another, its layout and batch
+were tuned for other GEMM and activation sizes, so the comparison is refused with a line naming both lengths.
 """
 
 from __future__ import annotations
@@ -62,10 +64,17 @@ def versus_recipe(result: SearchResult) -> dict | None:
     entry = recipe_entry_for(result)
     if entry is None:
         return None
+    from commbench.planner.layout.recipe_model import recipe_seq_len
     req = result.request
+    seq, recipe_seq = req.seq_len or req.model.seq_len, recipe_seq_len(entry["model"])
     where = {"recipe_release": entry["release"], "recipe_config": entry["config"],
              "recipe_source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']}",
-             "recipe_gbs": int(entry["gbs"]), "gbs": req.gbs, "recipe_model": entry["model"], "model": req.model.name}
+             "recipe_gbs": int(entry["gbs"]), "gbs": req.gbs, "recipe_seq_len": recipe_seq, "seq_len": seq,
+             "recipe_model": entry["model"], "model": req.model.name}
+    if recipe_seq != seq:   # its layout and batch were tuned at its length: a rank or gain at another is no comparison
+        return where | {"unavailable": f"it trains at seq_len {recipe_seq} and this plan is at {seq}; its layout and "
+                                       f"global batch were tuned at {recipe_seq}, so a rank or gain at {seq} is not "
+                                       f"like-for-like (plan with --seq-len {recipe_seq} to compare)"}
     if req.num_gpus % (int(entry["tp"]) * int(entry["pp"]) * int(entry.get("cp") or 1)):
         return where | {"unavailable": "its tp*pp*cp does not divide the GPU count"}
     lay = recipe_layout(result, entry)

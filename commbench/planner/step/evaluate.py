@@ -249,7 +249,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     offload_mb, moved = np.zeros(len(a)), None
     if np.any(a.cpu_offload_layers > 0):
         moved = memory.offloaded_bytes_per_microbatch(model, a, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb,
-                                                      sp=sp)
+                                                      sp=sp, framework=framework)
         offload_mb = kernels.offload_exposed_s(moved / kernels.host_link_bytes_per_s(gpu), compute_mb)
 
     # Tensor parallel: per (column, row) linear pair the forward and backward collectives (tp_comm.py).

@@ -29,10 +29,13 @@ def elementwise_elements(model: ModelSpec, tp, cp, sp, cast) -> np.ndarray:
     return (2 * h + 3 * h) / seq_shard + cast * h / seq_shard + per_head_shard / (tp * cp)
 
 
-def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision) -> np.ndarray:
+def activation_elements(model: ModelSpec, tp, cp, sp, keep_norm, precision) -> np.ndarray:
+    """bf16-equivalent elements per token one Gated DeltaNet block keeps for backward on one GPU; `keep_norm`: 1 where
+    the layout's recompute keeps the block's input norm output, 0 where it frees it (layout/recompute.py keep_factors;
+    memory.py counts full recompute)."""
     h, v = model.hidden, v_dim(model)
     seq_shard = np.where(sp, tp, 1) * cp
-    keep = np.where(recompute == 1, 0.0, 1.0)
+    keep = keep_norm
     gemm_in = np.where(precision > 0, 0.5, 1.0)
     states = 2.0 * model.gdn_num_value_heads * model.gdn_key_head_dim * model.gdn_value_head_dim / CHUNK_TOKENS
     per_head = in_proj_width(model) + conv_channels(model) + v + v * gemm_in + states

@@ -108,14 +108,15 @@ def ssd_scan_s(model: ModelSpec, mamba_layers_per_gpu_tokens, bf16_rate_flops) -
     return mamba_layers_per_gpu_tokens * ssd_flops_per_token(model) / bf16_rate_flops
 
 
-def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision) -> np.ndarray:
+def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision, *, keep_norm) -> np.ndarray:
     """bf16-equivalent elements per token one Mamba layer keeps for backward on one GPU (as memory.py
-    counts the other blocks: fp8 GEMM inputs are half an element; selective recompute drops the norm
-    output; full recompute keeps only the block input)."""
+    counts the other blocks: fp8 GEMM inputs are half an element; `keep_norm` is 0 where the layout's recompute
+    frees the norm output, layout/recompute.py keep_factors: Megatron's MambaLayer never does; full recompute keeps
+    only the block input)."""
     h, d = model.hidden, d_inner(model)
     seq_shard = np.where(sp, tp, 1) * cp
     head_shard = tp * cp
-    keep = np.where(recompute == 1, 0.0, 1.0)
+    keep = keep_norm
     gemm_in = np.where(precision > 0, 0.5, 1.0)
     states = 2.0 * d * model.mamba_state_dim / SSD_CHUNK_TOKENS   # fp32 chunk states
     per_head = in_proj_width(model) + _conv_channels(model) + d + d * gemm_in + states

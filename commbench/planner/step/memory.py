@@ -11,8 +11,10 @@ with flash attention so no s^2 term), per token, in bf16, sharded by TP (all of 
 sequence parallel, only the head/FFN-sized ones without) and CP; experts hold top-k x tokens
 per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP micro-batches in flight on the first stage; interleaved 1F1B keeps
 (PP x VP + PP - 1) model-chunk micro-batches (Megatron's warm-up count + 1). Full recompute
-keeps only each layer's input; selective drops norm outputs, activation-function outputs and
-MLA's up-projections (they are recomputed). The last stage also holds the bf16 logits (their gradient, written in place by the fused cross entropy). The embedding, output layer and logits have the rows the
+keeps only each layer's input; selective and the light modes drop the saved tensors layout/recompute.py's table
+says their modules free on the model's layer specs (Megatron: the MLA input norm, the MoE pre-MLP norm, the routed
+experts' activation output, MLA's up-projections; never a fused norm or a dense MLP's activation output), the one
+table the emitter writes --recompute-modules from. The last stage also holds the bf16 logits (their gradient, written in place by the fused cross entropy). The embedding, output layer and logits have the rows the
 framework builds (models/counts.step_vocab: Megatron-LM's vocabulary padded to make_vocab_size_divisible_by x TP,
 TorchTitan's unpadded). Blocks are
 counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from commbench.planner.layout import recompute as rc
 from commbench.planner.layout.spec import PRECISIONS
 from commbench.planner.models import dsv4
 from commbench.planner.models.spec import ModelSpec
@@ -101,7 +104,7 @@ def fp8_transpose_needed(gpu) -> bool:
     return cc is not None and not (10 <= cc[0] < 12 or cc[0] >= 13)
 
 
-def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision):
+def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision, keep=None):
     """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
 
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
@@ -109,13 +112,14 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
     so the expert output is not kept. The router's GEMM is not Transformer Engine's: it keeps the MoE
     block's norm output in bf16 whatever the recipe (megatron-core 0.16.1 transformer/moe/router.py
     gating -> moe_utils.py RouterGatingLinearFunction.forward: ctx.save_for_backward(inp, weight, bias)).
-    Selective recompute drops norm outputs and activation-function outputs (and MLA's up-projected q, k, v)."""
+    `keep` (layout/recompute.py keep_factors: per saved tensor, 0 where the row's recompute frees it; default
+    Megatron's table with no graphed router) says which norm outputs, activation outputs and MLA up-projections
+    a selective-granularity recompute drops."""
+    keep = rc.keep_factors(model, None, recompute) if keep is None else keep
     h, g = model.hidden, model.glu_factor
     seq_shard = np.where(sp, tp, 1) * cp       # h-sized tensors
     head_shard = tp * cp                         # head / FFN-sized tensors
-    keep = np.where(recompute == 1, 0.0, 1.0)                     # norm / activation outputs
-    keep_up = np.where((recompute == 1) | (recompute == 3), 0.0, 1.0)  # MLA up-projections
-    keep_act = np.where((recompute == 1) | (recompute == 4), 0.0, 1.0)  # expert activation outputs
+    keep_up = keep[rc.MLA_UP]                    # MLA up-projections
     gemm_in = saved_gemm_input(precision)
     res = model.residual_streams * h  # a block's saved residual input (DeepSeek-V4's mHC keeps hc_mult streams)
     attn_out = model.attn_out_dim * gemm_in
@@ -126,25 +130,25 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision)
         attn_out = attn_out + model.o_groups * model.o_lora_rank * gemm_in  # the grouped low-rank output's input
     else:
         qkv = model.q_dim + model.kv_dim
-    attn = (res + keep * h * gemm_in) / seq_shard + (qkv + attn_out) / head_shard
+    attn = (res + keep[rc.ATTN_NORM] * h * gemm_in) / seq_shard + (qkv + attn_out) / head_shard
     # (g - 1) x FFN: the activation function's whole input, bf16. glu_factor counts the MLP's matrices (3 with a
     # GLU), so for SwiGLU this is the 2 x FFN FC1 output megatron-core 0.16.1 fusions/fused_bias_swiglu.py saves
     # (activation_func_fp8_input_store, default False, is set by no Megatron-Bridge performance recipe), for a
     # plain MLP the FFN-wide activation input. Adding another FFN for "the whole SwiGLU input" counts it twice.
-    dense_mlp = (res + keep * h * gemm_in) / seq_shard \
-        + (model.dense_ffn * (g - 1) + keep * model.dense_ffn * gemm_in) / head_shard
+    dense_mlp = (res + keep[rc.MLP_NORM] * h * gemm_in) / seq_shard \
+        + (model.dense_ffn * (g - 1) + keep[rc.MLP_ACT] * model.dense_ffn * gemm_in) / head_shard
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
         # Per rank the experts hold etp x (tokens per rank x top-k) gathered rows: the FC1 input is
         # full-width (h) for each of them, the FFN-wide tensors are sliced by ETP.
         w = model.expert_width  # latent MoE: experts read the latent width (its projections ~ a shared expert)
-        routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep_act * ffn * gemm_in) / (tp * cp)
-        shared = model.num_shared_experts * ffn * (g - 1 + keep * gemm_in) / head_shard
+        routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep[rc.EXPERT_ACT] * ffn * gemm_in) / (tp * cp)
+        shared = model.num_shared_experts * ffn * (g - 1 + keep[rc.SHARED_ACT] * gemm_in) / head_shard
         # The MoE block's norm output: the router keeps it in bf16 (h), its own GEMM input; a shared expert's FC1
         # (a Transformer Engine Linear) keeps its own quantized copy beside it in 8/4-bit recipes (in bf16 the
         # two are one tensor).
         norm_out = h * (1.0 + np.where((gemm_in < 1.0) & (model.num_shared_experts > 0), gemm_in, 0.0))
-        moe_mlp = (res + keep * norm_out + k) / seq_shard + routed + shared
+        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
@@ -164,8 +168,8 @@ class SavedElements:
     """Saved activation elements per token per block of each kind under each row's recompute, computed once per
     layout array; `of(counts)` sums them over the blocks a rank (or the whole model) holds."""
 
-    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp):
-        self.model, self.arr = model, arr
+    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron"):
+        self.model, self.arr, self.framework = model, arr, framework
         self.input_elements = model.hidden / (np.where(sp, tp, 1) * cp)   # a layer's input: full recompute keeps it
         self.kinds = self._kinds(arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
         self.share = self.stored = None
@@ -175,13 +179,15 @@ class SavedElements:
 
     def _kinds(self, recompute, *, tp, cp, etp, sp) -> dict:
         model, precision = self.model, self.arr.precision
-        attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision)
+        keep = rc.keep_factors(model, self.arr, recompute, self.framework)
+        attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
             kinds["linear"] = np.where(recompute == 2, self.input_elements,
-                                       gdn.activation_elements(model, tp, cp, sp, recompute, precision))
+                                       gdn.activation_elements(model, tp, cp, sp, keep[rc.LINEAR_NORM], precision))
         if model.is_hybrid:
-            kinds["mamba"] = mamba.activation_elements(model, tp, cp, sp, recompute, precision)
+            kinds["mamba"] = mamba.activation_elements(model, tp, cp, sp, recompute, precision,
+                                                       keep_norm=keep[rc.MAMBA_NORM])
         return kinds
 
     def _sum(self, kinds: dict, counts) -> np.ndarray:
@@ -202,9 +208,9 @@ class SavedElements:
         return per_token
 
 
-def _saved_elements_per_token(model: ModelSpec, arr, *, tp, cp, etp, sp) -> np.ndarray:
+def _saved_elements_per_token(model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron") -> np.ndarray:
     """Saved activation elements per token of the whole model (all stages) under each row's recompute."""
-    return SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp).of()
+    return SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp, framework=framework).of()
 
 
 def offloaded_share(model: ModelSpec, arr, pp, layers_local=None) -> np.ndarray:
@@ -216,10 +222,11 @@ def offloaded_share(model: ModelSpec, arr, pp, layers_local=None) -> np.ndarray:
     return np.minimum(arr.cpu_offload_layers, np.maximum(layers_local - 1, 0)) / layers_local
 
 
-def offloaded_bytes_per_microbatch(model: ModelSpec, arr, *, tp, cp, pp, etp, tokens_mb, sp) -> np.ndarray:
+def offloaded_bytes_per_microbatch(model: ModelSpec, arr, *, tp, cp, pp, etp, tokens_mb, sp,
+                                   framework: str = "megatron") -> np.ndarray:
     """Activation bytes one micro-batch sends to host memory in its forward (and reads back for its
     backward) under CPU offloading: the offloaded layers' share of what the stage saves."""
-    per_token = _saved_elements_per_token(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
+    per_token = _saved_elements_per_token(model, arr, tp=tp, cp=cp, etp=etp, sp=sp, framework=framework)
     return offloaded_share(model, arr, pp) * tokens_mb * per_token * BF16 / pp
 
 
@@ -247,7 +254,7 @@ def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedE
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
                      framework: str = "megatron") -> np.ndarray:
     """The largest pipeline rank's activation bytes (rank_activation_bytes over stage_memory's candidates)."""
-    saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
+    saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp, framework=framework)
     logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework)
     return np.max([rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
                                          logits=logits)
@@ -283,7 +290,7 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     if np.any(host > 0):
         from commbench.planner.step.kernels import host_memory_bytes
         host_capacity[:] = host_memory_bytes(gpu) * (1.0 - cal.host_reserve_fraction)
-    saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp)
+    saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp, framework=framework)
     # bytes per parameter of the rank (non-expert over TP, expert over EP x ETP), before its parameter counts
     dense_share, expert_share = 1.0 / tp, 1.0 / (etp * ep)
     held_bytes = weight_bytes + cache_bytes

@@ -10,6 +10,7 @@ from typing import Any
 
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import _whole
+from commbench.planner.layout.recompute import ALONE, LIGHT_MODULES
 
 # Megatron-LM arguments.py --data-parallel-sharding-strategy (choices no_shard, optim, optim_grads,
 # optim_grads_params; default no_shard): the step model's FSDP (layout fsdp) is ZeRO-3, parameters gathered per layer
@@ -35,11 +36,10 @@ def check_fsdp_strategy(log: str, args: dict[str, Any]) -> None:
 
 # megatron/core transformer_config.py recompute_modules: core_attn, moe_act, layernorm, mla_up_proj, mlp, moe,
 # shared_experts. The step model's recompute (layout/spec.py RECOMPUTE): "selective" is the attention core with the
-# norms, activation functions and MLA up-projections (the set emit/megatron.py recompute_modules writes: core_attn
-# plus any of these); "mla_up_proj" and "moe_act" alone are their own modes. mlp, moe (the whole MoE block's forward:
-# dispatch, expert GEMMs, combine) and shared_experts, or a light module without core_attn beside another, are not.
-SELECTIVE_WITH_CORE_ATTN = frozenset({"core_attn", "layernorm", "moe_act", "mla_up_proj"})
-ALONE = ("mla_up_proj", "moe_act")
+# light modules (layout/recompute.py: the table of what each frees, which emit/megatron.py writes them from);
+# "mla_up_proj" and "moe_act" alone are their own modes. mlp, moe (the whole MoE block's forward: dispatch, expert
+# GEMMs, combine) and shared_experts, or a light module without core_attn beside another, are not.
+SELECTIVE_WITH_CORE_ATTN = frozenset({"core_attn", *LIGHT_MODULES})
 MEGATRON_DEFAULT_MODULES = ["core_attn"]   # transformer_config.py: recompute_modules None -> ["core_attn"]
 
 
@@ -87,13 +87,14 @@ def dispatcher(log: str, args: dict[str, Any]) -> str:
 
 
 def recompute_priced_note(args: dict[str, Any], model_name: str) -> str:
-    """'' unless a selective run's modules are not the set the step model's "selective" recomputes for the model
-    (layout/spec.py recompute_modules, as emit/megatron.py emits them: core_attn, layernorm, moe_act for MoE, mla_up_proj for MLA; memory.py drops
-    all their outputs, evaluate.py repeats all their forwards); then a note saying the row is priced as that set:
-    the step model has no recompute of a subset (layout RECOMPUTE), so a run that recomputed less is charged more
-    recompute time and less activation memory than it ran."""
+    """'' unless a selective run's modules free other saved tensors than the set the step model's "selective"
+    recomputes for the model (layout/recompute.py: recompute_modules, as emit/megatron.py emits them, and what each
+    frees on the model's layer specs, which memory.py drops; a module that frees nothing there, layernorm on a dense
+    GQA model, changes nothing priced); then a note saying the row is priced as that set: the step model has no
+    recompute of a subset (layout RECOMPUTE), so a run that recomputed less is charged more recompute time and less
+    activation memory than it ran."""
     from commbench.planner.calibrate.published import _zoo_name
-    from commbench.planner.layout.spec import recompute_modules
+    from commbench.planner.layout.recompute import frees, recompute_modules
     from commbench.planner.models.zoo import load_model
     if (args.get("recompute_granularity") or "none") != "selective":
         return ""
@@ -102,8 +103,9 @@ def recompute_priced_note(args: dict[str, Any], model_name: str) -> str:
         return ""
     logged = args.get("recompute_modules")
     modules = [logged] if isinstance(logged, str) else list(logged or MEGATRON_DEFAULT_MODULES)
-    priced = recompute_modules(load_model(name))
-    if set(modules) == set(priced) or (len(set(modules)) == 1 and modules[0] in ALONE):
+    model = load_model(name)
+    priced = recompute_modules(model)
+    if frees(model, modules) == frees(model, priced) or (len(set(modules)) == 1 and modules[0] in ALONE):
         return ""
     said = f"recompute_modules={logged!r}" + (" (megatron-core's default: ['core_attn'], transformer_config.py)"
                                                if not logged else "")
