@@ -17,17 +17,11 @@ from commbench.cli.app import app
 from commbench.errors import CommbenchError
 from commbench.planner.models.counts import param_counts
 from commbench.planner.models.zoo import load_model
+from tests.hf_configs import HF, edited_config
 
-HF = Path(__file__).parent / "data" / "hf"
 
 
-def _config(tmp_path, folder: str, drop=(), **changes) -> str:
-    raw = json.loads((HF / folder / "config.json").read_text())
-    raw.update(changes)
-    for key in drop:
-        raw.pop(key)
-    (tmp_path / "config.json").write_text(json.dumps(raw))
-    return f"hf:{tmp_path}"
+_config = edited_config
 
 
 def _megatron_args(model: str, gpus: int = 8, layout: str = "tp=1,pp=1,vp=1,ep=8,mbs=1") -> list[str]:

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -20,21 +19,15 @@ from commbench.errors import CommbenchError
 from commbench.planner.models.counts import flops_breakdown, param_counts
 from commbench.planner.models.hf_refused import NOT_MODELLED
 from commbench.planner.models.zoo import load_model
+from tests.hf_configs import HF, edited_config
 
-HF = Path(__file__).parent / "data" / "hf"
 
 
 def hf(name: str):
     return load_model(f"hf:{HF / name}")
 
 
-def _config(tmp_path, folder: str, drop=(), **changes) -> str:
-    raw = json.loads((HF / folder / "config.json").read_text())
-    raw.update(changes)
-    for key in drop:
-        raw.pop(key)
-    (tmp_path / "config.json").write_text(json.dumps(raw))
-    return f"hf:{tmp_path}"
+_config = edited_config
 
 
 def _plan_args(model: str, gpus: int = 64) -> list[str]:

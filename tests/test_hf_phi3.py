@@ -8,26 +8,20 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.planner.models.zoo import load_model
+from tests.hf_configs import HF, edited_config
 from tests.test_hf_model_types import _refusal
 
-HF = Path(__file__).parent / "data" / "hf"
 PHI4 = f"hf:{HF / 'phi-4'}"
 
 
 def _config(tmp_path, drop=(), **changes) -> str:
-    raw = json.loads((HF / "phi-4" / "config.json").read_text())
-    raw.update(changes)
-    for key in drop:
-        raw.pop(key)
-    (tmp_path / "config.json").write_text(json.dumps(raw))
-    return f"hf:{tmp_path}"
+    return edited_config(tmp_path, "phi-4", drop, **changes)
 
 
 def test_phi_4_reads_as_llamas_network_with_its_own_sizes():

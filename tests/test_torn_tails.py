@@ -12,19 +12,11 @@ from typer.testing import CliRunner
 from commbench.cli.app import app
 from commbench.files import repair_torn_tail
 from commbench.results.records import Measurement, iter_records
+from tests.test_output_files import QUICK as QUICK_SWEEP
 
 runner = CliRunner()
-QUICK = """[sweep]
-name = "q"
-nproc = 2
-backend = "gloo"
-[[run]]
-name = "quick"
-collective = "all_reduce"
-sizes = [8, 16, 32]
-iters = 2
-warmup_iters = 0
-"""
+QUICK = QUICK_SWEEP.replace("sizes = [8, {last}]", "sizes = [8, 16, 32]")
+assert "[8, 16, 32]" in QUICK
 
 
 def measured(path: Path) -> list[Measurement]:
