@@ -827,3 +827,24 @@ def test_a_launch_runs_no_async_tp_as_the_prediction_charges(name, precision, tp
     assert config.compile.enable_async_tensor_parallel is False
     said = [n for n in doc["notes"] if "async TP" in n]
     assert len(said) == (1 if name == "llama3.1-405b" else 0) and all("llama3_405b()" in n for n in said), said
+
+
+@pytest.mark.parametrize("name, precision, tp, ep, system, shipped", [
+    ("llama3-8b", "bf16", 1, 1, "h100-hgx", "llama3_8b"), ("llama3.1-70b", "bf16", 4, 1, "h100-hgx", "llama3_70b"),
+    ("qwen3-30b-a3b", "bf16", 2, 8, "h100-hgx", "qwen3_30b_a3b"), ("gpt-oss-20b", "bf16", 1, 8, "h100-hgx", "gpt_oss_20b"),
+    ("deepseek-v3", "bf16", 8, 64, "h100-hgx", "deepseek_v3_671b"),
+    ("llama3.1-405b", "bf16", 8, 1, "h100-hgx", None), ("llama3-8b", "mxfp8", 2, 1, "b200-hgx", "llama3_8b_mxfp8"),
+    ("qwen3-30b-a3b", "fp8", 2, 8, "h100-hgx", None)])
+def test_every_launch_compiles_model_and_loss(name, precision, tp, ep, system, shipped, tmp_path, monkeypatch):
+    """bf16 launches ran TorchTitan's shipped config functions as-is: llama3_8b / llama3_70b / qwen3_* / gpt_oss_*
+    leave CompileConfig.enable False (torchtitan 0.3.0 config/configs.py CompileConfig), deepseek_v3_671b compiles
+    only the loss, so the model ran eager while quantized launches compiled ["model", "loss"] (found from outside).
+    One rule now for every precision: the launch compiles the model and the loss, and the plan says so."""
+    doc, gpus = _titan_case(name, precision, tp, ep)
+    assert doc["config"] in (shipped, f"{shipped}_{precision}") or shipped is None, doc["config"]
+    config, _, _ = run_titan(doc, gpus, system, tmp_path, monkeypatch)
+    assert config.compile.enable is True, config.compile
+    assert config.compile.components == ["model", "loss"], config.compile
+    assert config.compile.enable_async_tensor_parallel is False
+    said = [n for n in doc["notes"] if "torch.compile" in n]
+    assert len(said) == 1 and "--compile.enable" in said[0], doc["notes"]

@@ -171,6 +171,15 @@ TITAN_MODELS = {
 }
 
 
+# What every TorchTitan 0.3 launch sets on CompileConfig (torchtitan 0.3.0 config/configs.py), whatever its config
+# function sets: torch.compile on the model and the loss, async TP off (torchtitan_plan).
+TITAN_COMPILE = {"enable": True, "components": ["model", "loss"], "enable_async_tensor_parallel": False}
+TITAN_COMPILE_NOTE = ("the launch compiles the model and the loss with torch.compile (--compile.enable "
+                      "--compile.components model,loss), whatever the config function sets (TorchTitan's shipped bf16 "
+                      "functions run the model eager): the prediction charges fused kernels and no eager term; "
+                      "compile time before the first step is not priced")
+
+
 def router_renormalises(arch, top_k: int) -> bool:
     """Whether megatron-core's router makes a token's top-k weights sum to 1 (moe_utils.py
     topk_routing_with_score_function, core_v0.16.1): softmax over the top-k logits unless pre-softmax;
@@ -532,10 +541,16 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "(plan with --framework torchtitan to charge what TorchTitan runs)")
         notes.append("activation checkpointing stays as the config function sets it; "
                      f"the prediction assumed recompute={layout.recompute}")
+        # One compile rule for every precision and config function, shipped or generated: the model and the loss
+        # compiled (TITAN_COMPILE). TorchTitan 0.3.0's shipped bf16 functions run the model eager (llama3_8b,
+        # llama3_70b, qwen3_*, gpt_oss_*: CompileConfig's default enable=False, config/configs.py; deepseek_v3_671b /
+        # _16b: components=["loss"]), where the quantized ones compile it (llama3_8b_mxfp8, llama3_405b); the step
+        # model has no eager term: its memory-bound time is fused kernels' (calibrated on Megatron's).
         # TorchTitan's async TP (torch.compile's micro-pipelined all-gather / reduce-scatter matmuls, distributed/
         # compile.py _maybe_enable_async_tp: on where compile.enable_async_tensor_parallel and tp > 1) is not what the
         # step model charges (TP unoverlapped: _TITAN_FIXED tp_comm_overlap=False), so every launch sets it off
-        sections["compile"] = {"enable_async_tensor_parallel": False}
+        sections["compile"] = dict(TITAN_COMPILE)
+        notes.append(TITAN_COMPILE_NOTE)
         if titan.async_tp_03 and layout.tp > 1:
             notes.append(f"TorchTitan's {titan.configs_03.get(layout.precision) or titan.base_03}() enables async TP "
                          "(compile.enable_async_tensor_parallel=True); the launch turns it off "
@@ -635,8 +650,10 @@ def torchtitan_args(doc: dict[str, Any]) -> list[str]:
         for key, value in values.items():
             if isinstance(value, bool):
                 out.append(f"--{section}.{key}" if value else f"--{section}.no_{key}")
-            elif isinstance(value, list):  # list[list[str]]: one comma-joined token per stage
+            elif isinstance(value, list) and value and isinstance(value[0], list):  # list[list[str]]: one comma-joined token per stage
                 out += [f"--{section}.{key}", *(",".join(v) for v in value)]
+            elif isinstance(value, list):  # list[str]: one comma-joined token (torchtitan 0.3.0 config/manager.py
+                out += [f"--{section}.{key}", ",".join(value)]  # list_str_rule)
             else:
                 out += [f"--{section}.{key}", str(value)]
     return out

@@ -9,9 +9,8 @@ function that starts from the shipped config of the same model (its optimizer, d
 activation checkpointing), swaps the model spec's flavor where the zoo model is another shipped flavor
 (Qwen3-235B-A22B: flavor "235B-A22B" on qwen3_30b_a3b's recipe, the only shipped Qwen3 MoE recipe) or builds
 the model itself where no flavor is it (`model_lines`: an MLA model on deepseek_v3_16b's recipe, torchtitan_mla.py), and
-applies the converters the shipped quantized configs use, with torch.compile on the model as
-llama3_8b_mxfp8 enables it for them (and on the loss, CompileConfig's default components, which the deepseek_v3 bases
-compile already; async TP off, CompileConfig's default):
+applies the converters the shipped quantized configs use, built for a compiled model (model_compile_enabled=True;
+the launch compiles the model and the loss in every precision: torchtitan.TITAN_COMPILE, a command-line override):
 - fp8: Float8LinearConverter (lm_head and the router gate kept in BF16, as deepseek_v3_671b_float8)
   + Float8GroupedExpertsConverter for MoE;
 - mxfp8: MXFP8LinearConverter (every Linear, as llama3_8b_mxfp8, for a dense model; for MoE the attention,
@@ -81,7 +80,6 @@ def config_module_text(*, module: str, base: str, flavor: str, flavor_config: st
     if converters:
         kinds = sorted({c.split(".")[0] for c in converters})
         lines += [f"from torchtitan.components.quantization import {', '.join(kinds)}",
-                  "from torchtitan.config import CompileConfig",
                   "from torchtitan.models.utils import validate_converter_order"]
     if model_lines:
         lines += model_lines[0]
@@ -106,7 +104,6 @@ def config_module_text(*, module: str, base: str, flavor: str, flavor_config: st
                   "    model = config.model_spec.model",
                   "    for converter in converters:",
                   "        model = converter.build().convert(model)",
-                  "    config.model_spec = dataclasses.replace(config.model_spec, model=model)",
-                  '    config.compile = CompileConfig(enable=True, components=["model", "loss"])']
+                  "    config.model_spec = dataclasses.replace(config.model_spec, model=model)"]
     lines += ["    return config", ""]
     return "\n".join(lines)
