@@ -848,3 +848,21 @@ def test_every_launch_compiles_model_and_loss(name, precision, tp, ep, system, s
     assert config.compile.enable_async_tensor_parallel is False
     said = [n for n in doc["notes"] if "torch.compile" in n]
     assert len(said) == 1 and "--compile.enable" in said[0], doc["notes"]
+
+
+@pytest.mark.parametrize("name, recompute", [("llama3-8b", "selective"), ("qwen3-30b-a3b", "selective"),
+                                             ("llama3-8b", "full")])
+def test_a_selective_launch_says_torchtitans_op_level_ac_is_not_what_is_priced(name, recompute):
+    """TorchTitan 0.3.0's op-level selective AC (distributed/activation_checkpoint.py) saves attention and recomputes
+    every second bf16 mm, the routed experts' grouped GEMMs and the elementwise ops; the step model prices
+    recompute=selective as Megatron's core-attention recompute. The plan said only 'the prediction assumed
+    recompute=selective' (found from outside, probe AH): it now says the two differ; full AC has no such note."""
+    from commbench.planner import Layout, load_model
+    model = load_model(name)
+    lay = Layout(tp=1, pp=1, ep=8 if model.is_moe else 1, etp=1, dp=8, mbs=1, gbs=8, fsdp=True, precision="bf16",
+                 recompute=recompute)
+    doc = torchtitan_plan(lay, model)
+    said = [n for n in doc["notes"] if "selective AC" in n]
+    assert len(said) == (1 if recompute == "selective" else 0), doc["notes"]
+    if said:
+        assert "does not price" in said[0] and "core-attention" in said[0]

@@ -540,7 +540,8 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          f"and refuses that with PP > 1 or EP > 1); the prediction assumed cuda_graph={layout.cuda_graph} "
                          "(plan with --framework torchtitan to charge what TorchTitan runs)")
         notes.append("activation checkpointing stays as the config function sets it; "
-                     f"the prediction assumed recompute={layout.recompute}")
+                     f"the prediction assumed recompute={layout.recompute}"
+                     + (TITAN_SELECTIVE_AC_PRICED if layout.recompute == "selective" else ""))
         # One compile rule for every precision and config function, shipped or generated: the model and the loss
         # compiled (TITAN_COMPILE). TorchTitan 0.3.0's shipped bf16 functions run the model eager (llama3_8b,
         # llama3_70b, qwen3_*, gpt_oss_*: CompileConfig's default enable=False, config/configs.py; deepseek_v3_671b /
@@ -585,6 +586,15 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes += titan_architecture_notes(titan, model, version)
         doc |= {"sections": sections}
     return doc | {"notes": notes}
+
+
+# TorchTitan 0.3.0's op-level selective AC (distributed/activation_checkpoint.py: saves the attention ops, comm outputs
+# and compute-intensive ops except every second plain bf16 mm of a block; recomputes the router gate, routed experts'
+# torch._grouped_mm and the elementwise ops) is not what the step model prices under recompute=selective (Megatron's
+# core-attention recompute, step/evaluate.py): said, not priced (probe AH, session 34).
+TITAN_SELECTIVE_AC_PRICED = (", priced as Megatron's selective core-attention recompute: TorchTitan's op-level "
+                             "selective AC saves attention and recomputes every second bf16 matmul, the routed "
+                             "experts' grouped GEMMs and the elementwise ops, which the prediction does not price")
 
 
 def _data_parallel_note(layout: Layout) -> str:
