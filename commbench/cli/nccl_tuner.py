@@ -254,9 +254,10 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
     label = "PREDICTED rule(s)" if predicted else "rule(s)"
     if filled:   # --for example-plugin: no winner there, a rule only so that the plugin does not run one channel
         console.print(styled("[yellow]fill-in[/]: {} of {} (collective, size) cell(s) had no winner over NCCL's default "
-                             "and get the fastest combination with a channel count (within the noise of NCCL's "
-                             "default, measured {}), since NCCL's example plugin runs a call without a rule on one "
-                             "channel", len(filled), len(result.cells), _fill_in_range(filled)), highlight=False)
+                             "and get the fastest combination with a channel count ({}; measured {}), since NCCL's "
+                             "example plugin runs a call without a rule on one channel", len(filled), len(result.cells),
+                             " or ".join(dict.fromkeys(cell.fill_in_reason for cell in filled if cell.fill_in_reason)),
+                             _fill_in_range(filled)), highlight=False)
     console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
                          "Load it: NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE={}",
                          output, len(result.rules), label, kept, len(result.cells),
