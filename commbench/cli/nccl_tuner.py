@@ -182,6 +182,10 @@ def nccl_tuner(
         if read is not None:  # --force replaces a file commbench did not write, never the measurements it reads
             raise invalid(option, path, f"a file other than the input {read} (it would overwrite what it reads, "
                           "even with --force)")
+    from commbench.files import refuse_being_written
+
+    for path in files or []:   # before -O is claimed: a run still writing it would be judged by part of its points
+        refuse_being_written(path, f"results file {path!r}", "write a config from it")   # as compare, fit, tune
     with contextlib.ExitStack() as held:
         held.enter_context(_claim(output, "--out", force))
         if csv_path is not None:  # --csv '' is refused there (empty), not taken as "no CSV"
