@@ -237,7 +237,8 @@ def refuse_being_written(path: str | os.PathLike[str], named: str, action: str) 
     """Refuse (one line, exit 2) to read as finished a results file a commbench run is still writing (writer_of):
     its points not yet written would read as a run cut short, and what is built on it (a comparison, a fitted
     profile, a plan) would be of part of the run. `named`: how the line names the file (NEW='x', results file 'x');
-    `action`: what to do once the run has ended (compare it, fit it). The one rule of compare, fit and tune --results."""
+    `action`: what to do once the run has ended (compare it, fit it). The one rule of compare, fit, tune --results
+    and nccl-tuner."""
     from commbench.errors import CommbenchError
 
     pid = writer_of(path)

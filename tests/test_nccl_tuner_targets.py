@@ -78,7 +78,7 @@ def test_example_plugin_output_leaves_no_gap_at_the_measured_scale(tmp_path):
         else:  # NCCL's default kept: the fastest measured combination with a channel count, said so
             assert (chosen["algo"], chosen["proto"], chosen["channels"]) in {("ring", "ll", 0), ("tree", "simple", 8)}
     assert "FILL-IN at 64 KiB, no winner (none beat NCCL default" in text
-    assert "within the noise of NCCL's default there; measured" in text   # whole: not cut at the line limit and "covered (collective/nNodes/nRanks): allreduce/2/4" in text
+    assert "within the noise of NCCL's default there): the fastest with channels; measured" in text   # whole: not cut at the line limit and "covered (collective/nNodes/nRanks): allreduce/2/4" in text
 
 
 def test_predicted_example_plugin_output_needs_a_channel_count(tmp_path):

@@ -182,6 +182,10 @@ def nccl_tuner(
         if read is not None:  # --force replaces a file commbench did not write, never the measurements it reads
             raise invalid(option, path, f"a file other than the input {read} (it would overwrite what it reads, "
                           "even with --force)")
+    from commbench.files import refuse_being_written
+
+    for path in files or []:   # before -O is claimed: a run still writing it would be judged by part of its points
+        refuse_being_written(path, f"results file {path!r}", "write a config from it")   # as compare, fit, tune
     with contextlib.ExitStack() as held:
         held.enter_context(_claim(output, "--out", force))
         if csv_path is not None:  # --csv '' is refused there (empty), not taken as "no CSV"
@@ -254,9 +258,10 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
     label = "PREDICTED rule(s)" if predicted else "rule(s)"
     if filled:   # --for example-plugin: no winner there, a rule only so that the plugin does not run one channel
         console.print(styled("[yellow]fill-in[/]: {} of {} (collective, size) cell(s) had no winner over NCCL's default "
-                             "and get the fastest combination with a channel count (within the noise of NCCL's "
-                             "default, measured {}), since NCCL's example plugin runs a call without a rule on one "
-                             "channel", len(filled), len(result.cells), _fill_in_range(filled)), highlight=False)
+                             "and get the fastest combination with a channel count ({}; measured {}), since NCCL's "
+                             "example plugin runs a call without a rule on one channel", len(filled), len(result.cells),
+                             " or ".join(dict.fromkeys(cell.fill_in_reason for cell in filled if cell.fill_in_reason)),
+                             _fill_in_range(filled)), highlight=False)
     console.print(styled("[green]wrote[/] {}: {} {}; NCCL default kept in {} of {} (collective, size) cell(s). "
                          "Load it: NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE={}",
                          output, len(result.rules), label, kept, len(result.cells),

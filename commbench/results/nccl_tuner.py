@@ -113,6 +113,8 @@ class Cell:
     # that plugin tries next (first match whose entry is not IGNORE wins); the runs it was measured in
     fallback: TuningCombo | None = None
     fallback_run_ids: tuple[str, ...] = ()
+    # a fill-in (filled): why its choice is no winner, as judged (results.nccl_tuner_targets._fill_in)
+    fill_in_reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +144,7 @@ class Rule:
     # "nvls/simple": this rule stands in for a rule of that pair above it over the same sizes, for the calls NCCL
     # does not allow that pair (Cell.fallback; NCCL's example plugin then tries later rules)
     fallback_for: str = ""
+    fill_in_reasons: tuple[str, ...] = ()   # a fill-in's: why its cells' choice is no winner (Cell.fill_in_reason)
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_bytes <= self.max_bytes:
@@ -212,6 +215,60 @@ def against_a_rule(kept: TunedPoint | None, new: TunedPoint) -> TunedPoint:
     return faster if new.combo.is_default else slower
 
 
+JudgedTable = dict[tuple, dict[int, dict[tuple, dict[TuningCombo, TunedPoint]]]]
+
+
+def judged_table(points: Iterable[TunedPoint]) -> tuple[JudgedTable, dict[tuple, list[float]]]:
+    """(collective, nodes, ranks, regBuff) -> size -> (dtype, way) -> combination -> the point every step judges it
+    by (the winner, the fill-in, the kept-default comments): of repeated points the one least favourable to a rule
+    (against_a_rule: NCCL's default at its fastest, a combination at its slowest), whatever the file order; and
+    NCCL's default's times per (scale, size, dtype, way), repeats too (repeat_spread_notes)."""
+    table: JudgedTable = {}
+    default_times: dict[tuple, list[float]] = {}
+    for p in points:
+        key = (p.collective, p.nodes, p.ranks, p.reg_buff)
+        same = table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})
+        same[p.combo] = against_a_rule(same.get(p.combo), p)
+        if p.combo.is_default:
+            default_times.setdefault((key, p.size_bytes, p.dtype, p.way), []).append(p.time_us)
+    return table, default_times
+
+
+def judged_pairs(by_pair: dict[tuple, dict[TuningCombo, TunedPoint]], *, need_baseline: bool = True,
+                 any_channels: bool = False) -> tuple[list[tuple], list[TuningCombo]]:
+    """At one size (judged_table's (dtype, way) -> combination -> point): the (dtype, way) pairs judged (those with
+    NCCL's default measured; all of them without a baseline) and the combinations that may win there: expressible,
+    measured in every judged pair, and (with a baseline) only in ways where NCCL's default was measured too."""
+    judged = [d for d in sorted(by_pair) if TuningCombo() in by_pair[d]] if need_baseline else sorted(by_pair)
+    combos = {c for d in judged for c in by_pair[d] if expressible(c, any_channels=any_channels)}
+    combos = [c for c in combos if all(c in by_pair[d] for d in judged)
+              and (not need_baseline or all(TuningCombo() in way for way in by_pair.values() if c in way))]
+    return judged, combos
+
+
+def pair_verdicts(by_pair: dict, judged: list[tuple], combos: list[TuningCombo],
+                  min_gain: float) -> dict[TuningCombo, list[tuple[float, float, bool]]]:
+    """Each combination's `beats` verdict against NCCL's default in each judged (dtype, way) pair, its noise widened
+    for the len(combos) tried there."""
+    return {c: [beats(by_pair[d][c], by_pair[d][TuningCombo()], min_gain, len(combos)) for d in judged] for c in combos}
+
+
+def best_of(verdicts: dict[TuningCombo, list[tuple[float, float, bool]]]) -> TuningCombo:
+    """The combination with the highest worst-pair speed-up (ties: the label)."""
+    return max(verdicts, key=lambda c: (min(v[0] for v in verdicts[c]), c.label))
+
+
+def slowest_time_us(by_pair: dict, combo: TuningCombo, pairs: Iterable[tuple] | None = None) -> float:
+    """A combination's time at one size over the (dtype, way) pairs (all where it was measured): its slowest."""
+    return max(by_pair[d][combo].time_us for d in (by_pair if pairs is None else pairs) if combo in by_pair[d])
+
+
+def fastest_at_its_slowest(by_pair: dict, *, any_channels: bool = False) -> TuningCombo | None:
+    """Of the expressible combinations measured at one size, the one whose slowest point there is the fastest."""
+    found = {c for way in by_pair.values() for c in way if expressible(c, any_channels=any_channels)}
+    return min(found, key=lambda c: (slowest_time_us(by_pair, c), c.label), default=None)
+
+
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
                  any_channels: bool = False, predicted_margin: float = 0.0) -> list[Cell]:
     """One Cell per (collective, nodes, ranks, regBuff regime, measured size); of repeated points of one
@@ -223,28 +280,17 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins where it leads
     every other combination by more than `predicted_margin` (the model's error: within it NCCL's own model may
     rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin)."""
-    table: dict[tuple, dict[int, dict[tuple, dict[TuningCombo, TunedPoint]]]] = {}
-    default_times: dict[tuple, list[float]] = {}  # (scale, size, dtype, way) -> NCCL's default's times, repeats too
-    for p in points:
-        key = (p.collective, p.nodes, p.ranks, p.reg_buff)
-        same = table.setdefault(key, {}).setdefault(p.size_bytes, {}).setdefault((p.dtype, p.way), {})
-        same[p.combo] = against_a_rule(same.get(p.combo), p)
-        if p.combo.is_default:
-            default_times.setdefault((key, p.size_bytes, p.dtype, p.way), []).append(p.time_us)
+    table, default_times = judged_table(points)
     cells = []
     for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
         sizes = sorted(by_size)
         for (lo, hi), size in zip(cell_bounds(sizes), sizes):
             by_dtype = by_size[size]
-            judged = [d for d in sorted(by_dtype) if TuningCombo() in by_dtype[d]] if need_baseline else sorted(by_dtype)
-            combos = {c for d in judged for c in by_dtype[d] if expressible(c, any_channels=any_channels)}
-            combos = [c for c in combos if all(c in by_dtype[d] for d in judged)
-                      and (not need_baseline or all(TuningCombo() in way for way in by_dtype.values() if c in way))]
+            judged, combos = judged_pairs(by_dtype, need_baseline=need_baseline, any_channels=any_channels)
             choice, speedup, noise, best, used = None, None, 0.0, None, []
             if judged and combos and need_baseline:
-                verdicts = {c: [beats(by_dtype[d][c], by_dtype[d][TuningCombo()], min_gain, len(combos)) for d in judged]
-                            for c in combos}
-                best = max(combos, key=lambda c: (min(v[0] for v in verdicts[c]), c.label))
+                verdicts = pair_verdicts(by_dtype, judged, combos, min_gain)
+                best = best_of(verdicts)
                 worst = min(verdicts[best], key=lambda v: v[0])
                 speedup, noise = worst[0], max(v[1] for v in verdicts[best])
                 if all(v[2] for v in verdicts[best]):
@@ -252,7 +298,7 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                 used = [by_dtype[d][c] for d in judged for c in (TuningCombo(), best)]
             elif combos and not need_baseline:
                 def slowest(c):
-                    return max(by_dtype[d][c].time_us for d in judged)
+                    return slowest_time_us(by_dtype, c, judged)
 
                 best, *others = sorted(combos, key=lambda c: (slowest(c), c.label))
                 used = [by_dtype[d][best] for d in judged]
@@ -265,10 +311,7 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                 used = [by_dtype[d][TuningCombo()] for d in judged]
                 if any(c != TuningCombo() for way in by_dtype.values() for c in way):
                     # measured without NCCL's default beside it: nothing shows one beats NCCL here (no speed-up)
-                    fastest = min((p for d in by_dtype.values() for c, p in d.items()
-                                   if expressible(c, any_channels=any_channels)),
-                                  key=lambda p: (p.time_us, p.combo.label), default=None)
-                    best = fastest.combo if fastest else None
+                    best = fastest_at_its_slowest(by_dtype, any_channels=any_channels)
             run_ids = tuple(dict.fromkeys(p.run_id for p in used if p.run_id))
             not_slower = None
             if need_baseline:   # a failed (or wrong) point is no point here: its combination is not among them
@@ -378,7 +421,9 @@ def merge_rules(cells: list[Cell], *, pipe_ops: int = -1, name_reg_buff: bool = 
             rules[-1] = Rule(**{**last.__dict__, "max_bytes": cell.max_bytes,
                                 "sizes_bytes": (*last.sizes_bytes, cell.size_bytes),
                                 "speedups": (*last.speedups, speedup),
-                                "run_ids": tuple(dict.fromkeys((*last.run_ids, *run_ids)))})
+                                "run_ids": tuple(dict.fromkeys((*last.run_ids, *run_ids))),
+                                "fill_in_reasons": tuple(dict.fromkeys(
+                                    (*last.fill_in_reasons, *((cell.fill_in_reason,) if filled else ()))))})
         elif choice is not None:
             rules.append(Rule(collective=cell.collective, min_bytes=cell.min_bytes, max_bytes=cell.max_bytes,
                               algo=choice.algo, proto=choice.proto,
@@ -386,7 +431,8 @@ def merge_rules(cells: list[Cell], *, pipe_ops: int = -1, name_reg_buff: bool = 
                               nodes=cell.nodes, ranks=cell.ranks, pipe_ops=pipe_ops,
                               reg_buff=cell.reg_buff if name_reg_buff else -1, sizes_bytes=(cell.size_bytes,),
                               speedups=(speedup,), run_ids=run_ids, predicted=cell.predicted,
-                              filled=filled, fallback_for=stands_for))
+                              filled=filled, fallback_for=stands_for,
+                              fill_in_reasons=(cell.fill_in_reason,) if filled and cell.fill_in_reason else ()))
         previous = (scale, choice, stands_for)
     return rules
 

@@ -125,8 +125,9 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     if rule.filled:
         versus = f", {_speedups(tuple(speedups))}" if speedups else ""
         # the example plugin runs a call it has no rule for on 1 channel: the fastest with a channel count stands in
-        return comment(f"{scale}: FILL-IN at {where}, no winner (none beat NCCL default{versus}): the fastest with "
-                       f"channels, within the noise of NCCL's default there; {_origin(rule)}")
+        why = "".join(f"; {reason}" for reason in rule.fill_in_reasons)   # before the rest: a long line is cut
+        return comment(f"{scale}: FILL-IN at {where}, no winner (none beat NCCL default{versus}{why}): the fastest "
+                       f"with channels; {_origin(rule)}")
     if rule.predicted:
         lead = f", leads the next by {_speedups(tuple(speedups))}" if speedups else ""
         return comment(f"{scale}: fastest predicted pair at {where}{lead}; {_origin(rule)}")

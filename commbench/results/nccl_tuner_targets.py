@@ -61,10 +61,23 @@ def _scale(cell) -> str:
 
 
 def _by_size(points: Iterable[TunedPoint]) -> dict[tuple, dict]:
+    """(collective, nodes, ranks, size) -> combination -> its point as nccl-tuner judges it over repeats, dtypes and
+    ways (results.nccl_tuner.against_a_rule: NCCL's default at its fastest, a combination at its slowest)."""
+    from commbench.results.nccl_tuner import against_a_rule
+
     table: dict[tuple, dict] = {}
     for p in points:
-        table.setdefault((p.collective, p.nodes, p.ranks, p.size_bytes), {})[p.combo] = p
+        same = table.setdefault((p.collective, p.nodes, p.ranks, p.size_bytes), {})
+        same[p.combo] = against_a_rule(same.get(p.combo), p)
     return table
+
+
+# Why a fill-in is no winner (Cell.fill_in_reason, said in its comment and by the command)
+WITHIN_NOISE = "within the noise of NCCL's default there"
+BELOW_MIN_GAIN = "faster by less than --min-gain"
+NOT_BESIDE_DEFAULT = "NCCL's default not measured in each dtype and way it was"
+NO_DEFAULT = "NCCL's default not measured there"
+PREDICTED_FILL_IN = "predicted, no NCCL default"
 
 
 def _refuse_slower_fill_in(cell: Cell, fill_in: TunedPoint, default: TunedPoint) -> None:
@@ -83,11 +96,43 @@ def _refuse_slower_fill_in(cell: Cell, fill_in: TunedPoint, default: TunedPoint)
             "write for commbench's plugin (leave --for out)")
 
 
-def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tuple[list[Cell], list[str]]:
+def _fill_in(cell: Cell, by_pair: dict, min_gain: float) -> tuple[TuningCombo, float | None, str]:
+    """(the fill-in of a kept cell, its speed-up over NCCL's default, why it is no winner), judged as the winner step
+    judges (results.nccl_tuner: judged_table's points, one verdict per (dtype, way) against its own default): the
+    combination that came closest to winning -- the highest worst-pair speed-up -- or, where none was measured in
+    each judged pair, the fastest at its slowest. Refused (_refuse_slower_fill_in) where it was slower than NCCL's
+    default beyond the noise in any pair."""
+    from commbench.results.nccl_tuner import best_of, fastest_at_its_slowest, judged_pairs, pair_verdicts
+
+    judged, combos = judged_pairs(by_pair)
+    if judged and combos:
+        verdicts = pair_verdicts(by_pair, judged, combos, min_gain)
+        combo = best_of(verdicts)
+        lost = [v for v in verdicts[combo] if not v[2]]
+        reason = WITHIN_NOISE if not lost or any(v[0] - 1.0 <= v[1] for v in lost) else BELOW_MIN_GAIN
+    else:
+        combo = fastest_at_its_slowest(by_pair)
+        if combo is None:
+            raise CommbenchError(f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} has no "
+                                 "measurement with an algorithm, a protocol and a channel count, so NCCL's example "
+                                 f"plugin would run it on one channel: {MEASURE_CHANNELS}")
+        reason = PREDICTED_FILL_IN if cell.predicted else NOT_BESIDE_DEFAULT if judged else NO_DEFAULT
+        judged = [d for d in judged if combo in by_pair[d]]
+    for d in judged:
+        _refuse_slower_fill_in(cell, by_pair[d][combo], by_pair[d][TuningCombo()])
+    speedup = min((by_pair[d][TuningCombo()].time_us / by_pair[d][combo].time_us for d in judged), default=None)
+    return combo, speedup, reason
+
+
+def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint],
+                             min_gain: float = 0.0) -> tuple[list[Cell], list[str]]:
     """Every cell of a (collective, scale) with measurements naming a channel count given such a choice, the
     first of each scale down to 0 and the last up to SIZE_MAX_BYTES; CommbenchError (one line, naming --nccl-channels) where such a
-    scale has a size without one. Scales with none at all get no rule (and a note: not covered)."""
-    table = _by_size(points)
+    scale has a size without one. Scales with none at all get no rule (and a note: not covered). A kept cell's
+    fill-in is judged as the winner step judged it (_fill_in; `min_gain`: the --min-gain it used)."""
+    from commbench.results.nccl_tuner import judged_table
+
+    table, _ = judged_table(points)
     capable = {(p.collective, p.nodes, p.ranks) for p in points if expressible(p.combo)}
     if cells and not capable:
         raise CommbenchError("--for example-plugin: no measurement names an algorithm, a protocol and a channel count, "
@@ -103,17 +148,9 @@ def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint]) -> tup
             raise CommbenchError(f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} was chosen "
                                  f"without a channel count ({cell.choice.label}): {MEASURE_CHANNELS}")
         if cell.choice is None:
-            options = table.get((cell.collective, cell.nodes, cell.ranks, cell.size_bytes), {})
-            explicit = sorted((p for combo, p in options.items() if expressible(combo)), key=lambda p: p.time_us)
-            if not explicit:
-                raise CommbenchError(f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} has no "
-                                     "measurement with an algorithm, a protocol and a channel count, so NCCL's example "
-                                     f"plugin would run it on one channel: {MEASURE_CHANNELS}")
-            default = options.get(TuningCombo())
-            if default is not None:
-                _refuse_slower_fill_in(cell, explicit[0], default)
-            cell = dataclasses.replace(cell, choice=explicit[0].combo, filled=True,
-                                       speedup=default.time_us / explicit[0].time_us if default else None)
+            by_pair = table.get((cell.collective, cell.nodes, cell.ranks, cell.reg_buff), {}).get(cell.size_bytes, {})
+            combo, speedup, reason = _fill_in(cell, by_pair, min_gain)
+            cell = dataclasses.replace(cell, choice=combo, filled=True, speedup=speedup, fill_in_reason=reason)
         scale = (cell.collective, cell.nodes, cell.ranks)
         if index == 0 or (cells[index - 1].collective, cells[index - 1].nodes, cells[index - 1].ranks) != scale:
             cell = dataclasses.replace(cell, min_bytes=0)

@@ -52,15 +52,16 @@ class TunerResult:
 
 
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
-               statistic: str) -> tuple[list[Cell], list[str], list[str]]:
-    """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back."""
+               statistic: str, min_gain: float = 0.0) -> tuple[list[Cell], list[str], list[str]]:
+    """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back
+    (`min_gain`: the --min-gain the cells were chosen with, which the fill-ins are judged by too)."""
     from commbench.results.nccl_tuner_targets import add_fallbacks, cover_for_example_plugin, switch_backs
 
     from commbench.results.nccl_tuner import hold_to_measured
 
     uncovered: list[str] = []
     if target == "example-plugin":
-        cells, uncovered = cover_for_example_plugin(cells, points)
+        cells, uncovered = cover_for_example_plugin(cells, points, min_gain)
         cells = add_fallbacks(cells, points)
     else:
         cells = hold_to_measured(cells)
@@ -222,7 +223,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     failed_defaults = failed_default_sizes(records)   # a kept cell says the default failed there, not "not measured"
     cells, uncovered, switches = for_target(with_failed_defaults(choose_cells(points, min_gain=min_gain,
                                                                               any_channels=any_channels),
-                                                                 failed_defaults), points, target, statistic)
+                                                                 failed_defaults), points, target, statistic,
+                                          min_gain)
     notes += uncovered
     from commbench.results.nccl_tuner import far_apart_notes, repeat_spread_notes
     notes += repeat_spread_notes(cells)
