@@ -31,3 +31,26 @@ def small_plan(tmp_path_factory):
     result = CliRunner().invoke(app, SMALL_PLAN + ["--layout", "tp=2,pp=1,ep=2,etp=1,cp=1", "--out", str(folder)])
     assert result.exit_code == 0, result.output
     return folder / "plan.json"
+
+
+@pytest.fixture(scope="module")
+def search_once():
+    """Each distinct plan search made once for the module's tests: for the tests that run the same `plan`/`tune`
+    command again and again (at every terminal width, before and after --force) and check what it prints or writes,
+    not the search. The same request gives the same layouts; a request that differs in anything (its repr) is
+    searched anew. Returns the searches made (repr of the request -> result)."""
+    from commbench.cli import search_view
+    from commbench.planner.search import space
+
+    real, done = space.search, {}
+
+    def search(req):
+        key = repr(req)
+        if key not in done:
+            done[key] = real(req)
+        return done[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(space, "search", search)   # read at call time by plan.py and recipe_gap.py
+        patch.setattr(search_view, "search", search)
+        yield done

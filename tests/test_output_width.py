@@ -178,7 +178,7 @@ CLI_TABLES = {
 
 
 @pytest.mark.parametrize("name", list(CLI_TABLES))
-def test_cli_tables_fit(name):
+def test_cli_tables_fit(name, search_once):   # plan's searches are made once, for the wide and every narrow table
     wide = cli(CLI_TABLES[name], 400)
     for width in WIDTHS:
         check_fits(cli(CLI_TABLES[name], width), wide, width)

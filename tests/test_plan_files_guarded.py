@@ -18,6 +18,8 @@ SEARCH = ("plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus",
 TUNE = ("tune", "--results", str(DATA), "--gpus", "256", "--top", "2")
 FOREIGN = "my notes\nkeep me\n"
 runner = CliRunner()
+# what these tests check is which files plan/tune write and keep; the same search, run again for each, is made once
+pytestmark = pytest.mark.usefixtures("search_once")
 
 
 def invoke(*args: str):
