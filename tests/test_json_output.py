@@ -16,6 +16,8 @@ from commbench.results.records import JsonlWriter, Measurement
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "commbench" / "data" / "schemas"
 PLAN = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8"]
+# these tests check the documents' shape; the same plan search, run again for several of them, is made once
+pytestmark = pytest.mark.usefixtures("search_once")
 
 
 def schema(name: str) -> dict:
