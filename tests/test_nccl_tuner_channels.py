@@ -112,8 +112,13 @@ def test_pat_keeps_its_count_and_nccl_lowers_no_nvls_count(tmp_path):
     assert lowering_bound_bytes(TuningCombo(algo="pat", proto="simple", channels=8), 8, {}) == 0
     assert lowering_bound_bytes(TuningCombo(algo="collnet_direct", proto="simple", channels=8), 8, {}) is None
     pat = TuningCombo(algo="pat", proto="simple", channels=8)
-    configs, _ = _rules(tmp_path, _write(tmp_path, [(1024, DEFAULT, 100.0), (1024, pat, 50.0)]))
-    assert [(c["algo"], c["channels"]) for c in configs] == [("pat", 8)]
+    path = tmp_path / "pat.jsonl"   # NCCL has PAT for all-gather and reduce-scatter only (src/graph/tuning.cc)
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for combo, median in ((DEFAULT, 100.0), (pat, 50.0)):
+            writer.write(_record("a", 1024, combo, median, coll="all_gather"))
+    configs, _ = _rules(tmp_path, str(path))
+    assert [(c["coll"], c["algo"], c["channels"]) for c in configs] == [("allgather", "pat", 8)]
 
 
 def test_nvls_on_one_node_ran_on_nccls_nvls_count_so_its_rule_says_zero(tmp_path):

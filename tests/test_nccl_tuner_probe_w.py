@@ -79,7 +79,8 @@ def test_measured_nvls_winner_gets_the_fastest_measured_ring_pair_as_its_fallbac
     assert problems == [] and configs[0]["algo"] == "nvls"
     for size in (0, 65536, 1 << 22, 2 ** 64 - 1):
         channels, chosen = example_plugin_walk(configs, "allreduce", size, nodes=1, ranks=8)
-        assert (chosen["algo"], chosen["proto"]) == ("ring", "ll128"), size   # 90 us beats ring/simple's 95 us
+        # ring/ll128's 90 us is faster, but NCCL may leave LL128 out too (probe AK): the fallback is one it never does
+        assert (chosen["algo"], chosen["proto"]) == ("ring", "simple"), size
         assert channels in (0, 16), size
 
 

@@ -25,6 +25,44 @@ DEFAULT = "default"  # no override on that axis: NCCL's own choice
 PARAM_KEYS = ("nccl_algo", "nccl_proto", "nccl_channels")  # where records carry the settings (params)
 NCCL_MAX_CHANNELS = 64  # NVIDIA/nccl src/include/device.h: #define MAXCHANNELS 64
 
+# The algorithms NCCL has for each collective (commbench's names), and with which protocols: NVIDIA/nccl
+# src/graph/tuning.cc ncclTopoTuneModel gives no other (collective, algorithm) a bandwidth (v2.23.4-1:170-173 to
+# v2.30.7-1:294-298: broadcast and reduce ring only; reduce-scatter and all-gather ring, NVLS, CollNet direct and
+# PAT; all-reduce all but PAT), and NVLS, NVLS tree, CollNet and PAT Simple only (`continue` for other protocols, or
+# "busBw = 0; // Not used"). Older releases had fewer (v2.18.6-1: ring only for all-gather and reduce-scatter). A
+# pair outside the table never runs as named: NCCL 2.18-2.23 run ring in its place (v2.18.6-1 tuning.cc:296 "Never
+# disable ring for non-allreduce operations"; v2.19-v2.23 "at least set ring algo available", v2.23.4-1:352), and
+# from 2.24 the call fails ("no algorithm/protocol available", src/enqueue.cc).
+NCCL_ALGORITHMS_FOR = {
+    "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
+    "reduce_scatter": ("ring", "nvls", "collnet_direct", "pat"),
+    "all_gather": ("ring", "nvls", "collnet_direct", "pat"),
+    "broadcast": ("ring",),
+    "reduce": ("ring",),
+}
+SIMPLE_ONLY_ALGORITHMS = frozenset({"nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat"})
+
+
+def nccl_has(collective: str, algo: str | None, proto: str | None) -> bool:
+    """Whether NCCL has the pair for `collective` at all (NCCL_ALGORITHMS_FOR); an axis left to NCCL (None) is
+    NCCL's own choice. Collectives NCCL does not tune (all_to_all, ...) have none."""
+    if algo is None:
+        return True
+    return algo in NCCL_ALGORITHMS_FOR.get(collective, ()) and not (
+        proto not in (None, "simple") and algo in SIMPLE_ONLY_ALGORITHMS)
+
+
+def never_left_out(collective: str, algo: str | None, proto: str | None) -> bool:
+    """Whether NCCL keeps the pair in every call's cost table under its defaults (no NCCL_ALGO / NCCL_PROTO
+    excluding it): ring with LL or Simple for every collective, and tree with LL or Simple for all-reduce. Every
+    other pair it may mark NCCL_ALGO_PROTO_IGNORE: LL128 wherever NCCL's defaults turn it off for the communicator
+    (src/graph/tuning.cc ncclTopoTuneModel, `pEnable == 2 && p == NCCL_PROTO_LL128`: GPUs not all linked by NVLink,
+    typeIntra > PATH_NVB; a NIC beyond PXB, or PXN from sm90; mixed compute capabilities, from 2.30 below sm90 only;
+    below sm70; up to 2.26 on any GPU but sm70/80/90 -- v2.24.3-1:420-431 --, sm100/120 added in 2.25), tree outside
+    all-reduce (never given a bandwidth), and per call NVLS, NVLS tree, CollNet and PAT (src/enqueue.cc
+    updateCollCostTable)."""
+    return proto in ("ll", "simple") and (algo == "ring" or (algo == "tree" and collective == "all_reduce"))
+
 
 @dataclass(frozen=True, kw_only=True)
 class TuningCombo:

@@ -7,6 +7,8 @@ Our own code in nccl_model.py combines them; nothing here is fitted.
 
 from __future__ import annotations
 
+from commbench.comm.nccl_tuning import NCCL_ALGORITHMS_FOR, SIMPLE_ONLY_ALGORITHMS
+
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
 # NCCL_ALGO / NCCL_PROTO spellings, for reports and tuner rules
@@ -26,15 +28,10 @@ def canonical_name(name: str, names) -> str:
     return folded.get(name.strip().casefold(), name)
 
 
-# Which algorithms NCCL tunes per collective (tuning.cc: broadcast is ring only; reduce-scatter and
-# all-gather ring, NVLS, CollNet-direct and, since 2.23, PAT; all-reduce all but PAT).
-ALGORITHMS_FOR = {
-    "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
-    "reduce_scatter": ("ring", "nvls", "collnet_direct", "pat"),
-    "all_gather": ("ring", "nvls", "collnet_direct", "pat"),
-    "broadcast": ("ring",),
-}
-SIMPLE_ONLY = frozenset({"nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat"})
+# Which algorithms NCCL tunes per collective, and which run Simple only: one table for the cost model and the tuner
+# (comm.nccl_tuning.NCCL_ALGORITHMS_FOR, after tuning.cc); the cost model has no reduce.
+ALGORITHMS_FOR = {name: algorithms for name, algorithms in NCCL_ALGORITHMS_FOR.items() if name != "reduce"}
+SIMPLE_ONLY = SIMPLE_ONLY_ALGORITHMS
 
 # baseLat[algorithm][protocol]
 BASE_LAT_US = {

@@ -41,7 +41,7 @@ from typing import Iterable
 
 import numpy as np
 
-from commbench.comm.nccl_tuning import DEFAULT, NCCL_MAX_CHANNELS, TuningCombo, combo_from_params
+from commbench.comm.nccl_tuning import DEFAULT, NCCL_MAX_CHANNELS, TuningCombo, combo_from_params, nccl_has
 from commbench.errors import CommbenchError
 
 # commbench collective -> the plugin's collective_type (plugin.c parseCollType)
@@ -108,8 +108,8 @@ class Cell:
     # NCCL's default was measured at this size and failed (or gave wrong data) in every record of it: not "not
     # measured" (failed_default_sizes, with_failed_defaults)
     default_failed: bool = False
-    # NCCL's example plugin only: where `choice` names an algorithm NCCL may leave out of a call's cost table
-    # (results.nccl_tuner_targets.PER_CALL_ALGORITHMS), the combination a second rule for these sizes names, which
+    # NCCL's example plugin only: where `choice` names a pair NCCL may leave out of a call's cost table (LL128, NVLS,
+    # ...: not results.nccl_tuner_targets.always_in_table), the combination a second rule for these sizes names, which
     # that plugin tries next (first match whose entry is not IGNORE wins); the runs it was measured in
     fallback: TuningCombo | None = None
     fallback_run_ids: tuple[str, ...] = ()
@@ -579,7 +579,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     wrong data at any size of a collective and scale is left out there altogether (the fault is in its
     algorithm/protocol path, not in one size; NCCL's default, which changes path with size, loses only its
     wrong points), and a combination's points measured without the data check
-    (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it."""
+    (-c 0: #wrong unknown) are left out: only NCCL's default may go unchecked, no rule ever forces it. Points of a
+    pair NCCL does not have for the collective (comm.nccl_tuning.nccl_has: tree on all-gather, NVLS with LL) are left
+    out too: NCCL ran another pair (ring, NCCL 2.18-2.23) or failed, whatever the record names."""
     from commbench.results.nccl_nodes import header_node_count, unknown_node_count
     from commbench.results.nccl_tuner_samples import equal_sample_counts
     from commbench.results.records import MIN_ITERS_FOR_P99, Measurement, RunHeader
@@ -614,6 +616,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = f"{r.status} points"
         elif r.num_wrong:
             why = "points with wrong data (#wrong > 0)"
+        elif not nccl_has(r.collective, (combo := record_combo(r)).algo, combo.proto):
+            why = (f"{combo.algo}/{combo.proto or '*'} points of {r.collective}: NCCL has no such pair for it "
+                   "(src/graph/tuning.cc), so NCCL 2.18-2.23 ran ring in its place and 2.24+ fail the call: the "
+                   "record names what did not run")
         elif not whole_world(r):
             why = "sub-group points (the plugin matches whole communicators by nodes and ranks)"
         elif r.run_id not in nodes_of:

@@ -46,8 +46,10 @@ TARGET_LINES = {
         "and scale below is covered from 0 bytes up, with channels N or 0 (NCCL's count), never -1",
         "sizes below the smallest (above the largest) measured one take its choice; calls of collectives or scales not listed below still run on "
         "ONE channel with that plugin",
-        "if NCCL leaves a rule's pair out of a call (NVLS for types/ops it cannot reduce, CollNet, PAT), the plugin "
-        "tries later rules: a FALLBACK rule (ring/tree) for its sizes follows all other rules",
+        "if NCCL leaves a rule's pair out of a call (LL128 where its defaults turn it off: no NVLink, ...; NVLS for "
+        "types/ops it cannot reduce, CollNet, PAT), the plugin tries later rules:",
+        "a FALLBACK rule for its sizes follows all other rules, naming ring LL/Simple or tree LL/Simple (all-reduce), "
+        "which NCCL never leaves out unless NCCL_ALGO/NCCL_PROTO exclude them",
         *EXAMPLE_PLUGIN_BUILD_LINES),
 }
 # Why group calls are left to NCCL (results.nccl_tuner_targets.RULE_PIPE_OPS; NVIDIA/nccl src/enqueue.cc
@@ -119,9 +121,9 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     scale = f"{rule.collective} nodes={rule.nodes} ranks={rule.ranks} [{rule.min_bytes}-{rule.max_bytes}]"
     speedups = [s for s in rule.speedups if s is not None]
     if rule.fallback_for:
-        # NCCL's example plugin reaches it only for calls NCCL does not allow the pair of the rule above it
-        return comment(f"{scale}: FALLBACK at {where} for calls NCCL denies {rule.fallback_for} (src/enqueue.cc): the "
-                       f"fastest ring/tree pair with channels; {_origin(rule)}")
+        # NCCL's example plugin reaches it only for calls NCCL left the pair of the rule above it out of
+        return comment(f"{scale}: FALLBACK at {where} for calls NCCL leaves {rule.fallback_for} out of: the fastest "
+                       f"ring/tree LL/Simple pair with channels; {_origin(rule)}")
     if rule.filled:
         versus = f", {_speedups(tuple(speedups))}" if speedups else ""
         # the example plugin runs a call it has no rule for on 1 channel: the fastest with a channel count stands in

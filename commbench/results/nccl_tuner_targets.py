@@ -14,10 +14,14 @@
   smallest (above the largest) measured one take its choice. A size with no such measurement is refused (`--nccl-channels`).
   That plugin walks its rules in file order and applies the first that matches AND whose pair NCCL left in the
   call's cost table (an entry of NCCL_ALGO_PROTO_IGNORE, -1, is skipped and later rules are tried; with none left
-  the call keeps its one channel). NCCL leaves a pair out per call where the communicator allows it
-  (PER_CALL_ALGORITHMS), so each rule naming one of those algorithms is followed by a FALLBACK rule for the same
-  sizes (Cell.fallback, `add_fallbacks`): the fastest combination measured (predicted) there of an algorithm NCCL
-  never leaves out per call, with its channel count; refused in one line where none was.
+  the call keeps its one channel). NCCL keeps only ring LL/Simple, and tree LL/Simple for all-reduce, in every
+  call's table (comm.nccl_tuning.never_left_out): it leaves LL128 out of a whole communicator where its defaults
+  turn LL128 off (no NVLink between the GPUs, ...: src/graph/tuning.cc), and NVLS, CollNet and PAT out per call
+  (PER_CALL_ALGORITHMS). So each rule naming any other pair is followed by a FALLBACK rule for the same sizes
+  (Cell.fallback, `add_fallbacks`): the fastest combination measured (predicted) there of a pair NCCL never leaves
+  out, with its channel count; refused in one line where none was. Where NCCL leaves LL128 out of the communicator,
+  NCCL's default measured here ran without it, so a FALLBACK measured slower than it is said (a note): on such a
+  system that file is slower than no config at those sizes.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
-from commbench.comm.nccl_tuning import TuningCombo
+from commbench.comm.nccl_tuning import TuningCombo, never_left_out
 from commbench.errors import CommbenchError
 from commbench.results.nccl_tuner import Cell, TunedPoint, expressible
 from commbench.units import format_size
@@ -46,14 +50,37 @@ PROTOCOL_ORDER = {"ll": 0, "ll128": 1, "simple": 2}  # NCCL's protocols from lat
 
 MEASURE_CHANNELS = ("measure with explicit channel counts, e.g. commbench bench all_reduce --nccl-algo ring,tree "
                     "--nccl-proto ll,ll128,simple --nccl-channels 8,16,32")
+NO_CHANNEL_COUNT = ("--for example-plugin: no measurement names an algorithm, a protocol and a channel count, so every "
+                    f"rule would leave NCCL's example plugin on one channel: {MEASURE_CHANNELS}")
 
 
 # Algorithms NCCL may leave out of one call's cost table (NCCL_ALGO_PROTO_IGNORE) on a communicator that allows them
 # (NVIDIA/nccl v2.30.7-1 src/enqueue.cc updateCollCostTable and ncclPrepareTasks): CollNet direct/chain without
 # CollNet support; NVLS and NVLS tree where ncclNvlsSupported (src/include/device.h) refuses the call's type and op
 # (int8, uint8, fp8, prod, avg, min/max on fp32/fp64, ...) or NVLS is off; NVLS across nodes without CollNet; PAT for
-# reduce_scatter with avg/pre-multiplied sum. Ring and tree stay in every call's table where the communicator has them.
+# reduce_scatter with avg/pre-multiplied sum. NCCL also leaves out LL128 (per communicator) and tree outside all-reduce
+# (always): which pairs it never leaves out is comm.nccl_tuning.never_left_out.
 PER_CALL_ALGORITHMS = frozenset({"collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"})
+# commbench's collective names by the plugin's (results.nccl_tuner.PLUGIN_COLLECTIVES)
+_COLLECTIVE_OF = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+                  "broadcast": "broadcast", "reduce": "reduce"}
+
+
+def always_in_table(collective: str, combo: TuningCombo) -> bool:
+    """Whether NCCL keeps `combo`'s pair in every call's cost table of this (plugin) collective under its defaults
+    (comm.nccl_tuning.never_left_out): NCCL's example plugin never skips a rule naming it."""
+    return never_left_out(_COLLECTIVE_OF[collective], combo.algo, combo.proto)
+
+
+def why_left_out(collective: str, combo: TuningCombo) -> str:
+    """Why NCCL may leave `combo`'s pair out of a call (always_in_table is False), in a few words."""
+    if combo.algo in PER_CALL_ALGORITHMS:
+        return ("per call: types/ops NVLS cannot reduce, no CollNet, NVLS across nodes, PAT with avg (src/enqueue.cc "
+                "updateCollCostTable)")
+    if combo.algo == "tree" and collective != "allreduce":
+        return "always: NCCL has tree for all-reduce only (src/graph/tuning.cc)"
+    return ("per communicator where NCCL's defaults turn LL128 off: GPUs without NVLink between them, a NIC beyond "
+            "PXB/PXN, mixed or < sm70 GPUs (src/graph/tuning.cc ncclTopoTuneModel)")
 
 
 def _scale(cell) -> str:
@@ -135,8 +162,7 @@ def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint],
     table, _ = judged_table(points)
     capable = {(p.collective, p.nodes, p.ranks) for p in points if expressible(p.combo)}
     if cells and not capable:
-        raise CommbenchError("--for example-plugin: no measurement names an algorithm, a protocol and a channel count, "
-                             f"so every rule would leave NCCL's example plugin on one channel: {MEASURE_CHANNELS}")
+        raise CommbenchError(NO_CHANNEL_COUNT)
     notes = [f"{scale[0]} nNodes={scale[1]} nRanks={scale[2]}: not covered, no measurement names a channel count"
              for scale in dict.fromkeys((c.collective, c.nodes, c.ranks) for c in cells) if scale not in capable]
     covered: list[Cell] = []
@@ -160,35 +186,69 @@ def cover_for_example_plugin(cells: list[Cell], points: list[TunedPoint],
     return covered, notes
 
 
-def add_fallbacks(cells: list[Cell], points: list[TunedPoint]) -> list[Cell]:
-    """Each cell whose choice names an algorithm NCCL may leave out of a call (PER_CALL_ALGORITHMS) with a
-    Cell.fallback for NCCL's example plugin: of the combinations at its size naming an algorithm NCCL never leaves
-    out per call, a protocol and a channel count, the fastest (its slowest point there: dtypes, runs). That
-    plugin otherwise keeps one channel for such calls; CommbenchError (one line) where no such combination was
-    measured (predicted) at that size."""
+def add_fallbacks(cells: list[Cell], points: list[TunedPoint]) -> tuple[list[Cell], list[str]]:
+    """Each cell whose choice names a pair NCCL may leave out of a call (not always_in_table: LL128, NVLS, CollNet,
+    PAT, tree outside all-reduce) with a Cell.fallback for NCCL's example plugin: of the combinations at its size
+    naming a pair NCCL never leaves out and a channel count, the fastest (its slowest point there: dtypes, runs).
+    That plugin otherwise keeps one channel for such calls; CommbenchError (one line) where no such combination was
+    measured (predicted) at that size. Notes: per (scale, pair) left out per communicator (LL128), the sizes where
+    the fallback was measured slower than NCCL's default beyond the noise -- where NCCL leaves that pair out of the
+    communicator, NCCL's default measured here ran without it, so there the file is slower than no config."""
     by_size: dict[tuple, dict[TuningCombo, list[TunedPoint]]] = {}
     for p in points:
         by_size.setdefault((p.collective, p.nodes, p.ranks, p.size_bytes), {}).setdefault(p.combo, []).append(p)
     out = []
+    slower: dict[tuple, list[tuple[int, float]]] = {}
     for cell in cells:
-        if cell.choice is None or cell.choice.algo not in PER_CALL_ALGORITHMS:
+        if cell.choice is None or always_in_table(cell.collective, cell.choice):
             out.append(cell)
             continue
         options = by_size.get((cell.collective, cell.nodes, cell.ranks, cell.size_bytes), {})
         allowed = sorted(((max(p.time_us for p in same), combo.label, combo, same) for combo, same in options.items()
-                          if expressible(combo) and combo.algo not in PER_CALL_ALGORITHMS), key=lambda o: o[:2])
+                          if expressible(combo) and always_in_table(cell.collective, combo)), key=lambda o: o[:2])
+        pair = f"{cell.choice.algo}/{cell.choice.proto}"
         if not allowed:
-            pair = f"{cell.choice.algo}/{cell.choice.proto}"
             raise CommbenchError(
                 f"--for example-plugin: {_scale(cell)} at {format_size(cell.size_bytes)} chooses {pair}, which NCCL "
-                "leaves out of calls it does not allow it for (types/ops NVLS cannot reduce, no CollNet, NVLS across "
-                "nodes: src/enqueue.cc), and NCCL's example plugin then keeps ONE channel unless a later rule names an "
-                "allowed pair, but no ring or tree combination with a channel count was "
+                f"may leave out of a call ({why_left_out(cell.collective, cell.choice)}), and NCCL's example plugin "
+                "then keeps ONE channel unless a later rule names a pair NCCL never leaves out (ring LL/Simple, tree "
+                f"LL/Simple for all-reduce), but none with a channel count was "
                 f"{'predicted' if cell.predicted else 'measured'} there to write one: {MEASURE_CHANNELS}")
         _, _, combo, same = allowed[0]
         out.append(dataclasses.replace(cell, fallback=combo,
                                        fallback_run_ids=tuple(dict.fromkeys(p.run_id for p in same if p.run_id))))
-    return out
+        if cell.choice.algo not in PER_CALL_ALGORITHMS and not cell.predicted:
+            slowdown = _slower_than_default(options, combo)
+            if slowdown is not None:
+                slower.setdefault((_scale(cell), pair, combo.label), []).append((cell.size_bytes, slowdown))
+    notes = [f"{scale}: FALLBACK {fallback} (for {pair}) up to {max(f for _, f in sizes):.2f}x slower than NCCL's "
+             f"default beyond noise at {_sizes_text([size for size, _ in sizes])}: where NCCL turns LL128 off (no "
+             "NVLink, ...) this file is slower than no config there; on such a system write for commbench's plugin"
+             for (scale, pair, fallback), sizes in slower.items()]
+    return out, notes
+
+
+def _sizes_text(sizes: list[int]) -> str:
+    if len(sizes) == 1:
+        return format_size(sizes[0])
+    return f"{len(sizes)} sizes {format_size(sizes[0])}..{format_size(sizes[-1])}"
+
+
+def _slower_than_default(options: dict[TuningCombo, list[TunedPoint]], combo: TuningCombo) -> float | None:
+    """How much slower `combo` was than NCCL's default at one size, judged as a fill-in is (each (dtype, way) against
+    its own default: the default at its fastest, the combination at its slowest; beyond the noise of their ratio),
+    the worst such factor; None where it was not slower beyond the noise in any, or NCCL's default was not measured."""
+    from commbench.results.nccl_tuner import ratio_noise
+
+    worst = None
+    for fallback in options.get(combo, []):
+        for default in options.get(TuningCombo(), []):
+            if (default.dtype, default.way) != (fallback.dtype, fallback.way):
+                continue
+            factor = fallback.time_us / default.time_us
+            if factor - 1.0 > ratio_noise(fallback, default) and (worst is None or factor > worst):
+                worst = factor
+    return worst
 
 
 def switch_backs(cells: list[Cell], points: list[TunedPoint], statistic: str) -> list[str]:

@@ -53,8 +53,9 @@ class TunerResult:
 
 def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
                statistic: str, min_gain: float = 0.0) -> tuple[list[Cell], list[str], list[str]]:
-    """The cells as the target plugin needs them, notes on scales left uncovered, and on choices that switch back
-    (`min_gain`: the --min-gain the cells were chosen with, which the fill-ins are judged by too)."""
+    """The cells as the target plugin needs them, notes on scales left uncovered and on fallbacks measured slower than
+    NCCL's default (add_fallbacks), and on choices that switch back (`min_gain`: the --min-gain the cells were chosen
+    with, which the fill-ins are judged by too)."""
     from commbench.results.nccl_tuner_targets import add_fallbacks, cover_for_example_plugin, switch_backs
 
     from commbench.results.nccl_tuner import hold_to_measured
@@ -62,7 +63,8 @@ def for_target(cells: list[Cell], points: list[TunedPoint], target: str,
     uncovered: list[str] = []
     if target == "example-plugin":
         cells, uncovered = cover_for_example_plugin(cells, points, min_gain)
-        cells = add_fallbacks(cells, points)
+        cells, slower = add_fallbacks(cells, points)
+        uncovered += slower
     else:
         cells = hold_to_measured(cells)
     return cells, uncovered, switch_backs(cells, points, statistic)
@@ -215,6 +217,9 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     measured_points = points
     if target == "example-plugin":  # its rules say regBuff -1: one regime per scale, as NCCL's example matches
         points = [dataclasses.replace(p, reg_buff=0) for p in points]
+    if target == "example-plugin" and not any(expressible(p.combo) for p in points):
+        from commbench.results.nccl_tuner_targets import NO_CHANNEL_COUNT   # and what was left out, which may be why
+        raise CommbenchError(NO_CHANNEL_COUNT + "".join(f"; {note}" for note in notes if note.startswith("left out")))
     if not any(expressible(p.combo, any_channels=any_channels) for p in points):
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
