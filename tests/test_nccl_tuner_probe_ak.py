@@ -214,3 +214,47 @@ def test_nccl_example_plugin_runs_an_ll128_left_out_call_on_the_fallback(tmp_pat
         channels, table = driver.call("allreduce", size)
         assert picked(table) == ("ring", "ll128"), size
     driver.close()
+
+
+# --- F1: an exported NCCL_PROTO (NVIDIA's ^LL128 workaround) was dropped by every combination, unsaid ---------------
+
+def test_an_exported_nccl_proto_is_dropped_for_the_baseline_but_recorded_and_said(tmp_path, monkeypatch, capsys):
+    """bench --nccl-proto with NCCL_PROTO=^LL128 exported: every combination ran without it, NCCL's default too, and
+    nothing said so nor could a header show it; the job still exports it, so its NCCL default is not the one measured."""
+    from commbench.cli.bench import run_bench_axes
+    from commbench.comm.nccl_tuning import parse_axes
+    from commbench.results.records import headers, read_records
+    from commbench.sweep import tuned_bench
+    from tests.test_nccl_tuning_axes import ENV_LOG, _config, fake_rank
+
+    monkeypatch.setenv(ENV_LOG, str(tmp_path / "env.log"))
+    monkeypatch.setenv("NCCL_PROTO", "^LL128")
+    config = _config(tmp_path)
+    real = tuned_bench.run_tuned_bench
+    monkeypatch.setattr(tuned_bench, "run_tuned_bench", lambda config, combos, nproc: real(
+        config, combos, nproc=nproc, start_method="fork", rank_fn=fake_rank))
+    run_bench_axes(config, parse_axes(None, "ll,simple", None), 1)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "NCCL_PROTO=^LL128 was exported where the tuning launch started, and every combination ran without it" \
+        in err, err
+    found = headers(read_records([config.output_path]))
+    assert len(found) == 3 and all(h.nccl_tuning["inherited"] == {"NCCL_PROTO": "^LL128"} for h in found)
+    assert "NCCL_PROTO" not in found[0].nccl_env   # NCCL's default: still NCCL's own choice, as documented
+
+
+def test_nccl_tuner_says_the_default_was_measured_without_the_exported_setting(tmp_path):
+    path = write_results(tmp_path / "i.jsonl", {DEFAULT: [40, 60, 90, 150, 260], RING_SIMPLE: [25, 35, 55, 90, 160]})
+    lines = (tmp_path / "i.jsonl").read_text().splitlines()
+    import json
+
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        if record["record_type"] == "header":
+            record["nccl_tuning"] = {"plan": "p", "combinations": ["NCCL default", "ring/simple/16"],
+                                     "combination": "x", "inherited": {"NCCL_PROTO": "^LL128"}}
+    (tmp_path / "i.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    conf = tmp_path / "i.conf"
+    out = tune(path, "-O", str(conf))
+    assert out.exit_code == 0, out.output
+    said = "NCCL_PROTO=^LL128 was exported where the tuning launch started"
+    assert said in " ".join(out.output.split()) and said in conf.read_text()

@@ -34,9 +34,10 @@ from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
     """Every NCCL tuning combination of the job in its own processes, into one results file; exit 1 when a
     point of any combination (NCCL's default included) found wrong data, as `sweep` does."""
-    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.cli.nccl_tuner import note_inherited_axes, print_combinations
     from commbench.sweep.tuned_bench import run_ids_in, run_tuned_bench, wrong_points_since
 
+    note_inherited_axes()
     earlier = run_ids_in(config.output_path)
     results = run_tuned_bench(config, combos, nproc=nproc)
     print_combinations(results, config.output_path, wrong=wrong_points_since(config.output_path, earlier))

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from commbench.cli.base import command, console, fail, renamed
+from commbench.cli.base import command, console, err_console, fail, renamed
 from commbench.comm.nccl_tuning import NCCL_MAX_CHANNELS
 from commbench.errors import CommbenchError, invalid
 from commbench.results.render import styled
@@ -81,6 +81,18 @@ def _same_file(path: str | None, other: str) -> bool:
         return Path(path).resolve() == Path(other).resolve() or os.path.samefile(path, other)
     except OSError:   # one of them does not exist: not the same file
         return False
+
+
+def note_inherited_axes() -> None:
+    """Before a run over the NCCL tuning axes (rank 0 only): one note where NCCL_ALGO, NCCL_PROTO or NCCL_*_NCHANNELS
+    is exported, since every combination runs without it (comm.nccl_tuning.inherited_tuning_env)."""
+    from commbench.comm.launch import detect_rank_env
+    from commbench.comm.nccl_tuning import inherited_note, inherited_tuning_env
+
+    rank_env = detect_rank_env()
+    inherited = inherited_tuning_env(os.environ)
+    if inherited and (rank_env is None or rank_env.rank == 0):
+        err_console.print(f"note: {inherited_note(inherited)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def print_combinations(results: list, output_path: str, again: str = "", wrong: tuple[str, ...] = ()) -> None:

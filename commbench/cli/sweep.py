@@ -163,12 +163,13 @@ def finished_on_resume(spec, output: str, world: int, backend: str) -> bool:
 
 def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
     """The sweep once per NCCL tuning combination, each in fresh processes, into one file."""
-    from commbench.cli.nccl_tuner import print_combinations
+    from commbench.cli.nccl_tuner import note_inherited_axes, print_combinations
     from commbench.comm.nccl_tuning import refuse_on_backend
     from commbench.sweep.tuned_bench import world_size_of
     from commbench.sweep.tuned_sweep import run_tuned_sweep, wrong_points
 
     refuse_on_backend(job.backend, list(job.sweep.tuning))
+    note_inherited_axes()
     results = run_tuned_sweep(job, nproc=nproc)
     print_combinations(results, job.output_path, again, wrong_points(job, world_size_of(nproc, job.backend)))
 

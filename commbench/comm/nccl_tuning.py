@@ -117,7 +117,8 @@ COMBO_ENV = "COMMBENCH_NCCL_COMBO"  # the combination's label, set in its proces
 
 def tuning_from_env(env) -> dict | None:
     """A header's `nccl_tuning` in a tuning combination's processes: {"plan", "combinations", "combination"} (this
-    one's label); None outside a tuning launch."""
+    one's label), and "inherited" where the launch started with tuning variables exported (inherited_tuning_env);
+    None outside a tuning launch."""
     import json
 
     try:
@@ -126,8 +127,28 @@ def tuning_from_env(env) -> dict | None:
         return None
     if not isinstance(plan, dict) or not env.get(COMBO_ENV):
         return None
-    return {"plan": plan.get("plan"), "combinations": list(plan.get("combinations") or []),
-            "combination": env[COMBO_ENV]}
+    tuning = {"plan": plan.get("plan"), "combinations": list(plan.get("combinations") or []),
+              "combination": env[COMBO_ENV]}
+    inherited = plan.get("inherited")
+    if isinstance(inherited, dict) and inherited:
+        tuning["inherited"] = {str(key): str(value) for key, value in inherited.items()}
+    return tuning
+
+
+def inherited_tuning_env(environ) -> dict[str, str]:
+    """The tuning axes' variables exported where a tuning launch starts (NCCL_PROTO=^LL128, NVIDIA's workaround for
+    LL128 faults, say): every combination's processes run without them (sweep.combos.combo_environ), NCCL's default
+    included, so each header records them (nccl_tuning.inherited) and the launch and nccl-tuner say so."""
+    return {key: environ[key] for key in TUNED_ENV_KEYS if key in environ}
+
+
+def inherited_note(inherited: dict[str, str]) -> str:
+    """One line on what inherited_tuning_env found, for the launch and for nccl-tuner."""
+    settings = ", ".join(f"{key}={value}" for key, value in inherited.items())
+    return (f"{settings} was exported where the tuning launch started, and every combination ran without it (each sets "
+            "its own NCCL_ALGO/NCCL_PROTO/NCCL_*_NCHANNELS or leaves them to NCCL): NCCL's default was measured "
+            "without it, so a job that exports it runs another default, and NCCL leaves out of its calls the pairs "
+            "it excludes (headers: nccl_tuning.inherited)")
 
 
 def combo_from_params(params: dict) -> TuningCombo:

@@ -24,7 +24,8 @@ from typing import Any, Callable
 from commbench import __version__
 from commbench.comm.launch import DEFAULT_MASTER_PORT
 from commbench.comm.nccl_conf import read_conf_files
-from commbench.comm.nccl_tuning import COMBO_ENV, TUNED_ENV_KEYS, TUNING_ENV, TuningCombo, tuning_from_env
+from commbench.comm.nccl_tuning import (COMBO_ENV, TUNED_ENV_KEYS, TUNING_ENV, TuningCombo, inherited_tuning_env,
+                                        tuning_from_env)
 from commbench.errors import first_line
 from commbench.results.records import JsonlWriter, Measurement, RunHeader, new_run_id
 
@@ -57,15 +58,17 @@ def guarded_rank(rank_env, payload: tuple[Callable, Any]) -> Any:
 
 def combo_environ(combo: TuningCombo, index: int, base: dict[str, str], plan: dict | None = None) -> dict[str, str]:
     """The environment of a combination's processes: the tuned keys replaced by the combination's
-    (inherited values dropped, so the baseline really is NCCL's default), and the launch's `plan`
-    (TUNING_ENV: every combination it runs, which each header records). Under an outside launcher,
+    (inherited values dropped, so the baseline really is NCCL's default; the `plan` names them, "inherited",
+    and each header records it), and the launch's `plan` (TUNING_ENV: every combination it runs, which each
+    header records). Under an outside launcher,
     each combination rendezvouses on its own port (MASTER_PORT + 1 + index), hosted by rank 0,
     so no store key of one combination is seen by the next."""
     env = {k: v for k, v in base.items() if k not in TUNED_ENV_KEYS}
     env.update(combo.env())
     env[COMBO_ENV] = combo.label
-    if plan is not None:
-        env[TUNING_ENV] = json.dumps(plan)
+    if plan is not None:   # what was dropped goes with the plan into every header (nccl_tuning.inherited)
+        inherited = inherited_tuning_env(base)
+        env[TUNING_ENV] = json.dumps({**plan, "inherited": inherited} if inherited else plan)
     if "RANK" in base or "SLURM_PROCID" in base or "OMPI_COMM_WORLD_RANK" in base:
         env["MASTER_PORT"] = str(int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT)) + 1 + index)
         env.pop("TORCHELASTIC_USE_AGENT_STORE", None)

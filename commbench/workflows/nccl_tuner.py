@@ -179,6 +179,18 @@ def unwritable_settings(records: list, points: list[TunedPoint]) -> list[str]:
             for key, value in settings.items() if not writable_setting(key, value)]
 
 
+def inherited_notes(records: list, points: list[TunedPoint]) -> list[str]:
+    """A note per distinct set of tuning variables the launches of the runs giving points dropped (RunHeader
+    nccl_tuning.inherited: exported where the launch started, absent in every combination's processes)."""
+    from commbench.comm.nccl_tuning import inherited_note
+    from commbench.results.records import RunHeader
+
+    used = {p.run_id for p in points}
+    found = {tuple(sorted(inherited.items())) for r in records if isinstance(r, RunHeader) and r.run_id in used
+             and isinstance(r.nccl_tuning, dict) and (inherited := r.nccl_tuning.get("inherited"))}
+    return [inherited_note(dict(items)) for items in sorted(found)]
+
+
 def measured_with(points: list[TunedPoint]) -> str:
     """The dtypes and ops the rules were measured with: the plugin matches bytes, never the type or op."""
     dtypes = sorted({p.dtype for p in points if p.dtype}) or ["unknown"]
@@ -237,6 +249,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                       ": rules stop at the measured sizes, NCCL decides in between") for note in far_apart_notes(cells)]
     from commbench.results.resumed import combinations_not_started, sweeps_cut_short
     notes += sweeps_cut_short(records)
+    notes += inherited_notes(records, points)
     if combinations_not_started(records):   # a rule's choice is the fastest of those measured, not of those planned
         notes.append("these rules choose among the combinations the file holds: a combination never measured may be "
                      "faster than the one a rule names (measure it, then run nccl-tuner again)")
