@@ -141,7 +141,7 @@ def test_scales_are_kept_apart():
 
 def _header(run_id, hosts, devices=()):
     return RunHeader(run_id=run_id, started_at="2026-01-01T00:00:00+00:00", argv=[], commbench_version="0",
-                     python_version="3", torch_version=None, nccl_version="2.27.3", cuda_version=None,
+                     python_version="3", torch_version=None, nccl_version="2.28.9", cuda_version=None,
                      cupy_version=None, backend="nccl", world_size=len(hosts), hostnames=hosts, devices=list(devices),
                      nccl_env={}, launcher="torchrun")
 
@@ -497,7 +497,7 @@ def _write_runs(folder, name, runs):
 
 
 def test_results_of_different_nccl_versions_or_hosts_are_refused_in_one_line(tmp_path):
-    """NCCL's default measured by NCCL 2.27 'beaten' by a combination measured by NCCL 2.21 (or on another
+    """NCCL's default measured by NCCL 2.28 'beaten' by a combination measured by NCCL 2.21 (or on another
     host) is no evidence: the rule could be slower than NCCL's real choice. Refused, naming runs and versions;
     other hosts at another scale (1 node beside 2) are fine."""
     import dataclasses
@@ -510,7 +510,7 @@ def test_results_of_different_nccl_versions_or_hosts_are_refused_in_one_line(tmp
                                          RING_LL, 10.0)])
     result = CliRunner().invoke(app, ["nccl-tuner", versions, "-O", conf])
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-    assert "NCCL 2.21.5: run new; NCCL 2.27.3: run old" in result.output and len(result.output.splitlines()) == 1
+    assert "NCCL 2.21.5: run new; NCCL 2.28.9: run old" in result.output and len(result.output.splitlines()) == 1
     hosts = write("hosts.jsonl", [(_header("a", ["h1"] * 4), DEFAULT, 40.0), (_header("b", ["h2"] * 4), RING_LL, 10.0)])
     result = CliRunner().invoke(app, ["nccl-tuner", hosts, "-O", conf])
     assert result.exit_code == 2 and "hosts h1: run a; hosts h2: run b" in result.output, result.output

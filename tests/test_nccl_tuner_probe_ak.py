@@ -258,3 +258,46 @@ def test_nccl_tuner_says_the_default_was_measured_without_the_exported_setting(t
     assert out.exit_code == 0, out.output
     said = "NCCL_PROTO=^LL128 was exported where the tuning launch started"
     assert said in " ".join(out.output.split()) and said in conf.read_text()
+
+
+# --- F2: a config the results' own NCCL cannot load ---------------------------------------------------------------
+
+@pytest.mark.parametrize("version, target, first, remedy", [
+    ("2.21.5", "commbench", "2.24", "measure with NCCL 2.24 or later"),      # looks for ncclTunerPlugin_v2
+    ("2.23.4", "commbench", "2.24", "measure with NCCL 2.24 or later"),      # _v3, _v2
+    ("2.19.4", "commbench", "2.24", "measure with NCCL 2.24 or later"),      # _v1
+    ("2.27.7", "example-plugin", "2.28", "write the file for commbench's plugin (leave --for out)"),  # v4 at most
+    ("2.21.5", "example-plugin", "2.28", "measure with NCCL 2.28 or later"),
+])
+def test_a_config_its_own_nccl_cannot_load_is_refused_in_one_line(tmp_path, version, target, first, remedy):
+    """commbench's plugin exports tuner v4-v6 (NCCL 2.24+ loads v4); NCCL's example plugin of 2.30 exports v5/v6
+    (NCCL 2.28+). Before, such files were written with exit 0 and 'Load it: ...', and did nothing."""
+    path = write_results(tmp_path / "v.jsonl", {DEFAULT: [40, 60, 90, 150, 260], RING_SIMPLE: [25, 35, 55, 90, 160]},
+                         version=version)
+    conf = tmp_path / "v.conf"
+    out = tune(path, "-O", str(conf), "--for", target)
+    assert out.exit_code == 2 and not conf.exists(), out.output
+    assert out.output.startswith("error: ") and len(out.output.strip().splitlines()) == 1, out.output
+    said = " ".join(out.output.split())
+    assert f"measured with NCCL {version}" in said and f"loads under NCCL {first} or later only" in said, said
+    assert remedy in said
+
+
+@pytest.mark.parametrize("version, target", [("2.24.3", "commbench"), ("2.27.7", "commbench"),
+                                             ("2.28.9", "example-plugin"), ("2.30.7+cuda13.0", "example-plugin")])
+def test_a_config_its_nccl_loads_is_written(tmp_path, version, target):
+    path = write_results(tmp_path / "v.jsonl", {DEFAULT: [40, 60, 90, 150, 260], RING_SIMPLE: [25, 35, 55, 90, 160]},
+                         version=version)
+    assert tune(path, "-O", str(tmp_path / "v.conf"), "--for", target).exit_code == 0
+
+
+@pytest.mark.parametrize("target, first", [("commbench", "2.24"), ("example-plugin", "2.28")])
+def test_an_unknown_nccl_version_is_said_with_the_range_the_plugin_needs(tmp_path, target, first):
+    path = write_results(tmp_path / "v.jsonl", {DEFAULT: [40, 60, 90, 150, 260], RING_SIMPLE: [25, 35, 55, 90, 160]},
+                         version=None)
+    conf = tmp_path / "v.conf"
+    out = tune(path, "-O", str(conf), "--for", target)
+    assert out.exit_code == 0, out.output
+    said = "NCCL version unknown (the run headers give none): "
+    assert said in out.output and f"loads under NCCL {first} or later only" in " ".join(out.output.split())
+    assert f"loads under NCCL {first} or later only" in conf.read_text()

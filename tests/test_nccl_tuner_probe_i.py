@@ -22,7 +22,7 @@ def write_results(path, seed: int, n: int, sd: float, specs: dict[str, dict[int,
             algo, proto, channels = (None, None, None) if name == "default" else name.split("/")
             combo = TuningCombo(algo=algo, proto=proto, channels=int(channels) if channels else None)
             writer.write(RunHeader(run_id=f"run{i}", started_at="2026-01-01T00:00:00+00:00", argv=[],
-                                   commbench_version="0", python_version="3", torch_version=None, nccl_version="2.27.3",
+                                   commbench_version="0", python_version="3", torch_version=None, nccl_version="2.28.9",
                                    cuda_version=None, cupy_version=None, backend="nccl", world_size=8,
                                    hostnames=["h1"] * 8, devices=["NVIDIA H100 80GB HBM3"] * 8, nccl_env=combo.env(),
                                    launcher="torchrun"))

@@ -28,7 +28,7 @@ def write_runs(path, seed: int, runs: list[tuple[TuningCombo, int, float]], *, d
         for i, (combo, n, true_us) in enumerate(runs):
             writer.write(RunHeader(run_id=f"r{i}", started_at=f"2026-12-05T10:0{i}:00+00:00", argv=[],
                                    commbench_version="0", python_version="3", torch_version=None,
-                                   nccl_version="2.27.3", cuda_version=None, cupy_version=None, backend="nccl",
+                                   nccl_version="2.28.9", cuda_version=None, cupy_version=None, backend="nccl",
                                    world_size=world, hostnames=list(hosts), devices=[devices] * world,
                                    nccl_env=combo.env(), launcher="local", topology=topology))
             for size in SIZES:

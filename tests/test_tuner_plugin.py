@@ -6,6 +6,7 @@ everything else leaves nChannels 0 and the table unchanged, and an IGNORE'd pair
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 
 import pytest
@@ -444,8 +445,9 @@ def test_a_generated_file_names_its_nccl_and_gpu_and_is_not_used_under_another_n
     gpu_path = tmp_path / "gpu.jsonl"
     with JsonlWriter(gpu_path) as writer:  # the same records, the headers naming their GPUs
         for record in read_records([path]):
-            if record.__class__.__name__ == "RunHeader":
-                record = _header(record.run_id, record.hostnames, devices=["NVIDIA H100 80GB HBM3"] * 4)
+            if record.__class__.__name__ == "RunHeader":   # NCCL 2.27.3: commbench's plugin loads there (v4)
+                record = dataclasses.replace(_header(record.run_id, record.hostnames,
+                                                     devices=["NVIDIA H100 80GB HBM3"] * 4), nccl_version="2.27.3")
             writer.write(record)
     conf, configs = write_config(tmp_path, str(gpu_path))
     text = open(conf).read()

@@ -35,6 +35,17 @@ from commbench.results.nccl_tuner import Cell, TunedPoint, expressible
 from commbench.units import format_size
 
 TARGETS = ("commbench", "example-plugin")
+# The first NCCL release that loads each target's plugin, and why no earlier one does. commbench's plugin exports
+# tuner interface v4, v5 and v6 (commbench/tuner_plugin/commbench_tuner.c); NCCL loads v4 from 2.24 (v2.24.3-1
+# src/misc/tuner.cc:216), while 2.19-2.20 look for ncclTunerPlugin_v1, 2.21 for _v2, 2.22-2.23 for _v3 and _v2
+# (src/include/nccl_tuner.h, src/misc/tuner.cc:201-206) and 2.18 loads no tuner. NCCL's example plugin, built from
+# v2.30.3-1 or later (older ones crash: results.nccl_tuner_file), exports v6 and v5 only (plugins/tuner/example/
+# plugin.c:504, 513 at v2.30.7-1); NCCL loads v5 from 2.28 (v2.28.3-1 src/plugin/tuner.cc:72), 2.24-2.27 v4 at most.
+LOADED_FROM = {"commbench": ((2, 24), "commbench's tuner plugin", "it exports tuner interface v4-v6, NCCL 2.19-2.23 "
+                             "look for v1-v3 only and older NCCL for no tuner, src/misc/tuner.cc"),
+               "example-plugin": ((2, 28), "NCCL's example tuner plugin (built from v2.30.3-1 or later)",
+                                  "it exports tuner interface v5 and v6, NCCL 2.27 and older load v4 at most, "
+                                  "src/plugin/tuner.cc")}
 # numPipeOps a rule names. Every point is one collective per NCCL call of its size: numPipeOps 1. In a group
 # (ncclGroupStart/End) NCCL asks the tuner once for the collectives of one function, op and type within 4x of
 # each other's size, with their summed bytes and numPipeOps = ceil(collectives in the group / the
@@ -282,3 +293,26 @@ def switch_backs(cells: list[Cell], points: list[TunedPoint], statistic: str) ->
             seen.append(now.algo)
         previous = cell
     return notes
+
+
+def loadable_version(target: str, version: str | None) -> tuple[int, int] | None:
+    """The (major, minor) of the results' NCCL `version`; None where the headers give none (or none readable).
+    CommbenchError (one line, naming the version and the range) where the target's plugin would not load under it
+    (LOADED_FROM): the file would do nothing."""
+    import re
+
+    found = re.match(r"(\d+)\.(\d+)", (version or "").strip())
+    if not found:
+        return None
+    release = (int(found.group(1)), int(found.group(2)))
+    first, plugin, why = LOADED_FROM[target]
+    if release < first:
+        if target == "example-plugin" and release >= LOADED_FROM["commbench"][0]:
+            remedy = "write the file for commbench's plugin (leave --for out), which it loads"
+        else:
+            remedy = f"measure with NCCL {first[0]}.{first[1]} or later"
+        raise CommbenchError(f"the results were measured with NCCL {version}, and {plugin} loads under NCCL "
+                             f"{first[0]}.{first[1]} or later only ({why}), so NCCL {version} would not load it and "
+                             f"the file would do nothing: {remedy}")
+    return release
+

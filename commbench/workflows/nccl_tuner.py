@@ -130,8 +130,27 @@ def check_one_system(records: list, points: list[TunedPoint]) -> None:
                if (p.collective, p.nodes, p.ranks) == scale and p.run_id in runs})
 
 
-NCCL_VERSION_UNKNOWN = ("NCCL version unknown (the run headers give none): no 'requires: nccl' line, so commbench's "
-                        "plugin uses these rules under any NCCL; use this file only with the NCCL it was measured with")
+def check_loadable(records: list, points: list[TunedPoint], target: str) -> None:
+    """Refuse (one line: results.nccl_tuner_targets.loadable_version) results whose NCCL -- one, check_one_system --
+    would not load the target's plugin (unknown_version_note where the headers name none)."""
+    from commbench.results.nccl_tuner_targets import loadable_version
+    from commbench.results.records import RunHeader
+
+    used = {p.run_id for p in points}
+    for version in {r.nccl_version for r in records if isinstance(r, RunHeader) and r.run_id in used}:
+        loadable_version(target, version)
+
+
+def unknown_version_note(target: str) -> str:
+    """No run header names an NCCL version: what that leaves unchecked, and the NCCL releases the target's plugin
+    loads under (results.nccl_tuner_targets.LOADED_FROM)."""
+    from commbench.results.nccl_tuner_targets import LOADED_FROM
+
+    (major, minor), plugin, _ = LOADED_FROM[target]
+    unchecked = ("; with no 'requires: nccl' line commbench's plugin uses these rules under any NCCL"
+                 if target == "commbench" else "")
+    return (f"NCCL version unknown (the run headers give none): {plugin} loads under NCCL {major}.{minor} or later "
+            f"only{unchecked}; use this file only with the NCCL it was measured with")
 
 
 def system_requirements(records: list, points: list[TunedPoint]) -> list[str]:
@@ -223,6 +242,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                              f"{', '.join(PLUGIN_COLLECTIVES)} (measure with commbench bench --nccl-algo/--nccl-proto)"
                              + "".join(f"; {note}" for note in left_out))
     check_one_system(records, points)
+    check_loadable(records, points, target)
     if not any(p.combo == TuningCombo() for p in points):
         notes.append("no NCCL-default (baseline) point: nothing can be shown to beat the default, so no rule")
     any_channels = target == "commbench"  # NCCL's own count is a rule (channels 0) for commbench's plugin
@@ -255,7 +275,7 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
                      "faster than the one a rule names (measure it, then run nccl-tuner again)")
     requires = system_requirements(records, points)
     if not any(what.startswith("nccl ") for what in requires):
-        notes.append(NCCL_VERSION_UNKNOWN)
+        notes.append(unknown_version_note(target))
     notes += unwritable_settings(records, points)
     env_of_run = {h.run_id: h.nccl_settings() for h in headers(records)}
     version_of_run = {h.run_id: h.nccl_version for h in headers(records)}
