@@ -10,6 +10,13 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # Under pytest-xdist (--dist loadgroup) the netns tests run one after another on one worker: each builds an
+    # emulated fabric of rate-limited links and times it, and two fabrics at once on a 2-core host would time each
+    # other's CPU load.
+    netns = pytest.mark.xdist_group("netns")
+    for item in items:
+        if item.get_closest_marker("netns"):
+            item.add_marker(netns)
     if _has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
