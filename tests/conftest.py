@@ -1,4 +1,14 @@
+import os
+
 import pytest
+
+# The suite runs as CI runs it, with no terminal width from outside: a test that wants one sets COLUMNS itself.
+# pytest imports readline at start-up, and GNU readline exports COLUMNS=80 LINES=24 into the C environment: forked and
+# spawned children saw them, and so did every pytest-xdist worker, in os.environ (its tables came out 80 wide, not
+# the piped width, and 8 tests failed there only).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)
 
 
 def _has_cuda() -> bool:
