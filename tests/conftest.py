@@ -1,4 +1,14 @@
+import os
+
 import pytest
+
+# The suite runs as CI runs it, with no terminal width from outside: a test that wants one sets COLUMNS itself.
+# pytest imports readline at start-up, and GNU readline exports COLUMNS=80 LINES=24 into the C environment: forked and
+# spawned children saw them, and so did every pytest-xdist worker, in os.environ (its tables came out 80 wide, not
+# the piped width, and 8 tests failed there only).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)
 
 
 def _has_cuda() -> bool:
@@ -10,6 +20,13 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # Under pytest-xdist (--dist loadgroup) the netns tests run one after another on one worker: each builds an
+    # emulated fabric of rate-limited links and times it, and two fabrics at once on a 2-core host would time each
+    # other's CPU load.
+    netns = pytest.mark.xdist_group("netns")
+    for item in items:
+        if item.get_closest_marker("netns"):
+            item.add_marker(netns)
     if _has_cuda():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")

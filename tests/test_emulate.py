@@ -21,10 +21,11 @@ HAS_NETNS = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.whic
 MIB = 1 << 20
 
 
-def _namespaces(prefix: str = "") -> set[str]:
-    """Network namespaces named with `prefix` (this test's own: other runs on a shared host come and go)."""
+def _namespaces(prefix: str) -> set[str]:
+    """Network namespaces of the fabric named `prefix` (`<prefix>-r<k>`, this test's own: other runs on a shared
+    host come and go, and 'cbt12-' must not see 'cbt123-r0')."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip() and line.startswith(prefix)}
+    return {line.split()[0] for line in out.splitlines() if line.strip() and line.startswith(prefix + "-")}
 
 
 def test_needs_root(monkeypatch):
@@ -53,17 +54,18 @@ def test_bad_input(args, match):
 @pytest.mark.netns
 @pytest.mark.skipif(not HAS_NETNS, reason="needs root and iproute2")
 def test_namespace_in_use_and_failed_setup_leave_nothing(monkeypatch):
-    subprocess.run(["ip", "netns", "add", "cbtest-r1"], check=True)
+    used, failing = f"cbu{os.getpid()}", f"cbf{os.getpid()}"   # this run's own (another run may share the host)
+    subprocess.run(["ip", "netns", "add", f"{used}-r1"], check=True)
     try:
-        result = CliRunner().invoke(app, ["emulate", "--netns-prefix", "cbtest", "--", "env"])
-        assert result.exit_code == 2 and "already in use: cbtest-r1" in result.output
+        result = CliRunner().invoke(app, ["emulate", "--netns-prefix", used, "--", "env"])
+        assert result.exit_code == 2 and f"already in use: {used}-r1" in result.output
     finally:
-        subprocess.run(["ip", "netns", "del", "cbtest-r1"], check=True)
-    before = _namespaces("cbfail")
+        subprocess.run(["ip", "netns", "del", f"{used}-r1"], check=True)
+    before = _namespaces(failing)
     monkeypatch.setattr(fabric_mod, "tbf_args", lambda rate: ["no-such-qdisc"])
-    result = CliRunner().invoke(app, ["emulate", "--netns-prefix", "cbfail", "--", "env"])
+    result = CliRunner().invoke(app, ["emulate", "--netns-prefix", failing, "--", "env"])
     assert result.exit_code == 2 and "failed" in result.output
-    assert _namespaces("cbfail") == before
+    assert _namespaces(failing) == before
 
 
 def _emulate(tmp_path, algorithm: str) -> tuple[dict, dict, dict]:
