@@ -480,7 +480,9 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
            "micro-batches in flight hold the most" if lay.pp > 1 else ""),
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-        "overlaps on where Megatron allows them (they never lengthen a step in the model)",
+        ("overlaps as TorchTitan 0.3.0 runs them: FSDP2's gathers and reduce-scatters overlapped, TP (async TP off) "
+         "and the EP all-to-all not" if framework == "torchtitan" else
+         "overlaps on where Megatron allows them") + " (they never lengthen a step in the model)",
         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
         *[n for n in [_framework_note(calibration_file, req.framework)] if n],
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
