@@ -252,7 +252,7 @@ def plan(
     row = bd.row(0)
     # the layout fields not pinned, then the inputs not given (a search's document lists those too: search_view)
     versus = _versus_best(req, bd)
-    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec) + input_defaults(req, gbs_note)
+    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec, req.framework) + input_defaults(req, gbs_note)
     if as_json or out or emit:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files
@@ -288,8 +288,10 @@ def plan(
     print_table(console, f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}, "
                          f"seq_len {seq_used}{' (default)' if seq_note else ''}",
                 [Col(name="term", numeric=False), Col(name="total (s)"), Col(name="exposed (s)"), Col(name="% of step")], rows)
+    from commbench.planner.models.counts import FLOPS_COUNTS
     console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
-                  f"{row['model_tflops_per_gpu']:,.0f}   MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
+                  f"{row['model_tflops_per_gpu']:,.0f} ({FLOPS_COUNTS[req.framework][0]})   "
+                  f"MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
                   f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
     verdict = "fits" if row["fits"] else "[red]does not fit[/]"
     mem_rows = [[kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}"] for kind in MEM_ROWS]

@@ -27,6 +27,7 @@ from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_ar
 from commbench.typed_json import check_fields, non_finite_path
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.architecture import architecture_from_json
+from commbench.planner.models.counts import FLOPS_COUNTS, framework_flops_per_token, step_vocab
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
 
@@ -127,6 +128,25 @@ def framework_assumptions(framework: str, model=None, layout: Layout | None = No
     return ([f"framework torchtitan: the prediction leaves out {model.name}'s {mtp} MTP layer(s), as TorchTitan "
              "0.3.0's launch trains none (the Megatron arguments beside it train them: --mtp-num-layers)"]
             if mtp else []) + [f"{limits}; {dp}"]
+
+
+# What each framework's log calls the figure a plan's model TFLOP/s and MFU are (framework_flops_per_token):
+# Megatron-LM core_v0.16.1 training.py training_log, TorchTitan 0.3.0 components/metrics.py MetricsProcessor.log.
+LOGGED_AS = {"megatron": "its log's throughput per GPU (TFLOP/s/GPU) reads",
+             "torchtitan": "its log's tflops and mfu read"}
+
+
+def flops_count_line(framework: str, model: ModelSpec, layout: Layout, seq_len: int | None) -> str:
+    """plan.json's assumption naming whose FLOPs count the plan's model TFLOP/s and MFU are in, and its GFLOP/token
+    for the network the framework's launch trains (models/counts.framework_flops_per_token)."""
+    name, what = FLOPS_COUNTS[framework]
+    s = seq_len or model.seq_len
+    rows = step_vocab(model, layout.tp, framework)
+    gflop = float(framework_flops_per_token(model, s, framework, vocab=rows)) / 1e9
+    padded = (f", the vocabulary padded to {float(rows):,.0f} rows at TP{layout.tp}"
+              if framework == "megatron" and float(rows) != model.vocab else "")
+    return (f"model TFLOP/s and MFU: {name} ({what}), {gflop:.2f} GFLOP/token at seq_len {s}{padded}: what "
+            f"{LOGGED_AS[framework]} at the same tokens/s")
 
 
 def framework_record(framework: str, torchtitan_section: dict[str, Any]) -> dict[str, str]:
@@ -460,7 +480,9 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
            "micro-batches in flight hold the most" if lay.pp > 1 else ""),
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-        "overlaps on where Megatron allows them (they never lengthen a step in the model)",
+        ("overlaps as TorchTitan 0.3.0 runs them: FSDP2's gathers and reduce-scatters overlapped, TP (async TP off) "
+         "and the EP all-to-all not" if framework == "torchtitan" else
+         "overlaps on where Megatron allows them") + " (they never lengthen a step in the model)",
         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
         *[n for n in [_framework_note(calibration_file, req.framework)] if n],
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
@@ -468,7 +490,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
     ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
-        + framework_assumptions(framework, req.model, lay) + list(extra_assumptions)
+        + framework_assumptions(framework, req.model, lay) \
+        + [flops_count_line(framework, req.model, lay, req.seq_len)] + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}

@@ -32,6 +32,7 @@ from typing import Any
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.quant_dims import quant_token_misfit, quant_tp_refusal
 from commbench.planner.layout.spec import Layout, check_layout
+from commbench.planner.models.counts import FLOPS_COUNTS, framework_flops_per_token, step_vocab
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
 from commbench.planner.emit.torchtitan_assets import tokenizer_folder, tokenizer_note
@@ -565,6 +566,8 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
                          "TorchTitan runs)")
         notes += titan_architecture_notes(titan, model)
         notes += titan_balancing_notes(titan, model)
+        if framework != "torchtitan":
+            notes.append(titan_count_note(model, layout, seq_len))
         if layout.precision == "fp8":
             notes.append(titan_fp8_note(model.is_moe))
         shipped = titan.configs_03.get(layout.precision) or titan.base_03
@@ -595,6 +598,18 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
 TITAN_SELECTIVE_AC_PRICED = (", priced as Megatron's selective core-attention recompute: TorchTitan's op-level "
                              "selective AC saves attention and recomputes every second bf16 matmul, the routed "
                              "experts' grouped GEMMs and the elementwise ops, which the prediction does not price")
+
+
+def titan_count_note(model: ModelSpec, layout: Layout, seq_len: int | None) -> str:
+    """A Megatron plan's TorchTitan launch: the FLOPs per token TorchTitan 0.3.0's log counts for it beside the count
+    the plan's model TFLOP/s and MFU are in (models/counts.framework_flops_per_token), each named."""
+    s = seq_len or model.seq_len
+    titan = framework_flops_per_token(model, s, "torchtitan")
+    mega = float(framework_flops_per_token(model, s, "megatron", vocab=step_vocab(model, layout.tp, "megatron")))
+    return (f"TorchTitan 0.3.0's log counts {titan / 1e9:.2f} GFLOP/token for this launch "
+            f"({FLOPS_COUNTS['torchtitan'][1]}), where this plan's model TFLOP/s and MFU count {mega / 1e9:.2f} "
+            f"({FLOPS_COUNTS['megatron'][0]}): its tflops and mfu read {titan / mega:.3f}x the plan's at the same "
+            "tokens/s")
 
 
 def _data_parallel_note(layout: Layout) -> str:

@@ -1,8 +1,10 @@
-"""Megatron model-FLOPs per token and parameter counts per layer kind, of a ModelSpec.
+"""Model FLOPs per token and parameter counts per layer kind, of a ModelSpec.
 
 FLOPs follow Megatron-LM `training.py::num_floating_point_operations` as transcribed in
 commbench/data/FLOPS.md (forward + backward = 3 x forward, 2 FLOPs per multiply-add, causal
-attention, top-k routed + shared experts, logits per output head, MTP). Parameter counts are
+attention, top-k routed + shared experts, logits per output head, MTP): the work the step model charges, and the
+count a Megatron plan's model TFLOP/s is in. A TorchTitan plan's is TorchTitan 0.3.0's own count
+(titan_flops_per_token; framework_flops_per_token picks per framework). Parameter counts are
 every parameter the Hugging Face transformers module of the architecture creates (weight matrices, norms, router,
 biases, q/k norms, attention sinks, shared-expert gates), per layer kind; biases, norms and sinks are not GEMMs and
 add no FLOPs. Buffers are not parameters: the aux-loss-free router's correction bias (DeepSeek-V3, GLM-4.5,
@@ -178,6 +180,50 @@ def up_projection_flops(m: ModelSpec, fl: FlopsPerToken) -> float:
 def flops_per_token(m: ModelSpec, seq_len: int | None = None, include_mtp: bool = True) -> float:
     """Megatron model FLOPs per token (forward + backward) at `seq_len` (default: the model's)."""
     return flops_breakdown(m, seq_len, include_mtp).total
+
+
+def titan_flops_per_token(m: ModelSpec, seq_len: int | None = None) -> float:
+    """Model FLOPs per token as TorchTitan 0.3.0 counts them: `model_config.get_nparams_and_flops(model, seq_len)`,
+    which trainer.py hands to MetricsProcessor, whose log line reads tflops = this x tps / 1e12 and mfu = tflops over
+    the GPU's peak (components/metrics.py). models/utils.py get_dense_model_nparams_and_flops (llama3) and
+    get_moe_model_nparams_and_flops (qwen3 dense and MoE, deepseek_v3, gpt_oss, qwen3_5):
+      6 x (every parameter but the input embedding, routed experts at top_k / num_experts: norms, router, shared
+           experts, biases, sinks and the output layer included; a tied embedding counted once, as the output layer)
+      + 6 x (full-attention layers) x heads x head_dims x seq_len,
+    "we follow the convention and do not account for sparsity in causal attention" (twice Megatron's causal term,
+    every layer at the full sequence: no sliding-window discount). head_dims is the query/key plus the value head
+    dimension: 2 x head_dim (llama3: 2 x dim // n_heads; qwen3, gpt_oss, qwen3_5: 2 x head_dim), MLA's
+    qk_nope + qk_rope + v_head_dim (deepseek_v3). The model TorchTitan builds: framework_model's (no MTP), the
+    unpadded vocabulary (step_vocab), the parameters param_counts counts (its builds match them exactly:
+    tests/test_titan_flops.py). Linear-attention and Mamba layers count by their parameters alone (qwen3_5's rule:
+    only layers with attention add the quadratic term). A model TorchTitan has no module for (a Mamba hybrid,
+    DeepSeek-V4: `plan --framework torchtitan` refuses it, a calibrate row may still name TorchTitan) is counted by
+    that shared helper's rule, head_dims 2 x head_dim."""
+    m = framework_model(m, "torchtitan")
+    s = seq_len or m.seq_len
+    input_embedding = 0 if m.tied_embeddings else m.vocab * m.hidden
+    head_dims = (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim if m.attention == "mla"
+                 else 2 * m.head_dim)
+    return 6.0 * (active_params(m) - input_embedding) + 6.0 * m.num_attention_layers * m.num_heads * head_dims * s
+
+
+# Whose model-FLOPs count a plan's model TFLOP/s and MFU are in, per framework (framework_flops_per_token): its name
+# and what it counts.
+FLOPS_COUNTS = {
+    "megatron": ("Megatron-LM core_v0.16.1's count", "training.py num_floating_point_operations: causal attention "
+                 "halved, the padded vocabulary, MTP layers; no norms or router"),
+    "torchtitan": ("TorchTitan 0.3.0's count", "get_nparams_and_flops: 6 x the non-embedding parameters a token uses, "
+                   "norms, router and biases included, + attention not halved for the causal mask"),
+}
+
+
+def framework_flops_per_token(m: ModelSpec, seq_len: int | None = None, framework: str = "megatron", vocab=None):
+    """Model FLOPs per token in the framework's own currency, the count its log's TFLOP/s and MFU are in, for the
+    network its launch trains (framework_model). megatron: flops_breakdown's total (FLOPS.md; `vocab`: the rows it
+    builds, step_vocab, an array per layout), torchtitan: titan_flops_per_token."""
+    if framework == "torchtitan":
+        return titan_flops_per_token(m, seq_len)
+    return flops_breakdown(framework_model(m, framework), seq_len, vocab=vocab).total
 
 
 # ---------------------------------------------------------------- parameters

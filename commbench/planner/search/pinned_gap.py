@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from commbench.planner.layout.spec import Layout
 from commbench.planner.search.explain import short, term_deltas
+from commbench.planner.search.frameworks import TITAN_DP_WITHOUT_PP, TITAN_ETP
 from commbench.planner.search.space import SearchResult, rank_of, structure_rank_of
 
 # Why a field not in --layout got its value (the search's candidates for the pinned structure).
@@ -51,21 +52,64 @@ IMPLIED_FLAGS = {  # Megatron arguments a default drags in, with why
                     "distributed optimizer's)",
 }
 
+# The same fields for a TorchTitan 0.3.0 plan (--framework torchtitan), what its launch (emit/torchtitan.py) runs: the
+# fields TorchTitan fixes (frameworks._TITAN_FIXED, its config function's activation checkpointing) and the search's
+# choices within what it runs (frameworks.framework_pins, restrict_columns, graphs_allowed).
+TITAN_DEFAULT_REASONS = {
+    "etp": TITAN_ETP,
+    "cp": DEFAULT_REASONS["cp"],
+    "dp": DEFAULT_REASONS["dp"],
+    "cuda_graph": "TorchTitan 0.3.0's whole forward-backward CUDA graph where it runs one (pp = 1 and ep = 1: "
+                  "trainer.py _validate_cuda_graphs) and it is faster and fits (as the search chooses), none elsewhere",
+    "recompute": "the activation checkpointing TorchTitan 0.3.0's config function for the model sets (the launch keeps "
+                 "it)",
+    "dispatcher": "all-to-all, TorchTitan 0.3.0's token dispatcher in its shipped configs",
+    "distributed_optimizer": "TorchTitan 0.3.0 always shards the optimizer state (FSDP2)",
+    "sequence_parallel": "on with TP (TorchTitan 0.3.0's parallelism.enable_sequence_parallel default)",
+    "tp_comm_overlap": "off: the launch turns TorchTitan's async TP off, as the prediction charges TP unoverlapped",
+    "moe_a2a_overlap": "off: TorchTitan 0.3.0 does not overlap the EP all-to-all with another micro-batch",
+    "dp_overlap": "FSDP2 overlaps its parameter gathers and gradient reduce-scatters with compute (always on)",
+    "fused_moe": "off: TorchTitan 0.3.0 has no fused grouped MLP",
+    "fp8_attention": "off: TorchTitan 0.3.0 has no FP8 attention",
+    "fsdp": "FSDP2 resharding after forward (parameters gathered again for backward) or, with PP, gathered once a step, "
+            f"whichever is faster and fits (as the search chooses); at pp = 1 always: {TITAN_DP_WITHOUT_PP}",
+    "fsdp_replicas": "with FSDP, HSDP (FSDP2 replicated over data_parallel_replicate_degree) with one shard group per "
+                     "scale-up domain or plain FSDP, whichever is faster (as the search chooses)",
+    "cpu_offload_layers": "0: TorchTitan 0.3.0 offloads no activations (training.enable_cpu_offload offloads FSDP2's "
+                          "parameters and optimizer state)",
+    "recompute_layers": "with recompute=full, TorchTitan 0.3.0's full activation checkpointing of every layer (0)",
+    "cuda_graph_scope": "TorchTitan 0.3.0 graphs no single layer",
+}
+assert TITAN_DEFAULT_REASONS.keys() == DEFAULT_REASONS.keys()
+TITAN_IMPLIED_FLAGS = {  # TorchTitan 0.3.0 arguments a default puts in the launch (torchtitan_args.txt), with why
+    ("cuda_graph", "full"): "--training.no_disable_cuda_graphs (the whole forward-backward captured and replayed; pin "
+                            "cuda_graph=none for --training.disable_cuda_graphs)",
+    ("fsdp", True): "--parallelism.fsdp_reshard_after_forward always (the parameters gathered again for backward, as "
+                    "the prediction charges)",
+}
+# What only a MoE model's TorchTitan launch has (a dense one builds no experts, router or token dispatcher).
+TITAN_MOE_FIELDS = ("etp", "dispatcher", "moe_a2a_overlap", "fused_moe")
 
-def defaults_taken(layout: Layout, given: set[str], model=None) -> list[dict]:
+
+def defaults_taken(layout: Layout, given: set[str], model=None, framework: str = "megatron") -> list[dict]:
     """One entry per layout field the user did not give (and that applies: APPLIES): field, value, why, and flags
-    it implies. With `model`, the recipes' graph scope ("" in a Layout) is named by its modules."""
+    it implies in the launch `framework` runs (its reasons and flags: DEFAULT_REASONS / IMPLIED_FLAGS for Megatron-LM,
+    TITAN_DEFAULT_REASONS / TITAN_IMPLIED_FLAGS for TorchTitan, where a dense model lists no expert field). With
+    `model`, the recipes' graph scope ("" in a Layout) is named by its modules."""
     from commbench.planner.layout.graph_scope import default_scope
 
+    titan = framework == "torchtitan"
+    reasons, flags = (TITAN_DEFAULT_REASONS, TITAN_IMPLIED_FLAGS) if titan else (DEFAULT_REASONS, IMPLIED_FLAGS)
+    dense = titan and model is not None and not model.is_moe
     out = []
-    for name, why in DEFAULT_REASONS.items():
-        if name in given or not APPLIES.get(name, lambda lay: True)(layout):
+    for name, why in reasons.items():
+        if name in given or not APPLIES.get(name, lambda lay: True)(layout) or (dense and name in TITAN_MOE_FIELDS):
             continue
         value = getattr(layout, name)
         if name == "cuda_graph_scope" and not value:
             value = "+".join(default_scope(model)) if model is not None else "the recipes' scope"
         entry = {"field": name, "value": value, "why": why}
-        implied = IMPLIED_FLAGS.get((name, value))
+        implied = flags.get((name, value))
         if implied:
             entry["implies"] = implied
         out.append(entry)

@@ -49,8 +49,8 @@ from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_viol
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
 from commbench.planner.layout.split import stage_imbalance
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.models.counts import (flops_breakdown, framework_model, param_counts, step_vocab,
-                                             up_projection_flops)
+from commbench.planner.models.counts import (flops_breakdown, framework_flops_per_token, framework_model,
+                                             param_counts, step_vocab, up_projection_flops)
 from commbench.planner.layout.connections import tp_overlap_runs
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
 
@@ -397,9 +397,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     step_s = n_mb * t_mb + bubble_s + d_rs_x + d_ag_x + e_rs_x + e_ag_x + optimizer_s
     step_s = np.where(valid, step_s, np.inf)
     tokens_per_s_per_gpu = np.where(valid, gbs * s / (step_s * world), 0.0)
-    # in the framework's own currency: Megatron-LM's training.py (and Megatron-Bridge's flop_utils.py) count the
-    # logits at the padded vocabulary, so a Megatron plan's figure is what its log prints
-    model_tflops = tokens_per_s_per_gpu * fl.total / 1e12
+    # in the framework's own currency (models/counts.framework_flops_per_token), so a plan's figure is what its log
+    # prints at the same tokens/s: Megatron-LM's training.py (and Megatron-Bridge's flop_utils.py) count the logits at
+    # the padded vocabulary (= fl.total), TorchTitan 0.3.0's get_nparams_and_flops 6 x the parameters a token uses + the
+    # attention not halved for the causal mask. The step time above is the same either way (fl: the work it charges).
+    model_tflops = tokens_per_s_per_gpu * framework_flops_per_token(model, s, framework, vocab=vocab) / 1e12
 
     mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,
                                 dense_group=shard_group, expert_group=expert_shard_group, n_mb=n_mb,
