@@ -117,6 +117,10 @@ class Collective(ABC):
     def check_params(self, params: dict[str, Any], backend_name: str) -> None:
         """Raise CommbenchError (one line) for workload parameters this backend cannot run; before launch."""
 
+    def check_groups(self, spec: "PointSpec", groups, world_size: int) -> None:
+        """Raise CommbenchError (one line) where `prepare` would refuse `spec` on `groups` (None: the world) for what
+        is known only once the ranks run (the racks): bench asks before it prints or writes anything."""
+
     def refuse_unused(self, *, op: Any = None, root: Any = None) -> None:
         """A given op where the collective does not reduce, a given root where it has none (None: not given), refused
         in one line, by bench (-o / -r) and a sweep file (op / root) alike: an op would only be recorded, a root would

@@ -130,6 +130,12 @@ class GradReduceScatter(ChunkedCollective):
     def check_params(self, params: dict, backend_name: str) -> None:
         resolve_impl(params.get("rs_impl", "auto"), backend_name)
 
+    def check_groups(self, spec: PointSpec, groups, world_size: int) -> None:
+        """Every group must hold the same number of ranks in each rack it spans (group_racks, as `build` asks)."""
+        topology = Topology.from_params(spec.params, world_size)
+        for members in groups or (tuple(range(world_size)),):
+            group_racks(tuple(members), topology)
+
     def point_size(self, spec: PointSpec, num_ranks: int) -> tuple[int, int]:
         chunk = self.count_for(spec.size_bytes, spec.dtype.itemsize, num_ranks)[0]
         count = _point_count(spec.params.get("algorithm", "hierarchical"), chunk, num_ranks)

@@ -240,14 +240,16 @@ def test_scaled_groups_span_the_racks_the_plan_spans(size, nproc, per_rack, plan
 def test_scaled_run_over_racks_measures_the_plan_groups_over_racks(tmp_path):
     """A 256-GPU GB300 plan whose DP group of 32 spans 4 racks, verified on 8 ranks of 2 racks (4 each): its DP
     groups span both racks and the flag says how groups were cut; on one host they stay consecutive."""
+    from commbench.comm.topology import from_ranks_per_rack
+
     path = _plan(tmp_path, "--model", "llama3-8b", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "256",
                  "--layout", "tp=8,pp=1,vp=1,ep=1,cp=1,mbs=1")
     doc = load_plan(path)
-    (dp,), flags = ([i for i in plan_items(doc, 8, 16 << 20, ranks_per_rack=4)[0] if i.kind == "dp_cp"],
-                    plan_items(doc, 8, 16 << 20, ranks_per_rack=4)[1])
+    (dp,), flags = ([i for i in plan_items(doc, 8, 16 << 20, topology=from_ranks_per_rack(8, 4))[0] if i.kind == "dp_cp"],
+                    plan_items(doc, 8, 16 << 20, topology=from_ranks_per_rack(8, 4))[1])
     assert dp.plan_domains == 4 and all(len({r // 4 for r in g}) == 2 for g in dp.groups)
     assert any("spanning as many of this run's 2 racks" in f for f in flags)
-    tp = [i for i in plan_items(doc, 8, 16 << 20, ranks_per_rack=4)[0] if i.kind == "tp"]
+    tp = [i for i in plan_items(doc, 8, 16 << 20, topology=from_ranks_per_rack(8, 4))[0] if i.kind == "tp"]
     assert tp and all(len(g) == 4 and len({r // 4 for r in g}) == 1 for i in tp for g in i.groups)  # one rack's
     (dp1,), flags1 = ([i for i in plan_items(doc, 8, 16 << 20)[0] if i.kind == "dp_cp"], plan_items(doc, 8, 16 << 20)[1])
     assert dp1.groups == (tuple(range(8)),) and any("consecutive ranks" in f for f in flags1)

@@ -247,7 +247,7 @@ def check_same_setup(base_headers: list, new_headers: list, *, allow_setup_chang
     of a real fabric (or the reverse), or on gloo with another torch (gloo's collectives are torch's own code, as
     NCCL's are its library's) is another measurement: refused in one line naming what differs unless
     --allow-setup-change (then said on a line of its own); so is one on another node layout with the same rank count
-    (hosts, ranks per host, racks: run_setup.layout_changes) unless --allow-layout-change; other hosts with the same
+    (hosts, ranks per host, racks, which ranks share them: run_setup.layout_changes) unless --allow-layout-change; other hosts with the same
     setup and layout (CI runners), another torch under NCCL runs and another commbench are only noted."""
     from commbench.results.run_setup import layout_changes
 

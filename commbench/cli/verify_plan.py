@@ -91,6 +91,7 @@ def verify_plan(
     from commbench.comm.backends import max_local_ranks, resolve_backend
     from commbench.comm.job import run_job
     from commbench.comm.launch import detect_rank_env
+    from commbench.comm.topology import resolve_before_launch
     from commbench.limits import check_iters
     from commbench.planner.emit.plan import load_plan
     from commbench.units import parse_size_bytes
@@ -109,10 +110,14 @@ def verify_plan(
         raise invalid("--nproc", ranks, f"from 2 (the least any collective needs) to {most} on {resolved} ({why})")
     check_iters(iters, "--iters")
     ctx = plan_context(doc)
-    per_rack_here = _ranks_per_rack(under_launcher, ctx)
-    items, flags = plan_items(doc, ranks, parse_size_bytes(max_bytes, "--max-bytes"), ctx, per_rack_here)
+    most_bytes = parse_size_bytes(max_bytes, "--max-bytes")
+    # the run's racks as every command that measures resolves them (before launch: one rack, or commbench emulate's);
+    # the ranks resolve them from the launch (NVML fabric, else host names) and cut the plan's groups again on them
+    planned_on = resolve_before_launch(None, ranks)
+    items, item_flags = plan_items(doc, ranks, most_bytes, ctx, planned_on)
     if not items:
         raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
+    flags: list[str] = []
     system = doc["inputs"]["system"]
     if system not in preset_names():
         where = str(system)
@@ -129,6 +134,16 @@ def verify_plan(
     elif fabric_check["status"] == "unchecked":
         flags.append(fabric_check["line"])
     described = _fabric_backends(doc, fabric)
+    emulated = _emulated()
+    job = VerifyJob(items=tuple(items), flags=tuple(item_flags), backend=resolved, doc=doc, max_bytes=most_bytes,
+                    ctx=ctx, topology=planned_on, iters=iters)
+    outcomes = run_job(_rank, job, nproc=None if under_launcher else ranks, backend=resolved,
+                       validate_world=lambda world: None, output_path="(verify-plan writes no file)")
+    outcome = outcomes.get(0)
+    if outcome is None:
+        return
+    items, rows, topology = list(outcome.items), outcome.rows, outcome.topology
+    flags = list(outcome.flags) + flags   # the groups' flags (cut on the run's racks) first, as plan_items gives them
     if not all(_describes(described, i, resolved) for i in items):
         preset = doc["inputs"].get("fabric", {}).get("source") == "preset"
         what = ("NCCL over NVLink and the NIC" if preset else
@@ -138,29 +153,23 @@ def verify_plan(
                         f"{resolved}")
     if resolved == "gloo" and any(i.collective == "reduce_scatter" for i in items):
         flags.append("gloo implements reduce_scatter as a full all-reduce: its measured time is an upper bound")
-    emulated = _emulated()
     if emulated is not None:
         flags.insert(0, f"EMULATED fabric ({_emulated_text(emulated)}): measured times are the emulator's "
                         "(loopback and rate-limited veth links), not a real network's")
-    job = VerifyJob(items=tuple(items), backend=resolved, iters=iters)
-    outcomes = run_job(_rank, job, nproc=None if under_launcher else ranks, backend=resolved,
-                       validate_world=lambda world: None, output_path="(verify-plan writes no file)")
-    rows = outcomes.get(0)
-    if rows is None:
-        return
-    points = _points(items, rows, fabric, ctx, described, resolved, per_rack_here, flags)
+    points = _points(items, rows, fabric, ctx, described, resolved, topology, flags)
     if fabric_check["status"] == "changed":
         flags.insert(0, fabric_check["line"])   # first: every prediction column is empty for it
     if as_json:
         print_json({"format": "commbench-verify-plan", "version": 2, "plan": plan_file,
                     "system": system, "fabric_check": fabric_check, "backend": resolved,
-                    "ranks": ranks, "emulated": emulated,
+                    "ranks": ranks, "topology": topology.to_dict(), "emulated": emulated,
                     "comparable": all(p["comparable"] for p in points), "points": points,
                     "unmet_assumptions": flags})
     else:
         where = " on an EMULATED fabric" if emulated is not None else ""
         print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s){where}; measured here vs "
                              f"predicted for {system}", verify_columns(points), verify_rows(points))
+        console.print(escape(topology.describe()), highlight=False)
         for flag in flags:
             console.print(styled("[bold red]{}[/]" if flag.startswith(("MISMATCH", FABRIC_CHANGED))
                                  else "[yellow]unmet assumption:[/] {}", flag), highlight=False)
@@ -168,14 +177,14 @@ def verify_plan(
         raise CommbenchError("a collective returned wrong data (see the #wrong column)")
 
 
-def _points(items, rows, fabric, ctx, described, resolved, ranks_per_rack, flags) -> list[dict]:
-    """One JSON point per measured collective, both predictions beside it; adds the routing, scaled-group and
-    mismatch flags."""
+def _points(items, rows, fabric, ctx, described, resolved, topology, flags) -> list[dict]:
+    """One JSON point per measured collective, both predictions beside it (the measured one on the scale-up domains
+    the measured group spans of the run's racks, `topology`); adds the routing, scaled-group and mismatch flags."""
     from commbench.workflows.verify import measured_domains, mismatch_flags, predicted_s
 
     points = []
     for item, row in zip(items, rows):
-        group, domains = int(row["group_size"]), measured_domains(item.groups, ranks_per_rack)
+        group, domains = int(row["group_size"]), measured_domains(item.groups, topology)
         pred_us = plan_us = None
         imb = row["metrics"].get("imbalance_rank")   # EP: the busiest rank's received tokens / the mean, measured
         if imb:
@@ -303,19 +312,6 @@ def _fabric_backends(doc: dict, fabric) -> dict[str, set[str]]:
     """Per collective, the backends the plan's fabric describes: NCCL for a preset (and a profile's preset
     curves), the measured backends for a fitted profile's curves."""
     return {} if fabric is None else fabric.backends()
-
-
-def _ranks_per_rack(under_launcher: bool, ctx) -> int | None:
-    """Ranks per scale-up domain of this run: COMMBENCH_RANKS_PER_RACK (commbench emulate sets it), else under a
-    launcher the plan's racks, else one host (None)."""
-    import os
-
-    from commbench.comm.topology import RANKS_PER_RACK_ENV
-
-    value = os.environ.get(RANKS_PER_RACK_ENV, "")
-    if value.isdecimal() and int(value) > 0:
-        return int(value)
-    return ctx.per_rack if under_launcher else None
 
 
 def _emulated() -> dict | None:

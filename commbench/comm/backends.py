@@ -68,17 +68,44 @@ def ranks_allowed(option: str, nproc: int, backend: str, limit: int, why: str) -
     return f"{option}={nproc} is invalid: allowed 1..{limit} on {backend} ({why})"
 
 
-def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
-    """Join the job as `rank_env` on backend `name` (collective: every rank calls it)."""
-    if name == "cupy-nccl":
-        from commbench.comm.cupy_backend import CupyNcclBackend
+# the variable each launcher gives a rank's place on its host (RankEnv.local_rank)
+LOCAL_RANK_VARIABLES = {"torchrun": "LOCAL_RANK", "slurm": "SLURM_LOCALID", "mpi": "OMPI_COMM_WORLD_LOCAL_RANK"}
 
-        backend = CupyNcclBackend(rank_env, timeout_s=timeout_s)
+
+def cuda_device_for(rank_env: RankEnv, visible: int) -> int:
+    """The CUDA ordinal this rank uses, of the `visible` devices this process sees (CUDA_VISIBLE_DEVICES applied):
+    its local rank where the process sees every GPU of its host (torchrun, srun --gpus-per-node N), cuda:0 where it
+    sees one (srun --gpus-per-task 1 and --gpu-bind bind each task to its own GPU: CUDA_VISIBLE_DEVICES lists that
+    one, srun(1)); else refused in one line, before the rank joins anything: an ordinal past the visible devices
+    does not exist, and another rank's GPU would be shared silently."""
+    import os
+
+    local = rank_env.local_rank
+    if visible == 1 or local < visible:
+        return 0 if visible == 1 else local
+    variable = LOCAL_RANK_VARIABLES.get(rank_env.launcher, "local rank")
+    shown = os.environ.get("CUDA_VISIBLE_DEVICES")
+    raise CommbenchError(f"{variable}={local} but this process sees {visible} CUDA device(s) (CUDA_VISIBLE_DEVICES="
+                         f"{'unset' if shown is None else repr(shown)}): cuda:{local} does not exist; give each rank "
+                         "one GPU (srun --gpus-per-task 1: it uses cuda:0) or every GPU of its node (srun "
+                         "--ntasks-per-node N --gpus-per-node N, torchrun --nproc-per-node N)")
+
+
+def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
+    """Join the job as `rank_env` on backend `name` (collective: every rank calls it); a GPU backend on the device
+    cuda_device_for picks."""
+    if name == "cupy-nccl":
+        from commbench.comm.cupy_backend import CupyNcclBackend, cupy_device_count
+
+        backend = CupyNcclBackend(rank_env, timeout_s=timeout_s,
+                                  device_index=cuda_device_for(rank_env, cupy_device_count()))
     else:
         from commbench.comm.torch_backend import TorchBackend
 
+        device = cuda_device_for(rank_env, cuda_device_count()) if name == "nccl" else None
         backend = TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size,
-                               local_rank=rank_env.local_rank, timeout_s=timeout_s, init_method=rank_env.init_method)
+                               local_rank=rank_env.local_rank, timeout_s=timeout_s, init_method=rank_env.init_method,
+                               device_index=device)
     if rank_env.progress is not None:
         rank_env.progress.joined()
     return backend

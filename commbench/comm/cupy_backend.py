@@ -176,7 +176,8 @@ class CupyNcclBackend:
 
     name = "cupy-nccl"
 
-    def __init__(self, rank_env: RankEnv, *, timeout_s: float) -> None:
+    def __init__(self, rank_env: RankEnv, *, timeout_s: float, device_index: int | None = None) -> None:
+        """`device_index`: the CUDA ordinal (backends.cuda_device_for; the local rank when not given)."""
         available, why = cupy_status()
         if not available:
             raise CommbenchError(f"--backend=cupy-nccl is not available here: {why}")
@@ -186,8 +187,9 @@ class CupyNcclBackend:
         self._cupy, self._nccl, self._timeout_s = cupy, nccl, timeout_s
         self.rank, self.world_size, self.local_rank = rank_env.rank, rank_env.world_size, rank_env.local_rank
         self.nccl_version = nccl.get_version()
-        cupy.cuda.Device(self.local_rank).use()
-        self.device = f"cuda:{self.local_rank}"
+        device_index = self.local_rank if device_index is None else device_index
+        cupy.cuda.Device(device_index).use()
+        self.device = f"cuda:{device_index}"
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._store = None if self.world_size == 1 else open_store(
             master_addr=rank_env.master_addr, master_port=rank_env.master_port, rank=self.rank,

@@ -99,13 +99,38 @@ def slurm_unlaunched_note(env: Mapping[str, str] | None = None) -> str | None:
             f"shell): commbench starts its own local ranks here; run it under srun for one rank per task")
 
 
+# variables torchrun (torch.distributed.run) sets for every worker besides RANK / WORLD_SIZE / LOCAL_RANK
+TORCHRUN_MARKERS = ("TORCHELASTIC_RUN_ID", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK")
+
+
+def _srun_rank_variables(env: Mapping[str, str]) -> bool:
+    """True where RANK / WORLD_SIZE sit in the environment of an srun step's task with no torchrun variable beside
+    them (not torchrun's, nor commbench's own ranks'): they were set by hand or inherited (`export RANK=$SLURM_PROCID`
+    in a batch script gives every task 0). They must then be the step's own SLURM_PROCID / SLURM_STEP_NUM_TASKS
+    (refused in one line naming both where not: two tasks would both join as one rank and wait out --timeout), and
+    the launch is Slurm's."""
+    tasks_key = slurm_step_tasks_key(env)
+    if tasks_key is None or env.get(LOCAL_LAUNCH_ENV) or any(k in env for k in TORCHRUN_MARKERS):
+        return False
+    if _int(env, tasks_key) < 2:
+        return False
+    for mine, slurms in (("RANK", "SLURM_PROCID"), ("WORLD_SIZE", tasks_key)):
+        if _int(env, mine) != _int(env, slurms):
+            raise CommbenchError(f"{mine}={env[mine].strip()} but {slurms}={env[slurms].strip()} in this srun step, "
+                                 f"and no torchrun variable ({', '.join(TORCHRUN_MARKERS[:2])}) says torchrun set "
+                                 f"{mine}: set by hand or inherited (export RANK=$SLURM_PROCID in a batch script gives "
+                                 "every task the same); unset RANK and WORLD_SIZE (srun places the ranks) or set them "
+                                 "per task")
+    return True
+
+
 def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     """The launch this process belongs to, or None when started alone (then `--nproc` applies)."""
     env = os.environ if env is None else env
     port = _int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_MASTER_PORT
     if not 0 <= port <= 65535:
         raise CommbenchError(f"MASTER_PORT={port} is invalid: a TCP port 0..65535")
-    if "RANK" in env and "WORLD_SIZE" in env:
+    if "RANK" in env and "WORLD_SIZE" in env and not _srun_rank_variables(env):
         rank, world, local_rank = _place(env, "RANK", "WORLD_SIZE", "LOCAL_RANK")
         local = bool(env.get(LOCAL_LAUNCH_ENV))
         return RankEnv(rank=rank, world_size=world, local_rank=local_rank,

@@ -123,17 +123,31 @@ def topology_from_fabric(keys: Sequence[str | None], hostnames: Sequence[str], *
     return Topology(racks=base.racks, source=f"hostnames (NVLink domains not detected: {reason})")
 
 
-def gather_topology(backend, hostnames: Sequence[str]) -> Topology:
-    """Every rank calls this together: on GPU ranks each gathers its fabric key, then all group by it."""
+def _gather_keys(backend) -> tuple[list[str | None], str]:
+    """Every GPU rank calls this together: each rank's fabric key (None: none) and the first reason one is missing."""
     from commbench.comm.backend import gather_strings
 
-    if not str(backend.device).startswith("cuda"):
-        return topology_from_fabric([], hostnames, why_not="CPU ranks: no GPU fabric")
     device = str(backend.device)
     index = int(device.split(":", 1)[1]) if ":" in device else getattr(backend, "local_rank", 0)
     key, why = local_fabric_key(index)
     gathered = gather_strings(backend, key if key else NO_KEY)
     why_texts = gather_strings(backend, why[:120] if why else "")
     keys = [None if value == NO_KEY else value for value in gathered]
-    first_why = next((w for w in why_texts if w), "")
+    return keys, next((w for w in why_texts if w), "")
+
+
+def gather_topology(backend, hostnames: Sequence[str]) -> Topology:
+    """Every rank calls this together: on GPU ranks each gathers its fabric key, then all group by it."""
+    if not str(backend.device).startswith("cuda"):
+        return topology_from_fabric([], hostnames, why_not="CPU ranks: no GPU fabric")
+    keys, first_why = _gather_keys(backend)
     return topology_from_fabric(keys, hostnames, why_not=first_why)
+
+
+def gather_fabric(backend) -> Topology | None:
+    """Every GPU rank calls this together: the NVLink domains of the fabric where every rank has fabric info, else
+    None (racks the user declared are checked against it: comm/topology.resolve_on_ranks)."""
+    keys, _ = _gather_keys(backend)
+    if not keys or any(key is None for key in keys):
+        return None
+    return topology_from_fabric(keys, [])

@@ -20,6 +20,8 @@ from commbench.errors import CommbenchError, invalid
 
 TIERS = ("scale-up", "scale-out")
 PRESETS = {"nvl72": 72, "hgx8": 8}  # ranks per scale-up domain
+# the hosts one domain of a preset spans: an NVL72 rack is 18 compute trays of 4 GPUs; an HGX domain is one node
+PRESET_HOSTS = {"nvl72": (18, "an NVL72 rack is 18 trays"), "hgx8": (1, "an HGX domain is one node")}
 RANKS_PER_RACK_ENV = "COMMBENCH_RANKS_PER_RACK"
 
 
@@ -217,6 +219,19 @@ class TopologySpec:
         return "--racks" if self.racks is None or self.racks.strip().isdecimal() else "--rack-ranks"
 
     @property
+    def declared(self) -> str | None:
+        """The option that declares racks by rank, as given (`--ranks-per-rack=4`, `--topology=nvl72`, `--racks=2`,
+        `--rack-ranks='0,2;1,3'`): racks the hosts and the fabric can contradict; None where the racks are taken from
+        them (host names, --nodes-per-rack, --rack-nodes, NVML) or from commbench emulate."""
+        if self.ranks_per_rack is not None:
+            return f"--ranks-per-rack={self.ranks_per_rack}"
+        if self.preset is not None:
+            return f"--topology={self.preset}"
+        if self.racks is not None:
+            return f"{self._racks_option}={self.racks.strip() if self.racks.strip().isdecimal() else repr(self.racks)}"
+        return None
+
+    @property
     def needs_hostnames(self) -> bool:
         return self.ranks_per_rack is None and self.preset is None and self.racks is None and \
             os.environ.get(RANKS_PER_RACK_ENV) is None
@@ -249,21 +264,71 @@ class TopologySpec:
         return from_hostnames(hostnames, self.nodes_per_rack or 1, self.rack_nodes)
 
 
+def declared_conflict(spec: TopologySpec, topology: Topology, hostnames: Sequence[str], *,
+                      allowed: str | None = None) -> str | None:
+    """One line where racks the user declared (`spec.declared`) contradict the hosts the ranks are on, else None: a
+    host's ranks in more than one rack (a host's GPUs share one scale-up domain: an HGX node, an NVL72 tray; ranks
+    placed round-robin over the hosts, srun --distribution=cyclic, under a count that assumes them rack by rack), or
+    a preset's rack holding ranks of more hosts than its domain spans (PRESET_HOSTS). Runs on one host are not
+    checked (racks emulated on one machine: commbench emulate, tests), nor unknown hosts."""
+    option = spec.declared
+    hosts = list(hostnames)
+    if option is None or len(hosts) != topology.world_size or len(set(hosts)) < 2 or "unknown" in hosts:
+        return None
+    allowed = allowed or ("racks that keep each host whole (--nodes-per-rack, --rack-nodes, or --rack-ranks listing "
+                          "them), or no rack option: the NVLink fabric's domains, else one per host")
+    for host in dict.fromkeys(hosts):
+        ranks = [r for r, h in enumerate(hosts) if h == host]
+        racks = sorted({topology.rack_of(r) for r in ranks})
+        if len(racks) > 1:
+            return (f"{option} is invalid on these hosts: host {host}'s ranks {format_racks([ranks])} fall in "
+                    f"{len(racks)} racks ({', '.join(map(str, racks[:4]))}{', ...' if len(racks) > 4 else ''} of "
+                    f"{format_racks(topology.racks, limit=4)}), but a host's GPUs share one scale-up domain (ranks "
+                    f"placed round-robin over the hosts?); allowed: {allowed}")
+    most, why = PRESET_HOSTS.get(spec.preset or "", (None, ""))
+    for k, rack in enumerate(topology.racks if most is not None else ()):
+        on = list(dict.fromkeys(hosts[r] for r in rack))
+        if len(on) > most:
+            return (f"{option} is invalid on these hosts: rack {k} (ranks {format_racks([rack])}) holds ranks of "
+                    f"{len(on)} hosts ({', '.join(on[:4])}{', ...' if len(on) > 4 else ''}), but {why}; allowed: "
+                    f"{allowed}")
+    return None
+
+
 def resolve_on_ranks(spec: TopologySpec | None, backend) -> Topology:
-    """Every rank calls this together (it may gather host names over the world)."""
+    """Every rank calls this together (it may gather host names over the world). Racks the user declared are
+    checked against the hosts (declared_conflict) and, on GPU ranks whose NVLink fabric NVML reads on every rank,
+    against the fabric: refused in one line where they contradict them."""
+    import socket
+
+    from commbench.comm.backend import gather_strings
+
     spec = spec or TopologySpec()
     hostnames: list[str] = []
     if spec.needs_hostnames:
-        import socket
-
-        from commbench.comm.backend import gather_strings
-
         hostnames = gather_strings(backend, socket.gethostname())
         if spec.nodes_per_rack is None and spec.rack_nodes is None:
             from commbench.comm.nvlink_domains import gather_topology
 
             return gather_topology(backend, hostnames)  # NVLink domains from NVML; hostnames as the fallback
-    return spec.resolve(backend.world_size, hostnames)
+    topology = spec.resolve(backend.world_size, hostnames)
+    if spec.declared is None or backend.world_size < 2:
+        return topology
+    # every rank gathers the same names and keys, so every rank takes the same branch and says the same line
+    problem = declared_conflict(spec, topology, gather_strings(backend, socket.gethostname()))
+    if problem is None and str(backend.device).startswith("cuda"):
+        from commbench.comm.nvlink_domains import gather_fabric
+
+        fabric = gather_fabric(backend)
+        if fabric is not None and {frozenset(r) for r in fabric.racks} != {frozenset(r) for r in topology.racks}:
+            problem = (f"{spec.declared} is invalid on these GPUs: it declares racks {format_racks(topology.racks, 4)}, "
+                       f"but their NVLink fabric (NVML clusterUuid+cliqueId) joins {format_racks(fabric.racks, 4)}; "
+                       "allowed: no rack option (the fabric's domains are taken)")
+        elif fabric is not None:
+            topology = Topology(racks=topology.racks, source=f"{topology.source}; the NVML GPU fabric agrees")
+    if problem is not None:
+        raise CommbenchError(problem)
+    return topology
 
 
 def resolve_before_launch(spec: TopologySpec | None, world_size: int) -> Topology:

@@ -125,14 +125,16 @@ class TorchBackend:
     """Process-group backend. `init` joins the job described by the environment (env:// rendezvous)."""
 
     def __init__(self, name: str, *, rank: int, world_size: int, local_rank: int, timeout_s: float,
-                 init_method: str | None = None) -> None:
+                 init_method: str | None = None, device_index: int | None = None) -> None:
+        """`device_index`: the CUDA ordinal for nccl (backends.cuda_device_for; `local_rank` when not given)."""
         if name not in ("nccl", "gloo"):
             raise CommbenchError(f"backend={name!r} is not a torch.distributed backend: allowed nccl, gloo")
         self.name = name
         self.rank, self.world_size, self.local_rank = rank, world_size, local_rank
+        device_index = local_rank if device_index is None else device_index
         if name == "nccl":
-            torch.cuda.set_device(local_rank)
-            self.device = f"cuda:{local_rank}"
+            torch.cuda.set_device(device_index)
+            self.device = f"cuda:{device_index}"
             self._torch_device = torch.device(self.device)
         else:
             self.device = "cpu"
@@ -142,7 +144,7 @@ class TorchBackend:
 
         def connect() -> None:
             if name == "nccl":  # the current device is per thread: the helper thread uses this rank's too
-                torch.cuda.set_device(local_rank)
+                torch.cuda.set_device(device_index)
             dist.init_process_group(name, init_method=method, rank=rank, world_size=world_size,
                                     timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
 

@@ -374,6 +374,8 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
             error = f"start-up failed: {first_line(exc)}"
             raise StartupFailed(error) from None
         points = planned_points(config, collective, backend.world_size, topology)
+        for point in points:   # what the racks refuse, before the table or the file says anything
+            collective.check_groups(point.spec, point.groups, backend.world_size)
         header = dataclasses.replace(header, planned_points=len(points))   # report/fit say when a run holds fewer
         header = with_run_cycles(header, config)
         comms = GroupCache(backend)

@@ -56,7 +56,7 @@ def device_name(backend: Backend) -> str:
     if backend.device.startswith("cuda"):
         import torch
 
-        return torch.cuda.get_device_name(backend.local_rank)
+        return torch.cuda.get_device_name(int(backend.device.split(":", 1)[1]) if ":" in backend.device else 0)
     return f"cpu ({platform.processor() or platform.machine()})"
 
 

@@ -130,24 +130,49 @@ def mixed_setup_texts(runs: dict[str, RunHeader], fields=tuple(SETUP_FIELDS)) ->
     return texts
 
 
+Placement = tuple[tuple[int, ...], ...]   # the ranks of each host (or rack), by lowest rank: no names
+
+
+def _header_racks(header: RunHeader) -> Placement | None:
+    racks = (header.topology or {}).get("racks")
+    if not isinstance(racks, list) or not racks or not all(isinstance(r, list) and r for r in racks):
+        return None
+    return tuple(sorted(tuple(sorted(int(x) for x in r)) for r in racks))
+
+
+def rank_placement(header: RunHeader) -> tuple[Placement, Placement | None] | None:
+    """Which ranks shared a host, and (where the header records them) a scale-up domain: the partitions of the ranks
+    (host names left out: CI runners differ run to run), which decide the links each group crosses; None where a
+    host is unknown."""
+    hosts = [h for h in header.hostnames if h and h != "unknown"]
+    if not hosts or len(hosts) != len(header.hostnames):
+        return None
+    by_host = tuple(sorted(tuple(r for r, h in enumerate(hosts) if h == host) for host in dict.fromkeys(hosts)))
+    return by_host, _header_racks(header)
+
+
 def node_layout(header: RunHeader) -> tuple[str, str | None] | None:
     """How the run's ranks sat on nodes: ("2 host(s) x 4 rank(s)" (uneven: "3 hosts of 4+2+2 ranks", in host order),
     the header's scale-up domains where it records them: "2 rack(s) x 4 rank(s)", else None); None where a host is
     unknown. Not the host names (CI runners differ run to run): the counts, which decide the links a collective
-    crosses."""
-    hosts = [h for h in header.hostnames if h and h != "unknown"]
-    if not hosts or len(hosts) != len(header.hostnames):
+    crosses, and where the ranks are not placed host by host (rack by rack) in rank order, which ranks (Slurm's
+    cyclic placement: "(ranks 0,2;1,3)")."""
+    placement = rank_placement(header)
+    if placement is None:
         return None
-    racks = (header.topology or {}).get("racks")
-    sizes = [len(r) for r in racks] if isinstance(racks, list) and racks else None
-    return _counts_text(list({h: hosts.count(h) for h in dict.fromkeys(hosts)}.values()), "host"), \
-        (_counts_text(sizes, "rack") if sizes else None)
+    by_host, racks = placement
+    hosts = [h for h in header.hostnames]
+    return _counts_text(list({h: hosts.count(h) for h in dict.fromkeys(hosts)}.values()), "host", by_host), \
+        (_counts_text([len(r) for r in racks], "rack", racks) if racks else None)
 
 
-def _counts_text(counts: list[int], what: str) -> str:
-    if len(set(counts)) == 1:
-        return f"{len(counts)} {what}(s) x {counts[0]} rank(s)"
-    return f"{len(counts)} {what}s of {'+'.join(map(str, counts))} ranks"
+def _counts_text(counts: list[int], what: str, placed: Placement) -> str:
+    from commbench.comm.topology import format_racks
+
+    text = f"{len(counts)} {what}(s) x {counts[0]} rank(s)" if len(set(counts)) == 1 else \
+        f"{len(counts)} {what}s of {'+'.join(map(str, counts))} ranks"
+    in_order = [r for group in placed for r in group] == list(range(sum(len(g) for g in placed)))
+    return text if in_order else f"{text} (ranks {format_racks(placed, limit=4)})"
 
 
 def _layout_text(layout: tuple[str, str | None]) -> str:
@@ -162,9 +187,10 @@ def layout_changes(base: list[RunHeader], new: list[RunHeader], *, new_name: str
     are unknown are no change; nor is a rack split only one side records."""
     texts = []
     for size in sorted({h.world_size for h in new}):
-        b = {t for h in base if h.world_size == size and (t := node_layout(h))}
-        n = {t for h in new if h.world_size == size and (t := node_layout(h))}
-        if b and any(not any(hb == hn and (rb is None or rn is None or rb == rn) for hb, rb in b) for hn, rn in n):
-            texts.append(f"node layout at world size {size} (base: {' | '.join(sorted(map(_layout_text, b)))}; "
-                         f"{new_name}: {' | '.join(sorted(map(_layout_text, n)))})")
+        b = {(p, node_layout(h)) for h in base if h.world_size == size and (p := rank_placement(h))}
+        n = {(p, node_layout(h)) for h in new if h.world_size == size and (p := rank_placement(h))}
+        if b and any(not any(hb == hn and (rb is None or rn is None or rb == rn) for (hb, rb), _ in b)
+                     for (hn, rn), _ in n):
+            texts.append(f"node layout at world size {size} (base: {' | '.join(sorted(_layout_text(t) for _, t in b))}; "
+                         f"{new_name}: {' | '.join(sorted(_layout_text(t) for _, t in n))})")
     return texts

@@ -23,7 +23,7 @@ from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, Isolate
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.files import repair_torn_tail
 from commbench.sweep.resume import earlier_problems, recorded_keys, sweep_identity
-from commbench.sweep.schema import Sweep
+from commbench.sweep.schema import Sweep, sweep_words
 from commbench.comm.topology import resolve_on_ranks
 
 SHARE_TIMEOUT_S = 300.0
@@ -99,7 +99,11 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
         # still holding it at interpreter exit while its peer has gone aborts in gloo (SIGABRT, not exit 2)
         backend.shutdown()
         raise
-    topology = resolve_on_ranks(job.sweep.topology, backend)  # every rank: may gather host names
+    try:
+        topology = resolve_on_ranks(job.sweep.topology, backend)  # every rank: may gather host names
+    except CommbenchError as exc:   # racks the file declares that the hosts contradict: every rank, in its words
+        backend.shutdown()
+        raise CommbenchError(sweep_words(str(exc))) from None
     points = plan_sweep(job.sweep, backend.world_size, backend=backend.name, output_path=job.output_path,
                         argv=job.argv, topology=topology)
     coord = Coordinator.from_default_group(backend)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from commbench.comm.topology import Topology
 from commbench.errors import CommbenchError
 from commbench.planner.emit.plan import plan_layout, plan_model
 from commbench.planner.layout.placement import domains_touched, place
@@ -90,11 +91,28 @@ class CommItem:
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyJob:
+    """`items`, `flags`: the plan's collectives as planned before ranks start (on `topology`, resolve_before_launch's); the
+    ranks resolve the run's racks as bench does (resolve_on_ranks) and, where they differ, cut the plan's groups
+    again from `doc` (`max_bytes`, `ctx`) on them."""
     items: tuple[CommItem, ...]
+    flags: tuple[str, ...]        # plan_items' flags for `items`
     backend: str
+    doc: dict
+    max_bytes: int
+    ctx: PlanContext
+    topology: Topology
     iters: int = 5
     warmup_iters: int = 2
     timeout_s: float = 120.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyOutcome:
+    """What every rank measured on: the run's racks, the items measured on them and plan_items' flags for them."""
+    topology: Topology
+    items: tuple[CommItem, ...]
+    flags: tuple[str, ...]
+    rows: list[dict]
 
 
 def model_spec_flag(inputs: dict) -> str:
@@ -209,22 +227,43 @@ def _scaled_groups(size: int, nproc: int, divides: int = 0, *, ranks_per_rack: i
     raise AssertionError("a group of 1 fits one rack")
 
 
+def _rack_order(topology: Topology | None, nproc: int) -> tuple[int | None, tuple[int, ...]]:
+    """(ranks per rack, the world ranks rack after rack) of this run's racks, for _scaled_groups, which places groups
+    on ranks numbered rack by rack: position v is rank order[v] (block placement: order is 0..n-1; a cyclic launch's
+    racks 0,2;1,3 give 0,2,1,3). One rack, or racks of unequal size: (None, consecutive ranks rack by rack)."""
+    if topology is None or topology.num_racks <= 1:
+        return None, tuple(range(nproc))
+    assert topology.world_size == nproc, (topology.world_size, nproc)
+    return topology.ranks_per_rack, tuple(r for rack in topology.racks for r in rack)
+
+
+def _scaled_on(topology: Topology | None, size: int, nproc: int, divides: int = 0, *, plan_domains: int = 1,
+               multiple_of: int = 1) -> tuple[tuple[int, ...], ...]:
+    """_scaled_groups on this run's racks as they are (any placement of ranks on racks), each group's ranks sorted."""
+    per_rack, order = _rack_order(topology, nproc)
+    groups = _scaled_groups(size, nproc, divides, ranks_per_rack=per_rack, plan_domains=plan_domains,
+                            multiple_of=multiple_of)
+    return tuple(tuple(sorted(order[v] for v in g)) for g in groups)
+
+
 def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = None,
-               ranks_per_rack: int | None = None) -> tuple[list[CommItem], list[str]]:
+               topology: Topology | None = None) -> tuple[list[CommItem], list[str]]:
     """The plan's collectives scaled to `nproc` ranks and at most `max_bytes` per buffer, and the flags; on fewer
-    ranks than the plan, a group spans as many of this run's racks (`ranks_per_rack` each; None: one host) as the
-    plan's group spans of its own, where the run has them."""
+    ranks than the plan, a group spans as many of this run's racks (`topology`: the run's, as bench resolves it,
+    comm/topology.resolve_on_ranks; None: one host) as the plan's group spans of its own, where the run has them."""
     ctx = ctx or plan_context(doc)
     lay, model = ctx.layout, ctx.model
     exact = ctx.gpus == nproc
     flags = list(ctx.flags)
     if not exact:
-        if not ranks_per_rack or nproc <= ranks_per_rack:
+        per_rack, _ = _rack_order(topology, nproc)
+        if topology is None or topology.num_racks <= 1:
             where = "consecutive ranks (this run is one host or rack)"
-        elif nproc % ranks_per_rack:
-            where = f"consecutive ranks (this run's {nproc} ranks are not whole racks of {ranks_per_rack})"
+        elif per_rack is None:
+            where = (f"consecutive ranks rack by rack (this run's {topology.num_racks} racks are uneven: "
+                     f"{'/'.join(str(len(r)) for r in topology.racks)} ranks)")
         else:
-            where = (f"each spanning as many of this run's {nproc // ranks_per_rack} racks as the plan's group spans "
+            where = (f"each spanning as many of this run's {topology.num_racks} racks as the plan's group spans "
                      "of its own, where the run has them")
         flags.append(f"the plan has {ctx.gpus} ranks, this run {nproc}: groups are cut to at most the plan's size, "
                      f"{where}")
@@ -233,7 +272,7 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
     def groups_of(kind: str, size: int, divides: int = 0, domains: int = 1):
         if placement is not None:
             return tuple(tuple(g) for g in placement.groups[kind])
-        return _scaled_groups(size, nproc, divides, ranks_per_rack=ranks_per_rack, plan_domains=domains)
+        return _scaled_on(topology, size, nproc, divides, plan_domains=domains)
 
     def plan_domains(span: int, group: int) -> int:
         return int(domains_touched(np.array(span), np.array(group), ctx.per_rack))
@@ -269,8 +308,8 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
             ep_groups = tuple(sorted({tuple(sorted({m for r in g for m in etp_of[r]}))
                                       for g in placement.groups["ep"]}))
         else:   # ETP copies stay whole: a multiple of ETP ranks whose EP part divides the experts
-            ep_groups = _scaled_groups(lay.etp * lay.ep, nproc, lay.etp * model.num_routed_experts,
-                                       ranks_per_rack=ranks_per_rack, plan_domains=ep_domains, multiple_of=lay.etp)
+            ep_groups = _scaled_on(topology, lay.etp * lay.ep, nproc, lay.etp * model.num_routed_experts,
+                                   plan_domains=ep_domains, multiple_of=lay.etp)
         items.append(_ep_item(ctx, tokens_mb, max_bytes, ep_groups, ep_domains, flags))
         if lay.etp > 1 and not ctx.flex:
             items.extend(_etp_items(ctx, tokens_mb, groups_of("etp", lay.etp, domains=plan_domains(lay.etp, lay.etp)),
@@ -426,11 +465,11 @@ def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, 
                                    np.array([dom]))[0])
 
 
-def measured_domains(groups, ranks_per_rack: int | None) -> int:
-    """Scale-up domains the widest measured group spans: 1 on one host (`ranks_per_rack` None)."""
-    if not ranks_per_rack:
+def measured_domains(groups, topology: Topology | None) -> int:
+    """Scale-up domains the widest measured group spans on this run's racks (`topology`; None: one host)."""
+    if topology is None:
         return 1
-    return max(len({r // ranks_per_rack for r in g}) for g in groups)
+    return max(len({topology.rack_of(r) for r in g}) for g in groups)
 
 
 def mismatch_flags(points: list[dict], comparable: bool | None = None) -> list[str]:
@@ -448,8 +487,10 @@ def mismatch_flags(points: list[dict], comparable: bool | None = None) -> list[s
     return out
 
 
-def verify_rank(rank_env, job: VerifyJob) -> list[dict]:
-    """Every rank: measure each item on its groups; returns rows (rank 0's are reported)."""
+def verify_rank(rank_env, job: VerifyJob) -> VerifyOutcome:
+    """Every rank: resolve the run's racks (resolve_on_ranks: NVML fabric, else host names, as bench), cut the plan's
+    groups on them, measure each item on its groups; returns the outcome (rank 0's is reported)."""
+    from commbench.comm.topology import resolve_on_ranks
     from collectives import get_collective
     from collectives.base import PointSpec
     from commbench.measure.bench import GroupCache
@@ -462,7 +503,13 @@ def verify_rank(rank_env, job: VerifyJob) -> list[dict]:
     comms, rows, run_id = GroupCache(backend), [], new_run_id()
     loop = LoopOptions(iters=job.iters, warmup_iters=job.warmup_iters, check=True)
     try:
-        for item in job.items:
+        topology, items, flags = job.topology, job.items, job.flags
+        here = resolve_on_ranks(None, backend)
+        if here.racks != topology.racks:   # every rank gathered the same racks: each cuts the same groups
+            kept, cut = plan_items(job.doc, backend.world_size, job.max_bytes, job.ctx, here)
+            items, flags = tuple(kept), tuple(cut)
+        topology = here
+        for item in items:
             collective = get_collective(item.collective)
             spec = PointSpec(size_bytes=item.size_bytes, dtype=get_dtype("float32"), params=dict(item.params))
             if item.collective == "moe_all_to_all":
@@ -477,4 +524,4 @@ def verify_rank(rank_env, job: VerifyJob) -> list[dict]:
                          "size_bytes": rec.size_bytes, "group_size": comm.size, "metrics": dict(rec.metrics)})
     finally:
         backend.shutdown()
-    return rows
+    return VerifyOutcome(topology=topology, items=tuple(items), flags=flags, rows=rows)

@@ -199,13 +199,19 @@ def log_topology(hosts: list[str], world: int, ranks_per_rack: int | None) -> di
     on several hosts, as a commbench launch without NVLink fabric information groups ranks; None on one host. Without
     it a 16-rank log over two 8-GPU hosts was fitted as one NVLink domain of 16 (its IB curve then stood for NVLink,
     8x off). A multi-node NVLink rack (GB200/GB300 NVL72: hosts of 4 GPUs share one domain) needs --ranks-per-rack."""
-    from commbench.comm.topology import Topology, from_ranks_per_rack
+    from commbench.comm.topology import Topology, TopologySpec, declared_conflict, from_ranks_per_rack
 
     if ranks_per_rack is not None:
         if ranks_per_rack < 1 or world % ranks_per_rack:
             raise CommbenchError(f"--ranks-per-rack={ranks_per_rack} is invalid for a log of {world} ranks: a whole "
                                  f"number >= 1 that divides {world}")
-        return from_ranks_per_rack(world, ranks_per_rack).to_dict()
+        topology = from_ranks_per_rack(world, ranks_per_rack)
+        problem = declared_conflict(TopologySpec(ranks_per_rack=ranks_per_rack), topology, hosts,
+                                    allowed="a --ranks-per-rack whose racks keep each host of the log whole, or none "
+                                            "(a domain per host)")
+        if problem is not None:
+            raise CommbenchError(problem)
+        return topology.to_dict()
     if len(hosts) != world or len(set(hosts)) < 2 or "unknown" in hosts:
         return None
     racks = tuple(tuple(r for r, h in enumerate(hosts) if h == host) for host in dict.fromkeys(hosts))

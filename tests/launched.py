@@ -1,0 +1,77 @@
+"""Run `commbench ARGS` as every rank of a faked multi-host launch (fork start, gloo, one process per rank).
+
+`launch_cli(args, hosts, launcher="torchrun")` forks one process per entry of `hosts`; each sets the variables the
+launcher sets for its task (torchrun: RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / TORCHELASTIC_RUN_ID;
+slurm: an srun step's SLURM_PROCID / SLURM_LOCALID / SLURM_STEP_NUM_TASKS / SLURM_STEP_ID), fakes its host name
+(`socket.gethostname`, which commbench reads for hosts and racks) and runs the CLI in-process. Returns
+[(exit code, stdout, output)] in rank order; a rank that hangs past `timeout_s` fails the test.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from typing import Sequence
+
+from tests.distributed import free_port
+
+_LAUNCH_PREFIXES = ("SLURM_", "OMPI_", "TORCHELASTIC_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                    "GROUP_RANK", "MASTER_", "COMMBENCH_", "CUDA_VISIBLE_DEVICES")
+
+
+def launch_env(rank: int, hosts: Sequence[str], launcher: str, port: int) -> dict[str, str]:
+    """The variables `launcher` gives rank `rank` of a job whose ranks sit on `hosts` (local rank: its place among
+    its host's ranks)."""
+    local = hosts[:rank].count(hosts[rank])
+    world = len(hosts)
+    if launcher == "torchrun":
+        return {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(local),
+                "LOCAL_WORLD_SIZE": str(hosts.count(hosts[rank])), "TORCHELASTIC_RUN_ID": "test",
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    if launcher == "slurm":
+        return {"SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0", "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local),
+                "SLURM_NTASKS": str(world), "SLURM_STEP_NUM_TASKS": str(world), "SLURM_STEP_NODELIST": "localhost",
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    raise ValueError(launcher)
+
+
+def _rank_main(rank, hosts, launcher, port, args, extra_env, queue) -> None:
+    import socket
+
+    try:
+        for key in [k for k in os.environ if k.startswith(_LAUNCH_PREFIXES)]:
+            del os.environ[key]
+        os.environ.update(launch_env(rank, hosts, launcher, port), **(extra_env or {}))
+        socket.gethostname = lambda: hosts[rank]
+        from typer.testing import CliRunner
+
+        from commbench.cli.app import app
+        result = CliRunner().invoke(app, list(args))
+        queue.put((rank, (result.exit_code, result.stdout, result.output)))
+    except BaseException:  # noqa: BLE001 - report everything to the parent
+        queue.put((rank, (-1, "", traceback.format_exc())))
+
+
+def launch_cli(args: Sequence[str], hosts: Sequence[str], *, launcher: str = "torchrun",
+               extra_env: dict[str, str] | None = None, timeout_s: float = 90.0) -> list[tuple[int, str, str]]:
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=_rank_main, args=(r, list(hosts), launcher, port, args, extra_env, queue),
+                         daemon=True) for r in range(len(hosts))]
+    for proc in procs:
+        proc.start()
+    results: dict[int, tuple[int, str, str]] = {}
+    try:
+        for _ in procs:
+            rank, value = queue.get(timeout=timeout_s)
+            results[rank] = value
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+    missing = [r for r in range(len(hosts)) if r not in results]
+    assert not missing, f"ranks {missing} gave no result within {timeout_s} s"
+    return [results[r] for r in range(len(hosts))]
