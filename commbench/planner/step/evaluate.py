@@ -42,8 +42,8 @@ import numpy as np
 
 from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
-from commbench.planner.step.dp_sync import dp_sync_s, grad_bytes, hidden as _hidden, megatron_bucket_params, \
-    param_gather_bytes
+from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, grad_bytes, hidden as _hidden, \
+    megatron_bucket_params, mxfp8_param_recast_bytes, param_gather_bytes
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
@@ -346,11 +346,13 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     ag_window = compute_mb / 3.0 * (1.0 + extra)
 
     param_bytes = param_gather_bytes(a.precision, dist, FP8_CODES, framework)
+    # the distributed optimizer gathers MXFP8 parameters in bf16 through the gradient buffer (dp_sync.py)
+    ddp_param_bytes = ddp_param_gather_bytes(param_bytes, a.precision, a.fsdp, framework)
     bucket_params = megatron_bucket_params(cal, dense_group)   # dense and expert buffers alike
 
     def dp_terms(local, group, domains):
         return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
-                         param_bytes=param_bytes, grad_size=grad_bytes(framework), bucket_params=bucket_params,
+                         param_bytes=ddp_param_bytes, grad_size=grad_bytes(framework), bucket_params=bucket_params,
                          group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
                          rs_window=rs_window, ag_window=ag_window)
 
@@ -393,6 +395,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     owned = np.where(dist, dense_local / shard_group + expert_local / expert_shard_group,
                      dense_local + expert_local)
     optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
+    # ... and, where MXFP8 parameters are gathered in bf16, their copy into the MXFP8 weights after the gather
+    # (every parameter of the rank, once per step: dp_sync.mxfp8_param_recast_bytes), counted with the optimizer step
+    # it completes (where a DP group of 1 gathers nothing, megatron-core still copies the buffer out)
+    recast = mxfp8_param_recast_bytes(param_bytes, a.precision, a.fsdp, framework)
+    optimizer_s = optimizer_s + (dense_local + expert_local) * recast / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
 
     step_s = n_mb * t_mb + bubble_s + d_rs_x + d_ag_x + e_rs_x + e_ag_x + optimizer_s
     step_s = np.where(valid, step_s, np.inf)
