@@ -3,7 +3,8 @@
 Per micro-batch on the busiest pipeline stage (layers split evenly over PP, as Megatron's
 embedding/loss stage accounting arranges), forward + backward:
 - GEMMs: model FLOPs (FLOPS.md) / (TP CP PP) at the precision's peak x the fitted GEMM
-  efficiency; expert GEMMs at the grouped-GEMM efficiency of their precision; plus each GEMM's compulsory
+  efficiency (MXFP8's block-scaled kernels at kernels.MXFP8_GEMM_RATIO of per-tensor fp8's rate); expert
+  GEMMs at the grouped-GEMM efficiency of their precision; plus each GEMM's compulsory
   operand traffic at HBM bandwidth for its shape (gemm_shape.py: narrow TP/ETP shards and few
   tokens per expert run below peak). Attention core in bf16.
 - memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth, with CP the
@@ -181,9 +182,12 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
     tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced stages)
     fp4_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"), cal.fp4_gemm_ratio, 1.0)
+    # MXFP8's block-scaled dense GEMMs run below per-tensor fp8's at the same peak (kernels.MXFP8_GEMM_RATIO, a
+    # published kernel benchmark); its grouped GEMMs are the published MXFP8 anchor itself (grouped_gemm_8bit_...)
+    mx_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("mxfp8"), kernels.MXFP8_GEMM_RATIO, 1.0)
     # Tensor-core rates at the power limit (kernels.sustained_tensor_fraction); MFU stays on the datasheet.
     sustained = kernels.sustained_tensor_fraction(gpu)
-    dense_rate = peak * 1e12 * sustained * cal.gemm_efficiency(gpu.name) * fp4_ratio
+    dense_rate = peak * 1e12 * sustained * cal.gemm_efficiency(gpu.name) * fp4_ratio * mx_ratio
     # Grouped (expert) GEMMs per precision: 8/4-bit at the published MXFP8 kernel anchor
     # (terms.Calibration.grouped_gemm_8bit_efficiency, not fitted), bf16 at the fitted fraction.
     low_bit = a.precision != CODE_FIELDS["precision"].index("bf16")
