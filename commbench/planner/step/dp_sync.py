@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from commbench.planner.layout.spec import CODE_FIELDS
 from commbench.row_groups import RowGroups
 
 GRAD_BYTES = 2     # gradient buffer in the param dtype (Megatron-Core DDPConfig.grad_reduce_in_fp32=False)
@@ -52,6 +53,41 @@ def param_gather_bytes(precision, distributed_optimizer, fp8_codes, framework: s
     mixed-precision param_dtype, bf16): 2 there."""
     fp8 = np.isin(np.asarray(precision), fp8_codes) & (framework == "megatron")
     return np.where(fp8 & np.asarray(distributed_optimizer, dtype=bool), 1.0, float(PARAM_BYTES))
+
+
+MXFP8_CODE = CODE_FIELDS["precision"].index("mxfp8")
+# What megatron-core's DistributedDataParallel does with MXFP8 parameters (--fp8-recipe mxfp8 --fp8-param-gather, with
+# --reuse-grad-buf-for-mxfp8-param-ag as every Megatron-Bridge MXFP8 recipe sets it: bf16_with_mxfp8_mixed in
+# src/megatron/bridge/training/mixed_precision.py at bf71eba (25.09), 7af9601 (25.11), 21b02e0, 51885cf): the
+# parameter buffer the distributed optimizer all-gathers is the gradient buffer, in the gradient dtype
+# (megatron/core/distributed/param_and_grad_buffer.py, core_v0.14.0 to core_v0.19.0: "For MXFP8 param: Create a
+# shared buffer for param AG and grad RS", param_data = shared_buffer, bf16, or half an fp32 one viewed as bf16), so
+# the gather moves bf16, 2 B per parameter, not the 1 B of a per-tensor fp8 parameter's uint8 buffer; after each
+# bucket's gather every parameter is copied out of it into its MXFP8 weight ("The paramaters are cast from bf16 to
+# MXFP8 during copy": param.data.copy_, distributed_data_parallel.py start_param_sync, or finish_param_sync with
+# --overlap-param-gather) and the slice is zeroed for the next gradients (bucket.param_data.zero_()).
+MXFP8_DDP_GATHER_BYTES = 2.0
+# That copy per parameter of the rank, every step: read the bf16 value (2 B), write the row-wise and the column-wise
+# e4m3 copies (1 + 1 B) with one e8m0 scale per 32 each (2/32 B), zero the bf16 slice (2 B).
+MXFP8_PARAM_RECAST_BYTES = 2.0 + 2.0 + 2.0 / 32 + 2.0
+
+
+def ddp_param_gather_bytes(param_bytes, precision, fsdp, framework: str = "megatron") -> np.ndarray:
+    """Bytes per parameter the distributed optimizer's all-gather moves outside FSDP: `param_bytes`
+    (param_gather_bytes: what the weights are kept in), but MXFP8 parameters are gathered in bf16 through
+    megatron-core's gradient buffer (MXFP8_DDP_GATHER_BYTES above). Megatron-FSDP gathers its own uint8 MXFP8
+    buffers (step/fsdp.py), so FSDP rows keep `param_bytes`."""
+    mx = (np.asarray(precision) == MXFP8_CODE) & ~np.asarray(fsdp, dtype=bool) & (framework == "megatron")
+    return np.where(mx & (np.asarray(param_bytes) < PARAM_BYTES), MXFP8_DDP_GATHER_BYTES, param_bytes)
+
+
+def mxfp8_param_recast_bytes(param_bytes, precision, fsdp, framework: str = "megatron") -> np.ndarray:
+    """HBM bytes per parameter of the rank per step that copying the gathered bf16 parameters into their MXFP8
+    weights moves (MXFP8_PARAM_RECAST_BYTES), where ddp_param_gather_bytes gathers MXFP8 parameters in bf16; 0
+    elsewhere."""
+    pb = np.asarray(param_bytes)
+    mx = ddp_param_gather_bytes(pb, precision, fsdp, framework) != pb
+    return np.where(mx, MXFP8_PARAM_RECAST_BYTES, 0.0)
 
 
 def hidden(total: np.ndarray, window: np.ndarray, efficiency: float) -> np.ndarray:

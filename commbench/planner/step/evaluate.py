@@ -3,7 +3,8 @@
 Per micro-batch on the busiest pipeline stage (layers split evenly over PP, as Megatron's
 embedding/loss stage accounting arranges), forward + backward:
 - GEMMs: model FLOPs (FLOPS.md) / (TP CP PP) at the precision's peak x the fitted GEMM
-  efficiency; expert GEMMs at the grouped-GEMM efficiency of their precision; plus each GEMM's compulsory
+  efficiency (MXFP8's block-scaled kernels at kernels.MXFP8_GEMM_RATIO of per-tensor fp8's rate); expert
+  GEMMs at the grouped-GEMM efficiency of their precision; plus each GEMM's compulsory
   operand traffic at HBM bandwidth for its shape (gemm_shape.py: narrow TP/ETP shards and few
   tokens per expert run below peak). Attention core in bf16.
 - memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth, with CP the
@@ -42,8 +43,8 @@ import numpy as np
 
 from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
-from commbench.planner.step.dp_sync import dp_sync_s, grad_bytes, hidden as _hidden, megatron_bucket_params, \
-    param_gather_bytes
+from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, grad_bytes, hidden as _hidden, \
+    megatron_bucket_params, mxfp8_param_recast_bytes, param_gather_bytes
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
@@ -181,9 +182,12 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     tokens_mb = (mbs * s).astype(np.float64)          # tokens of one micro-batch (one DP replica)
     tokens_gpu = tokens_mb / (tp * cp * pp)           # its share of FLOPs per GPU (balanced stages)
     fp4_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("nvfp4"), cal.fp4_gemm_ratio, 1.0)
+    # MXFP8's block-scaled dense GEMMs run below per-tensor fp8's at the same peak (kernels.MXFP8_GEMM_RATIO, a
+    # published kernel benchmark); its grouped GEMMs are the published MXFP8 anchor itself (grouped_gemm_8bit_...)
+    mx_ratio = np.where(a.precision == CODE_FIELDS["precision"].index("mxfp8"), kernels.MXFP8_GEMM_RATIO, 1.0)
     # Tensor-core rates at the power limit (kernels.sustained_tensor_fraction); MFU stays on the datasheet.
     sustained = kernels.sustained_tensor_fraction(gpu)
-    dense_rate = peak * 1e12 * sustained * cal.gemm_efficiency(gpu.name) * fp4_ratio
+    dense_rate = peak * 1e12 * sustained * cal.gemm_efficiency(gpu.name) * fp4_ratio * mx_ratio
     # Grouped (expert) GEMMs per precision: 8/4-bit at the published MXFP8 kernel anchor
     # (terms.Calibration.grouped_gemm_8bit_efficiency, not fitted), bf16 at the fitted fraction.
     low_bit = a.precision != CODE_FIELDS["precision"].index("bf16")
@@ -346,11 +350,13 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     ag_window = compute_mb / 3.0 * (1.0 + extra)
 
     param_bytes = param_gather_bytes(a.precision, dist, FP8_CODES, framework)
+    # the distributed optimizer gathers MXFP8 parameters in bf16 through the gradient buffer (dp_sync.py)
+    ddp_param_bytes = ddp_param_gather_bytes(param_bytes, a.precision, a.fsdp, framework)
     bucket_params = megatron_bucket_params(cal, dense_group)   # dense and expert buffers alike
 
     def dp_terms(local, group, domains):
         return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
-                         param_bytes=param_bytes, grad_size=grad_bytes(framework), bucket_params=bucket_params,
+                         param_bytes=ddp_param_bytes, grad_size=grad_bytes(framework), bucket_params=bucket_params,
                          group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
                          rs_window=rs_window, ag_window=ag_window)
 
@@ -393,6 +399,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     owned = np.where(dist, dense_local / shard_group + expert_local / expert_shard_group,
                      dense_local + expert_local)
     optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
+    # ... and, where MXFP8 parameters are gathered in bf16, their copy into the MXFP8 weights after the gather
+    # (every parameter of the rank, once per step: dp_sync.mxfp8_param_recast_bytes), counted with the optimizer step
+    # it completes (where a DP group of 1 gathers nothing, megatron-core still copies the buffer out)
+    recast = mxfp8_param_recast_bytes(param_bytes, a.precision, a.fsdp, framework)
+    optimizer_s = optimizer_s + (dense_local + expert_local) * recast / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
 
     step_s = n_mb * t_mb + bubble_s + d_rs_x + d_ag_x + e_rs_x + e_ag_x + optimizer_s
     step_s = np.where(valid, step_s, np.inf)

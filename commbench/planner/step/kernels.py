@@ -42,6 +42,8 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   the datasheet's x sustained_tensor_fraction (from TDP and SM count, per GPU family).
 - Overlapped dispatcher: DeepEP/HybridEP kernels occupy SMs while they run; overlapped with
   compute they slow it by the fraction of SMs they hold (DeepEP README: normal kernels on 24 SMs).
+- Block-scaled GEMMs: MXFP8 dense GEMMs reach MXFP8_GEMM_RATIO of per-tensor fp8's rate at one datasheet peak
+  (Transformer Engine's published GEMM benchmark, below).
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, resolved_mask
 from commbench.planner.models import dsv4
 
 ROOFLINE_P = 4.0
+# MXFP8 GEMMs (Blackwell's block-scaled MMA: an e8m0 scale per 32 elements of each operand along K, loaded beside the
+# data) run at this fraction of per-tensor fp8 GEMMs' rate on the same shapes, as Transformer Engine calls them: its
+# published GEMM profiling benchmark (NVIDIA/TransformerEngine docs/examples/gemm_profiling/gemm_profiling.rst and
+# benchmarks/gemm/benchmark_gemm.py, commit 1609c890e, PR #2863), pre-quantized inputs (the GEMM kernels alone,
+# tex.generic_gemm), a 4096-hidden / 16384-FFN layer at 15,872 tokens on B300: the 12 GEMMs of a layer (fprop, dgrad,
+# wgrad) take 6.812 ms per layer with FP8 CurrentScaling and 7.161 ms with MXFP8 (fprop 2.158 / 2.365, dgrad
+# 2.329 / 2.397, wgrad 2.325 / 2.400). The datasheet gives both formats one peak (hardware.toml fp8_tflops), so the
+# ratio is the kernels', not the peak's. Quantization is not in it (it is the memory-bound kernels' work, memory.py).
+MXFP8_GEMM_RATIO = 6.812 / 7.161
 DISPATCHER_SMS = 24  # deepseek-ai/DeepEP README (normal kernels, 24 SMs); HybridEP documents fewer
 EXPS_PER_SCORE = 2.0  # forward softmax + the backward's recomputation of the probabilities
 

@@ -279,7 +279,8 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     vocab = step_vocab(model, tp, framework)   # the embedding/output rows it builds
     capacity = np.full(len(tp), gpu.usable_hbm_bytes)
     # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
-    # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes.
+    # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes, but MXFP8's outside FSDP
+    # (bf16, through the gradient buffer it shares: dp_sync.ddp_param_gather_bytes, no memory of its own).
     weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8), framework)
     cache_bytes = quantized_weight_cache_bytes(arr.precision, weight_bytes, framework,
                                                fp8_transpose=fp8_transpose_needed(gpu))
