@@ -161,8 +161,9 @@ def test_profile_round_trip_keeps_the_nccl_parameters(tmp_path):
 
 def test_held_out_published_curves_stay_within_what_was_measured():
     """benchmarks/data/published-curves.json; issue 20's goal: median <= 15% over all sizes, <= 10%
-    from 1 MiB up, no regime biased by more than 25%. These bounds are today's results on the curves
-    of the preset's own fabric (from 1 MiB up: 11.3%, short of the 10% goal), so a change that
+    from 1 MiB up, no regime biased by more than 25%. These bounds held on the curves of the preset's own
+    fabric before the 8x H100 NCCL 2.18.5 curve joined them (from 1 MiB up then 11.3%, now 9.5%; its small
+    sizes, set on H200 at NCCL 2.20.5, are 11-39% optimistic from 64 KiB to 16 MiB: middle bias now +10.2%), so a change that
     makes them worse fails."""
     data = json.loads((Path(__file__).parents[1] / "benchmarks" / "data" / "published-curves.json").read_text())
     errors = [(p.size_bytes, p.relative_error) for curve in data["curves"]

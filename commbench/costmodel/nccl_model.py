@@ -49,6 +49,9 @@ class NcclSystem:
     fill_us_per_rank: dict[str, float] = field(default_factory=dict)
     fill_half_bytes: float = 64 * 2**20
     source: str = ""
+    # whose runs set launch_us and fill_us_per_rank (the small-message curve), "borrowed" where another GPU's:
+    # said by `systems` and `predict` (presets.nccl_system builds it from hardware.toml's small_sizes_from)
+    small_sizes: str = ""
 
     def __post_init__(self) -> None:
         if self.arch not in T.ARCHITECTURES:
