@@ -41,14 +41,17 @@ HAND = [
     ("all_reduce", 4, 1, "tree", "Simple", 2 * 3 * 4.0, 80 * 0.92 / 2),
     ("all_reduce", 4, 1, "nvls", "Simple", 23.0, 0.6 * 100 * 5 / 6),
     # 2 domains of 4: a ring's base min(80, the 4 ranks' NICs, at most one per channel (2) x 0.9 x 10 = 18),
-    # a tree's min(80, 9); ring: 4 network hops (2 x nodes), 10 NVLink hops paying at least NCCL's net
-    # overhead (1 us, x3 for Simple)
+    # a tree's min(80, 2 x 18 = 36): on 2 nodes NCCL's tree runs at bwIntra, up to twice the NICs' rate
+    # (test_tree_across_domains_...); ring: 4 network hops (2 x nodes), 10 NVLink hops paying at least NCCL's
+    # net overhead (1 us, x3 for Simple)
     ("all_reduce", 8, 2, "ring", "LL", 6.6 + 10 * 1.0 + 4 * 2.7, min(45, 18 / 4) * 8 / 14),
     ("all_reduce", 8, 2, "ring", "LL128", 14 + 10 * 1.9 + 4 * 4.0, min(18 * 0.92, 2 * 36.7) * 8 / 14),
     ("all_reduce", 8, 2, "ring", "Simple", 8.4 + 10 * 3.4 + 4 * 14.0, 18 * 8 / 14),
-    ("all_reduce", 8, 2, "tree", "LL", 6.8 + 2 * (3 * 0.6 + 5.0), 9 * 0.92 / 3.8 / 2),
-    ("all_reduce", 8, 2, "tree", "LL128", 14 + 2 * (3 * 1.25 + 8.5), 9 * 0.92 * 120 / 128 / 2),
-    ("all_reduce", 8, 2, "tree", "Simple", 2 * (3 * 4.0 + 14.0), 9 * 0.92 / 2),
+    ("all_reduce", 8, 2, "tree", "LL", 6.8 + 2 * (3 * 0.6 + 5.0), 36 * 0.92 / 3.8 / 2),
+    ("all_reduce", 8, 2, "tree", "LL128", 14 + 2 * (3 * 1.25 + 8.5), 36 * 0.92 * 120 / 128 / 2),
+    ("all_reduce", 8, 2, "tree", "Simple", 2 * (3 * 4.0 + 14.0), 36 * 0.92 / 2),
+    # 4 domains of 4: NCCL's tree at bwInter, the NICs in use (2 channels: 18), capped at 2 x 36 (4+ nodes)
+    ("all_reduce", 16, 4, "tree", "Simple", 2 * (3 * 4.0 + 2 * 14.0), min(18 * 0.92, 2 * 36.0) / 2),
     ("all_reduce", 8, 2, "nvls", "Simple", 23.0 + 18.0, min(60, 4 * 9) * 5 / 6),  # NVLS across domains: SHARP
     ("all_reduce", 8, 2, "nvls_tree", "Simple", 23.0 + 2 * 14.0, min(60, 4 * 9) * 5 / 6),
     ("all_reduce", 8, 2, "collnet_direct", "Simple", 2 * (3.7 + 3 * 0.4) + 31.0, min(80, 2 * 9) * 0.85 / 2),
@@ -158,8 +161,9 @@ def test_profile_round_trip_keeps_the_nccl_parameters(tmp_path):
 
 def test_held_out_published_curves_stay_within_what_was_measured():
     """benchmarks/data/published-curves.json; issue 20's goal: median <= 15% over all sizes, <= 10%
-    from 1 MiB up, no regime biased by more than 25%. These bounds are today's results on the curves
-    of the preset's own fabric (from 1 MiB up: 11.3%, short of the 10% goal), so a change that
+    from 1 MiB up, no regime biased by more than 25%. These bounds held on the curves of the preset's own
+    fabric before the 8x H100 NCCL 2.18.5 curve joined them (from 1 MiB up then 11.3%, now 9.5%; its small
+    sizes, set on H200 at NCCL 2.20.5, are 11-39% optimistic from 64 KiB to 16 MiB: middle bias now +10.2%), so a change that
     makes them worse fails."""
     data = json.loads((Path(__file__).parents[1] / "benchmarks" / "data" / "published-curves.json").read_text())
     errors = [(p.size_bytes, p.relative_error) for curve in data["curves"]
@@ -188,3 +192,50 @@ def test_ring_across_domains_uses_the_nics_of_its_ranks_in_each_domain():
     assert four_nics == pytest.approx(4 * one_nic, rel=0.05)
     assert ring_busbw(16, 2) == pytest.approx(inside, rel=0.05)   # 8 NICs' 376 GB/s: the NVLink ring bounds it
     assert ring_busbw(16, 2) <= inside * 1.001
+
+
+# NCCL's tree across nodes (NVIDIA/nccl v2.20.3-1 src/graph/tuning.cc, ncclTopoTuneModel, lines 175-183:
+# bw = nNodes <= 2 ? bwIntra : bwInter; busBw = nChannels x bw; tree: min(busBw x .92, nChannels x
+# perChMaxTreeBw)). A tree graph's channels each enter and leave a node on one NIC and spread over the node's
+# NICs (search.cc: nChannels x bwInter is the NICs in use), and on 2 nodes the search raises bwIntra up to
+# 2 x bwInter ("increase bwIntra for trees (2 nodes or collnet)", search.cc lines 1014-1016), bounded by the
+# in-node links. So: busBw = min(.92 x min(in-domain ring, k x NICs in use x NIC rate), channels x cap), k = 2
+# on 2 nodes, 1 beyond; NICs in use = min(ranks per domain, channels).
+def _tree_busbw_nccl(fabric, m: int, d: int) -> float:
+    s = fabric.nccl
+    up_ring = s.ring_efficiency * fabric.tiers["scale_up"].link_gbps_per_gpu
+    net = s.net_efficiency * fabric.tiers["scale_out"].link_gbps_per_gpu
+    from commbench.costmodel import nccl_tables as T
+    cap = T.TREE_MAX_PER_CHANNEL_GBPS[s.arch][min(d, 3) - 1]
+    nics = min(m, s.channels)
+    return min(0.92 * min(up_ring, (2 if d <= 2 else 1) * nics * net), s.channels * cap)
+
+
+@pytest.mark.parametrize("preset", ["h100-hgx", "h200-hgx", "h800-hgx", "b200-hgx", "b300-hgx",
+                                    "gb200-nvl72", "gb300-nvl72"])
+def test_tree_across_domains_spreads_its_channels_over_the_nics_as_nccl_models_it(preset):
+    """Every preset, one to all ranks per domain, 2 to 16 domains: the tree Simple's busBw is NCCL's, not one
+    NIC's rate for all channels together (the old model priced a 2x8 H100 tree at ~40 GB/s busbw)."""
+    from commbench.costmodel.presets import preset_names
+    assert set(preset_names()) == {"h100-hgx", "h200-hgx", "h800-hgx", "b200-hgx", "b300-hgx",
+                                   "gb200-nvl72", "gb300-nvl72"}  # a new preset joins this test
+    probe = load_preset(preset)
+    fabric = load_preset(preset, num_gpus=16 * probe.domain_size)
+    sizes = np.array([1.0, 2.0]) * 2**30
+    for m in sorted({1, 2, 4, 8, fabric.domain_size}):
+        for d in (2, 3, 4, 16):
+            t = algorithm_protocol_times_s(fabric, "all_reduce", sizes, m * d, d)["tree", "Simple"]
+            algbw = (sizes[1] - sizes[0]) / (t[1] - t[0]) / 1e9
+            assert algbw * 2 == pytest.approx(_tree_busbw_nccl(fabric, m, d), rel=1e-9), (m, d)
+
+
+def test_two_node_tree_goes_beyond_one_nic():
+    """The probe's case: 2 x 8 H100, forced tree, 8 GiB: nccl-tests busbw well above one 400G NIC's ~47 GB/s
+    ("On two nodes, NCCL uses the tree ... which can indeed go beyond the network bottleneck", NVIDIA/nccl-tests
+    issue 196)."""
+    fabric = load_preset("h100-hgx", num_nodes=4)
+    size = 8 * 2**30
+    for n, d in ((16, 2), (32, 4)):
+        t = float(collective_time_s(fabric, "all_reduce", size, n, d, algorithm="tree"))
+        busbw = size / t * 2 * (n - 1) / n / 1e9
+        assert busbw > 4 * 47, (n, d, busbw)

@@ -240,6 +240,8 @@ def predict(
     measured = fitted_range(fabric, collective, num_domains)
     beyond = extrapolated(measured, sizes, group)
     borrowed = preset_curves(fabric, collective, num_domains)
+    # whose runs set NCCL's launch and pipeline-ramp terms, where the preset's NCCL model predicts this collective
+    small_sizes = (fabric.nccl.small_sizes or None) if uses_nccl_model(fabric, collective) else None
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
                  "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x}
@@ -247,7 +249,7 @@ def predict(
         print_json({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
                     "source": fabric.source, "collective": collective, "group_size": group,
                     "num_domains": num_domains, "fitted_range": measured,
-                    "preset_curves": borrowed,
+                    "preset_curves": borrowed, "small_sizes": small_sizes,
                     "fit_warnings": fit_warnings(fabric, collective), "rows": rows})
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
@@ -271,6 +273,8 @@ def predict(
         console.print(f"sources: {fabric.name}: {fabric.notes[0] if fabric.notes else ''}{gpu}; link rates from "
                       "commbench/data/hardware.toml, efficiencies from its [[measured]] figures (commbench systems "
                       "--checks)", highlight=False, markup=False)
+    if small_sizes:
+        console.print(f"small sizes: {small_sizes}", highlight=False, markup=False)
     if borrowed:   # a profile fitted on a preset: what it did not measure is the preset's (as `plan` says)
         inside = {c.algorithm for c in fabric.curves_for(collective, "scale_up")}
         bounded = num_domains > 1 and bool(inside) and any(

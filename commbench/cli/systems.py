@@ -33,6 +33,7 @@ def preset_rows() -> list[dict]:
             "all_to_all_domain_busbw_gbps": _busbw_gbps(fabric, "all_to_all", n, 1),
             "all_reduce_2_domains_busbw_gbps": _busbw_gbps(fabric, "all_reduce", 2 * n, 2),
             "description": fabric.notes[0], "gpu_source": fabric.gpu.source,
+            "small_sizes": fabric.nccl.small_sizes,
         })
     return rows
 
@@ -66,6 +67,8 @@ def systems(
                   f"{r['all_reduce_2_domains_busbw_gbps']:.0f}"] for r in rows])
     for r in rows:
         console.print(f"{r['preset']}: {r['description']} (GPU: {r['gpu_source']})", highlight=False, markup=False)
+    for r in rows:   # whose runs set the small-message curve (NCCL's launch and pipeline-ramp terms)
+        console.print(f"{r['preset']} small sizes: {r['small_sizes']}", highlight=False, markup=False)
     console.print("sources: link rates from commbench/data/hardware.toml (GPU datasheets); efficiencies from its "
                   "[[measured]] figures (commbench systems --checks)", highlight=False, markup=False)
     if checks:

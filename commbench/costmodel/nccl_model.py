@@ -49,6 +49,9 @@ class NcclSystem:
     fill_us_per_rank: dict[str, float] = field(default_factory=dict)
     fill_half_bytes: float = 64 * 2**20
     source: str = ""
+    # whose runs set launch_us and fill_us_per_rank (the small-message curve), "borrowed" where another GPU's:
+    # said by `systems` and `predict` (presets.nccl_system builds it from hardware.toml's small_sizes_from)
+    small_sizes: str = ""
 
     def __post_init__(self) -> None:
         if self.arch not in T.ARCHITECTURES:
@@ -108,16 +111,26 @@ class GroupTerms:
         net_gbps = fabric.tiers["scale_out"].link_gbps_per_gpu if "scale_out" in fabric.tiers else np.inf
         self.up_ring = system.ring_efficiency * up_gbps
         self.net = system.net_efficiency * net_gbps
+        # one NIC across domains: PAT, which NCCL runs with one rank per domain only
         self.base = np.where(self.cross, min(self.up_ring, self.net), self.up_ring) if self.any_cross else self.up_ring
         # Across domains a ring's channels leave each domain through the NICs of its m ranks there (NCCL
         # spreads channels over NICs: busBw = nChannels x per-channel bw, src/graph/tuning.cc; "if we use
         # ring, the busbw is going to reflect exactly what's going through the NICs ... the total NIC
         # bandwidth", nccl-tests issue 160), so a ring's bus bandwidth is the m NICs together, up to the
-        # in-domain ring's; one NIC only when m = 1; at most one NIC per channel. (Trees keep one NIC: a
-        # chain per channel.)
+        # in-domain ring's; one NIC only when m = 1; at most one NIC per channel.
         nics = np.minimum(self.m, system.channels)
         self.ring_base = np.where(self.cross, np.minimum(self.up_ring, nics * self.net), self.up_ring) \
             if self.any_cross else self.up_ring
+        # A tree's channels spread over the same NICs (each tree channel enters and leaves a domain on one
+        # NIC: NVIDIA/nccl v2.20.3-1 src/graph/search.cc), and NCCL prices a tree at nChannels x (nNodes <= 2
+        # ? bwIntra : bwInter) (tuning.cc ncclTopoTuneModel, line 175), where on 2 nodes the search raises
+        # bwIntra up to 2 x bwInter ("increase bwIntra for trees (2 nodes or collnet)", search.cc 1014-1016:
+        # a 2-node tree sends each byte across once each way, half a ring's bytes), bounded by the in-domain
+        # links. So beyond 2 domains the NICs in use, on 2 domains twice that, both up to the in-domain ring's
+        # rate ("On two nodes, NCCL uses the tree ... which can indeed go beyond the network bottleneck",
+        # NVIDIA/nccl-tests issue 196).
+        self.tree_base = np.where(self.cross, np.minimum(self.up_ring, np.where(d <= 2, 2.0, 1.0) * nics * self.net),
+                                  self.up_ring) if self.any_cross else self.up_ring
         self.nvls = system.nvls_efficiency * up_gbps
         reduce_like = collective == "all_reduce"
         self.nsteps = {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}.get(collective, n)
@@ -154,7 +167,7 @@ class GroupTerms:
                 return np.minimum(base * T.RING_LL128_SHARE, s.channels * self.cap(T.RING_LL128_MAX_PER_CHANNEL_GBPS))
             return base
         if algorithm == "tree":
-            tree = np.minimum(base * T.TREE_SHARE, s.channels * self.cap(T.TREE_MAX_PER_CHANNEL_GBPS))
+            tree = np.minimum(self.tree_base * T.TREE_SHARE, s.channels * self.cap(T.TREE_MAX_PER_CHANNEL_GBPS))
             if protocol == "LL":
                 return np.minimum(tree * T.TREE_LL_SHARE, self.cap(T.LL_MAX_BW_GBPS))
             if protocol == "LL128":

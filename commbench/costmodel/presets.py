@@ -149,12 +149,30 @@ def _curves(terms: list[CurveTerm], tier: str, link_gbps: float) -> list[Algorit
                            busbw_gbps=t.efficiency * link_gbps, source=t.source) for t in terms]
 
 
+SMALL_SIZE_TERMS = ("launch_us", "fill_us_per_rank")
+
+
+def small_sizes_statement(gpu: str, sources: dict, where: str = "small_sizes_from") -> str:
+    """Whose runs set the small-size terms, one clause per run: "launch_us, fill_us_per_rank borrowed from RUN:
+    not measured on GPU" where another GPU's run set them, "... measured on RUN" where this GPU's did."""
+    by_run: dict[tuple[str, str], list[str]] = {}
+    for term in SMALL_SIZE_TERMS:
+        if term not in sources:
+            raise invalid(where, sorted(sources), f"[GPU, run] for each of {', '.join(SMALL_SIZE_TERMS)}")
+        run_gpu, run = sources[term]
+        by_run.setdefault((str(run_gpu), str(run)), []).append(term)
+    return "; ".join(f"{', '.join(terms)} borrowed from {run}: not measured on {gpu}" if run_gpu != gpu
+                     else f"{', '.join(terms)} measured on {run}" for (run_gpu, run), terms in by_run.items())
+
+
 def nccl_system(name: str) -> NcclSystem:
     """The [nccl_model.<name>] parameters of hardware.toml (NCCL's structure, per system)."""
     row = dict(hardware_toml().get("nccl_model", {}).get(name, {}))
     if not row:
         raise invalid("system", name, "a preset with an [nccl_model] table in hardware.toml")
     row["fill_us_per_rank"] = dict(row.get("fill_us_per_rank", {}))
+    row["small_sizes"] = small_sizes_statement(PRESETS[name].gpu, row.pop("small_sizes_from", {}),
+                                               f"[nccl_model.{name}] small_sizes_from")
     return NcclSystem(**row)
 
 
