@@ -36,7 +36,11 @@ Sources (no code from the repository is run: the files are parsed, values taken 
 - 0.2.0 and later: scripts/performance/configs/<family>/*workload_base_configs.py, assignments
   `NAME = WorkloadBaseConfig(...)`, `NAME = replace(BASE, ...)`, `NAME = OTHER`; fields not set take
   WorkloadBaseConfig's defaults (scripts/performance/utils/utils.py). Names `<MODEL>[_PRETRAIN_CONFIG]_<GPU>_
-  <PRECISION>` with `_V<n>` (the variant), `_BASE_CONFIG`, or no suffix (Kimi-K2's: one variant).
+  <PRECISION>` with `_V<n>` (the variant), `_BASE_CONFIG`, or no suffix (Kimi-K2's: one variant). A MoE
+  model's dispatcher is what the release's per-GPU function of configs/<family>/*_llm_pretrain.py sets, run in
+  order by tools/perf_script_reader.py (the last assignment wins: 26.02.01's Qwen3-235B-A22B B200/B300/H100
+  functions set "alltoall" after the preset's DeepEP backend; Kimi-K2's apply DeepEP on H100/B200), cited in
+  "script_facts" (file:line of the writes; [] where no code read sets it: Megatron-Core's default, not flex).
 - 0.1.0rc3: scripts/performance/configs/<family>/*_llm_pretrain.yaml, `perf_matrix.<gpu>.num_gpus_N`
   (common + per-precision keys; cuda_graphs: true means TE per-layer graphs), the model section's
   recompute_granularity (a perf_matrix entry's recompute_num_layers: full, method block, utils/helpers.py
@@ -55,8 +59,9 @@ Mapping onto the planner's recipe fields:
 - cuda_graph_scope: under per-layer graphs the recipe's cuda_graph_scope list (Megatron-Core capture
   modules: attn, mlp, moe, moe_router, moe_preprocess, mamba; [] = the whole layer, as is the 25.09
   YAML's `cuda_graphs: true`, Megatron-Core 0.14's default scope "full"); [] otherwise;
-- dispatcher: moe_flex_dispatcher_backend set (hybridep, deepep) -> flex; else alltoall; flex_backend: that
-  backend (null with alltoall; 25.09's DeepSeek-V3 H100 rows: deepep, run_script.py's DeepEP);
+- dispatcher: moe_token_dispatcher_type "flex" in the config the release's code builds -> flex; else alltoall;
+  flex_backend: its moe_flex_dispatcher_backend (null with alltoall; 25.09's DeepSeek-V3 H100 rows: deepep,
+  run_script.py's DeepEP); a dense model's: alltoall (a workload preset's backend alone never makes it flex);
 - moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
 - cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
   scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
@@ -76,7 +81,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules, when loaded from elsewhere
-from flat_recipes import perf_recipes  # noqa: E402
+from flat_recipes import EXPERTS, perf_recipes  # noqa: E402
+from perf_script_reader import at_commit, dispatcher_of, gpu_function_config  # noqa: E402
 from recipe_mapping import DEFAULTS, entry, git, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
 
 RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.1"),
@@ -99,10 +105,12 @@ MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3
 # (selective recompute, eager launches: 2.7 s of a 16 s step on GB200) and the fit hands the hybrid's GPU time
 # back through hbm_efficiency. Mapping 26.02.01 to r0.3.1 while this tool also read the Nano recipe made
 # held-out worse (GB300 6.6% -> 7.4%, newer_releases 4.7% -> 6.9%), so 26.02.01 stayed on v0.3.0 until
-# then. With the Nemotron-3 recipes not read, r0.3.1's recipes for the families read here (Qwen3: HybridEP/
-# DeepEP dispatchers, EP overlap off on B300 and H100, Qwen3-30B-A3B mbs 4 on B200 as the 26.02.01 table
-# publishes; Kimi-K2's first recipes) leave the held-out tables where they were: GB300 6.9%, leave-one-GPU-out
-# MoE 6.9% (dense 2.8% -> 3.0%), leave-one-release-out 26.02 5.4% (MoE 6.2% -> 6.1%), with the shipped terms.
+# then. With the Nemotron-3 recipes not read, r0.3.1's recipes for the families read here (Qwen3: HybridEP on
+# GB200/GB300 and for Qwen3-30B-A3B, EP overlap off on B300 and H100, Qwen3-30B-A3B mbs 4 on B200 as the 26.02.01
+# table publishes; Kimi-K2's first recipes) leave the held-out tables where they were: GB300 6.9%, leave-one-GPU-out
+# MoE 6.9% (dense 2.8% -> 3.0%), leave-one-release-out 26.02 5.4% (MoE 6.2% -> 6.1%), with the shipped terms
+# (measured while the table read Qwen3-235B-A22B's inert DeepEP preset on B200/B300/H100 as flex: those
+# functions set "alltoall" after it, qwen3_llm_pretrain.py@v0.3.1 lines 133, 159, 185).
 # Add them here ("NEMOTRON_3_NANO": "nemotron-3-nano-30b-a3b", "NEMOTRON_3_SUPER": ...) once their recipes do not
 # make the hybrid runs faster than measured.
 PRECISIONS = {"BF16": "bf16", "FP8_CS": "fp8", "FP8_MX": "mxfp8", "NVFP4": "nvfp4"}
@@ -205,8 +213,22 @@ def with_overlap(rows: list[dict], repo: str, commit: str) -> list[dict]:
     return [{**r, **overlap_of(repo, commit, paths, r["model"], r["gpu"], r["precision"])} for r in rows]
 
 
+def script_dispatcher(repo: str, commit: str, paths: list[str], row: dict, model_key: str) -> dict:
+    """The dispatcher the release's per-GPU function sets for a MoE model's workload preset (perf_script_reader);
+    a dense model's stays alltoall (apply_flex_dispatcher_backend returns early without experts)."""
+    if EXPERTS.get(row["model"]) is None:
+        return {"script_facts": []}
+    function, config = gpu_function_config(at_commit(repo, commit), paths, row["model"], model_key, row["gpu"],
+                                           row["precision"], row["variant"], row["file"], row["config"])
+    if not function:
+        raise ValueError(f"{row['config']} ({row['file']} at {commit}): no per-GPU function of "
+                         f"scripts/performance/configs/ builds it ({model_key}_pretrain_config_{row['gpu']})")
+    return dispatcher_of(config)
+
+
 def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
     commit = git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
+    paths = git(repo, "ls-tree", "-r", "--name-only", commit).split()
     out = []
     for path in git(repo, "ls-tree", "-r", "--name-only", commit, "scripts/performance/configs").split():
         if not path.endswith("workload_base_configs.py"):
@@ -225,9 +247,10 @@ def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
             if bare and (match["model"], match["gpu"], match["prec"]) in suffixed:
                 continue
             model = MODELS[match["model"]]
-            out.append({"release": release, "model": model, "gpu": match["gpu"].lower(),
-                        "precision": PRECISIONS[match["prec"]], "variant": f"v{match['ver'] or 1}",
-                        "config": name, "file": path, "commit": commit, **entry(fields, model)})
+            row = {"release": release, "model": model, "gpu": match["gpu"].lower(),
+                   "precision": PRECISIONS[match["prec"]], "variant": f"v{match['ver'] or 1}",
+                   "config": name, "file": path, "commit": commit, **entry(fields, model)}
+            out.append({**row, **script_dispatcher(repo, commit, paths, row, match["model"].lower())})
     return out
 
 
