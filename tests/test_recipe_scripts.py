@@ -179,3 +179,23 @@ def test_26_02_01_kimi_k2_runs_deepep_on_h100_and_b200_and_26_04_resets_it():
             {("alltoall", None)}, gpu
     features = recipes.release_features("26.02.01", "h100", "fp8", "kimi-k2", True)
     assert "flex" in features["dispatcher"]
+
+
+def test_25_09_deepseek_v3_recomputes_mla_up_projections_on_h100_and_gb200():
+    """Megatron-Bridge v0.1.0rc3 (bf71eba) scripts/performance/run_script.py, DeepSeek-V3's branch of main():
+    line 89 `recipe.model.recompute_modules = ["mla_up_proj", "mlp"]` on H100, line 91 `... = ["mla_up_proj",
+    "mlp", "moe_act"]` on GB200; the YAML (deepseek_v3_llm_pretrain.yaml) merged after it sets
+    recompute_granularity "selective" and no modules. Mapped as 25.11's identical H100 list is (first of
+    mla_up_proj / moe_act); B200 keeps Megatron-Core's default modules (core_attn): selective."""
+    for gpu, line, count in (("h100", 89, 2), ("gb200", 91, 3)):
+        entries = _entries("25.09", "deepseek-v3", gpu)
+        assert len(entries) == count and all(e["recompute"] == "mla_up_proj" for e in entries), gpu
+        assert all(f"scripts/performance/run_script.py:{line}" in e["script_facts"] for e in entries)
+    assert {e["recompute"] for e in _entries("25.09", "deepseek-v3", "b200")} == {"selective"}
+    # the 25.11 H100 recipe reads the same list the same way (DEEPSEEK_V3_H100_BASE_CONFIG)
+    assert {e["recompute"] for e in _entries("25.11", "deepseek-v3", "h100")} == {"mla_up_proj"}
+    # DeepEP and the EP all-to-all overlap on H100 only, now read from the same branch (lines 56-84)
+    h100 = _entries("25.09", "deepseek-v3", "h100")
+    assert {(e["dispatcher"], e["flex_backend"], e["moe_a2a_overlap"]) for e in h100} == {("flex", "deepep", True)}
+    assert {(e["dispatcher"], e["moe_a2a_overlap"]) for e in _entries("25.09", "deepseek-v3", "gb200")} == \
+        {("alltoall", False)}

@@ -173,8 +173,9 @@ class Reader:
             if isinstance(owner, dict) and known(key):
                 owner[key] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:
-                self.assign(element, Unknown(f"unpacked at {where}"), scope, mod, where)
+            known_items = isinstance(value, (tuple, list)) and len(value) == len(target.elts)
+            for i, element in enumerate(target.elts):
+                self.assign(element, value[i] if known_items else Unknown(f"unpacked at {where}"), scope, mod, where)
 
     def container(self, node: ast.expr, scope: dict, mod: Module) -> Any:
         """The object an attribute is written on (`cfg.model` in `cfg.model.x = 1`): a section is made when absent."""

@@ -1,7 +1,7 @@
-"""What Megatron-Bridge's performance scripts (scripts/performance/, 25.11 to 26.06.01) set on a recipe beyond the
+"""What Megatron-Bridge's performance scripts (scripts/performance/, 25.09 to 26.06.01) set on a recipe beyond the
 workload presets, read with tools/perf_recipe_reader.py (no repository code is run): the config the script builds
 for one model, GPU and precision, in the order the code runs it, so the last assignment wins and a GPU's own
-function overrides what the base recipe set.
+function (or branch) overrides what the base recipe set.
 
 0.2.0 to 0.5.1: the per-GPU function of configs/<family>/<family>_llm_pretrain.py (`<model>_pretrain_config_<gpu>`;
 0.2.0 `<model>_<gpu>_config`) called with the precision and config variant, its workload preset answered by the
@@ -10,6 +10,10 @@ base recipe under src/megatron/bridge/recipes/ and utils/overrides.py set_worklo
 applies the preset's flex backend or resets the dispatcher to alltoall). run_script.py's later overrides leave the
 dispatcher alone unless a command-line flag asks (set_user_overrides: --moe_flex_dispatcher_backend, default -1,
 which apply_flex_dispatcher_backend skips as no valid backend).
+
+0.1.0rc3 (the YAML release): run_script.py's main() for the model's branch (`args.model_name`, `args.gpu`), up to
+where it merges the YAML (create_omegaconf_dict_config); tools/recipes_from_megatron_bridge.py yaml_recipes
+applies the YAML's ConfigContainer keys and the perf_matrix entry after it, as run_script.py does.
 
 The model config comes from AutoBridge's conversion of the Hugging Face config where the base recipe asks for it
 (bridge.to_megatron_provider, not read): an object whose fields no code read sets keep Megatron-Core's defaults
@@ -26,7 +30,7 @@ from typing import Callable
 
 from flat_recipes import CORE_DEFAULTS, runtime_facts
 from perf_recipe_reader import Reader
-from perf_recipe_values import Func, Obj, Unknown
+from perf_recipe_values import Func, Module, Obj, Unknown
 
 SCRIPTS = "scripts/performance/"
 # the planner precision -> the scripts' compute dtype (argument_parser.py --compute_dtype)
@@ -68,6 +72,27 @@ def gpu_function_config(show: Callable[[str], str | None], paths: list[str], mod
     return "", None
 
 
+def run_script_config(show: Callable[[str], str | None], model: str, model_name: str, model_size: str, gpu: str,
+                      precision: str) -> object:
+    """The ConfigContainer run_script.py's main() (0.1.0rc3) holds for that model on `gpu` before the YAML merge."""
+    path = SCRIPTS + "run_script.py"
+    reader = Reader(show, runtime_facts(model, gpu))
+    dtype, _, fp8_recipe = COMPUTE_DTYPES[precision].partition("_")
+    args = Obj("run_script.py's command line")
+    args.attrs.update(model_name=model_name, model_size=model_size, gpu=gpu, compute_dtype=dtype,
+                      fp8_recipe=fp8_recipe or None, use_tokendrop=None)   # --use_tokendrop: default None
+    reader.runtime.update({"argument_parser.parse_cli_args": (args, []), ".to_megatron_provider": _provider()})
+    module = Module(reader, "run_script", path, show(path))
+    body = []
+    for statement in module.funcs["main"].body:
+        if "create_omegaconf_dict_config" in ast.unparse(statement):
+            break
+        body.append(statement)
+    scope: dict = {}
+    reader.block(body, scope, module)
+    return scope.get("recipe", Unknown("run_script.py's main() builds no recipe for this model"))
+
+
 def field(config: object, section: str, name: str) -> object:
     """A field of the resolved config; one no code read sets keeps its default (CORE_DEFAULTS, else Unknown)."""
     owner = config.attrs.get(section) if isinstance(config, Obj) else None
@@ -86,10 +111,12 @@ def where(config: object, section: str, name: str) -> str:
 
 def dispatcher_of(config: object) -> dict:
     """The planner's dispatcher fields from a resolved config: flex where moe_token_dispatcher_type is "flex"
-    (its backend: moe_flex_dispatcher_backend), else alltoall;
+    (its backend: moe_flex_dispatcher_backend, or DeepEP where 0.1.0rc3's moe_enable_deepep is set), else alltoall;
     a value the reader could not resolve is listed in "unresolved" (the planner does not use such an entry)."""
     kind = field(config, "model", "moe_token_dispatcher_type")
     backend = field(config, "model", "moe_flex_dispatcher_backend")
+    if kind == "flex" and not isinstance(backend, str) and field(config, "model", "moe_enable_deepep") is True:
+        backend = "deepep"
     out = {"dispatcher": "flex" if kind == "flex" else "alltoall",
            "flex_backend": backend if kind == "flex" else None,
            "script_facts": [w for w in (where(config, "model", "moe_token_dispatcher_type"),

@@ -42,10 +42,13 @@ Sources (no code from the repository is run: the files are parsed, values taken 
   functions set "alltoall" after the preset's DeepEP backend; Kimi-K2's apply DeepEP on H100/B200), cited in
   "script_facts" (file:line of the writes; [] where no code read sets it: Megatron-Core's default, not flex).
 - 0.1.0rc3: scripts/performance/configs/<family>/*_llm_pretrain.yaml, `perf_matrix.<gpu>.num_gpus_N`
-  (common + per-precision keys; cuda_graphs: true means TE per-layer graphs), the model section's
-  recompute_granularity (a perf_matrix entry's recompute_num_layers: full, method block, utils/helpers.py
-  set_recompute_overrides at that tag); DeepSeek-V3's dispatcher and EP overlap from run_script.py at that tag
-  (DeepEP and overlap_moe_expert_parallel_comm on H100 only).
+  (common + per-precision keys; cuda_graphs: true means TE per-layer graphs). Recompute, dispatcher and EP
+  overlap in run_script.py's order: the config its main() builds in the model's branch for that GPU
+  (tools/perf_script_reader.py run_script_config: DeepSeek-V3's recompute_modules per GPU, lines 89 and 91
+  ["mla_up_proj", "mlp"] on H100 and [..., "moe_act"] on GB200, DeepEP and overlap_moe_expert_parallel_comm on
+  H100), then the YAML's ConfigContainer.model keys (the OmegaConf merge: recompute_granularity), then the
+  perf_matrix entry's recompute_num_layers (full, method block: utils/helpers.py set_recompute_overrides at that
+  tag); mapped by recipe_mapping.recompute_from, as the flat recipes' resolved configs are.
 Mapping onto the planner's recipe fields:
 - recompute: recompute_num_layers set -> full, and recompute_layers = that count (the overrides set
   recompute_method "block": Megatron-Core recomputes that many layers of each model chunk, stores the rest;
@@ -82,8 +85,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules, when loaded from elsewhere
 from flat_recipes import EXPERTS, perf_recipes  # noqa: E402
-from perf_script_reader import at_commit, dispatcher_of, gpu_function_config  # noqa: E402
-from recipe_mapping import DEFAULTS, entry, git, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
+from perf_recipe_values import Unknown  # noqa: E402
+from perf_script_reader import at_commit, dispatcher_of, field, gpu_function_config, run_script_config, where  # noqa: E402
+from recipe_mapping import DEFAULTS, entry, git, recompute_from, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
 
 RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.1"),
             ("26.04", "v0.4.0"), ("26.04.01", "v0.4.2"), ("26.06", "v0.5.0"), ("26.06.01", "v0.5.1"),
@@ -267,29 +271,63 @@ def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
         if stem not in YAML_MODELS:
             continue
         model = YAML_MODELS[stem]
+        model_name, model_size = stem.split("_", 1)   # run_script.py's --model_name / --model_size
         doc = yaml.safe_load(git(repo, "show", f"{commit}:{path}"))
-        granularity = ((doc.get("ConfigContainer") or {}).get("model") or {}).get("recompute_granularity")
+        yaml_model = ((doc.get("ConfigContainer") or {}).get("model") or {})
         for gpu, by_count in (doc.get("perf_matrix") or {}).items():
             for count_key, table in by_count.items():
                 for prec_key, prec in (("bf16", "bf16"), ("fp8_cs", "fp8"), ("fp8_mx", "mxfp8")):
                     if prec_key not in table:
                         continue
                     f = dict(table.get("common") or {}, **(table.get(prec_key) or {}))
-                    h100_deepseek = model == "deepseek-v3" and gpu == "h100"
+                    script = run_script_fields(repo, commit, model, model_name, model_size, gpu, prec, yaml_model, f)
                     out.append({"release": release, "model": model, "gpu": gpu, "precision": prec, "variant": "v1",
                                 "config": f"perf_matrix.{gpu}.{count_key}.{prec_key}", "file": path, "commit": commit,
                                 "num_gpus": int(count_key.removeprefix("num_gpus_")), "tp": f.get("tp", 1),
                                 "pp": f.get("pp", 1), "vp": f.get("vp") or 1, "cp": f.get("cp", 1), "ep": f.get("ep", 1),
                                 "etp": f.get("etp") or 1, "mbs": f.get("mbs", 1), "gbs": f.get("gbs", 1),
-                                "recompute": "full" if f.get("recompute_num_layers") or granularity == "full" else
-                                ("selective" if granularity == "selective" else "none"),
+                                "recompute": script.pop("recompute"),
                                 "cuda_graph": "layer" if f.get("cuda_graphs") else "none", "cuda_graph_scope": [],
-                                "dispatcher": "flex" if h100_deepseek else "alltoall",
-                                "flex_backend": "deepep" if h100_deepseek else None,
-                                "moe_a2a_overlap": h100_deepseek, "fused_moe": False, "fp8_attention": False,
-                                "fsdp": bool(f.get("use_megatron_fsdp")),
+                                "dispatcher": script.pop("dispatcher"), "flex_backend": script.pop("flex_backend"),
+                                "moe_a2a_overlap": script.pop("moe_a2a_overlap"), "fused_moe": False,
+                                "fp8_attention": False, "fsdp": bool(f.get("use_megatron_fsdp")),
                                 "cpu_offload_layers": int(f.get("cpu_offloading_num_layers") or 0),
-                                "recompute_layers": int(f.get("recompute_num_layers") or 0)})
+                                "recompute_layers": script.pop("recompute_layers"), **script})
+    return out
+
+
+def run_script_fields(repo: str, commit: str, model: str, model_name: str, model_size: str, gpu: str, prec: str,
+                      yaml_model: dict, preset: dict) -> dict:
+    """Recompute, dispatcher and EP overlap of a 0.1.0rc3 entry, in run_script.py's order: its branch for the model
+    and GPU (perf_script_reader.run_script_config), then the YAML's ConfigContainer.model keys (OmegaConf merge),
+    then the perf_matrix entry's recompute_num_layers (utils/helpers.py set_recompute_overrides: full, "block")."""
+    config = run_script_config(at_commit(repo, commit), model, model_name, model_size, gpu, prec)
+    unresolved: list[str] = []
+
+    def value(name: str):
+        if preset.get("recompute_num_layers"):
+            return {"recompute_granularity": "full", "recompute_method": "block",
+                    "recompute_num_layers": preset["recompute_num_layers"]}.get(name, field(config, "model", name))
+        held = yaml_model[name] if name in yaml_model else field(config, "model", name)
+        if isinstance(held, Unknown):
+            unresolved.append(f"model.{name}: {held.why}")
+            return None
+        return held
+    recompute, layers = recompute_from(value, model)
+    out = {"recompute": recompute, "recompute_layers": layers, "dispatcher": "alltoall", "flex_backend": None,
+           "moe_a2a_overlap": False, "script_facts": []}
+    if EXPERTS.get(model) is not None:   # a dense model has no dispatcher (alltoall, as the mapping writes it)
+        out.update(dispatcher_of(config))
+        unresolved += out.pop("unresolved", [])
+        a2a = field(config, "comm_overlap", "overlap_moe_expert_parallel_comm")
+        if isinstance(a2a, Unknown):
+            unresolved.append(f"comm_overlap.overlap_moe_expert_parallel_comm: {a2a.why}")
+        out["moe_a2a_overlap"] = a2a is True
+        facts = [where(config, "model", "recompute_modules")] if recompute not in ("none", "full", "selective") \
+            else []
+        out["script_facts"] += [w for w in facts if w]
+    if unresolved:
+        out["unresolved"] = sorted(set(unresolved))
     return out
 
 
