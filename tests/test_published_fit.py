@@ -58,3 +58,19 @@ def test_a_self_contradicting_row_takes_its_release_recipe_mbs_and_says_so():
     for r in noted:
         assert r.layout.mbs != int(r.row["mbs"]) and "GA=" in r.layout_note and "recipe" in r.layout_note
         assert r.layout.gbs % (r.layout.mbs * r.layout.dp) == 0
+
+
+def test_a_ga_contradiction_note_says_whether_the_recipes_mbs_resolves_it():
+    """The 25.11 gpt-oss-120b H100 row (TP1 PP4 on 64 GPUs: dp 16, gbs 512) publishes mbs 4 and GA=2: 4 x 16 x 2 is
+    128, not 512. Its release recipe (workload_base_configs.py@7af9601 GPT_OSS_120B_H100_BF16_BASE_CONFIG) runs mbs 1,
+    which gives GA 32, not 2 either (GA=2 would need mbs 16): the note says so, not that the recipe reconciles the
+    row. The 25.09 Llama3-70B GB200 MXFP8 row's recipe mbs 1 does give its published GA=16."""
+    runs = {r.index: r for r in published_runs()}
+    gpt = next(r for r in runs.values() if r.row["release"] == "25.11" and r.row["gpu"] == "H100"
+               and r.row["model"] == "gpt-oss-120b")
+    assert gpt.layout.mbs == 1 and "GA=2" in gpt.layout_note
+    assert "gives GA 32, not GA=2 either (GA=2 would need mbs 16)" in gpt.layout_note
+    assert "cannot both be right" in gpt.layout_note
+    llama = next(r for r in runs.values() if r.row["release"] == "25.09" and r.row["gpu"] == "GB200"
+                 and r.row["model"] == "Llama3-70B" and "GA=" in r.layout_note)
+    assert llama.layout.mbs == 1 and "gives GA=16 as published" in llama.layout_note

@@ -411,7 +411,8 @@ def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: 
     """(mbs, note) when a row contradicts itself: its published gradient-accumulation count (notes 'GA=N')
     differs from gbs / (mbs x dp), so one of its columns is wrong. Its release's recipe (the run's own
     configuration at the release commit) gives the mbs when that recipe's other sizes (num_gpus, tp, pp, vp,
-    ep, gbs) are the row's. None otherwise (the row is taken as published)."""
+    ep, gbs) are the row's; the note says whether that mbs gives the published GA (it need not: then the row's
+    mbs and GA are both inconsistent with its gbs and dp). None otherwise (the row is taken as published)."""
     from commbench.planner.layout.recipes import recipe_entry
     ga = re.search(r"GA=(\d+)", row.get("notes") or "")
     mbs, gbs, dp = int(row["mbs"]), int(row["gbs"]), _dp_of(row)
@@ -426,8 +427,19 @@ def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: 
     entry = recipe_entry(str(row.get("release") or ""), model_name, preset, precision, sizes)
     if entry is None or any(entry.get(k) != v for k, v in sizes.items()) or entry["mbs"] == mbs:
         return None
-    return int(entry["mbs"]), (f"mbs {mbs} as published contradicts the row's GA={ga.group(1)}; mbs {entry['mbs']} "
-                               f"from its release recipe ({entry['config']}, {entry['file']}@{entry['commit'][:7]})")
+    chosen, published = int(entry["mbs"]), int(ga.group(1))
+
+    def accumulation(m: int) -> str:   # gbs / (mbs x dp), as the run would accumulate with that mbs
+        return f"GA {gbs // (m * dp)}" if gbs % (m * dp) == 0 else f"no whole GA ({gbs}/({m}x{dp}))"
+    agrees = gbs == published * chosen * dp
+    return chosen, (f"mbs {mbs} as published contradicts the row's GA={published} (gbs {gbs} = GA x mbs x dp {dp} "
+                    f"gives {accumulation(mbs)}); mbs {chosen} from its release recipe ({entry['config']}, "
+                    f"{entry['file']}@{entry['commit'][:7]}), whose other sizes are the row's, "
+                    + (f"gives GA={published} as published" if agrees else
+                       f"gives {accumulation(chosen)}, not GA={published} either"
+                       + (f" (GA={published} would need mbs {gbs // (published * dp)})"
+                          if gbs % (published * dp) == 0 else "")
+                       + ": the row's mbs and GA cannot both be right; the recipe's mbs is modelled"))
 
 
 def sizes_fit(row: dict[str, Any]) -> bool:
