@@ -16,6 +16,11 @@ Mapping assumptions, the same for every row (the tables do not state them):
   (a user's run states its own);
   a release the table lacks reads the newest table release not newer than it (26.10 -> 26.08),
   noted in the row's layout_note (also when that release has no recipe for the run: the defaults below);
+  the flags are facts of the run only where that recipe's sizes (num_gpus, tp, pp, vp, ep, mbs, gbs) and
+  Megatron-FSDP are the row's (or the row states its own); otherwise they are assumed: the nearest recipe of the
+  release (the variant whose sizes match most; its offload and recomputed-layer counts only where its tp/pp/vp
+  are the row's) or, with none read, the defaults below; flags_assumed says which and why, in the row's
+  layout_note (printed beside the row by benchmarks/planner_calibration.py and `commbench calibrate`);
 - otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
@@ -502,10 +507,44 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
                                     where=places[i]))
             continue
         stood_in = _release_note(r, preset, name, layout.precision)
+        assumed = flags_assumed(r, preset, name, layout.mbs)
+        if stood_in and release_recipe(r, preset, name) is None:   # it says the default recipe's flags stood in
+            assumed = ""
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
-                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in) if n),
+                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in, assumed) if n),
                                 where=places[i]))
     return out
+
+
+def flags_assumed(row: dict[str, Any], preset: str, model_name: str, mbs: int | None = None) -> str:
+    """'' when a run's recipe flags are facts: the row states its own (a "recipe" object or top-level recipe fields),
+    or names no NeMo release (none, "user": the run's own software, no recipe implied), or the recipe of its release
+    it reads (release_recipe) has its sizes (MATCH_KEYS, with `mbs`, the micro-batch the run is modelled with, for
+    the row's) and its Megatron-FSDP. Otherwise why the flags are assumed: no recipe
+    is read for the run (the default recipe's flags), or the nearest recipe's sizes are not the row's, so another
+    configuration than the one that produced the row's number gave them. One rule for every row: published_runs
+    says it in the layout_note, benchmarks/vendor_layouts.py counts such rows apart."""
+    if isinstance(row.get("recipe"), dict) or any(k in row for k in RECIPE_FIELDS):
+        return ""
+    release = row.get("release")
+    if not isinstance(release, str) or release.strip() in ("", "user"):   # a user's software: no recipe is implied
+        return ""
+    recipe = release_recipe(row, preset, model_name)
+    if recipe is None:
+        return (f"recipe flags assumed: the default recipe's (no recipe is read for {model_name} on {preset} at "
+                f"{row.get('release')})")
+    given = {"num_gpus": row.get("num_gpus"), "tp": row.get("tp"), "pp": row.get("pp"), "vp": row.get("vp") or 1,
+             "ep": row.get("ep") or 1, "mbs": row.get("mbs") if mbs is None else mbs, "gbs": row.get("gbs")}
+    differ = [f"{k} {recipe['sizes'][k]} vs the row's {given[k]}" for k in recipe["sizes"]
+              if given.get(k) is not None and int(given[k]) != recipe["sizes"][k]]
+    fsdp = _fsdp(row.get("notes", ""))
+    if bool(fsdp) != recipe["megatron_fsdp"]:
+        differ.append(f"Megatron-FSDP {'on' if recipe['megatron_fsdp'] else 'off'} vs the row's "
+                      f"{f'FSDP={fsdp}' if fsdp else 'none'}")
+    if not differ:
+        return ""
+    return (f"recipe flags assumed: those of {recipe['release']}'s nearest recipe {recipe['config']}, which is not "
+            f"this run's configuration ({'; '.join(differ)})")
 
 
 def _release_note(row: dict[str, Any], preset: str, model_name: str, precision: str) -> str:

@@ -198,7 +198,8 @@ def default_gbs(release: str | None, model: str, gpu: str | None, precision: str
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
     """The recipe flags (RECIPE_KEYS, OVERLAP_KEYS, cpu_offload_layers, recompute_layers, the per-layer graphs' cuda_graph_scope
-    as the layout field), their citation ('source') and, for a release
+    as the layout field), their citation ('source'; 'config', 'release'), the recipe's sizes (MATCH_KEYS) and
+    Megatron-FSDP (megatron_fsdp), whether those are `sizes` ('sizes_match') and, for a release
     the table lacks, the note saying whose recipes stood in ('release_note'); or None."""
     stand, note = resolve_release(release)
     entry = recipe_entry(stand, model, gpu, precision, sizes) if stand else None
@@ -216,7 +217,8 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
             "cpu_offload_layers": offload, "recompute_layers": recompute_layers, "cuda_graph_scope": scope,
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact,
-            "release_note": note}
+            "config": entry["config"], "release": entry["release"], "sizes": {k: entry.get(k) for k in MATCH_KEYS},
+            "megatron_fsdp": bool(entry.get("fsdp")), "release_note": note}
 
 
 def _feature_entries(release: str, gpu: str | None, precision: str | None,
