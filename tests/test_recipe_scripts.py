@@ -199,3 +199,35 @@ def test_25_09_deepseek_v3_recomputes_mla_up_projections_on_h100_and_gb200():
     assert {(e["dispatcher"], e["flex_backend"], e["moe_a2a_overlap"]) for e in h100} == {("flex", "deepep", True)}
     assert {(e["dispatcher"], e["moe_a2a_overlap"]) for e in _entries("25.09", "deepseek-v3", "gb200")} == \
         {("alltoall", False)}
+
+
+def test_26_02_01_gpt_oss_b300_b200_rows_are_modelled_with_the_commit_that_published_them():
+    """The 26.02.01 table runs GPT-OSS-120B on 64 B300 / B200 at EP 8, gbs 1280, mbs 4. Megatron-Bridge v0.3.1's
+    GPT_OSS_120B_PRETRAIN_CONFIG_B300/B200_BF16_V2 (gpt_oss_workload_base_configs.py@v0.3.1 lines 102-111) run EP 64
+    with alltoall; commit 7260d62 "perf optimizations- GPT-OSS 120B (#2906)" (2026-03-23, three days after the tag,
+    not its ancestor) sets expert_model_parallel_size=8 and moe_flex_dispatcher_backend="hybridep" there, which its
+    gpt_oss_llm_pretrain.py applies (flex). The rows are modelled with that recipe, cited by its commit; the
+    release's features, plans and default layouts never read it."""
+    from commbench.planner.calibrate.published import flags_assumed, published_runs
+    commit = "7260d6214afff7f00c35c3cc4d47d9c458d9310b"
+    table = recipes_json()
+    later = table["later_recipes"]
+    assert {e["config"] for e in later} == {"GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2",
+                                            "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2"}
+    assert commit not in {info["commit"] for info in table["releases"].values()}
+    for e in later:
+        assert (e["release"], e["commit"], e["after_tag"], e["ep"], e["gbs"], e["mbs"]) == \
+            ("26.02.01", commit, "v0.3.1", 8, 1280, 4)
+        assert (e["dispatcher"], e["flex_backend"]) == ("flex", "hybridep")
+    runs = [r for r in published_runs() if r.layout is not None and r.row["release"] == "26.02.01"
+            and r.row["model"] == "gpt-oss-120b" and r.row["gpu"] in ("B300", "B200")]
+    assert len(runs) == 2
+    for r in runs:
+        assert r.layout.dispatcher == "flex" and r.layout.ep == 8
+        assert "commit 7260d62's recipe" in r.layout_note and "v0.3.1" in r.layout_note
+        assert flags_assumed(r.row, r.preset, r.model.name, r.layout.mbs) == ""
+    # the release's own recipe and features stay v0.3.1's
+    sizes = dict(num_gpus=64, tp=1, pp=1, vp=1, ep=8, mbs=4, gbs=1280)
+    own = recipes.recipe_entry("26.02.01", "gpt-oss-120b", "b300-hgx", "bf16", sizes)
+    assert (own["ep"], own["dispatcher"], own["commit"]) == (64, "alltoall", table["releases"]["26.02.01"]["commit"])
+    assert "flex" not in recipes.release_features("26.02.01", "b300", "bf16", "gpt-oss-120b", True)["dispatcher"]

@@ -85,10 +85,11 @@ RECIPE_FIELDS = ("cpu_offload_layers", "recompute_layers", "recompute", "dispatc
 
 def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[str, Any] | None:
     """The Megatron-Bridge recipe of the row's release for its model, GPU and precision (None when the
-    recipe table has no such entry); the variant whose parallel sizes match the row's most. A release the
-    table lacks reads the newest table release not newer than it (recipes.resolve_release), and the
-    recipe's release_note says so."""
-    from commbench.planner.layout.recipes import recipe_for
+    recipe table has no such entry); the variant whose parallel sizes match the row's most, or, where none has
+    the row's sizes, a recipe committed after the release's tag that has them (recipes.later_recipe_for: the
+    layout the release's table ran; its release_note cites the commit). A release the table lacks reads the
+    newest table release not newer than it (recipes.resolve_release), and the recipe's release_note says so."""
+    from commbench.planner.layout.recipes import later_recipe_for, recipe_for
     release = str(row.get("release") or "")
     if not release or not model_name or not preset:
         return None
@@ -98,7 +99,10 @@ def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[st
         return None
     sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "mbs", "gbs")}
     sizes.update(vp=row.get("vp") or 1, ep=row.get("ep") or 1)   # a table's "n/a" is 1
-    return recipe_for(release, model_name, preset, precision, sizes)
+    recipe = recipe_for(release, model_name, preset, precision, sizes)
+    if recipe is not None and not recipe["sizes_match"]:   # a later commit's recipe the release's table ran
+        recipe = later_recipe_for(release, model_name, preset, precision, sizes) or recipe
+    return recipe
 
 
 def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict[str, Any]:
@@ -549,7 +553,8 @@ def flags_assumed(row: dict[str, Any], preset: str, model_name: str, mbs: int | 
 
 def _release_note(row: dict[str, Any], preset: str, model_name: str, precision: str) -> str:
     """Whose recipe stood in for a row's release the recipe table lacks (26.10 -> 26.08), also when that release
-    has no recipe for the run and the defaults stood in; '' for a release the table has, "user" or none."""
+    has no recipe for the run and the defaults stood in, or which later commit's recipe models it (release_recipe);
+    '' for a release the table has, "user" or none."""
     from commbench.planner.layout.recipes import resolve_release
     recipe = release_recipe(row, preset, model_name)
     if recipe is not None:

@@ -205,6 +205,26 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
     entry = recipe_entry(stand, model, gpu, precision, sizes) if stand else None
     if entry is None:
         return None
+    return _flags_of(entry, sizes, note)
+
+
+def later_recipe_for(release: str, model: str, gpu: str, precision: str,
+                     sizes: dict[str, int]) -> dict[str, Any] | None:
+    """recipe_for's fields of a recipe committed after the release's tag whose sizes (MATCH_KEYS) are exactly
+    `sizes` (recipes.json later_recipes: a layout the release's published table runs that no recipe at its tag has;
+    its 'release_note' says whose commit it is); None where there is none. Published rows only: a release's
+    features, plans and defaults never read these."""
+    stand, _ = resolve_release(release)
+    for entry in _table().get("later_recipes", []):
+        if (entry["release"], entry["model"], entry["gpu"], entry["precision"]) == \
+                (stand, model, gpu_key(gpu), precision) and all(entry.get(k) == sizes.get(k) for k in MATCH_KEYS):
+            return _flags_of(entry, sizes, f"modelled with Megatron-Bridge commit {entry['commit'][:7]}'s recipe "
+                                           f"{entry['config']} (committed after {stand}'s tag {entry['after_tag']}; "
+                                           f"no recipe at the tag has the row's sizes, this one has)")
+    return None
+
+
+def _flags_of(entry: dict[str, Any], sizes: dict[str, int] | None, note: str) -> dict[str, Any]:
     exact = all(sizes is not None and sizes.get(k) is not None and entry.get(k) == sizes[k] for k in MATCH_KEYS)
     # the offload count is tuned to the recipe's model split: a run split otherwise does not inherit it
     same_split = all(sizes is not None and sizes.get(k) == entry.get(k) for k in ("tp", "pp", "vp"))
