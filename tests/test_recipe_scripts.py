@@ -231,3 +231,18 @@ def test_26_02_01_gpt_oss_b300_b200_rows_are_modelled_with_the_commit_that_publi
     own = recipes.recipe_entry("26.02.01", "gpt-oss-120b", "b300-hgx", "bf16", sizes)
     assert (own["ep"], own["dispatcher"], own["commit"]) == (64, "alltoall", table["releases"]["26.02.01"]["commit"])
     assert "flex" not in recipes.release_features("26.02.01", "b300", "bf16", "gpt-oss-120b", True)["dispatcher"]
+
+
+def test_25_11_gpt_oss_recompute_modules_are_inert_without_selective_granularity():
+    """Megatron-Bridge v0.2.0 (7af9601): GPT-OSS-120B's presets set recompute_modules=["layernorm", "moe_act"]
+    (scripts/performance/configs/gpt_oss/workload_base_configs.py lines 46, 54, 61), which utils/helpers.py
+    set_recompute_overrides writes alone (line 179 `recipe.model.recompute_modules = recompute_modules`); no code of
+    that release sets recompute_granularity for it (Megatron-Core's default None), and Megatron-Core reads the modules
+    only under "selective" (megatron/core/transformer/moe/experts.py:136-137 at the pinned 0d8e071): nothing is
+    recomputed. v0.3.0's utils/overrides.py:143 sets granularity "selective" with the modules: 26.02 recomputes
+    moe_act."""
+    for gpu in ("gb200", "b200", "h100"):
+        assert {e["recompute"] for e in _entries("25.11", "gpt-oss-120b", gpu)} == {"none"}, gpu
+        assert {e["recompute"] for e in _entries("26.02", "gpt-oss-120b", gpu)} == {"moe_act"}, gpu
+    # DeepSeek-V3's 25.11 script sets "selective" (set_deepseek_v3_common_configs): its modules count
+    assert {e["recompute"] for e in _entries("25.11", "deepseek-v3", "h100")} == {"mla_up_proj"}

@@ -36,11 +36,13 @@ Sources (no code from the repository is run: the files are parsed, values taken 
 - 0.2.0 and later: scripts/performance/configs/<family>/*workload_base_configs.py, assignments
   `NAME = WorkloadBaseConfig(...)`, `NAME = replace(BASE, ...)`, `NAME = OTHER`; fields not set take
   WorkloadBaseConfig's defaults (scripts/performance/utils/utils.py). Names `<MODEL>[_PRETRAIN_CONFIG]_<GPU>_
-  <PRECISION>` with `_V<n>` (the variant), `_BASE_CONFIG`, or no suffix (Kimi-K2's: one variant). A MoE
-  model's dispatcher is what the release's per-GPU function of configs/<family>/*_llm_pretrain.py sets, run in
-  order by tools/perf_script_reader.py (the last assignment wins: 26.02.01's Qwen3-235B-A22B B200/B300/H100
-  functions set "alltoall" after the preset's DeepEP backend; Kimi-K2's apply DeepEP on H100/B200), cited in
-  "script_facts" (file:line of the writes; [] where no code read sets it: Megatron-Core's default, not flex).
+  <PRECISION>` with `_V<n>` (the variant), `_BASE_CONFIG`, or no suffix (Kimi-K2's: one variant). Recompute
+  and a MoE model's dispatcher are what the release's per-GPU function of configs/<family>/*_llm_pretrain.py
+  leaves, run in order by tools/perf_script_reader.py (the last assignment wins: 26.02.01's Qwen3-235B-A22B
+  B200/B300/H100 functions set "alltoall" after the preset's DeepEP backend; Kimi-K2's apply DeepEP on H100/B200;
+  25.11's GPT-OSS modules stay without "selective" granularity: no recompute), mapped by recompute_from; the
+  dispatcher's writes are cited in "script_facts" (file:line; [] where no code read sets it: Megatron-Core's
+  default, not flex).
 - 0.1.0rc3: scripts/performance/configs/<family>/*_llm_pretrain.yaml, `perf_matrix.<gpu>.num_gpus_N`
   (common + per-precision keys; cuda_graphs: true means TE per-layer graphs). Recompute, dispatcher and EP
   overlap in run_script.py's order: the config its main() builds in the model's branch for that GPU
@@ -219,17 +221,33 @@ def with_overlap(rows: list[dict], repo: str, commit: str) -> list[dict]:
     return [{**r, **overlap_of(repo, commit, paths, r["model"], r["gpu"], r["precision"])} for r in rows]
 
 
-def script_dispatcher(repo: str, commit: str, paths: list[str], row: dict, model_key: str) -> dict:
-    """The dispatcher the release's per-GPU function sets for a MoE model's workload preset (perf_script_reader);
-    a dense model's stays alltoall (apply_flex_dispatcher_backend returns early without experts)."""
-    if EXPERTS.get(row["model"]) is None:
-        return {"script_facts": []}
+def script_fields(repo: str, commit: str, paths: list[str], row: dict, model_key: str) -> dict:
+    """Recompute and, for a MoE model, the dispatcher as the release's per-GPU function leaves them for the workload
+    preset (perf_script_reader; a dense model's dispatcher stays alltoall: apply_flex_dispatcher_backend returns early
+    without experts). Recompute through recipe_mapping.recompute_from: recompute_modules count only under
+    granularity "selective" (Megatron-Core's experts.py / transformer_layer.py read them only then), which 0.2.0's
+    utils/helpers.py set_recompute_overrides did not set with the modules (0.3.0's overrides.py does)."""
     function, config = gpu_function_config(at_commit(repo, commit), paths, row["model"], model_key, row["gpu"],
                                            row["precision"], row["variant"], row["file"], row["config"])
     if not function:
         raise ValueError(f"{row['config']} ({row['file']} at {commit}): no per-GPU function of "
                          f"scripts/performance/configs/ builds it ({model_key}_pretrain_config_{row['gpu']})")
-    return dispatcher_of(config)
+    unresolved: list[str] = []
+
+    def value(name: str):
+        held = field(config, "model", name)
+        if isinstance(held, Unknown):
+            unresolved.append(f"model.{name}: {held.why}")
+            return None
+        return held
+    recompute, layers = recompute_from(value, row["model"])
+    out = {"recompute": recompute, "recompute_layers": layers, "script_facts": []}
+    if EXPERTS.get(row["model"]) is not None:
+        out.update(dispatcher_of(config))
+        unresolved += out.pop("unresolved", [])
+    if unresolved:
+        out["unresolved"] = sorted(set(unresolved))
+    return out
 
 
 def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
@@ -256,7 +274,7 @@ def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
             row = {"release": release, "model": model, "gpu": match["gpu"].lower(),
                    "precision": PRECISIONS[match["prec"]], "variant": f"v{match['ver'] or 1}",
                    "config": name, "file": path, "commit": commit, **entry(fields, model)}
-            out.append({**row, **script_dispatcher(repo, commit, paths, row, match["model"].lower())})
+            out.append({**row, **script_fields(repo, commit, paths, row, match["model"].lower())})
     return out
 
 
