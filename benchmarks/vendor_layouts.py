@@ -7,10 +7,10 @@ planner's predicted gain of its own best over it. Everything here is PREDICTED; 
 tuned on the hardware, so a large predicted gain over one is more likely a model error than a find.
 
 Two readings of "the published layout", both printed:
-- as published: its structure with its release's recipe flags (how calibration predicts the row); where no
-  recipe is read for it (the Nemotron-3 family, the 24.07 rows) the flags are the default recipe's, assumed: the
-  row says "flags assumed", and a diagnostic line gives the share within the band of the rows whose flags are
-  published;
+- as published: its structure with its release's recipe flags (how calibration predicts the row); where they
+  are assumed (calibrate/published.py flags_assumed: no recipe is read for it, as for the Nemotron-3 family and
+  the 24.07 rows, or no recipe of its release has its sizes and the nearest one's flags stand in) the row says
+  "flags assumed", and a diagnostic line gives the share within the band of the rows whose flags are published;
 - its structure (tp, pp, vp, ep, etp, cp, mbs) with the flags the search would choose for it
   (search.space.best_for_pins), i.e. the layout choice alone, the features the release has held equal.
 
@@ -48,7 +48,7 @@ import numpy as np
 from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.planner.calibrate import coverage
 from commbench.planner.calibrate.gain_error import layout_pair_errors, median_gain_error, run_key, run_structure
-from commbench.planner.calibrate.published import RECIPE_FIELDS, predict_runs, published_runs, release_recipe, _preset
+from commbench.planner.calibrate.published import flags_assumed, predict_runs, published_runs, _preset
 from commbench.planner.layout.placement import ep_domains
 from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
@@ -105,17 +105,16 @@ def rank_rows(runs, cal=CALIBRATED) -> list[dict]:
                         software=res.request.software, flagged=flagged,
                         flags_known=flags_published(r),
                         note=("" if p.fits[j] else "published layout predicted OOM")
-                        + ("" if flags_published(r) else " (flags assumed: no recipe read)")))
+                        + ("" if flags_published(r) else " (flags assumed)")))
     return out
 
 
 def flags_published(run) -> bool:
-    """Whether the row's recipe flags are facts: its release's Megatron-Bridge recipe (layout/recipes.py) or the row's
-    own recipe fields. Otherwise (a family the recipe table does not read, e.g. Nemotron-3, or a release older than
-    it) the flags are the default recipe's, assumed (calibrate/published.py), and "as published" is a guess."""
-    row = run.row
-    return (isinstance(row.get("recipe"), dict) or any(k in row for k in RECIPE_FIELDS)
-            or release_recipe(row, run.preset, run.model.name) is not None)
+    """Whether the row's recipe flags are facts (calibrate/published.py flags_assumed): the row's own recipe fields,
+    or its release's Megatron-Bridge recipe whose sizes and Megatron-FSDP are the row's. Otherwise (no recipe read,
+    e.g. Nemotron-3 or a release older than the table; or no recipe of the release has the row's sizes) the flags
+    are assumed, and "as published" is a guess."""
+    return not flags_assumed(run.row, run.preset, run.model.name, run.layout.mbs if run.layout else None)
 
 
 def release_key(release: str) -> tuple[int, ...]:
@@ -191,8 +190,9 @@ def summary(rows: list[dict], title: str) -> dict[str, tuple[float, float]]:
     if assumed:   # a diagnostic beside the bar, never in its place
         known = [r for r in rows if r.get("gain") is not None and r["flags_known"]]
         within = np.mean([r["gain"] <= r["band"] for r in known]) if known else float("nan")
-        print(f"  {len(assumed)} layouts have no recipe read for their flags (the default recipe's are assumed: "
-              f"{', '.join(sorted({r['run'].model.name for r in assumed}))}); the {len(known)} whose flags are "
+        print(f"  {len(assumed)} layouts have assumed flags (no recipe read for them, or none of their release has "
+              f"their sizes: the row's note says which; {', '.join(sorted({r['run'].model.name for r in assumed}))}); "
+              f"the {len(known)} whose flags are "
               f"published: predicted gain within the band for {within * 100:.0f}% (as published; a diagnostic, "
               "not the bar)")
     ranked = [r for r in rows if r.get("gain") is not None]

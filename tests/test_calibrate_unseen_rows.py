@@ -99,9 +99,14 @@ def test_a_release_the_table_lacks_says_what_stood_in_even_without_a_recipe(tmp_
 
 
 def test_a_table_release_or_user_run_has_no_release_note(tmp_path):
-    for release in ("26.08", "user", None):
+    for release in ("user", None):
         result = _evaluate(tmp_path, [_row(gpu="H200", precision="FP8", release=release)])
         assert result.exit_code == 0 and "note:" not in result.output, result.output
+    # a table release names no stand-in; its flags are the default recipe's (no H200 recipe), assumed, and said
+    result = _evaluate(tmp_path, [_row(gpu="H200", precision="FP8", release="26.08")])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0 and "not in the recipe table" not in text, result.output
+    assert "recipe flags assumed: the default recipe's (no recipe is read for deepseek-v3 on h200-hgx at 26.08)" in text
 
 
 @pytest.mark.parametrize("note", ["FSDP=8", "fsdp=8", "FSDP = 8", "Megatron-FSDP: 8"])

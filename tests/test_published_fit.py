@@ -52,9 +52,58 @@ def test_a_self_contradicting_row_takes_its_release_recipe_mbs_and_says_so():
     runs = published_runs()
     noted = [r for r in runs if "GA=" in r.layout_note]
     assert noted, "rows whose GA contradicts gbs / (mbs x dp) are modelled with the recipe's mbs"
-    # the other notes: a release older than the recipe table (the 24.07 NeMo rows) took the default flags
-    assert all("older than the recipe table" in r.layout_note and r.layout.mbs == int(r.row["mbs"])
-               for r in runs if r.layout_note and r not in noted)
+    # the other notes: a release older than the recipe table (the 24.07 NeMo rows) took the default flags, the
+    # row's recipe flags are assumed (flags_assumed), or a later commit's recipe models it; none changes the mbs
+    assert all(("older than the recipe table" in r.layout_note or "recipe flags assumed" in r.layout_note
+                or "modelled with Megatron-Bridge commit" in r.layout_note)
+               and r.layout.mbs == int(r.row["mbs"]) for r in runs if r.layout_note and r not in noted)
     for r in noted:
         assert r.layout.mbs != int(r.row["mbs"]) and "GA=" in r.layout_note and "recipe" in r.layout_note
         assert r.layout.gbs % (r.layout.mbs * r.layout.dp) == 0
+
+
+def test_a_ga_contradiction_note_says_whether_the_recipes_mbs_resolves_it():
+    """The 25.11 gpt-oss-120b H100 row (TP1 PP4 on 64 GPUs: dp 16, gbs 512) publishes mbs 4 and GA=2: 4 x 16 x 2 is
+    128, not 512. Its release recipe (workload_base_configs.py@7af9601 GPT_OSS_120B_H100_BF16_BASE_CONFIG) runs mbs 1,
+    which gives GA 32, not 2 either (GA=2 would need mbs 16): the note says so, not that the recipe reconciles the
+    row. The 25.09 Llama3-70B GB200 MXFP8 row's recipe mbs 1 does give its published GA=16."""
+    runs = {r.index: r for r in published_runs()}
+    gpt = next(r for r in runs.values() if r.row["release"] == "25.11" and r.row["gpu"] == "H100"
+               and r.row["model"] == "gpt-oss-120b")
+    assert gpt.layout.mbs == 1 and "GA=2" in gpt.layout_note
+    assert "gives GA 32, not GA=2 either (GA=2 would need mbs 16)" in gpt.layout_note
+    assert "cannot both be right" in gpt.layout_note
+    llama = next(r for r in runs.values() if r.row["release"] == "25.09" and r.row["gpu"] == "GB200"
+                 and r.row["model"] == "Llama3-70B" and "GA=" in r.layout_note)
+    assert llama.layout.mbs == 1 and "gives GA=16 as published" in llama.layout_note
+
+
+def test_recipe_flags_are_facts_only_where_the_recipe_is_the_runs_configuration():
+    """One rule for a row's recipe flags: they are the run's own only where its release's recipe has the row's sizes
+    (num_gpus, tp, pp, vp, ep, the modelled mbs, gbs) and Megatron-FSDP. Otherwise another configuration gave them
+    (the nearest recipe of the release, or the default recipe where none is read): the row's layout_note says so and
+    names the recipe and what differs, and vendor_layouts counts it apart. The flags themselves are the same either
+    way (no prediction moves)."""
+    from commbench.planner.calibrate.published import flags_assumed
+    runs = [r for r in published_runs() if r.layout is not None]
+    assumed = [r for r in runs if flags_assumed(r.row, r.preset, r.model.name, r.layout.mbs)]
+    # 19 whose release has no recipe of their sizes, 3 Nemotron-3-Nano, 2 from 24.07 (the 26.02.01 gpt-oss B300 /
+    # B200 rows have the sizes of a later commit's recipe: tests/test_recipe_scripts.py)
+    assert len(assumed) == 24
+    for r in assumed:   # said where the row is printed (the 24.07 rows' stand-in note already says default flags)
+        assert "recipe flags assumed" in r.layout_note or "the default recipe flags" in r.layout_note, r.label
+    facts = [r for r in runs if r not in assumed]
+    assert not any("assumed" in r.layout_note for r in facts)
+
+    def note(release, model, gpu):
+        return next(r.layout_note for r in runs if (r.row["release"], r.row["model"], r.row["gpu"]) ==
+                    (release, model, gpu))
+    # 25.11 Llama3-8B H100 FP8-CS: the table's FSDP=8; LLAMA3_8B_H100_FP8_CS_BASE_CONFIG (v0.2.0 workload_base_configs.py
+    # lines 229-233: recompute_num_layers=5, no use_megatron_fsdp) does not run Megatron-FSDP
+    assert "LLAMA3_8B_H100_FP8_CS_BASE_CONFIG" in note("25.11", "Llama3-8B", "H100")
+    assert "Megatron-FSDP off vs the row's FSDP=8" in note("25.11", "Llama3-8B", "H100")
+    # 25.11 Llama3.1-405B GB200: 256 GPUs at TP4 PP16; the release's only recipe is 128 GPUs, TP2, FSDP
+    assert "num_gpus 128 vs the row's 256" in note("25.11", "Llama3.1-405B", "GB200")
+    # a row with its own recipe fields states its flags
+    told = dict(assumed[0].row, recipe={"recompute": "none"})
+    assert flags_assumed(told, assumed[0].preset, assumed[0].model.name) == ""

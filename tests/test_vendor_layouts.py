@@ -112,8 +112,9 @@ def test_a_dense_published_structure_is_read_with_the_searchs_flags():
 
 def test_flags_are_published_only_where_a_recipe_or_the_row_gives_them():
     """A row of a family the recipe table does not read (Nemotron-3) takes the default recipe's flags, assumed: the
-    summary counts it apart. The same row with its own recipe fields, and a row whose release has a recipe, are
-    published facts."""
+    summary counts it apart. The same row with its own recipe fields, and a row whose release's recipe has its sizes,
+    are published facts; a row no recipe of its release has the sizes of (25.11 Llama3-8B H100: FSDP=8, the recipe
+    none) takes the nearest recipe's flags, assumed."""
     runs = [r for r in published_runs() if r.layout is not None]
     nano = next(r for r in runs if r.model.name.startswith("nemotron-3-nano"))
     qwen = next(r for r in runs if r.model.name == "qwen3-30b-a3b" and r.row.get("release") == "26.02")
@@ -121,3 +122,5 @@ def test_flags_are_published_only_where_a_recipe_or_the_row_gives_them():
     assert vendor_layouts.flags_published(qwen)
     told = dataclasses.replace(nano, row=dict(nano.row, recipe={"recompute": "none"}))
     assert vendor_layouts.flags_published(told)
+    fsdp = next(r for r in runs if (r.row["release"], r.row["model"], r.row["gpu"]) == ("25.11", "Llama3-8B", "H100"))
+    assert not vendor_layouts.flags_published(fsdp)

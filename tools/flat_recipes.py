@@ -8,7 +8,7 @@ import ast
 import re
 
 from perf_recipe_reader import Obj, Reader, Unknown
-from recipe_mapping import entry, git, recompute_of
+from recipe_mapping import entry, git, recompute_from
 
 
 # v0.6.0 on: src/megatron/bridge/perf_recipes/<family>/<gpu>/<model>.py, one function per recipe, named
@@ -61,13 +61,15 @@ PERF_FIELDS = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_s
 # A field no code read sets keeps its class default. The model config comes from AutoBridge's conversion of the
 # Hugging Face config (not read): Megatron-Core's defaults, at the commit v0.6.0 pins (3rdparty/Megatron-LM
 # cd4afffa): model_parallel_config.py expert_model_parallel_size 1, expert_tensor_parallel_size None,
-# cpu_offloading False, cpu_offloading_num_layers 0; transformer/transformer_config.py recompute_method None,
+# cpu_offloading False, cpu_offloading_num_layers 0; transformer/transformer_config.py recompute_granularity None,
+# recompute_method None,
 # recompute_num_layers None, recompute_modules None, moe_token_dispatcher_type "allgather" (a model provider
 # class may set another default: not read, a known limit). Bridge's own config classes are read (their literal
 # dataclass defaults: CommOverlapConfig.overlap_moe_expert_parallel_comm None, MixedPrecisionConfig
 # .fp8_dot_product_attention False).
 CORE_DEFAULTS = {"expert_model_parallel_size": 1, "expert_tensor_parallel_size": None, "cpu_offloading": False,
-                 "cpu_offloading_num_layers": 0, "recompute_method": None, "recompute_num_layers": None,
+                 "cpu_offloading_num_layers": 0, "recompute_granularity": None, "recompute_method": None,
+                 "recompute_num_layers": None,
                  "recompute_modules": None, "moe_token_dispatcher_type": "allgather"}
 
 
@@ -105,16 +107,7 @@ def perf_entry(known: dict, where: dict, model: str) -> dict:
                 return None
             return value
     values = Consulted()
-    granularity = values["recompute_granularity"]
-    if granularity == "full":   # "block": that many layers of each chunk; "uniform": every layer
-        block = values["recompute_method"] == "block"
-        recompute, layers = "full", int(values["recompute_num_layers"] or 0) if block else 0
-    elif granularity == "selective":   # Megatron-Core fills modules None with ["core_attn"]; [] recomputes nothing
-        modules = values["recompute_modules"]
-        modules = ["core_attn"] if modules is None else modules
-        recompute, layers = recompute_of({"recompute_modules": modules}, model) if modules else "none", 0
-    else:
-        recompute, layers = "none", 0
+    recompute, layers = recompute_from(values.__getitem__, model)
     fields = {k: values[k] for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
                                      "virtual_pipeline_model_parallel_size", "context_parallel_size",
                                      "expert_model_parallel_size", "expert_tensor_parallel_size",

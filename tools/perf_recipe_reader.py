@@ -24,6 +24,8 @@ from typing import Any, Callable
 from perf_recipe_values import Cls, External, Func, Module, Obj, Return, Unknown, known
 
 
+UNPACKED = "<**>"   # the keyword under which a call's `**` of a value not resolved is passed on
+SCRIPT_PACKAGES = ("utils", "configs")   # scripts/performance/'s packages (the workload configs' releases)
 TEXTS: dict[tuple[str, str], str | None] = {}   # (commit, path) -> file text, shared by the readers of a run
 BUILTINS = {"getattr": getattr, "hasattr": hasattr, "isinstance": isinstance, "int": int, "float": float,
             "bool": bool, "str": str, "len": len, "list": list, "dict": dict}
@@ -56,9 +58,13 @@ class Reader:
     def module(self, dotted: str) -> Module | None:
         if dotted not in self.modules:
             self.modules[dotted] = None
-            base = "src/" + dotted.replace(".", "/")
+            # the package's code under src/; scripts/performance/'s own packages (utils, configs: run_script.py
+            # runs from that directory) under it
+            root = "src/" if dotted.startswith("megatron.bridge") else \
+                "scripts/performance/" if dotted.split(".")[0] in SCRIPT_PACKAGES else None
+            base = f"{root}{dotted.replace('.', '/')}"
             for path in (base + ".py", base + "/__init__.py"):
-                text = self.show(path) if dotted.startswith("megatron.bridge") else None
+                text = self.show(path) if root else None
                 if text is not None:
                     self.modules[dotted] = Module(self, dotted, path, text)
                     break
@@ -81,6 +87,13 @@ class Reader:
                 scope[param.arg] = self.evaluate(default, {}, func.module) if default else Unknown(param.arg)
         for param, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
             scope[param.arg] = kwargs.get(param.arg, self.evaluate(default, {}, func.module) if default else None)
+        named = {p.arg for p in params + node.args.kwonlyargs}
+        if UNPACKED in kwargs:   # a `**` of a value not resolved: any parameter not given by name may be in it
+            for param in named - set(kwargs) - {p.arg for p in params[:len(args)]}:
+                scope[param] = Unknown(kwargs[UNPACKED])
+        if node.args.kwarg:   # `**user_kwargs`: the keywords no parameter takes
+            scope[node.args.kwarg.arg] = Unknown(kwargs[UNPACKED]) if UNPACKED in kwargs else \
+                {k: v for k, v in kwargs.items() if k not in named}
         if self.depth > 20:
             return Unknown(f"{node.name}: calls nested too deep")
         self.depth, saved = self.depth + 1, self.may
@@ -160,8 +173,9 @@ class Reader:
             if isinstance(owner, dict) and known(key):
                 owner[key] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:
-                self.assign(element, Unknown(f"unpacked at {where}"), scope, mod, where)
+            known_items = isinstance(value, (tuple, list)) and len(value) == len(target.elts)
+            for i, element in enumerate(target.elts):
+                self.assign(element, value[i] if known_items else Unknown(f"unpacked at {where}"), scope, mod, where)
 
     def container(self, node: ast.expr, scope: dict, mod: Module) -> Any:
         """The object an attribute is written on (`cfg.model` in `cfg.model.x = 1`): a section is made when absent."""
@@ -184,6 +198,8 @@ class Reader:
             owner = self.evaluate(node.value, scope, mod)
             if isinstance(owner, Obj):
                 return self.read(owner, node.attr)
+            if isinstance(owner, Module):   # a module imported by name: `base_cfgs.NAME`
+                return owner.lookup(node.attr)
             return External(f"{owner.name}.{node.attr}") if isinstance(owner, External) else Unknown(node.attr)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items = [self.evaluate(e, scope, mod) for e in node.elts]
@@ -241,14 +257,29 @@ class Reader:
 
     def evaluate_call(self, node: ast.Call, scope: dict, mod: Module) -> Any:
         args = [self.evaluate(a, scope, mod) for a in node.args if not isinstance(a, ast.Starred)]
-        kwargs = {k.arg: self.evaluate(k.value, scope, mod) for k in node.keywords if k.arg}
+        kwargs = {}
+        for keyword in node.keywords:   # in order: a later keyword or `**` entry replaces an earlier one
+            value = self.evaluate(keyword.value, scope, mod)
+            if keyword.arg:
+                kwargs[keyword.arg] = value
+            elif isinstance(value, dict):
+                kwargs.update(value)
+            else:
+                kwargs[UNPACKED] = f"passed in a ** of a value not resolved at {mod.path}:{node.lineno}"
         if isinstance(node.func, ast.Name) and node.func.id in BUILTINS and node.func.id not in scope:
             return self.builtin(node.func.id, args)
         func = self.evaluate(node.func, scope, mod)
         if isinstance(func, External) and func.name in self.runtime:
             return self.runtime[func.name]
+        if isinstance(func, External) and func.name == "dataclasses.replace" and args and isinstance(args[0], Obj):
+            made = Obj(args[0].origin)   # a copy with the keywords replaced
+            made.attrs.update(args[0].attrs)
+            made.where.update(args[0].where)
+            return self.with_keywords(made, kwargs, node, mod)
         if isinstance(func, Func) and f"{func.module.dotted}.{func.node.name}" in self.runtime:  # a fact of the install
             return self.runtime[f"{func.module.dotted}.{func.node.name}"]
+        if isinstance(node.func, ast.Attribute) and f".{node.func.attr}" in self.runtime:
+            return self.runtime[f".{node.func.attr}"]   # a method of an object outside the code read, as a fact
         if isinstance(node.func, ast.Attribute) and isinstance(func, Unknown):   # a method of a literal
             owner, method = self.evaluate(node.func.value, scope, mod), node.func.attr
             if isinstance(owner, str) and method in ("startswith", "endswith", "lower") and known(*args) \
@@ -266,13 +297,21 @@ class Reader:
                     if not isinstance(value, (Unknown, External)):
                         made.attrs[field.target.id] = value
                         made.where[field.target.id] = f"{func.module.path}:{field.lineno}"
-            made.attrs.update(kwargs)   # each keyword cited at its own line
-            made.where.update({k.arg: f"{mod.path}:{k.value.lineno}" for k in node.keywords if k.arg})
-            return made
+            return self.with_keywords(made, kwargs, node, mod)
         why = f"may be changed by {name}() at {mod.path}:{node.lineno}"
         for arg in args + list(kwargs.values()):   # code not read may change an object handed to it
             self.taint(arg, why)
         return Unknown(f"{name}() at {mod.path}:{node.lineno} is outside the code read")
+
+    @staticmethod
+    def with_keywords(made: Obj, kwargs: dict, node: ast.Call, mod: Module) -> Obj:
+        """`made` with a call's keywords set, each cited at its own line; a `**` of a value not resolved may set
+        any field: those not named are unknown."""
+        if UNPACKED in kwargs:
+            made.attrs = {k: Unknown(kwargs[UNPACKED]) for k in made.attrs}
+        made.attrs.update({k: v for k, v in kwargs.items() if k != UNPACKED})
+        made.where.update({k.arg: f"{mod.path}:{k.value.lineno}" for k in node.keywords if k.arg})
+        return made
 
     def taint(self, value: Any, why: str) -> None:
         if isinstance(value, Obj):

@@ -74,10 +74,16 @@ class Module:
                        and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
         self.consts.update({n.target.id: n.value for n in self.tree.body if isinstance(n, ast.AnnAssign)
                             and isinstance(n.target, ast.Name) and n.value is not None})
+        package = dotted if path.endswith("/__init__.py") else dotted.rpartition(".")[0]
         for node in self.tree.body:
-            if isinstance(node, ast.ImportFrom) and node.module:
+            if isinstance(node, ast.ImportFrom) and (node.module or node.level):
+                # `from . import x as y` (a relative import: the package of this module, one level per dot)
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(parent + ([node.module] if node.module else []))
                 for alias in node.names:
-                    self.imports[alias.asname or alias.name] = (node.module, alias.name)
+                    self.imports[alias.asname or alias.name] = (base, alias.name)
 
     def lookup(self, name: str, depth: int = 0) -> Any:
         if name in self.funcs:
@@ -89,7 +95,10 @@ class Module:
         if name in self.imports and depth < 8:
             dotted, original = self.imports[name]
             module = self.reader.module(dotted)
-            return module.lookup(original, depth + 1) if module else External(f"{dotted}.{original}")
+            value = module.lookup(original, depth + 1) if module else External(f"{dotted}.{original}")
+            if isinstance(value, External):   # `from package import submodule`: the module itself
+                return self.reader.module(f"{dotted}.{original}") or value
+            return value
         return External(name)
 
 

@@ -5,6 +5,7 @@ perf_recipes (tools/flat_recipes.py)."""
 from __future__ import annotations
 
 import subprocess
+from typing import Any, Callable
 
 DEFAULTS = dict(num_gpus=1, tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
                 virtual_pipeline_model_parallel_size=None, expert_model_parallel_size=1,
@@ -56,6 +57,22 @@ def recompute_of(fields: dict, model: str) -> str:
         return "none"
     return "selective" if model in SELECTIVE_BY_DEFAULT else "none"
 
+
+
+def recompute_from(value: Callable[[str], Any], model: str) -> tuple[str, int]:
+    """(recompute, recompute_layers) from a resolved config's recompute fields, each read through `value`:
+    granularity "full" -> full, with recompute_num_layers under method "block" (Megatron-Core recomputes that many
+    layers of each model chunk; 0, every layer, under "uniform"); "selective" -> the modules rule of recompute_of
+    (modules None is Megatron-Core's ["core_attn"]; [] recomputes nothing: none); None -> none."""
+    granularity = value("recompute_granularity")
+    if granularity == "full":
+        block = value("recompute_method") == "block"
+        return "full", int(value("recompute_num_layers") or 0) if block else 0
+    if granularity == "selective":
+        modules = value("recompute_modules")
+        modules = ["core_attn"] if modules is None else modules
+        return (recompute_of({"recompute_modules": modules}, model) if modules else "none"), 0
+    return "none", 0
 
 
 def _is_moe(model: str) -> bool:

@@ -36,12 +36,23 @@ Sources (no code from the repository is run: the files are parsed, values taken 
 - 0.2.0 and later: scripts/performance/configs/<family>/*workload_base_configs.py, assignments
   `NAME = WorkloadBaseConfig(...)`, `NAME = replace(BASE, ...)`, `NAME = OTHER`; fields not set take
   WorkloadBaseConfig's defaults (scripts/performance/utils/utils.py). Names `<MODEL>[_PRETRAIN_CONFIG]_<GPU>_
-  <PRECISION>` with `_V<n>` (the variant), `_BASE_CONFIG`, or no suffix (Kimi-K2's: one variant).
+  <PRECISION>` with `_V<n>` (the variant), `_BASE_CONFIG`, or no suffix (Kimi-K2's: one variant). Recompute
+  and a MoE model's dispatcher are what the release's per-GPU function of configs/<family>/*_llm_pretrain.py
+  leaves, run in order by tools/perf_script_reader.py (the last assignment wins: 26.02.01's Qwen3-235B-A22B
+  B200/B300/H100 functions set "alltoall" after the preset's DeepEP backend; Kimi-K2's apply DeepEP on H100/B200;
+  25.11's GPT-OSS modules stay without "selective" granularity: no recompute), mapped by recompute_from; the
+  dispatcher's writes are cited in "script_facts" (file:line; [] where no code read sets it: Megatron-Core's
+  default, not flex).
 - 0.1.0rc3: scripts/performance/configs/<family>/*_llm_pretrain.yaml, `perf_matrix.<gpu>.num_gpus_N`
-  (common + per-precision keys; cuda_graphs: true means TE per-layer graphs), the model section's
-  recompute_granularity (a perf_matrix entry's recompute_num_layers: full, method block, utils/helpers.py
-  set_recompute_overrides at that tag); DeepSeek-V3's dispatcher and EP overlap from run_script.py at that tag
-  (DeepEP and overlap_moe_expert_parallel_comm on H100 only).
+  (common + per-precision keys; cuda_graphs: true means TE per-layer graphs). Recompute, dispatcher and EP
+  overlap in run_script.py's order: the config its main() builds in the model's branch for that GPU
+  (tools/perf_script_reader.py run_script_config: DeepSeek-V3's recompute_modules per GPU, lines 89 and 91
+  ["mla_up_proj", "mlp"] on H100 and [..., "moe_act"] on GB200, DeepEP and overlap_moe_expert_parallel_comm on
+  H100), then the YAML's ConfigContainer.model keys (the OmegaConf merge: recompute_granularity), then the
+  perf_matrix entry's recompute_num_layers (full, method block: utils/helpers.py set_recompute_overrides at that
+  tag); mapped by recipe_mapping.recompute_from, as the flat recipes' resolved configs are.
+- later_recipes: configs a release's published table runs that no recipe at its tag has, read the same way at the
+  later commit that has them (LATER_RECIPES: commit, configs, why); each entry cites that commit and "after_tag".
 Mapping onto the planner's recipe fields:
 - recompute: recompute_num_layers set -> full, and recompute_layers = that count (the overrides set
   recompute_method "block": Megatron-Core recomputes that many layers of each model chunk, stores the rest;
@@ -55,8 +66,9 @@ Mapping onto the planner's recipe fields:
 - cuda_graph_scope: under per-layer graphs the recipe's cuda_graph_scope list (Megatron-Core capture
   modules: attn, mlp, moe, moe_router, moe_preprocess, mamba; [] = the whole layer, as is the 25.09
   YAML's `cuda_graphs: true`, Megatron-Core 0.14's default scope "full"); [] otherwise;
-- dispatcher: moe_flex_dispatcher_backend set (hybridep, deepep) -> flex; else alltoall; flex_backend: that
-  backend (null with alltoall; 25.09's DeepSeek-V3 H100 rows: deepep, run_script.py's DeepEP);
+- dispatcher: moe_token_dispatcher_type "flex" in the config the release's code builds -> flex; else alltoall;
+  flex_backend: its moe_flex_dispatcher_backend (null with alltoall; 25.09's DeepSeek-V3 H100 rows: deepep,
+  run_script.py's DeepEP); a dense model's: alltoall (a workload preset's backend alone never makes it flex);
 - moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
 - cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
   scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
@@ -76,8 +88,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules, when loaded from elsewhere
-from flat_recipes import perf_recipes  # noqa: E402
-from recipe_mapping import DEFAULTS, entry, git, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
+from flat_recipes import EXPERTS, perf_recipes  # noqa: E402
+from perf_recipe_values import Unknown  # noqa: E402
+from perf_script_reader import at_commit, dispatcher_of, field, gpu_function_config, run_script_config, where  # noqa: E402
+from recipe_mapping import DEFAULTS, entry, git, recompute_from, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
 
 RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.1"),
             ("26.04", "v0.4.0"), ("26.04.01", "v0.4.2"), ("26.06", "v0.5.0"), ("26.06.01", "v0.5.1"),
@@ -99,10 +113,12 @@ MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3
 # (selective recompute, eager launches: 2.7 s of a 16 s step on GB200) and the fit hands the hybrid's GPU time
 # back through hbm_efficiency. Mapping 26.02.01 to r0.3.1 while this tool also read the Nano recipe made
 # held-out worse (GB300 6.6% -> 7.4%, newer_releases 4.7% -> 6.9%), so 26.02.01 stayed on v0.3.0 until
-# then. With the Nemotron-3 recipes not read, r0.3.1's recipes for the families read here (Qwen3: HybridEP/
-# DeepEP dispatchers, EP overlap off on B300 and H100, Qwen3-30B-A3B mbs 4 on B200 as the 26.02.01 table
-# publishes; Kimi-K2's first recipes) leave the held-out tables where they were: GB300 6.9%, leave-one-GPU-out
-# MoE 6.9% (dense 2.8% -> 3.0%), leave-one-release-out 26.02 5.4% (MoE 6.2% -> 6.1%), with the shipped terms.
+# then. With the Nemotron-3 recipes not read, r0.3.1's recipes for the families read here (Qwen3: HybridEP on
+# GB200/GB300 and for Qwen3-30B-A3B, EP overlap off on B300 and H100, Qwen3-30B-A3B mbs 4 on B200 as the 26.02.01
+# table publishes; Kimi-K2's first recipes) leave the held-out tables where they were: GB300 6.9%, leave-one-GPU-out
+# MoE 6.9% (dense 2.8% -> 3.0%), leave-one-release-out 26.02 5.4% (MoE 6.2% -> 6.1%), with the shipped terms
+# (measured while the table read Qwen3-235B-A22B's inert DeepEP preset on B200/B300/H100 as flex: those
+# functions set "alltoall" after it, qwen3_llm_pretrain.py@v0.3.1 lines 133, 159, 185).
 # Add them here ("NEMOTRON_3_NANO": "nemotron-3-nano-30b-a3b", "NEMOTRON_3_SUPER": ...) once their recipes do not
 # make the hybrid runs faster than measured.
 PRECISIONS = {"BF16": "bf16", "FP8_CS": "fp8", "FP8_MX": "mxfp8", "NVFP4": "nvfp4"}
@@ -205,8 +221,38 @@ def with_overlap(rows: list[dict], repo: str, commit: str) -> list[dict]:
     return [{**r, **overlap_of(repo, commit, paths, r["model"], r["gpu"], r["precision"])} for r in rows]
 
 
+def script_fields(repo: str, commit: str, paths: list[str], row: dict, model_key: str) -> dict:
+    """Recompute and, for a MoE model, the dispatcher as the release's per-GPU function leaves them for the workload
+    preset (perf_script_reader; a dense model's dispatcher stays alltoall: apply_flex_dispatcher_backend returns early
+    without experts). Recompute through recipe_mapping.recompute_from: recompute_modules count only under
+    granularity "selective" (Megatron-Core's experts.py / transformer_layer.py read them only then), which 0.2.0's
+    utils/helpers.py set_recompute_overrides did not set with the modules (0.3.0's overrides.py does)."""
+    function, config = gpu_function_config(at_commit(repo, commit), paths, row["model"], model_key, row["gpu"],
+                                           row["precision"], row["variant"], row["file"], row["config"])
+    if not function:
+        raise ValueError(f"{row['config']} ({row['file']} at {commit}): no per-GPU function of "
+                         f"scripts/performance/configs/ builds it ({model_key}_pretrain_config_{row['gpu']})")
+    unresolved: list[str] = []
+
+    def value(name: str):
+        held = field(config, "model", name)
+        if isinstance(held, Unknown):
+            unresolved.append(f"model.{name}: {held.why}")
+            return None
+        return held
+    recompute, layers = recompute_from(value, row["model"])
+    out = {"recompute": recompute, "recompute_layers": layers, "script_facts": []}
+    if EXPERTS.get(row["model"]) is not None:
+        out.update(dispatcher_of(config))
+        unresolved += out.pop("unresolved", [])
+    if unresolved:
+        out["unresolved"] = sorted(set(unresolved))
+    return out
+
+
 def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
     commit = git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
+    paths = git(repo, "ls-tree", "-r", "--name-only", commit).split()
     out = []
     for path in git(repo, "ls-tree", "-r", "--name-only", commit, "scripts/performance/configs").split():
         if not path.endswith("workload_base_configs.py"):
@@ -225,9 +271,10 @@ def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
             if bare and (match["model"], match["gpu"], match["prec"]) in suffixed:
                 continue
             model = MODELS[match["model"]]
-            out.append({"release": release, "model": model, "gpu": match["gpu"].lower(),
-                        "precision": PRECISIONS[match["prec"]], "variant": f"v{match['ver'] or 1}",
-                        "config": name, "file": path, "commit": commit, **entry(fields, model)})
+            row = {"release": release, "model": model, "gpu": match["gpu"].lower(),
+                   "precision": PRECISIONS[match["prec"]], "variant": f"v{match['ver'] or 1}",
+                   "config": name, "file": path, "commit": commit, **entry(fields, model)}
+            out.append({**row, **script_fields(repo, commit, paths, row, match["model"].lower())})
     return out
 
 
@@ -244,29 +291,95 @@ def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
         if stem not in YAML_MODELS:
             continue
         model = YAML_MODELS[stem]
+        model_name, model_size = stem.split("_", 1)   # run_script.py's --model_name / --model_size
         doc = yaml.safe_load(git(repo, "show", f"{commit}:{path}"))
-        granularity = ((doc.get("ConfigContainer") or {}).get("model") or {}).get("recompute_granularity")
+        yaml_model = ((doc.get("ConfigContainer") or {}).get("model") or {})
         for gpu, by_count in (doc.get("perf_matrix") or {}).items():
             for count_key, table in by_count.items():
                 for prec_key, prec in (("bf16", "bf16"), ("fp8_cs", "fp8"), ("fp8_mx", "mxfp8")):
                     if prec_key not in table:
                         continue
                     f = dict(table.get("common") or {}, **(table.get(prec_key) or {}))
-                    h100_deepseek = model == "deepseek-v3" and gpu == "h100"
+                    script = run_script_fields(repo, commit, model, model_name, model_size, gpu, prec, yaml_model, f)
                     out.append({"release": release, "model": model, "gpu": gpu, "precision": prec, "variant": "v1",
                                 "config": f"perf_matrix.{gpu}.{count_key}.{prec_key}", "file": path, "commit": commit,
                                 "num_gpus": int(count_key.removeprefix("num_gpus_")), "tp": f.get("tp", 1),
                                 "pp": f.get("pp", 1), "vp": f.get("vp") or 1, "cp": f.get("cp", 1), "ep": f.get("ep", 1),
                                 "etp": f.get("etp") or 1, "mbs": f.get("mbs", 1), "gbs": f.get("gbs", 1),
-                                "recompute": "full" if f.get("recompute_num_layers") or granularity == "full" else
-                                ("selective" if granularity == "selective" else "none"),
+                                "recompute": script.pop("recompute"),
                                 "cuda_graph": "layer" if f.get("cuda_graphs") else "none", "cuda_graph_scope": [],
-                                "dispatcher": "flex" if h100_deepseek else "alltoall",
-                                "flex_backend": "deepep" if h100_deepseek else None,
-                                "moe_a2a_overlap": h100_deepseek, "fused_moe": False, "fp8_attention": False,
-                                "fsdp": bool(f.get("use_megatron_fsdp")),
+                                "dispatcher": script.pop("dispatcher"), "flex_backend": script.pop("flex_backend"),
+                                "moe_a2a_overlap": script.pop("moe_a2a_overlap"), "fused_moe": False,
+                                "fp8_attention": False, "fsdp": bool(f.get("use_megatron_fsdp")),
                                 "cpu_offload_layers": int(f.get("cpu_offloading_num_layers") or 0),
-                                "recompute_layers": int(f.get("recompute_num_layers") or 0)})
+                                "recompute_layers": script.pop("recompute_layers"), **script})
+    return out
+
+
+def run_script_fields(repo: str, commit: str, model: str, model_name: str, model_size: str, gpu: str, prec: str,
+                      yaml_model: dict, preset: dict) -> dict:
+    """Recompute, dispatcher and EP overlap of a 0.1.0rc3 entry, in run_script.py's order: its branch for the model
+    and GPU (perf_script_reader.run_script_config), then the YAML's ConfigContainer.model keys (OmegaConf merge),
+    then the perf_matrix entry's recompute_num_layers (utils/helpers.py set_recompute_overrides: full, "block")."""
+    config = run_script_config(at_commit(repo, commit), model, model_name, model_size, gpu, prec)
+    unresolved: list[str] = []
+
+    def value(name: str):
+        if preset.get("recompute_num_layers"):
+            return {"recompute_granularity": "full", "recompute_method": "block",
+                    "recompute_num_layers": preset["recompute_num_layers"]}.get(name, field(config, "model", name))
+        held = yaml_model[name] if name in yaml_model else field(config, "model", name)
+        if isinstance(held, Unknown):
+            unresolved.append(f"model.{name}: {held.why}")
+            return None
+        return held
+    recompute, layers = recompute_from(value, model)
+    out = {"recompute": recompute, "recompute_layers": layers, "dispatcher": "alltoall", "flex_backend": None,
+           "moe_a2a_overlap": False, "script_facts": []}
+    if EXPERTS.get(model) is not None:   # a dense model has no dispatcher (alltoall, as the mapping writes it)
+        out.update(dispatcher_of(config))
+        unresolved += out.pop("unresolved", [])
+        a2a = field(config, "comm_overlap", "overlap_moe_expert_parallel_comm")
+        if isinstance(a2a, Unknown):
+            unresolved.append(f"comm_overlap.overlap_moe_expert_parallel_comm: {a2a.why}")
+        out["moe_a2a_overlap"] = a2a is True
+        facts = [where(config, "model", "recompute_modules")] if recompute not in ("none", "full", "selective") \
+            else []
+        out["script_facts"] += [w for w in facts if w]
+    if unresolved:
+        out["unresolved"] = sorted(set(unresolved))
+    return out
+
+
+# Recipes committed after a release's tag that its published table runs (the release's own recipe has other sizes),
+# read at that commit as the release's are and kept apart in "later_recipes": never a release's feature, plan or
+# default (layout/recipes.py reads only "recipes" for those); calibrate/published.py models a row with one only where
+# its sizes are the row's and no recipe of the release's has them. Each: (release, commit, the configs the table's
+# rows run, why).
+LATER_RECIPES = (
+    ("26.02.01", "7260d6214afff7f00c35c3cc4d47d9c458d9310b",
+     ("GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2", "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2"),
+     "the 26.02.01 table's GPT-OSS-120B B300/B200 runs (EP 8, gbs 1280, mbs 4; performance-summary archive @067f987) "
+     "are this commit's GPT_OSS_120B_PRETRAIN_CONFIG_B300/B200_BF16_V2 (perf optimizations- GPT-OSS 120B #2906, "
+     "2026-03-23: expert_model_parallel_size=8, moe_flex_dispatcher_backend=\"hybridep\", applied by its "
+     "gpt_oss_llm_pretrain.py); v0.3.1 (2026-03-20), not its ancestor, runs EP 64 with alltoall"),
+)
+
+
+def later_recipes(repo: str, releases: dict[str, dict], recipes: list[dict]) -> list[dict]:
+    """The LATER_RECIPES configs read at their commit, each citing it ("after_tag": the release's tag; "why"); a
+    config whose sizes there are the release's own is refused (the release's recipe already has them)."""
+    out = []
+    for release, commit, configs, why in LATER_RECIPES:
+        tag = releases[release]["megatron_bridge"]
+        own = {e["config"]: e for e in recipes if e["release"] == release}
+        rows = {r["config"]: r for r in with_overlap(workload_recipes(repo, release, commit), repo, commit)}
+        for config in configs:
+            row, mine = rows[config], own.get(config)
+            sizes = ("num_gpus", "tp", "pp", "vp", "cp", "ep", "etp", "mbs", "gbs")
+            if mine is not None and all(row[k] == mine[k] for k in sizes):
+                raise ValueError(f"{config} at {commit} has {release}'s own sizes: not a later recipe")
+            out.append({**row, "after_tag": tag, "why": why})
     return out
 
 
@@ -291,12 +404,17 @@ def main(repo: str) -> None:
     about = ("Megatron-Bridge performance recipes per release, generated by tools/recipes_from_megatron_bridge.py "
              "(its docstring gives the sources and the mapping). Each recipe cites "
              "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/<commit>/<file>, assignment <config>. "
-             "A release with same_as reads that release's recipes (same Megatron-Bridge version).")
+             "A release with same_as reads that release's recipes (same Megatron-Bridge version). later_recipes: "
+             "recipes committed after a release's tag (after_tag) that its published table runs (why); published "
+             "rows only, never a release's features.")
     print("{")
     print(f'"about": {json.dumps(about)},')
     print(f'"releases": {json.dumps(releases, indent=1)},')
     print('"recipes": [')
     print(",\n".join(json.dumps(r) for r in recipes))
+    print("],")
+    print('"later_recipes": [')
+    print(",\n".join(json.dumps(r) for r in later_recipes(repo, releases, recipes)))
     print("]}")
 
 

@@ -16,6 +16,11 @@ Mapping assumptions, the same for every row (the tables do not state them):
   (a user's run states its own);
   a release the table lacks reads the newest table release not newer than it (26.10 -> 26.08),
   noted in the row's layout_note (also when that release has no recipe for the run: the defaults below);
+  the flags are facts of the run only where that recipe's sizes (num_gpus, tp, pp, vp, ep, mbs, gbs) and
+  Megatron-FSDP are the row's (or the row states its own); otherwise they are assumed: the nearest recipe of the
+  release (the variant whose sizes match most; its offload and recomputed-layer counts only where its tp/pp/vp
+  are the row's) or, with none read, the defaults below; flags_assumed says which and why, in the row's
+  layout_note (printed beside the row by benchmarks/planner_calibration.py and `commbench calibrate`);
 - otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
@@ -80,10 +85,11 @@ RECIPE_FIELDS = ("cpu_offload_layers", "recompute_layers", "recompute", "dispatc
 
 def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[str, Any] | None:
     """The Megatron-Bridge recipe of the row's release for its model, GPU and precision (None when the
-    recipe table has no such entry); the variant whose parallel sizes match the row's most. A release the
-    table lacks reads the newest table release not newer than it (recipes.resolve_release), and the
-    recipe's release_note says so."""
-    from commbench.planner.layout.recipes import recipe_for
+    recipe table has no such entry); the variant whose parallel sizes match the row's most, or, where none has
+    the row's sizes, a recipe committed after the release's tag that has them (recipes.later_recipe_for: the
+    layout the release's table ran; its release_note cites the commit). A release the table lacks reads the
+    newest table release not newer than it (recipes.resolve_release), and the recipe's release_note says so."""
+    from commbench.planner.layout.recipes import later_recipe_for, recipe_for
     release = str(row.get("release") or "")
     if not release or not model_name or not preset:
         return None
@@ -93,7 +99,10 @@ def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[st
         return None
     sizes = {k: row.get(k) for k in ("num_gpus", "tp", "pp", "mbs", "gbs")}
     sizes.update(vp=row.get("vp") or 1, ep=row.get("ep") or 1)   # a table's "n/a" is 1
-    return recipe_for(release, model_name, preset, precision, sizes)
+    recipe = recipe_for(release, model_name, preset, precision, sizes)
+    if recipe is not None and not recipe["sizes_match"]:   # a later commit's recipe the release's table ran
+        recipe = later_recipe_for(release, model_name, preset, precision, sizes) or recipe
+    return recipe
 
 
 def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict[str, Any]:
@@ -411,7 +420,8 @@ def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: 
     """(mbs, note) when a row contradicts itself: its published gradient-accumulation count (notes 'GA=N')
     differs from gbs / (mbs x dp), so one of its columns is wrong. Its release's recipe (the run's own
     configuration at the release commit) gives the mbs when that recipe's other sizes (num_gpus, tp, pp, vp,
-    ep, gbs) are the row's. None otherwise (the row is taken as published)."""
+    ep, gbs) are the row's; the note says whether that mbs gives the published GA (it need not: then the row's
+    mbs and GA are both inconsistent with its gbs and dp). None otherwise (the row is taken as published)."""
     from commbench.planner.layout.recipes import recipe_entry
     ga = re.search(r"GA=(\d+)", row.get("notes") or "")
     mbs, gbs, dp = int(row["mbs"]), int(row["gbs"]), _dp_of(row)
@@ -426,8 +436,19 @@ def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: 
     entry = recipe_entry(str(row.get("release") or ""), model_name, preset, precision, sizes)
     if entry is None or any(entry.get(k) != v for k, v in sizes.items()) or entry["mbs"] == mbs:
         return None
-    return int(entry["mbs"]), (f"mbs {mbs} as published contradicts the row's GA={ga.group(1)}; mbs {entry['mbs']} "
-                               f"from its release recipe ({entry['config']}, {entry['file']}@{entry['commit'][:7]})")
+    chosen, published = int(entry["mbs"]), int(ga.group(1))
+
+    def accumulation(m: int) -> str:   # gbs / (mbs x dp), as the run would accumulate with that mbs
+        return f"GA {gbs // (m * dp)}" if gbs % (m * dp) == 0 else f"no whole GA ({gbs}/({m}x{dp}))"
+    agrees = gbs == published * chosen * dp
+    return chosen, (f"mbs {mbs} as published contradicts the row's GA={published} (gbs {gbs} = GA x mbs x dp {dp} "
+                    f"gives {accumulation(mbs)}); mbs {chosen} from its release recipe ({entry['config']}, "
+                    f"{entry['file']}@{entry['commit'][:7]}), whose other sizes are the row's, "
+                    + (f"gives GA={published} as published" if agrees else
+                       f"gives {accumulation(chosen)}, not GA={published} either"
+                       + (f" (GA={published} would need mbs {gbs // (published * dp)})"
+                          if gbs % (published * dp) == 0 else "")
+                       + ": the row's mbs and GA cannot both be right; the recipe's mbs is modelled"))
 
 
 def sizes_fit(row: dict[str, Any]) -> bool:
@@ -490,15 +511,50 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
                                     where=places[i]))
             continue
         stood_in = _release_note(r, preset, name, layout.precision)
+        assumed = flags_assumed(r, preset, name, layout.mbs)
+        if stood_in and release_recipe(r, preset, name) is None:   # it says the default recipe's flags stood in
+            assumed = ""
         out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
-                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in) if n),
+                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in, assumed) if n),
                                 where=places[i]))
     return out
 
 
+def flags_assumed(row: dict[str, Any], preset: str, model_name: str, mbs: int | None = None) -> str:
+    """'' when a run's recipe flags are facts: the row states its own (a "recipe" object or top-level recipe fields),
+    or names no NeMo release (none, "user": the run's own software, no recipe implied), or the recipe of its release
+    it reads (release_recipe) has its sizes (MATCH_KEYS, with `mbs`, the micro-batch the run is modelled with, for
+    the row's) and its Megatron-FSDP. Otherwise why the flags are assumed: no recipe
+    is read for the run (the default recipe's flags), or the nearest recipe's sizes are not the row's, so another
+    configuration than the one that produced the row's number gave them. One rule for every row: published_runs
+    says it in the layout_note, benchmarks/vendor_layouts.py counts such rows apart."""
+    if isinstance(row.get("recipe"), dict) or any(k in row for k in RECIPE_FIELDS):
+        return ""
+    release = row.get("release")
+    if not isinstance(release, str) or release.strip() in ("", "user"):   # a user's software: no recipe is implied
+        return ""
+    recipe = release_recipe(row, preset, model_name)
+    if recipe is None:
+        return (f"recipe flags assumed: the default recipe's (no recipe is read for {model_name} on {preset} at "
+                f"{row.get('release')})")
+    given = {"num_gpus": row.get("num_gpus"), "tp": row.get("tp"), "pp": row.get("pp"), "vp": row.get("vp") or 1,
+             "ep": row.get("ep") or 1, "mbs": row.get("mbs") if mbs is None else mbs, "gbs": row.get("gbs")}
+    differ = [f"{k} {recipe['sizes'][k]} vs the row's {given[k]}" for k in recipe["sizes"]
+              if given.get(k) is not None and int(given[k]) != recipe["sizes"][k]]
+    fsdp = _fsdp(row.get("notes", ""))
+    if bool(fsdp) != recipe["megatron_fsdp"]:
+        differ.append(f"Megatron-FSDP {'on' if recipe['megatron_fsdp'] else 'off'} vs the row's "
+                      f"{f'FSDP={fsdp}' if fsdp else 'none'}")
+    if not differ:
+        return ""
+    return (f"recipe flags assumed: those of {recipe['release']}'s nearest recipe {recipe['config']}, which is not "
+            f"this run's configuration ({'; '.join(differ)})")
+
+
 def _release_note(row: dict[str, Any], preset: str, model_name: str, precision: str) -> str:
     """Whose recipe stood in for a row's release the recipe table lacks (26.10 -> 26.08), also when that release
-    has no recipe for the run and the defaults stood in; '' for a release the table has, "user" or none."""
+    has no recipe for the run and the defaults stood in, or which later commit's recipe models it (release_recipe);
+    '' for a release the table has, "user" or none."""
     from commbench.planner.layout.recipes import resolve_release
     recipe = release_recipe(row, preset, model_name)
     if recipe is not None:

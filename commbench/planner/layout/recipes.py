@@ -198,12 +198,33 @@ def default_gbs(release: str | None, model: str, gpu: str | None, precision: str
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
     """The recipe flags (RECIPE_KEYS, OVERLAP_KEYS, cpu_offload_layers, recompute_layers, the per-layer graphs' cuda_graph_scope
-    as the layout field), their citation ('source') and, for a release
+    as the layout field), their citation ('source'; 'config', 'release'), the recipe's sizes (MATCH_KEYS) and
+    Megatron-FSDP (megatron_fsdp), whether those are `sizes` ('sizes_match') and, for a release
     the table lacks, the note saying whose recipes stood in ('release_note'); or None."""
     stand, note = resolve_release(release)
     entry = recipe_entry(stand, model, gpu, precision, sizes) if stand else None
     if entry is None:
         return None
+    return _flags_of(entry, sizes, note)
+
+
+def later_recipe_for(release: str, model: str, gpu: str, precision: str,
+                     sizes: dict[str, int]) -> dict[str, Any] | None:
+    """recipe_for's fields of a recipe committed after the release's tag whose sizes (MATCH_KEYS) are exactly
+    `sizes` (recipes.json later_recipes: a layout the release's published table runs that no recipe at its tag has;
+    its 'release_note' says whose commit it is); None where there is none. Published rows only: a release's
+    features, plans and defaults never read these."""
+    stand, _ = resolve_release(release)
+    for entry in _table().get("later_recipes", []):
+        if (entry["release"], entry["model"], entry["gpu"], entry["precision"]) == \
+                (stand, model, gpu_key(gpu), precision) and all(entry.get(k) == sizes.get(k) for k in MATCH_KEYS):
+            return _flags_of(entry, sizes, f"modelled with Megatron-Bridge commit {entry['commit'][:7]}'s recipe "
+                                           f"{entry['config']} (committed after {stand}'s tag {entry['after_tag']}; "
+                                           f"no recipe at the tag has the row's sizes, this one has)")
+    return None
+
+
+def _flags_of(entry: dict[str, Any], sizes: dict[str, int] | None, note: str) -> dict[str, Any]:
     exact = all(sizes is not None and sizes.get(k) is not None and entry.get(k) == sizes[k] for k in MATCH_KEYS)
     # the offload count is tuned to the recipe's model split: a run split otherwise does not inherit it
     same_split = all(sizes is not None and sizes.get(k) == entry.get(k) for k in ("tp", "pp", "vp"))
@@ -216,7 +237,8 @@ def recipe_for(release: str, model: str, gpu: str, precision: str,
             "cpu_offload_layers": offload, "recompute_layers": recompute_layers, "cuda_graph_scope": scope,
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact,
-            "release_note": note}
+            "config": entry["config"], "release": entry["release"], "sizes": {k: entry.get(k) for k in MATCH_KEYS},
+            "megatron_fsdp": bool(entry.get("fsdp")), "release_note": note}
 
 
 def _feature_entries(release: str, gpu: str | None, precision: str | None,
