@@ -127,15 +127,10 @@ def unchecked_mark(rows: list[Measurement]) -> str:
 def emulated_mark(rows: list[Measurement], runs: dict[str, RunHeader]) -> str:
     """'EMULATED fabric: 2 racks x 2 ranks, 1 Gbit/s per rack uplink' for rows measured on `commbench emulate`,
     else ''."""
+    from commbench.results.emulated import fabric_text
+
     found = [runs[m.run_id].emulated for m in rows if m.run_id in runs and runs[m.run_id].emulated]
-    if not found:
-        return ""
-    e = found[0]
-    if "num_racks" not in e:
-        return "EMULATED fabric"
-    rate = e.get("scale_out_rate_bits_per_s")
-    return (f"EMULATED fabric: {e.get('num_racks')} racks x {e.get('ranks_per_rack')} ranks"
-            + (f", {float(rate) / 1e9:g} Gbit/s per rack uplink" if rate else ""))
+    return fabric_text(found[0]) if found else ""
 
 
 def curve_notes(rows: list[Measurement]) -> list[str]:
