@@ -11,6 +11,7 @@ from typing import Annotated, Callable, List, Optional
 import typer
 
 from commbench.cli.base import ERROR_LINE, command, console, err_console
+from commbench.results.emulated import rate_text
 from commbench.results.render import styled
 from commbench.emulate.fabric import Fabric, FabricSpec
 from commbench.emulate.ranks import emulated_description, run_ranks
@@ -56,7 +57,7 @@ def emulate(
     args: Annotated[Optional[List[str]], typer.Argument(help="The commbench command after '--', e.g. -- bench grad_reduce_scatter -b 64M -e 64M")] = None,
     racks: Annotated[int, typer.Option("--racks", help="Racks (one network namespace each).")] = 2,
     ranks_per_rack: Annotated[int, typer.Option("--ranks-per-rack", help="Ranks per rack (talking over the rack's loopback).")] = 2,
-    scale_out_rate: Annotated[str, typer.Option("--scale-out-rate", help="Rate limit of each rack uplink, each direction (tc syntax: 1gbit, 800mbit).")] = "1gbit",
+    scale_out_rate: Annotated[str, typer.Option("--scale-out-rate", help="Rate limit of each rack uplink, each direction, as tc(8) reads it: 1gbit, 800mbit, 1gibit are bits per second; 100mbps is BYTES per second (800 Mbit/s).")] = "1gbit",
     counters_out: Annotated[Optional[str], typer.Option("--counters-out", help="Write the uplink byte counters as JSON here.")] = None,
     netns_prefix: Annotated[Optional[str], typer.Option("--netns-prefix", help="Namespace name prefix (default cb<pid>).")] = None,
     cleanup: Annotated[bool, typer.Option("--cleanup", help="Remove namespaces (and their processes) left by a killed run: "
@@ -93,8 +94,8 @@ def emulate(
     try:
         with Fabric(spec) as fabric:
             console.print(f"emulated fabric: {racks} rack(s) x {ranks_per_rack} rank(s); scale-up = loopback per "
-                          f"namespace, scale-out = {scale_out_rate} tbf per rack uplink (EMULATED, bandwidth only)",
-                          highlight=False)
+                          f"namespace, scale-out = {rate_text(spec.scale_out_rate_bits_per_s)} ({scale_out_rate} as "
+                          "tc reads it) tbf per rack uplink (EMULATED, bandwidth only)", highlight=False)
             started = time.monotonic()
             exit_code = run_ranks(spec, command_args, restyle=rank_line_printer(err_console))
             wall_s = time.monotonic() - started
