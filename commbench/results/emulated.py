@@ -33,6 +33,15 @@ def fabric_text(emulated: dict) -> str:
             + (f", {rate_text(rate)} per rack uplink" if rate else ""))
 
 
+def setup_text(emulated: dict | None) -> str:
+    """The fabric as a setup: 'real fabric', or 'emulated fabric: 2 racks x 1 ranks, 0.1 Gbit/s per rack uplink'
+    (every parameter that sets its links). compare's setup check, fit's refusal of mixed fabrics and report's labels
+    read it: two emulated fabrics of another rate or other racks are two setups (one rule)."""
+    if not emulated:
+        return "real fabric"
+    return "emulated fabric" + fabric_text(emulated)[len("EMULATED fabric"):]
+
+
 _FABRIC_RE = re.compile(r"EMULATED fabric: (\d+) racks x (\d+) ranks, (\d+(?:\.\d+)?(?:e[+-]?\d+)?) Gbit/s per rack uplink")
 # the intro line before fabric_text named it (commbench 0.1.0 until this): 'EMULATED fabric: 2 racks joined at 0.1 Gbit/s'
 _OLD_FABRIC_RE = re.compile(r"EMULATED fabric: (\d+) racks joined at (\d+(?:\.\d+)?(?:e[+-]?\d+)?) Gbit/s")
