@@ -310,8 +310,10 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     emulated = sorted({fabric_text(runs[r].emulated) for r in {m.run_id for m in points}
                        if r in runs and runs[r].emulated})
     if emulated:  # a profile of the emulator's loopback and tbf links, never of a real network
-        fabric = dataclasses.replace(fabric, warnings=(f"emulated fabric: fitted on `commbench emulate` "
-                                                       f"({emulated[0]}), not on a real network",) + fabric.warnings)
+        from commbench.costmodel.fabric import EMULATED_FIT
+
+        fabric = dataclasses.replace(fabric, warnings=(f"{EMULATED_FIT} ({emulated[0]}), not on a real network",)
+                                     + fabric.warnings)
     return fabric, fits, notes
 
 
