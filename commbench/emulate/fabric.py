@@ -4,7 +4,8 @@ Rack k lives in namespace `<prefix>-r<k>`; its ranks talk to each other over tha
 loopback (the kernel routes traffic to a local address through `lo`, whatever the interface) and to
 other racks through the interface `uplink` (10.201.0.<k+1>/24, private, visible only inside the
 namespaces created here). Two racks are joined by one veth pair; more racks by a bridge in
-`<prefix>-fab`. Every rack uplink is limited by a tbf qdisc to the scale-out rate in each direction.
+`<prefix>-fab`. Every rack uplink is limited by a tbf qdisc to the scale-out rate in each direction. One rack has
+no uplink (no veth, no tbf): its ranks talk over its loopback alone.
 Everything created is deleted on exit, on error and on Ctrl-C (deleting a namespace deletes its links).
 """
 
@@ -28,12 +29,15 @@ MTU_BYTES = 9000  # jumbo frames, as scale-out fabrics use: fewer packets and AC
 class FabricSpec:
     num_racks: int
     ranks_per_rack: int
-    scale_out_rate_bits_per_s: float
+    scale_out_rate_bits_per_s: float | None   # None: one rack, no uplink to limit
     prefix: str
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_racks <= MAX_RACKS:
             raise invalid("--racks", self.num_racks, f"allowed 1..{MAX_RACKS}")
+        if (self.scale_out_rate_bits_per_s is None) != (self.num_racks == 1):
+            raise invalid("scale_out_rate_bits_per_s", self.scale_out_rate_bits_per_s,
+                          "a rate for 2 racks or more, none for one rack (it has no uplink)")
         if self.ranks_per_rack < 1:
             raise invalid("--ranks-per-rack", self.ranks_per_rack, "must be >= 1")
         from commbench.comm.backends import max_local_ranks

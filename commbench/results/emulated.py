@@ -9,12 +9,16 @@ import re
 TOOL = "commbench emulate"
 SCALE_UP = "loopback inside one network namespace per rack (no rate limit)"
 SCALE_OUT = "veth per rack with a tbf rate limit (bandwidth only, no added latency)"
+NO_SCALE_OUT = "none: one rack, no uplink (no veth, no rate limit)"
 
 
-def description(num_racks: int, ranks_per_rack: int, scale_out_rate_bits_per_s: float) -> dict:
-    """The header's `emulated` object of a fabric of `num_racks` racks of `ranks_per_rack` ranks."""
+def description(num_racks: int, ranks_per_rack: int, scale_out_rate_bits_per_s: float | None) -> dict:
+    """The header's `emulated` object of a fabric of `num_racks` racks of `ranks_per_rack` ranks; one rack has no
+    scale-out link, so no rate (emulate refuses one)."""
+    rate = scale_out_rate_bits_per_s if num_racks > 1 else None
     return {"emulated": True, "tool": TOOL, "num_racks": num_racks, "ranks_per_rack": ranks_per_rack,
-            "scale_out_rate_bits_per_s": scale_out_rate_bits_per_s, "scale_up": SCALE_UP, "scale_out": SCALE_OUT}
+            "scale_out_rate_bits_per_s": rate, "scale_up": SCALE_UP, "scale_out": SCALE_OUT if num_racks > 1
+            else NO_SCALE_OUT}
 
 
 def rate_text(bits_per_s: float) -> str:
@@ -23,14 +27,14 @@ def rate_text(bits_per_s: float) -> str:
 
 
 def fabric_text(emulated: dict) -> str:
-    """'EMULATED fabric: 2 racks x 1 ranks, 0.1 Gbit/s per rack uplink'; 'EMULATED fabric' (its free text) where the
-    header's object does not come from commbench emulate."""
+    """'EMULATED fabric: 2 racks x 1 ranks, 0.1 Gbit/s per rack uplink' ('1 rack x 2 ranks, no scale-out link');
+    'EMULATED fabric' (its free text) where the header's object does not come from commbench emulate."""
     if "num_racks" not in emulated:
         detail = emulated.get("description")
         return "EMULATED fabric" + (f" ({detail})" if detail else "")
-    rate = emulated.get("scale_out_rate_bits_per_s")
-    return (f"EMULATED fabric: {emulated.get('num_racks')} racks x {emulated.get('ranks_per_rack')} ranks"
-            + (f", {rate_text(rate)} per rack uplink" if rate else ""))
+    racks, rate = emulated.get("num_racks"), emulated.get("scale_out_rate_bits_per_s")
+    return (f"EMULATED fabric: {racks} {'rack' if racks == 1 else 'racks'} x {emulated.get('ranks_per_rack')} ranks"
+            + (", no scale-out link" if racks == 1 else f", {rate_text(rate)} per rack uplink" if rate else ""))
 
 
 def setup_text(emulated: dict | None) -> str:
@@ -42,7 +46,8 @@ def setup_text(emulated: dict | None) -> str:
     return "emulated fabric" + fabric_text(emulated)[len("EMULATED fabric"):]
 
 
-_FABRIC_RE = re.compile(r"EMULATED fabric: (\d+) racks x (\d+) ranks, (\d+(?:\.\d+)?(?:e[+-]?\d+)?) Gbit/s per rack uplink")
+_FABRIC_RE = re.compile(r"EMULATED fabric: (\d+) racks? x (\d+) ranks, (?:(\d+(?:\.\d+)?(?:e[+-]?\d+)?) Gbit/s per rack "
+                        r"uplink|no scale-out link)")
 # the intro line before fabric_text named it (commbench 0.1.0 until this): 'EMULATED fabric: 2 racks joined at 0.1 Gbit/s'
 _OLD_FABRIC_RE = re.compile(r"EMULATED fabric: (\d+) racks joined at (\d+(?:\.\d+)?(?:e[+-]?\d+)?) Gbit/s")
 
@@ -57,4 +62,4 @@ def from_text(text: str, world_size: int | None = None) -> dict | None:
         per_rack = world_size // racks
     else:
         return None
-    return description(racks, per_rack, float(round(float(rate) * 1e9)))
+    return description(racks, per_rack, float(round(float(rate) * 1e9)) if rate else None)
