@@ -526,7 +526,9 @@ def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:
     if len(rates) != 1:
         return []
     rate_gbps = float(rates.pop()) / 8 / 1e9
-    lines = []
+    bursts = sorted({h.emulated.get("tbf_burst_bytes") for h in run_headers if h.emulated} - {None})
+    lines = [f"emulated uplinks' tbf burst {bursts[0]:,} B: messages up to about that size cross unthrottled once the "
+             "bucket has refilled, so small sizes run above the rate"] if len(bursts) == 1 else []
     for fit in fits:
         key = fit.key
         if key.num_domains > 1 and key.for_prediction and key.collective in COLLECTIVES \

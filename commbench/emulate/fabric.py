@@ -23,6 +23,13 @@ SUBNET = "10.201.0"
 UPLINK = "uplink"
 MAX_RACKS = 200
 MTU_BYTES = 9000  # jumbo frames, as scale-out fabrics use: fewer packets and ACKs per byte
+MIN_BURST_BYTES = 32 * 1024   # above a jumbo frame (tbf drops a packet larger than its bucket)
+# the rates an uplink takes: below 1 Mbit/s the 32 KiB minimum burst is over a quarter second of line rate (messages
+# under it cross unthrottled, 1 MiB takes over 8 s); above 1 Tbit/s is beyond any NIC and loopback (tbf's burst, a
+# 32-bit byte count, ends near 17 Tbit/s at 2 ms of line rate)
+MIN_RATE_BITS_PER_S, MAX_RATE_BITS_PER_S = 1e6, 1e12
+RATE_RANGE = ("allowed 1 Mbit/s (1mbit) to 1 Tbit/s (1tbit): below it tbf's 32 KiB minimum burst is over a quarter "
+              "second of line rate, so messages under it are not rate-limited; above it no NIC runs, nor loopback")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +45,9 @@ class FabricSpec:
         if (self.scale_out_rate_bits_per_s is None) != (self.num_racks == 1):
             raise invalid("scale_out_rate_bits_per_s", self.scale_out_rate_bits_per_s,
                           "a rate for 2 racks or more, none for one rack (it has no uplink)")
+        if self.scale_out_rate_bits_per_s is not None and \
+                not MIN_RATE_BITS_PER_S <= self.scale_out_rate_bits_per_s <= MAX_RATE_BITS_PER_S:
+            raise invalid("scale_out_rate_bits_per_s", self.scale_out_rate_bits_per_s, RATE_RANGE)
         if self.ranks_per_rack < 1:
             raise invalid("--ranks-per-rack", self.ranks_per_rack, "must be >= 1")
         from commbench.comm.backends import max_local_ranks
@@ -84,10 +94,17 @@ def existing_namespaces() -> set[str]:
     return {line.split()[0] for line in _run("ip", "netns", "list").splitlines() if line.strip()}
 
 
+def tbf_burst_bytes(rate_bits_per_s: float) -> int:
+    """The tbf bucket: what crosses an uplink at loopback speed once the bucket has refilled (the run header records
+    it: a message up to about this size is not rate-limited). tc-tbf(8): at least rate / HZ (HZ <= 1000) to reach the
+    rate; twice that, and at least MIN_BURST_BYTES."""
+    return max(MIN_BURST_BYTES, int(rate_bits_per_s / 8 / 500))
+
+
 def tbf_args(rate_bits_per_s: float) -> list[str]:
-    # burst >= rate/HZ (HZ <= 1000) so the bucket refills between ticks; 50 ms queue for TCP
-    burst_bytes = max(32 * 1024, int(rate_bits_per_s / 8 / 500))
-    return ["tbf", "rate", f"{int(rate_bits_per_s)}bit", "burst", str(burst_bytes), "latency", "50ms"]
+    # 50 ms queue for TCP
+    return ["tbf", "rate", f"{int(rate_bits_per_s)}bit", "burst", str(tbf_burst_bytes(rate_bits_per_s)),
+            "latency", "50ms"]
 
 
 class Fabric:

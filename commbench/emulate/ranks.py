@@ -27,9 +27,11 @@ FAILURE_GRACE_S = 5.0
 
 def emulated_description(spec: FabricSpec) -> dict:
     """The run header's `emulated` object (results/emulated.py: the one description its texts read back)."""
+    from commbench.emulate.fabric import tbf_burst_bytes
     from commbench.results.emulated import description
 
-    return description(spec.num_racks, spec.ranks_per_rack, spec.scale_out_rate_bits_per_s)
+    rate = spec.scale_out_rate_bits_per_s
+    return description(spec.num_racks, spec.ranks_per_rack, rate, tbf_burst_bytes(rate) if rate else None)
 
 
 def rank_env(spec: FabricSpec, rank: int) -> dict[str, str]:

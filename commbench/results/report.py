@@ -281,7 +281,8 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     emulated = any(h.emulated for h in headers if h.run_id in {m.run_id for m in records})
     md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
           + ("; those of runs marked EMULATED on `commbench emulate`'s fabric (loopback inside each emulated rack, "
-             "rate-limited veth links between them), not on a real network" if emulated else "")
+             "rate-limited veth links between them; a message under the links' tbf burst crosses unthrottled), not on "
+             "a real network" if emulated else "")
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
     if together:
