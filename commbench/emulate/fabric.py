@@ -57,7 +57,8 @@ class FabricSpec:
             raise CommbenchError(f"--racks={self.num_racks} x --ranks-per-rack={self.ranks_per_rack} = "
                                  f"{self.num_racks * self.ranks_per_rack} ranks is too many: allowed up to {limit} ({why})")
         if not self.prefix.replace("-", "").isalnum() or not self.prefix[0].isalnum() or len(self.prefix) > 20:
-            raise invalid("--netns-prefix", self.prefix, "letters, digits and '-', at most 20 characters")
+            raise invalid("--netns-prefix", self.prefix, "letters, digits and '-', starting with a letter or digit, at "
+                          "most 20 characters")
 
     def rack_ns(self, k: int) -> str:
         return f"{self.prefix}-r{k}"
